@@ -1,0 +1,216 @@
+# fp8plan — build, run, test, bench, fuzz.  See README.md.
+#
+#   make            build build/fp8plan (+ the CUDA backend when nvcc exists)
+#   make run        the headline comparison on the built-in default
+#   make test       unit + CLI tests; ends with "N passed, M failed"
+#   make test SAN=address,undefined   the same under ASan+UBSan (in build-san/)
+#   make bench      benchmarks that print their figures
+#   make fuzz       libFuzzer targets for FUZZ_SECONDS each (fuzz-smoke: 5 s)
+#   make test-slow  opt-in exhaustive checks (all 2^32 floats)
+#   make fmt | lint | clean
+#
+# Knobs: SAN=address|undefined|address,undefined  WERROR=1|0  OPT=-O2
+#        CUDA_HOME=/usr/local/cuda  CUDA_ARCH=90a  CUDA=0 (skip CUDA even if nvcc exists)
+
+.DEFAULT_GOAL := all
+.SUFFIXES:
+.DELETE_ON_ERROR:
+
+comma := ,
+SAN ?=
+WERROR ?= 1
+OPT ?= -O2 -g
+FUZZ ?=
+FUZZ_SECONDS ?= 60
+CUDA_HOME ?= /usr/local/cuda
+CUDA_ARCH ?= 90a
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+CUDA ?= 1
+
+# ---- build directory and sanitizers ------------------------------------------
+ifneq ($(SAN),)
+  bad_san := $(filter-out address undefined,$(subst $(comma), ,$(SAN)))
+  ifneq ($(bad_san),)
+    $(error SAN must be address, undefined or address$(comma)undefined (got '$(SAN)'))
+  endif
+  BUILD ?= build-san
+  SANFLAGS := -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
+  CUDA := 0
+else ifneq ($(FUZZ),)
+  BUILD ?= build-fuzz
+  SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+  CUDA := 0
+else
+  BUILD ?= build
+endif
+
+# ---- CUDA: built when nvcc exists (and not under sanitizers) -----------------
+ifeq ($(CUDA),1)
+  ifneq ($(wildcard $(NVCC)),)
+    HAVE_CUDA := 1
+  endif
+endif
+
+# ---- flags -------------------------------------------------------------------
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wundef \
+        -Wpointer-arith -Wvla
+ifeq ($(WERROR),1)
+  WARN += -Werror
+endif
+CPPFLAGS := -I. -D_GNU_SOURCE
+CFLAGS := -std=c11 $(OPT) $(WARN) $(SANFLAGS) -MMD -MP
+LDFLAGS := $(SANFLAGS)
+LDLIBS := -lcsv -lncursesw -lm -lpthread
+ifeq ($(HAVE_CUDA),1)
+  CPPFLAGS += -DFP8PLAN_HAVE_CUDA=1
+  NCCL_LIBDIR := $(firstword $(dir $(wildcard $(CUDA_HOME)/lib64/libnccl.so $(CUDA_HOME)/lib/libnccl.so)))
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart \
+            $(if $(NCCL_LIBDIR),-L$(NCCL_LIBDIR) -Wl$(comma)-rpath$(comma)$(NCCL_LIBDIR)) -lnccl -lstdc++ -ldl -lrt
+  NVCCFLAGS := -std=c++17 -O2 -lineinfo -I. -isystem $(CUDA_HOME)/include \
+               -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) -gencode arch=compute_90,code=compute_90 \
+               -Xcompiler -Wall,-Wextra -Werror all-warnings,default-stream-launch -MMD -MP
+endif
+
+# ---- sources -------------------------------------------------------------------
+# Library code lives in these folders; anything under a cuda/ subfolder is CUDA
+# (.cu with nvcc, .c with the CUDA headers) and is built only when HAVE_CUDA=1.
+LIB_DIRS := util fp8 planner reports exec tui
+LIB_SRC := $(sort $(shell find $(LIB_DIRS) -name '*.c' -not -path '*/cuda/*' 2>/dev/null))
+CUDA_SRC := $(sort $(shell find $(LIB_DIRS) -path '*/cuda/*' \( -name '*.cu' -o -name '*.c' \) 2>/dev/null))
+CLI_SRC := $(sort $(wildcard cli/*.c))
+SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
+TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
+SLOW_SRC := $(sort $(wildcard tests/slow/slow_*.c))
+BENCH_SRC := $(sort $(wildcard tests/bench/bench_*.c))
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+obj = $(patsubst %,$(BUILD)/obj/%.o,$(basename $(1)))
+LIB_OBJ := $(call obj,$(LIB_SRC))
+ifeq ($(HAVE_CUDA),1)
+  LIB_OBJ += $(call obj,$(CUDA_SRC))
+endif
+CLI_OBJ := $(call obj,$(CLI_SRC))
+SUPPORT_OBJ := $(call obj,$(SUPPORT_SRC))
+LIB := $(BUILD)/libfp8plan.a
+BIN := $(BUILD)/fp8plan
+TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+SLOWS := $(patsubst tests/slow/%.c,$(BUILD)/slow/%,$(SLOW_SRC))
+BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+DEPS_OK := $(BUILD)/.deps-ok
+
+# ---- system packages -------------------------------------------------------------
+# libcsv-dev (CSV), libncurses-dev (TUI), tmux (TUI end-to-end test). Installed
+# with apt-get when running as root; otherwise the exact command is printed.
+$(DEPS_OK):
+	@missing=""; \
+	[ -f /usr/include/csv.h ] || missing="$$missing libcsv-dev"; \
+	[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || missing="$$missing libncurses-dev"; \
+	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing:$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "missing system packages:$$missing"; \
+	    echo "install them with:  sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+	@mkdir -p $(@D) && touch $@
+ifneq ($(HAVE_CUDA),1)
+	@echo "note: CUDA parts skipped ($(if $(filter 0,$(CUDA)),CUDA=0 or a sanitizer/fuzz build,no nvcc at $(NVCC)))"
+endif
+
+# ---- rules -----------------------------------------------------------------------
+.PHONY: all run test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests
+
+all: $(BIN)
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(if $(findstring /cuda/,$<),-isystem $(CUDA_HOME)/include) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cu | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+# test support (the NVIDIA host-conversion oracle) sees the CUDA headers when present
+$(SUPPORT_OBJ): CPPFLAGS += -isystem $(CUDA_HOME)/include
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/slow/%: tests/slow/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/bench/%: tests/bench/%.c $(LIB) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) -fsanitize=fuzzer,address,undefined \
+	  $< $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
+
+tests: $(BIN) $(TESTS)
+
+test: tests
+	@sh tests/run.sh $(BUILD)
+
+test-slow: $(BIN) $(SLOWS)
+	@set -e; for t in $(SLOWS); do echo "== $$t"; $$t; done
+
+bench: $(BIN) $(BENCHES)
+	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
+
+# libFuzzer needs clang; each target's seed corpus is tests/fuzz/corpus/<name>.
+fuzz:
+	@$(MAKE) --no-print-directory FUZZ=1 CC=clang fuzz-run
+
+fuzz-smoke:
+	@$(MAKE) --no-print-directory FUZZ=1 CC=clang FUZZ_SECONDS=5 fuzz-run
+
+fuzz-run: $(FUZZERS)
+	@for f in $(FUZZERS); do \
+	  n=$$(basename $$f); mkdir -p $(BUILD)/corpus/$$n; \
+	  echo "== $$n ($(FUZZ_SECONDS) s)"; \
+	  $$f -max_total_time=$(FUZZ_SECONDS) -timeout=5 -print_final_stats=1 $(BUILD)/corpus/$$n \
+	    $$( [ -d tests/fuzz/corpus/$$n ] && echo tests/fuzz/corpus/$$n ) >$(BUILD)/fuzz/$$n.log 2>&1; \
+	  rc=$$?; grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' $(BUILD)/fuzz/$$n.log; \
+	  if [ $$rc -ne 0 ]; then tail -n 40 $(BUILD)/fuzz/$$n.log; echo "FAIL - $$n (exit $$rc)"; exit 1; fi; \
+	  echo "ok - $$n"; \
+	done
+
+run: $(BIN)
+	./$(BIN) --help
+
+FMT_FILES = $(shell find util fp8 planner reports exec tui cli tests \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
+
+fmt:
+	clang-format -i $(FMT_FILES)
+
+# Formatting, and the layering rule: fp8/ and planner/ are pure (no I/O, no exit,
+# nothing from exec/, tui/, reports/ or cli/).
+lint:
+	clang-format --dry-run -Werror $(FMT_FILES)
+	@bad=$$(grep -nE '#include "(exec|tui|reports|cli)/' $$(find fp8 planner -name '*.[ch]') /dev/null); \
+	if [ -n "$$bad" ]; then echo "layering: fp8/ and planner/ must not include these:"; echo "$$bad"; exit 1; fi
+	@bad=$$(grep -nE '\b(printf|fprintf|puts|fputs|fopen|fwrite|exit|abort)[[:space:]]*\(' $$(find fp8 planner -name '*.[ch]' -not -path '*/cuda/*') /dev/null); \
+	if [ -n "$$bad" ]; then echo "layering: fp8/ and planner/ do no I/O and never exit:"; echo "$$bad"; exit 1; fi
+	@echo "lint: ok"
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,59 @@
+/* cli/cli.c — shared subcommand plumbing: errors, usage, output. */
+#include "cli/cli.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+
+#include "util/fileio.h"
+
+void cli_getopt_reset(void) { optind = 0; }
+
+int cli_fail(const char *cmd, const Err *e)
+{
+    fprintf(stderr, "fp8plan %s: %s\n", cmd, e->msg[0] ? e->msg : status_str(e->st));
+    if (e->st == ST_USAGE) fprintf(stderr, "Try 'fp8plan %s --help'.\n", cmd);
+    return status_exit_code(e->st);
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "fp8plan %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'fp8plan %s --help'.\n", cmd);
+    return status_exit_code(ST_USAGE);
+}
+
+int cli_no_operands(const char *cmd, int argc, char **argv)
+{
+    if (optind < argc) return cli_usage(cmd, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+int cli_help(const char *text)
+{
+    fputs(text, stdout);
+    return 0;
+}
+
+int cli_parse_format(const char *cmd, const char *arg, CliOut *out)
+{
+    Err e;
+    if (table_format_parse(arg, &out->fmt, &e)) return cli_usage(cmd, "--format: %s", e.msg);
+    return 0;
+}
+
+int cli_emit_table(const char *cmd, const Table *t, const CliOut *out)
+{
+    Err e;
+    OutFile of;
+    if (outfile_open(&of, out->path, &e)) return cli_fail(cmd, &e);
+    if (table_write(t, out->fmt, of.f, &e)) {
+        outfile_abort(&of);
+        return cli_fail(cmd, &e);
+    }
+    if (outfile_commit(&of, &e)) return cli_fail(cmd, &e);
+    return 0;
+}

@@ -1,0 +1,54 @@
+/* cli/cli.h — what every `fp8plan <subcommand>` entry point shares.
+ *
+ * A subcommand is one function `int cmd_NAME(int argc, char **argv)` listed in
+ * cli/commands.h. It parses its own options with getopt_long (argv[0] is
+ * "fp8plan NAME", so getopt's own messages name the subcommand), writes data to
+ * stdout or -o FILE, diagnostics to stderr, and returns an exit code:
+ *   0 ok, 1 measured outside tolerance, 64 usage, 65 bad data, 66 no input,
+ *   69 unavailable, 70 internal, 73 cannot create output, 74 i/o. */
+#ifndef FP8PLAN_CLI_CLI_H
+#define FP8PLAN_CLI_CLI_H
+
+#include <stdio.h>
+
+#include "reports/table.h"
+#include "util/status.h"
+
+#define FP8PLAN_VERSION "0.1.0"
+
+typedef int (*CmdFn)(int argc, char **argv);
+
+typedef struct {
+    const char *name;
+    CmdFn fn;
+    const char *summary;
+} Command;
+
+/* Reset getopt before a subcommand parses (glibc: optind = 0 reinitialises). */
+void cli_getopt_reset(void);
+
+/* "fp8plan CMD: message" on stderr; returns the exit code for e->st. */
+int cli_fail(const char *cmd, const Err *e);
+
+/* "fp8plan CMD: message" + "Try 'fp8plan CMD --help'." on stderr; returns 64. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reject leftover positional arguments after getopt; returns 0 or 64. */
+int cli_no_operands(const char *cmd, int argc, char **argv);
+
+/* Print help text (stdout) and return 0. */
+int cli_help(const char *text);
+
+/* Output choice shared by subcommands: --format table|csv|json and -o FILE. */
+typedef struct {
+    TableFormat fmt;
+    const char *path; /* NULL or "-" = stdout */
+} CliOut;
+
+/* Parse a --format value; on error prints usage and returns 64, else 0. */
+int cli_parse_format(const char *cmd, const char *arg, CliOut *out);
+
+/* Write t to out (atomically when a file); returns an exit code. */
+int cli_emit_table(const char *cmd, const Table *t, const CliOut *out);
+
+#endif

@@ -1,0 +1,82 @@
+/* cli/main.c — `fp8plan <subcommand> [options]`: dispatch through the table in
+ * cli/commands.h. The only main(); the only place an exit code leaves. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+
+#define DECLARE(name, fn, summary) int fn(int argc, char **argv);
+FP8PLAN_COMMANDS(DECLARE)
+#undef DECLARE
+
+#define ENTRY(name, fn, summary) {name, fn, summary},
+static const Command commands[] = {FP8PLAN_COMMANDS(ENTRY)};
+#undef ENTRY
+enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
+
+int cmd_version(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    printf("fp8plan %s\n", FP8PLAN_VERSION);
+    return 0;
+}
+
+static void list_commands(FILE *f)
+{
+    for (int i = 0; i < NCOMMANDS; i++) fprintf(f, "  %-16s %s\n", commands[i].name, commands[i].summary);
+}
+
+static int usage(FILE *f, int code)
+{
+    fprintf(f, "usage: fp8plan <subcommand> [options]\n"
+               "\n"
+               "Plan and check BF16 -> FP8 training: per-GPU memory, collective bytes and step time.\n"
+               "\n"
+               "Subcommands:\n");
+    list_commands(f);
+    fprintf(f, "\n"
+               "fp8plan <subcommand> --help   options of one subcommand\n"
+               "fp8plan --version             version\n");
+    return code;
+}
+
+static const Command *find(const char *name)
+{
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(commands[i].name, name)) return &commands[i];
+    return NULL;
+}
+
+static int run(const Command *c, int argc, char **argv)
+{
+    char argv0[64];
+    snprintf(argv0, sizeof argv0, "fp8plan %s", c->name);
+    argv[0] = argv0;
+    cli_getopt_reset();
+    return c->fn(argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) return usage(stderr, 64);
+    const char *a = argv[1];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout, 0);
+    if (!strcmp(a, "--version") || !strcmp(a, "-V")) return cmd_version(0, NULL);
+    if (!strcmp(a, "help")) {
+        if (argc < 3) return usage(stdout, 0);
+        const Command *c = find(argv[2]);
+        if (!c) {
+            fprintf(stderr, "fp8plan: unknown subcommand '%s'\n", argv[2]);
+            return usage(stderr, 64);
+        }
+        char *hargv[] = {argv[2], "--help", NULL};
+        return run(c, 2, hargv);
+    }
+    const Command *c = find(a);
+    if (!c) {
+        fprintf(stderr, "fp8plan: unknown subcommand '%s'\n\n", a);
+        return usage(stderr, 64);
+    }
+    return run(c, argc - 1, argv + 1);
+}

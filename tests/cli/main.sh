@@ -1,0 +1,28 @@
+# tests/cli/main.sh — the dispatcher: help, version, unknown subcommands.
+. "$FP8PLAN_ROOT/tests/lib.sh"
+
+run --version
+expect_rc "--version exits 0" 0
+expect_out "--version prints the version" "fp8plan "
+
+run --help
+expect_rc "--help exits 0" 0
+expect_out "--help lists subcommands" "Subcommands:"
+
+run
+expect_rc "no subcommand is a usage error" 64
+expect_err "no subcommand prints usage on stderr" "usage: fp8plan"
+expect_no_out "no subcommand prints nothing on stdout"
+
+run frobnicate
+expect_rc "unknown subcommand exits 64" 64
+expect_err "unknown subcommand is named" "unknown subcommand 'frobnicate'"
+
+# every listed subcommand answers --help with exit 0 and text on stdout
+for c in $("$FP8PLAN" --help | awk '/^Subcommands:/{on=1;next} on&&/^  [a-z]/{print $1} /^$/{if(on)exit}'); do
+    run "$c" --help
+    expect_rc "$c --help exits 0" 0
+    if [ -s "$TMP/out" ]; then pass "$c --help prints on stdout"; else fail "$c --help prints on stdout"; fi
+done
+
+finish

@@ -1,0 +1,178 @@
+/* tests/unit/test_util.c — strict parsing, atomic output, table rendering. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "reports/table.h"
+#include "test.h"
+#include "util/fileio.h"
+#include "util/num.h"
+
+static void test_parse_u64_rejects_what_strtoull_accepts(void)
+{
+    uint64_t v;
+    Err e;
+    CHECK(num_parse_u64("42", &v, &e) == ST_OK && v == 42);
+    CHECK(num_parse_u64("18446744073709551615", &v, &e) == ST_OK && v == UINT64_MAX);
+    CHECK(num_parse_u64("18446744073709551616", &v, &e) == ST_OVERFLOW);
+    CHECK(num_parse_u64("-1", &v, &e) == ST_USAGE);
+    CHECK_CONTAINS(e.msg, "'-1'");
+    CHECK(num_parse_u64("42abc", &v, &e) == ST_USAGE);
+    CHECK(num_parse_u64("", &v, &e) == ST_USAGE);
+    CHECK(num_parse_u64(" 4", &v, &e) == ST_USAGE);
+}
+
+static void test_parse_count_scientific(void)
+{
+    uint64_t v;
+    Err e;
+    CHECK(num_parse_count("175e9", &v, &e) == ST_OK && v == 175000000000ull);
+    CHECK(num_parse_count("1.5e9", &v, &e) == ST_OK && v == 1500000000ull);
+    CHECK(num_parse_count("1.5", &v, &e) == ST_USAGE);
+    CHECK(num_parse_count("1e20", &v, &e) == ST_OVERFLOW);
+    CHECK(num_parse_count("-5", &v, &e) == ST_USAGE);
+    CHECK(num_parse_count("nan", &v, &e) == ST_USAGE);
+    CHECK(num_parse_count("1e400", &v, &e) == ST_USAGE);
+}
+
+static void test_parse_double_strict(void)
+{
+    double d;
+    Err e;
+    CHECK(num_parse_double("0.001395089319", NUM_FINITE_ONLY, &d, &e) == ST_OK && d == 0.001395089319);
+    CHECK(num_parse_double("-2.5e-3", NUM_FINITE_ONLY, &d, &e) == ST_OK && d == -2.5e-3);
+    CHECK(num_parse_double(".5", NUM_FINITE_ONLY, &d, &e) == ST_OK && d == 0.5);
+    CHECK(num_parse_double("nan", NUM_FINITE_ONLY, &d, &e) == ST_USAGE);
+    CHECK(num_parse_double("nan", NUM_ALLOW_NONFINITE, &d, &e) == ST_OK && isnan(d));
+    CHECK(num_parse_double("-inf", NUM_ALLOW_NONFINITE, &d, &e) == ST_OK && isinf(d) && d < 0);
+    CHECK(num_parse_double("1e400", NUM_FINITE_ONLY, &d, &e) == ST_USAGE);
+    CHECK(num_parse_double("1e-400", NUM_FINITE_ONLY, &d, &e) == ST_OK && d == 0.0);
+    CHECK(num_parse_double("0x1p3", NUM_FINITE_ONLY, &d, &e) == ST_USAGE);
+    CHECK(num_parse_double("1,5", NUM_FINITE_ONLY, &d, &e) == ST_USAGE);
+    CHECK(num_parse_double("abc", NUM_FINITE_ONLY, &d, &e) == ST_USAGE);
+    CHECK(num_parse_double("1.", NUM_FINITE_ONLY, &d, &e) == ST_OK && d == 1.0);
+    CHECK(num_parse_double(".", NUM_FINITE_ONLY, &d, &e) == ST_USAGE);
+    CHECK(num_parse_double("1e", NUM_FINITE_ONLY, &d, &e) == ST_USAGE);
+}
+
+static void test_parse_shape(void)
+{
+    uint64_t r, c;
+    Err e;
+    CHECK(num_parse_shape("4096x4096", &r, &c, &e) == ST_OK && r == 4096 && c == 4096);
+    CHECK(num_parse_shape("1X7", &r, &c, &e) == ST_OK && r == 1 && c == 7);
+    CHECK(num_parse_shape("0x5", &r, &c, &e) == ST_USAGE);
+    CHECK(num_parse_shape("4096", &r, &c, &e) == ST_USAGE);
+    CHECK(num_parse_shape("x4", &r, &c, &e) == ST_USAGE);
+    CHECK(num_parse_shape("4x", &r, &c, &e) == ST_USAGE);
+    CHECK(num_parse_shape("4x4x4", &r, &c, &e) == ST_USAGE);
+    CHECK(num_parse_shape("-4x4", &r, &c, &e) == ST_USAGE);
+    CHECK(num_parse_shape("4294967296x4294967296", &r, &c, &e) == ST_OVERFLOW);
+}
+
+static void test_grouped(void)
+{
+    char b[32];
+    CHECK_STR(num_fmt_grouped(16777216, b, sizeof b), "16,777,216");
+    CHECK_STR(num_fmt_grouped(999, b, sizeof b), "999");
+    CHECK_STR(num_fmt_grouped(1000, b, sizeof b), "1,000");
+    CHECK_STR(num_fmt_grouped(0, b, sizeof b), "0");
+    CHECK_STR(num_fmt_grouped(UINT64_MAX, b, sizeof b), "18,446,744,073,709,551,615");
+}
+
+static char *render(const Table *t, TableFormat fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    Err e;
+    CHECK(table_write(t, fmt, f, &e) == ST_OK);
+    fclose(f);
+    return buf;
+}
+
+static void test_table_renderings(void)
+{
+    static const TableCol cols[] = {
+        {"name", "name", NULL, TC_STR, 0, 0},
+        {"payload_bytes", "payload", "B", TC_U64, 0, TF_GROUP},
+        {"saving_pct", "saving", "%", TC_F64, 3, 0},
+    };
+    Table *t = table_new(cols, 3);
+    table_row(t);
+    table_str(t, 0, "FP8, per-tensor");
+    table_u64(t, 1, 16777216);
+    table_f64(t, 2, 49.99998807907104);
+    table_rule(t);
+    table_row(t);
+    table_str(t, 0, "say \"hi\"");
+    CHECK_EQ_INT(table_rows(t), 2);
+
+    char *csv = render(t, TABLE_CSV);
+    CHECK_STR(csv, "name,payload_bytes,saving_pct\n\"FP8, per-tensor\",16777216,49.9999880791\n\"say \"\"hi\"\"\",,\n");
+    free(csv);
+
+    char *json = render(t, TABLE_JSON);
+    CHECK_CONTAINS(json, "{\"name\": \"FP8, per-tensor\", \"payload_bytes\": 16777216, \"saving_pct\": 49.9999880791}");
+    CHECK_CONTAINS(json, "\"name\": \"say \\\"hi\\\"\", \"payload_bytes\": null");
+    free(json);
+
+    char *text = render(t, TABLE_TEXT);
+    CHECK_CONTAINS(text, "16,777,216");
+    CHECK_CONTAINS(text, "50.000");
+    CHECK_CONTAINS(text, "   B       %"); /* units row, right-aligned under numbers */
+    free(text);
+    table_free(t);
+}
+
+static void test_table_type_misuse_is_reported(void)
+{
+    static const TableCol cols[] = {{"n", NULL, NULL, TC_U64, 0, 0}};
+    Table *t = table_new(cols, 1);
+    table_row(t);
+    table_str(t, 0, "oops");
+    Err e;
+    FILE *f = fopen("/dev/null", "w");
+    CHECK(table_write(t, TABLE_CSV, f, &e) == ST_SOFTWARE);
+    fclose(f);
+    table_free(t);
+}
+
+static void test_outfile_is_atomic(void)
+{
+    char dir[] = "/tmp/fp8plan-test-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[256];
+    snprintf(path, sizeof path, "%s/out.csv", dir);
+    Err e;
+    OutFile o;
+    CHECK(outfile_open(&o, path, &e) == ST_OK);
+    fputs("partial", o.f);
+    CHECK(access(path, F_OK) != 0); /* nothing at the target before commit */
+    outfile_abort(&o);
+    CHECK(access(path, F_OK) != 0); /* and nothing after an abort */
+    CHECK(outfile_open(&o, path, &e) == ST_OK);
+    fputs("done\n", o.f);
+    CHECK(outfile_commit(&o, &e) == ST_OK);
+    char *buf;
+    size_t len;
+    CHECK(file_read_all(path, &buf, &len, &e) == ST_OK);
+    CHECK_STR(buf, "done\n");
+    free(buf);
+    unlink(path);
+    CHECK(rmdir(dir) == 0); /* no temporary file left behind */
+    CHECK(outfile_open(&o, "/nonexistent-dir/x.csv", &e) == ST_CANTCREAT);
+    CHECK_CONTAINS(e.msg, "/nonexistent-dir/x.csv");
+}
+
+int main(void)
+{
+    RUN(test_parse_u64_rejects_what_strtoull_accepts);
+    RUN(test_parse_count_scientific);
+    RUN(test_parse_double_strict);
+    RUN(test_parse_shape);
+    RUN(test_grouped);
+    RUN(test_table_renderings);
+    RUN(test_table_type_misuse_is_reported);
+    RUN(test_outfile_is_atomic);
+    return test_summary();
+}
