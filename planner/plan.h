@@ -314,6 +314,11 @@ Status plan_build(const PlanInput *in, Plan *out, Err *e);
 /* Same, reporting the reject reason instead of a message (used by sweeps). */
 Status plan_build_fast(const PlanInput *in, Plan *out, PlanReject *why);
 
+/* Parameters of the whole model (tp = 1, unpadded vocabulary, tied embedding
+ * counted once): the figure model cards quote (gpt2-124m: 124,439,808).
+ * Returns 0, or 1 when the count passes 2^64. */
+int model_param_count(const ModelSpec *m, uint64_t *out);
+
 /* Names for reports. */
 const char *mem_category_name(MemCategory c);
 const char *comm_group_name(CommGroup g);
