@@ -1,0 +1,214 @@
+/* tui/view_plan.c — the Plan screen: the input form, the memory bar against
+ * capacity with the verdict, bytes per parameter, time and communication in
+ * brief, and below them every memory term, collective, time item and advice. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "reports/plan_report.h"
+#include "tui/model.h"
+#include "tui/view.h"
+#include "util/num.h"
+
+static const char *const cat_label[MC_COUNT_] = {"states", "FP8 copies", "scales+amax", "activations", "overheads"};
+
+/* ---- summary beside the form ----------------------------------------------------------------------------------- */
+
+static void bar(const Plan *p, const TuiPaint *pt, int y, int x, int w)
+{
+    uint64_t v[MC_COUNT_];
+    int cells[MC_COUNT_], cap;
+    for (int c = 0; c < MC_COUNT_; c++) v[c] = p->cat_bytes[c];
+    int inner = w - 2, used = tui_bar_split(v, MC_COUNT_, p->capacity_bytes, inner, cells, &cap);
+    paint_text(pt, y, x, 1, SY_PLAIN, "[");
+    int cx = x + 1;
+    for (int c = 0; c < MC_COUNT_; c++) {
+        paint_repeat(pt, y, cx, cells[c], (TuiStyle)(SY_CAT0 + c), paint_glyph(pt, (TuiGlyph)(G_SEG0 + c)));
+        cx += cells[c];
+    }
+    paint_repeat(pt, y, cx, inner - used, SY_FREE, paint_glyph(pt, G_FREE));
+    if (cap < inner) paint_text(pt, y, x + 1 + cap, 1, SY_BAD, paint_glyph(pt, G_CAP)); /* where the GPU ends */
+    paint_text(pt, y, x + inner + 1, 1, SY_PLAIN, "]");
+}
+
+static void summary_invalid(const TuiState *s, const TuiPaint *p, TuiRect r)
+{
+    TuiLine buf[16];
+    TuiLines L = {buf, 0, 16};
+    lines_add(&L, SY_BAD, "Cannot plan these inputs:");
+    lines_wrap(&L, SY_PLAIN, r.w - 2, 2, s->plan_err.msg);
+    lines_add(&L, SY_PLAIN, "%s", "");
+    lines_wrap(&L, SY_DIM, r.w - 2, 0,
+               "No plan is shown until the inputs are valid. Step the field back (Left/Right) or type a value "
+               "(Enter); the message names the input at fault.");
+    lines_paint(&L, p, r, 0);
+}
+
+static void summary(const TuiState *s, const TuiPaint *p, TuiRect r)
+{
+    const Plan *pl = &s->plan;
+    char a[40], b[40], c[40];
+    int y = r.y, w = r.w;
+    int hw = paint_textf(p, y, r.x, w, SY_HEAD, "Memory per GPU, stage %u/%u", pl->stage, pl->in.pp);
+    snprintf(a, sizeof a, "%.2f/%.2f GB ", plan_gb(pl->total_bytes), plan_gb(pl->capacity_bytes));
+    const char *verdict = pl->fits ? " FITS " : " OOM ";
+    int vw = paint_cols(a) + paint_cols(verdict);
+    if (hw + 1 + vw <= w) {
+        paint_text(p, y, r.x + w - vw, vw, SY_PLAIN, a);
+        paint_text(p, y, r.x + w - paint_cols(verdict), 6, pl->fits ? SY_GOOD : SY_BAD, verdict);
+    }
+    bar(pl, p, ++y, r.x, w);
+    uint64_t free_b = pl->fits ? pl->capacity_bytes - pl->total_bytes : pl->total_bytes - pl->capacity_bytes;
+    for (int k = 0; k <= MC_COUNT_; k++) {
+        y++;
+        int cat = k < MC_COUNT_;
+        uint64_t bytes = cat ? pl->cat_bytes[k] : free_b;
+        paint_repeat(p, y, r.x, 2, cat ? (TuiStyle)(SY_CAT0 + k) : SY_FREE,
+                     paint_glyph(p, cat ? (TuiGlyph)(G_SEG0 + k) : G_FREE));
+        const char *name = cat ? cat_label[k] : pl->fits ? "headroom" : "over capacity";
+        paint_textf(p, y, r.x + 3, w - 3, !cat && !pl->fits ? SY_BAD : SY_PLAIN, "%-13s%10s %5.1f %%", name,
+                    tui_fmt_bytes(bytes, a, sizeof a), 100.0 * (double)bytes / (double)pl->capacity_bytes);
+    }
+    double per[STATE_COUNT_];
+    double bpp = recipe_state_bytes_per_param(&s->in.recipe->gemm, 0, 1, per);
+    unsigned copies = recipe_fp8_copy_bytes_per_param(s->in.recipe);
+    paint_textf(p, ++y, r.x, w, SY_PLAIN, "B/param %.2f: weight %g master %g grad %g m %g v %g", bpp, per[STATE_WEIGHT],
+                per[STATE_MASTER], per[STATE_GRAD], per[STATE_M], per[STATE_V]);
+    uint64_t st_bytes = (uint64_t)llround((double)pl->params_total * bpp);
+    paint_textf(p, ++y, r.x, w, SY_DIM, "  +%u FP8 copies; x %.1fe9 params = %s", copies,
+                (double)pl->params_total / 1e9, tui_fmt_bytes(st_bytes, a, sizeof a));
+    paint_textf(p, ++y, r.x, w, SY_PLAIN, "Step %s  %.2f samples/s  %.1f k tokens/s",
+                tui_fmt_seconds(pl->time.step_s, a, sizeof a), pl->samples_per_s, pl->tokens_per_s / 1e3);
+    paint_textf(p, ++y, r.x, w, SY_PLAIN, "MFU %.1f%% BF16 peak, %.1f%% FP8 peak; %.0f TFLOP/s", pl->mfu_bf16_pct,
+                pl->mfu_fp8_pct, pl->tflops_per_gpu);
+    paint_textf(p, ++y, r.x, w, SY_PLAIN, "Sent/step DP %s  TP %s  PP %s", tui_fmt_bytes(pl->dp_comm_bytes, a, 40),
+                tui_fmt_bytes(pl->tp_comm_bytes, b, 40), tui_fmt_bytes(pl->pp_comm_bytes, c, 40));
+    paint_textf(p, ++y, r.x, w, SY_PLAIN, "Weight comm (DP gather + grad reduce) %s",
+                tui_fmt_bytes(pl->weight_comm_bytes, a, 40));
+    int nadv = 0;
+    for (int i = 0; i < ADV_COUNT_; i++) nadv += (pl->advice_mask >> i) & 1;
+    paint_textf(p, ++y, r.x, w, nadv ? SY_WARN : SY_DIM, "%d advice line%s below (PgDn)", nadv, nadv == 1 ? "" : "s");
+}
+
+/* ---- details ------------------------------------------------------------------------------------------------------- */
+
+static void terms_lines(const Plan *p, TuiLines *L)
+{
+    char g[32], b[40];
+    lines_add(L, SY_HEAD, "Memory terms on this GPU (GB = 1e9 B)");
+    lines_add(L, SY_DIM, "   %-18s %-5s %16s %10s %6s", "term", "dtype", "elements", "bytes", "shards");
+    for (int c = 0; c < MC_COUNT_; c++) {
+        for (int i = 0; i < MT_COUNT_; i++) {
+            const MemTerm *m = &p->mem[i];
+            if (m->cat != (MemCategory)c) continue;
+            lines_add_glyph(L, G_SEG0 + c, (TuiStyle)(SY_CAT0 + c), m->bytes ? SY_PLAIN : SY_DIM,
+                            "%-18s %-5s %16s %10s %6u", m->name,
+                            m->bytes && m->dtype != DT_NONE ? dtype_name(m->dtype) : "-",
+                            m->elements ? num_fmt_grouped(m->elements, g, sizeof g) : "-",
+                            tui_fmt_bytes(m->bytes, b, sizeof b), m->shards);
+        }
+        lines_add(L, SY_HEAD, "   %-18s %34s", cat_label[c], tui_fmt_bytes(p->cat_bytes[c], b, sizeof b));
+    }
+    lines_add(L, SY_HEAD, "   %-18s %34s", "total", tui_fmt_bytes(p->total_bytes, b, sizeof b));
+    lines_add(L, SY_PLAIN, "   %-18s %34s", "capacity", tui_fmt_bytes(p->capacity_bytes, b, sizeof b));
+    lines_add(L, SY_PLAIN, "%s", "");
+}
+
+static void comm_lines(const Plan *p, TuiLines *L)
+{
+    char a[40], b[40], t[40];
+    lines_add(L, SY_HEAD, "Collectives per step (bytes this GPU sends; ring factors as nccl-tests)");
+    lines_add(L, SY_DIM, "%-21s %-14s %-5s %5s %10s %11s %8s", "collective", "op", "dtype", "ranks", "payload",
+              "sent/step", "time");
+    int any = 0;
+    for (int i = 0; i < CO_COUNT_; i++) {
+        const Collective *c = &p->coll[i];
+        if (!c->ranks) continue;
+        any = 1;
+        lines_add(L, SY_PLAIN, "%-21s %-14s %-5s %5u %10s %11s %8s", c->name, comm_op_name(c->op),
+                  c->dtype == DT_NONE ? "mixed" : dtype_name(c->dtype), c->ranks,
+                  tui_fmt_bytes(c->payload_bytes, a, sizeof a), tui_fmt_bytes(c->step_bytes, b, sizeof b),
+                  tui_fmt_seconds(c->time_s, t, sizeof t));
+    }
+    if (!any) lines_add(L, SY_DIM, "(none: a single GPU)");
+    lines_add(L, SY_PLAIN, "%s", "");
+}
+
+static void time_lines(const Plan *p, TuiLines *L)
+{
+    const TimeBreakdown *t = &p->time;
+    const struct {
+        const char *name;
+        double v;
+    } items[] = {
+        {"GEMMs", t->gemm_s},
+        {"attention", t->attn_s},
+        {"non-GEMM", t->nongemm_s},
+        {"TP comm (exposed)", t->tp_comm_s},
+        {"CP comm (exposed)", t->cp_comm_s},
+        {"PP send/recv", t->pp_comm_s},
+        {"pipeline bubble", t->bubble_s},
+        {"DP comm (exposed)", t->dp_comm_s},
+        {"optimizer", t->optimizer_s},
+        {"FP8 weight cast", t->weight_cast_s},
+        {"amax + embedding sync", t->other_s},
+    };
+    char a[40];
+    lines_add(L, SY_HEAD, "Step time");
+    for (size_t i = 0; i < sizeof items / sizeof *items; i++)
+        lines_add(L, items[i].v > 0 ? SY_PLAIN : SY_DIM, "%-22s %10s %6.1f %%", items[i].name,
+                  tui_fmt_seconds(items[i].v, a, sizeof a), t->step_s > 0 ? 100.0 * items[i].v / t->step_s : 0.0);
+    lines_add(L, SY_HEAD, "%-22s %10s  %.0f tokens/s", "step", tui_fmt_seconds(t->step_s, a, sizeof a),
+              p->tokens_per_s);
+    lines_add(L, SY_PLAIN, "%s", "");
+}
+
+static void advice_lines(const Plan *p, TuiLines *L, int width)
+{
+    char buf[600];
+    lines_add(L, SY_HEAD, "Advice");
+    int any = 0;
+    for (int a = 0; a < ADV_COUNT_; a++) {
+        if (!(p->advice_mask & (1u << a))) continue;
+        snprintf(buf, sizeof buf, "- %s", advice_text((AdviceId)a));
+        lines_wrap(L, SY_PLAIN, width, 2, buf);
+        any = 1;
+    }
+    if (!any) lines_add(L, SY_DIM, "(none for this plan)");
+    lines_add(L, SY_PLAIN, "%s", "");
+    snprintf(buf, sizeof buf,
+             "Assumptions: GB = 1e9 B; activations per Korthikanti et al. 2022; CUDA context %.2f GB, workspace "
+             "%.3f GB, NCCL %.2f GB per communicator, fragmentation %.0f %%; efficiencies BF16 GEMM %.2f, FP8 "
+             "GEMM %.2f, HBM %.2f, network %.2f. The CLI prints the same plan: fp8plan plan --help.",
+             plan_gb(p->in.cuda_context_bytes), plan_gb(p->in.workspace_bytes), plan_gb(p->in.nccl_comm_bytes),
+             100 * p->in.frag_frac, p->in.eff_gemm_bf16, p->in.eff_gemm_fp8, p->in.eff_hbm, p->in.eff_net);
+    lines_wrap(L, SY_DIM, width, 0, buf);
+}
+
+int view_plan(const TuiState *s, const TuiLayout *l, const TuiPaint *p)
+{
+    view_form(s, p, l->form);
+    if (!s->plan_ok) {
+        summary_invalid(s, p, l->summary);
+        return 0;
+    }
+    summary(s, p, l->summary);
+    enum { NL = 200 };
+    TuiLine a[NL], b[NL];
+    TuiLines L0 = {a, 0, NL}, L1 = {b, 0, NL};
+    TuiLines *right = l->ndetails == 2 ? &L1 : &L0;
+    int w = l->details[l->ndetails - 1].w - 1;
+    terms_lines(&s->plan, &L0);
+    comm_lines(&s->plan, right);
+    time_lines(&s->plan, right);
+    advice_lines(&s->plan, right, w);
+    int first = 0;
+    for (int i = 0; i < l->ndetails; i++) {
+        TuiRect r = l->details[i];
+        paint_repeat(p, r.y, r.x, r.w, SY_DIM, paint_glyph(p, G_HRULE));
+        r.y++, r.h--;
+        int f = lines_paint(i ? &L1 : &L0, p, r, s->scroll[SCR_PLAN]);
+        first = f > first ? f : first;
+    }
+    return first;
+}
