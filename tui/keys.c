@@ -22,7 +22,7 @@ unsigned tui_context(const TuiState *s)
 {
     if (s->too_small) return W_SMALL;
     if (s->mode == MODE_HELP) return W_HELP;
-    if (s->mode == MODE_PROMPT) return W_PROMPT;
+    if (s->mode == MODE_PROMPT) return W_PROMPT | (s->prompt.kind == PROMPT_FIND ? (unsigned)W_FIND : 0u);
     return 1u << s->screen;
 }
 
@@ -240,107 +240,52 @@ static unsigned a_p_edit(TuiState *s, int k) { return tui_prompt_edit(s, k); }
 
 /* ---- the table ------------------------------------------------------------------------------------------------------ */
 
+/* One row per key binding, in footer order. Columns: keys, footer key (ASCII),
+ * footer key (UTF-8), footer label, help keys, help text, where, action. */
+// clang-format off
 const TuiKey tui_keys[] = {
-    {{KEY_F(1), '?'},
-     "F1",
-     NULL,
-     "Help",
-     "F1 ?",
-     "this help: every key of this screen and the walkthroughs",
-     W_SCREENS,
-     a_help},
+    {{KEY_F(1), '?'}, "F1", NULL, "Help", "F1 ?", "this help: every key of this screen and the walkthroughs", W_SCREENS, a_help},
     {{'\t'}, "Tab", NULL, "Screen", "Tab", "next screen (Shift-Tab: previous; 1-5: go to one)", W_SCREENS, a_next},
     {{KEY_BTAB}, NULL, NULL, NULL, "Shift-Tab", "previous screen", W_SCREENS, a_prev},
-    {{'1', '2', '3', '4'},
-     NULL,
-     NULL,
-     NULL,
-     "1 2 3 4 5",
-     "Plan, Compare, Scales, Scaling, Formats",
-     W_SCREENS,
-     a_number},
+    {{'1', '2', '3', '4'}, NULL, NULL, NULL, "1 2 3 4 5", "Plan, Compare, Scales, Scaling, Formats", W_SCREENS, a_number},
     {{'5'}, NULL, NULL, NULL, NULL, NULL, W_SCREENS, a_number},
-    {{KEY_UP, KEY_DOWN, 'k', 'j'},
-     "Up/Dn",
-     "\xe2\x86\x91\xe2\x86\x93",
-     "Field",
-     "Up Down k j",
-     "move between the fields",
-     W_FORMS,
-     a_move},
+    /* screens with fields */
+    {{KEY_UP, KEY_DOWN, 'k', 'j'}, "Up/Dn", "\xe2\x86\x91\xe2\x86\x93", "Field", "Up Down k j", "move between the fields", W_FORMS, a_move},
     {{KEY_HOME, KEY_END}, NULL, NULL, NULL, "Home End", "first / last field", W_FORMS, a_move},
-    {{KEY_LEFT, KEY_RIGHT, '-', '+'},
-     "Lt/Rt",
-     "\xe2\x86\x90\xe2\x86\x92",
-     "Change",
-     "Left Right - +",
-     "change the field: next/previous choice, halve/double a number",
-     W_FORMS,
-     a_change},
+    {{KEY_LEFT, KEY_RIGHT, '-', '+'}, "Lt/Rt", "\xe2\x86\x90\xe2\x86\x92", "Change", "Left Right - +", "change the field: next/previous choice, halve/double a number", W_FORMS, a_change},
     {{'='}, NULL, NULL, NULL, NULL, NULL, W_FORMS, a_change},
-    {{'\n', '\r', KEY_ENTER},
-     "Enter",
-     NULL,
-     "Type",
-     "Enter",
-     "type a value for the field (a name for model/GPU/recipe)",
-     W_FORMS,
-     a_enter},
-    {{'e'}, "e", NULL, "Export", "e", "export this screen as CSV (asks for a path; atomic write)", W_SCREENS, a_export},
-    {{KEY_LEFT, KEY_RIGHT},
-     "Lt/Rt",
-     "\xe2\x86\x90\xe2\x86\x92",
-     "Column",
-     "Left Right",
-     "select a recipe column",
-     W_COMPARE,
-     a_col},
+    {{'\n', '\r', KEY_ENTER}, "Enter", NULL, "Type", "Enter", "type a value for the field (a name for model/GPU/recipe)", W_FORMS, a_enter},
+    /* Compare */
+    {{KEY_LEFT, KEY_RIGHT}, "Lt/Rt", "\xe2\x86\x90\xe2\x86\x92", "Column", "Left Right", "select a recipe column", W_COMPARE, a_col},
     {{'+', '-', '='}, "+/-", NULL, "Recipe", "+ -", "change the selected column's recipe", W_COMPARE, a_col_recipe},
     {{'t'}, "t", NULL, "Table 5", "t", "next FP8-LM Table 5 setup, with the paper's figures", W_COMPARE, a_t5},
     {{'b'}, "b", NULL, "Baseline", "b", "deltas against the selected column", W_COMPARE, a_baseline},
     {{'a'}, "a", NULL, "Add", "a", "add a column after the selected one", W_COMPARE, a_col_add},
     {{'x', KEY_DC}, "x", NULL, "Remove", "x Delete", "remove the selected column", W_COMPARE, a_col_del},
     {{KEY_UP, KEY_DOWN, 'k', 'j'}, NULL, NULL, NULL, "Up Down k j", "scroll the rows", W_COMPARE, a_scroll},
+    /* Scaling */
     {{'[', ']'}, "[ ]", NULL, "Step", "[ ]", "previous / next step of the trace", W_SCALING, a_step_sel},
     {{'a'}, NULL, NULL, NULL, "a", "insert a step after the selected one (same amax)", W_SCALING, a_step_add},
     {{'x', KEY_DC}, NULL, NULL, NULL, "x Delete", "delete the selected step", W_SCALING, a_step_del},
-    {{'/'},
-     "/",
-     NULL,
-     "Find",
-     "/",
-     "find a model, GPU or recipe by name (Compare: a recipe)",
-     W_PLAN | W_COMPARE,
-     a_find},
-    {{KEY_NPAGE, KEY_PPAGE},
-     "PgDn",
-     NULL,
-     "More",
-     "PgDn PgUp",
-     "scroll the details below",
-     W_PLAN | W_COMPARE,
-     a_scroll},
+    /* every screen */
+    {{'e'}, "e", NULL, "Export", "e", "export this screen as CSV (asks for a path; atomic write)", W_SCREENS, a_export},
+    {{'/'}, "/", NULL, "Find", "/", "find a model, GPU or recipe by name (Compare: a recipe)", W_PLAN | W_COMPARE, a_find},
+    {{KEY_NPAGE, KEY_PPAGE}, "PgDn", NULL, "More", "PgDn PgUp", "scroll the details below", W_PLAN | W_COMPARE, a_scroll},
     {{CTRL('l')}, NULL, NULL, NULL, "Ctrl-L", "redraw the whole screen", W_SCREENS | W_HELP | W_SMALL, a_redraw},
     {{'q', KEY_F(10)}, "q", NULL, "Quit", "q F10", "quit", W_SCREENS | W_SMALL, a_quit},
-    /* help overlay */
-    {{KEY_UP, KEY_DOWN, 'k', 'j'},
-     "Up/Dn",
-     "\xe2\x86\x91\xe2\x86\x93",
-     "Scroll",
-     "Up Down k j",
-     "scroll the help",
-     W_HELP,
-     a_help_scroll},
+    /* the help overlay */
+    {{KEY_UP, KEY_DOWN, 'k', 'j'}, "Up/Dn", "\xe2\x86\x91\xe2\x86\x93", "Scroll", "Up Down k j", "scroll the help", W_HELP, a_help_scroll},
     {{KEY_PPAGE, KEY_NPAGE}, NULL, NULL, NULL, "PgUp PgDn", "scroll by a page", W_HELP, a_help_scroll},
     {{'?', KEY_F(1), K_ESC, 'q'}, "Esc", NULL, "Close", "Esc q ?", "close the help", W_HELP, a_help_close},
     {{KEY_F(10)}, "F10", NULL, "Quit", "F10", "quit", W_HELP, a_quit},
-    /* prompt line */
+    /* the prompt line */
     {{'\n', '\r', KEY_ENTER}, "Enter", NULL, "OK", "Enter", "apply what was typed", W_PROMPT, a_p_submit},
     {{K_ESC}, "Esc", NULL, "Cancel", "Esc", "close the prompt, change nothing", W_PROMPT, a_p_cancel},
-    {{'\t'}, "Tab", NULL, "Next match", "Tab", "find: the next matching name", W_PROMPT, a_p_edit},
+    {{'\t'}, "Tab", NULL, "Next match", "Tab", "find: the next matching name", W_FIND, a_p_edit},
     {{KEY_BACKSPACE, K_DEL, CTRL('h')}, "BS", NULL, "Delete", "Backspace", "delete a character", W_PROMPT, a_p_edit},
     {{CTRL('u')}, "^U", NULL, "Clear", "Ctrl-U", "clear the line", W_PROMPT, a_p_edit},
 };
+// clang-format on
 const int tui_nkeys = (int)(sizeof tui_keys / sizeof *tui_keys);
 
 static int row_has_key(const TuiKey *k, int key)
@@ -355,7 +300,7 @@ unsigned tui_key(TuiState *s, int key)
     unsigned ctx = tui_context(s);
     for (int i = 0; i < tui_nkeys; i++)
         if ((tui_keys[i].where & ctx) && row_has_key(&tui_keys[i], key)) return tui_keys[i].fn(s, key);
-    if (ctx == W_PROMPT && key >= 32 && key < 127) return tui_prompt_edit(s, key);
+    if ((ctx & W_PROMPT) && key >= 32 && key < 127) return tui_prompt_edit(s, key);
     if (ctx == W_SMALL) return ACT_NONE;
     if (ctx == W_HELP) return a_help_close(s, key); /* any other key closes the help */
     if (key >= 32 && key < 127)
@@ -379,7 +324,7 @@ static int drop_rank(TuiActionFn fn)
 {
     if (fn == a_help || fn == a_quit) return 0;
     if (fn == a_next || fn == a_move || fn == a_change || fn == a_enter || fn == a_col || fn == a_col_recipe ||
-        fn == a_help_close || fn == a_p_submit || fn == a_p_cancel || fn == a_help_scroll)
+        fn == a_export || fn == a_help_close || fn == a_p_submit || fn == a_p_cancel || fn == a_help_scroll)
         return 1;
     return 2;
 }
@@ -440,7 +385,7 @@ int tui_help_lines(const TuiState *s, char (*lines)[160], int max)
     LINE("fp8plan tui: what happens to memory, communication and step time when a");
     LINE("training run moves from BF16 to FP8. Change any input and watch.");
     LINE("%s", "");
-    const unsigned groups[] = {W_SCREENS, 1u << s->screen, W_PROMPT, W_HELP};
+    const unsigned groups[] = {W_SCREENS, 1u << s->screen, W_PROMPT | W_FIND, W_HELP};
     const char *const titles[] = {"Keys on every screen:", NULL,
                                   "While typing (after Enter, / or e):", "In this help:"};
     for (int g = 0; g < 4; g++) {

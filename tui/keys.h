@@ -22,8 +22,9 @@ enum {
     W_FORMS = W_PLAN | W_SCALES | W_SCALING | W_FORMATS, /* screens with a field list */
     W_SCREENS = W_FORMS | W_COMPARE,
     W_HELP = 1 << 8,
-    W_PROMPT = 1 << 9,
-    W_SMALL = 1 << 10,
+    W_PROMPT = 1 << 9, /* any prompt line */
+    W_FIND = 1 << 10,  /* the find prompt (with W_PROMPT) */
+    W_SMALL = 1 << 11,
 };
 
 typedef unsigned (*TuiActionFn)(TuiState *s, int key);
@@ -42,7 +43,7 @@ typedef struct {
 extern const TuiKey tui_keys[];
 extern const int tui_nkeys;
 
-/* The context bit of the state as it is now (W_SMALL, W_HELP, W_PROMPT or a screen). */
+/* The context bits of the state as it is now: W_SMALL, W_HELP, W_PROMPT (| W_FIND), or a screen's bit. */
 unsigned tui_context(const TuiState *s);
 
 /* Dispatch one key (a curses code: 'q', KEY_DOWN, KEY_F(1), '\t', KEY_BTAB, 12

@@ -44,6 +44,42 @@ static void summary_invalid(const TuiState *s, const TuiPaint *p, TuiRect r)
     lines_paint(&L, p, r, 0);
 }
 
+static double gb2(const Plan *p, MemTermId a, MemTermId b) { return plan_gb(p->mem[a].bytes + p->mem[b].bytes); }
+
+/* "weights 11.08  master 5.54 ..." — the terms of one category, in GB */
+static void breakdown(const Plan *p, MemCategory c, char *buf, size_t n)
+{
+    switch (c) {
+    case MC_STATE:
+        snprintf(buf, n, "weights %.2f  master %.2f  grads %.2f  Adam m %.2f  v %.2f",
+                 gb2(p, MT_WEIGHT_GEMM, MT_WEIGHT_OTHER), gb2(p, MT_MASTER_GEMM, MT_MASTER_OTHER),
+                 gb2(p, MT_GRAD_GEMM, MT_GRAD_OTHER), gb2(p, MT_OPTIM_M_GEMM, MT_OPTIM_M_OTHER),
+                 gb2(p, MT_OPTIM_V_GEMM, MT_OPTIM_V_OTHER));
+        break;
+    case MC_FP8_COPY:
+        snprintf(buf, n, "row-wise %.2f  transposed %.2f", plan_gb(p->mem[MT_FP8_ROWWISE].bytes),
+                 plan_gb(p->mem[MT_FP8_COLWISE].bytes));
+        break;
+    case MC_SCALE:
+        snprintf(buf, n, "GEMM operands %.4f  block %.4f  states %.4f", plan_gb(p->mem[MT_SCALE_GEMM].bytes),
+                 plan_gb(p->mem[MT_SCALE_BLOCK].bytes), plan_gb(p->mem[MT_SCALE_STATE].bytes));
+        break;
+    case MC_ACTIVATION:
+        snprintf(buf, n, "saved %.2f (FP8 %.2f)  attention %.2f  transient %.2f",
+                 plan_gb(p->mem[MT_ACT_LAYER_HP].bytes + p->mem[MT_ACT_LAYER_FP8].bytes),
+                 plan_gb(p->mem[MT_ACT_LAYER_FP8].bytes), plan_gb(p->mem[MT_ACT_ATTN].bytes),
+                 plan_gb(p->mem[MT_TRANSIENT].bytes));
+        break;
+    default:
+        snprintf(buf, n, "NCCL %.2f  context %.2f  workspace %.3f  fragmentation %.2f",
+                 plan_gb(p->mem[MT_COMM_BUFFER].bytes), plan_gb(p->mem[MT_CUDA_CONTEXT].bytes),
+                 plan_gb(p->mem[MT_WORKSPACE].bytes), plan_gb(p->mem[MT_FRAGMENTATION].bytes));
+        break;
+    }
+    size_t l = strlen(buf);
+    snprintf(buf + l, n - l, " GB");
+}
+
 static void summary(const TuiState *s, const TuiPaint *p, TuiRect r)
 {
     const Plan *pl = &s->plan;
@@ -66,8 +102,14 @@ static void summary(const TuiState *s, const TuiPaint *p, TuiRect r)
         paint_repeat(p, y, r.x, 2, cat ? (TuiStyle)(SY_CAT0 + k) : SY_FREE,
                      paint_glyph(p, cat ? (TuiGlyph)(G_SEG0 + k) : G_FREE));
         const char *name = cat ? cat_label[k] : pl->fits ? "headroom" : "over capacity";
-        paint_textf(p, y, r.x + 3, w - 3, !cat && !pl->fits ? SY_BAD : SY_PLAIN, "%-13s%10s %5.1f %%", name,
-                    tui_fmt_bytes(bytes, a, sizeof a), 100.0 * (double)bytes / (double)pl->capacity_bytes);
+        int used =
+            3 + paint_textf(p, y, r.x + 3, w - 3, !cat && !pl->fits ? SY_BAD : SY_PLAIN, "%-13s%10s %5.1f %%", name,
+                            tui_fmt_bytes(bytes, a, sizeof a), 100.0 * (double)bytes / (double)pl->capacity_bytes);
+        if (cat && w - used >= 40) { /* wide terminals: what the category is made of */
+            char what[160];
+            breakdown(pl, (MemCategory)k, what, sizeof what);
+            paint_text(p, y, r.x + used + 2, w - used - 2, SY_DIM, what);
+        }
     }
     double per[STATE_COUNT_];
     double bpp = recipe_state_bytes_per_param(&s->in.recipe->gemm, 0, 1, per);
