@@ -28,11 +28,15 @@ static void restore_at_exit(void)
     if (curses_active) endwin(), curses_active = 0;
 }
 
-typedef struct {
+struct TuiSession {
     TuiState *s;
     TuiLayout l;
     TuiPaint p;
-} Ui;
+    SCREEN *scr;
+    FILE *out, *in; /* headless: /dev/null */
+    const char *term;
+};
+typedef struct TuiSession Ui;
 
 static void relayout(Ui *u)
 {
@@ -141,45 +145,68 @@ void tui_dump_screen(FILE *f, const char *term, int color, int unicode)
     free(attr);
 }
 
-static Status run_headless(TuiState *s, const TuiOptions *o, Err *e)
+TuiSession *tui_session_open(TuiState *s, const TuiOptions *o, Err *e)
 {
-    const char *term = o->term && *o->term ? o->term : getenv("TERM");
-    if (!term || !*term) term = "dumb";
-    FILE *out = fopen("/dev/null", "w"), *in = fopen("/dev/null", "r");
-    SCREEN *scr = out && in ? newterm(term, out, in) : NULL;
-    if (!scr) {
-        if (out) fclose(out);
-        if (in) fclose(in);
-        return err_set(e, ST_UNAVAILABLE, "cannot set up terminal type '%s' (is its terminfo entry installed?)", term);
+    Ui *u = calloc(1, sizeof *u);
+    if (!u) return err_set(e, ST_NOMEM, "out of memory"), NULL;
+    u->term = o->term && *o->term ? o->term : getenv("TERM");
+    if (!u->term || !*u->term) u->term = "dumb";
+    u->out = fopen("/dev/null", "w"), u->in = fopen("/dev/null", "r");
+    u->scr = u->out && u->in ? newterm(u->term, u->out, u->in) : NULL;
+    if (!u->scr) {
+        err_set(e, ST_UNAVAILABLE, "cannot set up terminal type '%s' (is its terminfo entry installed?)", u->term);
+        if (u->out) fclose(u->out);
+        if (u->in) fclose(u->in);
+        free(u);
+        return NULL;
     }
     curses_active = 1;
     resizeterm(o->rows > 0 ? o->rows : 24, o->cols > 0 ? o->cols : 80);
-    Ui u;
-    setup(&u, s, o);
-    paint(&u, 0);
+    setup(u, s, o);
+    paint(u, 0);
+    return u;
+}
+
+int tui_session_key(TuiSession *u, int key, int rows, int cols)
+{
+    if (key == KEY_RESIZE) resizeterm(rows, cols);
+    return handle(u, key);
+}
+
+void tui_session_dump(TuiSession *u, FILE *f) { tui_dump_screen(f, u->term, u->p.color, u->p.unicode); }
+
+void tui_session_close(TuiSession *u)
+{
+    if (!u) return;
+    endwin();
+    curses_active = 0;
+    delscreen(u->scr);
+    fclose(u->out);
+    fclose(u->in);
+    free(u);
+}
+
+static Status run_headless(TuiState *s, const TuiOptions *o, Err *e)
+{
+    Ui *u = tui_session_open(s, o, e);
+    if (!u) return e->st;
     Status st = ST_OK;
     const char *k = o->keys ? o->keys : "";
     TuiScriptKey key;
     int r;
-    while ((r = tui_script_next(&k, &key, e)) > 0) {
-        if (key.key == KEY_RESIZE) resizeterm(key.rows, key.cols);
-        if (handle(&u, key.key)) break;
-    }
+    while ((r = tui_script_next(&k, &key, e)) > 0)
+        if (tui_session_key(u, key.key, key.rows, key.cols)) break;
     if (r < 0) st = ST_USAGE;
     if (!st && o->dump) {
         FILE *f = strcmp(o->dump, "-") ? fopen(o->dump, "w") : stdout;
         if (!f) {
             st = err_set(e, ST_CANTCREAT, "%s: %s", o->dump, strerror(errno));
         } else {
-            tui_dump_screen(f, term, u.p.color, u.p.unicode);
+            tui_session_dump(u, f);
             if (ferror(f) || (f != stdout ? fclose(f) : fflush(f))) st = err_set(e, ST_IO, "%s: write error", o->dump);
         }
     }
-    endwin();
-    curses_active = 0;
-    delscreen(scr);
-    fclose(out);
-    fclose(in);
+    tui_session_close(u);
     return st;
 }
 

@@ -31,6 +31,17 @@ typedef struct {
  * when the dump cannot be written. The terminal is restored before return. */
 Status tui_run(TuiState *s, const TuiOptions *o, int *signo, Err *e);
 
+/* A headless session driven key by key (what --headless and the benchmark
+ * use): curses on /dev/null with o->term (else $TERM, else "dumb") at
+ * o->rows x o->cols. tui_session_key dispatches one key exactly as the
+ * interactive loop does (action, recompute, repaint, refresh) and returns 1
+ * when the key quits; KEY_RESIZE resizes to rows x cols first. */
+typedef struct TuiSession TuiSession;
+TuiSession *tui_session_open(TuiState *s, const TuiOptions *o, Err *e);
+int tui_session_key(TuiSession *u, int key, int rows, int cols);
+void tui_session_dump(TuiSession *u, FILE *f);
+void tui_session_close(TuiSession *u);
+
 /* Write the current curses screen as text (one line per row, trailing blanks
  * removed) followed by an attribute map, with a header naming the size,
  * terminal type, colour and Unicode settings. */

@@ -71,7 +71,7 @@ static void row_line(const TuiState *s, TuiLines *L, int first, int ncol, int q)
 }
 
 /* Published memory / weight communication / throughput with the plan's error against them. */
-static void published_lines(const TuiState *s, TuiLines *L, int first, int ncol)
+static void published_lines(const TuiState *s, TuiLines *L, int first, int ncol, int width)
 {
     int any = 0;
     for (int i = 0; i < s->nslots; i++) any |= published(s, i) != NULL;
@@ -97,7 +97,7 @@ static void published_lines(const TuiState *s, TuiLines *L, int first, int ncol)
         }
         lines_add(L, SY_PLAIN, "%s", line);
     }
-    lines_wrap(L, SY_DIM, 78, 0,
+    lines_wrap(L, SY_DIM, width, 0,
                "The paper's memory is a measurement with allocator slack and buffers the plan itemizes; fp8plan report "
                "seed checks these rows with their tolerances.");
 }
@@ -128,20 +128,20 @@ int view_compare(const TuiState *s, const TuiLayout *l, const TuiPaint *p)
     }
     if (first + ncol < s->nslots) paint_text(p, y, r.x + r.w - 6, 6, SY_DIM, "more >");
 
-    enum { NL = 64 };
+    enum { NL = 80 };
     TuiLine buf[NL];
     TuiLines L = {buf, 0, NL};
+    for (int i = 0; i < s->nslots; i++) /* why a column is n/a, first */
+        if (!s->cmp_ok[i]) {
+            char msg[260];
+            snprintf(msg, sizeof msg, "%s n/a: %s", s->slot[i]->name, s->cmp_err[i]);
+            lines_wrap(&L, SY_BAD, r.w - 1, 2, msg);
+        }
     for (int q = 0; q < TUI_NQTY; q++) {
         if (tui_qty[q].rule_before) lines_add(&L, SY_DIM, "%s", "");
         row_line(s, &L, first, ncol, q);
     }
-    published_lines(s, &L, first, ncol);
-    for (int i = 0; i < s->nslots; i++)
-        if (!s->cmp_ok[i]) {
-            char msg[260];
-            snprintf(msg, sizeof msg, "%s: %s", s->slot[i]->name, s->cmp_err[i]);
-            lines_wrap(&L, SY_BAD, r.w - 1, 2, msg);
-        }
+    published_lines(s, &L, first, ncol, r.w - 1);
     TuiRect rows = {y + 2, r.x, r.h - 3, r.w};
     return lines_paint(&L, p, rows, s->scroll[SCR_COMPARE]);
 }

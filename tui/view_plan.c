@@ -158,19 +158,20 @@ static void terms_lines(const Plan *p, TuiLines *L)
 
 static void comm_lines(const Plan *p, TuiLines *L)
 {
-    char a[40], b[40], t[40];
-    lines_add(L, SY_HEAD, "Collectives per step (bytes this GPU sends; ring factors as nccl-tests)");
-    lines_add(L, SY_DIM, "%-21s %-14s %-5s %5s %10s %11s %8s", "collective", "op", "dtype", "ranks", "payload",
-              "sent/step", "time");
+    char a[40], b[40], c[40], t[40];
+    lines_add(L, SY_HEAD, "Collectives per step (bus: bytes this GPU sends per call, nccl-tests factors)");
+    lines_add(L, SY_DIM, "%-21s %-5s %5s %9s %9s %6s %10s %8s", "collective", "dtype", "ranks", "payload", "bus",
+              "calls", "sent/step", "time");
     int any = 0;
     for (int i = 0; i < CO_COUNT_; i++) {
-        const Collective *c = &p->coll[i];
-        if (!c->ranks) continue;
+        const Collective *co = &p->coll[i];
+        if (!co->ranks) continue;
         any = 1;
-        lines_add(L, SY_PLAIN, "%-21s %-14s %-5s %5u %10s %11s %8s", c->name, comm_op_name(c->op),
-                  c->dtype == DT_NONE ? "mixed" : dtype_name(c->dtype), c->ranks,
-                  tui_fmt_bytes(c->payload_bytes, a, sizeof a), tui_fmt_bytes(c->step_bytes, b, sizeof b),
-                  tui_fmt_seconds(c->time_s, t, sizeof t));
+        lines_add(L, SY_PLAIN, "%-21s %-5s %5u %9s %9s %6llu %10s %8s", co->name,
+                  co->dtype == DT_NONE ? "mixed" : dtype_name(co->dtype), co->ranks,
+                  tui_fmt_bytes(co->payload_bytes, a, sizeof a), tui_fmt_bytes(co->bus_bytes, b, sizeof b),
+                  (unsigned long long)co->calls, tui_fmt_bytes(co->step_bytes, c, sizeof c),
+                  tui_fmt_seconds(co->time_s, t, sizeof t));
     }
     if (!any) lines_add(L, SY_DIM, "(none: a single GPU)");
     lines_add(L, SY_PLAIN, "%s", "");
