@@ -7,6 +7,7 @@
 
 #include "tui/export.h"
 #include "tui/fields.h"
+#include "tui/layout.h"
 #include "tui/prompt.h"
 
 #define CTRL(c) ((c)&0x1f)
@@ -98,7 +99,11 @@ static unsigned a_find(TuiState *s, int k)
 }
 static unsigned a_scroll(TuiState *s, int k)
 {
-    int d = k == KEY_PPAGE ? -8 : k == KEY_NPAGE ? 8 : k == KEY_UP || k == 'k' ? -1 : 1;
+    TuiLayout l; /* a page is what the scrolled area shows */
+    tui_layout(s->rows, s->cols, &l);
+    int page = s->screen == SCR_COMPARE ? l.compare.h - 4 : l.details[0].h - 2;
+    if (page < 1) page = 1;
+    int d = k == KEY_PPAGE ? -page : k == KEY_NPAGE ? page : k == KEY_UP || k == 'k' ? -1 : 1;
     s->scroll[s->screen] += d; /* the view clamps it */
     if (s->scroll[s->screen] < 0) s->scroll[s->screen] = 0;
     return ACT_REDRAW;

@@ -18,6 +18,7 @@ static TuiLine *lines_next(TuiLines *L)
     if (L->n >= L->max) return NULL;
     TuiLine *ln = &L->v[L->n++];
     ln->glyph = -1;
+    ln->section = 0;
     ln->st = ln->glyph_st = SY_PLAIN;
     ln->text[0] = '\0';
     return ln;
@@ -32,6 +33,21 @@ void lines_add(TuiLines *L, TuiStyle st, const char *fmt, ...)
     vsnprintf(ln->text, sizeof ln->text, fmt, ap);
     va_end(ap);
     ln->st = st;
+}
+
+void lines_section(TuiLines *L, const char *title)
+{
+    TuiLine *ln = lines_next(L);
+    if (!ln) return;
+    snprintf(ln->text, sizeof ln->text, "%s", title);
+    ln->st = SY_HEAD, ln->section = 1;
+}
+
+const char *lines_section_of(const TuiLines *L, int first)
+{
+    for (int i = first < L->n ? first : L->n - 1; i >= 0; i--)
+        if (L->v[i].section) return L->v[i].text;
+    return "";
 }
 
 void lines_add_glyph(TuiLines *L, int glyph, TuiStyle gst, TuiStyle st, const char *fmt, ...)

@@ -24,6 +24,7 @@ typedef struct {
     TuiStyle st;
     int glyph; /* -1: none; else a TuiGlyph drawn in glyph_st before the text */
     TuiStyle glyph_st;
+    int section; /* 1: a section title (named on the rule when scrolled past) */
 } TuiLine;
 
 typedef struct {
@@ -32,6 +33,9 @@ typedef struct {
 } TuiLines;
 
 void lines_add(TuiLines *L, TuiStyle st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void lines_section(TuiLines *L, const char *title);
+/* The title of the section that line `first` belongs to ("" before any). */
+const char *lines_section_of(const TuiLines *L, int first);
 void lines_add_glyph(TuiLines *L, int glyph, TuiStyle gst, TuiStyle st, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 /* Word-wrap text into lines of at most width columns; later lines indented by `indent`. */

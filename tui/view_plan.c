@@ -137,7 +137,7 @@ static void summary(const TuiState *s, const TuiPaint *p, TuiRect r)
 static void terms_lines(const Plan *p, TuiLines *L)
 {
     char g[32], b[40];
-    lines_add(L, SY_HEAD, "Memory terms on this GPU (GB = 1e9 B)");
+    lines_section(L, "Memory terms on this GPU (GB = 1e9 B)");
     lines_add(L, SY_DIM, "   %-18s %-5s %16s %10s %6s", "term", "dtype", "elements", "bytes", "shards");
     for (int c = 0; c < MC_COUNT_; c++) {
         for (int i = 0; i < MT_COUNT_; i++) {
@@ -159,7 +159,7 @@ static void terms_lines(const Plan *p, TuiLines *L)
 static void comm_lines(const Plan *p, TuiLines *L)
 {
     char a[40], b[40], c[40], t[40];
-    lines_add(L, SY_HEAD, "Collectives per step (bus: bytes this GPU sends per call, nccl-tests factors)");
+    lines_section(L, "Collectives per step (bus: bytes this GPU sends per call, nccl-tests factors)");
     lines_add(L, SY_DIM, "%-21s %-5s %5s %9s %9s %6s %10s %8s", "collective", "dtype", "ranks", "payload", "bus",
               "calls", "sent/step", "time");
     int any = 0;
@@ -197,7 +197,7 @@ static void time_lines(const Plan *p, TuiLines *L)
         {"amax + embedding sync", t->other_s},
     };
     char a[40];
-    lines_add(L, SY_HEAD, "Step time");
+    lines_section(L, "Step time");
     for (size_t i = 0; i < sizeof items / sizeof *items; i++)
         lines_add(L, items[i].v > 0 ? SY_PLAIN : SY_DIM, "%-22s %10s %6.1f %%", items[i].name,
                   tui_fmt_seconds(items[i].v, a, sizeof a), t->step_s > 0 ? 100.0 * items[i].v / t->step_s : 0.0);
@@ -209,7 +209,7 @@ static void time_lines(const Plan *p, TuiLines *L)
 static void advice_lines(const Plan *p, TuiLines *L, int width)
 {
     char buf[600];
-    lines_add(L, SY_HEAD, "Advice");
+    lines_section(L, "Advice");
     int any = 0;
     for (int a = 0; a < ADV_COUNT_; a++) {
         if (!(p->advice_mask & (1u << a))) continue;
@@ -247,11 +247,16 @@ int view_plan(const TuiState *s, const TuiLayout *l, const TuiPaint *p)
     advice_lines(&s->plan, right, w);
     int first = 0;
     for (int i = 0; i < l->ndetails; i++) {
-        TuiRect r = l->details[i];
-        paint_repeat(p, r.y, r.x, r.w, SY_DIM, paint_glyph(p, G_HRULE));
-        r.y++, r.h--;
-        int f = lines_paint(i ? &L1 : &L0, p, r, s->scroll[SCR_PLAN]);
+        TuiRect r = l->details[i], body = {r.y + 1, r.x, r.h - 1, r.w};
+        const TuiLines *L = i ? &L1 : &L0;
+        int f = lines_paint(L, p, body, s->scroll[SCR_PLAN]);
         first = f > first ? f : first;
+        /* the rule above says where the view is and that there is more */
+        paint_repeat(p, r.y, r.x, r.w, SY_DIM, paint_glyph(p, G_HRULE));
+        if (f > 0 && !L->v[f].section)
+            paint_textf(p, r.y, r.x + 2, r.w - 16, SY_DIM, " %s (cont.) ", lines_section_of(L, f));
+        const char *more = f + body.h < L->n ? (f > 0 ? " PgUp/PgDn " : " PgDn: more ") : f > 0 ? " PgUp " : "";
+        if (*more) paint_text(p, r.y, r.x + r.w - paint_cols(more) - 1, r.w, SY_DIM, more);
     }
     return first;
 }

@@ -114,8 +114,8 @@ env -u TERM "$FP8PLAN" tui --headless --dump "$TMP/screen" >/dev/null 2>"$TMP/er
 rc=$?
 expect_rc "TERM unset: headless falls back to dumb" 0
 screen_has "TERM unset: the dump says dumb" "TERM=dumb"
-# (ncurses keeps one allocation when newterm fails; see tests/support/lsan_ncurses.supp)
-LSAN_OPTIONS="suppressions=$FP8PLAN_ROOT/tests/support/lsan_ncurses.supp" run tui --headless --term no-such-terminal-type
+# (ncurses keeps one allocation when newterm fails; see tests/cli/tui_lsan.supp)
+LSAN_OPTIONS="suppressions=$FP8PLAN_ROOT/tests/cli/tui_lsan.supp" run tui --headless --term no-such-terminal-type
 expect_rc "an unknown terminal type: exit 69" 69
 expect_err "an unknown terminal type is named" "no-such-terminal-type"
 run tui --help
