@@ -69,6 +69,15 @@ static void test_param_counts(void)
         CHECKF(n == known[i].params, "%s: %llu != %llu", known[i].name, (unsigned long long)n,
                (unsigned long long)known[i].params);
     }
+    /* on one GPU with the vocabulary padded to 50304, GPT-2 small holds the 124,475,904 parameters llm.c allocates */
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = catalog_model(cat, "gpt2-124m"), in.gpu = catalog_gpu(cat, "h100-sxm");
+    in.recipe = catalog_recipe(cat, "megatron-bf16");
+    Plan p;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.vocab_padded, 50304);
+    CHECK_EQ_U64(p.params_gpu, 124475904ull);
 }
 
 /* ---- bad input ---------------------------------------------------------------------------------------- */
