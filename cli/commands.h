@@ -13,6 +13,11 @@
     X("models", cmd_models, "list the models in models.csv")                                           \
     X("gpus", cmd_gpus, "list the GPUs in gpus.csv")                                                   \
     X("recipes", cmd_recipes, "list the precision recipes in recipes.csv")                             \
+    X("formats", cmd_formats, "FP8 Formats Table 1 and Table 9 ranges, computed from the codecs")      \
+    X("cast", cmd_cast, "numbers on stdin -> FP8 / E8M0 codes (CSV)")                                  \
+    X("scales", cmd_scales, "Table 1b: payload + scale bytes per scale granularity")                   \
+    X("scaling", cmd_scaling, "delayed scaling step by step: scales, flush and saturation bounds")     \
+    X("quant-error", cmd_quant_error, "round-trip error per FP8 format and scale granularity")         \
     X("version", cmd_version, "print the version")
 
 #endif
