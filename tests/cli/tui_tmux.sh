@@ -72,6 +72,10 @@ T resize-window -t t -x 60 -y 15
 check "60x15 shows the too-small screen" "too small: have 60×15, need 80×24"
 T resize-window -t t -x 100 -y 30
 check "back at 100x30 the plan returns with TP 16" "< 16 >"
+T send-keys -t t Enter 3 2 Enter
+check "Enter types a value (TP 32)" "< 32 >"
+T send-keys -t t / x y z Escape
+check "Esc closes the find prompt" "cancelled"
 T send-keys -t t 2
 check "2 goes to Compare" "megatron-bf16 *"
 T send-keys -t t q
