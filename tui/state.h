@@ -123,7 +123,8 @@ typedef struct {
 /* A new state over `cat` (which must outlive it) starting from `in` (model,
  * gpu and recipe set). The Compare columns start as the seed's three recipes
  * where the catalog has them (megatron-bf16, te-fp8, fp8lm), else the first
- * three. Table 5 rows come from t5_text (NULL: none). NULL when out of memory. */
+ * three. Table 5 rows are loaded separately (tui_state_load_t5). NULL when
+ * out of memory or when `in` lacks a model, GPU or recipe. */
 TuiState *tui_state_new(const Catalog *cat, const PlanInput *in);
 void tui_state_free(TuiState *s);
 

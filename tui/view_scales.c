@@ -30,7 +30,7 @@ int view_scales(const TuiState *s, const TuiLayout *l, const TuiPaint *p)
     int barw = r.w - 6 > 60 ? 60 : r.w - 6;
     for (int i = 0; i < TUI_SCALE_ROWS && y < r.y + r.h; i++) {
         const TuiScaleRow *q = &rows[i];
-        paint_textf(p, y++, r.x, r.w, i == 0 ? SY_PLAIN : SY_PLAIN, "%-16s %-5s %9s %11s %14s %7.3f%% %7.3f%%", q->name,
+        paint_textf(p, y++, r.x, r.w, SY_PLAIN, "%-16s %-5s %9s %11s %14s %7.3f%% %7.3f%%", q->name,
                     q->is_bf16 ? "-" : dtype_name(q->scale_dtype), num_fmt_grouped(q->n_scales, a, 40),
                     num_fmt_grouped(q->scale_bytes, b, 40), num_fmt_grouped(q->total, c, 40), q->scale_pct_of_payload,
                     q->saving_pct);
