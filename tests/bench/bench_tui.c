@@ -62,7 +62,7 @@ static void machine(void)
         }
     if (f) fclose(f);
     uname(&u);
-    printf("machine: %s, %s %s, ncurses %s\n", model, u.sysname, u.machine, curses_version());
+    printf("machine: %s, %s %s, %s\n", model, u.sysname, u.machine, curses_version());
 }
 
 /* Press `keys` (cycled) n times; returns per-key seconds in t[]. */
