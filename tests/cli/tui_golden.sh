@@ -55,6 +55,7 @@ echo "$cases" | while IFS='|' read -r name size term loc keys extra; do
     else
         echo "FAIL - $name: screen differs from tests/golden/tui/$name.txt"
         head -n 40 "$TMP/diff" | sed 's/^/  /'
+        echo "  (intended? UPDATE_GOLDEN=1 FP8PLAN=build/fp8plan FP8PLAN_ROOT=. sh tests/cli/tui_golden.sh)"
     fi
 done >"$TMP/results"
 cat "$TMP/results"
