@@ -120,6 +120,9 @@ typedef struct {
     float *gstage_emb;   /* (Vp·C [+ Vp·C untied] + T·C) FP32 staging for the embeddings' gradients */
 } GptActs;
 
+/* Phases of the step whose working buffers share memory (arena overlay). */
+enum { GPT_PHASE_FWD = 1, GPT_PHASE_HEAD = 2, GPT_PHASE_BLOCKS = 3 };
+
 /* Scaling state of the FP8 GEMMs: the forward bank (inputs X and weights W of
  * every block linear, recipe.gemm_fwd) and the backward bank (output
  * gradients dY, recipe.gemm_bwd). Slots: fwd 2·(LIN_COUNT·l + k) + {0: X, 1: W},

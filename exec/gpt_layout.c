@@ -188,30 +188,36 @@ static void layout(const GptShape *s, const ExecRecipe *r, GptParam *p, uint32_t
     arena_add_i32(sp, TERM_IO, BT, a ? &a->targets : NULL, "targets", -1);
     arena_add(sp, TERM_IO, DT_FP32, BT, a ? &a->losses : NULL, "losses", -1);
 
-    /* ---- transient: one block's working buffers, reused, and FP32 scratch ---- */
+    /* ---- transient working buffers: live for the whole backward, or only in one phase ---- */
     uint64_t wide = max2(C, F), dwide = max2(3 * C, F);
-    arena_add(sp, TERM_TRANSIENT, A, BT * Vp, a ? &a->dlogits : NULL, "dlogits", -1);
-    if (save_fp8) arena_add(sp, TERM_TRANSIENT, A, BT * F, a ? &a->t_in : NULL, "t_in", -1);
-    if (fp8) arena_add(sp, TERM_TRANSIENT, r->gemm_fwd, BT * wide, a ? &a->t_qrow : NULL, "t_qrow", -1);
-    if (fp8 && !save_fp8) arena_add(sp, TERM_TRANSIENT, r->gemm_fwd, wide * BT, a ? &a->t_qcol : NULL, "t_qcol", -1);
-    if (fp8 && r->fp8_row == DT_NONE)
-        arena_add(sp, TERM_TRANSIENT, r->gemm_fwd, wmax, a ? &a->t_wrow : NULL, "t_wrow", -1);
-    if (fp8 && r->fp8_col == DT_NONE)
-        arena_add(sp, TERM_TRANSIENT, r->gemm_fwd, wmax, a ? &a->t_wcol : NULL, "t_wcol", -1);
-    arena_add(sp, TERM_TRANSIENT, A, BT * C, a ? &a->t_out : NULL, "t_out", -1);
     arena_add(sp, TERM_TRANSIENT, A, BT * C, a ? &a->d_res : NULL, "d_res", -1);
-    arena_add(sp, TERM_TRANSIENT, A, BT * dwide, a ? &a->d_a : NULL, "d_a", -1);
-    arena_add(sp, TERM_TRANSIENT, A, BT * wide, a ? &a->d_b : NULL, "d_b", -1);
-    if (fp8) {
-        arena_add(sp, TERM_TRANSIENT, r->gemm_bwd, BT * dwide, a ? &a->d_qrow : NULL, "d_qrow", -1);
-        arena_add(sp, TERM_TRANSIENT, r->gemm_bwd, dwide * BT, a ? &a->d_qcol : NULL, "d_qcol", -1);
-    }
-    arena_add(sp, TERM_TRANSIENT, DT_FP32, B * H * T * T, a ? &a->attn_scratch : NULL, "attn_scratch", -1);
-    if (staged) arena_add(sp, TERM_TRANSIENT, DT_FP32, pmax + C, a ? &a->gstage : NULL, "grad_stage", -1);
+    arena_add(sp, TERM_TRANSIENT, A, BT * C, a ? &a->d_b : NULL, "d_b", -1);
     if (emb_staged) {
         uint64_t emb = Vp * C + T * C + (s->tied ? 0 : Vp * C);
         arena_add(sp, TERM_TRANSIENT, DT_FP32, emb, a ? &a->gstage_emb : NULL, "grad_stage_emb", -1);
     }
+    if (staged) arena_add(sp, TERM_TRANSIENT, DT_FP32, pmax + C, a ? &a->gstage : NULL, "grad_stage", -1);
+    /* forward */
+    if (save_fp8) arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_FWD, A, BT * F, a ? &a->t_in : NULL, "t_in");
+    if (fp8)
+        arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_FWD, r->gemm_fwd, BT * wide, a ? &a->t_qrow : NULL, "t_qrow");
+    if (fp8 && r->fp8_row == DT_NONE)
+        arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_FWD, r->gemm_fwd, wmax, a ? &a->t_wrow : NULL, "t_wrow");
+    arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_FWD, A, BT * C, a ? &a->t_out : NULL, "t_out");
+    /* LM-head backward */
+    arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_HEAD, A, BT * Vp, a ? &a->dlogits : NULL, "dlogits");
+    /* block backward */
+    arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_BLOCKS, A, BT * dwide, a ? &a->d_a : NULL, "d_a");
+    if (fp8) {
+        arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_BLOCKS, r->gemm_bwd, BT * dwide, a ? &a->d_qrow : NULL, "d_qrow");
+        arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_BLOCKS, r->gemm_bwd, dwide * BT, a ? &a->d_qcol : NULL, "d_qcol");
+    }
+    if (fp8 && !save_fp8)
+        arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_BLOCKS, r->gemm_fwd, wide * BT, a ? &a->t_qcol : NULL, "t_qcol");
+    if (fp8 && r->fp8_col == DT_NONE)
+        arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_BLOCKS, r->gemm_fwd, wmax, a ? &a->t_wcol : NULL, "t_wcol");
+    arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_BLOCKS, DT_FP32, B * H * T * T, a ? &a->attn_scratch : NULL,
+                    "attn_scratch");
     if (ws) /* bytes, not typed elements */
         arena_add_(sp, TERM_GEMM_WORKSPACE, DT_NONE, 1, ws, ADST_VOID, g ? (void *)&g->bk->gemm_workspace : NULL,
                    "gemm_workspace", -1);

@@ -213,8 +213,9 @@ Status gpt_backward(Gpt *g, Err *e)
                           .dout = a->d_b,
                           .dqkv = a->d_a,
                           .scratch = a->attn_scratch};
-        st = gpt_linear_bwd(g, i, LIN_FC2, a->d_res, a->d_b, e);
-        if (!st) st = bk->gelu_bwd(bk, la->fc1, a->d_b, a->d_a, A, BT * s->ffn, e);
+        /* d_a: d(GELU output), made d(FC1 output) in place; d_b: C-wide input gradients */
+        st = gpt_linear_bwd(g, i, LIN_FC2, a->d_res, a->d_a, e);
+        if (!st) st = bk->gelu_bwd(bk, la->fc1, a->d_a, a->d_a, A, BT * s->ffn, e);
         if (!st) st = gpt_linear_bwd(g, i, LIN_FC1, a->d_a, a->d_b, e);
         if (!st) st = ln_bwd(g, PK_LN2_W, (int)i, la->res2, la->ln2_mean, la->ln2_rstd, a->d_b, e);
         if (!st) st = gpt_linear_bwd(g, i, LIN_PROJ, a->d_res, a->d_b, e);
