@@ -11,7 +11,7 @@ static const char *const scaling_names[] = {
 static const char *const amax_names[] = {[AMAX_NONE] = "none", [AMAX_TP] = "tp", [AMAX_ALL] = "all"};
 _Static_assert(sizeof state_names / sizeof *state_names == STATE_COUNT_, "state_names");
 _Static_assert(sizeof scaling_names / sizeof *scaling_names == SCALING_COUNT_, "scaling_names");
-_Static_assert(sizeof amax_names / sizeof *amax_names == AMAX_COUNT_, "amax_names");
+_Static_assert(sizeof amax_names / sizeof *amax_names == AMAX_REDUCE_COUNT_, "amax_names");
 
 static int parse_in(const char *const *names, int n, const char *s)
 {
@@ -22,7 +22,7 @@ static int parse_in(const char *const *names, int n, const char *s)
 
 const char *state_name(StateId s) { return (unsigned)s < STATE_COUNT_ ? state_names[s] : "?"; }
 const char *scaling_name(ScalingMode m) { return (unsigned)m < SCALING_COUNT_ ? scaling_names[m] : "?"; }
-const char *amax_reduce_name(AmaxReduce a) { return (unsigned)a < AMAX_COUNT_ ? amax_names[a] : "?"; }
+const char *amax_reduce_name(AmaxReduce a) { return (unsigned)a < AMAX_REDUCE_COUNT_ ? amax_names[a] : "?"; }
 
 int state_parse(const char *s, StateId *out)
 {
@@ -42,7 +42,7 @@ int scaling_parse(const char *s, ScalingMode *out)
 
 int amax_reduce_parse(const char *s, AmaxReduce *out)
 {
-    int i = parse_in(amax_names, AMAX_COUNT_, s);
+    int i = parse_in(amax_names, AMAX_REDUCE_COUNT_, s);
     if (i < 0) return -1;
     *out = (AmaxReduce)i;
     return 0;

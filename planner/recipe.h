@@ -41,7 +41,7 @@ typedef struct {
 typedef enum { SCALING_NONE = 0, SCALING_DELAYED, SCALING_CURRENT, SCALING_COUNT_ } ScalingMode;
 /* Over which ranks amax values are reduced: none (block scales are local),
  * TP and CP only (Megatron tp_only_amax_red), or TP, CP and DP. */
-typedef enum { AMAX_NONE = 0, AMAX_TP, AMAX_ALL, AMAX_COUNT_ } AmaxReduce;
+typedef enum { AMAX_NONE = 0, AMAX_TP, AMAX_ALL, AMAX_REDUCE_COUNT_ } AmaxReduce;
 
 typedef struct {
     char name[SPEC_NAME_MAX];
