@@ -44,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fp8/delayed.h"
 #include "fp8/dtype.h"
 #include "fp8/granularity.h"
 #include "util/status.h"
@@ -155,11 +156,6 @@ typedef struct {
  * A bank holds the scaling state of n FP8 tensors of one format: FP32
  * amax_history (history_len, n) — row 0 is the current step's amax, written by
  * the casts — scale (n) and scale_inv (n). */
-typedef enum {
-    AMAX_ALGO_MAX = 0,         /* window max over all history_len rows */
-    AMAX_ALGO_MOST_RECENT = 1, /* row 0 only */
-} AmaxAlgo;
-
 typedef struct {
     uint32_t n;           /* tensors in the bank */
     uint32_t history_len; /* ≥ 1 */
