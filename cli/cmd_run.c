@@ -10,13 +10,15 @@
 
 #include "cli/cmd_plan.h"
 #include "exec/ckpt.h"
+#include "util/fileio.h"
 #include "util/num.h"
 
 static const char help[] =
     "usage: fp8plan run --model M --recipe R [--backend cpu|cuda] [--steps N]\n"
     "                   [--layers N] [--hidden H] [--heads A] [--ffn F] [--seq S] [--mbs B] [--vocab V]\n"
     "                   [--gpu G] [--seed S] [--data FILE] [--lr X] [--warmup N] [--wd X]\n"
-    "                   [--save FILE] [--resume FILE] [--log-every N] [--quiet] [-o FILE] [--catalog DIR]\n"
+    "                   [--save FILE] [--resume FILE] [--scaling-trace FILE] [--log-every N] [--quiet]\n"
+    "                   [-o FILE] [--catalog DIR]\n"
     "\n"
     "Train a GPT-style decoder (a models/ entry, sizes overridable to fit a CPU or one GPU) with a\n"
     "precision recipe for N steps: forward, backward and optimizer, FP8 GEMMs with the recipe's\n"
@@ -37,6 +39,9 @@ static const char help[] =
     "  --lr X --warmup N --wd X   AdamW learning rate (1e-3), linear warm-up steps (0), weight decay (0.1)\n"
     "  --save FILE          write a checkpoint after the last step (atomically)\n"
     "  --resume FILE        continue from a checkpoint of the same model, recipe and settings\n"
+    "  --scaling-trace FILE CSV of every FP8 tensor's amax and scales each step (FP8 recipes):\n"
+    "                       step,bank,layer,linear,operand,format,amax,scale_used,scale_next; one\n"
+    "                       tensor's amax column fed to `fp8plan scaling --trace` gives its scales\n"
     "  --log-every N        print every Nth step (default 1); --quiet prints only the report\n"
     "  -o FILE              also write the report as CSV\n"
     "  --catalog DIR        the catalog directory (default: $FP8PLAN_CATALOG, ./models, models/ beside\n"
@@ -68,7 +73,8 @@ enum {
     OPT_RESUME,
     OPT_LOG_EVERY,
     OPT_QUIET,
-    OPT_CATALOG
+    OPT_CATALOG,
+    OPT_TRACE
 };
 
 static const struct option opts[] = {
@@ -94,6 +100,7 @@ static const struct option opts[] = {
     {"log-every", required_argument, NULL, OPT_LOG_EVERY},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"catalog", required_argument, NULL, OPT_CATALOG},
+    {"scaling-trace", required_argument, NULL, OPT_TRACE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -144,6 +151,7 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_SAVE: a->save = optarg; break;
         case OPT_RESUME: a->resume = optarg; break;
         case OPT_CATALOG: a->catalog = optarg; break;
+        case OPT_TRACE: a->trace = optarg; break;
         case OPT_QUIET: a->quiet = 1; break;
         case OPT_STEPS: rc = flag_u32("steps", optarg, 1, 100000000, &a->steps); break;
         case OPT_LAYERS: rc = flag_u32("layers", optarg, 1, 100000, &a->ov.layers); break;
@@ -208,7 +216,28 @@ static void print_header(const RunArgs *a, const Gpt *g, const DataStream *d, ui
     fflush(stdout);
 }
 
-static int train(const RunArgs *a, Gpt *g, DataStream *d, RunLog *l)
+/* One CSV row per FP8 tensor of the step just taken. */
+static void trace_rows(FILE *f, const Gpt *g)
+{
+    static const char *const lin[LIN_COUNT] = {"qkv", "proj", "fc1", "fc2"};
+    for (uint32_t l = 0; l < g->shape.layers; l++)
+        for (int k = 0; k < LIN_COUNT; k++) {
+            const struct {
+                const char *bank, *operand;
+                const ScalingBank *b;
+                const GptBankTrace *t;
+                uint32_t slot;
+            } r[3] = {{"fwd", "x", &g->sc.fwd, &g->tr_fwd, gpt_slot_x(l, (LinearKind)k)},
+                      {"fwd", "w", &g->sc.fwd, &g->tr_fwd, gpt_slot_w(l, (LinearKind)k)},
+                      {"bwd", "dy", &g->sc.bwd, &g->tr_bwd, gpt_slot_dy(l, (LinearKind)k)}};
+            for (int i = 0; i < 3; i++)
+                fprintf(f, "%u,%s,%u,%s,%s,%s,%.17g,%.17g,%.17g\n", g->step, r[i].bank, l, lin[k], r[i].operand,
+                        dtype_name(r[i].b->fmt), (double)r[i].t->amax[r[i].slot], (double)r[i].t->scale_used[r[i].slot],
+                        (double)r[i].t->scale_next[r[i].slot]);
+        }
+}
+
+static int train(const RunArgs *a, Gpt *g, DataStream *d, RunLog *l, OutFile *trace)
 {
     const GptShape *s = &g->shape;
     uint64_t bt = (uint64_t)s->batch * s->seq;
@@ -230,6 +259,7 @@ static int train(const RunArgs *a, Gpt *g, DataStream *d, RunLog *l)
         l->step_s[i] = t;
         l->loss[i] = loss;
         l->steps = i + 1;
+        if (trace) trace_rows(trace->f, g);
         if (!isfinite(loss)) {
             rc = fail((err_set(&e, ST_DATA, "step %u: the loss is %g (training diverged)", g->step, (double)loss), &e));
             break;
@@ -258,6 +288,8 @@ int cmd_run(int argc, char **argv)
     Gpt *g = NULL;
     DataStream d = {0};
     RunLog log = {0};
+    OutFile trace;
+    int trace_open = 0;
     if (backend_create(a.backend, &bk, &e)) return fail(&e);
     if ((rc = plan_catalog_load(CMD, a.catalog, &cat))) goto done;
     const ModelSpec *base = catalog_model(cat, a.model);
@@ -320,7 +352,26 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     if (!a.quiet) print_header(&a, g, &d, gpt_param_count(g));
-    if ((rc = train(&a, g, &d, &log))) goto done;
+    if (a.trace) {
+        if (!exec_recipe_fp8(&g->recipe)) {
+            rc = cli_usage(CMD, "--scaling-trace: recipe %s has no FP8 tensors", g->recipe.name);
+            goto done;
+        }
+        if (gpt_trace_enable(g, &e) || outfile_open(&trace, a.trace, &e)) {
+            rc = fail(&e);
+            goto done;
+        }
+        trace_open = 1;
+        fprintf(trace.f, "step,bank,layer,linear,operand,format,amax,scale_used,scale_next\n");
+    }
+    if ((rc = train(&a, g, &d, &log, trace_open ? &trace : NULL))) goto done;
+    if (trace_open) {
+        trace_open = 0;
+        if (outfile_commit(&trace, &e)) {
+            rc = fail(&e);
+            goto done;
+        }
+    }
     if (a.save && ckpt_save(a.save, g, &d.st, &e)) {
         rc = fail(&e);
         goto done;
@@ -328,6 +379,7 @@ int cmd_run(int argc, char **argv)
     if (a.save && !a.quiet) printf("checkpoint: %s (step %u)\n", a.save, g->step);
     rc = run_report(&a, &plan, g, &log, &d);
 done:
+    if (trace_open) outfile_abort(&trace);
     log_free(&log);
     data_free(&d);
     gpt_destroy(g);

@@ -9,7 +9,7 @@
 #include "exec/plan_link.h"
 
 typedef struct {
-    const char *backend, *model, *gpu, *recipe, *data, *catalog, *resume, *save, *out;
+    const char *backend, *model, *gpu, *recipe, *data, *catalog, *resume, *save, *out, *trace;
     ExecOverrides ov;
     uint32_t mbs, steps, log_every;
     GptHyper hyper;

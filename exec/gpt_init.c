@@ -164,5 +164,11 @@ void gpt_destroy(Gpt *g)
     free(g->params);
     free(g->act.layer);
     free(g->host_losses);
+    GptBankTrace *t[2] = {&g->tr_fwd, &g->tr_bwd};
+    for (int i = 0; i < 2; i++) {
+        free(t[i]->amax);
+        free(t[i]->scale_used);
+        free(t[i]->scale_next);
+    }
     free(g);
 }
