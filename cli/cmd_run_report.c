@@ -72,7 +72,7 @@ static void add_row(Table *t, const char *section, const MeasureRow *r, int byte
         if (r->has_measured) table_f64(t, C_MEAS_S, r->measured);
     }
     double e = measure_rel_err(r);
-    if (isfinite(e)) table_f64(t, C_REL, 100.0 * e);
+    if (isfinite(e) && r->mode != MEASURE_INFO) table_f64(t, C_REL, 100.0 * e); /* unchecked rows: no error */
     if (r->mode == MEASURE_TOL)
         table_strf(t, C_CHECK, "+-%g %%", 100.0 * r->tol);
     else

@@ -53,6 +53,16 @@ expect_err "resume with another recipe names both" "checkpoint is from recipe 't
 run run $TINY --layers 2 --recipe te-fp8 --steps 1 --resume "$TMP/a.ckpt"
 expect_rc "resume with another shape exits 65" 65
 expect_err "resume with another shape names the field" "checkpoint has layers 1, this run has 2"
+run run $TINY --recipe te-fp8 --steps 1 --seed 2 --resume "$TMP/a.ckpt"
+expect_rc "resume with another seed exits 65" 65
+expect_err "resume with another seed says so" "seed 1; this run has"
+DTINY0="--model gpt2-124m --layers 1 --hidden 32 --heads 2 --seq 16"
+run run $DTINY0 --recipe te-fp8 --steps 2 --data models/corpus/fp8-notes.txt --save "$TMP/d.ckpt"
+expect_rc "save a byte-level run exits 0" 0
+head -c 4000 models/corpus/fp8-notes.txt >"$TMP/other.txt"
+run run $DTINY0 --recipe te-fp8 --steps 1 --data "$TMP/other.txt" --resume "$TMP/d.ckpt"
+expect_rc "resume on another data file exits 65" 65
+expect_err "resume on another data file says so" "trained on other data than $TMP/other.txt"
 printf 'not a checkpoint' >"$TMP/junk.ckpt"
 run run $TINY --recipe te-fp8 --steps 1 --resume "$TMP/junk.ckpt"
 expect_rc "junk checkpoint exits 65" 65
