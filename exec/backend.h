@@ -295,6 +295,11 @@ struct Backend {
     Status (*copy_to_host)(Backend *bk, void *host_dst, const void *src, uint64_t bytes, Err *e);
     /* Wait for all issued work; surfaces asynchronous errors. */
     Status (*sync)(Backend *bk, Err *e);
+    /* Optional (NULL when the backend cannot tell): device memory free and total
+     * in bytes (cudaMemGetInfo), so a run can compare everything the process
+     * holds on the device — arena, context, library workspaces, NCCL buffers —
+     * with the plan's total. */
+    Status (*mem_info)(Backend *bk, uint64_t *free_bytes, uint64_t *total_bytes, Err *e);
 
     /* GEMM, see GemmDesc. */
     Status (*gemm)(Backend *bk, const GemmDesc *g, Err *e);
