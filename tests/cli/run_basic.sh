@@ -116,6 +116,9 @@ expect_err "too short --data file is named" "$TMP/short.txt: 5 bytes is too shor
 run run $TINY --recipe te-fp8 --steps 1 --data models/corpus/fp8-notes.txt
 expect_rc "--data with a vocabulary below 256 exits 64" 64
 expect_err "--data with a small vocabulary says why" "byte-level text needs a vocabulary of at least 256 (got 64)"
+run run --model gpt-175b --recipe te-fp8 --steps 1
+expect_rc "a model larger than RAM exits 71 before touching memory" 71
+expect_err "a model larger than RAM: the reason" "the arena needs"
 run run $TINY --recipe te-fp8 --frobnicate
 expect_rc "unknown flag exits 64" 64
 run run $TINY --recipe te-fp8 --steps 1 -o /nonexistent/dir/out.csv
