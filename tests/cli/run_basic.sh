@@ -70,6 +70,16 @@ expect_err "junk checkpoint is named" "$TMP/junk.ckpt: not an fp8plan checkpoint
 run run $TINY --recipe te-fp8 --steps 1 --resume "$TMP/none.ckpt"
 expect_rc "missing checkpoint exits 66" 66
 
+# the CPU backend splits large GEMMs over threads; the result must not depend on how many
+MID="--model gpt2-124m --layers 1 --hidden 64 --heads 2 --seq 32 --mbs 2 --vocab 1000"
+FP8PLAN_THREADS=1 "$FP8PLAN" run $MID --recipe te-fp8 --steps 2 --quiet --save "$TMP/t1.ckpt" >/dev/null 2>&1
+FP8PLAN_THREADS=2 "$FP8PLAN" run $MID --recipe te-fp8 --steps 2 --quiet --save "$TMP/t2.ckpt" >/dev/null 2>&1
+if [ -s "$TMP/t1.ckpt" ] && cmp -s "$TMP/t1.ckpt" "$TMP/t2.ckpt"; then
+    pass "1 and 2 GEMM threads give bit-identical state"
+else
+    fail "1 and 2 GEMM threads give bit-identical state"
+fi
+
 # backends
 run run $TINY --recipe te-fp8 --steps 1 --backend cuda
 if [ "$rc" -eq 0 ]; then
