@@ -9,6 +9,7 @@
     X("compare", cmd_compare, "several recipes side by side with their deltas")                         \
     X("tui", cmd_tui, "interactive what-if screens: plan, compare, Table 1b, delayed scaling, formats") \
     X("sweep", cmd_sweep, "every layout and recipe for N GPUs, ranked by predicted throughput")         \
+    X("run", cmd_run, "train a GPT model with a recipe; measured versus planned memory, term by term")  \
     X("bytes-per-param", cmd_bytes_per_param, "bytes per parameter of each training state (Table 1a)")  \
     X("report", cmd_report, "the seed's tables (1a, 1b, 1c, FP8-LM Table 5) with errors, as CSV")       \
     X("models", cmd_models, "list the models in models.csv")                                            \

@@ -149,7 +149,8 @@ typedef enum {
     MT_ACT_ATTN,      /* attention probabilities (+ dropout) when materialized; softmax stats with flash */
     MT_ACT_MASK,      /* hidden/embedding dropout masks (1 B each) */
     MT_ACT_OUTPUT,    /* final norm input/output and the FP32 softmax of the logits (last stage) */
-    MT_TRANSIENT,     /* peak working set: logits temporaries, backward temporaries, recompute */
+    MT_TRANSIENT,     /* peak working set: logits temporaries, backward temporaries (with materialized attention's
+                         fp32 d(probabilities) and an FP8 weight gradient's fp32 staging), recompute */
     MT_COMM_BUFFER,   /* NCCL buffers, nccl_comm_bytes per communicator */
     MT_WORKSPACE,     /* cuBLASLt workspace */
     MT_CUDA_CONTEXT,  /* CUDA context, module images, library handles */

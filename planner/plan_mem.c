@@ -236,6 +236,14 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
         bwd = ck_add(ck, bwd, 2 * ck_mul(ck, g->tok, g->k * g->F_t)); /* dY in FP8, both layouts */
     if (in->recompute == RECOMPUTE_FULL)
         bwd = ck_add(ck, bwd, ck_add(ck, ck_add(ck, la.hp, la.fp8), ck_add(ck, la.attn, la.mask)));
+    if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 */
+        bwd = ck_add(ck, bwd, ck_mul(ck, ck_mul3(ck, g->tok, g->heads / g->tp, g->seq), 4));
+    if (dtype_is_fp8(rc->gemm.dt[STATE_GRAD])) { /* a weight gradient in fp32 before its cast to FP8 */
+        uint64_t lmax = 0;
+        for (int i = 0; i < LIN_COUNT; i++)
+            if (ck_mul(ck, g->lin_rows[i], g->lin_cols[i]) > lmax) lmax = g->lin_rows[i] * g->lin_cols[i];
+        bwd = ck_add(ck, bwd, ck_mul(ck, lmax, 4));
+    }
     if (zero3) {
         uint64_t lw = ck_add(ck, ck_mul(ck, g->gemm_layer, dt_bytes(rc->gemm.dt[STATE_WEIGHT])),
                              ck_mul(ck, g->other_layer, dt_bytes(rc->other.dt[STATE_WEIGHT])));
