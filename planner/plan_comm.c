@@ -1,0 +1,173 @@
+/* planner/plan_comm.c — collectives per step and the bytes each GPU sends.
+ *
+ * Payload S is the total array size of one call as nccl-tests defines it; the
+ * bytes a GPU sends (bus bytes) are 2(n-1)/n S for all-reduce, (n-1)/n S for
+ * all-gather and reduce-scatter, S for point-to-point. Ranks are ordered
+ * tp (fastest), cp, dp, pp (Megatron's default): a group spans nodes when its
+ * stride times its size exceeds gpus_per_node, and then runs at the GPU's
+ * inter-node bandwidth.
+ *
+ * Per layer and micro-batch, with S = tok*h*bytes:
+ *   TP without SP  2 all-reduces forward (proj, FC2 outputs), 2 backward (QKV, FC1 input grads)
+ *   TP with SP     forward: 2 all-gathers (QKV, FC1 inputs) + 2 reduce-scatters (proj, FC2);
+ *                  backward: 2 all-gathers of output gradients, 2 re-gathers of the saved input
+ *                  shards for wgrad (Megatron and TE keep the shard), 2 reduce-scatters
+ *   CP             K,V all-gather forward, again backward, dK,dV reduce-scatter (ring P2P)
+ *   full recompute repeats the forward collectives.
+ * Per step: DP gradient all-reduce, or reduce-scatter + parameter all-gather when
+ * states are sharded (two gathers at ZeRO-3); PP sends per micro-batch and chunk;
+ * the tied-embedding gradient all-reduce between first and last stage; amax
+ * all-reduces (one forward, one backward per micro-batch) for FP8 recipes. */
+#include <string.h>
+
+#include "fp8/granularity.h"
+#include "planner/plan_internal.h"
+
+/* Every collective unused: names, groups and ops set, zero bytes (copied in one go per plan). */
+#define C(i, nm, g, o) [i] = {.id = i, .name = nm, .group = g, .op = o}
+static const Collective blank[CO_COUNT_] = {
+    C(CO_TP_AR_FWD, "tp_allreduce_fwd", GROUP_TP, OP_ALL_REDUCE),
+    C(CO_TP_AR_BWD, "tp_allreduce_bwd", GROUP_TP, OP_ALL_REDUCE),
+    C(CO_TP_AG_FWD, "tp_allgather_fwd", GROUP_TP, OP_ALL_GATHER),
+    C(CO_TP_RS_FWD, "tp_reducescatter_fwd", GROUP_TP, OP_REDUCE_SCATTER),
+    C(CO_TP_AG_BWD, "tp_allgather_bwd", GROUP_TP, OP_ALL_GATHER),
+    C(CO_TP_RS_BWD, "tp_reducescatter_bwd", GROUP_TP, OP_REDUCE_SCATTER),
+    C(CO_CP_KV, "cp_kv_exchange", GROUP_CP, OP_ALL_GATHER),
+    C(CO_PP_P2P, "pp_send_recv", GROUP_PP, OP_SEND_RECV),
+    C(CO_DP_GRAD_AR, "dp_grad_allreduce", GROUP_DP, OP_ALL_REDUCE),
+    C(CO_DP_GRAD_RS, "dp_grad_reducescatter", GROUP_DP, OP_REDUCE_SCATTER),
+    C(CO_DP_PARAM_AG, "dp_param_allgather", GROUP_DP, OP_ALL_GATHER),
+    C(CO_EMB_GRAD_AR, "emb_grad_allreduce", GROUP_EMB, OP_ALL_REDUCE),
+    C(CO_AMAX_AR, "amax_allreduce", GROUP_AMAX, OP_ALL_REDUCE),
+};
+#undef C
+
+/* Bytes this GPU sends for one call of op over n ranks with payload S: the
+ * exact floor of S*2(n-1)/n or S*(n-1)/n, computed as S - ceil(S/n) to stay
+ * in 64 bits (an all-reduce payload past 2^63 bytes is an overflow). */
+static uint64_t bus(CommOp op, uint64_t n, uint64_t S, Ck *ck)
+{
+    if (n <= 1) return 0;
+    switch (op) {
+    case OP_ALL_REDUCE: return S <= UINT64_MAX / 2 ? 2 * S - ceil_div(2 * S, n) : (ck->ovf = 1, 0);
+    case OP_ALL_GATHER:
+    case OP_REDUCE_SCATTER: return S - ceil_div(S, n);
+    default: return S;
+    }
+}
+
+/* Elements * bytes of dtype, plus block scales for FP8 activations at act_gran (a [rows, h] tensor). */
+static uint64_t act_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t rows, uint64_t cols)
+{
+    uint64_t b = ck_mul3(ck, rows, cols, dt_bytes(dt));
+    if (dt_fp8(dt) && gr != GRAN_TENSOR) {
+        uint64_t n, sb;
+        if (gran_scale_count(gr, rows, cols, &n, &sb, NULL))
+            ck->ovf = 1;
+        else
+            b = ck_add(ck, b, sb);
+    }
+    return b;
+}
+
+static void set(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t span,
+                uint64_t payload, uint64_t calls, Ck *ck)
+{
+    Collective *c = &p->coll[id]; /* id, name, group and op come from blank[] */
+    c->dtype = dt;
+    if (ranks <= 1 || !calls) ranks = 0, calls = 0, payload = 0;
+    c->ranks = (uint32_t)ranks;
+    c->inter_node = ranks && span > in->gpu->gpus_per_node;
+    c->payload_bytes = payload;
+    c->bus_bytes = bus(c->op, ranks, payload, ck);
+    c->calls = calls;
+    c->step_bytes = ck_mul(ck, c->bus_bytes, calls);
+    double bw = (c->inter_node ? in->gpu->inter_bw : in->gpu->intra_bw) * in->eff_net;
+    double lat = c->inter_node ? in->latency_inter_s : in->latency_intra_s;
+    c->time_s = calls ? (double)c->step_bytes / bw + (double)calls * lat : 0;
+    c->exposed_s = c->time_s; /* plan_time decides what overlaps */
+    (void)g;
+}
+
+void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
+{
+    const Recipe *rc = in->recipe;
+    memcpy(p->coll, blank, sizeof p->coll);
+    uint64_t m = g->m, Ls = g->Ls, t = g->tp, h = g->h;
+    int full = in->recompute == RECOMPUTE_FULL;
+    uint64_t per_layer_calls = ck_mul(ck, Ls, m); /* layer passes per step on this stage */
+
+    /* TP */
+    uint64_t S_ag = act_bytes(ck, rc->comm_tp_ag, rc->act_gran, g->tok, h);
+    uint64_t S_rs = act_bytes(ck, rc->comm_tp_rs, GRAN_TENSOR, g->tok, h);
+    if (t > 1 && g->rep == 1) {
+        set(in, g, p, CO_TP_AR_FWD, rc->comm_tp_rs, t, t, S_rs, ck_mul(ck, per_layer_calls, full ? 4 : 2), ck);
+        set(in, g, p, CO_TP_AR_BWD, rc->comm_tp_rs, t, t, S_rs, ck_mul(ck, per_layer_calls, 2), ck);
+    } else if (t > 1) {
+        uint64_t f = full ? 4 : 2;
+        set(in, g, p, CO_TP_AG_FWD, rc->comm_tp_ag, t, t, S_ag, ck_mul(ck, per_layer_calls, f), ck);
+        set(in, g, p, CO_TP_RS_FWD, rc->comm_tp_rs, t, t, S_rs, ck_mul(ck, per_layer_calls, f), ck);
+        /* backward gathers: 2 output gradients (comm_tp_rs dtype) + 2 saved-input re-gathers (comm_tp_ag) */
+        uint64_t S_bag = ck_add(ck, S_rs, S_ag);
+        set(in, g, p, CO_TP_AG_BWD, rc->comm_tp_rs == rc->comm_tp_ag ? rc->comm_tp_ag : DT_NONE, t, t, S_bag / 2,
+            ck_mul(ck, per_layer_calls, 4), ck);
+        p->coll[CO_TP_AG_BWD].payload_bytes = S_bag / 2; /* mean payload of the two kinds */
+        set(in, g, p, CO_TP_RS_BWD, rc->comm_tp_rs, t, t, S_rs, ck_mul(ck, per_layer_calls, 2), ck);
+    }
+
+    /* CP: K and V of the whole sequence, this rank's kv heads, BF16 */
+    if (g->cp > 1) {
+        uint64_t S = ck_mul3(ck, ck_mul(ck, g->mbs, g->seq), 2 * g->kv_t, 2);
+        set(in, g, p, CO_CP_KV, DT_BF16, g->cp, t * g->cp, S, ck_mul(ck, per_layer_calls, full ? 4 : 3), ck);
+    }
+
+    /* PP: boundary stages send m*(2v-1) times (activations forward, gradients backward) */
+    if (g->pp > 1) {
+        uint64_t S = ck_mul3(ck, g->tok, g->h_t, 2); /* Megatron sends the 1/tp scatter */
+        set(in, g, p, CO_PP_P2P, DT_BF16, 2, g->world, S, ck_mul(ck, m, 2 * g->vpp - 1), ck);
+        p->coll[CO_PP_P2P].bus_bytes = S, p->coll[CO_PP_P2P].step_bytes = ck_mul(ck, S, p->coll[CO_PP_P2P].calls);
+    }
+
+    /* DP (over dp x cp: context-parallel ranks hold the same weights) */
+    uint64_t d = g->d, span_dp = t * g->cp * g->dp;
+    uint64_t eg = p->params_gemm_gpu, eo = p->params_gpu - p->params_gemm_gpu;
+    Dtype gg = rc->comm_dp_grad, go = rc->other_comm_dp_grad;
+    Dtype pg = rc->comm_param_gather, po = rc->other_comm_param_gather;
+    uint64_t S_grad = ck_add(ck, ck_mul(ck, eg, dt_bytes(gg)), ck_mul(ck, eo, dt_bytes(go)));
+    uint64_t S_par = ck_add(ck, ck_mul(ck, eg, dt_bytes(pg)), ck_mul(ck, eo, dt_bytes(po)));
+    int shard_any = in->sharding != SHARD_NONE;
+    if (in->sharding == SHARD_DIST_OPT) shard_any = (rc->gemm.shard_mask | rc->other.shard_mask) != 0;
+    if (d > 1 && !shard_any) {
+        set(in, g, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, span_dp, S_grad, 1, ck);
+    } else if (d > 1) {
+        set(in, g, p, CO_DP_GRAD_RS, gg == go ? gg : DT_NONE, d, span_dp, S_grad, 1, ck);
+        set(in, g, p, CO_DP_PARAM_AG, pg == po ? pg : DT_NONE, d, span_dp, S_par,
+            in->sharding == SHARD_ZERO3 ? ck_mul(ck, 2, m) : 1, ck);
+    }
+
+    /* tied embedding: first and last stage sum their gradients */
+    if (in->model->tied_embeddings && g->pp > 1)
+        set(in, g, p, CO_EMB_GRAD_AR, go, 2, g->world, ck_mul(ck, g->emb, dt_bytes(go)), 1, ck);
+
+    /* amax: x and w maxima forward, dy backward, per micro-batch */
+    if (recipe_fp8_gemm(rc) && rc->amax_reduce != AMAX_NONE) {
+        uint64_t n = rc->amax_reduce == AMAX_TP ? t * g->cp : t * g->cp * g->dp;
+        uint64_t S = ck_mul(ck, LIN_COUNT * Ls, 3 * 4) / 2; /* mean of 2 (fwd) and 1 (bwd) fp32 per linear */
+        set(in, g, p, CO_AMAX_AR, DT_FP32, n, n, S, ck_mul(ck, 2, m), ck);
+    }
+
+    p->tp_comm_bytes = p->cp_comm_bytes = p->pp_comm_bytes = p->dp_comm_bytes = 0;
+    for (int i = 0; i < CO_COUNT_; i++) {
+        const Collective *c = &p->coll[i];
+        switch (c->group) {
+        case GROUP_TP: p->tp_comm_bytes = ck_add(ck, p->tp_comm_bytes, c->step_bytes); break;
+        case GROUP_CP: p->cp_comm_bytes = ck_add(ck, p->cp_comm_bytes, c->step_bytes); break;
+        case GROUP_PP:
+        case GROUP_EMB: p->pp_comm_bytes = ck_add(ck, p->pp_comm_bytes, c->step_bytes); break;
+        case GROUP_DP: p->dp_comm_bytes = ck_add(ck, p->dp_comm_bytes, c->step_bytes); break;
+        default: break;
+        }
+    }
+    p->weight_comm_bytes = ck_add(ck, ck_add(ck, p->coll[CO_DP_GRAD_AR].step_bytes, p->coll[CO_DP_GRAD_RS].step_bytes),
+                                  p->coll[CO_DP_PARAM_AG].step_bytes);
+}
