@@ -15,7 +15,7 @@
 
 static const char HELP[] =
     "usage: fp8plan quant-error [--shape RxC] [--dist normal|laplace|outliers] [--seed S]\n"
-    "                           [--input FILE] [--fp8 e4m3|e5m2|both] [--block-scales pow2|fp32]\n"
+    "                           [--input FILE] [--fp8 e4m3|e5m2|both] [--block-scales fp32|pow2]\n"
     "                           [--mx-rule ceil|floor] [--nosat] [--format table|csv|json] [-o FILE]\n"
     "\n"
     "Quantize one RxC tensor (default 1024x4096; rows = tokens, columns = features) to FP8\n"
@@ -33,8 +33,8 @@ static const char HELP[] =
     "                             the first two outlier channels at row 0 and every 1024th row\n"
     "  --input FILE      raw little-endian float32, R*C values row-major (instead of --dist)\n"
     "  --fp8 F           e4m3, e5m2 or both (default both)\n"
-    "  --block-scales B  1x128 / 128x128 scales: pow2 (default; TE Float8BlockScaling) or\n"
-    "                    fp32 (plain FP32 scales, as DeepSeek-V3)\n"
+    "  --block-scales B  1x128 / 128x128 scales: fp32 (default; plain FP32 scales, as DeepSeek-V3)\n"
+    "                    or pow2 (power-of-two scales, TE Float8BlockScaling's default)\n"
     "  --mx-rule R       1x32 E8M0 scale rule: ceil (default; cuBLAS/TE) or floor (OCP MX)\n"
     "  --nosat           out-of-range values become NaN/Inf instead of +-max\n"
     "\n"
@@ -118,7 +118,7 @@ int cmd_quant_error(int argc, char **argv)
     CliOut out = {TABLE_TEXT, NULL};
     SynthDist dist = SYNTH_NORMAL;
     uint64_t seed = 1, rows, cols;
-    int fmts = 3, block_pow2 = 1, nosat = 0, have_dist = 0, o;
+    int fmts = 3, block_pow2 = 0, nosat = 0, have_dist = 0, o;
     E8m0Rule rule = E8M0_RULE_CEIL;
     Err e;
     while ((o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {

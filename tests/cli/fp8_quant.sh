@@ -18,6 +18,12 @@ if awk -v t="$t" -v a="$b32" -v b="$b128" 'BEGIN { exit !(t > 20 * a && t > 20 *
 else
     fail "per-tensor flushes far more" "tensor $t, 1x32 $b32, 1x128 $b128"
 fi
+t=$(col tensor 5) b128=$(col 1x128 5)
+if awk -v t="$t" -v b="$b128" 'BEGIN { exit !(t > 1.1 * b) }'; then
+    pass "with FP32 block scales (the default) 1x128 also wins on rel RMS: tensor $t %, 1x128 $b128 %"
+else
+    fail "1x128 wins on rel RMS with FP32 block scales" "tensor $t, 1x128 $b128"
+fi
 expect_eq "no saturation under current scaling" "$(awk -F, 'NR > 1 {print $9}' "$TMP/out" | sort -u)" "0"
 
 run quant-error --dist normal --shape 256x512 --seed 3 --format csv
