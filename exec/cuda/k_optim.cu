@@ -1,0 +1,231 @@
+/* exec/cuda/k_optim.cu — the optimizers: AdamW on FP32 master/m/v, and FP8-LM's
+ * AdamW on an FP16 master, an FP8 E4M3 first moment and an FP16 second moment,
+ * each with a per-tensor power-of-two scale (MS-AMP's two-kernel scheme).
+ *
+ * The update of one element is km_adam (exec/kernel_math.h) with the bias
+ * corrections computed once on the host, exactly as the CPU reference does, so
+ * the new FP32 master weights are bit-identical to the CPU's.
+ *
+ * FP8-LM, per tensor: pass 1 dequantizes with the old scales, updates in FP32
+ * and max-combines |w|, |m|, |v| (atomicMax on float bits: exact); one thread
+ * derives the new scales (km_scale_pow2); pass 2 recomputes the same values and
+ * stores them quantized with the new scales; one thread publishes the scales.
+ * No FP32 copy of the tensor is ever held. */
+#include <math.h>
+
+#include "exec/cuda/cuda_elem.cuh"
+#include "exec/cuda/cuda_impl.h"
+#include "exec/kernel_math.h"
+
+#define GRID_STRIDE(i, n) \
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
+
+__global__ void k_adamw(uint64_t n, KmAdam h, float grad_scale, const float *gsi, float *master, float *m, float *v,
+                        const void *grad, Dtype gdt, void *weight, Dtype wdt)
+{
+    const float gs = gsi ? KM_MUL(grad_scale, *gsi) : grad_scale;
+    GRID_STRIDE(i, n)
+    {
+        float g = KM_MUL(dev_load(grad, gdt, i), gs);
+        float mm = m[i], vv = v[i];
+        float w = km_adam(&h, master[i], g, &mm, &vv);
+        m[i] = mm;
+        v[i] = vv;
+        master[i] = w;
+        if (weight) dev_store(weight, wdt, i, w);
+    }
+}
+
+/* slots in DevSmall.tmp: [1..3] amax of w, m, v; [4..6] their new scales */
+enum { T_AW = 1, T_AM, T_AV, T_SW, T_SM, T_SV };
+
+struct Fp8AdamArgs {
+    uint64_t n;
+    KmAdam h;
+    float grad_scale;
+    const float *gsi;
+    uint16_t *master;
+    const float *master_scale;
+    uint8_t *m;
+    const float *m_scale;
+    uint16_t *v;
+    const float *v_scale;
+    const void *grad;
+    Dtype gdt;
+    void *weight;
+    Dtype wdt;
+};
+
+/* The update of element i with the old scales; returns w, sets *m and *v. */
+__device__ __forceinline__ float fp8_adam_elem(const Fp8AdamArgs &a, float gs, float dw, float dm, float dv, uint64_t i,
+                                               float *m, float *v)
+{
+    float g = KM_MUL(dev_load(a.grad, a.gdt, i), gs);
+    *m = KM_MUL(dev_fp8_decode(a.m[i], DT_E4M3), dm);
+    *v = KM_MUL(dev_fp16_to_f(a.v[i]), dv);
+    return km_adam(&a.h, KM_MUL(dev_fp16_to_f(a.master[i]), dw), g, m, v);
+}
+
+__device__ __forceinline__ float grad_factor(const Fp8AdamArgs &a)
+{
+    return a.gsi ? KM_MUL(a.grad_scale, *a.gsi) : a.grad_scale;
+}
+
+__global__ void k_fp8_adam_amax(Fp8AdamArgs a, DevSmall *sm)
+{
+    __shared__ float red[32];
+    const float gs = grad_factor(a);
+    const float dw = KM_DIV(1.0f, *a.master_scale), dm = KM_DIV(1.0f, *a.m_scale), dv = KM_DIV(1.0f, *a.v_scale);
+    float aw = 0.0f, am = 0.0f, av = 0.0f;
+    GRID_STRIDE(i, a.n)
+    {
+        float m, v, w = fp8_adam_elem(a, gs, dw, dm, dv, i, &m, &v);
+        aw = fmaxf(aw, fabsf(w));
+        am = fmaxf(am, fabsf(m));
+        av = fmaxf(av, fabsf(v));
+    }
+    aw = block_max(aw, red);
+    am = block_max(am, red);
+    av = block_max(av, red);
+    if (threadIdx.x == 0) {
+        atomic_max_nonneg(&sm->tmp[T_AW], aw);
+        atomic_max_nonneg(&sm->tmp[T_AM], am);
+        atomic_max_nonneg(&sm->tmp[T_AV], av);
+    }
+}
+
+__global__ void k_fp8_adam_scales(Fp8AdamArgs a, int margin, DevSmall *sm)
+{
+    sm->tmp[T_SW] = km_scale_pow2(sm->tmp[T_AW], KM_FP16_MAX, margin, *a.master_scale);
+    sm->tmp[T_SM] = km_scale_pow2(sm->tmp[T_AM], 448.0f, margin, *a.m_scale);
+    sm->tmp[T_SV] = km_scale_pow2(sm->tmp[T_AV], KM_FP16_MAX, margin, *a.v_scale);
+}
+
+__global__ void k_fp8_adam_store(Fp8AdamArgs a, const DevSmall *sm)
+{
+    const float gs = grad_factor(a);
+    const float dw = KM_DIV(1.0f, *a.master_scale), dm = KM_DIV(1.0f, *a.m_scale), dv = KM_DIV(1.0f, *a.v_scale);
+    const float sw = sm->tmp[T_SW], smm = sm->tmp[T_SM], sv = sm->tmp[T_SV];
+    GRID_STRIDE(i, a.n)
+    {
+        float m, v, w = fp8_adam_elem(a, gs, dw, dm, dv, i, &m, &v);
+        a.m[i] = dev_fp8_encode(KM_MUL(m, smm), DT_E4M3);
+        a.v[i] = dev_f_to_fp16(KM_MUL(v, sv));
+        uint16_t wq = dev_f_to_fp16(KM_MUL(w, sw));
+        a.master[i] = wq;
+        /* the working copy is the value the master now holds */
+        if (a.weight) dev_store(a.weight, a.wdt, i, KM_DIV(dev_fp16_to_f(wq), sw));
+    }
+}
+
+/* Publish the new scales (after pass 2, which read the old ones). */
+__global__ void k_fp8_adam_publish(float *ms, float *mm, float *vs, const DevSmall *sm)
+{
+    *ms = sm->tmp[T_SW];
+    *mm = sm->tmp[T_SM];
+    *vs = sm->tmp[T_SV];
+}
+
+/* ---- host side --------------------------------------------------------------------------- */
+
+static Status check_hyper(const AdamHyper *h, const char *op, Err *e)
+{
+    if (!h->step) return err_set(e, ST_USAGE, "%s: step is 1-based (got 0)", op);
+    if (!(h->beta1 >= 0.0f && h->beta1 < 1.0f) || !(h->beta2 >= 0.0f && h->beta2 < 1.0f))
+        return err_set(e, ST_USAGE, "%s: betas must be in [0, 1)", op);
+    if (!isfinite(h->lr) || !isfinite(h->eps) || !isfinite(h->weight_decay) || !isfinite(h->grad_scale))
+        return err_set(e, ST_USAGE, "%s: non-finite hyper-parameter", op);
+    return ST_OK;
+}
+
+static Status check_grad(const void *grad, Dtype dt, const float *scale_inv, const char *op, Err *e)
+{
+    if (!grad) return err_set(e, ST_USAGE, "%s: no gradient", op);
+    if (dt != DT_FP32 && dt != DT_BF16 && !dtype_is_fp8(dt))
+        return err_set(e, ST_USAGE, "%s: gradient dtype %s is not fp32, bf16, e4m3 or e5m2", op, dtype_name(dt));
+    if (dtype_is_fp8(dt) && !scale_inv) return err_set(e, ST_USAGE, "%s: FP8 gradient without scale_inv", op);
+    return ST_OK;
+}
+
+static Status check_weight(const void *w, Dtype dt, const char *op, Err *e)
+{
+    if (w && dt != DT_FP32 && dt != DT_BF16 && dt != DT_FP16)
+        return err_set(e, ST_USAGE, "%s: working weight dtype %s", op, dtype_name(dt));
+    return ST_OK;
+}
+
+/* Bias corrections on the host, as the CPU reference computes them. */
+static KmAdam km_of(const AdamHyper *h)
+{
+    KmAdam k;
+    k.lr = h->lr;
+    k.beta1 = h->beta1;
+    k.beta2 = h->beta2;
+    k.eps = h->eps;
+    k.weight_decay = h->weight_decay;
+    k.bc1 = 1.0f - powf(h->beta1, (float)h->step);
+    k.bc2 = 1.0f - powf(h->beta2, (float)h->step);
+    return k;
+}
+
+static unsigned opt_blocks(CudaImpl *im, uint64_t n) { return cuda_blocks(n, 256, (unsigned)im->info.sm_count * 8u); }
+
+Status cuda_adamw(Backend *bk, const AdamWDesc *d, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = check_hyper(&d->h, "adamw", e);
+    if (!st) st = check_grad(d->grad, d->grad_dtype, d->grad_scale_inv, "adamw", e);
+    if (!st) st = check_weight(d->weight, d->weight_dtype, "adamw", e);
+    if (st) return st;
+    if (!d->master || !d->m || !d->v) return err_set(e, ST_USAGE, "adamw: missing state");
+    if (!d->n) return ST_OK;
+    ST_TRY(cuda_op_begin(im, BK_OPCAT_OPTIM, e));
+    k_adamw<<<opt_blocks(im, d->n), 256, 0, im->stream>>>(
+        d->n, km_of(&d->h), d->h.grad_scale, dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv : NULL, d->master, d->m,
+        d->v, d->grad, d->grad_dtype, d->weight, d->weight_dtype);
+    CU_LAUNCHED(e);
+    ST_TRY(cuda_op_end(im, e));
+done:
+    return st;
+}
+
+Status cuda_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = check_hyper(&d->h, "fp8_adam", e);
+    if (!st) st = check_grad(d->grad, d->grad_dtype, d->grad_scale_inv, "fp8_adam", e);
+    if (!st) st = check_weight(d->weight, d->weight_dtype, "fp8_adam", e);
+    if (st) return st;
+    if (!d->master || !d->master_scale || !d->m || !d->m_scale || !d->v || !d->v_scale)
+        return err_set(e, ST_USAGE, "fp8_adam: missing state or scale");
+    if (!d->n) return ST_OK;
+    Fp8AdamArgs a;
+    a.n = d->n;
+    a.h = km_of(&d->h);
+    a.grad_scale = d->h.grad_scale;
+    a.gsi = dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv : NULL;
+    a.master = (uint16_t *)d->master;
+    a.master_scale = d->master_scale;
+    a.m = (uint8_t *)d->m;
+    a.m_scale = d->m_scale;
+    a.v = (uint16_t *)d->v;
+    a.v_scale = d->v_scale;
+    a.grad = d->grad;
+    a.gdt = d->grad_dtype;
+    a.weight = d->weight;
+    a.wdt = d->weight_dtype;
+    const unsigned blocks = opt_blocks(im, d->n);
+    ST_TRY(cuda_op_begin(im, BK_OPCAT_OPTIM, e));
+    CU_TRY(cudaMemsetAsync(&im->small->tmp[T_AW], 0, 3 * sizeof(float), im->stream), e);
+    k_fp8_adam_amax<<<blocks, 256, 0, im->stream>>>(a, im->small);
+    CU_LAUNCHED(e);
+    k_fp8_adam_scales<<<1, 1, 0, im->stream>>>(a, d->margin, im->small);
+    CU_LAUNCHED(e);
+    k_fp8_adam_store<<<blocks, 256, 0, im->stream>>>(a, im->small);
+    CU_LAUNCHED(e);
+    k_fp8_adam_publish<<<1, 1, 0, im->stream>>>(d->master_scale, d->m_scale, d->v_scale, im->small);
+    CU_LAUNCHED(e);
+    ST_TRY(cuda_op_end(im, e));
+done:
+    return st;
+}

@@ -1,0 +1,156 @@
+/* exec/kernel_math.h — the per-element arithmetic of the executor's kernels, in
+ * one place for both backends: compiled as host C by the CPU reference and its
+ * tests, and as __host__ __device__ code by nvcc for the CUDA kernels.
+ *
+ * Bit-for-bit agreement where it is possible. On the device every product and
+ * sum goes through the round-to-nearest intrinsics (__fmul_rn, __fadd_rn, ...),
+ * which the compiler never contracts into a fused multiply-add; host C11 code
+ * is not contracted either (ISO C mode, -ffp-contract=off). So a function here
+ * that uses only + − × ÷ and sqrt gives the same float on the GPU as on the
+ * CPU: the optimizers' updates and the scale rules are bit-identical. Functions
+ * that call tanhf/expf inherit the two libraries' differences (CUDA's tanhf and
+ * expf are within 2 ulp, glibc's within 1), which the GPU tests bound.
+ *
+ * Conventions as in exec/backend.h: a scale is the quantization multiplier,
+ * scale = fmax / amax / 2^margin. */
+#ifndef FP8PLAN_EXEC_KERNEL_MATH_H
+#define FP8PLAN_EXEC_KERNEL_MATH_H
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define KM_FN static __host__ __device__ __forceinline__
+#else
+#define KM_FN static inline
+#endif
+
+/* Correctly rounded float operations that are never fused. */
+#if defined(__CUDA_ARCH__)
+#define KM_MUL(a, b) __fmul_rn((a), (b))
+#define KM_ADD(a, b) __fadd_rn((a), (b))
+#define KM_SUB(a, b) __fsub_rn((a), (b))
+#define KM_DIV(a, b) __fdiv_rn((a), (b))
+#define KM_SQRT(a)   __fsqrt_rn(a)
+#else
+#define KM_MUL(a, b) ((a) * (b))
+#define KM_ADD(a, b) ((a) + (b))
+#define KM_SUB(a, b) ((a) - (b))
+#define KM_DIV(a, b) ((a) / (b))
+#define KM_SQRT(a)   sqrtf(a)
+#endif
+
+#define KM_FP16_MAX 65504.0f
+
+/* ---- scale rules (TE's delayed and current scaling, MS-AMP's power of two) -------- */
+
+/* Delayed scaling (TE amax_and_scale_update): fmax·2^-margin / amax when amax is
+ * finite and > 0, else `prev` is kept; an overflowing quotient (tiny amax)
+ * becomes FLT_MAX. */
+KM_FN float km_scale_delayed(float amax, float fmax, int margin, float prev)
+{
+    if (!(isfinite(amax) && amax > 0.0f)) return prev;
+    float s = KM_DIV(ldexpf(fmax, -margin), amax);
+    return isinf(s) ? FLT_MAX : s;
+}
+
+/* Current scaling (TE compute_scale_from_amax): 1 when amax is 0, Inf or NaN;
+ * FLT_MAX when the quotient overflows. */
+KM_FN float km_scale_current(float amax, float fmax, int margin)
+{
+    if (!isfinite(amax) || amax == 0.0f) return 1.0f;
+    float s = KM_DIV(ldexpf(fmax, -margin), amax);
+    return isinf(s) ? FLT_MAX : s;
+}
+
+/* FP8-LM optimizer states (MS-AMP ScalingMeta): 2^(floor(log2(fmax/amax)) −
+ * margin), clamped to normal floats; `prev` when amax is 0 or not finite. */
+KM_FN float km_scale_pow2(float amax, float fmax, int margin, float prev)
+{
+    if (!isfinite(amax) || amax <= 0.0f) return prev;
+    float q = KM_DIV(fmax, amax);
+    int ex = 127; /* q overflowed: the largest normal power of two, clamped below */
+    if (isfinite(q)) {
+        (void)frexpf(q, &ex); /* q = f·2^ex, f in [0.5, 1): floor(log2 q) = ex − 1 exactly */
+        ex -= 1;
+    }
+    ex -= margin;
+    if (ex > 126) ex = 126;
+    if (ex < -126) ex = -126;
+    return ldexpf(1.0f, ex);
+}
+
+/* ---- GELU, tanh approximation (GPT-2) ---------------------------------------------- */
+
+#define KM_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define KM_GELU_C 0.044715f
+
+/* 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) */
+KM_FN float km_gelu(float x)
+{
+    float cube = KM_MUL(KM_MUL(KM_MUL(KM_GELU_C, x), x), x);
+    float th = tanhf(KM_MUL(KM_GELU_K, KM_ADD(x, cube)));
+    return KM_MUL(KM_MUL(0.5f, x), KM_ADD(1.0f, th));
+}
+
+/* d gelu / dx at x. */
+KM_FN float km_gelu_grad(float x)
+{
+    float cube = KM_MUL(KM_MUL(KM_MUL(KM_GELU_C, x), x), x);
+    float th = tanhf(KM_MUL(KM_GELU_K, KM_ADD(x, cube)));
+    float sech2 = KM_SUB(1.0f, KM_MUL(th, th));
+    float inner = KM_ADD(1.0f, KM_MUL(KM_MUL(3.0f * KM_GELU_C, x), x));
+    float left = KM_MUL(0.5f, KM_ADD(1.0f, th));
+    return KM_ADD(left, KM_MUL(KM_MUL(KM_MUL(KM_MUL(0.5f, x), sech2), KM_GELU_K), inner));
+}
+
+/* ---- layer norm ---------------------------------------------------------------------- */
+
+/* The normalized value x̂ = (x − mean)·rstd. */
+KM_FN float km_ln_norm(float x, float mean, float rstd) { return KM_MUL(KM_SUB(x, mean), rstd); }
+
+/* Output y = x̂·w + b. */
+KM_FN float km_ln_out(float xhat, float w, float b) { return KM_ADD(KM_MUL(xhat, w), b); }
+
+/* Input gradient of one element: (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))·rstd, with
+ * dx̂ = w·dy. */
+KM_FN float km_ln_dx(float dxhat, float dxhat_mean, float xhat, float dxhat_xhat_mean, float rstd)
+{
+    return KM_MUL(KM_SUB(KM_SUB(dxhat, dxhat_mean), KM_MUL(xhat, dxhat_xhat_mean)), rstd);
+}
+
+/* ---- softmax, attention and cross-entropy ---------------------------------------------- */
+
+/* Softmax backward of one element: p·(dp − Σ p·dp). */
+KM_FN float km_softmax_bwd(float p, float dp, float dot) { return KM_MUL(p, KM_SUB(dp, dot)); }
+
+/* d loss / d logit for one element of a row with max mx and Σ exp(x − mx) = sum:
+ * (softmax − [is target])·dloss. */
+KM_FN float km_xent_dlogit(float x, float mx, float sum, int is_target, float dloss)
+{
+    float p = KM_DIV(expf(KM_SUB(x, mx)), sum);
+    return KM_MUL(KM_SUB(p, is_target ? 1.0f : 0.0f), dloss);
+}
+
+/* ---- AdamW ----------------------------------------------------------------------------------
+ * Decoupled weight decay; bc1 = 1 − beta1^t and bc2 = 1 − beta2^t are computed once per
+ * call on the host (powf), so both backends divide by the same floats. */
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+    float bc1, bc2;
+} KmAdam;
+
+/* m ← b1·m + (1−b1)·g; v ← b2·v + (1−b2)·g²; returns w − lr·(m̂/(√v̂ + eps) + wd·w). */
+KM_FN float km_adam(const KmAdam *h, float w, float g, float *m, float *v)
+{
+    float mm = KM_ADD(KM_MUL(h->beta1, *m), KM_MUL(KM_SUB(1.0f, h->beta1), g));
+    float vv = KM_ADD(KM_MUL(h->beta2, *v), KM_MUL(KM_MUL(KM_SUB(1.0f, h->beta2), g), g));
+    *m = mm;
+    *v = vv;
+    float mhat = KM_DIV(mm, h->bc1), vhat = KM_DIV(vv, h->bc2);
+    float step = KM_ADD(KM_DIV(mhat, KM_ADD(KM_SQRT(vhat), h->eps)), KM_MUL(h->weight_decay, w));
+    return KM_SUB(w, KM_MUL(h->lr, step));
+}
+
+#endif
