@@ -159,13 +159,15 @@ Status gemm_desc_check(const GemmDesc *g, Err *e);
 /* ---- fused cast + transpose + amax ------------------------------------------
  * One read of `in` (rows, cols) produces the row-wise FP8 copy (rows, cols), the
  * transposed FP8 copy (cols, rows), or both, quantized with one per-tensor
- * scale: q = sat_fp8(in * scale), round to nearest even, saturating at the
- * format's max (TE's casts saturate). The amax of the *unscaled* input is
- * max-combined into *amax; scale_inv = 1/scale is written so the FP8 data and
- * its dequantization factor always travel together. */
+ * scale: x = in · in_scale_inv, q = sat_fp8(x · scale), round to nearest even,
+ * saturating at the format's max (TE's casts saturate). The amax of x (before
+ * `scale`) is max-combined into *amax; scale_inv = 1/scale is written so the
+ * FP8 data and its dequantization factor always travel together. in_scale_inv
+ * dequantizes a scaled input (FP8-LM's FP16 master: x = stored / master scale). */
 typedef struct {
     const void *in;
-    Dtype in_dtype; /* DT_BF16, DT_FP16 or DT_FP32 */
+    Dtype in_dtype;            /* DT_BF16, DT_FP16 or DT_FP32 */
+    const float *in_scale_inv; /* 1 float, or NULL (= 1) */
     uint64_t rows, cols;
     Dtype out_dtype; /* DT_E4M3 or DT_E5M2 */
     void *out_row;   /* (rows, cols) or NULL */
@@ -264,12 +266,13 @@ typedef struct {
 } AdamHyper;
 
 /* AdamW with FP32 master, m and v (the BF16 recipes and TE's FP8 recipes). The
- * gradient is FP32, or FP8 with its scale_inv. After the update the working
- * copy (BF16/FP16) is rewritten from the new master (RNE) when `weight` is set. */
+ * gradient is FP32/BF16, or FP8 with its scale_inv. After the update the
+ * working copy (BF16/FP16) is rewritten from the new master (RNE) when `weight`
+ * is set. Without a master (NULL) the FP32 working copy itself is updated. */
 typedef struct {
     uint64_t n;
     AdamHyper h;
-    float *master; /* (n) FP32 */
+    float *master; /* (n) FP32, or NULL: then weight must be FP32 and is the master */
     float *m, *v;  /* (n) FP32 */
     const void *grad;
     Dtype grad_dtype;            /* DT_FP32, DT_BF16, DT_E4M3, DT_E5M2 */
@@ -278,28 +281,33 @@ typedef struct {
     Dtype weight_dtype;
 } AdamWDesc;
 
-/* FP8-LM's optimizer (MS-AMP "O2/O3" state): master weights in FP16 with a
- * per-tensor scale (stored value = w · master_scale), first moment in FP8 E4M3
- * with a per-tensor scale, second moment in FP16 with a per-tensor scale. Each
- * step: dequantize with the old scales, update in FP32, then choose new
- * power-of-two scales from the new tensors' amax,
+/* A scaling record: float[3] = {scale, scale_inv, amax} of one scaled tensor
+ * (stored = value · scale; value = stored · scale_inv; amax of the values). */
+enum { REC_SCALE = 0, REC_SCALE_INV = 1, REC_AMAX = 2, REC_FLOATS = 3 };
+
+/* FP8-LM's optimizer (MS-AMP's low-bit Adam): master weights in FP16, first
+ * moment in FP8 E4M3, second moment in FP16, each with a per-tensor scaling
+ * record (or none: NULL keeps the state unscaled, scale 1). Each step:
+ * dequantize with the old scales, update in FP32, then choose new
+ * power-of-two scales from the new tensors' amax (MS-AMP's rule),
  *   scale = 2^(floor(log2(fmax / amax)) − margin)   (kept when amax is 0 or not finite)
- * and store the new states quantized with them (two passes, so no FP32 copy of
- * the tensor is ever held). The working copy is rewritten when `weight` is set. */
+ * and store the new states quantized with them, recording scale, scale_inv and
+ * amax (two passes, so no FP32 copy of the tensor is ever held). The working
+ * copy is rewritten from the new master when `weight` is set. */
 typedef struct {
     uint64_t n;
     AdamHyper h;
     int margin;
-    void *master;        /* (n) FP16 */
-    float *master_scale; /* 1 float: stored = w · scale */
-    void *m;             /* (n) E4M3 */
-    float *m_scale;      /* 1 float */
-    void *v;             /* (n) FP16 */
-    float *v_scale;      /* 1 float */
+    void *master;      /* (n) FP16 */
+    float *master_rec; /* REC_FLOATS, or NULL */
+    void *m;           /* (n) E4M3 */
+    float *m_rec;      /* REC_FLOATS, or NULL */
+    void *v;           /* (n) FP16 */
+    float *v_rec;      /* REC_FLOATS, or NULL */
     const void *grad;
-    Dtype grad_dtype; /* DT_FP32, DT_BF16, DT_E4M3, DT_E5M2 */
-    const float *grad_scale_inv;
-    void *weight; /* working copy (n), or NULL */
+    Dtype grad_dtype;            /* DT_FP32, DT_BF16, DT_E4M3, DT_E5M2 */
+    const float *grad_scale_inv; /* FP8 grads: 1 float */
+    void *weight;                /* working copy (n), or NULL */
     Dtype weight_dtype;
 } Fp8AdamDesc;
 
@@ -308,6 +316,11 @@ typedef struct {
 struct Backend {
     const char *name; /* "cpu", "cuda" */
     void *impl;
+    /* GEMM workspace the backend wants carved from the arena (cuBLASLt: 32 MiB
+     * on Hopper); 0 for none. The executor stores the slice in gemm_workspace
+     * before the first GEMM; the plan counts it as the gemm_workspace term. */
+    uint64_t gemm_workspace_bytes;
+    void *gemm_workspace;
 
     /* Memory. alloc returns 256-byte aligned memory (NULL + ST_NOMEM on failure). */
     Status (*alloc)(Backend *bk, uint64_t bytes, void **out, Err *e);

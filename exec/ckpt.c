@@ -1,0 +1,347 @@
+/* exec/ckpt.c — checkpoint save and load (format in ckpt.h). */
+#include "exec/ckpt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/fileio.h"
+
+enum { NAME_BYTES = 32, CHUNK = 1 << 20 };
+
+/* ---- a byte stream with a running FNV-1a checksum ---- */
+typedef struct {
+    FILE *f;
+    uint64_t fnv;
+    int err;      /* write: I/O error; read: short read */
+    uint64_t pos; /* bytes so far */
+} Stream;
+
+static void fnv(Stream *s, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) s->fnv = (s->fnv ^ b[i]) * 0x100000001B3ull;
+}
+
+static void put(Stream *s, const void *p, size_t n)
+{
+    if (s->err) return;
+    fnv(s, p, n);
+    if (fwrite(p, 1, n, s->f) != n) s->err = 1;
+    s->pos += n;
+}
+
+static void get(Stream *s, void *p, size_t n)
+{
+    if (s->err) {
+        memset(p, 0, n);
+        return;
+    }
+    if (fread(p, 1, n, s->f) != n) {
+        s->err = 1;
+        memset(p, 0, n);
+        return;
+    }
+    fnv(s, p, n);
+    s->pos += n;
+}
+
+static void put_u32(Stream *s, uint32_t v)
+{
+    unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                          (unsigned char)(v >> 24)};
+    put(s, b, 4);
+}
+
+static void put_u64(Stream *s, uint64_t v)
+{
+    put_u32(s, (uint32_t)v);
+    put_u32(s, (uint32_t)(v >> 32));
+}
+
+static void put_f32(Stream *s, float f)
+{
+    uint32_t v;
+    memcpy(&v, &f, 4);
+    put_u32(s, v);
+}
+
+static uint32_t get_u32(Stream *s)
+{
+    unsigned char b[4];
+    get(s, b, 4);
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static uint64_t get_u64(Stream *s)
+{
+    uint64_t lo = get_u32(s);
+    return lo | (uint64_t)get_u32(s) << 32;
+}
+
+static float get_f32(Stream *s)
+{
+    uint32_t v = get_u32(s);
+    float f;
+    memcpy(&f, &v, 4);
+    return f;
+}
+
+/* ---- the header: recipe, shape, hyper, step, data position ---- */
+
+/* Every field that must match, as (name, value) pairs, in file order. */
+typedef struct {
+    const char *name;
+    uint64_t v;
+} Field;
+
+enum { NRECIPE_FIELDS = 24, NFIELDS = NRECIPE_FIELDS + 10 };
+
+static void fields(const Gpt *g, Field f[NFIELDS])
+{
+    const ExecRecipe *r = &g->recipe;
+    const GptShape *s = &g->shape;
+    const ExecStates *gs = &r->gemm, *os = &r->other;
+    Field v[NFIELDS] = {
+        {"linear weight dtype", gs->dt[ES_WEIGHT]},
+        {"linear master dtype", gs->dt[ES_MASTER]},
+        {"linear gradient dtype", gs->dt[ES_GRAD]},
+        {"linear Adam m dtype", gs->dt[ES_M]},
+        {"linear Adam v dtype", gs->dt[ES_V]},
+        {"linear scaled states", gs->scaled},
+        {"other weight dtype", os->dt[ES_WEIGHT]},
+        {"other master dtype", os->dt[ES_MASTER]},
+        {"other gradient dtype", os->dt[ES_GRAD]},
+        {"other Adam m dtype", os->dt[ES_M]},
+        {"other Adam v dtype", os->dt[ES_V]},
+        {"other scaled states", os->scaled},
+        {"activation dtype", r->act},
+        {"FP8 row-wise copies", r->fp8_row},
+        {"FP8 transposed copies", r->fp8_col},
+        {"forward GEMM dtype", r->gemm_fwd},
+        {"backward GEMM dtype", r->gemm_bwd},
+        {"saved-input dtype", r->saved_input},
+        {"scaling", r->scaling},
+        {"activation scale granularity", r->act_gran},
+        {"weight scale granularity", r->weight_gran},
+        {"amax history", r->amax_history},
+        {"amax algorithm", r->amax_algo},
+        {"margin", (uint64_t)(int64_t)r->margin},
+        {"layers", s->layers},
+        {"hidden", s->hidden},
+        {"heads", s->heads},
+        {"ffn", s->ffn},
+        {"seq", s->seq},
+        {"micro-batch", s->batch},
+        {"vocab", s->vocab},
+        {"padded vocab", s->vocab_padded},
+        {"tied embeddings", (uint64_t)s->tied},
+        {"linear biases", (uint64_t)s->biases},
+    };
+    memcpy(f, v, sizeof v);
+}
+
+static void put_name(Stream *s, const char *name, size_t cap)
+{
+    char buf[64] = {0}; /* cap ≤ 64: NUL-padded, truncated to cap − 1 characters */
+    snprintf(buf, cap, "%s", name ? name : "");
+    put(s, buf, cap);
+}
+
+static void put_hyper(Stream *s, const GptHyper *h)
+{
+    put_f32(s, h->lr);
+    put_f32(s, h->beta1);
+    put_f32(s, h->beta2);
+    put_f32(s, h->eps);
+    put_f32(s, h->weight_decay);
+    put_u32(s, h->warmup);
+    put_f32(s, h->init_std);
+    put_u64(s, h->seed);
+}
+
+static int persistent_spec(const ArenaSpec *p) { return exec_term_persistent(p->term); }
+
+Status ckpt_save(const char *path, Gpt *g, const DataState *data, Err *e)
+{
+    OutFile of;
+    Status st = outfile_open(&of, path, e);
+    if (st) return st;
+    Stream s = {.f = of.f, .fnv = 0xCBF29CE484222325ull};
+    Field f[NFIELDS];
+    fields(g, f);
+    put(&s, CKPT_MAGIC, 8);
+    put_u32(&s, CKPT_VERSION);
+    put_name(&s, g->recipe.name, sizeof g->recipe.name);
+    for (int i = 0; i < NFIELDS; i++) put_u64(&s, f[i].v);
+    put_hyper(&s, &g->hyper);
+    put_u32(&s, g->step);
+    put_u32(&s, data->kind);
+    put_u32(&s, data->prev);
+    put_u64(&s, data->rng);
+    put_u64(&s, data->pos);
+    put_u64(&s, data->batches);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < g->specs.n; i++) n += (uint32_t)persistent_spec(&g->specs.v[i]);
+    put_u32(&s, n);
+    void *buf = malloc(CHUNK);
+    if (!buf) st = err_set(e, ST_NOMEM, "out of memory");
+    for (uint32_t i = 0; !st && i < g->specs.n; i++) {
+        const ArenaSpec *p = &g->specs.v[i];
+        if (!persistent_spec(p)) continue;
+        put_u32(&s, p->term);
+        put_u32(&s, p->dtype);
+        put_u32(&s, (uint32_t)p->layer);
+        put_u64(&s, p->bytes);
+        put_name(&s, p->name, NAME_BYTES);
+        for (uint64_t off = 0; !st && off < p->bytes; off += CHUNK) {
+            uint64_t k = p->bytes - off < CHUNK ? p->bytes - off : CHUNK;
+            st = g->bk->copy_to_host(g->bk, buf, (char *)g->arena.base + p->offset + off, k, e);
+            if (!st) put(&s, buf, (size_t)k);
+        }
+    }
+    free(buf);
+    if (!st) {
+        uint64_t sum = s.fnv;
+        put_u64(&s, sum);
+    }
+    if (!st && s.err) st = err_set(e, ST_IO, "%s: write failed: %s", path, strerror(errno));
+    if (st) {
+        outfile_abort(&of);
+        return st;
+    }
+    return outfile_commit(&of, e);
+}
+
+static int name_eq(const char stored[NAME_BYTES], const char *name)
+{
+    char want[NAME_BYTES] = {0};
+    snprintf(want, sizeof want, "%s", name ? name : "");
+    return !memcmp(stored, want, NAME_BYTES);
+}
+
+/* Read the header and verify it against g. */
+static Status read_header(Stream *s, const char *path, Gpt *g, DataState *data, uint32_t *step, uint32_t *ntensors,
+                          Err *e)
+{
+    char magic[8];
+    get(s, magic, 8);
+    if (s->err || memcmp(magic, CKPT_MAGIC, 8))
+        return err_set(e, ST_DATA, "%s: not an fp8plan checkpoint (bad magic)", path);
+    uint32_t ver = get_u32(s);
+    if (ver != CKPT_VERSION)
+        return err_set(e, ST_DATA, "%s: checkpoint format version %u, this fp8plan reads version %d", path, ver,
+                       CKPT_VERSION);
+    char name[sizeof g->recipe.name];
+    get(s, name, sizeof name);
+    name[sizeof name - 1] = 0;
+    Field f[NFIELDS];
+    fields(g, f);
+    for (int i = 0; i < NFIELDS; i++) {
+        uint64_t v = get_u64(s);
+        if (s->err) break;
+        if (v != f[i].v) {
+            if (i < NRECIPE_FIELDS)
+                return err_set(
+                    e, ST_DATA, "%s: checkpoint is from recipe '%s', this run uses '%s' (%s differs: %llu vs %llu)",
+                    path, name, g->recipe.name, f[i].name, (unsigned long long)v, (unsigned long long)f[i].v);
+            return err_set(e, ST_DATA, "%s: checkpoint has %s %llu, this run has %llu", path, f[i].name,
+                           (unsigned long long)v, (unsigned long long)f[i].v);
+        }
+    }
+    if (!s->err && strcmp(name, g->recipe.name))
+        return err_set(e, ST_DATA, "%s: checkpoint is from recipe '%s', this run uses '%s'", path, name,
+                       g->recipe.name);
+    GptHyper h = {0};
+    h.lr = get_f32(s);
+    h.beta1 = get_f32(s);
+    h.beta2 = get_f32(s);
+    h.eps = get_f32(s);
+    h.weight_decay = get_f32(s);
+    h.warmup = get_u32(s);
+    h.init_std = get_f32(s);
+    h.seed = get_u64(s);
+    const GptHyper *m = &g->hyper;
+    if (!s->err &&
+        (h.lr != m->lr || h.beta1 != m->beta1 || h.beta2 != m->beta2 || h.eps != m->eps ||
+         h.weight_decay != m->weight_decay || h.warmup != m->warmup || h.init_std != m->init_std || h.seed != m->seed))
+        return err_set(e, ST_DATA,
+                       "%s: checkpoint was trained with lr %g, wd %g, warmup %u, seed %llu; this run has lr %g, "
+                       "wd %g, warmup %u, seed %llu (resume with the same settings)",
+                       path, (double)h.lr, (double)h.weight_decay, h.warmup, (unsigned long long)h.seed, (double)m->lr,
+                       (double)m->weight_decay, m->warmup, (unsigned long long)m->seed);
+    *step = get_u32(s);
+    data->kind = get_u32(s);
+    data->prev = get_u32(s);
+    data->rng = get_u64(s);
+    data->pos = get_u64(s);
+    data->batches = get_u64(s);
+    *ntensors = get_u32(s);
+    if (s->err) return err_set(e, ST_DATA, "%s: truncated checkpoint header", path);
+    return ST_OK;
+}
+
+/* One pass over the file: verify everything; when `apply`, also copy the data in. */
+static Status pass(const char *path, Gpt *g, DataState *data, uint32_t *step, int apply, Err *e)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return err_set(e, ST_NOINPUT, "%s: cannot open checkpoint: %s", path, strerror(errno));
+    Stream s = {.f = fp, .fnv = 0xCBF29CE484222325ull};
+    uint32_t n = 0, want = 0;
+    Status st = read_header(&s, path, g, data, step, &n, e);
+    for (uint32_t i = 0; i < g->specs.n; i++) want += (uint32_t)persistent_spec(&g->specs.v[i]);
+    if (!st && n != want) st = err_set(e, ST_DATA, "%s: checkpoint holds %u tensors, this model has %u", path, n, want);
+    void *buf = st ? NULL : malloc(CHUNK);
+    if (!st && !buf) st = err_set(e, ST_NOMEM, "out of memory");
+    for (uint32_t i = 0; !st && i < g->specs.n; i++) {
+        const ArenaSpec *p = &g->specs.v[i];
+        if (!persistent_spec(p)) continue;
+        uint32_t term = get_u32(&s), dtype = get_u32(&s);
+        int32_t layer = (int32_t)get_u32(&s);
+        uint64_t bytes = get_u64(&s);
+        char name[NAME_BYTES];
+        get(&s, name, NAME_BYTES);
+        if (s.err) break;
+        if (term != (uint32_t)p->term || dtype != (uint32_t)p->dtype || layer != p->layer || bytes != p->bytes ||
+            !name_eq(name, p->name)) {
+            name[NAME_BYTES - 1] = 0;
+            st = err_set(e, ST_DATA,
+                         "%s: tensor %u is %s '%.31s' (layer %d, %llu bytes); this model expects %s '%s' (layer %d, "
+                         "%llu bytes)",
+                         path, i, exec_term_name((ExecTerm)term), name, layer, (unsigned long long)bytes,
+                         exec_term_name(p->term), p->name, p->layer, (unsigned long long)p->bytes);
+            break;
+        }
+        for (uint64_t off = 0; !st && !s.err && off < bytes; off += CHUNK) {
+            uint64_t k = bytes - off < CHUNK ? bytes - off : CHUNK;
+            get(&s, buf, (size_t)k);
+            if (apply && !s.err) st = g->bk->copy_to_device(g->bk, (char *)g->arena.base + p->offset + off, buf, k, e);
+        }
+    }
+    free(buf);
+    if (!st) {
+        uint64_t sum = s.fnv, stored = get_u64(&s);
+        if (s.err)
+            st = err_set(e, ST_DATA, "%s: truncated checkpoint (%llu bytes read)", path, (unsigned long long)s.pos);
+        else if (stored != sum)
+            st = err_set(e, ST_DATA, "%s: checksum mismatch (stored %016llx, computed %016llx): the file is corrupted",
+                         path, (unsigned long long)stored, (unsigned long long)sum);
+        else if (fgetc(fp) != EOF)
+            st = err_set(e, ST_DATA, "%s: unexpected data after the checksum", path);
+    }
+    fclose(fp);
+    return st;
+}
+
+Status ckpt_load(const char *path, Gpt *g, DataState *data, Err *e)
+{
+    DataState d;
+    uint32_t step;
+    Status st = pass(path, g, &d, &step, 0, e); /* verify everything first: g stays untouched on error */
+    if (!st) st = pass(path, g, &d, &step, 1, e);
+    if (st) return st;
+    g->step = step;
+    *data = d;
+    return ST_OK;
+}

@@ -1,0 +1,44 @@
+/* exec/ckpt.h — checkpoints: save and resume a training run exactly.
+ *
+ * A checkpoint holds every persistent tensor of the model — working weights,
+ * FP8 weight copies, master weights, main gradients, Adam m and v, and the
+ * scaling state (scales, scale_inv, amax histories, the scales of FP8-LM's
+ * states) — byte for byte, plus the step count, the hyper-parameters and the
+ * data stream's position. Restoring it into a model of the same recipe and
+ * shape continues the run bit-identically.
+ *
+ * Format (little-endian): "FP8PCKPT", u32 version, the recipe (name and every
+ * field), the shape, the hyper-parameters, u32 step, the DataState, u32
+ * tensor count, then per tensor {u32 term, u32 dtype, i32 layer, u64 bytes,
+ * name (32 bytes), data}, and a final u64 FNV-1a checksum of everything
+ * before it. Written through OutFile (temp file + rename): a failed or
+ * interrupted save never leaves a partial checkpoint.
+ *
+ * Loading refuses, with a message naming the file and the difference, a
+ * checkpoint of another recipe, shape or hyper-parameters, a truncated or
+ * corrupted file (checksum), and an unknown format or version. */
+#ifndef FP8PLAN_EXEC_CKPT_H
+#define FP8PLAN_EXEC_CKPT_H
+
+#include "exec/data.h"
+#include "exec/gpt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CKPT_MAGIC "FP8PCKPT"
+enum { CKPT_VERSION = 1 };
+
+Status ckpt_save(const char *path, Gpt *g, const DataState *data, Err *e);
+
+/* Restore into g (built with the same recipe, shape and hyper-parameters);
+ * *data receives the stream position to continue from. ST_NOINPUT when the
+ * file cannot be opened, ST_DATA for every mismatch or corruption. g is
+ * unchanged unless the whole file verified. */
+Status ckpt_load(const char *path, Gpt *g, DataState *data, Err *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

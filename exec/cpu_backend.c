@@ -1,0 +1,123 @@
+/* exec/cpu_backend.c — the CPU reference backend: host memory, and the table
+ * of operations implemented in cpu_gemm.c, cpu_nn.c, cpu_quant.c and
+ * cpu_optim.c. Work runs synchronously, so sync() has nothing to wait for. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/cpu_ops.h"
+
+enum { CPU_ALIGN = 256 };
+
+float *cpu_scratch(Backend *bk, int slot, uint64_t n, Err *e)
+{
+    CpuImpl *impl = bk->impl;
+    if (n <= impl->cap[slot]) return impl->buf[slot];
+    if (n > SIZE_MAX / sizeof(float)) {
+        err_set(e, ST_NOMEM, "cpu backend: scratch of %llu floats is too large", (unsigned long long)n);
+        return NULL;
+    }
+    float *p = realloc(impl->buf[slot], (size_t)n * sizeof(float));
+    if (!p) {
+        err_set(e, ST_NOMEM, "cpu backend: out of memory for %llu bytes of scratch", (unsigned long long)n * 4);
+        return NULL;
+    }
+    impl->buf[slot] = p;
+    impl->cap[slot] = n;
+    return p;
+}
+
+static Status cpu_alloc(Backend *bk, uint64_t bytes, void **out, Err *e)
+{
+    (void)bk;
+    *out = NULL;
+    uint64_t rounded = (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
+    if (!rounded) rounded = CPU_ALIGN;
+    if (rounded < bytes || rounded > SIZE_MAX)
+        return err_set(e, ST_NOMEM, "cpu backend: %llu bytes cannot be allocated", (unsigned long long)bytes);
+    void *p = aligned_alloc(CPU_ALIGN, (size_t)rounded);
+    if (!p) return err_set(e, ST_NOMEM, "cpu backend: out of memory allocating %llu bytes", (unsigned long long)bytes);
+    *out = p;
+    return ST_OK;
+}
+
+static void cpu_free(Backend *bk, void *p)
+{
+    (void)bk;
+    free(p);
+}
+
+static Status cpu_memset0(Backend *bk, void *p, uint64_t bytes, Err *e)
+{
+    (void)bk;
+    if (!bytes) return ST_OK;
+    if (!p) return err_set(e, ST_USAGE, "memset0: no pointer");
+    memset(p, 0, (size_t)bytes);
+    return ST_OK;
+}
+
+static Status cpu_copy(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
+{
+    (void)bk;
+    if (!bytes) return ST_OK;
+    if (!dst || !src) return err_set(e, ST_USAGE, "copy: no pointer");
+    memmove(dst, src, (size_t)bytes);
+    return ST_OK;
+}
+
+static Status cpu_sync(Backend *bk, Err *e)
+{
+    (void)bk, (void)e;
+    return ST_OK;
+}
+
+static void cpu_destroy(Backend *bk)
+{
+    if (!bk) return;
+    CpuImpl *impl = bk->impl;
+    if (impl)
+        for (int i = 0; i < 3; i++) free(impl->buf[i]);
+    free(impl);
+    free(bk);
+}
+
+Status backend_cpu_create(Backend **out, Err *e)
+{
+    *out = NULL;
+    Backend *bk = calloc(1, sizeof *bk);
+    CpuImpl *impl = calloc(1, sizeof *impl);
+    if (!bk || !impl) {
+        free(bk);
+        free(impl);
+        return err_set(e, ST_NOMEM, "out of memory");
+    }
+    bk->name = "cpu";
+    bk->impl = impl;
+    bk->alloc = cpu_alloc;
+    bk->free = cpu_free;
+    bk->memset0 = cpu_memset0;
+    bk->copy_to_device = cpu_copy;
+    bk->copy_to_host = cpu_copy;
+    bk->sync = cpu_sync;
+    bk->gemm = cpu_gemm;
+    bk->cast_transpose = cpu_cast_transpose;
+    bk->convert = cpu_convert;
+    bk->amax = cpu_amax;
+    bk->scaling_delayed_update = cpu_scaling_delayed_update;
+    bk->scaling_from_amax = cpu_scaling_from_amax;
+    bk->layernorm_fwd = cpu_layernorm_fwd;
+    bk->layernorm_bwd = cpu_layernorm_bwd;
+    bk->attention_fwd = cpu_attention_fwd;
+    bk->attention_bwd = cpu_attention_bwd;
+    bk->gelu_fwd = cpu_gelu_fwd;
+    bk->gelu_bwd = cpu_gelu_bwd;
+    bk->add = cpu_add;
+    bk->bias_grad = cpu_bias_grad;
+    bk->embed_fwd = cpu_embed_fwd;
+    bk->embed_bwd = cpu_embed_bwd;
+    bk->xent_fwd_bwd = cpu_xent_fwd_bwd;
+    bk->adamw = cpu_adamw;
+    bk->fp8_adam = cpu_fp8_adam;
+    bk->destroy = cpu_destroy;
+    *out = bk;
+    return ST_OK;
+}

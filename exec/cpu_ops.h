@@ -1,0 +1,47 @@
+/* exec/cpu_ops.h — the CPU reference backend's operations, shared by its files
+ * (cpu_backend.c fills the Backend table with them). Semantics are those of the
+ * matching Backend function pointers in exec/backend.h. Internal to exec/. */
+#ifndef FP8PLAN_EXEC_CPU_OPS_H
+#define FP8PLAN_EXEC_CPU_OPS_H
+
+#include "exec/backend.h"
+
+/* Private FP32 scratch owned by the backend (like cuBLASLt's internal
+ * workspace, it is not part of the arena): grown on demand, reused. */
+typedef struct {
+    float *buf[3];
+    uint64_t cap[3]; /* floats */
+} CpuImpl;
+
+/* Scratch slot i (0..2) with at least n floats; NULL + ST_NOMEM on failure. */
+float *cpu_scratch(Backend *bk, int slot, uint64_t n, Err *e);
+
+Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e);
+
+Status cpu_cast_transpose(Backend *bk, const CastDesc *c, Err *e);
+Status cpu_convert(Backend *bk, const void *in, Dtype in_dtype, void *out, Dtype out_dtype, uint64_t n,
+                   const float *scale, Err *e);
+Status cpu_amax(Backend *bk, const void *in, Dtype dtype, uint64_t n, float *amax, Err *e);
+Status cpu_scaling_delayed_update(Backend *bk, const ScalingBank *bank, Err *e);
+Status cpu_scaling_from_amax(Backend *bk, uint32_t n, Dtype fmt, int margin, const float *amax, float *scale, Err *e);
+
+Status cpu_layernorm_fwd(Backend *bk, const LnFwdDesc *d, Err *e);
+Status cpu_layernorm_bwd(Backend *bk, const LnBwdDesc *d, Err *e);
+Status cpu_attention_fwd(Backend *bk, const AttnFwdDesc *d, Err *e);
+Status cpu_attention_bwd(Backend *bk, const AttnBwdDesc *d, Err *e);
+Status cpu_gelu_fwd(Backend *bk, const void *in, void *out, Dtype dtype, uint64_t n, Err *e);
+Status cpu_gelu_bwd(Backend *bk, const void *in, const void *dout, void *din, Dtype dtype, uint64_t n, Err *e);
+Status cpu_add(Backend *bk, const void *a, const void *b, void *out, Dtype dtype, uint64_t n, Err *e);
+Status cpu_bias_grad(Backend *bk, const void *dout, Dtype dtype, uint64_t m, uint64_t n, float *dbias, Err *e);
+Status cpu_embed_fwd(Backend *bk, const int32_t *tokens, uint32_t batch, uint32_t seq, uint64_t vocab,
+                     uint64_t channels, const void *wte, const void *wpe, Dtype weight_dtype, void *out,
+                     Dtype act_dtype, Err *e);
+Status cpu_embed_bwd(Backend *bk, const int32_t *tokens, uint32_t batch, uint32_t seq, uint64_t vocab,
+                     uint64_t channels, const void *dout, Dtype act_dtype, float *dwte, float *dwpe, Err *e);
+Status cpu_xent_fwd_bwd(Backend *bk, void *logits, Dtype dtype, uint64_t rows, uint64_t vocab, uint64_t vocab_padded,
+                        const int32_t *targets, float dloss, float *losses, Err *e);
+
+Status cpu_adamw(Backend *bk, const AdamWDesc *d, Err *e);
+Status cpu_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e);
+
+#endif

@@ -1,0 +1,218 @@
+/* exec/gpt_linear.c — one block linear, forward and backward, in BF16 or FP8.
+ *
+ * FP8 (Hopper is TN only, so every FP8 operand is passed K-contiguous):
+ *   fprop  Y  = X·Wᵀ   A = X  row-wise (B·T, K)  E4M3   B = W  row-wise (N, K)   E4M3
+ *   dgrad  dX = dY·W   A = dY row-wise (B·T, N)  E5M2   B = Wᵀ (K, N)            E4M3
+ *   wgrad  dW = dYᵀ·X  A = dYᵀ (N, B·T)          E5M2   B = Xᵀ (K, B·T)          E4M3
+ * One fused cast per tensor produces the copies it needs: X → row (used now)
+ * + transposed (saved for wgrad); W → row + transposed (kept for dgrad); dY →
+ * row + transposed. Each cast writes the tensor's scale_inv beside its data.
+ * Delayed scaling: casts use the scale of the last update and record their
+ * amax in history row 0. Current scaling: the amax is taken first (one extra
+ * read) and the scale computed from it before the cast.
+ * BF16: the same products with the untransposed tensors (cuBLAS takes any
+ * layout for BF16): dgrad B = W stored (N, K) K-outer; wgrad A = dY, B = X,
+ * both K-outer. */
+#include <string.h>
+
+#include "exec/gpt_internal.h"
+
+static float *hist0(ScalingBank *b, uint32_t slot) { return b->amax_history + slot; }
+
+/* Make bank->scale[slot] ready for a cast of `in` (n values): current scaling
+ * measures the amax now; delayed scaling already has its scale. Returns the
+ * amax pointer the cast should record into (NULL when already measured). */
+static Status prepare_scale(Gpt *g, ScalingBank *bank, uint32_t slot, const void *in, Dtype dt, uint64_t n,
+                            float **amax_out, Err *e)
+{
+    Backend *bk = g->bk;
+    *amax_out = hist0(bank, slot);
+    if (g->recipe.scaling != EXEC_SCALING_CURRENT) return ST_OK;
+    Status st = bk->memset0(bk, hist0(bank, slot), sizeof(float), e);
+    if (!st) st = bk->amax(bk, in, dt, n, hist0(bank, slot), e);
+    if (!st) st = bk->scaling_from_amax(bk, 1, bank->fmt, g->recipe.margin, hist0(bank, slot), bank->scale + slot, e);
+    *amax_out = NULL;
+    return st;
+}
+
+/* Cast `in` (rows, cols) of dtype dt (dequantized by in_scale_inv when set)
+ * with the bank's slot: row-wise and/or transposed FP8 copies. */
+static Status cast(Gpt *g, ScalingBank *bank, uint32_t slot, const void *in, Dtype dt, const float *in_scale_inv,
+                   uint64_t rows, uint64_t cols, void *out_row, void *out_col, Err *e)
+{
+    float *amax;
+    Status st = ST_OK;
+    if (in_scale_inv && g->recipe.scaling == EXEC_SCALING_CURRENT) {
+        /* the amax must be of the dequantized values: measure it with the cast itself (no output) */
+        CastDesc m = {.in = in,
+                      .in_dtype = dt,
+                      .in_scale_inv = in_scale_inv,
+                      .rows = rows,
+                      .cols = cols,
+                      .amax = hist0(bank, slot)};
+        st = g->bk->memset0(g->bk, hist0(bank, slot), sizeof(float), e);
+        if (!st) st = g->bk->cast_transpose(g->bk, &m, e);
+        if (!st)
+            st = g->bk->scaling_from_amax(g->bk, 1, bank->fmt, g->recipe.margin, hist0(bank, slot), bank->scale + slot,
+                                          e);
+        amax = NULL;
+    } else {
+        st = prepare_scale(g, bank, slot, in, dt, rows * cols, &amax, e);
+    }
+    if (st) return st;
+    CastDesc c = {.in = in,
+                  .in_dtype = dt,
+                  .in_scale_inv = in_scale_inv,
+                  .rows = rows,
+                  .cols = cols,
+                  .out_dtype = bank->fmt,
+                  .out_row = out_row,
+                  .out_col = out_col,
+                  .scale = bank->scale + slot,
+                  .scale_inv = bank->scale_inv + slot,
+                  .amax = amax};
+    return g->bk->cast_transpose(g->bk, &c, e);
+}
+
+static GptParam *weight_of(Gpt *g, uint32_t l, LinearKind k)
+{
+    static const ParamKind w[LIN_COUNT] = {PK_QKV_W, PK_PROJ_W, PK_FC1_W, PK_FC2_W};
+    return gpt_find_param(g, w[k], (int)l);
+}
+
+static GptParam *bias_of(Gpt *g, uint32_t l, LinearKind k)
+{
+    static const ParamKind b[LIN_COUNT] = {PK_QKV_B, PK_PROJ_B, PK_FC1_B, PK_FC2_B};
+    return gpt_find_param(g, b[k], (int)l);
+}
+
+void *gpt_linear_input(Gpt *g, uint32_t layer, LinearKind k)
+{
+    GptLayerActs *la = &g->act.layer[layer];
+    return la->act_in[k] ? la->act_in[k] : g->act.t_in;
+}
+
+static uint8_t *wrow(Gpt *g, GptParam *w) { return w->wq_row ? w->wq_row : g->act.t_wrow; }
+static uint8_t *wcol(Gpt *g, GptParam *w) { return w->wq_col ? w->wq_col : g->act.t_wcol; }
+
+Status gpt_linear_fwd(Gpt *g, uint32_t l, LinearKind k, const void *x, void *y, Err *e)
+{
+    Backend *bk = g->bk;
+    const uint64_t M = (uint64_t)g->shape.batch * g->shape.seq, K = gpt_linear_k(&g->shape, k);
+    const uint64_t N = gpt_linear_n(&g->shape, k);
+    const Dtype A = g->recipe.act;
+    GptParam *w = weight_of(g, l, k), *b = bias_of(g, l, k);
+    GemmDesc d = {.m = M,
+                  .n = N,
+                  .k = K,
+                  .accum = GEMM_OVERWRITE,
+                  .bias = b ? b->weight : NULL,
+                  .bias_dtype = g->recipe.other.dt[ES_WEIGHT]};
+    d.d = (GemmOutput){.ptr = y, .dtype = A};
+    if (!exec_recipe_fp8(&g->recipe)) {
+        d.a = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_INNER};
+        d.b = (GemmOperand){.ptr = w->weight, .dtype = A, .layout = GEMM_K_INNER};
+        return bk->gemm(bk, &d, e);
+    }
+    ScalingBank *fb = &g->sc.fwd;
+    uint32_t sx = gpt_slot_x(l, k), sw = gpt_slot_w(l, k);
+    GptLayerActs *la = &g->act.layer[l];
+    /* X: row-wise for this GEMM, transposed saved for wgrad (when saved in FP8) */
+    Status st = cast(g, fb, sx, x, A, NULL, M, K, g->act.t_qrow, la->q_col[k], e);
+    /* W: row-wise for fprop and transposed for dgrad, cast once per step, from the
+     * working copy, or from the master when the recipe keeps no working copy */
+    if (!st) {
+        const ExecStates *ws = &g->recipe.gemm;
+        const void *src = w->weight ? w->weight : w->master;
+        Dtype sdt = w->weight ? ws->dt[ES_WEIGHT] : ws->dt[ES_MASTER];
+        const float *sinv = !w->weight && w->master_rec ? w->master_rec + REC_SCALE_INV : NULL;
+        st = cast(g, fb, sw, src, sdt, sinv, N, K, wrow(g, w), wcol(g, w), e);
+    }
+    if (st) return st;
+    d.a = (GemmOperand){.ptr = g->act.t_qrow,
+                        .dtype = fb->fmt,
+                        .layout = GEMM_K_INNER,
+                        .scale_inv = fb->scale_inv + sx,
+                        .scale_gran = GRAN_TENSOR};
+    d.b = (GemmOperand){.ptr = wrow(g, w),
+                        .dtype = fb->fmt,
+                        .layout = GEMM_K_INNER,
+                        .scale_inv = fb->scale_inv + sw,
+                        .scale_gran = GRAN_TENSOR};
+    d.acc_precision = GEMM_ACC_FAST; /* TE: fast accumulation in fprop only */
+    return bk->gemm(bk, &d, e);
+}
+
+static Status wgrad_target(Gpt *g, GptParam *p, GemmOutput *o)
+{
+    o->ptr = gpt_grad_target(g, p, 0);
+    o->dtype = DT_FP32;
+    return ST_OK;
+}
+
+Status gpt_linear_bwd(Gpt *g, uint32_t l, LinearKind k, const void *dy, void *dx, Err *e)
+{
+    Backend *bk = g->bk;
+    const uint64_t M = (uint64_t)g->shape.batch * g->shape.seq, K = gpt_linear_k(&g->shape, k);
+    const uint64_t N = gpt_linear_n(&g->shape, k);
+    const Dtype A = g->recipe.act;
+    GptParam *w = weight_of(g, l, k), *b = bias_of(g, l, k);
+    GptLayerActs *la = &g->act.layer[l];
+    GemmDesc dg = {.m = M, .n = K, .k = N, .accum = GEMM_OVERWRITE, .d = {.ptr = dx, .dtype = A}};
+    GemmDesc wg = {.m = N, .n = K, .k = M, .accum = GEMM_ACCUMULATE};
+    wgrad_target(g, w, &wg.d);
+    Status st = ST_OK;
+    if (!exec_recipe_fp8(&g->recipe)) {
+        const void *x = la->act_in[k];
+        dg.a = (GemmOperand){.ptr = dy, .dtype = A, .layout = GEMM_K_INNER};
+        dg.b = (GemmOperand){.ptr = w->weight, .dtype = A, .layout = GEMM_K_OUTER};
+        wg.a = (GemmOperand){.ptr = dy, .dtype = A, .layout = GEMM_K_OUTER};
+        wg.b = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_OUTER};
+    } else {
+        ScalingBank *fb = &g->sc.fwd, *bb = &g->sc.bwd;
+        uint32_t sx = gpt_slot_x(l, k), sw = gpt_slot_w(l, k), sd = gpt_slot_dy(l, k);
+        st = cast(g, bb, sd, dy, A, NULL, M, N, g->act.d_qrow, g->act.d_qcol, e);
+        const uint8_t *xcol = la->q_col[k];
+        if (!st && !xcol) { /* saved in BF16: recast its transpose (no amax: the forward recorded it) */
+            CastDesc c = {.in = la->act_in[k],
+                          .in_dtype = A,
+                          .rows = M,
+                          .cols = K,
+                          .out_dtype = fb->fmt,
+                          .out_col = g->act.t_qcol,
+                          .scale = fb->scale + sx,
+                          .scale_inv = fb->scale_inv + sx};
+            st = bk->cast_transpose(bk, &c, e);
+            xcol = g->act.t_qcol;
+        }
+        if (st) return st;
+        dg.a = (GemmOperand){.ptr = g->act.d_qrow,
+                             .dtype = bb->fmt,
+                             .layout = GEMM_K_INNER,
+                             .scale_inv = bb->scale_inv + sd,
+                             .scale_gran = GRAN_TENSOR};
+        dg.b = (GemmOperand){.ptr = wcol(g, w),
+                             .dtype = fb->fmt,
+                             .layout = GEMM_K_INNER,
+                             .scale_inv = fb->scale_inv + sw,
+                             .scale_gran = GRAN_TENSOR};
+        wg.a = (GemmOperand){.ptr = g->act.d_qcol,
+                             .dtype = bb->fmt,
+                             .layout = GEMM_K_INNER,
+                             .scale_inv = bb->scale_inv + sd,
+                             .scale_gran = GRAN_TENSOR};
+        wg.b = (GemmOperand){.ptr = xcol,
+                             .dtype = fb->fmt,
+                             .layout = GEMM_K_INNER,
+                             .scale_inv = fb->scale_inv + sx,
+                             .scale_gran = GRAN_TENSOR};
+    }
+    if (dx) st = bk->gemm(bk, &dg, e);
+    if (!st) st = gpt_grad_begin(g, w, 0, e);
+    if (!st) st = bk->gemm(bk, &wg, e);
+    if (!st) st = gpt_grad_commit(g, w, 0, e);
+    if (!st && b) st = gpt_grad_begin(g, b, 0, e);
+    if (!st && b) st = bk->bias_grad(bk, dy, A, M, N, gpt_grad_target(g, b, 0), e);
+    if (!st && b) st = gpt_grad_commit(g, b, 0, e);
+    return st;
+}

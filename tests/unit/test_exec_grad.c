@@ -1,0 +1,147 @@
+/* tests/unit/test_exec_grad.c — the model's backward pass against finite
+ * differences (FP32 path) and the BF16 path's gradients against the FP32 ones.
+ *
+ * For every parameter tensor, the analytic directional derivative g·u along a
+ * random unit direction u (supported on that tensor only) is compared with the
+ * central difference (L(w + h·u) − L(w − h·u)) / 2h of the FP32 model, h = 1e-2.
+ * Tolerance, derived:
+ *  - rounding: the loss is a mean of 64 per-token terms of size ≈ ln 64 ≈ 4.2,
+ *    each carrying ~50 FP32 roundings (ε₃₂ = 6e-8) that average out over the
+ *    tokens: |δL| ≈ 4.2·6e-8·√50/√64 ≈ 2.2e-7, so the difference quotient
+ *    carries ≈ √2·2.2e-7 / 2h ≈ 1.6e-5; we allow 3σ = 5e-5 absolute;
+ *  - truncation: (h²/6)·|L'''| ≈ 1.7e-5·|L'''| along a unit direction, with
+ *    |L'''| of the order of the gradient itself: 2e-3 relative covers it.
+ * A gradient wrong by 1 % (1e-4 on a typical g·u of 1e-2) fails. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "exec/gpt_internal.h"
+#include "exec_fixtures.h"
+#include "test.h"
+
+enum { FD_TOKENS = 4 * 16 };
+
+static Gpt *make(const char *recipe, Backend *bk, Comm *comm)
+{
+    GptShape s = fx_shape();
+    ExecRecipe r = fx_recipe(recipe);
+    GptHyper h = gpt_hyper_default();
+    h.init_std = 0.1f; /* larger weights: larger, better-conditioned gradients */
+    Gpt *g = NULL;
+    Err e;
+    if (gpt_create(&s, &r, &h, bk, comm, NULL, &g, &e)) fprintf(stderr, "  gpt_create: %s\n", e.msg);
+    return g;
+}
+
+static void add_scaled(Backend *bk, GptParam *p, const float *u, float h)
+{
+    float *w = malloc(p->numel * sizeof(float));
+    bk->copy_to_host(bk, w, p->weight, p->numel * sizeof(float), NULL);
+    for (uint64_t i = 0; i < p->numel; i++) w[i] += h * u[i];
+    bk->copy_to_device(bk, p->weight, w, p->numel * sizeof(float), NULL);
+    free(w);
+}
+
+static void test_fd_fp32(void)
+{
+    Backend *bk;
+    Comm *comm;
+    Err e;
+    CHECK(!backend_cpu_create(&bk, &e));
+    CHECK(!comm_single_create(&comm, &e));
+    Gpt *g = make("fp32", bk, comm);
+    CHECK(g != NULL);
+    if (!g) return;
+    int32_t in[FD_TOKENS], tgt[FD_TOKENS];
+    fx_tokens(&g->shape, 7, in, tgt);
+    float loss;
+    CHECK(!gpt_grads(g, in, tgt, &loss, &e));
+    CHECK(loss > 3.0f && loss < 6.0f); /* near ln 64 = 4.16 at initialization */
+    Rng rng = {.s = 99};
+    const float h = 1e-2f;
+    int checked = 0;
+    for (uint32_t i = 0; i < g->nparams; i++) {
+        GptParam *p = &g->params[i];
+        float *u = malloc(p->numel * sizeof(float)), *gr = malloc(p->numel * sizeof(float));
+        bk->copy_to_host(bk, gr, p->grad, p->numel * sizeof(float), NULL);
+        double dot = 0.0, norm = 0.0;
+        for (uint64_t j = 0; j < p->numel; j++) {
+            u[j] = (float)rng_normal(&rng);
+            norm += (double)u[j] * u[j];
+        }
+        for (uint64_t j = 0; j < p->numel; j++) {
+            u[j] = (float)(u[j] / sqrt(norm)); /* unit L2 norm: the step has length h */
+            dot += (double)gr[j] * u[j];
+        }
+        float lp, lm;
+        add_scaled(bk, p, u, h);
+        CHECK(!gpt_loss(g, in, tgt, &lp, &e));
+        add_scaled(bk, p, u, -2.0f * h);
+        CHECK(!gpt_loss(g, in, tgt, &lm, &e));
+        add_scaled(bk, p, u, h);
+        double fd = ((double)lp - (double)lm) / (2.0 * h);
+        double tol = 5e-5 + 2e-3 * fabs(dot);
+        CHECKF(fabs(fd - dot) <= tol, "%s (layer %d): g.u = %.6g, finite difference %.6g", gpt_param_name(p->kind),
+               p->layer, dot, fd);
+        if (getenv("FD_VERBOSE"))
+            printf("  %-8s %2d  g.u %+.6e  fd %+.6e  diff %.2e\n", gpt_param_name(p->kind), p->layer, dot, fd,
+                   fabs(fd - dot));
+        checked++;
+        free(u);
+        free(gr);
+    }
+    CHECK_EQ_INT(checked, (int)g->nparams);
+    gpt_destroy(g);
+    comm->destroy(comm);
+    bk->destroy(bk);
+}
+
+/* The BF16 path's gradients against the FP32 path's, from the same weights
+ * (the BF16 model's weights are the FP32 ones rounded, so the comparison
+ * includes that rounding). Tolerance, derived: BF16 keeps 8 significant bits
+ * (unit roundoff 2^-9 ≈ 2e-3); activations, their gradients and the residual
+ * stream are each rounded once per op, about 20 roundings along the longest
+ * path of this 2-block model, so errors of ~20·2^-9 ≈ 4 % of a gradient's
+ * size at most: we require the relative L2 error of each tensor's gradient
+ * to stay below 5 % (random rounding errors partly cancel; ~1 % is typical). */
+static void test_bf16_vs_fp32(void)
+{
+    Backend *bk;
+    Comm *comm;
+    Err e;
+    CHECK(!backend_cpu_create(&bk, &e));
+    CHECK(!comm_single_create(&comm, &e));
+    Gpt *g32 = make("fp32", bk, comm), *g16 = make("megatron-bf16", bk, comm);
+    CHECK(g32 && g16);
+    if (!g32 || !g16) return;
+    int32_t in[FD_TOKENS], tgt[FD_TOKENS];
+    fx_tokens(&g32->shape, 11, in, tgt);
+    float l32, l16;
+    CHECK(!gpt_grads(g32, in, tgt, &l32, &e));
+    CHECK(!gpt_grads(g16, in, tgt, &l16, &e));
+    CHECK_REL(l16, l32, 1e-2);
+    for (uint32_t i = 0; i < g32->nparams; i++) {
+        GptParam *a = &g32->params[i], *b = &g16->params[i];
+        CHECK_EQ_U64(a->numel, b->numel);
+        const float *ga = a->grad, *gb = b->grad; /* CPU backend: host memory */
+        double num = 0.0, den = 0.0;
+        for (uint64_t j = 0; j < a->numel; j++) {
+            num += ((double)ga[j] - gb[j]) * ((double)ga[j] - gb[j]);
+            den += (double)ga[j] * ga[j];
+        }
+        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+        if (getenv("FD_VERBOSE")) printf("  %-8s %2d rel %.4f\n", gpt_param_name(a->kind), a->layer, rel);
+        CHECKF(rel < 0.05, "%s (layer %d): relative L2 error %.4f", gpt_param_name(a->kind), a->layer, rel);
+    }
+    gpt_destroy(g32);
+    gpt_destroy(g16);
+    comm->destroy(comm);
+    bk->destroy(bk);
+}
+
+int main(void)
+{
+    RUN(test_fd_fp32);
+    RUN(test_bf16_vs_fp32);
+    return test_summary();
+}
