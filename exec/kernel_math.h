@@ -153,4 +153,15 @@ KM_FN float km_adam(const KmAdam *h, float w, float g, float *m, float *v)
     return KM_SUB(w, KM_MUL(h->lr, step));
 }
 
+/* FP8-LM's update of one element from its stored (decoded, still scaled) states:
+ * w = stored_w·dw, m = stored_m·dm, v = stored_v·dv (dw, dm, dv = 1/scale),
+ * then km_adam. Sets *m and *v to the new unscaled moments; returns the new w. */
+KM_FN float km_adam_scaled(const KmAdam *h, float stored_w, float dw, float g, float stored_m, float dm, float stored_v,
+                           float dv, float *m, float *v)
+{
+    *m = KM_MUL(stored_m, dm);
+    *v = KM_MUL(stored_v, dv);
+    return km_adam(h, KM_MUL(stored_w, dw), g, m, v);
+}
+
 #endif

@@ -49,8 +49,11 @@ Status cuda_device_probe(int *count, Err *e)
     if (err != cudaSuccess) {
         *count = 0;
         (void)cudaGetLastError(); /* reset the runtime's last error */
-        return err_set(e, ST_UNAVAILABLE, "--backend cuda: no usable GPU: %s (%s)", cudaGetErrorName(err),
-                       cudaGetErrorString(err));
+        return err_set(e, ST_UNAVAILABLE, "--backend cuda: no usable GPU: %s (%s)%s", cudaGetErrorName(err),
+                       cudaGetErrorString(err),
+                       err == cudaErrorInsufficientDriver ? "; no NVIDIA driver is loaded, or it is older than this "
+                                                            "build's CUDA runtime"
+                                                          : "");
     }
     if (*count < 1) return err_set(e, ST_UNAVAILABLE, "--backend cuda: no GPU is present (the CUDA driver reports 0)");
     return ST_OK;
@@ -189,7 +192,7 @@ static Status cuda_device_info(Backend *bk, BackendDeviceInfo *out, Err *e)
     (void)e;
     CudaImpl *im = cuda_impl(bk);
     *out = im->info;
-    out->workspace_bytes = im->ws ? CUDA_LT_WORKSPACE_BYTES : 0;
+    out->workspace_bytes = im->ws ? CUDA_LT_WORKSPACE_BYTES : 0; /* private only: an arena slice is counted there */
     out->scratch_bytes = im->scratch_bytes;
     return ST_OK;
 }
@@ -301,7 +304,6 @@ static Status impl_init(CudaImpl *im, Err *e)
     }
     CU_TRY(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking), e);
     LT_TRY(cublasLtCreate(&im->lt), e);
-    CU_TRY(cudaMalloc(&im->ws, CUDA_LT_WORKSPACE_BYTES), e);
     CU_TRY(cudaMalloc((void **)&im->small, sizeof(DevSmall)), e);
     CU_TRY(cudaMemset(im->small, 0, sizeof(DevSmall)), e);
     for (int i = 0; i < BACKEND_MARKS; i++) CU_TRY(cudaEventCreate(&im->marks[i]), e);
@@ -332,6 +334,9 @@ Status backend_cuda_create(Backend **out, Err *e)
     }
     bk->name = "cuda";
     bk->impl = im;
+    im->bk = bk;
+    bk->gemm_workspace_bytes = CUDA_LT_WORKSPACE_BYTES;
+    bk->gemm_workspace = NULL;
     bk->alloc = cuda_alloc;
     bk->free = cuda_free;
     bk->memset0 = cuda_memset0;

@@ -29,11 +29,15 @@ typedef struct {
 enum { EV_PAIRS = 2048 }; /* per-operation timestamps held before they are summed */
 
 typedef struct {
+    Backend *bk; /* the table this state belongs to (its gemm_workspace slice) */
     int device;
     BackendDeviceInfo info;
     cudaStream_t stream;
     cublasLtHandle_t lt;
-    void *ws; /* cuBLASLt workspace, CUDA_LT_WORKSPACE_BYTES, 256-byte aligned */
+    /* cuBLASLt workspace, CUDA_LT_WORKSPACE_BYTES: the arena's slice when the
+     * executor carved one (bk->gemm_workspace), else this private one, made at
+     * the first GEMM that needs it */
+    void *ws;
     LtCache cache;
     void *scratch; /* private scratch, grown on demand */
     size_t scratch_bytes;
@@ -67,6 +71,9 @@ static inline unsigned cuda_blocks(uint64_t n, unsigned threads, unsigned cap)
     if (b < 1) b = 1;
     return (unsigned)(b > cap ? cap : b);
 }
+
+/* The workspace for the next matmul (the arena's slice, or a private one). */
+Status cuda_lt_workspace(CudaImpl *im, void **ws, Err *e);
 
 /* One cuBLASLt matmul (also used by attention with a strided batch). */
 Status cuda_lt_call(CudaImpl *im, const LtCall *c, Err *e);

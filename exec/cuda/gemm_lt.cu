@@ -13,7 +13,9 @@
  * forward GEMM), D_SCALE_POINTER + AMAX_D_POINTER only for an FP8 output (C is
  * then unused and typed as the bias, BF16, as TE does). AMAX_D is written, not
  * max-combined, so it goes to a private slot that a one-thread kernel folds
- * into the caller's amax. */
+ * into the caller's amax. The workspace is the executor's arena slice
+ * (bk->gemm_workspace, the plan's gemm_workspace term) or, without one, a
+ * private buffer of the same size. */
 #include <stdlib.h>
 
 #include "exec/cuda/cuda_impl.h"
@@ -160,9 +162,22 @@ static Status unsupported(const LtCall *c, Err *e)
                    c->bias_mode == LT_BIAS_EPILOGUE ? ", bias epilogue" : "", c->fast_accum ? ", fast accum" : "");
 }
 
+Status cuda_lt_workspace(CudaImpl *im, void **ws, Err *e)
+{
+    Status st = ST_OK;
+    *ws = im->bk->gemm_workspace;
+    if (*ws && ((uintptr_t)*ws & 255u) == 0) return ST_OK;
+    if (*ws) return err_set(e, ST_USAGE, "gemm: the workspace slice must be 256-byte aligned");
+    if (!im->ws) CU_TRY(cudaMalloc(&im->ws, CUDA_LT_WORKSPACE_BYTES), e);
+    *ws = im->ws;
+done:
+    return st;
+}
+
 Status cuda_lt_call(CudaImpl *im, const LtCall *c, Err *e)
 {
     Status st = ST_OK;
+    void *ws = NULL;
     LtKey key;
     lt_key_of(c, &key);
     LtEntry *en = (LtEntry *)lt_cache_find(&im->cache, &key);
@@ -179,12 +194,13 @@ Status cuda_lt_call(CudaImpl *im, const LtCall *c, Err *e)
         ST_TRY(set_pointers(im, en, c, e));
     }
     if (en->unsupported) return unsupported(c, e);
+    ST_TRY(cuda_lt_workspace(im, &ws, e));
     {
         float alpha = c->alpha, beta = c->beta_one ? 1.0f : 0.0f;
         /* C: D itself when accumulating; otherwise D (unread, beta = 0), or none for an FP8 D (TE) */
         const void *cp = c->c ? c->c : (dtype_is_fp8(c->d_type) ? NULL : c->d);
         LT_TRY(cublasLtMatmul(im->lt, en->op, &alpha, c->a, en->la, c->b, en->lb, &beta, cp, en->lc, c->d, en->ld,
-                              &en->algo, im->ws, CUDA_LT_WORKSPACE_BYTES, im->stream),
+                              &en->algo, ws, CUDA_LT_WORKSPACE_BYTES, im->stream),
                e);
     }
 done:

@@ -20,6 +20,7 @@
 #define GRID_STRIDE(i, n) \
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
 
+/* `master` is the FP32 master, or the FP32 working copy itself (then weight is NULL). */
 __global__ void k_adamw(uint64_t n, KmAdam h, float grad_scale, const float *gsi, float *master, float *m, float *v,
                         const void *grad, Dtype gdt, void *weight, Dtype wdt)
 {
@@ -45,11 +46,11 @@ struct Fp8AdamArgs {
     float grad_scale;
     const float *gsi;
     uint16_t *master;
-    const float *master_scale;
+    float *master_rec; /* scaling records {scale, scale_inv, amax}, or NULL (scale 1) */
     uint8_t *m;
-    const float *m_scale;
+    float *m_rec;
     uint16_t *v;
-    const float *v_scale;
+    float *v_rec;
     const void *grad;
     Dtype gdt;
     void *weight;
@@ -61,9 +62,8 @@ __device__ __forceinline__ float fp8_adam_elem(const Fp8AdamArgs &a, float gs, f
                                                float *m, float *v)
 {
     float g = KM_MUL(dev_load(a.grad, a.gdt, i), gs);
-    *m = KM_MUL(dev_fp8_decode(a.m[i], DT_E4M3), dm);
-    *v = KM_MUL(dev_fp16_to_f(a.v[i]), dv);
-    return km_adam(&a.h, KM_MUL(dev_fp16_to_f(a.master[i]), dw), g, m, v);
+    return km_adam_scaled(&a.h, dev_fp16_to_f(a.master[i]), dw, g, dev_fp8_decode(a.m[i], DT_E4M3), dm,
+                          dev_fp16_to_f(a.v[i]), dv, m, v);
 }
 
 __device__ __forceinline__ float grad_factor(const Fp8AdamArgs &a)
@@ -71,11 +71,14 @@ __device__ __forceinline__ float grad_factor(const Fp8AdamArgs &a)
     return a.gsi ? KM_MUL(a.grad_scale, *a.gsi) : a.grad_scale;
 }
 
+__device__ __forceinline__ float rec_scale(const float *rec) { return rec ? rec[REC_SCALE] : 1.0f; }
+
 __global__ void k_fp8_adam_amax(Fp8AdamArgs a, DevSmall *sm)
 {
     __shared__ float red[32];
     const float gs = grad_factor(a);
-    const float dw = KM_DIV(1.0f, *a.master_scale), dm = KM_DIV(1.0f, *a.m_scale), dv = KM_DIV(1.0f, *a.v_scale);
+    const float dw = KM_DIV(1.0f, rec_scale(a.master_rec)), dm = KM_DIV(1.0f, rec_scale(a.m_rec)),
+                dv = KM_DIV(1.0f, rec_scale(a.v_rec));
     float aw = 0.0f, am = 0.0f, av = 0.0f;
     GRID_STRIDE(i, a.n)
     {
@@ -94,17 +97,19 @@ __global__ void k_fp8_adam_amax(Fp8AdamArgs a, DevSmall *sm)
     }
 }
 
+/* New scales from the amaxes; an unscaled state (no record) keeps scale 1. */
 __global__ void k_fp8_adam_scales(Fp8AdamArgs a, int margin, DevSmall *sm)
 {
-    sm->tmp[T_SW] = km_scale_pow2(sm->tmp[T_AW], KM_FP16_MAX, margin, *a.master_scale);
-    sm->tmp[T_SM] = km_scale_pow2(sm->tmp[T_AM], 448.0f, margin, *a.m_scale);
-    sm->tmp[T_SV] = km_scale_pow2(sm->tmp[T_AV], KM_FP16_MAX, margin, *a.v_scale);
+    sm->tmp[T_SW] = a.master_rec ? km_scale_pow2(sm->tmp[T_AW], KM_FP16_MAX, margin, a.master_rec[REC_SCALE]) : 1.0f;
+    sm->tmp[T_SM] = a.m_rec ? km_scale_pow2(sm->tmp[T_AM], 448.0f, margin, a.m_rec[REC_SCALE]) : 1.0f;
+    sm->tmp[T_SV] = a.v_rec ? km_scale_pow2(sm->tmp[T_AV], KM_FP16_MAX, margin, a.v_rec[REC_SCALE]) : 1.0f;
 }
 
 __global__ void k_fp8_adam_store(Fp8AdamArgs a, const DevSmall *sm)
 {
     const float gs = grad_factor(a);
-    const float dw = KM_DIV(1.0f, *a.master_scale), dm = KM_DIV(1.0f, *a.m_scale), dv = KM_DIV(1.0f, *a.v_scale);
+    const float dw = KM_DIV(1.0f, rec_scale(a.master_rec)), dm = KM_DIV(1.0f, rec_scale(a.m_rec)),
+                dv = KM_DIV(1.0f, rec_scale(a.v_rec));
     const float sw = sm->tmp[T_SW], smm = sm->tmp[T_SM], sv = sm->tmp[T_SV];
     GRID_STRIDE(i, a.n)
     {
@@ -118,12 +123,20 @@ __global__ void k_fp8_adam_store(Fp8AdamArgs a, const DevSmall *sm)
     }
 }
 
-/* Publish the new scales (after pass 2, which read the old ones). */
-__global__ void k_fp8_adam_publish(float *ms, float *mm, float *vs, const DevSmall *sm)
+__device__ __forceinline__ void rec_store(float *rec, float scale, float amax)
 {
-    *ms = sm->tmp[T_SW];
-    *mm = sm->tmp[T_SM];
-    *vs = sm->tmp[T_SV];
+    if (!rec) return;
+    rec[REC_SCALE] = scale;
+    rec[REC_SCALE_INV] = KM_DIV(1.0f, scale);
+    rec[REC_AMAX] = amax;
+}
+
+/* Publish the new records (after pass 2, which read the old scales). */
+__global__ void k_fp8_adam_publish(Fp8AdamArgs a, const DevSmall *sm)
+{
+    rec_store(a.master_rec, sm->tmp[T_SW], sm->tmp[T_AW]);
+    rec_store(a.m_rec, sm->tmp[T_SM], sm->tmp[T_AM]);
+    rec_store(a.v_rec, sm->tmp[T_SV], sm->tmp[T_AV]);
 }
 
 /* ---- host side --------------------------------------------------------------------------- */
@@ -177,12 +190,20 @@ Status cuda_adamw(Backend *bk, const AdamWDesc *d, Err *e)
     if (!st) st = check_grad(d->grad, d->grad_dtype, d->grad_scale_inv, "adamw", e);
     if (!st) st = check_weight(d->weight, d->weight_dtype, "adamw", e);
     if (st) return st;
-    if (!d->master || !d->m || !d->v) return err_set(e, ST_USAGE, "adamw: missing state");
+    if (!d->m || !d->v) return err_set(e, ST_USAGE, "adamw: missing state");
+    float *master = d->master;
+    void *weight = d->weight;
+    if (!master) { /* the FP32 working copy is the master */
+        if (!d->weight || d->weight_dtype != DT_FP32)
+            return err_set(e, ST_USAGE, "adamw: without a master the working weight must be fp32");
+        master = (float *)d->weight;
+        weight = NULL;
+    }
     if (!d->n) return ST_OK;
     ST_TRY(cuda_op_begin(im, BK_OPCAT_OPTIM, e));
     k_adamw<<<opt_blocks(im, d->n), 256, 0, im->stream>>>(
-        d->n, km_of(&d->h), d->h.grad_scale, dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv : NULL, d->master, d->m,
-        d->v, d->grad, d->grad_dtype, d->weight, d->weight_dtype);
+        d->n, km_of(&d->h), d->h.grad_scale, dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv : NULL, master, d->m, d->v,
+        d->grad, d->grad_dtype, weight, d->weight_dtype);
     CU_LAUNCHED(e);
     ST_TRY(cuda_op_end(im, e));
 done:
@@ -196,8 +217,7 @@ Status cuda_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
     if (!st) st = check_grad(d->grad, d->grad_dtype, d->grad_scale_inv, "fp8_adam", e);
     if (!st) st = check_weight(d->weight, d->weight_dtype, "fp8_adam", e);
     if (st) return st;
-    if (!d->master || !d->master_scale || !d->m || !d->m_scale || !d->v || !d->v_scale)
-        return err_set(e, ST_USAGE, "fp8_adam: missing state or scale");
+    if (!d->master || !d->m || !d->v) return err_set(e, ST_USAGE, "fp8_adam: missing state");
     if (!d->n) return ST_OK;
     Fp8AdamArgs a;
     a.n = d->n;
@@ -205,11 +225,11 @@ Status cuda_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
     a.grad_scale = d->h.grad_scale;
     a.gsi = dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv : NULL;
     a.master = (uint16_t *)d->master;
-    a.master_scale = d->master_scale;
+    a.master_rec = d->master_rec;
     a.m = (uint8_t *)d->m;
-    a.m_scale = d->m_scale;
+    a.m_rec = d->m_rec;
     a.v = (uint16_t *)d->v;
-    a.v_scale = d->v_scale;
+    a.v_rec = d->v_rec;
     a.grad = d->grad;
     a.gdt = d->grad_dtype;
     a.weight = d->weight;
@@ -223,7 +243,7 @@ Status cuda_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
     CU_LAUNCHED(e);
     k_fp8_adam_store<<<blocks, 256, 0, im->stream>>>(a, im->small);
     CU_LAUNCHED(e);
-    k_fp8_adam_publish<<<1, 1, 0, im->stream>>>(d->master_scale, d->m_scale, d->v_scale, im->small);
+    k_fp8_adam_publish<<<1, 1, 0, im->stream>>>(a, im->small);
     CU_LAUNCHED(e);
     ST_TRY(cuda_op_end(im, e));
 done:

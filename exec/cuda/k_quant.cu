@@ -2,7 +2,8 @@
  * element-wise conversion, amax, and the scaling updates (TE's delayed scaling
  * for a whole bank in one launch; current scaling).
  *
- * cast_transpose reads the input once. A block owns a 64 × 64 tile: each of its
+ * cast_transpose reads the input once (x = in · in_scale_inv when the input is
+ * itself scaled, as FP8-LM's FP16 master is). A block owns a 64 × 64 tile: each of its
  * 256 threads loads 16 consecutive elements of one row with 16-byte loads,
  * records |x| for the amax, quantizes q = sat_fp8(x·scale) (RNE) and stores the
  * 16 FP8 bytes of the row-wise copy with one 16-byte store; the bytes also go to
@@ -69,12 +70,12 @@ __device__ __forceinline__ uint4 pack16(const uint8_t *q)
 }
 
 __global__ void __launch_bounds__(CT_THREADS)
-    k_cast_transpose(const void *in, Dtype in_dt, uint64_t R, uint64_t C, uint8_t *orow, uint8_t *ocol, Dtype fmt,
-                     const float *scale_p, float *scale_inv, float *amax_p, int vec_ok)
+    k_cast_transpose(const void *in, Dtype in_dt, const float *dq_p, uint64_t R, uint64_t C, uint8_t *orow,
+                     uint8_t *ocol, Dtype fmt, const float *scale_p, float *scale_inv, float *amax_p, int vec_ok)
 {
     __shared__ __align__(16) uint8_t tile[CT_TILE][CT_TILE + CT_VEC];
     __shared__ float red[32];
-    const float scale = scale_p ? *scale_p : 1.0f;
+    const float scale = scale_p ? *scale_p : 1.0f, dq = dq_p ? *dq_p : 1.0f;
     const int quant = orow || ocol;
     const unsigned esz = in_dt == DT_FP32 ? 4u : 2u;
     const uint64_t tiles_c = (C + CT_TILE - 1) / CT_TILE, tiles = tiles_c * ((R + CT_TILE - 1) / CT_TILE);
@@ -91,6 +92,7 @@ __global__ void __launch_bounds__(CT_THREADS)
             load16_any((const char *)in + off * esz, in_dt, x);
 #pragma unroll
             for (int j = 0; j < CT_VEC; j++) {
+                x[j] = KM_MUL(x[j], dq);
                 amax = fmaxf(amax, fabsf(x[j]));
                 q[j] = quant ? dev_fp8_encode(KM_MUL(x[j], scale), fmt) : 0;
             }
@@ -109,7 +111,7 @@ __global__ void __launch_bounds__(CT_THREADS)
                 const int r = idx / CT_TILE, c = idx % CT_TILE;
                 if (r0 + r >= R || c0 + c >= C) continue;
                 const uint64_t off = (r0 + r) * C + c0 + c;
-                const float x = dev_load(in, in_dt, off);
+                const float x = KM_MUL(dev_load(in, in_dt, off), dq);
                 amax = fmaxf(amax, fabsf(x));
                 if (!quant) continue;
                 const uint8_t q = dev_fp8_encode(KM_MUL(x, scale), fmt);
@@ -133,11 +135,11 @@ __global__ void __launch_bounds__(CT_THREADS)
 
 /* Row-wise only (or amax only): the tensor is flat. */
 __global__ void __launch_bounds__(CT_THREADS)
-    k_cast_flat(const void *in, Dtype in_dt, uint64_t n, uint8_t *out, Dtype fmt, const float *scale_p,
-                float *scale_inv, float *amax_p, int vec_ok)
+    k_cast_flat(const void *in, Dtype in_dt, const float *dq_p, uint64_t n, uint8_t *out, Dtype fmt,
+                const float *scale_p, float *scale_inv, float *amax_p, int vec_ok)
 {
     __shared__ float red[32];
-    const float scale = scale_p ? *scale_p : 1.0f;
+    const float scale = scale_p ? *scale_p : 1.0f, dq = dq_p ? *dq_p : 1.0f;
     const unsigned esz = in_dt == DT_FP32 ? 4u : 2u;
     float amax = 0.0f;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -148,13 +150,14 @@ __global__ void __launch_bounds__(CT_THREADS)
         load16_any((const char *)in + v * CT_VEC * esz, in_dt, x);
 #pragma unroll
         for (int j = 0; j < CT_VEC; j++) {
+            x[j] = KM_MUL(x[j], dq);
             amax = fmaxf(amax, fabsf(x[j]));
             q[j] = out ? dev_fp8_encode(KM_MUL(x[j], scale), fmt) : 0;
         }
         if (out) *(uint4 *)(out + v * CT_VEC) = pack16(q);
     }
     for (uint64_t i = nvec * CT_VEC + (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const float x = dev_load(in, in_dt, i);
+        const float x = KM_MUL(dev_load(in, in_dt, i), dq);
         amax = fmaxf(amax, fabsf(x));
         if (out) out[i] = dev_fp8_encode(KM_MUL(x, scale), fmt);
     }
@@ -184,16 +187,17 @@ Status cuda_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
     if (!c->out_col) {
         int vec_ok = aligned16(c->in) && aligned16(c->out_row);
         unsigned blocks = cuda_blocks(vec_ok ? n / CT_VEC : n, CT_THREADS, max_blocks(im));
-        k_cast_flat<<<blocks, CT_THREADS, 0, im->stream>>>(c->in, c->in_dtype, n, (uint8_t *)c->out_row, c->out_dtype,
-                                                           c->scale, c->scale_inv, c->amax, vec_ok);
+        k_cast_flat<<<blocks, CT_THREADS, 0, im->stream>>>(c->in, c->in_dtype, c->in_scale_inv, n,
+                                                           (uint8_t *)c->out_row, c->out_dtype, c->scale, c->scale_inv,
+                                                           c->amax, vec_ok);
     } else {
         int vec_ok = aligned16(c->in) && aligned16(c->out_row) && aligned16(c->out_col) && C % CT_VEC == 0 &&
                      R % CT_VEC == 0 && (C * esz) % 16 == 0;
         uint64_t tiles = ((R + CT_TILE - 1) / CT_TILE) * ((C + CT_TILE - 1) / CT_TILE);
         unsigned blocks = (unsigned)(tiles < (uint64_t)max_blocks(im) * 4 ? tiles : (uint64_t)max_blocks(im) * 4);
-        k_cast_transpose<<<blocks, CT_THREADS, 0, im->stream>>>(c->in, c->in_dtype, R, C, (uint8_t *)c->out_row,
-                                                                (uint8_t *)c->out_col, c->out_dtype, c->scale,
-                                                                c->scale_inv, c->amax, vec_ok);
+        k_cast_transpose<<<blocks, CT_THREADS, 0, im->stream>>>(c->in, c->in_dtype, c->in_scale_inv, R, C,
+                                                                (uint8_t *)c->out_row, (uint8_t *)c->out_col,
+                                                                c->out_dtype, c->scale, c->scale_inv, c->amax, vec_ok);
     }
     CU_LAUNCHED(e);
     ST_TRY(cuda_op_end(im, e));
