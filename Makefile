@@ -209,8 +209,11 @@ gpu-build: $(BIN) $(GPUS)
 gpu-check:
 	@sh tests/gpu/gpu_check.sh $(BUILD)
 
+# The seed's headline comparison: GPT-175B, TP8 x PP4 x DP4, micro-batch 1, seq 2048, H100 SXM,
+# distributed optimizer: Megatron BF16 vs Transformer Engine FP8 vs FP8-LM.
 run: $(BIN)
-	./$(BIN) --help
+	./$(BIN) compare --model gpt-175b --gpu h100-sxm --recipes megatron-bf16,te-fp8,fp8lm \
+	  --tp 8 --pp 4 --dp 4 --mbs 1 --seq 2048 --dist-opt
 
 FMT_FILES = $(shell find util fp8 planner reports exec tui cli tests \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 

@@ -65,24 +65,60 @@ void arena_add_(ArenaSpecs *s, ExecTerm term, Dtype dtype, unsigned elem_bytes, 
     p->dst.v = (void **)dst;
 }
 
+void arena_set_phase(ArenaSpecs *s, int phase)
+{
+    if (!s->st && s->n) s->v[s->n - 1].phase = phase;
+}
+
 void arena_specs_free(ArenaSpecs *s)
 {
     free(s->v);
     memset(s, 0, sizeof *s);
 }
 
-Status arena_specs_bytes(const ArenaSpecs *s, uint64_t bytes[TERM_COUNT], Err *e)
+enum { MAX_PHASES = 8 };
+
+/* Per term: exact bytes of phase 0 and the largest phase (peak), and the
+ * aligned extents of the same (region sizing). */
+typedef struct {
+    uint64_t base, phase[MAX_PHASES];         /* exact bytes */
+    uint64_t base_ext, phase_ext[MAX_PHASES]; /* aligned extents */
+} TermUse;
+
+static uint64_t align_up(uint64_t x) { return (x + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
+
+static Status term_use(const ArenaSpecs *s, TermUse u[TERM_COUNT], Err *e)
 {
-    memset(bytes, 0, sizeof(uint64_t) * TERM_COUNT);
+    memset(u, 0, sizeof(TermUse) * TERM_COUNT);
     if (s->st == ST_NOMEM) return err_set(e, ST_NOMEM, "out of memory listing tensors");
     if (s->st) return err_set(e, ST_OVERFLOW, "a tensor's byte count overflows 2^64");
-    for (uint32_t i = 0; i < s->n; i++)
-        if (u64_add(bytes[s->v[i].term], s->v[i].bytes, &bytes[s->v[i].term]))
-            return err_set(e, ST_OVERFLOW, "term %s overflows 2^64 bytes", exec_term_name(s->v[i].term));
+    for (uint32_t i = 0; i < s->n; i++) {
+        const ArenaSpec *p = &s->v[i];
+        if (p->phase < 0 || p->phase >= MAX_PHASES)
+            return err_set(e, ST_SOFTWARE, "tensor %s has phase %d", p->name, p->phase);
+        TermUse *t = &u[p->term];
+        uint64_t *b = p->phase ? &t->phase[p->phase] : &t->base;
+        uint64_t *x = p->phase ? &t->phase_ext[p->phase] : &t->base_ext;
+        if (u64_add(*b, p->bytes, b) || p->bytes > UINT64_MAX - ARENA_ALIGN || u64_add(align_up(*x), p->bytes, x))
+            return err_set(e, ST_OVERFLOW, "term %s overflows 2^64 bytes", exec_term_name(p->term));
+    }
     return ST_OK;
 }
 
-static uint64_t align_up(uint64_t x) { return (x + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
+static uint64_t peak(const uint64_t base, const uint64_t *phase)
+{
+    uint64_t m = 0;
+    for (int k = 1; k < MAX_PHASES; k++) m = phase[k] > m ? phase[k] : m;
+    return base + m; /* cannot overflow: each part was checked and their sum is a term's bytes */
+}
+
+Status arena_specs_bytes(const ArenaSpecs *s, uint64_t bytes[TERM_COUNT], Err *e)
+{
+    TermUse u[TERM_COUNT];
+    Status st = term_use(s, u, e);
+    for (int t = 0; t < TERM_COUNT; t++) bytes[t] = st ? 0 : peak(u[t].base, u[t].phase);
+    return st;
+}
 
 static void store_dst(ArenaSpec *p, void *addr)
 {
@@ -98,21 +134,23 @@ static void store_dst(ArenaSpec *p, void *addr)
 Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t planned[TERM_COUNT], Err *e)
 {
     memset(a, 0, sizeof *a);
-    uint64_t need[TERM_COUNT];
-    Status st = arena_specs_bytes(specs, need, e);
+    TermUse u[TERM_COUNT];
+    Status st = term_use(specs, u, e);
     if (st) return st;
     a->has_plan = planned != NULL;
-    uint64_t off = 0;
+    uint64_t off = 0, overlay[TERM_COUNT];
     for (int t = 0; t < TERM_COUNT; t++) {
-        uint64_t slack = 0, cap;
-        for (uint32_t i = 0; i < specs->n; i++)
-            if (specs->v[i].term == (ExecTerm)t) slack += ARENA_ALIGN - 1;
+        uint64_t need = peak(u[t].base, u[t].phase), ext = align_up(u[t].base_ext) + peak(0, u[t].phase_ext), cap;
+        overlay[t] = align_up(u[t].base_ext);
         if (planned) a->planned[t] = planned[t];
-        cap = need[t] > a->planned[t] ? need[t] : a->planned[t];
-        if (u64_add(cap, slack, &cap) || cap > UINT64_MAX - ARENA_ALIGN || off > UINT64_MAX - align_up(cap))
+        a->placed[t] = need;
+        /* room for the plan's bytes or the tensors' aligned extent, whichever is larger */
+        cap = ext > a->planned[t] ? ext : a->planned[t];
+        if (cap > UINT64_MAX - 2 * ARENA_ALIGN || off > UINT64_MAX - align_up(cap))
             return err_set(e, ST_OVERFLOW, "arena: term %s does not fit in 2^64 bytes", exec_term_name(t));
         a->region_offset[t] = off;
         a->region_bytes[t] = align_up(cap);
+        a->padding[t] = ext - need;
         off += a->region_bytes[t];
     }
     a->bytes = off;
@@ -120,14 +158,14 @@ Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t plan
         a->base = NULL;
         return st;
     }
-    uint64_t used[TERM_COUNT] = {0};
+    uint64_t used[TERM_COUNT][MAX_PHASES];
+    memset(used, 0, sizeof used);
     for (uint32_t i = 0; i < specs->n; i++) {
         ArenaSpec *p = &specs->v[i];
-        uint64_t at = align_up(used[p->term]);
-        a->padding[p->term] += at - used[p->term];
-        p->offset = a->region_offset[p->term] + at;
-        used[p->term] = at + p->bytes;
-        a->placed[p->term] += p->bytes;
+        uint64_t *u0 = &used[p->term][p->phase];
+        uint64_t at = align_up(*u0);
+        p->offset = a->region_offset[p->term] + (p->phase ? overlay[p->term] : 0) + at;
+        *u0 = at + p->bytes;
         a->tensors[p->term]++;
         store_dst(p, (char *)a->base + p->offset);
     }

@@ -7,7 +7,14 @@
  * allocation, and hands out 256-byte aligned slices in list order. It records
  * per term the bytes actually placed, so the run can report measured versus
  * planned: persistent terms must match the plan byte for byte; activations and
- * workspace are compared with the plan's prediction. */
+ * workspace are compared with the plan's prediction.
+ *
+ * Working buffers that are never live at the same time share memory: a spec
+ * has a phase (0 = live for the whole step; k > 0 = live only during phase k,
+ * e.g. forward, LM-head backward, block backward). A term's region holds its
+ * phase-0 tensors followed by one overlay that each phase reuses, so its size
+ * — and the measured bytes — are the most bytes live at once:
+ *   sum(phase 0) + max over k of sum(phase k). */
 #ifndef FP8PLAN_EXEC_ARENA_H
 #define FP8PLAN_EXEC_ARENA_H
 
@@ -66,6 +73,7 @@ typedef struct {
     uint64_t bytes; /* elements · elem_bytes */
     const char *name;
     int layer; /* −1 when not per block */
+    int phase; /* 0: live the whole step; k > 0: only during phase k (overlaid) */
     ArenaDstKind kind;
     union {
         void **v;
@@ -86,6 +94,12 @@ typedef struct {
  * (void **, float **, uint8_t ** or int32_t **; NULL to only count it). */
 #define arena_add(specs, term, dtype, elements, dst, name, layer) \
     arena_add_(specs, term, dtype, 0, elements, ARENA_DST_KIND(dst), (void *)(dst), name, layer)
+/* The same, live only during `phase` (> 0). */
+#define arena_add_phase(specs, term, phase, dtype, elements, dst, name) \
+    do {                                                                \
+        arena_add(specs, term, dtype, elements, dst, name, -1);         \
+        arena_set_phase(specs, phase);                                  \
+    } while (0)
 #define arena_add_i32(specs, term, elements, dst, name, layer) \
     arena_add_(specs, term, DT_NONE, 4, elements, ADST_I32, (void *)(dst), name, layer)
 #define ARENA_DST_KIND(p) \
@@ -93,8 +107,11 @@ typedef struct {
 void arena_add_(ArenaSpecs *s, ExecTerm term, Dtype dtype, unsigned elem_bytes, uint64_t elements, ArenaDstKind kind,
                 void *dst, const char *name, int layer);
 void arena_specs_free(ArenaSpecs *s);
+/* Give the last added spec a phase (used by arena_add_phase). */
+void arena_set_phase(ArenaSpecs *s, int phase);
 
-/* Sum of the exact tensor bytes per term. ST_OVERFLOW past 2^64. */
+/* The most exact tensor bytes live at once per term: sum(phase 0) + max over
+ * phases of sum(phase k). ST_OVERFLOW past 2^64. */
 Status arena_specs_bytes(const ArenaSpecs *s, uint64_t bytes[TERM_COUNT], Err *e);
 
 typedef struct {
@@ -103,7 +120,7 @@ typedef struct {
     uint64_t region_offset[TERM_COUNT];
     uint64_t region_bytes[TERM_COUNT]; /* capacity: max(planned, needed) + alignment slack */
     uint64_t planned[TERM_COUNT];      /* the Plan's bytes (0 when no plan) */
-    uint64_t placed[TERM_COUNT];       /* exact tensor bytes placed (the measurement) */
+    uint64_t placed[TERM_COUNT];       /* most exact tensor bytes live at once (the measurement) */
     uint64_t padding[TERM_COUNT];      /* alignment gaps inside the used part of each region */
     uint32_t tensors[TERM_COUNT];
     int has_plan;

@@ -44,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fp8/delayed.h"
 #include "fp8/dtype.h"
 #include "fp8/granularity.h"
 #include "util/status.h"
@@ -181,11 +182,6 @@ typedef struct {
  * A bank holds the scaling state of n FP8 tensors of one format: FP32
  * amax_history (history_len, n) — row 0 is the current step's amax, written by
  * the casts — scale (n) and scale_inv (n). */
-typedef enum {
-    AMAX_ALGO_MAX = 0,         /* window max over all history_len rows */
-    AMAX_ALGO_MOST_RECENT = 1, /* row 0 only */
-} AmaxAlgo;
-
 typedef struct {
     uint32_t n;           /* tensors in the bank */
     uint32_t history_len; /* ≥ 1 */
@@ -361,7 +357,7 @@ struct Backend {
 
     /* GELU, tanh approximation (GPT-2): out = 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))). */
     Status (*gelu_fwd)(Backend *bk, const void *in, void *out, Dtype dtype, uint64_t n, Err *e);
-    /* din = gelu'(in) · dout (overwrites din). */
+    /* din = gelu'(in) · dout (overwrites din; din may be dout: element-wise in place). */
     Status (*gelu_bwd)(Backend *bk, const void *in, const void *dout, void *din, Dtype dtype, uint64_t n, Err *e);
     /* out = a + b (n values; out may alias a or b). */
     Status (*add)(Backend *bk, const void *a, const void *b, void *out, Dtype dtype, uint64_t n, Err *e);
@@ -417,7 +413,7 @@ struct Backend {
  * `stats` (nccl-tests factors: all-reduce 2(n−1)/n, all-gather and reduce-scatter
  * (n−1)/n of the total array bytes), so a run can compare them with the Plan's
  * collectives. */
-typedef enum { COMM_SUM = 0, COMM_MAX, COMM_MIN } CommOp;
+typedef enum { COMM_SUM = 0, COMM_MAX, COMM_MIN } CommReduce;
 
 typedef struct {
     uint64_t calls;
@@ -432,12 +428,12 @@ struct Comm {
     void *impl;
     CommStats stats;
     /* In place on buf (count elements of dtype). */
-    Status (*all_reduce)(Comm *c, Backend *bk, void *buf, uint64_t count, Dtype dtype, CommOp op, Err *e);
+    Status (*all_reduce)(Comm *c, Backend *bk, void *buf, uint64_t count, Dtype dtype, CommReduce op, Err *e);
     /* recv (size·count) gathers every rank's send (count). */
     Status (*all_gather)(Comm *c, Backend *bk, const void *send, void *recv, uint64_t count, Dtype dtype, Err *e);
     /* recv (count) = this rank's slice of the reduction of send (size·count). */
-    Status (*reduce_scatter)(Comm *c, Backend *bk, const void *send, void *recv, uint64_t count, Dtype dtype, CommOp op,
-                             Err *e);
+    Status (*reduce_scatter)(Comm *c, Backend *bk, const void *send, void *recv, uint64_t count, Dtype dtype,
+                             CommReduce op, Err *e);
     void (*destroy)(Comm *c);
 };
 

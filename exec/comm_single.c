@@ -22,7 +22,7 @@ static Status payload_bytes(uint64_t count, Dtype dtype, uint64_t *out, Err *e)
     return ST_OK;
 }
 
-static Status single_all_reduce(Comm *c, Backend *bk, void *buf, uint64_t n, Dtype dtype, CommOp op, Err *e)
+static Status single_all_reduce(Comm *c, Backend *bk, void *buf, uint64_t n, Dtype dtype, CommReduce op, Err *e)
 {
     (void)bk, (void)op;
     uint64_t bytes = 0;
@@ -56,7 +56,7 @@ static Status single_all_gather(Comm *c, Backend *bk, const void *send, void *re
 }
 
 static Status single_reduce_scatter(Comm *c, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dtype,
-                                    CommOp op, Err *e)
+                                    CommReduce op, Err *e)
 {
     (void)op;
     uint64_t bytes = 0;

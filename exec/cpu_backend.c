@@ -3,10 +3,27 @@
  * cpu_optim.c. Work runs synchronously, so sync() has nothing to wait for. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exec/cpu_ops.h"
+#include "exec/elem.h"
+#include "util/num.h"
 
 enum { CPU_ALIGN = 256 };
+
+int cpu_threads(void)
+{
+    static int n;
+    if (n) return n;
+    const char *env = getenv("FP8PLAN_THREADS");
+    int v;
+    if (!env || num_parse_int_range(env, 1, CPU_MAX_THREADS, &v, NULL)) { /* unset or invalid: all CPUs */
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        v = c < 1 ? 1 : c > CPU_MAX_THREADS ? CPU_MAX_THREADS : (int)c;
+    }
+    n = v;
+    return n;
+}
 
 float *cpu_scratch(Backend *bk, int slot, uint64_t n, Err *e)
 {
@@ -83,6 +100,7 @@ static void cpu_destroy(Backend *bk)
 Status backend_cpu_create(Backend **out, Err *e)
 {
     *out = NULL;
+    if (elem_init()) return err_set(e, ST_NOMEM, "out of memory for the decoding tables");
     Backend *bk = calloc(1, sizeof *bk);
     CpuImpl *impl = calloc(1, sizeof *impl);
     if (!bk || !impl) {

@@ -295,20 +295,17 @@ Status cpu_xent_fwd_bwd(Backend *bk, void *logits, Dtype dtype, uint64_t rows, u
     float *row = cpu_scratch(bk, 0, vocab, e);
     if (!row) return e ? e->st : ST_NOMEM;
     for (uint64_t r = 0; r < rows; r++) {
-        uint64_t base = r * vocab_padded;
+        uint64_t base = r * vocab_padded, tgt = (uint64_t)targets[r];
         float mx = -INFINITY;
         for (uint64_t i = 0; i < vocab; i++) {
             row[i] = elem_load(logits, dtype, base + i);
-            mx = fmaxf(mx, row[i]);
+            mx = row[i] > mx ? row[i] : mx;
         }
-        float sum = 0.0f;
-        for (uint64_t i = 0; i < vocab; i++) sum += expf(row[i] - mx);
-        uint64_t tgt = (uint64_t)targets[r];
-        losses[r] = logf(sum) + mx - row[tgt];
-        for (uint64_t i = 0; i < vocab; i++) {
-            float p = expf(row[i] - mx) / sum;
-            elem_store(logits, dtype, base + i, (p - (i == tgt ? 1.0f : 0.0f)) * dloss);
-        }
+        float xt = row[tgt], sum = 0.0f;
+        for (uint64_t i = 0; i < vocab; i++) sum += (row[i] = expf(row[i] - mx));
+        losses[r] = logf(sum) + mx - xt;
+        for (uint64_t i = 0; i < vocab; i++)
+            elem_store(logits, dtype, base + i, (row[i] / sum - (i == tgt ? 1.0f : 0.0f)) * dloss);
         for (uint64_t i = vocab; i < vocab_padded; i++) elem_store(logits, dtype, base + i, 0.0f);
     }
     return ST_OK;

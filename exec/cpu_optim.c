@@ -6,8 +6,6 @@
 #include "exec/elem.h"
 #include "exec/scaling.h"
 
-#define FP16_MAX 65504.0f
-
 static Status check_hyper(const AdamHyper *h, const char *op, Err *e)
 {
     if (!h->step) return err_set(e, ST_USAGE, "%s: step is 1-based (got 0)", op);
@@ -92,9 +90,9 @@ Status cpu_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
     float amax_w = 0.0f, amax_m = 0.0f, amax_v = 0.0f, sw = 1.0f, sm = 1.0f, sv = 1.0f;
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
-            if (d->master_rec) sw = scaling_pow2(amax_w, FP16_MAX, d->margin, d->master_rec[REC_SCALE]);
-            if (d->m_rec) sm = scaling_pow2(amax_m, backend_fp8_max(DT_E4M3), d->margin, d->m_rec[REC_SCALE]);
-            if (d->v_rec) sv = scaling_pow2(amax_v, FP16_MAX, d->margin, d->v_rec[REC_SCALE]);
+            if (d->master_rec) sw = scaling_pow2(amax_w, DT_FP16, d->margin, d->master_rec[REC_SCALE]);
+            if (d->m_rec) sm = scaling_pow2(amax_m, DT_E4M3, d->margin, d->m_rec[REC_SCALE]);
+            if (d->v_rec) sv = scaling_pow2(amax_v, DT_FP16, d->margin, d->v_rec[REC_SCALE]);
         }
         for (uint64_t i = 0; i < d->n; i++) {
             float g = elem_load(d->grad, d->grad_dtype, i) * gs;

@@ -68,7 +68,7 @@ Status cpu_scaling_delayed_update(Backend *bk, const ScalingBank *bank, Err *e)
     if (bank->algo != AMAX_ALGO_MAX && bank->algo != AMAX_ALGO_MOST_RECENT)
         return err_set(e, ST_USAGE, "delayed scaling: unknown amax algorithm %d", (int)bank->algo);
     for (uint32_t i = 0; i < bank->n; i++)
-        scaling_delayed_step(bank->amax_history + i, bank->n, bank->history_len, bank->algo, fmax, bank->margin,
+        scaling_delayed_step(bank->amax_history + i, bank->n, bank->history_len, bank->algo, bank->fmt, bank->margin,
                              &bank->scale[i]);
     return ST_OK;
 }
@@ -78,6 +78,6 @@ Status cpu_scaling_from_amax(Backend *bk, uint32_t n, Dtype fmt, int margin, con
     (void)bk;
     float fmax = backend_fp8_max(fmt);
     if (fmax == 0.0f) return err_set(e, ST_USAGE, "current scaling: format %s is not FP8", dtype_name(fmt));
-    for (uint32_t i = 0; i < n; i++) scale[i] = scaling_current(amax[i], fmax, margin);
+    for (uint32_t i = 0; i < n; i++) scale[i] = scaling_current(amax[i], fmt, margin);
     return ST_OK;
 }

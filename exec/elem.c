@@ -2,15 +2,40 @@
  * project's one codec): BF16/FP16 round to nearest even, FP8 saturates. */
 #include "exec/elem.h"
 
+#include <pthread.h>
+#include <stdlib.h>
+
 #include "fp8/codec.h"
 #include "fp8/half.h"
 
+float elem_e4m3_table[256], elem_e5m2_table[256];
+float *elem_fp16_table;
+
+static int init_rc = -1;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void fill(void)
+{
+    for (int c = 0; c < 256; c++) {
+        elem_e4m3_table[c] = fp8_decode(DT_E4M3, (uint8_t)c);
+        elem_e5m2_table[c] = fp8_decode(DT_E5M2, (uint8_t)c);
+    }
+    float *t = malloc(65536 * sizeof *t);
+    if (!t) return;
+    for (uint32_t h = 0; h < 65536; h++) t[h] = fp16_decode((uint16_t)h);
+    elem_fp16_table = t; /* kept for the process's lifetime */
+    init_rc = 0;
+}
+
+int elem_init(void)
+{
+    pthread_once(&once, fill);
+    return init_rc;
+}
+
 uint16_t elem_bf16_from_f32(float x) { return bf16_encode(x); }
-float elem_f32_from_bf16(uint16_t h) { return bf16_decode(h); }
 uint16_t elem_fp16_from_f32(float x) { return fp16_encode(x); }
-float elem_f32_from_fp16(uint16_t h) { return fp16_decode(h); }
 uint8_t elem_fp8_from_f32(float x, Dtype fmt) { return fp8_encode_f32(fmt, x, FP8_SATFINITE); }
-float elem_f32_from_fp8(uint8_t code, Dtype fmt) { return fp8_decode(fmt, code); }
 
 float elem_round(float x, Dtype dt)
 {

@@ -15,12 +15,31 @@
 extern "C" {
 #endif
 
-uint16_t elem_bf16_from_f32(float x); /* RNE; NaN stays NaN */
-float elem_f32_from_bf16(uint16_t h);
-uint16_t elem_fp16_from_f32(float x); /* RNE; overflow to ±Inf */
-float elem_f32_from_fp16(uint16_t h);
+uint16_t elem_bf16_from_f32(float x);          /* RNE; NaN stays NaN */
+uint16_t elem_fp16_from_f32(float x);          /* RNE; overflow to ±Inf */
 uint8_t elem_fp8_from_f32(float x, Dtype fmt); /* RNE, saturating (SATFINITE); fmt DT_E4M3 or DT_E5M2 */
-float elem_f32_from_fp8(uint8_t code, Dtype fmt);
+
+/* Decoding tables filled once from fp8/'s decoders (fp8_decode, fp16_decode)
+ * by elem_init(): loads are table lookups, the codec stays the only source. */
+extern float elem_e4m3_table[256], elem_e5m2_table[256];
+extern float *elem_fp16_table; /* 65536 entries */
+/* Fill the tables (idempotent, thread-safe); 0 ok, −1 out of memory. */
+int elem_init(void);
+
+/* BF16 is the top half of an FP32: widening is exact bit placement. */
+static inline float elem_f32_from_bf16(uint16_t h)
+{
+    union {
+        uint32_t u;
+        float f;
+    } v = {.u = (uint32_t)h << 16};
+    return v.f;
+}
+static inline float elem_f32_from_fp16(uint16_t h) { return elem_fp16_table[h]; }
+static inline float elem_f32_from_fp8(uint8_t code, Dtype fmt)
+{
+    return fmt == DT_E4M3 ? elem_e4m3_table[code] : elem_e5m2_table[code];
+}
 
 /* x rounded to the nearest value representable in dt (identity for FP32). */
 float elem_round(float x, Dtype dt);

@@ -120,6 +120,9 @@ typedef struct {
     float *gstage_emb;   /* (Vp·C [+ Vp·C untied] + T·C) FP32 staging for the embeddings' gradients */
 } GptActs;
 
+/* Phases of the step whose working buffers share memory (arena overlay). */
+enum { GPT_PHASE_FWD = 1, GPT_PHASE_HEAD = 2, GPT_PHASE_BLOCKS = 3 };
+
 /* Scaling state of the FP8 GEMMs: the forward bank (inputs X and weights W of
  * every block linear, recipe.gemm_fwd) and the backward bank (output
  * gradients dY, recipe.gemm_bwd). Slots: fwd 2·(LIN_COUNT·l + k) + {0: X, 1: W},
@@ -144,6 +147,13 @@ typedef struct {
  * init std 0.02, seed 1. */
 GptHyper gpt_hyper_default(void);
 
+/* Host copies of one scaling bank's state for the last step (scaling trace). */
+typedef struct {
+    float *amax;       /* (n) amax each tensor's cast observed this step */
+    float *scale_used; /* (n) the scale that cast used */
+    float *scale_next; /* (n) the scale the next step will use (= scale_used for current scaling) */
+} GptBankTrace;
+
 typedef struct Gpt {
     GptShape shape;
     ExecRecipe recipe;
@@ -159,6 +169,8 @@ typedef struct Gpt {
     uint32_t step;      /* optimizer steps taken */
     float *host_losses; /* (B·T) host copy */
     double phase_s[4];  /* last step: forward, backward, optimizer, communication (seconds) */
+    int trace;          /* gpt_trace_enable: fill tr_fwd / tr_bwd every step */
+    GptBankTrace tr_fwd, tr_bwd;
 } Gpt;
 
 enum { PHASE_FWD = 0, PHASE_BWD, PHASE_OPT, PHASE_COMM };
@@ -186,6 +198,10 @@ Status gpt_loss(Gpt *g, const int32_t *inputs, const int32_t *targets, float *lo
 /* Forward + backward without the all-reduce, scaling update or optimizer:
  * leaves the gradients in the main-gradient tensors. For gradient checks. */
 Status gpt_grads(Gpt *g, const int32_t *inputs, const int32_t *targets, float *loss, Err *e);
+
+/* Record every FP8 tensor's amax and scales each step (FP8 recipes; a no-op
+ * otherwise): after gpt_step, tr_fwd / tr_bwd hold the last step's values. */
+Status gpt_trace_enable(Gpt *g, Err *e);
 
 /* Parameter count (elements over all parameter tensors). */
 uint64_t gpt_param_count(const Gpt *g);

@@ -8,8 +8,6 @@
 #include "exec/rng.h"
 #include "exec/scaling.h"
 
-#define FP16_MAX 65504.0f
-
 GptHyper gpt_hyper_default(void)
 {
     GptHyper h = {.lr = 1e-3f,
@@ -91,7 +89,7 @@ Status gpt_init_weights(Gpt *g, Err *e)
             /* FP8-LM: FP16 master scaled by a power of two; the working copy is its value */
             float amax = 0.0f, s = 1.0f;
             for (uint64_t j = 0; j < p->numel; j++) amax = fmaxf(amax, fabsf(w[j]));
-            if (p->master_rec) s = scaling_pow2(amax, FP16_MAX, 0, 1.0f);
+            if (p->master_rec) s = scaling_pow2(amax, DT_FP16, 0, 1.0f);
             for (uint64_t j = 0; j < p->numel; j++) w[j] = elem_round(w[j] * s, DT_FP16) / s;
             st = upload(g, p->master, DT_FP16, w, p->numel, s, buf, e);
             float rec[REC_FLOATS] = {s, 1.0f / s, amax};
@@ -166,5 +164,11 @@ void gpt_destroy(Gpt *g)
     free(g->params);
     free(g->act.layer);
     free(g->host_losses);
+    GptBankTrace *t[2] = {&g->tr_fwd, &g->tr_bwd};
+    for (int i = 0; i < 2; i++) {
+        free(t[i]->amax);
+        free(t[i]->scale_used);
+        free(t[i]->scale_next);
+    }
     free(g);
 }

@@ -119,7 +119,10 @@ static void layout(const GptShape *s, const ExecRecipe *r, GptParam *p, uint32_t
     const Dtype A = r->act;
     const int fp8 = exec_recipe_fp8(r), save_fp8 = fp8 && dtype_is_fp8(r->saved_input);
     uint64_t wmax = 0, pmax = 0;
-    int staged = 0, emb_staged = r->other.dt[ES_GRAD] != DT_FP32;
+    /* gradients not kept in FP32 are summed in FP32 staging first: the linear weights' only
+     * during the block backward, the other parameters' (LN, biases, final LN) throughout */
+    int gemm_staged = r->gemm.dt[ES_GRAD] != DT_FP32, other_staged = r->other.dt[ES_GRAD] != DT_FP32;
+    int emb_staged = other_staged;
 
     /* ---- persistent: per parameter, every state the recipe keeps ---- */
     for (uint32_t i = 0; i < np; i++) {
@@ -139,10 +142,7 @@ static void layout(const GptShape *s, const ExecRecipe *r, GptParam *p, uint32_t
             if (exec_state_scaled(st, (ExecStateId)k))
                 arena_add(sp, TERM_SCALE_STATE, DT_FP32, REC_FLOATS, g ? rec[k] : NULL, nm, q->layer);
         if (q->gemm) wmax = max2(wmax, q->numel);
-        if (q->kind != PK_WTE && q->kind != PK_WPE && q->kind != PK_LM_HEAD) {
-            pmax = max2(pmax, q->numel);
-            staged |= st->dt[ES_GRAD] != DT_FP32;
-        }
+        if (q->kind != PK_WTE && q->kind != PK_WPE && q->kind != PK_LM_HEAD) pmax = max2(pmax, q->numel);
     }
     if (fp8) { /* scaling banks: forward (x, w per linear) and backward (dy per linear) */
         uint64_t hist = r->scaling == EXEC_SCALING_DELAYED ? r->amax_history : 1;
@@ -188,30 +188,39 @@ static void layout(const GptShape *s, const ExecRecipe *r, GptParam *p, uint32_t
     arena_add_i32(sp, TERM_IO, BT, a ? &a->targets : NULL, "targets", -1);
     arena_add(sp, TERM_IO, DT_FP32, BT, a ? &a->losses : NULL, "losses", -1);
 
-    /* ---- transient: one block's working buffers, reused, and FP32 scratch ---- */
+    /* ---- transient working buffers: live for the whole backward, or only in one phase ---- */
     uint64_t wide = max2(C, F), dwide = max2(3 * C, F);
-    arena_add(sp, TERM_TRANSIENT, A, BT * Vp, a ? &a->dlogits : NULL, "dlogits", -1);
-    if (save_fp8) arena_add(sp, TERM_TRANSIENT, A, BT * F, a ? &a->t_in : NULL, "t_in", -1);
-    if (fp8) arena_add(sp, TERM_TRANSIENT, r->gemm_fwd, BT * wide, a ? &a->t_qrow : NULL, "t_qrow", -1);
-    if (fp8 && !save_fp8) arena_add(sp, TERM_TRANSIENT, r->gemm_fwd, wide * BT, a ? &a->t_qcol : NULL, "t_qcol", -1);
-    if (fp8 && r->fp8_row == DT_NONE)
-        arena_add(sp, TERM_TRANSIENT, r->gemm_fwd, wmax, a ? &a->t_wrow : NULL, "t_wrow", -1);
-    if (fp8 && r->fp8_col == DT_NONE)
-        arena_add(sp, TERM_TRANSIENT, r->gemm_fwd, wmax, a ? &a->t_wcol : NULL, "t_wcol", -1);
-    arena_add(sp, TERM_TRANSIENT, A, BT * C, a ? &a->t_out : NULL, "t_out", -1);
     arena_add(sp, TERM_TRANSIENT, A, BT * C, a ? &a->d_res : NULL, "d_res", -1);
-    arena_add(sp, TERM_TRANSIENT, A, BT * dwide, a ? &a->d_a : NULL, "d_a", -1);
-    arena_add(sp, TERM_TRANSIENT, A, BT * wide, a ? &a->d_b : NULL, "d_b", -1);
-    if (fp8) {
-        arena_add(sp, TERM_TRANSIENT, r->gemm_bwd, BT * dwide, a ? &a->d_qrow : NULL, "d_qrow", -1);
-        arena_add(sp, TERM_TRANSIENT, r->gemm_bwd, dwide * BT, a ? &a->d_qcol : NULL, "d_qcol", -1);
-    }
-    arena_add(sp, TERM_TRANSIENT, DT_FP32, B * H * T * T, a ? &a->attn_scratch : NULL, "attn_scratch", -1);
-    if (staged) arena_add(sp, TERM_TRANSIENT, DT_FP32, pmax + C, a ? &a->gstage : NULL, "grad_stage", -1);
+    arena_add(sp, TERM_TRANSIENT, A, BT * C, a ? &a->d_b : NULL, "d_b", -1);
     if (emb_staged) {
         uint64_t emb = Vp * C + T * C + (s->tied ? 0 : Vp * C);
         arena_add(sp, TERM_TRANSIENT, DT_FP32, emb, a ? &a->gstage_emb : NULL, "grad_stage_emb", -1);
     }
+    if (other_staged) /* two at once: an LN's weight and bias */
+        arena_add(sp, TERM_TRANSIENT, DT_FP32, pmax + C, a ? &a->gstage : NULL, "grad_stage", -1);
+    /* forward */
+    if (save_fp8) arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_FWD, A, BT * F, a ? &a->t_in : NULL, "t_in");
+    if (fp8)
+        arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_FWD, r->gemm_fwd, BT * wide, a ? &a->t_qrow : NULL, "t_qrow");
+    if (fp8 && r->fp8_row == DT_NONE)
+        arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_FWD, r->gemm_fwd, wmax, a ? &a->t_wrow : NULL, "t_wrow");
+    arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_FWD, A, BT * C, a ? &a->t_out : NULL, "t_out");
+    /* LM-head backward */
+    arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_HEAD, A, BT * Vp, a ? &a->dlogits : NULL, "dlogits");
+    /* block backward */
+    arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_BLOCKS, A, BT * dwide, a ? &a->d_a : NULL, "d_a");
+    if (fp8) {
+        arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_BLOCKS, r->gemm_bwd, BT * dwide, a ? &a->d_qrow : NULL, "d_qrow");
+        arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_BLOCKS, r->gemm_bwd, dwide * BT, a ? &a->d_qcol : NULL, "d_qcol");
+    }
+    if (fp8 && !save_fp8)
+        arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_BLOCKS, r->gemm_fwd, wide * BT, a ? &a->t_qcol : NULL, "t_qcol");
+    if (fp8 && r->fp8_col == DT_NONE)
+        arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_BLOCKS, r->gemm_fwd, wmax, a ? &a->t_wcol : NULL, "t_wcol");
+    arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_BLOCKS, DT_FP32, B * H * T * T, a ? &a->attn_scratch : NULL,
+                    "attn_scratch");
+    if (gemm_staged && !other_staged)
+        arena_add_phase(sp, TERM_TRANSIENT, GPT_PHASE_BLOCKS, DT_FP32, wmax, a ? &a->gstage : NULL, "grad_stage");
     if (ws) /* bytes, not typed elements */
         arena_add_(sp, TERM_GEMM_WORKSPACE, DT_NONE, 1, ws, ADST_VOID, g ? (void *)&g->bk->gemm_workspace : NULL,
                    "gemm_workspace", -1);

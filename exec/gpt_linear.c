@@ -74,6 +74,30 @@ static Status cast(Gpt *g, ScalingBank *bank, uint32_t slot, const void *in, Dty
     return g->bk->cast_transpose(g->bk, &c, e);
 }
 
+/* Cast a block weight with its forward slot: into row (N, K) and/or col (K, N).
+ * record = 1 records its amax (the forward's cast); 0 recasts with the
+ * current scale (the backward's transposed copy when none is kept). */
+static Status cast_weight(Gpt *g, GptParam *w, uint32_t sw, void *row, void *col, int record, Err *e)
+{
+    const ExecStates *ws = &g->recipe.gemm;
+    const void *src = w->weight ? w->weight : w->master;
+    Dtype sdt = w->weight ? ws->dt[ES_WEIGHT] : ws->dt[ES_MASTER];
+    const float *sinv = !w->weight && w->master_rec ? w->master_rec + REC_SCALE_INV : NULL;
+    ScalingBank *fb = &g->sc.fwd;
+    if (record) return cast(g, fb, sw, src, sdt, sinv, w->rows, w->cols, row, col, e);
+    CastDesc c = {.in = src,
+                  .in_dtype = sdt,
+                  .in_scale_inv = sinv,
+                  .rows = w->rows,
+                  .cols = w->cols,
+                  .out_dtype = fb->fmt,
+                  .out_row = row,
+                  .out_col = col,
+                  .scale = fb->scale + sw,
+                  .scale_inv = fb->scale_inv + sw};
+    return g->bk->cast_transpose(g->bk, &c, e);
+}
+
 static GptParam *weight_of(Gpt *g, uint32_t l, LinearKind k)
 {
     static const ParamKind w[LIN_COUNT] = {PK_QKV_W, PK_PROJ_W, PK_FC1_W, PK_FC2_W};
@@ -93,7 +117,6 @@ void *gpt_linear_input(Gpt *g, uint32_t layer, LinearKind k)
 }
 
 static uint8_t *wrow(Gpt *g, GptParam *w) { return w->wq_row ? w->wq_row : g->act.t_wrow; }
-static uint8_t *wcol(Gpt *g, GptParam *w) { return w->wq_col ? w->wq_col : g->act.t_wcol; }
 
 Status gpt_linear_fwd(Gpt *g, uint32_t l, LinearKind k, const void *x, void *y, Err *e)
 {
@@ -119,15 +142,9 @@ Status gpt_linear_fwd(Gpt *g, uint32_t l, LinearKind k, const void *x, void *y, 
     GptLayerActs *la = &g->act.layer[l];
     /* X: row-wise for this GEMM, transposed saved for wgrad (when saved in FP8) */
     Status st = cast(g, fb, sx, x, A, NULL, M, K, g->act.t_qrow, la->q_col[k], e);
-    /* W: row-wise for fprop and transposed for dgrad, cast once per step, from the
-     * working copy, or from the master when the recipe keeps no working copy */
-    if (!st) {
-        const ExecStates *ws = &g->recipe.gemm;
-        const void *src = w->weight ? w->weight : w->master;
-        Dtype sdt = w->weight ? ws->dt[ES_WEIGHT] : ws->dt[ES_MASTER];
-        const float *sinv = !w->weight && w->master_rec ? w->master_rec + REC_SCALE_INV : NULL;
-        st = cast(g, fb, sw, src, sdt, sinv, N, K, wrow(g, w), wcol(g, w), e);
-    }
+    /* W: row-wise for fprop and, when the recipe keeps it, transposed for dgrad; cast once
+     * per step, from the working copy or from the master when there is no working copy */
+    if (!st) st = cast_weight(g, w, sw, wrow(g, w), w->wq_col, 1, e);
     if (st) return st;
     d.a = (GemmOperand){.ptr = g->act.t_qrow,
                         .dtype = fb->fmt,
@@ -185,13 +202,18 @@ Status gpt_linear_bwd(Gpt *g, uint32_t l, LinearKind k, const void *dy, void *dx
             st = bk->cast_transpose(bk, &c, e);
             xcol = g->act.t_qcol;
         }
+        const uint8_t *wcol = w->wq_col;
+        if (!st && !wcol) { /* no kept transposed copy: recast it (the forward's copy is gone) */
+            st = cast_weight(g, w, sw, NULL, g->act.t_wcol, 0, e);
+            wcol = g->act.t_wcol;
+        }
         if (st) return st;
         dg.a = (GemmOperand){.ptr = g->act.d_qrow,
                              .dtype = bb->fmt,
                              .layout = GEMM_K_INNER,
                              .scale_inv = bb->scale_inv + sd,
                              .scale_gran = GRAN_TENSOR};
-        dg.b = (GemmOperand){.ptr = wcol(g, w),
+        dg.b = (GemmOperand){.ptr = wcol,
                              .dtype = fb->fmt,
                              .layout = GEMM_K_INNER,
                              .scale_inv = fb->scale_inv + sw,

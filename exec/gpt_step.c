@@ -1,6 +1,7 @@
 /* exec/gpt_step.c — the training step: forward, backward, gradient
  * all-reduce, scaling updates (TE's order) and the optimizer. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -213,8 +214,9 @@ Status gpt_backward(Gpt *g, Err *e)
                           .dout = a->d_b,
                           .dqkv = a->d_a,
                           .scratch = a->attn_scratch};
-        st = gpt_linear_bwd(g, i, LIN_FC2, a->d_res, a->d_b, e);
-        if (!st) st = bk->gelu_bwd(bk, la->fc1, a->d_b, a->d_a, A, BT * s->ffn, e);
+        /* d_a: d(GELU output), made d(FC1 output) in place; d_b: C-wide input gradients */
+        st = gpt_linear_bwd(g, i, LIN_FC2, a->d_res, a->d_a, e);
+        if (!st) st = bk->gelu_bwd(bk, la->fc1, a->d_a, a->d_a, A, BT * s->ffn, e);
         if (!st) st = gpt_linear_bwd(g, i, LIN_FC1, a->d_a, a->d_b, e);
         if (!st) st = ln_bwd(g, PK_LN2_W, (int)i, la->res2, la->ln2_mean, la->ln2_rstd, a->d_b, e);
         if (!st) st = gpt_linear_bwd(g, i, LIN_PROJ, a->d_res, a->d_b, e);
@@ -232,12 +234,42 @@ Status gpt_backward(Gpt *g, Err *e)
     return st;
 }
 
-/* Amax all-reduce (MAX over ranks) then TE's delayed update of a bank. */
-static Status update_bank(Gpt *g, ScalingBank *b, Err *e)
+/* Copy a bank's row 0 (this step's amax) and scales to the trace. */
+static Status trace_before(Gpt *g, ScalingBank *b, GptBankTrace *t, Err *e)
 {
-    Status st = g->comm->all_reduce(g->comm, g->bk, b->amax_history, b->n, DT_FP32, COMM_MAX, e);
-    if (!st) st = g->bk->scaling_delayed_update(g->bk, b, e);
+    if (!g->trace) return ST_OK;
+    Status st = g->bk->copy_to_host(g->bk, t->amax, b->amax_history, b->n * sizeof(float), e);
+    if (!st) st = g->bk->copy_to_host(g->bk, t->scale_used, b->scale, b->n * sizeof(float), e);
+    if (!st) memcpy(t->scale_next, t->scale_used, b->n * sizeof(float));
     return st;
+}
+
+/* Amax all-reduce (MAX over ranks) then TE's delayed update of a bank; or, for
+ * current scaling, only the trace of what the casts used. */
+static Status update_bank(Gpt *g, ScalingBank *b, GptBankTrace *t, Err *e)
+{
+    Status st = trace_before(g, b, t, e);
+    if (st || g->recipe.scaling != EXEC_SCALING_DELAYED) return st;
+    st = g->comm->all_reduce(g->comm, g->bk, b->amax_history, b->n, DT_FP32, COMM_MAX, e);
+    if (!st) st = g->bk->scaling_delayed_update(g->bk, b, e);
+    if (!st && g->trace) st = g->bk->copy_to_host(g->bk, t->scale_next, b->scale, b->n * sizeof(float), e);
+    return st;
+}
+
+Status gpt_trace_enable(Gpt *g, Err *e)
+{
+    if (!exec_recipe_fp8(&g->recipe) || g->trace) return ST_OK;
+    GptBankTrace *t[2] = {&g->tr_fwd, &g->tr_bwd};
+    uint32_t n[2] = {g->sc.fwd.n, g->sc.bwd.n};
+    for (int i = 0; i < 2; i++) {
+        t[i]->amax = calloc(n[i], sizeof(float));
+        t[i]->scale_used = calloc(n[i], sizeof(float));
+        t[i]->scale_next = calloc(n[i], sizeof(float));
+        if (!t[i]->amax || !t[i]->scale_used || !t[i]->scale_next)
+            return err_set(e, ST_NOMEM, "out of memory for the scaling trace");
+    }
+    g->trace = 1;
+    return ST_OK;
 }
 
 static Status optimizer(Gpt *g, Err *e)
@@ -305,15 +337,15 @@ static Status mean_loss(Gpt *g, float *loss, Err *e)
 Status gpt_step(Gpt *g, const int32_t *inputs, const int32_t *targets, float *loss, Err *e)
 {
     Backend *bk = g->bk;
-    int delayed = exec_recipe_fp8(&g->recipe) && g->recipe.scaling == EXEC_SCALING_DELAYED;
+    int fp8 = exec_recipe_fp8(&g->recipe);
     double t0 = now_s();
     Status st = gpt_forward(g, inputs, targets, e);
     /* TE: forward tensors' scales are updated when the forward ends */
-    if (!st && delayed) st = update_bank(g, &g->sc.fwd, e);
+    if (!st && fp8) st = update_bank(g, &g->sc.fwd, &g->tr_fwd, e);
     if (!st) st = bk->sync(bk, e);
     double t1 = now_s();
     if (!st) st = gpt_backward(g, e);
-    if (!st && delayed) st = update_bank(g, &g->sc.bwd, e);
+    if (!st && fp8) st = update_bank(g, &g->sc.bwd, &g->tr_bwd, e);
     if (!st) st = bk->sync(bk, e);
     double t2 = now_s();
     for (uint32_t i = 0; !st && i < g->nparams; i++)

@@ -43,42 +43,52 @@
 
 #define KM_FP16_MAX 65504.0f
 
-/* ---- scale rules (TE's delayed and current scaling, MS-AMP's power of two) -------- */
+/* ---- scale rules (fp8/scale.h's policies: TE's delayed and current scaling,
+ * MS-AMP's power of two), as exec/scaling.c applies them on the CPU ------------- */
 
-/* Delayed scaling (TE amax_and_scale_update): fmax·2^-margin / amax when amax is
- * finite and > 0, else `prev` is kept; an overflowing quotient (tiny amax)
- * becomes FLT_MAX. */
+/* The largest power of two at or below a positive scale (fp8/'s
+ * scale_pow2_floor: the float's bits & 0xFF800000). */
+KM_FN float km_pow2_floor(float s)
+{
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(__float_as_uint(s) & 0xFF800000u);
+#else
+    union {
+        float f;
+        uint32_t u;
+    } b = {s};
+    b.u &= 0xFF800000u;
+    return b.f;
+#endif
+}
+
+/* Delayed scaling (TE amax_and_scale_update, fp8/'s scale_update): fmax·2^-margin
+ * / amax when amax is finite and > 0, else `prev` is kept; an infinite result
+ * (tiny amax) becomes FLT_MAX. */
 KM_FN float km_scale_delayed(float amax, float fmax, int margin, float prev)
+{
+    float s = (isfinite(amax) && amax > 0.0f) ? KM_DIV(ldexpf(fmax, -margin), amax) : prev;
+    return isinf(s) ? FLT_MAX : s;
+}
+
+/* Current scaling (TE compute_scale_from_amax, fp8/'s scale_from_amax with
+ * epsilon 0): 1 when amax is ≤ 0, Inf or NaN; FLT_MAX when the quotient
+ * overflows. */
+KM_FN float km_scale_current(float amax, float fmax, int margin)
+{
+    if (!(amax > 0.0f) || isinf(amax)) return 1.0f;
+    float s = KM_DIV(ldexpf(fmax, -margin), amax);
+    return isinf(s) ? FLT_MAX : s;
+}
+
+/* FP8-LM optimizer states (MS-AMP ScalingMeta): the delayed rule rounded down to
+ * a power of two, 2^floor(log2(fmax·2^-margin / amax)) (2^127 for a tiny amax);
+ * `prev` when amax is 0 or not finite. */
+KM_FN float km_scale_pow2(float amax, float fmax, int margin, float prev)
 {
     if (!(isfinite(amax) && amax > 0.0f)) return prev;
     float s = KM_DIV(ldexpf(fmax, -margin), amax);
-    return isinf(s) ? FLT_MAX : s;
-}
-
-/* Current scaling (TE compute_scale_from_amax): 1 when amax is 0, Inf or NaN;
- * FLT_MAX when the quotient overflows. */
-KM_FN float km_scale_current(float amax, float fmax, int margin)
-{
-    if (!isfinite(amax) || amax == 0.0f) return 1.0f;
-    float s = KM_DIV(ldexpf(fmax, -margin), amax);
-    return isinf(s) ? FLT_MAX : s;
-}
-
-/* FP8-LM optimizer states (MS-AMP ScalingMeta): 2^(floor(log2(fmax/amax)) −
- * margin), clamped to normal floats; `prev` when amax is 0 or not finite. */
-KM_FN float km_scale_pow2(float amax, float fmax, int margin, float prev)
-{
-    if (!isfinite(amax) || amax <= 0.0f) return prev;
-    float q = KM_DIV(fmax, amax);
-    int ex = 127; /* q overflowed: the largest normal power of two, clamped below */
-    if (isfinite(q)) {
-        (void)frexpf(q, &ex); /* q = f·2^ex, f in [0.5, 1): floor(log2 q) = ex − 1 exactly */
-        ex -= 1;
-    }
-    ex -= margin;
-    if (ex > 126) ex = 126;
-    if (ex < -126) ex = -126;
-    return ldexpf(1.0f, ex);
+    return km_pow2_floor(isinf(s) ? FLT_MAX : s);
 }
 
 /* ---- GELU, tanh approximation (GPT-2) ---------------------------------------------- */

@@ -65,6 +65,10 @@ Status exec_recipe_check(const ExecRecipe *r, Err *e)
     const char *n = r->name[0] ? r->name : "(unnamed)";
     if (!is_float(r->act))
         return err_set(e, ST_UNAVAILABLE, "recipe %s: activations in %s are not supported", n, dtype_name(r->act));
+    if (exec_recipe_fp8(r) && (r->act_gran != GRAN_TENSOR || r->weight_gran != GRAN_TENSOR))
+        return err_set(e, ST_UNAVAILABLE,
+                       "recipe %s: %s/%s scale granularity is not run by the executor yet (per-tensor only)", n,
+                       gran_name(r->act_gran), gran_name(r->weight_gran));
     Status st = check_states(r, &r->gemm, 1, e);
     if (!st) st = check_states(r, &r->other, 0, e);
     if (st) return st;
@@ -87,10 +91,6 @@ Status exec_recipe_check(const ExecRecipe *r, Err *e)
                        dtype_name(r->gemm_bwd));
     if (r->scaling != EXEC_SCALING_DELAYED && r->scaling != EXEC_SCALING_CURRENT)
         return err_set(e, ST_USAGE, "recipe %s: FP8 GEMMs need delayed or current scaling", n);
-    if (r->act_gran != GRAN_TENSOR || r->weight_gran != GRAN_TENSOR)
-        return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s: %s/%s scale granularity is not run by the executor yet (per-tensor only)", n,
-                       gran_name(r->act_gran), gran_name(r->weight_gran));
     if (r->scaling == EXEC_SCALING_DELAYED && r->amax_history == 0)
         return err_set(e, ST_USAGE, "recipe %s: delayed scaling needs an amax history of at least 1", n);
     if (r->amax_algo != AMAX_ALGO_MAX && r->amax_algo != AMAX_ALGO_MOST_RECENT)

@@ -49,7 +49,7 @@ static Status nccl_type(Dtype t, ncclDataType_t *out, Err *e)
     }
 }
 
-static Status nccl_op(CommOp op, ncclRedOp_t *out, Err *e)
+static Status nccl_op(CommReduce op, ncclRedOp_t *out, Err *e)
 {
     switch (op) {
     case COMM_SUM: *out = ncclSum; return ST_OK;
@@ -73,7 +73,7 @@ static void count(Comm *c, uint64_t payload, double factor)
     c->stats.bus_bytes += (double)payload * factor;
 }
 
-static Status nccl_all_reduce(Comm *c, Backend *bk, void *buf, uint64_t n, Dtype dt, CommOp op, Err *e)
+static Status nccl_all_reduce(Comm *c, Backend *bk, void *buf, uint64_t n, Dtype dt, CommReduce op, Err *e)
 {
     NcclImpl *ni = (NcclImpl *)c->impl;
     ncclDataType_t t = ncclFloat32;
@@ -104,8 +104,8 @@ done:
     return st;
 }
 
-static Status nccl_reduce_scatter(Comm *c, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt, CommOp op,
-                                  Err *e)
+static Status nccl_reduce_scatter(Comm *c, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt,
+                                  CommReduce op, Err *e)
 {
     NcclImpl *ni = (NcclImpl *)c->impl;
     ncclDataType_t t = ncclFloat32;

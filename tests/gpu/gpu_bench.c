@@ -79,8 +79,7 @@ static void *filled(Gc *g, Dtype dt, uint64_t n) { return filled_as(g, dt, n, 0)
 static void *fp8_of(Gc *g, const void *bf16, uint64_t n, Dtype fmt, float *one)
 {
     void *q = gc_dalloc(g, n);
-    CastDesc c = {.in = bf16, .in_dtype = DT_BF16, .rows = 1, .cols = n, .out_dtype = fmt, .out_row = q,
-                  .scale = one};
+    CastDesc c = {.in = bf16, .in_dtype = DT_BF16, .rows = 1, .cols = n, .out_dtype = fmt, .out_row = q, .scale = one};
     GC_OK(g, g->gpu->cast_transpose(g->gpu, &c, GE));
     return q;
 }
@@ -96,13 +95,13 @@ static void sweep(Gc *g, FILE *csv, uint64_t tokens)
 {
     const uint64_t C = 5120, F = 20480, M = tokens;
     Shape s[] = {
-        {"cube4096", "fprop", 4096, 4096, 4096},  {"cube8192", "fprop", 8192, 8192, 8192},
-        {"gpt13b.qkv", "fprop", M, 3 * C, C},     {"gpt13b.qkv", "dgrad", M, C, 3 * C},
-        {"gpt13b.qkv", "wgrad", 3 * C, C, M},     {"gpt13b.proj", "fprop", M, C, C},
-        {"gpt13b.proj", "dgrad", M, C, C},        {"gpt13b.proj", "wgrad", C, C, M},
-        {"gpt13b.fc1", "fprop", M, F, C},         {"gpt13b.fc1", "dgrad", M, C, F},
-        {"gpt13b.fc1", "wgrad", F, C, M},         {"gpt13b.fc2", "fprop", M, C, F},
-        {"gpt13b.fc2", "dgrad", M, F, C},         {"gpt13b.fc2", "wgrad", C, F, M},
+        {"cube4096", "fprop", 4096, 4096, 4096}, {"cube8192", "fprop", 8192, 8192, 8192},
+        {"gpt13b.qkv", "fprop", M, 3 * C, C},    {"gpt13b.qkv", "dgrad", M, C, 3 * C},
+        {"gpt13b.qkv", "wgrad", 3 * C, C, M},    {"gpt13b.proj", "fprop", M, C, C},
+        {"gpt13b.proj", "dgrad", M, C, C},       {"gpt13b.proj", "wgrad", C, C, M},
+        {"gpt13b.fc1", "fprop", M, F, C},        {"gpt13b.fc1", "dgrad", M, C, F},
+        {"gpt13b.fc1", "wgrad", F, C, M},        {"gpt13b.fc2", "fprop", M, C, F},
+        {"gpt13b.fc2", "dgrad", M, F, C},        {"gpt13b.fc2", "wgrad", C, F, M},
     };
     float *one = gc_dup(g, (float[1]){1.0f}, sizeof(float));
     printf("\n%-12s %-5s %6s %6s %6s  %-10s %9s %9s %8s\n", "shape", "role", "m", "n", "k", "precision", "median_ms",
@@ -121,8 +120,8 @@ static void sweep(Gc *g, FILE *csv, uint64_t tokens)
             const char *layout = "TN";
             if (p == 0) { /* BF16 in the executor's layouts */
                 gd.a = (GemmOperand){.ptr = a, .dtype = DT_BF16, .layout = wgrad ? GEMM_K_OUTER : GEMM_K_INNER};
-                gd.b = (GemmOperand){.ptr = b, .dtype = DT_BF16,
-                                     .layout = (dgrad || wgrad) ? GEMM_K_OUTER : GEMM_K_INNER};
+                gd.b =
+                    (GemmOperand){.ptr = b, .dtype = DT_BF16, .layout = (dgrad || wgrad) ? GEMM_K_OUTER : GEMM_K_INNER};
                 layout = wgrad ? "NT" : dgrad ? "NN" : "TN";
             } else {
                 Dtype fa = (dgrad || wgrad) ? DT_E5M2 : DT_E4M3;
@@ -171,30 +170,62 @@ static void run_kernel(Gc *g, void *ctx)
     Backend *bk = g->gpu;
     switch (k->op) {
     case K_CAST: {
-        CastDesc c = {.in = k->a, .in_dtype = DT_BF16, .rows = k->rows, .cols = k->cols, .out_dtype = DT_E4M3,
-                      .out_row = k->b, .out_col = k->c, .scale = k->sc, .scale_inv = k->sc + 1, .amax = k->sc + 2};
+        CastDesc c = {.in = k->a,
+                      .in_dtype = DT_BF16,
+                      .rows = k->rows,
+                      .cols = k->cols,
+                      .out_dtype = DT_E4M3,
+                      .out_row = k->b,
+                      .out_col = k->c,
+                      .scale = k->sc,
+                      .scale_inv = k->sc + 1,
+                      .amax = k->sc + 2};
         GC_OK(g, bk->cast_transpose(bk, &c, GE));
         break;
     }
     case K_LN: {
-        LnFwdDesc d = {.rows = k->rows, .cols = k->cols, .eps = 1e-5f, .act_dtype = DT_BF16,
-                       .weight_dtype = DT_BF16, .in = k->a, .weight = k->c, .bias = k->c, .out = k->b,
-                       .mean = (float *)k->d, .rstd = (float *)k->d + k->rows};
+        LnFwdDesc d = {.rows = k->rows,
+                       .cols = k->cols,
+                       .eps = 1e-5f,
+                       .act_dtype = DT_BF16,
+                       .weight_dtype = DT_BF16,
+                       .in = k->a,
+                       .weight = k->c,
+                       .bias = k->c,
+                       .out = k->b,
+                       .mean = (float *)k->d,
+                       .rstd = (float *)k->d + k->rows};
         GC_OK(g, bk->layernorm_fwd(bk, &d, GE));
         break;
     }
     case K_GELU_F: GC_OK(g, bk->gelu_fwd(bk, k->a, k->b, DT_BF16, k->n, GE)); break;
     case K_GELU_B: GC_OK(g, bk->gelu_bwd(bk, k->a, k->b, k->c, DT_BF16, k->n, GE)); break;
     case K_ADAMW: {
-        AdamWDesc d = {.n = k->n, .h = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10, 1.0f}, .master = k->a, .m = k->b,
-                       .v = k->c, .grad = k->d, .grad_dtype = DT_FP32, .weight = k->e, .weight_dtype = DT_BF16};
+        AdamWDesc d = {.n = k->n,
+                       .h = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10, 1.0f},
+                       .master = k->a,
+                       .m = k->b,
+                       .v = k->c,
+                       .grad = k->d,
+                       .grad_dtype = DT_FP32,
+                       .weight = k->e,
+                       .weight_dtype = DT_BF16};
         GC_OK(g, bk->adamw(bk, &d, GE));
         break;
     }
     case K_FP8ADAM: {
-        Fp8AdamDesc d = {.n = k->n, .h = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10, 1.0f}, .master = k->a,
-                         .master_rec = k->sc + 3, .m = k->b, .m_rec = k->sc + 6, .v = k->c, .v_rec = k->sc + 9,
-                         .grad = k->d, .grad_dtype = DT_E4M3, .grad_scale_inv = k->sc + 1, .weight = k->e,
+        Fp8AdamDesc d = {.n = k->n,
+                         .h = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10, 1.0f},
+                         .master = k->a,
+                         .master_rec = k->sc + 3,
+                         .m = k->b,
+                         .m_rec = k->sc + 6,
+                         .v = k->c,
+                         .v_rec = k->sc + 9,
+                         .grad = k->d,
+                         .grad_dtype = DT_E4M3,
+                         .grad_scale_inv = k->sc + 1,
+                         .weight = k->e,
                          .weight_dtype = DT_BF16};
         GC_OK(g, bk->fp8_adam(bk, &d, GE));
         break;
@@ -205,10 +236,25 @@ static void run_kernel(Gc *g, void *ctx)
         break;
     case K_ATTN: {
         uint32_t T = 2048, H = 40, D = 128, B = (uint32_t)(k->rows / T);
-        AttnFwdDesc f = {.batch = B, .seq = T, .heads = H, .head_dim = D, .dtype = DT_BF16, .qkv = k->a,
-                         .probs = k->b, .out = k->c, .scratch = (float *)k->d};
-        AttnBwdDesc b = {.batch = B, .seq = T, .heads = H, .head_dim = D, .dtype = DT_BF16, .qkv = k->a,
-                         .probs = k->b, .dout = k->c, .dqkv = k->e, .scratch = (float *)k->d};
+        AttnFwdDesc f = {.batch = B,
+                         .seq = T,
+                         .heads = H,
+                         .head_dim = D,
+                         .dtype = DT_BF16,
+                         .qkv = k->a,
+                         .probs = k->b,
+                         .out = k->c,
+                         .scratch = (float *)k->d};
+        AttnBwdDesc b = {.batch = B,
+                         .seq = T,
+                         .heads = H,
+                         .head_dim = D,
+                         .dtype = DT_BF16,
+                         .qkv = k->a,
+                         .probs = k->b,
+                         .dout = k->c,
+                         .dqkv = k->e,
+                         .scratch = (float *)k->d};
         GC_OK(g, bk->attention_fwd(bk, &f, GE));
         GC_OK(g, bk->attention_bwd(bk, &b, GE));
         break;
@@ -268,7 +314,8 @@ static void bench_kernels(Gc *g, FILE *csv, uint64_t tokens)
         }
         case K_ATTN: { /* fwd + bwd, B·T = tokens, H 40, D 128, materialized scores */
             uint64_t B = M / T, np = B * 40 * T * T;
-            k.rows = M, k.a = filled(g, DT_BF16, M * 3 * C), k.b = gc_dalloc(g, np * 2), k.c = filled(g, DT_BF16, M * C);
+            k.rows = M, k.a = filled(g, DT_BF16, M * 3 * C), k.b = gc_dalloc(g, np * 2),
+            k.c = filled(g, DT_BF16, M * C);
             k.d = gc_dalloc(g, np * 4), k.e = gc_dalloc(g, M * 3 * C * 2);
             flops = 12.0 * (double)B * 40 * T * T * 128, bytes = 0.0;
             snprintf(shape, sizeof shape, "B%llu T2048 H40 D128", (unsigned long long)B);
@@ -277,7 +324,7 @@ static void bench_kernels(Gc *g, FILE *csv, uint64_t tokens)
         }
         /* FP8 Adam's moments must start as valid codes: zeros are (and are not timed data) */
         Timing t = time_it(g, run_kernel, &k);
-        static const char *names[K_COUNT] = {"cast_transpose", "layernorm_fwd", "gelu_fwd", "gelu_bwd",
+        static const char *names[K_COUNT] = {"cast_transpose", "layernorm_fwd", "gelu_fwd",     "gelu_bwd",
                                              "adamw",          "fp8_adam",      "xent_fwd_bwd", "attention_fwd+bwd"};
         double gbps = bytes / t.med * 1e-9, tf = flops / t.med * 1e-12;
         fprintf(csv, "%s,%s,%.4f,%.4f,%.4f,%.0f,%.1f,%.1f,%d\n", names[op], shape, t.med * 1e3, t.min * 1e3,

@@ -99,16 +99,15 @@ static inline int gc_finish(Gc *g)
 }
 
 /* Abort the program on an unexpected backend error (the check cannot go on). */
-#define GC_OK(g, call)                                                                                         \
-    do {                                                                                                       \
-        Err gc_e_;                                                                                             \
-        err_clear(&gc_e_);                                                                                     \
-        Status gc_st_ = (call);                                                                                \
-        if (gc_st_) {                                                                                          \
-            fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call, status_str(gc_st_),       \
-                    gc_e_.msg);                                                                                \
-            exit(70);                                                                                          \
-        }                                                                                                      \
+#define GC_OK(g, call)                                                                                               \
+    do {                                                                                                             \
+        Err gc_e_;                                                                                                   \
+        err_clear(&gc_e_);                                                                                           \
+        Status gc_st_ = (call);                                                                                      \
+        if (gc_st_) {                                                                                                \
+            fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call, status_str(gc_st_), gc_e_.msg); \
+            exit(70);                                                                                                \
+        }                                                                                                            \
     } while (0)
 #define GE (&gc_e_)
 
@@ -203,9 +202,12 @@ static inline int gc_check(Gc *g, const char *check, const char *cas, Dtype dt, 
     for (uint64_t i = 0; i < n; i++) {
         double r = elem_load(cpu, dt, i), x = elem_load(gpu, dt, i);
         int ok;
-        if (isnan(r)) ok = isnan(x); /* NaN is expected only where the reference has it */
-        else if (isinf(r)) ok = x == r;
-        else if (!isfinite(x)) ok = 0; /* unwritten (poison) or overflowed */
+        if (isnan(r))
+            ok = isnan(x); /* NaN is expected only where the reference has it */
+        else if (isinf(r))
+            ok = x == r;
+        else if (!isfinite(x))
+            ok = 0; /* unwritten (poison) or overflowed */
         else {
             double d = fabs(x - r);
             ss_err += d * d;
@@ -221,17 +223,16 @@ static inline int gc_check(Gc *g, const char *check, const char *cas, Dtype dt, 
     int pass = bad == 0 && norm_err <= t.norm;
     char f1[128], f2[160];
     fprintf(g->csv, "%s,%s,%s,%s,%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%llu,%s\n", g->prog, gc_field(check, f1, sizeof f1),
-            gc_field(cas, f2, sizeof f2), dtype_name(dt),
-            (unsigned long long)n, max_err, norm_err, t.rel, t.abs_rms, t.norm, (unsigned long long)bad,
-            pass ? "pass" : "FAIL");
+            gc_field(cas, f2, sizeof f2), dtype_name(dt), (unsigned long long)n, max_err, norm_err, t.rel, t.abs_rms,
+            t.norm, (unsigned long long)bad, pass ? "pass" : "FAIL");
     if (pass) {
         g->passed++;
         printf("ok - %s %s (%s, %llu values, max err %.3g, norm err %.3g)\n", check, cas, dtype_name(dt),
                (unsigned long long)n, max_err, norm_err);
     } else {
         g->failed++;
-        printf("FAIL - %s %s (%s): %llu of %llu values outside tolerance, norm err %.3g (allowed %.3g)\n", check,
-               cas, dtype_name(dt), (unsigned long long)bad, (unsigned long long)n, norm_err, t.norm);
+        printf("FAIL - %s %s (%s): %llu of %llu values outside tolerance, norm err %.3g (allowed %.3g)\n", check, cas,
+               dtype_name(dt), (unsigned long long)bad, (unsigned long long)n, norm_err, t.norm);
         if (first != UINT64_MAX)
             printf("  first at %llu: gpu %.9g, cpu %.9g; tolerance: %s\n", (unsigned long long)first,
                    (double)elem_load(gpu, dt, first), (double)elem_load(cpu, dt, first), t.why);
@@ -245,8 +246,10 @@ static inline int gc_expect(Gc *g, const char *check, const char *cas, int cond,
     char f1[128], f2[160];
     fprintf(g->csv, "%s,%s,%s,,,,,,,,%d,%s\n", g->prog, gc_field(check, f1, sizeof f1), gc_field(cas, f2, sizeof f2),
             !cond, cond ? "pass" : "FAIL");
-    if (cond) g->passed++;
-    else g->failed++;
+    if (cond)
+        g->passed++;
+    else
+        g->failed++;
     printf("%s - %s %s%s%s\n", cond ? "ok" : "FAIL", check, cas, cond ? "" : ": ", cond ? "" : what);
     return cond;
 }

@@ -90,7 +90,10 @@ static void gemm_case(Gc *g, const GemmCase *c)
     /* CPU */
     desc.a = (GemmOperand){.ptr = a, .dtype = c->ta, .layout = c->la, .ld = lda, .scale_inv = fp8 ? &sa : NULL};
     desc.b = (GemmOperand){.ptr = b, .dtype = c->tb, .layout = c->lb, .ld = ldb, .scale_inv = fp8 ? &sb : NULL};
-    desc.d = (GemmOutput){.ptr = d_c, .dtype = c->td, .ld = ldd, .scale = dtype_is_fp8(c->td) ? &dscale : NULL,
+    desc.d = (GemmOutput){.ptr = d_c,
+                          .dtype = c->td,
+                          .ld = ldd,
+                          .scale = dtype_is_fp8(c->td) ? &dscale : NULL,
                           .amax = c->amax ? &amax_c : NULL};
     desc.bias = bias;
     GC_OK(g, g->cpu->gemm(g->cpu, &desc, GE));
@@ -134,8 +137,7 @@ static void check_gemms(Gc *g)
     const GemmLayout KI = GEMM_K_INNER, KO = GEMM_K_OUTER;
     GemmCase cs[] = {
         {"bf16", 256, 384, 512, DT_BF16, DT_BF16, DT_BF16, KI, KI, 0, GEMM_OVERWRITE, 0, DT_NONE, 0, TOL_GEMM_BF16},
-        {"bf16 pad", 200, 136, 264, DT_BF16, DT_BF16, DT_BF16, KI, KO, 8, GEMM_OVERWRITE, 0, DT_NONE, 0,
-         TOL_GEMM_BF16},
+        {"bf16 pad", 200, 136, 264, DT_BF16, DT_BF16, DT_BF16, KI, KO, 8, GEMM_OVERWRITE, 0, DT_NONE, 0, TOL_GEMM_BF16},
         {"bf16 dgrad", 256, 128, 384, DT_BF16, DT_BF16, DT_BF16, KI, KO, 0, GEMM_OVERWRITE, 0, DT_NONE, 0,
          TOL_GEMM_BF16},
         {"bf16 wgrad acc", 192, 128, 256, DT_BF16, DT_BF16, DT_FP32, KO, KO, 0, GEMM_ACCUMULATE, 0, DT_NONE, 0,
@@ -150,8 +152,8 @@ static void check_gemms(Gc *g)
          TOL_GEMM_F32},
         {"e4m3 fprop split", 256, 384, 512, DT_E4M3, DT_E4M3, DT_BF16, KI, KI, 0, GEMM_OVERWRITE, GEMM_ACC_SPLIT,
          DT_NONE, 0, TOL_GEMM_BF16},
-        {"e4m3 fprop fast", 256, 384, 512, DT_E4M3, DT_E4M3, DT_BF16, KI, KI, 0, GEMM_OVERWRITE, GEMM_ACC_FAST,
-         DT_BF16, 0, tol_fast(512)},
+        {"e4m3 fprop fast", 256, 384, 512, DT_E4M3, DT_E4M3, DT_BF16, KI, KI, 0, GEMM_OVERWRITE, GEMM_ACC_FAST, DT_BF16,
+         0, tol_fast(512)},
         {"e5m2xe4m3 dgrad", 256, 128, 384, DT_E5M2, DT_E4M3, DT_BF16, KI, KI, 0, GEMM_OVERWRITE, GEMM_ACC_SPLIT,
          DT_NONE, 0, TOL_GEMM_BF16},
         {"e5m2xe4m3 wgrad", 384, 128, 256, DT_E5M2, DT_E4M3, DT_FP32, KI, KI, 0, GEMM_ACCUMULATE, GEMM_ACC_SPLIT,
@@ -174,9 +176,17 @@ static void cast_case(Gc *g, const char *name, Dtype in_dt, uint64_t R, uint64_t
     uint8_t *rg = row ? gc_halloc(n) : NULL, *cg = col ? gc_halloc(n) : NULL;
     float sc_c[3];
     memcpy(sc_c, sc, sizeof sc);
-    CastDesc d = {.in = in, .in_dtype = in_dt, .in_scale_inv = dequant ? &dq : NULL, .rows = R, .cols = C,
-                  .out_dtype = fmt, .out_row = rc, .out_col = cc, .scale = (row || col) ? &sc_c[0] : NULL,
-                  .scale_inv = &sc_c[1], .amax = &sc_c[2]};
+    CastDesc d = {.in = in,
+                  .in_dtype = in_dt,
+                  .in_scale_inv = dequant ? &dq : NULL,
+                  .rows = R,
+                  .cols = C,
+                  .out_dtype = fmt,
+                  .out_row = rc,
+                  .out_col = cc,
+                  .scale = (row || col) ? &sc_c[0] : NULL,
+                  .scale_inv = &sc_c[1],
+                  .amax = &sc_c[2]};
     GC_OK(g, g->cpu->cast_transpose(g->cpu, &d, GE));
     void *din = gc_dup(g, in, n * ib), *drow = row ? gc_dalloc(g, n) : NULL, *dcol = col ? gc_dalloc(g, n) : NULL;
     float *dsc = gc_dup(g, sc, sizeof sc), *ddq = gc_dup(g, &dq, sizeof dq);
@@ -285,8 +295,8 @@ static void delayed_case(Gc *g, uint32_t n, uint32_t len, AmaxAlgo algo, int mar
         if (i % 7 == 3 && len > 1) h[(uint64_t)(len - 1) * n + i] = 1e4f; /* an old spike leaving the window */
     }
     float *dh = gc_dup(g, h, nh * 4), *ds = gc_dup(g, s, n * 4);
-    ScalingBank b = {.n = n, .history_len = len, .algo = algo, .margin = margin, .fmt = fmt, .amax_history = h,
-                     .scale = s};
+    ScalingBank b = {
+        .n = n, .history_len = len, .algo = algo, .margin = margin, .fmt = fmt, .amax_history = h, .scale = s};
     GC_OK(g, g->cpu->scaling_delayed_update(g->cpu, &b, GE));
     b.amax_history = dh;
     b.scale = ds;
@@ -315,8 +325,7 @@ static void delayed_idle_tensor(Gc *g)
     for (int i = 0; i < L * N; i++) h[i] = 1.0f + (float)i;
     h[2] = 0.0f; /* tensor 2 did not run */
     float *dh = gc_dup(g, h, sizeof h), *ds = gc_dup(g, s, sizeof s);
-    ScalingBank b = {.n = N, .history_len = L, .algo = AMAX_ALGO_MAX, .fmt = DT_E4M3, .amax_history = dh,
-                     .scale = ds};
+    ScalingBank b = {.n = N, .history_len = L, .algo = AMAX_ALGO_MAX, .fmt = DT_E4M3, .amax_history = dh, .scale = ds};
     GC_OK(g, g->gpu->scaling_delayed_update(g->gpu, &b, GE));
     gc_get(g, hg, dh, sizeof hg);
     gc_get(g, sg, ds, sizeof sg);

@@ -40,8 +40,17 @@ static void check_layernorm(Gc *g)
     uint16_t y_c[R * C], y_g[R * C];
     float mean_c[R], rstd_c[R], mean_g[R], rstd_g[R];
     float *dw_c = gc_randn(g, DT_FP32, C, 1.0), *db_c = gc_randn(g, DT_FP32, C, 1.0), dw_g[C], db_g[C];
-    LnFwdDesc f = {.rows = R, .cols = C, .eps = 1e-5f, .act_dtype = DT_BF16, .weight_dtype = DT_BF16, .in = x,
-                   .weight = w, .bias = b, .out = y_c, .mean = mean_c, .rstd = rstd_c};
+    LnFwdDesc f = {.rows = R,
+                   .cols = C,
+                   .eps = 1e-5f,
+                   .act_dtype = DT_BF16,
+                   .weight_dtype = DT_BF16,
+                   .in = x,
+                   .weight = w,
+                   .bias = b,
+                   .out = y_c,
+                   .mean = mean_c,
+                   .rstd = rstd_c};
     GC_OK(g, g->cpu->layernorm_fwd(g->cpu, &f, GE));
     void *dx = gc_dup(g, x, sizeof y_c), *dwt = gc_dup(g, w, C * 2), *dbs = gc_dup(g, b, C * 2);
     void *dyv = gc_dalloc(g, sizeof y_c);
@@ -67,8 +76,18 @@ static void check_layernorm(Gc *g)
     gc_put(g, dr, rstd_c, sizeof rstd_c);
     void *ddy = gc_dup(g, dy, sizeof y_c), *ddin = gc_dup(g, din_c, sizeof y_c);
     float *ddw = gc_dup(g, dw_c, C * 4), *ddb = gc_dup(g, db_c, C * 4);
-    LnBwdDesc bd = {.rows = R, .cols = C, .act_dtype = DT_BF16, .weight_dtype = DT_BF16, .in = x, .weight = w,
-                    .mean = mean_c, .rstd = rstd_c, .dout = dy, .din = din_c, .dweight = dw_c, .dbias = db_c};
+    LnBwdDesc bd = {.rows = R,
+                    .cols = C,
+                    .act_dtype = DT_BF16,
+                    .weight_dtype = DT_BF16,
+                    .in = x,
+                    .weight = w,
+                    .mean = mean_c,
+                    .rstd = rstd_c,
+                    .dout = dy,
+                    .din = din_c,
+                    .dweight = dw_c,
+                    .dbias = db_c};
     GC_OK(g, g->cpu->layernorm_bwd(g->cpu, &bd, GE));
     bd.in = dx;
     bd.weight = dwt;
@@ -107,11 +126,19 @@ static void check_attention(Gc *g)
     uint16_t *p_c = gc_halloc(np * 2), *o_c = gc_halloc(no * 2), *dq_c = gc_halloc(nq * 2);
     uint16_t *p_g = gc_halloc(np * 2), *o_g = gc_halloc(no * 2), *dq_g = gc_halloc(nq * 2), *dq_g2 = gc_halloc(nq * 2);
     float *scratch = gc_halloc(np * 4);
-    AttnFwdDesc f = {.batch = B, .seq = T, .heads = H, .head_dim = D, .dtype = DT_BF16, .qkv = qkv, .probs = p_c,
-                     .out = o_c};
+    AttnFwdDesc f = {
+        .batch = B, .seq = T, .heads = H, .head_dim = D, .dtype = DT_BF16, .qkv = qkv, .probs = p_c, .out = o_c};
     GC_OK(g, g->cpu->attention_fwd(g->cpu, &f, GE));
-    AttnBwdDesc bd = {.batch = B, .seq = T, .heads = H, .head_dim = D, .dtype = DT_BF16, .qkv = qkv,
-                      .probs = p_c, .dout = dout, .dqkv = dq_c, .scratch = scratch};
+    AttnBwdDesc bd = {.batch = B,
+                      .seq = T,
+                      .heads = H,
+                      .head_dim = D,
+                      .dtype = DT_BF16,
+                      .qkv = qkv,
+                      .probs = p_c,
+                      .dout = dout,
+                      .dqkv = dq_c,
+                      .scratch = scratch};
     GC_OK(g, g->cpu->attention_bwd(g->cpu, &bd, GE));
     void *dqkv = gc_dup(g, qkv, nq * 2), *dp = gc_dalloc(g, np * 2), *dov = gc_dalloc(g, no * 2);
     void *ddout = gc_dup(g, dout, no * 2), *ddq = gc_dalloc(g, nq * 2);
@@ -216,9 +243,8 @@ static void check_embed_xent(Gc *g)
     Err e;
     Status st = g->gpu->embed_fwd(g->gpu, dtok, B, T, V, C, dte, dpe, DT_BF16, dout_d, DT_BF16, &e);
     if (!st) st = g->gpu->sync(g->gpu, &e);
-    gc_expect(g, "embed_fwd bad token", "reported by sync", st == ST_USAGE && strstr(e.msg, "1007") &&
-                                                               strstr(e.msg, "position 5"),
-              e.msg);
+    gc_expect(g, "embed_fwd bad token", "reported by sync",
+              st == ST_USAGE && strstr(e.msg, "1007") && strstr(e.msg, "position 5"), e.msg);
     GC_OK(g, g->gpu->sync(g->gpu, GE)); /* the record was cleared */
 
     /* cross-entropy over padded logits */
@@ -238,9 +264,8 @@ static void check_embed_xent(Gc *g)
     gc_put(g, (int32_t *)dtg + 9, &badt, sizeof badt);
     st = g->gpu->xent_fwd_bwd(g->gpu, dlg, DT_BF16, R, V, VP, dtg, 1.0f / R, dloss, &e);
     if (!st) st = g->gpu->sync(g->gpu, &e);
-    gc_expect(g, "xent bad target", "reported by sync", st == ST_USAGE && strstr(e.msg, " -1 ") &&
-                                                             strstr(e.msg, "position 9"),
-              e.msg);
+    gc_expect(g, "xent bad target", "reported by sync",
+              st == ST_USAGE && strstr(e.msg, " -1 ") && strstr(e.msg, "position 9"), e.msg);
     void *ptrs[] = {dtok, dte, dpe, dout_d, ddo, ddte, ddpe, dlg, dtg, dloss};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) gc_dfree(g, ptrs[i]);
     free(wte), free(wpe), free(dout), free(dwte_c), free(dwpe_c), free(dwte_g), free(lg), free(lg_g);

@@ -14,7 +14,12 @@
 
 static AdamHyper hyper(uint32_t step, float grad_scale)
 {
-    AdamHyper h = {.lr = 3e-4f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .step = step,
+    AdamHyper h = {.lr = 3e-4f,
+                   .beta1 = 0.9f,
+                   .beta2 = 0.95f,
+                   .eps = 1e-8f,
+                   .weight_decay = 0.1f,
+                   .step = step,
                    .grad_scale = grad_scale};
     return h;
 }
@@ -22,7 +27,8 @@ static AdamHyper hyper(uint32_t step, float grad_scale)
 static void adamw_case(Gc *g, const char *name, Dtype gdt, int with_master, Dtype wdt)
 {
     const uint64_t n = 1000007;
-    float *master = gc_randn(g, DT_FP32, n, 0.05), *m = gc_randn(g, DT_FP32, n, 1e-3), *v = gc_randn(g, DT_FP32, n, 1e-3);
+    float *master = gc_randn(g, DT_FP32, n, 0.05), *m = gc_randn(g, DT_FP32, n, 1e-3),
+          *v = gc_randn(g, DT_FP32, n, 1e-3);
     for (uint64_t i = 0; i < n; i++) v[i] *= v[i];
     float gsi = dtype_is_fp8(gdt) ? 1.0f / 4096.0f : 1.0f;
     void *grad = gc_randn(g, gdt, n, dtype_is_fp8(gdt) ? 40.0 : 0.01);
@@ -33,8 +39,15 @@ static void adamw_case(Gc *g, const char *name, Dtype gdt, int with_master, Dtyp
     void *dgrad = gc_dup(g, grad, n * dtype_bytes(gdt)), *dw = with_master ? gc_dalloc(g, wb) : NULL;
     float *dgsi = gc_dup(g, &gsi, sizeof gsi);
     if (dw) gc_poison(g, dw, wb);
-    AdamWDesc d = {.n = n, .h = hyper(5, 0.5f), .master = with_master ? master : NULL, .m = m, .v = v, .grad = grad,
-                   .grad_dtype = gdt, .grad_scale_inv = &gsi, .weight = with_master ? w : master,
+    AdamWDesc d = {.n = n,
+                   .h = hyper(5, 0.5f),
+                   .master = with_master ? master : NULL,
+                   .m = m,
+                   .v = v,
+                   .grad = grad,
+                   .grad_dtype = gdt,
+                   .grad_scale_inv = &gsi,
+                   .weight = with_master ? w : master,
                    .weight_dtype = with_master ? wdt : DT_FP32};
     GC_OK(g, g->cpu->adamw(g->cpu, &d, GE));
     d.master = with_master ? dmaster : NULL;
@@ -81,10 +94,20 @@ static void fp8_adam_case(Gc *g, const char *name, Dtype gdt, int scaled_w, int 
     float *drec = gc_dup(g, (float[9]){rw[0], rw[1], rw[2], rm[0], rm[1], rm[2], rv[0], rv[1], rv[2]}, 36);
     float *dgsi = gc_dup(g, &gsi, sizeof gsi);
     gc_poison(g, dwk, n * 2);
-    Fp8AdamDesc d = {.n = n, .h = hyper(3, 1.0f), .margin = margin, .master = master,
-                     .master_rec = scaled_w ? rw : NULL, .m = m, .m_rec = rm, .v = v,
-                     .v_rec = scaled_v ? rv : NULL, .grad = grad, .grad_dtype = gdt, .grad_scale_inv = &gsi,
-                     .weight = wk, .weight_dtype = DT_BF16};
+    Fp8AdamDesc d = {.n = n,
+                     .h = hyper(3, 1.0f),
+                     .margin = margin,
+                     .master = master,
+                     .master_rec = scaled_w ? rw : NULL,
+                     .m = m,
+                     .m_rec = rm,
+                     .v = v,
+                     .v_rec = scaled_v ? rv : NULL,
+                     .grad = grad,
+                     .grad_dtype = gdt,
+                     .grad_scale_inv = &gsi,
+                     .weight = wk,
+                     .weight_dtype = DT_BF16};
     GC_OK(g, g->cpu->fp8_adam(g->cpu, &d, GE));
     d.master = dmaster;
     d.master_rec = scaled_w ? drec : NULL;
@@ -171,7 +194,9 @@ int main(int argc, char **argv)
     Gc g;
     gc_init_check(&g, "gpu_optim", argc, argv);
     check_optimizers(&g);
-    if (g.selftest) printf("skip - nccl (selftest: NCCL needs the cuda backend)\n");
-    else check_comm(&g);
+    if (g.selftest)
+        printf("skip - nccl (selftest: NCCL needs the cuda backend)\n");
+    else
+        check_comm(&g);
     return gc_finish(&g);
 }

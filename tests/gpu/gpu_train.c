@@ -37,8 +37,16 @@ static const char *RECIPES[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "fp
 
 static void agreement(Gc *g)
 {
-    GptShape s = {.layers = 2, .hidden = 64, .heads = 4, .ffn = 256, .seq = 32, .batch = 4, .vocab = 256,
-                  .vocab_padded = 256, .tied = 1, .biases = 1};
+    GptShape s = {.layers = 2,
+                  .hidden = 64,
+                  .heads = 4,
+                  .ffn = 256,
+                  .seq = 32,
+                  .batch = 4,
+                  .vocab = 256,
+                  .vocab_padded = 256,
+                  .tied = 1,
+                  .biases = 1};
     enum { STEPS = 6, NT = 4 * 32 };
     for (size_t ri = 0; ri < sizeof RECIPES / sizeof RECIPES[0]; ri++) {
         ExecRecipe r = fx_recipe(RECIPES[ri]);
@@ -78,8 +86,16 @@ static int cmp_d(const void *a, const void *b)
 
 static void speed(Gc *g, FILE *csv, uint32_t layers, uint64_t tokens, int steps)
 {
-    GptShape s = {.layers = layers, .hidden = 5120, .heads = 40, .ffn = 20480, .seq = 2048,
-                  .batch = (uint32_t)(tokens / 2048), .vocab = 50257, .vocab_padded = 50304, .tied = 1, .biases = 1};
+    GptShape s = {.layers = layers,
+                  .hidden = 5120,
+                  .heads = 40,
+                  .ffn = 20480,
+                  .seq = 2048,
+                  .batch = (uint32_t)(tokens / 2048),
+                  .vocab = 50257,
+                  .vocab_padded = 50304,
+                  .tied = 1,
+                  .biases = 1};
     Backend *bk = g->gpu;
     fprintf(csv, "recipe,layers,tokens,params,init_s,step_ms_median,step_ms_min,step_ms_max,tokens_per_s,"
                  "model_tflops,fwd_ms,bwd_ms,opt_ms,comm_ms,gemm_ms,kernel_ms,optim_ms,collective_ms,arena_bytes,"
@@ -144,9 +160,9 @@ static void speed(Gc *g, FILE *csv, uint32_t layers, uint64_t tokens, int steps)
         fprintf(csv,
                 "%s,%u,%llu,%llu,%.2f,%.3f,%.3f,%.3f,%.0f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu,"
                 "%llu,%llu,%s\n",
-                RECIPES[ri], layers, (unsigned long long)tokens, (unsigned long long)n, init_s, med * 1e3,
-                t[0] * 1e3, t[steps - 1] * 1e3, (double)tokens / med, tf, ph[0] * 1e3, ph[1] * 1e3, ph[2] * 1e3,
-                ph[3] * 1e3, cat[BK_OPCAT_GEMM] * 1e3, cat[BK_OPCAT_KERNEL] * 1e3, cat[BK_OPCAT_OPTIM] * 1e3,
+                RECIPES[ri], layers, (unsigned long long)tokens, (unsigned long long)n, init_s, med * 1e3, t[0] * 1e3,
+                t[steps - 1] * 1e3, (double)tokens / med, tf, ph[0] * 1e3, ph[1] * 1e3, ph[2] * 1e3, ph[3] * 1e3,
+                cat[BK_OPCAT_GEMM] * 1e3, cat[BK_OPCAT_KERNEL] * 1e3, cat[BK_OPCAT_OPTIM] * 1e3,
                 cat[BK_OPCAT_COMM] * 1e3, (unsigned long long)m->arena.bytes, (unsigned long long)used0,
                 (unsigned long long)used1, (unsigned long long)used2, (unsigned long long)info.scratch_bytes,
                 comm_name);

@@ -53,11 +53,11 @@ static void test_scale_rules_match_cpu_reference(void)
             for (size_t i = 0; i < sizeof AMAX / sizeof AMAX[0]; i++) {
                 float fmax = backend_fp8_max(fmts[f]), a = AMAX[i];
                 int mg = margins[mi];
-                bad += !same_bits(km_scale_current(a, fmax, mg), scaling_current(a, fmax, mg));
-                bad += !same_bits(km_scale_pow2(a, fmax, mg, 0.25f), scaling_pow2(a, fmax, mg, 0.25f));
-                bad += !same_bits(km_scale_pow2(a, KM_FP16_MAX, mg, 8.0f), scaling_pow2(a, KM_FP16_MAX, mg, 8.0f));
+                bad += !same_bits(km_scale_current(a, fmax, mg), scaling_current(a, fmts[f], mg));
+                bad += !same_bits(km_scale_pow2(a, fmax, mg, 0.25f), scaling_pow2(a, fmts[f], mg, 0.25f));
+                bad += !same_bits(km_scale_pow2(a, KM_FP16_MAX, mg, 8.0f), scaling_pow2(a, DT_FP16, mg, 8.0f));
                 float hist[1] = {a}, prev = 0.375f;
-                scaling_delayed_step(hist, 1, 1, AMAX_ALGO_MOST_RECENT, fmax, mg, &prev);
+                scaling_delayed_step(hist, 1, 1, AMAX_ALGO_MOST_RECENT, fmts[f], mg, &prev);
                 bad += !same_bits(km_scale_delayed(a, fmax, mg, 0.375f), prev);
             }
     CHECK_EQ_INT(bad, 0);
@@ -66,8 +66,10 @@ static void test_scale_rules_match_cpu_reference(void)
     CHECK(km_scale_delayed(0.0f, 448.0f, 0, 2.0f) == 2.0f);      /* no information: keep */
     CHECK(km_scale_delayed(1e-45f, 448.0f, 0, 2.0f) == FLT_MAX); /* tiny amax: overflow to FLT_MAX */
     CHECK(km_scale_current(NAN, 448.0f, 0) == 1.0f);
+    CHECK(km_scale_current(-1.0f, 448.0f, 0) == 1.0f);
     CHECK(km_scale_pow2(3.0f, 448.0f, 0, 1.0f) == 128.0f); /* 448/3 = 149.3 -> 2^7 */
     CHECK(km_scale_pow2(3.0f, 448.0f, 2, 1.0f) == 32.0f);
+    CHECK(km_scale_pow2(1e-45f, 448.0f, 0, 1.0f) == 0x1p127f);
 }
 
 static void test_gelu_matches_cpu_and_the_formula(void)

@@ -1,0 +1,304 @@
+/* cli/cmd_fp8_scaling.c — `fp8plan scaling`: the delayed-scaling state machine
+ * step by step, with where small and large values land at each step's scale. */
+#include <csv.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli/cli.h"
+#include "cli/cmd_fp8.h"
+#include "fp8/codec.h"
+#include "fp8/delayed.h"
+#include "util/fileio.h"
+#include "util/num.h"
+
+static const char HELP[] =
+    "usage: fp8plan scaling --history N --algo max|most_recent [--margin M] [--format e4m3|e5m2]\n"
+    "                       [--trace FILE] [--format table|csv|json] [-o FILE]\n"
+    "\n"
+    "Run Transformer Engine's delayed scaling for one tensor over a sequence of observed\n"
+    "amax values: one per line on stdin (nan and inf allowed), or the 'amax' column of a\n"
+    "CSV file with a header row (--trace FILE).\n"
+    "\n"
+    "  --history N   amax history length (TE default 1024; Megatron-Core default 1)\n"
+    "  --algo A      max: the largest amax in the window (fmaxf, NaN ignored);\n"
+    "                most_recent: this step's amax\n"
+    "  --margin M    scale = fmax / amax / 2^M (default 0)\n"
+    "  --format F    e4m3 (default, fmax 448) or e5m2 (fmax 57344); --format also takes\n"
+    "                table|csv|json for the output, so it may be given twice\n"
+    "\n"
+    "Each step casts with the scale computed at the end of the previous step (1 at step\n"
+    "1), records its amax, computes the next scale from the window *including* this\n"
+    "amax, and then rotates the window (TE's order). When the window's amax is 0, Inf or\n"
+    "NaN the previous scale is kept; when fmax/amax overflows fp32 the scale is FLT_MAX.\n"
+    "\n"
+    "Columns, per step (magnitudes in the tensor's own units, at this step's scale S):\n"
+    "  amax, scale (S, the scale this step cast with), cast (ok, or 'saturates' when\n"
+    "  amax*S is beyond the format's range), next scale, window amax, update (ok, kept:\n"
+    "  zero|inf|nan, or tiny: FLT_MAX), flush <= ((min subnormal/2)/S: at or below it a\n"
+    "  value becomes 0), min sub < (min subnormal/S: below it a value is under the grid\n"
+    "  and becomes 0 or the minimum subnormal), saturates > (fmax/S: above it a value is\n"
+    "  clipped to fmax). Round-to-nearest-even decides the ties.\n"
+    "\n"
+    "example: printf '1\\n640\\n2\\n' | fp8plan scaling --history 4 --algo max\n"
+    "  step 3 casts with scale 448/640 = 0.7: values up to ~0.00140 flush to zero and\n"
+    "  values up to ~0.00279 become the minimum subnormal (the seed's worked example).\n"
+    "\n"
+    "exit status: 0 ok, 64 bad option, 65 a bad amax (named by line or row), 66 no file.\n";
+
+typedef struct {
+    float *v;
+    size_t n, cap;
+} Amaxes;
+
+static Status push(Amaxes *a, float v, Err *e)
+{
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 256;
+        float *nv = realloc(a->v, cap * sizeof *nv);
+        if (!nv) return err_set(e, ST_NOMEM, "out of memory reading amax values");
+        a->v = nv, a->cap = cap;
+    }
+    a->v[a->n++] = v;
+    return ST_OK;
+}
+
+/* an amax: a number, nan or inf, not negative */
+static Status parse_amax(const char *s, float *out, Err *e)
+{
+    Status st = fp8cli_parse_f32(s, 1, out, e);
+    if (st) return ST_DATA;
+    if (*out < 0) return err_set(e, ST_DATA, "amax '%s' is negative", s);
+    return ST_OK;
+}
+
+static Status stdin_line(void *ctx, unsigned long lineno, const char *line, Err *e)
+{
+    float v;
+    Err sub;
+    if (parse_amax(line, &v, &sub)) return err_set(e, ST_DATA, "stdin:%lu: %s", lineno, sub.msg);
+    return push(ctx, v, e);
+}
+
+/* ---- CSV trace ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *path;
+    Amaxes *out;
+    unsigned long row; /* 1 = header */
+    long col, amax_col, ncols;
+    Err *e;
+    int failed;
+} TraceCtx;
+
+static void trace_field(void *s, size_t len, void *data)
+{
+    TraceCtx *t = data;
+    char cell[128];
+    t->col++;
+    if (t->failed) return;
+    size_t n = len < sizeof cell - 1 ? len : sizeof cell - 1;
+    memcpy(cell, s, n);
+    cell[n] = '\0';
+    num_trim(cell);
+    if (t->row == 1) {
+        if (!strcasecmp(cell, "amax")) t->amax_col = t->col;
+        return;
+    }
+    if (t->col != t->amax_col) return;
+    float v;
+    Err sub;
+    if (len >= sizeof cell - 1 || parse_amax(cell, &v, &sub)) {
+        err_set(t->e, ST_DATA, "%s:%lu: column amax: %s", t->path, t->row,
+                len >= sizeof cell - 1 ? "value too long" : sub.msg);
+        t->failed = 1;
+    } else if (push(t->out, v, t->e)) {
+        t->failed = 1;
+    }
+}
+
+static void trace_row(int c, void *data)
+{
+    TraceCtx *t = data;
+    (void)c;
+    if (t->failed) return;
+    if (t->row == 1) {
+        t->ncols = t->col;
+        if (!t->amax_col) {
+            err_set(t->e, ST_DATA, "%s:1: no 'amax' column in the header row", t->path);
+            t->failed = 1;
+        }
+    } else if (t->col != t->ncols) {
+        err_set(t->e, ST_DATA, "%s:%lu: %ld fields, the header has %ld", t->path, t->row, t->col, t->ncols);
+        t->failed = 1;
+    }
+    t->row++;
+    t->col = 0;
+}
+
+static Status read_trace(const char *path, Amaxes *out, Err *e)
+{
+    char *text;
+    size_t len;
+    Status st = file_read_all(path, &text, &len, e);
+    if (st) return st;
+    struct csv_parser p;
+    if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI)) {
+        free(text);
+        return err_set(e, ST_NOMEM, "out of memory reading %s", path);
+    }
+    TraceCtx t = {path, out, 1, 0, 0, 0, e, 0};
+    if (csv_parse(&p, text, len, trace_field, trace_row, &t) != len || csv_fini(&p, trace_field, trace_row, &t)) {
+        if (!t.failed) err_set(e, ST_DATA, "%s:%lu: %s", path, t.row, csv_strerror(csv_error(&p)));
+        t.failed = 1;
+    }
+    csv_free(&p);
+    free(text);
+    if (t.failed) return e->st;
+    if (t.row == 1) return err_set(e, ST_DATA, "%s: empty file; expected a header row with an 'amax' column", path);
+    if (!out->n) return err_set(e, ST_DATA, "%s: a header row but no amax values", path);
+    return ST_OK;
+}
+
+/* ---- the table ---------------------------------------------------------------------- */
+
+enum { C_STEP, C_AMAX, C_SCALE, C_CAST, C_NEXT, C_WIN, C_UPDATE, C_FLUSH, C_MINSUB, C_SAT, NCOLS };
+
+static const TableCol COLS[NCOLS] = {
+    {"step", NULL, NULL, TC_U64, 0, 0},
+    {"amax", NULL, NULL, TC_STR, 0, 0},
+    {"scale", NULL, NULL, TC_F64, 6, TF_SCI | TF_EXACT},
+    {"cast", NULL, NULL, TC_STR, 0, 0},
+    {"next_scale", "next scale", NULL, TC_F64, 6, TF_SCI | TF_EXACT},
+    {"window_amax", "window amax", NULL, TC_STR, 0, 0},
+    {"update", NULL, NULL, TC_STR, 0, 0},
+    {"flush_below", "flush <=", NULL, TC_F64, 4, TF_SCI | TF_EXACT},
+    {"min_sub_below", "min sub <", NULL, TC_F64, 4, TF_SCI | TF_EXACT},
+    {"saturate_above", "saturates >", NULL, TC_F64, 4, TF_SCI | TF_EXACT},
+};
+
+static void fmt_amax(char *buf, size_t n, float v) { snprintf(buf, n, "%.9g", (double)v); }
+
+static const char *update_text(AmaxCase c)
+{
+    switch (c) {
+    case AMAX_OK: return "ok";
+    case AMAX_ZERO: return "kept: zero";
+    case AMAX_INF: return "kept: inf";
+    case AMAX_NAN: return "kept: nan";
+    case AMAX_TINY: return "tiny: FLT_MAX";
+    default: return "?";
+    }
+}
+
+static Table *run(const DelayedCfg *cfg, const Amaxes *a, Err *e)
+{
+    float *hist = malloc(sizeof *hist * cfg->hist_len);
+    Table *t = table_new(COLS, NCOLS);
+    DelayedState s;
+    if (!hist || !t) {
+        free(hist);
+        table_free(t);
+        err_set(e, ST_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (delayed_init(&s, cfg, hist, e)) {
+        free(hist);
+        table_free(t);
+        return NULL;
+    }
+    char title[160], buf[64];
+    snprintf(title, sizeof title, "delayed scaling: %s, history %u, %s, margin %d (fmax %g)", dtype_name(cfg->fmt),
+             (unsigned)cfg->hist_len, amax_algo_name(cfg->algo), cfg->margin, (double)fp8_max(cfg->fmt));
+    table_set_title(t, title);
+    for (size_t i = 0; i < a->n; i++) {
+        DelayedStep st;
+        delayed_step(&s, a->v[i], &st);
+        ScaleBounds b;
+        scale_bounds(cfg->fmt, st.scale_used, &b);
+        float xs = st.amax * st.scale_used;
+        const char *cast = isnan(st.amax)                               ? "nan"
+                           : isinf(st.amax)                             ? "inf"
+                           : (isinf(xs) || fp8_overflows(cfg->fmt, xs)) ? "saturates"
+                                                                        : "ok";
+        table_row(t);
+        table_u64(t, C_STEP, st.step);
+        fmt_amax(buf, sizeof buf, st.amax);
+        table_str(t, C_AMAX, buf);
+        table_f64(t, C_SCALE, st.scale_used);
+        table_str(t, C_CAST, cast);
+        table_f64(t, C_NEXT, st.scale_next);
+        fmt_amax(buf, sizeof buf, st.window_amax);
+        table_str(t, C_WIN, buf);
+        table_str(t, C_UPDATE, update_text(st.why));
+        table_f64(t, C_FLUSH, b.flush_below);
+        table_f64(t, C_MINSUB, b.min_sub_below);
+        table_f64(t, C_SAT, b.saturate_above);
+    }
+    free(hist);
+    return t;
+}
+
+int cmd_scaling(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"history", required_argument, 0, 'H'}, {"algo", required_argument, 0, 'a'},
+        {"margin", required_argument, 0, 'm'},  {"format", required_argument, 0, 'f'},
+        {"trace", required_argument, 0, 't'},   {"output", required_argument, 0, 'o'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
+    };
+    const char *cmd = "scaling", *trace = NULL;
+    CliOut out = {TABLE_TEXT, NULL};
+    DelayedCfg cfg = {DT_E4M3, 0, AMAX_ALGO_MAX, 0};
+    int have_hist = 0, have_algo = 0, o, v;
+    Err e;
+    while ((o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'H':
+            if (num_parse_int_range(optarg, 1, 1 << 24, &v, &e)) return cli_usage(cmd, "--history: %s", e.msg);
+            cfg.hist_len = (uint32_t)v, have_hist = 1;
+            break;
+        case 'a':
+            if (amax_algo_parse(optarg, &cfg.algo))
+                return cli_usage(cmd, "--algo: '%s' is not max or most_recent", optarg);
+            have_algo = 1;
+            break;
+        case 'm':
+            if (num_parse_int_range(optarg, -64, 64, &cfg.margin, &e)) return cli_usage(cmd, "--margin: %s", e.msg);
+            break;
+        case 'f':
+            if (fp8cli_parse_elem(optarg, 0, &cfg.fmt) && table_format_parse(optarg, &out.fmt, &e))
+                return cli_usage(cmd, "--format: '%s' is not e4m3, e5m2, table, csv or json", optarg);
+            break;
+        case 't': trace = optarg; break;
+        case 'o': out.path = optarg; break;
+        case 'h': return cli_help(HELP);
+        default: return cli_usage(cmd, "unknown option");
+        }
+    }
+    if (cli_no_operands(cmd, argc, argv)) return 64;
+    if (!have_hist) return cli_usage(cmd, "--history N is required (TE's default is 1024, Megatron-Core's 1)");
+    if (!have_algo) return cli_usage(cmd, "--algo max|most_recent is required");
+    Amaxes a = {NULL, 0, 0};
+    Status st;
+    if (trace) {
+        st = read_trace(trace, &a, &e);
+    } else {
+        char *text;
+        size_t len;
+        st = stream_read_all(stdin, "stdin", &text, &len, &e);
+        if (!st) {
+            st = fp8cli_each_line(text, len, "stdin", stdin_line, &a, &e);
+            free(text);
+        }
+        if (!st && !a.n) st = err_set(&e, ST_DATA, "stdin: no amax values (one per line expected)");
+    }
+    Table *t = st ? NULL : run(&cfg, &a, &e);
+    free(a.v);
+    if (!t) return cli_fail(cmd, &e);
+    int rc = cli_emit_table(cmd, t, &out);
+    table_free(t);
+    return rc;
+}

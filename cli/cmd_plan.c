@@ -1,0 +1,161 @@
+/* cli/cmd_plan.c — `fp8plan plan` (one plan, every term) and `fp8plan compare`
+ * (several recipes side by side with their change against the first). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cmd_plan.h"
+#include "reports/plan_report.h"
+#include "util/fileio.h"
+
+int cmd_plan(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+
+static const char plan_help_head[] =
+    "usage: fp8plan plan --model M --gpu G --recipe R [layout options] [--view V] [--format F] [-o FILE]\n"
+    "\n"
+    "Plan one training run: every per-GPU memory term (weights, FP8 copies, master, gradients, Adam moments,\n"
+    "scales and amax histories, activations, buffers, workspace, CUDA context, fragmentation) with totals,\n"
+    "capacity and a fits/OOM verdict; every collective with its dtype, payload, bytes sent and time; and the\n"
+    "step time broken down, with throughput and MFU. The table format shows all of it; csv/json print one\n"
+    "summary row (--view summary), or one row per memory term, collective or time item (--view terms,\n"
+    "collectives, time).\n"
+    "\n"
+    "  --model M  --gpu G  --recipe R     names from `fp8plan models`, `fp8plan gpus`, `fp8plan recipes`\n"
+    "  --view summary|terms|collectives|time   rows for csv/json output (summary)\n";
+
+static const char compare_help_head[] =
+    "usage: fp8plan compare --model M --gpu G --recipes R1,R2,... [layout options] [--format F] [-o FILE]\n"
+    "\n"
+    "The same model, GPU and layout under several recipes, side by side: memory by state, communication,\n"
+    "step time, throughput and MFU, each with its change against the first recipe (the seed's Table 5\n"
+    "view). csv/json print one summary row per recipe.\n"
+    "\n"
+    "  --recipes R1,R2,...   two to sixteen recipe names\n";
+
+static char *help_text(const char *head)
+{
+    static char buf[8192];
+    snprintf(buf, sizeof buf, "%s\n%s", head, plan_layout_help);
+    return buf;
+}
+
+static int emit(const char *cmd, Table *t, const CliOut *out)
+{
+    if (!t) {
+        Err e;
+        err_set(&e, ST_NOMEM, "out of memory");
+        return cli_fail(cmd, &e);
+    }
+    int rc = cli_emit_table(cmd, t, out);
+    table_free(t);
+    return rc;
+}
+
+static int build_one(const char *cmd, PlanInput *in, Plan *p)
+{
+    Err e;
+    if (plan_build(in, p, &e)) {
+        if (e.st == ST_USAGE) return cli_usage(cmd, "%s", e.msg);
+        return cli_fail(cmd, &e);
+    }
+    return 0;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+    const char *cmd = "plan";
+    PlanArgs a;
+    int rc = plan_args_parse(cmd, argc, argv, PO_RECIPE | PO_LAYOUT | PO_VIEW, help_text(plan_help_head), &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    Catalog *cat;
+    if ((rc = plan_catalog_load(cmd, a.catalog, &cat))) return rc;
+    Plan *p = malloc(sizeof *p);
+    if (!p) {
+        free(cat);
+        return cli_usage(cmd, "out of memory");
+    }
+    if (!(rc = plan_args_resolve(cmd, cat, &a, a.recipe)) && !(rc = build_one(cmd, &a.in, p))) {
+        if (a.out.fmt == TABLE_TEXT && !a.view) {
+            Err e;
+            OutFile of;
+            if (outfile_open(&of, a.out.path, &e)) {
+                rc = cli_fail(cmd, &e);
+            } else if (plan_write_text(p, of.f, &e)) {
+                outfile_abort(&of);
+                rc = cli_fail(cmd, &e);
+            } else if (outfile_commit(&of, &e)) {
+                rc = cli_fail(cmd, &e);
+            }
+        } else {
+            Table *t = NULL;
+            if (!a.view || !strcmp(a.view, "summary")) {
+                t = plan_summary_new(0);
+                if (t) plan_summary_row(t, p, 0);
+            } else if (!strcmp(a.view, "terms")) {
+                t = plan_terms_table(p);
+            } else if (!strcmp(a.view, "collectives")) {
+                t = plan_collectives_table(p);
+            } else {
+                t = plan_time_table(p);
+            }
+            rc = emit(cmd, t, &a.out);
+        }
+    }
+    free(p);
+    free(cat);
+    return rc;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    const char *cmd = "compare";
+    PlanArgs a;
+    int rc = plan_args_parse(cmd, argc, argv, PO_RECIPES | PO_LAYOUT, help_text(compare_help_head), &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (!a.recipes) return cli_usage(cmd, "--recipes is required (e.g. --recipes megatron-bf16,te-fp8,fp8lm)");
+    char list[1024];
+    if (strlen(a.recipes) >= sizeof list) return cli_usage(cmd, "--recipes: list too long");
+    strcpy(list, a.recipes);
+    const char *names[16];
+    int n = 0;
+    for (char *tok = list, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next) *next++ = '\0';
+        if (!*tok) return cli_usage(cmd, "--recipes: empty name in '%s'", a.recipes);
+        if (n == 16) return cli_usage(cmd, "--recipes: at most 16 recipes");
+        names[n++] = tok;
+    }
+    if (n < 2) return cli_usage(cmd, "--recipes: name at least two recipes to compare");
+    Catalog *cat;
+    if ((rc = plan_catalog_load(cmd, a.catalog, &cat))) return rc;
+    Plan *plans = calloc((size_t)n, sizeof *plans);
+    if (!plans) {
+        free(cat);
+        return cli_usage(cmd, "out of memory");
+    }
+    for (int i = 0; i < n && !rc; i++)
+        if (!(rc = plan_args_resolve(cmd, cat, &a, names[i]))) rc = build_one(cmd, &a.in, &plans[i]);
+    if (!rc) {
+        Table *t;
+        if (a.out.fmt == TABLE_TEXT) {
+            t = plan_compare_table(plans, n);
+            if (t) {
+                char title[512];
+                const Plan *p0 = &plans[0];
+                snprintf(title, sizeof title,
+                         "%s on %s: TP %u x PP %u x CP %u x DP %u = %u GPUs, micro-batch %u, seq %u, %s, recompute %s "
+                         "(GB = 1e9 B, per GPU; communication = bytes each GPU sends per step)",
+                         p0->in.model->name, p0->in.gpu->name, p0->in.tp, p0->in.pp, p0->in.cp, p0->in.dp, p0->world,
+                         p0->in.mbs, p0->seq, sharding_name(p0->in.sharding), recompute_name(p0->in.recompute));
+                table_set_title(t, title);
+            }
+        } else {
+            t = plan_summary_new(0);
+            for (int i = 0; t && i < n; i++) plan_summary_row(t, &plans[i], 0);
+        }
+        rc = emit(cmd, t, &a.out);
+    }
+    free(plans);
+    free(cat);
+    return rc;
+}

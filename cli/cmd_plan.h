@@ -1,0 +1,57 @@
+/* cli/cmd_plan.h — what the planner subcommands (plan, compare, sweep,
+ * bytes-per-param, models, gpus, recipes, report) share: finding and loading
+ * the catalog, and the layout/overhead options of plan, compare and sweep. */
+#ifndef FP8PLAN_CLI_CMD_PLAN_H
+#define FP8PLAN_CLI_CMD_PLAN_H
+
+#include <getopt.h>
+
+#include "cli/cli.h"
+#include "planner/catalog.h"
+#include "planner/plan.h"
+
+/* Load models.csv, gpus.csv and recipes.csv from the catalog directory: `dir`
+ * when given (--catalog), else $FP8PLAN_CATALOG, else ./models, else
+ * models/ next to the binary's parent directory (build/fp8plan -> models/).
+ * On failure prints "fp8plan CMD: ..." and returns the exit code (66 missing,
+ * 65 bad data); on success *out is a calloc'd catalog the caller frees. */
+int plan_catalog_load(const char *cmd, const char *dir, Catalog **out);
+
+/* The catalog directory the same search finds (exit code on failure). */
+int plan_catalog_find(const char *cmd, const char *dir, char *found, size_t size);
+
+/* Which of the shared options a subcommand accepts. */
+enum {
+    PO_RECIPE = 1 << 0,  /* --recipe R */
+    PO_RECIPES = 1 << 1, /* --recipes R1,R2 */
+    PO_LAYOUT = 1 << 2,  /* --tp --pp --vpp --cp --dp --mbs --gbs --dist-opt --zero --recompute */
+    PO_SWEEP = 1 << 3,   /* --gpus N (required) --top K */
+    PO_VIEW = 1 << 4,    /* --view */
+};
+
+typedef struct {
+    PlanInput in;            /* defaults, then every flag applied (model/gpu/recipe still NULL) */
+    const char *model, *gpu; /* names */
+    const char *recipe;      /* --recipe */
+    const char *recipes;     /* --recipes, comma-separated */
+    const char *catalog;     /* --catalog DIR */
+    const char *view;        /* --view summary|terms|collectives|time */
+    uint32_t gpus;           /* --gpus N */
+    uint32_t top;            /* --top K */
+    int layout_given[8];     /* which of tp,pp,vpp,cp,dp,mbs,recompute,sharding were given */
+    CliOut out;
+} PlanArgs;
+
+/* Parse argv for `cmd` accepting the options in `mask`. Returns 0 on success,
+ * -1 when --help was printed (exit 0), or an exit code (64) after printing the
+ * message. `help` is the subcommand's help text. */
+int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a);
+
+/* Resolve --model and --gpu (and one recipe name) against the catalog into a->in;
+ * prints "unknown model 'x' (known: ...)" and returns 64 on failure. */
+int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe);
+
+/* Help text of the shared options, for the subcommands' --help. */
+extern const char plan_layout_help[];
+
+#endif

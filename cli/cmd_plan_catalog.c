@@ -1,0 +1,286 @@
+/* cli/cmd_plan_catalog.c — finding and loading models/, and `fp8plan models|gpus|recipes`. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cmd_plan.h"
+#include "util/fileio.h"
+
+static int readable(const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/models.csv", dir);
+    return access(path, R_OK) == 0;
+}
+
+/* models/ beside the directory holding the binary: build/fp8plan -> ./models. */
+static int exe_catalog(char *dir, size_t size)
+{
+    char exe[3072];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return 0;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash) return 0;
+    *slash = '\0';
+    slash = strrchr(exe, '/');
+    if (!slash) return 0;
+    *slash = '\0';
+    snprintf(dir, size, "%.3000s/models", exe);
+    return readable(dir);
+}
+
+static int load_one(const char *cmd, Catalog *c, const char *dir, const char *file,
+                    Status (*parse)(Catalog *, const char *, size_t, const char *, Err *))
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    char *buf;
+    size_t len;
+    Err e;
+    if (file_read_all(path, &buf, &len, &e)) return cli_fail(cmd, &e);
+    Status st = parse(c, buf, len, path, &e);
+    free(buf);
+    return st ? cli_fail(cmd, &e) : 0;
+}
+
+int plan_catalog_find(const char *cmd, const char *dir, char *found, size_t size)
+{
+    const char *env = getenv("FP8PLAN_CATALOG");
+    if (dir) {
+        snprintf(found, size, "%s", dir);
+    } else if (env && *env) {
+        snprintf(found, size, "%s", env);
+    } else if (readable("models")) {
+        snprintf(found, size, "models");
+    } else if (!exe_catalog(found, size)) {
+        Err e;
+        err_set(&e, ST_NOINPUT,
+                "cannot find the catalog (models/models.csv); pass --catalog DIR or set FP8PLAN_CATALOG");
+        return cli_fail(cmd, &e);
+    }
+    return 0;
+}
+
+int plan_catalog_load(const char *cmd, const char *dir, Catalog **out)
+{
+    char found[4096];
+    int rc = plan_catalog_find(cmd, dir, found, sizeof found);
+    if (rc) return rc;
+    Catalog *c = calloc(1, sizeof *c);
+    if (!c) {
+        Err e;
+        err_set(&e, ST_NOMEM, "out of memory");
+        return cli_fail(cmd, &e);
+    }
+    rc = load_one(cmd, c, found, "models.csv", catalog_parse_models);
+    if (!rc) rc = load_one(cmd, c, found, "gpus.csv", catalog_parse_gpus);
+    if (!rc) rc = load_one(cmd, c, found, "recipes.csv", catalog_parse_recipes);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+/* ---- listings ----------------------------------------------------------------------------------------- */
+
+typedef enum { LIST_MODELS, LIST_GPUS, LIST_RECIPES } ListKind;
+
+static const char *const list_help[] = {
+    [LIST_MODELS] = "usage: fp8plan models [--format table|csv|json] [-o FILE] [--catalog DIR]\n"
+                    "\n"
+                    "The models in models.csv: shape, parameter count and source.\n",
+    [LIST_GPUS] = "usage: fp8plan gpus [--format table|csv|json] [-o FILE] [--catalog DIR]\n"
+                  "\n"
+                  "The GPUs in gpus.csv: compute capability, memory, dense peak rates, link bandwidths, source.\n",
+    [LIST_RECIPES] = "usage: fp8plan recipes [--format table|csv|json] [-o FILE] [--catalog DIR]\n"
+                     "\n"
+                     "The precision recipes in recipes.csv: dtype of every state, FP8 copies, GEMM formats,\n"
+                     "scaling, communication dtypes, minimum SM and source.\n",
+};
+
+static Table *models_table(const Catalog *c)
+{
+    const TableCol cols[] = {
+        {"name", NULL, NULL, TC_STR, 0, 0},          {"params", NULL, NULL, TC_U64, 0, TF_GROUP},
+        {"layers", NULL, NULL, TC_U64, 0, 0},        {"hidden", NULL, NULL, TC_U64, 0, 0},
+        {"ffn_hidden", NULL, NULL, TC_U64, 0, 0},    {"heads", NULL, NULL, TC_U64, 0, 0},
+        {"kv_heads", NULL, NULL, TC_U64, 0, 0},      {"head_dim", NULL, NULL, TC_U64, 0, 0},
+        {"vocab", NULL, NULL, TC_U64, 0, 0},         {"seq_len", NULL, NULL, TC_U64, 0, 0},
+        {"norm", NULL, NULL, TC_STR, 0, 0},          {"mlp", NULL, NULL, TC_STR, 0, 0},
+        {"position", NULL, NULL, TC_STR, 0, 0},      {"tied_embeddings", "tied", NULL, TC_STR, 0, 0},
+        {"linear_bias", "bias", NULL, TC_STR, 0, 0}, {"source", NULL, NULL, TC_STR, 0, 0},
+    };
+    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
+    if (!t) return NULL;
+    for (int i = 0; i < c->nmodels; i++) {
+        const ModelSpec *m = &c->models[i];
+        uint64_t params = 0;
+        if (model_param_count(m, &params)) params = 0;
+        table_row(t);
+        int k = 0;
+        table_str(t, k++, m->name);
+        table_u64(t, k++, params);
+        table_u64(t, k++, m->layers);
+        table_u64(t, k++, m->hidden);
+        table_u64(t, k++, m->ffn_hidden);
+        table_u64(t, k++, m->heads);
+        table_u64(t, k++, m->kv_heads);
+        table_u64(t, k++, m->head_dim);
+        table_u64(t, k++, m->vocab);
+        table_u64(t, k++, m->seq_len);
+        table_str(t, k++, norm_name(m->norm));
+        table_str(t, k++, mlp_name(m->mlp));
+        table_str(t, k++, pos_name(m->pos));
+        table_str(t, k++, m->tied_embeddings ? "yes" : "no");
+        table_str(t, k++, m->linear_bias ? "yes" : "no");
+        table_str(t, k++, m->source);
+    }
+    return t;
+}
+
+static Table *gpus_table(const Catalog *c)
+{
+    const TableCol cols[] = {
+        {"name", NULL, NULL, TC_STR, 0, 0},
+        {"compute_capability", "sm", NULL, TC_STR, 0, 0},
+        {"hbm_bytes", "memory", "B", TC_U64, 0, TF_GROUP},
+        {"hbm_gbps", "HBM", "GB/s", TC_F64, 0, 0},
+        {"bf16_tflops", "BF16", "TFLOP/s", TC_F64, 0, 0},
+        {"fp8_tflops", "FP8", "TFLOP/s", TC_F64, 0, 0},
+        {"fp32_tflops", "FP32", "TFLOP/s", TC_F64, 1, 0},
+        {"intra_node_gbps", "intra", "GB/s", TC_F64, 0, 0},
+        {"inter_node_gbps", "inter", "GB/s", TC_F64, 0, 0},
+        {"gpus_per_node", "per node", NULL, TC_U64, 0, 0},
+        {"source", NULL, NULL, TC_STR, 0, 0},
+    };
+    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
+    if (!t) return NULL;
+    for (int i = 0; i < c->ngpus; i++) {
+        const GpuSpec *g = &c->gpus[i];
+        table_row(t);
+        table_str(t, 0, g->name);
+        table_strf(t, 1, "%u.%u", g->sm / 10, g->sm % 10);
+        table_u64(t, 2, g->hbm_bytes);
+        table_f64(t, 3, g->hbm_bw / 1e9);
+        table_f64(t, 4, g->flops_bf16 / 1e12);
+        table_f64(t, 5, g->flops_fp8 / 1e12);
+        table_f64(t, 6, g->flops_fp32 / 1e12);
+        table_f64(t, 7, g->intra_bw / 1e9);
+        table_f64(t, 8, g->inter_bw / 1e9);
+        table_u64(t, 9, g->gpus_per_node);
+        table_str(t, 10, g->source);
+    }
+    return t;
+}
+
+static void states_str(unsigned mask, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int s = 0; s < STATE_COUNT_; s++)
+        if (mask & (1u << s)) {
+            int n = snprintf(buf + used, size - used, "%s%s", used ? "+" : "", state_name((StateId)s));
+            if (n > 0 && used + (size_t)n < size) used += (size_t)n;
+        }
+    if (!used) snprintf(buf, size, "none");
+}
+
+static Table *recipes_table(const Catalog *c)
+{
+    const TableCol cols[] = {
+        {"name", NULL, NULL, TC_STR, 0, 0},
+        {"state_bytes_per_param", "B/param", NULL, TC_F64, 3, 0},
+        {"weight", NULL, NULL, TC_STR, 0, 0},
+        {"fp8_rowwise", "fp8 row", NULL, TC_STR, 0, 0},
+        {"fp8_colwise", "fp8 col", NULL, TC_STR, 0, 0},
+        {"master", NULL, NULL, TC_STR, 0, 0},
+        {"grad", NULL, NULL, TC_STR, 0, 0},
+        {"adam_m", "m", NULL, TC_STR, 0, 0},
+        {"adam_v", "v", NULL, TC_STR, 0, 0},
+        {"dist_opt_shards", "dist-opt shards", NULL, TC_STR, 0, 0},
+        {"gemm", "gemm fwd/bwd", NULL, TC_STR, 0, 0},
+        {"scaling", NULL, NULL, TC_STR, 0, 0},
+        {"granularity", "gran act/w", NULL, TC_STR, 0, 0},
+        {"comm", "comm dp/gather/ag/rs", NULL, TC_STR, 0, 0},
+        {"saved_gemm_input", "saved x", NULL, TC_STR, 0, 0},
+        {"min_sm", NULL, NULL, TC_STR, 0, 0},
+        {"source", NULL, NULL, TC_STR, 0, 0},
+    };
+    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
+    if (!t) return NULL;
+    for (int i = 0; i < c->nrecipes; i++) {
+        const Recipe *r = &c->recipes[i];
+        char sh[64];
+        states_str(r->gemm.shard_mask, sh, sizeof sh);
+        table_row(t);
+        int k = 0;
+        table_str(t, k++, r->name);
+        table_f64(t, k++, recipe_state_bytes_per_param(&r->gemm, 0, 1, NULL));
+        table_str(t, k++, dtype_name(r->gemm.dt[STATE_WEIGHT]));
+        table_str(t, k++, dtype_name(r->fp8_row));
+        table_str(t, k++, dtype_name(r->fp8_col));
+        table_str(t, k++, dtype_name(r->gemm.dt[STATE_MASTER]));
+        table_str(t, k++, dtype_name(r->gemm.dt[STATE_GRAD]));
+        table_str(t, k++, dtype_name(r->gemm.dt[STATE_M]));
+        table_str(t, k++, dtype_name(r->gemm.dt[STATE_V]));
+        table_str(t, k++, sh);
+        table_strf(t, k++, "%s/%s", dtype_name(r->gemm_fwd), dtype_name(r->gemm_bwd));
+        if (r->scaling == SCALING_DELAYED)
+            table_strf(t, k++, "delayed(%u)", r->amax_history);
+        else
+            table_str(t, k++, scaling_name(r->scaling));
+        table_strf(t, k++, "%s/%s", gran_name(r->act_gran), gran_name(r->weight_gran));
+        table_strf(t, k++, "%s/%s/%s/%s", dtype_name(r->comm_dp_grad), dtype_name(r->comm_param_gather),
+                   dtype_name(r->comm_tp_ag), dtype_name(r->comm_tp_rs));
+        table_str(t, k++, dtype_name(r->saved_input));
+        table_strf(t, k++, "%u.%u", r->min_sm / 10, r->min_sm % 10);
+        table_str(t, k++, r->source);
+    }
+    return t;
+}
+
+static int list(ListKind kind, const char *cmd, int argc, char **argv)
+{
+    static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"catalog", required_argument, NULL, 'c'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    CliOut out = {TABLE_TEXT, NULL};
+    const char *dir = NULL;
+    int c, rc;
+    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h': return cli_help(list_help[kind]);
+        case 'f':
+            if ((rc = cli_parse_format(cmd, optarg, &out))) return rc;
+            break;
+        case 'o': out.path = optarg; break;
+        case 'c': dir = optarg; break;
+        default: return cli_usage(cmd, "bad option");
+        }
+    }
+    if ((rc = cli_no_operands(cmd, argc, argv))) return rc;
+    Catalog *cat;
+    if ((rc = plan_catalog_load(cmd, dir, &cat))) return rc;
+    Table *t = kind == LIST_MODELS ? models_table(cat) : kind == LIST_GPUS ? gpus_table(cat) : recipes_table(cat);
+    free(cat);
+    if (!t) {
+        Err e;
+        err_set(&e, ST_NOMEM, "out of memory");
+        return cli_fail(cmd, &e);
+    }
+    rc = cli_emit_table(cmd, t, &out);
+    table_free(t);
+    return rc;
+}
+
+int cmd_models(int argc, char **argv);
+int cmd_gpus(int argc, char **argv);
+int cmd_recipes(int argc, char **argv);
+int cmd_models(int argc, char **argv) { return list(LIST_MODELS, "models", argc, argv); }
+int cmd_gpus(int argc, char **argv) { return list(LIST_GPUS, "gpus", argc, argv); }
+int cmd_recipes(int argc, char **argv) { return list(LIST_RECIPES, "recipes", argc, argv); }

@@ -1,0 +1,288 @@
+/* cli/cmd_plan_opts.c — the layout and overhead options shared by plan, compare and sweep. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cmd_plan.h"
+#include "util/num.h"
+
+const char plan_layout_help[] =
+    "layout:\n"
+    "  --tp N --pp N --vpp N --cp N --dp N   tensor, pipeline (+ virtual stages), context and data parallel (1)\n"
+    "  --mbs N            micro-batch size in sequences (1)\n"
+    "  --gbs N            global batch in sequences (about 2M tokens, rounded up to a multiple of mbs*dp)\n"
+    "  --seq N            sequence length (the model's)\n"
+    "  --sp / --no-sp     sequence parallelism with TP (on)\n"
+    "  --dist-opt         Megatron distributed optimizer: shard the states the recipe lists over DP x CP\n"
+    "  --zero 0|1|2|3     ZeRO stage instead (1: master and Adam, 2: + gradients, 3: + weights)\n"
+    "  --recompute none|selective|full   activation recomputation (none)\n"
+    "  --attn flash|materialized         attention kernel (flash)\n"
+    "  --dropout          count dropout masks (off: modern LLMs train without dropout)\n"
+    "  --vocab-pad N      pad the vocabulary to a multiple of N*tp (128)\n"
+    "overheads and efficiencies:\n"
+    "  --context BYTES    CUDA context (536870912)\n"
+    "  --workspace BYTES  cuBLASLt workspace (33554432)\n"
+    "  --nccl-mem BYTES   NCCL buffers per communicator (616562688)\n"
+    "  --frag F           fragmentation allowance, fraction of allocator-managed bytes (0.05)\n"
+    "  --eff-bf16 F --eff-fp8 F --eff-attn F --eff-hbm F --eff-net F   fractions of peak (0.70 0.55 0.50 0.80 0.80)\n"
+    "  --overlap-dp on|off   DP collectives overlap the first forward / last backward (on)\n"
+    "output:\n"
+    "  --format table|csv|json   (table)\n"
+    "  -o FILE            write to FILE atomically instead of stdout\n"
+    "  --catalog DIR      directory holding models.csv, gpus.csv, recipes.csv (./models)\n";
+
+enum {
+    O_MODEL = 256,
+    O_GPU,
+    O_RECIPE,
+    O_RECIPES,
+    O_TP,
+    O_PP,
+    O_VPP,
+    O_CP,
+    O_DP,
+    O_GPUS,
+    O_MBS,
+    O_GBS,
+    O_SEQ,
+    O_SP,
+    O_NO_SP,
+    O_DIST_OPT,
+    O_ZERO,
+    O_RECOMPUTE,
+    O_ATTN,
+    O_DROPOUT,
+    O_VOCAB_PAD,
+    O_FORMAT,
+    O_CATALOG,
+    O_VIEW,
+    O_CONTEXT,
+    O_WORKSPACE,
+    O_NCCL,
+    O_FRAG,
+    O_EFF_BF16,
+    O_EFF_FP8,
+    O_EFF_ATTN,
+    O_EFF_HBM,
+    O_EFF_NET,
+    O_OVERLAP,
+    O_TOP,
+};
+
+static const struct option longopts[] = {
+    {"model", required_argument, NULL, O_MODEL},
+    {"gpu", required_argument, NULL, O_GPU},
+    {"recipe", required_argument, NULL, O_RECIPE},
+    {"recipes", required_argument, NULL, O_RECIPES},
+    {"tp", required_argument, NULL, O_TP},
+    {"pp", required_argument, NULL, O_PP},
+    {"vpp", required_argument, NULL, O_VPP},
+    {"cp", required_argument, NULL, O_CP},
+    {"dp", required_argument, NULL, O_DP},
+    {"gpus", required_argument, NULL, O_GPUS},
+    {"mbs", required_argument, NULL, O_MBS},
+    {"gbs", required_argument, NULL, O_GBS},
+    {"seq", required_argument, NULL, O_SEQ},
+    {"sp", no_argument, NULL, O_SP},
+    {"no-sp", no_argument, NULL, O_NO_SP},
+    {"dist-opt", no_argument, NULL, O_DIST_OPT},
+    {"zero", required_argument, NULL, O_ZERO},
+    {"recompute", required_argument, NULL, O_RECOMPUTE},
+    {"attn", required_argument, NULL, O_ATTN},
+    {"dropout", no_argument, NULL, O_DROPOUT},
+    {"vocab-pad", required_argument, NULL, O_VOCAB_PAD},
+    {"format", required_argument, NULL, O_FORMAT},
+    {"output", required_argument, NULL, 'o'},
+    {"catalog", required_argument, NULL, O_CATALOG},
+    {"view", required_argument, NULL, O_VIEW},
+    {"context", required_argument, NULL, O_CONTEXT},
+    {"workspace", required_argument, NULL, O_WORKSPACE},
+    {"nccl-mem", required_argument, NULL, O_NCCL},
+    {"frag", required_argument, NULL, O_FRAG},
+    {"eff-bf16", required_argument, NULL, O_EFF_BF16},
+    {"eff-fp8", required_argument, NULL, O_EFF_FP8},
+    {"eff-attn", required_argument, NULL, O_EFF_ATTN},
+    {"eff-hbm", required_argument, NULL, O_EFF_HBM},
+    {"eff-net", required_argument, NULL, O_EFF_NET},
+    {"overlap-dp", required_argument, NULL, O_OVERLAP},
+    {"top", required_argument, NULL, O_TOP},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static unsigned option_mask(int opt)
+{
+    switch (opt) {
+    case O_RECIPE: return PO_RECIPE;
+    case O_RECIPES: return PO_RECIPES;
+    case O_TP:
+    case O_PP:
+    case O_VPP:
+    case O_CP:
+    case O_DP:
+    case O_MBS:
+    case O_DIST_OPT:
+    case O_ZERO:
+    case O_RECOMPUTE: return PO_LAYOUT;
+    case O_GPUS:
+    case O_TOP: return PO_SWEEP;
+    case O_VIEW: return PO_VIEW;
+    default: return 0; /* always accepted */
+    }
+}
+
+static const char *opt_name(int opt)
+{
+    for (const struct option *o = longopts; o->name; o++)
+        if (o->val == opt) return o->name;
+    return "?";
+}
+
+/* A positive whole number that fits in 32 bits. */
+static int get_u32(const char *cmd, int opt, const char *arg, uint32_t *out)
+{
+    Err e;
+    uint64_t v;
+    if (num_parse_u64(arg, &v, &e)) return cli_usage(cmd, "--%s: %s", opt_name(opt), e.msg);
+    if (v == 0) return cli_usage(cmd, "--%s: '%s' must be at least 1", opt_name(opt), arg);
+    if (v > UINT32_MAX) return cli_usage(cmd, "--%s: '%s' is too large (at most %u)", opt_name(opt), arg, UINT32_MAX);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int get_bytes(const char *cmd, int opt, const char *arg, uint64_t *out)
+{
+    Err e;
+    if (num_parse_count(arg, out, &e)) return cli_usage(cmd, "--%s: %s", opt_name(opt), e.msg);
+    return 0;
+}
+
+/* A fraction in (lo, 1] (lo excluded unless allow_zero). */
+static int get_frac(const char *cmd, int opt, const char *arg, int allow_zero, double *out)
+{
+    Err e;
+    if (num_parse_double(arg, NUM_FINITE_ONLY, out, &e)) return cli_usage(cmd, "--%s: %s", opt_name(opt), e.msg);
+    if (*out > 1 || *out < 0 || (*out == 0 && !allow_zero))
+        return cli_usage(cmd, "--%s: '%s' must be in %s1]", opt_name(opt), arg, allow_zero ? "[0, " : "(0, ");
+    return 0;
+}
+
+int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a)
+{
+    memset(a, 0, sizeof *a);
+    plan_input_defaults(&a->in);
+    a->out.fmt = TABLE_TEXT;
+    a->top = 20;
+    int c, rc = 0;
+    while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
+        if (c == 'h') return cli_help(help), -1;
+        if (c == '?') return cli_usage(cmd, "bad option");
+        unsigned need = option_mask(c);
+        if (need && !(mask & need)) return cli_usage(cmd, "--%s does not apply here", opt_name(c));
+        const char *arg = optarg;
+        PlanInput *in = &a->in;
+        switch (c) {
+        case O_MODEL: a->model = arg; break;
+        case O_GPU: a->gpu = arg; break;
+        case O_RECIPE: a->recipe = arg; break;
+        case O_RECIPES: a->recipes = arg; break;
+        case O_TP: rc = get_u32(cmd, c, arg, &in->tp), a->layout_given[0] = 1; break;
+        case O_PP: rc = get_u32(cmd, c, arg, &in->pp), a->layout_given[1] = 1; break;
+        case O_VPP: rc = get_u32(cmd, c, arg, &in->vpp), a->layout_given[2] = 1; break;
+        case O_CP: rc = get_u32(cmd, c, arg, &in->cp), a->layout_given[3] = 1; break;
+        case O_DP: rc = get_u32(cmd, c, arg, &in->dp), a->layout_given[4] = 1; break;
+        case O_MBS: rc = get_u32(cmd, c, arg, &in->mbs), a->layout_given[5] = 1; break;
+        case O_GPUS: rc = get_u32(cmd, c, arg, &a->gpus); break;
+        case O_TOP: rc = get_u32(cmd, c, arg, &a->top); break;
+        case O_SEQ: rc = get_u32(cmd, c, arg, &in->seq); break;
+        case O_VOCAB_PAD: rc = get_u32(cmd, c, arg, &in->vocab_pad); break;
+        case O_GBS: {
+            Err e;
+            if (num_parse_count(arg, &in->gbs, &e))
+                rc = cli_usage(cmd, "--gbs: %s", e.msg);
+            else if (!in->gbs)
+                rc = cli_usage(cmd, "--gbs: '%s' must be at least 1", arg);
+            break;
+        }
+        case O_SP: in->sp = 1; break;
+        case O_NO_SP: in->sp = 0; break;
+        case O_DIST_OPT:
+            in->sharding = SHARD_DIST_OPT;
+            a->layout_given[7] = 1;
+            break;
+        case O_ZERO: {
+            int z;
+            Err e;
+            if (num_parse_int_range(arg, 0, 3, &z, &e))
+                rc = cli_usage(cmd, "--zero: %s", e.msg);
+            else
+                in->sharding = z == 0 ? SHARD_NONE : (Sharding)(SHARD_ZERO1 + z - 1), a->layout_given[7] = 1;
+            break;
+        }
+        case O_RECOMPUTE:
+            if (recompute_parse(arg, &in->recompute))
+                rc = cli_usage(cmd, "--recompute: '%s' is not none, selective or full", arg);
+            a->layout_given[6] = 1;
+            break;
+        case O_ATTN:
+            if (attn_parse(arg, &in->attn)) rc = cli_usage(cmd, "--attn: '%s' is not flash or materialized", arg);
+            break;
+        case O_DROPOUT: in->dropout = 1; break;
+        case O_FORMAT: rc = cli_parse_format(cmd, arg, &a->out); break;
+        case 'o': a->out.path = arg; break;
+        case O_CATALOG: a->catalog = arg; break;
+        case O_VIEW:
+            if (strcmp(arg, "summary") && strcmp(arg, "terms") && strcmp(arg, "collectives") && strcmp(arg, "time"))
+                rc = cli_usage(cmd, "--view: '%s' is not summary, terms, collectives or time", arg);
+            a->view = arg;
+            break;
+        case O_CONTEXT: rc = get_bytes(cmd, c, arg, &in->cuda_context_bytes); break;
+        case O_WORKSPACE: rc = get_bytes(cmd, c, arg, &in->workspace_bytes); break;
+        case O_NCCL: rc = get_bytes(cmd, c, arg, &in->nccl_comm_bytes); break;
+        case O_FRAG: rc = get_frac(cmd, c, arg, 1, &in->frag_frac); break;
+        case O_EFF_BF16: rc = get_frac(cmd, c, arg, 0, &in->eff_gemm_bf16); break;
+        case O_EFF_FP8: rc = get_frac(cmd, c, arg, 0, &in->eff_gemm_fp8); break;
+        case O_EFF_ATTN: rc = get_frac(cmd, c, arg, 0, &in->eff_attn); break;
+        case O_EFF_HBM: rc = get_frac(cmd, c, arg, 0, &in->eff_hbm); break;
+        case O_EFF_NET: rc = get_frac(cmd, c, arg, 0, &in->eff_net); break;
+        case O_OVERLAP:
+            if (!strcmp(arg, "on"))
+                in->overlap_dp = 1;
+            else if (!strcmp(arg, "off"))
+                in->overlap_dp = 0;
+            else
+                rc = cli_usage(cmd, "--overlap-dp: '%s' is not on or off", arg);
+            break;
+        default: rc = cli_usage(cmd, "bad option");
+        }
+        if (rc) return rc;
+    }
+    if ((rc = cli_no_operands(cmd, argc, argv))) return rc;
+    if (!a->model) return cli_usage(cmd, "--model is required");
+    if (!a->gpu) return cli_usage(cmd, "--gpu is required");
+    if ((mask & PO_RECIPE) && !(mask & PO_RECIPES) && !a->recipe) return cli_usage(cmd, "--recipe is required");
+    if ((mask & PO_SWEEP) && !a->gpus) return cli_usage(cmd, "--gpus is required");
+    return 0;
+}
+
+int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe)
+{
+    char names[2048];
+    a->in.model = catalog_model(c, a->model);
+    if (!a->in.model) {
+        catalog_model_names(c, names, sizeof names);
+        return cli_usage(cmd, "--model: unknown model '%s' (known: %s)", a->model, names);
+    }
+    a->in.gpu = catalog_gpu(c, a->gpu);
+    if (!a->in.gpu) {
+        catalog_gpu_names(c, names, sizeof names);
+        return cli_usage(cmd, "--gpu: unknown GPU '%s' (known: %s)", a->gpu, names);
+    }
+    if (recipe) {
+        a->in.recipe = catalog_recipe(c, recipe);
+        if (!a->in.recipe) {
+            catalog_recipe_names(c, names, sizeof names);
+            return cli_usage(cmd, "unknown recipe '%s' (known: %s)", recipe, names);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,170 @@
+/* cli/cmd_plan_sweep.c — `fp8plan sweep`: every layout and recipe for N GPUs, ranked. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cmd_plan.h"
+#include "planner/sweep.h"
+#include "reports/plan_report.h"
+
+int cmd_sweep(int argc, char **argv);
+
+static const char sweep_help_head[] =
+    "usage: fp8plan sweep --model M --gpu G --gpus N [--recipes R1,R2,...] [--top K] [options] [-o FILE]\n"
+    "\n"
+    "Enumerate, for N GPUs, every TP (powers of two up to a node), PP (divisors), virtual stages (1-8),\n"
+    "CP (1-8), DP (the rest), micro-batch (1-8), recompute (none/selective/full), distributed optimizer\n"
+    "(off/on) and recipe (all by default). Invalid layouts are dropped and counted by reason, layouts that\n"
+    "do not fit are counted as OOM, and the rest are ranked by predicted tokens/s; the best K are printed\n"
+    "(csv/json: the plan summary columns with a leading rank). The global batch is the same for every\n"
+    "layout (--gbs, default about 2M tokens). Progress goes to stderr when it is a terminal.\n"
+    "\n"
+    "  --gpus N      GPUs to plan for\n"
+    "  --recipes L  comma-separated recipe names (all)\n"
+    "  --top K      how many plans to keep (20)\n"
+    "  --seq --gbs --sp/--no-sp --attn --dropout and the overhead/efficiency options as for `plan`\n";
+
+static void progress(uint64_t done, uint64_t total, void *ctx)
+{
+    (void)ctx;
+    int width = 30, fill = total ? (int)((double)done / (double)total * width) : width;
+    char bar[64];
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+    bar[width] = '\0';
+    fprintf(stderr, "\r[%s] %llu/%llu plans", bar, (unsigned long long)done, (unsigned long long)total);
+    if (done >= total) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static Table *top_table(const Plan *top, int n)
+{
+    const TableCol cols[] = {
+        {"rank", NULL, NULL, TC_U64, 0, 0},
+        {"recipe", NULL, NULL, TC_STR, 0, 0},
+        {"tp", NULL, NULL, TC_U64, 0, 0},
+        {"pp", NULL, NULL, TC_U64, 0, 0},
+        {"vpp", NULL, NULL, TC_U64, 0, 0},
+        {"cp", NULL, NULL, TC_U64, 0, 0},
+        {"dp", NULL, NULL, TC_U64, 0, 0},
+        {"mbs", NULL, NULL, TC_U64, 0, 0},
+        {"recompute", NULL, NULL, TC_STR, 0, 0},
+        {"sharding", NULL, NULL, TC_STR, 0, 0},
+        {"memory", NULL, "GB", TC_F64, 2, 0},
+        {"step", NULL, "s", TC_F64, 3, 0},
+        {"tokens_per_s", "tokens/s", NULL, TC_F64, 0, 0},
+        {"mfu_bf16", "MFU bf16", "%", TC_F64, 1, 0},
+        {"mfu_fp8", "MFU fp8", "%", TC_F64, 1, 0},
+    };
+    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
+    for (int i = 0; t && i < n; i++) {
+        const Plan *p = &top[i];
+        table_row(t);
+        int k = 0;
+        table_u64(t, k++, (uint64_t)i + 1);
+        table_str(t, k++, p->in.recipe->name);
+        table_u64(t, k++, p->in.tp);
+        table_u64(t, k++, p->in.pp);
+        table_u64(t, k++, p->in.vpp);
+        table_u64(t, k++, p->in.cp);
+        table_u64(t, k++, p->in.dp);
+        table_u64(t, k++, p->in.mbs);
+        table_str(t, k++, recompute_name(p->in.recompute));
+        table_str(t, k++, sharding_name(p->in.sharding));
+        table_f64(t, k++, plan_gb(p->total_bytes));
+        table_f64(t, k++, p->time.step_s);
+        table_f64(t, k++, p->tokens_per_s);
+        table_f64(t, k++, p->mfu_bf16_pct);
+        table_f64(t, k++, p->mfu_fp8_pct);
+    }
+    return t;
+}
+
+static void print_stats(FILE *f, const SweepStats *st, uint64_t gbs)
+{
+    fprintf(f, "evaluated %llu plans (global batch %llu): %llu valid, %llu fit, %llu out of memory, %llu invalid\n",
+            (unsigned long long)st->evaluated, (unsigned long long)gbs, (unsigned long long)st->valid,
+            (unsigned long long)(st->valid - st->oom), (unsigned long long)st->oom,
+            (unsigned long long)(st->evaluated - st->valid));
+    for (int r = 1; r < REJECT_COUNT_; r++)
+        if (st->rejected[r])
+            fprintf(f, "  invalid: %-58s %llu\n", plan_reject_name((PlanReject)r), (unsigned long long)st->rejected[r]);
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+    const char *cmd = "sweep";
+    static char help[8192];
+    snprintf(help, sizeof help, "%s\n%s", sweep_help_head, plan_layout_help);
+    PlanArgs a;
+    int rc = plan_args_parse(cmd, argc, argv, PO_RECIPES | PO_SWEEP, help, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    if (a.top > 10000) return cli_usage(cmd, "--top %u: at most 10000", a.top);
+    Catalog *cat;
+    if ((rc = plan_catalog_load(cmd, a.catalog, &cat))) return rc;
+    const Recipe *recs[CATALOG_MAX_ROWS];
+    int nrec = 0;
+    if ((rc = plan_args_resolve(cmd, cat, &a, NULL))) goto done;
+    if (a.recipes) {
+        char list[2048], names[2048];
+        if (strlen(a.recipes) >= sizeof list) {
+            rc = cli_usage(cmd, "--recipes: list too long");
+            goto done;
+        }
+        strcpy(list, a.recipes);
+        for (char *tok = list, *next; tok; tok = next) {
+            next = strchr(tok, ',');
+            if (next) *next++ = '\0';
+            const Recipe *r = catalog_recipe(cat, tok);
+            if (!r) {
+                catalog_recipe_names(cat, names, sizeof names);
+                rc = cli_usage(cmd, "--recipes: unknown recipe '%s' (known: %s)", tok, names);
+                goto done;
+            }
+            if (nrec < CATALOG_MAX_ROWS) recs[nrec++] = r;
+        }
+    } else {
+        for (int i = 0; i < cat->nrecipes; i++) recs[nrec++] = &cat->recipes[i];
+    }
+    {
+        SweepSpec spec = {.base = a.in, .recipes = recs, .nrecipes = nrec, .gpus = a.gpus};
+        SweepStats st;
+        Plan *top = calloc(a.top, sizeof *top);
+        if (!top) {
+            rc = cli_usage(cmd, "out of memory for --top %u", a.top);
+            goto done;
+        }
+        int n = 0;
+        Err e;
+        int tty = isatty(STDERR_FILENO);
+        if (sweep_run(&spec, top, (int)a.top, &n, &st, tty ? progress : NULL, NULL, &e)) {
+            rc = e.st == ST_USAGE ? cli_usage(cmd, "%s", e.msg) : cli_fail(cmd, &e);
+            free(top);
+            goto done;
+        }
+        uint64_t gbs = a.in.gbs ? a.in.gbs : (n ? top[0].in.gbs : 0);
+        Table *t;
+        if (a.out.fmt == TABLE_TEXT) {
+            t = top_table(top, n);
+            if (t) {
+                char title[512];
+                snprintf(title, sizeof title, "best %d of %llu plans that fit: %s on %u x %s, ranked by tokens/s", n,
+                         (unsigned long long)(st.valid - st.oom), a.in.model->name, a.gpus, a.in.gpu->name);
+                table_set_title(t, title);
+            }
+        } else {
+            t = plan_summary_new(1);
+            for (int i = 0; t && i < n; i++) plan_summary_row(t, &top[i], i + 1);
+        }
+        if (!t) {
+            rc = cli_usage(cmd, "out of memory");
+        } else {
+            rc = cli_emit_table(cmd, t, &a.out);
+            table_free(t);
+        }
+        if (!rc) print_stats(a.out.fmt == TABLE_TEXT && !a.out.path ? stdout : stderr, &st, gbs);
+        free(top);
+    }
+done:
+    free(cat);
+    return rc;
+}

@@ -1,0 +1,44 @@
+/* fp8/qerror.h — how much a quantize/dequantize round trip lost.
+ *
+ * Over the elements whose input x is finite (non-finite inputs are skipped)
+ * and whose output y is finite (a NaN/Inf output of a finite input, possible
+ * only with FP8_NOSAT, is counted in `nonfinite` and left out of the sums):
+ *   rel_rms   = sqrt( sum (x - y)^2 / sum x^2 )          (0 when exact)
+ *   snr_db    = 10 log10( sum x^2 / sum (x - y)^2 )      (+Inf when exact)
+ *   max_abs   = max |x - y|
+ *   mean_rel  = mean over nonzero x of |x - y| / |x|  (a flushed value counts 1)
+ * rel_rms and snr_db weigh elements by energy, so a few large outliers that
+ * quantize well can hide what happened to the many small values; mean_rel
+ * weighs every element the same and shows that lost resolution.
+ * plus the fractions of all elements that were flushed to zero and that
+ * saturated, taken from the quantizer's QuantCounts. Sums are in double. */
+#ifndef FP8PLAN_FP8_QERROR_H
+#define FP8PLAN_FP8_QERROR_H
+
+#include <stdint.h>
+
+#include "fp8/quant.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    uint64_t n;         /* elements in the sums */
+    uint64_t skipped;   /* non-finite inputs */
+    uint64_t nonfinite; /* finite inputs whose output is NaN/Inf */
+    double rel_rms;
+    double snr_db;
+    double max_abs;
+    double mean_rel;       /* mean over nonzero inputs of |x - y| / |x|: every element weighs the same */
+    double flushed_frac;   /* counts->flushed / counts->n (0 without counts) */
+    double saturated_frac; /* counts->saturated / counts->n */
+} QuantError;
+
+/* Compare x with its round trip y (n elements); counts may be NULL. */
+void qerr_compute(const float *x, const float *y, uint64_t n, const QuantCounts *counts, QuantError *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

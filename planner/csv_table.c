@@ -1,0 +1,186 @@
+/* planner/csv_table.c — strict CSV reader over a text buffer (see csv_table.h). */
+#include "planner/csv_table.h"
+
+#include <csv.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    CsvTable *t;
+    char **row; /* fields of the row being read */
+    int nrow, caprow;
+    int record; /* records completed so far (header = record 1) */
+    int oom;
+    int ragged_row, ragged_n; /* first ragged record and its field count */
+    char **cells;
+    int ncells, capcells;
+} Ctx;
+
+static char *dup_field(const void *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    if (!s) return NULL;
+    if (n) memcpy(s, p, n);
+    s[n] = '\0';
+    return s;
+}
+
+static void on_field(void *field, size_t len, void *data)
+{
+    Ctx *c = data;
+    if (c->oom) return;
+    if (c->nrow == c->caprow) {
+        int ncap = c->caprow ? c->caprow * 2 : 32;
+        char **nr = realloc(c->row, sizeof *nr * (size_t)ncap);
+        if (!nr) {
+            c->oom = 1;
+            return;
+        }
+        c->row = nr;
+        c->caprow = ncap;
+    }
+    char *s = dup_field(field ? field : "", field ? len : 0);
+    if (!s) {
+        c->oom = 1;
+        return;
+    }
+    c->row[c->nrow++] = s;
+}
+
+static void drop_row(Ctx *c)
+{
+    for (int i = 0; i < c->nrow; i++) free(c->row[i]);
+    c->nrow = 0;
+}
+
+static void on_record(int term, void *data)
+{
+    (void)term;
+    Ctx *c = data;
+    if (c->oom) {
+        drop_row(c);
+        return;
+    }
+    c->record++;
+    CsvTable *t = c->t;
+    if (c->record == 1) { /* header */
+        t->head = c->row;
+        t->ncols = c->nrow;
+        c->row = NULL;
+        c->nrow = c->caprow = 0;
+        return;
+    }
+    if (c->nrow != t->ncols) {
+        if (!c->ragged_row) {
+            c->ragged_row = c->record;
+            c->ragged_n = c->nrow;
+        }
+        drop_row(c);
+        return;
+    }
+    if (c->ncells + c->nrow > c->capcells) {
+        int ncap = c->capcells ? c->capcells * 2 : 256;
+        while (ncap < c->ncells + c->nrow) ncap *= 2;
+        char **nc = realloc(c->cells, sizeof *nc * (size_t)ncap);
+        if (!nc) {
+            c->oom = 1;
+            drop_row(c);
+            return;
+        }
+        c->cells = nc;
+        c->capcells = ncap;
+    }
+    memcpy(c->cells + c->ncells, c->row, sizeof *c->row * (size_t)c->nrow);
+    c->ncells += c->nrow;
+    c->nrow = 0;
+    t->nrows++;
+}
+
+void csv_table_free(CsvTable *t)
+{
+    if (!t) return;
+    for (int i = 0; i < t->ncols && t->head; i++) free(t->head[i]);
+    for (long i = 0; i < (long)t->nrows * t->ncols && t->cells; i++) free(t->cells[i]);
+    free(t->head);
+    free(t->cells);
+    t->head = t->cells = NULL;
+    t->ncols = t->nrows = 0;
+}
+
+Status csv_table_parse(const char *text, size_t len, const char *fname, CsvTable *t, Err *e)
+{
+    memset(t, 0, sizeof *t);
+    t->fname = fname;
+    if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) text += 3, len -= 3;
+    struct csv_parser p;
+    if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL))
+        return err_set(e, ST_NOMEM, "%s: out of memory", fname);
+    Ctx c = {.t = t};
+    size_t used = csv_parse(&p, text, len, on_field, on_record, &c);
+    int perr = used < len ? csv_error(&p) : 0;
+    int ferr = perr ? 0 : csv_fini(&p, on_field, on_record, &c);
+    csv_free(&p);
+    drop_row(&c);
+    free(c.row);
+    t->cells = c.cells;
+    if (c.oom || perr == CSV_ENOMEM) return err_set(e, ST_NOMEM, "%s: out of memory", fname);
+    if (perr || ferr) {
+        /* the bad byte belongs to the record after the last complete one */
+        return err_set(e, ST_DATA, "%s: row %d: malformed CSV (%s)", fname, c.record + 1,
+                       perr == CSV_EPARSE || ferr ? "a quote inside an unquoted field or an unterminated quoted field"
+                                                  : csv_strerror(perr));
+    }
+    if (c.record == 0) return err_set(e, ST_DATA, "%s: empty file (no header row)", fname);
+    if (c.ragged_row)
+        return err_set(e, ST_DATA, "%s: row %d: %d fields, but the header has %d", fname, c.ragged_row, c.ragged_n,
+                       t->ncols);
+    if (t->nrows == 0) return err_set(e, ST_DATA, "%s: no data rows after the header", fname);
+    return ST_OK;
+}
+
+int csv_table_col(const CsvTable *t, const char *name)
+{
+    for (int i = 0; i < t->ncols; i++)
+        if (!strcmp(t->head[i], name)) return i;
+    return -1;
+}
+
+const char *csv_table_cell(const CsvTable *t, int r, const char *name)
+{
+    int c = csv_table_col(t, name);
+    return c < 0 ? "" : t->cells[(long)r * t->ncols + c];
+}
+
+Status csv_table_expect(const CsvTable *t, const char *columns, Err *e)
+{
+    for (int i = 0; i < t->ncols; i++) {
+        for (int j = 0; j < i; j++)
+            if (!strcmp(t->head[i], t->head[j]))
+                return err_set(e, ST_DATA, "%s: row 1: column '%s' appears twice", t->fname, t->head[i]);
+        /* is head[i] one of the expected names? */
+        size_t n = strlen(t->head[i]);
+        const char *p = columns;
+        int found = 0;
+        while (*p && !found) {
+            const char *q = strchr(p, ',');
+            size_t m = q ? (size_t)(q - p) : strlen(p);
+            if (m == n && !strncmp(p, t->head[i], n)) found = 1;
+            p = q ? q + 1 : p + m;
+        }
+        if (!found)
+            return err_set(e, ST_DATA, "%s: row 1: unknown column '%s' (expected: %s)", t->fname, t->head[i], columns);
+    }
+    const char *p = columns;
+    while (*p) {
+        const char *q = strchr(p, ',');
+        size_t m = q ? (size_t)(q - p) : strlen(p);
+        char name[64];
+        if (m >= sizeof name) m = sizeof name - 1;
+        memcpy(name, p, m);
+        name[m] = '\0';
+        if (csv_table_col(t, name) < 0)
+            return err_set(e, ST_DATA, "%s: row 1: missing column '%s' (expected: %s)", t->fname, name, columns);
+        p = q ? q + 1 : p + m;
+    }
+    return ST_OK;
+}

@@ -1,0 +1,397 @@
+/* planner/plan.c — input defaults, validation and the plan_build orchestration. */
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+#include "planner/plan_internal.h"
+
+void plan_input_defaults(PlanInput *in)
+{
+    memset(in, 0, sizeof *in);
+    in->tp = in->pp = in->vpp = in->cp = in->dp = 1;
+    in->mbs = 1;
+    in->sp = 1;
+    in->recompute = RECOMPUTE_NONE;
+    in->sharding = SHARD_NONE;
+    in->attn = ATTN_FLASH;
+    in->vocab_pad = 128;
+    in->cuda_context_bytes = 512ull << 20;
+    in->workspace_bytes = 32ull << 20;
+    /* NCCL per communicator: 2 ring connections x 32 channels x (4 MiB SIMPLE +
+     * 4,915,200 B LL128 + 512 KiB LL), NCCL's default buffer sizes. */
+    in->nccl_comm_bytes = 2ull * 32 * (4194304 + 4915200 + 524288);
+    in->frag_frac = 0.05;
+    in->eff_gemm_bf16 = 0.70;
+    in->eff_gemm_fp8 = 0.55;
+    in->eff_attn = 0.50;
+    in->eff_hbm = 0.80;
+    in->eff_net = 0.80;
+    in->latency_intra_s = 10e-6;
+    in->latency_inter_s = 20e-6;
+    in->overlap_dp = 1;
+}
+
+/* ---- names ------------------------------------------------------------------------------------------ */
+
+static const char *const cat_names[] = {[MC_STATE] = "state",
+                                        [MC_FP8_COPY] = "fp8_copy",
+                                        [MC_SCALE] = "scale",
+                                        [MC_ACTIVATION] = "activation",
+                                        [MC_OVERHEAD] = "overhead"};
+static const char *const group_names[] = {[GROUP_TP] = "tp", [GROUP_CP] = "cp",   [GROUP_DP] = "dp",
+                                          [GROUP_PP] = "pp", [GROUP_EMB] = "emb", [GROUP_AMAX] = "amax"};
+static const char *const op_names[] = {[OP_ALL_REDUCE] = "all-reduce",
+                                       [OP_ALL_GATHER] = "all-gather",
+                                       [OP_REDUCE_SCATTER] = "reduce-scatter",
+                                       [OP_SEND_RECV] = "send/recv"};
+static const char *const recompute_names[] = {
+    [RECOMPUTE_NONE] = "none", [RECOMPUTE_SELECTIVE] = "selective", [RECOMPUTE_FULL] = "full"};
+static const char *const sharding_names[] = {[SHARD_NONE] = "none",
+                                             [SHARD_DIST_OPT] = "dist-opt",
+                                             [SHARD_ZERO1] = "zero1",
+                                             [SHARD_ZERO2] = "zero2",
+                                             [SHARD_ZERO3] = "zero3"};
+static const char *const attn_names[] = {[ATTN_FLASH] = "flash", [ATTN_MATERIALIZED] = "materialized"};
+static const char *const reject_names[] = {
+    [REJECT_NONE] = "ok",
+    [REJECT_ZERO] = "zero layout value",
+    [REJECT_HEADS_TP] = "heads or kv_heads not divisible by tp",
+    [REJECT_FFN_TP] = "ffn_hidden not divisible by tp",
+    [REJECT_LAYERS_PP] = "layers not divisible by pp*vpp",
+    [REJECT_VPP] = "vpp needs pp > 1 and micro-batches divisible by pp",
+    [REJECT_SEQ_CP] = "seq not divisible by 2*cp (or seq/cp by tp with SP)",
+    [REJECT_SEQ_POS] = "seq longer than the learned position table",
+    [REJECT_WORLD] = "world size != tp*pp*cp*dp",
+    [REJECT_GBS] = "global batch not divisible by mbs*dp",
+    [REJECT_HW] = "recipe needs a newer GPU",
+    [REJECT_MODEL] = "invalid model or GPU spec",
+    [REJECT_KNOB] = "overhead or efficiency setting out of range",
+    [REJECT_OVERFLOW] = "byte count past 2^64",
+};
+_Static_assert(sizeof cat_names / sizeof *cat_names == MC_COUNT_, "cat_names");
+_Static_assert(sizeof group_names / sizeof *group_names == GROUP_COUNT_, "group_names");
+_Static_assert(sizeof op_names / sizeof *op_names == OP_COUNT_, "op_names");
+_Static_assert(sizeof recompute_names / sizeof *recompute_names == RECOMPUTE_COUNT_, "recompute_names");
+_Static_assert(sizeof sharding_names / sizeof *sharding_names == SHARD_COUNT_, "sharding_names");
+_Static_assert(sizeof attn_names / sizeof *attn_names == ATTN_COUNT_, "attn_names");
+_Static_assert(sizeof reject_names / sizeof *reject_names == REJECT_COUNT_, "reject_names");
+
+#define NAME_FN(fn, type, table, count) \
+    const char *fn(type v) { return (unsigned)v < (count) ? table[v] : "?"; }
+NAME_FN(mem_category_name, MemCategory, cat_names, MC_COUNT_)
+NAME_FN(comm_group_name, CommGroup, group_names, GROUP_COUNT_)
+NAME_FN(comm_op_name, CommOp, op_names, OP_COUNT_)
+NAME_FN(recompute_name, Recompute, recompute_names, RECOMPUTE_COUNT_)
+NAME_FN(sharding_name, Sharding, sharding_names, SHARD_COUNT_)
+NAME_FN(attn_name, AttnImpl, attn_names, ATTN_COUNT_)
+NAME_FN(plan_reject_name, PlanReject, reject_names, REJECT_COUNT_)
+
+static int parse_in(const char *const *names, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcasecmp(s, names[i])) return i;
+    return -1;
+}
+
+int recompute_parse(const char *s, Recompute *out)
+{
+    int i = parse_in(recompute_names, RECOMPUTE_COUNT_, s);
+    return i < 0 ? -1 : (*out = (Recompute)i, 0);
+}
+
+int sharding_parse(const char *s, Sharding *out)
+{
+    int i = parse_in(sharding_names, SHARD_COUNT_, s);
+    return i < 0 ? -1 : (*out = (Sharding)i, 0);
+}
+
+int attn_parse(const char *s, AttnImpl *out)
+{
+    int i = parse_in(attn_names, ATTN_COUNT_, s);
+    return i < 0 ? -1 : (*out = (AttnImpl)i, 0);
+}
+
+/* ---- validation -------------------------------------------------------------------------------------- */
+
+static uint64_t resolve_seq(const PlanInput *in) { return in->seq ? in->seq : in->model->seq_len; }
+
+static uint64_t resolve_gbs(const PlanInput *in, uint64_t seq)
+{
+    if (in->gbs) return in->gbs;
+    uint64_t unit = (uint64_t)in->mbs * in->dp;
+    uint64_t want = ceil_div(1ull << 21, seq ? seq : 1); /* about 2M tokens */
+    return ceil_div(want, unit ? unit : 1) * (unit ? unit : 1);
+}
+
+static int bad_eff(double x) { return !(x > 0 && x <= 1); }
+
+static const char *hw_reason(const Recipe *r)
+{
+    if (r->min_sm >= 100) return "MXFP8 (1x32 E8M0 block scales) needs Blackwell, SM 10.0+";
+    if (r->min_sm >= 90) return "blockwise FP8 scaling needs Hopper, SM 9.0+";
+    if (r->min_sm >= 89) return "FP8 tensor cores need SM 8.9+ (Ada, Hopper); A100 (SM 8.0) cannot run FP8 GEMMs";
+    return "the recipe's min_sm";
+}
+
+PlanReject plan_validate(const PlanInput *in, Err *e)
+{
+    if (!in || !in->model || !in->gpu || !in->recipe) {
+        err_set(e, ST_SOFTWARE, "plan input without a model, GPU or recipe");
+        return REJECT_MODEL;
+    }
+    const ModelSpec *md = in->model;
+    const GpuSpec *gp = in->gpu;
+    const Recipe *r = in->recipe;
+    if (!md->layers || !md->hidden || !md->ffn_hidden || !md->heads || !md->kv_heads || !md->head_dim || !md->vocab ||
+        !md->seq_len || md->heads % md->kv_heads) {
+        err_set(e, ST_USAGE,
+                "model %s: layers, hidden, ffn_hidden, heads, kv_heads (dividing heads), head_dim, vocab "
+                "and seq_len must be positive",
+                md->name);
+        return REJECT_MODEL;
+    }
+    if (!gp->hbm_bytes || !(gp->hbm_bw > 0) || !(gp->flops_bf16 > 0) || !(gp->intra_bw > 0) || !(gp->inter_bw > 0) ||
+        !gp->gpus_per_node) {
+        err_set(e, ST_USAGE, "gpu %s: memory, bandwidths, BF16 rate and gpus_per_node must be positive", gp->name);
+        return REJECT_MODEL;
+    }
+    if (bad_eff(in->eff_gemm_bf16) || bad_eff(in->eff_gemm_fp8) || bad_eff(in->eff_attn) || bad_eff(in->eff_hbm) ||
+        bad_eff(in->eff_net) || !(in->frag_frac >= 0 && in->frag_frac <= 1) ||
+        !(in->latency_intra_s >= 0 && in->latency_intra_s < 1) ||
+        !(in->latency_inter_s >= 0 && in->latency_inter_s < 1)) {
+        err_set(e, ST_USAGE,
+                "efficiencies must be in (0, 1], the fragmentation fraction in [0, 1] and latencies in [0, 1) s");
+        return REJECT_KNOB;
+    }
+    static const char *const names[] = {"--tp", "--pp", "--vpp", "--cp", "--dp", "--mbs"};
+    const uint32_t vals[] = {in->tp, in->pp, in->vpp, in->cp, in->dp, in->mbs};
+    for (int i = 0; i < 6; i++)
+        if (!vals[i]) {
+            err_set(e, ST_USAGE, "%s 0: must be at least 1", names[i]);
+            return REJECT_ZERO;
+        }
+    if (md->heads % in->tp || md->kv_heads % in->tp) {
+        err_set(e, ST_USAGE, "--tp %u: %s has %u heads and %u kv_heads; both must be divisible by tp", in->tp, md->name,
+                md->heads, md->kv_heads);
+        return REJECT_HEADS_TP;
+    }
+    if (md->ffn_hidden % in->tp) {
+        err_set(e, ST_USAGE, "--tp %u: ffn_hidden %u of %s is not divisible by tp", in->tp, md->ffn_hidden, md->name);
+        return REJECT_FFN_TP;
+    }
+    uint64_t ppv = (uint64_t)in->pp * in->vpp;
+    if (md->layers % ppv) {
+        err_set(e, ST_USAGE, "--pp %u --vpp %u: %s has %u layers, not divisible by pp*vpp = %llu", in->pp, in->vpp,
+                md->name, md->layers, (unsigned long long)ppv);
+        return REJECT_LAYERS_PP;
+    }
+    if (in->vpp > 1 && in->pp == 1) {
+        err_set(e, ST_USAGE, "--vpp %u: virtual pipeline stages need --pp > 1", in->vpp);
+        return REJECT_VPP;
+    }
+    uint64_t seq = resolve_seq(in);
+    if (!seq) {
+        err_set(e, ST_USAGE, "--seq 0: must be at least 1");
+        return REJECT_ZERO;
+    }
+    if (in->cp > 1 && seq % (2ull * in->cp)) {
+        err_set(e, ST_USAGE, "--cp %u: seq %llu is not divisible by 2*cp = %u (load-balanced context parallelism)",
+                in->cp, (unsigned long long)seq, 2 * in->cp);
+        return REJECT_SEQ_CP;
+    }
+    if (in->sp && in->tp > 1 && (seq / in->cp) % in->tp) {
+        err_set(e, ST_USAGE, "--sp: seq/cp = %llu is not divisible by tp = %u (sequence parallelism splits tokens)",
+                (unsigned long long)(seq / in->cp), in->tp);
+        return REJECT_SEQ_CP;
+    }
+    if (md->pos == POS_LEARNED && seq > md->seq_len) {
+        err_set(e, ST_USAGE, "--seq %llu: %s has learned position embeddings for %u positions", (unsigned long long)seq,
+                md->name, md->seq_len);
+        return REJECT_SEQ_POS;
+    }
+    uint64_t world = (uint64_t)in->tp * in->pp * in->cp * in->dp;
+    if (world > UINT32_MAX || (in->world && in->world != world)) {
+        err_set(e, ST_USAGE, "world size %u != tp*pp*cp*dp = %u*%u*%u*%u = %llu", in->world, in->tp, in->pp, in->cp,
+                in->dp, (unsigned long long)world);
+        return REJECT_WORLD;
+    }
+    uint64_t unit = (uint64_t)in->mbs * in->dp, gbs = resolve_gbs(in, seq);
+    if (gbs % unit || gbs < unit) {
+        err_set(e, ST_USAGE, "--gbs %llu: not a positive multiple of mbs*dp = %u*%u = %llu", (unsigned long long)gbs,
+                in->mbs, in->dp, (unsigned long long)unit);
+        return REJECT_GBS;
+    }
+    uint64_t m = gbs / unit;
+    if (in->vpp > 1 && m % in->pp) {
+        err_set(e, ST_USAGE, "--vpp %u: the interleaved schedule needs micro-batches (%llu) divisible by pp (%u)",
+                in->vpp, (unsigned long long)m, in->pp);
+        return REJECT_VPP;
+    }
+    if (r->min_sm > gp->sm || (recipe_fp8_gemm(r) && !(gp->flops_fp8 > 0))) {
+        err_set(e, ST_USAGE, "recipe %s needs SM %u.%u, %s is SM %u.%u: %s", r->name, r->min_sm / 10, r->min_sm % 10,
+                gp->name, gp->sm / 10, gp->sm % 10, hw_reason(r));
+        return REJECT_HW;
+    }
+    return REJECT_NONE;
+}
+
+/* ---- geometry ----------------------------------------------------------------------------------------- */
+
+void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g)
+{
+    const ModelSpec *md = in->model;
+    memset(g, 0, sizeof *g);
+    g->h = md->hidden;
+    g->F = md->ffn_hidden;
+    g->k = md->mlp == MLP_SWIGLU ? 2 : 1;
+    g->heads = md->heads;
+    g->kv_heads = md->kv_heads;
+    g->q_dim = (uint64_t)md->heads * md->head_dim;
+    g->kv_dim = (uint64_t)md->kv_heads * md->head_dim;
+    g->L = md->layers;
+    g->V = md->vocab;
+    g->seq = seq;
+    g->tp = in->tp;
+    g->pp = in->pp;
+    g->vpp = in->vpp;
+    g->cp = in->cp;
+    g->dp = in->dp;
+    g->d = (uint64_t)in->dp * in->cp;
+    g->mbs = in->mbs;
+    g->m = gbs / ((uint64_t)in->mbs * in->dp);
+    g->world = (uint64_t)in->tp * in->pp * in->cp * in->dp;
+    g->rep = (in->sp && in->tp > 1) ? in->tp : 1;
+    g->Ls = g->L / g->pp;
+    g->s_local = seq / g->cp;
+    g->tok = g->s_local * g->mbs;
+    uint64_t mult = (uint64_t)(in->vocab_pad > 1 ? in->vocab_pad : 1) * g->tp;
+    g->Vp = ceil_div(g->V, mult) * mult;
+    uint64_t t = g->tp, h = g->h;
+    g->lin_rows[LIN_QKV] = (g->q_dim + 2 * g->kv_dim) / t, g->lin_cols[LIN_QKV] = h;
+    g->lin_rows[LIN_PROJ] = h, g->lin_cols[LIN_PROJ] = g->q_dim / t;
+    g->lin_rows[LIN_FC1] = g->k * g->F / t, g->lin_cols[LIN_FC1] = h;
+    g->lin_rows[LIN_FC2] = h, g->lin_cols[LIN_FC2] = g->F / t;
+    for (int i = 0; i < LIN_COUNT; i++) g->gemm_layer += g->lin_rows[i] * g->lin_cols[i];
+    g->norm_elems = md->norm == NORM_LAYERNORM ? 2 * h : h;
+    g->other_layer = 2 * g->norm_elems;
+    if (md->linear_bias) g->other_layer += g->lin_rows[LIN_QKV] + h + g->lin_rows[LIN_FC1] + h;
+    g->emb = g->Vp / t * h;
+    g->pos = md->pos == POS_LEARNED ? (uint64_t)md->seq_len * h : 0;
+    g->last_is_first = g->pp == 1;
+}
+
+uint64_t plan_inflight_mbs(const Geo *g, uint32_t stage)
+{
+    if (g->pp == 1) return 1;
+    if (g->vpp == 1) {
+        uint64_t n = g->pp - stage;
+        return n < g->m ? n : g->m;
+    }
+    /* interleaved 1F1B: warm-up forward chunks before the first backward, + 1 */
+    uint64_t chunks = (g->pp - stage - 1) * 2 + (g->vpp - 1) * g->pp + 1, cap = g->m * g->vpp;
+    if (chunks > cap) chunks = cap;
+    return ceil_div(chunks, g->vpp); /* micro-batches touched (for per-micro-batch terms) */
+}
+
+uint64_t plan_inflight_layers(const Geo *g, uint32_t stage)
+{
+    if (g->pp == 1) return g->L;
+    if (g->vpp == 1) return g->Ls * plan_inflight_mbs(g, stage);
+    uint64_t chunks = (g->pp - stage - 1) * 2 + (g->vpp - 1) * g->pp + 1, cap = g->m * g->vpp;
+    if (chunks > cap) chunks = cap;
+    return chunks * (g->L / (g->pp * g->vpp));
+}
+
+int model_param_count(const ModelSpec *md, uint64_t *out)
+{
+    Ck ck = {0};
+    uint64_t h = md->hidden, q = (uint64_t)md->heads * md->head_dim, kv = (uint64_t)md->kv_heads * md->head_dim;
+    uint64_t k = md->mlp == MLP_SWIGLU ? 2 : 1, F = md->ffn_hidden, norm = md->norm == NORM_LAYERNORM ? 2 * h : h;
+    uint64_t lin = ck_add(&ck, ck_add(&ck, ck_mul(&ck, q + 2 * kv, h), ck_mul(&ck, h, q)),
+                          ck_add(&ck, ck_mul3(&ck, k, F, h), ck_mul(&ck, h, F)));
+    uint64_t per_layer = ck_add(&ck, lin, 2 * norm);
+    if (md->linear_bias) per_layer = ck_add(&ck, per_layer, (q + 2 * kv) + h + k * F + h);
+    uint64_t tot = ck_mul(&ck, per_layer, md->layers);
+    tot = ck_add(&ck, tot, ck_mul3(&ck, md->vocab, h, md->tied_embeddings ? 1 : 2));
+    if (md->pos == POS_LEARNED) tot = ck_add(&ck, tot, ck_mul(&ck, md->seq_len, h));
+    tot = ck_add(&ck, tot, norm);
+    *out = tot;
+    return ck.ovf;
+}
+
+/* ---- build -------------------------------------------------------------------------------------------- */
+
+static Status build(const PlanInput *in, Plan *p, PlanReject *why)
+{
+    uint64_t seq = resolve_seq(in), gbs = resolve_gbs(in, seq);
+    Geo g;
+    plan_geo(in, seq, gbs, &g);
+    Ck ck = {0};
+
+    StageMem s0, sl;
+    plan_memory(in, &g, 0, &s0, &ck);
+    const StageMem *pick = &s0;
+    uint32_t stage = 0;
+    if (g.pp > 1) {
+        plan_memory(in, &g, (uint32_t)(g.pp - 1), &sl, &ck);
+        if (sl.total > s0.total) pick = &sl, stage = (uint32_t)(g.pp - 1);
+    }
+    if (ck.ovf) {
+        *why = REJECT_OVERFLOW;
+        return ST_OVERFLOW;
+    }
+    p->in = *in;
+    p->in.seq = (uint32_t)seq;
+    p->in.gbs = gbs;
+    p->world = (uint32_t)g.world;
+    p->microbatches = (uint32_t)g.m;
+    p->seq = (uint32_t)seq;
+    p->vocab_padded = (uint32_t)g.Vp;
+    p->sp = g.rep > 1;
+    p->stage = stage;
+    p->stage_layers = (uint32_t)g.Ls;
+    p->shard_ways = (uint32_t)g.d;
+    memcpy(p->mem, pick->mem, sizeof p->mem);
+    memcpy(p->cat_bytes, pick->cat, sizeof p->cat_bytes);
+    p->total_bytes = pick->total;
+    p->capacity_bytes = in->gpu->hbm_bytes;
+    p->fits = p->total_bytes <= p->capacity_bytes;
+    p->params_gpu = pick->params;
+    p->params_gemm_gpu = pick->params_gemm;
+    p->linear_tensors = LIN_COUNT * g.Ls;
+
+    if (model_param_count(in->model, &p->params_total)) ck.ovf = 1;
+
+    plan_comm(in, &g, p, &ck);
+    if (ck.ovf) {
+        *why = REJECT_OVERFLOW;
+        return ST_OVERFLOW;
+    }
+    plan_time(in, &g, p);
+    plan_advise(in, p);
+    *why = REJECT_NONE;
+    return ST_OK;
+}
+
+Status plan_build_fast(const PlanInput *in, Plan *out, PlanReject *why)
+{
+    PlanReject r = plan_validate(in, NULL);
+    if (r != REJECT_NONE) {
+        *why = r;
+        return (!in || !in->model || !in->gpu || !in->recipe) ? ST_SOFTWARE : ST_USAGE;
+    }
+    return build(in, out, why);
+}
+
+Status plan_build(const PlanInput *in, Plan *out, Err *e)
+{
+    Err local;
+    PlanReject r = plan_validate(in, e ? e : &local);
+    if (r != REJECT_NONE) return e ? e->st : local.st;
+    PlanReject why;
+    Status st = build(in, out, &why);
+    if (st == ST_OVERFLOW)
+        return err_set(e, ST_OVERFLOW, "a byte count for %s on %s with %s passes 2^64", in->model->name, in->gpu->name,
+                       in->recipe->name);
+    return st;
+}

@@ -1,0 +1,337 @@
+/* planner/plan.h — the analytic plan: per-GPU memory terms, collectives and
+ * step time for a model, GPU, recipe and parallel layout.
+ *
+ *   PlanInput in;
+ *   plan_input_defaults(&in);            // layout 1x1x1x1, documented overheads
+ *   in.model = m; in.gpu = g; in.recipe = r; in.tp = 8; in.pp = 4; in.dp = 4;
+ *   Plan p;
+ *   if (plan_build(&in, &p, &err)) ... // err.msg names the bad input
+ *
+ * plan_build is pure (no I/O, no malloc) and fills a fixed-size Plan; the CLI,
+ * the TUI, the executor and the tests all call it. Every total is a sum over
+ * named terms, so every number a user sees can be traced to one row.
+ *
+ * Conventions
+ * - Bytes are uint64 with overflow checks (ST_OVERFLOW past 2^64); doubles
+ *   only for rates and times. "GB" in reports means 1e9 bytes.
+ * - Memory is for the most-loaded GPU: PP stage 0 (token/position embedding,
+ *   the most in-flight micro-batches) or the last stage (final norm, LM head,
+ *   logits), whichever totals more; Plan.stage says which.
+ * - TP shards the linear weights (QKV and FC1 by output rows, proj and FC2 by
+ *   input columns), the vocabulary of the embedding and LM head, and the
+ *   column-parallel biases; norms and row-parallel biases are replicated.
+ *   The vocabulary is padded to a multiple of vocab_pad * tp (Megatron's
+ *   --make-vocab-size-divisible-by; 50257 -> 50304 for GPT-2 at tp 1).
+ * - Sharded states (distributed optimizer / ZeRO) hold ceil(elements / (dp*cp))
+ *   elements per GPU, counted separately for the linear weights and the rest.
+ *
+ * Persistent terms (the executor's arena must match these byte for byte):
+ *   MT_WEIGHT_GEMM   elements = sum over this stage's layers of the four linear
+ *                    weights per TP rank: QKV (heads+2*kv_heads)*head_dim/tp x hidden,
+ *                    proj hidden x heads*head_dim/tp, FC1 k*ffn/tp x hidden (k = 2 for
+ *                    SwiGLU, else 1), FC2 hidden x ffn/tp; dtype recipe.gemm.dt[STATE_WEIGHT].
+ *   MT_WEIGHT_OTHER  token embedding Vp/tp x hidden (stage 0), learned position table
+ *                    seq_len x hidden (stage 0, replicated over TP), 1 or 2 norms per layer
+ *                    (2*hidden for LayerNorm, hidden for RMSNorm each), linear biases
+ *                    (QKV and FC1 biases /tp, proj and FC2 biases whole), the final norm
+ *                    (last stage), the LM head Vp/tp x hidden on the last stage when untied,
+ *                    or when tied and pp > 1 (Megatron's copy of the embedding there);
+ *                    dtype recipe.other.dt[STATE_WEIGHT].
+ *   MT_FP8_ROWWISE / MT_FP8_COLWISE   one byte per linear-weight element each, when the
+ *                    recipe caches that copy. Only QKV, proj, FC1, FC2 get FP8 copies —
+ *                    never embeddings, the LM head, norms or biases.
+ *   MT_MASTER_*, MT_GRAD_*, MT_OPTIM_M_*, MT_OPTIM_V_*   the same element counts in
+ *                    the recipe's dtypes, divided as above when sharded.
+ *   MT_SCALE_GEMM    per-tensor scaling records of the FP8 GEMM operands, per linear
+ *                    weight: one for x (the GEMM input) and one for dy (the output
+ *                    gradient) when act_gran is per-tensor, one for w when weight_gran is
+ *                    per-tensor. A record is fp32 scale, fp32 scale_inv and an fp32 amax
+ *                    history of amax_history entries (delayed scaling) or 1 entry (current
+ *                    scaling): (2 + H) * 4 bytes.
+ *   MT_SCALE_BLOCK   block or channel scales of every FP8-stored weight tensor (working
+ *                    weight in FP8, row-wise copy, transposed copy) when weight_gran is
+ *                    finer than per-tensor, counted with fp8/granularity.h on the stored
+ *                    shape ([out, in] for the working weight and row-wise copy, [in, out]
+ *                    for the transposed copy).
+ *   MT_SCALE_STATE   one record (fp32 scale, fp32 scale_inv, fp32 amax) = 12 bytes per
+ *                    linear weight for each state in recipe.gemm.scaled_mask that is kept
+ *                    (e.g. FP8-LM's FP16 master, FP8 gradient and FP8 first moment);
+ *                    replicated, not sharded.
+ * Activations, workspace and overheads are predictions the executor measures
+ * and compares within a tolerance. */
+#ifndef FP8PLAN_PLANNER_PLAN_H
+#define FP8PLAN_PLANNER_PLAN_H
+
+#include <stdint.h>
+
+#include "fp8/dtype.h"
+#include "planner/recipe.h"
+#include "planner/spec.h"
+#include "util/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- inputs ------------------------------------------------------------------ */
+
+typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT_ } Recompute;
+/* Which training states are sharded over the DP x CP group. */
+typedef enum {
+    SHARD_NONE = 0, /* plain data parallel: every state replicated */
+    SHARD_DIST_OPT, /* Megatron distributed optimizer: the states in recipe *.shard_mask */
+    SHARD_ZERO1,    /* master, m, v (a master the GEMMs read stays whole) */
+    SHARD_ZERO2,    /* + gradients */
+    SHARD_ZERO3,    /* + working weights (gathered per layer; FP8 copies become per-layer transients) */
+    SHARD_COUNT_
+} Sharding;
+typedef enum { ATTN_FLASH = 0, ATTN_MATERIALIZED, ATTN_COUNT_ } AttnImpl;
+
+typedef struct {
+    const ModelSpec *model;
+    const GpuSpec *gpu;
+    const Recipe *recipe;
+
+    /* layout */
+    uint32_t tp, pp, vpp, cp, dp; /* vpp: virtual stages per PP rank (interleaved 1F1B), 1 = none */
+    uint32_t world;               /* 0 = tp*pp*cp*dp; otherwise must equal it */
+    uint32_t mbs;                 /* micro-batch size, sequences */
+    uint64_t gbs;                 /* global batch, sequences; 0 = about 2M tokens (2^21/seq) rounded up to mbs*dp */
+    uint32_t seq;                 /* sequence length; 0 = model->seq_len */
+    int sp;                       /* sequence parallelism (ignored when tp = 1) */
+    Recompute recompute;
+    Sharding sharding;
+    AttnImpl attn;
+    int dropout;        /* 1: count dropout masks (Korthikanti's setting); 0: dropout off (modern LLMs) */
+    uint32_t vocab_pad; /* pad the vocabulary to a multiple of vocab_pad*tp; 0 or 1 = no padding */
+
+    /* overheads (settable; bytes) */
+    uint64_t cuda_context_bytes; /* default 512 MiB */
+    uint64_t workspace_bytes;    /* cuBLASLt workspace, default 32 MiB (TE's Hopper size) */
+    uint64_t nccl_comm_bytes;    /* per NCCL communicator this GPU uses, default 616,562,688 */
+    double frag_frac;            /* allocator fragmentation, fraction of allocator-managed bytes, default 0.05 */
+
+    /* time model (fractions of peak) and overlap */
+    double eff_gemm_bf16;                    /* default 0.70 */
+    double eff_gemm_fp8;                     /* default 0.55 */
+    double eff_attn;                         /* flash/materialized attention vs BF16 peak, default 0.50 */
+    double eff_hbm;                          /* memory-bound kernels vs HBM peak, default 0.80 */
+    double eff_net;                          /* achieved bus bandwidth vs link peak, default 0.80 */
+    double latency_intra_s, latency_inter_s; /* per collective call, default 10 us / 20 us */
+    int overlap_dp; /* 1: DP reduce-scatter overlaps the last backward, the gather the first forward */
+} PlanInput;
+
+/* Fill every field with the documented defaults (layout 1x1x1x1, mbs 1, flash
+ * attention, no dropout, sp on, no recompute, no sharding, vocab_pad 128) and
+ * NULL model/gpu/recipe. */
+void plan_input_defaults(PlanInput *in);
+
+/* ---- memory terms ------------------------------------------------------------- */
+
+typedef enum {
+    MT_WEIGHT_GEMM = 0,
+    MT_WEIGHT_OTHER,
+    MT_FP8_ROWWISE,
+    MT_FP8_COLWISE,
+    MT_MASTER_GEMM,
+    MT_MASTER_OTHER,
+    MT_GRAD_GEMM,
+    MT_GRAD_OTHER,
+    MT_OPTIM_M_GEMM,
+    MT_OPTIM_M_OTHER,
+    MT_OPTIM_V_GEMM,
+    MT_OPTIM_V_OTHER,
+    MT_SCALE_GEMM,
+    MT_SCALE_BLOCK,
+    MT_SCALE_STATE,
+    MT_ACT_LAYER_HP,  /* high-precision tensors the layers save for backward */
+    MT_ACT_LAYER_FP8, /* FP8 GEMM inputs the layers save (+ their block scales) */
+    MT_ACT_ATTN,      /* attention probabilities (+ dropout) when materialized; softmax stats with flash */
+    MT_ACT_MASK,      /* hidden/embedding dropout masks (1 B each) */
+    MT_ACT_OUTPUT,    /* final norm input/output and the FP32 softmax of the logits (last stage) */
+    MT_TRANSIENT,     /* peak working set: logits temporaries, backward temporaries (with materialized attention's
+                         fp32 d(probabilities) and an FP8 weight gradient's fp32 staging), recompute */
+    MT_COMM_BUFFER,   /* NCCL buffers, nccl_comm_bytes per communicator */
+    MT_WORKSPACE,     /* cuBLASLt workspace */
+    MT_CUDA_CONTEXT,  /* CUDA context, module images, library handles */
+    MT_FRAGMENTATION, /* allocator slack: frag_frac of the allocator-managed terms */
+    MT_COUNT_
+} MemTermId;
+
+typedef enum {
+    MC_STATE = 0, /* weights, master, gradients, optimizer moments */
+    MC_FP8_COPY,  /* cached FP8 weight copies */
+    MC_SCALE,     /* scales, scale_inv, amax histories */
+    MC_ACTIVATION,
+    MC_OVERHEAD,
+    MC_COUNT_
+} MemCategory;
+
+typedef struct {
+    MemTermId id;
+    const char *name; /* stable snake_case name, e.g. "weight_gemm" */
+    MemCategory cat;
+    Dtype dtype;       /* DT_NONE when the term holds no tensor or mixed dtypes */
+    uint64_t elements; /* tensor elements (0 for overheads) */
+    uint64_t bytes;
+    uint32_t shards; /* 1 = whole on every GPU; n = this GPU holds 1/n (ceil) */
+    int persistent;  /* 1: lives across steps (state, copies, scales) */
+} MemTerm;
+
+/* ---- collectives -------------------------------------------------------------- */
+
+typedef enum { GROUP_TP = 0, GROUP_CP, GROUP_DP, GROUP_PP, GROUP_EMB, GROUP_AMAX, GROUP_COUNT_ } CommGroup;
+typedef enum { OP_ALL_REDUCE = 0, OP_ALL_GATHER, OP_REDUCE_SCATTER, OP_SEND_RECV, OP_COUNT_ } CommOp;
+
+typedef enum {
+    CO_TP_AR_FWD = 0, /* TP without SP: all-reduce after proj and FC2 (forward) */
+    CO_TP_AR_BWD,     /* TP without SP: all-reduce of the QKV/FC1 input gradients */
+    CO_TP_AG_FWD,     /* SP: all-gather before QKV and FC1 (forward) */
+    CO_TP_RS_FWD,     /* SP: reduce-scatter after proj and FC2 (forward) */
+    CO_TP_AG_BWD,     /* SP: all-gather of proj/FC2 output gradients + re-gather of saved inputs */
+    CO_TP_RS_BWD,     /* SP: reduce-scatter of QKV/FC1 input gradients */
+    CO_CP_KV,         /* CP: K,V exchange (forward, again in backward) and dK,dV reduce */
+    CO_PP_P2P,        /* PP: activations forward, gradients backward, per micro-batch and chunk */
+    CO_DP_GRAD_AR,    /* DP: gradient all-reduce (no sharded gradients) */
+    CO_DP_GRAD_RS,    /* DP: gradient reduce-scatter (sharded optimizer) */
+    CO_DP_PARAM_AG,   /* DP: parameter all-gather after the sharded step (twice per step at ZeRO-3) */
+    CO_EMB_GRAD_AR,   /* tied embedding gradient all-reduce between first and last stage */
+    CO_AMAX_AR,       /* amax reduction per micro-batch (forward and backward) */
+    CO_COUNT_
+} CollectiveId;
+
+typedef struct {
+    CollectiveId id;
+    const char *name;
+    CommGroup group;
+    CommOp op;
+    Dtype dtype;            /* DT_NONE for mixed (e.g. FP8 gradients of linears + FP32 of the rest) */
+    uint32_t ranks;         /* group size (0: collective not used) */
+    int inter_node;         /* 1: the group spans nodes */
+    uint64_t payload_bytes; /* per call, S as nccl-tests defines it (total array bytes) */
+    uint64_t bus_bytes;     /* per call, bytes this GPU sends: 2(n-1)/n S (AR), (n-1)/n S (AG, RS), S (p2p) */
+    uint64_t calls;         /* per step */
+    uint64_t step_bytes;    /* bus_bytes * calls: what this GPU sends per step */
+    double time_s;          /* per step, bus bytes / (link bw * eff_net) + latency * calls */
+    double exposed_s;       /* the part not hidden behind compute */
+} Collective;
+
+/* ---- time --------------------------------------------------------------------- */
+
+typedef struct {
+    double gemm_s;        /* linear-layer and LM-head GEMMs, fwd + bwd (+ recompute), all micro-batches */
+    double attn_s;        /* attention core (QK^T, softmax, PV), BF16 */
+    double nongemm_s;     /* norms, activations, residuals, casts/transposes, current scaling's extra read */
+    double tp_comm_s;     /* exposed TP/SP collectives (no overlap assumed) */
+    double cp_comm_s;     /* exposed CP exchange (overlaps attention) */
+    double pp_comm_s;     /* PP send/recv on the critical path */
+    double bubble_s;      /* pipeline fill/drain: (pp-1)/vpp micro-batch times */
+    double dp_comm_s;     /* exposed DP gradient/parameter collectives */
+    double optimizer_s;   /* optimizer step, memory-bound */
+    double weight_cast_s; /* per-step FP8 weight cast (+ transpose) of the cached copies */
+    double other_s;       /* amax reductions, tied-embedding gradient sync */
+    double step_s;
+    double microbatch_s; /* one micro-batch through the reported stage, fwd + bwd */
+} TimeBreakdown;
+
+/* ---- advice ------------------------------------------------------------------- */
+
+typedef enum {
+    ADV_OOM = 0,           /* total exceeds the GPU's memory */
+    ADV_COMPUTE_ONLY,      /* FP8 GEMMs but high-precision states: FP8 copies add memory */
+    ADV_FP32_GRAD_COMM,    /* gradients reduced in FP32: FP8 GEMMs do not shrink DP traffic */
+    ADV_PER_TENSOR,        /* per-tensor scaling and outliers */
+    ADV_FP8_SECOND_MOMENT, /* FP8 Adam v diverges */
+    ADV_TP_ONLY_AMAX,      /* amax not reduced over DP */
+    ADV_REPRODUCIBILITY,   /* delayed scaling: history, reduction order, checkpoints */
+    ADV_CONVERGENCE,       /* FP8 convergence evidence is limited */
+    ADV_MX_BOTH_COPIES,    /* MXFP8 row- and column-wise copies both quantized */
+    ADV_COUNT_
+} AdviceId;
+
+/* One line of advice for a plan, naming its reason (static text). */
+const char *advice_text(AdviceId a);
+
+/* ---- the plan ----------------------------------------------------------------- */
+
+typedef struct {
+    PlanInput in; /* copy of the input, gbs and seq resolved */
+    uint32_t world, microbatches, seq, vocab_padded, sp;
+    uint32_t stage;           /* PP stage the memory terms describe */
+    uint32_t stage_layers;    /* layers on one PP rank */
+    uint32_t shard_ways;      /* dp * cp */
+    uint64_t params_total;    /* whole model, unpadded vocabulary */
+    uint64_t params_gpu;      /* parameters held by the reported GPU (before state sharding) */
+    uint64_t params_gemm_gpu; /* of which linear-layer weights */
+    uint64_t linear_tensors;  /* linear weight tensors on the GPU (4 per layer) */
+
+    MemTerm mem[MT_COUNT_];
+    uint64_t cat_bytes[MC_COUNT_];
+    uint64_t total_bytes, capacity_bytes;
+    int fits;
+
+    Collective coll[CO_COUNT_];
+    uint64_t dp_comm_bytes, tp_comm_bytes, pp_comm_bytes, cp_comm_bytes;
+    uint64_t weight_comm_bytes; /* DP parameter all-gather + gradient reduce-scatter/all-reduce */
+
+    TimeBreakdown time;
+    double model_flops_step; /* model FLOPs per step, all GPUs (6N + attention, no recompute) */
+    double tokens_per_s, samples_per_s, tflops_per_gpu, mfu_bf16_pct, mfu_fp8_pct;
+
+    uint32_t advice_mask; /* bit (1u << AdviceId) */
+} Plan;
+
+/* Why an input cannot be planned (for sweep statistics). */
+typedef enum {
+    REJECT_NONE = 0,
+    REJECT_ZERO,      /* a layout value is 0 */
+    REJECT_HEADS_TP,  /* heads or kv_heads not divisible by tp */
+    REJECT_FFN_TP,    /* ffn_hidden not divisible by tp */
+    REJECT_LAYERS_PP, /* layers not divisible by pp*vpp */
+    REJECT_VPP,       /* vpp > 1 needs pp > 1 and microbatches divisible by pp */
+    REJECT_SEQ_CP,    /* seq not divisible by 2*cp */
+    REJECT_SEQ_POS,   /* seq longer than the learned position table */
+    REJECT_WORLD,     /* world != tp*pp*cp*dp */
+    REJECT_GBS,       /* global batch not divisible by mbs*dp */
+    REJECT_HW,        /* recipe needs a newer GPU */
+    REJECT_MODEL,     /* model or GPU spec itself is invalid (zero sizes or rates) */
+    REJECT_KNOB,      /* an overhead or efficiency setting is out of range */
+    REJECT_OVERFLOW,  /* a byte count passed 2^64 */
+    REJECT_COUNT_
+} PlanReject;
+
+const char *plan_reject_name(PlanReject r);
+
+/* Check the input without building. Returns the reason (REJECT_NONE when the
+ * input can be planned) and, when e is non-NULL, fills it with a message naming
+ * the flag and value (ST_USAGE; ST_OVERFLOW for REJECT_OVERFLOW). */
+PlanReject plan_validate(const PlanInput *in, Err *e);
+
+/* Build the plan. ST_USAGE for an invalid layout or recipe/GPU combination,
+ * ST_OVERFLOW when a byte count passes 2^64, ST_SOFTWARE for NULL inputs.
+ * `out` is fully written on success and left unspecified on failure. */
+Status plan_build(const PlanInput *in, Plan *out, Err *e);
+
+/* Same, reporting the reject reason instead of a message (used by sweeps). */
+Status plan_build_fast(const PlanInput *in, Plan *out, PlanReject *why);
+
+/* Parameters of the whole model (tp = 1, unpadded vocabulary, tied embedding
+ * counted once): the figure model cards quote (gpt2-124m: 124,439,808).
+ * Returns 0, or 1 when the count passes 2^64. */
+int model_param_count(const ModelSpec *m, uint64_t *out);
+
+/* Names for reports. */
+const char *mem_category_name(MemCategory c);
+const char *comm_group_name(CommGroup g);
+const char *comm_op_name(CommOp o);
+const char *recompute_name(Recompute r);
+int recompute_parse(const char *s, Recompute *out);
+const char *sharding_name(Sharding s);
+int sharding_parse(const char *s, Sharding *out);
+const char *attn_name(AttnImpl a);
+int attn_parse(const char *s, AttnImpl *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

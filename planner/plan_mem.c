@@ -1,0 +1,263 @@
+/* planner/plan_mem.c — per-GPU memory terms of one pipeline stage.
+ *
+ * Activation accounting follows Korthikanti et al. 2022 (arXiv 2205.05198),
+ * itemized per saved tensor so FP8 recipes can change single items. Per layer
+ * and micro-batch, with tok = mbs * seq / cp tokens, t = tp and r = t with
+ * sequence parallelism (else 1), the tensors saved for backward are:
+ *   norm inputs          2 x tok*h*2/r            (+ fp32 mean/rstd, or rstd for RMSNorm)
+ *   Q, K, V              tok*(q_dim + 2 kv_dim)/t * 2
+ *   attention            flash: fp32 softmax stats tok*heads/t*4 and the output tok*q_dim/t*2;
+ *                        materialized: probabilities tok*heads/t*seq*2 (+ dropout mask 1 and
+ *                        output 2 per element when dropout is on)
+ *   FC1 output           tok*k*ffn/t*2 (GeLU / SwiGLU input)
+ *   GEMM inputs          QKV tok*h/r, proj tok*q_dim/t (shared with the flash output when
+ *                        high precision), FC1 tok*h/r, FC2 tok*ffn/t, in recipe.saved_input
+ *                        (FP8: 1 B + block scales of the column-wise copy wgrad reads)
+ *   dropout masks        2 x tok*h/r * 1 B when dropout is on
+ * With recompute "selective" the attention row is recomputed (not stored); with
+ * "full" only each layer's input tok*h*2/r is kept and one layer is rebuilt
+ * during its backward (counted in the transient term). With dropout on, flash
+ * off and BF16 inputs this is Korthikanti's sbh(34/t + 5as/(ht)) per layer. */
+#include <string.h>
+
+#include "fp8/granularity.h"
+#include "planner/plan_internal.h"
+
+static const char *const term_names[MT_COUNT_] = {
+    [MT_WEIGHT_GEMM] = "weight_gemm",     [MT_WEIGHT_OTHER] = "weight_other",   [MT_FP8_ROWWISE] = "fp8_rowwise",
+    [MT_FP8_COLWISE] = "fp8_colwise",     [MT_MASTER_GEMM] = "master_gemm",     [MT_MASTER_OTHER] = "master_other",
+    [MT_GRAD_GEMM] = "grad_gemm",         [MT_GRAD_OTHER] = "grad_other",       [MT_OPTIM_M_GEMM] = "adam_m_gemm",
+    [MT_OPTIM_M_OTHER] = "adam_m_other",  [MT_OPTIM_V_GEMM] = "adam_v_gemm",    [MT_OPTIM_V_OTHER] = "adam_v_other",
+    [MT_SCALE_GEMM] = "scale_gemm",       [MT_SCALE_BLOCK] = "scale_block",     [MT_SCALE_STATE] = "scale_state",
+    [MT_ACT_LAYER_HP] = "act_layer_hp",   [MT_ACT_LAYER_FP8] = "act_layer_fp8", [MT_ACT_ATTN] = "act_attention",
+    [MT_ACT_MASK] = "act_dropout_mask",   [MT_ACT_OUTPUT] = "act_output",       [MT_TRANSIENT] = "transient",
+    [MT_COMM_BUFFER] = "comm_buffers",    [MT_WORKSPACE] = "gemm_workspace",    [MT_CUDA_CONTEXT] = "cuda_context",
+    [MT_FRAGMENTATION] = "fragmentation",
+};
+
+static void term(StageMem *sm, MemTermId id, MemCategory cat, Dtype dt, uint64_t elements, uint64_t bytes,
+                 uint32_t shards, int persistent)
+{
+    MemTerm *t = &sm->mem[id];
+    t->id = id;
+    t->name = term_names[id];
+    t->cat = cat;
+    t->dtype = dt;
+    t->elements = elements;
+    t->bytes = bytes;
+    t->shards = shards;
+    t->persistent = persistent;
+}
+
+/* Is state s of this set sharded under the input's sharding mode? */
+static int sharded(const PlanInput *in, const StateSet *s, StateId st)
+{
+    switch (in->sharding) {
+    case SHARD_NONE: return 0;
+    case SHARD_DIST_OPT: return (s->shard_mask >> st) & 1;
+    case SHARD_ZERO1:
+    case SHARD_ZERO2:
+        if (st == STATE_M || st == STATE_V) return 1;
+        if (st == STATE_MASTER) return !recipe_master_is_compute(s, in->recipe);
+        return st == STATE_GRAD && in->sharding == SHARD_ZERO2;
+    case SHARD_ZERO3: return 1;
+    default: return 0;
+    }
+}
+
+static void state_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck, const StateSet *s, uint64_t elems,
+                        MemTermId w, MemTermId master, MemTermId grad, MemTermId mm, MemTermId vv)
+{
+    const MemTermId ids[STATE_COUNT_] = {w, master, grad, mm, vv};
+    for (int st = 0; st < STATE_COUNT_; st++) {
+        Dtype dt = s->dt[st];
+        int sh = dt != DT_NONE && g->d > 1 && sharded(in, s, (StateId)st);
+        uint64_t n = dt == DT_NONE ? 0 : sh ? ceil_div(elems, g->d) : elems;
+        term(sm, ids[st], MC_STATE, dt, n, ck_mul(ck, n, dtype_bytes(dt)), sh ? (uint32_t)g->d : 1, 1);
+    }
+}
+
+/* Scales of one FP8-stored R x C tensor at the weight granularity (0 for per-tensor). */
+static uint64_t block_scale_bytes(Granularity gr, uint64_t rows, uint64_t cols, uint64_t *count)
+{
+    if (gr == GRAN_TENSOR) return *count = 0, 0;
+    uint64_t n = 0, b = 0;
+    if (gran_scale_count(gr, rows, cols, &n, &b, NULL)) n = b = UINT64_MAX;
+    *count = n;
+    return b;
+}
+
+/* Per layer and micro-batch activation bytes for recompute none/selective. */
+typedef struct {
+    uint64_t hp, fp8, fp8_elems, attn, mask, input; /* input: the layer input (full recompute keeps only this) */
+} LayerAct;
+
+static void layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
+{
+    const Recipe *rc = in->recipe;
+    uint64_t tok = g->tok, t = g->tp, r = g->rep, h = g->h;
+    uint64_t tok_r = tok / r + (tok % r != 0); /* SP shard of the token dimension */
+    int flash = in->attn == ATTN_FLASH;
+    memset(a, 0, sizeof *a);
+    uint64_t stat = in->model->norm == NORM_LAYERNORM ? 8 : 4; /* fp32 mean + rstd, or rstd */
+    a->input = ck_mul3(ck, tok_r, h, 2);
+    uint64_t hp = 2 * (ck_mul3(ck, tok_r, h, 2) + ck_mul(ck, tok_r, stat));
+    hp = ck_add(ck, hp, ck_mul3(ck, tok, (g->q_dim + 2 * g->kv_dim) / t, 2));
+    hp = ck_add(ck, hp, ck_mul3(ck, tok, g->k * g->F / t, 2));
+    if (flash) hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_dim / t, 2)); /* output kept by flash backward */
+    /* the four GEMM inputs: [tokens, K] */
+    const uint64_t xt[LIN_COUNT] = {tok_r, tok, tok_r, tok};
+    const uint64_t xk[LIN_COUNT] = {h, g->q_dim / t, h, g->F / t};
+    int fp8 = dtype_is_fp8(rc->saved_input);
+    for (int i = 0; i < LIN_COUNT; i++) {
+        uint64_t n = ck_mul(ck, xt[i], xk[i]);
+        if (fp8) {
+            uint64_t cnt,
+                sb = block_scale_bytes(rc->act_gran, xk[i], xt[i], &cnt); /* column-wise: blocks along tokens */
+            if (cnt == UINT64_MAX) ck->ovf = 1;
+            a->fp8 = ck_add(ck, a->fp8, ck_add(ck, n, sb));
+            a->fp8_elems = ck_add(ck, a->fp8_elems, n);
+        } else if (!(i == LIN_PROJ && flash)) {
+            hp = ck_add(ck, hp, ck_mul(ck, n, dtype_bytes(rc->saved_input)));
+        }
+    }
+    a->hp = hp;
+    uint64_t ht = g->heads / t;
+    if (flash)
+        a->attn = ck_mul3(ck, tok, ht, 4);
+    else
+        a->attn = ck_mul(ck, ck_mul3(ck, tok, ht, g->seq), in->dropout ? 5 : 2);
+    if (in->dropout) a->mask = 2 * ck_mul(ck, tok_r, h);
+}
+
+void plan_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm, Ck *ck)
+{
+    const Recipe *rc = in->recipe;
+    const ModelSpec *md = in->model;
+    memset(sm, 0, sizeof *sm);
+    int first = stage == 0, last = stage == g->pp - 1;
+    int zero3 = in->sharding == SHARD_ZERO3;
+
+    /* ---- parameters on this stage ---- */
+    uint64_t gemm = ck_mul(ck, g->gemm_layer, g->Ls);
+    uint64_t other = ck_mul(ck, g->other_layer, g->Ls);
+    if (first) other = ck_add(ck, other, ck_add(ck, g->emb, g->pos));
+    if (last) {
+        other = ck_add(ck, other, g->norm_elems);
+        if (!md->tied_embeddings || g->pp > 1) other = ck_add(ck, other, g->emb); /* LM head or its tied copy */
+    }
+    sm->params_gemm = gemm;
+    sm->params = ck_add(ck, gemm, other);
+
+    state_terms(in, g, sm, ck, &rc->gemm, gemm, MT_WEIGHT_GEMM, MT_MASTER_GEMM, MT_GRAD_GEMM, MT_OPTIM_M_GEMM,
+                MT_OPTIM_V_GEMM);
+    state_terms(in, g, sm, ck, &rc->other, other, MT_WEIGHT_OTHER, MT_MASTER_OTHER, MT_GRAD_OTHER, MT_OPTIM_M_OTHER,
+                MT_OPTIM_V_OTHER);
+
+    /* ---- FP8 copies (per-layer transients under ZeRO-3) ---- */
+    uint64_t row = (rc->fp8_row != DT_NONE && !zero3) ? gemm : 0, col = (rc->fp8_col != DT_NONE && !zero3) ? gemm : 0;
+    term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dtype_bytes(rc->fp8_row)), 1, 1);
+    term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dtype_bytes(rc->fp8_col)), 1, 1);
+
+    /* ---- scales ---- */
+    uint64_t ntens = LIN_COUNT * g->Ls;
+    int fwd8 = dtype_is_fp8(rc->gemm_fwd), bwd8 = dtype_is_fp8(rc->gemm_bwd);
+    uint64_t recs = 0;
+    if (rc->act_gran == GRAN_TENSOR) recs += (uint64_t)fwd8 + (uint64_t)bwd8; /* x, dy */
+    if (rc->weight_gran == GRAN_TENSOR) recs += (uint64_t)fwd8;               /* w */
+    uint64_t hist = rc->scaling == SCALING_DELAYED ? rc->amax_history : 1;
+    uint64_t sg = recipe_fp8_gemm(rc) ? ck_mul3(ck, ntens, recs, 2 + hist) : 0;
+    term(sm, MT_SCALE_GEMM, MC_SCALE, DT_FP32, sg, ck_mul(ck, sg, 4), 1, 1);
+
+    uint64_t sbn = 0, sbb = 0;
+    if (rc->weight_gran != GRAN_TENSOR) {
+        int wfp8 = dtype_is_fp8(rc->gemm.dt[STATE_WEIGHT]);
+        for (int i = 0; i < LIN_COUNT; i++) {
+            uint64_t n1, b1 = block_scale_bytes(rc->weight_gran, g->lin_rows[i], g->lin_cols[i], &n1);
+            uint64_t n2, b2 = block_scale_bytes(rc->weight_gran, g->lin_cols[i], g->lin_rows[i], &n2);
+            if (n1 == UINT64_MAX || n2 == UINT64_MAX) ck->ovf = 1;
+            uint64_t nn = 0, bb = 0;
+            if (wfp8) nn += zero3 ? ceil_div(n1, g->d) : n1, bb += zero3 ? ceil_div(b1, g->d) : b1;
+            if (row) nn += n1, bb += b1;
+            if (col) nn += n2, bb += b2;
+            sbn = ck_add(ck, sbn, ck_mul(ck, nn, g->Ls));
+            sbb = ck_add(ck, sbb, ck_mul(ck, bb, g->Ls));
+        }
+    }
+    term(sm, MT_SCALE_BLOCK, MC_SCALE, gran_scale_dtype(rc->weight_gran), sbn, sbb, 1, 1);
+
+    uint64_t nsc = 0;
+    for (int st = 0; st < STATE_COUNT_; st++)
+        if (((rc->gemm.scaled_mask >> st) & 1) && rc->gemm.dt[st] != DT_NONE) nsc++;
+    uint64_t ss = ck_mul3(ck, ntens, nsc, 3);
+    term(sm, MT_SCALE_STATE, MC_SCALE, DT_FP32, ss, ck_mul(ck, ss, 4), 1, 1);
+
+    /* ---- activations ---- */
+    LayerAct la;
+    layer_act(in, g, ck, &la);
+    uint64_t units = plan_inflight_layers(g, stage), mbs_in = plan_inflight_mbs(g, stage);
+    uint64_t hp = la.hp, f8 = la.fp8, f8e = la.fp8_elems, at = la.attn, mk = la.mask;
+    if (in->recompute == RECOMPUTE_SELECTIVE) at = 0;
+    if (in->recompute == RECOMPUTE_FULL) hp = la.input, f8 = f8e = at = mk = 0;
+    uint64_t hpb = ck_mul(ck, hp, units), f8b = ck_mul(ck, f8, units);
+    uint64_t tok_r = ceil_div(g->tok, g->rep), h = g->h;
+    uint64_t mask = ck_mul(ck, mk, units);
+    if (first && in->dropout) mask = ck_add(ck, mask, ck_mul3(ck, tok_r, h, mbs_in)); /* embedding dropout */
+    term(sm, MT_ACT_LAYER_HP, MC_ACTIVATION, DT_NONE, 0, hpb, 1, 0); /* BF16 tensors + fp32 norm stats */
+    term(sm, MT_ACT_LAYER_FP8, MC_ACTIVATION, rc->saved_input, ck_mul(ck, f8e, units), f8b, 1, 0);
+    term(sm, MT_ACT_ATTN, MC_ACTIVATION, DT_NONE, 0, ck_mul(ck, at, units), 1, 0);
+    term(sm, MT_ACT_MASK, MC_ACTIVATION, DT_NONE, mask, mask, 1, 0);
+    uint64_t out = 0, logit_elems = ck_mul(ck, g->tok, g->Vp / g->tp);
+    uint64_t stat = md->norm == NORM_LAYERNORM ? 8 : 4;
+    if (last) {
+        out = ck_add(ck, 2 * ck_mul3(ck, tok_r, h, 2), ck_mul(ck, tok_r, stat)); /* final norm in, LM-head input */
+        out = ck_add(ck, out, ck_mul(ck, logit_elems, 4));                       /* fp32 softmax of the logits */
+    }
+    term(sm, MT_ACT_OUTPUT, MC_ACTIVATION, DT_NONE, 0, out, 1, 0);
+
+    /* transient peak working set */
+    uint64_t bwd = 2 * ck_mul3(ck, tok_r, h, 2);                                  /* dX, d(residual) */
+    bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->k * g->F / g->tp, 2));           /* d(FC1 output) */
+    if (g->rep > 1) bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, h, 2));             /* SP re-gathered input */
+    if (bwd8) bwd = ck_add(ck, bwd, 2 * ck_mul(ck, g->tok, g->k * g->F / g->tp)); /* dY in FP8, both layouts */
+    if (in->recompute == RECOMPUTE_FULL)
+        bwd = ck_add(ck, bwd, ck_add(ck, ck_add(ck, la.hp, la.fp8), ck_add(ck, la.attn, la.mask)));
+    if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 */
+        bwd = ck_add(ck, bwd, ck_mul(ck, ck_mul3(ck, g->tok, g->heads / g->tp, g->seq), 4));
+    if (dtype_is_fp8(rc->gemm.dt[STATE_GRAD])) { /* a weight gradient in fp32 before its cast to FP8 */
+        uint64_t lmax = 0;
+        for (int i = 0; i < LIN_COUNT; i++)
+            if (ck_mul(ck, g->lin_rows[i], g->lin_cols[i]) > lmax) lmax = g->lin_rows[i] * g->lin_cols[i];
+        bwd = ck_add(ck, bwd, ck_mul(ck, lmax, 4));
+    }
+    if (zero3) {
+        uint64_t lw = ck_add(ck, ck_mul(ck, g->gemm_layer, dtype_bytes(rc->gemm.dt[STATE_WEIGHT])),
+                             ck_mul(ck, g->other_layer, dtype_bytes(rc->other.dt[STATE_WEIGHT])));
+        lw = ck_add(ck, lw, ck_mul(ck, g->gemm_layer, recipe_fp8_copy_bytes_per_param(rc)));
+        bwd = ck_add(ck, bwd, 2 * lw); /* current + prefetched layer */
+    }
+    uint64_t tr = bwd;
+    if (last) {
+        uint64_t lg = ck_mul(ck, logit_elems, 2 + 4); /* bf16 logits + fp32 shifted copy */
+        if (lg > tr) tr = lg;
+    }
+    term(sm, MT_TRANSIENT, MC_ACTIVATION, DT_NONE, 0, tr, 1, 0);
+
+    /* ---- overheads ---- */
+    uint64_t ncomm = (g->tp > 1) + (g->cp > 1) + (g->d > 1) + (g->pp > 1);
+    term(sm, MT_COMM_BUFFER, MC_OVERHEAD, DT_NONE, 0, ck_mul(ck, ncomm, in->nccl_comm_bytes), 1, 1);
+    term(sm, MT_WORKSPACE, MC_OVERHEAD, DT_NONE, 0, in->workspace_bytes, 1, 1);
+    term(sm, MT_CUDA_CONTEXT, MC_OVERHEAD, DT_NONE, 0, in->cuda_context_bytes, 1, 1);
+
+    uint64_t managed = 0;
+    for (int i = 0; i < MT_COMM_BUFFER; i++) managed = ck_add(ck, managed, sm->mem[i].bytes);
+    managed = ck_add(ck, managed, in->workspace_bytes);
+    double fr = (double)managed * in->frag_frac;
+    uint64_t frag = fr >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)fr;
+    term(sm, MT_FRAGMENTATION, MC_OVERHEAD, DT_NONE, 0, frag, 1, 0);
+
+    for (int i = 0; i < MT_COUNT_; i++) {
+        sm->cat[sm->mem[i].cat] = ck_add(ck, sm->cat[sm->mem[i].cat], sm->mem[i].bytes);
+        sm->total = ck_add(ck, sm->total, sm->mem[i].bytes);
+    }
+}

@@ -1,0 +1,49 @@
+/* planner/spec.c — names of the model enums (see spec.h). */
+#include "planner/spec.h"
+
+#include <strings.h>
+
+static const char *const norm_names[] = {[NORM_LAYERNORM] = "layernorm", [NORM_RMSNORM] = "rmsnorm"};
+static const char *const mlp_names[] = {[MLP_GELU] = "gelu", [MLP_SWIGLU] = "swiglu"};
+static const char *const pos_names[] = {[POS_LEARNED] = "learned", [POS_ROPE] = "rope", [POS_NONE] = "none"};
+_Static_assert(sizeof norm_names / sizeof *norm_names == NORM_COUNT_, "norm_names");
+_Static_assert(sizeof mlp_names / sizeof *mlp_names == MLP_COUNT_, "mlp_names");
+_Static_assert(sizeof pos_names / sizeof *pos_names == POS_COUNT_, "pos_names");
+
+static int parse_in(const char *const *names, int n, const char *s, int *out)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcasecmp(s, names[i])) {
+            *out = i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *norm_name(NormType n) { return (unsigned)n < NORM_COUNT_ ? norm_names[n] : "?"; }
+const char *mlp_name(MlpType m) { return (unsigned)m < MLP_COUNT_ ? mlp_names[m] : "?"; }
+const char *pos_name(PosType p) { return (unsigned)p < POS_COUNT_ ? pos_names[p] : "?"; }
+
+int norm_parse(const char *s, NormType *out)
+{
+    int v;
+    if (parse_in(norm_names, NORM_COUNT_, s, &v)) return -1;
+    *out = (NormType)v;
+    return 0;
+}
+
+int mlp_parse(const char *s, MlpType *out)
+{
+    int v;
+    if (parse_in(mlp_names, MLP_COUNT_, s, &v)) return -1;
+    *out = (MlpType)v;
+    return 0;
+}
+
+int pos_parse(const char *s, PosType *out)
+{
+    int v;
+    if (parse_in(pos_names, POS_COUNT_, s, &v)) return -1;
+    *out = (PosType)v;
+    return 0;
+}

@@ -1,0 +1,80 @@
+/* planner/spec.h — what a model and a GPU are, as plain structs.
+ *
+ * A ModelSpec is one row of models/models.csv; a GpuSpec one row of
+ * models/gpus.csv. Both are plain data: a caller may fill one by hand, or copy
+ * a catalog row and edit it (the executor shrinks layers/hidden/heads/seq to
+ * fit one GPU and plans that). Nothing here allocates or does I/O. */
+#ifndef FP8PLAN_PLANNER_SPEC_H
+#define FP8PLAN_PLANNER_SPEC_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { SPEC_NAME_MAX = 48, SPEC_SOURCE_MAX = 512 };
+
+typedef enum { NORM_LAYERNORM = 0, NORM_RMSNORM, NORM_COUNT_ } NormType;
+typedef enum { MLP_GELU = 0, MLP_SWIGLU, MLP_COUNT_ } MlpType;
+/* How token positions enter the model: a learned absolute table of
+ * seq_len x hidden (GPT-2, Megatron GPT), rotary embeddings (no parameters),
+ * or nothing. */
+typedef enum { POS_LEARNED = 0, POS_ROPE, POS_NONE, POS_COUNT_ } PosType;
+
+/* A decoder-only transformer. Per layer (pre-norm):
+ *   norm1 -> QKV (one fused [(heads + 2*kv_heads)*head_dim, hidden] weight)
+ *   -> attention -> proj ([hidden, heads*head_dim]) -> residual
+ *   norm2 -> FC1 ([ffn_hidden, hidden]; [2*ffn_hidden, hidden] fused gate+up for
+ *   SwiGLU) -> GeLU or SwiGLU -> FC2 ([hidden, ffn_hidden]) -> residual.
+ * Then a final norm and the LM head ([vocab, hidden], shared with the token
+ * embedding when tied_embeddings). A LayerNorm has a weight and a bias
+ * (2*hidden), an RMSNorm a weight (hidden). With linear_bias every linear layer
+ * except the LM head has a bias of its output size. */
+typedef struct {
+    char name[SPEC_NAME_MAX];
+    uint32_t layers;
+    uint32_t hidden;
+    uint32_t ffn_hidden;
+    uint32_t heads;
+    uint32_t kv_heads; /* == heads without GQA */
+    uint32_t head_dim; /* usually hidden / heads */
+    uint32_t vocab;    /* tokenizer vocabulary, unpadded */
+    uint32_t seq_len;  /* training context; the learned position table has this many rows */
+    NormType norm;
+    MlpType mlp;
+    PosType pos;
+    int tied_embeddings; /* 1: the LM head reuses the token embedding */
+    int linear_bias;     /* 1: QKV, proj, FC1, FC2 carry biases */
+    char source[SPEC_SOURCE_MAX];
+} ModelSpec;
+
+/* One GPU type. Bandwidths are bytes/s in one direction, per GPU; FLOP rates
+ * are dense (no structured sparsity), in FLOP/s. */
+typedef struct {
+    char name[SPEC_NAME_MAX];
+    uint32_t sm;        /* compute capability x 10: 80 = SM 8.0 (A100), 89, 90, 100 */
+    uint64_t hbm_bytes; /* device memory capacity, bytes */
+    double hbm_bw;      /* bytes/s */
+    double flops_bf16;  /* dense BF16 tensor-core FLOP/s */
+    double flops_fp8;   /* dense FP8 tensor-core FLOP/s (0: no FP8 tensor cores) */
+    double flops_fp32;  /* dense FP32 (CUDA-core) FLOP/s */
+    double intra_bw;    /* within a node (NVLink/PCIe), bytes/s per GPU per direction */
+    double inter_bw;    /* across nodes (NIC), bytes/s per GPU per direction */
+    uint32_t gpus_per_node;
+    char source[SPEC_SOURCE_MAX];
+} GpuSpec;
+
+/* Names as written in models.csv ("layernorm", "swiglu", "rope", ...). */
+const char *norm_name(NormType n);
+const char *mlp_name(MlpType m);
+const char *pos_name(PosType p);
+/* Parse those names (case-insensitive); 0 ok, -1 unknown. */
+int norm_parse(const char *s, NormType *out);
+int mlp_parse(const char *s, MlpType *out);
+int pos_parse(const char *s, PosType *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,53 @@
+/* planner/sweep.h — enumerate layouts and recipes for N GPUs, keep the best.
+ *
+ * For every recipe, TP in the powers of two dividing N (up to max_tp), PP in
+ * the divisors of N/TP, virtual stages 1..max_vpp (PP > 1 only), CP in the
+ * powers of two up to max_cp, DP = N/(TP*PP*CP), micro-batch in the powers of
+ * two up to max_mbs, recompute none/selective/full and the distributed
+ * optimizer off/on, the sweep builds a plan (plan_build_fast). Invalid layouts
+ * are counted by reason, layouts that do not fit are counted as OOM, and the
+ * rest are ranked by predicted tokens/s; the best `k` are kept (no malloc:
+ * the caller owns the result array). The global batch is fixed for the whole
+ * sweep (base.gbs, or about 2M tokens when 0) so throughputs compare. */
+#ifndef FP8PLAN_PLANNER_SWEEP_H
+#define FP8PLAN_PLANNER_SWEEP_H
+
+#include "planner/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    PlanInput base; /* model, gpu, seq, gbs, dropout, attn, sp, overheads, efficiencies; layout ignored */
+    const Recipe *const *recipes;
+    int nrecipes;
+    uint32_t gpus;
+    uint32_t max_tp;  /* 0 = the GPU's gpus_per_node */
+    uint32_t max_vpp; /* 0 = 8 */
+    uint32_t max_cp;  /* 0 = 8 */
+    uint32_t max_mbs; /* 0 = 8 */
+} SweepSpec;
+
+typedef struct {
+    uint64_t evaluated; /* layouts x recipes built or rejected */
+    uint64_t valid;     /* built */
+    uint64_t oom;       /* built but over capacity */
+    uint64_t rejected[REJECT_COUNT_];
+} SweepStats;
+
+/* Called every few thousand evaluations with the count so far and the total. */
+typedef void (*SweepProgress)(uint64_t done, uint64_t total, void *ctx);
+
+/* Number of evaluations sweep_run will make. */
+uint64_t sweep_size(const SweepSpec *s);
+
+/* Run the sweep. `top` has room for k plans; *n_top receives how many were
+ * kept (sorted best first). ST_USAGE when gpus is 0 or no recipe is given. */
+Status sweep_run(const SweepSpec *s, Plan *top, int k, int *n_top, SweepStats *stats, SweepProgress progress, void *ctx,
+                 Err *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,474 @@
+/* reports/plan_report.c — Plan tables and the text report (see plan_report.h). */
+#include "reports/plan_report.h"
+
+#include <string.h>
+
+#include "util/num.h"
+
+/* ---- summary schema -------------------------------------------------------------------------------- */
+
+enum {
+    S_MODEL,
+    S_GPU,
+    S_RECIPE,
+    S_TP,
+    S_PP,
+    S_VPP,
+    S_CP,
+    S_DP,
+    S_GPUS,
+    S_MBS,
+    S_GBS,
+    S_SEQ,
+    S_SP,
+    S_RECOMPUTE,
+    S_SHARDING,
+    S_STAGE,
+    S_PARAMS_TOTAL,
+    S_PARAMS_GPU,
+    S_WEIGHT,
+    S_FP8COPY,
+    S_MASTER,
+    S_GRAD,
+    S_M,
+    S_V,
+    S_SCALE,
+    S_ACT,
+    S_OVERHEAD,
+    S_TOTAL,
+    S_CAPACITY,
+    S_FITS,
+    S_DPC,
+    S_TPC,
+    S_PPC,
+    S_CPC,
+    S_WC,
+    S_STEP,
+    S_TOKS,
+    S_SAMPS,
+    S_TFLOPS,
+    S_MFU16,
+    S_MFU8,
+    S_COUNT
+};
+
+static const TableCol summary_cols[S_COUNT] = {
+    [S_MODEL] = {"model", NULL, NULL, TC_STR, 0, 0},
+    [S_GPU] = {"gpu", NULL, NULL, TC_STR, 0, 0},
+    [S_RECIPE] = {"recipe", NULL, NULL, TC_STR, 0, 0},
+    [S_TP] = {"tp", NULL, NULL, TC_U64, 0, 0},
+    [S_PP] = {"pp", NULL, NULL, TC_U64, 0, 0},
+    [S_VPP] = {"vpp", NULL, NULL, TC_U64, 0, 0},
+    [S_CP] = {"cp", NULL, NULL, TC_U64, 0, 0},
+    [S_DP] = {"dp", NULL, NULL, TC_U64, 0, 0},
+    [S_GPUS] = {"gpus", NULL, NULL, TC_U64, 0, 0},
+    [S_MBS] = {"mbs", NULL, NULL, TC_U64, 0, 0},
+    [S_GBS] = {"gbs", NULL, NULL, TC_U64, 0, 0},
+    [S_SEQ] = {"seq", NULL, NULL, TC_U64, 0, 0},
+    [S_SP] = {"sp", NULL, NULL, TC_U64, 0, 0},
+    [S_RECOMPUTE] = {"recompute", NULL, NULL, TC_STR, 0, 0},
+    [S_SHARDING] = {"sharding", NULL, NULL, TC_STR, 0, 0},
+    [S_STAGE] = {"stage", NULL, NULL, TC_U64, 0, 0},
+    [S_PARAMS_TOTAL] = {"params_total", NULL, NULL, TC_U64, 0, TF_GROUP},
+    [S_PARAMS_GPU] = {"params_gpu", NULL, NULL, TC_U64, 0, TF_GROUP},
+    [S_WEIGHT] = {"weight_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_FP8COPY] = {"fp8_weight_copy_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_MASTER] = {"master_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_GRAD] = {"grad_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_M] = {"optim_m_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_V] = {"optim_v_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_SCALE] = {"scale_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_ACT] = {"activation_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_OVERHEAD] = {"overhead_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_TOTAL] = {"total_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_CAPACITY] = {"capacity_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_FITS] = {"fits", NULL, NULL, TC_U64, 0, 0},
+    [S_DPC] = {"dp_comm_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_TPC] = {"tp_comm_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_PPC] = {"pp_comm_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_CPC] = {"cp_comm_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_WC] = {"weight_comm_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
+    [S_STEP] = {"step_time_s", NULL, "s", TC_F64, 4, 0},
+    [S_TOKS] = {"tokens_per_s", NULL, "tok/s", TC_F64, 0, 0},
+    [S_SAMPS] = {"samples_per_s", NULL, "1/s", TC_F64, 2, 0},
+    [S_TFLOPS] = {"tflops_per_gpu", NULL, "TFLOP/s", TC_F64, 1, 0},
+    [S_MFU16] = {"mfu_bf16_pct", NULL, "%", TC_F64, 1, 0},
+    [S_MFU8] = {"mfu_fp8_pct", NULL, "%", TC_F64, 1, 0},
+};
+
+const char *plan_summary_columns(void)
+{
+    static char buf[1024];
+    if (!buf[0]) {
+        size_t used = 0;
+        for (int i = 0; i < S_COUNT; i++)
+            used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? "," : "", summary_cols[i].name);
+    }
+    return buf;
+}
+
+Table *plan_summary_new(int with_rank)
+{
+    TableCol cols[S_COUNT + 1];
+    int n = 0;
+    if (with_rank) cols[n++] = (TableCol){"rank", NULL, NULL, TC_U64, 0, 0};
+    memcpy(cols + n, summary_cols, sizeof summary_cols);
+    return table_new(cols, n + S_COUNT);
+}
+
+static uint64_t sum_terms(const Plan *p, MemTermId a, MemTermId b) { return p->mem[a].bytes + p->mem[b].bytes; }
+
+void plan_summary_row(Table *t, const Plan *p, int rank)
+{
+    const PlanInput *in = &p->in;
+    int o = 0;
+    table_row(t);
+    if (rank > 0) {
+        table_u64(t, 0, (uint64_t)rank);
+        o = 1;
+    }
+    table_str(t, o + S_MODEL, in->model->name);
+    table_str(t, o + S_GPU, in->gpu->name);
+    table_str(t, o + S_RECIPE, in->recipe->name);
+    table_u64(t, o + S_TP, in->tp);
+    table_u64(t, o + S_PP, in->pp);
+    table_u64(t, o + S_VPP, in->vpp);
+    table_u64(t, o + S_CP, in->cp);
+    table_u64(t, o + S_DP, in->dp);
+    table_u64(t, o + S_GPUS, p->world);
+    table_u64(t, o + S_MBS, in->mbs);
+    table_u64(t, o + S_GBS, in->gbs);
+    table_u64(t, o + S_SEQ, p->seq);
+    table_u64(t, o + S_SP, p->sp);
+    table_str(t, o + S_RECOMPUTE, recompute_name(in->recompute));
+    table_str(t, o + S_SHARDING, sharding_name(in->sharding));
+    table_u64(t, o + S_STAGE, p->stage);
+    table_u64(t, o + S_PARAMS_TOTAL, p->params_total);
+    table_u64(t, o + S_PARAMS_GPU, p->params_gpu);
+    table_u64(t, o + S_WEIGHT, sum_terms(p, MT_WEIGHT_GEMM, MT_WEIGHT_OTHER));
+    table_u64(t, o + S_FP8COPY, sum_terms(p, MT_FP8_ROWWISE, MT_FP8_COLWISE));
+    table_u64(t, o + S_MASTER, sum_terms(p, MT_MASTER_GEMM, MT_MASTER_OTHER));
+    table_u64(t, o + S_GRAD, sum_terms(p, MT_GRAD_GEMM, MT_GRAD_OTHER));
+    table_u64(t, o + S_M, sum_terms(p, MT_OPTIM_M_GEMM, MT_OPTIM_M_OTHER));
+    table_u64(t, o + S_V, sum_terms(p, MT_OPTIM_V_GEMM, MT_OPTIM_V_OTHER));
+    table_u64(t, o + S_SCALE, p->cat_bytes[MC_SCALE]);
+    table_u64(t, o + S_ACT, p->cat_bytes[MC_ACTIVATION]);
+    table_u64(t, o + S_OVERHEAD, p->cat_bytes[MC_OVERHEAD]);
+    table_u64(t, o + S_TOTAL, p->total_bytes);
+    table_u64(t, o + S_CAPACITY, p->capacity_bytes);
+    table_u64(t, o + S_FITS, (uint64_t)p->fits);
+    table_u64(t, o + S_DPC, p->dp_comm_bytes);
+    table_u64(t, o + S_TPC, p->tp_comm_bytes);
+    table_u64(t, o + S_PPC, p->pp_comm_bytes);
+    table_u64(t, o + S_CPC, p->cp_comm_bytes);
+    table_u64(t, o + S_WC, p->weight_comm_bytes);
+    table_f64(t, o + S_STEP, p->time.step_s);
+    table_f64(t, o + S_TOKS, p->tokens_per_s);
+    table_f64(t, o + S_SAMPS, p->samples_per_s);
+    table_f64(t, o + S_TFLOPS, p->tflops_per_gpu);
+    table_f64(t, o + S_MFU16, p->mfu_bf16_pct);
+    table_f64(t, o + S_MFU8, p->mfu_fp8_pct);
+}
+
+/* ---- per-term, per-collective and time tables -------------------------------------------------------- */
+
+enum { T_TERM, T_CAT, T_DTYPE, T_ELEM, T_BYTES, T_GB, T_SHARDS, T_PERSIST, T_COUNT };
+static const TableCol term_cols[T_COUNT] = {
+    [T_TERM] = {"term", NULL, NULL, TC_STR, 0, 0},         [T_CAT] = {"category", NULL, NULL, TC_STR, 0, 0},
+    [T_DTYPE] = {"dtype", NULL, NULL, TC_STR, 0, 0},       [T_ELEM] = {"elements", NULL, NULL, TC_U64, 0, TF_GROUP},
+    [T_BYTES] = {"bytes", NULL, "B", TC_U64, 0, TF_GROUP}, [T_GB] = {"gb", "GB", "1e9 B", TC_F64, 3, 0},
+    [T_SHARDS] = {"shards", NULL, NULL, TC_U64, 0, 0},     [T_PERSIST] = {"persistent", NULL, NULL, TC_U64, 0, 0},
+};
+
+static const char *dtype_label(Dtype d) { return d == DT_NONE ? "-" : dtype_name(d); }
+
+static void term_row(Table *t, const MemTerm *m, int with_persistent)
+{
+    table_row(t);
+    table_str(t, T_TERM, m->name);
+    table_str(t, T_CAT, mem_category_name(m->cat));
+    table_str(t, T_DTYPE, m->bytes ? dtype_label(m->dtype) : "-");
+    table_u64(t, T_ELEM, m->elements);
+    table_u64(t, T_BYTES, m->bytes);
+    table_f64(t, T_GB, plan_gb(m->bytes));
+    table_u64(t, T_SHARDS, m->shards);
+    if (with_persistent) table_u64(t, T_PERSIST, (uint64_t)m->persistent);
+}
+
+static void total_row(Table *t, const char *name, uint64_t bytes)
+{
+    table_row(t);
+    table_str(t, T_TERM, name);
+    table_u64(t, T_BYTES, bytes);
+    table_f64(t, T_GB, plan_gb(bytes));
+}
+
+Table *plan_terms_table(const Plan *p)
+{
+    Table *t = table_new(term_cols, T_COUNT);
+    if (!t) return NULL;
+    for (int i = 0; i < MT_COUNT_; i++) term_row(t, &p->mem[i], 1);
+    return t;
+}
+
+/* Terms grouped by category with subtotals (text report). */
+static Table *grouped_terms(const Plan *p)
+{
+    Table *t = table_new(term_cols, T_PERSIST); /* the persistent flag is implied by the category */
+    if (!t) return NULL;
+    for (int c = 0; c < MC_COUNT_; c++) {
+        for (int i = 0; i < MT_COUNT_; i++)
+            if (p->mem[i].cat == (MemCategory)c) term_row(t, &p->mem[i], 0);
+        char name[64];
+        snprintf(name, sizeof name, "= %s", mem_category_name((MemCategory)c));
+        total_row(t, name, p->cat_bytes[c]);
+        table_rule(t);
+    }
+    total_row(t, "total", p->total_bytes);
+    total_row(t, "capacity", p->capacity_bytes);
+    table_row(t);
+    table_str(t, T_TERM, p->fits ? "headroom" : "shortfall");
+    uint64_t d = p->fits ? p->capacity_bytes - p->total_bytes : p->total_bytes - p->capacity_bytes;
+    table_u64(t, T_BYTES, d);
+    table_f64(t, T_GB, plan_gb(d));
+    return t;
+}
+
+enum { C_NAME, C_GROUP, C_OP, C_DTYPE, C_RANKS, C_LINK, C_PAYLOAD, C_BUS, C_CALLS, C_STEP, C_TIME, C_EXPOSED, C_COUNT };
+static const TableCol coll_cols[C_COUNT] = {
+    [C_NAME] = {"collective", NULL, NULL, TC_STR, 0, 0},
+    [C_GROUP] = {"group", NULL, NULL, TC_STR, 0, 0},
+    [C_OP] = {"op", NULL, NULL, TC_STR, 0, 0},
+    [C_DTYPE] = {"dtype", NULL, NULL, TC_STR, 0, 0},
+    [C_RANKS] = {"ranks", NULL, NULL, TC_U64, 0, 0},
+    [C_LINK] = {"link", NULL, NULL, TC_STR, 0, 0},
+    [C_PAYLOAD] = {"payload_bytes", "payload", "B/call", TC_U64, 0, TF_GROUP},
+    [C_BUS] = {"bus_bytes", "sent", "B/call", TC_U64, 0, TF_GROUP},
+    [C_CALLS] = {"calls", NULL, "/step", TC_U64, 0, TF_GROUP},
+    [C_STEP] = {"step_bytes", "sent/step", "B", TC_U64, 0, TF_GROUP},
+    [C_TIME] = {"time_s", "time", "s", TC_F64, 4, 0},
+    [C_EXPOSED] = {"exposed_s", "exposed", "s", TC_F64, 4, 0},
+};
+
+Table *plan_collectives_table(const Plan *p)
+{
+    Table *t = table_new(coll_cols, C_COUNT);
+    if (!t) return NULL;
+    for (int i = 0; i < CO_COUNT_; i++) {
+        const Collective *c = &p->coll[i];
+        table_row(t);
+        table_str(t, C_NAME, c->name);
+        table_str(t, C_GROUP, comm_group_name(c->group));
+        table_str(t, C_OP, comm_op_name(c->op));
+        table_str(t, C_DTYPE, c->ranks ? (c->dtype == DT_NONE ? "mixed" : dtype_name(c->dtype)) : "-");
+        table_u64(t, C_RANKS, c->ranks);
+        table_str(t, C_LINK, !c->ranks ? "-" : c->inter_node ? "inter" : "intra");
+        table_u64(t, C_PAYLOAD, c->payload_bytes);
+        table_u64(t, C_BUS, c->bus_bytes);
+        table_u64(t, C_CALLS, c->calls);
+        table_u64(t, C_STEP, c->step_bytes);
+        table_f64(t, C_TIME, c->time_s);
+        table_f64(t, C_EXPOSED, c->exposed_s);
+    }
+    return t;
+}
+
+enum { TM_ITEM, TM_S, TM_PCT, TM_COUNT };
+static const TableCol time_cols[TM_COUNT] = {
+    [TM_ITEM] = {"item", NULL, NULL, TC_STR, 0, 0},
+    [TM_S] = {"seconds", NULL, "s", TC_F64, 4, 0},
+    [TM_PCT] = {"share_pct", "share", "%", TC_F64, 1, 0},
+};
+
+Table *plan_time_table(const Plan *p)
+{
+    const TimeBreakdown *tb = &p->time;
+    const struct {
+        const char *name;
+        double v;
+    } items[] = {
+        {"gemm", tb->gemm_s},
+        {"attention", tb->attn_s},
+        {"non_gemm", tb->nongemm_s},
+        {"tp_comm_exposed", tb->tp_comm_s},
+        {"cp_comm_exposed", tb->cp_comm_s},
+        {"pp_send_recv", tb->pp_comm_s},
+        {"pipeline_bubble", tb->bubble_s},
+        {"dp_comm_exposed", tb->dp_comm_s},
+        {"optimizer", tb->optimizer_s},
+        {"fp8_weight_cast", tb->weight_cast_s},
+        {"amax_and_embedding_sync", tb->other_s},
+    };
+    Table *t = table_new(time_cols, TM_COUNT);
+    if (!t) return NULL;
+    for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
+        table_row(t);
+        table_str(t, TM_ITEM, items[i].name);
+        table_f64(t, TM_S, items[i].v);
+        table_f64(t, TM_PCT, tb->step_s > 0 ? 100.0 * items[i].v / tb->step_s : 0);
+    }
+    table_rule(t);
+    table_row(t);
+    table_str(t, TM_ITEM, "step");
+    table_f64(t, TM_S, tb->step_s);
+    table_f64(t, TM_PCT, 100.0);
+    return t;
+}
+
+/* ---- text report -------------------------------------------------------------------------------------- */
+
+static Status put_table(Table *t, FILE *f, Err *e)
+{
+    if (!t) return err_set(e, ST_NOMEM, "out of memory building a table");
+    Status st = table_write(t, TABLE_TEXT, f, e);
+    table_free(t);
+    return st;
+}
+
+static const char *grouped(uint64_t v, char *buf) { return num_fmt_grouped(v, buf, 40); }
+
+Status plan_write_text(const Plan *p, FILE *f, Err *e)
+{
+    const PlanInput *in = &p->in;
+    char b1[40], b2[40], b3[40];
+    fprintf(f, "plan: %s on %s, recipe %s\n", in->model->name, in->gpu->name, in->recipe->name);
+    fprintf(f,
+            "layout: TP %u x PP %u (vpp %u) x CP %u x DP %u = %u GPUs; micro-batch %u, global batch %llu "
+            "(%u micro-batches), seq %u\n",
+            in->tp, in->pp, in->vpp, in->cp, in->dp, p->world, in->mbs, (unsigned long long)in->gbs, p->microbatches,
+            p->seq);
+    fprintf(f, "        sequence parallel %s, recompute %s, sharding %s over %u ranks, %s attention, dropout %s\n",
+            p->sp ? "on" : "off", recompute_name(in->recompute), sharding_name(in->sharding), p->shard_ways,
+            attn_name(in->attn), in->dropout ? "on" : "off");
+    fprintf(f,
+            "params: %s in the model; %s on this GPU (%s in linear layers), PP stage %u of %u (%u layers), "
+            "vocabulary padded to %u\n\n",
+            grouped(p->params_total, b1), grouped(p->params_gpu, b2), grouped(p->params_gemm_gpu, b3), p->stage, in->pp,
+            p->stage_layers, p->vocab_padded);
+    Status st = put_table(grouped_terms(p), f, e);
+    if (st) return st;
+    fprintf(f, "verdict: %s — %.2f GB of %.2f GB (%.1f %%)\n\n", p->fits ? "FITS" : "OOM", plan_gb(p->total_bytes),
+            plan_gb(p->capacity_bytes), 100.0 * (double)p->total_bytes / (double)p->capacity_bytes);
+    fprintf(f, "collectives per step (bytes this GPU sends; ring factors as nccl-tests):\n");
+    if ((st = put_table(plan_collectives_table(p), f, e))) return st;
+    fprintf(f,
+            "communication per step: DP %.3f GB, TP %.3f GB, PP %.3f GB, CP %.3f GB; weight-related (DP "
+            "all-gather + gradient reduce) %.3f GB\n\n",
+            plan_gb(p->dp_comm_bytes), plan_gb(p->tp_comm_bytes), plan_gb(p->pp_comm_bytes), plan_gb(p->cp_comm_bytes),
+            plan_gb(p->weight_comm_bytes));
+    fprintf(f, "time per step:\n");
+    if ((st = put_table(plan_time_table(p), f, e))) return st;
+    fprintf(f,
+            "throughput: %.0f tokens/s, %.2f samples/s, %.1f TFLOP/s per GPU; MFU %.1f %% of BF16 peak, %.1f %% of "
+            "FP8 peak\n",
+            p->tokens_per_s, p->samples_per_s, p->tflops_per_gpu, p->mfu_bf16_pct, p->mfu_fp8_pct);
+    if (p->advice_mask) {
+        fprintf(f, "\nadvice:\n");
+        for (int a = 0; a < ADV_COUNT_; a++)
+            if (p->advice_mask & (1u << a)) fprintf(f, "  - %s\n", advice_text((AdviceId)a));
+    }
+    fprintf(f,
+            "\nassumptions: GB = 1e9 B. Activations per Korthikanti et al. 2022, itemized (saved GEMM inputs in "
+            "%s). Overheads: CUDA context %.3f GB, GEMM workspace %.3f GB, NCCL %.3f GB per communicator, "
+            "fragmentation %.0f %% of allocator-managed bytes. Efficiencies: BF16 GEMM %.2f, FP8 GEMM %.2f, "
+            "attention %.2f, HBM %.2f, network %.2f; DP collectives %s; TP collectives not overlapped.\n",
+            dtype_name(in->recipe->saved_input), plan_gb(in->cuda_context_bytes), plan_gb(in->workspace_bytes),
+            plan_gb(in->nccl_comm_bytes), 100 * in->frag_frac, in->eff_gemm_bf16, in->eff_gemm_fp8, in->eff_attn,
+            in->eff_hbm, in->eff_net, in->overlap_dp ? "overlap the first forward / last backward" : "not overlapped");
+    if (ferror(f)) return err_set(e, ST_IO, "write error");
+    return ST_OK;
+}
+
+/* ---- compare ------------------------------------------------------------------------------------------ */
+
+typedef enum { Q_BYTES, Q_SECONDS, Q_RATE, Q_PCT, Q_FLAG } QKind;
+
+typedef struct {
+    const char *name, *unit;
+    QKind kind;
+} Quantity;
+
+static double quantity(const Plan *p, int q)
+{
+    switch (q) {
+    case 0: return (double)sum_terms(p, MT_WEIGHT_GEMM, MT_WEIGHT_OTHER);
+    case 1: return (double)sum_terms(p, MT_FP8_ROWWISE, MT_FP8_COLWISE);
+    case 2: return (double)sum_terms(p, MT_MASTER_GEMM, MT_MASTER_OTHER);
+    case 3: return (double)sum_terms(p, MT_GRAD_GEMM, MT_GRAD_OTHER);
+    case 4: return (double)sum_terms(p, MT_OPTIM_M_GEMM, MT_OPTIM_M_OTHER);
+    case 5: return (double)sum_terms(p, MT_OPTIM_V_GEMM, MT_OPTIM_V_OTHER);
+    case 6: return (double)p->cat_bytes[MC_SCALE];
+    case 7: return (double)p->cat_bytes[MC_ACTIVATION];
+    case 8: return (double)p->cat_bytes[MC_OVERHEAD];
+    case 9: return (double)p->total_bytes;
+    case 10: return (double)p->fits;
+    case 11: return (double)p->weight_comm_bytes;
+    case 12: return (double)p->dp_comm_bytes;
+    case 13: return (double)p->tp_comm_bytes;
+    case 14: return (double)p->pp_comm_bytes;
+    case 15: return (double)p->cp_comm_bytes;
+    case 16: return p->time.step_s;
+    case 17: return p->samples_per_s;
+    case 18: return p->tokens_per_s / 1000.0;
+    case 19: return p->tflops_per_gpu;
+    case 20: return p->mfu_bf16_pct;
+    default: return p->mfu_fp8_pct;
+    }
+}
+
+static const Quantity quantities[] = {
+    {"weights", "GB", Q_BYTES},
+    {"fp8_weight_copies", "GB", Q_BYTES},
+    {"master", "GB", Q_BYTES},
+    {"gradients", "GB", Q_BYTES},
+    {"adam_m", "GB", Q_BYTES},
+    {"adam_v", "GB", Q_BYTES},
+    {"scales", "GB", Q_BYTES},
+    {"activations", "GB", Q_BYTES},
+    {"overheads", "GB", Q_BYTES},
+    {"total_memory", "GB", Q_BYTES},
+    {"fits", "1=yes", Q_FLAG},
+    {"weight_comm", "GB", Q_BYTES},
+    {"dp_comm", "GB", Q_BYTES},
+    {"tp_comm", "GB", Q_BYTES},
+    {"pp_comm", "GB", Q_BYTES},
+    {"cp_comm", "GB", Q_BYTES},
+    {"step_time", "s", Q_SECONDS},
+    {"samples_per_s", "1/s", Q_RATE},
+    {"tokens_per_s", "1000 tok/s", Q_RATE},
+    {"tflops_per_gpu", "TFLOP/s", Q_RATE},
+    {"mfu_bf16", "%", Q_PCT},
+    {"mfu_fp8", "%", Q_PCT},
+};
+enum { NQ = sizeof quantities / sizeof *quantities };
+
+Table *plan_compare_table(const Plan *plans, int n)
+{
+    if (n < 1 || n > 16) return NULL;
+    TableCol cols[2 + 2 * 16];
+    int nc = 0;
+    cols[nc++] = (TableCol){"quantity", NULL, NULL, TC_STR, 0, 0};
+    cols[nc++] = (TableCol){"unit", NULL, NULL, TC_STR, 0, 0};
+    for (int i = 0; i < n; i++) {
+        cols[nc++] = (TableCol){plans[i].in.recipe->name, NULL, NULL, TC_F64, 3, 0};
+        if (i) cols[nc++] = (TableCol){"change", "vs first", "%", TC_F64, 1, 0};
+    }
+    Table *t = table_new(cols, nc);
+    if (!t) return NULL;
+    for (int q = 0; q < NQ; q++) {
+        if (q == 11 || q == 16) table_rule(t);
+        table_row(t);
+        table_str(t, 0, quantities[q].name);
+        table_str(t, 1, quantities[q].unit);
+        double base = quantity(&plans[0], q);
+        for (int i = 0, c = 2; i < n; i++) {
+            double v = quantity(&plans[i], q), shown = quantities[q].kind == Q_BYTES ? v / 1e9 : v;
+            table_f64(t, c++, shown);
+            if (i) {
+                if (base != 0 && quantities[q].kind != Q_FLAG) table_f64(t, c, 100.0 * (v - base) / base);
+                c++;
+            }
+        }
+    }
+    return t;
+}

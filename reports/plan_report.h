@@ -1,0 +1,45 @@
+/* reports/plan_report.h — a Plan rendered as tables: the full text report of
+ * `fp8plan plan`, the one-row-per-plan summary schema shared by plan, compare
+ * and sweep CSV/JSON output, and the per-term, per-collective and time tables.
+ *
+ * Summary columns (CSV header, units in the names; bytes per GPU, communication
+ * = bytes each GPU sends per step; see plan_summary_columns()):
+ *   model,gpu,recipe,tp,pp,vpp,cp,dp,gpus,mbs,gbs,seq,sp,recompute,sharding,stage,
+ *   params_total,params_gpu,weight_bytes,fp8_weight_copy_bytes,master_bytes,grad_bytes,
+ *   optim_m_bytes,optim_v_bytes,scale_bytes,activation_bytes,overhead_bytes,total_bytes,
+ *   capacity_bytes,fits,dp_comm_bytes,tp_comm_bytes,pp_comm_bytes,cp_comm_bytes,
+ *   weight_comm_bytes,step_time_s,tokens_per_s,samples_per_s,tflops_per_gpu,
+ *   mfu_bf16_pct,mfu_fp8_pct */
+#ifndef FP8PLAN_REPORTS_PLAN_REPORT_H
+#define FP8PLAN_REPORTS_PLAN_REPORT_H
+
+#include <stdio.h>
+
+#include "planner/plan.h"
+#include "reports/table.h"
+
+/* A new summary table, optionally with a leading "rank" column (sweeps). NULL when out of memory. */
+Table *plan_summary_new(int with_rank);
+/* Append one plan (rank ignored unless the table has the rank column). */
+void plan_summary_row(Table *t, const Plan *p, int rank);
+/* The summary header as one comma-separated line (for the schema golden test). */
+const char *plan_summary_columns(void);
+
+/* One row per memory term / collective / time item. */
+Table *plan_terms_table(const Plan *p);
+Table *plan_collectives_table(const Plan *p);
+Table *plan_time_table(const Plan *p);
+
+/* The full human-readable report: inputs and assumptions, memory terms grouped
+ * with subtotals, total versus capacity and the verdict, collectives, time and
+ * advice. */
+Status plan_write_text(const Plan *p, FILE *f, Err *e);
+
+/* Recipes side by side (text): one row per quantity, one column per plan and a
+ * change-versus-the-first-plan column for each later one. */
+Table *plan_compare_table(const Plan *plans, int n);
+
+/* Bytes to GB (1e9), for text columns. */
+static inline double plan_gb(uint64_t b) { return (double)b / 1e9; }
+
+#endif

@@ -1,0 +1,383 @@
+/* reports/seed_report.c — Tables 1a, 1b, 1c and 5 of the seed (see seed_report.h). */
+#include "reports/seed_report.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fp8/granularity.h"
+#include "planner/csv_table.h"
+#include "planner/plan.h"
+#include "reports/plan_report.h"
+#include "util/num.h"
+
+/* ---- Table 1a ----------------------------------------------------------------------------------------- */
+
+Table *seed_table1a(const Catalog *c, const Recipe *only, uint64_t params, int sharded, uint32_t dp)
+{
+    TableCol cols[24];
+    int n = 0;
+    cols[n++] = (TableCol){"recipe", NULL, NULL, TC_STR, 0, 0};
+    static const char *const dnames[STATE_COUNT_] = {"weight_dtype", "master_dtype", "grad_dtype", "adam_m_dtype",
+                                                     "adam_v_dtype"};
+    static const char *const bnames[STATE_COUNT_] = {"weight_bytes_per_param", "master_bytes_per_param",
+                                                     "grad_bytes_per_param", "adam_m_bytes_per_param",
+                                                     "adam_v_bytes_per_param"};
+    static const char *const labels[STATE_COUNT_] = {"weight", "master", "grad", "adam m", "adam v"};
+    for (int s = 0; s < STATE_COUNT_; s++) {
+        cols[n++] = (TableCol){dnames[s], labels[s], NULL, TC_STR, 0, 0};
+        cols[n++] = (TableCol){bnames[s], "B", "/param", TC_F64, 3, 0};
+    }
+    cols[n++] = (TableCol){"state_bytes_per_param", "states", "B/param", TC_F64, 3, 0};
+    cols[n++] = (TableCol){"fp8_copy_bytes_per_param", "+fp8 copies", "B/param", TC_F64, 3, 0};
+    cols[n++] = (TableCol){"dp_shards", "shards", NULL, TC_U64, 0, 0};
+    if (params) {
+        cols[n++] = (TableCol){"params", NULL, NULL, TC_U64, 0, TF_GROUP};
+        cols[n++] = (TableCol){"state_bytes", "state bytes", "B", TC_U64, 0, TF_GROUP};
+        cols[n++] = (TableCol){"state_gb", "states", "GB", TC_F64, 3, 0};
+    }
+    Table *t = table_new(cols, n);
+    if (!t) return NULL;
+    for (int i = 0; i < c->nrecipes; i++) {
+        const Recipe *r = &c->recipes[i];
+        if (only && r != only) continue;
+        double per[STATE_COUNT_];
+        uint32_t d = sharded && dp > 1 ? dp : 1;
+        double tot = recipe_state_bytes_per_param(&r->gemm, sharded, d, per);
+        table_row(t);
+        int k = 0;
+        table_str(t, k++, r->name);
+        uint64_t bytes = 0;
+        int ovf = 0;
+        for (int s = 0; s < STATE_COUNT_; s++) {
+            table_str(t, k++, dtype_name(r->gemm.dt[s]));
+            table_f64(t, k++, per[s]);
+            if (params) { /* exact: ceil(P/d) elements of a sharded state, as the planner counts them */
+                int sh = d > 1 && (r->gemm.shard_mask & (1u << s));
+                uint64_t e = sh ? params / d + (params % d != 0) : params, b;
+                if (u64_mul(e, dtype_bytes(r->gemm.dt[s]), &b) || u64_add(bytes, b, &bytes)) ovf = 1;
+            }
+        }
+        table_f64(t, k++, tot);
+        table_f64(t, k++, recipe_fp8_copy_bytes_per_param(r));
+        table_u64(t, k++, d);
+        if (params) {
+            table_u64(t, k++, params);
+            if (!ovf) {
+                table_u64(t, k++, bytes);
+                table_f64(t, k++, (double)bytes / 1e9);
+            }
+        }
+    }
+    return t;
+}
+
+/* ---- Table 1b ----------------------------------------------------------------------------------------- */
+
+Table *seed_table1b(uint64_t rows, uint64_t cols_n, Err *e)
+{
+    const TableCol cols[] = {
+        {"format", NULL, NULL, TC_STR, 0, 0},
+        {"granularity", NULL, NULL, TC_STR, 0, 0},
+        {"payload_bytes", "payload", "B", TC_U64, 0, TF_GROUP},
+        {"scale_dtype", "scale", NULL, TC_STR, 0, 0},
+        {"scales", NULL, NULL, TC_U64, 0, TF_GROUP},
+        {"scale_bytes", "scale bytes", "B", TC_U64, 0, TF_GROUP},
+        {"total_bytes", "total", "B", TC_U64, 0, TF_GROUP},
+        {"scale_pct_of_payload", "scale/payload", "%", TC_F64, 3, 0},
+        {"saving_vs_bf16_pct", "saving vs BF16", "%", TC_F64, 3, 0},
+    };
+    uint64_t n;
+    if (u64_mul(rows, cols_n, &n) || n > UINT64_MAX / 2) {
+        err_set(e, ST_OVERFLOW, "%llux%llu elements pass 2^64 bytes", (unsigned long long)rows,
+                (unsigned long long)cols_n);
+        return NULL;
+    }
+    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
+    if (!t) return NULL;
+    uint64_t bf16 = n * 2;
+    table_row(t);
+    table_str(t, 0, "bf16");
+    table_str(t, 1, "-");
+    table_u64(t, 2, bf16);
+    table_str(t, 3, "-");
+    table_u64(t, 4, 0);
+    table_u64(t, 5, 0);
+    table_u64(t, 6, bf16);
+    table_f64(t, 7, 0);
+    table_f64(t, 8, 0);
+    for (int g = 0; g < GRAN_COUNT_; g++) {
+        uint64_t ns, sb, tot;
+        if (gran_scale_count((Granularity)g, rows, cols_n, &ns, &sb, e) || u64_add(n, sb, &tot)) {
+            table_free(t);
+            if (e && !e->msg[0]) err_set(e, ST_OVERFLOW, "scale bytes pass 2^64");
+            return NULL;
+        }
+        table_row(t);
+        table_str(t, 0, "fp8");
+        table_str(t, 1, gran_name((Granularity)g));
+        table_u64(t, 2, n);
+        table_str(t, 3, dtype_name(gran_scale_dtype((Granularity)g)));
+        table_u64(t, 4, ns);
+        table_u64(t, 5, sb);
+        table_u64(t, 6, tot);
+        table_f64(t, 7, 100.0 * (double)sb / (double)n);
+        table_f64(t, 8, 100.0 * (double)(bf16 - tot) / (double)bf16);
+    }
+    return t;
+}
+
+/* ---- Table 1c ----------------------------------------------------------------------------------------- */
+
+static const char *gran_phrase(Granularity g)
+{
+    switch (g) {
+    case GRAN_TENSOR: return "per-tensor scale";
+    case GRAN_CHANNEL: return "per-channel scales";
+    case GRAN_1X32: return "1x32 E8M0 block scales";
+    case GRAN_1X128: return "1x128 FP32 tile scales";
+    case GRAN_128X128: return "128x128 FP32 block scales";
+    default: return "?";
+    }
+}
+
+Table *seed_table1c(const Catalog *c)
+{
+    const TableCol cols[] = {
+        {"recipe", NULL, NULL, TC_STR, 0, 0}, {"step", NULL, NULL, TC_U64, 0, 0},
+        {"tensor", NULL, NULL, TC_STR, 0, 0}, {"precision", NULL, NULL, TC_STR, 0, 0},
+        {"note", NULL, NULL, TC_STR, 0, 0},
+    };
+    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
+    if (!t) return NULL;
+    for (int i = 0; i < c->nrecipes; i++) {
+        const Recipe *r = &c->recipes[i];
+        int fp8 = recipe_fp8_gemm(r);
+        char scale[160], note[256];
+        if (!fp8)
+            snprintf(scale, sizeof scale, "no scaling");
+        else if (r->scaling == SCALING_DELAYED)
+            snprintf(scale, sizeof scale, "delayed: scale from an amax history of %u, reduced over %s", r->amax_history,
+                     r->amax_reduce == AMAX_ALL  ? "TP, CP and DP"
+                     : r->amax_reduce == AMAX_TP ? "TP and CP"
+                                                 : "nothing");
+        else
+            snprintf(scale, sizeof scale, "current: amax read from the tensor before the cast (an extra pass)%s",
+                     r->amax_reduce == AMAX_NONE ? ", scales local" : "");
+#define ROW(step, tensor, prec, nt) \
+    do {                            \
+        table_row(t);               \
+        table_str(t, 0, r->name);   \
+        table_u64(t, 1, step);      \
+        table_str(t, 2, tensor);    \
+        table_str(t, 3, prec);      \
+        table_str(t, 4, nt);        \
+    } while (0)
+        ROW(1, "scale of each FP8 operand", fp8 ? "fp32 scale and scale_inv" : "-", scale);
+        snprintf(note, sizeof note, "%s", fp8 ? gran_phrase(r->act_gran) : "BF16 GEMM");
+        ROW(2, "GEMM input x (activation)", dtype_name(r->gemm_fwd), note);
+        snprintf(note, sizeof note, "%s; read from %s", fp8 ? gran_phrase(r->weight_gran) : "BF16 GEMM",
+                 r->fp8_row != DT_NONE                 ? "the cached FP8 row-wise copy"
+                 : r->gemm.dt[STATE_WEIGHT] != DT_NONE ? "the working weight"
+                                                       : "the master, cast per op");
+        ROW(2, "GEMM input w (weight)", fp8 ? dtype_name(r->gemm_fwd) : "bf16", note);
+        ROW(2, "GEMM accumulation and output", "fp32 accumulate, bf16 output",
+            fp8 ? "output rescaled by 1/(sx*sw)" : "-");
+        ROW(3, "softmax, norms, loss, residual adds", "bf16/fp32", "memory-bound; never FP8");
+        ROW(4, "output gradient dy (dgrad, wgrad)", fp8 ? dtype_name(r->gemm_bwd) : "bf16",
+            fp8 ? gran_phrase(r->act_gran) : "BF16 GEMMs");
+        ROW(4, "saved GEMM inputs (for wgrad)", dtype_name(r->saved_input), "kept from forward to backward");
+        snprintf(note, sizeof note, "all-gather %s, reduce-scatter %s", dtype_name(r->comm_tp_ag),
+                 dtype_name(r->comm_tp_rs));
+        ROW(4, "TP/SP activations", "see note", note);
+        ROW(5, "amax reduction", fp8 && r->amax_reduce != AMAX_NONE ? "fp32" : "-", scale);
+        ROW(6, "working weight", dtype_name(r->gemm.dt[STATE_WEIGHT]), "linear layers");
+        snprintf(note, sizeof note, "row-wise %s, transposed %s", dtype_name(r->fp8_row), dtype_name(r->fp8_col));
+        ROW(6, "cached FP8 weight copies", fp8 ? "e4m3/e5m2" : "-", note);
+        ROW(6, "master weight", dtype_name(r->gemm.dt[STATE_MASTER]),
+            (r->gemm.scaled_mask >> STATE_MASTER) & 1 ? "with a per-tensor scale" : "-");
+        ROW(6, "main gradient", dtype_name(r->gemm.dt[STATE_GRAD]),
+            (r->gemm.scaled_mask >> STATE_GRAD) & 1 ? "with a per-tensor scale" : "-");
+        snprintf(note, sizeof note, "reduced in %s; parameters gathered in %s", dtype_name(r->comm_dp_grad),
+                 dtype_name(r->comm_param_gather));
+        ROW(6, "data-parallel communication", dtype_name(r->comm_dp_grad), note);
+        ROW(6, "Adam first moment m", dtype_name(r->gemm.dt[STATE_M]),
+            (r->gemm.scaled_mask >> STATE_M) & 1 ? "with a per-tensor scale" : "-");
+        ROW(6, "Adam second moment v", dtype_name(r->gemm.dt[STATE_V]),
+            dtype_is_fp8(r->gemm.dt[STATE_V]) ? "FP8 v diverges (FP8-LM Table 6)" : "-");
+#undef ROW
+    }
+    return t;
+}
+
+/* ---- Table 5 ------------------------------------------------------------------------------------------ */
+
+enum { F_MODEL, F_LAYOUT, F_COLUMN, F_RECIPE, F_METRIC, F_UNIT, F_PUB, F_PRED, F_ERR, F_TOL, F_WITHIN, F_COUNT };
+
+static Table *t5_new(void)
+{
+    const TableCol cols[F_COUNT] = {
+        [F_MODEL] = {"model", NULL, NULL, TC_STR, 0, 0},
+        [F_LAYOUT] = {"layout", NULL, NULL, TC_STR, 0, 0},
+        [F_COLUMN] = {"column", "published as", NULL, TC_STR, 0, 0},
+        [F_RECIPE] = {"recipe", "predicted with", NULL, TC_STR, 0, 0},
+        [F_METRIC] = {"metric", NULL, NULL, TC_STR, 0, 0},
+        [F_UNIT] = {"unit", NULL, NULL, TC_STR, 0, 0},
+        [F_PUB] = {"published", NULL, NULL, TC_F64, 1, 0},
+        [F_PRED] = {"predicted", NULL, NULL, TC_F64, 2, 0},
+        [F_ERR] = {"error_pct", "error", "%", TC_F64, 1, 0},
+        [F_TOL] = {"tolerance_pct", "tolerance", "+-%", TC_F64, 0, 0},
+        [F_WITHIN] = {"within", NULL, NULL, TC_STR, 0, 0},
+    };
+    return table_new(cols, F_COUNT);
+}
+
+static void t5_row(Table *t, const char *model, const char *layout, const char *column, const char *recipe,
+                   const char *metric, const char *unit, double pub, double pred, double tol, SeedCheck *chk)
+{
+    table_row(t);
+    table_str(t, F_MODEL, model);
+    table_str(t, F_LAYOUT, layout);
+    table_str(t, F_COLUMN, column);
+    table_str(t, F_RECIPE, recipe);
+    table_str(t, F_METRIC, metric);
+    table_str(t, F_UNIT, unit);
+    table_f64(t, F_PUB, pub);
+    table_f64(t, F_PRED, pred);
+    double err = (pred - pub) / pub;
+    table_f64(t, F_ERR, 100.0 * err);
+    if (tol > 0) {
+        table_f64(t, F_TOL, 100.0 * tol);
+        int ok = fabs(err) <= tol;
+        table_str(t, F_WITHIN, ok ? "yes" : "no");
+        chk->checked++;
+        chk->outside += !ok;
+    } else {
+        table_str(t, F_WITHIN, "info");
+    }
+}
+
+/* A published number, or NaN for an empty cell. */
+static Status t5_num(const CsvTable *ct, int r, const char *col, double *out, Err *e)
+{
+    const char *s = csv_table_cell(ct, r, col);
+    if (!*s) return *out = NAN, ST_OK;
+    Err sub;
+    if (num_parse_double(s, NUM_FINITE_ONLY, out, &sub) || *out <= 0)
+        return err_set(e, ST_DATA, "%s: row %d, column %s: '%s' is not a positive number", ct->fname,
+                       csv_table_rowno(r), col, s);
+    return ST_OK;
+}
+
+static Status t5_u32(const CsvTable *ct, int r, const char *col, uint32_t *out, Err *e)
+{
+    const char *s = csv_table_cell(ct, r, col);
+    uint64_t v;
+    Err sub;
+    if (num_parse_u64(s, &v, &sub) || v == 0 || v > UINT32_MAX)
+        return err_set(e, ST_DATA, "%s: row %d, column %s: '%s' is not a positive whole number", ct->fname,
+                       csv_table_rowno(r), col, s);
+    *out = (uint32_t)v;
+    return ST_OK;
+}
+
+Status seed_table5(const Catalog *c, const char *text, size_t len, const char *fname, Table **out, SeedCheck *chk,
+                   Err *e)
+{
+    static const char columns[] = "model,tp,pp,dp,mbs,seq,column,recipe,memory_gb,weight_comm_gb,samples_per_s,mfu_pct,"
+                                  "checked,source";
+    memset(chk, 0, sizeof *chk);
+    *out = NULL;
+    CsvTable ct;
+    Status st = csv_table_parse(text, len, fname, &ct, e);
+    if (!st) st = csv_table_expect(&ct, columns, e);
+    Table *t = st ? NULL : t5_new();
+    if (!st && !t) st = err_set(e, ST_NOMEM, "out of memory");
+    const GpuSpec *gpu = catalog_gpu(c, "h100-sxm");
+    if (!st && !gpu) st = err_set(e, ST_DATA, "%s: the catalog has no h100-sxm (FP8-LM's GPU)", fname);
+    double bf16_175 = NAN, te_175 = NAN, bf16_175_pub = NAN, te_175_pub = NAN;
+    for (int r = 0; !st && r < ct.nrows; r++) {
+        PlanInput in;
+        plan_input_defaults(&in);
+        const char *mname = csv_table_cell(&ct, r, "model"), *rname = csv_table_cell(&ct, r, "recipe");
+        const char *colname = csv_table_cell(&ct, r, "column");
+        in.model = catalog_model(c, mname);
+        in.recipe = catalog_recipe(c, rname);
+        in.gpu = gpu;
+        if (!in.model || !in.recipe) {
+            st = err_set(e, ST_DATA, "%s: row %d: unknown %s '%s'", fname, csv_table_rowno(r),
+                         in.model ? "recipe" : "model", in.model ? rname : mname);
+            break;
+        }
+        double mem, wc, sps, mfu;
+        if ((st = t5_u32(&ct, r, "tp", &in.tp, e)) || (st = t5_u32(&ct, r, "pp", &in.pp, e)) ||
+            (st = t5_u32(&ct, r, "dp", &in.dp, e)) || (st = t5_u32(&ct, r, "mbs", &in.mbs, e)) ||
+            (st = t5_u32(&ct, r, "seq", &in.seq, e)) || (st = t5_num(&ct, r, "memory_gb", &mem, e)) ||
+            (st = t5_num(&ct, r, "weight_comm_gb", &wc, e)) || (st = t5_num(&ct, r, "samples_per_s", &sps, e)) ||
+            (st = t5_num(&ct, r, "mfu_pct", &mfu, e)))
+            break;
+        const char *ck = csv_table_cell(&ct, r, "checked");
+        if (strcmp(ck, "yes") && strcmp(ck, "no")) {
+            st =
+                err_set(e, ST_DATA, "%s: row %d, column checked: '%s' is not yes or no", fname, csv_table_rowno(r), ck);
+            break;
+        }
+        double mtol = strcmp(ck, "yes") ? 0 : SEED_T5_MEMORY_TOL, ctol = strcmp(ck, "yes") ? 0 : SEED_T5_COMM_TOL;
+        /* the runs: Megatron-LM with the distributed optimizer, sequence parallelism and flash attention,
+         * no recompute, dropout 0, and (2023 Megatron) no overlap of the DP collectives with compute */
+        in.sharding = SHARD_DIST_OPT;
+        in.overlap_dp = 0;
+        Plan p;
+        if ((st = plan_build(&in, &p, e))) {
+            err_prefix(e, "%s: row %d", fname, csv_table_rowno(r));
+            break;
+        }
+        char layout[96];
+        snprintf(layout, sizeof layout, "TP%u PP%u DP%u mbs%u", in.tp, in.pp, in.dp, in.mbs);
+        if (!isnan(mem))
+            t5_row(t, mname, layout, colname, rname, "memory", "GB", mem, plan_gb(p.total_bytes), mtol, chk);
+        if (!isnan(wc))
+            t5_row(t, mname, layout, colname, rname, "weight_comm", "GB", wc, plan_gb(p.weight_comm_bytes), ctol, chk);
+        if (!isnan(sps))
+            t5_row(t, mname, layout, colname, rname, "throughput", "samples/s", sps, p.samples_per_s, 0, chk);
+        if (!isnan(mfu))
+            t5_row(t, mname, layout, colname, rname, "mfu", "% of own peak", mfu,
+                   dtype_is_fp8(in.recipe->gemm_fwd) ? p.mfu_fp8_pct : p.mfu_bf16_pct, 0, chk);
+        /* the 6 B/param recipe without MS-AMP's extra FP8 parameter copy, for reference (not checked) */
+        const Recipe *lean = catalog_recipe(c, "fp8lm");
+        if (!isnan(mem) && !strcmp(rname, "msamp-o3") && lean) {
+            PlanInput in2 = in;
+            in2.recipe = lean;
+            Plan p2;
+            if ((st = plan_build(&in2, &p2, e))) break;
+            t5_row(t, mname, layout, colname, "fp8lm", "memory", "GB", mem, plan_gb(p2.total_bytes), 0, chk);
+        }
+        if (!strcmp(mname, "gpt-175b") && in.mbs == 1 && !strcmp(colname, "bf16"))
+            bf16_175 = plan_gb(p.total_bytes), bf16_175_pub = mem;
+        if (!strcmp(mname, "gpt-175b") && in.mbs == 1 && !strcmp(colname, "te"))
+            te_175 = plan_gb(p.total_bytes), te_175_pub = mem;
+    }
+    if (!st && !isnan(bf16_175) && !isnan(te_175)) {
+        /* the effect the seed explains: TE's cached FP8 copies put it above BF16 */
+        table_row(t);
+        table_str(t, F_MODEL, "gpt-175b");
+        table_str(t, F_LAYOUT, "TP8 PP4 DP4 mbs1");
+        table_str(t, F_COLUMN, "te - bf16");
+        table_str(t, F_RECIPE, "te-fp8 - megatron-bf16");
+        table_str(t, F_METRIC, "memory_difference");
+        table_str(t, F_UNIT, "GB");
+        table_f64(t, F_PUB, te_175_pub - bf16_175_pub);
+        table_f64(t, F_PRED, te_175 - bf16_175);
+        int ok = (te_175 - bf16_175) > 0;
+        table_str(t, F_WITHIN, ok ? "yes (TE above BF16)" : "no");
+        chk->checked++;
+        chk->outside += !ok;
+    }
+    csv_table_free(&ct);
+    if (st) {
+        table_free(t);
+        return st;
+    }
+    *out = t;
+    return ST_OK;
+}

@@ -1,0 +1,114 @@
+# tests/cli/run_basic.sh — `fp8plan run` end to end on tiny models (CPU backend).
+. "$FP8PLAN_ROOT/tests/lib.sh"
+
+TINY="--model gpt2-124m --layers 1 --hidden 32 --heads 2 --seq 16 --vocab 64 --mbs 2"
+
+run run --help
+expect_rc "run --help exits 0" 0
+expect_out "run --help shows usage" "usage: fp8plan run"
+
+for r in megatron-bf16 te-fp8 te-fp8-current fp8lm; do
+    run run $TINY --recipe $r --steps 3 -o "$TMP/$r.csv"
+    expect_rc "$r: tiny run exits 0" 0
+    expect_out "$r: prints the loss each step" "step      3  loss"
+    expect_out "$r: persistent terms match the plan" "every exact term matches the plan byte for byte"
+    expect_out "$r: memory table has the FP32 logits term" "act_output"
+    if head -n 1 "$TMP/$r.csv" | grep -q '^section,term,category,planned_bytes,measured_bytes,planned_s,measured_s,rel_err_pct,check,verdict$'; then
+        pass "$r: CSV header"
+    else
+        fail "$r: CSV header" "$(head -n 1 "$TMP/$r.csv")"
+    fi
+    row=$(grep '^memory,weight_other,' "$TMP/$r.csv")
+    planned=$(echo "$row" | cut -d, -f4)
+    measured=$(echo "$row" | cut -d, -f5)
+    expect_eq "$r: CSV weight_other planned = measured" "$measured" "$planned"
+done
+
+# FP8 copies exist only for the FP8 recipes, in both layouts
+run run $TINY --recipe te-fp8 --steps 1 -o "$TMP/fp8.csv"
+expect_eq "te-fp8: row-wise FP8 copies are measured" "$(grep '^memory,fp8_rowwise,' "$TMP/fp8.csv" | cut -d, -f5)" \
+    "$(grep '^memory,fp8_colwise,' "$TMP/fp8.csv" | cut -d, -f5)"
+
+# byte-level text shipped with the repository
+run run --model gpt2-124m --layers 1 --hidden 32 --heads 2 --seq 32 --recipe te-fp8 --steps 2 \
+    --data models/corpus/fp8-notes.txt
+expect_rc "byte-level data run exits 0" 0
+expect_out "byte-level data names the file" "data: models/corpus/fp8-notes.txt"
+expect_out "byte-level data uses 256 tokens" "vocab 256"
+
+# checkpoint and resume: 2 + 2 steps print the same losses as 4 steps
+run run $TINY --recipe te-fp8 --steps 4
+grep '^step' "$TMP/out" | tail -n 2 | awk '{print $2, $4}' >"$TMP/straight"
+run run $TINY --recipe te-fp8 --steps 2 --save "$TMP/a.ckpt"
+expect_rc "save exits 0" 0
+expect_out "save reports the checkpoint" "checkpoint: $TMP/a.ckpt (step 2)"
+run run $TINY --recipe te-fp8 --steps 2 --resume "$TMP/a.ckpt"
+expect_rc "resume exits 0" 0
+expect_out "resume says where it continues" "resumed from $TMP/a.ckpt at step 2"
+grep '^step' "$TMP/out" | awk '{print $2, $4}' >"$TMP/resumed"
+expect_eq "resumed losses equal the straight run's" "$(cat "$TMP/resumed")" "$(cat "$TMP/straight")"
+run run $TINY --recipe fp8lm --steps 1 --resume "$TMP/a.ckpt"
+expect_rc "resume with another recipe exits 65" 65
+expect_err "resume with another recipe names both" "checkpoint is from recipe 'te-fp8', this run uses 'fp8lm'"
+run run $TINY --layers 2 --recipe te-fp8 --steps 1 --resume "$TMP/a.ckpt"
+expect_rc "resume with another shape exits 65" 65
+expect_err "resume with another shape names the field" "checkpoint has layers 1, this run has 2"
+printf 'not a checkpoint' >"$TMP/junk.ckpt"
+run run $TINY --recipe te-fp8 --steps 1 --resume "$TMP/junk.ckpt"
+expect_rc "junk checkpoint exits 65" 65
+expect_err "junk checkpoint is named" "$TMP/junk.ckpt: not an fp8plan checkpoint"
+run run $TINY --recipe te-fp8 --steps 1 --resume "$TMP/none.ckpt"
+expect_rc "missing checkpoint exits 66" 66
+
+# backends
+run run $TINY --recipe te-fp8 --steps 1 --backend cuda
+if [ "$rc" -eq 0 ]; then
+    pass "--backend cuda ran on a GPU"
+else
+    expect_rc "--backend cuda without a GPU or CUDA build exits 69" 69
+    expect_err "--backend cuda says why" "--backend cuda"
+    expect_no_out "--backend cuda prints nothing on stdout"
+fi
+run run $TINY --recipe te-fp8 --backend tpu
+expect_rc "unknown backend exits 64" 64
+expect_err "unknown backend is named" "unknown backend 'tpu'"
+
+# what the executor does not run, and bad input
+run run --model llama2-7b --layers 1 --recipe te-fp8 --steps 1
+expect_rc "a Llama model exits 69" 69
+expect_err "a Llama model: the reason" "GPT-2-style decoders"
+run run $TINY --recipe deepseek-v3 --steps 1
+expect_rc "block-scaled recipe exits 69" 69
+expect_err "block-scaled recipe: the reason" "scale granularity is not run by the executor yet"
+run run $TINY --recipe nope
+expect_rc "unknown recipe exits 64" 64
+expect_err "unknown recipe lists the known ones" "unknown recipe 'nope' (known:"
+run run --recipe te-fp8
+expect_rc "missing --model exits 64" 64
+expect_err "missing --model is named" "--model is required"
+run run $TINY --recipe te-fp8 --steps 0
+expect_rc "--steps 0 exits 64" 64
+run run $TINY --recipe te-fp8 --steps -1
+expect_rc "--steps -1 exits 64" 64
+expect_err "--steps -1 quotes the value" "--steps"
+run run $TINY --recipe te-fp8 --lr nan
+expect_rc "--lr nan exits 64" 64
+run run --model gpt2-124m --hidden 30 --heads 4 --layers 1 --recipe te-fp8 --steps 1
+expect_rc "--hidden not a multiple of --heads exits 64" 64
+expect_err "--hidden/--heads are named" "--hidden 30 is not a multiple of --heads 4"
+DTINY="--model gpt2-124m --layers 1 --hidden 32 --heads 2 --seq 16"
+run run $DTINY --recipe te-fp8 --steps 1 --data "$TMP/missing.txt"
+expect_rc "missing --data file exits 66" 66
+printf 'short' >"$TMP/short.txt"
+run run $DTINY --recipe te-fp8 --steps 1 --data "$TMP/short.txt"
+expect_rc "too short --data file exits 65" 65
+expect_err "too short --data file is named" "$TMP/short.txt: 5 bytes is too short for --seq 16"
+run run $TINY --recipe te-fp8 --steps 1 --data models/corpus/fp8-notes.txt
+expect_rc "--data with a vocabulary below 256 exits 64" 64
+expect_err "--data with a small vocabulary says why" "byte-level text needs a vocabulary of at least 256 (got 64)"
+run run $TINY --recipe te-fp8 --frobnicate
+expect_rc "unknown flag exits 64" 64
+run run $TINY --recipe te-fp8 --steps 1 -o /nonexistent/dir/out.csv
+expect_rc "unwritable -o exits 73" 73
+
+finish

@@ -1,0 +1,357 @@
+/* tests/unit/test_exec_backend.c — the CPU reference backend's quantization
+ * and GEMM numerics against direct computations with fp8/, and the backend
+ * interface's validation (Hopper's TN-only FP8 rule, cuBLASLt's type rules).
+ * These are the checks the CUDA backend's kernels will be held to. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/backend.h"
+#include "exec/rng.h"
+#include "fp8/codec.h"
+#include "fp8/half.h"
+#include "test.h"
+
+static Backend *cpu(void)
+{
+    Backend *bk = NULL;
+    Err e;
+    if (backend_cpu_create(&bk, &e)) fprintf(stderr, "  %s\n", e.msg);
+    return bk;
+}
+
+static void fill_normal(float *x, uint64_t n, uint64_t seed, double sd)
+{
+    Rng r = {.s = seed};
+    for (uint64_t i = 0; i < n; i++) x[i] = (float)(rng_normal(&r) * sd);
+}
+
+static float amax_of(const float *x, uint64_t n)
+{
+    float m = 0.0f;
+    for (uint64_t i = 0; i < n; i++) m = fmaxf(m, fabsf(x[i]));
+    return m;
+}
+
+/* cast + transpose + amax: codes are exactly fp8_encode(x·scale) (saturating),
+ * the transposed copy is the transpose, amax is of the unscaled input and
+ * scale_inv = 1/scale. */
+static void test_cast_transpose(void)
+{
+    Backend *bk = cpu();
+    enum { R = 7, C = 13 };
+    float x[R * C], scale = 3.5f, sinv = 0.0f, amax = 0.25f; /* amax is max-combined */
+    uint8_t row[R * C], col[R * C];
+    fill_normal(x, R * C, 5, 40.0);
+    x[3] = 1000.0f; /* saturates: 1000·3.5 > 448 */
+    CastDesc c = {.in = x,
+                  .in_dtype = DT_FP32,
+                  .rows = R,
+                  .cols = C,
+                  .out_dtype = DT_E4M3,
+                  .out_row = row,
+                  .out_col = col,
+                  .scale = &scale,
+                  .scale_inv = &sinv,
+                  .amax = &amax};
+    Err e;
+    CHECK(!bk->cast_transpose(bk, &c, &e));
+    int bad = 0;
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < C; j++) {
+            uint8_t want = fp8_encode_f32(DT_E4M3, x[r * C + j] * scale, FP8_SATFINITE);
+            bad += row[r * C + j] != want || col[j * R + r] != want;
+        }
+    CHECK_EQ_INT(bad, 0);
+    CHECK_EQ_INT(row[3], 0x7E); /* 448, not NaN */
+    CHECK(amax == 1000.0f);
+    CHECK(sinv == 1.0f / 3.5f);
+    /* an input dequantization factor: x = stored · in_scale_inv */
+    float half = 0.5f, amax2 = 0.0f;
+    c.in_scale_inv = &half;
+    c.amax = &amax2;
+    c.out_col = NULL;
+    CHECK(!bk->cast_transpose(bk, &c, &e));
+    CHECK(row[0] == fp8_encode_f32(DT_E4M3, x[0] * 0.5f * scale, FP8_SATFINITE));
+    CHECK(amax2 == 500.0f);
+    bk->destroy(bk);
+}
+
+/* D = A·Bᵀ with per-tensor FP8 operands against the same products computed
+ * directly from fp8/'s codes in double. Tolerance, derived: the backend sums K
+ * exact products in FP32, so |D − ref| ≤ γ_K · Σ|a·b| · sa⁻¹·sb⁻¹ with
+ * γ_K = K·2⁻²⁴ (plus one rounding of the rescale). */
+static void test_gemm_fp8_vs_direct(void)
+{
+    Backend *bk = cpu();
+    enum { M = 9, N = 11, K = 300 };
+    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * N * K), d[M * N];
+    uint8_t *qa = malloc(M * K), *qb = malloc(N * K);
+    fill_normal(a, M * K, 1, 3.0);
+    fill_normal(b, N * K, 2, 0.02);
+    float sa = fp8_max(DT_E4M3) / amax_of(a, M * K), sb = fp8_max(DT_E4M3) / amax_of(b, N * K);
+    float ia = 1.0f / sa, ib = 1.0f / sb;
+    for (int i = 0; i < M * K; i++) qa[i] = fp8_encode_f32(DT_E4M3, a[i] * sa, FP8_SATFINITE);
+    for (int i = 0; i < N * K; i++) qb[i] = fp8_encode_f32(DT_E4M3, b[i] * sb, FP8_SATFINITE);
+    GemmDesc g = {.m = M, .n = N, .k = K};
+    g.a = (GemmOperand){.ptr = qa, .dtype = DT_E4M3, .layout = GEMM_K_INNER, .scale_inv = &ia};
+    g.b = (GemmOperand){.ptr = qb, .dtype = DT_E4M3, .layout = GEMM_K_INNER, .scale_inv = &ib};
+    g.d = (GemmOutput){.ptr = d, .dtype = DT_FP32};
+    Err e;
+    CHECK(!bk->gemm(bk, &g, &e));
+    int bad = 0;
+    double worst = 0.0;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double ref = 0.0, mag = 0.0;
+            for (int k = 0; k < K; k++) {
+                double p = (double)fp8_decode(DT_E4M3, qa[m * K + k]) * fp8_decode(DT_E4M3, qb[n * K + k]);
+                ref += p;
+                mag += fabs(p);
+            }
+            ref *= (double)ia * ib;
+            double tol = ((double)K * 0x1p-24 * mag + 0x1p-24 * fabs(ref / ((double)ia * ib))) * ((double)ia * ib) +
+                         0x1p-24 * fabs(ref);
+            double err = fabs((double)d[m * N + n] - ref);
+            if (err > tol) bad++;
+            if (err / (tol + 1e-300) > worst) worst = err / (tol + 1e-300);
+        }
+    if (getenv("GEMM_VERBOSE")) printf("  worst error = %.3f of the bound\n", worst);
+    CHECKF(bad == 0, "%d of %d outputs outside the FP32 accumulation bound (worst %.2f of the bound)", bad, M * N,
+           worst);
+    /* and the FP8 GEMM approximates the unquantized product to E4M3's precision:
+     * each operand carries ≤ 2^-4 relative rounding, so |D − A·Bᵀ| ≤ 2·2^-4·Σ|a·b| */
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double ex = 0.0, mag = 0.0;
+            for (int k = 0; k < K; k++)
+                ex += (double)a[m * K + k] * b[n * K + k], mag += fabs(a[m * K + k] * b[n * K + k]);
+            CHECK(fabs(d[m * N + n] - ex) <= 2 * 0x1p-4 * mag);
+        }
+    free(a), free(b), free(qa), free(qb);
+    bk->destroy(bk);
+}
+
+/* Hybrid E5M2 x E4M3 with BF16 output, bias, accumulate and output amax: the
+ * epilogue is D = round_bf16(acc·sa⁻¹·sb⁻¹ + D_old + bias), amax of that sum. */
+static void test_gemm_epilogue(void)
+{
+    Backend *bk = cpu();
+    enum { M = 4, N = 5, K = 8 };
+    uint8_t qa[M * K], qb[N * K];
+    Rng r = {.s = 3};
+    for (int i = 0; i < M * K; i++) qa[i] = (uint8_t)(rng_below(&r, 0x7B)); /* finite E5M2 */
+    for (int i = 0; i < N * K; i++) qb[i] = (uint8_t)(rng_below(&r, 0x7E)); /* finite E4M3 */
+    float ia = 0.25f, ib = 2.0f, amax = 0.0f, bias[N] = {1, -2, 3, -4, 5};
+    uint16_t d[M * N];
+    for (int i = 0; i < M * N; i++) d[i] = bf16_encode((float)i);
+    GemmDesc g = {.m = M, .n = N, .k = K, .accum = GEMM_ACCUMULATE, .bias = bias, .bias_dtype = DT_FP32};
+    g.a = (GemmOperand){.ptr = qa, .dtype = DT_E5M2, .layout = GEMM_K_INNER, .scale_inv = &ia};
+    g.b = (GemmOperand){.ptr = qb, .dtype = DT_E4M3, .layout = GEMM_K_INNER, .scale_inv = &ib};
+    g.d = (GemmOutput){.ptr = d, .dtype = DT_BF16, .amax = &amax};
+    Err e;
+    CHECK(!bk->gemm(bk, &g, &e));
+    float want_amax = 0.0f;
+    int bad = 0;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            float acc = 0.0f; /* same order, FP32 */
+            for (int k = 0; k < K; k++) acc += fp8_decode(DT_E5M2, qa[m * K + k]) * fp8_decode(DT_E4M3, qb[n * K + k]);
+            float v = acc * (ia * ib) + (float)(m * N + n) + bias[n];
+            want_amax = fmaxf(want_amax, fabsf(v));
+            bad += d[m * N + n] != bf16_encode(v);
+        }
+    CHECK_EQ_INT(bad, 0);
+    CHECK(amax == want_amax);
+    bk->destroy(bk);
+}
+
+/* FP8 output: D = sat_fp8(acc · scale), amax before the scale. */
+static void test_gemm_fp8_output(void)
+{
+    Backend *bk = cpu();
+    enum { M = 3, N = 3, K = 4 };
+    float a[M * K], b[N * K], scale = 100.0f, amax = 0.0f;
+    fill_normal(a, M * K, 7, 1.0);
+    fill_normal(b, N * K, 8, 1.0);
+    uint8_t d[M * N];
+    GemmDesc g = {.m = M, .n = N, .k = K};
+    g.a = (GemmOperand){.ptr = a, .dtype = DT_FP32, .layout = GEMM_K_INNER};
+    g.b = (GemmOperand){.ptr = b, .dtype = DT_FP32, .layout = GEMM_K_INNER};
+    g.d = (GemmOutput){.ptr = d, .dtype = DT_E4M3, .scale = &scale, .amax = &amax};
+    Err e;
+    CHECK(!bk->gemm(bk, &g, &e));
+    float am = 0.0f;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            float acc = 0.0f;
+            for (int k = 0; k < K; k++) acc += a[m * K + k] * b[n * K + k];
+            am = fmaxf(am, fabsf(acc));
+            CHECK(d[m * N + n] == fp8_encode_f32(DT_E4M3, acc * scale, FP8_SATFINITE));
+        }
+    CHECK(amax == am);
+    bk->destroy(bk);
+}
+
+/* 1x128 block scales: each 128-wide K block's partial sum is rescaled by its
+ * own factors before it joins the FP32 accumulator. */
+static void test_gemm_block_scales(void)
+{
+    Backend *bk = cpu();
+    enum { M = 2, N = 3, K = 300, NKB = 3 };
+    uint8_t qa[M * K], qb[N * K];
+    Rng r = {.s = 4};
+    for (int i = 0; i < M * K; i++) qa[i] = (uint8_t)rng_below(&r, 0x7E) | (uint8_t)(rng_below(&r, 2) << 7);
+    for (int i = 0; i < N * K; i++) qb[i] = (uint8_t)rng_below(&r, 0x7E);
+    float sa[M * NKB], sb = 0.125f, d[M * N];
+    for (int i = 0; i < M * NKB; i++) sa[i] = ldexpf(1.0f, (int)rng_below(&r, 8) - 4);
+    GemmDesc g = {.m = M, .n = N, .k = K};
+    g.a = (GemmOperand){.ptr = qa, .dtype = DT_E4M3, .layout = GEMM_K_INNER, .scale_inv = sa, .scale_gran = GRAN_1X128};
+    g.b = (GemmOperand){.ptr = qb, .dtype = DT_E4M3, .layout = GEMM_K_INNER, .scale_inv = &sb};
+    g.d = (GemmOutput){.ptr = d, .dtype = DT_FP32};
+    Err e;
+    CHECK(!bk->gemm(bk, &g, &e));
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            float acc = 0.0f;
+            for (int kb = 0; kb < NKB; kb++) {
+                float part = 0.0f;
+                for (int k = kb * 128; k < K && k < (kb + 1) * 128; k++)
+                    part += fp8_decode(DT_E4M3, qa[m * K + k]) * fp8_decode(DT_E4M3, qb[n * K + k]);
+                acc += part * (sa[m * NKB + kb] * sb);
+            }
+            CHECK(d[m * N + n] == acc);
+        }
+    bk->destroy(bk);
+}
+
+/* BF16 operands stored K-outer give bit-identical results to K-inner storage:
+ * the layout changes addressing, not the order of the sum. */
+static void test_gemm_layouts(void)
+{
+    Backend *bk = cpu();
+    enum { M = 5, N = 6, K = 7 };
+    uint16_t a[M * K], at[K * M], b[N * K], bt[K * N];
+    float x[64];
+    fill_normal(x, 64, 9, 1.0);
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++) a[m * K + k] = at[k * M + m] = bf16_encode(x[(m * K + k) % 64]);
+    for (int n = 0; n < N; n++)
+        for (int k = 0; k < K; k++) b[n * K + k] = bt[k * N + n] = bf16_encode(x[(n * 7 + k * 3) % 64]);
+    float d1[M * N], d2[M * N];
+    GemmDesc g = {.m = M, .n = N, .k = K};
+    g.a = (GemmOperand){.ptr = a, .dtype = DT_BF16, .layout = GEMM_K_INNER};
+    g.b = (GemmOperand){.ptr = b, .dtype = DT_BF16, .layout = GEMM_K_INNER};
+    g.d = (GemmOutput){.ptr = d1, .dtype = DT_FP32};
+    Err e;
+    CHECK(!bk->gemm(bk, &g, &e));
+    g.a = (GemmOperand){.ptr = at, .dtype = DT_BF16, .layout = GEMM_K_OUTER};
+    g.b = (GemmOperand){.ptr = bt, .dtype = DT_BF16, .layout = GEMM_K_OUTER};
+    g.d.ptr = d2;
+    CHECK(!bk->gemm(bk, &g, &e));
+    CHECK(!memcmp(d1, d2, sizeof d1));
+    bk->destroy(bk);
+}
+
+/* The interface refuses what Hopper's cuBLASLt refuses, naming the field. */
+static void test_gemm_rules(void)
+{
+    uint8_t q[16] = {0};
+    float one = 1.0f, d[16];
+    GemmDesc g = {.m = 2, .n = 2, .k = 4};
+    g.a = (GemmOperand){.ptr = q, .dtype = DT_E4M3, .layout = GEMM_K_INNER, .scale_inv = &one};
+    g.b = (GemmOperand){.ptr = q, .dtype = DT_E4M3, .layout = GEMM_K_OUTER, .scale_inv = &one};
+    g.d = (GemmOutput){.ptr = d, .dtype = DT_FP32};
+    Err e;
+    CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "TN only");
+    g.b.layout = GEMM_K_INNER;
+    CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_OK);
+    g.a.dtype = g.b.dtype = DT_E5M2;
+    CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "E5M2 x E5M2");
+    g.a.dtype = DT_E4M3;
+    g.b.scale_inv = NULL;
+    CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "no scale_inv");
+    g.b.scale_inv = &one;
+    g.d.dtype = DT_E4M3;
+    CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_USAGE); /* FP8 output without a scale */
+    g.d.scale = &one;
+    g.accum = GEMM_ACCUMULATE;
+    CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "accumulation");
+    g.accum = GEMM_OVERWRITE;
+    g.b.dtype = DT_BF16;
+    g.b.scale_inv = NULL;
+    CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_USAGE); /* FP8 x BF16 */
+    g.m = 0;
+    CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_USAGE);
+}
+
+/* Delayed scaling on a bank: the seed's spike (amax 640 → next E4M3 scale
+ * 448/640), the history rolling, and the previous scale kept on amax 0. */
+static void test_delayed_bank(void)
+{
+    Backend *bk = cpu();
+    enum { L = 3, NT = 2 };
+    float hist[L * NT] = {0}, scale[NT] = {1.0f, 1.0f}, sinv[NT] = {1.0f, 1.0f};
+    ScalingBank b = {.n = NT,
+                     .history_len = L,
+                     .algo = AMAX_ALGO_MAX,
+                     .fmt = DT_E4M3,
+                     .amax_history = hist,
+                     .scale = scale,
+                     .scale_inv = sinv};
+    const float seq[5] = {1.0f, 640.0f, 2.0f, 3.0f, 4.0f};
+    const float want[5] = {448.0f, 448.0f / 640.0f, 448.0f / 640.0f, 448.0f / 640.0f, 448.0f / 4.0f};
+    Err e;
+    for (int s = 0; s < 5; s++) {
+        hist[0] = seq[s]; /* tensor 0: this step's amax in row 0 */
+        hist[1] = 0.0f;   /* tensor 1 did not run: amax 0 */
+        CHECK(!bk->scaling_delayed_update(bk, &b, &e));
+        CHECKF(scale[0] == want[s], "step %d: scale %.9g, expected %.9g", s + 1, (double)scale[0], (double)want[s]);
+        if (s == 1) CHECK(fabsf(scale[0] - 0.70f) < 1e-6f); /* the seed's 448/640 = 0.70 */
+        CHECK(hist[0] == 0.0f && hist[1] == 0.0f);          /* row 0 cleared for the next step */
+        CHECK(scale[1] == 1.0f);                            /* kept */
+    }
+    CHECK(hist[1 * NT] == 3.0f && hist[2 * NT] == 4.0f); /* window [0, 3, 4] after the last roll */
+    bk->destroy(bk);
+}
+
+static void test_backend_by_name(void)
+{
+    Backend *bk = NULL;
+    Err e;
+    CHECK_EQ_INT(backend_create("cpu", &bk, &e), ST_OK);
+    CHECK(bk && !strcmp(bk->name, "cpu"));
+    if (bk) bk->destroy(bk);
+    bk = NULL;
+    Status st = backend_create("cuda", &bk, &e);
+#if !defined(FP8PLAN_HAVE_CUDA)
+    CHECK_EQ_INT(st, ST_UNAVAILABLE);
+#endif
+    if (st == ST_OK) {
+        bk->destroy(bk);
+    } else {
+        CHECK_EQ_INT(st, ST_UNAVAILABLE);
+        CHECK_CONTAINS(e.msg, "--backend cuda");
+    }
+    CHECK_EQ_INT(backend_create("tpu", &bk, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "unknown backend 'tpu'");
+}
+
+int main(void)
+{
+    RUN(test_cast_transpose);
+    RUN(test_gemm_fp8_vs_direct);
+    RUN(test_gemm_epilogue);
+    RUN(test_gemm_fp8_output);
+    RUN(test_gemm_block_scales);
+    RUN(test_gemm_layouts);
+    RUN(test_gemm_rules);
+    RUN(test_delayed_bank);
+    RUN(test_backend_by_name);
+    return test_summary();
+}
