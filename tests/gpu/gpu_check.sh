@@ -8,17 +8,17 @@
 #               against GPU, for four recipes (gpu_train, first part)
 #   2. gemm     the cuBLASLt sweep, FP8 against BF16, at 4096³, 8192³ and one
 #               GPT-13B layer's twelve GEMMs, plus the memory-bound kernels (gpu_bench)
-#   3. steps    GPT-13B layers for megatron-bf16, te-fp8 and fp8lm: `fp8plan run
+#   3. torch    the same layer stack and GEMM shapes in PyTorch (torch_baseline.py)
+#   4. steps    GPT-13B layers for megatron-bf16, te-fp8 and fp8lm: `fp8plan run
 #               --backend cuda` with plan-versus-measured where the command
-#               exists, and gpu_train's timed steps
-#   4. torch    the same layer stack and GEMM shapes in PyTorch (torch_baseline.py)
+#               exists (else gpu_train's timed steps)
 # and writes the CSVs, a log and summary.txt into the results folder
 # ($GPU_CHECK_OUT, default results/gpu-<UTC date>), printing the summary last.
 # Without a GPU it says so and exits 69 (EX_UNAVAILABLE) having run nothing.
 #
 # Knobs (environment): GPU_CHECK_OUT, GPU_CHECK_LAYERS (2), GPU_CHECK_TOKENS
 # (4096 = micro-batch 2 × seq 2048), GPU_CHECK_STEPS (8), GPU_CHECK_SEED,
-# GPU_CHECK_BUDGET (450 s: every stage's limit is cut to what is left of it).
+# GPU_CHECK_BUDGET (465 s: every stage's limit is cut to what is left of it).
 #
 # Binaries: the ones in BUILD_DIR when they load; otherwise `make gpu-build`.
 # A GPU machine whose image lacks the build dependencies (libcsv-dev) can run a
@@ -46,7 +46,7 @@ LAYERS=${GPU_CHECK_LAYERS:-2}
 TOKENS=${GPU_CHECK_TOKENS:-4096}
 STEPS=${GPU_CHECK_STEPS:-8}
 SEED=${GPU_CHECK_SEED:-$(date +%s)}
-BUDGET=${GPU_CHECK_BUDGET:-450}
+BUDGET=${GPU_CHECK_BUDGET:-465}
 mkdir -p "$OUTDIR" || exit 73
 LOG=$OUTDIR/log.txt
 SUM=$OUTDIR/summary.txt
@@ -86,6 +86,13 @@ stage "environment"
     echo "git $(git rev-parse --short HEAD 2>/dev/null) layers=$LAYERS tokens=$TOKENS steps=$STEPS seed=$SEED"
 } >"$OUTDIR/env.tmp" 2>&1
 cat "$OUTDIR/env.tmp" | tee -a "$LOG"
+# the catalog row the plan is made for (models/gpus.csv), from the device's name
+case "$(head -n 1 "$OUTDIR/env.tmp")" in
+*H200*) GPU_ROW=h200 ;;
+*H800*) GPU_ROW=h800 ;;
+*H100*PCIe*) GPU_ROW=h100-pcie ;;
+*) GPU_ROW=h100-sxm ;;
+esac
 
 status=0
 run_stage() { # seconds name command... — the limit is cut to what is left of the budget
@@ -111,36 +118,35 @@ stage "checks: kernels against the CPU reference, tiny-model losses"
 for p in gpu_kernels gpu_nn gpu_optim; do
     run_stage 90 "$p" "$BUILD/gpu/$p" "$OUTDIR/$p.csv" "$SEED"
 done
+run_stage 60 "gpu_train (tiny model)" "$BUILD/gpu/gpu_train" "$OUTDIR/train_loss.csv" - 0 "$TOKENS" "$STEPS" "$SEED"
 
 # ---- 2. GEMM sweep and kernels ----------------------------------------------------------------------
 stage "gemm: cuBLASLt sweep (FP8 vs BF16) and memory-bound kernels"
 run_stage 120 gpu_bench "$BUILD/gpu/gpu_bench" "$OUTDIR/gemm.csv" "$OUTDIR/membound.csv" "$TOKENS" "$SEED"
 
-# ---- 3. training steps ------------------------------------------------------------------------------
+# ---- 3. PyTorch (before the steps: it is quick; the steps take what is left) ------------------------
+stage "torch: the same layer stack in BF16 and the GEMM shapes through torch"
+run_stage 120 torch_baseline env PYTHONUNBUFFERED=1 python3 tests/gpu/torch_baseline.py "$OUTDIR/torch.csv" \
+    --layers "$LAYERS" --tokens "$TOKENS" --steps "$STEPS"
+
+# ---- 4. training steps ------------------------------------------------------------------------------
 stage "steps: $LAYERS layers of GPT-13B, $TOKENS tokens/step"
 : >"$OUTDIR/run.csv"
 if "$BUILD/fp8plan" run --help >/dev/null 2>&1; then
     for r in megatron-bf16 te-fp8 fp8lm; do
-        run_stage 80 "fp8plan run $r" "$BUILD/fp8plan" run --backend cuda --model gpt-13b --layers "$LAYERS" \
-            --seq 2048 --mbs $((TOKENS / 2048)) --recipe "$r" --steps "$STEPS" --seed "$SEED" -o "$OUTDIR/run_$r.tmp"
+        run_stage 110 "fp8plan run $r" "$BUILD/fp8plan" run --backend cuda --gpu "$GPU_ROW" --model gpt-13b \
+            --layers "$LAYERS" --seq 2048 --mbs $((TOKENS / 2048)) --recipe "$r" --steps "$STEPS" --seed "$SEED" \
+            --log-every 4 -o "$OUTDIR/run_$r.tmp"
         if [ -f "$OUTDIR/run_$r.tmp" ]; then
             { echo "# recipe $r"; cat "$OUTDIR/run_$r.tmp"; } >>"$OUTDIR/run.csv"
             rm -f "$OUTDIR/run_$r.tmp"
         fi
     done
-    # fp8plan run times the steps: gpu_train only checks the tiny model's losses
-    run_stage 60 gpu_train "$BUILD/gpu/gpu_train" "$OUTDIR/train_loss.csv" "$OUTDIR/steps.csv" 0 "$TOKENS" "$STEPS" \
-        "$SEED"
 else
     say "fp8plan run is not in this build: gpu_train times the steps (no plan comparison)"
-    run_stage 240 gpu_train "$BUILD/gpu/gpu_train" "$OUTDIR/train_loss.csv" "$OUTDIR/steps.csv" "$LAYERS" "$TOKENS" \
-        "$STEPS" "$SEED"
+    run_stage 300 "gpu_train (steps)" env FP8PLAN_GPU_TRAIN_SPEED_ONLY=1 "$BUILD/gpu/gpu_train" - "$OUTDIR/steps.csv" \
+        "$LAYERS" "$TOKENS" "$STEPS" "$SEED"
 fi
-
-# ---- 4. PyTorch -------------------------------------------------------------------------------------------
-stage "torch: the same layer stack in BF16 and the GEMM shapes through torch"
-PYTHONUNBUFFERED=1 run_stage 120 torch_baseline python3 tests/gpu/torch_baseline.py "$OUTDIR/torch.csv" \
-    --layers "$LAYERS" --tokens "$TOKENS" --steps "$STEPS"
 
 # ---- merge the check tables (8 files at most come back from a device call) ------------------------------
 {
