@@ -25,7 +25,7 @@ enum {
     PO_RECIPE = 1 << 0,  /* --recipe R */
     PO_RECIPES = 1 << 1, /* --recipes R1,R2 */
     PO_LAYOUT = 1 << 2,  /* --tp --pp --vpp --cp --dp --mbs --gbs --dist-opt --zero --recompute */
-    PO_SWEEP = 1 << 3,   /* --gpus N (required) --top K */
+    PO_SWEEP = 1 << 3,   /* --top K; --gpus N becomes required */
     PO_VIEW = 1 << 4,    /* --view */
 };
 

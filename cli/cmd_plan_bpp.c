@@ -72,9 +72,8 @@ int cmd_bytes_per_param(int argc, char **argv)
         catalog_recipe_names(cat, names, sizeof names);
         rc = cli_usage(cmd, "--recipe: unknown recipe '%s' (known: %s)", recipe, names);
     } else {
-        Table *t = seed_table1a(cat, only, params, dist, (uint32_t)dp);
+        Table *t = seed_table1a(cat, only, params, dist, (uint32_t)dp, &e);
         if (!t) {
-            err_set(&e, ST_NOMEM, "out of memory");
             rc = cli_fail(cmd, &e);
         } else {
             rc = cli_emit_table(cmd, t, &out);

@@ -8,6 +8,7 @@
 const char plan_layout_help[] =
     "layout:\n"
     "  --tp N --pp N --vpp N --cp N --dp N   tensor, pipeline (+ virtual stages), context and data parallel (1)\n"
+    "  --gpus N           total GPUs; must equal tp*pp*cp*dp (a check)\n"
     "  --mbs N            micro-batch size in sequences (1)\n"
     "  --gbs N            global batch in sequences (about 2M tokens, rounded up to a multiple of mbs*dp)\n"
     "  --seq N            sequence length (the model's)\n"
@@ -123,7 +124,6 @@ static unsigned option_mask(int opt)
     case O_DIST_OPT:
     case O_ZERO:
     case O_RECOMPUTE: return PO_LAYOUT;
-    case O_GPUS:
     case O_TOP: return PO_SWEEP;
     case O_VIEW: return PO_VIEW;
     default: return 0; /* always accepted */
@@ -191,7 +191,7 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
         case O_CP: rc = get_u32(cmd, c, arg, &in->cp), a->layout_given[3] = 1; break;
         case O_DP: rc = get_u32(cmd, c, arg, &in->dp), a->layout_given[4] = 1; break;
         case O_MBS: rc = get_u32(cmd, c, arg, &in->mbs), a->layout_given[5] = 1; break;
-        case O_GPUS: rc = get_u32(cmd, c, arg, &a->gpus); break;
+        case O_GPUS: rc = get_u32(cmd, c, arg, &a->gpus), in->world = a->gpus; break;
         case O_TOP: rc = get_u32(cmd, c, arg, &a->top); break;
         case O_SEQ: rc = get_u32(cmd, c, arg, &in->seq); break;
         case O_VOCAB_PAD: rc = get_u32(cmd, c, arg, &in->vocab_pad); break;

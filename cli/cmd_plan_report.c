@@ -87,7 +87,7 @@ int cmd_report(int argc, char **argv)
         Err be;
         Table *t1b = seed_table1b(4096, 4096, &be);
         if ((rc = write_csv(cmd, outdir, "table1a_bytes_per_param.csv",
-                            seed_table1a(cat, NULL, 175000000000ull, 0, 1))) ||
+                            seed_table1a(cat, NULL, 175000000000ull, 0, 1, &be))) ||
             (rc = write_csv(cmd, outdir, "table1b_scale_granularity.csv", t1b)) ||
             (rc = write_csv(cmd, outdir, "table1c_precision_map.csv", seed_table1c(cat))) ||
             (rc = write_csv(cmd, outdir, "table5_fp8lm.csv", t5)))

@@ -8,6 +8,7 @@
 #include "cli/cmd_run.h"
 #include "reports/table.h"
 #include "util/fileio.h"
+#include "util/num.h"
 
 static int cmp_double(const void *x, const void *y)
 {
@@ -72,7 +73,7 @@ static void add_row(Table *t, const char *section, const MeasureRow *r, int byte
         if (r->has_measured) table_f64(t, C_MEAS_S, r->measured);
     }
     double e = measure_rel_err(r);
-    if (isfinite(e)) table_f64(t, C_REL, 100.0 * e);
+    if (isfinite(e) && r->mode != MEASURE_INFO) table_f64(t, C_REL, 100.0 * e); /* unchecked rows: no error */
     if (r->mode == MEASURE_TOL)
         table_strf(t, C_CHECK, "+-%g %%", 100.0 * r->tol);
     else
@@ -123,6 +124,7 @@ int run_report(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *l, c
     MeasureRow mem[EXEC_MAX_ROWS], tim[8];
     int failed = 0, tfailed;
     int nm = exec_memory_rows(p, g, mem, &failed);
+    if (exec_device_row(p, g, &mem[nm])) failed += mem[nm++].verdict != VERDICT_OK;
     int nt = time_rows(a, p, g, l, tim);
     tfailed = measure_judge(tim, nt);
     failed += tfailed;
@@ -140,6 +142,16 @@ int run_report(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *l, c
     printf("\nthroughput: %.0f tokens/s (median step %.3f ms over steps %u..%u); plan for %s: %.0f tokens/s\n",
            (double)bt / step, 1e3 * step, l->first_step + from + 1, l->first_step + l->steps, p->in.gpu->name,
            p->tokens_per_s);
+
+    const CommStats *cs = &g->comm->stats;
+    uint64_t steps = l->steps ? l->steps : 1;
+    uint64_t sent = p->dp_comm_bytes + p->tp_comm_bytes + p->pp_comm_bytes + p->cp_comm_bytes;
+    char b1[32], b2[32];
+    printf("collectives (%s, %d rank%s): %llu calls and %s payload bytes per step, %.0f bus bytes; plan: %s bytes "
+           "sent per GPU per step\n",
+           g->comm->name, g->comm->size, g->comm->size == 1 ? "" : "s", (unsigned long long)(cs->calls / steps),
+           num_fmt_grouped(cs->payload_bytes / steps, b1, sizeof b1), cs->bus_bytes / (double)steps,
+           num_fmt_grouped(sent, b2, sizeof b2));
 
     Table *t = new_table();
     if (!t) return 71;

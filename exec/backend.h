@@ -4,7 +4,7 @@
  * Two implementations plug in here: the CPU reference (exec/cpu_*.c, in C11,
  * the oracle the GPU kernels are tested against) and CUDA (exec/cuda/, built
  * with nvcc: cuBLASLt GEMMs, custom kernels, NCCL). The orchestration in
- * exec/gpt.c is the same for both; only the pointers differ.
+ * exec/gpt_*.c is the same for both; only the pointers differ.
  *
  * Conventions every implementation follows:
  *  - Memory. Every tensor pointer passed to an operation points into memory the
@@ -28,16 +28,25 @@
  *    (with the offending field named in e->msg) for a malformed one,
  *    ST_UNAVAILABLE for a legal request this backend does not implement, and
  *    ST_SOFTWARE/ST_NOMEM for internal failures. Nothing prints, nothing exits.
- *  - Determinism. For the same inputs an implementation gives bit-identical
- *    outputs run to run (no atomics-order dependence in reductions); resume
- *    tests rely on this.
+ *  - Determinism. The CPU backend gives bit-identical outputs run to run (every
+ *    reduction in a fixed order); the resume tests rely on it. A GPU backend
+ *    keeps reductions order-independent where it can (amax is a max, which is).
  *
  * The GEMM is described by a GemmDesc (shapes, layouts, dtypes, scale pointers,
  * accumulate, output amax) rather than a list of flags; gemm_desc_check()
  * validates one the same way for every backend, including Hopper's FP8 rule:
  * both FP8 operands must be K-inner ("TN" in cuBLAS terms). The CPU backend
  * enforces that rule too, so an orchestration that forgets a transposed FP8
- * copy fails on the CPU in CI, not first on the GPU. */
+ * copy fails on the CPU in CI, not first on the GPU.
+ *
+ * Writing a backend (the CUDA one, exec/cuda/): provide
+ * exec/cuda/backend_cuda.h declaring `Status backend_cuda_create(Backend **, Err *)`
+ * (ST_UNAVAILABLE with the reason when no usable GPU is present); fill every
+ * function pointer; set gemm_workspace_bytes to the cuBLASLt workspace you
+ * want (the executor carves it from the arena's gemm_workspace term and stores
+ * the slice in gemm_workspace before the first GEMM); implement mem_info; and
+ * hold every kernel to the CPU reference on the same inputs (the tests in
+ * tests/unit/test_exec_backend.c are the pattern). */
 #ifndef FP8PLAN_EXEC_BACKEND_H
 #define FP8PLAN_EXEC_BACKEND_H
 
@@ -326,6 +335,11 @@ struct Backend {
     Status (*copy_to_host)(Backend *bk, void *host_dst, const void *src, uint64_t bytes, Err *e);
     /* Wait for all issued work; surfaces asynchronous errors. */
     Status (*sync)(Backend *bk, Err *e);
+    /* Optional (NULL when the backend cannot tell): device memory free and total
+     * in bytes (cudaMemGetInfo), so a run can compare everything the process
+     * holds on the device — arena, context, library workspaces, NCCL buffers —
+     * with the plan's total. */
+    Status (*mem_info)(Backend *bk, uint64_t *free_bytes, uint64_t *total_bytes, Err *e);
 
     /* GEMM, see GemmDesc. */
     Status (*gemm)(Backend *bk, const GemmDesc *g, Err *e);
@@ -340,10 +354,12 @@ struct Backend {
     Status (*amax)(Backend *bk, const void *in, Dtype dtype, uint64_t n, float *amax, Err *e);
 
     /* Delayed scaling (TE order) for every tensor of the bank: window amax from
-     * the history including row 0, new scale = fmax/amax/2^margin if that amax is
-     * finite and > 0 (else the previous scale is kept; an infinite scale becomes
-     * FLT_MAX), then the history rolls by one and row 0 is zeroed. A tensor whose
-     * row 0 is 0 (did not run) is not rolled. scale_inv is left to the casts. */
+     * the history including row 0 (AMAX_ALGO_MAX: fmaxf over all rows, NaN
+     * ignored; AMAX_ALGO_MOST_RECENT: row 0), new scale = fmax/amax/2^margin if
+     * that amax is finite and > 0 (else the previous scale is kept; an infinite
+     * scale becomes FLT_MAX), then the history rotates by one and row 0 is
+     * zeroed — fp8/delayed.h's delayed_step for each column. scale_inv is left
+     * to the casts, which write it beside the data they produce. */
     Status (*scaling_delayed_update)(Backend *bk, const ScalingBank *bank, Err *e);
     /* Current scaling for n tensors: scale[i] = fmax/amax[i]/2^margin with TE's
      * policy (amax 0, Inf or NaN → scale 1; an infinite quotient → FLT_MAX). */
@@ -390,9 +406,7 @@ struct Backend {
      * Added for the CUDA backend, whose work is asynchronous: host clocks around
      * an operation measure its launch, not its run. */
 
-    /* Device memory as the driver sees it (cudaMemGetInfo): free and total bytes.
-     * Counts what the arena does not: context, library workspaces, NCCL buffers. */
-    Status (*mem_info)(Backend *bk, uint64_t *free_bytes, uint64_t *total_bytes, Err *e);
+    /* (mem_info, device memory as the driver sees it, is declared after sync.) */
     /* The device, and the bytes the backend holds outside the arena. */
     Status (*device_info)(Backend *bk, BackendDeviceInfo *out, Err *e);
     /* Timestamps in the stream of work: mark(id) records timestamp id (< BACKEND_MARKS)

@@ -182,6 +182,7 @@ Status ckpt_save(const char *path, Gpt *g, const DataState *data, Err *e)
     put_u64(&s, data->rng);
     put_u64(&s, data->pos);
     put_u64(&s, data->batches);
+    put_u64(&s, data->source);
     uint32_t n = 0;
     for (uint32_t i = 0; i < g->specs.n; i++) n += (uint32_t)persistent_spec(&g->specs.v[i]);
     put_u32(&s, n);
@@ -277,6 +278,7 @@ static Status read_header(Stream *s, const char *path, Gpt *g, DataState *data, 
     data->rng = get_u64(s);
     data->pos = get_u64(s);
     data->batches = get_u64(s);
+    data->source = get_u64(s);
     *ntensors = get_u32(s);
     if (s->err) return err_set(e, ST_DATA, "%s: truncated checkpoint header", path);
     return ST_OK;

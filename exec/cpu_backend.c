@@ -47,6 +47,17 @@ static Status cpu_alloc(Backend *bk, uint64_t bytes, void **out, Err *e)
 {
     (void)bk;
     *out = NULL;
+    /* Refuse what cannot fit in RAM up front: with overcommit a huge malloc
+     * succeeds and the first touch of its pages gets the process killed. */
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psize > 0 && bytes > (uint64_t)pages * (uint64_t)psize) {
+        char need[32], have[32];
+        return err_set(e, ST_NOMEM,
+                       "cpu backend: the arena needs %s bytes but this machine has %s bytes of memory; reduce "
+                       "--layers, --hidden, --seq, --mbs or --vocab",
+                       num_fmt_grouped(bytes, need, sizeof need),
+                       num_fmt_grouped((uint64_t)pages * (uint64_t)psize, have, sizeof have));
+    }
     uint64_t rounded = (bytes + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
     if (!rounded) rounded = CPU_ALIGN;
     if (rounded < bytes || rounded > SIZE_MAX)

@@ -8,6 +8,7 @@
 
 #include "exec/cpu_ops.h"
 #include "exec/elem.h"
+#include "exec/kernel_math.h"
 
 static Status need_dtype(Dtype dt, const char *op, const char *what, Err *e)
 {
@@ -70,7 +71,7 @@ Status cpu_layernorm_bwd(Backend *bk, const LnBwdDesc *d, Err *e)
             float dnorm = elem_load(d->weight, d->weight_dtype, i) * dout;
             d->dbias[i] += dout;
             d->dweight[i] += norm * dout;
-            float dval = (dnorm - dnorm_mean - norm * dnorm_norm_mean) * rstd;
+            float dval = km_ln_dinput(dnorm, norm, dnorm_mean, dnorm_norm_mean, rstd);
             elem_store(d->din, d->act_dtype, r * c + i, elem_load(d->din, d->act_dtype, r * c + i) + dval);
         }
     }
@@ -184,16 +185,13 @@ Status cpu_attention_bwd(Backend *bk, const AttnBwdDesc *d, Err *e)
     return ST_OK;
 }
 
-#define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
-
 Status cpu_gelu_fwd(Backend *bk, const void *in, void *out, Dtype dtype, uint64_t n, Err *e)
 {
     (void)bk;
     Status st = need_dtype(dtype, "gelu_fwd", "activation", e);
     if (st) return st;
     for (uint64_t i = 0; i < n; i++) {
-        float x = elem_load(in, dtype, i);
-        elem_store(out, dtype, i, 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x))));
+        elem_store(out, dtype, i, km_gelu(elem_load(in, dtype, i)));
     }
     return ST_OK;
 }
@@ -204,11 +202,7 @@ Status cpu_gelu_bwd(Backend *bk, const void *in, const void *dout, void *din, Dt
     Status st = need_dtype(dtype, "gelu_bwd", "activation", e);
     if (st) return st;
     for (uint64_t i = 0; i < n; i++) {
-        float x = elem_load(in, dtype, i);
-        float u = GELU_K * (x + 0.044715f * x * x * x);
-        float th = tanhf(u), sech2 = 1.0f - th * th;
-        float g = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
-        elem_store(din, dtype, i, g * elem_load(dout, dtype, i));
+        elem_store(din, dtype, i, km_gelu_grad(elem_load(in, dtype, i)) * elem_load(dout, dtype, i));
     }
     return ST_OK;
 }

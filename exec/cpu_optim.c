@@ -4,6 +4,7 @@
 
 #include "exec/cpu_ops.h"
 #include "exec/elem.h"
+#include "exec/kernel_math.h"
 #include "exec/scaling.h"
 
 static Status check_hyper(const AdamHyper *h, const char *op, Err *e)
@@ -25,13 +26,10 @@ static Status check_grad(const void *grad, Dtype dt, const float *scale_inv, con
     return ST_OK;
 }
 
-/* The AdamW update of one element in FP32; returns the new weight and updates *m, *v. */
+/* The AdamW update of one element in FP32 (exec/kernel_math.h, shared with the GPU). */
 static inline float adam_update(const AdamHyper *h, float bc1, float bc2, float w, float g, float *m, float *v)
 {
-    *m = h->beta1 * *m + (1.0f - h->beta1) * g;
-    *v = h->beta2 * *v + (1.0f - h->beta2) * g * g;
-    float mhat = *m / bc1, vhat = *v / bc2;
-    return w - h->lr * (mhat / (sqrtf(vhat) + h->eps) + h->weight_decay * w);
+    return km_adamw(w, g, m, v, h->lr, h->beta1, h->beta2, h->eps, h->weight_decay, bc1, bc2);
 }
 
 Status cpu_adamw(Backend *bk, const AdamWDesc *d, Err *e)

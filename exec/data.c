@@ -9,6 +9,14 @@
 #include "exec/rng.h"
 #include "util/fileio.h"
 
+static uint64_t fnv1a(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001B3ull;
+    return h;
+}
+
 Status data_synthetic(DataStream *d, uint64_t vocab, uint64_t seed, Err *e)
 {
     memset(d, 0, sizeof *d);
@@ -37,6 +45,7 @@ Status data_synthetic(DataStream *d, uint64_t vocab, uint64_t seed, Err *e)
         d->succ[i] = (uint32_t)rng_below(&r, d->k);
     }
     d->st.kind = DATA_SYNTHETIC;
+    d->st.source = fnv1a(&seed, sizeof seed) ^ vocab;
     d->st.prev = (uint32_t)rng_below(&r, d->k);
     d->st.rng = r.s;
     return ST_OK;
@@ -62,6 +71,7 @@ Status data_bytes_file(DataStream *d, const char *path, uint64_t vocab, uint32_t
     d->text = (uint8_t *)buf;
     d->len = len;
     d->st.kind = DATA_BYTES;
+    d->st.source = fnv1a(buf, len);
     snprintf(d->name, sizeof d->name, "%s", path);
     return ST_OK;
 }
@@ -104,6 +114,8 @@ Status data_restore(DataStream *d, const DataState *s, Err *e)
         return err_set(e, ST_DATA, "the checkpoint was trained on %s data, this run uses %s data",
                        s->kind == DATA_BYTES ? "byte-level text" : "synthetic",
                        d->kind == DATA_BYTES ? "byte-level text" : "synthetic");
+    if (s->source != d->st.source)
+        return err_set(e, ST_DATA, "the checkpoint was trained on other data than %s (its content differs)", d->name);
     if (d->kind == DATA_SYNTHETIC && s->prev >= d->k)
         return err_set(e, ST_DATA, "the checkpoint's data position is invalid (symbol %u of %u)", s->prev, d->k);
     if (d->kind == DATA_BYTES && s->pos >= d->len)

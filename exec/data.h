@@ -31,6 +31,7 @@ typedef struct {
     uint64_t rng;     /* synthetic: generator state */
     uint64_t pos;     /* bytes: next window start */
     uint64_t batches; /* batches drawn so far */
+    uint64_t source;  /* which stream: FNV-1a of the file's bytes, or of the synthetic seed */
 } DataState;
 
 typedef struct {

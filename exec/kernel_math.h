@@ -174,4 +174,20 @@ KM_FN float km_adam_scaled(const KmAdam *h, float stored_w, float dw, float g, f
     return km_adam(h, KM_MUL(stored_w, dw), g, m, v);
 }
 
+/* ---- the names the CPU reference calls (exec/cpu_nn.c, exec/cpu_optim.c) ---------- */
+
+/* One AdamW element with the hyper-parameters spelled out: km_adam's arithmetic. */
+KM_FN float km_adamw(float w, float g, float *m, float *v, float lr, float beta1, float beta2, float eps, float wd,
+                     float bc1, float bc2)
+{
+    KmAdam h = {lr, beta1, beta2, eps, wd, bc1, bc2};
+    return km_adam(&h, w, g, m, v);
+}
+
+/* Layer norm's input gradient of one element: km_ln_dx with the CPU's argument order. */
+KM_FN float km_ln_dinput(float dnorm, float norm, float mean_dnorm, float mean_dnorm_norm, float rstd)
+{
+    return km_ln_dx(dnorm, mean_dnorm, norm, mean_dnorm_norm, rstd);
+}
+
 #endif

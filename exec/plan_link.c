@@ -156,6 +156,25 @@ int exec_memory_rows(const Plan *p, const Gpt *g, MeasureRow *rows, int *failed)
                                                : "not measured in the arena";
         }
     }
+    /* high-water per category: the sums of the checked terms above */
+    int nterms = n;
+    for (int c = 0; c < MC_OVERHEAD; c++) {
+        MeasureRow *r = &rows[n];
+        memset(r, 0, sizeof *r);
+        snprintf(r->name, sizeof r->name, "total_%s", mem_category_name((MemCategory)c));
+        r->category = mem_category_name((MemCategory)c);
+        int any = 0;
+        for (int i = 0; i < nterms; i++) {
+            if (p->mem[i].cat != (MemCategory)c || rows[i].mode == MEASURE_INFO) continue;
+            r->planned += rows[i].planned;
+            r->measured += rows[i].measured;
+            any = 1;
+        }
+        if (!any) continue;
+        r->has_planned = r->has_measured = 1;
+        r->mode = c == MC_ACTIVATION ? MEASURE_BOUND : MEASURE_EXACT; /* the transient term is a bound */
+        n++;
+    }
     for (int t = 0; t < TERM_COUNT; t++) { /* executor terms the plan does not have */
         int found = 0;
         for (int i = 0; i < MT_COUNT_ && !found; i++) found = !strcmp(p->mem[i].name, exec_term_name((ExecTerm)t));
@@ -171,4 +190,20 @@ int exec_memory_rows(const Plan *p, const Gpt *g, MeasureRow *rows, int *failed)
     }
     *failed = measure_judge(rows, n);
     return n;
+}
+
+int exec_device_row(const Plan *p, const Gpt *g, MeasureRow *row)
+{
+    uint64_t freeb, total;
+    if (!g->bk->mem_info || g->bk->mem_info(g->bk, &freeb, &total, NULL) || freeb > total) return 0;
+    memset(row, 0, sizeof *row);
+    snprintf(row->name, sizeof row->name, "device_total");
+    row->category = "total";
+    row->has_planned = row->has_measured = 1;
+    row->planned = (double)p->total_bytes;
+    row->measured = (double)(total - freeb);
+    row->mode = MEASURE_TOL;
+    row->tol = 0.05;
+    measure_judge(row, 1);
+    return 1;
 }

@@ -42,11 +42,19 @@ void exec_planned_bytes(const Plan *p, uint64_t planned[TERM_COUNT]);
 
 enum { EXEC_MAX_ROWS = MT_COUNT_ + TERM_COUNT + 8 };
 
-/* One row per Plan memory term (and per executor-only term): measured bytes
- * from the arena, the check each term gets (see measure.h), verdicts filled.
+/* One row per Plan memory term, one total per category (state, fp8_copy,
+ * scale, activation: the high-water of what the run held), and one per
+ * executor-only term: measured bytes from the arena, the check each row gets
+ * (see measure.h), verdicts filled.
  * Returns the number of rows written to rows (≤ EXEC_MAX_ROWS); *failed
  * receives the number of failing rows. */
 int exec_memory_rows(const Plan *p, const Gpt *g, MeasureRow *rows, int *failed);
+
+/* The device-total row, when the backend reports device memory (mem_info):
+ * bytes in use on the device after the run's steps against the plan's total,
+ * within ±5 % (the plan's overhead terms are estimates). 0 when the backend
+ * cannot tell, 1 when *row was filled (verdict included). */
+int exec_device_row(const Plan *p, const Gpt *g, MeasureRow *row);
 
 #ifdef __cplusplus
 }

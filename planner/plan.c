@@ -170,17 +170,17 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
             err_set(e, ST_USAGE, "%s 0: must be at least 1", names[i]);
             return REJECT_ZERO;
         }
-    if (md->heads % in->tp || md->kv_heads % in->tp) {
+    if (umod(md->heads, in->tp) || umod(md->kv_heads, in->tp)) {
         err_set(e, ST_USAGE, "--tp %u: %s has %u heads and %u kv_heads; both must be divisible by tp", in->tp, md->name,
                 md->heads, md->kv_heads);
         return REJECT_HEADS_TP;
     }
-    if (md->ffn_hidden % in->tp) {
+    if (umod(md->ffn_hidden, in->tp)) {
         err_set(e, ST_USAGE, "--tp %u: ffn_hidden %u of %s is not divisible by tp", in->tp, md->ffn_hidden, md->name);
         return REJECT_FFN_TP;
     }
     uint64_t ppv = (uint64_t)in->pp * in->vpp;
-    if (md->layers % ppv) {
+    if (umod(md->layers, ppv)) {
         err_set(e, ST_USAGE, "--pp %u --vpp %u: %s has %u layers, not divisible by pp*vpp = %llu", in->pp, in->vpp,
                 md->name, md->layers, (unsigned long long)ppv);
         return REJECT_LAYERS_PP;
@@ -194,12 +194,12 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
         err_set(e, ST_USAGE, "--seq 0: must be at least 1");
         return REJECT_ZERO;
     }
-    if (in->cp > 1 && seq % (2ull * in->cp)) {
+    if (in->cp > 1 && umod(seq, 2ull * in->cp)) {
         err_set(e, ST_USAGE, "--cp %u: seq %llu is not divisible by 2*cp = %u (load-balanced context parallelism)",
                 in->cp, (unsigned long long)seq, 2 * in->cp);
         return REJECT_SEQ_CP;
     }
-    if (in->sp && in->tp > 1 && (seq / in->cp) % in->tp) {
+    if (in->sp && in->tp > 1 && umod(udiv(seq, in->cp), in->tp)) {
         err_set(e, ST_USAGE, "--sp: seq/cp = %llu is not divisible by tp = %u (sequence parallelism splits tokens)",
                 (unsigned long long)(seq / in->cp), in->tp);
         return REJECT_SEQ_CP;
@@ -216,13 +216,13 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
         return REJECT_WORLD;
     }
     uint64_t unit = (uint64_t)in->mbs * in->dp, gbs = resolve_gbs(in, seq);
-    if (gbs % unit || gbs < unit) {
+    if (umod(gbs, unit) || gbs < unit) {
         err_set(e, ST_USAGE, "--gbs %llu: not a positive multiple of mbs*dp = %u*%u = %llu", (unsigned long long)gbs,
                 in->mbs, in->dp, (unsigned long long)unit);
         return REJECT_GBS;
     }
-    uint64_t m = gbs / unit;
-    if (in->vpp > 1 && m % in->pp) {
+    uint64_t m = udiv(gbs, unit);
+    if (in->vpp > 1 && umod(m, in->pp)) {
         err_set(e, ST_USAGE, "--vpp %u: the interleaved schedule needs micro-batches (%llu) divisible by pp (%u)",
                 in->vpp, (unsigned long long)m, in->pp);
         return REJECT_VPP;
@@ -258,24 +258,27 @@ void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g)
     g->dp = in->dp;
     g->d = (uint64_t)in->dp * in->cp;
     g->mbs = in->mbs;
-    g->m = gbs / ((uint64_t)in->mbs * in->dp);
+    g->m = udiv(gbs, (uint64_t)in->mbs * in->dp);
     g->world = (uint64_t)in->tp * in->pp * in->cp * in->dp;
     g->rep = (in->sp && in->tp > 1) ? in->tp : 1;
-    g->Ls = g->L / g->pp;
-    g->s_local = seq / g->cp;
+    g->Ls = udiv(g->L, g->pp);
+    g->s_local = udiv(seq, g->cp);
     g->tok = g->s_local * g->mbs;
     uint64_t mult = (uint64_t)(in->vocab_pad > 1 ? in->vocab_pad : 1) * g->tp;
     g->Vp = ceil_div(g->V, mult) * mult;
     uint64_t t = g->tp, h = g->h;
-    g->lin_rows[LIN_QKV] = (g->q_dim + 2 * g->kv_dim) / t, g->lin_cols[LIN_QKV] = h;
-    g->lin_rows[LIN_PROJ] = h, g->lin_cols[LIN_PROJ] = g->q_dim / t;
-    g->lin_rows[LIN_FC1] = g->k * g->F / t, g->lin_cols[LIN_FC1] = h;
-    g->lin_rows[LIN_FC2] = h, g->lin_cols[LIN_FC2] = g->F / t;
+    g->q_t = udiv(g->q_dim, t), g->kv_t = udiv(g->kv_dim, t), g->F_t = udiv(g->F, t);
+    g->heads_t = udiv(g->heads, t), g->Vp_t = udiv(g->Vp, t), g->tok_r = ceil_div(g->tok, g->rep);
+    g->h_t = ceil_div(h, t);
+    g->lin_rows[LIN_QKV] = g->q_t + 2 * g->kv_t, g->lin_cols[LIN_QKV] = h;
+    g->lin_rows[LIN_PROJ] = h, g->lin_cols[LIN_PROJ] = g->q_t;
+    g->lin_rows[LIN_FC1] = g->k * g->F_t, g->lin_cols[LIN_FC1] = h;
+    g->lin_rows[LIN_FC2] = h, g->lin_cols[LIN_FC2] = g->F_t;
     for (int i = 0; i < LIN_COUNT; i++) g->gemm_layer += g->lin_rows[i] * g->lin_cols[i];
     g->norm_elems = md->norm == NORM_LAYERNORM ? 2 * h : h;
     g->other_layer = 2 * g->norm_elems;
     if (md->linear_bias) g->other_layer += g->lin_rows[LIN_QKV] + h + g->lin_rows[LIN_FC1] + h;
-    g->emb = g->Vp / t * h;
+    g->emb = g->Vp_t * h;
     g->pos = md->pos == POS_LEARNED ? (uint64_t)md->seq_len * h : 0;
     g->last_is_first = g->pp == 1;
 }
@@ -328,12 +331,15 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why)
     plan_geo(in, seq, gbs, &g);
     Ck ck = {0};
 
+    LayerAct la;
+    plan_layer_act(in, &g, &ck, &la);
     StageMem s0, sl;
-    plan_memory(in, &g, 0, &s0, &ck);
+    plan_memory(in, &g, &la, 0, &s0, &ck, 0);
     const StageMem *pick = &s0;
     uint32_t stage = 0;
     if (g.pp > 1) {
-        plan_memory(in, &g, (uint32_t)(g.pp - 1), &sl, &ck);
+        sl = s0;
+        plan_memory(in, &g, &la, (uint32_t)(g.pp - 1), &sl, &ck, 1);
         if (sl.total > s0.total) pick = &sl, stage = (uint32_t)(g.pp - 1);
     }
     if (ck.ovf) {

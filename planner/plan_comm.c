@@ -23,40 +23,35 @@
 #include "fp8/granularity.h"
 #include "planner/plan_internal.h"
 
-static const char *const coll_names[CO_COUNT_] = {
-    [CO_TP_AR_FWD] = "tp_allreduce_fwd",     [CO_TP_AR_BWD] = "tp_allreduce_bwd",
-    [CO_TP_AG_FWD] = "tp_allgather_fwd",     [CO_TP_RS_FWD] = "tp_reducescatter_fwd",
-    [CO_TP_AG_BWD] = "tp_allgather_bwd",     [CO_TP_RS_BWD] = "tp_reducescatter_bwd",
-    [CO_CP_KV] = "cp_kv_exchange",           [CO_PP_P2P] = "pp_send_recv",
-    [CO_DP_GRAD_AR] = "dp_grad_allreduce",   [CO_DP_GRAD_RS] = "dp_grad_reducescatter",
-    [CO_DP_PARAM_AG] = "dp_param_allgather", [CO_EMB_GRAD_AR] = "emb_grad_allreduce",
-    [CO_AMAX_AR] = "amax_allreduce",
+/* Every collective unused: names, groups and ops set, zero bytes (copied in one go per plan). */
+#define C(i, nm, g, o) [i] = {.id = i, .name = nm, .group = g, .op = o}
+static const Collective blank[CO_COUNT_] = {
+    C(CO_TP_AR_FWD, "tp_allreduce_fwd", GROUP_TP, OP_ALL_REDUCE),
+    C(CO_TP_AR_BWD, "tp_allreduce_bwd", GROUP_TP, OP_ALL_REDUCE),
+    C(CO_TP_AG_FWD, "tp_allgather_fwd", GROUP_TP, OP_ALL_GATHER),
+    C(CO_TP_RS_FWD, "tp_reducescatter_fwd", GROUP_TP, OP_REDUCE_SCATTER),
+    C(CO_TP_AG_BWD, "tp_allgather_bwd", GROUP_TP, OP_ALL_GATHER),
+    C(CO_TP_RS_BWD, "tp_reducescatter_bwd", GROUP_TP, OP_REDUCE_SCATTER),
+    C(CO_CP_KV, "cp_kv_exchange", GROUP_CP, OP_ALL_GATHER),
+    C(CO_PP_P2P, "pp_send_recv", GROUP_PP, OP_SEND_RECV),
+    C(CO_DP_GRAD_AR, "dp_grad_allreduce", GROUP_DP, OP_ALL_REDUCE),
+    C(CO_DP_GRAD_RS, "dp_grad_reducescatter", GROUP_DP, OP_REDUCE_SCATTER),
+    C(CO_DP_PARAM_AG, "dp_param_allgather", GROUP_DP, OP_ALL_GATHER),
+    C(CO_EMB_GRAD_AR, "emb_grad_allreduce", GROUP_EMB, OP_ALL_REDUCE),
+    C(CO_AMAX_AR, "amax_allreduce", GROUP_AMAX, OP_ALL_REDUCE),
 };
+#undef C
 
-static const CommGroup coll_group[CO_COUNT_] = {
-    [CO_TP_AR_FWD] = GROUP_TP,  [CO_TP_AR_BWD] = GROUP_TP,  [CO_TP_AG_FWD] = GROUP_TP,   [CO_TP_RS_FWD] = GROUP_TP,
-    [CO_TP_AG_BWD] = GROUP_TP,  [CO_TP_RS_BWD] = GROUP_TP,  [CO_CP_KV] = GROUP_CP,       [CO_PP_P2P] = GROUP_PP,
-    [CO_DP_GRAD_AR] = GROUP_DP, [CO_DP_GRAD_RS] = GROUP_DP, [CO_DP_PARAM_AG] = GROUP_DP, [CO_EMB_GRAD_AR] = GROUP_EMB,
-    [CO_AMAX_AR] = GROUP_AMAX,
-};
-
-static const CommOp coll_op[CO_COUNT_] = {
-    [CO_TP_AR_FWD] = OP_ALL_REDUCE,      [CO_TP_AR_BWD] = OP_ALL_REDUCE,   [CO_TP_AG_FWD] = OP_ALL_GATHER,
-    [CO_TP_RS_FWD] = OP_REDUCE_SCATTER,  [CO_TP_AG_BWD] = OP_ALL_GATHER,   [CO_TP_RS_BWD] = OP_REDUCE_SCATTER,
-    [CO_CP_KV] = OP_ALL_GATHER,          [CO_PP_P2P] = OP_SEND_RECV,       [CO_DP_GRAD_AR] = OP_ALL_REDUCE,
-    [CO_DP_GRAD_RS] = OP_REDUCE_SCATTER, [CO_DP_PARAM_AG] = OP_ALL_GATHER, [CO_EMB_GRAD_AR] = OP_ALL_REDUCE,
-    [CO_AMAX_AR] = OP_ALL_REDUCE,
-};
-
-/* Bytes this GPU sends for one call of op over n ranks with payload S. */
-static uint64_t bus(CommOp op, uint64_t n, uint64_t S)
+/* Bytes this GPU sends for one call of op over n ranks with payload S: the
+ * exact floor of S*2(n-1)/n or S*(n-1)/n, computed as S - ceil(S/n) to stay
+ * in 64 bits (an all-reduce payload past 2^63 bytes is an overflow). */
+static uint64_t bus(CommOp op, uint64_t n, uint64_t S, Ck *ck)
 {
     if (n <= 1) return 0;
-    unsigned __int128 s = S; /* exact floor of S*factor; the result fits in 64 bits since factor < 2 */
     switch (op) {
-    case OP_ALL_REDUCE: return (uint64_t)(s * 2 * (n - 1) / n);
+    case OP_ALL_REDUCE: return S <= UINT64_MAX / 2 ? 2 * S - ceil_div(2 * S, n) : (ck->ovf = 1, 0);
     case OP_ALL_GATHER:
-    case OP_REDUCE_SCATTER: return (uint64_t)(s * (n - 1) / n);
+    case OP_REDUCE_SCATTER: return S - ceil_div(S, n);
     default: return S;
     }
 }
@@ -64,8 +59,8 @@ static uint64_t bus(CommOp op, uint64_t n, uint64_t S)
 /* Elements * bytes of dtype, plus block scales for FP8 activations at act_gran (a [rows, h] tensor). */
 static uint64_t act_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t rows, uint64_t cols)
 {
-    uint64_t b = ck_mul3(ck, rows, cols, dtype_bytes(dt));
-    if (dtype_is_fp8(dt) && gr != GRAN_TENSOR) {
+    uint64_t b = ck_mul3(ck, rows, cols, dt_bytes(dt));
+    if (dt_fp8(dt) && gr != GRAN_TENSOR) {
         uint64_t n, sb;
         if (gran_scale_count(gr, rows, cols, &n, &sb, NULL))
             ck->ovf = 1;
@@ -78,17 +73,13 @@ static uint64_t act_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t rows, uint6
 static void set(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t span,
                 uint64_t payload, uint64_t calls, Ck *ck)
 {
-    Collective *c = &p->coll[id];
-    c->id = id;
-    c->name = coll_names[id];
-    c->group = coll_group[id];
-    c->op = coll_op[id];
+    Collective *c = &p->coll[id]; /* id, name, group and op come from blank[] */
     c->dtype = dt;
     if (ranks <= 1 || !calls) ranks = 0, calls = 0, payload = 0;
     c->ranks = (uint32_t)ranks;
     c->inter_node = ranks && span > in->gpu->gpus_per_node;
     c->payload_bytes = payload;
-    c->bus_bytes = bus(c->op, ranks, payload);
+    c->bus_bytes = bus(c->op, ranks, payload, ck);
     c->calls = calls;
     c->step_bytes = ck_mul(ck, c->bus_bytes, calls);
     double bw = (c->inter_node ? in->gpu->inter_bw : in->gpu->intra_bw) * in->eff_net;
@@ -101,13 +92,7 @@ static void set(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dty
 void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
 {
     const Recipe *rc = in->recipe;
-    memset(p->coll, 0, sizeof p->coll);
-    for (int i = 0; i < CO_COUNT_; i++) {
-        p->coll[i].id = (CollectiveId)i;
-        p->coll[i].name = coll_names[i];
-        p->coll[i].group = coll_group[i];
-        p->coll[i].op = coll_op[i];
-    }
+    memcpy(p->coll, blank, sizeof p->coll);
     uint64_t m = g->m, Ls = g->Ls, t = g->tp, h = g->h;
     int full = in->recompute == RECOMPUTE_FULL;
     uint64_t per_layer_calls = ck_mul(ck, Ls, m); /* layer passes per step on this stage */
@@ -132,13 +117,13 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
 
     /* CP: K and V of the whole sequence, this rank's kv heads, BF16 */
     if (g->cp > 1) {
-        uint64_t S = ck_mul3(ck, ck_mul(ck, g->mbs, g->seq), 2 * g->kv_dim / t, 2);
+        uint64_t S = ck_mul3(ck, ck_mul(ck, g->mbs, g->seq), 2 * g->kv_t, 2);
         set(in, g, p, CO_CP_KV, DT_BF16, g->cp, t * g->cp, S, ck_mul(ck, per_layer_calls, full ? 4 : 3), ck);
     }
 
     /* PP: boundary stages send m*(2v-1) times (activations forward, gradients backward) */
     if (g->pp > 1) {
-        uint64_t S = ck_mul3(ck, g->tok, h / t + (h % t != 0), 2); /* Megatron sends the 1/tp scatter */
+        uint64_t S = ck_mul3(ck, g->tok, g->h_t, 2); /* Megatron sends the 1/tp scatter */
         set(in, g, p, CO_PP_P2P, DT_BF16, 2, g->world, S, ck_mul(ck, m, 2 * g->vpp - 1), ck);
         p->coll[CO_PP_P2P].bus_bytes = S, p->coll[CO_PP_P2P].step_bytes = ck_mul(ck, S, p->coll[CO_PP_P2P].calls);
     }
@@ -148,8 +133,8 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     uint64_t eg = p->params_gemm_gpu, eo = p->params_gpu - p->params_gemm_gpu;
     Dtype gg = rc->comm_dp_grad, go = rc->other_comm_dp_grad;
     Dtype pg = rc->comm_param_gather, po = rc->other_comm_param_gather;
-    uint64_t S_grad = ck_add(ck, ck_mul(ck, eg, dtype_bytes(gg)), ck_mul(ck, eo, dtype_bytes(go)));
-    uint64_t S_par = ck_add(ck, ck_mul(ck, eg, dtype_bytes(pg)), ck_mul(ck, eo, dtype_bytes(po)));
+    uint64_t S_grad = ck_add(ck, ck_mul(ck, eg, dt_bytes(gg)), ck_mul(ck, eo, dt_bytes(go)));
+    uint64_t S_par = ck_add(ck, ck_mul(ck, eg, dt_bytes(pg)), ck_mul(ck, eo, dt_bytes(po)));
     int shard_any = in->sharding != SHARD_NONE;
     if (in->sharding == SHARD_DIST_OPT) shard_any = (rc->gemm.shard_mask | rc->other.shard_mask) != 0;
     if (d > 1 && !shard_any) {
@@ -162,7 +147,7 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
 
     /* tied embedding: first and last stage sum their gradients */
     if (in->model->tied_embeddings && g->pp > 1)
-        set(in, g, p, CO_EMB_GRAD_AR, go, 2, g->world, ck_mul(ck, g->emb, dtype_bytes(go)), 1, ck);
+        set(in, g, p, CO_EMB_GRAD_AR, go, 2, g->world, ck_mul(ck, g->emb, dt_bytes(go)), 1, ck);
 
     /* amax: x and w maxima forward, dy backward, per micro-batch */
     if (recipe_fp8_gemm(rc) && rc->amax_reduce != AMAX_NONE) {

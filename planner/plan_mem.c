@@ -73,7 +73,7 @@ static void state_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck,
         Dtype dt = s->dt[st];
         int sh = dt != DT_NONE && g->d > 1 && sharded(in, s, (StateId)st);
         uint64_t n = dt == DT_NONE ? 0 : sh ? ceil_div(elems, g->d) : elems;
-        term(sm, ids[st], MC_STATE, dt, n, ck_mul(ck, n, dtype_bytes(dt)), sh ? (uint32_t)g->d : 1, 1);
+        term(sm, ids[st], MC_STATE, dt, n, ck_mul(ck, n, dt_bytes(dt)), sh ? (uint32_t)g->d : 1, 1);
     }
 }
 
@@ -88,27 +88,23 @@ static uint64_t block_scale_bytes(Granularity gr, uint64_t rows, uint64_t cols, 
 }
 
 /* Per layer and micro-batch activation bytes for recompute none/selective. */
-typedef struct {
-    uint64_t hp, fp8, fp8_elems, attn, mask, input; /* input: the layer input (full recompute keeps only this) */
-} LayerAct;
-
-static void layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
+void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
 {
     const Recipe *rc = in->recipe;
-    uint64_t tok = g->tok, t = g->tp, r = g->rep, h = g->h;
-    uint64_t tok_r = tok / r + (tok % r != 0); /* SP shard of the token dimension */
+    uint64_t tok = g->tok, h = g->h;
+    uint64_t tok_r = g->tok_r; /* SP shard of the token dimension */
     int flash = in->attn == ATTN_FLASH;
     memset(a, 0, sizeof *a);
     uint64_t stat = in->model->norm == NORM_LAYERNORM ? 8 : 4; /* fp32 mean + rstd, or rstd */
     a->input = ck_mul3(ck, tok_r, h, 2);
     uint64_t hp = 2 * (ck_mul3(ck, tok_r, h, 2) + ck_mul(ck, tok_r, stat));
-    hp = ck_add(ck, hp, ck_mul3(ck, tok, (g->q_dim + 2 * g->kv_dim) / t, 2));
-    hp = ck_add(ck, hp, ck_mul3(ck, tok, g->k * g->F / t, 2));
-    if (flash) hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_dim / t, 2)); /* output kept by flash backward */
+    hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_t + 2 * g->kv_t, 2));
+    hp = ck_add(ck, hp, ck_mul3(ck, tok, g->k * g->F_t, 2));
+    if (flash) hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_t, 2)); /* output kept by flash backward */
     /* the four GEMM inputs: [tokens, K] */
     const uint64_t xt[LIN_COUNT] = {tok_r, tok, tok_r, tok};
-    const uint64_t xk[LIN_COUNT] = {h, g->q_dim / t, h, g->F / t};
-    int fp8 = dtype_is_fp8(rc->saved_input);
+    const uint64_t xk[LIN_COUNT] = {h, g->q_t, h, g->F_t};
+    int fp8 = dt_fp8(rc->saved_input);
     for (int i = 0; i < LIN_COUNT; i++) {
         uint64_t n = ck_mul(ck, xt[i], xk[i]);
         if (fp8) {
@@ -118,11 +114,11 @@ static void layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
             a->fp8 = ck_add(ck, a->fp8, ck_add(ck, n, sb));
             a->fp8_elems = ck_add(ck, a->fp8_elems, n);
         } else if (!(i == LIN_PROJ && flash)) {
-            hp = ck_add(ck, hp, ck_mul(ck, n, dtype_bytes(rc->saved_input)));
+            hp = ck_add(ck, hp, ck_mul(ck, n, dt_bytes(rc->saved_input)));
         }
     }
     a->hp = hp;
-    uint64_t ht = g->heads / t;
+    uint64_t ht = g->heads_t;
     if (flash)
         a->attn = ck_mul3(ck, tok, ht, 4);
     else
@@ -130,38 +126,22 @@ static void layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
     if (in->dropout) a->mask = 2 * ck_mul(ck, tok_r, h);
 }
 
-void plan_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm, Ck *ck)
+/* The stage-independent terms: linear-layer states, FP8 copies, scales and the
+ * fixed overheads (every stage holds the same number of layers). */
+static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck, uint64_t gemm)
 {
     const Recipe *rc = in->recipe;
-    const ModelSpec *md = in->model;
-    memset(sm, 0, sizeof *sm);
-    int first = stage == 0, last = stage == g->pp - 1;
     int zero3 = in->sharding == SHARD_ZERO3;
-
-    /* ---- parameters on this stage ---- */
-    uint64_t gemm = ck_mul(ck, g->gemm_layer, g->Ls);
-    uint64_t other = ck_mul(ck, g->other_layer, g->Ls);
-    if (first) other = ck_add(ck, other, ck_add(ck, g->emb, g->pos));
-    if (last) {
-        other = ck_add(ck, other, g->norm_elems);
-        if (!md->tied_embeddings || g->pp > 1) other = ck_add(ck, other, g->emb); /* LM head or its tied copy */
-    }
-    sm->params_gemm = gemm;
-    sm->params = ck_add(ck, gemm, other);
-
     state_terms(in, g, sm, ck, &rc->gemm, gemm, MT_WEIGHT_GEMM, MT_MASTER_GEMM, MT_GRAD_GEMM, MT_OPTIM_M_GEMM,
                 MT_OPTIM_V_GEMM);
-    state_terms(in, g, sm, ck, &rc->other, other, MT_WEIGHT_OTHER, MT_MASTER_OTHER, MT_GRAD_OTHER, MT_OPTIM_M_OTHER,
-                MT_OPTIM_V_OTHER);
-
     /* ---- FP8 copies (per-layer transients under ZeRO-3) ---- */
     uint64_t row = (rc->fp8_row != DT_NONE && !zero3) ? gemm : 0, col = (rc->fp8_col != DT_NONE && !zero3) ? gemm : 0;
-    term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dtype_bytes(rc->fp8_row)), 1, 1);
-    term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dtype_bytes(rc->fp8_col)), 1, 1);
+    term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1, 1);
+    term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1, 1);
 
     /* ---- scales ---- */
     uint64_t ntens = LIN_COUNT * g->Ls;
-    int fwd8 = dtype_is_fp8(rc->gemm_fwd), bwd8 = dtype_is_fp8(rc->gemm_bwd);
+    int fwd8 = dt_fp8(rc->gemm_fwd), bwd8 = dt_fp8(rc->gemm_bwd);
     uint64_t recs = 0;
     if (rc->act_gran == GRAN_TENSOR) recs += (uint64_t)fwd8 + (uint64_t)bwd8; /* x, dy */
     if (rc->weight_gran == GRAN_TENSOR) recs += (uint64_t)fwd8;               /* w */
@@ -171,7 +151,7 @@ void plan_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm
 
     uint64_t sbn = 0, sbb = 0;
     if (rc->weight_gran != GRAN_TENSOR) {
-        int wfp8 = dtype_is_fp8(rc->gemm.dt[STATE_WEIGHT]);
+        int wfp8 = dt_fp8(rc->gemm.dt[STATE_WEIGHT]);
         for (int i = 0; i < LIN_COUNT; i++) {
             uint64_t n1, b1 = block_scale_bytes(rc->weight_gran, g->lin_rows[i], g->lin_cols[i], &n1);
             uint64_t n2, b2 = block_scale_bytes(rc->weight_gran, g->lin_cols[i], g->lin_rows[i], &n2);
@@ -192,22 +172,55 @@ void plan_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm
     uint64_t ss = ck_mul3(ck, ntens, nsc, 3);
     term(sm, MT_SCALE_STATE, MC_SCALE, DT_FP32, ss, ck_mul(ck, ss, 4), 1, 1);
 
+    /* ---- overheads ---- */
+    uint64_t ncomm = (g->tp > 1) + (g->cp > 1) + (g->d > 1) + (g->pp > 1);
+    term(sm, MT_COMM_BUFFER, MC_OVERHEAD, DT_NONE, 0, ck_mul(ck, ncomm, in->nccl_comm_bytes), 1, 1);
+    term(sm, MT_WORKSPACE, MC_OVERHEAD, DT_NONE, 0, in->workspace_bytes, 1, 1);
+    term(sm, MT_CUDA_CONTEXT, MC_OVERHEAD, DT_NONE, 0, in->cuda_context_bytes, 1, 1);
+}
+
+/* All terms of one stage. With reuse, sm already holds another stage's terms and
+ * only the stage-specific ones (other params, activations, fragmentation, sums)
+ * are rewritten. */
+void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_t stage, StageMem *sm, Ck *ck,
+                 int reuse)
+{
+    const Recipe *rc = in->recipe;
+    const ModelSpec *md = in->model;
+    /* every term below is written, and the sums at the end */
+    int first = stage == 0, last = stage == g->pp - 1;
+    int zero3 = in->sharding == SHARD_ZERO3;
+
+    /* ---- parameters on this stage ---- */
+    uint64_t gemm = ck_mul(ck, g->gemm_layer, g->Ls);
+    uint64_t other = ck_mul(ck, g->other_layer, g->Ls);
+    if (first) other = ck_add(ck, other, ck_add(ck, g->emb, g->pos));
+    if (last) {
+        other = ck_add(ck, other, g->norm_elems);
+        if (!md->tied_embeddings || g->pp > 1) other = ck_add(ck, other, g->emb); /* LM head or its tied copy */
+    }
+    sm->params_gemm = gemm;
+    sm->params = ck_add(ck, gemm, other);
+
+    state_terms(in, g, sm, ck, &rc->other, other, MT_WEIGHT_OTHER, MT_MASTER_OTHER, MT_GRAD_OTHER, MT_OPTIM_M_OTHER,
+                MT_OPTIM_V_OTHER);
+    if (!reuse) common_terms(in, g, sm, ck, gemm);
+
     /* ---- activations ---- */
-    LayerAct la;
-    layer_act(in, g, ck, &la);
+    const LayerAct la = *lap;
     uint64_t units = plan_inflight_layers(g, stage), mbs_in = plan_inflight_mbs(g, stage);
     uint64_t hp = la.hp, f8 = la.fp8, f8e = la.fp8_elems, at = la.attn, mk = la.mask;
     if (in->recompute == RECOMPUTE_SELECTIVE) at = 0;
     if (in->recompute == RECOMPUTE_FULL) hp = la.input, f8 = f8e = at = mk = 0;
     uint64_t hpb = ck_mul(ck, hp, units), f8b = ck_mul(ck, f8, units);
-    uint64_t tok_r = ceil_div(g->tok, g->rep), h = g->h;
+    uint64_t tok_r = g->tok_r, h = g->h;
     uint64_t mask = ck_mul(ck, mk, units);
     if (first && in->dropout) mask = ck_add(ck, mask, ck_mul3(ck, tok_r, h, mbs_in)); /* embedding dropout */
     term(sm, MT_ACT_LAYER_HP, MC_ACTIVATION, DT_NONE, 0, hpb, 1, 0); /* BF16 tensors + fp32 norm stats */
     term(sm, MT_ACT_LAYER_FP8, MC_ACTIVATION, rc->saved_input, ck_mul(ck, f8e, units), f8b, 1, 0);
     term(sm, MT_ACT_ATTN, MC_ACTIVATION, DT_NONE, 0, ck_mul(ck, at, units), 1, 0);
     term(sm, MT_ACT_MASK, MC_ACTIVATION, DT_NONE, mask, mask, 1, 0);
-    uint64_t out = 0, logit_elems = ck_mul(ck, g->tok, g->Vp / g->tp);
+    uint64_t out = 0, logit_elems = ck_mul(ck, g->tok, g->Vp_t);
     uint64_t stat = md->norm == NORM_LAYERNORM ? 8 : 4;
     if (last) {
         out = ck_add(ck, 2 * ck_mul3(ck, tok_r, h, 2), ck_mul(ck, tok_r, stat)); /* final norm in, LM-head input */
@@ -216,10 +229,11 @@ void plan_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm
     term(sm, MT_ACT_OUTPUT, MC_ACTIVATION, DT_NONE, 0, out, 1, 0);
 
     /* transient peak working set */
-    uint64_t bwd = 2 * ck_mul3(ck, tok_r, h, 2);                                  /* dX, d(residual) */
-    bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->k * g->F / g->tp, 2));           /* d(FC1 output) */
-    if (g->rep > 1) bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, h, 2));             /* SP re-gathered input */
-    if (bwd8) bwd = ck_add(ck, bwd, 2 * ck_mul(ck, g->tok, g->k * g->F / g->tp)); /* dY in FP8, both layouts */
+    uint64_t bwd = 2 * ck_mul3(ck, tok_r, h, 2);                      /* dX, d(residual) */
+    bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->k * g->F_t, 2));     /* d(FC1 output) */
+    if (g->rep > 1) bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, h, 2)); /* SP re-gathered input */
+    if (dt_fp8(rc->gemm_bwd))
+        bwd = ck_add(ck, bwd, 2 * ck_mul(ck, g->tok, g->k * g->F_t)); /* dY in FP8, both layouts */
     if (in->recompute == RECOMPUTE_FULL)
         bwd = ck_add(ck, bwd, ck_add(ck, ck_add(ck, la.hp, la.fp8), ck_add(ck, la.attn, la.mask)));
     if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 */
@@ -231,8 +245,8 @@ void plan_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm
         bwd = ck_add(ck, bwd, ck_mul(ck, lmax, 4));
     }
     if (zero3) {
-        uint64_t lw = ck_add(ck, ck_mul(ck, g->gemm_layer, dtype_bytes(rc->gemm.dt[STATE_WEIGHT])),
-                             ck_mul(ck, g->other_layer, dtype_bytes(rc->other.dt[STATE_WEIGHT])));
+        uint64_t lw = ck_add(ck, ck_mul(ck, g->gemm_layer, dt_bytes(rc->gemm.dt[STATE_WEIGHT])),
+                             ck_mul(ck, g->other_layer, dt_bytes(rc->other.dt[STATE_WEIGHT])));
         lw = ck_add(ck, lw, ck_mul(ck, g->gemm_layer, recipe_fp8_copy_bytes_per_param(rc)));
         bwd = ck_add(ck, bwd, 2 * lw); /* current + prefetched layer */
     }
@@ -243,21 +257,21 @@ void plan_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm
     }
     term(sm, MT_TRANSIENT, MC_ACTIVATION, DT_NONE, 0, tr, 1, 0);
 
-    /* ---- overheads ---- */
-    uint64_t ncomm = (g->tp > 1) + (g->cp > 1) + (g->d > 1) + (g->pp > 1);
-    term(sm, MT_COMM_BUFFER, MC_OVERHEAD, DT_NONE, 0, ck_mul(ck, ncomm, in->nccl_comm_bytes), 1, 1);
-    term(sm, MT_WORKSPACE, MC_OVERHEAD, DT_NONE, 0, in->workspace_bytes, 1, 1);
-    term(sm, MT_CUDA_CONTEXT, MC_OVERHEAD, DT_NONE, 0, in->cuda_context_bytes, 1, 1);
-
-    uint64_t managed = 0;
-    for (int i = 0; i < MT_COMM_BUFFER; i++) managed = ck_add(ck, managed, sm->mem[i].bytes);
-    managed = ck_add(ck, managed, in->workspace_bytes);
+    /* category sums by term id (explicit chains: no loop-carried store/load through an array) */
+    const MemTerm *t = sm->mem;
+    uint64_t st = ck_add(ck, t[MT_WEIGHT_GEMM].bytes, t[MT_WEIGHT_OTHER].bytes);
+    for (int i = MT_MASTER_GEMM; i <= MT_OPTIM_V_OTHER; i++) st = ck_add(ck, st, t[i].bytes);
+    uint64_t cp = ck_add(ck, t[MT_FP8_ROWWISE].bytes, t[MT_FP8_COLWISE].bytes);
+    uint64_t sc = ck_add(ck, ck_add(ck, t[MT_SCALE_GEMM].bytes, t[MT_SCALE_BLOCK].bytes), t[MT_SCALE_STATE].bytes);
+    uint64_t ac = 0;
+    for (int i = MT_ACT_LAYER_HP; i <= MT_TRANSIENT; i++) ac = ck_add(ck, ac, t[i].bytes);
+    uint64_t managed = ck_add(ck, ck_add(ck, st, cp), ck_add(ck, ck_add(ck, sc, ac), in->workspace_bytes));
     double fr = (double)managed * in->frag_frac;
     uint64_t frag = fr >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)fr;
     term(sm, MT_FRAGMENTATION, MC_OVERHEAD, DT_NONE, 0, frag, 1, 0);
-
-    for (int i = 0; i < MT_COUNT_; i++) {
-        sm->cat[sm->mem[i].cat] = ck_add(ck, sm->cat[sm->mem[i].cat], sm->mem[i].bytes);
-        sm->total = ck_add(ck, sm->total, sm->mem[i].bytes);
-    }
+    uint64_t ov = ck_add(ck, ck_add(ck, t[MT_COMM_BUFFER].bytes, t[MT_WORKSPACE].bytes),
+                         ck_add(ck, t[MT_CUDA_CONTEXT].bytes, frag));
+    sm->cat[MC_STATE] = st, sm->cat[MC_FP8_COPY] = cp, sm->cat[MC_SCALE] = sc, sm->cat[MC_ACTIVATION] = ac;
+    sm->cat[MC_OVERHEAD] = ov;
+    sm->total = ck_add(ck, ck_add(ck, ck_add(ck, st, cp), ck_add(ck, sc, ac)), ov);
 }

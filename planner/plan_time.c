@@ -36,7 +36,7 @@ typedef struct {
 
 static double rate(const PlanInput *in, Dtype dt)
 {
-    return dtype_is_fp8(dt) ? in->gpu->flops_fp8 * in->eff_gemm_fp8 : in->gpu->flops_bf16 * in->eff_gemm_bf16;
+    return dt_fp8(dt) ? in->gpu->flops_fp8 * in->eff_gemm_fp8 : in->gpu->flops_bf16 * in->eff_gemm_bf16;
 }
 
 /* Compute and memory time of one micro-batch through the given stage. */
@@ -44,32 +44,32 @@ static Pass stage_pass(const PlanInput *in, const Geo *g, uint32_t stage, double
 {
     const Recipe *rc = in->recipe;
     const GpuSpec *gp = in->gpu;
-    double tok = (double)g->tok, t = (double)g->tp, r = (double)g->rep, h = (double)g->h, F = (double)g->F;
+    double tok = (double)g->tok, r = (double)g->rep, h = (double)g->h, Ft = (double)g->F_t;
     double Ls = (double)g->Ls, hbm = gp->hbm_bw * in->eff_hbm;
     int first = stage == 0, last = stage == g->pp - 1, flash = in->attn == ATTN_FLASH;
-    int fwd8 = dtype_is_fp8(rc->gemm_fwd), bwd8 = dtype_is_fp8(rc->gemm_bwd), cur = rc->scaling == SCALING_CURRENT;
+    int fwd8 = dt_fp8(rc->gemm_fwd), bwd8 = dt_fp8(rc->gemm_bwd), cur = rc->scaling == SCALING_CURRENT;
 
     /* GEMMs */
     double fl = 2.0 * tok * (double)g->gemm_layer;
     double gemm_f = fl / rate(in, rc->gemm_fwd), gemm_b = 2.0 * fl / rate(in, rc->gemm_bwd);
     /* attention core */
-    double afl = 4.0 * tok * (double)g->seq * (double)g->q_dim / t * (flash ? 0.5 : 1.0);
+    double afl = 4.0 * tok * (double)g->seq * (double)g->q_t * (flash ? 0.5 : 1.0);
     double attn_f = afl / (gp->flops_bf16 * in->eff_attn), attn_b = attn_f * (flash ? 2.5 : 2.0);
     /* memory-bound work, bytes per layer forward */
     double ht = tok / r * h;
     double nb = 2 * ht * 4 + 2 * ht * 6; /* norms (read 2 + write 2), residual adds (read 4 + write 2) */
-    nb += tok * (double)g->k * F / t * 2 + tok * F / t * 2; /* activation function reads its input, writes output */
-    if (in->model->pos == POS_ROPE) nb += tok * (double)(g->q_dim + g->kv_dim) / t * 4;
+    nb += tok * (double)(g->k * g->F_t) * 2 + tok * Ft * 2; /* activation function reads its input, writes output */
+    if (in->model->pos == POS_ROPE) nb += tok * (double)(g->q_t + g->kv_t) * 4;
     if (in->dropout) nb += 2 * ht * 5;
-    if (!flash) nb += tok * (double)g->heads / t * (double)g->seq * (in->dropout ? 11 : 6);
-    double xe = 2 * ht + tok * (double)g->q_dim / t + tok * F / t; /* elements of the four GEMM inputs */
-    double ye = tok * (double)(g->q_dim + 2 * g->kv_dim) / t + 2 * ht + tok * (double)g->k * F / t;
+    if (!flash) nb += tok * (double)g->heads_t * (double)g->seq * (in->dropout ? 11 : 6);
+    double xe = 2 * ht + tok * (double)g->q_t + tok * Ft; /* elements of the four GEMM inputs */
+    double ye = tok * (double)(g->q_t + 2 * g->kv_t) + 2 * ht + tok * (double)(g->k * g->F_t);
     double cast_f = fwd8 ? xe * (4 + 2 * cur) : 0, cast_b = bwd8 ? ye * (4 + 2 * cur) : 0;
     double ng_f = (nb + cast_f) / hbm, ng_b = (2 * nb + cast_b) / hbm;
 
     /* main-gradient accumulation, per layer: the GEMM epilogue reads and writes it in place */
     Dtype gd = rc->gemm.dt[STATE_GRAD];
-    double acc = (double)g->gemm_layer * (2.0 * dtype_bytes(gd) + (dtype_bytes(gd) < 4 ? 4.0 : 0.0));
+    double acc = (double)g->gemm_layer * (2.0 * dt_bytes(gd) + (dt_bytes(gd) < 4 ? 4.0 : 0.0));
     ng_b += acc / hbm;
 
     Pass ps;
@@ -79,8 +79,8 @@ static Pass stage_pass(const PlanInput *in, const Geo *g, uint32_t stage, double
     if (in->recompute == RECOMPUTE_SELECTIVE) ps.bwd += Ls * attn_f;
     if (first) ps.fwd += tok * h * 4 / hbm, ps.bwd += tok * h * 4 / hbm; /* embedding gather/scatter-add */
     if (last) {
-        double lfl = 2.0 * tok * h * (double)g->Vp / t, lr = gp->flops_bf16 * in->eff_gemm_bf16;
-        double ce = tok * (double)g->Vp / t * 16; /* logits to fp32, softmax, loss, gradient */
+        double lfl = 2.0 * tok * h * (double)g->Vp_t, lr = gp->flops_bf16 * in->eff_gemm_bf16;
+        double ce = tok * (double)g->Vp_t * 16; /* logits to fp32, softmax, loss, gradient */
         ps.fwd += lfl / lr + ce / 2 / hbm;
         ps.bwd += 2 * lfl / lr + ce / 2 / hbm;
     }
@@ -102,11 +102,11 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
         double tok = (double)g->tok, fl = 2.0 * tok * (double)g->gemm_layer, Ls = (double)g->Ls;
         double gf = fl / rate(in, rc->gemm_fwd), gb = 2 * fl / rate(in, rc->gemm_bwd);
         double per_mb_gemm = Ls * (gf + gb + (in->recompute == RECOMPUTE_FULL ? gf : 0));
-        double afl = 4.0 * tok * (double)g->seq * (double)g->q_dim / (double)g->tp * (in->attn == ATTN_FLASH ? 0.5 : 1);
+        double afl = 4.0 * tok * (double)g->seq * (double)g->q_t * (in->attn == ATTN_FLASH ? 0.5 : 1);
         double af = afl / (in->gpu->flops_bf16 * in->eff_attn);
         double per_mb_attn = Ls * af * (1 + (in->attn == ATTN_FLASH ? 2.5 : 2.0) + (in->recompute != RECOMPUTE_NONE));
         if (g->pp == 1 || (sl.fwd + sl.bwd > s0.fwd + s0.bwd)) { /* last stage: LM head GEMMs */
-            double lfl = 2.0 * tok * (double)g->h * (double)g->Vp / (double)g->tp;
+            double lfl = 2.0 * tok * (double)g->h * (double)g->Vp_t;
             per_mb_gemm += 3 * lfl / (in->gpu->flops_bf16 * in->eff_gemm_bf16);
         }
         double per_mb = ps.fwd + ps.bwd;
@@ -161,8 +161,8 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     double wc = 0;
     if (mt[MT_FP8_ROWWISE].elements || mt[MT_FP8_COLWISE].elements) {
         Dtype src = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : rc->gemm.dt[STATE_MASTER];
-        double per = dtype_bytes(src) * (rc->scaling == SCALING_CURRENT ? 2.0 : 1.0) +
-                     (double)recipe_fp8_copy_bytes_per_param(rc);
+        double per =
+            dt_bytes(src) * (rc->scaling == SCALING_CURRENT ? 2.0 : 1.0) + (double)recipe_fp8_copy_bytes_per_param(rc);
         wc = (double)p->params_gemm_gpu * per / hbm;
     }
     tb->weight_cast_s = wc;

@@ -13,7 +13,7 @@
 
 /* ---- Table 1a ----------------------------------------------------------------------------------------- */
 
-Table *seed_table1a(const Catalog *c, const Recipe *only, uint64_t params, int sharded, uint32_t dp)
+Table *seed_table1a(const Catalog *c, const Recipe *only, uint64_t params, int sharded, uint32_t dp, Err *e)
 {
     TableCol cols[24];
     int n = 0;
@@ -37,7 +37,10 @@ Table *seed_table1a(const Catalog *c, const Recipe *only, uint64_t params, int s
         cols[n++] = (TableCol){"state_gb", "states", "GB", TC_F64, 3, 0};
     }
     Table *t = table_new(cols, n);
-    if (!t) return NULL;
+    if (!t) {
+        err_set(e, ST_NOMEM, "out of memory");
+        return NULL;
+    }
     for (int i = 0; i < c->nrecipes; i++) {
         const Recipe *r = &c->recipes[i];
         if (only && r != only) continue;
@@ -54,19 +57,23 @@ Table *seed_table1a(const Catalog *c, const Recipe *only, uint64_t params, int s
             table_f64(t, k++, per[s]);
             if (params) { /* exact: ceil(P/d) elements of a sharded state, as the planner counts them */
                 int sh = d > 1 && (r->gemm.shard_mask & (1u << s));
-                uint64_t e = sh ? params / d + (params % d != 0) : params, b;
-                if (u64_mul(e, dtype_bytes(r->gemm.dt[s]), &b) || u64_add(bytes, b, &bytes)) ovf = 1;
+                uint64_t elems = sh ? params / d + (params % d != 0) : params, b;
+                if (u64_mul(elems, dtype_bytes(r->gemm.dt[s]), &b) || u64_add(bytes, b, &bytes)) ovf = 1;
             }
         }
         table_f64(t, k++, tot);
         table_f64(t, k++, recipe_fp8_copy_bytes_per_param(r));
         table_u64(t, k++, d);
         if (params) {
-            table_u64(t, k++, params);
-            if (!ovf) {
-                table_u64(t, k++, bytes);
-                table_f64(t, k++, (double)bytes / 1e9);
+            if (ovf) {
+                table_free(t);
+                err_set(e, ST_OVERFLOW, "--params %llu: the state bytes of recipe %s pass 2^64",
+                        (unsigned long long)params, r->name);
+                return NULL;
             }
+            table_u64(t, k++, params);
+            table_u64(t, k++, bytes);
+            table_f64(t, k++, (double)bytes / 1e9);
         }
     }
     return t;

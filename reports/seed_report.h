@@ -16,7 +16,8 @@
 /* Table 1a. only = NULL for every recipe. params > 0 adds the state bytes of
  * that many parameters. With sharded, the states the recipe's distributed
  * optimizer shards are divided by dp (6 + 12/d for megatron-bf16). */
-Table *seed_table1a(const Catalog *c, const Recipe *only, uint64_t params, int sharded, uint32_t dp);
+Table *seed_table1a(const Catalog *c, const Recipe *only, uint64_t params, int sharded, uint32_t dp, Err *e);
+/* (NULL with ST_OVERFLOW in e when the bytes of `params` pass 2^64, ST_NOMEM when out of memory) */
 
 /* Table 1b for an R x C tensor (BF16, then FP8 per tensor, per channel, 1x32 E8M0, 1x128, 128x128). */
 Table *seed_table1b(uint64_t rows, uint64_t cols, Err *e);

@@ -282,13 +282,14 @@ done:
 }
 
 /* ---- scaling ------------------------------------------------------------------------------
- * Delayed scaling, TE's amax_and_scale_update in one launch for the bank: block i
- * owns tensor i (column i of the (len, n) history). If row 0 is 0 the tensor did
- * not run: nothing changes. Otherwise the history rolls in place — new[j] =
- * old[j+1], new[len−1] = old[0], new[0] = 0 — while the window max over all len
- * rows is taken (each chunk of rows is read before it is overwritten, with a
- * barrier between), and the scale is updated from it (or from row 0 alone for
- * most_recent). scale_inv is left to the casts, as in TE. */
+ * Delayed scaling, TE's amax_and_scale_update in one launch for the bank (and
+ * fp8/delayed.h's delayed_step per column, which the CPU reference runs): block
+ * i owns tensor i (column i of the (len, n) history). The history rolls in place
+ * — new[j] = old[j+1], new[len−1] = old[0], new[0] = 0 — while the window max
+ * over all len rows is taken (each chunk of rows is read before it is
+ * overwritten, with a barrier between; fmaxf, so NaN is ignored), and the scale
+ * is updated from it (or from row 0 alone for most_recent) by the shared rule.
+ * scale_inv is left to the casts, as in TE. */
 __global__ void __launch_bounds__(256)
     k_delayed(float *hist, float *scale, uint32_t n, uint32_t len, int most_recent, float fmax, int margin)
 {
@@ -296,20 +297,18 @@ __global__ void __launch_bounds__(256)
     const uint32_t i = blockIdx.x;
     const float last = hist[i];
     float amax = 0.0f;
-    if (last != 0.0f) {
-        for (uint32_t off = 0; off < len; off += blockDim.x) {
-            const uint32_t j = off + threadIdx.x;
-            float a = 0.0f;
-            if (j < len) {
-                a = j + 1 < len ? hist[(uint64_t)(j + 1) * n + i] : last;
-                amax = fmaxf(amax, a);
-            }
-            __syncthreads();
-            if (j < len) hist[(uint64_t)j * n + i] = j > 0 ? a : 0.0f;
+    for (uint32_t off = 0; off < len; off += blockDim.x) {
+        const uint32_t j = off + threadIdx.x;
+        float a = 0.0f;
+        if (j < len) {
+            a = j + 1 < len ? hist[(uint64_t)(j + 1) * n + i] : last;
+            amax = fmaxf(amax, a);
         }
+        __syncthreads();
+        if (j < len) hist[(uint64_t)j * n + i] = j > 0 ? a : 0.0f;
     }
     const float window = most_recent ? last : block_max(amax, red);
-    if (threadIdx.x == 0 && last != 0.0f) scale[i] = km_scale_delayed(window, fmax, margin, scale[i]);
+    if (threadIdx.x == 0) scale[i] = km_scale_delayed(window, fmax, margin, scale[i]);
 }
 
 Status cuda_scaling_delayed_update(Backend *bk, const ScalingBank *bank, Err *e)

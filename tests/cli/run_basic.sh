@@ -53,12 +53,32 @@ expect_err "resume with another recipe names both" "checkpoint is from recipe 't
 run run $TINY --layers 2 --recipe te-fp8 --steps 1 --resume "$TMP/a.ckpt"
 expect_rc "resume with another shape exits 65" 65
 expect_err "resume with another shape names the field" "checkpoint has layers 1, this run has 2"
+run run $TINY --recipe te-fp8 --steps 1 --seed 2 --resume "$TMP/a.ckpt"
+expect_rc "resume with another seed exits 65" 65
+expect_err "resume with another seed says so" "seed 1; this run has"
+DTINY0="--model gpt2-124m --layers 1 --hidden 32 --heads 2 --seq 16"
+run run $DTINY0 --recipe te-fp8 --steps 2 --data models/corpus/fp8-notes.txt --save "$TMP/d.ckpt"
+expect_rc "save a byte-level run exits 0" 0
+head -c 4000 models/corpus/fp8-notes.txt >"$TMP/other.txt"
+run run $DTINY0 --recipe te-fp8 --steps 1 --data "$TMP/other.txt" --resume "$TMP/d.ckpt"
+expect_rc "resume on another data file exits 65" 65
+expect_err "resume on another data file says so" "trained on other data than $TMP/other.txt"
 printf 'not a checkpoint' >"$TMP/junk.ckpt"
 run run $TINY --recipe te-fp8 --steps 1 --resume "$TMP/junk.ckpt"
 expect_rc "junk checkpoint exits 65" 65
 expect_err "junk checkpoint is named" "$TMP/junk.ckpt: not an fp8plan checkpoint"
 run run $TINY --recipe te-fp8 --steps 1 --resume "$TMP/none.ckpt"
 expect_rc "missing checkpoint exits 66" 66
+
+# the CPU backend splits large GEMMs over threads; the result must not depend on how many
+MID="--model gpt2-124m --layers 1 --hidden 64 --heads 2 --seq 32 --mbs 2 --vocab 1000"
+FP8PLAN_THREADS=1 "$FP8PLAN" run $MID --recipe te-fp8 --steps 2 --quiet --save "$TMP/t1.ckpt" >/dev/null 2>&1
+FP8PLAN_THREADS=2 "$FP8PLAN" run $MID --recipe te-fp8 --steps 2 --quiet --save "$TMP/t2.ckpt" >/dev/null 2>&1
+if [ -s "$TMP/t1.ckpt" ] && cmp -s "$TMP/t1.ckpt" "$TMP/t2.ckpt"; then
+    pass "1 and 2 GEMM threads give bit-identical state"
+else
+    fail "1 and 2 GEMM threads give bit-identical state"
+fi
 
 # backends
 run run $TINY --recipe te-fp8 --steps 1 --backend cuda
@@ -106,6 +126,9 @@ expect_err "too short --data file is named" "$TMP/short.txt: 5 bytes is too shor
 run run $TINY --recipe te-fp8 --steps 1 --data models/corpus/fp8-notes.txt
 expect_rc "--data with a vocabulary below 256 exits 64" 64
 expect_err "--data with a small vocabulary says why" "byte-level text needs a vocabulary of at least 256 (got 64)"
+run run --model gpt-175b --recipe te-fp8 --steps 1
+expect_rc "a model larger than RAM exits 71 before touching memory" 71
+expect_err "a model larger than RAM: the reason" "the arena needs"
 run run $TINY --recipe te-fp8 --frobnicate
 expect_rc "unknown flag exits 64" 64
 run run $TINY --recipe te-fp8 --steps 1 -o /nonexistent/dir/out.csv

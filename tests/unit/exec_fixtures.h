@@ -2,8 +2,10 @@
  * by the executor's tests (static inline: each test binary takes what it uses).
  *
  * The recipes here mirror the catalog's rows (models/recipes.csv) for the four
- * recipes the executor runs, plus an all-FP32 one for finite differences; the
- * CLI reads the catalog, the unit tests stay independent of it. */
+ * recipes the executor runs — except te-fp8's amax history, 16 instead of 1024
+ * so a spike can be seen leaving the window in a short test — plus an all-FP32
+ * one for finite differences. test_exec_train and test_exec_plan use the
+ * catalog's rows themselves. */
 #ifndef FP8PLAN_TESTS_EXEC_FIXTURES_H
 #define FP8PLAN_TESTS_EXEC_FIXTURES_H
 

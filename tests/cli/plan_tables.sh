@@ -1,0 +1,93 @@
+# tests/cli/plan_tables.sh — bytes-per-param, the catalog listings, report seed and sweep.
+. "$FP8PLAN_ROOT/tests/lib.sh"
+
+# ---- bytes-per-param (the seed's Table 1a) ----
+run bytes-per-param --format csv
+expect_rc "bytes-per-param exits 0" 0
+expect_eq "bytes-per-param csv is the golden table" "$(cat "$TMP/out")" "$(cat "$FP8PLAN_ROOT/tests/golden/bytes_per_param.csv")"
+run bytes-per-param
+expect_out "bf16 is 16 B/param" "16.000"
+expect_out "fp8lm is 6 B/param" "6.000"
+expect_out "megatron-bf16 is 18 B/param" "18.000"
+run bytes-per-param --recipe megatron-bf16 --dist-opt --dp 8 --format csv
+expect_out "megatron-bf16 with the distributed optimizer is 6 + 12/8" "megatron-bf16,bf16,2,fp32,0.5,fp32,4,fp32,0.5,fp32,0.5,7.5,0,8"
+run bytes-per-param --recipe megatron-bf16 --dist-opt --dp 32 --format csv
+expect_out "6 + 12/32 = 6.375" ",6.375,0,32"
+run bytes-per-param --recipe bf16 --params 175e9
+expect_rc "bytes-per-param --params exits 0" 0
+expect_out "175B x 16 B = 2,800 GB" "2,800,000,000,000  2800.000"
+run bytes-per-param --dp 8
+expect_rc "--dp without --dist-opt is a usage error" 64
+expect_err "--dp without --dist-opt explains" "--dp only matters with --dist-opt"
+run bytes-per-param --params -1
+expect_rc "--params -1 exits 64" 64
+expect_err "--params -1 message" "'-1' is negative"
+run bytes-per-param --params 1e400
+expect_rc "--params 1e400 exits 64" 64
+run bytes-per-param --params 1e20
+expect_rc "--params that does not fit in 64 bits exits 64" 64
+expect_err "--params past 2^64 message" "does not fit in 64 bits"
+run bytes-per-param --recipe bf16 --params 2e18
+expect_rc "state bytes past 2^64 exit 65" 65
+expect_err "state bytes past 2^64 message" "the state bytes of recipe bf16 pass 2^64"
+expect_no_out "nothing printed when the bytes overflow"
+run bytes-per-param --recipe fp4
+expect_rc "unknown recipe exits 64" 64
+expect_err "unknown recipe lists the known ones" "known: bf16, megatron-bf16"
+expect_no_out "nothing printed for an unknown recipe"
+
+# ---- listings ----
+run models
+expect_rc "models exits 0" 0
+expect_out "models lists gpt2-124m with its parameter count" "124,439,808"
+expect_out "models lists llama3-405b" "llama3-405b"
+run gpus --format csv
+expect_rc "gpus csv exits 0" 0
+expect_out "gpus lists h100-sxm" "h100-sxm,9.0,85520809984,3350,989,1979,67,450,50,8,"
+run recipes --format json
+expect_rc "recipes json exits 0" 0
+expect_out "recipes json names fp8lm with 6 B/param" '"name": "fp8lm", "state_bytes_per_param": 6'
+run models --catalog "$TMP/none"
+expect_rc "listing without a catalog exits 66" 66
+
+# ---- report seed ----
+run report seed -o "$TMP/seed"
+expect_rc "report seed exits 0 (every checked figure within tolerance)" 0
+expect_out "report seed counts the checks" "14 of 14 checked figures within tolerance"
+expect_out "report seed shows the 7B BF16 memory" "gpt-7b    TP1 PP1 DP32 mbs2  bf16"
+for f in table1a_bytes_per_param table1b_scale_granularity table1c_precision_map table5_fp8lm; do
+    if [ -s "$TMP/seed/$f.csv" ]; then pass "report seed writes $f.csv"; else fail "report seed writes $f.csv"; fi
+done
+expect_eq "table5 csv header" "$(head -n 1 "$TMP/seed/table5_fp8lm.csv")" \
+    "model,layout,column,recipe,metric,unit,published,predicted,error_pct,tolerance_pct,within"
+if grep -q '^fp8,1x32,16777216,e8m0,524288,524288,17301504,3.125,48.4375$' "$TMP/seed/table1b_scale_granularity.csv"; then
+    pass "table1b: 1x32 E8M0 scales are 3.125 % of the payload, saving 48.4375 %"
+else fail "table1b 1x32 row"; fi
+if grep -q '^bf16,none,0,fp32,4,fp32,4,fp32,4,fp32,4,16,0,1,175000000000,2800000000000,2800$' "$TMP/seed/table1a_bytes_per_param.csv"; then
+    pass "table1a: 175e9 x 16 B = 2,800 GB"
+else fail "table1a 175B row"; fi
+if grep -q '^fp8lm,6,Adam second moment v,fp16,' "$TMP/seed/table1c_precision_map.csv"; then
+    pass "table1c: FP8-LM keeps v in FP16"
+else fail "table1c fp8lm v row"; fi
+run report
+expect_rc "report without a name exits 64" 64
+run report nonsense
+expect_rc "unknown report exits 64" 64
+expect_err "unknown report message" "unknown report 'nonsense' (known: seed)"
+
+# ---- sweep ----
+run sweep --model gpt-13b --gpu h100-sxm --gpus 32 --recipes megatron-bf16,fp8lm --top 3 --format csv
+expect_rc "sweep exits 0" 0
+expect_eq "sweep csv header is rank + the plan schema" "$(head -n 1 "$TMP/out")" "rank,$(cat "$FP8PLAN_ROOT/tests/golden/plan_summary_columns.txt")"
+expect_eq "sweep keeps the top 3" "$(wc -l <"$TMP/out" | tr -d ' ')" "4"
+expect_err "sweep counts what it dropped (stderr for csv)" "invalid: layers not divisible by pp*vpp"
+run sweep --model gpt-13b --gpu h100-sxm --gpus 32 --recipes megatron-bf16,fp8lm --top 3
+expect_out "sweep text ranks by tokens/s" "ranked by tokens/s"
+expect_out "sweep text prints the counts" "out of memory"
+run sweep --model gpt-13b --gpu h100-sxm --recipes fp8lm
+expect_rc "sweep without --gpus exits 64" 64
+expect_err "sweep without --gpus message" "--gpus is required"
+run sweep --model gpt-13b --gpu h100-sxm --gpus 8 --recipes fp9
+expect_rc "sweep with an unknown recipe exits 64" 64
+
+finish

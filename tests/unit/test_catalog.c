@@ -1,0 +1,227 @@
+/* tests/unit/test_catalog.c — the shipped catalog, published parameter counts,
+ * and strict CSV parsing: every bad cell names file, row and column. */
+#include <stdlib.h>
+
+#include "planner/catalog.h"
+#include "planner/plan.h"
+#include "test.h"
+#include "util/fileio.h"
+
+static Catalog *cat;
+
+static Status load_file(const char *path, Status (*parse)(Catalog *, const char *, size_t, const char *, Err *), Err *e)
+{
+    char *buf;
+    size_t len;
+    Status st = file_read_all(path, &buf, &len, e);
+    if (st) return st;
+    st = parse(cat, buf, len, path, e);
+    free(buf);
+    return st;
+}
+
+static void test_shipped_catalog_loads(void)
+{
+    Err e = {0};
+    CHECKF(load_file("models/models.csv", catalog_parse_models, &e) == ST_OK, "%s", e.msg);
+    CHECKF(load_file("models/gpus.csv", catalog_parse_gpus, &e) == ST_OK, "%s", e.msg);
+    CHECKF(load_file("models/recipes.csv", catalog_parse_recipes, &e) == ST_OK, "%s", e.msg);
+    const char *models[] = {"gpt-7b",     "gpt-13b",    "gpt-175b",  "gpt2-124m",  "gpt2-1.5b",  "llama2-7b",
+                            "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b"};
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++) CHECKF(catalog_model(cat, models[i]), "%s", models[i]);
+    const char *gpus[] = {"h100-sxm", "h100-pcie", "h200", "h800", "a100-sxm", "l40s", "b200"};
+    for (size_t i = 0; i < sizeof gpus / sizeof *gpus; i++) CHECKF(catalog_gpu(cat, gpus[i]), "%s", gpus[i]);
+    const char *recipes[] = {"bf16",     "megatron-bf16", "te-fp8",   "te-fp8-current", "te-fp8-param",
+                             "msamp-o1", "fp8lm",         "msamp-o3", "deepseek-v3",    "mxfp8"};
+    for (size_t i = 0; i < sizeof recipes / sizeof *recipes; i++)
+        CHECKF(catalog_recipe(cat, recipes[i]), "%s", recipes[i]);
+    CHECK(catalog_model(cat, "GPT-7B") != NULL); /* names are case-insensitive */
+    CHECK(catalog_model(cat, "gpt-8b") == NULL);
+    char names[2048];
+    catalog_recipe_names(cat, names, sizeof names);
+    CHECK_CONTAINS(names, "bf16, megatron-bf16, te-fp8");
+    /* recipe details the planner relies on */
+    const Recipe *f = catalog_recipe(cat, "fp8lm");
+    CHECK(f->other.dt[STATE_GRAD] == DT_FP32); /* non-GEMM params on the BF16 path (megatron-bf16) */
+    CHECK(f->other_comm_dp_grad == DT_FP32);
+    CHECK(catalog_gpu(cat, "h100-sxm")->sm == 90);
+    CHECK(catalog_gpu(cat, "a100-sxm")->flops_fp8 == 0);
+    CHECK(catalog_recipe(cat, "mxfp8")->min_sm == 100);
+}
+
+/* Parameter counts the model cards publish. */
+static void test_param_counts(void)
+{
+    const struct {
+        const char *name;
+        uint64_t params;
+    } known[] = {
+        {"gpt2-124m", 124439808ull},    /* GPT-2 small */
+        {"gpt2-1.5b", 1557611200ull},   /* GPT-2 XL */
+        {"llama2-7b", 6738415616ull},   /* Llama-2-7b-hf */
+        {"llama3-8b", 8030261248ull},   /* Meta-Llama-3-8B */
+        {"llama2-70b", 68976648192ull}, /* Llama-2-70b-hf */
+    };
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+        const ModelSpec *m = catalog_model(cat, known[i].name);
+        uint64_t n = 0;
+        CHECK(m && model_param_count(m, &n) == 0);
+        CHECKF(n == known[i].params, "%s: %llu != %llu", known[i].name, (unsigned long long)n,
+               (unsigned long long)known[i].params);
+    }
+    /* on one GPU with the vocabulary padded to 50304, GPT-2 small holds the 124,475,904 parameters llm.c allocates */
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = catalog_model(cat, "gpt2-124m"), in.gpu = catalog_gpu(cat, "h100-sxm");
+    in.recipe = catalog_recipe(cat, "megatron-bf16");
+    Plan p;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.vocab_padded, 50304);
+    CHECK_EQ_U64(p.params_gpu, 124475904ull);
+}
+
+/* ---- bad input ---------------------------------------------------------------------------------------- */
+
+static const char *model_header = "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,"
+                                  "position,tied_embeddings,linear_bias,source\n";
+
+static void expect_model_error(const char *rows, Status want, const char *part)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s", model_header, rows);
+    Catalog *c = calloc(1, sizeof *c);
+    Err e = {0};
+    Status st = catalog_parse_models(c, text, strlen(text), "m.csv", &e);
+    CHECKF(st == want, "status %d for %s", st, rows);
+    CHECK_CONTAINS(e.msg, part);
+    CHECK_EQ_INT(c->nmodels, want == ST_OK ? 1 : 0);
+    free(c);
+}
+
+static void test_model_errors(void)
+{
+    const char *ok = "a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n";
+    Catalog *c = calloc(1, sizeof *c);
+    Err e = {0};
+    char text[1024];
+    snprintf(text, sizeof text, "\xEF\xBB\xBF%s%s", model_header, ok); /* a byte-order mark is fine */
+    CHECKF(catalog_parse_models(c, text, strlen(text), "m.csv", &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(c->nmodels, 1);
+    free(c);
+
+    expect_model_error("a,-1,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n", ST_DATA,
+                       "m.csv: row 2, column layers: '-1' is negative");
+    expect_model_error("a,2,1e400,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n", ST_DATA, "column hidden");
+    expect_model_error("a,2,8,nan,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n", ST_DATA, "column ffn_hidden");
+    expect_model_error("a,2,8,32,2,2,4,99999999999999999999,4,layernorm,gelu,learned,yes,yes,src\n", ST_OVERFLOW,
+                       "column vocab");
+    expect_model_error("a,0,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n", ST_DATA, "out of range");
+    expect_model_error("a,2,8,32,2,3,4,10,4,layernorm,gelu,learned,yes,yes,src\n", ST_DATA, "column kv_heads");
+    expect_model_error("a,2,8,32,2,2,4,10,4,batchnorm,gelu,learned,yes,yes,src\n", ST_DATA, "column norm: 'batchnorm'");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,maybe,yes,src\n", ST_DATA, "tied_embeddings");
+    expect_model_error(ok, ST_OK, "");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes\n", ST_DATA,
+                       "row 2: 14 fields, but the header has 15"); /* ragged */
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n"
+                       "b,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src,extra\n",
+                       ST_DATA, "row 3: 16 fields");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n"
+                       "A,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n",
+                       ST_DATA, "row 3, column name: 'A' repeats row 2");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,s\"rc\n", ST_DATA, "row 2: malformed CSV");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,\"unterminated\n", ST_DATA, "malformed CSV");
+    expect_model_error("a b,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n", ST_DATA, "column name");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,\n", ST_DATA, "column source: empty");
+    expect_model_error("", ST_DATA, "no data rows");
+
+    Catalog *c2 = calloc(1, sizeof *c2);
+    const char *bad_header = "name,layers,hidden\na,1,2\n";
+    CHECK(catalog_parse_models(c2, bad_header, strlen(bad_header), "m.csv", &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "m.csv: row 1: missing column 'ffn_hidden'");
+    const char *extra = "name,layers,colour\na,1,2\n";
+    CHECK(catalog_parse_models(c2, extra, strlen(extra), "m.csv", &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "unknown column 'colour'");
+    CHECK(catalog_parse_models(c2, "", 0, "m.csv", &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "empty file");
+    free(c2);
+}
+
+static void test_gpu_errors(void)
+{
+    const char *head = "name,compute_capability,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,"
+                       "intra_node_gbps,inter_node_gbps,gpus_per_node,source\n";
+    const struct {
+        const char *row, *part;
+    } cases[] = {
+        {"g,nine,80,1,1,1,1,1,1,8,s\n", "column compute_capability: 'nine'"},
+        {"g,8.0,80,1,1,1,1,1,1,8,s\n", "no FP8 tensor cores"},
+        {"g,9.0,-5,1,1,1,1,1,1,8,s\n", "column hbm_bytes"},
+        {"g,9.0,80,1,0,1,1,1,1,8,s\n", "column bf16_tflops: '0' must be positive"},
+        {"g,9.0,80,1,1,inf,1,1,1,8,s\n", "column fp8_tflops"},
+        {"g,9.0,80,1,1,1,1,1,1,0,s\n", "column gpus_per_node"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, "%s%s", head, cases[i].row);
+        Catalog *c = calloc(1, sizeof *c);
+        Err e = {0};
+        CHECK(catalog_parse_gpus(c, text, strlen(text), "g.csv", &e) == ST_DATA);
+        CHECK_CONTAINS(e.msg, "g.csv: row 2");
+        CHECK_CONTAINS(e.msg, cases[i].part);
+        free(c);
+    }
+}
+
+static void test_recipe_errors(void)
+{
+    char *buf;
+    size_t len;
+    Err e = {0};
+    CHECK(file_read_all("models/recipes.csv", &buf, &len, &e) == ST_OK);
+    /* take the header and the megatron-bf16 row, then break one cell at a time */
+    char *nl1 = strchr(buf, '\n'), *nl2 = strchr(nl1 + 1, '\n'), *nl3 = strchr(nl2 + 1, '\n');
+    char head[1024], row[2048];
+    snprintf(head, sizeof head, "%.*s", (int)(nl1 - buf + 1), buf);
+    snprintf(row, sizeof row, "%.*s", (int)(nl3 - nl2 - 1), nl2 + 1); /* megatron-bf16, no newline */
+    free(buf);
+    CHECK_CONTAINS(row, "megatron-bf16,bf16,none,none,fp32");
+    const struct {
+        const char *from, *to, *part;
+    } cases[] = {
+        {"megatron-bf16,bf16,none,none,fp32", "megatron-bf16,bf16,none,none,fp12",
+         "column master: unknown dtype 'fp12'"},
+        {"megatron-bf16,bf16,none,none,fp32", "megatron-bf16,e8m0,none,none,fp32", "column weight: dtype 'e8m0'"},
+        {"master+m+v", "master+mom+v", "unknown state 'mom'"},
+        {",megatron-bf16,bf16,bf16,none", ",nosuch,bf16,bf16,none", "column other_params: 'nosuch'"},
+        {",bf16,bf16,none,", ",e4m3,bf16,none,", "column scaling"},
+        {"megatron-bf16,bf16,none,none", "megatron-bf16,bf16,e4m3,none", "FP8 weight copies without FP8 GEMMs"},
+        {",8.0,", ",8,", "column min_sm"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char bad[2048], text[4096];
+        const char *at = strstr(row, cases[i].from);
+        CHECKF(at != NULL, "case %zu: '%s' not in row", i, cases[i].from);
+        if (!at) continue;
+        snprintf(bad, sizeof bad, "%.*s%s%s", (int)(at - row), row, cases[i].to, at + strlen(cases[i].from));
+        snprintf(text, sizeof text, "%s%s\n", head, bad);
+        Catalog *c = calloc(1, sizeof *c);
+        Status st = catalog_parse_recipes(c, text, strlen(text), "r.csv", &e);
+        CHECKF(st == ST_DATA, "case %zu: status %d", i, st);
+        CHECK_CONTAINS(e.msg, "r.csv: row 2");
+        CHECK_CONTAINS(e.msg, cases[i].part);
+        CHECK_EQ_INT(c->nrecipes, 0);
+        free(c);
+    }
+}
+
+int main(void)
+{
+    cat = calloc(1, sizeof *cat);
+    RUN(test_shipped_catalog_loads);
+    RUN(test_param_counts);
+    RUN(test_model_errors);
+    RUN(test_gpu_errors);
+    RUN(test_recipe_errors);
+    free(cat);
+    return test_summary();
+}

@@ -1,0 +1,407 @@
+/* tests/unit/test_plan.c — plan_build on a tiny model worked by hand, totals,
+ * properties users rely on, and every invalid input with its message. */
+#include <stdlib.h>
+
+#include "planner/plan.h"
+#include "test.h"
+
+/* A tiny GPT: 2 layers, hidden 8, 2 heads of 4, FFN 32, vocab 10, seq 4,
+ * LayerNorm, GeLU, learned positions, tied embeddings, biases. */
+static ModelSpec tiny(void)
+{
+    ModelSpec m = {.name = "tiny",
+                   .layers = 2,
+                   .hidden = 8,
+                   .ffn_hidden = 32,
+                   .heads = 2,
+                   .kv_heads = 2,
+                   .head_dim = 4,
+                   .vocab = 10,
+                   .seq_len = 4,
+                   .norm = NORM_LAYERNORM,
+                   .mlp = MLP_GELU,
+                   .pos = POS_LEARNED,
+                   .tied_embeddings = 1,
+                   .linear_bias = 1};
+    return m;
+}
+
+static GpuSpec gpu(void)
+{
+    GpuSpec g = {.name = "g",
+                 .sm = 90,
+                 .hbm_bytes = 80ull << 30,
+                 .hbm_bw = 3.35e12,
+                 .flops_bf16 = 989e12,
+                 .flops_fp8 = 1979e12,
+                 .flops_fp32 = 67e12,
+                 .intra_bw = 450e9,
+                 .inter_bw = 50e9,
+                 .gpus_per_node = 8};
+    return g;
+}
+
+static StateSet states(Dtype w, Dtype master, Dtype grad, Dtype m, Dtype v, unsigned shard)
+{
+    StateSet s = {.dt = {w, master, grad, m, v}, .shard_mask = shard};
+    return s;
+}
+
+#define SH(x) (1u << STATE_##x)
+
+/* Megatron BF16 (18 B/param; dist-opt shards master, m, v). */
+static Recipe bf16_recipe(void)
+{
+    Recipe r = {.name = "megatron-bf16",
+                .gemm_fwd = DT_BF16,
+                .gemm_bwd = DT_BF16,
+                .comm_dp_grad = DT_FP32,
+                .comm_param_gather = DT_BF16,
+                .comm_tp_ag = DT_BF16,
+                .comm_tp_rs = DT_BF16,
+                .saved_input = DT_BF16,
+                .min_sm = 80};
+    r.gemm = states(DT_BF16, DT_FP32, DT_FP32, DT_FP32, DT_FP32, SH(MASTER) | SH(M) | SH(V));
+    r.other = r.gemm;
+    r.other_comm_dp_grad = DT_FP32;
+    r.other_comm_param_gather = DT_BF16;
+    return r;
+}
+
+/* TE delayed scaling: BF16 states + FP8 row-wise and transposed copies, history 1024. */
+static Recipe te_recipe(void)
+{
+    Recipe r = bf16_recipe();
+    r.fp8_row = r.fp8_col = DT_E4M3;
+    r.gemm_fwd = DT_E4M3, r.gemm_bwd = DT_E5M2;
+    r.scaling = SCALING_DELAYED, r.amax_history = 1024, r.amax_reduce = AMAX_ALL;
+    r.comm_tp_ag = DT_E4M3, r.saved_input = DT_E4M3, r.min_sm = 89;
+    return r;
+}
+
+/* FP8-LM: FP16 master (scaled), FP8 grad (scaled), FP8 m (scaled), FP16 v; FP8 copies. */
+static Recipe fp8lm_recipe(void)
+{
+    Recipe r = te_recipe();
+    r.gemm = states(DT_NONE, DT_FP16, DT_E4M3, DT_E4M3, DT_FP16, SH(MASTER) | SH(M) | SH(V));
+    r.gemm.scaled_mask = SH(MASTER) | SH(GRAD) | SH(M);
+    r.amax_history = 1;
+    r.comm_dp_grad = r.comm_param_gather = DT_E4M3;
+    return r;
+}
+
+static PlanInput input(const ModelSpec *m, const GpuSpec *g, const Recipe *r)
+{
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = m, in.gpu = g, in.recipe = r;
+    in.vocab_pad = 1;
+    return in;
+}
+
+static void test_tiny_model_by_hand(void)
+{
+    ModelSpec m = tiny();
+    GpuSpec g = gpu();
+    Recipe r = bf16_recipe();
+    PlanInput in = input(&m, &g, &r);
+    Plan p;
+    Err e;
+    CHECK(plan_build(&in, &p, &e) == ST_OK);
+    /* linear weights per layer: QKV (2+2*2)*4 = 24 x 8 = 192; proj 8x8 = 64; FC1 32x8 = 256; FC2 8x32 = 256 */
+    CHECK_EQ_U64(p.params_gemm_gpu, 2 * (192 + 64 + 256 + 256));
+    /* other: per layer 2 LayerNorms (2*8 each) + biases 24+8+32+8 = 104; embedding 10x8, positions 4x8,
+     * final norm 16; tied, pp = 1: no LM head */
+    CHECK_EQ_U64(p.params_gpu, 1536 + 2 * 104 + 80 + 32 + 16);
+    CHECK_EQ_U64(p.params_total, 1872);
+    CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, 1536 * 2);
+    CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].bytes, 336 * 2);
+    CHECK_EQ_U64(p.mem[MT_MASTER_GEMM].bytes, 1536 * 4);
+    CHECK_EQ_U64(p.mem[MT_GRAD_OTHER].bytes, 336 * 4);
+    CHECK_EQ_U64(p.mem[MT_OPTIM_V_GEMM].bytes, 1536 * 4);
+    CHECK_EQ_U64(p.mem[MT_FP8_ROWWISE].bytes, 0);
+    CHECK_EQ_U64(p.mem[MT_SCALE_GEMM].bytes, 0);
+    /* activations per layer (tok = 4, flash, no dropout, BF16 inputs):
+     * norm inputs 2*4*8*2 = 128, LayerNorm stats 2*4*8 = 64, Q,K,V 4*24*2 = 192, FC1 output 4*32*2 = 256,
+     * flash output 4*8*2 = 64, GEMM inputs QKV 64 + FC1 64 + FC2 4*32*2 = 256 (proj input = flash output) */
+    CHECK_EQ_U64(p.mem[MT_ACT_LAYER_HP].bytes, 2 * (128 + 64 + 192 + 256 + 64 + 64 + 64 + 256));
+    CHECK_EQ_U64(p.mem[MT_ACT_ATTN].bytes, 2 * (4 * 2 * 4)); /* fp32 softmax stats per token and head */
+    CHECK_EQ_U64(p.mem[MT_ACT_MASK].bytes, 0);
+    /* output: final norm input 64 + LM-head input 64 + stats 32 + fp32 softmax 4*10*4 */
+    CHECK_EQ_U64(p.mem[MT_ACT_OUTPUT].bytes, 64 + 64 + 32 + 160);
+    /* transient: dX, d(residual) 2*64, d(FC1 out) 4*32*2 = 256 > logits 4*10*6 = 240 */
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 128 + 256);
+    CHECK_EQ_U64(p.mem[MT_COMM_BUFFER].bytes, 0); /* one GPU: no communicator */
+    CHECK_EQ_U64(p.mem[MT_CUDA_CONTEXT].bytes, 512ull << 20);
+    CHECK_EQ_U64(p.vocab_padded, 10);
+    CHECK_EQ_U64(p.world, 1);
+    CHECK_EQ_U64(p.in.gbs, 524288); /* 2^21 tokens / seq 4 */
+}
+
+static void test_tiny_fp8_terms(void)
+{
+    ModelSpec m = tiny();
+    GpuSpec g = gpu();
+    Recipe r = te_recipe();
+    PlanInput in = input(&m, &g, &r);
+    Plan p;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.mem[MT_FP8_ROWWISE].bytes, 1536);
+    CHECK_EQ_U64(p.mem[MT_FP8_COLWISE].bytes, 1536);
+    /* 8 linears x 3 records (x, w, dy) x (scale + scale_inv + 1024 amax) x 4 B */
+    CHECK_EQ_U64(p.mem[MT_SCALE_GEMM].bytes, 8 * 3 * 1026 * 4);
+    CHECK_EQ_U64(p.mem[MT_SCALE_GEMM].elements, 8 * 3 * 1026);
+    /* FP8 GEMM inputs saved: QKV 4*8 + proj 4*8 + FC1 4*8 + FC2 4*32 = 224 per layer */
+    CHECK_EQ_U64(p.mem[MT_ACT_LAYER_FP8].bytes, 2 * 224);
+    Recipe f = fp8lm_recipe();
+    in.recipe = &f;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, 0);
+    CHECK_EQ_U64(p.mem[MT_MASTER_GEMM].bytes, 1536 * 2);
+    CHECK_EQ_U64(p.mem[MT_GRAD_GEMM].bytes, 1536);
+    CHECK_EQ_U64(p.mem[MT_OPTIM_M_GEMM].bytes, 1536);
+    CHECK_EQ_U64(p.mem[MT_OPTIM_V_GEMM].bytes, 1536 * 2);
+    CHECK_EQ_U64(p.mem[MT_SCALE_STATE].bytes, 8 * 3 * 12); /* master, grad, m: scale, scale_inv, amax */
+    CHECK_EQ_U64(p.mem[MT_SCALE_GEMM].bytes, 8 * 3 * 3 * 4);
+    /* block scales: DeepSeek-V3 style 128x128 weights, one block per tiny tensor and copy */
+    Recipe d = te_recipe();
+    d.weight_gran = GRAN_128X128, d.act_gran = GRAN_1X128, d.scaling = SCALING_CURRENT, d.amax_history = 1;
+    in.recipe = &d;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].bytes, 8 * 2 * 4);
+    CHECK_EQ_U64(p.mem[MT_SCALE_GEMM].bytes, 0); /* no per-tensor operand */
+}
+
+static void test_sharding_by_hand(void)
+{
+    ModelSpec m = tiny();
+    GpuSpec g = gpu();
+    Recipe r = bf16_recipe();
+    PlanInput in = input(&m, &g, &r);
+    in.dp = 4, in.sharding = SHARD_DIST_OPT, in.gbs = 8;
+    Plan p;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.mem[MT_MASTER_GEMM].bytes, 1536 / 4 * 4);
+    CHECK_EQ_U64(p.mem[MT_MASTER_OTHER].bytes, 84 * 4); /* ceil(336/4) */
+    CHECK_EQ_U64(p.mem[MT_MASTER_GEMM].shards, 4);
+    CHECK_EQ_U64(p.mem[MT_GRAD_GEMM].bytes, 1536 * 4); /* the distributed optimizer keeps full gradients */
+    CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, 1536 * 2);
+    /* DP: reduce-scatter of 1872 fp32 gradients and all-gather of bf16 params over 4 ranks */
+    CHECK_EQ_U64(p.coll[CO_DP_GRAD_RS].payload_bytes, 1872 * 4);
+    CHECK_EQ_U64(p.coll[CO_DP_GRAD_RS].bus_bytes, 1872 * 4 * 3 / 4);
+    CHECK_EQ_U64(p.coll[CO_DP_PARAM_AG].bus_bytes, 1872 * 2 * 3 / 4);
+    CHECK_EQ_U64(p.weight_comm_bytes, 1872 * 6 * 3 / 4);
+    CHECK_EQ_U64(p.coll[CO_DP_GRAD_AR].calls, 0);
+    in.sharding = SHARD_NONE;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.coll[CO_DP_GRAD_AR].bus_bytes, 1872 * 4 * 2 * 3 / 4); /* all-reduce: 2(n-1)/n */
+    CHECK_EQ_U64(p.coll[CO_DP_GRAD_RS].calls, 0);
+    in.sharding = SHARD_ZERO3;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, 384 * 2);
+    CHECK_EQ_U64(p.mem[MT_GRAD_GEMM].bytes, 384 * 4);
+    CHECK_EQ_U64(p.coll[CO_DP_PARAM_AG].calls, 2 * 2); /* forward and backward of each of 2 micro-batches */
+}
+
+static void test_totals_are_sums(void)
+{
+    ModelSpec m = tiny();
+    GpuSpec g = gpu();
+    Recipe rs[3] = {bf16_recipe(), te_recipe(), fp8lm_recipe()};
+    for (int i = 0; i < 3; i++) {
+        PlanInput in = input(&m, &g, &rs[i]);
+        in.tp = 2, in.dp = 2, in.sharding = SHARD_DIST_OPT, in.gbs = 4;
+        Plan p;
+        CHECK(plan_build(&in, &p, NULL) == ST_OK);
+        uint64_t sum = 0, cats[MC_COUNT_] = {0};
+        for (int t = 0; t < MT_COUNT_; t++) {
+            CHECK_EQ_INT(p.mem[t].id, t);
+            CHECK(p.mem[t].name != NULL);
+            sum += p.mem[t].bytes, cats[p.mem[t].cat] += p.mem[t].bytes;
+        }
+        CHECK_EQ_U64(sum, p.total_bytes);
+        for (int c = 0; c < MC_COUNT_; c++) CHECK_EQ_U64(cats[c], p.cat_bytes[c]);
+        double parts = p.time.gemm_s + p.time.attn_s + p.time.nongemm_s + p.time.tp_comm_s + p.time.cp_comm_s +
+                       p.time.pp_comm_s + p.time.bubble_s + p.time.dp_comm_s + p.time.optimizer_s +
+                       p.time.weight_cast_s + p.time.other_s;
+        CHECK_REL(parts, p.time.step_s, 1e-9);
+        CHECK(p.fits == (p.total_bytes <= p.capacity_bytes));
+    }
+}
+
+/* Properties on real shapes: GPT-175B-like, 96 heads. */
+static ModelSpec big(void)
+{
+    ModelSpec m = tiny();
+    m.layers = 96, m.hidden = 12288, m.ffn_hidden = 49152, m.heads = m.kv_heads = 96, m.head_dim = 128;
+    m.vocab = 50257, m.seq_len = 2048;
+    return m;
+}
+
+static void test_more_dp_less_state(void)
+{
+    ModelSpec m = big();
+    GpuSpec g = gpu();
+    Recipe rs[3] = {bf16_recipe(), te_recipe(), fp8lm_recipe()};
+    for (int i = 0; i < 3; i++)
+        for (int sh = SHARD_DIST_OPT; sh <= SHARD_ZERO3; sh++) {
+            uint64_t prev = UINT64_MAX;
+            for (uint32_t dp = 1; dp <= 64; dp *= 2) {
+                PlanInput in = input(&m, &g, &rs[i]);
+                in.tp = 8, in.pp = 8, in.dp = dp, in.sharding = (Sharding)sh, in.gbs = 64 * 8;
+                Plan p;
+                CHECK(plan_build(&in, &p, NULL) == ST_OK);
+                uint64_t st = p.cat_bytes[MC_STATE];
+                CHECKF(dp == 1 || st < prev, "recipe %d sharding %d dp %u: %llu !< %llu", i, sh, dp,
+                       (unsigned long long)st, (unsigned long long)prev);
+                prev = st;
+            }
+        }
+}
+
+static void test_recompute_cuts_activations(void)
+{
+    ModelSpec m = big();
+    GpuSpec g = gpu();
+    Recipe r = bf16_recipe();
+    for (int attn = 0; attn < ATTN_COUNT_; attn++)
+        for (int sp = 0; sp < 2; sp++) {
+            uint64_t act[RECOMPUTE_COUNT_];
+            for (int rc = 0; rc < RECOMPUTE_COUNT_; rc++) {
+                PlanInput in = input(&m, &g, &r);
+                in.tp = 8, in.pp = 4, in.sp = sp, in.attn = (AttnImpl)attn, in.recompute = (Recompute)rc, in.gbs = 16;
+                in.dropout = 1;
+                Plan p;
+                CHECK(plan_build(&in, &p, NULL) == ST_OK);
+                act[rc] = p.mem[MT_ACT_LAYER_HP].bytes + p.mem[MT_ACT_LAYER_FP8].bytes + p.mem[MT_ACT_ATTN].bytes +
+                          p.mem[MT_ACT_MASK].bytes;
+            }
+            CHECK(act[RECOMPUTE_FULL] < act[RECOMPUTE_SELECTIVE]);
+            CHECK(act[RECOMPUTE_SELECTIVE] <= act[RECOMPUTE_NONE]);
+            if (attn == ATTN_MATERIALIZED) CHECK(act[RECOMPUTE_SELECTIVE] < act[RECOMPUTE_NONE]);
+        }
+}
+
+static void test_fp8_comm_not_above_bf16(void)
+{
+    ModelSpec m = big();
+    GpuSpec g = gpu();
+    Recipe b = bf16_recipe(), t = te_recipe(), f = fp8lm_recipe();
+    for (uint32_t tp = 2; tp <= 8; tp *= 2) {
+        Plan pb, pt, pf;
+        PlanInput in = input(&m, &g, &b);
+        in.tp = tp, in.pp = 4, in.dp = 4, in.sharding = SHARD_DIST_OPT, in.gbs = 64;
+        CHECK(plan_build(&in, &pb, NULL) == ST_OK);
+        in.recipe = &t;
+        CHECK(plan_build(&in, &pt, NULL) == ST_OK);
+        in.recipe = &f;
+        CHECK(plan_build(&in, &pf, NULL) == ST_OK);
+        CHECK(pt.tp_comm_bytes < pb.tp_comm_bytes);  /* FP8 all-gather of SP inputs */
+        CHECK(pt.dp_comm_bytes == pb.dp_comm_bytes); /* TE keeps FP32 gradients and BF16 gathers */
+        CHECK(pf.dp_comm_bytes < pb.dp_comm_bytes);
+        CHECK(pf.weight_comm_bytes <= pb.weight_comm_bytes / 2);
+        for (int c = 0; c < CO_COUNT_; c++) /* amax reductions exist only with FP8 */
+            if (c != CO_AMAX_AR) CHECK(pf.coll[c].step_bytes <= pb.coll[c].step_bytes);
+    }
+}
+
+static void test_tp_shards_weights(void)
+{
+    ModelSpec m = big();
+    GpuSpec g = gpu();
+    Recipe r = bf16_recipe();
+    Plan p1, p8;
+    PlanInput in = input(&m, &g, &r);
+    in.pp = 8, in.gbs = 8;
+    CHECK(plan_build(&in, &p1, NULL) == ST_OK);
+    in.tp = 8;
+    CHECK(plan_build(&in, &p8, NULL) == ST_OK);
+    CHECK_EQ_U64(p8.params_gemm_gpu * 8, p1.params_gemm_gpu);
+    CHECK(p8.coll[CO_TP_AG_FWD].calls == 2ull * 12 * p8.microbatches);
+    CHECK(p8.coll[CO_TP_AR_FWD].calls == 0);
+    in.sp = 0;
+    CHECK(plan_build(&in, &p8, NULL) == ST_OK);
+    CHECK(p8.coll[CO_TP_AR_FWD].calls == 2ull * 12 * p8.microbatches);
+    CHECK(p8.coll[CO_TP_AG_FWD].calls == 0);
+}
+
+/* ---- invalid inputs ------------------------------------------------------------------------------------- */
+
+static void expect_reject(PlanInput in, PlanReject want, const char *msg_part)
+{
+    Plan p;
+    Err e = {0};
+    PlanReject why;
+    Status st = plan_build(&in, &p, &e);
+    CHECKF(st == (want == REJECT_OVERFLOW ? ST_OVERFLOW : ST_USAGE), "status %d for reject %d", st, want);
+    CHECK_CONTAINS(e.msg, msg_part);
+    CHECK_EQ_INT(plan_validate(&in, NULL), want == REJECT_OVERFLOW ? REJECT_NONE : want);
+    CHECK(plan_build_fast(&in, &p, &why) != ST_OK);
+    CHECK_EQ_INT(why, want);
+}
+
+static void test_invalid_layouts(void)
+{
+    ModelSpec m = big();
+    GpuSpec g = gpu();
+    Recipe r = bf16_recipe(), t = te_recipe();
+    PlanInput in = input(&m, &g, &r);
+    PlanInput x = in;
+    x.tp = 5;
+    expect_reject(x, REJECT_HEADS_TP, "--tp 5");
+    ModelSpec gqa = m;
+    gqa.kv_heads = 8;
+    x = in, x.model = &gqa, x.tp = 16;
+    expect_reject(x, REJECT_HEADS_TP, "kv_heads");
+    x = in, x.pp = 5;
+    expect_reject(x, REJECT_LAYERS_PP, "96 layers");
+    x = in, x.pp = 4, x.vpp = 5;
+    expect_reject(x, REJECT_LAYERS_PP, "pp*vpp");
+    x = in, x.vpp = 2;
+    expect_reject(x, REJECT_VPP, "--pp > 1");
+    x = in, x.world = 64, x.tp = 8, x.dp = 4;
+    expect_reject(x, REJECT_WORLD, "world size 64");
+    x = in, x.dp = 4, x.mbs = 2, x.gbs = 100;
+    expect_reject(x, REJECT_GBS, "--gbs 100");
+    x = in, x.tp = 0;
+    expect_reject(x, REJECT_ZERO, "--tp 0");
+    x = in, x.mbs = 0;
+    expect_reject(x, REJECT_ZERO, "--mbs 0");
+    x = in, x.seq = 4096;
+    expect_reject(x, REJECT_SEQ_POS, "learned position embeddings for 2048");
+    x = in, x.cp = 3, x.seq = 2044;
+    expect_reject(x, REJECT_SEQ_CP, "--cp 3");
+    x = in, x.recipe = &t, x.gpu = &g;
+    GpuSpec a100 = g;
+    a100.sm = 80, a100.flops_fp8 = 0;
+    x.gpu = &a100;
+    expect_reject(x, REJECT_HW, "SM 8.9");
+    x = in, x.eff_gemm_bf16 = 0;
+    expect_reject(x, REJECT_KNOB, "efficiencies");
+    ModelSpec zero = m;
+    zero.hidden = 0;
+    x = in, x.model = &zero;
+    expect_reject(x, REJECT_MODEL, "must be positive");
+    /* sizes whose byte counts pass 2^64 */
+    ModelSpec huge = m;
+    huge.layers = 1 << 16, huge.hidden = 1u << 30, huge.ffn_hidden = 1u << 30, huge.heads = huge.kv_heads = 1;
+    huge.head_dim = 1u << 30, huge.vocab = 1u << 30, huge.seq_len = 1u << 30, huge.pos = POS_ROPE;
+    x = in, x.model = &huge, x.seq = 2;
+    expect_reject(x, REJECT_OVERFLOW, "passes 2^64");
+    x.recipe = NULL;
+    CHECK(plan_build(&x, NULL, NULL) == ST_SOFTWARE);
+}
+
+int main(void)
+{
+    RUN(test_tiny_model_by_hand);
+    RUN(test_tiny_fp8_terms);
+    RUN(test_sharding_by_hand);
+    RUN(test_totals_are_sums);
+    RUN(test_more_dp_less_state);
+    RUN(test_recompute_cuts_activations);
+    RUN(test_fp8_comm_not_above_bf16);
+    RUN(test_tp_shards_weights);
+    RUN(test_invalid_layouts);
+    return test_summary();
+}
