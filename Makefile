@@ -205,6 +205,7 @@ fuzz-run: $(FUZZERS)
 # Everything the GPU check runs; build here and carry $(BUILD) to a GPU machine
 # whose image lacks the build dependencies (tests/gpu/gpu_check.sh says how).
 gpu-build: $(BIN) $(GPUS)
+	@mkdir -p $(BUILD)/lib && for l in $$(ldd $(BIN) | awk '/libcsv/ { print $$3 }'); do cp -L "$$l" $(BUILD)/lib/; done
 
 gpu-check:
 	@sh tests/gpu/gpu_check.sh $(BUILD)

@@ -24,7 +24,8 @@
 # A GPU machine whose image lacks the build dependencies (libcsv-dev) can run a
 # build made elsewhere: `make gpu-build` there, carry BUILD_DIR along, and put
 # libcsv.so.3 in BUILD_DIR/lib (this script adds it to LD_LIBRARY_PATH, and
-# NCCL from PyTorch's nvidia-nccl package when the toolkit has none).
+# NCCL, cuBLAS or the CUDA runtime from PyTorch's nvidia-* wheels when the
+# toolkit there lacks one).
 set -u
 BUILD=${1:-build}
 root=$(cd "$(dirname "$0")/../.." && pwd) || exit 70
@@ -56,11 +57,21 @@ say() { echo "$*" | tee -a "$LOG"; }
 stage() { say ""; say "== $* ($(($(date +%s) - t_start)) s)"; }
 
 # ---- libraries and binaries ------------------------------------------------------------
+# A library the binaries cannot find is looked for in BUILD_DIR/lib, then in
+# PyTorch's nvidia-* wheels (nvidia.nccl, nvidia.cublas, nvidia.cuda_runtime).
 LIBS=""
 [ -d "$BUILD/lib" ] && LIBS="$root/$BUILD/lib"
-nccl_dir=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
-[ -n "$nccl_dir" ] && [ -d "$nccl_dir" ] && LIBS="${LIBS:+$LIBS:}$nccl_dir"
 [ -n "$LIBS" ] && export LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+pylib() { # package: prepend its lib/ folder
+    d=$(python3 -c "import nvidia.$1, os; print(os.path.join(list(nvidia.$1.__path__)[0], 'lib'))" 2>/dev/null)
+    [ -n "$d" ] && [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+if [ -x "$BUILD/gpu/gpu_kernels" ]; then
+    missing=$(ldd "$BUILD/gpu/gpu_kernels" 2>/dev/null | grep 'not found')
+    case "$missing" in *libnccl*) pylib nccl ;; esac
+    case "$missing" in *libcublas*) pylib cublas ;; esac
+    case "$missing" in *libcudart*) pylib cuda_runtime ;; esac
+fi
 
 loads() { [ -x "$1" ] && ! ldd "$1" 2>/dev/null | grep -q 'not found'; }
 PROGS="gpu_kernels gpu_nn gpu_optim gpu_bench gpu_train"
