@@ -16,7 +16,7 @@
 
 enum { HALF = 4, BT = 64 };
 
-static char dir[64];
+static char dir[512];
 
 static Gpt *make(const char *recipe, const GptShape *s, Backend *bk, Comm *comm)
 {
@@ -69,7 +69,7 @@ static void resume_case(const char *recipe)
     float la[2 * HALF], lb[2 * HALF];
     CHECK(!run(ga, &da, 2 * HALF, la));
     CHECK(!run(gb, &db, HALF, lb));
-    char path[128];
+    char path[600];
     snprintf(path, sizeof path, "%s/%s.ckpt", dir, recipe);
     CHECK_EQ_INT(ckpt_save(path, gb, &db.st, &e), ST_OK);
     DataState ds;
@@ -116,7 +116,7 @@ static void test_bad_checkpoints(void)
     Gpt *g = make("te-fp8", &s, bk, comm);
     if (!g) return;
     DataState ds = {.kind = DATA_SYNTHETIC};
-    char good[128], bad[128];
+    char good[600], bad[600];
     snprintf(good, sizeof good, "%s/good.ckpt", dir);
     snprintf(bad, sizeof bad, "%s/bad.ckpt", dir);
     CHECK(!ckpt_save(good, g, &ds, &e));
@@ -173,13 +173,14 @@ static void test_bad_checkpoints(void)
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/fp8plan-ckpt-XXXXXX");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/fp8plan-ckpt-XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
     if (!mkdtemp(dir)) return 1;
     RUN(test_resume_megatron_bf16);
     RUN(test_resume_te_fp8);
     RUN(test_resume_fp8lm);
     RUN(test_bad_checkpoints);
-    char cmd[128];
+    char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
     return test_summary();

@@ -1,0 +1,193 @@
+/* tui/state.c — the TUI state: creation, Table 5 rows, recomputation (see state.h). */
+#include "tui/state.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner/csv_table.h"
+#include "util/num.h"
+
+static const Recipe *first_recipe(const Catalog *c, const char *name, int fallback)
+{
+    const Recipe *r = catalog_recipe(c, name);
+    if (!r && fallback < c->nrecipes) r = &c->recipes[fallback];
+    return r;
+}
+
+TuiState *tui_state_new(const Catalog *cat, const PlanInput *in)
+{
+    if (!cat || !in || !in->model || !in->gpu || !in->recipe) return NULL;
+    TuiState *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->cat = cat;
+    s->in = *in;
+    /* the seed's comparison: Megatron BF16, Transformer Engine FP8, FP8-LM */
+    static const char *const seed3[] = {"megatron-bf16", "te-fp8", "fp8lm"};
+    for (int i = 0; i < 3 && i < cat->nrecipes; i++) {
+        const Recipe *r = first_recipe(cat, seed3[i], i);
+        if (r) s->slot[s->nslots++] = r;
+    }
+    s->t5_preset = -1;
+    s->sc_rows = s->sc_cols = 4096;
+    s->dcfg = (DelayedCfg){DT_E4M3, 4, AMAX_ALGO_MAX, 0};
+    tui_scenario_load(s, SCN_SPIKE);
+    s->fx_value = 0.3;
+    s->fx_fmt = DT_E4M3;
+    s->fx_scale = 1.0f;
+    s->fx_sat = FP8_SATFINITE;
+    return s;
+}
+
+void tui_state_free(TuiState *s) { free(s); }
+
+void tui_status(TuiState *s, int is_error, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->status, sizeof s->status, fmt, ap);
+    va_end(ap);
+    s->status_err = is_error;
+}
+
+/* ---- FP8-LM Table 5 ------------------------------------------------------------------------------------ */
+
+static double t5_num(const char *cell)
+{
+    double v;
+    if (!*cell || num_parse_double(cell, NUM_FINITE_ONLY, &v, NULL)) return NAN;
+    return v;
+}
+
+static uint32_t t5_u32(const char *cell)
+{
+    uint64_t v;
+    if (num_parse_u64(cell, &v, NULL) || v > UINT32_MAX) return 0;
+    return (uint32_t)v;
+}
+
+Status tui_state_load_t5(TuiState *s, const char *text, size_t len, const char *fname, Err *e)
+{
+    CsvTable ct;
+    Status st = csv_table_parse(text, len, fname, &ct, e);
+    static const char *const need[] = {"model", "recipe", "column", "tp", "pp", "dp", "mbs", "seq"};
+    for (size_t i = 0; !st && i < sizeof need / sizeof *need; i++)
+        if (csv_table_col(&ct, need[i]) < 0) st = err_set(e, ST_DATA, "%s: no '%s' column", fname, need[i]);
+    s->nt5 = 0;
+    for (int r = 0; !st && r < ct.nrows && s->nt5 < TUI_T5_MAX; r++) {
+        TuiT5Row *t = &s->t5[s->nt5];
+        snprintf(t->model, sizeof t->model, "%s", csv_table_cell(&ct, r, "model"));
+        snprintf(t->recipe, sizeof t->recipe, "%s", csv_table_cell(&ct, r, "recipe"));
+        snprintf(t->column, sizeof t->column, "%s", csv_table_cell(&ct, r, "column"));
+        t->tp = t5_u32(csv_table_cell(&ct, r, "tp"));
+        t->pp = t5_u32(csv_table_cell(&ct, r, "pp"));
+        t->dp = t5_u32(csv_table_cell(&ct, r, "dp"));
+        t->mbs = t5_u32(csv_table_cell(&ct, r, "mbs"));
+        t->seq = t5_u32(csv_table_cell(&ct, r, "seq"));
+        if (!t->tp || !t->pp || !t->dp || !t->mbs || !t->seq) {
+            st = err_set(e, ST_DATA, "%s: row %d: tp, pp, dp, mbs and seq must be positive whole numbers", fname,
+                         csv_table_rowno(r));
+            break;
+        }
+        int c = csv_table_col(&ct, "memory_gb");
+        t->memory_gb = c < 0 ? NAN : t5_num(csv_table_cell(&ct, r, "memory_gb"));
+        c = csv_table_col(&ct, "weight_comm_gb");
+        t->weight_comm_gb = c < 0 ? NAN : t5_num(csv_table_cell(&ct, r, "weight_comm_gb"));
+        c = csv_table_col(&ct, "samples_per_s");
+        t->samples_per_s = c < 0 ? NAN : t5_num(csv_table_cell(&ct, r, "samples_per_s"));
+        s->nt5++;
+    }
+    csv_table_free(&ct);
+    return st;
+}
+
+/* ---- delayed-scaling scenarios ---------------------------------------------------------------------------- */
+
+const char *tui_scenario_name(TuiScenario scn)
+{
+    static const char *const names[SCN_COUNT_] = {
+        [SCN_SPIKE] = "spike to 640",  [SCN_STEADY] = "steady", [SCN_GROWTH] = "growing x1.5/step",
+        [SCN_SPECIAL] = "0, inf, nan", [SCN_CUSTOM] = "custom",
+    };
+    return (unsigned)scn < SCN_COUNT_ ? names[scn] : "?";
+}
+
+void tui_scenario_load(TuiState *s, TuiScenario scn)
+{
+    /* amax of a tensor that sits near 1 (weights and activations after a norm) */
+    static const float steady[16] = {1.0f, 1.1f, 0.9f, 1.0f, 1.2f, 1.0f, 0.95f, 1.05f,
+                                     1.1f, 1.0f, 0.9f, 1.0f, 1.1f, 1.0f, 0.9f,  1.0f};
+    s->scenario = scn;
+    if (scn == SCN_CUSTOM) return;
+    s->ntrace = 16;
+    memcpy(s->trace, steady, sizeof steady);
+    switch (scn) {
+    case SCN_SPIKE: /* the seed's worked example: one step sees amax 640 */
+        s->trace[5] = 640.0f;
+        s->trace[6] = 2.0f;
+        s->step_cur = 6;
+        break;
+    case SCN_GROWTH: /* the amax outruns a scale computed from the past */
+        for (int i = 0; i < 16; i++) s->trace[i] = powf(1.5f, (float)i);
+        s->step_cur = 1;
+        break;
+    case SCN_SPECIAL: /* TE's policies: 0, Inf and NaN keep the scale; a tiny amax gives FLT_MAX */
+        s->trace[3] = 0.0f;
+        s->trace[6] = INFINITY;
+        s->trace[9] = NAN;
+        s->trace[12] = 1e-40f;
+        s->step_cur = 3;
+        break;
+    default: s->step_cur = 0; break;
+    }
+}
+
+static void simulate(TuiState *s)
+{
+    float *hist = malloc(sizeof *hist * (s->dcfg.hist_len ? s->dcfg.hist_len : 1));
+    DelayedState ds;
+    s->sim_ok = 0;
+    if (!hist) {
+        err_set(&s->sim_err, ST_NOMEM, "out of memory for an amax history of %u", s->dcfg.hist_len);
+        return;
+    }
+    if (!delayed_init(&ds, &s->dcfg, hist, &s->sim_err)) {
+        for (int i = 0; i < s->ntrace; i++) delayed_step(&ds, s->trace[i], &s->steps[i]);
+        s->sim_ok = 1;
+    }
+    free(hist);
+    if (s->step_cur >= s->ntrace) s->step_cur = s->ntrace - 1;
+    if (s->step_cur < 0) s->step_cur = 0;
+}
+
+/* ---- plans ------------------------------------------------------------------------------------------------ */
+
+static void replan(TuiState *s)
+{
+    err_clear(&s->plan_err);
+    s->plan_ok = plan_build(&s->in, &s->plan, &s->plan_err) == ST_OK;
+    for (int i = 0; i < s->nslots; i++) {
+        PlanInput in = s->in;
+        Err e;
+        in.recipe = s->slot[i];
+        s->cmp_ok[i] = plan_build(&in, &s->cmp[i], &e) == ST_OK;
+        snprintf(s->cmp_err[i], sizeof s->cmp_err[i], "%.159s", s->cmp_ok[i] ? "" : e.msg);
+    }
+    if (s->baseline >= s->nslots) s->baseline = 0;
+}
+
+void tui_recompute(TuiState *s, unsigned act)
+{
+    if (act & ACT_REPLAN) replan(s);
+    if (act & ACT_RESIM) simulate(s);
+    /* Table 1b and the value explorer are computed by their views' pure
+     * functions (tui/model.h) straight from the inputs: nothing cached. */
+}
+
+double tui_state_bytes_per_param(const TuiState *s, int sharded, double per_state[5])
+{
+    uint32_t ways = s->in.dp * s->in.cp;
+    return recipe_state_bytes_per_param(&s->in.recipe->gemm, sharded, ways ? ways : 1, per_state);
+}
