@@ -73,6 +73,9 @@ if [ -x "$BUILD/gpu/gpu_kernels" ]; then
     case "$missing" in *libcudart*) pylib cuda_runtime ;; esac
 fi
 
+# one process, one rank: NCCL's bootstrap needs no network beyond loopback
+export NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-lo}"
+
 loads() { [ -x "$1" ] && ! ldd "$1" 2>/dev/null | grep -q 'not found'; }
 PROGS="gpu_kernels gpu_nn gpu_optim gpu_bench gpu_train"
 need_build=0
@@ -168,6 +171,6 @@ rm -f "$OUTDIR/gpu_kernels.csv" "$OUTDIR/gpu_nn.csv" "$OUTDIR/gpu_optim.csv" "$O
 [ -s "$OUTDIR/run.csv" ] || rm -f "$OUTDIR/run.csv"
 
 sh tests/gpu/gpu_summary.sh "$OUTDIR" "$(($(date +%s) - t_start))" >"$SUM" 2>>"$LOG"
-rm -f "$OUTDIR/env.tmp"
+rm -f "$OUTDIR/env.tmp" "$OUTDIR"/*.tmp.* "$OUTDIR"/*.tmp # a stage stopped at its limit leaves its temporary file
 cat "$SUM"
 exit $status

@@ -192,8 +192,12 @@ def main():
         return 69
     torch.backends.cuda.matmul.allow_tf32 = False
     props = torch.cuda.get_device_properties(0)
-    print(f"torch_baseline: torch {torch.__version__}, {props.name}, {props.multi_processor_count} SMs, "
-          f"cuBLAS via torch, NCCL {'.'.join(map(str, torch.cuda.nccl.version()))}")
+    try:
+        nccl = torch.cuda.nccl.version()
+        nccl = ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl)
+    except Exception:  # noqa: BLE001 - only informative
+        nccl = "unknown"
+    print(f"torch_baseline: torch {torch.__version__}, {props.name}, {props.multi_processor_count} SMs, NCCL {nccl}")
     rows = []
     t0 = time.time()
     copy_bandwidth(rows)
