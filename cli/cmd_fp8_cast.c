@@ -39,7 +39,7 @@ static const char HELP[] =
     "example: printf '0.001395089319\\n0.001395089435\\n' | fp8plan cast --format e4m3 --scale 0.7\n"
     "  input,code,decoded\n"
     "  0.001395089319,0x00,0\n"
-    "  0.001395089435,0x01,0.0027901786189477...\n"
+    "  0.001395089435,0x01,0.0027901786189450301\n"
     "\n"
     "exit status: 0 ok, 64 bad option, 65 a line that is not a number (named with its\n"
     "line number), 73/74 output errors.\n";

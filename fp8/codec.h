@@ -113,7 +113,9 @@ float e8m0_decode_rcp(uint8_t code);
  *
  * The rules differ exactly when amax / 2^floor(log2 amax) is in (1.75, 2) for
  * E4M3 and E5M2 (fmax = 1.75 * 2^emax). Both: amax NaN -> 0xFF, ±Inf -> 0xFE,
- * 0 -> 0x00; results clamp to [0x00, 0xFE]. fmt is the element format. */
+ * 0 -> 0x00; results clamp to [0x00, 0xFE]. fmt is the element format.
+ * (fp8/quant.c always multiplies by the exact 2^(127-e); TE's kernels use 1
+ * when e = 0, which differs only for blocks with amax below fmax * 2^-127.) */
 typedef enum {
     E8M0_RULE_CEIL = 0,  /* cuBLAS / TE (default) */
     E8M0_RULE_FLOOR = 1, /* OCP MX v1.0 */

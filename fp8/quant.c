@@ -5,7 +5,7 @@
 
 QuantCfg quant_cfg(Dtype fmt, Granularity gran)
 {
-    QuantCfg c = {fmt, gran, FP8_SATFINITE, 0, 0, 0.0f, E8M0_RULE_CEIL};
+    QuantCfg c = {fmt, gran, FP8_SATFINITE, 0, 0, 0.0f, E8M0_RULE_CEIL, 0};
     c.pow2 = gran == GRAN_1X128 || gran == GRAN_128X128;
     return c;
 }
@@ -18,6 +18,30 @@ static void extent(Granularity g, uint64_t rows, uint64_t cols, uint64_t *br, ui
     gran_block(g, br, bc);
     if (!*br) *br = rows;
     if (!*bc) *bc = cols;
+}
+
+/* the block extent under cfg: a per-column channel scale covers a whole column */
+static void cfg_extent(const QuantCfg *cfg, uint64_t rows, uint64_t cols, uint64_t *br, uint64_t *bc)
+{
+    if (cfg->gran == GRAN_CHANNEL && cfg->chan_cols) {
+        *br = rows, *bc = 1;
+        return;
+    }
+    extent(cfg->gran, rows, cols, br, bc);
+}
+
+uint64_t quant_scale_index_cfg(const QuantCfg *cfg, uint64_t cols, uint64_t r, uint64_t c)
+{
+    if (cfg->gran == GRAN_CHANNEL && cfg->chan_cols) return c;
+    return quant_scale_index(cfg->gran, cols, r, c);
+}
+
+Status quant_scale_count(const QuantCfg *cfg, uint64_t rows, uint64_t cols, uint64_t *n_scales, Err *e)
+{
+    uint64_t bytes;
+    Status st = gran_scale_count(cfg->gran, rows, cols, n_scales, &bytes, e);
+    if (!st && cfg->gran == GRAN_CHANNEL && cfg->chan_cols) *n_scales = cols;
+    return st;
 }
 
 uint64_t quant_scale_index(Granularity g, uint64_t cols, uint64_t r, uint64_t c)
@@ -57,14 +81,14 @@ static void count(Dtype fmt, float x, float xs, uint8_t code, QuantCounts *k)
 Status quant_tensor(const QuantCfg *cfg, const float *x, uint64_t rows, uint64_t cols, const QuantBufs *out,
                     QuantCounts *counts, Err *e)
 {
-    uint64_t n, br, bc, nscales, sbytes;
+    uint64_t n, br, bc, nscales;
     Status st = check(cfg, rows, cols, &n, e);
     if (st) return st;
-    if ((st = gran_scale_count(cfg->gran, rows, cols, &nscales, &sbytes, e))) return st;
+    if ((st = quant_scale_count(cfg, rows, cols, &nscales, e))) return st;
     int mx = cfg->gran == GRAN_1X32;
     if (!out || !out->codes || (mx && !out->e8m0) || (!mx && !out->scale))
         return err_set(e, ST_SOFTWARE, "quant_tensor: missing output buffer for %s scales", gran_name(cfg->gran));
-    extent(cfg->gran, rows, cols, &br, &bc);
+    cfg_extent(cfg, rows, cols, &br, &bc);
     uint64_t nbc = ceil_div(cols, bc);
     ScaleCfg sc = {cfg->fmt, cfg->margin, cfg->pow2, cfg->epsilon};
     QuantCounts k = {0, 0, 0, 0};
@@ -109,7 +133,7 @@ Status quant_dequant(const QuantCfg *cfg, const QuantBufs *in, uint64_t rows, ui
     int mx = cfg->gran == GRAN_1X32;
     if (!in || !in->codes || (mx && !in->e8m0) || (!mx && !in->scale && !in->scale_inv))
         return err_set(e, ST_SOFTWARE, "quant_dequant: missing input buffer for %s scales", gran_name(cfg->gran));
-    extent(cfg->gran, rows, cols, &br, &bc);
+    cfg_extent(cfg, rows, cols, &br, &bc);
     uint64_t nbc = ceil_div(cols, bc);
     for (uint64_t r = 0; r < rows; r++)
         for (uint64_t c = 0; c < cols; c++) {

@@ -6,7 +6,7 @@
  * per block; block (br, bc) covers rows [br*BR, ...) and cols [bc*BC, ...)
  * and its scale sits at index br * ceil(cols/BC) + bc:
  *   GRAN_TENSOR   1 scale                  index 0
- *   GRAN_CHANNEL  1 per row                index r
+ *   GRAN_CHANNEL  1 per row                index r   (chan_cols: 1 per column, index c)
  *   GRAN_1X32     1 per 32 along a row     index r * ceil(cols/32) + c/32   (E8M0)
  *   GRAN_1X128    1 per 128 along a row    index r * ceil(cols/128) + c/128
  *   GRAN_128X128  1 per 128x128 tile       index (r/128) * ceil(cols/128) + c/128
@@ -43,6 +43,7 @@ typedef struct {
     int pow2;      /* FP32 scales: round down to a power of two */
     float epsilon; /* FP32 scales: amax floor (TE amax_epsilon) */
     E8m0Rule rule; /* GRAN_1X32: E8M0_RULE_CEIL (cuBLAS/TE) or E8M0_RULE_FLOOR (OCP) */
+    int chan_cols; /* GRAN_CHANNEL: 1 = one scale per column (output channels stored as columns) */
 } QuantCfg;
 
 /* TE's defaults for a granularity: SATFINITE, margin 0, epsilon 0, the ceil
@@ -50,7 +51,7 @@ typedef struct {
  * Float8BlockScaling's default; DeepSeek-V3 keeps plain FP32 scales). */
 QuantCfg quant_cfg(Dtype fmt, Granularity gran);
 
-/* Output buffers, all caller-owned. n_scales is gran_scale_count()'s. */
+/* Output buffers, all caller-owned. n_scales is quant_scale_count()'s. */
 typedef struct {
     uint8_t *codes;   /* (rows, cols) FP8 codes, required */
     float *scale;     /* (n_scales) quantization multipliers; required for FP32 scales, optional for 1x32 */
@@ -67,8 +68,15 @@ typedef struct {
     uint64_t nonfinite; /* codes that are NaN or Inf */
 } QuantCounts;
 
-/* Index of the scale for element (r, c). */
+/* Index of the scale for element (r, c) (GRAN_CHANNEL per row). */
 uint64_t quant_scale_index(Granularity g, uint64_t cols, uint64_t r, uint64_t c);
+
+/* The same under cfg (honours chan_cols). */
+uint64_t quant_scale_index_cfg(const QuantCfg *cfg, uint64_t cols, uint64_t r, uint64_t c);
+
+/* Number of scales quant_tensor writes for an R x C tensor under cfg: gran_scale_count()'s,
+ * or cols for GRAN_CHANNEL with chan_cols. ST_USAGE for a zero dimension, ST_OVERFLOW past 2^64. */
+Status quant_scale_count(const QuantCfg *cfg, uint64_t rows, uint64_t cols, uint64_t *n_scales, Err *e);
 
 /* Quantize x (rows, cols). counts may be NULL. ST_USAGE for a bad cfg or
  * shape, ST_SOFTWARE for a missing required buffer, ST_OVERFLOW past 2^64. */

@@ -1,7 +1,8 @@
 /* tests/support/nv_oracle.c — C shim over cuda_fp8.h's host conversions (see nv_oracle.h). */
 #include "nv_oracle.h"
 
-#if defined(__has_include)
+/* FP8PLAN_NO_NV_ORACLE builds the stubs even where the header exists (to check the skip path). */
+#if defined(__has_include) && !defined(FP8PLAN_NO_NV_ORACLE)
 #if __has_include(<cuda_fp8.h>) && __has_include(<cuda_runtime_api.h>)
 #define NVO_HAVE_FP8 1
 #endif

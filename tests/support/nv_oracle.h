@@ -9,6 +9,7 @@
  * When the header is absent at build time every nvo_*_available() returns 0 and
  * the wrappers return 0; tests then print "skip" instead of passing or failing.
  * The E8M0 functions arrived in CUDA 12.8, so they have their own probe.
+ * Defining FP8PLAN_NO_NV_ORACLE forces the stubs (to exercise the skip path).
  *
  * BF16/FP16 conversions in cuda_bf16.h / cuda_fp16.h are C++ only (their
  * functions are declared under __cplusplus), so they are not wrapped here; the

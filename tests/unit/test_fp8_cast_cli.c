@@ -13,7 +13,7 @@
 enum { N = 40000 };
 
 static const char *bin;
-static char dir[64];
+static char dir[512];
 static uint64_t rng = 0x853C49E6748FEA9Bu;
 
 static uint64_t next64(void)
@@ -79,7 +79,7 @@ static void test_cast_matches_nvidia(void)
     static float xf[N];
     static double xd[N];
     static uint8_t want[N];
-    char pf[96], pd[96];
+    char pf[600], pd[600];
     snprintf(pf, sizeof pf, "%s/f32.txt", dir);
     snprintf(pd, sizeof pd, "%s/f64.txt", dir);
     FILE *ff = fopen(pf, "w"), *fd = fopen(pd, "w");
@@ -126,7 +126,8 @@ int main(void)
     } else if (!nvo_available()) {
         SKIP(test_cast_matches_nvidia, "cuda_fp8.h not found at build time");
     } else {
-        snprintf(dir, sizeof dir, "/tmp/fp8plan-cast-XXXXXX");
+        const char *tmp = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/fp8plan-cast-XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
         if (!mkdtemp(dir)) {
             printf("FAIL - cannot make a temporary directory\n");
             return 1;

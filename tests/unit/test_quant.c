@@ -178,6 +178,29 @@ static void test_cast_with_given_scale(void)
     CHECK(c[4] == 0x7F && k.nonfinite == 1 && k.saturated == 1);
 }
 
+/* Output channels stored as columns: one scale per column. */
+static void test_channel_per_column(void)
+{
+    const float x[3 * 4] = {1, -2, 0.5f, 100, -3, 4, 0.25f, 7, 2, 1, -0.125f, -50};
+    uint8_t codes[12];
+    float scale[4], inv[4], amax[4], y[12];
+    QuantCfg cfg = quant_cfg(DT_E4M3, GRAN_CHANNEL);
+    cfg.chan_cols = 1;
+    uint64_t ns;
+    CHECK(quant_scale_count(&cfg, 3, 4, &ns, NULL) == ST_OK);
+    CHECK_EQ_U64(ns, 4);
+    QuantBufs qb = {codes, scale, inv, NULL, amax};
+    CHECK(quant_tensor(&cfg, x, 3, 4, &qb, NULL, NULL) == ST_OK);
+    const float colmax[4] = {3, 4, 0.5f, 100};
+    for (int c = 0; c < 4; c++) CHECK(amax[c] == colmax[c] && scale[c] == 448.0f / colmax[c]);
+    CHECK_EQ_U64(quant_scale_index_cfg(&cfg, 4, 2, 3), 3);
+    CHECK(quant_dequant(&cfg, &qb, 3, 4, y, NULL) == ST_OK);
+    for (int i = 0; i < 12; i++) CHECK_REL(y[i], x[i], 1.0 / 16 + 3 * 0x1p-24); /* each column's amax maps to 448 */
+    cfg.chan_cols = 0;
+    CHECK(quant_scale_count(&cfg, 3, 4, &ns, NULL) == ST_OK);
+    CHECK_EQ_U64(ns, 3);
+}
+
 static void test_errors(void)
 {
     float x[4] = {0};
@@ -278,6 +301,7 @@ int main(void)
     RUN(test_block_scales);
     RUN(test_zero_block_and_counts);
     RUN(test_cast_with_given_scale);
+    RUN(test_channel_per_column);
     RUN(test_errors);
     RUN(test_qerror);
     RUN(test_synth);
