@@ -7,6 +7,9 @@
 #   make bench      benchmarks that print their figures
 #   make fuzz       libFuzzer targets for FUZZ_SECONDS each (fuzz-smoke: 5 s)
 #   make test-slow  opt-in exhaustive checks (all 2^32 floats)
+#   make gpu-check  build and run the GPU validation (tests/gpu/gpu_check.sh): kernels
+#                   against the CPU reference, GEMM sweep, training steps, torch
+#                   baseline; results under results/gpu-<date>/; exit 69 without a GPU
 #   make fmt | lint | clean
 #
 # Knobs: SAN=address|undefined|address,undefined  WERROR=1|0  OPT=-O2
@@ -83,6 +86,7 @@ TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 SLOW_SRC := $(sort $(wildcard tests/slow/slow_*.c))
 BENCH_SRC := $(sort $(wildcard tests/bench/bench_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+GPU_SRC := $(sort $(wildcard tests/gpu/gpu_*.c))
 
 obj = $(patsubst %,$(BUILD)/obj/%.o,$(basename $(1)))
 LIB_OBJ := $(call obj,$(LIB_SRC))
@@ -97,6 +101,8 @@ TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 SLOWS := $(patsubst tests/slow/%.c,$(BUILD)/slow/%,$(SLOW_SRC))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+# GPU check programs: built with every CUDA build (so CI compiles them), run only by gpu-check
+GPUS := $(if $(filter 1,$(HAVE_CUDA)),$(patsubst tests/gpu/%.c,$(BUILD)/gpu/%,$(GPU_SRC)))
 DEPS_OK := $(BUILD)/.deps-ok
 
 # ---- system packages -------------------------------------------------------------
@@ -123,7 +129,7 @@ ifneq ($(HAVE_CUDA),1)
 endif
 
 # ---- rules -----------------------------------------------------------------------
-.PHONY: all run test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests
+.PHONY: all run test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-check
 
 all: $(BIN)
 
@@ -158,12 +164,16 @@ $(BUILD)/bench/%: tests/bench/%.c $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
+$(BUILD)/gpu/%: tests/gpu/%.c tests/gpu/gpu_common.h $(LIB) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) -fsanitize=fuzzer,address,undefined \
 	  $< $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
 
-tests: $(BIN) $(TESTS)
+tests: $(BIN) $(TESTS) $(GPUS)
 
 test: tests
 	@sh tests/run.sh $(BUILD)
@@ -191,6 +201,14 @@ fuzz-run: $(FUZZERS)
 	  if [ $$rc -ne 0 ]; then tail -n 40 $(BUILD)/fuzz/$$n.log; echo "FAIL - $$n (exit $$rc)"; exit 1; fi; \
 	  echo "ok - $$n"; \
 	done
+
+# Everything the GPU check runs; build here and carry $(BUILD) to a GPU machine
+# whose image lacks the build dependencies (tests/gpu/gpu_check.sh says how).
+gpu-build: $(BIN) $(GPUS)
+	@mkdir -p $(BUILD)/lib && for l in $$(ldd $(BIN) | awk '/libcsv/ { print $$3 }'); do cp -L "$$l" $(BUILD)/lib/; done
+
+gpu-check:
+	@sh tests/gpu/gpu_check.sh $(BUILD)
 
 # The seed's headline comparison: GPT-175B, TP8 x PP4 x DP4, micro-batch 1, seq 2048, H100 SXM,
 # distributed optimizer: Megatron BF16 vs Transformer Engine FP8 vs FP8-LM.

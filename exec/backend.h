@@ -64,6 +64,32 @@ extern "C" {
 
 typedef struct Backend Backend;
 
+/* ---- device description (optional hooks, see the end of struct Backend) ---- */
+enum { BACKEND_MARKS = 32 }; /* timestamp ids 0 .. BACKEND_MARKS-1 */
+
+/* What an operation's device time is counted as (op_times). */
+typedef enum {
+    BK_OPCAT_GEMM = 0, /* gemm() and the GEMMs inside attention */
+    BK_OPCAT_KERNEL,   /* every other kernel: casts, norms, attention softmax, GELU, loss, ... */
+    BK_OPCAT_OPTIM,    /* adamw(), fp8_adam() */
+    BK_OPCAT_COMM,     /* collectives issued on the backend's stream */
+    BK_OPCAT_COUNT
+} BackendOpCat;
+
+typedef struct {
+    char name[256];                /* as the driver names it, e.g. "NVIDIA H200" */
+    int cc_major, cc_minor;        /* compute capability */
+    int sm_count;                  /* multiprocessors */
+    uint64_t total_bytes;          /* device memory */
+    double sm_clock_ghz;           /* maximum SM clock */
+    int runtime_version;           /* CUDA runtime, e.g. 13000 */
+    int driver_version;            /* CUDA driver API version */
+    uint64_t gemm_library_version; /* cuBLASLt, e.g. 130100 */
+    /* bytes the backend holds outside the arena right now */
+    uint64_t workspace_bytes; /* GEMM library workspace (cuBLASLt: fixed at creation) */
+    uint64_t scratch_bytes;   /* private scratch (reduction partials, attention scores without a desc scratch) */
+} BackendDeviceInfo;
+
 /* ---- GEMM ------------------------------------------------------------------
  *
  *   D (M, N) = A (M, K) · B (N, K)ᵀ  [+ D if accumulate]  [+ bias (N) on every row]
@@ -189,6 +215,11 @@ typedef struct {
     const void *qkv; /* (B, T, 3C) */
     void *probs;     /* (B, heads, T, T) */
     void *out;       /* (B, T, C) */
+    /* Optional (B, heads, T, T) FP32 workspace for the raw scores (the backward's
+     * scratch is free during the forward). NULL: a backend that needs one uses
+     * private memory of its own (the CUDA backend: a few heads at a time). The
+     * CPU backend ignores it. */
+    float *scratch;
 } AttnFwdDesc;
 
 typedef struct {
@@ -370,6 +401,24 @@ struct Backend {
 
     /* Release everything the backend holds (not the arena: free() that first). */
     void (*destroy)(Backend *bk);
+
+    /* ---- optional: measurement hooks (NULL where a backend has none; callers check) ----
+     * Added for the CUDA backend, whose work is asynchronous: host clocks around
+     * an operation measure its launch, not its run. */
+
+    /* (mem_info, device memory as the driver sees it, is declared after sync.) */
+    /* The device, and the bytes the backend holds outside the arena. */
+    Status (*device_info)(Backend *bk, BackendDeviceInfo *out, Err *e);
+    /* Timestamps in the stream of work: mark(id) records timestamp id (< BACKEND_MARKS)
+     * after everything issued so far; elapsed(from, to) waits for `to` and gives the
+     * device time between the two marks in seconds. */
+    Status (*mark)(Backend *bk, uint32_t id, Err *e);
+    Status (*elapsed)(Backend *bk, uint32_t from, uint32_t to, double *seconds, Err *e);
+    /* Device time of the backend's own operations by category (BackendOpCat),
+     * summed since the previous call, in seconds; waits for issued work. `enable`
+     * switches the per-operation timing on (1) or off (0) from now on (it costs
+     * two timestamps per operation). */
+    Status (*op_times)(Backend *bk, int enable, double seconds[BK_OPCAT_COUNT], Err *e);
 };
 
 /* ---- collectives ----------------------------------------------------------------

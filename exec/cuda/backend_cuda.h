@@ -1,0 +1,47 @@
+/* exec/cuda/backend_cuda.h — the CUDA backend of the executor (exec/backend.h):
+ * cuBLASLt GEMMs (FP8 E4M3/E5M2 with per-tensor scale_inv pointers, BF16),
+ * fused cast + transpose + amax, delayed scaling for a whole bank in one
+ * launch, layer norm, attention with materialized scores, GELU, embeddings,
+ * cross-entropy, AdamW and FP8-LM's optimizer, and an NCCL Comm.
+ *
+ * Plain C declarations (no CUDA header), so exec/backend.c and the tests
+ * include it from C. Built only where nvcc exists (FP8PLAN_HAVE_CUDA). */
+#ifndef FP8PLAN_EXEC_CUDA_BACKEND_CUDA_H
+#define FP8PLAN_EXEC_CUDA_BACKEND_CUDA_H
+
+#include <stdint.h>
+
+#include "exec/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cuBLASLt workspace the backend allocates once at creation (outside the arena;
+ * the plan's workspace line should count it). 32 MiB: what Hopper's FP8 and
+ * BF16 kernels want (llm.c: "only Hopper needs 32"). */
+#define CUDA_LT_WORKSPACE_BYTES (32ull << 20)
+
+/* Count the GPUs this process can use. ST_OK with *count ≥ 1; ST_UNAVAILABLE
+ * with the driver's reason when there is none (no device, no driver, driver
+ * older than the runtime). Never fails otherwise. */
+Status cuda_device_probe(int *count, Err *e);
+
+/* Create the backend on the current device (CUDA_VISIBLE_DEVICES picks it):
+ * one non-blocking stream, a cuBLASLt handle and its workspace. ST_UNAVAILABLE
+ * when no GPU is present or its compute capability is below 8.9 (no FP8 tensor
+ * cores; the message names the device). */
+Status backend_cuda_create(Backend **out, Err *e);
+
+/* An NCCL communicator on bk's device and stream. size 1 needs nothing else;
+ * size > 1 needs one process per rank and NCCL_COMM_ID=<host>:<port> set
+ * identically in each (rank 0 serves the bootstrap there). Collectives are
+ * issued on the backend's stream and count payload and bus bytes with
+ * nccl-tests' factors. FP8 dtypes map to NCCL's native FP8 types (NCCL ≥ 2.24,
+ * reductions on sm_90+). ST_UNAVAILABLE when NCCL cannot start. */
+Status comm_nccl_create(Backend *bk, int rank, int size, Comm **out, Err *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

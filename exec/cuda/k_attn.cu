@@ -1,0 +1,299 @@
+/* exec/cuda/k_attn.cu — causal self-attention with materialized scores, as the
+ * planner's "materialized" attention option counts it: probs (B, H, T, T) are
+ * stored in the activation dtype and saved for the backward.
+ *
+ * Forward, per sequence b (heads batched with cuBLASLt's strided batch; the
+ * head stride inside qkv (B, T, 3C) is D columns, the row stride 3C):
+ *   S = Q·Kᵀ / √D   → FP32 scores (the descriptor's scratch, or a private buffer
+ *                     a few heads at a time), full T × T computed
+ *   P = softmax(S) over keys ≤ query, rounded to the dtype (0 above the diagonal)
+ *   O = P·V         → out (B, T, C)
+ * Backward, with the FP32 (B, H, T, T) scratch of the descriptor:
+ *   dP = dO·Vᵀ (FP32 into scratch); dS = P ⊙ (dP − Σ P·dP) / √D, rounded to the
+ *   dtype and written into the second half of each scratch row (a 16-bit dS row
+ *   needs half of its FP32 row; each warp reads its row before it writes, from
+ *   the top down, so no unread value is overwritten); then
+ *   dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q straight into dqkv.
+ * The per-element arithmetic is exec/kernel_math.h's; the GPU rounds dS to the
+ * dtype before its GEMMs where the CPU reference keeps it in FP32 (one more
+ * rounding of 2^-8 relative for BF16, bounded in the GPU tests). */
+#include "exec/cuda/cuda_elem.cuh"
+#include "exec/cuda/cuda_impl.h"
+#include "exec/kernel_math.h"
+
+enum { SM_THREADS = 256, SM_ROWS = SM_THREADS / 32 };
+static const size_t FWD_CHUNK_BYTES = 64u << 20; /* private score buffer: heads at a time within this */
+
+/* Rows of P from FP32 scores: row r of the chunk is query t = r % T. */
+__global__ void __launch_bounds__(SM_THREADS)
+    k_softmax_fwd(const float *scores, void *probs, Dtype dt, uint64_t rows, uint32_t T)
+{
+    const int lane = threadIdx.x & 31;
+    const uint64_t r = (uint64_t)blockIdx.x * SM_ROWS + (threadIdx.x >> 5);
+    if (r >= rows) return;
+    const uint32_t t = (uint32_t)(r % T);
+    const float *s = scores + r * T;
+    float mx = -INFINITY;
+    for (uint32_t j = lane; j <= t; j += 32) mx = fmaxf(mx, s[j]);
+    mx = warp_max(mx);
+    float sum = 0.0f;
+    for (uint32_t j = lane; j <= t; j += 32) sum += expf(KM_SUB(s[j], mx));
+    sum = warp_sum(sum);
+    for (uint32_t j = lane; j < T; j += 32)
+        dev_store(probs, dt, r * T + j, j <= t ? KM_DIV(expf(KM_SUB(s[j], mx)), sum) : 0.0f);
+}
+
+/* dS from dP (FP32, in scratch) and P: see the file comment for the layout. */
+__global__ void __launch_bounds__(SM_THREADS)
+    k_softmax_bwd(const void *probs, float *scratch, Dtype dt, uint64_t rows, uint32_t T, float scale)
+{
+    const int lane = threadIdx.x & 31;
+    const uint64_t r = (uint64_t)blockIdx.x * SM_ROWS + (threadIdx.x >> 5);
+    if (r >= rows) return;
+    const uint32_t t = (uint32_t)(r % T);
+    float *dp = scratch + r * T;
+    float dot = 0.0f;
+    for (uint32_t j = lane; j <= t; j += 32) dot += dev_load(probs, dt, r * T + j) * dp[j];
+    dot = warp_sum(dot);
+    __syncwarp();
+    if (dt == DT_FP32) { /* in place, each lane its own elements */
+        for (uint32_t j = lane; j < T; j += 32)
+            dp[j] = j <= t ? KM_MUL(km_softmax_bwd(dev_load(probs, dt, r * T + j), dp[j], dot), scale) : 0.0f;
+        return;
+    }
+    void *ds = (uint16_t *)dp + T; /* 16-bit row in the second half of the FP32 row */
+    for (int64_t base = (int64_t)((T - 1) / 32) * 32; base >= 0; base -= 32) {
+        const uint32_t j = (uint32_t)base + lane;
+        float v = 0.0f;
+        if (j <= t) v = KM_MUL(km_softmax_bwd(dev_load(probs, dt, r * T + j), dp[j], dot), scale);
+        __syncwarp(); /* the warp's loads of this chunk are done before any store */
+        if (j < T) dev_store(ds, dt, j, v);
+        __syncwarp();
+    }
+}
+
+static uint64_t esz(Dtype dt) { return dtype_bytes(dt); }
+static const void *at(const void *p, Dtype dt, uint64_t elems) { return (const char *)p + elems * esz(dt); }
+static void *at_w(void *p, Dtype dt, uint64_t elems) { return (char *)p + elems * esz(dt); }
+
+/* One batched row-major GEMM D = A·Bᵀ over `batch` heads, timed as a GEMM. */
+typedef struct {
+    uint64_t m, n, k;
+    const void *a;
+    GemmLayout la;
+    uint64_t lda;
+    int64_t sa;
+    const void *b;
+    GemmLayout lb;
+    uint64_t ldb;
+    int64_t sb;
+    void *d;
+    Dtype dd;
+    uint64_t ldd;
+    int64_t sd;
+    Dtype dt; /* operand dtype */
+    uint32_t batch;
+    float alpha;
+} BatchGemm;
+
+static Status batched(CudaImpl *im, const BatchGemm *q, Err *e)
+{
+    Status st = ST_OK;
+    GemmDesc g = {};
+    LtCall c;
+    g.m = q->m;
+    g.n = q->n;
+    g.k = q->k;
+    g.a.ptr = q->a;
+    g.a.dtype = q->dt;
+    g.a.layout = q->la;
+    g.a.ld = q->lda;
+    g.b.ptr = q->b;
+    g.b.dtype = q->dt;
+    g.b.layout = q->lb;
+    g.b.ld = q->ldb;
+    g.d.ptr = q->d;
+    g.d.dtype = q->dd;
+    g.d.ld = q->ldd;
+    ST_TRY(lt_map_gemm(&g, &c, e));
+    c.batch = q->batch;
+    c.stride_a = q->sb; /* cuBLAS A is our B */
+    c.stride_b = q->sa;
+    c.stride_d = q->sd;
+    c.alpha = q->alpha;
+    ST_TRY(cuda_op_begin(im, BK_OPCAT_GEMM, e));
+    ST_TRY(cuda_lt_call(im, &c, e));
+    ST_TRY(cuda_op_end(im, e));
+done:
+    return st;
+}
+
+static Status attn_check(uint32_t b, uint32_t t, uint32_t h, uint32_t hd, Dtype dt, const char *op, Err *e)
+{
+    if (!b || !t || !h || !hd) return err_set(e, ST_USAGE, "%s: empty shape", op);
+    return cuda_need_float(dt, op, "activation", e);
+}
+
+Status cuda_attention_fwd(Backend *bk, const AttnFwdDesc *d, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = attn_check(d->batch, d->seq, d->heads, d->head_dim, d->dtype, "attention_fwd", e);
+    if (st) return st;
+    if (!d->qkv || !d->probs || !d->out) return err_set(e, ST_USAGE, "attention_fwd: missing pointer");
+    const uint64_t B = d->batch, T = d->seq, H = d->heads, D = d->head_dim, C = H * D, C3 = 3 * C, TT = T * T;
+    const Dtype dt = d->dtype;
+    float *scores = d->scratch;
+    uint64_t hc = H;
+    if (!scores) {
+        void *p = NULL;
+        hc = FWD_CHUNK_BYTES / (TT * sizeof(float));
+        hc = hc < 1 ? 1 : (hc > H ? H : hc);
+        ST_TRY(cuda_scratch(im, (size_t)(hc * TT * sizeof(float)), &p, e));
+        scores = (float *)p;
+    }
+    for (uint64_t b = 0; b < B; b++) {
+        const void *qkv_b = at(d->qkv, dt, b * T * C3);
+        for (uint64_t h0 = 0; h0 < H; h0 += hc) {
+            uint64_t n = H - h0 < hc ? H - h0 : hc;
+            BatchGemm s = {T,
+                           T,
+                           D,
+                           at(qkv_b, dt, h0 * D),
+                           GEMM_K_INNER,
+                           C3,
+                           (int64_t)D,
+                           at(qkv_b, dt, C + h0 * D),
+                           GEMM_K_INNER,
+                           C3,
+                           (int64_t)D,
+                           scores,
+                           DT_FP32,
+                           T,
+                           (int64_t)TT,
+                           dt,
+                           (uint32_t)n,
+                           1.0f / sqrtf((float)D)};
+            ST_TRY(batched(im, &s, e));
+            ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
+            k_softmax_fwd<<<(unsigned)((n * T + SM_ROWS - 1) / SM_ROWS), SM_THREADS, 0, im->stream>>>(
+                scores, at_w(d->probs, dt, (b * H + h0) * TT), dt, n * T, (uint32_t)T);
+            CU_LAUNCHED(e);
+            ST_TRY(cuda_op_end(im, e));
+        }
+        /* O (T, D) = P (T, T) · V, V stored (T, D): K outer */
+        BatchGemm o = {T,
+                       D,
+                       T,
+                       at(d->probs, dt, b * H * TT),
+                       GEMM_K_INNER,
+                       T,
+                       (int64_t)TT,
+                       at(qkv_b, dt, 2 * C),
+                       GEMM_K_OUTER,
+                       C3,
+                       (int64_t)D,
+                       at_w(d->out, dt, b * T * C),
+                       dt,
+                       C,
+                       (int64_t)D,
+                       dt,
+                       (uint32_t)H,
+                       1.0f};
+        ST_TRY(batched(im, &o, e));
+    }
+done:
+    return st;
+}
+
+Status cuda_attention_bwd(Backend *bk, const AttnBwdDesc *d, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = attn_check(d->batch, d->seq, d->heads, d->head_dim, d->dtype, "attention_bwd", e);
+    if (st) return st;
+    if (!d->qkv || !d->probs || !d->dout || !d->dqkv || !d->scratch)
+        return err_set(e, ST_USAGE, "attention_bwd: missing pointer");
+    const uint64_t B = d->batch, T = d->seq, H = d->heads, D = d->head_dim, C = H * D, C3 = 3 * C, TT = T * T;
+    const Dtype dt = d->dtype;
+    const int wide = dt == DT_FP32;
+    /* dS: in place (FP32) or the second half of each FP32 row (16-bit): ld and head stride in elements */
+    const uint64_t ld_ds = wide ? T : 2 * T;
+    const int64_t s_ds = (int64_t)(wide ? TT : 2 * TT);
+    for (uint64_t b = 0; b < B; b++) { /* dP (T, T) = dO (T, D) · V (T, D)ᵀ */
+        BatchGemm g = {T,
+                       T,
+                       D,
+                       at(d->dout, dt, b * T * C),
+                       GEMM_K_INNER,
+                       C,
+                       (int64_t)D,
+                       at(d->qkv, dt, b * T * C3 + 2 * C),
+                       GEMM_K_INNER,
+                       C3,
+                       (int64_t)D,
+                       d->scratch + b * H * TT,
+                       DT_FP32,
+                       T,
+                       (int64_t)TT,
+                       dt,
+                       (uint32_t)H,
+                       1.0f};
+        ST_TRY(batched(im, &g, e));
+    }
+    ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
+    k_softmax_bwd<<<(unsigned)((B * H * T + SM_ROWS - 1) / SM_ROWS), SM_THREADS, 0, im->stream>>>(
+        d->probs, d->scratch, dt, B * H * T, (uint32_t)T, 1.0f / sqrtf((float)D));
+    CU_LAUNCHED(e);
+    ST_TRY(cuda_op_end(im, e));
+    for (uint64_t b = 0; b < B; b++) {
+        const void *qkv_b = at(d->qkv, dt, b * T * C3), *dout_b = at(d->dout, dt, b * T * C);
+        void *dqkv_b = at_w(d->dqkv, dt, b * T * C3);
+        const void *ds_b = wide ? (const void *)(d->scratch + b * H * TT)
+                                : (const void *)((const uint16_t *)(d->scratch + b * H * TT) + T);
+        /* dV (T, D) = Pᵀ · dO: P stored (Tq, Tk) is K outer, dO stored (T, D) is K outer */
+        BatchGemm dv = {T,
+                        D,
+                        T,
+                        at(d->probs, dt, b * H * TT),
+                        GEMM_K_OUTER,
+                        T,
+                        (int64_t)TT,
+                        dout_b,
+                        GEMM_K_OUTER,
+                        C,
+                        (int64_t)D,
+                        at_w(dqkv_b, dt, 2 * C),
+                        dt,
+                        C3,
+                        (int64_t)D,
+                        dt,
+                        (uint32_t)H,
+                        1.0f};
+        /* dQ (T, D) = dS (Tq, Tk) · K, K stored (Tk, D): K outer */
+        BatchGemm dq = {T,  D,          T,      ds_b, GEMM_K_INNER, ld_ds,      s_ds, at(qkv_b, dt, C), GEMM_K_OUTER,
+                        C3, (int64_t)D, dqkv_b, dt,   C3,           (int64_t)D, dt,   (uint32_t)H,      1.0f};
+        /* dK (T, D) = dSᵀ · Q: dS stored (Tq, Tk) is K outer, Q stored (Tq, D) is K outer */
+        BatchGemm dk = {T,
+                        D,
+                        T,
+                        ds_b,
+                        GEMM_K_OUTER,
+                        ld_ds,
+                        s_ds,
+                        qkv_b,
+                        GEMM_K_OUTER,
+                        C3,
+                        (int64_t)D,
+                        at_w(dqkv_b, dt, C),
+                        dt,
+                        C3,
+                        (int64_t)D,
+                        dt,
+                        (uint32_t)H,
+                        1.0f};
+        ST_TRY(batched(im, &dv, e));
+        ST_TRY(batched(im, &dq, e));
+        ST_TRY(batched(im, &dk, e));
+    }
+done:
+    return st;
+}

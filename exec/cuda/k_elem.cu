@@ -1,0 +1,244 @@
+/* exec/cuda/k_elem.cu — element-wise and gather/scatter kernels: GELU forward
+ * and backward, residual add, bias add (after a GEMM), token + position
+ * embeddings and their gradients, and softmax cross-entropy with its gradient.
+ *
+ * Embedding backward is deterministic and sums in the CPU reference's order
+ * without atomics: thread (channel i, slice s) walks every position in order
+ * and adds the gradients of the tokens with token % S == s, so each (token, i)
+ * accumulator is owned by one thread and receives its terms in position order
+ * — bit-identical to the CPU loop. Token ids are checked on the device; the
+ * first bad one is recorded and reported by sync() (ST_USAGE). */
+#include "exec/cuda/cuda_elem.cuh"
+#include "exec/cuda/cuda_impl.h"
+#include "exec/kernel_math.h"
+
+static unsigned grid_of(CudaImpl *im, uint64_t n) { return cuda_blocks(n, 256, (unsigned)im->info.sm_count * 16u); }
+
+#define GRID_STRIDE(i, n) \
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
+
+__global__ void k_gelu_fwd(const void *in, void *out, Dtype dt, uint64_t n)
+{
+    GRID_STRIDE(i, n) dev_store(out, dt, i, km_gelu(dev_load(in, dt, i)));
+}
+
+__global__ void k_gelu_bwd(const void *in, const void *dout, void *din, Dtype dt, uint64_t n)
+{
+    GRID_STRIDE(i, n) dev_store(din, dt, i, KM_MUL(km_gelu_grad(dev_load(in, dt, i)), dev_load(dout, dt, i)));
+}
+
+__global__ void k_add(const void *a, const void *b, void *out, Dtype dt, uint64_t n)
+{
+    GRID_STRIDE(i, n) dev_store(out, dt, i, KM_ADD(dev_load(a, dt, i), dev_load(b, dt, i)));
+}
+
+__global__ void k_bias_add(void *d, Dtype dt, uint64_t ldd, uint64_t rows, uint64_t cols, const void *bias, Dtype bdt)
+{
+    GRID_STRIDE(i, rows * cols)
+    {
+        uint64_t r = i / cols, c = i % cols;
+        dev_store(d, dt, r * ldd + c, KM_ADD(dev_load(d, dt, r * ldd + c), dev_load(bias, bdt, c)));
+    }
+}
+
+#define ELEMENTWISE(cat, launch)           \
+    do {                                   \
+        ST_TRY(cuda_op_begin(im, cat, e)); \
+        launch;                            \
+        CU_LAUNCHED(e);                    \
+        ST_TRY(cuda_op_end(im, e));        \
+    } while (0)
+
+Status cuda_gelu_fwd(Backend *bk, const void *in, void *out, Dtype dtype, uint64_t n, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = cuda_need_float(dtype, "gelu_fwd", "activation", e);
+    if (st || !n) return st;
+    ELEMENTWISE(BK_OPCAT_KERNEL, (k_gelu_fwd<<<grid_of(im, n), 256, 0, im->stream>>>(in, out, dtype, n)));
+done:
+    return st;
+}
+
+Status cuda_gelu_bwd(Backend *bk, const void *in, const void *dout, void *din, Dtype dtype, uint64_t n, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = cuda_need_float(dtype, "gelu_bwd", "activation", e);
+    if (st || !n) return st;
+    ELEMENTWISE(BK_OPCAT_KERNEL, (k_gelu_bwd<<<grid_of(im, n), 256, 0, im->stream>>>(in, dout, din, dtype, n)));
+done:
+    return st;
+}
+
+Status cuda_add(Backend *bk, const void *a, const void *b, void *out, Dtype dtype, uint64_t n, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = cuda_need_float(dtype, "add", "activation", e);
+    if (st || !n) return st;
+    ELEMENTWISE(BK_OPCAT_KERNEL, (k_add<<<grid_of(im, n), 256, 0, im->stream>>>(a, b, out, dtype, n)));
+done:
+    return st;
+}
+
+Status cuda_bias_add(CudaImpl *im, void *d, Dtype dt, uint64_t ldd, uint64_t rows, uint64_t cols, const void *bias,
+                     Dtype bias_dt, Err *e)
+{
+    Status st = ST_OK;
+    k_bias_add<<<grid_of(im, rows * cols), 256, 0, im->stream>>>(d, dt, ldd, rows, cols, bias, bias_dt);
+    CU_LAUNCHED(e);
+done:
+    return st;
+}
+
+/* ---- embeddings ------------------------------------------------------------------------ */
+
+__device__ __forceinline__ void record_bad(DevSmall *rec, int code, uint64_t pos, long long value, uint64_t limit)
+{
+    if (atomicCAS(&rec->code, DEV_ERR_NONE, code) == DEV_ERR_NONE) {
+        rec->pos = (long long)pos;
+        rec->value = value;
+        rec->limit = (long long)limit;
+    }
+}
+
+__global__ void k_embed_fwd(const int32_t *tokens, uint64_t ntok, uint32_t seq, uint64_t vocab, uint64_t C,
+                            const void *wte, const void *wpe, Dtype wdt, void *out, Dtype adt, DevSmall *rec)
+{
+    GRID_STRIDE(i, ntok * C)
+    {
+        uint64_t p = i / C, c = i % C, t = p % seq;
+        int32_t tok = tokens[p];
+        if (tok < 0 || (uint64_t)tok >= vocab) {
+            if (c == 0) record_bad(rec, DEV_ERR_TOKEN, p, tok, vocab);
+            dev_store(out, adt, i, 0.0f);
+            continue;
+        }
+        dev_store(out, adt, i, KM_ADD(dev_load(wte, wdt, (uint64_t)tok * C + c), dev_load(wpe, wdt, t * C + c)));
+    }
+}
+
+Status cuda_embed_fwd(Backend *bk, const int32_t *tokens, uint32_t batch, uint32_t seq, uint64_t vocab,
+                      uint64_t channels, const void *wte, const void *wpe, Dtype weight_dtype, void *out,
+                      Dtype act_dtype, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = cuda_need_float(weight_dtype, "embed_fwd", "weight", e);
+    if (!st) st = cuda_need_float(act_dtype, "embed_fwd", "activation", e);
+    if (st) return st;
+    uint64_t ntok = (uint64_t)batch * seq;
+    if (!ntok || !channels) return ST_OK;
+    if (!tokens || !wte || !wpe || !out) return err_set(e, ST_USAGE, "embed_fwd: missing pointer");
+    ELEMENTWISE(BK_OPCAT_KERNEL,
+                (k_embed_fwd<<<grid_of(im, ntok * channels), 256, 0, im->stream>>>(
+                    tokens, ntok, seq, vocab, channels, wte, wpe, weight_dtype, out, act_dtype, im->small)));
+done:
+    return st;
+}
+
+enum { EMB_SLICES = 32 };
+
+/* dwte[tok][i] += dout[p][i] for every position p in order; thread (i, s) owns tokens ≡ s (mod S). */
+__global__ void k_embed_bwd_wte(const int32_t *tokens, uint64_t ntok, uint64_t vocab, uint64_t C, uint32_t slices,
+                                const void *dout, Dtype adt, float *dwte, DevSmall *rec)
+{
+    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (tid >= C * slices) return;
+    const uint64_t i = tid % C, s = tid / C;
+    for (uint64_t p = 0; p < ntok; p++) {
+        int32_t tok = tokens[p];
+        if (tok < 0 || (uint64_t)tok >= vocab) {
+            if (i == 0 && s == 0) record_bad(rec, DEV_ERR_TOKEN, p, tok, vocab);
+            continue;
+        }
+        if ((uint64_t)tok % slices != s) continue;
+        float *acc = dwte + (uint64_t)tok * C + i;
+        *acc = *acc + dev_load(dout, adt, p * C + i);
+    }
+}
+
+/* dwpe[t][i] += Σ_b dout[b·T + t][i], b in order. */
+__global__ void k_embed_bwd_wpe(uint32_t batch, uint32_t seq, uint64_t C, const void *dout, Dtype adt, float *dwpe)
+{
+    GRID_STRIDE(k, (uint64_t)seq * C)
+    {
+        uint64_t t = k / C, i = k % C;
+        float acc = dwpe[k];
+        for (uint64_t b = 0; b < batch; b++) acc = acc + dev_load(dout, adt, (b * seq + t) * C + i);
+        dwpe[k] = acc;
+    }
+}
+
+Status cuda_embed_bwd(Backend *bk, const int32_t *tokens, uint32_t batch, uint32_t seq, uint64_t vocab,
+                      uint64_t channels, const void *dout, Dtype act_dtype, float *dwte, float *dwpe, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = cuda_need_float(act_dtype, "embed_bwd", "activation", e);
+    if (st) return st;
+    uint64_t ntok = (uint64_t)batch * seq;
+    if (!ntok || !channels) return ST_OK;
+    if (!tokens || !dout || !dwte || !dwpe) return err_set(e, ST_USAGE, "embed_bwd: missing pointer");
+    uint32_t slices = vocab < (uint64_t)EMB_SLICES ? (uint32_t)(vocab ? vocab : 1) : (uint32_t)EMB_SLICES;
+    ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
+    k_embed_bwd_wte<<<(unsigned)((channels * slices + 255) / 256), 256, 0, im->stream>>>(
+        tokens, ntok, vocab, channels, slices, dout, act_dtype, dwte, im->small);
+    CU_LAUNCHED(e);
+    k_embed_bwd_wpe<<<grid_of(im, (uint64_t)seq * channels), 256, 0, im->stream>>>(batch, seq, channels, dout,
+                                                                                   act_dtype, dwpe);
+    CU_LAUNCHED(e);
+    ST_TRY(cuda_op_end(im, e));
+done:
+    return st;
+}
+
+/* ---- softmax cross-entropy ------------------------------------------------------------------
+ * One block per row: max, Σ exp(x − max), loss = log Σ + max − x[target], then the
+ * logits are overwritten by (softmax − onehot)·dloss and the padded columns by 0. */
+enum { XENT_THREADS = 512 };
+
+__global__ void __launch_bounds__(XENT_THREADS)
+    k_xent(void *logits, Dtype dt, uint64_t vocab, uint64_t vpad, const int32_t *targets, float dloss, float *losses,
+           DevSmall *rec)
+{
+    __shared__ float red[32];
+    const uint64_t r = blockIdx.x, base = r * vpad;
+    const int32_t tgt = targets[r];
+    const int bad = tgt < 0 || (uint64_t)tgt >= vocab;
+    if (bad) {
+        if (threadIdx.x == 0) {
+            record_bad(rec, DEV_ERR_TARGET, r, tgt, vocab);
+            losses[r] = NAN;
+        }
+        for (uint64_t i = threadIdx.x; i < vpad; i += blockDim.x) dev_store(logits, dt, base + i, 0.0f);
+        return; /* uniform: the whole block leaves */
+    }
+    float mx = -INFINITY;
+    for (uint64_t i = threadIdx.x; i < vocab; i += blockDim.x) mx = fmaxf(mx, dev_load(logits, dt, base + i));
+    mx = block_max(mx, red);
+    float s = 0.0f;
+    for (uint64_t i = threadIdx.x; i < vocab; i += blockDim.x) s += expf(KM_SUB(dev_load(logits, dt, base + i), mx));
+    s = block_sum(s, red);
+    const float xt = dev_load(logits, dt, base + (uint64_t)tgt);
+    __syncthreads(); /* every thread has read x[target] before it is overwritten */
+    if (threadIdx.x == 0) losses[r] = KM_SUB(KM_ADD(logf(s), mx), xt);
+    for (uint64_t i = threadIdx.x; i < vocab; i += blockDim.x)
+        dev_store(logits, dt, base + i,
+                  km_xent_dlogit(dev_load(logits, dt, base + i), mx, s, i == (uint64_t)tgt, dloss));
+    for (uint64_t i = vocab + threadIdx.x; i < vpad; i += blockDim.x) dev_store(logits, dt, base + i, 0.0f);
+}
+
+Status cuda_xent_fwd_bwd(Backend *bk, void *logits, Dtype dtype, uint64_t rows, uint64_t vocab, uint64_t vocab_padded,
+                         const int32_t *targets, float dloss, float *losses, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = cuda_need_float(dtype, "xent", "logits", e);
+    if (!st && (vocab == 0 || vocab > vocab_padded))
+        st = err_set(e, ST_USAGE, "xent: vocab %llu must be in [1, %llu]", (unsigned long long)vocab,
+                     (unsigned long long)vocab_padded);
+    if (st) return st;
+    if (!rows) return ST_OK;
+    if (!logits || !targets || !losses) return err_set(e, ST_USAGE, "xent: missing pointer");
+    if (rows > 0x7fffffffu) return err_set(e, ST_USAGE, "xent: %llu rows exceed one launch", (unsigned long long)rows);
+    ELEMENTWISE(BK_OPCAT_KERNEL, (k_xent<<<(unsigned)rows, XENT_THREADS, 0, im->stream>>>(
+                                     logits, dtype, vocab, vocab_padded, targets, dloss, losses, im->small)));
+done:
+    return st;
+}

@@ -1,0 +1,174 @@
+/* exec/cuda/k_norm.cu — layer norm forward and backward, and the column sums
+ * the backward passes need (bias gradients).
+ *
+ * One warp per row (token): statistics in FP32 with the CPU reference's
+ * formulas (two passes: mean, then the biased variance of x − mean; rstd =
+ * 1/√(var + eps)), reduced by a fixed butterfly. Column sums over rows
+ * (dweight, dbias, bias_grad) are deterministic without atomics: S row
+ * segments each write a partial per column, and a second kernel adds the S
+ * partials in order into the FP32 accumulators. */
+#include "exec/cuda/cuda_elem.cuh"
+#include "exec/cuda/cuda_impl.h"
+#include "exec/kernel_math.h"
+
+enum { LN_THREADS = 256, LN_ROWS_PER_BLOCK = LN_THREADS / 32, COL_THREADS = 256, COL_SEGMENTS = 64 };
+
+__global__ void __launch_bounds__(LN_THREADS)
+    k_ln_fwd(const void *in, Dtype adt, const void *w, const void *b, Dtype wdt, void *out, float *mean_o,
+             float *rstd_o, uint64_t rows, uint64_t cols, float eps)
+{
+    const int lane = threadIdx.x & 31;
+    const uint64_t r = (uint64_t)blockIdx.x * LN_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+    if (r >= rows) return; /* whole warps leave together */
+    const uint64_t base = r * cols;
+    float s = 0.0f;
+    for (uint64_t i = lane; i < cols; i += 32) s += dev_load(in, adt, base + i);
+    const float mean = KM_DIV(warp_sum(s), (float)cols);
+    float v = 0.0f;
+    for (uint64_t i = lane; i < cols; i += 32) {
+        float x = KM_SUB(dev_load(in, adt, base + i), mean);
+        v += x * x;
+    }
+    const float rstd = KM_DIV(1.0f, KM_SQRT(KM_ADD(KM_DIV(warp_sum(v), (float)cols), eps)));
+    for (uint64_t i = lane; i < cols; i += 32) {
+        float xh = km_ln_norm(dev_load(in, adt, base + i), mean, rstd);
+        dev_store(out, adt, base + i, km_ln_out(xh, dev_load(w, wdt, i), dev_load(b, wdt, i)));
+    }
+    if (lane == 0) {
+        mean_o[r] = mean;
+        rstd_o[r] = rstd;
+    }
+}
+
+Status cuda_layernorm_fwd(Backend *bk, const LnFwdDesc *d, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = cuda_need_float(d->act_dtype, "layernorm_fwd", "activation", e);
+    if (!st) st = cuda_need_float(d->weight_dtype, "layernorm_fwd", "weight", e);
+    if (st) return st;
+    if (!d->in || !d->out || !d->weight || !d->bias || !d->mean || !d->rstd || !d->cols)
+        return err_set(e, ST_USAGE, "layernorm_fwd: missing pointer or zero width");
+    if (!d->rows) return ST_OK;
+    ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
+    k_ln_fwd<<<(unsigned)((d->rows + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK), LN_THREADS, 0, im->stream>>>(
+        d->in, d->act_dtype, d->weight, d->bias, d->weight_dtype, d->out, d->mean, d->rstd, d->rows, d->cols, d->eps);
+    CU_LAUNCHED(e);
+    ST_TRY(cuda_op_end(im, e));
+done:
+    return st;
+}
+
+/* din += (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))·rstd per row, dx̂ = w·dout. */
+__global__ void __launch_bounds__(LN_THREADS)
+    k_ln_bwd_dx(const void *in, const void *dout, void *din, Dtype adt, const void *w, Dtype wdt, const float *mean_p,
+                const float *rstd_p, uint64_t rows, uint64_t cols)
+{
+    const int lane = threadIdx.x & 31;
+    const uint64_t r = (uint64_t)blockIdx.x * LN_ROWS_PER_BLOCK + (threadIdx.x >> 5);
+    if (r >= rows) return;
+    const uint64_t base = r * cols;
+    const float mean = mean_p[r], rstd = rstd_p[r];
+    float s1 = 0.0f, s2 = 0.0f;
+    for (uint64_t i = lane; i < cols; i += 32) {
+        float xh = km_ln_norm(dev_load(in, adt, base + i), mean, rstd);
+        float dxh = KM_MUL(dev_load(w, wdt, i), dev_load(dout, adt, base + i));
+        s1 += dxh;
+        s2 += dxh * xh;
+    }
+    const float m1 = KM_DIV(warp_sum(s1), (float)cols), m2 = KM_DIV(warp_sum(s2), (float)cols);
+    for (uint64_t i = lane; i < cols; i += 32) {
+        float xh = km_ln_norm(dev_load(in, adt, base + i), mean, rstd);
+        float dxh = KM_MUL(dev_load(w, wdt, i), dev_load(dout, adt, base + i));
+        float dx = km_ln_dx(dxh, m1, xh, m2, rstd);
+        dev_store(din, adt, base + i, KM_ADD(dev_load(din, adt, base + i), dx));
+    }
+}
+
+/* Partial column sums over one row segment: part0[s][j] = Σ dout[r][j];
+ * with `in` set, part1[s][j] = Σ x̂[r][j]·dout[r][j] (x̂ from mean/rstd). */
+__global__ void __launch_bounds__(COL_THREADS)
+    k_col_partial(const void *dout, Dtype dt, uint64_t rows, uint64_t cols, uint64_t seg_rows, const void *in,
+                  const float *mean, const float *rstd, float *part0, float *part1)
+{
+    const uint64_t j = (uint64_t)blockIdx.x * COL_THREADS + threadIdx.x, s = blockIdx.y;
+    if (j >= cols) return;
+    const uint64_t r0 = s * seg_rows, r1 = r0 + seg_rows < rows ? r0 + seg_rows : rows;
+    float a = 0.0f, b = 0.0f;
+    for (uint64_t r = r0; r < r1; r++) {
+        float g = dev_load(dout, dt, r * cols + j);
+        a += g;
+        if (in) b += km_ln_norm(dev_load(in, dt, r * cols + j), mean[r], rstd[r]) * g;
+    }
+    part0[s * cols + j] = a;
+    if (in) part1[s * cols + j] = b;
+}
+
+/* dst0[j] += Σ_s part0[s][j] (and dst1 from part1), segments in order. */
+__global__ void k_col_final(const float *part0, const float *part1, uint32_t segs, uint64_t cols, float *dst0,
+                            float *dst1)
+{
+    const uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= cols) return;
+    float a = 0.0f, b = 0.0f;
+    for (uint32_t s = 0; s < segs; s++) {
+        a += part0[s * cols + j];
+        if (dst1) b += part1[s * cols + j];
+    }
+    dst0[j] += a;
+    if (dst1) dst1[j] += b;
+}
+
+/* dst0 (cols) += column sums of dout (rows, cols); with `in`, dst1 += column sums of x̂·dout. */
+static Status col_sums(CudaImpl *im, const void *dout, Dtype dt, uint64_t rows, uint64_t cols, const void *in,
+                       const float *mean, const float *rstd, float *dst0, float *dst1, Err *e)
+{
+    Status st = ST_OK;
+    void *scratch = NULL;
+    uint32_t segs = (uint32_t)(rows < (uint64_t)COL_SEGMENTS ? rows : (uint64_t)COL_SEGMENTS);
+    uint64_t seg_rows = (rows + segs - 1) / segs;
+    segs = (uint32_t)((rows + seg_rows - 1) / seg_rows);
+    ST_TRY(cuda_scratch(im, (size_t)segs * cols * sizeof(float) * (in ? 2 : 1), &scratch, e));
+    {
+        float *p0 = (float *)scratch, *p1 = in ? p0 + (uint64_t)segs * cols : NULL;
+        dim3 grid((unsigned)((cols + COL_THREADS - 1) / COL_THREADS), segs);
+        k_col_partial<<<grid, COL_THREADS, 0, im->stream>>>(dout, dt, rows, cols, seg_rows, in, mean, rstd, p0, p1);
+        CU_LAUNCHED(e);
+        k_col_final<<<(unsigned)((cols + 255) / 256), 256, 0, im->stream>>>(p0, p1, segs, cols, dst0, dst1);
+        CU_LAUNCHED(e);
+    }
+done:
+    return st;
+}
+
+Status cuda_layernorm_bwd(Backend *bk, const LnBwdDesc *d, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = cuda_need_float(d->act_dtype, "layernorm_bwd", "activation", e);
+    if (!st) st = cuda_need_float(d->weight_dtype, "layernorm_bwd", "weight", e);
+    if (st) return st;
+    if (!d->in || !d->weight || !d->mean || !d->rstd || !d->dout || !d->din || !d->dweight || !d->dbias || !d->cols)
+        return err_set(e, ST_USAGE, "layernorm_bwd: missing pointer or zero width");
+    if (!d->rows) return ST_OK;
+    ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
+    k_ln_bwd_dx<<<(unsigned)((d->rows + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK), LN_THREADS, 0, im->stream>>>(
+        d->in, d->dout, d->din, d->act_dtype, d->weight, d->weight_dtype, d->mean, d->rstd, d->rows, d->cols);
+    CU_LAUNCHED(e);
+    ST_TRY(col_sums(im, d->dout, d->act_dtype, d->rows, d->cols, d->in, d->mean, d->rstd, d->dbias, d->dweight, e));
+    ST_TRY(cuda_op_end(im, e));
+done:
+    return st;
+}
+
+Status cuda_bias_grad(Backend *bk, const void *dout, Dtype dtype, uint64_t m, uint64_t n, float *dbias, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = cuda_need_float(dtype, "bias_grad", "gradient", e);
+    if (st) return st;
+    if (!m || !n) return ST_OK;
+    if (!dout || !dbias) return err_set(e, ST_USAGE, "bias_grad: missing pointer");
+    ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
+    ST_TRY(col_sums(im, dout, dtype, m, n, NULL, NULL, NULL, dbias, NULL, e));
+    ST_TRY(cuda_op_end(im, e));
+done:
+    return st;
+}

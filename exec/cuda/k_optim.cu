@@ -1,0 +1,251 @@
+/* exec/cuda/k_optim.cu — the optimizers: AdamW on FP32 master/m/v, and FP8-LM's
+ * AdamW on an FP16 master, an FP8 E4M3 first moment and an FP16 second moment,
+ * each with a per-tensor power-of-two scale (MS-AMP's two-kernel scheme).
+ *
+ * The update of one element is km_adam (exec/kernel_math.h) with the bias
+ * corrections computed once on the host, exactly as the CPU reference does, so
+ * the new FP32 master weights are bit-identical to the CPU's.
+ *
+ * FP8-LM, per tensor: pass 1 dequantizes with the old scales, updates in FP32
+ * and max-combines |w|, |m|, |v| (atomicMax on float bits: exact); one thread
+ * derives the new scales (km_scale_pow2); pass 2 recomputes the same values and
+ * stores them quantized with the new scales; one thread publishes the scales.
+ * No FP32 copy of the tensor is ever held. */
+#include <math.h>
+
+#include "exec/cuda/cuda_elem.cuh"
+#include "exec/cuda/cuda_impl.h"
+#include "exec/kernel_math.h"
+
+#define GRID_STRIDE(i, n) \
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
+
+/* `master` is the FP32 master, or the FP32 working copy itself (then weight is NULL). */
+__global__ void k_adamw(uint64_t n, KmAdam h, float grad_scale, const float *gsi, float *master, float *m, float *v,
+                        const void *grad, Dtype gdt, void *weight, Dtype wdt)
+{
+    const float gs = gsi ? KM_MUL(grad_scale, *gsi) : grad_scale;
+    GRID_STRIDE(i, n)
+    {
+        float g = KM_MUL(dev_load(grad, gdt, i), gs);
+        float mm = m[i], vv = v[i];
+        float w = km_adam(&h, master[i], g, &mm, &vv);
+        m[i] = mm;
+        v[i] = vv;
+        master[i] = w;
+        if (weight) dev_store(weight, wdt, i, w);
+    }
+}
+
+/* slots in DevSmall.tmp: [1..3] amax of w, m, v; [4..6] their new scales */
+enum { T_AW = 1, T_AM, T_AV, T_SW, T_SM, T_SV };
+
+struct Fp8AdamArgs {
+    uint64_t n;
+    KmAdam h;
+    float grad_scale;
+    const float *gsi;
+    uint16_t *master;
+    float *master_rec; /* scaling records {scale, scale_inv, amax}, or NULL (scale 1) */
+    uint8_t *m;
+    float *m_rec;
+    uint16_t *v;
+    float *v_rec;
+    const void *grad;
+    Dtype gdt;
+    void *weight;
+    Dtype wdt;
+};
+
+/* The update of element i with the old scales; returns w, sets *m and *v. */
+__device__ __forceinline__ float fp8_adam_elem(const Fp8AdamArgs &a, float gs, float dw, float dm, float dv, uint64_t i,
+                                               float *m, float *v)
+{
+    float g = KM_MUL(dev_load(a.grad, a.gdt, i), gs);
+    return km_adam_scaled(&a.h, dev_fp16_to_f(a.master[i]), dw, g, dev_fp8_decode(a.m[i], DT_E4M3), dm,
+                          dev_fp16_to_f(a.v[i]), dv, m, v);
+}
+
+__device__ __forceinline__ float grad_factor(const Fp8AdamArgs &a)
+{
+    return a.gsi ? KM_MUL(a.grad_scale, *a.gsi) : a.grad_scale;
+}
+
+__device__ __forceinline__ float rec_scale(const float *rec) { return rec ? rec[REC_SCALE] : 1.0f; }
+
+__global__ void k_fp8_adam_amax(Fp8AdamArgs a, DevSmall *sm)
+{
+    __shared__ float red[32];
+    const float gs = grad_factor(a);
+    const float dw = KM_DIV(1.0f, rec_scale(a.master_rec)), dm = KM_DIV(1.0f, rec_scale(a.m_rec)),
+                dv = KM_DIV(1.0f, rec_scale(a.v_rec));
+    float aw = 0.0f, am = 0.0f, av = 0.0f;
+    GRID_STRIDE(i, a.n)
+    {
+        float m, v, w = fp8_adam_elem(a, gs, dw, dm, dv, i, &m, &v);
+        aw = fmaxf(aw, fabsf(w));
+        am = fmaxf(am, fabsf(m));
+        av = fmaxf(av, fabsf(v));
+    }
+    aw = block_max(aw, red);
+    am = block_max(am, red);
+    av = block_max(av, red);
+    if (threadIdx.x == 0) {
+        atomic_max_nonneg(&sm->tmp[T_AW], aw);
+        atomic_max_nonneg(&sm->tmp[T_AM], am);
+        atomic_max_nonneg(&sm->tmp[T_AV], av);
+    }
+}
+
+/* New scales from the amaxes; an unscaled state (no record) keeps scale 1. */
+__global__ void k_fp8_adam_scales(Fp8AdamArgs a, int margin, DevSmall *sm)
+{
+    sm->tmp[T_SW] = a.master_rec ? km_scale_pow2(sm->tmp[T_AW], KM_FP16_MAX, margin, a.master_rec[REC_SCALE]) : 1.0f;
+    sm->tmp[T_SM] = a.m_rec ? km_scale_pow2(sm->tmp[T_AM], 448.0f, margin, a.m_rec[REC_SCALE]) : 1.0f;
+    sm->tmp[T_SV] = a.v_rec ? km_scale_pow2(sm->tmp[T_AV], KM_FP16_MAX, margin, a.v_rec[REC_SCALE]) : 1.0f;
+}
+
+__global__ void k_fp8_adam_store(Fp8AdamArgs a, const DevSmall *sm)
+{
+    const float gs = grad_factor(a);
+    const float dw = KM_DIV(1.0f, rec_scale(a.master_rec)), dm = KM_DIV(1.0f, rec_scale(a.m_rec)),
+                dv = KM_DIV(1.0f, rec_scale(a.v_rec));
+    const float sw = sm->tmp[T_SW], smm = sm->tmp[T_SM], sv = sm->tmp[T_SV];
+    GRID_STRIDE(i, a.n)
+    {
+        float m, v, w = fp8_adam_elem(a, gs, dw, dm, dv, i, &m, &v);
+        a.m[i] = dev_fp8_encode(KM_MUL(m, smm), DT_E4M3);
+        a.v[i] = dev_f_to_fp16(KM_MUL(v, sv));
+        uint16_t wq = dev_f_to_fp16(KM_MUL(w, sw));
+        a.master[i] = wq;
+        /* the working copy is the value the master now holds */
+        if (a.weight) dev_store(a.weight, a.wdt, i, KM_DIV(dev_fp16_to_f(wq), sw));
+    }
+}
+
+__device__ __forceinline__ void rec_store(float *rec, float scale, float amax)
+{
+    if (!rec) return;
+    rec[REC_SCALE] = scale;
+    rec[REC_SCALE_INV] = KM_DIV(1.0f, scale);
+    rec[REC_AMAX] = amax;
+}
+
+/* Publish the new records (after pass 2, which read the old scales). */
+__global__ void k_fp8_adam_publish(Fp8AdamArgs a, const DevSmall *sm)
+{
+    rec_store(a.master_rec, sm->tmp[T_SW], sm->tmp[T_AW]);
+    rec_store(a.m_rec, sm->tmp[T_SM], sm->tmp[T_AM]);
+    rec_store(a.v_rec, sm->tmp[T_SV], sm->tmp[T_AV]);
+}
+
+/* ---- host side --------------------------------------------------------------------------- */
+
+static Status check_hyper(const AdamHyper *h, const char *op, Err *e)
+{
+    if (!h->step) return err_set(e, ST_USAGE, "%s: step is 1-based (got 0)", op);
+    if (!(h->beta1 >= 0.0f && h->beta1 < 1.0f) || !(h->beta2 >= 0.0f && h->beta2 < 1.0f))
+        return err_set(e, ST_USAGE, "%s: betas must be in [0, 1)", op);
+    if (!isfinite(h->lr) || !isfinite(h->eps) || !isfinite(h->weight_decay) || !isfinite(h->grad_scale))
+        return err_set(e, ST_USAGE, "%s: non-finite hyper-parameter", op);
+    return ST_OK;
+}
+
+static Status check_grad(const void *grad, Dtype dt, const float *scale_inv, const char *op, Err *e)
+{
+    if (!grad) return err_set(e, ST_USAGE, "%s: no gradient", op);
+    if (dt != DT_FP32 && dt != DT_BF16 && !dtype_is_fp8(dt))
+        return err_set(e, ST_USAGE, "%s: gradient dtype %s is not fp32, bf16, e4m3 or e5m2", op, dtype_name(dt));
+    if (dtype_is_fp8(dt) && !scale_inv) return err_set(e, ST_USAGE, "%s: FP8 gradient without scale_inv", op);
+    return ST_OK;
+}
+
+static Status check_weight(const void *w, Dtype dt, const char *op, Err *e)
+{
+    if (w && dt != DT_FP32 && dt != DT_BF16 && dt != DT_FP16)
+        return err_set(e, ST_USAGE, "%s: working weight dtype %s", op, dtype_name(dt));
+    return ST_OK;
+}
+
+/* Bias corrections on the host, as the CPU reference computes them. */
+static KmAdam km_of(const AdamHyper *h)
+{
+    KmAdam k;
+    k.lr = h->lr;
+    k.beta1 = h->beta1;
+    k.beta2 = h->beta2;
+    k.eps = h->eps;
+    k.weight_decay = h->weight_decay;
+    k.bc1 = 1.0f - powf(h->beta1, (float)h->step);
+    k.bc2 = 1.0f - powf(h->beta2, (float)h->step);
+    return k;
+}
+
+static unsigned opt_blocks(CudaImpl *im, uint64_t n) { return cuda_blocks(n, 256, (unsigned)im->info.sm_count * 8u); }
+
+Status cuda_adamw(Backend *bk, const AdamWDesc *d, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = check_hyper(&d->h, "adamw", e);
+    if (!st) st = check_grad(d->grad, d->grad_dtype, d->grad_scale_inv, "adamw", e);
+    if (!st) st = check_weight(d->weight, d->weight_dtype, "adamw", e);
+    if (st) return st;
+    if (!d->m || !d->v) return err_set(e, ST_USAGE, "adamw: missing state");
+    float *master = d->master;
+    void *weight = d->weight;
+    if (!master) { /* the FP32 working copy is the master */
+        if (!d->weight || d->weight_dtype != DT_FP32)
+            return err_set(e, ST_USAGE, "adamw: without a master the working weight must be fp32");
+        master = (float *)d->weight;
+        weight = NULL;
+    }
+    if (!d->n) return ST_OK;
+    ST_TRY(cuda_op_begin(im, BK_OPCAT_OPTIM, e));
+    k_adamw<<<opt_blocks(im, d->n), 256, 0, im->stream>>>(
+        d->n, km_of(&d->h), d->h.grad_scale, dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv : NULL, master, d->m, d->v,
+        d->grad, d->grad_dtype, weight, d->weight_dtype);
+    CU_LAUNCHED(e);
+    ST_TRY(cuda_op_end(im, e));
+done:
+    return st;
+}
+
+Status cuda_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = check_hyper(&d->h, "fp8_adam", e);
+    if (!st) st = check_grad(d->grad, d->grad_dtype, d->grad_scale_inv, "fp8_adam", e);
+    if (!st) st = check_weight(d->weight, d->weight_dtype, "fp8_adam", e);
+    if (st) return st;
+    if (!d->master || !d->m || !d->v) return err_set(e, ST_USAGE, "fp8_adam: missing state");
+    if (!d->n) return ST_OK;
+    Fp8AdamArgs a;
+    a.n = d->n;
+    a.h = km_of(&d->h);
+    a.grad_scale = d->h.grad_scale;
+    a.gsi = dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv : NULL;
+    a.master = (uint16_t *)d->master;
+    a.master_rec = d->master_rec;
+    a.m = (uint8_t *)d->m;
+    a.m_rec = d->m_rec;
+    a.v = (uint16_t *)d->v;
+    a.v_rec = d->v_rec;
+    a.grad = d->grad;
+    a.gdt = d->grad_dtype;
+    a.weight = d->weight;
+    a.wdt = d->weight_dtype;
+    const unsigned blocks = opt_blocks(im, d->n);
+    ST_TRY(cuda_op_begin(im, BK_OPCAT_OPTIM, e));
+    CU_TRY(cudaMemsetAsync(&im->small->tmp[T_AW], 0, 3 * sizeof(float), im->stream), e);
+    k_fp8_adam_amax<<<blocks, 256, 0, im->stream>>>(a, im->small);
+    CU_LAUNCHED(e);
+    k_fp8_adam_scales<<<1, 1, 0, im->stream>>>(a, d->margin, im->small);
+    CU_LAUNCHED(e);
+    k_fp8_adam_store<<<blocks, 256, 0, im->stream>>>(a, im->small);
+    CU_LAUNCHED(e);
+    k_fp8_adam_publish<<<1, 1, 0, im->stream>>>(a, im->small);
+    CU_LAUNCHED(e);
+    ST_TRY(cuda_op_end(im, e));
+done:
+    return st;
+}

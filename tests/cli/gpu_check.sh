@@ -1,0 +1,37 @@
+#!/bin/sh
+# tests/cli/gpu_check.sh — the GPU check's plumbing on a machine without a GPU:
+# `make gpu-check` must say so and exit 69 having run nothing, and the whole
+# pipeline must run with the CPU backend standing in (GPU_CHECK_SELFTEST=1),
+# every check passing exactly, its tables merged and its summary written.
+. "$(dirname "$0")/../lib.sh"
+build=$(dirname "$FP8PLAN")
+root=${FP8PLAN_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    echo "skip - no-GPU behaviour (this machine has a GPU: run make gpu-check)"
+else
+    GPU_CHECK_OUT=$TMP/none sh "$root/tests/gpu/gpu_check.sh" "$build" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    expect_rc "gpu-check without a GPU exits 69" 69
+    expect_err "gpu-check says why" "no NVIDIA GPU on this machine"
+    if [ -d "$TMP/none" ]; then fail "gpu-check without a GPU made a results folder"; else pass "gpu-check wrote nothing"; fi
+fi
+
+if [ ! -x "$build/gpu/gpu_kernels" ]; then
+    echo "skip - selftest (the GPU programs are built only with CUDA; none in $build)"
+else
+    GPU_CHECK_SELFTEST=1 GPU_CHECK_OUT=$TMP/self GPU_CHECK_SEED=12345 sh "$root/tests/gpu/gpu_check.sh" "$build" \
+        >"$TMP/out" 2>"$TMP/err"
+    checks=$TMP/self/checks.csv
+    if [ -f "$checks" ]; then pass "selftest wrote checks.csv"; else fail "selftest wrote no checks.csv" "$(tail -5 "$TMP/out")"; fi
+    n_fail=$(awk -F, 'NR > 1 && $NF != "pass"' "$checks" 2>/dev/null | wc -l)
+    n_pass=$(awk -F, 'NR > 1 && $NF == "pass"' "$checks" 2>/dev/null | wc -l)
+    expect_eq "selftest: no check fails with the CPU standing in" "$n_fail" 0
+    if [ "$n_pass" -ge 100 ]; then pass "selftest: $n_pass checks ran"; else fail "selftest: only $n_pass checks ran"; fi
+    for p in gpu_kernels gpu_nn gpu_optim gpu_train; do
+        if grep -q "^$p," "$checks" 2>/dev/null; then pass "selftest: $p reported"; else fail "selftest: no rows from $p"; fi
+    done
+    expect_out "selftest: summary printed last" "checks (kernels vs CPU reference, tiny-model losses): $n_pass passed, 0 failed"
+    if [ -f "$TMP/self/summary.txt" ] && [ -f "$TMP/self/log.txt" ]; then pass "selftest: summary.txt and log.txt"; else fail "selftest: summary or log missing"; fi
+fi
+finish

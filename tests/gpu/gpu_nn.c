@@ -1,0 +1,283 @@
+/* tests/gpu/gpu_nn.c — the CUDA backend's layer kernels (layer norm, attention,
+ * GELU, residual add, bias gradient, embeddings, cross-entropy) against the CPU
+ * reference backend, on fresh random data.
+ *
+ *   gpu_nn [CSV] [SEED]     exit 0 all pass, 1 a check failed, 69 no GPU
+ *
+ * Tolerances (gpu_common.h for the rule), each from where the two sides differ:
+ *  - exact: residual add and embeddings (the GPU sums each row's gradients in
+ *    the CPU's order);
+ *  - BF16 outputs of FP32 arithmetic whose reductions run in another order
+ *    (layer norm, softmax, attention, cross-entropy gradient): the FP32 values
+ *    differ far below a BF16 ulp, each side rounds once: one BF16 ulp (2^-7
+ *    relative), plus 2^-12 of the tensor's rms for values near zero;
+ *  - FP32 statistics over C = 768 values (mean, rstd, loss): γ_C = C·2^-24 ≈ 2^-14.4,
+ *    allowed 2^-13 relative;
+ *  - FP32 column sums over R rows (dweight, dbias, bias_grad): ~R·2^-24·rms
+ *    statistically, allowed 2^-11·rms;
+ *  - GELU: CUDA's tanhf is within 2 ulp, glibc's within 1; where 1 + tanh cancels
+ *    (x ≪ 0) that is an absolute 3·2^-24·|x|/2, allowed 2^-19·rms;
+ *  - attention backward: the GPU rounds dS to BF16 before its GEMMs (2^-9 per
+ *    element, random), a 2^-9·rms noise in dq/dk: allowed 2^-6·rms (>10σ). */
+#include "gpu_common.h"
+
+static const Tol TOL_BF16_OUT = {0x1p-7, 0x1p-12, 0x1p-8, "one BF16 ulp after FP32 math in another order"};
+static const Tol TOL_STAT = {0x1p-13, 0.0, 0x1p-13, "FP32 reduction over C=768 in another order"};
+static const Tol TOL_COLSUM = {0.0, 0x1p-11, 0x1p-13, "FP32 column sums over R rows in another order"};
+static const Tol TOL_GELU = {0x1p-7, 0x1p-19, 0x1p-8, "BF16 ulp, tanhf ulps where 1 + tanh cancels"};
+static const Tol TOL_ATTN_BWD = {0x1p-7, 0x1p-6, 0x1p-7, "dS rounded to BF16 before the GEMMs"};
+static const Tol TOL_LOSS = {0x1p-13, 0.0, 0x1p-13, "FP32 sum of V exponentials in another order"};
+
+/* ---- layer norm ------------------------------------------------------------------------------- */
+
+static void check_layernorm(Gc *g)
+{
+    enum { R = 512, C = 768 };
+    uint16_t *x = gc_randn(g, DT_BF16, R * C, 1.0), *w = gc_randn(g, DT_BF16, C, 1.0);
+    uint16_t *b = gc_randn(g, DT_BF16, C, 0.5), *dy = gc_randn(g, DT_BF16, R * C, 1.0);
+    uint16_t *din_c = gc_randn(g, DT_BF16, R * C, 1.0), *din_g = gc_halloc(R * C * 2);
+    for (int i = 0; i < R * C; i++) elem_store(x, DT_BF16, i, elem_load(x, DT_BF16, i) + 1.0f); /* mean ≈ 1 */
+    uint16_t y_c[R * C], y_g[R * C];
+    float mean_c[R], rstd_c[R], mean_g[R], rstd_g[R];
+    float *dw_c = gc_randn(g, DT_FP32, C, 1.0), *db_c = gc_randn(g, DT_FP32, C, 1.0), dw_g[C], db_g[C];
+    LnFwdDesc f = {.rows = R,
+                   .cols = C,
+                   .eps = 1e-5f,
+                   .act_dtype = DT_BF16,
+                   .weight_dtype = DT_BF16,
+                   .in = x,
+                   .weight = w,
+                   .bias = b,
+                   .out = y_c,
+                   .mean = mean_c,
+                   .rstd = rstd_c};
+    GC_OK(g, g->cpu->layernorm_fwd(g->cpu, &f, GE));
+    void *dx = gc_dup(g, x, sizeof y_c), *dwt = gc_dup(g, w, C * 2), *dbs = gc_dup(g, b, C * 2);
+    void *dyv = gc_dalloc(g, sizeof y_c);
+    float *dm = gc_dalloc(g, R * 4), *dr = gc_dalloc(g, R * 4);
+    gc_poison(g, dyv, sizeof y_c);
+    gc_poison(g, dm, R * 4);
+    gc_poison(g, dr, R * 4);
+    f.in = dx;
+    f.weight = dwt;
+    f.bias = dbs;
+    f.out = dyv;
+    f.mean = dm;
+    f.rstd = dr;
+    GC_OK(g, g->gpu->layernorm_fwd(g->gpu, &f, GE));
+    gc_get(g, y_g, dyv, sizeof y_g);
+    gc_get(g, mean_g, dm, sizeof mean_g);
+    gc_get(g, rstd_g, dr, sizeof rstd_g);
+    gc_check(g, "layernorm_fwd out", "512x768", DT_BF16, y_g, y_c, R * C, TOL_BF16_OUT);
+    gc_check(g, "layernorm_fwd mean", "512x768", DT_FP32, mean_g, mean_c, R, TOL_STAT);
+    gc_check(g, "layernorm_fwd rstd", "512x768", DT_FP32, rstd_g, rstd_c, R, TOL_STAT);
+    /* backward from the same statistics on both sides (the CPU's) */
+    gc_put(g, dm, mean_c, sizeof mean_c);
+    gc_put(g, dr, rstd_c, sizeof rstd_c);
+    void *ddy = gc_dup(g, dy, sizeof y_c), *ddin = gc_dup(g, din_c, sizeof y_c);
+    float *ddw = gc_dup(g, dw_c, C * 4), *ddb = gc_dup(g, db_c, C * 4);
+    LnBwdDesc bd = {.rows = R,
+                    .cols = C,
+                    .act_dtype = DT_BF16,
+                    .weight_dtype = DT_BF16,
+                    .in = x,
+                    .weight = w,
+                    .mean = mean_c,
+                    .rstd = rstd_c,
+                    .dout = dy,
+                    .din = din_c,
+                    .dweight = dw_c,
+                    .dbias = db_c};
+    GC_OK(g, g->cpu->layernorm_bwd(g->cpu, &bd, GE));
+    bd.in = dx;
+    bd.weight = dwt;
+    bd.mean = dm;
+    bd.rstd = dr;
+    bd.dout = ddy;
+    bd.din = ddin;
+    bd.dweight = ddw;
+    bd.dbias = ddb;
+    GC_OK(g, g->gpu->layernorm_bwd(g->gpu, &bd, GE));
+    gc_get(g, din_g, ddin, sizeof y_c);
+    gc_get(g, dw_g, ddw, sizeof dw_g);
+    gc_get(g, db_g, ddb, sizeof db_g);
+    gc_check(g, "layernorm_bwd din (+=)", "512x768", DT_BF16, din_g, din_c, R * C, TOL_BF16_OUT);
+    gc_check(g, "layernorm_bwd dweight (+=)", "512x768", DT_FP32, dw_g, dw_c, C, TOL_COLSUM);
+    gc_check(g, "layernorm_bwd dbias (+=)", "512x768", DT_FP32, db_g, db_c, C, TOL_COLSUM);
+    /* bias_grad: the same column sums without the norm */
+    float *bg_c = gc_randn(g, DT_FP32, C, 1.0), bg_g[C];
+    float *dbg = gc_dup(g, bg_c, C * 4);
+    GC_OK(g, g->cpu->bias_grad(g->cpu, dy, DT_BF16, R, C, bg_c, GE));
+    GC_OK(g, g->gpu->bias_grad(g->gpu, ddy, DT_BF16, R, C, dbg, GE));
+    gc_get(g, bg_g, dbg, sizeof bg_g);
+    gc_check(g, "bias_grad (+=)", "512x768", DT_FP32, bg_g, bg_c, C, TOL_COLSUM);
+    void *ptrs[] = {dx, dwt, dbs, dyv, dm, dr, ddy, ddin, ddw, ddb, dbg};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) gc_dfree(g, ptrs[i]);
+    free(x), free(w), free(b), free(dy), free(din_c), free(din_g), free(dw_c), free(db_c), free(bg_c);
+}
+
+/* ---- attention ------------------------------------------------------------------------------------ */
+
+static void check_attention(Gc *g)
+{
+    enum { B = 2, T = 128, H = 4, D = 64, C = H * D };
+    const uint64_t nq = (uint64_t)B * T * 3 * C, np = (uint64_t)B * H * T * T, no = (uint64_t)B * T * C;
+    uint16_t *qkv = gc_randn(g, DT_BF16, nq, 1.0), *dout = gc_randn(g, DT_BF16, no, 1.0);
+    uint16_t *p_c = gc_halloc(np * 2), *o_c = gc_halloc(no * 2), *dq_c = gc_halloc(nq * 2);
+    uint16_t *p_g = gc_halloc(np * 2), *o_g = gc_halloc(no * 2), *dq_g = gc_halloc(nq * 2), *dq_g2 = gc_halloc(nq * 2);
+    float *scratch = gc_halloc(np * 4);
+    AttnFwdDesc f = {
+        .batch = B, .seq = T, .heads = H, .head_dim = D, .dtype = DT_BF16, .qkv = qkv, .probs = p_c, .out = o_c};
+    GC_OK(g, g->cpu->attention_fwd(g->cpu, &f, GE));
+    AttnBwdDesc bd = {.batch = B,
+                      .seq = T,
+                      .heads = H,
+                      .head_dim = D,
+                      .dtype = DT_BF16,
+                      .qkv = qkv,
+                      .probs = p_c,
+                      .dout = dout,
+                      .dqkv = dq_c,
+                      .scratch = scratch};
+    GC_OK(g, g->cpu->attention_bwd(g->cpu, &bd, GE));
+    void *dqkv = gc_dup(g, qkv, nq * 2), *dp = gc_dalloc(g, np * 2), *dov = gc_dalloc(g, no * 2);
+    void *ddout = gc_dup(g, dout, no * 2), *ddq = gc_dalloc(g, nq * 2);
+    float *dscr = gc_dalloc(g, np * 4);
+    for (int with_scratch = 1; with_scratch >= 0; with_scratch--) {
+        gc_poison(g, dp, np * 2);
+        gc_poison(g, dov, no * 2);
+        f.qkv = dqkv;
+        f.probs = dp;
+        f.out = dov;
+        f.scratch = with_scratch ? dscr : NULL;
+        GC_OK(g, g->gpu->attention_fwd(g->gpu, &f, GE));
+        gc_get(g, p_g, dp, np * 2);
+        gc_get(g, o_g, dov, no * 2);
+        const char *cas = with_scratch ? "B2 T128 H4 D64, desc scratch" : "B2 T128 H4 D64, private scores";
+        gc_check(g, "attention_fwd probs", cas, DT_BF16, p_g, p_c, np, TOL_BF16_OUT);
+        gc_check(g, "attention_fwd out", cas, DT_BF16, o_g, o_c, no, TOL_BF16_OUT);
+    }
+    /* backward from the CPU's probs on both sides; twice on the GPU for determinism */
+    gc_put(g, dp, p_c, np * 2);
+    for (int run = 0; run < 2; run++) {
+        gc_poison(g, ddq, nq * 2);
+        gc_poison(g, dscr, np * 4);
+        bd.qkv = dqkv;
+        bd.probs = dp;
+        bd.dout = ddout;
+        bd.dqkv = ddq;
+        bd.scratch = dscr;
+        GC_OK(g, g->gpu->attention_bwd(g->gpu, &bd, GE));
+        gc_get(g, run ? dq_g2 : dq_g, ddq, nq * 2);
+    }
+    gc_check(g, "attention_bwd dqkv", "B2 T128 H4 D64", DT_BF16, dq_g, dq_c, nq, TOL_ATTN_BWD);
+    gc_check(g, "attention_bwd deterministic", "two runs", DT_BF16, dq_g2, dq_g, nq, TOL_EXACT);
+    void *ptrs[] = {dqkv, dp, dov, ddout, ddq, dscr};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) gc_dfree(g, ptrs[i]);
+    free(qkv), free(dout), free(p_c), free(o_c), free(dq_c), free(p_g), free(o_g), free(dq_g), free(dq_g2);
+    free(scratch);
+}
+
+/* ---- element-wise ------------------------------------------------------------------------------------- */
+
+static void check_elementwise(Gc *g)
+{
+    const uint64_t n = 1000001;
+    uint16_t *x = gc_randn(g, DT_BF16, n, 2.5), *y = gc_randn(g, DT_BF16, n, 1.0);
+    uint16_t *c = gc_halloc(n * 2), *r = gc_halloc(n * 2);
+    void *dx = gc_dup(g, x, n * 2), *dy = gc_dup(g, y, n * 2), *dr = gc_dalloc(g, n * 2);
+    struct {
+        const char *name;
+        Tol t;
+    } ops[3] = {{"gelu_fwd", TOL_GELU}, {"gelu_bwd", TOL_GELU}, {"add", TOL_EXACT}};
+    for (int op = 0; op < 3; op++) {
+        gc_poison(g, dr, n * 2);
+        if (op == 0) {
+            GC_OK(g, g->cpu->gelu_fwd(g->cpu, x, c, DT_BF16, n, GE));
+            GC_OK(g, g->gpu->gelu_fwd(g->gpu, dx, dr, DT_BF16, n, GE));
+        } else if (op == 1) {
+            GC_OK(g, g->cpu->gelu_bwd(g->cpu, x, y, c, DT_BF16, n, GE));
+            GC_OK(g, g->gpu->gelu_bwd(g->gpu, dx, dy, dr, DT_BF16, n, GE));
+        } else {
+            GC_OK(g, g->cpu->add(g->cpu, x, y, c, DT_BF16, n, GE));
+            GC_OK(g, g->gpu->add(g->gpu, dx, dy, dr, DT_BF16, n, GE));
+        }
+        gc_get(g, r, dr, n * 2);
+        gc_check(g, ops[op].name, "1000001 bf16", DT_BF16, r, c, n, ops[op].t);
+    }
+    gc_dfree(g, dx), gc_dfree(g, dy), gc_dfree(g, dr);
+    free(x), free(y), free(c), free(r);
+}
+
+/* ---- embeddings and cross-entropy --------------------------------------------------------------- */
+
+static void check_embed_xent(Gc *g)
+{
+    enum { B = 4, T = 64, V = 1000, C = 256, N = B * T, VP = 1024 };
+    int32_t tok[N], tgt[N];
+    for (int i = 0; i < N; i++) {
+        tok[i] = (int32_t)rng_below(&g->rng, 50); /* repeats: several positions add into one row */
+        tgt[i] = (int32_t)rng_below(&g->rng, V);
+    }
+    uint16_t *wte = gc_randn(g, DT_BF16, V * C, 1.0), *wpe = gc_randn(g, DT_BF16, T * C, 1.0);
+    uint16_t *dout = gc_randn(g, DT_BF16, N * C, 1.0), out_c[N * C], out_g[N * C];
+    float *dwte_c = gc_randn(g, DT_FP32, V * C, 1.0), *dwpe_c = gc_randn(g, DT_FP32, T * C, 1.0);
+    float *dwte_g = gc_halloc(V * C * 4), dwpe_g[T * C];
+    void *dtok = gc_dup(g, tok, sizeof tok), *dte = gc_dup(g, wte, V * C * 2), *dpe = gc_dup(g, wpe, T * C * 2);
+    void *dout_d = gc_dalloc(g, sizeof out_g), *ddo = gc_dup(g, dout, N * C * 2);
+    float *ddte = gc_dup(g, dwte_c, V * C * 4), *ddpe = gc_dup(g, dwpe_c, T * C * 4);
+    GC_OK(g, g->cpu->embed_fwd(g->cpu, tok, B, T, V, C, wte, wpe, DT_BF16, out_c, DT_BF16, GE));
+    gc_poison(g, dout_d, sizeof out_g);
+    GC_OK(g, g->gpu->embed_fwd(g->gpu, dtok, B, T, V, C, dte, dpe, DT_BF16, dout_d, DT_BF16, GE));
+    gc_get(g, out_g, dout_d, sizeof out_g);
+    gc_check(g, "embed_fwd", "B4 T64 V1000 C256", DT_BF16, out_g, out_c, N * C, TOL_EXACT);
+    GC_OK(g, g->cpu->embed_bwd(g->cpu, tok, B, T, V, C, dout, DT_BF16, dwte_c, dwpe_c, GE));
+    GC_OK(g, g->gpu->embed_bwd(g->gpu, dtok, B, T, V, C, ddo, DT_BF16, ddte, ddpe, GE));
+    gc_get(g, dwte_g, ddte, V * C * 4);
+    gc_get(g, dwpe_g, ddpe, sizeof dwpe_g);
+    gc_check(g, "embed_bwd dwte (+=)", "50 distinct tokens", DT_FP32, dwte_g, dwte_c, V * C, TOL_EXACT);
+    gc_check(g, "embed_bwd dwpe (+=)", "B4 T64", DT_FP32, dwpe_g, dwpe_c, T * C, TOL_EXACT);
+    /* a bad token is reported at the next sync, as ST_USAGE */
+    int32_t bad = V + 7;
+    gc_put(g, (int32_t *)dtok + 5, &bad, sizeof bad);
+    Err e;
+    Status st = g->gpu->embed_fwd(g->gpu, dtok, B, T, V, C, dte, dpe, DT_BF16, dout_d, DT_BF16, &e);
+    if (!st) st = g->gpu->sync(g->gpu, &e);
+    gc_expect(g, "embed_fwd bad token", "reported by sync",
+              st == ST_USAGE && strstr(e.msg, "1007") && strstr(e.msg, "position 5"), e.msg);
+    GC_OK(g, g->gpu->sync(g->gpu, GE)); /* the record was cleared */
+
+    /* cross-entropy over padded logits */
+    enum { R = 256 };
+    uint16_t *lg = gc_randn(g, DT_BF16, R * VP, 2.0), *lg_g = gc_halloc(R * VP * 2);
+    float loss_c[R], loss_g[R];
+    void *dlg = gc_dup(g, lg, R * VP * 2), *dtg = gc_dup(g, tgt, R * sizeof(int32_t));
+    float *dloss = gc_dalloc(g, sizeof loss_g);
+    gc_poison(g, dloss, sizeof loss_g);
+    GC_OK(g, g->cpu->xent_fwd_bwd(g->cpu, lg, DT_BF16, R, V, VP, tgt, 1.0f / R, loss_c, GE));
+    GC_OK(g, g->gpu->xent_fwd_bwd(g->gpu, dlg, DT_BF16, R, V, VP, dtg, 1.0f / R, dloss, GE));
+    gc_get(g, lg_g, dlg, R * VP * 2);
+    gc_get(g, loss_g, dloss, sizeof loss_g);
+    gc_check(g, "xent loss", "256 x 1000 (pad 1024)", DT_FP32, loss_g, loss_c, R, TOL_LOSS);
+    gc_check(g, "xent dlogits", "256 x 1000 (pad 1024)", DT_BF16, lg_g, lg, R * VP, TOL_BF16_OUT);
+    int32_t badt = -1;
+    gc_put(g, (int32_t *)dtg + 9, &badt, sizeof badt);
+    st = g->gpu->xent_fwd_bwd(g->gpu, dlg, DT_BF16, R, V, VP, dtg, 1.0f / R, dloss, &e);
+    if (!st) st = g->gpu->sync(g->gpu, &e);
+    gc_expect(g, "xent bad target", "reported by sync",
+              st == ST_USAGE && strstr(e.msg, " -1 ") && strstr(e.msg, "position 9"), e.msg);
+    void *ptrs[] = {dtok, dte, dpe, dout_d, ddo, ddte, ddpe, dlg, dtg, dloss};
+    for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) gc_dfree(g, ptrs[i]);
+    free(wte), free(wpe), free(dout), free(dwte_c), free(dwpe_c), free(dwte_g), free(lg), free(lg_g);
+}
+
+int main(int argc, char **argv)
+{
+    Gc g;
+    gc_init_check(&g, "gpu_nn", argc, argv);
+    check_layernorm(&g);
+    check_attention(&g);
+    check_elementwise(&g);
+    check_embed_xent(&g);
+    return gc_finish(&g);
+}

@@ -1,0 +1,202 @@
+/* tests/gpu/gpu_optim.c — the CUDA backend's optimizers against the CPU
+ * reference, and the NCCL Comm on one rank.
+ *
+ *   gpu_optim [CSV] [SEED]     exit 0 all pass, 1 a check failed, 69 no GPU
+ *
+ * Both optimizers must match the CPU bit for bit: the update of one element is
+ * exec/kernel_math.h's km_adam / km_adam_scaled on both sides (unfused IEEE
+ * operations, bias corrections computed once on the host), the FP8/FP16/BF16
+ * stores round to nearest even on both sides, and FP8-LM's new scales come from
+ * amaxes that are exact maxima. A single-rank all-reduce, all-gather or
+ * reduce-scatter must leave the data as it was and count zero bus bytes
+ * (factors 2(n−1)/n and (n−1)/n at n = 1). */
+#include "gpu_common.h"
+
+static AdamHyper hyper(uint32_t step, float grad_scale)
+{
+    AdamHyper h = {.lr = 3e-4f,
+                   .beta1 = 0.9f,
+                   .beta2 = 0.95f,
+                   .eps = 1e-8f,
+                   .weight_decay = 0.1f,
+                   .step = step,
+                   .grad_scale = grad_scale};
+    return h;
+}
+
+static void adamw_case(Gc *g, const char *name, Dtype gdt, int with_master, Dtype wdt)
+{
+    const uint64_t n = 1000007;
+    float *master = gc_randn(g, DT_FP32, n, 0.05), *m = gc_randn(g, DT_FP32, n, 1e-3),
+          *v = gc_randn(g, DT_FP32, n, 1e-3);
+    for (uint64_t i = 0; i < n; i++) v[i] *= v[i];
+    float gsi = dtype_is_fp8(gdt) ? 1.0f / 4096.0f : 1.0f;
+    void *grad = gc_randn(g, gdt, n, dtype_is_fp8(gdt) ? 40.0 : 0.01);
+    void *w = with_master ? gc_halloc(n * dtype_bytes(wdt)) : NULL;
+    uint64_t wb = n * dtype_bytes(wdt);
+    /* device copies before the CPU updates in place */
+    float *dmaster = gc_dup(g, master, n * 4), *dm = gc_dup(g, m, n * 4), *dv = gc_dup(g, v, n * 4);
+    void *dgrad = gc_dup(g, grad, n * dtype_bytes(gdt)), *dw = with_master ? gc_dalloc(g, wb) : NULL;
+    float *dgsi = gc_dup(g, &gsi, sizeof gsi);
+    if (dw) gc_poison(g, dw, wb);
+    AdamWDesc d = {.n = n,
+                   .h = hyper(5, 0.5f),
+                   .master = with_master ? master : NULL,
+                   .m = m,
+                   .v = v,
+                   .grad = grad,
+                   .grad_dtype = gdt,
+                   .grad_scale_inv = &gsi,
+                   .weight = with_master ? w : master,
+                   .weight_dtype = with_master ? wdt : DT_FP32};
+    GC_OK(g, g->cpu->adamw(g->cpu, &d, GE));
+    d.master = with_master ? dmaster : NULL;
+    d.m = dm;
+    d.v = dv;
+    d.grad = dgrad;
+    d.grad_scale_inv = dgsi;
+    d.weight = with_master ? dw : dmaster;
+    GC_OK(g, g->gpu->adamw(g->gpu, &d, GE));
+    float *r = gc_halloc(n * 4);
+    gc_get(g, r, dmaster, n * 4);
+    gc_check(g, "adamw master", name, DT_FP32, r, master, n, TOL_EXACT);
+    gc_get(g, r, dm, n * 4);
+    gc_check(g, "adamw m", name, DT_FP32, r, m, n, TOL_EXACT);
+    gc_get(g, r, dv, n * 4);
+    gc_check(g, "adamw v", name, DT_FP32, r, v, n, TOL_EXACT);
+    if (with_master) {
+        gc_get(g, r, dw, wb);
+        gc_check(g, "adamw weight", name, wdt, r, w, n, TOL_EXACT);
+        gc_dfree(g, dw);
+    }
+    gc_dfree(g, dmaster), gc_dfree(g, dm), gc_dfree(g, dv), gc_dfree(g, dgrad), gc_dfree(g, dgsi);
+    free(master), free(m), free(v), free(grad), free(w), free(r);
+}
+
+static void fp8_adam_case(Gc *g, const char *name, Dtype gdt, int scaled_w, int scaled_v, int margin)
+{
+    const uint64_t n = 1000003;
+    float rw[3] = {1024.0f, 1.0f / 1024.0f, 0.0f}, rm[3] = {4096.0f, 1.0f / 4096.0f, 0.0f};
+    float rv[3] = {1048576.0f, 1.0f / 1048576.0f, 0.0f};
+    float sw = scaled_w ? rw[0] : 1.0f, sv = scaled_v ? rv[0] : 1.0f;
+    uint16_t *master = gc_halloc(n * 2), *v = gc_halloc(n * 2), *wk = gc_halloc(n * 2);
+    uint8_t *m = gc_halloc(n);
+    for (uint64_t i = 0; i < n; i++) {
+        elem_store(master, DT_FP16, i, (float)rng_normal(&g->rng) * 0.05f * sw);
+        elem_store(m, DT_E4M3, i, (float)rng_normal(&g->rng) * 1e-3f * rm[0]);
+        float s = (float)rng_normal(&g->rng) * 1e-3f;
+        elem_store(v, DT_FP16, i, s * s * sv);
+    }
+    float gsi = dtype_is_fp8(gdt) ? 1.0f / 4096.0f : 1.0f;
+    void *grad = gc_randn(g, gdt, n, dtype_is_fp8(gdt) ? 40.0 : 0.01);
+    void *dmaster = gc_dup(g, master, n * 2), *dm = gc_dup(g, m, n), *dv = gc_dup(g, v, n * 2);
+    void *dgrad = gc_dup(g, grad, n * dtype_bytes(gdt)), *dwk = gc_dalloc(g, n * 2);
+    float *drec = gc_dup(g, (float[9]){rw[0], rw[1], rw[2], rm[0], rm[1], rm[2], rv[0], rv[1], rv[2]}, 36);
+    float *dgsi = gc_dup(g, &gsi, sizeof gsi);
+    gc_poison(g, dwk, n * 2);
+    Fp8AdamDesc d = {.n = n,
+                     .h = hyper(3, 1.0f),
+                     .margin = margin,
+                     .master = master,
+                     .master_rec = scaled_w ? rw : NULL,
+                     .m = m,
+                     .m_rec = rm,
+                     .v = v,
+                     .v_rec = scaled_v ? rv : NULL,
+                     .grad = grad,
+                     .grad_dtype = gdt,
+                     .grad_scale_inv = &gsi,
+                     .weight = wk,
+                     .weight_dtype = DT_BF16};
+    GC_OK(g, g->cpu->fp8_adam(g->cpu, &d, GE));
+    d.master = dmaster;
+    d.master_rec = scaled_w ? drec : NULL;
+    d.m = dm;
+    d.m_rec = drec + 3;
+    d.v = dv;
+    d.v_rec = scaled_v ? drec + 6 : NULL;
+    d.grad = dgrad;
+    d.grad_scale_inv = dgsi;
+    d.weight = dwk;
+    GC_OK(g, g->gpu->fp8_adam(g->gpu, &d, GE));
+    void *r = gc_halloc(n * 2);
+    float rec_g[9], rec_c[9] = {rw[0], rw[1], rw[2], rm[0], rm[1], rm[2], rv[0], rv[1], rv[2]};
+    gc_get(g, r, dmaster, n * 2);
+    gc_check(g, "fp8_adam master fp16", name, DT_FP16, r, master, n, TOL_EXACT);
+    gc_get(g, r, dm, n);
+    gc_check(g, "fp8_adam m e4m3", name, DT_E4M3, r, m, n, TOL_EXACT);
+    gc_get(g, r, dv, n * 2);
+    gc_check(g, "fp8_adam v fp16", name, DT_FP16, r, v, n, TOL_EXACT);
+    gc_get(g, r, dwk, n * 2);
+    gc_check(g, "fp8_adam weight bf16", name, DT_BF16, r, wk, n, TOL_EXACT);
+    gc_get(g, rec_g, drec, sizeof rec_g);
+    gc_check(g, "fp8_adam records", name, DT_FP32, rec_g, rec_c, 9, TOL_EXACT);
+    gc_dfree(g, dmaster), gc_dfree(g, dm), gc_dfree(g, dv), gc_dfree(g, dgrad), gc_dfree(g, dwk);
+    gc_dfree(g, drec), gc_dfree(g, dgsi);
+    free(master), free(m), free(v), free(wk), free(grad), free(r);
+}
+
+static void check_optimizers(Gc *g)
+{
+    adamw_case(g, "fp32 grad, bf16 weight", DT_FP32, 1, DT_BF16);
+    adamw_case(g, "bf16 grad, fp16 weight", DT_BF16, 1, DT_FP16);
+    adamw_case(g, "e5m2 grad with scale_inv", DT_E5M2, 1, DT_BF16);
+    adamw_case(g, "no master: fp32 weight", DT_FP32, 0, DT_FP32);
+    fp8_adam_case(g, "all scaled, e4m3 grad", DT_E4M3, 1, 1, 0);
+    fp8_adam_case(g, "m scaled only, fp32 grad, margin 1", DT_FP32, 0, 0, 1);
+}
+
+/* ---- NCCL, one rank --------------------------------------------------------------------------- */
+
+static void check_comm(Gc *g)
+{
+    Comm *c = NULL;
+    Err e;
+    Status st = comm_nccl_create(g->gpu, 0, 1, &c, &e);
+    if (!gc_expect(g, "nccl", "create 1 rank", st == ST_OK, e.msg)) return;
+    const uint64_t n = 1 << 20;
+    Dtype dts[3] = {DT_FP32, DT_BF16, DT_E4M3};
+    for (int k = 0; k < 3; k++) {
+        uint64_t bytes = n * dtype_bytes(dts[k]);
+        void *x = gc_randn(g, dts[k], n, 3.0), *r = gc_halloc(bytes);
+        void *dx = gc_dup(g, x, bytes), *dy = gc_dalloc(g, bytes);
+        char cas[48];
+        snprintf(cas, sizeof cas, "%s x %llu", dtype_name(dts[k]), (unsigned long long)n);
+        st = c->all_reduce(c, g->gpu, dx, n, dts[k], COMM_SUM, &e);
+        if (gc_expect(g, "nccl all_reduce sum", cas, st == ST_OK, e.msg)) {
+            gc_get(g, r, dx, bytes);
+            gc_check(g, "nccl all_reduce data", cas, dts[k], r, x, n, TOL_EXACT);
+        }
+        gc_poison(g, dy, bytes);
+        st = c->all_gather(c, g->gpu, dx, dy, n, dts[k], &e);
+        if (gc_expect(g, "nccl all_gather", cas, st == ST_OK, e.msg)) {
+            gc_get(g, r, dy, bytes);
+            gc_check(g, "nccl all_gather data", cas, dts[k], r, x, n, TOL_EXACT);
+        }
+        gc_poison(g, dy, bytes);
+        st = c->reduce_scatter(c, g->gpu, dx, dy, n, dts[k], COMM_MAX, &e);
+        if (gc_expect(g, "nccl reduce_scatter max", cas, st == ST_OK, e.msg)) {
+            gc_get(g, r, dy, bytes);
+            gc_check(g, "nccl reduce_scatter data", cas, dts[k], r, x, n, TOL_EXACT);
+        }
+        gc_dfree(g, dx), gc_dfree(g, dy);
+        free(x), free(r);
+    }
+    uint64_t payload = 3 * n * (4 + 2 + 1);
+    gc_expect(g, "nccl stats", "9 calls, payload counted, 0 bus bytes at n = 1",
+              c->stats.calls == 9 && c->stats.payload_bytes == payload && c->stats.bus_bytes == 0.0,
+              "call/payload/bus counts differ");
+    c->destroy(c);
+}
+
+int main(int argc, char **argv)
+{
+    Gc g;
+    gc_init_check(&g, "gpu_optim", argc, argv);
+    check_optimizers(&g);
+    if (g.selftest)
+        printf("skip - nccl (selftest: NCCL needs the cuda backend)\n");
+    else
+        check_comm(&g);
+    return gc_finish(&g);
+}

@@ -1,0 +1,159 @@
+/* tests/unit/test_cuda_measure.c — the device measurements of a GPU run
+ * (exec/device_measure.c), driven by a scripted backend whose hooks return
+ * known numbers, and the match of device names to the shipped GPU catalog. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/device_measure.h"
+#include "test.h"
+#include "util/fileio.h"
+
+/* A backend with only the measurement hooks: memory in use follows a script,
+ * op_times reports fixed seconds per category. */
+typedef struct {
+    uint64_t total, used;
+    int timing, calls;
+} Fake;
+
+static Status fake_mem(Backend *bk, uint64_t *fr, uint64_t *tot, Err *e)
+{
+    (void)e;
+    Fake *f = bk->impl;
+    *tot = f->total;
+    *fr = f->total - f->used;
+    return ST_OK;
+}
+
+static Status fake_info(Backend *bk, BackendDeviceInfo *out, Err *e)
+{
+    (void)bk, (void)e;
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "NVIDIA H200");
+    out->sm_count = 132;
+    return ST_OK;
+}
+
+static Status fake_times(Backend *bk, int enable, double s[BK_OPCAT_COUNT], Err *e)
+{
+    (void)e;
+    Fake *f = bk->impl;
+    if (s) {
+        double v[BK_OPCAT_COUNT] = {0.100, 0.020, 0.010, 0.001};
+        for (int i = 0; i < BK_OPCAT_COUNT; i++) s[i] = f->timing ? v[i] : 0.0;
+    }
+    f->timing = enable;
+    f->calls++;
+    return ST_OK;
+}
+
+static void test_rows_from_the_driver_counts(void)
+{
+    const uint64_t MiB = 1ull << 20;
+    Fake f = {.total = 140000 * MiB, .used = 600 * MiB};
+    Backend bk = {.name = "fake", .impl = &f, .mem_info = fake_mem, .device_info = fake_info, .op_times = fake_times};
+    static Plan p;
+    static Gpt g;
+    memset(&p, 0, sizeof p);
+    memset(&g, 0, sizeof g);
+    p.total_bytes = 20000 * MiB;
+    p.mem[MT_CUDA_CONTEXT].bytes = 512 * MiB;
+    p.mem[MT_COMM_BUFFER].bytes = 0;
+    p.mem[MT_FRAGMENTATION].bytes = 900 * MiB;
+    p.time.gemm_s = 0.09;
+    g.arena.bytes = 18000 * MiB;
+
+    DevMeasure m;
+    devm_init(&m, &bk); /* context: 600 MiB */
+    CHECK(m.have && m.st == ST_OK);
+    CHECK_STR(m.info.name, "NVIDIA H200");
+    f.used += 10 * MiB; /* NCCL */
+    devm_sample(&m, &bk, DEVM_AFTER_COMM);
+    f.used += 18000 * MiB; /* arena */
+    devm_sample(&m, &bk, DEVM_AFTER_MODEL);
+    for (int k = 0; k < 3; k++) {
+        devm_step_begin(&m, &bk);
+        f.used += k == 1 ? 700 * MiB : 0; /* scratch grows in the second step */
+        devm_step_end(&m, &bk);
+    }
+    CHECK_EQ_U64(m.op_steps, 3);
+    CHECK_EQ_U64(m.used[DEVM_STEP], (600 + 10 + 18000 + 700) * MiB);
+    MeasureRow rows[DEVM_MAX_ROWS];
+    int n = devm_rows(&m, &p, &g, rows);
+    CHECK_EQ_INT(n, 8);
+    CHECK_STR(rows[0].name, "device_used");
+    CHECK(rows[0].mode == MEASURE_TOL && rows[0].tol == 0.05);
+    CHECK_NEAR(rows[0].measured, (double)(19310 * MiB), 0.0);
+    CHECK_NEAR(rows[1].measured, (double)(600 * MiB), 0.0); /* context */
+    CHECK_NEAR(rows[2].measured, (double)(10 * MiB), 0.0);  /* communicator */
+    CHECK_NEAR(rows[3].measured, (double)(700 * MiB), 0.0); /* outside the arena */
+    CHECK_STR(rows[4].name, "gpu_gemm");
+    CHECK_NEAR(rows[4].measured, 0.100, 1e-12); /* per step */
+    CHECK_NEAR(rows[4].planned, 0.09, 0.0);
+    /* 19310 MiB against a 20000 MiB plan is 3.45 % under: inside ±5 % */
+    CHECK_EQ_INT(measure_judge(rows, n), 0);
+    f.used += 2000 * MiB;
+    devm_sample(&m, &bk, DEVM_STEP);
+    n = devm_rows(&m, &p, &g, rows);
+    CHECK_EQ_INT(measure_judge(rows, n), 1); /* 21310 MiB: 6.5 % over */
+    CHECK(rows[0].verdict == VERDICT_OUTSIDE);
+}
+
+static void test_no_hooks_no_rows(void)
+{
+    Backend bk = {.name = "cpu"};
+    DevMeasure m;
+    devm_init(&m, &bk);
+    devm_sample(&m, &bk, DEVM_AFTER_MODEL);
+    devm_step_begin(&m, &bk);
+    devm_step_end(&m, &bk);
+    MeasureRow rows[DEVM_MAX_ROWS];
+    static Plan p;
+    static Gpt g;
+    CHECK(!m.have);
+    CHECK_EQ_INT(devm_rows(&m, &p, &g, rows), 0);
+}
+
+static void test_device_names_match_the_catalog(void)
+{
+    Catalog *c = calloc(1, sizeof *c);
+    char *buf = NULL;
+    size_t len = 0;
+    Err e;
+    if (!c || file_read_all("models/gpus.csv", &buf, &len, &e) || catalog_parse_gpus(c, buf, len, "gpus.csv", &e)) {
+        CHECKF(0, "loading models/gpus.csv: %s", e.msg);
+        free(c), free(buf);
+        return;
+    }
+    struct {
+        const char *device, *row;
+    } cases[] = {
+        {"NVIDIA H200", "h200"},        {"NVIDIA H100 80GB HBM3", "h100-sxm"}, {"NVIDIA H100 PCIe", "h100-pcie"},
+        {"NVIDIA H800", "h800"},        {"NVIDIA A100-SXM4-80GB", "a100-sxm"}, {"NVIDIA L40S", "l40s"},
+        {"Tesla V100-SXM2-16GB", NULL}, {"NVIDIA GeForce RTX 4090", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const GpuSpec *gpu = devm_match_gpu(c, cases[i].device);
+        if (cases[i].row)
+            CHECKF(gpu && !strcmp(gpu->name, cases[i].row), "%s -> %s", cases[i].device, gpu ? gpu->name : "none");
+        else
+            CHECKF(!gpu, "%s matched %s", cases[i].device, gpu ? gpu->name : "");
+    }
+    double b, f;
+    const GpuSpec *h200 = devm_match_gpu(c, "NVIDIA H200");
+    devm_mfu(h200, 494.5e12, &b, &f); /* half the dense BF16 peak of 989 TFLOP/s */
+    CHECK_NEAR(b, 50.0, 1e-9);
+    CHECK_NEAR(f, 100.0 * 494.5 / 1979.0, 1e-9);
+    devm_mfu(NULL, 1e12, &b, &f);
+    CHECK(isnan(b) && isnan(f));
+    free(buf);
+    free(c);
+}
+
+int main(void)
+{
+    RUN(test_rows_from_the_driver_counts);
+    RUN(test_no_hooks_no_rows);
+    RUN(test_device_names_match_the_catalog);
+    return test_summary();
+}
