@@ -139,11 +139,7 @@ Table *tui_export_table(const TuiState *s, Err *e)
     switch (s->screen) {
     case SCR_PLAN: return plan_csv(s, e);
     case SCR_COMPARE: return compare_csv(s, e);
-    case SCR_SCALES: {
-        err_clear(e);
-        Table *t = seed_table1b(s->sc_rows, s->sc_cols, e);
-        return t || e->st ? t : oom(e);
-    }
+    case SCR_SCALES: return seed_table1b(s->sc_rows, s->sc_cols, e);
     case SCR_SCALING: return scaling_csv(s, e);
     default: return formats_csv(s, e);
     }

@@ -100,37 +100,6 @@ double tui_qty_value(const Plan *p, int q)
 
 /* ---- Table 1b ----------------------------------------------------------------------------------------- */
 
-Status tui_scale_rows(uint64_t rows, uint64_t cols, TuiScaleRow out[TUI_SCALE_ROWS], Err *e)
-{
-    static const char *const names[GRAN_COUNT_] = {
-        [GRAN_TENSOR] = "FP8 per-tensor", [GRAN_CHANNEL] = "FP8 per-channel", [GRAN_1X32] = "FP8 1x32 E8M0",
-        [GRAN_1X128] = "FP8 1x128",       [GRAN_128X128] = "FP8 128x128",
-    };
-    uint64_t n, bf16;
-    if (u64_mul(rows, cols, &n) || u64_mul(n, 2, &bf16))
-        return err_set(e, ST_OVERFLOW, "%llux%llu: BF16 bytes pass 2^64", (unsigned long long)rows,
-                       (unsigned long long)cols);
-    memset(out, 0, sizeof *out * TUI_SCALE_ROWS);
-    out[0] = (TuiScaleRow){.name = "BF16", .is_bf16 = 1, .scale_dtype = DT_NONE, .payload = bf16, .total = bf16};
-    out[0].payload_pct_of_bf16 = 100.0;
-    for (int g = 0; g < GRAN_COUNT_; g++) {
-        TuiScaleRow *r = &out[1 + g];
-        r->name = names[g];
-        r->gran = (Granularity)g;
-        r->scale_dtype = gran_scale_dtype(r->gran);
-        r->payload = n;
-        Status st = gran_scale_count(r->gran, rows, cols, &r->n_scales, &r->scale_bytes, e);
-        if (st) return st;
-        if (u64_add(n, r->scale_bytes, &r->total))
-            return err_set(e, ST_OVERFLOW, "%llux%llu: total bytes pass 2^64", (unsigned long long)rows,
-                           (unsigned long long)cols);
-        r->payload_pct_of_bf16 = 100.0 * (double)n / (double)bf16;
-        r->scale_pct_of_payload = 100.0 * (double)r->scale_bytes / (double)n;
-        r->saving_pct = 100.0 * ((double)bf16 - (double)r->total) / (double)bf16;
-    }
-    return ST_OK;
-}
-
 int tui_scale_preset(const TuiState *s, int i, const char **name, uint64_t *rows, uint64_t *cols)
 {
     const ModelSpec *m = s->in.model;

@@ -9,6 +9,7 @@
 
 #include "fp8/scale.h"
 #include "planner/catalog.h"
+#include "reports/seed_report.h"
 #include "test.h"
 #include "tui/export.h"
 #include "tui/fields.h"
@@ -261,17 +262,17 @@ static void test_scaling_spike(void)
 
 static void test_scales_table1b(void)
 {
-    TuiScaleRow r[TUI_SCALE_ROWS];
+    SeedScaleRow r[SEED_T1B_ROWS]; /* the rows the Scales screen draws */
     Err e;
-    CHECK(tui_scale_rows(4096, 4096, r, &e) == ST_OK);
-    CHECK_EQ_U64(r[0].total, 33554432);
-    CHECK_EQ_U64(r[1 + GRAN_TENSOR].payload, 16777216);
-    CHECK_NEAR(r[1 + GRAN_TENSOR].payload_pct_of_bf16, 50.0, 0);
+    CHECK(seed_table1b_rows(4096, 4096, r, &e) == ST_OK);
+    CHECK_EQ_U64(r[0].total_bytes, 33554432);
+    CHECK_EQ_U64(r[1 + GRAN_TENSOR].payload_bytes, 16777216);
+    CHECK_NEAR(r[1 + GRAN_TENSOR].payload_of_bf16_pct, 50.0, 0);
     CHECK_EQ_U64(r[1 + GRAN_CHANNEL].scale_bytes, 16384);
     CHECK_EQ_U64(r[1 + GRAN_1X32].scale_bytes, 524288);
-    CHECK_NEAR(r[1 + GRAN_1X32].scale_pct_of_payload, 3.125, 0);
-    CHECK_NEAR(r[1 + GRAN_1X32].saving_pct, 48.4375, 0);
-    CHECK(tui_scale_rows(UINT64_MAX / 2, 4, r, &e) == ST_OVERFLOW);
+    CHECK_NEAR(r[1 + GRAN_1X32].scale_of_payload_pct, 3.125, 0);
+    CHECK_NEAR(r[1 + GRAN_1X32].saving_vs_bf16_pct, 48.4375, 0);
+    CHECK(seed_table1b_rows(UINT64_MAX / 2, 4, r, &e) == ST_OVERFLOW);
     /* presets: the model's FC1 at TP 8 is [49152/8, 12288] */
     TuiState *s = headline();
     press_str(s, "3+++");
