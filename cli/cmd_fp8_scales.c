@@ -35,25 +35,15 @@ static const char HELP[] =
 
 int cmd_scales(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"shape", required_argument, 0, 's'},
-        {"format", required_argument, 0, 'f'},
-        {"output", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
+    static const struct option opts[] = {{"shape", required_argument, 0, 's'}, CLI_OUT_OPTIONS, {0, 0, 0, 0}};
     const char *cmd = "scales", *shape = NULL;
     CliOut out = {TABLE_TEXT, NULL};
-    int o;
+    int o, rc;
     while ((o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (o) {
         case 's': shape = optarg; break;
-        case 'f':
-            if (cli_parse_format(cmd, optarg, &out)) return 64;
-            break;
-        case 'o': out.path = optarg; break;
-        case 'h': return cli_help(HELP);
-        default: return cli_usage(cmd, "unknown option");
+        default:
+            if ((rc = cli_out_option(cmd, o, HELP, &out)) != CLI_NEXT_OPTION) return rc;
         }
     }
     if (cli_no_operands(cmd, argc, argv)) return 64;
@@ -68,7 +58,7 @@ int cmd_scales(int argc, char **argv)
         err_prefix(&e, "--shape");
         return cli_fail(cmd, &e);
     }
-    int rc = cli_emit_table(cmd, t, &out);
+    rc = cli_emit_table(cmd, t, &out);
     table_free(t);
     return rc;
 }
