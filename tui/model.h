@@ -13,6 +13,7 @@
 
 #include "fp8/codec.h"
 #include "planner/plan.h"
+#include "reports/plan_report.h"
 #include "tui/state.h"
 
 /* ---- stacked bar ------------------------------------------------------------------------------------------
@@ -27,6 +28,7 @@ int tui_bar_split(const uint64_t *v, int n, uint64_t capacity, int width, int *c
 /* ---- Compare quantities -------------------------------------------------------------------------------- */
 typedef enum { QK_BYTES = 0, QK_SECONDS, QK_RATE, QK_PCT, QK_FLAG, QK_BPP } TuiQtyKind;
 typedef struct {
+    PlanQty q;         /* the value: plan_qty() (reports/plan_report.h; bytes as bytes, not GB) */
     const char *label; /* "total memory" */
     const char *unit;  /* "GB" */
     TuiQtyKind kind;
@@ -35,8 +37,6 @@ typedef struct {
 
 enum { TUI_NQTY = 23 };
 extern const TuiQty tui_qty[TUI_NQTY];
-/* The value of quantity q for a plan (bytes as bytes, not GB). */
-double tui_qty_value(const Plan *p, int q);
 
 /* ---- Table 1b shapes -------------------------------------------------------------------------------------- */
 
