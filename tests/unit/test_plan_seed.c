@@ -4,30 +4,13 @@
  * with TE above BF16 at 175B. */
 #include <stdlib.h>
 
-#include "planner/catalog.h"
 #include "planner/plan.h"
 #include "reports/seed_report.h"
+#include "support/fixtures.h"
 #include "test.h"
 #include "util/fileio.h"
 
 static Catalog *cat;
-
-static void load(void)
-{
-    const char *files[] = {"models/models.csv", "models/gpus.csv", "models/recipes.csv"};
-    Status (*parse[])(Catalog *, const char *, size_t, const char *, Err *) = {catalog_parse_models, catalog_parse_gpus,
-                                                                               catalog_parse_recipes};
-    for (int i = 0; i < 3; i++) {
-        char *buf;
-        size_t len;
-        Err e;
-        if (file_read_all(files[i], &buf, &len, &e) || parse[i](cat, buf, len, files[i], &e)) {
-            fprintf(stderr, "%s\n", e.msg);
-            exit(1);
-        }
-        free(buf);
-    }
-}
 
 /* Render a table as CSV into a string (caller frees). */
 static char *csv_of(Table *t)
@@ -162,8 +145,7 @@ static void test_hardware_gates(void)
 
 int main(void)
 {
-    cat = calloc(1, sizeof *cat);
-    load();
+    cat = fx_catalog();
     RUN(test_bytes_per_param);
     RUN(test_table1b);
     RUN(test_table5);
