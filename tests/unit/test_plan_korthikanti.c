@@ -12,6 +12,8 @@
 #include "support/fixtures.h"
 #include "test.h"
 
+static GpuSpec gpu; /* fx_gpu(), set by main */
+
 static ModelSpec gpt(uint32_t layers, uint32_t hidden, uint32_t heads)
 {
     ModelSpec m = {.name = "k",
@@ -45,7 +47,6 @@ static void test_22b(void)
 {
     ModelSpec m = gpt(48, 6144, 64);
     Recipe r = fx_bf16_recipe("bf16", 0);
-    GpuSpec gpu = fx_gpu();
     PlanInput in;
     plan_input_defaults(&in);
     in.model = &m, in.gpu = &gpu, in.recipe = &r;
@@ -80,7 +81,6 @@ static void test_175b_interleaved(void)
 {
     ModelSpec m = gpt(96, 12288, 96);
     Recipe r = fx_bf16_recipe("bf16", 0);
-    GpuSpec gpu = fx_gpu();
     PlanInput in;
     plan_input_defaults(&in);
     in.model = &m, in.gpu = &gpu, in.recipe = &r;
@@ -108,7 +108,6 @@ static void test_1f1b_in_flight(void)
     /* non-interleaved 1F1B: stage 0 holds min(pp, micro-batches) micro-batches, the last stage one */
     ModelSpec m = gpt(96, 12288, 96);
     Recipe r = fx_bf16_recipe("bf16", 0);
-    GpuSpec gpu = fx_gpu();
     PlanInput in;
     plan_input_defaults(&in);
     in.model = &m, in.gpu = &gpu, in.recipe = &r;
@@ -123,6 +122,7 @@ static void test_1f1b_in_flight(void)
 
 int main(void)
 {
+    gpu = fx_gpu();
     RUN(test_22b);
     RUN(test_175b_interleaved);
     RUN(test_1f1b_in_flight);
