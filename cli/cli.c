@@ -45,6 +45,16 @@ int cli_parse_format(const char *cmd, const char *arg, CliOut *out)
     return 0;
 }
 
+int cli_out_option(const char *cmd, int o, const char *help, CliOut *out)
+{
+    switch (o) {
+    case 'f': return cli_parse_format(cmd, optarg, out) ? status_exit_code(ST_USAGE) : CLI_NEXT_OPTION;
+    case 'o': out->path = optarg; return CLI_NEXT_OPTION;
+    case 'h': return cli_help(help);
+    default: return cli_usage(cmd, "unknown option");
+    }
+}
+
 int cli_emit_table(const char *cmd, const Table *t, const CliOut *out)
 {
     Err e;

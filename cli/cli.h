@@ -48,6 +48,24 @@ typedef struct {
 /* Parse a --format value; on error prints usage and returns 64, else 0. */
 int cli_parse_format(const char *cmd, const char *arg, CliOut *out);
 
+/* The options of a subcommand that prints one table: --format table|csv|json,
+ * -o/--output FILE and --help. They end its getopt_long option array:
+ *   static const struct option opts[] = {{"shape", required_argument, 0, 's'}, CLI_OUT_OPTIONS, {0, 0, 0, 0}};
+ * and cli_out_option() handles them in the switch's default case. */
+// clang-format off
+#define CLI_OUT_OPTIONS \
+    {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}
+// clang-format on
+
+enum { CLI_NEXT_OPTION = -1 };
+
+/* getopt_long's result o when the subcommand's own cases do not take it: 'f'
+ * parses --format into out, 'o' sets out->path, 'h' prints help; anything else
+ * is an unknown option. Returns CLI_NEXT_OPTION to go on parsing, or the exit
+ * code to return now (0 after --help, 64 for a bad --format or an unknown
+ * option, with the usage message printed). */
+int cli_out_option(const char *cmd, int o, const char *help, CliOut *out);
+
 /* Write t to out (atomically when a file); returns an exit code. */
 int cli_emit_table(const char *cmd, const Table *t, const CliOut *out);
 

@@ -204,16 +204,10 @@ static int emit_both(const char *cmd, const Table *a, const Table *b, const CliO
 
 int cmd_formats(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"table", required_argument, 0, 't'},
-        {"format", required_argument, 0, 'f'},
-        {"output", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
+    static const struct option opts[] = {{"table", required_argument, 0, 't'}, CLI_OUT_OPTIONS, {0, 0, 0, 0}};
     const char *cmd = "formats", *which = NULL;
     CliOut out = {TABLE_TEXT, NULL};
-    int o;
+    int o, rc;
     while ((o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (o) {
         case 't':
@@ -221,12 +215,8 @@ int cmd_formats(int argc, char **argv)
                 return cli_usage(cmd, "--table: '%s' is not fp8 or ranges", optarg);
             which = optarg;
             break;
-        case 'f':
-            if (cli_parse_format(cmd, optarg, &out)) return 64;
-            break;
-        case 'o': out.path = optarg; break;
-        case 'h': return cli_help(HELP);
-        default: return cli_usage(cmd, "unknown option");
+        default:
+            if ((rc = cli_out_option(cmd, o, HELP, &out)) != CLI_NEXT_OPTION) return rc;
         }
     }
     if (cli_no_operands(cmd, argc, argv)) return 64;
@@ -234,7 +224,6 @@ int cmd_formats(int argc, char **argv)
         return cli_usage(cmd, "--format csv/json writes one table: add --table fp8 or --table ranges");
     Table *t1 = !which || !strcmp(which, "fp8") ? fp8_table() : NULL;
     Table *t9 = !which || !strcmp(which, "ranges") ? ranges_table() : NULL;
-    int rc;
     if ((!which && (!t1 || !t9)) || (which && !t1 && !t9)) {
         rc = cli_fail(cmd, &(Err){ST_NOMEM, "out of memory"});
     } else if (which) {

@@ -107,18 +107,22 @@ static Status measure(const QuantCfg *cfg, const float *x, uint64_t rows, uint64
 int cmd_quant_error(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"shape", required_argument, 0, 'S'},   {"dist", required_argument, 0, 'd'},
-        {"seed", required_argument, 0, 's'},    {"input", required_argument, 0, 'i'},
-        {"fp8", required_argument, 0, 'F'},     {"block-scales", required_argument, 0, 'b'},
-        {"mx-rule", required_argument, 0, 'r'}, {"nosat", no_argument, 0, 'n'},
-        {"format", required_argument, 0, 'f'},  {"output", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
+        {"shape", required_argument, 0, 'S'},
+        {"dist", required_argument, 0, 'd'},
+        {"seed", required_argument, 0, 's'},
+        {"input", required_argument, 0, 'i'},
+        {"fp8", required_argument, 0, 'F'},
+        {"block-scales", required_argument, 0, 'b'},
+        {"mx-rule", required_argument, 0, 'r'},
+        {"nosat", no_argument, 0, 'n'},
+        CLI_OUT_OPTIONS,
+        {0, 0, 0, 0},
     };
     const char *cmd = "quant-error", *shape = "1024x4096", *input = NULL;
     CliOut out = {TABLE_TEXT, NULL};
     SynthDist dist = SYNTH_NORMAL;
     uint64_t seed = 1, rows, cols;
-    int fmts = 3, block_pow2 = 0, nosat = 0, have_dist = 0, o;
+    int fmts = 3, block_pow2 = 0, nosat = 0, have_dist = 0, o, rc;
     E8m0Rule rule = E8M0_RULE_CEIL;
     Err e;
     while ((o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
@@ -152,12 +156,8 @@ int cmd_quant_error(int argc, char **argv)
             if (e8m0_rule_parse(optarg, &rule)) return cli_usage(cmd, "--mx-rule: '%s' is not ceil or floor", optarg);
             break;
         case 'n': nosat = 1; break;
-        case 'f':
-            if (cli_parse_format(cmd, optarg, &out)) return 64;
-            break;
-        case 'o': out.path = optarg; break;
-        case 'h': return cli_help(HELP);
-        default: return cli_usage(cmd, "unknown option");
+        default:
+            if ((rc = cli_out_option(cmd, o, HELP, &out)) != CLI_NEXT_OPTION) return rc;
         }
     }
     if (cli_no_operands(cmd, argc, argv)) return 64;
@@ -171,7 +171,7 @@ int cmd_quant_error(int argc, char **argv)
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
     uint8_t *codes = malloc(n);
     Table *t = table_new(COLS, NCOLS);
-    int rc = 0;
+    rc = 0;
     if (!x || !y || !codes || !t) {
         rc = cli_fail(cmd, &(Err){ST_NOMEM, "out of memory"});
         goto done;

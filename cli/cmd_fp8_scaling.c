@@ -2,15 +2,14 @@
  * step by step, with where small and large values land at each step's scale. */
 #include <csv.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cli/cli.h"
 #include "cli/cmd_fp8.h"
-#include "fp8/codec.h"
 #include "fp8/delayed.h"
+#include "reports/scaling_report.h"
 #include "util/fileio.h"
 #include "util/num.h"
 
@@ -162,41 +161,12 @@ static Status read_trace(const char *path, Amaxes *out, Err *e)
     return ST_OK;
 }
 
-/* ---- the table ---------------------------------------------------------------------- */
-
-enum { C_STEP, C_AMAX, C_SCALE, C_CAST, C_NEXT, C_WIN, C_UPDATE, C_FLUSH, C_MINSUB, C_SAT, NCOLS };
-
-static const TableCol COLS[NCOLS] = {
-    {"step", NULL, NULL, TC_U64, 0, 0},
-    {"amax", NULL, NULL, TC_STR, 0, 0},
-    {"scale", NULL, NULL, TC_F64, 6, TF_SCI | TF_EXACT},
-    {"cast", NULL, NULL, TC_STR, 0, 0},
-    {"next_scale", "next scale", NULL, TC_F64, 6, TF_SCI | TF_EXACT},
-    {"window_amax", "window amax", NULL, TC_STR, 0, 0},
-    {"update", NULL, NULL, TC_STR, 0, 0},
-    {"flush_below", "flush <=", NULL, TC_F64, 4, TF_SCI | TF_EXACT},
-    {"min_sub_below", "min sub <", NULL, TC_F64, 4, TF_SCI | TF_EXACT},
-    {"saturate_above", "saturates >", NULL, TC_F64, 4, TF_SCI | TF_EXACT},
-};
-
-static void fmt_amax(char *buf, size_t n, float v) { snprintf(buf, n, "%.9g", (double)v); }
-
-static const char *update_text(AmaxCase c)
-{
-    switch (c) {
-    case AMAX_OK: return "ok";
-    case AMAX_ZERO: return "kept: zero";
-    case AMAX_INF: return "kept: inf";
-    case AMAX_NAN: return "kept: nan";
-    case AMAX_TINY: return "tiny: FLT_MAX";
-    default: return "?";
-    }
-}
+/* ---- the trace ---------------------------------------------------------------------- */
 
 static Table *run(const DelayedCfg *cfg, const Amaxes *a, Err *e)
 {
     float *hist = malloc(sizeof *hist * cfg->hist_len);
-    Table *t = table_new(COLS, NCOLS);
+    Table *t = scaling_table_new(cfg);
     DelayedState s;
     if (!hist || !t) {
         free(hist);
@@ -209,33 +179,10 @@ static Table *run(const DelayedCfg *cfg, const Amaxes *a, Err *e)
         table_free(t);
         return NULL;
     }
-    char title[160], buf[64];
-    snprintf(title, sizeof title, "delayed scaling: %s, history %u, %s, margin %d (fmax %g)", dtype_name(cfg->fmt),
-             (unsigned)cfg->hist_len, amax_algo_name(cfg->algo), cfg->margin, (double)fp8_max(cfg->fmt));
-    table_set_title(t, title);
     for (size_t i = 0; i < a->n; i++) {
         DelayedStep st;
         delayed_step(&s, a->v[i], &st);
-        ScaleBounds b;
-        scale_bounds(cfg->fmt, st.scale_used, &b);
-        float xs = st.amax * st.scale_used;
-        const char *cast = isnan(st.amax)                               ? "nan"
-                           : isinf(st.amax)                             ? "inf"
-                           : (isinf(xs) || fp8_overflows(cfg->fmt, xs)) ? "saturates"
-                                                                        : "ok";
-        table_row(t);
-        table_u64(t, C_STEP, st.step);
-        fmt_amax(buf, sizeof buf, st.amax);
-        table_str(t, C_AMAX, buf);
-        table_f64(t, C_SCALE, st.scale_used);
-        table_str(t, C_CAST, cast);
-        table_f64(t, C_NEXT, st.scale_next);
-        fmt_amax(buf, sizeof buf, st.window_amax);
-        table_str(t, C_WIN, buf);
-        table_str(t, C_UPDATE, update_text(st.why));
-        table_f64(t, C_FLUSH, b.flush_below);
-        table_f64(t, C_MINSUB, b.min_sub_below);
-        table_f64(t, C_SAT, b.saturate_above);
+        scaling_table_row(t, cfg->fmt, &st);
     }
     free(hist);
     return t;

@@ -68,24 +68,18 @@ static void load_transposed(const void *p, Dtype dt, uint64_t ld, uint64_t rows,
     }
 }
 
-/* A as FP32 (M, K) row-major, unscaled. */
-static void load_a(const GemmOperand *o, uint64_t m, uint64_t k, float *af)
+/* An operand as FP32 (unscaled) in the row-major shape the loops below want:
+ * A as (M, K), want = GEMM_K_INNER; B as (K, N), want = GEMM_K_OUTER (K outer,
+ * so the inner loop runs along N). mn is M for A, N for B. An operand stored in
+ * the wanted layout is copied row by row, the other one transposed. */
+static void load_operand(const GemmOperand *o, uint64_t mn, uint64_t k, GemmLayout want, float *dst)
 {
-    uint64_t ld = o->ld ? o->ld : (o->layout == GEMM_K_INNER ? k : m);
-    if (o->layout == GEMM_K_INNER)
-        for (uint64_t i = 0; i < m; i++) load_run(o->ptr, o->dtype, i * ld, af + i * k, k);
+    uint64_t ld = o->ld ? o->ld : (o->layout == GEMM_K_INNER ? k : mn);
+    uint64_t rows = want == GEMM_K_INNER ? mn : k, cols = want == GEMM_K_INNER ? k : mn; /* of dst */
+    if (o->layout == want)
+        for (uint64_t i = 0; i < rows; i++) load_run(o->ptr, o->dtype, i * ld, dst + i * cols, cols);
     else
-        load_transposed(o->ptr, o->dtype, ld, k, m, af); /* stored (K, M) */
-}
-
-/* B as FP32 (K, N) row-major (K outer, so the inner loop runs along N), unscaled. */
-static void load_bt(const GemmOperand *o, uint64_t n, uint64_t k, float *bt)
-{
-    uint64_t ld = o->ld ? o->ld : (o->layout == GEMM_K_INNER ? k : n);
-    if (o->layout == GEMM_K_OUTER)
-        for (uint64_t j = 0; j < k; j++) load_run(o->ptr, o->dtype, j * ld, bt + j * n, n);
-    else
-        load_transposed(o->ptr, o->dtype, ld, n, k, bt); /* stored (N, K) */
+        load_transposed(o->ptr, o->dtype, ld, cols, rows, dst); /* stored (cols, rows) */
 }
 
 /* part rows [i0, i1) = Σ_{k0 ≤ k < k1} af[i][k] · bt[k][·], each element summed in
@@ -220,8 +214,8 @@ Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e)
     float *bt = af ? cpu_scratch(bk, 1, nk, e) : NULL;
     float *acc = bt ? cpu_scratch(bk, 2, blocked ? 2 * mn : mn, e) : NULL;
     if (!acc) return e ? e->st : ST_NOMEM;
-    load_a(&g->a, m, k, af);
-    load_bt(&g->b, n, k, bt);
+    load_operand(&g->a, m, k, GEMM_K_INNER, af); /* (M, K) */
+    load_operand(&g->b, n, k, GEMM_K_OUTER, bt); /* (K, N) */
 
     if (!blocked) {
         matmul_block(af, bt, acc, m, n, k, 0, k);

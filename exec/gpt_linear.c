@@ -118,6 +118,17 @@ void *gpt_linear_input(Gpt *g, uint32_t layer, LinearKind k)
 
 static uint8_t *wrow(Gpt *g, GptParam *w) { return w->wq_row ? w->wq_row : g->act.t_wrow; }
 
+/* An FP8 GEMM operand: K contiguous (FP8 GEMMs are TN only on Hopper), in the
+ * bank's format, with the per-tensor scale_inv of its slot. */
+static GemmOperand fp8_operand(const void *ptr, const ScalingBank *bank, uint32_t slot)
+{
+    return (GemmOperand){.ptr = ptr,
+                         .dtype = bank->fmt,
+                         .layout = GEMM_K_INNER,
+                         .scale_inv = bank->scale_inv + slot,
+                         .scale_gran = GRAN_TENSOR};
+}
+
 Status gpt_linear_fwd(Gpt *g, uint32_t l, LinearKind k, const void *x, void *y, Err *e)
 {
     Backend *bk = g->bk;
@@ -146,16 +157,8 @@ Status gpt_linear_fwd(Gpt *g, uint32_t l, LinearKind k, const void *x, void *y, 
      * per step, from the working copy or from the master when there is no working copy */
     if (!st) st = cast_weight(g, w, sw, wrow(g, w), w->wq_col, 1, e);
     if (st) return st;
-    d.a = (GemmOperand){.ptr = g->act.t_qrow,
-                        .dtype = fb->fmt,
-                        .layout = GEMM_K_INNER,
-                        .scale_inv = fb->scale_inv + sx,
-                        .scale_gran = GRAN_TENSOR};
-    d.b = (GemmOperand){.ptr = wrow(g, w),
-                        .dtype = fb->fmt,
-                        .layout = GEMM_K_INNER,
-                        .scale_inv = fb->scale_inv + sw,
-                        .scale_gran = GRAN_TENSOR};
+    d.a = fp8_operand(g->act.t_qrow, fb, sx);
+    d.b = fp8_operand(wrow(g, w), fb, sw);
     d.acc_precision = GEMM_ACC_FAST; /* TE: fast accumulation in fprop only */
     return bk->gemm(bk, &d, e);
 }
@@ -208,26 +211,10 @@ Status gpt_linear_bwd(Gpt *g, uint32_t l, LinearKind k, const void *dy, void *dx
             wcol = g->act.t_wcol;
         }
         if (st) return st;
-        dg.a = (GemmOperand){.ptr = g->act.d_qrow,
-                             .dtype = bb->fmt,
-                             .layout = GEMM_K_INNER,
-                             .scale_inv = bb->scale_inv + sd,
-                             .scale_gran = GRAN_TENSOR};
-        dg.b = (GemmOperand){.ptr = wcol,
-                             .dtype = fb->fmt,
-                             .layout = GEMM_K_INNER,
-                             .scale_inv = fb->scale_inv + sw,
-                             .scale_gran = GRAN_TENSOR};
-        wg.a = (GemmOperand){.ptr = g->act.d_qcol,
-                             .dtype = bb->fmt,
-                             .layout = GEMM_K_INNER,
-                             .scale_inv = bb->scale_inv + sd,
-                             .scale_gran = GRAN_TENSOR};
-        wg.b = (GemmOperand){.ptr = xcol,
-                             .dtype = fb->fmt,
-                             .layout = GEMM_K_INNER,
-                             .scale_inv = fb->scale_inv + sx,
-                             .scale_gran = GRAN_TENSOR};
+        dg.a = fp8_operand(g->act.d_qrow, bb, sd);
+        dg.b = fp8_operand(wcol, fb, sw);
+        wg.a = fp8_operand(g->act.d_qcol, bb, sd);
+        wg.b = fp8_operand(xcol, fb, sx);
     }
     if (dx) st = bk->gemm(bk, &dg, e);
     if (!st) st = gpt_grad_begin(g, w, 0, e);

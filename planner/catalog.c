@@ -2,6 +2,7 @@
 #include "planner/catalog.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -116,8 +117,9 @@ static Status get_text(Cur *c, const char *col, char *dst, size_t size, int name
 
 /* ---- models ------------------------------------------------------------------------------------------- */
 
-static Status parse_model(Cur *c, ModelSpec *m)
+static Status parse_model(Cur *c, void *row)
 {
+    ModelSpec *m = row;
     memset(m, 0, sizeof *m);
     const uint32_t BIG = 1u << 30;
     Status st;
@@ -143,8 +145,9 @@ static Status parse_model(Cur *c, ModelSpec *m)
 
 /* ---- GPUs --------------------------------------------------------------------------------------------- */
 
-static Status parse_gpu(Cur *c, GpuSpec *g)
+static Status parse_gpu(Cur *c, void *row)
 {
+    GpuSpec *g = row;
     memset(g, 0, sizeof *g);
     double hbm, bf16, fp8, fp32, intra, inter;
     Status st;
@@ -218,8 +221,9 @@ static Status get_gran(Cur *c, const char *col, Granularity *out)
     return ST_OK;
 }
 
-static Status parse_recipe(Cur *c, Recipe *r)
+static Status parse_recipe(Cur *c, void *row)
 {
+    Recipe *r = row;
     memset(r, 0, sizeof *r);
     Status st;
     StateSet *g = &r->gemm;
@@ -284,23 +288,27 @@ static Status check_unique(const CsvTable *t, Err *e)
     return ST_OK;
 }
 
-static Status load(const char *text, size_t len, const char *fname, const char *columns, CsvTable *t, Err *e)
+/* Parse every row of a catalog file with fn into rows (`size` bytes apart); *n gets the row count, 0 on
+ * failure. t stays open for the caller (recipes resolve references with it), who frees it. */
+static Status parse_rows(const char *text, size_t len, const char *fname, const char *columns,
+                         Status (*fn)(Cur *, void *), void *rows, size_t size, int *n, CsvTable *t, Err *e)
 {
     Status st = csv_table_parse(text, len, fname, t, e);
     if (!st) st = csv_table_expect(t, columns, e);
     if (!st) st = check_unique(t, e);
+    for (int r = 0; !st && r < t->nrows; r++) {
+        Cur cur = {t, r, e};
+        st = fn(&cur, (char *)rows + (size_t)r * size);
+    }
+    *n = st ? 0 : t->nrows;
     return st;
 }
 
 Status catalog_parse_models(Catalog *c, const char *text, size_t len, const char *fname, Err *e)
 {
     CsvTable t;
-    Status st = load(text, len, fname, catalog_model_columns, &t, e);
-    for (int r = 0; !st && r < t.nrows; r++) {
-        Cur cur = {&t, r, e};
-        st = parse_model(&cur, &c->models[r]);
-    }
-    c->nmodels = st ? 0 : t.nrows;
+    Status st = parse_rows(text, len, fname, catalog_model_columns, parse_model, c->models, sizeof *c->models,
+                           &c->nmodels, &t, e);
     csv_table_free(&t);
     return st;
 }
@@ -308,12 +316,8 @@ Status catalog_parse_models(Catalog *c, const char *text, size_t len, const char
 Status catalog_parse_gpus(Catalog *c, const char *text, size_t len, const char *fname, Err *e)
 {
     CsvTable t;
-    Status st = load(text, len, fname, catalog_gpu_columns, &t, e);
-    for (int r = 0; !st && r < t.nrows; r++) {
-        Cur cur = {&t, r, e};
-        st = parse_gpu(&cur, &c->gpus[r]);
-    }
-    c->ngpus = st ? 0 : t.nrows;
+    Status st =
+        parse_rows(text, len, fname, catalog_gpu_columns, parse_gpu, c->gpus, sizeof *c->gpus, &c->ngpus, &t, e);
     csv_table_free(&t);
     return st;
 }
@@ -321,11 +325,8 @@ Status catalog_parse_gpus(Catalog *c, const char *text, size_t len, const char *
 Status catalog_parse_recipes(Catalog *c, const char *text, size_t len, const char *fname, Err *e)
 {
     CsvTable t;
-    Status st = load(text, len, fname, catalog_recipe_columns, &t, e);
-    for (int r = 0; !st && r < t.nrows; r++) {
-        Cur cur = {&t, r, e};
-        st = parse_recipe(&cur, &c->recipes[r]);
-    }
+    Status st = parse_rows(text, len, fname, catalog_recipe_columns, parse_recipe, c->recipes, sizeof *c->recipes,
+                           &c->nrecipes, &t, e);
     /* resolve other_params within the same file */
     for (int r = 0; !st && r < t.nrows; r++) {
         Recipe *rc = &c->recipes[r];
@@ -369,50 +370,57 @@ Status catalog_parse_recipes(Catalog *c, const char *text, size_t len, const cha
 
 /* ---- lookups ------------------------------------------------------------------------------------------ */
 
+/* Every kind of row starts with its name, so one lookup and one list serve all three. */
+_Static_assert(offsetof(ModelSpec, name) == 0 && offsetof(GpuSpec, name) == 0 && offsetof(Recipe, name) == 0,
+               "catalog rows start with their name");
+
+static const void *find(const void *rows, size_t size, int n, const char *name)
+{
+    for (int i = 0; i < n; i++) {
+        const char *row = (const char *)rows + (size_t)i * size;
+        if (!strcasecmp(row, name)) return row;
+    }
+    return NULL;
+}
+
 const ModelSpec *catalog_model(const Catalog *c, const char *name)
 {
-    for (int i = 0; i < c->nmodels; i++)
-        if (!strcasecmp(c->models[i].name, name)) return &c->models[i];
-    return NULL;
+    return find(c->models, sizeof *c->models, c->nmodels, name);
 }
 
 const GpuSpec *catalog_gpu(const Catalog *c, const char *name)
 {
-    for (int i = 0; i < c->ngpus; i++)
-        if (!strcasecmp(c->gpus[i].name, name)) return &c->gpus[i];
-    return NULL;
+    return find(c->gpus, sizeof *c->gpus, c->ngpus, name);
 }
 
 const Recipe *catalog_recipe(const Catalog *c, const char *name)
 {
-    for (int i = 0; i < c->nrecipes; i++)
-        if (!strcasecmp(c->recipes[i].name, name)) return &c->recipes[i];
-    return NULL;
+    return find(c->recipes, sizeof *c->recipes, c->nrecipes, name);
 }
 
-static void join(char *buf, size_t size, const char *name, size_t *used)
+/* "name1, name2, ..." into buf (bufsize bytes; a list that does not fit is cut short). */
+static void names(const void *rows, size_t size, int n, char *buf, size_t bufsize)
 {
-    int n = snprintf(buf + *used, size - *used, "%s%s", *used ? ", " : "", name);
-    if (n > 0 && *used + (size_t)n < size) *used += (size_t)n;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        const char *name = (const char *)rows + (size_t)i * size;
+        int k = snprintf(buf + used, bufsize - used, "%s%s", used ? ", " : "", name);
+        if (k > 0 && used + (size_t)k < bufsize) used += (size_t)k;
+    }
 }
 
 void catalog_model_names(const Catalog *c, char *buf, size_t size)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < c->nmodels; i++) join(buf, size, c->models[i].name, &used);
+    names(c->models, sizeof *c->models, c->nmodels, buf, size);
 }
 
 void catalog_gpu_names(const Catalog *c, char *buf, size_t size)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < c->ngpus; i++) join(buf, size, c->gpus[i].name, &used);
+    names(c->gpus, sizeof *c->gpus, c->ngpus, buf, size);
 }
 
 void catalog_recipe_names(const Catalog *c, char *buf, size_t size)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < c->nrecipes; i++) join(buf, size, c->recipes[i].name, &used);
+    names(c->recipes, sizeof *c->recipes, c->nrecipes, buf, size);
 }

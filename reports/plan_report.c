@@ -1,6 +1,7 @@
 /* reports/plan_report.c — Plan tables and the text report (see plan_report.h). */
 #include "reports/plan_report.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "util/num.h"
@@ -381,64 +382,66 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
 
 /* ---- compare ------------------------------------------------------------------------------------------ */
 
-typedef enum { Q_BYTES, Q_SECONDS, Q_RATE, Q_PCT, Q_FLAG } QKind;
-
-typedef struct {
-    const char *name, *unit;
-    QKind kind;
-} Quantity;
-
-static double quantity(const Plan *p, int q)
+double plan_qty(const Plan *p, PlanQty q)
 {
     switch (q) {
-    case 0: return (double)sum_terms(p, MT_WEIGHT_GEMM, MT_WEIGHT_OTHER);
-    case 1: return (double)sum_terms(p, MT_FP8_ROWWISE, MT_FP8_COLWISE);
-    case 2: return (double)sum_terms(p, MT_MASTER_GEMM, MT_MASTER_OTHER);
-    case 3: return (double)sum_terms(p, MT_GRAD_GEMM, MT_GRAD_OTHER);
-    case 4: return (double)sum_terms(p, MT_OPTIM_M_GEMM, MT_OPTIM_M_OTHER);
-    case 5: return (double)sum_terms(p, MT_OPTIM_V_GEMM, MT_OPTIM_V_OTHER);
-    case 6: return (double)p->cat_bytes[MC_SCALE];
-    case 7: return (double)p->cat_bytes[MC_ACTIVATION];
-    case 8: return (double)p->cat_bytes[MC_OVERHEAD];
-    case 9: return (double)p->total_bytes;
-    case 10: return (double)p->fits;
-    case 11: return (double)p->weight_comm_bytes;
-    case 12: return (double)p->dp_comm_bytes;
-    case 13: return (double)p->tp_comm_bytes;
-    case 14: return (double)p->pp_comm_bytes;
-    case 15: return (double)p->cp_comm_bytes;
-    case 16: return p->time.step_s;
-    case 17: return p->samples_per_s;
-    case 18: return p->tokens_per_s / 1000.0;
-    case 19: return p->tflops_per_gpu;
-    case 20: return p->mfu_bf16_pct;
-    default: return p->mfu_fp8_pct;
+    case PQ_WEIGHTS: return (double)sum_terms(p, MT_WEIGHT_GEMM, MT_WEIGHT_OTHER);
+    case PQ_FP8_COPIES: return (double)sum_terms(p, MT_FP8_ROWWISE, MT_FP8_COLWISE);
+    case PQ_MASTER: return (double)sum_terms(p, MT_MASTER_GEMM, MT_MASTER_OTHER);
+    case PQ_GRADS: return (double)sum_terms(p, MT_GRAD_GEMM, MT_GRAD_OTHER);
+    case PQ_ADAM_M: return (double)sum_terms(p, MT_OPTIM_M_GEMM, MT_OPTIM_M_OTHER);
+    case PQ_ADAM_V: return (double)sum_terms(p, MT_OPTIM_V_GEMM, MT_OPTIM_V_OTHER);
+    case PQ_SCALES: return (double)p->cat_bytes[MC_SCALE];
+    case PQ_ACTIVATIONS: return (double)p->cat_bytes[MC_ACTIVATION];
+    case PQ_OVERHEADS: return (double)p->cat_bytes[MC_OVERHEAD];
+    case PQ_TOTAL: return (double)p->total_bytes;
+    case PQ_FITS: return (double)p->fits;
+    case PQ_STATE_BPP: return recipe_state_bytes_per_param(&p->in.recipe->gemm, 0, 1, NULL);
+    case PQ_WEIGHT_COMM: return (double)p->weight_comm_bytes;
+    case PQ_DP_COMM: return (double)p->dp_comm_bytes;
+    case PQ_TP_COMM: return (double)p->tp_comm_bytes;
+    case PQ_PP_COMM: return (double)p->pp_comm_bytes;
+    case PQ_CP_COMM: return (double)p->cp_comm_bytes;
+    case PQ_STEP_S: return p->time.step_s;
+    case PQ_SAMPLES_S: return p->samples_per_s;
+    case PQ_KTOKENS_S: return p->tokens_per_s / 1000.0;
+    case PQ_TFLOPS: return p->tflops_per_gpu;
+    case PQ_MFU_BF16: return p->mfu_bf16_pct;
+    case PQ_MFU_FP8: return p->mfu_fp8_pct;
+    default: return NAN;
     }
 }
 
-static const Quantity quantities[] = {
-    {"weights", "GB", Q_BYTES},
-    {"fp8_weight_copies", "GB", Q_BYTES},
-    {"master", "GB", Q_BYTES},
-    {"gradients", "GB", Q_BYTES},
-    {"adam_m", "GB", Q_BYTES},
-    {"adam_v", "GB", Q_BYTES},
-    {"scales", "GB", Q_BYTES},
-    {"activations", "GB", Q_BYTES},
-    {"overheads", "GB", Q_BYTES},
-    {"total_memory", "GB", Q_BYTES},
-    {"fits", "1=yes", Q_FLAG},
-    {"weight_comm", "GB", Q_BYTES},
-    {"dp_comm", "GB", Q_BYTES},
-    {"tp_comm", "GB", Q_BYTES},
-    {"pp_comm", "GB", Q_BYTES},
-    {"cp_comm", "GB", Q_BYTES},
-    {"step_time", "s", Q_SECONDS},
-    {"samples_per_s", "1/s", Q_RATE},
-    {"tokens_per_s", "1000 tok/s", Q_RATE},
-    {"tflops_per_gpu", "TFLOP/s", Q_RATE},
-    {"mfu_bf16", "%", Q_PCT},
-    {"mfu_fp8", "%", Q_PCT},
+typedef enum { Q_BYTES, Q_OTHER, Q_FLAG } QKind;
+
+/* The compare table's rows: every quantity but the bytes per parameter (Table 1a's). */
+static const struct {
+    PlanQty q;
+    const char *name, *unit;
+    QKind kind;
+} quantities[] = {
+    {PQ_WEIGHTS, "weights", "GB", Q_BYTES},
+    {PQ_FP8_COPIES, "fp8_weight_copies", "GB", Q_BYTES},
+    {PQ_MASTER, "master", "GB", Q_BYTES},
+    {PQ_GRADS, "gradients", "GB", Q_BYTES},
+    {PQ_ADAM_M, "adam_m", "GB", Q_BYTES},
+    {PQ_ADAM_V, "adam_v", "GB", Q_BYTES},
+    {PQ_SCALES, "scales", "GB", Q_BYTES},
+    {PQ_ACTIVATIONS, "activations", "GB", Q_BYTES},
+    {PQ_OVERHEADS, "overheads", "GB", Q_BYTES},
+    {PQ_TOTAL, "total_memory", "GB", Q_BYTES},
+    {PQ_FITS, "fits", "1=yes", Q_FLAG},
+    {PQ_WEIGHT_COMM, "weight_comm", "GB", Q_BYTES},
+    {PQ_DP_COMM, "dp_comm", "GB", Q_BYTES},
+    {PQ_TP_COMM, "tp_comm", "GB", Q_BYTES},
+    {PQ_PP_COMM, "pp_comm", "GB", Q_BYTES},
+    {PQ_CP_COMM, "cp_comm", "GB", Q_BYTES},
+    {PQ_STEP_S, "step_time", "s", Q_OTHER},
+    {PQ_SAMPLES_S, "samples_per_s", "1/s", Q_OTHER},
+    {PQ_KTOKENS_S, "tokens_per_s", "1000 tok/s", Q_OTHER},
+    {PQ_TFLOPS, "tflops_per_gpu", "TFLOP/s", Q_OTHER},
+    {PQ_MFU_BF16, "mfu_bf16", "%", Q_OTHER},
+    {PQ_MFU_FP8, "mfu_fp8", "%", Q_OTHER},
 };
 enum { NQ = sizeof quantities / sizeof *quantities };
 
@@ -456,13 +459,13 @@ Table *plan_compare_table(const Plan *plans, int n)
     Table *t = table_new(cols, nc);
     if (!t) return NULL;
     for (int q = 0; q < NQ; q++) {
-        if (q == 11 || q == 16) table_rule(t);
+        if (quantities[q].q == PQ_WEIGHT_COMM || quantities[q].q == PQ_STEP_S) table_rule(t);
         table_row(t);
         table_str(t, 0, quantities[q].name);
         table_str(t, 1, quantities[q].unit);
-        double base = quantity(&plans[0], q);
+        double base = plan_qty(&plans[0], quantities[q].q);
         for (int i = 0, c = 2; i < n; i++) {
-            double v = quantity(&plans[i], q), shown = quantities[q].kind == Q_BYTES ? v / 1e9 : v;
+            double v = plan_qty(&plans[i], quantities[q].q), shown = quantities[q].kind == Q_BYTES ? v / 1e9 : v;
             table_f64(t, c++, shown);
             if (i) {
                 if (base != 0 && quantities[q].kind != Q_FLAG) table_f64(t, c, 100.0 * (v - base) / base);

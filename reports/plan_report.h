@@ -35,6 +35,40 @@ Table *plan_time_table(const Plan *p);
  * advice. */
 Status plan_write_text(const Plan *p, FILE *f, Err *e);
 
+/* The quantities plans are compared on (`fp8plan compare`, the TUI's Compare screen). */
+typedef enum {
+    PQ_WEIGHTS = 0,
+    PQ_FP8_COPIES,
+    PQ_MASTER,
+    PQ_GRADS,
+    PQ_ADAM_M,
+    PQ_ADAM_V,
+    PQ_SCALES,
+    PQ_ACTIVATIONS,
+    PQ_OVERHEADS,
+    PQ_TOTAL,
+    PQ_FITS,
+    PQ_STATE_BPP,
+    PQ_WEIGHT_COMM,
+    PQ_DP_COMM,
+    PQ_TP_COMM,
+    PQ_PP_COMM,
+    PQ_CP_COMM,
+    PQ_STEP_S,
+    PQ_SAMPLES_S,
+    PQ_KTOKENS_S,
+    PQ_TFLOPS,
+    PQ_MFU_BF16,
+    PQ_MFU_FP8,
+    PQ_COUNT_
+} PlanQty;
+
+/* Quantity q of a plan: bytes per GPU for memory (weights .. total) and for
+ * communication per step; 1 or 0 for fits; bytes per parameter of the linear
+ * layers' states (unsharded); seconds per step; samples/s; thousands of
+ * tokens/s; TFLOP/s per GPU; MFU in % of the BF16 or the FP8 peak. */
+double plan_qty(const Plan *p, PlanQty q);
+
 /* Recipes side by side (text): one row per quantity, one column per plan and a
  * change-versus-the-first-plan column for each later one. */
 Table *plan_compare_table(const Plan *plans, int n);

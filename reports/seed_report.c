@@ -81,55 +81,67 @@ Table *seed_table1a(const Catalog *c, const Recipe *only, uint64_t params, int s
 
 /* ---- Table 1b ----------------------------------------------------------------------------------------- */
 
-Table *seed_table1b(uint64_t rows, uint64_t cols_n, Err *e)
+Status seed_table1b_rows(uint64_t rows, uint64_t cols, SeedScaleRow out[SEED_T1B_ROWS], Err *e)
 {
-    const TableCol cols[] = {
-        {"format", NULL, NULL, TC_STR, 0, 0},
-        {"granularity", NULL, NULL, TC_STR, 0, 0},
-        {"payload_bytes", "payload", "B", TC_U64, 0, TF_GROUP},
-        {"scale_dtype", "scale", NULL, TC_STR, 0, 0},
-        {"scales", NULL, NULL, TC_U64, 0, TF_GROUP},
-        {"scale_bytes", "scale bytes", "B", TC_U64, 0, TF_GROUP},
-        {"total_bytes", "total", "B", TC_U64, 0, TF_GROUP},
-        {"scale_pct_of_payload", "scale/payload", "%", TC_F64, 3, 0},
-        {"saving_vs_bf16_pct", "saving vs BF16", "%", TC_F64, 3, 0},
-    };
-    uint64_t n;
-    if (u64_mul(rows, cols_n, &n) || n > UINT64_MAX / 2) {
-        err_set(e, ST_OVERFLOW, "%llux%llu elements pass 2^64 bytes", (unsigned long long)rows,
-                (unsigned long long)cols_n);
-        return NULL;
-    }
-    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
-    if (!t) return NULL;
-    uint64_t bf16 = n * 2;
-    table_row(t);
-    table_str(t, 0, "bf16");
-    table_str(t, 1, "-");
-    table_u64(t, 2, bf16);
-    table_str(t, 3, "-");
-    table_u64(t, 4, 0);
-    table_u64(t, 5, 0);
-    table_u64(t, 6, bf16);
-    table_f64(t, 7, 0);
-    table_f64(t, 8, 0);
+    uint64_t n, bf16;
+    if (u64_mul(rows, cols, &n) || u64_mul(n, 2, &bf16))
+        return err_set(e, ST_OVERFLOW, "%llux%llu: BF16 bytes pass 2^64", (unsigned long long)rows,
+                       (unsigned long long)cols);
+    memset(out, 0, sizeof *out * SEED_T1B_ROWS);
+    out[0] = (SeedScaleRow){.is_bf16 = 1, .scale_dtype = DT_NONE, .payload_bytes = bf16, .total_bytes = bf16};
+    out[0].payload_of_bf16_pct = 100.0;
     for (int g = 0; g < GRAN_COUNT_; g++) {
-        uint64_t ns, sb, tot;
-        if (gran_scale_count((Granularity)g, rows, cols_n, &ns, &sb, e) || u64_add(n, sb, &tot)) {
-            table_free(t);
-            if (e && !e->msg[0]) err_set(e, ST_OVERFLOW, "scale bytes pass 2^64");
-            return NULL;
-        }
+        SeedScaleRow *r = &out[1 + g];
+        r->gran = (Granularity)g;
+        r->scale_dtype = gran_scale_dtype(r->gran);
+        r->payload_bytes = n;
+        Status st = gran_scale_count(r->gran, rows, cols, &r->scale_count, &r->scale_bytes, e);
+        if (st) return st;
+        if (u64_add(n, r->scale_bytes, &r->total_bytes))
+            return err_set(e, ST_OVERFLOW, "%llux%llu: total bytes pass 2^64", (unsigned long long)rows,
+                           (unsigned long long)cols);
+        r->payload_of_bf16_pct = 100.0 * (double)n / (double)bf16;
+        r->scale_of_payload_pct = 100.0 * (double)r->scale_bytes / (double)n;
+        r->saving_vs_bf16_pct = 100.0 * ((double)bf16 - (double)r->total_bytes) / (double)bf16;
+    }
+    return ST_OK;
+}
+
+Table *seed_table1b(uint64_t rows, uint64_t cols, Err *e)
+{
+    enum { C_FMT, C_GRAN, C_SDTYPE, C_NSCALES, C_PAYLOAD, C_SCALE, C_TOTAL, C_OF_BF16, C_OF_PAYLOAD, C_SAVING, NC };
+    static const TableCol tcols[NC] = {
+        [C_FMT] = {"format", NULL, NULL, TC_STR, 0, 0},
+        [C_GRAN] = {"granularity", NULL, NULL, TC_STR, 0, 0},
+        [C_SDTYPE] = {"scale_dtype", "scale dtype", NULL, TC_STR, 0, 0},
+        [C_NSCALES] = {"scale_count", "scales", NULL, TC_U64, 0, TF_GROUP},
+        [C_PAYLOAD] = {"payload_bytes", "payload", "B", TC_U64, 0, TF_GROUP},
+        [C_SCALE] = {"scale_bytes", "scale bytes", "B", TC_U64, 0, TF_GROUP},
+        [C_TOTAL] = {"total_bytes", "total", "B", TC_U64, 0, TF_GROUP},
+        [C_OF_BF16] = {"payload_of_bf16_pct", "payload/BF16", "%", TC_F64, 3, 0},
+        [C_OF_PAYLOAD] = {"scale_of_payload_pct", "scales/payload", "%", TC_F64, 3, 0},
+        [C_SAVING] = {"saving_vs_bf16_pct", "saving vs BF16", "%", TC_F64, 3, 0},
+    };
+    SeedScaleRow r[SEED_T1B_ROWS];
+    if (seed_table1b_rows(rows, cols, r, e)) return NULL;
+    Table *t = table_new(tcols, NC);
+    if (!t) return err_set(e, ST_NOMEM, "out of memory"), NULL;
+    char title[160];
+    snprintf(title, sizeof title, "Table 1b: one %llux%llu tensor, payload + scale storage (weights only)",
+             (unsigned long long)rows, (unsigned long long)cols);
+    table_set_title(t, title);
+    for (int i = 0; i < SEED_T1B_ROWS; i++) {
         table_row(t);
-        table_str(t, 0, "fp8");
-        table_str(t, 1, gran_name((Granularity)g));
-        table_u64(t, 2, n);
-        table_str(t, 3, dtype_name(gran_scale_dtype((Granularity)g)));
-        table_u64(t, 4, ns);
-        table_u64(t, 5, sb);
-        table_u64(t, 6, tot);
-        table_f64(t, 7, 100.0 * (double)sb / (double)n);
-        table_f64(t, 8, 100.0 * (double)(bf16 - tot) / (double)bf16);
+        table_str(t, C_FMT, r[i].is_bf16 ? "bf16" : "fp8");
+        table_str(t, C_GRAN, r[i].is_bf16 ? "none" : gran_name(r[i].gran));
+        table_str(t, C_SDTYPE, dtype_name(r[i].scale_dtype));
+        table_u64(t, C_NSCALES, r[i].scale_count);
+        table_u64(t, C_PAYLOAD, r[i].payload_bytes);
+        table_u64(t, C_SCALE, r[i].scale_bytes);
+        table_u64(t, C_TOTAL, r[i].total_bytes);
+        table_f64(t, C_OF_BF16, r[i].payload_of_bf16_pct);
+        table_f64(t, C_OF_PAYLOAD, r[i].scale_of_payload_pct);
+        table_f64(t, C_SAVING, r[i].saving_vs_bf16_pct);
     }
     return t;
 }

@@ -211,17 +211,28 @@ static int fmt_data_number(const TableCol *col, const Cell *c, char *buf)
 
 static int right_aligned(const TableCol *col) { return col->type != TC_STR && !(col->flags & TF_LEFT); }
 
-static void put_padded(FILE *f, const char *s, int width, int right, int last)
+/* Append cell c's text s to line at *k: two blanks before every cell but the first, then s
+ * padded with blanks to width (on the left when right-aligned). */
+static void put_padded(char *line, int *k, int c, const char *s, int width, int right)
 {
-    int len = (int)strlen(s);
-    if (right)
-        fprintf(f, "%*s%s", width - len, "", s);
-    else if (last)
-        fputs(s, f);
-    else
-        fprintf(f, "%s%*s", s, width - len, "");
+    int len = (int)strlen(s), gap = width > len ? width - len : 0;
+    if (c) memset(line + *k, ' ', 2), *k += 2;
+    if (right) memset(line + *k, ' ', (size_t)gap), *k += gap;
+    memcpy(line + *k, s, (size_t)len), *k += len;
+    if (!right) memset(line + *k, ' ', (size_t)gap), *k += gap;
 }
 
+/* Write len bytes of s and a newline, without the trailing blanks. */
+static void put_line(FILE *f, const char *s, size_t len)
+{
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t')) len--;
+    fwrite(s, 1, len, f);
+    fputc('\n', f);
+}
+
+/* Every line is built in full, then written without its trailing blanks (a short
+ * last cell, an empty last unit). Cells are at most their column's width, so a
+ * line of cells is at most `total` characters. */
 static void write_text(const Table *t, FILE *f)
 {
     int *w = calloc((size_t)t->ncols, sizeof *w);
@@ -241,38 +252,41 @@ static void write_text(const Table *t, FILE *f)
     }
     int total = 0;
     for (int c = 0; c < t->ncols; c++) total += w[c] + (c ? 2 : 0);
-    int any_unit = 0;
+    char *line = malloc((size_t)total + 1);
+    if (!line) {
+        free(w);
+        return;
+    }
+    int any_unit = 0, k;
     for (int c = 0; c < t->ncols; c++) any_unit |= t->cols[c].unit && *t->cols[c].unit;
-    if (t->title) fprintf(f, "%s\n", t->title);
-    for (int c = 0; c < t->ncols; c++) {
-        if (c) fputs("  ", f);
-        put_padded(f, t->cols[c].label ? t->cols[c].label : t->cols[c].name, w[c], right_aligned(&t->cols[c]),
-                   c == t->ncols - 1);
-    }
-    fputc('\n', f);
+    if (t->title) put_line(f, t->title, strlen(t->title));
+    k = 0;
+    for (int c = 0; c < t->ncols; c++)
+        put_padded(line, &k, c, t->cols[c].label ? t->cols[c].label : t->cols[c].name, w[c],
+                   right_aligned(&t->cols[c]));
+    put_line(f, line, (size_t)k);
     if (any_unit) {
-        for (int c = 0; c < t->ncols; c++) {
-            if (c) fputs("  ", f);
-            put_padded(f, t->cols[c].unit ? t->cols[c].unit : "", w[c], right_aligned(&t->cols[c]), c == t->ncols - 1);
-        }
-        /* trailing blanks of an empty last unit cell are not printed */
-        fputc('\n', f);
+        k = 0;
+        for (int c = 0; c < t->ncols; c++)
+            put_padded(line, &k, c, t->cols[c].unit ? t->cols[c].unit : "", w[c], right_aligned(&t->cols[c]));
+        put_line(f, line, (size_t)k);
     }
-    for (int i = 0; i < total; i++) fputc('-', f);
-    fputc('\n', f);
+    memset(line, '-', (size_t)total);
+    put_line(f, line, (size_t)total);
     for (int r = 0; r < t->nrows; r++) {
         if (t->rows[r].rule) {
-            for (int i = 0; i < total; i++) fputc('-', f);
-            fputc('\n', f);
+            memset(line, '-', (size_t)total);
+            put_line(f, line, (size_t)total);
             continue;
         }
+        k = 0;
         for (int c = 0; c < t->ncols; c++) {
-            if (c) fputs("  ", f);
             fmt_text(&t->cols[c], &t->rows[r].cells[c], buf);
-            put_padded(f, buf, w[c], right_aligned(&t->cols[c]), c == t->ncols - 1);
+            put_padded(line, &k, c, buf, w[c], right_aligned(&t->cols[c]));
         }
-        fputc('\n', f);
+        put_line(f, line, (size_t)k);
     }
+    free(line);
     free(w);
 }
 

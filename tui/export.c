@@ -4,8 +4,8 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "fp8/scale.h"
 #include "reports/plan_report.h"
+#include "reports/scaling_report.h"
 #include "reports/seed_report.h"
 #include "tui/keys.h"
 #include "tui/model.h"
@@ -35,63 +35,14 @@ static Table *compare_csv(const TuiState *s, Err *e)
     return t;
 }
 
-/* The columns and cells of `fp8plan scaling --format csv` (cli/cmd_fp8_scaling.c);
- * tests/cli/tui_session.sh checks that the two agree byte for byte. */
-enum { C_STEP, C_AMAX, C_SCALE, C_CAST, C_NEXT, C_WIN, C_UPDATE, C_FLUSH, C_MINSUB, C_SAT, NCOLS };
-static const TableCol scaling_cols[NCOLS] = {
-    {"step", NULL, NULL, TC_U64, 0, 0},
-    {"amax", NULL, NULL, TC_STR, 0, 0},
-    {"scale", NULL, NULL, TC_F64, 6, TF_SCI | TF_EXACT},
-    {"cast", NULL, NULL, TC_STR, 0, 0},
-    {"next_scale", "next scale", NULL, TC_F64, 6, TF_SCI | TF_EXACT},
-    {"window_amax", "window amax", NULL, TC_STR, 0, 0},
-    {"update", NULL, NULL, TC_STR, 0, 0},
-    {"flush_below", "flush <=", NULL, TC_F64, 4, TF_SCI | TF_EXACT},
-    {"min_sub_below", "min sub <", NULL, TC_F64, 4, TF_SCI | TF_EXACT},
-    {"saturate_above", "saturates >", NULL, TC_F64, 4, TF_SCI | TF_EXACT},
-};
-
-static const char *update_text(AmaxCase c)
-{
-    switch (c) {
-    case AMAX_OK: return "ok";
-    case AMAX_ZERO: return "kept: zero";
-    case AMAX_INF: return "kept: inf";
-    case AMAX_NAN: return "kept: nan";
-    case AMAX_TINY: return "tiny: FLT_MAX";
-    default: return "?";
-    }
-}
-
+/* `fp8plan scaling --format csv` for the trace shown (the same builder; tests/cli/tui_session.sh
+ * checks that the two agree byte for byte). */
 static Table *scaling_csv(const TuiState *s, Err *e)
 {
     if (!s->sim_ok) return err_set(e, ST_USAGE, "nothing to export: %s", s->sim_err.msg), NULL;
-    Table *t = table_new(scaling_cols, NCOLS);
+    Table *t = scaling_table_new(&s->dcfg);
     if (!t) return oom(e);
-    char buf[64];
-    for (int i = 0; i < s->ntrace; i++) {
-        const DelayedStep *st = &s->steps[i];
-        ScaleBounds b;
-        scale_bounds(s->dcfg.fmt, st->scale_used, &b);
-        float xs = st->amax * st->scale_used;
-        const char *cast = isnan(st->amax)                                 ? "nan"
-                           : isinf(st->amax)                               ? "inf"
-                           : (isinf(xs) || fp8_overflows(s->dcfg.fmt, xs)) ? "saturates"
-                                                                           : "ok";
-        table_row(t);
-        table_u64(t, C_STEP, st->step);
-        snprintf(buf, sizeof buf, "%.9g", (double)st->amax);
-        table_str(t, C_AMAX, buf);
-        table_f64(t, C_SCALE, st->scale_used);
-        table_str(t, C_CAST, cast);
-        table_f64(t, C_NEXT, st->scale_next);
-        snprintf(buf, sizeof buf, "%.9g", (double)st->window_amax);
-        table_str(t, C_WIN, buf);
-        table_str(t, C_UPDATE, update_text(st->why));
-        table_f64(t, C_FLUSH, b.flush_below);
-        table_f64(t, C_MINSUB, b.min_sub_below);
-        table_f64(t, C_SAT, b.saturate_above);
-    }
+    for (int i = 0; i < s->ntrace; i++) scaling_table_row(t, s->dcfg.fmt, &s->steps[i]);
     return t;
 }
 
@@ -139,11 +90,7 @@ Table *tui_export_table(const TuiState *s, Err *e)
     switch (s->screen) {
     case SCR_PLAN: return plan_csv(s, e);
     case SCR_COMPARE: return compare_csv(s, e);
-    case SCR_SCALES: {
-        err_clear(e);
-        Table *t = seed_table1b(s->sc_rows, s->sc_cols, e);
-        return t || e->st ? t : oom(e);
-    }
+    case SCR_SCALES: return seed_table1b(s->sc_rows, s->sc_cols, e);
     case SCR_SCALING: return scaling_csv(s, e);
     default: return formats_csv(s, e);
     }

@@ -41,95 +41,32 @@ int tui_bar_split(const uint64_t *v, int n, uint64_t capacity, int width, int *c
 /* ---- Compare quantities -------------------------------------------------------------------------------- */
 
 const TuiQty tui_qty[TUI_NQTY] = {
-    {"weights", "GB", QK_BYTES, 0},
-    {"FP8 copies", "GB", QK_BYTES, 0},
-    {"master weights", "GB", QK_BYTES, 0},
-    {"gradients", "GB", QK_BYTES, 0},
-    {"Adam m", "GB", QK_BYTES, 0},
-    {"Adam v", "GB", QK_BYTES, 0},
-    {"scales + amax", "GB", QK_BYTES, 0},
-    {"activations", "GB", QK_BYTES, 0},
-    {"overheads", "GB", QK_BYTES, 0},
-    {"total memory", "GB", QK_BYTES, 0},
-    {"fits", "", QK_FLAG, 0},
-    {"state B/param", "B", QK_BPP, 1},
-    {"weight comm", "GB", QK_BYTES, 1},
-    {"DP comm", "GB", QK_BYTES, 0},
-    {"TP comm", "GB", QK_BYTES, 0},
-    {"PP comm", "GB", QK_BYTES, 0},
-    {"CP comm", "GB", QK_BYTES, 0},
-    {"step time", "s", QK_SECONDS, 1},
-    {"samples/s", "1/s", QK_RATE, 0},
-    {"tokens/s", "k/s", QK_RATE, 0},
-    {"TFLOP/s per GPU", "", QK_RATE, 0},
-    {"MFU of BF16 peak", "%", QK_PCT, 0},
-    {"MFU of FP8 peak", "%", QK_PCT, 0},
+    {PQ_WEIGHTS, "weights", "GB", QK_BYTES, 0},
+    {PQ_FP8_COPIES, "FP8 copies", "GB", QK_BYTES, 0},
+    {PQ_MASTER, "master weights", "GB", QK_BYTES, 0},
+    {PQ_GRADS, "gradients", "GB", QK_BYTES, 0},
+    {PQ_ADAM_M, "Adam m", "GB", QK_BYTES, 0},
+    {PQ_ADAM_V, "Adam v", "GB", QK_BYTES, 0},
+    {PQ_SCALES, "scales + amax", "GB", QK_BYTES, 0},
+    {PQ_ACTIVATIONS, "activations", "GB", QK_BYTES, 0},
+    {PQ_OVERHEADS, "overheads", "GB", QK_BYTES, 0},
+    {PQ_TOTAL, "total memory", "GB", QK_BYTES, 0},
+    {PQ_FITS, "fits", "", QK_FLAG, 0},
+    {PQ_STATE_BPP, "state B/param", "B", QK_BPP, 1},
+    {PQ_WEIGHT_COMM, "weight comm", "GB", QK_BYTES, 1},
+    {PQ_DP_COMM, "DP comm", "GB", QK_BYTES, 0},
+    {PQ_TP_COMM, "TP comm", "GB", QK_BYTES, 0},
+    {PQ_PP_COMM, "PP comm", "GB", QK_BYTES, 0},
+    {PQ_CP_COMM, "CP comm", "GB", QK_BYTES, 0},
+    {PQ_STEP_S, "step time", "s", QK_SECONDS, 1},
+    {PQ_SAMPLES_S, "samples/s", "1/s", QK_RATE, 0},
+    {PQ_KTOKENS_S, "tokens/s", "k/s", QK_RATE, 0},
+    {PQ_TFLOPS, "TFLOP/s per GPU", "", QK_RATE, 0},
+    {PQ_MFU_BF16, "MFU of BF16 peak", "%", QK_PCT, 0},
+    {PQ_MFU_FP8, "MFU of FP8 peak", "%", QK_PCT, 0},
 };
 
-static double terms(const Plan *p, MemTermId a, MemTermId b) { return (double)(p->mem[a].bytes + p->mem[b].bytes); }
-
-double tui_qty_value(const Plan *p, int q)
-{
-    switch (q) {
-    case 0: return terms(p, MT_WEIGHT_GEMM, MT_WEIGHT_OTHER);
-    case 1: return terms(p, MT_FP8_ROWWISE, MT_FP8_COLWISE);
-    case 2: return terms(p, MT_MASTER_GEMM, MT_MASTER_OTHER);
-    case 3: return terms(p, MT_GRAD_GEMM, MT_GRAD_OTHER);
-    case 4: return terms(p, MT_OPTIM_M_GEMM, MT_OPTIM_M_OTHER);
-    case 5: return terms(p, MT_OPTIM_V_GEMM, MT_OPTIM_V_OTHER);
-    case 6: return (double)p->cat_bytes[MC_SCALE];
-    case 7: return (double)p->cat_bytes[MC_ACTIVATION];
-    case 8: return (double)p->cat_bytes[MC_OVERHEAD];
-    case 9: return (double)p->total_bytes;
-    case 10: return p->fits;
-    case 11: return recipe_state_bytes_per_param(&p->in.recipe->gemm, 0, 1, NULL);
-    case 12: return (double)p->weight_comm_bytes;
-    case 13: return (double)p->dp_comm_bytes;
-    case 14: return (double)p->tp_comm_bytes;
-    case 15: return (double)p->pp_comm_bytes;
-    case 16: return (double)p->cp_comm_bytes;
-    case 17: return p->time.step_s;
-    case 18: return p->samples_per_s;
-    case 19: return p->tokens_per_s / 1e3;
-    case 20: return p->tflops_per_gpu;
-    case 21: return p->mfu_bf16_pct;
-    case 22: return p->mfu_fp8_pct;
-    default: return NAN;
-    }
-}
-
 /* ---- Table 1b ----------------------------------------------------------------------------------------- */
-
-Status tui_scale_rows(uint64_t rows, uint64_t cols, TuiScaleRow out[TUI_SCALE_ROWS], Err *e)
-{
-    static const char *const names[GRAN_COUNT_] = {
-        [GRAN_TENSOR] = "FP8 per-tensor", [GRAN_CHANNEL] = "FP8 per-channel", [GRAN_1X32] = "FP8 1x32 E8M0",
-        [GRAN_1X128] = "FP8 1x128",       [GRAN_128X128] = "FP8 128x128",
-    };
-    uint64_t n, bf16;
-    if (u64_mul(rows, cols, &n) || u64_mul(n, 2, &bf16))
-        return err_set(e, ST_OVERFLOW, "%llux%llu: BF16 bytes pass 2^64", (unsigned long long)rows,
-                       (unsigned long long)cols);
-    memset(out, 0, sizeof *out * TUI_SCALE_ROWS);
-    out[0] = (TuiScaleRow){.name = "BF16", .is_bf16 = 1, .scale_dtype = DT_NONE, .payload = bf16, .total = bf16};
-    out[0].payload_pct_of_bf16 = 100.0;
-    for (int g = 0; g < GRAN_COUNT_; g++) {
-        TuiScaleRow *r = &out[1 + g];
-        r->name = names[g];
-        r->gran = (Granularity)g;
-        r->scale_dtype = gran_scale_dtype(r->gran);
-        r->payload = n;
-        Status st = gran_scale_count(r->gran, rows, cols, &r->n_scales, &r->scale_bytes, e);
-        if (st) return st;
-        if (u64_add(n, r->scale_bytes, &r->total))
-            return err_set(e, ST_OVERFLOW, "%llux%llu: total bytes pass 2^64", (unsigned long long)rows,
-                           (unsigned long long)cols);
-        r->payload_pct_of_bf16 = 100.0 * (double)n / (double)bf16;
-        r->scale_pct_of_payload = 100.0 * (double)r->scale_bytes / (double)n;
-        r->saving_pct = 100.0 * ((double)bf16 - (double)r->total) / (double)bf16;
-    }
-    return ST_OK;
-}
 
 int tui_scale_preset(const TuiState *s, int i, const char **name, uint64_t *rows, uint64_t *cols)
 {

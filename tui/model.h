@@ -1,9 +1,10 @@
 /* tui/model.h — the numbers the views show, computed without a terminal.
  *
  * Pure functions over the state's inputs and the planner's/fp8's results:
- * the memory bar's cell split, the Compare screen's quantities, Table 1b rows,
- * the value -> code explorer, and number formatting. The views only place
- * these on the screen; the unit tests check them directly. */
+ * the memory bar's cell split, the Compare screen's quantities, the Scales
+ * screen's shape presets (its rows are reports/seed_report.h's), the value ->
+ * code explorer, and number formatting. The views only place these on the
+ * screen; the unit tests check them directly. */
 #ifndef FP8PLAN_TUI_MODEL_H
 #define FP8PLAN_TUI_MODEL_H
 
@@ -11,8 +12,8 @@
 #include <stdint.h>
 
 #include "fp8/codec.h"
-#include "fp8/granularity.h"
 #include "planner/plan.h"
+#include "reports/plan_report.h"
 #include "tui/state.h"
 
 /* ---- stacked bar ------------------------------------------------------------------------------------------
@@ -27,6 +28,7 @@ int tui_bar_split(const uint64_t *v, int n, uint64_t capacity, int width, int *c
 /* ---- Compare quantities -------------------------------------------------------------------------------- */
 typedef enum { QK_BYTES = 0, QK_SECONDS, QK_RATE, QK_PCT, QK_FLAG, QK_BPP } TuiQtyKind;
 typedef struct {
+    PlanQty q;         /* the value: plan_qty() (reports/plan_report.h; bytes as bytes, not GB) */
     const char *label; /* "total memory" */
     const char *unit;  /* "GB" */
     TuiQtyKind kind;
@@ -35,22 +37,8 @@ typedef struct {
 
 enum { TUI_NQTY = 23 };
 extern const TuiQty tui_qty[TUI_NQTY];
-/* The value of quantity q for a plan (bytes as bytes, not GB). */
-double tui_qty_value(const Plan *p, int q);
 
-/* ---- Table 1b ----------------------------------------------------------------------------------------- */
-typedef struct {
-    const char *name; /* "FP8 1x32 E8M0" */
-    Granularity gran; /* unused for the BF16 row */
-    int is_bf16;
-    Dtype scale_dtype; /* DT_NONE for BF16 */
-    uint64_t n_scales, payload, scale_bytes, total;
-    double payload_pct_of_bf16, scale_pct_of_payload, saving_pct;
-} TuiScaleRow;
-
-enum { TUI_SCALE_ROWS = 1 + GRAN_COUNT_ };
-/* BF16 then every granularity, for an R x C tensor. ST_OVERFLOW past 2^64. */
-Status tui_scale_rows(uint64_t rows, uint64_t cols, TuiScaleRow out[TUI_SCALE_ROWS], Err *e);
+/* ---- Table 1b shapes -------------------------------------------------------------------------------------- */
 
 /* Shape presets of the Scales screen: 0 = the seed's 4096x4096; 1..4 = the
  * current model's QKV, proj, FC1, FC2 weights on one TP rank ([out, in]).

@@ -24,15 +24,23 @@ static TuiLine *lines_next(TuiLines *L)
     return ln;
 }
 
-void lines_add(TuiLines *L, TuiStyle st, const char *fmt, ...)
+/* The next line with its text formatted from fmt, in style st; NULL when L is full. */
+static TuiLine *lines_vadd(TuiLines *L, TuiStyle st, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+static TuiLine *lines_vadd(TuiLines *L, TuiStyle st, const char *fmt, va_list ap)
 {
     TuiLine *ln = lines_next(L);
-    if (!ln) return;
+    if (!ln) return NULL;
+    vsnprintf(ln->text, sizeof ln->text, fmt, ap);
+    ln->st = st;
+    return ln;
+}
+
+void lines_add(TuiLines *L, TuiStyle st, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ln->text, sizeof ln->text, fmt, ap);
+    lines_vadd(L, st, fmt, ap);
     va_end(ap);
-    ln->st = st;
 }
 
 void lines_section(TuiLines *L, const char *title)
@@ -52,13 +60,11 @@ const char *lines_section_of(const TuiLines *L, int first)
 
 void lines_add_glyph(TuiLines *L, int glyph, TuiStyle gst, TuiStyle st, const char *fmt, ...)
 {
-    TuiLine *ln = lines_next(L);
-    if (!ln) return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ln->text, sizeof ln->text, fmt, ap);
+    TuiLine *ln = lines_vadd(L, st, fmt, ap);
     va_end(ap);
-    ln->st = st, ln->glyph = glyph, ln->glyph_st = gst;
+    if (ln) ln->glyph = glyph, ln->glyph_st = gst;
 }
 
 void lines_wrap(TuiLines *L, TuiStyle st, int width, int indent, const char *text)

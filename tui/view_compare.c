@@ -53,13 +53,13 @@ static void row_line(const TuiState *s, TuiLines *L, int first, int ncol, int q)
     const TuiQty *Q = &tui_qty[q];
     int at = snprintf(line, sizeof line, "%-*.*s%-*s", LABEL_W, LABEL_W - 1, Q->label, UNIT_W, Q->unit);
     int b = s->baseline, bok = s->cmp_ok[b];
-    double base = bok ? tui_qty_value(&s->cmp[b], q) : NAN;
+    double base = bok ? plan_qty(&s->cmp[b], Q->q) : NAN;
     for (int i = first; i < first + ncol && at < (int)sizeof line; i++) {
         if (!s->cmp_ok[i]) {
             at += snprintf(line + at, sizeof line - (size_t)at, "%9s %8s ", "n/a", "");
             continue;
         }
-        double val = tui_qty_value(&s->cmp[i], q);
+        double val = plan_qty(&s->cmp[i], Q->q);
         fmt_value(Q->kind, val, v, sizeof v);
         if (i == b || Q->kind == QK_FLAG || !bok)
             d[0] = '\0';

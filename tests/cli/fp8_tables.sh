@@ -4,27 +4,30 @@
 # ---- scales: Table 1b for 4096x4096 (the seed's figures) ----
 run scales --shape 4096x4096
 expect_rc "scales 4096x4096 exits 0" 0
-line() { grep -F -- "$1" "$TMP/out" | head -n 1; }
-expect_eq "BF16 row: 33,554,432 B" "$(awk '$1 == "BF16" {print $4}' "$TMP/out")" "33,554,432"
+fp8_row() { awk -v g="$1" '$1 == "fp8" && $2 == g' "$TMP/out"; }
+expect_eq "BF16 row: 33,554,432 B" "$(awk '$1 == "bf16" {print $5}' "$TMP/out")" "33,554,432"
 expect_eq "per-tensor: payload 16,777,216 B = 50.000 %, scale 4 B" \
-    "$(line 'FP8 per-tensor' | awk '{print $5, $6, $8}')" "16,777,216 4 50.000"
-expect_eq "per-channel: 16,384 B of scales" "$(line 'FP8 per-channel' | awk '{print $6}')" "16,384"
+    "$(fp8_row tensor | awk '{print $5, $6, $8}')" "16,777,216 4 50.000"
+expect_eq "per-channel: 16,384 B of scales" "$(fp8_row channel | awk '{print $6}')" "16,384"
 expect_eq "1x32 E8M0: 524,288 B = 3.125 % of payload, saving 48.438 %" \
-    "$(line 'FP8 1x32 E8M0' | awk '{print $7, $10, $11}')" "524,288 3.125 48.438"
-expect_eq "per-tensor saving rounds to 50.000 %" "$(line 'FP8 per-tensor' | awk '{print $NF}')" "50.000"
+    "$(fp8_row 1x32 | awk '{print $3, $6, $9, $10}')" "e8m0 524,288 3.125 48.438"
+expect_eq "per-tensor saving rounds to 50.000 %" "$(fp8_row tensor | awk '{print $NF}')" "50.000"
 
 run scales --shape 4096x4096 --format csv
 expect_rc "scales csv exits 0" 0
 expect_eq "csv header" "$(head -n 1 "$TMP/out")" \
-    "layout,scale_dtype,n_scales,payload_bytes,scale_bytes,total_bytes,payload_pct_of_bf16,scale_overhead_pct,saving_vs_bf16_pct"
-expect_out "csv 1x32 row, exact" "FP8 1x32 E8M0,e8m0,524288,16777216,524288,17301504,50,3.125,48.4375"
-expect_out "csv 128x128 row: 1,024 FP32 scales" "FP8 128x128 FP32,fp32,1024,16777216,4096,16781312,50,"
+    "format,granularity,scale_dtype,scale_count,payload_bytes,scale_bytes,total_bytes,payload_of_bf16_pct,scale_of_payload_pct,saving_vs_bf16_pct"
+expect_out "csv 1x32 row, exact" "fp8,1x32,e8m0,524288,16777216,524288,17301504,50,3.125,48.4375"
+expect_out "csv 128x128 row: 1,024 FP32 scales" "fp8,128x128,fp32,1024,16777216,4096,16781312,50,"
 
 run scales --shape 33x33 --format csv
-expect_out "partial blocks get their own scale (33x33 1x32: 66 scales)" "FP8 1x32 E8M0,e8m0,66,1089,66,1155,"
+expect_out "partial blocks get their own scale (33x33 1x32: 66 scales)" "fp8,1x32,e8m0,66,1089,66,1155,"
+
+run scales --shape 4096x1 --format csv
+expect_out "scales can outweigh the saving (4096x1 per-channel: -150 %)" "fp8,channel,fp32,4096,4096,16384,20480,50,400,-150"
 
 run scales --shape 4096x4096 --format json
-expect_out "json has the 1x32 object" '"layout": "FP8 1x32 E8M0"'
+expect_out "json has the 1x32 object" '"format": "fp8", "granularity": "1x32", "scale_dtype": "e8m0"'
 
 run scales --shape 4096x
 expect_rc "bad shape is a usage error" 64
@@ -44,7 +47,7 @@ expect_rc "bad --format is a usage error" 64
 run scales --shape 4096x4096 --format csv -o "$TMP/t1b.csv"
 expect_rc "-o exits 0" 0
 expect_no_out "-o leaves stdout empty"
-expect_eq "-o file holds the csv" "$(sed -n 5p "$TMP/t1b.csv" | cut -d, -f1,5)" "FP8 1x32 E8M0,524288"
+expect_eq "-o file holds the csv" "$(sed -n 5p "$TMP/t1b.csv" | cut -d, -f2,6)" "1x32,524288"
 
 # ---- formats: Table 1 and Table 9 from the codecs ----
 run formats

@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/catalog.h"
-#include "planner/plan.h"
+#include "support/fixtures.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -21,28 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     switch (data[0] % 3) {
     case 0:
         if (catalog_parse_models(&cat, text, len, "fuzz.csv", &e) == ST_OK) {
-            static const GpuSpec g = {.name = "g",
-                                      .sm = 90,
-                                      .hbm_bytes = 80ull << 30,
-                                      .hbm_bw = 3e12,
-                                      .flops_bf16 = 1e15,
-                                      .flops_fp8 = 2e15,
-                                      .flops_fp32 = 6e13,
-                                      .intra_bw = 4e11,
-                                      .inter_bw = 5e10,
-                                      .gpus_per_node = 8};
-            Recipe r = {.name = "r",
-                        .gemm_fwd = DT_BF16,
-                        .gemm_bwd = DT_BF16,
-                        .comm_dp_grad = DT_FP32,
-                        .comm_param_gather = DT_BF16,
-                        .comm_tp_ag = DT_BF16,
-                        .comm_tp_rs = DT_BF16,
-                        .saved_input = DT_BF16,
-                        .min_sm = 80};
-            StateSet s = {.dt = {DT_BF16, DT_FP32, DT_FP32, DT_FP32, DT_FP32}, .shard_mask = 0xe};
-            r.gemm = r.other = s;
-            r.other_comm_dp_grad = DT_FP32, r.other_comm_param_gather = DT_BF16;
+            GpuSpec g = fx_gpu();
+            Recipe r = fx_bf16_recipe("r", 0xe);
             for (int i = 0; i < cat.nmodels; i++) {
                 PlanInput in;
                 plan_input_defaults(&in);

@@ -9,33 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/catalog.h"
+#include "support/fixtures.h"
 #include "tui/fields.h"
 #include "tui/keys.h"
 #include "tui/state.h"
-#include "util/fileio.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static Catalog *cat;
 static int pool[128], npool;
 
-static void load(const char *file, Status (*parse)(Catalog *, const char *, size_t, const char *, Err *))
-{
-    char path[64], *text;
-    size_t len;
-    snprintf(path, sizeof path, "models/%s", file);
-    if (file_read_all(path, &text, &len, NULL) || parse(cat, text, len, path, NULL)) __builtin_trap();
-    free(text);
-}
-
 static void init(void)
 {
-    cat = calloc(1, sizeof *cat);
-    if (!cat) __builtin_trap();
-    load("models.csv", catalog_parse_models);
-    load("gpus.csv", catalog_parse_gpus);
-    load("recipes.csv", catalog_parse_recipes);
+    cat = fx_catalog();
     for (int i = 0; i < tui_nkeys; i++)
         for (int k = 0; k < 4 && tui_keys[i].keys[k]; k++)
             if (tui_keys[i].keys[k] != 'e' && npool < 100) pool[npool++] = tui_keys[i].keys[k];
@@ -46,12 +32,7 @@ static void init(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!cat) init();
-    PlanInput in;
-    plan_input_defaults(&in);
-    in.model = catalog_model(cat, "gpt-175b");
-    in.gpu = catalog_gpu(cat, "h100-sxm");
-    in.recipe = catalog_recipe(cat, "megatron-bf16");
-    in.tp = 8, in.pp = 4, in.dp = 4, in.sharding = SHARD_DIST_OPT;
+    PlanInput in = fx_headline(cat, "megatron-bf16");
     TuiState *s = tui_state_new(cat, &in);
     if (!s) return 0;
     tui_recompute(s, ACT_ALL);

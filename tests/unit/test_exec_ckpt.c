@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "exec/ckpt.h"
-#include "exec_fixtures.h"
+#include "support/exec_fixtures.h"
 #include "test.h"
 
 enum { HALF = 4, BT = 64 };

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 
 #include "exec/gpt_internal.h"
-#include "exec_fixtures.h"
+#include "support/exec_fixtures.h"
 #include "test.h"
 
 enum { FD_TOKENS = 4 * 16 };

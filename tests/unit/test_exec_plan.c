@@ -12,24 +12,10 @@
 #include <string.h>
 
 #include "exec/plan_link.h"
-#include "planner/catalog.h"
+#include "support/fixtures.h"
 #include "test.h"
-#include "util/fileio.h"
 
 static Catalog *cat;
-
-static int load(const char *file, Status (*fn)(Catalog *, const char *, size_t, const char *, Err *))
-{
-    char path[256], *buf;
-    size_t len;
-    Err e;
-    snprintf(path, sizeof path, "models/%s", file);
-    if (file_read_all(path, &buf, &len, &e)) return fprintf(stderr, "  %s\n", e.msg), -1;
-    Status st = fn(cat, buf, len, path, &e);
-    free(buf);
-    if (st) fprintf(stderr, "  %s\n", e.msg);
-    return st ? -1 : 0;
-}
 
 static const char *const recipes[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm"};
 
@@ -144,10 +130,7 @@ static void test_refusals(void)
 
 int main(void)
 {
-    cat = calloc(1, sizeof *cat);
-    if (!cat || load("models.csv", catalog_parse_models) || load("gpus.csv", catalog_parse_gpus) ||
-        load("recipes.csv", catalog_parse_recipes))
-        return 1;
+    cat = fx_catalog();
     RUN(test_terms_match_plan);
     RUN(test_refusals);
     free(cat);

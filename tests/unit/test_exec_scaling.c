@@ -14,7 +14,7 @@
 
 #include "exec/data.h"
 #include "exec/gpt_internal.h"
-#include "exec_fixtures.h"
+#include "support/exec_fixtures.h"
 #include "fp8/delayed.h"
 #include "fp8/half.h"
 #include "test.h"

@@ -16,10 +16,9 @@
 
 #include "exec/data.h"
 #include "exec/plan_link.h"
-#include "exec_fixtures.h"
-#include "planner/catalog.h"
+#include "support/exec_fixtures.h"
+#include "support/fixtures.h"
 #include "test.h"
-#include "util/fileio.h"
 
 enum { STEPS = 200, TAIL = 10 };
 
@@ -120,25 +119,9 @@ static void test_every_runnable_recipe(void)
     CHECK(ran >= 3);
 }
 
-static int load(const char *file, Status (*fn)(Catalog *, const char *, size_t, const char *, Err *))
-{
-    char path[256], *buf;
-    size_t len;
-    Err e;
-    snprintf(path, sizeof path, "models/%s", file);
-    if (file_read_all(path, &buf, &len, &e)) return fprintf(stderr, "%s\n", e.msg), -1;
-    Status st = fn(cat, buf, len, path, &e);
-    free(buf);
-    if (st) fprintf(stderr, "%s\n", e.msg);
-    return st ? -1 : 0;
-}
-
 int main(void)
 {
-    cat = calloc(1, sizeof *cat);
-    if (!cat || load("models.csv", catalog_parse_models) || load("gpus.csv", catalog_parse_gpus) ||
-        load("recipes.csv", catalog_parse_recipes))
-        return 1;
+    cat = fx_catalog();
     RUN(test_bf16_learns);
     RUN(test_every_runnable_recipe);
     free(cat);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "planner/plan.h"
+#include "support/fixtures.h"
 #include "test.h"
 
 /* A tiny GPT: 2 layers, hidden 8, 2 heads of 4, FFN 32, vocab 10, seq 4,
@@ -26,21 +27,6 @@ static ModelSpec tiny(void)
     return m;
 }
 
-static GpuSpec gpu(void)
-{
-    GpuSpec g = {.name = "g",
-                 .sm = 90,
-                 .hbm_bytes = 80ull << 30,
-                 .hbm_bw = 3.35e12,
-                 .flops_bf16 = 989e12,
-                 .flops_fp8 = 1979e12,
-                 .flops_fp32 = 67e12,
-                 .intra_bw = 450e9,
-                 .inter_bw = 50e9,
-                 .gpus_per_node = 8};
-    return g;
-}
-
 static StateSet states(Dtype w, Dtype master, Dtype grad, Dtype m, Dtype v, unsigned shard)
 {
     StateSet s = {.dt = {w, master, grad, m, v}, .shard_mask = shard};
@@ -50,23 +36,7 @@ static StateSet states(Dtype w, Dtype master, Dtype grad, Dtype m, Dtype v, unsi
 #define SH(x) (1u << STATE_##x)
 
 /* Megatron BF16 (18 B/param; dist-opt shards master, m, v). */
-static Recipe bf16_recipe(void)
-{
-    Recipe r = {.name = "megatron-bf16",
-                .gemm_fwd = DT_BF16,
-                .gemm_bwd = DT_BF16,
-                .comm_dp_grad = DT_FP32,
-                .comm_param_gather = DT_BF16,
-                .comm_tp_ag = DT_BF16,
-                .comm_tp_rs = DT_BF16,
-                .saved_input = DT_BF16,
-                .min_sm = 80};
-    r.gemm = states(DT_BF16, DT_FP32, DT_FP32, DT_FP32, DT_FP32, SH(MASTER) | SH(M) | SH(V));
-    r.other = r.gemm;
-    r.other_comm_dp_grad = DT_FP32;
-    r.other_comm_param_gather = DT_BF16;
-    return r;
-}
+static Recipe bf16_recipe(void) { return fx_bf16_recipe("megatron-bf16", SH(MASTER) | SH(M) | SH(V)); }
 
 /* TE delayed scaling: BF16 states + FP8 row-wise and transposed copies, history 1024. */
 static Recipe te_recipe(void)
@@ -102,7 +72,7 @@ static PlanInput input(const ModelSpec *m, const GpuSpec *g, const Recipe *r)
 static void test_tiny_model_by_hand(void)
 {
     ModelSpec m = tiny();
-    GpuSpec g = gpu();
+    GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe();
     PlanInput in = input(&m, &g, &r);
     Plan p;
@@ -141,7 +111,7 @@ static void test_tiny_model_by_hand(void)
 static void test_tiny_fp8_terms(void)
 {
     ModelSpec m = tiny();
-    GpuSpec g = gpu();
+    GpuSpec g = fx_gpu();
     Recipe r = te_recipe();
     PlanInput in = input(&m, &g, &r);
     Plan p;
@@ -175,7 +145,7 @@ static void test_tiny_fp8_terms(void)
 static void test_sharding_by_hand(void)
 {
     ModelSpec m = tiny();
-    GpuSpec g = gpu();
+    GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe();
     PlanInput in = input(&m, &g, &r);
     in.dp = 4, in.sharding = SHARD_DIST_OPT, in.gbs = 8;
@@ -206,7 +176,7 @@ static void test_sharding_by_hand(void)
 static void test_totals_are_sums(void)
 {
     ModelSpec m = tiny();
-    GpuSpec g = gpu();
+    GpuSpec g = fx_gpu();
     Recipe rs[3] = {bf16_recipe(), te_recipe(), fp8lm_recipe()};
     for (int i = 0; i < 3; i++) {
         PlanInput in = input(&m, &g, &rs[i]);
@@ -241,7 +211,7 @@ static ModelSpec big(void)
 static void test_more_dp_less_state(void)
 {
     ModelSpec m = big();
-    GpuSpec g = gpu();
+    GpuSpec g = fx_gpu();
     Recipe rs[3] = {bf16_recipe(), te_recipe(), fp8lm_recipe()};
     for (int i = 0; i < 3; i++)
         for (int sh = SHARD_DIST_OPT; sh <= SHARD_ZERO3; sh++) {
@@ -262,7 +232,7 @@ static void test_more_dp_less_state(void)
 static void test_recompute_cuts_activations(void)
 {
     ModelSpec m = big();
-    GpuSpec g = gpu();
+    GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe();
     for (int attn = 0; attn < ATTN_COUNT_; attn++)
         for (int sp = 0; sp < 2; sp++) {
@@ -285,7 +255,7 @@ static void test_recompute_cuts_activations(void)
 static void test_fp8_comm_not_above_bf16(void)
 {
     ModelSpec m = big();
-    GpuSpec g = gpu();
+    GpuSpec g = fx_gpu();
     Recipe b = bf16_recipe(), t = te_recipe(), f = fp8lm_recipe();
     for (uint32_t tp = 2; tp <= 8; tp *= 2) {
         Plan pb, pt, pf;
@@ -308,7 +278,7 @@ static void test_fp8_comm_not_above_bf16(void)
 static void test_tp_shards_weights(void)
 {
     ModelSpec m = big();
-    GpuSpec g = gpu();
+    GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe();
     Plan p1, p8;
     PlanInput in = input(&m, &g, &r);
@@ -343,7 +313,7 @@ static void expect_reject(PlanInput in, PlanReject want, const char *msg_part)
 static void test_invalid_layouts(void)
 {
     ModelSpec m = big();
-    GpuSpec g = gpu();
+    GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe(), t = te_recipe();
     PlanInput in = input(&m, &g, &r);
     PlanInput x = in;

@@ -9,35 +9,10 @@
  * and norm) and the embedding dropout mask on stage 0 (1 B per token and
  * hidden unit, per in-flight micro-batch). */
 #include "planner/plan.h"
+#include "support/fixtures.h"
 #include "test.h"
 
-static const GpuSpec gpu = {.name = "g",
-                            .sm = 90,
-                            .hbm_bytes = 80ull << 30,
-                            .hbm_bw = 3.35e12,
-                            .flops_bf16 = 989e12,
-                            .flops_fp8 = 1979e12,
-                            .flops_fp32 = 67e12,
-                            .intra_bw = 450e9,
-                            .inter_bw = 50e9,
-                            .gpus_per_node = 8};
-
-static Recipe bf16(void)
-{
-    Recipe r = {.name = "bf16",
-                .gemm_fwd = DT_BF16,
-                .gemm_bwd = DT_BF16,
-                .comm_dp_grad = DT_FP32,
-                .comm_param_gather = DT_BF16,
-                .comm_tp_ag = DT_BF16,
-                .comm_tp_rs = DT_BF16,
-                .saved_input = DT_BF16,
-                .min_sm = 80};
-    StateSet s = {.dt = {DT_BF16, DT_FP32, DT_FP32, DT_FP32, DT_FP32}};
-    r.gemm = r.other = s;
-    r.other_comm_dp_grad = DT_FP32, r.other_comm_param_gather = DT_BF16;
-    return r;
-}
+static GpuSpec gpu; /* fx_gpu(), set by main */
 
 static ModelSpec gpt(uint32_t layers, uint32_t hidden, uint32_t heads)
 {
@@ -71,7 +46,7 @@ static const uint64_t GiB = 1ull << 30;
 static void test_22b(void)
 {
     ModelSpec m = gpt(48, 6144, 64);
-    Recipe r = bf16();
+    Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in;
     plan_input_defaults(&in);
     in.model = &m, in.gpu = &gpu, in.recipe = &r;
@@ -105,7 +80,7 @@ static void test_22b(void)
 static void test_175b_interleaved(void)
 {
     ModelSpec m = gpt(96, 12288, 96);
-    Recipe r = bf16();
+    Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in;
     plan_input_defaults(&in);
     in.model = &m, in.gpu = &gpu, in.recipe = &r;
@@ -132,7 +107,7 @@ static void test_1f1b_in_flight(void)
 {
     /* non-interleaved 1F1B: stage 0 holds min(pp, micro-batches) micro-batches, the last stage one */
     ModelSpec m = gpt(96, 12288, 96);
-    Recipe r = bf16();
+    Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in;
     plan_input_defaults(&in);
     in.model = &m, in.gpu = &gpu, in.recipe = &r;
@@ -147,6 +122,7 @@ static void test_1f1b_in_flight(void)
 
 int main(void)
 {
+    gpu = fx_gpu();
     RUN(test_22b);
     RUN(test_175b_interleaved);
     RUN(test_1f1b_in_flight);

@@ -4,30 +4,13 @@
  * with TE above BF16 at 175B. */
 #include <stdlib.h>
 
-#include "planner/catalog.h"
 #include "planner/plan.h"
 #include "reports/seed_report.h"
+#include "support/fixtures.h"
 #include "test.h"
 #include "util/fileio.h"
 
 static Catalog *cat;
-
-static void load(void)
-{
-    const char *files[] = {"models/models.csv", "models/gpus.csv", "models/recipes.csv"};
-    Status (*parse[])(Catalog *, const char *, size_t, const char *, Err *) = {catalog_parse_models, catalog_parse_gpus,
-                                                                               catalog_parse_recipes};
-    for (int i = 0; i < 3; i++) {
-        char *buf;
-        size_t len;
-        Err e;
-        if (file_read_all(files[i], &buf, &len, &e) || parse[i](cat, buf, len, files[i], &e)) {
-            fprintf(stderr, "%s\n", e.msg);
-            exit(1);
-        }
-        free(buf);
-    }
-}
 
 /* Render a table as CSV into a string (caller frees). */
 static char *csv_of(Table *t)
@@ -76,15 +59,22 @@ static void test_table1b(void)
     Err e;
     char *csv = csv_of(seed_table1b(4096, 4096, &e));
     CHECK(csv != NULL);
+    CHECK_CONTAINS(csv, "format,granularity,scale_dtype,scale_count,payload_bytes,scale_bytes,total_bytes,"
+                        "payload_of_bf16_pct,scale_of_payload_pct,saving_vs_bf16_pct\n");
     /* payload 16,777,216 B = half of BF16's 33,554,432 */
-    CHECK_CONTAINS(csv, "bf16,-,33554432,-,0,0,33554432,0,0\n");
-    CHECK_CONTAINS(csv, "fp8,tensor,16777216,fp32,1,4,16777220,");
-    CHECK_CONTAINS(csv, "fp8,channel,16777216,fp32,4096,16384,16793600,");
+    CHECK_CONTAINS(csv, "bf16,none,none,0,33554432,0,33554432,100,0,0\n");
+    CHECK_CONTAINS(csv, "fp8,tensor,fp32,1,16777216,4,16777220,50,");
+    CHECK_CONTAINS(csv, "fp8,channel,fp32,4096,16777216,16384,16793600,50,");
     /* 1x32 E8M0: 524,288 scales of 1 B = 3.125 % of the payload; saving 48.4375 % */
-    CHECK_CONTAINS(csv, "fp8,1x32,16777216,e8m0,524288,524288,17301504,3.125,48.4375\n");
+    CHECK_CONTAINS(csv, "fp8,1x32,e8m0,524288,16777216,524288,17301504,50,3.125,48.4375\n");
     free(csv);
     CHECK(seed_table1b(1ull << 62, 1ull << 62, &e) == NULL);
     CHECK(e.st == ST_OVERFLOW);
+    /* one column: per-channel FP32 scales are 4x the payload, so FP8 costs 150 % more than BF16 */
+    SeedScaleRow r[SEED_T1B_ROWS];
+    CHECK(seed_table1b_rows(4096, 1, r, &e) == ST_OK);
+    CHECK_EQ_U64(r[1 + GRAN_CHANNEL].total_bytes, 4096 + 4 * 4096);
+    CHECK_NEAR(r[1 + GRAN_CHANNEL].saving_vs_bf16_pct, -150.0, 0);
 }
 
 static void test_table5(void)
@@ -155,8 +145,7 @@ static void test_hardware_gates(void)
 
 int main(void)
 {
-    cat = calloc(1, sizeof *cat);
-    load();
+    cat = fx_catalog();
     RUN(test_bytes_per_param);
     RUN(test_table1b);
     RUN(test_table5);

@@ -1,29 +1,11 @@
 /* tests/unit/test_plan_sweep.c — the layout sweep: counts, ranking, top-k. */
 #include <stdlib.h>
 
-#include "planner/catalog.h"
 #include "planner/sweep.h"
+#include "support/fixtures.h"
 #include "test.h"
-#include "util/fileio.h"
 
 static Catalog *cat;
-
-static void load(void)
-{
-    const char *files[] = {"models/models.csv", "models/gpus.csv", "models/recipes.csv"};
-    Status (*parse[])(Catalog *, const char *, size_t, const char *, Err *) = {catalog_parse_models, catalog_parse_gpus,
-                                                                               catalog_parse_recipes};
-    for (int i = 0; i < 3; i++) {
-        char *buf;
-        size_t len;
-        Err e;
-        if (file_read_all(files[i], &buf, &len, &e) || parse[i](cat, buf, len, files[i], &e)) {
-            fprintf(stderr, "%s\n", e.msg);
-            exit(1);
-        }
-        free(buf);
-    }
-}
 
 static uint64_t calls;
 static void count(uint64_t done, uint64_t total, void *ctx)
@@ -76,8 +58,7 @@ static void test_sweep_counts_and_ranking(void)
 
 int main(void)
 {
-    cat = calloc(1, sizeof *cat);
-    load();
+    cat = fx_catalog();
     RUN(test_sweep_counts_and_ranking);
     free(cat);
     return test_summary();

@@ -2,29 +2,12 @@
  * report's content, and the compare table. */
 #include <stdlib.h>
 
-#include "planner/catalog.h"
 #include "reports/plan_report.h"
+#include "support/fixtures.h"
 #include "test.h"
 #include "util/fileio.h"
 
 static Catalog *cat;
-
-static void load(void)
-{
-    const char *files[] = {"models/models.csv", "models/gpus.csv", "models/recipes.csv"};
-    Status (*parse[])(Catalog *, const char *, size_t, const char *, Err *) = {catalog_parse_models, catalog_parse_gpus,
-                                                                               catalog_parse_recipes};
-    for (int i = 0; i < 3; i++) {
-        char *buf;
-        size_t len;
-        Err e;
-        if (file_read_all(files[i], &buf, &len, &e) || parse[i](cat, buf, len, files[i], &e)) {
-            fprintf(stderr, "%s\n", e.msg);
-            exit(1);
-        }
-        free(buf);
-    }
-}
 
 static char *render(Table *t, TableFormat fmt)
 {
@@ -40,11 +23,7 @@ static char *render(Table *t, TableFormat fmt)
 
 static Plan plan_for(const char *recipe)
 {
-    PlanInput in;
-    plan_input_defaults(&in);
-    in.model = catalog_model(cat, "gpt-175b"), in.gpu = catalog_gpu(cat, "h100-sxm");
-    in.recipe = catalog_recipe(cat, recipe);
-    in.tp = 8, in.pp = 4, in.dp = 4, in.sharding = SHARD_DIST_OPT;
+    PlanInput in = fx_headline(cat, recipe);
     Plan p;
     Err e = {0};
     CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
@@ -156,8 +135,7 @@ static void test_compare_table(void)
 
 int main(void)
 {
-    cat = calloc(1, sizeof *cat);
-    load();
+    cat = fx_catalog();
     RUN(test_summary_schema_golden);
     RUN(test_text_report);
     RUN(test_compare_table);

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 
 #include "fp8/scale.h"
-#include "planner/catalog.h"
+#include "support/fixtures.h"
+#include "support/tui_fixtures.h"
 #include "test.h"
 #include "tui/export.h"
 #include "tui/fields.h"
@@ -16,53 +17,8 @@
 #include "tui/prompt.h"
 #include "tui/script.h"
 #include "tui/state.h"
-#include "util/fileio.h"
 
 static Catalog *cat;
-
-static void load(const char *file, Status (*parse)(Catalog *, const char *, size_t, const char *, Err *))
-{
-    char path[256], *text;
-    size_t len;
-    Err e;
-    snprintf(path, sizeof path, "models/%s", file);
-    if (file_read_all(path, &text, &len, &e) || parse(cat, text, len, path, &e)) {
-        fprintf(stderr, "cannot load %s: %s\n", path, e.msg);
-        exit(1);
-    }
-    free(text);
-}
-
-/* The seed's headline: GPT-175B on H100, megatron-bf16, TP8 PP4 DP4, distributed optimizer. */
-static TuiState *headline(void)
-{
-    PlanInput in;
-    plan_input_defaults(&in);
-    in.model = catalog_model(cat, "gpt-175b");
-    in.gpu = catalog_gpu(cat, "h100-sxm");
-    in.recipe = catalog_recipe(cat, "megatron-bf16");
-    in.tp = 8, in.pp = 4, in.dp = 4, in.sharding = SHARD_DIST_OPT;
-    TuiState *s = tui_state_new(cat, &in);
-    s->rows = 24, s->cols = 80;
-    tui_recompute(s, ACT_ALL);
-    return s;
-}
-
-/* Press keys as the shell does: dispatch, then recompute what the action says. */
-static unsigned press(TuiState *s, int key)
-{
-    unsigned act = tui_key(s, key);
-    tui_recompute(s, act);
-    return act;
-}
-
-static void press_str(TuiState *s, const char *keys)
-{
-    const char *p = keys;
-    TuiScriptKey k;
-    Err e;
-    while (tui_script_next(&p, &k, &e) > 0) press(s, k.key);
-}
 
 /* ---- layout ------------------------------------------------------------------------------------------------ */
 
@@ -146,22 +102,22 @@ static void test_bar_split(void)
 
 static void test_screens_and_quit(void)
 {
-    TuiState *s = headline();
+    TuiState *s = fx_tui_headline(cat);
     CHECK_EQ_INT(s->screen, SCR_PLAN);
     for (int i = 1; i <= SCR_COUNT_; i++) {
-        press(s, '\t');
+        fx_press(s, '\t');
         CHECK_EQ_INT(s->screen, i % SCR_COUNT_);
     }
-    press(s, KEY_BTAB);
+    fx_press(s, KEY_BTAB);
     CHECK_EQ_INT(s->screen, SCR_FORMATS);
-    press(s, '3');
+    fx_press(s, '3');
     CHECK_EQ_INT(s->screen, SCR_SCALES);
-    press(s, '?');
+    fx_press(s, '?');
     CHECK_EQ_INT(s->mode, MODE_HELP);
-    CHECK(!(press(s, 'q') & ACT_QUIT)); /* q closes the help first */
+    CHECK(!(fx_press(s, 'q') & ACT_QUIT)); /* q closes the help first */
     CHECK_EQ_INT(s->mode, MODE_NORMAL);
-    CHECK(press(s, 12) & ACT_CLEAR); /* Ctrl-L */
-    CHECK(press(s, 'q') & ACT_QUIT);
+    CHECK(fx_press(s, 12) & ACT_CLEAR); /* Ctrl-L */
+    CHECK(fx_press(s, 'q') & ACT_QUIT);
     CHECK(tui_key(s, KEY_F(10)) & ACT_QUIT);
     s->too_small = 1; /* only quit and redraw act on the too-small screen */
     CHECK_EQ_INT(tui_key(s, '2'), ACT_NONE);
@@ -181,20 +137,20 @@ static int footer_has(const TuiState *s, const char *label)
 
 static void test_footer_from_key_table(void)
 {
-    TuiState *s = headline();
+    TuiState *s = fx_tui_headline(cat);
     /* screen-specific keys appear only where they act */
     CHECK(footer_has(s, "Find") && footer_has(s, "Change") && !footer_has(s, "Baseline"));
-    press(s, '2');
+    fx_press(s, '2');
     CHECK(footer_has(s, "Baseline") && footer_has(s, "Table 5") && !footer_has(s, "Field"));
-    press(s, '4');
+    fx_press(s, '4');
     CHECK(footer_has(s, "Step") && !footer_has(s, "Find"));
-    press(s, '?');
+    fx_press(s, '?');
     CHECK(footer_has(s, "Close") && !footer_has(s, "Export"));
-    press(s, 27);
-    press(s, '1');
-    press(s, '/');
+    fx_press(s, 27);
+    fx_press(s, '1');
+    fx_press(s, '/');
     CHECK(footer_has(s, "OK") && footer_has(s, "Cancel") && !footer_has(s, "Quit"));
-    press(s, 27);
+    fx_press(s, 27);
     /* at 80 columns every context's footer fits and keeps Help (or its prompt keys) and Quit */
     for (int scr = 0; scr < SCR_COUNT_; scr++) {
         s->screen = (TuiScreen)scr;
@@ -213,7 +169,7 @@ static void test_footer_from_key_table(void)
 
 static void test_help_and_hints_fit(void)
 {
-    TuiState *s = headline();
+    TuiState *s = fx_tui_headline(cat);
     char lines[160][160];
     for (int scr = 0; scr < SCR_COUNT_; scr++) {
         s->screen = (TuiScreen)scr;
@@ -255,12 +211,12 @@ static void test_value_explorer(void)
     tui_fx_compute(1e9, DT_E5M2, 1.0f, FP8_NOSAT, &fx);
     CHECK(fx.cls == FX_OVERFLOW && fp8_is_inf(DT_E5M2, fx.code));
     /* Right steps onto the next grid point */
-    TuiState *s = headline();
-    press_str(s, "5+");
+    TuiState *s = fx_tui_headline(cat);
+    fx_press_str(s, "5+");
     CHECK_NEAR(s->fx_value, 0.34375, 0);
-    press_str(s, "<Enter>nan<Enter>");
+    fx_press_str(s, "<Enter>nan<Enter>");
     CHECK(isnan(s->fx_value));
-    press_str(s, "<Down><Down><Enter>-1<Enter>");
+    fx_press_str(s, "<Down><Down><Enter>-1<Enter>");
     CHECK(s->mode == MODE_PROMPT && s->fx_scale == 1.0f); /* scales must be positive */
     tui_state_free(s);
 }
@@ -298,10 +254,7 @@ static void test_format_helpers(void)
 
 int main(void)
 {
-    cat = calloc(1, sizeof *cat);
-    load("models.csv", catalog_parse_models);
-    load("gpus.csv", catalog_parse_gpus);
-    load("recipes.csv", catalog_parse_recipes);
+    cat = fx_catalog();
     RUN(test_layout_pure);
     RUN(test_layout_too_small);
     RUN(test_bar_split);

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 
 #include "fp8/scale.h"
-#include "planner/catalog.h"
+#include "reports/seed_report.h"
+#include "support/fixtures.h"
+#include "support/tui_fixtures.h"
 #include "test.h"
 #include "tui/export.h"
 #include "tui/fields.h"
@@ -22,50 +24,6 @@
 
 static Catalog *cat;
 
-static void load(const char *file, Status (*parse)(Catalog *, const char *, size_t, const char *, Err *))
-{
-    char path[256], *text;
-    size_t len;
-    Err e;
-    snprintf(path, sizeof path, "models/%s", file);
-    if (file_read_all(path, &text, &len, &e) || parse(cat, text, len, path, &e)) {
-        fprintf(stderr, "cannot load %s: %s\n", path, e.msg);
-        exit(1);
-    }
-    free(text);
-}
-
-/* The seed's headline: GPT-175B on H100, megatron-bf16, TP8 PP4 DP4, distributed optimizer. */
-static TuiState *headline(void)
-{
-    PlanInput in;
-    plan_input_defaults(&in);
-    in.model = catalog_model(cat, "gpt-175b");
-    in.gpu = catalog_gpu(cat, "h100-sxm");
-    in.recipe = catalog_recipe(cat, "megatron-bf16");
-    in.tp = 8, in.pp = 4, in.dp = 4, in.sharding = SHARD_DIST_OPT;
-    TuiState *s = tui_state_new(cat, &in);
-    s->rows = 24, s->cols = 80;
-    tui_recompute(s, ACT_ALL);
-    return s;
-}
-
-/* Press keys as the shell does: dispatch, then recompute what the action says. */
-static unsigned press(TuiState *s, int key)
-{
-    unsigned act = tui_key(s, key);
-    tui_recompute(s, act);
-    return act;
-}
-
-static void press_str(TuiState *s, const char *keys)
-{
-    const char *p = keys;
-    TuiScriptKey k;
-    Err e;
-    while (tui_script_next(&p, &k, &e) > 0) press(s, k.key);
-}
-
 /* ---- sessions that assert behaviour -------------------------------------------------------------------------- */
 
 static uint64_t optim_bytes(const Plan *p)
@@ -76,14 +34,14 @@ static uint64_t optim_bytes(const Plan *p)
 
 static void test_recipe_switch_changes_optimizer_terms(void)
 {
-    TuiState *s = headline();
+    TuiState *s = fx_tui_headline(cat);
     CHECK(s->plan_ok);
     Plan before = s->plan;
     CHECK_STR(s->in.recipe->name, "megatron-bf16");
     /* to the recipe field, then Right until fp8lm */
-    press(s, KEY_DOWN), press(s, KEY_DOWN);
+    fx_press(s, KEY_DOWN), fx_press(s, KEY_DOWN);
     CHECK_EQ_INT(s->field[SCR_PLAN], PF_RECIPE);
-    for (int i = 0; i < 32 && strcmp(s->in.recipe->name, "fp8lm"); i++) press(s, KEY_RIGHT);
+    for (int i = 0; i < 32 && strcmp(s->in.recipe->name, "fp8lm"); i++) fx_press(s, KEY_RIGHT);
     CHECK_STR(s->in.recipe->name, "fp8lm");
     CHECK(s->plan_ok);
     /* exactly what the planner says for the same inputs */
@@ -110,13 +68,13 @@ static void test_recipe_switch_changes_optimizer_terms(void)
 
 static void test_tp_past_heads_shows_validation(void)
 {
-    TuiState *s = headline();
-    press_str(s, "<Down><Down><Down>");
+    TuiState *s = fx_tui_headline(cat);
+    fx_press_str(s, "<Down><Down><Down>");
     CHECK_EQ_INT(s->field[SCR_PLAN], PF_TP);
-    press(s, '+'), press(s, '+'); /* 16, 32: 96 heads divide */
+    fx_press(s, '+'), fx_press(s, '+'); /* 16, 32: 96 heads divide */
     CHECK_EQ_INT(s->in.tp, 32);
     CHECK(s->plan_ok);
-    press(s, '+'), press(s, '+'); /* 64, 128 */
+    fx_press(s, '+'), fx_press(s, '+'); /* 64, 128 */
     CHECK_EQ_INT(s->in.tp, 128);
     CHECK(!s->plan_ok);
     Err e;
@@ -127,32 +85,32 @@ static void test_tp_past_heads_shows_validation(void)
     Table *t = tui_export_table(s, &e);
     CHECK(!t && e.st == ST_USAGE);
     CHECK_CONTAINS(e.msg, "nothing to export");
-    press(s, '-'), press(s, '-');
+    fx_press(s, '-'), fx_press(s, '-');
     CHECK(s->plan_ok && s->in.tp == 32);
     tui_state_free(s);
 }
 
 static void test_number_prompt(void)
 {
-    TuiState *s = headline();
-    press_str(s, "<Down><Down><Down><Enter>");
+    TuiState *s = fx_tui_headline(cat);
+    fx_press_str(s, "<Down><Down><Down><Enter>");
     CHECK_EQ_INT(s->mode, MODE_PROMPT);
-    press_str(s, "16abc<Enter>");
+    fx_press_str(s, "16abc<Enter>");
     CHECK_EQ_INT(s->mode, MODE_PROMPT); /* a bad number keeps the prompt, says why, changes nothing */
     CHECK(s->status_err);
     CHECK_CONTAINS(s->status, "TP");
     CHECK_EQ_INT(s->in.tp, 8);
-    press_str(s, "<BS><BS><BS><Enter>");
+    fx_press_str(s, "<BS><BS><BS><Enter>");
     CHECK_EQ_INT(s->mode, MODE_NORMAL);
     CHECK_EQ_INT(s->in.tp, 16);
     CHECK(s->plan_ok);
-    press_str(s, "<Enter>0<Enter>");
-    CHECK_EQ_INT(s->in.tp, 16);     /* 0 is outside [1, ...] */
-    press_str(s, "<C-u>12<Enter>"); /* accepted; the planner says why it cannot plan it */
+    fx_press_str(s, "<Enter>0<Enter>");
+    CHECK_EQ_INT(s->in.tp, 16);        /* 0 is outside [1, ...] */
+    fx_press_str(s, "<C-u>12<Enter>"); /* accepted; the planner says why it cannot plan it */
     CHECK_EQ_INT(s->in.tp, 12);
     CHECK(!s->plan_ok);
     CHECK_CONTAINS(s->plan_err.msg, "not divisible by tp = 12");
-    press_str(s, "<Enter>7<Esc>");
+    fx_press_str(s, "<Enter>7<Esc>");
     CHECK_EQ_INT(s->mode, MODE_NORMAL);
     CHECK_EQ_INT(s->in.tp, 12);
     tui_state_free(s);
@@ -160,51 +118,51 @@ static void test_number_prompt(void)
 
 static void test_find(void)
 {
-    TuiState *s = headline();
+    TuiState *s = fx_tui_headline(cat);
     TuiMatch m[TUI_MAX_MATCHES];
     CHECK_EQ_INT(tui_find(s, "LLAMA2", FIND_NONE, m, TUI_MAX_MATCHES), 3);
     CHECK_EQ_INT(tui_find(s, "h100", FIND_GPU, m, TUI_MAX_MATCHES), 2);
     CHECK_EQ_INT(tui_find(s, "zzz", FIND_NONE, m, TUI_MAX_MATCHES), 0);
-    press_str(s, "/70b<Enter>");
+    fx_press_str(s, "/70b<Enter>");
     CHECK_STR(s->in.model->name, "llama2-70b");
     CHECK_EQ_INT(s->field[SCR_PLAN], PF_MODEL);
-    CHECK(s->plan_ok);                 /* 64 heads, 8 kv heads: TP 8 divides both */
-    press_str(s, "/h100<Tab><Enter>"); /* Tab: the second match */
+    CHECK(s->plan_ok);                    /* 64 heads, 8 kv heads: TP 8 divides both */
+    fx_press_str(s, "/h100<Tab><Enter>"); /* Tab: the second match */
     CHECK_STR(s->in.gpu->name, "h100-pcie");
-    press_str(s, "/nothing-like-this<Enter>");
+    fx_press_str(s, "/nothing-like-this<Enter>");
     CHECK_EQ_INT(s->mode, MODE_PROMPT);
     CHECK_CONTAINS(s->status, "no name matches");
-    press(s, 27);
+    fx_press(s, 27);
     /* on Compare, find sets the selected column's recipe */
-    press_str(s, "2<Right>/mxfp8<Enter>");
+    fx_press_str(s, "2<Right>/mxfp8<Enter>");
     CHECK_STR(s->slot[1]->name, "mxfp8");
     tui_state_free(s);
 }
 
 static void test_compare_columns(void)
 {
-    TuiState *s = headline();
-    press(s, '2');
+    TuiState *s = fx_tui_headline(cat);
+    fx_press(s, '2');
     CHECK_EQ_INT(s->nslots, 3);
     CHECK_STR(s->slot[0]->name, "megatron-bf16");
-    press_str(s, "<Right><Right>b");
+    fx_press_str(s, "<Right><Right>b");
     CHECK_EQ_INT(s->baseline, 2);
-    press(s, 'a');
+    fx_press(s, 'a');
     CHECK_EQ_INT(s->nslots, 4);
     CHECK_EQ_INT(s->field[SCR_COMPARE], 3);
-    press_str(s, "<Left>x");
+    fx_press_str(s, "<Left>x");
     CHECK_EQ_INT(s->nslots, 3);
     CHECK_EQ_INT(s->baseline, 0); /* the baseline column was removed */
-    press(s, '+');
+    fx_press(s, '+');
     CHECK(s->cmp_ok[s->field[SCR_COMPARE]]);
-    for (int i = 0; i < 4; i++) press(s, 'x');
+    for (int i = 0; i < 4; i++) fx_press(s, 'x');
     CHECK_EQ_INT(s->nslots, 1); /* the last column stays */
     tui_state_free(s);
 }
 
 static void test_table5_presets(void)
 {
-    TuiState *s = headline();
+    TuiState *s = fx_tui_headline(cat);
     char *text;
     size_t len;
     Err e;
@@ -212,14 +170,14 @@ static void test_table5_presets(void)
     CHECK(tui_state_load_t5(s, text, len, "fp8lm_table5.csv", &e) == ST_OK);
     free(text);
     CHECK(s->nt5 >= 7);
-    press_str(s, "2t");
+    fx_press_str(s, "2t");
     CHECK_STR(s->in.model->name, "gpt-7b");
     CHECK(s->in.tp == 1 && s->in.pp == 1 && s->in.dp == 32 && s->in.mbs == 2);
     CHECK(s->in.sharding == SHARD_DIST_OPT && !s->in.overlap_dp);
     CHECK_STR(s->slot[0]->name, "megatron-bf16");
     CHECK_STR(s->slot[1]->name, "msamp-o3");
     CHECK(s->cmp_ok[0] && s->cmp_ok[1]);
-    press_str(s, "tt"); /* GPT-175B, micro-batch 1: BF16, TE, FP8-LM */
+    fx_press_str(s, "tt"); /* GPT-175B, micro-batch 1: BF16, TE, FP8-LM */
     CHECK_STR(s->in.model->name, "gpt-175b");
     CHECK(s->in.tp == 8 && s->in.pp == 4 && s->in.dp == 4 && s->in.mbs == 1);
     CHECK(s->nslots == 4 && !strcmp(s->slot[1]->name, "te-fp8"));
@@ -230,8 +188,8 @@ static void test_table5_presets(void)
 
 static void test_scaling_spike(void)
 {
-    TuiState *s = headline();
-    press(s, '4');
+    TuiState *s = fx_tui_headline(cat);
+    fx_press(s, '4');
     CHECK(s->sim_ok);
     CHECK_EQ_INT(s->scenario, SCN_SPIKE);
     CHECK(s->trace[5] == 640.0f);
@@ -244,40 +202,40 @@ static void test_scaling_spike(void)
     CHECK_REL(b.min_sub_below, 0.00279017857, 1e-6);
     /* history 4 / max holds 0.7 for four steps; Megatron's 1 / most_recent recovers at once */
     CHECK(s->steps[9].scale_used == want && s->steps[10].scale_used != want);
-    press_str(s, "<Down><Down><Left><Left><Down>+");
+    fx_press_str(s, "<Down><Down><Left><Left><Down>+");
     CHECK_EQ_INT(s->dcfg.hist_len, 1);
     CHECK_EQ_INT(s->dcfg.algo, AMAX_ALGO_MOST_RECENT);
     CHECK(s->steps[6].scale_used == want && s->steps[7].scale_used == 448.0f / 2.0f);
     /* editing an amax makes the scenario custom */
-    press_str(s, "<End><Enter>inf<Enter>");
+    fx_press_str(s, "<End><Enter>inf<Enter>");
     CHECK_EQ_INT(s->scenario, SCN_CUSTOM);
     CHECK(isinf(s->trace[s->step_cur]));
     CHECK_EQ_INT(s->steps[s->step_cur].why, AMAX_INF);
     int n = s->ntrace;
-    press_str(s, "ax");
+    fx_press_str(s, "ax");
     CHECK_EQ_INT(s->ntrace, n);
     tui_state_free(s);
 }
 
 static void test_scales_table1b(void)
 {
-    TuiScaleRow r[TUI_SCALE_ROWS];
+    SeedScaleRow r[SEED_T1B_ROWS]; /* the rows the Scales screen draws */
     Err e;
-    CHECK(tui_scale_rows(4096, 4096, r, &e) == ST_OK);
-    CHECK_EQ_U64(r[0].total, 33554432);
-    CHECK_EQ_U64(r[1 + GRAN_TENSOR].payload, 16777216);
-    CHECK_NEAR(r[1 + GRAN_TENSOR].payload_pct_of_bf16, 50.0, 0);
+    CHECK(seed_table1b_rows(4096, 4096, r, &e) == ST_OK);
+    CHECK_EQ_U64(r[0].total_bytes, 33554432);
+    CHECK_EQ_U64(r[1 + GRAN_TENSOR].payload_bytes, 16777216);
+    CHECK_NEAR(r[1 + GRAN_TENSOR].payload_of_bf16_pct, 50.0, 0);
     CHECK_EQ_U64(r[1 + GRAN_CHANNEL].scale_bytes, 16384);
     CHECK_EQ_U64(r[1 + GRAN_1X32].scale_bytes, 524288);
-    CHECK_NEAR(r[1 + GRAN_1X32].scale_pct_of_payload, 3.125, 0);
-    CHECK_NEAR(r[1 + GRAN_1X32].saving_pct, 48.4375, 0);
-    CHECK(tui_scale_rows(UINT64_MAX / 2, 4, r, &e) == ST_OVERFLOW);
+    CHECK_NEAR(r[1 + GRAN_1X32].scale_of_payload_pct, 3.125, 0);
+    CHECK_NEAR(r[1 + GRAN_1X32].saving_vs_bf16_pct, 48.4375, 0);
+    CHECK(seed_table1b_rows(UINT64_MAX / 2, 4, r, &e) == ST_OVERFLOW);
     /* presets: the model's FC1 at TP 8 is [49152/8, 12288] */
-    TuiState *s = headline();
-    press_str(s, "3+++");
+    TuiState *s = fx_tui_headline(cat);
+    fx_press_str(s, "3+++");
     CHECK_EQ_U64(s->sc_rows, 49152 / 8);
     CHECK_EQ_U64(s->sc_cols, 12288);
-    press_str(s, "<Down><Enter>100<Enter>");
+    fx_press_str(s, "<Down><Enter>100<Enter>");
     CHECK_EQ_U64(s->sc_rows, 100);
     tui_state_free(s);
 }
@@ -327,11 +285,11 @@ static void test_random_keys_keep_state_consistent(void)
     for (int i = 0; i < 20000 && bad < 5; i++) {
         if (i % 400 == 0) { /* a fresh start now and then, so valid plans keep being explored */
             tui_state_free(s);
-            s = headline();
+            s = fx_tui_headline(cat);
         }
         int k = pool[next_rand() % (unsigned)n];
         s->too_small = next_rand() % 100 == 0; /* now and then the terminal is too small */
-        press(s, k);
+        fx_press(s, k);
         s->too_small = 0;
         if (!consistent(s)) CHECKF(++bad == 0, "state inconsistent after key %d at step %d", k, i);
         valid += s->plan_ok;
@@ -355,10 +313,7 @@ static void test_random_keys_keep_state_consistent(void)
 
 int main(void)
 {
-    cat = calloc(1, sizeof *cat);
-    load("models.csv", catalog_parse_models);
-    load("gpus.csv", catalog_parse_gpus);
-    load("recipes.csv", catalog_parse_recipes);
+    cat = fx_catalog();
     RUN(test_recipe_switch_changes_optimizer_terms);
     RUN(test_tp_past_heads_shows_validation);
     RUN(test_number_prompt);

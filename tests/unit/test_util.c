@@ -124,6 +124,36 @@ static void test_table_renderings(void)
     table_free(t);
 }
 
+/* Text lines end at their last visible character: a left-aligned last column, an
+ * empty last unit and a title with blanks at its end leave no trailing blanks. */
+static void test_table_text_has_no_trailing_blanks(void)
+{
+    static const TableCol cols[] = {
+        {"n", NULL, "B", TC_U64, 0, TF_GROUP},
+        {"note", NULL, NULL, TC_STR, 0, 0},
+    };
+    Table *t = table_new(cols, 2);
+    table_set_title(t, "T  ");
+    table_row(t);
+    table_u64(t, 0, 1);
+    table_str(t, 1, "a");
+    table_row(t);
+    table_u64(t, 0, 1000);
+    table_str(t, 1, "longer note");
+    table_row(t);
+    table_u64(t, 0, 2);
+    char *text = render(t, TABLE_TEXT);
+    CHECK_STR(text, "T\n"
+                    "    n  note\n"
+                    "    B\n"
+                    "------------------\n"
+                    "    1  a\n"
+                    "1,000  longer note\n"
+                    "    2  -\n");
+    free(text);
+    table_free(t);
+}
+
 static void test_table_type_misuse_is_reported(void)
 {
     static const TableCol cols[] = {{"n", NULL, NULL, TC_U64, 0, 0}};
@@ -172,6 +202,7 @@ int main(void)
     RUN(test_parse_shape);
     RUN(test_grouped);
     RUN(test_table_renderings);
+    RUN(test_table_text_has_no_trailing_blanks);
     RUN(test_table_type_misuse_is_reported);
     RUN(test_outfile_is_atomic);
     return test_summary();

@@ -1,4 +1,4 @@
-/* tests/unit/exec_fixtures.h — tiny models, recipes and token batches shared
+/* tests/support/exec_fixtures.h — tiny models, recipes and token batches shared
  * by the executor's tests (static inline: each test binary takes what it uses).
  *
  * The recipes here mirror the catalog's rows (models/recipes.csv) for the four

@@ -1,0 +1,32 @@
+/* tests/support/fixtures.h — planner inputs the unit and fuzz tests share: the
+ * shipped catalog, the seed's headline layout, and a GPU and a BF16 recipe
+ * typed in (for tests that must not depend on models/). Linked into every test
+ * and fuzz binary with the rest of tests/support/. */
+#ifndef FP8PLAN_TESTS_SUPPORT_FIXTURES_H
+#define FP8PLAN_TESTS_SUPPORT_FIXTURES_H
+
+#include "planner/catalog.h"
+#include "planner/plan.h"
+
+/* models/models.csv, gpus.csv and recipes.csv, read relative to the working
+ * directory (tests run from the repository root). A file that cannot be read
+ * or parsed prints its message on stderr and exits 1, so no test runs on a
+ * half-loaded catalog. The caller frees the result. */
+Catalog *fx_catalog(void);
+
+/* The seed's headline layout: gpt-175b on h100-sxm with `recipe`, TP 8 x PP 4
+ * x DP 4 with the distributed optimizer, everything else plan_input_defaults().
+ * A name the catalog lacks leaves that pointer NULL (plan_build refuses it). */
+PlanInput fx_headline(const Catalog *c, const char *recipe);
+
+/* An H100 SXM-like GPU ("g"): SM 9.0, 80 GiB, 3.35 TB/s HBM, 989 / 1979 / 67
+ * TFLOP/s BF16 / FP8 / FP32, 450 GB/s within a node of 8, 50 GB/s between. */
+GpuSpec fx_gpu(void);
+
+/* BF16 mixed precision: BF16 weights and GEMMs, FP32 master, gradients and
+ * Adam m and v, for the linear layers and the other parameters alike; FP32
+ * DP gradient reduction, BF16 parameter gathers and TP collectives; SM 8.0.
+ * shard_mask: the states (1u << StateId) the distributed optimizer shards. */
+Recipe fx_bf16_recipe(const char *name, unsigned shard_mask);
+
+#endif
