@@ -27,7 +27,7 @@
 #include "exec/data.h"
 #include "exec/gpt.h"
 #include "gpu_common.h"
-#include "unit/exec_fixtures.h"
+#include "support/exec_fixtures.h"
 
 static double now_s(void)
 {
