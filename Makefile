@@ -224,7 +224,7 @@ fmt:
 # Formatting, and the layering rule: fp8/ and planner/ are pure (no I/O, no exit,
 # nothing from exec/, tui/, reports/ or cli/).
 lint:
-	clang-format --dry-run -Werror $(FMT_FILES)
+	@clang-format --dry-run -Werror $(FMT_FILES)
 	@bad=$$(grep -nE '#include "(exec|tui|reports|cli)/' $$(find fp8 planner -name '*.[ch]' 2>/dev/null) /dev/null); \
 	if [ -n "$$bad" ]; then echo "layering: fp8/ and planner/ must not include these:"; echo "$$bad"; exit 1; fi
 	@bad=$$(grep -nE '\b(printf|fprintf|puts|fputs|fopen|fwrite|exit|abort)[[:space:]]*\(' $$(find fp8 planner -name '*.[ch]' -not -path '*/cuda/*' 2>/dev/null) /dev/null); \
