@@ -199,6 +199,13 @@ Status gpt_loss(Gpt *g, const int32_t *inputs, const int32_t *targets, float *lo
  * leaves the gradients in the main-gradient tensors. For gradient checks. */
 Status gpt_grads(Gpt *g, const int32_t *inputs, const int32_t *targets, float *loss, Err *e);
 
+/* Write the initial values from hyper.seed, as gpt_create does after zeroing
+ * the arena: working weights, master copies and their scaling records, and
+ * scale = scale_inv = 1 for every FP8 tensor (gradients, moments and amax
+ * histories are left as they are). The same seed gives the same weights for
+ * every recipe and backend. */
+Status gpt_init_weights(Gpt *g, Err *e);
+
 /* Record every FP8 tensor's amax and scales each step (FP8 recipes; a no-op
  * otherwise): after gpt_step, tr_fwd / tr_bwd hold the last step's values. */
 Status gpt_trace_enable(Gpt *g, Err *e);
