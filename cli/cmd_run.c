@@ -6,10 +6,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cmd_plan.h"
 #include "exec/ckpt.h"
+#include "exec/par.h"
 #include "util/fileio.h"
 #include "util/num.h"
 
@@ -23,7 +25,12 @@ static const char help[] =
     "Train a GPT-style decoder (a models/ entry, sizes overridable to fit a CPU or one GPU) with a\n"
     "precision recipe for N steps: forward, backward and optimizer, FP8 GEMMs with the recipe's\n"
     "scaling. Prints the loss and tokens/s each step, then the Plan's memory terms beside what the\n"
-    "run placed in its arena (persistent terms must match byte for byte) and the time per phase.\n"
+    "run placed in its arena (persistent terms must match byte for byte), the time per phase\n"
+    "(median and spread over the steps after the first), and tokens/s and model TFLOP/s. On a GPU\n"
+    "also: device memory as the driver counts it (the total within +-5 % of the plan's, context,\n"
+    "NCCL buffers, what lies outside the arena), device time per category (GEMM, other kernels,\n"
+    "optimizer, collectives), the step time within +-15 % of the plan's, and MFU against the\n"
+    "device's BF16 and FP8 peaks.\n"
     "\n"
     "  --backend cpu|cuda   cpu: the C reference (FP8 emulated exactly); cuda: the GPU (default cpu)\n"
     "  --model M            a row of models.csv (GPT-2 style: layernorm, gelu, learned positions)\n"
@@ -32,7 +39,8 @@ static const char help[] =
     "  --layers/--hidden/--heads/--ffn/--seq/--vocab   override the model's sizes (FFN follows\n"
     "                       --hidden at the model's ratio unless given)\n"
     "  --mbs B              micro-batch, sequences per step (default 1)\n"
-    "  --gpu G              the GPU the plan is made for (default h100-sxm)\n"
+    "  --gpu G              the GPU the plan is made for (default: the device's row of gpus.csv with\n"
+    "                       --backend cuda, else h100-sxm)\n"
     "  --seed S             weights and synthetic data (default 1)\n"
     "  --data FILE          train on the bytes of FILE (vocabulary 256 unless --vocab) instead of\n"
     "                       the synthetic stream; the repository ships models/corpus/fp8-notes.txt\n"
@@ -132,7 +140,6 @@ static int parse(int argc, char **argv, RunArgs *a)
 {
     memset(a, 0, sizeof *a);
     a->backend = "cpu";
-    a->gpu = "h100-sxm";
     a->mbs = 1;
     a->steps = 20;
     a->log_every = 1;
@@ -183,27 +190,26 @@ static int parse(int argc, char **argv, RunArgs *a)
 
 static int fail(const Err *e) { return cli_fail(CMD, e); }
 
-static void log_free(RunLog *l)
+static double now_s(void)
 {
-    free(l->loss);
-    for (int i = 0; i < 4; i++) free(l->phase[i]);
-    free(l->step_s);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int log_alloc(RunLog *l, uint32_t steps)
-{
-    memset(l, 0, sizeof *l);
-    l->loss = calloc(steps, sizeof *l->loss);
-    l->step_s = calloc(steps, sizeof *l->step_s);
-    int ok = l->loss && l->step_s;
-    for (int i = 0; i < 4; i++) ok &= (l->phase[i] = calloc(steps, sizeof(double))) != NULL;
-    return ok ? 0 : -1;
-}
-
-static void print_header(const RunArgs *a, const Gpt *g, const DataStream *d, uint64_t params)
+static void print_header(const RunArgs *a, const Gpt *g, const DataStream *d, uint64_t params, const DevMeasure *dm,
+                         const DevmPeak *peak, const Plan *p, double build_s)
 {
     const GptShape *s = &g->shape;
-    printf("fp8plan run: %s on %s, recipe %s\n", a->model, g->bk->name, g->recipe.name);
+    printf("fp8plan run: %s on %s, recipe %s, plan for %s\n", a->model, g->bk->name, g->recipe.name, p->in.gpu->name);
+    if (dm->have) {
+        const BackendDeviceInfo *i = &dm->info;
+        printf("  device: %s, %d SMs, compute capability %d.%d, %.1f GiB; CUDA runtime %d, driver %d, GEMM library "
+               "%llu\n",
+               i->name, i->sm_count, i->cc_major, i->cc_minor, (double)i->total_bytes / 1073741824.0,
+               i->runtime_version, i->driver_version, (unsigned long long)i->gemm_library_version);
+        printf("  peaks for MFU: %s\n", peak->why);
+    }
     printf("  model: %u layers, hidden %u, %u heads, ffn %u, seq %u, mbs %u, vocab %llu (padded %llu), %s params\n",
            s->layers, s->hidden, s->heads, s->ffn, s->seq, s->batch, (unsigned long long)s->vocab,
            (unsigned long long)s->vocab_padded, num_fmt_grouped(params, (char[32]){0}, 32));
@@ -212,7 +218,8 @@ static void print_header(const RunArgs *a, const Gpt *g, const DataStream *d, ui
         printf("  data: %s; entropy %.3f nats/token, ln V = %.3f\n", d->name, floor, log((double)s->vocab));
     else
         printf("  data: %s (%llu bytes); ln V = %.3f\n", d->name, (unsigned long long)d->len, log((double)s->vocab));
-    printf("  arena: %s bytes in one allocation\n", num_fmt_grouped(g->arena.bytes, (char[32]){0}, 32));
+    printf("  arena: %s bytes in one allocation; model built in %.2f s (weights on %d host threads)\n",
+           num_fmt_grouped(g->arena.bytes, (char[32]){0}, 32), build_s, par_threads());
     fflush(stdout);
 }
 
@@ -237,7 +244,7 @@ static void trace_rows(FILE *f, const Gpt *g)
         }
 }
 
-static int train(const RunArgs *a, Gpt *g, DataStream *d, RunLog *l, OutFile *trace)
+static int train(const RunArgs *a, Gpt *g, DataStream *d, RunLog *l, DevMeasure *dm, OutFile *trace)
 {
     const GptShape *s = &g->shape;
     uint64_t bt = (uint64_t)s->batch * s->seq;
@@ -245,20 +252,14 @@ static int train(const RunArgs *a, Gpt *g, DataStream *d, RunLog *l, OutFile *tr
     Err e;
     int rc = 0;
     if (!in || !tgt) rc = fail((err_set(&e, ST_NOMEM, "out of memory"), &e));
-    l->first_step = g->step;
     for (uint32_t i = 0; !rc && i < a->steps; i++) {
         float loss;
         data_next(d, s->batch, s->seq, in, tgt);
-        if (gpt_step(g, in, tgt, &loss, &e)) {
+        if (run_step(g, dm, l, in, tgt, &loss, &e)) {
             err_prefix(&e, "step %u", g->step + 1);
             rc = fail(&e);
             break;
         }
-        double t = 0.0;
-        for (int k = 0; k < 4; k++) t += (l->phase[k][i] = g->phase_s[k]);
-        l->step_s[i] = t;
-        l->loss[i] = loss;
-        l->steps = i + 1;
         if (trace) trace_rows(trace->f, g);
         if (!isfinite(loss)) {
             rc = fail((err_set(&e, ST_DATA, "step %u: the loss is %g (training diverged)", g->step, (double)loss), &e));
@@ -266,7 +267,7 @@ static int train(const RunArgs *a, Gpt *g, DataStream *d, RunLog *l, OutFile *tr
         }
         if (!a->quiet && (i % a->log_every == 0 || i + 1 == a->steps)) {
             printf("step %6u  loss %8.4f  %9.0f tok/s  fwd %8.2f ms  bwd %8.2f ms  opt %7.2f ms\n", g->step,
-                   (double)loss, (double)bt / t, 1e3 * g->phase_s[PHASE_FWD], 1e3 * g->phase_s[PHASE_BWD],
+                   (double)loss, (double)bt / l->step_s[i], 1e3 * g->phase_s[PHASE_FWD], 1e3 * g->phase_s[PHASE_BWD],
                    1e3 * g->phase_s[PHASE_OPT]);
             fflush(stdout);
         }
@@ -274,6 +275,27 @@ static int train(const RunArgs *a, Gpt *g, DataStream *d, RunLog *l, OutFile *tr
     free(in);
     free(tgt);
     return rc;
+}
+
+/* The GPU the plan is for: --gpu, else the device's catalog row, else h100-sxm. */
+static const GpuSpec *plan_gpu(const RunArgs *a, const Catalog *cat, const DevMeasure *dm, const DevmPeak *peak)
+{
+    if (a->gpu) return catalog_gpu(cat, a->gpu);
+    if (dm->have && peak->gpu) return peak->gpu;
+    if (dm->have)
+        fprintf(stderr, "fp8plan run: %s matches no row of gpus.csv; the plan is for h100-sxm (--gpu G to choose)\n",
+                dm->info.name);
+    return catalog_gpu(cat, "h100-sxm");
+}
+
+/* NCCL for a GPU backend (its buffers are part of what the run measures), the
+ * single-rank copy otherwise or when NCCL cannot start. */
+static Status make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
+{
+    if (!strcmp(bk->name, "cpu")) return comm_single_create(comm, e);
+    if (!comm_create("nccl", bk, comm, e)) return ST_OK;
+    if (!a->quiet) printf("  communicator: NCCL unavailable (%s); single-rank copies instead\n", e->msg);
+    return comm_single_create(comm, e);
 }
 
 int cmd_run(int argc, char **argv)
@@ -290,10 +312,14 @@ int cmd_run(int argc, char **argv)
     RunLog log = {0};
     OutFile trace;
     int trace_open = 0;
+    static DevMeasure dm;
+    static DevmPeak peak;
     if (backend_create(a.backend, &bk, &e)) return fail(&e);
+    devm_init(&dm, bk); /* a GPU: the device, and memory in use with the context up */
     if ((rc = plan_catalog_load(CMD, a.catalog, &cat))) goto done;
+    if (dm.have) devm_peak(cat, &dm.info, &peak);
     const ModelSpec *base = catalog_model(cat, a.model);
-    const GpuSpec *gpu = catalog_gpu(cat, a.gpu);
+    const GpuSpec *gpu = plan_gpu(&a, cat, &dm, &peak);
     const Recipe *recipe = catalog_recipe(cat, a.recipe);
     char names[2048];
     if (!base) {
@@ -303,7 +329,7 @@ int cmd_run(int argc, char **argv)
     }
     if (!gpu) {
         catalog_gpu_names(cat, names, sizeof names);
-        rc = cli_usage(CMD, "--gpu: unknown GPU '%s' (known: %s)", a.gpu, names);
+        rc = cli_usage(CMD, "--gpu: unknown GPU '%s' (known: %s)", a.gpu ? a.gpu : "h100-sxm", names);
         goto done;
     }
     if (!recipe) {
@@ -329,10 +355,18 @@ int cmd_run(int argc, char **argv)
     }
     exec_shape_from_plan(&plan, &shape);
     exec_planned_bytes(&plan, planned);
-    if (comm_single_create(&comm, &e) || gpt_create(&shape, &er, &a.hyper, bk, comm, planned, &g, &e)) {
+    if (make_comm(&a, bk, &comm, &e)) {
         rc = fail(&e);
         goto done;
     }
+    devm_sample(&dm, bk, DEVM_AFTER_COMM);
+    double t0 = now_s();
+    if (gpt_create(&shape, &er, &a.hyper, bk, comm, planned, &g, &e)) {
+        rc = fail(&e);
+        goto done;
+    }
+    double build_s = now_s() - t0;
+    devm_sample(&dm, bk, DEVM_AFTER_MODEL);
     Status st = a.data ? data_bytes_file(&d, a.data, shape.vocab, shape.seq, &e)
                        : data_synthetic(&d, shape.vocab, a.hyper.seed, &e);
     if (st) {
@@ -347,11 +381,11 @@ int cmd_run(int argc, char **argv)
         }
         if (!a.quiet) printf("resumed from %s at step %u\n", a.resume, g->step);
     }
-    if (log_alloc(&log, a.steps)) {
-        rc = fail((err_set(&e, ST_NOMEM, "out of memory"), &e));
+    if (run_log_init(&log, a.steps, &e)) {
+        rc = fail(&e);
         goto done;
     }
-    if (!a.quiet) print_header(&a, g, &d, gpt_param_count(g));
+    if (!a.quiet) print_header(&a, g, &d, gpt_param_count(g), &dm, &peak, &plan, build_s);
     if (a.trace) {
         if (!exec_recipe_fp8(&g->recipe)) {
             rc = cli_usage(CMD, "--scaling-trace: recipe %s has no FP8 tensors", g->recipe.name);
@@ -364,7 +398,7 @@ int cmd_run(int argc, char **argv)
         trace_open = 1;
         fprintf(trace.f, "step,bank,layer,linear,operand,format,amax,scale_used,scale_next\n");
     }
-    if ((rc = train(&a, g, &d, &log, trace_open ? &trace : NULL))) goto done;
+    if ((rc = train(&a, g, &d, &log, &dm, trace_open ? &trace : NULL))) goto done;
     if (trace_open) {
         trace_open = 0;
         if (outfile_commit(&trace, &e)) {
@@ -377,10 +411,11 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     if (a.save && !a.quiet) printf("checkpoint: %s (step %u)\n", a.save, g->step);
-    rc = run_report(&a, &plan, g, &log, &d);
+    if (dm.st) fprintf(stderr, "fp8plan run: warning: a device measurement failed: %s\n", dm.msg);
+    rc = run_report(&a, &plan, g, &log, &d, &dm, dm.have ? &peak : NULL);
 done:
     if (trace_open) outfile_abort(&trace);
-    log_free(&log);
+    run_log_free(&log);
     data_free(&d);
     gpt_destroy(g);
     if (comm) comm->destroy(comm);

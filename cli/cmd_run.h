@@ -7,6 +7,7 @@
 #include "exec/data.h"
 #include "exec/gpt.h"
 #include "exec/plan_link.h"
+#include "exec/run_log.h"
 
 typedef struct {
     const char *backend, *model, *gpu, *recipe, *data, *catalog, *resume, *save, *out, *trace;
@@ -19,17 +20,12 @@ typedef struct {
 /* The subcommand (listed in cli/commands.h). */
 int cmd_run(int argc, char **argv);
 
-/* Per-step measurements of a run (steps entries). */
-typedef struct {
-    uint32_t steps, first_step; /* steps run, global index of the first */
-    float *loss;
-    double *phase[4]; /* seconds per step: forward, backward, optimizer, communication */
-    double *step_s;
-} RunLog;
-
-/* Print the memory and time tables (text, stdout) and write the same rows as
- * one CSV to a->out when set. Returns an exit code: 0, 1 when a checked term
- * is outside its tolerance, or the output error's code. */
-int run_report(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *log, const DataStream *d);
+/* Print the memory, time and throughput tables (text, stdout) and write the
+ * same rows as one CSV to a->out when set. dm: the device measurements (NULL
+ * or without hooks on the CPU); peak: the device's catalog match for MFU (NULL
+ * on the CPU). Returns an exit code: 0, 1 when a checked term is outside its
+ * tolerance, or the output error's code. */
+int run_report(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *log, const DataStream *d,
+               const DevMeasure *dm, const DevmPeak *peak);
 
 #endif

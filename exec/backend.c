@@ -112,3 +112,21 @@ Status backend_create(const char *name, Backend **out, Err *e)
     }
     return err_set(e, ST_USAGE, "--backend: unknown backend '%s' (known: cpu, cuda)", name);
 }
+
+Status comm_create(const char *name, Backend *bk, Comm **out, Err *e)
+{
+    *out = NULL;
+    if (!name || !strcmp(name, "single")) return comm_single_create(out, e);
+    if (!strcmp(name, "nccl")) {
+#ifdef EXEC_HAVE_CUDA_BACKEND
+        if (!bk || strcmp(bk->name, "cuda"))
+            return err_set(e, ST_UNAVAILABLE, "nccl: needs the cuda backend (this run uses %s)",
+                           bk ? bk->name : "none");
+        return comm_nccl_create(bk, 0, 1, out, e);
+#else
+        (void)bk;
+        return err_set(e, ST_UNAVAILABLE, "nccl: fp8plan was built without the CUDA backend");
+#endif
+    }
+    return err_set(e, ST_USAGE, "unknown communicator '%s' (known: single, nccl)", name);
+}

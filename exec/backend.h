@@ -470,6 +470,12 @@ Status backend_cpu_create(Backend **out, Err *e);
  * build has CUDA (FP8PLAN_HAVE_CUDA) and that header exists. */
 Status backend_create(const char *name, Backend **out, Err *e);
 
+/* The communicator a one-process run uses on backend bk: "single"
+ * (comm_single_create) or "nccl" (one NCCL rank on bk's device and stream;
+ * ST_UNAVAILABLE, with the reason, when this build has no CUDA backend or NCCL
+ * cannot start). Unknown names are ST_USAGE. */
+Status comm_create(const char *name, Backend *bk, Comm **out, Err *e);
+
 /* FP8 format maximum (448 for E4M3, 57344 for E5M2; 0 for other types). */
 float backend_fp8_max(Dtype fmt);
 

@@ -13,20 +13,32 @@ static void note_err(DevMeasure *m, Status st, const Err *e)
     snprintf(m->msg, sizeof m->msg, "%s", e->msg);
 }
 
-void devm_sample(DevMeasure *m, Backend *bk, DevmPoint at)
+/* Device bytes in use now; 0 on success. */
+static int read_used(DevMeasure *m, Backend *bk, uint64_t *used)
 {
-    if (!m->have || at >= DEVM_POINTS) return;
     uint64_t fr = 0, tot = 0;
     Err e;
     Status st = bk->mem_info(bk, &fr, &tot, &e);
     if (st) {
         note_err(m, st, &e);
-        return;
+        return -1;
     }
-    uint64_t used = tot > fr ? tot - fr : 0;
     m->total_bytes = tot;
+    *used = tot > fr ? tot - fr : 0;
+    return 0;
+}
+
+static void keep(DevMeasure *m, DevmPoint at, uint64_t used)
+{
     if (at != DEVM_STEP || !m->sampled[at] || used > m->used[at]) m->used[at] = used;
     m->sampled[at] = 1;
+}
+
+void devm_sample(DevMeasure *m, Backend *bk, DevmPoint at)
+{
+    uint64_t used;
+    if (!m->have || at >= DEVM_POINTS || read_used(m, bk, &used)) return;
+    keep(m, at, used);
 }
 
 void devm_init(DevMeasure *m, Backend *bk)
@@ -46,70 +58,84 @@ void devm_step_begin(DevMeasure *m, Backend *bk)
     note_err(m, bk->op_times(bk, 1, NULL, &e), &e); /* drops what ran before, times from here */
 }
 
-void devm_step_end(DevMeasure *m, Backend *bk)
+int devm_step_end(DevMeasure *m, Backend *bk, double seconds[BK_OPCAT_COUNT])
 {
-    if (!m->have) return;
-    double s[BK_OPCAT_COUNT] = {0};
+    if (!m->have) return 0;
     Err e;
-    Status st = bk->op_times(bk, 0, s, &e);
+    Status st = bk->op_times(bk, 0, seconds, &e);
     note_err(m, st, &e);
-    if (!st) {
-        for (int i = 0; i < BK_OPCAT_COUNT; i++) m->op_s[i] += s[i];
-        m->op_steps++;
-    }
     devm_sample(m, bk, DEVM_STEP);
+    m->in_step = 0;
+    return st == ST_OK;
 }
 
-static MeasureRow *row(MeasureRow *rows, int *n, const char *name, const char *cat, MeasureMode mode, const char *note)
+void devm_phase(DevMeasure *m, Backend *bk, int phase)
+{
+    uint64_t used;
+    if (!m->have || phase >= 4 || read_used(m, bk, &used)) return;
+    keep(m, DEVM_STEP, used);
+    if (phase >= 0) {
+        if (m->in_step && used > m->last) m->grew[phase] += used - m->last;
+        if (used > m->after[phase]) m->after[phase] = used;
+    }
+    m->last = used;
+    m->in_step = 1;
+}
+
+void devm_on_phase(void *hook, int phase)
+{
+    DevmHook *h = hook;
+    devm_phase(h->m, h->bk, phase);
+}
+
+static MeasureRow *row(MeasureRow *rows, int *n, const char *name, MeasureMode mode, const char *note)
 {
     MeasureRow *r = &rows[(*n)++];
     memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s", name);
-    r->category = cat;
+    r->category = "device";
     r->mode = mode;
     r->note = note;
     return r;
 }
 
-static void set(MeasureRow *r, double planned, int has_measured, double measured)
+static void set(MeasureRow *r, int has_planned, double planned, int has_measured, double measured)
 {
-    r->has_planned = 1;
+    r->has_planned = has_planned;
     r->planned = planned;
     r->has_measured = has_measured;
     r->measured = measured;
 }
+
+static uint64_t minus(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 int devm_rows(const DevMeasure *m, const Plan *p, const Gpt *g, MeasureRow *rows)
 {
     int n = 0;
     if (!m->have || !m->sampled[DEVM_AFTER_BACKEND]) return 0;
     const uint64_t *u = m->used;
-    uint64_t comm = m->sampled[DEVM_AFTER_COMM] ? u[DEVM_AFTER_COMM] : u[DEVM_AFTER_BACKEND];
+    uint64_t context = u[DEVM_AFTER_BACKEND];
+    uint64_t comm_at = m->sampled[DEVM_AFTER_COMM] ? u[DEVM_AFTER_COMM] : context;
+    uint64_t comm = comm_at - (comm_at > context ? context : comm_at) + m->grew[PHASE_COMM];
     uint64_t peak = m->sampled[DEVM_STEP] ? u[DEVM_STEP] : (m->sampled[DEVM_AFTER_MODEL] ? u[DEVM_AFTER_MODEL] : 0);
-    MeasureRow *r =
-        row(rows, &n, "device_used", "overhead", MEASURE_TOL, "cudaMemGetInfo peak vs the plan's total, every term");
-    set(r, (double)p->total_bytes, peak > 0, (double)peak);
+    if (m->sampled[DEVM_AFTER_MODEL] && u[DEVM_AFTER_MODEL] > peak) peak = u[DEVM_AFTER_MODEL];
+    MeasureRow *r = row(rows, &n, "device_used", MEASURE_TOL, "cudaMemGetInfo peak vs the plan's total, every term");
+    set(r, 1, (double)p->total_bytes, peak > 0, (double)peak);
     r->tol = 0.05;
-    r = row(rows, &n, "device_cuda_context", "overhead", MEASURE_INFO, "used after the backend came up");
-    set(r, (double)p->mem[MT_CUDA_CONTEXT].bytes, 1, (double)u[DEVM_AFTER_BACKEND]);
-    r = row(rows, &n, "device_comm_buffer", "overhead", MEASURE_INFO, "added by creating the communicator");
-    set(r, (double)p->mem[MT_COMM_BUFFER].bytes, m->sampled[DEVM_AFTER_COMM],
-        (double)(comm > u[DEVM_AFTER_BACKEND] ? comm - u[DEVM_AFTER_BACKEND] : 0));
-    r = row(rows, &n, "device_outside_arena", "overhead", MEASURE_INFO, "peak - communicator - arena (scratch, slack)");
-    uint64_t outside = peak > comm + g->arena.bytes ? peak - comm - g->arena.bytes : 0;
-    set(r, (double)p->mem[MT_FRAGMENTATION].bytes, peak > 0, (double)outside);
-    if (m->op_steps) {
-        static const char *const names[BK_OPCAT_COUNT] = {"gpu_gemm", "gpu_kernels", "gpu_optimizer", "gpu_comm"};
-        static const char *const notes[BK_OPCAT_COUNT] = {
-            "device time per step; plan: linear + head GEMMs (attention GEMMs are counted here)",
-            "device time per step; plan: attention + non-GEMM", "device time per step",
-            "device time per step; plan: exposed DP communication"};
-        const double planned[BK_OPCAT_COUNT] = {p->time.gemm_s, p->time.attn_s + p->time.nongemm_s, p->time.optimizer_s,
-                                                p->time.dp_comm_s};
-        for (int i = 0; i < BK_OPCAT_COUNT; i++) {
-            r = row(rows, &n, names[i], "time", MEASURE_INFO, notes[i]);
-            set(r, planned[i], 1, m->op_s[i] / m->op_steps);
-        }
+    r = row(rows, &n, "device_cuda_context", MEASURE_INFO, "in use once the backend was up");
+    set(r, 1, (double)p->mem[MT_CUDA_CONTEXT].bytes, 1, (double)context);
+    r = row(rows, &n, "device_comm_buffer", MEASURE_INFO, "added by the communicator and its first collectives");
+    set(r, 1, (double)p->mem[MT_COMM_BUFFER].bytes, m->sampled[DEVM_AFTER_COMM], (double)comm);
+    r = row(rows, &n, "device_arena", MEASURE_INFO, "added by allocating the arena, vs its size");
+    set(r, 1, (double)g->arena.bytes, m->sampled[DEVM_AFTER_MODEL], (double)minus(u[DEVM_AFTER_MODEL], comm_at));
+    r = row(rows, &n, "device_outside_arena", MEASURE_INFO, "peak - context - communicator - arena: scratch and slack");
+    set(r, 1, (double)p->mem[MT_FRAGMENTATION].bytes, peak > 0, (double)minus(peak, context + comm + g->arena.bytes));
+    static const char *const grew_name[3] = {"device_grew_forward", "device_grew_backward", "device_grew_optimizer"};
+    static const int grew_phase[3] = {PHASE_FWD, PHASE_BWD, PHASE_OPT};
+    for (int k = 0; k < 3; k++) {
+        if (!m->grew[grew_phase[k]]) continue;
+        r = row(rows, &n, grew_name[k], MEASURE_INFO, "rise of the count during the phase (lazy allocations)");
+        set(r, 0, 0.0, 1, (double)m->grew[grew_phase[k]]);
     }
     return n;
 }
@@ -144,6 +170,53 @@ const GpuSpec *devm_match_gpu(const Catalog *c, const char *device_name)
         if (score > best_score) best = &c->gpus[i], best_score = score;
     }
     return best;
+}
+
+int devm_catalog_sms(const char *gpu_row)
+{
+    static const struct {
+        const char *row;
+        int sms;
+    } parts[] = {{"h100-sxm", 132}, {"h100-pcie", 114}, {"h200", 132}, {"h800", 132},
+                 {"a100-sxm", 108}, {"l40s", 142},      {"b200", 148}};
+    for (size_t i = 0; gpu_row && i < sizeof parts / sizeof parts[0]; i++)
+        if (!strcmp(parts[i].row, gpu_row)) return parts[i].sms;
+    return 0;
+}
+
+void devm_peak(const Catalog *c, const BackendDeviceInfo *info, DevmPeak *out)
+{
+    memset(out, 0, sizeof *out);
+    out->peak_bf16 = out->peak_fp8 = NAN;
+    out->sm_share = 1.0;
+    const GpuSpec *g = devm_match_gpu(c, info->name);
+    if (!g) {
+        snprintf(out->why, sizeof out->why, "unknown: no row of gpus.csv matches the device name '%.96s'", info->name);
+        return;
+    }
+    int cc = info->cc_major * 10 + info->cc_minor, full = devm_catalog_sms(g->name);
+    if (g->sm && (uint32_t)cc != g->sm) {
+        snprintf(out->why, sizeof out->why, "unknown: '%.96s' has compute capability %d.%d, row %.32s says %u.%u",
+                 info->name, info->cc_major, info->cc_minor, g->name, g->sm / 10, g->sm % 10);
+        return;
+    }
+    if (full && info->sm_count > full) {
+        snprintf(out->why, sizeof out->why, "unknown: '%.96s' has %d SMs, more than the %d of %.32s (another part)",
+                 info->name, info->sm_count, full, g->name);
+        return;
+    }
+    out->gpu = g;
+    if (full && info->sm_count > 0 && info->sm_count < full) {
+        out->sm_share = (double)info->sm_count / full;
+        snprintf(out->why, sizeof out->why, "row %s: %d of its %d SMs (a MIG slice or a cut-down part) so peaks x %.3f",
+                 g->name, info->sm_count, full, out->sm_share);
+    } else if (!full) {
+        snprintf(out->why, sizeof out->why, "row %s (SM count of the part not known here: its full peaks)", g->name);
+    } else {
+        snprintf(out->why, sizeof out->why, "row %s (%d SMs)", g->name, full);
+    }
+    out->peak_bf16 = g->flops_bf16 > 0 ? g->flops_bf16 * out->sm_share : NAN;
+    out->peak_fp8 = g->flops_fp8 > 0 ? g->flops_fp8 * out->sm_share : NAN;
 }
 
 void devm_mfu(const GpuSpec *gpu, double flops_per_s, double *bf16_pct, double *fp8_pct)

@@ -1,20 +1,22 @@
 /* exec/device_measure.h — what a run on a GPU measures beyond its arena, in the
  * Plan's terms: device memory as the driver reports it (cudaMemGetInfo through
- * the backend's mem_info hook) at the points where the plan's overhead terms
- * appear, device time by category from the backend's per-operation events, and
- * the device matched to a catalog GPU for MFU.
+ * the backend's mem_info hook) where the plan's overhead terms appear and
+ * around every phase of every step, device time by category from the
+ * backend's per-operation events, and the device matched to a catalog GPU for
+ * MFU.
  *
  * Why beside the arena: the CUDA context, module images, library handles, NCCL
  * buffers and allocator slack are real bytes on the device that no tensor owns;
- * the plan models them as overhead terms (cuda_context, comm_buffer,
+ * the plan models them as overhead terms (cuda_context, comm_buffers,
  * fragmentation) and only the driver's count can check them.
  *
- * Use (the runner, around its existing steps):
+ * Use (exec/run_log.h does the per-step part):
  *   devm_init(&m, bk);                         after the backend is created
  *   devm_sample(&m, bk, DEVM_AFTER_COMM);      after the communicator
  *   devm_sample(&m, bk, DEVM_AFTER_MODEL);     after gpt_create (the arena)
- *   devm_step_begin / devm_step_end(&m, bk)    around each timed step
- *   n += devm_rows(&m, plan, g, rows + n);     with the memory/time rows
+ *   devm_step_begin / devm_step_end(&m, bk)    around each step
+ *   devm_phase(&m, bk, phase)                  from the step's on_phase hook
+ *   n += devm_rows(&m, plan, g, rows + n);     with the memory rows
  * Backends without the hooks (the CPU reference) make every call a no-op and
  * devm_rows return 0. Never prints, never exits. */
 #ifndef FP8PLAN_EXEC_DEVICE_MEASURE_H
@@ -34,9 +36,9 @@ extern "C" {
 
 typedef enum {
     DEVM_AFTER_BACKEND = 0, /* context, module images, library handles */
-    DEVM_AFTER_COMM,        /* + NCCL buffers */
+    DEVM_AFTER_COMM,        /* + NCCL buffers made with the communicator */
     DEVM_AFTER_MODEL,       /* + the arena */
-    DEVM_STEP,              /* after a step: + private scratch, allocator slack (peak tracked) */
+    DEVM_STEP,              /* during the steps: the peak of every sample */
     DEVM_POINTS
 } DevmPoint;
 
@@ -46,8 +48,13 @@ typedef struct {
     uint64_t total_bytes;
     uint64_t used[DEVM_POINTS]; /* device bytes in use (total − free) at each point; DEVM_STEP: the peak */
     int sampled[DEVM_POINTS];
-    double op_s[BK_OPCAT_COUNT]; /* device time summed over the timed steps */
-    uint32_t op_steps;
+    /* Per phase of the step (PHASE_FWD, PHASE_BWD, PHASE_OPT, PHASE_COMM): the
+     * bytes the count rose while the phase ran, summed over the steps (lazy
+     * allocations: NCCL connects on its first collective, the backend grows
+     * its scratch on first use), and the highest count seen after it. */
+    uint64_t grew[4], after[4];
+    uint64_t last; /* count at the previous sample of this step */
+    int in_step;
     Status st;     /* first hook error, kept so the run can report it */
     char msg[512]; /* its message */
 } DevMeasure;
@@ -56,22 +63,38 @@ typedef struct {
 void devm_init(DevMeasure *m, Backend *bk);
 /* Sample device memory at a point (DEVM_STEP keeps the maximum). */
 void devm_sample(DevMeasure *m, Backend *bk, DevmPoint at);
-/* Per-operation timing around one step: begin switches it on, end sums the
- * step's device time per category and samples DEVM_STEP. */
+/* Around one step: begin switches per-operation timing on; end switches it
+ * off, writes the step's device time per category (BackendOpCat, seconds) and
+ * returns 1 — or 0 when the backend cannot tell (no hooks, or a hook failed;
+ * the first failure is kept in m->st / m->msg). */
 void devm_step_begin(DevMeasure *m, Backend *bk);
-void devm_step_end(DevMeasure *m, Backend *bk);
+int devm_step_end(DevMeasure *m, Backend *bk, double seconds[BK_OPCAT_COUNT]);
+/* Between the phases of a step (Gpt.on_phase): −1 before the step's work,
+ * PHASE_* once that phase has finished. Samples DEVM_STEP too. */
+void devm_phase(DevMeasure *m, Backend *bk, int phase);
+/* The same as a Gpt.on_phase hook (ctx = the DevMeasure, backend from it). */
+typedef struct {
+    DevMeasure *m;
+    Backend *bk;
+} DevmHook;
+void devm_on_phase(void *hook, int phase);
 
-/* Rows for the plan-versus-measured table (at most DEVM_MAX_ROWS):
- *   device_used    the driver's peak count vs the plan's total (every term,
- *                  overheads included): checked within ±5 % (issue 6's target);
- *   cuda_context   used after the backend came up, vs the plan's term (shown);
- *   comm_buffer    what creating the communicator added (shown);
- *   outside_arena  peak − communicator − arena: private scratch and slack, vs
- *                  the plan's fragmentation term (shown);
- *   gpu_gemm, gpu_kernels, gpu_optimizer, gpu_comm   device seconds per step by
- *                  category, beside the plan's gemm, attention + non-GEMM,
- *                  optimizer and exposed DP-communication times (shown).
- * Returns the number of rows (0 without the hooks or samples). */
+/* Memory rows for the plan-versus-measured table (at most DEVM_MAX_ROWS),
+ * category "device":
+ *   device_used          the driver's peak count vs the plan's total (every
+ *                        term, overheads included): checked within ±5 %
+ *                        (issue 6's target);
+ *   device_cuda_context  in use once the backend was up, vs the plan's term;
+ *   device_comm_buffer   what creating the communicator added, plus what the
+ *                        count rose during the communication phases;
+ *   device_arena         what allocating the arena added, vs the arena's size;
+ *   device_outside_arena peak − context − communicator − arena: private
+ *                        scratch and allocator slack, vs the plan's
+ *                        fragmentation term;
+ *   device_grew_forward / _backward / _optimizer  (only when not 0) what the
+ *                        count rose during those phases over the run.
+ * All but device_used are shown, not checked. Returns the number of rows (0
+ * without the hooks or samples). */
 enum { DEVM_MAX_ROWS = 8 };
 int devm_rows(const DevMeasure *m, const Plan *p, const Gpt *g, MeasureRow *rows);
 
@@ -80,6 +103,25 @@ int devm_rows(const DevMeasure *m, const Plan *p, const Gpt *g, MeasureRow *rows
  * among several, the one whose other tokens appear too ("pcie"), else its
  * "sxm" row. NULL when none matches: MFU is then unknown. */
 const GpuSpec *devm_match_gpu(const Catalog *c, const char *device_name);
+
+/* Streaming multiprocessors of a catalog row's full part (datasheets: H100 SXM
+ * 132, H100 PCIe 114, H200 132, H800 132, A100 108, L40S 142, B200 148); 0 when
+ * not known. models/gpus.csv has no SM column yet; this table stands in. */
+int devm_catalog_sms(const char *gpu_row);
+
+/* The peaks a measured device is held to. */
+typedef struct {
+    const GpuSpec *gpu;         /* the matched catalog row, or NULL: unknown */
+    double peak_bf16, peak_fp8; /* dense FLOP/s of this device; NaN when unknown */
+    double sm_share;            /* device SMs / the part's full count (1 when equal or not known) */
+    char why[320];              /* how it was matched, or why it was not */
+} DevmPeak;
+
+/* Match by name (devm_match_gpu), then check compute capability and SM count:
+ * a capability other than the row's is unknown; more SMs than the part has is
+ * unknown (another part); fewer (a MIG slice, a cut-down part) scales both
+ * peaks by the SM share, tensor throughput being per SM. */
+void devm_peak(const Catalog *c, const BackendDeviceInfo *info, DevmPeak *out);
 
 /* MFU in percent of the GPU's dense BF16 and FP8 peaks for a model FLOP rate;
  * NaN where the peak is unknown (gpu NULL, or no FP8 tensor cores). */

@@ -168,12 +168,26 @@ typedef struct Gpt {
     GptScaling sc;
     uint32_t step;      /* optimizer steps taken */
     float *host_losses; /* (B·T) host copy */
-    double phase_s[4];  /* last step: forward, backward, optimizer, communication (seconds) */
-    int trace;          /* gpt_trace_enable: fill tr_fwd / tr_bwd every step */
+    /* Last step: forward, backward, optimizer, communication (seconds). Device
+     * time between timestamps in the stream when the backend has mark/elapsed
+     * (phase_device = 1; host gaps between phases excluded), else the host
+     * clock around each synchronized phase. */
+    double phase_s[4];
+    int phase_device;
+    /* Called by gpt_step with −1 before the step's work is issued and with
+     * each phase (PHASE_*) once that phase's work has finished on the device;
+     * NULL: none. For measurements between phases (device memory in use). */
+    void (*on_phase)(void *ctx, int phase);
+    void *on_phase_ctx;
+    int trace; /* gpt_trace_enable: fill tr_fwd / tr_bwd every step */
     GptBankTrace tr_fwd, tr_bwd;
 } Gpt;
 
 enum { PHASE_FWD = 0, PHASE_BWD, PHASE_OPT, PHASE_COMM };
+
+/* The backend timestamps gpt_step records (ids GPT_MARK_FIRST .. BACKEND_MARKS − 1);
+ * other users of mark() take lower ids. */
+enum { GPT_MARK_FIRST = BACKEND_MARKS - 5 };
 
 /* The tensor list of a configuration (sizes first): appends every tensor's
  * spec to `specs` (see arena.h). Pure; used by gpt_create and by tests. */
@@ -198,6 +212,13 @@ Status gpt_loss(Gpt *g, const int32_t *inputs, const int32_t *targets, float *lo
 /* Forward + backward without the all-reduce, scaling update or optimizer:
  * leaves the gradients in the main-gradient tensors. For gradient checks. */
 Status gpt_grads(Gpt *g, const int32_t *inputs, const int32_t *targets, float *loss, Err *e);
+
+/* Write the initial values from hyper.seed, as gpt_create does after zeroing
+ * the arena: working weights, master copies and their scaling records, and
+ * scale = scale_inv = 1 for every FP8 tensor (gradients, moments and amax
+ * histories are left as they are). The same seed gives the same weights for
+ * every recipe and backend. */
+Status gpt_init_weights(Gpt *g, Err *e);
 
 /* Record every FP8 tensor's amax and scales each step (FP8 recipes; a no-op
  * otherwise): after gpt_step, tr_fwd / tr_bwd hold the last step's values. */

@@ -1,10 +1,12 @@
 /* exec/gpt_init.c — building the model: arena, scaling banks, initial values. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/elem.h"
 #include "exec/gpt_internal.h"
+#include "exec/par.h"
 #include "exec/rng.h"
 #include "exec/scaling.h"
 
@@ -28,43 +30,129 @@ uint64_t gpt_param_count(const Gpt *g)
     return n;
 }
 
-/* Host initial values of one parameter (GPT-2: N(0, std), residual
- * projections N(0, std/√(2L)), LN weights 1, biases 0). */
-static void init_values(const Gpt *g, const GptParam *p, Rng *rng, float *w)
+/* ---- initial values ------------------------------------------------------------
+ * GPT-2's: N(0, std) for matrices and embeddings, residual projections (proj,
+ * FC2) N(0, std/√(2L)), LN weights 1, biases 0; padded vocabulary rows 0. Each
+ * tensor draws from its own counter-based stream, keyed by (seed, kind, layer):
+ * element i is a pure function of those and i, so the tensor is filled by all
+ * host threads at once, identically for any thread count, and a tensor's
+ * values do not depend on which other tensors the shape has. The host computes
+ * the values for every backend, so the CPU and GPU backends start from the same
+ * bits. */
+
+enum { INIT_GRAIN = 1 << 16 }; /* elements per thread at least */
+
+typedef struct {
+    const GptParam *p;
+    float *w;      /* (numel) the values, in FP32 */
+    void *buf;     /* (numel) a state's bytes */
+    uint64_t key;  /* the tensor's stream */
+    uint64_t live; /* elements below this get values; the rest are padded vocabulary rows (0) */
+    float std;
+    Dtype dt;    /* of buf */
+    float scale; /* buf = dt(w · scale) */
+    float amax[PAR_MAX_THREADS];
+} InitJob;
+
+static int init_normal(ParamKind k)
 {
-    float std = g->hyper.init_std;
-    if (p->kind == PK_PROJ_W || p->kind == PK_FC2_W) std /= sqrtf(2.0f * (float)g->shape.layers);
-    for (uint64_t i = 0; i < p->numel; i++) {
-        switch (p->kind) {
-        case PK_LN1_W:
-        case PK_LN2_W:
-        case PK_LNF_W: w[i] = 1.0f; break;
-        case PK_LN1_B:
-        case PK_LN2_B:
-        case PK_LNF_B:
-        case PK_QKV_B:
-        case PK_PROJ_B:
-        case PK_FC1_B:
-        case PK_FC2_B: w[i] = 0.0f; break;
-        default: w[i] = (float)rng_normal(rng) * std; break;
+    return k == PK_WTE || k == PK_WPE || k == PK_QKV_W || k == PK_PROJ_W || k == PK_FC1_W || k == PK_FC2_W ||
+           k == PK_LM_HEAD;
+}
+
+/* w[b..e) = values, and the piece's amax. */
+static void fill_piece(void *ctx, int piece, uint64_t b, uint64_t e)
+{
+    InitJob *j = ctx;
+    float *w = j->w, amax = 0.0f;
+    ParamKind k = j->p->kind;
+    if (init_normal(k)) {
+        uint64_t live = e < j->live ? e : j->live;
+        if (b < live) rng_normal_fill(j->key, b, live, j->std, w + b);
+        for (uint64_t i = live > b ? live : b; i < e; i++) w[i] = 0.0f;
+        for (uint64_t i = b; i < e; i++) { /* the values are finite: no NaN to propagate */
+            float a = fabsf(w[i]);
+            amax = a > amax ? a : amax;
         }
+    } else {
+        float v = k == PK_LN1_W || k == PK_LN2_W || k == PK_LNF_W ? 1.0f : 0.0f;
+        for (uint64_t i = b; i < e; i++) w[i] = v;
+        amax = b < e ? v : 0.0f;
     }
-    /* padded embedding rows beyond the vocabulary stay zero (never looked up;
-     * their logits are masked out of the softmax) */
-    if (p->kind == PK_WTE || p->kind == PK_LM_HEAD)
-        for (uint64_t i = g->shape.vocab * p->cols; i < p->numel; i++) w[i] = 0.0f;
+    j->amax[piece] = amax;
 }
 
-static Status upload(Gpt *g, void *dst, Dtype dt, const float *x, uint64_t n, float scale, void *buf, Err *e)
+/* buf[b..e) = dt(w · scale). */
+static void store_piece(void *ctx, int piece, uint64_t b, uint64_t e)
 {
-    for (uint64_t i = 0; i < n; i++) elem_store(buf, dt, i, x[i] * scale);
-    return g->bk->copy_to_device(g->bk, dst, buf, n * dtype_bytes(dt), e);
+    (void)piece;
+    InitJob *j = ctx;
+    for (uint64_t i = b; i < e; i++) elem_store(j->buf, j->dt, i, j->w[i] * j->scale);
 }
 
-static Status upload_f32(Gpt *g, float *dst, float v, uint64_t n, Err *e)
+/* FP8-LM's scaled FP16 master: buf = fp16(w · scale) and w = that value / scale
+ * (scale a power of two, so both are exact), the value the working copy gets. */
+static void master16_piece(void *ctx, int piece, uint64_t b, uint64_t e)
 {
+    (void)piece;
+    InitJob *j = ctx;
+    uint16_t *h = j->buf;
+    for (uint64_t i = b; i < e; i++) {
+        h[i] = elem_fp16_from_f32(j->w[i] * j->scale); /* RNE, as elem_round */
+        j->w[i] = elem_f32_from_fp16(h[i]) / j->scale;
+    }
+}
+
+/* Write j->w (numel values) into a state of dtype dt through j->buf. */
+static Status upload(Gpt *g, InitJob *j, void *dst, Dtype dt, Err *e)
+{
+    uint64_t n = j->p->numel;
+    if (dt == DT_FP32) return g->bk->copy_to_device(g->bk, dst, j->w, n * sizeof(float), e);
+    j->dt = dt;
+    j->scale = 1.0f;
+    par_for(n, INIT_GRAIN, store_piece, j);
+    return g->bk->copy_to_device(g->bk, dst, j->buf, n * dtype_bytes(dt), e);
+}
+
+static Status init_param(Gpt *g, GptParam *p, InitJob *j, Err *e)
+{
+    const ExecStates *es = gpt_states(g, p);
+    j->p = p;
+    j->key = rng_key(g->hyper.seed, (uint64_t)p->kind << 32 | (uint32_t)(p->layer + 1));
+    j->std = g->hyper.init_std;
+    if (p->kind == PK_PROJ_W || p->kind == PK_FC2_W) j->std /= sqrtf(2.0f * (float)g->shape.layers);
+    j->live = p->kind == PK_WTE || p->kind == PK_LM_HEAD ? g->shape.vocab * p->cols : p->numel;
+    par_for(p->numel, INIT_GRAIN, fill_piece, j);
     Status st = ST_OK;
-    for (uint64_t i = 0; !st && i < n; i++) st = g->bk->copy_to_device(g->bk, dst + i, &v, sizeof v, e);
+    if (es->dt[ES_MASTER] == DT_FP16) {
+        /* FP8-LM: FP16 master scaled by a power of two; the working copy is its value */
+        float amax = 0.0f, s = 1.0f;
+        for (int t = 0; t < par_pieces(p->numel, INIT_GRAIN); t++) amax = fmaxf(amax, j->amax[t]);
+        if (p->master_rec) s = scaling_pow2(amax, DT_FP16, 0, 1.0f);
+        j->scale = s;
+        par_for(p->numel, INIT_GRAIN, master16_piece, j);
+        st = g->bk->copy_to_device(g->bk, p->master, j->buf, p->numel * sizeof(uint16_t), e);
+        float rec[REC_FLOATS] = {s, 1.0f / s, amax};
+        if (!st && p->master_rec) st = g->bk->copy_to_device(g->bk, p->master_rec, rec, sizeof rec, e);
+    } else if (es->dt[ES_MASTER] == DT_FP32) {
+        st = upload(g, j, p->master, DT_FP32, e);
+    }
+    if (!st && p->weight) st = upload(g, j, p->weight, es->dt[ES_WEIGHT], e);
+    float one[REC_FLOATS] = {1.0f, 1.0f, 0.0f}; /* scale 1, empty amax */
+    float *recs[3] = {p->grad_rec, p->m_rec, p->v_rec};
+    for (int k = 0; !st && k < 3; k++)
+        if (recs[k]) st = g->bk->copy_to_device(g->bk, recs[k], one, sizeof one, e);
+    return st;
+}
+
+/* n floats of value v at dst. */
+static Status upload_fill(Gpt *g, float *dst, float v, uint32_t n, Err *e)
+{
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    if (!h) return err_set(e, ST_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++) h[i] = v;
+    Status st = g->bk->copy_to_device(g->bk, dst, h, (uint64_t)n * sizeof *h, e);
+    free(h);
     return st;
 }
 
@@ -73,44 +161,24 @@ Status gpt_init_weights(Gpt *g, Err *e)
     uint64_t maxn = 0;
     for (uint32_t i = 0; i < g->nparams; i++)
         if (g->params[i].numel > maxn) maxn = g->params[i].numel;
-    float *w = malloc(maxn * sizeof(float)), *buf = malloc(maxn * sizeof(float));
-    if (!w || !buf) {
-        free(w);
-        free(buf);
+    InitJob *j = calloc(1, sizeof *j);
+    float *w = maxn <= SIZE_MAX / sizeof(float) ? malloc(maxn * sizeof(float)) : NULL;
+    void *buf = w ? malloc(maxn * sizeof(float)) : NULL;
+    if (!j || !w || !buf) {
+        free(j), free(w), free(buf);
         return err_set(e, ST_NOMEM, "out of memory initializing %llu values", (unsigned long long)maxn);
     }
-    Rng rng = {.s = g->hyper.seed};
+    j->w = w;
+    j->buf = buf;
     Status st = ST_OK;
-    for (uint32_t i = 0; !st && i < g->nparams; i++) {
-        GptParam *p = &g->params[i];
-        const ExecStates *es = gpt_states(g, p);
-        init_values(g, p, &rng, w);
-        if (es->dt[ES_MASTER] == DT_FP16) {
-            /* FP8-LM: FP16 master scaled by a power of two; the working copy is its value */
-            float amax = 0.0f, s = 1.0f;
-            for (uint64_t j = 0; j < p->numel; j++) amax = fmaxf(amax, fabsf(w[j]));
-            if (p->master_rec) s = scaling_pow2(amax, DT_FP16, 0, 1.0f);
-            for (uint64_t j = 0; j < p->numel; j++) w[j] = elem_round(w[j] * s, DT_FP16) / s;
-            st = upload(g, p->master, DT_FP16, w, p->numel, s, buf, e);
-            float rec[REC_FLOATS] = {s, 1.0f / s, amax};
-            if (!st && p->master_rec) st = g->bk->copy_to_device(g->bk, p->master_rec, rec, sizeof rec, e);
-        } else if (es->dt[ES_MASTER] == DT_FP32) {
-            st = upload(g, p->master, DT_FP32, w, p->numel, 1.0f, buf, e);
-        }
-        if (!st && p->weight) st = upload(g, p->weight, es->dt[ES_WEIGHT], w, p->numel, 1.0f, buf, e);
-        float one[REC_FLOATS] = {1.0f, 1.0f, 0.0f}; /* scale 1, empty amax */
-        float *recs[3] = {p->grad_rec, p->m_rec, p->v_rec};
-        for (int k = 0; !st && k < 3; k++)
-            if (recs[k]) st = g->bk->copy_to_device(g->bk, recs[k], one, sizeof one, e);
-    }
-    free(w);
-    free(buf);
+    for (uint32_t i = 0; !st && i < g->nparams; i++) st = init_param(g, &g->params[i], j, e);
+    free(j), free(w), free(buf);
     if (st || !exec_recipe_fp8(&g->recipe)) return st;
     /* every FP8 tensor starts with scale 1 and an empty history (TE) */
     ScalingBank *banks[2] = {&g->sc.fwd, &g->sc.bwd};
     for (int b = 0; !st && b < 2; b++) {
-        st = upload_f32(g, banks[b]->scale, 1.0f, banks[b]->n, e);
-        if (!st) st = upload_f32(g, banks[b]->scale_inv, 1.0f, banks[b]->n, e);
+        st = upload_fill(g, banks[b]->scale, 1.0f, banks[b]->n, e);
+        if (!st) st = upload_fill(g, banks[b]->scale_inv, 1.0f, banks[b]->n, e);
     }
     return st;
 }

@@ -47,7 +47,4 @@ Status gpt_forward(Gpt *g, const int32_t *inputs, const int32_t *targets, Err *e
 /* Backward from d(logits) into the main gradients. */
 Status gpt_backward(Gpt *g, Err *e);
 
-/* Initial values of every state, from g->hyper.seed. */
-Status gpt_init_weights(Gpt *g, Err *e);
-
 #endif

@@ -334,35 +334,56 @@ static Status mean_loss(Gpt *g, float *loss, Err *e)
     return ST_OK;
 }
 
+static void phase_done(Gpt *g, int phase)
+{
+    if (g->on_phase) g->on_phase(g->on_phase_ctx, phase);
+}
+
+/* The end of a phase: timestamp k (when the backend has them), wait for the
+ * work, read the host clock. */
+static Status phase_end(Gpt *g, int ev, uint32_t k, double *t, Err *e)
+{
+    Status st = ev ? g->bk->mark(g->bk, GPT_MARK_FIRST + k, e) : ST_OK;
+    if (!st) st = g->bk->sync(g->bk, e);
+    *t = now_s();
+    return st;
+}
+
 Status gpt_step(Gpt *g, const int32_t *inputs, const int32_t *targets, float *loss, Err *e)
 {
     Backend *bk = g->bk;
-    int fp8 = exec_recipe_fp8(&g->recipe);
-    double t0 = now_s();
-    Status st = gpt_forward(g, inputs, targets, e);
+    int fp8 = exec_recipe_fp8(&g->recipe), ev = bk->mark && bk->elapsed;
+    double t[5];
+    phase_done(g, -1);
+    t[0] = now_s();
+    Status st = ev ? bk->mark(bk, GPT_MARK_FIRST, e) : ST_OK;
+    if (!st) st = gpt_forward(g, inputs, targets, e);
     /* TE: forward tensors' scales are updated when the forward ends */
     if (!st && fp8) st = update_bank(g, &g->sc.fwd, &g->tr_fwd, e);
-    if (!st) st = bk->sync(bk, e);
-    double t1 = now_s();
+    if (!st) st = phase_end(g, ev, 1, &t[1], e);
+    if (!st) phase_done(g, PHASE_FWD);
     if (!st) st = gpt_backward(g, e);
     if (!st && fp8) st = update_bank(g, &g->sc.bwd, &g->tr_bwd, e);
-    if (!st) st = bk->sync(bk, e);
-    double t2 = now_s();
+    if (!st) st = phase_end(g, ev, 2, &t[2], e);
+    if (!st) phase_done(g, PHASE_BWD);
     for (uint32_t i = 0; !st && i < g->nparams; i++)
         st = g->comm->all_reduce(g->comm, bk, g->params[i].grad, g->params[i].numel, grad_dtype(g, &g->params[i]),
                                  COMM_SUM, e);
-    if (!st) st = bk->sync(bk, e);
-    double t3 = now_s();
+    if (!st) st = phase_end(g, ev, 3, &t[3], e);
+    if (!st) phase_done(g, PHASE_COMM);
     if (!st) st = optimizer(g, e);
-    if (!st) st = bk->sync(bk, e);
-    double t4 = now_s();
+    if (!st) st = phase_end(g, ev, 4, &t[4], e);
+    if (!st) phase_done(g, PHASE_OPT);
+    /* forward, backward, communication, optimizer: the order they run in */
+    static const int order[4] = {PHASE_FWD, PHASE_BWD, PHASE_COMM, PHASE_OPT};
+    double d[4];
+    for (uint32_t k = 0; !st && k < 4; k++)
+        st = ev ? bk->elapsed(bk, GPT_MARK_FIRST + k, GPT_MARK_FIRST + k + 1, &d[k], e) : ST_OK;
     if (!st) st = mean_loss(g, loss, e);
     if (st) return st;
     g->step++;
-    g->phase_s[PHASE_FWD] = t1 - t0;
-    g->phase_s[PHASE_BWD] = t2 - t1;
-    g->phase_s[PHASE_COMM] = t3 - t2;
-    g->phase_s[PHASE_OPT] = t4 - t3;
+    for (int k = 0; k < 4; k++) g->phase_s[order[k]] = ev ? d[k] : t[k + 1] - t[k];
+    g->phase_device = ev;
     return ST_OK;
 }
 

@@ -12,8 +12,9 @@
  *                  capacity, and the relative error says by how much);
  *   MEASURE_TOL    a prediction with a stated relative tolerance;
  *   MEASURE_INFO   shown, never failing: terms this backend cannot measure
- *                  (CUDA context, NCCL buffers on the CPU) or that the plan
- *                  does not model.
+ *                  (CUDA context, NCCL buffers on the CPU), that the plan
+ *                  does not model, or that follow from a checked row (tokens/s
+ *                  and MFU follow from the step time).
  * A run exits non-zero (ST_TOLERANCE, exit 1) when any checked row fails. */
 #ifndef FP8PLAN_EXEC_MEASURE_H
 #define FP8PLAN_EXEC_MEASURE_H
@@ -43,6 +44,11 @@ typedef struct {
     double tol;       /* MEASURE_TOL: relative tolerance */
     const char *note; /* why a row is INFO, or what the tolerance is */
     Verdict verdict;  /* filled by measure_judge */
+    /* Rows measured once per step: how much the steps varied, (max − min) /
+     * median over the timed steps (warm-up excluded). */
+    int has_spread;
+    double spread;
+    const char *unit; /* rates ("tok/s", "TFLOP/s", "%"); NULL for bytes and seconds */
 } MeasureRow;
 
 /* Fill every row's verdict; returns the number of failed rows. */

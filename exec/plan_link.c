@@ -191,19 +191,3 @@ int exec_memory_rows(const Plan *p, const Gpt *g, MeasureRow *rows, int *failed)
     *failed = measure_judge(rows, n);
     return n;
 }
-
-int exec_device_row(const Plan *p, const Gpt *g, MeasureRow *row)
-{
-    uint64_t freeb, total;
-    if (!g->bk->mem_info || g->bk->mem_info(g->bk, &freeb, &total, NULL) || freeb > total) return 0;
-    memset(row, 0, sizeof *row);
-    snprintf(row->name, sizeof row->name, "device_total");
-    row->category = "total";
-    row->has_planned = row->has_measured = 1;
-    row->planned = (double)p->total_bytes;
-    row->measured = (double)(total - freeb);
-    row->mode = MEASURE_TOL;
-    row->tol = 0.05;
-    measure_judge(row, 1);
-    return 1;
-}

@@ -50,12 +50,6 @@ enum { EXEC_MAX_ROWS = MT_COUNT_ + TERM_COUNT + 8 };
  * receives the number of failing rows. */
 int exec_memory_rows(const Plan *p, const Gpt *g, MeasureRow *rows, int *failed);
 
-/* The device-total row, when the backend reports device memory (mem_info):
- * bytes in use on the device after the run's steps against the plan's total,
- * within ±5 % (the plan's overhead terms are estimates). 0 when the backend
- * cannot tell, 1 when *row was filled (verdict included). */
-int exec_device_row(const Plan *p, const Gpt *g, MeasureRow *row);
-
 #ifdef __cplusplus
 }
 #endif

@@ -32,6 +32,21 @@ else
         if grep -q "^$p," "$checks" 2>/dev/null; then pass "selftest: $p reported"; else fail "selftest: no rows from $p"; fi
     done
     expect_out "selftest: summary printed last" "checks (kernels vs CPU reference, tiny-model losses): $n_pass passed, 0 failed"
+    # the steps stage: fp8plan run for three recipes (the CPU backend on a small model here), its
+    # rows in run.csv and as the summary's last table
+    run_csv=$TMP/self/run.csv
+    for r in megatron-bf16 te-fp8 fp8lm; do
+        if grep -q "^# recipe $r\$" "$run_csv" 2>/dev/null; then pass "selftest: run.csv has $r"; else fail "selftest: run.csv lacks $r"; fi
+    done
+    expect_eq "selftest: run.csv has a step row per recipe" "$(grep -c '^time,step,' "$run_csv" 2>/dev/null)" 3
+    expect_eq "selftest: run.csv has a tokens/s row per recipe" "$(grep -c '^rate,tokens_per_s,' "$run_csv" 2>/dev/null)" 3
+    expect_out "selftest: the plan-versus-measured table" "fp8plan run: plan versus measured per term"
+    last=$(tail -n 1 "$TMP/out")
+    case "$last" in
+    "  fp8lm "*"exact terms"*"equal the plan byte for byte") pass "selftest: the run table is printed last" ;;
+    *) fail "selftest: the run table is printed last" "last line: $last" ;;
+    esac
+    if grep -q "fp8lm.*exact terms *\([0-9]*\) of \1 equal" "$TMP/out"; then pass "selftest: exact terms all equal"; else fail "selftest: exact terms differ" "$(grep 'exact terms' "$TMP/out")"; fi
     if [ -f "$TMP/self/summary.txt" ] && [ -f "$TMP/self/log.txt" ]; then pass "selftest: summary.txt and log.txt"; else fail "selftest: summary or log missing"; fi
 fi
 finish

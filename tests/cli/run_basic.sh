@@ -13,7 +13,7 @@ for r in megatron-bf16 te-fp8 te-fp8-current fp8lm; do
     expect_out "$r: prints the loss each step" "step      3  loss"
     expect_out "$r: persistent terms match the plan" "every exact term matches the plan byte for byte"
     expect_out "$r: memory table has the FP32 logits term" "act_output"
-    if head -n 1 "$TMP/$r.csv" | grep -q '^section,term,category,planned_bytes,measured_bytes,planned_s,measured_s,rel_err_pct,check,verdict$'; then
+    if head -n 1 "$TMP/$r.csv" | grep -q '^section,term,category,planned_bytes,measured_bytes,planned_s,measured_s,spread_pct,planned_value,measured_value,unit,rel_err_pct,check,verdict$'; then
         pass "$r: CSV header"
     else
         fail "$r: CSV header" "$(head -n 1 "$TMP/$r.csv")"
@@ -23,6 +23,20 @@ for r in megatron-bf16 te-fp8 te-fp8-current fp8lm; do
     measured=$(echo "$row" | cut -d, -f5)
     expect_eq "$r: CSV weight_other planned = measured" "$measured" "$planned"
 done
+
+# time rows: median over the steps after the first, with their spread; throughput rows with units
+run run $TINY --recipe megatron-bf16 --steps 4 -o "$TMP/t.csv"
+expect_out "throughput table" "Throughput (median step of steps 2..4; plan for h100-sxm)"
+step=$(grep '^time,step,' "$TMP/t.csv")
+if [ -n "$(echo "$step" | cut -d, -f7)" ] && [ -n "$(echo "$step" | cut -d, -f8)" ]; then
+    pass "step row has a median and a spread"
+else
+    fail "step row has a median and a spread" "$step"
+fi
+expect_eq "tokens/s row has its unit" "$(grep '^rate,tokens_per_s,' "$TMP/t.csv" | cut -d, -f11)" "tok/s"
+expect_eq "model TFLOP/s row has its unit" "$(grep '^rate,model_tflops,' "$TMP/t.csv" | cut -d, -f11)" "TFLOP/s"
+expect_eq "no MFU rows on the cpu backend" "$(grep -c '^rate,mfu' "$TMP/t.csv")" 0
+expect_eq "no device rows on the cpu backend" "$(grep -c ',device,' "$TMP/t.csv")" 0
 
 # FP8 copies exist only for the FP8 recipes, in both layouts
 run run $TINY --recipe te-fp8 --steps 1 -o "$TMP/fp8.csv"

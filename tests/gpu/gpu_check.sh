@@ -9,14 +9,18 @@
 #   2. gemm     the cuBLASLt sweep, FP8 against BF16, at 4096³, 8192³ and one
 #               GPT-13B layer's twelve GEMMs, plus the memory-bound kernels (gpu_bench)
 #   3. torch    the same layer stack and GEMM shapes in PyTorch (torch_baseline.py)
-#   4. steps    GPT-13B layers for megatron-bf16, te-fp8 and fp8lm: `fp8plan run
-#               --backend cuda` with plan-versus-measured where the command
-#               exists (else gpu_train's timed steps)
+#   4. steps    8 layers of GPT-13B (2.8e9 parameters with the embedding, seq
+#               2048, micro-batch 2) for megatron-bf16, te-fp8 and fp8lm:
+#               `fp8plan run --backend cuda`, plan versus measured per term —
+#               arena terms byte for byte, device memory against the plan's
+#               total, device time per phase and category, step time, tokens/s,
+#               TFLOP/s and MFU — in run.csv and as the summary's last table
+#               (gpu_train's timed steps where `run` is absent)
 # and writes the CSVs, a log and summary.txt into the results folder
 # ($GPU_CHECK_OUT, default results/gpu-<UTC date>), printing the summary last.
 # Without a GPU it says so and exits 69 (EX_UNAVAILABLE) having run nothing.
 #
-# Knobs (environment): GPU_CHECK_OUT, GPU_CHECK_LAYERS (2), GPU_CHECK_TOKENS
+# Knobs (environment): GPU_CHECK_OUT, GPU_CHECK_LAYERS (8), GPU_CHECK_TOKENS
 # (4096 = micro-batch 2 × seq 2048), GPU_CHECK_STEPS (8), GPU_CHECK_SEED,
 # GPU_CHECK_BUDGET (465 s: every stage's limit is cut to what is left of it).
 #
@@ -43,7 +47,7 @@ elif ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | gr
 fi
 
 OUTDIR=${GPU_CHECK_OUT:-results/gpu-$(date -u +%Y%m%d-%H%M%S)}
-LAYERS=${GPU_CHECK_LAYERS:-2}
+LAYERS=${GPU_CHECK_LAYERS:-8}
 TOKENS=${GPU_CHECK_TOKENS:-4096}
 STEPS=${GPU_CHECK_STEPS:-8}
 SEED=${GPU_CHECK_SEED:-$(date +%s)}
@@ -100,13 +104,6 @@ stage "environment"
     echo "git $(git rev-parse --short HEAD 2>/dev/null) layers=$LAYERS tokens=$TOKENS steps=$STEPS seed=$SEED"
 } >"$OUTDIR/env.tmp" 2>&1
 cat "$OUTDIR/env.tmp" | tee -a "$LOG"
-# the catalog row the plan is made for (models/gpus.csv), from the device's name
-case "$(head -n 1 "$OUTDIR/env.tmp")" in
-*H200*) GPU_ROW=h200 ;;
-*H800*) GPU_ROW=h800 ;;
-*H100*PCIe*) GPU_ROW=h100-pcie ;;
-*) GPU_ROW=h100-sxm ;;
-esac
 
 status=0
 run_stage() { # seconds name command... — the limit is cut to what is left of the budget
@@ -144,13 +141,22 @@ run_stage 120 torch_baseline env PYTHONUNBUFFERED=1 python3 tests/gpu/torch_base
     --layers "$LAYERS" --tokens "$TOKENS" --steps "$STEPS"
 
 # ---- 4. training steps ------------------------------------------------------------------------------
-stage "steps: $LAYERS layers of GPT-13B, $TOKENS tokens/step"
+# The plan is made for the device's row of models/gpus.csv (fp8plan run matches
+# its name and SM count). In the selftest the CPU backend runs a small model
+# instead: it tests the plumbing (run.csv, the summary's table), not a GPU.
+if [ "${GPU_CHECK_SELFTEST:-0}" = 1 ]; then
+    RUN_MODEL="--backend cpu --model gpt2-124m --layers 2 --hidden 64 --heads 4 --seq 64 --vocab 512 --mbs 2"
+    stage "steps: a small model on the CPU backend (selftest)"
+else
+    RUN_MODEL="--backend cuda --model gpt-13b --layers $LAYERS --seq 2048 --mbs $((TOKENS / 2048))"
+    stage "steps: $LAYERS layers of GPT-13B, $TOKENS tokens/step"
+fi
 : >"$OUTDIR/run.csv"
 if "$BUILD/fp8plan" run --help >/dev/null 2>&1; then
     for r in megatron-bf16 te-fp8 fp8lm; do
-        run_stage 110 "fp8plan run $r" "$BUILD/fp8plan" run --backend cuda --gpu "$GPU_ROW" --model gpt-13b \
-            --layers "$LAYERS" --seq 2048 --mbs $((TOKENS / 2048)) --recipe "$r" --steps "$STEPS" --seed "$SEED" \
-            --log-every 4 -o "$OUTDIR/run_$r.tmp"
+        # shellcheck disable=SC2086 # RUN_MODEL is a list of flags
+        run_stage 110 "fp8plan run $r" "$BUILD/fp8plan" run $RUN_MODEL --recipe "$r" --steps "$STEPS" \
+            --seed "$SEED" --log-every 4 -o "$OUTDIR/run_$r.tmp"
         if [ -f "$OUTDIR/run_$r.tmp" ]; then
             { echo "# recipe $r"; cat "$OUTDIR/run_$r.tmp"; } >>"$OUTDIR/run.csv"
             rm -f "$OUTDIR/run_$r.tmp"

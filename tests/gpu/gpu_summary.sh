@@ -120,8 +120,37 @@ else
     awk -F, '$1 == "stack" { printf "  torch %s: %s ms, %s tok/s, %s TFLOP/s\n", $2, $5, $10, $8 }' "$D/torch.csv" 2>/dev/null
 fi
 
-if [ -f "$D/run.csv" ]; then
+# Last: fp8plan run's plan-versus-measured rows, one block per recipe (run.csv
+# holds "# recipe R" and then that run's CSV: section,term,category,
+# planned_bytes,measured_bytes,planned_s,measured_s,spread_pct,planned_value,
+# measured_value,unit,rel_err_pct,check,verdict).
+if [ -s "$D/run.csv" ]; then
     echo
-    echo "fp8plan run --backend cuda (plan versus measured; run.csv)"
-    sed -n '1,60p' "$D/run.csv" | sed 's/^/  /'
+    echo "fp8plan run: plan versus measured per term (run.csv; medians over the steps after the first)"
+    awk -F, '
+        function verdict(   v, i) { v = $14; for (i = 15; i <= NF; i++) v = v "," $i; gsub(/"/, "", v); return substr(v, 1, 48) }
+        function bytes(b) {
+            if (b == "") return "-"
+            if (b >= 1073741824) return sprintf("%.2f GiB", b / 1073741824)
+            if (b >= 1048576) return sprintf("%.1f MiB", b / 1048576)
+            return sprintf("%.0f B", b)
+        }
+        function ms(s) { return s == "" ? "-" : sprintf("%.4g ms", 1e3 * s) }
+        function val(v, u) { return v == "" ? "-" : (u == "tok/s" ? sprintf("%.0f %s", v, u) : sprintf("%.4g %s", v, u)) }
+        function line(term, p, m, sp, rel, v) {
+            printf "  %-14s %-22s %15s %15s %7s %8s  %s\n", rec, term, p, m, sp, rel, v
+        }
+        function done() { if (nex) line("exact terms", "", "", "", "", sprintf("%d of %d equal the plan byte for byte", okex, nex)) }
+        BEGIN { printf "  %-14s %-22s %15s %15s %7s %8s  %s\n", "recipe", "term", "planned", "measured", "spread", "rel err", "verdict" }
+        /^# recipe / { if (rec != "") done(); rec = substr($0, 10); nex = okex = 0; next }
+        $1 == "section" { next }
+        {
+            sp = $8 == "" ? "" : sprintf("%.1f%%", $8); rel = $12 == "" ? "" : sprintf("%+.1f%%", $12)
+            if ($13 == "exact") { nex++; okex += $14 == "ok" }
+            if ($1 == "memory" && ($3 == "device" || $2 ~ /^total_/)) line($2, bytes($4), bytes($5), sp, rel, verdict())
+            else if ($1 == "time") line($2, ms($6), ms($7), sp, rel, verdict())
+            else if ($1 == "rate") line($2, val($9, $11), val($10, $11), sp, rel, verdict())
+        }
+        END { if (rec != "") done() }
+    ' "$D/run.csv"
 fi

@@ -20,8 +20,10 @@
  *    FLOPs per token, N all parameters), the step's phases and, from one more
  *    step with per-operation timing, device time by category; device memory
  *    (cudaMemGetInfo) before the model, after it and after the steps, beside the
- *    arena's own bytes. The host initializes the weights (exec/gpt_init.c), so
- *    creating a large model takes a while; that time is reported too. */
+ *    arena's own bytes. The host initializes the weights on all its threads
+ *    (exec/gpt_init.c) and copies them over; that time is reported too. The GPU
+ *    check uses `fp8plan run` for this part and runs it only where `run` is
+ *    missing. */
 #include <time.h>
 
 #include "exec/data.h"

@@ -97,7 +97,8 @@ def layer_stack(rows, layers, tokens, steps):
     for attn in ("flash", "math"):
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-        model = Gpt(layers, C, FF, H, VP, T, attn).cuda()
+        with torch.device("cuda"):  # built on the GPU: no host-side init of billions of parameters
+            model = Gpt(layers, C, FF, H, VP, T, attn)
         for p in model.parameters():
             if p.dim() > 1:
                 torch.nn.init.normal_(p, std=0.02)
@@ -179,7 +180,7 @@ def copy_bandwidth(rows):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=4096)
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--skip-stack", action="store_true")

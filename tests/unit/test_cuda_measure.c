@@ -60,7 +60,6 @@ static void test_rows_from_the_driver_counts(void)
     p.mem[MT_CUDA_CONTEXT].bytes = 512 * MiB;
     p.mem[MT_COMM_BUFFER].bytes = 0;
     p.mem[MT_FRAGMENTATION].bytes = 900 * MiB;
-    p.time.gemm_s = 0.09;
     g.arena.bytes = 18000 * MiB;
 
     DevMeasure m;
@@ -72,30 +71,42 @@ static void test_rows_from_the_driver_counts(void)
     f.used += 18000 * MiB; /* arena */
     devm_sample(&m, &bk, DEVM_AFTER_MODEL);
     for (int k = 0; k < 3; k++) {
+        double s[BK_OPCAT_COUNT] = {0};
         devm_step_begin(&m, &bk);
-        f.used += k == 1 ? 700 * MiB : 0; /* scratch grows in the second step */
-        devm_step_end(&m, &bk);
+        devm_phase(&m, &bk, -1);
+        devm_phase(&m, &bk, PHASE_FWD);
+        f.used += k == 1 ? 700 * MiB : 0; /* scratch grows in the second step's backward */
+        devm_phase(&m, &bk, PHASE_BWD);
+        f.used += k == 0 ? 64 * MiB : 0; /* NCCL connects at its first collective */
+        devm_phase(&m, &bk, PHASE_COMM);
+        devm_phase(&m, &bk, PHASE_OPT);
+        CHECK(devm_step_end(&m, &bk, s));
+        CHECK_NEAR(s[BK_OPCAT_GEMM], 0.100, 0.0);
+        CHECK_NEAR(s[BK_OPCAT_COMM], 0.001, 0.0);
     }
-    CHECK_EQ_U64(m.op_steps, 3);
-    CHECK_EQ_U64(m.used[DEVM_STEP], (600 + 10 + 18000 + 700) * MiB);
+    CHECK_EQ_U64(m.used[DEVM_STEP], (600 + 10 + 18000 + 700 + 64) * MiB);
+    CHECK_EQ_U64(m.grew[PHASE_BWD], 700 * MiB);
+    CHECK_EQ_U64(m.grew[PHASE_COMM], 64 * MiB);
+    CHECK_EQ_U64(m.grew[PHASE_FWD] + m.grew[PHASE_OPT], 0);
     MeasureRow rows[DEVM_MAX_ROWS];
     int n = devm_rows(&m, &p, &g, rows);
-    CHECK_EQ_INT(n, 8);
+    CHECK_EQ_INT(n, 6);
     CHECK_STR(rows[0].name, "device_used");
     CHECK(rows[0].mode == MEASURE_TOL && rows[0].tol == 0.05);
-    CHECK_NEAR(rows[0].measured, (double)(19310 * MiB), 0.0);
-    CHECK_NEAR(rows[1].measured, (double)(600 * MiB), 0.0); /* context */
-    CHECK_NEAR(rows[2].measured, (double)(10 * MiB), 0.0);  /* communicator */
-    CHECK_NEAR(rows[3].measured, (double)(700 * MiB), 0.0); /* outside the arena */
-    CHECK_STR(rows[4].name, "gpu_gemm");
-    CHECK_NEAR(rows[4].measured, 0.100, 1e-12); /* per step */
-    CHECK_NEAR(rows[4].planned, 0.09, 0.0);
-    /* 19310 MiB against a 20000 MiB plan is 3.45 % under: inside ±5 % */
+    CHECK_NEAR(rows[0].measured, (double)(19374 * MiB), 0.0);
+    CHECK_NEAR(rows[1].measured, (double)(600 * MiB), 0.0);   /* context */
+    CHECK_NEAR(rows[2].measured, (double)(74 * MiB), 0.0);    /* communicator + its first collective */
+    CHECK_NEAR(rows[3].measured, (double)(18000 * MiB), 0.0); /* the arena */
+    CHECK_NEAR(rows[4].measured, (double)(700 * MiB), 0.0);   /* outside the arena */
+    CHECK_STR(rows[5].name, "device_grew_backward");
+    CHECK_NEAR(rows[5].measured, (double)(700 * MiB), 0.0);
+    for (int i = 1; i < n; i++) CHECK(rows[i].mode == MEASURE_INFO);
+    /* 19374 MiB against a 20000 MiB plan is 3.1 % under: inside ±5 % */
     CHECK_EQ_INT(measure_judge(rows, n), 0);
     f.used += 2000 * MiB;
     devm_sample(&m, &bk, DEVM_STEP);
     n = devm_rows(&m, &p, &g, rows);
-    CHECK_EQ_INT(measure_judge(rows, n), 1); /* 21310 MiB: 6.5 % over */
+    CHECK_EQ_INT(measure_judge(rows, n), 1); /* 21374 MiB: 6.9 % over */
     CHECK(rows[0].verdict == VERDICT_OUTSIDE);
 }
 
@@ -106,7 +117,9 @@ static void test_no_hooks_no_rows(void)
     devm_init(&m, &bk);
     devm_sample(&m, &bk, DEVM_AFTER_MODEL);
     devm_step_begin(&m, &bk);
-    devm_step_end(&m, &bk);
+    devm_phase(&m, &bk, PHASE_FWD);
+    double sec[BK_OPCAT_COUNT];
+    CHECK(!devm_step_end(&m, &bk, sec));
     MeasureRow rows[DEVM_MAX_ROWS];
     static Plan p;
     static Gpt g;
@@ -146,6 +159,42 @@ static void test_device_names_match_the_catalog(void)
     CHECK_NEAR(f, 100.0 * 494.5 / 1979.0, 1e-9);
     devm_mfu(NULL, 1e12, &b, &f);
     CHECK(isnan(b) && isnan(f));
+
+    /* by name, compute capability and SM count */
+    struct {
+        const char *device;
+        int cc, sms;
+        const char *row; /* NULL: unknown */
+        double share;
+    } dev[] = {
+        {"NVIDIA H200", 90, 132, "h200", 1.0},
+        {"NVIDIA H100 80GB HBM3", 90, 132, "h100-sxm", 1.0},
+        {"NVIDIA H100 80GB HBM3 MIG 3g.40gb", 90, 60, "h100-sxm", 60.0 / 132.0}, /* a MIG slice */
+        {"NVIDIA H100 PCIe", 90, 114, "h100-pcie", 1.0},
+        {"NVIDIA H100 80GB HBM3", 90, 200, NULL, 0},   /* more SMs than the part: another part */
+        {"NVIDIA H100 80GB HBM3", 80, 132, NULL, 0},   /* capability of another generation */
+        {"NVIDIA GeForce RTX 4090", 89, 128, NULL, 0}, /* no row */
+    };
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) {
+        BackendDeviceInfo info;
+        memset(&info, 0, sizeof info);
+        snprintf(info.name, sizeof info.name, "%s", dev[i].device);
+        info.cc_major = dev[i].cc / 10;
+        info.cc_minor = dev[i].cc % 10;
+        info.sm_count = dev[i].sms;
+        DevmPeak pk;
+        devm_peak(c, &info, &pk);
+        if (!dev[i].row) {
+            CHECKF(!pk.gpu && isnan(pk.peak_bf16) && isnan(pk.peak_fp8) && !strncmp(pk.why, "unknown", 7),
+                   "%s (%d SMs, cc %d): %s", dev[i].device, dev[i].sms, dev[i].cc, pk.why);
+            continue;
+        }
+        CHECKF(pk.gpu && !strcmp(pk.gpu->name, dev[i].row), "%s -> %s", dev[i].device, pk.why);
+        if (!pk.gpu) continue;
+        CHECK_NEAR(pk.sm_share, dev[i].share, 1e-12);
+        CHECK_NEAR(pk.peak_bf16, pk.gpu->flops_bf16 * dev[i].share, 1.0);
+        CHECK_NEAR(pk.peak_fp8, pk.gpu->flops_fp8 * dev[i].share, 1.0);
+    }
     free(buf);
     free(c);
 }
