@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "exec/gpt.h"
-#include "unit/exec_fixtures.h"
+#include "support/exec_fixtures.h"
 
 static double now(void)
 {

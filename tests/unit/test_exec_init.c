@@ -12,7 +12,7 @@
 #include "exec/par.h"
 #include "exec/rng.h"
 #include "test.h"
-#include "unit/exec_fixtures.h"
+#include "support/exec_fixtures.h"
 
 static int cmp_f(const void *a, const void *b)
 {

@@ -14,7 +14,7 @@
 #include "exec/plan_link.h"
 #include "exec/run_log.h"
 #include "test.h"
-#include "unit/exec_fixtures.h"
+#include "support/exec_fixtures.h"
 #include "util/fileio.h"
 
 static const uint64_t MiB = 1ull << 20;
