@@ -3,6 +3,7 @@
  * backend by name. */
 #include "exec/backend.h"
 
+#include <math.h>
 #include <string.h>
 
 #ifdef FP8PLAN_HAVE_CUDA /* the Makefile defines it when it builds exec/cuda/ with nvcc */
@@ -122,4 +123,23 @@ Status comm_create(const char *name, Backend *bk, Comm **out, Err *e)
 #endif
     }
     return err_set(e, ST_USAGE, "unknown communicator '%s' (known: single, nccl)", name);
+}
+
+Status adam_hyper_check(const AdamHyper *h, const char *op, Err *e)
+{
+    if (!h->step) return err_set(e, ST_USAGE, "%s: step is 1-based (got 0)", op);
+    if (!(h->beta1 >= 0.0f && h->beta1 < 1.0f) || !(h->beta2 >= 0.0f && h->beta2 < 1.0f))
+        return err_set(e, ST_USAGE, "%s: betas must be in [0, 1)", op);
+    if (!isfinite(h->lr) || !isfinite(h->eps) || !isfinite(h->weight_decay) || !isfinite(h->grad_scale))
+        return err_set(e, ST_USAGE, "%s: non-finite hyper-parameter", op);
+    return ST_OK;
+}
+
+Status adam_grad_check(const void *grad, Dtype dt, const float *scale_inv, const char *op, Err *e)
+{
+    if (!grad) return err_set(e, ST_USAGE, "%s: no gradient", op);
+    if (dt != DT_FP32 && dt != DT_BF16 && !dtype_is_fp8(dt))
+        return err_set(e, ST_USAGE, "%s: gradient dtype %s is not fp32, bf16, e4m3 or e5m2", op, dtype_name(dt));
+    if (dtype_is_fp8(dt) && !scale_inv) return err_set(e, ST_USAGE, "%s: FP8 gradient without scale_inv", op);
+    return ST_OK;
 }

@@ -316,6 +316,12 @@ typedef struct {
     Dtype weight_dtype;
 } Fp8AdamDesc;
 
+/* Validation every backend's optimizers share: step ≥ 1, betas in [0, 1), finite
+ * hyper-parameters; a gradient that exists, is FP32, BF16 or FP8, and carries a
+ * scale_inv when FP8. ST_USAGE naming `op` and the field otherwise. */
+Status adam_hyper_check(const AdamHyper *h, const char *op, Err *e);
+Status adam_grad_check(const void *grad, Dtype dt, const float *scale_inv, const char *op, Err *e);
+
 /* ---- the interface ---------------------------------------------------------------
  * Every function returns ST_OK or an error filled into e (which may be NULL). */
 struct Backend {

@@ -7,25 +7,6 @@
 #include "exec/kernel_math.h"
 #include "exec/scaling.h"
 
-static Status check_hyper(const AdamHyper *h, const char *op, Err *e)
-{
-    if (!h->step) return err_set(e, ST_USAGE, "%s: step is 1-based (got 0)", op);
-    if (!(h->beta1 >= 0.0f && h->beta1 < 1.0f) || !(h->beta2 >= 0.0f && h->beta2 < 1.0f))
-        return err_set(e, ST_USAGE, "%s: betas must be in [0, 1)", op);
-    if (!isfinite(h->lr) || !isfinite(h->eps) || !isfinite(h->weight_decay) || !isfinite(h->grad_scale))
-        return err_set(e, ST_USAGE, "%s: non-finite hyper-parameter", op);
-    return ST_OK;
-}
-
-static Status check_grad(const void *grad, Dtype dt, const float *scale_inv, const char *op, Err *e)
-{
-    if (!grad) return err_set(e, ST_USAGE, "%s: no gradient", op);
-    if (!elem_supported(dt) || dt == DT_FP16)
-        return err_set(e, ST_USAGE, "%s: gradient dtype %s is not fp32, bf16, e4m3 or e5m2", op, dtype_name(dt));
-    if (dtype_is_fp8(dt) && !scale_inv) return err_set(e, ST_USAGE, "%s: FP8 gradient without scale_inv", op);
-    return ST_OK;
-}
-
 /* The AdamW update of one element in FP32 (exec/kernel_math.h, shared with the GPU). */
 static inline float adam_update(const AdamHyper *h, float bc1, float bc2, float w, float g, float *m, float *v)
 {
@@ -35,8 +16,8 @@ static inline float adam_update(const AdamHyper *h, float bc1, float bc2, float 
 Status cpu_adamw(Backend *bk, const AdamWDesc *d, Err *e)
 {
     (void)bk;
-    Status st = check_hyper(&d->h, "adamw", e);
-    if (!st) st = check_grad(d->grad, d->grad_dtype, d->grad_scale_inv, "adamw", e);
+    Status st = adam_hyper_check(&d->h, "adamw", e);
+    if (!st) st = adam_grad_check(d->grad, d->grad_dtype, d->grad_scale_inv, "adamw", e);
     if (st) return st;
     if (!d->m || !d->v) return err_set(e, ST_USAGE, "adamw: missing state");
     if (d->weight && (!elem_supported(d->weight_dtype) || dtype_is_fp8(d->weight_dtype)))
@@ -75,8 +56,8 @@ static void rec_store(float *rec, float scale, float amax)
 Status cpu_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
 {
     (void)bk;
-    Status st = check_hyper(&d->h, "fp8_adam", e);
-    if (!st) st = check_grad(d->grad, d->grad_dtype, d->grad_scale_inv, "fp8_adam", e);
+    Status st = adam_hyper_check(&d->h, "fp8_adam", e);
+    if (!st) st = adam_grad_check(d->grad, d->grad_dtype, d->grad_scale_inv, "fp8_adam", e);
     if (st) return st;
     if (!d->master || !d->m || !d->v) return err_set(e, ST_USAGE, "fp8_adam: missing state");
     if (d->weight && (!elem_supported(d->weight_dtype) || dtype_is_fp8(d->weight_dtype)))

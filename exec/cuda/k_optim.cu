@@ -141,25 +141,6 @@ __global__ void k_fp8_adam_publish(Fp8AdamArgs a, const DevSmall *sm)
 
 /* ---- host side --------------------------------------------------------------------------- */
 
-static Status check_hyper(const AdamHyper *h, const char *op, Err *e)
-{
-    if (!h->step) return err_set(e, ST_USAGE, "%s: step is 1-based (got 0)", op);
-    if (!(h->beta1 >= 0.0f && h->beta1 < 1.0f) || !(h->beta2 >= 0.0f && h->beta2 < 1.0f))
-        return err_set(e, ST_USAGE, "%s: betas must be in [0, 1)", op);
-    if (!isfinite(h->lr) || !isfinite(h->eps) || !isfinite(h->weight_decay) || !isfinite(h->grad_scale))
-        return err_set(e, ST_USAGE, "%s: non-finite hyper-parameter", op);
-    return ST_OK;
-}
-
-static Status check_grad(const void *grad, Dtype dt, const float *scale_inv, const char *op, Err *e)
-{
-    if (!grad) return err_set(e, ST_USAGE, "%s: no gradient", op);
-    if (dt != DT_FP32 && dt != DT_BF16 && !dtype_is_fp8(dt))
-        return err_set(e, ST_USAGE, "%s: gradient dtype %s is not fp32, bf16, e4m3 or e5m2", op, dtype_name(dt));
-    if (dtype_is_fp8(dt) && !scale_inv) return err_set(e, ST_USAGE, "%s: FP8 gradient without scale_inv", op);
-    return ST_OK;
-}
-
 static Status check_weight(const void *w, Dtype dt, const char *op, Err *e)
 {
     if (w && dt != DT_FP32 && dt != DT_BF16 && dt != DT_FP16)
@@ -186,8 +167,8 @@ static unsigned opt_blocks(CudaImpl *im, uint64_t n) { return cuda_blocks(n, 256
 Status cuda_adamw(Backend *bk, const AdamWDesc *d, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
-    Status st = check_hyper(&d->h, "adamw", e);
-    if (!st) st = check_grad(d->grad, d->grad_dtype, d->grad_scale_inv, "adamw", e);
+    Status st = adam_hyper_check(&d->h, "adamw", e);
+    if (!st) st = adam_grad_check(d->grad, d->grad_dtype, d->grad_scale_inv, "adamw", e);
     if (!st) st = check_weight(d->weight, d->weight_dtype, "adamw", e);
     if (st) return st;
     if (!d->m || !d->v) return err_set(e, ST_USAGE, "adamw: missing state");
@@ -213,8 +194,8 @@ done:
 Status cuda_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
-    Status st = check_hyper(&d->h, "fp8_adam", e);
-    if (!st) st = check_grad(d->grad, d->grad_dtype, d->grad_scale_inv, "fp8_adam", e);
+    Status st = adam_hyper_check(&d->h, "fp8_adam", e);
+    if (!st) st = adam_grad_check(d->grad, d->grad_dtype, d->grad_scale_inv, "fp8_adam", e);
     if (!st) st = check_weight(d->weight, d->weight_dtype, "fp8_adam", e);
     if (st) return st;
     if (!d->master || !d->m || !d->v) return err_set(e, ST_USAGE, "fp8_adam: missing state");
