@@ -59,11 +59,7 @@ int cli_emit_table(const char *cmd, const Table *t, const CliOut *out)
 {
     Err e;
     OutFile of;
-    if (outfile_open(&of, out->path, &e)) return cli_fail(cmd, &e);
-    if (table_write(t, out->fmt, of.f, &e)) {
-        outfile_abort(&of);
+    if (outfile_open(&of, out->path, &e) || outfile_finish(&of, table_write(t, out->fmt, of.f, &e), &e))
         return cli_fail(cmd, &e);
-    }
-    if (outfile_commit(&of, &e)) return cli_fail(cmd, &e);
     return 0;
 }

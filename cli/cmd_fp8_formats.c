@@ -194,12 +194,10 @@ static int emit_both(const char *cmd, const Table *a, const Table *b, const CliO
     Err e = {ST_OK, ""};
     OutFile of;
     if (outfile_open(&of, out->path, &e)) return cli_fail(cmd, &e);
-    if (table_write(a, TABLE_TEXT, of.f, &e) || fputc('\n', of.f) == EOF || table_write(b, TABLE_TEXT, of.f, &e)) {
-        if (!e.msg[0]) err_set(&e, ST_IO, "write error");
-        outfile_abort(&of);
-        return cli_fail(cmd, &e);
-    }
-    return outfile_commit(&of, &e) ? cli_fail(cmd, &e) : 0;
+    Status st = table_write(a, TABLE_TEXT, of.f, &e);
+    if (!st && fputc('\n', of.f) == EOF) st = err_set(&e, ST_IO, "write error");
+    if (!st) st = table_write(b, TABLE_TEXT, of.f, &e);
+    return outfile_finish(&of, st, &e) ? cli_fail(cmd, &e) : 0;
 }
 
 int cmd_formats(int argc, char **argv)

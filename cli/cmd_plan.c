@@ -78,14 +78,8 @@ int cmd_plan(int argc, char **argv)
         if (a.out.fmt == TABLE_TEXT && !a.view) {
             Err e;
             OutFile of;
-            if (outfile_open(&of, a.out.path, &e)) {
+            if (outfile_open(&of, a.out.path, &e) || outfile_finish(&of, plan_write_text(p, of.f, &e), &e))
                 rc = cli_fail(cmd, &e);
-            } else if (plan_write_text(p, of.f, &e)) {
-                outfile_abort(&of);
-                rc = cli_fail(cmd, &e);
-            } else if (outfile_commit(&of, &e)) {
-                rc = cli_fail(cmd, &e);
-            }
         } else {
             Table *t = NULL;
             if (!a.view || !strcmp(a.view, "summary")) {

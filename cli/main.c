@@ -5,6 +5,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "util/fileio.h"
 
 #define DECLARE(name, fn, summary) int fn(int argc, char **argv);
 FP8PLAN_COMMANDS(DECLARE)
@@ -57,7 +58,7 @@ static int run(const Command *c, int argc, char **argv)
     return c->fn(argc, argv);
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) return usage(stderr, 64);
     const char *a = argv[1];
@@ -79,4 +80,18 @@ int main(int argc, char **argv)
         return usage(stderr, 64);
     }
     return run(c, argc - 1, argv + 1);
+}
+
+/* Output to stdout that was lost (a full disk, a closed pipe) fails the command: exit 74 unless it failed already. */
+int main(int argc, char **argv)
+{
+    char sub[64];
+    snprintf(sub, sizeof sub, "%s%s", argc > 1 ? " " : "", argc > 1 ? argv[1] : "");
+    int rc = dispatch(argc, argv);
+    Err e;
+    if (stdout_close_check(&e) && !rc) {
+        fprintf(stderr, "fp8plan%s: %s\n", sub, e.msg);
+        rc = status_exit_code(e.st);
+    }
+    return rc;
 }

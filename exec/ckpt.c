@@ -166,7 +166,7 @@ static int persistent_spec(const ArenaSpec *p) { return exec_term_persistent(p->
 Status ckpt_save(const char *path, Gpt *g, const DataState *data, Err *e)
 {
     OutFile of;
-    Status st = outfile_open(&of, path, e);
+    Status st = outfile_open_flags(&of, path, OUT_DURABLE, e); /* fsync: a checkpoint must survive a crash */
     if (st) return st;
     Stream s = {.f = of.f, .fnv = 0xCBF29CE484222325ull};
     Field f[NFIELDS];

@@ -103,8 +103,7 @@ Status tui_export(const TuiState *s, const char *path, int *rows, Err *e)
     if (!t) return e->st ? e->st : ST_NOMEM;
     OutFile of;
     Status st = outfile_open(&of, path, e);
-    if (!st && (st = table_write(t, TABLE_CSV, of.f, e))) outfile_abort(&of);
-    if (!st) st = outfile_commit(&of, e);
+    if (!st) st = outfile_finish(&of, table_write(t, TABLE_CSV, of.f, e), e);
     if (!st) *rows = table_rows(t);
     table_free(t);
     return st;

@@ -2,7 +2,6 @@
  * key loop, the headless mode and screen dumps (see tui.h). */
 #define NCURSES_WIDECHAR 1
 #include <curses.h>
-#include <errno.h>
 #include <langinfo.h>
 #include <limits.h>
 #include <signal.h>
@@ -16,6 +15,7 @@
 #include "tui/script.h"
 #include "tui/tui.h"
 #include "tui/view.h"
+#include "util/fileio.h"
 
 static volatile sig_atomic_t got_signal;
 static int curses_active; /* endwin still owed */
@@ -197,14 +197,10 @@ static Status run_headless(TuiState *s, const TuiOptions *o, Err *e)
     while ((r = tui_script_next(&k, &key, e)) > 0)
         if (tui_session_key(u, key.key, key.rows, key.cols)) break;
     if (r < 0) st = ST_USAGE;
-    if (!st && o->dump) {
-        FILE *f = strcmp(o->dump, "-") ? fopen(o->dump, "w") : stdout;
-        if (!f) {
-            st = err_set(e, ST_CANTCREAT, "%s: %s", o->dump, strerror(errno));
-        } else {
-            tui_session_dump(u, f);
-            if (ferror(f) || (f != stdout ? fclose(f) : fflush(f))) st = err_set(e, ST_IO, "%s: write error", o->dump);
-        }
+    OutFile of;
+    if (!st && o->dump && !(st = outfile_open(&of, o->dump, e))) {
+        tui_session_dump(u, of.f);
+        st = outfile_commit(&of, e);
     }
     tui_session_close(u);
     return st;

@@ -1,9 +1,23 @@
-/* util/fileio.h — reading whole inputs and writing outputs atomically.
+/* util/fileio.h — reading whole inputs, and the one output writer.
  *
- * Every report, CSV export and checkpoint goes through OutFile: data is written
- * to a temporary file in the target's directory and renamed over the target
- * only when complete, so a failed or interrupted run never leaves a
- * half-written file behind. The path "-" means stdout (no atomicity needed). */
+ * Every report, CSV export, trace, screen dump and checkpoint goes through
+ * OutFile, which writes the way Unix tools do:
+ *   - "-" (or NULL) is standard output;
+ *   - a regular file (or a path that does not exist yet) gets a temporary file
+ *     beside it, renamed over it only when complete, so a failed or
+ *     interrupted run never leaves a half-written file; an existing file keeps
+ *     its permission bits (and owner, where allowed), a new one is created
+ *     0666 & ~umask;
+ *   - a symbolic link is followed: its final target is replaced, never the link;
+ *   - a character device or FIFO (-o /dev/null, -o /dev/stdout, a named pipe)
+ *     is written in place, never replaced (a FIFO waits for its reader, as a
+ *     shell redirection does);
+ *   - a directory, block device or socket is refused with the reason.
+ * Every write error is reported when the file is committed ("cannot write
+ * /dev/full: No space left on device"). OUT_DURABLE (checkpoints) also fsyncs
+ * the data before the rename and the directory after it. A temporary file is
+ * removed on error, on outfile_abort and when SIGINT, SIGTERM or SIGHUP ends
+ * the process while it is open (unless the program handles those itself). */
 #ifndef FP8PLAN_UTIL_FILEIO_H
 #define FP8PLAN_UTIL_FILEIO_H
 
@@ -16,21 +30,54 @@
 extern "C" {
 #endif
 
+typedef enum {
+    OUT_STDOUT,  /* "-": standard output */
+    OUT_RENAME,  /* regular or new file: temporary file + rename */
+    OUT_INPLACE, /* character device or FIFO: written directly */
+} OutKind;
+
+enum { OUT_DURABLE = 1 << 0 }; /* fsync data and directory (checkpoints) */
+
+typedef struct OutSink OutSink;
+
 typedef struct {
-    FILE *f;         /* write here */
-    char path[4096]; /* final path ("-" for stdout) */
-    char tmp[4096];  /* temporary path, empty for stdout */
+    FILE *f;           /* write here */
+    OutKind kind;      /* how the data reaches the target */
+    unsigned flags;    /* OUT_DURABLE */
+    char path[4096];   /* the path as given ("-" for stdout), for messages */
+    char target[4096]; /* the file written: path with symbolic links followed */
+    char tmp[4096];    /* temporary path (OUT_RENAME while open), else empty */
+    OutSink *sink;     /* the descriptor behind f and its first write error */
 } OutFile;
 
-/* Open path for writing (or stdout for "-" or NULL). */
+/* Open path for writing (stdout for "-" or NULL). ST_USAGE for an empty path,
+ * ST_CANTCREAT (naming the path and the reason) when it cannot be written. */
 Status outfile_open(OutFile *o, const char *path, Err *e);
+Status outfile_open_flags(OutFile *o, const char *path, unsigned flags, Err *e);
 
-/* Flush, fsync and rename into place. On any failure the temporary file is
- * removed and the target is left untouched. Always closes o. */
+/* Flush (and for OUT_DURABLE fsync) and put the data in place. On any failure
+ * (ST_IO with the system's reason) the temporary file is removed and the
+ * target left untouched. Always closes o. */
 Status outfile_commit(OutFile *o, Err *e);
 
 /* Close and remove the temporary file without touching the target. */
 void outfile_abort(OutFile *o);
+
+/* End a write whose rendering returned st: commit when st is ST_OK, else
+ * abort. A renderer's ST_IO ("write error") becomes the writer's own message
+ * with the path and the system's reason. Returns the final status. */
+Status outfile_finish(OutFile *o, Status st, Err *e);
+
+/* Would outfile_open(path) succeed? Checks everything it can without creating
+ * or opening anything (so a FIFO is not opened): the path is not empty, not a
+ * directory, block device or socket, its directory exists and is writable,
+ * an existing file or device is writable. For checks before long work. */
+Status outfile_check(const char *path, Err *e);
+
+/* 1 when paths a and b would write to or read from the same regular file
+ * (after following symbolic links; a path that does not exist yet is compared
+ * by its directory and name), else 0. Devices and FIFOs never collide. */
+int path_same_file(const char *a, const char *b);
 
 /* Read a whole file ("-" = stdin) into a NUL-terminated malloc'd buffer.
  * *len excludes the terminator. Caller frees *buf. */
@@ -38,6 +85,10 @@ Status file_read_all(const char *path, char **buf, size_t *len, Err *e);
 
 /* Read all of an open stream. */
 Status stream_read_all(FILE *f, const char *name, char **buf, size_t *len, Err *e);
+
+/* Flush and check standard output at the end of a command: ST_IO with the
+ * reason when anything written to it was lost (a full disk, a closed pipe). */
+Status stdout_close_check(Err *e);
 
 #ifdef __cplusplus
 }

@@ -11,9 +11,10 @@ if ! command -v tmux >/dev/null 2>&1; then
     exit
 fi
 
-# one tmux server (socket) per session, ours alone, killed when done
+# one tmux server per session, ours alone, its socket inside $TMP (removed on exit; -L would leave one
+# per session in the system's tmux folder), killed when done
 n=0
-T() { tmux -L "fp8plan-tui-test-$$-$n" -f /dev/null "$@"; }
+T() { tmux -S "$TMP/tmux-$n" -f /dev/null "$@"; }
 trap 'T kill-server >/dev/null 2>&1; rm -rf "$TMP"' EXIT
 
 # The pane runs this: remember the tty settings, run the TUI, record how it ended.
