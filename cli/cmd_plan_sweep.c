@@ -19,7 +19,7 @@ static const char sweep_help_head[] =
     "(csv/json: the plan summary columns with a leading rank). The global batch is the same for every\n"
     "layout (--gbs, default about 2M tokens). Progress goes to stderr when it is a terminal.\n"
     "\n"
-    "  --gpus N      GPUs to plan for\n"
+    "  --gpus N      GPUs to plan for (at most 1048576)\n"
     "  --recipes L  comma-separated recipe names (all)\n"
     "  --top K      how many plans to keep (20)\n"
     "  --seq --gbs --sp/--no-sp --attn --dropout and the overhead/efficiency options as for `plan`\n";
@@ -120,7 +120,12 @@ int cmd_sweep(int argc, char **argv)
                 rc = cli_usage(cmd, "--recipes: unknown recipe '%s' (known: %s)", tok, names);
                 goto done;
             }
-            if (nrec < CATALOG_MAX_ROWS) recs[nrec++] = r;
+            for (int i = 0; i < nrec; i++)
+                if (recs[i] == r) {
+                    rc = cli_usage(cmd, "--recipes: '%s' is named twice", tok);
+                    goto done;
+                }
+            recs[nrec++] = r; /* distinct catalog rows: at most CATALOG_MAX_ROWS */
         }
     } else {
         for (int i = 0; i < cat->nrecipes; i++) recs[nrec++] = &cat->recipes[i];

@@ -1,25 +1,51 @@
 /* planner/sweep.c — layout enumeration and top-k ranking (see sweep.h). */
 #include "planner/sweep.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+/* A 32-bit number has at most 1,920 divisors (3,491,888,400 = 2^4 3^3 5^2 7 11 13 17 19:
+ * 5*4*3*2^5 = 1,920), so a list holds all of them: no layout is skipped. */
+enum { MAX_DIVISORS = 1920 };
+
 typedef struct {
-    uint32_t v[64];
+    uint32_t v[MAX_DIVISORS];
     int n;
 } List;
 
+/* The powers of two that divide n, up to max. 64-bit counter: no wrap at 2^31. */
 static void pow2_divisors(uint32_t n, uint32_t max, List *l)
 {
     l->n = 0;
-    for (uint32_t x = 1; x <= n && x <= max && l->n < 64; x *= 2)
-        if (n % x == 0) l->v[l->n++] = x;
+    for (uint64_t x = 1; x <= n && x <= max; x *= 2)
+        if (n % x == 0) l->v[l->n++] = (uint32_t)x;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every divisor of n (n >= 1), ascending, from n's prime factors: trial division up to sqrt(n), at most
+ * 65,536 steps for 32 bits (a loop over 1..n took minutes near 2^32 and wrapped at its end). */
 static void divisors(uint32_t n, List *l)
 {
-    l->n = 0;
-    for (uint32_t x = 1; x <= n && l->n < 64; x++)
-        if (n % x == 0) l->v[l->n++] = x;
+    l->n = 1;
+    l->v[0] = 1;
+    uint64_t m = n;
+    for (uint64_t p = 2; m > 1; p++) {
+        if (p * p > m) p = m; /* no factor up to sqrt(m): m is prime */
+        if (m % p) continue;
+        int base = l->n;
+        uint64_t pk = 1;
+        while (m % p == 0) {
+            m /= p;
+            pk *= p;
+            for (int i = 0; i < base; i++) l->v[l->n++] = (uint32_t)(l->v[i] * pk);
+        }
+    }
+    qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_u32);
 }
 
 static uint32_t or_default(uint32_t v, uint32_t d) { return v ? v : d; }
@@ -116,6 +142,8 @@ Status sweep_run(const SweepSpec *s, Plan *top, int k, int *n_top, SweepStats *s
     memset(stats, 0, sizeof *stats);
     *n_top = 0;
     if (!s->gpus) return err_set(e, ST_USAGE, "--gpus 0: a sweep needs at least one GPU");
+    if (s->gpus > SWEEP_MAX_GPUS)
+        return err_set(e, ST_USAGE, "--gpus %u: a sweep plans for at most %u GPUs", s->gpus, (unsigned)SWEEP_MAX_GPUS);
     if (s->nrecipes <= 0 || !s->recipes) return err_set(e, ST_USAGE, "a sweep needs at least one recipe");
     if (!s->base.model || !s->base.gpu) return err_set(e, ST_SOFTWARE, "sweep without a model or GPU");
     Run r = {.top = top, .k = k, .st = stats, .progress = progress, .ctx = ctx};

@@ -18,6 +18,9 @@
 extern "C" {
 #endif
 
+/* The most GPUs a sweep plans for (2^20, ten times the largest clusters of 2025); sweep_run refuses more. */
+enum { SWEEP_MAX_GPUS = 1u << 20 };
+
 typedef struct {
     PlanInput base; /* model, gpu, seq, gbs, dropout, attn, sp, overheads, efficiencies; layout ignored */
     const Recipe *const *recipes;
