@@ -3,26 +3,58 @@
 
 #include <getopt.h>
 #include <stdarg.h>
+#include <string.h>
 
 #include "util/fileio.h"
+#include "util/text.h"
 
-void cli_getopt_reset(void) { optind = 0; }
+static int cli_argc;
+static char **cli_argv;
+
+void cli_getopt_reset(int argc, char **argv)
+{
+    optind = 0;
+    opterr = 0; /* cli_bad_option says what went wrong, with the argument escaped */
+    cli_argc = argc, cli_argv = argv;
+}
+
+int cli_bad_option(const char *cmd)
+{
+    const char *arg = cli_argv && optind >= 1 && optind <= cli_argc ? cli_argv[optind - 1] : NULL;
+    if (!arg || arg[0] != '-') arg = "";
+    int name = (int)strcspn(arg, "=");
+    if (arg[0] == '-' && arg[1] == '-') {
+        if (!optopt) return cli_usage(cmd, "unrecognized option '%.*s'", name, arg);
+        if (arg[name]) return cli_usage(cmd, "option '%.*s' takes no value", name, arg);
+        return cli_usage(cmd, "option '%s' needs a value", arg);
+    }
+    if (optopt) return cli_usage(cmd, "unknown option '-%c', or it needs a value", optopt);
+    return cli_usage(cmd, "bad option '%s'", arg);
+}
+
+/* "fp8plan CMD: msg" on stderr, with control bytes and invalid UTF-8 from the input shown as \xHH. */
+static void say(const char *cmd, const char *msg)
+{
+    char safe[4 * sizeof((Err *)0)->msg];
+    fprintf(stderr, "fp8plan %s: %s\n", cmd, text_escape(msg, safe, sizeof safe, 0));
+}
 
 int cli_fail(const char *cmd, const Err *e)
 {
-    fprintf(stderr, "fp8plan %s: %s\n", cmd, e->msg[0] ? e->msg : status_str(e->st));
+    say(cmd, e->msg[0] ? e->msg : status_str(e->st));
     if (e->st == ST_USAGE) fprintf(stderr, "Try 'fp8plan %s --help'.\n", cmd);
     return status_exit_code(e->st);
 }
 
 int cli_usage(const char *cmd, const char *fmt, ...)
 {
+    char msg[sizeof((Err *)0)->msg * 2];
     va_list ap;
-    fprintf(stderr, "fp8plan %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\nTry 'fp8plan %s --help'.\n", cmd);
+    say(cmd, msg);
+    fprintf(stderr, "Try 'fp8plan %s --help'.\n", cmd);
     return status_exit_code(ST_USAGE);
 }
 
@@ -51,7 +83,7 @@ int cli_out_option(const char *cmd, int o, const char *help, CliOut *out)
     case 'f': return cli_parse_format(cmd, optarg, out) ? status_exit_code(ST_USAGE) : CLI_NEXT_OPTION;
     case 'o': out->path = optarg; return CLI_NEXT_OPTION;
     case 'h': return cli_help(help);
-    default: return cli_usage(cmd, "unknown option");
+    default: return cli_bad_option(cmd);
     }
 }
 

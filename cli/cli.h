@@ -5,7 +5,7 @@
  * "fp8plan NAME", so getopt's own messages name the subcommand), writes data to
  * stdout or -o FILE, diagnostics to stderr, and returns an exit code:
  *   0 ok, 1 measured outside tolerance, 64 usage, 65 bad data, 66 no input,
- *   69 unavailable, 70 internal, 73 cannot create output, 74 i/o. */
+ *   69 unavailable, 70 internal, 71 out of memory, 73 cannot create output, 74 i/o. */
 #ifndef FP8PLAN_CLI_CLI_H
 #define FP8PLAN_CLI_CLI_H
 
@@ -24,8 +24,13 @@ typedef struct {
     const char *summary;
 } Command;
 
-/* Reset getopt before a subcommand parses (glibc: optind = 0 reinitialises). */
-void cli_getopt_reset(void);
+/* Reset getopt before a subcommand parses (glibc: optind = 0 reinitialises) and
+ * silence its own messages: cli_bad_option() prints them, escaped. */
+void cli_getopt_reset(int argc, char **argv);
+
+/* After getopt_long returned '?': "unrecognized option '--x'", "option '--tp'
+ * needs a value" or "option '--sp' takes no value" with usage; returns 64. */
+int cli_bad_option(const char *cmd);
 
 /* "fp8plan CMD: message" on stderr; returns the exit code for e->st. */
 int cli_fail(const char *cmd, const Err *e);

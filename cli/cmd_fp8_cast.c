@@ -141,7 +141,7 @@ int cmd_cast(int argc, char **argv)
             break;
         case 'o': outpath = optarg; break;
         case 'h': return cli_help(HELP);
-        default: return cli_usage(cmd, "unknown option");
+        default: return cli_bad_option(cmd);
         }
     }
     if (cli_no_operands(cmd, argc, argv)) return 64;
@@ -149,7 +149,7 @@ int cmd_cast(int argc, char **argv)
     /* read and check every line before writing anything */
     char *text;
     size_t len;
-    if (stream_read_all(stdin, "stdin", &text, &len, &e)) return cli_fail(cmd, &e);
+    if (stream_read_text(stdin, "stdin", &text, &len, &e)) return cli_fail(cmd, &e);
     CastList l = {NULL, 0, 0};
     OutFile of;
     int rc = 0;

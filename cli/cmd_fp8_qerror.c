@@ -68,7 +68,10 @@ static Status load_input(const char *path, uint64_t n, float *x, Err *e)
 {
     char *buf;
     size_t len;
-    Status st = file_read_all(path, &buf, &len, e);
+    Status st = file_read_max(path, (size_t)(n * 4), &buf, &len, e); /* n <= MAX_ELEMS: no overflow */
+    if (st == ST_DATA)
+        return err_set(e, ST_DATA, "%s: more than %llu bytes, but --shape needs %llu float32 values = %llu bytes", path,
+                       (unsigned long long)(n * 4), (unsigned long long)n, (unsigned long long)(n * 4));
     if (st) return st;
     if ((uint64_t)len != n * 4) {
         free(buf);

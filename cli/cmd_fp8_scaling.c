@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/cmd_fp8.h"
+#include "planner/csv_table.h"
 #include "fp8/delayed.h"
 #include "reports/scaling_report.h"
 #include "util/fileio.h"
@@ -98,6 +99,12 @@ static void trace_field(void *s, size_t len, void *data)
     char cell[128];
     t->col++;
     if (t->failed) return;
+    char where[4200];
+    snprintf(where, sizeof where, "%s:%lu: column %ld", t->path, t->row, t->col);
+    if (csv_cell_check(s, len, where, t->e)) { /* the catalog reader's rules: no control bytes, valid UTF-8 */
+        t->failed = 1;
+        return;
+    }
     size_t n = len < sizeof cell - 1 ? len : sizeof cell - 1;
     memcpy(cell, s, n);
     cell[n] = '\0';
@@ -141,7 +148,7 @@ static Status read_trace(const char *path, Amaxes *out, Err *e)
 {
     char *text;
     size_t len;
-    Status st = file_read_all(path, &text, &len, e);
+    Status st = file_read_text(path, FILE_READ_MAX, &text, &len, e);
     if (st) return st;
     struct csv_parser p;
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI)) {
@@ -149,7 +156,9 @@ static Status read_trace(const char *path, Amaxes *out, Err *e)
         return err_set(e, ST_NOMEM, "out of memory reading %s", path);
     }
     TraceCtx t = {path, out, 1, 0, 0, 0, e, 0};
-    if (csv_parse(&p, text, len, trace_field, trace_row, &t) != len || csv_fini(&p, trace_field, trace_row, &t)) {
+    size_t bom = csv_bom_len(text, len); /* skipped as the catalog reader skips it */
+    if (csv_parse(&p, text + bom, len - bom, trace_field, trace_row, &t) != len - bom ||
+        csv_fini(&p, trace_field, trace_row, &t)) {
         if (!t.failed) err_set(e, ST_DATA, "%s:%lu: %s", path, t.row, csv_strerror(csv_error(&p)));
         t.failed = 1;
     }
@@ -222,7 +231,7 @@ int cmd_scaling(int argc, char **argv)
         case 't': trace = optarg; break;
         case 'o': out.path = optarg; break;
         case 'h': return cli_help(HELP);
-        default: return cli_usage(cmd, "unknown option");
+        default: return cli_bad_option(cmd);
         }
     }
     if (cli_no_operands(cmd, argc, argv)) return 64;
@@ -235,7 +244,7 @@ int cmd_scaling(int argc, char **argv)
     } else {
         char *text;
         size_t len;
-        st = stream_read_all(stdin, "stdin", &text, &len, &e);
+        st = stream_read_text(stdin, "stdin", &text, &len, &e);
         if (!st) {
             st = fp8cli_each_line(text, len, "stdin", stdin_line, &a, &e);
             free(text);

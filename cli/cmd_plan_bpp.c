@@ -58,7 +58,7 @@ int cmd_bytes_per_param(int argc, char **argv)
             break;
         case 'o': out.path = optarg; break;
         case 'c': dir = optarg; break;
-        default: return cli_usage(cmd, "bad option");
+        default: return cli_bad_option(cmd);
         }
     }
     if ((rc = cli_no_operands(cmd, argc, argv))) return rc;

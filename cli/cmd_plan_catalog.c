@@ -30,6 +30,8 @@ static int exe_catalog(char *dir, size_t size)
     return readable(dir);
 }
 
+enum { CATALOG_FILE_MAX = 16 << 20 }; /* bytes of one catalog file: 256 rows are a few hundred KB */
+
 static int load_one(const char *cmd, Catalog *c, const char *dir, const char *file,
                     Status (*parse)(Catalog *, const char *, size_t, const char *, Err *))
 {
@@ -38,7 +40,7 @@ static int load_one(const char *cmd, Catalog *c, const char *dir, const char *fi
     char *buf;
     size_t len;
     Err e;
-    if (file_read_all(path, &buf, &len, &e)) return cli_fail(cmd, &e);
+    if (file_read_max(path, CATALOG_FILE_MAX, &buf, &len, &e)) return cli_fail(cmd, &e);
     Status st = parse(c, buf, len, path, &e);
     free(buf);
     return st ? cli_fail(cmd, &e) : 0;
@@ -260,7 +262,7 @@ static int list(ListKind kind, const char *cmd, int argc, char **argv)
             break;
         case 'o': out.path = optarg; break;
         case 'c': dir = optarg; break;
-        default: return cli_usage(cmd, "bad option");
+        default: return cli_bad_option(cmd);
         }
     }
     if ((rc = cli_no_operands(cmd, argc, argv))) return rc;

@@ -173,9 +173,10 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
     a->out.fmt = TABLE_TEXT;
     a->top = 20;
     int c, rc = 0;
+    cli_getopt_reset(argc, argv); /* the tui hands over an argv of its own */
     while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
         if (c == 'h') return cli_help(help), -1;
-        if (c == '?') return cli_usage(cmd, "bad option");
+        if (c == '?') return cli_bad_option(cmd);
         unsigned need = option_mask(c);
         if (need && !(mask & need)) return cli_usage(cmd, "--%s does not apply here", opt_name(c));
         const char *arg = optarg;
@@ -252,7 +253,7 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
             else
                 rc = cli_usage(cmd, "--overlap-dp: '%s' is not on or off", arg);
             break;
-        default: rc = cli_usage(cmd, "bad option");
+        default: rc = cli_bad_option(cmd);
         }
         if (rc) return rc;
     }

@@ -53,7 +53,7 @@ int cmd_report(int argc, char **argv)
         case 'h': return cli_help(help);
         case 'o': outdir = optarg; break;
         case 'c': catdir = optarg; break;
-        default: return cli_usage(cmd, "bad option");
+        default: return cli_bad_option(cmd);
         }
     }
     if (optind >= argc) return cli_usage(cmd, "which report? (seed)");

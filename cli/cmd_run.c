@@ -57,7 +57,8 @@ static const char help[] =
     "\n"
     "Exit status: 0 ok; 1 a measured term outside its tolerance; 64 usage; 65 bad data or checkpoint;\n"
     "66 missing file; 69 backend unavailable (CUDA not built, no GPU, or a recipe the executor\n"
-    "does not run).\n";
+    "does not run); 71 out of memory (the model does not fit this machine); 73 an output cannot be\n"
+    "created; 74 a write failed.\n";
 
 enum {
     OPT_BACKEND = 256,
@@ -175,7 +176,7 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_SEED:
             if (num_parse_u64(optarg, &a->hyper.seed, &e)) rc = cli_usage(CMD, "--seed: %s", e.msg);
             break;
-        default: return cli_usage(CMD, "unknown option");
+        default: return cli_bad_option(CMD);
         }
     }
     if (rc) return rc;

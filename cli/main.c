@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "util/fileio.h"
+#include "util/text.h"
 
 #define DECLARE(name, fn, summary) int fn(int argc, char **argv);
 FP8PLAN_COMMANDS(DECLARE)
@@ -54,7 +55,7 @@ static int run(const Command *c, int argc, char **argv)
     char argv0[64];
     snprintf(argv0, sizeof argv0, "fp8plan %s", c->name);
     argv[0] = argv0;
-    cli_getopt_reset();
+    cli_getopt_reset(argc, argv);
     return c->fn(argc, argv);
 }
 
@@ -68,7 +69,7 @@ static int dispatch(int argc, char **argv)
         if (argc < 3) return usage(stdout, 0);
         const Command *c = find(argv[2]);
         if (!c) {
-            fprintf(stderr, "fp8plan: unknown subcommand '%s'\n", argv[2]);
+            fprintf(stderr, "fp8plan: unknown subcommand '%s'\n", text_escape(argv[2], (char[256]){0}, 256, 0));
             return usage(stderr, 64);
         }
         char *hargv[] = {argv[2], "--help", NULL};
@@ -76,7 +77,7 @@ static int dispatch(int argc, char **argv)
     }
     const Command *c = find(a);
     if (!c) {
-        fprintf(stderr, "fp8plan: unknown subcommand '%s'\n\n", a);
+        fprintf(stderr, "fp8plan: unknown subcommand '%s'\n\n", text_escape(a, (char[256]){0}, 256, 0));
         return usage(stderr, 64);
     }
     return run(c, argc - 1, argv + 1);

@@ -285,7 +285,7 @@ static Status read_header(Stream *s, const char *path, Gpt *g, DataState *data, 
 }
 
 /* One pass over the file: verify everything; when `apply`, also copy the data in. */
-static Status pass(const char *path, Gpt *g, DataState *data, uint32_t *step, int apply, Err *e)
+static Status pass(const char *path, Gpt *g, DataState *data, uint32_t *step, int apply, int *short_read, Err *e)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp) return err_set(e, ST_NOINPUT, "%s: cannot open checkpoint: %s", path, strerror(errno));
@@ -333,15 +333,49 @@ static Status pass(const char *path, Gpt *g, DataState *data, uint32_t *step, in
             st = err_set(e, ST_DATA, "%s: unexpected data after the checksum", path);
     }
     fclose(fp);
+    *short_read = s.err;
     return st;
+}
+
+/* After a failed check: when the file has our magic but its checksum does not hold, the difference
+ * found is corruption (a flipped byte in the header reads as another recipe or shape), so say that. */
+static Status explain(const char *path, Status st, Err *e)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return st;
+    Stream s = {.f = fp, .fnv = 0xCBF29CE484222325ull};
+    unsigned char last[8], *buf = malloc(CHUNK);
+    size_t n, have = 0; /* the file's last 8 bytes so far, outside the checksum */
+    char magic[8] = {0};
+    int ours = fread(magic, 1, 8, fp) == 8 && !memcmp(magic, CKPT_MAGIC, 8);
+    if (ours) fnv(&s, magic, 8), s.pos = 8;
+    while (ours && buf && (n = fread(buf, 1, CHUNK, fp)) > 0) {
+        size_t keep = n < 8 ? n : 8, old = have + keep > 8 ? have + keep - 8 : 0; /* bytes leaving `last` */
+        fnv(&s, last, old);
+        memmove(last, last + old, have - old);
+        have -= old;
+        fnv(&s, buf, n - keep);
+        memcpy(last + have, buf + n - keep, keep);
+        have += keep;
+    }
+    free(buf);
+    fclose(fp);
+    if (!ours || have < 8) return st;
+    uint64_t stored = 0;
+    for (int i = 7; i >= 0; i--) stored = stored << 8 | last[i];
+    if (stored == s.fnv) return st; /* intact: the difference is real */
+    return err_set(e, ST_DATA, "%s: checksum mismatch (stored %016llx, computed %016llx): the file is corrupted", path,
+                   (unsigned long long)stored, (unsigned long long)s.fnv);
 }
 
 Status ckpt_load(const char *path, Gpt *g, DataState *data, Err *e)
 {
     DataState d;
     uint32_t step;
-    Status st = pass(path, g, &d, &step, 0, e); /* verify everything first: g stays untouched on error */
-    if (!st) st = pass(path, g, &d, &step, 1, e);
+    int short_read;
+    Status st = pass(path, g, &d, &step, 0, &short_read, e); /* verify everything first: g stays untouched on error */
+    if (st == ST_DATA && !short_read) st = explain(path, st, e);
+    if (!st) st = pass(path, g, &d, &step, 1, &short_read, e);
     if (st) return st;
     g->step = step;
     *data = d;

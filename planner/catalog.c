@@ -293,7 +293,7 @@ static Status check_unique(const CsvTable *t, Err *e)
 static Status parse_rows(const char *text, size_t len, const char *fname, const char *columns,
                          Status (*fn)(Cur *, void *), void *rows, size_t size, int *n, CsvTable *t, Err *e)
 {
-    Status st = csv_table_parse(text, len, fname, t, e);
+    Status st = csv_table_parse_max(text, len, fname, CATALOG_MAX_ROWS, t, e);
     if (!st) st = csv_table_expect(t, columns, e);
     if (!st) st = check_unique(t, e);
     for (int r = 0; !st && r < t->nrows; r++) {

@@ -3,7 +3,10 @@
 
 #include <csv.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "util/text.h"
 
 typedef struct {
     CsvTable *t;
@@ -14,7 +17,25 @@ typedef struct {
     int ragged_row, ragged_n; /* first ragged record and its field count */
     char **cells;
     int ncells, capcells;
+    int max_rows; /* data rows allowed */
+    int stop;     /* 1: too many rows, 2: too many columns, 3: a bad byte; reading stops */
+    Err bad;      /* the bad byte's message (stop == 3) */
 } Ctx;
+
+size_t csv_bom_len(const char *text, size_t len) { return len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0; }
+
+Status csv_cell_check(const char *cell, size_t len, const char *where, Err *e)
+{
+    size_t at = text_bad_byte(cell, len);
+    if (at == len) return ST_OK;
+    enum { SHOW = 40 }; /* bytes of the cell quoted in the message */
+    char shown[4 * SHOW + 1];
+    unsigned char b = (unsigned char)cell[at];
+    text_escape_n(cell, len < SHOW ? len : SHOW, shown, sizeof shown, 1);
+    return err_set(e, ST_DATA, "%s: %s 0x%02X at byte %zu of '%s%s' (cells hold printable UTF-8 text only)", where,
+                   b < 0x20 || b == 0x7F ? "control byte" : "invalid UTF-8 byte", b, at + 1, shown,
+                   len > SHOW ? "..." : "");
+}
 
 static char *dup_field(const void *p, size_t n)
 {
@@ -28,7 +49,21 @@ static char *dup_field(const void *p, size_t n)
 static void on_field(void *field, size_t len, void *data)
 {
     Ctx *c = data;
-    if (c->oom) return;
+    if (c->oom || c->stop) return;
+    if (c->nrow >= CSV_TABLE_MAX_COLS) {
+        c->stop = 2;
+        return;
+    }
+    if (field && len) {
+        char where[256];
+        snprintf(where, sizeof where, "%s: row %d, column %d", c->t->fname, c->record + 1, c->nrow + 1);
+        if (c->record >= 1 && c->nrow < c->t->ncols)
+            snprintf(where, sizeof where, "%s: row %d, column %.60s", c->t->fname, c->record + 1, c->t->head[c->nrow]);
+        if (csv_cell_check(field, len, where, &c->bad)) {
+            c->stop = 3;
+            return;
+        }
+    }
     if (c->nrow == c->caprow) {
         int ncap = c->caprow ? c->caprow * 2 : 32;
         char **nr = realloc(c->row, sizeof *nr * (size_t)ncap);
@@ -57,11 +92,16 @@ static void on_record(int term, void *data)
 {
     (void)term;
     Ctx *c = data;
-    if (c->oom) {
+    if (c->oom || c->stop) {
         drop_row(c);
         return;
     }
     c->record++;
+    if (c->record > 1 && c->t->nrows >= c->max_rows) { /* one row past the limit: stop reading */
+        c->stop = 1;
+        drop_row(c);
+        return;
+    }
     CsvTable *t = c->t;
     if (c->record == 1) { /* header */
         t->head = c->row;
@@ -107,23 +147,41 @@ void csv_table_free(CsvTable *t)
     t->ncols = t->nrows = 0;
 }
 
-Status csv_table_parse(const char *text, size_t len, const char *fname, CsvTable *t, Err *e)
+Status csv_table_parse_max(const char *text, size_t len, const char *fname, int max_rows, CsvTable *t, Err *e)
 {
     memset(t, 0, sizeof *t);
     t->fname = fname;
-    if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3)) text += 3, len -= 3;
+    size_t bom = csv_bom_len(text, len);
+    text += bom, len -= bom;
     struct csv_parser p;
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL))
         return err_set(e, ST_NOMEM, "%s: out of memory", fname);
-    Ctx c = {.t = t};
-    size_t used = csv_parse(&p, text, len, on_field, on_record, &c);
-    int perr = used < len ? csv_error(&p) : 0;
-    int ferr = perr ? 0 : csv_fini(&p, on_field, on_record, &c);
+    Ctx c = {.t = t, .max_rows = max_rows};
+    /* in pieces, so that a file far past a limit stops being read at the limit */
+    size_t off = 0, used = 0, piece = 0;
+    int perr = 0;
+    while (off < len && !c.stop && !c.oom) {
+        piece = len - off < 65536 ? len - off : 65536;
+        used = csv_parse(&p, text + off, piece, on_field, on_record, &c);
+        if (used < piece) {
+            perr = csv_error(&p);
+            break;
+        }
+        off += piece;
+    }
+    int ferr = perr || c.stop ? 0 : csv_fini(&p, on_field, on_record, &c);
     csv_free(&p);
     drop_row(&c);
     free(c.row);
     t->cells = c.cells;
     if (c.oom || perr == CSV_ENOMEM) return err_set(e, ST_NOMEM, "%s: out of memory", fname);
+    if (c.stop == 3) return err_set(e, ST_DATA, "%s", c.bad.msg);
+    if (c.stop == 2)
+        return err_set(e, ST_DATA, "%s: row %d: more than %d fields; at most %d are read", fname, c.record + 1,
+                       CSV_TABLE_MAX_COLS, CSV_TABLE_MAX_COLS);
+    if (c.stop == 1)
+        return err_set(e, ST_DATA, "%s: more than %d data rows (at most %d are read; stopped at row %d)", fname,
+                       max_rows, max_rows, c.record);
     if (perr || ferr) {
         /* the bad byte belongs to the record after the last complete one */
         return err_set(e, ST_DATA, "%s: row %d: malformed CSV (%s)", fname, c.record + 1,
@@ -136,6 +194,11 @@ Status csv_table_parse(const char *text, size_t len, const char *fname, CsvTable
                        t->ncols);
     if (t->nrows == 0) return err_set(e, ST_DATA, "%s: no data rows after the header", fname);
     return ST_OK;
+}
+
+Status csv_table_parse(const char *text, size_t len, const char *fname, CsvTable *t, Err *e)
+{
+    return csv_table_parse_max(text, len, fname, CSV_TABLE_MAX_ROWS, t, e);
 }
 
 int csv_table_col(const CsvTable *t, const char *name)

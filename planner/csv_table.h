@@ -1,6 +1,7 @@
 /* planner/csv_table.h — strict CSV text into rows of strings (libcsv).
  *
- * Used by the catalog parsers. The text is parsed in libcsv's strict mode; a
+ * The one reader of CSV text (catalog files, FP8-LM Table 5, delayed-scaling
+ * traces use its checks). The text is parsed in libcsv's strict mode; a
  * UTF-8 byte-order mark is skipped; blank lines are ignored. Row 1 is the
  * header; every later row must have exactly as many fields as the header.
  * Errors name the file and the row (ST_DATA). */
@@ -19,8 +20,21 @@ typedef struct {
     char **cells; /* nrows * ncols, row-major; every cell NUL-terminated */
 } CsvTable;
 
-/* Parse text into t (caller frees with csv_table_free, also after an error). */
+/* Limits every reader shares: reading stops at the first row or field past them. */
+enum { CSV_TABLE_MAX_ROWS = 65536, CSV_TABLE_MAX_COLS = 1024 };
+
+/* Parse text into t (caller frees with csv_table_free, also after an error). A cell holding a control
+ * byte (NUL, tab, escape, ... 0x00-0x1F, 0x7F) or invalid UTF-8 is an error naming its row, column and
+ * byte. More than max_rows data rows (CSV_TABLE_MAX_ROWS for csv_table_parse) is an error found while
+ * reading, not after. */
 Status csv_table_parse(const char *text, size_t len, const char *fname, CsvTable *t, Err *e);
+Status csv_table_parse_max(const char *text, size_t len, const char *fname, int max_rows, CsvTable *t, Err *e);
+
+/* The hygiene the parser applies, for readers that stream CSV themselves (scaling --trace): the length
+ * of a UTF-8 byte-order mark at the start of text (3 or 0), and the check of one cell's bytes (the
+ * message starts with `where`, e.g. "trace.csv: row 3, column amax"). */
+size_t csv_bom_len(const char *text, size_t len);
+Status csv_cell_check(const char *cell, size_t len, const char *where, Err *e);
 void csv_table_free(CsvTable *t);
 
 /* Check the header names exactly the comma-separated `columns` (any order),

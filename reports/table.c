@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/num.h"
+#include "util/text.h"
 
 typedef struct {
     unsigned char set;
@@ -323,22 +324,33 @@ static void write_csv(const Table *t, FILE *f)
     }
 }
 
+/* Always valid JSON and UTF-8: control characters escaped, a byte that is not part of valid UTF-8
+ * written as U+FFFD (catalog cells are checked when read; this holds for any string). */
 void json_put_str(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        int k = utf8_seq_len(s + i, len - i);
+        if (!k) {
+            fputs("\\ufffd", f);
+            i++;
+            continue;
+        }
+        switch (c) {
         case '"': fputs("\\\"", f); break;
         case '\\': fputs("\\\\", f); break;
         case '\n': fputs("\\n", f); break;
         case '\r': fputs("\\r", f); break;
         case '\t': fputs("\\t", f); break;
         default:
-            if (*p < 0x20)
-                fprintf(f, "\\u%04x", *p);
+            if (c < 0x20 || c == 0x7F)
+                fprintf(f, "\\u%04x", c);
             else
-                fputc(*p, f);
+                fwrite(s + i, 1, (size_t)k, f);
         }
+        i += (size_t)k;
     }
     fputc('"', f);
 }

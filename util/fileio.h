@@ -79,12 +79,24 @@ Status outfile_check(const char *path, Err *e);
  * by its directory and name), else 0. Devices and FIFOs never collide. */
 int path_same_file(const char *a, const char *b);
 
-/* Read a whole file ("-" = stdin) into a NUL-terminated malloc'd buffer.
- * *len excludes the terminator. Caller frees *buf. */
-Status file_read_all(const char *path, char **buf, size_t *len, Err *e);
+/* The most a whole-file read takes in (1 GiB): `--trace /dev/zero` fails with ST_DATA
+ * after reading that much instead of filling the memory. */
+#define FILE_READ_MAX ((size_t)1 << 30)
 
-/* Read all of an open stream. */
+/* Read a whole file ("-" = stdin) into a NUL-terminated malloc'd buffer.
+ * *len excludes the terminator. Caller frees *buf. ST_DATA past FILE_READ_MAX
+ * (file_read_max: past max bytes), naming the file. */
+Status file_read_all(const char *path, char **buf, size_t *len, Err *e);
+Status file_read_max(const char *path, size_t max, char **buf, size_t *len, Err *e);
+
+/* Read all of an open stream (the same limits). */
 Status stream_read_all(FILE *f, const char *name, char **buf, size_t *len, Err *e);
+Status stream_read_max(FILE *f, const char *name, size_t max, char **buf, size_t *len, Err *e);
+
+/* The same for text (a CSV file, numbers on stdin): ST_DATA "name:LINE: NUL
+ * byte" as soon as a NUL byte is read. */
+Status file_read_text(const char *path, size_t max, char **buf, size_t *len, Err *e);
+Status stream_read_text(FILE *f, const char *name, char **buf, size_t *len, Err *e);
 
 /* Flush and check standard output at the end of a command: ST_IO with the
  * reason when anything written to it was lost (a full disk, a closed pipe). */
