@@ -20,6 +20,10 @@ int plan_catalog_load(const char *cmd, const char *dir, Catalog **out);
 /* The catalog directory the same search finds (exit code on failure). */
 int plan_catalog_find(const char *cmd, const char *dir, char *found, size_t size);
 
+/* The longest --seq the planner takes: 2^24 = 16,777,216 tokens (published training contexts reach
+ * a few million; past that a plan's figures mean nothing). */
+enum { PLAN_MAX_SEQ = 1 << 24 };
+
 /* Which of the shared options a subcommand accepts. */
 enum {
     PO_RECIPE = 1 << 0,  /* --recipe R */

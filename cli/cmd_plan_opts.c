@@ -8,13 +8,13 @@
 const char plan_layout_help[] =
     "layout:\n"
     "  --tp N --pp N --vpp N --cp N --dp N   tensor, pipeline (+ virtual stages), context and data parallel (1)\n"
-    "  --gpus N           total GPUs; must equal tp*pp*cp*dp (a check)\n"
+    "  --gpus N           total GPUs: without --dp, DP = N/(tp*pp*cp); with it, a check that N = tp*pp*cp*dp\n"
     "  --mbs N            micro-batch size in sequences (1)\n"
     "  --gbs N            global batch in sequences (about 2M tokens, rounded up to a multiple of mbs*dp)\n"
-    "  --seq N            sequence length (the model's)\n"
+    "  --seq N            sequence length (the model's; at most 16777216, a warning past the model's context)\n"
     "  --sp / --no-sp     sequence parallelism with TP (on)\n"
     "  --dist-opt         Megatron distributed optimizer: shard the states the recipe lists over DP x CP\n"
-    "  --zero 0|1|2|3     ZeRO stage instead (1: master and Adam, 2: + gradients, 3: + weights)\n"
+    "  --zero 0|1|2|3     ZeRO stage instead (1: master and Adam, 2: + gradients, 3: + weights); not with --dist-opt\n"
     "  --recompute none|selective|full   activation recomputation (none)\n"
     "  --attn flash|materialized         attention kernel (flash)\n"
     "  --dropout          count dropout masks (off: modern LLMs train without dropout)\n"
@@ -166,13 +166,15 @@ static int get_frac(const char *cmd, int opt, const char *arg, int allow_zero, d
     return 0;
 }
 
+static uint32_t in_or_1(uint32_t v) { return v ? v : 1; }
+
 int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a)
 {
     memset(a, 0, sizeof *a);
     plan_input_defaults(&a->in);
     a->out.fmt = TABLE_TEXT;
     a->top = 20;
-    int c, rc = 0;
+    int c, rc = 0, zero = -1, dist_opt = 0;
     cli_getopt_reset(argc, argv); /* the tui hands over an argv of its own */
     while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
         if (c == 'h') return cli_help(help), -1;
@@ -194,7 +196,13 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
         case O_MBS: rc = get_u32(cmd, c, arg, &in->mbs), a->layout_given[5] = 1; break;
         case O_GPUS: rc = get_u32(cmd, c, arg, &a->gpus), in->world = a->gpus; break;
         case O_TOP: rc = get_u32(cmd, c, arg, &a->top); break;
-        case O_SEQ: rc = get_u32(cmd, c, arg, &in->seq); break;
+        case O_SEQ:
+            if (!(rc = get_u32(cmd, c, arg, &in->seq)) && in->seq > PLAN_MAX_SEQ)
+                rc = cli_usage(cmd,
+                               "--seq %u: at most %u tokens (the longest published training contexts are a few "
+                               "million)",
+                               in->seq, PLAN_MAX_SEQ);
+            break;
         case O_VOCAB_PAD: rc = get_u32(cmd, c, arg, &in->vocab_pad); break;
         case O_GBS: {
             Err e;
@@ -208,15 +216,17 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
         case O_NO_SP: in->sp = 0; break;
         case O_DIST_OPT:
             in->sharding = SHARD_DIST_OPT;
-            a->layout_given[7] = 1;
+            a->layout_given[7] = dist_opt = 1;
             break;
         case O_ZERO: {
             int z;
             Err e;
             if (num_parse_int_range(arg, 0, 3, &z, &e))
                 rc = cli_usage(cmd, "--zero: %s", e.msg);
+            else if (zero >= 0 && z != zero)
+                rc = cli_usage(cmd, "--zero %d and --zero %d: give one ZeRO stage", zero, z);
             else
-                in->sharding = z == 0 ? SHARD_NONE : (Sharding)(SHARD_ZERO1 + z - 1), a->layout_given[7] = 1;
+                in->sharding = z == 0 ? SHARD_NONE : (Sharding)(SHARD_ZERO1 + z - 1), a->layout_given[7] = 1, zero = z;
             break;
         }
         case O_RECOMPUTE:
@@ -258,10 +268,18 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
         if (rc) return rc;
     }
     if ((rc = cli_no_operands(cmd, argc, argv))) return rc;
+    if (dist_opt && zero >= 0) return cli_usage(cmd, "--dist-opt and --zero %d are alternatives; give one", zero);
     if (!a->model) return cli_usage(cmd, "--model is required");
     if (!a->gpu) return cli_usage(cmd, "--gpu is required");
     if ((mask & PO_RECIPE) && !(mask & PO_RECIPES) && !a->recipe) return cli_usage(cmd, "--recipe is required");
     if ((mask & PO_SWEEP) && !a->gpus) return cli_usage(cmd, "--gpus is required");
+    if ((mask & PO_LAYOUT) && a->gpus && !a->layout_given[4]) { /* --gpus with TP, PP, CP: DP is the rest */
+        uint64_t tpc = (uint64_t)in_or_1(a->in.tp) * in_or_1(a->in.pp) * in_or_1(a->in.cp);
+        if (a->gpus % tpc)
+            return cli_usage(cmd, "--gpus %u is not a multiple of tp*pp*cp = %u*%u*%u = %llu, so no DP fits", a->gpus,
+                             in_or_1(a->in.tp), in_or_1(a->in.pp), in_or_1(a->in.cp), (unsigned long long)tpc);
+        a->in.dp = (uint32_t)(a->gpus / tpc);
+    }
     return 0;
 }
 
@@ -273,6 +291,11 @@ int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char
         catalog_model_names(c, names, sizeof names);
         return cli_usage(cmd, "--model: unknown model '%s' (known: %s)", a->model, names);
     }
+    if (a->in.seq > a->in.model->seq_len && a->in.model->pos != POS_LEARNED) /* learned: the planner refuses */
+        fprintf(stderr,
+                "fp8plan %s: warning: --seq %u is beyond %s's context of %u tokens; the plan counts memory and time "
+                "at that\n  length, as for a context-extension run (the model was not trained for it)\n",
+                cmd, a->in.seq, a->in.model->name, a->in.model->seq_len);
     a->in.gpu = catalog_gpu(c, a->gpu);
     if (!a->in.gpu) {
         catalog_gpu_names(c, names, sizeof names);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cmd_plan.h"
+#include "cli/cmd_run_check.h"
 #include "exec/ckpt.h"
 #include "exec/par.h"
 #include "util/fileio.h"
@@ -252,6 +253,7 @@ static int train(const RunArgs *a, Gpt *g, DataStream *d, RunLog *l, DevMeasure 
     int32_t *in = malloc(bt * sizeof *in), *tgt = malloc(bt * sizeof *tgt);
     Err e;
     int rc = 0;
+    double t0 = now_s();
     if (!in || !tgt) rc = fail((err_set(&e, ST_NOMEM, "out of memory"), &e));
     for (uint32_t i = 0; !rc && i < a->steps; i++) {
         float loss;
@@ -266,13 +268,16 @@ static int train(const RunArgs *a, Gpt *g, DataStream *d, RunLog *l, DevMeasure 
             rc = fail((err_set(&e, ST_DATA, "step %u: the loss is %g (training diverged)", g->step, (double)loss), &e));
             break;
         }
+        run_progress_end(); /* the progress line goes, the log line comes, the progress line returns */
         if (!a->quiet && (i % a->log_every == 0 || i + 1 == a->steps)) {
             printf("step %6u  loss %8.4f  %9.0f tok/s  fwd %8.2f ms  bwd %8.2f ms  opt %7.2f ms\n", g->step,
                    (double)loss, (double)bt / l->step_s[i], 1e3 * g->phase_s[PHASE_FWD], 1e3 * g->phase_s[PHASE_BWD],
                    1e3 * g->phase_s[PHASE_OPT]);
             fflush(stdout);
         }
+        run_progress_step(i + 1, a->steps, now_s() - t0);
     }
+    run_progress_end();
     free(in);
     free(tgt);
     return rc;
@@ -304,6 +309,7 @@ int cmd_run(int argc, char **argv)
     RunArgs a;
     int rc = parse(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
+    if ((rc = run_check_paths(&a))) return rc; /* before anything is built */
     Err e;
     Backend *bk = NULL;
     Comm *comm = NULL;
@@ -354,6 +360,7 @@ int cmd_run(int argc, char **argv)
         rc = fail(&e);
         goto done;
     }
+    run_warn_model(&a, base, &model, &plan, bk->name);
     exec_shape_from_plan(&plan, &shape);
     exec_planned_bytes(&plan, planned);
     if (make_comm(&a, bk, &comm, &e)) {
@@ -362,14 +369,18 @@ int cmd_run(int argc, char **argv)
     }
     devm_sample(&dm, bk, DEVM_AFTER_COMM);
     double t0 = now_s();
-    if (gpt_create(&shape, &er, &a.hyper, bk, comm, planned, &g, &e)) {
+    Status st;
+    run_progress_build(&model, &plan, par_threads());
+    st = gpt_create(&shape, &er, &a.hyper, bk, comm, planned, &g, &e);
+    run_progress_end();
+    if (st) {
         rc = fail(&e);
         goto done;
     }
     double build_s = now_s() - t0;
     devm_sample(&dm, bk, DEVM_AFTER_MODEL);
-    Status st = a.data ? data_bytes_file(&d, a.data, shape.vocab, shape.seq, &e)
-                       : data_synthetic(&d, shape.vocab, a.hyper.seed, &e);
+    st = a.data ? data_bytes_file(&d, a.data, shape.vocab, shape.seq, &e)
+                : data_synthetic(&d, shape.vocab, a.hyper.seed, &e);
     if (st) {
         rc = fail(&e);
         goto done;

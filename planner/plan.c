@@ -349,6 +349,7 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why)
     p->in = *in;
     p->in.seq = (uint32_t)seq;
     p->in.gbs = gbs;
+    p->gbs_default = !in->gbs;
     p->world = (uint32_t)g.world;
     p->microbatches = (uint32_t)g.m;
     p->seq = (uint32_t)seq;

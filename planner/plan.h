@@ -255,7 +255,8 @@ const char *advice_text(AdviceId a);
 /* ---- the plan ----------------------------------------------------------------- */
 
 typedef struct {
-    PlanInput in; /* copy of the input, gbs and seq resolved */
+    PlanInput in;    /* copy of the input, gbs and seq resolved */
+    int gbs_default; /* the input's gbs was 0: in.gbs is the default, about 2M tokens */
     uint32_t world, microbatches, seq, vocab_padded, sp;
     uint32_t stage;           /* PP stage the memory terms describe */
     uint32_t stage_layers;    /* layers on one PP rank */

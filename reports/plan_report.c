@@ -334,10 +334,10 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
     char b1[40], b2[40], b3[40];
     fprintf(f, "plan: %s on %s, recipe %s\n", in->model->name, in->gpu->name, in->recipe->name);
     fprintf(f,
-            "layout: TP %u x PP %u (vpp %u) x CP %u x DP %u = %u GPUs; micro-batch %u, global batch %llu "
+            "layout: TP %u x PP %u (vpp %u) x CP %u x DP %u = %u GPUs; micro-batch %u, global batch %llu%s "
             "(%u micro-batches), seq %u\n",
-            in->tp, in->pp, in->vpp, in->cp, in->dp, p->world, in->mbs, (unsigned long long)in->gbs, p->microbatches,
-            p->seq);
+            in->tp, in->pp, in->vpp, in->cp, in->dp, p->world, in->mbs, (unsigned long long)in->gbs,
+            p->gbs_default ? " (default, ~2M tokens)" : "", p->microbatches, p->seq);
     fprintf(f, "        sequence parallel %s, recompute %s, sharding %s over %u ranks, %s attention, dropout %s\n",
             p->sp ? "on" : "off", recompute_name(in->recompute), sharding_name(in->sharding), p->shard_ways,
             attn_name(in->attn), in->dropout ? "on" : "off");

@@ -1,0 +1,69 @@
+# tests/cli/hostile_plan.sh — plan, compare and sweep options at their limits and in conflict: DP
+# inferred from --gpus, --seq past the context (warned) or past 2^24 (refused), --zero against
+# --dist-opt, a default global batch named as such, and sweep sizes near 2^32 answered at once.
+. "$FP8PLAN_ROOT/tests/lib.sh"
+
+P="--model gpt-7b --gpu h100-sxm --recipe bf16"
+seconds() { start=$(date +%s%N); "$@"; took_ms=$((($(date +%s%N) - start) / 1000000)); }
+
+# --- DP from --gpus: 64 / (TP 8 x PP 4) = 2
+run plan $P --gpus 64 --tp 8 --pp 4
+expect_rc "plan --gpus 64 --tp 8 --pp 4 plans" 0
+expect_out "DP is inferred as 2" "TP 8 x PP 4 (vpp 1) x CP 1 x DP 2 = 64 GPUs"
+run plan $P --gpus 64 --tp 8 --pp 4 --cp 2 --format csv
+expect_rc "with CP 2 too" 0
+expect_out "DP 1 with CP 2 (csv dp column)" ",8,4,1,2,1,"
+run plan $P --gpus 60 --tp 8 --pp 4
+expect_rc "--gpus not a multiple of tp*pp*cp exits 64" 64
+expect_err "the product is named" "--gpus 60 is not a multiple of tp*pp*cp = 8*4*1 = 32"
+run plan $P --gpus 64 --tp 8 --pp 4 --dp 4
+expect_rc "--gpus with an explicit --dp is still a check" 64
+run compare --model gpt-7b --gpu h100-sxm --recipes bf16,fp8lm --gpus 16 --tp 8
+expect_rc "compare infers DP too" 0
+expect_out "compare: TP 8 x ... x DP 2" "TP 8 x PP 1 x CP 1 x DP 2 = 16 GPUs"
+
+# --- the default global batch is named as the default
+run plan $P
+expect_out "a missing --gbs is reported as the default used" "global batch 1024 (default, ~2M tokens)"
+run plan $P --gbs 512
+if grep -q "default" "$TMP/out"; then fail "--gbs 512 is not called a default"; else pass "--gbs 512 is not called a default"; fi
+
+# --- --seq: past the context a warning (RoPE), past 2^24 refused
+run plan --model llama2-7b --gpu h100-sxm --recipe bf16 --seq 1000000000
+expect_rc "--seq 1000000000 exits 64" 64
+expect_err "the limit is named" "at most 16777216 tokens"
+expect_no_out "nothing printed as a plan (it printed 0 tokens/s and 85.7 % MFU)"
+run plan --model llama2-7b --gpu h100-sxm --recipe bf16 --seq 32768
+expect_rc "--seq 32768 on llama2-7b (4096) plans" 0
+expect_err "with a warning naming the context" "--seq 32768 is beyond llama2-7b's context of 4096 tokens"
+run plan $P --seq 4096
+expect_rc "learned positions: --seq past them is refused" 64
+expect_err "learned positions: the planner says why" "learned position embeddings for 2048 positions"
+
+# --- sharding flags in conflict
+run plan $P --zero 1 --dist-opt
+expect_rc "--zero 1 --dist-opt exits 64" 64
+expect_err "--zero and --dist-opt are alternatives" "--dist-opt and --zero 1 are alternatives"
+run plan $P --dist-opt --zero 0
+expect_rc "--dist-opt --zero 0 exits 64 too" 64
+run plan $P --zero 1 --zero 2
+expect_rc "two different ZeRO stages exit 64" 64
+run plan $P --zero 2 --zero 2
+expect_rc "the same ZeRO stage twice is fine" 0
+
+# --- sweep sizes at type limits: refused or answered at once
+seconds run sweep --model gpt-175b --gpu h100-sxm --gpus 4294967295
+expect_rc "sweep --gpus 2^32-1 exits 64 (it crashed with SIGFPE)" 64
+expect_err "the maximum is stated" "a sweep plans for at most 1048576 GPUs"
+seconds run sweep --model gpt-175b --gpu h100-sxm --gpus 268435456
+expect_rc "sweep --gpus 2^28 exits 64" 64
+if [ "$took_ms" -lt 2000 ]; then pass "refused in ${took_ms} ms"; else fail "sweep --gpus 2^28 took ${took_ms} ms"; fi
+seconds run sweep --model gpt-175b --gpu h100-sxm --gpus 720720 --recipes fp8lm --top 3
+expect_rc "sweep --gpus 720720 (240 divisors) runs" 0
+if [ "$took_ms" -lt 5000 ]; then pass "720720 GPUs swept in ${took_ms} ms"; else fail "720720 GPUs took ${took_ms} ms"; fi
+run sweep --model gpt-175b --gpu h100-sxm --gpus 8 --recipes fp8lm,fp8lm
+expect_rc "a recipe named twice exits 64" 64
+expect_err "the repeated recipe is named" "'fp8lm' is named twice"
+run sweep --model gpt-175b --gpu h100-sxm --gpus 0
+expect_rc "sweep --gpus 0 exits 64" 64
+finish
