@@ -184,10 +184,20 @@ int cmd_quant_error(int argc, char **argv)
         rc = cli_fail(cmd, &e);
         goto done;
     }
-    char title[256];
+    uint64_t nan = 0, inf = 0; /* non-finite inputs: left out of every figure, and said so */
+    for (uint64_t i = 0; i < n; i++) nan += isnan(x[i]) != 0, inf += isinf(x[i]) != 0;
+    char title[400], skipped[160] = "";
+    if (nan || inf) {
+        snprintf(skipped, sizeof skipped, "; %llu NaN and %llu Inf of %llu inputs left out%s", (unsigned long long)nan,
+                 (unsigned long long)inf, (unsigned long long)n, nan + inf == n ? ": nothing to measure" : "");
+        fprintf(stderr, "fp8plan %s: warning: %s holds %llu NaN and %llu Inf values of %llu; %s\n", cmd, input,
+                (unsigned long long)nan, (unsigned long long)inf, (unsigned long long)n,
+                nan + inf == n ? "no finite value is left to measure (the figures are n/a)"
+                               : "the figures are over the finite values only");
+    }
     if (input)
-        snprintf(title, sizeof title, "quantization error: %s (%llux%llu), current scaling", input,
-                 (unsigned long long)rows, (unsigned long long)cols);
+        snprintf(title, sizeof title, "quantization error: %.200s (%llux%llu), current scaling%s", input,
+                 (unsigned long long)rows, (unsigned long long)cols, skipped);
     else
         snprintf(title, sizeof title, "quantization error: %llux%llu %s (seed %llu), current scaling",
                  (unsigned long long)rows, (unsigned long long)cols, synth_name(dist), (unsigned long long)seed);

@@ -11,7 +11,9 @@
  * quantize well can hide what happened to the many small values; mean_rel
  * weighs every element the same and shows that lost resolution.
  * plus the fractions of all elements that were flushed to zero and that
- * saturated, taken from the quantizer's QuantCounts. Sums are in double. */
+ * saturated, taken from the quantizer's QuantCounts. Sums are in double.
+ * When no element is in the sums (every input NaN or Inf) the four error
+ * figures are NaN: there is nothing to measure, not a perfect round trip. */
 #ifndef FP8PLAN_FP8_QERROR_H
 #define FP8PLAN_FP8_QERROR_H
 

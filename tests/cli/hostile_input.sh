@@ -97,6 +97,20 @@ expect_err "quant-error --input /dev/zero: the size it needs" "more than 64 byte
 took=$(($(date +%s) - start))
 if [ "$took" -le 2 ]; then pass "the three endless inputs took ${took} s"; else fail "endless inputs took ${took} s"; fi
 
+# --- NaN and Inf inputs to quant-error: counted, warned about, left out; all of them: n/a, not 0 %
+printf '\000\000\300\177%.0s' $(seq 16) >"$TMP/nan.bin" # 16 x 0x7FC00000 (quiet NaN), little-endian
+printf '\000\000\300\177\000\000\200\177%.0s' 1 >"$TMP/mix.bin" # NaN, +Inf
+printf '\000\000\300\077%.0s' $(seq 14) >>"$TMP/mix.bin"             # 14 x 1.5
+run quant-error --shape 4x4 --input "$TMP/nan.bin" --fp8 e4m3
+expect_rc "quant-error on all-NaN input exits 0" 0
+expect_err "all-NaN input: warned, with the count" "holds 16 NaN and 0 Inf values of 16"
+expect_out "all-NaN input: the title says nothing is measured" "16 NaN and 0 Inf of 16 inputs left out: nothing to measure"
+if grep -E '^e4m3 +tensor' "$TMP/out" | grep -q 'n/a'; then pass "all-NaN input: the error is n/a, not 0 %"; else
+    fail "all-NaN input: the error is n/a, not 0 %" "$(grep tensor "$TMP/out")"; fi
+run quant-error --shape 4x4 --input "$TMP/mix.bin" --fp8 e4m3 --format csv
+expect_rc "quant-error on NaN + Inf + finite input exits 0" 0
+expect_err "mixed input: both kinds counted" "holds 1 NaN and 1 Inf values of 16; the figures are over the finite values only"
+
 # --- messages escape control bytes that came from the command line
 run plan --model "$(printf 'x\033[31mred')" --gpu h100-sxm --recipe bf16
 expect_rc "an unknown model with an ESC exits 64" 64

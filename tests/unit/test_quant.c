@@ -236,6 +236,12 @@ static void test_qerror(void)
     float inf_out[2] = {3, INFINITY};
     qerr_compute(x, inf_out, 2, NULL, &q);
     CHECK_EQ_U64(q.nonfinite, 1);
+    /* every input NaN or Inf: nothing to measure, so no figure (it reported 0 % error, a perfect round trip) */
+    float bad[3] = {NAN, INFINITY, -INFINITY}, out[3] = {0, 0, 0};
+    qerr_compute(bad, out, 3, NULL, &q);
+    CHECK_EQ_U64(q.n, 0);
+    CHECK_EQ_U64(q.skipped, 3);
+    CHECK(isnan(q.rel_rms) && isnan(q.snr_db) && isnan(q.mean_rel) && isnan(q.max_abs));
 }
 
 static void test_synth(void)
