@@ -29,7 +29,7 @@ enum {
     PO_RECIPE = 1 << 0,  /* --recipe R */
     PO_RECIPES = 1 << 1, /* --recipes R1,R2 */
     PO_LAYOUT = 1 << 2,  /* --tp --pp --vpp --cp --dp --mbs --gbs --dist-opt --zero --recompute */
-    PO_SWEEP = 1 << 3,   /* --top K; --gpus N becomes required */
+    PO_SWEEP = 1 << 3,   /* --top K --per-recipe --all; --gpus N becomes required */
     PO_VIEW = 1 << 4,    /* --view */
 };
 
@@ -42,6 +42,9 @@ typedef struct {
     const char *view;        /* --view summary|terms|collectives|time */
     uint32_t gpus;           /* --gpus N */
     uint32_t top;            /* --top K */
+    int top_given;           /* --top was given */
+    int per_recipe;          /* sweep --per-recipe: the best of each recipe */
+    int all;                 /* sweep --all: list near-duplicates too */
     int layout_given[8];     /* which of tp,pp,vpp,cp,dp,mbs,recompute,sharding were given */
     CliOut out;
 } PlanArgs;

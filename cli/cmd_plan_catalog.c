@@ -90,17 +90,23 @@ int plan_catalog_load(const char *cmd, const char *dir, Catalog **out)
 
 typedef enum { LIST_MODELS, LIST_GPUS, LIST_RECIPES } ListKind;
 
+#define LIST_COLUMNS_HELP                                                                                \
+    "\n"                                                                                                 \
+    "  --columns A,B,...  only these columns, in this order (names as in --format csv's header), e.g.\n" \
+    "                     --columns name,source; text wider than 100 columns wraps and splits otherwise\n"
+
 static const char *const list_help[] = {
-    [LIST_MODELS] = "usage: fp8plan models [--format table|csv|json] [-o FILE] [--catalog DIR]\n"
+    [LIST_MODELS] = "usage: fp8plan models [--columns A,B,...] [--format table|csv|json] [-o FILE] [--catalog DIR]\n"
                     "\n"
-                    "The models in models.csv: shape, parameter count and source.\n",
-    [LIST_GPUS] = "usage: fp8plan gpus [--format table|csv|json] [-o FILE] [--catalog DIR]\n"
+                    "The models in models.csv: shape, parameter count and source.\n" LIST_COLUMNS_HELP,
+    [LIST_GPUS] = "usage: fp8plan gpus [--columns A,B,...] [--format table|csv|json] [-o FILE] [--catalog DIR]\n"
                   "\n"
-                  "The GPUs in gpus.csv: compute capability, memory, dense peak rates, link bandwidths, source.\n",
-    [LIST_RECIPES] = "usage: fp8plan recipes [--format table|csv|json] [-o FILE] [--catalog DIR]\n"
+                  "The GPUs in gpus.csv: compute capability, memory, dense peak rates, link bandwidths, "
+                  "source.\n" LIST_COLUMNS_HELP,
+    [LIST_RECIPES] = "usage: fp8plan recipes [--columns A,B,...] [--format table|csv|json] [-o FILE] [--catalog DIR]\n"
                      "\n"
                      "The precision recipes in recipes.csv: dtype of every state, FP8 copies, GEMM formats,\n"
-                     "scaling, communication dtypes, minimum SM and source.\n",
+                     "scaling, communication dtypes, minimum SM and source.\n" LIST_COLUMNS_HELP,
 };
 
 static Table *models_table(const Catalog *c)
@@ -246,13 +252,12 @@ static Table *recipes_table(const Catalog *c)
 
 static int list(ListKind kind, const char *cmd, int argc, char **argv)
 {
-    static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"catalog", required_argument, NULL, 'c'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"format", required_argument, NULL, 'f'},  {"output", required_argument, NULL, 'o'},
+        {"catalog", required_argument, NULL, 'c'}, {"columns", required_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
     CliOut out = {TABLE_TEXT, NULL};
-    const char *dir = NULL;
+    const char *dir = NULL, *columns = NULL;
     int c, rc;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
         switch (c) {
@@ -262,6 +267,7 @@ static int list(ListKind kind, const char *cmd, int argc, char **argv)
             break;
         case 'o': out.path = optarg; break;
         case 'c': dir = optarg; break;
+        case 'C': columns = optarg; break;
         default: return cli_bad_option(cmd);
         }
     }
@@ -275,7 +281,14 @@ static int list(ListKind kind, const char *cmd, int argc, char **argv)
         err_set(&e, ST_NOMEM, "out of memory");
         return cli_fail(cmd, &e);
     }
-    rc = cli_emit_table(cmd, t, &out);
+    Err e;
+    Table *sel = columns ? table_select(t, columns, &e) : t;
+    if (!sel) {
+        table_free(t);
+        return e.st == ST_USAGE ? cli_usage(cmd, "%s", e.msg) : cli_fail(cmd, &e);
+    }
+    rc = cli_emit_table(cmd, sel, &out);
+    if (sel != t) table_free(sel);
     table_free(t);
     return rc;
 }

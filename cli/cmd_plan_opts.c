@@ -67,6 +67,8 @@ enum {
     O_EFF_NET,
     O_OVERLAP,
     O_TOP,
+    O_PER_RECIPE,
+    O_ALL,
 };
 
 static const struct option longopts[] = {
@@ -106,6 +108,8 @@ static const struct option longopts[] = {
     {"eff-net", required_argument, NULL, O_EFF_NET},
     {"overlap-dp", required_argument, NULL, O_OVERLAP},
     {"top", required_argument, NULL, O_TOP},
+    {"per-recipe", no_argument, NULL, O_PER_RECIPE},
+    {"all", no_argument, NULL, O_ALL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -124,7 +128,9 @@ static unsigned option_mask(int opt)
     case O_DIST_OPT:
     case O_ZERO:
     case O_RECOMPUTE: return PO_LAYOUT;
-    case O_TOP: return PO_SWEEP;
+    case O_TOP:
+    case O_PER_RECIPE:
+    case O_ALL: return PO_SWEEP;
     case O_VIEW: return PO_VIEW;
     default: return 0; /* always accepted */
     }
@@ -195,7 +201,9 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
         case O_DP: rc = get_u32(cmd, c, arg, &in->dp), a->layout_given[4] = 1; break;
         case O_MBS: rc = get_u32(cmd, c, arg, &in->mbs), a->layout_given[5] = 1; break;
         case O_GPUS: rc = get_u32(cmd, c, arg, &a->gpus), in->world = a->gpus; break;
-        case O_TOP: rc = get_u32(cmd, c, arg, &a->top); break;
+        case O_TOP: rc = get_u32(cmd, c, arg, &a->top), a->top_given = 1; break;
+        case O_PER_RECIPE: a->per_recipe = 1; break;
+        case O_ALL: a->all = 1; break;
         case O_SEQ:
             if (!(rc = get_u32(cmd, c, arg, &in->seq)) && in->seq > PLAN_MAX_SEQ)
                 rc = cli_usage(cmd,

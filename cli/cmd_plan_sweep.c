@@ -10,19 +10,28 @@
 int cmd_sweep(int argc, char **argv);
 
 static const char sweep_help_head[] =
-    "usage: fp8plan sweep --model M --gpu G --gpus N [--recipes R1,R2,...] [--top K] [options] [-o FILE]\n"
+    "usage: fp8plan sweep --model M --gpu G --gpus N [--recipes R1,R2,...] [--top K] [--per-recipe] [--all]\n"
+    "                     [options] [-o FILE]\n"
     "\n"
     "Enumerate, for N GPUs, every TP (powers of two up to a node), PP (divisors), virtual stages (1-8),\n"
     "CP (1-8), DP (the rest), micro-batch (1-8), recompute (none/selective/full), distributed optimizer\n"
     "(off/on) and recipe (all by default). Invalid layouts are dropped and counted by reason, layouts that\n"
     "do not fit are counted as OOM, and the rest are ranked by predicted tokens/s; the best K are printed\n"
-    "(csv/json: the plan summary columns with a leading rank). The global batch is the same for every\n"
-    "layout (--gbs, default about 2M tokens). Progress goes to stderr when it is a terminal.\n"
+    "(csv/json: the plan summary columns with a leading rank). A layout within 1 % of a listed one's\n"
+    "tokens/s with the same recipe, TP, PP, CP, DP and micro-batch (it differs only in virtual stages,\n"
+    "recompute or sharding) is folded into it and counted in the +var column. When nothing fits, the\n"
+    "layouts closest to fitting are shown with how far over the GPU's memory they are and their largest\n"
+    "term. The global batch is the same for every layout (--gbs, default about 2M tokens). Progress goes\n"
+    "to stderr when it is a terminal.\n"
     "\n"
-    "  --gpus N      GPUs to plan for (at most 1048576)\n"
-    "  --recipes L  comma-separated recipe names (all)\n"
-    "  --top K      how many plans to keep (20)\n"
+    "  --gpus N       GPUs to plan for (at most 1048576)\n"
+    "  --recipes L    comma-separated recipe names (all)\n"
+    "  --top K        how many plans to keep (20; with --per-recipe: per recipe, 1)\n"
+    "  --per-recipe   the best plan(s) of each recipe, ranked together\n"
+    "  --all          list near-duplicates too instead of folding them\n"
     "  --seq --gbs --sp/--no-sp --attn --dropout and the overhead/efficiency options as for `plan`\n";
+
+enum { NEAREST = 5 }; /* layouts shown when nothing fits */
 
 static void progress(uint64_t done, uint64_t total, void *ctx)
 {
@@ -36,7 +45,8 @@ static void progress(uint64_t done, uint64_t total, void *ctx)
     fflush(stderr);
 }
 
-static Table *top_table(const Plan *top, int n)
+/* The text view: fits 100 columns (step time and the FP8 MFU are in csv/json). */
+static Table *top_table(const Plan *top, const uint32_t *variants, int n, int show_variants)
 {
     const TableCol cols[] = {
         {"rank", NULL, NULL, TC_U64, 0, 0},
@@ -50,12 +60,11 @@ static Table *top_table(const Plan *top, int n)
         {"recompute", NULL, NULL, TC_STR, 0, 0},
         {"sharding", NULL, NULL, TC_STR, 0, 0},
         {"memory", NULL, "GB", TC_F64, 2, 0},
-        {"step", NULL, "s", TC_F64, 3, 0},
         {"tokens_per_s", "tokens/s", NULL, TC_F64, 0, 0},
-        {"mfu_bf16", "MFU bf16", "%", TC_F64, 1, 0},
-        {"mfu_fp8", "MFU fp8", "%", TC_F64, 1, 0},
+        {"mfu_bf16", "MFU", "% bf16", TC_F64, 1, 0},
+        {"variants", "+var", NULL, TC_STR, 0, TF_LEFT},
     };
-    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
+    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols) - !show_variants);
     for (int i = 0; t && i < n; i++) {
         const Plan *p = &top[i];
         table_row(t);
@@ -71,23 +80,204 @@ static Table *top_table(const Plan *top, int n)
         table_str(t, k++, recompute_name(p->in.recompute));
         table_str(t, k++, sharding_name(p->in.sharding));
         table_f64(t, k++, plan_gb(p->total_bytes));
-        table_f64(t, k++, p->time.step_s);
         table_f64(t, k++, p->tokens_per_s);
         table_f64(t, k++, p->mfu_bf16_pct);
-        table_f64(t, k++, p->mfu_fp8_pct);
+        if (show_variants && variants[i]) {
+            char v[16];
+            snprintf(v, sizeof v, "+%u", variants[i]);
+            table_str(t, k, v);
+        }
     }
     return t;
 }
 
-static void print_stats(FILE *f, const SweepStats *st, uint64_t gbs)
+/* The largest memory term of p: what a layout that does not fit spends most on. */
+static const MemTerm *largest_term(const Plan *p)
 {
-    fprintf(f, "evaluated %llu plans (global batch %llu): %llu valid, %llu fit, %llu out of memory, %llu invalid\n",
-            (unsigned long long)st->evaluated, (unsigned long long)gbs, (unsigned long long)st->valid,
-            (unsigned long long)(st->valid - st->oom), (unsigned long long)st->oom,
-            (unsigned long long)(st->evaluated - st->valid));
+    const MemTerm *m = &p->mem[0];
+    for (int i = 1; i < MT_COUNT_; i++)
+        if (p->mem[i].bytes > m->bytes) m = &p->mem[i];
+    return m;
+}
+
+static double over_gb(const Plan *p) { return plan_gb(p->total_bytes) - plan_gb(p->capacity_bytes); }
+
+static Table *nearest_table(const Plan *near, int n)
+{
+    const TableCol cols[] = {
+        {"recipe", NULL, NULL, TC_STR, 0, 0},   {"tp", NULL, NULL, TC_U64, 0, 0},
+        {"pp", NULL, NULL, TC_U64, 0, 0},       {"vpp", NULL, NULL, TC_U64, 0, 0},
+        {"cp", NULL, NULL, TC_U64, 0, 0},       {"dp", NULL, NULL, TC_U64, 0, 0},
+        {"mbs", NULL, NULL, TC_U64, 0, 0},      {"recompute", NULL, NULL, TC_STR, 0, 0},
+        {"sharding", NULL, NULL, TC_STR, 0, 0}, {"needs", NULL, "GB", TC_F64, 2, 0},
+        {"over", NULL, "GB", TC_F64, 2, 0},     {"largest_term", "largest term", NULL, TC_STR, 0, 0},
+        {"largest", NULL, "GB", TC_F64, 2, 0},
+    };
+    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
+    for (int i = 0; t && i < n; i++) {
+        const Plan *p = &near[i];
+        const MemTerm *m = largest_term(p);
+        table_row(t);
+        int k = 0;
+        table_str(t, k++, p->in.recipe->name);
+        table_u64(t, k++, p->in.tp);
+        table_u64(t, k++, p->in.pp);
+        table_u64(t, k++, p->in.vpp);
+        table_u64(t, k++, p->in.cp);
+        table_u64(t, k++, p->in.dp);
+        table_u64(t, k++, p->in.mbs);
+        table_str(t, k++, recompute_name(p->in.recompute));
+        table_str(t, k++, sharding_name(p->in.sharding));
+        table_f64(t, k++, plan_gb(p->total_bytes));
+        table_f64(t, k++, over_gb(p));
+        table_str(t, k++, m->name);
+        table_f64(t, k++, plan_gb(m->bytes));
+    }
+    return t;
+}
+
+/* Nothing fits: the closest layouts and what binds, on f. */
+static int print_nearest(FILE *f, const Plan *near, int n, const PlanArgs *a)
+{
+    table_put_prose(f, "nothing fits: no layout of %s on %u x %s stays within the GPU's %.2f GB.\n", a->in.model->name,
+                    a->gpus, a->in.gpu->name, n ? plan_gb(near[0].capacity_bytes) : plan_gb(a->in.gpu->hbm_bytes));
+    if (!n) return 0;
+    const Plan *p = &near[0];
+    const MemTerm *m = largest_term(p);
+    Err e;
+    Table *t = nearest_table(near, n);
+    if (!t) return 1;
+    char title[160];
+    snprintf(title, sizeof title, "the %d layout%s closest to fitting (memory per GPU, the most-loaded stage):", n,
+             n == 1 ? "" : "s");
+    table_set_title(t, title);
+    Status st = table_write(t, TABLE_TEXT, f, &e);
+    table_free(t);
+    if (st) return 1;
+    table_put_prose(
+        f,
+        "binding constraint: memory. The closest needs %.2f GB, %.2f GB (%.1f %%) over; its largest term is %s "
+        "(%s, %.2f GB, %.0f %% of it). More GPUs, a recipe with fewer bytes per parameter or a GPU with more "
+        "memory would help; every recompute and sharding choice was already tried.\n",
+        plan_gb(p->total_bytes), over_gb(p), 100.0 * over_gb(p) / plan_gb(p->capacity_bytes), m->name,
+        mem_category_name(m->cat), plan_gb(m->bytes), 100.0 * (double)m->bytes / (double)p->total_bytes);
+    return 0;
+}
+
+static void add_stats(SweepStats *sum, const SweepStats *s)
+{
+    sum->evaluated += s->evaluated, sum->valid += s->valid, sum->oom += s->oom, sum->folded += s->folded;
+    for (int r = 0; r < REJECT_COUNT_; r++) sum->rejected[r] += s->rejected[r];
+}
+
+static void print_stats(FILE *f, const SweepStats *st, uint64_t gbs, int gbs_default, uint32_t seq)
+{
+    table_put_prose(f, "evaluated %llu plans: %llu valid, %llu fit, %llu out of memory, %llu invalid\n",
+                    (unsigned long long)st->evaluated, (unsigned long long)st->valid,
+                    (unsigned long long)(st->valid - st->oom), (unsigned long long)st->oom,
+                    (unsigned long long)(st->evaluated - st->valid));
+    table_put_prose(f, "  global batch %llu sequences of %u tokens%s\n", (unsigned long long)gbs, seq,
+                    gbs_default ? " (the default, ~2M tokens; --gbs to set)" : "");
+    if (st->folded)
+        table_put_prose(f, "  %llu near-duplicates folded into the listed plans (+var; --all lists them)\n",
+                        (unsigned long long)st->folded);
     for (int r = 1; r < REJECT_COUNT_; r++)
         if (st->rejected[r])
             fprintf(f, "  invalid: %-58s %llu\n", plan_reject_name((PlanReject)r), (unsigned long long)st->rejected[r]);
+}
+
+/* --recipes L into recs (distinct catalog rows); prints the error and returns its exit code. */
+static int parse_recipes(const char *cmd, const Catalog *cat, const char *arg, const Recipe **recs, int *nrec)
+{
+    *nrec = 0;
+    if (!arg) {
+        for (int i = 0; i < cat->nrecipes; i++) recs[(*nrec)++] = &cat->recipes[i];
+        return 0;
+    }
+    char list[2048], names[2048];
+    if (strlen(arg) >= sizeof list) return cli_usage(cmd, "--recipes: list too long");
+    strcpy(list, arg);
+    for (char *tok = list, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next) *next++ = '\0';
+        const Recipe *r = catalog_recipe(cat, tok);
+        if (!r) {
+            catalog_recipe_names(cat, names, sizeof names);
+            return cli_usage(cmd, "--recipes: unknown recipe '%s' (known: %s)", tok, names);
+        }
+        for (int i = 0; i < *nrec; i++)
+            if (recs[i] == r) return cli_usage(cmd, "--recipes: '%s' is named twice", tok);
+        recs[(*nrec)++] = r; /* distinct catalog rows: at most CATALOG_MAX_ROWS */
+    }
+    return 0;
+}
+
+typedef struct {
+    Plan *plans; /* the kept plans of every group, then sorted */
+    uint32_t *variants;
+    int n;
+    Plan *near; /* the closest plans that do not fit */
+    int nnear;
+    const Recipe *invalid[CATALOG_MAX_ROWS]; /* --per-recipe: recipes with no valid layout at all */
+    int ninvalid;
+    SweepStats st;
+} Found;
+
+/* One sweep per group of recipes (all of them, or one each with --per-recipe); k kept per group. */
+static int sweep_groups(const char *cmd, const PlanArgs *a, const Recipe **recs, int nrec, int k, Found *out)
+{
+    int groups = a->per_recipe ? nrec : 1, per = a->per_recipe ? 1 : nrec;
+    int near_k = a->per_recipe ? 1 : NEAREST;
+    out->plans = calloc((size_t)k * (size_t)groups, sizeof *out->plans);
+    out->variants = calloc((size_t)k * (size_t)groups, sizeof *out->variants);
+    out->near = calloc((size_t)near_k * (size_t)groups, sizeof *out->near);
+    Plan *near = calloc((size_t)near_k, sizeof *near);
+    if (!out->plans || !out->variants || !out->near || !near) {
+        free(near);
+        Err e = {ST_NOMEM, "out of memory"};
+        return cli_fail(cmd, &e);
+    }
+    int tty = isatty(STDERR_FILENO);
+    for (int g = 0; g < groups; g++) {
+        SweepSpec spec = {.base = a->in,
+                          .recipes = recs + g * per,
+                          .nrecipes = per,
+                          .gpus = a->gpus,
+                          .fold = !a->all,
+                          .variants = out->variants + out->n,
+                          .nearest = near,
+                          .k_nearest = near_k};
+        SweepStats st;
+        int n = 0;
+        Err e;
+        if (sweep_run(&spec, out->plans + out->n, k, &n, &st, tty ? progress : NULL, NULL, &e)) {
+            free(near);
+            return e.st == ST_USAGE ? cli_usage(cmd, "%s", e.msg) : cli_fail(cmd, &e);
+        }
+        out->n += n;
+        add_stats(&out->st, &st);
+        if (!n) /* this group fits nowhere: keep its closest */
+            for (int i = 0; i < st.n_nearest; i++) out->near[out->nnear++] = near[i];
+        if (!st.valid && a->per_recipe) out->invalid[out->ninvalid++] = recs[g];
+    }
+    free(near);
+    return 0;
+}
+
+/* --per-recipe: the groups' plans ranked together (the variants move with their plans). */
+static void rank_together(Found *f)
+{
+    for (int i = 1; i < f->n; i++) { /* insertion sort: a few rows */
+        Plan p = f->plans[i];
+        uint32_t v = f->variants[i];
+        int j = i;
+        for (; j > 0 && f->plans[j - 1].tokens_per_s < p.tokens_per_s; j--) {
+            f->plans[j] = f->plans[j - 1];
+            f->variants[j] = f->variants[j - 1];
+        }
+        f->plans[j] = p;
+        f->variants[j] = v;
+    }
 }
 
 int cmd_sweep(int argc, char **argv)
@@ -99,77 +289,63 @@ int cmd_sweep(int argc, char **argv)
     int rc = plan_args_parse(cmd, argc, argv, PO_RECIPES | PO_SWEEP, help, &a);
     if (rc) return rc < 0 ? 0 : rc;
     if (a.top > 10000) return cli_usage(cmd, "--top %u: at most 10000", a.top);
+    int k = a.top_given ? (int)a.top : a.per_recipe ? 1 : 20;
     Catalog *cat;
     if ((rc = plan_catalog_load(cmd, a.catalog, &cat))) return rc;
     const Recipe *recs[CATALOG_MAX_ROWS];
     int nrec = 0;
-    if ((rc = plan_args_resolve(cmd, cat, &a, NULL))) goto done;
-    if (a.recipes) {
-        char list[2048], names[2048];
-        if (strlen(a.recipes) >= sizeof list) {
-            rc = cli_usage(cmd, "--recipes: list too long");
-            goto done;
-        }
-        strcpy(list, a.recipes);
-        for (char *tok = list, *next; tok; tok = next) {
-            next = strchr(tok, ',');
-            if (next) *next++ = '\0';
-            const Recipe *r = catalog_recipe(cat, tok);
-            if (!r) {
-                catalog_recipe_names(cat, names, sizeof names);
-                rc = cli_usage(cmd, "--recipes: unknown recipe '%s' (known: %s)", tok, names);
-                goto done;
-            }
-            for (int i = 0; i < nrec; i++)
-                if (recs[i] == r) {
-                    rc = cli_usage(cmd, "--recipes: '%s' is named twice", tok);
-                    goto done;
-                }
-            recs[nrec++] = r; /* distinct catalog rows: at most CATALOG_MAX_ROWS */
+    Found f = {0};
+    if ((rc = plan_args_resolve(cmd, cat, &a, NULL)) || (rc = parse_recipes(cmd, cat, a.recipes, recs, &nrec)) ||
+        (rc = sweep_groups(cmd, &a, recs, nrec, k, &f)))
+        goto done;
+    if (a.per_recipe) rank_together(&f);
+    SweepSpec gspec = {.base = a.in};
+    uint64_t gbs = sweep_gbs(&gspec);
+    uint32_t seq = a.in.seq ? a.in.seq : a.in.model->seq_len;
+    Table *t;
+    if (a.out.fmt == TABLE_TEXT) {
+        t = top_table(f.plans, f.variants, f.n, !a.all);
+        if (t) {
+            char title[512];
+            snprintf(title, sizeof title, "%s %d of %llu plans that fit: %s on %u x %s, ranked by tokens/s",
+                     a.per_recipe ? "best per recipe," : "best", f.n, (unsigned long long)(f.st.valid - f.st.oom),
+                     a.in.model->name, a.gpus, a.in.gpu->name);
+            table_set_title(t, title);
         }
     } else {
-        for (int i = 0; i < cat->nrecipes; i++) recs[nrec++] = &cat->recipes[i];
+        t = plan_summary_new(1);
+        for (int i = 0; t && i < f.n; i++) plan_summary_row(t, &f.plans[i], i + 1);
     }
-    {
-        SweepSpec spec = {.base = a.in, .recipes = recs, .nrecipes = nrec, .gpus = a.gpus};
-        SweepStats st;
-        Plan *top = calloc(a.top, sizeof *top);
-        if (!top) {
-            rc = cli_usage(cmd, "out of memory for --top %u", a.top);
-            goto done;
-        }
-        int n = 0;
-        Err e;
-        int tty = isatty(STDERR_FILENO);
-        if (sweep_run(&spec, top, (int)a.top, &n, &st, tty ? progress : NULL, NULL, &e)) {
-            rc = e.st == ST_USAGE ? cli_usage(cmd, "%s", e.msg) : cli_fail(cmd, &e);
-            free(top);
-            goto done;
-        }
-        uint64_t gbs = a.in.gbs ? a.in.gbs : (n ? top[0].in.gbs : 0);
-        Table *t;
-        if (a.out.fmt == TABLE_TEXT) {
-            t = top_table(top, n);
-            if (t) {
-                char title[512];
-                snprintf(title, sizeof title, "best %d of %llu plans that fit: %s on %u x %s, ranked by tokens/s", n,
-                         (unsigned long long)(st.valid - st.oom), a.in.model->name, a.gpus, a.in.gpu->name);
-                table_set_title(t, title);
-            }
-        } else {
-            t = plan_summary_new(1);
-            for (int i = 0; t && i < n; i++) plan_summary_row(t, &top[i], i + 1);
-        }
-        if (!t) {
-            rc = cli_usage(cmd, "out of memory");
-        } else {
-            rc = cli_emit_table(cmd, t, &a.out);
-            table_free(t);
-        }
-        if (!rc) print_stats(a.out.fmt == TABLE_TEXT && !a.out.path ? stdout : stderr, &st, gbs);
-        free(top);
+    if (!t) {
+        Err e = {ST_NOMEM, "out of memory"};
+        rc = cli_fail(cmd, &e);
+        goto done;
     }
+    if (f.n || a.out.fmt != TABLE_TEXT) rc = cli_emit_table(cmd, t, &a.out);
+    table_free(t);
+    FILE *info = a.out.fmt == TABLE_TEXT && !a.out.path ? stdout : stderr;
+    if (!rc && (f.nnear || f.ninvalid) && f.n && a.per_recipe) fprintf(info, "recipes with no layout that fits:\n");
+    if (!rc && f.nnear && (!f.n || a.per_recipe)) {
+        if (f.n || a.out.fmt != TABLE_TEXT || a.out.path) { /* the table went elsewhere, or some fit */
+            for (int i = 0; i < f.nnear; i++)
+                fprintf(info, "  %s: the closest (TP %u, PP %u, CP %u, DP %u, mbs %u) needs %.2f GB, %.2f GB over\n",
+                        f.near[i].in.recipe->name, f.near[i].in.tp, f.near[i].in.pp, f.near[i].in.cp, f.near[i].in.dp,
+                        f.near[i].in.mbs, plan_gb(f.near[i].total_bytes), over_gb(&f.near[i]));
+        } else if (print_nearest(info, f.near, f.nnear, &a)) {
+            Err e = {ST_IO, "write error"};
+            rc = cli_fail(cmd, &e);
+        }
+    } else if (!rc && !f.n && !f.nnear) {
+        fprintf(info, "nothing fits: no layout of %u GPUs is valid for %s (see the reasons below).\n", a.gpus,
+                a.in.model->name);
+    }
+    for (int i = 0; !rc && i < f.ninvalid; i++)
+        fprintf(info, "  %s: no valid layout (see the reasons below)\n", f.invalid[i]->name);
+    if (!rc) print_stats(info, &f.st, gbs, !a.in.gbs, seq);
 done:
+    free(f.plans);
+    free(f.variants);
+    free(f.near);
     free(cat);
     return rc;
 }

@@ -144,20 +144,22 @@ int run_report(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *l, c
            log((double)g->shape.vocab));
     double floor = data_entropy_floor(d);
     if (floor >= 0) printf(", data entropy %.4f", floor);
-    printf("\nthroughput: %.0f tokens/s (median step %.3f ms over steps %u..%u, spread %.1f %%); plan for %s: %.0f "
-           "tokens/s\n",
-           (double)bt / step, 1e3 * step, l->first_step + from + 1, l->first_step + l->steps, 100.0 * spread,
-           p->in.gpu->name, p->tokens_per_s);
+    table_put_prose(stdout,
+                    "\nthroughput: %.0f tokens/s (median step %.3f ms over steps %u..%u, spread %.1f %%); plan for "
+                    "%s: %.0f tokens/s\n",
+                    (double)bt / step, 1e3 * step, l->first_step + from + 1, l->first_step + l->steps, 100.0 * spread,
+                    p->in.gpu->name, p->tokens_per_s);
 
     const CommStats *cs = &g->comm->stats;
     uint64_t steps = l->steps ? l->steps : 1;
     uint64_t sent = p->dp_comm_bytes + p->tp_comm_bytes + p->pp_comm_bytes + p->cp_comm_bytes;
     char b1[32], b2[32];
-    printf("collectives (%s, %d rank%s): %llu calls and %s payload bytes per step, %.0f bus bytes; plan: %s bytes "
-           "sent per GPU per step\n",
-           g->comm->name, g->comm->size, g->comm->size == 1 ? "" : "s", (unsigned long long)(cs->calls / steps),
-           num_fmt_grouped(cs->payload_bytes / steps, b1, sizeof b1), cs->bus_bytes / (double)steps,
-           num_fmt_grouped(sent, b2, sizeof b2));
+    table_put_prose(stdout,
+                    "collectives (%s, %d rank%s): %llu calls and %s payload bytes per step, %.0f bus bytes; plan: "
+                    "%s bytes sent per GPU per step\n",
+                    g->comm->name, g->comm->size, g->comm->size == 1 ? "" : "s",
+                    (unsigned long long)(cs->calls / steps), num_fmt_grouped(cs->payload_bytes / steps, b1, sizeof b1),
+                    cs->bus_bytes / (double)steps, num_fmt_grouped(sent, b2, sizeof b2));
 
     char title[200];
     Cols c;

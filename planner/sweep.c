@@ -63,10 +63,7 @@ static uint64_t walk(const SweepSpec *s, Visit visit, void *ctx)
     pow2_divisors(s->gpus, max_tp, &tps);
     pow2_divisors(1u << 30, max_mbs, &mbss);
     PlanInput in = s->base;
-    if (!in.gbs && in.model) { /* one global batch for the whole sweep: about 2M tokens */
-        uint64_t seq = in.seq ? in.seq : in.model->seq_len;
-        in.gbs = ((1ull << 21) + seq - 1) / seq;
-    }
+    in.gbs = sweep_gbs(s);
     for (int r = 0; r < s->nrecipes; r++) {
         in.recipe = s->recipes[r];
         for (int a = 0; a < tps.n; a++) {
@@ -99,9 +96,17 @@ static uint64_t walk(const SweepSpec *s, Visit visit, void *ctx)
 
 uint64_t sweep_size(const SweepSpec *s) { return walk(s, NULL, NULL); }
 
+uint64_t sweep_gbs(const SweepSpec *s)
+{
+    const PlanInput *in = &s->base;
+    if (in->gbs || !in->model) return in->gbs;
+    uint64_t seq = in->seq ? in->seq : in->model->seq_len; /* one global batch for the whole sweep: ~2M tokens */
+    return ((1ull << 21) + seq - 1) / seq;
+}
+
 typedef struct {
-    Plan *top;
-    int k, n;
+    SweepList top, nearest;
+    int fold;
     SweepStats *st;
     Plan scratch;
     SweepProgress progress;
@@ -123,17 +128,10 @@ static void visit(const PlanInput *in, void *vctx)
     st->valid++;
     if (!r->scratch.fits) {
         st->oom++;
+        sweep_keep_nearest(&r->nearest, &r->scratch);
         return;
     }
-    if (r->k <= 0) return;
-    double v = r->scratch.tokens_per_s;
-    if (r->n == r->k && v <= r->top[r->n - 1].tokens_per_s) return;
-    int pos = r->n < r->k ? r->n : r->k - 1;
-    while (pos > 0 && r->top[pos - 1].tokens_per_s < v) pos--;
-    int last = r->n < r->k ? r->n : r->k - 1; /* slot that falls off (or the new end) */
-    if (last > pos) memmove(&r->top[pos + 1], &r->top[pos], sizeof *r->top * (size_t)(last - pos));
-    r->top[pos] = r->scratch;
-    if (r->n < r->k) r->n++;
+    st->folded += (uint64_t)sweep_keep_best(&r->top, &r->scratch, r->fold);
 }
 
 Status sweep_run(const SweepSpec *s, Plan *top, int k, int *n_top, SweepStats *stats, SweepProgress progress, void *ctx,
@@ -146,10 +144,17 @@ Status sweep_run(const SweepSpec *s, Plan *top, int k, int *n_top, SweepStats *s
         return err_set(e, ST_USAGE, "--gpus %u: a sweep plans for at most %u GPUs", s->gpus, (unsigned)SWEEP_MAX_GPUS);
     if (s->nrecipes <= 0 || !s->recipes) return err_set(e, ST_USAGE, "a sweep needs at least one recipe");
     if (!s->base.model || !s->base.gpu) return err_set(e, ST_SOFTWARE, "sweep without a model or GPU");
-    Run r = {.top = top, .k = k, .st = stats, .progress = progress, .ctx = ctx};
+    Run r = {.top = {top, s->variants, k, 0},
+             .nearest = {s->nearest, NULL, s->nearest ? s->k_nearest : 0, 0},
+             .fold = s->fold,
+             .st = stats,
+             .progress = progress,
+             .ctx = ctx};
+    if (s->variants && k > 0) memset(s->variants, 0, sizeof *s->variants * (size_t)k);
     r.total = sweep_size(s);
     walk(s, visit, &r);
     if (progress) progress(stats->evaluated, r.total, ctx);
-    *n_top = r.n;
+    *n_top = r.top.n;
+    stats->n_nearest = r.nearest.n;
     return ST_OK;
 }

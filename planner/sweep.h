@@ -13,6 +13,7 @@
 #define FP8PLAN_PLANNER_SWEEP_H
 
 #include "planner/plan.h"
+#include "planner/sweep_rank.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,10 +27,14 @@ typedef struct {
     const Recipe *const *recipes;
     int nrecipes;
     uint32_t gpus;
-    uint32_t max_tp;  /* 0 = the GPU's gpus_per_node */
-    uint32_t max_vpp; /* 0 = 8 */
-    uint32_t max_cp;  /* 0 = 8 */
-    uint32_t max_mbs; /* 0 = 8 */
+    uint32_t max_tp;    /* 0 = the GPU's gpus_per_node */
+    uint32_t max_vpp;   /* 0 = 8 */
+    uint32_t max_cp;    /* 0 = 8 */
+    uint32_t max_mbs;   /* 0 = 8 */
+    int fold;           /* fold near-duplicates (planner/sweep_rank.h) into the faster plan */
+    uint32_t *variants; /* NULL, or room for k counts: near-duplicates folded into each kept plan */
+    Plan *nearest;      /* NULL, or room for k_nearest plans that do not fit, the closest to fitting first */
+    int k_nearest;
 } SweepSpec;
 
 typedef struct {
@@ -37,6 +42,8 @@ typedef struct {
     uint64_t valid;     /* built */
     uint64_t oom;       /* built but over capacity */
     uint64_t rejected[REJECT_COUNT_];
+    uint64_t folded; /* plans that fit but were folded into a near-duplicate */
+    int n_nearest;   /* plans in SweepSpec.nearest */
 } SweepStats;
 
 /* Called every few thousand evaluations with the count so far and the total. */
@@ -44,6 +51,9 @@ typedef void (*SweepProgress)(uint64_t done, uint64_t total, void *ctx);
 
 /* Number of evaluations sweep_run will make. */
 uint64_t sweep_size(const SweepSpec *s);
+
+/* The global batch every layout uses: base.gbs, or about 2M tokens (2^21 / seq, rounded up) when 0. */
+uint64_t sweep_gbs(const SweepSpec *s);
 
 /* Run the sweep. `top` has room for k plans; *n_top receives how many were
  * kept (sorted best first). ST_USAGE when gpus is 0 or no recipe is given. */

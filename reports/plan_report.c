@@ -332,50 +332,52 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
 {
     const PlanInput *in = &p->in;
     char b1[40], b2[40], b3[40];
-    fprintf(f, "plan: %s on %s, recipe %s\n", in->model->name, in->gpu->name, in->recipe->name);
-    fprintf(f,
-            "layout: TP %u x PP %u (vpp %u) x CP %u x DP %u = %u GPUs; micro-batch %u, global batch %llu%s "
-            "(%u micro-batches), seq %u\n",
-            in->tp, in->pp, in->vpp, in->cp, in->dp, p->world, in->mbs, (unsigned long long)in->gbs,
-            p->gbs_default ? " (default, ~2M tokens)" : "", p->microbatches, p->seq);
-    fprintf(f, "        sequence parallel %s, recompute %s, sharding %s over %u ranks, %s attention, dropout %s\n",
-            p->sp ? "on" : "off", recompute_name(in->recompute), sharding_name(in->sharding), p->shard_ways,
-            attn_name(in->attn), in->dropout ? "on" : "off");
-    fprintf(f,
-            "params: %s in the model; %s on this GPU (%s in linear layers), PP stage %u of %u (%u layers), "
-            "vocabulary padded to %u\n\n",
-            grouped(p->params_total, b1), grouped(p->params_gpu, b2), grouped(p->params_gemm_gpu, b3), p->stage, in->pp,
-            p->stage_layers, p->vocab_padded);
+    table_put_prose(f, "plan: %s on %s, recipe %s\n", in->model->name, in->gpu->name, in->recipe->name);
+    table_put_prose(f, "layout: TP %u x PP %u (vpp %u) x CP %u x DP %u = %u GPUs, seq %u\n", in->tp, in->pp, in->vpp,
+                    in->cp, in->dp, p->world, p->seq);
+    table_put_prose(f, "        micro-batch %u, global batch %llu%s = %u micro-batches\n", in->mbs,
+                    (unsigned long long)in->gbs, p->gbs_default ? " (default, ~2M tokens)" : "", p->microbatches);
+    table_put_prose(f, "        SP %s, recompute %s, sharding %s over %u ranks, %s attention, dropout %s\n",
+                    p->sp ? "on" : "off", recompute_name(in->recompute), sharding_name(in->sharding), p->shard_ways,
+                    attn_name(in->attn), in->dropout ? "on" : "off");
+    table_put_prose(f,
+                    "params: %s in the model; %s on this GPU (%s in linear layers), PP stage %u of %u (%u layers), "
+                    "vocabulary padded to %u\n\n",
+                    grouped(p->params_total, b1), grouped(p->params_gpu, b2), grouped(p->params_gemm_gpu, b3), p->stage,
+                    in->pp, p->stage_layers, p->vocab_padded);
     Status st = put_table(grouped_terms(p), f, e);
     if (st) return st;
-    fprintf(f, "verdict: %s — %.2f GB of %.2f GB (%.1f %%)\n\n", p->fits ? "FITS" : "OOM", plan_gb(p->total_bytes),
-            plan_gb(p->capacity_bytes), 100.0 * (double)p->total_bytes / (double)p->capacity_bytes);
-    fprintf(f, "collectives per step (bytes this GPU sends; ring factors as nccl-tests):\n");
+    table_put_prose(f, "verdict: %s — %.2f GB of %.2f GB (%.1f %%)\n\n", p->fits ? "FITS" : "OOM",
+                    plan_gb(p->total_bytes), plan_gb(p->capacity_bytes),
+                    100.0 * (double)p->total_bytes / (double)p->capacity_bytes);
+    table_put_prose(f, "collectives per step (bytes this GPU sends; ring factors as nccl-tests):\n");
     if ((st = put_table(plan_collectives_table(p), f, e))) return st;
-    fprintf(f,
-            "communication per step: DP %.3f GB, TP %.3f GB, PP %.3f GB, CP %.3f GB; weight-related (DP "
-            "all-gather + gradient reduce) %.3f GB\n\n",
-            plan_gb(p->dp_comm_bytes), plan_gb(p->tp_comm_bytes), plan_gb(p->pp_comm_bytes), plan_gb(p->cp_comm_bytes),
-            plan_gb(p->weight_comm_bytes));
-    fprintf(f, "time per step:\n");
+    table_put_prose(f,
+                    "communication per step: DP %.3f GB, TP %.3f GB, PP %.3f GB, CP %.3f GB; weight-related (DP "
+                    "all-gather + gradient reduce) %.3f GB\n\n",
+                    plan_gb(p->dp_comm_bytes), plan_gb(p->tp_comm_bytes), plan_gb(p->pp_comm_bytes),
+                    plan_gb(p->cp_comm_bytes), plan_gb(p->weight_comm_bytes));
+    table_put_prose(f, "time per step:\n");
     if ((st = put_table(plan_time_table(p), f, e))) return st;
-    fprintf(f,
-            "throughput: %.0f tokens/s, %.2f samples/s, %.1f TFLOP/s per GPU; MFU %.1f %% of BF16 peak, %.1f %% of "
-            "FP8 peak\n",
-            p->tokens_per_s, p->samples_per_s, p->tflops_per_gpu, p->mfu_bf16_pct, p->mfu_fp8_pct);
+    table_put_prose(
+        f,
+        "throughput: %.0f tokens/s, %.2f samples/s, %.1f TFLOP/s per GPU; MFU %.1f %% of BF16 peak, %.1f %% of "
+        "FP8 peak\n",
+        p->tokens_per_s, p->samples_per_s, p->tflops_per_gpu, p->mfu_bf16_pct, p->mfu_fp8_pct);
     if (p->advice_mask) {
-        fprintf(f, "\nadvice:\n");
+        table_put_prose(f, "\nadvice:\n");
         for (int a = 0; a < ADV_COUNT_; a++)
-            if (p->advice_mask & (1u << a)) fprintf(f, "  - %s\n", advice_text((AdviceId)a));
+            if (p->advice_mask & (1u << a)) table_put_prose(f, "  - %s\n", advice_text((AdviceId)a));
     }
-    fprintf(f,
-            "\nassumptions: GB = 1e9 B. Activations per Korthikanti et al. 2022, itemized (saved GEMM inputs in "
-            "%s). Overheads: CUDA context %.3f GB, GEMM workspace %.3f GB, NCCL %.3f GB per communicator, "
-            "fragmentation %.0f %% of allocator-managed bytes. Efficiencies: BF16 GEMM %.2f, FP8 GEMM %.2f, "
-            "attention %.2f, HBM %.2f, network %.2f; DP collectives %s; TP collectives not overlapped.\n",
-            dtype_name(in->recipe->saved_input), plan_gb(in->cuda_context_bytes), plan_gb(in->workspace_bytes),
-            plan_gb(in->nccl_comm_bytes), 100 * in->frag_frac, in->eff_gemm_bf16, in->eff_gemm_fp8, in->eff_attn,
-            in->eff_hbm, in->eff_net, in->overlap_dp ? "overlap the first forward / last backward" : "not overlapped");
+    table_put_prose(
+        f,
+        "\nassumptions: GB = 1e9 B. Activations per Korthikanti et al. 2022, itemized (saved GEMM inputs in "
+        "%s). Overheads: CUDA context %.3f GB, GEMM workspace %.3f GB, NCCL %.3f GB per communicator, "
+        "fragmentation %.0f %% of allocator-managed bytes. Efficiencies: BF16 GEMM %.3g, FP8 GEMM %.3g, "
+        "attention %.3g, HBM %.3g, network %.3g; DP collectives %s; TP collectives not overlapped.\n",
+        dtype_name(in->recipe->saved_input), plan_gb(in->cuda_context_bytes), plan_gb(in->workspace_bytes),
+        plan_gb(in->nccl_comm_bytes), 100 * in->frag_frac, in->eff_gemm_bf16, in->eff_gemm_fp8, in->eff_attn,
+        in->eff_hbm, in->eff_net, in->overlap_dp ? "overlap the first forward / last backward" : "not overlapped");
     if (ferror(f)) return err_set(e, ST_IO, "write error");
     return ST_OK;
 }

@@ -113,14 +113,14 @@ Table *seed_table1b(uint64_t rows, uint64_t cols, Err *e)
     static const TableCol tcols[NC] = {
         [C_FMT] = {"format", NULL, NULL, TC_STR, 0, 0},
         [C_GRAN] = {"granularity", NULL, NULL, TC_STR, 0, 0},
-        [C_SDTYPE] = {"scale_dtype", "scale dtype", NULL, TC_STR, 0, 0},
+        [C_SDTYPE] = {"scale_dtype", "scale", "dtype", TC_STR, 0, 0},
         [C_NSCALES] = {"scale_count", "scales", NULL, TC_U64, 0, TF_GROUP},
         [C_PAYLOAD] = {"payload_bytes", "payload", "B", TC_U64, 0, TF_GROUP},
-        [C_SCALE] = {"scale_bytes", "scale bytes", "B", TC_U64, 0, TF_GROUP},
+        [C_SCALE] = {"scale_bytes", "scale", "B", TC_U64, 0, TF_GROUP},
         [C_TOTAL] = {"total_bytes", "total", "B", TC_U64, 0, TF_GROUP},
-        [C_OF_BF16] = {"payload_of_bf16_pct", "payload/BF16", "%", TC_F64, 3, 0},
-        [C_OF_PAYLOAD] = {"scale_of_payload_pct", "scales/payload", "%", TC_F64, 3, 0},
-        [C_SAVING] = {"saving_vs_bf16_pct", "saving vs BF16", "%", TC_F64, 3, 0},
+        [C_OF_BF16] = {"payload_of_bf16_pct", "payload", "% BF16", TC_F64, 3, 0},
+        [C_OF_PAYLOAD] = {"scale_of_payload_pct", "scale", "% payload", TC_F64, 3, 0},
+        [C_SAVING] = {"saving_vs_bf16_pct", "saving", "% vs BF16", TC_F64, 3, 0},
     };
     SeedScaleRow r[SEED_T1B_ROWS];
     if (seed_table1b_rows(rows, cols, r, e)) return NULL;
@@ -236,11 +236,11 @@ enum { F_MODEL, F_LAYOUT, F_COLUMN, F_RECIPE, F_METRIC, F_UNIT, F_PUB, F_PRED, F
 static Table *t5_new(void)
 {
     const TableCol cols[F_COUNT] = {
-        [F_MODEL] = {"model", NULL, NULL, TC_STR, 0, 0},
-        [F_LAYOUT] = {"layout", NULL, NULL, TC_STR, 0, 0},
+        [F_MODEL] = {"model", NULL, NULL, TC_STR, 0, TF_KEY},
+        [F_LAYOUT] = {"layout", NULL, NULL, TC_STR, 0, TF_KEY},
         [F_COLUMN] = {"column", "published as", NULL, TC_STR, 0, 0},
-        [F_RECIPE] = {"recipe", "predicted with", NULL, TC_STR, 0, 0},
-        [F_METRIC] = {"metric", NULL, NULL, TC_STR, 0, 0},
+        [F_RECIPE] = {"recipe", "predicted with", NULL, TC_STR, 0, TF_KEY},
+        [F_METRIC] = {"metric", NULL, NULL, TC_STR, 0, TF_KEY},
         [F_UNIT] = {"unit", NULL, NULL, TC_STR, 0, 0},
         [F_PUB] = {"published", NULL, NULL, TC_F64, 1, 0},
         [F_PRED] = {"predicted", NULL, NULL, TC_F64, 2, 0},

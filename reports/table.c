@@ -1,5 +1,6 @@
-/* reports/table.c — Table storage and its text/CSV/JSON renderers. */
+/* reports/table.c — Table storage and its CSV/JSON renderers (text: table_text.c). */
 #include "reports/table.h"
+#include "reports/table_impl.h"
 
 #include <csv.h>
 #include <math.h>
@@ -9,30 +10,6 @@
 
 #include "util/num.h"
 #include "util/text.h"
-
-typedef struct {
-    unsigned char set;
-    union {
-        char *s;
-        uint64_t u;
-        int64_t i;
-        double f;
-    } v;
-} Cell;
-
-typedef struct {
-    int rule; /* 1 = separator row, no cells */
-    Cell *cells;
-} Row;
-
-struct Table {
-    TableCol *cols;
-    int ncols;
-    Row *rows;
-    int nrows, cap;
-    char *title;
-    int oom;
-};
 
 Table *table_new(const TableCol *cols, int ncols)
 {
@@ -146,6 +123,55 @@ void table_f64(Table *t, int col, double v)
     if (c) c->v.f = v, c->set = 1;
 }
 
+Table *table_select(const Table *t, const char *names, Err *e)
+{
+    int pick[256], n = 0;
+    for (const char *p = names; *p;) {
+        size_t len = strcspn(p, ",");
+        int c = 0;
+        while (c < t->ncols && (strlen(t->cols[c].name) != len || strncmp(t->cols[c].name, p, len))) c++;
+        if (c == t->ncols || n == (int)(sizeof pick / sizeof *pick)) {
+            char known[1024] = "";
+            for (int i = 0; i < t->ncols; i++)
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", t->cols[i].name);
+            return err_set(e, ST_USAGE, "--columns: no column '%.*s' (known: %s)", (int)(len > 64 ? 64 : len), p,
+                           known),
+                   NULL;
+        }
+        for (int i = 0; i < n; i++)
+            if (pick[i] == c) return err_set(e, ST_USAGE, "--columns: '%s' is named twice", t->cols[c].name), NULL;
+        pick[n++] = c;
+        p += len + (p[len] == ',');
+    }
+    if (!n) return err_set(e, ST_USAGE, "--columns: name at least one column"), NULL;
+    TableCol cols[256];
+    for (int i = 0; i < n; i++) cols[i] = t->cols[pick[i]];
+    Table *s = table_new(cols, n);
+    if (s && t->title) table_set_title(s, t->title);
+    for (int r = 0; s && r < t->nrows; r++) {
+        if (t->rows[r].rule) {
+            table_rule(s);
+            continue;
+        }
+        table_row(s);
+        for (int i = 0; i < n; i++) {
+            const Cell *c = &t->rows[r].cells[pick[i]];
+            if (!c->set) continue;
+            switch (cols[i].type) {
+            case TC_STR: table_str(s, i, c->v.s); break;
+            case TC_U64: table_u64(s, i, c->v.u); break;
+            case TC_I64: table_i64(s, i, c->v.i); break;
+            case TC_F64: table_f64(s, i, c->v.f); break;
+            }
+        }
+    }
+    if (!s || s->oom) {
+        table_free(s);
+        return err_set(e, ST_NOMEM, "out of memory"), NULL;
+    }
+    return s;
+}
+
 int table_rows(const Table *t)
 {
     int n = 0;
@@ -153,44 +179,7 @@ int table_rows(const Table *t)
     return n;
 }
 
-/* ---- cell formatting ---------------------------------------------------- */
-
-enum { CELL_MAX = 128 };
-
-static void fmt_text(const TableCol *col, const Cell *c, char *buf)
-{
-    if (!c->set) {
-        snprintf(buf, CELL_MAX, "-");
-        return;
-    }
-    switch (col->type) {
-    case TC_STR: snprintf(buf, CELL_MAX, "%s", c->v.s); break;
-    case TC_U64:
-        if (col->flags & TF_GROUP)
-            num_fmt_grouped(c->v.u, buf, CELL_MAX);
-        else
-            snprintf(buf, CELL_MAX, "%llu", (unsigned long long)c->v.u);
-        break;
-    case TC_I64:
-        if ((col->flags & TF_GROUP) && c->v.i < 0) {
-            buf[0] = '-';
-            num_fmt_grouped((uint64_t)(-(c->v.i + 1)) + 1, buf + 1, CELL_MAX - 1);
-        } else if (col->flags & TF_GROUP) {
-            num_fmt_grouped((uint64_t)c->v.i, buf, CELL_MAX);
-        } else {
-            snprintf(buf, CELL_MAX, "%lld", (long long)c->v.i);
-        }
-        break;
-    case TC_F64:
-        if (!isfinite(c->v.f))
-            snprintf(buf, CELL_MAX, "n/a");
-        else if (col->flags & TF_SCI)
-            snprintf(buf, CELL_MAX, "%.*g", col->prec > 0 ? col->prec : 6, c->v.f);
-        else
-            snprintf(buf, CELL_MAX, "%.*f", col->prec, c->v.f);
-        break;
-    }
-}
+/* ---- cell formatting (text: reports/table_text.c) ---------------------- */
 
 /* CSV and JSON share number formatting; returns 0 when the cell is empty/null. */
 static int fmt_data_number(const TableCol *col, const Cell *c, char *buf)
@@ -209,87 +198,6 @@ static int fmt_data_number(const TableCol *col, const Cell *c, char *buf)
 }
 
 /* ---- renderers ---------------------------------------------------------- */
-
-static int right_aligned(const TableCol *col) { return col->type != TC_STR && !(col->flags & TF_LEFT); }
-
-/* Append cell c's text s to line at *k: two blanks before every cell but the first, then s
- * padded with blanks to width (on the left when right-aligned). */
-static void put_padded(char *line, int *k, int c, const char *s, int width, int right)
-{
-    int len = (int)strlen(s), gap = width > len ? width - len : 0;
-    if (c) memset(line + *k, ' ', 2), *k += 2;
-    if (right) memset(line + *k, ' ', (size_t)gap), *k += gap;
-    memcpy(line + *k, s, (size_t)len), *k += len;
-    if (!right) memset(line + *k, ' ', (size_t)gap), *k += gap;
-}
-
-/* Write len bytes of s and a newline, without the trailing blanks. */
-static void put_line(FILE *f, const char *s, size_t len)
-{
-    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t')) len--;
-    fwrite(s, 1, len, f);
-    fputc('\n', f);
-}
-
-/* Every line is built in full, then written without its trailing blanks (a short
- * last cell, an empty last unit). Cells are at most their column's width, so a
- * line of cells is at most `total` characters. */
-static void write_text(const Table *t, FILE *f)
-{
-    int *w = calloc((size_t)t->ncols, sizeof *w);
-    char buf[CELL_MAX];
-    if (!w) return;
-    for (int c = 0; c < t->ncols; c++) {
-        const TableCol *col = &t->cols[c];
-        int lw = (int)strlen(col->label ? col->label : col->name);
-        int uw = col->unit ? (int)strlen(col->unit) : 0;
-        w[c] = lw > uw ? lw : uw;
-        for (int r = 0; r < t->nrows; r++) {
-            if (t->rows[r].rule) continue;
-            fmt_text(col, &t->rows[r].cells[c], buf);
-            int l = (int)strlen(buf);
-            if (l > w[c]) w[c] = l;
-        }
-    }
-    int total = 0;
-    for (int c = 0; c < t->ncols; c++) total += w[c] + (c ? 2 : 0);
-    char *line = malloc((size_t)total + 1);
-    if (!line) {
-        free(w);
-        return;
-    }
-    int any_unit = 0, k;
-    for (int c = 0; c < t->ncols; c++) any_unit |= t->cols[c].unit && *t->cols[c].unit;
-    if (t->title) put_line(f, t->title, strlen(t->title));
-    k = 0;
-    for (int c = 0; c < t->ncols; c++)
-        put_padded(line, &k, c, t->cols[c].label ? t->cols[c].label : t->cols[c].name, w[c],
-                   right_aligned(&t->cols[c]));
-    put_line(f, line, (size_t)k);
-    if (any_unit) {
-        k = 0;
-        for (int c = 0; c < t->ncols; c++)
-            put_padded(line, &k, c, t->cols[c].unit ? t->cols[c].unit : "", w[c], right_aligned(&t->cols[c]));
-        put_line(f, line, (size_t)k);
-    }
-    memset(line, '-', (size_t)total);
-    put_line(f, line, (size_t)total);
-    for (int r = 0; r < t->nrows; r++) {
-        if (t->rows[r].rule) {
-            memset(line, '-', (size_t)total);
-            put_line(f, line, (size_t)total);
-            continue;
-        }
-        k = 0;
-        for (int c = 0; c < t->ncols; c++) {
-            fmt_text(&t->cols[c], &t->rows[r].cells[c], buf);
-            put_padded(line, &k, c, buf, w[c], right_aligned(&t->cols[c]));
-        }
-        put_line(f, line, (size_t)k);
-    }
-    free(line);
-    free(w);
-}
 
 void csv_put_str(FILE *f, const char *s)
 {
@@ -390,7 +298,7 @@ Status table_write(const Table *t, TableFormat fmt, FILE *f, Err *e)
     if (!t || t->oom == 1) return err_set(e, ST_NOMEM, "out of memory building a table");
     if (t->oom == 2) return err_set(e, ST_SOFTWARE, "table cell set with the wrong type or column");
     switch (fmt) {
-    case TABLE_TEXT: write_text(t, f); break;
+    case TABLE_TEXT: table_write_text(t, f); break;
     case TABLE_CSV: write_csv(t, f); break;
     case TABLE_JSON: write_json(t, f); break;
     }

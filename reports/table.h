@@ -29,6 +29,7 @@ enum {
     TF_EXACT = 1 << 1, /* csv/json doubles with %.17g instead of %.12g */
     TF_LEFT = 1 << 2,  /* text: left-align even if numeric */
     TF_SCI = 1 << 3,   /* text: doubles as %.*g instead of %.*f */
+    TF_KEY = 1 << 4,   /* text: names the row; repeated in front of each group when a wide table splits */
 };
 
 typedef struct {
@@ -62,11 +63,23 @@ void table_f64(Table *t, int col, double v);
 
 int table_rows(const Table *t); /* data rows (rules excluded) */
 
+/* A copy of t with only the columns named in `names` (comma-separated, in that order; --columns).
+ * NULL with ST_USAGE naming an unknown or repeated column and listing the known ones, or ST_NOMEM. */
+Table *table_select(const Table *t, const char *names, Err *e);
+
+/* Text output fits this many columns: wider tables wrap their text columns and then split into
+ * groups of columns (reports/table_text.c); prose goes through table_put_prose. */
+enum { TABLE_WIDTH = 100 };
+
 /* Render. Returns ST_NOMEM if any earlier call ran out of memory, ST_IO on a write error. */
 Status table_write(const Table *t, TableFormat fmt, FILE *f, Err *e);
 
 /* "table" / "text", "csv", "json". */
 Status table_format_parse(const char *s, TableFormat *out, Err *e);
+
+/* Prose for a text report, wrapped at blanks to TABLE_WIDTH columns; each line of the formatted text
+ * wraps by itself, its continuation lines indented two more blanks than it. */
+void table_put_prose(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Write s as a JSON string literal (quoted, escaped). */
 void json_put_str(FILE *f, const char *s);

@@ -30,6 +30,16 @@ int utf8_seq_len(const char *s, size_t n)
     return len;
 }
 
+size_t text_width(const char *s)
+{
+    size_t n = 0, len = strlen(s);
+    for (size_t i = 0; i < len; n++) {
+        int k = utf8_seq_len(s + i, len - i);
+        i += k ? (size_t)k : 1;
+    }
+    return n;
+}
+
 static int is_control(unsigned char c) { return c < 0x20 || c == 0x7F; }
 
 size_t text_bad_byte(const char *s, size_t n)

@@ -14,6 +14,9 @@ extern "C" {
  * not one (a stray continuation byte, an overlong form, a surrogate, past U+10FFFF, cut short). */
 int utf8_seq_len(const char *s, size_t n);
 
+/* Columns s takes on a terminal: its UTF-8 code points (an invalid byte counts one). */
+size_t text_width(const char *s);
+
 /* Offset of the first byte of s[0..n) that is not printable text: a control byte (0x00-0x1F, 0x7F)
  * or the start of invalid UTF-8; n when there is none. */
 size_t text_bad_byte(const char *s, size_t n);

@@ -104,7 +104,11 @@ printf '\000\000\300\077%.0s' $(seq 14) >>"$TMP/mix.bin"             # 14 x 1.5
 run quant-error --shape 4x4 --input "$TMP/nan.bin" --fp8 e4m3
 expect_rc "quant-error on all-NaN input exits 0" 0
 expect_err "all-NaN input: warned, with the count" "holds 16 NaN and 0 Inf values of 16"
-expect_out "all-NaN input: the title says nothing is measured" "16 NaN and 0 Inf of 16 inputs left out: nothing to measure"
+prose=$(tr -s '\n ' '  ' <"$TMP/out") # the title wraps at 100 columns: join its lines
+case "$prose" in
+*"16 NaN and 0 Inf of 16 inputs left out: nothing to measure"*) pass "all-NaN input: the title says nothing is measured" ;;
+*) fail "all-NaN input: the title says nothing is measured" "$prose" ;;
+esac
 if grep -E '^e4m3 +tensor' "$TMP/out" | grep -q 'n/a'; then pass "all-NaN input: the error is n/a, not 0 %"; else
     fail "all-NaN input: the error is n/a, not 0 %" "$(grep tensor "$TMP/out")"; fi
 run quant-error --shape 4x4 --input "$TMP/mix.bin" --fp8 e4m3 --format csv

@@ -54,7 +54,7 @@ expect_rc "listing without a catalog exits 66" 66
 run report seed -o "$TMP/seed"
 expect_rc "report seed exits 0 (every checked figure within tolerance)" 0
 expect_out "report seed counts the checks" "14 of 14 checked figures within tolerance"
-expect_out "report seed shows the 7B BF16 memory" "gpt-7b    TP1 PP1 DP32 mbs2  bf16"
+expect_out "report seed shows the 7B BF16 memory" "gpt-7b    TP1 PP1 DP32 mbs2  megatron-bf16           memory             bf16"
 for f in table1a_bytes_per_param table1b_scale_granularity table1c_precision_map table5_fp8lm; do
     if [ -s "$TMP/seed/$f.csv" ]; then pass "report seed writes $f.csv"; else fail "report seed writes $f.csv"; fi
 done

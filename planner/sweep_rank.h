@@ -1,0 +1,38 @@
+/* planner/sweep_rank.h — the lists a sweep keeps: the best plans that fit, with near-duplicates folded
+ * into the better one, and the plans that miss the GPU's memory by the least. Caller-owned arrays, no
+ * malloc (like the sweep). */
+#ifndef FP8PLAN_PLANNER_SWEEP_RANK_H
+#define FP8PLAN_PLANNER_SWEEP_RANK_H
+
+#include "planner/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Two plans are near-duplicates when they share the recipe, TP, PP, CP, DP and micro-batch and their
+ * tokens/s differ by at most SWEEP_NEAR_PCT % of the larger: they differ only in virtual stages,
+ * recompute or sharding, and their throughput does not tell them apart. */
+#define SWEEP_NEAR_PCT 2.0
+int sweep_near_duplicate(const Plan *a, const Plan *b);
+
+typedef struct {
+    Plan *v;            /* room for k plans, kept sorted */
+    uint32_t *variants; /* NULL, or k counts: near-duplicates folded into v[i] */
+    int k, n;
+} SweepList;
+
+/* Keep p if it is among the k fastest (tokens/s, descending). With fold, a near-duplicate of a kept
+ * plan does not take a place: the faster of the two stays and counts the other as a variant.
+ * Returns 1 when p was folded into (or replaced) a kept plan. */
+int sweep_keep_best(SweepList *l, const Plan *p, int fold);
+
+/* Keep p if it is among the k plans closest to fitting (fewest bytes over capacity; then tokens/s). A plan
+ * with the same recipe, TP, PP, CP, DP and micro-batch as a kept one and the same bytes (sharding over
+ * one rank, say) is the same answer: only the better of the two is kept. */
+void sweep_keep_nearest(SweepList *l, const Plan *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
