@@ -39,6 +39,7 @@ typedef struct {
     uint32_t gpus;           /* --gpus N */
     uint32_t top;            /* --top K */
     int layout_given[8];     /* which of tp,pp,vpp,cp,dp,mbs,recompute,sharding were given */
+    int ascii;               /* --ascii: ASCII memory bars in text output */
     CliOut out;
 } PlanArgs;
 
@@ -50,6 +51,10 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
 /* Resolve --model and --gpu (and one recipe name) against the catalog into a->in;
  * prints "unknown model 'x' (known: ...)" and returns 64 on failure. */
 int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe);
+
+/* The headroom limit the HTML memory charts draw, as a fraction of capacity: issue 9's
+ * --max-mem-frac default, until that option gives the plan its own limit. */
+#define PLAN_HEADROOM_FRAC 0.95
 
 /* Help text of the shared options, for the subcommands' --help. */
 extern const char plan_layout_help[];

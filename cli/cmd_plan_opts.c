@@ -27,8 +27,10 @@ const char plan_layout_help[] =
     "  --eff-bf16 F --eff-fp8 F --eff-attn F --eff-hbm F --eff-net F   fractions of peak (0.70 0.55 0.50 0.80 0.80)\n"
     "  --overlap-dp on|off   DP collectives overlap the first forward / last backward (on)\n"
     "output:\n"
-    "  --format table|csv|json   (table)\n"
+    "  --format table|csv|json|html   (table; html: a self-contained page with charts)\n"
     "  -o FILE            write to FILE atomically instead of stdout\n"
+    "  --ascii            ASCII glyphs in the text output's memory bars (also under TERM=dumb or a\n"
+    "                     locale that is not UTF-8)\n"
     "  --catalog DIR      directory holding models.csv, gpus.csv, recipes.csv (./models)\n";
 
 enum {
@@ -67,6 +69,7 @@ enum {
     O_EFF_NET,
     O_OVERLAP,
     O_TOP,
+    O_ASCII,
 };
 
 static const struct option longopts[] = {
@@ -106,6 +109,7 @@ static const struct option longopts[] = {
     {"eff-net", required_argument, NULL, O_EFF_NET},
     {"overlap-dp", required_argument, NULL, O_OVERLAP},
     {"top", required_argument, NULL, O_TOP},
+    {"ascii", no_argument, NULL, O_ASCII},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -227,6 +231,7 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
             if (attn_parse(arg, &in->attn)) rc = cli_usage(cmd, "--attn: '%s' is not flash or materialized", arg);
             break;
         case O_DROPOUT: in->dropout = 1; break;
+        case O_ASCII: a->ascii = 1; break;
         case O_FORMAT: rc = cli_parse_format(cmd, arg, &a->out); break;
         case 'o': a->out.path = arg; break;
         case O_CATALOG: a->catalog = arg; break;

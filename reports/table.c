@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reports/html_page.h"
 #include "util/num.h"
 
 typedef struct {
@@ -381,6 +382,7 @@ Status table_write(const Table *t, TableFormat fmt, FILE *f, Err *e)
     case TABLE_TEXT: write_text(t, f); break;
     case TABLE_CSV: write_csv(t, f); break;
     case TABLE_JSON: write_json(t, f); break;
+    case TABLE_HTML: return html_table_page(t, f, e);
     }
     if (ferror(f)) return err_set(e, ST_IO, "write error");
     return ST_OK;
@@ -394,7 +396,106 @@ Status table_format_parse(const char *s, TableFormat *out, Err *e)
         *out = TABLE_CSV;
     else if (!strcmp(s, "json"))
         *out = TABLE_JSON;
+    else if (!strcmp(s, "html"))
+        *out = TABLE_HTML;
     else
-        return err_set(e, ST_USAGE, "unknown format '%s' (expected table, csv or json)", s);
+        return err_set(e, ST_USAGE, "unknown format '%s' (expected table, csv, json or html)", s);
     return ST_OK;
+}
+
+void table_append_keyed(Table *t, int key_col, const char *key, int first, const Table *src)
+{
+    if (first < 0 || first + src->ncols > t->ncols) {
+        t->oom = 2;
+        return;
+    }
+    for (int r = 0; r < src->nrows; r++) {
+        const Row *sr = &src->rows[r];
+        if (sr->rule) {
+            table_rule(t);
+            continue;
+        }
+        table_row(t);
+        if (key_col >= 0) table_str(t, key_col, key);
+        for (int c = 0; c < src->ncols && !t->oom; c++) {
+            if (t->cols[first + c].type != src->cols[c].type) {
+                t->oom = 2;
+                return;
+            }
+            const Cell *sc = &sr->cells[c];
+            if (!sc->set) continue;
+            if (src->cols[c].type == TC_STR)
+                table_str(t, first + c, sc->v.s);
+            else
+                t->rows[t->nrows - 1].cells[first + c] = *sc;
+        }
+    }
+    if (src->oom && !t->oom) t->oom = src->oom;
+}
+
+/* ---- reading back ------------------------------------------------------------ */
+
+int table_ncols(const Table *t) { return t->ncols; }
+const TableCol *table_col(const Table *t, int col) { return col >= 0 && col < t->ncols ? &t->cols[col] : NULL; }
+const char *table_title(const Table *t) { return t->title; }
+int table_lines(const Table *t) { return t->nrows; }
+int table_line_is_rule(const Table *t, int line) { return line >= 0 && line < t->nrows && t->rows[line].rule; }
+
+int table_col_find(const Table *t, const char *name)
+{
+    for (int c = 0; c < t->ncols; c++)
+        if (!strcmp(t->cols[c].name, name)) return c;
+    return -1;
+}
+
+static const Cell *cell_at(const Table *t, int line, int col)
+{
+    if (line < 0 || line >= t->nrows || col < 0 || col >= t->ncols || t->rows[line].rule) return NULL;
+    const Cell *c = &t->rows[line].cells[col];
+    return c->set ? c : NULL;
+}
+
+int table_get_f64(const Table *t, int line, int col, double *v)
+{
+    const Cell *c = cell_at(t, line, col);
+    if (!c) return 0;
+    switch (t->cols[col].type) {
+    case TC_U64: *v = (double)c->v.u; return 1;
+    case TC_I64: *v = (double)c->v.i; return 1;
+    case TC_F64: *v = c->v.f; return 1;
+    case TC_STR: {
+        char *end;
+        *v = strtod(c->v.s, &end);
+        return end != c->v.s && !*end;
+    }
+    }
+    return 0;
+}
+
+const char *table_get_str(const Table *t, int line, int col)
+{
+    const Cell *c = cell_at(t, line, col);
+    return c && t->cols[col].type == TC_STR ? c->v.s : NULL;
+}
+
+int table_cell_text(const Table *t, int line, int col, TableFormat how, char *buf, size_t size)
+{
+    char tmp[CELL_MAX];
+    static const Cell unset = {0};
+    const Cell *c = cell_at(t, line, col);
+    int set = 1;
+    if (col < 0 || col >= t->ncols) {
+        set = 0, tmp[0] = '\0';
+    } else if (how == TABLE_TEXT) {
+        fmt_text(&t->cols[col], c ? c : &unset, tmp);
+        set = c != NULL;
+    } else if (!c) {
+        set = 0, tmp[0] = '\0';
+    } else if (t->cols[col].type == TC_STR) {
+        snprintf(tmp, sizeof tmp, "%s", c->v.s);
+    } else if (!fmt_data_number(&t->cols[col], c, tmp)) {
+        set = 0, tmp[0] = '\0';
+    }
+    snprintf(buf, size, "%s", tmp);
+    return set;
 }
