@@ -85,16 +85,20 @@ int cli_emit_page(const char *cmd, const CliOut *out, CliPageFn fn, const void *
 typedef struct {
     const Table *t;
     TableFormat fmt;
+    CliTablePage page;
 } TableJob;
 
 static Status write_table(FILE *f, const void *ctx, Err *e)
 {
     const TableJob *j = ctx;
+    if (j->fmt == TABLE_HTML && j->page) return j->page(f, j->t, e);
     return table_write(j->t, j->fmt, f, e);
 }
 
-int cli_emit_table(const char *cmd, const Table *t, const CliOut *out)
+int cli_emit_charted(const char *cmd, const Table *t, const CliOut *out, CliTablePage page)
 {
-    TableJob j = {t, out->fmt};
+    TableJob j = {t, out->fmt, page};
     return cli_emit_page(cmd, out, write_table, &j);
 }
+
+int cli_emit_table(const char *cmd, const Table *t, const CliOut *out) { return cli_emit_charted(cmd, t, out, NULL); }

@@ -78,4 +78,8 @@ int cli_unicode(int ascii);
 typedef Status (*CliPageFn)(FILE *f, const void *ctx, Err *e);
 int cli_emit_page(const char *cmd, const CliOut *out, CliPageFn fn, const void *ctx);
 
+/* cli_emit_table, except that --format html writes page(t): the table with its charts. */
+typedef Status (*CliTablePage)(FILE *f, const Table *t, Err *e);
+int cli_emit_charted(const char *cmd, const Table *t, const CliOut *out, CliTablePage page);
+
 #endif

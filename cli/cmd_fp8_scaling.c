@@ -10,12 +10,13 @@
 #include "cli/cmd_fp8.h"
 #include "fp8/delayed.h"
 #include "reports/scaling_report.h"
+#include "reports/html_fp8.h"
 #include "util/fileio.h"
 #include "util/num.h"
 
 static const char HELP[] =
     "usage: fp8plan scaling --history N --algo max|most_recent [--margin M] [--format e4m3|e5m2]\n"
-    "                       [--trace FILE] [--format table|csv|json] [-o FILE]\n"
+    "                       [--trace FILE] [--format table|csv|json|html] [-o FILE]\n"
     "\n"
     "Run Transformer Engine's delayed scaling for one tensor over a sequence of observed\n"
     "amax values: one per line on stdin (nan and inf allowed), or the 'amax' column of a\n"
@@ -217,7 +218,7 @@ int cmd_scaling(int argc, char **argv)
             break;
         case 'f':
             if (fp8cli_parse_elem(optarg, 0, &cfg.fmt) && table_format_parse(optarg, &out.fmt, &e))
-                return cli_usage(cmd, "--format: '%s' is not e4m3, e5m2, table, csv or json", optarg);
+                return cli_usage(cmd, "--format: '%s' is not e4m3, e5m2, table, csv, json or html", optarg);
             break;
         case 't': trace = optarg; break;
         case 'o': out.path = optarg; break;
@@ -245,7 +246,7 @@ int cmd_scaling(int argc, char **argv)
     Table *t = st ? NULL : run(&cfg, &a, &e);
     free(a.v);
     if (!t) return cli_fail(cmd, &e);
-    int rc = cli_emit_table(cmd, t, &out);
+    int rc = cli_emit_charted(cmd, t, &out, html_scaling_page);
     table_free(t);
     return rc;
 }

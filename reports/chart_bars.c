@@ -24,8 +24,8 @@ typedef struct {
 typedef struct {
     const BarSpec *sp;
     const Table *t;
-    int cat, series, stack, skip, cols[BAR_MAX_DEFS][BAR_MAX_SEGS], ncols[BAR_MAX_DEFS];
-    int lo[BAR_MAX_DEFS], hi[BAR_MAX_DEFS], ref[BAR_MAX_REFS];
+    int cat, cat2, series, stack, skip, only, cols[BAR_MAX_DEFS][BAR_MAX_SEGS], ncols[BAR_MAX_DEFS];
+    int lo[BAR_MAX_DEFS], hi[BAR_MAX_DEFS], tol[BAR_MAX_DEFS], base[BAR_MAX_DEFS], ref[BAR_MAX_REFS];
     char keys[MAX_KEYS][LABEL_MAX];
     int nkeys;
     char segs[MAX_SEGS][LABEL_MAX]; /* segment labels */
@@ -73,6 +73,8 @@ static int resolve(HtmlDoc *d, Ctx *c)
     const BarSpec *sp = c->sp;
     int bad = 0;
     c->cat = col_or_fail(d, c, sp->cat_col, &bad);
+    c->cat2 = col_or_fail(d, c, sp->cat_col2, &bad);
+    c->only = col_or_fail(d, c, sp->only_col, &bad);
     c->series = col_or_fail(d, c, sp->series_col, &bad);
     c->stack = col_or_fail(d, c, sp->stack_col, &bad);
     c->skip = col_or_fail(d, c, sp->skip_col, &bad);
@@ -82,6 +84,8 @@ static int resolve(HtmlDoc *d, Ctx *c)
             c->cols[b][c->ncols[b]] = col_or_fail(d, c, bd->cols[c->ncols[b]], &bad);
         c->lo[b] = col_or_fail(d, c, bd->lo_col, &bad);
         c->hi[b] = col_or_fail(d, c, bd->hi_col, &bad);
+        c->tol[b] = col_or_fail(d, c, bd->tol_pct_col, &bad);
+        c->base[b] = col_or_fail(d, c, bd->tol_base_col, &bad);
     }
     for (int r = 0; r < sp->nrefs; r++) c->ref[r] = col_or_fail(d, c, sp->refs[r].col, &bad);
     if (!bad && c->stack < 0) /* column stacking: the segments are the first bar's columns */
@@ -115,6 +119,18 @@ static int add_seg(Bar *b, const Table *t, int line, int col, int idx)
     return 1;
 }
 
+/* The bar's interval: lo and hi columns, or base x (1 -+ pct / 100). */
+static void band(const Ctx *c, int l, int d, Bar *b)
+{
+    double pct, base;
+    if (c->lo[d] >= 0 && c->hi[d] >= 0)
+        b->has_band = table_get_f64(c->t, l, c->lo[d], &b->lo) && table_get_f64(c->t, l, c->hi[d], &b->hi);
+    else if (c->tol[d] >= 0 && c->base[d] >= 0 && table_get_f64(c->t, l, c->tol[d], &pct) &&
+             table_get_f64(c->t, l, c->base[d], &base))
+        b->has_band = 1, b->lo = base * (1 - pct / 100), b->hi = base * (1 + pct / 100);
+    b->has_band = b->has_band && isfinite(b->lo) && isfinite(b->hi) && b->lo >= 0;
+}
+
 /* Every row's bars, grouped by category in first-seen order. */
 static void collect(Ctx *c)
 {
@@ -125,7 +141,16 @@ static void collect(Ctx *c)
     for (int l = 0; l < table_lines(c->t) && n < MAX_BARS; l++) {
         if (table_line_is_rule(c->t, l)) continue;
         if (c->skip >= 0 && (cell_label(c->t, l, c->skip, lab), !strcmp(lab, sp->skip_val))) continue;
+        if (c->only >= 0 && (cell_label(c->t, l, c->only, lab), strcmp(lab, sp->only_val))) continue;
         cell_label(c->t, l, c->cat, cat);
+        if (c->cat2 >= 0) {
+            char joined[2 * LABEL_MAX + 8];
+            cell_label(c->t, l, c->cat2, lab);
+            snprintf(joined, sizeof joined, "%s \xc2\xb7 %s", cat, lab);
+            size_t len = strlen(joined) < LABEL_MAX ? strlen(joined) : LABEL_MAX - 1;
+            memcpy(cat, joined, len);
+            cat[len] = '\0';
+        }
         int g = index_of(c->groups, &c->ngroups, MAX_BARS, cat);
         for (int d = 0; d < sp->nbars && n < MAX_BARS; d++) {
             key_of(c, l, d, key);
@@ -145,8 +170,7 @@ static void collect(Ctx *c)
                 for (int s = 0; s < c->ncols[d]; s++) added |= add_seg(b, c->t, l, c->cols[d][s], s);
             }
             if (b == &tmp[n] && added) {
-                b->has_band = c->lo[d] >= 0 && c->hi[d] >= 0 && table_get_f64(c->t, l, c->lo[d], &b->lo) &&
-                              table_get_f64(c->t, l, c->hi[d], &b->hi) && isfinite(b->lo) && isfinite(b->hi);
+                band(c, l, d, b);
                 n++;
             }
         }

@@ -24,11 +24,12 @@
 enum { BAR_MAX_SEGS = 12, BAR_MAX_DEFS = 3, BAR_MAX_REFS = 2 };
 
 typedef struct {
-    const char *label;              /* legend / key when nbars > 1 ("planned") */
-    const char *cols[BAR_MAX_SEGS]; /* numeric columns stacked left to right; NULL-terminated */
-    int overlay;                    /* 1: every column drawn from zero, later ones over earlier ones
+    const char *label;                      /* legend / key when nbars > 1 ("planned") */
+    const char *cols[BAR_MAX_SEGS];         /* numeric columns stacked left to right; NULL-terminated */
+    int overlay;                            /* 1: every column drawn from zero, later ones over earlier ones
                                        (time_s, then exposed_s inside it) instead of stacked */
-    const char *lo_col, *hi_col;    /* optional interval drawn over the bar (both or neither) */
+    const char *lo_col, *hi_col;            /* optional interval drawn over the bar (both or neither), or: */
+    const char *tol_pct_col, *tol_base_col; /* the interval base x (1 -+ pct / 100) (Table 5's tolerance) */
 } BarDef;
 
 typedef struct {
@@ -45,10 +46,12 @@ typedef struct {
     double scale;                    /* axis units per table unit (1e-9 for bytes shown in GB); 0 = 1 */
     int decimals;                    /* of value labels */
     const char *cat_col;             /* group label */
+    const char *cat_col2;            /* optional second column joined to the label ("gpt-7b · bf16") */
     const char *series_col;          /* optional key of each row within its group (recipe) */
     const char *stack_col;           /* optional: consecutive rows with the same group and key stack into one bar,
                                each row a segment named by this column (bars[0].cols[0] its value) */
     const char *skip_col, *skip_val; /* optional: rows whose skip_col text is skip_val are not drawn */
+    const char *only_col, *only_val; /* optional: only rows whose only_col text is only_val are drawn */
     BarDef bars[BAR_MAX_DEFS];
     int nbars;
     const char *seg_labels[BAR_MAX_SEGS]; /* legend text per segment (NULL: the column's label or name) */

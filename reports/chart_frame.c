@@ -46,6 +46,11 @@ void legend_item(Svg *s, SwatchKind kind, const char *fill, int marker, const ch
     case SW_FILL: svg_put(s, "<rect x=\"1\" y=\"1\" width=\"14\" height=\"14\" fill=\"%r\"/>", fill); break;
     case SW_LINE: svg_put(s, "<line class=\"line\" x1=\"0\" y1=\"8\" x2=\"16\" y2=\"8\" stroke=\"%r\"/>", fill); break;
     case SW_MARKER: svg_marker(s, marker, 8, 8, 5, fill); break;
+    case SW_EVENT:
+        svg_put(s, "<g class=\"ev\">");
+        svg_marker(s, marker, 8, 8, 5, "#b3261e");
+        svg_put(s, "</g>");
+        break;
     case SW_REF0: svg_put(s, "<line class=\"ref0\" x1=\"8\" y1=\"0\" x2=\"8\" y2=\"16\"/>"); break;
     case SW_REF1: svg_put(s, "<line class=\"ref1\" x1=\"8\" y1=\"0\" x2=\"8\" y2=\"16\"/>"); break;
     case SW_WHISKER: svg_put(s, "<path class=\"whisker\" d=\"M2,8 H14 M2,4 V12 M14,4 V12\" fill=\"none\"/>"); break;

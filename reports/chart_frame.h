@@ -14,9 +14,9 @@ void frame_x_axis(Svg *s, const Axis *a, double base, double top, const char *ti
 void frame_y_axis(Svg *s, const Axis *a, double left, double right, double title_x, const char *title);
 
 /* Legend entries (ul.legend), written after the SVG. Swatch kinds: */
-typedef enum { SW_FILL, SW_LINE, SW_MARKER, SW_REF0, SW_REF1, SW_WHISKER, SW_FRONT, SW_RING } SwatchKind;
+typedef enum { SW_FILL, SW_LINE, SW_MARKER, SW_EVENT, SW_REF0, SW_REF1, SW_WHISKER, SW_FRONT, SW_RING } SwatchKind;
 void legend_begin(Svg *s);
-/* fill: a url()/colour for SW_FILL; colour for SW_LINE/SW_MARKER; marker index for SW_MARKER. */
+/* fill: a url()/colour for SW_FILL; colour for SW_LINE/SW_MARKER; marker index for SW_MARKER/SW_EVENT. */
 void legend_item(Svg *s, SwatchKind kind, const char *fill, int marker, const char *label);
 void legend_end(Svg *s);
 

@@ -117,7 +117,7 @@ static void put_point(Ctx *c, const XySeries *s, const Cols *k, int line, int co
     svg_put(&c->s, "</g>\n");
 }
 
-/* Points, deduplicated per pixel: the first row of each pixel is drawn with the count. */
+/* Points, one per XY_BIN_PX square: the first row of each square is drawn, with the count. */
 static void draw_points(Ctx *c, const XySeries *s, const Cols *k, int marker, const char *colour)
 {
     int n = table_lines(s->t), *cell = malloc(sizeof *cell * (size_t)(n ? n : 1) * 2), *first = cell + (n ? n : 1);
@@ -146,7 +146,7 @@ static void draw_points(Ctx *c, const XySeries *s, const Cols *k, int marker, co
         double x, y;
         cell[l] = -1;
         if (!in_series(s, k, l) || !point(c, s->t, l, k->x, k->y, &x, &y)) continue;
-        long key = lround(axis_px(&c->ax, x)) * 100000L + lround(axis_px(&c->ay, y));
+        long key = (long)floor(axis_px(&c->ax, x) / XY_BIN_PX) * 100000L + (long)floor(axis_px(&c->ay, y) / XY_BIN_PX);
         unsigned h = (unsigned)(key * 2654435761u) & (unsigned)(cap - 1);
         while (slot[h] >= 0 && keyv[slot[h]] != key) h = (h + 1) & (unsigned)(cap - 1);
         if (slot[h] < 0) slot[h] = ncells, keyv[ncells] = key, first[ncells] = l, ncells++;
@@ -194,21 +194,26 @@ static void draw_line(Ctx *c, const XySeries *s, const Cols *k, const char *cls,
     }
 }
 
-static void draw_events(Ctx *c, const XyEvents *ev, double top, double base)
+/* Event marks: a dashed line across the plot at the row's x and a marker on its y (at the top when
+ * the y cannot be drawn, e.g. an inf amax on a log axis). */
+static void draw_events(Ctx *c, const XyEvents *ev, int marker, double top, double base)
 {
     int xc = find(c, ev->t, ev->x_col), yc = find(c, ev->t, ev->y_col), sc = find(c, ev->t, ev->status_col);
     if (xc < 0 || yc < 0 || sc < 0) return;
     char vx[64], tip[256];
     for (int l = 0; l < table_lines(ev->t); l++) {
         const char *st = table_get_str(ev->t, l, sc);
-        double x, y;
-        if (!st || !strcmp(st, ev->ok_value) || !point(c, ev->t, l, xc, yc, &x, &y)) continue;
-        double px = axis_px(&c->ax, x), py = axis_px(&c->ay, y);
+        double x, y, py = top + 9;
+        if (!st || !strcmp(st, ev->ok_value) || !table_get_f64(ev->t, l, xc, &x)) continue;
+        x *= c->xs;
+        if (!isfinite(x) || (c->sp->x_log && x <= 0)) continue;
+        if (point(c, ev->t, l, xc, yc, &x, &y)) py = axis_px(&c->ay, y);
+        double px = axis_px(&c->ax, x);
         table_cell_text(ev->t, l, xc, TABLE_CSV, vx, sizeof vx);
         snprintf(tip, sizeof tip, "%s %s: %s", table_col(ev->t, xc)->name, vx, st);
         svg_put(&c->s, "<g class=\"ev\" data-x=\"%s\" data-status=\"%s\"><title>%s</title>", vx, st, tip);
         svg_put(&c->s, "<line class=\"event\" x1=\"$\" y1=\"$\" x2=\"$\" y2=\"$\"/>", px, top, px, base);
-        svg_marker(&c->s, 4, px, py - 9, 5, svg_colour(5));
+        svg_marker(&c->s, marker, px, py - 9, 5, "#b3261e");
         svg_put(&c->s, "</g>\n");
     }
 }
@@ -257,7 +262,7 @@ void chart_xy(HtmlDoc *d, const XySpec *sp)
             draw_line(&c, &f, &cols[n - 1], "front", "currentColor", 5);
             svg_put(&c.s, "</g>\n");
         }
-        for (int i = 0; i < sp->nevents; i++) draw_events(&c, &sp->events[i], top, base);
+        for (int i = 0; i < sp->nevents; i++) draw_events(&c, &sp->events[i], i ? 2 : 4, top, base);
         if (sp->mark.t) {
             int xc = find(&c, sp->mark.t, sp->mark.x_col), yc = find(&c, sp->mark.t, sp->mark.y_col);
             double x, y;
@@ -276,7 +281,7 @@ void chart_xy(HtmlDoc *d, const XySpec *sp)
             legend_item(&c.s, s->kind == XY_POINTS ? SW_MARKER : SW_LINE, svg_colour(s->style), s->style, s->label);
         }
         if (sp->front.t) legend_item(&c.s, SW_FRONT, NULL, 0, sp->front.label);
-        for (int i = 0; i < sp->nevents; i++) legend_item(&c.s, SW_MARKER, svg_colour(5), 4, sp->events[i].label);
+        for (int i = 0; i < sp->nevents; i++) legend_item(&c.s, SW_EVENT, NULL, i ? 2 : 4, sp->events[i].label);
         if (sp->mark.t) legend_item(&c.s, SW_RING, NULL, 0, sp->mark.label);
         legend_end(&c.s);
         Err e;

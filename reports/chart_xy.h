@@ -7,8 +7,9 @@
  * Points carry data-x / data-y (the cells exactly as the CSV writes them) and
  * a <title>; values a log axis cannot show (<= 0) and non-finite ones are
  * left out and counted in the figure's note. Points of one series that land
- * on the same pixel are drawn once, with how many rows it stands for
- * (data-n), so a sweep of tens of thousands of layouts stays a small file. */
+ * in the same XY_BIN_PX x XY_BIN_PX square (less than a marker's size) are
+ * drawn once, with how many rows it stands for (data-n), so a sweep of tens of
+ * thousands of layouts stays a file of a few MB. */
 #ifndef FP8PLAN_REPORTS_CHART_XY_H
 #define FP8PLAN_REPORTS_CHART_XY_H
 
@@ -17,7 +18,7 @@
 
 typedef enum { XY_LINE = 0, XY_POINTS, XY_STEPS } XyKind;
 
-enum { XY_MAX_SERIES = 16, XY_MAX_TIPS = 6 };
+enum { XY_MAX_SERIES = 24, XY_MAX_TIPS = 6, XY_BIN_PX = 4 };
 
 typedef struct {
     const Table *t;

@@ -33,6 +33,7 @@ static const char css[] =
     "svg.chart .bar{stroke:var(--bg);stroke-width:.5}svg.chart .front{fill:none;stroke:var(--fg);stroke-width:2}\n"
     "svg.chart .ring{fill:none;stroke:var(--ref);stroke-width:2.5}svg.chart .event{stroke:var(--ref);"
     "stroke-width:1;stroke-dasharray:2 3}\n"
+    ".ev path,.ev circle,.ev rect{fill:var(--ref)}\n"
     "ul.legend{list-style:none;padding:0;margin:8px 0 4px;display:flex;flex-wrap:wrap;gap:4px 16px;font-size:13px}\n"
     "ul.legend li{display:flex;align-items:center;gap:6px}ul.legend svg{width:16px;height:16px;flex:none}\n"
     "ul.legend .ref0{stroke:var(--ref);stroke-width:2.5}ul.legend .ref1{stroke:var(--ref2);stroke-width:2.5;"

@@ -44,7 +44,7 @@ void xml_esc(FILE *f, const char *s)
         case '\'': fputs("&#39;", f), p++; continue;
         default: break;
         }
-        if (*p < 0x20 || *p == 0x7f) { /* not allowed in XML (tab and newline read as blanks anyway) */
+        if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f) { /* not allowed in XML */
             fputc(' ', f), p++;
             continue;
         }

@@ -29,7 +29,8 @@ typedef struct {
     unsigned used[SVG_NCOLOURS]; /* bit p of used[c]: style (c, p) is referred to */
 } Svg;
 
-/* Write s escaped for XML text or a quoted attribute value. */
+/* Write s escaped for XML text or a quoted attribute value (newlines and tabs kept, other control
+ * characters written as blanks, bytes that are not UTF-8 as U+FFFD). */
 void xml_esc(FILE *f, const char *s);
 
 /* Formatted output with checked numbers. Conversions:

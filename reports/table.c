@@ -403,34 +403,47 @@ Status table_format_parse(const char *s, TableFormat *out, Err *e)
     return ST_OK;
 }
 
+/* Append src's line `line` to t (a rule stays a rule), its cells in columns first.. (same types). */
+static void append_line(Table *t, int key_col, const char *key, int first, const Table *src, int line)
+{
+    const Row *sr = &src->rows[line];
+    if (sr->rule) {
+        table_rule(t);
+        return;
+    }
+    table_row(t);
+    if (key_col >= 0) table_str(t, key_col, key);
+    for (int c = 0; c < src->ncols && !t->oom; c++) {
+        if (t->cols[first + c].type != src->cols[c].type) {
+            t->oom = 2;
+            return;
+        }
+        const Cell *sc = &sr->cells[c];
+        if (!sc->set) continue;
+        if (src->cols[c].type == TC_STR)
+            table_str(t, first + c, sc->v.s);
+        else
+            t->rows[t->nrows - 1].cells[first + c] = *sc;
+    }
+}
+
 void table_append_keyed(Table *t, int key_col, const char *key, int first, const Table *src)
 {
     if (first < 0 || first + src->ncols > t->ncols) {
         t->oom = 2;
         return;
     }
-    for (int r = 0; r < src->nrows; r++) {
-        const Row *sr = &src->rows[r];
-        if (sr->rule) {
-            table_rule(t);
-            continue;
-        }
-        table_row(t);
-        if (key_col >= 0) table_str(t, key_col, key);
-        for (int c = 0; c < src->ncols && !t->oom; c++) {
-            if (t->cols[first + c].type != src->cols[c].type) {
-                t->oom = 2;
-                return;
-            }
-            const Cell *sc = &sr->cells[c];
-            if (!sc->set) continue;
-            if (src->cols[c].type == TC_STR)
-                table_str(t, first + c, sc->v.s);
-            else
-                t->rows[t->nrows - 1].cells[first + c] = *sc;
-        }
-    }
+    for (int r = 0; r < src->nrows && !t->oom; r++) append_line(t, key_col, key, first, src, r);
     if (src->oom && !t->oom) t->oom = src->oom;
+}
+
+void table_append_line(Table *t, const Table *src, int line)
+{
+    if (src->ncols > t->ncols || line < 0 || line >= src->nrows) {
+        t->oom = 2;
+        return;
+    }
+    append_line(t, -1, NULL, 0, src, line);
 }
 
 /* ---- reading back ------------------------------------------------------------ */

@@ -91,6 +91,8 @@ int table_cell_text(const Table *t, int line, int col, TableFormat how, char *bu
  * src's cells (the column types must match: ST_SOFTWARE from table_write otherwise). Builds the
  * long tables charts compare plans with: every row of `plan --view time` per recipe. */
 void table_append_keyed(Table *t, int key_col, const char *key, int first, const Table *src);
+/* Append one line of src (a table with the same leading columns) to t. */
+void table_append_line(Table *t, const Table *src, int line);
 
 /* "table" / "text", "csv", "json", "html". */
 Status table_format_parse(const char *s, TableFormat *out, Err *e);
