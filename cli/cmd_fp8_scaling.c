@@ -164,31 +164,6 @@ static Status read_trace(const char *path, Amaxes *out, Err *e)
 
 /* ---- the trace ---------------------------------------------------------------------- */
 
-static Table *run(const DelayedCfg *cfg, const Amaxes *a, Err *e)
-{
-    float *hist = malloc(sizeof *hist * cfg->hist_len);
-    Table *t = scaling_table_new(cfg);
-    DelayedState s;
-    if (!hist || !t) {
-        free(hist);
-        table_free(t);
-        err_set(e, ST_NOMEM, "out of memory");
-        return NULL;
-    }
-    if (delayed_init(&s, cfg, hist, e)) {
-        free(hist);
-        table_free(t);
-        return NULL;
-    }
-    for (size_t i = 0; i < a->n; i++) {
-        DelayedStep st;
-        delayed_step(&s, a->v[i], &st);
-        scaling_table_row(t, cfg->fmt, &st);
-    }
-    free(hist);
-    return t;
-}
-
 int cmd_scaling(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -243,7 +218,7 @@ int cmd_scaling(int argc, char **argv)
         }
         if (!st && !a.n) st = err_set(&e, ST_DATA, "stdin: no amax values (one per line expected)");
     }
-    Table *t = st ? NULL : run(&cfg, &a, &e);
+    Table *t = st ? NULL : scaling_trace_table(&cfg, a.v, a.n, &e);
     free(a.v);
     if (!t) return cli_fail(cmd, &e);
     int rc = cli_emit_charted(cmd, t, &out, html_scaling_page);

@@ -98,6 +98,28 @@ static int build_one(const char *cmd, PlanInput *in, Plan *p)
     return 0;
 }
 
+int plan_build_recipes(const char *cmd, const Catalog *cat, PlanArgs *a, Plan **plans, int *n)
+{
+    char list[1024];
+    const char *names[16];
+    *plans = NULL, *n = 0;
+    if (strlen(a->recipes) >= sizeof list) return cli_usage(cmd, "--recipes: list too long");
+    strcpy(list, a->recipes);
+    for (char *tok = list, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next) *next++ = '\0';
+        if (!*tok) return cli_usage(cmd, "--recipes: empty name in '%s'", a->recipes);
+        if (*n == 16) return cli_usage(cmd, "--recipes: at most 16 recipes");
+        names[(*n)++] = tok;
+    }
+    if (*n < 2) return cli_usage(cmd, "--recipes: name at least two recipes to compare");
+    if (!(*plans = calloc((size_t)*n, sizeof **plans))) return cli_usage(cmd, "out of memory");
+    int rc = 0;
+    for (int i = 0; i < *n && !rc; i++)
+        if (!(rc = plan_args_resolve(cmd, cat, a, names[i]))) rc = build_one(cmd, &a->in, &(*plans)[i]);
+    return rc;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     const char *cmd = "plan";
@@ -144,28 +166,11 @@ int cmd_compare(int argc, char **argv)
     int rc = plan_args_parse(cmd, argc, argv, PO_RECIPES | PO_LAYOUT, help_text(compare_help_head), &a);
     if (rc) return rc < 0 ? 0 : rc;
     if (!a.recipes) return cli_usage(cmd, "--recipes is required (e.g. --recipes megatron-bf16,te-fp8,fp8lm)");
-    char list[1024];
-    if (strlen(a.recipes) >= sizeof list) return cli_usage(cmd, "--recipes: list too long");
-    strcpy(list, a.recipes);
-    const char *names[16];
-    int n = 0;
-    for (char *tok = list, *next; tok; tok = next) {
-        next = strchr(tok, ',');
-        if (next) *next++ = '\0';
-        if (!*tok) return cli_usage(cmd, "--recipes: empty name in '%s'", a.recipes);
-        if (n == 16) return cli_usage(cmd, "--recipes: at most 16 recipes");
-        names[n++] = tok;
-    }
-    if (n < 2) return cli_usage(cmd, "--recipes: name at least two recipes to compare");
     Catalog *cat;
     if ((rc = plan_catalog_load(cmd, a.catalog, &cat))) return rc;
-    Plan *plans = calloc((size_t)n, sizeof *plans);
-    if (!plans) {
-        free(cat);
-        return cli_usage(cmd, "out of memory");
-    }
-    for (int i = 0; i < n && !rc; i++)
-        if (!(rc = plan_args_resolve(cmd, cat, &a, names[i]))) rc = build_one(cmd, &a.in, &plans[i]);
+    Plan *plans = NULL;
+    int n = 0;
+    rc = plan_build_recipes(cmd, cat, &a, &plans, &n);
     if (!rc && a.out.fmt == TABLE_HTML) {
         rc = cli_emit_page(cmd, &a.out, compare_html, &(Job){plans, n, 0, NULL});
     } else if (!rc) {

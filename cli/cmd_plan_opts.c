@@ -291,3 +291,14 @@ int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char
     }
     return 0;
 }
+
+const char plan_headline_model[] = "gpt-175b", plan_headline_gpu[] = "h100-sxm";
+
+void plan_args_headline(PlanArgs *a)
+{
+    if (a->model != plan_headline_model) return;
+    if (!a->layout_given[0]) a->in.tp = 8;
+    if (!a->layout_given[1]) a->in.pp = 4;
+    if (!a->layout_given[4]) a->in.dp = 4;
+    if (!a->layout_given[7]) a->in.sharding = SHARD_DIST_OPT;
+}

@@ -24,7 +24,7 @@ typedef struct {
 typedef struct {
     const BarSpec *sp;
     const Table *t;
-    int cat, cat2, series, stack, skip, only, cols[BAR_MAX_DEFS][BAR_MAX_SEGS], ncols[BAR_MAX_DEFS];
+    int cat, cat2, cat3, series, stack, skip, only, cols[BAR_MAX_DEFS][BAR_MAX_SEGS], ncols[BAR_MAX_DEFS];
     int lo[BAR_MAX_DEFS], hi[BAR_MAX_DEFS], tol[BAR_MAX_DEFS], base[BAR_MAX_DEFS], ref[BAR_MAX_REFS];
     char keys[MAX_KEYS][LABEL_MAX];
     int nkeys;
@@ -74,6 +74,7 @@ static int resolve(HtmlDoc *d, Ctx *c)
     int bad = 0;
     c->cat = col_or_fail(d, c, sp->cat_col, &bad);
     c->cat2 = col_or_fail(d, c, sp->cat_col2, &bad);
+    c->cat3 = col_or_fail(d, c, sp->cat_col3, &bad);
     c->only = col_or_fail(d, c, sp->only_col, &bad);
     c->series = col_or_fail(d, c, sp->series_col, &bad);
     c->stack = col_or_fail(d, c, sp->stack_col, &bad);
@@ -143,9 +144,11 @@ static void collect(Ctx *c)
         if (c->skip >= 0 && (cell_label(c->t, l, c->skip, lab), !strcmp(lab, sp->skip_val))) continue;
         if (c->only >= 0 && (cell_label(c->t, l, c->only, lab), strcmp(lab, sp->only_val))) continue;
         cell_label(c->t, l, c->cat, cat);
-        if (c->cat2 >= 0) {
+        for (int k = 0; k < 2; k++) {
+            int more = k ? c->cat3 : c->cat2;
+            if (more < 0) continue;
             char joined[2 * LABEL_MAX + 8];
-            cell_label(c->t, l, c->cat2, lab);
+            cell_label(c->t, l, more, lab);
             snprintf(joined, sizeof joined, "%s \xc2\xb7 %s", cat, lab);
             size_t len = strlen(joined) < LABEL_MAX ? strlen(joined) : LABEL_MAX - 1;
             memcpy(cat, joined, len);
@@ -280,7 +283,7 @@ static void draw(HtmlDoc *d, Ctx *c)
     double lw = 40, rw = 90, H = TOP + AXIS_H;
     for (int g = 0; g < c->ngroups; g++) lw = fmax(lw, svg_text_width(c->groups[g], 12) + 14);
     for (int k = 0; k < c->nkeys; k++) rw = fmax(rw, svg_text_width(c->keys[k], 12) + 90);
-    lw = fmin(lw, 280), rw = fmin(rw, 300);
+    lw = fmin(lw, 380), rw = fmin(rw, 300);
     for (int i = 0; i < c->nbars; i++) H += BH + GAP + (group_ends(c, i) ? GGAP : 0);
     Axis ax;
     axis_linear(&ax, 0, vmax * scale, 6, lw, W - rw);
@@ -293,9 +296,11 @@ static void draw(HtmlDoc *d, Ctx *c)
         const Bar *b = &c->bars[i];
         if (group_starts(c, i)) {
             int nb = 0;
+            char fit[LABEL_MAX + 4];
             while (i + nb < c->nbars && c->bars[i + nb].group == b->group) nb++;
-            svg_put(&s, "<text class=\"cat\" x=\"$\" y=\"$\" text-anchor=\"end\">%s</text>\n", lw - 8,
-                    y + (nb * (BH + GAP) - GAP) / 2.0 + 4, c->groups[b->group]);
+            svg_fit_text(c->groups[b->group], 12, lw - 12, fit, sizeof fit);
+            svg_put(&s, "<text class=\"cat\" x=\"$\" y=\"$\" text-anchor=\"end\"><title>%s</title>%s</text>\n", lw - 8,
+                    y + (nb * (BH + GAP) - GAP) / 2.0 + 4, c->groups[b->group], fit);
         }
         draw_bar(&s, c, &ax, scale, b, y);
         y += BH + GAP + (group_ends(c, i) ? GGAP : 0);

@@ -46,7 +46,7 @@ typedef struct {
     double scale;                    /* axis units per table unit (1e-9 for bytes shown in GB); 0 = 1 */
     int decimals;                    /* of value labels */
     const char *cat_col;             /* group label */
-    const char *cat_col2;            /* optional second column joined to the label ("gpt-7b · bf16") */
+    const char *cat_col2, *cat_col3; /* optional columns joined to the label ("gpt-7b · bf16") */
     const char *series_col;          /* optional key of each row within its group (recipe) */
     const char *stack_col;           /* optional: consecutive rows with the same group and key stack into one bar,
                                each row a segment named by this column (bars[0].cols[0] its value) */

@@ -194,8 +194,32 @@ Status svg_status(const Svg *s, Err *e)
 
 double svg_text_width(const char *s, double px)
 {
+    /* widths in em of a wide sans-serif (DejaVu Sans); erring wide keeps labels inside the chart */
     double w = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if ((*p & 0xc0) != 0x80) w += (*p >= 'A' && *p <= 'Z') || *p == 'm' || *p == 'w' ? 0.72 : 0.56;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p & 0xc0) == 0x80) continue; /* UTF-8 continuation byte */
+        if (*p == ' ' || *p == '.' || *p == ',' || *p == ':' || *p == 'i' || *p == 'l' || *p == 'j' || *p == '|')
+            w += 0.33;
+        else if (*p == 'm' || *p == 'w' || *p == 'M' || *p == 'W' || *p == '%')
+            w += 0.95;
+        else if (*p >= 'A' && *p <= 'Z')
+            w += 0.72;
+        else
+            w += 0.64;
+    }
     return w * px;
+}
+
+void svg_fit_text(const char *s, double px, double max_w, char *out, size_t size)
+{
+    snprintf(out, size, "%s", s);
+    if (svg_text_width(out, px) <= max_w) return;
+    size_t n = strlen(out);
+    while (n > 0) {
+        n--;
+        while (n > 0 && ((unsigned char)out[n] & 0xc0) == 0x80) n--; /* whole UTF-8 characters */
+        if (n + 4 > size) continue;
+        memcpy(out + n, "\xe2\x80\xa6", 4); /* … */
+        if (svg_text_width(out, px) <= max_w) return;
+    }
 }

@@ -57,7 +57,10 @@ void svg_marker(Svg *s, int marker, double x, double y, double r, const char *co
 /* Status of the drawing: ST_SOFTWARE naming the chart when a coordinate was refused. */
 Status svg_status(const Svg *s, Err *e);
 
-/* Estimated width in px of text at `px` font size (for margins; no font metrics at hand). */
+/* Estimated width in px of text at `px` font size (for margins; no font metrics at hand, so it errs
+ * wide). */
 double svg_text_width(const char *s, double px);
+/* s cut to fit max_w (estimated), ending in an ellipsis when cut. */
+void svg_fit_text(const char *s, double px, double max_w, char *out, size_t size);
 
 #endif
