@@ -2,7 +2,7 @@
 #
 #   make            build build/fp8plan (+ the CUDA backend when nvcc exists)
 #   make run        the headline comparison on the built-in default
-#   make test       unit + CLI tests; ends with "N passed, M failed"
+#   make test       unit + CLI tests (the HTML reports in headless Chromium too); ends with "N passed, M failed"
 #   make test SAN=address,undefined   the same under ASan+UBSan (in build-san/)
 #   make bench      benchmarks that print their figures
 #   make fuzz       libFuzzer targets for FUZZ_SECONDS each (fuzz-smoke: 5 s)
@@ -128,8 +128,26 @@ ifneq ($(HAVE_CUDA),1)
 	@echo "note: CUDA parts skipped ($(if $(filter 0,$(CUDA)),CUDA=0 or a sanitizer/fuzz build,no nvcc at $(NVCC)))"
 endif
 
+# The browser tests (tests/cli/html_browser.sh) render the HTML reports in headless Chromium and read
+# the screenshots with python3's standard library: chromium, python3 and a font from Debian, installed
+# with apt-get when running as root; otherwise the command is printed and those tests say "skip".
+browser-deps:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v python3 >/dev/null 2>&1 || missing="$$missing python3"; \
+	[ -d /usr/share/fonts/truetype/dejavu ] || missing="$$missing fonts-dejavu-core"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing (browser tests):$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "note: the browser tests need:$$missing; install with:  sudo apt-get install -y$$missing"; \
+	  fi; \
+	fi
+
 # ---- rules -----------------------------------------------------------------------
-.PHONY: all run test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-check
+.PHONY: all run test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-check browser-deps
 
 all: $(BIN)
 
@@ -175,7 +193,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 
 tests: $(BIN) $(TESTS) $(GPUS)
 
-test: tests
+test: tests browser-deps
 	@sh tests/run.sh $(BUILD)
 
 test-slow: $(BIN) $(SLOWS)

@@ -212,6 +212,13 @@ static int group_ends(const Ctx *c, int i) { return i + 1 == c->nbars || c->bars
 
 enum { W = 960, BH = 16, GAP = 4, GGAP = 14, TOP = 8, AXIS_H = 52 };
 
+/* The label at a bar's end: its key and total ("te-fp8: 74.90 GB"). */
+static void value_label(const Ctx *c, const Bar *b, double scale, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s%s%.*f %s", c->keys[b->key], c->keys[b->key][0] ? ": " : "", c->sp->decimals,
+             b->total * scale, c->sp->unit);
+}
+
 static void draw_bar(Svg *s, const Ctx *c, const Axis *ax, double scale, const Bar *b, double y)
 {
     const BarSpec *sp = c->sp;
@@ -236,9 +243,9 @@ static void draw_bar(Svg *s, const Ctx *c, const Axis *ax, double scale, const B
         svg_put(
             s,
             "<rect class=\"bar\" x=\"$\" y=\"$\" width=\"$\" height=\"$\" fill=\"%r\" data-v=\"%s\" data-line=\"%d\" "
-            "data-col=\"%s\" data-key=\"%s\" data-seg=\"%s\"%r><title>%s</title></rect>\n",
-            x0, y, x1 - x0, (double)BH, svg_fill(s, colour, pattern, fill), raw, g->line, col->name, c->keys[b->key],
-            c->segs[g->idx], overlay ? " data-overlay=\"1\"" : "", tip);
+            "data-col=\"%s\" data-cat=\"%s\" data-key=\"%s\" data-seg=\"%s\"%r><title>%s</title></rect>\n",
+            x0, y, x1 - x0, (double)BH, svg_fill(s, colour, pattern, fill), raw, g->line, col->name,
+            c->groups[b->group], c->keys[b->key], c->segs[g->idx], overlay ? " data-overlay=\"1\"" : "", tip);
         end = fmax(end, x1);
     }
     if (b->has_band) {
@@ -264,8 +271,7 @@ static void draw_bar(Svg *s, const Ctx *c, const Axis *ax, double scale, const B
             r, xr, y - 3, xr, y + BH + 3.0, v, b->line, tip);
         end = fmax(end, xr);
     }
-    snprintf(lab, sizeof lab, "%s%s%.*f %s", c->keys[b->key], c->keys[b->key][0] ? ": " : "", sp->decimals,
-             b->total * scale, sp->unit);
+    value_label(c, b, scale, lab, sizeof lab);
     svg_put(s, "<text class=\"value\" x=\"$\" y=\"$\" data-total=\"%g\">%s</text>\n", end + 6, y + BH - 4.0, b->total,
             lab);
 }
@@ -280,9 +286,13 @@ static void draw(HtmlDoc *d, Ctx *c)
         for (int r = 0; r < sp->nrefs; r++)
             if (ref_value(c, b, r, &v)) vmax = fmax(vmax, v);
     }
-    double lw = 40, rw = 90, H = TOP + AXIS_H;
+    double lw = 40, rw = 40, H = TOP + AXIS_H;
+    char lab[160];
     for (int g = 0; g < c->ngroups; g++) lw = fmax(lw, svg_text_width(c->groups[g], 12) + 14);
-    for (int k = 0; k < c->nkeys; k++) rw = fmax(rw, svg_text_width(c->keys[k], 12) + 90);
+    for (int i = 0; i < c->nbars; i++) { /* room for the value labels: "key: 12.34 GB" */
+        value_label(c, &c->bars[i], scale, lab, sizeof lab);
+        rw = fmax(rw, svg_text_width(lab, 12) + 16);
+    }
     lw = fmin(lw, 380), rw = fmin(rw, 300);
     for (int i = 0; i < c->nbars; i++) H += BH + GAP + (group_ends(c, i) ? GGAP : 0);
     Axis ax;

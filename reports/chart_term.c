@@ -61,9 +61,9 @@ Status term_memory_bars(FILE *f, const Plan *plans, int n, int unicode, Err *e)
     if (namew > 20) namew = 20;
     int width = TERM_BAR_COLUMNS - (2 + namew + 2) - 1 - tailw; /* the capacity mark takes a column */
     if (width < 10) width = 10;
-    fprintf(f, "memory per GPU:");
-    for (int c = 0; c < MC_COUNT_; c++) fprintf(f, " %s %s ", g[c], cat_label[c]);
-    fprintf(f, " %s free  %s capacity  (GB = 1e9 B)\n", g[G_FREE], g[G_CAP]);
+    fprintf(f, "memory (GB = 1e9 B):");
+    for (int c = 0; c < MC_COUNT_; c++) fprintf(f, "%s%s %s", c ? "  " : " ", g[c], cat_label[c]);
+    fprintf(f, "  %s free  %s capacity\n", g[G_FREE], g[G_CAP]);
     for (int i = 0; i < n; i++) {
         const Plan *p = &plans[i];
         int cells[MC_COUNT_], cap = full > 0 ? (int)floor((double)p->capacity_bytes * width / full + 0.5) : width;

@@ -2,8 +2,8 @@
  * plan that `plan` and `compare` print under their tables (and the cell split
  * the TUI's bar uses too).
  *
- *   memory per GPU, GB = 1e9 B: # state  = FP8 copies  * scales  + activations  % overheads  . free  | capacity
- *     megatron-bf16  ##########################++++++++%%%%%...........|  65.04 of 85.90 GB  FITS
+ *   memory (GB = 1e9 B): # state  = FP8 copies  * scales  + activations  % overheads  . free  | capacity
+ *     megatron-bf16  ##########################++++++++%%%%%...........|  65.04 of 85.52 GB  FITS
  *
  * One scale for all plans (the largest of their totals and capacities), the
  * capacity marked where it falls; segments are the plan's five memory

@@ -268,7 +268,13 @@ void chart_xy(HtmlDoc *d, const XySpec *sp)
             double x, y;
             if (xc >= 0 && yc >= 0 && point(&c, sp->mark.t, sp->mark.line, xc, yc, &x, &y)) {
                 double px = axis_px(&c.ax, x), py = axis_px(&c.ay, y);
-                svg_put(&c.s, "<g class=\"mark\"><circle class=\"ring\" cx=\"$\" cy=\"$\" r=\"9\"/>", px, py);
+                char vx[64], vy[64];
+                table_cell_text(sp->mark.t, sp->mark.line, xc, TABLE_CSV, vx, sizeof vx);
+                table_cell_text(sp->mark.t, sp->mark.line, yc, TABLE_CSV, vy, sizeof vy);
+                svg_put(
+                    &c.s,
+                    "<g class=\"mark\" data-x=\"%s\" data-y=\"%s\"><circle class=\"ring\" cx=\"$\" cy=\"$\" r=\"9\"/>",
+                    vx, vy, px, py);
                 svg_put(&c.s, "<text x=\"$\" y=\"$\" text-anchor=\"%r\">%s</text></g>\n",
                         px > W / 2 ? px - 12 : px + 12, py - 12, px > W / 2 ? "end" : "start", sp->mark.label);
             }
