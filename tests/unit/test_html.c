@@ -183,27 +183,27 @@ static void test_bar_geometry(void)
         {"b_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
     };
     Table *t = table_new(cols, 3);
-    table_row(t), table_str(t, 0, "x"), table_u64(t, 1, 10), table_u64(t, 2, 30);
-    table_row(t), table_str(t, 0, "y"), table_u64(t, 1, 20);
-    BarSpec s = {.id = "g", .title = "T", .axis = "bytes", .unit = "B", .cat_col = "name", .nbars = 1};
+    table_row(t), table_str(t, 0, "x"), table_u64(t, 1, 1), table_u64(t, 2, 3);
+    table_row(t), table_str(t, 0, "y"), table_u64(t, 1, 2);
+    BarSpec s = {.id = "g", .title = "T", .axis = "bytes", .unit = "", .cat_col = "name", .nbars = 1};
     s.bars[0].cols[0] = "a_bytes";
     s.bars[0].cols[1] = "b_bytes";
     Status st;
     Err e;
     char *html = render_bars(t, &s, &st, &e);
     CHECK(st == ST_OK);
-    /* the longest bar is x: 10 + 30 = 40 -> axis 0..40 in steps of 10 (40/6 = 6.7 -> 10). Labels "x", "y" are
-     * narrow, so the left margin is its minimum 40 px and the right one 90 px: 40 .. 960 - 90 = 870, 830 px for
-     * 40 B = 20.75 px/B. a of x: 10 B -> 207.5 px from x = 40; b of x stacks after it at 40 + 207.5 = 247.5,
-     * 30 B -> 622.5 px; a of y: 20 B -> 415 px. */
-    CHECK_STR(bar_attr(html, "10", "width"), "207.5");
-    CHECK_STR(bar_attr(html, "10", "x"), "40");
-    CHECK_STR(bar_attr(html, "30", "x"), "247.5");
-    CHECK_STR(bar_attr(html, "30", "width"), "622.5");
-    CHECK_STR(bar_attr(html, "20", "width"), "415");
-    CHECK_STR(bar_attr(html, "20", "data-cat"), "y");
+    /* the longest bar is x: 1 + 3 = 4 -> axis 0..4 in steps of 1 (4/6 = 0.67 -> 1). The labels ("x", "y" and
+     * the totals "4 ", "2 ") are narrow, so both margins are their minimum, 40 px: 40 .. 960 - 40 = 920,
+     * 880 px for 4 B = 220 px/B. a of x: 1 B -> 220 px from x = 40; b of x stacks after it at 40 + 220 = 260,
+     * 3 B -> 660 px; a of y: 2 B -> 440 px. */
+    CHECK_STR(bar_attr(html, "1", "width"), "220");
+    CHECK_STR(bar_attr(html, "1", "x"), "40");
+    CHECK_STR(bar_attr(html, "3", "x"), "260");
+    CHECK_STR(bar_attr(html, "3", "width"), "660");
+    CHECK_STR(bar_attr(html, "2", "width"), "440");
+    CHECK_STR(bar_attr(html, "2", "data-cat"), "y");
     /* the table it is drawn from is beneath it, with the text rendering of the numbers */
-    CHECK_CONTAINS(html, "<td>x</td><td class=\"n\">10</td><td class=\"n\">30</td>");
+    CHECK_CONTAINS(html, "<td>x</td><td class=\"n\">1</td><td class=\"n\">3</td>");
     free(html);
     table_free(t);
 }
