@@ -2,6 +2,7 @@
 #
 #   make            build build/fp8plan (+ the CUDA backend when nvcc exists)
 #   make run        the headline comparison on the built-in default
+#   make report     the same as an HTML page with charts (fp8plan-report.html)
 #   make test       unit + CLI tests (the HTML reports in headless Chromium too); ends with "N passed, M failed"
 #   make test SAN=address,undefined   the same under ASan+UBSan (in build-san/)
 #   make bench      benchmarks that print their figures
@@ -147,7 +148,7 @@ browser-deps:
 	fi
 
 # ---- rules -----------------------------------------------------------------------
-.PHONY: all run test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-check browser-deps
+.PHONY: all run report test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-check browser-deps
 
 all: $(BIN)
 
@@ -233,6 +234,11 @@ gpu-check:
 run: $(BIN)
 	./$(BIN) compare --model gpt-175b --gpu h100-sxm --recipes megatron-bf16,te-fp8,fp8lm \
 	  --tp 8 --pp 4 --dp 4 --mbs 1 --seq 2048 --dist-opt
+
+# The same run as a what-if report: one self-contained HTML page with charts, to open in a browser.
+report: $(BIN)
+	./$(BIN) report html -o fp8plan-report.html
+	@echo "wrote fp8plan-report.html; open it in a browser: xdg-open fp8plan-report.html (file://$(CURDIR)/fp8plan-report.html)"
 
 FMT_FILES = $(shell find util fp8 planner reports exec tui cli tests \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 

@@ -120,22 +120,14 @@ static void put_point(Ctx *c, const XySeries *s, const Cols *k, int line, int co
 /* Points, one per XY_BIN_PX square: the first row of each square is drawn, with the count. */
 static void draw_points(Ctx *c, const XySeries *s, const Cols *k, int marker, const char *colour)
 {
-    int n = table_lines(s->t), *cell = malloc(sizeof *cell * (size_t)(n ? n : 1) * 2), *first = cell + (n ? n : 1);
-    if (!cell) {
-        Err e;
-        err_set(&e, ST_NOMEM, "out of memory drawing chart %s", c->sp->id);
-        html_fail(c->d, &e);
-        return;
-    }
-    int ncells = 0;
-    long *keyv = malloc(sizeof *keyv * (size_t)(n ? n : 1));
-    int *count = calloc((size_t)(n ? n : 1), sizeof *count);
-    /* open addressing over pixel keys */
-    int cap = 1;
-    while (cap < 2 * n + 2) cap *= 2;
-    int *slot = malloc(sizeof *slot * (size_t)cap);
-    if (!keyv || !count || !slot) {
-        free(cell), free(keyv), free(count), free(slot);
+    int n = table_lines(s->t), cap = 1, ncells = 0;
+    while (cap < 2 * n + 2) cap *= 2; /* open addressing over the squares' keys, at most half full */
+    size_t m = (size_t)(n ? n : 1);
+    long *key = malloc(sizeof *key * m);
+    int *first = malloc(sizeof *first * m), *count = calloc(m, sizeof *count),
+        *slot = malloc(sizeof *slot * (size_t)cap);
+    if (!key || !first || !count || !slot) {
+        free(key), free(first), free(count), free(slot);
         Err e;
         err_set(&e, ST_NOMEM, "out of memory drawing chart %s", c->sp->id);
         html_fail(c->d, &e);
@@ -144,28 +136,25 @@ static void draw_points(Ctx *c, const XySeries *s, const Cols *k, int marker, co
     for (int i = 0; i < cap; i++) slot[i] = -1;
     for (int l = 0; l < n; l++) {
         double x, y;
-        cell[l] = -1;
         if (!in_series(s, k, l) || !point(c, s->t, l, k->x, k->y, &x, &y)) continue;
-        long key = (long)floor(axis_px(&c->ax, x) / XY_BIN_PX) * 100000L + (long)floor(axis_px(&c->ay, y) / XY_BIN_PX);
-        unsigned h = (unsigned)(key * 2654435761u) & (unsigned)(cap - 1);
-        while (slot[h] >= 0 && keyv[slot[h]] != key) h = (h + 1) & (unsigned)(cap - 1);
-        if (slot[h] < 0) slot[h] = ncells, keyv[ncells] = key, first[ncells] = l, ncells++;
+        long kv = (long)floor(axis_px(&c->ax, x) / XY_BIN_PX) * 100000L + (long)floor(axis_px(&c->ay, y) / XY_BIN_PX);
+        unsigned h = (unsigned)(kv * 2654435761u) & (unsigned)(cap - 1);
+        while (slot[h] >= 0 && key[slot[h]] != kv) h = (h + 1) & (unsigned)(cap - 1);
+        if (slot[h] < 0) slot[h] = ncells, key[ncells] = kv, first[ncells] = l, ncells++;
         count[slot[h]]++;
-        cell[l] = slot[h];
     }
     for (int i = 0; i < ncells; i++) {
         double x, y;
         point(c, s->t, first[i], k->x, k->y, &x, &y);
         put_point(c, s, k, first[i], count[i], axis_px(&c->ax, x), axis_px(&c->ay, y), marker, colour, 3.6);
     }
-    free(cell), free(keyv), free(count), free(slot);
+    free(key), free(first), free(count), free(slot);
 }
 
 /* A polyline (or steps), broken where a row cannot be drawn; hover markers on short series. */
 static void draw_line(Ctx *c, const XySeries *s, const Cols *k, const char *cls, const char *colour, int marker)
 {
     int pen = 0, npts = 0;
-    double px = 0, py = 0;
     svg_put(&c->s, "<path class=\"%r\" fill=\"none\" stroke=\"%r\" stroke-width=\"2\"%r d=\"", cls, colour,
             s->dashed ? " stroke-dasharray=\"6 4\"" : "");
     for (int l = 0; l < table_lines(s->t); l++) {
@@ -182,9 +171,8 @@ static void draw_line(Ctx *c, const XySeries *s, const Cols *k, const char *cls,
             svg_put(&c->s, "H$ V$ ", nx, ny);
         else
             svg_put(&c->s, "L$,$ ", nx, ny);
-        pen = 1, px = nx, py = ny, npts++;
+        pen = 1, npts++;
     }
-    (void)px, (void)py;
     svg_put(&c->s, "\"/>\n");
     if (npts > MARKERS_UP_TO) return;
     for (int l = 0; l < table_lines(s->t); l++) {
