@@ -107,6 +107,21 @@ GPUS := $(if $(filter 1,$(HAVE_CUDA)),$(patsubst tests/gpu/%.c,$(BUILD)/gpu/%,$(
 DEPS_OK := $(BUILD)/.deps-ok
 
 # ---- system packages -------------------------------------------------------------
+# $(call apt_install,ELSE): the shell snippet that installs the packages named in $$missing with
+# apt-get when running as root; otherwise it prints the exact command and runs ELSE.
+define apt_install
+if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing:$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "missing system packages:$$missing"; \
+	    echo "install them with:  sudo apt-get install -y$$missing"; $(1); \
+	  fi; \
+	fi
+endef
+
 # libcsv-dev (CSV), libncurses-dev (TUI), tmux (TUI end-to-end test). Installed
 # with apt-get when running as root; otherwise the exact command is printed.
 $(DEPS_OK):
@@ -114,16 +129,7 @@ $(DEPS_OK):
 	[ -f /usr/include/csv.h ] || missing="$$missing libcsv-dev"; \
 	[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || missing="$$missing libncurses-dev"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing:$$missing"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
-	  else \
-	    echo "missing system packages:$$missing"; \
-	    echo "install them with:  sudo apt-get install -y$$missing"; exit 1; \
-	  fi; \
-	fi
+	$(call apt_install,exit 1)
 	@mkdir -p $(@D) && touch $@
 ifneq ($(HAVE_CUDA),1)
 	@echo "note: CUDA parts skipped ($(if $(filter 0,$(CUDA)),CUDA=0 or a sanitizer/fuzz build,no nvcc at $(NVCC)))"
@@ -137,15 +143,7 @@ browser-deps:
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v python3 >/dev/null 2>&1 || missing="$$missing python3"; \
 	[ -d /usr/share/fonts/truetype/dejavu ] || missing="$$missing fonts-dejavu-core"; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing (browser tests):$$missing"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
-	  else \
-	    echo "note: the browser tests need:$$missing; install with:  sudo apt-get install -y$$missing"; \
-	  fi; \
-	fi
+	$(call apt_install,echo "(the browser tests say skip without them)")
 
 # ---- rules -----------------------------------------------------------------------
 .PHONY: all run report test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-check browser-deps

@@ -28,10 +28,8 @@ int term_bar_split(const uint64_t *v, int n, double full, int width, int *cells)
     return used;
 }
 
-/* Category glyphs as the TUI draws them in monochrome, then free space and the capacity mark. */
-enum { G_FREE = MC_COUNT_, G_CAP, G_COUNT };
-static const char *const glyph_ascii[G_COUNT] = {"#", "=", "*", "+", "%", ".", "|"};
-static const char *const glyph_utf8[G_COUNT] = {
+static const char *const glyph_ascii[TERM_GLYPH_COUNT_] = {"#", "=", "*", "+", "%", ".", "|"};
+static const char *const glyph_utf8[TERM_GLYPH_COUNT_] = {
     "\xe2\x96\x88", /* █ */
     "\xe2\x96\x93", /* ▓ */
     "\xe2\x96\x92", /* ▒ */
@@ -40,11 +38,18 @@ static const char *const glyph_utf8[G_COUNT] = {
     "\xc2\xb7",     /* · */
     "\xe2\x94\x82", /* │ */
 };
+const char *term_bar_glyph(int unicode, int g)
+{
+    if (g < 0 || g >= TERM_GLYPH_COUNT_) return "?";
+    return unicode ? glyph_utf8[g] : glyph_ascii[g];
+}
+
 static const char *const cat_label[MC_COUNT_] = {"state", "FP8 copies", "scales", "activations", "overheads"};
 
 Status term_memory_bars(FILE *f, const Plan *plans, int n, int unicode, Err *e)
 {
     const char *const *g = unicode ? glyph_utf8 : glyph_ascii;
+    enum { G_FREE = TERM_GLYPH_FREE, G_CAP = TERM_GLYPH_CAP };
     char tail[16][48];
     int namew = 4, tailw = 0;
     double full = 0;

@@ -25,6 +25,12 @@ enum { TERM_BAR_COLUMNS = 100 };
  * gets more cells than its share rounded up (ties: the earlier value). Returns the cells used. */
 int term_bar_split(const uint64_t *v, int n, double full, int width, int *cells);
 
+/* The bar's glyphs: 0 .. MC_COUNT_-1 the memory categories, then TERM_GLYPH_FREE and TERM_GLYPH_CAP
+ * (free space, the capacity mark); Unicode blocks (█ ▓ ▒ ░ ▚ · │) or ASCII (# = * + % . |). The TUI's
+ * bar uses the same. */
+enum { TERM_GLYPH_FREE = MC_COUNT_, TERM_GLYPH_CAP, TERM_GLYPH_COUNT_ };
+const char *term_bar_glyph(int unicode, int g);
+
 /* The legend line and one bar line per plan. unicode: block glyphs, else ASCII. */
 Status term_memory_bars(FILE *f, const Plan *plans, int n, int unicode, Err *e);
 

@@ -25,25 +25,9 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import html_pages as P  # noqa: E402
+from html_pages import check, fail, ok  # noqa: E402
 
 WIDTH = 1280
-failures = 0
-
-
-def ok(name):
-    print("ok - " + name)
-
-
-def fail(name, *why):
-    global failures
-    failures += 1
-    print("FAIL - " + name)
-    for w in why:
-        print("  " + str(w)[:600], file=sys.stderr)
-
-
-def check(name, cond, *why):
-    (ok if cond else lambda n: fail(n, *why))(name)
 
 
 # ---- PNG (8-bit RGB/RGBA, non-interlaced: what Chromium writes) ------------------------------------------------

@@ -19,24 +19,7 @@ import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import html_pages as P  # noqa: E402
-
-failures = 0
-
-
-def ok(name):
-    print("ok - " + name)
-
-
-def fail(name, *why):
-    global failures
-    failures += 1
-    print("FAIL - " + name)
-    for w in why:
-        print("  " + str(w)[:600], file=sys.stderr)
-
-
-def check(name, cond, *why):
-    (ok if cond else lambda n: fail(n, *why))(name)
+from html_pages import check, fail, ok  # noqa: E402
 
 
 def parse(path):

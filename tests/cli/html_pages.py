@@ -5,6 +5,7 @@ html_browser.py (rendering in headless Chromium). Each page: the fp8plan
 arguments that write it, stdin, and the chart ids it must hold."""
 import os
 import subprocess
+import sys
 
 L175 = ["--model", "gpt-175b", "--gpu", "h100-sxm", "--tp", "8", "--pp", "4", "--dp", "4", "--mbs", "1",
         "--seq", "2048", "--dist-opt"]
@@ -49,3 +50,21 @@ def generate(outdir):
         rc, _, err = fp8plan(args + ["-o", path], stdin)
         done[name] = (path, rc, err)
     return done
+
+
+def ok(name):
+    print("ok - " + name)
+
+
+def fail(name, *why):
+    """A failed check: its name on stdout (the calling script counts the lines), why on stderr."""
+    print("FAIL - " + name)
+    for w in why:
+        print("  " + str(w)[:600], file=sys.stderr)
+
+
+def check(name, cond, *why):
+    if cond:
+        ok(name)
+    else:
+        fail(name, *why)
