@@ -6,16 +6,13 @@
 
 #include "reports/svg_doc.h"
 
-/* Light colours by default, dark ones when the reader's system asks for them, light again on paper.
- * (No '<' or '&' in here: the page stays well-formed XML.) */
+/* Light colours by default, dark ones when the reader's system asks for them, light again on paper (last,
+ * so it wins). No '<' or '&' in here: the page stays well-formed XML. */
 static const char css[] =
     ":root{--fg:#1d1f22;--bg:#ffffff;--muted:#5b6067;--grid:#dcdfe3;--axis:#4a4f55;--ref:#b3261e;--ref2:#6a3d9a;"
     "--card:#f5f6f8;--rule:#c9cdd2;color-scheme:light dark}\n"
     "@media (prefers-color-scheme: dark){:root{--fg:#e6e8eb;--bg:#16181b;--muted:#a4a9b0;--grid:#34383d;"
     "--axis:#b9bec4;--ref:#ff8a80;--ref2:#c9a7f0;--card:#1f2226;--rule:#464b51}}\n"
-    "@media print{:root{--fg:#000;--bg:#fff;--muted:#333;--grid:#ccc;--axis:#000;--ref:#b3261e;--ref2:#6a3d9a;"
-    "--card:#fff;--rule:#999}body{max-width:none;padding:0}.figure{break-inside:avoid}"
-    ".table-wrap{overflow:visible}details{display:block}}\n"
     "*{box-sizing:border-box}\n"
     "body{margin:0 auto;max-width:1120px;padding:16px 24px 40px;color:var(--fg);background:var(--bg);"
     "font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif}\n"
@@ -48,7 +45,13 @@ static const char css[] =
     "table.data th{font-weight:600;vertical-align:bottom}table.data th small{font-weight:400;color:var(--muted)}\n"
     "table.data td.n,table.data th.n{text-align:right}table.data tr.sep td{border-top:2px solid var(--rule)}\n"
     "pre{font-size:12px;overflow-x:auto;background:var(--card);padding:8px}\n"
-    "footer{margin-top:32px;color:var(--muted);font-size:12px}\n";
+    "footer{margin-top:32px;color:var(--muted);font-size:12px}\n"
+    /* on paper: black on white whatever the screen's scheme, the page's full width, tables wrapping */
+    "@media print{:root{--fg:#000;--bg:#fff;--muted:#333;--grid:#ccc;--axis:#000;--ref:#b3261e;--ref2:#6a3d9a;"
+    "--card:#fff;--rule:#999}body{max-width:none;padding:0;font-size:11px}.figure{padding:0;margin:8px 0}"
+    "svg.chart{break-inside:avoid}.table-wrap{overflow:visible}table.data{font-size:9px}"
+    "table.data th,table.data td{white-space:normal;padding:1px 4px}"
+    "table.wide{table-layout:fixed;width:100%}table.wide th,table.wide td{overflow-wrap:anywhere;font-size:7px}}\n";
 
 static void put(HtmlDoc *d, const char *s) { fputs(s, d->f); }
 static void esc(HtmlDoc *d, const char *s) { xml_esc(d->f, s); }
@@ -128,7 +131,9 @@ void html_table(HtmlDoc *d, const Table *t, const char *id, const char *caption,
 {
     int rows = table_rows(t), nc = table_ncols(t), collapsed = collapse_after > 0 && rows > collapse_after;
     if (collapsed) fprintf(d->f, "<details><summary>the %d rows</summary>\n", rows);
-    put(d, "<div class=\"table-wrap\"><table class=\"data\"");
+    /* wide tables (the summary's 42 columns) squeeze into the page when printed */
+    put(d, nc > 12 ? "<div class=\"table-wrap\"><table class=\"data wide\""
+                   : "<div class=\"table-wrap\"><table class=\"data\"");
     if (id) {
         put(d, " id=\"");
         esc(d, id);
