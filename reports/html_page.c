@@ -90,7 +90,7 @@ void html_h2(HtmlDoc *d, const char *id, const char *text)
     put(d, "</h2>\n");
 }
 
-static void vesc(HtmlDoc *d, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vesc(HtmlDoc *d, const char *fmt, va_list ap)
 {
     char buf[4096];
     vsnprintf(buf, sizeof buf, fmt, ap);
