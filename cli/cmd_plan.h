@@ -52,6 +52,9 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
  * prints "unknown model 'x' (known: ...)" and returns 64 on failure. */
 int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe);
 
+/* Help text of the shared options, for the subcommands' --help. */
+extern const char plan_layout_help[];
+
 /* The seed's headline run, the default of `tui` and `report html`: gpt-175b on h100-sxm, TP 8 x PP 4
  * x DP 4 with the distributed optimizer. A command puts "--model plan_headline_model --gpu
  * plan_headline_gpu" before the user's own options (so theirs win) and, after parsing, calls
@@ -68,8 +71,5 @@ int plan_build_recipes(const char *cmd, const Catalog *cat, PlanArgs *a, Plan **
 /* The headroom limit the HTML memory charts draw, as a fraction of capacity: issue 9's
  * --max-mem-frac default, until that option gives the plan its own limit. */
 #define PLAN_HEADROOM_FRAC 0.95
-
-/* Help text of the shared options, for the subcommands' --help. */
-extern const char plan_layout_help[];
 
 #endif

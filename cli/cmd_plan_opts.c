@@ -28,9 +28,9 @@ const char plan_layout_help[] =
     "  --overlap-dp on|off   DP collectives overlap the first forward / last backward (on)\n"
     "output:\n"
     "  --format table|csv|json|html   (table; html: a self-contained page with charts)\n"
-    "  -o FILE            write to FILE atomically instead of stdout\n"
     "  --ascii            ASCII glyphs in the text output's memory bars (also under TERM=dumb or a\n"
     "                     locale that is not UTF-8)\n"
+    "  -o FILE            write to FILE atomically instead of stdout\n"
     "  --catalog DIR      directory holding models.csv, gpus.csv, recipes.csv (./models)\n";
 
 enum {
@@ -54,6 +54,7 @@ enum {
     O_RECOMPUTE,
     O_ATTN,
     O_DROPOUT,
+    O_ASCII,
     O_VOCAB_PAD,
     O_FORMAT,
     O_CATALOG,
@@ -69,7 +70,6 @@ enum {
     O_EFF_NET,
     O_OVERLAP,
     O_TOP,
-    O_ASCII,
 };
 
 static const struct option longopts[] = {
@@ -93,6 +93,7 @@ static const struct option longopts[] = {
     {"recompute", required_argument, NULL, O_RECOMPUTE},
     {"attn", required_argument, NULL, O_ATTN},
     {"dropout", no_argument, NULL, O_DROPOUT},
+    {"ascii", no_argument, NULL, O_ASCII},
     {"vocab-pad", required_argument, NULL, O_VOCAB_PAD},
     {"format", required_argument, NULL, O_FORMAT},
     {"output", required_argument, NULL, 'o'},
@@ -109,7 +110,6 @@ static const struct option longopts[] = {
     {"eff-net", required_argument, NULL, O_EFF_NET},
     {"overlap-dp", required_argument, NULL, O_OVERLAP},
     {"top", required_argument, NULL, O_TOP},
-    {"ascii", no_argument, NULL, O_ASCII},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };

@@ -84,9 +84,9 @@ enum {
     OPT_RESUME,
     OPT_LOG_EVERY,
     OPT_QUIET,
+    OPT_FORMAT,
     OPT_CATALOG,
-    OPT_TRACE,
-    OPT_FORMAT
+    OPT_TRACE
 };
 
 static const struct option opts[] = {
