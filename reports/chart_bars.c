@@ -34,6 +34,7 @@ typedef struct {
     int ngroups;
     Bar bars[MAX_BARS], tmp[MAX_BARS];
     int nbars;
+    int dropped; /* cells beyond MAX_BARS bars, MAX_KEYS keys or MAX_SEGS segments: not drawn, said */
 } Ctx;
 
 static int col_or_fail(HtmlDoc *d, const Ctx *c, const char *name, int *bad)
@@ -63,7 +64,7 @@ static int index_of(char (*names)[LABEL_MAX], int *n, int max, const char *name)
 {
     for (int i = 0; i < *n; i++)
         if (!strcmp(names[i], name)) return i;
-    if (*n == max) return max - 1; /* beyond the palette's reach: share the last style */
+    if (*n == max) return -1;
     snprintf(names[*n], LABEL_MAX, "%s", name);
     return (*n)++;
 }
@@ -139,7 +140,7 @@ static void collect(Ctx *c)
     char cat[LABEL_MAX], key[LABEL_MAX], lab[LABEL_MAX];
     Bar *tmp = c->tmp;
     int n = 0;
-    for (int l = 0; l < table_lines(c->t) && n < MAX_BARS; l++) {
+    for (int l = 0; l < table_lines(c->t); l++) {
         if (table_line_is_rule(c->t, l)) continue;
         if (c->skip >= 0 && (cell_label(c->t, l, c->skip, lab), !strcmp(lab, sp->skip_val))) continue;
         if (c->only >= 0 && (cell_label(c->t, l, c->only, lab), strcmp(lab, sp->only_val))) continue;
@@ -155,12 +156,15 @@ static void collect(Ctx *c)
             cat[len] = '\0';
         }
         int g = index_of(c->groups, &c->ngroups, MAX_BARS, cat);
-        for (int d = 0; d < sp->nbars && n < MAX_BARS; d++) {
+        for (int d = 0; d < sp->nbars; d++) {
             key_of(c, l, d, key);
             int k = index_of(c->keys, &c->nkeys, MAX_KEYS, key);
-            Bar *b = &tmp[n];
-            if (c->stack >= 0 && n && tmp[n - 1].group == g && tmp[n - 1].key == k) {
+            Bar *b = &tmp[n < MAX_BARS ? n : 0];
+            if (g >= 0 && k >= 0 && c->stack >= 0 && n && tmp[n - 1].group == g && tmp[n - 1].key == k) {
                 b = &tmp[n - 1]; /* the next row of a stacked bar */
+            } else if (g < 0 || k < 0 || n == MAX_BARS) {
+                c->dropped++;
+                continue;
             } else {
                 memset(b, 0, sizeof *b);
                 *b = (Bar){.line = l, .def = d, .key = k, .group = g};
@@ -168,7 +172,9 @@ static void collect(Ctx *c)
             int added = 0;
             if (c->stack >= 0) {
                 cell_label(c->t, l, c->stack, lab);
-                added = add_seg(b, c->t, l, c->cols[d][0], index_of(c->segs, &c->nsegs, MAX_SEGS, lab));
+                int idx = index_of(c->segs, &c->nsegs, MAX_SEGS, lab);
+                added = idx >= 0 && add_seg(b, c->t, l, c->cols[d][0], idx);
+                c->dropped += idx < 0 || (!added && b->nseg == MAX_SEGS);
             } else {
                 for (int s = 0; s < c->ncols[d]; s++) added |= add_seg(b, c->t, l, c->cols[d][s], s);
             }
@@ -358,6 +364,9 @@ void chart_bars(HtmlDoc *d, const Table *t, const BarSpec *sp)
             draw(d, c);
         else
             html_p(d, "(nothing to draw: no row has a value)");
+        if (c->dropped)
+            html_p(d, "%d value%s not drawn: a bar chart holds at most %d bars, %d keys and %d segments a bar.",
+                   c->dropped, c->dropped == 1 ? " is" : "s are", MAX_BARS, MAX_KEYS, MAX_SEGS);
     }
     html_table(d, t, NULL, sp->table_caption, sp->collapse_after);
     html_fig_end(d);

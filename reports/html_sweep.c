@@ -131,12 +131,16 @@ Status html_sweep_page(FILE *f, const SweepPage *pg, Err *e)
             .table_caption = "the layouts on the Pareto front, memory ascending",
         };
         /* one series per recipe, in first-seen order */
-        int rc = table_col_find(pg->points, "recipe");
-        for (int l = 0; l < table_lines(pg->points) && s.nseries < XY_MAX_SERIES; l++) {
+        int rc = table_col_find(pg->points, "recipe"), left_out = 0;
+        for (int l = 0; l < table_lines(pg->points); l++) {
             const char *r = table_get_str(pg->points, l, rc);
             int seen = 0;
             for (int i = 0; r && i < s.nseries; i++) seen |= !strcmp(s.series[i].filter_val, r);
             if (!r || seen) continue;
+            if (s.nseries == XY_MAX_SERIES) { /* one series per recipe, up to the chart's limit */
+                left_out++;
+                continue;
+            }
             s.series[s.nseries] = (XySeries){.t = pg->points,
                                              .x_col = "total_bytes",
                                              .y_col = "tokens_per_s",
@@ -158,6 +162,9 @@ Status html_sweep_page(FILE *f, const SweepPage *pg, Err *e)
             chart_xy(&d, &s);
         else
             html_p(&d, "No layout fits: nothing to draw.");
+        if (left_out)
+            html_p(&d, "The layouts of %d more recipes are not drawn (a chart holds %d series); the tables have them.",
+                   left_out, XY_MAX_SERIES);
         html_h2(&d, "best", "The best plans");
         html_table(&d, top, "top", "sweep --format csv: rank and the plan summary columns", 0);
     }
