@@ -230,6 +230,34 @@ static void test_bar_chart_names_a_missing_column(void)
     table_free(t);
 }
 
+/* More series than a chart has keys (32): the rest are not drawn, and the figure says how many. */
+static void test_bar_chart_says_what_it_leaves_out(void)
+{
+    static const TableCol cols[] = {
+        {"cat", NULL, NULL, TC_STR, 0, 0}, {"key", NULL, NULL, TC_STR, 0, 0}, {"v", NULL, NULL, TC_U64, 0, 0}};
+    Table *t = table_new(cols, 3);
+    for (int i = 0; i < 40; i++) {
+        table_row(t);
+        table_str(t, 0, "c");
+        table_strf(t, 1, "k%d", i);
+        table_u64(t, 2, (uint64_t)i + 1);
+    }
+    BarSpec s = {.id = "g", .title = "T", .axis = "v", .unit = "", .cat_col = "cat", .series_col = "key", .nbars = 1};
+    s.bars[0].cols[0] = "v";
+    Status st;
+    Err e;
+    char *html = render_bars(t, &s, &st, &e);
+    CHECK(st == ST_OK);
+    int n = 0;
+    for (const char *p = strstr(html, "<rect class=\"bar\""); p; p = strstr(p + 1, "<rect class=\"bar\"")) n++;
+    CHECK_EQ_INT(n, 32);                            /* k0 .. k31 */
+    CHECK_CONTAINS(html, "8 values are not drawn"); /* k32 .. k39 */
+    CHECK(bar_attr(html, "33", "width") == NULL);   /* k32's value, 33, is not drawn under another key */
+    CHECK_STR(bar_attr(html, "32", "data-key"), "k31");
+    free(html);
+    table_free(t);
+}
+
 /* ---- the Pareto front ---------------------------------------------------------------------------------- */
 
 static void test_pareto_front(void)
@@ -408,6 +436,7 @@ int main(void)
     RUN(test_coordinates_refuse_nan);
     RUN(test_bar_geometry);
     RUN(test_bar_chart_names_a_missing_column);
+    RUN(test_bar_chart_says_what_it_leaves_out);
     RUN(test_pareto_front);
     RUN(test_bar_split);
     RUN(test_memory_bar_line);
