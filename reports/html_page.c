@@ -90,35 +90,34 @@ void html_h2(HtmlDoc *d, const char *id, const char *text)
     put(d, "</h2>\n");
 }
 
-__attribute__((format(printf, 2, 0))) static void vesc(HtmlDoc *d, const char *fmt, va_list ap)
+/* <tag>escaped printf text</tag> */
+__attribute__((format(printf, 3, 0))) static void vtagged(HtmlDoc *d, const char *tag, const char *fmt, va_list ap)
 {
     char buf[4096];
     vsnprintf(buf, sizeof buf, fmt, ap);
+    fprintf(d->f, "<%s>", tag);
     esc(d, buf);
+    fprintf(d->f, "</%s>\n", tag);
 }
 
 void html_p(HtmlDoc *d, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    put(d, "<p>");
-    vesc(d, fmt, ap);
-    put(d, "</p>\n");
+    vtagged(d, "p", fmt, ap);
     va_end(ap);
 }
-
-void html_list_begin(HtmlDoc *d) { put(d, "<ul class=\"notes\">\n"); }
-void html_list_end(HtmlDoc *d) { put(d, "</ul>\n"); }
 
 void html_li(HtmlDoc *d, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    put(d, "<li>");
-    vesc(d, fmt, ap);
-    put(d, "</li>\n");
+    vtagged(d, "li", fmt, ap);
     va_end(ap);
 }
+
+void html_list_begin(HtmlDoc *d) { put(d, "<ul class=\"notes\">\n"); }
+void html_list_end(HtmlDoc *d) { put(d, "</ul>\n"); }
 
 void html_pre(HtmlDoc *d, const char *text)
 {
