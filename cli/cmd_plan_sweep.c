@@ -5,6 +5,7 @@
 
 #include "cli/cmd_plan.h"
 #include "planner/sweep.h"
+#include "reports/html_sweep.h"
 #include "reports/plan_report.h"
 
 int cmd_sweep(int argc, char **argv);
@@ -186,6 +187,29 @@ static void print_stats(FILE *f, const SweepStats *st, uint64_t gbs, int gbs_def
             fprintf(f, "  invalid: %-58s %llu\n", plan_reject_name((PlanReject)r), (unsigned long long)st->rejected[r]);
 }
 
+static Status sweep_html(FILE *f, const void *ctx, Err *e) { return html_sweep_page(f, ctx, e); }
+
+/* --format html: every fitting layout (collected while the sweep runs) with the best K. */
+static int emit_html(const char *cmd, const PlanArgs *a, Table *points, const Plan *top, int n, const SweepStats *st,
+                     uint64_t gbs, uint32_t seq)
+{
+    char *stats = NULL, title[256], sub[256];
+    size_t len = 0;
+    FILE *m = open_memstream(&stats, &len);
+    if (!m) return cli_fail(cmd, &(Err){ST_NOMEM, "out of memory"});
+    print_stats(m, st, gbs, !a->in.gbs, seq);
+    fclose(m);
+    snprintf(title, sizeof title, "fp8plan sweep: %s on %u x %s", a->in.model->name, a->gpus, a->in.gpu->name);
+    snprintf(sub, sizeof sub,
+             "every TP x PP x VPP x CP x DP x micro-batch x recompute x distributed optimizer x recipe; "
+             "global batch %llu sequences",
+             (unsigned long long)gbs);
+    SweepPage pg = {points, top, n, stats, title, sub};
+    int rc = cli_emit_page(cmd, &a->out, sweep_html, &pg);
+    free(stats);
+    return rc;
+}
+
 /* --recipes L into recs (distinct catalog rows); prints the error and returns its exit code. */
 static int parse_recipes(const char *cmd, const Catalog *cat, const char *arg, const Recipe **recs, int *nrec)
 {
@@ -216,7 +240,8 @@ typedef struct {
     Plan *plans; /* the kept plans of every group, then sorted */
     uint32_t *variants;
     int n;
-    Plan *near; /* the closest plans that do not fit */
+    Table *points; /* --format html: every plan that fits */
+    Plan *near;    /* the closest plans that do not fit */
     int nnear;
     const Recipe *invalid[CATALOG_MAX_ROWS]; /* --per-recipe: recipes with no valid layout at all */
     int ninvalid;
@@ -246,7 +271,9 @@ static int sweep_groups(const char *cmd, const PlanArgs *a, const Recipe **recs,
                           .fold = !a->all,
                           .variants = out->variants + out->n,
                           .nearest = near,
-                          .k_nearest = near_k};
+                          .k_nearest = near_k,
+                          .on_fit = out->points ? sweep_points_add : NULL,
+                          .on_fit_ctx = out->points};
         SweepStats st;
         int n = 0;
         Err e;
@@ -295,13 +322,21 @@ int cmd_sweep(int argc, char **argv)
     const Recipe *recs[CATALOG_MAX_ROWS];
     int nrec = 0;
     Found f = {0};
-    if ((rc = plan_args_resolve(cmd, cat, &a, NULL)) || (rc = parse_recipes(cmd, cat, a.recipes, recs, &nrec)) ||
-        (rc = sweep_groups(cmd, &a, recs, nrec, k, &f)))
+    if ((rc = plan_args_resolve(cmd, cat, &a, NULL)) || (rc = parse_recipes(cmd, cat, a.recipes, recs, &nrec)))
         goto done;
+    if (a.out.fmt == TABLE_HTML && !(f.points = sweep_points_new())) {
+        rc = cli_fail(cmd, &(Err){ST_NOMEM, "out of memory"});
+        goto done;
+    }
+    if ((rc = sweep_groups(cmd, &a, recs, nrec, k, &f))) goto done;
     if (a.per_recipe) rank_together(&f);
     SweepSpec gspec = {.base = a.in};
     uint64_t gbs = sweep_gbs(&gspec);
     uint32_t seq = a.in.seq ? a.in.seq : a.in.model->seq_len;
+    if (f.points) {
+        rc = emit_html(cmd, &a, f.points, f.plans, f.n, &f.st, gbs, seq);
+        goto done;
+    }
     Table *t;
     if (a.out.fmt == TABLE_TEXT) {
         t = top_table(f.plans, f.variants, f.n, !a.all);
@@ -343,6 +378,7 @@ int cmd_sweep(int argc, char **argv)
         fprintf(info, "  %s: no valid layout (see the reasons below)\n", f.invalid[i]->name);
     if (!rc) print_stats(info, &f.st, gbs, !a.in.gbs, seq);
 done:
+    table_free(f.points);
     free(f.plans);
     free(f.variants);
     free(f.near);

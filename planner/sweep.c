@@ -105,6 +105,7 @@ uint64_t sweep_gbs(const SweepSpec *s)
 }
 
 typedef struct {
+    const SweepSpec *s;
     SweepList top, nearest;
     int fold;
     SweepStats *st;
@@ -131,6 +132,7 @@ static void visit(const PlanInput *in, void *vctx)
         sweep_keep_nearest(&r->nearest, &r->scratch);
         return;
     }
+    if (r->s->on_fit) r->s->on_fit(&r->scratch, r->s->on_fit_ctx);
     st->folded += (uint64_t)sweep_keep_best(&r->top, &r->scratch, r->fold);
 }
 
@@ -144,7 +146,8 @@ Status sweep_run(const SweepSpec *s, Plan *top, int k, int *n_top, SweepStats *s
         return err_set(e, ST_USAGE, "--gpus %u: a sweep plans for at most %u GPUs", s->gpus, (unsigned)SWEEP_MAX_GPUS);
     if (s->nrecipes <= 0 || !s->recipes) return err_set(e, ST_USAGE, "a sweep needs at least one recipe");
     if (!s->base.model || !s->base.gpu) return err_set(e, ST_SOFTWARE, "sweep without a model or GPU");
-    Run r = {.top = {top, s->variants, k, 0},
+    Run r = {.s = s,
+             .top = {top, s->variants, k, 0},
              .nearest = {s->nearest, NULL, s->nearest ? s->k_nearest : 0, 0},
              .fold = s->fold,
              .st = stats,

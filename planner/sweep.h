@@ -35,6 +35,9 @@ typedef struct {
     uint32_t *variants; /* NULL, or room for k counts: near-duplicates folded into each kept plan */
     Plan *nearest;      /* NULL, or room for k_nearest plans that do not fit, the closest to fitting first */
     int k_nearest;
+    /* Optional: called with every plan that fits, in evaluation order (the HTML scatter of all of them). */
+    void (*on_fit)(const Plan *p, void *ctx);
+    void *on_fit_ctx;
 } SweepSpec;
 
 typedef struct {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reports/table_impl.h"
+#include "reports/table_internal.h"
 #include "util/num.h"
 #include "util/text.h"
 
@@ -19,7 +19,7 @@ enum { GAP = 2, WRAP_MIN = 24 };
 /* A number too long for fixed notation (1e+124 seconds from an efficiency of 1e-300) prints as %g. */
 enum { FIXED_MAX = 20 };
 
-static void fmt_text(const TableCol *col, const Cell *c, char *buf)
+void table_fmt_text(const TableCol *col, const Cell *c, char *buf)
 {
     if (!c->set) {
         snprintf(buf, CELL_MAX, "-");
@@ -58,7 +58,7 @@ static const char *cell_text(const Table *t, int r, int c, char *buf)
 {
     const Cell *cell = &t->rows[r].cells[c];
     if (t->cols[c].type == TC_STR && cell->set) return cell->v.s;
-    fmt_text(&t->cols[c], cell, buf);
+    table_fmt_text(&t->cols[c], cell, buf);
     return buf;
 }
 
