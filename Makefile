@@ -102,6 +102,9 @@ TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 SLOWS := $(patsubst tests/slow/%.c,$(BUILD)/slow/%,$(SLOW_SRC))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
+# the same targets without libFuzzer, run over their seed corpora by `make test` (tests/cli/fuzz_replay.sh)
+REPLAYS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz-replay/%,$(FUZZ_SRC))
+CLI_LIB_OBJ := $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJ))
 # GPU check programs: built with every CUDA build (so CI compiles them), run only by gpu-check
 GPUS := $(if $(filter 1,$(HAVE_CUDA)),$(patsubst tests/gpu/%.c,$(BUILD)/gpu/%,$(GPU_SRC)))
 DEPS_OK := $(BUILD)/.deps-ok
@@ -185,12 +188,17 @@ $(BUILD)/gpu/%: tests/gpu/%.c tests/gpu/gpu_common.h $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) -fsanitize=fuzzer,address,undefined \
-	  $< $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
+	  $< $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
 
-tests: $(BIN) $(TESTS) $(GPUS)
+$(BUILD)/fuzz-replay/%: tests/fuzz/%.c tests/fuzz/replay_main.c $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< tests/fuzz/replay_main.c \
+	  $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
+
+tests: $(BIN) $(TESTS) $(GPUS) $(REPLAYS)
 
 test: tests browser-deps
 	@sh tests/run.sh $(BUILD)

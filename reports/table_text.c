@@ -200,7 +200,7 @@ static void write_group(const Table *t, FILE *f, const int *cols, int n, const i
 /* The columns that name a row, repeated in front of every group: the TF_KEY columns wherever they are,
  * or without any the leading text columns (at least the first column) as long as they take at most
  * KEY_MAX columns together. Their indices go to keys[]; returns their width. */
-enum { KEY_MAX = 40 };
+enum { KEY_MAX = 40, KEY_MIN = 8 }; /* KEY_MIN: how narrow a key text column may wrap */
 static int is_key(const int *keys, int nkeys, int c)
 {
     for (int i = 0; i < nkeys; i++)
@@ -251,11 +251,26 @@ void table_write_text(const Table *t, FILE *f)
                 if (w[c] > minw[c] && (widest < 0 || w[c] > w[widest])) widest = c;
             w[widest]--, total--;
         }
-    } else { /* groups of columns: a text column wraps to fit beside the key columns */
-        int room = TABLE_WIDTH - key_columns(t, w, keys, &nkeys) - GAP;
+    } else { /* groups of columns led by the keys: they leave room for the widest other column */
+        key_columns(t, w, keys, &nkeys);
+        int widest = 0, keyw = 0;
         for (int c = 0; c < n; c++)
-            if (t->cols[c].type == TC_STR && !is_key(keys, nkeys, c) && w[c] > room)
-                w[c] = room > minw[c] ? room : minw[c];
+            if (!is_key(keys, nkeys, c)) {
+                int d = t->cols[c].type == TC_STR && w[c] > WRAP_MIN ? WRAP_MIN : w[c];
+                if (d > widest) widest = d;
+            }
+        for (int i = 0; i < nkeys; i++) keyw += w[keys[i]] + (i ? GAP : 0);
+        while (keyw > TABLE_WIDTH - GAP - widest) { /* narrow the widest key text column */
+            int at = -1;
+            for (int i = 0; i < nkeys; i++)
+                if (t->cols[keys[i]].type == TC_STR && w[keys[i]] > KEY_MIN && (at < 0 || w[keys[i]] > w[at]))
+                    at = keys[i];
+            if (at < 0) break;
+            w[at]--, keyw--;
+        }
+        int room = TABLE_WIDTH - keyw - GAP; /* a text column wraps to fit beside the keys */
+        for (int c = 0; c < n; c++)
+            if (t->cols[c].type == TC_STR && !is_key(keys, nkeys, c) && w[c] > room) w[c] = room > 1 ? room : 1;
     }
     if (t->title) table_put_prose(f, "%s", t->title);
     if (total <= TABLE_WIDTH) { /* one group, the columns in their order */
@@ -264,7 +279,8 @@ void table_write_text(const Table *t, FILE *f)
         goto done;
     }
     /* groups of columns that fit, each led by the key columns */
-    int keyw = key_columns(t, w, keys, &nkeys), c = 0;
+    int keyw = 0, c = 0;
+    for (int i = 0; i < nkeys; i++) keyw += w[keys[i]] + (i ? GAP : 0);
     for (int first = 1;; first = 0) {
         while (c < n && is_key(keys, nkeys, c)) c++;
         if (c >= n && !first) break;

@@ -102,7 +102,7 @@ Status tui_export(const TuiState *s, const char *path, int *rows, Err *e)
     Table *t = tui_export_table(s, e);
     if (!t) return e->st ? e->st : ST_NOMEM;
     OutFile of;
-    Status st = outfile_open(&of, path, e);
+    Status st = outfile_open_flags(&of, path, OUT_NOWAIT, e); /* the session must not wait for a FIFO's reader */
     if (!st) st = outfile_finish(&of, table_write(t, TABLE_CSV, of.f, e), e);
     if (!st) *rows = table_rows(t);
     table_free(t);

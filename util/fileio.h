@@ -36,7 +36,10 @@ typedef enum {
     OUT_INPLACE, /* character device or FIFO: written directly */
 } OutKind;
 
-enum { OUT_DURABLE = 1 << 0 }; /* fsync data and directory (checkpoints) */
+enum {
+    OUT_DURABLE = 1 << 0, /* fsync data and directory (checkpoints) */
+    OUT_NOWAIT = 1 << 1,  /* a FIFO without a reader is an error, not a wait (interactive callers) */
+};
 
 typedef struct OutSink OutSink;
 

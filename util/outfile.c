@@ -227,7 +227,11 @@ Status outfile_open_flags(OutFile *o, const char *path, unsigned flags, Err *e)
     Status s = plan_write(o, path, &st, &exists, e);
     if (s) return s;
     if (o->kind == OUT_INPLACE) {
-        fd = open(o->target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        /* OUT_NOWAIT: a FIFO nobody reads is an error now, not a wait (the TUI must not hang) */
+        fd = open(o->target, O_WRONLY | O_NOCTTY | O_CLOEXEC | (flags & OUT_NOWAIT ? O_NONBLOCK : 0));
+        if (fd < 0 && errno == ENXIO && (flags & OUT_NOWAIT))
+            return err_set(e, ST_CANTCREAT, "cannot write %s: no process is reading this FIFO", path);
+        if (fd >= 0 && (flags & OUT_NOWAIT)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
         struct stat now;
         if (fd >= 0 && (fstat(fd, &now) || !(S_ISCHR(now.st_mode) || S_ISFIFO(now.st_mode)))) {
             close(fd);

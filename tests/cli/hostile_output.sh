@@ -108,6 +108,10 @@ if [ "$(id -u)" = 0 ]; then
 else
     echo "skip - mknod needs root (block device and device-node cases)"
 fi
+run tui --headless --size 80x24 --keys "e<C-u>$TMP/d/pipe<Enter>" --dump "$TMP/screen"
+expect_rc "TUI export to a FIFO nobody reads: the session goes on" 0
+if grep -qF "no process is reading" "$TMP/screen"; then pass "TUI export to an unread FIFO says so"; else
+    fail "TUI export to an unread FIFO says so" "$(grep -i export "$TMP/screen")"; fi
 run tui --headless --size 80x24 --keys "e<C-u>/dev/full<Enter>" --dump "$TMP/screen"
 if grep -qF "export failed: cannot write /dev/full" "$TMP/screen"; then pass "TUI export to /dev/full says it failed"; else
     fail "TUI export to /dev/full says it failed" "$(grep -i export "$TMP/screen")"; fi

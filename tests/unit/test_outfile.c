@@ -190,6 +190,9 @@ static void test_fifo_is_written_in_place(void)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     struct stat st;
     CHECK(lstat(in_dir("pipe"), &st) == 0 && S_ISFIFO(st.st_mode)); /* still a FIFO */
+    OutFile o; /* OUT_NOWAIT: no reader is an error at once (the TUI's export), not a wait */
+    CHECK(outfile_open_flags(&o, in_dir("pipe"), OUT_NOWAIT, &e) == ST_CANTCREAT);
+    CHECK_CONTAINS(e.msg, "no process is reading this FIFO");
     unlink(in_dir("pipe"));
     CHECK_EQ_INT(entries(), 0);
 }
