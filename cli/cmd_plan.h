@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "planner/catalog.h"
 #include "planner/plan.h"
+#include "planner/sweep.h"
 
 /* Load models.csv, gpus.csv and recipes.csv from the catalog directory: `dir`
  * when given (--catalog), else $FP8PLAN_CATALOG, else ./models, else
@@ -23,6 +24,9 @@ int plan_catalog_find(const char *cmd, const char *dir, char *found, size_t size
 /* The longest --seq the planner takes: 2^24 = 16,777,216 tokens (published training contexts reach
  * a few million; past that a plan's figures mean nothing). */
 enum { PLAN_MAX_SEQ = 1 << 24 };
+
+/* The most GPUs a plan is for, the sweep's limit (planner/sweep.h): 2^20. */
+enum { PLAN_MAX_GPUS = SWEEP_MAX_GPUS };
 
 /* Which of the shared options a subcommand accepts. */
 enum {

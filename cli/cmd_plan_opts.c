@@ -286,6 +286,14 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
     if (!a->gpu) return cli_usage(cmd, "--gpu is required");
     if ((mask & PO_RECIPE) && !(mask & PO_RECIPES) && !a->recipe) return cli_usage(cmd, "--recipe is required");
     if ((mask & PO_SWEEP) && !a->gpus) return cli_usage(cmd, "--gpus is required");
+    uint64_t world = (uint64_t)a->in.tp * a->in.pp; /* < 2^64; the next two products can pass it */
+    if (u64_mul(world, a->in.cp, &world) || u64_mul(world, a->in.dp, &world)) world = UINT64_MAX;
+    if ((mask & PO_LAYOUT) && world == UINT64_MAX)
+        return cli_usage(cmd, "tp*pp*cp*dp passes 2^64 GPUs: a plan is for at most %u", (unsigned)PLAN_MAX_GPUS);
+    if ((mask & PO_LAYOUT) && (a->gpus > PLAN_MAX_GPUS || world > PLAN_MAX_GPUS))
+        return cli_usage(cmd, "%s %llu GPUs: a plan is for at most %u",
+                         a->gpus > PLAN_MAX_GPUS ? "--gpus" : "tp*pp*cp*dp =",
+                         (unsigned long long)(a->gpus > PLAN_MAX_GPUS ? a->gpus : world), (unsigned)PLAN_MAX_GPUS);
     if ((mask & PO_LAYOUT) && a->gpus && !a->layout_given[4]) { /* --gpus with TP, PP, CP: DP is the rest */
         uint64_t tpc = (uint64_t)in_or_1(a->in.tp) * in_or_1(a->in.pp) * in_or_1(a->in.cp);
         if (a->gpus % tpc)

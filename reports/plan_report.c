@@ -335,8 +335,10 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
     table_put_prose(f, "plan: %s on %s, recipe %s\n", in->model->name, in->gpu->name, in->recipe->name);
     table_put_prose(f, "layout: TP %u x PP %u (vpp %u) x CP %u x DP %u = %u GPUs, seq %u\n", in->tp, in->pp, in->vpp,
                     in->cp, in->dp, p->world, p->seq);
+    char dflt[64] = ""; /* the default: about 2M tokens, rounded up to a multiple of mbs x DP */
+    if (p->gbs_default) snprintf(dflt, sizeof dflt, " (default: %s tokens)", grouped(in->gbs * (uint64_t)p->seq, b1));
     table_put_prose(f, "        micro-batch %u, global batch %llu%s = %u micro-batches\n", in->mbs,
-                    (unsigned long long)in->gbs, p->gbs_default ? " (default, ~2M tokens)" : "", p->microbatches);
+                    (unsigned long long)in->gbs, dflt, p->microbatches);
     table_put_prose(f, "        SP %s, recompute %s, sharding %s over %u ranks, %s attention, dropout %s\n",
                     p->sp ? "on" : "off", recompute_name(in->recompute), sharding_name(in->sharding), p->shard_ways,
                     attn_name(in->attn), in->dropout ? "on" : "off");

@@ -10,8 +10,8 @@
  *     0666 & ~umask;
  *   - a symbolic link is followed: its final target is replaced, never the link;
  *   - a character device or FIFO (-o /dev/null, -o /dev/stdout, a named pipe)
- *     is written in place, never replaced (a FIFO waits for its reader, as a
- *     shell redirection does);
+ *     is written in place, never replaced (a FIFO waits up to 10 s for a
+ *     reader, then fails: never a hang);
  *   - a directory, block device or socket is refused with the reason.
  * Every write error is reported when the file is committed ("cannot write
  * /dev/full: No space left on device"). OUT_DURABLE (checkpoints) also fsyncs
@@ -38,7 +38,7 @@ typedef enum {
 
 enum {
     OUT_DURABLE = 1 << 0, /* fsync data and directory (checkpoints) */
-    OUT_NOWAIT = 1 << 1,  /* a FIFO without a reader is an error, not a wait (interactive callers) */
+    OUT_NOWAIT = 1 << 1,  /* a FIFO without a reader is an error at once, without the 10 s wait (the TUI) */
 };
 
 typedef struct OutSink OutSink;

@@ -11,7 +11,7 @@
 
 #include "util/fileio.h"
 
-enum { MAX_LINKS = 40, PATH_CAP = 4096, MAX_LIVE = 16 };
+enum { MAX_LINKS = 40, PATH_CAP = 4096, MAX_LIVE = 16, FIFO_WAIT_MS = 10000 };
 
 struct OutSink {
     int fd;
@@ -227,11 +227,18 @@ Status outfile_open_flags(OutFile *o, const char *path, unsigned flags, Err *e)
     Status s = plan_write(o, path, &st, &exists, e);
     if (s) return s;
     if (o->kind == OUT_INPLACE) {
-        /* OUT_NOWAIT: a FIFO nobody reads is an error now, not a wait (the TUI must not hang) */
-        fd = open(o->target, O_WRONLY | O_NOCTTY | O_CLOEXEC | (flags & OUT_NOWAIT ? O_NONBLOCK : 0));
-        if (fd < 0 && errno == ENXIO && (flags & OUT_NOWAIT))
-            return err_set(e, ST_CANTCREAT, "cannot write %s: no process is reading this FIFO", path);
-        if (fd >= 0 && (flags & OUT_NOWAIT)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        /* a FIFO: wait a while for its reader (`fp8plan -o p & cat p` races), never forever; OUT_NOWAIT
+         * (the TUI) not at all */
+        int waited = 0, limit = flags & OUT_NOWAIT ? 0 : FIFO_WAIT_MS;
+        while ((fd = open(o->target, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK)) < 0 && errno == ENXIO &&
+               waited < limit) {
+            nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
+            waited += 50;
+        }
+        if (fd < 0 && errno == ENXIO)
+            return err_set(e, ST_CANTCREAT, "cannot write %s: no process is reading this FIFO%s", path,
+                           limit ? " (waited 10 s)" : "");
+        if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK); /* writes block as usual */
         struct stat now;
         if (fd >= 0 && (fstat(fd, &now) || !(S_ISCHR(now.st_mode) || S_ISFIFO(now.st_mode)))) {
             close(fd);

@@ -76,6 +76,22 @@ wait "$reader"
 expect_rc "-o FIFO exits 0" 0
 if grep -q '^name,' "$TMP/fromfifo"; then pass "the FIFO's reader got the CSV"; else fail "the FIFO's reader got the CSV"; fi
 if [ -p "$TMP/d/pipe" ]; then pass "the FIFO is still a FIFO"; else fail "the FIFO was replaced"; fi
+# the reader comes second (the usual `fp8plan -o p & cat p` race): the writer waits for it
+(timeout 30 "$FP8PLAN" gpus --format csv -o "$TMP/d/pipe" >"$TMP/late.out" 2>&1; echo $? >"$TMP/late.rc") &
+writer=$!
+sleep 1
+timeout 20 cat "$TMP/d/pipe" >"$TMP/fromfifo2"
+wait "$writer"
+expect_eq "a FIFO whose reader comes a second later: exit 0" "$(cat "$TMP/late.rc")" 0
+if grep -q '^name,' "$TMP/fromfifo2"; then pass "the late reader got the CSV"; else fail "the late reader got the CSV"; fi
+# nobody ever reads: an error after 10 s, not a hang
+start=$(date +%s)
+timeout 30 "$FP8PLAN" gpus --format csv -o "$TMP/d/pipe" >"$TMP/out" 2>"$TMP/err" # a hang would be 124
+rc=$?
+took=$(($(date +%s) - start))
+expect_rc "a FIFO nobody reads: exit 73" 73
+expect_err "a FIFO nobody reads: said so" "no process is reading this FIFO (waited 10 s)"
+if [ "$took" -ge 9 ] && [ "$took" -le 15 ]; then pass "it waited about 10 s ($took s)"; else fail "waited $took s"; fi
 
 # --- refusals: a directory, a missing directory, a block device (root only: mknod)
 run gpus -o "$TMP/d"

@@ -24,7 +24,12 @@ expect_out "compare: TP 8 x ... x DP 2" "TP 8 x PP 1 x CP 1 x DP 2 = 16 GPUs"
 
 # --- the default global batch is named as the default
 run plan $P
-expect_out "a missing --gbs is reported as the default used" "global batch 1024 (default, ~2M tokens)"
+expect_out "a missing --gbs is reported as the default used" "global batch 1024 (default: 2,097,152 tokens)"
+run plan $P --gpus 1048577
+expect_rc "plan --gpus past 2^20 exits 64" 64
+expect_err "the maximum is stated" "--gpus 1048577 GPUs: a plan is for at most 1048576"
+run plan $P --dp 4294967295
+expect_rc "plan --dp 2^32-1 exits 64 (it planned 4 billion GPUs, a global batch of 8.8e12 tokens called ~2M)" 64
 run plan $P --gbs 512
 if grep -q "default" "$TMP/out"; then fail "--gbs 512 is not called a default"; else pass "--gbs 512 is not called a default"; fi
 
