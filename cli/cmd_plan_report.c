@@ -137,14 +137,15 @@ int cmd_report(int argc, char **argv)
             goto done;
         }
         Err be;
-        Table *t1b = seed_table1b(4096, 4096, &be);
-        if ((rc = write_csv(cmd, outdir, "table1a_bytes_per_param.csv",
-                            seed_table1a(cat, NULL, 175000000000ull, 0, 1, &be))) ||
-            (rc = write_csv(cmd, outdir, "table1b_scale_granularity.csv", t1b)) ||
-            (rc = write_csv(cmd, outdir, "table1c_precision_map.csv", seed_table1c(cat))) ||
-            (rc = write_csv(cmd, outdir, "table5_fp8lm.csv", t5)))
-            goto done;
-        t5 = NULL; /* freed by write_csv */
+        Table *t1b = seed_table1b(4096, 4096, &be); /* write_csv frees what it is given, written or not */
+        rc = write_csv(cmd, outdir, "table1a_bytes_per_param.csv", seed_table1a(cat, NULL, 175000000000ull, 0, 1, &be));
+        if (rc)
+            table_free(t1b);
+        else
+            rc = write_csv(cmd, outdir, "table1b_scale_granularity.csv", t1b);
+        if (!rc) rc = write_csv(cmd, outdir, "table1c_precision_map.csv", seed_table1c(cat));
+        if (!rc) rc = write_csv(cmd, outdir, "table5_fp8lm.csv", t5), t5 = NULL;
+        if (rc) goto done;
     }
     if (chk.outside) {
         fprintf(stderr, "fp8plan report: %d figure(s) outside tolerance\n", chk.outside);
