@@ -46,6 +46,19 @@ static void progress(uint64_t done, uint64_t total, void *ctx)
     fflush(stderr);
 }
 
+/* Columns k.. of the current row: recipe, tp, pp, vpp, cp, dp, mbs, recompute, sharding, memory (GB).
+ * Returns the next column. */
+static int layout_cells(Table *t, int k, const Plan *p)
+{
+    table_str(t, k++, p->in.recipe->name);
+    const uint32_t v[] = {p->in.tp, p->in.pp, p->in.vpp, p->in.cp, p->in.dp, p->in.mbs};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++) table_u64(t, k++, v[i]);
+    table_str(t, k++, recompute_name(p->in.recompute));
+    table_str(t, k++, sharding_name(p->in.sharding));
+    table_f64(t, k++, plan_gb(p->total_bytes));
+    return k;
+}
+
 /* The text view: fits 100 columns (step time and the FP8 MFU are in csv/json). */
 static Table *top_table(const Plan *top, const uint32_t *variants, int n, int show_variants)
 {
@@ -71,16 +84,7 @@ static Table *top_table(const Plan *top, const uint32_t *variants, int n, int sh
         table_row(t);
         int k = 0;
         table_u64(t, k++, (uint64_t)i + 1);
-        table_str(t, k++, p->in.recipe->name);
-        table_u64(t, k++, p->in.tp);
-        table_u64(t, k++, p->in.pp);
-        table_u64(t, k++, p->in.vpp);
-        table_u64(t, k++, p->in.cp);
-        table_u64(t, k++, p->in.dp);
-        table_u64(t, k++, p->in.mbs);
-        table_str(t, k++, recompute_name(p->in.recompute));
-        table_str(t, k++, sharding_name(p->in.sharding));
-        table_f64(t, k++, plan_gb(p->total_bytes));
+        k = layout_cells(t, k, p);
         table_f64(t, k++, p->tokens_per_s);
         table_f64(t, k++, p->mfu_bf16_pct);
         if (show_variants && variants[i]) {
@@ -120,16 +124,7 @@ static Table *nearest_table(const Plan *near, int n)
         const MemTerm *m = largest_term(p);
         table_row(t);
         int k = 0;
-        table_str(t, k++, p->in.recipe->name);
-        table_u64(t, k++, p->in.tp);
-        table_u64(t, k++, p->in.pp);
-        table_u64(t, k++, p->in.vpp);
-        table_u64(t, k++, p->in.cp);
-        table_u64(t, k++, p->in.dp);
-        table_u64(t, k++, p->in.mbs);
-        table_str(t, k++, recompute_name(p->in.recompute));
-        table_str(t, k++, sharding_name(p->in.sharding));
-        table_f64(t, k++, plan_gb(p->total_bytes));
+        k = layout_cells(t, k, p);
         table_f64(t, k++, over_gb(p));
         table_str(t, k++, m->name);
         table_f64(t, k++, plan_gb(m->bytes));
