@@ -29,6 +29,21 @@ enum {
     PO_VIEW = 1 << 4,    /* --view */
 };
 
+/* Stack-backed fields the command line set explicitly (they win over the stack's row). */
+enum {
+    PG_ATTN = 1 << 0,
+    PG_MAIN_GRAD = 1 << 1,
+    PG_FP8_CACHE = 1 << 2,
+    PG_SWIGLU = 1 << 3,
+    PG_FUSION = 1 << 4,
+    PG_LAUNCH = 1 << 5,
+    PG_OV_TP = 1 << 6,
+    PG_OV_DP = 1 << 7,
+    PG_OV_PP = 1 << 8,
+    PG_OV_CP = 1 << 9,
+    PG_RESERVE = 1 << 10,
+};
+
 typedef struct {
     PlanInput in;            /* defaults, then every flag applied (model/gpu/recipe still NULL) */
     const char *model, *gpu; /* names */
@@ -36,6 +51,8 @@ typedef struct {
     const char *recipes;     /* --recipes, comma-separated */
     const char *catalog;     /* --catalog DIR */
     const char *view;        /* --view summary|terms|collectives|time */
+    const char *stack;       /* --stack NAME (NULL: CATALOG_DEFAULT_STACK) */
+    unsigned given;          /* PG_* bits */
     uint32_t gpus;           /* --gpus N */
     uint32_t top;            /* --top K */
     int layout_given[8];     /* which of tp,pp,vpp,cp,dp,mbs,recompute,sharding were given */
@@ -47,8 +64,9 @@ typedef struct {
  * message. `help` is the subcommand's help text. */
 int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a);
 
-/* Resolve --model and --gpu (and one recipe name) against the catalog into a->in;
- * prints "unknown model 'x' (known: ...)" and returns 64 on failure. */
+/* Resolve --model, --gpu and --stack (the first time: its row is applied, then the
+ * options given explicitly again) and one recipe name against the catalog into
+ * a->in; prints "unknown model 'x' (known: ...)" and returns 64 on failure. */
 int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe);
 
 /* Help text of the shared options, for the subcommands' --help. */
