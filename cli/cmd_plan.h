@@ -42,6 +42,7 @@ enum {
     PG_OV_PP = 1 << 8,
     PG_OV_CP = 1 << 9,
     PG_RESERVE = 1 << 10,
+    PG_SP = 1 << 11,
 };
 
 typedef struct {

@@ -261,6 +261,7 @@ static Table *stacks_table(const Catalog *c)
     const TableCol cols[] = {
         {"name", NULL, NULL, TC_STR, 0, 0},
         {"attention", NULL, NULL, TC_STR, 0, 0},
+        {"sequence_parallel", "SP", NULL, TC_STR, 0, 0},
         {"fused_swiglu", "swiglu", NULL, TC_STR, 0, 0},
         {"main_grad", "main grad", NULL, TC_STR, 0, 0},
         {"fp8_weight_cache", "fp8 cache", NULL, TC_STR, 0, 0},
@@ -282,6 +283,7 @@ static Table *stacks_table(const Catalog *c)
         int k = 0;
         table_str(t, k++, s->name);
         table_str(t, k++, attn_name(s->attn));
+        table_str(t, k++, s->sequence_parallel ? "yes" : "no");
         table_str(t, k++, s->fused_swiglu ? "fused" : "unfused");
         table_str(t, k++, main_grad_name(s->main_grad));
         table_str(t, k++, s->fp8_weight_cache ? "yes" : "no");

@@ -12,7 +12,7 @@ const char plan_layout_help[] =
     "  --mbs N            micro-batch size in sequences (1)\n"
     "  --gbs N            global batch in sequences (about 2M tokens, rounded up to a multiple of mbs*dp)\n"
     "  --seq N            sequence length (the model's)\n"
-    "  --sp / --no-sp     sequence parallelism with TP (on)\n"
+    "  --sp / --no-sp     sequence parallelism with TP (the stack's)\n"
     "  --dist-opt         Megatron distributed optimizer: shard the states the recipe lists over DP x CP\n"
     "  --zero 0|1|2|3     ZeRO stage instead (1: master and Adam, 2: + gradients, 3: + weights)\n"
     "  --recompute none|selective|full|op   activation recomputation (none; op: torchtitan's op-level policy)\n"
@@ -248,8 +248,8 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
                 rc = cli_usage(cmd, "--gbs: '%s' must be at least 1", arg);
             break;
         }
-        case O_SP: in->sp = 1; break;
-        case O_NO_SP: in->sp = 0; break;
+        case O_SP: in->sp = 1, a->given |= PG_SP; break;
+        case O_NO_SP: in->sp = 0, a->given |= PG_SP; break;
         case O_DIST_OPT:
             in->sharding = SHARD_DIST_OPT;
             a->layout_given[7] = 1;
@@ -355,6 +355,7 @@ static void apply_stack(PlanArgs *a, const StackSpec *st)
     PlanInput *in = &a->in;
     unsigned g = a->given;
     if (g & PG_ATTN) in->attn = given.attn;
+    if (g & PG_SP) in->sp = given.sp;
     if (g & PG_MAIN_GRAD) in->main_grad = given.main_grad;
     if (g & PG_FP8_CACHE) in->fp8_weight_cache = given.fp8_weight_cache;
     if (g & PG_SWIGLU) in->fused_swiglu = given.fused_swiglu;

@@ -14,7 +14,7 @@ const char *const catalog_model_columns =
     "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,"
     "position,tied_embeddings,linear_bias,source";
 const char *const catalog_gpu_columns = "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,"
-                                        "fp32_tflops,mamf_bf16_tflops,mamf_fp8_tflops,intra_link,intra_node_gbps,"
+                                        "fp32_tflops,mamf_bf16_tflops,mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,"
                                         "inter_node_gbps,gpus_per_node,source";
 const char *const catalog_recipe_columns =
     "name,weight,fp8_rowwise,fp8_colwise,master,grad,adam_m,adam_v,dist_opt_shards,scaled_states,other_params,"
@@ -63,6 +63,7 @@ static Status parse_gpu(Cur *c, void *row)
         (st = cell_rate(c, "hbm_gbps", 0, &hbm)) || (st = cell_rate(c, "bf16_tflops", 0, &bf16)) ||
         (st = cell_rate(c, "fp8_tflops", 1, &fp8)) || (st = cell_rate(c, "fp32_tflops", 0, &fp32)) ||
         (st = cell_rate(c, "mamf_bf16_tflops", 0, &mb)) || (st = cell_rate(c, "mamf_fp8_tflops", 1, &mf)) ||
+        (st = cell_range(c, "sustained", 0.05, 1, &g->sustained)) ||
         (st = cell_rate(c, "intra_node_gbps", 0, &intra)) || (st = cell_rate(c, "inter_node_gbps", 0, &inter)) ||
         (st = cell_u32(c, "gpus_per_node", 1, 1u << 20, &g->gpus_per_node)) ||
         (st = cell_textcopy(c, "source", g->source, sizeof g->source, 0)))
@@ -195,7 +196,7 @@ static Status parse_recipe(Cur *c, void *row)
 Status catalog_parse_models(Catalog *c, const char *text, size_t len, const char *fname, Err *e)
 {
     CsvTable t;
-    Status st = cell_parse_rows(text, len, fname, catalog_model_columns, parse_model, c->models, sizeof *c->models,
+    Status st = cell_parse_rows(text, len, fname, catalog_model_columns, "name", parse_model, NULL, c->models, sizeof *c->models,
                            CATALOG_MAX_ROWS, &c->nmodels, &t, e);
     csv_table_free(&t);
     return st;
@@ -205,7 +206,7 @@ Status catalog_parse_gpus(Catalog *c, const char *text, size_t len, const char *
 {
     CsvTable t;
     Status st =
-        cell_parse_rows(text, len, fname, catalog_gpu_columns, parse_gpu, c->gpus, sizeof *c->gpus, CATALOG_MAX_ROWS, &c->ngpus, &t, e);
+        cell_parse_rows(text, len, fname, catalog_gpu_columns, "name", parse_gpu, NULL, c->gpus, sizeof *c->gpus, CATALOG_MAX_ROWS, &c->ngpus, &t, e);
     csv_table_free(&t);
     return st;
 }
@@ -213,7 +214,7 @@ Status catalog_parse_gpus(Catalog *c, const char *text, size_t len, const char *
 Status catalog_parse_recipes(Catalog *c, const char *text, size_t len, const char *fname, Err *e)
 {
     CsvTable t;
-    Status st = cell_parse_rows(text, len, fname, catalog_recipe_columns, parse_recipe, c->recipes, sizeof *c->recipes, CATALOG_MAX_ROWS,
+    Status st = cell_parse_rows(text, len, fname, catalog_recipe_columns, "name", parse_recipe, NULL, c->recipes, sizeof *c->recipes, CATALOG_MAX_ROWS,
                            &c->nrecipes, &t, e);
     /* resolve other_params within the same file */
     for (int r = 0; !st && r < t.nrows; r++) {
@@ -221,7 +222,7 @@ Status catalog_parse_recipes(Catalog *c, const char *text, size_t len, const cha
         int k = -1;
         for (int j = 0; j < t.nrows; j++)
             if (!strcasecmp(c->recipes[j].name, rc->other_name)) k = j;
-        Cur cur = {&t, r, e};
+        Cur cur = {&t, r, e, NULL};
         if (k < 0) {
             st = cell_bad(&cur, "other_params", "'%s' is not a recipe in this file", rc->other_name);
             break;
@@ -246,7 +247,7 @@ Status catalog_parse_recipes(Catalog *c, const char *text, size_t len, const cha
     for (int r = 0; !st && r < t.nrows; r++) {
         Recipe *rc = &c->recipes[r];
         if (recipe_master_is_compute(&rc->gemm, rc) && (rc->gemm.shard_mask & (1u << STATE_MASTER))) {
-            Cur cur = {&t, r, e};
+            Cur cur = {&t, r, e, NULL};
             st = cell_bad(&cur, "dist_opt_shards", "'%s' shards the master, but the GEMMs read it (no weight, no FP8 copy)",
                      csv_table_cell(&t, r, "dist_opt_shards"));
         }

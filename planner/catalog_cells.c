@@ -100,28 +100,28 @@ Status cell_textcopy(Cur *c, const char *col, char *dst, size_t size, int name_l
     return ST_OK;
 }
 
-static Status check_unique(const CsvTable *t, int max_rows, Err *e)
+static Status check_unique(const CsvTable *t, const char *key, int max_rows, Err *e)
 {
-    int col = csv_table_col(t, "name");
+    int col = csv_table_col(t, key);
     for (int i = 0; i < t->nrows; i++)
         for (int j = 0; j < i; j++)
             if (!strcasecmp(t->cells[(long)i * t->ncols + col], t->cells[(long)j * t->ncols + col]))
-                return err_set(e, ST_DATA, "%s: row %d, column name: '%s' repeats row %d", t->fname, csv_table_rowno(i),
-                               t->cells[(long)i * t->ncols + col], csv_table_rowno(j));
+                return err_set(e, ST_DATA, "%s: row %d, column %s: '%s' repeats row %d", t->fname, csv_table_rowno(i),
+                               key, t->cells[(long)i * t->ncols + col], csv_table_rowno(j));
     if (t->nrows > max_rows)
         return err_set(e, ST_DATA, "%s: %d rows; at most %d are supported", t->fname, t->nrows, max_rows);
     return ST_OK;
 }
 
-Status cell_parse_rows(const char *text, size_t len, const char *fname, const char *columns,
-                       Status (*fn)(Cur *, void *), void *rows, size_t size, int max_rows, int *n, CsvTable *t,
-                       Err *e)
+Status cell_parse_rows(const char *text, size_t len, const char *fname, const char *columns, const char *key,
+                       Status (*fn)(Cur *, void *), const void *ctx, void *rows, size_t size, int max_rows, int *n,
+                       CsvTable *t, Err *e)
 {
     Status st = csv_table_parse(text, len, fname, t, e);
     if (!st) st = csv_table_expect(t, columns, e);
-    if (!st) st = check_unique(t, max_rows, e);
+    if (!st) st = check_unique(t, key, max_rows, e);
     for (int r = 0; !st && r < t->nrows; r++) {
-        Cur cur = {t, r, e};
+        Cur cur = {t, r, e, ctx};
         st = fn(&cur, (char *)rows + (size_t)r * size);
     }
     *n = st ? 0 : t->nrows;

@@ -1,5 +1,6 @@
-/* planner/catalog_cells.h — the strict cell readers the catalog parsers share
- * (internal to planner/catalog*.c). Every error names file, row and column. */
+/* planner/catalog_cells.h — the strict cell readers of the catalog-style CSV
+ * files (models, GPUs, recipes, stacks, measured runs). Every error names file,
+ * row and column and quotes the value. */
 #ifndef FP8PLAN_PLANNER_CATALOG_CELLS_H
 #define FP8PLAN_PLANNER_CATALOG_CELLS_H
 
@@ -13,6 +14,7 @@ typedef struct {
     const CsvTable *t;
     int r;
     Err *e;
+    const void *ctx; /* the caller's (cell_parse_rows passes it through) */
 } Cur;
 
 /* ST_DATA "FILE: row R, column C: <why>". */
@@ -32,11 +34,11 @@ Status cell_sm(Cur *c, const char *col, uint32_t *out);
 /* Non-empty text shorter than size; name_like: letters, digits, '.', '_', '-' only. */
 Status cell_textcopy(Cur *c, const char *col, char *dst, size_t size, int name_like);
 
-/* Parse the CSV, check the header names `columns`, check the names are unique,
- * then call fn for each data row with rows + r * size. *n = rows parsed (0 on error).
- * The caller frees t. */
-Status cell_parse_rows(const char *text, size_t len, const char *fname, const char *columns,
-                       Status (*fn)(Cur *, void *), void *rows, size_t size, int max_rows, int *n, CsvTable *t,
-                       Err *e);
+/* Parse the CSV, check the header names `columns`, the `key` column's values are
+ * unique and there are at most max_rows, then call fn for each data row with
+ * rows + r * size. *n = rows parsed (0 on error). The caller frees t. */
+Status cell_parse_rows(const char *text, size_t len, const char *fname, const char *columns, const char *key,
+                       Status (*fn)(Cur *, void *), const void *ctx, void *rows, size_t size, int max_rows, int *n,
+                       CsvTable *t, Err *e);
 
 #endif

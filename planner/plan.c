@@ -36,6 +36,7 @@ void plan_input_use_stack(PlanInput *in, const StackSpec *s)
 {
     in->stack = s;
     in->attn = s->attn;
+    in->sp = s->sequence_parallel;
     in->fused_swiglu = s->fused_swiglu;
     in->main_grad = s->main_grad;
     in->fp8_weight_cache = s->fp8_weight_cache;
@@ -179,9 +180,11 @@ static int stage_split(const PlanInput *in, uint64_t L, uint64_t *lf, uint64_t *
     *lm = rest_stages ? udiv(L - f - l, rest_stages) : 0;
     *lf = f ? f : *lm;
     *ll = l ? l : *lm;
-    if (v > 1 && (umod(*lf, v) || umod(*ll, v) || umod(*lm, v))) {
-        err_set(e, ST_USAGE, "--vpp %u: every stage's layer count (%llu, %llu, %llu) must divide by vpp", in->vpp,
-                (unsigned long long)*lf, (unsigned long long)*lm, (unsigned long long)*ll);
+    /* with virtual stages every chunk needs a layer (Megatron's account_for_embedding splits leave the end
+     * stages' first / last chunk one layer short: 15 = 7 x 2 + 1) */
+    if (v > 1 && (*lf < v || *ll < v || (rest_stages && *lm < v))) {
+        err_set(e, ST_USAGE, "--vpp %u: every stage needs at least vpp layers (first %llu, middle %llu, last %llu)",
+                in->vpp, (unsigned long long)*lf, (unsigned long long)*lm, (unsigned long long)*ll);
         return -1;
     }
     return 0;
@@ -365,7 +368,7 @@ uint64_t plan_inflight_layers(const Geo *g, uint32_t stage)
     if (g->vpp == 1) return Ls * plan_inflight_mbs(g, stage);
     uint64_t chunks = (g->pp - stage - 1) * 2 + (g->vpp - 1) * g->pp + 1, cap = g->m * g->vpp;
     if (chunks > cap) chunks = cap;
-    return chunks * udiv(Ls, g->vpp);
+    return chunks * ceil_div(Ls, g->vpp);
 }
 
 int model_param_count(const ModelSpec *md, uint64_t *out)

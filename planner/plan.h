@@ -143,8 +143,9 @@ typedef struct {
  * collectives hidden behind compute, nothing else overlapped. */
 void plan_input_defaults(PlanInput *in);
 
-/* Apply a stack's row: attention kernel, SwiGLU fusion, main-gradient dtype, FP8
- * weight caching, kernel fusion and launch floor, overlaps, allocator reserve. */
+/* Apply a stack's row: attention kernel, sequence parallelism, SwiGLU fusion,
+ * main-gradient dtype, FP8 weight caching, kernel fusion and launch floor,
+ * overlaps, allocator reserve. */
 void plan_input_use_stack(PlanInput *in, const StackSpec *s);
 
 /* The attention kernel that runs on this GPU for the input's choice (te: cuDNN on

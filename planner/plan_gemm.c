@@ -19,6 +19,7 @@
 
 enum { K_REF = 2048, SPLIT_MIN_K = 256 };
 
+
 static uint32_t log2u(uint32_t x)
 {
     uint32_t s = 0;
@@ -41,8 +42,10 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
     gg->inv_sms = 1.0 / gg->sms;
     gg->tm_sh = log2u(a->tile_m), gg->tn_sh = log2u(a->tile_n);
     gg->k0_16 = a->k0_16, gg->k0_8 = a->k0_8;
-    gg->sm_rate16 = r16 * (1.0 + gg->k0_16 / K_REF) * gg->inv_sms;
-    gg->sm_rate8 = r8 * (1.0 + gg->k0_8 / K_REF) * gg->inv_sms;
+    double sus = gpu_sustained(gp);
+    double typ16 = in->eff_gemm_bf16 > 0 ? 1.0 : sus, typ8 = in->eff_gemm_fp8 > 0 ? 1.0 : sus;
+    gg->sm_rate16 = r16 * typ16 * (1.0 + gg->k0_16 / K_REF) * gg->inv_sms;
+    gg->sm_rate8 = r8 * typ8 * (1.0 + gg->k0_8 / K_REF) * gg->inv_sms;
     gg->inv_hbm = 1.0 / (gp->hbm_bw * in->eff_hbm);
     gg->launch = in->launch_s;
 }

@@ -75,7 +75,7 @@ static void attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, Laye
         return;
     }
     const AttnCurve *c = arch_attn(arch_row(gp->sm), k);
-    double e = in->eff_attn > 0 ? in->eff_attn : c->e_fwd * arch_hd_factor(c, in->model->head_dim);
+    double e = in->eff_attn > 0 ? in->eff_attn : c->e_fwd * arch_hd_factor(c, in->model->head_dim) * gpu_sustained(gp);
     double x = (double)g->s_local; /* keys one rank's chunk attends to at a time */
     double ef = e * x / (x + c->s_half), eb = e * c->bwd * x / (x + c->s_half_bwd);
     double fl = 2.0 * tok * seq * (double)g->heads_t * hd; /* 4 tok seq q/tp, halved for the causal mask */

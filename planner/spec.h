@@ -60,6 +60,7 @@ typedef struct {
     uint32_t sms;       /* streaming multiprocessors (0: unknown, no wave quantization) */
     double mamf_bf16;   /* maximum achievable BF16 matmul FLOP/s (0: the BF16 peak) */
     double mamf_fp8;    /* maximum achievable FP8 matmul FLOP/s (0: the FP8 peak) */
+    double sustained;   /* share of the kernel benchmarks (MAMF, attention) a training step sustains (0: 1) */
     IntraLink link;     /* what joins the GPUs of a node (NCCL's latency class) */
     uint64_t hbm_bytes; /* device memory capacity, bytes */
     double hbm_bw;      /* bytes/s */
@@ -77,6 +78,8 @@ const char *norm_name(NormType n);
 const char *mlp_name(MlpType m);
 const char *pos_name(PosType p);
 const char *link_name(IntraLink l);
+/* The sustained fraction of a GPU (1 when not given). */
+static inline double gpu_sustained(const GpuSpec *g) { return g->sustained > 0 ? g->sustained : 1.0; }
 int link_parse(const char *s, IntraLink *out);
 /* Parse those names (case-insensitive); 0 ok, -1 unknown. */
 int norm_parse(const char *s, NormType *out);

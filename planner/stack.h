@@ -46,6 +46,7 @@ typedef enum { FUSE_TE = 0, FUSE_COMPILE, FUSE_EAGER, FUSE_FP8PLAN, FUSE_COUNT_ 
 typedef struct {
     char name[SPEC_NAME_MAX];
     AttnImpl attn;         /* default attention kernel */
+    int sequence_parallel; /* 1: sequence parallelism with TP (norms, dropout and residuals split over TP ranks) */
     int fused_swiglu;      /* 1: SwiGLU saves its 2F input only (6F bytes per token with FC2's input); 0: + silu(gate) */
     MainGrad main_grad;    /* default main-gradient dtype */
     int fp8_weight_cache;  /* 1: FP8 weight copies cast once per step and kept (TE is_first_microbatch);
