@@ -267,6 +267,7 @@ static Table *stacks_table(const Catalog *c)
         {"fp8_weight_cache", "fp8 cache", NULL, TC_STR, 0, 0},
         {"kernel_fusion", "kernels", NULL, TC_STR, 0, 0},
         {"launch_us", "launch", "us", TC_F64, 1, 0},
+        {"loss_bytes", "loss", "B/logit", TC_U64, 0, 0},
         {"tp_overlap", "TP ov", NULL, TC_F64, 2, 0},
         {"dp_overlap", "DP ov", NULL, TC_F64, 2, 0},
         {"pp_overlap", "PP ov", NULL, TC_F64, 2, 0},
@@ -289,6 +290,7 @@ static Table *stacks_table(const Catalog *c)
         table_str(t, k++, s->fp8_weight_cache ? "yes" : "no");
         table_str(t, k++, fusion_name(s->fusion));
         table_f64(t, k++, s->launch_s * 1e6);
+        table_u64(t, k++, s->loss_bytes);
         table_f64(t, k++, s->overlap_tp);
         table_f64(t, k++, s->overlap_dp);
         table_f64(t, k++, s->overlap_pp);

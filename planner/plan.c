@@ -20,6 +20,7 @@ void plan_input_defaults(PlanInput *in)
     in->fused_swiglu = 1;
     in->fusion = FUSE_TE;
     in->launch_s = 0;
+    in->loss_bytes = 10;
     in->overlap_dp = 1;
     in->cuda_context_bytes = 512ull << 20;
     in->workspace_bytes = 32ull << 20;
@@ -42,6 +43,7 @@ void plan_input_use_stack(PlanInput *in, const StackSpec *s)
     in->fp8_weight_cache = s->fp8_weight_cache;
     in->fusion = s->fusion;
     in->launch_s = s->launch_s;
+    in->loss_bytes = s->loss_bytes;
     in->overlap_tp = s->overlap_tp;
     in->overlap_dp = s->overlap_dp;
     in->overlap_pp = s->overlap_pp;

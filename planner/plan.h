@@ -119,6 +119,7 @@ typedef struct {
     int fused_swiglu;       /* 1: SwiGLU saves 6F bytes per token with FC2's input; 0: 8F */
     KernelFusion fusion;    /* memory-bound kernel list */
     double launch_s;        /* floor of one kernel launch, s */
+    uint32_t loss_bytes;    /* bytes per logit at the loss's peak (bf16 logits, fp32 copies, saved softmax, its grad) */
     double overlap_tp, overlap_dp, overlap_pp, overlap_cp; /* fraction of the concurrent compute that hides them */
 
     /* overheads (settable; bytes) */

@@ -262,14 +262,24 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
         bwd = ck_add(ck, bwd, ck_mul(ck, lmax, 4));
     }
     if (zero3) {
-        uint64_t lw = ck_add(ck, ck_mul(ck, g->gemm_layer, dt_bytes(rc->gemm.dt[STATE_WEIGHT])),
-                             ck_mul(ck, g->other_layer, dt_bytes(rc->other.dt[STATE_WEIGHT])));
-        lw = ck_add(ck, lw, ck_mul(ck, g->gemm_layer, recipe_fp8_copy_bytes_per_param(rc)));
-        bwd = ck_add(ck, bwd, 2 * lw); /* current + prefetched layer */
+        /* FSDP: a layer's gathered weights (the compute dtype: BF16 when the master is the state), its FP8
+         * copies, and its unsharded gradient with the reduce-scatter input in the reduction dtype; for the
+         * current and the prefetched layer */
+        Dtype wd = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : DT_BF16;
+        Dtype od = rc->other.dt[STATE_WEIGHT] != DT_NONE ? rc->other.dt[STATE_WEIGHT] : DT_BF16;
+        uint64_t per = dt_bytes(wd) + recipe_fp8_copy_bytes_per_param(rc) + 2 + dt_bytes(plan_grad_dt(in, rc->comm_dp_grad));
+        uint64_t lw = ck_add(ck, ck_mul(ck, g->gemm_layer, per), ck_mul(ck, g->other_layer, dt_bytes(od) + 2 + 4));
+        bwd = ck_add(ck, bwd, 2 * lw);
+        /* with PP, FSDP keeps the stage's gathered weights from forward to backward and syncs gradients only
+         * on the last micro-batch (torchtitan apply_fsdp: no reshard_after_forward under PP), so the stage's
+         * BF16 weights and BF16 gradients stay whole all step */
+        if (g->pp > 1) bwd = ck_add(ck, bwd, ck_mul(ck, sm->params, 2 + 2));
     }
     uint64_t tr = bwd;
     if (last) {
-        uint64_t lg = ck_mul(ck, logit_elems, 2 + 4); /* bf16 logits + fp32 shifted copy */
+        /* the loss: bf16 logits and the stack's fp32 working copies beyond the saved softmax (loss_bytes) */
+        uint64_t lb = in->loss_bytes > 4 ? in->loss_bytes - 4 : 0;
+        uint64_t lg = ck_mul(ck, logit_elems, lb);
         if (lg > tr) tr = lg;
     }
     term(sm, MT_TRANSIENT, MC_ACTIVATION, DT_NONE, 0, tr, 1, 0);
@@ -282,8 +292,10 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
     uint64_t sc = ck_add(ck, ck_add(ck, t[MT_SCALE_GEMM].bytes, t[MT_SCALE_BLOCK].bytes), t[MT_SCALE_STATE].bytes);
     uint64_t ac = 0;
     for (int i = MT_ACT_LAYER_HP; i <= MT_TRANSIENT; i++) ac = ck_add(ck, ac, t[i].bytes);
-    uint64_t managed = ck_add(ck, ck_add(ck, st, cp), ck_add(ck, ck_add(ck, sc, ac), in->workspace_bytes));
-    double fr = (double)managed * in->frag_frac;
+    /* the caching allocator's slack comes from tensors freed and re-requested at other sizes every step
+     * (activations, transients); states and copies are allocated once and stay */
+    uint64_t churn = ck_add(ck, ac, in->workspace_bytes);
+    double fr = (double)churn * in->frag_frac;
     uint64_t frag = fr >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)fr;
     term(sm, MT_FRAGMENTATION, MC_OVERHEAD, DT_NONE, 0, frag, 1, 0);
     uint64_t ov = ck_add(ck, ck_add(ck, t[MT_COMM_BUFFER].bytes, t[MT_WORKSPACE].bytes),

@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-enum { SPEC_NAME_MAX = 48, SPEC_SOURCE_MAX = 1024, STACK_SOURCE_MAX = 4096 };
+enum { SPEC_NAME_MAX = 48, SPEC_SOURCE_MAX = 2048, STACK_SOURCE_MAX = 4096 };
 
 typedef enum { NORM_LAYERNORM = 0, NORM_RMSNORM, NORM_COUNT_ } NormType;
 typedef enum { MLP_GELU = 0, MLP_SWIGLU, MLP_COUNT_ } MlpType;

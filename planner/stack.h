@@ -53,6 +53,7 @@ typedef struct {
                               0: recast every micro-batch and saved per layer for backward */
     KernelFusion fusion;   /* the memory-bound kernel list */
     double launch_s;       /* floor of one kernel launch, seconds (launch latency or host dispatch) */
+    uint32_t loss_bytes;   /* bytes per logit element at the loss's memory peak */
     double overlap_tp;     /* fraction of the concurrent GEMMs a TP collective can hide behind (0: exposed) */
     double overlap_dp;     /* same for DP gradient reduce / parameter gather behind backward / forward */
     double overlap_pp;     /* same for pipeline send/recv behind the neighbouring micro-batch */
