@@ -20,7 +20,7 @@ static const char help[] =
     "                   [--layers N] [--hidden H] [--heads A] [--ffn F] [--seq S] [--mbs B] [--vocab V]\n"
     "                   [--gpu G] [--seed S] [--data FILE] [--lr X] [--warmup N] [--wd X]\n"
     "                   [--save FILE] [--resume FILE] [--scaling-trace FILE] [--log-every N] [--quiet]\n"
-    "                   [-o FILE] [--catalog DIR]\n"
+    "                   [--stack NAME] [-o FILE] [--catalog DIR]\n"
     "\n"
     "Train a GPT-style decoder (a models/ entry, sizes overridable to fit a CPU or one GPU) with a\n"
     "precision recipe for N steps: forward, backward and optimizer, FP8 GEMMs with the recipe's\n"
@@ -39,6 +39,8 @@ static const char help[] =
     "  --layers/--hidden/--heads/--ffn/--seq/--vocab   override the model's sizes (FFN follows\n"
     "                       --hidden at the model's ratio unless given)\n"
     "  --mbs B              micro-batch, sequences per step (default 1)\n"
+    "  --stack NAME         the software stack the plan is made for (stacks.csv; default fp8plan, this\n"
+    "                       executor: another stack's plan predicts that stack, not this run)\n"
     "  --gpu G              the GPU the plan is made for (default: the device's row of gpus.csv with\n"
     "                       --backend cuda, else h100-sxm)\n"
     "  --seed S             weights and synthetic data (default 1)\n"
@@ -82,7 +84,8 @@ enum {
     OPT_LOG_EVERY,
     OPT_QUIET,
     OPT_CATALOG,
-    OPT_TRACE
+    OPT_TRACE,
+    OPT_STACK
 };
 
 static const struct option opts[] = {
@@ -108,6 +111,7 @@ static const struct option opts[] = {
     {"log-every", required_argument, NULL, OPT_LOG_EVERY},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"catalog", required_argument, NULL, OPT_CATALOG},
+    {"stack", required_argument, NULL, OPT_STACK},
     {"scaling-trace", required_argument, NULL, OPT_TRACE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -158,6 +162,7 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_SAVE: a->save = optarg; break;
         case OPT_RESUME: a->resume = optarg; break;
         case OPT_CATALOG: a->catalog = optarg; break;
+        case OPT_STACK: a->stack = optarg; break;
         case OPT_TRACE: a->trace = optarg; break;
         case OPT_QUIET: a->quiet = 1; break;
         case OPT_STEPS: rc = flag_u32("steps", optarg, 1, 100000000, &a->steps); break;
@@ -348,6 +353,13 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     exec_plan_input(&in, &model, gpu, recipe, a.mbs);
+    const StackSpec *stack = catalog_stack(cat, a.stack ? a.stack : "fp8plan");
+    if (!stack && a.stack) {
+        catalog_stack_names(cat, names, sizeof names);
+        rc = cli_usage(CMD, "--stack: unknown stack '%s' (known: %s)", a.stack, names);
+        goto done;
+    }
+    if (stack) plan_input_use_stack(&in, stack);
     if (plan_build(&in, &plan, &e)) {
         err_prefix(&e, "plan");
         rc = fail(&e);

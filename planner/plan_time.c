@@ -197,7 +197,10 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
 
     /* pipeline send/recv on the critical path: activations in, gradients in, per chunk */
     Collective *cpp = &p->coll[CO_PP_P2P];
-    double p2p = one ? 0 : 2.0 * (double)g->vpp * call_s(cpp) * (1.0 - in->overlap_pp);
+    /* only an interleaved schedule has another chunk's compute to hide a send behind (Megatron's
+     * overlap_p2p_comm needs virtual stages; plain 1F1B waits for its input) */
+    double ovpp = g->vpp > 1 ? in->overlap_pp : 0;
+    double p2p = one ? 0 : 2.0 * (double)g->vpp * call_s(cpp) * (1.0 - ovpp);
     cpp->exposed_s = p2p * m;
     double pipe = m * (tmax + p2p) + (sum - tmax) / (double)g->vpp;
 

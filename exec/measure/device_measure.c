@@ -172,17 +172,7 @@ const GpuSpec *devm_match_gpu(const Catalog *c, const char *device_name)
     return best;
 }
 
-int devm_catalog_sms(const char *gpu_row)
-{
-    static const struct {
-        const char *row;
-        int sms;
-    } parts[] = {{"h100-sxm", 132}, {"h100-pcie", 114}, {"h200", 132}, {"h800", 132},
-                 {"a100-sxm", 108}, {"l40s", 142},      {"b200", 148}};
-    for (size_t i = 0; gpu_row && i < sizeof parts / sizeof parts[0]; i++)
-        if (!strcmp(parts[i].row, gpu_row)) return parts[i].sms;
-    return 0;
-}
+int devm_catalog_sms(const GpuSpec *g) { return g ? (int)g->sms : 0; }
 
 void devm_peak(const Catalog *c, const BackendDeviceInfo *info, DevmPeak *out)
 {
@@ -194,7 +184,7 @@ void devm_peak(const Catalog *c, const BackendDeviceInfo *info, DevmPeak *out)
         snprintf(out->why, sizeof out->why, "unknown: no row of gpus.csv matches the device name '%.96s'", info->name);
         return;
     }
-    int cc = info->cc_major * 10 + info->cc_minor, full = devm_catalog_sms(g->name);
+    int cc = info->cc_major * 10 + info->cc_minor, full = devm_catalog_sms(g);
     if (g->sm && (uint32_t)cc != g->sm) {
         snprintf(out->why, sizeof out->why, "unknown: '%.96s' has compute capability %d.%d, row %.32s says %u.%u",
                  info->name, info->cc_major, info->cc_minor, g->name, g->sm / 10, g->sm % 10);

@@ -104,10 +104,9 @@ int devm_rows(const DevMeasure *m, const Plan *p, const Gpt *g, MeasureRow *rows
  * "sxm" row. NULL when none matches: MFU is then unknown. */
 const GpuSpec *devm_match_gpu(const Catalog *c, const char *device_name);
 
-/* Streaming multiprocessors of a catalog row's full part (datasheets: H100 SXM
- * 132, H100 PCIe 114, H200 132, H800 132, A100 108, L40S 142, B200 148); 0 when
- * not known. models/gpus.csv has no SM column yet; this table stands in. */
-int devm_catalog_sms(const char *gpu_row);
+/* Streaming multiprocessors of a catalog row's full part (gpus.csv column sms,
+ * from the datasheets); 0 for NULL or a row without it. */
+int devm_catalog_sms(const GpuSpec *g);
 
 /* The peaks a measured device is held to. */
 typedef struct {

@@ -346,8 +346,12 @@ static void test_invalid_layouts(void)
     a100.sm = 80, a100.flops_fp8 = 0;
     x.gpu = &a100;
     expect_reject(x, REJECT_HW, "SM 8.9");
-    x = in, x.eff_gemm_bf16 = 0;
+    x = in, x.eff_gemm_bf16 = 1.5; /* 0 means "the GPU's ceiling"; above 1 is out of range */
     expect_reject(x, REJECT_KNOB, "efficiencies");
+    x = in, x.overlap_tp = -0.1;
+    expect_reject(x, REJECT_KNOB, "overlaps");
+    x = in, x.max_mem_frac = 0;
+    expect_reject(x, REJECT_KNOB, "memory limit");
     ModelSpec zero = m;
     zero.hidden = 0;
     x = in, x.model = &zero;
