@@ -25,7 +25,7 @@ enum {
     PO_RECIPE = 1 << 0,  /* --recipe R */
     PO_RECIPES = 1 << 1, /* --recipes R1,R2 */
     PO_LAYOUT = 1 << 2,  /* --tp --pp --vpp --cp --dp --mbs --gbs --dist-opt --zero --recompute */
-    PO_SWEEP = 1 << 3,   /* --top K; --gpus N becomes required */
+    PO_SWEEP = 1 << 3,   /* --top K, --stacks L; --gpus N becomes required */
     PO_VIEW = 1 << 4,    /* --view */
 };
 
@@ -53,6 +53,7 @@ typedef struct {
     const char *catalog;     /* --catalog DIR */
     const char *view;        /* --view summary|terms|collectives|time */
     const char *stack;       /* --stack NAME (NULL: CATALOG_DEFAULT_STACK) */
+    const char *stacks;      /* --stacks L1,L2|all (sweep) */
     unsigned given;          /* PG_* bits */
     uint32_t gpus;           /* --gpus N */
     uint32_t top;            /* --top K */
@@ -69,6 +70,10 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
  * options given explicitly again) and one recipe name against the catalog into
  * a->in; prints "unknown model 'x' (known: ...)" and returns 64 on failure. */
 int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe);
+
+/* Copy into `in` the stack-backed fields the command line set explicitly
+ * (a->given) from `given`, so that they win over a stack row applied later. */
+void plan_args_keep_given(const PlanArgs *a, const PlanInput *given, PlanInput *in);
 
 /* Help text of the shared options, for the subcommands' --help. */
 extern const char plan_layout_help[];

@@ -326,10 +326,10 @@ static int list(ListKind kind, const char *cmd, int argc, char **argv)
     if ((rc = cli_no_operands(cmd, argc, argv))) return rc;
     Catalog *cat;
     if ((rc = plan_catalog_load(cmd, dir, &cat))) return rc;
-    Table *t = kind == LIST_MODELS    ? models_table(cat)
-               : kind == LIST_GPUS    ? gpus_table(cat)
-               : kind == LIST_STACKS  ? stacks_table(cat)
-                                      : recipes_table(cat);
+    Table *t = kind == LIST_MODELS   ? models_table(cat)
+               : kind == LIST_GPUS   ? gpus_table(cat)
+               : kind == LIST_STACKS ? stacks_table(cat)
+                                     : recipes_table(cat);
     free(cat);
     if (!t) {
         Err e;

@@ -92,6 +92,7 @@ enum {
     O_FIRST,
     O_LAST,
     O_MAX_MEM,
+    O_STACKS,
 };
 
 static const struct option longopts[] = {
@@ -143,6 +144,7 @@ static const struct option longopts[] = {
     {"first-stage-layers", required_argument, NULL, O_FIRST},
     {"last-stage-layers", required_argument, NULL, O_LAST},
     {"max-mem-frac", required_argument, NULL, O_MAX_MEM},
+    {"stacks", required_argument, NULL, O_STACKS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -163,7 +165,8 @@ static unsigned option_mask(int opt)
     case O_RECOMPUTE:
     case O_FIRST:
     case O_LAST: return PO_LAYOUT;
-    case O_TOP: return PO_SWEEP;
+    case O_TOP:
+    case O_STACKS: return PO_SWEEP;
     case O_VIEW: return PO_VIEW;
     default: return 0; /* always accepted */
     }
@@ -274,6 +277,7 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
             a->given |= PG_ATTN;
             break;
         case O_STACK: a->stack = arg; break;
+        case O_STACKS: a->stacks = arg; break;
         case O_MAIN_GRAD:
             if (main_grad_parse(arg, &in->main_grad))
                 rc = cli_usage(cmd, "--main-grad: '%s' is not recipe, fp32 or bf16", arg);
@@ -347,25 +351,29 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
     return 0;
 }
 
+void plan_args_keep_given(const PlanArgs *a, const PlanInput *given, PlanInput *in)
+{
+    unsigned g = a->given;
+    if (g & PG_ATTN) in->attn = given->attn;
+    if (g & PG_SP) in->sp = given->sp;
+    if (g & PG_MAIN_GRAD) in->main_grad = given->main_grad;
+    if (g & PG_FP8_CACHE) in->fp8_weight_cache = given->fp8_weight_cache;
+    if (g & PG_SWIGLU) in->fused_swiglu = given->fused_swiglu;
+    if (g & PG_FUSION) in->fusion = given->fusion;
+    if (g & PG_LAUNCH) in->launch_s = given->launch_s;
+    if (g & PG_OV_TP) in->overlap_tp = given->overlap_tp;
+    if (g & PG_OV_DP) in->overlap_dp = given->overlap_dp;
+    if (g & PG_OV_PP) in->overlap_pp = given->overlap_pp;
+    if (g & PG_OV_CP) in->overlap_cp = given->overlap_cp;
+    if (g & PG_RESERVE) in->frag_frac = given->frag_frac;
+}
+
 /* Apply the stack's row, then put back what the command line set explicitly. */
 static void apply_stack(PlanArgs *a, const StackSpec *st)
 {
     PlanInput given = a->in;
     plan_input_use_stack(&a->in, st);
-    PlanInput *in = &a->in;
-    unsigned g = a->given;
-    if (g & PG_ATTN) in->attn = given.attn;
-    if (g & PG_SP) in->sp = given.sp;
-    if (g & PG_MAIN_GRAD) in->main_grad = given.main_grad;
-    if (g & PG_FP8_CACHE) in->fp8_weight_cache = given.fp8_weight_cache;
-    if (g & PG_SWIGLU) in->fused_swiglu = given.fused_swiglu;
-    if (g & PG_FUSION) in->fusion = given.fusion;
-    if (g & PG_LAUNCH) in->launch_s = given.launch_s;
-    if (g & PG_OV_TP) in->overlap_tp = given.overlap_tp;
-    if (g & PG_OV_DP) in->overlap_dp = given.overlap_dp;
-    if (g & PG_OV_PP) in->overlap_pp = given.overlap_pp;
-    if (g & PG_OV_CP) in->overlap_cp = given.overlap_cp;
-    if (g & PG_RESERVE) in->frag_frac = given.frag_frac;
+    plan_args_keep_given(a, &given, &a->in);
 }
 
 int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe)

@@ -85,19 +85,22 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
     } else {
         tr = fidelity_rows_table(rows, n);
         ts = fidelity_summary_table(sum);
-        if (tr) table_set_title(tr, "measured runs (models/measured.csv) against the plan; error = predicted / measured - 1");
+        if (tr)
+            table_set_title(tr,
+                            "measured runs (models/measured.csv) against the plan; error = predicted / measured - 1");
         if (ts) table_set_title(ts, "mean absolute error (MAE) and mean signed error (bias)");
         CliOut so = {TABLE_TEXT, NULL};
         if (!tr || !ts) {
             err_set(&e, ST_NOMEM, "out of memory");
             rc = cli_fail(cmd, &e);
         } else if (!(rc = cli_emit_table(cmd, tr, &so)) && !(rc = cli_emit_table(cmd, ts, &so))) {
-            printf("throughput MAE %.1f %% over %d runs (dev %.1f %% over %d, hold-out %.1f %% over %d); FP8-LM Table 5 "
-                   "MAE %.1f %%; allocator-traced memory MAE %.1f %% (worst %.1f %%) over %d; false OOMs %d (runs "
-                   "that ran but are predicted above capacity), over the memory limit %d; not planned %d\n",
-                   100 * sum->all.mae, sum->all.n, 100 * sum->dev.mae, sum->dev.n, 100 * sum->holdout.mae,
-                   sum->holdout.n, 100 * sum->table5.mae, 100 * sum->mem_traced.mae, 100 * sum->mem_traced_max,
-                   sum->mem_traced.n, sum->false_oom, sum->over_limit, sum->unplanned);
+            printf(
+                "throughput MAE %.1f %% over %d runs (dev %.1f %% over %d, hold-out %.1f %% over %d); FP8-LM Table 5 "
+                "MAE %.1f %%; allocator-traced memory MAE %.1f %% (worst %.1f %%) over %d; false OOMs %d (runs "
+                "that ran but are predicted above capacity), over the memory limit %d; not planned %d\n",
+                100 * sum->all.mae, sum->all.n, 100 * sum->dev.mae, sum->dev.n, 100 * sum->holdout.mae, sum->holdout.n,
+                100 * sum->table5.mae, 100 * sum->mem_traced.mae, 100 * sum->mem_traced_max, sum->mem_traced.n,
+                sum->false_oom, sum->over_limit, sum->unplanned);
             if (outdir && !(rc = make_dir(cmd, outdir))) {
                 rc = write_csv(cmd, outdir, "fidelity_runs.csv", tr);
                 tr = NULL;

@@ -19,11 +19,11 @@ typedef struct {
 } AttnCurve;
 
 typedef struct {
-    uint32_t min_sm;          /* first row with min_sm <= the GPU's SM applies */
-    uint32_t tile_m, tile_n;  /* output tile of the large-GEMM kernels (powers of two) */
-    uint32_t k0_16, k0_8;     /* per-tile fixed cost, in K elements: pipeline fill + epilogue (16-bit, 8-bit) */
+    uint32_t min_sm;         /* first row with min_sm <= the GPU's SM applies */
+    uint32_t tile_m, tile_n; /* output tile of the large-GEMM kernels (powers of two) */
+    uint32_t k0_16, k0_8;    /* per-tile fixed cost, in K elements: pipeline fill + epilogue (16-bit, 8-bit) */
     AttnCurve flash2, flash3, cudnn;
-    int has_flash3;           /* FlashAttention-3 runs on this architecture */
+    int has_flash3; /* FlashAttention-3 runs on this architecture */
 } ArchRow;
 
 const ArchRow *arch_row(uint32_t sm);

@@ -13,14 +13,14 @@
 const char *const catalog_model_columns =
     "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,"
     "position,tied_embeddings,linear_bias,source";
-const char *const catalog_gpu_columns = "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,"
-                                        "fp32_tflops,mamf_bf16_tflops,mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,"
-                                        "inter_node_gbps,gpus_per_node,source";
+const char *const catalog_gpu_columns =
+    "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,"
+    "fp32_tflops,mamf_bf16_tflops,mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,"
+    "inter_node_gbps,gpus_per_node,source";
 const char *const catalog_recipe_columns =
     "name,weight,fp8_rowwise,fp8_colwise,master,grad,adam_m,adam_v,dist_opt_shards,scaled_states,other_params,"
     "gemm_fwd,gemm_bwd,scaling,act_granularity,weight_granularity,amax_history,amax_reduce,dp_grad_comm,"
     "param_gather_comm,tp_allgather_comm,tp_reducescatter_comm,saved_gemm_input,min_sm,source";
-
 
 /* ---- models ------------------------------------------------------------------------------------------- */
 
@@ -32,7 +32,8 @@ static Status parse_model(Cur *c, void *row)
     Status st;
     if ((st = cell_textcopy(c, "name", m->name, sizeof m->name, 1)) ||
         (st = cell_u32(c, "layers", 1, 1u << 16, &m->layers)) || (st = cell_u32(c, "hidden", 1, BIG, &m->hidden)) ||
-        (st = cell_u32(c, "ffn_hidden", 1, BIG, &m->ffn_hidden)) || (st = cell_u32(c, "heads", 1, 1u << 16, &m->heads)) ||
+        (st = cell_u32(c, "ffn_hidden", 1, BIG, &m->ffn_hidden)) ||
+        (st = cell_u32(c, "heads", 1, 1u << 16, &m->heads)) ||
         (st = cell_u32(c, "kv_heads", 1, 1u << 16, &m->kv_heads)) ||
         (st = cell_u32(c, "head_dim", 1, 1u << 16, &m->head_dim)) || (st = cell_u32(c, "vocab", 1, BIG, &m->vocab)) ||
         (st = cell_u32(c, "seq_len", 1, BIG, &m->seq_len)) ||
@@ -42,7 +43,8 @@ static Status parse_model(Cur *c, void *row)
         return st;
     if (norm_parse(cell_text(c, "norm"), &m->norm))
         return cell_bad(c, "norm", "'%s' is not layernorm or rmsnorm", cell_text(c, "norm"));
-    if (mlp_parse(cell_text(c, "mlp"), &m->mlp)) return cell_bad(c, "mlp", "'%s' is not gelu or swiglu", cell_text(c, "mlp"));
+    if (mlp_parse(cell_text(c, "mlp"), &m->mlp))
+        return cell_bad(c, "mlp", "'%s' is not gelu or swiglu", cell_text(c, "mlp"));
     if (pos_parse(cell_text(c, "position"), &m->pos))
         return cell_bad(c, "position", "'%s' is not learned, rope or none", cell_text(c, "position"));
     if (m->kv_heads > m->heads || m->heads % m->kv_heads)
@@ -58,12 +60,12 @@ static Status parse_gpu(Cur *c, void *row)
     memset(g, 0, sizeof *g);
     double hbm, bf16, fp8, fp32, mb, mf, intra, inter;
     Status st;
-    if ((st = cell_textcopy(c, "name", g->name, sizeof g->name, 1)) || (st = cell_sm(c, "compute_capability", &g->sm)) ||
-        (st = cell_u32(c, "sms", 1, 1u << 16, &g->sms)) || (st = cell_count(c, "hbm_bytes", &g->hbm_bytes)) ||
-        (st = cell_rate(c, "hbm_gbps", 0, &hbm)) || (st = cell_rate(c, "bf16_tflops", 0, &bf16)) ||
-        (st = cell_rate(c, "fp8_tflops", 1, &fp8)) || (st = cell_rate(c, "fp32_tflops", 0, &fp32)) ||
-        (st = cell_rate(c, "mamf_bf16_tflops", 0, &mb)) || (st = cell_rate(c, "mamf_fp8_tflops", 1, &mf)) ||
-        (st = cell_range(c, "sustained", 0.05, 1, &g->sustained)) ||
+    if ((st = cell_textcopy(c, "name", g->name, sizeof g->name, 1)) ||
+        (st = cell_sm(c, "compute_capability", &g->sm)) || (st = cell_u32(c, "sms", 1, 1u << 16, &g->sms)) ||
+        (st = cell_count(c, "hbm_bytes", &g->hbm_bytes)) || (st = cell_rate(c, "hbm_gbps", 0, &hbm)) ||
+        (st = cell_rate(c, "bf16_tflops", 0, &bf16)) || (st = cell_rate(c, "fp8_tflops", 1, &fp8)) ||
+        (st = cell_rate(c, "fp32_tflops", 0, &fp32)) || (st = cell_rate(c, "mamf_bf16_tflops", 0, &mb)) ||
+        (st = cell_rate(c, "mamf_fp8_tflops", 1, &mf)) || (st = cell_range(c, "sustained", 0.05, 1, &g->sustained)) ||
         (st = cell_rate(c, "intra_node_gbps", 0, &intra)) || (st = cell_rate(c, "inter_node_gbps", 0, &inter)) ||
         (st = cell_u32(c, "gpus_per_node", 1, 1u << 20, &g->gpus_per_node)) ||
         (st = cell_textcopy(c, "source", g->source, sizeof g->source, 0)))
@@ -98,7 +100,8 @@ static Status get_dtype(Cur *c, const char *col, unsigned allow, Dtype *out)
 {
     const char *s = cell_text(c, col);
     Dtype d;
-    if (dtype_parse(s, &d)) return cell_bad(c, col, "unknown dtype '%s' (known: fp32 fp16 bf16 e4m3 e5m2 e8m0 none)", s);
+    if (dtype_parse(s, &d))
+        return cell_bad(c, col, "unknown dtype '%s' (known: fp32 fp16 bf16 e4m3 e5m2 e8m0 none)", s);
     int ok = (d == DT_NONE && (allow & ALLOW_NONE)) || (dtype_is_fp8(d) && (allow & ALLOW_FP8)) ||
              ((d == DT_FP32 || d == DT_FP16 || d == DT_BF16) && (allow & ALLOW_WIDE)) ||
              (d == DT_E8M0 && (allow & ALLOW_E8M0));
@@ -107,7 +110,7 @@ static Status get_dtype(Cur *c, const char *col, unsigned allow, Dtype *out)
                            : !(allow & ALLOW_WIDE)                      ? "e4m3, e5m2 or none"
                                                                         : "fp32, fp16, bf16, e4m3 or e5m2";
         return cell_bad(c, col, "dtype '%s' is not allowed here (expected %s%s)", s, what,
-                   (allow & ALLOW_NONE) && (allow & ALLOW_WIDE) ? " or none" : "");
+                        (allow & ALLOW_NONE) && (allow & ALLOW_WIDE) ? " or none" : "");
     }
     *out = d;
     return ST_OK;
@@ -176,28 +179,30 @@ static Status parse_recipe(Cur *c, void *row)
     /* consistency */
     if (g->dt[STATE_WEIGHT] == DT_NONE && g->dt[STATE_MASTER] == DT_NONE && r->fp8_row == DT_NONE)
         return cell_bad(c, "weight", "'%s': with no master and no FP8 row-wise copy nothing holds the weights",
-                   cell_text(c, "weight"));
+                        cell_text(c, "weight"));
     int fp8 = recipe_fp8_gemm(r);
     if (fp8 && r->scaling == SCALING_NONE)
         return cell_bad(c, "scaling", "'%s': FP8 GEMMs need delayed or current scaling", cell_text(c, "scaling"));
     if (!fp8 && r->scaling != SCALING_NONE)
-        return cell_bad(c, "scaling", "'%s': scaling is set but gemm_fwd and gemm_bwd are not FP8", cell_text(c, "scaling"));
+        return cell_bad(c, "scaling", "'%s': scaling is set but gemm_fwd and gemm_bwd are not FP8",
+                        cell_text(c, "scaling"));
     if (!fp8 && (r->fp8_row != DT_NONE || r->fp8_col != DT_NONE))
         return cell_bad(c, "fp8_rowwise", "'%s': FP8 weight copies without FP8 GEMMs", cell_text(c, "fp8_rowwise"));
     if (r->scaling == SCALING_DELAYED && r->amax_history == 0)
-        return cell_bad(c, "amax_history", "'%s': delayed scaling needs a history of at least 1", cell_text(c, "amax_history"));
+        return cell_bad(c, "amax_history", "'%s': delayed scaling needs a history of at least 1",
+                        cell_text(c, "amax_history"));
     for (int i = 0; i < STATE_COUNT_; i++)
         if ((g->scaled_mask & (1u << i)) && g->dt[i] == DT_NONE)
-            return cell_bad(c, "scaled_states", "'%s' names a state the recipe does not keep", cell_text(c, "scaled_states"));
+            return cell_bad(c, "scaled_states", "'%s' names a state the recipe does not keep",
+                            cell_text(c, "scaled_states"));
     return ST_OK;
 }
-
 
 Status catalog_parse_models(Catalog *c, const char *text, size_t len, const char *fname, Err *e)
 {
     CsvTable t;
-    Status st = cell_parse_rows(text, len, fname, catalog_model_columns, "name", parse_model, NULL, c->models, sizeof *c->models,
-                           CATALOG_MAX_ROWS, &c->nmodels, &t, e);
+    Status st = cell_parse_rows(text, len, fname, catalog_model_columns, "name", parse_model, NULL, c->models,
+                                sizeof *c->models, CATALOG_MAX_ROWS, &c->nmodels, &t, e);
     csv_table_free(&t);
     return st;
 }
@@ -205,8 +210,8 @@ Status catalog_parse_models(Catalog *c, const char *text, size_t len, const char
 Status catalog_parse_gpus(Catalog *c, const char *text, size_t len, const char *fname, Err *e)
 {
     CsvTable t;
-    Status st =
-        cell_parse_rows(text, len, fname, catalog_gpu_columns, "name", parse_gpu, NULL, c->gpus, sizeof *c->gpus, CATALOG_MAX_ROWS, &c->ngpus, &t, e);
+    Status st = cell_parse_rows(text, len, fname, catalog_gpu_columns, "name", parse_gpu, NULL, c->gpus,
+                                sizeof *c->gpus, CATALOG_MAX_ROWS, &c->ngpus, &t, e);
     csv_table_free(&t);
     return st;
 }
@@ -214,8 +219,8 @@ Status catalog_parse_gpus(Catalog *c, const char *text, size_t len, const char *
 Status catalog_parse_recipes(Catalog *c, const char *text, size_t len, const char *fname, Err *e)
 {
     CsvTable t;
-    Status st = cell_parse_rows(text, len, fname, catalog_recipe_columns, "name", parse_recipe, NULL, c->recipes, sizeof *c->recipes, CATALOG_MAX_ROWS,
-                           &c->nrecipes, &t, e);
+    Status st = cell_parse_rows(text, len, fname, catalog_recipe_columns, "name", parse_recipe, NULL, c->recipes,
+                                sizeof *c->recipes, CATALOG_MAX_ROWS, &c->nrecipes, &t, e);
     /* resolve other_params within the same file */
     for (int r = 0; !st && r < t.nrows; r++) {
         Recipe *rc = &c->recipes[r];
@@ -230,9 +235,10 @@ Status catalog_parse_recipes(Catalog *c, const char *text, size_t len, const cha
         const Recipe *o = &c->recipes[k];
         for (int i = 0; i < STATE_COUNT_; i++)
             if (dtype_is_fp8(o->gemm.dt[i]) || (o->gemm.scaled_mask & (1u << i))) {
-                st = cell_bad(&cur, "other_params",
-                         "'%s' keeps scaled or FP8 states; embeddings, norms and biases stay on a high-precision path",
-                         rc->other_name);
+                st = cell_bad(
+                    &cur, "other_params",
+                    "'%s' keeps scaled or FP8 states; embeddings, norms and biases stay on a high-precision path",
+                    rc->other_name);
                 break;
             }
         if (st) break;
@@ -248,8 +254,9 @@ Status catalog_parse_recipes(Catalog *c, const char *text, size_t len, const cha
         Recipe *rc = &c->recipes[r];
         if (recipe_master_is_compute(&rc->gemm, rc) && (rc->gemm.shard_mask & (1u << STATE_MASTER))) {
             Cur cur = {&t, r, e, NULL};
-            st = cell_bad(&cur, "dist_opt_shards", "'%s' shards the master, but the GEMMs read it (no weight, no FP8 copy)",
-                     csv_table_cell(&t, r, "dist_opt_shards"));
+            st = cell_bad(&cur, "dist_opt_shards",
+                          "'%s' shards the master, but the GEMMs read it (no weight, no FP8 copy)",
+                          csv_table_cell(&t, r, "dist_opt_shards"));
         }
     }
     c->nrecipes = st ? 0 : t.nrows;

@@ -4,9 +4,10 @@
 #include "planner/catalog.h"
 #include "planner/catalog_cells.h"
 
-const char *const catalog_stack_columns = "name,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,"
-                                          "launch_us,loss_bytes,tp_overlap,dp_overlap,pp_overlap,cp_overlap,alloc_reserve,"
-                                          "calibrated,source";
+const char *const catalog_stack_columns =
+    "name,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,"
+    "launch_us,loss_bytes,tp_overlap,dp_overlap,pp_overlap,cp_overlap,alloc_reserve,"
+    "calibrated,source";
 
 static Status parse_stack(Cur *c, void *row)
 {
@@ -18,7 +19,8 @@ static Status parse_stack(Cur *c, void *row)
         (st = cell_yesno(c, "sequence_parallel", &s->sequence_parallel)) ||
         (st = cell_yesno(c, "fused_swiglu", &s->fused_swiglu)) ||
         (st = cell_yesno(c, "fp8_weight_cache", &s->fp8_weight_cache)) ||
-        (st = cell_range(c, "launch_us", 0, 1000, &us)) || (st = cell_u32(c, "loss_bytes", 2, 64, &s->loss_bytes)) || (st = cell_range(c, "tp_overlap", 0, 1, &s->overlap_tp)) ||
+        (st = cell_range(c, "launch_us", 0, 1000, &us)) || (st = cell_u32(c, "loss_bytes", 2, 64, &s->loss_bytes)) ||
+        (st = cell_range(c, "tp_overlap", 0, 1, &s->overlap_tp)) ||
         (st = cell_range(c, "dp_overlap", 0, 1, &s->overlap_dp)) ||
         (st = cell_range(c, "pp_overlap", 0, 1, &s->overlap_pp)) ||
         (st = cell_range(c, "cp_overlap", 0, 1, &s->overlap_cp)) ||
@@ -40,8 +42,8 @@ static Status parse_stack(Cur *c, void *row)
 Status catalog_parse_stacks(Catalog *c, const char *text, size_t len, const char *fname, Err *e)
 {
     CsvTable t;
-    Status st = cell_parse_rows(text, len, fname, catalog_stack_columns, "name", parse_stack, NULL, c->stacks, sizeof *c->stacks,
-                                CATALOG_MAX_STACKS, &c->nstacks, &t, e);
+    Status st = cell_parse_rows(text, len, fname, catalog_stack_columns, "name", parse_stack, NULL, c->stacks,
+                                sizeof *c->stacks, CATALOG_MAX_STACKS, &c->nstacks, &t, e);
     csv_table_free(&t);
     return st;
 }

@@ -67,6 +67,13 @@ Dtype plan_grad_dt(const PlanInput *in, Dtype recipe_dt)
     return in->main_grad == MAIN_GRAD_FP32 ? DT_FP32 : in->main_grad == MAIN_GRAD_BF16 ? DT_BF16 : recipe_dt;
 }
 
+double plan_state_bytes_per_param(const PlanInput *in, double *per)
+{
+    StateSet s = in->recipe->gemm;
+    s.dt[STATE_GRAD] = plan_grad_dt(in, s.dt[STATE_GRAD]);
+    return recipe_state_bytes_per_param(&s, 0, 1, per);
+}
+
 /* ---- names ------------------------------------------------------------------------------------------ */
 
 static const char *const cat_names[] = {[MC_STATE] = "state",
@@ -175,8 +182,8 @@ static int stage_split(const PlanInput *in, uint64_t L, uint64_t *lf, uint64_t *
         err_set(e, ST_USAGE,
                 "--first-stage-layers %llu --last-stage-layers %llu: with --pp %u the other %llu stage(s) must share "
                 "the remaining of %s's %llu layers evenly, at least one each",
-                (unsigned long long)f, (unsigned long long)l, in->pp, (unsigned long long)rest_stages,
-                in->model->name, (unsigned long long)L);
+                (unsigned long long)f, (unsigned long long)l, in->pp, (unsigned long long)rest_stages, in->model->name,
+                (unsigned long long)L);
         return -1;
     }
     *lm = rest_stages ? udiv(L - f - l, rest_stages) : 0;

@@ -288,22 +288,22 @@ const char *advice_text(AdviceId a);
 typedef struct {
     PlanInput in; /* copy of the input, gbs and seq resolved */
     uint32_t world, microbatches, seq, vocab_padded, sp;
-    uint32_t stage;           /* PP stage the memory terms describe */
-    uint32_t stage_layers;    /* layers on that PP rank */
+    uint32_t stage;                                 /* PP stage the memory terms describe */
+    uint32_t stage_layers;                          /* layers on that PP rank */
     uint32_t first_layers, mid_layers, last_layers; /* layers per stage: first, each middle one, last */
-    uint32_t shard_ways;      /* dp * cp */
-    uint64_t params_total;    /* whole model, unpadded vocabulary */
-    uint64_t params_gpu;      /* parameters held by the reported GPU (before state sharding) */
-    uint64_t params_gemm_gpu; /* of which linear-layer weights */
-    uint64_t linear_tensors;  /* linear weight tensors on the GPU (4 per layer) */
+    uint32_t shard_ways;                            /* dp * cp */
+    uint64_t params_total;                          /* whole model, unpadded vocabulary */
+    uint64_t params_gpu;                            /* parameters held by the reported GPU (before state sharding) */
+    uint64_t params_gemm_gpu;                       /* of which linear-layer weights */
+    uint64_t linear_tensors;                        /* linear weight tensors on the GPU (4 per layer) */
 
     MemTerm mem[MT_COUNT_];
     uint64_t cat_bytes[MC_COUNT_];
     uint64_t total_bytes, capacity_bytes;
-    uint64_t limit_bytes;   /* max_mem_frac x capacity */
-    uint64_t alloc_bytes;   /* what the caching allocator hands out (states, copies, scales, activations, workspace) */
+    uint64_t limit_bytes;    /* max_mem_frac x capacity */
+    uint64_t alloc_bytes;    /* what the caching allocator hands out (states, copies, scales, activations, workspace) */
     uint64_t reserved_bytes; /* alloc_bytes + the allocator's reserve */
-    int fits;               /* total_bytes <= limit_bytes */
+    int fits;                /* total_bytes <= limit_bytes */
 
     Collective coll[CO_COUNT_];
     uint64_t dp_comm_bytes, tp_comm_bytes, pp_comm_bytes, cp_comm_bytes;
@@ -336,6 +336,12 @@ typedef enum {
 } PlanReject;
 
 const char *plan_reject_name(PlanReject r);
+
+/* Bytes per parameter of the linear weights' states as this input keeps them: the
+ * recipe's Table 1a figure with the stack's main-gradient dtype (--main-grad)
+ * applied, unsharded. per (optional, STATE_COUNT_ entries) receives each state's
+ * share. */
+double plan_state_bytes_per_param(const PlanInput *in, double *per);
 
 /* Check the input without building. Returns the reason (REJECT_NONE when the
  * input can be planned) and, when e is non-NULL, fills it with a message naming

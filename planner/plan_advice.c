@@ -32,8 +32,10 @@ void plan_advise(const PlanInput *in, Plan *p)
 {
     const Recipe *r = in->recipe;
     uint32_t m = 0;
-    if (p->total_bytes > p->capacity_bytes) m |= 1u << ADV_OOM;
-    else if (!p->fits) m |= 1u << ADV_HEADROOM;
+    if (p->total_bytes > p->capacity_bytes)
+        m |= 1u << ADV_OOM;
+    else if (!p->fits)
+        m |= 1u << ADV_HEADROOM;
     int fp8 = recipe_fp8_gemm(r);
     if (fp8) {
         int hp_states = 1;

@@ -123,8 +123,9 @@ static void set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_
     c->calls = calls;
     c->step_bytes = ck_mul(ck, c->bus_bytes, calls);
     c->bw = c->latency_s = c->time_s = 0;
-    if (calls) c->time_s = (double)calls * plan_coll_call(in, c->op, ranks, stride, (double)c->bus_bytes, &c->bw,
-                                                          &c->latency_s);
+    if (calls)
+        c->time_s =
+            (double)calls * plan_coll_call(in, c->op, ranks, stride, (double)c->bus_bytes, &c->bw, &c->latency_s);
     c->exposed_s = c->time_s; /* plan_time decides what overlaps */
 }
 

@@ -19,7 +19,6 @@
 
 enum { K_REF = 2048, SPLIT_MIN_K = 256 };
 
-
 static uint32_t log2u(uint32_t x)
 {
     uint32_t s = 0;

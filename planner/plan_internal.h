@@ -65,8 +65,8 @@ typedef struct {
     uint64_t tp, pp, vpp, cp, dp, d, mbs, m, world, rep;
     uint64_t Ls;         /* layers on stage 0 */
     uint64_t Lf, Lm, Ll; /* layers on the first, each middle and the last stage (Lf = Ll = Lm when even) */
-    uint64_t tok;     /* tokens of one micro-batch on this CP rank: mbs * seq / cp */
-    uint64_t s_local; /* seq / cp */
+    uint64_t tok;        /* tokens of one micro-batch on this CP rank: mbs * seq / cp */
+    uint64_t s_local;    /* seq / cp */
     /* per-rank sizes, divided once: q_dim/tp, kv_dim/tp, ffn/tp, heads/tp, Vp/tp, ceil(tok/rep), ceil(h/tp) */
     uint64_t q_t, kv_t, F_t, heads_t, Vp_t, tok_r, h_t;
     /* per TP rank, per layer */
@@ -117,8 +117,6 @@ uint64_t plan_inflight_layers(const Geo *g, uint32_t stage);
 /* micro-batches in flight on a stage */
 uint64_t plan_inflight_mbs(const Geo *g, uint32_t stage);
 
-
-
 /* ---- memory-bound kernels of one layer and micro-batch (plan_kernels.c) ---- */
 typedef struct {
     double fwd, bwd; /* seconds */
@@ -129,10 +127,10 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out);
 typedef struct {
     double sm_rate16, sm_rate8; /* saturated FLOP/s of one SM, 16-bit and FP8 operands */
     double inv_sms, sms;
-    uint32_t tm_sh, tn_sh;      /* log2 of the tile sides */
+    uint32_t tm_sh, tn_sh; /* log2 of the tile sides */
     double k0_16, k0_8;
-    double inv_hbm;             /* s per byte at the achieved HBM bandwidth */
-    double launch;              /* floor of one kernel, s */
+    double inv_hbm; /* s per byte at the achieved HBM bandwidth */
+    double launch;  /* floor of one kernel, s */
 } GemmGpu;
 void gemm_gpu_init(const PlanInput *in, GemmGpu *gg);
 /* Seconds for `batch` independent C[M,N] = A[M,K] B[K,N] with operands of in_bytes (1 or 2) and

@@ -41,7 +41,7 @@
 #include "planner/plan_internal.h"
 
 typedef struct {
-    double t;                /* accumulated seconds */
+    double t; /* accumulated seconds */
     double inv_bw, launch;
 } Acc;
 
@@ -69,8 +69,8 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     double drop = in->dropout ? 1.0 : 0.0;
     double act_f = swiglu ? 6 * F : 4 * F, act_b = swiglu ? 10 * F : 6 * F;
     double acc_k = g->m > 1 ? 4.0 : 0.0; /* separate gradient accumulation: one kernel per linear weight */
-    double acc_b = g->m > 1 ? (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD])))
-                            : 0.0;
+    double acc_b =
+        g->m > 1 ? (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) : 0.0;
     Acc f = {0, 1.0 / (in->gpu->hbm_bw * in->eff_hbm), in->launch_s}, b = f;
     switch (in->fusion) {
     case FUSE_TE:

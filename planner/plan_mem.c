@@ -267,7 +267,8 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
          * current and the prefetched layer */
         Dtype wd = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : DT_BF16;
         Dtype od = rc->other.dt[STATE_WEIGHT] != DT_NONE ? rc->other.dt[STATE_WEIGHT] : DT_BF16;
-        uint64_t per = dt_bytes(wd) + recipe_fp8_copy_bytes_per_param(rc) + 2 + dt_bytes(plan_grad_dt(in, rc->comm_dp_grad));
+        uint64_t per =
+            dt_bytes(wd) + recipe_fp8_copy_bytes_per_param(rc) + 2 + dt_bytes(plan_grad_dt(in, rc->comm_dp_grad));
         uint64_t lw = ck_add(ck, ck_mul(ck, g->gemm_layer, per), ck_mul(ck, g->other_layer, dt_bytes(od) + 2 + 4));
         bwd = ck_add(ck, bwd, 2 * lw);
         /* with PP, FSDP keeps the stage's gathered weights from forward to backward and syncs gradients only

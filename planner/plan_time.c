@@ -120,9 +120,7 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
 
     L->rc_gemm = L->rc_attn = L->rc_elem = 0;
     switch (in->recompute) {
-    case RECOMPUTE_FULL:
-        L->rc_gemm = L->gemm_f, L->rc_attn = L->attn_f, L->rc_elem = L->elem_f + L->tp_f;
-        break;
+    case RECOMPUTE_FULL: L->rc_gemm = L->gemm_f, L->rc_attn = L->attn_f, L->rc_elem = L->elem_f + L->tp_f; break;
     case RECOMPUTE_SELECTIVE: L->rc_attn = L->attn_f; break;
     case RECOMPUTE_OP: {
         uint64_t kv = g->kv_t, h = g->h;

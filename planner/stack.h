@@ -47,19 +47,19 @@ typedef struct {
     char name[SPEC_NAME_MAX];
     AttnImpl attn;         /* default attention kernel */
     int sequence_parallel; /* 1: sequence parallelism with TP (norms, dropout and residuals split over TP ranks) */
-    int fused_swiglu;      /* 1: SwiGLU saves its 2F input only (6F bytes per token with FC2's input); 0: + silu(gate) */
-    MainGrad main_grad;    /* default main-gradient dtype */
-    int fp8_weight_cache;  /* 1: FP8 weight copies cast once per step and kept (TE is_first_microbatch);
+    int fused_swiglu;     /* 1: SwiGLU saves its 2F input only (6F bytes per token with FC2's input); 0: + silu(gate) */
+    MainGrad main_grad;   /* default main-gradient dtype */
+    int fp8_weight_cache; /* 1: FP8 weight copies cast once per step and kept (TE is_first_microbatch);
                               0: recast every micro-batch and saved per layer for backward */
-    KernelFusion fusion;   /* the memory-bound kernel list */
-    double launch_s;       /* floor of one kernel launch, seconds (launch latency or host dispatch) */
-    uint32_t loss_bytes;   /* bytes per logit element at the loss's memory peak */
-    double overlap_tp;     /* fraction of the concurrent GEMMs a TP collective can hide behind (0: exposed) */
-    double overlap_dp;     /* same for DP gradient reduce / parameter gather behind backward / forward */
-    double overlap_pp;     /* same for pipeline send/recv behind the neighbouring micro-batch */
-    double overlap_cp;     /* same for the context-parallel K/V ring behind attention */
-    double alloc_reserve;  /* caching allocator: reserved bytes over allocated, fraction */
-    int calibrated;        /* 0: the efficiency values are not yet measured on a GPU (fp8plan before calibrate) */
+    KernelFusion fusion;  /* the memory-bound kernel list */
+    double launch_s;      /* floor of one kernel launch, seconds (launch latency or host dispatch) */
+    uint32_t loss_bytes;  /* bytes per logit element at the loss's memory peak */
+    double overlap_tp;    /* fraction of the concurrent GEMMs a TP collective can hide behind (0: exposed) */
+    double overlap_dp;    /* same for DP gradient reduce / parameter gather behind backward / forward */
+    double overlap_pp;    /* same for pipeline send/recv behind the neighbouring micro-batch */
+    double overlap_cp;    /* same for the context-parallel K/V ring behind attention */
+    double alloc_reserve; /* caching allocator: reserved bytes over allocated, fraction */
+    int calibrated;       /* 0: the efficiency values are not yet measured on a GPU (fp8plan before calibrate) */
     char source[STACK_SOURCE_MAX];
 } StackSpec;
 

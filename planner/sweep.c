@@ -64,7 +64,10 @@ static uint64_t walk(const SweepSpec *s, Visit visit, void *ctx)
     }
     int nst = s->nstacks > 0 && s->stacks ? s->nstacks : 1;
     for (int k = 0; k < nst; k++) {
-        if (s->nstacks > 0 && s->stacks) plan_input_use_stack(&in, s->stacks[k]);
+        if (s->nstacks > 0 && s->stacks) {
+            plan_input_use_stack(&in, s->stacks[k]);
+            if (s->after_stack) s->after_stack(&in, s->after_stack_ctx);
+        }
         for (int r = 0; r < s->nrecipes; r++) {
             in.recipe = s->recipes[r];
             for (int a = 0; a < tps.n; a++) {

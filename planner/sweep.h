@@ -28,6 +28,9 @@ typedef struct {
     int nrecipes;
     const StackSpec *const *stacks; /* applied in turn (plan_input_use_stack); NULL/0: base as it is */
     int nstacks;
+    /* Called after each stack is applied (e.g. to put back options the user set explicitly); may be NULL. */
+    void (*after_stack)(PlanInput *in, void *ctx);
+    void *after_stack_ctx;
     uint32_t gpus;
     uint32_t max_tp;  /* 0 = the GPU's gpus_per_node */
     uint32_t max_vpp; /* 0 = 8 */

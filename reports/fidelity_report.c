@@ -164,8 +164,8 @@ static void group_row(Table *t, const char *kind, const FidelityGroup *g)
 Table *fidelity_summary_table(const FidelitySummary *s)
 {
     const TableCol cols[] = {
-        {"kind", NULL, NULL, TC_STR, 0, 0},     {"group", NULL, NULL, TC_STR, 0, 0},
-        {"rows", NULL, NULL, TC_U64, 0, 0},     {"mae_pct", "MAE", "%", TC_F64, 1, 0},
+        {"kind", NULL, NULL, TC_STR, 0, 0},      {"group", NULL, NULL, TC_STR, 0, 0},
+        {"rows", NULL, NULL, TC_U64, 0, 0},      {"mae_pct", "MAE", "%", TC_F64, 1, 0},
         {"bias_pct", "bias", "%", TC_F64, 1, 0},
     };
     Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));

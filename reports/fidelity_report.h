@@ -20,7 +20,7 @@
 #include "reports/table.h"
 
 /* The sources held out (source_id, or source_id@gpu for one GPU's rows of a source). */
-#define FIDELITY_DEFAULT_HOLDOUT                                                                          \
+#define FIDELITY_DEFAULT_HOLDOUT                                                                            \
     "mbridge-2511,mbridge-2602,korthikanti-2022,torchtitan-a100,torchtitan-h200,torchao-float8,mtnlg-2022," \
     "llm-foundry@a100-sxm"
 /* Rows of FP8-LM Table 5. */
@@ -28,7 +28,7 @@
 
 typedef struct {
     const MeasuredRun *run;
-    int planned;   /* 0: the planner rejected the input (why says so) */
+    int planned; /* 0: the planner rejected the input (why says so) */
     char why[200];
     int holdout;
     double meas_tok, pred_tok, tok_err; /* tokens/s per GPU; NAN when not published */

@@ -81,10 +81,10 @@ static Status parse_run(Cur *c, void *row)
     r->mem_kind = MEMK_COUNT_;
     for (int i = 0; i < MEMK_COUNT_; i++)
         if (!strcasecmp(k, kind_names[i])) r->mem_kind = (MemKind)i;
-    if (r->mem_kind == MEMK_COUNT_)
-        return cell_bad(c, "mem_kind", "'%s' is not allocated, reserved, smi or blank", k);
+    if (r->mem_kind == MEMK_COUNT_) return cell_bad(c, "mem_kind", "'%s' is not allocated, reserved, smi or blank", k);
     if ((uint64_t)r->tp * r->pp * r->cp * r->dp != r->gpus)
-        return cell_bad(c, "gpus", "'%s' != tp*pp*cp*dp = %u*%u*%u*%u", cell_text(c, "gpus"), r->tp, r->pp, r->cp, r->dp);
+        return cell_bad(c, "gpus", "'%s' != tp*pp*cp*dp = %u*%u*%u*%u", cell_text(c, "gpus"), r->tp, r->pp, r->cp,
+                        r->dp);
     if (isnan(r->tok_s_gpu) && isnan(r->step_s) && isnan(r->mem_gib))
         return cell_bad(c, "tokens_per_s_per_gpu", "the row publishes neither throughput, step time nor memory");
     return ST_OK;

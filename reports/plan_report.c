@@ -26,6 +26,8 @@ enum {
     S_RECOMPUTE,
     S_SHARDING,
     S_STAGE,
+    S_FIRST,
+    S_LAST,
     S_PARAMS_TOTAL,
     S_PARAMS_GPU,
     S_WEIGHT,
@@ -72,6 +74,8 @@ static const TableCol summary_cols[S_COUNT] = {
     [S_RECOMPUTE] = {"recompute", NULL, NULL, TC_STR, 0, 0},
     [S_SHARDING] = {"sharding", NULL, NULL, TC_STR, 0, 0},
     [S_STAGE] = {"stage", NULL, NULL, TC_U64, 0, 0},
+    [S_FIRST] = {"first_stage_layers", NULL, NULL, TC_U64, 0, 0},
+    [S_LAST] = {"last_stage_layers", NULL, NULL, TC_U64, 0, 0},
     [S_PARAMS_TOTAL] = {"params_total", NULL, NULL, TC_U64, 0, TF_GROUP},
     [S_PARAMS_GPU] = {"params_gpu", NULL, NULL, TC_U64, 0, TF_GROUP},
     [S_WEIGHT] = {"weight_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
@@ -147,6 +151,8 @@ void plan_summary_row(Table *t, const Plan *p, int rank)
     table_str(t, o + S_RECOMPUTE, recompute_name(in->recompute));
     table_str(t, o + S_SHARDING, sharding_name(in->sharding));
     table_u64(t, o + S_STAGE, p->stage);
+    table_u64(t, o + S_FIRST, in->first_stage_layers);
+    table_u64(t, o + S_LAST, in->last_stage_layers);
     table_u64(t, o + S_PARAMS_TOTAL, p->params_total);
     table_u64(t, o + S_PARAMS_GPU, p->params_gpu);
     table_u64(t, o + S_WEIGHT, sum_terms(p, MT_WEIGHT_GEMM, MT_WEIGHT_OTHER));
@@ -239,7 +245,22 @@ static Table *grouped_terms(const Plan *p)
     return t;
 }
 
-enum { C_NAME, C_GROUP, C_OP, C_DTYPE, C_RANKS, C_LINK, C_PAYLOAD, C_BUS, C_CALLS, C_STEP, C_BW, C_TIME, C_EXPOSED, C_COUNT };
+enum {
+    C_NAME,
+    C_GROUP,
+    C_OP,
+    C_DTYPE,
+    C_RANKS,
+    C_LINK,
+    C_PAYLOAD,
+    C_BUS,
+    C_CALLS,
+    C_STEP,
+    C_BW,
+    C_TIME,
+    C_EXPOSED,
+    C_COUNT
+};
 static const TableCol coll_cols[C_COUNT] = {
     [C_NAME] = {"collective", NULL, NULL, TC_STR, 0, 0},
     [C_GROUP] = {"group", NULL, NULL, TC_STR, 0, 0},
@@ -360,10 +381,15 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
     Status st = put_table(grouped_terms(p), f, e);
     if (st) return st;
     int oom = p->total_bytes > p->capacity_bytes;
-    fprintf(f, "verdict: %s — %.2f GB of %.2f GB (%.1f %%; the limit is %.0f %%, %.2f GB)\n", oom ? "OOM"
-            : p->fits ? "FITS" : "OVER LIMIT", plan_gb(p->total_bytes), plan_gb(p->capacity_bytes),
-            100.0 * (double)p->total_bytes / (double)p->capacity_bytes, 100 * in->max_mem_frac, plan_gb(p->limit_bytes));
-    fprintf(f, "         allocated %.2f GB, reserved by the allocator %.2f GB (what torch.cuda max_memory_* report)\n\n",
+    fprintf(f, "verdict: %s — %.2f GB of %.2f GB (%.1f %%; the limit is %.0f %%, %.2f GB)\n",
+            oom       ? "OOM"
+            : p->fits ? "FITS"
+                      : "OVER LIMIT",
+            plan_gb(p->total_bytes), plan_gb(p->capacity_bytes),
+            100.0 * (double)p->total_bytes / (double)p->capacity_bytes, 100 * in->max_mem_frac,
+            plan_gb(p->limit_bytes));
+    fprintf(f,
+            "         allocated %.2f GB, reserved by the allocator %.2f GB (what torch.cuda max_memory_* report)\n\n",
             plan_gb(p->alloc_bytes), plan_gb(p->reserved_bytes));
     fprintf(f, "collectives per step (bytes this GPU sends; ring factors as nccl-tests):\n");
     if ((st = put_table(plan_collectives_table(p), f, e))) return st;
@@ -417,7 +443,7 @@ double plan_qty(const Plan *p, PlanQty q)
     case PQ_OVERHEADS: return (double)p->cat_bytes[MC_OVERHEAD];
     case PQ_TOTAL: return (double)p->total_bytes;
     case PQ_FITS: return (double)p->fits;
-    case PQ_STATE_BPP: return recipe_state_bytes_per_param(&p->in.recipe->gemm, 0, 1, NULL);
+    case PQ_STATE_BPP: return plan_state_bytes_per_param(&p->in, NULL);
     case PQ_WEIGHT_COMM: return (double)p->weight_comm_bytes;
     case PQ_DP_COMM: return (double)p->dp_comm_bytes;
     case PQ_TP_COMM: return (double)p->tp_comm_bytes;

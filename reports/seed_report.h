@@ -59,8 +59,8 @@ Table *seed_table1c(const Catalog *c);
  * parameter count and dtypes and only the ring factor and bucketing vary. */
 #define SEED_T5_MEMORY_TOL 0.15
 /* The stack the FP8-LM runs used: Megatron-LM's defaults (stacks.csv); without that row, none. */
-#define SEED_T5_STACK "megatron-lm"
-#define SEED_T5_COMM_TOL   0.12
+#define SEED_T5_STACK    "megatron-lm"
+#define SEED_T5_COMM_TOL 0.12
 
 typedef struct {
     int checked; /* figures with a tolerance */

@@ -188,8 +188,8 @@ static const TuiField plan_fields[PF_COUNT] = {
     [PF_SP] = {"seq parallel", "with TP: norms and dropouts split over the TP ranks", FIND_NONE, t_sp, st_sp, NULL},
     [PF_SHARDING] = {"sharding", "dist-opt: Megatron's distributed optimizer; zero-1/2/3: ZeRO stages", FIND_NONE,
                      t_sharding, st_sharding, NULL},
-    [PF_STACK] = {"stack", "software stack (stacks.csv): kernels, overlaps, main-grad dtype, FP8 caching, reserve",
-                  FIND_NONE, t_stack, st_stack, NULL},
+    [PF_STACK] = {"stack", "software stack (stacks.csv): kernels, overlaps, grads, FP8 caching", FIND_NONE, t_stack,
+                  st_stack, NULL},
     [PF_OVERLAP] = {"DP overlap", "DP collectives hidden under compute (FP8-LM's 2023 runs: off)", FIND_NONE, t_overlap,
                     st_overlap, NULL},
 };

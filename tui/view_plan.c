@@ -117,9 +117,14 @@ static void summary(const TuiState *s, const TuiPaint *p, TuiRect r)
     unsigned copies = recipe_fp8_copy_bytes_per_param(s->in.recipe);
     paint_textf(p, ++y, r.x, w, SY_PLAIN, "B/param %.2f: weight %g master %g grad %g m %g v %g", bpp, per[STATE_WEIGHT],
                 per[STATE_MASTER], per[STATE_GRAD], per[STATE_M], per[STATE_V]);
-    uint64_t st_bytes = (uint64_t)llround((double)pl->params_total * bpp);
-    paint_textf(p, ++y, r.x, w, SY_DIM, "  +%u FP8 copies; x %.1fe9 params = %s", copies,
-                (double)pl->params_total / 1e9, tui_fmt_bytes(st_bytes, a, sizeof a));
+    double kept[STATE_COUNT_], bpp_kept = plan_state_bytes_per_param(&s->in, kept);
+    uint64_t st_bytes = (uint64_t)llround((double)pl->params_total * bpp_kept);
+    if (kept[STATE_GRAD] != per[STATE_GRAD]) /* the stack keeps main grads in another dtype */
+        paint_textf(p, ++y, r.x, w, SY_DIM, "  stack grad %g: %.2f x %.1fe9 = %s", kept[STATE_GRAD], bpp_kept,
+                    (double)pl->params_total / 1e9, tui_fmt_bytes(st_bytes, a, sizeof a));
+    else
+        paint_textf(p, ++y, r.x, w, SY_DIM, "  +%u FP8 copies; x %.1fe9 params = %s", copies,
+                    (double)pl->params_total / 1e9, tui_fmt_bytes(st_bytes, a, sizeof a));
     paint_textf(p, ++y, r.x, w, SY_PLAIN, "Step %s  %.2f samples/s  %.1f k tokens/s",
                 tui_fmt_seconds(pl->time.step_s, a, sizeof a), pl->samples_per_s, pl->tokens_per_s / 1e3);
     paint_textf(p, ++y, r.x, w, SY_PLAIN, "MFU %.1f%% BF16 peak, %.1f%% FP8 peak; %.0f TFLOP/s", pl->mfu_bf16_pct,
@@ -226,8 +231,8 @@ static void advice_lines(const Plan *p, TuiLines *L, int width)
              "from their shapes at %.2f of the GPU's matmul ceiling; HBM %.2f, network %.2f; fits below %.0f %% "
              "of memory. The CLI prints the same plan: fp8plan plan --help.",
              plan_gb(p->in.cuda_context_bytes), plan_gb(p->in.workspace_bytes), plan_gb(p->in.nccl_comm_bytes),
-             100 * p->in.frag_frac, p->in.stack ? p->in.stack->name : "none", gpu_sustained(p->in.gpu),
-             p->in.eff_hbm, p->in.eff_net, 100 * p->in.max_mem_frac);
+             100 * p->in.frag_frac, p->in.stack ? p->in.stack->name : "none", gpu_sustained(p->in.gpu), p->in.eff_hbm,
+             p->in.eff_net, 100 * p->in.max_mem_frac);
     lines_wrap(L, SY_DIM, width, 0, buf);
 }
 
