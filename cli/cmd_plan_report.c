@@ -127,7 +127,7 @@ int cmd_report(int argc, char **argv)
                                          {"holdout", required_argument, NULL, 'H'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    const char *outdir = NULL, *catdir = NULL, *holdout = FIDELITY_DEFAULT_HOLDOUT;
+    const char *outdir = NULL, *catdir = NULL, *holdout = NULL;
     int c, rc;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
         switch (c) {
@@ -143,7 +143,8 @@ int cmd_report(int argc, char **argv)
     if (!fid && strcmp(argv[optind], "seed"))
         return cli_usage(cmd, "unknown report '%s' (known: seed, fidelity)", argv[optind]);
     if (optind + 1 < argc) return cli_usage(cmd, "unexpected argument '%s'", argv[optind + 1]);
-    if (fid) return report_fidelity(cmd, catdir, outdir, holdout);
+    if (fid) return report_fidelity(cmd, catdir, outdir, holdout ? holdout : FIDELITY_DEFAULT_HOLDOUT);
+    if (holdout) return cli_usage(cmd, "--holdout applies to report fidelity only");
 
     char dir[4096];
     if ((rc = plan_catalog_find(cmd, catdir, dir, sizeof dir))) return rc;

@@ -206,7 +206,8 @@ static void print_header(const RunArgs *a, const Gpt *g, const DataStream *d, ui
                          const DevmPeak *peak, const Plan *p, double build_s)
 {
     const GptShape *s = &g->shape;
-    printf("fp8plan run: %s on %s, recipe %s, plan for %s\n", a->model, g->bk->name, g->recipe.name, p->in.gpu->name);
+    printf("fp8plan run: %s on %s, recipe %s, plan for %s (stack %s)\n", a->model, g->bk->name, g->recipe.name,
+           p->in.gpu->name, p->in.stack ? p->in.stack->name : "none");
     if (dm->have) {
         const BackendDeviceInfo *i = &dm->info;
         printf("  device: %s, %d SMs, compute capability %d.%d, %.1f GiB; CUDA runtime %d, driver %d, GEMM library "

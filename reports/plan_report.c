@@ -423,6 +423,9 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
             in->fused_swiglu ? "fused" : "unfused", fusion_name(in->fusion), in->launch_s * 1e6, in->loss_bytes,
             gpu_sustained(in->gpu), in->gpu->mamf_bf16 / 1e12, in->gpu->mamf_fp8 / 1e12, in->eff_hbm, in->eff_net,
             in->overlap_tp, in->overlap_dp, in->overlap_pp, in->overlap_cp);
+    if (in->stack && !in->stack->calibrated)
+        fprintf(f, "Stack %s's kernel values are not yet measured on a GPU (models/stacks.csv calibrated = no).\n",
+                in->stack->name);
     if (ferror(f)) return err_set(e, ST_IO, "write error");
     return ST_OK;
 }

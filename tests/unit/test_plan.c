@@ -6,27 +6,6 @@
 #include "support/fixtures.h"
 #include "test.h"
 
-/* A tiny GPT: 2 layers, hidden 8, 2 heads of 4, FFN 32, vocab 10, seq 4,
- * LayerNorm, GeLU, learned positions, tied embeddings, biases. */
-static ModelSpec tiny(void)
-{
-    ModelSpec m = {.name = "tiny",
-                   .layers = 2,
-                   .hidden = 8,
-                   .ffn_hidden = 32,
-                   .heads = 2,
-                   .kv_heads = 2,
-                   .head_dim = 4,
-                   .vocab = 10,
-                   .seq_len = 4,
-                   .norm = NORM_LAYERNORM,
-                   .mlp = MLP_GELU,
-                   .pos = POS_LEARNED,
-                   .tied_embeddings = 1,
-                   .linear_bias = 1};
-    return m;
-}
-
 static StateSet states(Dtype w, Dtype master, Dtype grad, Dtype m, Dtype v, unsigned shard)
 {
     StateSet s = {.dt = {w, master, grad, m, v}, .shard_mask = shard};
@@ -39,15 +18,7 @@ static StateSet states(Dtype w, Dtype master, Dtype grad, Dtype m, Dtype v, unsi
 static Recipe bf16_recipe(void) { return fx_bf16_recipe("megatron-bf16", SH(MASTER) | SH(M) | SH(V)); }
 
 /* TE delayed scaling: BF16 states + FP8 row-wise and transposed copies, history 1024. */
-static Recipe te_recipe(void)
-{
-    Recipe r = bf16_recipe();
-    r.fp8_row = r.fp8_col = DT_E4M3;
-    r.gemm_fwd = DT_E4M3, r.gemm_bwd = DT_E5M2;
-    r.scaling = SCALING_DELAYED, r.amax_history = 1024, r.amax_reduce = AMAX_ALL;
-    r.comm_tp_ag = DT_E4M3, r.saved_input = DT_E4M3, r.min_sm = 89;
-    return r;
-}
+static Recipe te_recipe(void) { return fx_te_recipe("megatron-bf16", SH(MASTER) | SH(M) | SH(V)); }
 
 /* FP8-LM: FP16 master (scaled), FP8 grad (scaled), FP8 m (scaled), FP16 v; FP8 copies. */
 static Recipe fp8lm_recipe(void)
@@ -71,7 +42,7 @@ static PlanInput input(const ModelSpec *m, const GpuSpec *g, const Recipe *r)
 
 static void test_tiny_model_by_hand(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe();
     PlanInput in = input(&m, &g, &r);
@@ -110,7 +81,7 @@ static void test_tiny_model_by_hand(void)
 
 static void test_tiny_fp8_terms(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = te_recipe();
     PlanInput in = input(&m, &g, &r);
@@ -144,7 +115,7 @@ static void test_tiny_fp8_terms(void)
 
 static void test_sharding_by_hand(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe();
     PlanInput in = input(&m, &g, &r);
@@ -175,7 +146,7 @@ static void test_sharding_by_hand(void)
 
 static void test_totals_are_sums(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe rs[3] = {bf16_recipe(), te_recipe(), fp8lm_recipe()};
     for (int i = 0; i < 3; i++) {
@@ -202,7 +173,7 @@ static void test_totals_are_sums(void)
 /* Properties on real shapes: GPT-175B-like, 96 heads. */
 static ModelSpec big(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = fx_tiny_model();
     m.layers = 96, m.hidden = 12288, m.ffn_hidden = 49152, m.heads = m.kv_heads = 96, m.head_dim = 128;
     m.vocab = 50257, m.seq_len = 2048;
     return m;
