@@ -200,20 +200,14 @@ static Status parse_recipe(Cur *c, void *row)
 
 Status catalog_parse_models(Catalog *c, const char *text, size_t len, const char *fname, Err *e)
 {
-    CsvTable t;
-    Status st = cell_parse_rows(text, len, fname, catalog_model_columns, "name", parse_model, NULL, c->models,
-                                sizeof *c->models, CATALOG_MAX_ROWS, &c->nmodels, &t, e);
-    csv_table_free(&t);
-    return st;
+    return cell_parse_all(text, len, fname, catalog_model_columns, "name", parse_model, NULL, c->models,
+                          sizeof *c->models, CATALOG_MAX_ROWS, &c->nmodels, e);
 }
 
 Status catalog_parse_gpus(Catalog *c, const char *text, size_t len, const char *fname, Err *e)
 {
-    CsvTable t;
-    Status st = cell_parse_rows(text, len, fname, catalog_gpu_columns, "name", parse_gpu, NULL, c->gpus,
-                                sizeof *c->gpus, CATALOG_MAX_ROWS, &c->ngpus, &t, e);
-    csv_table_free(&t);
-    return st;
+    return cell_parse_all(text, len, fname, catalog_gpu_columns, "name", parse_gpu, NULL, c->gpus, sizeof *c->gpus,
+                          CATALOG_MAX_ROWS, &c->ngpus, e);
 }
 
 Status catalog_parse_recipes(Catalog *c, const char *text, size_t len, const char *fname, Err *e)

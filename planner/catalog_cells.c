@@ -127,3 +127,13 @@ Status cell_parse_rows(const char *text, size_t len, const char *fname, const ch
     *n = st ? 0 : t->nrows;
     return st;
 }
+
+Status cell_parse_all(const char *text, size_t len, const char *fname, const char *columns, const char *key,
+                      Status (*fn)(Cur *, void *), const void *ctx, void *rows, size_t size, int max_rows, int *n,
+                      Err *e)
+{
+    CsvTable t;
+    Status st = cell_parse_rows(text, len, fname, columns, key, fn, ctx, rows, size, max_rows, n, &t, e);
+    csv_table_free(&t);
+    return st;
+}

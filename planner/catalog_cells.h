@@ -40,5 +40,9 @@ Status cell_textcopy(Cur *c, const char *col, char *dst, size_t size, int name_l
 Status cell_parse_rows(const char *text, size_t len, const char *fname, const char *columns, const char *key,
                        Status (*fn)(Cur *, void *), const void *ctx, void *rows, size_t size, int max_rows, int *n,
                        CsvTable *t, Err *e);
+/* cell_parse_rows for callers that need nothing of the table afterwards (it is freed). */
+Status cell_parse_all(const char *text, size_t len, const char *fname, const char *columns, const char *key,
+                      Status (*fn)(Cur *, void *), const void *ctx, void *rows, size_t size, int max_rows, int *n,
+                      Err *e);
 
 #endif

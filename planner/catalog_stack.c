@@ -41,9 +41,6 @@ static Status parse_stack(Cur *c, void *row)
 
 Status catalog_parse_stacks(Catalog *c, const char *text, size_t len, const char *fname, Err *e)
 {
-    CsvTable t;
-    Status st = cell_parse_rows(text, len, fname, catalog_stack_columns, "name", parse_stack, NULL, c->stacks,
-                                sizeof *c->stacks, CATALOG_MAX_STACKS, &c->nstacks, &t, e);
-    csv_table_free(&t);
-    return st;
+    return cell_parse_all(text, len, fname, catalog_stack_columns, "name", parse_stack, NULL, c->stacks,
+                          sizeof *c->stacks, CATALOG_MAX_STACKS, &c->nstacks, e);
 }

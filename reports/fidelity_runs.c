@@ -93,11 +93,8 @@ static Status parse_run(Cur *c, void *row)
 Status measured_parse(const Catalog *c, const char *text, size_t len, const char *fname, MeasuredRun *runs, int *n,
                       Err *e)
 {
-    CsvTable t;
-    Status st = cell_parse_rows(text, len, fname, measured_columns, "id", parse_run, c, runs, sizeof *runs,
-                                MEASURED_MAX_RUNS, n, &t, e);
-    csv_table_free(&t);
-    return st;
+    return cell_parse_all(text, len, fname, measured_columns, "id", parse_run, c, runs, sizeof *runs, MEASURED_MAX_RUNS,
+                          n, e);
 }
 
 double measured_tokens(const MeasuredRun *r)

@@ -106,3 +106,12 @@ ModelSpec fx_tiny_model(void)
                    .linear_bias = 1};
     return m;
 }
+
+PlanInput fx_input(const ModelSpec *m, const GpuSpec *g, const Recipe *r)
+{
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = m, in.gpu = g, in.recipe = r;
+    in.vocab_pad = 1;
+    return in;
+}

@@ -39,4 +39,8 @@ Recipe fx_te_recipe(const char *name, unsigned shard_mask);
  * embeddings, biases. */
 ModelSpec fx_tiny_model(void);
 
+/* plan_input_defaults() with model, GPU and recipe set and the vocabulary
+ * unpadded (vocab_pad 1), as the hand-worked planner tests count it. */
+PlanInput fx_input(const ModelSpec *m, const GpuSpec *g, const Recipe *r);
+
 #endif

@@ -31,21 +31,12 @@ static Recipe fp8lm_recipe(void)
     return r;
 }
 
-static PlanInput input(const ModelSpec *m, const GpuSpec *g, const Recipe *r)
-{
-    PlanInput in;
-    plan_input_defaults(&in);
-    in.model = m, in.gpu = g, in.recipe = r;
-    in.vocab_pad = 1;
-    return in;
-}
-
 static void test_tiny_model_by_hand(void)
 {
     ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe();
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     Plan p;
     Err e;
     CHECK(plan_build(&in, &p, &e) == ST_OK);
@@ -84,7 +75,7 @@ static void test_tiny_fp8_terms(void)
     ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = te_recipe();
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     Plan p;
     CHECK(plan_build(&in, &p, NULL) == ST_OK);
     CHECK_EQ_U64(p.mem[MT_FP8_ROWWISE].bytes, 1536);
@@ -118,7 +109,7 @@ static void test_sharding_by_hand(void)
     ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe();
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     in.dp = 4, in.sharding = SHARD_DIST_OPT, in.gbs = 8;
     Plan p;
     CHECK(plan_build(&in, &p, NULL) == ST_OK);
@@ -150,7 +141,7 @@ static void test_totals_are_sums(void)
     GpuSpec g = fx_gpu();
     Recipe rs[3] = {bf16_recipe(), te_recipe(), fp8lm_recipe()};
     for (int i = 0; i < 3; i++) {
-        PlanInput in = input(&m, &g, &rs[i]);
+        PlanInput in = fx_input(&m, &g, &rs[i]);
         in.tp = 2, in.dp = 2, in.sharding = SHARD_DIST_OPT, in.gbs = 4;
         Plan p;
         CHECK(plan_build(&in, &p, NULL) == ST_OK);
@@ -188,7 +179,7 @@ static void test_more_dp_less_state(void)
         for (int sh = SHARD_DIST_OPT; sh <= SHARD_ZERO3; sh++) {
             uint64_t prev = UINT64_MAX;
             for (uint32_t dp = 1; dp <= 64; dp *= 2) {
-                PlanInput in = input(&m, &g, &rs[i]);
+                PlanInput in = fx_input(&m, &g, &rs[i]);
                 in.tp = 8, in.pp = 8, in.dp = dp, in.sharding = (Sharding)sh, in.gbs = 64 * 8;
                 Plan p;
                 CHECK(plan_build(&in, &p, NULL) == ST_OK);
@@ -209,7 +200,7 @@ static void test_recompute_cuts_activations(void)
         for (int sp = 0; sp < 2; sp++) {
             uint64_t act[RECOMPUTE_COUNT_];
             for (int rc = 0; rc < RECOMPUTE_COUNT_; rc++) {
-                PlanInput in = input(&m, &g, &r);
+                PlanInput in = fx_input(&m, &g, &r);
                 in.tp = 8, in.pp = 4, in.sp = sp, in.attn = (AttnImpl)attn, in.recompute = (Recompute)rc, in.gbs = 16;
                 in.dropout = 1;
                 Plan p;
@@ -230,7 +221,7 @@ static void test_fp8_comm_not_above_bf16(void)
     Recipe b = bf16_recipe(), t = te_recipe(), f = fp8lm_recipe();
     for (uint32_t tp = 2; tp <= 8; tp *= 2) {
         Plan pb, pt, pf;
-        PlanInput in = input(&m, &g, &b);
+        PlanInput in = fx_input(&m, &g, &b);
         in.tp = tp, in.pp = 4, in.dp = 4, in.sharding = SHARD_DIST_OPT, in.gbs = 64;
         CHECK(plan_build(&in, &pb, NULL) == ST_OK);
         in.recipe = &t;
@@ -252,7 +243,7 @@ static void test_tp_shards_weights(void)
     GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe();
     Plan p1, p8;
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     in.pp = 8, in.gbs = 8;
     CHECK(plan_build(&in, &p1, NULL) == ST_OK);
     in.tp = 8;
@@ -286,7 +277,7 @@ static void test_invalid_layouts(void)
     ModelSpec m = big();
     GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe(), t = te_recipe();
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     PlanInput x = in;
     x.tp = 5;
     expect_reject(x, REJECT_HEADS_TP, "--tp 5");

@@ -11,15 +11,6 @@
 
 #define SH(x) (1u << STATE_##x)
 
-static PlanInput input(const ModelSpec *m, const GpuSpec *g, const Recipe *r)
-{
-    PlanInput in;
-    plan_input_defaults(&in);
-    in.model = m, in.gpu = g, in.recipe = r;
-    in.vocab_pad = 1;
-    return in;
-}
-
 static Plan build(const PlanInput *in)
 {
     Plan p;
@@ -34,7 +25,7 @@ static void test_main_grad_dtype(void)
     ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("megatron-bf16", 0); /* fp32 gradients */
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     in.main_grad = MAIN_GRAD_BF16; /* Megatron-Core with grad_reduce_in_fp32 off: a bf16 main_grad buffer */
     Plan p = build(&in);
     CHECK_EQ_U64(p.mem[MT_GRAD_GEMM].bytes, 1536 * 2);
@@ -62,7 +53,7 @@ static void test_fp8_weight_cache(void)
     ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = fx_te_recipe("te", 0);
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     in.gbs = 8; /* 8 micro-batches of 1 */
     Plan on = build(&in);
     CHECK_EQ_U64(on.mem[MT_FP8_ROWWISE].bytes, 1536);
@@ -84,7 +75,7 @@ static void test_swiglu_and_op_recompute(void)
     ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     /* op-level recompute on the GeLU tiny model (tok 4, h 8, q = kv = 8, 2 heads, F 32) keeps per layer: the
      * input 4 x 8 x 2 = 64, Q and V 4 x 16 x 2 = 128, the attention output 4 x 8 x 2 = 64 and its fp32
      * log-sum-exp 4 x 2 x 4 = 32, FC1's output 4 x 32 x 2 = 256: 544 B; two layers 1088 */
@@ -114,7 +105,7 @@ static void test_uneven_stages(void)
     m.layers = 10, m.tied_embeddings = 0;
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     in.pp = 4, in.gbs = 8;
     Err e;
     Plan p;
@@ -149,7 +140,7 @@ static void test_memory_limit(void)
     ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     Plan p = build(&in);
     uint64_t total = p.total_bytes;
     /* a GPU whose memory the plan fills to 97 %: within capacity, above the 0.95 default limit */
