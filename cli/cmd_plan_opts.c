@@ -40,7 +40,9 @@ const char plan_layout_help[] =
     "  --eff-attn F       attention's asymptotic efficiency, fraction of the BF16 peak (the kernel's curve)\n"
     "  --eff-hbm F --eff-net F    achieved fraction of HBM and link bandwidth (0.80 0.80)\n"
     "output:\n"
-    "  --format table|csv|json   (table)\n"
+    "  --format table|csv|json|html   (table; html: a self-contained page with charts)\n"
+    "  --ascii            ASCII glyphs in the text output's memory bars (also under TERM=dumb or a\n"
+    "                     locale that is not UTF-8)\n"
     "  -o FILE            write to FILE atomically instead of stdout\n"
     "  --catalog DIR      directory holding models.csv, gpus.csv, recipes.csv, stacks.csv (./models)\n";
 
@@ -65,6 +67,7 @@ enum {
     O_RECOMPUTE,
     O_ATTN,
     O_DROPOUT,
+    O_ASCII,
     O_VOCAB_PAD,
     O_FORMAT,
     O_CATALOG,
@@ -116,6 +119,7 @@ static const struct option longopts[] = {
     {"recompute", required_argument, NULL, O_RECOMPUTE},
     {"attn", required_argument, NULL, O_ATTN},
     {"dropout", no_argument, NULL, O_DROPOUT},
+    {"ascii", no_argument, NULL, O_ASCII},
     {"vocab-pad", required_argument, NULL, O_VOCAB_PAD},
     {"format", required_argument, NULL, O_FORMAT},
     {"output", required_argument, NULL, 'o'},
@@ -313,6 +317,7 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
         case O_LAST: rc = get_u32(cmd, c, arg, &in->last_stage_layers); break;
         case O_MAX_MEM: rc = get_frac(cmd, c, arg, 0, &in->max_mem_frac); break;
         case O_DROPOUT: in->dropout = 1; break;
+        case O_ASCII: a->ascii = 1; break;
         case O_FORMAT: rc = cli_parse_format(cmd, arg, &a->out); break;
         case 'o': a->out.path = arg; break;
         case O_CATALOG: a->catalog = arg; break;
@@ -406,4 +411,15 @@ int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char
         }
     }
     return 0;
+}
+
+const char plan_headline_model[] = "gpt-175b", plan_headline_gpu[] = "h100-sxm";
+
+void plan_args_headline(PlanArgs *a)
+{
+    if (a->model != plan_headline_model) return;
+    if (!a->layout_given[0]) a->in.tp = 8;
+    if (!a->layout_given[1]) a->in.pp = 4;
+    if (!a->layout_given[4]) a->in.dp = 4;
+    if (!a->layout_given[7]) a->in.sharding = SHARD_DIST_OPT;
 }

@@ -77,7 +77,7 @@ run report
 expect_rc "report without a name exits 64" 64
 run report nonsense
 expect_rc "unknown report exits 64" 64
-expect_err "unknown report message" "unknown report 'nonsense' (known: seed, fidelity)"
+expect_err "unknown report message" "unknown report 'nonsense' (known: seed, fidelity, html)"
 
 # ---- sweep ----
 run sweep --model gpt-13b --gpu h100-sxm --gpus 32 --recipes megatron-bf16,fp8lm --top 3 --format csv
