@@ -206,7 +206,8 @@ int cmd_report(int argc, char **argv)
         rc = cli_fail(cmd, &e);
         goto done;
     }
-    table_set_title(t5, "FP8-LM Table 5 (H100 80GB; seq 2048; distributed optimizer; GB = 1e9 B; per GPU)");
+    table_set_title(t5, "FP8-LM Table 5 (H100 80GB; seq 2048; distributed optimizer; stack " SEED_T5_STACK
+                        " with sequence parallelism, flash attention; GB = 1e9 B; per GPU)");
     if (fmt.fmt == TABLE_HTML) {
         rc = seed_html(cmd, cat, t5, &chk, outdir);
         if (!rc && chk.outside) rc = status_exit_code(ST_TOLERANCE);
