@@ -289,13 +289,15 @@ done:
  * over all len rows is taken (each chunk of rows is read before it is
  * overwritten, with a barrier between; fmaxf, so NaN is ignored), and the scale
  * is updated from it (or from row 0 alone for most_recent) by the shared rule.
- * scale_inv is left to the casts, as in TE. */
+ * A tensor whose row-0 amax is 0 is left alone (exec/scaling.h). scale_inv is
+ * left to the casts, as in TE. */
 __global__ void __launch_bounds__(256)
     k_delayed(float *hist, float *scale, uint32_t n, uint32_t len, int most_recent, float fmax, int margin)
 {
     __shared__ float red[32];
     const uint32_t i = blockIdx.x;
     const float last = hist[i];
+    if (last == 0.0f) return; /* did not run: no roll, scale kept (TE's bulk kernel); uniform per block */
     float amax = 0.0f;
     for (uint32_t off = 0; off < len; off += blockDim.x) {
         const uint32_t j = off + threadIdx.x;

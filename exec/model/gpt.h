@@ -185,9 +185,10 @@ typedef struct Gpt {
 
 enum { PHASE_FWD = 0, PHASE_BWD, PHASE_OPT, PHASE_COMM };
 
-/* The backend timestamps gpt_step records (ids GPT_MARK_FIRST .. BACKEND_MARKS − 1);
- * other users of mark() take lower ids. */
-enum { GPT_MARK_FIRST = BACKEND_MARKS - 5 };
+/* The backend timestamps gpt_step records (ids GPT_MARK_FIRST .. BACKEND_MARKS − 1:
+ * a begin and an end per phase, in the order the phases run); other users of
+ * mark() take lower ids. */
+enum { GPT_MARK_FIRST = BACKEND_MARKS - 8 };
 
 /* The tensor list of a configuration (sizes first): appends every tensor's
  * spec to `specs` (see arena.h). Pure; used by gpt_create and by tests. */
