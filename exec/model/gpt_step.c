@@ -142,7 +142,8 @@ Status gpt_forward(Gpt *g, const int32_t *inputs, const int32_t *targets, Err *e
                           .dtype = A,
                           .qkv = la->qkv,
                           .probs = la->probs,
-                          .out = gpt_linear_input(g, l, LIN_PROJ)};
+                          .out = gpt_linear_input(g, l, LIN_PROJ),
+                          .scratch = a->attn_scores};
         st = ln_fwd(g, PK_LN1_W, (int)l, la->x, in, la->ln1_mean, la->ln1_rstd, e);
         if (!st) st = gpt_linear_fwd(g, l, LIN_QKV, in, la->qkv, e);
         if (!st) st = bk->attention_fwd(bk, &at, e);
