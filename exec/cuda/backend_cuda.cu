@@ -59,6 +59,17 @@ Status cuda_device_probe(int *count, Err *e)
     return ST_OK;
 }
 
+void backend_cuda_versions(CudaVersions *out)
+{
+    memset(out, 0, sizeof *out);
+    out->runtime_built = CUDART_VERSION;
+    if (cudaRuntimeGetVersion(&out->runtime_loaded) != cudaSuccess) out->runtime_loaded = 0;
+    if (cudaDriverGetVersion(&out->driver) != cudaSuccess) out->driver = 0;
+    out->cublaslt = cublasLtGetVersion();
+    comm_nccl_versions(&out->nccl_built, &out->nccl_loaded);
+    (void)cudaGetLastError();
+}
+
 static void impl_release(CudaImpl *im)
 {
     if (!im) return;

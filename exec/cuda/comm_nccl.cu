@@ -191,6 +191,12 @@ static void nccl_destroy(Comm *c)
     free(c);
 }
 
+void comm_nccl_versions(int *built, int *loaded)
+{
+    *built = NCCL_VERSION_CODE;
+    if (ncclGetVersion(loaded) != ncclSuccess) *loaded = 0;
+}
+
 Status comm_nccl_create(Backend *bk, int rank, int size, Comm **out, Err *e)
 {
     Status st = need_cuda(bk, e);

@@ -339,6 +339,7 @@ static void bench_kernels(Gc *g, FILE *csv, uint64_t tokens)
 
 int main(int argc, char **argv)
 {
+    gc_version_flag("gpu_bench", argc, argv);
     if (argc < 3) {
         fprintf(stderr, "usage: gpu_bench GEMM_CSV KERNEL_CSV [TOKENS] [SEED]\n");
         return 64;

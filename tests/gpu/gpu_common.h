@@ -92,6 +92,23 @@ static inline long gc_env_long(const char *name)
     return v && *v ? strtol(v, NULL, 10) : 0;
 }
 
+/* `PROG --version`: the CUDA, cuBLASLt and NCCL versions built in and found
+ * here, one line each, then exit 0 — the GPU check runs it to see that the
+ * program loads before any stage (no GPU needed). Call first in main. */
+static inline void gc_version_flag(const char *prog, int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--version") != 0) return;
+    CudaVersions v;
+    backend_cuda_versions(&v);
+    printf("%s: cuda runtime built %d.%d loaded %d.%d\n", prog, v.runtime_built / 1000, v.runtime_built % 1000 / 10,
+           v.runtime_loaded / 1000, v.runtime_loaded % 1000 / 10);
+    printf("%s: cuda driver %d.%d%s\n", prog, v.driver / 1000, v.driver % 1000 / 10, v.driver ? "" : " (none)");
+    printf("%s: nccl built %d.%d.%d loaded %d.%d.%d\n", prog, v.nccl_built / 10000, v.nccl_built / 100 % 100,
+           v.nccl_built % 100, v.nccl_loaded / 10000, v.nccl_loaded / 100 % 100, v.nccl_loaded % 100);
+    printf("%s: cublaslt %llu\n", prog, (unsigned long long)v.cublaslt);
+    exit(0);
+}
+
 /* Create both backends, or say why there is no GPU and exit 69 (EX_UNAVAILABLE).
  * csv_path: where the CSV goes ("-": stdout), written atomically at the end;
  * seed: decimal seed, or NULL for a fresh one from the clock. */
@@ -186,6 +203,10 @@ static inline void gc_after(Gc *g, Status st, const Err *e, const char *file, in
         gc_after((g), gc_st_, &gc_e_, __FILE__, __LINE__, #call); \
     } while (0)
 #define GE (&gc_e_)
+
+/* A check's size: n on the GPU; in the selftest (the CPU standing in, which
+ * tests the plumbing, not the kernels) at most `self`, so CI stays short. */
+static inline uint64_t gc_n(const Gc *g, uint64_t n, uint64_t self) { return g->selftest && self < n ? self : n; }
 
 /* ---- memory ---------------------------------------------------------------------- */
 

@@ -225,10 +225,10 @@ static void cast_case(Gc *g, const char *name, Dtype in_dt, uint64_t R, uint64_t
 static void check_casts(Gc *g)
 {
     cast_case(g, "tiles", DT_BF16, 256, 384, DT_E4M3, 1, 1, 0);
-    cast_case(g, "grid-stride", DT_BF16, 8192, 4096, DT_E4M3, 1, 1, 0);
+    cast_case(g, "grid-stride", DT_BF16, gc_n(g, 8192, 512), gc_n(g, 4096, 256), DT_E4M3, 1, 1, 0);
     cast_case(g, "edges", DT_FP32, 100, 70, DT_E5M2, 1, 1, 0);
     cast_case(g, "col only", DT_FP16, 64, 144, DT_E4M3, 0, 1, 0);
-    cast_case(g, "flat", DT_FP32, 1, (1u << 20) + 3, DT_E5M2, 1, 0, 1);
+    cast_case(g, "flat", DT_FP32, 1, gc_n(g, (1u << 20) + 3, 65539), DT_E5M2, 1, 0, 1);
     cast_case(g, "amax only", DT_BF16, 333, 77, DT_E4M3, 0, 0, 1);
 }
 
@@ -257,11 +257,11 @@ static void convert_case(Gc *g, Dtype from, Dtype to, uint64_t n, float scale)
 
 static void check_convert_amax(Gc *g)
 {
-    convert_case(g, DT_FP32, DT_BF16, 1000003, 1.0f);
-    convert_case(g, DT_BF16, DT_FP32, 1000003, 1.0f);
+    convert_case(g, DT_FP32, DT_BF16, gc_n(g, 1000003, 65537), 1.0f);
+    convert_case(g, DT_BF16, DT_FP32, gc_n(g, 1000003, 65537), 1.0f);
     convert_case(g, DT_E4M3, DT_FP32, 65537, 0.03125f);
     convert_case(g, DT_FP32, DT_E5M2, 65537, 64.0f); /* includes saturating values */
-    uint64_t n = 3000001;
+    uint64_t n = gc_n(g, 3000001, 65539);
     void *x = gc_randn(g, DT_BF16, n, 5.0);
     float a_c[2] = {0.0f, 1e6f}, a_g[2];
     GC_OK(g, g->cpu->amax(g->cpu, x, DT_BF16, n, &a_c[0], GE));
@@ -271,7 +271,9 @@ static void check_convert_amax(Gc *g)
     GC_OK(g, g->gpu->amax(g->gpu, dx, DT_BF16, n, da, GE));
     GC_OK(g, g->gpu->amax(g->gpu, dx, DT_BF16, n, da + 1, GE));
     gc_get(g, a_g, da, sizeof a_g);
-    gc_check(g, "amax", "bf16 3000001, and max-combined with 1e6", DT_FP32, a_g, a_c, 2, TOL_EXACT);
+    char cas[64];
+    snprintf(cas, sizeof cas, "bf16 %llu, and max-combined with 1e6", (unsigned long long)n);
+    gc_check(g, "amax", cas, DT_FP32, a_g, a_c, 2, TOL_EXACT);
     gc_dfree(g, dx);
     gc_dfree(g, da);
     free(x);
@@ -331,6 +333,7 @@ static void check_scaling(Gc *g)
 
 int main(int argc, char **argv)
 {
+    gc_version_flag("gpu_kernels", argc, argv);
     Gc g;
     gc_init_check(&g, "gpu_kernels", argc, argv);
     check_gemms(&g);

@@ -273,6 +273,7 @@ static void check_embed_xent(Gc *g)
 
 int main(int argc, char **argv)
 {
+    gc_version_flag("gpu_nn", argc, argv);
     Gc g;
     gc_init_check(&g, "gpu_nn", argc, argv);
     check_layernorm(&g);

@@ -26,7 +26,7 @@ static AdamHyper hyper(uint32_t step, float grad_scale)
 
 static void adamw_case(Gc *g, const char *name, Dtype gdt, int with_master, Dtype wdt)
 {
-    const uint64_t n = 1000007;
+    const uint64_t n = gc_n(g, 1000007, 65537);
     float *master = gc_randn(g, DT_FP32, n, 0.05), *m = gc_randn(g, DT_FP32, n, 1e-3),
           *v = gc_randn(g, DT_FP32, n, 1e-3);
     for (uint64_t i = 0; i < n; i++) v[i] *= v[i];
@@ -75,7 +75,7 @@ static void adamw_case(Gc *g, const char *name, Dtype gdt, int with_master, Dtyp
 
 static void fp8_adam_case(Gc *g, const char *name, Dtype gdt, int scaled_w, int scaled_v, int margin)
 {
-    const uint64_t n = 1000003;
+    const uint64_t n = gc_n(g, 1000003, 65539);
     float rw[3] = {1024.0f, 1.0f / 1024.0f, 0.0f}, rm[3] = {4096.0f, 1.0f / 4096.0f, 0.0f};
     float rv[3] = {1048576.0f, 1.0f / 1048576.0f, 0.0f};
     float sw = scaled_w ? rw[0] : 1.0f, sv = scaled_v ? rv[0] : 1.0f;
@@ -200,6 +200,7 @@ static void check_comm(Gc *g, int as_old)
 
 int main(int argc, char **argv)
 {
+    gc_version_flag("gpu_optim", argc, argv);
     Gc g;
     gc_init_check(&g, "gpu_optim", argc, argv);
     check_optimizers(&g);
