@@ -85,7 +85,8 @@ ifeq ($(HAVE_CUDA),1)
     endif
   endif
   ifeq ($(NCCL_LIB),)
-    $(error nvcc is at $(NVCC) but NCCL was not found (looked in NCCL_HOME, $(CUDA_HOME), /usr and PyTorch's nvidia.nccl wheel): install libnccl-dev or `pip install nvidia-nccl-cu13`, set NCCL_HOME=DIR, or build without CUDA: make CUDA=0)
+    # an error when something is built (not for gpu-check with carried binaries)
+    NCCL_ERR := nvcc is at $(NVCC) but NCCL was not found (looked in $(if $(NCCL_HOME),NCCL_HOME=$(NCCL_HOME),$(CUDA_HOME), /usr and PyTorch's nvidia.nccl wheel)): install libnccl-dev or `pip install nvidia-nccl-cu13`, set NCCL_HOME=DIR, or build without CUDA: make CUDA=0
   endif
 endif
 
@@ -162,6 +163,7 @@ apt_install = missing="$(strip $(1))"; \
 	fi
 
 $(DEPS_OK):
+	$(if $(NCCL_ERR),$(error $(NCCL_ERR)))
 	@m=""; [ -f /usr/include/csv.h ] || m="$$m libcsv-dev"; \
 	$(if $(filter 1,$(TUI)),[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || m="$$m libncurses-dev";) \
 	$(call apt_install,$$m)
@@ -290,6 +292,6 @@ lint:
 	@echo "lint: ok"
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz build-gpu
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

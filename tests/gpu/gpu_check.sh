@@ -109,7 +109,8 @@ fi
 # the driver must run the CUDA runtime the programs were built with
 RUNTIME=$(ge_runtime_of "$BUILD/gpu/gpu_kernels")
 if [ "$SELFTEST" != 1 ]; then
-    DRIVER=$(ge_driver_cuda)
+    DRIVER=$(ge_driver_cuda) # nvidia-smi's banner, else cudaDriverGetVersion as the program sees it
+    [ -n "$DRIVER" ] || DRIVER=$(ge_driver_of "$BUILD/gpu/gpu_kernels")
     why=$(ge_cuda_ok "$DRIVER" "$RUNTIME") || stop 69 "$why; nothing was run"
 fi
 

@@ -16,6 +16,12 @@ ge_driver_cuda() {
     nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' | head -n 1
 }
 
+# The driver's CUDA version as a GPU program sees it (cudaDriverGetVersion, in its
+# --version); empty when it finds no driver.
+ge_driver_of() {
+    "$1" --version 2>/dev/null | sed -n 's/.*cuda driver \([1-9][0-9]*\.[0-9][0-9]*\)$/\1/p' | head -n 1
+}
+
 # The CUDA runtime a GPU program was built with ("13.0"), from its --version.
 ge_runtime_of() {
     "$1" --version 2>/dev/null | sed -n 's/.*cuda runtime built \([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' | head -n 1
