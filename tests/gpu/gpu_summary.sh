@@ -35,7 +35,7 @@ else
 fi
 
 echo
-if [ -f "$D/checks.csv" ]; then
+if [ "$(awk 'NR > 1' "$D/checks.csv" 2>/dev/null | wc -l)" -gt 0 ]; then
     awk -F, 'NR > 1 { n[$NF]++ } END { printf "checks (kernels vs CPU reference, tiny-model losses): %d passed, %d failed\n", n["pass"], n["FAIL"] }' "$D/checks.csv"
     awk -F, 'NR > 1 && $NF == "FAIL" && k++ < 12 { printf "  FAIL %s | %s | %s: max err %s, norm err %s, %s bad\n", $1, $2, $3, $6, $7, $11 }' "$D/checks.csv"
 else
