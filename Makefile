@@ -2,7 +2,8 @@
 #
 #   make            build build/fp8plan (+ the CUDA backend when nvcc exists)
 #   make run        the headline comparison on the built-in default
-#   make test       unit + CLI tests; ends with "N passed, M failed"
+#   make report     the same as an HTML page with charts (fp8plan-report.html)
+#   make test       unit + CLI tests (the HTML reports in headless Chromium too); ends with "N passed, M failed"
 #   make test SAN=address,undefined   the same under ASan+UBSan (in build-san/)
 #   make bench      benchmarks that print their figures
 #   make fuzz       libFuzzer targets for FUZZ_SECONDS each (fuzz-smoke: 5 s)
@@ -147,26 +148,31 @@ TEST_DEPS_OK := $(BUILD)/.test-deps-ok
 TUI_STAMP := $(BUILD)/.tui-$(TUI)
 
 # ---- system packages -------------------------------------------------------------
-# libcsv-dev (CSV), libncurses-dev (TUI; not with TUI=0), and for the tests tmux
-# (TUI end-to-end test). Installed with apt-get when running as root;
-# otherwise the exact command is printed.
-apt_install = missing="$(strip $(1))"; \
-	if [ -n "$$missing" ]; then \
+# $(call apt_install,ELSE): the shell snippet that installs the packages named in $$missing with
+# apt-get when running as root; otherwise it prints the exact command and runs ELSE.
+define apt_install
+if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing: $$missing"; \
+	    echo "installing:$$missing"; \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
 	  else \
-	    echo "missing system packages: $$missing"; \
-	    echo "install them with:  sudo apt-get install -y $$missing"; exit 1; \
+	    echo "missing system packages:$$missing"; \
+	    echo "install them with:  sudo apt-get install -y$$missing"; $(1); \
 	  fi; \
 	fi
+endef
 
+# libcsv-dev (CSV) and libncurses-dev (TUI; not with TUI=0) to build; tmux for the
+# tests (TUI end-to-end test), not for building (make gpu-build needs none of
+# the TUI's packages). Installed with apt-get when running as root; otherwise
+# the exact command is printed.
 $(DEPS_OK):
 	$(if $(NCCL_ERR),$(error $(NCCL_ERR)))
-	@m=""; [ -f /usr/include/csv.h ] || m="$$m libcsv-dev"; \
-	$(if $(filter 1,$(TUI)),[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || m="$$m libncurses-dev";) \
-	$(call apt_install,$$m)
+	@missing=""; \
+	[ -f /usr/include/csv.h ] || missing="$$missing libcsv-dev"; \
+	$(if $(filter 1,$(TUI)),[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || missing="$$missing libncurses-dev";) \
+	$(call apt_install,exit 1)
 	@mkdir -p $(@D) && touch $@
 ifeq ($(HAVE_CUDA),1)
 	@echo "note: CUDA from $(NVCC); NCCL from $(NCCL_FROM): $(NCCL_INC)/nccl.h, $(NCCL_LIB)"
@@ -175,14 +181,25 @@ else
 endif
 
 $(TEST_DEPS_OK):
-	@m=""; command -v tmux >/dev/null 2>&1 || m="$$m tmux"; $(call apt_install,$$m)
+	@missing=""; command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; $(call apt_install,exit 1)
 	@mkdir -p $(@D) && touch $@
 
 $(TUI_STAMP):
 	@mkdir -p $(@D) && rm -f $(BUILD)/.tui-0 $(BUILD)/.tui-1 && touch $@
 
+# The browser tests (tests/cli/html_browser.sh) render the HTML reports in headless Chromium and read
+# the screenshots with python3's standard library: chromium, python3 and a font from Debian, installed
+# with apt-get when running as root; otherwise the command is printed and those tests say "skip".
+browser-deps:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v python3 >/dev/null 2>&1 || missing="$$missing python3"; \
+	[ -d /usr/share/fonts/truetype/dejavu ] || missing="$$missing fonts-dejavu-core"; \
+	$(call apt_install,echo "(the browser tests say skip without them)")
+
 # ---- rules -----------------------------------------------------------------------
-.PHONY: all run test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-programs gpu-check
+.PHONY: all run report test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-programs gpu-check \
+        browser-deps
 
 all: $(BIN)
 
@@ -228,7 +245,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 
 tests: $(TEST_DEPS_OK) $(BIN) $(TESTS) $(GPUS)
 
-test: tests
+test: tests browser-deps
 	@sh tests/run.sh $(BUILD)
 
 test-slow: $(BIN) $(SLOWS)
@@ -275,6 +292,11 @@ gpu-check:
 run: $(BIN)
 	./$(BIN) compare --model gpt-175b --gpu h100-sxm --recipes megatron-bf16,te-fp8,fp8lm \
 	  --tp 8 --pp 4 --dp 4 --mbs 1 --seq 2048 --dist-opt
+
+# The same run as a what-if report: one self-contained HTML page with charts, to open in a browser.
+report: $(BIN)
+	./$(BIN) report html -o fp8plan-report.html
+	@echo "wrote fp8plan-report.html; open it in a browser: xdg-open fp8plan-report.html (file://$(CURDIR)/fp8plan-report.html)"
 
 FMT_FILES = $(shell find util fp8 planner reports exec tui cli tests \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 

@@ -20,7 +20,7 @@ static const char help[] =
     "                   [--layers N] [--hidden H] [--heads A] [--ffn F] [--seq S] [--mbs B] [--vocab V]\n"
     "                   [--gpu G] [--seed S] [--data FILE] [--lr X] [--warmup N] [--wd X]\n"
     "                   [--save FILE] [--resume FILE] [--scaling-trace FILE] [--log-every N] [--quiet]\n"
-    "                   [-o FILE] [--catalog DIR]\n"
+    "                   [-o FILE [--format csv|html]] [--catalog DIR]\n"
     "\n"
     "Train a GPT-style decoder (a models/ entry, sizes overridable to fit a CPU or one GPU) with a\n"
     "precision recipe for N steps: forward, backward and optimizer, FP8 GEMMs with the recipe's\n"
@@ -52,6 +52,9 @@ static const char help[] =
     "                       tensor's amax column fed to `fp8plan scaling --trace` gives its scales\n"
     "  --log-every N        print every Nth step (default 1); --quiet prints only the report\n"
     "  -o FILE              also write the report as CSV\n"
+    "  --format csv|html    what -o writes (csv); html: one self-contained page with planned against\n"
+    "                       measured memory and time (accepted bands), the loss curve and the time per\n"
+    "                       phase of every step, and the CSV's rows\n"
     "  --catalog DIR        the catalog directory (default: $FP8PLAN_CATALOG, ./models, models/ beside\n"
     "                       the build directory)\n"
     "\n"
@@ -81,6 +84,7 @@ enum {
     OPT_RESUME,
     OPT_LOG_EVERY,
     OPT_QUIET,
+    OPT_FORMAT,
     OPT_CATALOG,
     OPT_TRACE
 };
@@ -109,6 +113,7 @@ static const struct option opts[] = {
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"catalog", required_argument, NULL, OPT_CATALOG},
     {"scaling-trace", required_argument, NULL, OPT_TRACE},
+    {"format", required_argument, NULL, OPT_FORMAT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -160,6 +165,11 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_CATALOG: a->catalog = optarg; break;
         case OPT_TRACE: a->trace = optarg; break;
         case OPT_QUIET: a->quiet = 1; break;
+        case OPT_FORMAT:
+            if (strcmp(optarg, "csv") && strcmp(optarg, "html"))
+                return cli_usage(CMD, "--format: '%s' is not csv or html (what -o writes)", optarg);
+            a->html = !strcmp(optarg, "html");
+            break;
         case OPT_STEPS: rc = flag_u32("steps", optarg, 1, 100000000, &a->steps); break;
         case OPT_LAYERS: rc = flag_u32("layers", optarg, 1, 100000, &a->ov.layers); break;
         case OPT_HIDDEN: rc = flag_u32("hidden", optarg, 1, 1 << 20, &a->ov.hidden); break;
@@ -182,6 +192,7 @@ static int parse(int argc, char **argv, RunArgs *a)
     if ((rc = cli_no_operands(CMD, argc, argv))) return rc;
     if (!a->model) return cli_usage(CMD, "--model is required (a row of models.csv, e.g. gpt2-124m)");
     if (!a->recipe) return cli_usage(CMD, "--recipe is required (e.g. megatron-bf16, te-fp8, te-fp8-current, fp8lm)");
+    if (a->html && !a->out) return cli_usage(CMD, "--format html needs -o FILE (the page)");
     if (a->data && !a->ov.vocab) a->ov.vocab = 256; /* byte-level text */
     return 0;
 }
