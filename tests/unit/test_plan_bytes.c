@@ -2,6 +2,8 @@
  * (planner/plan_bytes.h) by hand, and in the plan the GPU check compares with:
  * 8 layers of GPT-13B on an H200, micro-batch 2, sequence 2048, materialized
  * attention, as `fp8plan run` builds it (exec_plan_input). */
+#include <stdlib.h>
+
 #include "exec/measure/plan_link.h"
 #include "planner/plan_bytes.h"
 #include "support/fixtures.h"
@@ -45,6 +47,7 @@ static void test_two_pass_optimizer(void)
                  *o1 = catalog_recipe(c, "msamp-o1");
     if (!fp8lm || !bf16 || !o1) {
         CHECK(0);
+        free(c);
         return;
     }
     CHECK(pb_optim_two_pass(&fp8lm->gemm));
@@ -53,6 +56,7 @@ static void test_two_pass_optimizer(void)
     CHECK(!pb_optim_two_pass(&o1->gemm));
     CHECK_NEAR(pb_optim_second_pass_bytes(&fp8lm->gemm, 1e6, 2e6, 1e6, 2e6), 6e6, 0.0);
     CHECK_NEAR(pb_optim_second_pass_bytes(&bf16->gemm, 4e6, 4e6, 4e6, 4e6), 0.0, 0.0);
+    free(c);
 }
 
 /* The executor's plan for the GPU check's steps stage, by hand (H200: 989e12
@@ -76,6 +80,7 @@ static void test_executor_plan_h200(void)
     const GpuSpec *h200 = catalog_gpu(c, "h200");
     if (!h200 || exec_model(catalog_model(c, "gpt-13b"), &ov, &m, &e)) {
         CHECKF(0, "%s", e.msg);
+        free(c);
         return;
     }
     static Plan p8, p16;
@@ -106,6 +111,7 @@ static void test_executor_plan_h200(void)
                    p8.time.weight_cast_s + p8.time.other_s;
     CHECK_REL(parts, p8.time.step_s, 1e-9);
     CHECK(p8.time.nongemm_s > commit);
+    free(c);
 }
 
 int main(void)
