@@ -107,7 +107,7 @@ rm -f "$bin/make"
 # ---- the Makefile's GPU targets ---------------------------------------------------------------------
 cd "$root" || exit 1
 # a fresh make: not the settings of the make that runs this test (make test SAN=... passes them down)
-unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES SAN FUZZ CUDA TUI NCCL_HOME
 make --no-print-directory gpu-build CUDA=0 BUILD="$TMP/mk0" >"$TMP/out" 2>"$TMP/err"
 rc=$?
 if [ $rc -ne 0 ] && grep -q "gpu-build needs the CUDA compiler" "$TMP/err"; then pass "gpu-build without CUDA stops, saying so"; else fail "gpu-build CUDA=0" "rc $rc: $(cat "$TMP/err")"; fi
