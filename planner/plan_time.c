@@ -12,7 +12,8 @@
  *              kernel's efficiency curve for this GPU, head dim and the key length
  *              a rank's chunk sees (planner/arch.c); materialized: the batched
  *              QK^T and PV GEMMs (and the four backward ones) through the GEMM
- *              model, plus the softmax's bytes.
+ *              model, or the bytes the scores move (plan_bytes.h: FP32 scores,
+ *              softmax, P and dS), whichever is longer.
  *   memory-bound kernels  the stack's kernel list (plan_kernels.c), each at
  *              least one launch floor.
  *   TP / CP    the layer's collectives (plan_comm.c), hidden behind the layer's
@@ -33,13 +34,16 @@
  * first forward (every layer at ZeRO-3), each hidden up to the stack's DP
  * overlap with one layer-sized bucket left exposed (Megatron's bucketing: "only
  * one DP communication chunk" is exposed) — the optimizer (reads gradient,
- * master, m, v; writes master, m, v and the weight, over HBM), the FP8 weight
+ * master, m, v; writes master, m, v and the weight, over HBM; scaled states
+ * read all four once more, plan_bytes.h), FP8 main gradients committed from
+ * their FP32 staging buffer (plan_bytes.h, counted as non-GEMM time), the FP8 weight
  * casts (once per step when cached, per micro-batch otherwise), amax reductions
  * and the tied-embedding gradient sum.
  * Model FLOPs (for MFU) are 6 x (linear weights + LM head) x tokens plus
  * attention 12*L*q_dim*seq per token (PaLM appendix B; no causal halving, no
  * recompute); MFU is reported against the BF16 and the FP8 dense peak. */
 #include "planner/arch.h"
+#include "planner/plan_bytes.h"
 #include "planner/plan_internal.h"
 
 typedef struct {
@@ -65,13 +69,18 @@ static void attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, Laye
     AttnImpl k = plan_attn_kernel(in);
     double tok = (double)g->tok, seq = (double)g->seq, hd = (double)in->model->head_dim;
     if (k == ATTN_MATERIALIZED) {
+        /* the GEMMs (QK^T, PV; backward dO V^T, P^T dO, dS K, dS^T Q) through the GEMM model with the scores
+         * left out of their traffic, against every byte the scores move (plan_bytes.h: FP32 scores, softmax,
+         * P and dS in BF16), whichever is longer; dropout adds its mask and a pass over P */
         uint64_t sq = g->s_local, skv = g->seq, d = in->model->head_dim, bt = g->mbs * g->heads_t;
-        L->attn_f = gemm_time(gg, sq, skv, d, bt, 0, 2) + gemm_time(gg, sq, d, skv, bt, 0, 2);
-        L->attn_b = gemm_time(gg, sq, skv, d, bt, 0, 2) + gemm_time(gg, skv, d, sq, bt, 0, 2) +
+        double tf = gemm_time(gg, sq, skv, d, bt, 0, 0) + gemm_time(gg, sq, d, skv, bt, 0, 2);
+        double tb = gemm_time(gg, sq, skv, d, bt, 0, 0) + gemm_time(gg, skv, d, sq, bt, 0, 2) +
                     gemm_time(gg, sq, d, skv, bt, 0, 2) + gemm_time(gg, skv, d, sq, bt, 0, 2);
         double el = tok * (double)g->heads_t * seq, ib = 1.0 / (gp->hbm_bw * in->eff_hbm);
-        L->attn_f += maxd(el * (in->dropout ? 11 : 6) * ib, 2 * in->launch_s); /* scale+mask+softmax (+dropout) */
-        L->attn_b += maxd(el * (in->dropout ? 9 : 6) * ib, 2 * in->launch_s);  /* softmax backward */
+        /* dropout: forward writes the mask (1) and rewrites P (2 + 2); backward reads the mask (1) and dP (2) */
+        double drop_f = in->dropout ? 5.0 : 0.0, drop_b = in->dropout ? 3.0 : 0.0;
+        L->attn_f = maxd(maxd(tf, (pb_attn_mat_bytes_fwd(el, 2.0) + el * drop_f) * ib), tf + 2 * in->launch_s);
+        L->attn_b = maxd(maxd(tb, (pb_attn_mat_bytes_bwd(el, 2.0) + el * drop_b) * ib), tb + in->launch_s);
         return;
     }
     const AttnCurve *c = arch_attn(arch_row(gp->sm), k);
@@ -244,7 +253,16 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
                        ? (double)mt[MT_MASTER_GEMM].elements / (double)p->params_gemm_gpu
                        : 1.0;
     ob += wfrac * (double)(mt[MT_WEIGHT_GEMM].bytes + mt[MT_WEIGHT_OTHER].bytes);
+    /* scaled states (FP8-LM / MS-AMP): a second pass reads gradient, master, m and v again (plan_bytes.h) */
+    ob += pb_optim_second_pass_bytes(&rc->gemm, (double)mt[MT_GRAD_GEMM].bytes, (double)mt[MT_MASTER_GEMM].bytes,
+                                     (double)mt[MT_OPTIM_M_GEMM].bytes, (double)mt[MT_OPTIM_V_GEMM].bytes);
+    ob += pb_optim_second_pass_bytes(&rc->other, (double)mt[MT_GRAD_OTHER].bytes, (double)mt[MT_MASTER_OTHER].bytes,
+                                     (double)mt[MT_OPTIM_M_OTHER].bytes, (double)mt[MT_OPTIM_V_OTHER].bytes);
     tb->optimizer_s = ob / hbm;
+
+    /* FP8 main gradients committed from their FP32 staging buffer once per step (plan_bytes.h) */
+    double commit = pb_grad_commit_bytes((double)p->params_gemm_gpu, plan_grad_dt(in, rc->gemm.dt[STATE_GRAD])) / hbm;
+    tb->nongemm_s += commit;
 
     /* FP8 weight casts: cached copies once per step, uncached ones every micro-batch; recipes without copies
      * (casts in the GEMM call, torchao-style) cast forward and again backward */
@@ -260,7 +278,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     p->coll[CO_AMAX_AR].exposed_s = p->coll[CO_AMAX_AR].time_s;
     p->coll[CO_EMB_GRAD_AR].exposed_s = p->coll[CO_EMB_GRAD_AR].time_s;
 
-    tb->step_s = pipe + dp + tb->optimizer_s + wc + tb->other_s;
+    tb->step_s = pipe + dp + tb->optimizer_s + commit + wc + tb->other_s;
 
     /* throughput and MFU */
     double gbs = (double)p->in.gbs, seq = (double)g->seq, Lh = (double)g->L;

@@ -55,14 +55,14 @@ static void test_pinned_figures(void)
     Err e;
     CHECK(fidelity_evaluate(runs, n, FIDELITY_DEFAULT_HOLDOUT, rows, &s, &e) == ST_OK);
     /* pinned from `fp8plan report fidelity` (throughput MAE, percent) */
-    pin(&s.all, "all", 89, 10.72);
-    pin(&s.dev, "dev", 51, 10.44);
+    pin(&s.all, "all", 89, 10.70);
+    pin(&s.dev, "dev", 51, 10.40);
     pin(&s.holdout, "hold-out", 38, 11.10);
-    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 34, 13.65);
+    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 34, 13.59);
     pin(group(s.stack, s.nstacks, "torchtitan"), "torchtitan", 29, 9.49);
     pin(group(s.stack, s.nstacks, "llm-foundry"), "llm-foundry", 23, 9.06);
     pin(group(s.stack, s.nstacks, "deepspeed"), "deepspeed", 3, 2.26);
-    pin(&s.table5, "FP8-LM Table 5", 8, 30.17);
+    pin(&s.table5, "FP8-LM Table 5", 8, 29.91);
     pin(&s.mem_traced, "memory, allocator-traced", 27, 17.07);
     CHECK_EQ_INT(s.false_oom, 0); /* no run that really ran is predicted above its GPU's memory */
     CHECK_EQ_INT(s.unplanned, 0); /* every run is a valid plan */
