@@ -11,22 +11,26 @@
 int cmd_sweep(int argc, char **argv);
 
 static const char sweep_help_head[] =
-    "usage: fp8plan sweep --model M --gpu G --gpus N [--recipes R1,R2,...] [--top K] [--per-recipe] [--all]\n"
-    "                     [options] [-o FILE]\n"
+    "usage: fp8plan sweep --model M --gpu G --gpus N [--recipes R1,R2,...] [--stacks S1,S2,...|all] [--top K]\n"
+    "                     [--per-recipe] [--all] [options] [-o FILE]\n"
     "\n"
     "Enumerate, for N GPUs, every TP (powers of two up to a node), PP (divisors), virtual stages (1-8),\n"
-    "CP (1-8), DP (the rest), micro-batch (1-8), recompute (none/selective/full), distributed optimizer\n"
-    "(off/on) and recipe (all by default). Invalid layouts are dropped and counted by reason, layouts that\n"
-    "do not fit are counted as OOM, and the rest are ranked by predicted tokens/s; the best K are printed\n"
-    "(csv/json: the plan summary columns with a leading rank). A layout within 1 % of a listed one's\n"
-    "tokens/s with the same recipe, TP, PP, CP, DP and micro-batch (it differs only in virtual stages,\n"
-    "recompute or sharding) is folded into it and counted in the +var column. When nothing fits, the\n"
-    "layouts closest to fitting are shown with how far over the GPU's memory they are and their largest\n"
-    "term. The global batch is the same for every layout (--gbs, default about 2M tokens). Progress goes\n"
-    "to stderr when it is a terminal.\n"
+    "CP (1-8), DP (the rest), micro-batch (1-8), recompute (none/selective/full/op), distributed optimizer\n"
+    "(off/on), recipe (all by default) and stack (--stack's, or each of --stacks). When the layers do not\n"
+    "divide over the stages it tries uneven pipelines (the first and last stages take the remainder).\n"
+    "Invalid layouts are dropped and counted by reason, layouts over --max-mem-frac of memory are counted\n"
+    "as not fitting, and the rest are ranked by predicted tokens/s; the best K are printed (csv/json: the\n"
+    "plan summary columns with a leading rank). A layout within 2 % of a listed one's tokens/s with the\n"
+    "same stack, recipe, TP, PP, CP, DP and micro-batch (it differs only in virtual stages, uneven stage\n"
+    "ends, recompute or sharding) is folded into it and counted in the +var column. When nothing fits,\n"
+    "the layouts closest to fitting are shown with how far over the GPU's memory they are and their\n"
+    "largest term. The global batch is the same for every layout (--gbs, default about 2M tokens).\n"
+    "Progress goes to stderr when it is a terminal.\n"
     "\n"
     "  --gpus N       GPUs to plan for (at most 1048576)\n"
     "  --recipes L    comma-separated recipe names (all)\n"
+    "  --stacks L     comma-separated stack names, or all (the one --stack names); options that set a\n"
+    "                 stack value (--attn, --overlap-tp, ...) apply over every stack\n"
     "  --top K        how many plans to keep (20; with --per-recipe: per recipe, 1)\n"
     "  --per-recipe   the best plan(s) of each recipe, ranked together\n"
     "  --all          list near-duplicates too instead of folding them\n"
@@ -46,45 +50,65 @@ static void progress(uint64_t done, uint64_t total, void *ctx)
     fflush(stderr);
 }
 
-/* Columns k.. of the current row: recipe, tp, pp, vpp, cp, dp, mbs, recompute, sharding, memory (GB).
- * Returns the next column. */
-static int layout_cells(Table *t, int k, const Plan *p)
+/* Columns k.. of the current row: [stack,] recipe, tp, pp, vpp, cp, dp, mbs, [first/last,] recompute,
+ * sharding, memory (GB). Returns the next column. */
+static int layout_cells(Table *t, int k, const Plan *p, int show_stack, int uneven)
 {
+    if (show_stack) table_str(t, k++, p->in.stack ? p->in.stack->name : "none");
     table_str(t, k++, p->in.recipe->name);
     const uint32_t v[] = {p->in.tp, p->in.pp, p->in.vpp, p->in.cp, p->in.dp, p->in.mbs};
     for (size_t i = 0; i < sizeof v / sizeof *v; i++) table_u64(t, k++, v[i]);
+    if (uneven) {
+        char ends[32] = "-";
+        if (p->in.first_stage_layers || p->in.last_stage_layers)
+            snprintf(ends, sizeof ends, "%u/%u", p->in.first_stage_layers, p->in.last_stage_layers);
+        table_str(t, k++, ends);
+    }
     table_str(t, k++, recompute_name(p->in.recompute));
     table_str(t, k++, sharding_name(p->in.sharding));
     table_f64(t, k++, plan_gb(p->total_bytes));
     return k;
 }
 
-/* The text view: fits 100 columns (step time and the FP8 MFU are in csv/json). */
-static Table *top_table(const Plan *top, const uint32_t *variants, int n, int show_variants)
+/* The layout columns of layout_cells. Returns how many. */
+static int layout_cols(TableCol *cols, int show_stack, int uneven)
 {
-    const TableCol cols[] = {
-        {"rank", NULL, NULL, TC_U64, 0, 0},
-        {"recipe", NULL, NULL, TC_STR, 0, 0},
-        {"tp", NULL, NULL, TC_U64, 0, 0},
-        {"pp", NULL, NULL, TC_U64, 0, 0},
-        {"vpp", NULL, NULL, TC_U64, 0, 0},
-        {"cp", NULL, NULL, TC_U64, 0, 0},
-        {"dp", NULL, NULL, TC_U64, 0, 0},
-        {"mbs", NULL, NULL, TC_U64, 0, 0},
-        {"recompute", NULL, NULL, TC_STR, 0, 0},
-        {"sharding", NULL, NULL, TC_STR, 0, 0},
-        {"memory", NULL, "GB", TC_F64, 2, 0},
-        {"tokens_per_s", "tokens/s", NULL, TC_F64, 0, 0},
-        {"mfu_bf16", "MFU", "% bf16", TC_F64, 1, 0},
-        {"variants", "+var", NULL, TC_STR, 0, TF_LEFT},
-    };
-    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols) - !show_variants);
+    int nc = 0;
+    if (show_stack) cols[nc++] = (TableCol){"stack", NULL, NULL, TC_STR, 0, 0};
+    cols[nc++] = (TableCol){"recipe", NULL, NULL, TC_STR, 0, 0};
+    static const char *const ints[] = {"tp", "pp", "vpp", "cp", "dp", "mbs"};
+    for (int i = 0; i < 6; i++) cols[nc++] = (TableCol){ints[i], NULL, NULL, TC_U64, 0, 0};
+    if (uneven) cols[nc++] = (TableCol){"ends", "first/last", "layers", TC_STR, 0, 0};
+    cols[nc++] = (TableCol){"recompute", NULL, NULL, TC_STR, 0, 0};
+    cols[nc++] = (TableCol){"sharding", NULL, NULL, TC_STR, 0, 0};
+    cols[nc++] = (TableCol){"memory", NULL, "GB", TC_F64, 2, 0};
+    return nc;
+}
+
+static int any_uneven(const Plan *p, int n)
+{
+    int u = 0;
+    for (int i = 0; i < n; i++) u |= p[i].in.first_stage_layers || p[i].in.last_stage_layers;
+    return u;
+}
+
+/* The text view: the stack and uneven-stage columns only when they vary; step time and the FP8 MFU are in
+ * csv/json (the text keeps to 100 columns). */
+static Table *top_table(const Plan *top, const uint32_t *variants, int n, int show_variants, int show_stack)
+{
+    int uneven = any_uneven(top, n);
+    TableCol cols[20] = {{"rank", NULL, NULL, TC_U64, 0, 0}};
+    int nc = 1 + layout_cols(cols + 1, show_stack, uneven);
+    cols[nc++] = (TableCol){"tokens_per_s", "tokens/s", NULL, TC_F64, 0, 0};
+    cols[nc++] = (TableCol){"mfu_bf16", "MFU", "% bf16", TC_F64, 1, 0};
+    if (show_variants) cols[nc++] = (TableCol){"variants", "+var", NULL, TC_STR, 0, TF_LEFT};
+    Table *t = table_new(cols, nc);
     for (int i = 0; t && i < n; i++) {
         const Plan *p = &top[i];
         table_row(t);
         int k = 0;
         table_u64(t, k++, (uint64_t)i + 1);
-        k = layout_cells(t, k, p);
+        k = layout_cells(t, k, p, show_stack, uneven);
         table_f64(t, k++, p->tokens_per_s);
         table_f64(t, k++, p->mfu_bf16_pct);
         if (show_variants && variants[i]) {
@@ -107,24 +131,21 @@ static const MemTerm *largest_term(const Plan *p)
 
 static double over_gb(const Plan *p) { return plan_gb(p->total_bytes) - plan_gb(p->capacity_bytes); }
 
-static Table *nearest_table(const Plan *near, int n)
+static Table *nearest_table(const Plan *near, int n, int show_stack)
 {
-    const TableCol cols[] = {
-        {"recipe", NULL, NULL, TC_STR, 0, 0},   {"tp", NULL, NULL, TC_U64, 0, 0},
-        {"pp", NULL, NULL, TC_U64, 0, 0},       {"vpp", NULL, NULL, TC_U64, 0, 0},
-        {"cp", NULL, NULL, TC_U64, 0, 0},       {"dp", NULL, NULL, TC_U64, 0, 0},
-        {"mbs", NULL, NULL, TC_U64, 0, 0},      {"recompute", NULL, NULL, TC_STR, 0, 0},
-        {"sharding", NULL, NULL, TC_STR, 0, 0}, {"needs", NULL, "GB", TC_F64, 2, 0},
-        {"over", NULL, "GB", TC_F64, 2, 0},     {"largest_term", "largest term", NULL, TC_STR, 0, 0},
-        {"largest", NULL, "GB", TC_F64, 2, 0},
-    };
-    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
+    int uneven = any_uneven(near, n);
+    TableCol cols[20];
+    int nc = layout_cols(cols, show_stack, uneven);
+    cols[nc - 1].name = "needs"; /* the memory column: what the layout needs */
+    cols[nc++] = (TableCol){"over", NULL, "GB", TC_F64, 2, 0};
+    cols[nc++] = (TableCol){"largest_term", "largest term", NULL, TC_STR, 0, 0};
+    cols[nc++] = (TableCol){"largest", NULL, "GB", TC_F64, 2, 0};
+    Table *t = table_new(cols, nc);
     for (int i = 0; t && i < n; i++) {
         const Plan *p = &near[i];
         const MemTerm *m = largest_term(p);
         table_row(t);
-        int k = 0;
-        k = layout_cells(t, k, p);
+        int k = layout_cells(t, 0, p, show_stack, uneven);
         table_f64(t, k++, over_gb(p));
         table_str(t, k++, m->name);
         table_f64(t, k++, plan_gb(m->bytes));
@@ -133,7 +154,7 @@ static Table *nearest_table(const Plan *near, int n)
 }
 
 /* Nothing fits: the closest layouts and what binds, on f. */
-static int print_nearest(FILE *f, const Plan *near, int n, const PlanArgs *a)
+static int print_nearest(FILE *f, const Plan *near, int n, const PlanArgs *a, int show_stack)
 {
     table_put_prose(f, "nothing fits: no layout of %s on %u x %s stays within the GPU's %.2f GB.\n", a->in.model->name,
                     a->gpus, a->in.gpu->name, n ? plan_gb(near[0].capacity_bytes) : plan_gb(a->in.gpu->hbm_bytes));
@@ -141,7 +162,7 @@ static int print_nearest(FILE *f, const Plan *near, int n, const PlanArgs *a)
     const Plan *p = &near[0];
     const MemTerm *m = largest_term(p);
     Err e;
-    Table *t = nearest_table(near, n);
+    Table *t = nearest_table(near, n, show_stack);
     if (!t) return 1;
     char title[160];
     snprintf(title, sizeof title, "the %d layout%s closest to fitting (memory per GPU, the most-loaded stage):", n,
@@ -205,30 +226,39 @@ static int emit_html(const char *cmd, const PlanArgs *a, Table *points, const Pl
     return rc;
 }
 
-/* --recipes L into recs (distinct catalog rows); prints the error and returns its exit code. */
-static int parse_recipes(const char *cmd, const Catalog *cat, const char *arg, const Recipe **recs, int *nrec)
+/* A comma-separated list of distinct catalog names (--recipes, --stacks) into out; prints the error
+ * and returns its exit code. */
+typedef const void *(*Lookup)(const Catalog *c, const char *name);
+static const void *find_recipe(const Catalog *c, const char *name) { return catalog_recipe(c, name); }
+static const void *find_stack(const Catalog *c, const char *name) { return catalog_stack(c, name); }
+
+static int name_list(const char *cmd, const Catalog *c, const char *what, const char *arg, Lookup find,
+                     void (*names)(const Catalog *, char *, size_t), const void **out, int *n)
 {
-    *nrec = 0;
-    if (!arg) {
-        for (int i = 0; i < cat->nrecipes; i++) recs[(*nrec)++] = &cat->recipes[i];
-        return 0;
-    }
-    char list[2048], names[2048];
-    if (strlen(arg) >= sizeof list) return cli_usage(cmd, "--recipes: list too long");
+    char list[2048], known[2048];
+    if (strlen(arg) >= sizeof list) return cli_usage(cmd, "--%s: list too long", what);
     strcpy(list, arg);
+    *n = 0;
     for (char *tok = list, *next; tok; tok = next) {
         next = strchr(tok, ',');
         if (next) *next++ = '\0';
-        const Recipe *r = catalog_recipe(cat, tok);
-        if (!r) {
-            catalog_recipe_names(cat, names, sizeof names);
-            return cli_usage(cmd, "--recipes: unknown recipe '%s' (known: %s)", tok, names);
+        const void *x = find(c, tok);
+        if (!x) {
+            names(c, known, sizeof known);
+            return cli_usage(cmd, "--%s: unknown name '%s' (known: %s)", what, tok, known);
         }
-        for (int i = 0; i < *nrec; i++)
-            if (recs[i] == r) return cli_usage(cmd, "--recipes: '%s' is named twice", tok);
-        recs[(*nrec)++] = r; /* distinct catalog rows: at most CATALOG_MAX_ROWS */
+        for (int i = 0; i < *n; i++)
+            if (out[i] == x) return cli_usage(cmd, "--%s: '%s' is named twice", what, tok);
+        out[(*n)++] = x; /* distinct catalog rows: at most CATALOG_MAX_ROWS */
     }
     return 0;
+}
+
+/* After each swept stack: the options given on the command line win again. */
+static void keep_given(PlanInput *in, void *ctx)
+{
+    const PlanArgs *a = ctx;
+    plan_args_keep_given(a, &a->in, in);
 }
 
 typedef struct {
@@ -244,7 +274,8 @@ typedef struct {
 } Found;
 
 /* One sweep per group of recipes (all of them, or one each with --per-recipe); k kept per group. */
-static int sweep_groups(const char *cmd, const PlanArgs *a, const Recipe **recs, int nrec, int k, Found *out)
+static int sweep_groups(const char *cmd, const PlanArgs *a, const Recipe **recs, int nrec,
+                        const StackSpec *const *stacks, int nstk, int k, Found *out)
 {
     int groups = a->per_recipe ? nrec : 1, per = a->per_recipe ? 1 : nrec;
     int near_k = a->per_recipe ? 1 : NEAREST;
@@ -262,6 +293,10 @@ static int sweep_groups(const char *cmd, const PlanArgs *a, const Recipe **recs,
         SweepSpec spec = {.base = a->in,
                           .recipes = recs + g * per,
                           .nrecipes = per,
+                          .stacks = stacks,
+                          .nstacks = nstk,
+                          .after_stack = keep_given,
+                          .after_stack_ctx = (void *)a,
                           .gpus = a->gpus,
                           .fold = !a->all,
                           .variants = out->variants + out->n,
@@ -314,16 +349,30 @@ int cmd_sweep(int argc, char **argv)
     int k = a.top_given ? (int)a.top : a.per_recipe ? 1 : 20;
     Catalog *cat;
     if ((rc = plan_catalog_load(cmd, a.catalog, &cat))) return rc;
-    const Recipe *recs[CATALOG_MAX_ROWS];
-    int nrec = 0;
+    const void *recs[CATALOG_MAX_ROWS], *stacks[CATALOG_MAX_ROWS];
+    int nrec = 0, nstk = 0;
     Found f = {0};
-    if ((rc = plan_args_resolve(cmd, cat, &a, NULL)) || (rc = parse_recipes(cmd, cat, a.recipes, recs, &nrec)))
+    if (a.stack && a.stacks) {
+        rc = cli_usage(cmd, "--stack and --stacks: give one");
         goto done;
+    }
+    if ((rc = plan_args_resolve(cmd, cat, &a, NULL))) goto done;
+    if (a.recipes) {
+        if ((rc = name_list(cmd, cat, "recipes", a.recipes, find_recipe, catalog_recipe_names, recs, &nrec))) goto done;
+    } else {
+        for (int i = 0; i < cat->nrecipes; i++) recs[nrec++] = &cat->recipes[i];
+    }
+    if (a.stacks && !strcmp(a.stacks, "all")) {
+        for (int i = 0; i < cat->nstacks; i++) stacks[nstk++] = &cat->stacks[i];
+    } else if (a.stacks) {
+        if ((rc = name_list(cmd, cat, "stacks", a.stacks, find_stack, catalog_stack_names, stacks, &nstk))) goto done;
+    }
     if (a.out.fmt == TABLE_HTML && !(f.points = sweep_points_new())) {
         rc = cli_fail(cmd, &(Err){ST_NOMEM, "out of memory"});
         goto done;
     }
-    if ((rc = sweep_groups(cmd, &a, recs, nrec, k, &f))) goto done;
+    if ((rc = sweep_groups(cmd, &a, (const Recipe **)recs, nrec, (const StackSpec *const *)stacks, nstk, k, &f)))
+        goto done;
     if (a.per_recipe) rank_together(&f);
     SweepSpec gspec = {.base = a.in};
     uint64_t gbs = sweep_gbs(&gspec);
@@ -334,12 +383,17 @@ int cmd_sweep(int argc, char **argv)
     }
     Table *t;
     if (a.out.fmt == TABLE_TEXT) {
-        t = top_table(f.plans, f.variants, f.n, !a.all);
+        t = top_table(f.plans, f.variants, f.n, !a.all, nstk > 1);
         if (t) {
-            char title[512];
-            snprintf(title, sizeof title, "%s %d of %llu plans that fit: %s on %u x %s, ranked by tokens/s",
+            char title[512], stk[300] = "";
+            if (nstk <= 1)
+                snprintf(stk, sizeof stk, ", stack %s",
+                         nstk         ? ((const StackSpec *)stacks[0])->name
+                         : a.in.stack ? a.in.stack->name
+                                      : "none");
+            snprintf(title, sizeof title, "%s %d of %llu plans that fit: %s on %u x %s%s, ranked by tokens/s",
                      a.per_recipe ? "best per recipe," : "best", f.n, (unsigned long long)(f.st.valid - f.st.oom),
-                     a.in.model->name, a.gpus, a.in.gpu->name);
+                     a.in.model->name, a.gpus, a.in.gpu->name, stk);
             table_set_title(t, title);
         }
     } else {
@@ -361,7 +415,7 @@ int cmd_sweep(int argc, char **argv)
                 fprintf(info, "  %s: the closest (TP %u, PP %u, CP %u, DP %u, mbs %u) needs %.2f GB, %.2f GB over\n",
                         f.near[i].in.recipe->name, f.near[i].in.tp, f.near[i].in.pp, f.near[i].in.cp, f.near[i].in.dp,
                         f.near[i].in.mbs, plan_gb(f.near[i].total_bytes), over_gb(&f.near[i]));
-        } else if (print_nearest(info, f.near, f.nnear, &a)) {
+        } else if (print_nearest(info, f.near, f.nnear, &a, nstk > 1)) {
             Err e = {ST_IO, "write error"};
             rc = cli_fail(cmd, &e);
         }

@@ -21,7 +21,7 @@ static const char help[] =
     "                   [--layers N] [--hidden H] [--heads A] [--ffn F] [--seq S] [--mbs B] [--vocab V]\n"
     "                   [--gpu G] [--seed S] [--data FILE] [--lr X] [--warmup N] [--wd X]\n"
     "                   [--save FILE] [--resume FILE] [--scaling-trace FILE] [--log-every N] [--quiet]\n"
-    "                   [-o FILE [--format csv|html]] [--catalog DIR]\n"
+    "                   [--stack NAME] [-o FILE [--format csv|html]] [--catalog DIR]\n"
     "\n"
     "Train a GPT-style decoder (a models/ entry, sizes overridable to fit a CPU or one GPU) with a\n"
     "precision recipe for N steps: forward, backward and optimizer, FP8 GEMMs with the recipe's\n"
@@ -40,6 +40,8 @@ static const char help[] =
     "  --layers/--hidden/--heads/--ffn/--seq/--vocab   override the model's sizes (FFN follows\n"
     "                       --hidden at the model's ratio unless given)\n"
     "  --mbs B              micro-batch, sequences per step (default 1)\n"
+    "  --stack NAME         the software stack the plan is made for (stacks.csv; default fp8plan, this\n"
+    "                       executor: another stack's plan predicts that stack, not this run)\n"
     "  --gpu G              the GPU the plan is made for (default: the device's row of gpus.csv with\n"
     "                       --backend cuda, else h100-sxm)\n"
     "  --seed S             weights and synthetic data (default 1)\n"
@@ -88,7 +90,8 @@ enum {
     OPT_QUIET,
     OPT_FORMAT,
     OPT_CATALOG,
-    OPT_TRACE
+    OPT_TRACE,
+    OPT_STACK
 };
 
 static const struct option opts[] = {
@@ -114,6 +117,7 @@ static const struct option opts[] = {
     {"log-every", required_argument, NULL, OPT_LOG_EVERY},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"catalog", required_argument, NULL, OPT_CATALOG},
+    {"stack", required_argument, NULL, OPT_STACK},
     {"scaling-trace", required_argument, NULL, OPT_TRACE},
     {"format", required_argument, NULL, OPT_FORMAT},
     {"help", no_argument, NULL, 'h'},
@@ -165,6 +169,7 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_SAVE: a->save = optarg; break;
         case OPT_RESUME: a->resume = optarg; break;
         case OPT_CATALOG: a->catalog = optarg; break;
+        case OPT_STACK: a->stack = optarg; break;
         case OPT_TRACE: a->trace = optarg; break;
         case OPT_QUIET: a->quiet = 1; break;
         case OPT_FORMAT:
@@ -214,7 +219,8 @@ static void print_header(const RunArgs *a, const Gpt *g, const DataStream *d, ui
                          const DevmPeak *peak, const Plan *p, double build_s)
 {
     const GptShape *s = &g->shape;
-    printf("fp8plan run: %s on %s, recipe %s, plan for %s\n", a->model, g->bk->name, g->recipe.name, p->in.gpu->name);
+    printf("fp8plan run: %s on %s, recipe %s, plan for %s (stack %s)\n", a->model, g->bk->name, g->recipe.name,
+           p->in.gpu->name, p->in.stack ? p->in.stack->name : "none");
     if (dm->have) {
         const BackendDeviceInfo *i = &dm->info;
         printf("  device: %s, %d SMs, compute capability %d.%d, %.1f GiB; CUDA runtime %d, driver %d, GEMM library "
@@ -366,6 +372,13 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     exec_plan_input(&in, &model, gpu, recipe, a.mbs);
+    const StackSpec *stack = catalog_stack(cat, a.stack ? a.stack : "fp8plan");
+    if (!stack && a.stack) {
+        catalog_stack_names(cat, names, sizeof names);
+        rc = cli_usage(CMD, "--stack: unknown stack '%s' (known: %s)", a.stack, names);
+        goto done;
+    }
+    if (stack) plan_input_use_stack(&in, stack);
     if (plan_build(&in, &plan, &e)) {
         err_prefix(&e, "plan");
         rc = fail(&e);

@@ -11,6 +11,7 @@
 
 typedef struct {
     const char *backend, *model, *gpu, *recipe, *data, *catalog, *resume, *save, *out, *trace;
+    const char *stack; /* --stack NAME (NULL: fp8plan) */
     ExecOverrides ov;
     uint32_t mbs, steps, log_every;
     GptHyper hyper;

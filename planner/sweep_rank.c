@@ -70,8 +70,8 @@ static int closer(const Plan *a, const Plan *b)
 static int same_layout(const Plan *a, const Plan *b)
 {
     const PlanInput *x = &a->in, *y = &b->in;
-    return x->recipe == y->recipe && x->tp == y->tp && x->pp == y->pp && x->cp == y->cp && x->dp == y->dp &&
-           x->mbs == y->mbs;
+    return x->stack == y->stack && x->recipe == y->recipe && x->tp == y->tp && x->pp == y->pp && x->cp == y->cp &&
+           x->dp == y->dp && x->mbs == y->mbs;
 }
 
 void sweep_keep_nearest(SweepList *l, const Plan *p)

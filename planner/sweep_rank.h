@@ -10,9 +10,9 @@
 extern "C" {
 #endif
 
-/* Two plans are near-duplicates when they share the recipe, TP, PP, CP, DP and micro-batch and their
- * tokens/s differ by at most SWEEP_NEAR_PCT % of the larger: they differ only in virtual stages,
- * recompute or sharding, and their throughput does not tell them apart. */
+/* Two plans are near-duplicates when they share the stack, recipe, TP, PP, CP, DP and micro-batch and
+ * their tokens/s differ by at most SWEEP_NEAR_PCT % of the larger: they differ only in virtual stages,
+ * uneven stage ends, recompute or sharding, and their throughput does not tell them apart. */
 #define SWEEP_NEAR_PCT 2.0
 int sweep_near_duplicate(const Plan *a, const Plan *b);
 
@@ -28,7 +28,7 @@ typedef struct {
 int sweep_keep_best(SweepList *l, const Plan *p, int fold);
 
 /* Keep p if it is among the k plans closest to fitting (fewest bytes over capacity; then tokens/s). A plan
- * with the same recipe, TP, PP, CP, DP and micro-batch as a kept one and the same bytes (sharding over
+ * with the same stack, recipe, TP, PP, CP, DP and micro-batch as a kept one and the same bytes (sharding over
  * one rank, say) is the same answer: only the better of the two is kept. */
 void sweep_keep_nearest(SweepList *l, const Plan *p);
 

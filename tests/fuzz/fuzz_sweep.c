@@ -32,9 +32,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const Recipe *recs[2] = {&cat->recipes[data[4] % cat->nrecipes], &cat->recipes[data[5] % cat->nrecipes]};
     SweepSpec s = {.recipes = recs, .nrecipes = 1, .gpus = gpus, .max_tp = 1, .max_vpp = 1, .max_cp = 1, .max_mbs = 1};
     plan_input_defaults(&s.base);
-    s.base.model = &cat->models[data[6] % cat->nmodels];
+    static ModelSpec one_layer; /* no uneven pipeline split exists: R = 2 x RECOMPUTE_COUNT_ per divisor */
+    one_layer = cat->models[data[6] % cat->nmodels];
+    one_layer.layers = 1;
+    s.base.model = &one_layer;
     s.base.gpu = &cat->gpus[data[7] % cat->ngpus];
-    if (gpus && sweep_size(&s) != 6 * ndiv(gpus)) abort(); /* ndiv: at most 65,536 steps */
+    if (gpus && sweep_size(&s) != 2u * RECOMPUTE_COUNT_ * ndiv(gpus)) abort(); /* ndiv: at most 65,536 steps */
+    s.base.model = &cat->models[data[6] % cat->nmodels];
     gpus = gpus % 4096 + 1;
     s.gpus = gpus;
     s.nrecipes = 1 + (data[8] >> 1 & 1);
