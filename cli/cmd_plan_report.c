@@ -130,7 +130,8 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
             err_set(&e, ST_NOMEM, "out of memory");
             rc = cli_fail(cmd, &e);
         } else if (!(rc = cli_emit_table(cmd, tr, &so)) && !(rc = cli_emit_table(cmd, ts, &so))) {
-            printf(
+            table_put_prose(
+                stdout,
                 "throughput MAE %.1f %% over %d runs (dev %.1f %% over %d, hold-out %.1f %% over %d); FP8-LM Table 5 "
                 "MAE %.1f %%; allocator-traced memory MAE %.1f %% (worst %.1f %%) over %d; false OOMs %d (runs "
                 "that ran but are predicted above capacity), over the memory limit %d; not planned %d\n",
@@ -140,7 +141,10 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
             if (outdir && !(rc = make_dir(cmd, outdir))) {
                 rc = write_csv(cmd, outdir, "fidelity_runs.csv", tr);
                 tr = NULL;
-                if (!rc) rc = write_csv(cmd, outdir, "fidelity_summary.csv", ts);
+                if (!rc)
+                    rc = write_csv(cmd, outdir, "fidelity_summary.csv", ts);
+                else
+                    table_free(ts); /* write_csv frees what it is given; this one it was not */
                 ts = NULL;
             }
         }

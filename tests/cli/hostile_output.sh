@@ -103,6 +103,8 @@ expect_err "-o in a missing directory names it" "$TMP/nope"
 echo file >"$TMP/notdir"
 run report seed -o "$TMP/notdir"
 expect_rc "report seed -o FILE (not a directory) fails" 73
+run report fidelity -o "$TMP/notdir"
+expect_rc "report fidelity -o FILE (not a directory) fails (and frees what it did not write)" 73
 if [ "$(id -u)" = 0 ]; then
     mknod "$TMP/blk" b 7 0
     run gpus -o "$TMP/blk"

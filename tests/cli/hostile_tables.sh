@@ -21,6 +21,8 @@ fits "formats" formats
 fits "scales" scales --shape 4096x4096
 fits "bytes-per-param" bytes-per-param --params 175e9
 fits "report seed" report seed
+fits "report fidelity" report fidelity
+fits "stacks" stacks
 fits "quant-error" quant-error --shape 64x64
 fits "compare" compare $HEAD --recipes megatron-bf16,te-fp8,fp8lm --dist-opt
 fits "plan" plan $HEAD --recipe te-fp8
