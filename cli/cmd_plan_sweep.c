@@ -129,7 +129,8 @@ static const MemTerm *largest_term(const Plan *p)
     return m;
 }
 
-static double over_gb(const Plan *p) { return plan_gb(p->total_bytes) - plan_gb(p->capacity_bytes); }
+/* GB past the memory limit (--max-mem-frac of the GPU's memory) */
+static double over_gb(const Plan *p) { return plan_gb(p->total_bytes) - plan_gb(p->limit_bytes); }
 
 static Table *nearest_table(const Plan *near, int n, int show_stack)
 {
@@ -156,8 +157,11 @@ static Table *nearest_table(const Plan *near, int n, int show_stack)
 /* Nothing fits: the closest layouts and what binds, on f. */
 static int print_nearest(FILE *f, const Plan *near, int n, const PlanArgs *a, int show_stack)
 {
-    table_put_prose(f, "nothing fits: no layout of %s on %u x %s stays within the GPU's %.2f GB.\n", a->in.model->name,
-                    a->gpus, a->in.gpu->name, n ? plan_gb(near[0].capacity_bytes) : plan_gb(a->in.gpu->hbm_bytes));
+    table_put_prose(
+        f, "nothing fits: no layout of %s on %u x %s stays within the memory limit of %.2f GB (%.0f %% of %.2f).\n",
+        a->in.model->name, a->gpus, a->in.gpu->name,
+        n ? plan_gb(near[0].limit_bytes) : a->in.max_mem_frac * plan_gb(a->in.gpu->hbm_bytes), 100 * a->in.max_mem_frac,
+        plan_gb(a->in.gpu->hbm_bytes));
     if (!n) return 0;
     const Plan *p = &near[0];
     const MemTerm *m = largest_term(p);
@@ -173,10 +177,11 @@ static int print_nearest(FILE *f, const Plan *near, int n, const PlanArgs *a, in
     if (st) return 1;
     table_put_prose(
         f,
-        "binding constraint: memory. The closest needs %.2f GB, %.2f GB (%.1f %%) over; its largest term is %s "
+        "binding constraint: memory. The closest needs %.2f GB, %.2f GB (%.1f %%) over the limit; its largest term is "
+        "%s "
         "(%s, %.2f GB, %.0f %% of it). More GPUs, a recipe with fewer bytes per parameter or a GPU with more "
         "memory would help; every recompute and sharding choice was already tried.\n",
-        plan_gb(p->total_bytes), over_gb(p), 100.0 * over_gb(p) / plan_gb(p->capacity_bytes), m->name,
+        plan_gb(p->total_bytes), over_gb(p), 100.0 * over_gb(p) / plan_gb(p->limit_bytes), m->name,
         mem_category_name(m->cat), plan_gb(m->bytes), 100.0 * (double)m->bytes / (double)p->total_bytes);
     return 0;
 }

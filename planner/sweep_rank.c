@@ -57,10 +57,8 @@ int sweep_keep_best(SweepList *l, const Plan *p, int fold)
     return folded;
 }
 
-static uint64_t over(const Plan *p)
-{
-    return p->total_bytes > p->capacity_bytes ? p->total_bytes - p->capacity_bytes : 0;
-}
+/* Bytes past the memory limit (max_mem_frac of capacity) of a plan that does not fit. */
+static uint64_t over(const Plan *p) { return p->total_bytes > p->limit_bytes ? p->total_bytes - p->limit_bytes : 0; }
 
 static int closer(const Plan *a, const Plan *b)
 {

@@ -27,7 +27,8 @@ typedef struct {
  * Returns 1 when p was folded into (or replaced) a kept plan. */
 int sweep_keep_best(SweepList *l, const Plan *p, int fold);
 
-/* Keep p if it is among the k plans closest to fitting (fewest bytes over capacity; then tokens/s). A plan
+/* Keep p if it is among the k plans closest to fitting (fewest bytes over the memory limit, max_mem_frac
+ * of capacity; then tokens/s). A plan
  * with the same stack, recipe, TP, PP, CP, DP and micro-batch as a kept one and the same bytes (sharding over
  * one rank, say) is the same answer: only the better of the two is kept. */
 void sweep_keep_nearest(SweepList *l, const Plan *p);

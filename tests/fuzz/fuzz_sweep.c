@@ -2,7 +2,7 @@
  * (sweep_size) and checked against the number of divisors found by a separate trial division; sizes
  * up to 4,096 GPUs are also swept, with random limits, folding and nearest lists, and the results
  * checked: every evaluation counted once, the kept plans sorted, fitting and free of near-duplicates
- * when folded, the nearest ones sorted and over capacity. */
+ * when folded, the nearest ones sorted and over the memory limit. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,9 +62,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int j = 0; s.fold && j < i; j++)
             if (sweep_near_duplicate(&top[i], &top[j])) abort();
     }
-    for (int i = 0; i < st.n_nearest; i++)
-        if (near[i].fits ||
-            (i && near[i - 1].total_bytes - near[i - 1].capacity_bytes > near[i].total_bytes - near[i].capacity_bytes))
+    for (int i = 0; i < st.n_nearest; i++) /* over the limit (max_mem_frac of capacity), the least first */
+        if (near[i].fits || near[i].total_bytes <= near[i].limit_bytes ||
+            (i && near[i - 1].total_bytes - near[i - 1].limit_bytes > near[i].total_bytes - near[i].limit_bytes))
             abort();
     return 0;
 }
