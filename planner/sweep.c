@@ -181,15 +181,23 @@ Status sweep_run(const SweepSpec *s, Plan *top, int k, int *n_top, SweepStats *s
     if (s->nrecipes <= 0 || !s->recipes) return err_set(e, ST_USAGE, "a sweep needs at least one recipe");
     if (!s->base.model || !s->base.gpu) return err_set(e, ST_SOFTWARE, "sweep without a model or GPU");
     Run r = {.s = s,
-             .top = {top, s->variants, k, 0},
-             .nearest = {s->nearest, NULL, s->nearest ? s->k_nearest : 0, 0},
+             .top = {top, s->variants, NULL, k, 0},
+             .nearest = {s->nearest, NULL, NULL, s->nearest ? s->k_nearest : 0, 0},
              .fold = s->fold,
              .st = stats,
              .progress = progress,
              .ctx = ctx};
     if (s->variants && k > 0) memset(s->variants, 0, sizeof *s->variants * (size_t)k);
+    /* the lists' ranks, slot numbers best first (the plans stay in the caller's arrays) */
+    int kt = k > 0 ? k : 0, kn = r.nearest.k > 0 ? r.nearest.k : 0;
+    r.top.order = malloc(sizeof(int) * (size_t)(kt + kn + 1));
+    if (!r.top.order) return err_set(e, ST_NOMEM, "out of memory for the ranks of %d plans", kt + kn);
+    r.nearest.order = r.top.order + kt;
     r.total = sweep_size(s);
     walk(s, visit, &r);
+    sweep_list_finish(&r.top);
+    sweep_list_finish(&r.nearest);
+    free(r.top.order);
     if (progress) progress(stats->evaluated, r.total, ctx);
     *n_top = r.top.n;
     stats->n_nearest = r.nearest.n;

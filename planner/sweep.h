@@ -10,8 +10,8 @@
  * layers and the first and last split the rest (Llama-3-405B's 126 layers on
  * 16 stages: 7 + 14 x 8 + 7). Invalid layouts are counted by reason, layouts
  * over the memory limit (base.max_mem_frac of capacity) as not fitting, and the
- * rest are ranked by predicted tokens/s; the best `k` are kept (no malloc: the
- * caller owns the result array). The global batch is fixed for the whole sweep
+ * rest are ranked by predicted tokens/s; the best `k` are kept in the caller's
+ * array (only an index of k ints is allocated while the sweep runs). The global batch is fixed for the whole sweep
  * (base.gbs, or about 2M tokens when 0) so throughputs compare. */
 #ifndef FP8PLAN_PLANNER_SWEEP_H
 #define FP8PLAN_PLANNER_SWEEP_H

@@ -17,8 +17,9 @@ extern "C" {
 int sweep_near_duplicate(const Plan *a, const Plan *b);
 
 typedef struct {
-    Plan *v;            /* room for k plans, kept sorted */
-    uint32_t *variants; /* NULL, or k counts: near-duplicates folded into v[i] */
+    Plan *v;            /* room for k plans (slots) */
+    uint32_t *variants; /* NULL, or k counts: near-duplicates folded into the plan of the same slot */
+    int *order;         /* room for k slot numbers: the n kept plans, best first */
     int k, n;
 } SweepList;
 
@@ -32,6 +33,9 @@ int sweep_keep_best(SweepList *l, const Plan *p, int fold);
  * with the same stack, recipe, TP, PP, CP, DP and micro-batch as a kept one and the same bytes (sharding over
  * one rank, say) is the same answer: only the better of the two is kept. */
 void sweep_keep_nearest(SweepList *l, const Plan *p);
+
+/* After the last plan: v[0..n) (and variants) in rank order. */
+void sweep_list_finish(SweepList *l);
 
 #ifdef __cplusplus
 }
