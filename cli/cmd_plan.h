@@ -43,6 +43,8 @@ enum {
     PG_OV_CP = 1 << 9,
     PG_RESERVE = 1 << 10,
     PG_SP = 1 << 11,
+    PG_GRAD_ACC = 1 << 12,
+    PG_OV_TP_ON = 1 << 13,
 };
 
 typedef struct {

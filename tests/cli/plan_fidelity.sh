@@ -27,7 +27,7 @@ run report fidelity --catalog "$TMP/cat"
 expect_rc "report fidelity without measured.csv exits 66" 66
 expect_err "missing measured.csv is named" "measured.csv"
 head -n 1 "$FP8PLAN_ROOT/models/measured.csv" >"$TMP/cat/measured.csv"
-echo "r,s,megatron-x,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,100,,,,,,n,s" >>"$TMP/cat/measured.csv"
+echo "r,s,megatron-x,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,100,,,,,,n,s" >>"$TMP/cat/measured.csv"
 run report fidelity --catalog "$TMP/cat"
 expect_rc "a bad measured.csv exits 65" 65
 expect_err "the bad cell is named" "row 2, column stack: 'megatron-x'"
