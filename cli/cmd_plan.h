@@ -94,8 +94,4 @@ void plan_args_headline(PlanArgs *a);
  * exit code after printing the message. */
 int plan_build_recipes(const char *cmd, const Catalog *cat, PlanArgs *a, Plan **plans, int *n);
 
-/* The headroom limit the HTML memory charts draw, as a fraction of capacity: issue 9's
- * --max-mem-frac default, until that option gives the plan its own limit. */
-#define PLAN_HEADROOM_FRAC 0.95
-
 #endif

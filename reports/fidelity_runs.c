@@ -9,7 +9,8 @@
 
 const char *const measured_columns =
     "id,source_id,stack,model,gpu,gpus,tp,pp,vpp,cp,dp,mbs,gbs,seq,recipe,sharding,recompute,first_stage_layers,"
-    "last_stage_layers,sequence_parallel,dropout,attention,kernel_fusion,tp_overlap,main_grad,grad_acc_fusion,tokens_"
+    "last_stage_layers,sequence_parallel,dropout,attention,kernel_fusion,fused_swiglu,tp_overlap,main_grad,grad_acc_"
+    "fusion,tokens_"
     "per_s_per_gpu,step_s,tflops_per_gpu,mfu_pct,mem_gib,mem_kind,notes,source";
 
 static const char *const kind_names[] = {
@@ -46,7 +47,8 @@ static Status parse_config(Cur *c, MeasuredRun *r)
 {
     Status st;
     if ((st = opt_yesno(c, "sequence_parallel", &r->sp)) || (st = opt_yesno(c, "dropout", &r->dropout)) ||
-        (st = opt_yesno(c, "tp_overlap", &r->tp_overlap)) || (st = opt_yesno(c, "grad_acc_fusion", &r->grad_acc)))
+        (st = opt_yesno(c, "fused_swiglu", &r->swiglu)) || (st = opt_yesno(c, "tp_overlap", &r->tp_overlap)) ||
+        (st = opt_yesno(c, "grad_acc_fusion", &r->grad_acc)))
         return st;
     r->attn = ATTN_COUNT_, r->fusion = FUSE_COUNT_, r->main_grad = MAIN_GRAD_COUNT_;
     if (!blank(c, "attention") && attn_parse(cell_text(c, "attention"), &r->attn))
@@ -151,11 +153,7 @@ void measured_plan_input(const MeasuredRun *r, PlanInput *in)
     if (r->tp_overlap >= 0) in->overlap_tp = r->tp_overlap ? r->stack->overlap_tp_on : 0;
     if (r->attn != ATTN_COUNT_) in->attn = r->attn;
     if (r->main_grad != MAIN_GRAD_COUNT_) in->main_grad = r->main_grad;
-    if (r->fusion != FUSE_COUNT_) {
-        in->fusion = r->fusion;
-        /* one kernel per op: autograd saves silu(gate) as well (torch.compile's partitioner recomputes it) */
-        if (r->fusion == FUSE_EAGER) in->fused_swiglu = 0;
-        in->grad_acc_fusion = r->fusion == FUSE_TE;
-    }
+    if (r->fusion != FUSE_COUNT_) in->fusion = r->fusion, in->grad_acc_fusion = r->fusion == FUSE_TE;
+    if (r->swiglu >= 0) in->fused_swiglu = r->swiglu;
     if (r->grad_acc >= 0) in->grad_acc_fusion = r->grad_acc;
 }

@@ -86,39 +86,40 @@ static void test_measured_errors(void)
     Catalog *c = fx_catalog();
     static const char head[] =
         "id,source_id,stack,model,gpu,gpus,tp,pp,vpp,cp,dp,mbs,gbs,seq,recipe,sharding,recompute,"
-        "first_stage_layers,last_stage_layers,sequence_parallel,dropout,attention,kernel_fusion,tp_overlap,main_grad,"
-        "grad_acc_fusion,tokens_per_s_per_gpu,step_s,tflops_per_gpu,mfu_pct,mem_gib,mem_kind,notes,source\n";
+        "first_stage_layers,last_stage_layers,sequence_parallel,dropout,attention,kernel_fusion,fused_swiglu,tp_"
+        "overlap,"
+        "main_grad,grad_acc_fusion,tokens_per_s_per_gpu,step_s,tflops_per_gpu,mfu_pct,mem_gib,mem_kind,notes,source\n";
     struct {
         const char *row, *want;
     } bad[] = {
-        {"r,s,megatron-x,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,100,,,,,,n,s\n",
+        {"r,s,megatron-x,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n",
          "row 2, column stack: 'megatron-x' is not a stack"},
-        {"r,s,torchtitan,llama9,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,100,,,,,,n,s\n", "column model"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf99,none,none,,,,,,,,,,100,,,,,,n,s\n",
+        {"r,s,torchtitan,llama9,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n", "column model"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf99,none,none,,,,,,,,,,,100,,,,,,n,s\n",
          "column recipe"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,4,1,128,8192,bf16,none,none,,,,,,,,,,100,,,,,,n,s\n",
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,4,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n",
          "tp*pp*cp*dp"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,zero9,none,,,,,,,,,,100,,,,,,n,s\n", "sharding"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,some,,,,,,,,,,100,,,,,,n,s\n", "recompute"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,-5,,,,,,n,s\n",
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,zero9,none,,,,,,,,,,,100,,,,,,n,s\n", "sharding"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,some,,,,,,,,,,,100,,,,,,n,s\n", "recompute"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,-5,,,,,,n,s\n",
          "tokens_per_s_per_gpu"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,100,,,,70,peak,n,s\n",
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,70,peak,n,s\n",
          "mem_kind"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,,,,,,n,s\n", "neither"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,100,,,,,,n,s\n"
-         "r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,100,,,,,,n,s\n",
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,,,,,,,n,s\n", "neither"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n"
+         "r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n",
          "repeats row 2"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,maybe,,,,,,,100,,,,,,n,s\n",
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,maybe,,,,,,,,100,,,,,,n,s\n",
          "column sequence_parallel: 'maybe' is not yes or no"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,flash9,,,,,100,,,,,,n,s\n",
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,flash9,,,,,,100,,,,,,n,s\n",
          "column attention: 'flash9'"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,jit,,,,100,,,,,,n,s\n",
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,jit,,,,,100,,,,,,n,s\n",
          "column kernel_fusion: 'jit'"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,0.5,,,100,,,,,,n,s\n",
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,0.5,,,100,,,,,,n,s\n",
          "column tp_overlap: '0.5' is not yes or no"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,fp16,,100,,,,,,n,s\n",
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,fp16,,100,,,,,,n,s\n",
          "column main_grad: 'fp16'"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,on,100,,,,,,n,s\n",
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,on,100,,,,,,n,s\n",
          "column grad_acc_fusion: 'on'"},
     };
     for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
@@ -132,7 +133,7 @@ static void test_measured_errors(void)
     /* a good row: blank vpp/cp are 1, blank mbs is "not published" (0, planned as 1); step time and gbs give
      * tokens/s per GPU = 128 x 8192 / 2 s / 8 GPUs = 65,536 */
     const char *good =
-        "r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,,128,8192,bf16,zero3,op,,,,,,,,,,,2,,,70.5,reserved,n,s\n";
+        "r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,,128,8192,bf16,zero3,op,,,,,,,,,,,,2,,,70.5,reserved,n,s\n";
     char text[2048];
     snprintf(text, sizeof text, "%s%s", head, good);
     int n = 0;
@@ -150,16 +151,16 @@ static void test_measured_errors(void)
     CHECK(in.attn == ATTN_FLASH && in.fusion == FUSE_COMPILE); /* the stack's row applied */
     CHECK(in.fused_swiglu && !in.grad_acc_fusion && in.overlap_tp == 0 && in.sp && !in.dropout);
 
-    /* the run's own configuration over its stack's row: Megatron-LM of 2022 with SP, dropout and materialized
-     * attention; torchtitan eager (SwiGLU unfused too) with async TP (the stack's tp_overlap_on) and BF16
-     * gradient reduction; a separate gradient accumulation */
+    /* the run's own configuration over its stack's row: Megatron-LM of 2022 with SP, dropout, materialized
+     * attention and a separate gradient accumulation; torchtitan eager with SwiGLU unfused, async TP (the
+     * stack's tp_overlap_on) and BF16 gradient reduction */
     const char *cfg =
-        "a,s,megatron-lm,llama3-8b,h100-sxm,8,8,1,,,1,1,8,8192,bf16,none,selective,,,yes,yes,materialized,,,,"
+        "a,s,megatron-lm,llama3-8b,h100-sxm,8,8,1,,,1,1,8,8192,bf16,none,selective,,,yes,yes,materialized,,,,,"
         "no,100,,,,,,n,s\n"
-        "b,s,torchtitan,llama3-8b,h100-sxm,8,8,1,,,1,1,8,8192,bf16,zero3,op,,,no,,,eager,yes,bf16,,100,,,,,,"
+        "b,s,torchtitan,llama3-8b,h100-sxm,8,8,1,,,1,1,8,8192,bf16,zero3,op,,,no,,,eager,no,yes,bf16,,100,,,,,,"
         "n,s\n";
     snprintf(text, sizeof text, "%s%s", head, cfg);
-    CHECK(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_OK);
+    CHECKF(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_OK, "%s", e.msg);
     CHECK_EQ_INT(n, 2);
     measured_plan_input(&runs[0], &in);
     CHECK(in.stack == catalog_stack(c, "megatron-lm") && in.sp == 1 && in.dropout == 1);
