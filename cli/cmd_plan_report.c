@@ -185,7 +185,9 @@ int cmd_report(int argc, char **argv)
         case 'f':
             if (cli_parse_format(cmd, optarg, &fmt)) return status_exit_code(ST_USAGE);
             if (fmt.fmt != TABLE_TEXT && fmt.fmt != TABLE_HTML)
-                return cli_usage(cmd, "--format %s: report prints a table or writes html (-o DIR writes CSV)", optarg);
+                return cli_usage(
+                    cmd, "--format %s: report seed and report fidelity print a table or write html (-o DIR writes CSV)",
+                    optarg);
             break;
         default: return cli_usage(cmd, "bad option");
         }

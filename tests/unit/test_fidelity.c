@@ -55,18 +55,33 @@ static void test_pinned_figures(void)
     Err e;
     CHECK(fidelity_evaluate(runs, n, FIDELITY_DEFAULT_HOLDOUT, rows, &s, &e) == ST_OK);
     /* pinned from `fp8plan report fidelity` (throughput MAE, percent) */
-    pin(&s.all, "all", 89, 10.70);
-    pin(&s.dev, "dev", 51, 10.40);
-    pin(&s.holdout, "hold-out", 38, 11.10);
-    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 34, 13.59);
-    pin(group(s.stack, s.nstacks, "torchtitan"), "torchtitan", 29, 9.49);
-    pin(group(s.stack, s.nstacks, "llm-foundry"), "llm-foundry", 23, 9.06);
-    pin(group(s.stack, s.nstacks, "deepspeed"), "deepspeed", 3, 2.26);
-    pin(&s.table5, "FP8-LM Table 5", 8, 29.91);
-    pin(&s.mem_traced, "memory, allocator-traced", 27, 17.07);
+    pin(&s.all, "all", 110, 8.70);
+    pin(&s.dev, "dev", 72, 7.21);
+    pin(&s.holdout, "hold-out", 38, 11.53);
+    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 18, 5.87);
+    pin(group(s.stack, s.nstacks, "megatron-lm"), "megatron-lm", 16, 10.05);
+    pin(group(s.stack, s.nstacks, "torchtitan"), "torchtitan", 27, 7.78);
+    pin(group(s.stack, s.nstacks, "torchtitan-2025"), "torchtitan-2025", 2, 12.21);
+    pin(group(s.stack, s.nstacks, "llm-foundry"), "llm-foundry", 44, 9.76);
+    pin(group(s.stack, s.nstacks, "deepspeed"), "deepspeed", 3, 9.05);
+    pin(&s.table5, "FP8-LM Table 5", 8, 6.84);
+    pin(&s.mem_traced, "memory, allocator-traced", 27, 6.97);
     CHECK_EQ_INT(s.false_oom, 0); /* no run that really ran is predicted above its GPU's memory */
     CHECK_EQ_INT(s.unplanned, 0); /* every run is a valid plan */
-    CHECK(s.over_limit <= 7);     /* ran, but above 0.95 of capacity in the plan */
+    CHECK(s.over_limit <= 12);    /* ran, but above 0.95 of capacity in the plan */
+    /* row by row: FP8-LM Table 5 throughput within +-15 % (7 of 8: the micro-batch 4 row is -18 %) and
+     * allocator-traced memory within +-8 % (18 of 27) */
+    int t5 = 0, t5_in = 0, mem = 0, mem_in = 0;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(runs[i].source_id, FIDELITY_TABLE5_SOURCE) && !isnan(rows[i].tok_err))
+            t5++, t5_in += fabs(rows[i].tok_err) <= 0.15;
+        if ((runs[i].mem_kind == MEMK_ALLOCATED || runs[i].mem_kind == MEMK_RESERVED) && !isnan(rows[i].mem_err))
+            mem++, mem_in += fabs(rows[i].mem_err) <= 0.08;
+    }
+    CHECK_EQ_INT(t5, 8);
+    CHECK(t5_in >= 7);
+    CHECK_EQ_INT(mem, 27);
+    CHECK(mem_in >= 18);
     /* a row's error is predicted / measured - 1, and the MAE is the mean of |error| over the rows with
      * a published throughput */
     double sum = 0;

@@ -156,10 +156,20 @@ static void test_memory_limit(void)
     p = build(&in);
     CHECK(p.fits);
     CHECK(!(p.advice_mask & (1u << ADV_HEADROOM)));
+    /* the allocator's reserve is released before an out-of-memory error (it shrinks into what is left): one
+     * byte less memory is one byte less reserve, and the plan still fits a limit of 1 */
+    uint64_t frag = p.mem[MT_FRAGMENTATION].bytes;
+    CHECK(frag > 0);
     g.hbm_bytes = total - 1;
     in.max_mem_frac = 1;
     p = build(&in);
+    CHECK(p.fits);
+    CHECK_EQ_U64(p.mem[MT_FRAGMENTATION].bytes, frag - 1);
+    /* one byte short of what the plan needs without any reserve: out of memory */
+    g.hbm_bytes = total - frag - 1;
+    p = build(&in);
     CHECK(!p.fits);
+    CHECK_EQ_U64(p.mem[MT_FRAGMENTATION].bytes, 0);
     CHECK((p.advice_mask & (1u << ADV_OOM)));
 }
 
