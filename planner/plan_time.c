@@ -101,13 +101,13 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     /* TE accumulates into the main grad in the epilogue (unless the accumulation is a separate kernel) */
     double wout = in->fusion == FUSE_TE && in->grad_acc_fusion ? 2.0 * gb : 2.0;
     /* a row-wise-scaled forward GEMM runs PyTorch's CUTLASS kernel, slower than cuBLASLt's (arch.c) */
-    double frel = rc->linear == LIN_TORCHAO_ROWWISE ? arch_rowwise_gemm_rel : 1.0;
+    double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
     uint64_t tok = g->tok;
     double gf[LIN_COUNT];
     L->gemm_f = L->gemm_b = 0;
     for (int i = 0; i < LIN_COUNT; i++) {
         uint64_t N = g->lin_rows[i], K = g->lin_cols[i];
-        gf[i] = gemm_time(gg, tok, N, K, 1, f8, 2) / frel;
+        gf[i] = gemm_time(gg, tok, N, K, 1, f8, 2) * fslow;
         L->gemm_f += gf[i];
         L->gemm_b += gemm_time(gg, tok, K, N, 1, b8, 2) + gemm_time(gg, N, K, tok, 1, b8, wout);
     }
@@ -136,8 +136,8 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     case RECOMPUTE_SELECTIVE: L->rc_attn = L->attn_f; break;
     case RECOMPUTE_OP: {
         uint64_t kv = g->kv_t, h = g->h;
-        L->rc_gemm = gemm_time(gg, tok, kv, h, 1, f8, 2) / frel + gf[LIN_PROJ] +
-                     (g->k == 2 ? gemm_time(gg, tok, g->F_t, h, 1, f8, 2) / frel : gf[LIN_FC2]);
+        L->rc_gemm = gemm_time(gg, tok, kv, h, 1, f8, 2) * fslow + gf[LIN_PROJ] +
+                     (g->k == 2 ? gemm_time(gg, tok, g->F_t, h, 1, f8, 2) * fslow : gf[LIN_FC2]);
         L->rc_elem = L->elem_f;
         break;
     }
