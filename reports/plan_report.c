@@ -355,8 +355,17 @@ static Status put_table(Table *t, FILE *f, Err *e)
 
 static const char *grouped(uint64_t v, char *buf) { return num_fmt_grouped(v, buf, 40); }
 
+/* A fraction as the text shows it: two decimals, or %g when that would round a nonzero value to 0.00
+ * (an efficiency of 1e-300 is shown as given). */
+static const char *frac(double v, char buf[24])
+{
+    snprintf(buf, 24, v != 0 && v < 0.005 ? "%.3g" : "%.2f", v);
+    return buf;
+}
+
 Status plan_write_text(const Plan *p, FILE *f, Err *e)
 {
+    char fb[7][24];
     const PlanInput *in = &p->in;
     char b1[40], b2[40], b3[40];
     table_put_prose(f, "plan: %s on %s, recipe %s, stack %s\n", in->model->name, in->gpu->name, in->recipe->name,
@@ -417,15 +426,16 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
         "%s). Overheads: CUDA context %.3f GB, GEMM workspace %.3f GB, NCCL %.3f GB per communicator, "
         "allocator reserve %.0f %% of the activation bytes. Stack %s: main gradients %s, FP8 weight copies %s, "
         "SwiGLU %s, %s kernels at least %.1f us each, %u B per logit at the loss. GEMMs from their shapes at "
-        "%.3g of the GPU's measured matmul ceiling (BF16 %.0f, FP8 %.0f TFLOP/s; --eff-bf16/--eff-fp8 override); "
-        "HBM %.3g, network %.3g of peak. Overlap (fraction of the concurrent compute that hides them): TP %.3g, "
-        "DP %.3g, PP %.3g (interleaved schedules only), CP %.3g.\n",
+        "%s of the GPU's measured matmul ceiling (BF16 %.0f, FP8 %.0f TFLOP/s; --eff-bf16/--eff-fp8 override); "
+        "HBM %s, network %s of peak. Overlap (fraction of the concurrent compute that hides them): TP %s, "
+        "DP %s, PP %s (interleaved schedules only), CP %s.\n",
         dtype_name(in->recipe->saved_input), plan_gb(in->cuda_context_bytes), plan_gb(in->workspace_bytes),
         plan_gb(in->nccl_comm_bytes), 100 * in->frag_frac, in->stack ? in->stack->name : "none",
         main_grad_name(in->main_grad), in->fp8_weight_cache ? "cached per step" : "recast per micro-batch",
         in->fused_swiglu ? "fused" : "unfused", fusion_name(in->fusion), in->launch_s * 1e6, in->loss_bytes,
-        gpu_sustained(in->gpu), in->gpu->mamf_bf16 / 1e12, in->gpu->mamf_fp8 / 1e12, in->eff_hbm, in->eff_net,
-        in->overlap_tp, in->overlap_dp, in->overlap_pp, in->overlap_cp);
+        frac(gpu_sustained(in->gpu), fb[0]), in->gpu->mamf_bf16 / 1e12, in->gpu->mamf_fp8 / 1e12,
+        frac(in->eff_hbm, fb[1]), frac(in->eff_net, fb[2]), frac(in->overlap_tp, fb[3]), frac(in->overlap_dp, fb[4]),
+        frac(in->overlap_pp, fb[5]), frac(in->overlap_cp, fb[6]));
     if (in->eff_gemm_bf16 > 0 || in->eff_gemm_fp8 > 0 || in->eff_attn > 0) /* the values given, as given */
         table_put_prose(
             f,
