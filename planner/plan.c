@@ -242,6 +242,15 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
                 "the memory limit in (0, 1]), the launch floor in [0, 1) s");
         return REJECT_KNOB;
     }
+    { /* the padded vocabulary is a 32-bit count: a huge --vocab-pad x tp would wrap it (to 0) */
+        uint64_t mult = (uint64_t)(in->vocab_pad > 1 ? in->vocab_pad : 1) * (in->tp ? in->tp : 1);
+        if (ceil_div(md->vocab, mult) * mult > UINT32_MAX) {
+            err_set(e, ST_USAGE,
+                    "--vocab-pad %u: the vocabulary padded to a multiple of %llu (vocab-pad x tp) passes 2^32",
+                    in->vocab_pad, (unsigned long long)mult);
+            return REJECT_KNOB;
+        }
+    }
     static const char *const names[] = {"--tp", "--pp", "--vpp", "--cp", "--dp", "--mbs"};
     const uint32_t vals[] = {in->tp, in->pp, in->vpp, in->cp, in->dp, in->mbs};
     for (int i = 0; i < 6; i++)

@@ -45,6 +45,16 @@ run plan $P --seq 4096
 expect_rc "learned positions: --seq past them is refused" 64
 expect_err "learned positions: the planner says why" "learned position embeddings for 2048 positions"
 
+# --- a padded vocabulary past 32 bits: refused (it printed "vocabulary padded to 0")
+run plan $P --tp 8 --vocab-pad 2147483648
+expect_rc "--vocab-pad 2^31 with TP 8 exits 64" 64
+expect_err "the wrap is named" "passes 2^32"
+run plan $P --tp 2 --vocab-pad 4294967295
+expect_rc "--vocab-pad 2^32-1 with TP 2 exits 64" 64
+run plan $P --vocab-pad 4294967295
+expect_rc "--vocab-pad 2^32-1 with TP 1 still fits 32 bits" 0
+expect_out "and is padded to it" "vocabulary padded to 4294967295"
+
 # --- sharding flags in conflict
 run plan $P --zero 1 --dist-opt
 expect_rc "--zero 1 --dist-opt exits 64" 64
