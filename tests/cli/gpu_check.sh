@@ -8,7 +8,7 @@ build=$(dirname "$FP8PLAN")
 root=${FP8PLAN_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
-    echo "skip - no-GPU behaviour (this machine has a GPU: run make gpu-check)"
+    skip_hw "no-GPU behaviour" "this machine has a GPU: run make gpu-check"
 else
     GPU_CHECK_OUT=$TMP/none sh "$root/tests/gpu/gpu_check.sh" "$build" >"$TMP/out" 2>"$TMP/err"
     rc=$?
@@ -18,7 +18,7 @@ else
 fi
 
 if [ ! -x "$build/gpu/gpu_kernels" ]; then
-    echo "skip - selftest (the GPU programs are built only with CUDA; none in $build)"
+    skip_build "selftest" "the GPU programs are built only with CUDA; none in $build"
 else
     GPU_CHECK_SELFTEST=1 GPU_CHECK_OUT=$TMP/self GPU_CHECK_SEED=12345 sh "$root/tests/gpu/gpu_check.sh" "$build" \
         >"$TMP/out" 2>"$TMP/err"

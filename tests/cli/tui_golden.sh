@@ -10,6 +10,11 @@
 . "$FP8PLAN_ROOT/tests/lib.sh"
 
 golden="$FP8PLAN_ROOT/tests/golden/tui"
+if [ "${CI:-false}" = true ] && [ "${UPDATE_GOLDEN:-0}" != 0 ]; then
+    fail "UPDATE_GOLDEN under CI=true" "golden screens are reviewed changes; CI never rewrites them"
+    finish
+    exit 1
+fi
 
 # name | size | TERM | locale | keys | extra options
 cases='plan_80x24_dumb|80x24|dumb|C||
