@@ -137,7 +137,7 @@ ifneq ($(HAVE_CUDA),1)
 endif
 
 # ---- rules -----------------------------------------------------------------------
-.PHONY: all run test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-check
+.PHONY: all run test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-check mutate
 
 all: $(BIN)
 
@@ -230,6 +230,29 @@ run: $(BIN)
 	./$(BIN) compare --model gpt-175b --gpu h100-sxm --recipes megatron-bf16,te-fp8,fp8lm \
 	  --tp 8 --pp 4 --dp 4 --mbs 1 --seq 2048 --dist-opt
 
+# ---- mutation testing (tests/mutate.py; CONTRIBUTING.md says when) -----------------------------
+# universalmutator from PyPI in a project-local virtual environment (build-mutate/, ignored by git).
+MUTATE_WORK := build-mutate
+MUTATE_BASE ?= main
+MUTATE_DIR ?=
+MUTATE_COUNT ?= 60
+MUTATE_SEED ?= 1
+MUTATE_MINUTES ?= 30
+MUTATE_TIMEOUT ?= 60
+UNIVERSALMUTATOR := universalmutator==1.14.1
+
+$(MUTATE_WORK)/venv/bin/mutate:
+	@python3 -c 'import venv, ensurepip' 2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; \
+	  else echo "python3 venv is missing: sudo apt-get install -y python3-venv"; exit 1; fi; }
+	python3 -m venv $(MUTATE_WORK)/venv
+	$(MUTATE_WORK)/venv/bin/pip install -q $(UNIVERSALMUTATOR)
+
+mutate: $(MUTATE_WORK)/venv/bin/mutate
+	python3 tests/mutate.py --work $(MUTATE_WORK) --base $(MUTATE_BASE) $(foreach d,$(MUTATE_DIR),--dir $(d)) \
+	  --count $(MUTATE_COUNT) --seed $(MUTATE_SEED) --minutes $(MUTATE_MINUTES) --timeout $(MUTATE_TIMEOUT)
+
 FMT_FILES = $(shell find util fp8 planner reports exec tui cli tests \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
 fmt:
@@ -246,6 +269,6 @@ lint:
 	@echo "lint: ok"
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz build-mutate
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
