@@ -94,13 +94,19 @@ def changed_line(orig_lines, mut_lines):
     return 0, "", ""
 
 
-def copy_tree(root, dest):
-    """The working tree as git sees it (tracked and untracked, not ignored), into dest."""
+def copy_tree(root, dest, rev=None):
+    """The working tree as git sees it (tracked and untracked, not ignored), or revision rev, into dest."""
+    if os.path.exists(dest):
+        shutil.rmtree(dest)
+    if rev:
+        os.makedirs(dest)
+        archive = subprocess.Popen(["git", "archive", rev], cwd=root, stdout=subprocess.PIPE)
+        if subprocess.run(["tar", "-x", "-C", dest], stdin=archive.stdout).returncode or archive.wait():
+            sys.exit("mutate: git archive %s failed" % rev)
+        return
     r = sh(["git", "ls-files", "-co", "--exclude-standard", "-z"], root)
     if r.returncode:
         sys.exit("mutate: git ls-files failed")
-    if os.path.exists(dest):
-        shutil.rmtree(dest)
     for rel in r.stdout.decode().split("\0"):
         if not rel or not os.path.isfile(os.path.join(root, rel)):
             continue
@@ -140,11 +146,13 @@ def main():
     ap.add_argument("--work", default="build-mutate", help="scratch folder (default build-mutate)")
     ap.add_argument("--mutate-bin", default=None, help="universalmutator's mutate program")
     ap.add_argument("--report", default=None, help="also write the judged mutants as CSV here")
+    ap.add_argument("--tree-rev", default=None,
+                    help="judge the sources and tests of this revision instead of the working tree")
     a = ap.parse_args()
 
     root = sh(["git", "rev-parse", "--show-toplevel"], ".").stdout.decode().strip() or os.getcwd()
     work = os.path.abspath(os.path.join(root, a.work))
-    mutate_bin = a.mutate_bin or os.path.join(work, "venv", "bin", "mutate")
+    mutate_bin = os.path.abspath(a.mutate_bin) if a.mutate_bin else os.path.join(work, "venv", "bin", "mutate")
     if not os.path.exists(mutate_bin):
         sys.exit("mutate: %s not found (make mutate installs universalmutator into %s/venv)" % (mutate_bin, a.work))
     files = dir_files(root, a.dir) if a.dir else git_files(root, a.base)
@@ -156,7 +164,7 @@ def main():
                                                                           a.minutes))
 
     tree = os.path.join(work, "tree")
-    copy_tree(root, tree)
+    copy_tree(root, tree, a.tree_rev)
     build = "build"
     make = ["make", "-j%d" % a.jobs, "--no-print-directory", "CUDA=0", "BUILD=" + build]
     tests = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(tree, "tests", "unit"))
@@ -170,6 +178,7 @@ def main():
         if r.returncode:
             sys.exit("mutate: %s fails without any mutant; fix the suite first:\n%s" %
                      (t, r.stdout.decode(errors="replace")[-2000:]))
+    files = [f for f in files if os.path.exists(os.path.join(tree, f))]
     originals = {f: open(os.path.join(tree, f), encoding="utf-8").read() for f in files}
     base_obj = {f: stripped_object(tree, build, f) for f in files if f.endswith(".c")}
 
