@@ -213,15 +213,22 @@ def main():
         try:
             with open(target, "w", encoding="utf-8") as o:
                 o.write(text)
-            if sh(make + targets, tree).returncode:
-                invalid += 1
-                continue
-            if f in base_obj and base_obj[f] is not None and stripped_object(tree, build, f) == base_obj[f]:
-                equivalent += 1
-                rows.append((f, line, "equivalent", "", before, after))
-                continue
-            verdict, by = "survived", ""
+            # build lazily: the mutated object first, then each test binary just before it runs,
+            # so a mutant the first tests kill costs one link, not one per test
+            if f.endswith(".c"):
+                obj = os.path.join(build, "obj", os.path.splitext(f)[0] + ".o")
+                if sh(make + [obj], tree).returncode:
+                    invalid += 1
+                    continue
+                if base_obj.get(f) is not None and stripped_object(tree, build, f) == base_obj[f]:
+                    equivalent += 1
+                    rows.append((f, line, "equivalent", "", before, after))
+                    continue
+            verdict, by, broken = "survived", "", False
             for t in test_order(tests, f):
+                if sh(make + [os.path.join(build, "tests", t)], tree).returncode:
+                    broken = True
+                    break
                 try:
                     r = sh([os.path.join(build, "tests", t)], tree, timeout=a.timeout)
                 except subprocess.TimeoutExpired:
@@ -230,6 +237,9 @@ def main():
                 if r.returncode:
                     verdict, by = "killed", t
                     break
+            if broken:
+                invalid += 1
+                continue
             (killed if verdict == "killed" else survived).append((f, line, before, after, by))
             rows.append((f, line, verdict, by, before, after))
             mark = "K" if verdict == "killed" else "S"
