@@ -181,6 +181,15 @@ static void test_bf16_step_time_by_hand(void)
     CHECK_EQ_U64(p.coll[CO_PP_P2P].step_bytes, 384);
     CHECK(p.coll[CO_PP_P2P].inter_node && !p.coll[CO_TP_AG_FWD].inter_node);
     CHECK_REL(t->pp_comm_s, PP_S, EXACT);
+    /* bytes per step by group: TP 16 x 32 + 16 x 32 + 32 x 32 + 16 x 32 = 2560; PP sends 384 plus the
+     * embedding all-reduce's 256 (counted with the pipeline); no DP or CP traffic */
+    CHECK_EQ_U64(p.tp_comm_bytes, 2560);
+    CHECK_EQ_U64(p.pp_comm_bytes, 384 + 256);
+    CHECK_EQ_U64(p.dp_comm_bytes, 0);
+    CHECK_EQ_U64(p.cp_comm_bytes, 0);
+    CHECK_EQ_U64(p.weight_comm_bytes, 0);
+    CHECK_EQ_U64(p.coll[CO_EMB_GRAD_AR].step_bytes, 256);
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].calls, 0); /* BF16: no amax to reduce */
     CHECK(t->cp_comm_s == 0.0);
     CHECK_REL(t->microbatch_s, MICROBATCH_S, EXACT);
     CHECK_REL(t->bubble_s, BUBBLE_S, EXACT);
@@ -253,10 +262,32 @@ static void test_fp8_gemm_rate_casts_and_amax(void)
     CHECK_REL(p.time.attn_s, ATTN_S, EXACT); /* attention stays BF16 */
 }
 
+/* One GPU: no group to reduce over, so no collective at all, not even the FP8 recipe's amax
+ * all-reduce (a 1-rank collective is never called, so it costs no latency either). */
+static void test_one_gpu_has_no_collectives(void)
+{
+    ModelSpec m = tiny();
+    GpuSpec g = round_gpu();
+    Recipe r = bf16();
+    r.fp8_row = r.fp8_col = DT_E4M3;
+    r.gemm_fwd = DT_E4M3, r.gemm_bwd = DT_E5M2;
+    r.scaling = SCALING_DELAYED, r.amax_history = 16, r.amax_reduce = AMAX_ALL, r.min_sm = 89;
+    PlanInput in = layout(&m, &g, &r);
+    in.tp = 1, in.pp = 1, in.vpp = 1;
+    Plan p;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    for (int c = 0; c < CO_COUNT_; c++) {
+        CHECKF(p.coll[c].calls == 0 && p.coll[c].ranks == 0 && p.coll[c].time_s == 0.0, "collective %s is used",
+               p.coll[c].name);
+    }
+    CHECK(p.time.other_s == 0.0 && p.time.tp_comm_s == 0.0 && p.time.pp_comm_s == 0.0 && p.time.bubble_s == 0.0);
+}
+
 int main(void)
 {
     RUN(test_bf16_step_time_by_hand);
     RUN(test_no_interleaving_whole_bubble);
     RUN(test_fp8_gemm_rate_casts_and_amax);
+    RUN(test_one_gpu_has_no_collectives);
     return test_summary();
 }

@@ -1,0 +1,200 @@
+/* tests/unit/test_oracle_advice.c — which advice a plan carries, and the term
+ * metadata (category, persistence, shards) a reader relies on, by hand.
+ *
+ * An independent oracle: each expected advice set is reasoned from the recipe
+ * in the comment (the rules of DESIGN.md's "Advice"), compared as a whole mask
+ * so a rule that fires when it should not fails as well as one that is lost. */
+#include "planner/plan.h"
+#include "test.h"
+
+#define A(x)   (1u << ADV_##x)
+#define BIT(s) (1u << STATE_##s)
+
+static ModelSpec tiny(void)
+{
+    ModelSpec m = {.name = "t",
+                   .layers = 4,
+                   .hidden = 8,
+                   .ffn_hidden = 16,
+                   .heads = 2,
+                   .kv_heads = 2,
+                   .head_dim = 4,
+                   .vocab = 16,
+                   .seq_len = 4,
+                   .norm = NORM_RMSNORM,
+                   .mlp = MLP_GELU,
+                   .pos = POS_LEARNED,
+                   .tied_embeddings = 1};
+    return m;
+}
+
+static GpuSpec gpu(uint64_t hbm)
+{
+    GpuSpec g = {.name = "g",
+                 .sm = 100,
+                 .hbm_bytes = hbm,
+                 .hbm_bw = 1e12,
+                 .flops_bf16 = 1e15,
+                 .flops_fp8 = 2e15,
+                 .flops_fp32 = 1e13,
+                 .intra_bw = 1e11,
+                 .inter_bw = 1e10,
+                 .gpus_per_node = 8};
+    return g;
+}
+
+/* Megatron BF16 states (BF16 weight, FP32 master, grad, m, v), FP32 gradient reduction */
+static Recipe bf16(void)
+{
+    Recipe r = {.name = "b",
+                .gemm_fwd = DT_BF16,
+                .gemm_bwd = DT_BF16,
+                .comm_dp_grad = DT_FP32,
+                .comm_param_gather = DT_BF16,
+                .comm_tp_ag = DT_BF16,
+                .comm_tp_rs = DT_BF16,
+                .saved_input = DT_BF16,
+                .other_comm_dp_grad = DT_FP32,
+                .other_comm_param_gather = DT_BF16,
+                .min_sm = 80};
+    StateSet s = {.dt = {DT_BF16, DT_FP32, DT_FP32, DT_FP32, DT_FP32}, .shard_mask = BIT(MASTER) | BIT(M) | BIT(V)};
+    r.gemm = r.other = s;
+    return r;
+}
+
+/* TE delayed scaling, per tensor, compute-only FP8 (BF16/FP32 states + cached FP8 copies) */
+static Recipe te(void)
+{
+    Recipe r = bf16();
+    r.fp8_row = r.fp8_col = DT_E4M3, r.gemm_fwd = DT_E4M3, r.gemm_bwd = DT_E5M2;
+    r.scaling = SCALING_DELAYED, r.amax_history = 16, r.amax_reduce = AMAX_ALL, r.min_sm = 89;
+    return r;
+}
+
+static uint32_t advice(const Recipe *r, uint32_t dp, uint64_t hbm)
+{
+    ModelSpec m = tiny();
+    GpuSpec g = gpu(hbm);
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = &m, in.gpu = &g, in.recipe = r, in.dp = dp, in.gbs = 2 * dp, in.sharding = SHARD_DIST_OPT;
+    Plan p;
+    Err e = {0};
+    if (plan_build(&in, &p, &e)) {
+        CHECKF(0, "plan_build: %s", e.msg);
+        return 0xFFFFFFFFu;
+    }
+    return p.advice_mask;
+}
+
+static void test_advice_sets(void)
+{
+    const uint64_t big = 1ull << 40;
+    /* BF16: nothing to say (no FP8; the FP32 gradient reduction is only news for FP8 recipes) */
+    Recipe b = bf16();
+    CHECK_EQ_U64(advice(&b, 4, big), 0);
+    /* the same on a GPU too small for it: out of memory is the only advice */
+    CHECK_EQ_U64(advice(&b, 4, 1ull << 20), A(OOM));
+    /* TE: FP8 copies on top of high-precision states (compute-only), FP32 gradients over dp 4,
+     * per-tensor scales, delayed scaling's reproducibility, convergence evidence */
+    Recipe t = te();
+    CHECK_EQ_U64(advice(&t, 4, big),
+                 A(COMPUTE_ONLY) | A(FP32_GRAD_COMM) | A(PER_TENSOR) | A(REPRODUCIBILITY) | A(CONVERGENCE));
+    /* one replica: no DP traffic to warn about */
+    CHECK_EQ_U64(advice(&t, 1, big), A(COMPUTE_ONLY) | A(PER_TENSOR) | A(REPRODUCIBILITY) | A(CONVERGENCE));
+    /* TP-only amax over dp 4: replicas' scales may drift */
+    Recipe tp = t;
+    tp.amax_reduce = AMAX_TP;
+    CHECK_EQ_U64(advice(&tp, 4, big), A(COMPUTE_ONLY) | A(FP32_GRAD_COMM) | A(PER_TENSOR) | A(REPRODUCIBILITY) |
+                                          A(CONVERGENCE) | A(TP_ONLY_AMAX));
+    /* FP8-LM: FP16 master, FP8 gradient and m (low-precision states: not compute-only), FP8 gradient
+     * reduction (no FP32 traffic), per-tensor, delayed */
+    Recipe f = t;
+    f.gemm.dt[STATE_WEIGHT] = DT_NONE, f.gemm.dt[STATE_MASTER] = DT_FP16, f.gemm.dt[STATE_GRAD] = DT_E4M3;
+    f.gemm.dt[STATE_M] = DT_E4M3, f.gemm.dt[STATE_V] = DT_FP16, f.comm_dp_grad = DT_E4M3;
+    CHECK_EQ_U64(advice(&f, 4, big), A(PER_TENSOR) | A(REPRODUCIBILITY) | A(CONVERGENCE));
+    /* an FP8 second moment diverges */
+    Recipe v8 = f;
+    v8.gemm.dt[STATE_V] = DT_E4M3;
+    CHECK_EQ_U64(advice(&v8, 4, big), A(PER_TENSOR) | A(REPRODUCIBILITY) | A(CONVERGENCE) | A(FP8_SECOND_MOMENT));
+    /* current scaling with an FP16 gradient (2 B is not below 2) and an FP32 master: still compute-only;
+     * no delayed scaling, so no reproducibility note */
+    Recipe c = t;
+    c.scaling = SCALING_CURRENT, c.amax_history = 1, c.gemm.dt[STATE_GRAD] = DT_FP16;
+    CHECK_EQ_U64(advice(&c, 1, big), A(COMPUTE_ONLY) | A(PER_TENSOR) | A(CONVERGENCE));
+    /* a BF16 master (under 4 B) is not compute-only */
+    Recipe bm = c;
+    bm.gemm.dt[STATE_MASTER] = DT_BF16;
+    CHECK_EQ_U64(advice(&bm, 1, big), A(PER_TENSOR) | A(CONVERGENCE));
+    /* MXFP8: 1x32 E8M0 blocks for activations and weights, scales local: no per-tensor note, both
+     * copies quantized separately */
+    Recipe mx = c;
+    mx.act_gran = mx.weight_gran = GRAN_1X32, mx.amax_reduce = AMAX_NONE, mx.min_sm = 100;
+    CHECK_EQ_U64(advice(&mx, 1, big), A(COMPUTE_ONLY) | A(MX_BOTH_COPIES) | A(CONVERGENCE));
+    /* blockwise weights but per-tensor activations: the per-tensor note stays */
+    Recipe half = mx;
+    half.act_gran = GRAN_TENSOR, half.weight_gran = GRAN_128X128, half.min_sm = 90;
+    CHECK_EQ_U64(advice(&half, 1, big), A(COMPUTE_ONLY) | A(PER_TENSOR) | A(CONVERGENCE));
+}
+
+/* Categories, persistence and shards of every term (plan.h): states, FP8 copies and scales persist;
+ * activations and fragmentation are per-step; the three fixed overheads persist. With ZeRO-3 over
+ * dp 2 every state is held 1/2; nothing else is sharded. */
+static void test_term_metadata(void)
+{
+    ModelSpec m = tiny();
+    GpuSpec g = gpu(1ull << 40);
+    Recipe t = te();
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = &m, in.gpu = &g, in.recipe = &t, in.dp = 2, in.gbs = 4, in.sharding = SHARD_ZERO3;
+    Plan p;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    for (int i = 0; i < MT_COUNT_; i++) {
+        const MemTerm *x = &p.mem[i];
+        int state = i >= MT_WEIGHT_GEMM && i <= MT_OPTIM_V_OTHER && i != MT_FP8_ROWWISE && i != MT_FP8_COLWISE;
+        int copy = i == MT_FP8_ROWWISE || i == MT_FP8_COLWISE;
+        int scale = i >= MT_SCALE_GEMM && i <= MT_SCALE_STATE;
+        int act = i >= MT_ACT_LAYER_HP && i <= MT_TRANSIENT;
+        MemCategory want = state ? MC_STATE : copy ? MC_FP8_COPY : scale ? MC_SCALE : act ? MC_ACTIVATION : MC_OVERHEAD;
+        CHECKF(x->id == (MemTermId)i, "term %d has id %d", i, x->id);
+        CHECKF(x->cat == want, "%s: category %d, expected %d", x->name, x->cat, want);
+        CHECKF(x->persistent == !(act || i == MT_FRAGMENTATION), "%s: persistent %d", x->name, x->persistent);
+        CHECKF(x->shards == (state ? 2u : 1u), "%s: shards %u", x->name, x->shards);
+    }
+}
+
+/* The recipe vocabulary's names parse to themselves; anything else is refused. */
+static void test_recipe_names(void)
+{
+    const char *states[] = {"weight", "master", "grad", "m", "v"};
+    for (int i = 0; i < 5; i++) {
+        StateId s = STATE_COUNT_;
+        CHECK(state_parse(states[i], &s) == 0 && s == (StateId)i);
+        CHECK_STR(state_name((StateId)i), states[i]);
+    }
+    const char *scal[] = {"none", "delayed", "current"};
+    for (int i = 0; i < 3; i++) {
+        ScalingMode s = SCALING_COUNT_;
+        CHECK(scaling_parse(scal[i], &s) == 0 && s == (ScalingMode)i);
+    }
+    const char *red[] = {"none", "tp", "all"};
+    for (int i = 0; i < 3; i++) {
+        AmaxReduce a = AMAX_REDUCE_COUNT_;
+        CHECK(amax_reduce_parse(red[i], &a) == 0 && a == (AmaxReduce)i);
+    }
+    StateId s;
+    ScalingMode sm;
+    AmaxReduce a;
+    CHECK(state_parse("w", &s) == -1 && state_parse("", &s) == -1);
+    CHECK(scaling_parse("late", &sm) == -1);
+    CHECK(amax_reduce_parse("dp", &a) == -1);
+}
+
+int main(void)
+{
+    RUN(test_advice_sets);
+    RUN(test_term_metadata);
+    RUN(test_recipe_names);
+    return test_summary();
+}
