@@ -1,4 +1,4 @@
-/* exec/cpu_gemm.c — the reference GEMM: D (M,N) = A (M,K) · B (N,K)ᵀ.
+/* exec/cpu/cpu_gemm.c — the reference GEMM: D (M,N) = A (M,K) · B (N,K)ᵀ.
  *
  * Numerics, as the GPU's tensor cores define them:
  *  - FP8 operands enter as their raw FP8 values (no scale applied); every
@@ -17,7 +17,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "exec/cpu_ops.h"
+#include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
 #include "util/num.h"
 
