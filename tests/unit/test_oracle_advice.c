@@ -191,10 +191,53 @@ static void test_recipe_names(void)
     CHECK(amax_reduce_parse("dp", &a) == -1);
 }
 
+/* plan_input_defaults, as plan.h documents them: layout 1x1x1x1, micro-batch 1, SP on, flash, no
+ * recompute or sharding, vocabulary padded to 128; CUDA context 512 MiB = 536,870,912 B, cuBLASLt
+ * workspace 32 MiB = 33,554,432 B, NCCL 2 connections x 32 channels x (4 MiB + 4,915,200 B + 512 KiB)
+ * = 64 x 9,633,792 = 616,562,688 B per communicator, fragmentation 5 %, GEMM efficiency 0.70 BF16 and
+ * 0.55 FP8, attention 0.50, HBM 0.80, network 0.80, latency 10 us / 20 us, DP overlapped. */
+static void test_documented_defaults(void)
+{
+    PlanInput in;
+    plan_input_defaults(&in);
+    CHECK(in.tp == 1 && in.pp == 1 && in.vpp == 1 && in.cp == 1 && in.dp == 1 && in.mbs == 1 && in.world == 0);
+    CHECK(in.gbs == 0 && in.seq == 0 && in.sp == 1 && in.attn == ATTN_FLASH && in.dropout == 0);
+    CHECK(in.recompute == RECOMPUTE_NONE && in.sharding == SHARD_NONE && in.vocab_pad == 128);
+    CHECK(!in.model && !in.gpu && !in.recipe);
+    CHECK_EQ_U64(in.cuda_context_bytes, 536870912);
+    CHECK_EQ_U64(in.workspace_bytes, 33554432);
+    CHECK_EQ_U64(in.nccl_comm_bytes, 616562688);
+    CHECK(in.frag_frac == 0.05 && in.eff_gemm_bf16 == 0.70 && in.eff_gemm_fp8 == 0.55 && in.eff_attn == 0.50);
+    CHECK(in.eff_hbm == 0.80 && in.eff_net == 0.80 && in.latency_intra_s == 10e-6 && in.latency_inter_s == 20e-6);
+    CHECK(in.overlap_dp == 1);
+}
+
+/* A GPU row with a zero rate is refused with a message naming the GPU. */
+static void test_bad_gpu_is_named(void)
+{
+    ModelSpec m = tiny();
+    GpuSpec g = gpu(1ull << 40);
+    Recipe b = bf16();
+    for (int i = 0; i < 4; i++) {
+        GpuSpec bad = g;
+        double *zero[] = {&bad.hbm_bw, &bad.flops_bf16, &bad.intra_bw, &bad.inter_bw};
+        *zero[i] = 0;
+        PlanInput in;
+        plan_input_defaults(&in);
+        in.model = &m, in.gpu = &bad, in.recipe = &b;
+        Plan p;
+        Err e = {0};
+        CHECKF(plan_build(&in, &p, &e) == ST_USAGE, "field %d", i);
+        CHECK_CONTAINS(e.msg, "gpu g: memory, bandwidths, BF16 rate and gpus_per_node must be positive");
+    }
+}
+
 int main(void)
 {
     RUN(test_advice_sets);
     RUN(test_term_metadata);
     RUN(test_recipe_names);
+    RUN(test_documented_defaults);
+    RUN(test_bad_gpu_is_named);
     return test_summary();
 }

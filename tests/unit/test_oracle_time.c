@@ -262,6 +262,42 @@ static void test_fp8_gemm_rate_casts_and_amax(void)
     CHECK_REL(p.time.attn_s, ATTN_S, EXACT); /* attention stays BF16 */
 }
 
+/* Recompute. Full: each layer's forward runs again in backward, so per micro-batch the slower (last)
+ * stage's GEMMs are 2 x (4.096 + 8.192 + 4.096)e-6 + 3 x 1.024e-6 = 35.84e-6 (x 4 = 143.36e-6), its
+ * attention 2 x 0.512e-6 x (1 + 2.5 + 1) = 4.608e-6 (x 4 = 18.432e-6), and the forward TP
+ * collectives run twice: 2 x 2 x 8 = 32 all-gathers. Selective: only the attention core again (the
+ * same 18.432e-6), GEMMs as without recompute (110.592e-6).
+ * Without SP the TP collectives are all-reduces, 2 forward and 2 backward per layer pass: 16 calls
+ * each, payload 64 B, bus 2 x 64 x 1/2 = 64 B: 1024 B each way, 1024 / 5e8 + 16 us = 18.048e-6. */
+static void test_recompute_and_no_sp(void)
+{
+    ModelSpec m = tiny();
+    GpuSpec g = round_gpu();
+    Recipe r = bf16();
+    PlanInput in = layout(&m, &g, &r);
+    in.recompute = RECOMPUTE_FULL;
+    Plan p;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_REL(p.time.gemm_s, 143.36e-6, EXACT);
+    CHECK_REL(p.time.attn_s, 18.432e-6, EXACT);
+    CHECK_EQ_U64(p.coll[CO_TP_AG_FWD].calls, 32);
+    CHECK_EQ_U64(p.coll[CO_TP_RS_FWD].calls, 32);
+    CHECK_EQ_U64(p.coll[CO_TP_AG_BWD].calls, 32);
+    in.recompute = RECOMPUTE_SELECTIVE;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_REL(p.time.gemm_s, GEMM_S, EXACT);
+    CHECK_REL(p.time.attn_s, 18.432e-6, EXACT);
+    CHECK_EQ_U64(p.coll[CO_TP_AG_FWD].calls, 16);
+    in.recompute = RECOMPUTE_NONE, in.sp = 0;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.coll[CO_TP_AR_FWD].calls, 16);
+    CHECK_EQ_U64(p.coll[CO_TP_AR_BWD].calls, 16);
+    CHECK_EQ_U64(p.coll[CO_TP_AR_FWD].bus_bytes, 64);
+    CHECK_EQ_U64(p.coll[CO_TP_AG_FWD].calls, 0);
+    CHECK_EQ_U64(p.tp_comm_bytes, 2048);
+    CHECK_REL(p.time.tp_comm_s, 2 * 18.048e-6, EXACT);
+}
+
 /* One GPU: no group to reduce over, so no collective at all, not even the FP8 recipe's amax
  * all-reduce (a 1-rank collective is never called, so it costs no latency either). */
 static void test_one_gpu_has_no_collectives(void)
@@ -288,6 +324,7 @@ int main(void)
     RUN(test_bf16_step_time_by_hand);
     RUN(test_no_interleaving_whole_bubble);
     RUN(test_fp8_gemm_rate_casts_and_amax);
+    RUN(test_recompute_and_no_sp);
     RUN(test_one_gpu_has_no_collectives);
     return test_summary();
 }
