@@ -3,7 +3,8 @@
 
 Plants one realistic bug at a time (universalmutator's C rules: operators,
 constants, conditions, deleted statements) in a copy of the working tree,
-rebuilds, runs the unit tests, and counts the mutant as killed when a test
+rebuilds, runs the unit tests (and, for cli/, reports/, tui/ and util/, the
+CLI scripts), and counts the mutant as killed when a test
 fails (or hangs past the per-mutant timeout) and as a survivor when every test
 still passes. Prints the score and each survivor as file:line with the
 original and the mutated line.
@@ -128,10 +129,33 @@ def stripped_object(tree, build, src):
     return data
 
 
+# Folders whose behaviour the command-line scripts see better than the unit tests do: for their
+# files the CLI scripts (tests/cli/*.sh, with the fp8plan binary) run after the unit tests.
+WITH_CLI = ("cli", "reports", "tui", "util")
+
+
 def test_order(tests, src):
     first = FIRST.get(src.split("/")[0], ())
     head = [t for t in tests if t.startswith(first)] if first else []
     return head + [t for t in tests if t not in head]
+
+
+def run_cli(tree, build, make, timeout):
+    """Name of the first CLI script that fails (or hangs), None when all pass, False if fp8plan does not build."""
+    if sh(make + [os.path.join(build, "fp8plan")], tree).returncode:
+        return False
+    env = dict(os.environ, FP8PLAN=os.path.join(tree, build, "fp8plan"), FP8PLAN_ROOT=tree)
+    for script in sorted(os.listdir(os.path.join(tree, "tests", "cli"))):
+        if not script.endswith(".sh") or script.startswith(("tui_tmux", "gpu_check")):
+            continue  # the tmux and GPU-check scripts are slow and exercise no C the others miss
+        try:
+            r = subprocess.run(["sh", os.path.join("tests", "cli", script)], cwd=tree, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout * 5)
+        except subprocess.TimeoutExpired:
+            return "cli/" + script + " (timeout)"
+        if r.returncode:
+            return "cli/" + script
+    return None
 
 
 def main():
@@ -237,6 +261,12 @@ def main():
                 if r.returncode:
                     verdict, by = "killed", t
                     break
+            if not broken and verdict == "survived" and f.split("/")[0] in WITH_CLI:
+                hit = run_cli(tree, build, make, a.timeout)
+                if hit is False:
+                    broken = True
+                elif hit:
+                    verdict, by = "killed", hit
             if broken:
                 invalid += 1
                 continue

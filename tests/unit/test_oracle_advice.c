@@ -230,6 +230,15 @@ static void test_bad_gpu_is_named(void)
         CHECKF(plan_build(&in, &p, &e) == ST_USAGE, "field %d", i);
         CHECK_CONTAINS(e.msg, "gpu g: memory, bandwidths, BF16 rate and gpus_per_node must be positive");
     }
+    /* positive is enough, however slow: 0.5 B/s and 0.5 FLOP/s plan */
+    GpuSpec slow = g;
+    slow.hbm_bw = slow.flops_bf16 = slow.intra_bw = slow.inter_bw = 0.5;
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = &m, in.gpu = &slow, in.recipe = &b;
+    Plan p;
+    Err e = {0};
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
 }
 
 int main(void)
