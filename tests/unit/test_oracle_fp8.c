@@ -8,6 +8,10 @@
  * loop changes them, and with them every "measured" quant-error figure. */
 #include <math.h>
 
+#include "fp8/delayed.h"
+#include "fp8/format.h"
+#include "fp8/granularity.h"
+#include "fp8/minifloat.h"
 #include "fp8/quant.h"
 #include "fp8/synth.h"
 #include "test.h"
@@ -57,9 +61,84 @@ static void test_quant_counts(void)
     CHECK_EQ_U64(k.nonfinite, 0);
 }
 
+/* The formats table from the bit layouts (OCP FP8 spec, IEEE 754 binary16), by hand.
+ *   E4M3: bias 7, no Inf, NaN = S.1111.111 (2 codes). Largest S.1111.110 = 1.75 x 2^8 = 448; smallest
+ *     normal 2^(1-7) = 2^-6; subnormals m/8 x 2^-6: 7 per sign, largest 0.875 x 2^-6, smallest 2^-9.
+ *     Nonzero values span 2^-9 .. 2^8: 18 binades, normals 2^-6 .. 2^8: 15. Finite codes 256 - 2 = 254.
+ *   E5M2: bias 15, Inf = S.11111.00, NaN S.11111.{01,10,11} (6 codes). Largest 1.75 x 2^15 = 57344;
+ *     smallest normal 2^-14, subnormals m/4 x 2^-14 (3 per sign, 0.75 x 2^-14 .. 2^-16); binades
+ *     2^-16 .. 2^15: 32, normal 30; finite 256 - 2 - 6 = 248.
+ *   FP16: bias 15, largest (2 - 2^-10) x 2^15 = 65504, subnormals 1023 per sign down to 2^-24;
+ *     binades 2^-24 .. 2^15: 40, normal 30; NaN 2 x 1023; finite 65536 - 2 - 2046 = 63488. */
+static void test_format_tables(void)
+{
+    const struct {
+        Dtype t;
+        int exp, man, bias;
+        double maxn, minn, maxs, mins;
+        int binades, normal, ppb;
+        uint64_t finite, sub, zero, nan, inf;
+        uint32_t max_code, min_normal_code, max_sub_code, min_sub_code, inf_code, nan_code;
+    } want[] = {
+        {DT_E4M3, 4,  3, 7, 448, 0x1p-6, 0.875 * 0x1p-6, 0x1p-9, 18,   15,          8,
+         254,     14, 2, 2, 0,   0x7E,   0x08,           0x07,   0x01, FMT_NO_CODE, 0x7F},
+        {DT_E5M2, 5, 2, 15, 57344, 0x1p-14, 0.75 * 0x1p-14, 0x1p-16, 32,   30,   4,
+         248,     6, 2, 6,  2,     0x7B,    0x04,           0x03,    0x01, 0x7C, 0x7D},
+        {DT_FP16, 5,  10,     15,     65504,  0x1p-14, 1023.0 / 1024 * 0x1p-14,
+         0x1p-24, 40, 30,     1024,   63488,  2046,    2,
+         2046,    2,  0x7BFF, 0x0400, 0x03FF, 0x0001,  0x7C00,
+         0x7C01},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        FormatInfo f;
+        Err e = {0};
+        CHECKF(format_info(want[i].t, &f, &e) == ST_OK, "%s", e.msg);
+        CHECKF(f.exp_bits == want[i].exp && f.man_bits == want[i].man && f.bias == want[i].bias && f.has_sign,
+               "format %zu fields", i);
+        CHECKF(f.max_normal == want[i].maxn && f.min_normal == want[i].minn, "format %zu normal range", i);
+        CHECKF(f.max_subnormal == want[i].maxs && f.min_subnormal == want[i].mins, "format %zu subnormals", i);
+        CHECKF(f.binades == want[i].binades && f.normal_binades == want[i].normal && f.points_per_binade == want[i].ppb,
+               "format %zu binades %d/%d, points %d", i, f.binades, f.normal_binades, f.points_per_binade);
+        CHECKF(f.finite_codes == want[i].finite && f.subnormal_codes == want[i].sub && f.zero_codes == want[i].zero &&
+                   f.nan_codes == want[i].nan && f.inf_codes == want[i].inf,
+               "format %zu code counts", i);
+        CHECKF(f.max_code == want[i].max_code && f.min_normal_code == want[i].min_normal_code &&
+                   f.max_subnormal_code == want[i].max_sub_code && f.min_subnormal_code == want[i].min_sub_code,
+               "format %zu boundary codes", i);
+        CHECKF(f.inf_code == want[i].inf_code && f.nan_code == want[i].nan_code, "format %zu special codes", i);
+    }
+}
+
+/* Edges of the small helpers: zeros unpack as zeros (no leading bit to find), an out-of-range
+ * granularity has no block and no scale type, an unknown name parses to -1, and a delayed-scaling
+ * step may be taken without asking for its record. */
+static void test_helper_edges(void)
+{
+    MfUnpacked z = mf_unpack_f32(0.0f), nz = mf_unpack_f32(-0.0f), one = mf_unpack_f32(1.0f);
+    CHECK(z.kind == MF_ZERO && !z.neg && nz.kind == MF_ZERO && nz.neg);
+    CHECK(one.kind == MF_FINITE && one.exp == 0 && !one.neg);
+    uint64_t br = 9, bc = 9;
+    gran_block(GRAN_COUNT_, &br, &bc);
+    CHECK(br == 0 && bc == 0);
+    gran_block(GRAN_128X128, &br, &bc);
+    CHECK(br == 128 && bc == 128);
+    CHECK(gran_scale_dtype(GRAN_COUNT_) == DT_NONE && gran_scale_dtype(GRAN_1X32) == DT_E8M0);
+    Granularity g;
+    CHECK(gran_parse("1x64", &g) == -1);
+    CHECK(gran_parse("mx", &g) == 0 && g == GRAN_1X32);
+    float hist[2];
+    DelayedCfg cfg = {.fmt = DT_E4M3, .hist_len = 2, .algo = AMAX_ALGO_MAX, .margin = 0};
+    DelayedState st;
+    CHECK(delayed_init(&st, &cfg, hist, NULL) == ST_OK);
+    delayed_step(&st, 2.0f, NULL); /* no record wanted: must not write one */
+    CHECK(st.scale == 224.0f);     /* 448 / 2 */
+}
+
 int main(void)
 {
     RUN(test_generator_stream);
     RUN(test_quant_counts);
+    RUN(test_format_tables);
+    RUN(test_helper_edges);
     return test_summary();
 }
