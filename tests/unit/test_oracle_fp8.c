@@ -7,6 +7,7 @@
  * Vigna's xoshiro256**), not with fp8/: a changed constant, shift or seeding
  * loop changes them, and with them every "measured" quant-error figure. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "fp8/delayed.h"
 #include "fp8/format.h"
@@ -79,16 +80,24 @@ static void test_format_tables(void)
         int binades, normal, ppb;
         uint64_t finite, sub, zero, nan, inf;
         uint32_t max_code, min_normal_code, max_sub_code, min_sub_code, inf_code, nan_code;
+        // clang-format off
     } want[] = {
-        {DT_E4M3, 4,  3, 7, 448, 0x1p-6, 0.875 * 0x1p-6, 0x1p-9, 18,   15,          8,
-         254,     14, 2, 2, 0,   0x7E,   0x08,           0x07,   0x01, FMT_NO_CODE, 0x7F},
-        {DT_E5M2, 5, 2, 15, 57344, 0x1p-14, 0.75 * 0x1p-14, 0x1p-16, 32,   30,   4,
-         248,     6, 2, 6,  2,     0x7B,    0x04,           0x03,    0x01, 0x7C, 0x7D},
-        {DT_FP16, 5,  10,     15,     65504,  0x1p-14, 1023.0 / 1024 * 0x1p-14,
-         0x1p-24, 40, 30,     1024,   63488,  2046,    2,
-         2046,    2,  0x7BFF, 0x0400, 0x03FF, 0x0001,  0x7C00,
-         0x7C01},
+        /* type     exp man bias  max normal      min normal  max subnormal          min subnormal  binades normal
+         * points/binade finite codes, subnormal, zero, NaN, Inf codes; max, min normal, max and min subnormal,
+         * Inf and smallest positive NaN codes */
+        {DT_E4M3, 4, 3, 7, 448, 0x1p-6, 0.875 * 0x1p-6, 0x1p-9, 18, 15,
+         8, 254, 14, 2, 2, 0, 0x7E, 0x08, 0x07, 0x01, FMT_NO_CODE, 0x7F},
+        {DT_E5M2, 5, 2, 15, 57344, 0x1p-14, 0.75 * 0x1p-14, 0x1p-16, 32, 30,
+         4, 248, 6, 2, 6, 2, 0x7B, 0x04, 0x03, 0x01, 0x7C, 0x7D},
+        {DT_FP16, 5, 10, 15, 65504, 0x1p-14, 1023.0 / 1024 * 0x1p-14, 0x1p-24, 40, 30,
+         1024, 63488, 2046, 2, 2046, 2, 0x7BFF, 0x0400, 0x03FF, 0x0001, 0x7C00, 0x7C01},
+        /* FP32: bias 127, largest (2 - 2^-23) x 2^127, normals from 2^-126, subnormals (2^23 - 1 per sign)
+         * down to 2^-149; binades 2^-149 .. 2^127: 277, normal 254; finite 2 x (2^31 - 2^23) */
+        {DT_FP32, 8, 23, 127, 0x1.fffffep127, 0x1p-126, 0x1.fffffcp-127, 0x1p-149, 277, 254,
+         1 << 23, 4278190080ull, 16777214, 2, 16777214, 2, 0x7F7FFFFF, 0x00800000, 0x007FFFFF, 0x00000001,
+         0x7F800000, 0x7F800001},
     };
+    // clang-format on
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         FormatInfo f;
         Err e = {0};
@@ -134,11 +143,69 @@ static void test_helper_edges(void)
     CHECK(st.scale == 224.0f);     /* 448 / 2 */
 }
 
+/* The outlier distribution as synth.h states it, checked statistically on 2048 x 1024 (seed 1):
+ * outlier channels (0.1 % of 1024 columns, at least 1) have RMS 20 over the ordinary rows (2046
+ * samples: the RMS estimate's standard error is 20 / sqrt(2 x 2046) = 0.31, so [18, 22] is over 6
+ * sigma), every other column RMS 1 (the same bound scaled: [0.9, 1.1]); rows 0 and 1024 carry
+ * magnitudes in [500, 1000] in the first outlier channel. */
+static void test_outlier_distribution(void)
+{
+    enum { R = 2048, C = 1024 };
+    float *x = malloc(sizeof *x * R * C);
+    CHECK(x != NULL);
+    if (!x) return;
+    Err e = {0};
+    CHECKF(synth_fill(SYNTH_OUTLIERS, 1, R, C, x, &e) == ST_OK, "%s", e.msg);
+    int outliers = 0, first = -1, bad = 0;
+    for (int c = 0; c < C; c++) {
+        double ss = 0;
+        for (int r = 0; r < R; r++)
+            if (r % 1024) ss += (double)x[r * C + c] * x[r * C + c];
+        double rms = sqrt(ss / (R - 2));
+        if (rms > 5) {
+            outliers++;
+            if (first < 0) first = c;
+            bad += !(rms >= 18 && rms <= 22);
+        } else {
+            bad += !(rms >= 0.9 && rms <= 1.1);
+        }
+    }
+    CHECKF(outliers >= 1 && outliers <= 2, "%d outlier channels", outliers);
+    CHECK_EQ_INT(bad, 0);
+    if (first >= 0)
+        for (int r = 0; r < R; r += 1024) {
+            float a = fabsf(x[r * C + first]);
+            CHECKF(a >= 500 && a <= 1000, "row %d: |x| = %g", r, a);
+        }
+    free(x);
+}
+
+/* quant's margin range is [-64, 64], both ends included */
+static void test_quant_margin_bounds(void)
+{
+    const float x[2] = {1, 2};
+    uint8_t codes[2];
+    float scale;
+    QuantBufs out = {.codes = codes, .scale = &scale};
+    QuantCfg cfg = quant_cfg(DT_E4M3, GRAN_TENSOR);
+    const int ok[] = {-64, 64}, bad[] = {-65, 65};
+    for (int i = 0; i < 2; i++) {
+        cfg.margin = ok[i];
+        CHECKF(quant_tensor(&cfg, x, 1, 2, &out, NULL, NULL) == ST_OK, "margin %d refused", ok[i]);
+        cfg.margin = bad[i];
+        Err e = {0};
+        CHECKF(quant_tensor(&cfg, x, 1, 2, &out, NULL, &e) == ST_USAGE, "margin %d accepted", bad[i]);
+        CHECK_CONTAINS(e.msg, "outside [-64, 64]");
+    }
+}
+
 int main(void)
 {
     RUN(test_generator_stream);
     RUN(test_quant_counts);
     RUN(test_format_tables);
     RUN(test_helper_edges);
+    RUN(test_outlier_distribution);
+    RUN(test_quant_margin_bounds);
     return test_summary();
 }
