@@ -189,6 +189,18 @@ static void test_header_fields(void)
     }
     CHECK(nt > 0);
     CHECK_EQ_U64(seen, nt);
+    /* which terms the records carry: for te-fp8 every state (BF16 weights, FP32 master, grad, m, v), both
+     * FP8 copies and the GEMM scaling records; no activation, workspace or I/O buffer */
+    unsigned have = 0;
+    for (size_t o = OFF_TENSORS, k = 0; k < nt && o + 52 <= n - 8; k++) {
+        uint32_t term = rd32(b + o);
+        if (term < 32) have |= 1u << term;
+        o += 52 + rd64(b + o + 12);
+    }
+    unsigned want = 0;
+    for (int t = TERM_WEIGHT_GEMM; t <= TERM_OPTIM_V_OTHER; t++) want |= 1u << t;
+    want |= 1u << TERM_SCALE_GEMM;
+    CHECKF(have == want, "terms in the checkpoint %#x, expected %#x", have, want);
     CHECK_EQ_U64(off, n - 8);
     CHECK_EQ_U64(rd64(b + n - 8), fnv1a(b, n - 8));
 
@@ -250,6 +262,42 @@ static void test_header_fields(void)
     bk->destroy(bk);
 }
 
+/* The executor's terms carry the planner's names, and exactly the states, FP8 copies and scales persist
+ * (plan.h: what lives across steps is what a checkpoint must hold). */
+static void test_term_names_and_persistence(void)
+{
+    static const char *const names[TERM_COUNT] = {"weight_gemm",
+                                                  "weight_other",
+                                                  "fp8_rowwise",
+                                                  "fp8_colwise",
+                                                  "master_gemm",
+                                                  "master_other",
+                                                  "grad_gemm",
+                                                  "grad_other",
+                                                  "adam_m_gemm",
+                                                  "adam_m_other",
+                                                  "adam_v_gemm",
+                                                  "adam_v_other",
+                                                  "scale_gemm",
+                                                  "scale_block",
+                                                  "scale_state",
+                                                  "act_layer_hp",
+                                                  "act_layer_fp8",
+                                                  "act_attention",
+                                                  "act_dropout_mask",
+                                                  "act_output",
+                                                  "transient",
+                                                  "gemm_workspace",
+                                                  "io"};
+    for (int t = 0; t < TERM_COUNT; t++) {
+        CHECKF(names[t] && !strcmp(exec_term_name((ExecTerm)t), names[t]), "term %d is '%s'", t,
+               exec_term_name((ExecTerm)t));
+        CHECKF(exec_term_persistent((ExecTerm)t) == (t <= TERM_SCALE_STATE), "term %s persistence", names[t]);
+    }
+    CHECK(!exec_term_persistent(TERM_COUNT));
+    CHECK_STR(exec_term_name(TERM_COUNT), "?");
+}
+
 int main(void)
 {
     const char *tmp = getenv("TMPDIR");
@@ -259,6 +307,7 @@ int main(void)
         return 1;
     }
     RUN(test_header_fields);
+    RUN(test_term_names_and_persistence);
     rmdir(dir);
     return test_summary();
 }

@@ -82,9 +82,9 @@ static void test_format_tables(void)
         uint32_t max_code, min_normal_code, max_sub_code, min_sub_code, inf_code, nan_code;
         // clang-format off
     } want[] = {
-        /* type     exp man bias  max normal      min normal  max subnormal          min subnormal  binades normal
-         * points/binade finite codes, subnormal, zero, NaN, Inf codes; max, min normal, max and min subnormal,
-         * Inf and smallest positive NaN codes */
+        /* columns: type; exponent bits, mantissa bits, bias; max normal, min normal, max subnormal, min
+         * subnormal; binades, normal binades, points per binade; finite, subnormal, zero, NaN, Inf code
+         * counts; max, min normal, max subnormal, min subnormal, +Inf and smallest positive NaN codes */
         {DT_E4M3, 4, 3, 7, 448, 0x1p-6, 0.875 * 0x1p-6, 0x1p-9, 18, 15,
          8, 254, 14, 2, 2, 0, 0x7E, 0x08, 0x07, 0x01, FMT_NO_CODE, 0x7F},
         {DT_E5M2, 5, 2, 15, 57344, 0x1p-14, 0.75 * 0x1p-14, 0x1p-16, 32, 30,
