@@ -247,8 +247,52 @@ static void test_param_names(void)
     CHECK_STR(gpt_param_name(PK_COUNT), "?");
 }
 
+/* A GEMM large enough for the CPU backend to split over threads (160 x 128 x 256 = 5.2e6 multiply-adds),
+ * with small integer inputs: every product and partial sum is an integer below 2^24, so FP32
+ * arithmetic in any order is exact and the expected D is integer arithmetic done here. A is not
+ * square against B, so operands swapped between threads cannot go unnoticed. */
+static void test_threaded_gemm_exact(void)
+{
+    enum { M = 160, N = 128, K = 256 };
+    float *a = malloc(sizeof *a * M * K), *b = malloc(sizeof *b * N * K), *d = malloc(sizeof *d * M * N);
+    CHECK(a && b && d);
+    if (!a || !b || !d) return;
+    for (int i = 0; i < M * K; i++) a[i] = (float)((i * 7 + 3) % 5 - 2); /* -2 .. 2 */
+    for (int i = 0; i < N * K; i++) b[i] = (float)((i * 11 + 1) % 5 - 2);
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECK(backend_cpu_create(&bk, &e) == ST_OK);
+    float *da = NULL, *db = NULL, *dd = NULL;
+    if (bk && !bk->alloc(bk, sizeof *a * M * K, (void **)&da, &e) &&
+        !bk->alloc(bk, sizeof *b * N * K, (void **)&db, &e) && !bk->alloc(bk, sizeof *d * M * N, (void **)&dd, &e)) {
+        CHECK(!bk->copy_to_device(bk, da, a, sizeof *a * M * K, &e) &&
+              !bk->copy_to_device(bk, db, b, sizeof *b * N * K, &e));
+        GemmDesc g = {.m = M,
+                      .n = N,
+                      .k = K,
+                      .a = {.ptr = da, .dtype = DT_FP32},
+                      .b = {.ptr = db, .dtype = DT_FP32},
+                      .d = {.ptr = dd, .dtype = DT_FP32}};
+        CHECKF(bk->gemm(bk, &g, &e) == ST_OK, "%s", e.msg);
+        CHECK(!bk->copy_to_host(bk, d, dd, sizeof *d * M * N, &e));
+        int bad = 0;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                long acc = 0;
+                for (int k = 0; k < K; k++) acc += (long)a[i * K + k] * (long)b[j * K + k];
+                bad += d[i * N + j] != (float)acc;
+            }
+        CHECK_EQ_INT(bad, 0);
+    } else {
+        CHECKF(0, "backend allocation: %s", e.msg);
+    }
+    if (bk) bk->free(bk, da), bk->free(bk, db), bk->free(bk, dd), bk->destroy(bk);
+    free(a), free(b), free(d);
+}
+
 int main(void)
 {
+    setenv("FP8PLAN_THREADS", "2", 0); /* split large GEMMs even on a one-core machine (unless set) */
     RUN(test_single_rank_comm);
     RUN(test_tensor_list);
     RUN(test_step_reduces_every_gradient);
@@ -256,5 +300,6 @@ int main(void)
     RUN(test_synthetic_entropy);
     RUN(test_gemm_output_dtype);
     RUN(test_param_names);
+    RUN(test_threaded_gemm_exact);
     return test_summary();
 }
