@@ -5,67 +5,16 @@
  * in the comment (the rules of DESIGN.md's "Advice"), compared as a whole mask
  * so a rule that fires when it should not fails as well as one that is lost. */
 #include "planner/plan.h"
+#include "support/oracle_fixtures.h"
 #include "test.h"
 
 #define A(x)   (1u << ADV_##x)
 #define BIT(s) (1u << STATE_##s)
 
-static ModelSpec tiny(void)
-{
-    ModelSpec m = {.name = "t",
-                   .layers = 4,
-                   .hidden = 8,
-                   .ffn_hidden = 16,
-                   .heads = 2,
-                   .kv_heads = 2,
-                   .head_dim = 4,
-                   .vocab = 16,
-                   .seq_len = 4,
-                   .norm = NORM_RMSNORM,
-                   .mlp = MLP_GELU,
-                   .pos = POS_LEARNED,
-                   .tied_embeddings = 1};
-    return m;
-}
-
-static GpuSpec gpu(uint64_t hbm)
-{
-    GpuSpec g = {.name = "g",
-                 .sm = 100,
-                 .hbm_bytes = hbm,
-                 .hbm_bw = 1e12,
-                 .flops_bf16 = 1e15,
-                 .flops_fp8 = 2e15,
-                 .flops_fp32 = 1e13,
-                 .intra_bw = 1e11,
-                 .inter_bw = 1e10,
-                 .gpus_per_node = 8};
-    return g;
-}
-
-/* Megatron BF16 states (BF16 weight, FP32 master, grad, m, v), FP32 gradient reduction */
-static Recipe bf16(void)
-{
-    Recipe r = {.name = "b",
-                .gemm_fwd = DT_BF16,
-                .gemm_bwd = DT_BF16,
-                .comm_dp_grad = DT_FP32,
-                .comm_param_gather = DT_BF16,
-                .comm_tp_ag = DT_BF16,
-                .comm_tp_rs = DT_BF16,
-                .saved_input = DT_BF16,
-                .other_comm_dp_grad = DT_FP32,
-                .other_comm_param_gather = DT_BF16,
-                .min_sm = 80};
-    StateSet s = {.dt = {DT_BF16, DT_FP32, DT_FP32, DT_FP32, DT_FP32}, .shard_mask = BIT(MASTER) | BIT(M) | BIT(V)};
-    r.gemm = r.other = s;
-    return r;
-}
-
 /* TE delayed scaling, per tensor, compute-only FP8 (BF16/FP32 states + cached FP8 copies) */
 static Recipe te(void)
 {
-    Recipe r = bf16();
+    Recipe r = ox_bf16(BIT(MASTER) | BIT(M) | BIT(V));
     r.fp8_row = r.fp8_col = DT_E4M3, r.gemm_fwd = DT_E4M3, r.gemm_bwd = DT_E5M2;
     r.scaling = SCALING_DELAYED, r.amax_history = 16, r.amax_reduce = AMAX_ALL, r.min_sm = 89;
     return r;
@@ -73,8 +22,8 @@ static Recipe te(void)
 
 static uint32_t advice(const Recipe *r, uint32_t dp, uint64_t hbm)
 {
-    ModelSpec m = tiny();
-    GpuSpec g = gpu(hbm);
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(hbm);
     PlanInput in;
     plan_input_defaults(&in);
     in.model = &m, in.gpu = &g, in.recipe = r, in.dp = dp, in.gbs = 2 * dp, in.sharding = SHARD_DIST_OPT;
@@ -91,7 +40,7 @@ static void test_advice_sets(void)
 {
     const uint64_t big = 1ull << 40;
     /* BF16: nothing to say (no FP8; the FP32 gradient reduction is only news for FP8 recipes) */
-    Recipe b = bf16();
+    Recipe b = ox_bf16(BIT(MASTER) | BIT(M) | BIT(V));
     CHECK_EQ_U64(advice(&b, 4, big), 0);
     /* the same on a GPU too small for it: out of memory is the only advice */
     CHECK_EQ_U64(advice(&b, 4, 1ull << 20), A(OOM));
@@ -142,8 +91,8 @@ static void test_advice_sets(void)
  * dp 2 every state is held 1/2; nothing else is sharded. */
 static void test_term_metadata(void)
 {
-    ModelSpec m = tiny();
-    GpuSpec g = gpu(1ull << 40);
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
     Recipe t = te();
     PlanInput in;
     plan_input_defaults(&in);
@@ -215,9 +164,9 @@ static void test_documented_defaults(void)
 /* A GPU row with a zero rate is refused with a message naming the GPU. */
 static void test_bad_gpu_is_named(void)
 {
-    ModelSpec m = tiny();
-    GpuSpec g = gpu(1ull << 40);
-    Recipe b = bf16();
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe b = ox_bf16(BIT(MASTER) | BIT(M) | BIT(V));
     for (int i = 0; i < 4; i++) {
         GpuSpec bad = g;
         double *zero[] = {&bad.hbm_bw, &bad.flops_bf16, &bad.intra_bw, &bad.inter_bw};

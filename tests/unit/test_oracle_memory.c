@@ -18,63 +18,10 @@
 
 #include "planner/catalog.h"
 #include "planner/plan.h"
+#include "support/oracle_fixtures.h"
 #include "test.h"
 
-static ModelSpec tiny(uint32_t vocab, uint32_t seq_len)
-{
-    ModelSpec m = {.name = "oracle-tiny",
-                   .layers = 4,
-                   .hidden = 8,
-                   .ffn_hidden = 16,
-                   .heads = 2,
-                   .kv_heads = 2,
-                   .head_dim = 4,
-                   .vocab = vocab,
-                   .seq_len = seq_len,
-                   .norm = NORM_RMSNORM,
-                   .mlp = MLP_GELU,
-                   .pos = POS_LEARNED,
-                   .tied_embeddings = 1,
-                   .linear_bias = 0};
-    return m;
-}
-
-static GpuSpec gpu(void)
-{
-    GpuSpec g = {.name = "g",
-                 .sm = 90,
-                 .hbm_bytes = 1ull << 40,
-                 .hbm_bw = 1e12,
-                 .flops_bf16 = 1e15,
-                 .flops_fp8 = 2e15,
-                 .flops_fp32 = 1e13,
-                 .intra_bw = 1e11,
-                 .inter_bw = 1e10,
-                 .gpus_per_node = 8};
-    return g;
-}
-
 #define BIT(s) (1u << STATE_##s)
-
-/* BF16 weight, FP32 master, gradient, m and v for every parameter; the distributed optimizer
- * shards only `shard` (so dist-opt and ZeRO-1 differ when it leaves the master whole). */
-static Recipe bf16(unsigned shard)
-{
-    Recipe r = {.name = "oracle-bf16",
-                .gemm_fwd = DT_BF16,
-                .gemm_bwd = DT_BF16,
-                .comm_dp_grad = DT_FP32,
-                .comm_param_gather = DT_BF16,
-                .comm_tp_ag = DT_BF16,
-                .comm_tp_rs = DT_BF16,
-                .saved_input = DT_BF16,
-                .other_comm_dp_grad = DT_FP32,
-                .other_comm_param_gather = DT_BF16,
-                .min_sm = 80};
-    StateSet s = {.dt = {DT_BF16, DT_FP32, DT_FP32, DT_FP32, DT_FP32}, .shard_mask = shard};
-    r.gemm = r.other = s;
-    return r;
-}
 
 static PlanInput input(const ModelSpec *m, const GpuSpec *g, const Recipe *r, uint32_t dp, Sharding sh)
 {
@@ -114,9 +61,9 @@ enum { LIN = 2048, OTH = 232, LIN3 = 683, OTH3 = 78 };
 
 static void test_sharding_modes_dp3(void)
 {
-    ModelSpec m = tiny(16, 4);
-    GpuSpec g = gpu();
-    Recipe r = bf16(BIT(M) | BIT(V)); /* this distributed optimizer shards m and v only */
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(BIT(M) | BIT(V)); /* this distributed optimizer shards m and v only */
     Plan p;
     Err e = {0};
 
@@ -166,9 +113,9 @@ static void test_sharding_modes_dp3(void)
  *   gradient of FC1 in both layouts 2 x 4 x 16 = 128 B: 256 + 128 + 2112 + 2048 = 4544 B. */
 static void test_zero3_prefetch_transient(void)
 {
-    ModelSpec m = tiny(16, 4);
-    GpuSpec g = gpu();
-    Recipe r = bf16(BIT(MASTER) | BIT(M) | BIT(V));
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(BIT(MASTER) | BIT(M) | BIT(V));
     Plan p;
     PlanInput in = input(&m, &g, &r, 3, SHARD_ZERO2);
     CHECK(plan_build(&in, &p, NULL) == ST_OK);
@@ -203,9 +150,9 @@ static void test_zero3_prefetch_transient(void)
  * second 8192: 16488. */
 static void test_tied_lm_head_on_last_stage(void)
 {
-    ModelSpec m = tiny(1024, 4);
-    GpuSpec g = gpu();
-    Recipe r = bf16(BIT(MASTER) | BIT(M) | BIT(V));
+    ModelSpec m = ox_tiny(1024, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(BIT(MASTER) | BIT(M) | BIT(V));
     Plan p;
     PlanInput in = input(&m, &g, &r, 1, SHARD_NONE);
     in.pp = 2;
@@ -260,8 +207,8 @@ static void test_tp_only_amax_custom_recipe(void)
         return;
     }
     CHECK_EQ_INT(r->amax_reduce, AMAX_TP);
-    ModelSpec m = tiny(16, 8);
-    GpuSpec g = gpu();
+    ModelSpec m = ox_tiny(16, 8);
+    GpuSpec g = ox_big_gpu(1ull << 40);
     PlanInput in = input(&m, &g, r, 2, SHARD_NONE);
     in.tp = 2, in.cp = 2, in.seq = 8, in.gbs = 4;
     Plan p;

@@ -22,30 +22,12 @@
  * Layers per PP rank: 4 / 2 = 2 (two chunks of 1 under vpp 2). Tokens per
  * micro-batch tok = 4; SP shard 4 / 2 = 2 tokens. */
 #include "planner/plan.h"
+#include "support/oracle_fixtures.h"
 #include "test.h"
 
 /* relative tolerance: the expected values are exact decimals; the model's
  * doubles differ from them only by rounding (a few ulp per operation) */
 #define EXACT 1e-12
-
-static ModelSpec tiny(void)
-{
-    ModelSpec m = {.name = "oracle-tiny",
-                   .layers = 4,
-                   .hidden = 8,
-                   .ffn_hidden = 16,
-                   .heads = 2,
-                   .kv_heads = 2,
-                   .head_dim = 4,
-                   .vocab = 16,
-                   .seq_len = 4,
-                   .norm = NORM_RMSNORM,
-                   .mlp = MLP_GELU,
-                   .pos = POS_LEARNED,
-                   .tied_embeddings = 1,
-                   .linear_bias = 0};
-    return m;
-}
 
 static GpuSpec round_gpu(void)
 {
@@ -60,26 +42,6 @@ static GpuSpec round_gpu(void)
                  .inter_bw = 1e8,
                  .gpus_per_node = 2};
     return g;
-}
-
-/* Megatron-style BF16: BF16 weights and GEMMs, FP32 master, grad, m, v (18 B/param) for
- * every parameter; FP32 gradient reduction, BF16 TP collectives and saved inputs. */
-static Recipe bf16(void)
-{
-    Recipe r = {.name = "oracle-bf16",
-                .gemm_fwd = DT_BF16,
-                .gemm_bwd = DT_BF16,
-                .comm_dp_grad = DT_FP32,
-                .comm_param_gather = DT_BF16,
-                .comm_tp_ag = DT_BF16,
-                .comm_tp_rs = DT_BF16,
-                .saved_input = DT_BF16,
-                .other_comm_dp_grad = DT_FP32,
-                .other_comm_param_gather = DT_BF16,
-                .min_sm = 80};
-    StateSet s = {.dt = {DT_BF16, DT_FP32, DT_FP32, DT_FP32, DT_FP32}};
-    r.gemm = r.other = s;
-    return r;
 }
 
 static PlanInput layout(const ModelSpec *m, const GpuSpec *g, const Recipe *r)
@@ -161,9 +123,9 @@ static const double MODEL_FLOPS_STEP = 233472;
 
 static void test_bf16_step_time_by_hand(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = ox_tiny(16, 4);
     GpuSpec g = round_gpu();
-    Recipe r = bf16();
+    Recipe r = ox_bf16(0);
     PlanInput in = layout(&m, &g, &r);
     Plan p;
     Err e = {0};
@@ -216,9 +178,9 @@ static void test_bf16_step_time_by_hand(void)
  * (Stage 0 now holds 2 micro-batches x 2 layers = 4 layer units; still the heavier stage.) */
 static void test_no_interleaving_whole_bubble(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = ox_tiny(16, 4);
     GpuSpec g = round_gpu();
-    Recipe r = bf16();
+    Recipe r = ox_bf16(0);
     PlanInput in = layout(&m, &g, &r);
     in.vpp = 1;
     Plan p;
@@ -241,9 +203,9 @@ static void test_no_interleaving_whole_bubble(void)
  * 8 x 48 / 5e8 + 8 x 1 us = 8.768e-6. */
 static void test_fp8_gemm_rate_casts_and_amax(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = ox_tiny(16, 4);
     GpuSpec g = round_gpu();
-    Recipe r = bf16();
+    Recipe r = ox_bf16(0);
     r.fp8_row = r.fp8_col = DT_E4M3;
     r.gemm_fwd = DT_E4M3, r.gemm_bwd = DT_E5M2;
     r.scaling = SCALING_DELAYED, r.amax_history = 16, r.amax_reduce = AMAX_ALL;
@@ -271,9 +233,9 @@ static void test_fp8_gemm_rate_casts_and_amax(void)
  * each, payload 64 B, bus 2 x 64 x 1/2 = 64 B: 1024 B each way, 1024 / 5e8 + 16 us = 18.048e-6. */
 static void test_recompute_and_no_sp(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = ox_tiny(16, 4);
     GpuSpec g = round_gpu();
-    Recipe r = bf16();
+    Recipe r = ox_bf16(0);
     PlanInput in = layout(&m, &g, &r);
     in.recompute = RECOMPUTE_FULL;
     Plan p;
@@ -302,9 +264,9 @@ static void test_recompute_and_no_sp(void)
  * all-reduce (a 1-rank collective is never called, so it costs no latency either). */
 static void test_one_gpu_has_no_collectives(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = ox_tiny(16, 4);
     GpuSpec g = round_gpu();
-    Recipe r = bf16();
+    Recipe r = ox_bf16(0);
     r.fp8_row = r.fp8_col = DT_E4M3;
     r.gemm_fwd = DT_E4M3, r.gemm_bwd = DT_E5M2;
     r.scaling = SCALING_DELAYED, r.amax_history = 16, r.amax_reduce = AMAX_ALL, r.min_sm = 89;
