@@ -6,6 +6,7 @@
 #define FP8PLAN_TESTS_SUPPORT_ORACLE_FIXTURES_H
 
 #include "planner/plan.h"
+#include "support/fixtures.h"
 
 /* A tiny GPT: 4 layers, hidden 8, 2 heads (2 kv heads) of 4, FFN 16 (GeLU), RMSNorm (8 weights),
  * learned positions (seq_len x 8), tied embeddings, no biases. At tp 1 its linear weights per layer
@@ -29,26 +30,10 @@ static inline ModelSpec ox_tiny(uint32_t vocab, uint32_t seq_len)
     return m;
 }
 
-/* Megatron-style BF16: BF16 weights and GEMMs, FP32 master, gradient, m and v (18 B/param) for every
- * parameter; FP32 gradient reduction, BF16 parameter gathers, TP collectives and saved GEMM inputs;
- * SM 8.0. shard_mask: the states (1u << StateId) the distributed optimizer shards. */
-static inline Recipe ox_bf16(unsigned shard_mask)
-{
-    Recipe r = {.name = "oracle-bf16",
-                .gemm_fwd = DT_BF16,
-                .gemm_bwd = DT_BF16,
-                .comm_dp_grad = DT_FP32,
-                .comm_param_gather = DT_BF16,
-                .comm_tp_ag = DT_BF16,
-                .comm_tp_rs = DT_BF16,
-                .saved_input = DT_BF16,
-                .other_comm_dp_grad = DT_FP32,
-                .other_comm_param_gather = DT_BF16,
-                .min_sm = 80};
-    StateSet s = {.dt = {DT_BF16, DT_FP32, DT_FP32, DT_FP32, DT_FP32}, .shard_mask = shard_mask};
-    r.gemm = r.other = s;
-    return r;
-}
+/* Megatron-style BF16 (support/fixtures.h's fx_bf16_recipe): BF16 weights and GEMMs, FP32 master,
+ * gradient, m and v (18 B/param) for every parameter; FP32 gradient reduction, BF16 parameter gathers,
+ * TP collectives and saved GEMM inputs; SM 8.0. shard_mask: the states the distributed optimizer shards. */
+static inline Recipe ox_bf16(unsigned shard_mask) { return fx_bf16_recipe("oracle-bf16", shard_mask); }
 
 /* A GPU too large to be the bottleneck of a tiny model: SM 10.0 (every recipe runs), hbm bytes as given,
  * 1 TB/s HBM, 1 and 2 PFLOP/s BF16 and FP8, 100 GB/s in a node of 8, 10 GB/s between. */
