@@ -17,6 +17,7 @@
 
 #include "exec/backend.h"
 #include "exec/data.h"
+#include "exec/measure/device_measure.h"
 #include "exec/model/gpt_internal.h" /* gpt_param_name */
 #include "support/exec_fixtures.h"
 #include "test.h"
@@ -290,6 +291,17 @@ static void test_threaded_gemm_exact(void)
     free(a), free(b), free(d);
 }
 
+/* SM counts of the catalog's GPU rows, from the vendors' datasheets: H100 SXM 132, H100 PCIe 114, H200 132,
+ * H800 132, A100 SXM 108, L40S 142, B200 148; an unknown or missing row has none. */
+static void test_catalog_sms(void)
+{
+    const char *rows[] = {"h100-sxm", "h100-pcie", "h200", "h800", "a100-sxm", "l40s", "b200"};
+    const int sms[] = {132, 114, 132, 132, 108, 142, 148};
+    for (int i = 0; i < 7; i++) CHECK_EQ_INT(devm_catalog_sms(rows[i]), sms[i]);
+    CHECK_EQ_INT(devm_catalog_sms("h100"), 0);
+    CHECK_EQ_INT(devm_catalog_sms(NULL), 0);
+}
+
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "2", 0); /* split large GEMMs even on a one-core machine (unless set) */
@@ -301,5 +313,6 @@ int main(void)
     RUN(test_gemm_output_dtype);
     RUN(test_param_names);
     RUN(test_threaded_gemm_exact);
+    RUN(test_catalog_sms);
     return test_summary();
 }
