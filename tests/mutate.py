@@ -89,9 +89,11 @@ def changed_line(orig_lines, mut_lines):
     for tag, i1, i2, j1, j2 in sm.get_opcodes():
         if tag == "equal":
             continue
-        before = orig_lines[i1].rstrip("\n") if i1 < len(orig_lines) else ""
+        before = orig_lines[i1].strip() if i1 < len(orig_lines) else ""
         after = " / ".join(l.strip() for l in mut_lines[j1:j2]) or "(line deleted)"
-        return i1 + 1, before.strip(), after
+        if tag == "insert":
+            before, after = "(before) " + before, "(inserted) " + after
+        return i1 + 1, before, after
     return 0, "", ""
 
 
