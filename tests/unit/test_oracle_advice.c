@@ -141,10 +141,12 @@ static void test_recipe_names(void)
 }
 
 /* plan_input_defaults, as plan.h documents them: layout 1x1x1x1, micro-batch 1, SP on, flash, no
- * recompute or sharding, vocabulary padded to 128; CUDA context 512 MiB = 536,870,912 B, cuBLASLt
- * workspace 32 MiB = 33,554,432 B, NCCL 2 connections x 32 channels x (4 MiB + 4,915,200 B + 512 KiB)
- * = 64 x 9,633,792 = 616,562,688 B per communicator, fragmentation 5 %, GEMM efficiency 0.70 BF16 and
- * 0.55 FP8, attention 0.50, HBM 0.80, network 0.80, latency 10 us / 20 us, DP overlapped. */
+ * recompute or sharding, vocabulary padded to 128; no stack: the recipe's main gradient, cached FP8 copies,
+ * fused SwiGLU, TE-style fused kernels without a launch floor, DP hidden behind compute and nothing else
+ * overlapped; efficiencies from the catalog (0) except HBM and network 0.80; CUDA context 512 MiB =
+ * 536,870,912 B, cuBLASLt workspace 32 MiB = 33,554,432 B, NCCL 2 connections x 32 channels x (4 MiB +
+ * 4,915,200 B + 512 KiB) = 64 x 9,633,792 = 616,562,688 B per communicator, allocator reserve 5 %, a plan
+ * fits up to 95 % of the memory. */
 static void test_documented_defaults(void)
 {
     PlanInput in;
@@ -152,13 +154,16 @@ static void test_documented_defaults(void)
     CHECK(in.tp == 1 && in.pp == 1 && in.vpp == 1 && in.cp == 1 && in.dp == 1 && in.mbs == 1 && in.world == 0);
     CHECK(in.gbs == 0 && in.seq == 0 && in.sp == 1 && in.attn == ATTN_FLASH && in.dropout == 0);
     CHECK(in.recompute == RECOMPUTE_NONE && in.sharding == SHARD_NONE && in.vocab_pad == 128);
-    CHECK(!in.model && !in.gpu && !in.recipe);
+    CHECK(!in.model && !in.gpu && !in.recipe && !in.stack);
+    CHECK(in.main_grad == MAIN_GRAD_RECIPE && in.fp8_weight_cache == 1 && in.fused_swiglu == 1);
+    CHECK(in.fusion == FUSE_TE && in.launch_s == 0.0);
+    CHECK(in.overlap_dp == 1.0 && in.overlap_tp == 0.0 && in.overlap_pp == 0.0 && in.overlap_cp == 0.0);
     CHECK_EQ_U64(in.cuda_context_bytes, 536870912);
     CHECK_EQ_U64(in.workspace_bytes, 33554432);
     CHECK_EQ_U64(in.nccl_comm_bytes, 616562688);
-    CHECK(in.frag_frac == 0.05 && in.eff_gemm_bf16 == 0.70 && in.eff_gemm_fp8 == 0.55 && in.eff_attn == 0.50);
-    CHECK(in.eff_hbm == 0.80 && in.eff_net == 0.80 && in.latency_intra_s == 10e-6 && in.latency_inter_s == 20e-6);
-    CHECK(in.overlap_dp == 1);
+    CHECK(in.frag_frac == 0.05 && in.max_mem_frac == 0.95);
+    CHECK(in.eff_gemm_bf16 == 0.0 && in.eff_gemm_fp8 == 0.0 && in.eff_attn == 0.0);
+    CHECK(in.eff_hbm == 0.80 && in.eff_net == 0.80);
 }
 
 /* A GPU row with a zero rate is refused with a message naming the GPU. */
