@@ -43,6 +43,9 @@ expect_eq() { # name actual expected: equal and not empty (two empty sides mean 
         fail "$1" "both sides are empty"
     elif [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got:      $2" "expected: $3"; fi
 }
+expect_empty() { # name value: the value must be empty (say so explicitly; expect_eq refuses two empty sides)
+    if [ -z "$2" ]; then pass "$1"; else fail "$1" "expected nothing, got: $(printf '%s' "$2" | head -c 300)"; fi
+}
 expect_line() { # name regex: stdout has a whole line matching the extended regex (anchored: ^...$)
     if grep -qE -- "^$2\$" "$TMP/out"; then pass "$1"; else fail "$1" "stdout has no line ^$2\$" "stdout: $(head -c 600 "$TMP/out")"; fi
 }
