@@ -87,7 +87,7 @@ if [ -x "$build/gpu/gpu_kernels" ]; then
         pass "no stage ran"
     fi
 else
-    echo "skip - driver check end to end (no GPU programs in $build)"
+    skip_build "driver check end to end" "no GPU programs in $build"
 fi
 # programs missing and the build fails / succeeds without them: 70, one line, nothing run
 fake make 'exit 2'
