@@ -13,6 +13,7 @@
  *   positions 4 x 8 = 32, final norm 8 = 232 (tied: no separate LM head at pp 1)
  * With dp 3 neither count divides: a shard holds ceil(2048 / 3) = 683 (not 682)
  * linear and ceil(232 / 3) = 78 (not 77) other elements. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -234,11 +235,51 @@ static void test_tp_only_amax_custom_recipe(void)
     free(c);
 }
 
+/* Block scales (DeepSeek-V3 style 128 x 128 weight blocks): every linear weight here is smaller than one
+ * block, so each FP8 copy of it (row-wise and transposed; the BF16 working weight has none) carries one
+ * FP32 scale: 4 linears x 4 layers x 2 copies = 32 scales, 128 B. No per-tensor GEMM records: activations
+ * use 1 x 128 blocks too. */
+static void test_block_scales(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(BIT(MASTER) | BIT(M) | BIT(V));
+    r.fp8_row = r.fp8_col = DT_E4M3, r.gemm_fwd = r.gemm_bwd = DT_E4M3;
+    r.scaling = SCALING_CURRENT, r.amax_history = 1, r.amax_reduce = AMAX_NONE, r.min_sm = 90;
+    r.act_gran = GRAN_1X128, r.weight_gran = GRAN_128X128;
+    PlanInput in = input(&m, &g, &r, 1, SHARD_NONE);
+    Plan p;
+    Err e = {0};
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, 32);
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].bytes, 128);
+    CHECK_EQ_U64(p.mem[MT_SCALE_GEMM].bytes, 0);
+}
+
+/* A recipe whose GEMMs read the master (no working weight, no FP8 copy) cannot let the distributed
+ * optimizer shard that master: refused on whichever row it is, here the third. */
+static void test_master_sharding_refused_on_any_row(void)
+{
+    char text[4096];
+    const char *bad = "bf16-sharded,none,none,none,fp32,fp32,fp32,fp32,master+m+v,none,base,bf16,bf16,none,tensor,"
+                      "tensor,0,none,fp32,bf16,bf16,bf16,bf16,none,8.0,test\n";
+    snprintf(text, sizeof text, "%s%s", recipes_csv, bad);
+    Catalog *c = calloc(1, sizeof *c);
+    if (!c) return;
+    Err e = {0};
+    CHECK(catalog_parse_recipes(c, text, strlen(text), "custom.csv", &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "custom.csv: row 4");
+    CHECK_CONTAINS(e.msg, "shards the master, but the GEMMs read it");
+    free(c);
+}
+
 int main(void)
 {
     RUN(test_sharding_modes_dp3);
     RUN(test_zero3_prefetch_transient);
     RUN(test_tied_lm_head_on_last_stage);
     RUN(test_tp_only_amax_custom_recipe);
+    RUN(test_block_scales);
+    RUN(test_master_sharding_refused_on_any_row);
     return test_summary();
 }

@@ -268,6 +268,65 @@ static void test_recompute_and_no_sp(void)
     CHECK_REL(p.time.tp_comm_s, 32 * 5.052e-6, EXACT);
 }
 
+/* A launch floor of 0.5 s (absurd, so that every kernel costs exactly its launches; the knob must stay
+ * under 1 s): each GEMM one launch (12 per
+ * layer: 4 forward, 8 backward), attention forward 1 launch and backward 2, the TE kernel list 5 launches
+ * forward (norm, bias-dropout-add, norm, GeLU, bias-dropout-add) and 7 backward (GeLU; norm2 2 + residual
+ * 1; norm1 2 + residual 1). Per layer: GEMM 12, attention 3, kernels 12. The last stage adds the LM head's 3
+ * GEMMs and the loss (3 launches forward, 2 backward) and final norm (1 forward, 2 backward): 8 kernel
+ * launches. Slower (last) stage per micro-batch: GEMMs 2 x 12 + 3 = 27 launches, attention 2 x 3 = 6,
+ * kernels 2 x 12 + 8 = 32; x 4 micro-batches x 0.5 s. */
+static void test_launch_floor(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = round_gpu();
+    Recipe r = ox_bf16(0);
+    PlanInput in = layout(&m, &g, &r);
+    in.launch_s = 0.5;
+    Plan p;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_REL(p.time.gemm_s, 4 * 27 * 0.5, EXACT);
+    CHECK_REL(p.time.attn_s, 4 * 6 * 0.5, EXACT);
+    CHECK_REL(p.time.nongemm_s, 4 * 32 * 0.5, EXACT);
+}
+
+/* The memory-bound kernel lists of the other stacks (BF16, GeLU, RMSNorm, no RoPE or dropout; H = 16,
+ * F = 32 elements; 4 micro-batches accumulate, so each linear weight's gradient is accumulated separately:
+ * 256 x (2 + 2 x 4) = 2560 B per layer):
+ *   compile  forward norm 4H + residual+norm 8H + GeLU 4F + residual 6H = 288 + 128 = 416 B; backward GeLU 6F
+ *            + norm/residual 10H + 10H + accumulation 2560 = 192 + 320 + 2560 = 3072 B
+ *   eager    forward RMSNorm 36H twice + residual 6H twice + GeLU 4F = 1344 + 128 = 1472 B; backward twice
+ *            the forward + accumulation: 2944 + 2560 = 5504 B
+ * The slower stage's memory-bound time per micro-batch is 2 layers of these at 5e8 B/s plus the last
+ * stage's loss and norm, 2 x 256 + 2.5 x 128 = 832 B. */
+static void test_other_kernel_lists(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = round_gpu();
+    Recipe r = ox_bf16(0);
+    PlanInput in = layout(&m, &g, &r);
+    Plan p;
+    in.fusion = FUSE_COMPILE;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_REL(p.time.nongemm_s, 4 * (2 * (416.0 + 3072) + 832) / 5e8, 1e-9);
+    in.fusion = FUSE_EAGER;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_REL(p.time.nongemm_s, 4 * (2 * (1472.0 + 5504) + 832) / 5e8, 1e-9);
+}
+
+/* A BF16 recipe has no amax to reduce, whatever its amax_reduce says. */
+static void test_bf16_has_no_amax_reduction(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = round_gpu();
+    Recipe r = ox_bf16(0);
+    r.amax_reduce = AMAX_ALL;
+    PlanInput in = layout(&m, &g, &r);
+    Plan p;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].calls, 0);
+}
+
 /* One GPU: no group to reduce over, so no collective at all, not even the FP8 recipe's amax
  * all-reduce (a 1-rank collective is never called, so it costs no latency either). */
 static void test_one_gpu_has_no_collectives(void)
@@ -295,6 +354,9 @@ int main(void)
     RUN(test_no_interleaving_whole_bubble);
     RUN(test_fp8_gemm_rate_casts_and_amax);
     RUN(test_recompute_and_no_sp);
+    RUN(test_launch_floor);
+    RUN(test_other_kernel_lists);
+    RUN(test_bf16_has_no_amax_reduction);
     RUN(test_one_gpu_has_no_collectives);
     return test_summary();
 }
