@@ -288,6 +288,12 @@ static void test_launch_floor(void)
     CHECK_REL(p.time.gemm_s, 4 * 27 * 0.5, EXACT);
     CHECK_REL(p.time.attn_s, 4 * 6 * 0.5, EXACT);
     CHECK_REL(p.time.nongemm_s, 4 * 32 * 0.5, EXACT);
+    /* materialized attention: its GEMMs (QK^T and PV forward, four backward) one launch each, and the
+     * softmax kernels around them: forward 2 GEMMs + 2 launches = 2 s, backward 4 GEMMs + 1 launch = 2.5 s;
+     * per step 4 x 2 layers x 4.5 s */
+    in.attn = ATTN_MATERIALIZED;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_REL(p.time.attn_s, 4 * 2 * 4.5, EXACT);
 }
 
 /* The memory-bound kernel lists of the other stacks (BF16, GeLU, RMSNorm, no RoPE or dropout; H = 16,
