@@ -3,7 +3,8 @@
 #   make            build build/fp8plan (+ the CUDA backend when nvcc exists)
 #   make run        the headline comparison on the built-in default
 #   make report     the same as an HTML page with charts (fp8plan-report.html)
-#   make test       unit + CLI tests (the HTML reports in headless Chromium too); ends with "N passed, M failed"
+#   make test       unit + CLI tests (the HTML reports in headless Chromium too), and compiles
+#                   the benchmarks and slow tests; ends with "N passed, M failed, K skipped"
 #   make test SAN=address,undefined   the same under ASan+UBSan (in build-san/)
 #   make bench      benchmarks that print their figures
 #   make fuzz       libFuzzer targets for FUZZ_SECONDS each (fuzz-smoke: 5 s)
@@ -13,6 +14,8 @@
 #                   baseline; results under results/gpu-<date>/; exit 69 without a GPU
 #   make gpu-build  what gpu-check runs, built here to carry to a GPU machine
 #                   (fp8plan without the TUI: no ncurses, no tmux; needs nvcc and NCCL)
+#   make mutate     mutation testing of the files this branch changes against main
+#                   (MUTATE_BASE=rev, or MUTATE_DIR=planner for a folder); see CONTRIBUTING.md
 #   make fmt | lint | clean
 #
 # Knobs: SAN=address|undefined|address,undefined  WERROR=1|0  OPT=-O2
@@ -176,6 +179,11 @@ $(DEPS_OK):
 	[ -f /usr/include/csv.h ] || missing="$$missing libcsv-dev"; \
 	$(if $(filter 1,$(TUI)),[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || missing="$$missing libncurses-dev";) \
 	$(call apt_install,exit 1)
+	@if [ ! -f $(CUDA_HOME)/include/cuda_fp8.h ]; then \
+	  echo "note: no $(CUDA_HOME)/include/cuda_fp8.h: the NVIDIA-oracle codec tests will say skip (CI=true fails them);"; \
+	  echo "      install the CUDA toolkit (its headers are enough) or set CUDA_HOME"; \
+	  if [ "$${CI:-}" = true ]; then exit 1; fi; \
+	fi
 	@mkdir -p $(@D) && touch $@
 ifeq ($(HAVE_CUDA),1)
 	@echo "note: CUDA from $(NVCC); NCCL from $(NCCL_FROM): $(NCCL_INC)/nccl.h, $(NCCL_LIB)"
@@ -202,7 +210,7 @@ browser-deps:
 
 # ---- rules -----------------------------------------------------------------------
 .PHONY: all run report test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-programs gpu-check \
-        browser-deps
+        browser-deps mutate
 
 all: $(BIN)
 
@@ -251,10 +259,16 @@ $(BUILD)/fuzz-replay/%: tests/fuzz/%.c tests/fuzz/replay_main.c $(CLI_LIB_OBJ) $
 	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< tests/fuzz/replay_main.c \
 	  $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
 
-tests: $(TEST_DEPS_OK) $(BIN) $(TESTS) $(GPUS) $(REPLAYS)
+# The benchmarks and slow tests are compiled with the tests (not run), so an API
+# change that breaks them fails `make test`, in CI too.
+tests: $(TEST_DEPS_OK) $(BIN) $(TESTS) $(GPUS) $(REPLAYS) $(BENCHES) $(SLOWS)
+
+# Skips that may pass under CI=true (tests/run.sh): hardware always; "build" where this
+# build leaves CUDA out (sanitizers, CUDA=0, no nvcc), whose parts the default build tests.
+SKIP_OK := hardware$(if $(filter 1,$(HAVE_CUDA)),,$(comma)build)
 
 test: tests browser-deps
-	@sh tests/run.sh $(BUILD)
+	@FP8PLAN_SKIP_OK=$(SKIP_OK) sh tests/run.sh $(BUILD)
 
 test-slow: $(BIN) $(SLOWS)
 	@set -e; for t in $(SLOWS); do echo "== $$t"; $$t; done
@@ -306,6 +320,29 @@ report: $(BIN)
 	./$(BIN) report html -o fp8plan-report.html
 	@echo "wrote fp8plan-report.html; open it in a browser: xdg-open fp8plan-report.html (file://$(CURDIR)/fp8plan-report.html)"
 
+# ---- mutation testing (tests/mutate.py; CONTRIBUTING.md says when) -----------------------------
+# universalmutator from PyPI in a project-local virtual environment (build-mutate/, ignored by git).
+MUTATE_WORK := build-mutate
+MUTATE_BASE ?= main
+MUTATE_DIR ?=
+MUTATE_COUNT ?= 60
+MUTATE_SEED ?= 1
+MUTATE_MINUTES ?= 30
+MUTATE_TIMEOUT ?= 60
+UNIVERSALMUTATOR := universalmutator==1.14.1
+
+$(MUTATE_WORK)/venv/bin/mutate:
+	@python3 -c 'import venv, ensurepip' 2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; \
+	  else echo "python3 venv is missing: sudo apt-get install -y python3-venv"; exit 1; fi; }
+	python3 -m venv $(MUTATE_WORK)/venv
+	$(MUTATE_WORK)/venv/bin/pip install -q $(UNIVERSALMUTATOR)
+
+mutate: $(MUTATE_WORK)/venv/bin/mutate
+	python3 tests/mutate.py --work $(MUTATE_WORK) --base $(MUTATE_BASE) $(foreach d,$(MUTATE_DIR),--dir $(d)) \
+	  --count $(MUTATE_COUNT) --seed $(MUTATE_SEED) --minutes $(MUTATE_MINUTES) --timeout $(MUTATE_TIMEOUT)
+
 FMT_FILES = $(shell find util fp8 planner reports exec tui cli tests \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
 fmt:
@@ -322,6 +359,6 @@ lint:
 	@echo "lint: ok"
 
 clean:
-	rm -rf build build-san build-fuzz build-gpu
+	rm -rf build build-san build-fuzz build-gpu build-mutate
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

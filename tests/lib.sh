@@ -1,7 +1,8 @@
 # tests/lib.sh — helpers for end-to-end CLI tests (sourced by tests/cli/*.sh).
 #
-# Each check prints "ok - name" or "FAIL - name" with what differed, and
-# `finish` prints the "N passed, M failed" line that tests/run.sh adds up.
+# Each check prints "ok - name" or "FAIL - name" with what differed, `skip`
+# prints "skip - name (why)", and `finish` prints the "N passed, M failed,
+# K skipped" line that tests/run.sh adds up.
 # FP8PLAN is the binary under test; TMP is a scratch directory removed on exit.
 set -u
 : "${FP8PLAN:?FP8PLAN must point at the fp8plan binary}"
@@ -9,9 +10,16 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 passed=0
 failed=0
+skipped=0
 
 pass() { passed=$((passed + 1)); echo "ok - $1"; }
 fail() { failed=$((failed + 1)); echo "FAIL - $1"; shift; for l in "$@"; do echo "  $l" >&2; done; }
+# skip NAME WHY: a check this machine cannot run for want of something a CPU machine can have (a tool):
+# CI fails on it. skip_hw NAME WHY: it needs other hardware (a GPU, or none); skip_build NAME WHY: this
+# build leaves the part out (a sanitizer build has no CUDA) and the default build runs it.
+skip() { skipped=$((skipped + 1)); echo "skip - $1 ($2)"; }
+skip_hw() { skip "$1" "hardware: $2"; }
+skip_build() { skip "$1" "build: $2"; }
 
 # run ARGS...: runs fp8plan, leaving stdout in $TMP/out, stderr in $TMP/err, status in $rc.
 run() { "$FP8PLAN" "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?; }
@@ -21,17 +29,25 @@ run_in() { local in=$1; shift; printf '%s' "$in" | "$FP8PLAN" "$@" >"$TMP/out" 2
 expect_rc() { # name expected
     if [ "$rc" -eq "$2" ]; then pass "$1"; else fail "$1" "exit status $rc, expected $2" "stderr: $(head -c 400 "$TMP/err")"; fi
 }
-expect_out() { # name fixed-string expected in stdout
-    if grep -qF -- "$2" "$TMP/out"; then pass "$1"; else fail "$1" "stdout lacks: $2" "stdout: $(head -c 600 "$TMP/out")"; fi
+expect_out() { # name fixed-string expected in stdout (an empty string would match anything: refused)
+    if [ -z "$2" ]; then fail "$1" "empty pattern"; elif grep -qF -- "$2" "$TMP/out"; then pass "$1"; else fail "$1" "stdout lacks: $2" "stdout: $(head -c 600 "$TMP/out")"; fi
 }
-expect_err() { # name fixed-string expected in stderr
-    if grep -qF -- "$2" "$TMP/err"; then pass "$1"; else fail "$1" "stderr lacks: $2" "stderr: $(head -c 600 "$TMP/err")"; fi
+expect_err() { # name fixed-string expected in stderr (an empty string is refused)
+    if [ -z "$2" ]; then fail "$1" "empty pattern"; elif grep -qF -- "$2" "$TMP/err"; then pass "$1"; else fail "$1" "stderr lacks: $2" "stderr: $(head -c 600 "$TMP/err")"; fi
 }
 expect_no_out() { # name: stdout must be empty (nothing printed as data on error)
     if [ ! -s "$TMP/out" ]; then pass "$1"; else fail "$1" "stdout not empty: $(head -c 300 "$TMP/out")"; fi
 }
-expect_eq() { # name actual expected
-    if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got:      $2" "expected: $3"; fi
+expect_eq() { # name actual expected: equal and not empty (two empty sides mean nothing was read)
+    if [ -z "$2$3" ]; then
+        fail "$1" "both sides are empty"
+    elif [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got:      $2" "expected: $3"; fi
+}
+expect_empty() { # name value: the value must be empty (say so explicitly; expect_eq refuses two empty sides)
+    if [ -z "$2" ]; then pass "$1"; else fail "$1" "expected nothing, got: $(printf '%s' "$2" | head -c 300)"; fi
+}
+expect_line() { # name regex: stdout has a whole line matching the extended regex (anchored: ^...$)
+    if grep -qE -- "^$2\$" "$TMP/out"; then pass "$1"; else fail "$1" "stdout has no line ^$2\$" "stdout: $(head -c 600 "$TMP/out")"; fi
 }
 
-finish() { echo "$passed passed, $failed failed"; [ "$failed" -eq 0 ]; }
+finish() { echo "$passed passed, $failed failed, $skipped skipped"; [ "$failed" -eq 0 ]; }

@@ -72,7 +72,7 @@ printf '#!/bin/sh\necho "p: cuda driver 12.8"\n' >"$fb/gpu/drv"
 printf '#!/bin/sh\necho "p: cuda driver 0.0 (none)"\n' >"$fb/gpu/nodrv"
 chmod +x "$fb/gpu/drv" "$fb/gpu/nodrv"
 expect_eq "the driver as a program sees it (cudaDriverGetVersion)" "$(ge_driver_of "$fb/gpu/drv")" "12.8"
-expect_eq "no driver: empty" "$(ge_driver_of "$fb/gpu/nodrv")" ""
+expect_empty "no driver: empty" "$(ge_driver_of "$fb/gpu/nodrv")"
 
 # ---- gpu_check.sh stops before any stage -----------------------------------------------------------
 fake nvidia-smi 'case "$1" in -L) echo "GPU 0: NVIDIA H200 (UUID: GPU-0)" ;; --query-gpu*) echo "NVIDIA H200, 143771 MiB" ;; *) echo "| NVIDIA-SMI 550.54.15  Driver Version: 550.54.15  CUDA Version: 12.4 |" ;; esac'
@@ -87,7 +87,7 @@ if [ -x "$build/gpu/gpu_kernels" ]; then
         pass "no stage ran"
     fi
 else
-    echo "skip - driver check end to end (no GPU programs in $build)"
+    skip_build "driver check end to end" "no GPU programs in $build"
 fi
 # programs missing and the build fails / succeeds without them: 70, one line, nothing run
 fake make 'exit 2'

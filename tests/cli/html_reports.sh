@@ -23,7 +23,7 @@ fi
 rc=$?
 expect_rc "report html -o FILE exits 0" 0
 expect_eq "report html writes a page" "$(head -c 15 "$TMP/fp8plan-report.html")" "<!DOCTYPE html>"
-expect_eq "report html says nothing on stdout" "$(cat "$TMP/out")" ""
+expect_empty "report html says nothing on stdout" "$(cat "$TMP/out")"
 run report html $L175 --recipes megatron-bf16,te-fp8 --tp 4 --pp 8
 expect_rc "report html takes plan options" 0
 expect_out "report html with options shows the layout" "TP 4 x PP 8 (vpp 1) x CP 1 x DP 4"
@@ -62,7 +62,7 @@ expect_rc "run --format pdf is a usage error" 64
 run compare $L175 --recipes megatron-bf16,te-fp8 --format html -o "$TMP/no/such/dir/c.html"
 expect_rc "an html page into a missing directory exits 73" 73
 expect_no_out "nothing on stdout when the page cannot be written"
-expect_eq "no temporary file left" "$(ls "$TMP/no" 2>/dev/null)" ""
+expect_empty "no temporary file left" "$(ls "$TMP/no" 2>/dev/null)"
 
 # ---- the terminal: one memory bar per recipe ----
 bar_lines() { grep -E '(FITS|OOM)$' "$TMP/out"; }

@@ -10,6 +10,11 @@
 . "$FP8PLAN_ROOT/tests/lib.sh"
 
 golden="$FP8PLAN_ROOT/tests/golden/tui"
+if [ "${CI:-false}" = true ] && [ "${UPDATE_GOLDEN:-0}" != 0 ]; then
+    fail "UPDATE_GOLDEN under CI=true" "golden screens are reviewed changes; CI never rewrites them"
+    finish
+    exit 1
+fi
 
 # name | size | TERM | locale | keys | extra options
 cases='plan_80x24_dumb|80x24|dumb|C||
@@ -62,22 +67,24 @@ cat "$TMP/results"
 passed=$(grep -c '^ok - ' "$TMP/results")
 failed=$(grep -c '^FAIL - ' "$TMP/results")
 
-# the goldens themselves say what they should: sizes, colour and glyphs as configured
+# what this run drew (not the committed goldens, which a careless UPDATE_GOLDEN would rewrite to
+# match anything) says what it should: sizes, colour and glyphs as configured
+dumps="$TMP/dumps"
 check_header() { # name expected-header-fragment
-    if head -n 1 "$golden/$1.txt" 2>/dev/null | grep -qF -- "$2"; then pass "$1 header: $2"; else fail "$1 header: $2"; fi
+    if head -n 1 "$dumps/$1.txt" 2>/dev/null | grep -qF -- "$2"; then pass "$1 header: $2"; else fail "$1 header: $2"; fi
 }
 check_header plan_80x24_dumb "80x24 TERM=dumb colour=off unicode=off"
 check_header plan_80x24_xterm "TERM=xterm-256color colour=on unicode=off"
 check_header plan_80x24_nocolor_flag "colour=off"
 check_header plan_120x40_xterm_utf8 "colour=on unicode=on"
 check_header small_60x15_dumb "60x15"
-if grep -qF "too small: have 60x15, need 80x24" "$golden/small_60x15_dumb.txt"; then
+if grep -qF "too small: have 60x15, need 80x24" "$dumps/small_60x15_dumb.txt"; then
     pass "60x15 shows the too-small screen"
 else
     fail "60x15 shows the too-small screen"
 fi
 # monochrome bar: one glyph per category (#=*+% then . for free), none of them colour
-if grep -qE '^ GPU .*\[#+\+{3,}%+\.+\]' "$golden/plan_80x24_dumb.txt"; then
+if grep -qE '^ GPU .*\[#+\+{3,}%+\.+\]' "$dumps/plan_80x24_dumb.txt"; then
     pass "monochrome bar: states #, activations +, overheads %, free ."
 else
     fail "monochrome bar: states #, activations +, overheads %, free ."

@@ -16,14 +16,14 @@ tui() { # keys [size] [extra args...]: dump in $TMP/screen
     [ $# -gt 0 ] && shift
     run tui --headless --size "$sz" --keys "$k" --dump "$TMP/screen" "$@"
 }
-screen_has() { # name fixed-string
-    if grep -qF -- "$2" "$TMP/screen"; then pass "$1"; else fail "$1" "screen lacks: $2" "$(head -n 30 "$TMP/screen")"; fi
+screen_has() { # name fixed-string (an empty string would match any screen: refused)
+    if [ -z "$2" ]; then fail "$1" "empty pattern (what should be on screen was not computed)"; elif grep -qF -- "$2" "$TMP/screen"; then pass "$1"; else fail "$1" "screen lacks: $2" "$(head -n 30 "$TMP/screen")"; fi
 }
 screen_lacks() {
-    if grep -qF -- "$2" "$TMP/screen"; then fail "$1" "screen shows: $2"; else pass "$1"; fi
+    if [ -z "$2" ] || [ ! -s "$TMP/screen" ]; then fail "$1" "empty pattern or no screen dumped"; elif grep -qF -- "$2" "$TMP/screen"; then fail "$1" "screen shows: $2"; else pass "$1"; fi
 }
-same_file() { # name expected actual
-    if cmp -s "$2" "$3"; then pass "$1"; else fail "$1" "$(diff "$2" "$3" | head -n 8)"; fi
+same_file() { # name expected actual (both must exist and hold something)
+    if [ ! -s "$2" ] || [ ! -s "$3" ]; then fail "$1" "missing or empty: $2 or $3"; elif cmp -s "$2" "$3"; then pass "$1"; else fail "$1" "$(diff "$2" "$3" | head -n 8)"; fi
 }
 
 # --- megatron-bf16 -> fp8lm on GPT-175B: the optimizer terms move as the planner says
@@ -38,6 +38,7 @@ same_file "e writes the CSV of 'plan --format csv' for the same inputs" "$TMP/wa
 for term in master_gemm grad_gemm adam_m_gemm adam_v_gemm; do
     # term,category,dtype,elements,bytes,... -> the screen's row: name, dtype, grouped elements
     row=$(grep "^$term," "$TMP/terms.csv")
+    [ -n "$row" ] || fail "$term: 'plan --view terms' has the row"
     dt=$(echo "$row" | cut -d, -f3)
     el=$(echo "$row" | cut -d, -f4 | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta')
     old=$(grep "^$term," "$TMP/terms0.csv" | cut -d, -f5)

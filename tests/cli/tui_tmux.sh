@@ -6,7 +6,7 @@
 . "$FP8PLAN_ROOT/tests/lib.sh"
 
 if ! command -v tmux >/dev/null 2>&1; then
-    echo "skip - tmux is not installed (the Makefile installs it: make test as root, or apt-get install tmux)"
+    skip tui_tmux "tmux is not installed; the Makefile installs it: make test as root, or apt-get install tmux"
     finish
     exit
 fi

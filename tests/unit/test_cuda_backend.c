@@ -115,10 +115,10 @@ int main(void)
     if (!have_gpu()) {
         RUN(test_no_gpu_is_unavailable);
 #ifdef FP8PLAN_HAVE_CUDA
-        SKIP(test_gpu_backend_is_complete, "no GPU here");
+        SKIP_HW(test_gpu_backend_is_complete, "no GPU here");
 #endif
     } else {
-        SKIP(test_no_gpu_is_unavailable, "a GPU is present");
+        SKIP_HW(test_no_gpu_is_unavailable, "a GPU is present");
 #ifdef FP8PLAN_HAVE_CUDA
         RUN(test_gpu_backend_is_complete);
 #endif

@@ -28,7 +28,7 @@ static Backend *cpu(void)
 {
     Backend *bk = NULL;
     Err e;
-    if (backend_cpu_create(&bk, &e)) fprintf(stderr, "  backend_cpu_create: %s\n", e.msg);
+    if (backend_cpu_create(&bk, &e)) CHECKF(0, "backend_cpu_create: %s", e.msg); /* a setup failure fails the test */
     return bk;
 }
 

@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""tests/mutate.py — mutation testing of the C sources (run by `make mutate`).
+
+Plants one realistic bug at a time (universalmutator's C rules: operators,
+constants, conditions, deleted statements) in a copy of the working tree,
+rebuilds, runs the unit tests (and, for cli/, reports/, tui/ and util/, the
+CLI scripts), and counts the mutant as killed when a test
+fails (or hangs past the per-mutant timeout) and as a survivor when every test
+still passes. Prints the score and each survivor as file:line with the
+original and the mutated line.
+
+Which files: those the branch changes against a base revision (default main,
+plus uncommitted changes), or every .c/.h under the folders named with --dir.
+CUDA sources (*/cuda/*) are left out: no GPU runs their tests here.
+
+What is sampled: all mutants of those files, minus the ones that only touch a
+comment, shuffled with --seed and taken in that order until --count were
+judged or --minutes ran out — so two runs with the same seed and sources judge
+the same mutants. A mutant that does not compile is not counted; nor is one
+whose object file is byte-identical to the original's after stripping debug
+information (the compiler proved it equivalent).
+
+The copy lives in build-mutate/ (ignored by git); the working tree is never
+touched. Needs the `mutate` program of universalmutator (the Makefile installs
+it into build-mutate/venv).
+"""
+import argparse
+import difflib
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+PROD_DIRS = ("util", "fp8", "planner", "reports", "exec", "tui", "cli")
+
+# Unit tests run first for a file in this folder (the rest follow): a killed
+# mutant usually fails one of these, so most mutants cost one or two binaries.
+FIRST = {
+    "fp8": ("test_fp8_", "test_quant", "test_granularity", "test_scaling", "test_oracle_"),
+    "planner": ("test_oracle_", "test_plan", "test_catalog", "test_report_plan"),
+    "exec": ("test_oracle_", "test_exec_", "test_run_", "test_cuda_math", "test_cuda_map"),
+    "tui": ("test_oracle_tui", "test_tui"),
+    "reports": ("test_report", "test_plan_seed"),
+    "util": ("test_util", "test_catalog"),
+}
+
+
+def sh(cmd, cwd, timeout=None):
+    return subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+
+
+def git_files(root, base):
+    """Production C files changed against base (committed since the merge base, or not yet committed)."""
+    names = set()
+    for args in (["git", "diff", "--name-only", "--diff-filter=AMR", base + "...HEAD"],
+                 ["git", "diff", "--name-only", "--diff-filter=AMR", "HEAD"]):
+        r = sh(args, root)
+        if r.returncode:
+            sys.exit("mutate: %s failed: %s" % (" ".join(args), r.stdout.decode(errors="replace").strip()))
+        names.update(r.stdout.decode().split())
+    return sorted(n for n in names if n.split("/")[0] in PROD_DIRS and "/cuda/" not in n and n.endswith((".c", ".h")))
+
+
+def dir_files(root, dirs):
+    out = []
+    for d in dirs:
+        d = d.rstrip("/")
+        if not os.path.isdir(os.path.join(root, d)):
+            sys.exit("mutate: --dir %s: no such folder" % d)
+        for base, _, files in os.walk(os.path.join(root, d)):
+            rel = os.path.relpath(base, root)
+            if "cuda" in rel.split(os.sep):
+                continue
+            out += [os.path.join(rel, f) for f in files if f.endswith((".c", ".h"))]
+    return sorted(out)
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def changed_line(orig_lines, mut_lines):
+    """(1-based line in the original, original text, mutated text) of the first difference."""
+    sm = difflib.SequenceMatcher(None, orig_lines, mut_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            continue
+        before = orig_lines[i1].strip() if i1 < len(orig_lines) else ""
+        after = " / ".join(l.strip() for l in mut_lines[j1:j2]) or "(line deleted)"
+        if tag == "insert":
+            before, after = "(before) " + before, "(inserted) " + after
+        return i1 + 1, before, after
+    return 0, "", ""
+
+
+def copy_tree(root, dest, rev=None):
+    """The working tree as git sees it (tracked and untracked, not ignored), or revision rev, into dest."""
+    if os.path.exists(dest):
+        shutil.rmtree(dest)
+    if rev:
+        os.makedirs(dest)
+        archive = subprocess.Popen(["git", "archive", rev], cwd=root, stdout=subprocess.PIPE)
+        if subprocess.run(["tar", "-x", "-C", dest], stdin=archive.stdout).returncode or archive.wait():
+            sys.exit("mutate: git archive %s failed" % rev)
+        return
+    r = sh(["git", "ls-files", "-co", "--exclude-standard", "-z"], root)
+    if r.returncode:
+        sys.exit("mutate: git ls-files failed")
+    for rel in r.stdout.decode().split("\0"):
+        if not rel or not os.path.isfile(os.path.join(root, rel)):
+            continue
+        os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
+        shutil.copy2(os.path.join(root, rel), os.path.join(dest, rel))
+
+
+def stripped_object(tree, build, src):
+    """Bytes of src's object file without debug sections (None if not built)."""
+    obj = os.path.join(tree, build, "obj", os.path.splitext(src)[0] + ".o")
+    if not os.path.exists(obj):
+        return None
+    tmp = obj + ".strip"
+    if sh(["objcopy", "--strip-debug", obj, tmp], tree).returncode:
+        return None
+    with open(tmp, "rb") as f:
+        data = f.read()
+    os.unlink(tmp)
+    return data
+
+
+# Folders whose behaviour the command-line scripts see better than the unit tests do: for their
+# files the CLI scripts (tests/cli/*.sh, with the fp8plan binary) run after the unit tests.
+WITH_CLI = ("cli", "reports", "tui", "util")
+
+
+def test_order(tests, src):
+    first = FIRST.get(src.split("/")[0], ())
+    head = [t for t in tests if t.startswith(first)] if first else []
+    return head + [t for t in tests if t not in head]
+
+
+def run_cli(tree, build, make, timeout):
+    """Name of the first CLI script that fails (or hangs), None when all pass, False if fp8plan does not build."""
+    if sh(make + [os.path.join(build, "fp8plan")], tree).returncode:
+        return False
+    env = dict(os.environ, FP8PLAN=os.path.join(tree, build, "fp8plan"), FP8PLAN_ROOT=tree)
+    for script in sorted(os.listdir(os.path.join(tree, "tests", "cli"))):
+        if not script.endswith(".sh") or script.startswith(("tui_tmux", "gpu_check")):
+            continue  # the tmux and GPU-check scripts are slow and exercise no C the others miss
+        try:
+            r = subprocess.run(["sh", os.path.join("tests", "cli", script)], cwd=tree, env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout * 5)
+        except subprocess.TimeoutExpired:
+            return "cli/" + script + " (timeout)"
+        if r.returncode:
+            return "cli/" + script
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--base", default="main", help="revision the change is measured against (default main)")
+    ap.add_argument("--dir", action="append", default=[], help="mutate every .c/.h under this folder instead")
+    ap.add_argument("--count", type=int, default=60, help="mutants to judge (default 60)")
+    ap.add_argument("--seed", type=int, default=1, help="sampling seed (default 1)")
+    ap.add_argument("--minutes", type=float, default=30, help="stop sampling after this long (default 30)")
+    ap.add_argument("--timeout", type=int, default=60, help="seconds per test binary per mutant (default 60)")
+    ap.add_argument("--jobs", type=int, default=2, help="make -j (default 2)")
+    ap.add_argument("--work", default="build-mutate", help="scratch folder (default build-mutate)")
+    ap.add_argument("--mutate-bin", default=None, help="universalmutator's mutate program")
+    ap.add_argument("--report", default=None, help="also write the judged mutants as CSV here")
+    ap.add_argument("--tree-rev", default=None,
+                    help="judge the sources and tests of this revision instead of the working tree")
+    a = ap.parse_args()
+
+    root = sh(["git", "rev-parse", "--show-toplevel"], ".").stdout.decode().strip() or os.getcwd()
+    work = os.path.abspath(os.path.join(root, a.work))
+    mutate_bin = os.path.abspath(a.mutate_bin) if a.mutate_bin else os.path.join(work, "venv", "bin", "mutate")
+    if not os.path.exists(mutate_bin):
+        sys.exit("mutate: %s not found (make mutate installs universalmutator into %s/venv)" % (mutate_bin, a.work))
+    files = dir_files(root, a.dir) if a.dir else git_files(root, a.base)
+    what = ("folder " + ", ".join(a.dir)) if a.dir else ("files changed against " + a.base)
+    if not files:
+        print("mutate: no C sources to mutate (%s)" % what)
+        return 0
+    print("mutate: %d file(s), %s; seed %d, up to %d mutants or %g min" % (len(files), what, a.seed, a.count,
+                                                                          a.minutes))
+
+    tree = os.path.join(work, "tree")
+    copy_tree(root, tree, a.tree_rev)
+    build = "build"
+    make = ["make", "-j%d" % a.jobs, "--no-print-directory", "CUDA=0", "BUILD=" + build]
+    tests = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(tree, "tests", "unit"))
+                   if f.startswith("test_") and f.endswith(".c"))
+    targets = [os.path.join(build, "tests", t) for t in tests]
+    r = sh(make + targets, tree)
+    if r.returncode:
+        sys.exit("mutate: the unmutated tree does not build:\n" + r.stdout.decode(errors="replace")[-3000:])
+    for t in tests:  # the suite must pass before a mutant can be judged by it
+        r = sh([os.path.join(build, "tests", t)], tree, timeout=a.timeout * 5)
+        if r.returncode:
+            sys.exit("mutate: %s fails without any mutant; fix the suite first:\n%s" %
+                     (t, r.stdout.decode(errors="replace")[-2000:]))
+    files = [f for f in files if os.path.exists(os.path.join(tree, f))]
+    originals = {f: open(os.path.join(tree, f), encoding="utf-8").read() for f in files}
+    base_obj = {f: stripped_object(tree, build, f) for f in files if f.endswith(".c")}
+
+    # every mutant of every file, minus the comment-only ones
+    pool = []
+    mdir = os.path.join(work, "mutants")
+    shutil.rmtree(mdir, ignore_errors=True)
+    for f in files:
+        out = os.path.join(mdir, f.replace("/", "__"))
+        os.makedirs(out)
+        r = sh([mutate_bin, os.path.join(tree, f), "c", "--noCheck", "--mutantDir", out], work)
+        if r.returncode:
+            sys.exit("mutate: universalmutator failed on %s:\n%s" % (f, r.stdout.decode(errors="replace")[-1500:]))
+        plain = strip_comments(originals[f])
+        for name in sorted(os.listdir(out), key=lambda n: int(re.findall(r"\.mutant\.(\d+)\.", n)[0])):
+            text = open(os.path.join(out, name), encoding="utf-8", errors="replace").read()
+            if strip_comments(text) != plain:
+                pool.append((f, os.path.join(out, name)))
+    rng = random.Random(a.seed)
+    rng.shuffle(pool)
+    print("mutate: %d mutants generated (comment-only ones dropped); judging in seeded order" % len(pool))
+
+    deadline = time.time() + a.minutes * 60
+    killed, survived, invalid, equivalent = [], [], 0, 0
+    rows = []
+    for f, path in pool:
+        if len(killed) + len(survived) >= a.count or time.time() > deadline:
+            break
+        text = open(path, encoding="utf-8", errors="replace").read()
+        line, before, after = changed_line(originals[f].splitlines(True), text.splitlines(True))
+        target = os.path.join(tree, f)
+        try:
+            with open(target, "w", encoding="utf-8") as o:
+                o.write(text)
+            # build lazily: the mutated object first, then each test binary just before it runs,
+            # so a mutant the first tests kill costs one link, not one per test
+            if f.endswith(".c"):
+                obj = os.path.join(build, "obj", os.path.splitext(f)[0] + ".o")
+                if sh(make + [obj], tree).returncode:
+                    invalid += 1
+                    continue
+                if base_obj.get(f) is not None and stripped_object(tree, build, f) == base_obj[f]:
+                    equivalent += 1
+                    rows.append((f, line, "equivalent", "", before, after))
+                    continue
+            verdict, by, broken = "survived", "", False
+            for t in test_order(tests, f):
+                if sh(make + [os.path.join(build, "tests", t)], tree).returncode:
+                    broken = True
+                    break
+                try:
+                    r = sh([os.path.join(build, "tests", t)], tree, timeout=a.timeout)
+                except subprocess.TimeoutExpired:
+                    verdict, by = "killed", t + " (timeout)"
+                    break
+                if r.returncode:
+                    verdict, by = "killed", t
+                    break
+            if not broken and verdict == "survived" and f.split("/")[0] in WITH_CLI:
+                hit = run_cli(tree, build, make, a.timeout)
+                if hit is False:
+                    broken = True
+                elif hit:
+                    verdict, by = "killed", hit
+            if broken:
+                invalid += 1
+                continue
+            (killed if verdict == "killed" else survived).append((f, line, before, after, by))
+            rows.append((f, line, verdict, by, before, after))
+            mark = "K" if verdict == "killed" else "S"
+            print("  %s %s:%d  %s  ->  %s%s" % (mark, f, line, before[:60], after[:60],
+                                                 ("   [" + by + "]") if by else ""), flush=True)
+        finally:
+            with open(target, "w", encoding="utf-8") as o:
+                o.write(originals[f])
+
+    judged = len(killed) + len(survived)
+    if a.report:
+        import csv
+        with open(a.report, "w", newline="") as o:
+            w = csv.writer(o)
+            w.writerow(["file", "line", "verdict", "killed_by", "original", "mutant"])
+            w.writerows(rows)
+    print()
+    print("mutate: %d judged (%d did not compile, %d compiled to identical code: not counted)" % (judged, invalid,
+                                                                                                  equivalent))
+    if judged:
+        print("mutation score: %d of %d killed = %.1f %%" % (len(killed), judged, 100.0 * len(killed) / judged))
+    for f, line, before, after, _ in survived:
+        print("survivor %s:%d\n    was: %s\n    now: %s" % (f, line, before, after))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

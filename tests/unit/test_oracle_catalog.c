@@ -1,0 +1,72 @@
+/* tests/unit/test_oracle_catalog.c — the catalog's limits and its CSV error
+ * message, at the edges: each bounded model column accepts its maximum and
+ * refuses one more, naming the file, row and column; a stray quote is named
+ * as what it is. Expected values are the limits stated here, not read back. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner/catalog.h"
+#include "test.h"
+
+static const char head[] = "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,position,"
+                           "tied_embeddings,linear_bias,source\n";
+
+/* one model row with column `col` (1-based among the numbers: 1 layers .. 8 seq_len) set to v */
+static Status parse_with(int col, unsigned long long v, Catalog *c, Err *e)
+{
+    unsigned long long n[8] = {2, 8, 32, 2, 2, 4, 16, 4};
+    n[col - 1] = v;
+    if (col == 5) n[3] = 65536; /* kv_heads must divide heads: give it the most heads */
+    char text[1024];
+    snprintf(text, sizeof text, "%sm,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,rmsnorm,gelu,rope,no,no,src\n", head, n[0],
+             n[1], n[2], n[3], n[4], n[5], n[6], n[7]);
+    return catalog_parse_models(c, text, strlen(text), "models.csv", e);
+}
+
+static void test_model_column_limits(void)
+{
+    /* layers, heads, kv_heads and head_dim up to 2^16 = 65536; hidden, ffn_hidden, vocab and seq_len
+     * up to 2^30 = 1073741824 */
+    const struct {
+        int col;
+        const char *name;
+        unsigned long long max;
+    } lim[] = {{1, "layers", 65536},     {2, "hidden", 1073741824}, {3, "ffn_hidden", 1073741824},
+               {4, "heads", 65536},      {5, "kv_heads", 65536},    {6, "head_dim", 65536},
+               {7, "vocab", 1073741824}, {8, "seq_len", 1073741824}};
+    Catalog *c = calloc(1, sizeof *c);
+    for (size_t i = 0; c && i < sizeof lim / sizeof *lim; i++) {
+        Err e = {0};
+        CHECKF(parse_with(lim[i].col, lim[i].max, c, &e) == ST_OK, "%s = %llu refused: %s", lim[i].name, lim[i].max,
+               e.msg);
+        CHECKF(parse_with(lim[i].col, lim[i].max + 1, c, &e) == ST_DATA, "%s = %llu accepted", lim[i].name,
+               lim[i].max + 1);
+        char want[64];
+        snprintf(want, sizeof want, "models.csv: row 2, column %s", lim[i].name);
+        CHECK_CONTAINS(e.msg, want);
+        CHECKF(parse_with(lim[i].col, 0, c, &e) == ST_DATA, "%s = 0 accepted", lim[i].name);
+    }
+    free(c);
+}
+
+static void test_stray_quote_is_named(void)
+{
+    Catalog *c = calloc(1, sizeof *c);
+    if (!c) return;
+    const char text[] = "name,compute_capability,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,"
+                        "intra_node_gbps,inter_node_gbps,gpus_per_node,source\n"
+                        "g,9.0\",1,1,1,1,1,1,1,8,src\n";
+    Err e = {0};
+    CHECK(catalog_parse_gpus(c, text, strlen(text), "gpus.csv", &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "gpus.csv: row 2");
+    CHECK_CONTAINS(e.msg, "a quote inside an unquoted field or an unterminated quoted field");
+    free(c);
+}
+
+int main(void)
+{
+    RUN(test_model_column_limits);
+    RUN(test_stray_quote_is_named);
+    return test_summary();
+}

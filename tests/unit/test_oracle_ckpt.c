@@ -1,0 +1,313 @@
+/* tests/unit/test_oracle_ckpt.c — every field of the checkpoint header, read
+ * back from the bytes of the file at the offsets exec/ckpt.h specifies.
+ *
+ * An independent oracle: the layout below is written from the format comment
+ * in exec/ckpt.h, the values are the ones the test put into the model, and
+ * the checksum is recomputed here (FNV-1a 64). Then each field is changed in
+ * a copy of the file (checksum fixed up, so only that field differs): a field
+ * that must match the model is refused with a message naming it; the data
+ * stream position and the step count are restored as written.
+ *
+ * Layout (little-endian):
+ *   0    "FP8PCKPT"                      8 B
+ *   8    u32 version = 1
+ *   12   recipe name, NUL-padded        48 B
+ *   60   34 x u64: 24 recipe fields, 10 shape fields (FIELDS below, in order)
+ *   332  f32 lr, beta1, beta2, eps, weight decay; u32 warm-up; f32 init std; u64 seed
+ *   368  u32 step
+ *   372  u32 data kind, u32 prev, u64 rng, u64 pos, u64 batches, u64 source
+ *   412  u32 tensor count
+ *   416  per tensor: u32 term, u32 dtype, i32 layer, u64 bytes, 32 B name, data
+ *   end  u64 FNV-1a of every byte before it */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/ckpt.h"
+#include "support/exec_fixtures.h"
+#include "test.h"
+
+enum {
+    OFF_VERSION = 8,
+    OFF_NAME = 12,
+    OFF_FIELDS = 60,
+    NFIELDS = 34,
+    OFF_HYPER = 332,
+    OFF_STEP = 368,
+    OFF_DATA = 372,
+    OFF_NTENSORS = 412,
+    OFF_TENSORS = 416
+};
+
+static char dir[512];
+
+static uint32_t rd32(const unsigned char *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+static float rdf(const unsigned char *p)
+{
+    uint32_t u = rd32(p);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static void wr64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint64_t fnv1a(const unsigned char *p, size_t n)
+{
+    uint64_t h = 0xCBF29CE484222325ull; /* FNV-1a 64: offset basis, prime 2^40 + 2^8 + 0xB3 */
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001B3ull;
+    return h;
+}
+
+static unsigned char *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = len > 0 ? malloc((size_t)len) : NULL;
+    if (b && fread(b, 1, (size_t)len, f) != (size_t)len) free(b), b = NULL;
+    fclose(f);
+    *n = b ? (size_t)len : 0;
+    return b;
+}
+
+/* write b with the checksum recomputed over everything before the last 8 bytes */
+static void spit(const char *path, unsigned char *b, size_t n)
+{
+    wr64(b + n - 8, fnv1a(b, n - 8));
+    FILE *f = fopen(path, "wb");
+    if (f) fwrite(b, 1, n, f), fclose(f);
+}
+
+static void test_header_fields(void)
+{
+    Backend *bk = NULL;
+    Comm *comm = NULL;
+    Err e = {0};
+    CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
+    GptShape s = fx_shape();
+    ExecRecipe r = fx_recipe("te-fp8");
+    GptHyper h = {.lr = 0.0625f,
+                  .beta1 = 0.875f,
+                  .beta2 = 0.9375f,
+                  .eps = 0x1p-20f,
+                  .weight_decay = 0.25f,
+                  .warmup = 3,
+                  .init_std = 0.03125f,
+                  .seed = 0x0123456789ABCDEFull};
+    Gpt *g = NULL;
+    CHECKF(bk && comm && !gpt_create(&s, &r, &h, bk, comm, NULL, &g, &e), "%s", e.msg);
+    if (!g) return;
+    g->step = 7;
+    DataState ds = {.kind = DATA_SYNTHETIC,
+                    .prev = 0x11223344u,
+                    .rng = 0x0102030405060708ull,
+                    .pos = 0xA1A2A3A4A5A6A7A8ull,
+                    .batches = 9,
+                    .source = 0xFEEDFACECAFEBEEFull};
+    char path[600], bad[600];
+    snprintf(path, sizeof path, "%s/h.ckpt", dir);
+    snprintf(bad, sizeof bad, "%s/bad.ckpt", dir);
+    CHECKF(ckpt_save(path, g, &ds, &e) == ST_OK, "%s", e.msg);
+    size_t n = 0;
+    unsigned char *b = slurp(path, &n);
+    CHECK(b && n > OFF_TENSORS + 8);
+    if (!b || n <= OFF_TENSORS + 8) return;
+
+    CHECK(!memcmp(b, "FP8PCKPT", 8));
+    CHECK_EQ_U64(rd32(b + OFF_VERSION), 1);
+    char name[48] = "te-fp8"; /* NUL-padded to 48 bytes */
+    CHECK(!memcmp(b + OFF_NAME, name, sizeof name));
+    /* the 34 fields that must match, in file order, with the values this model has */
+    const struct {
+        const char *name;
+        uint64_t v;
+    } FIELDS[NFIELDS] = {
+        {"linear weight dtype", r.gemm.dt[ES_WEIGHT]},
+        {"linear master dtype", r.gemm.dt[ES_MASTER]},
+        {"linear gradient dtype", r.gemm.dt[ES_GRAD]},
+        {"linear Adam m dtype", r.gemm.dt[ES_M]},
+        {"linear Adam v dtype", r.gemm.dt[ES_V]},
+        {"linear scaled states", r.gemm.scaled},
+        {"other weight dtype", r.other.dt[ES_WEIGHT]},
+        {"other master dtype", r.other.dt[ES_MASTER]},
+        {"other gradient dtype", r.other.dt[ES_GRAD]},
+        {"other Adam m dtype", r.other.dt[ES_M]},
+        {"other Adam v dtype", r.other.dt[ES_V]},
+        {"other scaled states", r.other.scaled},
+        {"activation dtype", DT_BF16},
+        {"FP8 row-wise copies", DT_E4M3},
+        {"FP8 transposed copies", DT_E4M3},
+        {"forward GEMM dtype", DT_E4M3},
+        {"backward GEMM dtype", DT_E5M2},
+        {"saved-input dtype", DT_E4M3},
+        {"scaling", EXEC_SCALING_DELAYED},
+        {"activation scale granularity", GRAN_TENSOR},
+        {"weight scale granularity", GRAN_TENSOR},
+        {"amax history", 16},
+        {"amax algorithm", AMAX_ALGO_MAX},
+        {"margin", 0},
+        {"layers", 2},
+        {"hidden", 32},
+        {"heads", 4},
+        {"ffn", 128},
+        {"seq", 16},
+        {"micro-batch", 4},
+        {"vocab", 64},
+        {"padded vocab", 64},
+        {"tied embeddings", 1},
+        {"linear biases", 1},
+    };
+    for (int i = 0; i < NFIELDS; i++)
+        CHECKF(rd64(b + OFF_FIELDS + 8 * i) == FIELDS[i].v, "field %d (%s) = %llu, expected %llu", i, FIELDS[i].name,
+               (unsigned long long)rd64(b + OFF_FIELDS + 8 * i), (unsigned long long)FIELDS[i].v);
+    CHECK(rdf(b + OFF_HYPER) == 0.0625f && rdf(b + OFF_HYPER + 4) == 0.875f && rdf(b + OFF_HYPER + 8) == 0.9375f);
+    CHECK(rdf(b + OFF_HYPER + 12) == 0x1p-20f && rdf(b + OFF_HYPER + 16) == 0.25f);
+    CHECK_EQ_U64(rd32(b + OFF_HYPER + 20), 3);
+    CHECK(rdf(b + OFF_HYPER + 24) == 0.03125f);
+    CHECK_EQ_U64(rd64(b + OFF_HYPER + 28), 0x0123456789ABCDEFull);
+    CHECK_EQ_U64(rd32(b + OFF_STEP), 7);
+    CHECK_EQ_U64(rd32(b + OFF_DATA), DATA_SYNTHETIC);
+    CHECK_EQ_U64(rd32(b + OFF_DATA + 4), 0x11223344u);
+    CHECK_EQ_U64(rd64(b + OFF_DATA + 8), 0x0102030405060708ull);
+    CHECK_EQ_U64(rd64(b + OFF_DATA + 16), 0xA1A2A3A4A5A6A7A8ull);
+    CHECK_EQ_U64(rd64(b + OFF_DATA + 24), 9);
+    CHECK_EQ_U64(rd64(b + OFF_DATA + 32), 0xFEEDFACECAFEBEEFull);
+    /* the tensor records fill the file exactly up to the checksum, which is FNV-1a of the rest */
+    uint32_t nt = rd32(b + OFF_NTENSORS);
+    size_t off = OFF_TENSORS;
+    uint32_t seen = 0;
+    while (seen < nt && off + 52 <= n - 8) {
+        uint64_t bytes = rd64(b + off + 12);
+        CHECK(b[off + 20] != 0 && b[off + 51] == 0); /* a name, NUL-terminated within 32 bytes */
+        if (bytes > n) break;
+        off += 52 + bytes, seen++;
+    }
+    CHECK(nt > 0);
+    CHECK_EQ_U64(seen, nt);
+    /* which terms the records carry: for te-fp8 every state (BF16 weights, FP32 master, grad, m, v), both
+     * FP8 copies and the GEMM scaling records; no activation, workspace or I/O buffer */
+    unsigned have = 0;
+    for (size_t o = OFF_TENSORS, k = 0; k < nt && o + 52 <= n - 8; k++) {
+        uint32_t term = rd32(b + o);
+        if (term < 32) have |= 1u << term;
+        o += 52 + rd64(b + o + 12);
+    }
+    unsigned want = 0;
+    for (int t = TERM_WEIGHT_GEMM; t <= TERM_OPTIM_V_OTHER; t++) want |= 1u << t;
+    want |= 1u << TERM_SCALE_GEMM;
+    CHECKF(have == want, "terms in the checkpoint %#x, expected %#x", have, want);
+    CHECK_EQ_U64(off, n - 8);
+    CHECK_EQ_U64(rd64(b + n - 8), fnv1a(b, n - 8));
+
+    /* a fresh model of the same recipe and shape loads it: step and data position as written */
+    Gpt *g2 = NULL;
+    CHECK(!gpt_create(&s, &r, &h, bk, comm, NULL, &g2, &e));
+    DataState got = {0};
+    CHECKF(g2 && ckpt_load(path, g2, &got, &e) == ST_OK, "%s", e.msg);
+    CHECK(g2 && g2->step == 7);
+    CHECK(got.kind == ds.kind && got.prev == ds.prev && got.rng == ds.rng && got.pos == ds.pos &&
+          got.batches == ds.batches && got.source == ds.source);
+
+    /* each of the 34 fields, changed alone, is refused naming the field */
+    unsigned char *c = malloc(n);
+    for (int i = 0; g2 && c && i < NFIELDS; i++) {
+        memcpy(c, b, n);
+        wr64(c + OFF_FIELDS + 8 * i, FIELDS[i].v + 1);
+        spit(bad, c, n);
+        Status st = ckpt_load(bad, g2, &got, &e);
+        CHECKF(st == ST_DATA, "field %s changed: status %d", FIELDS[i].name, st);
+        CHECKF(strstr(e.msg, FIELDS[i].name) != NULL, "field %s changed: '%s'", FIELDS[i].name, e.msg);
+    }
+    /* each hyper-parameter, changed alone, is refused (resume with the same settings) */
+    const int hyper_off[] = {0, 4, 8, 12, 16, 20, 24, 28};
+    for (size_t i = 0; g2 && c && i < sizeof hyper_off / sizeof *hyper_off; i++) {
+        memcpy(c, b, n);
+        c[OFF_HYPER + hyper_off[i]] ^= 0x01;
+        spit(bad, c, n);
+        CHECKF(ckpt_load(bad, g2, &got, &e) == ST_DATA, "hyper-parameter at +%d changed", hyper_off[i]);
+        CHECKF(strstr(e.msg, "resume with the same settings") != NULL, "hyper +%d: '%s'", hyper_off[i], e.msg);
+    }
+    /* the recipe name alone, the version, the magic */
+    if (g2 && c) {
+        memcpy(c, b, n), memcpy(c + OFF_NAME, "te-fp9", 6), spit(bad, c, n);
+        CHECK(ckpt_load(bad, g2, &got, &e) == ST_DATA);
+        CHECK_CONTAINS(e.msg, "checkpoint is from recipe 'te-fp9', this run uses 'te-fp8'");
+        memcpy(c, b, n), c[OFF_VERSION] = 2, spit(bad, c, n);
+        CHECK(ckpt_load(bad, g2, &got, &e) == ST_DATA);
+        CHECK_CONTAINS(e.msg, "version 2");
+        memcpy(c, b, n), c[0] = 'X', spit(bad, c, n);
+        CHECK(ckpt_load(bad, g2, &got, &e) == ST_DATA);
+        CHECK_CONTAINS(e.msg, "bad magic");
+        /* step and data position are restored, not compared: changed, they load as written */
+        memcpy(c, b, n), c[OFF_STEP] = 42, c[OFF_DATA + 24] = 77, spit(bad, c, n);
+        CHECKF(ckpt_load(bad, g2, &got, &e) == ST_OK, "%s", e.msg);
+        CHECK(g2->step == 42 && got.batches == 77);
+        /* one more tensor than the model has */
+        memcpy(c, b, n), c[OFF_NTENSORS] ^= 0x01, spit(bad, c, n);
+        CHECK(ckpt_load(bad, g2, &got, &e) == ST_DATA);
+        CHECK_CONTAINS(e.msg, "tensors, this model has");
+    }
+    free(c);
+    free(b);
+    unlink(path);
+    unlink(bad);
+    if (g2) gpt_destroy(g2);
+    gpt_destroy(g);
+    comm->destroy(comm);
+    bk->destroy(bk);
+}
+
+/* The executor's terms carry the planner's names, and exactly the states, FP8 copies and scales persist
+ * (plan.h: what lives across steps is what a checkpoint must hold). */
+static void test_term_names_and_persistence(void)
+{
+    static const char *const names[TERM_COUNT] = {"weight_gemm",
+                                                  "weight_other",
+                                                  "fp8_rowwise",
+                                                  "fp8_colwise",
+                                                  "master_gemm",
+                                                  "master_other",
+                                                  "grad_gemm",
+                                                  "grad_other",
+                                                  "adam_m_gemm",
+                                                  "adam_m_other",
+                                                  "adam_v_gemm",
+                                                  "adam_v_other",
+                                                  "scale_gemm",
+                                                  "scale_block",
+                                                  "scale_state",
+                                                  "act_layer_hp",
+                                                  "act_layer_fp8",
+                                                  "act_attention",
+                                                  "act_dropout_mask",
+                                                  "act_output",
+                                                  "transient",
+                                                  "gemm_workspace",
+                                                  "io"};
+    for (int t = 0; t < TERM_COUNT; t++) {
+        CHECKF(names[t] && !strcmp(exec_term_name((ExecTerm)t), names[t]), "term %d is '%s'", t,
+               exec_term_name((ExecTerm)t));
+        CHECKF(exec_term_persistent((ExecTerm)t) == (t <= TERM_SCALE_STATE), "term %s persistence", names[t]);
+    }
+    CHECK(!exec_term_persistent(TERM_COUNT));
+    CHECK_STR(exec_term_name(TERM_COUNT), "?");
+}
+
+int main(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/fp8plan-ckpt-oracle-XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
+    if (!mkdtemp(dir)) {
+        printf("FAIL - mkdtemp %s\n0 passed, 1 failed, 0 skipped\n", dir);
+        return 1;
+    }
+    RUN(test_header_fields);
+    RUN(test_term_names_and_persistence);
+    rmdir(dir);
+    return test_summary();
+}

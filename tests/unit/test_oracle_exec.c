@@ -1,0 +1,324 @@
+/* tests/unit/test_oracle_exec.c — executor pieces against values worked out
+ * by hand, through the public API: the single-rank communicator's accounting,
+ * the model's tensor list, one step's gradient all-reduces, the data streams,
+ * the GEMM descriptor's output rule and the parameter names.
+ *
+ * The model is tests/support's tiny GPT: 2 layers, C 32, 4 heads, FFN 128,
+ * T 16, micro-batch 4 (BT = 64 tokens), vocabulary 64 (padded 64), tied
+ * embeddings, biases. Per layer: LN 2 x (32 + 32) = 128, QKV 96 x 32 + 96 = 3168,
+ * proj 32 x 32 + 32 = 1056, FC1 128 x 32 + 128 = 4224, FC2 32 x 128 + 32 = 4128:
+ * 12704; two layers 25408, token embedding 64 x 32 = 2048, positions 16 x 32 =
+ * 512, final LN 64: 28032 parameters in 2 x 12 + 4 = 28 tensors. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/backend.h"
+#include "exec/data.h"
+#include "exec/measure/device_measure.h"
+#include "exec/model/gpt_internal.h" /* gpt_param_name */
+#include "support/exec_fixtures.h"
+#include "support/fixtures.h"
+#include "test.h"
+
+/* One rank: an all-reduce is the identity, gathers and scatters are copies; every call counts its
+ * payload (elements x dtype bytes) and no bus bytes (the ring factors 2(n-1)/n and (n-1)/n are 0).
+ *   all_reduce of 10 FP32: 40 B; all_gather of 3 BF16 out of place: 6 B; reduce_scatter of 4 E4M3: 4 B
+ *   -> 3 calls, 50 B payload, 0 bus bytes. */
+static void test_single_rank_comm(void)
+{
+    Backend *bk = NULL;
+    Comm *c = NULL;
+    Err e = {0};
+    CHECK(backend_cpu_create(&bk, &e) == ST_OK && comm_single_create(&c, &e) == ST_OK);
+    if (!bk || !c) return;
+    CHECK(c->rank == 0 && c->size == 1 && !strcmp(c->name, "single"));
+    float *buf = NULL;
+    uint16_t *src = NULL, *dst = NULL;
+    uint8_t *q = NULL, *r = NULL;
+    CHECK(!bk->alloc(bk, 40, (void **)&buf, &e) && !bk->alloc(bk, 6, (void **)&src, &e) &&
+          !bk->alloc(bk, 6, (void **)&dst, &e) && !bk->alloc(bk, 4, (void **)&q, &e) &&
+          !bk->alloc(bk, 4, (void **)&r, &e));
+    if (!buf || !src || !dst || !q || !r) return;
+    const float ten[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    const uint16_t three[3] = {0x3F80, 0x4000, 0x4040}; /* BF16 1, 2, 3 */
+    const uint8_t four[4] = {0x38, 0x40, 0x44, 0x48};   /* E4M3 1, 2, 3, 4 */
+    CHECK(!bk->copy_to_device(bk, buf, ten, sizeof ten, &e) && !bk->copy_to_device(bk, src, three, 6, &e) &&
+          !bk->copy_to_device(bk, q, four, 4, &e) && !bk->memset0(bk, dst, 6, &e) && !bk->memset0(bk, r, 4, &e));
+    CHECKF(c->all_reduce(c, bk, buf, 10, DT_FP32, COMM_SUM, &e) == ST_OK, "%s", e.msg);
+    CHECKF(c->all_gather(c, bk, src, dst, 3, DT_BF16, &e) == ST_OK, "%s", e.msg);
+    CHECKF(c->reduce_scatter(c, bk, q, r, 4, DT_E4M3, COMM_MAX, &e) == ST_OK, "%s", e.msg);
+    float back[10];
+    uint16_t g[3];
+    uint8_t s[4];
+    CHECK(!bk->copy_to_host(bk, back, buf, sizeof back, &e) && !bk->copy_to_host(bk, g, dst, 6, &e) &&
+          !bk->copy_to_host(bk, s, r, 4, &e));
+    CHECK(!memcmp(back, ten, sizeof ten)); /* the sum over one rank is the value itself */
+    CHECK(!memcmp(g, three, sizeof three));
+    CHECK(!memcmp(s, four, sizeof four));
+    CHECK_EQ_U64(c->stats.calls, 3);
+    CHECK_EQ_U64(c->stats.payload_bytes, 50);
+    CHECK(c->stats.bus_bytes == 0.0);
+    /* a dtype without a size is refused by every collective, and is not counted */
+    CHECK(c->all_reduce(c, bk, buf, 1, DT_NONE, COMM_SUM, &e) == ST_USAGE);
+    CHECK_CONTAINS(e.msg, "has no size");
+    CHECK(c->all_gather(c, bk, src, dst, 1, DT_NONE, &e) == ST_USAGE);
+    CHECK(c->reduce_scatter(c, bk, q, r, 1, DT_NONE, COMM_SUM, &e) == ST_USAGE);
+    CHECK(c->all_reduce(c, bk, NULL, 4, DT_FP32, COMM_SUM, &e) == ST_USAGE); /* no buffer */
+    CHECK_EQ_U64(c->stats.calls, 3);
+    bk->free(bk, buf), bk->free(bk, src), bk->free(bk, dst), bk->free(bk, q), bk->free(bk, r);
+    c->destroy(c);
+    bk->destroy(bk);
+}
+
+static const ArenaSpec *find(const ArenaSpecs *sp, ExecTerm t, const char *name, int layer)
+{
+    for (uint32_t i = 0; i < sp->n; i++)
+        if (sp->v[i].term == t && !strcmp(sp->v[i].name, name) && sp->v[i].layer == layer) return &sp->v[i];
+    return NULL;
+}
+
+static uint64_t spec_bytes(const ArenaSpecs *sp, ExecTerm t, const char *name, int layer)
+{
+    const ArenaSpec *a = find(sp, t, name, layer);
+    CHECKF(a != NULL, "no %s '%s' (layer %d)", exec_term_name(t), name, layer);
+    return a ? a->bytes : 0;
+}
+
+/* te-fp8 (BF16 working weights, FP32 master/grad/m/v, E4M3 copies both ways):
+ *   wte: BF16 64 x 32 x 2 = 4096 B, FP32 master 8192 B; qkv.w of layer 1: BF16 96 x 32 x 2 = 6144 B, each FP8
+ *   copy 3072 B; FP32 logits 64 x 64 x 4 = 16384 B; BF16 d(logits) 8192 B, live only in the LM-head
+ *   backward; token ids 64 x 4 = 256 B.
+ * Totals per term: linear weights (3072 + 1024 + 4096 + 4096) x 2 layers x 2 B = 49152 B; their FP32
+ *   gradients 98304 B; other weights (2048 + 512 + 64 + 2 x (128 + 96 + 32 + 128 + 32)) x 2 B = 6912 B.
+ * With BF16 gradients for the other parameters, their FP32 staging holds the embeddings' gradients
+ *   (64 x 32 + 16 x 32) x 4 = 10240 B; untied, the LM head's too: + 64 x 32 x 4 = 18432 B. */
+static void test_tensor_list(void)
+{
+    GptShape s = fx_shape();
+    ExecRecipe r = fx_recipe("te-fp8");
+    ArenaSpecs sp = {0};
+    Err e = {0};
+    CHECKF(gpt_layout(&s, &r, &sp, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(spec_bytes(&sp, TERM_WEIGHT_OTHER, "wte", -1), 4096);
+    CHECK_EQ_U64(spec_bytes(&sp, TERM_MASTER_OTHER, "wte", -1), 8192);
+    CHECK_EQ_U64(spec_bytes(&sp, TERM_WEIGHT_GEMM, "qkv.w", 1), 6144);
+    CHECK_EQ_U64(spec_bytes(&sp, TERM_FP8_ROWWISE, "qkv.w", 1), 3072);
+    CHECK_EQ_U64(spec_bytes(&sp, TERM_FP8_COLWISE, "qkv.w", 1), 3072);
+    CHECK_EQ_U64(spec_bytes(&sp, TERM_ACT_OUTPUT, "logits", -1), 16384);
+    CHECK_EQ_U64(spec_bytes(&sp, TERM_TRANSIENT, "dlogits", -1), 8192);
+    const ArenaSpec *dl = find(&sp, TERM_TRANSIENT, "dlogits", -1);
+    CHECK(dl && dl->phase == GPT_PHASE_HEAD);
+    CHECK_EQ_U64(spec_bytes(&sp, TERM_IO, "tokens", -1), 256);
+    CHECK(find(&sp, TERM_TRANSIENT, "grad_stage_emb", -1) == NULL); /* FP32 gradients need no staging */
+    uint64_t by[TERM_COUNT];
+    CHECK(arena_specs_bytes(&sp, by, &e) == ST_OK);
+    CHECK_EQ_U64(by[TERM_WEIGHT_GEMM], 49152);
+    CHECK_EQ_U64(by[TERM_GRAD_GEMM], 98304);
+    CHECK_EQ_U64(by[TERM_WEIGHT_OTHER], 6912);
+    free(sp.v);
+
+    r.other.dt[ES_GRAD] = DT_BF16;
+    ArenaSpecs sp2 = {0};
+    if (gpt_layout(&s, &r, &sp2, &e) == ST_OK) {
+        CHECK_EQ_U64(spec_bytes(&sp2, TERM_TRANSIENT, "grad_stage_emb", -1), 10240);
+        free(sp2.v);
+        s.tied = 0;
+        ArenaSpecs sp3 = {0};
+        CHECK(gpt_layout(&s, &r, &sp3, &e) == ST_OK);
+        CHECK_EQ_U64(spec_bytes(&sp3, TERM_TRANSIENT, "grad_stage_emb", -1), 18432);
+        free(sp3.v);
+    } else {
+        CHECKF(0, "gpt_layout refused BF16 gradients for the other parameters: %s", e.msg);
+    }
+}
+
+/* One training step all-reduces every parameter's gradient once: 28 calls; te-fp8 keeps every gradient
+ * in FP32, so 28032 x 4 = 112128 B. It also max-reduces the current amax row of each scaling bank
+ * before the scales update (TE's amax reduction): the forward bank holds x and w of 4 linears x 2
+ * layers = 16 FP32, the backward bank dy of 8: 2 more calls, 96 B. Total 30 calls, 112224 B; on one
+ * rank no bus bytes. */
+static void test_step_reduces_every_gradient(void)
+{
+    Backend *bk = NULL;
+    Comm *comm = NULL;
+    Err e = {0};
+    CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
+    GptShape s = fx_shape();
+    ExecRecipe r = fx_recipe("te-fp8");
+    GptHyper h = gpt_hyper_default();
+    Gpt *g = NULL;
+    CHECKF(bk && comm && !gpt_create(&s, &r, &h, bk, comm, NULL, &g, &e), "%s", e.msg);
+    if (!g) return;
+    CHECK_EQ_U64(g->nparams, 28);
+    int32_t in[64], tgt[64];
+    fx_tokens(&s, 7, in, tgt);
+    float loss = 0;
+    CHECKF(gpt_step(g, in, tgt, &loss, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(comm->stats.calls, 30);
+    CHECK_EQ_U64(comm->stats.payload_bytes, 112224);
+    CHECK(comm->stats.bus_bytes == 0.0);
+    /* a fresh model predicts about uniformly: the first loss is near ln 64 = 4.16 */
+    CHECK(fabsf(loss - logf(64.0f)) < 0.1f);
+    gpt_destroy(g);
+    comm->destroy(comm);
+    bk->destroy(bk);
+}
+
+/* Byte-level text "abcdefghij" with T = 3: rows are windows of T + 1 bytes that advance by T and wrap
+ * when the next window would pass the end: abcd, defg, ghij, then (9 + 4 > 10) abcd again. */
+static void test_byte_stream(void)
+{
+    char path[512];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/fp8plan-data-oracle-%d.txt", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fputs("abcdefghij", f);
+    fclose(f);
+    DataStream d;
+    Err e = {0};
+    CHECKF(data_bytes_file(&d, path, 256, 3, &e) == ST_OK, "%s", e.msg);
+    int32_t in[6], tgt[6];
+    data_next(&d, 2, 3, in, tgt);
+    const int32_t in1[6] = {'a', 'b', 'c', 'd', 'e', 'f'}, tg1[6] = {'b', 'c', 'd', 'e', 'f', 'g'};
+    CHECK(!memcmp(in, in1, sizeof in1) && !memcmp(tgt, tg1, sizeof tg1));
+    data_next(&d, 1, 3, in, tgt);
+    CHECK(in[0] == 'g' && in[2] == 'i' && tgt[2] == 'j');
+    data_next(&d, 1, 3, in, tgt);
+    CHECK(in[0] == 'a' && tgt[2] == 'd');
+    CHECK_EQ_U64(d.st.batches, 3);
+    CHECK_EQ_U64(d.st.pos, 3);
+    CHECK(data_entropy_floor(&d) == -1.0); /* unknown for text */
+    data_free(&d);
+    unlink(path);
+    CHECK(data_bytes_file(&d, path, 256, 3, &e) == ST_NOINPUT); /* gone */
+    CHECK(data_bytes_file(&d, path, 255, 3, &e) == ST_USAGE);   /* bytes need 256 tokens */
+}
+
+/* The synthetic stream's entropy: K = min(V, 256) symbols, the successor with probability 0.9 + 0.1/K,
+ * each other symbol 0.1/K: H = -p ln p - (K - 1) q ln q. For V = 64: q = 0.1/64 = 0.0015625,
+ * p = 0.9015625 (H = 0.7307 nats); for V = 50257: K = 256, q = 0.000390625, p = 0.900390625 (0.8760). */
+static void test_synthetic_entropy(void)
+{
+    DataStream d;
+    Err e = {0};
+    CHECK(data_synthetic(&d, 64, 3, &e) == ST_OK);
+    CHECK_REL(data_entropy_floor(&d), -(0.9015625 * log(0.9015625)) - 63 * 0.0015625 * log(0.0015625), 1e-12);
+    int32_t in[32], tgt[32];
+    data_next(&d, 2, 16, in, tgt);
+    for (int i = 0; i < 31; i++)
+        if ((i + 1) % 16) CHECK(tgt[i] == in[i + 1]); /* the target is the next token */
+    for (int i = 0; i < 32; i++) CHECK(in[i] >= 0 && in[i] < 64);
+    data_free(&d);
+    CHECK(data_synthetic(&d, 50257, 3, &e) == ST_OK);
+    CHECK_REL(data_entropy_floor(&d), -(0.900390625 * log(0.900390625)) - 255 * 0.000390625 * log(0.000390625), 1e-12);
+    data_free(&d);
+}
+
+/* A GEMM output must be a float or FP8 type */
+static void test_gemm_output_dtype(void)
+{
+    float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, d[4];
+    GemmDesc g = {.m = 2,
+                  .n = 2,
+                  .k = 2,
+                  .a = {.ptr = a, .dtype = DT_FP32},
+                  .b = {.ptr = b, .dtype = DT_FP32},
+                  .d = {.ptr = d, .dtype = DT_FP32}};
+    Err e = {0};
+    CHECKF(gemm_desc_check(&g, &e) == ST_OK, "%s", e.msg);
+    const Dtype bad[] = {DT_NONE, DT_E8M0};
+    for (int i = 0; i < 2; i++) {
+        g.d.dtype = bad[i];
+        CHECK(gemm_desc_check(&g, &e) == ST_USAGE);
+        CHECK_CONTAINS(e.msg, "output D has dtype");
+    }
+}
+
+/* Parameter names as checkpoints and reports print them */
+static void test_param_names(void)
+{
+    static const char *const names[PK_COUNT] = {"wte",    "wpe",    "ln1.w", "ln1.b", "qkv.w",  "qkv.b",
+                                                "proj.w", "proj.b", "ln2.w", "ln2.b", "fc1.w",  "fc1.b",
+                                                "fc2.w",  "fc2.b",  "lnf.w", "lnf.b", "lm_head"};
+    for (int k = 0; k < PK_COUNT; k++) CHECK_STR(gpt_param_name((ParamKind)k), names[k]);
+    CHECK_STR(gpt_param_name(PK_COUNT), "?");
+}
+
+/* A GEMM large enough for the CPU backend to split over threads (160 x 128 x 256 = 5.2e6 multiply-adds),
+ * with small integer inputs: every product and partial sum is an integer below 2^24, so FP32
+ * arithmetic in any order is exact and the expected D is integer arithmetic done here. A is not
+ * square against B, so operands swapped between threads cannot go unnoticed. */
+static void test_threaded_gemm_exact(void)
+{
+    enum { M = 160, N = 128, K = 256 };
+    float *a = malloc(sizeof *a * M * K), *b = malloc(sizeof *b * N * K), *d = malloc(sizeof *d * M * N);
+    CHECK(a && b && d);
+    if (!a || !b || !d) return;
+    for (int i = 0; i < M * K; i++) a[i] = (float)((i * 7 + 3) % 5 - 2); /* -2 .. 2 */
+    for (int i = 0; i < N * K; i++) b[i] = (float)((i * 11 + 1) % 5 - 2);
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECK(backend_cpu_create(&bk, &e) == ST_OK);
+    float *da = NULL, *db = NULL, *dd = NULL;
+    if (bk && !bk->alloc(bk, sizeof *a * M * K, (void **)&da, &e) &&
+        !bk->alloc(bk, sizeof *b * N * K, (void **)&db, &e) && !bk->alloc(bk, sizeof *d * M * N, (void **)&dd, &e)) {
+        CHECK(!bk->copy_to_device(bk, da, a, sizeof *a * M * K, &e) &&
+              !bk->copy_to_device(bk, db, b, sizeof *b * N * K, &e));
+        GemmDesc g = {.m = M,
+                      .n = N,
+                      .k = K,
+                      .a = {.ptr = da, .dtype = DT_FP32},
+                      .b = {.ptr = db, .dtype = DT_FP32},
+                      .d = {.ptr = dd, .dtype = DT_FP32}};
+        CHECKF(bk->gemm(bk, &g, &e) == ST_OK, "%s", e.msg);
+        CHECK(!bk->copy_to_host(bk, d, dd, sizeof *d * M * N, &e));
+        int bad = 0;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                long acc = 0;
+                for (int k = 0; k < K; k++) acc += (long)a[i * K + k] * (long)b[j * K + k];
+                bad += d[i * N + j] != (float)acc;
+            }
+        CHECK_EQ_INT(bad, 0);
+    } else {
+        CHECKF(0, "backend allocation: %s", e.msg);
+    }
+    if (bk) bk->free(bk, da), bk->free(bk, db), bk->free(bk, dd), bk->destroy(bk);
+    free(a), free(b), free(d);
+}
+
+/* SM counts of the catalog's GPU rows, from the vendors' datasheets: H100 SXM 132, H100 PCIe 114, H200 132,
+ * A100 SXM 108, L40S 142, B200 148; no row, none. */
+static void test_catalog_sms(void)
+{
+    Catalog *c = fx_catalog();
+    const char *rows[] = {"h100-sxm", "h100-pcie", "h200", "a100-sxm", "l40s", "b200"};
+    const int sms[] = {132, 114, 132, 108, 142, 148};
+    for (int i = 0; i < 6; i++) {
+        const GpuSpec *g = catalog_gpu(c, rows[i]);
+        CHECKF(g != NULL, "no row %s", rows[i]);
+        CHECKF(devm_catalog_sms(g) == sms[i], "%s: %d SMs", rows[i], devm_catalog_sms(g));
+    }
+    CHECK_EQ_INT(devm_catalog_sms(NULL), 0);
+    free(c);
+}
+
+int main(void)
+{
+    setenv("FP8PLAN_THREADS", "2", 0); /* split large GEMMs even on a one-core machine (unless set) */
+    RUN(test_single_rank_comm);
+    RUN(test_tensor_list);
+    RUN(test_step_reduces_every_gradient);
+    RUN(test_byte_stream);
+    RUN(test_synthetic_entropy);
+    RUN(test_gemm_output_dtype);
+    RUN(test_param_names);
+    RUN(test_threaded_gemm_exact);
+    RUN(test_catalog_sms);
+    return test_summary();
+}

@@ -1,0 +1,211 @@
+/* tests/unit/test_oracle_fp8.c — the synthetic-tensor generator and the
+ * quantizer's counts, against values worked out independently.
+ *
+ * The generator is xoshiro256** seeded through splitmix64 (fp8/synth.h). Its
+ * first outputs for seed 1 below were computed with a separate implementation
+ * written from the published algorithms (Vigna's splitmix64 and Blackman and
+ * Vigna's xoshiro256**), not with fp8/: a changed constant, shift or seeding
+ * loop changes them, and with them every "measured" quant-error figure. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "fp8/delayed.h"
+#include "fp8/format.h"
+#include "fp8/granularity.h"
+#include "fp8/minifloat.h"
+#include "fp8/quant.h"
+#include "fp8/synth.h"
+#include "test.h"
+
+/* splitmix64 from seed 1: state += 0x9E3779B97F4A7C15, then the two xor-shift-multiply rounds;
+ * four outputs seed xoshiro256**, whose outputs are rotl(s1 * 5, 7) * 9 */
+static void test_generator_stream(void)
+{
+    Rng r;
+    rng_seed(&r, 1);
+    CHECK_EQ_U64(r.s[0], 0x910A2DEC89025CC1ull);
+    CHECK_EQ_U64(r.s[1], 0xBEEB8DA1658EEC67ull);
+    CHECK_EQ_U64(r.s[2], 0xF893A2EEFB32555Eull);
+    CHECK_EQ_U64(r.s[3], 0x71C18690EE42C90Bull);
+    CHECK_EQ_U64(rng_u64(&r), 0xB3F2AF6D0FC710C5ull);
+    CHECK_EQ_U64(rng_u64(&r), 0x853B559647364CEAull);
+    /* uniform: the top 53 bits, centred in their cell: ((0x92F89756082A4514 >> 11) + 0.5) x 2^-53 */
+    CHECK(rng_uniform(&r) == ((double)(0x92F89756082A4514ull >> 11) + 0.5) * 0x1p-53);
+}
+
+/* Per-tensor E4M3 current scaling of {1000, 1, -0.001, 0}: amax 1000, scale 448 / 1000 = 0.448.
+ *   1000 x 0.448 = 448 -> the largest finite code 0x7E, in range after scaling: not saturated
+ *   1 x 0.448 = 0.448 in [0.25, 0.5): steps of 2^-5; 0.448 / 2^-5 = 14.34 -> 14 x 2^-5 = 0.4375
+ *     = 1.75 x 2^-2: exponent field -2 + 7 = 5, mantissa .110 -> 0x2E
+ *   -0.001 x 0.448 = -0.000448, below half the smallest subnormal 2^-9 / 2 = 0.000977: -0 (0x80),
+ *     a flushed value
+ *   0 -> 0x00, not counted as flushed (it was zero)
+ * Counts: 4 elements, 0 saturated, 1 flushed, 0 non-finite. */
+static void test_quant_counts(void)
+{
+    const float x[4] = {1000.0f, 1.0f, -0.001f, 0.0f};
+    uint8_t codes[4];
+    float scale = 0, scale_inv = 0, amax = 0;
+    QuantBufs out = {.codes = codes, .scale = &scale, .scale_inv = &scale_inv, .amax = &amax};
+    QuantCfg cfg = quant_cfg(DT_E4M3, GRAN_TENSOR);
+    QuantCounts k = {0};
+    Err e = {0};
+    CHECKF(quant_tensor(&cfg, x, 1, 4, &out, &k, &e) == ST_OK, "%s", e.msg);
+    CHECK(amax == 1000.0f && scale == 448.0f / 1000.0f && scale_inv == 1.0f / scale);
+    CHECK_EQ_U64(codes[0], 0x7E);
+    CHECK_EQ_U64(codes[1], 0x2E);
+    CHECK_EQ_U64(codes[2], 0x80);
+    CHECK_EQ_U64(codes[3], 0x00);
+    CHECK_EQ_U64(k.n, 4);
+    CHECK_EQ_U64(k.saturated, 0);
+    CHECK_EQ_U64(k.flushed, 1);
+    CHECK_EQ_U64(k.nonfinite, 0);
+}
+
+/* The formats table from the bit layouts (OCP FP8 spec, IEEE 754 binary16), by hand.
+ *   E4M3: bias 7, no Inf, NaN = S.1111.111 (2 codes). Largest S.1111.110 = 1.75 x 2^8 = 448; smallest
+ *     normal 2^(1-7) = 2^-6; subnormals m/8 x 2^-6: 7 per sign, largest 0.875 x 2^-6, smallest 2^-9.
+ *     Nonzero values span 2^-9 .. 2^8: 18 binades, normals 2^-6 .. 2^8: 15. Finite codes 256 - 2 = 254.
+ *   E5M2: bias 15, Inf = S.11111.00, NaN S.11111.{01,10,11} (6 codes). Largest 1.75 x 2^15 = 57344;
+ *     smallest normal 2^-14, subnormals m/4 x 2^-14 (3 per sign, 0.75 x 2^-14 .. 2^-16); binades
+ *     2^-16 .. 2^15: 32, normal 30; finite 256 - 2 - 6 = 248.
+ *   FP16: bias 15, largest (2 - 2^-10) x 2^15 = 65504, subnormals 1023 per sign down to 2^-24;
+ *     binades 2^-24 .. 2^15: 40, normal 30; NaN 2 x 1023; finite 65536 - 2 - 2046 = 63488. */
+static void test_format_tables(void)
+{
+    const struct {
+        Dtype t;
+        int exp, man, bias;
+        double maxn, minn, maxs, mins;
+        int binades, normal, ppb;
+        uint64_t finite, sub, zero, nan, inf;
+        uint32_t max_code, min_normal_code, max_sub_code, min_sub_code, inf_code, nan_code;
+        // clang-format off
+    } want[] = {
+        /* columns: type; exponent bits, mantissa bits, bias; max normal, min normal, max subnormal, min
+         * subnormal; binades, normal binades, points per binade; finite, subnormal, zero, NaN, Inf code
+         * counts; max, min normal, max subnormal, min subnormal, +Inf and smallest positive NaN codes */
+        {DT_E4M3, 4, 3, 7, 448, 0x1p-6, 0.875 * 0x1p-6, 0x1p-9, 18, 15,
+         8, 254, 14, 2, 2, 0, 0x7E, 0x08, 0x07, 0x01, FMT_NO_CODE, 0x7F},
+        {DT_E5M2, 5, 2, 15, 57344, 0x1p-14, 0.75 * 0x1p-14, 0x1p-16, 32, 30,
+         4, 248, 6, 2, 6, 2, 0x7B, 0x04, 0x03, 0x01, 0x7C, 0x7D},
+        {DT_FP16, 5, 10, 15, 65504, 0x1p-14, 1023.0 / 1024 * 0x1p-14, 0x1p-24, 40, 30,
+         1024, 63488, 2046, 2, 2046, 2, 0x7BFF, 0x0400, 0x03FF, 0x0001, 0x7C00, 0x7C01},
+        /* FP32: bias 127, largest (2 - 2^-23) x 2^127, normals from 2^-126, subnormals (2^23 - 1 per sign)
+         * down to 2^-149; binades 2^-149 .. 2^127: 277, normal 254; finite 2 x (2^31 - 2^23) */
+        {DT_FP32, 8, 23, 127, 0x1.fffffep127, 0x1p-126, 0x1.fffffcp-127, 0x1p-149, 277, 254,
+         1 << 23, 4278190080ull, 16777214, 2, 16777214, 2, 0x7F7FFFFF, 0x00800000, 0x007FFFFF, 0x00000001,
+         0x7F800000, 0x7F800001},
+    };
+    // clang-format on
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        FormatInfo f;
+        Err e = {0};
+        CHECKF(format_info(want[i].t, &f, &e) == ST_OK, "%s", e.msg);
+        CHECKF(f.exp_bits == want[i].exp && f.man_bits == want[i].man && f.bias == want[i].bias && f.has_sign,
+               "format %zu fields", i);
+        CHECKF(f.max_normal == want[i].maxn && f.min_normal == want[i].minn, "format %zu normal range", i);
+        CHECKF(f.max_subnormal == want[i].maxs && f.min_subnormal == want[i].mins, "format %zu subnormals", i);
+        CHECKF(f.binades == want[i].binades && f.normal_binades == want[i].normal && f.points_per_binade == want[i].ppb,
+               "format %zu binades %d/%d, points %d", i, f.binades, f.normal_binades, f.points_per_binade);
+        CHECKF(f.finite_codes == want[i].finite && f.subnormal_codes == want[i].sub && f.zero_codes == want[i].zero &&
+                   f.nan_codes == want[i].nan && f.inf_codes == want[i].inf,
+               "format %zu code counts", i);
+        CHECKF(f.max_code == want[i].max_code && f.min_normal_code == want[i].min_normal_code &&
+                   f.max_subnormal_code == want[i].max_sub_code && f.min_subnormal_code == want[i].min_sub_code,
+               "format %zu boundary codes", i);
+        CHECKF(f.inf_code == want[i].inf_code && f.nan_code == want[i].nan_code, "format %zu special codes", i);
+    }
+}
+
+/* Edges of the small helpers: zeros unpack as zeros (no leading bit to find), an out-of-range
+ * granularity has no block and no scale type, an unknown name parses to -1, and a delayed-scaling
+ * step may be taken without asking for its record. */
+static void test_helper_edges(void)
+{
+    MfUnpacked z = mf_unpack_f32(0.0f), nz = mf_unpack_f32(-0.0f), one = mf_unpack_f32(1.0f);
+    CHECK(z.kind == MF_ZERO && !z.neg && nz.kind == MF_ZERO && nz.neg);
+    CHECK(one.kind == MF_FINITE && one.exp == 0 && !one.neg);
+    uint64_t br = 9, bc = 9;
+    gran_block(GRAN_COUNT_, &br, &bc);
+    CHECK(br == 0 && bc == 0);
+    gran_block(GRAN_128X128, &br, &bc);
+    CHECK(br == 128 && bc == 128);
+    CHECK(gran_scale_dtype(GRAN_COUNT_) == DT_NONE && gran_scale_dtype(GRAN_1X32) == DT_E8M0);
+    Granularity g;
+    CHECK(gran_parse("1x64", &g) == -1);
+    CHECK(gran_parse("mx", &g) == 0 && g == GRAN_1X32);
+    float hist[2];
+    DelayedCfg cfg = {.fmt = DT_E4M3, .hist_len = 2, .algo = AMAX_ALGO_MAX, .margin = 0};
+    DelayedState st;
+    CHECK(delayed_init(&st, &cfg, hist, NULL) == ST_OK);
+    delayed_step(&st, 2.0f, NULL); /* no record wanted: must not write one */
+    CHECK(st.scale == 224.0f);     /* 448 / 2 */
+}
+
+/* The outlier distribution as synth.h states it, checked statistically on 2048 x 1024 (seed 1):
+ * outlier channels (0.1 % of 1024 columns, at least 1) have RMS 20 over the ordinary rows (2046
+ * samples: the RMS estimate's standard error is 20 / sqrt(2 x 2046) = 0.31, so [18, 22] is over 6
+ * sigma), every other column RMS 1 (the same bound scaled: [0.9, 1.1]); rows 0 and 1024 carry
+ * magnitudes in [500, 1000] in the first outlier channel. */
+static void test_outlier_distribution(void)
+{
+    enum { R = 2048, C = 1024 };
+    float *x = malloc(sizeof *x * R * C);
+    CHECK(x != NULL);
+    if (!x) return;
+    Err e = {0};
+    CHECKF(synth_fill(SYNTH_OUTLIERS, 1, R, C, x, &e) == ST_OK, "%s", e.msg);
+    int outliers = 0, first = -1, bad = 0;
+    for (int c = 0; c < C; c++) {
+        double ss = 0;
+        for (int r = 0; r < R; r++)
+            if (r % 1024) ss += (double)x[r * C + c] * x[r * C + c];
+        double rms = sqrt(ss / (R - 2));
+        if (rms > 5) {
+            outliers++;
+            if (first < 0) first = c;
+            bad += !(rms >= 18 && rms <= 22);
+        } else {
+            bad += !(rms >= 0.9 && rms <= 1.1);
+        }
+    }
+    CHECKF(outliers >= 1 && outliers <= 2, "%d outlier channels", outliers);
+    CHECK_EQ_INT(bad, 0);
+    if (first >= 0)
+        for (int r = 0; r < R; r += 1024) {
+            float a = fabsf(x[r * C + first]);
+            CHECKF(a >= 500 && a <= 1000, "row %d: |x| = %g", r, a);
+        }
+    free(x);
+}
+
+/* quant's margin range is [-64, 64], both ends included */
+static void test_quant_margin_bounds(void)
+{
+    const float x[2] = {1, 2};
+    uint8_t codes[2];
+    float scale;
+    QuantBufs out = {.codes = codes, .scale = &scale};
+    QuantCfg cfg = quant_cfg(DT_E4M3, GRAN_TENSOR);
+    const int ok[] = {-64, 64}, bad[] = {-65, 65};
+    for (int i = 0; i < 2; i++) {
+        cfg.margin = ok[i];
+        CHECKF(quant_tensor(&cfg, x, 1, 2, &out, NULL, NULL) == ST_OK, "margin %d refused", ok[i]);
+        cfg.margin = bad[i];
+        Err e = {0};
+        CHECKF(quant_tensor(&cfg, x, 1, 2, &out, NULL, &e) == ST_USAGE, "margin %d accepted", bad[i]);
+        CHECK_CONTAINS(e.msg, "outside [-64, 64]");
+    }
+}
+
+int main(void)
+{
+    RUN(test_generator_stream);
+    RUN(test_quant_counts);
+    RUN(test_format_tables);
+    RUN(test_helper_edges);
+    RUN(test_outlier_distribution);
+    RUN(test_quant_margin_bounds);
+    return test_summary();
+}

@@ -1,0 +1,285 @@
+/* tests/unit/test_oracle_memory.c — sharded training state, the tied LM head
+ * on the last pipeline stage and TP-only amax reduction, worked by hand.
+ *
+ * An independent oracle: every expected byte count is arithmetic on the model
+ * written out in the comments, never a value the planner produced.
+ *
+ * The model (tp 1): 4 layers, hidden 8, 2 heads of 4 (no GQA), FFN 16 (GeLU),
+ * vocabulary 16 (vocab_pad 1), seq 4, RMSNorm (8 weights each), learned
+ * positions (4 x 8), tied embeddings, no biases.
+ *   linear weights per layer: QKV 24 x 8 = 192, proj 8 x 8 = 64, FC1 16 x 8 = 128,
+ *   FC2 8 x 16 = 128: 512; x 4 layers = 2048
+ *   other parameters (pp 1): 4 layers x 2 norms x 8 = 64, token embedding 16 x 8 = 128,
+ *   positions 4 x 8 = 32, final norm 8 = 232 (tied: no separate LM head at pp 1)
+ * With dp 3 neither count divides: a shard holds ceil(2048 / 3) = 683 (not 682)
+ * linear and ceil(232 / 3) = 78 (not 77) other elements. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner/catalog.h"
+#include "planner/plan.h"
+#include "support/oracle_fixtures.h"
+#include "test.h"
+
+#define BIT(s) (1u << STATE_##s)
+
+static PlanInput input(const ModelSpec *m, const GpuSpec *g, const Recipe *r, uint32_t dp, Sharding sh)
+{
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = m, in.gpu = g, in.recipe = r;
+    in.dp = dp, in.gbs = 2 * dp, in.sharding = sh, in.vocab_pad = 1;
+    return in;
+}
+
+/* expected elements of the ten state terms (weight, master, gradient, m, v; linear and other) */
+typedef struct {
+    uint64_t w, wo, ma, mao, g, go, m, mo, v, vo;
+} States;
+
+static void check_states(const Plan *p, States want, const char *what)
+{
+    static const MemTermId ids[10] = {MT_WEIGHT_GEMM,  MT_WEIGHT_OTHER, MT_MASTER_GEMM,  MT_MASTER_OTHER,
+                                      MT_GRAD_GEMM,    MT_GRAD_OTHER,   MT_OPTIM_M_GEMM, MT_OPTIM_M_OTHER,
+                                      MT_OPTIM_V_GEMM, MT_OPTIM_V_OTHER};
+    const uint64_t exp[10] = {want.w, want.wo, want.ma, want.mao, want.g, want.go, want.m, want.mo, want.v, want.vo};
+    static const char *const names[10] = {"weight_gemm", "weight_other", "master_gemm", "master_other",
+                                          "grad_gemm",   "grad_other",   "adam_m_gemm", "adam_m_other",
+                                          "adam_v_gemm", "adam_v_other"};
+    for (int i = 0; i < 10; i++) {
+        uint64_t n = p->mem[ids[i]].elements, b = p->mem[ids[i]].bytes;
+        CHECKF(n == exp[i], "%s: %s holds %llu elements, expected %llu", what, names[i], (unsigned long long)n,
+               (unsigned long long)exp[i]);
+        /* bytes: BF16 weights 2 B, every other state FP32 4 B */
+        CHECKF(b == exp[i] * (i < 2 ? 2 : 4), "%s: %s is %llu bytes, expected %llu", what, names[i],
+               (unsigned long long)b, (unsigned long long)(exp[i] * (i < 2 ? 2 : 4)));
+    }
+}
+
+/* 2048 linear and 232 other elements, sharded 3 ways: 683 and 78 per GPU (ceil). */
+enum { LIN = 2048, OTH = 232, LIN3 = 683, OTH3 = 78 };
+
+static void test_sharding_modes_dp3(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(BIT(M) | BIT(V)); /* this distributed optimizer shards m and v only */
+    Plan p;
+    Err e = {0};
+
+    PlanInput in = input(&m, &g, &r, 3, SHARD_NONE);
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    check_states(&p, (States){LIN, OTH, LIN, OTH, LIN, OTH, LIN, OTH, LIN, OTH}, "none");
+    CHECK_EQ_U64(p.params_gpu, LIN + OTH);
+    CHECK_EQ_U64(p.coll[CO_DP_GRAD_AR].calls, 1); /* replicated states: one gradient all-reduce */
+    CHECK_EQ_U64(p.coll[CO_DP_PARAM_AG].calls, 0);
+
+    in.sharding = SHARD_DIST_OPT; /* the recipe's shard_mask: m and v */
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    check_states(&p, (States){LIN, OTH, LIN, OTH, LIN, OTH, LIN3, OTH3, LIN3, OTH3}, "dist-opt");
+    CHECK_EQ_U64(p.mem[MT_OPTIM_V_GEMM].shards, 3);
+    CHECK_EQ_U64(p.mem[MT_MASTER_GEMM].shards, 1);
+
+    in.sharding = SHARD_ZERO1; /* master, m, v (the master is not what the GEMMs read) */
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    check_states(&p, (States){LIN, OTH, LIN3, OTH3, LIN, OTH, LIN3, OTH3, LIN3, OTH3}, "zero1");
+
+    in.sharding = SHARD_ZERO2; /* + gradients */
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    check_states(&p, (States){LIN, OTH, LIN3, OTH3, LIN3, OTH3, LIN3, OTH3, LIN3, OTH3}, "zero2");
+    /* sharded optimizer: gradients reduce-scattered, parameters gathered once. Payload: FP32
+     * gradients (2048 + 232) x 4 = 9120 B, bus 9120 - ceil(9120 / 3) = 6080; BF16 parameters
+     * 2280 x 2 = 4560 B, bus 4560 - 1520 = 3040 */
+    CHECK_EQ_U64(p.coll[CO_DP_GRAD_AR].calls, 0);
+    CHECK_EQ_U64(p.coll[CO_DP_GRAD_RS].payload_bytes, 9120);
+    CHECK_EQ_U64(p.coll[CO_DP_GRAD_RS].bus_bytes, 6080);
+    CHECK_EQ_U64(p.coll[CO_DP_PARAM_AG].bus_bytes, 3040);
+    CHECK_EQ_U64(p.coll[CO_DP_PARAM_AG].calls, 1);
+
+    in.sharding = SHARD_ZERO3; /* + working weights */
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    check_states(&p, (States){LIN3, OTH3, LIN3, OTH3, LIN3, OTH3, LIN3, OTH3, LIN3, OTH3}, "zero3");
+    /* parameters gathered before each micro-batch's forward and backward: 2 x m = 2 x 2 */
+    CHECK_EQ_U64(p.coll[CO_DP_PARAM_AG].calls, 4);
+}
+
+/* Transient working set (tok 4, tp 1: no SP):
+ *   backward temporaries dX and d(residual) 2 x 4 x 8 x 2 = 128 B, d(FC1 output) 4 x 16 x 2 = 128 B
+ *   -> 256 B; the last stage's loss (bf16 logits and fp32 copies beyond the saved softmax: the default
+ *   10 B per logit less 4) 4 x 16 x 6 = 384 B wins without ZeRO-3.
+ * ZeRO-3 (FSDP) adds, for the current and the prefetched layer, its gathered weights (BF16 2 B), a BF16
+ *   gradient (2 B) and the reduce-scatter input in the reduction dtype (FP32 4 B) per parameter:
+ *   2 x (512 x 8 + 16 x (2 + 2 + 4)) = 2 x 4224 = 8448 B -> 256 + 8448 = 8704 B.
+ * With FP8 copies (E4M3 row-wise and transposed) ZeRO-3 keeps none persistent; each gathered layer also
+ *   holds its two copies (+2 B per linear weight: 512 x 10 + 128 = 5248 per layer, 10496 for two), and
+ *   the FP8 output gradient of FC1 in both layouts adds 2 x 4 x 16 = 128 B: 256 + 128 + 10496 = 10880 B. */
+static void test_zero3_prefetch_transient(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(BIT(MASTER) | BIT(M) | BIT(V));
+    Plan p;
+    PlanInput in = input(&m, &g, &r, 3, SHARD_ZERO2);
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 384);
+    in.sharding = SHARD_ZERO3;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 8704);
+
+    Recipe f = r;
+    f.fp8_row = f.fp8_col = DT_E4M3, f.gemm_fwd = DT_E4M3, f.gemm_bwd = DT_E5M2;
+    f.scaling = SCALING_DELAYED, f.amax_history = 4, f.amax_reduce = AMAX_ALL, f.min_sm = 89;
+    in.recipe = &f;
+    in.sharding = SHARD_ZERO2;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.mem[MT_FP8_ROWWISE].bytes, LIN); /* persistent copies, 1 B per linear weight */
+    CHECK_EQ_U64(p.mem[MT_FP8_COLWISE].bytes, LIN);
+    in.sharding = SHARD_ZERO3;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.mem[MT_FP8_ROWWISE].bytes, 0);
+    CHECK_EQ_U64(p.mem[MT_FP8_COLWISE].bytes, 0);
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 10880);
+}
+
+/* The tied LM head. Vocabulary 1024 (so the last stage's logits make it the heavier stage), pp 2:
+ *   stage 0 other: 2 layers x 16 norm + embedding 1024 x 8 + positions 32 = 8256
+ *   last stage:    2 layers x 16 norm + final norm 8 + Megatron's copy of the embedding
+ *                  1024 x 8 for the LM head = 8232
+ * The last stage is reported: its logits alone (transient 4 x 1024 x 6 = 24576 B, FP32 softmax
+ * 16384 B) outweigh stage 0's extra micro-batch of activations.
+ * The first and last stage then sum their embedding gradients: FP32 8192 x 4 = 32768 B, once.
+ * At pp 1 the LM head is the embedding itself: other = 64 + 8192 + 32 + 8 = 8296; untied it is a
+ * second 8192: 16488. */
+static void test_tied_lm_head_on_last_stage(void)
+{
+    ModelSpec m = ox_tiny(1024, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(BIT(MASTER) | BIT(M) | BIT(V));
+    Plan p;
+    PlanInput in = input(&m, &g, &r, 1, SHARD_NONE);
+    in.pp = 2;
+    Err e = {0};
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(p.stage, 1);
+    CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].elements, 8232);
+    CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].bytes, 8232 * 2);
+    CHECK_EQ_U64(p.mem[MT_OPTIM_V_OTHER].bytes, 8232 * 4);
+    CHECK_EQ_U64(p.params_gpu, 1024 + 8232); /* 2 layers x 512 linear weights */
+    CHECK_EQ_U64(p.coll[CO_EMB_GRAD_AR].calls, 1);
+    CHECK_EQ_U64(p.coll[CO_EMB_GRAD_AR].payload_bytes, 32768);
+    CHECK_EQ_U64(p.coll[CO_EMB_GRAD_AR].ranks, 2);
+
+    in.pp = 1;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].elements, 8296);
+    CHECK_EQ_U64(p.coll[CO_EMB_GRAD_AR].calls, 0);
+    m.tied_embeddings = 0;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].elements, 16488);
+    in.pp = 2; /* untied, pp 2: the last stage holds its own LM head, no embedding sync */
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].elements, 8232);
+    CHECK_EQ_U64(p.coll[CO_EMB_GRAD_AR].calls, 0);
+}
+
+/* A custom recipe, typed as a recipes.csv row, that reduces amax over TP (and CP) only. */
+static const char recipes_csv[] =
+    "name,weight,fp8_rowwise,fp8_colwise,master,grad,adam_m,adam_v,dist_opt_shards,scaled_states,other_params,"
+    "gemm_fwd,gemm_bwd,scaling,act_granularity,weight_granularity,amax_history,amax_reduce,dp_grad_comm,"
+    "param_gather_comm,tp_allgather_comm,tp_reducescatter_comm,saved_gemm_input,fp8_linear,min_sm,source\n"
+    "base,bf16,none,none,fp32,fp32,fp32,fp32,master+m+v,none,base,bf16,bf16,none,tensor,tensor,0,none,fp32,bf16,"
+    "bf16,bf16,bf16,none,8.0,test\n"
+    "fp8-tp-amax,bf16,e4m3,e4m3,fp32,fp32,fp32,fp32,master+m+v,none,base,e4m3,e5m2,delayed,tensor,tensor,16,tp,"
+    "fp32,bf16,e4m3,bf16,e4m3,te,8.9,test\n";
+
+/* Layout tp 2 x cp 2 x dp 2, seq 8 (divisible by 2 cp and, per CP rank, by tp), 2 micro-batches.
+ * TP-only: the amax all-reduce spans tp x cp = 4 ranks; over everything it spans 2 x 2 x 2 = 8.
+ * Per micro-batch a forward and a backward reduction: 2 x 2 = 4 calls. Payload: 4 linears x 4
+ * layers x (2 + 1) fp32 / 2 = 4 x 4 x 12 / 2 = 96 B. With dp > 1 the plan warns that TP-only
+ * reduction lets DP replicas' scales drift. */
+static void test_tp_only_amax_custom_recipe(void)
+{
+    Catalog *c = calloc(1, sizeof *c);
+    Err e = {0};
+    CHECKF(catalog_parse_recipes(c, recipes_csv, strlen(recipes_csv), "custom.csv", &e) == ST_OK, "%s", e.msg);
+    const Recipe *r = catalog_recipe(c, "fp8-tp-amax");
+    CHECK(r != NULL);
+    if (!r) {
+        free(c);
+        return;
+    }
+    CHECK_EQ_INT(r->amax_reduce, AMAX_TP);
+    ModelSpec m = ox_tiny(16, 8);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    PlanInput in = input(&m, &g, r, 2, SHARD_NONE);
+    in.tp = 2, in.cp = 2, in.seq = 8, in.gbs = 4;
+    Plan p;
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].ranks, 4);
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].calls, 4);
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].payload_bytes, 96);
+    CHECK(p.advice_mask & (1u << ADV_TP_ONLY_AMAX));
+
+    Recipe all = *r;
+    all.amax_reduce = AMAX_ALL;
+    in.recipe = &all;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].ranks, 8);
+    CHECK(!(p.advice_mask & (1u << ADV_TP_ONLY_AMAX)));
+
+    in.recipe = r, in.dp = 1, in.gbs = 2; /* one replica: nothing can drift, no warning */
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].ranks, 4);
+    CHECK(!(p.advice_mask & (1u << ADV_TP_ONLY_AMAX)));
+    free(c);
+}
+
+/* Block scales (DeepSeek-V3 style 128 x 128 weight blocks): every linear weight here is smaller than one
+ * block, so each FP8 copy of it (row-wise and transposed; the BF16 working weight has none) carries one
+ * FP32 scale: 4 linears x 4 layers x 2 copies = 32 scales, 128 B. No per-tensor GEMM records: activations
+ * use 1 x 128 blocks too. */
+static void test_block_scales(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(BIT(MASTER) | BIT(M) | BIT(V));
+    r.fp8_row = r.fp8_col = DT_E4M3, r.gemm_fwd = r.gemm_bwd = DT_E4M3;
+    r.scaling = SCALING_CURRENT, r.amax_history = 1, r.amax_reduce = AMAX_NONE, r.min_sm = 90;
+    r.act_gran = GRAN_1X128, r.weight_gran = GRAN_128X128;
+    PlanInput in = input(&m, &g, &r, 1, SHARD_NONE);
+    Plan p;
+    Err e = {0};
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, 32);
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].bytes, 128);
+    CHECK_EQ_U64(p.mem[MT_SCALE_GEMM].bytes, 0);
+}
+
+/* A recipe whose GEMMs read the master (no working weight, no FP8 copy) cannot let the distributed
+ * optimizer shard that master: refused on whichever row it is, here the third. */
+static void test_master_sharding_refused_on_any_row(void)
+{
+    char text[4096];
+    const char *bad = "bf16-sharded,none,none,none,fp32,fp32,fp32,fp32,master+m+v,none,base,bf16,bf16,none,tensor,"
+                      "tensor,0,none,fp32,bf16,bf16,bf16,bf16,none,8.0,test\n";
+    snprintf(text, sizeof text, "%s%s", recipes_csv, bad);
+    Catalog *c = calloc(1, sizeof *c);
+    if (!c) return;
+    Err e = {0};
+    CHECK(catalog_parse_recipes(c, text, strlen(text), "custom.csv", &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "custom.csv: row 4");
+    CHECK_CONTAINS(e.msg, "shards the master, but the GEMMs read it");
+    free(c);
+}
+
+int main(void)
+{
+    RUN(test_sharding_modes_dp3);
+    RUN(test_zero3_prefetch_transient);
+    RUN(test_tied_lm_head_on_last_stage);
+    RUN(test_tp_only_amax_custom_recipe);
+    RUN(test_block_scales);
+    RUN(test_master_sharding_refused_on_any_row);
+    return test_summary();
+}

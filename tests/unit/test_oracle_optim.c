@@ -1,0 +1,233 @@
+/* tests/unit/test_oracle_optim.c — AdamW and FP8-LM's Adam, steps 1 and 2, by hand.
+ *
+ * An independent oracle for the optimizers the backends run: the expected
+ * weights, moments, stored codes and scaling records below are worked out in
+ * the comments from the update rule of exec/backend.h,
+ *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+ *   w = w - lr ( (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) + wd w ),
+ * never by calling exec/kernel_math.h (which both backends share). The
+ * hyper-parameters are chosen so that most quantities are exact in binary and
+ * every bug below changes the result: weight decay dropped or coupled into the
+ * gradient, bias correction dropped or off by one step, eps under the square
+ * root, the gradient scale ignored, moments not carried to step 2.
+ *
+ *   lr 0.125, beta1 0.5, beta2 0.75, eps 1, weight decay 0.5
+ *   element 0: w 2, g 1 then 2.5; element 1: w -4, g -1 then 2.5; element 2: w 0, g 0 twice
+ *
+ * Step 1 (bias corrections 1 - 0.5 = 0.5 and 1 - 0.75 = 0.25):
+ *   e0: m = 0.5, v = 0.25; m^ = 1, v^ = 1; 1 / (1 + 1) = 0.5; + 0.5 x 2 = 1.5;
+ *       w = 2 - 0.125 x 1.5 = 1.8125
+ *   e1: m = -0.5, v = 0.25; -1 / 2 = -0.5; + 0.5 x -4 = -2.5; w = -4 + 0.3125 = -3.6875
+ *   e2: everything 0 stays 0
+ * Step 2 (bias corrections 1 - 0.25 = 0.75 and 1 - 0.5625 = 0.4375), g = 2.5:
+ *   e0: m = 0.25 + 1.25 = 1.5, v = 0.1875 + 1.5625 = 1.75; m^ = 2, v^ = 4, sqrt 2;
+ *       2 / 3 + 0.5 x 1.8125 = 0.666667 + 0.90625; w = 1.8125 - 0.125 x 1.572917 = 1.6158854
+ *   e1: m = -0.25 + 1.25 = 1, v = 1.75; m^ = 4/3, v^ = 4; (4/3) / 3 = 0.444444;
+ *       + 0.5 x -3.6875 = -1.399306; w = -3.6875 + 0.174913 = -3.5125868 */
+#include <math.h>
+#include <string.h>
+
+#include "exec/backend.h"
+#include "test.h"
+
+#define STEP2_W0 (1.8125 - 0.125 * (2.0 / 3.0 + 0.90625))          /* 1.6158854166... */
+#define STEP2_W1 (-3.6875 - 0.125 * ((4.0 / 3.0) / 3.0 - 1.84375)) /* -3.5125868055... */
+/* float32 arithmetic rounds each of the ~10 operations once: a few ulp of 2^-23 */
+#define F32_REL 1e-6
+
+static AdamHyper hyper(uint32_t step, float grad_scale)
+{
+    AdamHyper h = {.lr = 0.125f, .beta1 = 0.5f, .beta2 = 0.75f, .eps = 1.0f, .weight_decay = 0.5f};
+    h.step = step, h.grad_scale = grad_scale;
+    return h;
+}
+
+/* backend memory holding a copy of n bytes of host data */
+static void *dev(Backend *bk, const void *host, uint64_t n)
+{
+    void *p = NULL;
+    Err e;
+    if (bk->alloc(bk, n, &p, &e) || bk->copy_to_device(bk, p, host, n, &e)) return NULL;
+    return p;
+}
+
+static void host(Backend *bk, void *dst, const void *src, uint64_t n)
+{
+    Err e;
+    CHECK(bk->copy_to_host(bk, dst, src, n, &e) == ST_OK);
+}
+
+static void test_adamw_two_steps(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    if (!bk) return;
+    const float w0[3] = {2, -4, 0}, zero[3] = {0, 0, 0};
+    /* step 1 with grad_scale 0.5 and the gradients doubled: the same g = 1, -1, 0 */
+    const float g1[3] = {2, -2, 0}, g2[3] = {2.5f, 2.5f, 0};
+    const uint16_t bf0[3] = {0x4000, 0xC080, 0}; /* BF16 2, -4, 0 */
+    float *master = dev(bk, w0, sizeof w0), *m = dev(bk, zero, sizeof zero), *v = dev(bk, zero, sizeof zero);
+    float *grad = dev(bk, g1, sizeof g1);
+    uint16_t *wbf = dev(bk, bf0, sizeof bf0);
+    CHECK(master && m && v && grad && wbf);
+    if (!master || !m || !v || !grad || !wbf) return;
+    AdamWDesc d = {.n = 3,
+                   .h = hyper(1, 0.5f),
+                   .master = master,
+                   .m = m,
+                   .v = v,
+                   .grad = grad,
+                   .grad_dtype = DT_FP32,
+                   .weight = wbf,
+                   .weight_dtype = DT_BF16};
+    CHECKF(bk->adamw(bk, &d, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk->sync(bk, &e) == ST_OK);
+    float w[3], mm[3], vv[3];
+    uint16_t b[3];
+    host(bk, w, master, sizeof w), host(bk, mm, m, sizeof mm), host(bk, vv, v, sizeof vv), host(bk, b, wbf, sizeof b);
+    CHECK(w[0] == 1.8125f && w[1] == -3.6875f && w[2] == 0.0f); /* exact in binary */
+    CHECK(mm[0] == 0.5f && mm[1] == -0.5f && mm[2] == 0.0f);
+    CHECK(vv[0] == 0.25f && vv[1] == 0.25f && vv[2] == 0.0f);
+    /* the BF16 working copy: 1.8125 = 1.1101b x 2^0 -> 0x3FE8; -3.6875 = -1.11011b x 2^1 -> 0xC06C */
+    CHECK_EQ_U64(b[0], 0x3FE8);
+    CHECK_EQ_U64(b[1], 0xC06C);
+    CHECK_EQ_U64(b[2], 0);
+
+    /* step 2, grad_scale 1 */
+    CHECK(bk->copy_to_device(bk, grad, g2, sizeof g2, &e) == ST_OK);
+    d.h = hyper(2, 1.0f);
+    CHECKF(bk->adamw(bk, &d, &e) == ST_OK, "%s", e.msg);
+    host(bk, w, master, sizeof w), host(bk, mm, m, sizeof mm), host(bk, vv, v, sizeof vv), host(bk, b, wbf, sizeof b);
+    CHECK_REL(w[0], STEP2_W0, F32_REL);
+    CHECK_REL(w[1], STEP2_W1, F32_REL);
+    CHECK(w[2] == 0.0f);
+    CHECK(mm[0] == 1.5f && mm[1] == 1.0f && vv[0] == 1.75f && vv[1] == 1.75f);
+    /* BF16 of 1.6158854 = 1.1001110|11...b: rounds up to 1.1001111b = 1.6171875 -> 0x3FCF;
+     * -3.5125868 = -1.1100000|11...b x 2: up to -1.1100001b x 2 = -3.515625 -> 0xC061 */
+    CHECK_EQ_U64(b[0], 0x3FCF);
+    CHECK_EQ_U64(b[1], 0xC061);
+
+    /* without a master the FP32 working copy is the master: the same step 1 numbers */
+    float *wf = dev(bk, w0, sizeof w0), *m2 = dev(bk, zero, sizeof zero), *v2 = dev(bk, zero, sizeof zero);
+    CHECK(bk->copy_to_device(bk, grad, g1, sizeof g1, &e) == ST_OK);
+    AdamWDesc d2 = {.n = 3,
+                    .h = hyper(1, 0.5f),
+                    .m = m2,
+                    .v = v2,
+                    .grad = grad,
+                    .grad_dtype = DT_FP32,
+                    .weight = wf,
+                    .weight_dtype = DT_FP32};
+    CHECKF(bk->adamw(bk, &d2, &e) == ST_OK, "%s", e.msg);
+    host(bk, w, wf, sizeof w);
+    CHECK(w[0] == 1.8125f && w[1] == -3.6875f);
+    bk->free(bk, master), bk->free(bk, m), bk->free(bk, v), bk->free(bk, grad), bk->free(bk, wbf);
+    bk->free(bk, wf), bk->free(bk, m2), bk->free(bk, v2);
+    bk->destroy(bk);
+}
+
+/* FP8-LM's Adam (MS-AMP): master FP16, m E4M3, v FP16, each stored scaled by a power of two
+ * chosen after the update from the new amax, scale = 2^floor(log2(fmax / amax)) (margin 0).
+ * Elements 0 and 1 as above, starting from stored master 2, -4 with scale 1 and zero moments.
+ *
+ * Step 1 (FP32 gradients 1, -1): new w 1.8125, -3.6875; m 0.5, -0.5; v 0.25, 0.25.
+ *   master: amax 3.6875, 65504 / 3.6875 = 17763.5 -> 2^14 = 16384; stored 1.8125 x 16384 = 29696
+ *           = 1.1101b x 2^14 -> FP16 0x7740; -3.6875 x 16384 = -60416 = -1.11011b x 2^15 -> 0xFB60
+ *   m:      amax 0.5, 448 / 0.5 = 896 -> 2^9 = 512; 0.5 x 512 = 256 = 2^8 -> E4M3 0x78, -256 -> 0xF8
+ *   v:      amax 0.25, 65504 / 0.25 = 262016 < 2^18 -> 2^17 = 131072; 0.25 x 2^17 = 2^15 -> 0x7800
+ *   records {scale, 1/scale, amax}: {16384, 2^-14, 3.6875}, {512, 2^-9, 0.5}, {131072, 2^-17, 0.25}
+ * Step 2 (E5M2 gradients 0x45 = 1.01b x 2^2 = 5 with scale_inv 0.5: g = 2.5): decoding the stored
+ *   states gives back 1.8125, -3.6875, 0.5, -0.5, 0.25 exactly, so the new values are AdamW's:
+ *   w 1.6158854, -3.5125868; m 1.5, 1; v 1.75, 1.75.
+ *   master: amax 3.5125868, 65504 / 3.51 = 18648 -> 2^14; 1.6158854 x 16384 = 26474.67, FP16 steps
+ *           of 16 there: 1654.67 x 16 rounds to 1655 x 16 = 26480 -> 0x7677 (1.6162109375);
+ *           -3.5125868 x 16384 = -57550.2, steps of 32: -1798.44 x 32 -> -1798 x 32 = -57536 -> 0xFB06
+ *   m:      amax 1.5, 448 / 1.5 = 298.7 -> 2^8 = 256; 1.5 x 256 = 384 = 1.1b x 2^8 -> 0x7C; 256 -> 0x78
+ *   v:      amax 1.75, 65504 / 1.75 = 37431 -> 2^15; 1.75 x 2^15 = 57344 -> 0x7B00 (both)
+ *   BF16 working copy from the stored master: 26480 / 16384 = 1.6162109375 = 1.1001110111b -> rounds
+ *   up to 1.1001111b -> 0x3FCF; -57536 / 16384 = -3.51171875 = -1.110000011b x 2 -> 0xC061 */
+static void test_fp8lm_adam_two_steps(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    if (!bk) return;
+    const uint16_t master0[2] = {0x4000, 0xC400}; /* FP16 2, -4 */
+    const uint8_t m0[2] = {0, 0};
+    const uint16_t v0[2] = {0, 0}, w0[2] = {0x4000, 0xC080};
+    const float rec1[3] = {1, 1, 0}, g1[2] = {1, -1};
+    uint16_t *master = dev(bk, master0, sizeof master0), *v = dev(bk, v0, sizeof v0), *wbf = dev(bk, w0, sizeof w0);
+    uint8_t *m = dev(bk, m0, sizeof m0);
+    float *mrec = dev(bk, rec1, sizeof rec1), *mmrec = dev(bk, rec1, sizeof rec1), *vrec = dev(bk, rec1, sizeof rec1);
+    float *grad = dev(bk, g1, sizeof g1);
+    CHECK(master && v && wbf && m && mrec && mmrec && vrec && grad);
+    if (!master || !v || !wbf || !m || !mrec || !mmrec || !vrec || !grad) return;
+    Fp8AdamDesc d = {.n = 2,
+                     .h = hyper(1, 1.0f),
+                     .margin = 0,
+                     .master = master,
+                     .master_rec = mrec,
+                     .m = m,
+                     .m_rec = mmrec,
+                     .v = v,
+                     .v_rec = vrec,
+                     .grad = grad,
+                     .grad_dtype = DT_FP32,
+                     .weight = wbf,
+                     .weight_dtype = DT_BF16};
+    CHECKF(bk->fp8_adam(bk, &d, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk->sync(bk, &e) == ST_OK);
+    uint16_t ms[2], vs[2], ws[2];
+    uint8_t mq[2];
+    float r[3][3];
+    host(bk, ms, master, sizeof ms), host(bk, vs, v, sizeof vs), host(bk, mq, m, sizeof mq);
+    host(bk, ws, wbf, sizeof ws);
+    host(bk, r[0], mrec, sizeof r[0]), host(bk, r[1], mmrec, sizeof r[1]), host(bk, r[2], vrec, sizeof r[2]);
+    CHECK_EQ_U64(ms[0], 0x7740);
+    CHECK_EQ_U64(ms[1], 0xFB60);
+    CHECK_EQ_U64(mq[0], 0x78);
+    CHECK_EQ_U64(mq[1], 0xF8);
+    CHECK_EQ_U64(vs[0], 0x7800);
+    CHECK_EQ_U64(vs[1], 0x7800);
+    CHECK(r[0][0] == 16384.0f && r[0][1] == 0x1p-14f && r[0][2] == 3.6875f);
+    CHECK(r[1][0] == 512.0f && r[1][1] == 0x1p-9f && r[1][2] == 0.5f);
+    CHECK(r[2][0] == 131072.0f && r[2][1] == 0x1p-17f && r[2][2] == 0.25f);
+    CHECK_EQ_U64(ws[0], 0x3FE8); /* BF16 1.8125 */
+    CHECK_EQ_U64(ws[1], 0xC06C); /* BF16 -3.6875 */
+
+    /* step 2: E5M2 gradient codes 0x45 (5) dequantized by scale_inv 0.5 */
+    const uint8_t g2[2] = {0x45, 0x45};
+    const float ginv = 0.5f;
+    uint8_t *gq = dev(bk, g2, sizeof g2);
+    float *gi = dev(bk, &ginv, sizeof ginv);
+    CHECK(gq && gi);
+    if (!gq || !gi) return;
+    d.h = hyper(2, 1.0f), d.grad = gq, d.grad_dtype = DT_E5M2, d.grad_scale_inv = gi;
+    CHECKF(bk->fp8_adam(bk, &d, &e) == ST_OK, "%s", e.msg);
+    host(bk, ms, master, sizeof ms), host(bk, vs, v, sizeof vs), host(bk, mq, m, sizeof mq);
+    host(bk, ws, wbf, sizeof ws);
+    host(bk, r[0], mrec, sizeof r[0]), host(bk, r[1], mmrec, sizeof r[1]), host(bk, r[2], vrec, sizeof r[2]);
+    CHECK_EQ_U64(ms[0], 0x7677);
+    CHECK_EQ_U64(ms[1], 0xFB06);
+    CHECK_EQ_U64(mq[0], 0x7C);
+    CHECK_EQ_U64(mq[1], 0x78);
+    CHECK_EQ_U64(vs[0], 0x7B00);
+    CHECK_EQ_U64(vs[1], 0x7B00);
+    CHECK(r[0][0] == 16384.0f && r[0][1] == 0x1p-14f);
+    CHECK_REL(r[0][2], -STEP2_W1, F32_REL); /* amax of the FP32 update, before FP16 rounding */
+    CHECK(r[1][0] == 256.0f && r[1][1] == 0x1p-8f && r[1][2] == 1.5f);
+    CHECK(r[2][0] == 32768.0f && r[2][1] == 0x1p-15f && r[2][2] == 1.75f);
+    CHECK_EQ_U64(ws[0], 0x3FCF);
+    CHECK_EQ_U64(ws[1], 0xC061);
+    bk->free(bk, master), bk->free(bk, v), bk->free(bk, wbf), bk->free(bk, m), bk->free(bk, mrec);
+    bk->free(bk, mmrec), bk->free(bk, vrec), bk->free(bk, grad), bk->free(bk, gq), bk->free(bk, gi);
+    bk->destroy(bk);
+}
+
+int main(void)
+{
+    RUN(test_adamw_two_steps);
+    RUN(test_fp8lm_adam_two_steps);
+    return test_summary();
+}

@@ -1,0 +1,116 @@
+/* tests/unit/test_oracle_sweep.c — the sweep keeps what it says it keeps.
+ *
+ * Independent of the ranking code: every plan that fits is collected through
+ * the on_fit hook, sorted here, and the kept top k must be exactly the k best
+ * of them. And a model whose layers do not divide over the stages is tried on
+ * the uneven split worked out by hand. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner/sweep.h"
+#include "support/oracle_fixtures.h"
+#include "test.h"
+
+enum { MAX_SEEN = 4096 };
+static double seen[MAX_SEEN];
+static int nseen, uneven_2_3, pp2_even, pp3_2_2, pp3_2_3;
+
+static void collect(const Plan *p, void *ctx)
+{
+    (void)ctx;
+    if (nseen < MAX_SEEN) seen[nseen++] = p->tokens_per_s;
+    if (p->in.pp == 2 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 3) uneven_2_3++;
+    if (p->in.pp == 2 && p->in.first_stage_layers == 0) pp2_even++;
+    if (p->in.pp == 3 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 2) pp3_2_2++;
+    if (p->in.pp == 3 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 3) pp3_2_3++;
+}
+
+static int desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static SweepSpec spec(const ModelSpec *m, const GpuSpec *g, const Recipe *const *r, uint32_t gpus)
+{
+    SweepSpec s;
+    memset(&s, 0, sizeof s);
+    plan_input_defaults(&s.base);
+    s.base.model = m, s.base.gpu = g, s.base.seq = 4, s.base.gbs = 16, s.base.vocab_pad = 1;
+    s.recipes = r, s.nrecipes = 1, s.gpus = gpus;
+    s.max_vpp = 2, s.max_cp = 1, s.max_mbs = 2;
+    s.on_fit = collect;
+    return s;
+}
+
+/* The top 3 are the 3 highest tokens/s among every plan that fit, best first. */
+static void test_top_k_are_the_best(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe b = ox_bf16(0);
+    const Recipe *rs[1] = {&b};
+    SweepSpec s = spec(&m, &g, rs, 4);
+    Plan top[3];
+    int n = 0;
+    SweepStats st;
+    Err e = {0};
+    nseen = 0;
+    CHECKF(sweep_run(&s, top, 3, &n, &st, NULL, NULL, &e) == ST_OK, "%s", e.msg);
+    CHECK(nseen > 3 && nseen < MAX_SEEN);
+    CHECK_EQ_INT(nseen, (int)(st.valid - st.oom));
+    qsort(seen, (size_t)nseen, sizeof *seen, desc);
+    CHECK_EQ_INT(n, 3);
+    for (int i = 0; i < n && i < nseen; i++)
+        CHECKF(top[i].tokens_per_s == seen[i], "rank %d: kept %.17g, the %d-th best is %.17g", i + 1,
+               top[i].tokens_per_s, i + 1, seen[i]);
+}
+
+/* 5 layers on 2 stages do not divide: the middle stages (none here) hold ceil(5/2) = 3 or floor = 2, the
+ * first and last split the rest 5 as 2 + 3 (first <= last). No even 2-stage split exists. */
+static void test_uneven_split(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    m.layers = 5;
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe b = ox_bf16(0);
+    const Recipe *rs[1] = {&b};
+    SweepSpec s = spec(&m, &g, rs, 2);
+    Plan top[1];
+    int n = 0;
+    SweepStats st;
+    Err e = {0};
+    nseen = uneven_2_3 = pp2_even = 0;
+    CHECKF(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_OK, "%s", e.msg);
+    CHECK(uneven_2_3 > 0);
+    CHECK_EQ_INT(pp2_even, 0);
+}
+
+/* 7 layers on 3 stages: a middle stage of ceil(7/3) = 3 leaves 4 = 2 + 2 for the ends; one of floor = 2
+ * leaves 5 = 2 + 3. Both splits are tried. */
+static void test_uneven_split_both_middles(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    m.layers = 7;
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe b = ox_bf16(0);
+    const Recipe *rs[1] = {&b};
+    SweepSpec s = spec(&m, &g, rs, 3);
+    s.base.gbs = 12;
+    Plan top[1];
+    int n = 0;
+    SweepStats st;
+    Err e = {0};
+    nseen = pp3_2_2 = pp3_2_3 = 0;
+    CHECKF(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_OK, "%s", e.msg);
+    CHECK(pp3_2_2 > 0);
+    CHECK(pp3_2_3 > 0);
+}
+
+int main(void)
+{
+    RUN(test_top_k_are_the_best);
+    RUN(test_uneven_split);
+    RUN(test_uneven_split_both_middles);
+    return test_summary();
+}
