@@ -60,10 +60,20 @@ WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat
 ifeq ($(WERROR),1)
   WARN += -Werror
 endif
-CPPFLAGS := -I. -D_GNU_SOURCE
+# OpenBLAS's single-threaded build (Debian libopenblas-serial-dev) from its own
+# directories, so neither the reference libblas nor the threaded OpenBLAS that the
+# alternatives system may point at is picked up: the CPU backend calls sgemm from its
+# own thread pool (exec/par.c), one tile per call.
+MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
+BLAS_INC := /usr/include/$(MULTIARCH)/openblas-serial
+BLAS_LIB := /usr/lib/$(MULTIARCH)/openblas-serial
+# make bench's anchor: OpenBLAS's threaded build (libopenblas-pthread-dev), in a program of its own
+ANCHOR_INC := /usr/include/$(MULTIARCH)/openblas-pthread
+ANCHOR_LIB := /usr/lib/$(MULTIARCH)/openblas-pthread
+CPPFLAGS := -I. -D_GNU_SOURCE -isystem $(BLAS_INC)
 CFLAGS := -std=c11 $(OPT) $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS := $(SANFLAGS)
-LDLIBS := -lcsv -lncursesw -lm -lpthread
+LDLIBS := -lcsv -lncursesw -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -lm -lpthread
 ifeq ($(HAVE_CUDA),1)
   CPPFLAGS += -DFP8PLAN_HAVE_CUDA=1
   NCCL_LIBDIR := $(firstword $(dir $(wildcard $(CUDA_HOME)/lib64/libnccl.so $(CUDA_HOME)/lib/libnccl.so)))
@@ -100,17 +110,21 @@ BIN := $(BUILD)/fp8plan
 TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 SLOWS := $(patsubst tests/slow/%.c,$(BUILD)/slow/%,$(SLOW_SRC))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+ANCHOR := $(BUILD)/bench/anchor_sgemm
 FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 # GPU check programs: built with every CUDA build (so CI compiles them), run only by gpu-check
 GPUS := $(if $(filter 1,$(HAVE_CUDA)),$(patsubst tests/gpu/%.c,$(BUILD)/gpu/%,$(GPU_SRC)))
 DEPS_OK := $(BUILD)/.deps-ok
 
 # ---- system packages -------------------------------------------------------------
-# libcsv-dev (CSV), libncurses-dev (TUI), tmux (TUI end-to-end test). Installed
-# with apt-get when running as root; otherwise the exact command is printed.
-$(DEPS_OK):
+# libcsv-dev (CSV), libncurses-dev (TUI), libopenblas-serial-dev (the CPU backend's
+# GEMMs), tmux (TUI end-to-end test). Installed with apt-get when running as root;
+# otherwise the exact command is printed. Checked again whenever this file changes.
+$(DEPS_OK): Makefile
 	@missing=""; \
 	[ -f /usr/include/csv.h ] || missing="$$missing libcsv-dev"; \
+	[ -f $(BLAS_INC)/cblas.h ] && [ -f $(BLAS_LIB)/libopenblas.so ] || missing="$$missing libopenblas-serial-dev"; \
+	[ -f $(ANCHOR_INC)/cblas.h ] && [ -f $(ANCHOR_LIB)/libopenblas.so ] || missing="$$missing libopenblas-pthread-dev"; \
 	[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || missing="$$missing libncurses-dev"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
 	if [ -n "$$missing" ]; then \
@@ -164,6 +178,11 @@ $(BUILD)/bench/%: tests/bench/%.c $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
+# bench_exec_gemm runs it; nothing of fp8plan in it, so the two OpenBLAS builds never share a process
+$(ANCHOR): tests/bench/anchor_sgemm.c | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) -D_GNU_SOURCE -I$(ANCHOR_INC) -std=c11 $(OPT) $(WARN) $< -L$(ANCHOR_LIB) -Wl,-rpath,$(ANCHOR_LIB) -lopenblas -o $@
+
 $(BUILD)/gpu/%: tests/gpu/%.c tests/gpu/gpu_common.h $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
@@ -181,7 +200,7 @@ test: tests
 test-slow: $(BIN) $(SLOWS)
 	@set -e; for t in $(SLOWS); do echo "== $$t"; $$t; done
 
-bench: $(BIN) $(BENCHES)
+bench: $(BIN) $(BENCHES) $(ANCHOR)
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
 
 # libFuzzer needs clang; each target's seed corpus is tests/fuzz/corpus/<name>.
@@ -205,7 +224,8 @@ fuzz-run: $(FUZZERS)
 # Everything the GPU check runs; build here and carry $(BUILD) to a GPU machine
 # whose image lacks the build dependencies (tests/gpu/gpu_check.sh says how).
 gpu-build: $(BIN) $(GPUS)
-	@mkdir -p $(BUILD)/lib && for l in $$(ldd $(BIN) | awk '/libcsv/ { print $$3 }'); do cp -L "$$l" $(BUILD)/lib/; done
+	@mkdir -p $(BUILD)/lib && for l in $$(ldd $(BIN) | awk '/libcsv|libopenblas|libgfortran|libquadmath/ { print $$3 }'); do \
+	  cp -L "$$l" $(BUILD)/lib/; done
 
 gpu-check:
 	@sh tests/gpu/gpu_check.sh $(BUILD)

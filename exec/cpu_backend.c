@@ -1,6 +1,7 @@
 /* exec/cpu_backend.c — the CPU reference backend: host memory, and the table
  * of operations implemented in cpu_gemm.c, cpu_nn.c, cpu_quant.c and
- * cpu_optim.c. Work runs synchronously, so sync() has nothing to wait for. */
+ * cpu_optim.c. Work runs synchronously (on the thread pool of exec/par.h), so
+ * sync() has nothing to wait for. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,20 +11,6 @@
 #include "util/num.h"
 
 enum { CPU_ALIGN = 256 };
-
-int cpu_threads(void)
-{
-    static int n;
-    if (n) return n;
-    const char *env = getenv("FP8PLAN_THREADS");
-    int v;
-    if (!env || num_parse_int_range(env, 1, CPU_MAX_THREADS, &v, NULL)) { /* unset or invalid: all CPUs */
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        v = c < 1 ? 1 : c > CPU_MAX_THREADS ? CPU_MAX_THREADS : (int)c;
-    }
-    n = v;
-    return n;
-}
 
 float *cpu_scratch(Backend *bk, int slot, uint64_t n, Err *e)
 {

@@ -13,12 +13,6 @@ typedef struct {
     uint64_t cap[3]; /* floats */
 } CpuImpl;
 
-enum { CPU_MAX_THREADS = 8 };
-
-/* Worker threads for the large GEMMs: $FP8PLAN_THREADS, else the online CPUs,
- * at most CPU_MAX_THREADS. Results do not depend on it. */
-int cpu_threads(void);
-
 /* Scratch slot i (0..2) with at least n floats; NULL + ST_NOMEM on failure. */
 float *cpu_scratch(Backend *bk, int slot, uint64_t n, Err *e);
 
