@@ -5,9 +5,9 @@
 
 #include "cli/cli.h"
 #include "exec/data.h"
-#include "exec/gpt.h"
-#include "exec/plan_link.h"
-#include "exec/run_log.h"
+#include "exec/model/gpt.h"
+#include "exec/measure/plan_link.h"
+#include "exec/measure/run_log.h"
 
 typedef struct {
     const char *backend, *model, *gpu, *recipe, *data, *catalog, *resume, *save, *out, *trace;

@@ -1,10 +1,10 @@
 /* exec/backend.h — the executor's backend interface: one struct of function
  * pointers that the training step calls for every piece of work.
  *
- * Two implementations plug in here: the CPU reference (exec/cpu_*.c, in C11,
+ * Two implementations plug in here: the CPU reference (exec/cpu/cpu_*.c, in C11,
  * the oracle the GPU kernels are tested against) and CUDA (exec/cuda/, built
  * with nvcc: cuBLASLt GEMMs, custom kernels, NCCL). The orchestration in
- * exec/gpt_*.c is the same for both; only the pointers differ.
+ * exec/model/gpt_*.c is the same for both; only the pointers differ.
  *
  * Conventions every implementation follows:
  *  - Memory. Every tensor pointer passed to an operation points into memory the

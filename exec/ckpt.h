@@ -21,7 +21,7 @@
 #define FP8PLAN_EXEC_CKPT_H
 
 #include "exec/data.h"
-#include "exec/gpt.h"
+#include "exec/model/gpt.h"
 
 #ifdef __cplusplus
 extern "C" {

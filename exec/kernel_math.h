@@ -174,7 +174,7 @@ KM_FN float km_adam_scaled(const KmAdam *h, float stored_w, float dw, float g, f
     return km_adam(h, KM_MUL(stored_w, dw), g, m, v);
 }
 
-/* ---- the names the CPU reference calls (exec/cpu_nn.c, exec/cpu_optim.c) ---------- */
+/* ---- the names the CPU reference calls (exec/cpu/cpu_nn.c, exec/cpu/cpu_optim.c) ---------- */
 
 /* One AdamW element with the hyper-parameters spelled out: km_adam's arithmetic. */
 KM_FN float km_adamw(float w, float g, float *m, float *v, float lr, float beta1, float beta2, float eps, float wd,

@@ -1,5 +1,5 @@
 /* tests/bench/bench_exec_init.c — how fast a model's initial weights are
- * written (exec/gpt_init.c), in ns per parameter: the GPU check creates eight
+ * written (exec/model/gpt_init.c), in ns per parameter: the GPU check creates eight
  * GPT-13B layers (2.8 billion parameters incl. the embedding) per recipe, so
  * this decides whether that fits its time budget.
  *
@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exec/gpt.h"
+#include "exec/model/gpt.h"
 #include "support/exec_fixtures.h"
 
 static double now(void)

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "exec/gpt.h"
+#include "exec/model/gpt.h"
 #include "exec/par.h"
 #include "fp8/half.h"
 #include "support/exec_fixtures.h"

@@ -1,5 +1,5 @@
 /* tests/gpu/gpu_train.c — whole training steps on the GPU, through the same
- * orchestration (exec/gpt_step.c) as the CPU.
+ * orchestration (exec/model/gpt_step.c) as the CPU.
  *
  *   gpu_train LOSS_CSV STEP_CSV [LAYERS] [TOKENS] [STEPS] [SEED]    exit 69 without a GPU
  *
@@ -21,13 +21,13 @@
  *    step with per-operation timing, device time by category; device memory
  *    (cudaMemGetInfo) before the model, after it and after the steps, beside the
  *    arena's own bytes. The host initializes the weights on all its threads
- *    (exec/gpt_init.c) and copies them over; that time is reported too. The GPU
+ *    (exec/model/gpt_init.c) and copies them over; that time is reported too. The GPU
  *    check uses `fp8plan run` for this part and runs it only where `run` is
  *    missing. */
 #include <time.h>
 
 #include "exec/data.h"
-#include "exec/gpt.h"
+#include "exec/model/gpt.h"
 #include "gpu_common.h"
 #include "support/exec_fixtures.h"
 

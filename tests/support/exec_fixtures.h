@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/gpt.h"
+#include "exec/model/gpt.h"
 #include "exec/rng.h"
 
 static inline void fx_states(ExecStates *s, Dtype w, Dtype master, Dtype grad, Dtype m, Dtype v, unsigned scaled)

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "exec/backend.h"
-#include "exec/cpu_gemm.h"
+#include "exec/cpu/cpu_gemm.h"
 #include "exec/elem.h"
 #include "exec/rng.h"
 #include "fp8/codec.h"

@@ -1,11 +1,11 @@
 /* tests/unit/test_cuda_measure.c — the device measurements of a GPU run
- * (exec/device_measure.c), driven by a scripted backend whose hooks return
+ * (exec/measure/device_measure.c), driven by a scripted backend whose hooks return
  * known numbers, and the match of device names to the shipped GPU catalog. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/device_measure.h"
+#include "exec/measure/device_measure.h"
 #include "test.h"
 #include "util/fileio.h"
 

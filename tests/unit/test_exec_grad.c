@@ -15,7 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "exec/gpt_internal.h"
+#include "exec/model/gpt_internal.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
 

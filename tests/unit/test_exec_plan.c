@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/plan_link.h"
+#include "exec/measure/plan_link.h"
 #include "support/fixtures.h"
 #include "test.h"
 

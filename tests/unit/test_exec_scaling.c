@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 #include "exec/data.h"
-#include "exec/gpt_internal.h"
+#include "exec/model/gpt_internal.h"
 #include "support/exec_fixtures.h"
 #include "fp8/delayed.h"
 #include "fp8/half.h"

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "exec/data.h"
-#include "exec/plan_link.h"
+#include "exec/measure/plan_link.h"
 #include "support/exec_fixtures.h"
 #include "support/fixtures.h"
 #include "test.h"

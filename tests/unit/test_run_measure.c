@@ -1,5 +1,5 @@
 /* tests/unit/test_run_measure.c — the measurement path of `fp8plan run` on a
- * GPU (exec/run_log.c with exec/device_measure.c), driven on the CPU: a "GPU"
+ * GPU (exec/measure/run_log.c with exec/measure/device_measure.c), driven on the CPU: a "GPU"
  * that is the CPU reference backend with scripted measurement hooks — device
  * memory that grows with what the backend allocates, timestamps whose phase
  * durations follow a script (a slow warm-up step, one slower timed step), and
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/plan_link.h"
-#include "exec/run_log.h"
+#include "exec/measure/plan_link.h"
+#include "exec/measure/run_log.h"
 #include "test.h"
 #include "support/exec_fixtures.h"
 #include "util/fileio.h"

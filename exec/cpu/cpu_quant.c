@@ -1,10 +1,10 @@
-/* exec/cpu_quant.c — the CPU reference of the quantization kernels: fused
+/* exec/cpu/cpu_quant.c — the CPU reference of the quantization kernels: fused
  * cast + transpose + amax, element-wise conversion, amax, and the per-step
  * scaling updates (delayed: TE's history window; current: this step's amax). */
 #include <float.h>
 #include <math.h>
 
-#include "exec/cpu_ops.h"
+#include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
 #include "exec/scaling.h"
 

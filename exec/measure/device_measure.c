@@ -1,5 +1,5 @@
-/* exec/device_measure.c — device memory and time beyond the arena (see device_measure.h). */
-#include "exec/device_measure.h"
+/* exec/measure/device_measure.c — device memory and time beyond the arena (see device_measure.h). */
+#include "exec/measure/device_measure.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* exec/run_log.h — a training run's steps as measured, and the time and
+/* exec/measure/run_log.h — a training run's steps as measured, and the time and
  * throughput rows it reports beside the Plan (`fp8plan run`'s tables).
  *
  * Every step records its loss, its four phases (forward, backward,
@@ -16,9 +16,9 @@
 
 #include <stdint.h>
 
-#include "exec/device_measure.h"
-#include "exec/gpt.h"
-#include "exec/measure.h"
+#include "exec/measure/device_measure.h"
+#include "exec/model/gpt.h"
+#include "exec/measure/measure.h"
 #include "planner/plan.h"
 
 #ifdef __cplusplus

@@ -1,4 +1,4 @@
-/* exec/cpu_gemm.c — the CPU backend's GEMM, D (M,N) = A (M,K) · B (N,K)ᵀ, on
+/* exec/cpu/cpu_gemm.c — the CPU backend's GEMM, D (M,N) = A (M,K) · B (N,K)ᵀ, on
  * the BLAS: FP8/BF16/FP16 operands are decoded to FP32 panel by panel and
  * multiplied by OpenBLAS's sgemm (its single-threaded build), one call per
  * tile, the tiles spread over the pool of exec/par.h.
@@ -36,8 +36,8 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "exec/cpu_gemm.h"
-#include "exec/cpu_ops.h"
+#include "exec/cpu/cpu_gemm.h"
+#include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
 #include "exec/par.h"
 #include "fp8/half.h"

@@ -1,11 +1,11 @@
-/* exec/gpt_step.c — the training step: forward, backward, gradient
+/* exec/model/gpt_step.c — the training step: forward, backward, gradient
  * all-reduce, scaling updates (TE's order) and the optimizer. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "exec/gpt_internal.h"
+#include "exec/model/gpt_internal.h"
 
 static double now_s(void)
 {

@@ -1,9 +1,9 @@
-/* exec/gpt_internal.h — what the files of the GPT executor share
+/* exec/model/gpt_internal.h — what the files of the GPT executor share
  * (gpt_layout.c, gpt_linear.c, gpt_step.c, gpt_init.c). Internal to exec/. */
 #ifndef FP8PLAN_EXEC_GPT_INTERNAL_H
 #define FP8PLAN_EXEC_GPT_INTERNAL_H
 
-#include "exec/gpt.h"
+#include "exec/model/gpt.h"
 
 /* Parameter table + tensor specs with the addresses bound to g's fields. */
 Status gpt_layout_bind(Gpt *g, ArenaSpecs *specs, Err *e);

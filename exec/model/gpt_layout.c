@@ -1,12 +1,12 @@
-/* exec/gpt_layout.c — the model's tensors, sizes first: the parameter table
+/* exec/model/gpt_layout.c — the model's tensors, sizes first: the parameter table
  * and every state, FP8 copy, scale, activation and workspace tensor a step
  * needs for a shape and recipe, each tagged with its memory term. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/gpt.h"
-#include "exec/gpt_internal.h"
+#include "exec/model/gpt.h"
+#include "exec/model/gpt_internal.h"
 
 Status gpt_shape_check(const GptShape *s, Err *e)
 {

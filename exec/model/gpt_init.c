@@ -1,11 +1,11 @@
-/* exec/gpt_init.c — building the model: arena, scaling banks, initial values. */
+/* exec/model/gpt_init.c — building the model: arena, scaling banks, initial values. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/elem.h"
-#include "exec/gpt_internal.h"
+#include "exec/model/gpt_internal.h"
 #include "exec/par.h"
 #include "exec/rng.h"
 #include "exec/scaling.h"

@@ -1,4 +1,4 @@
-/* exec/cpu_backend.c — the CPU reference backend: host memory, and the table
+/* exec/cpu/cpu_backend.c — the CPU reference backend: host memory, and the table
  * of operations implemented in cpu_gemm.c, cpu_nn.c, cpu_quant.c and
  * cpu_optim.c. Work runs synchronously (on the thread pool of exec/par.h), so
  * sync() has nothing to wait for. */
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/cpu_ops.h"
+#include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
 #include "util/num.h"
 

@@ -1,4 +1,4 @@
-/* exec/gpt.h — the GPT-style decoder the executor trains, and its training step.
+/* exec/model/gpt.h — the GPT-style decoder the executor trains, and its training step.
  *
  * Architecture (GPT-2): token + learned position embeddings; L pre-LN blocks
  *   x = x + Proj(Attn(QKV(LN1(x))));  x = x + FC2(GELU(FC1(LN2(x))))

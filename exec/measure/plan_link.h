@@ -1,12 +1,12 @@
-/* exec/plan_link.h — where the executor meets the planner: the model the run
+/* exec/measure/plan_link.h — where the executor meets the planner: the model the run
  * trains (a catalog row with its sizes overridden), the recipe row as the
  * executor's ExecRecipe, the shape from the Plan, the Plan's bytes per
  * executor term, and the measured-versus-planned rows of a finished run. */
 #ifndef FP8PLAN_EXEC_PLAN_LINK_H
 #define FP8PLAN_EXEC_PLAN_LINK_H
 
-#include "exec/gpt.h"
-#include "exec/measure.h"
+#include "exec/model/gpt.h"
+#include "exec/measure/measure.h"
 #include "planner/plan.h"
 
 #ifdef __cplusplus

@@ -1,9 +1,9 @@
-/* exec/cpu_gemm.h — what the CPU backend's two GEMMs share: the BLAS GEMM
+/* exec/cpu/cpu_gemm.h — what the CPU backend's two GEMMs share: the BLAS GEMM
  * (cpu_gemm.c, the backend's gemm()) and the hand-written reference
  * (cpu_gemm_ref.c, the independent oracle the tests hold the BLAS one to).
  * Internal to exec/. */
-#ifndef FP8PLAN_EXEC_CPU_GEMM_H
-#define FP8PLAN_EXEC_CPU_GEMM_H
+#ifndef FP8PLAN_EXEC_CPU_CPU_GEMM_H
+#define FP8PLAN_EXEC_CPU_CPU_GEMM_H
 
 #include "exec/backend.h"
 

@@ -1,4 +1,4 @@
-/* exec/device_measure.h — what a run on a GPU measures beyond its arena, in the
+/* exec/measure/device_measure.h — what a run on a GPU measures beyond its arena, in the
  * Plan's terms: device memory as the driver reports it (cudaMemGetInfo through
  * the backend's mem_info hook) where the plan's overhead terms appear and
  * around every phase of every step, device time by category from the
@@ -10,7 +10,7 @@
  * the plan models them as overhead terms (cuda_context, comm_buffers,
  * fragmentation) and only the driver's count can check them.
  *
- * Use (exec/run_log.h does the per-step part):
+ * Use (exec/measure/run_log.h does the per-step part):
  *   devm_init(&m, bk);                         after the backend is created
  *   devm_sample(&m, bk, DEVM_AFTER_COMM);      after the communicator
  *   devm_sample(&m, bk, DEVM_AFTER_MODEL);     after gpt_create (the arena)
@@ -25,8 +25,8 @@
 #include <stdint.h>
 
 #include "exec/backend.h"
-#include "exec/gpt.h"
-#include "exec/measure.h"
+#include "exec/model/gpt.h"
+#include "exec/measure/measure.h"
 #include "planner/catalog.h"
 #include "planner/plan.h"
 

@@ -1,4 +1,4 @@
-/* exec/cpu_nn.c — the CPU reference of the memory-bound layers: layer norm,
+/* exec/cpu/cpu_nn.c — the CPU reference of the memory-bound layers: layer norm,
  * causal attention (materialized scores), GELU, residual add, bias gradient,
  * embeddings and softmax cross-entropy. Inputs are read as float, arithmetic
  * is FP32, and every stored output is rounded once to its dtype, as the GPU
@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/cpu_ops.h"
+#include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
 #include "exec/kernel_math.h"
 

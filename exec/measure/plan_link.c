@@ -1,6 +1,6 @@
-/* exec/plan_link.c — the executor's view of the planner's model, recipe and
+/* exec/measure/plan_link.c — the executor's view of the planner's model, recipe and
  * plan, and the measured-versus-planned memory rows (see plan_link.h). */
-#include "exec/plan_link.h"
+#include "exec/measure/plan_link.h"
 
 #include <stdio.h>
 #include <string.h>

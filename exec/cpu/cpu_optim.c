@@ -1,8 +1,8 @@
-/* exec/cpu_optim.c — the CPU reference optimizers: AdamW on FP32 master/m/v,
+/* exec/cpu/cpu_optim.c — the CPU reference optimizers: AdamW on FP32 master/m/v,
  * and FP8-LM's AdamW on FP16 master + FP8 m + FP16 v with per-tensor scales. */
 #include <math.h>
 
-#include "exec/cpu_ops.h"
+#include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
 #include "exec/kernel_math.h"
 #include "exec/scaling.h"

@@ -1,4 +1,4 @@
-/* exec/gpt_linear.c — one block linear, forward and backward, in BF16 or FP8.
+/* exec/model/gpt_linear.c — one block linear, forward and backward, in BF16 or FP8.
  *
  * FP8 (Hopper is TN only, so every FP8 operand is passed K-contiguous):
  *   fprop  Y  = X·Wᵀ   A = X  row-wise (B·T, K)  E4M3   B = W  row-wise (N, K)   E4M3
@@ -15,7 +15,7 @@
  * both K-outer. */
 #include <string.h>
 
-#include "exec/gpt_internal.h"
+#include "exec/model/gpt_internal.h"
 
 static float *hist0(ScalingBank *b, uint32_t slot) { return b->amax_history + slot; }
 

@@ -1,4 +1,4 @@
-/* exec/cpu_gemm_ref.c — the hand-written reference GEMM, D (M,N) = A (M,K) ·
+/* exec/cpu/cpu_gemm_ref.c — the hand-written reference GEMM, D (M,N) = A (M,K) ·
  * B (N,K)ᵀ: the independent oracle the CPU backend's BLAS GEMM (cpu_gemm.c)
  * and the GPU's cuBLASLt GEMMs are tested against. Not used by training.
  *
@@ -19,8 +19,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/cpu_gemm.h"
-#include "exec/cpu_ops.h"
+#include "exec/cpu/cpu_gemm.h"
+#include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
 #include "util/num.h"
 

@@ -1,6 +1,6 @@
-/* exec/run_log.c — a run's steps as measured and its time and throughput rows
+/* exec/measure/run_log.c — a run's steps as measured and its time and throughput rows
  * (see run_log.h). */
-#include "exec/run_log.h"
+#include "exec/measure/run_log.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* exec/cpu_ops.h — the CPU reference backend's operations, shared by its files
+/* exec/cpu/cpu_ops.h — the CPU reference backend's operations, shared by its files
  * (cpu_backend.c fills the Backend table with them). Semantics are those of the
  * matching Backend function pointers in exec/backend.h. Internal to exec/. */
 #ifndef FP8PLAN_EXEC_CPU_OPS_H

@@ -1,4 +1,4 @@
-/* exec/measure.h — measured versus planned, term by term, with a verdict.
+/* exec/measure/measure.h — measured versus planned, term by term, with a verdict.
  *
  * Every memory term of the Plan gets a row: the executor's measurement (the
  * bytes placed in the arena for that term, or a device measurement from the

@@ -1,5 +1,5 @@
-/* exec/measure.c — verdicts of measured versus planned (see measure.h). */
-#include "exec/measure.h"
+/* exec/measure/measure.c — verdicts of measured versus planned (see measure.h). */
+#include "exec/measure/measure.h"
 
 #include <math.h>
 
