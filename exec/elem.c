@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fp8/codec.h"
 #include "fp8/half.h"
@@ -45,5 +46,41 @@ float elem_round(float x, Dtype dt)
     case DT_E4M3:
     case DT_E5M2: return fp8_decode(dt, fp8_encode_f32(dt, x, FP8_SATFINITE));
     default: return x;
+    }
+}
+
+void elem_load_run(const void *p, Dtype dt, uint64_t off, float *out, uint64_t n)
+{
+    switch (dt) {
+    case DT_FP32: memcpy(out, (const float *)p + off, (size_t)n * sizeof(float)); break;
+    case DT_BF16: {
+        const uint16_t *h = (const uint16_t *)p + off;
+        for (uint64_t i = 0; i < n; i++) out[i] = elem_f32_from_bf16(h[i]);
+        break;
+    }
+    case DT_FP16: {
+        const uint16_t *h = (const uint16_t *)p + off;
+        for (uint64_t i = 0; i < n; i++) out[i] = elem_fp16_table[h[i]];
+        break;
+    }
+    case DT_E4M3:
+    case DT_E5M2: {
+        const uint8_t *q = (const uint8_t *)p + off;
+        const float *t = dt == DT_E4M3 ? elem_e4m3_table : elem_e5m2_table;
+        for (uint64_t i = 0; i < n; i++) out[i] = t[q[i]];
+        break;
+    }
+    default: memset(out, 0, (size_t)n * sizeof(float)); break;
+    }
+}
+
+void elem_store_run(void *p, Dtype dt, uint64_t off, const float *x, uint64_t n)
+{
+    switch (dt) {
+    case DT_FP32: memcpy((float *)p + off, x, (size_t)n * sizeof(float)); break;
+    case DT_BF16: bf16_encode_array(x, (uint16_t *)p + off, (size_t)n); break;
+    default:
+        for (uint64_t i = 0; i < n; i++) elem_store(p, dt, off + i, x[i]);
+        break;
     }
 }

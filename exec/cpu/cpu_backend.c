@@ -8,6 +8,7 @@
 
 #include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
+#include "exec/par.h"
 #include "util/num.h"
 
 enum { CPU_ALIGN = 256 };
@@ -28,6 +29,20 @@ float *cpu_scratch(Backend *bk, int slot, uint64_t n, Err *e)
     impl->buf[slot] = p;
     impl->cap[slot] = n;
     return p;
+}
+
+float *cpu_scratch_workers(Backend *bk, int slot, uint64_t floats, uint64_t *stride, Err *e)
+{
+    enum { ALIGN = 16 }; /* floats: 64 bytes */
+    uint64_t per = (floats + ALIGN - 1) / ALIGN * ALIGN, threads = (uint64_t)par_threads();
+    if (per > (UINT64_MAX - ALIGN) / threads) {
+        err_set(e, ST_NOMEM, "cpu backend: per-thread scratch of %llu floats is too large", (unsigned long long)floats);
+        return NULL;
+    }
+    float *p = cpu_scratch(bk, slot, per * threads + ALIGN, e);
+    if (!p) return NULL;
+    *stride = per;
+    return p + (ALIGN - (uintptr_t)p / sizeof(float) % ALIGN) % ALIGN;
 }
 
 static Status cpu_alloc(Backend *bk, uint64_t bytes, void **out, Err *e)
@@ -90,7 +105,7 @@ static void cpu_destroy(Backend *bk)
     if (!bk) return;
     CpuImpl *impl = bk->impl;
     if (impl)
-        for (int i = 0; i < 3; i++) free(impl->buf[i]);
+        for (int i = 0; i < CPU_SCRATCH_SLOTS; i++) free(impl->buf[i]);
     free(impl);
     free(bk);
 }

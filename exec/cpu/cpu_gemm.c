@@ -40,7 +40,6 @@
 #include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
 #include "exec/par.h"
-#include "fp8/half.h"
 
 enum {
     KC_MAX = 8192,     /* K up to this is one chunk */
@@ -84,31 +83,6 @@ typedef struct {
 
 static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
-/* n values of p (dtype dt) from element off, as FP32. */
-static void decode_run(const void *p, Dtype dt, uint64_t off, float *out, uint64_t n)
-{
-    switch (dt) {
-    case DT_FP32: memcpy(out, (const float *)p + off, (size_t)n * sizeof(float)); break;
-    case DT_BF16: {
-        const uint16_t *h = (const uint16_t *)p + off;
-        uint32_t *o = (uint32_t *)out; /* BF16 is FP32's top half */
-        for (uint64_t i = 0; i < n; i++) o[i] = (uint32_t)h[i] << 16;
-        break;
-    }
-    case DT_FP16: {
-        const uint16_t *h = (const uint16_t *)p + off;
-        for (uint64_t i = 0; i < n; i++) out[i] = elem_fp16_table[h[i]];
-        break;
-    }
-    default: {
-        const uint8_t *q = (const uint8_t *)p + off;
-        const float *t = dt == DT_E4M3 ? elem_e4m3_table : elem_e5m2_table;
-        for (uint64_t i = 0; i < n; i++) out[i] = t[q[i]];
-        break;
-    }
-    }
-}
-
 /* cblas's op for an operand kept in its stored layout: A stored (M, K) and B
  * stored (K, N) are used as they are, the other two layouts transposed. */
 static CBLAS_TRANSPOSE op_of(const GemmOperand *o, int is_b)
@@ -133,7 +107,7 @@ static View view_of(const GemmOperand *o, uint64_t mn, uint64_t k, uint64_t r0, 
         return v;
     }
     uint64_t w = sc1 - sc0;
-    for (uint64_t i = sr0; i < sr1; i++) decode_run(o->ptr, o->dtype, i * ld + sc0, buf + (i - sr0) * w, w);
+    for (uint64_t i = sr0; i < sr1; i++) elem_load_run(o->ptr, o->dtype, i * ld + sc0, buf + (i - sr0) * w, w);
     v.p = buf;
     v.ld = w;
     return v;
@@ -188,13 +162,7 @@ static float epilogue_row(const Gm *gm, const float *c, uint64_t i, uint64_t j0,
         float ds = g->d.scale[0];
         for (uint64_t j = 0; j < n; j++) tmp[j] *= ds;
     }
-    switch (g->d.dtype) {
-    case DT_FP32: memcpy((float *)g->d.ptr + off, tmp, (size_t)n * sizeof(float)); break;
-    case DT_BF16: bf16_encode_array(tmp, (uint16_t *)g->d.ptr + off, n); break;
-    default:
-        for (uint64_t j = 0; j < n; j++) elem_store(g->d.ptr, g->d.dtype, off + j, tmp[j]);
-        break;
-    }
+    elem_store_run(g->d.ptr, g->d.dtype, off, tmp, n);
     return amax;
 }
 
@@ -331,7 +299,7 @@ Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e)
     if ((sh->dtype != DT_FP32 && !sbuf) || !wbuf || (gm.chunked && !gm.acc)) return e ? e->st : ST_NOMEM;
     float *base = wbuf + (ALIGN_FLOATS - ((uintptr_t)wbuf / sizeof(float)) % ALIGN_FLOATS) % ALIGN_FLOATS;
     if (g->bias) {
-        decode_run(g->bias, g->bias_dtype, 0, base, n);
+        elem_load_run(g->bias, g->bias_dtype, 0, base, n);
         gm.bias = base;
     }
     gm.work = base + bias_floats;

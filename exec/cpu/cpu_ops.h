@@ -8,13 +8,23 @@
 
 /* Private FP32 scratch owned by the backend (like cuBLASLt's internal
  * workspace, it is not part of the arena): grown on demand, reused. */
+enum { CPU_SCRATCH_SLOTS = 4 };
 typedef struct {
-    float *buf[3];
-    uint64_t cap[3]; /* floats */
+    float *buf[CPU_SCRATCH_SLOTS];
+    uint64_t cap[CPU_SCRATCH_SLOTS]; /* floats */
 } CpuImpl;
 
-/* Scratch slot i (0..2) with at least n floats; NULL + ST_NOMEM on failure. */
+/* Scratch slot i (0 .. CPU_SCRATCH_SLOTS−1) with at least n floats; NULL +
+ * ST_NOMEM on failure. */
 float *cpu_scratch(Backend *bk, int slot, uint64_t n, Err *e);
+
+/* Per-worker scratch in slot i: par_threads() regions of at least `floats`
+ * floats, 64-byte aligned; worker w's region starts at the result + w · *stride. */
+float *cpu_scratch_workers(Backend *bk, int slot, uint64_t floats, uint64_t *stride, Err *e);
+
+/* Elements per task of the element-wise kernels on the thread pool (a fixed
+ * cut, so results never depend on the thread count; below it, one thread). */
+enum { CPU_CHUNK = 1 << 15 };
 
 Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e);
 

@@ -180,6 +180,7 @@ static void load(const char *when)
 int main(int argc, char **argv)
 {
     (void)argc;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* lines appear as they are measured */
     Backend *bk;
     Err e;
     if (backend_cpu_create(&bk, &e)) return 1;
