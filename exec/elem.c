@@ -79,6 +79,8 @@ void elem_store_run(void *p, Dtype dt, uint64_t off, const float *x, uint64_t n)
     switch (dt) {
     case DT_FP32: memcpy((float *)p + off, x, (size_t)n * sizeof(float)); break;
     case DT_BF16: bf16_encode_array(x, (uint16_t *)p + off, (size_t)n); break;
+    case DT_E4M3:
+    case DT_E5M2: fp8_encode_f32_array(dt, x, 1.0f, (uint8_t *)p + off, (size_t)n, FP8_SATFINITE); break;
     default:
         for (uint64_t i = 0; i < n; i++) elem_store(p, dt, off + i, x[i]);
         break;

@@ -12,6 +12,7 @@
 #include "exec/elem.h"
 #include "exec/par.h"
 #include "exec/scaling.h"
+#include "fp8/codec.h"
 
 enum { CAST_TR = 32, CAST_TC = 2048 }; /* a cast tile: rows × columns */
 
@@ -45,7 +46,7 @@ static void cast_tile(void *ctx, uint64_t task, int worker)
         }
         if (!j->quant) continue;
         uint8_t *q = qb + r * CAST_TC;
-        for (uint64_t i = 0; i < cn; i++) q[i] = elem_fp8_from_f32(x[i] * j->scale, c->out_dtype);
+        fp8_encode_f32_array(c->out_dtype, x, j->scale, q, cn, FP8_SATFINITE); /* = elem_fp8_from_f32(x · scale) */
         if (c->out_row) memcpy((uint8_t *)c->out_row + (r0 + r) * C + c0, q, (size_t)cn);
     }
     if (c->out_col)
