@@ -60,16 +60,15 @@ WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat
 ifeq ($(WERROR),1)
   WARN += -Werror
 endif
-# OpenBLAS's single-threaded build (Debian libopenblas-serial-dev) from its own
-# directories, so neither the reference libblas nor the threaded OpenBLAS that the
-# alternatives system may point at is picked up: the CPU backend calls sgemm from its
-# own thread pool (exec/par.c), one tile per call.
+# OpenBLAS (Debian libopenblas-pthread-dev, the default flavour of libopenblas-dev), from
+# its own directories so the reference libblas the alternatives system may point at is
+# never picked up. The CPU backend sets its thread count to 1 and calls sgemm from its own
+# thread pool (exec/par.c), one tile per call: the threaded build is the one that is safe
+# to call from several threads at once (Debian's serial build 0.3.21 is not: concurrent
+# small sgemm calls return wrong results). make bench's anchor runs it with its own threads.
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
-BLAS_INC := /usr/include/$(MULTIARCH)/openblas-serial
-BLAS_LIB := /usr/lib/$(MULTIARCH)/openblas-serial
-# make bench's anchor: OpenBLAS's threaded build (libopenblas-pthread-dev), in a program of its own
-ANCHOR_INC := /usr/include/$(MULTIARCH)/openblas-pthread
-ANCHOR_LIB := /usr/lib/$(MULTIARCH)/openblas-pthread
+BLAS_INC := /usr/include/$(MULTIARCH)/openblas-pthread
+BLAS_LIB := /usr/lib/$(MULTIARCH)/openblas-pthread
 CPPFLAGS := -I. -D_GNU_SOURCE -isystem $(BLAS_INC)
 # GCC's -O2 vectorizes only loops it can replace whole ("very cheap"); the dynamic cost
 # model (-O3's) lets the CPU backend's loops over rows of floats vectorize too, and
@@ -122,14 +121,13 @@ GPUS := $(if $(filter 1,$(HAVE_CUDA)),$(patsubst tests/gpu/%.c,$(BUILD)/gpu/%,$(
 DEPS_OK := $(BUILD)/.deps-ok
 
 # ---- system packages -------------------------------------------------------------
-# libcsv-dev (CSV), libncurses-dev (TUI), libopenblas-serial-dev (the CPU backend's
+# libcsv-dev (CSV), libncurses-dev (TUI), libopenblas-pthread-dev (the CPU backend's
 # GEMMs), tmux (TUI end-to-end test). Installed with apt-get when running as root;
 # otherwise the exact command is printed. Checked again whenever this file changes.
 $(DEPS_OK): Makefile
 	@missing=""; \
 	[ -f /usr/include/csv.h ] || missing="$$missing libcsv-dev"; \
-	[ -f $(BLAS_INC)/cblas.h ] && [ -f $(BLAS_LIB)/libopenblas.so ] || missing="$$missing libopenblas-serial-dev"; \
-	[ -f $(ANCHOR_INC)/cblas.h ] && [ -f $(ANCHOR_LIB)/libopenblas.so ] || missing="$$missing libopenblas-pthread-dev"; \
+	[ -f $(BLAS_INC)/cblas.h ] && [ -f $(BLAS_LIB)/libopenblas.so ] || missing="$$missing libopenblas-pthread-dev"; \
 	[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || missing="$$missing libncurses-dev"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
 	if [ -n "$$missing" ]; then \
@@ -183,10 +181,11 @@ $(BUILD)/bench/%: tests/bench/%.c $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
 
-# bench_exec_gemm runs it; nothing of fp8plan in it, so the two OpenBLAS builds never share a process
+# bench_exec_gemm runs it: OpenBLAS with its own threads, in a process of its own so they
+# never compete with the measured GEMMs
 $(ANCHOR): tests/bench/anchor_sgemm.c | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) -D_GNU_SOURCE -I$(ANCHOR_INC) -std=c11 $(OPT) $(WARN) $< -L$(ANCHOR_LIB) -Wl,-rpath,$(ANCHOR_LIB) -lopenblas -o $@
+	$(CC) -D_GNU_SOURCE -I$(BLAS_INC) -std=c11 $(OPT) $(WARN) $< -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -o $@
 
 $(BUILD)/gpu/%: tests/gpu/%.c tests/gpu/gpu_common.h $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)

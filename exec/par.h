@@ -1,7 +1,8 @@
 /* exec/par.h — the executor's one pool of host threads: the CPU backend's
  * GEMM tiles and kernels, and the weight initialization, all run on it. No
- * other code in fp8plan starts threads (the BLAS is its single-threaded
- * build, driven tile by tile from here).
+ * other code in fp8plan starts threads; the BLAS (OpenBLAS) is set to one
+ * thread per call and driven tile by tile from here (the threads it starts
+ * when it loads stay idle).
  *
  * The pool is persistent: par_threads() − 1 workers are started on first use
  * and wait between calls (a short spin, then a condition variable), so a

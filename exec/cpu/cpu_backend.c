@@ -114,6 +114,7 @@ Status backend_cpu_create(Backend **out, Err *e)
 {
     *out = NULL;
     if (elem_init()) return err_set(e, ST_NOMEM, "out of memory for the decoding tables");
+    cpu_blas_init();
     Backend *bk = calloc(1, sizeof *bk);
     CpuImpl *impl = calloc(1, sizeof *impl);
     if (!bk || !impl) {

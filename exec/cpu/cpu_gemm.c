@@ -1,7 +1,9 @@
 /* exec/cpu/cpu_gemm.c — the CPU backend's GEMM, D (M,N) = A (M,K) · B (N,K)ᵀ, on
  * the BLAS: FP8/BF16/FP16 operands are decoded to FP32 panel by panel and
- * multiplied by OpenBLAS's sgemm (its single-threaded build), one call per
- * tile, the tiles spread over the pool of exec/par.h.
+ * multiplied by OpenBLAS's sgemm, one call per tile, the tiles spread over the
+ * pool of exec/par.h. OpenBLAS's own thread count is 1 (cpu_blas_init), so a
+ * call runs on the pool thread that makes it and several run at once; the
+ * threads OpenBLAS starts when it loads stay idle.
  *
  * Arithmetic contract (that of exec/backend.h and of the reference,
  * cpu_gemm_ref.c, except for the order of the sums):
@@ -263,6 +265,12 @@ static uint64_t panel_rows(const GemmDesc *g, uint64_t s)
 
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
 
+void cpu_blas_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, blas_single_thread);
+}
+
 Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e)
 {
     Status st = cpu_gemm_check(g, e);
@@ -272,9 +280,6 @@ Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e)
     uint64_t ldb = g->b.ld ? g->b.ld : (g->b.layout == GEMM_K_INNER ? k : n);
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX)
         return cpu_gemm_ref(bk, g, e); /* beyond the BLAS's 32-bit sizes */
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, blas_single_thread); /* in case the threaded OpenBLAS is the one loaded */
-
     Gm gm = {.g = g, .stream_b = n >= m, .blocked = cpu_gemm_blocked(g)};
     gm.s = gm.stream_b ? n : m;
     gm.r = gm.stream_b ? m : n;

@@ -26,6 +26,11 @@ float *cpu_scratch_workers(Backend *bk, int slot, uint64_t floats, uint64_t *str
  * cut, so results never depend on the thread count; below it, one thread). */
 enum { CPU_CHUNK = 1 << 15 };
 
+/* OpenBLAS to one thread per call (once per process, before any BLAS call): the
+ * CPU backend's GEMM tiles and attention blocks call sgemm from the pool's
+ * threads concurrently. backend_cpu_create calls it. */
+void cpu_blas_init(void);
+
 Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e);
 
 Status cpu_cast_transpose(Backend *bk, const CastDesc *c, Err *e);
