@@ -78,14 +78,21 @@ VECFLAGS := -fno-math-errno $(if $(findstring clang,$(shell $(CC) --version 2>/d
 CFLAGS := -std=c11 $(OPT) $(VECFLAGS) $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS := $(SANFLAGS)
 LDLIBS := -lcsv -lncursesw -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -lm -lpthread
+# The CUDA backend is a shared library of its own, $(BUILD)/libfp8plan_cuda.so, loaded
+# by exec/cuda_lib.c only when a run asks for it: the CUDA runtime, cuBLASLt and NCCL
+# cost every process ~0.1 s of start-up, so only the library links them. Programs
+# export their symbols (-rdynamic; -u lt_map_gemm keeps exec/lt_map.o, which only the
+# library calls) for the library to resolve against, and find it beside themselves
+# or one folder up (tests/, gpu/, bench/).
 ifeq ($(HAVE_CUDA),1)
   CPPFLAGS += -DFP8PLAN_HAVE_CUDA=1
   NCCL_LIBDIR := $(firstword $(dir $(wildcard $(CUDA_HOME)/lib64/libnccl.so $(CUDA_HOME)/lib/libnccl.so)))
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart \
-            $(if $(NCCL_LIBDIR),-L$(NCCL_LIBDIR) -Wl$(comma)-rpath$(comma)$(NCCL_LIBDIR)) -lnccl -lstdc++ -ldl -lrt
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart \
+               $(if $(NCCL_LIBDIR),-L$(NCCL_LIBDIR) -Wl$(comma)-rpath$(comma)$(NCCL_LIBDIR)) -lnccl -lstdc++ -ldl -lrt
+  LDFLAGS += -rdynamic -Wl,-u,lt_map_gemm -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/..'
   NVCCFLAGS := -std=c++17 -O2 -lineinfo -I. -isystem $(CUDA_HOME)/include \
                -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) -gencode arch=compute_90,code=compute_90 \
-               -Xcompiler -Wall,-Wextra -Werror all-warnings,default-stream-launch -MMD -MP
+               -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings,default-stream-launch -MMD -MP
 endif
 
 # ---- sources -------------------------------------------------------------------
@@ -104,9 +111,7 @@ GPU_SRC := $(sort $(wildcard tests/gpu/gpu_*.c))
 
 obj = $(patsubst %,$(BUILD)/obj/%.o,$(basename $(1)))
 LIB_OBJ := $(call obj,$(LIB_SRC))
-ifeq ($(HAVE_CUDA),1)
-  LIB_OBJ += $(call obj,$(CUDA_SRC))
-endif
+CUDA_SO := $(if $(filter 1,$(HAVE_CUDA)),$(BUILD)/libfp8plan_cuda.so)
 CLI_OBJ := $(call obj,$(CLI_SRC))
 SUPPORT_OBJ := $(call obj,$(SUPPORT_SRC))
 LIB := $(BUILD)/libfp8plan.a
@@ -148,7 +153,7 @@ endif
 # ---- rules -----------------------------------------------------------------------
 .PHONY: all run test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-check
 
-all: $(BIN)
+all: $(BIN) $(CUDA_SO)
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
@@ -168,6 +173,16 @@ $(LIB): $(LIB_OBJ)
 
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+
+ifeq ($(HAVE_CUDA),1)
+$(CUDA_SO): $(call obj,$(CUDA_SRC))
+	$(CC) -shared $^ $(CUDA_LIBS) -o $@
+
+# the programs that call the CUDA backend directly link the library itself
+CUDA_LINKED := $(BUILD)/tests/test_cuda_backend $(GPUS)
+$(CUDA_LINKED): $(CUDA_SO)
+$(CUDA_LINKED): LDLIBS += -L$(BUILD) -lfp8plan_cuda $(CUDA_LIBS)
+endif
 
 $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
@@ -196,7 +211,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) -fsanitize=fuzzer,address,undefined \
 	  $< $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
 
-tests: $(BIN) $(TESTS) $(GPUS)
+tests: $(BIN) $(CUDA_SO) $(TESTS) $(GPUS)
 
 test: tests
 	@sh tests/run.sh $(BUILD)
@@ -204,7 +219,7 @@ test: tests
 test-slow: $(BIN) $(SLOWS)
 	@set -e; for t in $(SLOWS); do echo "== $$t"; $$t; done
 
-bench: $(BIN) $(BENCHES) $(ANCHOR)
+bench: $(BIN) $(CUDA_SO) $(BENCHES) $(ANCHOR)
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
 
 # libFuzzer needs clang; each target's seed corpus is tests/fuzz/corpus/<name>.
@@ -227,7 +242,7 @@ fuzz-run: $(FUZZERS)
 
 # Everything the GPU check runs; build here and carry $(BUILD) to a GPU machine
 # whose image lacks the build dependencies (tests/gpu/gpu_check.sh says how).
-gpu-build: $(BIN) $(GPUS)
+gpu-build: $(BIN) $(CUDA_SO) $(GPUS)
 	@mkdir -p $(BUILD)/lib && for l in $$(ldd $(BIN) | awk '/libcsv|libopenblas|libgfortran|libquadmath/ { print $$3 }'); do \
 	  cp -L "$$l" $(BUILD)/lib/; done
 
