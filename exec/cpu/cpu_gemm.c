@@ -46,10 +46,10 @@
 enum {
     KC_MAX = 8192,     /* K up to this is one chunk */
     KC = 4096,         /* longer K: chunks of this many (a multiple of GEMM_SCALE_BLOCK) */
-    PANEL_MIN = 64,    /* rows per panel, at least ... */
-    PANEL_MAX = 512,   /* ... and at most (the shared operand is repacked by the BLAS once per tile) */
+    PANEL_MIN = 128,   /* rows per panel, at least ... */
+    PANEL_MAX = 512,   /* ... and at most */
     PANEL_ALIGN = 16,  /* panel rows are a multiple of this */
-    TILES_WANTED = 16, /* panels aimed at when the streamed extent allows */
+    STRIPS_ROUND = 4,  /* the number of panels is a multiple of this where it can be */
     ALIGN_FLOATS = 16, /* worker buffers start on 64-byte boundaries */
     EPI_ROWS = 16,     /* rows per task of the separate epilogue (chunked K) */
 };
@@ -129,42 +129,43 @@ static void sgemm(View a, View b, uint64_t rows, uint64_t cols, uint64_t kt, flo
                 (int)ldc);
 }
 
-/* One row segment of D: D[i][j0 .. j0+n) from the FP32 sums c, through the
- * reference's epilogue. tmp holds n floats. Returns the segment's amax. */
-static float epilogue_row(const Gm *gm, const float *c, uint64_t i, uint64_t j0, uint64_t n, float *tmp)
+/* One row segment of D: D[i][j0 .. j0+n) from the FP32 sums c (our scratch,
+ * overwritten), through the reference's epilogue, each step a pass over the
+ * row only when the descriptor asks for it. Returns the segment's amax (0 when
+ * no amax is wanted). */
+static float epilogue_row(const Gm *gm, float *c, uint64_t i, uint64_t j0, uint64_t n)
 {
     const GemmDesc *g = gm->g;
     uint64_t ldd = g->d.ld ? g->d.ld : g->n, off = i * ldd + j0;
     float amax = 0.0f;
     if (gm->has_tscale)
-        for (uint64_t j = 0; j < n; j++) tmp[j] = c[j] * gm->tscale;
-    else
-        memcpy(tmp, c, (size_t)n * sizeof(float));
+        for (uint64_t j = 0; j < n; j++) c[j] *= gm->tscale;
     if (g->accum == GEMM_ACCUMULATE) {
         const void *d = g->d.ptr;
         switch (g->d.dtype) {
         case DT_FP32:
-            for (uint64_t j = 0; j < n; j++) tmp[j] += ((const float *)d)[off + j];
+            for (uint64_t j = 0; j < n; j++) c[j] += ((const float *)d)[off + j];
             break;
         case DT_BF16:
-            for (uint64_t j = 0; j < n; j++) tmp[j] += elem_f32_from_bf16(((const uint16_t *)d)[off + j]);
+            for (uint64_t j = 0; j < n; j++) c[j] += elem_f32_from_bf16(((const uint16_t *)d)[off + j]);
             break;
         default:
-            for (uint64_t j = 0; j < n; j++) tmp[j] += elem_load(d, g->d.dtype, off + j);
+            for (uint64_t j = 0; j < n; j++) c[j] += elem_load(d, g->d.dtype, off + j);
             break;
         }
     }
     if (gm->bias)
-        for (uint64_t j = 0; j < n; j++) tmp[j] += gm->bias[j0 + j];
-    for (uint64_t j = 0; j < n; j++) {
-        float a = fabsf(tmp[j]);
-        amax = a > amax ? a : amax; /* NaN ignored, as fmaxf */
-    }
+        for (uint64_t j = 0; j < n; j++) c[j] += gm->bias[j0 + j];
+    if (g->d.amax)
+        for (uint64_t j = 0; j < n; j++) {
+            float a = fabsf(c[j]);
+            amax = a > amax ? a : amax; /* NaN ignored, as fmaxf */
+        }
     if (g->d.scale) {
         float ds = g->d.scale[0];
-        for (uint64_t j = 0; j < n; j++) tmp[j] *= ds;
+        for (uint64_t j = 0; j < n; j++) c[j] *= ds;
     }
-    elem_store_run(g->d.ptr, g->d.dtype, off, tmp, n);
+    elem_store_run(g->d.ptr, g->d.dtype, off, c, n);
     return amax;
 }
 
@@ -212,9 +213,9 @@ static void tile_task(void *ctx, uint64_t task, int worker)
         }
     }
     if (gm->chunked) return; /* the epilogue runs once every chunk is in */
-    float *tmp = tacc + (gm->blocked ? gm->tile_floats : 0), amax = gm->amax[worker];
+    float amax = gm->amax[worker];
     for (uint64_t i = 0; i < rows; i++) {
-        float a = epilogue_row(gm, out + i * ldo, i0 + i, j0, cols, tmp);
+        float a = epilogue_row(gm, out + i * ldo, i0 + i, j0, cols);
         amax = a > amax ? a : amax;
     }
     gm->amax[worker] = amax;
@@ -225,9 +226,9 @@ static void epilogue_task(void *ctx, uint64_t b, uint64_t e, int worker)
 {
     Gm *gm = ctx;
     uint64_t n = gm->g->n;
-    float *tmp = gm->work + (uint64_t)worker * gm->work_floats, amax = gm->amax[worker];
+    float amax = gm->amax[worker];
     for (uint64_t i = b; i < e; i++) {
-        float a = epilogue_row(gm, gm->acc + i * n, i, 0, n, tmp);
+        float a = epilogue_row(gm, gm->acc + i * n, i, 0, n);
         amax = a > amax ? a : amax;
     }
     gm->amax[worker] = amax;
@@ -253,13 +254,16 @@ static void shared_task(void *ctx, uint64_t b, uint64_t e, int worker)
         view_of(j->o, j->mn, j->k, 0, j->mn, j->k0 + b, j->k0 + e, j->is_b, j->buf + b * w);
 }
 
-/* The panel height for a streamed extent s: about TILES_WANTED panels,
- * rounded, within [PANEL_MIN, PANEL_MAX]; one panel for a small GEMM. */
+/* The panel height for a streamed extent s: strips of at most PANEL_MAX rows,
+ * their number rounded up to a multiple of STRIPS_ROUND so that a few threads
+ * share them evenly, but no strip below PANEL_MIN rows (narrow strips make the
+ * BLAS repack the shared operand too often); one panel for a small GEMM. */
 static uint64_t panel_rows(const GemmDesc *g, uint64_t s)
 {
     if (2.0 * (double)g->m * (double)g->n * (double)g->k < ONE_TILE_FLOP) return s;
-    uint64_t p = round_up((s + TILES_WANTED - 1) / TILES_WANTED, PANEL_ALIGN);
-    p = p < PANEL_MIN ? PANEL_MIN : p > PANEL_MAX ? PANEL_MAX : p;
+    uint64_t strips = round_up((s + PANEL_MAX - 1) / PANEL_MAX, STRIPS_ROUND), most = s / PANEL_MIN;
+    if (strips > most) strips = most ? most : 1;
+    uint64_t p = round_up((s + strips - 1) / strips, PANEL_ALIGN);
     return p < s ? p : s;
 }
 
@@ -295,8 +299,7 @@ Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e)
     int workers = par_threads();
     gm.panel_floats = so->dtype == DT_FP32 ? 0 : round_up(gm.panel * kc, ALIGN_FLOATS);
     gm.tile_floats = round_up(gm.panel * gm.r, ALIGN_FLOATS);
-    uint64_t row_floats = round_up(n > gm.panel ? n : gm.panel, ALIGN_FLOATS);
-    gm.work_floats = gm.panel_floats + gm.tile_floats * (gm.blocked ? 2 : 1) + row_floats;
+    gm.work_floats = gm.panel_floats + gm.tile_floats * (gm.blocked ? 2 : 1);
     uint64_t bias_floats = g->bias ? round_up(n, ALIGN_FLOATS) : 0;
     float *sbuf = sh->dtype == DT_FP32 ? NULL : cpu_scratch(bk, 0, gm.r * kc, e);
     float *wbuf = cpu_scratch(bk, 1, bias_floats + gm.work_floats * (uint64_t)workers + ALIGN_FLOATS, e);
