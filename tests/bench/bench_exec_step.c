@@ -29,6 +29,13 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -344,12 +351,12 @@ static int step(Backend *bk, int demo)
     uint64_t bt = (uint64_t)s.batch * s.seq;
     int32_t *in = malloc(bt * sizeof *in), *tgt = malloc(bt * sizeof *tgt);
     fx_tokens(&s, 9, in, tgt);
-    double st[STEPS], ph[STEPS][3];
+    double st[STEPS], ph[STEPS][3], cs[STEPS];
     float loss;
     int rc = 0;
     for (int i = -1; i < STEPS && !rc; i++) {
         if (i == 0) memset(op_s, 0, sizeof op_s), memset(op_n, 0, sizeof op_n);
-        double t1 = now();
+        double t1 = now(), c1 = cpu_now();
         if (gpt_step(g, in, tgt, &loss, &e)) {
             printf("  step: %s\n", e.msg);
             rc = 1;
@@ -357,6 +364,7 @@ static int step(Backend *bk, int demo)
         }
         if (i < 0) continue;
         st[i] = now() - t1;
+        cs[i] = cpu_now() - c1;
         ph[i][0] = g->phase_s[PHASE_FWD], ph[i][1] = g->phase_s[PHASE_BWD], ph[i][2] = g->phase_s[PHASE_OPT];
     }
     if (!rc) {
@@ -366,8 +374,9 @@ static int step(Backend *bk, int demo)
         int mi = 0;
         for (int i = 0; i < STEPS; i++)
             if (st[i] == med) mi = i;
-        printf("step: median %.3f s of %d (after a warm-up step), %.0f tokens/s; loss %.4f\n", med, STEPS,
-               (double)bt / med, loss);
+        printf("step: median %.3f s of %d (after a warm-up step), %.0f tokens/s, %.3f CPU-s (all threads); loss "
+               "%.4f\n",
+               med, STEPS, (double)bt / med, median(cs, STEPS), loss);
         printf("  phases of the median step: forward %.3f s (%.0f%%), backward %.3f s (%.0f%%), optimizer %.3f s "
                "(%.0f%%)\n",
                ph[mi][0], 100 * ph[mi][0] / med, ph[mi][1], 100 * ph[mi][1] / med, ph[mi][2], 100 * ph[mi][2] / med);
