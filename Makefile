@@ -200,7 +200,7 @@ $(BUILD)/bench/%: tests/bench/%.c $(LIB) | $(DEPS_OK)
 # never compete with the measured GEMMs
 $(ANCHOR): tests/bench/anchor_sgemm.c | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) -D_GNU_SOURCE -I$(BLAS_INC) -std=c11 $(OPT) $(WARN) $< -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -o $@
+	$(CC) -D_GNU_SOURCE -Itests -I$(BLAS_INC) -std=c11 $(OPT) $(WARN) $< -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -o $@
 
 $(BUILD)/gpu/%: tests/gpu/%.c tests/gpu/gpu_common.h $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)

@@ -15,25 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double cpu(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench/bench_time.h"
 
 int main(int argc, char **argv)
 {
@@ -54,13 +36,13 @@ int main(int argc, char **argv)
         for (long i = 0; i < m * k; i++) a[i] = (float)(i % 13) * 0.125f - 0.75f;
         for (long i = 0; i < n * k; i++) b[i] = (float)(i % 11) * 0.125f - 0.625f;
         for (int r = -1; r < reps; r++) {
-            double t0 = now(), c0 = cpu();
+            double t0 = bench_now(), c0 = bench_cpu();
             cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
                         (int)k, 1.0f, a, ta ? (int)m : (int)k, b, tb ? (int)k : (int)n, 0.0f, c, (int)n);
-            if (r >= 0) t[r] = now() - t0, ct[r] = cpu() - c0;
+            if (r >= 0) t[r] = bench_now() - t0, ct[r] = bench_cpu() - c0;
         }
-        qsort(t, (size_t)reps, sizeof *t, cmp);
-        qsort(ct, (size_t)reps, sizeof *ct, cmp);
+        qsort(t, (size_t)reps, sizeof *t, bench_cmp);
+        qsort(ct, (size_t)reps, sizeof *ct, bench_cmp);
         printf("%ld %ld %ld %.6f %.6f\n", m, n, k, 1e3 * t[reps / 2], 1e3 * ct[reps / 2]);
         free(a), free(b), free(c);
     }

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_time.h"
+
 #include "exec/backend.h"
 #include "exec/par.h"
 #include "exec/rng.h"
@@ -77,25 +79,6 @@ static const Shape shapes[] = {
 enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
 _Static_assert((int)NSHAPES <= (int)MAX_SHAPES, "shape table");
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, cmp);
-    return t[n / 2];
-}
-
 /* n random finite values of dtype dt at p. */
 static void fill(void *p, Dtype dt, uint64_t n, Rng *r)
 {
@@ -108,13 +91,6 @@ static void fill(void *p, Dtype dt, uint64_t n, Rng *r)
         default: ((float *)p)[i] = (float)rng_normal(r); break;
         }
     }
-}
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 typedef struct {
@@ -160,23 +136,17 @@ static int bench(Backend *bk, const char *self, int threads, const Shape *s, Tim
     Err e;
     for (int i = -1; i < 2 * REPS; i++) {
         if (i == REPS) *anc = anchor(self, threads, s);
-        double t0 = now(), c0 = cpu_now();
+        double t0 = bench_now(), c0 = bench_cpu();
         if (bk->gemm(bk, &g, &e)) {
             fprintf(stderr, "%s: %s\n", s->name, e.msg);
             return 1;
         }
-        if (i >= 0) t[i] = now() - t0, c[i] = cpu_now() - c0;
+        if (i >= 0) t[i] = bench_now() - t0, c[i] = bench_cpu() - c0;
     }
-    ours->ms = 1e3 * median(t, 2 * REPS);
-    ours->cpu_ms = 1e3 * median(c, 2 * REPS);
+    ours->ms = 1e3 * bench_median(t, 2 * REPS);
+    ours->cpu_ms = 1e3 * bench_median(c, 2 * REPS);
     free(a), free(b), free(d), free(bias);
     return 0;
-}
-
-static void load(const char *when)
-{
-    double l[3];
-    if (getloadavg(l, 3) == 3) printf("load average %s: %.2f %.2f %.2f\n", when, l[0], l[1], l[2]);
 }
 
 int main(int argc, char **argv)
@@ -191,7 +161,7 @@ int main(int argc, char **argv)
            "(FP8PLAN_THREADS); medians of %d calls (anchor) and %d (ours, around the anchor's); GF/s: wall clock;\n"
            "GF/cpu-s: per second of CPU time of all the process's threads (what a busy machine leaves)\n",
            openblas_get_config(), openblas_get_corename(), threads, REPS, 2 * REPS);
-    load("before");
+    bench_load("before");
     printf("%-18s %5s %5s %5s %-9s %8s %7s %7s %5s %8s %7s %5s\n", "GEMM", "m", "n", "k", "A x B", "ours ms", "GF/s",
            "anchor", "ratio", "GF/cpu-s", "anchor", "ratio");
     for (int i = 0; i < NSHAPES; i++) {
@@ -211,7 +181,7 @@ int main(int argc, char **argv)
                (unsigned long long)s->n, (unsigned long long)s->k, types, ours.ms, fl / ours.ms, ag, ar,
                fl / ours.cpu_ms, acg, acr);
     }
-    load("after");
+    bench_load("after");
     bk->destroy(bk);
     return 0;
 }

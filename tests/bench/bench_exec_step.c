@@ -15,44 +15,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_time.h"
+
 #include "exec/model/gpt.h"
 #include "exec/par.h"
 #include "fp8/half.h"
 #include "support/exec_fixtures.h"
 
 enum { REPS = 5 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, cmp);
-    return t[n / 2];
-}
-
-static void load(const char *when)
-{
-    double l[3];
-    if (getloadavg(l, 3) == 3) printf("load average %s: %.2f %.2f %.2f\n", when, l[0], l[1], l[2]);
-}
 
 /* ---- 1. STREAM and the memory-bound kernels ------------------------------------- */
 
@@ -85,15 +55,15 @@ static void stream_chunk(void *ctx, uint64_t b, uint64_t e, int worker)
 }
 
 /* Median seconds of REPS calls of op (after one warm-up). */
-#define TIME_MEDIAN(out, op)                   \
-    do {                                       \
-        double t_[REPS];                       \
-        for (int r_ = -1; r_ < REPS; r_++) {   \
-            double t0_ = now();                \
-            op;                                \
-            if (r_ >= 0) t_[r_] = now() - t0_; \
-        }                                      \
-        (out) = median(t_, REPS);              \
+#define TIME_MEDIAN(out, op)                         \
+    do {                                             \
+        double t_[REPS];                             \
+        for (int r_ = -1; r_ < REPS; r_++) {         \
+            double t0_ = bench_now();                \
+            op;                                      \
+            if (r_ >= 0) t_[r_] = bench_now() - t0_; \
+        }                                            \
+        (out) = bench_median(t_, REPS);              \
     } while (0)
 
 static double triad_gbs;
@@ -233,13 +203,13 @@ static double op_s[OP_COUNT];
 static uint64_t op_n[OP_COUNT];
 static Backend orig;
 
-#define TIMED(op, call)          \
-    do {                         \
-        double t0_ = now();      \
-        Status st_ = (call);     \
-        op_s[op] += now() - t0_; \
-        op_n[op]++;              \
-        return st_;              \
+#define TIMED(op, call)                \
+    do {                               \
+        double t0_ = bench_now();      \
+        Status st_ = (call);           \
+        op_s[op] += bench_now() - t0_; \
+        op_n[op]++;                    \
+        return st_;                    \
     } while (0)
 
 static Status t_gemm(Backend *bk, const GemmDesc *g, Err *e) { TIMED(OP_GEMM, orig.gemm(bk, g, e)); }
@@ -339,7 +309,7 @@ static int step(Backend *bk, int demo)
     Comm *comm = NULL;
     Gpt *g = NULL;
     Err e;
-    double t0 = now();
+    double t0 = bench_now();
     if (comm_single_create(&comm, &e) || gpt_create(&s, &r, &h, bk, comm, NULL, &g, &e)) {
         printf("  step: %s\n", e.msg);
         if (comm) comm->destroy(comm);
@@ -347,7 +317,7 @@ static int step(Backend *bk, int demo)
     }
     printf("%s, seq %u, micro-batch 1, te-fp8: %llu params, model built in %.2f s\n",
            demo ? "README demo (2 layers, hidden 128)" : "GPT-2 124M", s.seq, (unsigned long long)gpt_param_count(g),
-           now() - t0);
+           bench_now() - t0);
     uint64_t bt = (uint64_t)s.batch * s.seq;
     int32_t *in = malloc(bt * sizeof *in), *tgt = malloc(bt * sizeof *tgt);
     fx_tokens(&s, 9, in, tgt);
@@ -356,27 +326,27 @@ static int step(Backend *bk, int demo)
     int rc = 0;
     for (int i = -1; i < STEPS && !rc; i++) {
         if (i == 0) memset(op_s, 0, sizeof op_s), memset(op_n, 0, sizeof op_n);
-        double t1 = now(), c1 = cpu_now();
+        double t1 = bench_now(), c1 = bench_cpu();
         if (gpt_step(g, in, tgt, &loss, &e)) {
             printf("  step: %s\n", e.msg);
             rc = 1;
             break;
         }
         if (i < 0) continue;
-        st[i] = now() - t1;
-        cs[i] = cpu_now() - c1;
+        st[i] = bench_now() - t1;
+        cs[i] = bench_cpu() - c1;
         ph[i][0] = g->phase_s[PHASE_FWD], ph[i][1] = g->phase_s[PHASE_BWD], ph[i][2] = g->phase_s[PHASE_OPT];
     }
     if (!rc) {
         double sorted[STEPS];
         memcpy(sorted, st, sizeof st);
-        double med = median(sorted, STEPS);
+        double med = bench_median(sorted, STEPS);
         int mi = 0;
         for (int i = 0; i < STEPS; i++)
             if (st[i] == med) mi = i;
         printf("step: median %.3f s of %d (after a warm-up step), %.0f tokens/s, %.3f CPU-s (all threads); loss "
                "%.4f\n",
-               med, STEPS, (double)bt / med, median(cs, STEPS), loss);
+               med, STEPS, (double)bt / med, bench_median(cs, STEPS), loss);
         printf("  phases of the median step: forward %.3f s (%.0f%%), backward %.3f s (%.0f%%), optimizer %.3f s "
                "(%.0f%%)\n",
                ph[mi][0], 100 * ph[mi][0] / med, ph[mi][1], 100 * ph[mi][1] / med, ph[mi][2], 100 * ph[mi][2] / med);
@@ -401,12 +371,12 @@ int main(int argc, char **argv)
     Backend *bk;
     Err e;
     if (backend_cpu_create(&bk, &e)) return 1;
-    load("before");
+    bench_load("before");
     stream();
     kernels(bk);
     wrap(bk);
     int rc = no_step ? 0 : step(bk, demo);
-    load("after");
+    bench_load("after");
     bk->destroy(bk);
     return rc;
 }
