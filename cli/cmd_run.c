@@ -20,7 +20,7 @@ static const char help[] =
     "                   [--layers N] [--hidden H] [--heads A] [--ffn F] [--seq S] [--mbs B] [--vocab V]\n"
     "                   [--gpu G] [--seed S] [--data FILE] [--lr X] [--warmup N] [--wd X]\n"
     "                   [--save FILE] [--resume FILE] [--scaling-trace FILE] [--log-every N] [--quiet]\n"
-    "                   [-o FILE] [--catalog DIR]\n"
+    "                   [--stack NAME] [-o FILE [--format csv|html]] [--catalog DIR]\n"
     "\n"
     "Train a GPT-style decoder (a models/ entry, sizes overridable to fit a CPU or one GPU) with a\n"
     "precision recipe for N steps: forward, backward and optimizer, FP8 GEMMs with the recipe's\n"
@@ -39,6 +39,8 @@ static const char help[] =
     "  --layers/--hidden/--heads/--ffn/--seq/--vocab   override the model's sizes (FFN follows\n"
     "                       --hidden at the model's ratio unless given)\n"
     "  --mbs B              micro-batch, sequences per step (default 1)\n"
+    "  --stack NAME         the software stack the plan is made for (stacks.csv; default fp8plan, this\n"
+    "                       executor: another stack's plan predicts that stack, not this run)\n"
     "  --gpu G              the GPU the plan is made for (default: the device's row of gpus.csv with\n"
     "                       --backend cuda, else h100-sxm)\n"
     "  --seed S             weights and synthetic data (default 1)\n"
@@ -52,6 +54,9 @@ static const char help[] =
     "                       tensor's amax column fed to `fp8plan scaling --trace` gives its scales\n"
     "  --log-every N        print every Nth step (default 1); --quiet prints only the report\n"
     "  -o FILE              also write the report as CSV\n"
+    "  --format csv|html    what -o writes (csv); html: one self-contained page with planned against\n"
+    "                       measured memory and time (accepted bands), the loss curve and the time per\n"
+    "                       phase of every step, and the CSV's rows\n"
     "  --catalog DIR        the catalog directory (default: $FP8PLAN_CATALOG, ./models, models/ beside\n"
     "                       the build directory)\n"
     "\n"
@@ -81,8 +86,10 @@ enum {
     OPT_RESUME,
     OPT_LOG_EVERY,
     OPT_QUIET,
+    OPT_FORMAT,
     OPT_CATALOG,
-    OPT_TRACE
+    OPT_TRACE,
+    OPT_STACK
 };
 
 static const struct option opts[] = {
@@ -108,7 +115,9 @@ static const struct option opts[] = {
     {"log-every", required_argument, NULL, OPT_LOG_EVERY},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"catalog", required_argument, NULL, OPT_CATALOG},
+    {"stack", required_argument, NULL, OPT_STACK},
     {"scaling-trace", required_argument, NULL, OPT_TRACE},
+    {"format", required_argument, NULL, OPT_FORMAT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -158,8 +167,14 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_SAVE: a->save = optarg; break;
         case OPT_RESUME: a->resume = optarg; break;
         case OPT_CATALOG: a->catalog = optarg; break;
+        case OPT_STACK: a->stack = optarg; break;
         case OPT_TRACE: a->trace = optarg; break;
         case OPT_QUIET: a->quiet = 1; break;
+        case OPT_FORMAT:
+            if (strcmp(optarg, "csv") && strcmp(optarg, "html"))
+                return cli_usage(CMD, "--format: '%s' is not csv or html (what -o writes)", optarg);
+            a->html = !strcmp(optarg, "html");
+            break;
         case OPT_STEPS: rc = flag_u32("steps", optarg, 1, 100000000, &a->steps); break;
         case OPT_LAYERS: rc = flag_u32("layers", optarg, 1, 100000, &a->ov.layers); break;
         case OPT_HIDDEN: rc = flag_u32("hidden", optarg, 1, 1 << 20, &a->ov.hidden); break;
@@ -182,6 +197,7 @@ static int parse(int argc, char **argv, RunArgs *a)
     if ((rc = cli_no_operands(CMD, argc, argv))) return rc;
     if (!a->model) return cli_usage(CMD, "--model is required (a row of models.csv, e.g. gpt2-124m)");
     if (!a->recipe) return cli_usage(CMD, "--recipe is required (e.g. megatron-bf16, te-fp8, te-fp8-current, fp8lm)");
+    if (a->html && !a->out) return cli_usage(CMD, "--format html needs -o FILE (the page)");
     if (a->data && !a->ov.vocab) a->ov.vocab = 256; /* byte-level text */
     return 0;
 }
@@ -201,7 +217,8 @@ static void print_header(const RunArgs *a, const Gpt *g, const DataStream *d, ui
                          const DevmPeak *peak, const Plan *p, double build_s)
 {
     const GptShape *s = &g->shape;
-    printf("fp8plan run: %s on %s, recipe %s, plan for %s\n", a->model, g->bk->name, g->recipe.name, p->in.gpu->name);
+    printf("fp8plan run: %s on %s, recipe %s, plan for %s (stack %s)\n", a->model, g->bk->name, g->recipe.name,
+           p->in.gpu->name, p->in.stack ? p->in.stack->name : "none");
     if (dm->have) {
         const BackendDeviceInfo *i = &dm->info;
         printf("  device: %s, %d SMs, compute capability %d.%d, %.1f GiB; CUDA runtime %d, driver %d, GEMM library "
@@ -348,6 +365,13 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     exec_plan_input(&in, &model, gpu, recipe, a.mbs);
+    const StackSpec *stack = catalog_stack(cat, a.stack ? a.stack : "fp8plan");
+    if (!stack && a.stack) {
+        catalog_stack_names(cat, names, sizeof names);
+        rc = cli_usage(CMD, "--stack: unknown stack '%s' (known: %s)", a.stack, names);
+        goto done;
+    }
+    if (stack) plan_input_use_stack(&in, stack);
     if (plan_build(&in, &plan, &e)) {
         err_prefix(&e, "plan");
         rc = fail(&e);

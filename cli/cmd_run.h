@@ -11,10 +11,12 @@
 
 typedef struct {
     const char *backend, *model, *gpu, *recipe, *data, *catalog, *resume, *save, *out, *trace;
+    const char *stack; /* --stack NAME (NULL: fp8plan) */
     ExecOverrides ov;
     uint32_t mbs, steps, log_every;
     GptHyper hyper;
     int quiet;
+    int html; /* --format html: -o FILE is the HTML page instead of the CSV */
 } RunArgs;
 
 /* The subcommand (listed in cli/commands.h). */
@@ -27,5 +29,18 @@ int cmd_run(int argc, char **argv);
  * tolerance, or the output error's code. */
 int run_report(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *log, const DataStream *d,
                const DevMeasure *dm, const DevmPeak *peak);
+
+/* The memory and time rows of the report (exec/measure/measure.h). */
+typedef struct {
+    const MeasureRow *mem;
+    int nm;
+    const MeasureRow *tim;
+    int nt;
+} RunRows;
+
+/* --format html: write the run as an HTML page to a->out (cli/cmd_run_html.c). csv: the rows -o
+ * writes as CSV; summary and verdict: the text report's closing lines. Returns an exit code. */
+int run_html(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *l, RunRows rows, const Table *csv,
+             const char *summary, const char *verdict);
 
 #endif

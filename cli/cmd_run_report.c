@@ -140,24 +140,40 @@ int run_report(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *l, c
     double last = 0.0, step, spread;
     for (uint32_t i = l->steps - tail; i < l->steps; i++) last += l->loss[i] / tail;
     run_stats(l->step_s, from, l->steps, &step, &spread);
-    printf("\nloss: first %.4f, final %.4f (mean of the last %u steps); ln V = %.4f", (double)l->loss[0], last, tail,
-           log((double)g->shape.vocab));
+    char *sum = NULL; /* the summary lines, printed and kept for the HTML page */
+    size_t sumlen = 0;
+    FILE *ms = open_memstream(&sum, &sumlen), *so = ms ? ms : stdout;
+    fprintf(so, "\nloss: first %.4f, final %.4f (mean of the last %u steps); ln V = %.4f", (double)l->loss[0], last,
+            tail, log((double)g->shape.vocab));
     double floor = data_entropy_floor(d);
-    if (floor >= 0) printf(", data entropy %.4f", floor);
-    printf("\nthroughput: %.0f tokens/s (median step %.3f ms over steps %u..%u, spread %.1f %%); plan for %s: %.0f "
-           "tokens/s\n",
-           (double)bt / step, 1e3 * step, l->first_step + from + 1, l->first_step + l->steps, 100.0 * spread,
-           p->in.gpu->name, p->tokens_per_s);
+    if (floor >= 0) fprintf(so, ", data entropy %.4f", floor);
+    fprintf(so,
+            "\nthroughput: %.0f tokens/s (median step %.3f ms over steps %u..%u, spread %.1f %%); plan for %s: %.0f "
+            "tokens/s\n",
+            (double)bt / step, 1e3 * step, l->first_step + from + 1, l->first_step + l->steps, 100.0 * spread,
+            p->in.gpu->name, p->tokens_per_s);
 
     const CommStats *cs = &g->comm->stats;
     uint64_t steps = l->steps ? l->steps : 1;
     uint64_t sent = p->dp_comm_bytes + p->tp_comm_bytes + p->pp_comm_bytes + p->cp_comm_bytes;
     char b1[32], b2[32];
-    printf("collectives (%s, %d rank%s): %llu calls and %s payload bytes per step, %.0f bus bytes; plan: %s bytes "
-           "sent per GPU per step\n",
-           g->comm->name, g->comm->size, g->comm->size == 1 ? "" : "s", (unsigned long long)(cs->calls / steps),
-           num_fmt_grouped(cs->payload_bytes / steps, b1, sizeof b1), cs->bus_bytes / (double)steps,
-           num_fmt_grouped(sent, b2, sizeof b2));
+    fprintf(so,
+            "collectives (%s, %d rank%s): %llu calls and %s payload bytes per step, %.0f bus bytes; plan: %s bytes "
+            "sent per GPU per step\n",
+            g->comm->name, g->comm->size, g->comm->size == 1 ? "" : "s", (unsigned long long)(cs->calls / steps),
+            num_fmt_grouped(cs->payload_bytes / steps, b1, sizeof b1), cs->bus_bytes / (double)steps,
+            num_fmt_grouped(sent, b2, sizeof b2));
+    if (ms) {
+        fclose(ms);
+        fputs(sum, stdout);
+    }
+    int persistent_ok = 1;
+    for (int i = 0; i < nm; i++)
+        if (mem[i].mode == MEASURE_EXACT && mem[i].verdict != VERDICT_OK) persistent_ok = 0;
+    char verdict[160];
+    snprintf(verdict, sizeof verdict, "%s; %d term%s outside tolerance",
+             persistent_ok ? "every exact term matches the plan byte for byte" : "EXACT TERMS DIFFER FROM THE PLAN",
+             failed, failed == 1 ? "" : "s");
 
     char title[200];
     Cols c;
@@ -166,28 +182,24 @@ int run_report(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *l, c
     if (t) fill(t, &c, mem, nm, tim, nt, rate, nr, 1, 0);
     int rc = print_text(t, title);
     table_free(t);
-    if (rc) return rc;
+    if (rc) return free(sum), rc;
     snprintf(title, sizeof title, "Throughput (median step of steps %u..%u; plan for %s)", l->first_step + from + 1,
              l->first_step + l->steps, p->in.gpu->name);
     t = new_rates(&c);
     if (t) fill(t, &c, mem, nm, tim, nt, rate, nr, 0, 1);
     rc = print_text(t, title);
     table_free(t);
-    if (rc) return rc;
-    if (a->out) {
+    if (!rc && a->out) {
         t = new_csv(&c);
-        if (!t) return 71;
-        fill(t, &c, mem, nm, tim, nt, rate, nr, 1, 1);
+        if (t) fill(t, &c, mem, nm, tim, nt, rate, nr, 1, 1);
         CliOut o = {.fmt = TABLE_CSV, .path = a->out};
-        rc = cli_emit_table("run", t, &o);
+        rc = !t        ? 71
+             : a->html ? run_html(a, p, g, l, (RunRows){mem, nm, tim, nt}, t, sum, verdict)
+                       : cli_emit_table("run", t, &o);
         table_free(t);
-        if (rc) return rc;
     }
-    int persistent_ok = 1;
-    for (int i = 0; i < nm; i++)
-        if (mem[i].mode == MEASURE_EXACT && mem[i].verdict != VERDICT_OK) persistent_ok = 0;
-    printf("\n%s; %d term%s outside tolerance\n",
-           persistent_ok ? "every exact term matches the plan byte for byte" : "EXACT TERMS DIFFER FROM THE PLAN",
-           failed, failed == 1 ? "" : "s");
+    free(sum);
+    if (rc) return rc;
+    printf("\n%s\n", verdict);
     return failed ? status_exit_code(ST_TOLERANCE) : 0;
 }

@@ -41,6 +41,18 @@ void devm_sample(DevMeasure *m, Backend *bk, DevmPoint at)
     keep(m, at, used);
 }
 
+static uint64_t minus(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+/* Workspace and scratch the backend holds outside the arena now. */
+static uint64_t private_bytes(DevMeasure *m, Backend *bk)
+{
+    BackendDeviceInfo info;
+    Err e;
+    Status st = bk->device_info(bk, &info, &e);
+    note_err(m, st, &e);
+    return st ? 0 : info.workspace_bytes + info.scratch_bytes;
+}
+
 void devm_init(DevMeasure *m, Backend *bk)
 {
     memset(m, 0, sizeof *m);
@@ -56,6 +68,7 @@ void devm_step_begin(DevMeasure *m, Backend *bk)
     if (!m->have) return;
     Err e;
     note_err(m, bk->op_times(bk, 1, NULL, &e), &e); /* drops what ran before, times from here */
+    if (m->steps_seen == 0 && !read_used(m, bk, &m->first_begin)) m->private0 = private_bytes(m, bk);
 }
 
 int devm_step_end(DevMeasure *m, Backend *bk, double seconds[BK_OPCAT_COUNT])
@@ -65,6 +78,11 @@ int devm_step_end(DevMeasure *m, Backend *bk, double seconds[BK_OPCAT_COUNT])
     Status st = bk->op_times(bk, 0, seconds, &e);
     note_err(m, st, &e);
     devm_sample(m, bk, DEVM_STEP);
+    uint64_t used;
+    if (m->steps_seen++ == 0 && m->first_begin && !read_used(m, bk, &used)) {
+        uint64_t priv = minus(private_bytes(m, bk), m->private0);
+        m->lazy = minus(minus(used, m->first_begin), m->grew[PHASE_COMM] + priv);
+    }
     m->in_step = 0;
     return st == ST_OK;
 }
@@ -107,22 +125,21 @@ static void set(MeasureRow *r, int has_planned, double planned, int has_measured
     r->measured = measured;
 }
 
-static uint64_t minus(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
-
 int devm_rows(const DevMeasure *m, const Plan *p, const Gpt *g, MeasureRow *rows)
 {
     int n = 0;
     if (!m->have || !m->sampled[DEVM_AFTER_BACKEND]) return 0;
     const uint64_t *u = m->used;
-    uint64_t context = u[DEVM_AFTER_BACKEND];
-    uint64_t comm_at = m->sampled[DEVM_AFTER_COMM] ? u[DEVM_AFTER_COMM] : context;
-    uint64_t comm = comm_at - (comm_at > context ? context : comm_at) + m->grew[PHASE_COMM];
+    uint64_t comm_at = m->sampled[DEVM_AFTER_COMM] ? u[DEVM_AFTER_COMM] : u[DEVM_AFTER_BACKEND];
+    uint64_t context = u[DEVM_AFTER_BACKEND] + m->lazy;
+    uint64_t comm = minus(comm_at, u[DEVM_AFTER_BACKEND]) + m->grew[PHASE_COMM];
     uint64_t peak = m->sampled[DEVM_STEP] ? u[DEVM_STEP] : (m->sampled[DEVM_AFTER_MODEL] ? u[DEVM_AFTER_MODEL] : 0);
     if (m->sampled[DEVM_AFTER_MODEL] && u[DEVM_AFTER_MODEL] > peak) peak = u[DEVM_AFTER_MODEL];
     MeasureRow *r = row(rows, &n, "device_used", MEASURE_TOL, "cudaMemGetInfo peak vs the plan's total, every term");
     set(r, 1, (double)p->total_bytes, peak > 0, (double)peak);
     r->tol = 0.05;
-    r = row(rows, &n, "device_cuda_context", MEASURE_INFO, "in use once the backend was up");
+    r = row(rows, &n, "device_cuda_context", MEASURE_INFO,
+            "in use once the backend was up, plus what the first step loaded lazily (library kernels)");
     set(r, 1, (double)p->mem[MT_CUDA_CONTEXT].bytes, 1, (double)context);
     r = row(rows, &n, "device_comm_buffer", MEASURE_INFO, "added by the communicator and its first collectives");
     set(r, 1, (double)p->mem[MT_COMM_BUFFER].bytes, m->sampled[DEVM_AFTER_COMM], (double)comm);
@@ -172,17 +189,7 @@ const GpuSpec *devm_match_gpu(const Catalog *c, const char *device_name)
     return best;
 }
 
-int devm_catalog_sms(const char *gpu_row)
-{
-    static const struct {
-        const char *row;
-        int sms;
-    } parts[] = {{"h100-sxm", 132}, {"h100-pcie", 114}, {"h200", 132}, {"h800", 132},
-                 {"a100-sxm", 108}, {"l40s", 142},      {"b200", 148}};
-    for (size_t i = 0; gpu_row && i < sizeof parts / sizeof parts[0]; i++)
-        if (!strcmp(parts[i].row, gpu_row)) return parts[i].sms;
-    return 0;
-}
+int devm_catalog_sms(const GpuSpec *g) { return g ? (int)g->sms : 0; }
 
 void devm_peak(const Catalog *c, const BackendDeviceInfo *info, DevmPeak *out)
 {
@@ -194,7 +201,7 @@ void devm_peak(const Catalog *c, const BackendDeviceInfo *info, DevmPeak *out)
         snprintf(out->why, sizeof out->why, "unknown: no row of gpus.csv matches the device name '%.96s'", info->name);
         return;
     }
-    int cc = info->cc_major * 10 + info->cc_minor, full = devm_catalog_sms(g->name);
+    int cc = info->cc_major * 10 + info->cc_minor, full = devm_catalog_sms(g);
     if (g->sm && (uint32_t)cc != g->sm) {
         snprintf(out->why, sizeof out->why, "unknown: '%.96s' has compute capability %d.%d, row %.32s says %u.%u",
                  info->name, info->cc_major, info->cc_minor, g->name, g->sm / 10, g->sm % 10);

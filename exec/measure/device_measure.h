@@ -55,8 +55,16 @@ typedef struct {
     uint64_t grew[4], after[4];
     uint64_t last; /* count at the previous sample of this step */
     int in_step;
-    Status st;     /* first hook error, kept so the run can report it */
-    char msg[512]; /* its message */
+    /* The first step loads what CUDA loads lazily (cuBLASLt's kernels, the
+     * modules of our own on first launch): what the count rose during it,
+     * less the communicator's growth and the backend's private buffers
+     * (device_info), belongs to the context figure. */
+    int steps_seen;
+    uint64_t first_begin; /* count when the first step began */
+    uint64_t private0;    /* private workspace + scratch before the first step */
+    uint64_t lazy;        /* the first step's rise that is neither communicator nor private buffers */
+    Status st;            /* first hook error, kept so the run can report it */
+    char msg[512];        /* its message */
 } DevMeasure;
 
 /* Start: reads the device and samples DEVM_AFTER_BACKEND. */
@@ -84,7 +92,8 @@ void devm_on_phase(void *hook, int phase);
  *   device_used          the driver's peak count vs the plan's total (every
  *                        term, overheads included): checked within ±5 %
  *                        (issue 6's target);
- *   device_cuda_context  in use once the backend was up, vs the plan's term;
+ *   device_cuda_context  in use once the backend was up, plus what the first
+ *                        step loaded lazily (see `lazy`), vs the plan's term;
  *   device_comm_buffer   what creating the communicator added, plus what the
  *                        count rose during the communication phases;
  *   device_arena         what allocating the arena added, vs the arena's size;
@@ -104,10 +113,9 @@ int devm_rows(const DevMeasure *m, const Plan *p, const Gpt *g, MeasureRow *rows
  * "sxm" row. NULL when none matches: MFU is then unknown. */
 const GpuSpec *devm_match_gpu(const Catalog *c, const char *device_name);
 
-/* Streaming multiprocessors of a catalog row's full part (datasheets: H100 SXM
- * 132, H100 PCIe 114, H200 132, H800 132, A100 108, L40S 142, B200 148); 0 when
- * not known. models/gpus.csv has no SM column yet; this table stands in. */
-int devm_catalog_sms(const char *gpu_row);
+/* Streaming multiprocessors of a catalog row's full part (gpus.csv column sms,
+ * from the datasheets); 0 for NULL or a row without it. */
+int devm_catalog_sms(const GpuSpec *g);
 
 /* The peaks a measured device is held to. */
 typedef struct {

@@ -88,6 +88,7 @@ void exec_plan_input(PlanInput *in, const ModelSpec *m, const GpuSpec *gpu, cons
     in->gbs = mbs; /* one micro-batch per step */
     in->attn = ATTN_MATERIALIZED;
     in->dropout = 0;
+    in->frag_frac = 0.0; /* one arena, allocated once, never fragments: the device total compares like with like */
 }
 
 void exec_shape_from_plan(const Plan *p, GptShape *s)

@@ -31,7 +31,8 @@ Status exec_recipe_from_plan(const Recipe *r, ExecRecipe *out, Err *e);
 
 /* A PlanInput for one GPU running the model as the executor does: TP = PP =
  * CP = DP = 1, micro-batch mbs, materialized attention (the executor's
- * attention stores its probabilities), no dropout, no recompute, no sharding. */
+ * attention stores its probabilities), no dropout, no recompute, no sharding,
+ * no fragmentation allowance (one arena, allocated once). */
 void exec_plan_input(PlanInput *in, const ModelSpec *m, const GpuSpec *gpu, const Recipe *r, uint32_t mbs);
 
 /* The executor's shape for a built plan (vocabulary padded as the plan pads it). */

@@ -116,6 +116,7 @@ typedef struct {
     uint8_t *d_qrow;     /* (B·T, max(3C, F)) FP8 output gradient for dgrad */
     uint8_t *d_qcol;     /* (max(3C, F), B·T) FP8 transposed output gradient for wgrad */
     float *attn_scratch; /* (B, H, T, T) FP32 */
+    float *attn_scores;  /* (H, T, T) FP32 raw scores of one sequence in the forward (phase FWD) */
     float *gstage;       /* FP32 staging of a gradient not kept in FP32: (max non-embedding param + C) */
     float *gstage_emb;   /* (Vp·C [+ Vp·C untied] + T·C) FP32 staging for the embeddings' gradients */
 } GptActs;
@@ -185,9 +186,10 @@ typedef struct Gpt {
 
 enum { PHASE_FWD = 0, PHASE_BWD, PHASE_OPT, PHASE_COMM };
 
-/* The backend timestamps gpt_step records (ids GPT_MARK_FIRST .. BACKEND_MARKS − 1);
- * other users of mark() take lower ids. */
-enum { GPT_MARK_FIRST = BACKEND_MARKS - 5 };
+/* The backend timestamps gpt_step records (ids GPT_MARK_FIRST .. BACKEND_MARKS − 1:
+ * a begin and an end per phase, in the order the phases run); other users of
+ * mark() take lower ids. */
+enum { GPT_MARK_FIRST = BACKEND_MARKS - 8 };
 
 /* The tensor list of a configuration (sizes first): appends every tensor's
  * spec to `specs` (see arena.h). Pure; used by gpt_create and by tests. */

@@ -142,7 +142,8 @@ Status gpt_forward(Gpt *g, const int32_t *inputs, const int32_t *targets, Err *e
                           .dtype = A,
                           .qkv = la->qkv,
                           .probs = la->probs,
-                          .out = gpt_linear_input(g, l, LIN_PROJ)};
+                          .out = gpt_linear_input(g, l, LIN_PROJ),
+                          .scratch = a->attn_scores};
         st = ln_fwd(g, PK_LN1_W, (int)l, la->x, in, la->ln1_mean, la->ln1_rstd, e);
         if (!st) st = gpt_linear_fwd(g, l, LIN_QKV, in, la->qkv, e);
         if (!st) st = bk->attention_fwd(bk, &at, e);
@@ -339,11 +340,19 @@ static void phase_done(Gpt *g, int phase)
     if (g->on_phase) g->on_phase(g->on_phase_ctx, phase);
 }
 
-/* The end of a phase: timestamp k (when the backend has them), wait for the
- * work, read the host clock. */
+/* Phase k's device time runs from timestamp GPT_MARK_FIRST + 2k (recorded when
+ * the host is back from the previous phase's sync and hooks) to + 2k + 1
+ * (recorded before this phase's sync): the host wait, the on_phase hook's
+ * cudaMemGetInfo and the launch gap between phases fall outside every phase. */
+static Status phase_begin(Gpt *g, int ev, uint32_t k, Err *e)
+{
+    return ev ? g->bk->mark(g->bk, GPT_MARK_FIRST + 2 * k, e) : ST_OK;
+}
+
+/* The end of phase k: its end timestamp, wait for the work, read the host clock. */
 static Status phase_end(Gpt *g, int ev, uint32_t k, double *t, Err *e)
 {
-    Status st = ev ? g->bk->mark(g->bk, GPT_MARK_FIRST + k, e) : ST_OK;
+    Status st = ev ? g->bk->mark(g->bk, GPT_MARK_FIRST + 2 * k + 1, e) : ST_OK;
     if (!st) st = g->bk->sync(g->bk, e);
     *t = now_s();
     return st;
@@ -356,29 +365,32 @@ Status gpt_step(Gpt *g, const int32_t *inputs, const int32_t *targets, float *lo
     double t[5];
     phase_done(g, -1);
     t[0] = now_s();
-    Status st = ev ? bk->mark(bk, GPT_MARK_FIRST, e) : ST_OK;
+    Status st = phase_begin(g, ev, 0, e);
     if (!st) st = gpt_forward(g, inputs, targets, e);
     /* TE: forward tensors' scales are updated when the forward ends */
     if (!st && fp8) st = update_bank(g, &g->sc.fwd, &g->tr_fwd, e);
-    if (!st) st = phase_end(g, ev, 1, &t[1], e);
+    if (!st) st = phase_end(g, ev, 0, &t[1], e);
     if (!st) phase_done(g, PHASE_FWD);
+    if (!st) st = phase_begin(g, ev, 1, e);
     if (!st) st = gpt_backward(g, e);
     if (!st && fp8) st = update_bank(g, &g->sc.bwd, &g->tr_bwd, e);
-    if (!st) st = phase_end(g, ev, 2, &t[2], e);
+    if (!st) st = phase_end(g, ev, 1, &t[2], e);
     if (!st) phase_done(g, PHASE_BWD);
+    if (!st) st = phase_begin(g, ev, 2, e);
     for (uint32_t i = 0; !st && i < g->nparams; i++)
         st = g->comm->all_reduce(g->comm, bk, g->params[i].grad, g->params[i].numel, grad_dtype(g, &g->params[i]),
                                  COMM_SUM, e);
-    if (!st) st = phase_end(g, ev, 3, &t[3], e);
+    if (!st) st = phase_end(g, ev, 2, &t[3], e);
     if (!st) phase_done(g, PHASE_COMM);
+    if (!st) st = phase_begin(g, ev, 3, e);
     if (!st) st = optimizer(g, e);
-    if (!st) st = phase_end(g, ev, 4, &t[4], e);
+    if (!st) st = phase_end(g, ev, 3, &t[4], e);
     if (!st) phase_done(g, PHASE_OPT);
     /* forward, backward, communication, optimizer: the order they run in */
     static const int order[4] = {PHASE_FWD, PHASE_BWD, PHASE_COMM, PHASE_OPT};
     double d[4];
     for (uint32_t k = 0; !st && k < 4; k++)
-        st = ev ? bk->elapsed(bk, GPT_MARK_FIRST + k, GPT_MARK_FIRST + k + 1, &d[k], e) : ST_OK;
+        st = ev ? bk->elapsed(bk, GPT_MARK_FIRST + 2 * k, GPT_MARK_FIRST + 2 * k + 1, &d[k], e) : ST_OK;
     if (!st) st = mean_loss(g, loss, e);
     if (st) return st;
     g->step++;

@@ -110,6 +110,64 @@ static void test_rows_from_the_driver_counts(void)
     CHECK(rows[0].verdict == VERDICT_OUTSIDE);
 }
 
+/* The context figure is taken after the first step has loaded the library's
+ * kernels (CUDA loads modules lazily): by hand, 600 MiB with the backend up;
+ * the first forward loads 40 MiB of kernels, the first backward grows 8 MiB of
+ * private scratch (reported by device_info) and the first collective 64 MiB of
+ * NCCL buffers. Context 600 + 40 = 640 MiB; communicator 10 + 64 = 74 MiB;
+ * outside the arena 8 MiB (the scratch); peak 600+10+1000+40+8+64 = 1722 MiB. */
+static uint64_t lazy_scratch;
+
+static Status fake_info_scratch(Backend *bk, BackendDeviceInfo *out, Err *e)
+{
+    Status st = fake_info(bk, out, e);
+    out->scratch_bytes = lazy_scratch;
+    return st;
+}
+
+static void test_context_after_lazy_loading(void)
+{
+    const uint64_t MiB = 1ull << 20;
+    Fake f = {.total = 140000 * MiB, .used = 600 * MiB};
+    Backend bk = {
+        .name = "fake", .impl = &f, .mem_info = fake_mem, .device_info = fake_info_scratch, .op_times = fake_times};
+    static Plan p;
+    static Gpt g;
+    memset(&p, 0, sizeof p);
+    memset(&g, 0, sizeof g);
+    p.total_bytes = 1700 * MiB;
+    g.arena.bytes = 1000 * MiB;
+    lazy_scratch = 0;
+    DevMeasure m;
+    devm_init(&m, &bk);
+    f.used += 10 * MiB;
+    devm_sample(&m, &bk, DEVM_AFTER_COMM);
+    f.used += 1000 * MiB;
+    devm_sample(&m, &bk, DEVM_AFTER_MODEL);
+    for (int k = 0; k < 2; k++) {
+        double s[BK_OPCAT_COUNT];
+        devm_step_begin(&m, &bk);
+        devm_phase(&m, &bk, -1);
+        f.used += k == 0 ? 40 * MiB : 0; /* lazily loaded kernels */
+        devm_phase(&m, &bk, PHASE_FWD);
+        if (k == 0) f.used += 8 * MiB, lazy_scratch = 8 * MiB;
+        devm_phase(&m, &bk, PHASE_BWD);
+        f.used += k == 0 ? 64 * MiB : 0;
+        devm_phase(&m, &bk, PHASE_COMM);
+        devm_phase(&m, &bk, PHASE_OPT);
+        CHECK(devm_step_end(&m, &bk, s));
+    }
+    CHECK_EQ_U64(m.lazy, 40 * MiB);
+    MeasureRow rows[DEVM_MAX_ROWS];
+    int n = devm_rows(&m, &p, &g, rows);
+    CHECK(n >= 5);
+    CHECK_NEAR(rows[0].measured, (double)(1722 * MiB), 0.0);
+    CHECK_NEAR(rows[1].measured, (double)(640 * MiB), 0.0);
+    CHECK_NEAR(rows[2].measured, (double)(74 * MiB), 0.0);
+    CHECK_NEAR(rows[3].measured, (double)(1000 * MiB), 0.0);
+    CHECK_NEAR(rows[4].measured, (double)(8 * MiB), 0.0);
+}
+
 static void test_no_hooks_no_rows(void)
 {
     Backend bk = {.name = "cpu"};
@@ -202,6 +260,7 @@ static void test_device_names_match_the_catalog(void)
 int main(void)
 {
     RUN(test_rows_from_the_driver_counts);
+    RUN(test_context_after_lazy_loading);
     RUN(test_no_hooks_no_rows);
     RUN(test_device_names_match_the_catalog);
     return test_summary();
