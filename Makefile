@@ -100,18 +100,40 @@ WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat
 ifeq ($(WERROR),1)
   WARN += -Werror
 endif
-CPPFLAGS := -I. -D_GNU_SOURCE
-CFLAGS := -std=c11 $(OPT) $(WARN) $(SANFLAGS) -MMD -MP
+# OpenBLAS (Debian libopenblas-pthread-dev, the default flavour of libopenblas-dev), from
+# its own directories so the reference libblas the alternatives system may point at is
+# never picked up. The CPU backend sets its thread count to 1 and calls sgemm from its own
+# thread pool (exec/par.c), one tile per call: the threaded build is the one that is safe
+# to call from several threads at once (Debian's serial build 0.3.21 is not: concurrent
+# small sgemm calls return wrong results). make bench's anchor runs it with its own threads.
+MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
+BLAS_INC := /usr/include/$(MULTIARCH)/openblas-pthread
+BLAS_LIB := /usr/lib/$(MULTIARCH)/openblas-pthread
+CPPFLAGS := -I. -D_GNU_SOURCE -isystem $(BLAS_INC)
+# GCC's -O2 vectorizes only loops it can replace whole ("very cheap"); the dynamic cost
+# model (-O3's) lets the CPU backend's loops over rows of floats vectorize too, and
+# -fno-math-errno lets sqrtf be the instruction (nothing reads errno after a math call).
+# No -ffast-math: floating-point results are the same as without vectorization.
+VECFLAGS := -fno-math-errno $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),,-fvect-cost-model=dynamic)
+CFLAGS := -std=c11 $(OPT) $(VECFLAGS) $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS := $(SANFLAGS)
-LDLIBS := -lcsv $(if $(filter 1,$(TUI)),-lncursesw) -lm -lpthread
+LDLIBS := -lcsv $(if $(filter 1,$(TUI)),-lncursesw) -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -lm -lpthread
+# The CUDA backend is a shared library of its own, $(BUILD)/libfp8plan_cuda.so, loaded
+# by exec/cuda_lib.c only when a run asks for it: the CUDA runtime, cuBLASLt and NCCL
+# cost every process ~0.1 s of start-up, so only the library links them. Programs
+# carry all of libfp8plan.a (whole-archive: the library calls host code such as
+# exec/lt_map.c that a program itself may not) and export it (-rdynamic) for the
+# library to resolve against, and find it beside themselves or one folder up
+# (tests/, gpu/, bench/).
 ifeq ($(HAVE_CUDA),1)
   CPPFLAGS += -DFP8PLAN_HAVE_CUDA=1
   NCCL_LIBDIR := $(patsubst %/,%,$(dir $(NCCL_LIB)))
-  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart \
-            $(NCCL_LIB) -Wl,-rpath,$(NCCL_LIBDIR) -lstdc++ -ldl -lrt
+  CUDA_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart \
+               $(NCCL_LIB) -Wl,-rpath,$(NCCL_LIBDIR) -lstdc++ -ldl -lrt
+  LDFLAGS += -rdynamic -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/..'
   NVCCFLAGS := -std=c++17 -O2 -lineinfo -I. -isystem $(CUDA_HOME)/include $(if $(filter-out $(CUDA_HOME)/include,$(NCCL_INC)),-isystem $(NCCL_INC)) \
                -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) -gencode arch=compute_90,code=compute_90 \
-               -Xcompiler -Wall,-Wextra -Werror all-warnings,default-stream-launch -MMD -MP
+               -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings,default-stream-launch -MMD -MP
 endif
 
 # ---- sources -------------------------------------------------------------------
@@ -132,16 +154,16 @@ GPU_SRC := $(sort $(wildcard tests/gpu/gpu_*.c))
 
 obj = $(patsubst %,$(BUILD)/obj/%.o,$(basename $(1)))
 LIB_OBJ := $(call obj,$(LIB_SRC))
-ifeq ($(HAVE_CUDA),1)
-  LIB_OBJ += $(call obj,$(CUDA_SRC))
-endif
+CUDA_SO := $(if $(filter 1,$(HAVE_CUDA)),$(BUILD)/libfp8plan_cuda.so)
 CLI_OBJ := $(call obj,$(CLI_SRC))
 SUPPORT_OBJ := $(call obj,$(SUPPORT_SRC))
 LIB := $(BUILD)/libfp8plan.a
+LINK_LIB := $(if $(filter 1,$(HAVE_CUDA)),-Wl$(comma)--whole-archive $(LIB) -Wl$(comma)--no-whole-archive,$(LIB))
 BIN := $(BUILD)/fp8plan
 TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 SLOWS := $(patsubst tests/slow/%.c,$(BUILD)/slow/%,$(SLOW_SRC))
 BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+ANCHOR := $(BUILD)/bench/anchor_sgemm
 FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 # the same targets without libFuzzer, run over their seed corpora by `make test` (tests/cli/fuzz_replay.sh)
 REPLAYS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz-replay/%,$(FUZZ_SRC))
@@ -169,14 +191,16 @@ if [ -n "$$missing" ]; then \
 	fi
 endef
 
-# libcsv-dev (CSV) and libncurses-dev (TUI; not with TUI=0) to build; tmux for the
-# tests (TUI end-to-end test), not for building (make gpu-build needs none of
-# the TUI's packages). Installed with apt-get when running as root; otherwise
-# the exact command is printed.
-$(DEPS_OK):
+# libcsv-dev (CSV), libopenblas-pthread-dev (the CPU backend's GEMMs) and libncurses-dev
+# (TUI; not with TUI=0) to build; tmux for the tests (TUI end-to-end test), not for
+# building (make gpu-build needs none of the TUI's packages). Installed with apt-get when
+# running as root; otherwise the exact command is printed. Checked again whenever this
+# file changes.
+$(DEPS_OK): Makefile
 	$(if $(NCCL_ERR),$(error $(NCCL_ERR)))
 	@missing=""; \
 	[ -f /usr/include/csv.h ] || missing="$$missing libcsv-dev"; \
+	[ -f $(BLAS_INC)/cblas.h ] && [ -f $(BLAS_LIB)/libopenblas.so ] || missing="$$missing libopenblas-pthread-dev"; \
 	$(if $(filter 1,$(TUI)),[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || missing="$$missing libncurses-dev";) \
 	$(call apt_install,exit 1)
 	@if [ ! -f $(CUDA_HOME)/include/cuda_fp8.h ]; then \
@@ -212,7 +236,7 @@ browser-deps:
 .PHONY: all run report test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-programs gpu-check \
         browser-deps mutate
 
-all: $(BIN)
+all: $(BIN) $(CUDA_SO)
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
@@ -231,23 +255,39 @@ $(LIB): $(LIB_OBJ) $(TUI_STAMP)
 	$(AR) rcs $@ $(LIB_OBJ)
 
 $(BIN): $(CLI_OBJ) $(LIB) $(TUI_STAMP)
-	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
+
+ifeq ($(HAVE_CUDA),1)
+$(CUDA_SO): $(call obj,$(CUDA_SRC))
+	$(CC) -shared $^ $(CUDA_LIBS) -o $@
+
+# the programs that call the CUDA backend directly link the library itself
+CUDA_LINKED := $(BUILD)/tests/test_cuda_backend $(GPUS)
+$(CUDA_LINKED): $(CUDA_SO)
+$(CUDA_LINKED): LDLIBS += -L$(BUILD) -lfp8plan_cuda $(CUDA_LIBS)
+endif
 
 $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
 
 $(BUILD)/slow/%: tests/slow/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
 
 $(BUILD)/bench/%: tests/bench/%.c $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
+
+# bench_exec_gemm runs it: OpenBLAS with its own threads, in a process of its own so they
+# never compete with the measured GEMMs
+$(ANCHOR): tests/bench/anchor_sgemm.c tests/bench/bench_time.h | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) -D_GNU_SOURCE -Itests -I$(BLAS_INC) -std=c11 $(OPT) $(WARN) $< -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -o $@
 
 $(BUILD)/gpu/%: tests/gpu/%.c tests/gpu/gpu_common.h $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LIB) $(LDLIBS) -o $@
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
 
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
@@ -261,7 +301,7 @@ $(BUILD)/fuzz-replay/%: tests/fuzz/%.c tests/fuzz/replay_main.c $(CLI_LIB_OBJ) $
 
 # The benchmarks and slow tests are compiled with the tests (not run), so an API
 # change that breaks them fails `make test`, in CI too.
-tests: $(TEST_DEPS_OK) $(BIN) $(TESTS) $(GPUS) $(REPLAYS) $(BENCHES) $(SLOWS)
+tests: $(TEST_DEPS_OK) $(BIN) $(CUDA_SO) $(TESTS) $(GPUS) $(REPLAYS) $(BENCHES) $(SLOWS)
 
 # Skips that may pass under CI=true (tests/run.sh): hardware always; "build" where this
 # build leaves CUDA out (sanitizers, CUDA=0, no nvcc), whose parts the default build tests.
@@ -273,7 +313,7 @@ test: tests browser-deps
 test-slow: $(BIN) $(SLOWS)
 	@set -e; for t in $(SLOWS); do echo "== $$t"; $$t; done
 
-bench: $(BIN) $(BENCHES)
+bench: $(BIN) $(CUDA_SO) $(BENCHES) $(ANCHOR)
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
 
 # libFuzzer needs clang; each target's seed corpus is tests/fuzz/corpus/<name>.
@@ -296,15 +336,16 @@ fuzz-run: $(FUZZERS)
 
 # Everything the GPU check runs; build here and carry $(BUILD) to a GPU machine
 # whose image lacks the build dependencies (tests/gpu/gpu_check.sh says how).
-# fp8plan is built without the TUI (no ncurses there); libcsv goes into
-# $(BUILD)/lib. A GPU target never drops CUDA quietly: without nvcc it stops.
+# fp8plan is built without the TUI (no ncurses there); libcsv and OpenBLAS go into
+# $(BUILD)/lib, the CUDA backend is $(BUILD)/libfp8plan_cuda.so. A GPU target never drops CUDA quietly: without nvcc it stops.
 gpu-build:
 	$(if $(filter 1,$(HAVE_CUDA)),,$(error gpu-build needs the CUDA compiler: no nvcc at $(NVCC)$(if $(filter 0,$(CUDA)), (CUDA=0 given)); set CUDA_HOME=DIR or NVCC=PATH))
 	@$(MAKE) --no-print-directory TUI=0 BUILD=$(BUILD) gpu-programs
 	@echo "gpu-build: $(BUILD)/fp8plan (no TUI) and $(BUILD)/gpu/*: CUDA $(NVCC), NCCL from $(NCCL_FROM) ($(NCCL_LIB))"
 
-gpu-programs: $(BIN) $(GPUS)
-	@mkdir -p $(BUILD)/lib && for l in $$(ldd $(BIN) | awk '/libcsv/ { print $$3 }'); do cp -L "$$l" $(BUILD)/lib/; done
+gpu-programs: $(BIN) $(CUDA_SO) $(GPUS)
+	@mkdir -p $(BUILD)/lib && for l in $$(ldd $(BIN) | awk '/libcsv|libopenblas|libgfortran|libquadmath/ { print $$3 }'); do \
+	  cp -L "$$l" $(BUILD)/lib/; done
 
 gpu-check:
 	@sh tests/gpu/gpu_check.sh $(BUILD)

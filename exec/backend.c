@@ -7,7 +7,7 @@
 #include <string.h>
 
 #ifdef FP8PLAN_HAVE_CUDA /* the Makefile defines it when it builds exec/cuda/ with nvcc */
-#include "exec/cuda/backend_cuda.h"
+#include "exec/cuda_lib.h"
 #endif
 
 float backend_fp8_max(Dtype fmt)
@@ -103,7 +103,7 @@ Status backend_create(const char *name, Backend **out, Err *e)
     if (!name || !strcmp(name, "cpu")) return backend_cpu_create(out, e);
     if (!strcmp(name, "cuda")) {
 #ifdef FP8PLAN_HAVE_CUDA
-        return backend_cuda_create(out, e);
+        return cuda_lib_backend_create(out, e);
 #else
         return err_set(e, ST_UNAVAILABLE,
                        "--backend cuda: fp8plan was built without CUDA (no nvcc at build time); rebuild with "
@@ -122,7 +122,7 @@ Status comm_create(const char *name, Backend *bk, Comm **out, Err *e)
         if (!bk || strcmp(bk->name, "cuda"))
             return err_set(e, ST_UNAVAILABLE, "nccl: needs the cuda backend (this run uses %s)",
                            bk ? bk->name : "none");
-        return comm_nccl_create(bk, 0, 1, out, e);
+        return cuda_lib_comm_create(bk, 0, 1, out, e);
 #else
         (void)bk;
         return err_set(e, ST_UNAVAILABLE, "nccl: fp8plan was built without the CUDA backend");

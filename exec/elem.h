@@ -70,6 +70,12 @@ static inline void elem_store(void *p, Dtype dt, uint64_t i, float x)
     }
 }
 
+/* out[0..n) = p[off..off+n) as float / p[off..off+n) = x[0..n) rounded to dt:
+ * elem_load / elem_store over a run, the dtype switch outside the loop so the
+ * loop vectorizes. */
+void elem_load_run(const void *p, Dtype dt, uint64_t off, float *out, uint64_t n);
+void elem_store_run(void *p, Dtype dt, uint64_t off, const float *x, uint64_t n);
+
 /* 1 for the dtypes elem_load/elem_store handle. */
 static inline int elem_supported(Dtype dt)
 {

@@ -77,6 +77,16 @@ uint8_t fp8_encode_f32(Dtype fmt, float x, Fp8Sat sat)
     return L ? encode_f32(L, x, sat) : FP8_NAN_CODE;
 }
 
+void fp8_encode_f32_array(Dtype fmt, const float *x, float mul, uint8_t *out, size_t n, Fp8Sat sat)
+{
+    const Fp8Layout *L = layout(fmt);
+    if (!L) {
+        memset(out, FP8_NAN_CODE, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) out[i] = encode_f32(L, x[i] * mul, sat);
+}
+
 uint8_t fp8_encode_f64(Dtype fmt, double x, Fp8Sat sat) { return encode(layout(fmt), mf_unpack_f64(x), sat); }
 
 float fp8_decode(Dtype fmt, uint8_t code)

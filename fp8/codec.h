@@ -30,6 +30,7 @@
 #ifndef FP8PLAN_FP8_CODEC_H
 #define FP8PLAN_FP8_CODEC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fp8/dtype.h"
@@ -52,6 +53,10 @@ typedef enum {
 
 /* x -> code, one RNE rounding of the exact float. */
 uint8_t fp8_encode_f32(Dtype fmt, float x, Fp8Sat sat);
+/* out[i] = fp8_encode_f32(fmt, x[i] · mul, sat) for n values (the product
+ * rounded to float first, as written), the format looked up once: the bulk
+ * form the CPU backend's casts use. */
+void fp8_encode_f32_array(Dtype fmt, const float *x, float mul, uint8_t *out, size_t n, Fp8Sat sat);
 /* x -> code, one RNE rounding of the exact double (no detour through float). */
 uint8_t fp8_encode_f64(Dtype fmt, double x, Fp8Sat sat);
 

@@ -62,6 +62,11 @@ float fp16_decode(uint16_t code)
 
 float fp16_round(float x) { return fp16_decode(fp16_encode(x)); }
 
+void bf16_encode_array(const float *x, uint16_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = bf16_encode(x[i]);
+}
+
 void bf16_round_array(float *x, size_t n)
 {
     for (size_t i = 0; i < n; i++) x[i] = bf16_round(x[i]);

@@ -35,6 +35,10 @@ uint16_t fp16_encode(float x);
 float fp16_decode(uint16_t code);
 float fp16_round(float x);
 
+/* out[i] = bf16_encode(x[i]) for n values (the same rounding, in a loop the
+ * compiler can vectorize). */
+void bf16_encode_array(const float *x, uint16_t *out, size_t n);
+
 /* Round n floats in place (x may be any caller buffer; n = 0 is fine). */
 void bf16_round_array(float *x, size_t n);
 void fp16_round_array(float *x, size_t n);

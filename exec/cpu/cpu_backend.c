@@ -1,29 +1,17 @@
 /* exec/cpu/cpu_backend.c — the CPU reference backend: host memory, and the table
  * of operations implemented in cpu_gemm.c, cpu_nn.c, cpu_quant.c and
- * cpu_optim.c. Work runs synchronously, so sync() has nothing to wait for. */
+ * cpu_optim.c. Work runs synchronously (on the thread pool of exec/par.h), so
+ * sync() has nothing to wait for. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
+#include "exec/par.h"
 #include "util/num.h"
 
 enum { CPU_ALIGN = 256 };
-
-int cpu_threads(void)
-{
-    static int n;
-    if (n) return n;
-    const char *env = getenv("FP8PLAN_THREADS");
-    int v;
-    if (!env || num_parse_int_range(env, 1, CPU_MAX_THREADS, &v, NULL)) { /* unset or invalid: all CPUs */
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        v = c < 1 ? 1 : c > CPU_MAX_THREADS ? CPU_MAX_THREADS : (int)c;
-    }
-    n = v;
-    return n;
-}
 
 float *cpu_scratch(Backend *bk, int slot, uint64_t n, Err *e)
 {
@@ -41,6 +29,20 @@ float *cpu_scratch(Backend *bk, int slot, uint64_t n, Err *e)
     impl->buf[slot] = p;
     impl->cap[slot] = n;
     return p;
+}
+
+float *cpu_scratch_workers(Backend *bk, int slot, uint64_t floats, uint64_t *stride, Err *e)
+{
+    enum { ALIGN = 16 }; /* floats: 64 bytes */
+    uint64_t per = (floats + ALIGN - 1) / ALIGN * ALIGN, threads = (uint64_t)par_threads();
+    if (per > (UINT64_MAX - ALIGN) / threads) {
+        err_set(e, ST_NOMEM, "cpu backend: per-thread scratch of %llu floats is too large", (unsigned long long)floats);
+        return NULL;
+    }
+    float *p = cpu_scratch(bk, slot, per * threads + ALIGN, e);
+    if (!p) return NULL;
+    *stride = per;
+    return p + (ALIGN - (uintptr_t)p / sizeof(float) % ALIGN) % ALIGN;
 }
 
 static Status cpu_alloc(Backend *bk, uint64_t bytes, void **out, Err *e)
@@ -103,7 +105,7 @@ static void cpu_destroy(Backend *bk)
     if (!bk) return;
     CpuImpl *impl = bk->impl;
     if (impl)
-        for (int i = 0; i < 3; i++) free(impl->buf[i]);
+        for (int i = 0; i < CPU_SCRATCH_SLOTS; i++) free(impl->buf[i]);
     free(impl);
     free(bk);
 }
@@ -112,6 +114,7 @@ Status backend_cpu_create(Backend **out, Err *e)
 {
     *out = NULL;
     if (elem_init()) return err_set(e, ST_NOMEM, "out of memory for the decoding tables");
+    cpu_blas_init();
     Backend *bk = calloc(1, sizeof *bk);
     CpuImpl *impl = calloc(1, sizeof *impl);
     if (!bk || !impl) {

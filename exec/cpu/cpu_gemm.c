@@ -1,254 +1,337 @@
-/* exec/cpu/cpu_gemm.c — the reference GEMM: D (M,N) = A (M,K) · B (N,K)ᵀ.
+/* exec/cpu/cpu_gemm.c — the CPU backend's GEMM, D (M,N) = A (M,K) · B (N,K)ᵀ, on
+ * the BLAS: FP8/BF16/FP16 operands are decoded to FP32 panel by panel and
+ * multiplied by OpenBLAS's sgemm, one call per tile, the tiles spread over the
+ * pool of exec/par.h. OpenBLAS's own thread count is 1 (cpu_blas_init), so a
+ * call runs on the pool thread that makes it and several run at once; the
+ * threads OpenBLAS starts when it loads stay idle.
  *
- * Numerics, as the GPU's tensor cores define them:
- *  - FP8 operands enter as their raw FP8 values (no scale applied); every
- *    product of two FP8 values (or two BF16 values) is exact in FP32, and the
- *    products are summed in FP32.
- *  - Per-tensor scales rescale the finished FP32 sum once, by
- *    scale_inv(A)·scale_inv(B) = 1/(sx·sw). Block scales (1x128, 128x128) rescale
- *    each 128-wide K block's partial sum before it is added to the FP32
- *    accumulator (DeepSeek-V3's promotion interval).
- *  - Epilogue in FP32: + D (accumulate), + bias, amax of the result, × D scale
- *    for an FP8 output, then one rounding to the output dtype (RNE; FP8
- *    saturating).
- * Each output element's sum runs over k in increasing order, so results are
- * deterministic and independent of the blocking below. */
+ * Arithmetic contract (that of exec/backend.h and of the reference,
+ * cpu_gemm_ref.c, except for the order of the sums):
+ *  - Decoding is exact: every E4M3, E5M2, BF16 and FP16 value is an FP32
+ *    value. No scale is applied to an operand.
+ *  - Products are exact: two such values carry at most 11 significant bits
+ *    each, and 22 ≤ 24, so the BLAS's fused multiply-adds round only the sums.
+ *    (FP32 operands: products may be fused, i.e. not rounded on their own.)
+ *  - Sums are FP32, in the BLAS's order (its register tiles and K blocks,
+ *    then, for K > KC_MAX, chunks of KC added in increasing order), not in
+ *    increasing k as the reference does. Any order of K − 1 FP32 additions is
+ *    within (K−1)·2⁻²⁴·Σ|a·b| of the exact sum (Higham, recursive summation),
+ *    so the two GEMMs differ by at most twice that: the tests' bound.
+ *  - Per-tensor scales multiply the finished sum once, by scale_inv(A)·
+ *    scale_inv(B); block scales (1x128, 128x128) multiply each 128-wide K
+ *    block's sgemm result before it joins an FP32 accumulator (starting at
+ *    0, blocks in increasing order); then + D (accumulate), + bias, the amax
+ *    (NaN ignored), × the D scale, one rounding to D's dtype — the
+ *    reference's epilogue, operation for operation.
+ *
+ * Tiles. The operand with more rows (A's M or B's N) streams: its rows are
+ * cut into panels, each decoded by the worker that multiplies it; the other
+ * one is decoded once and shared (an FP32 operand is used in place). A tile
+ * is the D block of one panel. K up to KC_MAX is one chunk; a longer K (the
+ * LM head's backward, K = vocabulary) is cut into KC chunks summed into an FP32
+ * (M, N) accumulator. Panel sizes and chunks are functions of (M, N, K) only,
+ * and a tile is computed by one thread, so D is bit-identical run to run and
+ * for any thread count. */
+#include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
 
+#include "exec/cpu/cpu_gemm.h"
 #include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
-#include "util/num.h"
+#include "exec/par.h"
 
 enum {
-    SCALE_BLOCK = 128, /* K extent of one 1x128 / 128x128 scale block */
-    N_TILE = 512,      /* output columns kept hot per pass (2 KiB per row) */
-    K_TILE = 256,      /* rows of bt reused by every output row while cached (≤ 512 KiB) */
-    VEC = 8,
+    KC_MAX = 8192,     /* K up to this is one chunk */
+    KC = 4096,         /* longer K: chunks of this many (a multiple of GEMM_SCALE_BLOCK) */
+    PANEL_MIN = 128,   /* rows per panel, at least ... */
+    PANEL_MAX = 512,   /* ... and at most */
+    PANEL_ALIGN = 16,  /* panel rows are a multiple of this */
+    STRIPS_ROUND = 4,  /* the number of panels is a multiple of this where it can be */
+    ALIGN_FLOATS = 16, /* worker buffers start on 64-byte boundaries */
+    EPI_ROWS = 16,     /* rows per task of the separate epilogue (chunked K) */
 };
-#define PARALLEL_MIN_FLOP 4e6 /* below this a GEMM runs on one thread (thread start costs ~20 us) */
+/* Below this many flops (2·M·N·K) one tile is made, run by the caller. */
+#define ONE_TILE_FLOP 4e6
 
-typedef float v8f __attribute__((vector_size(32), aligned(4)));
+/* An FP32 view of an operand block for cblas: op(p) is (rows × k) for A and
+ * (k × cols) for B, row-major with leading dimension ld. */
+typedef struct {
+    const float *p;
+    uint64_t ld;
+    CBLAS_TRANSPOSE op;
+} View;
 
-/* n consecutive elements of p starting at off, as float (the dtype switch is
- * outside the loop). */
-static void load_run(const void *p, Dtype dt, uint64_t off, float *out, uint64_t n)
+typedef struct {
+    const GemmDesc *g;
+    int stream_b;    /* 1: B's rows (D's columns) are streamed; 0: A's rows */
+    uint64_t s, r;   /* streamed and shared extents (n, m or m, n) */
+    uint64_t panel;  /* streamed rows per tile */
+    uint64_t k0, k1; /* the current K chunk */
+    int chunked;     /* K > KC_MAX: tiles accumulate into acc */
+    int blocked;     /* block scales */
+    uint64_t nkb;    /* 128-wide K blocks of the whole K */
+    View shared;     /* the shared operand's chunk */
+    float *acc;      /* (M, N) FP32 accumulator when chunked */
+    float *work;     /* per-worker buffers, work_floats each */
+    uint64_t work_floats, panel_floats, tile_floats;
+    const float *bias; /* (N) as FP32, or NULL */
+    float tscale;      /* per-tensor scale_inv(A)·scale_inv(B), or 1 */
+    int has_tscale;
+    float amax[PAR_MAX_THREADS];
+} Gm;
+
+static uint64_t round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+/* cblas's op for an operand kept in its stored layout: A stored (M, K) and B
+ * stored (K, N) are used as they are, the other two layouts transposed. */
+static CBLAS_TRANSPOSE op_of(const GemmOperand *o, int is_b)
 {
-    switch (dt) {
-    case DT_FP32: memcpy(out, (const float *)p + off, (size_t)n * sizeof(float)); break;
-    case DT_BF16:
-        for (uint64_t i = 0; i < n; i++) out[i] = elem_f32_from_bf16(((const uint16_t *)p)[off + i]);
-        break;
-    case DT_FP16:
-        for (uint64_t i = 0; i < n; i++) out[i] = elem_f32_from_fp16(((const uint16_t *)p)[off + i]);
-        break;
-    default:
-        for (uint64_t i = 0; i < n; i++) out[i] = elem_f32_from_fp8(((const uint8_t *)p)[off + i], dt);
-        break;
-    }
+    return (o->layout == GEMM_K_INNER) != is_b ? CblasNoTrans : CblasTrans;
 }
 
-enum { T_TILE = 64 };
-
-/* dst (cols, rows) row-major = transpose of the stored (rows, cols) matrix at
- * p (leading dimension ld), converted to float; in T_TILE squares so both
- * sides stay in cache. */
-static void load_transposed(const void *p, Dtype dt, uint64_t ld, uint64_t rows, uint64_t cols, float *dst)
+/* The block of operand o (rows mn of it, as A's M or B's N) for rows [r0, r1)
+ * and K [k0, k1) as an FP32 view; decoded into buf (dense, in the stored
+ * layout) unless o is FP32, which is used in place. is_b: o is B. */
+static View view_of(const GemmOperand *o, uint64_t mn, uint64_t k, uint64_t r0, uint64_t r1, uint64_t k0, uint64_t k1,
+                    int is_b, float *buf)
 {
-    float tile[T_TILE][T_TILE];
-    for (uint64_t r0 = 0; r0 < rows; r0 += T_TILE) {
-        uint64_t rn = rows - r0 < T_TILE ? rows - r0 : T_TILE;
-        for (uint64_t c0 = 0; c0 < cols; c0 += T_TILE) {
-            uint64_t cn = cols - c0 < T_TILE ? cols - c0 : T_TILE;
-            for (uint64_t r = 0; r < rn; r++) load_run(p, dt, (r0 + r) * ld + c0, tile[r], cn);
-            for (uint64_t c = 0; c < cn; c++)
-                for (uint64_t r = 0; r < rn; r++) dst[(c0 + c) * rows + r0 + r] = tile[r][c];
+    int kin = o->layout == GEMM_K_INNER;
+    uint64_t ld = o->ld ? o->ld : (kin ? k : mn);
+    /* stored rows/cols of the block */
+    uint64_t sr0 = kin ? r0 : k0, sr1 = kin ? r1 : k1, sc0 = kin ? k0 : r0, sc1 = kin ? k1 : r1;
+    View v = {.op = op_of(o, is_b)};
+    if (o->dtype == DT_FP32) {
+        v.p = (const float *)o->ptr + sr0 * ld + sc0;
+        v.ld = ld;
+        return v;
+    }
+    uint64_t w = sc1 - sc0;
+    for (uint64_t i = sr0; i < sr1; i++) elem_load_run(o->ptr, o->dtype, i * ld + sc0, buf + (i - sr0) * w, w);
+    v.p = buf;
+    v.ld = w;
+    return v;
+}
+
+/* The view moved by dk along K. */
+static View view_k(View v, int kin_stored, uint64_t dk)
+{
+    v.p += kin_stored ? dk : dk * v.ld;
+    return v;
+}
+
+/* c (rows × cols, ldc) = op(A)·op(B) over kt, or += when beta is 1. */
+static void sgemm(View a, View b, uint64_t rows, uint64_t cols, uint64_t kt, float beta, float *c, uint64_t ldc)
+{
+    cblas_sgemm(CblasRowMajor, a.op, b.op, (int)rows, (int)cols, (int)kt, 1.0f, a.p, (int)a.ld, b.p, (int)b.ld, beta, c,
+                (int)ldc);
+}
+
+/* One row segment of D: D[i][j0 .. j0+n) from the FP32 sums c (our scratch,
+ * overwritten), through the reference's epilogue, each step a pass over the
+ * row only when the descriptor asks for it. Returns the segment's amax (0 when
+ * no amax is wanted). */
+static float epilogue_row(const Gm *gm, float *c, uint64_t i, uint64_t j0, uint64_t n)
+{
+    const GemmDesc *g = gm->g;
+    uint64_t ldd = g->d.ld ? g->d.ld : g->n, off = i * ldd + j0;
+    float amax = 0.0f;
+    if (gm->has_tscale)
+        for (uint64_t j = 0; j < n; j++) c[j] *= gm->tscale;
+    if (g->accum == GEMM_ACCUMULATE) {
+        const void *d = g->d.ptr;
+        switch (g->d.dtype) {
+        case DT_FP32:
+            for (uint64_t j = 0; j < n; j++) c[j] += ((const float *)d)[off + j];
+            break;
+        case DT_BF16:
+            for (uint64_t j = 0; j < n; j++) c[j] += elem_f32_from_bf16(((const uint16_t *)d)[off + j]);
+            break;
+        default:
+            for (uint64_t j = 0; j < n; j++) c[j] += elem_load(d, g->d.dtype, off + j);
+            break;
         }
     }
+    if (gm->bias)
+        for (uint64_t j = 0; j < n; j++) c[j] += gm->bias[j0 + j];
+    if (g->d.amax)
+        for (uint64_t j = 0; j < n; j++) {
+            float a = fabsf(c[j]);
+            amax = a > amax ? a : amax; /* NaN ignored, as fmaxf */
+        }
+    if (g->d.scale) {
+        float ds = g->d.scale[0];
+        for (uint64_t j = 0; j < n; j++) c[j] *= ds;
+    }
+    elem_store_run(g->d.ptr, g->d.dtype, off, c, n);
+    return amax;
 }
 
-/* An operand as FP32 (unscaled) in the row-major shape the loops below want:
- * A as (M, K), want = GEMM_K_INNER; B as (K, N), want = GEMM_K_OUTER (K outer,
- * so the inner loop runs along N). mn is M for A, N for B. An operand stored in
- * the wanted layout is copied row by row, the other one transposed. */
-static void load_operand(const GemmOperand *o, uint64_t mn, uint64_t k, GemmLayout want, float *dst)
+/* dst (rows × cols, ldd) += part · (scale of A's row · scale of B's column) for
+ * K block kb; rows/cols are D indices from i0 / j0. */
+static void add_block(const Gm *gm, const float *part, uint64_t ldp, float *dst, uint64_t ldd, uint64_t i0,
+                      uint64_t rows, uint64_t j0, uint64_t cols, uint64_t kb)
 {
-    uint64_t ld = o->ld ? o->ld : (o->layout == GEMM_K_INNER ? k : mn);
-    uint64_t rows = want == GEMM_K_INNER ? mn : k, cols = want == GEMM_K_INNER ? k : mn; /* of dst */
-    if (o->layout == want)
-        for (uint64_t i = 0; i < rows; i++) load_run(o->ptr, o->dtype, i * ld, dst + i * cols, cols);
-    else
-        load_transposed(o->ptr, o->dtype, ld, cols, rows, dst); /* stored (cols, rows) */
+    const GemmDesc *g = gm->g;
+    for (uint64_t i = 0; i < rows; i++) {
+        float sa = cpu_gemm_scale_at(&g->a, i0 + i, kb, gm->nkb);
+        for (uint64_t j = 0; j < cols; j++)
+            dst[i * ldd + j] += part[i * ldp + j] * (sa * cpu_gemm_scale_at(&g->b, j0 + j, kb, gm->nkb));
+    }
 }
 
-/* part rows [i0, i1) = Σ_{k0 ≤ k < k1} af[i][k] · bt[k][·], each element summed in
- * increasing k: K is walked in K_TILE chunks (the chunk of bt stays in cache
- * while every row uses it) but every chunk adds to the same running sums, in
- * order, so the result equals a plain sequential dot product. */
-static void matmul_rows(const float *af, const float *bt, float *part, uint64_t n, uint64_t k, uint64_t i0, uint64_t i1,
-                        uint64_t k0, uint64_t k1)
+/* One tile: panel `task` of the streamed operand times the shared chunk. */
+static void tile_task(void *ctx, uint64_t task, int worker)
 {
-    memset(part + i0 * n, 0, (size_t)((i1 - i0) * n) * sizeof(float));
-    for (uint64_t n0 = 0; n0 < n; n0 += N_TILE) {
-        uint64_t nl = n - n0 < N_TILE ? n - n0 : N_TILE;
-        uint64_t nv = nl / VEC * VEC;
-        for (uint64_t c0 = k0; c0 < k1; c0 += K_TILE) {
-            uint64_t c1 = k1 - c0 < K_TILE ? k1 : c0 + K_TILE;
-            uint64_t i = i0;
-            for (; i + 4 <= i1; i += 4) {
-                const float *a0 = af + i * k, *a1 = a0 + k, *a2 = a1 + k, *a3 = a2 + k;
-                float *p0 = part + i * n + n0, *p1 = p0 + n, *p2 = p1 + n, *p3 = p2 + n;
-                /* 4 x 8 outputs held in registers over the whole K chunk */
-                for (uint64_t j = 0; j < nv; j += VEC) {
-                    v8f s0 = *(v8f *)(p0 + j), s1 = *(v8f *)(p1 + j), s2 = *(v8f *)(p2 + j), s3 = *(v8f *)(p3 + j);
-                    const float *r = bt + n0 + j;
-                    for (uint64_t kk = c0; kk < c1; kk++) {
-                        v8f rv = *(const v8f *)(r + kk * n);
-                        s0 += a0[kk] * rv;
-                        s1 += a1[kk] * rv;
-                        s2 += a2[kk] * rv;
-                        s3 += a3[kk] * rv;
-                    }
-                    *(v8f *)(p0 + j) = s0;
-                    *(v8f *)(p1 + j) = s1;
-                    *(v8f *)(p2 + j) = s2;
-                    *(v8f *)(p3 + j) = s3;
-                }
-                for (uint64_t j = nv; j < nl; j++)
-                    for (uint64_t kk = c0; kk < c1; kk++) {
-                        float b = bt[kk * n + n0 + j];
-                        p0[j] += a0[kk] * b;
-                        p1[j] += a1[kk] * b;
-                        p2[j] += a2[kk] * b;
-                        p3[j] += a3[kk] * b;
-                    }
-            }
-            for (; i < i1; i++) {
-                const float *a0 = af + i * k;
-                float *p0 = part + i * n + n0;
-                for (uint64_t j = 0; j < nv; j += VEC) {
-                    v8f s0 = *(v8f *)(p0 + j);
-                    for (uint64_t kk = c0; kk < c1; kk++) s0 += a0[kk] * *(const v8f *)(bt + kk * n + n0 + j);
-                    *(v8f *)(p0 + j) = s0;
-                }
-                for (uint64_t j = nv; j < nl; j++)
-                    for (uint64_t kk = c0; kk < c1; kk++) p0[j] += a0[kk] * bt[kk * n + n0 + j];
-            }
+    Gm *gm = ctx;
+    const GemmDesc *g = gm->g;
+    float *w = gm->work + (uint64_t)worker * gm->work_floats;
+    float *pbuf = w, *part = w + gm->panel_floats, *tacc = part + gm->tile_floats;
+    uint64_t p0 = task * gm->panel, p1 = gm->s - p0 < gm->panel ? gm->s : p0 + gm->panel, pn = p1 - p0;
+    uint64_t kt = gm->k1 - gm->k0;
+    const GemmOperand *so = gm->stream_b ? &g->b : &g->a;
+    View pv = view_of(so, gm->s, g->k, p0, p1, gm->k0, gm->k1, gm->stream_b, pbuf);
+    View av = gm->stream_b ? gm->shared : pv, bv = gm->stream_b ? pv : gm->shared;
+    /* the tile in D: rows [i0, i0+rows), columns [j0, j0+cols) */
+    uint64_t i0 = gm->stream_b ? 0 : p0, rows = gm->stream_b ? g->m : pn;
+    uint64_t j0 = gm->stream_b ? p0 : 0, cols = gm->stream_b ? pn : g->n;
+    /* where its sums go: the (M, N) accumulator, or this worker's tile */
+    float *out = gm->chunked ? gm->acc + i0 * g->n + j0 : (gm->blocked ? tacc : part);
+    uint64_t ldo = gm->chunked ? g->n : cols;
+    if (!gm->blocked) {
+        sgemm(av, bv, rows, cols, kt, gm->chunked && gm->k0 ? 1.0f : 0.0f, out, ldo);
+    } else {
+        int a_kin = g->a.layout == GEMM_K_INNER, b_kin = g->b.layout == GEMM_K_INNER; /* views keep it */
+        if (!gm->chunked)
+            for (uint64_t i = 0; i < rows; i++) memset(out + i * ldo, 0, (size_t)cols * sizeof(float));
+        for (uint64_t kk = gm->k0; kk < gm->k1; kk += GEMM_SCALE_BLOCK) {
+            uint64_t kw = gm->k1 - kk < GEMM_SCALE_BLOCK ? gm->k1 - kk : GEMM_SCALE_BLOCK;
+            sgemm(view_k(av, a_kin, kk - gm->k0), view_k(bv, b_kin, kk - gm->k0), rows, cols, kw, 0.0f, part, cols);
+            add_block(gm, part, cols, out, ldo, i0, rows, j0, cols, kk / GEMM_SCALE_BLOCK);
         }
     }
+    if (gm->chunked) return; /* the epilogue runs once every chunk is in */
+    float amax = gm->amax[worker];
+    for (uint64_t i = 0; i < rows; i++) {
+        float a = epilogue_row(gm, out + i * ldo, i0 + i, j0, cols);
+        amax = a > amax ? a : amax;
+    }
+    gm->amax[worker] = amax;
+}
+
+/* The epilogue of rows [b, e) of the chunked accumulator. */
+static void epilogue_task(void *ctx, uint64_t b, uint64_t e, int worker)
+{
+    Gm *gm = ctx;
+    uint64_t n = gm->g->n;
+    float amax = gm->amax[worker];
+    for (uint64_t i = b; i < e; i++) {
+        float a = epilogue_row(gm, gm->acc + i * n, i, 0, n);
+        amax = a > amax ? a : amax;
+    }
+    gm->amax[worker] = amax;
 }
 
 typedef struct {
-    const float *af, *bt;
-    float *part;
-    uint64_t n, k, i0, i1, k0, k1;
-} RowJob;
+    const GemmOperand *o;
+    uint64_t mn, k, k0, k1;
+    int is_b;
+    float *buf;
+} SharedJob;
 
-static void *row_job(void *arg)
+/* Decode rows [b, e) (as the operand's M/N rows) of the shared chunk. */
+static void shared_task(void *ctx, uint64_t b, uint64_t e, int worker)
 {
-    const RowJob *j = arg;
-    matmul_rows(j->af, j->bt, j->part, j->n, j->k, j->i0, j->i1, j->k0, j->k1);
-    return NULL;
+    (void)worker;
+    const SharedJob *j = ctx;
+    int kin = j->o->layout == GEMM_K_INNER;
+    uint64_t w = kin ? j->k1 - j->k0 : j->mn;
+    if (kin) /* rows of the stored block are M/N rows: decode rows [b, e) */
+        view_of(j->o, j->mn, j->k, b, e, j->k0, j->k1, j->is_b, j->buf + b * w);
+    else /* stored rows are K: [b, e) indexes them */
+        view_of(j->o, j->mn, j->k, 0, j->mn, j->k0 + b, j->k0 + e, j->is_b, j->buf + b * w);
 }
 
-/* part (M, N) = Σ_{k0 ≤ k < k1} af · bt, rows split over the worker threads
- * (each element is computed by one thread, in the same order: deterministic). */
-static void matmul_block(const float *af, const float *bt, float *part, uint64_t m, uint64_t n, uint64_t k, uint64_t k0,
-                         uint64_t k1)
+/* The panel height for a streamed extent s: strips of at most PANEL_MAX rows,
+ * their number rounded up to a multiple of STRIPS_ROUND so that a few threads
+ * share them evenly, but no strip below PANEL_MIN rows (narrow strips make the
+ * BLAS repack the shared operand too often); one panel for a small GEMM. */
+static uint64_t panel_rows(const GemmDesc *g, uint64_t s)
 {
-    int nt = cpu_threads();
-    if (nt > 1 && (double)m * n * (k1 - k0) < PARALLEL_MIN_FLOP) nt = 1;
-    if (nt > (int)((m + 3) / 4)) nt = (int)((m + 3) / 4); /* at least one 4-row block per thread */
-    if (nt <= 1) {
-        matmul_rows(af, bt, part, n, k, 0, m, k0, k1);
-        return;
-    }
-    RowJob jobs[CPU_MAX_THREADS];
-    pthread_t tid[CPU_MAX_THREADS];
-    int started[CPU_MAX_THREADS] = {0};
-    uint64_t blocks = (m + 3) / 4;
-    for (int t = 0; t < nt; t++) {
-        uint64_t b0 = blocks * (uint64_t)t / (uint64_t)nt, b1 = blocks * (uint64_t)(t + 1) / (uint64_t)nt;
-        jobs[t] = (RowJob){af, bt, part, n, k, b0 * 4, b1 * 4 < m ? b1 * 4 : m, k0, k1};
-    }
-    for (int t = 1; t < nt; t++) started[t] = pthread_create(&tid[t], NULL, row_job, &jobs[t]) == 0;
-    row_job(&jobs[0]);
-    for (int t = 1; t < nt; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else
-            row_job(&jobs[t]); /* no thread: do it here */
-    }
+    if (2.0 * (double)g->m * (double)g->n * (double)g->k < ONE_TILE_FLOP) return s;
+    uint64_t strips = round_up((s + PANEL_MAX - 1) / PANEL_MAX, STRIPS_ROUND), most = s / PANEL_MIN;
+    if (strips > most) strips = most ? most : 1;
+    uint64_t p = round_up((s + strips - 1) / strips, PANEL_ALIGN);
+    return p < s ? p : s;
 }
 
-/* Dequantization factor of an operand for its row `row` and K block `kb`. */
-static float scale_at(const GemmOperand *o, uint64_t row, uint64_t kb, uint64_t nkb)
-{
-    if (!o->scale_inv) return 1.0f;
-    switch (o->scale_gran) {
-    case GRAN_1X128: return o->scale_inv[row * nkb + kb];
-    case GRAN_128X128: return o->scale_inv[(row / SCALE_BLOCK) * nkb + kb];
-    default: return o->scale_inv[0];
-    }
-}
+static void blas_single_thread(void) { openblas_set_num_threads(1); }
 
-static int is_block(const GemmOperand *o)
+void cpu_blas_init(void)
 {
-    return o->scale_inv && (o->scale_gran == GRAN_1X128 || o->scale_gran == GRAN_128X128);
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, blas_single_thread);
 }
 
 Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e)
 {
-    Status st = gemm_desc_check(g, e);
+    Status st = cpu_gemm_check(g, e);
     if (st) return st;
-    uint64_t m = g->m, n = g->n, k = g->k, mn;
-    uint64_t mk, nk;
-    if (u64_mul(m, n, &mn) || u64_mul(m, k, &mk) || u64_mul(n, k, &nk) || mn > UINT64_MAX / 2)
-        return err_set(e, ST_USAGE, "gemm: shape %llux%llux%llu is too large", (unsigned long long)m,
-                       (unsigned long long)n, (unsigned long long)k);
-    int blocked = is_block(&g->a) || is_block(&g->b);
-    uint64_t kblk = blocked ? SCALE_BLOCK : k, nkb = (k + SCALE_BLOCK - 1) / SCALE_BLOCK;
+    uint64_t m = g->m, n = g->n, k = g->k;
+    uint64_t lda = g->a.ld ? g->a.ld : (g->a.layout == GEMM_K_INNER ? k : m);
+    uint64_t ldb = g->b.ld ? g->b.ld : (g->b.layout == GEMM_K_INNER ? k : n);
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX)
+        return cpu_gemm_ref(bk, g, e); /* beyond the BLAS's 32-bit sizes */
+    Gm gm = {.g = g, .stream_b = n >= m, .blocked = cpu_gemm_blocked(g)};
+    gm.s = gm.stream_b ? n : m;
+    gm.r = gm.stream_b ? m : n;
+    gm.panel = panel_rows(g, gm.s);
+    gm.chunked = k > KC_MAX;
+    gm.nkb = (k + GEMM_SCALE_BLOCK - 1) / GEMM_SCALE_BLOCK;
+    gm.has_tscale = !gm.blocked && g->a.scale_inv;
+    gm.tscale = gm.has_tscale ? g->a.scale_inv[0] * g->b.scale_inv[0] : 1.0f;
+    uint64_t kc = gm.chunked ? KC : k, ntiles = (gm.s + gm.panel - 1) / gm.panel;
+    const GemmOperand *sh = gm.stream_b ? &g->a : &g->b, *so = gm.stream_b ? &g->b : &g->a;
 
-    float *af = cpu_scratch(bk, 0, mk, e);
-    float *bt = af ? cpu_scratch(bk, 1, nk, e) : NULL;
-    float *acc = bt ? cpu_scratch(bk, 2, blocked ? 2 * mn : mn, e) : NULL;
-    if (!acc) return e ? e->st : ST_NOMEM;
-    load_operand(&g->a, m, k, GEMM_K_INNER, af); /* (M, K) */
-    load_operand(&g->b, n, k, GEMM_K_OUTER, bt); /* (K, N) */
-
-    if (!blocked) {
-        matmul_block(af, bt, acc, m, n, k, 0, k);
-        if (g->a.scale_inv) { /* per tensor: one rescale of the finished sum */
-            float s = g->a.scale_inv[0] * g->b.scale_inv[0];
-            for (uint64_t i = 0; i < mn; i++) acc[i] *= s;
-        }
-    } else {
-        float *part = acc + mn;
-        memset(acc, 0, (size_t)mn * sizeof(float));
-        for (uint64_t k0 = 0, kb = 0; k0 < k; k0 += kblk, kb++) {
-            uint64_t k1 = k - k0 < kblk ? k : k0 + kblk;
-            matmul_block(af, bt, part, m, n, k, k0, k1);
-            for (uint64_t i = 0; i < m; i++) {
-                float sa = scale_at(&g->a, i, kb, nkb);
-                for (uint64_t j = 0; j < n; j++) acc[i * n + j] += part[i * n + j] * (sa * scale_at(&g->b, j, kb, nkb));
-            }
-        }
+    /* scratch: 0 = the shared chunk, 1 = bias + per-worker buffers, 2 = the (M, N) accumulator */
+    int workers = par_threads();
+    gm.panel_floats = so->dtype == DT_FP32 ? 0 : round_up(gm.panel * kc, ALIGN_FLOATS);
+    gm.tile_floats = round_up(gm.panel * gm.r, ALIGN_FLOATS);
+    gm.work_floats = gm.panel_floats + gm.tile_floats * (gm.blocked ? 2 : 1);
+    uint64_t bias_floats = g->bias ? round_up(n, ALIGN_FLOATS) : 0;
+    float *sbuf = sh->dtype == DT_FP32 ? NULL : cpu_scratch(bk, 0, gm.r * kc, e);
+    float *wbuf = cpu_scratch(bk, 1, bias_floats + gm.work_floats * (uint64_t)workers + ALIGN_FLOATS, e);
+    gm.acc = gm.chunked && wbuf ? cpu_scratch(bk, 2, m * n, e) : NULL;
+    if ((sh->dtype != DT_FP32 && !sbuf) || !wbuf || (gm.chunked && !gm.acc)) return e ? e->st : ST_NOMEM;
+    float *base = wbuf + (ALIGN_FLOATS - ((uintptr_t)wbuf / sizeof(float)) % ALIGN_FLOATS) % ALIGN_FLOATS;
+    if (g->bias) {
+        elem_load_run(g->bias, g->bias_dtype, 0, base, n);
+        gm.bias = base;
     }
+    gm.work = base + bias_floats;
 
-    uint64_t ldd = g->d.ld ? g->d.ld : n;
-    float amax = 0.0f;
-    float dscale = g->d.scale ? g->d.scale[0] : 1.0f;
-    for (uint64_t i = 0; i < m; i++) {
-        for (uint64_t j = 0; j < n; j++) {
-            float v = acc[i * n + j];
-            if (g->accum == GEMM_ACCUMULATE) v += elem_load(g->d.ptr, g->d.dtype, i * ldd + j);
-            if (g->bias) v += elem_load(g->bias, g->bias_dtype, j);
-            amax = fabsf(v) > amax ? fabsf(v) : amax; /* NaN ignored, as fmaxf */
-            if (g->d.scale) v *= dscale;
-            elem_store(g->d.ptr, g->d.dtype, i * ldd + j, v);
+    if (gm.chunked && gm.blocked) memset(gm.acc, 0, (size_t)(m * n) * sizeof(float)); /* blocks add from 0 */
+    for (gm.k0 = 0; gm.k0 < k; gm.k0 += kc) {
+        gm.k1 = k - gm.k0 < kc ? k : gm.k0 + kc;
+        SharedJob sj = {sh, gm.r, k, gm.k0, gm.k1, !gm.stream_b, sbuf};
+        if (sbuf) { /* decode the shared chunk, split by its stored rows */
+            uint64_t srows = sh->layout == GEMM_K_INNER ? gm.r : gm.k1 - gm.k0;
+            uint64_t per_row = sh->layout == GEMM_K_INNER ? gm.k1 - gm.k0 : gm.r;
+            par_chunks(srows, (1u << 16) / per_row + 1, shared_task, &sj);
         }
+        if (sbuf)
+            gm.shared = (View){sbuf, sh->layout == GEMM_K_INNER ? gm.k1 - gm.k0 : gm.r, op_of(sh, !gm.stream_b)};
+        else /* FP32: in place, nothing decoded */
+            gm.shared = view_of(sh, gm.r, k, 0, gm.r, gm.k0, gm.k1, !gm.stream_b, NULL);
+        par_tasks(ntiles, tile_task, &gm);
     }
-    if (g->d.amax) *g->d.amax = fmaxf(*g->d.amax, amax);
+    if (gm.chunked) par_chunks(m, EPI_ROWS, epilogue_task, &gm);
+    if (g->d.amax) {
+        float amax = 0.0f;
+        for (int w = 0; w < workers; w++) amax = gm.amax[w] > amax ? gm.amax[w] : amax;
+        *g->d.amax = fmaxf(*g->d.amax, amax);
+    }
     return ST_OK;
 }

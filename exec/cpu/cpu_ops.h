@@ -8,19 +8,28 @@
 
 /* Private FP32 scratch owned by the backend (like cuBLASLt's internal
  * workspace, it is not part of the arena): grown on demand, reused. */
+enum { CPU_SCRATCH_SLOTS = 4 };
 typedef struct {
-    float *buf[3];
-    uint64_t cap[3]; /* floats */
+    float *buf[CPU_SCRATCH_SLOTS];
+    uint64_t cap[CPU_SCRATCH_SLOTS]; /* floats */
 } CpuImpl;
 
-enum { CPU_MAX_THREADS = 8 };
-
-/* Worker threads for the large GEMMs: $FP8PLAN_THREADS, else the online CPUs,
- * at most CPU_MAX_THREADS. Results do not depend on it. */
-int cpu_threads(void);
-
-/* Scratch slot i (0..2) with at least n floats; NULL + ST_NOMEM on failure. */
+/* Scratch slot i (0 .. CPU_SCRATCH_SLOTS−1) with at least n floats; NULL +
+ * ST_NOMEM on failure. */
 float *cpu_scratch(Backend *bk, int slot, uint64_t n, Err *e);
+
+/* Per-worker scratch in slot i: par_threads() regions of at least `floats`
+ * floats, 64-byte aligned; worker w's region starts at the result + w · *stride. */
+float *cpu_scratch_workers(Backend *bk, int slot, uint64_t floats, uint64_t *stride, Err *e);
+
+/* Elements per task of the element-wise kernels on the thread pool (a fixed
+ * cut, so results never depend on the thread count; below it, one thread). */
+enum { CPU_CHUNK = 1 << 15 };
+
+/* OpenBLAS to one thread per call (once per process, before any BLAS call): the
+ * CPU backend's GEMM tiles and attention blocks call sgemm from the pool's
+ * threads concurrently. backend_cpu_create calls it. */
+void cpu_blas_init(void);
 
 Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e);
 

@@ -1,10 +1,14 @@
 /* exec/cpu/cpu_optim.c — the CPU reference optimizers: AdamW on FP32 master/m/v,
- * and FP8-LM's AdamW on FP16 master + FP8 m + FP16 v with per-tensor scales. */
+ * and FP8-LM's AdamW on FP16 master + FP8 m + FP16 v with per-tensor scales.
+ * Element-wise, in fixed chunks on the thread pool: every element's update is
+ * kernel_math.h's whoever runs it, and the amaxes are maxima, so results do
+ * not depend on the thread count. */
 #include <math.h>
 
 #include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
 #include "exec/kernel_math.h"
+#include "exec/par.h"
 #include "exec/scaling.h"
 
 /* The AdamW update of one element in FP32 (exec/kernel_math.h, shared with the GPU). */
@@ -13,9 +17,30 @@ static inline float adam_update(const AdamHyper *h, float bc1, float bc2, float 
     return km_adamw(w, g, m, v, h->lr, h->beta1, h->beta2, h->eps, h->weight_decay, bc1, bc2);
 }
 
+typedef struct {
+    const AdamWDesc *d;
+    float *master, gs, bc1, bc2;
+    float *buf; /* per worker: the chunk's gradient, then its new weights */
+    uint64_t stride;
+} AdamJob;
+
+static void adamw_chunk(void *ctx, uint64_t b, uint64_t e, int worker)
+{
+    const AdamJob *j = ctx;
+    const AdamWDesc *d = j->d;
+    uint64_t n = e - b;
+    /* master, m, v and the gradient's copy are distinct arrays: restrict lets the loop vectorize */
+    float *restrict g = j->buf + (uint64_t)worker * j->stride, *restrict w = j->master + b;
+    float *restrict m = d->m + b, *restrict v = d->v + b;
+    const AdamHyper h = d->h;
+    const float bc1 = j->bc1, bc2 = j->bc2, gs = j->gs;
+    elem_load_run(d->grad, d->grad_dtype, b, g, n);
+    for (uint64_t i = 0; i < n; i++) w[i] = adam_update(&h, bc1, bc2, w[i], g[i] * gs, &m[i], &v[i]);
+    if (d->weight && d->master) elem_store_run(d->weight, d->weight_dtype, b, w, n);
+}
+
 Status cpu_adamw(Backend *bk, const AdamWDesc *d, Err *e)
 {
-    (void)bk;
     Status st = adam_hyper_check(&d->h, "adamw", e);
     if (!st) st = adam_grad_check(d->grad, d->grad_dtype, d->grad_scale_inv, "adamw", e);
     if (st) return st;
@@ -28,14 +53,15 @@ Status cpu_adamw(Backend *bk, const AdamWDesc *d, Err *e)
             return err_set(e, ST_USAGE, "adamw: without a master the working weight must be fp32");
         master = d->weight;
     }
-    float gs = d->h.grad_scale * (dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv[0] : 1.0f);
-    float bc1 = 1.0f - powf(d->h.beta1, (float)d->h.step), bc2 = 1.0f - powf(d->h.beta2, (float)d->h.step);
-    for (uint64_t i = 0; i < d->n; i++) {
-        float g = elem_load(d->grad, d->grad_dtype, i) * gs;
-        float w = adam_update(&d->h, bc1, bc2, master[i], g, &d->m[i], &d->v[i]);
-        master[i] = w;
-        if (d->weight && d->master) elem_store(d->weight, d->weight_dtype, i, w);
-    }
+    AdamJob j = {.d = d,
+                 .master = master,
+                 .gs = d->h.grad_scale * (dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv[0] : 1.0f),
+                 .bc1 = 1.0f - powf(d->h.beta1, (float)d->h.step),
+                 .bc2 = 1.0f - powf(d->h.beta2, (float)d->h.step)};
+    if (!d->n) return ST_OK;
+    j.buf = cpu_scratch_workers(bk, 0, CPU_CHUNK, &j.stride, e);
+    if (!j.buf) return e ? e->st : ST_NOMEM;
+    par_chunks(d->n, CPU_CHUNK, adamw_chunk, &j);
     return ST_OK;
 }
 
@@ -47,6 +73,38 @@ static void rec_store(float *rec, float scale, float amax)
     rec[REC_SCALE] = scale;
     rec[REC_SCALE_INV] = 1.0f / scale;
     rec[REC_AMAX] = amax;
+}
+
+typedef struct {
+    const Fp8AdamDesc *d;
+    float gs, bc1, bc2, dw, dm, dv; /* gradient factor, bias corrections, state dequantization */
+    float sw, sm, sv;               /* pass 2: the new scales */
+    int pass;
+    float amax[PAR_MAX_THREADS][3]; /* pass 1: per worker, of w, m, v */
+} Fp8AdamJob;
+
+static void fp8_adam_chunk(void *ctx, uint64_t b, uint64_t e, int worker)
+{
+    Fp8AdamJob *j = ctx;
+    const Fp8AdamDesc *d = j->d;
+    float amax_w = j->amax[worker][0], amax_m = j->amax[worker][1], amax_v = j->amax[worker][2];
+    for (uint64_t i = b; i < e; i++) {
+        float g = elem_load(d->grad, d->grad_dtype, i) * j->gs;
+        float m = elem_load(d->m, DT_E4M3, i) * j->dm, v = elem_load(d->v, DT_FP16, i) * j->dv;
+        float w = adam_update(&d->h, j->bc1, j->bc2, elem_load(d->master, DT_FP16, i) * j->dw, g, &m, &v);
+        if (j->pass == 0) {
+            amax_w = fmaxf(amax_w, fabsf(w));
+            amax_m = fmaxf(amax_m, fabsf(m));
+            amax_v = fmaxf(amax_v, fabsf(v));
+            continue;
+        }
+        elem_store(d->m, DT_E4M3, i, m * j->sm);
+        elem_store(d->v, DT_FP16, i, v * j->sv);
+        elem_store(d->master, DT_FP16, i, w * j->sw);
+        /* the working copy is the value the master now holds */
+        if (d->weight) elem_store(d->weight, d->weight_dtype, i, elem_load(d->master, DT_FP16, i) / j->sw);
+    }
+    j->amax[worker][0] = amax_w, j->amax[worker][1] = amax_m, j->amax[worker][2] = amax_v;
 }
 
 /* Pass 1 computes the new states to find their amax; pass 2 recomputes them
@@ -62,36 +120,31 @@ Status cpu_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
     if (!d->master || !d->m || !d->v) return err_set(e, ST_USAGE, "fp8_adam: missing state");
     if (d->weight && (!elem_supported(d->weight_dtype) || dtype_is_fp8(d->weight_dtype)))
         return err_set(e, ST_USAGE, "fp8_adam: working weight dtype %s", dtype_name(d->weight_dtype));
-    float gs = d->h.grad_scale * (dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv[0] : 1.0f);
-    float bc1 = 1.0f - powf(d->h.beta1, (float)d->h.step), bc2 = 1.0f - powf(d->h.beta2, (float)d->h.step);
     /* dequantization factors of the stored states (scales are powers of two, so exact) */
-    float dw = 1.0f / rec_scale(d->master_rec), dm = 1.0f / rec_scale(d->m_rec), dv = 1.0f / rec_scale(d->v_rec);
-    float amax_w = 0.0f, amax_m = 0.0f, amax_v = 0.0f, sw = 1.0f, sm = 1.0f, sv = 1.0f;
-    for (int pass = 0; pass < 2; pass++) {
-        if (pass == 1) {
-            if (d->master_rec) sw = scaling_pow2(amax_w, DT_FP16, d->margin, d->master_rec[REC_SCALE]);
-            if (d->m_rec) sm = scaling_pow2(amax_m, DT_E4M3, d->margin, d->m_rec[REC_SCALE]);
-            if (d->v_rec) sv = scaling_pow2(amax_v, DT_FP16, d->margin, d->v_rec[REC_SCALE]);
-        }
-        for (uint64_t i = 0; i < d->n; i++) {
-            float g = elem_load(d->grad, d->grad_dtype, i) * gs;
-            float m = elem_load(d->m, DT_E4M3, i) * dm, v = elem_load(d->v, DT_FP16, i) * dv;
-            float w = adam_update(&d->h, bc1, bc2, elem_load(d->master, DT_FP16, i) * dw, g, &m, &v);
-            if (pass == 0) {
-                amax_w = fmaxf(amax_w, fabsf(w));
-                amax_m = fmaxf(amax_m, fabsf(m));
-                amax_v = fmaxf(amax_v, fabsf(v));
-                continue;
-            }
-            elem_store(d->m, DT_E4M3, i, m * sm);
-            elem_store(d->v, DT_FP16, i, v * sv);
-            elem_store(d->master, DT_FP16, i, w * sw);
-            /* the working copy is the value the master now holds */
-            if (d->weight) elem_store(d->weight, d->weight_dtype, i, elem_load(d->master, DT_FP16, i) / sw);
-        }
+    Fp8AdamJob j = {.d = d,
+                    .gs = d->h.grad_scale * (dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv[0] : 1.0f),
+                    .bc1 = 1.0f - powf(d->h.beta1, (float)d->h.step),
+                    .bc2 = 1.0f - powf(d->h.beta2, (float)d->h.step),
+                    .dw = 1.0f / rec_scale(d->master_rec),
+                    .dm = 1.0f / rec_scale(d->m_rec),
+                    .dv = 1.0f / rec_scale(d->v_rec),
+                    .sw = 1.0f,
+                    .sm = 1.0f,
+                    .sv = 1.0f};
+    par_chunks(d->n, CPU_CHUNK, fp8_adam_chunk, &j);
+    float amax_w = 0.0f, amax_m = 0.0f, amax_v = 0.0f;
+    for (int w = 0; w < PAR_MAX_THREADS; w++) {
+        amax_w = fmaxf(amax_w, j.amax[w][0]);
+        amax_m = fmaxf(amax_m, j.amax[w][1]);
+        amax_v = fmaxf(amax_v, j.amax[w][2]);
     }
-    rec_store(d->master_rec, sw, amax_w);
-    rec_store(d->m_rec, sm, amax_m);
-    rec_store(d->v_rec, sv, amax_v);
+    if (d->master_rec) j.sw = scaling_pow2(amax_w, DT_FP16, d->margin, d->master_rec[REC_SCALE]);
+    if (d->m_rec) j.sm = scaling_pow2(amax_m, DT_E4M3, d->margin, d->m_rec[REC_SCALE]);
+    if (d->v_rec) j.sv = scaling_pow2(amax_v, DT_FP16, d->margin, d->v_rec[REC_SCALE]);
+    j.pass = 1;
+    par_chunks(d->n, CPU_CHUNK, fp8_adam_chunk, &j);
+    rec_store(d->master_rec, j.sw, amax_w);
+    rec_store(d->m_rec, j.sm, amax_m);
+    rec_store(d->v_rec, j.sv, amax_v);
     return ST_OK;
 }

@@ -1,16 +1,64 @@
 /* exec/cpu/cpu_quant.c — the CPU reference of the quantization kernels: fused
  * cast + transpose + amax, element-wise conversion, amax, and the per-step
- * scaling updates (delayed: TE's history window; current: this step's amax). */
+ * scaling updates (delayed: TE's history window; current: this step's amax).
+ * The element-wise work runs in fixed tiles/chunks on the thread pool; every
+ * element's arithmetic is the same whoever runs it, and amax is a max, so
+ * results do not depend on the thread count. */
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
+#include "exec/par.h"
 #include "exec/scaling.h"
+#include "fp8/codec.h"
+
+enum { CAST_TR = 32, CAST_TC = 2048 }; /* a cast tile: rows × columns */
+
+typedef struct {
+    const CastDesc *c;
+    float scale, dq;
+    int quant;        /* an FP8 output is wanted */
+    uint64_t tiles_c; /* tiles across the columns */
+    float *buf;       /* per worker: CAST_TC floats, then CAST_TR × CAST_TC bytes */
+    uint64_t stride;
+    float amax[PAR_MAX_THREADS];
+} CastJob;
+
+/* One tile: x = in · dq, its amax, q = fp8(x · scale) into the row-wise copy,
+ * and the tile's codes written column by column into the transposed copy
+ * (CAST_TR consecutive bytes per column). */
+static void cast_tile(void *ctx, uint64_t task, int worker)
+{
+    CastJob *j = ctx;
+    const CastDesc *c = j->c;
+    uint64_t R = c->rows, C = c->cols, r0 = task / j->tiles_c * CAST_TR, c0 = task % j->tiles_c * CAST_TC;
+    uint64_t rn = R - r0 < CAST_TR ? R - r0 : CAST_TR, cn = C - c0 < CAST_TC ? C - c0 : CAST_TC;
+    float *x = j->buf + (uint64_t)worker * j->stride, amax = j->amax[worker];
+    uint8_t *qb = (uint8_t *)(x + CAST_TC);
+    for (uint64_t r = 0; r < rn; r++) {
+        elem_load_run(c->in, c->in_dtype, (r0 + r) * C + c0, x, cn);
+        for (uint64_t i = 0; i < cn; i++) {
+            x[i] *= j->dq;
+            float a = fabsf(x[i]);
+            amax = a > amax ? a : amax; /* NaN ignored, as fmaxf */
+        }
+        if (!j->quant) continue;
+        uint8_t *q = qb + r * CAST_TC;
+        fp8_encode_f32_array(c->out_dtype, x, j->scale, q, cn, FP8_SATFINITE); /* = elem_fp8_from_f32(x · scale) */
+        if (c->out_row) memcpy((uint8_t *)c->out_row + (r0 + r) * C + c0, q, (size_t)cn);
+    }
+    if (c->out_col)
+        for (uint64_t i = 0; i < cn; i++) {
+            uint8_t *col = (uint8_t *)c->out_col + (c0 + i) * R + r0;
+            for (uint64_t r = 0; r < rn; r++) col[r] = qb[r * CAST_TC + i];
+        }
+    j->amax[worker] = amax;
+}
 
 Status cpu_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
 {
-    (void)bk;
     if (!c->in || (!c->out_row && !c->out_col && !c->amax))
         return err_set(e, ST_USAGE, "cast_transpose: needs an input and at least one output");
     if (!elem_supported(c->in_dtype) || dtype_is_fp8(c->in_dtype))
@@ -19,41 +67,81 @@ Status cpu_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
     if ((c->out_row || c->out_col) && (!dtype_is_fp8(c->out_dtype) || !c->scale))
         return err_set(e, ST_USAGE, "cast_transpose: output dtype %s must be e4m3 or e5m2, with a scale",
                        dtype_name(c->out_dtype));
-    float scale = c->scale ? c->scale[0] : 1.0f, amax = 0.0f, dq = c->in_scale_inv ? c->in_scale_inv[0] : 1.0f;
-    uint64_t R = c->rows, C = c->cols;
-    for (uint64_t r = 0; r < R; r++)
-        for (uint64_t j = 0; j < C; j++) {
-            float x = elem_load(c->in, c->in_dtype, r * C + j) * dq;
-            amax = fmaxf(amax, fabsf(x));
-            if (!c->out_row && !c->out_col) continue;
-            uint8_t q = elem_fp8_from_f32(x * scale, c->out_dtype);
-            if (c->out_row) ((uint8_t *)c->out_row)[r * C + j] = q;
-            if (c->out_col) ((uint8_t *)c->out_col)[j * R + r] = q;
-        }
+    CastJob j = {.c = c,
+                 .scale = c->scale ? c->scale[0] : 1.0f,
+                 .dq = c->in_scale_inv ? c->in_scale_inv[0] : 1.0f,
+                 .quant = c->out_row || c->out_col,
+                 .tiles_c = (c->cols + CAST_TC - 1) / CAST_TC};
+    uint64_t tiles = (c->rows + CAST_TR - 1) / CAST_TR * j.tiles_c;
+    if (tiles) {
+        j.buf = cpu_scratch_workers(bk, 0, CAST_TC + CAST_TR * CAST_TC / sizeof(float), &j.stride, e);
+        if (!j.buf) return e ? e->st : ST_NOMEM;
+        par_tasks(tiles, cast_tile, &j);
+    }
+    float amax = 0.0f;
+    for (int w = 0; w < PAR_MAX_THREADS; w++) amax = j.amax[w] > amax ? j.amax[w] : amax;
     if (c->amax) *c->amax = fmaxf(*c->amax, amax);
-    if (c->scale_inv && c->scale) *c->scale_inv = 1.0f / scale;
+    if (c->scale_inv && c->scale) *c->scale_inv = 1.0f / j.scale;
     return ST_OK;
+}
+
+typedef struct {
+    const void *in;
+    void *out;
+    Dtype in_dt, out_dt;
+    float s;
+    float *buf;
+    uint64_t stride;
+    float amax[PAR_MAX_THREADS];
+} RunJob;
+
+static void convert_chunk(void *ctx, uint64_t b, uint64_t e, int worker)
+{
+    RunJob *j = ctx;
+    float *x = j->buf + (uint64_t)worker * j->stride;
+    elem_load_run(j->in, j->in_dt, b, x, e - b);
+    for (uint64_t i = 0; i < e - b; i++) x[i] *= j->s;
+    elem_store_run(j->out, j->out_dt, b, x, e - b);
 }
 
 Status cpu_convert(Backend *bk, const void *in, Dtype in_dtype, void *out, Dtype out_dtype, uint64_t n,
                    const float *scale, Err *e)
 {
-    (void)bk;
     if (!elem_supported(in_dtype) || !elem_supported(out_dtype))
         return err_set(e, ST_USAGE, "convert: %s -> %s is not supported", dtype_name(in_dtype), dtype_name(out_dtype));
     if (n && (!in || !out)) return err_set(e, ST_USAGE, "convert: missing pointer");
-    float s = scale ? scale[0] : 1.0f;
-    for (uint64_t i = 0; i < n; i++) elem_store(out, out_dtype, i, elem_load(in, in_dtype, i) * s);
+    if (!n) return ST_OK;
+    RunJob j = {.in = in, .out = out, .in_dt = in_dtype, .out_dt = out_dtype, .s = scale ? scale[0] : 1.0f};
+    j.buf = cpu_scratch_workers(bk, 0, CPU_CHUNK, &j.stride, e);
+    if (!j.buf) return e ? e->st : ST_NOMEM;
+    par_chunks(n, CPU_CHUNK, convert_chunk, &j);
     return ST_OK;
+}
+
+static void amax_chunk(void *ctx, uint64_t b, uint64_t e, int worker)
+{
+    RunJob *j = ctx;
+    float *x = j->buf + (uint64_t)worker * j->stride, m = j->amax[worker];
+    elem_load_run(j->in, j->in_dt, b, x, e - b);
+    for (uint64_t i = 0; i < e - b; i++) {
+        float a = fabsf(x[i]);
+        m = a > m ? a : m; /* NaN ignored, as fmaxf */
+    }
+    j->amax[worker] = m;
 }
 
 Status cpu_amax(Backend *bk, const void *in, Dtype dtype, uint64_t n, float *amax, Err *e)
 {
-    (void)bk;
     if (!elem_supported(dtype)) return err_set(e, ST_USAGE, "amax: dtype %s is not supported", dtype_name(dtype));
     if (!amax || (n && !in)) return err_set(e, ST_USAGE, "amax: missing pointer");
+    RunJob j = {.in = in, .in_dt = dtype};
+    if (n) {
+        j.buf = cpu_scratch_workers(bk, 0, CPU_CHUNK, &j.stride, e);
+        if (!j.buf) return e ? e->st : ST_NOMEM;
+        par_chunks(n, CPU_CHUNK, amax_chunk, &j);
+    }
     float m = 0.0f;
-    for (uint64_t i = 0; i < n; i++) m = fmaxf(m, fabsf(elem_load(in, dtype, i)));
+    for (int w = 0; w < PAR_MAX_THREADS; w++) m = j.amax[w] > m ? j.amax[w] : m;
     *amax = fmaxf(*amax, m);
     return ST_OK;
 }

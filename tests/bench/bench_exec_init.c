@@ -16,15 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench_time.h"
 #include "exec/model/gpt.h"
 #include "support/exec_fixtures.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int bench(Backend *bk, const char *recipe, uint32_t layers, uint32_t hidden)
 {
@@ -50,12 +44,12 @@ static int bench(Backend *bk, const char *recipe, uint32_t layers, uint32_t hidd
     }
     double best = 1e30;
     for (int rep = 0; rep < 3; rep++) {
-        double t0 = now();
+        double t0 = bench_now();
         if (gpt_init_weights(g, &e)) {
             printf("  %s: %s\n", recipe, e.msg);
             break;
         }
-        double t = now() - t0;
+        double t = bench_now() - t0;
         if (t < best) best = t;
     }
     uint64_t n = gpt_param_count(g);

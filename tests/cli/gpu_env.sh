@@ -124,8 +124,9 @@ if [ -x /usr/local/cuda/bin/nvcc ] || [ -x "${CUDA_HOME:-/nonexistent}/bin/nvcc"
     mkdir -p "$n/include" "$n/lib"
     : >"$n/include/nccl.h"
     : >"$n/lib/libnccl.so.2"
-    make -n --no-print-directory NCCL_HOME="$n" BUILD="$TMP/mk2" "$TMP/mk2/fp8plan" >"$TMP/out" 2>"$TMP/err"
-    if grep -- "-o $TMP/mk2/fp8plan" "$TMP/out" | grep -q "$n/lib/libnccl.so.2"; then pass "NCCL_HOME's library is linked"; else fail "NCCL_HOME" "$(tail -3 "$TMP/err")"; fi
+    # (NCCL is linked into the CUDA backend's library, libfp8plan_cuda.so, which fp8plan loads on demand)
+    make -n --no-print-directory NCCL_HOME="$n" BUILD="$TMP/mk2" "$TMP/mk2/libfp8plan_cuda.so" >"$TMP/out" 2>"$TMP/err"
+    if grep -- "-o $TMP/mk2/libfp8plan_cuda.so" "$TMP/out" | grep -q "$n/lib/libnccl.so.2"; then pass "NCCL_HOME's library is linked"; else fail "NCCL_HOME" "$(tail -3 "$TMP/err")"; fi
     if grep -q "NCCL from NCCL_HOME" "$TMP/out"; then pass "the build says which NCCL"; else fail "which NCCL is not said"; fi
     make -n --no-print-directory NCCL_HOME="$TMP/empty" BUILD="$TMP/mk3" "$TMP/mk3/fp8plan" >"$TMP/out" 2>"$TMP/err"
     rc=$?
@@ -138,8 +139,8 @@ if [ -x /usr/local/cuda/bin/nvcc ] || [ -x "${CUDA_HOME:-/nonexistent}/bin/nvcc"
     ln -s "$(command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)" "$TMP/cudahome/bin/nvcc"
     fake python3 "echo '$wn'"
     if [ ! -f /usr/include/nccl.h ]; then
-        PATH=$bin:$PATH make -n --no-print-directory CUDA_HOME="$TMP/cudahome" BUILD="$TMP/mk4" "$TMP/mk4/fp8plan" >"$TMP/out" 2>"$TMP/err"
-        if grep -q "NCCL from the nvidia-nccl wheel" "$TMP/out" && grep -- "-o $TMP/mk4/fp8plan" "$TMP/out" | grep -q "$wn/lib/libnccl.so.2"; then
+        PATH=$bin:$PATH make -n --no-print-directory CUDA_HOME="$TMP/cudahome" BUILD="$TMP/mk4" "$TMP/mk4/libfp8plan_cuda.so" >"$TMP/out" 2>"$TMP/err"
+        if grep -q "NCCL from the nvidia-nccl wheel" "$TMP/out" && grep -- "-o $TMP/mk4/libfp8plan_cuda.so" "$TMP/out" | grep -q "$wn/lib/libnccl.so.2"; then
             pass "the wheel's NCCL is found and named"
         else
             fail "wheel NCCL" "$(tail -3 "$TMP/err")"
