@@ -380,23 +380,6 @@ uint64_t plan_inflight_layers(const Geo *g, uint32_t stage)
     return chunks * ceil_div(Ls, g->vpp);
 }
 
-int model_param_count(const ModelSpec *md, uint64_t *out)
-{
-    Ck ck = {0};
-    uint64_t h = md->hidden, q = (uint64_t)md->heads * md->head_dim, kv = (uint64_t)md->kv_heads * md->head_dim;
-    uint64_t k = md->mlp == MLP_SWIGLU ? 2 : 1, F = md->ffn_hidden, norm = md->norm == NORM_LAYERNORM ? 2 * h : h;
-    uint64_t lin = ck_add(&ck, ck_add(&ck, ck_mul(&ck, q + 2 * kv, h), ck_mul(&ck, h, q)),
-                          ck_add(&ck, ck_mul3(&ck, k, F, h), ck_mul(&ck, h, F)));
-    uint64_t per_layer = ck_add(&ck, lin, 2 * norm);
-    if (md->linear_bias) per_layer = ck_add(&ck, per_layer, (q + 2 * kv) + h + k * F + h);
-    uint64_t tot = ck_mul(&ck, per_layer, md->layers);
-    tot = ck_add(&ck, tot, ck_mul3(&ck, md->vocab, h, md->tied_embeddings ? 1 : 2));
-    if (md->pos == POS_LEARNED) tot = ck_add(&ck, tot, ck_mul(&ck, md->seq_len, h));
-    tot = ck_add(&ck, tot, norm);
-    *out = tot;
-    return ck.ovf;
-}
-
 /* ---- build -------------------------------------------------------------------------------------------- */
 
 static Status build(const PlanInput *in, Plan *p, PlanReject *why)

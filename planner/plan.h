@@ -361,6 +361,15 @@ Status plan_build_fast(const PlanInput *in, Plan *out, PlanReject *why);
  * Returns 0, or 1 when the count passes 2^64. */
 int model_param_count(const ModelSpec *m, uint64_t *out);
 
+/* The same count itemized (planner/plan_params.c states every term): */
+typedef struct {
+    uint64_t total;     /* the main model, as model_param_count (DeepSeek-V3: 671,026,419,200) */
+    uint64_t active;    /* used per token: total less the routed experts a token skips (dense: total) */
+    uint64_t embedding; /* token embedding table (+ learned positions) */
+    uint64_t mtp;       /* multi-token-prediction modules, not in total (they share embedding and head) */
+} ModelParams;
+int model_params(const ModelSpec *m, ModelParams *out);
+
 /* Names for reports. */
 const char *mem_category_name(MemCategory c);
 const char *comm_group_name(CommGroup g);

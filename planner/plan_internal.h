@@ -94,6 +94,20 @@ typedef struct {
     uint64_t wcopy; /* FP8 weight copies a layer saves for backward when they are not cached */
 } LayerAct;
 
+/* Parameters of one layer's parts, whole (no parallelism): plan_params.c. */
+typedef struct {
+    uint64_t attn;        /* attention linear weights (standard QKV + proj, or MLA's five) */
+    uint64_t attn_other;  /* q/k norms or MLA latent norms, attention biases */
+    uint64_t dense_ffn;   /* dense FFN weights (FC1 + FC2) */
+    uint64_t dense_other; /* the layer's two norms + FFN biases */
+    uint64_t expert;      /* one routed expert ((k + 1) Fe h) */
+    uint64_t shared;      /* the shared experts' MLP */
+    uint64_t router;      /* router weight (+ sigmoid bias) */
+    uint64_t moe_other;   /* a MoE layer's two norms */
+    uint64_t norm;        /* one norm */
+} LayerParams;
+void plan_layer_params(const ModelSpec *md, Ck *ck, LayerParams *o);
+
 void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g);
 /* Layers on a stage. */
 static inline uint64_t geo_layers(const Geo *g, uint32_t stage)
