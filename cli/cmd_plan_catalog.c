@@ -110,16 +110,24 @@ static const char *const list_help[] = {
 static Table *models_table(const Catalog *c)
 {
     const TableCol cols[] = {
-        {"name", NULL, NULL, TC_STR, 0, 0},          {"params", NULL, NULL, TC_U64, 0, TF_GROUP},
+        {"name", NULL, NULL, TC_STR, 0, 0},
+        {"params", NULL, NULL, TC_U64, 0, TF_GROUP},
         {"active_params", "active", NULL, TC_U64, 0, TF_GROUP},
         {"experts", NULL, "top-k", TC_STR, 0, 0},
-        {"layers", NULL, NULL, TC_U64, 0, 0},        {"hidden", NULL, NULL, TC_U64, 0, 0},
-        {"ffn_hidden", NULL, NULL, TC_U64, 0, 0},    {"heads", NULL, NULL, TC_U64, 0, 0},
-        {"kv_heads", NULL, NULL, TC_U64, 0, 0},      {"head_dim", NULL, NULL, TC_U64, 0, 0},
-        {"vocab", NULL, NULL, TC_U64, 0, 0},         {"seq_len", NULL, NULL, TC_U64, 0, 0},
-        {"norm", NULL, NULL, TC_STR, 0, 0},          {"mlp", NULL, NULL, TC_STR, 0, 0},
-        {"position", NULL, NULL, TC_STR, 0, 0},      {"tied_embeddings", "tied", NULL, TC_STR, 0, 0},
-        {"linear_bias", "bias", NULL, TC_STR, 0, 0}, {"source", NULL, NULL, TC_STR, 0, 0},
+        {"layers", NULL, NULL, TC_U64, 0, 0},
+        {"hidden", NULL, NULL, TC_U64, 0, 0},
+        {"ffn_hidden", NULL, NULL, TC_U64, 0, 0},
+        {"heads", NULL, NULL, TC_U64, 0, 0},
+        {"kv_heads", NULL, NULL, TC_U64, 0, 0},
+        {"head_dim", NULL, NULL, TC_U64, 0, 0},
+        {"vocab", NULL, NULL, TC_U64, 0, 0},
+        {"seq_len", NULL, NULL, TC_U64, 0, 0},
+        {"norm", NULL, NULL, TC_STR, 0, 0},
+        {"mlp", NULL, NULL, TC_STR, 0, 0},
+        {"position", NULL, NULL, TC_STR, 0, 0},
+        {"tied_embeddings", "tied", NULL, TC_STR, 0, 0},
+        {"linear_bias", "bias", NULL, TC_STR, 0, 0},
+        {"source", NULL, NULL, TC_STR, 0, 0},
     };
     Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
     if (!t) return NULL;

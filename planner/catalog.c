@@ -22,7 +22,8 @@ const char *const catalog_gpu_columns =
 const char *const catalog_recipe_columns =
     "name,weight,fp8_rowwise,fp8_colwise,master,grad,adam_m,adam_v,dist_opt_shards,scaled_states,other_params,"
     "gemm_fwd,gemm_bwd,scaling,act_granularity,weight_granularity,amax_history,amax_reduce,dp_grad_comm,"
-    "param_gather_comm,tp_allgather_comm,tp_reducescatter_comm,saved_gemm_input,min_sm,source";
+    "param_gather_comm,tp_allgather_comm,tp_reducescatter_comm,ep_dispatch_comm,ep_combine_comm,saved_gemm_input,"
+    "min_sm,source";
 
 /* ---- models ------------------------------------------------------------------------------------------- */
 
@@ -67,7 +68,8 @@ static Status parse_model_ext(Cur *c, ModelSpec *m)
             return cell_bad(c, "experts_per_token", "'%s' must be in [1, experts = %u]",
                             cell_text(c, "experts_per_token"), m->experts);
         if (!m->expert_ffn) return cell_bad(c, "expert_ffn_hidden", "empty or 0: a MoE model needs the expert width");
-        if (m->router == ROUTER_NONE) return cell_bad(c, "router", "empty or none: a MoE model needs softmax or sigmoid");
+        if (m->router == ROUTER_NONE)
+            return cell_bad(c, "router", "empty or none: a MoE model needs softmax or sigmoid");
         if (m->dense_layers >= m->layers)
             return cell_bad(c, "dense_layers", "'%s' leaves no MoE layer of %u", cell_text(c, "dense_layers"),
                             m->layers);
@@ -249,6 +251,8 @@ static Status parse_recipe(Cur *c, void *row)
         (st = get_dtype(c, "param_gather_comm", COMM, &r->comm_param_gather)) ||
         (st = get_dtype(c, "tp_allgather_comm", COMM, &r->comm_tp_ag)) ||
         (st = get_dtype(c, "tp_reducescatter_comm", COMM, &r->comm_tp_rs)) ||
+        (st = get_dtype(c, "ep_dispatch_comm", COMM, &r->comm_ep_dispatch)) ||
+        (st = get_dtype(c, "ep_combine_comm", COMM, &r->comm_ep_combine)) ||
         (st = get_dtype(c, "saved_gemm_input", COMM, &r->saved_input)) || (st = cell_sm(c, "min_sm", &r->min_sm)) ||
         (st = cell_textcopy(c, "source", r->source, sizeof r->source, 0)))
         return st;

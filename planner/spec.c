@@ -7,8 +7,8 @@ static const char *const norm_names[] = {[NORM_LAYERNORM] = "layernorm", [NORM_R
 static const char *const mlp_names[] = {[MLP_GELU] = "gelu", [MLP_SWIGLU] = "swiglu"};
 static const char *const pos_names[] = {[POS_LEARNED] = "learned", [POS_ROPE] = "rope", [POS_NONE] = "none"};
 static const char *const link_names[] = {[LINK_NVLINK] = "nvlink", [LINK_PCIE] = "pcie"};
-static const char *const router_names[] = {[ROUTER_NONE] = "none", [ROUTER_SOFTMAX] = "softmax",
-                                           [ROUTER_SIGMOID] = "sigmoid"};
+static const char *const router_names[] = {
+    [ROUTER_NONE] = "none", [ROUTER_SOFTMAX] = "softmax", [ROUTER_SIGMOID] = "sigmoid"};
 _Static_assert(sizeof router_names / sizeof *router_names == ROUTER_COUNT_, "router_names");
 _Static_assert(sizeof link_names / sizeof *link_names == LINK_COUNT_, "link_names");
 _Static_assert(sizeof norm_names / sizeof *norm_names == NORM_COUNT_, "norm_names");

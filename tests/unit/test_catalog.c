@@ -116,14 +116,18 @@ static void test_model_errors(void)
 
     expect_model_error("a,-1,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA,
                        "m.csv: row 2, column layers: '-1' is negative");
-    expect_model_error("a,2,1e400,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA, "column hidden");
-    expect_model_error("a,2,8,nan,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA, "column ffn_hidden");
-    expect_model_error("a,2,8,32,2,2,4,99999999999999999999,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_OVERFLOW,
-                       "column vocab");
+    expect_model_error("a,2,1e400,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA,
+                       "column hidden");
+    expect_model_error("a,2,8,nan,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA,
+                       "column ffn_hidden");
+    expect_model_error("a,2,8,32,2,2,4,99999999999999999999,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n",
+                       ST_OVERFLOW, "column vocab");
     expect_model_error("a,0,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA, "out of range");
     expect_model_error("a,2,8,32,2,3,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA, "column kv_heads");
-    expect_model_error("a,2,8,32,2,2,4,10,4,batchnorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA, "column norm: 'batchnorm'");
-    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,maybe,yes,src" DENSE "\n", ST_DATA, "tied_embeddings");
+    expect_model_error("a,2,8,32,2,2,4,10,4,batchnorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA,
+                       "column norm: 'batchnorm'");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,maybe,yes,src" DENSE "\n", ST_DATA,
+                       "tied_embeddings");
     expect_model_error(ok, ST_OK, "");
     expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes" DENSE "\n", ST_DATA,
                        "row 2: 29 fields, but the header has 30"); /* ragged */
@@ -133,10 +137,13 @@ static void test_model_errors(void)
     expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n"
                        "A,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n",
                        ST_DATA, "row 3, column name: 'A' repeats row 2");
-    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,s\"rc" DENSE "\n", ST_DATA, "row 2: malformed CSV");
-    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,\"unterminated" DENSE "\n", ST_DATA, "malformed CSV");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,s\"rc" DENSE "\n", ST_DATA,
+                       "row 2: malformed CSV");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,\"unterminated" DENSE "\n", ST_DATA,
+                       "malformed CSV");
     expect_model_error("a b,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA, "column name");
-    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes," DENSE "\n", ST_DATA, "column source: empty");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes," DENSE "\n", ST_DATA,
+                       "column source: empty");
     expect_model_error("", ST_DATA, "no data rows");
 
     Catalog *c2 = calloc(1, sizeof *c2);

@@ -134,7 +134,7 @@ static void expect(const char *ext, Status want, const char *part)
 static void test_catalog_checks(void)
 {
     /* qk_norm,experts,topk,shared,expert_ffn,dense,router,groups,group_topk,q_lora,kv_lora,nope,rope,v,mtp */
-    expect(",,,,,,,,,,,,,,", ST_OK, "");                     /* dense: every cell empty */
+    expect(",,,,,,,,,,,,,,", ST_OK, "");                    /* dense: every cell empty */
     expect("no,0,0,0,0,0,none,0,0,0,0,0,0,0,0", ST_OK, ""); /* or 0 */
     expect("yes,8,2,1,16,1,softmax,,,,,,,,1", ST_OK, "");
     expect("no,8,2,0,16,0,sigmoid,4,2,16,8,4,4,8,0", ST_OK, "");
