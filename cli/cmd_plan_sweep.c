@@ -45,15 +45,17 @@ static void progress(uint64_t done, uint64_t total, void *ctx)
 /* Stack and uneven-stage columns only when they vary (csv/json always carry them). */
 static Table *top_table(const Plan *top, int n, int show_stack)
 {
-    int uneven = 0;
+    int uneven = 0, experts = 0;
     for (int i = 0; i < n; i++) uneven |= top[i].in.first_stage_layers || top[i].in.last_stage_layers;
-    TableCol cols[17] = {{"rank", NULL, NULL, TC_U64, 0, 0}};
+    for (int i = 0; i < n; i++) experts |= top[i].in.ep > 1 || top[i].in.etp > 1;
+    TableCol cols[18] = {{"rank", NULL, NULL, TC_U64, 0, 0}};
     int nc = 1;
     if (show_stack) cols[nc++] = (TableCol){"stack", NULL, NULL, TC_STR, 0, 0};
     cols[nc++] = (TableCol){"recipe", NULL, NULL, TC_STR, 0, 0};
     const char *ints[] = {"tp", "pp", "vpp", "cp", "dp", "mbs"};
     for (int i = 0; i < 6; i++) cols[nc++] = (TableCol){ints[i], NULL, NULL, TC_U64, 0, 0};
     if (uneven) cols[nc++] = (TableCol){"ends", "first/last", "layers", TC_STR, 0, 0};
+    if (experts) cols[nc++] = (TableCol){"experts", "ep/etp", NULL, TC_STR, 0, 0};
     cols[nc++] = (TableCol){"recompute", NULL, NULL, TC_STR, 0, 0};
     cols[nc++] = (TableCol){"sharding", NULL, NULL, TC_STR, 0, 0};
     cols[nc++] = (TableCol){"memory", NULL, "GB", TC_F64, 2, 0};
@@ -76,6 +78,11 @@ static Table *top_table(const Plan *top, int n, int show_stack)
             if (p->in.first_stage_layers || p->in.last_stage_layers)
                 snprintf(ends, sizeof ends, "%u/%u", p->in.first_stage_layers, p->in.last_stage_layers);
             table_str(t, k++, ends);
+        }
+        if (experts) {
+            char e[32];
+            snprintf(e, sizeof e, "%u/%u", p->in.ep, p->in.etp);
+            table_str(t, k++, e);
         }
         table_str(t, k++, recompute_name(p->in.recompute));
         table_str(t, k++, sharding_name(p->in.sharding));
