@@ -326,8 +326,67 @@ static void test_deepseek_v3_cost(void)
     free(c);
 }
 
+/* Latent attention on a dense model, worked by hand: 1 layer, hidden 64, 2 heads, q/k head 16 + 8 (rope), value
+ * 16, q_lora 32, kv_lora 16, FFN 128, vocab 100, seq 64, RMSNorm, SwiGLU, untied; BF16 saved inputs. */
+static void test_mla_and_mtp(void)
+{
+    ModelSpec m = {.name = "tiny-mla",
+                   .layers = 1,
+                   .hidden = 64,
+                   .ffn_hidden = 128,
+                   .heads = 2,
+                   .kv_heads = 2,
+                   .head_dim = 24,
+                   .vocab = 100,
+                   .seq_len = 64,
+                   .norm = NORM_RMSNORM,
+                   .mlp = MLP_SWIGLU,
+                   .pos = POS_ROPE,
+                   .q_lora_rank = 32,
+                   .kv_lora_rank = 16,
+                   .qk_nope_head_dim = 16,
+                   .qk_rope_head_dim = 8,
+                   .v_head_dim = 16};
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    Plan p = build(&in);
+    /* params: q_down 64 x 32 = 2048, q_up 32 x 2 x 24 = 1536, kv_down 64 x 24 = 1536, kv_up 16 x 2 x 32 = 1024,
+     * out 2 x 16 x 64 = 2048: 8192 + latent norms 48; FFN 3 x 128 x 64 = 24,576; norms 128; embedding + head
+     * 12,800; final norm 64: 45,808 */
+    CHECK_EQ_U64(p.params_total, 45808);
+    CHECK_EQ_U64(p.params_gpu, 45808);
+    /* activations of the layer (64 tokens): norm1 64 x 64 x 2 + 64 x 4 = 8448; q_down and kv_down inputs 8192
+     * each; c_q 64 x 32 x 2 + 256 = 4352 and the q_up input 4096; c_kv 64 x 16 x 2 + 256 = 2304 and the kv_up
+     * input 2048; Q, K, V 64 x 2 x (24 + 24 + 16) x 2 = 16,384; the attention output 64 x 2 x 16 x 2 = 4096
+     * (also the out-projection's BF16 input): 58,112. FFN: norm2 8448, FC1 output 64 x 256 x 2 = 32,768, FC1
+     * input 8192, FC2 input 64 x 128 x 2 = 16,384: 65,792. Log-sum-exp 64 x 2 x 4 = 512. */
+    CHECK_EQ_U64(p.mem[MT_ACT_LAYER_HP].bytes, 58112 + 65792);
+    CHECK_EQ_U64(p.mem[MT_ACT_ATTN].bytes, 512);
+    in.recompute_mods = RECOMPUTE_MOD_MLA_UP; /* Q, K, V rebuilt from the latents */
+    Plan pr = build(&in);
+    CHECK_EQ_U64(pr.mem[MT_ACT_LAYER_HP].bytes, 58112 + 65792 - 16384);
+    CHECK(pr.time.step_s > p.time.step_s); /* the up-projections run again in backward */
+    /* FLOPs per token: 6 x (8192 + 24,576 + head 6400) = 235,008 + attention 6 x 1 x 2 x 64 x (24 + 16) = 30,720 */
+    CHECK_REL(p.model_flops_step / ((double)p.in.gbs * 64), 265728.0, 1e-12);
+    /* MTP depth 1 (a dense layer here) on the last (only) stage: eh_proj 64 x 128 = 8192, three norms 192, the
+     * layer 8192 + 48 + 24,576 + 128 = 32,944: 41,328 more parameters, outside the published total */
+    m.mtp_layers = 1, in.recompute_mods = 0;
+    Plan pm = build(&in);
+    CHECK_EQ_U64(pm.params_total, 45808);
+    CHECK_EQ_U64(pm.params_gpu, 45808 + 41328);
+    CHECK(pm.time.step_s > p.time.step_s);
+    /* with latent attention and TP 2 + SP, the attention gathers its BF16 latents (32 + 16 + 8 per token) and the
+     * FFN its input (64 per token): 64 tokens x (56 + 64) x 2 / 2 calls = 7680 B a call on average */
+    m.mtp_layers = 0, in.tp = 2, in.sp = 1, in.gbs = 1; /* one micro-batch */
+    Plan pt = build(&in);
+    CHECK_EQ_U64(pt.coll[CO_TP_AG_FWD].payload_bytes, 7680);
+    CHECK_EQ_U64(pt.coll[CO_TP_AG_FWD].calls, 2);
+}
+
 int main(void)
 {
+    RUN(test_mla_and_mtp);
     RUN(test_deepseek_v3_cost);
     RUN(test_layout_checks);
     RUN(test_expert_memory);
