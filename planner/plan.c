@@ -1,5 +1,6 @@
 /* planner/plan.c — input defaults, validation and the plan_build orchestration. */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "planner/plan_internal.h"
@@ -253,7 +254,8 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
 void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g)
 {
     const ModelSpec *md = in->model;
-    memset(g, 0, sizeof *g);
+    memset(g, 0, offsetof(Geo, x)); /* moe_geo writes g->x for models with experts, MLA or MTP */
+    g->x.on = g->x.mla = 0, g->x.E = g->x.mtp = 0, g->x.dqk = g->x.dv = 0;
     g->h = md->hidden;
     g->F = md->ffn_hidden;
     g->k = md->mlp == MLP_SWIGLU ? 2 : 1;

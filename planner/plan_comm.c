@@ -211,7 +211,8 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     if (g->x.on) moe_comm(in, g, p, ck);
 
     p->tp_comm_bytes = p->cp_comm_bytes = p->pp_comm_bytes = p->dp_comm_bytes = p->ep_comm_bytes = 0;
-    for (int i = 0; i < CO_COUNT_; i++) {
+    int n = g->x.on ? CO_COUNT_ : CO_EP_DISPATCH_FWD; /* the expert collectives are unused without experts */
+    for (int i = 0; i < n; i++) {
         const Collective *c = &p->coll[i];
         switch (c->group) {
         case GROUP_TP: p->tp_comm_bytes = ck_add(ck, p->tp_comm_bytes, c->step_bytes); break;
@@ -227,8 +228,9 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     }
     p->weight_comm_bytes = ck_add(ck, ck_add(ck, p->coll[CO_DP_GRAD_AR].step_bytes, p->coll[CO_DP_GRAD_RS].step_bytes),
                                   p->coll[CO_DP_PARAM_AG].step_bytes);
-    p->weight_comm_bytes =
-        ck_add(ck, p->weight_comm_bytes,
-               ck_add(ck, ck_add(ck, p->coll[CO_EDP_GRAD_AR].step_bytes, p->coll[CO_EDP_GRAD_RS].step_bytes),
-                      p->coll[CO_EDP_PARAM_AG].step_bytes));
+    if (g->x.on)
+        p->weight_comm_bytes =
+            ck_add(ck, p->weight_comm_bytes,
+                   ck_add(ck, ck_add(ck, p->coll[CO_EDP_GRAD_AR].step_bytes, p->coll[CO_EDP_GRAD_RS].step_bytes),
+                          p->coll[CO_EDP_PARAM_AG].step_bytes));
 }

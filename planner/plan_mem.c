@@ -56,6 +56,20 @@ void plan_term(StageMem *sm, MemTermId id, MemCategory cat, Dtype dt, uint64_t e
     t->persistent = persistent;
 }
 
+/* The expert terms of a model without experts (MT_WEIGHT_EXPERT .. MT_ACT_MOE, in order). */
+#define NOX(i, nm, c, pers)                                                              \
+    {                                                                                    \
+        .id = i, .name = nm, .cat = c, .dtype = DT_NONE, .shards = 1, .persistent = pers \
+    }
+static const MemTerm no_experts[] = {
+    NOX(MT_WEIGHT_EXPERT, "weight_expert", MC_STATE, 1),  NOX(MT_FP8_EXPERT, "fp8_expert", MC_FP8_COPY, 1),
+    NOX(MT_MASTER_EXPERT, "master_expert", MC_STATE, 1),  NOX(MT_GRAD_EXPERT, "grad_expert", MC_STATE, 1),
+    NOX(MT_OPTIM_M_EXPERT, "adam_m_expert", MC_STATE, 1), NOX(MT_OPTIM_V_EXPERT, "adam_v_expert", MC_STATE, 1),
+    NOX(MT_ACT_MOE, "act_moe", MC_ACTIVATION, 0),
+};
+#undef NOX
+_Static_assert(sizeof no_experts / sizeof *no_experts == MT_ACT_MOE - MT_WEIGHT_EXPERT + 1, "no_experts");
+
 /* Is state s of this set sharded under the input's sharding mode? */
 static int sharded(const PlanInput *in, const StateSet *s, StateId st)
 {
@@ -94,7 +108,7 @@ uint64_t plan_block_scale_bytes(Granularity gr, uint64_t rows, uint64_t cols, ui
     return b;
 }
 
-void plan_saved_input(const Recipe *rc, Ck *ck, uint64_t rows, uint64_t cols, LayerAct *a, uint64_t *hp)
+static void saved_input(const Recipe *rc, Ck *ck, uint64_t rows, uint64_t cols, LayerAct *a, uint64_t *hp)
 {
     uint64_t n = ck_mul(ck, rows, cols);
     if (dt_fp8(rc->saved_input)) {
@@ -114,16 +128,16 @@ static uint64_t norm_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t row
     return ck_mul3(ck, rows, g->h, 2) + ck_mul(ck, rows, stat);
 }
 
-void plan_attn_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
+static void attn_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
 {
     const Recipe *rc = in->recipe;
     uint64_t tok = g->tok, tok_r = g->tok_r, ht = g->heads_t;
     int flash = in->attn != ATTN_MATERIALIZED;
     uint64_t hp = norm_act(in, g, ck, tok_r);
     hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_t + 2 * g->kv_t, 2));
-    if (flash) hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_t, 2)); /* output kept by flash backward */
-    plan_saved_input(rc, ck, tok_r, g->h, a, &hp);               /* QKV input */
-    if (dt_fp8(rc->saved_input) || !flash) plan_saved_input(rc, ck, tok, g->q_t, a, &hp); /* proj input */
+    if (flash) hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_t, 2));                     /* output kept by flash backward */
+    saved_input(rc, ck, tok_r, g->h, a, &hp);                                        /* QKV input */
+    if (dt_fp8(rc->saved_input) || !flash) saved_input(rc, ck, tok, g->q_t, a, &hp); /* proj input */
     a->hp = ck_add(ck, a->hp, hp);
     if (flash)
         a->attn = ck_mul3(ck, tok, ht, 4);
@@ -132,7 +146,7 @@ void plan_attn_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
     if (in->dropout) a->mask = ck_add(ck, a->mask, ck_mul(ck, tok_r, g->h));
 }
 
-void plan_ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, LayerAct *a)
+static void ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, LayerAct *a)
 {
     const Recipe *rc = in->recipe;
     uint64_t tok = g->tok, tok_r = g->tok_r;
@@ -140,12 +154,19 @@ void plan_ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, Layer
     if (F_t) {
         hp = ck_add(ck, hp, ck_mul3(ck, tok, g->k * F_t, 2));
         if (g->k == 2 && !in->fused_swiglu) hp = ck_add(ck, hp, ck_mul3(ck, tok, F_t, 2)); /* silu(gate) kept too */
-        plan_saved_input(rc, ck, tok_r, g->h, a, &hp);                                     /* FC1 input */
-        plan_saved_input(rc, ck, tok, F_t, a, &hp);                                        /* FC2 input */
+        saved_input(rc, ck, tok_r, g->h, a, &hp);                                          /* FC1 input */
+        saved_input(rc, ck, tok, F_t, a, &hp);                                             /* FC2 input */
     }
     a->hp = ck_add(ck, a->hp, hp);
     if (in->dropout) a->mask = ck_add(ck, a->mask, ck_mul(ck, tok_r, g->h));
 }
+
+void plan_saved_input(const Recipe *rc, Ck *ck, uint64_t rows, uint64_t cols, LayerAct *a, uint64_t *hp)
+{
+    saved_input(rc, ck, rows, cols, a, hp);
+}
+void plan_attn_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a) { attn_act(in, g, ck, a); }
+void plan_ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, LayerAct *a) { ffn_act(in, g, ck, F_t, a); }
 
 /* Per layer and micro-batch activation bytes for recompute none/selective. */
 void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
@@ -154,8 +175,8 @@ void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
     uint64_t tok = g->tok, h = g->h, ht = g->heads_t;
     memset(a, 0, sizeof *a);
     a->input = ck_mul3(ck, g->tok_r, h, 2);
-    plan_attn_act(in, g, ck, a);
-    plan_ffn_act(in, g, ck, g->F_t, a);
+    attn_act(in, g, ck, a);
+    ffn_act(in, g, ck, g->F_t, a);
     /* op-level recompute (torchtitan _save_list policy): the layer input, the outputs of the 1st, 3rd, 5th
      * (and 7th) matmul of the layer — Q, V, FC1's gate (w1), and w2's output with SwiGLU (7 matmuls) — and
      * the attention output with its fp32 log-sum-exp; everything else is recomputed in backward. */
@@ -221,6 +242,34 @@ static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck
     plan_term(sm, MT_COMM_BUFFER, MC_OVERHEAD, DT_NONE, 0, ck_mul(ck, ncomm, in->nccl_comm_bytes), 1, 1);
     plan_term(sm, MT_WORKSPACE, MC_OVERHEAD, DT_NONE, 0, in->workspace_bytes, 1, 1);
     plan_term(sm, MT_CUDA_CONTEXT, MC_OVERHEAD, DT_NONE, 0, in->cuda_context_bytes, 1, 1);
+}
+
+static void mem_sums(const PlanInput *in, StageMem *sm, Ck *ck, int experts)
+{
+    /* category sums by term id (explicit chains: no loop-carried store/load through an array) */
+    const MemTerm *t = sm->mem;
+    uint64_t st = ck_add(ck, t[MT_WEIGHT_GEMM].bytes, t[MT_WEIGHT_OTHER].bytes);
+    for (int i = MT_MASTER_GEMM; i <= MT_OPTIM_V_OTHER; i++) st = ck_add(ck, st, t[i].bytes);
+    uint64_t cp = ck_add(ck, t[MT_FP8_ROWWISE].bytes, t[MT_FP8_COLWISE].bytes), ac = 0;
+    if (experts) { /* the expert terms (written empty for other models, and not read back) */
+        st = ck_add(ck, st, ck_add(ck, t[MT_WEIGHT_EXPERT].bytes, t[MT_MASTER_EXPERT].bytes));
+        st = ck_add(ck, st, ck_add(ck, t[MT_GRAD_EXPERT].bytes, t[MT_OPTIM_M_EXPERT].bytes));
+        st = ck_add(ck, st, t[MT_OPTIM_V_EXPERT].bytes);
+        cp = ck_add(ck, cp, t[MT_FP8_EXPERT].bytes), ac = t[MT_ACT_MOE].bytes;
+    }
+    uint64_t sc = ck_add(ck, ck_add(ck, t[MT_SCALE_GEMM].bytes, t[MT_SCALE_BLOCK].bytes), t[MT_SCALE_STATE].bytes);
+    for (int i = MT_ACT_LAYER_HP; i <= MT_TRANSIENT; i++) ac = ck_add(ck, ac, t[i].bytes);
+    /* the caching allocator's slack comes from tensors freed and re-requested at other sizes every step
+     * (activations, transients); states and copies are allocated once and stay */
+    uint64_t churn = ck_add(ck, ac, in->workspace_bytes);
+    double fr = (double)churn * in->frag_frac;
+    uint64_t frag = fr >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)fr;
+    plan_term(sm, MT_FRAGMENTATION, MC_OVERHEAD, DT_NONE, 0, frag, 1, 0);
+    uint64_t ov = ck_add(ck, ck_add(ck, t[MT_COMM_BUFFER].bytes, t[MT_WORKSPACE].bytes),
+                         ck_add(ck, t[MT_CUDA_CONTEXT].bytes, frag));
+    sm->cat[MC_STATE] = st, sm->cat[MC_FP8_COPY] = cp, sm->cat[MC_SCALE] = sc, sm->cat[MC_ACTIVATION] = ac;
+    sm->cat[MC_OVERHEAD] = ov;
+    sm->total = ck_add(ck, ck_add(ck, ck_add(ck, st, cp), ck_add(ck, sc, ac)), ov);
 }
 
 /* All terms of one stage. With reuse, sm already holds another stage's terms and
@@ -316,38 +365,9 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
         if (lg > tr) tr = lg;
     }
     plan_term(sm, MT_TRANSIENT, MC_ACTIVATION, DT_NONE, 0, tr, 1, 0);
-    for (int i = MT_WEIGHT_EXPERT; i <= MT_ACT_MOE; i++) /* no experts */
-        plan_term(sm, (MemTermId)i,
-                  i == MT_ACT_MOE      ? MC_ACTIVATION
-                  : i == MT_FP8_EXPERT ? MC_FP8_COPY
-                                       : MC_STATE,
-                  DT_NONE, 0, 0, 1, i != MT_ACT_MOE);
+    memcpy(&sm->mem[MT_WEIGHT_EXPERT], no_experts, sizeof no_experts); /* the expert terms, empty */
     sm->params_expert = 0;
-    plan_mem_sums(in, sm, ck);
+    mem_sums(in, sm, ck, 0);
 }
 
-void plan_mem_sums(const PlanInput *in, StageMem *sm, Ck *ck)
-{
-    /* category sums by term id (explicit chains: no loop-carried store/load through an array) */
-    const MemTerm *t = sm->mem;
-    uint64_t st = ck_add(ck, t[MT_WEIGHT_GEMM].bytes, t[MT_WEIGHT_OTHER].bytes);
-    for (int i = MT_MASTER_GEMM; i <= MT_OPTIM_V_OTHER; i++) st = ck_add(ck, st, t[i].bytes);
-    st = ck_add(ck, st, ck_add(ck, t[MT_WEIGHT_EXPERT].bytes, t[MT_MASTER_EXPERT].bytes));
-    st = ck_add(ck, st, ck_add(ck, t[MT_GRAD_EXPERT].bytes, t[MT_OPTIM_M_EXPERT].bytes));
-    st = ck_add(ck, st, t[MT_OPTIM_V_EXPERT].bytes);
-    uint64_t cp = ck_add(ck, ck_add(ck, t[MT_FP8_ROWWISE].bytes, t[MT_FP8_COLWISE].bytes), t[MT_FP8_EXPERT].bytes);
-    uint64_t sc = ck_add(ck, ck_add(ck, t[MT_SCALE_GEMM].bytes, t[MT_SCALE_BLOCK].bytes), t[MT_SCALE_STATE].bytes);
-    uint64_t ac = t[MT_ACT_MOE].bytes;
-    for (int i = MT_ACT_LAYER_HP; i <= MT_TRANSIENT; i++) ac = ck_add(ck, ac, t[i].bytes);
-    /* the caching allocator's slack comes from tensors freed and re-requested at other sizes every step
-     * (activations, transients); states and copies are allocated once and stay */
-    uint64_t churn = ck_add(ck, ac, in->workspace_bytes);
-    double fr = (double)churn * in->frag_frac;
-    uint64_t frag = fr >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)fr;
-    plan_term(sm, MT_FRAGMENTATION, MC_OVERHEAD, DT_NONE, 0, frag, 1, 0);
-    uint64_t ov = ck_add(ck, ck_add(ck, t[MT_COMM_BUFFER].bytes, t[MT_WORKSPACE].bytes),
-                         ck_add(ck, t[MT_CUDA_CONTEXT].bytes, frag));
-    sm->cat[MC_STATE] = st, sm->cat[MC_FP8_COPY] = cp, sm->cat[MC_SCALE] = sc, sm->cat[MC_ACTIVATION] = ac;
-    sm->cat[MC_OVERHEAD] = ov;
-    sm->total = ck_add(ck, ck_add(ck, ck_add(ck, st, cp), ck_add(ck, sc, ac)), ov);
-}
+void plan_mem_sums(const PlanInput *in, StageMem *sm, Ck *ck) { mem_sums(in, sm, ck, 1); }

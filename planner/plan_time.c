@@ -53,7 +53,7 @@ typedef struct {
     double xgemm, route, ep, w; /* expert GEMMs, router/permutation kernels, exposed all-to-alls, wgrad GEMMs */
 } StageT;
 
-void plan_attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L)
+static void attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L)
 {
     const GpuSpec *gp = in->gpu;
     AttnImpl k = plan_attn_kernel(in);
@@ -83,6 +83,8 @@ void plan_attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT
     L->attn_b = maxd(2.5 * fl / (gp->flops_bf16 * eb), 2 * in->launch_s);
 }
 
+void plan_attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L) { attention(in, g, gg, L); }
+
 /* One layer and micro-batch, and its recompute. */
 static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Plan *p, LayerT *L)
 {
@@ -101,7 +103,7 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
         L->gemm_b += gemm_time(gg, tok, K, N, 1, b8, 2) + w;
         L->wg += w;
     }
-    plan_attention(in, g, gg, L);
+    attention(in, g, gg, L);
     LayerElem le;
     plan_layer_elem(in, g, &le);
     L->elem_f = le.fwd, L->elem_b = le.bwd;
@@ -144,6 +146,7 @@ static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const 
     memset(&s, 0, sizeof s);
     double tok = (double)g->tok, h = (double)g->h, ib = 1.0 / (in->gpu->hbm_bw * in->eff_hbm);
     for (int k = 0; k < XK_COUNT; k++) {
+        if (!n[k]) continue; /* dense models: kind 0 only */
         const LayerT *l = &L[k];
         double nk = (double)n[k];
         s.gemm += nk * (l->gemm_f + l->gemm_b + l->rc_gemm);
@@ -322,8 +325,8 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     const StageT *me = in->dualpipe ? &pair : p->stage == 0 ? &sf : p->stage == g->pp - 1 ? &sl : &smid;
     double chunks = g->vpp > 1 ? (double)g->vpp : (double)(p->stage_layers ? p->stage_layers : 1);
     double dp = dp_exposed(in, p, me, m, chunks, CO_DP_GRAD_AR, CO_DP_GRAD_RS, CO_DP_PARAM_AG);
-    tb->dp_comm_s = dp + dp_exposed(in, p, me, m, chunks, CO_EDP_GRAD_AR, CO_EDP_GRAD_RS, CO_EDP_PARAM_AG);
-    dp = tb->dp_comm_s;
+    if (x->on) dp += dp_exposed(in, p, me, m, chunks, CO_EDP_GRAD_AR, CO_EDP_GRAD_RS, CO_EDP_PARAM_AG);
+    tb->dp_comm_s = dp;
 
     /* optimizer: per state, read+write (gradient read only, weight written) */
     double ob = 0;
