@@ -150,6 +150,17 @@ void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, con
 /* Scales of one FP8-stored R x C tensor at granularity gr (0 for per-tensor; *count UINT64_MAX on overflow). */
 uint64_t plan_block_scale_bytes(Granularity gr, uint64_t rows, uint64_t cols, uint64_t *count);
 
+/* Block scales of one FP8 linear weight [rows, cols] at the weight granularity: its FP8 working weight
+ * (sharded over d under ZeRO-3), the row-wise copy and the transposed copy when kept; returns the count, *bytes
+ * their bytes. */
+uint64_t plan_weight_block_scales(const PlanInput *in, uint64_t rows, uint64_t cols, uint64_t d, int row, int col,
+                                  Ck *ck, uint64_t *bytes);
+/* ZeRO-3's gathered layer: its weights in the compute dtype, FP8 copies, unsharded gradient and reduce-scatter
+ * input (per linear weight), and the other parameters' weight, gradient and fp32 reduction (plan_mem.c). */
+uint64_t plan_zero3_layer_bytes(const PlanInput *in, uint64_t gemm, uint64_t other, Ck *ck);
+/* MT_SCALE_GEMM (per-tensor records of ntens FP8 tensors), MT_SCALE_BLOCK and MT_SCALE_STATE. */
+void plan_scale_terms(const PlanInput *in, StageMem *sm, Ck *ck, uint64_t ntens, uint64_t block_n, uint64_t block_b);
+
 void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g);
 /* The MoE/MLA checks of plan_validate (REJECT_NONE when the input fits) and geometry (fills g->x). */
 PlanReject moe_validate(const PlanInput *in, Err *e);

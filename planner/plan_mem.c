@@ -189,6 +189,52 @@ void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
         a->wcopy = ck_mul(ck, g->gemm_layer, recipe_fp8_copy_bytes_per_param(rc));
 }
 
+uint64_t plan_zero3_layer_bytes(const PlanInput *in, uint64_t gemm, uint64_t other, Ck *ck)
+{
+    const Recipe *rc = in->recipe;
+    Dtype wd = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : DT_BF16;
+    Dtype od = rc->other.dt[STATE_WEIGHT] != DT_NONE ? rc->other.dt[STATE_WEIGHT] : DT_BF16;
+    uint64_t per =
+        dt_bytes(wd) + recipe_fp8_copy_bytes_per_param(rc) + 2 + dt_bytes(plan_grad_dt(in, rc->comm_dp_grad));
+    return ck_add(ck, ck_mul(ck, gemm, per), ck_mul(ck, other, dt_bytes(od) + 2 + 4));
+}
+
+uint64_t plan_weight_block_scales(const PlanInput *in, uint64_t rows, uint64_t cols, uint64_t d, int row, int col,
+                                  Ck *ck, uint64_t *bytes)
+{
+    const Recipe *rc = in->recipe;
+    uint64_t n1, b1 = plan_block_scale_bytes(rc->weight_gran, rows, cols, &n1);
+    uint64_t n2, b2 = plan_block_scale_bytes(rc->weight_gran, cols, rows, &n2);
+    if (n1 == UINT64_MAX || n2 == UINT64_MAX) ck->ovf = 1;
+    uint64_t nn = 0, bb = 0;
+    if (dt_fp8(rc->gemm.dt[STATE_WEIGHT])) { /* the working weight itself in FP8 (sharded under ZeRO-3) */
+        int z3 = in->sharding == SHARD_ZERO3;
+        nn += z3 ? ceil_div(n1, d) : n1, bb += z3 ? ceil_div(b1, d) : b1;
+    }
+    if (row) nn += n1, bb += b1;
+    if (col) nn += n2, bb += b2;
+    *bytes = bb;
+    return nn;
+}
+
+void plan_scale_terms(const PlanInput *in, StageMem *sm, Ck *ck, uint64_t ntens, uint64_t block_n, uint64_t block_b)
+{
+    const Recipe *rc = in->recipe;
+    int fwd8 = dt_fp8(rc->gemm_fwd), bwd8 = dt_fp8(rc->gemm_bwd);
+    uint64_t recs = 0;
+    if (rc->act_gran == GRAN_TENSOR) recs += (uint64_t)fwd8 + (uint64_t)bwd8; /* x, dy */
+    if (rc->weight_gran == GRAN_TENSOR) recs += (uint64_t)fwd8;               /* w */
+    uint64_t hist = rc->scaling == SCALING_DELAYED ? rc->amax_history : 1;
+    uint64_t sg = recipe_fp8_gemm(rc) ? ck_mul3(ck, ntens, recs, 2 + hist) : 0;
+    plan_term(sm, MT_SCALE_GEMM, MC_SCALE, DT_FP32, sg, ck_mul(ck, sg, 4), 1, 1);
+    plan_term(sm, MT_SCALE_BLOCK, MC_SCALE, gran_scale_dtype(rc->weight_gran), block_n, block_b, 1, 1);
+    uint64_t nsc = 0;
+    for (int st = 0; st < STATE_COUNT_; st++)
+        if (((rc->gemm.scaled_mask >> st) & 1) && rc->gemm.dt[st] != DT_NONE) nsc++;
+    uint64_t ss = ck_mul3(ck, ntens, nsc, 3);
+    plan_term(sm, MT_SCALE_STATE, MC_SCALE, DT_FP32, ss, ck_mul(ck, ss, 4), 1, 1);
+}
+
 /* The stage-independent terms: linear-layer states, FP8 copies, scales and the
  * fixed overheads (every stage holds the same number of layers). */
 static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck, uint64_t gemm, uint64_t Ls)
@@ -205,37 +251,14 @@ static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck
     plan_term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1, 1);
 
     /* ---- scales ---- */
-    uint64_t ntens = LIN_COUNT * Ls;
-    int fwd8 = dt_fp8(rc->gemm_fwd), bwd8 = dt_fp8(rc->gemm_bwd);
-    uint64_t recs = 0;
-    if (rc->act_gran == GRAN_TENSOR) recs += (uint64_t)fwd8 + (uint64_t)bwd8; /* x, dy */
-    if (rc->weight_gran == GRAN_TENSOR) recs += (uint64_t)fwd8;               /* w */
-    uint64_t hist = rc->scaling == SCALING_DELAYED ? rc->amax_history : 1;
-    uint64_t sg = recipe_fp8_gemm(rc) ? ck_mul3(ck, ntens, recs, 2 + hist) : 0;
-    plan_term(sm, MT_SCALE_GEMM, MC_SCALE, DT_FP32, sg, ck_mul(ck, sg, 4), 1, 1);
-
     uint64_t sbn = 0, sbb = 0;
-    if (rc->weight_gran != GRAN_TENSOR) {
-        int wfp8 = dt_fp8(rc->gemm.dt[STATE_WEIGHT]);
+    if (rc->weight_gran != GRAN_TENSOR)
         for (int i = 0; i < LIN_COUNT; i++) {
-            uint64_t n1, b1 = plan_block_scale_bytes(rc->weight_gran, g->lin_rows[i], g->lin_cols[i], &n1);
-            uint64_t n2, b2 = plan_block_scale_bytes(rc->weight_gran, g->lin_cols[i], g->lin_rows[i], &n2);
-            if (n1 == UINT64_MAX || n2 == UINT64_MAX) ck->ovf = 1;
-            uint64_t nn = 0, bb = 0;
-            if (wfp8) nn += zero3 ? ceil_div(n1, g->d) : n1, bb += zero3 ? ceil_div(b1, g->d) : b1;
-            if (row) nn += n1, bb += b1;
-            if (col) nn += n2, bb += b2;
+            uint64_t bb, nn = plan_weight_block_scales(in, g->lin_rows[i], g->lin_cols[i], g->d, row, col, ck, &bb);
             sbn = ck_add(ck, sbn, ck_mul(ck, nn, Ls));
             sbb = ck_add(ck, sbb, ck_mul(ck, bb, Ls));
         }
-    }
-    plan_term(sm, MT_SCALE_BLOCK, MC_SCALE, gran_scale_dtype(rc->weight_gran), sbn, sbb, 1, 1);
-
-    uint64_t nsc = 0;
-    for (int st = 0; st < STATE_COUNT_; st++)
-        if (((rc->gemm.scaled_mask >> st) & 1) && rc->gemm.dt[st] != DT_NONE) nsc++;
-    uint64_t ss = ck_mul3(ck, ntens, nsc, 3);
-    plan_term(sm, MT_SCALE_STATE, MC_SCALE, DT_FP32, ss, ck_mul(ck, ss, 4), 1, 1);
+    plan_scale_terms(in, sm, ck, LIN_COUNT * Ls, sbn, sbb);
 
     /* ---- overheads ---- */
     uint64_t ncomm = (g->tp > 1) + (g->cp > 1) + (g->d > 1) + (g->pp > 1);
@@ -346,12 +369,7 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
         /* FSDP: a layer's gathered weights (the compute dtype: BF16 when the master is the state), its FP8
          * copies, and its unsharded gradient with the reduce-scatter input in the reduction dtype; for the
          * current and the prefetched layer */
-        Dtype wd = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : DT_BF16;
-        Dtype od = rc->other.dt[STATE_WEIGHT] != DT_NONE ? rc->other.dt[STATE_WEIGHT] : DT_BF16;
-        uint64_t per =
-            dt_bytes(wd) + recipe_fp8_copy_bytes_per_param(rc) + 2 + dt_bytes(plan_grad_dt(in, rc->comm_dp_grad));
-        uint64_t lw = ck_add(ck, ck_mul(ck, g->gemm_layer, per), ck_mul(ck, g->other_layer, dt_bytes(od) + 2 + 4));
-        bwd = ck_add(ck, bwd, 2 * lw);
+        bwd = ck_add(ck, bwd, 2 * plan_zero3_layer_bytes(in, g->gemm_layer, g->other_layer, ck));
         /* with PP, FSDP keeps the stage's gathered weights from forward to backward and syncs gradients only
          * on the last micro-batch (torchtitan apply_fsdp: no reshard_after_forward under PP), so the stage's
          * BF16 weights and BF16 gradients stay whole all step */

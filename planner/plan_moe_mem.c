@@ -148,48 +148,29 @@ void moe_held(const PlanInput *in, const Geo *g, uint32_t stage, Ck *ck, Held *o
     }
 }
 
-/* Scale terms of the FP8 linear tensors the GPU holds. */
+/* Scale terms of the FP8 linear tensors the GPU holds (the router is BF16; an MTP depth adds eh_proj). */
 static void scale_terms(const PlanInput *in, const Geo *g, const Held *hd, StageMem *sm, Ck *ck, int keep)
 {
     const Recipe *rc = in->recipe;
     const MoeGeo *x = &g->x;
-    int zero3 = in->sharding == SHARD_ZERO3, wfp8 = dt_fp8(rc->gemm.dt[STATE_WEIGHT]);
     int row = rc->fp8_row != DT_NONE && keep, col = rc->fp8_col != DT_NONE && keep;
-    uint64_t ntens = hd->mtp, sbn = 0, sbb = 0;
-    for (int k = 0; k <= XK_COUNT; k++) {
-        const Lin mtp = {x->mtp_gemm / (2 * g->h), 2 * g->h, 1, g->tok, g->tok, XL_GEMM, 0, 0};
-        int nl = k < XK_COUNT ? x->nlin[k] : 1;
-        uint64_t layers = k < XK_COUNT ? hd->n[k] : hd->mtp;
-        for (int i = 0; i < nl; i++) {
-            const Lin *l = k < XK_COUNT ? &x->lin[k][i] : &mtp;
-            if (l->kind == XL_ROUTER || !layers) continue;
-            uint64_t tens = ck_mul(ck, l->count, layers), d = l->kind == XL_EXPERT ? x->edp : g->d;
-            if (k < XK_COUNT) ntens = ck_add(ck, ntens, tens);
+    uint64_t ntens = hd->mtp, sbn = 0, sbb = 0, bb, nn;
+    for (int k = 0; k < XK_COUNT; k++)
+        for (int i = 0; i < x->nlin[k]; i++) {
+            const Lin *l = &x->lin[k][i];
+            if (l->kind == XL_ROUTER || !hd->n[k]) continue;
+            uint64_t tens = ck_mul(ck, l->count, hd->n[k]);
+            ntens = ck_add(ck, ntens, tens);
             if (rc->weight_gran == GRAN_TENSOR) continue;
-            uint64_t n1, b1 = plan_block_scale_bytes(rc->weight_gran, l->rows, l->cols, &n1);
-            uint64_t n2, b2 = plan_block_scale_bytes(rc->weight_gran, l->cols, l->rows, &n2);
-            if (n1 == UINT64_MAX || n2 == UINT64_MAX) ck->ovf = 1;
-            uint64_t nn = 0, bb = 0;
-            if (wfp8) nn += zero3 ? ceil_div(n1, d) : n1, bb += zero3 ? ceil_div(b1, d) : b1;
-            if (row) nn += n1, bb += b1;
-            if (col) nn += n2, bb += b2;
-            sbn = ck_add(ck, sbn, ck_mul(ck, nn, tens));
-            sbb = ck_add(ck, sbb, ck_mul(ck, bb, tens));
+            nn =
+                plan_weight_block_scales(in, l->rows, l->cols, l->kind == XL_EXPERT ? x->edp : g->d, row, col, ck, &bb);
+            sbn = ck_add(ck, sbn, ck_mul(ck, nn, tens)), sbb = ck_add(ck, sbb, ck_mul(ck, bb, tens));
         }
+    if (hd->mtp && rc->weight_gran != GRAN_TENSOR) {
+        nn = plan_weight_block_scales(in, g->h_t, 2 * g->h, g->d, row, col, ck, &bb);
+        sbn = ck_add(ck, sbn, ck_mul(ck, nn, hd->mtp)), sbb = ck_add(ck, sbb, ck_mul(ck, bb, hd->mtp));
     }
-    int fwd8 = dt_fp8(rc->gemm_fwd), bwd8 = dt_fp8(rc->gemm_bwd);
-    uint64_t recs = 0;
-    if (rc->act_gran == GRAN_TENSOR) recs += (uint64_t)fwd8 + (uint64_t)bwd8;
-    if (rc->weight_gran == GRAN_TENSOR) recs += (uint64_t)fwd8;
-    uint64_t hist = rc->scaling == SCALING_DELAYED ? rc->amax_history : 1;
-    uint64_t sg = recipe_fp8_gemm(rc) ? ck_mul3(ck, ntens, recs, 2 + hist) : 0;
-    plan_term(sm, MT_SCALE_GEMM, MC_SCALE, DT_FP32, sg, ck_mul(ck, sg, 4), 1, 1);
-    plan_term(sm, MT_SCALE_BLOCK, MC_SCALE, gran_scale_dtype(rc->weight_gran), sbn, sbb, 1, 1);
-    uint64_t nsc = 0;
-    for (int st = 0; st < STATE_COUNT_; st++)
-        if (((rc->gemm.scaled_mask >> st) & 1) && rc->gemm.dt[st] != DT_NONE) nsc++;
-    uint64_t ss = ck_mul3(ck, ntens, nsc, 3);
-    plan_term(sm, MT_SCALE_STATE, MC_SCALE, DT_FP32, ss, ck_mul(ck, ss, 4), 1, 1);
+    plan_scale_terms(in, sm, ck, ntens, sbn, sbb);
 }
 
 /* The backward working set of one layer of kind k (before recompute and staging). */
@@ -297,14 +278,9 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
         tr = ck_add(ck, tr, ck_mul(ck, lmax, 4));
     }
     if (zero3) { /* as for dense models (plan_mem.c), with the larger layer kind's weights */
-        Dtype wd = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : DT_BF16;
-        Dtype od = rc->other.dt[STATE_WEIGHT] != DT_NONE ? rc->other.dt[STATE_WEIGHT] : DT_BF16;
-        uint64_t per =
-            dt_bytes(wd) + recipe_fp8_copy_bytes_per_param(rc) + 2 + dt_bytes(plan_grad_dt(in, rc->comm_dp_grad));
         uint64_t lw = 0;
         for (int k = 0; k < XK_COUNT; k++) {
-            uint64_t w = ck_add(ck, ck_mul(ck, x->gemm[k] + (k == XK_MOE ? x->expert : 0), per),
-                                ck_mul(ck, x->other[k], dt_bytes(od) + 2 + 4));
+            uint64_t w = plan_zero3_layer_bytes(in, x->gemm[k] + (k == XK_MOE ? x->expert : 0), x->other[k], ck);
             if (hd.n[k] && w > lw) lw = w;
         }
         tr = ck_add(ck, tr, 2 * lw);
