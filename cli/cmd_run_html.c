@@ -133,8 +133,10 @@ int run_html(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *l, Run
 {
     char title[256], sub[256], *text = NULL;
     snprintf(title, sizeof title, "fp8plan run: %s on %s, recipe %s", a->model, g->bk->name, g->recipe.name);
-    snprintf(sub, sizeof sub, "%u layers, hidden %u, %u heads, seq %u, micro-batch %u, %u steps; plan for %s (1 GPU)",
-             g->shape.layers, g->shape.hidden, g->shape.heads, g->shape.seq, g->shape.batch, l->steps, p->in.gpu->name);
+    snprintf(sub, sizeof sub,
+             "%u layers, hidden %u, %u heads, seq %u, micro-batch %u, %u steps; plan for %s (1 GPU), stack %s",
+             g->shape.layers, g->shape.hidden, g->shape.heads, g->shape.seq, g->shape.batch, l->steps, p->in.gpu->name,
+             p->in.stack ? p->in.stack->name : "none");
     Table *mem = rows_table(rows.mem, rows.nm, 0, 1), *tim = rows_table(rows.tim, rows.nt, 1, 0);
     Table *steps = steps_table(l), *comm = comm_table(p, g, l);
     size_t n = (summary ? strlen(summary) : 0) + strlen(verdict) + 4;

@@ -217,7 +217,9 @@ uint64_t plan_inflight_mbs(const Geo *g, uint32_t stage);
 /* ---- memory-bound kernels of one layer and micro-batch (plan_kernels.c) ---- */
 typedef struct {
     double fwd, bwd;           /* seconds */
-    double fwd_attn, bwd_attn; /* of which the attention part (the rest: the FFN's) */
+    double fwd_attn, bwd_attn; /* of which the attention part */
+    double acc_b;              /* the weight-gradient accumulation kernels (backward) */
+    double lin_f, lin_b;       /* the recipe's FP8 linear extras (the rest: the FFN's) */
 } LayerElem;
 void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out);
 

@@ -39,9 +39,10 @@
  * Current scaling reads each cast's input once more for its amax (one more
  * kernel); dropout adds its masks. Bytes: BF16 activations 2 B, FP8 1 B.
  * The attention part (fwd_attn, bwd_attn: norm1 to the attention's residual, and
- * their backward) is what MoE layers keep; the rest is the FFN's (a fused
- * residual + norm2 counts to the FFN; compile's recasts and the gradient
- * accumulation to the attention). */
+ * their backward) is what MoE layers keep; the gradient accumulation (acc_b) and
+ * the recipe's FP8 linear extras (lin_f, lin_b) are apart; the rest is the FFN's
+ * (a fused residual + norm2 counts to the FFN; compile's recasts to the
+ * attention). */
 #include "planner/plan_internal.h"
 
 typedef struct {
@@ -60,6 +61,34 @@ static void op(Acc *a, double bytes, double kernels)
 static void cast(Acc *a, double x, double w, int on, int cur)
 {
     if (on) op(a, (2.0 + w + 2.0 * cur) * x, 1.0 + cur);
+}
+
+/* What a recipe's FP8 linear code moves beyond the stack's kernel list, per layer and micro-batch (recipe.h):
+ * torchao-rowwise: every backward GEMM's output rescaled by its own kernel (read + write BF16: 4 B per element of
+ *   the four dgrad outputs Hf + Q + Hf + F and the layer's weight gradients), and each output gradient read once
+ *   more to quantize it along its other axis (2 B per element of Q + 2K, Hf, kF, Hf);
+ * msamp: each linear input read once more for its amax before the cast (2 B per element of H, Q, H, F); in the
+ *   backward the FP8 weight and the gathered FP8 input transposed (read + write 1 B each: 2 B per weight element,
+ *   2 B per element of Hf, Q, Hf, F), and the FP8 gradient updated per weight element as
+ *   (main_grad.to(bf16) + grad).cast(e4m3) then copied: read 1 + write 2, read 2 + 2 + write 2, amax read 2,
+ *   cast read 2 + write 1, copy read 1 + write 1 = 16 B in 5 kernels. */
+static void fp8_linear_extra(const Recipe *rc, const Geo *g, double Hf, double H, double Q, double K, double F,
+                             double kF, Acc *f, Acc *b)
+{
+    double w = (double)g->gemm_layer;
+    switch (rc->linear) {
+    case LIN_TORCHAO_ROWWISE:
+        op(b, 4.0 * (2 * Hf + Q + F + w), 8);
+        op(b, 2.0 * (Q + 2 * K + 2 * Hf + kF), 4);
+        break;
+    case LIN_MSAMP:
+        op(f, 2.0 * (2 * H + Q + F), 4);
+        op(b, 2.0 * w, 4);
+        op(b, 2.0 * (2 * Hf + Q + F), 4);
+        op(b, 16.0 * w, 20);
+        break;
+    default: break;
+    }
 }
 
 void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
@@ -113,7 +142,6 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
         if (rope) op(&b, 4 * (Q + K), 1);
         cast(&b, Q + 2 * K, 2, b8, cur), op(&b, 10 * H, 2);
         if (f8 && !saved8) op(&b, 3 * (2 * Hf + Q + F), 4);
-        op(&b, acc_b, acc_k);
         break;
     default: { /* FUSE_EAGER, FUSE_FP8PLAN */
         double nb = rms ? 36 : 4, nk = rms ? 6 : 1;
@@ -132,12 +160,20 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
         bm = b.t - 2 * fa;
         cast(&b, Hf, 2, b8, cur), cast(&b, Q + 2 * K, 2, b8, cur);
         if (f8 && !saved8) op(&b, 3 * (2 * Hf + Q + F), 4);
-        op(&b, acc_b, acc_k);
         break;
     }
     }
+    double fx = f.t, bx = b.t;
+    if (in->fusion != FUSE_TE) op(&b, acc_b, acc_k);
+    /* Megatron without --gradient-accumulation-fusion: main_grad.add_(grad) after every micro-batch's wgrad */
+    if (in->fusion == FUSE_TE && !in->grad_acc_fusion && rc->linear != LIN_MSAMP)
+        op(&b, (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))), 4);
+    double ba = b.t;
+    fp8_linear_extra(rc, g, Hf, H, Q, K, F, kF, &f, &b);
     out->fwd = f.t;
     out->bwd = b.t;
     out->fwd_attn = fa;
-    out->bwd_attn = b.t - bm;
+    out->bwd_attn = bx - bm;
+    out->acc_b = ba - bx;
+    out->lin_f = f.t - fx, out->lin_b = b.t - ba;
 }

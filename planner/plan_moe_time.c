@@ -8,7 +8,14 @@
  *              the imbalance allowance), FP8 as the recipe says except the router's
  *              (BF16). While the expert all-to-alls overlap compute, their kernels
  *              take ep_comm_sms of the GPU's SMs: the GEMMs and attention run on the
- *              rest (DeepSeek-V3: 20 of 132).
+ *              rest (DeepSeek-V3: 20 of 132). A row-wise-scaled recipe's forward
+ *              GEMMs at arch_rowwise_gemm_rel; TE without gradient-accumulation
+ *              fusion, and compile / eager with micro-batches to accumulate, add
+ *              the main_grad += grad kernel per linear weight of the kind (w (2 +
+ *              2 grad bytes) over its weights w). The recipe's FP8 linear extras
+ *              (plan_kernels.c) are charged on dense layers only: the libraries
+ *              behind them (MS-AMP, torchao's row-wise linear) have no grouped-
+ *              expert path.
  *   attention  plan_attention: latent attention's causal FLOPs are
  *              tok seq heads/tp (dqk + dv).
  *   kernels    standard attention: the stack's list (plan_kernels.c, attention
@@ -51,6 +58,7 @@
  *              activation forward. */
 #include <string.h>
 
+#include "planner/arch.h"
 #include "planner/plan_internal.h"
 
 typedef struct {
@@ -126,6 +134,10 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     double gb = (double)dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]));
     double ob = (double)dt_bytes(plan_grad_dt(in, rc->other.dt[STATE_GRAD]));
     int te = in->fusion == FUSE_TE;
+    /* the weight-gradient accumulation as a kernel of its own, one per linear weight (plan_kernels.c) */
+    int acc = te ? !in->grad_acc_fusion && rc->linear != LIN_MSAMP : g->m > 1;
+    double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
+    Acc ak = {0, 1.0 / (in->gpu->hbm_bw * in->eff_hbm), in->launch_s};
     LayerElem le;
     plan_layer_elem(in, g, &le);
     double af, ab;
@@ -138,12 +150,14 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     for (int k = 0; k < XK_COUNT; k++) {
         LayerT *Lk = &L[k];
         memset(Lk, 0, sizeof *Lk);
-        double rcmla = 0;
+        double rcmla = 0, wq = 0, nq = 0;
         for (int i = 0; i < x->nlin[k]; i++) {
             const Lin *l = &x->lin[k][i];
             int q = l->kind != XL_ROUTER;
-            double wout = te ? 2.0 * (q ? gb : ob) : 2.0; /* TE accumulates into the main grad in the epilogue */
-            double tf = gemm_time(&gg, l->m, l->rows, l->cols, l->count, q && f8, 2);
+            /* TE accumulates into the main grad in the epilogue (the router: its own hook, in BF16) */
+            double wout = te && (!q || in->grad_acc_fusion) ? 2.0 * (q ? gb : ob) : 2.0;
+            double tf = gemm_time(&gg, l->m, l->rows, l->cols, l->count, q && f8, 2) * (q ? fslow : 1.0);
+            if (q) wq += (double)l->rows * (double)l->cols * (double)l->count, nq++;
             double tw = gemm_time(&gg, l->rows, l->cols, l->m, l->count, q && b8, wout);
             double tb = gemm_time(&gg, l->m, l->cols, l->rows, l->count, q && b8, 2) + tw;
             Lk->gemm_f += tf, Lk->gemm_b += tb, Lk->wg += tw;
@@ -152,8 +166,11 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
         }
         plan_attention(in, g, &gg, Lk);
         Lk->attn_f /= sm_frac, Lk->attn_b /= sm_frac;
+        /* the FFN's kernels, the kind's own accumulation and, on dense layers, the recipe's FP8 linear extras */
+        ak.t = 0;
+        if (acc) op(&ak, wq * (2.0 + 2.0 * gb), nq);
         Lk->elem_f = af + (k == XK_DENSE ? le.fwd - le.fwd_attn : mf);
-        Lk->elem_b = ab + (k == XK_DENSE ? le.bwd - le.bwd_attn : mb);
+        Lk->elem_b = ab + ak.t + (k == XK_DENSE ? le.bwd - le.bwd_attn - le.acc_b : mb);
         if (k == XK_MOE) Lk->route_f = mf, Lk->route_b = mb;
 
         /* TP: one pair for the attention, one for a dense FFN or the shared experts */

@@ -236,6 +236,17 @@ static void test_moe_kernels(void)
     in.moe_imbalance = 1, in.overlap_ep = 1;
     Plan po = build(&in);
     CHECK(po.time.ep_comm_s < p.time.ep_comm_s);
+    /* TE without gradient-accumulation fusion: main_grad += grad as kernels of their own, per linear weight of
+     * each layer (2 B read of the BF16 gradient + 4 B read and 4 B write of the FP32 main gradient = 10 B): the
+     * dense layer's 262,144 + 393,216 = 655,360 weights, the MoE layer's attention 262,144 + shared 98,304 + its
+     * 2 local experts 2 x 98,304 (not the router's, which its own hook accumulates) = 557,056; (655,360 +
+     * 557,056) x 10 = 12,124,160 B per micro-batch, 2 micro-batches */
+    in.overlap_ep = 0, in.fusion = FUSE_TE, in.grad_acc_fusion = 1;
+    Plan pf = build(&in);
+    in.grad_acc_fusion = 0;
+    Plan pu = build(&in);
+    CHECK_REL(pu.time.nongemm_s - pf.time.nongemm_s, 2 * 12124160.0 / (3.35e12 * 0.8), 1e-9);
+    CHECK(pu.time.gemm_s < pf.time.gemm_s); /* the weight-gradient GEMMs write BF16, not accumulate FP32 */
 }
 
 static void test_expert_dp_and_etp(void)
