@@ -53,6 +53,7 @@ enum {
     PG_SP = 1 << 11,
     PG_GRAD_ACC = 1 << 12,
     PG_OV_TP_ON = 1 << 13,
+    PG_OV_EP = 1 << 14,
 };
 
 typedef struct {
@@ -70,7 +71,7 @@ typedef struct {
     int top_given;           /* --top was given */
     int per_recipe;          /* sweep --per-recipe: the best of each recipe */
     int all;                 /* sweep --all: list near-duplicates too */
-    int layout_given[8];     /* which of tp,pp,vpp,cp,dp,mbs,recompute,sharding were given */
+    int layout_given[10];    /* which of tp,pp,vpp,cp,dp,mbs,recompute,sharding,ep,etp were given */
     int ascii;               /* --ascii: ASCII memory bars in text output */
     CliOut out;
 } PlanArgs;
@@ -88,6 +89,11 @@ int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char
 /* Copy into `in` the stack-backed fields the command line set explicitly
  * (a->given) from `given`, so that they win over a stack row applied later. */
 void plan_args_keep_given(const PlanArgs *a, const PlanInput *given, PlanInput *in);
+
+/* The mixture-of-experts options that need more than a number (cli/cmd_plan_moe.c): which is 'i'
+ * --moe-imbalance, 'c' --moe-capacity, 's' --ep-comm-sms, 'd' --dualpipe, 'r' --recompute-modules.
+ * Returns 0 or the usage exit code after the message. */
+int plan_moe_option(const char *cmd, const char *name, int which, const char *arg, PlanInput *in);
 
 /* Help text of the shared options, for the subcommands' --help. */
 extern const char plan_layout_help[];

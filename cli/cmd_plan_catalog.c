@@ -118,25 +118,40 @@ static const char *const list_help[] = {
 static Table *models_table(const Catalog *c)
 {
     const TableCol cols[] = {
-        {"name", NULL, NULL, TC_STR, 0, 0},          {"params", NULL, NULL, TC_U64, 0, TF_GROUP},
-        {"layers", NULL, NULL, TC_U64, 0, 0},        {"hidden", NULL, NULL, TC_U64, 0, 0},
-        {"ffn_hidden", NULL, NULL, TC_U64, 0, 0},    {"heads", NULL, NULL, TC_U64, 0, 0},
-        {"kv_heads", NULL, NULL, TC_U64, 0, 0},      {"head_dim", NULL, NULL, TC_U64, 0, 0},
-        {"vocab", NULL, NULL, TC_U64, 0, 0},         {"seq_len", NULL, NULL, TC_U64, 0, 0},
-        {"norm", NULL, NULL, TC_STR, 0, 0},          {"mlp", NULL, NULL, TC_STR, 0, 0},
-        {"position", NULL, NULL, TC_STR, 0, 0},      {"tied_embeddings", "tied", NULL, TC_STR, 0, 0},
-        {"linear_bias", "bias", NULL, TC_STR, 0, 0}, {"source", NULL, NULL, TC_STR, 0, 0},
+        {"name", NULL, NULL, TC_STR, 0, 0},
+        {"params", NULL, NULL, TC_U64, 0, TF_GROUP},
+        {"active_params", "active", NULL, TC_U64, 0, TF_GROUP},
+        {"experts", NULL, "top-k", TC_STR, 0, 0},
+        {"layers", NULL, NULL, TC_U64, 0, 0},
+        {"hidden", NULL, NULL, TC_U64, 0, 0},
+        {"ffn_hidden", NULL, NULL, TC_U64, 0, 0},
+        {"heads", NULL, NULL, TC_U64, 0, 0},
+        {"kv_heads", NULL, NULL, TC_U64, 0, 0},
+        {"head_dim", NULL, NULL, TC_U64, 0, 0},
+        {"vocab", NULL, NULL, TC_U64, 0, 0},
+        {"seq_len", NULL, NULL, TC_U64, 0, 0},
+        {"norm", NULL, NULL, TC_STR, 0, 0},
+        {"mlp", NULL, NULL, TC_STR, 0, 0},
+        {"position", NULL, NULL, TC_STR, 0, 0},
+        {"tied_embeddings", "tied", NULL, TC_STR, 0, 0},
+        {"linear_bias", "bias", NULL, TC_STR, 0, 0},
+        {"source", NULL, NULL, TC_STR, 0, 0},
     };
     Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
     if (!t) return NULL;
     for (int i = 0; i < c->nmodels; i++) {
         const ModelSpec *m = &c->models[i];
-        uint64_t params = 0;
-        if (model_param_count(m, &params)) params = 0;
+        ModelParams mp;
+        if (model_params(m, &mp)) mp.total = mp.active = 0;
+        char moe[48] = "-";
+        if (spec_is_moe(m))
+            snprintf(moe, sizeof moe, "%u/%u%s", m->experts, m->experts_per_token, m->shared_experts ? "+shared" : "");
         table_row(t);
         int k = 0;
         table_str(t, k++, m->name);
-        table_u64(t, k++, params);
+        table_u64(t, k++, mp.total);
+        table_u64(t, k++, mp.active);
+        table_str(t, k++, moe);
         table_u64(t, k++, m->layers);
         table_u64(t, k++, m->hidden);
         table_u64(t, k++, m->ffn_hidden);

@@ -20,6 +20,15 @@ const char plan_layout_help[] =
     "  --first-stage-layers N --last-stage-layers N   uneven pipeline: layers on the first / last stage\n"
     "                     (the other stages split the rest evenly; default an even split)\n"
     "  --dropout          count dropout masks (off: modern LLMs train without dropout)\n"
+    "mixture of experts (models with experts; cli/cmd_plan_moe.c):\n"
+    "  --ep N --etp N     expert parallel and expert tensor parallel sizes (1); the expert-data-parallel\n"
+    "                     group is tp*cp*dp/(ep*etp)\n"
+    "  --moe-imbalance F  dropless routing: tokens of the busiest expert rank over the mean (1)\n"
+    "  --moe-capacity F   capacity factor instead (token dropping; 0 = dropless)\n"
+    "  --overlap-ep F     fraction of the MoE layers' compute that hides the all-to-alls (the stack's)\n"
+    "  --ep-comm-sms N    SMs the all-to-all kernels take from the GEMMs while overlapping (0)\n"
+    "  --dualpipe         DeepSeek-V3's DualPipe schedule (even --pp, all-to-alls and p2p hidden)\n"
+    "  --recompute-modules mla_up_proj,moe_act   recompute MLA's up-projections / the experts' activation\n"
     "  --vocab-pad N      pad the vocabulary to a multiple of N*tp (128)\n"
     "software stack (models/stacks.csv; each option below overrides the stack's value):\n"
     "  --stack NAME       megatron-core (default), torchtitan, llm-foundry, deepspeed, fp8plan, ...\n"
@@ -103,6 +112,14 @@ enum {
     O_LAST,
     O_MAX_MEM,
     O_STACKS,
+    O_EP, /* the MoE options: cli/cmd_plan_moe.c */
+    O_ETP,
+    O_MOE_IMBALANCE,
+    O_MOE_CAPACITY,
+    O_OV_EP,
+    O_EP_SMS,
+    O_DUALPIPE,
+    O_RC_MODS,
 };
 
 static const struct option longopts[] = {
@@ -159,6 +176,14 @@ static const struct option longopts[] = {
     {"last-stage-layers", required_argument, NULL, O_LAST},
     {"max-mem-frac", required_argument, NULL, O_MAX_MEM},
     {"stacks", required_argument, NULL, O_STACKS},
+    {"ep", required_argument, NULL, O_EP},
+    {"etp", required_argument, NULL, O_ETP},
+    {"moe-imbalance", required_argument, NULL, O_MOE_IMBALANCE},
+    {"moe-capacity", required_argument, NULL, O_MOE_CAPACITY},
+    {"overlap-ep", required_argument, NULL, O_OV_EP},
+    {"ep-comm-sms", required_argument, NULL, O_EP_SMS},
+    {"dualpipe", no_argument, NULL, O_DUALPIPE},
+    {"recompute-modules", required_argument, NULL, O_RC_MODS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -178,7 +203,11 @@ static unsigned option_mask(int opt)
     case O_ZERO:
     case O_RECOMPUTE:
     case O_FIRST:
-    case O_LAST: return PO_LAYOUT;
+    case O_LAST:
+    case O_EP:
+    case O_ETP:
+    case O_DUALPIPE:
+    case O_RC_MODS: return PO_LAYOUT;
     case O_TOP:
     case O_PER_RECIPE:
     case O_ALL:
@@ -379,6 +408,22 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
                 rc = get_frac(cmd, c, arg, 1, &in->overlap_dp);
             a->given |= PG_OV_DP;
             break;
+        case O_EP: rc = get_u32(cmd, c, arg, &in->ep), a->layout_given[8] = 1; break;
+        case O_ETP: rc = get_u32(cmd, c, arg, &in->etp), a->layout_given[9] = 1; break;
+        case O_OV_EP: rc = get_frac(cmd, c, arg, 1, &in->overlap_ep), a->given |= PG_OV_EP; break;
+        case O_MOE_IMBALANCE:
+        case O_MOE_CAPACITY:
+        case O_EP_SMS:
+        case O_DUALPIPE:
+        case O_RC_MODS:
+            rc = plan_moe_option(cmd, opt_name(c),
+                                 c == O_MOE_IMBALANCE  ? 'i'
+                                 : c == O_MOE_CAPACITY ? 'c'
+                                 : c == O_EP_SMS       ? 's'
+                                 : c == O_DUALPIPE     ? 'd'
+                                                       : 'r',
+                                 arg, in);
+            break;
         default: rc = cli_bad_option(cmd);
         }
         if (rc) return rc;
@@ -412,6 +457,7 @@ void plan_args_keep_given(const PlanArgs *a, const PlanInput *given, PlanInput *
     unsigned g = a->given;
     if (g & PG_ATTN) in->attn = given->attn;
     if (g & PG_SP) in->sp = given->sp;
+    if (g & PG_OV_EP) in->overlap_ep = given->overlap_ep;
     if (g & PG_MAIN_GRAD) in->main_grad = given->main_grad;
     if (g & PG_FP8_CACHE) in->fp8_weight_cache = given->fp8_weight_cache;
     if (g & PG_SWIGLU) in->fused_swiglu = given->fused_swiglu;

@@ -148,6 +148,9 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
                 100 * sum->all.mae, sum->all.n, 100 * sum->dev.mae, sum->dev.n, 100 * sum->holdout.mae, sum->holdout.n,
                 100 * sum->table5.mae, 100 * sum->mem_traced.mae, 100 * sum->mem_traced_max, sum->mem_traced.n,
                 sum->false_oom, sum->over_limit, sum->unplanned);
+            if (sum->moe.n) /* runs of models with experts, apart from the dense figures above */
+                printf("mixture of experts: throughput MAE %.1f %% (bias %+.1f %%) over %d runs; false OOMs %d\n",
+                       100 * sum->moe.mae, 100 * sum->moe.bias, sum->moe.n, sum->moe_false_oom);
             if (outdir && !(rc = make_dir(cmd, outdir))) {
                 rc = write_csv(cmd, outdir, "fidelity_runs.csv", tr);
                 tr = NULL;

@@ -50,9 +50,9 @@ static void progress(uint64_t done, uint64_t total, void *ctx)
     fflush(stderr);
 }
 
-/* Columns k.. of the current row: [stack,] recipe, tp, pp, vpp, cp, dp, mbs, [first/last,] recompute,
- * sharding, memory (GB). Returns the next column. */
-static int layout_cells(Table *t, int k, const Plan *p, int show_stack, int uneven)
+/* Columns k.. of the current row: [stack,] recipe, tp, pp, vpp, cp, dp, mbs, [first/last,] [ep/etp,]
+ * recompute, sharding, memory (GB). Returns the next column. */
+static int layout_cells(Table *t, int k, const Plan *p, int show_stack, int uneven, int experts)
 {
     if (show_stack) table_str(t, k++, p->in.stack ? p->in.stack->name : "none");
     table_str(t, k++, p->in.recipe->name);
@@ -64,6 +64,11 @@ static int layout_cells(Table *t, int k, const Plan *p, int show_stack, int unev
             snprintf(ends, sizeof ends, "%u/%u", p->in.first_stage_layers, p->in.last_stage_layers);
         table_str(t, k++, ends);
     }
+    if (experts) {
+        char ep[32];
+        snprintf(ep, sizeof ep, "%u/%u", p->in.ep, p->in.etp);
+        table_str(t, k++, ep);
+    }
     table_str(t, k++, recompute_name(p->in.recompute));
     table_str(t, k++, sharding_name(p->in.sharding));
     table_f64(t, k++, plan_gb(p->total_bytes));
@@ -71,7 +76,7 @@ static int layout_cells(Table *t, int k, const Plan *p, int show_stack, int unev
 }
 
 /* The layout columns of layout_cells. Returns how many. */
-static int layout_cols(TableCol *cols, int show_stack, int uneven)
+static int layout_cols(TableCol *cols, int show_stack, int uneven, int experts)
 {
     int nc = 0;
     if (show_stack) cols[nc++] = (TableCol){"stack", NULL, NULL, TC_STR, 0, 0};
@@ -79,6 +84,7 @@ static int layout_cols(TableCol *cols, int show_stack, int uneven)
     static const char *const ints[] = {"tp", "pp", "vpp", "cp", "dp", "mbs"};
     for (int i = 0; i < 6; i++) cols[nc++] = (TableCol){ints[i], NULL, NULL, TC_U64, 0, 0};
     if (uneven) cols[nc++] = (TableCol){"ends", "first/last", "layers", TC_STR, 0, 0};
+    if (experts) cols[nc++] = (TableCol){"experts", "ep/etp", NULL, TC_STR, 0, 0};
     cols[nc++] = (TableCol){"recompute", NULL, NULL, TC_STR, 0, 0};
     cols[nc++] = (TableCol){"sharding", NULL, NULL, TC_STR, 0, 0};
     cols[nc++] = (TableCol){"memory", NULL, "GB", TC_F64, 2, 0};
@@ -92,13 +98,21 @@ static int any_uneven(const Plan *p, int n)
     return u;
 }
 
+/* Whether any plan splits experts (the ep/etp column). */
+static int any_experts(const Plan *p, int n)
+{
+    int x = 0;
+    for (int i = 0; i < n; i++) x |= p[i].in.ep > 1 || p[i].in.etp > 1;
+    return x;
+}
+
 /* The text view: the stack and uneven-stage columns only when they vary; step time and the FP8 MFU are in
  * csv/json (the text keeps to 100 columns). */
 static Table *top_table(const Plan *top, const uint32_t *variants, int n, int show_variants, int show_stack)
 {
-    int uneven = any_uneven(top, n);
+    int uneven = any_uneven(top, n), experts = any_experts(top, n);
     TableCol cols[20] = {{"rank", NULL, NULL, TC_U64, 0, 0}};
-    int nc = 1 + layout_cols(cols + 1, show_stack, uneven);
+    int nc = 1 + layout_cols(cols + 1, show_stack, uneven, experts);
     cols[nc++] = (TableCol){"tokens_per_s", "tokens/s", NULL, TC_F64, 0, 0};
     cols[nc++] = (TableCol){"mfu_bf16", "MFU", "% bf16", TC_F64, 1, 0};
     if (show_variants) cols[nc++] = (TableCol){"variants", "+var", NULL, TC_STR, 0, TF_LEFT};
@@ -108,7 +122,7 @@ static Table *top_table(const Plan *top, const uint32_t *variants, int n, int sh
         table_row(t);
         int k = 0;
         table_u64(t, k++, (uint64_t)i + 1);
-        k = layout_cells(t, k, p, show_stack, uneven);
+        k = layout_cells(t, k, p, show_stack, uneven, experts);
         table_f64(t, k++, p->tokens_per_s);
         table_f64(t, k++, p->mfu_bf16_pct);
         if (show_variants && variants[i]) {
@@ -134,9 +148,9 @@ static double over_gb(const Plan *p) { return plan_gb(p->total_bytes) - plan_gb(
 
 static Table *nearest_table(const Plan *near, int n, int show_stack)
 {
-    int uneven = any_uneven(near, n);
+    int uneven = any_uneven(near, n), experts = any_experts(near, n);
     TableCol cols[20];
-    int nc = layout_cols(cols, show_stack, uneven);
+    int nc = layout_cols(cols, show_stack, uneven, experts);
     cols[nc - 1].name = "needs"; /* the memory column: what the layout needs */
     cols[nc++] = (TableCol){"over", NULL, "GB", TC_F64, 2, 0};
     cols[nc++] = (TableCol){"largest_term", "largest term", NULL, TC_STR, 0, 0};
@@ -146,7 +160,7 @@ static Table *nearest_table(const Plan *near, int n, int show_stack)
         const Plan *p = &near[i];
         const MemTerm *m = largest_term(p);
         table_row(t);
-        int k = layout_cells(t, 0, p, show_stack, uneven);
+        int k = layout_cells(t, 0, p, show_stack, uneven, experts);
         table_f64(t, k++, over_gb(p));
         table_str(t, k++, m->name);
         table_f64(t, k++, plan_gb(m->bytes));

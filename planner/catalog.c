@@ -12,7 +12,9 @@
 
 const char *const catalog_model_columns =
     "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,"
-    "position,tied_embeddings,linear_bias,source";
+    "position,tied_embeddings,linear_bias,qk_norm,experts,experts_per_token,shared_experts,expert_ffn_hidden,"
+    "dense_layers,router,router_groups,router_group_topk,q_lora_rank,kv_lora_rank,qk_nope_head_dim,"
+    "qk_rope_head_dim,v_head_dim,mtp_layers,source";
 const char *const catalog_gpu_columns =
     "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,"
     "fp32_tflops,mamf_bf16_tflops,mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,"
@@ -20,9 +22,89 @@ const char *const catalog_gpu_columns =
 const char *const catalog_recipe_columns =
     "name,weight,fp8_rowwise,fp8_colwise,master,grad,adam_m,adam_v,dist_opt_shards,scaled_states,other_params,"
     "gemm_fwd,gemm_bwd,scaling,act_granularity,weight_granularity,amax_history,amax_reduce,dp_grad_comm,"
-    "param_gather_comm,tp_allgather_comm,tp_reducescatter_comm,saved_gemm_input,fp8_linear,min_sm,source";
+    "param_gather_comm,tp_allgather_comm,tp_reducescatter_comm,ep_dispatch_comm,ep_combine_comm,saved_gemm_input,"
+    "fp8_linear,min_sm,source";
 
 /* ---- models ------------------------------------------------------------------------------------------- */
+
+/* A column that must be empty or 0 for this kind of model. */
+static Status must_be_unset(Cur *c, const char *col, uint32_t v, const char *why)
+{
+    return v ? cell_bad(c, col, "'%s' is given, but %s", cell_text(c, col), why) : ST_OK;
+}
+
+/* The mixture-of-experts, latent-attention and multi-token-prediction columns (empty = not used). */
+static Status parse_model_ext(Cur *c, ModelSpec *m)
+{
+    const uint32_t BIG = 1u << 30, SMALL = 1u << 16;
+    Status st;
+    if ((st = cell_yesno_or_no(c, "qk_norm", &m->qk_norm)) || (st = cell_u32_or0(c, "experts", SMALL, &m->experts)) ||
+        (st = cell_u32_or0(c, "experts_per_token", SMALL, &m->experts_per_token)) ||
+        (st = cell_u32_or0(c, "shared_experts", SMALL, &m->shared_experts)) ||
+        (st = cell_u32_or0(c, "expert_ffn_hidden", BIG, &m->expert_ffn)) ||
+        (st = cell_u32_or0(c, "dense_layers", SMALL, &m->dense_layers)) ||
+        (st = cell_u32_or0(c, "router_groups", SMALL, &m->router_groups)) ||
+        (st = cell_u32_or0(c, "router_group_topk", SMALL, &m->router_group_topk)) ||
+        (st = cell_u32_or0(c, "q_lora_rank", BIG, &m->q_lora_rank)) ||
+        (st = cell_u32_or0(c, "kv_lora_rank", BIG, &m->kv_lora_rank)) ||
+        (st = cell_u32_or0(c, "qk_nope_head_dim", SMALL, &m->qk_nope_head_dim)) ||
+        (st = cell_u32_or0(c, "qk_rope_head_dim", SMALL, &m->qk_rope_head_dim)) ||
+        (st = cell_u32_or0(c, "v_head_dim", SMALL, &m->v_head_dim)) ||
+        (st = cell_u32_or0(c, "mtp_layers", 16, &m->mtp_layers)))
+        return st;
+    if (router_parse(cell_text(c, "router"), &m->router))
+        return cell_bad(c, "router", "'%s' is not none, softmax or sigmoid", cell_text(c, "router"));
+    if (!m->experts) {
+        const char *dense = "experts is 0 (a dense model)";
+        if ((st = must_be_unset(c, "experts_per_token", m->experts_per_token, dense)) ||
+            (st = must_be_unset(c, "shared_experts", m->shared_experts, dense)) ||
+            (st = must_be_unset(c, "expert_ffn_hidden", m->expert_ffn, dense)) ||
+            (st = must_be_unset(c, "dense_layers", m->dense_layers, dense)) ||
+            (st = must_be_unset(c, "router", m->router, dense)) ||
+            (st = must_be_unset(c, "router_groups", m->router_groups, dense)))
+            return st;
+    } else {
+        if (!m->experts_per_token || m->experts_per_token > m->experts)
+            return cell_bad(c, "experts_per_token", "'%s' must be in [1, experts = %u]",
+                            cell_text(c, "experts_per_token"), m->experts);
+        if (!m->expert_ffn) return cell_bad(c, "expert_ffn_hidden", "empty or 0: a MoE model needs the expert width");
+        if (m->router == ROUTER_NONE)
+            return cell_bad(c, "router", "empty or none: a MoE model needs softmax or sigmoid");
+        if (m->dense_layers >= m->layers)
+            return cell_bad(c, "dense_layers", "'%s' leaves no MoE layer of %u", cell_text(c, "dense_layers"),
+                            m->layers);
+        uint32_t g = m->router_groups, gk = m->router_group_topk;
+        if (g && (m->experts % g || !gk || gk > g || m->experts_per_token > (uint64_t)gk * (m->experts / g)))
+            return cell_bad(c, "router_group_topk",
+                            "'%s': with %u groups of %u experts it must be in [1, groups] and hold experts_per_token",
+                            cell_text(c, "router_group_topk"), g, g && !(m->experts % g) ? m->experts / g : 0);
+    }
+    if ((st = must_be_unset(c, "router_group_topk", m->router_groups ? 0 : m->router_group_topk,
+                            "router_groups is 0 (no group-limited routing)")))
+        return st;
+    if ((m->experts || m->kv_lora_rank) && m->linear_bias)
+        return cell_bad(c, "linear_bias", "'%s': biases are modelled for dense models with standard attention only",
+                        cell_text(c, "linear_bias"));
+    if (!m->kv_lora_rank) {
+        const char *std = "kv_lora_rank is 0 (standard attention)";
+        if ((st = must_be_unset(c, "q_lora_rank", m->q_lora_rank, std)) ||
+            (st = must_be_unset(c, "qk_nope_head_dim", m->qk_nope_head_dim, std)) ||
+            (st = must_be_unset(c, "qk_rope_head_dim", m->qk_rope_head_dim, std)) ||
+            (st = must_be_unset(c, "v_head_dim", m->v_head_dim, std)))
+            return st;
+    } else {
+        if (!m->qk_nope_head_dim || !m->qk_rope_head_dim || !m->v_head_dim ||
+            m->qk_nope_head_dim + m->qk_rope_head_dim != m->head_dim)
+            return cell_bad(c, "qk_rope_head_dim",
+                            "'%s': latent attention needs positive qk_nope, qk_rope and v head dims with "
+                            "qk_nope + qk_rope = head_dim (%u)",
+                            cell_text(c, "qk_rope_head_dim"), m->head_dim);
+        if (m->kv_heads != m->heads)
+            return cell_bad(c, "kv_heads", "'%s': latent attention has one key/value head per query head (%u)",
+                            cell_text(c, "kv_heads"), m->heads);
+    }
+    return ST_OK;
+}
 
 static Status parse_model(Cur *c, void *row)
 {
@@ -49,7 +131,7 @@ static Status parse_model(Cur *c, void *row)
         return cell_bad(c, "position", "'%s' is not learned, rope or none", cell_text(c, "position"));
     if (m->kv_heads > m->heads || m->heads % m->kv_heads)
         return cell_bad(c, "kv_heads", "'%s' must divide heads (grouped-query attention)", cell_text(c, "kv_heads"));
-    return ST_OK;
+    return parse_model_ext(c, m);
 }
 
 /* ---- GPUs --------------------------------------------------------------------------------------------- */
@@ -169,6 +251,8 @@ static Status parse_recipe(Cur *c, void *row)
         (st = get_dtype(c, "param_gather_comm", COMM, &r->comm_param_gather)) ||
         (st = get_dtype(c, "tp_allgather_comm", COMM, &r->comm_tp_ag)) ||
         (st = get_dtype(c, "tp_reducescatter_comm", COMM, &r->comm_tp_rs)) ||
+        (st = get_dtype(c, "ep_dispatch_comm", COMM, &r->comm_ep_dispatch)) ||
+        (st = get_dtype(c, "ep_combine_comm", COMM, &r->comm_ep_combine)) ||
         (st = get_dtype(c, "saved_gemm_input", COMM, &r->saved_input)) || (st = cell_sm(c, "min_sm", &r->min_sm)) ||
         (st = cell_textcopy(c, "source", r->source, sizeof r->source, 0)))
         return st;

@@ -38,6 +38,18 @@ Status cell_u32(Cur *c, const char *col, uint32_t lo, uint32_t hi, uint32_t *out
     return ST_OK;
 }
 
+Status cell_u32_or0(Cur *c, const char *col, uint32_t hi, uint32_t *out)
+{
+    if (!*cell_text(c, col)) return *out = 0, ST_OK;
+    return cell_u32(c, col, 0, hi, out);
+}
+
+Status cell_yesno_or_no(Cur *c, const char *col, int *out)
+{
+    if (!*cell_text(c, col)) return *out = 0, ST_OK;
+    return cell_yesno(c, col, out);
+}
+
 Status cell_count(Cur *c, const char *col, uint64_t *out)
 {
     Err sub;

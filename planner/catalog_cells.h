@@ -22,6 +22,10 @@ Status cell_bad(Cur *c, const char *col, const char *fmt, ...) __attribute__((fo
 const char *cell_text(Cur *c, const char *col);
 /* A whole number in [lo, hi]. */
 Status cell_u32(Cur *c, const char *col, uint32_t lo, uint32_t hi, uint32_t *out);
+/* Same, with an empty cell read as 0 (optional columns: "not used"). */
+Status cell_u32_or0(Cur *c, const char *col, uint32_t hi, uint32_t *out);
+/* cell_yesno with an empty cell read as no. */
+Status cell_yesno_or_no(Cur *c, const char *col, int *out);
 /* A positive count (util/num.h rules). */
 Status cell_count(Cur *c, const char *col, uint64_t *out);
 /* A finite number >= 0 (> 0 unless allow_zero). */

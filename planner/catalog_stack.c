@@ -6,7 +6,7 @@
 
 const char *const catalog_stack_columns =
     "name,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,"
-    "launch_us,loss_bytes,tp_overlap,tp_overlap_on,dp_overlap,pp_overlap,cp_overlap,alloc_reserve,"
+    "launch_us,loss_bytes,tp_overlap,tp_overlap_on,dp_overlap,pp_overlap,cp_overlap,ep_overlap,alloc_reserve,"
     "calibrated,source";
 
 static Status parse_stack(Cur *c, void *row)
@@ -25,6 +25,7 @@ static Status parse_stack(Cur *c, void *row)
         (st = cell_range(c, "dp_overlap", 0, 1, &s->overlap_dp)) ||
         (st = cell_range(c, "pp_overlap", 0, 1, &s->overlap_pp)) ||
         (st = cell_range(c, "cp_overlap", 0, 1, &s->overlap_cp)) ||
+        (st = cell_range(c, "ep_overlap", 0, 1, &s->overlap_ep)) ||
         (st = cell_range(c, "alloc_reserve", 0, 1, &s->alloc_reserve)) ||
         (st = cell_yesno(c, "calibrated", &s->calibrated)) ||
         (st = cell_textcopy(c, "source", s->source, sizeof s->source, 0)))

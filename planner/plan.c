@@ -1,7 +1,7 @@
 /* planner/plan.c — input defaults, validation and the plan_build orchestration. */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
-#include <strings.h>
 
 #include "planner/plan_internal.h"
 
@@ -32,6 +32,8 @@ void plan_input_defaults(PlanInput *in)
     in->max_mem_frac = 0.95;
     in->eff_hbm = 0.80;
     in->eff_net = 0.80;
+    in->ep = in->etp = 1;
+    in->moe_imbalance = 1.0;
 }
 
 void plan_input_use_stack(PlanInput *in, const StackSpec *s)
@@ -50,6 +52,7 @@ void plan_input_use_stack(PlanInput *in, const StackSpec *s)
     in->overlap_dp = s->overlap_dp;
     in->overlap_pp = s->overlap_pp;
     in->overlap_cp = s->overlap_cp;
+    in->overlap_ep = s->overlap_ep;
     in->frag_frac = s->alloc_reserve;
 }
 
@@ -74,77 +77,6 @@ double plan_state_bytes_per_param(const PlanInput *in, double *per)
     StateSet s = in->recipe->gemm;
     s.dt[STATE_GRAD] = plan_grad_dt(in, s.dt[STATE_GRAD]);
     return recipe_state_bytes_per_param(&s, 0, 1, per);
-}
-
-/* ---- names ------------------------------------------------------------------------------------------ */
-
-static const char *const cat_names[] = {[MC_STATE] = "state",
-                                        [MC_FP8_COPY] = "fp8_copy",
-                                        [MC_SCALE] = "scale",
-                                        [MC_ACTIVATION] = "activation",
-                                        [MC_OVERHEAD] = "overhead"};
-static const char *const group_names[] = {[GROUP_TP] = "tp", [GROUP_CP] = "cp",   [GROUP_DP] = "dp",
-                                          [GROUP_PP] = "pp", [GROUP_EMB] = "emb", [GROUP_AMAX] = "amax"};
-static const char *const op_names[] = {[OP_ALL_REDUCE] = "all-reduce",
-                                       [OP_ALL_GATHER] = "all-gather",
-                                       [OP_REDUCE_SCATTER] = "reduce-scatter",
-                                       [OP_SEND_RECV] = "send/recv"};
-static const char *const recompute_names[] = {
-    [RECOMPUTE_NONE] = "none", [RECOMPUTE_SELECTIVE] = "selective", [RECOMPUTE_FULL] = "full", [RECOMPUTE_OP] = "op"};
-static const char *const sharding_names[] = {[SHARD_NONE] = "none",
-                                             [SHARD_DIST_OPT] = "dist-opt",
-                                             [SHARD_ZERO1] = "zero1",
-                                             [SHARD_ZERO2] = "zero2",
-                                             [SHARD_ZERO3] = "zero3"};
-static const char *const reject_names[] = {
-    [REJECT_NONE] = "ok",
-    [REJECT_ZERO] = "zero layout value",
-    [REJECT_HEADS_TP] = "heads or kv_heads not divisible by tp",
-    [REJECT_FFN_TP] = "ffn_hidden not divisible by tp",
-    [REJECT_LAYERS_PP] = "layers not divisible by pp*vpp (or uneven stage counts that do not add up)",
-    [REJECT_VPP] = "vpp needs pp > 1 and micro-batches divisible by pp",
-    [REJECT_SEQ_CP] = "seq not divisible by 2*cp (or seq/cp by tp with SP)",
-    [REJECT_SEQ_POS] = "seq longer than the learned position table",
-    [REJECT_WORLD] = "world size != tp*pp*cp*dp",
-    [REJECT_GBS] = "global batch not divisible by mbs*dp",
-    [REJECT_HW] = "recipe needs a newer GPU",
-    [REJECT_MODEL] = "invalid model or GPU spec",
-    [REJECT_KNOB] = "overhead or efficiency setting out of range",
-    [REJECT_OVERFLOW] = "byte count past 2^64",
-};
-_Static_assert(sizeof cat_names / sizeof *cat_names == MC_COUNT_, "cat_names");
-_Static_assert(sizeof group_names / sizeof *group_names == GROUP_COUNT_, "group_names");
-_Static_assert(sizeof op_names / sizeof *op_names == OP_COUNT_, "op_names");
-_Static_assert(sizeof recompute_names / sizeof *recompute_names == RECOMPUTE_COUNT_, "recompute_names");
-_Static_assert(sizeof sharding_names / sizeof *sharding_names == SHARD_COUNT_, "sharding_names");
-_Static_assert(sizeof reject_names / sizeof *reject_names == REJECT_COUNT_, "reject_names");
-
-#define NAME_FN(fn, type, table, count) \
-    const char *fn(type v) { return (unsigned)v < (count) ? table[v] : "?"; }
-NAME_FN(mem_category_name, MemCategory, cat_names, MC_COUNT_)
-NAME_FN(comm_group_name, CommGroup, group_names, GROUP_COUNT_)
-NAME_FN(comm_op_name, CommOp, op_names, OP_COUNT_)
-NAME_FN(recompute_name, Recompute, recompute_names, RECOMPUTE_COUNT_)
-NAME_FN(sharding_name, Sharding, sharding_names, SHARD_COUNT_)
-NAME_FN(plan_reject_name, PlanReject, reject_names, REJECT_COUNT_)
-
-static int parse_in(const char *const *names, int n, const char *s)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcasecmp(s, names[i])) return i;
-    return -1;
-}
-
-int recompute_parse(const char *s, Recompute *out)
-{
-    int i = parse_in(recompute_names, RECOMPUTE_COUNT_, s);
-    return i < 0 ? -1 : (*out = (Recompute)i, 0);
-}
-
-int sharding_parse(const char *s, Sharding *out)
-{
-    int i = parse_in(sharding_names, SHARD_COUNT_, s);
-    return i < 0 ? -1 : (*out = (Sharding)i, 0);
 }
 
 /* ---- validation -------------------------------------------------------------------------------------- */
@@ -299,6 +231,8 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
                 in->dp, (unsigned long long)world);
         return REJECT_WORLD;
     }
+    PlanReject mr = moe_validate(in, e);
+    if (mr != REJECT_NONE) return mr;
     uint64_t unit = (uint64_t)in->mbs * in->dp, gbs = resolve_gbs(in, seq);
     if (umod(gbs, unit) || gbs < unit) {
         err_set(e, ST_USAGE, "--gbs %llu: not a positive multiple of mbs*dp = %u*%u = %llu", (unsigned long long)gbs,
@@ -309,6 +243,13 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
     if (in->vpp > 1 && umod(m, in->pp)) {
         err_set(e, ST_USAGE, "--vpp %u: the interleaved schedule needs micro-batches (%llu) divisible by pp (%u)",
                 in->vpp, (unsigned long long)m, in->pp);
+        return REJECT_VPP;
+    }
+    if (in->dualpipe && (in->pp < 2 || umod(in->pp, 2) || in->vpp > 1 || umod(m, 2) || m < in->pp)) {
+        err_set(e, ST_USAGE,
+                "--dualpipe: needs an even --pp (%u), no --vpp (%u) and an even number of micro-batches (%llu) "
+                "of at least pp",
+                in->pp, in->vpp, (unsigned long long)m);
         return REJECT_VPP;
     }
     if (r->min_sm > gp->sm || (recipe_fp8_gemm(r) && !(gp->flops_fp8 > 0))) {
@@ -324,7 +265,8 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
 void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g)
 {
     const ModelSpec *md = in->model;
-    memset(g, 0, sizeof *g);
+    memset(g, 0, offsetof(Geo, x)); /* moe_geo writes g->x for models with experts, MLA or MTP */
+    g->x.on = g->x.mla = 0, g->x.E = g->x.mtp = 0, g->x.dqk = g->x.dv = 0;
     g->h = md->hidden;
     g->F = md->ffn_hidden;
     g->k = md->mlp == MLP_SWIGLU ? 2 : 1;
@@ -363,9 +305,11 @@ void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g)
     g->norm_elems = md->norm == NORM_LAYERNORM ? 2 * h : h;
     g->other_layer = 2 * g->norm_elems;
     if (md->linear_bias) g->other_layer += g->lin_rows[LIN_QKV] + h + g->lin_rows[LIN_FC1] + h;
+    if (md->qk_norm) g->other_layer += 2ull * md->head_dim; /* per-head q and k RMSNorm weights (Qwen3) */
     g->emb = g->Vp_t * h;
     g->pos = md->pos == POS_LEARNED ? (uint64_t)md->seq_len * h : 0;
     g->last_is_first = g->pp == 1;
+    if (spec_is_moe(md) || spec_is_mla(md) || md->mtp_layers) moe_geo(in, g);
 }
 
 uint64_t plan_inflight_mbs(const Geo *g, uint32_t stage)
@@ -391,23 +335,6 @@ uint64_t plan_inflight_layers(const Geo *g, uint32_t stage)
     return chunks * ceil_div(Ls, g->vpp);
 }
 
-int model_param_count(const ModelSpec *md, uint64_t *out)
-{
-    Ck ck = {0};
-    uint64_t h = md->hidden, q = (uint64_t)md->heads * md->head_dim, kv = (uint64_t)md->kv_heads * md->head_dim;
-    uint64_t k = md->mlp == MLP_SWIGLU ? 2 : 1, F = md->ffn_hidden, norm = md->norm == NORM_LAYERNORM ? 2 * h : h;
-    uint64_t lin = ck_add(&ck, ck_add(&ck, ck_mul(&ck, q + 2 * kv, h), ck_mul(&ck, h, q)),
-                          ck_add(&ck, ck_mul3(&ck, k, F, h), ck_mul(&ck, h, F)));
-    uint64_t per_layer = ck_add(&ck, lin, 2 * norm);
-    if (md->linear_bias) per_layer = ck_add(&ck, per_layer, (q + 2 * kv) + h + k * F + h);
-    uint64_t tot = ck_mul(&ck, per_layer, md->layers);
-    tot = ck_add(&ck, tot, ck_mul3(&ck, md->vocab, h, md->tied_embeddings ? 1 : 2));
-    if (md->pos == POS_LEARNED) tot = ck_add(&ck, tot, ck_mul(&ck, md->seq_len, h));
-    tot = ck_add(&ck, tot, norm);
-    *out = tot;
-    return ck.ovf;
-}
-
 /* ---- build -------------------------------------------------------------------------------------------- */
 
 static Status build(const PlanInput *in, Plan *p, PlanReject *why)
@@ -426,12 +353,17 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why)
     int uneven = g.Lf != g.Lm || g.Ll != g.Lm;
     if (g.pp > 1) {
         sl = s0;
-        plan_memory(in, &g, &la, (uint32_t)(g.pp - 1), &sl, &ck, !uneven);
+        plan_memory(in, &g, &la, (uint32_t)(g.pp - 1), &sl, &ck, !uneven && !g.x.on);
         if (sl.total > s0.total) pick = &sl, stage = (uint32_t)(g.pp - 1);
     }
-    if (g.pp > 2 && uneven) { /* a middle stage can hold more layers than the ends */
+    if (g.pp > 2 && (uneven || g.x.on)) { /* a middle stage can hold more layers (or more MoE layers) than the ends */
         plan_memory(in, &g, &la, 1, &sm, &ck, 0);
         if (sm.total > pick->total) pick = &sm, stage = 1;
+    }
+    StageMem sx; /* the last middle stage: the first to hold only MoE layers when the first layers are dense */
+    if (g.x.on && g.pp > 3) {
+        plan_memory(in, &g, &la, (uint32_t)(g.pp - 2), &sx, &ck, 0);
+        if (sx.total > pick->total) pick = &sx, stage = (uint32_t)(g.pp - 2);
     }
     if (ck.ovf) {
         *why = REJECT_OVERFLOW;
@@ -461,9 +393,12 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why)
     p->alloc_bytes = p->reserved_bytes - p->mem[MT_FRAGMENTATION].bytes;
     p->params_gpu = pick->params;
     p->params_gemm_gpu = pick->params_gemm;
+    p->params_expert_gpu = pick->params_expert;
     p->linear_tensors = LIN_COUNT * p->stage_layers;
 
-    if (model_param_count(in->model, &p->params_total)) ck.ovf = 1;
+    ModelParams mp;
+    if (model_params(in->model, &mp)) ck.ovf = 1;
+    p->params_total = mp.total, p->params_active = mp.active;
 
     plan_comm(in, &g, p, &ck);
     if (ck.ovf) {

@@ -80,6 +80,9 @@ extern "C" {
  * op: torchtitan's op-level policy — keep the outputs of matmuls (except every second one of a layer)
  * and of attention, recompute every other op in backward. */
 typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_OP, RECOMPUTE_COUNT_ } Recompute;
+/* Modules recomputed in backward (Megatron --recompute-modules): MLA's up-projections (keep the latents,
+ * rebuild Q, K, V: DeepSeek-V3 section 3.2.3), the experts' activation function (keep FC1's output). */
+enum { RECOMPUTE_MOD_MLA_UP = 1u << 0, RECOMPUTE_MOD_MOE_ACT = 1u << 1, RECOMPUTE_MOD_ALL_ = 3u };
 /* Which training states are sharded over the DP x CP group. */
 typedef enum {
     SHARD_NONE = 0, /* plain data parallel: every state replicated */
@@ -111,6 +114,19 @@ typedef struct {
     /* uneven pipeline stages (Megatron --decoder-first/last-pipeline-num-layers): layers on the first and the
      * last stage, 0 = an even share; the other stages split the rest evenly */
     uint32_t first_stage_layers, last_stage_layers;
+
+    /* mixture of experts (planner/plan_moe.h; ep = etp = 1 for dense models). The expert groups are carved
+     * from the same ranks as Megatron-Core does: experts are split over ep ranks (ep * etp consecutive ranks,
+     * etp fastest), each expert's FFN over etp ranks, and the expert states are reduced and sharded over the
+     * expert-data-parallel group edp = tp * cp * dp / (ep * etp) = world / (etp * ep * pp). */
+    uint32_t ep, etp;
+    double moe_imbalance;    /* dropless routing: tokens of the most-loaded expert rank / the mean (>= 1, default 1) */
+    double moe_capacity;     /* capacity factor: each expert's buffer holds this x its even share (0 = dropless) */
+    double overlap_ep;       /* fraction of the concurrent compute that hides the expert all-to-alls (the stack's) */
+    uint32_t ep_comm_sms;    /* SMs the all-to-all kernels take from the GEMMs while they overlap them (DeepSeek: 20) */
+    int dualpipe;            /* DualPipe (DeepSeek-V3): bidirectional pipeline, two copies of the stage parameters,
+                             all-to-alls hidden behind the paired chunk (plan_moe_time.c) */
+    unsigned recompute_mods; /* RECOMPUTE_MOD_* bits: modules recomputed in backward on top of `recompute` */
 
     /* the software stack (planner/stack.h): plan_input_use_stack() copies a row into the fields below */
     const StackSpec *stack; /* NULL: none applied (the neutral defaults of plan_input_defaults) */
@@ -185,6 +201,15 @@ typedef enum {
     MT_WORKSPACE,     /* cuBLASLt workspace */
     MT_CUDA_CONTEXT,  /* CUDA context, module images, library handles */
     MT_FRAGMENTATION, /* allocator slack: frag_frac of the allocator-managed terms */
+    /* mixture of experts (0 for dense models): the routed experts' weights and states, held by ep x etp ranks
+     * and sharded over the expert-data-parallel group; their FP8 copies; the MoE layers' routing activations */
+    MT_WEIGHT_EXPERT,
+    MT_FP8_EXPERT, /* row-wise + transposed FP8 copies of the expert weights */
+    MT_MASTER_EXPERT,
+    MT_GRAD_EXPERT,
+    MT_OPTIM_M_EXPERT,
+    MT_OPTIM_V_EXPERT,
+    MT_ACT_MOE, /* router scores, dispatched expert inputs, expert FC1/FC2 activations, combine inputs, maps */
     MT_COUNT_
 } MemTermId;
 
@@ -210,8 +235,19 @@ typedef struct {
 
 /* ---- collectives -------------------------------------------------------------- */
 
-typedef enum { GROUP_TP = 0, GROUP_CP, GROUP_DP, GROUP_PP, GROUP_EMB, GROUP_AMAX, GROUP_COUNT_ } CommGroup;
-typedef enum { OP_ALL_REDUCE = 0, OP_ALL_GATHER, OP_REDUCE_SCATTER, OP_SEND_RECV, OP_COUNT_ } CommOp;
+typedef enum {
+    GROUP_TP = 0,
+    GROUP_CP,
+    GROUP_DP,
+    GROUP_PP,
+    GROUP_EMB,
+    GROUP_AMAX,
+    GROUP_EP,  /* expert parallel: ep ranks, etp apart */
+    GROUP_ETP, /* expert tensor parallel: etp consecutive ranks */
+    GROUP_EDP, /* expert data parallel: edp ranks, ep * etp apart */
+    GROUP_COUNT_
+} CommGroup;
+typedef enum { OP_ALL_REDUCE = 0, OP_ALL_GATHER, OP_REDUCE_SCATTER, OP_SEND_RECV, OP_ALL_TO_ALL, OP_COUNT_ } CommOp;
 
 typedef enum {
     CO_TP_AR_FWD = 0, /* TP without SP: all-reduce after proj and FC2 (forward) */
@@ -227,6 +263,16 @@ typedef enum {
     CO_DP_PARAM_AG,   /* DP: parameter all-gather after the sharded step (twice per step at ZeRO-3) */
     CO_EMB_GRAD_AR,   /* tied embedding gradient all-reduce between first and last stage */
     CO_AMAX_AR,       /* amax reduction per micro-batch (forward and backward) */
+    /* mixture of experts, per MoE layer and micro-batch (plan_moe_comm.c) */
+    CO_EP_DISPATCH_FWD, /* tokens to their experts (the recipe's ep_dispatch_comm: FP8 + scales for DeepSeek-V3) */
+    CO_EP_COMBINE_FWD,  /* expert outputs back (ep_combine_comm) */
+    CO_EP_DISPATCH_BWD, /* output gradients to the experts (dispatch dtype) */
+    CO_EP_COMBINE_BWD,  /* input gradients back (combine dtype) */
+    CO_ETP_AG,          /* expert TP: the dispatched rows gathered over etp (forward; output gradients backward) */
+    CO_ETP_RS,          /* expert TP: expert outputs reduce-scattered over etp (forward; input gradients backward) */
+    CO_EDP_GRAD_AR,     /* expert gradients all-reduced over the expert-data-parallel group */
+    CO_EDP_GRAD_RS,     /* expert gradients reduce-scattered (sharded optimizer) */
+    CO_EDP_PARAM_AG,    /* expert parameters all-gathered after the sharded step */
     CO_COUNT_
 } CollectiveId;
 
@@ -239,12 +285,14 @@ typedef struct {
     uint32_t ranks;         /* group size (0: collective not used) */
     int inter_node;         /* 1: the group spans nodes */
     uint64_t payload_bytes; /* per call, S as nccl-tests defines it (total array bytes) */
-    uint64_t bus_bytes;     /* per call, bytes this GPU sends: 2(n-1)/n S (AR), (n-1)/n S (AG, RS), S (p2p) */
+    uint64_t bus_bytes;     /* per call, bytes this GPU sends: 2(n-1)/n S (AR), (n-1)/n S (AG, RS), S (p2p);
+                               all-to-all: the copies that leave the GPU (plan_moe_comm.c) */
     uint64_t calls;         /* per step */
     uint64_t step_bytes;    /* bus_bytes * calls: what this GPU sends per step */
     double bw;              /* bus bandwidth one call achieves, B/s: NVLink inside a node, min(NVLink,
                                ranks per node x NIC) across nodes, x eff_net (NCCL's LL protocol: less) */
-    double latency_s;       /* per call: NCCL's ring latency (base + per-step hop latencies) */
+    double latency_s;       /* per call: NCCL's ring latency (base + per-step hop latencies); all-to-all: one
+                               grouped send/recv (base + one hop) */
     double time_s;          /* per step: calls x (latency + bus bytes / bw) */
     double exposed_s;       /* the part not hidden behind compute (the stack's overlap) */
 } Collective;
@@ -263,6 +311,9 @@ typedef struct {
     double optimizer_s;   /* optimizer step, memory-bound */
     double weight_cast_s; /* per-step FP8 weight cast (+ transpose) of the cached copies */
     double other_s;       /* amax reductions, tied-embedding gradient sync */
+    double expert_gemm_s; /* grouped expert GEMMs (MoE; not in gemm_s) */
+    double moe_route_s;   /* router, permutation, FP8 dispatch casts and expert activations (MoE) */
+    double ep_comm_s;     /* exposed expert all-to-alls and expert-TP collectives (MoE) */
     double step_s;
     double microbatch_s; /* one micro-batch through the reported stage, fwd + bwd */
 } TimeBreakdown;
@@ -298,7 +349,9 @@ typedef struct {
     uint32_t shard_ways;                            /* dp * cp */
     uint64_t params_total;                          /* whole model, unpadded vocabulary */
     uint64_t params_gpu;                            /* parameters held by the reported GPU (before state sharding) */
-    uint64_t params_gemm_gpu;                       /* of which linear-layer weights */
+    uint64_t params_gemm_gpu;                       /* of which linear-layer weights (experts apart) */
+    uint64_t params_expert_gpu;                     /* of which routed-expert weights (MoE) */
+    uint64_t params_active;                         /* parameters a token uses (model_params; = total when dense) */
     uint64_t linear_tensors;                        /* linear weight tensors on the GPU (4 per layer) */
 
     MemTerm mem[MT_COUNT_];
@@ -311,7 +364,8 @@ typedef struct {
 
     Collective coll[CO_COUNT_];
     uint64_t dp_comm_bytes, tp_comm_bytes, pp_comm_bytes, cp_comm_bytes;
-    uint64_t weight_comm_bytes; /* DP parameter all-gather + gradient reduce-scatter/all-reduce */
+    uint64_t ep_comm_bytes;     /* expert all-to-alls and expert-TP gathers (MoE) */
+    uint64_t weight_comm_bytes; /* DP (and expert-DP) parameter all-gather + gradient reduce-scatter/all-reduce */
 
     TimeBreakdown time;
     double model_flops_step; /* model FLOPs per step, all GPUs (6N + attention, no recompute) */
@@ -336,6 +390,7 @@ typedef enum {
     REJECT_MODEL,     /* model or GPU spec itself is invalid (zero sizes or rates) */
     REJECT_KNOB,      /* an overhead or efficiency setting is out of range */
     REJECT_OVERFLOW,  /* a byte count passed 2^64 */
+    REJECT_EP,        /* ep/etp do not fit the model's experts or tp*cp*dp, or a dense model */
     REJECT_COUNT_
 } PlanReject;
 
@@ -364,6 +419,21 @@ Status plan_build_fast(const PlanInput *in, Plan *out, PlanReject *why);
  * counted once): the figure model cards quote (gpt2-124m: 124,439,808).
  * Returns 0, or 1 when the count passes 2^64. */
 int model_param_count(const ModelSpec *m, uint64_t *out);
+
+/* The same count itemized (planner/plan_params.c states every term): */
+typedef struct {
+    uint64_t total;     /* the main model, as model_param_count (DeepSeek-V3: 671,026,419,200) */
+    uint64_t active;    /* used per token: total less the routed experts a token skips (dense: total) */
+    uint64_t embedding; /* token embedding table (+ learned positions) */
+    uint64_t mtp;       /* multi-token-prediction modules, not in total (they share embedding and head) */
+} ModelParams;
+int model_params(const ModelSpec *m, ModelParams *out);
+
+/* Whether a memory term / collective exists for the plan's model: the expert terms (MT_*_EXPERT, MT_ACT_MOE)
+ * and the expert collectives (GROUP_EP, GROUP_ETP, GROUP_EDP) only with experts. Text views list what
+ * applies; CSV / JSON views list every row (a stable schema). */
+int plan_term_applies(const Plan *p, MemTermId id);
+int plan_coll_applies(const Plan *p, CollectiveId id);
 
 /* Names for reports. */
 const char *mem_category_name(MemCategory c);

@@ -47,6 +47,15 @@ static const Collective blank[CO_COUNT_] = {
     C(CO_DP_PARAM_AG, "dp_param_allgather", GROUP_DP, OP_ALL_GATHER),
     C(CO_EMB_GRAD_AR, "emb_grad_allreduce", GROUP_EMB, OP_ALL_REDUCE),
     C(CO_AMAX_AR, "amax_allreduce", GROUP_AMAX, OP_ALL_REDUCE),
+    C(CO_EP_DISPATCH_FWD, "ep_dispatch_fwd", GROUP_EP, OP_ALL_TO_ALL),
+    C(CO_EP_COMBINE_FWD, "ep_combine_fwd", GROUP_EP, OP_ALL_TO_ALL),
+    C(CO_EP_DISPATCH_BWD, "ep_dispatch_bwd", GROUP_EP, OP_ALL_TO_ALL),
+    C(CO_EP_COMBINE_BWD, "ep_combine_bwd", GROUP_EP, OP_ALL_TO_ALL),
+    C(CO_ETP_AG, "etp_allgather", GROUP_ETP, OP_ALL_GATHER),
+    C(CO_ETP_RS, "etp_reducescatter", GROUP_ETP, OP_REDUCE_SCATTER),
+    C(CO_EDP_GRAD_AR, "edp_grad_allreduce", GROUP_EDP, OP_ALL_REDUCE),
+    C(CO_EDP_GRAD_RS, "edp_grad_reducescatter", GROUP_EDP, OP_REDUCE_SCATTER),
+    C(CO_EDP_PARAM_AG, "edp_param_allgather", GROUP_EDP, OP_ALL_GATHER),
 };
 #undef C
 
@@ -110,8 +119,8 @@ double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t strid
     return best;
 }
 
-static void set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
-                uint64_t payload, uint64_t calls, Ck *ck)
+void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
+                   uint64_t payload, uint64_t calls, Ck *ck)
 {
     Collective *c = &p->coll[id]; /* id, name, group and op come from blank[] */
     c->dtype = dt;
@@ -141,36 +150,36 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     uint64_t S_ag = act_bytes(ck, rc->comm_tp_ag, rc->act_gran, g->tok, h);
     uint64_t S_rs = act_bytes(ck, rc->comm_tp_rs, GRAN_TENSOR, g->tok, h);
     if (t > 1 && g->rep == 1) {
-        set(in, p, CO_TP_AR_FWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, full ? 4 : 2), ck);
-        set(in, p, CO_TP_AR_BWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, 2), ck);
+        plan_coll_set(in, p, CO_TP_AR_FWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, full ? 4 : 2), ck);
+        plan_coll_set(in, p, CO_TP_AR_BWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, 2), ck);
     } else if (t > 1) {
         uint64_t f = full ? 4 : 2;
-        set(in, p, CO_TP_AG_FWD, rc->comm_tp_ag, t, 1, S_ag, ck_mul(ck, per_layer_calls, f), ck);
-        set(in, p, CO_TP_RS_FWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, f), ck);
+        plan_coll_set(in, p, CO_TP_AG_FWD, rc->comm_tp_ag, t, 1, S_ag, ck_mul(ck, per_layer_calls, f), ck);
+        plan_coll_set(in, p, CO_TP_RS_FWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, f), ck);
         /* backward gathers: 2 output gradients (comm_tp_rs dtype) + 2 saved-input re-gathers (comm_tp_ag) */
         uint64_t S_bag = ck_add(ck, S_rs, S_ag);
-        set(in, p, CO_TP_AG_BWD, rc->comm_tp_rs == rc->comm_tp_ag ? rc->comm_tp_ag : DT_NONE, t, 1, S_bag / 2,
-            ck_mul(ck, per_layer_calls, 4), ck);
+        plan_coll_set(in, p, CO_TP_AG_BWD, rc->comm_tp_rs == rc->comm_tp_ag ? rc->comm_tp_ag : DT_NONE, t, 1, S_bag / 2,
+                      ck_mul(ck, per_layer_calls, 4), ck);
         p->coll[CO_TP_AG_BWD].payload_bytes = S_bag / 2; /* mean payload of the two kinds */
-        set(in, p, CO_TP_RS_BWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, 2), ck);
+        plan_coll_set(in, p, CO_TP_RS_BWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, 2), ck);
     }
 
     /* CP: K and V of the whole sequence, this rank's kv heads, BF16 */
     if (g->cp > 1) {
         uint64_t S = ck_mul3(ck, ck_mul(ck, g->mbs, g->seq), 2 * g->kv_t, 2);
-        set(in, p, CO_CP_KV, DT_BF16, g->cp, t, S, ck_mul(ck, per_layer_calls, full ? 4 : 3), ck);
+        plan_coll_set(in, p, CO_CP_KV, DT_BF16, g->cp, t, S, ck_mul(ck, per_layer_calls, full ? 4 : 3), ck);
     }
 
     /* PP: boundary stages send m*(2v-1) times (activations forward, gradients backward) */
     if (g->pp > 1) {
         uint64_t S = ck_mul3(ck, g->tok, g->h_t, 2); /* Megatron sends the 1/tp scatter */
-        set(in, p, CO_PP_P2P, DT_BF16, 2, g->world / g->pp, S, ck_mul(ck, m, 2 * g->vpp - 1), ck);
+        plan_coll_set(in, p, CO_PP_P2P, DT_BF16, 2, g->world / g->pp, S, ck_mul(ck, m, 2 * g->vpp - 1), ck);
         p->coll[CO_PP_P2P].bus_bytes = S, p->coll[CO_PP_P2P].step_bytes = ck_mul(ck, S, p->coll[CO_PP_P2P].calls);
     }
 
     /* DP (over dp x cp: context-parallel ranks hold the same weights) */
     uint64_t d = g->d, stride_dp = t; /* the distributed optimizer shards over DP x CP: ranks tp apart */
-    uint64_t eg = p->params_gemm_gpu, eo = p->params_gpu - p->params_gemm_gpu;
+    uint64_t eg = p->params_gemm_gpu, eo = p->params_gpu - p->params_gemm_gpu - p->params_expert_gpu;
     Dtype gg = rc->comm_dp_grad, go = rc->other_comm_dp_grad;
     if (in->main_grad != MAIN_GRAD_RECIPE) gg = plan_grad_dt(in, gg), go = plan_grad_dt(in, go); /* reduced as kept */
     Dtype pg = rc->comm_param_gather, po = rc->other_comm_param_gather;
@@ -179,37 +188,49 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     int shard_any = in->sharding != SHARD_NONE;
     if (in->sharding == SHARD_DIST_OPT) shard_any = (rc->gemm.shard_mask | rc->other.shard_mask) != 0;
     if (d > 1 && !shard_any) {
-        set(in, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, 1, ck);
+        plan_coll_set(in, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, 1, ck);
     } else if (d > 1) {
         int per_mb = in->sharding == SHARD_ZERO2 || in->sharding == SHARD_ZERO3;
-        set(in, p, CO_DP_GRAD_RS, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, per_mb ? m : 1, ck);
-        set(in, p, CO_DP_PARAM_AG, pg == po ? pg : DT_NONE, d, stride_dp, S_par,
-            in->sharding == SHARD_ZERO3 ? ck_mul(ck, 2, m) : 1, ck);
+        plan_coll_set(in, p, CO_DP_GRAD_RS, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, per_mb ? m : 1, ck);
+        plan_coll_set(in, p, CO_DP_PARAM_AG, pg == po ? pg : DT_NONE, d, stride_dp, S_par,
+                      in->sharding == SHARD_ZERO3 ? ck_mul(ck, 2, m) : 1, ck);
     }
 
     /* tied embedding: first and last stage sum their gradients */
     if (in->model->tied_embeddings && g->pp > 1)
-        set(in, p, CO_EMB_GRAD_AR, go, 2, g->world / g->pp * (g->pp - 1), ck_mul(ck, g->emb, dt_bytes(go)), 1, ck);
+        plan_coll_set(in, p, CO_EMB_GRAD_AR, go, 2, g->world / g->pp * (g->pp - 1), ck_mul(ck, g->emb, dt_bytes(go)), 1,
+                      ck);
 
     /* amax: x and w maxima forward, dy backward, per micro-batch */
     if (recipe_fp8_gemm(rc) && rc->amax_reduce != AMAX_NONE) {
         uint64_t n = rc->amax_reduce == AMAX_TP ? t * g->cp : t * g->cp * g->dp;
         uint64_t S = ck_mul(ck, LIN_COUNT * Ls, 3 * 4) / 2; /* mean of 2 (fwd) and 1 (bwd) fp32 per linear */
-        set(in, p, CO_AMAX_AR, DT_FP32, n, 1, S, ck_mul(ck, 2, m), ck);
+        plan_coll_set(in, p, CO_AMAX_AR, DT_FP32, n, 1, S, ck_mul(ck, 2, m), ck);
     }
 
-    p->tp_comm_bytes = p->cp_comm_bytes = p->pp_comm_bytes = p->dp_comm_bytes = 0;
-    for (int i = 0; i < CO_COUNT_; i++) {
+    if (g->x.on) moe_comm(in, g, p, ck);
+
+    p->tp_comm_bytes = p->cp_comm_bytes = p->pp_comm_bytes = p->dp_comm_bytes = p->ep_comm_bytes = 0;
+    int n = g->x.on ? CO_COUNT_ : CO_EP_DISPATCH_FWD; /* the expert collectives are unused without experts */
+    for (int i = 0; i < n; i++) {
         const Collective *c = &p->coll[i];
         switch (c->group) {
         case GROUP_TP: p->tp_comm_bytes = ck_add(ck, p->tp_comm_bytes, c->step_bytes); break;
         case GROUP_CP: p->cp_comm_bytes = ck_add(ck, p->cp_comm_bytes, c->step_bytes); break;
         case GROUP_PP:
         case GROUP_EMB: p->pp_comm_bytes = ck_add(ck, p->pp_comm_bytes, c->step_bytes); break;
-        case GROUP_DP: p->dp_comm_bytes = ck_add(ck, p->dp_comm_bytes, c->step_bytes); break;
+        case GROUP_DP:
+        case GROUP_EDP: p->dp_comm_bytes = ck_add(ck, p->dp_comm_bytes, c->step_bytes); break;
+        case GROUP_EP:
+        case GROUP_ETP: p->ep_comm_bytes = ck_add(ck, p->ep_comm_bytes, c->step_bytes); break;
         default: break;
         }
     }
     p->weight_comm_bytes = ck_add(ck, ck_add(ck, p->coll[CO_DP_GRAD_AR].step_bytes, p->coll[CO_DP_GRAD_RS].step_bytes),
                                   p->coll[CO_DP_PARAM_AG].step_bytes);
+    if (g->x.on)
+        p->weight_comm_bytes =
+            ck_add(ck, p->weight_comm_bytes,
+                   ck_add(ck, ck_add(ck, p->coll[CO_EDP_GRAD_AR].step_bytes, p->coll[CO_EDP_GRAD_RS].step_bytes),
+                          p->coll[CO_EDP_PARAM_AG].step_bytes));
 }

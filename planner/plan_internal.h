@@ -58,6 +58,33 @@ static inline int dt_fp8(Dtype d) { return d == DT_E4M3 || d == DT_E5M2; }
 
 enum { LIN_QKV = 0, LIN_PROJ, LIN_FC1, LIN_FC2, LIN_COUNT };
 
+/* ---- mixture of experts, latent attention and multi-token prediction (plan_moe*.c) ---- */
+
+/* One linear layer of a layer kind, per rank: weight [rows, cols], `count` of them (the local experts of a
+ * grouped GEMM; 1 otherwise), each multiplying m rows per micro-batch; the input it saves for its weight gradient
+ * has `saved` rows (the sequence-parallel shard when the linear gathers its input). */
+enum { XL_GEMM = 0, XL_EXPERT, XL_ROUTER }; /* states: dense-DP FP8 weight, expert-DP FP8 weight, BF16 "other" */
+typedef struct {
+    uint64_t rows, cols, count, m, saved;
+    uint8_t kind, mlp; /* mlp: 0 attention part, 1 FFN part */
+    uint8_t up;        /* 1: an up-projection of latent attention (q_up, kv_up) */
+} Lin;
+enum { XK_DENSE = 0, XK_MOE, XK_COUNT, X_MAX_LIN = 10 };
+typedef struct {
+    int on, mla;
+    uint64_t E, El, topk, ep, etp, edp, ep_stride; /* experts, local experts, top-k, groups; EP ranks are etp apart */
+    uint64_t Fe_t, Fs_t;                           /* expert FFN per ETP rank, shared-expert FFN per TP rank */
+    uint64_t rows, rows_e; /* expert rows per micro-batch on this rank (all local experts), per local expert */
+    uint64_t dqk, dv;      /* query/key and value head dims */
+    uint64_t latent;       /* MLA: q_lora + kv_lora + rope, the per-token latents SP gathers for attention */
+    Lin lin[XK_COUNT][X_MAX_LIN];
+    int nlin[XK_COUNT];
+    uint64_t gemm[XK_COUNT], other[XK_COUNT]; /* per layer and rank: dense-DP linear weights, norms + router */
+    uint64_t expert;                          /* expert weights per MoE layer on this rank */
+    uint64_t mtp, mtp_gemm, mtp_other;        /* MTP depth; per depth besides its layer: eh_proj, three norms */
+    uint64_t nd[3], nx[3]; /* dense / MoE layers on the first, the MoE-heaviest middle and the last stage */
+} MoeGeo;
+
 typedef struct {
     /* model, resolved */
     uint64_t h, F, k, heads, kv_heads, q_dim, kv_dim, L, V, Vp, seq;
@@ -77,14 +104,19 @@ typedef struct {
     uint64_t emb;         /* token embedding Vp/tp * h */
     uint64_t pos;         /* learned position table seq_len * h */
     int last_is_first;    /* pp == 1 */
+    MoeGeo x; /* x.on: the model has experts, latent attention or MTP (plan_moe.c); for other models only on, mla,
+                 E, mtp, dqk and dv are set (0): the dense paths read nothing else of it */
 } Geo;
+
+/* Index of a stage in MoeGeo.nd / nx: 0 first, 2 last (also when pp = 1: both), 1 a middle one. */
+static inline int x_stage(const Geo *g, uint32_t stage) { return stage == 0 ? 0 : stage == g->pp - 1 ? 2 : 1; }
 
 /* Stage-specific memory (both stage 0 and the last stage are built; the larger is reported). */
 typedef struct {
     MemTerm mem[MT_COUNT_];
     uint64_t cat[MC_COUNT_];
     uint64_t total;
-    uint64_t params, params_gemm;
+    uint64_t params, params_gemm, params_expert;
 } StageMem;
 
 /* Activation bytes of one layer and micro-batch (recompute none; plan_mem.c explains the items). */
@@ -92,9 +124,49 @@ typedef struct {
     uint64_t hp, fp8, fp8_elems, attn, mask, input; /* input: the layer input (full recompute keeps only this) */
     uint64_t op;    /* everything op-level recompute keeps (layer input, odd matmul outputs, attention out + lse) */
     uint64_t wcopy; /* FP8 weight copies a layer saves for backward when they are not cached */
+    uint64_t moe;   /* a MoE layer's routing activations (MT_ACT_MOE) */
 } LayerAct;
 
+/* Parameters of one layer's parts, whole (no parallelism): plan_params.c. */
+typedef struct {
+    uint64_t attn;        /* attention linear weights (standard QKV + proj, or MLA's five) */
+    uint64_t attn_other;  /* q/k norms or MLA latent norms, attention biases */
+    uint64_t dense_ffn;   /* dense FFN weights (FC1 + FC2) */
+    uint64_t dense_other; /* the layer's two norms + FFN biases */
+    uint64_t expert;      /* one routed expert ((k + 1) Fe h) */
+    uint64_t shared;      /* the shared experts' MLP */
+    uint64_t router;      /* router weight (+ sigmoid bias) */
+    uint64_t moe_other;   /* a MoE layer's two norms */
+    uint64_t norm;        /* one norm */
+} LayerParams;
+void plan_layer_params(const ModelSpec *md, Ck *ck, LayerParams *o);
+
+/* ---- memory helpers (plan_mem.c), shared with plan_moe_mem.c ---- */
+void plan_term(StageMem *sm, MemTermId id, MemCategory cat, Dtype dt, uint64_t elements, uint64_t bytes,
+               uint32_t shards, int persistent);
+/* The five states of `elems` elements of a state set, sharded over d ranks as the input's sharding says. */
+void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, const StateSet *s, uint64_t elems,
+                      MemTermId w, MemTermId master, MemTermId grad, MemTermId mm, MemTermId vv);
+/* Scales of one FP8-stored R x C tensor at granularity gr (0 for per-tensor; *count UINT64_MAX on overflow). */
+uint64_t plan_block_scale_bytes(Granularity gr, uint64_t rows, uint64_t cols, uint64_t *count);
+
+/* Block scales of one FP8 linear weight [rows, cols] at the weight granularity: its FP8 working weight
+ * (sharded over d under ZeRO-3), the row-wise copy and the transposed copy when kept; returns the count, *bytes
+ * their bytes. */
+uint64_t plan_weight_block_scales(const PlanInput *in, uint64_t rows, uint64_t cols, uint64_t d, int row, int col,
+                                  Ck *ck, uint64_t *bytes);
+/* ZeRO-3's gathered layer: its weights in the compute dtype, FP8 copies, unsharded gradient and reduce-scatter
+ * input (per linear weight), and the other parameters' weight, gradient and fp32 reduction (plan_mem.c). */
+uint64_t plan_zero3_layer_bytes(const PlanInput *in, uint64_t gemm, uint64_t other, Ck *ck);
+/* MT_SCALE_GEMM (per-tensor records of ntens FP8 tensors), MT_SCALE_BLOCK and MT_SCALE_STATE. */
+void plan_scale_terms(const PlanInput *in, StageMem *sm, Ck *ck, uint64_t ntens, uint64_t block_n, uint64_t block_b);
+
 void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g);
+/* The MoE/MLA checks of plan_validate (REJECT_NONE when the input fits) and geometry (fills g->x). */
+PlanReject moe_validate(const PlanInput *in, Err *e);
+void moe_geo(const PlanInput *in, Geo *g);
+/* Dense and MoE layers on stage s (the first dense_layers layers are dense). */
+void moe_stage_kinds(const PlanInput *in, const Geo *g, uint32_t s, uint64_t *nd, uint64_t *nx);
 /* Layers on a stage. */
 static inline uint64_t geo_layers(const Geo *g, uint32_t stage)
 {
@@ -103,9 +175,34 @@ static inline uint64_t geo_layers(const Geo *g, uint32_t stage)
 /* The main-gradient dtype of a state set under the input's main_grad setting (FP8 gradients stay FP8). */
 Dtype plan_grad_dt(const PlanInput *in, Dtype recipe_dt);
 void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a);
+/* Parts of plan_layer_act, added into *a: the input a linear saves for its weight gradient ([rows, cols] in the
+ * recipe's saved dtype: FP8 + block scales into a->fp8, else into *hp); standard attention (norm1, Q/K/V, flash
+ * output and statistics, QKV and proj inputs); an FFN of F_t per TP rank (norm2, FC1 output, FC1 and FC2
+ * inputs; F_t = 0: the norm only). */
+void plan_saved_input(const Recipe *rc, Ck *ck, uint64_t rows, uint64_t cols, LayerAct *a, uint64_t *hp);
+void plan_attn_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a);
+void plan_ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, LayerAct *a);
 void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *la, uint32_t stage, StageMem *sm, Ck *ck,
                  int reuse);
+/* Category sums, the allocator's reserve and the total of a stage whose terms are all written. */
+void plan_mem_sums(const PlanInput *in, StageMem *sm, Ck *ck);
+/* Every memory term of a stage of a MoE / MLA / MTP model (plan_moe_mem.c). */
+void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm, Ck *ck);
 void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
+/* Fill collective id (name, group, op from the blank table): dtype, ranks at stride, payload per call, calls per
+ * step; bus bytes, bandwidth and time from NCCL's model (plan_comm.c). */
+void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
+                   uint64_t payload, uint64_t calls, Ck *ck);
+/* The collectives of a MoE / MLA / MTP model that differ from a dense model's (plan_moe_comm.c). */
+void moe_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
+/* What one GPU holds of the stages (s, and pp - 1 - s with DualPipe): plan_moe_mem.c. */
+typedef struct {
+    uint64_t n[XK_COUNT];     /* layers of each kind, MTP layers included */
+    uint64_t units[XK_COUNT]; /* in-flight layer-micro-batches of each kind */
+    uint64_t mtp, nst;        /* MTP depths held, stages held (2 with DualPipe) */
+    int first, last;
+} Held;
+void moe_held(const PlanInput *in, const Geo *g, uint32_t stage, Ck *ck, Held *o);
 /* One collective call's time over n ranks (stride in the rank order) for bus bytes b: NCCL's ring
  * latency and the bandwidth the group's ranks share; *bw and *lat (optional) receive the parts. */
 double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t stride, double b, double *bw, double *lat);
@@ -119,9 +216,29 @@ uint64_t plan_inflight_mbs(const Geo *g, uint32_t stage);
 
 /* ---- memory-bound kernels of one layer and micro-batch (plan_kernels.c) ---- */
 typedef struct {
-    double fwd, bwd; /* seconds */
+    double fwd, bwd;           /* seconds */
+    double fwd_attn, bwd_attn; /* of which the attention part */
+    double acc_b;              /* the weight-gradient accumulation kernels (backward) */
+    double lin_f, lin_b;       /* the recipe's FP8 linear extras (the rest: the FFN's) */
 } LayerElem;
 void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out);
+
+/* ---- one layer and micro-batch of the time model (plan_time.c; MoE layer kinds: plan_moe_time.c) ---- */
+typedef struct {
+    double gemm_f, gemm_b, attn_f, attn_b, elem_f, elem_b;
+    double rc_gemm, rc_attn, rc_elem; /* recompute added to the backward */
+    double tp_f, tp_b, cp;            /* exposed collectives */
+    double tp_raw;                    /* TP collectives before overlap (f + b) */
+    double wg;                        /* weight-gradient GEMMs (in gemm_b) */
+    double xg_f, xg_b;                /* expert GEMMs (in gemm_f, gemm_b) */
+    double route_f, route_b;          /* router, permutation and expert-activation kernels (in elem_f, elem_b) */
+    double ep_f, ep_b, ep_raw;        /* exposed expert all-to-alls (and expert TP), and before overlap */
+} LayerT;
+
+static inline double maxd(double a, double b) { return a > b ? a : b; }
+static inline double exposed(double comm, double window, double ov) { return maxd(0.0, comm - ov * window); }
+/* Time of one call of collective c (0 when unused). */
+static inline double call_s(const Collective *c) { return c->calls ? c->time_s / (double)c->calls : 0; }
 
 /* ---- GEMM model (plan_gemm.c) ---- */
 typedef struct {
@@ -136,5 +253,11 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg);
 /* Seconds for `batch` independent C[M,N] = A[M,K] B[K,N] with operands of in_bytes (1 or 2) and
  * out_bytes per element of C moved (2 for a BF16 output, 8 to read and write an fp32 accumulator). */
 double gemm_time(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, int fp8, double out_bytes);
+/* The attention core of one layer and micro-batch into L->attn_f / attn_b (plan_time.c). */
+void plan_attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L);
+/* Both layer kinds of a MoE / MLA / MTP model (plan_moe_time.c). */
+void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Plan *p, LayerT L[XK_COUNT]);
+/* Model FLOPs per token of a MoE / MLA / MTP model (plan_moe_time.c): 6 x the weights a token multiplies + attention. */
+double moe_flops_per_token(const PlanInput *in, const Geo *g);
 
 #endif

@@ -37,7 +37,12 @@
  * fp8plan (this project's executor): the eager list (its kernels are one per step
  *     of the layer), until `fp8plan calibrate` measures it.
  * Current scaling reads each cast's input once more for its amax (one more
- * kernel); dropout adds its masks. Bytes: BF16 activations 2 B, FP8 1 B. */
+ * kernel); dropout adds its masks. Bytes: BF16 activations 2 B, FP8 1 B.
+ * The attention part (fwd_attn, bwd_attn: norm1 to the attention's residual, and
+ * their backward) is what MoE layers keep; the gradient accumulation (acc_b) and
+ * the recipe's FP8 linear extras (lin_f, lin_b) are apart; the rest is the FFN's
+ * (a fused residual + norm2 counts to the FFN; compile's recasts to the
+ * attention). */
 #include "planner/plan_internal.h"
 
 typedef struct {
@@ -100,12 +105,14 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     double acc_b =
         g->m > 1 ? (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) : 0.0;
     Acc f = {0, 1.0 / (in->gpu->hbm_bw * in->eff_hbm), in->launch_s}, b = f;
+    double fa = 0, bm = 0; /* the forward's attention part, the backward's FFN part */
     switch (in->fusion) {
     case FUSE_TE:
         op(&f, 4 * H, 1 + (f8 && cur)); /* the norm writes the FP8 copies (2 B) in place of BF16 (2 B) */
         if (rope) op(&f, 4 * (Q + K), 2);
         cast(&f, Q, 2, f8, cur);
         op(&f, (6 + drop) * H, 1);
+        fa = f.t;
         op(&f, 4 * H, 1 + (f8 && cur));
         op(&f, act_f, 1);
         cast(&f, F, 2, f8, cur);
@@ -114,6 +121,7 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
         op(&b, act_b, 1);
         cast(&b, kF, 2, b8, cur);
         op(&b, 6 * H, 2), op(&b, 6 * H, 1);
+        bm = b.t;
         cast(&b, Hf, 2, b8, cur);
         if (rope) op(&b, 4 * (Q + K), 2);
         cast(&b, Q + 2 * K, 2, b8, cur);
@@ -123,15 +131,17 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
         op(&f, 4 * H, 1), cast(&f, H, saved8 ? 2 : 1, f8, cur);
         if (rope) op(&f, 4 * (Q + K), 1);
         cast(&f, Q, saved8 ? 2 : 1, f8, cur);
+        fa = f.t;
         op(&f, (8 + drop) * H, 1), cast(&f, H, saved8 ? 2 : 1, f8, cur);
         op(&f, act_f, 1), cast(&f, F, saved8 ? 2 : 1, f8, cur);
         op(&f, (6 + drop) * H, 1);
         cast(&b, Hf, 2, b8, cur), op(&b, act_b, 1), cast(&b, kF, 2, b8, cur);
-        op(&b, 10 * H, 2), cast(&b, Hf, 2, b8, cur);
+        op(&b, 10 * H, 2);
+        bm = b.t;
+        cast(&b, Hf, 2, b8, cur);
         if (rope) op(&b, 4 * (Q + K), 1);
         cast(&b, Q + 2 * K, 2, b8, cur), op(&b, 10 * H, 2);
         if (f8 && !saved8) op(&b, 3 * (2 * Hf + Q + F), 4);
-        op(&b, acc_b, acc_k);
         break;
     default: { /* FUSE_EAGER, FUSE_FP8PLAN */
         double nb = rms ? 36 : 4, nk = rms ? 6 : 1;
@@ -139,22 +149,31 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
         if (rope) op(&f, 20 * (Q + K), 10);
         cast(&f, Q, saved8 ? 2 : 1, f8, cur);
         op(&f, (6 + 3 * drop) * H, 1 + drop);
+        fa = f.t;
         op(&f, nb * H, nk), cast(&f, H, saved8 ? 2 : 1, f8, cur);
         op(&f, swiglu ? 10 * F : 4 * F, swiglu ? 2 : 1), cast(&f, F, saved8 ? 2 : 1, f8, cur);
         op(&f, (6 + 3 * drop) * H, 1 + drop);
         /* backward: twice the forward's pointwise work, plus dY casts and the accumulation */
         double fw = f.t;
         b.t += 2 * fw;
-        cast(&b, Hf, 2, b8, cur), cast(&b, kF, 2, b8, cur), cast(&b, Hf, 2, b8, cur), cast(&b, Q + 2 * K, 2, b8, cur);
+        cast(&b, Hf, 2, b8, cur), cast(&b, kF, 2, b8, cur);
+        bm = b.t - 2 * fa;
+        cast(&b, Hf, 2, b8, cur), cast(&b, Q + 2 * K, 2, b8, cur);
         if (f8 && !saved8) op(&b, 3 * (2 * Hf + Q + F), 4);
-        op(&b, acc_b, acc_k);
         break;
     }
     }
+    double fx = f.t, bx = b.t;
+    if (in->fusion != FUSE_TE) op(&b, acc_b, acc_k);
     /* Megatron without --gradient-accumulation-fusion: main_grad.add_(grad) after every micro-batch's wgrad */
     if (in->fusion == FUSE_TE && !in->grad_acc_fusion && rc->linear != LIN_MSAMP)
         op(&b, (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))), 4);
+    double ba = b.t;
     fp8_linear_extra(rc, g, Hf, H, Q, K, F, kF, &f, &b);
     out->fwd = f.t;
     out->bwd = b.t;
+    out->fwd_attn = fa;
+    out->bwd_attn = bx - bm;
+    out->acc_b = ba - bx;
+    out->lin_f = f.t - fx, out->lin_b = b.t - ba;
 }

@@ -24,19 +24,26 @@
 #include "planner/plan_internal.h"
 
 static const char *const term_names[MT_COUNT_] = {
-    [MT_WEIGHT_GEMM] = "weight_gemm",     [MT_WEIGHT_OTHER] = "weight_other",   [MT_FP8_ROWWISE] = "fp8_rowwise",
-    [MT_FP8_COLWISE] = "fp8_colwise",     [MT_MASTER_GEMM] = "master_gemm",     [MT_MASTER_OTHER] = "master_other",
-    [MT_GRAD_GEMM] = "grad_gemm",         [MT_GRAD_OTHER] = "grad_other",       [MT_OPTIM_M_GEMM] = "adam_m_gemm",
-    [MT_OPTIM_M_OTHER] = "adam_m_other",  [MT_OPTIM_V_GEMM] = "adam_v_gemm",    [MT_OPTIM_V_OTHER] = "adam_v_other",
-    [MT_SCALE_GEMM] = "scale_gemm",       [MT_SCALE_BLOCK] = "scale_block",     [MT_SCALE_STATE] = "scale_state",
-    [MT_ACT_LAYER_HP] = "act_layer_hp",   [MT_ACT_LAYER_FP8] = "act_layer_fp8", [MT_ACT_ATTN] = "act_attention",
-    [MT_ACT_MASK] = "act_dropout_mask",   [MT_ACT_OUTPUT] = "act_output",       [MT_TRANSIENT] = "transient",
-    [MT_COMM_BUFFER] = "comm_buffers",    [MT_WORKSPACE] = "gemm_workspace",    [MT_CUDA_CONTEXT] = "cuda_context",
-    [MT_FRAGMENTATION] = "fragmentation",
+    [MT_WEIGHT_GEMM] = "weight_gemm",      [MT_WEIGHT_OTHER] = "weight_other",
+    [MT_FP8_ROWWISE] = "fp8_rowwise",      [MT_FP8_COLWISE] = "fp8_colwise",
+    [MT_MASTER_GEMM] = "master_gemm",      [MT_MASTER_OTHER] = "master_other",
+    [MT_GRAD_GEMM] = "grad_gemm",          [MT_GRAD_OTHER] = "grad_other",
+    [MT_OPTIM_M_GEMM] = "adam_m_gemm",     [MT_OPTIM_M_OTHER] = "adam_m_other",
+    [MT_OPTIM_V_GEMM] = "adam_v_gemm",     [MT_OPTIM_V_OTHER] = "adam_v_other",
+    [MT_SCALE_GEMM] = "scale_gemm",        [MT_SCALE_BLOCK] = "scale_block",
+    [MT_SCALE_STATE] = "scale_state",      [MT_ACT_LAYER_HP] = "act_layer_hp",
+    [MT_ACT_LAYER_FP8] = "act_layer_fp8",  [MT_ACT_ATTN] = "act_attention",
+    [MT_ACT_MASK] = "act_dropout_mask",    [MT_ACT_OUTPUT] = "act_output",
+    [MT_TRANSIENT] = "transient",          [MT_COMM_BUFFER] = "comm_buffers",
+    [MT_WORKSPACE] = "gemm_workspace",     [MT_CUDA_CONTEXT] = "cuda_context",
+    [MT_FRAGMENTATION] = "fragmentation",  [MT_WEIGHT_EXPERT] = "weight_expert",
+    [MT_FP8_EXPERT] = "fp8_expert",        [MT_MASTER_EXPERT] = "master_expert",
+    [MT_GRAD_EXPERT] = "grad_expert",      [MT_OPTIM_M_EXPERT] = "adam_m_expert",
+    [MT_OPTIM_V_EXPERT] = "adam_v_expert", [MT_ACT_MOE] = "act_moe",
 };
 
-static void term(StageMem *sm, MemTermId id, MemCategory cat, Dtype dt, uint64_t elements, uint64_t bytes,
-                 uint32_t shards, int persistent)
+void plan_term(StageMem *sm, MemTermId id, MemCategory cat, Dtype dt, uint64_t elements, uint64_t bytes,
+               uint32_t shards, int persistent)
 {
     MemTerm *t = &sm->mem[id];
     t->id = id;
@@ -48,6 +55,20 @@ static void term(StageMem *sm, MemTermId id, MemCategory cat, Dtype dt, uint64_t
     t->shards = shards;
     t->persistent = persistent;
 }
+
+/* The expert terms of a model without experts (MT_WEIGHT_EXPERT .. MT_ACT_MOE, in order). */
+#define NOX(i, nm, c, pers)                                                              \
+    {                                                                                    \
+        .id = i, .name = nm, .cat = c, .dtype = DT_NONE, .shards = 1, .persistent = pers \
+    }
+static const MemTerm no_experts[] = {
+    NOX(MT_WEIGHT_EXPERT, "weight_expert", MC_STATE, 1),  NOX(MT_FP8_EXPERT, "fp8_expert", MC_FP8_COPY, 1),
+    NOX(MT_MASTER_EXPERT, "master_expert", MC_STATE, 1),  NOX(MT_GRAD_EXPERT, "grad_expert", MC_STATE, 1),
+    NOX(MT_OPTIM_M_EXPERT, "adam_m_expert", MC_STATE, 1), NOX(MT_OPTIM_V_EXPERT, "adam_v_expert", MC_STATE, 1),
+    NOX(MT_ACT_MOE, "act_moe", MC_ACTIVATION, 0),
+};
+#undef NOX
+_Static_assert(sizeof no_experts / sizeof *no_experts == MT_ACT_MOE - MT_WEIGHT_EXPERT + 1, "no_experts");
 
 /* Is state s of this set sharded under the input's sharding mode? */
 static int sharded(const PlanInput *in, const StateSet *s, StateId st)
@@ -65,20 +86,20 @@ static int sharded(const PlanInput *in, const StateSet *s, StateId st)
     }
 }
 
-static void state_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck, const StateSet *s, uint64_t elems,
-                        MemTermId w, MemTermId master, MemTermId grad, MemTermId mm, MemTermId vv)
+void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, const StateSet *s, uint64_t elems,
+                      MemTermId w, MemTermId master, MemTermId grad, MemTermId mm, MemTermId vv)
 {
     const MemTermId ids[STATE_COUNT_] = {w, master, grad, mm, vv};
     for (int st = 0; st < STATE_COUNT_; st++) {
         Dtype dt = st == STATE_GRAD ? plan_grad_dt(in, s->dt[st]) : s->dt[st];
-        int sh = dt != DT_NONE && g->d > 1 && sharded(in, s, (StateId)st);
-        uint64_t n = dt == DT_NONE ? 0 : sh ? ceil_div(elems, g->d) : elems;
-        term(sm, ids[st], MC_STATE, dt, n, ck_mul(ck, n, dt_bytes(dt)), sh ? (uint32_t)g->d : 1, 1);
+        int sh = dt != DT_NONE && d > 1 && sharded(in, s, (StateId)st);
+        uint64_t n = dt == DT_NONE ? 0 : sh ? ceil_div(elems, d) : elems;
+        plan_term(sm, ids[st], MC_STATE, dt, n, ck_mul(ck, n, dt_bytes(dt)), sh ? (uint32_t)d : 1, 1);
     }
 }
 
 /* Scales of one FP8-stored R x C tensor at the weight granularity (0 for per-tensor). */
-static uint64_t block_scale_bytes(Granularity gr, uint64_t rows, uint64_t cols, uint64_t *count)
+uint64_t plan_block_scale_bytes(Granularity gr, uint64_t rows, uint64_t cols, uint64_t *count)
 {
     if (gr == GRAN_TENSOR) return *count = 0, 0;
     uint64_t n = 0, b = 0;
@@ -87,44 +108,75 @@ static uint64_t block_scale_bytes(Granularity gr, uint64_t rows, uint64_t cols, 
     return b;
 }
 
-/* Per layer and micro-batch activation bytes for recompute none/selective. */
-void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
+static void saved_input(const Recipe *rc, Ck *ck, uint64_t rows, uint64_t cols, LayerAct *a, uint64_t *hp)
+{
+    uint64_t n = ck_mul(ck, rows, cols);
+    if (dt_fp8(rc->saved_input)) {
+        uint64_t cnt, sb = plan_block_scale_bytes(rc->act_gran, cols, rows, &cnt); /* column-wise: blocks along rows */
+        if (cnt == UINT64_MAX) ck->ovf = 1;
+        a->fp8 = ck_add(ck, a->fp8, ck_add(ck, n, sb));
+        a->fp8_elems = ck_add(ck, a->fp8_elems, n);
+    } else {
+        *hp = ck_add(ck, *hp, ck_mul(ck, n, dt_bytes(rc->saved_input)));
+    }
+}
+
+/* One norm's saved input and fp32 statistics over `rows` tokens. */
+static uint64_t norm_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t rows)
+{
+    uint64_t stat = in->model->norm == NORM_LAYERNORM ? 8 : 4; /* fp32 mean + rstd, or rstd */
+    return ck_mul3(ck, rows, g->h, 2) + ck_mul(ck, rows, stat);
+}
+
+static void attn_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
 {
     const Recipe *rc = in->recipe;
-    uint64_t tok = g->tok, h = g->h;
-    uint64_t tok_r = g->tok_r; /* SP shard of the token dimension */
+    uint64_t tok = g->tok, tok_r = g->tok_r, ht = g->heads_t;
     int flash = in->attn != ATTN_MATERIALIZED;
-    memset(a, 0, sizeof *a);
-    uint64_t stat = in->model->norm == NORM_LAYERNORM ? 8 : 4; /* fp32 mean + rstd, or rstd */
-    a->input = ck_mul3(ck, tok_r, h, 2);
-    uint64_t hp = 2 * (ck_mul3(ck, tok_r, h, 2) + ck_mul(ck, tok_r, stat));
+    uint64_t hp = norm_act(in, g, ck, tok_r);
     hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_t + 2 * g->kv_t, 2));
-    hp = ck_add(ck, hp, ck_mul3(ck, tok, g->k * g->F_t, 2));
-    if (g->k == 2 && !in->fused_swiglu) hp = ck_add(ck, hp, ck_mul3(ck, tok, g->F_t, 2)); /* silu(gate) kept too */
-    if (flash) hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_t, 2)); /* output kept by flash backward */
-    /* the four GEMM inputs: [tokens, K] */
-    const uint64_t xt[LIN_COUNT] = {tok_r, tok, tok_r, tok};
-    const uint64_t xk[LIN_COUNT] = {h, g->q_t, h, g->F_t};
-    int fp8 = dt_fp8(rc->saved_input);
-    for (int i = 0; i < LIN_COUNT; i++) {
-        uint64_t n = ck_mul(ck, xt[i], xk[i]);
-        if (fp8) {
-            uint64_t cnt,
-                sb = block_scale_bytes(rc->act_gran, xk[i], xt[i], &cnt); /* column-wise: blocks along tokens */
-            if (cnt == UINT64_MAX) ck->ovf = 1;
-            a->fp8 = ck_add(ck, a->fp8, ck_add(ck, n, sb));
-            a->fp8_elems = ck_add(ck, a->fp8_elems, n);
-        } else if (!(i == LIN_PROJ && flash)) {
-            hp = ck_add(ck, hp, ck_mul(ck, n, dt_bytes(rc->saved_input)));
-        }
-    }
-    a->hp = hp;
-    uint64_t ht = g->heads_t;
+    if (flash) hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_t, 2));                     /* output kept by flash backward */
+    saved_input(rc, ck, tok_r, g->h, a, &hp);                                        /* QKV input */
+    if (dt_fp8(rc->saved_input) || !flash) saved_input(rc, ck, tok, g->q_t, a, &hp); /* proj input */
+    a->hp = ck_add(ck, a->hp, hp);
     if (flash)
         a->attn = ck_mul3(ck, tok, ht, 4);
     else
         a->attn = ck_mul(ck, ck_mul3(ck, tok, ht, g->seq), in->dropout ? 5 : 2);
-    if (in->dropout) a->mask = 2 * ck_mul(ck, tok_r, h);
+    if (in->dropout) a->mask = ck_add(ck, a->mask, ck_mul(ck, tok_r, g->h));
+}
+
+static void ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, LayerAct *a)
+{
+    const Recipe *rc = in->recipe;
+    uint64_t tok = g->tok, tok_r = g->tok_r;
+    uint64_t hp = norm_act(in, g, ck, tok_r);
+    if (F_t) {
+        hp = ck_add(ck, hp, ck_mul3(ck, tok, g->k * F_t, 2));
+        if (g->k == 2 && !in->fused_swiglu) hp = ck_add(ck, hp, ck_mul3(ck, tok, F_t, 2)); /* silu(gate) kept too */
+        saved_input(rc, ck, tok_r, g->h, a, &hp);                                          /* FC1 input */
+        saved_input(rc, ck, tok, F_t, a, &hp);                                             /* FC2 input */
+    }
+    a->hp = ck_add(ck, a->hp, hp);
+    if (in->dropout) a->mask = ck_add(ck, a->mask, ck_mul(ck, tok_r, g->h));
+}
+
+void plan_saved_input(const Recipe *rc, Ck *ck, uint64_t rows, uint64_t cols, LayerAct *a, uint64_t *hp)
+{
+    saved_input(rc, ck, rows, cols, a, hp);
+}
+void plan_attn_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a) { attn_act(in, g, ck, a); }
+void plan_ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, LayerAct *a) { ffn_act(in, g, ck, F_t, a); }
+
+/* Per layer and micro-batch activation bytes for recompute none/selective. */
+void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
+{
+    const Recipe *rc = in->recipe;
+    uint64_t tok = g->tok, h = g->h, ht = g->heads_t;
+    memset(a, 0, sizeof *a);
+    a->input = ck_mul3(ck, g->tok_r, h, 2);
+    attn_act(in, g, ck, a);
+    ffn_act(in, g, ck, g->F_t, a);
     /* op-level recompute (torchtitan _save_list policy): the layer input, the outputs of the 1st, 3rd, 5th
      * (and 7th) matmul of the layer — Q, V, FC1's gate (w1), and w2's output with SwiGLU (7 matmuls) — and
      * the attention output with its fp32 log-sum-exp; everything else is recomputed in backward. */
@@ -137,59 +189,116 @@ void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
         a->wcopy = ck_mul(ck, g->gemm_layer, recipe_fp8_copy_bytes_per_param(rc));
 }
 
-/* The stage-independent terms: linear-layer states, FP8 copies, scales and the
- * fixed overheads (every stage holds the same number of layers). */
-static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck, uint64_t gemm, uint64_t Ls)
+uint64_t plan_zero3_layer_bytes(const PlanInput *in, uint64_t gemm, uint64_t other, Ck *ck)
 {
     const Recipe *rc = in->recipe;
-    int zero3 = in->sharding == SHARD_ZERO3;
-    state_terms(in, g, sm, ck, &rc->gemm, gemm, MT_WEIGHT_GEMM, MT_MASTER_GEMM, MT_GRAD_GEMM, MT_OPTIM_M_GEMM,
-                MT_OPTIM_V_GEMM);
-    /* ---- FP8 copies (per-layer transients under ZeRO-3) ---- */
-    /* without caching (in->fp8_weight_cache 0) the copies are cast per micro-batch and saved with the activations */
-    int keep = !zero3 && in->fp8_weight_cache;
-    uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (rc->fp8_col != DT_NONE && keep) ? gemm : 0;
-    term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1, 1);
-    term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1, 1);
+    Dtype wd = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : DT_BF16;
+    Dtype od = rc->other.dt[STATE_WEIGHT] != DT_NONE ? rc->other.dt[STATE_WEIGHT] : DT_BF16;
+    uint64_t per =
+        dt_bytes(wd) + recipe_fp8_copy_bytes_per_param(rc) + 2 + dt_bytes(plan_grad_dt(in, rc->comm_dp_grad));
+    return ck_add(ck, ck_mul(ck, gemm, per), ck_mul(ck, other, dt_bytes(od) + 2 + 4));
+}
 
-    /* ---- scales ---- */
-    uint64_t ntens = LIN_COUNT * Ls;
+uint64_t plan_weight_block_scales(const PlanInput *in, uint64_t rows, uint64_t cols, uint64_t d, int row, int col,
+                                  Ck *ck, uint64_t *bytes)
+{
+    const Recipe *rc = in->recipe;
+    uint64_t n1, b1 = plan_block_scale_bytes(rc->weight_gran, rows, cols, &n1);
+    uint64_t n2, b2 = plan_block_scale_bytes(rc->weight_gran, cols, rows, &n2);
+    if (n1 == UINT64_MAX || n2 == UINT64_MAX) ck->ovf = 1;
+    uint64_t nn = 0, bb = 0;
+    if (dt_fp8(rc->gemm.dt[STATE_WEIGHT])) { /* the working weight itself in FP8 (sharded under ZeRO-3) */
+        int z3 = in->sharding == SHARD_ZERO3;
+        nn += z3 ? ceil_div(n1, d) : n1, bb += z3 ? ceil_div(b1, d) : b1;
+    }
+    if (row) nn += n1, bb += b1;
+    if (col) nn += n2, bb += b2;
+    *bytes = bb;
+    return nn;
+}
+
+void plan_scale_terms(const PlanInput *in, StageMem *sm, Ck *ck, uint64_t ntens, uint64_t block_n, uint64_t block_b)
+{
+    const Recipe *rc = in->recipe;
     int fwd8 = dt_fp8(rc->gemm_fwd), bwd8 = dt_fp8(rc->gemm_bwd);
     uint64_t recs = 0;
     if (rc->act_gran == GRAN_TENSOR) recs += (uint64_t)fwd8 + (uint64_t)bwd8; /* x, dy */
     if (rc->weight_gran == GRAN_TENSOR) recs += (uint64_t)fwd8;               /* w */
     uint64_t hist = rc->scaling == SCALING_DELAYED ? rc->amax_history : 1;
     uint64_t sg = recipe_fp8_gemm(rc) ? ck_mul3(ck, ntens, recs, 2 + hist) : 0;
-    term(sm, MT_SCALE_GEMM, MC_SCALE, DT_FP32, sg, ck_mul(ck, sg, 4), 1, 1);
-
-    uint64_t sbn = 0, sbb = 0;
-    if (rc->weight_gran != GRAN_TENSOR) {
-        int wfp8 = dt_fp8(rc->gemm.dt[STATE_WEIGHT]);
-        for (int i = 0; i < LIN_COUNT; i++) {
-            uint64_t n1, b1 = block_scale_bytes(rc->weight_gran, g->lin_rows[i], g->lin_cols[i], &n1);
-            uint64_t n2, b2 = block_scale_bytes(rc->weight_gran, g->lin_cols[i], g->lin_rows[i], &n2);
-            if (n1 == UINT64_MAX || n2 == UINT64_MAX) ck->ovf = 1;
-            uint64_t nn = 0, bb = 0;
-            if (wfp8) nn += zero3 ? ceil_div(n1, g->d) : n1, bb += zero3 ? ceil_div(b1, g->d) : b1;
-            if (row) nn += n1, bb += b1;
-            if (col) nn += n2, bb += b2;
-            sbn = ck_add(ck, sbn, ck_mul(ck, nn, Ls));
-            sbb = ck_add(ck, sbb, ck_mul(ck, bb, Ls));
-        }
-    }
-    term(sm, MT_SCALE_BLOCK, MC_SCALE, gran_scale_dtype(rc->weight_gran), sbn, sbb, 1, 1);
-
+    plan_term(sm, MT_SCALE_GEMM, MC_SCALE, DT_FP32, sg, ck_mul(ck, sg, 4), 1, 1);
+    plan_term(sm, MT_SCALE_BLOCK, MC_SCALE, gran_scale_dtype(rc->weight_gran), block_n, block_b, 1, 1);
     uint64_t nsc = 0;
     for (int st = 0; st < STATE_COUNT_; st++)
         if (((rc->gemm.scaled_mask >> st) & 1) && rc->gemm.dt[st] != DT_NONE) nsc++;
     uint64_t ss = ck_mul3(ck, ntens, nsc, 3);
-    term(sm, MT_SCALE_STATE, MC_SCALE, DT_FP32, ss, ck_mul(ck, ss, 4), 1, 1);
+    plan_term(sm, MT_SCALE_STATE, MC_SCALE, DT_FP32, ss, ck_mul(ck, ss, 4), 1, 1);
+}
+
+/* The stage-independent terms: linear-layer states, FP8 copies, scales and the
+ * fixed overheads (every stage holds the same number of layers). */
+static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck, uint64_t gemm, uint64_t Ls)
+{
+    const Recipe *rc = in->recipe;
+    int zero3 = in->sharding == SHARD_ZERO3;
+    plan_state_terms(in, g->d, sm, ck, &rc->gemm, gemm, MT_WEIGHT_GEMM, MT_MASTER_GEMM, MT_GRAD_GEMM, MT_OPTIM_M_GEMM,
+                     MT_OPTIM_V_GEMM);
+    /* ---- FP8 copies (per-layer transients under ZeRO-3) ---- */
+    /* without caching (in->fp8_weight_cache 0) the copies are cast per micro-batch and saved with the activations */
+    int keep = !zero3 && in->fp8_weight_cache;
+    uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (rc->fp8_col != DT_NONE && keep) ? gemm : 0;
+    plan_term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1, 1);
+    plan_term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1, 1);
+
+    /* ---- scales ---- */
+    uint64_t sbn = 0, sbb = 0;
+    if (rc->weight_gran != GRAN_TENSOR)
+        for (int i = 0; i < LIN_COUNT; i++) {
+            uint64_t bb, nn = plan_weight_block_scales(in, g->lin_rows[i], g->lin_cols[i], g->d, row, col, ck, &bb);
+            sbn = ck_add(ck, sbn, ck_mul(ck, nn, Ls));
+            sbb = ck_add(ck, sbb, ck_mul(ck, bb, Ls));
+        }
+    plan_scale_terms(in, sm, ck, LIN_COUNT * Ls, sbn, sbb);
 
     /* ---- overheads ---- */
     uint64_t ncomm = (g->tp > 1) + (g->cp > 1) + (g->d > 1) + (g->pp > 1);
-    term(sm, MT_COMM_BUFFER, MC_OVERHEAD, DT_NONE, 0, ck_mul(ck, ncomm, in->nccl_comm_bytes), 1, 1);
-    term(sm, MT_WORKSPACE, MC_OVERHEAD, DT_NONE, 0, in->workspace_bytes, 1, 1);
-    term(sm, MT_CUDA_CONTEXT, MC_OVERHEAD, DT_NONE, 0, in->cuda_context_bytes, 1, 1);
+    plan_term(sm, MT_COMM_BUFFER, MC_OVERHEAD, DT_NONE, 0, ck_mul(ck, ncomm, in->nccl_comm_bytes), 1, 1);
+    plan_term(sm, MT_WORKSPACE, MC_OVERHEAD, DT_NONE, 0, in->workspace_bytes, 1, 1);
+    plan_term(sm, MT_CUDA_CONTEXT, MC_OVERHEAD, DT_NONE, 0, in->cuda_context_bytes, 1, 1);
+}
+
+static void mem_sums(const PlanInput *in, StageMem *sm, Ck *ck, int experts)
+{
+    /* category sums by term id (explicit chains: no loop-carried store/load through an array) */
+    const MemTerm *t = sm->mem;
+    uint64_t st = ck_add(ck, t[MT_WEIGHT_GEMM].bytes, t[MT_WEIGHT_OTHER].bytes);
+    for (int i = MT_MASTER_GEMM; i <= MT_OPTIM_V_OTHER; i++) st = ck_add(ck, st, t[i].bytes);
+    uint64_t cp = ck_add(ck, t[MT_FP8_ROWWISE].bytes, t[MT_FP8_COLWISE].bytes), ac = 0;
+    if (experts) { /* the expert terms (written empty for other models, and not read back) */
+        st = ck_add(ck, st, ck_add(ck, t[MT_WEIGHT_EXPERT].bytes, t[MT_MASTER_EXPERT].bytes));
+        st = ck_add(ck, st, ck_add(ck, t[MT_GRAD_EXPERT].bytes, t[MT_OPTIM_M_EXPERT].bytes));
+        st = ck_add(ck, st, t[MT_OPTIM_V_EXPERT].bytes);
+        cp = ck_add(ck, cp, t[MT_FP8_EXPERT].bytes), ac = t[MT_ACT_MOE].bytes;
+    }
+    uint64_t sc = ck_add(ck, ck_add(ck, t[MT_SCALE_GEMM].bytes, t[MT_SCALE_BLOCK].bytes), t[MT_SCALE_STATE].bytes);
+    for (int i = MT_ACT_LAYER_HP; i <= MT_TRANSIENT; i++) ac = ck_add(ck, ac, t[i].bytes);
+    /* the caching allocator's slack comes from tensors freed and re-requested at other sizes every step
+     * (activations, transients); states and copies are allocated once and stay */
+    uint64_t churn = ck_add(ck, ac, in->workspace_bytes);
+    double fr = (double)churn * in->frag_frac;
+    uint64_t frag = fr >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)fr;
+    uint64_t ov = ck_add(ck, ck_add(ck, t[MT_COMM_BUFFER].bytes, t[MT_WORKSPACE].bytes), t[MT_CUDA_CONTEXT].bytes);
+    /* the reserve is cached, free memory: it grows only into what the GPU has left, because the caching
+     * allocator releases its free cached segments and retries before it reports out of memory (PyTorch
+     * c10/cuda/CUDACachingAllocator.cpp), so it never makes a plan OOM by itself */
+    uint64_t rest = ck_add(ck, ck_add(ck, ck_add(ck, st, cp), ck_add(ck, sc, ac)), ov);
+    uint64_t cap = in->gpu->hbm_bytes;
+    if (frag > (cap > rest ? cap - rest : 0)) frag = cap > rest ? cap - rest : 0;
+    plan_term(sm, MT_FRAGMENTATION, MC_OVERHEAD, DT_NONE, 0, frag, 1, 0);
+    ov = ck_add(ck, ov, frag);
+    sm->cat[MC_STATE] = st, sm->cat[MC_FP8_COPY] = cp, sm->cat[MC_SCALE] = sc, sm->cat[MC_ACTIVATION] = ac;
+    sm->cat[MC_OVERHEAD] = ov;
+    sm->total = ck_add(ck, ck_add(ck, ck_add(ck, st, cp), ck_add(ck, sc, ac)), ov);
 }
 
 /* All terms of one stage. With reuse, sm already holds another stage's terms and
@@ -198,6 +307,7 @@ static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck
 void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_t stage, StageMem *sm, Ck *ck,
                  int reuse)
 {
+    if (g->x.on) return moe_memory(in, g, stage, sm, ck);
     const Recipe *rc = in->recipe;
     const ModelSpec *md = in->model;
     /* every term below is written, and the sums at the end */
@@ -216,8 +326,8 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
     sm->params_gemm = gemm;
     sm->params = ck_add(ck, gemm, other);
 
-    state_terms(in, g, sm, ck, &rc->other, other, MT_WEIGHT_OTHER, MT_MASTER_OTHER, MT_GRAD_OTHER, MT_OPTIM_M_OTHER,
-                MT_OPTIM_V_OTHER);
+    plan_state_terms(in, g->d, sm, ck, &rc->other, other, MT_WEIGHT_OTHER, MT_MASTER_OTHER, MT_GRAD_OTHER,
+                     MT_OPTIM_M_OTHER, MT_OPTIM_V_OTHER);
     if (!reuse) common_terms(in, g, sm, ck, gemm, Ls);
 
     /* ---- activations ---- */
@@ -231,17 +341,17 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
     uint64_t tok_r = g->tok_r, h = g->h;
     uint64_t mask = ck_mul(ck, mk, units);
     if (first && in->dropout) mask = ck_add(ck, mask, ck_mul3(ck, tok_r, h, mbs_in)); /* embedding dropout */
-    term(sm, MT_ACT_LAYER_HP, MC_ACTIVATION, DT_NONE, 0, hpb, 1, 0); /* BF16 tensors + fp32 norm stats */
-    term(sm, MT_ACT_LAYER_FP8, MC_ACTIVATION, rc->saved_input, ck_mul(ck, f8e, units), f8b, 1, 0);
-    term(sm, MT_ACT_ATTN, MC_ACTIVATION, DT_NONE, 0, ck_mul(ck, at, units), 1, 0);
-    term(sm, MT_ACT_MASK, MC_ACTIVATION, DT_NONE, mask, mask, 1, 0);
+    plan_term(sm, MT_ACT_LAYER_HP, MC_ACTIVATION, DT_NONE, 0, hpb, 1, 0); /* BF16 tensors + fp32 norm stats */
+    plan_term(sm, MT_ACT_LAYER_FP8, MC_ACTIVATION, rc->saved_input, ck_mul(ck, f8e, units), f8b, 1, 0);
+    plan_term(sm, MT_ACT_ATTN, MC_ACTIVATION, DT_NONE, 0, ck_mul(ck, at, units), 1, 0);
+    plan_term(sm, MT_ACT_MASK, MC_ACTIVATION, DT_NONE, mask, mask, 1, 0);
     uint64_t out = 0, logit_elems = ck_mul(ck, g->tok, g->Vp_t);
     uint64_t stat = md->norm == NORM_LAYERNORM ? 8 : 4;
     if (last) {
         out = ck_add(ck, 2 * ck_mul3(ck, tok_r, h, 2), ck_mul(ck, tok_r, stat)); /* final norm in, LM-head input */
         out = ck_add(ck, out, ck_mul(ck, logit_elems, 4));                       /* fp32 softmax of the logits */
     }
-    term(sm, MT_ACT_OUTPUT, MC_ACTIVATION, DT_NONE, 0, out, 1, 0);
+    plan_term(sm, MT_ACT_OUTPUT, MC_ACTIVATION, DT_NONE, 0, out, 1, 0);
 
     /* transient peak working set */
     uint64_t bwd = 2 * ck_mul3(ck, tok_r, h, 2);                      /* dX, d(residual) */
@@ -265,12 +375,7 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
         /* FSDP: a layer's gathered weights (the compute dtype: BF16 when the master is the state), its FP8
          * copies, and its unsharded gradient with the reduce-scatter input in the reduction dtype; for the
          * current and the prefetched layer */
-        Dtype wd = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : DT_BF16;
-        Dtype od = rc->other.dt[STATE_WEIGHT] != DT_NONE ? rc->other.dt[STATE_WEIGHT] : DT_BF16;
-        uint64_t per =
-            dt_bytes(wd) + recipe_fp8_copy_bytes_per_param(rc) + 2 + dt_bytes(plan_grad_dt(in, rc->comm_dp_grad));
-        uint64_t lw = ck_add(ck, ck_mul(ck, g->gemm_layer, per), ck_mul(ck, g->other_layer, dt_bytes(od) + 2 + 4));
-        bwd = ck_add(ck, bwd, 2 * lw);
+        bwd = ck_add(ck, bwd, 2 * plan_zero3_layer_bytes(in, g->gemm_layer, g->other_layer, ck));
         /* with PP, FSDP keeps the stage's gathered weights from forward to backward and syncs gradients only
          * on the last micro-batch (torchtitan apply_fsdp: no reshard_after_forward under PP), so the stage's
          * BF16 weights and BF16 gradients stay whole all step */
@@ -283,31 +388,10 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
         uint64_t lg = ck_mul(ck, logit_elems, lb);
         if (lg > tr) tr = lg;
     }
-    term(sm, MT_TRANSIENT, MC_ACTIVATION, DT_NONE, 0, tr, 1, 0);
-
-    /* category sums by term id (explicit chains: no loop-carried store/load through an array) */
-    const MemTerm *t = sm->mem;
-    uint64_t st = ck_add(ck, t[MT_WEIGHT_GEMM].bytes, t[MT_WEIGHT_OTHER].bytes);
-    for (int i = MT_MASTER_GEMM; i <= MT_OPTIM_V_OTHER; i++) st = ck_add(ck, st, t[i].bytes);
-    uint64_t cp = ck_add(ck, t[MT_FP8_ROWWISE].bytes, t[MT_FP8_COLWISE].bytes);
-    uint64_t sc = ck_add(ck, ck_add(ck, t[MT_SCALE_GEMM].bytes, t[MT_SCALE_BLOCK].bytes), t[MT_SCALE_STATE].bytes);
-    uint64_t ac = 0;
-    for (int i = MT_ACT_LAYER_HP; i <= MT_TRANSIENT; i++) ac = ck_add(ck, ac, t[i].bytes);
-    /* the caching allocator's slack comes from tensors freed and re-requested at other sizes every step
-     * (activations, transients); states and copies are allocated once and stay */
-    uint64_t churn = ck_add(ck, ac, in->workspace_bytes);
-    double fr = (double)churn * in->frag_frac;
-    uint64_t frag = fr >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)fr;
-    uint64_t ov = ck_add(ck, ck_add(ck, t[MT_COMM_BUFFER].bytes, t[MT_WORKSPACE].bytes), t[MT_CUDA_CONTEXT].bytes);
-    /* the reserve is cached, free memory: it grows only into what the GPU has left, because the caching
-     * allocator releases its free cached segments and retries before it reports out of memory (PyTorch
-     * c10/cuda/CUDACachingAllocator.cpp), so it never makes a plan OOM by itself */
-    uint64_t rest = ck_add(ck, ck_add(ck, ck_add(ck, st, cp), ck_add(ck, sc, ac)), ov);
-    uint64_t cap = in->gpu->hbm_bytes;
-    if (frag > (cap > rest ? cap - rest : 0)) frag = cap > rest ? cap - rest : 0;
-    term(sm, MT_FRAGMENTATION, MC_OVERHEAD, DT_NONE, 0, frag, 1, 0);
-    ov = ck_add(ck, ov, frag);
-    sm->cat[MC_STATE] = st, sm->cat[MC_FP8_COPY] = cp, sm->cat[MC_SCALE] = sc, sm->cat[MC_ACTIVATION] = ac;
-    sm->cat[MC_OVERHEAD] = ov;
-    sm->total = ck_add(ck, ck_add(ck, ck_add(ck, st, cp), ck_add(ck, sc, ac)), ov);
+    plan_term(sm, MT_TRANSIENT, MC_ACTIVATION, DT_NONE, 0, tr, 1, 0);
+    memcpy(&sm->mem[MT_WEIGHT_EXPERT], no_experts, sizeof no_experts); /* the expert terms, empty */
+    sm->params_expert = 0;
+    mem_sums(in, sm, ck, 0);
 }
+
+void plan_mem_sums(const PlanInput *in, StageMem *sm, Ck *ck) { mem_sums(in, sm, ck, 1); }

@@ -42,26 +42,16 @@
  * Model FLOPs (for MFU) are 6 x (linear weights + LM head) x tokens plus
  * attention 12*L*q_dim*seq per token (PaLM appendix B; no causal halving, no
  * recompute); MFU is reported against the BF16 and the FP8 dense peak. */
+#include <string.h>
+
 #include "planner/arch.h"
 #include "planner/plan_bytes.h"
 #include "planner/plan_internal.h"
 
 typedef struct {
-    double gemm_f, gemm_b, attn_f, attn_b, elem_f, elem_b;
-    double rc_gemm, rc_attn, rc_elem; /* recompute added to the backward */
-    double tp_f, tp_b, cp;            /* exposed collectives */
-    double tp_raw;                    /* TP collectives before overlap (f + b) */
-} LayerT;
-
-typedef struct {
     double fwd, bwd, gemm, attn, tp, cp;
+    double xgemm, route, ep, w; /* expert GEMMs, router/permutation kernels, exposed all-to-alls, wgrad GEMMs */
 } StageT;
-
-static double maxd(double a, double b) { return a > b ? a : b; }
-static double exposed(double comm, double window, double ov) { return maxd(0.0, comm - ov * window); }
-
-/* Time of one call of collective c (0 when unused). */
-static double call_s(const Collective *c) { return c->calls ? c->time_s / (double)c->calls : 0; }
 
 static void attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L)
 {
@@ -88,9 +78,12 @@ static void attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, Laye
     double x = (double)g->s_local; /* keys one rank's chunk attends to at a time */
     double ef = e * x / (x + c->s_half), eb = e * c->bwd * x / (x + c->s_half_bwd);
     double fl = 2.0 * tok * seq * (double)g->heads_t * hd; /* 4 tok seq q/tp, halved for the causal mask */
+    if (g->x.mla) fl = tok * seq * (double)g->heads_t * (double)(g->x.dqk + g->x.dv); /* QK^T over dqk, PV over dv */
     L->attn_f = maxd(fl / (gp->flops_bf16 * ef), in->launch_s);
     L->attn_b = maxd(2.5 * fl / (gp->flops_bf16 * eb), 2 * in->launch_s);
 }
+
+void plan_attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L) { attention(in, g, gg, L); }
 
 /* One layer and micro-batch, and its recompute. */
 static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Plan *p, LayerT *L)
@@ -104,12 +97,14 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
     uint64_t tok = g->tok;
     double gf[LIN_COUNT];
-    L->gemm_f = L->gemm_b = 0;
+    memset(L, 0, sizeof *L);
     for (int i = 0; i < LIN_COUNT; i++) {
         uint64_t N = g->lin_rows[i], K = g->lin_cols[i];
         gf[i] = gemm_time(gg, tok, N, K, 1, f8, 2) * fslow;
         L->gemm_f += gf[i];
-        L->gemm_b += gemm_time(gg, tok, K, N, 1, b8, 2) + gemm_time(gg, N, K, tok, 1, b8, wout);
+        double w = gemm_time(gg, N, K, tok, 1, b8, wout);
+        L->gemm_b += gemm_time(gg, tok, K, N, 1, b8, 2) + w;
+        L->wg += w;
     }
     attention(in, g, gg, L);
     LayerElem le;
@@ -145,18 +140,30 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     }
 }
 
-/* One micro-batch through a stage with Ls layers. */
-static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const LayerT *L, uint64_t Ls, int first,
-                    int last)
+/* One micro-batch through a stage with n[k] layers of each kind (dense models: kind 0 only) and `mtp`
+ * multi-token-prediction depths (their layers are in n; here their projection, norms, head and loss). */
+static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const LayerT *L, const uint64_t *n, int first,
+                    int last, uint64_t mtp)
 {
     StageT s;
-    double n = (double)Ls, tok = (double)g->tok, h = (double)g->h, ib = 1.0 / (in->gpu->hbm_bw * in->eff_hbm);
-    s.gemm = n * (L->gemm_f + L->gemm_b + L->rc_gemm);
-    s.attn = n * (L->attn_f + L->attn_b + L->rc_attn);
-    s.tp = n * (L->tp_f + L->tp_b);
-    s.cp = n * L->cp;
-    s.fwd = n * (L->gemm_f + L->attn_f + L->elem_f + L->tp_f) + s.cp / 2;
-    s.bwd = n * (L->gemm_b + L->attn_b + L->elem_b + L->tp_b + L->rc_gemm + L->rc_attn + L->rc_elem) + s.cp / 2;
+    memset(&s, 0, sizeof s);
+    double tok = (double)g->tok, h = (double)g->h, ib = 1.0 / (in->gpu->hbm_bw * in->eff_hbm);
+    for (int k = 0; k < XK_COUNT; k++) {
+        if (!n[k]) continue; /* dense models: kind 0 only */
+        const LayerT *l = &L[k];
+        double nk = (double)n[k];
+        s.gemm += nk * (l->gemm_f + l->gemm_b + l->rc_gemm);
+        s.attn += nk * (l->attn_f + l->attn_b + l->rc_attn);
+        s.tp += nk * (l->tp_f + l->tp_b);
+        s.cp += nk * l->cp;
+        s.xgemm += nk * (l->xg_f + l->xg_b);
+        s.route += nk * (l->route_f + l->route_b);
+        s.ep += nk * (l->ep_f + l->ep_b);
+        s.w += nk * l->wg;
+        s.fwd += nk * (l->gemm_f + l->attn_f + l->elem_f + l->tp_f + l->ep_f);
+        s.bwd += nk * (l->gemm_b + l->attn_b + l->elem_b + l->tp_b + l->ep_b + l->rc_gemm + l->rc_attn + l->rc_elem);
+    }
+    s.fwd += s.cp / 2, s.bwd += s.cp / 2;
     if (first) { /* embedding gather, and its scatter-add in backward */
         s.fwd += maxd(tok * h * 4 * ib, in->launch_s);
         s.bwd += maxd(tok * h * 4 * ib, in->launch_s);
@@ -165,12 +172,22 @@ static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const 
         uint64_t V = g->Vp_t, t = g->tok, hh = g->h;
         double head_f = gemm_time(gg, t, V, hh, 1, 0, 2);
         double gb = (double)dt_bytes(plan_grad_dt(in, in->recipe->other.dt[STATE_GRAD]));
-        double head_b = gemm_time(gg, t, hh, V, 1, 0, 2) + gemm_time(gg, V, hh, t, 1, 0, 2.0 * gb);
+        double head_w = gemm_time(gg, V, hh, t, 1, 0, 2.0 * gb), head_b = gemm_time(gg, t, hh, V, 1, 0, 2) + head_w;
         double ce = tok * (double)V * 8 * ib; /* logits to fp32, softmax, loss; its gradient */
         double norm = tok * h * 4 * ib;
-        s.gemm += head_f + head_b;
-        s.fwd += head_f + maxd(ce, 3 * in->launch_s) + maxd(norm, in->launch_s);
-        s.bwd += head_b + maxd(ce, 2 * in->launch_s) + maxd(1.5 * norm, 2 * in->launch_s);
+        double reps = 1.0 + (double)mtp; /* each MTP depth has its own head, loss and final norm */
+        s.gemm += reps * (head_f + head_b), s.w += reps * head_w;
+        s.fwd += reps * (head_f + maxd(ce, 3 * in->launch_s) + maxd(norm, in->launch_s));
+        s.bwd += reps * (head_b + maxd(ce, 2 * in->launch_s) + maxd(1.5 * norm, 2 * in->launch_s));
+        if (mtp) { /* per depth: embedding gather, enorm + hnorm, eh_proj [tok x h/tp x 2h] */
+            int f8 = dt_fp8(in->recipe->gemm_fwd), b8 = dt_fp8(in->recipe->gemm_bwd);
+            uint64_t ht = g->h_t;
+            double ef = gemm_time(gg, t, ht, 2 * hh, 1, f8, 2), ew = gemm_time(gg, ht, 2 * hh, t, 1, b8, 2.0 * gb);
+            double eb = gemm_time(gg, t, 2 * hh, ht, 1, b8, 2) + ew, m2 = (double)mtp;
+            s.gemm += m2 * (ef + eb), s.w += m2 * ew;
+            s.fwd += m2 * (ef + maxd(tok * h * 4 * ib, in->launch_s) + maxd(2 * norm, 2 * in->launch_s));
+            s.bwd += m2 * (eb + maxd(tok * h * 4 * ib, in->launch_s) + maxd(3 * norm, 4 * in->launch_s));
+        }
     }
     return s;
 }
@@ -182,20 +199,63 @@ static void expose(Plan *p, int lo, int hi, double exposed_total, double raw_tot
     for (int i = lo; i <= hi; i++) p->coll[i].exposed_s = p->coll[i].time_s * f;
 }
 
+/* The exposed time of one gradient-reduce / parameter-gather set (DP or expert DP): the reduce behind the
+ * backward, the gather behind the forward, up to the DP overlap, one bucket (chunk) always exposed. */
+static double dp_exposed(const PlanInput *in, Plan *p, const StageT *me, double m, double chunks, CollectiveId ar_id,
+                         CollectiveId rs_id, CollectiveId ag_id)
+{
+    double ov = in->overlap_dp, dp = 0;
+    Collective *ar = &p->coll[ar_id], *rs = &p->coll[rs_id], *ag = &p->coll[ag_id];
+    Collective *red = ar->calls ? ar : rs;
+    if (red->calls) {
+        double window = red->calls > 1 ? me->bwd * (double)red->calls : me->bwd;
+        red->exposed_s = exposed(red->time_s, window, ov) + (ov > 0 ? call_s(red) / chunks : 0);
+        if (red->exposed_s > red->time_s) red->exposed_s = red->time_s;
+        dp += red->exposed_s;
+    }
+    if (ag->calls) {
+        double window = ag->calls > 1 ? (me->fwd + me->bwd) * m : me->fwd;
+        ag->exposed_s = exposed(ag->time_s, window, ov) + (ov > 0 ? call_s(ag) / chunks : 0);
+        if (ag->exposed_s > ag->time_s) ag->exposed_s = ag->time_s;
+        dp += ag->exposed_s;
+    }
+    return dp;
+}
+
 void plan_time(const PlanInput *in, const Geo *g, Plan *p)
 {
     const Recipe *rc = in->recipe;
     TimeBreakdown *tb = &p->time;
     GemmGpu gg;
     gemm_gpu_init(in, &gg);
-    LayerT L;
-    layer(in, g, &gg, p, &L);
+    LayerT L[XK_COUNT];
+    const MoeGeo *x = &g->x;
+    if (x->on) {
+        moe_layer_times(in, g, &gg, p, L);
+    } else {
+        layer(in, g, &gg, p, &L[0]);
+        memset(&L[1], 0, sizeof L[1]);
+    }
     double m = (double)g->m, hbm = in->gpu->hbm_bw * in->eff_hbm;
 
-    /* stages: first, last, a middle one */
+    /* stages: first, last, a middle one (layers of each kind; MTP layers on the last) */
     int one = g->pp == 1;
-    StageT sf = stage(in, g, &gg, &L, g->Lf, 1, one), sl = one ? sf : stage(in, g, &gg, &L, g->Ll, 0, 1);
-    StageT smid = g->pp > 2 ? stage(in, g, &gg, &L, g->Lm, 0, 0) : sf;
+    uint64_t nf[XK_COUNT] = {g->Lf, 0}, nl[XK_COUNT] = {g->Ll, 0}, nm[XK_COUNT] = {g->Lm, 0};
+    uint64_t mtp = x->mtp, mtk = x->E ? XK_MOE : XK_DENSE;
+    if (x->on) {
+        for (int k = 0; k < XK_COUNT; k++) nf[k] = k ? x->nx[0] : x->nd[0], nm[k] = k ? x->nx[1] : x->nd[1];
+        for (int k = 0; k < XK_COUNT; k++) nl[k] = k ? x->nx[2] : x->nd[2];
+        nl[mtk] += mtp;
+        if (one) nf[mtk] += mtp;
+    }
+    StageT sf = stage(in, g, &gg, L, nf, 1, one, one ? mtp : 0), sl = one ? sf : stage(in, g, &gg, L, nl, 0, 1, mtp);
+    StageT smid = g->pp > 2 ? stage(in, g, &gg, L, nm, 0, 0, 0) : sf;
+    if (x->on && g->pp > 3) { /* the middle stages differ when the first layers are dense: the slower of 1 and pp-2 */
+        uint64_t n1[XK_COUNT];
+        moe_stage_kinds(in, g, 1, &n1[0], &n1[1]);
+        StageT s1 = stage(in, g, &gg, L, n1, 0, 0, 0);
+        if (s1.fwd + s1.bwd > smid.fwd + smid.bwd) smid = s1;
+    }
     double tf = sf.fwd + sf.bwd, tl = sl.fwd + sl.bwd, tm = smid.fwd + smid.bwd;
     const StageT *slow = &sf;
     double tmax = tf, sum = tf;
@@ -211,39 +271,64 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
      * overlap_p2p_comm needs virtual stages; plain 1F1B waits for its input) */
     double ovpp = g->vpp > 1 ? in->overlap_pp : 0;
     double p2p = one ? 0 : 2.0 * (double)g->vpp * call_s(cpp) * (1.0 - ovpp);
+    double pipe = m * (tmax + p2p) + (sum - tmax) / (double)g->vpp, reps = m, bubble = (sum - tmax) / (double)g->vpp;
+    StageT pair;
+    if (in->dualpipe) {
+        /* DualPipe: rank r runs stage r for half the micro-batches and stage pp-1-r for the other half (rank 0:
+         * first + last, the others two middle stages); p2p and all-to-alls hide behind the paired chunks; the
+         * bubble is (pp/2 - 1)(F&B + B - 3W) (DeepSeek-V3 Table 2) with F&B = F + B of one chunk */
+        pair = sf;
+        const StageT *b = one ? &sf : &sl;
+        pair.fwd += b->fwd, pair.bwd += b->bwd, pair.gemm += b->gemm, pair.attn += b->attn, pair.tp += b->tp;
+        pair.cp += b->cp, pair.xgemm += b->xgemm, pair.route += b->route, pair.ep += b->ep, pair.w += b->w;
+        if (g->pp > 2 && 2 * tm > tf + tl) {
+            pair = smid;
+            pair.fwd *= 2, pair.bwd *= 2, pair.gemm *= 2, pair.attn *= 2, pair.tp *= 2, pair.cp *= 2;
+            pair.xgemm *= 2, pair.route *= 2, pair.ep *= 2, pair.w *= 2;
+        }
+        const StageT *big = tf >= tl && tf >= tm ? &sf : tl >= tm ? &sl : &smid;
+        p2p = 0, reps = m / 2, tmax = pair.fwd + pair.bwd, slow = &pair;
+        bubble = maxd(0.0, (double)(g->pp / 2 - 1) * (big->fwd + 2 * big->bwd - 3 * big->w));
+        pipe = reps * tmax + bubble;
+    }
     cpp->exposed_s = p2p * m;
-    double pipe = m * (tmax + p2p) + (sum - tmax) / (double)g->vpp;
 
-    tb->gemm_s = slow->gemm * m;
-    tb->attn_s = slow->attn * m;
-    tb->tp_comm_s = slow->tp * m;
-    tb->cp_comm_s = slow->cp * m;
-    tb->nongemm_s = maxd(0.0, (tmax - slow->gemm - slow->attn - slow->tp - slow->cp) * m);
+    tb->gemm_s = (slow->gemm - slow->xgemm) * reps;
+    tb->expert_gemm_s = slow->xgemm * reps;
+    tb->attn_s = slow->attn * reps;
+    tb->tp_comm_s = slow->tp * reps;
+    tb->cp_comm_s = slow->cp * reps;
+    tb->ep_comm_s = slow->ep * reps;
+    tb->moe_route_s = slow->route * reps;
+    tb->nongemm_s = maxd(0.0, (tmax - slow->gemm - slow->attn - slow->tp - slow->cp - slow->ep - slow->route) * reps);
     tb->pp_comm_s = p2p * m;
-    tb->bubble_s = (sum - tmax) / (double)g->vpp;
-    tb->microbatch_s = tmax + p2p;
-    expose(p, CO_TP_AR_FWD, CO_TP_RS_BWD, (L.tp_f + L.tp_b) * (double)p->stage_layers * m,
-           L.tp_raw * (double)p->stage_layers * m);
-    p->coll[CO_CP_KV].exposed_s = L.cp * (double)p->stage_layers * m;
+    tb->bubble_s = bubble;
+    tb->microbatch_s = in->dualpipe ? tmax / 2 : tmax + p2p;
+    if (!x->on) {
+        expose(p, CO_TP_AR_FWD, CO_TP_RS_BWD, (L[0].tp_f + L[0].tp_b) * (double)p->stage_layers * m,
+               L[0].tp_raw * (double)p->stage_layers * m);
+        p->coll[CO_CP_KV].exposed_s = L[0].cp * (double)p->stage_layers * m;
+    } else { /* the reported GPU's layers of each kind */
+        Ck ck = {0};
+        Held hd;
+        moe_held(in, g, p->stage, &ck, &hd);
+        double tpe = 0, tpr = 0, cpe = 0, epe = 0, epr = 0;
+        for (int k = 0; k < XK_COUNT; k++) {
+            double n = (double)hd.n[k] * m;
+            tpe += n * (L[k].tp_f + L[k].tp_b), tpr += n * L[k].tp_raw, cpe += n * L[k].cp;
+            epe += n * (L[k].ep_f + L[k].ep_b), epr += n * L[k].ep_raw;
+        }
+        expose(p, CO_TP_AR_FWD, CO_TP_RS_BWD, tpe, tpr);
+        p->coll[CO_CP_KV].exposed_s = cpe;
+        expose(p, CO_EP_DISPATCH_FWD, CO_ETP_RS, epe, epr);
+    }
 
-    /* DP: gradient reduce behind the backward, parameter gather behind the forward, one bucket exposed */
-    const StageT *me = p->stage == 0 ? &sf : p->stage == g->pp - 1 ? &sl : &smid;
+    /* DP (and expert DP): gradient reduce behind the backward, parameter gather behind the forward, one bucket
+     * exposed */
+    const StageT *me = in->dualpipe ? &pair : p->stage == 0 ? &sf : p->stage == g->pp - 1 ? &sl : &smid;
     double chunks = g->vpp > 1 ? (double)g->vpp : (double)(p->stage_layers ? p->stage_layers : 1);
-    double ov = in->overlap_dp, dp = 0;
-    Collective *ar = &p->coll[CO_DP_GRAD_AR], *rs = &p->coll[CO_DP_GRAD_RS], *ag = &p->coll[CO_DP_PARAM_AG];
-    Collective *red = ar->calls ? ar : rs;
-    if (red->calls) {
-        double window = red->calls > 1 ? me->bwd * (double)red->calls : me->bwd;
-        red->exposed_s = exposed(red->time_s, window, ov) + (ov > 0 ? call_s(red) / chunks : 0);
-        if (red->exposed_s > red->time_s) red->exposed_s = red->time_s;
-        dp += red->exposed_s;
-    }
-    if (ag->calls) {
-        double window = ag->calls > 1 ? (me->fwd + me->bwd) * m : me->fwd;
-        ag->exposed_s = exposed(ag->time_s, window, ov) + (ov > 0 ? call_s(ag) / chunks : 0);
-        if (ag->exposed_s > ag->time_s) ag->exposed_s = ag->time_s;
-        dp += ag->exposed_s;
-    }
+    double dp = dp_exposed(in, p, me, m, chunks, CO_DP_GRAD_AR, CO_DP_GRAD_RS, CO_DP_PARAM_AG);
+    if (x->on) dp += dp_exposed(in, p, me, m, chunks, CO_EDP_GRAD_AR, CO_EDP_GRAD_RS, CO_EDP_PARAM_AG);
     tb->dp_comm_s = dp;
 
     /* optimizer: per state, read+write (gradient read only, weight written) */
@@ -261,14 +346,23 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
                                      (double)mt[MT_OPTIM_M_GEMM].bytes, (double)mt[MT_OPTIM_V_GEMM].bytes);
     ob += pb_optim_second_pass_bytes(&rc->other, (double)mt[MT_GRAD_OTHER].bytes, (double)mt[MT_MASTER_OTHER].bytes,
                                      (double)mt[MT_OPTIM_M_OTHER].bytes, (double)mt[MT_OPTIM_V_OTHER].bytes);
+    if (p->params_expert_gpu) { /* the experts' states, the same way */
+        ob += (double)mt[MT_GRAD_EXPERT].bytes;
+        ob += 2.0 * (double)(mt[MT_MASTER_EXPERT].bytes + mt[MT_OPTIM_M_EXPERT].bytes + mt[MT_OPTIM_V_EXPERT].bytes);
+        ob += (mt[MT_MASTER_EXPERT].elements ? (double)mt[MT_MASTER_EXPERT].elements / (double)p->params_expert_gpu
+                                             : 1.0) *
+              (double)mt[MT_WEIGHT_EXPERT].bytes;
+        ob +=
+            pb_optim_second_pass_bytes(&rc->gemm, (double)mt[MT_GRAD_EXPERT].bytes, (double)mt[MT_MASTER_EXPERT].bytes,
+                                       (double)mt[MT_OPTIM_M_EXPERT].bytes, (double)mt[MT_OPTIM_V_EXPERT].bytes);
+    }
     tb->optimizer_s = ob / hbm;
 
     /* FP8 main gradients committed from their FP32 staging buffer once per step (plan_bytes.h); MS-AMP requantizes
      * them every micro-batch instead (plan_kernels.c) */
+    double fp8w = (double)(p->params_gemm_gpu + p->params_expert_gpu); /* linear weights the GEMMs cast */
     double commit =
-        rc->linear == LIN_MSAMP
-            ? 0.0
-            : pb_grad_commit_bytes((double)p->params_gemm_gpu, plan_grad_dt(in, rc->gemm.dt[STATE_GRAD])) / hbm;
+        rc->linear == LIN_MSAMP ? 0.0 : pb_grad_commit_bytes(fp8w, plan_grad_dt(in, rc->gemm.dt[STATE_GRAD])) / hbm;
     tb->nongemm_s += commit;
 
     /* FP8 weight casts: cached copies once per step, uncached ones every micro-batch; recipes without copies
@@ -277,9 +371,9 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     Dtype src = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : rc->gemm.dt[STATE_MASTER];
     double per = (double)dt_bytes(src) * (rc->scaling == SCALING_CURRENT ? 2.0 : 1.0);
     if (copies > 0)
-        wc = (double)p->params_gemm_gpu * (per + copies) / hbm * (in->fp8_weight_cache ? 1.0 : m);
+        wc = fp8w * (per + copies) / hbm * (in->fp8_weight_cache ? 1.0 : m);
     else if (recipe_fp8_gemm(rc) && !dt_fp8(src))
-        wc = (double)p->params_gemm_gpu * 2.0 * (per + 1.0) / hbm * m;
+        wc = fp8w * 2.0 * (per + 1.0) / hbm * m;
     tb->weight_cast_s = wc;
     tb->other_s = p->coll[CO_AMAX_AR].time_s + p->coll[CO_EMB_GRAD_AR].time_s;
     p->coll[CO_AMAX_AR].exposed_s = p->coll[CO_AMAX_AR].time_s;
@@ -292,6 +386,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     double lin_full = (double)g->gemm_layer * (double)g->tp; /* per layer, whole (unsharded) */
     double n_flop = Lh * lin_full + (double)g->h * (double)g->V;
     double per_tok = 6.0 * n_flop + 12.0 * Lh * (double)g->q_dim * seq;
+    if (x->on) per_tok = moe_flops_per_token(in, g);
     p->model_flops_step = per_tok * gbs * seq;
     double step = tb->step_s;
     p->samples_per_s = gbs / step;

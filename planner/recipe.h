@@ -76,6 +76,8 @@ typedef struct {
     Dtype comm_param_gather; /* parameter all-gather after a sharded optimizer step */
     Dtype comm_tp_ag;        /* TP/SP all-gather of activations */
     Dtype comm_tp_rs;        /* TP/SP reduce-scatter (and all-reduce) of outputs and gradients */
+    Dtype comm_ep_dispatch;  /* expert all-to-all that sends tokens (and output gradients) to the experts */
+    Dtype comm_ep_combine;   /* expert all-to-all that returns expert outputs (and input gradients) */
     Dtype saved_input;       /* dtype of GEMM inputs saved for the weight gradient */
     Fp8Linear linear;        /* the code that runs the FP8 linear layers */
     uint32_t min_sm;         /* x 10: 89 = SM 8.9 */

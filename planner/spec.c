@@ -7,6 +7,9 @@ static const char *const norm_names[] = {[NORM_LAYERNORM] = "layernorm", [NORM_R
 static const char *const mlp_names[] = {[MLP_GELU] = "gelu", [MLP_SWIGLU] = "swiglu"};
 static const char *const pos_names[] = {[POS_LEARNED] = "learned", [POS_ROPE] = "rope", [POS_NONE] = "none"};
 static const char *const link_names[] = {[LINK_NVLINK] = "nvlink", [LINK_PCIE] = "pcie"};
+static const char *const router_names[] = {
+    [ROUTER_NONE] = "none", [ROUTER_SOFTMAX] = "softmax", [ROUTER_SIGMOID] = "sigmoid"};
+_Static_assert(sizeof router_names / sizeof *router_names == ROUTER_COUNT_, "router_names");
 _Static_assert(sizeof link_names / sizeof *link_names == LINK_COUNT_, "link_names");
 _Static_assert(sizeof norm_names / sizeof *norm_names == NORM_COUNT_, "norm_names");
 _Static_assert(sizeof mlp_names / sizeof *mlp_names == MLP_COUNT_, "mlp_names");
@@ -26,6 +29,16 @@ const char *norm_name(NormType n) { return (unsigned)n < NORM_COUNT_ ? norm_name
 const char *mlp_name(MlpType m) { return (unsigned)m < MLP_COUNT_ ? mlp_names[m] : "?"; }
 const char *pos_name(PosType p) { return (unsigned)p < POS_COUNT_ ? pos_names[p] : "?"; }
 const char *link_name(IntraLink l) { return (unsigned)l < LINK_COUNT_ ? link_names[l] : "?"; }
+const char *router_name(RouterType r) { return (unsigned)r < ROUTER_COUNT_ ? router_names[r] : "?"; }
+
+int router_parse(const char *s, RouterType *out)
+{
+    int v;
+    if (!*s) return *out = ROUTER_NONE, 0;
+    if (parse_in(router_names, ROUTER_COUNT_, s, &v)) return -1;
+    *out = (RouterType)v;
+    return 0;
+}
 
 int link_parse(const char *s, IntraLink *out)
 {

@@ -22,6 +22,11 @@ typedef enum { MLP_GELU = 0, MLP_SWIGLU, MLP_COUNT_ } MlpType;
  * or nothing. */
 typedef enum { POS_LEARNED = 0, POS_ROPE, POS_NONE, POS_COUNT_ } PosType;
 
+/* How a mixture-of-experts layer scores its experts: none (dense model), softmax over the
+ * experts' logits (Mixtral, Qwen-MoE), or sigmoid scores with a per-expert bias that only
+ * steers selection (DeepSeek-V3's auxiliary-loss-free balancing: E bias values per layer). */
+typedef enum { ROUTER_NONE = 0, ROUTER_SOFTMAX, ROUTER_SIGMOID, ROUTER_COUNT_ } RouterType;
+
 /* A decoder-only transformer. Per layer (pre-norm):
  *   norm1 -> QKV (one fused [(heads + 2*kv_heads)*head_dim, hidden] weight)
  *   -> attention -> proj ([hidden, heads*head_dim]) -> residual
@@ -46,8 +51,36 @@ typedef struct {
     PosType pos;
     int tied_embeddings; /* 1: the LM head reuses the token embedding */
     int linear_bias;     /* 1: QKV, proj, FC1, FC2 carry biases */
+    int qk_norm;         /* 1: RMSNorm over each head's query and key (Qwen3): 2 x head_dim weights per layer */
+
+    /* Mixture of experts (experts = 0: a dense model, every field below 0). A MoE layer
+     * replaces the FFN by `experts` routed experts of expert_ffn width each (same MLP type),
+     * of which every token uses experts_per_token, plus shared_experts always-on experts of
+     * the same width (one MLP of shared_experts x expert_ffn), and a router [experts, hidden].
+     * The first dense_layers layers keep the dense FFN of ffn_hidden (DeepSeek-V3: 3). With
+     * group-limited routing a token picks its experts from router_group_topk of router_groups
+     * expert groups (DeepSeek-V3: 4 of 8; with one group per node, at most 4 nodes per token). */
+    uint32_t experts, experts_per_token, shared_experts, expert_ffn, dense_layers;
+    RouterType router;
+    uint32_t router_groups, router_group_topk;
+
+    /* Multi-head latent attention (kv_lora_rank = 0: standard attention, fields 0). Queries and
+     * keys/values are projected down to q_lora_rank (0: no query compression) and kv_lora_rank
+     * latents plus one shared qk_rope_head_dim RoPE key, then up to heads x (qk_nope + qk_rope)
+     * queries, heads x qk_nope keys and heads x v_head_dim values: head_dim = qk_nope + qk_rope
+     * is the query/key head dim, kv_heads = heads. */
+    uint32_t q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
+
+    /* Multi-token prediction depth (DeepSeek-V3: 1): per depth a projection [hidden, 2 hidden], two
+     * norms, one more transformer layer (a MoE layer when the model has experts) and a final norm,
+     * sharing the embedding and the LM head; not part of the published main-model count. */
+    uint32_t mtp_layers;
     char source[SPEC_SOURCE_MAX];
 } ModelSpec;
+
+/* 1 when the model has routed experts / latent attention. */
+static inline int spec_is_moe(const ModelSpec *m) { return m->experts > 0; }
+static inline int spec_is_mla(const ModelSpec *m) { return m->kv_lora_rank > 0; }
 
 /* One GPU type. Bandwidths are bytes/s in one direction, per GPU; FLOP rates
  * are dense (no structured sparsity), in FLOP/s. The measured matmul ceilings
@@ -78,6 +111,8 @@ const char *norm_name(NormType n);
 const char *mlp_name(MlpType m);
 const char *pos_name(PosType p);
 const char *link_name(IntraLink l);
+const char *router_name(RouterType r);
+int router_parse(const char *s, RouterType *out); /* none (or empty), softmax, sigmoid */
 /* The sustained fraction of a GPU (1 when not given). */
 static inline double gpu_sustained(const GpuSpec *g) { return g->sustained > 0 ? g->sustained : 1.0; }
 int link_parse(const char *s, IntraLink *out);

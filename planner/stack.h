@@ -60,6 +60,7 @@ typedef struct {
     double overlap_dp;    /* same for DP gradient reduce / parameter gather behind backward / forward */
     double overlap_pp;    /* same for pipeline send/recv behind the neighbouring micro-batch */
     double overlap_cp;    /* same for the context-parallel K/V ring behind attention */
+    double overlap_ep;    /* same for the expert all-to-alls behind the MoE layers' compute */
     double alloc_reserve; /* caching allocator: reserved bytes over allocated, fraction */
     int calibrated;       /* 0: the efficiency values are not yet measured on a GPU (fp8plan before calibrate) */
     char source[STACK_SOURCE_MAX];

@@ -70,6 +70,29 @@ static int uneven(uint32_t L, uint32_t pp, uint32_t vpp, uint32_t first[2], uint
     return n;
 }
 
+/* Expert layouts of a stage of `side` = tp*cp*dp ranks: EP in the powers of two dividing the experts and
+ * side / etp, ETP 1 or tp (Megatron-Core's two common choices); one (1, 1) for dense models. */
+typedef struct {
+    uint32_t ep[64], etp[64];
+    int n;
+} Pair;
+
+static void expert_layouts(const ModelSpec *m, uint32_t side, uint32_t tp, Pair *o)
+{
+    o->n = 0;
+    if (!m || !m->experts) {
+        o->ep[0] = o->etp[0] = 1, o->n = 1;
+        return;
+    }
+    for (int k = 0; k < (tp > 1 ? 2 : 1); k++) {
+        uint32_t etp = k ? tp : 1;
+        for (uint32_t ep = 1; ep <= m->experts && o->n < 64; ep *= 2)
+            if (m->experts % ep == 0 && side % ((uint64_t)ep * etp) == 0 && m->expert_ffn % etp == 0)
+                o->ep[o->n] = ep, o->etp[o->n] = etp, o->n++;
+    }
+    if (!o->n) o->ep[0] = o->etp[0] = 1, o->n = 1; /* planned and rejected with its reason */
+}
+
 /* Walk the space; when `visit` is NULL only count. */
 typedef void (*Visit)(const PlanInput *in, void *ctx);
 
@@ -86,6 +109,9 @@ static uint64_t walk(const SweepSpec *s, Visit visit, void *ctx)
     PlanInput in = s->base;
     in.gbs = sweep_gbs(s);
     int nst = s->nstacks > 0 && s->stacks ? s->nstacks : 1;
+    /* op-level recompute is modelled for dense models only: MoE / MLA / MTP models skip it */
+    const ModelSpec *md = s->base.model;
+    int nrc = md && (md->experts || md->kv_lora_rank || md->mtp_layers) ? RECOMPUTE_OP : RECOMPUTE_COUNT_;
     for (int k = 0; k < nst; k++) {
         if (s->nstacks > 0 && s->stacks) {
             plan_input_use_stack(&in, s->stacks[k]);
@@ -105,20 +131,24 @@ static uint64_t walk(const SweepSpec *s, Visit visit, void *ctx)
                         for (int u = 0; u < nv; u++)
                             for (int c = 0; c < cps.n; c++) {
                                 uint32_t cp = cps.v[c], dp = s->gpus / (tp * pp * cp);
-                                for (int d = 0; d < mbss.n; d++)
-                                    for (int rc = 0; rc < RECOMPUTE_COUNT_; rc++)
-                                        for (int dist = 0; dist < 2; dist++) {
-                                            n++;
-                                            if (!visit) continue;
-                                            in.tp = tp, in.pp = pp, in.vpp = vpp, in.cp = cp, in.dp = dp;
-                                            in.first_stage_layers = nsplit ? fl[u] : 0;
-                                            in.last_stage_layers = nsplit ? ll[u] : 0;
-                                            in.mbs = mbss.v[d];
-                                            in.recompute = (Recompute)rc;
-                                            in.sharding = dist ? SHARD_DIST_OPT : SHARD_NONE;
-                                            in.world = s->gpus;
-                                            visit(&in, ctx);
-                                        }
+                                Pair eps;
+                                expert_layouts(s->base.model, tp * cp * dp, tp, &eps);
+                                for (int x = 0; x < eps.n; x++)
+                                    for (int d = 0; d < mbss.n; d++)
+                                        for (int rc = 0; rc < nrc; rc++)
+                                            for (int dist = 0; dist < 2; dist++) {
+                                                n++;
+                                                if (!visit) continue;
+                                                in.tp = tp, in.pp = pp, in.vpp = vpp, in.cp = cp, in.dp = dp;
+                                                in.ep = eps.ep[x], in.etp = eps.etp[x];
+                                                in.first_stage_layers = nsplit ? fl[u] : 0;
+                                                in.last_stage_layers = nsplit ? ll[u] : 0;
+                                                in.mbs = mbss.v[d];
+                                                in.recompute = (Recompute)rc;
+                                                in.sharding = dist ? SHARD_DIST_OPT : SHARD_NONE;
+                                                in.world = s->gpus;
+                                                visit(&in, ctx);
+                                            }
                             }
                     }
                 }

@@ -4,7 +4,9 @@
  * two dividing N (up to max_tp), PP in the divisors of N/TP, virtual stages
  * 1..max_vpp (PP > 1 only), CP in the powers of two up to max_cp, DP =
  * N/(TP*PP*CP), micro-batch in the powers of two up to max_mbs, recompute
- * none/selective/full/op and the distributed optimizer off/on, the sweep builds
+ * none/selective/full/op and the distributed optimizer off/on — and for models with
+ * experts EP in the powers of two dividing the experts and tp*cp*dp/etp with ETP 1 or
+ * TP (op-level recompute is not searched for MoE / MLA / MTP models) — the sweep builds
  * a plan (plan_build_fast). When the layers do not divide over PP x VPP it tries
  * uneven pipelines instead: the middle stages hold ceil(L/PP) or floor(L/PP)
  * layers and the first and last split the rest (Llama-3-405B's 126 layers on

@@ -8,17 +8,23 @@ MemGroup mem_group_of(MemTermId id)
 {
     switch (id) {
     case MT_WEIGHT_GEMM:
-    case MT_WEIGHT_OTHER: return MG_WEIGHTS;
+    case MT_WEIGHT_OTHER:
+    case MT_WEIGHT_EXPERT: return MG_WEIGHTS;
     case MT_FP8_ROWWISE:
-    case MT_FP8_COLWISE: return MG_FP8_COPIES;
+    case MT_FP8_COLWISE:
+    case MT_FP8_EXPERT: return MG_FP8_COPIES;
     case MT_MASTER_GEMM:
-    case MT_MASTER_OTHER: return MG_MASTER;
+    case MT_MASTER_OTHER:
+    case MT_MASTER_EXPERT: return MG_MASTER;
     case MT_GRAD_GEMM:
-    case MT_GRAD_OTHER: return MG_GRADS;
+    case MT_GRAD_OTHER:
+    case MT_GRAD_EXPERT: return MG_GRADS;
     case MT_OPTIM_M_GEMM:
     case MT_OPTIM_M_OTHER:
     case MT_OPTIM_V_GEMM:
-    case MT_OPTIM_V_OTHER: return MG_OPTIM;
+    case MT_OPTIM_V_OTHER:
+    case MT_OPTIM_M_EXPERT:
+    case MT_OPTIM_V_EXPERT: return MG_OPTIM;
     case MT_SCALE_GEMM:
     case MT_SCALE_BLOCK:
     case MT_SCALE_STATE: return MG_SCALES;
@@ -27,6 +33,7 @@ MemGroup mem_group_of(MemTermId id)
     case MT_ACT_ATTN:
     case MT_ACT_MASK:
     case MT_ACT_OUTPUT:
+    case MT_ACT_MOE:
     case MT_TRANSIENT: return MG_ACTIVATIONS;
     case MT_COMM_BUFFER:
     case MT_WORKSPACE: return MG_BUFFERS;

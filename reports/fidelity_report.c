@@ -82,9 +82,15 @@ Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, Fi
         o->mem_err = o->pred_gib / o->meas_gib - 1.0;
         o->oom = p.total_bytes > p.capacity_bytes;
         o->over_limit = !p.fits;
+        if (r->model->experts) { /* mixture-of-experts runs: their own groups */
+            add(&sum->moe, o->tok_err);
+            FidelityGroup *mg = group(sum->moe_source, &sum->nmoe_sources, r->source_id);
+            if (mg) add(mg, o->tok_err);
+            sum->moe_false_oom += o->oom;
+            continue;
+        }
         sum->false_oom += o->oom;
         sum->over_limit += o->over_limit;
-
         add(&sum->all, o->tok_err);
         add(o->holdout ? &sum->holdout : &sum->dev, o->tok_err);
         FidelityGroup *g = group(sum->stack, &sum->nstacks, r->stack->name);
@@ -104,6 +110,7 @@ Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, Fi
     snprintf(sum->table5.name, sizeof sum->table5.name, "FP8-LM Table 5");
     snprintf(sum->mem_traced.name, sizeof sum->mem_traced.name, "memory, allocator-traced");
     snprintf(sum->mem_all.name, sizeof sum->mem_all.name, "memory, all published");
+    snprintf(sum->moe.name, sizeof sum->moe.name, "mixture of experts");
     return ST_OK;
 }
 
@@ -181,5 +188,10 @@ Table *fidelity_summary_table(const FidelitySummary *s)
     group_row(t, "throughput", &s->table5);
     group_row(t, "memory", &s->mem_traced);
     group_row(t, "memory", &s->mem_all);
+    if (s->moe.n) {
+        table_rule(t);
+        group_row(t, "moe", &s->moe);
+        for (int i = 0; i < s->nmoe_sources; i++) group_row(t, "moe source", &s->moe_source[i]);
+    }
     return t;
 }

@@ -12,7 +12,9 @@
  * limit" counts the ones above --max-mem-frac of it (0.95). Summaries: mean
  * absolute throughput error overall, per stack, and on a hold-out set of
  * sources (runs whose errors were never looked at while choosing parameters),
- * FP8-LM Table 5's rows, and memory error over the allocator-traced rows. */
+ * FP8-LM Table 5's rows, and memory error over the allocator-traced rows. Runs of models
+ * with experts are summarised apart (overall and per source): the dense groups keep
+ * the dense runs only. */
 #ifndef FP8PLAN_REPORTS_FIDELITY_REPORT_H
 #define FP8PLAN_REPORTS_FIDELITY_REPORT_H
 
@@ -46,7 +48,10 @@ typedef struct {
 } FidelityGroup;
 
 typedef struct {
-    FidelityGroup all, dev, holdout, table5, mem_traced, mem_all;
+    FidelityGroup all, dev, holdout, table5, mem_traced, mem_all; /* dense models' runs */
+    FidelityGroup moe;                                            /* runs of models with experts, apart */
+    FidelityGroup moe_source[FIDELITY_MAX_GROUPS];
+    int nmoe_sources, moe_false_oom;
     FidelityGroup stack[FIDELITY_MAX_GROUPS];
     int nstacks;
     FidelityGroup source[FIDELITY_MAX_GROUPS];

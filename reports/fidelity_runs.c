@@ -2,6 +2,7 @@
 #include "reports/fidelity_runs.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -68,6 +69,25 @@ static Status name_of(Cur *c, const char *col, const void *found, const char *wh
     return cell_bad(c, col, "'%.60s' is not a %s in the catalog (known: %.300s)", cell_text(c, col), what, list);
 }
 
+/* "... ep=64 etp=1 ..." in the notes: the expert layout (the header has no column for it). 0: found or absent. */
+static Status note_u32(Cur *c, const char *key, uint32_t *out)
+{
+    const char *notes = cell_text(c, "notes"), *p = notes;
+    size_t kl = strlen(key);
+    while ((p = strstr(p, key))) {
+        if (p == notes || !((p[-1] >= 'a' && p[-1] <= 'z') || (p[-1] >= 'A' && p[-1] <= 'Z') || p[-1] == '_')) {
+            char *end;
+            unsigned long v = strtoul(p + kl, &end, 10);
+            if (end == p + kl || v == 0 || v > (1u << 24))
+                return cell_bad(c, "notes", "'%s' must be followed by a whole number in [1, 16777216]", key);
+            *out = (uint32_t)v;
+            return ST_OK;
+        }
+        p += kl;
+    }
+    return ST_OK;
+}
+
 static Status parse_run(Cur *c, void *row)
 {
     const Catalog *cat = c->ctx;
@@ -115,6 +135,13 @@ static Status parse_run(Cur *c, void *row)
     if ((uint64_t)r->tp * r->pp * r->cp * r->dp != r->gpus)
         return cell_bad(c, "gpus", "'%s' != tp*pp*cp*dp = %u*%u*%u*%u", cell_text(c, "gpus"), r->tp, r->pp, r->cp,
                         r->dp);
+    r->ep = r->etp = 1;
+    if ((st = note_u32(c, "ep=", &r->ep)) || (st = note_u32(c, "etp=", &r->etp))) return st;
+    if (r->model->experts && !strstr(cell_text(c, "notes"), "ep="))
+        return cell_bad(c, "notes",
+                        "a run of %s (a model with experts) states its expert layout as 'ep=N' (and "
+                        "'etp=N' when not 1)",
+                        r->model->name);
     if (isnan(r->tok_s_gpu) && isnan(r->step_s) && isnan(r->mem_gib))
         return cell_bad(c, "tokens_per_s_per_gpu", "the row publishes neither throughput, step time nor memory");
     return ST_OK;
@@ -156,4 +183,5 @@ void measured_plan_input(const MeasuredRun *r, PlanInput *in)
     if (r->fusion != FUSE_COUNT_) in->fusion = r->fusion, in->grad_acc_fusion = r->fusion == FUSE_TE;
     if (r->swiglu >= 0) in->fused_swiglu = r->swiglu;
     if (r->grad_acc >= 0) in->grad_acc_fusion = r->grad_acc;
+    in->ep = r->ep, in->etp = r->etp;
 }

@@ -154,6 +154,11 @@ Status html_fidelity_page(FILE *f, const FidelityPage *pg, Err *e)
            100 * s->all.mae, s->all.n, 100 * s->dev.mae, s->dev.n, 100 * s->holdout.mae, s->holdout.n,
            100 * s->table5.mae, s->table5.n, 100 * s->mem_traced.mae, 100 * s->mem_traced_max, s->mem_traced.n,
            s->false_oom, s->over_limit, s->unplanned);
+    if (s->moe.n) /* runs of models with experts: apart from the figures above, among the points below */
+        html_p(&d,
+               "Mixture-of-experts runs, summarised apart (the points below include them, under their stack): "
+               "throughput MAE %.1f %% (bias %+.1f %%) over %d runs; false OOMs %d.",
+               100 * s->moe.mae, 100 * s->moe.bias, s->moe.n, s->moe_false_oom);
     html_h2(&d, "throughput", "Throughput");
     throughput_chart(&d, pg);
     html_h2(&d, "mae", "Error per stack, source and group");

@@ -53,6 +53,10 @@ enum {
     S_TFLOPS,
     S_MFU16,
     S_MFU8,
+    S_EP,
+    S_ETP,
+    S_PARAMS_ACTIVE,
+    S_EPC,
     S_COUNT
 };
 
@@ -101,6 +105,10 @@ static const TableCol summary_cols[S_COUNT] = {
     [S_TFLOPS] = {"tflops_per_gpu", NULL, "TFLOP/s", TC_F64, 1, 0},
     [S_MFU16] = {"mfu_bf16_pct", NULL, "%", TC_F64, 1, 0},
     [S_MFU8] = {"mfu_fp8_pct", NULL, "%", TC_F64, 1, 0},
+    [S_EP] = {"ep", NULL, NULL, TC_U64, 0, 0},
+    [S_ETP] = {"etp", NULL, NULL, TC_U64, 0, 0},
+    [S_PARAMS_ACTIVE] = {"params_active", NULL, NULL, TC_U64, 0, TF_GROUP},
+    [S_EPC] = {"ep_comm_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
 };
 
 const char *plan_summary_columns(void)
@@ -123,7 +131,17 @@ Table *plan_summary_new(int with_rank)
     return table_new(cols, n + S_COUNT);
 }
 
-static uint64_t sum_terms(const Plan *p, MemTermId a, MemTermId b) { return p->mem[a].bytes + p->mem[b].bytes; }
+/* The two terms of a state (linear layers, other parameters) and the experts' (0 for dense models). */
+static uint64_t sum_terms(const Plan *p, MemTermId a, MemTermId b)
+{
+    MemTermId x = a == MT_WEIGHT_GEMM    ? MT_WEIGHT_EXPERT
+                  : a == MT_FP8_ROWWISE  ? MT_FP8_EXPERT
+                  : a == MT_MASTER_GEMM  ? MT_MASTER_EXPERT
+                  : a == MT_GRAD_GEMM    ? MT_GRAD_EXPERT
+                  : a == MT_OPTIM_M_GEMM ? MT_OPTIM_M_EXPERT
+                                         : MT_OPTIM_V_EXPERT;
+    return p->mem[a].bytes + p->mem[b].bytes + p->mem[x].bytes;
+}
 
 void plan_summary_row(Table *t, const Plan *p, int rank)
 {
@@ -178,6 +196,10 @@ void plan_summary_row(Table *t, const Plan *p, int rank)
     table_f64(t, o + S_TFLOPS, p->tflops_per_gpu);
     table_f64(t, o + S_MFU16, p->mfu_bf16_pct);
     table_f64(t, o + S_MFU8, p->mfu_fp8_pct);
+    table_u64(t, o + S_EP, in->ep);
+    table_u64(t, o + S_ETP, in->etp);
+    table_u64(t, o + S_PARAMS_ACTIVE, p->params_active);
+    table_u64(t, o + S_EPC, p->ep_comm_bytes);
 }
 
 /* ---- per-term, per-collective and time tables -------------------------------------------------------- */
@@ -228,7 +250,7 @@ static Table *grouped_terms(const Plan *p)
     if (!t) return NULL;
     for (int c = 0; c < MC_COUNT_; c++) {
         for (int i = 0; i < MT_COUNT_; i++)
-            if (p->mem[i].cat == (MemCategory)c) term_row(t, &p->mem[i], 0);
+            if (p->mem[i].cat == (MemCategory)c && plan_term_applies(p, (MemTermId)i)) term_row(t, &p->mem[i], 0);
         char name[64];
         snprintf(name, sizeof name, "= %s", mem_category_name((MemCategory)c));
         total_row(t, name, p->cat_bytes[c]);
@@ -283,6 +305,7 @@ Table *plan_collectives_table(const Plan *p)
     if (!t) return NULL;
     for (int i = 0; i < CO_COUNT_; i++) {
         const Collective *c = &p->coll[i];
+        if (!plan_coll_applies(p, (CollectiveId)i)) continue;
         table_row(t);
         table_str(t, C_NAME, c->name);
         table_str(t, C_GROUP, comm_group_name(c->group));
@@ -326,10 +349,14 @@ Table *plan_time_table(const Plan *p)
         {"optimizer", tb->optimizer_s},
         {"fp8_weight_cast", tb->weight_cast_s},
         {"amax_and_embedding_sync", tb->other_s},
+        {"expert_gemm", tb->expert_gemm_s}, /* the MoE rows: only for models with experts */
+        {"moe_route_permute", tb->moe_route_s},
+        {"ep_comm_exposed", tb->ep_comm_s},
     };
     Table *t = table_new(time_cols, TM_COUNT);
     if (!t) return NULL;
-    for (size_t i = 0; i < sizeof items / sizeof *items; i++) {
+    size_t n = sizeof items / sizeof *items - (plan_coll_applies(p, CO_EP_DISPATCH_FWD) ? 0 : 3);
+    for (size_t i = 0; i < n; i++) {
         table_row(t);
         table_str(t, TM_ITEM, items[i].name);
         table_f64(t, TM_S, items[i].v);
@@ -387,6 +414,8 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
     if (p->first_layers != p->mid_layers || p->last_layers != p->mid_layers)
         table_put_prose(f, "        uneven stages: first %u, middle %u, last %u layers\n", p->first_layers,
                         p->mid_layers, p->last_layers);
+    char moe[1024];
+    if (plan_moe_text(p, 0, moe, sizeof moe)) table_put_prose(f, "%s", moe);
     table_put_prose(f, "\n");
     Status st = put_table(grouped_terms(p), f, e);
     if (st) return st;
@@ -403,6 +432,7 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
         plan_gb(p->alloc_bytes), plan_gb(p->reserved_bytes));
     table_put_prose(f, "collectives per step (bytes this GPU sends; ring factors as nccl-tests):\n");
     if ((st = put_table(plan_collectives_table(p), f, e))) return st;
+    if (plan_moe_text(p, 1, moe, sizeof moe)) table_put_prose(f, "%s", moe);
     table_put_prose(f,
                     "communication per step: DP %.3f GB, TP %.3f GB, PP %.3f GB, CP %.3f GB; weight-related (DP "
                     "all-gather + gradient reduce) %.3f GB\n\n",
@@ -478,6 +508,7 @@ double plan_qty(const Plan *p, PlanQty q)
     case PQ_TFLOPS: return p->tflops_per_gpu;
     case PQ_MFU_BF16: return p->mfu_bf16_pct;
     case PQ_MFU_FP8: return p->mfu_fp8_pct;
+    case PQ_EP_COMM: return (double)p->ep_comm_bytes;
     default: return NAN;
     }
 }
@@ -506,6 +537,7 @@ static const struct {
     {PQ_TP_COMM, "tp_comm", "GB", Q_BYTES},
     {PQ_PP_COMM, "pp_comm", "GB", Q_BYTES},
     {PQ_CP_COMM, "cp_comm", "GB", Q_BYTES},
+    {PQ_EP_COMM, "ep_comm", "GB", Q_BYTES}, /* listed for models with experts */
     {PQ_STEP_S, "step_time", "s", Q_OTHER},
     {PQ_SAMPLES_S, "samples_per_s", "1/s", Q_OTHER},
     {PQ_KTOKENS_S, "tokens_per_s", "1000 tok/s", Q_OTHER},
@@ -529,6 +561,7 @@ Table *plan_compare_table(const Plan *plans, int n)
     Table *t = table_new(cols, nc);
     if (!t) return NULL;
     for (int q = 0; q < NQ; q++) {
+        if (quantities[q].q == PQ_EP_COMM && !plan_coll_applies(&plans[0], CO_EP_DISPATCH_FWD)) continue;
         if (quantities[q].q == PQ_WEIGHT_COMM || quantities[q].q == PQ_STEP_S) table_rule(t);
         table_row(t);
         table_str(t, 0, quantities[q].name);

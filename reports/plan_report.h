@@ -60,6 +60,7 @@ typedef enum {
     PQ_TFLOPS,
     PQ_MFU_BF16,
     PQ_MFU_FP8,
+    PQ_EP_COMM, /* expert all-to-alls and expert TP (MoE models only) */
     PQ_COUNT_
 } PlanQty;
 
@@ -72,6 +73,11 @@ double plan_qty(const Plan *p, PlanQty q);
 /* Recipes side by side (text): one row per quantity, one column per plan and a
  * change-versus-the-first-plan column for each later one. */
 Table *plan_compare_table(const Plan *plans, int n);
+
+/* The mixture-of-experts lines of the text report (reports/plan_report_moe.c): part 0 the expert layout
+ * (after the params line), part 1 the expert traffic (before the communication summary). Returns 0 (buf
+ * empty) for models without experts. */
+int plan_moe_text(const Plan *p, int part, char *buf, size_t size);
 
 /* Bytes to GB (1e9), for text columns. */
 static inline double plan_gb(uint64_t b) { return (double)b / 1e9; }

@@ -82,6 +82,7 @@ LAYOUT_FIELD(vpp, "VPP")
 LAYOUT_FIELD(cp, "CP")
 LAYOUT_FIELD(dp, "DP")
 LAYOUT_FIELD(mbs, "micro-batch")
+LAYOUT_FIELD(ep, "EP")
 #undef LAYOUT_FIELD
 
 static void t_gbs(const TuiState *s, char *b, size_t n)
@@ -192,6 +193,8 @@ static const TuiField plan_fields[PF_COUNT] = {
                   st_stack, NULL},
     [PF_OVERLAP] = {"DP overlap", "DP collectives hidden under compute (FP8-LM's 2023 runs: off)", FIND_NONE, t_overlap,
                     st_overlap, NULL},
+    [PF_EP] = {"EP", "expert parallel: experts split over N GPUs of a stage (1 without experts)", FIND_NONE, t_ep,
+               st_ep, set_ep},
 };
 
 /* ---- Scales ------------------------------------------------------------------------------------------------- */

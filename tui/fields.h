@@ -53,6 +53,7 @@ enum {
     PF_SHARDING,
     PF_OVERLAP,
     PF_STACK,
+    PF_EP,
     PF_COUNT
 };
 enum { SF_PRESET = 0, SF_ROWS, SF_COLS, SF_COUNT };

@@ -44,7 +44,11 @@ static void summary_invalid(const TuiState *s, const TuiPaint *p, TuiRect r)
     lines_paint(&L, p, r, 0);
 }
 
-static double gb2(const Plan *p, MemTermId a, MemTermId b) { return plan_gb(p->mem[a].bytes + p->mem[b].bytes); }
+/* a state's linear-layer, other and expert terms (the expert one is 0 for dense models) */
+static double gb2(const Plan *p, MemTermId a, MemTermId b, MemTermId x)
+{
+    return plan_gb(p->mem[a].bytes + p->mem[b].bytes + p->mem[x].bytes);
+}
 
 /* "weights 11.08  master 5.54 ..." — the terms of one category, in GB */
 static void breakdown(const Plan *p, MemCategory c, char *buf, size_t n)
@@ -52,13 +56,19 @@ static void breakdown(const Plan *p, MemCategory c, char *buf, size_t n)
     switch (c) {
     case MC_STATE:
         snprintf(buf, n, "weights %.2f  master %.2f  grads %.2f  Adam m %.2f  v %.2f",
-                 gb2(p, MT_WEIGHT_GEMM, MT_WEIGHT_OTHER), gb2(p, MT_MASTER_GEMM, MT_MASTER_OTHER),
-                 gb2(p, MT_GRAD_GEMM, MT_GRAD_OTHER), gb2(p, MT_OPTIM_M_GEMM, MT_OPTIM_M_OTHER),
-                 gb2(p, MT_OPTIM_V_GEMM, MT_OPTIM_V_OTHER));
+                 gb2(p, MT_WEIGHT_GEMM, MT_WEIGHT_OTHER, MT_WEIGHT_EXPERT),
+                 gb2(p, MT_MASTER_GEMM, MT_MASTER_OTHER, MT_MASTER_EXPERT),
+                 gb2(p, MT_GRAD_GEMM, MT_GRAD_OTHER, MT_GRAD_EXPERT),
+                 gb2(p, MT_OPTIM_M_GEMM, MT_OPTIM_M_OTHER, MT_OPTIM_M_EXPERT),
+                 gb2(p, MT_OPTIM_V_GEMM, MT_OPTIM_V_OTHER, MT_OPTIM_V_EXPERT));
         break;
     case MC_FP8_COPY:
         snprintf(buf, n, "row-wise %.2f  transposed %.2f", plan_gb(p->mem[MT_FP8_ROWWISE].bytes),
                  plan_gb(p->mem[MT_FP8_COLWISE].bytes));
+        if (plan_term_applies(p, MT_FP8_EXPERT)) {
+            size_t l = strlen(buf);
+            snprintf(buf + l, n - l, "  experts %.2f", plan_gb(p->mem[MT_FP8_EXPERT].bytes));
+        }
         break;
     case MC_SCALE:
         snprintf(buf, n, "GEMM operands %.4f  block %.4f  states %.4f", plan_gb(p->mem[MT_SCALE_GEMM].bytes),
@@ -148,7 +158,7 @@ static void terms_lines(const Plan *p, TuiLines *L)
     for (int c = 0; c < MC_COUNT_; c++) {
         for (int i = 0; i < MT_COUNT_; i++) {
             const MemTerm *m = &p->mem[i];
-            if (m->cat != (MemCategory)c) continue;
+            if (m->cat != (MemCategory)c || !plan_term_applies(p, (MemTermId)i)) continue;
             lines_add_glyph(L, G_SEG0 + c, (TuiStyle)(SY_CAT0 + c), m->bytes ? SY_PLAIN : SY_DIM,
                             "%-18s %-5s %16s %10s %6u", m->name,
                             m->bytes && m->dtype != DT_NONE ? dtype_name(m->dtype) : "-",
@@ -201,10 +211,14 @@ static void time_lines(const Plan *p, TuiLines *L)
         {"optimizer", t->optimizer_s},
         {"FP8 weight cast", t->weight_cast_s},
         {"amax + embedding sync", t->other_s},
+        {"expert GEMMs", t->expert_gemm_s}, /* the MoE rows: only for models with experts */
+        {"router + permute", t->moe_route_s},
+        {"EP all-to-all (exp.)", t->ep_comm_s},
     };
     char a[40];
     lines_section(L, "Step time");
-    for (size_t i = 0; i < sizeof items / sizeof *items; i++)
+    size_t n = sizeof items / sizeof *items - (plan_coll_applies(p, CO_EP_DISPATCH_FWD) ? 0 : 3);
+    for (size_t i = 0; i < n; i++)
         lines_add(L, items[i].v > 0 ? SY_PLAIN : SY_DIM, "%-22s %10s %6.1f %%", items[i].name,
                   tui_fmt_seconds(items[i].v, a, sizeof a), t->step_s > 0 ? 100.0 * items[i].v / t->step_s : 0.0);
     lines_add(L, SY_HEAD, "%-22s %10s  %.0f tokens/s", "step", tui_fmt_seconds(t->step_s, a, sizeof a),

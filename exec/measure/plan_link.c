@@ -9,6 +9,11 @@ Status exec_model(const ModelSpec *base, const ExecOverrides *o, ModelSpec *out,
 {
     *out = *base;
     const char *n = base->name;
+    if (spec_is_moe(base) || spec_is_mla(base) || base->mtp_layers || base->qk_norm)
+        return err_set(e, ST_UNAVAILABLE,
+                       "--model %s: experts, latent attention, multi-token prediction and q/k norms are planned "
+                       "(fp8plan plan) but not run by the executor",
+                       n);
     if (base->norm != NORM_LAYERNORM || base->mlp != MLP_GELU || base->pos != POS_LEARNED)
         return err_set(e, ST_UNAVAILABLE,
                        "--model %s: the executor builds GPT-2-style decoders (layernorm, gelu, learned positions); "

@@ -135,14 +135,15 @@ def structure(pages):
 # ---- the charts' numbers against the CSV ---------------------------------------------------------------------
 
 GROUPS = {  # memory group -> terms (plan --view terms), as the seed's accounting groups them
-    "weight_bytes": ["weight_gemm", "weight_other"],
-    "fp8_weight_copy_bytes": ["fp8_rowwise", "fp8_colwise"],
-    "master_bytes": ["master_gemm", "master_other"],
-    "grad_bytes": ["grad_gemm", "grad_other"],
-    "optim_bytes": ["adam_m_gemm", "adam_m_other", "adam_v_gemm", "adam_v_other"],
+    "weight_bytes": ["weight_gemm", "weight_other", "weight_expert"],
+    "fp8_weight_copy_bytes": ["fp8_rowwise", "fp8_colwise", "fp8_expert"],
+    "master_bytes": ["master_gemm", "master_other", "master_expert"],
+    "grad_bytes": ["grad_gemm", "grad_other", "grad_expert"],
+    "optim_bytes": ["adam_m_gemm", "adam_m_other", "adam_v_gemm", "adam_v_other", "adam_m_expert",
+                    "adam_v_expert"],
     "scale_bytes": ["scale_gemm", "scale_block", "scale_state"],
     "activation_bytes": ["act_layer_hp", "act_layer_fp8", "act_attention", "act_dropout_mask", "act_output",
-                         "transient"],
+                         "transient", "act_moe"],
     "buffer_bytes": ["comm_buffers", "gemm_workspace"],
     "other_overhead_bytes": ["cuda_context", "fragmentation"],
 }

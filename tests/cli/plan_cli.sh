@@ -71,12 +71,12 @@ sed -i 's/^te-fp8,bf16,e4m3,e4m3,fp32,/te-fp8,bf16,e4m3,e4m3,fp12,/' "$TMP/cat1/
 bad "recipe with an unknown dtype" 65 "recipes.csv: row 4, column master: unknown dtype 'fp12'" plan --catalog "$TMP/cat1" --model gpt-7b --gpu h100-sxm --recipe te-fp8
 cat_dir 2
 sed -i 's/^gpt-13b,40,5120,/gpt-13b,40,/' "$TMP/cat2/models.csv"
-bad "ragged model row" 65 "models.csv: row 3: 14 fields, but the header has 15" plan --catalog "$TMP/cat2" --model gpt-7b --gpu h100-sxm --recipe bf16
+bad "ragged model row" 65 "models.csv: row 3: 29 fields, but the header has 30" plan --catalog "$TMP/cat2" --model gpt-7b --gpu h100-sxm --recipe bf16
 cat_dir 3
 sed -i 's/^h200,9.0,/h200,9.0",/' "$TMP/cat3/gpus.csv"
 bad "malformed CSV" 65 "gpus.csv: row 4: malformed CSV" plan --catalog "$TMP/cat3" --model gpt-7b --gpu h100-sxm --recipe bf16
 cat_dir 4
-echo 'huge,65536,1073741824,1073741824,1,1,65536,1073741824,1073741824,rmsnorm,gelu,rope,no,no,"too big"' >>"$TMP/cat4/models.csv"
+echo 'huge,65536,1073741824,1073741824,1,1,65536,1073741824,1073741824,rmsnorm,gelu,rope,no,no,,,,,,,,,,,,,,,,"too big"' >>"$TMP/cat4/models.csv"
 bad "byte counts past 2^64" 65 "passes 2^64" plan --catalog "$TMP/cat4" --model huge --gpu h100-sxm --recipe bf16 --seq 2
 cat_dir 5
 sed -i 's/^gpt-7b,32,/gpt-7b,-1,/' "$TMP/cat5/models.csv"

@@ -9,6 +9,7 @@ expect_out "report fidelity prints the overall MAE line" "throughput MAE"
 expect_out "report fidelity counts false OOMs (none)" "false OOMs 0"
 expect_out "report fidelity has a row per stack" "stack       megatron-core"
 expect_out "report fidelity reports FP8-LM Table 5" "FP8-LM Table 5"
+expect_out "report fidelity summarises the mixture-of-experts runs apart" "mixture of experts: throughput MAE"
 expect_eq "fidelity_runs.csv header" "$(head -n 1 "$TMP/fid/fidelity_runs.csv" | cut -d, -f1-4)" "id,stack,model,gpu"
 expect_eq "fidelity_runs.csv has one row per measured run" "$(($(wc -l <"$TMP/fid/fidelity_runs.csv") - 1))" \
     "$(($(wc -l <"$FP8PLAN_ROOT/models/measured.csv") - 1))"
@@ -19,6 +20,9 @@ expect_eq "report fidelity --format html writes a page" "$(head -c 15 "$TMP/fid.
 if grep -q 'id="fid-tok"' "$TMP/fid.html" && grep -q 'data-series="megatron-lm"' "$TMP/fid.html"; then
     pass "the page plots the runs per stack"
 else fail "the page plots the runs per stack" "$(head -c 300 "$TMP/fid.html")"; fi
+if grep -q 'Mixture-of-experts runs, summarised apart.*over 14 runs' "$TMP/fid.html"; then
+    pass "the page states the mixture-of-experts runs apart"
+else fail "the page states the mixture-of-experts runs apart" "$(grep -c Mixture "$TMP/fid.html")"; fi
 run report fidelity --format csv
 expect_rc "report fidelity --format csv is a usage error (-o DIR writes CSV)" 64
 run report fidelity --holdout nemo-2407 -o "$TMP/fid2"

@@ -2,7 +2,8 @@
  * The first byte picks models, GPUs, recipes or stacks; the rest is the CSV
  * text. A parsed model is planned on a fixed GPU and recipe, a parsed GPU or
  * stack under a fixed model, so plan_build sees arbitrary shapes, SM counts,
- * matmul ceilings, overlaps and kernel choices too. Nothing may crash, leak or overflow silently. */
+ * matmul ceilings, overlaps and kernel choices too; a model also with EP 2, PP 2
+ * and DualPipe (experts, latent attention and MTP from the CSV). Nothing may crash, leak or overflow silently. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     switch (data[0] % 4) {
     case 0:
         if (catalog_parse_models(&cat, text, len, "fuzz.csv", &e) == ST_OK)
-            for (int i = 0; i < cat.nmodels; i++) in.model = &cat.models[i], plan_build(&in, &p, &e);
+            for (int i = 0; i < cat.nmodels; i++) {
+                in.model = &cat.models[i], plan_build(&in, &p, &e);
+                PlanInput x = in; /* the expert layout, DualPipe and the MoE recompute modules too */
+                x.ep = 2, x.pp = 2, x.dualpipe = 1, x.recompute_mods = RECOMPUTE_MOD_MOE_ACT, x.moe_imbalance = 1.5;
+                plan_build(&x, &p, &e);
+            }
         break;
     case 1:
         if (catalog_parse_gpus(&cat, text, len, "fuzz.csv", &e) == ST_OK)

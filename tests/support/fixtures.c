@@ -68,6 +68,8 @@ Recipe fx_bf16_recipe(const char *name, unsigned shard_mask)
                 .comm_param_gather = DT_BF16,
                 .comm_tp_ag = DT_BF16,
                 .comm_tp_rs = DT_BF16,
+                .comm_ep_dispatch = DT_BF16,
+                .comm_ep_combine = DT_BF16,
                 .saved_input = DT_BF16,
                 .min_sm = 80};
     snprintf(r.name, sizeof r.name, "%s", name);

@@ -25,7 +25,7 @@ GpuSpec fx_gpu(void);
 
 /* BF16 mixed precision: BF16 weights and GEMMs, FP32 master, gradients and
  * Adam m and v, for the linear layers and the other parameters alike; FP32
- * DP gradient reduction, BF16 parameter gathers and TP collectives; SM 8.0.
+ * DP gradient reduction, BF16 parameter gathers, TP collectives and expert all-to-alls; SM 8.0.
  * shard_mask: the states (1u << StateId) the distributed optimizer shards. */
 Recipe fx_bf16_recipe(const char *name, unsigned shard_mask);
 

@@ -83,7 +83,12 @@ static void test_param_counts(void)
 /* ---- bad input ---------------------------------------------------------------------------------------- */
 
 static const char *model_header = "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,"
-                                  "position,tied_embeddings,linear_bias,source\n";
+                                  "position,tied_embeddings,linear_bias,source,qk_norm,experts,experts_per_token,"
+                                  "shared_experts,expert_ffn_hidden,dense_layers,router,router_groups,"
+                                  "router_group_topk,q_lora_rank,kv_lora_rank,qk_nope_head_dim,qk_rope_head_dim,"
+                                  "v_head_dim,mtp_layers\n";
+/* the 15 MoE / latent-attention / MTP cells of a dense model, empty (tests/unit/test_moe_params.c fills them) */
+#define DENSE ",,,,,,,,,,,,,,,"
 
 static void expect_model_error(const char *rows, Status want, const char *part)
 {
@@ -100,7 +105,7 @@ static void expect_model_error(const char *rows, Status want, const char *part)
 
 static void test_model_errors(void)
 {
-    const char *ok = "a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n";
+    const char *ok = "a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n";
     Catalog *c = calloc(1, sizeof *c);
     Err e = {0};
     char text[1024];
@@ -109,29 +114,36 @@ static void test_model_errors(void)
     CHECK_EQ_INT(c->nmodels, 1);
     free(c);
 
-    expect_model_error("a,-1,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n", ST_DATA,
+    expect_model_error("a,-1,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA,
                        "m.csv: row 2, column layers: '-1' is negative");
-    expect_model_error("a,2,1e400,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n", ST_DATA, "column hidden");
-    expect_model_error("a,2,8,nan,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n", ST_DATA, "column ffn_hidden");
-    expect_model_error("a,2,8,32,2,2,4,99999999999999999999,4,layernorm,gelu,learned,yes,yes,src\n", ST_OVERFLOW,
-                       "column vocab");
-    expect_model_error("a,0,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n", ST_DATA, "out of range");
-    expect_model_error("a,2,8,32,2,3,4,10,4,layernorm,gelu,learned,yes,yes,src\n", ST_DATA, "column kv_heads");
-    expect_model_error("a,2,8,32,2,2,4,10,4,batchnorm,gelu,learned,yes,yes,src\n", ST_DATA, "column norm: 'batchnorm'");
-    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,maybe,yes,src\n", ST_DATA, "tied_embeddings");
+    expect_model_error("a,2,1e400,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA,
+                       "column hidden");
+    expect_model_error("a,2,8,nan,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA,
+                       "column ffn_hidden");
+    expect_model_error("a,2,8,32,2,2,4,99999999999999999999,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n",
+                       ST_OVERFLOW, "column vocab");
+    expect_model_error("a,0,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA, "out of range");
+    expect_model_error("a,2,8,32,2,3,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA, "column kv_heads");
+    expect_model_error("a,2,8,32,2,2,4,10,4,batchnorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA,
+                       "column norm: 'batchnorm'");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,maybe,yes,src" DENSE "\n", ST_DATA,
+                       "tied_embeddings");
     expect_model_error(ok, ST_OK, "");
-    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes\n", ST_DATA,
-                       "row 2: 14 fields, but the header has 15"); /* ragged */
-    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n"
-                       "b,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src,extra\n",
-                       ST_DATA, "row 3: 16 fields");
-    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n"
-                       "A,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n",
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes" DENSE "\n", ST_DATA,
+                       "row 2: 29 fields, but the header has 30"); /* ragged */
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n"
+                       "b,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src,extra" DENSE "\n",
+                       ST_DATA, "row 3: 31 fields");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n"
+                       "A,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n",
                        ST_DATA, "row 3, column name: 'A' repeats row 2");
-    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,s\"rc\n", ST_DATA, "row 2: malformed CSV");
-    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,\"unterminated\n", ST_DATA, "malformed CSV");
-    expect_model_error("a b,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src\n", ST_DATA, "column name");
-    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,\n", ST_DATA, "column source: empty");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,s\"rc" DENSE "\n", ST_DATA,
+                       "row 2: malformed CSV");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,\"unterminated" DENSE "\n", ST_DATA,
+                       "malformed CSV");
+    expect_model_error("a b,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA, "column name");
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes," DENSE "\n", ST_DATA,
+                       "column source: empty");
     expect_model_error("", ST_DATA, "no data rows");
 
     Catalog *c2 = calloc(1, sizeof *c2);

@@ -84,15 +84,23 @@ static void test_pinned_figures(void)
     CHECK(mem_in >= 18);
     /* a row's error is predicted / measured - 1, and the MAE is the mean of |error| over the rows with
      * a published throughput */
-    double sum = 0;
-    int k = 0;
+    double sum = 0, xsum = 0;
+    int k = 0, xk = 0;
     for (int i = 0; i < n; i++)
         if (!isnan(rows[i].tok_err)) {
             CHECK_REL(rows[i].tok_err, rows[i].pred_tok / rows[i].meas_tok - 1, 1e-12);
-            sum += fabs(rows[i].tok_err), k++;
+            if (rows[i].run->model->experts) /* mixture-of-experts runs are summarised apart */
+                xsum += fabs(rows[i].tok_err), xk++;
+            else
+                sum += fabs(rows[i].tok_err), k++;
         }
     CHECK_EQ_INT(k, s.all.n);
     CHECK_REL(s.all.mae, sum / k, 1e-12);
+    CHECK_EQ_INT(xk, s.moe.n);
+    CHECK_REL(s.moe.mae, xsum / xk, 1e-12);
+    /* the mixture-of-experts runs (Megatron-Bridge 25.09-26.02, NeMo 25.02): pinned as measured, not fitted; the
+     * fine-grained Qwen3-30B-A3B rows are 1.5-2.2x over-predicted (host-bound small MoE layers, not modelled) */
+    pin(&s.moe, "mixture of experts", 14, 71.33);
     free(c);
 }
 
@@ -121,6 +129,10 @@ static void test_measured_errors(void)
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,70,peak,n,s\n",
          "mem_kind"},
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,,,,,,,n,s\n", "neither"},
+        {"r,s,megatron-core,mixtral-8x7b,b200,8,1,1,,,8,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,n,s\n",
+         "column notes: a run of mixtral-8x7b (a model with experts) states its expert layout as 'ep=N'"},
+        {"r,s,megatron-core,mixtral-8x7b,b200,8,1,1,,,8,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,ep=x,s\n",
+         "column notes: 'ep=' must be followed by a whole number"},
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n"
          "r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n",
          "repeats row 2"},
@@ -165,6 +177,15 @@ static void test_measured_errors(void)
     CHECK(in.stack == catalog_stack(c, "torchtitan") && in.mbs == 1 && in.world == 8 && in.gbs == 128);
     CHECK(in.attn == ATTN_FLASH && in.fusion == FUSE_COMPILE); /* the stack's row applied */
     CHECK(in.fused_swiglu && !in.grad_acc_fusion && in.overlap_tp == 0 && in.sp && !in.dropout);
+    CHECK(in.ep == 1 && in.etp == 1);
+    /* a MoE run: its expert layout from the notes */
+    const char *moe = "r,s,megatron-core,mixtral-8x7b,b200,16,1,1,,,16,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,"
+                      "\"EP: ep=8 etp=2, as published\",s\n";
+    snprintf(text, sizeof text, "%s%s", head, moe);
+    CHECK(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_OK);
+    measured_plan_input(&runs[0], &in);
+    CHECK_EQ_INT(in.ep, 8);
+    CHECK_EQ_INT(in.etp, 2);
 
     /* the run's own configuration over its stack's row: Megatron-LM of 2022 with SP, dropout, materialized
      * attention and a separate gradient accumulation; torchtitan eager with SwiGLU unfused, async TP (the

@@ -174,7 +174,8 @@ static void test_memory_limit(void)
 }
 
 static const char stack_head[] =
-    "name,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,launch_us,loss_bytes,"
+    "name,ep_overlap,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,launch_us,loss_"
+    "bytes,"
     "tp_overlap,tp_overlap_on,dp_overlap,pp_overlap,cp_overlap,alloc_reserve,calibrated,source\n";
 
 static Status parse(const char *row, Catalog *c, Err *e)
@@ -188,7 +189,7 @@ static void test_stacks_csv(void)
 {
     Catalog *c = calloc(1, sizeof *c);
     Err e;
-    CHECK(parse("s1,flash3,yes,no,bf16,no,compile,3.5,12,0.5,0.75,1,0,1,0.1,no,\"a, b\"\n", c, &e) == ST_OK);
+    CHECK(parse("s1,0.25,flash3,yes,no,bf16,no,compile,3.5,12,0.5,0.75,1,0,1,0.1,no,\"a, b\"\n", c, &e) == ST_OK);
     CHECK_EQ_INT(c->nstacks, 1);
     const StackSpec *s = catalog_stack(c, "s1");
     CHECK(s != NULL);
@@ -199,6 +200,7 @@ static void test_stacks_csv(void)
         CHECK_EQ_INT(s->loss_bytes, 12);
         CHECK_NEAR(s->overlap_tp, 0.5, 0);
         CHECK_NEAR(s->overlap_tp_on, 0.75, 0);
+        CHECK_NEAR(s->overlap_ep, 0.25, 0);
         CHECK_NEAR(s->alloc_reserve, 0.1, 0);
         CHECK_STR(s->source, "a, b");
         PlanInput in;
@@ -207,20 +209,22 @@ static void test_stacks_csv(void)
         CHECK(in.stack == s && in.attn == ATTN_FLASH3 && in.fusion == FUSE_COMPILE && !in.fused_swiglu);
         CHECK_NEAR(in.frag_frac, 0.1, 0);
         CHECK_NEAR(in.overlap_dp, 1, 0);
+        CHECK_NEAR(in.overlap_ep, 0.25, 0);
     }
     struct {
         const char *row, *want;
     } bad[] = {
-        {"s,flash9,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n", "row 2, column attention: 'flash9'"},
-        {"s,te,maybe,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n", "sequence_parallel"},
-        {"s,te,yes,no,fp16,no,te,3,12,0,0,0,0,0,0,no,x\n", "main_grad"},
-        {"s,te,yes,no,bf16,no,xla,3,12,0,0,0,0,0,0,no,x\n", "kernel_fusion"},
-        {"s,te,yes,no,bf16,no,te,-1,12,0,0,0,0,0,0,no,x\n", "launch_us"},
-        {"s,te,yes,no,bf16,no,te,3,1,0,0,0,0,0,0,no,x\n", "loss_bytes"},
-        {"s,te,yes,no,bf16,no,te,3,12,1.5,0,0,0,0,0,no,x\n", "tp_overlap"},
-        {"s,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,nan,no,x\n", "alloc_reserve"},
-        {"s,te,yes,no,bf16,no,te,3,12,0,-0.5,0,0,0,0,no,x\n", "tp_overlap_on"},
-        {"s,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\ns,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n",
+        {"s,0,flash9,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n", "row 2, column attention: 'flash9'"},
+        {"s,0,te,maybe,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n", "sequence_parallel"},
+        {"s,0,te,yes,no,fp16,no,te,3,12,0,0,0,0,0,0,no,x\n", "main_grad"},
+        {"s,0,te,yes,no,bf16,no,xla,3,12,0,0,0,0,0,0,no,x\n", "kernel_fusion"},
+        {"s,0,te,yes,no,bf16,no,te,-1,12,0,0,0,0,0,0,no,x\n", "launch_us"},
+        {"s,0,te,yes,no,bf16,no,te,3,1,0,0,0,0,0,0,no,x\n", "loss_bytes"},
+        {"s,0,te,yes,no,bf16,no,te,3,12,1.5,0,0,0,0,0,no,x\n", "tp_overlap"},
+        {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,nan,no,x\n", "alloc_reserve"},
+        {"s,0,te,yes,no,bf16,no,te,3,12,0,-0.5,0,0,0,0,no,x\n", "tp_overlap_on"},
+        {"s,2,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n", "column ep_overlap: '2' is out of range"},
+        {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\ns,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n",
          "repeats row 2"},
     };
     for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {

@@ -111,8 +111,19 @@ static void test_text_report(void)
     Err e;
     CHECK(plan_write_text(&p, f, &e) == ST_OK);
     fclose(f);
-    for (int i = 0; i < MT_COUNT_; i++) CHECK_CONTAINS(s, p.mem[i].name); /* every term, even zero ones */
-    for (int i = 0; i < CO_COUNT_; i++) CHECK_CONTAINS(s, p.coll[i].name);
+    /* every term and collective the model has, even zero ones; a dense model lists no expert ones */
+    for (int i = 0; i < MT_COUNT_; i++)
+        if (plan_term_applies(&p, (MemTermId)i))
+            CHECK_CONTAINS(s, p.mem[i].name);
+        else
+            CHECKF(!strstr(s, p.mem[i].name), "%s listed", p.mem[i].name);
+    for (int i = 0; i < CO_COUNT_; i++)
+        if (plan_coll_applies(&p, (CollectiveId)i))
+            CHECK_CONTAINS(s, p.coll[i].name);
+        else
+            CHECKF(!strstr(s, p.coll[i].name), "%s listed", p.coll[i].name);
+    CHECK(!plan_term_applies(&p, MT_WEIGHT_EXPERT) && !plan_coll_applies(&p, CO_EP_DISPATCH_FWD));
+    CHECK(plan_term_applies(&p, MT_TRANSIENT) && plan_coll_applies(&p, CO_DP_GRAD_RS));
     CHECK_CONTAINS(s, "verdict: FITS");
     CHECK_CONTAINS(s, "capacity");
     CHECK_CONTAINS(s, "pipeline_bubble");

@@ -1,0 +1,57 @@
+/* cli/cmd_plan_moe.c — the mixture-of-experts options of plan, compare and sweep
+ * (--ep, --etp and --overlap-ep are parsed with the other layout options). */
+#include <string.h>
+
+#include "cli/cmd_plan.h"
+#include "util/num.h"
+
+/* "mla_up_proj,moe_act" -> RECOMPUTE_MOD_* bits ("none" = 0). */
+static int modules(const char *cmd, const char *name, const char *arg, unsigned *out)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } known[] = {{"mla_up_proj", RECOMPUTE_MOD_MLA_UP}, {"moe_act", RECOMPUTE_MOD_MOE_ACT}};
+    *out = 0;
+    if (!strcmp(arg, "none")) return 0;
+    for (const char *p = arg; *p;) {
+        const char *q = strchr(p, ',');
+        size_t n = q ? (size_t)(q - p) : strlen(p);
+        size_t i = 0;
+        while (i < sizeof known / sizeof *known && !(strlen(known[i].name) == n && !strncmp(known[i].name, p, n))) i++;
+        if (i == sizeof known / sizeof *known)
+            return cli_usage(cmd, "--%s: '%.*s' is not mla_up_proj or moe_act (or none)", name, (int)n, p);
+        *out |= known[i].bit;
+        if (!q) break;
+        p = q + 1;
+        if (!*p) return cli_usage(cmd, "--%s: '%s' ends with a comma", name, arg);
+    }
+    return 0;
+}
+
+int plan_moe_option(const char *cmd, const char *name, int which, const char *arg, PlanInput *in)
+{
+    Err e;
+    double v;
+    switch (which) {
+    case 'd': in->dualpipe = 1; return 0;
+    case 'r': return modules(cmd, name, arg, &in->recompute_mods);
+    case 's': {
+        int n;
+        if (num_parse_int_range(arg, 0, 1024, &n, &e)) return cli_usage(cmd, "--%s: %s", name, e.msg);
+        in->ep_comm_sms = (uint32_t)n;
+        return 0;
+    }
+    default:
+        if (num_parse_double(arg, NUM_FINITE_ONLY, &v, &e)) return cli_usage(cmd, "--%s: %s", name, e.msg);
+        if (which == 'i' && !(v >= 1 && v <= 64))
+            return cli_usage(cmd, "--%s: '%s' must be in [1, 64] (the busiest expert rank over the mean)", name, arg);
+        if (which == 'c' && !(v >= 0 && v <= 64))
+            return cli_usage(cmd, "--%s: '%s' must be in [0, 64] (0: dropless)", name, arg);
+        if (which == 'i')
+            in->moe_imbalance = v;
+        else
+            in->moe_capacity = v;
+        return 0;
+    }
+}

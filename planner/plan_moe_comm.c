@@ -1,0 +1,182 @@
+/* planner/plan_moe_comm.c — the collectives of mixture-of-experts, latent-attention
+ * and multi-token-prediction models that differ from a dense model's (plan_comm.c
+ * sets the rest).
+ *
+ * Expert all-to-alls, per MoE layer and micro-batch (the reported stage's MoE and MTP
+ * layers x micro-batches calls per step; full recompute repeats the forward ones):
+ * dispatch forward sends the tokens to their experts, combine forward returns the
+ * expert outputs, and backward the output gradients go out (dispatch direction) and
+ * the input gradients come back (combine direction). A token copy is h elements of the
+ * recipe's ep_dispatch_comm dtype (FP8: + one fp32 scale per 128 values at 1x128, one
+ * E8M0 byte per 32 at 1x32) or ep_combine_comm. The ep ranks of a group sit r =
+ * min(ep, gpus_per_node / etp) to a node over n = ep / r nodes. Copies per token that
+ * leave the GPU, each scaled by the imbalance allowance or capacity factor f (the
+ * busiest rank receives f times the mean):
+ *   one copy per (token, expert), as Megatron's all-to-all dispatcher sends them:
+ *       k (1 - r/ep) over the network, k (r - 1)/ep over NVLink;
+ *   node-limited routing with one expert group per node (router_groups = n, DeepSeek-
+ *   V3's at most 4 nodes per token): each token crosses the network once per remote
+ *   node it uses, M (n - 1)/n for M = router_group_topk, and is forwarded inside the
+ *   node to its experts' GPUs, k (1 - 1/r) over NVLink (DeepSeek-V3 section 3.2.2).
+ * A call takes NCCL's latency of one grouped send/recv (base + one hop) plus the
+ * longer of its network bytes at the NIC's rate and its NVLink bytes at the link's,
+ * both at eff_net (the two run at once). payload_bytes is every copy (local ones
+ * included), bus_bytes the ones that leave the GPU.
+ * Expert tensor parallelism (etp > 1): the dispatched rows [rows, h] are
+ * all-gathered over etp before the experts and reduce-scattered after (and again in
+ * backward for the gradients), in the dispatch / combine dtypes.
+ * Expert-data parallelism: the expert gradients are all-reduced, or reduce-scattered
+ * with the parameters all-gathered after a sharded step, over the edp ranks (ep x etp
+ * apart), as plan_comm.c does for the other weights over dp x cp.
+ * Tensor parallelism with SP: per layer one all-gather / reduce-scatter pair for the
+ * attention (latent attention gathers its BF16 latents, q_lora + kv_lora + rope per
+ * token, instead of h) and one for the dense FFN or the shared experts (none for a
+ * MoE layer without shared experts: the routed experts take the SP shards directly).
+ * Amax reductions count one record set per FP8 linear tensor. */
+#include <string.h>
+
+#include "fp8/granularity.h"
+#include "planner/arch.h"
+#include "planner/plan_internal.h"
+
+/* Bytes of one token copy of h elements in dtype dt with the recipe's activation scales. */
+static double copy_bytes(const Recipe *rc, Dtype dt, uint64_t h)
+{
+    double b = (double)h * (double)dt_bytes(dt);
+    if (dt_fp8(dt) && rc->act_gran != GRAN_TENSOR) {
+        uint64_t n, sb;
+        if (!gran_scale_count(rc->act_gran, 1, h, &n, &sb, NULL)) b += (double)sb;
+    }
+    return b;
+}
+
+/* One all-to-all collective: tokens x copies per token (network, NVLink) x bytes per copy. */
+static void a2a(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dtype dt, double per_tok_x,
+                double per_tok_n, uint64_t calls, Ck *ck)
+{
+    const MoeGeo *x = &g->x;
+    const GpuSpec *gp = in->gpu;
+    Collective *c = &p->coll[id];
+    double f = in->moe_capacity > 0 ? in->moe_capacity : in->moe_imbalance;
+    double S = copy_bytes(in->recipe, dt, g->h), T = (double)g->tok_r * f;
+    double bx = T * per_tok_x * S, bn = T * per_tok_n * S, all = T * (double)x->topk * S;
+    c->dtype = dt;
+    c->ranks = (uint32_t)x->ep;
+    uint64_t gpn = gp->gpus_per_node, r = x->etp >= gpn ? 1 : udiv(gpn, x->etp);
+    if (r > x->ep) r = x->ep;
+    uint64_t nodes = ceil_div(x->ep, r);
+    c->inter_node = nodes > 1;
+    c->payload_bytes = all >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)all;
+    c->bus_bytes = bx + bn >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)(bx + bn);
+    c->calls = calls;
+    c->step_bytes = ck_mul(ck, c->bus_bytes, calls);
+    int hw = gp->link < LINK_COUNT_ ? (int)gp->link : LINK_NVLINK;
+    c->latency_s = nccl_lat.base[NCCL_SIMPLE] + nccl_lat.hop[nodes > 1 ? LINK_COUNT_ : hw][NCCL_SIMPLE];
+    double tx = bx / (gp->inter_bw * in->eff_net), tn = bn / (gp->intra_bw * in->eff_net), tt = tx > tn ? tx : tn;
+    c->bw = tt > 0 ? (bx + bn) / tt : 0;
+    c->time_s = (double)calls * (c->latency_s + tt);
+    c->exposed_s = c->time_s;
+}
+
+static void ep_collectives(const PlanInput *in, const Geo *g, Plan *p, const Held *hd, Ck *ck)
+{
+    const MoeGeo *x = &g->x;
+    const ModelSpec *md = in->model;
+    const Recipe *rc = in->recipe;
+    uint64_t layers = hd->n[XK_MOE], m = g->m;
+    if (!x->E || x->ep * x->etp <= 1 || !layers) return;
+    uint64_t gpn = in->gpu->gpus_per_node, r = x->etp >= gpn ? 1 : udiv(gpn, x->etp);
+    if (r > x->ep) r = x->ep;
+    uint64_t nodes = ceil_div(x->ep, r);
+    double k = (double)x->topk, cx, cn;
+    if (md->router_groups && md->router_group_topk && md->router_groups == nodes && nodes > 1) {
+        double M = (double)md->router_group_topk;
+        cx = M * (double)(nodes - 1) / (double)nodes, cn = k * (1.0 - 1.0 / (double)r);
+    } else {
+        cx = k * (1.0 - (double)r / (double)x->ep), cn = k * (double)(r - 1) / (double)x->ep;
+    }
+    uint64_t calls = ck_mul(ck, layers, m), fcalls = in->recompute == RECOMPUTE_FULL ? 2 * calls : calls;
+    if (x->ep > 1) {
+        a2a(in, g, p, CO_EP_DISPATCH_FWD, rc->comm_ep_dispatch, cx, cn, fcalls, ck);
+        a2a(in, g, p, CO_EP_COMBINE_FWD, rc->comm_ep_combine, cx, cn, fcalls, ck);
+        a2a(in, g, p, CO_EP_DISPATCH_BWD, rc->comm_ep_dispatch, cx, cn, calls, ck);
+        a2a(in, g, p, CO_EP_COMBINE_BWD, rc->comm_ep_combine, cx, cn, calls, ck);
+    }
+    if (x->etp > 1) {
+        uint64_t Sd = ck_mul3(ck, x->rows, g->h, dt_bytes(rc->comm_ep_dispatch));
+        uint64_t Sc = ck_mul3(ck, x->rows, g->h, dt_bytes(rc->comm_ep_combine));
+        plan_coll_set(in, p, CO_ETP_AG, rc->comm_ep_dispatch, x->etp, 1, Sd, fcalls + calls, ck);
+        plan_coll_set(in, p, CO_ETP_RS, rc->comm_ep_combine, x->etp, 1, Sc, fcalls + calls, ck);
+    }
+}
+
+/* The TP/SP collectives of the layers this GPU holds, per layer kind (payloads averaged per call). */
+static void tp_collectives(const PlanInput *in, const Geo *g, Plan *p, const Held *hd, Ck *ck)
+{
+    const MoeGeo *x = &g->x;
+    const Recipe *rc = in->recipe;
+    for (int i = CO_TP_AR_FWD; i <= CO_TP_RS_BWD; i++) plan_coll_set(in, p, (CollectiveId)i, DT_NONE, 0, 1, 0, 0, ck);
+    if (g->tp <= 1) return;
+    uint64_t full = in->recompute == RECOMPUTE_FULL ? 2 : 1, m = g->m, h = g->h;
+    uint64_t S_ag = ck_mul3(ck, g->tok, h, dt_bytes(rc->comm_tp_ag)),
+             S_rs = ck_mul3(ck, g->tok, h, dt_bytes(rc->comm_tp_rs));
+    if (dt_fp8(rc->comm_tp_ag) && rc->act_gran != GRAN_TENSOR) {
+        uint64_t n, sb;
+        if (gran_scale_count(rc->act_gran, g->tok, h, &n, &sb, NULL)) ck->ovf = 1;
+        S_ag = ck_add(ck, S_ag, sb);
+    }
+    uint64_t S_lat = x->mla ? ck_mul3(ck, g->tok, x->latent, 2) : S_ag; /* what the attention gathers */
+    uint64_t pairs = 0, ag_bytes = 0;
+    for (int k = 0; k < XK_COUNT; k++) {
+        uint64_t n = ck_mul(ck, hd->n[k], m), ffn = k == XK_DENSE || x->Fs_t;
+        pairs = ck_add(ck, pairs, ck_mul(ck, n, 1 + ffn));
+        ag_bytes = ck_add(ck, ag_bytes, ck_mul(ck, n, ck_add(ck, S_lat, ffn ? S_ag : 0)));
+    }
+    if (!pairs) return;
+    uint64_t S_agm = ag_bytes / pairs;
+    if (g->rep == 1) {
+        plan_coll_set(in, p, CO_TP_AR_FWD, rc->comm_tp_rs, g->tp, 1, S_rs, ck_mul(ck, pairs, full), ck);
+        plan_coll_set(in, p, CO_TP_AR_BWD, rc->comm_tp_rs, g->tp, 1, S_rs, pairs, ck);
+        return;
+    }
+    plan_coll_set(in, p, CO_TP_AG_FWD, x->mla ? DT_NONE : rc->comm_tp_ag, g->tp, 1, S_agm, ck_mul(ck, pairs, full), ck);
+    plan_coll_set(in, p, CO_TP_RS_FWD, rc->comm_tp_rs, g->tp, 1, S_rs, ck_mul(ck, pairs, full), ck);
+    uint64_t S_bag = ck_add(ck, S_rs, S_agm); /* output-gradient gathers and saved-input re-gathers */
+    plan_coll_set(in, p, CO_TP_AG_BWD, DT_NONE, g->tp, 1, S_bag / 2, 2 * pairs, ck);
+    p->coll[CO_TP_AG_BWD].payload_bytes = S_bag / 2;
+    plan_coll_set(in, p, CO_TP_RS_BWD, rc->comm_tp_rs, g->tp, 1, S_rs, pairs, ck);
+}
+
+void moe_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
+{
+    const MoeGeo *x = &g->x;
+    const Recipe *rc = in->recipe;
+    Held hd;
+    moe_held(in, g, p->stage, ck, &hd);
+    tp_collectives(in, g, p, &hd, ck);
+    ep_collectives(in, g, p, &hd, ck);
+
+    /* expert gradients and parameters over the expert-data-parallel group */
+    uint64_t e = p->params_expert_gpu, ed = x->edp, stride = x->ep * x->etp;
+    Dtype gg = rc->comm_dp_grad, pg = rc->comm_param_gather;
+    if (in->main_grad != MAIN_GRAD_RECIPE) gg = plan_grad_dt(in, gg);
+    int shard = in->sharding != SHARD_NONE && (in->sharding != SHARD_DIST_OPT || rc->gemm.shard_mask);
+    if (e && ed > 1 && !shard) {
+        plan_coll_set(in, p, CO_EDP_GRAD_AR, gg, ed, stride, ck_mul(ck, e, dt_bytes(gg)), 1, ck);
+    } else if (e && ed > 1) {
+        int per_mb = in->sharding == SHARD_ZERO2 || in->sharding == SHARD_ZERO3;
+        plan_coll_set(in, p, CO_EDP_GRAD_RS, gg, ed, stride, ck_mul(ck, e, dt_bytes(gg)), per_mb ? g->m : 1, ck);
+        plan_coll_set(in, p, CO_EDP_PARAM_AG, pg, ed, stride, ck_mul(ck, e, dt_bytes(pg)),
+                      in->sharding == SHARD_ZERO3 ? ck_mul(ck, 2, g->m) : 1, ck);
+    }
+
+    /* amax: one record set per FP8 linear tensor on the GPU */
+    Collective *am = &p->coll[CO_AMAX_AR];
+    if (am->calls) {
+        uint64_t ntens = hd.mtp;
+        for (int k = 0; k < XK_COUNT; k++)
+            for (int i = 0; i < x->nlin[k]; i++)
+                if (x->lin[k][i].kind != XL_ROUTER) ntens = ck_add(ck, ntens, ck_mul(ck, x->lin[k][i].count, hd.n[k]));
+        plan_coll_set(in, p, CO_AMAX_AR, DT_FP32, am->ranks, 1, ck_mul(ck, ntens, 3 * 4) / 2, am->calls, ck);
+    }
+}

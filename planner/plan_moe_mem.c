@@ -1,0 +1,295 @@
+/* planner/plan_moe_mem.c — per-GPU memory of a stage of a mixture-of-experts,
+ * latent-attention or multi-token-prediction model (the geometry is plan_moe.c's).
+ *
+ * Parameters. A stage holds its dense and MoE layers (MoeGeo.nd / nx), the
+ * multi-token-prediction depths on the last stage (each: eh_proj, three norms and
+ * one layer; with pp > 1 and untied embeddings also a copy of the embedding its
+ * input lookup needs), and the embedding / final norm / LM head as a dense model's
+ * stages do. Linear weights other than the experts' (attention, dense and shared
+ * FFNs, eh_proj) are MT_*_GEMM, sharded over dp x cp; the routed experts' weights
+ * are MT_*_EXPERT, sharded over the expert-data-parallel group (edp); norms and the
+ * router are MT_*_OTHER. With DualPipe a GPU holds two stages (s and pp - 1 - s):
+ * twice the weights and gradients, while the sharded states spread over both
+ * copies' 2 x dp ranks (one ZeRO group per stage replica), so they stay as large
+ * as one stage's.
+ *
+ * Scales, per FP8 linear tensor on the GPU (a grouped GEMM's local experts count one
+ * each, the router none): the per-tensor records, block scales of every FP8-stored
+ * copy and scaled-state records as plan.h states them for dense models.
+ *
+ * Activations per layer and micro-batch (recompute none):
+ *   attention  standard: plan_attn_act. Latent: norm1 input and statistics; the
+ *              down-projections' inputs [tok_r, h] (each saves its own); the latents
+ *              c_q [tok, q_lora] and c_kv [tok, kv_lora] with their norms' fp32
+ *              statistics; the up-projections' inputs; Q, K [tok, heads/tp x dqk] and
+ *              V [tok, heads/tp x dv] (dropped when the up-projections are recomputed:
+ *              --recompute-modules mla_up_proj); the attention output and its fp32
+ *              log-sum-exp (or the materialized scores); out-projection input.
+ *   FFN        dense layers: plan_ffn_act with F/tp; MoE layers: plan_ffn_act with the
+ *              shared experts' S Fe / tp (norm2 only without shared experts), and in
+ *              MT_ACT_MOE: the router's fp32 probabilities [tok_r, experts] and its
+ *              top-k indices and weights (4 + 4 B each); its BF16 input [tok_r, h] when
+ *              no other copy of the norm output is kept (FP8 saved inputs, or no shared
+ *              experts); the dispatched expert inputs [rows, h] (saved dtype); FC1's
+ *              output [rows, k Fe/etp] (BF16; + silu(gate) unfused) and FC2's input
+ *              [rows, Fe/etp] (saved dtype) — under --recompute-modules moe_act only
+ *              FC1's output, in the saved dtype (DeepSeek-V3 section 3.3.2 caches the
+ *              SwiGLU input in FP8 and recomputes its output); per row its fp32 routing
+ *              weight and two int32 permutation maps. The routing weights multiply the
+ *              activation output (Megatron-Core's TEGroupedMLP weighted SwiGLU), so their
+ *              gradient comes from FC2's backward and no expert output is kept.
+ * In-flight layer-micro-batches follow the schedule (plan_inflight_layers). DualPipe
+ * feeds half the micro-batches from each end, so each stage a GPU holds sees 1F1B's
+ * count for that stage, pp - s (at most m / 2): rank r holds pp - r micro-batches of
+ * stage r and r + 1 of stage pp - 1 - r, DualPipe's "PP + 1" (DeepSeek-V3 Table 2), split between
+ * the dense and MoE layers of the stage in proportion to their counts; MTP layers add
+ * one micro-batch each on the last stage, whose logits and final norm they repeat.
+ * Transient: the larger of the layer kinds' backward working sets (dX, d(residual),
+ * d(FFN hidden) — for a MoE layer d(FC1 output) of its rows plus the shared experts' —,
+ * the SP re-gathered input, FP8 output gradients in both layouts, and for a MoE layer
+ * the dispatch receive and combine send buffers [rows, h]), plus one layer's
+ * recomputed tensors (full recompute, or Q/K/V under mla_up_proj), an FP8 gradient's
+ * fp32 staging, ZeRO-3's gathered layers, or the loss on the last stage. */
+#include <string.h>
+
+#include "planner/plan_internal.h"
+
+/* Latent attention's activations of one layer, into *a (recompute none; mla_up_proj drops Q, K, V). */
+static void mla_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
+{
+    const ModelSpec *md = in->model;
+    const Recipe *rc = in->recipe;
+    const MoeGeo *x = &g->x;
+    uint64_t tok = g->tok, tr = g->tok_r, ht = g->heads_t, ql = md->q_lora_rank, kl = md->kv_lora_rank;
+    uint64_t stat = md->norm == NORM_LAYERNORM ? 8 : 4;
+    int flash = in->attn != ATTN_MATERIALIZED;
+    uint64_t hp = ck_add(ck, ck_mul3(ck, tr, g->h, 2), ck_mul(ck, tr, stat)); /* norm1 */
+    plan_saved_input(rc, ck, tr, g->h, a, &hp);                               /* q_down (or q_proj) input */
+    plan_saved_input(rc, ck, tr, g->h, a, &hp);                               /* kv_down input */
+    if (ql) {
+        hp = ck_add(ck, hp, ck_add(ck, ck_mul3(ck, tok, ql, 2), ck_mul(ck, tok, stat)));
+        plan_saved_input(rc, ck, tok, ql, a, &hp); /* q_up input */
+    }
+    hp = ck_add(ck, hp, ck_add(ck, ck_mul3(ck, tok, kl, 2), ck_mul(ck, tok, stat)));
+    plan_saved_input(rc, ck, tok, kl, a, &hp); /* kv_up input */
+    if (!(in->recompute_mods & RECOMPUTE_MOD_MLA_UP))
+        hp = ck_add(ck, hp, ck_mul3(ck, ck_mul(ck, tok, ht), 2 * x->dqk + x->dv, 2));         /* Q, K, V */
+    if (flash) hp = ck_add(ck, hp, ck_mul3(ck, ck_mul(ck, tok, ht), x->dv, 2));               /* attention output */
+    if (dt_fp8(rc->saved_input) || !flash) plan_saved_input(rc, ck, tok, ht * x->dv, a, &hp); /* out-proj input */
+    a->hp = ck_add(ck, a->hp, hp);
+    a->attn = flash ? ck_mul3(ck, tok, ht, 4) : ck_mul(ck, ck_mul3(ck, tok, ht, g->seq), in->dropout ? 5 : 2);
+    if (in->dropout) a->mask = ck_add(ck, a->mask, ck_mul(ck, tr, g->h));
+}
+
+/* The routed experts' activations of one MoE layer (MT_ACT_MOE). */
+static uint64_t routed_act(const PlanInput *in, const Geo *g, Ck *ck)
+{
+    const Recipe *rc = in->recipe;
+    const MoeGeo *x = &g->x;
+    uint64_t tr = g->tok_r, rows = x->rows, h = g->h, hp = 0;
+    LayerAct s = {0};
+    uint64_t b = ck_add(ck, ck_mul3(ck, tr, x->E, 4), ck_mul3(ck, tr, x->topk, 8));    /* probabilities, top-k */
+    if (dt_fp8(rc->saved_input) || !x->Fs_t) b = ck_add(ck, b, ck_mul3(ck, tr, h, 2)); /* router input */
+    plan_saved_input(rc, ck, rows, h, &s, &hp);                                        /* dispatched FC1 inputs */
+    if (in->recompute_mods & RECOMPUTE_MOD_MOE_ACT) {
+        plan_saved_input(rc, ck, rows, g->k * x->Fe_t, &s, &hp); /* FC1 output, kept as a GEMM input is */
+    } else {
+        b = ck_add(ck, b, ck_mul3(ck, rows, g->k * x->Fe_t, 2)); /* FC1 output, BF16 */
+        if (g->k == 2 && !in->fused_swiglu) b = ck_add(ck, b, ck_mul3(ck, rows, x->Fe_t, 2));
+        plan_saved_input(rc, ck, rows, x->Fe_t, &s, &hp); /* FC2 input */
+    }
+    b = ck_add(ck, b, ck_mul(ck, rows, 4 + 8)); /* each row's routing weight, two int32 permutation maps */
+    return ck_add(ck, b, ck_add(ck, s.fp8, hp));
+}
+
+/* Activations of one layer of each kind (recompute none / selective / mods applied inside). */
+static void kind_acts(const PlanInput *in, const Geo *g, Ck *ck, LayerAct la[XK_COUNT])
+{
+    const MoeGeo *x = &g->x;
+    memset(la, 0, sizeof(LayerAct) * XK_COUNT);
+    for (int k = 0; k < XK_COUNT; k++) {
+        LayerAct *a = &la[k];
+        a->input = ck_mul3(ck, g->tok_r, g->h, 2);
+        if (x->mla)
+            mla_act(in, g, ck, a);
+        else
+            plan_attn_act(in, g, ck, a);
+        plan_ffn_act(in, g, ck, k == XK_DENSE ? g->F_t : x->Fs_t, a);
+        if (k == XK_MOE && x->E) a->moe = routed_act(in, g, ck);
+        if (!in->fp8_weight_cache && in->sharding != SHARD_ZERO3)
+            a->wcopy =
+                ck_mul(ck, x->gemm[k] + (k == XK_MOE ? x->expert : 0), recipe_fp8_copy_bytes_per_param(in->recipe));
+    }
+}
+
+void moe_held(const PlanInput *in, const Geo *g, uint32_t stage, Ck *ck, Held *o)
+{
+    const MoeGeo *x = &g->x;
+    memset(o, 0, sizeof *o);
+    uint32_t st[2] = {stage, (uint32_t)(g->pp - 1 - stage)};
+    o->nst = in->dualpipe && st[1] != st[0] ? 2 : 1;
+    int moe_mtp = x->E > 0;
+    for (uint64_t i = 0; i < o->nst; i++) {
+        uint32_t s = st[i];
+        uint64_t Ls = geo_layers(g, s), nd, nx;
+        moe_stage_kinds(in, g, s, &nd, &nx);
+        uint64_t units = plan_inflight_layers(g, s);
+        if (in->dualpipe) units = ck_mul(ck, Ls, g->pp - s < g->m / 2 ? g->pp - s : g->m / 2);
+        uint64_t ud = Ls ? udiv(ck_mul(ck, units, nd), Ls) : 0;
+        o->n[XK_DENSE] += nd, o->n[XK_MOE] += nx;
+        o->units[XK_DENSE] += ud, o->units[XK_MOE] += units - ud;
+        if (s == 0) o->first = 1;
+        if (s == g->pp - 1) {
+            o->last = 1, o->mtp = x->mtp;
+            uint64_t mb = in->dualpipe ? 1 : plan_inflight_mbs(g, s);
+            o->n[moe_mtp ? XK_MOE : XK_DENSE] += x->mtp;
+            o->units[moe_mtp ? XK_MOE : XK_DENSE] += ck_mul(ck, x->mtp, mb);
+        }
+    }
+}
+
+/* Scale terms of the FP8 linear tensors the GPU holds (the router is BF16; an MTP depth adds eh_proj). */
+static void scale_terms(const PlanInput *in, const Geo *g, const Held *hd, StageMem *sm, Ck *ck, int keep)
+{
+    const Recipe *rc = in->recipe;
+    const MoeGeo *x = &g->x;
+    int row = rc->fp8_row != DT_NONE && keep, col = rc->fp8_col != DT_NONE && keep;
+    uint64_t ntens = hd->mtp, sbn = 0, sbb = 0, bb, nn;
+    for (int k = 0; k < XK_COUNT; k++)
+        for (int i = 0; i < x->nlin[k]; i++) {
+            const Lin *l = &x->lin[k][i];
+            if (l->kind == XL_ROUTER || !hd->n[k]) continue;
+            uint64_t tens = ck_mul(ck, l->count, hd->n[k]);
+            ntens = ck_add(ck, ntens, tens);
+            if (rc->weight_gran == GRAN_TENSOR) continue;
+            nn =
+                plan_weight_block_scales(in, l->rows, l->cols, l->kind == XL_EXPERT ? x->edp : g->d, row, col, ck, &bb);
+            sbn = ck_add(ck, sbn, ck_mul(ck, nn, tens)), sbb = ck_add(ck, sbb, ck_mul(ck, bb, tens));
+        }
+    if (hd->mtp && rc->weight_gran != GRAN_TENSOR) {
+        nn = plan_weight_block_scales(in, g->h_t, 2 * g->h, g->d, row, col, ck, &bb);
+        sbn = ck_add(ck, sbn, ck_mul(ck, nn, hd->mtp)), sbb = ck_add(ck, sbb, ck_mul(ck, bb, hd->mtp));
+    }
+    plan_scale_terms(in, sm, ck, ntens, sbn, sbb);
+}
+
+/* The backward working set of one layer of kind k (before recompute and staging). */
+static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k)
+{
+    const MoeGeo *x = &g->x;
+    const Recipe *rc = in->recipe;
+    uint64_t h = g->h, tok = g->tok,
+             hid = k == XK_DENSE ? ck_mul(ck, tok, g->k * g->F_t) : ck_mul(ck, tok, g->k * x->Fs_t);
+    if (k == XK_MOE) hid = ck_add(ck, hid, ck_mul(ck, x->rows, g->k * x->Fe_t));
+    uint64_t b = ck_add(ck, 2 * ck_mul3(ck, g->tok_r, h, 2), ck_mul(ck, hid, 2)); /* dX, d(residual), d(hidden) */
+    if (g->rep > 1) b = ck_add(ck, b, ck_mul3(ck, tok, h, 2));                    /* SP re-gathered input */
+    if (dt_fp8(rc->gemm_bwd)) b = ck_add(ck, b, 2 * hid);                         /* dY in FP8, both layouts */
+    if (k == XK_MOE && x->E)                                                      /* dispatch / combine buffers */
+        b = ck_add(ck, b, ck_mul3(ck, x->rows, h, dt_bytes(rc->comm_ep_dispatch) + dt_bytes(rc->comm_ep_combine)));
+    return b;
+}
+
+void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm, Ck *ck)
+{
+    const Recipe *rc = in->recipe;
+    const ModelSpec *md = in->model;
+    const MoeGeo *x = &g->x;
+    int zero3 = in->sharding == SHARD_ZERO3;
+    Held hd;
+    moe_held(in, g, stage, ck, &hd);
+
+    /* ---- parameters ---- */
+    uint64_t gemm = ck_mul(ck, hd.mtp, x->mtp_gemm), other = ck_mul(ck, hd.mtp, x->mtp_other);
+    for (int k = 0; k < XK_COUNT; k++) {
+        gemm = ck_add(ck, gemm, ck_mul(ck, hd.n[k], x->gemm[k]));
+        other = ck_add(ck, other, ck_mul(ck, hd.n[k], x->other[k]));
+    }
+    uint64_t expert = ck_mul(ck, hd.n[XK_MOE], x->expert);
+    if (hd.first) other = ck_add(ck, other, ck_add(ck, g->emb, g->pos));
+    if (hd.last) {
+        other = ck_add(ck, other, g->norm_elems);
+        if (!md->tied_embeddings || g->pp > 1) other = ck_add(ck, other, g->emb); /* LM head or its tied copy */
+        if (hd.mtp && !hd.first && !md->tied_embeddings) other = ck_add(ck, other, g->emb); /* MTP's lookup */
+    }
+    sm->params_gemm = gemm, sm->params_expert = expert;
+    sm->params = ck_add(ck, ck_add(ck, gemm, other), expert);
+    uint64_t d = g->d * hd.nst, ed = x->edp * hd.nst;
+    plan_state_terms(in, d, sm, ck, &rc->other, other, MT_WEIGHT_OTHER, MT_MASTER_OTHER, MT_GRAD_OTHER,
+                     MT_OPTIM_M_OTHER, MT_OPTIM_V_OTHER);
+    plan_state_terms(in, d, sm, ck, &rc->gemm, gemm, MT_WEIGHT_GEMM, MT_MASTER_GEMM, MT_GRAD_GEMM, MT_OPTIM_M_GEMM,
+                     MT_OPTIM_V_GEMM);
+    plan_state_terms(in, ed, sm, ck, &rc->gemm, expert, MT_WEIGHT_EXPERT, MT_MASTER_EXPERT, MT_GRAD_EXPERT,
+                     MT_OPTIM_M_EXPERT, MT_OPTIM_V_EXPERT);
+    int keep = !zero3 && in->fp8_weight_cache;
+    uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (rc->fp8_col != DT_NONE && keep) ? gemm : 0;
+    plan_term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1, 1);
+    plan_term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1, 1);
+    uint64_t xcopies = (rc->fp8_row != DT_NONE) + (rc->fp8_col != DT_NONE), xe = keep ? ck_mul(ck, expert, xcopies) : 0;
+    plan_term(sm, MT_FP8_EXPERT, MC_FP8_COPY, rc->fp8_row != DT_NONE ? rc->fp8_row : rc->fp8_col, xe,
+              ck_mul(ck, xe, dt_bytes(rc->fp8_row != DT_NONE ? rc->fp8_row : rc->fp8_col)), 1, 1);
+    scale_terms(in, g, &hd, sm, ck, keep);
+
+    /* ---- overheads: a communicator per group the GPU takes part in ---- */
+    uint64_t ncomm = (g->tp > 1) + (g->cp > 1) + (g->d > 1) + (g->pp > 1) + (x->ep > 1) + (x->etp > 1) + (x->edp > 1);
+    plan_term(sm, MT_COMM_BUFFER, MC_OVERHEAD, DT_NONE, 0, ck_mul(ck, ncomm, in->nccl_comm_bytes), 1, 1);
+    plan_term(sm, MT_WORKSPACE, MC_OVERHEAD, DT_NONE, 0, in->workspace_bytes, 1, 1);
+    plan_term(sm, MT_CUDA_CONTEXT, MC_OVERHEAD, DT_NONE, 0, in->cuda_context_bytes, 1, 1);
+
+    /* ---- activations ---- */
+    LayerAct la[XK_COUNT];
+    kind_acts(in, g, ck, la);
+    uint64_t hp = 0, f8 = 0, f8e = 0, at = 0, mk = 0, moe = 0, tr = 0;
+    for (int k = 0; k < XK_COUNT; k++) {
+        const LayerAct *a = &la[k];
+        uint64_t u = hd.units[k], ahp = a->hp, af8 = ck_add(ck, a->fp8, a->wcopy), af8e = a->fp8_elems;
+        uint64_t aat = in->recompute == RECOMPUTE_SELECTIVE ? 0 : a->attn, amk = a->mask, amoe = a->moe;
+        if (in->recompute == RECOMPUTE_FULL) ahp = a->input, af8 = af8e = aat = amk = amoe = 0;
+        hp = ck_add(ck, hp, ck_mul(ck, ahp, u)), f8 = ck_add(ck, f8, ck_mul(ck, af8, u));
+        f8e = ck_add(ck, f8e, ck_mul(ck, af8e, u)), at = ck_add(ck, at, ck_mul(ck, aat, u));
+        mk = ck_add(ck, mk, ck_mul(ck, amk, u)), moe = ck_add(ck, moe, ck_mul(ck, amoe, u));
+        if (!hd.n[k]) continue;
+        uint64_t b = kind_transient(in, g, ck, k);
+        if (in->recompute == RECOMPUTE_FULL)
+            b = ck_add(ck, b, ck_add(ck, ck_add(ck, a->hp, a->fp8), ck_add(ck, ck_add(ck, a->attn, a->mask), a->moe)));
+        if (in->recompute_mods & RECOMPUTE_MOD_MLA_UP) /* one layer's rebuilt Q, K, V */
+            b = ck_add(ck, b, ck_mul3(ck, ck_mul(ck, g->tok, g->heads_t), 2 * x->dqk + x->dv, 2));
+        if (b > tr) tr = b;
+    }
+    if (hd.first && in->dropout) mk = ck_add(ck, mk, ck_mul3(ck, g->tok_r, g->h, hd.units[0] + hd.units[1]));
+    plan_term(sm, MT_ACT_LAYER_HP, MC_ACTIVATION, DT_NONE, 0, hp, 1, 0);
+    plan_term(sm, MT_ACT_LAYER_FP8, MC_ACTIVATION, rc->saved_input, f8e, f8, 1, 0);
+    plan_term(sm, MT_ACT_ATTN, MC_ACTIVATION, DT_NONE, 0, at, 1, 0);
+    plan_term(sm, MT_ACT_MASK, MC_ACTIVATION, DT_NONE, mk, mk, 1, 0);
+    plan_term(sm, MT_ACT_MOE, MC_ACTIVATION, DT_NONE, 0, moe, 1, 0);
+    uint64_t out = 0, logit_elems = ck_mul(ck, g->tok, g->Vp_t), stat = md->norm == NORM_LAYERNORM ? 8 : 4;
+    if (hd.last) { /* final norm in, LM-head input, fp32 softmax of the logits; again per MTP depth */
+        out = ck_add(ck, 2 * ck_mul3(ck, g->tok_r, g->h, 2), ck_mul(ck, g->tok_r, stat));
+        out = ck_mul(ck, ck_add(ck, out, ck_mul(ck, logit_elems, 4)), 1 + hd.mtp);
+    }
+    plan_term(sm, MT_ACT_OUTPUT, MC_ACTIVATION, DT_NONE, 0, out, 1, 0);
+
+    /* ---- transient ---- */
+    if (dtype_is_fp8(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) { /* a weight gradient in fp32 before its cast */
+        uint64_t lmax = 0;
+        for (int k = 0; k < XK_COUNT; k++)
+            for (int i = 0; i < x->nlin[k]; i++)
+                if (ck_mul(ck, x->lin[k][i].rows, x->lin[k][i].cols) > lmax)
+                    lmax = x->lin[k][i].rows * x->lin[k][i].cols;
+        tr = ck_add(ck, tr, ck_mul(ck, lmax, 4));
+    }
+    if (zero3) { /* as for dense models (plan_mem.c), with the larger layer kind's weights */
+        uint64_t lw = 0;
+        for (int k = 0; k < XK_COUNT; k++) {
+            uint64_t w = plan_zero3_layer_bytes(in, x->gemm[k] + (k == XK_MOE ? x->expert : 0), x->other[k], ck);
+            if (hd.n[k] && w > lw) lw = w;
+        }
+        tr = ck_add(ck, tr, 2 * lw);
+        if (g->pp > 1) tr = ck_add(ck, tr, ck_mul(ck, sm->params, 2 + 2));
+    }
+    if (hd.last) {
+        uint64_t lb = in->loss_bytes > 4 ? in->loss_bytes - 4 : 0, lg = ck_mul(ck, logit_elems, lb);
+        if (lg > tr) tr = lg;
+    }
+    plan_term(sm, MT_TRANSIENT, MC_ACTIVATION, DT_NONE, 0, tr, 1, 0);
+    plan_mem_sums(in, sm, ck);
+}

@@ -1,0 +1,242 @@
+/* planner/plan_moe_time.c — one layer and micro-batch of each layer kind (dense,
+ * MoE) of a mixture-of-experts, latent-attention or MTP model; plan_time.c runs
+ * them through the stages and the pipeline.
+ *
+ *   GEMMs      every Lin of the kind (plan_moe.c), fprop [m x rows x cols],
+ *              dgrad [m x cols x rows], wgrad [rows x cols x m], `count` of each in
+ *              one grouped GEMM (the local experts: rows_e rows each, which carry
+ *              the imbalance allowance), FP8 as the recipe says except the router's
+ *              (BF16). While the expert all-to-alls overlap compute, their kernels
+ *              take ep_comm_sms of the GPU's SMs: the GEMMs and attention run on the
+ *              rest (DeepSeek-V3: 20 of 132). A row-wise-scaled recipe's forward
+ *              GEMMs at arch_rowwise_gemm_rel; TE without gradient-accumulation
+ *              fusion, and compile / eager with micro-batches to accumulate, add
+ *              the main_grad += grad kernel per linear weight of the kind (w (2 +
+ *              2 grad bytes) over its weights w). The recipe's FP8 linear extras
+ *              (plan_kernels.c) are charged on dense layers only: the libraries
+ *              behind them (MS-AMP, torchao's row-wise linear) have no grouped-
+ *              expert path.
+ *   attention  plan_attention: latent attention's causal FLOPs are
+ *              tok seq heads/tp (dqk + dv).
+ *   kernels    standard attention: the stack's list (plan_kernels.c, attention
+ *              part). Latent attention (TE-style fused): norm1 4H, latent norms with
+ *              their casts 4 tok (q_lora + kv_lora) in 2 kernels, RoPE on the rope
+ *              dims 4 tok (heads/tp + 1) rope in 2, assembling K 4 tok heads/tp dqk,
+ *              out-projection input cast 4 tok heads/tp dv, bias-dropout-add 6H; the
+ *              backward: out-proj dY cast 4Hf, RoPE and K 4 tok (heads/tp (rope +
+ *              dqk) + rope) in 3, up-projection dY casts 4 tok heads/tp (dqk + nope
+ *              + dv) in 2, latent norms 6 tok (q_lora + kv_lora) in 2, down-
+ *              projection dY casts 4 tok (q_lora + kv_lora + rope) in 2, norm1 6H in
+ *              2, residual 6H. Dense FFN: the stack's list (FFN part). MoE FFN
+ *              (Megatron-Core's fused kernels, any stack), with T = tok_r, R = rows,
+ *              E experts, k top-k, Fe = expert FFN / etp, Fs = shared / tp, b_d, b_c
+ *              the dispatch and combine bytes per element:
+ *                forward  norm2 4Th; router scores and top-k (8E + 8k) T in 2; FP8
+ *                         dispatch: quantize 3Th; permute 2 R h b_d; FC1 input cast
+ *                         4Rh unless dispatched in FP8 (FP8 GEMMs); activation 6 R Fe
+ *                         (GeLU 4); FC2 input cast 4 R Fe; unpermute and weight
+ *                         (R b_c + 2T) h; shared experts' activation 6 tok Fs and cast
+ *                         4 tok Fs; residual 6Th;
+ *                backward FP8 dispatch of dY: quantize 3Th; permute 2 R h b_d;
+ *                         routing-weight gradient 4Rh; dY casts 4Rh (unless FP8
+ *                         dispatch) and 4 R k Fe; activation backward 10 R Fe (GeLU
+ *                         6); unpermute (R b_c + 2T) h; router backward 12 T E in 2;
+ *                         shared 10 tok Fs + casts 4 tok (h + k Fs); norm2 6Th in 2;
+ *                         residual 6Th;
+ *              each at least one launch floor; counted in route_f / route_b.
+ *   TP         per layer one all-gather / reduce-scatter pair for the attention and
+ *              one for a dense FFN or the shared experts (per-call times from
+ *              plan_moe_comm.c), hidden behind the kind's GEMMs up to overlap_tp.
+ *   all-to-all per MoE layer: dispatch + combine forward (+ expert-TP gather and
+ *              reduce-scatter), the same backward, hidden behind the layer's own
+ *              compute of that direction up to overlap_ep; with DualPipe both
+ *              directions behind the paired chunk (one micro-batch's forward with
+ *              another's backward), fully.
+ *   recompute  full: the forward again (GEMMs, attention, kernels, exposed TP and
+ *              all-to-all); selective: the attention core; mla_up_proj: the
+ *              q_up / kv_up forward GEMMs and K assembly; moe_act: the experts'
+ *              activation forward. */
+#include <string.h>
+
+#include "planner/arch.h"
+#include "planner/plan_internal.h"
+
+typedef struct {
+    double t, inv_bw, launch;
+} Acc;
+
+static void op(Acc *a, double bytes, double kernels)
+{
+    double tb = bytes * a->inv_bw, tl = kernels * a->launch;
+    a->t += tb > tl ? tb : tl;
+}
+
+/* Latent attention's memory-bound kernels, forward and backward. */
+static void mla_kernels(const PlanInput *in, const Geo *g, double *fwd, double *bwd)
+{
+    const ModelSpec *md = in->model;
+    const MoeGeo *x = &g->x;
+    Acc f = {0, 1.0 / (in->gpu->hbm_bw * in->eff_hbm), in->launch_s}, b = f;
+    double tok = (double)g->tok, H = (double)g->tok_r * (double)g->h, Hf = tok * (double)g->h, ht = (double)g->heads_t;
+    double ql = md->q_lora_rank, kl = md->kv_lora_rank, r = md->qk_rope_head_dim, nope = md->qk_nope_head_dim;
+    double dqk = (double)x->dqk, dv = (double)x->dv;
+    op(&f, 4 * H, 1), op(&f, 4 * tok * (ql + kl), 2), op(&f, 4 * tok * (ht + 1) * r, 2);
+    op(&f, 4 * tok * ht * dqk, 1), op(&f, 4 * tok * ht * dv, 1), op(&f, 6 * H, 1);
+    op(&b, 4 * Hf, 1), op(&b, 4 * tok * (ht * (r + dqk) + r), 3), op(&b, 4 * tok * ht * (dqk + nope + dv), 2);
+    op(&b, 6 * tok * (ql + kl), 2), op(&b, 4 * tok * (ql + kl + r), 2), op(&b, 6 * H, 2), op(&b, 6 * H, 1);
+    *fwd = f.t, *bwd = b.t;
+}
+
+/* The MoE FFN's memory-bound kernels (route_f / route_b). */
+static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *bwd)
+{
+    const Recipe *rc = in->recipe;
+    const MoeGeo *x = &g->x;
+    Acc f = {0, 1.0 / (in->gpu->hbm_bw * in->eff_hbm), in->launch_s}, b = f;
+    double T = (double)g->tok_r, R = (double)x->rows, h = (double)g->h, E = (double)x->E, k = (double)x->topk;
+    double Fe = (double)x->Fe_t, Fs = (double)x->Fs_t, tok = (double)g->tok;
+    double bd = (double)dt_bytes(rc->comm_ep_dispatch), bc = (double)dt_bytes(rc->comm_ep_combine);
+    int d8 = dt_fp8(rc->comm_ep_dispatch), f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd), sw = g->k == 2;
+    op(&f, 4 * T * h, 1), op(&f, (8 * E + 8 * k) * T, 2);
+    if (d8) op(&f, 3 * T * h, 1);
+    op(&f, 2 * R * h * bd, 1);
+    if (f8 && !d8) op(&f, 4 * R * h, 1);
+    op(&f, (sw ? 6 : 4) * R * Fe, 1);
+    if (f8) op(&f, 4 * R * Fe, 1);
+    op(&f, (R * bc + 2 * T) * h, 1);
+    if (Fs > 0) op(&f, (sw ? 6 : 4) * tok * Fs, 1);
+    if (Fs > 0 && f8) op(&f, 4 * tok * Fs, 1);
+    op(&f, 6 * T * h, 1);
+    if (d8) op(&b, 3 * T * h, 1);
+    op(&b, 2 * R * h * bd, 1), op(&b, 4 * R * h, 1);
+    if (b8 && !d8) op(&b, 4 * R * h, 1);
+    if (b8) op(&b, 4 * R * (sw ? 2 : 1) * Fe, 1);
+    op(&b, (sw ? 10 : 6) * R * Fe, 1), op(&b, (R * bc + 2 * T) * h, 1), op(&b, 12 * T * E, 2);
+    if (Fs > 0) op(&b, (sw ? 10 : 6) * tok * Fs, 1);
+    if (Fs > 0 && b8) op(&b, 4 * tok * (h + (sw ? 2 : 1) * Fs), 2);
+    op(&b, 6 * T * h, 2), op(&b, 6 * T * h, 1);
+    *fwd = f.t, *bwd = b.t;
+}
+
+void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, const Plan *p, LayerT L[XK_COUNT])
+{
+    const Recipe *rc = in->recipe;
+    const MoeGeo *x = &g->x;
+    const Collective *c = p->coll;
+    GemmGpu gg = *gg0;
+    /* the all-to-all kernels' SMs (while they overlap compute: when ep > 1) */
+    double sm_frac = 1.0;
+    if (in->ep_comm_sms && x->ep > 1 && gg.sms > in->ep_comm_sms) {
+        sm_frac = (gg.sms - in->ep_comm_sms) / gg.sms;
+        gg.sms -= in->ep_comm_sms, gg.inv_sms = 1.0 / gg.sms;
+    }
+    int f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd);
+    double gb = (double)dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]));
+    double ob = (double)dt_bytes(plan_grad_dt(in, rc->other.dt[STATE_GRAD]));
+    int te = in->fusion == FUSE_TE;
+    /* the weight-gradient accumulation as a kernel of its own, one per linear weight (plan_kernels.c) */
+    int acc = te ? !in->grad_acc_fusion && rc->linear != LIN_MSAMP : g->m > 1;
+    double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
+    Acc ak = {0, 1.0 / (in->gpu->hbm_bw * in->eff_hbm), in->launch_s};
+    LayerElem le;
+    plan_layer_elem(in, g, &le);
+    double af, ab;
+    if (x->mla)
+        mla_kernels(in, g, &af, &ab);
+    else
+        af = le.fwd_attn, ab = le.bwd_attn;
+    double mf = 0, mb = 0;
+    if (x->E) moe_kernels(in, g, &mf, &mb);
+    for (int k = 0; k < XK_COUNT; k++) {
+        LayerT *Lk = &L[k];
+        memset(Lk, 0, sizeof *Lk);
+        double rcmla = 0, wq = 0, nq = 0;
+        for (int i = 0; i < x->nlin[k]; i++) {
+            const Lin *l = &x->lin[k][i];
+            int q = l->kind != XL_ROUTER;
+            /* TE accumulates into the main grad in the epilogue (the router: its own hook, in BF16) */
+            double wout = te && (!q || in->grad_acc_fusion) ? 2.0 * (q ? gb : ob) : 2.0;
+            double tf = gemm_time(&gg, l->m, l->rows, l->cols, l->count, q && f8, 2) * (q ? fslow : 1.0);
+            if (q) wq += (double)l->rows * (double)l->cols * (double)l->count, nq++;
+            double tw = gemm_time(&gg, l->rows, l->cols, l->m, l->count, q && b8, wout);
+            double tb = gemm_time(&gg, l->m, l->cols, l->rows, l->count, q && b8, 2) + tw;
+            Lk->gemm_f += tf, Lk->gemm_b += tb, Lk->wg += tw;
+            if (l->kind == XL_EXPERT) Lk->xg_f += tf, Lk->xg_b += tb;
+            if (l->up) rcmla += tf; /* MLA's q_up and kv_up */
+        }
+        plan_attention(in, g, &gg, Lk);
+        Lk->attn_f /= sm_frac, Lk->attn_b /= sm_frac;
+        /* the FFN's kernels, the kind's own accumulation and, on dense layers, the recipe's FP8 linear extras */
+        ak.t = 0;
+        if (acc) op(&ak, wq * (2.0 + 2.0 * gb), nq);
+        Lk->elem_f = af + (k == XK_DENSE ? le.fwd - le.fwd_attn : mf);
+        Lk->elem_b = ab + ak.t + (k == XK_DENSE ? le.bwd - le.bwd_attn - le.acc_b : mb);
+        if (k == XK_MOE) Lk->route_f = mf, Lk->route_b = mb;
+
+        /* TP: one pair for the attention, one for a dense FFN or the shared experts */
+        double pairs = 1.0 + (k == XK_DENSE || x->Fs_t ? 1.0 : 0.0), tpf, tpb;
+        if (c[CO_TP_AR_FWD].calls) {
+            tpf = pairs * call_s(&c[CO_TP_AR_FWD]), tpb = pairs * call_s(&c[CO_TP_AR_BWD]);
+        } else {
+            tpf = pairs * (call_s(&c[CO_TP_AG_FWD]) + call_s(&c[CO_TP_RS_FWD]));
+            tpb = pairs * (2 * call_s(&c[CO_TP_AG_BWD]) + call_s(&c[CO_TP_RS_BWD]));
+        }
+        Lk->tp_raw = tpf + tpb;
+        Lk->tp_f = exposed(tpf, Lk->gemm_f, in->overlap_tp);
+        Lk->tp_b = exposed(tpb, Lk->gemm_b, in->overlap_tp);
+        Lk->cp = exposed(3 * call_s(&c[CO_CP_KV]), Lk->attn_f + Lk->attn_b, in->overlap_cp);
+
+        /* expert all-to-alls (+ expert TP), per MoE layer */
+        if (k == XK_MOE) {
+            double ef = call_s(&c[CO_EP_DISPATCH_FWD]) + call_s(&c[CO_EP_COMBINE_FWD]);
+            double eb = call_s(&c[CO_EP_DISPATCH_BWD]) + call_s(&c[CO_EP_COMBINE_BWD]);
+            double et = call_s(&c[CO_ETP_AG]) + call_s(&c[CO_ETP_RS]); /* forward and backward calls alike */
+            ef += et, eb += et;
+            double wf = Lk->gemm_f + Lk->attn_f + Lk->elem_f, wb = Lk->gemm_b + Lk->attn_b + Lk->elem_b;
+            Lk->ep_raw = ef + eb;
+            if (in->dualpipe) { /* both directions behind the paired forward + backward chunk */
+                double e = exposed(ef + eb, wf + wb, 1.0);
+                Lk->ep_f = ef + eb > 0 ? e * ef / (ef + eb) : 0, Lk->ep_b = e - Lk->ep_f;
+            } else {
+                Lk->ep_f = exposed(ef, wf, in->overlap_ep), Lk->ep_b = exposed(eb, wb, in->overlap_ep);
+            }
+        }
+
+        switch (in->recompute) {
+        case RECOMPUTE_FULL:
+            Lk->rc_gemm = Lk->gemm_f, Lk->rc_attn = Lk->attn_f;
+            Lk->rc_elem = Lk->elem_f + Lk->tp_f + Lk->ep_f;
+            Lk->xg_b += Lk->xg_f;
+            break;
+        case RECOMPUTE_SELECTIVE: Lk->rc_attn = Lk->attn_f; break;
+        default: break;
+        }
+        if (in->recompute != RECOMPUTE_FULL) {
+            if (in->recompute_mods & RECOMPUTE_MOD_MLA_UP) Lk->rc_gemm += rcmla;
+            if ((in->recompute_mods & RECOMPUTE_MOD_MOE_ACT) && k == XK_MOE)
+                Lk->rc_elem +=
+                    maxd(6.0 * (double)x->rows * (double)x->Fe_t / (in->gpu->hbm_bw * in->eff_hbm), in->launch_s);
+        }
+    }
+}
+
+double moe_flops_per_token(const PlanInput *in, const Geo *g)
+{
+    const ModelSpec *md = in->model;
+    Ck ck = {0};
+    LayerParams lp;
+    plan_layer_params(md, &ck, &lp);
+    /* the weights one token multiplies: attention linears and the dense FFN, or the shared experts, the top-k
+     * routed experts and the router's [experts, h] (its bias is no matmul); the LM head; per MTP depth eh_proj
+     * [h, 2h], one more layer and the head again */
+    double D = spec_is_moe(md) ? (double)md->dense_layers : (double)g->L, X = (double)g->L - D;
+    double dense = (double)lp.attn + (double)lp.dense_ffn;
+    double moe = (double)lp.attn + (double)lp.shared + (double)md->experts_per_token * (double)lp.expert +
+                 (double)md->experts * (double)g->h;
+    double head = (double)g->h * (double)g->V, mtp = (double)md->mtp_layers;
+    double w =
+        D * dense + X * moe + head + mtp * (2.0 * (double)g->h * (double)g->h + (spec_is_moe(md) ? moe : dense) + head);
+    /* attention, PaLM's convention without the causal halving: 6 (layers + MTP) heads seq (dqk + dv) */
+    double at = 6.0 * ((double)g->L + mtp) * (double)g->heads * (double)g->seq * (double)(g->x.dqk + g->x.dv);
+    return 6.0 * w + at;
+}

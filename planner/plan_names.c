@@ -1,0 +1,90 @@
+/* planner/plan_names.c — names of the plan's enums for reports, and their parsers (see plan.h). */
+#include <strings.h>
+
+#include "planner/plan_internal.h"
+
+/* ---- names ------------------------------------------------------------------------------------------ */
+
+static const char *const cat_names[] = {[MC_STATE] = "state",
+                                        [MC_FP8_COPY] = "fp8_copy",
+                                        [MC_SCALE] = "scale",
+                                        [MC_ACTIVATION] = "activation",
+                                        [MC_OVERHEAD] = "overhead"};
+static const char *const group_names[] = {
+    [GROUP_TP] = "tp",     [GROUP_CP] = "cp", [GROUP_DP] = "dp",   [GROUP_PP] = "pp",  [GROUP_EMB] = "emb",
+    [GROUP_AMAX] = "amax", [GROUP_EP] = "ep", [GROUP_ETP] = "etp", [GROUP_EDP] = "edp"};
+static const char *const op_names[] = {[OP_ALL_REDUCE] = "all-reduce",
+                                       [OP_ALL_GATHER] = "all-gather",
+                                       [OP_REDUCE_SCATTER] = "reduce-scatter",
+                                       [OP_SEND_RECV] = "send/recv",
+                                       [OP_ALL_TO_ALL] = "all-to-all"};
+static const char *const recompute_names[] = {
+    [RECOMPUTE_NONE] = "none", [RECOMPUTE_SELECTIVE] = "selective", [RECOMPUTE_FULL] = "full", [RECOMPUTE_OP] = "op"};
+static const char *const sharding_names[] = {[SHARD_NONE] = "none",
+                                             [SHARD_DIST_OPT] = "dist-opt",
+                                             [SHARD_ZERO1] = "zero1",
+                                             [SHARD_ZERO2] = "zero2",
+                                             [SHARD_ZERO3] = "zero3"};
+static const char *const reject_names[] = {
+    [REJECT_NONE] = "ok",
+    [REJECT_ZERO] = "zero layout value",
+    [REJECT_HEADS_TP] = "heads or kv_heads not divisible by tp",
+    [REJECT_FFN_TP] = "ffn_hidden not divisible by tp",
+    [REJECT_LAYERS_PP] = "layers not divisible by pp*vpp (or uneven stage counts that do not add up)",
+    [REJECT_VPP] = "vpp needs pp > 1 and micro-batches divisible by pp",
+    [REJECT_SEQ_CP] = "seq not divisible by 2*cp (or seq/cp by tp with SP)",
+    [REJECT_SEQ_POS] = "seq longer than the learned position table",
+    [REJECT_WORLD] = "world size != tp*pp*cp*dp",
+    [REJECT_GBS] = "global batch not divisible by mbs*dp",
+    [REJECT_HW] = "recipe needs a newer GPU",
+    [REJECT_MODEL] = "invalid model or GPU spec",
+    [REJECT_KNOB] = "overhead or efficiency setting out of range",
+    [REJECT_OVERFLOW] = "byte count past 2^64",
+    [REJECT_EP] = "ep/etp do not divide experts, expert FFN or tp*cp*dp",
+};
+_Static_assert(sizeof cat_names / sizeof *cat_names == MC_COUNT_, "cat_names");
+_Static_assert(sizeof group_names / sizeof *group_names == GROUP_COUNT_, "group_names");
+_Static_assert(sizeof op_names / sizeof *op_names == OP_COUNT_, "op_names");
+_Static_assert(sizeof recompute_names / sizeof *recompute_names == RECOMPUTE_COUNT_, "recompute_names");
+_Static_assert(sizeof sharding_names / sizeof *sharding_names == SHARD_COUNT_, "sharding_names");
+_Static_assert(sizeof reject_names / sizeof *reject_names == REJECT_COUNT_, "reject_names");
+
+#define NAME_FN(fn, type, table, count) \
+    const char *fn(type v) { return (unsigned)v < (count) ? table[v] : "?"; }
+NAME_FN(mem_category_name, MemCategory, cat_names, MC_COUNT_)
+NAME_FN(comm_group_name, CommGroup, group_names, GROUP_COUNT_)
+NAME_FN(comm_op_name, CommOp, op_names, OP_COUNT_)
+NAME_FN(recompute_name, Recompute, recompute_names, RECOMPUTE_COUNT_)
+NAME_FN(sharding_name, Sharding, sharding_names, SHARD_COUNT_)
+NAME_FN(plan_reject_name, PlanReject, reject_names, REJECT_COUNT_)
+
+static int parse_in(const char *const *names, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcasecmp(s, names[i])) return i;
+    return -1;
+}
+
+int recompute_parse(const char *s, Recompute *out)
+{
+    int i = parse_in(recompute_names, RECOMPUTE_COUNT_, s);
+    return i < 0 ? -1 : (*out = (Recompute)i, 0);
+}
+
+int sharding_parse(const char *s, Sharding *out)
+{
+    int i = parse_in(sharding_names, SHARD_COUNT_, s);
+    return i < 0 ? -1 : (*out = (Sharding)i, 0);
+}
+
+int plan_term_applies(const Plan *p, MemTermId id)
+{
+    return (unsigned)id < MT_COUNT_ && (id < MT_WEIGHT_EXPERT || spec_is_moe(p->in.model));
+}
+
+int plan_coll_applies(const Plan *p, CollectiveId id)
+{
+    if ((unsigned)id >= CO_COUNT_) return 0;
+    CommGroup g = p->coll[id].group;
+    return !(g == GROUP_EP || g == GROUP_ETP || g == GROUP_EDP) || spec_is_moe(p->in.model);
+}

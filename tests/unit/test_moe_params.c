@@ -1,0 +1,218 @@
+/* tests/unit/test_moe_params.c — parameter counts of the mixture-of-experts and
+ * latent-attention models, worked by hand from their config.json values, against the
+ * published totals and activated counts; and the catalog's checks of the MoE/MLA
+ * columns (every bad cell names file, row and column). */
+#include <stdlib.h>
+
+#include "planner/catalog.h"
+#include "planner/plan.h"
+#include "support/fixtures.h"
+#include "test.h"
+
+/* A published figure rounded to `unit` (1e9: "37B", 1e8: "12.9B"); the computed count must lie within one unit of
+ * it — publishers round (Mixtral: 12.88 -> 12.9) or truncate (Qwen3: 3.353 -> 3.3, DeepSeek: 37.55 -> 37). */
+static void check_published(const char *name, uint64_t computed, double published, double unit)
+{
+    double d = (double)computed - published;
+    CHECKF(d > -unit && d < unit, "%s: %.4g is not within %g of the published %.4g", name, (double)computed, unit,
+           published);
+}
+
+static void test_deepseek_v3(void)
+{
+    Catalog *c = fx_catalog();
+    const ModelSpec *m = catalog_model(c, "deepseek-v3");
+    CHECK(m != NULL);
+    if (!m) return free(c);
+    ModelParams mp;
+    CHECK(model_params(m, &mp) == 0);
+    /* MLA per layer: q_down 7168 x 1536 = 11,010,048; q_up 1536 x 128 x 192 = 37,748,736;
+     * kv_down 7168 x (512 + 64) = 4,128,768; kv_up 512 x 128 x (128 + 128) = 16,777,216;
+     * out 128 x 128 x 7168 = 117,440,512; sum 187,105,280, + latent norms 1536 + 512 = 187,107,328.
+     * Two RMSNorms 2 x 7168 = 14,336. Dense FFN 3 x 7168 x 18432 = 396,361,728.
+     * One expert 3 x 7168 x 2048 = 44,040,192; 256 routed = 11,274,289,152; 1 shared = 44,040,192;
+     * router 256 x 7168 = 1,835,008 + 256 bias values.
+     * Dense layer 187,107,328 + 14,336 + 396,361,728 = 583,483,392, x 3 = 1,750,450,176.
+     * MoE layer 187,107,328 + 14,336 + 11,274,289,152 + 44,040,192 + 1,835,264 = 11,507,286,272, x 58
+     *   = 667,422,603,776.
+     * Embedding and head 2 x 129280 x 7168 = 1,853,358,080; final norm 7168.
+     * Total 1,750,450,176 + 667,422,603,776 + 1,853,358,080 + 7168 = 671,026,419,200 (the checkpoint's main-model
+     * count; "671B"). */
+    CHECK_EQ_U64(mp.total, 671026419200ull);
+    check_published("deepseek-v3 total", mp.total, 671e9, 1e9);
+    /* activated: each MoE layer uses 8 of 256 routed experts: less 248 x 44,040,192 = 10,921,967,616 per layer,
+     * x 58 = 633,474,121,728; 671,026,419,200 - 633,474,121,728 = 37,552,297,472 ("37B activated"); without the
+     * embedding table (926,679,040) 36,625,618,432 (README_WEIGHTS.md's "36.6B including the output head"). */
+    CHECK_EQ_U64(mp.active, 37552297472ull);
+    check_published("deepseek-v3 activated", mp.active, 37e9, 1e9);
+    CHECK_EQ_U64(mp.embedding, 926679040ull);
+    check_published("deepseek-v3 activated without the embedding", mp.active - mp.embedding, 36.6e9, 1e8);
+    /* MTP depth 1: eh_proj 2 x 7168 x 7168 = 102,760,448, enorm + hnorm + final norm 3 x 7168 = 21,504, one MoE
+     * layer 11,507,286,272: 11,610,068,224; with the shared embedding and head stored again (1,853,358,080) the
+     * Hugging Face checkpoint holds 671,026,419,200 + 11,610,068,224 + 1,853,358,080 = 684,489,845,504 ("685B"). */
+    CHECK_EQ_U64(mp.mtp, 11610068224ull);
+    check_published("deepseek-v3 on Hugging Face", mp.total + mp.mtp + 2 * mp.embedding, 685e9, 1e9);
+    free(c);
+}
+
+static void test_mixtral_and_qwen3(void)
+{
+    Catalog *c = fx_catalog();
+    const struct {
+        const char *name;
+        uint64_t total, active;
+        double pub_total, pub_active, unit;
+    } rows[] = {
+        /* Mixtral 8x7B: attention 4096 x (4096 + 2 x 1024) + 4096 x 4096 = 41,943,040; expert 3 x 4096 x 14336
+         * = 176,160,768, x 8 = 1,409,286,144; router 8 x 4096 = 32,768; norms 8,192: 1,451,270,144 per layer,
+         * x 32 = 46,440,644,608; embedding + head 2 x 32000 x 4096 = 262,144,000; final norm 4096:
+         * 46,702,792,704 ("46.7B"). Active: 6 experts fewer per layer, 6 x 176,160,768 x 32 = 33,822,867,456:
+         * 12,879,925,248 ("12.9B"). */
+        {"mixtral-8x7b", 46702792704ull, 12879925248ull, 46.7e9, 12.9e9, 1e8},
+        /* Mixtral 8x22B: attention 6144 x (6144 + 2048) + 6144 x 6144 = 88,080,384; expert 3 x 6144 x 16384
+         * = 301,989,888, x 8 = 2,415,919,104; router 49,152; norms 12,288: 2,504,060,928 x 56 = 140,227,411,968;
+         * embedding + head 2 x 32768 x 6144 = 402,653,184; final norm 6144: 140,630,071,296 ("141B"). Active:
+         * less 6 x 301,989,888 x 56 = 101,468,602,368: 39,161,468,928 ("39B"). */
+        {"mixtral-8x22b", 140630071296ull, 39161468928ull, 141e9, 39e9, 1e9},
+        /* Qwen3-30B-A3B: attention 2048 x (4096 + 2 x 512) + 2048 x 4096 = 18,874,368, q/k norms 256; expert
+         * 3 x 2048 x 768 = 4,718,592, x 128 = 603,979,776; router 128 x 2048 = 262,144; norms 4,096:
+         * 623,120,640 x 48 = 29,909,790,720; embedding + head 2 x 151936 x 2048 = 622,329,856; final norm 2048:
+         * 30,532,122,624 ("30.5B"). Active: less 120 x 4,718,592 x 48 = 27,179,089,920: 3,353,032,704 ("3.3B"). */
+        {"qwen3-30b-a3b", 30532122624ull, 3353032704ull, 30.5e9, 3.3e9, 1e8},
+        /* Qwen3-235B-A22B: attention 4096 x (8192 + 1024) + 8192 x 4096 = 71,303,168, q/k norms 256; expert
+         * 3 x 4096 x 1536 = 18,874,368, x 128 = 2,415,919,104; router 524,288; norms 8,192: 2,487,755,008 x 94 =
+         * 233,848,970,752; embedding + head 2 x 151936 x 4096 = 1,244,659,712; final norm 4096: 235,093,634,560
+         * ("235B"). Active: less 120 x 18,874,368 x 94 = 212,902,871,040: 22,190,763,520 ("22B"). */
+        {"qwen3-235b-a22b", 235093634560ull, 22190763520ull, 235e9, 22e9, 1e9},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        const ModelSpec *m = catalog_model(c, rows[i].name);
+        CHECKF(m != NULL, "%s", rows[i].name);
+        if (!m) continue;
+        ModelParams mp;
+        CHECK(model_params(m, &mp) == 0);
+        CHECKF(mp.total == rows[i].total, "%s total %llu", rows[i].name, (unsigned long long)mp.total);
+        CHECKF(mp.active == rows[i].active, "%s active %llu", rows[i].name, (unsigned long long)mp.active);
+        CHECK_EQ_U64(mp.mtp, 0);
+        check_published(rows[i].name, mp.total, rows[i].pub_total, rows[i].unit);
+        check_published(rows[i].name, mp.active, rows[i].pub_active, rows[i].unit);
+    }
+    /* Qwen3-30B-A3B's model card also gives 29.9B without the embedding and the head: 30,532,122,624 -
+     * 622,329,856 = 29,909,792,768 */
+    ModelParams q;
+    CHECK(model_params(catalog_model(c, "qwen3-30b-a3b"), &q) == 0);
+    check_published("qwen3-30b-a3b non-embedding", q.total - 2 * q.embedding, 29.9e9, 1e8);
+    /* a dense model: active = total, nothing in MTP */
+    ModelParams d;
+    CHECK(model_params(catalog_model(c, "llama3-8b"), &d) == 0);
+    CHECK_EQ_U64(d.total, 8030261248ull);
+    CHECK_EQ_U64(d.active, d.total);
+    free(c);
+}
+
+/* ---- catalog checks of the MoE / MLA columns ---------------------------------------------------------------- */
+
+static const char *hdr = "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,position,"
+                         "tied_embeddings,linear_bias,source,qk_norm,experts,experts_per_token,shared_experts,"
+                         "expert_ffn_hidden,dense_layers,router,router_groups,router_group_topk,q_lora_rank,"
+                         "kv_lora_rank,qk_nope_head_dim,qk_rope_head_dim,v_head_dim,mtp_layers\n";
+/* base columns of a small SwiGLU model with 4 layers, 4 heads of 8 */
+#define BASE "m,4,32,64,4,4,8,100,16,rmsnorm,swiglu,rope,no,no,src,"
+
+static void expect(const char *ext, Status want, const char *part)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "%s" BASE "%s\n", hdr, ext);
+    Catalog *c = calloc(1, sizeof *c);
+    Err e = {0};
+    Status st = catalog_parse_models(c, text, strlen(text), "m.csv", &e);
+    CHECKF(st == want, "status %d for %s: %s", st, ext, e.msg);
+    if (want != ST_OK) CHECK_CONTAINS(e.msg, part);
+    free(c);
+}
+
+static void test_catalog_checks(void)
+{
+    /* qk_norm,experts,topk,shared,expert_ffn,dense,router,groups,group_topk,q_lora,kv_lora,nope,rope,v,mtp */
+    expect(",,,,,,,,,,,,,,", ST_OK, "");                    /* dense: every cell empty */
+    expect("no,0,0,0,0,0,none,0,0,0,0,0,0,0,0", ST_OK, ""); /* or 0 */
+    expect("yes,8,2,1,16,1,softmax,,,,,,,,1", ST_OK, "");
+    expect("no,8,2,0,16,0,sigmoid,4,2,16,8,4,4,8,0", ST_OK, "");
+    expect(",,2,,,,,,,,,,,,", ST_DATA, "m.csv: row 2, column experts_per_token: '2' is given, but experts is 0");
+    expect(",8,0,,16,,softmax,,,,,,,,", ST_DATA, "column experts_per_token: '0' must be in [1, experts = 8]");
+    expect(",8,9,,16,,softmax,,,,,,,,", ST_DATA, "column experts_per_token: '9'");
+    expect(",8,2,,,,softmax,,,,,,,,", ST_DATA, "column expert_ffn_hidden: empty or 0");
+    expect(",8,2,,16,,,,,,,,,,", ST_DATA, "column router: empty or none");
+    expect(",8,2,,16,,argmax,,,,,,,,", ST_DATA, "column router: 'argmax' is not none, softmax or sigmoid");
+    expect(",8,2,,16,4,softmax,,,,,,,,", ST_DATA, "column dense_layers: '4' leaves no MoE layer of 4");
+    expect(",8,2,,16,,softmax,3,1,,,,,,", ST_DATA, "column router_group_topk"); /* 3 groups do not divide 8 */
+    expect(",8,4,,16,,softmax,4,1,,,,,,", ST_DATA, "column router_group_topk"); /* 1 group of 2 holds 2 < 4 */
+    expect(",8,2,,16,,softmax,,2,,,,,,", ST_DATA, "column router_group_topk: '2' is given, but router_groups is 0");
+    expect(",,,,,,,,,,8,4,3,8,", ST_DATA, "column qk_rope_head_dim: '3'"); /* 4 + 3 != head_dim 8 */
+    expect(",,,,,,,,,8,,,,,", ST_DATA, "column q_lora_rank: '8' is given, but kv_lora_rank is 0");
+    expect(",,,,,,,,,,,,,,17", ST_DATA, "column mtp_layers: '17' is out of range [0, 16]");
+    expect(",-1,,,,,,,,,,,,,", ST_DATA, "column experts");
+    expect("maybe,,,,,,,,,,,,,,", ST_DATA, "column qk_norm: 'maybe' is not yes or no");
+    /* latent attention needs kv_heads = heads; MoE and MLA rows carry no biases */
+    char text[2048];
+    snprintf(text, sizeof text, "%sm,4,32,64,4,2,8,100,16,rmsnorm,swiglu,rope,no,no,src,,,,,,,,,,,8,4,4,8,\n", hdr);
+    Catalog *c = calloc(1, sizeof *c);
+    Err e = {0};
+    CHECK(catalog_parse_models(c, text, strlen(text), "m.csv", &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "column kv_heads: '2': latent attention has one key/value head per query head");
+    snprintf(text, sizeof text, "%sm,4,32,64,4,4,8,100,16,rmsnorm,swiglu,rope,no,yes,src,,8,2,,16,,softmax,,,,,,,,\n",
+             hdr);
+    CHECK(catalog_parse_models(c, text, strlen(text), "m.csv", &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "column linear_bias");
+    free(c);
+}
+
+/* A small MoE model counted by hand: 4 layers, hidden 32, 4 heads of 8 (standard attention, kv 4), vocab 100,
+ * RMSNorm, SwiGLU, untied; 8 experts of 16, top 2, 1 shared, first layer dense (FFN 64), sigmoid router; MTP 1. */
+static void test_small_moe(void)
+{
+    ModelSpec m = {.layers = 4,
+                   .hidden = 32,
+                   .ffn_hidden = 64,
+                   .heads = 4,
+                   .kv_heads = 4,
+                   .head_dim = 8,
+                   .vocab = 100,
+                   .seq_len = 16,
+                   .norm = NORM_RMSNORM,
+                   .mlp = MLP_SWIGLU,
+                   .pos = POS_ROPE,
+                   .experts = 8,
+                   .experts_per_token = 2,
+                   .shared_experts = 1,
+                   .expert_ffn = 16,
+                   .dense_layers = 1,
+                   .router = ROUTER_SIGMOID,
+                   .mtp_layers = 1};
+    ModelParams mp;
+    CHECK(model_params(&m, &mp) == 0);
+    /* attention 32 x (32 + 64) + 32 x 32 = 4096; norms 64; dense FFN 3 x 64 x 32 = 6144: dense layer 10,304.
+     * expert 3 x 16 x 32 = 1536, 8 routed = 12,288, shared 1536, router 8 x 32 + 8 = 264: MoE layer
+     * 4096 + 64 + 12,288 + 1536 + 264 = 18,248, x 3 = 54,744. Embedding + head 2 x 100 x 32 = 6400, final
+     * norm 32. Total 10,304 + 54,744 + 6400 + 32 = 71,480; active: 6 x 1536 x 3 = 27,648 fewer = 43,832.
+     * MTP: 2 x 32 x 32 = 2048 + 3 x 32 = 96 + 18,248 = 20,392. */
+    CHECK_EQ_U64(mp.total, 71480);
+    CHECK_EQ_U64(mp.active, 43832);
+    CHECK_EQ_U64(mp.mtp, 20392);
+    CHECK_EQ_U64(mp.embedding, 3200);
+    /* the same with MLA: q_lora 16, kv_lora 8, nope 4, rope 4, v 8: q_down 32 x 16 = 512, q_up 16 x 4 x 8 = 512,
+     * kv_down 32 x 12 = 384, kv_up 8 x 4 x 12 = 384, out 4 x 8 x 32 = 1024: 2816 + latent norms 24 = 2840,
+     * 1256 less than 4096 per layer: total 71,480 - 4 x 1256 = 66,456 */
+    m.q_lora_rank = 16, m.kv_lora_rank = 8, m.qk_nope_head_dim = 4, m.qk_rope_head_dim = 4, m.v_head_dim = 8;
+    CHECK(model_params(&m, &mp) == 0);
+    CHECK_EQ_U64(mp.total, 66456);
+}
+
+int main(void)
+{
+    RUN(test_deepseek_v3);
+    RUN(test_mixtral_and_qwen3);
+    RUN(test_catalog_checks);
+    RUN(test_small_moe);
+    return test_summary();
+}
