@@ -14,7 +14,10 @@ expect_out "lists the FP8 dispatch all-to-all" "ep_dispatch_fwd         ep     a
 expect_out "lists the BF16 combine all-to-all" "ep_combine_fwd          ep     all-to-all      bf16      64  inter"
 expect_out "lists the expert-DP gradients" "edp_grad_reducescatter"
 expect_out "states the expert layout" "experts: 256 routed (top 8) + 1 shared per MoE layer, 4 on this GPU; EP 64 x ETP 1, expert-DP 2"
-expect_out "states the dtypes and DualPipe" "all-to-all dispatch e4m3, combine bf16; EP overlap 1.00 (DualPipe); 20 SMs"
+tr -s '\n ' '  ' <"$TMP/out" >"$TMP/joined" # the MoE summary wraps at 100 columns
+expect_eq "states the dtypes and DualPipe" \
+    "$(grep -o 'all-to-all dispatch e4m3, combine bf16; EP overlap 1.00 (DualPipe); 20 SMs' "$TMP/joined")" \
+    "all-to-all dispatch e4m3, combine bf16; EP overlap 1.00 (DualPipe); 20 SMs"
 expect_out "itemizes the expert GEMM time" "expert_gemm"
 expect_out "itemizes the exposed all-to-all time" "ep_comm_exposed"
 expect_out "sums the expert traffic" "expert all-to-alls and expert TP per step:"

@@ -101,14 +101,21 @@ static void test_term_metadata(void)
     CHECK(plan_build(&in, &p, NULL) == ST_OK);
     for (int i = 0; i < MT_COUNT_; i++) {
         const MemTerm *x = &p.mem[i];
-        int state = i >= MT_WEIGHT_GEMM && i <= MT_OPTIM_V_OTHER && i != MT_FP8_ROWWISE && i != MT_FP8_COLWISE;
-        int copy = i == MT_FP8_ROWWISE || i == MT_FP8_COLWISE;
+        /* the expert terms (a dense model holds none of them) are states, an FP8 copy and activations */
+        int expert = i >= MT_WEIGHT_EXPERT && i <= MT_OPTIM_V_EXPERT;
+        int state = (i >= MT_WEIGHT_GEMM && i <= MT_OPTIM_V_OTHER && i != MT_FP8_ROWWISE && i != MT_FP8_COLWISE) ||
+                    (expert && i != MT_FP8_EXPERT);
+        int copy = i == MT_FP8_ROWWISE || i == MT_FP8_COLWISE || i == MT_FP8_EXPERT;
         int scale = i >= MT_SCALE_GEMM && i <= MT_SCALE_STATE;
-        int act = i >= MT_ACT_LAYER_HP && i <= MT_TRANSIENT;
+        int act = (i >= MT_ACT_LAYER_HP && i <= MT_TRANSIENT) || i == MT_ACT_MOE;
         MemCategory want = state ? MC_STATE : copy ? MC_FP8_COPY : scale ? MC_SCALE : act ? MC_ACTIVATION : MC_OVERHEAD;
         CHECKF(x->id == (MemTermId)i, "term %d has id %d", i, x->id);
         CHECKF(x->cat == want, "%s: category %d, expected %d", x->name, x->cat, want);
         CHECKF(x->persistent == !(act || i == MT_FRAGMENTATION), "%s: persistent %d", x->name, x->persistent);
+        if (expert || i == MT_ACT_MOE) { /* absent here: no bytes (their sharding: test_moe_plan) */
+            CHECKF(x->bytes == 0, "%s: %llu bytes in a dense model", x->name, (unsigned long long)x->bytes);
+            continue;
+        }
         CHECKF(x->shards == (state ? 2u : 1u), "%s: shards %u", x->name, x->shards);
     }
 }

@@ -10,7 +10,9 @@
 #include "test.h"
 
 static const char head[] = "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,position,"
-                           "tied_embeddings,linear_bias,source\n";
+                           "tied_embeddings,linear_bias,qk_norm,experts,experts_per_token,shared_experts,"
+                           "expert_ffn_hidden,dense_layers,router,router_groups,router_group_topk,q_lora_rank,"
+                           "kv_lora_rank,qk_nope_head_dim,qk_rope_head_dim,v_head_dim,mtp_layers,source\n";
 
 /* one model row with column `col` (1-based among the numbers: 1 layers .. 8 seq_len) set to v */
 static Status parse_with(int col, unsigned long long v, Catalog *c, Err *e)
@@ -19,7 +21,7 @@ static Status parse_with(int col, unsigned long long v, Catalog *c, Err *e)
     n[col - 1] = v;
     if (col == 5) n[3] = 65536; /* kv_heads must divide heads: give it the most heads */
     char text[1024];
-    snprintf(text, sizeof text, "%sm,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,rmsnorm,gelu,rope,no,no,src\n", head, n[0],
+    snprintf(text, sizeof text, "%sm,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,rmsnorm,gelu,rope,no,no,,,,,,,,,,,,,,,,src\n", head, n[0],
              n[1], n[2], n[3], n[4], n[5], n[6], n[7]);
     return catalog_parse_models(c, text, strlen(text), "models.csv", e);
 }

@@ -187,11 +187,12 @@ static void test_tied_lm_head_on_last_stage(void)
 static const char recipes_csv[] =
     "name,weight,fp8_rowwise,fp8_colwise,master,grad,adam_m,adam_v,dist_opt_shards,scaled_states,other_params,"
     "gemm_fwd,gemm_bwd,scaling,act_granularity,weight_granularity,amax_history,amax_reduce,dp_grad_comm,"
-    "param_gather_comm,tp_allgather_comm,tp_reducescatter_comm,saved_gemm_input,fp8_linear,min_sm,source\n"
+    "param_gather_comm,tp_allgather_comm,tp_reducescatter_comm,ep_dispatch_comm,ep_combine_comm,saved_gemm_input,"
+    "fp8_linear,min_sm,source\n"
     "base,bf16,none,none,fp32,fp32,fp32,fp32,master+m+v,none,base,bf16,bf16,none,tensor,tensor,0,none,fp32,bf16,"
-    "bf16,bf16,bf16,none,8.0,test\n"
+    "bf16,bf16,bf16,bf16,bf16,none,8.0,test\n"
     "fp8-tp-amax,bf16,e4m3,e4m3,fp32,fp32,fp32,fp32,master+m+v,none,base,e4m3,e5m2,delayed,tensor,tensor,16,tp,"
-    "fp32,bf16,e4m3,bf16,e4m3,te,8.9,test\n";
+    "fp32,bf16,e4m3,bf16,bf16,bf16,e4m3,te,8.9,test\n";
 
 /* Layout tp 2 x cp 2 x dp 2, seq 8 (divisible by 2 cp and, per CP rank, by tp), 2 micro-batches.
  * TP-only: the amax all-reduce spans tp x cp = 4 ranks; over everything it spans 2 x 2 x 2 = 8.
@@ -262,7 +263,7 @@ static void test_master_sharding_refused_on_any_row(void)
 {
     char text[4096];
     const char *bad = "bf16-sharded,none,none,none,fp32,fp32,fp32,fp32,master+m+v,none,base,bf16,bf16,none,tensor,"
-                      "tensor,0,none,fp32,bf16,bf16,bf16,bf16,none,8.0,test\n";
+                      "tensor,0,none,fp32,bf16,bf16,bf16,bf16,bf16,bf16,none,8.0,test\n";
     snprintf(text, sizeof text, "%s%s", recipes_csv, bad);
     Catalog *c = calloc(1, sizeof *c);
     if (!c) return;
