@@ -13,6 +13,7 @@
 #include "fp8/format.h"
 #include "fp8/granularity.h"
 #include "fp8/minifloat.h"
+#include "fp8/qerror.h"
 #include "fp8/quant.h"
 #include "fp8/synth.h"
 #include "test.h"
@@ -199,6 +200,48 @@ static void test_quant_margin_bounds(void)
     }
 }
 
+/* The outlier channels are 0.1 % of the columns, at least 1 and at most 4096: with the same seed the
+ * outlier tensor is the normal one with those columns scaled (x 20, and two entries of row 0 replaced),
+ * so counting the columns where the two differ counts the outlier channels.
+ *   5,000 columns:     0.001 x 5,000 = 5
+ *   4,200,000 columns: 0.001 x 4,200,000 = 4,200, capped at 4,096 */
+static void test_outlier_channel_count(void)
+{
+    const struct {
+        uint64_t cols;
+        int want;
+    } cases[] = {{5000, 5}, {4200000, 4096}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        uint64_t n = cases[i].cols;
+        float *a = malloc(sizeof *a * n), *b = malloc(sizeof *b * n);
+        CHECK(a != NULL && b != NULL);
+        Err e = {0};
+        if (a && b) {
+            CHECKF(synth_fill(SYNTH_NORMAL, 3, 1, n, a, &e) == ST_OK, "%s", e.msg);
+            CHECKF(synth_fill(SYNTH_OUTLIERS, 3, 1, n, b, &e) == ST_OK, "%s", e.msg);
+            int differ = 0;
+            for (uint64_t c = 0; c < n; c++) differ += a[c] != b[c];
+            CHECKF(differ == cases[i].want, "%llu columns: %d outlier channels, expected %d",
+                   (unsigned long long)n, differ, cases[i].want);
+        }
+        free(a);
+        free(b);
+    }
+}
+
+/* A reference of zeros against a nonzero result: no relative error is finite. x = {0, 0},
+ * y = {0.5, 0}: sum x^2 = 0, sum (x - y)^2 = 0.25, so rel_rms = +inf and SNR = 10 log10(0 / 0.25) = -inf;
+ * the largest error is 0.5. */
+static void test_qerror_zero_reference(void)
+{
+    const float x[2] = {0, 0}, y[2] = {0.5f, 0};
+    QuantError q;
+    qerr_compute(x, y, 2, NULL, &q);
+    CHECKF(isinf(q.rel_rms) && q.rel_rms > 0, "rel_rms %g", q.rel_rms);
+    CHECKF(isinf(q.snr_db) && q.snr_db < 0, "snr %g dB", q.snr_db);
+    CHECKF(q.max_abs == 0.5, "max_abs %g", q.max_abs);
+}
+
 int main(void)
 {
     RUN(test_generator_stream);
@@ -207,5 +250,7 @@ int main(void)
     RUN(test_helper_edges);
     RUN(test_outlier_distribution);
     RUN(test_quant_margin_bounds);
+    RUN(test_outlier_channel_count);
+    RUN(test_qerror_zero_reference);
     return test_summary();
 }
