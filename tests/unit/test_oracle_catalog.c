@@ -21,7 +21,8 @@ static Status parse_with(int col, unsigned long long v, Catalog *c, Err *e)
     n[col - 1] = v;
     if (col == 5) n[3] = 65536; /* kv_heads must divide heads: give it the most heads */
     char text[1024];
-    snprintf(text, sizeof text, "%sm,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,rmsnorm,gelu,rope,no,no,,,,,,,,,,,,,,,,src\n", head, n[0],
+    snprintf(text, sizeof text,
+             "%sm,%llu,%llu,%llu,%llu,%llu,%llu,%llu,%llu,rmsnorm,gelu,rope,no,no,,,,,,,,,,,,,,,,src\n", head, n[0],
              n[1], n[2], n[3], n[4], n[5], n[6], n[7]);
     return catalog_parse_models(c, text, strlen(text), "models.csv", e);
 }

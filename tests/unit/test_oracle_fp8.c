@@ -221,8 +221,8 @@ static void test_outlier_channel_count(void)
             CHECKF(synth_fill(SYNTH_OUTLIERS, 3, 1, n, b, &e) == ST_OK, "%s", e.msg);
             int differ = 0;
             for (uint64_t c = 0; c < n; c++) differ += a[c] != b[c];
-            CHECKF(differ == cases[i].want, "%llu columns: %d outlier channels, expected %d",
-                   (unsigned long long)n, differ, cases[i].want);
+            CHECKF(differ == cases[i].want, "%llu columns: %d outlier channels, expected %d", (unsigned long long)n,
+                   differ, cases[i].want);
         }
         free(a);
         free(b);
