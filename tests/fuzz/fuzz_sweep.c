@@ -33,7 +33,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     SweepSpec s = {.recipes = recs, .nrecipes = 1, .gpus = gpus, .max_tp = 1, .max_vpp = 1, .max_cp = 1, .max_mbs = 1};
     plan_input_defaults(&s.base);
     static ModelSpec one_layer; /* no uneven pipeline split exists: R = 2 x RECOMPUTE_COUNT_ per divisor */
-    one_layer = cat->models[data[6] % cat->nmodels];
+    uint32_t mi = data[6] % cat->nmodels;
+    while (cat->models[mi].experts) mi = (mi + 1) % cat->nmodels; /* a dense model: no EP x ETP factor */
+    one_layer = cat->models[mi];
     one_layer.layers = 1;
     s.base.model = &one_layer;
     s.base.gpu = &cat->gpus[data[7] % cat->ngpus];
