@@ -13,8 +13,9 @@
 const char *const catalog_model_columns =
     "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,"
     "position,tied_embeddings,linear_bias,source";
-const char *const catalog_gpu_columns = "name,compute_capability,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,"
-                                        "intra_node_gbps,inter_node_gbps,gpus_per_node,source";
+const char *const catalog_gpu_columns =
+    "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,"
+    "intra_node_gbps,inter_node_gbps,gpus_per_node,source";
 const char *const catalog_recipe_columns =
     "name,weight,fp8_rowwise,fp8_colwise,master,grad,adam_m,adam_v,dist_opt_shards,scaled_states,other_params,"
     "gemm_fwd,gemm_bwd,scaling,act_granularity,weight_granularity,amax_history,amax_reduce,dp_grad_comm,"
@@ -152,10 +153,10 @@ static Status parse_gpu(Cur *c, void *row)
     double hbm, bf16, fp8, fp32, intra, inter;
     Status st;
     if ((st = get_text(c, "name", g->name, sizeof g->name, 1)) || (st = get_sm(c, "compute_capability", &g->sm)) ||
-        (st = get_count(c, "hbm_bytes", &g->hbm_bytes)) || (st = get_rate(c, "hbm_gbps", 0, &hbm)) ||
-        (st = get_rate(c, "bf16_tflops", 0, &bf16)) || (st = get_rate(c, "fp8_tflops", 1, &fp8)) ||
-        (st = get_rate(c, "fp32_tflops", 0, &fp32)) || (st = get_rate(c, "intra_node_gbps", 0, &intra)) ||
-        (st = get_rate(c, "inter_node_gbps", 0, &inter)) ||
+        (st = get_u32(c, "sms", 1, 1u << 16, &g->sms)) || (st = get_count(c, "hbm_bytes", &g->hbm_bytes)) ||
+        (st = get_rate(c, "hbm_gbps", 0, &hbm)) || (st = get_rate(c, "bf16_tflops", 0, &bf16)) ||
+        (st = get_rate(c, "fp8_tflops", 1, &fp8)) || (st = get_rate(c, "fp32_tflops", 0, &fp32)) ||
+        (st = get_rate(c, "intra_node_gbps", 0, &intra)) || (st = get_rate(c, "inter_node_gbps", 0, &inter)) ||
         (st = get_u32(c, "gpus_per_node", 1, 1u << 20, &g->gpus_per_node)) ||
         (st = get_text(c, "source", g->source, sizeof g->source, 0)))
         return st;

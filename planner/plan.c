@@ -243,7 +243,7 @@ void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g)
     memset(g, 0, sizeof *g);
     g->h = md->hidden;
     g->F = md->ffn_hidden;
-    g->k = md->mlp == MLP_SWIGLU ? 2 : 1;
+    g->k = spec_fc1_k(md);
     g->heads = md->heads;
     g->kv_heads = md->kv_heads;
     g->q_dim = (uint64_t)md->heads * md->head_dim;

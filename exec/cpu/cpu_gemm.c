@@ -200,8 +200,6 @@ static int is_block(const GemmOperand *o)
 
 Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e)
 {
-    Status st = gemm_desc_check(g, e);
-    if (st) return st;
     uint64_t m = g->m, n = g->n, k = g->k, mn;
     uint64_t mk, nk;
     if (u64_mul(m, n, &mn) || u64_mul(m, k, &mk) || u64_mul(n, k, &nk) || mn > UINT64_MAX / 2)

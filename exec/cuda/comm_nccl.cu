@@ -1,4 +1,4 @@
-/* exec/cuda/comm_nccl.cu — the NCCL implementation of Comm (exec/backend.h).
+/* exec/cuda/comm_nccl.cu — the NCCL implementation of Comm (exec/comm/comm.h).
  *
  * Collectives run on the CUDA backend's stream, so they are ordered with the
  * kernels around them and timed as BK_OPCAT_COMM. Every call adds its payload
@@ -66,59 +66,50 @@ static Status need_cuda(Backend *bk, Err *e)
     return ST_OK;
 }
 
-static void count(Comm *c, uint64_t payload, double factor)
-{
-    c->stats.calls++;
-    c->stats.payload_bytes += payload;
-    c->stats.bus_bytes += (double)payload * factor;
-}
+typedef enum { NC_ALL_REDUCE = 0, NC_ALL_GATHER, NC_REDUCE_SCATTER } NcclKind;
 
-static Status nccl_all_reduce(Comm *c, Backend *bk, void *buf, uint64_t n, Dtype dt, CommReduce op, Err *e)
+/* One collective on the backend's stream, timed as BK_OPCAT_COMM and counted:
+ * payload S = n elements (all-reduce) or size·n (gather, scatter), bus factor
+ * 2(n−1)/n or (n−1)/n. */
+static Status issue(Comm *c, NcclKind k, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n,
+                    Dtype dt, CommReduce op, Err *e)
 {
     NcclImpl *ni = (NcclImpl *)c->impl;
     ncclDataType_t t = ncclFloat32;
     ncclRedOp_t o = ncclSum;
     Status st = need_cuda(bk, e);
-    if (st || (st = nccl_type(dt, &t, e)) || (st = nccl_op(op, &o, e))) return st;
+    if (st || (st = nccl_type(dt, &t, e)) || (k != NC_ALL_GATHER && (st = nccl_op(op, &o, e)))) return st;
     CudaImpl *im = cuda_impl(bk);
+    const double ring = (double)(c->size - 1) / c->size;
     ST_TRY(cuda_op_begin(im, BK_OPCAT_COMM, e));
-    NCCL_TRY(ni->comm, ncclAllReduce(buf, buf, (size_t)n, t, o, ni->comm, im->stream), e);
+    switch (k) {
+    case NC_ALL_REDUCE: NCCL_TRY(ni->comm, ncclAllReduce(send, recv, (size_t)n, t, o, ni->comm, im->stream), e); break;
+    case NC_ALL_GATHER: NCCL_TRY(ni->comm, ncclAllGather(send, recv, (size_t)n, t, ni->comm, im->stream), e); break;
+    default: NCCL_TRY(ni->comm, ncclReduceScatter(send, recv, (size_t)n, t, o, ni->comm, im->stream), e); break;
+    }
     ST_TRY(cuda_op_end(im, e));
-    count(c, n * dtype_bytes(dt), 2.0 * (c->size - 1) / c->size);
+    comm_count(c, id, n * (k == NC_ALL_REDUCE ? 1 : (uint64_t)c->size) * dtype_bytes(dt),
+               k == NC_ALL_REDUCE ? 2.0 * ring : ring);
 done:
     return st;
 }
 
-static Status nccl_all_gather(Comm *c, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt, Err *e)
+static Status nccl_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, CommReduce op,
+                              Err *e)
 {
-    NcclImpl *ni = (NcclImpl *)c->impl;
-    ncclDataType_t t = ncclFloat32;
-    Status st = need_cuda(bk, e);
-    if (st || (st = nccl_type(dt, &t, e))) return st;
-    CudaImpl *im = cuda_impl(bk);
-    ST_TRY(cuda_op_begin(im, BK_OPCAT_COMM, e));
-    NCCL_TRY(ni->comm, ncclAllGather(send, recv, (size_t)n, t, ni->comm, im->stream), e);
-    ST_TRY(cuda_op_end(im, e));
-    count(c, n * (uint64_t)c->size * dtype_bytes(dt), (double)(c->size - 1) / c->size);
-done:
-    return st;
+    return issue(c, NC_ALL_REDUCE, id, bk, buf, buf, n, dt, op, e);
 }
 
-static Status nccl_reduce_scatter(Comm *c, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt,
-                                  CommReduce op, Err *e)
+static Status nccl_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt,
+                              Err *e)
 {
-    NcclImpl *ni = (NcclImpl *)c->impl;
-    ncclDataType_t t = ncclFloat32;
-    ncclRedOp_t o = ncclSum;
-    Status st = need_cuda(bk, e);
-    if (st || (st = nccl_type(dt, &t, e)) || (st = nccl_op(op, &o, e))) return st;
-    CudaImpl *im = cuda_impl(bk);
-    ST_TRY(cuda_op_begin(im, BK_OPCAT_COMM, e));
-    NCCL_TRY(ni->comm, ncclReduceScatter(send, recv, (size_t)n, t, o, ni->comm, im->stream), e);
-    ST_TRY(cuda_op_end(im, e));
-    count(c, n * (uint64_t)c->size * dtype_bytes(dt), (double)(c->size - 1) / c->size);
-done:
-    return st;
+    return issue(c, NC_ALL_GATHER, id, bk, send, recv, n, dt, COMM_SUM, e);
+}
+
+static Status nccl_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n,
+                                  Dtype dt, CommReduce op, Err *e)
+{
+    return issue(c, NC_REDUCE_SCATTER, id, bk, send, recv, n, dt, op, e);
 }
 
 static void nccl_destroy(Comm *c)

@@ -148,17 +148,19 @@ static void test_model_errors(void)
 
 static void test_gpu_errors(void)
 {
-    const char *head = "name,compute_capability,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,"
+    const char *head = "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,"
                        "intra_node_gbps,inter_node_gbps,gpus_per_node,source\n";
     const struct {
         const char *row, *part;
     } cases[] = {
-        {"g,nine,80,1,1,1,1,1,1,8,s\n", "column compute_capability: 'nine'"},
-        {"g,8.0,80,1,1,1,1,1,1,8,s\n", "no FP8 tensor cores"},
-        {"g,9.0,-5,1,1,1,1,1,1,8,s\n", "column hbm_bytes"},
-        {"g,9.0,80,1,0,1,1,1,1,8,s\n", "column bf16_tflops: '0' must be positive"},
-        {"g,9.0,80,1,1,inf,1,1,1,8,s\n", "column fp8_tflops"},
-        {"g,9.0,80,1,1,1,1,1,1,0,s\n", "column gpus_per_node"},
+        {"g,nine,132,80,1,1,1,1,1,1,8,s\n", "column compute_capability: 'nine'"},
+        {"g,9.0,0,80,1,1,1,1,1,1,8,s\n", "column sms: '0' is out of range"},
+        {"g,9.0,1.5,80,1,1,1,1,1,1,8,s\n", "column sms"},
+        {"g,8.0,108,80,1,1,1,1,1,1,8,s\n", "no FP8 tensor cores"},
+        {"g,9.0,132,-5,1,1,1,1,1,1,8,s\n", "column hbm_bytes"},
+        {"g,9.0,132,80,1,0,1,1,1,1,8,s\n", "column bf16_tflops: '0' must be positive"},
+        {"g,9.0,132,80,1,1,inf,1,1,1,8,s\n", "column fp8_tflops"},
+        {"g,9.0,132,80,1,1,1,1,1,1,0,s\n", "column gpus_per_node"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char text[1024];
