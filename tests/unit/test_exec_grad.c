@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "exec/model/model_internal.h"
+#include "exec/elem.h"
 #include "exec/rng.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
@@ -162,10 +163,66 @@ static void test_bf16_vs_fp32(void)
     bf16_vs_fp32(&m);
 }
 
+/* Gradient accumulation: two micro-batches of 4 sequences give the gradients of one batch of 8 (the
+ * mean loss over all 8, the dloss of each micro-batch 1/(2·64)). The FP32 path differs only in the
+ * order of the FP32 sums (each gradient is ≤ 64 terms per micro-batch): relative L2 error 1e-5 allows
+ * 10^2 ulps of FP32. A main gradient kept in BF16 is rounded once per micro-batch instead of once: two
+ * BF16 roundings (unit roundoff 2^-9 each) against one, 1 % covers it and fails a gradient that drops or
+ * doubles a micro-batch (50 % off). */
+static void accumulation(const char *what, Recipe r, double tol)
+{
+    Backend *bk;
+    Comm *comm;
+    Err e;
+    CHECK(!backend_cpu_create(&bk, &e));
+    CHECK(!comm_single_create(&comm, &e));
+    ModelSpec spec = fx_llama();
+    ModelHyper h = model_hyper_default();
+    h.init_std = 0.1f;
+    Model *acc = NULL, *one = NULL;
+    CHECK(!fx_model(&spec, &r, 4, 2, &h, bk, comm, &acc, &e));
+    CHECK(!fx_model(&spec, &r, 8, 1, &h, bk, comm, &one, &e));
+    if (!acc || !one) return;
+    CHECK_EQ_INT(acc->microbatches, 2);
+    CHECK_EQ_U64(model_step_tokens(acc), model_step_tokens(one));
+    int32_t in[8 * 16], tgt[8 * 16];
+    fx_tokens(one, 21, in, tgt);
+    float la, l1;
+    CHECK(!model_grads(acc, in, tgt, &la, &e));
+    CHECK(!model_grads(one, in, tgt, &l1, &e));
+    CHECK_REL(la, l1, 1e-6);
+    for (uint32_t i = 0; i < one->nparams; i++) {
+        ModelParam *a = &acc->params[i], *b = &one->params[i];
+        Dtype gd = model_states(one, b)->dt[STATE_GRAD];
+        double num = 0.0, den = 0.0;
+        for (uint64_t j = 0; j < a->numel; j++) {
+            double x = elem_load(a->grad, gd, j), y = elem_load(b->grad, gd, j);
+            num += (x - y) * (x - y);
+            den += y * y;
+        }
+        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+        CHECKF(rel <= tol, "%s %s (layer %d): accumulated vs whole batch, relative L2 error %.3g", what,
+               model_param_name(a->kind), a->layer, rel);
+    }
+    model_destroy(acc);
+    model_destroy(one);
+    comm->destroy(comm);
+    bk->destroy(bk);
+}
+
+static void test_accumulation_equals_the_whole_batch(void)
+{
+    accumulation("fp32", fx_recipe("fp32"), 1e-5);
+    Recipe r = fx_recipe("fp32");
+    r.gemm.dt[STATE_GRAD] = r.other.dt[STATE_GRAD] = DT_BF16; /* main gradients in BF16: staged, stored back */
+    accumulation("bf16 grads", r, 1e-2);
+}
+
 int main(void)
 {
     RUN(test_fd_fp32);
     RUN(test_fd_fp32_llama);
     RUN(test_bf16_vs_fp32);
+    RUN(test_accumulation_equals_the_whole_batch);
     return test_summary();
 }

@@ -20,8 +20,8 @@ static Catalog *cat;
 
 static const char *const recipes[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm"};
 
-/* Compare one configuration; returns the number of mismatching terms. */
-static int compare(const ModelSpec *m, const char *recipe, uint32_t mbs)
+/* Compare one configuration (`micro` micro-batches per step); returns the number of mismatching terms. */
+static int compare_mb(const ModelSpec *m, const char *recipe, uint32_t mbs, uint32_t micro)
 {
     const Recipe *rc = catalog_recipe(cat, recipe);
     const GpuSpec *gpu = catalog_gpu(cat, "h100-sxm");
@@ -29,8 +29,9 @@ static int compare(const ModelSpec *m, const char *recipe, uint32_t mbs)
     if (!rc || !gpu) return fprintf(stderr, "  %s: not in the catalog\n", recipe), 1;
     PlanInput in;
     static Plan p;
-    exec_plan_input(&in, m, gpu, rc, mbs, 1);
+    exec_plan_input(&in, m, gpu, rc, mbs, micro);
     if (plan_build(&in, &p, &e)) return fprintf(stderr, "  plan %s/%s: %s\n", m->name, recipe, e.msg), 1;
+    if (p.microbatches != micro) return fprintf(stderr, "  plan %s: %u micro-batches\n", m->name, p.microbatches), 1;
     ArenaSpecs specs = {0};
     uint64_t have[ARENA_TERMS];
     if (model_layout(&p, &specs, &e) || arena_specs_bytes(&specs, have, &e)) {
@@ -53,6 +54,8 @@ static int compare(const ModelSpec *m, const char *recipe, uint32_t mbs)
     }
     return bad;
 }
+
+static int compare(const ModelSpec *m, const char *recipe, uint32_t mbs) { return compare_mb(m, recipe, mbs, 1); }
 
 static ModelSpec shaped_kv(const char *base, uint32_t layers, uint32_t hidden, uint32_t heads, uint32_t kv,
                            uint32_t ffn, uint32_t seq)
@@ -109,10 +112,12 @@ static void test_llama_terms_match_plan(void)
         for (int r = 0; r < 4; r++)
             for (uint32_t mbs = 1; mbs <= 2; mbs++) {
                 bad += compare(&shapes[i], recipes[r], mbs);
-                configs++;
+                /* gradient accumulation: one micro-batch in flight, so every term is the same */
+                bad += compare_mb(&shapes[i], recipes[r], mbs, 4);
+                configs += 2;
             }
     }
-    printf("  %d configurations (5 LLaMA shapes x 4 recipes x mbs 1, 2)\n", configs);
+    printf("  %d configurations (5 LLaMA shapes x 4 recipes x mbs 1, 2 x 1 and 4 micro-batches)\n", configs);
     CHECK_EQ_INT(bad, 0);
 }
 
