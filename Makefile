@@ -2,7 +2,8 @@
 #
 #   make            build build/fp8plan (+ the CUDA backend when nvcc exists)
 #   make run        the headline comparison on the built-in default
-#   make test       unit + CLI tests; ends with "N passed, M failed"
+#   make report     the same as an HTML page with charts (fp8plan-report.html)
+#   make test       unit + CLI tests (the HTML reports in headless Chromium too); ends with "N passed, M failed"
 #   make test SAN=address,undefined   the same under ASan+UBSan (in build-san/)
 #   make bench      benchmarks that print their figures
 #   make fuzz       libFuzzer targets for FUZZ_SECONDS each (fuzz-smoke: 5 s)
@@ -106,6 +107,21 @@ GPUS := $(if $(filter 1,$(HAVE_CUDA)),$(patsubst tests/gpu/%.c,$(BUILD)/gpu/%,$(
 DEPS_OK := $(BUILD)/.deps-ok
 
 # ---- system packages -------------------------------------------------------------
+# $(call apt_install,ELSE): the shell snippet that installs the packages named in $$missing with
+# apt-get when running as root; otherwise it prints the exact command and runs ELSE.
+define apt_install
+if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing:$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "missing system packages:$$missing"; \
+	    echo "install them with:  sudo apt-get install -y$$missing"; $(1); \
+	  fi; \
+	fi
+endef
+
 # libcsv-dev (CSV), libncurses-dev (TUI), tmux (TUI end-to-end test). Installed
 # with apt-get when running as root; otherwise the exact command is printed.
 $(DEPS_OK):
@@ -113,23 +129,24 @@ $(DEPS_OK):
 	[ -f /usr/include/csv.h ] || missing="$$missing libcsv-dev"; \
 	[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || missing="$$missing libncurses-dev"; \
 	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing:$$missing"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
-	  else \
-	    echo "missing system packages:$$missing"; \
-	    echo "install them with:  sudo apt-get install -y$$missing"; exit 1; \
-	  fi; \
-	fi
+	$(call apt_install,exit 1)
 	@mkdir -p $(@D) && touch $@
 ifneq ($(HAVE_CUDA),1)
 	@echo "note: CUDA parts skipped ($(if $(filter 0,$(CUDA)),CUDA=0 or a sanitizer/fuzz build,no nvcc at $(NVCC)))"
 endif
 
+# The browser tests (tests/cli/html_browser.sh) render the HTML reports in headless Chromium and read
+# the screenshots with python3's standard library: chromium, python3 and a font from Debian, installed
+# with apt-get when running as root; otherwise the command is printed and those tests say "skip".
+browser-deps:
+	@missing=""; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v python3 >/dev/null 2>&1 || missing="$$missing python3"; \
+	[ -d /usr/share/fonts/truetype/dejavu ] || missing="$$missing fonts-dejavu-core"; \
+	$(call apt_install,echo "(the browser tests say skip without them)")
+
 # ---- rules -----------------------------------------------------------------------
-.PHONY: all run test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-check
+.PHONY: all run report test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-check browser-deps
 
 all: $(BIN)
 
@@ -175,7 +192,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 
 tests: $(BIN) $(TESTS) $(GPUS)
 
-test: tests
+test: tests browser-deps
 	@sh tests/run.sh $(BUILD)
 
 test-slow: $(BIN) $(SLOWS)
@@ -215,6 +232,11 @@ gpu-check:
 run: $(BIN)
 	./$(BIN) compare --model gpt-175b --gpu h100-sxm --recipes megatron-bf16,te-fp8,fp8lm \
 	  --tp 8 --pp 4 --dp 4 --mbs 1 --seq 2048 --dist-opt
+
+# The same run as a what-if report: one self-contained HTML page with charts, to open in a browser.
+report: $(BIN)
+	./$(BIN) report html -o fp8plan-report.html
+	@echo "wrote fp8plan-report.html; open it in a browser: xdg-open fp8plan-report.html (file://$(CURDIR)/fp8plan-report.html)"
 
 FMT_FILES = $(shell find util fp8 planner reports exec tui cli tests \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 

@@ -3,6 +3,9 @@
 
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 #include "util/fileio.h"
 
@@ -55,15 +58,47 @@ int cli_out_option(const char *cmd, int o, const char *help, CliOut *out)
     }
 }
 
-int cli_emit_table(const char *cmd, const Table *t, const CliOut *out)
+int cli_unicode(int ascii)
+{
+    const char *term = getenv("TERM"), *loc = getenv("LC_ALL");
+    if (ascii || (term && !strcmp(term, "dumb"))) return 0;
+    if (!loc || !*loc) loc = getenv("LC_CTYPE");
+    if (!loc || !*loc) loc = getenv("LANG");
+    if (!loc) return 0;
+    const char *dot = strchr(loc, '.');
+    return dot && (!strncasecmp(dot + 1, "utf-8", 5) || !strncasecmp(dot + 1, "utf8", 4));
+}
+
+int cli_emit_page(const char *cmd, const CliOut *out, CliPageFn fn, const void *ctx)
 {
     Err e;
     OutFile of;
     if (outfile_open(&of, out->path, &e)) return cli_fail(cmd, &e);
-    if (table_write(t, out->fmt, of.f, &e)) {
+    if (fn(of.f, ctx, &e)) {
         outfile_abort(&of);
         return cli_fail(cmd, &e);
     }
     if (outfile_commit(&of, &e)) return cli_fail(cmd, &e);
     return 0;
 }
+
+typedef struct {
+    const Table *t;
+    TableFormat fmt;
+    CliTablePage page;
+} TableJob;
+
+static Status write_table(FILE *f, const void *ctx, Err *e)
+{
+    const TableJob *j = ctx;
+    if (j->fmt == TABLE_HTML && j->page) return j->page(f, j->t, e);
+    return table_write(j->t, j->fmt, f, e);
+}
+
+int cli_emit_charted(const char *cmd, const Table *t, const CliOut *out, CliTablePage page)
+{
+    TableJob j = {t, out->fmt, page};
+    return cli_emit_page(cmd, out, write_table, &j);
+}
+
+int cli_emit_table(const char *cmd, const Table *t, const CliOut *out) { return cli_emit_charted(cmd, t, out, NULL); }

@@ -39,7 +39,7 @@ int cli_no_operands(const char *cmd, int argc, char **argv);
 /* Print help text (stdout) and return 0. */
 int cli_help(const char *text);
 
-/* Output choice shared by subcommands: --format table|csv|json and -o FILE. */
+/* Output choice shared by subcommands: --format table|csv|json|html and -o FILE. */
 typedef struct {
     TableFormat fmt;
     const char *path; /* NULL or "-" = stdout */
@@ -68,5 +68,18 @@ int cli_out_option(const char *cmd, int o, const char *help, CliOut *out);
 
 /* Write t to out (atomically when a file); returns an exit code. */
 int cli_emit_table(const char *cmd, const Table *t, const CliOut *out);
+
+/* Unicode block glyphs for text charts: not with --ascii (ascii != 0), not under TERM=dumb, and only
+ * when the locale ($LC_ALL, else $LC_CTYPE, else $LANG) is UTF-8. */
+int cli_unicode(int ascii);
+
+/* Write a page (an HTML report) to out->path through the same atomic writer: fn writes the whole
+ * page to f; nothing is left behind when it fails. Returns an exit code. */
+typedef Status (*CliPageFn)(FILE *f, const void *ctx, Err *e);
+int cli_emit_page(const char *cmd, const CliOut *out, CliPageFn fn, const void *ctx);
+
+/* cli_emit_table, except that --format html writes page(t): the table with its charts. */
+typedef Status (*CliTablePage)(FILE *f, const Table *t, Err *e);
+int cli_emit_charted(const char *cmd, const Table *t, const CliOut *out, CliTablePage page);
 
 #endif

@@ -10,13 +10,14 @@
 #include "fp8/qerror.h"
 #include "fp8/quant.h"
 #include "fp8/synth.h"
+#include "reports/html_fp8.h"
 #include "util/fileio.h"
 #include "util/num.h"
 
 static const char HELP[] =
     "usage: fp8plan quant-error [--shape RxC] [--dist normal|laplace|outliers] [--seed S]\n"
     "                           [--input FILE] [--fp8 e4m3|e5m2|both] [--block-scales fp32|pow2]\n"
-    "                           [--mx-rule ceil|floor] [--nosat] [--format table|csv|json] [-o FILE]\n"
+    "                           [--mx-rule ceil|floor] [--nosat] [--format table|csv|json|html] [-o FILE]\n"
     "\n"
     "Quantize one RxC tensor (default 1024x4096; rows = tokens, columns = features) to FP8\n"
     "at every scale granularity with current scaling (each block's own amax; TE's\n"
@@ -220,7 +221,7 @@ int cmd_quant_error(int argc, char **argv)
             table_f64(t, C_MAXABS, q.max_abs);
         }
     }
-    rc = cli_emit_table(cmd, t, &out);
+    rc = cli_emit_charted(cmd, t, &out, html_qerror_page);
 done:
     free(x), free(y), free(codes);
     table_free(t);

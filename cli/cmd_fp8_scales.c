@@ -5,10 +5,11 @@
 #include "cli/cli.h"
 #include "cli/cmd_fp8.h"
 #include "reports/seed_report.h"
+#include "reports/html_fp8.h"
 #include "util/num.h"
 
 static const char HELP[] =
-    "usage: fp8plan scales --shape RxC [--format table|csv|json] [-o FILE]\n"
+    "usage: fp8plan scales --shape RxC [--format table|csv|json|html] [-o FILE]\n"
     "\n"
     "Bytes of one RxC tensor (R rows = output channels, C columns = the GEMM's K) stored\n"
     "in BF16 and in FP8 with each scale granularity: the seed's Table 1b for any shape.\n"
@@ -58,7 +59,7 @@ int cmd_scales(int argc, char **argv)
         err_prefix(&e, "--shape");
         return cli_fail(cmd, &e);
     }
-    rc = cli_emit_table(cmd, t, &out);
+    rc = cli_emit_charted(cmd, t, &out, html_scales_page);
     table_free(t);
     return rc;
 }

@@ -10,12 +10,13 @@
 #include "cli/cmd_fp8.h"
 #include "fp8/delayed.h"
 #include "reports/scaling_report.h"
+#include "reports/html_fp8.h"
 #include "util/fileio.h"
 #include "util/num.h"
 
 static const char HELP[] =
     "usage: fp8plan scaling --history N --algo max|most_recent [--margin M] [--format e4m3|e5m2]\n"
-    "                       [--trace FILE] [--format table|csv|json] [-o FILE]\n"
+    "                       [--trace FILE] [--format table|csv|json|html] [-o FILE]\n"
     "\n"
     "Run Transformer Engine's delayed scaling for one tensor over a sequence of observed\n"
     "amax values: one per line on stdin (nan and inf allowed), or the 'amax' column of a\n"
@@ -163,31 +164,6 @@ static Status read_trace(const char *path, Amaxes *out, Err *e)
 
 /* ---- the trace ---------------------------------------------------------------------- */
 
-static Table *run(const DelayedCfg *cfg, const Amaxes *a, Err *e)
-{
-    float *hist = malloc(sizeof *hist * cfg->hist_len);
-    Table *t = scaling_table_new(cfg);
-    DelayedState s;
-    if (!hist || !t) {
-        free(hist);
-        table_free(t);
-        err_set(e, ST_NOMEM, "out of memory");
-        return NULL;
-    }
-    if (delayed_init(&s, cfg, hist, e)) {
-        free(hist);
-        table_free(t);
-        return NULL;
-    }
-    for (size_t i = 0; i < a->n; i++) {
-        DelayedStep st;
-        delayed_step(&s, a->v[i], &st);
-        scaling_table_row(t, cfg->fmt, &st);
-    }
-    free(hist);
-    return t;
-}
-
 int cmd_scaling(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -217,7 +193,7 @@ int cmd_scaling(int argc, char **argv)
             break;
         case 'f':
             if (fp8cli_parse_elem(optarg, 0, &cfg.fmt) && table_format_parse(optarg, &out.fmt, &e))
-                return cli_usage(cmd, "--format: '%s' is not e4m3, e5m2, table, csv or json", optarg);
+                return cli_usage(cmd, "--format: '%s' is not e4m3, e5m2, table, csv, json or html", optarg);
             break;
         case 't': trace = optarg; break;
         case 'o': out.path = optarg; break;
@@ -242,10 +218,10 @@ int cmd_scaling(int argc, char **argv)
         }
         if (!st && !a.n) st = err_set(&e, ST_DATA, "stdin: no amax values (one per line expected)");
     }
-    Table *t = st ? NULL : run(&cfg, &a, &e);
+    Table *t = st ? NULL : scaling_trace_table(&cfg, a.v, a.n, &e);
     free(a.v);
     if (!t) return cli_fail(cmd, &e);
-    int rc = cli_emit_table(cmd, t, &out);
+    int rc = cli_emit_charted(cmd, t, &out, html_scaling_page);
     table_free(t);
     return rc;
 }

@@ -4,8 +4,9 @@
 #include <string.h>
 
 #include "cli/cmd_plan.h"
+#include "reports/chart_term.h"
+#include "reports/html_plan.h"
 #include "reports/plan_report.h"
-#include "util/fileio.h"
 
 int cmd_plan(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
@@ -51,6 +52,42 @@ static int emit(const char *cmd, Table *t, const CliOut *out)
     return rc;
 }
 
+/* What the page writers below get: the plans, and the text options. */
+typedef struct {
+    const Plan *plans;
+    int n, unicode;
+    Table *table; /* compare's text table */
+} Job;
+
+/* `plan`'s text: the report, then the memory bar. */
+static Status plan_text(FILE *f, const void *ctx, Err *e)
+{
+    const Job *j = ctx;
+    Status st = plan_write_text(j->plans, f, e);
+    if (!st) fputc('\n', f);
+    return st ? st : term_memory_bars(f, j->plans, 1, j->unicode, e);
+}
+
+/* `compare`'s text: the side-by-side table, then a memory bar per recipe. */
+static Status compare_text(FILE *f, const void *ctx, Err *e)
+{
+    const Job *j = ctx;
+    Status st = table_write(j->table, TABLE_TEXT, f, e);
+    if (!st) fputc('\n', f);
+    return st ? st : term_memory_bars(f, j->plans, j->n, j->unicode, e);
+}
+
+static Status plan_html(FILE *f, const void *ctx, Err *e)
+{
+    return html_plan_page(f, ((const Job *)ctx)->plans, PLAN_HEADROOM_FRAC, e);
+}
+
+static Status compare_html(FILE *f, const void *ctx, Err *e)
+{
+    const Job *j = ctx;
+    return html_compare_page(f, j->plans, j->n, PLAN_HEADROOM_FRAC, e);
+}
+
 static int build_one(const char *cmd, PlanInput *in, Plan *p)
 {
     Err e;
@@ -59,6 +96,28 @@ static int build_one(const char *cmd, PlanInput *in, Plan *p)
         return cli_fail(cmd, &e);
     }
     return 0;
+}
+
+int plan_build_recipes(const char *cmd, const Catalog *cat, PlanArgs *a, Plan **plans, int *n)
+{
+    char list[1024];
+    const char *names[16];
+    *plans = NULL, *n = 0;
+    if (strlen(a->recipes) >= sizeof list) return cli_usage(cmd, "--recipes: list too long");
+    strcpy(list, a->recipes);
+    for (char *tok = list, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next) *next++ = '\0';
+        if (!*tok) return cli_usage(cmd, "--recipes: empty name in '%s'", a->recipes);
+        if (*n == 16) return cli_usage(cmd, "--recipes: at most 16 recipes");
+        names[(*n)++] = tok;
+    }
+    if (*n < 2) return cli_usage(cmd, "--recipes: name at least two recipes to compare");
+    if (!(*plans = calloc((size_t)*n, sizeof **plans))) return cli_usage(cmd, "out of memory");
+    int rc = 0;
+    for (int i = 0; i < *n && !rc; i++)
+        if (!(rc = plan_args_resolve(cmd, cat, a, names[i]))) rc = build_one(cmd, &a->in, &(*plans)[i]);
+    return rc;
 }
 
 int cmd_plan(int argc, char **argv)
@@ -75,17 +134,11 @@ int cmd_plan(int argc, char **argv)
         return cli_usage(cmd, "out of memory");
     }
     if (!(rc = plan_args_resolve(cmd, cat, &a, a.recipe)) && !(rc = build_one(cmd, &a.in, p))) {
+        Job j = {p, 1, cli_unicode(a.ascii), NULL};
         if (a.out.fmt == TABLE_TEXT && !a.view) {
-            Err e;
-            OutFile of;
-            if (outfile_open(&of, a.out.path, &e)) {
-                rc = cli_fail(cmd, &e);
-            } else if (plan_write_text(p, of.f, &e)) {
-                outfile_abort(&of);
-                rc = cli_fail(cmd, &e);
-            } else if (outfile_commit(&of, &e)) {
-                rc = cli_fail(cmd, &e);
-            }
+            rc = cli_emit_page(cmd, &a.out, plan_text, &j);
+        } else if (a.out.fmt == TABLE_HTML && !a.view) {
+            rc = cli_emit_page(cmd, &a.out, plan_html, &j);
         } else {
             Table *t = NULL;
             if (!a.view || !strcmp(a.view, "summary")) {
@@ -113,29 +166,14 @@ int cmd_compare(int argc, char **argv)
     int rc = plan_args_parse(cmd, argc, argv, PO_RECIPES | PO_LAYOUT, help_text(compare_help_head), &a);
     if (rc) return rc < 0 ? 0 : rc;
     if (!a.recipes) return cli_usage(cmd, "--recipes is required (e.g. --recipes megatron-bf16,te-fp8,fp8lm)");
-    char list[1024];
-    if (strlen(a.recipes) >= sizeof list) return cli_usage(cmd, "--recipes: list too long");
-    strcpy(list, a.recipes);
-    const char *names[16];
-    int n = 0;
-    for (char *tok = list, *next; tok; tok = next) {
-        next = strchr(tok, ',');
-        if (next) *next++ = '\0';
-        if (!*tok) return cli_usage(cmd, "--recipes: empty name in '%s'", a.recipes);
-        if (n == 16) return cli_usage(cmd, "--recipes: at most 16 recipes");
-        names[n++] = tok;
-    }
-    if (n < 2) return cli_usage(cmd, "--recipes: name at least two recipes to compare");
     Catalog *cat;
     if ((rc = plan_catalog_load(cmd, a.catalog, &cat))) return rc;
-    Plan *plans = calloc((size_t)n, sizeof *plans);
-    if (!plans) {
-        free(cat);
-        return cli_usage(cmd, "out of memory");
-    }
-    for (int i = 0; i < n && !rc; i++)
-        if (!(rc = plan_args_resolve(cmd, cat, &a, names[i]))) rc = build_one(cmd, &a.in, &plans[i]);
-    if (!rc) {
+    Plan *plans = NULL;
+    int n = 0;
+    rc = plan_build_recipes(cmd, cat, &a, &plans, &n);
+    if (!rc && a.out.fmt == TABLE_HTML) {
+        rc = cli_emit_page(cmd, &a.out, compare_html, &(Job){plans, n, 0, NULL});
+    } else if (!rc) {
         Table *t;
         if (a.out.fmt == TABLE_TEXT) {
             t = plan_compare_table(plans, n);
@@ -153,7 +191,12 @@ int cmd_compare(int argc, char **argv)
             t = plan_summary_new(0);
             for (int i = 0; t && i < n; i++) plan_summary_row(t, &plans[i], 0);
         }
-        rc = emit(cmd, t, &a.out);
+        if (t && a.out.fmt == TABLE_TEXT) {
+            rc = cli_emit_page(cmd, &a.out, compare_text, &(Job){plans, n, cli_unicode(a.ascii), t});
+            table_free(t);
+        } else {
+            rc = emit(cmd, t, &a.out);
+        }
     }
     free(plans);
     free(cat);

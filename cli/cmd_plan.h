@@ -39,6 +39,7 @@ typedef struct {
     uint32_t gpus;           /* --gpus N */
     uint32_t top;            /* --top K */
     int layout_given[8];     /* which of tp,pp,vpp,cp,dp,mbs,recompute,sharding were given */
+    int ascii;               /* --ascii: ASCII memory bars in text output */
     CliOut out;
 } PlanArgs;
 
@@ -53,5 +54,22 @@ int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char
 
 /* Help text of the shared options, for the subcommands' --help. */
 extern const char plan_layout_help[];
+
+/* The seed's headline run, the default of `tui` and `report html`: gpt-175b on h100-sxm, TP 8 x PP 4
+ * x DP 4 with the distributed optimizer. A command puts "--model plan_headline_model --gpu
+ * plan_headline_gpu" before the user's own options (so theirs win) and, after parsing, calls
+ * plan_args_headline: when the model is still the default (the same pointer), the layout flags the
+ * user did not give take the headline's values. */
+extern const char plan_headline_model[], plan_headline_gpu[];
+void plan_args_headline(PlanArgs *a);
+
+/* Split --recipes (two to sixteen names), resolve each against the catalog and build its plan with
+ * a's layout: *plans (calloc'd, the caller frees it even on failure) holds *n plans. Returns 0 or the
+ * exit code after printing the message. */
+int plan_build_recipes(const char *cmd, const Catalog *cat, PlanArgs *a, Plan **plans, int *n);
+
+/* The headroom limit the HTML memory charts draw, as a fraction of capacity: issue 9's
+ * --max-mem-frac default, until that option gives the plan its own limit. */
+#define PLAN_HEADROOM_FRAC 0.95
 
 #endif

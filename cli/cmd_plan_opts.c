@@ -27,7 +27,9 @@ const char plan_layout_help[] =
     "  --eff-bf16 F --eff-fp8 F --eff-attn F --eff-hbm F --eff-net F   fractions of peak (0.70 0.55 0.50 0.80 0.80)\n"
     "  --overlap-dp on|off   DP collectives overlap the first forward / last backward (on)\n"
     "output:\n"
-    "  --format table|csv|json   (table)\n"
+    "  --format table|csv|json|html   (table; html: a self-contained page with charts)\n"
+    "  --ascii            ASCII glyphs in the text output's memory bars (also under TERM=dumb or a\n"
+    "                     locale that is not UTF-8)\n"
     "  -o FILE            write to FILE atomically instead of stdout\n"
     "  --catalog DIR      directory holding models.csv, gpus.csv, recipes.csv (./models)\n";
 
@@ -52,6 +54,7 @@ enum {
     O_RECOMPUTE,
     O_ATTN,
     O_DROPOUT,
+    O_ASCII,
     O_VOCAB_PAD,
     O_FORMAT,
     O_CATALOG,
@@ -90,6 +93,7 @@ static const struct option longopts[] = {
     {"recompute", required_argument, NULL, O_RECOMPUTE},
     {"attn", required_argument, NULL, O_ATTN},
     {"dropout", no_argument, NULL, O_DROPOUT},
+    {"ascii", no_argument, NULL, O_ASCII},
     {"vocab-pad", required_argument, NULL, O_VOCAB_PAD},
     {"format", required_argument, NULL, O_FORMAT},
     {"output", required_argument, NULL, 'o'},
@@ -227,6 +231,7 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
             if (attn_parse(arg, &in->attn)) rc = cli_usage(cmd, "--attn: '%s' is not flash or materialized", arg);
             break;
         case O_DROPOUT: in->dropout = 1; break;
+        case O_ASCII: a->ascii = 1; break;
         case O_FORMAT: rc = cli_parse_format(cmd, arg, &a->out); break;
         case 'o': a->out.path = arg; break;
         case O_CATALOG: a->catalog = arg; break;
@@ -285,4 +290,15 @@ int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char
         }
     }
     return 0;
+}
+
+const char plan_headline_model[] = "gpt-175b", plan_headline_gpu[] = "h100-sxm";
+
+void plan_args_headline(PlanArgs *a)
+{
+    if (a->model != plan_headline_model) return;
+    if (!a->layout_given[0]) a->in.tp = 8;
+    if (!a->layout_given[1]) a->in.pp = 4;
+    if (!a->layout_given[4]) a->in.dp = 4;
+    if (!a->layout_given[7]) a->in.sharding = SHARD_DIST_OPT;
 }

@@ -5,7 +5,10 @@
 #include <sys/stat.h>
 
 #include "cli/cmd_plan.h"
+#include "cli/cmd_report.h"
+#include "reports/html_seed.h"
 #include "reports/plan_report.h"
+#include "reports/scaling_report.h"
 #include "reports/seed_report.h"
 #include "util/fileio.h"
 
@@ -13,6 +16,8 @@ int cmd_report(int argc, char **argv);
 
 static const char help[] =
     "usage: fp8plan report seed [-o DIR] [--catalog DIR]\n"
+    "       fp8plan report seed --format html [-o FILE] [--catalog DIR]\n"
+    "       fp8plan report html [-o FILE] [plan options]   (fp8plan report html --help)\n"
     "\n"
     "Compute the seed document's tables with the planner. Prints FP8-LM Table 5 (published memory and\n"
     "weight-related communication next to the prediction and its error; throughput and MFU for\n"
@@ -21,7 +26,38 @@ static const char help[] =
     "  table1b_scale_granularity.csv   4096x4096 weight: FP8 payload and scale bytes per granularity\n"
     "  table1c_precision_map.csv       which precision each tensor of a step has, per recipe\n"
     "  table5_fp8lm.csv                FP8-LM Table 5: published, predicted, error, tolerance\n"
+    "With --format html: one self-contained page (-o FILE, or stdout) with Table 5 as published against\n"
+    "predicted bars with the tolerance band, Table 1a and 1b as bars, the delayed-scaling trace of the\n"
+    "seed's spike to 640 (E4M3, history 4, max) and Table 1c; each chart above its table.\n"
     "Exit status 1 when a checked figure is outside its tolerance (memory +-15 %, communication +-12 %).\n";
+
+static Status seed_page(FILE *f, const void *ctx, Err *e) { return html_seed_page(f, ctx, e); }
+
+/* The page of --format html: every table of the report, charted. */
+static int seed_html(const char *cmd, const Catalog *cat, Table *t5, const SeedCheck *chk, const char *path)
+{
+    Err e;
+    static const DelayedCfg spike_cfg = {DT_E4M3, 4, AMAX_ALGO_MAX, 0};
+    float amax[SCALING_TRACE_STEPS];
+    scaling_spike_trace(amax);
+    Table *t1a = seed_table1a(cat, NULL, 175000000000ull, 0, 1, &e), *t1b = t1a ? seed_table1b(4096, 4096, &e) : NULL;
+    Table *t1c = t1b ? seed_table1c(cat) : NULL;
+    Table *tr = t1c ? scaling_trace_table(&spike_cfg, amax, SCALING_TRACE_STEPS, &e) : NULL;
+    int rc;
+    if (t1b && !t1c) err_set(&e, ST_NOMEM, "out of memory");
+    if (!tr) {
+        rc = cli_fail(cmd, &e);
+    } else {
+        SeedPage pg = {t5, t1a, t1b, t1c, tr, chk->checked, chk->outside};
+        CliOut out = {TABLE_HTML, path};
+        rc = cli_emit_page(cmd, &out, seed_page, &pg);
+    }
+    table_free(t1a);
+    table_free(t1b);
+    table_free(t1c);
+    table_free(tr);
+    return rc;
+}
 
 static int write_csv(const char *cmd, const char *dir, const char *file, Table *t)
 {
@@ -42,22 +78,33 @@ static int write_csv(const char *cmd, const char *dir, const char *file, Table *
 int cmd_report(int argc, char **argv)
 {
     const char *cmd = "report";
+    if (argc > 1 && !strcmp(argv[1], "html")) return report_html(argc - 1, argv + 1);
     static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
                                          {"catalog", required_argument, NULL, 'c'},
+                                         {"format", required_argument, NULL, 'f'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *outdir = NULL, *catdir = NULL;
+    CliOut fmt = {TABLE_TEXT, NULL};
     int c, rc;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
         switch (c) {
         case 'h': return cli_help(help);
         case 'o': outdir = optarg; break;
         case 'c': catdir = optarg; break;
+        case 'f':
+            if (cli_parse_format(cmd, optarg, &fmt)) return status_exit_code(ST_USAGE);
+            if (fmt.fmt != TABLE_TEXT && fmt.fmt != TABLE_HTML)
+                return cli_usage(cmd, "--format %s: report seed prints a table or writes html (-o DIR writes CSV)",
+                                 optarg);
+            break;
         default: return cli_usage(cmd, "bad option");
         }
     }
-    if (optind >= argc) return cli_usage(cmd, "which report? (seed)");
-    if (strcmp(argv[optind], "seed")) return cli_usage(cmd, "unknown report '%s' (known: seed)", argv[optind]);
+    if (optind >= argc) return cli_usage(cmd, "which report? (seed, html)");
+    if (!strcmp(argv[optind], "html"))
+        return cli_usage(cmd, "name the report first: fp8plan report html [-o FILE] [plan options]");
+    if (strcmp(argv[optind], "seed")) return cli_usage(cmd, "unknown report '%s' (known: seed, html)", argv[optind]);
     if (optind + 1 < argc) return cli_usage(cmd, "unexpected argument '%s'", argv[optind + 1]);
 
     char dir[4096];
@@ -75,6 +122,11 @@ int cmd_report(int argc, char **argv)
         goto done;
     }
     table_set_title(t5, "FP8-LM Table 5 (H100 80GB; seq 2048; distributed optimizer; GB = 1e9 B; per GPU)");
+    if (fmt.fmt == TABLE_HTML) {
+        rc = seed_html(cmd, cat, t5, &chk, outdir);
+        if (!rc && chk.outside) rc = status_exit_code(ST_TOLERANCE);
+        goto done;
+    }
     CliOut so = {TABLE_TEXT, NULL};
     if ((rc = cli_emit_table(cmd, t5, &so))) goto done;
     printf("%d of %d checked figures within tolerance\n", chk.checked - chk.outside, chk.checked);

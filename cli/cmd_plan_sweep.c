@@ -5,6 +5,7 @@
 
 #include "cli/cmd_plan.h"
 #include "planner/sweep.h"
+#include "reports/html_sweep.h"
 #include "reports/plan_report.h"
 
 int cmd_sweep(int argc, char **argv);
@@ -90,6 +91,29 @@ static void print_stats(FILE *f, const SweepStats *st, uint64_t gbs)
             fprintf(f, "  invalid: %-58s %llu\n", plan_reject_name((PlanReject)r), (unsigned long long)st->rejected[r]);
 }
 
+static Status sweep_html(FILE *f, const void *ctx, Err *e) { return html_sweep_page(f, ctx, e); }
+
+/* --format html: every fitting layout (collected while the sweep runs) with the best K. */
+static int emit_html(const char *cmd, const PlanArgs *a, Table *points, const Plan *top, int n, const SweepStats *st,
+                     uint64_t gbs)
+{
+    char *stats = NULL, title[256], sub[256];
+    size_t len = 0;
+    FILE *m = open_memstream(&stats, &len);
+    if (!m) return cli_fail(cmd, &(Err){ST_NOMEM, "out of memory"});
+    print_stats(m, st, gbs);
+    fclose(m);
+    snprintf(title, sizeof title, "fp8plan sweep: %s on %u x %s", a->in.model->name, a->gpus, a->in.gpu->name);
+    snprintf(sub, sizeof sub,
+             "every TP x PP x VPP x CP x DP x micro-batch x recompute x distributed optimizer x recipe; "
+             "global batch %llu sequences",
+             (unsigned long long)gbs);
+    SweepPage pg = {points, top, n, stats, title, sub};
+    int rc = cli_emit_page(cmd, &a->out, sweep_html, &pg);
+    free(stats);
+    return rc;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
     const char *cmd = "sweep";
@@ -128,6 +152,14 @@ int cmd_sweep(int argc, char **argv)
     {
         SweepSpec spec = {.base = a.in, .recipes = recs, .nrecipes = nrec, .gpus = a.gpus};
         SweepStats st;
+        Table *points = NULL;
+        if (a.out.fmt == TABLE_HTML) {
+            if (!(points = sweep_points_new())) {
+                rc = cli_usage(cmd, "out of memory");
+                goto done;
+            }
+            spec.on_fit = sweep_points_add, spec.on_fit_ctx = points;
+        }
         Plan *top = calloc(a.top, sizeof *top);
         if (!top) {
             rc = cli_usage(cmd, "out of memory for --top %u", a.top);
@@ -139,9 +171,16 @@ int cmd_sweep(int argc, char **argv)
         if (sweep_run(&spec, top, (int)a.top, &n, &st, tty ? progress : NULL, NULL, &e)) {
             rc = e.st == ST_USAGE ? cli_usage(cmd, "%s", e.msg) : cli_fail(cmd, &e);
             free(top);
+            table_free(points);
             goto done;
         }
         uint64_t gbs = a.in.gbs ? a.in.gbs : (n ? top[0].in.gbs : 0);
+        if (points) {
+            rc = emit_html(cmd, &a, points, top, n, &st, gbs);
+            table_free(points);
+            free(top);
+            goto done;
+        }
         Table *t;
         if (a.out.fmt == TABLE_TEXT) {
             t = top_table(top, n);

@@ -26,7 +26,7 @@ static const char help[] =
     "                   [--vocab V] [--mbs B] [--gbs G] [--gpu G] [--seed S] [--data FILE]\n"
     "                   [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
     "                   [--scaling-trace FILE] [--loss-log FILE] [--log-every N] [--quiet]\n"
-    "                   [-o FILE] [--format csv|json] [--catalog DIR]\n"
+    "                   [-o FILE] [--format csv|json|html] [--catalog DIR]\n"
     "\n"
     "Train a decoder of the catalog (a models/ entry: GPT-2 style or LLaMA style with RMSNorm,\n"
     "SwiGLU, rotary positions and grouped-query attention; sizes overridable to fit a CPU or one\n"
@@ -64,7 +64,9 @@ static const char help[] =
     "  --loss-log FILE      CSV of every step's loss (step,loss; full float precision)\n"
     "  --log-every N        print every Nth step (default 1); --quiet prints only the report\n"
     "  -o FILE              also write every row of the report to FILE (atomically)\n"
-    "  --format csv|json    the format of -o FILE (default csv)\n"
+    "  --format csv|json|html  what -o writes (default csv); html: one self-contained page with planned\n"
+    "                       against measured memory, time and collectives (accepted bands), the loss\n"
+    "                       curve and the time per phase of every step, and the CSV's rows\n"
     "  --catalog DIR        the catalog directory (default: $FP8PLAN_CATALOG, ./models, models/ beside\n"
     "                       the build directory)\n"
     "\n"
@@ -173,7 +175,7 @@ static int parse(int argc, char **argv, RunArgs *a)
         case 'o': a->out.path = optarg; break;
         case 'f':
             if ((rc = cli_parse_format(RUN_CMD, optarg, &a->out))) break;
-            if (a->out.fmt == TABLE_TEXT) rc = cli_usage(RUN_CMD, "--format: -o FILE takes csv or json");
+            if (a->out.fmt == TABLE_TEXT) rc = cli_usage(RUN_CMD, "--format: -o FILE takes csv, json or html");
             break;
         case OPT_BACKEND: a->backend = optarg; break;
         case OPT_MODEL: a->model = optarg; break;
@@ -216,7 +218,8 @@ static int parse(int argc, char **argv, RunArgs *a)
     if (a->gbs % a->mbs)
         return cli_usage(RUN_CMD, "--gbs %u is not a multiple of --mbs %u (global batch = micro-batches x micro-batch)",
                          a->gbs, a->mbs);
-    if (a->out.fmt != TABLE_CSV && !a->out.path) return cli_usage(RUN_CMD, "--format needs -o FILE");
+    if (a->out.fmt != TABLE_CSV && !a->out.path)
+        return cli_usage(RUN_CMD, "--format %s needs -o FILE", a->out.fmt == TABLE_HTML ? "html" : "json");
     return 0;
 }
 
@@ -379,7 +382,7 @@ int cmd_run(int argc, char **argv)
     }
     if (a.save && !a.quiet) printf("checkpoint: %s (step %u)\n", a.save, m->step);
     if (ms.dev.st) fprintf(stderr, "fp8plan run: warning: a device measurement failed: %s\n", ms.dev.msg);
-    rc = run_report(&a, &plan, &ms, &d);
+    rc = run_report(&a, &plan, m, &ms, &d);
 done:
     run_files_abort(&sf);
     measure_free(&ms);

@@ -4,14 +4,16 @@
 
 #include "cli/cli.h"
 #include "exec/data.h"
+#include "exec/measure/compare.h"
 #include "exec/measure/measurement.h"
 #include "exec/measure/plan_link.h"
 #include "exec/model/model.h"
+#include "reports/table.h"
 #include "util/fileio.h"
 
 typedef struct {
     const char *backend, *model, *gpu, *recipe, *data, *catalog, *resume, *save, *trace, *loss_log;
-    CliOut out; /* -o FILE: the comparison's rows, --format csv (default) or json */
+    CliOut out; /* -o FILE: the comparison's rows, --format csv (default), json or html (a page with charts) */
     ExecOverrides ov;
     uint32_t mbs, gbs, steps, log_every;
     ModelHyper hyper;
@@ -43,8 +45,15 @@ void run_files_abort(RunFiles *f);
 int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFiles *f);
 
 /* The comparison with the plan: summary lines and tables on stdout, every row
- * to -o; 0, 1 when a checked row is outside its tolerance, or an output error's
- * code. */
-int run_report(const RunArgs *a, const Plan *p, const Measurement *ms, const DataStream *d);
+ * to -o (CSV, JSON, or the HTML page); 0, 1 when a checked row is outside its
+ * tolerance, or an output error's code. */
+int run_report(const RunArgs *a, const Plan *p, const Model *m, const Measurement *ms, const DataStream *d);
+
+/* --format html: write the run as an HTML page to a->out.path (cli/cmd_run_html.c): the comparison's
+ * memory, time and collective rows charted against their accepted bands, every step's loss and phases,
+ * then csv (the rows -o writes as CSV). summary and verdict: the text report's closing lines. Returns
+ * an exit code. */
+int run_html(const RunArgs *a, const Plan *p, const Model *m, const Measurement *l, const Comparison *c,
+             const Table *csv, const char *summary, const char *verdict);
 
 #endif

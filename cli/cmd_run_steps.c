@@ -96,12 +96,39 @@ int run_files_commit(RunFiles *sf)
 }
 
 /* The comparison: summary lines and tables on stdout, every row to -o. */
-int run_report(const RunArgs *a, const Plan *p, const Measurement *ms, const DataStream *d)
+/* fn's output as a string (NULL when out of memory; the caller frees it). */
+static char *captured(void (*fn)(FILE *, const void *), const void *ctx)
 {
-    static Comparison cmp;
-    Tolerances tol = compare_tolerances_default();
-    compare(p, ms, &tol, &cmp);
-    run_report_summary(stdout, p, ms, data_entropy_floor(d));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    fn(f, ctx);
+    if (fclose(f)) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+typedef struct {
+    const Plan *p;
+    const Measurement *ms;
+    const DataStream *d;
+    const Comparison *cmp;
+} ReportCtx;
+
+static void summary_of(FILE *f, const void *ctx)
+{
+    const ReportCtx *r = ctx;
+    run_report_summary(f, r->p, r->ms, data_entropy_floor(r->d));
+}
+
+static void verdict_of(FILE *f, const void *ctx) { run_report_verdict(f, ((const ReportCtx *)ctx)->cmp); }
+
+/* The tables on stdout. */
+static int print_tables(const Plan *p, const Measurement *ms, const Comparison *cmp)
+{
     char title[200];
     Err e;
     uint32_t from = measure_timed_from(ms);
@@ -113,7 +140,7 @@ int run_report(const RunArgs *a, const Plan *p, const Measurement *ms, const Dat
         else
             snprintf(title, sizeof title, "Throughput and collective calls (median step of steps %u..%u; plan for %s)",
                      ms->first_step + from + 1, ms->first_step + ms->steps, p->in.gpu->name);
-        Table *t = run_report_table(&cmp, which[i]);
+        Table *t = run_report_table(cmp, which[i]);
         if (!t) return 71;
         table_set_title(t, title);
         printf("\n");
@@ -121,14 +148,30 @@ int run_report(const RunArgs *a, const Plan *p, const Measurement *ms, const Dat
         table_free(t);
         if (st) return run_fail(&e);
     }
-    if (a->out.path) {
+    return 0;
+}
+
+int run_report(const RunArgs *a, const Plan *p, const Model *m, const Measurement *ms, const DataStream *d)
+{
+    static Comparison cmp;
+    Tolerances tol = compare_tolerances_default();
+    compare(p, ms, &tol, &cmp);
+    ReportCtx ctx = {p, ms, d, &cmp};
+    char *summary = captured(summary_of, &ctx), *verdict = captured(verdict_of, &ctx);
+    int rc = summary && verdict ? 0 : 71;
+    if (!rc) fputs(summary, stdout);
+    if (!rc) rc = print_tables(p, ms, &cmp);
+    if (!rc && a->out.path) {
         Table *t = run_report_table(&cmp, RUN_TABLE_ALL);
-        if (!t) return 71;
-        int rc = cli_emit_table(RUN_CMD, t, &a->out);
+        rc = !t                         ? 71
+             : a->out.fmt == TABLE_HTML ? run_html(a, p, m, ms, &cmp, t, summary, verdict)
+                                        : cli_emit_table(RUN_CMD, t, &a->out);
         table_free(t);
-        if (rc) return rc;
     }
-    run_report_verdict(stdout, &cmp);
+    if (!rc) fputs(verdict, stdout);
+    free(summary);
+    free(verdict);
+    if (rc) return rc;
     return cmp.failed ? status_exit_code(ST_TOLERANCE) : 0;
 }
 

@@ -127,7 +127,8 @@ static int load_t5(const char *cmd, const char *dir, TuiState *s)
 int cmd_tui(int argc, char **argv)
 {
     const char *cmd = "tui";
-    static const char dmodel[] = "gpt-175b", dgpu[] = "h100-sxm", drecipe[] = "megatron-bf16";
+    const char *dmodel = plan_headline_model, *dgpu = plan_headline_gpu;
+    static const char drecipe[] = "megatron-bf16";
     TuiOptions o = {0};
     char **pargv = calloc((size_t)argc + 8, sizeof *pargv);
     if (!pargv) return cli_fail(cmd, &(Err){ST_NOMEM, "out of memory"});
@@ -147,12 +148,7 @@ int cmd_tui(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     if (a.out.path || a.out.fmt != TABLE_TEXT)
         return cli_usage(cmd, "--format and -o do not apply (press e to export)");
-    if (a.model == dmodel) { /* the seed's headline layout, unless a layout flag says otherwise */
-        if (!a.layout_given[0]) a.in.tp = 8;
-        if (!a.layout_given[1]) a.in.pp = 4;
-        if (!a.layout_given[4]) a.in.dp = 4;
-        if (!a.layout_given[7]) a.in.sharding = SHARD_DIST_OPT;
-    }
+    plan_args_headline(&a); /* the seed's headline layout, unless a layout flag says otherwise */
     Catalog *cat;
     if ((rc = plan_catalog_load(cmd, a.catalog, &cat))) return rc;
     /* a catalog without the defaults: fall back to its first rows */

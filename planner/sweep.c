@@ -74,6 +74,7 @@ static uint64_t walk(const SweepSpec *s, Visit visit, void *ctx)
 uint64_t sweep_size(const SweepSpec *s) { return walk(s, NULL, NULL); }
 
 typedef struct {
+    const SweepSpec *s;
     Plan *top;
     int k, n;
     SweepStats *st;
@@ -99,6 +100,7 @@ static void visit(const PlanInput *in, void *vctx)
         st->oom++;
         return;
     }
+    if (r->s->on_fit) r->s->on_fit(&r->scratch, r->s->on_fit_ctx);
     if (r->k <= 0) return;
     double v = r->scratch.tokens_per_s;
     if (r->n == r->k && v <= r->top[r->n - 1].tokens_per_s) return;
@@ -118,7 +120,7 @@ Status sweep_run(const SweepSpec *s, Plan *top, int k, int *n_top, SweepStats *s
     if (!s->gpus) return err_set(e, ST_USAGE, "--gpus 0: a sweep needs at least one GPU");
     if (s->nrecipes <= 0 || !s->recipes) return err_set(e, ST_USAGE, "a sweep needs at least one recipe");
     if (!s->base.model || !s->base.gpu) return err_set(e, ST_SOFTWARE, "sweep without a model or GPU");
-    Run r = {.top = top, .k = k, .st = stats, .progress = progress, .ctx = ctx};
+    Run r = {.s = s, .top = top, .k = k, .st = stats, .progress = progress, .ctx = ctx};
     r.total = sweep_size(s);
     walk(s, visit, &r);
     if (progress) progress(stats->evaluated, r.total, ctx);

@@ -27,6 +27,9 @@ typedef struct {
     uint32_t max_vpp; /* 0 = 8 */
     uint32_t max_cp;  /* 0 = 8 */
     uint32_t max_mbs; /* 0 = 8 */
+    /* Optional: called with every plan that fits, in evaluation order (the HTML scatter of all of them). */
+    void (*on_fit)(const Plan *p, void *ctx);
+    void *on_fit_ctx;
 } SweepSpec;
 
 typedef struct {

@@ -3,6 +3,8 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fp8/codec.h"
 
@@ -64,4 +66,43 @@ void scaling_table_row(Table *t, Dtype fmt, const DelayedStep *st)
     table_f64(t, C_FLUSH, b.flush_below);
     table_f64(t, C_MINSUB, b.min_sub_below);
     table_f64(t, C_SAT, b.saturate_above);
+}
+
+Table *scaling_trace_table(const DelayedCfg *cfg, const float *amax, size_t n, Err *e)
+{
+    float *hist = malloc(sizeof *hist * cfg->hist_len);
+    Table *t = scaling_table_new(cfg);
+    DelayedState s;
+    if (!hist || !t) {
+        free(hist);
+        table_free(t);
+        err_set(e, ST_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (delayed_init(&s, cfg, hist, e)) {
+        free(hist);
+        table_free(t);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        DelayedStep st;
+        delayed_step(&s, amax[i], &st);
+        scaling_table_row(t, cfg->fmt, &st);
+    }
+    free(hist);
+    return t;
+}
+
+void scaling_steady_trace(float amax[SCALING_TRACE_STEPS])
+{
+    static const float steady[SCALING_TRACE_STEPS] = {1.0f, 1.1f, 0.9f, 1.0f, 1.2f, 1.0f, 0.95f, 1.05f,
+                                                      1.1f, 1.0f, 0.9f, 1.0f, 1.1f, 1.0f, 0.9f,  1.0f};
+    memcpy(amax, steady, sizeof steady);
+}
+
+void scaling_spike_trace(float amax[SCALING_TRACE_STEPS])
+{
+    scaling_steady_trace(amax);
+    amax[5] = 640.0f; /* the spike: the next E4M3 scale is 448 / 640 = 0.7 */
+    amax[6] = 2.0f;
 }

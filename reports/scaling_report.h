@@ -20,4 +20,14 @@ Table *scaling_table_new(const DelayedCfg *cfg);
 /* Append the row of one step (fmt: the format the tensor is cast to). */
 void scaling_table_row(Table *t, Dtype fmt, const DelayedStep *st);
 
+/* The whole trace: delayed scaling run over amax[0..n) from a fresh state. NULL with e set
+ * (ST_NOMEM, or delayed_init's ST_USAGE for a bad config). */
+Table *scaling_trace_table(const DelayedCfg *cfg, const float *amax, size_t n, Err *e);
+
+/* Example traces of SCALING_TRACE_STEPS steps: an amax that sits near 1 (weights and activations
+ * after a norm), and the seed's worked example, the same with one step that sees 640 (step 6). */
+enum { SCALING_TRACE_STEPS = 16 };
+void scaling_steady_trace(float amax[SCALING_TRACE_STEPS]);
+void scaling_spike_trace(float amax[SCALING_TRACE_STEPS]);
+
 #endif

@@ -7,31 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reports/html_page.h"
+#include "reports/table_internal.h"
 #include "util/num.h"
-
-typedef struct {
-    unsigned char set;
-    union {
-        char *s;
-        uint64_t u;
-        int64_t i;
-        double f;
-    } v;
-} Cell;
-
-typedef struct {
-    int rule; /* 1 = separator row, no cells */
-    Cell *cells;
-} Row;
-
-struct Table {
-    TableCol *cols;
-    int ncols;
-    Row *rows;
-    int nrows, cap;
-    char *title;
-    int oom;
-};
 
 Table *table_new(const TableCol *cols, int ncols)
 {
@@ -381,6 +359,7 @@ Status table_write(const Table *t, TableFormat fmt, FILE *f, Err *e)
     case TABLE_TEXT: write_text(t, f); break;
     case TABLE_CSV: write_csv(t, f); break;
     case TABLE_JSON: write_json(t, f); break;
+    case TABLE_HTML: return html_table_page(t, f, e);
     }
     if (ferror(f)) return err_set(e, ST_IO, "write error");
     return ST_OK;
@@ -394,7 +373,31 @@ Status table_format_parse(const char *s, TableFormat *out, Err *e)
         *out = TABLE_CSV;
     else if (!strcmp(s, "json"))
         *out = TABLE_JSON;
+    else if (!strcmp(s, "html"))
+        *out = TABLE_HTML;
     else
-        return err_set(e, ST_USAGE, "unknown format '%s' (expected table, csv or json)", s);
+        return err_set(e, ST_USAGE, "unknown format '%s' (expected table, csv, json or html)", s);
     return ST_OK;
+}
+
+int table_cell_text(const Table *t, int line, int col, TableFormat how, char *buf, size_t size)
+{
+    char tmp[CELL_MAX];
+    static const Cell unset = {0};
+    const Cell *c = table_cell_at(t, line, col);
+    int set = 1;
+    if (col < 0 || col >= t->ncols) {
+        set = 0, tmp[0] = '\0';
+    } else if (how == TABLE_TEXT) {
+        fmt_text(&t->cols[col], c ? c : &unset, tmp);
+        set = c != NULL;
+    } else if (!c) {
+        set = 0, tmp[0] = '\0';
+    } else if (t->cols[col].type == TC_STR) {
+        snprintf(tmp, sizeof tmp, "%s", c->v.s);
+    } else if (!fmt_data_number(&t->cols[col], c, tmp)) {
+        set = 0, tmp[0] = '\0';
+    }
+    snprintf(buf, size, "%s", tmp);
+    return set;
 }

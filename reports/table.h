@@ -1,4 +1,4 @@
-/* reports/table.h — one table, three renderings: aligned text, CSV, JSON.
+/* reports/table.h — one table, four renderings: aligned text, CSV, JSON, HTML.
  *
  * Every subcommand that prints rows builds a Table and hands it to
  * table_write(), so `--format table|csv|json` means the same thing everywhere:
@@ -6,8 +6,10 @@
  *         text left; byte counts with thousands separators);
  *   csv:  RFC 4180, one header row of snake_case names, C-locale numbers, exact
  *         integers, text quoted only when it must be (libcsv's csv_fwrite);
- *   json: an array of objects keyed by the column names.
- * Rule rows and the title appear in text only. */
+ *   json: an array of objects keyed by the column names;
+ *   html: a self-contained page holding the table (reports/html_page.h); the
+ *         commands with charts draw them from the same rows (reports/chart_*.h).
+ * Rule rows and the title appear in text and HTML only. */
 #ifndef FP8PLAN_REPORTS_TABLE_H
 #define FP8PLAN_REPORTS_TABLE_H
 
@@ -20,7 +22,7 @@
 extern "C" {
 #endif
 
-typedef enum { TABLE_TEXT, TABLE_CSV, TABLE_JSON } TableFormat;
+typedef enum { TABLE_TEXT, TABLE_CSV, TABLE_JSON, TABLE_HTML } TableFormat;
 
 typedef enum { TC_STR, TC_U64, TC_I64, TC_F64 } TableColType;
 
@@ -65,7 +67,34 @@ int table_rows(const Table *t); /* data rows (rules excluded) */
 /* Render. Returns ST_NOMEM if any earlier call ran out of memory, ST_IO on a write error. */
 Status table_write(const Table *t, TableFormat fmt, FILE *f, Err *e);
 
-/* "table" / "text", "csv", "json". */
+/* ---- reading a table back: charts are drawn from the very rows the CSV is written from.
+ * Lines are the appended rows and rules in order (0 .. table_lines()-1). */
+int table_ncols(const Table *t);
+const TableCol *table_col(const Table *t, int col);
+/* Index of the column named `name`, or -1. */
+int table_col_find(const Table *t, const char *name);
+const char *table_title(const Table *t); /* NULL when none */
+int table_lines(const Table *t);
+int table_line_is_rule(const Table *t, int line);
+/* A numeric cell (or a TC_STR cell that holds a number, e.g. "640" or "nan") as a double; 0 when
+ * the cell is unset, a rule or not a number. */
+int table_get_f64(const Table *t, int line, int col, double *v);
+/* A TC_STR cell; NULL when unset or not a string column. */
+const char *table_get_str(const Table *t, int line, int col);
+/* The cell as `how` renders it: TABLE_CSV gives the CSV field's value (numbers exactly as the CSV
+ * writes them, strings unquoted), TABLE_TEXT the text table's cell ("16,777,216", "-" when unset).
+ * Returns 0 (and "") for a CSV cell that would be empty. */
+int table_cell_text(const Table *t, int line, int col, TableFormat how, char *buf, size_t size);
+
+/* Append src's rows and rules to t: each data row becomes a new row of t whose column key_col (a
+ * TC_STR column; -1 for none) holds key and whose columns first .. first + ncols(src) - 1 take
+ * src's cells (the column types must match: ST_SOFTWARE from table_write otherwise). Builds the
+ * long tables charts compare plans with: every row of `plan --view time` per recipe. */
+void table_append_keyed(Table *t, int key_col, const char *key, int first, const Table *src);
+/* Append one line of src (a table with the same leading columns) to t. */
+void table_append_line(Table *t, const Table *src, int line);
+
+/* "table" / "text", "csv", "json", "html". */
 Status table_format_parse(const char *s, TableFormat *out, Err *e);
 
 /* Write s as a JSON string literal (quoted, escaped). */

@@ -6,17 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ASCII, Unicode in monochrome, Unicode in colour (bar segments become solid blocks) */
-static const char *const glyph_ascii[G_COUNT_] = {"#", "=", "*",  "+", "%", ".", "|", "-",
-                                                  "|", "x", "->", "o", "=", "_", ">"};
-static const char *const glyph_utf8[G_COUNT_] = {
-    "\xe2\x96\x88", /* █ */
-    "\xe2\x96\x93", /* ▓ */
-    "\xe2\x96\x92", /* ▒ */
-    "\xe2\x96\x91", /* ░ */
-    "\xe2\x96\x9a", /* ▚ */
-    "\xc2\xb7",     /* · */
-    "\xe2\x94\x82", /* │ */
+#include "reports/chart_term.h"
+
+/* The bar's glyphs are the terminal bars' (reports/chart_term.h); the rest, from G_HRULE on, the TUI's
+ * own: ASCII, or Unicode (in colour the bar segments become solid blocks). */
+_Static_assert((int)G_CAP == (int)TERM_GLYPH_CAP && (int)G_FREE == (int)TERM_GLYPH_FREE,
+               "the TUI's bar glyphs are chart_term's");
+static const char *const glyph_ascii[G_COUNT_ - G_HRULE] = {"-", "|", "x", "->", "o", "=", "_", ">"};
+static const char *const glyph_utf8[G_COUNT_ - G_HRULE] = {
     "\xe2\x94\x80", /* ─ */
     "\xe2\x94\x82", /* │ */
     "\xc3\x97",     /* × */
@@ -30,9 +27,8 @@ static const char *const glyph_utf8[G_COUNT_] = {
 const char *paint_glyph(const TuiPaint *p, TuiGlyph g)
 {
     if ((unsigned)g >= G_COUNT_) return "?";
-    if (!p->unicode) return glyph_ascii[g];
-    if (p->color && g <= G_SEG4) return glyph_utf8[G_SEG0]; /* colour tells the segments apart */
-    return glyph_utf8[g];
+    if (g < G_HRULE) return term_bar_glyph(p->unicode, p->unicode && p->color && g <= G_SEG4 ? G_SEG0 : (int)g);
+    return (p->unicode ? glyph_utf8 : glyph_ascii)[g - G_HRULE];
 }
 
 enum { PAIR_BASE = 1 };

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "reports/chart_term.h"
 #include "util/num.h"
 
 /* ---- stacked bar ------------------------------------------------------------------------------------------ */
@@ -13,28 +14,11 @@
 int tui_bar_split(const uint64_t *v, int n, uint64_t capacity, int width, int *cells, int *cap_cell)
 {
     double sum = 0;
-    for (int i = 0; i < n; i++) sum += (double)v[i], cells[i] = 0;
+    for (int i = 0; i < n; i++) sum += (double)v[i];
     double full = sum > (double)capacity ? sum : (double)capacity;
     *cap_cell = width;
-    if (full <= 0 || width <= 0) return 0;
-    int target = (int)floor(sum * width / full + 0.5), used = 0;
-    double frac[64];
-    for (int i = 0; i < n && i < 64; i++) {
-        double exact = (double)v[i] * width / full;
-        cells[i] = (int)floor(exact);
-        frac[i] = exact - cells[i];
-        used += cells[i];
-    }
-    while (used < target) { /* largest remainder first; the earlier term wins a tie */
-        int best = -1;
-        for (int i = 0; i < n && i < 64; i++)
-            if (frac[i] > 0 && (best < 0 || frac[i] > frac[best])) best = i;
-        if (best < 0) break;
-        cells[best]++;
-        frac[best] = 0;
-        used++;
-    }
-    if (sum > (double)capacity) *cap_cell = (int)floor((double)capacity * width / full + 0.5);
+    int used = term_bar_split(v, n, full, width, cells);
+    if (full > 0 && width > 0 && sum > (double)capacity) *cap_cell = (int)floor((double)capacity * width / full + 0.5);
     return used;
 }
 

@@ -18,9 +18,9 @@
 
 /* ---- stacked bar ------------------------------------------------------------------------------------------
  * Split `width` cells among n values (bytes) on a scale where `full` bytes
- * fill the bar: full = max(capacity, sum). Cells are whole; the split uses
- * largest remainders so the cells add up to round(sum * width / full) exactly,
- * and a value never gets more cells than its share rounded up. Returns the
+ * fill the bar: full = max(capacity, sum). The split is term_bar_split's
+ * (reports/chart_term.h: largest remainders, adding up to round(sum * width /
+ * full), never more than a share rounded up). Returns the
  * number of used cells; *cap_cell is the cell where the capacity ends (width
  * when it fits, less when the sum exceeds it: the OOM marker). */
 int tui_bar_split(const uint64_t *v, int n, uint64_t capacity, int width, int *cells, int *cap_cell);

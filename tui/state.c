@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "planner/csv_table.h"
+#include "reports/scaling_report.h"
 #include "util/num.h"
 
 static const Recipe *first_recipe(const Catalog *c, const char *name, int fallback)
@@ -116,17 +117,13 @@ const char *tui_scenario_name(TuiScenario scn)
 
 void tui_scenario_load(TuiState *s, TuiScenario scn)
 {
-    /* amax of a tensor that sits near 1 (weights and activations after a norm) */
-    static const float steady[16] = {1.0f, 1.1f, 0.9f, 1.0f, 1.2f, 1.0f, 0.95f, 1.05f,
-                                     1.1f, 1.0f, 0.9f, 1.0f, 1.1f, 1.0f, 0.9f,  1.0f};
     s->scenario = scn;
     if (scn == SCN_CUSTOM) return;
-    s->ntrace = 16;
-    memcpy(s->trace, steady, sizeof steady);
+    s->ntrace = SCALING_TRACE_STEPS;
+    scaling_steady_trace(s->trace); /* an amax near 1 (reports/scaling_report.h) */
     switch (scn) {
     case SCN_SPIKE: /* the seed's worked example: one step sees amax 640 */
-        s->trace[5] = 640.0f;
-        s->trace[6] = 2.0f;
+        scaling_spike_trace(s->trace);
         s->step_cur = 6;
         break;
     case SCN_GROWTH: /* the amax outruns a scale computed from the past */

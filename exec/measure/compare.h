@@ -86,7 +86,7 @@ Tolerances compare_tolerances_default(void);
 
 enum { COMPARE_MAX_ROWS = 96 };
 
-typedef struct {
+typedef struct Comparison {
     MeasureRow rows[COMPARE_MAX_ROWS];
     int n;
     int failed;        /* checked rows outside their check */

@@ -67,10 +67,10 @@ void devm_sample(DevMeasure *m, Backend *bk, DevmPoint at);
  * the first failure is kept in m->st / m->msg). */
 void devm_step_begin(DevMeasure *m, Backend *bk);
 int devm_step_end(DevMeasure *m, Backend *bk, double seconds[BK_OPCAT_COUNT]);
-/* Between the phases of a step (Gpt.on_phase): −1 before the step's work,
+/* Between the phases of a step (Model.on_phase): −1 before the step's work,
  * PHASE_* once that phase has finished. Samples DEVM_STEP too. */
 void devm_phase(DevMeasure *m, Backend *bk, int phase);
-/* The same as a Gpt.on_phase hook (ctx = the DevMeasure, backend from it). */
+/* The same as a Model.on_phase hook (ctx = the DevMeasure, backend from it). */
 typedef struct {
     DevMeasure *m;
     Backend *bk;

@@ -73,7 +73,7 @@ run report
 expect_rc "report without a name exits 64" 64
 run report nonsense
 expect_rc "unknown report exits 64" 64
-expect_err "unknown report message" "unknown report 'nonsense' (known: seed)"
+expect_err "unknown report message" "unknown report 'nonsense' (known: seed, html)"
 
 # ---- sweep ----
 run sweep --model gpt-13b --gpu h100-sxm --gpus 32 --recipes megatron-bf16,fp8lm --top 3 --format csv

@@ -1,0 +1,93 @@
+# tests/cli/html_reports.sh — --format html and report html without a browser, and the terminal's
+# memory bars. The pages' structure and their numbers against the CSV are checked by html_check.py
+# (well-formed, every chart, finite coordinates, bars on one scale, every charted number exactly the
+# CSV's); html_browser.sh renders them in Chromium.
+. "$FP8PLAN_ROOT/tests/lib.sh"
+
+L175="--model gpt-175b --gpu h100-sxm --tp 8 --pp 4 --dp 4 --mbs 1 --seq 2048 --dist-opt"
+
+# ---- the pages, checked against the CSV (python3's standard library) ----
+if command -v python3 >/dev/null 2>&1; then
+    python3 "$FP8PLAN_ROOT/tests/cli/html_check.py" "$TMP" >"$TMP/check.out" 2>"$TMP/check.err"
+    cat "$TMP/check.out"
+    sed 's/^/  /' "$TMP/check.err" >&2
+    passed=$((passed + $(grep -c '^ok - ' "$TMP/check.out")))
+    failed=$((failed + $(grep -c '^FAIL - ' "$TMP/check.out")))
+    [ "$(grep -c '^ok - ' "$TMP/check.out")" -ge 150 ] || fail "html_check.py ran all its checks" "$(tail -n 5 "$TMP/check.err")"
+else
+    echo "skip - the pages' structure and CSV cross-checks (no python3: sudo apt-get install -y python3)"
+fi
+
+# ---- the one command README gives a new user ----
+(cd "$TMP" && "$FP8PLAN" report html -o fp8plan-report.html >out 2>err)
+rc=$?
+expect_rc "report html -o FILE exits 0" 0
+expect_eq "report html writes a page" "$(head -c 15 "$TMP/fp8plan-report.html")" "<!DOCTYPE html>"
+expect_eq "report html says nothing on stdout" "$(cat "$TMP/out")" ""
+run report html $L175 --recipes megatron-bf16,te-fp8 --tp 4 --pp 8
+expect_rc "report html takes plan options" 0
+expect_out "report html with options shows the layout" "TP 4 x PP 8 (vpp 1) x CP 1 x DP 4"
+run report html --format csv
+expect_rc "report html --format csv is a usage error" 64
+expect_err "report html --format csv says why" "this report is html"
+run report html --recipes te-fp8
+expect_rc "report html with one recipe is a usage error" 64
+run report seed --format json
+expect_rc "report seed --format json is a usage error" 64
+expect_err "report seed --format json says why" "report seed prints a table or writes html"
+run report -o x.html html
+expect_rc "report with html not first is a usage error" 64
+expect_err "the message says where the name goes" "name the report first"
+run report nope
+expect_err "unknown reports list html" "known: seed, html"
+
+# ---- formats ----
+run compare $L175 --recipes megatron-bf16,te-fp8 --format xml
+expect_rc "--format xml is a usage error" 64
+expect_err "--format lists html" "expected table, csv, json or html"
+run plan $L175 --recipe te-fp8 --view terms --format html
+expect_rc "plan --view terms --format html exits 0" 0
+expect_out "a view as html is a page with the table" "<td>weight_gemm</td>"
+run_in "1
+640
+" scaling --history 4 --algo max --format html
+expect_out "scaling --format html draws the trace" 'id="scaling-bounds"'
+run run --backend cpu --model gpt2-124m --recipe te-fp8 --format html
+expect_rc "run --format html without -o is a usage error" 64
+expect_err "run --format html says it needs -o" "--format html needs -o FILE"
+run run --backend cpu --model gpt2-124m --recipe te-fp8 --format pdf -o "$TMP/r.pdf"
+expect_rc "run --format pdf is a usage error" 64
+
+# ---- written atomically: a page that cannot be written leaves nothing behind ----
+run compare $L175 --recipes megatron-bf16,te-fp8 --format html -o "$TMP/no/such/dir/c.html"
+expect_rc "an html page into a missing directory exits 73" 73
+expect_no_out "nothing on stdout when the page cannot be written"
+expect_eq "no temporary file left" "$(ls "$TMP/no" 2>/dev/null)" ""
+
+# ---- the terminal: one memory bar per recipe ----
+bar_lines() { grep -E '(FITS|OOM)$' "$TMP/out"; }
+TERM=xterm LANG=C.UTF-8 LC_ALL= LC_CTYPE= run compare $L175 --recipes megatron-bf16,te-fp8,fp8lm
+expect_eq "compare: a memory bar per recipe" "$(bar_lines | wc -l | tr -d ' ')" "3"
+expect_out "Unicode blocks under a UTF-8 locale" "█"
+expect_out "the legend names the segments and the unit" "memory (GB = 1e9 B): █ state  ▓ FP8 copies"
+expect_out "te-fp8's bar carries its FP8 copies" "▓"
+expect_out "the capacity is marked" "│"
+TERM=dumb LANG=C.UTF-8 run compare $L175 --recipes megatron-bf16,te-fp8,fp8lm
+expect_out "ASCII under TERM=dumb" "memory (GB = 1e9 B): # state  = FP8 copies"
+expect_eq "the bars and their legend fit 100 columns" \
+    "$(sed -n '/^memory (GB/,$p' "$TMP/out" | awk '{ if (length($0) > 100) n++ } END { print n + 0 }')" "0"
+expect_eq "no Unicode under TERM=dumb" "$(bar_lines | grep -c '█')" "0"
+TERM=xterm LANG=C.UTF-8 run compare $L175 --recipes megatron-bf16,te-fp8 --ascii
+expect_eq "no Unicode with --ascii" "$(grep -c '█' "$TMP/out")" "0"
+TERM=xterm LANG=C LC_ALL= LC_CTYPE= run plan $L175 --recipe te-fp8
+expect_eq "no Unicode in a C locale" "$(grep -c '█' "$TMP/out")" "0"
+expect_eq "plan: one memory bar" "$(bar_lines | wc -l | tr -d ' ')" "1"
+# the bar's cells: te-fp8 at 74.90 of 85.52 GB fills round(74.90 / 85.52 x width) cells before the capacity
+line=$(bar_lines)
+w=$(printf '%s' "$line" | sed 's/^  te-fp8  //; s/|.*//' | tr -d '\n' | wc -c)
+used=$(printf '%s' "$line" | sed 's/^  te-fp8  //; s/|.*//' | tr -d '.\n' | wc -c)
+expect_eq "the used cells are the total's share of the bar" "$used" "$(awk -v w="$w" 'BEGIN { printf "%d", 74.897528998 / 85.520809984 * w + 0.5 }')"
+run plan $L175 --recipe te-fp8 --format csv
+expect_eq "csv output carries no bar" "$(grep -c 'FITS' "$TMP/out")" "0"
+
+finish
