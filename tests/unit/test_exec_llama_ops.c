@@ -49,7 +49,32 @@ static double dot(const float *a, const float *b, int n)
 static int same_bits(float a, float b) { return !memcmp(&a, &b, sizeof a); }
 
 static const double FD_H = 1e-2;
-static int fd_ok(double analytic, double fd) { return fabs(analytic - fd) <= 1e-3 * (fabs(analytic) + 1.0); }
+
+/* An operation's forward on its inputs `in` (one vector: every input the
+ * gradient is checked for), into out. */
+typedef void (*Fwd)(Backend *bk, const void *ctx, const float *in, float *out);
+
+/* How many of the gradients g[k] (every `stride`-th input from `first`) differ
+ * from the central difference of Σ dy·f(in) by more than 1e-3·(|g| + 1). */
+static int fd_mismatches(Backend *bk, Fwd f, const void *ctx, const float *in, int n_in, const float *dy, int n_out,
+                         const float *g, int first, int stride)
+{
+    float *x = malloc(n_in * sizeof *x), *y = malloc(n_out * sizeof *y);
+    int bad = 0;
+    for (int k = first; x && y && k < n_in; k += stride) {
+        double l[2];
+        for (int s = 0; s < 2; s++) {
+            memcpy(x, in, n_in * sizeof *x);
+            x[k] += (float)(s ? -FD_H : FD_H);
+            f(bk, ctx, x, y);
+            l[s] = dot(dy, y, n_out);
+        }
+        double fd = (l[0] - l[1]) / (2 * FD_H);
+        bad += fabs(g[k] - fd) > 1e-3 * (fabs(g[k]) + 1.0);
+    }
+    free(x), free(y);
+    return bad;
+}
 
 /* ---- RMSNorm ------------------------------------------------------------------------------ */
 
@@ -69,6 +94,14 @@ static void rms_fwd(Backend *bk, const float *x, const float *w, float *y, float
                      .rstd = rstd};
     Err e;
     CHECK_EQ_INT(bk->norm_fwd(bk, &d, &e), ST_OK);
+}
+
+/* in = [x (NR, NC) | w (NC)] */
+static void rms_fd_fwd(Backend *bk, const void *ctx, const float *in, float *out)
+{
+    (void)ctx;
+    float rstd[NR];
+    rms_fwd(bk, in, in + NR * NC, out, rstd);
 }
 
 static void test_rmsnorm(void)
@@ -107,20 +140,10 @@ static void test_rmsnorm(void)
                      .dweight = dw};
     Err e;
     CHECK_EQ_INT(bk->norm_bwd(bk, &b, &e), ST_OK);
-    int fd_bad = 0;
-    float xp[NR * NC], wp[NC], yp[NR * NC], rp[NR];
-    for (int k = 0; k < NR * NC + NC; k++) {
-        double l[2];
-        for (int s = 0; s < 2; s++) {
-            memcpy(xp, x, sizeof xp), memcpy(wp, w, sizeof wp);
-            float *v = k < NR * NC ? &xp[k] : &wp[k - NR * NC];
-            *v += (float)(s ? -FD_H : FD_H);
-            rms_fwd(bk, xp, wp, yp, rp);
-            l[s] = dot(dy, yp, NR * NC);
-        }
-        double fd = (l[0] - l[1]) / (2 * FD_H), g = k < NR * NC ? dx[k] : dw[k - NR * NC];
-        fd_bad += !fd_ok(g, fd);
-    }
+    float xw[NR * NC + NC], g[NR * NC + NC];
+    memcpy(xw, x, sizeof x), memcpy(xw + NR * NC, w, sizeof w);
+    memcpy(g, dx, sizeof dx), memcpy(g + NR * NC, dw, sizeof dw);
+    int fd_bad = fd_mismatches(bk, rms_fd_fwd, NULL, xw, NR * NC + NC, dy, NR * NC, g, 0, 1);
     CHECK_EQ_INT(fd_bad, 0);
     /* the shared check refuses a bias or a mean for an rmsnorm */
     b.dbias = dw;
@@ -138,6 +161,12 @@ static void swiglu_fwd(Backend *bk, const float *in, float *out)
     ActFwdDesc d = {.mlp = MLP_SWIGLU, .rows = SR, .cols = SF, .dtype = DT_FP32, .in = in, .out = out};
     Err e;
     CHECK_EQ_INT(bk->act_fwd(bk, &d, &e), ST_OK);
+}
+
+static void swiglu_fd_fwd(Backend *bk, const void *ctx, const float *in, float *out)
+{
+    (void)ctx;
+    swiglu_fwd(bk, in, out);
 }
 
 static void test_swiglu(void)
@@ -162,18 +191,8 @@ static void test_swiglu(void)
     ActBwdDesc b = {.mlp = MLP_SWIGLU, .rows = SR, .cols = SF, .dtype = DT_FP32, .in = in, .dout = dy, .din = din};
     Err e;
     CHECK_EQ_INT(bk->act_bwd(bk, &b, &e), ST_OK);
-    float ip[SR * 2 * SF], op[SR * SF];
-    int fd_bad = 0;
-    for (int k = 1; k < SR * 2 * SF; k++) { /* element 0 sits at −100, where silu is flat */
-        double l[2];
-        for (int s = 0; s < 2; s++) {
-            memcpy(ip, in, sizeof ip);
-            ip[k] += (float)(s ? -FD_H : FD_H);
-            swiglu_fwd(bk, ip, op);
-            l[s] = dot(dy, op, SR * SF);
-        }
-        fd_bad += !fd_ok(din[k], (l[0] - l[1]) / (2 * FD_H));
-    }
+    /* element 0 sits at −100, where silu is flat */
+    int fd_bad = fd_mismatches(bk, swiglu_fd_fwd, NULL, in, SR * 2 * SF, dy, SR * SF, din, 1, 1);
     CHECK_EQ_INT(fd_bad, 0);
     CHECK(din[0] == 0.0f); /* d silu / d gate at −100 underflows to 0 */
     b.din = (void *)dy;    /* in place is GELU's privilege: SwiGLU's input gradient is twice as wide */
@@ -198,6 +217,12 @@ static void rope(Backend *bk, float *qkv, const float *cs, int inverse)
                   .inverse = inverse};
     Err e;
     CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_OK);
+}
+
+static void rope_fd_fwd(Backend *bk, const void *cs, const float *in, float *out)
+{
+    memcpy(out, in, RB * RT * RW * sizeof *out);
+    rope(bk, out, cs, 0);
 }
 
 static void test_rope(void)
@@ -237,21 +262,11 @@ static void test_rope(void)
     CHECK_EQ_INT(bits, 0);
     /* the backward (inverse rotation of dy) is the gradient of Σ dy·rope(x): rope is linear, so the
      * central difference is exact up to rounding */
-    float dy[RB * RT * RW], g[RB * RT * RW], xp[RB * RT * RW];
+    float dy[RB * RT * RW], g[RB * RT * RW];
     randn(&r, dy, RB * RT * RW, 1.0);
     memcpy(g, dy, sizeof g);
     rope(bk, g, cs, 1);
-    int fd_bad = 0;
-    for (int k = 0; k < RB * RT * RW; k += 3) {
-        double l[2];
-        for (int s = 0; s < 2; s++) {
-            memcpy(xp, x, sizeof xp);
-            xp[k] += (float)(s ? -FD_H : FD_H);
-            rope(bk, xp, cs, 0);
-            l[s] = dot(dy, xp, RB * RT * RW);
-        }
-        fd_bad += !fd_ok(g[k], (l[0] - l[1]) / (2 * FD_H));
-    }
+    int fd_bad = fd_mismatches(bk, rope_fd_fwd, cs, x, RB * RT * RW, dy, RB * RT * RW, g, 0, 3);
     CHECK_EQ_INT(fd_bad, 0);
     Err e;
     RopeDesc odd = {
@@ -280,13 +295,20 @@ static void attn_fwd(Backend *bk, const float *qkv, float *probs, float *out)
     CHECK_EQ_INT(bk->attention_fwd(bk, &d, &e), ST_OK);
 }
 
+static void attn_fd_fwd(Backend *bk, const void *ctx, const float *in, float *out)
+{
+    (void)ctx;
+    static float probs[AB * AH * AT * AT];
+    attn_fwd(bk, in, probs, out);
+}
+
 static void test_gqa_attention(void)
 {
     Backend *bk = cpu();
     if (!bk) return;
     Rng r = {13};
     static float qkv[AB * AT * AW], probs[AB * AH * AT * AT], out[AB * AT * AC], dout[AB * AT * AC];
-    static float dqkv[AB * AT * AW], scratch[AB * AH * AT * AT], qp[AB * AT * AW], op[AB * AT * AC];
+    static float dqkv[AB * AT * AW], scratch[AB * AH * AT * AT];
     randn(&r, qkv, AB * AT * AW, 1.0), randn(&r, dout, AB * AT * AC, 1.0);
     attn_fwd(bk, qkv, probs, out);
     /* direct: query head h attends with KV head h / (H/KV) = h / 2, causally */
@@ -327,17 +349,8 @@ static void test_gqa_attention(void)
                       .scratch = scratch};
     Err e;
     CHECK_EQ_INT(bk->attention_bwd(bk, &bd, &e), ST_OK);
-    int fd_bad = 0;
-    for (int k = 0; k < AB * AT * AW; k++) { /* q, k (shared by two query heads) and v */
-        double l[2];
-        for (int s = 0; s < 2; s++) {
-            memcpy(qp, qkv, sizeof qp);
-            qp[k] += (float)(s ? -FD_H : FD_H);
-            attn_fwd(bk, qp, probs, op);
-            l[s] = dot(dout, op, AB * AT * AC);
-        }
-        fd_bad += !fd_ok(dqkv[k], (l[0] - l[1]) / (2 * FD_H));
-    }
+    /* every q, k (each shared by two query heads) and v */
+    int fd_bad = fd_mismatches(bk, attn_fd_fwd, NULL, qkv, AB * AT * AW, dout, AB * AT * AC, dqkv, 0, 1);
     CHECK_EQ_INT(fd_bad, 0);
     bd.kv_heads = 3; /* does not divide 4 */
     CHECK_EQ_INT(bk->attention_bwd(bk, &bd, &e), ST_USAGE);
