@@ -11,10 +11,13 @@
 #   make gpu-check  build and run the GPU validation (tests/gpu/gpu_check.sh): kernels
 #                   against the CPU reference, GEMM sweep, training steps, torch
 #                   baseline; results under results/gpu-<date>/; exit 69 without a GPU
+#   make gpu-build  what gpu-check runs, built here to carry to a GPU machine
+#                   (fp8plan without the TUI: no ncurses, no tmux; needs nvcc and NCCL)
 #   make fmt | lint | clean
 #
 # Knobs: SAN=address|undefined|address,undefined  WERROR=1|0  OPT=-O2
 #        CUDA_HOME=/usr/local/cuda  CUDA_ARCH=90a  CUDA=0 (skip CUDA even if nvcc exists)
+#        NCCL_HOME=DIR (include/nccl.h and lib/libnccl.so*)  TUI=0 (fp8plan without the TUI)
 
 .DEFAULT_GOAL := all
 .SUFFIXES:
@@ -30,6 +33,8 @@ CUDA_HOME ?= /usr/local/cuda
 CUDA_ARCH ?= 90a
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 CUDA ?= 1
+TUI ?= 1
+NCCL_HOME ?=
 
 # ---- build directory and sanitizers ------------------------------------------
 ifneq ($(SAN),)
@@ -55,6 +60,37 @@ ifeq ($(CUDA),1)
   endif
 endif
 
+# ---- NCCL: NCCL_HOME, the toolkit, the system (libnccl-dev), or PyTorch's wheel --
+# The first place with both nccl.h and a libnccl.so* wins; NCCL_FROM says which.
+nccl_lib_in = $(firstword $(wildcard $(addprefix $(1)/,lib/libnccl.so lib64/libnccl.so lib/x86_64-linux-gnu/libnccl.so \
+                lib/libnccl.so.2 lib64/libnccl.so.2 lib/x86_64-linux-gnu/libnccl.so.2)))
+ifeq ($(HAVE_CUDA),1)
+  ifneq ($(NCCL_HOME),)
+    NCCL_FROM := NCCL_HOME
+    NCCL_INC := $(NCCL_HOME)/include
+    NCCL_LIB := $(call nccl_lib_in,$(NCCL_HOME))
+  else ifneq ($(and $(wildcard $(CUDA_HOME)/include/nccl.h),$(call nccl_lib_in,$(CUDA_HOME))),)
+    NCCL_FROM := the CUDA toolkit
+    NCCL_INC := $(CUDA_HOME)/include
+    NCCL_LIB := $(call nccl_lib_in,$(CUDA_HOME))
+  else ifneq ($(and $(wildcard /usr/include/nccl.h),$(call nccl_lib_in,/usr)),)
+    NCCL_FROM := the system (libnccl-dev)
+    NCCL_INC := /usr/include
+    NCCL_LIB := $(call nccl_lib_in,/usr)
+  else
+    NCCL_WHEEL := $(shell python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null)
+    ifneq ($(and $(NCCL_WHEEL),$(wildcard $(NCCL_WHEEL)/include/nccl.h),$(call nccl_lib_in,$(NCCL_WHEEL))),)
+      NCCL_FROM := the nvidia-nccl wheel
+      NCCL_INC := $(NCCL_WHEEL)/include
+      NCCL_LIB := $(call nccl_lib_in,$(NCCL_WHEEL))
+    endif
+  endif
+  ifeq ($(NCCL_LIB),)
+    # an error when something is built (not for gpu-check with carried binaries)
+    NCCL_ERR := nvcc is at $(NVCC) but NCCL was not found (looked in $(if $(NCCL_HOME),NCCL_HOME=$(NCCL_HOME),$(CUDA_HOME), /usr and PyTorch's nvidia.nccl wheel)): install libnccl-dev or `pip install nvidia-nccl-cu13`, set NCCL_HOME=DIR, or build without CUDA: make CUDA=0
+  endif
+endif
+
 # ---- flags -------------------------------------------------------------------
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wundef \
         -Wpointer-arith -Wvla
@@ -64,13 +100,13 @@ endif
 CPPFLAGS := -I. -D_GNU_SOURCE
 CFLAGS := -std=c11 $(OPT) $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS := $(SANFLAGS)
-LDLIBS := -lcsv -lncursesw -lm -lpthread
+LDLIBS := -lcsv $(if $(filter 1,$(TUI)),-lncursesw) -lm -lpthread
 ifeq ($(HAVE_CUDA),1)
   CPPFLAGS += -DFP8PLAN_HAVE_CUDA=1
-  NCCL_LIBDIR := $(firstword $(dir $(wildcard $(CUDA_HOME)/lib64/libnccl.so $(CUDA_HOME)/lib/libnccl.so)))
+  NCCL_LIBDIR := $(patsubst %/,%,$(dir $(NCCL_LIB)))
   LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart \
-            $(if $(NCCL_LIBDIR),-L$(NCCL_LIBDIR) -Wl$(comma)-rpath$(comma)$(NCCL_LIBDIR)) -lnccl -lstdc++ -ldl -lrt
-  NVCCFLAGS := -std=c++17 -O2 -lineinfo -I. -isystem $(CUDA_HOME)/include \
+            $(NCCL_LIB) -Wl,-rpath,$(NCCL_LIBDIR) -lstdc++ -ldl -lrt
+  NVCCFLAGS := -std=c++17 -O2 -lineinfo -I. -isystem $(CUDA_HOME)/include $(if $(filter-out $(CUDA_HOME)/include,$(NCCL_INC)),-isystem $(NCCL_INC)) \
                -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) -gencode arch=compute_90,code=compute_90 \
                -Xcompiler -Wall,-Wextra -Werror all-warnings,default-stream-launch -MMD -MP
 endif
@@ -78,10 +114,12 @@ endif
 # ---- sources -------------------------------------------------------------------
 # Library code lives in these folders; anything under a cuda/ subfolder is CUDA
 # (.cu with nvcc, .c with the CUDA headers) and is built only when HAVE_CUDA=1.
-LIB_DIRS := util fp8 planner reports exec tui
+# TUI=0 leaves tui/ out and links cli/notui/cmd_tui.c (a stub) instead of the
+# curses session: no ncurses needed (make gpu-build).
+LIB_DIRS := util fp8 planner reports exec $(if $(filter 1,$(TUI)),tui)
 LIB_SRC := $(sort $(shell find $(LIB_DIRS) -name '*.c' -not -path '*/cuda/*' 2>/dev/null))
 CUDA_SRC := $(sort $(shell find $(LIB_DIRS) -path '*/cuda/*' \( -name '*.cu' -o -name '*.c' \) 2>/dev/null))
-CLI_SRC := $(sort $(wildcard cli/*.c))
+CLI_SRC := $(if $(filter 1,$(TUI)),$(sort $(wildcard cli/*.c)),$(sort $(filter-out cli/cmd_tui.c,$(wildcard cli/*.c)) cli/notui/cmd_tui.c))
 SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 SLOW_SRC := $(sort $(wildcard tests/slow/slow_*.c))
@@ -104,7 +142,10 @@ BENCHES := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRC))
 # GPU check programs: built with every CUDA build (so CI compiles them), run only by gpu-check
 GPUS := $(if $(filter 1,$(HAVE_CUDA)),$(patsubst tests/gpu/%.c,$(BUILD)/gpu/%,$(GPU_SRC)))
-DEPS_OK := $(BUILD)/.deps-ok
+DEPS_OK := $(BUILD)/.deps-ok-tui$(TUI)
+TEST_DEPS_OK := $(BUILD)/.test-deps-ok
+# the TUI setting the binary and library were built with: a change relinks them
+TUI_STAMP := $(BUILD)/.tui-$(TUI)
 
 # ---- system packages -------------------------------------------------------------
 # $(call apt_install,ELSE): the shell snippet that installs the packages named in $$missing with
@@ -122,18 +163,29 @@ if [ -n "$$missing" ]; then \
 	fi
 endef
 
-# libcsv-dev (CSV), libncurses-dev (TUI), tmux (TUI end-to-end test). Installed
-# with apt-get when running as root; otherwise the exact command is printed.
+# libcsv-dev (CSV) and libncurses-dev (TUI; not with TUI=0) to build; tmux for the
+# tests (TUI end-to-end test), not for building (make gpu-build needs none of
+# the TUI's packages). Installed with apt-get when running as root; otherwise
+# the exact command is printed.
 $(DEPS_OK):
+	$(if $(NCCL_ERR),$(error $(NCCL_ERR)))
 	@missing=""; \
 	[ -f /usr/include/csv.h ] || missing="$$missing libcsv-dev"; \
-	[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || missing="$$missing libncurses-dev"; \
-	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	$(if $(filter 1,$(TUI)),[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || missing="$$missing libncurses-dev";) \
 	$(call apt_install,exit 1)
 	@mkdir -p $(@D) && touch $@
-ifneq ($(HAVE_CUDA),1)
+ifeq ($(HAVE_CUDA),1)
+	@echo "note: CUDA from $(NVCC); NCCL from $(NCCL_FROM): $(NCCL_INC)/nccl.h, $(NCCL_LIB)"
+else
 	@echo "note: CUDA parts skipped ($(if $(filter 0,$(CUDA)),CUDA=0 or a sanitizer/fuzz build,no nvcc at $(NVCC)))"
 endif
+
+$(TEST_DEPS_OK):
+	@missing=""; command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; $(call apt_install,exit 1)
+	@mkdir -p $(@D) && touch $@
+
+$(TUI_STAMP):
+	@mkdir -p $(@D) && rm -f $(BUILD)/.tui-0 $(BUILD)/.tui-1 && touch $@
 
 # The browser tests (tests/cli/html_browser.sh) render the HTML reports in headless Chromium and read
 # the screenshots with python3's standard library: chromium, python3 and a font from Debian, installed
@@ -146,7 +198,8 @@ browser-deps:
 	$(call apt_install,echo "(the browser tests say skip without them)")
 
 # ---- rules -----------------------------------------------------------------------
-.PHONY: all run report test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-check browser-deps
+.PHONY: all run report test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-programs gpu-check \
+        browser-deps
 
 all: $(BIN)
 
@@ -161,12 +214,12 @@ $(BUILD)/obj/%.o: %.cu | $(DEPS_OK)
 # test support (the NVIDIA host-conversion oracle) sees the CUDA headers when present
 $(SUPPORT_OBJ): CPPFLAGS += -isystem $(CUDA_HOME)/include
 
-$(LIB): $(LIB_OBJ)
+$(LIB): $(LIB_OBJ) $(TUI_STAMP)
 	@mkdir -p $(@D)
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(AR) rcs $@ $(LIB_OBJ)
 
-$(BIN): $(CLI_OBJ) $(LIB)
+$(BIN): $(CLI_OBJ) $(LIB) $(TUI_STAMP)
 	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(LDLIBS) -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
@@ -190,7 +243,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) -fsanitize=fuzzer,address,undefined \
 	  $< $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
 
-tests: $(BIN) $(TESTS) $(GPUS)
+tests: $(TEST_DEPS_OK) $(BIN) $(TESTS) $(GPUS)
 
 test: tests browser-deps
 	@sh tests/run.sh $(BUILD)
@@ -221,7 +274,14 @@ fuzz-run: $(FUZZERS)
 
 # Everything the GPU check runs; build here and carry $(BUILD) to a GPU machine
 # whose image lacks the build dependencies (tests/gpu/gpu_check.sh says how).
-gpu-build: $(BIN) $(GPUS)
+# fp8plan is built without the TUI (no ncurses there); libcsv goes into
+# $(BUILD)/lib. A GPU target never drops CUDA quietly: without nvcc it stops.
+gpu-build:
+	$(if $(filter 1,$(HAVE_CUDA)),,$(error gpu-build needs the CUDA compiler: no nvcc at $(NVCC)$(if $(filter 0,$(CUDA)), (CUDA=0 given)); set CUDA_HOME=DIR or NVCC=PATH))
+	@$(MAKE) --no-print-directory TUI=0 BUILD=$(BUILD) gpu-programs
+	@echo "gpu-build: $(BUILD)/fp8plan (no TUI) and $(BUILD)/gpu/*: CUDA $(NVCC), NCCL from $(NCCL_FROM) ($(NCCL_LIB))"
+
+gpu-programs: $(BIN) $(GPUS)
 	@mkdir -p $(BUILD)/lib && for l in $$(ldd $(BIN) | awk '/libcsv/ { print $$3 }'); do cp -L "$$l" $(BUILD)/lib/; done
 
 gpu-check:
@@ -254,6 +314,6 @@ lint:
 	@echo "lint: ok"
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz build-gpu
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -163,6 +163,10 @@ Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t plan
 
 void arena_release(Arena *a, Backend *bk)
 {
+    /* the backend's GEMM workspace may be a slice of this arena: it must not
+     * outlive it (the backend then makes a private one at the next GEMM) */
+    const char *ws = bk->gemm_workspace, *lo = a->base;
+    if (ws && lo && ws >= lo && ws < lo + a->bytes) bk->gemm_workspace = NULL;
     if (a->base) bk->free(bk, a->base);
     a->base = NULL;
 }

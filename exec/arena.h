@@ -121,6 +121,7 @@ void arena_planned(const Plan *p, uint64_t planned[ARENA_TERMS]);
 /* Size the regions, allocate once through bk, place every spec and store the
  * addresses. planned may be NULL. On failure nothing stays allocated. */
 Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t planned[ARENA_TERMS], Err *e);
+/* Free the allocation; a bk->gemm_workspace that points into it is cleared. */
 void arena_release(Arena *a, Backend *bk);
 
 #ifdef __cplusplus

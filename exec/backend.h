@@ -110,8 +110,9 @@ typedef struct {
  *                           fmax/amax/2^margin if that amax is finite and > 0 (else the previous
  *                           scale is kept; an infinite scale becomes FLT_MAX), then the history
  *                           rotates by one and row 0 is zeroed — fp8/delayed.h's delayed_step for
- *                           each column. scale_inv is left to the casts, which write it beside
- *                           the data they produce
+ *                           each column; a tensor whose row-0 amax is exactly 0 did not run and
+ *                           is left as it is (no roll, scale kept: TE's bulk kernel). scale_inv is
+ *                           left to the casts, which write it beside the data they produce
  *   scaling_from_amax       current scaling for n tensors: scale[i] = fmax/amax[i]/2^margin with
  *                           TE's policy (amax 0, Inf or NaN → scale 1; an infinite quotient →
  *                           FLT_MAX)

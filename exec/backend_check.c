@@ -89,6 +89,12 @@ Status gemm_desc_check(const GemmDesc *g, Err *e)
                        (unsigned long long)g->n);
     if (dtype_is_fp8(g->d.dtype)) {
         if (!g->d.scale) return err_set(e, ST_USAGE, "gemm: FP8 output D has no scale");
+        /* cuBLASLt's FP8 table: E4M3 x E4M3 writes E4M3, BF16, FP16 or FP32, never E5M2 (only a
+         * product with an E5M2 operand may) */
+        if (g->d.dtype == DT_E5M2 && g->a.dtype == DT_E4M3 && g->b.dtype == DT_E4M3)
+            return err_set(e, ST_USAGE,
+                           "gemm: E4M3 x E4M3 -> E5M2 output is not supported by cuBLASLt (write E4M3, BF16 or "
+                           "FP32, or use an E5M2 operand)");
         if (g->accum == GEMM_ACCUMULATE)
             return err_set(e, ST_USAGE, "gemm: accumulation into an FP8 output is not supported");
     } else if (g->d.scale) {

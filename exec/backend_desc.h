@@ -148,10 +148,10 @@ typedef struct {
     const void *qkv; /* (B, T, W) */
     void *probs;     /* (B, H, T, T) */
     void *out;       /* (B, T, H·D) */
-    /* Optional (B, H, T, T) FP32 workspace for the raw scores (the backward's
-     * scratch is free during the forward). NULL: a backend that needs one uses
-     * private memory of its own (the CUDA backend: a few heads at a time). The
-     * CPU backend ignores it. */
+    /* Optional FP32 workspace for the raw scores of one sequence, (H, T, T)
+     * at least (the executor carves it from the arena's forward phase). NULL: a
+     * backend that needs one uses private memory of its own (the CUDA backend:
+     * a few heads at a time). The CPU backend ignores it. */
     float *scratch;
 } AttnFwdDesc;
 

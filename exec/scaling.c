@@ -18,6 +18,10 @@ void scaling_delayed_step(float *hist, uint32_t stride, uint32_t len, AmaxAlgo a
                           float *scale)
 {
     float recent = hist[0], amax = recent;
+    /* TE's bulk update (amax_and_scale_update_after_reduction): a tensor whose
+     * amax is 0 did not run this step; its history does not roll and its
+     * scale stays */
+    if (recent == 0.0f) return;
     if (algo == AMAX_ALGO_MAX)
         for (uint32_t j = 1; j < len; j++) amax = fmaxf(amax, hist[(uint64_t)j * stride]);
     ScaleCfg c = cfg(fmt, margin, 0);

@@ -17,7 +17,10 @@
  * ignored) gives *scale by fp8/'s delayed policy (scale_update: previous scale
  * kept on amax 0, Inf, NaN; FLT_MAX when the quotient overflows); then the
  * history rotates — [a_N, a_1, …, a_{N−1}] becomes [0, a_2, …, a_{N−1}, a_N] —
- * as fp8/delayed.h's delayed_step does for a contiguous history. */
+ * as fp8/delayed.h's delayed_step does for a contiguous history. A row-0 amax
+ * of exactly 0 (the tensor did not run, or was all zeros) changes nothing:
+ * no roll, the scale stays — current TE's bulk kernel, which the executor
+ * follows (fp8/delayed.h models the older per-tensor kernel, which rolls). */
 void scaling_delayed_step(float *hist, uint32_t stride, uint32_t len, AmaxAlgo algo, Dtype fmt, int margin,
                           float *scale);
 

@@ -5,11 +5,13 @@
  *               rank), twice that backward (dgrad + wgrad), at the recipe's rate:
  *               FP8 peak x eff_gemm_fp8 when that pass is FP8, else BF16 peak x
  *               eff_gemm_bf16; the LM head (last stage) is always BF16;
- *   attention   4*tok*seq*q_dim/tp FLOPs forward (halved for causal flash, which
- *               skips masked blocks), 2.5x backward for flash (it recomputes P),
- *               2x materialized, at BF16 peak x eff_attn;
+ *   attention   flash: 4*tok*seq*q_dim/tp FLOPs forward, halved (causal flash
+ *               skips masked blocks), 2.5x backward (it recomputes P), at BF16
+ *               peak x eff_attn; materialized: the bytes its scores move (see
+ *               plan_bytes.h: 12 B forward, 18 B backward per BF16 score) at HBM
+ *               rate, or its FLOPs at the BF16 GEMM rate where that is longer;
  *   non-GEMM    bytes moved by norms, residual adds, the activation function,
- *               RoPE, dropout, materialized softmax, and FP8 casts (read 2 B, write
+ *               RoPE, dropout, and FP8 casts (read 2 B, write
  *               1 B row-wise + 1 B transposed; current scaling reads the input once
  *               more for its amax), over HBM bandwidth x eff_hbm; backward moves
  *               twice the forward bytes plus the casts of the output gradients, plus
@@ -23,15 +25,20 @@
  * and the last stage; the difference to m times is the bubble. Per step come
  * the exposed DP collectives (overlapping the last backward / first forward
  * when overlap_dp), the optimizer (reads gradient, master, m, v; writes master,
- * m, v and the working weight, over HBM), the FP8 weight casts of the cached
- * copies, amax reductions and the tied-embedding gradient sum.
+ * m, v and the working weight, over HBM; FP8-LM's scaled states read all four
+ * once more, plan_bytes.h), FP8-LM's gradient commit (an FP32 staging buffer
+ * zeroed, read for the amax, read and cast into the FP8 main gradient:
+ * plan_bytes.h, counted with the non-GEMM work), the FP8 weight casts of the
+ * cached copies, amax reductions and the tied-embedding gradient sum.
  * Model FLOPs (for MFU) are 6 x (linear weights + LM head) x tokens plus
  * attention 12*L*q_dim*seq per token (PaLM appendix B; no causal halving, no
  * recompute); MFU is reported against the BF16 and the FP8 dense peak. */
+#include "planner/plan_bytes.h"
 #include "planner/plan_internal.h"
 
 typedef struct {
-    double fwd, bwd; /* seconds */
+    double fwd, bwd;       /* seconds */
+    double attn_f, attn_b; /* of which the attention core, one layer, one micro-batch */
 } Pass;
 
 static double rate(const PlanInput *in, Dtype dt)
@@ -54,14 +61,19 @@ static Pass stage_pass(const PlanInput *in, const Geo *g, uint32_t stage, double
     double gemm_f = fl / rate(in, rc->gemm_fwd), gemm_b = 2.0 * fl / rate(in, rc->gemm_bwd);
     /* attention core */
     double afl = 4.0 * tok * (double)g->seq * (double)g->q_t * (flash ? 0.5 : 1.0);
-    double attn_f = afl / (gp->flops_bf16 * in->eff_attn), attn_b = attn_f * (flash ? 2.5 : 2.0);
+    double attn_f = afl / (gp->flops_bf16 * in->eff_attn), attn_b = attn_f * 2.5;
+    if (!flash) { /* materialized: the scores' bytes (BF16 activations), or the GEMM FLOPs */
+        double sc = tok * (double)g->seq * (double)g->heads_t, r16 = rate(in, DT_BF16);
+        attn_f = pb_roofline_s(afl, r16, pb_attn_mat_bytes_fwd(sc, 2.0), hbm);
+        attn_b = pb_roofline_s(2.0 * afl, r16, pb_attn_mat_bytes_bwd(sc, 2.0), hbm);
+    }
     /* memory-bound work, bytes per layer forward */
     double ht = tok / r * h;
     double nb = 2 * ht * 4 + 2 * ht * 6; /* norms (read 2 + write 2), residual adds (read 4 + write 2) */
     nb += tok * (double)(g->k * g->F_t) * 2 + tok * Ft * 2; /* activation function reads its input, writes output */
     if (in->model->pos == POS_ROPE) nb += tok * (double)(g->q_t + g->kv_t) * 4;
     if (in->dropout) nb += 2 * ht * 5;
-    if (!flash) nb += tok * (double)g->heads_t * (double)g->seq * (in->dropout ? 11 : 6);
+    if (!flash && in->dropout) nb += tok * (double)g->heads_t * (double)g->seq * 5; /* the softmax is attention's */
     double xe = 2 * ht + tok * (double)g->q_t + tok * Ft; /* elements of the four GEMM inputs */
     double ye = tok * (double)(g->q_t + 2 * g->kv_t) + 2 * ht + tok * (double)(g->k * g->F_t);
     double cast_f = fwd8 ? xe * (4 + 2 * cur) : 0, cast_b = bwd8 ? ye * (4 + 2 * cur) : 0;
@@ -73,6 +85,7 @@ static Pass stage_pass(const PlanInput *in, const Geo *g, uint32_t stage, double
     ng_b += acc / hbm;
 
     Pass ps;
+    ps.attn_f = attn_f, ps.attn_b = attn_b;
     ps.fwd = Ls * (gemm_f + attn_f + ng_f);
     ps.bwd = Ls * (gemm_b + attn_b + ng_b);
     if (in->recompute == RECOMPUTE_FULL) ps.bwd += Ls * (gemm_f + attn_f + ng_f);
@@ -102,9 +115,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
         double tok = (double)g->tok, fl = 2.0 * tok * (double)g->gemm_layer, Ls = (double)g->Ls;
         double gf = fl / rate(in, rc->gemm_fwd), gb = 2 * fl / rate(in, rc->gemm_bwd);
         double per_mb_gemm = Ls * (gf + gb + (in->recompute == RECOMPUTE_FULL ? gf : 0));
-        double afl = 4.0 * tok * (double)g->seq * (double)g->q_t * (in->attn == ATTN_FLASH ? 0.5 : 1);
-        double af = afl / (in->gpu->flops_bf16 * in->eff_attn);
-        double per_mb_attn = Ls * af * (1 + (in->attn == ATTN_FLASH ? 2.5 : 2.0) + (in->recompute != RECOMPUTE_NONE));
+        double per_mb_attn = Ls * (ps.attn_f * (1 + (in->recompute != RECOMPUTE_NONE)) + ps.attn_b);
         if (g->pp == 1 || (sl.fwd + sl.bwd > s0.fwd + s0.bwd)) { /* last stage: LM head GEMMs */
             double lfl = 2.0 * tok * (double)g->h * (double)g->Vp_t;
             per_mb_gemm += 3 * lfl / (in->gpu->flops_bf16 * in->eff_gemm_bf16);
@@ -155,7 +166,15 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
                        ? (double)mt[MT_MASTER_GEMM].elements / (double)p->params_gemm_gpu
                        : 1.0;
     ob += wfrac * (double)(mt[MT_WEIGHT_GEMM].bytes + mt[MT_WEIGHT_OTHER].bytes);
+    ob += pb_optim_second_pass_bytes(&rc->gemm, (double)mt[MT_GRAD_GEMM].bytes, (double)mt[MT_MASTER_GEMM].bytes,
+                                     (double)mt[MT_OPTIM_M_GEMM].bytes, (double)mt[MT_OPTIM_V_GEMM].bytes);
+    ob += pb_optim_second_pass_bytes(&rc->other, (double)mt[MT_GRAD_OTHER].bytes, (double)mt[MT_MASTER_OTHER].bytes,
+                                     (double)mt[MT_OPTIM_M_OTHER].bytes, (double)mt[MT_OPTIM_V_OTHER].bytes);
     tb->optimizer_s = ob / hbm;
+
+    /* FP8 main gradients committed from their FP32 staging, once per step */
+    double commit = pb_grad_commit_bytes((double)p->params_gemm_gpu, rc->gemm.dt[STATE_GRAD]) / hbm;
+    tb->nongemm_s += commit;
 
     /* FP8 weight casts of the cached copies, once per step */
     double wc = 0;
@@ -171,7 +190,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     p->coll[CO_EMB_GRAD_AR].exposed_s = p->coll[CO_EMB_GRAD_AR].time_s;
     p->coll[CO_PP_P2P].exposed_s = p->coll[CO_PP_P2P].time_s;
 
-    tb->step_s = (m + (double)(g->pp - 1) / (double)g->vpp) * mb + dp + tb->optimizer_s + wc + tb->other_s;
+    tb->step_s = (m + (double)(g->pp - 1) / (double)g->vpp) * mb + dp + tb->optimizer_s + wc + tb->other_s + commit;
 
     /* throughput and MFU */
     double gbs = (double)p->in.gbs, seq = (double)g->seq, L = (double)g->L;

@@ -3,9 +3,11 @@
  *
  * Implementations: "single" (exec/comm/comm_single.c: one rank, collectives
  * degenerate to copies or nothing) and "nccl" (exec/cuda/comm_nccl.cu: GPU
- * ranks on the CUDA backend's stream). A CPU-rank implementation over MPI
- * (issue 11: DP, TP+SP and PP on the CPU backend in CI) adds a file here and a
- * name in comm_create; the executor does not change.
+ * ranks on the CUDA backend's stream; exec/comm/comm_wire.c decides the
+ * dtype a buffer travels in from the NCCL the process loaded). A CPU-rank
+ * implementation over MPI (issue 11: DP, TP+SP and PP on the CPU backend in
+ * CI) adds a file here and a name in comm_create; the executor does not
+ * change.
  *
  * Conventions:
  *  - Buffers are backend memory (device memory for CUDA); every call is issued

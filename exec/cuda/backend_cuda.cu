@@ -53,6 +53,17 @@ Status cuda_device_probe(int *count, Err *e)
     return ST_OK;
 }
 
+void backend_cuda_versions(CudaVersions *out)
+{
+    memset(out, 0, sizeof *out);
+    out->runtime_built = CUDART_VERSION;
+    if (cudaRuntimeGetVersion(&out->runtime_loaded) != cudaSuccess) out->runtime_loaded = 0;
+    if (cudaDriverGetVersion(&out->driver) != cudaSuccess) out->driver = 0;
+    out->cublaslt = cublasLtGetVersion();
+    comm_nccl_versions(&out->nccl_built, &out->nccl_loaded);
+    (void)cudaGetLastError();
+}
+
 static void impl_release(CudaImpl *im)
 {
     if (!im) return;
@@ -137,8 +148,8 @@ static Status cuda_sync(Backend *bk, Err *e)
     Status st = ST_OK;
     CudaImpl *im = cuda_impl(bk);
     DevSmall rec;
+    CU_TRY(cudaMemcpyAsync(&rec, im->small, sizeof rec, cudaMemcpyDeviceToHost, im->stream), e);
     CU_TRY(cudaStreamSynchronize(im->stream), e);
-    CU_TRY(cudaMemcpy(&rec, im->small, sizeof rec, cudaMemcpyDeviceToHost), e);
     if (rec.code != DEV_ERR_NONE) {
         CU_TRY(cudaMemsetAsync(im->small, 0, sizeof rec, im->stream), e);
         st = err_set(e, ST_USAGE, "%s: %s %lld at position %lld is outside the vocabulary [0, %lld)",
@@ -312,7 +323,7 @@ static Status impl_init(CudaImpl *im, Err *e)
     CU_TRY(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking), e);
     LT_TRY(cublasLtCreate(&im->lt), e);
     CU_TRY(cudaMalloc((void **)&im->small, sizeof(DevSmall)), e);
-    CU_TRY(cudaMemset(im->small, 0, sizeof(DevSmall)), e);
+    CU_TRY(cudaMemsetAsync(im->small, 0, sizeof(DevSmall), im->stream), e); /* ordered before every kernel */
     for (int i = 0; i < BACKEND_MARKS; i++) CU_TRY(cudaEventCreate(&im->marks[i]), e);
     for (int i = 0; i < 2 * EV_PAIRS; i++) CU_TRY(cudaEventCreate(&im->ev[i]), e);
 done:

@@ -42,6 +42,18 @@ Status backend_cuda_create(Backend **out, Err *e);
  * reductions on sm_90+). ST_UNAVAILABLE when NCCL cannot start. */
 Status comm_nccl_create(Backend *bk, int rank, int size, Comm **out, Err *e);
 
+/* The versions this binary was built with and the ones it finds at run time
+ * (CUDA's encoding: 1000·major + 10·minor; NCCL's: 10000·major + 100·minor +
+ * patch). A field is 0 where the library cannot tell (driver 0: no driver). */
+typedef struct {
+    int runtime_built, runtime_loaded, driver; /* CUDART_VERSION, cudaRuntimeGetVersion, cudaDriverGetVersion */
+    int nccl_built, nccl_loaded;               /* NCCL_VERSION_CODE, ncclGetVersion */
+    uint64_t cublaslt;                         /* cublasLtGetVersion */
+} CudaVersions;
+void backend_cuda_versions(CudaVersions *out);
+/* NCCL's part of it (comm_nccl.cu). */
+void comm_nccl_versions(int *built, int *loaded);
+
 #ifdef __cplusplus
 }
 #endif

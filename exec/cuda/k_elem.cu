@@ -19,17 +19,100 @@ static unsigned grid_of(CudaImpl *im, uint64_t n) { return cuda_blocks(n, 256, (
 #define GRID_STRIDE(i, n) \
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
 
-__global__ void k_gelu_fwd(const void *in, void *out, Dtype dt, uint64_t n)
+/* ---- element-wise: one template per dtype, 16-byte vectors ------------------------------
+ * The dtype is a template parameter (FP32, BF16, FP16 storage), so the loops carry
+ * no per-element dtype branch; each thread moves 16 bytes per load and store
+ * (uint4) when every pointer is 16-byte aligned, and the tail (and unaligned
+ * calls) go element by element. The conversions are cuda_elem.cuh's, so the
+ * results are the same bits as the scalar path's. */
+struct TF32 {
+    typedef float S;
+    static __device__ __forceinline__ float ld(S x) { return x; }
+    static __device__ __forceinline__ S st(float x) { return x; }
+};
+struct TBF16 {
+    typedef uint16_t S;
+    static __device__ __forceinline__ float ld(S x) { return dev_bf16_to_f(x); }
+    static __device__ __forceinline__ S st(float x) { return dev_f_to_bf16(x); }
+};
+struct TFP16 {
+    typedef uint16_t S;
+    static __device__ __forceinline__ float ld(S x) { return dev_fp16_to_f(x); }
+    static __device__ __forceinline__ S st(float x) { return dev_f_to_fp16(x); }
+};
+
+/* 16 bytes of S as a vector (union: the same bytes seen as uint4 or S[V]). */
+template <typename T> union Vec16 {
+    uint4 u;
+    typename T::S e[16 / sizeof(typename T::S)];
+};
+
+enum { EW_GELU_FWD, EW_GELU_BWD, EW_ADD };
+
+template <int OP> __device__ __forceinline__ float ew(float a, float b)
 {
-    GRID_STRIDE(i, n) dev_store(out, dt, i, km_gelu(dev_load(in, dt, i)));
+    if (OP == EW_GELU_FWD) return km_gelu(a);
+    if (OP == EW_GELU_BWD) return KM_MUL(km_gelu_grad(a), b); /* a: the forward input, b: dout */
+    return KM_ADD(a, b);
 }
 
-__global__ void k_gelu_bwd(const void *in, const void *dout, void *din, Dtype dt, uint64_t n)
+/* out[i] = ew(a[i], b[i]) (b unused by GELU forward); vec: all pointers 16-byte aligned. */
+template <typename T, int OP>
+__global__ void k_elementwise(const typename T::S *a, const typename T::S *b, typename T::S *out, uint64_t n, int vec)
 {
-    GRID_STRIDE(i, n) dev_store(din, dt, i, KM_MUL(km_gelu_grad(dev_load(in, dt, i)), dev_load(dout, dt, i)));
+    typedef typename T::S S;
+    const int V = 16 / sizeof(S);
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x, nv = vec ? n / V : 0;
+    for (uint64_t v = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; v < nv; v += stride) {
+        Vec16<T> x, y, z;
+        x.u = ((const uint4 *)a)[v];
+        if (OP != EW_GELU_FWD) y.u = ((const uint4 *)b)[v];
+#pragma unroll
+        for (int j = 0; j < V; j++) z.e[j] = T::st(ew<OP>(T::ld(x.e[j]), OP != EW_GELU_FWD ? T::ld(y.e[j]) : 0.0f));
+        ((uint4 *)out)[v] = z.u;
+    }
+    for (uint64_t i = nv * V + (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        out[i] = T::st(ew<OP>(T::ld(a[i]), OP != EW_GELU_FWD ? T::ld(b[i]) : 0.0f));
 }
 
-/* out (rows, F) = silu(gate)·up, in (rows, 2F) = [gate | up] per row. */
+static int aligned16(const void *p) { return p == NULL || ((uintptr_t)p & 15u) == 0; }
+
+template <typename T, int OP> static void launch_ew(CudaImpl *im, const void *a, const void *b, void *out, uint64_t n)
+{
+    typedef typename T::S S;
+    const int vec = aligned16(a) && aligned16(b) && aligned16(out);
+    const uint64_t items = vec ? n / (16 / sizeof(S)) + n % (16 / sizeof(S)) : n;
+    k_elementwise<T, OP><<<grid_of(im, items), 256, 0, im->stream>>>((const S *)a, (const S *)b, (S *)out, n, vec);
+}
+
+/* One element-wise op on a float dtype (checked by the caller), timed as a kernel. */
+template <int OP>
+static Status elementwise(CudaImpl *im, const void *a, const void *b, void *out, Dtype dt, uint64_t n, Err *e)
+{
+    Status st = ST_OK;
+    ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
+    if (dt == DT_FP32)
+        launch_ew<TF32, OP>(im, a, b, out, n);
+    else if (dt == DT_BF16)
+        launch_ew<TBF16, OP>(im, a, b, out, n);
+    else
+        launch_ew<TFP16, OP>(im, a, b, out, n);
+    CU_LAUNCHED(e);
+    ST_TRY(cuda_op_end(im, e));
+done:
+    return st;
+}
+
+__global__ void k_bias_add(void *d, Dtype dt, uint64_t ldd, uint64_t rows, uint64_t cols, const void *bias, Dtype bdt)
+{
+    GRID_STRIDE(i, rows * cols)
+    {
+        uint64_t r = i / cols, c = i % cols;
+        dev_store(d, dt, r * ldd + c, KM_ADD(dev_load(d, dt, r * ldd + c), dev_load(bias, bdt, c)));
+    }
+}
+
+/* SwiGLU: out (rows, F) = silu(gate)·up from in (rows, 2F) = [gate | up] per row. */
 __global__ void k_swiglu_fwd(const void *in, void *out, Dtype dt, uint64_t rows, uint64_t F)
 {
     GRID_STRIDE(i, rows * F)
@@ -52,36 +135,21 @@ __global__ void k_swiglu_bwd(const void *in, const void *dout, void *din, Dtype 
     }
 }
 
-__global__ void k_add(const void *a, const void *b, void *out, Dtype dt, uint64_t n)
-{
-    GRID_STRIDE(i, n) dev_store(out, dt, i, KM_ADD(dev_load(a, dt, i), dev_load(b, dt, i)));
-}
-
-__global__ void k_bias_add(void *d, Dtype dt, uint64_t ldd, uint64_t rows, uint64_t cols, const void *bias, Dtype bdt)
-{
-    GRID_STRIDE(i, rows * cols)
-    {
-        uint64_t r = i / cols, c = i % cols;
-        dev_store(d, dt, r * ldd + c, KM_ADD(dev_load(d, dt, r * ldd + c), dev_load(bias, bdt, c)));
-    }
-}
-
-/* The activation forward (out) or, with bwd, its input gradient (out = din, from dout). */
+/* The activation forward (out) or, with bwd, its input gradient (out = din, from dout): GELU through the
+ * element-wise template, SwiGLU through its kernels. */
 static Status act(CudaImpl *im, MlpType mlp, uint64_t rows, uint64_t F, Dtype dt, const void *in, const void *dout,
                   void *out, int bwd, Err *e)
 {
     Status st = ST_OK;
     const uint64_t n = rows * F;
     if (!n) return ST_OK;
-    const unsigned grid = grid_of(im, n);
-    if (mlp == MLP_GELU && bwd)
-        CUDA_TIMED(BK_OPCAT_KERNEL, (k_gelu_bwd<<<grid, 256, 0, im->stream>>>(in, dout, out, dt, n)));
-    else if (mlp == MLP_GELU)
-        CUDA_TIMED(BK_OPCAT_KERNEL, (k_gelu_fwd<<<grid, 256, 0, im->stream>>>(in, out, dt, n)));
-    else if (bwd)
-        CUDA_TIMED(BK_OPCAT_KERNEL, (k_swiglu_bwd<<<grid, 256, 0, im->stream>>>(in, dout, out, dt, rows, F)));
+    if (mlp == MLP_GELU)
+        return bwd ? elementwise<EW_GELU_BWD>(im, in, dout, out, dt, n, e)
+                   : elementwise<EW_GELU_FWD>(im, in, NULL, out, dt, n, e);
+    if (bwd)
+        CUDA_TIMED(BK_OPCAT_KERNEL, (k_swiglu_bwd<<<grid_of(im, n), 256, 0, im->stream>>>(in, dout, out, dt, rows, F)));
     else
-        CUDA_TIMED(BK_OPCAT_KERNEL, (k_swiglu_fwd<<<grid, 256, 0, im->stream>>>(in, out, dt, rows, F)));
+        CUDA_TIMED(BK_OPCAT_KERNEL, (k_swiglu_fwd<<<grid_of(im, n), 256, 0, im->stream>>>(in, out, dt, rows, F)));
 done:
     return st;
 }
@@ -98,12 +166,7 @@ Status cuda_act_bwd(Backend *bk, const ActBwdDesc *d, Err *e)
 
 Status cuda_add(Backend *bk, const void *a, const void *b, void *out, Dtype dtype, uint64_t n, Err *e)
 {
-    CudaImpl *im = cuda_impl(bk);
-    Status st = ST_OK;
-    if (!n) return ST_OK;
-    CUDA_TIMED(BK_OPCAT_KERNEL, (k_add<<<grid_of(im, n), 256, 0, im->stream>>>(a, b, out, dtype, n)));
-done:
-    return st;
+    return n ? elementwise<EW_ADD>(cuda_impl(bk), a, b, out, dtype, n, e) : ST_OK;
 }
 
 Status cuda_bias_add(CudaImpl *im, void *d, Dtype dt, uint64_t ldd, uint64_t rows, uint64_t cols, const void *bias,

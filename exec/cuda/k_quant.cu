@@ -8,7 +8,11 @@
  * records |x| for the amax, quantizes q = sat_fp8(x·scale) (RNE) and stores the
  * 16 FP8 bytes of the row-wise copy with one 16-byte store; the bytes also go to
  * shared memory, from which each thread gathers 16 bytes of one column and
- * writes them to the transposed copy with one 16-byte store. Tiles that are
+ * writes them to the transposed copy with one 16-byte store — four consecutive
+ * lanes take the four 16-byte pieces of one column's 64 bytes, so a warp
+ * writes eight full 64-byte runs instead of 32 scattered pieces. The tile's
+ * 16-row groups are shifted by 16 bytes in shared memory so those four lanes
+ * read distinct banks. Tiles that are
  * partial, or tensors whose rows or pointers are not 16-byte aligned, take an
  * element-wise path through the same tile. Without a transposed output the
  * tensor is flat and a 1-D kernel does the cast. The block's amax is max-
@@ -20,7 +24,11 @@
 #include "exec/cuda/cuda_impl.h"
 #include "exec/kernel_math.h"
 
-enum { CT_TILE = 64, CT_THREADS = 256, CT_VEC = 16 };
+enum { CT_TILE = 64, CT_THREADS = 256, CT_VEC = 16, CT_PITCH = CT_TILE + CT_VEC };
+
+/* Byte offset of tile element (r, c) in shared memory: rows CT_PITCH apart,
+ * each group of CT_VEC rows shifted by CT_VEC more bytes (16-byte aligned). */
+__device__ __forceinline__ int ct_off(int r, int c) { return r * CT_PITCH + (r / CT_VEC) * CT_VEC + c; }
 
 /* 16 consecutive elements as floats, with 16-byte loads (p 16-byte aligned). */
 __device__ __forceinline__ void load16(const float *p, float *x)
@@ -74,7 +82,7 @@ __global__ void __launch_bounds__(CT_THREADS)
     k_cast_transpose(const void *in, Dtype in_dt, const float *dq_p, uint64_t R, uint64_t C, uint8_t *orow,
                      uint8_t *ocol, Dtype fmt, const float *scale_p, float *scale_inv, float *amax_p, int vec_ok)
 {
-    __shared__ __align__(16) uint8_t tile[CT_TILE][CT_TILE + CT_VEC];
+    __shared__ __align__(16) uint8_t tile[CT_TILE * CT_PITCH + CT_TILE];
     __shared__ float red[32];
     const float scale = scale_p ? *scale_p : 1.0f, dq = dq_p ? *dq_p : 1.0f;
     const int quant = orow || ocol;
@@ -98,13 +106,14 @@ __global__ void __launch_bounds__(CT_THREADS)
                 q[j] = quant ? dev_fp8_encode(KM_MUL(x[j], scale), fmt) : 0;
             }
             if (orow) *(uint4 *)(orow + off) = pack16(q);
-            if (ocol) *(uint4 *)&tile[row][chunk * CT_VEC] = pack16(q);
+            if (ocol) *(uint4 *)&tile[ct_off(row, chunk * CT_VEC)] = pack16(q);
             if (ocol) {
                 __syncthreads();
-                const int j = threadIdx.x % CT_TILE, rc = threadIdx.x / CT_TILE;
+                /* lanes 4k..4k+3: column j's rows [16·rc, 16·rc + 16), rc = 0..3 — one 64-byte run */
+                const int rc = threadIdx.x % (CT_TILE / CT_VEC), j = threadIdx.x / (CT_TILE / CT_VEC);
                 uint8_t v[CT_VEC];
 #pragma unroll
-                for (int i = 0; i < CT_VEC; i++) v[i] = tile[rc * CT_VEC + i][j];
+                for (int i = 0; i < CT_VEC; i++) v[i] = tile[ct_off(rc * CT_VEC + i, j)];
                 *(uint4 *)(ocol + (c0 + j) * R + r0 + (uint64_t)rc * CT_VEC) = pack16(v);
             }
         } else {
@@ -117,14 +126,14 @@ __global__ void __launch_bounds__(CT_THREADS)
                 if (!quant) continue;
                 const uint8_t q = dev_fp8_encode(KM_MUL(x, scale), fmt);
                 if (orow) orow[off] = q;
-                tile[r][c] = q;
+                tile[ct_off(r, c)] = q;
             }
             if (ocol) {
                 __syncthreads();
                 for (int idx = threadIdx.x; idx < CT_TILE * CT_TILE; idx += blockDim.x) {
                     const int j = idx / CT_TILE, r = idx % CT_TILE; /* consecutive threads: consecutive rows */
                     if (r0 + r >= R || c0 + j >= C) continue;
-                    ocol[(c0 + j) * R + r0 + r] = tile[r][j];
+                    ocol[(c0 + j) * R + r0 + r] = tile[ct_off(r, j)];
                 }
             }
         }
@@ -277,13 +286,15 @@ done:
  * over all len rows is taken (each chunk of rows is read before it is
  * overwritten, with a barrier between; fmaxf, so NaN is ignored), and the scale
  * is updated from it (or from row 0 alone for most_recent) by the shared rule.
- * scale_inv is left to the casts, as in TE. */
+ * A tensor whose row-0 amax is 0 is left alone (exec/scaling.h). scale_inv is
+ * left to the casts, as in TE. */
 __global__ void __launch_bounds__(256)
     k_delayed(float *hist, float *scale, uint32_t n, uint32_t len, int most_recent, float fmax, int margin)
 {
     __shared__ float red[32];
     const uint32_t i = blockIdx.x;
     const float last = hist[i];
+    if (last == 0.0f) return; /* did not run: no roll, scale kept (TE's bulk kernel); uniform per block */
     float amax = 0.0f;
     for (uint32_t off = 0; off < len; off += blockDim.x) {
         const uint32_t j = off + threadIdx.x;

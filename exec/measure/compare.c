@@ -99,9 +99,9 @@ static void device_rows(const Plan *p, const Measurement *ms, const Tolerances *
     const DevMeasure *m = &ms->dev;
     if (!m->have || !m->sampled[DEVM_AFTER_BACKEND]) return;
     const uint64_t *u = m->used;
-    uint64_t context = u[DEVM_AFTER_BACKEND];
-    uint64_t comm_at = m->sampled[DEVM_AFTER_COMM] ? u[DEVM_AFTER_COMM] : context;
-    uint64_t comm = comm_at - (comm_at > context ? context : comm_at) + m->grew[PHASE_COMM];
+    uint64_t comm_at = m->sampled[DEVM_AFTER_COMM] ? u[DEVM_AFTER_COMM] : u[DEVM_AFTER_BACKEND];
+    uint64_t context = u[DEVM_AFTER_BACKEND] + m->lazy; /* + what the first step loaded lazily */
+    uint64_t comm = minus(comm_at, u[DEVM_AFTER_BACKEND]) + m->grew[PHASE_COMM];
     uint64_t peak = m->sampled[DEVM_STEP] ? u[DEVM_STEP] : (m->sampled[DEVM_AFTER_MODEL] ? u[DEVM_AFTER_MODEL] : 0);
     if (m->sampled[DEVM_AFTER_MODEL] && u[DEVM_AFTER_MODEL] > peak) peak = u[DEVM_AFTER_MODEL];
     MeasureRow *r = cmp_row(c, CMP_MEMORY, "device_used", "device", UNIT_BYTES, MEASURE_TOL,
@@ -109,7 +109,7 @@ static void device_rows(const Plan *p, const Measurement *ms, const Tolerances *
     cmp_set(r, 1, (double)p->total_bytes, peak > 0, (double)peak);
     if (r) r->tol = tol->device_used;
     r = cmp_row(c, CMP_MEMORY, "device_cuda_context", "device", UNIT_BYTES, MEASURE_INFO,
-                "in use once the backend was up");
+                "in use once the backend was up, plus what the first step loaded lazily (library kernels)");
     cmp_set(r, 1, (double)p->mem[MT_CUDA_CONTEXT].bytes, 1, (double)context);
     r = cmp_row(c, CMP_MEMORY, "device_comm_buffer", "device", UNIT_BYTES, MEASURE_INFO,
                 "added by the communicator and its first collectives");

@@ -9,8 +9,8 @@
  *            high-water of what the run held), the executor-only terms (io,
  *            rope_table: shown, not in the plan), and on a device the driver's
  *            counts (category "device"): device_used against the plan's total,
- *            context, communicator, arena, what lies outside the arena, the
- *            rises during phases;
+ *            context (with what the first step loaded lazily), communicator,
+ *            arena, what lies outside the arena, the rises during phases;
  *   time     the four phases, the device categories (GEMM, other kernels,
  *            optimizer, collectives) and the step, medians over the timed
  *            steps with their spread;

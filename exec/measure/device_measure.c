@@ -41,6 +41,18 @@ void devm_sample(DevMeasure *m, Backend *bk, DevmPoint at)
     keep(m, at, used);
 }
 
+static uint64_t minus(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+/* Workspace and scratch the backend holds outside the arena now. */
+static uint64_t private_bytes(DevMeasure *m, Backend *bk)
+{
+    BackendDeviceInfo info;
+    Err e;
+    Status st = bk->device_info(bk, &info, &e);
+    note_err(m, st, &e);
+    return st ? 0 : info.workspace_bytes + info.scratch_bytes;
+}
+
 void devm_init(DevMeasure *m, Backend *bk)
 {
     memset(m, 0, sizeof *m);
@@ -56,6 +68,7 @@ void devm_step_begin(DevMeasure *m, Backend *bk)
     if (!m->have) return;
     Err e;
     note_err(m, bk->op_times(bk, 1, NULL, &e), &e); /* drops what ran before, times from here */
+    if (m->steps_seen == 0 && !read_used(m, bk, &m->first_begin)) m->private0 = private_bytes(m, bk);
 }
 
 int devm_step_end(DevMeasure *m, Backend *bk, double seconds[BK_OPCAT_COUNT])
@@ -65,6 +78,11 @@ int devm_step_end(DevMeasure *m, Backend *bk, double seconds[BK_OPCAT_COUNT])
     Status st = bk->op_times(bk, 0, seconds, &e);
     note_err(m, st, &e);
     devm_sample(m, bk, DEVM_STEP);
+    uint64_t used;
+    if (m->steps_seen++ == 0 && m->first_begin && !read_used(m, bk, &used)) {
+        uint64_t priv = minus(private_bytes(m, bk), m->private0);
+        m->lazy = minus(minus(used, m->first_begin), m->grew[PHASE_COMM] + priv);
+    }
     m->in_step = 0;
     return st == ST_OK;
 }

@@ -53,8 +53,16 @@ typedef struct {
     uint64_t grew[4], after[4];
     uint64_t last; /* count at the previous sample of this step */
     int in_step;
-    Status st;     /* first hook error, kept so the run can report it */
-    char msg[512]; /* its message */
+    /* The first step loads what CUDA loads lazily (cuBLASLt's kernels, the
+     * modules of our own on first launch): what the count rose during it,
+     * less the communicator's growth and the backend's private buffers
+     * (device_info), belongs to the context figure. */
+    int steps_seen;
+    uint64_t first_begin; /* count when the first step began */
+    uint64_t private0;    /* private workspace + scratch before the first step */
+    uint64_t lazy;        /* the first step's rise that is neither communicator nor private buffers */
+    Status st;            /* first hook error, kept so the run can report it */
+    char msg[512];        /* its message */
 } DevMeasure;
 
 /* Start: reads the device and samples DEVM_AFTER_BACKEND. */

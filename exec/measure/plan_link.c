@@ -68,4 +68,5 @@ void exec_plan_input(PlanInput *in, const ModelSpec *m, const GpuSpec *gpu, cons
     in->gbs = (uint64_t)mbs * (microbatches ? microbatches : 1);
     in->attn = ATTN_MATERIALIZED;
     in->dropout = 0;
+    in->frag_frac = 0.0; /* one arena, allocated once, never fragments: the device total compares like with like */
 }

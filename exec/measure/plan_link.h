@@ -31,7 +31,8 @@ Status exec_model(const ModelSpec *base, const ExecOverrides *o, ModelSpec *out,
  * CP = DP = 1, micro-batch mbs, `microbatches` micro-batches per step (global
  * batch mbs · microbatches: gradient accumulation), materialized attention
  * (the executor's attention stores its probabilities), no dropout, no
- * recompute, no sharding. */
+ * recompute, no sharding, no fragmentation allowance (one arena, allocated
+ * once). */
 void exec_plan_input(PlanInput *in, const ModelSpec *m, const GpuSpec *gpu, const Recipe *r, uint32_t mbs,
                      uint32_t microbatches);
 

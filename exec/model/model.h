@@ -120,6 +120,7 @@ typedef struct {
     uint8_t *d_qrow;     /* (B·T, max N) FP8 output gradient for dgrad */
     uint8_t *d_qcol;     /* (max N, B·T) FP8 transposed output gradient for wgrad */
     float *attn_scratch; /* (B, H, T, T) FP32 */
+    float *attn_scores;  /* (H, T, T) FP32 raw scores of one sequence in the forward (phase FWD) */
     float *gstage;       /* FP32 staging of a gradient not kept in FP32: (max non-embedding param + C) */
     float *gstage_emb;   /* (Vp·C [+ Vp·C untied] [+ T·C learned]) FP32 staging of the embeddings' gradients */
 } ModelActs;
@@ -202,8 +203,11 @@ typedef struct Model {
 } Model;
 
 /* The backend timestamps model_step records (ids MODEL_MARK_FIRST ..
- * BACKEND_MARKS − 1); other users of mark() take lower ids. */
-enum { MODEL_MARK_FIRST = BACKEND_MARKS - 5 };
+ * BACKEND_MARKS − 1: a begin and an end per phase, in the order the phases
+ * run — forward 0, backward 1 (once per micro-batch), communication 2,
+ * optimizer 3: begin FIRST + 2k, end FIRST + 2k + 1); other users of mark()
+ * take lower ids. */
+enum { MODEL_MARK_FIRST = BACKEND_MARKS - 8 };
 
 /* ST_OK when the executor builds the plan's model and recipe; ST_USAGE or
  * ST_UNAVAILABLE naming the field otherwise (a layout with TP/PP/CP/DP > 1, an

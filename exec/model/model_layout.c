@@ -247,6 +247,8 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
     if (fp8 && r->fp8_row == DT_NONE)
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, wmax, a ? &a->t_wrow : NULL, "t_wrow");
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->t_out : NULL, "t_out");
+    /* the attention forward's FP32 scores, one sequence's heads at a time (a backend may use them) */
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, H * T * T, a ? &a->attn_scores : NULL, "attn_scores");
     /* LM-head backward */
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * Vp, a ? &a->dlogits : NULL, "dlogits");
     /* block backward */

@@ -34,7 +34,8 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
                           .dtype = A,
                           .qkv = la->qkv,
                           .probs = la->probs,
-                          .out = model_linear_input(m, l, LIN_PROJ)};
+                          .out = model_linear_input(m, l, LIN_PROJ),
+                          .scratch = a->attn_scores};
         st = model_norm_fwd(m, PK_NORM1_W, (int)l, la->x, in, la->norm1_mean, la->norm1_rstd, e);
         if (!st) st = model_linear_fwd(m, l, LIN_QKV, in, la->qkv, e);
         if (!st) st = model_pos_rope(m, la->qkv, 0, e); /* saved rotated: attention's backward reads q, k so */

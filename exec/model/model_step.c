@@ -125,25 +125,35 @@ static void phase_done(Model *m, int phase)
     if (m->on_phase) m->on_phase(m->on_phase_ctx, phase);
 }
 
-/* The end of a phase: timestamp k (when the backend has them), wait for the
- * work, read the host clock. */
+/* Phase k's device time runs from timestamp MODEL_MARK_FIRST + 2k (recorded
+ * when the host is back from the previous phase's sync and hooks) to + 2k + 1
+ * (recorded before this phase's sync): the host wait, the on_phase hook's
+ * cudaMemGetInfo and the launch gap between phases fall outside every phase.
+ * k: 0 forward, 1 backward, 2 communication, 3 optimizer. */
+static Status phase_begin(Model *m, int ev, uint32_t k, Err *e)
+{
+    return ev ? m->bk->mark(m->bk, MODEL_MARK_FIRST + 2 * k, e) : ST_OK;
+}
+
+/* The end of phase k: its end timestamp, wait for the work, read the host clock. */
 static Status phase_end(Model *m, int ev, uint32_t k, double *t, Err *e)
 {
-    Status st = ev ? m->bk->mark(m->bk, MODEL_MARK_FIRST + k, e) : ST_OK;
+    Status st = ev ? m->bk->mark(m->bk, MODEL_MARK_FIRST + 2 * k + 1, e) : ST_OK;
     if (!st) st = m->bk->sync(m->bk, e);
     *t = now_s();
     return st;
 }
 
-/* Seconds between timestamps a and b: device time, or the host clocks ta, tb. */
-static Status span(Model *m, int ev, uint32_t a, uint32_t b, double ta, double tb, double *out, Err *e)
+/* Add phase k's seconds to *out: device time between its timestamps, or the
+ * host clocks ta, tb. */
+static Status span(Model *m, int ev, uint32_t k, double ta, double tb, double *out, Err *e)
 {
     if (!ev) {
         *out += tb - ta;
         return ST_OK;
     }
     double d = 0.0;
-    Status st = m->bk->elapsed(m->bk, MODEL_MARK_FIRST + a, MODEL_MARK_FIRST + b, &d, e);
+    Status st = m->bk->elapsed(m->bk, MODEL_MARK_FIRST + 2 * k, MODEL_MARK_FIRST + 2 * k + 1, &d, e);
     *out += d;
     return st;
 }
@@ -154,18 +164,19 @@ static Status microbatch(Model *m, const int32_t *in, const int32_t *tgt, int ev
     int fp8 = recipe_fp8_gemm(&m->recipe);
     double t[3];
     t[0] = now_s();
-    Status st = ev ? m->bk->mark(m->bk, MODEL_MARK_FIRST, e) : ST_OK;
+    Status st = phase_begin(m, ev, 0, e);
     if (!st) st = model_forward(m, in, tgt, dloss(m), e);
     /* TE: forward tensors' scales are updated when the forward ends */
     if (!st && fp8) st = update_bank(m, &m->sc.fwd, &m->tr_fwd, e);
-    if (!st) st = phase_end(m, ev, 1, &t[1], e);
+    if (!st) st = phase_end(m, ev, 0, &t[1], e);
     if (!st) phase_done(m, PHASE_FWD);
+    if (!st) st = phase_begin(m, ev, 1, e);
     if (!st) st = model_backward(m, e);
     if (!st && fp8) st = update_bank(m, &m->sc.bwd, &m->tr_bwd, e);
-    if (!st) st = phase_end(m, ev, 2, &t[2], e);
+    if (!st) st = phase_end(m, ev, 1, &t[2], e);
     if (!st) phase_done(m, PHASE_BWD);
-    if (!st) st = span(m, ev, 0, 1, t[0], t[1], &ph[PHASE_FWD], e);
-    if (!st) st = span(m, ev, 1, 2, t[1], t[2], &ph[PHASE_BWD], e);
+    if (!st) st = span(m, ev, 0, t[0], t[1], &ph[PHASE_FWD], e);
+    if (!st) st = span(m, ev, 1, t[1], t[2], &ph[PHASE_BWD], e);
     if (!st) st = add_losses(m, sum, e);
     return st;
 }
@@ -175,23 +186,25 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     Backend *bk = m->bk;
     const int ev = bk->mark && bk->elapsed;
     const uint64_t BT = model_tokens(m);
-    double ph[4] = {0}, t[5], sum = 0.0;
+    double ph[4] = {0}, t[3], sum = 0.0;
     Status st = ST_OK;
     phase_done(m, -1);
     for (m->mb = 0; !st && m->mb < m->microbatches; m->mb++)
         st = microbatch(m, inputs + m->mb * BT, targets + m->mb * BT, ev, ph, &sum, e);
     m->mb = 0;
-    t[2] = now_s();
+    t[0] = now_s();
+    if (!st) st = phase_begin(m, ev, 2, e);
     for (uint32_t i = 0; !st && i < m->nparams; i++)
         st = m->comm->all_reduce(m->comm, CO_DP_GRAD_AR, bk, m->params[i].grad, m->params[i].numel,
                                  model_states(m, &m->params[i])->dt[STATE_GRAD], COMM_SUM, e);
-    if (!st) st = phase_end(m, ev, 3, &t[3], e);
+    if (!st) st = phase_end(m, ev, 2, &t[1], e);
     if (!st) phase_done(m, PHASE_COMM);
+    if (!st) st = phase_begin(m, ev, 3, e);
     if (!st) st = optimizer(m, e);
-    if (!st) st = phase_end(m, ev, 4, &t[4], e);
+    if (!st) st = phase_end(m, ev, 3, &t[2], e);
     if (!st) phase_done(m, PHASE_OPT);
-    if (!st) st = span(m, ev, 2, 3, t[2], t[3], &ph[PHASE_COMM], e);
-    if (!st) st = span(m, ev, 3, 4, t[3], t[4], &ph[PHASE_OPT], e);
+    if (!st) st = span(m, ev, 2, t[0], t[1], &ph[PHASE_COMM], e);
+    if (!st) st = span(m, ev, 3, t[1], t[2], &ph[PHASE_OPT], e);
     if (st) return st;
     *loss = mean_of(m, sum);
     m->step++;

@@ -22,6 +22,13 @@ if [ ! -x "$build/gpu/gpu_kernels" ]; then
 else
     GPU_CHECK_SELFTEST=1 GPU_CHECK_OUT=$TMP/self GPU_CHECK_SEED=12345 sh "$root/tests/gpu/gpu_check.sh" "$build" \
         >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    if python3 -c 'import torch' >/dev/null 2>&1; then
+        echo "skip - torch-absent behaviour (PyTorch is importable here)"
+    else
+        expect_rc "selftest passes with PyTorch absent" 0
+        expect_out "the torch stage says it was skipped" "torch_baseline: skipped (PyTorch is not importable here"
+    fi
     checks=$TMP/self/checks.csv
     if [ -f "$checks" ]; then pass "selftest wrote checks.csv"; else fail "selftest wrote no checks.csv" "$(tail -5 "$TMP/out")"; fi
     n_fail=$(awk -F, 'NR > 1 && $NF != "pass"' "$checks" 2>/dev/null | wc -l)
@@ -41,12 +48,41 @@ else
     expect_eq "selftest: run.csv has a step row per recipe" "$(grep -c '^time,step,' "$run_csv" 2>/dev/null)" 3
     expect_eq "selftest: run.csv has a tokens/s row per recipe" "$(grep -c '^rate,tokens_per_s,' "$run_csv" 2>/dev/null)" 3
     expect_out "selftest: the plan-versus-measured table" "fp8plan run: plan versus measured per term"
+    # the plan's expected step for 8 GPT-13B layers on an H200, before the steps and beside them last
+    for r in megatron-bf16 te-fp8 fp8lm; do
+        want=$("$build/gpu/gpu_plan" h200 8 4096 | awk -F, -v r="$r" '$1 == r { printf "%.2f", $6 }')
+        expect_out "selftest: expected $r step stated before the steps" "expected $r"
+        if grep -q "^  $r *$want ms " "$TMP/out"; then pass "selftest: $r's expected step $want ms beside the measured"; else fail "selftest: $r expected $want ms" "$(tail -n 5 "$TMP/out")"; fi
+    done
     last=$(tail -n 1 "$TMP/out")
     case "$last" in
-    "  fp8lm "*"exact terms"*"equal the plan byte for byte") pass "selftest: the run table is printed last" ;;
-    *) fail "selftest: the run table is printed last" "last line: $last" ;;
+    "  fp8lm "*" ms "*) pass "selftest: the expected-vs-measured table is printed last" ;;
+    *) fail "selftest: the expected-vs-measured table is printed last" "last line: $last" ;;
     esac
     if grep -q "fp8lm.*exact terms *\([0-9]*\) of \1 equal" "$TMP/out"; then pass "selftest: exact terms all equal"; else fail "selftest: exact terms differ" "$(grep 'exact terms' "$TMP/out")"; fi
     if [ -f "$TMP/self/summary.txt" ] && [ -f "$TMP/self/log.txt" ]; then pass "selftest: summary.txt and log.txt"; else fail "selftest: summary or log missing"; fi
+    n_files=$(find "$TMP/self" -type f | wc -l)
+    if [ "$n_files" -le 8 ]; then pass "selftest: $n_files files (a device call returns 8 at most)"; else fail "selftest: $n_files files"; fi
+
+    # an unexpected error keeps the rows measured before it: a FAIL row naming the cause, the CSV
+    # committed, exit 70; the stage's time limit (SIGTERM) the same with exit 124
+    FP8PLAN_GPU_SELFTEST=1 FP8PLAN_GPU_FAIL_AT=120 "$build/gpu/gpu_kernels" "$TMP/k.csv" 7 >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    expect_rc "an injected backend failure exits 70" 70
+    rows=$(awk -F, 'NR > 1 && $NF == "pass"' "$TMP/k.csv" 2>/dev/null | wc -l)
+    if [ "$rows" -ge 5 ]; then pass "the $rows rows before it are kept"; else fail "rows before the failure lost ($rows)"; fi
+    if tail -n 1 "$TMP/k.csv" | grep -q "^gpu_kernels,abort,.*injected by FP8PLAN_GPU_FAIL_AT,.*,FAIL$"; then pass "a FAIL row names the cause"; else fail "no FAIL row" "$(tail -n 1 "$TMP/k.csv")"; fi
+    FP8PLAN_GPU_SELFTEST=1 FP8PLAN_GPU_SIGNAL_AT=40 "$build/gpu/gpu_train" "$TMP/l.csv" "$TMP/s.csv" 0 4096 2 7 >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    expect_rc "the time limit's SIGTERM exits 124" 124
+    if [ -s "$TMP/l.csv" ] && [ -f "$TMP/s.csv" ] && grep -q "stopped by signal 15" "$TMP/l.csv"; then
+        pass "every CSV of the program is kept, the stop named"
+    else
+        fail "CSVs after SIGTERM" "$(ls "$TMP")"
+    fi
+    # every program answers --version (the check's load test)
+    for p in gpu_kernels gpu_nn gpu_optim gpu_bench gpu_train gpu_plan; do
+        if "$build/gpu/$p" --version 2>/dev/null | grep -q "^$p: cuda runtime built [0-9]"; then pass "$p --version"; else fail "$p --version"; fi
+    done
 fi
 finish

@@ -349,6 +349,7 @@ static void bench_kernels(Gc *g, FILE *csv, uint64_t tokens)
 
 int main(int argc, char **argv)
 {
+    gc_version_flag("gpu_bench", argc, argv);
     if (argc < 3) {
         fprintf(stderr, "usage: gpu_bench GEMM_CSV KERNEL_CSV [TOKENS] [SEED]\n");
         return 64;
@@ -372,12 +373,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "gpu_bench: %s\n", e.msg);
         return status_exit_code(e.st);
     }
+    gc_keep(&g, &ko);
     BackendDeviceInfo info;
     GC_OK(&g, g.gpu->device_info(g.gpu, &info, GE));
     printf("device: %s, %d SMs, cc %d.%d, cuBLASLt %llu, tokens per GEMM %llu\n", info.name, info.sm_count,
            info.cc_major, info.cc_minor, (unsigned long long)info.gemm_library_version, (unsigned long long)tokens);
     sweep(&g, g.csv, tokens);
     bench_kernels(&g, ko.f, tokens);
-    if (outfile_commit(&ko, &e)) fprintf(stderr, "gpu_bench: %s\n", e.msg);
-    return gc_finish(&g);
+    return gc_finish(&g); /* commits both CSVs */
 }

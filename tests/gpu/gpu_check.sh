@@ -25,20 +25,27 @@
 # GPU_CHECK_BUDGET (465 s: every stage's limit is cut to what is left of it).
 #
 # Binaries: the ones in BUILD_DIR when they load; otherwise `make gpu-build`.
-# A GPU machine whose image lacks the build dependencies (libcsv-dev) can run a
-# build made elsewhere: `make gpu-build` there, carry BUILD_DIR along, and put
-# libcsv.so.3 in BUILD_DIR/lib (this script adds it to LD_LIBRARY_PATH, and
-# NCCL, cuBLAS or the CUDA runtime from PyTorch's nvidia-* wheels when the
-# toolkit there lacks one).
+# A GPU machine whose image lacks the build dependencies (libcsv-dev, nvcc
+# headers) runs a build made elsewhere: `make gpu-build` there, carry BUILD_DIR
+# along (it holds libcsv.so.3 in BUILD_DIR/lib, added to LD_LIBRARY_PATH here).
+# A library the programs still miss (NCCL, cuBLASLt, the CUDA runtime: exactly
+# the sonames the build needs, .so.13 for CUDA 13) is looked for in PyTorch's
+# nvidia-* wheels. Before any stage every program must exist, load (ldd) and
+# run --version, and the driver must support the CUDA runtime they were built
+# with; otherwise one line says what is wrong and nothing runs (exit 69/70).
 set -u
 BUILD=${1:-build}
-root=$(cd "$(dirname "$0")/../.." && pwd) || exit 70
+here=$(dirname "$0")
+. "$here/gpu_env.sh"
+BUILD=$(ge_abs "$BUILD") # before the cd: relative to where it was called from
+root=$(cd "$here/../.." && pwd) || exit 70
 cd "$root" || exit 70
 
 # GPU_CHECK_SELFTEST=1 runs the whole pipeline with the CPU backend standing in
 # for the GPU (FP8PLAN_GPU_SELFTEST): it tests this script and the programs, and
 # measures nothing.
-if [ "${GPU_CHECK_SELFTEST:-0}" = 1 ]; then
+SELFTEST=${GPU_CHECK_SELFTEST:-0}
+if [ "$SELFTEST" = 1 ]; then
     export FP8PLAN_GPU_SELFTEST=1
     echo "gpu-check: SELFTEST, the CPU backend stands in for the GPU; nothing is measured"
 elif ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
@@ -59,48 +66,66 @@ SUM=$OUTDIR/summary.txt
 t_start=$(date +%s)
 say() { echo "$*" | tee -a "$LOG"; }
 stage() { say ""; say "== $* ($(($(date +%s) - t_start)) s)"; }
+stop() { # code line: one clear line, nothing else runs
+    say "gpu-check: $2"
+    echo "gpu-check: $2" >&2
+    exit "$1"
+}
 
 # ---- libraries and binaries ------------------------------------------------------------
-# A library the binaries cannot find is looked for in BUILD_DIR/lib, then in
-# PyTorch's nvidia-* wheels (nvidia.nccl, nvidia.cublas, nvidia.cuda_runtime).
-LIBS=""
-[ -d "$BUILD/lib" ] && LIBS="$root/$BUILD/lib"
-[ -n "$LIBS" ] && export LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-pylib() { # package: prepend its lib/ folder
-    d=$(python3 -c "import nvidia.$1, os; print(os.path.join(list(nvidia.$1.__path__)[0], 'lib'))" 2>/dev/null)
-    [ -n "$d" ] && [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+PROGS="gpu_kernels gpu_nn gpu_optim gpu_bench gpu_train gpu_plan"
+[ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+resolve_all() {
+    for p in $PROGS fp8plan; do
+        f=$BUILD/gpu/$p
+        [ "$p" = fp8plan ] && f=$BUILD/fp8plan
+        [ -x "$f" ] && ge_resolve_libs "$f" >>"$LOG" 2>&1
+    done
+    return 0
 }
-if [ -x "$BUILD/gpu/gpu_kernels" ]; then
-    missing=$(ldd "$BUILD/gpu/gpu_kernels" 2>/dev/null | grep 'not found')
-    case "$missing" in *libnccl*) pylib nccl ;; esac
-    case "$missing" in *libcublas*) pylib cublas ;; esac
-    case "$missing" in *libcudart*) pylib cuda_runtime ;; esac
-fi
-
-# one process, one rank: NCCL's bootstrap needs no network beyond loopback
-export NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-lo}"
-
-loads() { [ -x "$1" ] && ! ldd "$1" 2>/dev/null | grep -q 'not found'; }
-PROGS="gpu_kernels gpu_nn gpu_optim gpu_bench gpu_train"
+resolve_all
+loads() { [ -x "$1" ] && [ -z "$(ge_missing_libs "$1")" ]; }
 need_build=0
 for p in $PROGS; do loads "$BUILD/gpu/$p" || need_build=1; done
 loads "$BUILD/fp8plan" || need_build=1
 if [ "$need_build" = 1 ]; then
-    stage "build: make gpu-build (binaries missing or not loadable here)"
+    stage "build: make gpu-build (programs missing or not loadable here)"
     if ! make -j"$(nproc 2>/dev/null || echo 4)" gpu-build BUILD="$BUILD" >>"$LOG" 2>&1; then
         tail -n 30 "$LOG"
-        echo "gpu-check: the build failed here; build elsewhere with 'make gpu-build' and carry $BUILD" >&2
-        exit 70
+        stop 70 "the build failed here (see the lines above); build elsewhere with 'make gpu-build' and carry $BUILD"
     fi
+    [ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    resolve_all
 fi
+# every program exists, loads and runs --version, before any stage
+list=""
+for p in $PROGS; do list="$list gpu/$p"; done
+# shellcheck disable=SC2086 # list: program paths under BUILD, no spaces
+if ! bad=$(ge_check_programs "$BUILD" fp8plan $list); then
+    echo "$bad" | tee -a "$LOG" >&2
+    stop 70 "$(echo "$bad" | wc -l | tr -d ' ') program(s) cannot run here, first: $(echo "$bad" | head -n 1); nothing was run"
+fi
+
+# the driver must run the CUDA runtime the programs were built with
+RUNTIME=$(ge_runtime_of "$BUILD/gpu/gpu_kernels")
+if [ "$SELFTEST" != 1 ]; then
+    DRIVER=$(ge_driver_cuda) # nvidia-smi's banner, else cudaDriverGetVersion as the program sees it
+    [ -n "$DRIVER" ] || DRIVER=$(ge_driver_of "$BUILD/gpu/gpu_kernels")
+    why=$(ge_cuda_ok "$DRIVER" "$RUNTIME") || stop 69 "$why; nothing was run"
+fi
+
+# one process, one rank: NCCL's bootstrap needs no network beyond loopback
+export NCCL_SOCKET_IFNAME="${NCCL_SOCKET_IFNAME:-lo}"
 
 # ---- environment --------------------------------------------------------------------------
 stage "environment"
 {
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,power.limit --format=csv,noheader 2>/dev/null ||
         echo "selftest (no GPU)"
+    echo "driver CUDA ${DRIVER:-none}, binaries built for CUDA ${RUNTIME:-?}"
+    "$BUILD/gpu/gpu_kernels" --version 2>&1 | sed -n 's/^gpu_kernels: //p' | tr '\n' ';' | sed 's/;$/\n/'
     command -v nvcc >/dev/null 2>&1 && nvcc --version | tail -n 1
-    python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.nccl.version())' 2>&1 | tail -n 1
+    ge_torch
     echo "git $(git rev-parse --short HEAD 2>/dev/null) layers=$LAYERS tokens=$TOKENS steps=$STEPS seed=$SEED"
 } >"$OUTDIR/env.tmp" 2>&1
 cat "$OUTDIR/env.tmp" | tee -a "$LOG"
@@ -117,9 +142,10 @@ run_stage() { # seconds name command... — the limit is cut to what is left of 
         return 124
     fi
     say "-- $name (limit $limit s)"
-    timeout "$limit" "$@" >>"$LOG" 2>&1
+    # TERM at the limit (the programs keep their rows and exit 124), KILL 10 s later
+    timeout -k 10 "$limit" "$@" >>"$LOG" 2>&1
     rc=$?
-    [ $rc -eq 124 ] && say "$name: stopped at its $limit s limit"
+    [ $rc -eq 124 ] && say "$name: stopped at its $limit s limit (its rows so far are kept)"
     [ $rc -ne 0 ] && say "$name: exit $rc" && status=1
     return $rc
 }
@@ -136,9 +162,35 @@ stage "gemm: cuBLASLt sweep (FP8 vs BF16) and memory-bound kernels"
 run_stage 120 gpu_bench "$BUILD/gpu/gpu_bench" "$OUTDIR/gemm.csv" "$OUTDIR/membound.csv" "$TOKENS" "$SEED"
 
 # ---- 3. PyTorch (before the steps: it is quick; the steps take what is left) ------------------------
+# PyTorch is not a dependency: without it (or without a GPU it can see) the stage is skipped, not failed.
 stage "torch: the same layer stack in BF16 and the GEMM shapes through torch"
-run_stage 120 torch_baseline env PYTHONUNBUFFERED=1 python3 tests/gpu/torch_baseline.py "$OUTDIR/torch.csv" \
-    --layers "$LAYERS" --tokens "$TOKENS" --steps "$STEPS"
+if ! why=$(ge_torch); then
+    say "torch_baseline: skipped (PyTorch is not importable here: $why)"
+else
+    st0=$status
+    run_stage 120 torch_baseline env PYTHONUNBUFFERED=1 python3 tests/gpu/torch_baseline.py "$OUTDIR/torch.csv" \
+        --layers "$LAYERS" --tokens "$TOKENS" --steps "$STEPS"
+    if [ $? -eq 69 ]; then
+        say "torch_baseline: skipped (torch sees no GPU)"
+        status=$st0
+    fi
+fi
+
+# ---- the plan's expectation for the steps stage, before it runs ----------------------------------
+# gpu_plan: the same PlanInput as fp8plan run (one GPU, materialized attention, no fragmentation)
+# for the device's models/gpus.csv row (h200 in the selftest), 8 GPT-13B layers by default.
+case "$(head -n 1 "$OUTDIR/env.tmp")" in
+*H200*) GPU_ROW=h200 ;; *H800*) GPU_ROW=h800 ;; *H100*PCIe*) GPU_ROW=h100-pcie ;; *H100*) GPU_ROW=h100-sxm ;;
+*B200*) GPU_ROW=b200 ;; *) GPU_ROW=h200 ;;
+esac
+stage "plan: the expected step for $LAYERS GPT-13B layers on $GPU_ROW"
+if "$BUILD/gpu/gpu_plan" "$GPU_ROW" "$LAYERS" "$TOKENS" >"$OUTDIR/expect.tmp" 2>>"$LOG"; then
+    awk -F, 'NR > 1 { printf "  expected %-14s step %9.2f ms (GEMM %.2f, attention %.2f, other kernels %.2f, optimizer %.2f ms)\n", $1, $6, $7, $8, $9, $10 }' \
+        "$OUTDIR/expect.tmp" | tee -a "$LOG"
+else
+    say "gpu_plan: failed (see log.txt)"
+    status=1
+fi
 
 # ---- 4. training steps ------------------------------------------------------------------------------
 # The plan is made for the device's row of models/gpus.csv (fp8plan run matches
@@ -177,6 +229,6 @@ rm -f "$OUTDIR/gpu_kernels.csv" "$OUTDIR/gpu_nn.csv" "$OUTDIR/gpu_optim.csv" "$O
 [ -s "$OUTDIR/run.csv" ] || rm -f "$OUTDIR/run.csv"
 
 sh tests/gpu/gpu_summary.sh "$OUTDIR" "$(($(date +%s) - t_start))" >"$SUM" 2>>"$LOG"
-rm -f "$OUTDIR/env.tmp" "$OUTDIR"/*.tmp.* "$OUTDIR"/*.tmp # a stage stopped at its limit leaves its temporary file
+rm -f "$OUTDIR"/*.tmp.* "$OUTDIR"/*.tmp # env.tmp, expect.tmp; a stage stopped at its limit leaves its temporary file
 cat "$SUM"
 exit $status

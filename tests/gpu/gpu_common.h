@@ -7,13 +7,14 @@
  * the GPU runs (NaN in FP32/BF16/FP16 and in both FP8 formats), so an element
  * the kernel did not write stays NaN; a GPU value that is NaN or infinite where
  * the reference is finite fails, whatever the tolerance. An element passes when
- *     |gpu − cpu| ≤ rel·|cpu| + abs_rms·rms(cpu)
- * and the tensor passes when every element does and ‖gpu − cpu‖₂ ≤ norm·‖cpu‖₂.
- * Each check names its tolerance and where it comes from. */
+ *     |gpu − cpu| ≤ rel·|cpu| + abs_rms·rms(cpu) + abs
+ * and the tensor passes when every element does and ‖gpu − cpu‖₂ ≤ norm·‖cpu‖₂
+ * (gpu_tol.h). Each check names its tolerance and where it comes from. */
 #ifndef FP8PLAN_TESTS_GPU_COMMON_H
 #define FP8PLAN_TESTS_GPU_COMMON_H
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "exec/cuda/backend_cuda.h"
 #include "exec/elem.h"
 #include "exec/rng.h"
+#include "gpu_tol.h"
 #include "util/fileio.h"
 
 /* unit roundoff of a format: half its ulp at 1 */
@@ -38,10 +40,74 @@ typedef struct {
     OutFile out;
     const char *prog;
     int passed, failed;
-    int selftest; /* FP8PLAN_GPU_SELFTEST=1: the "GPU" is a second CPU backend */
+    int selftest;                   /* FP8PLAN_GPU_SELFTEST=1: the "GPU" is a second CPU backend */
+    int check_rows;                 /* the main CSV has GC_CHECK_HEADER's columns */
+    OutFile *extra[2];              /* further CSVs of the program (gc_keep), committed with the main one */
+    long calls, fail_at, signal_at; /* GC_OK calls so far; FP8PLAN_GPU_FAIL_AT / _SIGNAL_AT (test hooks) */
 } Gc;
 
 #define GC_CHECK_HEADER "program,check,case,dtype,elements,max_err,norm_err,tol_rel,tol_rms,tol_norm,bad,result"
+
+/* Set by SIGTERM/SIGINT (the GPU check's per-stage `timeout`): the program
+ * stops at its next backend call, keeping every row it has. */
+static volatile sig_atomic_t gc_stop_signal;
+static inline void gc_on_signal(int sig) { gc_stop_signal = sig; }
+
+/* A further output of the program, committed by gc_finish and by gc_abort. */
+static inline void gc_keep(Gc *g, OutFile *o)
+{
+    for (int i = 0; i < 2; i++)
+        if (!g->extra[i]) {
+            g->extra[i] = o;
+            return;
+        }
+}
+
+/* Unexpected failure (or the stage's time limit): keep what was measured —
+ * a FAIL row naming the cause in a check CSV, every output committed with the
+ * rows it has — then exit with `code` (70 internal error, 124 stopped). */
+static inline void gc_abort(Gc *g, const char *cause, int code)
+{
+    Err e;
+    if (g->csv && g->check_rows) {
+        char f[200];
+        size_t i = 0;
+        for (; cause[i] && i + 1 < sizeof f; i++) f[i] = cause[i] == ',' || cause[i] == '\n' ? ';' : cause[i];
+        f[i] = '\0';
+        fprintf(g->csv, "%s,abort,%s,,,,,,,,1,FAIL\n", g->prog, f);
+    }
+    for (int k = 0; k < 2; k++)
+        if (g->extra[k] && g->extra[k]->f && outfile_commit(g->extra[k], &e))
+            fprintf(stderr, "%s: %s\n", g->prog, e.msg);
+    if (g->csv && outfile_commit(&g->out, &e)) fprintf(stderr, "%s: %s\n", g->prog, e.msg);
+    g->csv = NULL;
+    fprintf(stderr, "%s: %s; the rows measured so far are kept\n", g->prog, cause);
+    printf("%d passed, %d failed\n", g->passed, g->failed + (code != 0));
+    exit(code);
+}
+
+static inline long gc_env_long(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtol(v, NULL, 10) : 0;
+}
+
+/* `PROG --version`: the CUDA, cuBLASLt and NCCL versions built in and found
+ * here, one line each, then exit 0 — the GPU check runs it to see that the
+ * program loads before any stage (no GPU needed). Call first in main. */
+static inline void gc_version_flag(const char *prog, int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--version") != 0) return;
+    CudaVersions v;
+    backend_cuda_versions(&v);
+    printf("%s: cuda runtime built %d.%d loaded %d.%d\n", prog, v.runtime_built / 1000, v.runtime_built % 1000 / 10,
+           v.runtime_loaded / 1000, v.runtime_loaded % 1000 / 10);
+    printf("%s: cuda driver %d.%d%s\n", prog, v.driver / 1000, v.driver % 1000 / 10, v.driver ? "" : " (none)");
+    printf("%s: nccl built %d.%d.%d loaded %d.%d.%d\n", prog, v.nccl_built / 10000, v.nccl_built / 100 % 100,
+           v.nccl_built % 100, v.nccl_loaded / 10000, v.nccl_loaded / 100 % 100, v.nccl_loaded % 100);
+    printf("%s: cublaslt %llu\n", prog, (unsigned long long)v.cublaslt);
+    exit(0);
+}
 
 /* Create both backends, or say why there is no GPU and exit 69 (EX_UNAVAILABLE).
  * csv_path: where the CSV goes ("-": stdout), written atomically at the end;
@@ -79,7 +145,12 @@ static inline void gc_init(Gc *g, const char *prog, const char *csv_path, const 
         exit(status_exit_code(e.st));
     }
     g->csv = g->out.f;
+    g->check_rows = !strcmp(header, GC_CHECK_HEADER);
     fprintf(g->csv, "%s\n", header);
+    g->fail_at = gc_env_long("FP8PLAN_GPU_FAIL_AT");
+    g->signal_at = gc_env_long("FP8PLAN_GPU_SIGNAL_AT");
+    signal(SIGTERM, gc_on_signal);
+    signal(SIGINT, gc_on_signal);
 }
 
 /* The usual command line of a check program: [CSV] [SEED]. */
@@ -91,6 +162,9 @@ static inline void gc_init_check(Gc *g, const char *prog, int argc, char **argv)
 static inline int gc_finish(Gc *g)
 {
     Err e;
+    for (int k = 0; k < 2; k++)
+        if (g->extra[k] && g->extra[k]->f && outfile_commit(g->extra[k], &e))
+            fprintf(stderr, "%s: %s\n", g->prog, e.msg);
     if (outfile_commit(&g->out, &e)) fprintf(stderr, "%s: %s\n", g->prog, e.msg);
     printf("%d passed, %d failed\n", g->passed, g->failed);
     g->gpu->destroy(g->gpu);
@@ -98,18 +172,41 @@ static inline int gc_finish(Gc *g)
     return g->failed ? 1 : 0;
 }
 
+/* After each backend call: a failure (or an injected one) aborts, keeping the rows. */
+static inline void gc_after(Gc *g, Status st, const Err *e, const char *file, int line, const char *call)
+{
+    char cause[1200];
+    Err injected = {.msg = "injected by FP8PLAN_GPU_FAIL_AT"};
+    g->calls++;
+    if (g->signal_at && g->calls == g->signal_at) raise(SIGTERM); /* test hook: the time limit strikes here */
+    if (!st && g->fail_at && g->calls == g->fail_at) {
+        st = ST_SOFTWARE;
+        e = &injected;
+    }
+    if (st) {
+        snprintf(cause, sizeof cause, "%s:%d: %.300s failed: %s: %.600s", file, line, call, status_str(st), e->msg);
+        gc_abort(g, cause, 70);
+    }
+    if (gc_stop_signal) {
+        snprintf(cause, sizeof cause, "stopped by signal %d (the stage's time limit) after %.300s", (int)gc_stop_signal,
+                 call);
+        gc_abort(g, cause, 124);
+    }
+}
+
 /* Abort the program on an unexpected backend error (the check cannot go on). */
-#define GC_OK(g, call)                                                                                               \
-    do {                                                                                                             \
-        Err gc_e_;                                                                                                   \
-        err_clear(&gc_e_);                                                                                           \
-        Status gc_st_ = (call);                                                                                      \
-        if (gc_st_) {                                                                                                \
-            fprintf(stderr, "%s:%d: %s failed: %s: %s\n", __FILE__, __LINE__, #call, status_str(gc_st_), gc_e_.msg); \
-            exit(70);                                                                                                \
-        }                                                                                                            \
+#define GC_OK(g, call)                                            \
+    do {                                                          \
+        Err gc_e_;                                                \
+        err_clear(&gc_e_);                                        \
+        Status gc_st_ = (call);                                   \
+        gc_after((g), gc_st_, &gc_e_, __FILE__, __LINE__, #call); \
     } while (0)
 #define GE (&gc_e_)
+
+/* A check's size: n on the GPU; in the selftest (the CPU standing in, which
+ * tests the plumbing, not the kernels) at most `self`, so CI stays short. */
+static inline uint64_t gc_n(const Gc *g, uint64_t n, uint64_t self) { return g->selftest && self < n ? self : n; }
 
 /* ---- memory ---------------------------------------------------------------------- */
 
@@ -172,12 +269,7 @@ static inline void *gc_randn(Gc *g, Dtype dt, uint64_t n, double sd)
 
 /* ---- comparison ------------------------------------------------------------------------- */
 
-typedef struct {
-    double rel, abs_rms, norm; /* the tolerance, see the file comment */
-    const char *why;           /* its derivation, printed on failure */
-} Tol;
-
-static const Tol TOL_EXACT = {0.0, 0.0, 0.0, "same IEEE operations in the same order: bit-identical values"};
+static const Tol TOL_EXACT = {0.0, 0.0, 0.0, "same IEEE operations in the same order: bit-identical values", 0.0};
 
 /* A free-text CSV field: commas become ';' (the summary script splits on commas). */
 static inline const char *gc_field(const char *s, char *buf, size_t cap)
@@ -212,7 +304,7 @@ static inline int gc_check(Gc *g, const char *check, const char *cas, Dtype dt, 
             double d = fabs(x - r);
             ss_err += d * d;
             if (d > max_err) max_err = d;
-            ok = d <= t.rel * fabs(r) + t.abs_rms * rms;
+            ok = tol_element_ok(t, x, r, rms);
         }
         if (!ok) {
             if (first == UINT64_MAX) first = i;

@@ -28,12 +28,12 @@
  *    element, random), a 2^-9·rms noise in dq/dk: allowed 2^-6·rms (>10σ). */
 #include "gpu_common.h"
 
-static const Tol TOL_BF16_OUT = {0x1p-7, 0x1p-12, 0x1p-8, "one BF16 ulp after FP32 math in another order"};
-static const Tol TOL_STAT = {0x1p-13, 0.0, 0x1p-13, "FP32 reduction over C=768 in another order"};
-static const Tol TOL_COLSUM = {0.0, 0x1p-11, 0x1p-13, "FP32 column sums over R rows in another order"};
-static const Tol TOL_GELU = {0x1p-7, 0x1p-19, 0x1p-8, "BF16 ulp, tanhf ulps where 1 + tanh cancels"};
-static const Tol TOL_ATTN_BWD = {0x1p-7, 0x1p-6, 0x1p-7, "dS rounded to BF16 before the GEMMs"};
-static const Tol TOL_LOSS = {0x1p-13, 0.0, 0x1p-13, "FP32 sum of V exponentials in another order"};
+static const Tol TOL_BF16_OUT = {0x1p-7, 0x1p-12, 0x1p-8, "one BF16 ulp after FP32 math in another order", 0.0};
+static const Tol TOL_STAT = {0x1p-13, 0.0, 0x1p-13, "FP32 reduction over C=768 in another order", 0.0};
+static const Tol TOL_COLSUM = {0.0, 0x1p-11, 0x1p-13, "FP32 column sums over R rows in another order", 0.0};
+static const Tol TOL_GELU = {0x1p-7, 0x1p-19, 0x1p-8, "BF16 ulp, tanhf ulps where 1 + tanh cancels", 0.0};
+static const Tol TOL_ATTN_BWD = {0x1p-7, 0x1p-6, 0x1p-7, "dS rounded to BF16 before the GEMMs", 0.0};
+static const Tol TOL_LOSS = {0x1p-13, 0.0, 0x1p-13, "FP32 sum of V exponentials in another order", 0.0};
 
 /* ---- layer norm ------------------------------------------------------------------------------- */
 
@@ -368,6 +368,7 @@ static void check_embed_xent(Gc *g)
 
 int main(int argc, char **argv)
 {
+    gc_version_flag("gpu_nn", argc, argv);
     Gc g;
     gc_init_check(&g, "gpu_nn", argc, argv);
     check_norm(&g, NORM_LAYERNORM);

@@ -35,7 +35,7 @@ else
 fi
 
 echo
-if [ -f "$D/checks.csv" ]; then
+if [ "$(awk 'NR > 1' "$D/checks.csv" 2>/dev/null | wc -l)" -gt 0 ]; then
     awk -F, 'NR > 1 { n[$NF]++ } END { printf "checks (kernels vs CPU reference, tiny-model losses): %d passed, %d failed\n", n["pass"], n["FAIL"] }' "$D/checks.csv"
     awk -F, 'NR > 1 && $NF == "FAIL" && k++ < 12 { printf "  FAIL %s | %s | %s: max err %s, norm err %s, %s bad\n", $1, $2, $3, $6, $7, $11 }' "$D/checks.csv"
 else
@@ -153,4 +153,30 @@ if [ -s "$D/run.csv" ]; then
         }
         END { if (rec != "") done() }
     ' "$D/run.csv"
+fi
+
+# The plan's expected step for the steps stage (gpu_plan, made before the
+# steps ran) beside the step fp8plan run measured for each recipe.
+if [ -s "$D/expect.tmp" ]; then
+    echo
+    self=$(case "$gpu" in selftest*) echo 1 ;; *) echo 0 ;; esac)
+    awk -F, -v R="$D/run.csv" -v self="$self" '
+        BEGIN {
+            while ((getline line < R) > 0) {
+                if (line ~ /^# recipe /) { rec = substr(line, 10); continue }
+                split(line, c, ",")
+                if (c[1] == "time" && c[2] == "step" && c[7] != "") meas[rec] = 1e3 * c[7]
+            }
+        }
+        NR == 1 { next }
+        NR == 2 {
+            printf "expected step (the plan for %s, %s layers of %s, %s tokens/step) beside the measured one%s\n", $2, $4, $3, $5,
+                self ? " (selftest: measured is a small model on the CPU, not comparable)" : ""
+            printf "  %-14s %12s %12s %8s\n", "recipe", "expected", "measured", "meas/exp"
+        }
+        {
+            m = ($1 in meas) ? sprintf("%.2f ms", meas[$1]) : "-"
+            r = ($1 in meas && $6 > 0 && !self) ? sprintf("%.2fx", meas[$1] / $6) : "-"
+            printf "  %-14s %9.2f ms %12s %8s\n", $1, $6, m, r
+        }' "$D/expect.tmp"
 fi

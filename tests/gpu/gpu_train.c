@@ -70,7 +70,8 @@ static void agreement(Gc *g, ModelSpec s)
         for (int k = 0; k < STEPS; k++) {
             char cas[160];
             snprintf(cas, sizeof cas, "%s %s step %d (cpu %.6f)", s.name, RECIPES[ri], k + 1, loss[0][k]);
-            Tol t = {k == 0 ? U_BF16 : 0x1p-6, 0.0, 1.0, k == 0 ? "BF16 activations" : "rounding fed back by updates"};
+            Tol t = {k == 0 ? U_BF16 : 0x1p-6, 0.0, 1.0, k == 0 ? "BF16 activations" : "rounding fed back by updates",
+                     0.0};
             gc_check(g, "tiny model loss", cas, DT_FP32, &loss[1][k], &loss[0][k], 1, t);
         }
     }
@@ -171,6 +172,7 @@ static void speed(Gc *g, FILE *csv, uint32_t layers, uint64_t tokens, int steps)
 
 int main(int argc, char **argv)
 {
+    gc_version_flag("gpu_train", argc, argv);
     if (argc < 3) {
         fprintf(stderr, "usage: gpu_train LOSS_CSV STEP_CSV [LAYERS] [TOKENS] [STEPS] [SEED]\n");
         return 64;
@@ -184,6 +186,13 @@ int main(int argc, char **argv)
     }
     Gc g;
     gc_init(&g, "gpu_train", argv[1], argc > 6 ? argv[6] : NULL, GC_CHECK_HEADER);
+    OutFile so; /* opened first: a stop in either part keeps both files */
+    Err e;
+    if (outfile_open(&so, argv[2], &e)) {
+        fprintf(stderr, "gpu_train: %s\n", e.msg);
+        return status_exit_code(e.st);
+    }
+    gc_keep(&g, &so);
     const char *speed_only = getenv("FP8PLAN_GPU_TRAIN_SPEED_ONLY"); /* the agreement ran in an earlier stage */
     if (!(speed_only && !strcmp(speed_only, "1"))) {
         ModelSpec gpt = fx_gpt(), llama = fx_llama();
@@ -193,13 +202,6 @@ int main(int argc, char **argv)
         agreement(&g, gpt);
         agreement(&g, llama);
     }
-    OutFile so;
-    Err e;
-    if (outfile_open(&so, argv[2], &e)) {
-        fprintf(stderr, "gpu_train: %s\n", e.msg);
-        return status_exit_code(e.st);
-    }
     if (layers && !g.selftest) speed(&g, so.f, layers, tokens, steps);
-    if (outfile_commit(&so, &e)) fprintf(stderr, "gpu_train: %s\n", e.msg);
-    return gc_finish(&g);
+    return gc_finish(&g); /* commits both CSVs */
 }

@@ -23,20 +23,85 @@ PyTorch is on the GPU machine; it is not a dependency of fp8plan. Three parts:
    bytes written).
 
 Rows: part,name,shape,precision,median_ms,min_ms,max_ms,tflops,gbps,tokens_per_s,peak_mem_bytes,note
+
+Each row is written (and flushed) as soon as it is measured, so a part that
+fails, runs out of memory or is stopped at the stage's time limit loses
+nothing measured before it; a part that fails adds an "error" row and the
+others still run. Exit 0, 1 when a part failed, 69 when PyTorch is not
+importable or sees no GPU (the GPU check reports the stage as skipped).
 """
 import argparse
 import csv
-import os
 import statistics
 import sys
 import time
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError as exc:  # pragma: no cover - the GPU machine has torch
-    print(f"torch_baseline: PyTorch is not importable here ({exc}); skipped", file=sys.stderr)
-    sys.exit(69)
+torch = None  # imported by load_torch(): the helpers below work without it
+F = None
+
+HEADER = ["part", "name", "shape", "precision", "median_ms", "min_ms", "max_ms", "tflops", "gbps", "tokens_per_s",
+          "peak_mem_bytes", "note"]
+
+
+def load_torch():
+    """Import PyTorch; None (with the reason printed) when it is not importable."""
+    global torch, F
+    try:
+        import torch as t
+        import torch.nn.functional as f
+    except ImportError as exc:
+        print(f"torch_baseline: PyTorch is not importable here ({exc}); skipped", file=sys.stderr)
+        return None
+    torch, F = t, f
+    return t
+
+
+def oom_types(t):
+    """The out-of-memory exception classes this PyTorch has (torch.OutOfMemoryError is 2.5+,
+    torch.cuda.OutOfMemoryError 1.13+; older ones raise a RuntimeError saying so)."""
+    found = []
+    for owner in (t, getattr(t, "cuda", None)):
+        e = getattr(owner, "OutOfMemoryError", None)
+        if isinstance(e, type) and issubclass(e, BaseException) and e not in found:
+            found.append(e)
+    return tuple(found)
+
+
+def is_oom(exc, t=None):
+    t = t if t is not None else torch
+    kinds = oom_types(t) if t is not None else ()
+    return (kinds and isinstance(exc, kinds)) or "out of memory" in str(exc).lower()
+
+
+class Rows:
+    """The CSV, written row by row: header at open, each row flushed as it comes."""
+
+    def __init__(self, path):
+        self.f = open(path, "w", newline="", encoding="utf-8")
+        self.w = csv.writer(self.f)
+        self.n = 0
+        self.append(HEADER, count=False)
+
+    def append(self, row, count=True):
+        self.w.writerow(row)
+        self.f.flush()
+        self.n += count
+
+    def close(self):
+        self.f.close()
+
+
+def run_part(rows, name, fn):
+    """Run one part; on an exception add an error row naming it and carry on. True when it succeeded."""
+    try:
+        fn()
+        return True
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a row; the other parts still run
+        what = "out of memory" if is_oom(exc) else "failed"
+        note = f"{what}: {type(exc).__name__}: {exc}".replace("\n", " ")[:300]
+        rows.append(["error", name, "", "", "", "", "", "", "", "", "", note])
+        print(f"torch_baseline: {name}: {note}", file=sys.stderr)
+        return False
 
 
 def timed(fn, warm=3, min_reps=10, max_reps=50, budget_s=0.15):
@@ -55,40 +120,44 @@ def timed(fn, warm=3, min_reps=10, max_reps=50, budget_s=0.15):
     return statistics.median(times), min(times), max(times)
 
 
-class Block(torch.nn.Module):
-    def __init__(self, c, f, heads, attn):
-        super().__init__()
-        self.heads, self.attn = heads, attn
-        self.ln1, self.ln2 = torch.nn.LayerNorm(c), torch.nn.LayerNorm(c)
-        self.qkv, self.proj = torch.nn.Linear(c, 3 * c), torch.nn.Linear(c, c)
-        self.fc1, self.fc2 = torch.nn.Linear(c, f), torch.nn.Linear(f, c)
+def model_classes():
+    """The layer stack's modules (defined once PyTorch is loaded)."""
 
-    def forward(self, x):
-        b, t, c = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
-        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        if self.attn == "math":
-            with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+    class Block(torch.nn.Module):
+        def __init__(self, c, f, heads, attn):
+            super().__init__()
+            self.heads, self.attn = heads, attn
+            self.ln1, self.ln2 = torch.nn.LayerNorm(c), torch.nn.LayerNorm(c)
+            self.qkv, self.proj = torch.nn.Linear(c, 3 * c), torch.nn.Linear(c, c)
+            self.fc1, self.fc2 = torch.nn.Linear(c, f), torch.nn.Linear(f, c)
+
+        def forward(self, x):
+            b, t, c = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+            q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+            if self.attn == "math":
+                with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+                    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
                 y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        else:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+            x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
 
+    class Gpt(torch.nn.Module):
+        def __init__(self, layers, c, f, heads, vocab_padded, seq, attn):
+            super().__init__()
+            self.wte, self.wpe = torch.nn.Embedding(vocab_padded, c), torch.nn.Embedding(seq, c)
+            self.blocks = torch.nn.ModuleList(Block(c, f, heads, attn) for _ in range(layers))
+            self.lnf = torch.nn.LayerNorm(c)
 
-class Gpt(torch.nn.Module):
-    def __init__(self, layers, c, f, heads, vocab_padded, seq, attn):
-        super().__init__()
-        self.wte, self.wpe = torch.nn.Embedding(vocab_padded, c), torch.nn.Embedding(seq, c)
-        self.blocks = torch.nn.ModuleList(Block(c, f, heads, attn) for _ in range(layers))
-        self.lnf = torch.nn.LayerNorm(c)
+        def forward(self, idx, tgt, vocab):
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+            for blk in self.blocks:
+                x = blk(x)
+            logits = self.lnf(x) @ self.wte.weight.t()  # tied head
+            return F.cross_entropy(logits[..., :vocab].float().reshape(-1, vocab), tgt.reshape(-1))
 
-    def forward(self, idx, tgt, vocab):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
-        for blk in self.blocks:
-            x = blk(x)
-        logits = self.lnf(x) @ self.wte.weight.t()  # tied head
-        return F.cross_entropy(logits[..., :vocab].float().reshape(-1, vocab), tgt.reshape(-1))
+    return Gpt
 
 
 def layer_stack(rows, layers, tokens, steps):
@@ -98,7 +167,7 @@ def layer_stack(rows, layers, tokens, steps):
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
         with torch.device("cuda"):  # built on the GPU: no host-side init of billions of parameters
-            model = Gpt(layers, C, FF, H, VP, T, attn)
+            model = model_classes()(layers, C, FF, H, VP, T, attn)
         for p in model.parameters():
             if p.dim() > 1:
                 torch.nn.init.normal_(p, std=0.02)
@@ -117,9 +186,11 @@ def layer_stack(rows, layers, tokens, steps):
 
         try:
             med, lo, hi = timed(step, warm=2, min_reps=steps, max_reps=steps, budget_s=0.0)
-        except torch.OutOfMemoryError as exc:
+        except Exception as exc:  # noqa: BLE001 - out of memory is a result here; anything else goes up
+            if not is_oom(exc):
+                raise
             rows.append(["stack", f"gpt13b-{layers}l-{attn}", f"{tokens} tokens", "bf16-amp", "", "", "", "", "", "",
-                         "", f"out of memory: {exc}"])
+                         "", f"out of memory: {exc}".replace("\n", " ")[:300]])
             del model, opt
             continue
         flops = (6.0 * n_params + 6.0 * layers * C * T) * tokens
@@ -188,6 +259,8 @@ def main():
     if args.tokens % 2048 or args.tokens <= 0:
         print("torch_baseline: --tokens must be a positive multiple of 2048", file=sys.stderr)
         return 64
+    if load_torch() is None:
+        return 69
     if not torch.cuda.is_available():
         print("torch_baseline: torch sees no GPU", file=sys.stderr)
         return 69
@@ -199,20 +272,15 @@ def main():
     except Exception:  # noqa: BLE001 - only informative
         nccl = "unknown"
     print(f"torch_baseline: torch {torch.__version__}, {props.name}, {props.multi_processor_count} SMs, NCCL {nccl}")
-    rows = []
     t0 = time.time()
-    copy_bandwidth(rows)
-    gemm_sweep(rows, args.tokens)
+    rows = Rows(args.out)
+    ok = run_part(rows, "copy", lambda: copy_bandwidth(rows))
+    ok &= run_part(rows, "gemm", lambda: gemm_sweep(rows, args.tokens))
     if not args.skip_stack:
-        layer_stack(rows, args.layers, args.tokens, args.steps)
-    with open(args.out + ".tmp", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["part", "name", "shape", "precision", "median_ms", "min_ms", "max_ms", "tflops", "gbps",
-                    "tokens_per_s", "peak_mem_bytes", "note"])
-        w.writerows(rows)
-    os.replace(args.out + ".tmp", args.out)  # whole file or none
-    print(f"torch_baseline: {len(rows)} rows in {time.time() - t0:.0f} s -> {args.out}")
-    return 0
+        ok &= run_part(rows, "stack", lambda: layer_stack(rows, args.layers, args.tokens, args.steps))
+    rows.close()
+    print(f"torch_baseline: {rows.n} rows in {time.time() - t0:.0f} s -> {args.out}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

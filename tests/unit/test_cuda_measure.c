@@ -127,6 +127,77 @@ static void test_rows_from_the_driver_counts(void)
         if (!strcmp(c.rows[i].name, "device_used")) CHECK(c.rows[i].verdict == VERDICT_OUTSIDE);
 }
 
+/* The context figure is taken after the first step has loaded the library's
+ * kernels (CUDA loads modules lazily): by hand, 600 MiB with the backend up;
+ * the first forward loads 40 MiB of kernels, the first backward grows 8 MiB of
+ * private scratch (reported by device_info) and the first collective 64 MiB of
+ * NCCL buffers. Context 600 + 40 = 640 MiB; communicator 10 + 64 = 74 MiB;
+ * outside the arena 8 MiB (the scratch); peak 600+10+1000+40+8+64 = 1722 MiB. */
+static uint64_t lazy_scratch;
+
+static Status fake_info_scratch(Backend *bk, BackendDeviceInfo *out, Err *e)
+{
+    Status st = fake_info(bk, out, e);
+    out->scratch_bytes = lazy_scratch;
+    return st;
+}
+
+static void test_context_after_lazy_loading(void)
+{
+    const uint64_t MiB = 1ull << 20;
+    Fake f = {.total = 140000 * MiB, .used = 600 * MiB};
+    Backend bk = {
+        .name = "fake", .impl = &f, .mem_info = fake_mem, .device_info = fake_info_scratch, .op_times = fake_times};
+    static Plan p;
+    static Measurement ms;
+    static Comparison c;
+    static GpuSpec gpu = {.name = "h200"};
+    memset(&p, 0, sizeof p);
+    memset(&ms, 0, sizeof ms);
+    for (int t = 0; t < MT_COUNT_; t++) p.mem[t].name = mem_term_name((MemTermId)t);
+    p.in.gpu = &gpu;
+    p.total_bytes = 1700 * MiB;
+    ms.arena_bytes = 1000 * MiB;
+    lazy_scratch = 0;
+    DevMeasure m;
+    devm_init(&m, &bk);
+    f.used += 10 * MiB;
+    devm_sample(&m, &bk, DEVM_AFTER_COMM);
+    f.used += 1000 * MiB;
+    devm_sample(&m, &bk, DEVM_AFTER_MODEL);
+    for (int k = 0; k < 2; k++) {
+        double s[BK_OPCAT_COUNT];
+        devm_step_begin(&m, &bk);
+        devm_phase(&m, &bk, -1);
+        f.used += k == 0 ? 40 * MiB : 0; /* lazily loaded kernels */
+        devm_phase(&m, &bk, PHASE_FWD);
+        if (k == 0) f.used += 8 * MiB, lazy_scratch = 8 * MiB;
+        devm_phase(&m, &bk, PHASE_BWD);
+        f.used += k == 0 ? 64 * MiB : 0;
+        devm_phase(&m, &bk, PHASE_COMM);
+        devm_phase(&m, &bk, PHASE_OPT);
+        CHECK(devm_step_end(&m, &bk, s));
+    }
+    CHECK_EQ_U64(m.lazy, 40 * MiB);
+    ms.dev = m;
+    compare(&p, &ms, NULL, &c);
+    static const struct {
+        const char *name;
+        uint64_t mib;
+    } want[] = {{"device_used", 1722},
+                {"device_cuda_context", 640},
+                {"device_comm_buffer", 74},
+                {"device_arena", 1000},
+                {"device_outside_arena", 8}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        const MeasureRow *r = NULL;
+        for (int i = 0; i < c.n; i++)
+            if (!strcmp(c.rows[i].name, want[k].name)) r = &c.rows[i];
+        CHECKF(r, "row %s", want[k].name);
+        if (r) CHECK_NEAR(r->measured, (double)(want[k].mib * MiB), 0.0);
+    }
+}
+
 static void test_no_hooks_no_rows(void)
 {
     Backend bk = {.name = "cpu"};
@@ -224,6 +295,7 @@ static void test_device_names_match_the_catalog(void)
 int main(void)
 {
     RUN(test_rows_from_the_driver_counts);
+    RUN(test_context_after_lazy_loading);
     RUN(test_no_hooks_no_rows);
     RUN(test_device_names_match_the_catalog);
     return test_summary();

@@ -279,6 +279,15 @@ static void test_gemm_rules(void)
     g.d.dtype = DT_E4M3;
     CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_USAGE); /* FP8 output without a scale */
     g.d.scale = &one;
+    CHECK(g.a.dtype == DT_E4M3 && g.b.dtype == DT_E5M2);
+    g.d.dtype = DT_E5M2; /* E4M3 x E5M2 -> E5M2 is in cuBLASLt's table */
+    CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_OK);
+    g.b.dtype = DT_E4M3; /* E4M3 x E4M3 -> E5M2 is not */
+    CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "E4M3 x E4M3 -> E5M2");
+    g.d.dtype = DT_E4M3;
+    CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_OK);
+    CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_OK);
     g.accum = GEMM_ACCUMULATE;
     CHECK_EQ_INT(gemm_desc_check(&g, &e), ST_USAGE);
     CHECK_CONTAINS(e.msg, "accumulation");
@@ -320,6 +329,31 @@ static void test_delayed_bank(void)
     bk->destroy(bk);
 }
 
+/* A zero amax in row 0 (the tensor did not run) leaves its column alone, as
+ * TE's bulk kernel does: no roll, no scale update, even where the window's max
+ * would give another scale. By hand, E4M3 (448), history len 3, MAX:
+ *   tensor 0: column [0, 7, 2]  -> unchanged [0, 7, 2], scale 5 kept (a roll
+ *             would give [0, 2, 0] and 448/7 = 64);
+ *   tensor 1: column [8, 7, 2]  -> scale 448/8 = 56, rolled to [0, 2, 8]. */
+static void test_delayed_zero_skips(void)
+{
+    Backend *bk = cpu();
+    enum { L = 3, NT = 2 };
+    float hist[L * NT] = {0.0f, 8.0f, 7.0f, 7.0f, 2.0f, 2.0f}, scale[NT] = {5.0f, 1.0f};
+    ScalingBank b = {
+        .n = NT, .history_len = L, .algo = AMAX_ALGO_MAX, .fmt = DT_E4M3, .amax_history = hist, .scale = scale};
+    Err e;
+    CHECK(!bk->scaling_delayed_update(bk, &b, &e));
+    CHECK(hist[0] == 0.0f && hist[NT] == 7.0f && hist[2 * NT] == 2.0f);
+    CHECK(scale[0] == 5.0f);
+    CHECK(hist[1] == 0.0f && hist[NT + 1] == 2.0f && hist[2 * NT + 1] == 8.0f);
+    CHECK(scale[1] == 56.0f);
+    b.algo = AMAX_ALGO_MOST_RECENT; /* the same for most_recent: nothing moves */
+    CHECK(!bk->scaling_delayed_update(bk, &b, &e));
+    CHECK(hist[0] == 0.0f && hist[NT] == 7.0f && hist[2 * NT] == 2.0f && scale[0] == 5.0f);
+    bk->destroy(bk);
+}
+
 static void test_backend_by_name(void)
 {
     Backend *bk = NULL;
@@ -352,6 +386,7 @@ int main(void)
     RUN(test_gemm_layouts);
     RUN(test_gemm_rules);
     RUN(test_delayed_bank);
+    RUN(test_delayed_zero_skips);
     RUN(test_backend_by_name);
     return test_summary();
 }

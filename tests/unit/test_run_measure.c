@@ -26,13 +26,15 @@ static struct {
     Backend *cpu;
     uint64_t total, used;
     double clock, at[BACKEND_MARKS];
-    uint32_t step; /* steps whose last timestamp was recorded */
+    uint64_t scratch; /* private scratch the backend reports (device_info) */
+    uint32_t step;    /* steps whose last timestamp was recorded */
     int timing;
 } dev;
 
 /* Phase durations (s): forward, backward, communication, optimizer, in the order
  * model_step records them; step 0 (warm-up) takes 10x, step 3 takes 1.2x. */
 static const double DUR[4] = {0.010, 0.020, 0.001, 0.005};
+static const double GAP = 0.0007; /* between phases: outside every phase time */
 static const double CAT[BK_OPCAT_COUNT] = {0.025, 0.008, 0.004, 0.001};
 static double factor(uint32_t step) { return step == 0 ? 10.0 : step == 3 ? 1.2 : 1.0; }
 
@@ -60,6 +62,7 @@ static Status f_info(Backend *bk, BackendDeviceInfo *out, Err *e)
     out->cc_major = 9;
     out->sm_count = 132;
     out->total_bytes = dev.total;
+    out->scratch_bytes = dev.scratch;
     return ST_OK;
 }
 
@@ -67,11 +70,15 @@ static Status f_mark(Backend *bk, uint32_t id, Err *e)
 {
     (void)bk;
     if (id >= BACKEND_MARKS) return err_set(e, ST_USAGE, "mark %u", id);
-    uint32_t k = id - MODEL_MARK_FIRST;
-    if (k >= 1 && k <= 4) dev.clock += DUR[k - 1] * factor(dev.step);
-    if (k == 2 && dev.step == 0) dev.used += 3 * MiB; /* scratch grown in the first backward */
+    /* model_step: phase p runs from MODEL_MARK_FIRST + 2p to + 2p + 1; each begin
+     * comes after a host wait, hook and launch gap (GAP), which no phase counts */
+    uint32_t k = id - MODEL_MARK_FIRST, p = k / 2;
+    if (k < 8 && k % 2 == 0) dev.clock += GAP;
+    if (k < 8 && k % 2 == 1) dev.clock += DUR[p] * factor(dev.step);
+    if (k == 1 && dev.step == 0) dev.used += 5 * MiB; /* library kernels loaded lazily by the first forward */
+    if (k == 3 && dev.step == 0) dev.used += 3 * MiB, dev.scratch = 3 * MiB; /* scratch grown in the first backward */
     dev.at[id] = dev.clock;
-    if (k == 4) dev.step++;
+    if (k == 7) dev.step++;
     return ST_OK;
 }
 
@@ -228,14 +235,16 @@ static void test_scripted_gpu(void)
 
     /* memory: the driver's counts at each point */
     uint64_t arena = r.g->arena.bytes;
-    CHECK_EQ_INT(count(c, CMP_MEMORY, "device"), 6);
-    CHECK_NEAR(find(c, "device_used")->measured, (double)(600 * MiB + arena + 3 * MiB), 0.0);
+    CHECK_EQ_INT(count(c, CMP_MEMORY, "device"), 7);
+    CHECK_NEAR(find(c, "device_used")->measured, (double)(600 * MiB + arena + 8 * MiB), 0.0);
     CHECK_NEAR(find(c, "device_used")->planned, (double)r.plan.total_bytes, 0.0);
-    CHECK_NEAR(find(c, "device_cuda_context")->measured, (double)(600 * MiB), 0.0);
+    /* the context counts the kernels the first step loaded, not the scratch it grew */
+    CHECK_NEAR(find(c, "device_cuda_context")->measured, (double)(605 * MiB), 0.0);
     CHECK_NEAR(find(c, "device_comm_buffer")->measured, 0.0, 0.0);
     CHECK_NEAR(find(c, "device_arena")->measured, (double)arena, 0.0);
     CHECK_NEAR(find(c, "device_outside_arena")->measured, (double)(3 * MiB), 0.0);
     CHECK_NEAR(find(c, "device_grew_backward")->measured, (double)(3 * MiB), 0.0);
+    CHECK_NEAR(find(c, "device_grew_forward")->measured, (double)(5 * MiB), 0.0);
 
     /* time: medians of steps 2..5 (factors 1, 1, 1.2, 1 → median 1, spread 0.2) */
     CHECK_EQ_INT(count(c, CMP_TIME, NULL), 9);
