@@ -181,10 +181,11 @@ int cmd_compare(int argc, char **argv)
                 char title[512];
                 const Plan *p0 = &plans[0];
                 snprintf(title, sizeof title,
-                         "%s on %s: TP %u x PP %u x CP %u x DP %u = %u GPUs, micro-batch %u, seq %u, %s, recompute %s "
-                         "(GB = 1e9 B, per GPU; communication = bytes each GPU sends per step)",
-                         p0->in.model->name, p0->in.gpu->name, p0->in.tp, p0->in.pp, p0->in.cp, p0->in.dp, p0->world,
-                         p0->in.mbs, p0->seq, sharding_name(p0->in.sharding), recompute_name(p0->in.recompute));
+                         "%s on %s, stack %s: TP %u x PP %u x CP %u x DP %u = %u GPUs, micro-batch %u, seq %u, %s, "
+                         "recompute %s (GB = 1e9 B, per GPU; communication = bytes each GPU sends per step)",
+                         p0->in.model->name, p0->in.gpu->name, p0->in.stack ? p0->in.stack->name : "none", p0->in.tp,
+                         p0->in.pp, p0->in.cp, p0->in.dp, p0->world, p0->in.mbs, p0->seq,
+                         sharding_name(p0->in.sharding), recompute_name(p0->in.recompute));
                 table_set_title(t, title);
             }
         } else {

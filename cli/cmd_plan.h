@@ -25,8 +25,24 @@ enum {
     PO_RECIPE = 1 << 0,  /* --recipe R */
     PO_RECIPES = 1 << 1, /* --recipes R1,R2 */
     PO_LAYOUT = 1 << 2,  /* --tp --pp --vpp --cp --dp --mbs --gbs --dist-opt --zero --recompute */
-    PO_SWEEP = 1 << 3,   /* --top K; --gpus N becomes required */
+    PO_SWEEP = 1 << 3,   /* --top K, --stacks L; --gpus N becomes required */
     PO_VIEW = 1 << 4,    /* --view */
+};
+
+/* Stack-backed fields the command line set explicitly (they win over the stack's row). */
+enum {
+    PG_ATTN = 1 << 0,
+    PG_MAIN_GRAD = 1 << 1,
+    PG_FP8_CACHE = 1 << 2,
+    PG_SWIGLU = 1 << 3,
+    PG_FUSION = 1 << 4,
+    PG_LAUNCH = 1 << 5,
+    PG_OV_TP = 1 << 6,
+    PG_OV_DP = 1 << 7,
+    PG_OV_PP = 1 << 8,
+    PG_OV_CP = 1 << 9,
+    PG_RESERVE = 1 << 10,
+    PG_SP = 1 << 11,
 };
 
 typedef struct {
@@ -36,6 +52,9 @@ typedef struct {
     const char *recipes;     /* --recipes, comma-separated */
     const char *catalog;     /* --catalog DIR */
     const char *view;        /* --view summary|terms|collectives|time */
+    const char *stack;       /* --stack NAME (NULL: CATALOG_DEFAULT_STACK) */
+    const char *stacks;      /* --stacks L1,L2|all (sweep) */
+    unsigned given;          /* PG_* bits */
     uint32_t gpus;           /* --gpus N */
     uint32_t top;            /* --top K */
     int layout_given[8];     /* which of tp,pp,vpp,cp,dp,mbs,recompute,sharding were given */
@@ -48,9 +67,14 @@ typedef struct {
  * message. `help` is the subcommand's help text. */
 int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a);
 
-/* Resolve --model and --gpu (and one recipe name) against the catalog into a->in;
- * prints "unknown model 'x' (known: ...)" and returns 64 on failure. */
+/* Resolve --model, --gpu and --stack (the first time: its row is applied, then the
+ * options given explicitly again) and one recipe name against the catalog into
+ * a->in; prints "unknown model 'x' (known: ...)" and returns 64 on failure. */
 int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe);
+
+/* Copy into `in` the stack-backed fields the command line set explicitly
+ * (a->given) from `given`, so that they win over a stack row applied later. */
+void plan_args_keep_given(const PlanArgs *a, const PlanInput *given, PlanInput *in);
 
 /* Help text of the shared options, for the subcommands' --help. */
 extern const char plan_layout_help[];

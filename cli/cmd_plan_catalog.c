@@ -76,6 +76,7 @@ int plan_catalog_load(const char *cmd, const char *dir, Catalog **out)
     rc = load_one(cmd, c, found, "models.csv", catalog_parse_models);
     if (!rc) rc = load_one(cmd, c, found, "gpus.csv", catalog_parse_gpus);
     if (!rc) rc = load_one(cmd, c, found, "recipes.csv", catalog_parse_recipes);
+    if (!rc) rc = load_one(cmd, c, found, "stacks.csv", catalog_parse_stacks);
     if (rc) {
         free(c);
         return rc;
@@ -86,7 +87,7 @@ int plan_catalog_load(const char *cmd, const char *dir, Catalog **out)
 
 /* ---- listings ----------------------------------------------------------------------------------------- */
 
-typedef enum { LIST_MODELS, LIST_GPUS, LIST_RECIPES } ListKind;
+typedef enum { LIST_MODELS, LIST_GPUS, LIST_RECIPES, LIST_STACKS } ListKind;
 
 static const char *const list_help[] = {
     [LIST_MODELS] = "usage: fp8plan models [--format table|csv|json] [-o FILE] [--catalog DIR]\n"
@@ -99,6 +100,11 @@ static const char *const list_help[] = {
                      "\n"
                      "The precision recipes in recipes.csv: dtype of every state, FP8 copies, GEMM formats,\n"
                      "scaling, communication dtypes, minimum SM and source.\n",
+    [LIST_STACKS] = "usage: fp8plan stacks [--format table|csv|json] [-o FILE] [--catalog DIR]\n"
+                    "\n"
+                    "The training software stacks in stacks.csv: attention kernel, SwiGLU fusion, main-gradient\n"
+                    "dtype, FP8 weight caching, kernel fusion and launch floor, overlaps, allocator reserve,\n"
+                    "whether the values are measured on a GPU, and source. --stack NAME picks one.\n",
 };
 
 static Table *models_table(const Catalog *c)
@@ -151,6 +157,10 @@ static Table *gpus_table(const Catalog *c)
         {"bf16_tflops", "BF16", "TFLOP/s", TC_F64, 0, 0},
         {"fp8_tflops", "FP8", "TFLOP/s", TC_F64, 0, 0},
         {"fp32_tflops", "FP32", "TFLOP/s", TC_F64, 1, 0},
+        {"sms", "SMs", NULL, TC_U64, 0, 0},
+        {"mamf_bf16_tflops", "MAMF BF16", "TFLOP/s", TC_F64, 1, 0},
+        {"mamf_fp8_tflops", "MAMF FP8", "TFLOP/s", TC_F64, 1, 0},
+        {"intra_link", "link", NULL, TC_STR, 0, 0},
         {"intra_node_gbps", "intra", "GB/s", TC_F64, 0, 0},
         {"inter_node_gbps", "inter", "GB/s", TC_F64, 0, 0},
         {"gpus_per_node", "per node", NULL, TC_U64, 0, 0},
@@ -168,10 +178,14 @@ static Table *gpus_table(const Catalog *c)
         table_f64(t, 4, g->flops_bf16 / 1e12);
         table_f64(t, 5, g->flops_fp8 / 1e12);
         table_f64(t, 6, g->flops_fp32 / 1e12);
-        table_f64(t, 7, g->intra_bw / 1e9);
-        table_f64(t, 8, g->inter_bw / 1e9);
-        table_u64(t, 9, g->gpus_per_node);
-        table_str(t, 10, g->source);
+        table_u64(t, 7, g->sms);
+        table_f64(t, 8, g->mamf_bf16 / 1e12);
+        table_f64(t, 9, g->mamf_fp8 / 1e12);
+        table_str(t, 10, link_name(g->link));
+        table_f64(t, 11, g->intra_bw / 1e9);
+        table_f64(t, 12, g->inter_bw / 1e9);
+        table_u64(t, 13, g->gpus_per_node);
+        table_str(t, 14, g->source);
     }
     return t;
 }
@@ -242,6 +256,52 @@ static Table *recipes_table(const Catalog *c)
     return t;
 }
 
+static Table *stacks_table(const Catalog *c)
+{
+    const TableCol cols[] = {
+        {"name", NULL, NULL, TC_STR, 0, 0},
+        {"attention", NULL, NULL, TC_STR, 0, 0},
+        {"sequence_parallel", "SP", NULL, TC_STR, 0, 0},
+        {"fused_swiglu", "swiglu", NULL, TC_STR, 0, 0},
+        {"main_grad", "main grad", NULL, TC_STR, 0, 0},
+        {"fp8_weight_cache", "fp8 cache", NULL, TC_STR, 0, 0},
+        {"kernel_fusion", "kernels", NULL, TC_STR, 0, 0},
+        {"launch_us", "launch", "us", TC_F64, 1, 0},
+        {"loss_bytes", "loss", "B/logit", TC_U64, 0, 0},
+        {"tp_overlap", "TP ov", NULL, TC_F64, 2, 0},
+        {"dp_overlap", "DP ov", NULL, TC_F64, 2, 0},
+        {"pp_overlap", "PP ov", NULL, TC_F64, 2, 0},
+        {"cp_overlap", "CP ov", NULL, TC_F64, 2, 0},
+        {"alloc_reserve", "reserve", NULL, TC_F64, 2, 0},
+        {"calibrated", NULL, NULL, TC_STR, 0, 0},
+        {"source", NULL, NULL, TC_STR, 0, 0},
+    };
+    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
+    if (!t) return NULL;
+    for (int i = 0; i < c->nstacks; i++) {
+        const StackSpec *s = &c->stacks[i];
+        table_row(t);
+        int k = 0;
+        table_str(t, k++, s->name);
+        table_str(t, k++, attn_name(s->attn));
+        table_str(t, k++, s->sequence_parallel ? "yes" : "no");
+        table_str(t, k++, s->fused_swiglu ? "fused" : "unfused");
+        table_str(t, k++, main_grad_name(s->main_grad));
+        table_str(t, k++, s->fp8_weight_cache ? "yes" : "no");
+        table_str(t, k++, fusion_name(s->fusion));
+        table_f64(t, k++, s->launch_s * 1e6);
+        table_u64(t, k++, s->loss_bytes);
+        table_f64(t, k++, s->overlap_tp);
+        table_f64(t, k++, s->overlap_dp);
+        table_f64(t, k++, s->overlap_pp);
+        table_f64(t, k++, s->overlap_cp);
+        table_f64(t, k++, s->alloc_reserve);
+        table_str(t, k++, s->calibrated ? "yes" : "no");
+        table_str(t, k++, s->source);
+    }
+    return t;
+}
+
 static int list(ListKind kind, const char *cmd, int argc, char **argv)
 {
     static const struct option opts[] = {{"format", required_argument, NULL, 'f'},
@@ -266,7 +326,10 @@ static int list(ListKind kind, const char *cmd, int argc, char **argv)
     if ((rc = cli_no_operands(cmd, argc, argv))) return rc;
     Catalog *cat;
     if ((rc = plan_catalog_load(cmd, dir, &cat))) return rc;
-    Table *t = kind == LIST_MODELS ? models_table(cat) : kind == LIST_GPUS ? gpus_table(cat) : recipes_table(cat);
+    Table *t = kind == LIST_MODELS   ? models_table(cat)
+               : kind == LIST_GPUS   ? gpus_table(cat)
+               : kind == LIST_STACKS ? stacks_table(cat)
+                                     : recipes_table(cat);
     free(cat);
     if (!t) {
         Err e;
@@ -284,3 +347,5 @@ int cmd_recipes(int argc, char **argv);
 int cmd_models(int argc, char **argv) { return list(LIST_MODELS, "models", argc, argv); }
 int cmd_gpus(int argc, char **argv) { return list(LIST_GPUS, "gpus", argc, argv); }
 int cmd_recipes(int argc, char **argv) { return list(LIST_RECIPES, "recipes", argc, argv); }
+int cmd_stacks(int argc, char **argv);
+int cmd_stacks(int argc, char **argv) { return list(LIST_STACKS, "stacks", argc, argv); }

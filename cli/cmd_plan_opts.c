@@ -12,26 +12,39 @@ const char plan_layout_help[] =
     "  --mbs N            micro-batch size in sequences (1)\n"
     "  --gbs N            global batch in sequences (about 2M tokens, rounded up to a multiple of mbs*dp)\n"
     "  --seq N            sequence length (the model's)\n"
-    "  --sp / --no-sp     sequence parallelism with TP (on)\n"
+    "  --sp / --no-sp     sequence parallelism with TP (the stack's)\n"
     "  --dist-opt         Megatron distributed optimizer: shard the states the recipe lists over DP x CP\n"
     "  --zero 0|1|2|3     ZeRO stage instead (1: master and Adam, 2: + gradients, 3: + weights)\n"
-    "  --recompute none|selective|full   activation recomputation (none)\n"
-    "  --attn flash|materialized         attention kernel (flash)\n"
+    "  --recompute none|selective|full|op   activation recomputation (none; op: torchtitan's op-level policy)\n"
+    "  --first-stage-layers N --last-stage-layers N   uneven pipeline: layers on the first / last stage\n"
+    "                     (the other stages split the rest evenly; default an even split)\n"
     "  --dropout          count dropout masks (off: modern LLMs train without dropout)\n"
     "  --vocab-pad N      pad the vocabulary to a multiple of N*tp (128)\n"
+    "software stack (models/stacks.csv; each option below overrides the stack's value):\n"
+    "  --stack NAME       megatron-core (default), torchtitan, llm-foundry, deepspeed, fp8plan, ...\n"
+    "  --attn K           attention kernel: flash2 (= flash), flash3, cudnn, te (TE's choice), materialized\n"
+    "  --main-grad recipe|fp32|bf16    main-gradient dtype (and its DP reduction)\n"
+    "  --fp8-weight-cache on|off       keep the FP8 weight copies across micro-batches\n"
+    "  --swiglu fused|unfused          SwiGLU saves 6F (fused) or 8F bytes per token\n"
+    "  --kernels te|compile|eager|fp8plan   memory-bound kernel list   --launch-us F   per-kernel floor\n"
+    "  --overlap-tp F --overlap-dp F --overlap-pp F --overlap-cp F   fraction of the concurrent compute\n"
+    "                     that hides those collectives (0-1; --overlap-dp also takes on|off)\n"
+    "memory limit:\n"
+    "  --max-mem-frac F   a plan fits when it needs at most F of the GPU's memory (0.95)\n"
     "overheads and efficiencies:\n"
     "  --context BYTES    CUDA context (536870912)\n"
     "  --workspace BYTES  cuBLASLt workspace (33554432)\n"
     "  --nccl-mem BYTES   NCCL buffers per communicator (616562688)\n"
-    "  --frag F           fragmentation allowance, fraction of allocator-managed bytes (0.05)\n"
-    "  --eff-bf16 F --eff-fp8 F --eff-attn F --eff-hbm F --eff-net F   fractions of peak (0.70 0.55 0.50 0.80 0.80)\n"
-    "  --overlap-dp on|off   DP collectives overlap the first forward / last backward (on)\n"
+    "  --frag F           allocator reserve over allocated bytes (the stack's)\n"
+    "  --eff-bf16 F --eff-fp8 F   saturated GEMM rate, fraction of the dense peak (the GPU's measured MAMF)\n"
+    "  --eff-attn F       attention's asymptotic efficiency, fraction of the BF16 peak (the kernel's curve)\n"
+    "  --eff-hbm F --eff-net F    achieved fraction of HBM and link bandwidth (0.80 0.80)\n"
     "output:\n"
     "  --format table|csv|json|html   (table; html: a self-contained page with charts)\n"
     "  --ascii            ASCII glyphs in the text output's memory bars (also under TERM=dumb or a\n"
     "                     locale that is not UTF-8)\n"
     "  -o FILE            write to FILE atomically instead of stdout\n"
-    "  --catalog DIR      directory holding models.csv, gpus.csv, recipes.csv (./models)\n";
+    "  --catalog DIR      directory holding models.csv, gpus.csv, recipes.csv, stacks.csv (./models)\n";
 
 enum {
     O_MODEL = 256,
@@ -70,6 +83,19 @@ enum {
     O_EFF_NET,
     O_OVERLAP,
     O_TOP,
+    O_STACK,
+    O_MAIN_GRAD,
+    O_FP8_CACHE,
+    O_SWIGLU,
+    O_KERNELS,
+    O_LAUNCH,
+    O_OV_TP,
+    O_OV_PP,
+    O_OV_CP,
+    O_FIRST,
+    O_LAST,
+    O_MAX_MEM,
+    O_STACKS,
 };
 
 static const struct option longopts[] = {
@@ -110,6 +136,19 @@ static const struct option longopts[] = {
     {"eff-net", required_argument, NULL, O_EFF_NET},
     {"overlap-dp", required_argument, NULL, O_OVERLAP},
     {"top", required_argument, NULL, O_TOP},
+    {"stack", required_argument, NULL, O_STACK},
+    {"main-grad", required_argument, NULL, O_MAIN_GRAD},
+    {"fp8-weight-cache", required_argument, NULL, O_FP8_CACHE},
+    {"swiglu", required_argument, NULL, O_SWIGLU},
+    {"kernels", required_argument, NULL, O_KERNELS},
+    {"launch-us", required_argument, NULL, O_LAUNCH},
+    {"overlap-tp", required_argument, NULL, O_OV_TP},
+    {"overlap-pp", required_argument, NULL, O_OV_PP},
+    {"overlap-cp", required_argument, NULL, O_OV_CP},
+    {"first-stage-layers", required_argument, NULL, O_FIRST},
+    {"last-stage-layers", required_argument, NULL, O_LAST},
+    {"max-mem-frac", required_argument, NULL, O_MAX_MEM},
+    {"stacks", required_argument, NULL, O_STACKS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -127,8 +166,11 @@ static unsigned option_mask(int opt)
     case O_MBS:
     case O_DIST_OPT:
     case O_ZERO:
-    case O_RECOMPUTE: return PO_LAYOUT;
-    case O_TOP: return PO_SWEEP;
+    case O_RECOMPUTE:
+    case O_FIRST:
+    case O_LAST: return PO_LAYOUT;
+    case O_TOP:
+    case O_STACKS: return PO_SWEEP;
     case O_VIEW: return PO_VIEW;
     default: return 0; /* always accepted */
     }
@@ -158,6 +200,12 @@ static int get_bytes(const char *cmd, int opt, const char *arg, uint64_t *out)
     Err e;
     if (num_parse_count(arg, out, &e)) return cli_usage(cmd, "--%s: %s", opt_name(opt), e.msg);
     return 0;
+}
+
+static int get_onoff(const char *cmd, int opt, const char *arg, int *out)
+{
+    if (!strcmp(arg, "on") || !strcmp(arg, "off")) return *out = !strcmp(arg, "on"), 0;
+    return cli_usage(cmd, "--%s: '%s' is not on or off", opt_name(opt), arg);
 }
 
 /* A fraction in (lo, 1] (lo excluded unless allow_zero). */
@@ -207,8 +255,8 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
                 rc = cli_usage(cmd, "--gbs: '%s' must be at least 1", arg);
             break;
         }
-        case O_SP: in->sp = 1; break;
-        case O_NO_SP: in->sp = 0; break;
+        case O_SP: in->sp = 1, a->given |= PG_SP; break;
+        case O_NO_SP: in->sp = 0, a->given |= PG_SP; break;
         case O_DIST_OPT:
             in->sharding = SHARD_DIST_OPT;
             a->layout_given[7] = 1;
@@ -224,12 +272,50 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
         }
         case O_RECOMPUTE:
             if (recompute_parse(arg, &in->recompute))
-                rc = cli_usage(cmd, "--recompute: '%s' is not none, selective or full", arg);
+                rc = cli_usage(cmd, "--recompute: '%s' is not none, selective, full or op", arg);
             a->layout_given[6] = 1;
             break;
         case O_ATTN:
-            if (attn_parse(arg, &in->attn)) rc = cli_usage(cmd, "--attn: '%s' is not flash or materialized", arg);
+            if (attn_parse(arg, &in->attn))
+                rc = cli_usage(cmd, "--attn: '%s' is not flash2 (flash), flash3, cudnn, te or materialized", arg);
+            a->given |= PG_ATTN;
             break;
+        case O_STACK: a->stack = arg; break;
+        case O_STACKS: a->stacks = arg; break;
+        case O_MAIN_GRAD:
+            if (main_grad_parse(arg, &in->main_grad))
+                rc = cli_usage(cmd, "--main-grad: '%s' is not recipe, fp32 or bf16", arg);
+            a->given |= PG_MAIN_GRAD;
+            break;
+        case O_FP8_CACHE: rc = get_onoff(cmd, c, arg, &in->fp8_weight_cache), a->given |= PG_FP8_CACHE; break;
+        case O_SWIGLU:
+            if (!strcmp(arg, "fused") || !strcmp(arg, "unfused"))
+                in->fused_swiglu = !strcmp(arg, "fused");
+            else
+                rc = cli_usage(cmd, "--swiglu: '%s' is not fused or unfused", arg);
+            a->given |= PG_SWIGLU;
+            break;
+        case O_KERNELS:
+            if (fusion_parse(arg, &in->fusion))
+                rc = cli_usage(cmd, "--kernels: '%s' is not te, compile, eager or fp8plan", arg);
+            a->given |= PG_FUSION;
+            break;
+        case O_LAUNCH: {
+            double us;
+            Err e;
+            if (num_parse_double(arg, NUM_FINITE_ONLY, &us, &e))
+                rc = cli_usage(cmd, "--launch-us: %s", e.msg);
+            else if (us < 0 || us > 1000)
+                rc = cli_usage(cmd, "--launch-us: '%s' must be in [0, 1000] microseconds", arg);
+            in->launch_s = us * 1e-6, a->given |= PG_LAUNCH;
+            break;
+        }
+        case O_OV_TP: rc = get_frac(cmd, c, arg, 1, &in->overlap_tp), a->given |= PG_OV_TP; break;
+        case O_OV_PP: rc = get_frac(cmd, c, arg, 1, &in->overlap_pp), a->given |= PG_OV_PP; break;
+        case O_OV_CP: rc = get_frac(cmd, c, arg, 1, &in->overlap_cp), a->given |= PG_OV_CP; break;
+        case O_FIRST: rc = get_u32(cmd, c, arg, &in->first_stage_layers); break;
+        case O_LAST: rc = get_u32(cmd, c, arg, &in->last_stage_layers); break;
+        case O_MAX_MEM: rc = get_frac(cmd, c, arg, 0, &in->max_mem_frac); break;
         case O_DROPOUT: in->dropout = 1; break;
         case O_ASCII: a->ascii = 1; break;
         case O_FORMAT: rc = cli_parse_format(cmd, arg, &a->out); break;
@@ -243,7 +329,7 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
         case O_CONTEXT: rc = get_bytes(cmd, c, arg, &in->cuda_context_bytes); break;
         case O_WORKSPACE: rc = get_bytes(cmd, c, arg, &in->workspace_bytes); break;
         case O_NCCL: rc = get_bytes(cmd, c, arg, &in->nccl_comm_bytes); break;
-        case O_FRAG: rc = get_frac(cmd, c, arg, 1, &in->frag_frac); break;
+        case O_FRAG: rc = get_frac(cmd, c, arg, 1, &in->frag_frac), a->given |= PG_RESERVE; break;
         case O_EFF_BF16: rc = get_frac(cmd, c, arg, 0, &in->eff_gemm_bf16); break;
         case O_EFF_FP8: rc = get_frac(cmd, c, arg, 0, &in->eff_gemm_fp8); break;
         case O_EFF_ATTN: rc = get_frac(cmd, c, arg, 0, &in->eff_attn); break;
@@ -255,7 +341,8 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
             else if (!strcmp(arg, "off"))
                 in->overlap_dp = 0;
             else
-                rc = cli_usage(cmd, "--overlap-dp: '%s' is not on or off", arg);
+                rc = get_frac(cmd, c, arg, 1, &in->overlap_dp);
+            a->given |= PG_OV_DP;
             break;
         default: rc = cli_usage(cmd, "bad option");
         }
@@ -267,6 +354,31 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
     if ((mask & PO_RECIPE) && !(mask & PO_RECIPES) && !a->recipe) return cli_usage(cmd, "--recipe is required");
     if ((mask & PO_SWEEP) && !a->gpus) return cli_usage(cmd, "--gpus is required");
     return 0;
+}
+
+void plan_args_keep_given(const PlanArgs *a, const PlanInput *given, PlanInput *in)
+{
+    unsigned g = a->given;
+    if (g & PG_ATTN) in->attn = given->attn;
+    if (g & PG_SP) in->sp = given->sp;
+    if (g & PG_MAIN_GRAD) in->main_grad = given->main_grad;
+    if (g & PG_FP8_CACHE) in->fp8_weight_cache = given->fp8_weight_cache;
+    if (g & PG_SWIGLU) in->fused_swiglu = given->fused_swiglu;
+    if (g & PG_FUSION) in->fusion = given->fusion;
+    if (g & PG_LAUNCH) in->launch_s = given->launch_s;
+    if (g & PG_OV_TP) in->overlap_tp = given->overlap_tp;
+    if (g & PG_OV_DP) in->overlap_dp = given->overlap_dp;
+    if (g & PG_OV_PP) in->overlap_pp = given->overlap_pp;
+    if (g & PG_OV_CP) in->overlap_cp = given->overlap_cp;
+    if (g & PG_RESERVE) in->frag_frac = given->frag_frac;
+}
+
+/* Apply the stack's row, then put back what the command line set explicitly. */
+static void apply_stack(PlanArgs *a, const StackSpec *st)
+{
+    PlanInput given = a->in;
+    plan_input_use_stack(&a->in, st);
+    plan_args_keep_given(a, &given, &a->in);
 }
 
 int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe)
@@ -281,6 +393,15 @@ int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char
     if (!a->in.gpu) {
         catalog_gpu_names(c, names, sizeof names);
         return cli_usage(cmd, "--gpu: unknown GPU '%s' (known: %s)", a->gpu, names);
+    }
+    if (a->in.stack == NULL) {
+        const char *sn = a->stack ? a->stack : CATALOG_DEFAULT_STACK;
+        const StackSpec *st = catalog_stack(c, sn);
+        if (!st) {
+            catalog_stack_names(c, names, sizeof names);
+            return cli_usage(cmd, "--stack: unknown stack '%s' (known: %s)", sn, names);
+        }
+        apply_stack(a, st);
     }
     if (recipe) {
         a->in.recipe = catalog_recipe(c, recipe);

@@ -1,4 +1,5 @@
-/* cli/cmd_plan_report.c — `fp8plan report seed [-o DIR]`: the seed's tables as CSV files. */
+/* cli/cmd_plan_report.c — `fp8plan report seed [-o DIR]`: the seed's tables as CSV files;
+ * `fp8plan report fidelity`: the planner against published measured runs. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "cli/cmd_report.h"
 #include "reports/html_seed.h"
 #include "reports/plan_report.h"
+#include "reports/fidelity_report.h"
 #include "reports/scaling_report.h"
 #include "reports/seed_report.h"
 #include "util/fileio.h"
@@ -17,9 +19,18 @@ int cmd_report(int argc, char **argv);
 static const char help[] =
     "usage: fp8plan report seed [-o DIR] [--catalog DIR]\n"
     "       fp8plan report seed --format html [-o FILE] [--catalog DIR]\n"
+    "       fp8plan report fidelity [--holdout LIST] [-o DIR] [--catalog DIR]\n"
     "       fp8plan report html [-o FILE] [plan options]   (fp8plan report html --help)\n"
     "\n"
-    "Compute the seed document's tables with the planner. Prints FP8-LM Table 5 (published memory and\n"
+    "fidelity: plan every published run of measured.csv with its stack, model, GPU, recipe and layout, and\n"
+    "print per run the measured and predicted tokens/s per GPU and memory (of the kind the source published:\n"
+    "allocated, reserved or the device total) with signed errors and the fit verdict, then the mean absolute\n"
+    "error overall, per stack, per source, on the hold-out sources (--holdout: comma-separated source_id or\n"
+    "source_id@gpu; default " FIDELITY_DEFAULT_HOLDOUT "),\n"
+    "FP8-LM Table 5 and memory, and the runs that really ran but are predicted not to fit (false OOMs).\n"
+    "With -o DIR: fidelity_runs.csv and fidelity_summary.csv.\n"
+    "\n"
+    "seed: compute the seed document's tables with the planner. Prints FP8-LM Table 5 (published memory and\n"
     "weight-related communication next to the prediction and its error; throughput and MFU for\n"
     "information) and, with -o DIR, writes RFC 4180 CSV files there (DIR is created if missing):\n"
     "  table1a_bytes_per_param.csv     bytes per parameter of each state, per recipe (+ 175e9 totals)\n"
@@ -75,16 +86,84 @@ static int write_csv(const char *cmd, const char *dir, const char *file, Table *
     return rc;
 }
 
+static int make_dir(const char *cmd, const char *dir)
+{
+    if (mkdir(dir, 0777) && errno != EEXIST) {
+        Err e;
+        err_set(&e, ST_CANTCREAT, "cannot create %s: %s", dir, strerror(errno));
+        return cli_fail(cmd, &e);
+    }
+    return 0;
+}
+
+static int report_fidelity(const char *cmd, const char *catdir, const char *outdir, const char *holdout)
+{
+    char dir[4096], path[4200];
+    int rc;
+    if ((rc = plan_catalog_find(cmd, catdir, dir, sizeof dir))) return rc;
+    Catalog *cat;
+    if ((rc = plan_catalog_load(cmd, dir, &cat))) return rc;
+    MeasuredRun *runs = calloc(MEASURED_MAX_RUNS, sizeof *runs);
+    FidelityRow *rows = calloc(MEASURED_MAX_RUNS, sizeof *rows);
+    FidelitySummary *sum = calloc(1, sizeof *sum);
+    char *text = NULL;
+    size_t len;
+    int n = 0;
+    Err e;
+    Table *tr = NULL, *ts = NULL;
+    snprintf(path, sizeof path, "%s/measured.csv", dir);
+    if (!runs || !rows || !sum) {
+        err_set(&e, ST_NOMEM, "out of memory");
+        rc = cli_fail(cmd, &e);
+    } else if (file_read_all(path, &text, &len, &e) || measured_parse(cat, text, len, path, runs, &n, &e) ||
+               fidelity_evaluate(runs, n, holdout, rows, sum, &e)) {
+        rc = cli_fail(cmd, &e);
+    } else {
+        tr = fidelity_rows_table(rows, n);
+        ts = fidelity_summary_table(sum);
+        if (tr)
+            table_set_title(tr,
+                            "measured runs (models/measured.csv) against the plan; error = predicted / measured - 1");
+        if (ts) table_set_title(ts, "mean absolute error (MAE) and mean signed error (bias)");
+        CliOut so = {TABLE_TEXT, NULL};
+        if (!tr || !ts) {
+            err_set(&e, ST_NOMEM, "out of memory");
+            rc = cli_fail(cmd, &e);
+        } else if (!(rc = cli_emit_table(cmd, tr, &so)) && !(rc = cli_emit_table(cmd, ts, &so))) {
+            printf(
+                "throughput MAE %.1f %% over %d runs (dev %.1f %% over %d, hold-out %.1f %% over %d); FP8-LM Table 5 "
+                "MAE %.1f %%; allocator-traced memory MAE %.1f %% (worst %.1f %%) over %d; false OOMs %d (runs "
+                "that ran but are predicted above capacity), over the memory limit %d; not planned %d\n",
+                100 * sum->all.mae, sum->all.n, 100 * sum->dev.mae, sum->dev.n, 100 * sum->holdout.mae, sum->holdout.n,
+                100 * sum->table5.mae, 100 * sum->mem_traced.mae, 100 * sum->mem_traced_max, sum->mem_traced.n,
+                sum->false_oom, sum->over_limit, sum->unplanned);
+            if (outdir && !(rc = make_dir(cmd, outdir))) {
+                rc = write_csv(cmd, outdir, "fidelity_runs.csv", tr);
+                tr = NULL;
+                if (!rc) rc = write_csv(cmd, outdir, "fidelity_summary.csv", ts);
+                ts = NULL;
+            }
+        }
+    }
+    table_free(tr);
+    table_free(ts);
+    free(text);
+    free(runs);
+    free(rows);
+    free(sum);
+    free(cat);
+    return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
     const char *cmd = "report";
     if (argc > 1 && !strcmp(argv[1], "html")) return report_html(argc - 1, argv + 1);
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"catalog", required_argument, NULL, 'c'},
-                                         {"format", required_argument, NULL, 'f'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *outdir = NULL, *catdir = NULL;
+    static const struct option opts[] = {
+        {"output", required_argument, NULL, 'o'}, {"catalog", required_argument, NULL, 'c'},
+        {"format", required_argument, NULL, 'f'}, {"holdout", required_argument, NULL, 'H'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    const char *outdir = NULL, *catdir = NULL, *holdout = NULL;
     CliOut fmt = {TABLE_TEXT, NULL};
     int c, rc;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -92,6 +171,7 @@ int cmd_report(int argc, char **argv)
         case 'h': return cli_help(help);
         case 'o': outdir = optarg; break;
         case 'c': catdir = optarg; break;
+        case 'H': holdout = optarg; break;
         case 'f':
             if (cli_parse_format(cmd, optarg, &fmt)) return status_exit_code(ST_USAGE);
             if (fmt.fmt != TABLE_TEXT && fmt.fmt != TABLE_HTML)
@@ -101,11 +181,16 @@ int cmd_report(int argc, char **argv)
         default: return cli_usage(cmd, "bad option");
         }
     }
-    if (optind >= argc) return cli_usage(cmd, "which report? (seed, html)");
+    if (optind >= argc) return cli_usage(cmd, "which report? (seed, fidelity, html)");
     if (!strcmp(argv[optind], "html"))
         return cli_usage(cmd, "name the report first: fp8plan report html [-o FILE] [plan options]");
-    if (strcmp(argv[optind], "seed")) return cli_usage(cmd, "unknown report '%s' (known: seed, html)", argv[optind]);
+    int fid = !strcmp(argv[optind], "fidelity");
+    if (!fid && strcmp(argv[optind], "seed"))
+        return cli_usage(cmd, "unknown report '%s' (known: seed, fidelity, html)", argv[optind]);
     if (optind + 1 < argc) return cli_usage(cmd, "unexpected argument '%s'", argv[optind + 1]);
+    if (fid && fmt.fmt != TABLE_TEXT) return cli_usage(cmd, "--format applies to report seed only");
+    if (fid) return report_fidelity(cmd, catdir, outdir, holdout ? holdout : FIDELITY_DEFAULT_HOLDOUT);
+    if (holdout) return cli_usage(cmd, "--holdout applies to report fidelity only");
 
     char dir[4096];
     if ((rc = plan_catalog_find(cmd, catdir, dir, sizeof dir))) return rc;
@@ -121,7 +206,8 @@ int cmd_report(int argc, char **argv)
         rc = cli_fail(cmd, &e);
         goto done;
     }
-    table_set_title(t5, "FP8-LM Table 5 (H100 80GB; seq 2048; distributed optimizer; GB = 1e9 B; per GPU)");
+    table_set_title(t5, "FP8-LM Table 5 (H100 80GB; seq 2048; distributed optimizer; stack " SEED_T5_STACK
+                        " with sequence parallelism, flash attention; GB = 1e9 B; per GPU)");
     if (fmt.fmt == TABLE_HTML) {
         rc = seed_html(cmd, cat, t5, &chk, outdir);
         if (!rc && chk.outside) rc = status_exit_code(ST_TOLERANCE);
@@ -131,11 +217,7 @@ int cmd_report(int argc, char **argv)
     if ((rc = cli_emit_table(cmd, t5, &so))) goto done;
     printf("%d of %d checked figures within tolerance\n", chk.checked - chk.outside, chk.checked);
     if (outdir) {
-        if (mkdir(outdir, 0777) && errno != EEXIST) {
-            err_set(&e, ST_CANTCREAT, "cannot create %s: %s", outdir, strerror(errno));
-            rc = cli_fail(cmd, &e);
-            goto done;
-        }
+        if ((rc = make_dir(cmd, outdir))) goto done;
         Err be;
         Table *t1b = seed_table1b(4096, 4096, &be);
         if ((rc = write_csv(cmd, outdir, "table1a_bytes_per_param.csv",

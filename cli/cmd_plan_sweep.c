@@ -11,17 +11,22 @@
 int cmd_sweep(int argc, char **argv);
 
 static const char sweep_help_head[] =
-    "usage: fp8plan sweep --model M --gpu G --gpus N [--recipes R1,R2,...] [--top K] [options] [-o FILE]\n"
+    "usage: fp8plan sweep --model M --gpu G --gpus N [--recipes R1,R2,...] [--stacks S1,S2,...|all] [--top K]\n"
+    "                     [options] [-o FILE]\n"
     "\n"
     "Enumerate, for N GPUs, every TP (powers of two up to a node), PP (divisors), virtual stages (1-8),\n"
-    "CP (1-8), DP (the rest), micro-batch (1-8), recompute (none/selective/full), distributed optimizer\n"
-    "(off/on) and recipe (all by default). Invalid layouts are dropped and counted by reason, layouts that\n"
-    "do not fit are counted as OOM, and the rest are ranked by predicted tokens/s; the best K are printed\n"
+    "CP (1-8), DP (the rest), micro-batch (1-8), recompute (none/selective/full/op), distributed optimizer\n"
+    "(off/on), recipe (all by default) and stack (--stack's, or each of --stacks). When the layers do not\n"
+    "divide over the stages it tries uneven pipelines (the first and last stages take the remainder).\n"
+    "Invalid layouts are dropped and counted by reason, layouts over --max-mem-frac of memory are counted\n"
+    "as not fitting, and the rest are ranked by predicted tokens/s; the best K are printed\n"
     "(csv/json: the plan summary columns with a leading rank). The global batch is the same for every\n"
     "layout (--gbs, default about 2M tokens). Progress goes to stderr when it is a terminal.\n"
     "\n"
     "  --gpus N      GPUs to plan for\n"
     "  --recipes L  comma-separated recipe names (all)\n"
+    "  --stacks L   comma-separated stack names, or all (the one --stack names); options that set a\n"
+    "               stack value (--attn, --overlap-tp, ...) apply over every stack\n"
     "  --top K      how many plans to keep (20)\n"
     "  --seq --gbs --sp/--no-sp --attn --dropout and the overhead/efficiency options as for `plan`\n";
 
@@ -37,38 +42,41 @@ static void progress(uint64_t done, uint64_t total, void *ctx)
     fflush(stderr);
 }
 
-static Table *top_table(const Plan *top, int n)
+/* Stack and uneven-stage columns only when they vary (csv/json always carry them). */
+static Table *top_table(const Plan *top, int n, int show_stack)
 {
-    const TableCol cols[] = {
-        {"rank", NULL, NULL, TC_U64, 0, 0},
-        {"recipe", NULL, NULL, TC_STR, 0, 0},
-        {"tp", NULL, NULL, TC_U64, 0, 0},
-        {"pp", NULL, NULL, TC_U64, 0, 0},
-        {"vpp", NULL, NULL, TC_U64, 0, 0},
-        {"cp", NULL, NULL, TC_U64, 0, 0},
-        {"dp", NULL, NULL, TC_U64, 0, 0},
-        {"mbs", NULL, NULL, TC_U64, 0, 0},
-        {"recompute", NULL, NULL, TC_STR, 0, 0},
-        {"sharding", NULL, NULL, TC_STR, 0, 0},
-        {"memory", NULL, "GB", TC_F64, 2, 0},
-        {"step", NULL, "s", TC_F64, 3, 0},
-        {"tokens_per_s", "tokens/s", NULL, TC_F64, 0, 0},
-        {"mfu_bf16", "MFU bf16", "%", TC_F64, 1, 0},
-        {"mfu_fp8", "MFU fp8", "%", TC_F64, 1, 0},
-    };
-    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
+    int uneven = 0;
+    for (int i = 0; i < n; i++) uneven |= top[i].in.first_stage_layers || top[i].in.last_stage_layers;
+    TableCol cols[17] = {{"rank", NULL, NULL, TC_U64, 0, 0}};
+    int nc = 1;
+    if (show_stack) cols[nc++] = (TableCol){"stack", NULL, NULL, TC_STR, 0, 0};
+    cols[nc++] = (TableCol){"recipe", NULL, NULL, TC_STR, 0, 0};
+    const char *ints[] = {"tp", "pp", "vpp", "cp", "dp", "mbs"};
+    for (int i = 0; i < 6; i++) cols[nc++] = (TableCol){ints[i], NULL, NULL, TC_U64, 0, 0};
+    if (uneven) cols[nc++] = (TableCol){"ends", "first/last", "layers", TC_STR, 0, 0};
+    cols[nc++] = (TableCol){"recompute", NULL, NULL, TC_STR, 0, 0};
+    cols[nc++] = (TableCol){"sharding", NULL, NULL, TC_STR, 0, 0};
+    cols[nc++] = (TableCol){"memory", NULL, "GB", TC_F64, 2, 0};
+    cols[nc++] = (TableCol){"step", NULL, "s", TC_F64, 3, 0};
+    cols[nc++] = (TableCol){"tokens_per_s", "tokens/s", NULL, TC_F64, 0, 0};
+    cols[nc++] = (TableCol){"mfu_bf16", "MFU bf16", "%", TC_F64, 1, 0};
+    cols[nc++] = (TableCol){"mfu_fp8", "MFU fp8", "%", TC_F64, 1, 0};
+    Table *t = table_new(cols, nc);
     for (int i = 0; t && i < n; i++) {
         const Plan *p = &top[i];
         table_row(t);
         int k = 0;
         table_u64(t, k++, (uint64_t)i + 1);
+        if (show_stack) table_str(t, k++, p->in.stack ? p->in.stack->name : "none");
         table_str(t, k++, p->in.recipe->name);
-        table_u64(t, k++, p->in.tp);
-        table_u64(t, k++, p->in.pp);
-        table_u64(t, k++, p->in.vpp);
-        table_u64(t, k++, p->in.cp);
-        table_u64(t, k++, p->in.dp);
-        table_u64(t, k++, p->in.mbs);
+        const uint32_t v[] = {p->in.tp, p->in.pp, p->in.vpp, p->in.cp, p->in.dp, p->in.mbs};
+        for (int j = 0; j < 6; j++) table_u64(t, k++, v[j]);
+        if (uneven) {
+            char ends[32] = "-";
+            if (p->in.first_stage_layers || p->in.last_stage_layers)
+                snprintf(ends, sizeof ends, "%u/%u", p->in.first_stage_layers, p->in.last_stage_layers);
+            table_str(t, k++, ends);
+        }
         table_str(t, k++, recompute_name(p->in.recompute));
         table_str(t, k++, sharding_name(p->in.sharding));
         table_f64(t, k++, plan_gb(p->total_bytes));
@@ -78,6 +86,38 @@ static Table *top_table(const Plan *top, int n)
         table_f64(t, k++, p->mfu_fp8_pct);
     }
     return t;
+}
+
+/* Split a comma-separated list and look each name up; `what` names the option. */
+typedef const void *(*Lookup)(const Catalog *c, const char *name);
+static const void *find_recipe(const Catalog *c, const char *name) { return catalog_recipe(c, name); }
+static const void *find_stack(const Catalog *c, const char *name) { return catalog_stack(c, name); }
+
+static int name_list(const char *cmd, const Catalog *c, const char *what, const char *arg, Lookup find,
+                     void (*names)(const Catalog *, char *, size_t), const void **out, int *n)
+{
+    char list[2048], known[2048];
+    if (strlen(arg) >= sizeof list) return cli_usage(cmd, "--%s: list too long", what);
+    strcpy(list, arg);
+    *n = 0;
+    for (char *tok = list, *next; tok; tok = next) {
+        next = strchr(tok, ',');
+        if (next) *next++ = '\0';
+        const void *x = find(c, tok);
+        if (!x) {
+            names(c, known, sizeof known);
+            return cli_usage(cmd, "--%s: unknown name '%s' (known: %s)", what, tok, known);
+        }
+        if (*n < CATALOG_MAX_ROWS) out[(*n)++] = x;
+    }
+    return 0;
+}
+
+/* After each swept stack: the options given on the command line win again. */
+static void keep_given(PlanInput *in, void *ctx)
+{
+    const PlanArgs *a = ctx;
+    plan_args_keep_given(a, &a->in, in);
 }
 
 static void print_stats(FILE *f, const SweepStats *st, uint64_t gbs)
@@ -125,32 +165,32 @@ int cmd_sweep(int argc, char **argv)
     if (a.top > 10000) return cli_usage(cmd, "--top %u: at most 10000", a.top);
     Catalog *cat;
     if ((rc = plan_catalog_load(cmd, a.catalog, &cat))) return rc;
-    const Recipe *recs[CATALOG_MAX_ROWS];
-    int nrec = 0;
+    const void *recs[CATALOG_MAX_ROWS], *stacks[CATALOG_MAX_ROWS];
+    int nrec = 0, nstk = 0;
+    if (a.stack && a.stacks) {
+        rc = cli_usage(cmd, "--stack and --stacks: give one");
+        goto done;
+    }
     if ((rc = plan_args_resolve(cmd, cat, &a, NULL))) goto done;
     if (a.recipes) {
-        char list[2048], names[2048];
-        if (strlen(a.recipes) >= sizeof list) {
-            rc = cli_usage(cmd, "--recipes: list too long");
-            goto done;
-        }
-        strcpy(list, a.recipes);
-        for (char *tok = list, *next; tok; tok = next) {
-            next = strchr(tok, ',');
-            if (next) *next++ = '\0';
-            const Recipe *r = catalog_recipe(cat, tok);
-            if (!r) {
-                catalog_recipe_names(cat, names, sizeof names);
-                rc = cli_usage(cmd, "--recipes: unknown recipe '%s' (known: %s)", tok, names);
-                goto done;
-            }
-            if (nrec < CATALOG_MAX_ROWS) recs[nrec++] = r;
-        }
+        if ((rc = name_list(cmd, cat, "recipes", a.recipes, find_recipe, catalog_recipe_names, recs, &nrec))) goto done;
     } else {
         for (int i = 0; i < cat->nrecipes; i++) recs[nrec++] = &cat->recipes[i];
     }
+    if (a.stacks && !strcmp(a.stacks, "all")) {
+        for (int i = 0; i < cat->nstacks; i++) stacks[nstk++] = &cat->stacks[i];
+    } else if (a.stacks) {
+        if ((rc = name_list(cmd, cat, "stacks", a.stacks, find_stack, catalog_stack_names, stacks, &nstk))) goto done;
+    }
     {
-        SweepSpec spec = {.base = a.in, .recipes = recs, .nrecipes = nrec, .gpus = a.gpus};
+        SweepSpec spec = {.base = a.in,
+                          .recipes = (const Recipe *const *)recs,
+                          .nrecipes = nrec,
+                          .stacks = (const StackSpec *const *)stacks,
+                          .nstacks = nstk,
+                          .after_stack = keep_given,
+                          .after_stack_ctx = &a,
+                          .gpus = a.gpus};
         SweepStats st;
         Table *points = NULL;
         if (a.out.fmt == TABLE_HTML) {
@@ -183,11 +223,14 @@ int cmd_sweep(int argc, char **argv)
         }
         Table *t;
         if (a.out.fmt == TABLE_TEXT) {
-            t = top_table(top, n);
+            t = top_table(top, n, nstk > 1);
             if (t) {
-                char title[512];
-                snprintf(title, sizeof title, "best %d of %llu plans that fit: %s on %u x %s, ranked by tokens/s", n,
-                         (unsigned long long)(st.valid - st.oom), a.in.model->name, a.gpus, a.in.gpu->name);
+                char title[512], stk[300] = "";
+                if (nstk <= 1)
+                    snprintf(stk, sizeof stk, ", stack %s",
+                             nstk ? ((const StackSpec *)stacks[0])->name : a.in.stack->name);
+                snprintf(title, sizeof title, "best %d of %llu plans that fit: %s on %u x %s%s, ranked by tokens/s", n,
+                         (unsigned long long)(st.valid - st.oom), a.in.model->name, a.gpus, a.in.gpu->name, stk);
                 table_set_title(t, title);
             }
         } else {

@@ -26,7 +26,7 @@ static const char help[] =
     "                   [--vocab V] [--mbs B] [--gbs G] [--gpu G] [--seed S] [--data FILE]\n"
     "                   [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
     "                   [--scaling-trace FILE] [--loss-log FILE] [--log-every N] [--quiet]\n"
-    "                   [-o FILE] [--format csv|json|html] [--catalog DIR]\n"
+    "                   [--stack NAME] [-o FILE [--format csv|json|html]] [--catalog DIR]\n"
     "\n"
     "Train a decoder of the catalog (a models/ entry: GPT-2 style or LLaMA style with RMSNorm,\n"
     "SwiGLU, rotary positions and grouped-query attention; sizes overridable to fit a CPU or one\n"
@@ -50,6 +50,8 @@ static const char help[] =
     "  --mbs B              micro-batch, sequences per forward and backward (default 1)\n"
     "  --gbs G              global batch, sequences per optimizer step: G / B micro-batches whose\n"
     "                       gradients accumulate (default B: one)\n"
+    "  --stack NAME         the software stack the plan is made for (stacks.csv; default fp8plan, this\n"
+    "                       executor: another stack's plan predicts that stack, not this run)\n"
     "  --gpu G              the GPU the plan is made for (default: the device's row of gpus.csv with\n"
     "                       --backend cuda, else h100-sxm)\n"
     "  --seed S             weights and synthetic data (default 1)\n"
@@ -101,6 +103,7 @@ enum {
     OPT_CATALOG,
     OPT_TRACE,
     OPT_LOSS_LOG,
+    OPT_STACK,
 };
 
 static const struct option opts[] = {
@@ -128,6 +131,7 @@ static const struct option opts[] = {
     {"log-every", required_argument, NULL, OPT_LOG_EVERY},
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"catalog", required_argument, NULL, OPT_CATALOG},
+    {"stack", required_argument, NULL, OPT_STACK},
     {"scaling-trace", required_argument, NULL, OPT_TRACE},
     {"loss-log", required_argument, NULL, OPT_LOSS_LOG},
     {"format", required_argument, NULL, 'f'},
@@ -185,6 +189,7 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_SAVE: a->save = optarg; break;
         case OPT_RESUME: a->resume = optarg; break;
         case OPT_CATALOG: a->catalog = optarg; break;
+        case OPT_STACK: a->stack = optarg; break;
         case OPT_TRACE: a->trace = optarg; break;
         case OPT_LOSS_LOG: a->loss_log = optarg; break;
         case OPT_QUIET: a->quiet = 1; break;
@@ -238,7 +243,8 @@ static void print_header(const RunArgs *a, const Model *m, const DataStream *d, 
                          double build_s)
 {
     const ModelSpec *s = &m->spec;
-    printf("fp8plan run: %s on %s, recipe %s, plan for %s\n", a->model, m->bk->name, m->recipe.name, p->in.gpu->name);
+    printf("fp8plan run: %s on %s, recipe %s, plan for %s (stack %s)\n", a->model, m->bk->name, m->recipe.name,
+           p->in.gpu->name, p->in.stack ? p->in.stack->name : "none");
     if (ms->dev.have) {
         const BackendDeviceInfo *i = &ms->dev.info;
         printf("  device: %s, %d SMs, compute capability %d.%d, %.1f GiB; CUDA runtime %d, driver %d, GEMM library "
@@ -308,6 +314,36 @@ static int lookup(const RunArgs *a, const Catalog *cat, const Measurement *ms, c
     return 0;
 }
 
+/* The plans of a run: *built, the one the executor lays its arena out from
+ * (stacks.csv's fp8plan row: this executor), and *held, the one the run is
+ * compared with — the same plan, or --stack's (which predicts that stack, so
+ * the terms where the stacks differ are reported as differing). */
+static int make_plans(const RunArgs *a, const Catalog *cat, const ModelSpec *model, const GpuSpec *gpu, const Recipe *r,
+                      const Plan **built, const Plan **held)
+{
+    static Plan own_plan, other_plan;
+    const StackSpec *own = catalog_stack(cat, "fp8plan"), *stack = a->stack ? catalog_stack(cat, a->stack) : own;
+    if (!stack && a->stack) {
+        char names[2048];
+        catalog_stack_names(cat, names, sizeof names);
+        return cli_usage(RUN_CMD, "--stack: unknown stack '%s' (known: %s)", a->stack, names);
+    }
+    Plan *p[2] = {&own_plan, &other_plan};
+    const StackSpec *st[2] = {own, stack};
+    for (int i = 0; i < (stack == own ? 1 : 2); i++) {
+        PlanInput in;
+        Err e;
+        exec_plan_input(&in, model, gpu, r, a->mbs, a->gbs / a->mbs, st[i]);
+        if (plan_build(&in, p[i], &e)) {
+            err_prefix(&e, "plan");
+            return run_fail(&e);
+        }
+    }
+    *built = &own_plan;
+    *held = stack == own ? &own_plan : &other_plan;
+    return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
     RunArgs a;
@@ -325,8 +361,7 @@ int cmd_run(int argc, char **argv)
     const GpuSpec *gpu;
     const Recipe *recipe;
     ModelSpec model;
-    PlanInput in;
-    static Plan plan;
+    const Plan *built = NULL, *plan = NULL; /* what the executor builds; what the run is held to */
     memset(&ms, 0, sizeof ms);
     if (backend_create(a.backend, &bk, &e)) return run_fail(&e);
     if (measure_init(&ms, bk, a.steps, &e)) { /* a GPU: the device, and memory in use with the context up */
@@ -340,24 +375,19 @@ int cmd_run(int argc, char **argv)
         rc = run_fail(&e);
         goto done;
     }
-    exec_plan_input(&in, &model, gpu, recipe, a.mbs, a.gbs / a.mbs);
-    if (plan_build(&in, &plan, &e)) {
-        err_prefix(&e, "plan");
-        rc = run_fail(&e);
-        goto done;
-    }
+    if ((rc = make_plans(&a, cat, &model, gpu, recipe, &built, &plan))) goto done;
     if (make_comm(&a, bk, &comm, &e)) {
         rc = run_fail(&e);
         goto done;
     }
     measure_after_comm(&ms, bk);
     double t0 = now_s();
-    if (model_create(&plan, &a.hyper, bk, comm, &m, &e)) {
+    if (model_create(built, &a.hyper, bk, comm, &m, &e)) {
         rc = run_fail(&e);
         goto done;
     }
     double build_s = now_s() - t0;
-    Status st = a.data ? data_bytes_file(&d, a.data, model.vocab, plan.seq, &e)
+    Status st = a.data ? data_bytes_file(&d, a.data, model.vocab, built->seq, &e)
                        : data_synthetic(&d, model.vocab, a.hyper.seed, &e);
     if (st) {
         rc = run_fail(&e);
@@ -372,7 +402,7 @@ int cmd_run(int argc, char **argv)
         if (!a.quiet) printf("resumed from %s at step %u\n", a.resume, m->step);
     }
     measure_after_model(&ms, m);
-    if (!a.quiet) print_header(&a, m, &d, &ms, &plan, build_s);
+    if (!a.quiet) print_header(&a, m, &d, &ms, plan, build_s);
     if ((rc = run_files_open(&a, m, &sf)) || (rc = run_train(&a, m, &d, &ms, &sf)) || (rc = run_files_commit(&sf)))
         goto done;
     measure_finish(&ms, m);
@@ -382,7 +412,7 @@ int cmd_run(int argc, char **argv)
     }
     if (a.save && !a.quiet) printf("checkpoint: %s (step %u)\n", a.save, m->step);
     if (ms.dev.st) fprintf(stderr, "fp8plan run: warning: a device measurement failed: %s\n", ms.dev.msg);
-    rc = run_report(&a, &plan, m, &ms, &d);
+    rc = run_report(&a, plan, m, &ms, &d);
 done:
     run_files_abort(&sf);
     measure_free(&ms);

@@ -13,7 +13,8 @@
 
 typedef struct {
     const char *backend, *model, *gpu, *recipe, *data, *catalog, *resume, *save, *trace, *loss_log;
-    CliOut out; /* -o FILE: the comparison's rows, --format csv (default), json or html (a page with charts) */
+    CliOut out;        /* -o FILE: the comparison's rows, --format csv (default), json or html (a page with charts) */
+    const char *stack; /* --stack NAME (NULL: fp8plan) */
     ExecOverrides ov;
     uint32_t mbs, gbs, steps, log_every;
     ModelHyper hyper;

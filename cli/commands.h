@@ -18,6 +18,7 @@
     X("models", cmd_models, "list the models in models.csv") \
     X("gpus", cmd_gpus, "list the GPUs in gpus.csv") \
     X("recipes", cmd_recipes, "list the precision recipes in recipes.csv") \
+    X("stacks", cmd_stacks, "list the training software stacks in stacks.csv") \
     X("formats", cmd_formats, "FP8 Formats Table 1 and Table 9 ranges, computed from the codecs") \
     X("cast", cmd_cast, "numbers on stdin -> FP8 / E8M0 codes (CSV)") \
     X("scales", cmd_scales, "Table 1b: payload + scale bytes per scale granularity") \

@@ -14,13 +14,14 @@
 
 #include "planner/recipe.h"
 #include "planner/spec.h"
+#include "planner/stack.h"
 #include "util/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum { CATALOG_MAX_ROWS = 256 };
+enum { CATALOG_MAX_ROWS = 256, CATALOG_MAX_STACKS = 32 };
 
 /* Caller-owned; about 400 KB, so allocate it (calloc) rather than put it on the stack. */
 typedef struct {
@@ -30,12 +31,15 @@ typedef struct {
     int ngpus;
     Recipe recipes[CATALOG_MAX_ROWS];
     int nrecipes;
+    StackSpec stacks[CATALOG_MAX_STACKS];
+    int nstacks;
 } Catalog;
 
 /* Column lists, comma-separated, in the order the shipped files use. */
 extern const char *const catalog_model_columns;
 extern const char *const catalog_gpu_columns;
 extern const char *const catalog_recipe_columns;
+extern const char *const catalog_stack_columns;
 
 /* Parse `len` bytes of CSV text into the catalog (replacing what the same
  * kind held before). ST_DATA with a message naming fname:row and the column on
@@ -44,16 +48,23 @@ extern const char *const catalog_recipe_columns;
 Status catalog_parse_models(Catalog *c, const char *text, size_t len, const char *fname, Err *e);
 Status catalog_parse_gpus(Catalog *c, const char *text, size_t len, const char *fname, Err *e);
 Status catalog_parse_recipes(Catalog *c, const char *text, size_t len, const char *fname, Err *e);
+/* models/stacks.csv (planner/catalog_stack.c). */
+Status catalog_parse_stacks(Catalog *c, const char *text, size_t len, const char *fname, Err *e);
 
 /* Lookup by exact (case-insensitive) name; NULL when absent. */
 const ModelSpec *catalog_model(const Catalog *c, const char *name);
 const GpuSpec *catalog_gpu(const Catalog *c, const char *name);
 const Recipe *catalog_recipe(const Catalog *c, const char *name);
+const StackSpec *catalog_stack(const Catalog *c, const char *name);
 
 /* "name1, name2, ..." of one kind into buf (for "unknown model 'x'; known: ..."). */
 void catalog_model_names(const Catalog *c, char *buf, size_t size);
 void catalog_gpu_names(const Catalog *c, char *buf, size_t size);
 void catalog_recipe_names(const Catalog *c, char *buf, size_t size);
+void catalog_stack_names(const Catalog *c, char *buf, size_t size);
+
+/* The stack plan, compare, sweep and report use when none is named. */
+#define CATALOG_DEFAULT_STACK "megatron-core"
 
 #ifdef __cplusplus
 }

@@ -15,20 +15,63 @@ void plan_input_defaults(PlanInput *in)
     in->sharding = SHARD_NONE;
     in->attn = ATTN_FLASH;
     in->vocab_pad = 128;
+    in->main_grad = MAIN_GRAD_RECIPE;
+    in->fp8_weight_cache = 1;
+    in->fused_swiglu = 1;
+    in->fusion = FUSE_TE;
+    in->launch_s = 0;
+    in->loss_bytes = 10;
+    in->overlap_dp = 1;
     in->cuda_context_bytes = 512ull << 20;
     in->workspace_bytes = 32ull << 20;
     /* NCCL per communicator: 2 ring connections x 32 channels x (4 MiB SIMPLE +
      * 4,915,200 B LL128 + 512 KiB LL), NCCL's default buffer sizes. */
     in->nccl_comm_bytes = 2ull * 32 * (4194304 + 4915200 + 524288);
     in->frag_frac = 0.05;
-    in->eff_gemm_bf16 = 0.70;
-    in->eff_gemm_fp8 = 0.55;
-    in->eff_attn = 0.50;
+    in->max_mem_frac = 0.95;
     in->eff_hbm = 0.80;
     in->eff_net = 0.80;
-    in->latency_intra_s = 10e-6;
-    in->latency_inter_s = 20e-6;
-    in->overlap_dp = 1;
+}
+
+void plan_input_use_stack(PlanInput *in, const StackSpec *s)
+{
+    in->stack = s;
+    in->attn = s->attn;
+    in->sp = s->sequence_parallel;
+    in->fused_swiglu = s->fused_swiglu;
+    in->main_grad = s->main_grad;
+    in->fp8_weight_cache = s->fp8_weight_cache;
+    in->fusion = s->fusion;
+    in->launch_s = s->launch_s;
+    in->loss_bytes = s->loss_bytes;
+    in->overlap_tp = s->overlap_tp;
+    in->overlap_dp = s->overlap_dp;
+    in->overlap_pp = s->overlap_pp;
+    in->overlap_cp = s->overlap_cp;
+    in->frag_frac = s->alloc_reserve;
+}
+
+AttnImpl plan_attn_kernel(const PlanInput *in)
+{
+    uint32_t sm = in->gpu ? in->gpu->sm : 0;
+    switch (in->attn) {
+    case ATTN_TE: return sm >= 90 ? ATTN_CUDNN : ATTN_FLASH;
+    case ATTN_FLASH3: return sm >= 90 && sm < 100 ? ATTN_FLASH3 : ATTN_FLASH;
+    default: return in->attn;
+    }
+}
+
+Dtype plan_grad_dt(const PlanInput *in, Dtype recipe_dt)
+{
+    if (dt_fp8(recipe_dt) || recipe_dt == DT_NONE) return recipe_dt;
+    return in->main_grad == MAIN_GRAD_FP32 ? DT_FP32 : in->main_grad == MAIN_GRAD_BF16 ? DT_BF16 : recipe_dt;
+}
+
+double plan_state_bytes_per_param(const PlanInput *in, double *per)
+{
+    StateSet s = in->recipe->gemm;
+    s.dt[STATE_GRAD] = plan_grad_dt(in, s.dt[STATE_GRAD]);
+    return recipe_state_bytes_per_param(&s, 0, 1, per);
 }
 
 /* ---- names ------------------------------------------------------------------------------------------ */
@@ -45,19 +88,18 @@ static const char *const op_names[] = {[OP_ALL_REDUCE] = "all-reduce",
                                        [OP_REDUCE_SCATTER] = "reduce-scatter",
                                        [OP_SEND_RECV] = "send/recv"};
 static const char *const recompute_names[] = {
-    [RECOMPUTE_NONE] = "none", [RECOMPUTE_SELECTIVE] = "selective", [RECOMPUTE_FULL] = "full"};
+    [RECOMPUTE_NONE] = "none", [RECOMPUTE_SELECTIVE] = "selective", [RECOMPUTE_FULL] = "full", [RECOMPUTE_OP] = "op"};
 static const char *const sharding_names[] = {[SHARD_NONE] = "none",
                                              [SHARD_DIST_OPT] = "dist-opt",
                                              [SHARD_ZERO1] = "zero1",
                                              [SHARD_ZERO2] = "zero2",
                                              [SHARD_ZERO3] = "zero3"};
-static const char *const attn_names[] = {[ATTN_FLASH] = "flash", [ATTN_MATERIALIZED] = "materialized"};
 static const char *const reject_names[] = {
     [REJECT_NONE] = "ok",
     [REJECT_ZERO] = "zero layout value",
     [REJECT_HEADS_TP] = "heads or kv_heads not divisible by tp",
     [REJECT_FFN_TP] = "ffn_hidden not divisible by tp",
-    [REJECT_LAYERS_PP] = "layers not divisible by pp*vpp",
+    [REJECT_LAYERS_PP] = "layers not divisible by pp*vpp (or uneven stage counts that do not add up)",
     [REJECT_VPP] = "vpp needs pp > 1 and micro-batches divisible by pp",
     [REJECT_SEQ_CP] = "seq not divisible by 2*cp (or seq/cp by tp with SP)",
     [REJECT_SEQ_POS] = "seq longer than the learned position table",
@@ -73,7 +115,6 @@ _Static_assert(sizeof group_names / sizeof *group_names == GROUP_COUNT_, "group_
 _Static_assert(sizeof op_names / sizeof *op_names == OP_COUNT_, "op_names");
 _Static_assert(sizeof recompute_names / sizeof *recompute_names == RECOMPUTE_COUNT_, "recompute_names");
 _Static_assert(sizeof sharding_names / sizeof *sharding_names == SHARD_COUNT_, "sharding_names");
-_Static_assert(sizeof attn_names / sizeof *attn_names == ATTN_COUNT_, "attn_names");
 _Static_assert(sizeof reject_names / sizeof *reject_names == REJECT_COUNT_, "reject_names");
 
 #define NAME_FN(fn, type, table, count) \
@@ -83,7 +124,6 @@ NAME_FN(comm_group_name, CommGroup, group_names, GROUP_COUNT_)
 NAME_FN(comm_op_name, CommOp, op_names, OP_COUNT_)
 NAME_FN(recompute_name, Recompute, recompute_names, RECOMPUTE_COUNT_)
 NAME_FN(sharding_name, Sharding, sharding_names, SHARD_COUNT_)
-NAME_FN(attn_name, AttnImpl, attn_names, ATTN_COUNT_)
 NAME_FN(plan_reject_name, PlanReject, reject_names, REJECT_COUNT_)
 
 static int parse_in(const char *const *names, int n, const char *s)
@@ -105,12 +145,6 @@ int sharding_parse(const char *s, Sharding *out)
     return i < 0 ? -1 : (*out = (Sharding)i, 0);
 }
 
-int attn_parse(const char *s, AttnImpl *out)
-{
-    int i = parse_in(attn_names, ATTN_COUNT_, s);
-    return i < 0 ? -1 : (*out = (AttnImpl)i, 0);
-}
-
 /* ---- validation -------------------------------------------------------------------------------------- */
 
 static uint64_t resolve_seq(const PlanInput *in) { return in->seq ? in->seq : in->model->seq_len; }
@@ -124,6 +158,46 @@ static uint64_t resolve_gbs(const PlanInput *in, uint64_t seq)
 }
 
 static int bad_eff(double x) { return !(x > 0 && x <= 1); }
+static int bad_frac(double x) { return !(x >= 0 && x <= 1); } /* 0 allowed (overlaps; 0 = the catalog's value) */
+
+/* Layers per stage: the first and last as given (0 = an even share), the rest split evenly.
+ * Returns 0, or -1 when the counts do not add up (e explains). */
+static int stage_split(const PlanInput *in, uint64_t L, uint64_t *lf, uint64_t *lm, uint64_t *ll, Err *e)
+{
+    uint64_t pp = in->pp, v = in->vpp, f = in->first_stage_layers, l = in->last_stage_layers;
+    if (!f && !l) {
+        if (umod(L, pp * v)) {
+            err_set(e, ST_USAGE,
+                    "--pp %u --vpp %u: %s has %llu layers, not divisible by pp*vpp = %llu (--first-stage-layers / "
+                    "--last-stage-layers give the end stages other counts)",
+                    in->pp, in->vpp, in->model->name, (unsigned long long)L, (unsigned long long)(pp * v));
+            return -1;
+        }
+        *lf = *lm = *ll = udiv(L, pp);
+        return 0;
+    }
+    uint64_t rest_stages = pp - (f > 0) - (l > 0);
+    if (pp < 2 || f + l > L || (!rest_stages && f + l != L) ||
+        (rest_stages && (L - f - l < rest_stages || umod(L - f - l, rest_stages)))) {
+        err_set(e, ST_USAGE,
+                "--first-stage-layers %llu --last-stage-layers %llu: with --pp %u the other %llu stage(s) must share "
+                "the remaining of %s's %llu layers evenly, at least one each",
+                (unsigned long long)f, (unsigned long long)l, in->pp, (unsigned long long)rest_stages, in->model->name,
+                (unsigned long long)L);
+        return -1;
+    }
+    *lm = rest_stages ? udiv(L - f - l, rest_stages) : 0;
+    *lf = f ? f : *lm;
+    *ll = l ? l : *lm;
+    /* with virtual stages every chunk needs a layer (Megatron's account_for_embedding splits leave the end
+     * stages' first / last chunk one layer short: 15 = 7 x 2 + 1) */
+    if (v > 1 && (*lf < v || *ll < v || (rest_stages && *lm < v))) {
+        err_set(e, ST_USAGE, "--vpp %u: every stage needs at least vpp layers (first %llu, middle %llu, last %llu)",
+                in->vpp, (unsigned long long)*lf, (unsigned long long)*lm, (unsigned long long)*ll);
+        return -1;
+    }
+    return 0;
+}
 
 static const char *hw_reason(const Recipe *r)
 {
@@ -155,12 +229,15 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
         err_set(e, ST_USAGE, "gpu %s: memory, bandwidths, BF16 rate and gpus_per_node must be positive", gp->name);
         return REJECT_MODEL;
     }
-    if (bad_eff(in->eff_gemm_bf16) || bad_eff(in->eff_gemm_fp8) || bad_eff(in->eff_attn) || bad_eff(in->eff_hbm) ||
-        bad_eff(in->eff_net) || !(in->frag_frac >= 0 && in->frag_frac <= 1) ||
-        !(in->latency_intra_s >= 0 && in->latency_intra_s < 1) ||
-        !(in->latency_inter_s >= 0 && in->latency_inter_s < 1)) {
+    if (bad_frac(in->eff_gemm_bf16) || bad_frac(in->eff_gemm_fp8) || bad_frac(in->eff_attn) || bad_eff(in->eff_hbm) ||
+        bad_eff(in->eff_net) || bad_frac(in->frag_frac) || bad_eff(in->max_mem_frac) || bad_frac(in->overlap_tp) ||
+        bad_frac(in->overlap_dp) || bad_frac(in->overlap_pp) || bad_frac(in->overlap_cp) ||
+        !(in->launch_s >= 0 && in->launch_s < 1) || (unsigned)in->attn >= ATTN_COUNT_ ||
+        (unsigned)in->main_grad >= MAIN_GRAD_COUNT_ || (unsigned)in->fusion >= FUSE_COUNT_ ||
+        (unsigned)in->recompute >= RECOMPUTE_COUNT_ || (unsigned)in->sharding >= SHARD_COUNT_) {
         err_set(e, ST_USAGE,
-                "efficiencies must be in (0, 1], the fragmentation fraction in [0, 1] and latencies in [0, 1) s");
+                "efficiencies, overlaps and the allocator reserve must be fractions in [0, 1] (HBM, network and "
+                "the memory limit in (0, 1]), the launch floor in [0, 1) s");
         return REJECT_KNOB;
     }
     static const char *const names[] = {"--tp", "--pp", "--vpp", "--cp", "--dp", "--mbs"};
@@ -179,12 +256,8 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
         err_set(e, ST_USAGE, "--tp %u: ffn_hidden %u of %s is not divisible by tp", in->tp, md->ffn_hidden, md->name);
         return REJECT_FFN_TP;
     }
-    uint64_t ppv = (uint64_t)in->pp * in->vpp;
-    if (umod(md->layers, ppv)) {
-        err_set(e, ST_USAGE, "--pp %u --vpp %u: %s has %u layers, not divisible by pp*vpp = %llu", in->pp, in->vpp,
-                md->name, md->layers, (unsigned long long)ppv);
-        return REJECT_LAYERS_PP;
-    }
+    uint64_t lf, lm, ll;
+    if (stage_split(in, md->layers, &lf, &lm, &ll, e)) return REJECT_LAYERS_PP;
     if (in->vpp > 1 && in->pp == 1) {
         err_set(e, ST_USAGE, "--vpp %u: virtual pipeline stages need --pp > 1", in->vpp);
         return REJECT_VPP;
@@ -261,7 +334,8 @@ void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g)
     g->m = udiv(gbs, (uint64_t)in->mbs * in->dp);
     g->world = (uint64_t)in->tp * in->pp * in->cp * in->dp;
     g->rep = (in->sp && in->tp > 1) ? in->tp : 1;
-    g->Ls = udiv(g->L, g->pp);
+    if (stage_split(in, g->L, &g->Lf, &g->Lm, &g->Ll, NULL)) g->Lf = g->Lm = g->Ll = udiv(g->L, g->pp);
+    g->Ls = g->Lf;
     g->s_local = udiv(seq, g->cp);
     g->tok = g->s_local * g->mbs;
     uint64_t mult = (uint64_t)(in->vocab_pad > 1 ? in->vocab_pad : 1) * g->tp;
@@ -298,18 +372,19 @@ uint64_t plan_inflight_mbs(const Geo *g, uint32_t stage)
 
 uint64_t plan_inflight_layers(const Geo *g, uint32_t stage)
 {
+    uint64_t Ls = geo_layers(g, stage);
     if (g->pp == 1) return g->L;
-    if (g->vpp == 1) return g->Ls * plan_inflight_mbs(g, stage);
+    if (g->vpp == 1) return Ls * plan_inflight_mbs(g, stage);
     uint64_t chunks = (g->pp - stage - 1) * 2 + (g->vpp - 1) * g->pp + 1, cap = g->m * g->vpp;
     if (chunks > cap) chunks = cap;
-    return chunks * (g->L / (g->pp * g->vpp));
+    return chunks * ceil_div(Ls, g->vpp);
 }
 
 int model_param_count(const ModelSpec *md, uint64_t *out)
 {
     Ck ck = {0};
     uint64_t h = md->hidden, q = (uint64_t)md->heads * md->head_dim, kv = (uint64_t)md->kv_heads * md->head_dim;
-    uint64_t k = md->mlp == MLP_SWIGLU ? 2 : 1, F = md->ffn_hidden, norm = md->norm == NORM_LAYERNORM ? 2 * h : h;
+    uint64_t k = spec_fc1_k(md), F = md->ffn_hidden, norm = md->norm == NORM_LAYERNORM ? 2 * h : h;
     uint64_t lin = ck_add(&ck, ck_add(&ck, ck_mul(&ck, q + 2 * kv, h), ck_mul(&ck, h, q)),
                           ck_add(&ck, ck_mul3(&ck, k, F, h), ck_mul(&ck, h, F)));
     uint64_t per_layer = ck_add(&ck, lin, 2 * norm);
@@ -333,14 +408,19 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why)
 
     LayerAct la;
     plan_layer_act(in, &g, &ck, &la);
-    StageMem s0, sl;
+    StageMem s0, sl, sm;
     plan_memory(in, &g, &la, 0, &s0, &ck, 0);
     const StageMem *pick = &s0;
     uint32_t stage = 0;
+    int uneven = g.Lf != g.Lm || g.Ll != g.Lm;
     if (g.pp > 1) {
         sl = s0;
-        plan_memory(in, &g, &la, (uint32_t)(g.pp - 1), &sl, &ck, 1);
+        plan_memory(in, &g, &la, (uint32_t)(g.pp - 1), &sl, &ck, !uneven);
         if (sl.total > s0.total) pick = &sl, stage = (uint32_t)(g.pp - 1);
+    }
+    if (g.pp > 2 && uneven) { /* a middle stage can hold more layers than the ends */
+        plan_memory(in, &g, &la, 1, &sm, &ck, 0);
+        if (sm.total > pick->total) pick = &sm, stage = 1;
     }
     if (ck.ovf) {
         *why = REJECT_OVERFLOW;
@@ -355,16 +435,21 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why)
     p->vocab_padded = (uint32_t)g.Vp;
     p->sp = g.rep > 1;
     p->stage = stage;
-    p->stage_layers = (uint32_t)g.Ls;
+    p->stage_layers = (uint32_t)geo_layers(&g, stage);
+    p->first_layers = (uint32_t)g.Lf, p->mid_layers = (uint32_t)g.Lm, p->last_layers = (uint32_t)g.Ll;
     p->shard_ways = (uint32_t)g.d;
     memcpy(p->mem, pick->mem, sizeof p->mem);
     memcpy(p->cat_bytes, pick->cat, sizeof p->cat_bytes);
     p->total_bytes = pick->total;
     p->capacity_bytes = in->gpu->hbm_bytes;
-    p->fits = p->total_bytes <= p->capacity_bytes;
+    double lim = (double)p->capacity_bytes * in->max_mem_frac;
+    p->limit_bytes = lim >= (double)p->capacity_bytes ? p->capacity_bytes : (uint64_t)lim;
+    p->fits = p->total_bytes <= p->limit_bytes;
+    p->reserved_bytes = p->total_bytes - p->mem[MT_CUDA_CONTEXT].bytes - p->mem[MT_COMM_BUFFER].bytes;
+    p->alloc_bytes = p->reserved_bytes - p->mem[MT_FRAGMENTATION].bytes;
     p->params_gpu = pick->params;
     p->params_gemm_gpu = pick->params_gemm;
-    p->linear_tensors = LIN_COUNT * g.Ls;
+    p->linear_tensors = LIN_COUNT * p->stage_layers;
 
     if (model_param_count(in->model, &p->params_total)) ck.ovf = 1;
 

@@ -67,6 +67,7 @@
 #include "fp8/dtype.h"
 #include "planner/recipe.h"
 #include "planner/spec.h"
+#include "planner/stack.h"
 #include "util/status.h"
 
 #ifdef __cplusplus
@@ -75,7 +76,10 @@ extern "C" {
 
 /* ---- inputs ------------------------------------------------------------------ */
 
-typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_COUNT_ } Recompute;
+/* none; selective: the attention core (Korthikanti); full: whole layers, keeping each layer's input;
+ * op: torchtitan's op-level policy — keep the outputs of matmuls (except every second one of a layer)
+ * and of attention, recompute every other op in backward. */
+typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_OP, RECOMPUTE_COUNT_ } Recompute;
 /* Which training states are sharded over the DP x CP group. */
 typedef enum {
     SHARD_NONE = 0, /* plain data parallel: every state replicated */
@@ -85,7 +89,6 @@ typedef enum {
     SHARD_ZERO3,    /* + working weights (gathered per layer; FP8 copies become per-layer transients) */
     SHARD_COUNT_
 } Sharding;
-typedef enum { ATTN_FLASH = 0, ATTN_MATERIALIZED, ATTN_COUNT_ } AttnImpl;
 
 typedef struct {
     const ModelSpec *model;
@@ -105,26 +108,50 @@ typedef struct {
     int dropout;        /* 1: count dropout masks (Korthikanti's setting); 0: dropout off (modern LLMs) */
     uint32_t vocab_pad; /* pad the vocabulary to a multiple of vocab_pad*tp; 0 or 1 = no padding */
 
+    /* uneven pipeline stages (Megatron --decoder-first/last-pipeline-num-layers): layers on the first and the
+     * last stage, 0 = an even share; the other stages split the rest evenly */
+    uint32_t first_stage_layers, last_stage_layers;
+
+    /* the software stack (planner/stack.h): plan_input_use_stack() copies a row into the fields below */
+    const StackSpec *stack; /* NULL: none applied (the neutral defaults of plan_input_defaults) */
+    MainGrad main_grad;     /* main-gradient dtype: the recipe's, or fp32 / bf16 */
+    int fp8_weight_cache;   /* 1: cached FP8 weight copies (once per step); 0: recast per micro-batch */
+    int fused_swiglu;       /* 1: SwiGLU saves 6F bytes per token with FC2's input; 0: 8F */
+    KernelFusion fusion;    /* memory-bound kernel list */
+    double launch_s;        /* floor of one kernel launch, s */
+    uint32_t loss_bytes;    /* bytes per logit at the loss's peak (bf16 logits, fp32 copies, saved softmax, its grad) */
+    double overlap_tp, overlap_dp, overlap_pp, overlap_cp; /* fraction of the concurrent compute that hides them */
+
     /* overheads (settable; bytes) */
     uint64_t cuda_context_bytes; /* default 512 MiB */
     uint64_t workspace_bytes;    /* cuBLASLt workspace, default 32 MiB (TE's Hopper size) */
     uint64_t nccl_comm_bytes;    /* per NCCL communicator this GPU uses, default 616,562,688 */
-    double frag_frac;            /* allocator fragmentation, fraction of allocator-managed bytes, default 0.05 */
+    double frag_frac;            /* allocator reserve over allocated bytes (the stack's), default 0.05 */
+    double max_mem_frac;         /* a plan fits when its total is at most this fraction of capacity, default 0.95 */
 
-    /* time model (fractions of peak) and overlap */
-    double eff_gemm_bf16;                    /* default 0.70 */
-    double eff_gemm_fp8;                     /* default 0.55 */
-    double eff_attn;                         /* flash/materialized attention vs BF16 peak, default 0.50 */
-    double eff_hbm;                          /* memory-bound kernels vs HBM peak, default 0.80 */
-    double eff_net;                          /* achieved bus bandwidth vs link peak, default 0.80 */
-    double latency_intra_s, latency_inter_s; /* per collective call, default 10 us / 20 us */
-    int overlap_dp; /* 1: DP reduce-scatter overlaps the last backward, the gather the first forward */
+    /* time model overrides (0 = the catalog's value) */
+    double eff_gemm_bf16; /* saturated BF16 GEMM rate, fraction of the BF16 peak; 0: the GPU's measured MAMF */
+    double eff_gemm_fp8;  /* same for FP8; 0: the GPU's measured FP8 MAMF */
+    double eff_attn;      /* asymptotic attention efficiency, fraction of the BF16 peak; 0: the kernel's */
+    double eff_hbm;       /* memory-bound kernels vs HBM peak, default 0.80 */
+    double eff_net;       /* achieved bus bandwidth vs link peak, default 0.80 */
 } PlanInput;
 
 /* Fill every field with the documented defaults (layout 1x1x1x1, mbs 1, flash
  * attention, no dropout, sp on, no recompute, no sharding, vocab_pad 128) and
- * NULL model/gpu/recipe. */
+ * NULL model/gpu/recipe. No stack is applied: the recipe's main gradient, cached
+ * FP8 copies, fused SwiGLU, TE-style fused kernels without a launch floor, DP
+ * collectives hidden behind compute, nothing else overlapped. */
 void plan_input_defaults(PlanInput *in);
+
+/* Apply a stack's row: attention kernel, sequence parallelism, SwiGLU fusion,
+ * main-gradient dtype, FP8 weight caching, kernel fusion and launch floor,
+ * overlaps, allocator reserve. */
+void plan_input_use_stack(PlanInput *in, const StackSpec *s);
+
+/* The attention kernel that runs on this GPU for the input's choice (te: cuDNN on
+ * SM 9.0+, FlashAttention-2 below; flash3 on a GPU other than SM 9.x: FlashAttention-2). */
+AttnImpl plan_attn_kernel(const PlanInput *in);
 
 /* ---- memory terms ------------------------------------------------------------- */
 
@@ -217,8 +244,11 @@ typedef struct {
     uint64_t bus_bytes;     /* per call, bytes this GPU sends: 2(n-1)/n S (AR), (n-1)/n S (AG, RS), S (p2p) */
     uint64_t calls;         /* per step */
     uint64_t step_bytes;    /* bus_bytes * calls: what this GPU sends per step */
-    double time_s;          /* per step, bus bytes / (link bw * eff_net) + latency * calls */
-    double exposed_s;       /* the part not hidden behind compute */
+    double bw;              /* bus bandwidth one call achieves, B/s: NVLink inside a node, min(NVLink,
+                               ranks per node x NIC) across nodes, x eff_net (NCCL's LL protocol: less) */
+    double latency_s;       /* per call: NCCL's ring latency (base + per-step hop latencies) */
+    double time_s;          /* per step: calls x (latency + bus bytes / bw) */
+    double exposed_s;       /* the part not hidden behind compute (the stack's overlap) */
 } Collective;
 
 /* ---- time --------------------------------------------------------------------- */
@@ -227,7 +257,7 @@ typedef struct {
     double gemm_s;        /* linear-layer and LM-head GEMMs, fwd + bwd (+ recompute), all micro-batches */
     double attn_s;        /* attention core (QK^T, softmax, PV), BF16 */
     double nongemm_s;     /* norms, activations, residuals, casts/transposes, current scaling's extra read */
-    double tp_comm_s;     /* exposed TP/SP collectives (no overlap assumed) */
+    double tp_comm_s;     /* exposed TP/SP collectives (the stack's TP overlap hides the rest) */
     double cp_comm_s;     /* exposed CP exchange (overlaps attention) */
     double pp_comm_s;     /* PP send/recv on the critical path */
     double bubble_s;      /* pipeline fill/drain: (pp-1)/vpp micro-batch times */
@@ -251,6 +281,7 @@ typedef enum {
     ADV_REPRODUCIBILITY,   /* delayed scaling: history, reduction order, checkpoints */
     ADV_CONVERGENCE,       /* FP8 convergence evidence is limited */
     ADV_MX_BOTH_COPIES,    /* MXFP8 row- and column-wise copies both quantized */
+    ADV_HEADROOM,          /* within capacity but above max_mem_frac of it */
     ADV_COUNT_
 } AdviceId;
 
@@ -262,18 +293,22 @@ const char *advice_text(AdviceId a);
 typedef struct {
     PlanInput in; /* copy of the input, gbs and seq resolved */
     uint32_t world, microbatches, seq, vocab_padded, sp;
-    uint32_t stage;           /* PP stage the memory terms describe */
-    uint32_t stage_layers;    /* layers on one PP rank */
-    uint32_t shard_ways;      /* dp * cp */
-    uint64_t params_total;    /* whole model, unpadded vocabulary */
-    uint64_t params_gpu;      /* parameters held by the reported GPU (before state sharding) */
-    uint64_t params_gemm_gpu; /* of which linear-layer weights */
-    uint64_t linear_tensors;  /* linear weight tensors on the GPU (4 per layer) */
+    uint32_t stage;                                 /* PP stage the memory terms describe */
+    uint32_t stage_layers;                          /* layers on that PP rank */
+    uint32_t first_layers, mid_layers, last_layers; /* layers per stage: first, each middle one, last */
+    uint32_t shard_ways;                            /* dp * cp */
+    uint64_t params_total;                          /* whole model, unpadded vocabulary */
+    uint64_t params_gpu;                            /* parameters held by the reported GPU (before state sharding) */
+    uint64_t params_gemm_gpu;                       /* of which linear-layer weights */
+    uint64_t linear_tensors;                        /* linear weight tensors on the GPU (4 per layer) */
 
     MemTerm mem[MT_COUNT_];
     uint64_t cat_bytes[MC_COUNT_];
     uint64_t total_bytes, capacity_bytes;
-    int fits;
+    uint64_t limit_bytes;    /* max_mem_frac x capacity */
+    uint64_t alloc_bytes;    /* what the caching allocator hands out (states, copies, scales, activations, workspace) */
+    uint64_t reserved_bytes; /* alloc_bytes + the allocator's reserve */
+    int fits;                /* total_bytes <= limit_bytes */
 
     Collective coll[CO_COUNT_];
     uint64_t dp_comm_bytes, tp_comm_bytes, pp_comm_bytes, cp_comm_bytes;
@@ -292,7 +327,7 @@ typedef enum {
     REJECT_ZERO,      /* a layout value is 0 */
     REJECT_HEADS_TP,  /* heads or kv_heads not divisible by tp */
     REJECT_FFN_TP,    /* ffn_hidden not divisible by tp */
-    REJECT_LAYERS_PP, /* layers not divisible by pp*vpp */
+    REJECT_LAYERS_PP, /* layers not divisible by pp*vpp (or bad first/last stage layer counts) */
     REJECT_VPP,       /* vpp > 1 needs pp > 1 and microbatches divisible by pp */
     REJECT_SEQ_CP,    /* seq not divisible by 2*cp */
     REJECT_SEQ_POS,   /* seq longer than the learned position table */
@@ -306,6 +341,12 @@ typedef enum {
 } PlanReject;
 
 const char *plan_reject_name(PlanReject r);
+
+/* Bytes per parameter of the linear weights' states as this input keeps them: the
+ * recipe's Table 1a figure with the stack's main-gradient dtype (--main-grad)
+ * applied, unsharded. per (optional, STATE_COUNT_ entries) receives each state's
+ * share. */
+double plan_state_bytes_per_param(const PlanInput *in, double *per);
 
 /* Check the input without building. Returns the reason (REJECT_NONE when the
  * input can be planned) and, when e is non-NULL, fills it with a message naming
@@ -333,8 +374,6 @@ const char *recompute_name(Recompute r);
 int recompute_parse(const char *s, Recompute *out);
 const char *sharding_name(Sharding s);
 int sharding_parse(const char *s, Sharding *out);
-const char *attn_name(AttnImpl a);
-int attn_parse(const char *s, AttnImpl *out);
 
 #ifdef __cplusplus
 }

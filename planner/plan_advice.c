@@ -20,6 +20,8 @@ static const char *const advice[ADV_COUNT_] = {
                             "restore: bitwise reproducibility across layouts or resumes is harder than with BF16",
     [ADV_CONVERGENCE] = "convergence evidence is limited: FP8-LM trained GPT-175B for 40B tokens, FP8 Formats' 175B "
                         "baseline stopped at 75 %; re-check convergence on your model and token budget",
+    [ADV_HEADROOM] = "above the memory limit (--max-mem-frac of capacity): it may start, but allocator growth, "
+                     "a longer sequence or a NCCL buffer resize can push it out of memory; not counted as fitting",
     [ADV_MX_BOTH_COPIES] = "MXFP8 row-wise and column-wise copies are quantized separately: a tensor needed both ways "
                            "costs 2 x (1 + 1/32) = 2.06 B per element, more than BF16's 2",
 };
@@ -30,7 +32,10 @@ void plan_advise(const PlanInput *in, Plan *p)
 {
     const Recipe *r = in->recipe;
     uint32_t m = 0;
-    if (!p->fits) m |= 1u << ADV_OOM;
+    if (p->total_bytes > p->capacity_bytes)
+        m |= 1u << ADV_OOM;
+    else if (!p->fits)
+        m |= 1u << ADV_HEADROOM;
     int fp8 = recipe_fp8_gemm(r);
     if (fp8) {
         int hp_states = 1;

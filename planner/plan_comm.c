@@ -3,9 +3,15 @@
  * Payload S is the total array size of one call as nccl-tests defines it; the
  * bytes a GPU sends (bus bytes) are 2(n-1)/n S for all-reduce, (n-1)/n S for
  * all-gather and reduce-scatter, S for point-to-point. Ranks are ordered
- * tp (fastest), cp, dp, pp (Megatron's default): a group spans nodes when its
- * stride times its size exceeds gpus_per_node, and then runs at the GPU's
- * inter-node bandwidth.
+ * tp (fastest), cp, dp, pp (Megatron's default): a group of n ranks at stride s
+ * has r = min(n, gpus_per_node / s) ranks on each node (1 when s fills a node).
+ * Inside a node it runs at the NVLink (or PCIe) bandwidth; spanning nodes, its
+ * r ranks per node share r NICs, so its rings run at min(link, r x NIC) (NCCL
+ * builds one ring per NIC; DGX nodes have one NIC per GPU). Either is achieved
+ * at eff_net of the link (nccl-tests on DGX H100: about 360 of 450 GB/s).
+ * A call costs NCCL's ring latency (planner/arch.c: base + per step, intra- and
+ * inter-node steps apart) plus bus bytes / bandwidth, with the better of NCCL's
+ * LL protocol (low latency, 1/4 or 1/3 of the bandwidth) and Simple.
  *
  * Per layer and micro-batch, with S = tok*h*bytes:
  *   TP without SP  2 all-reduces forward (proj, FC2 outputs), 2 backward (QKV, FC1 input grads)
@@ -15,12 +21,14 @@
  *   CP             K,V all-gather forward, again backward, dK,dV reduce-scatter (ring P2P)
  *   full recompute repeats the forward collectives.
  * Per step: DP gradient all-reduce, or reduce-scatter + parameter all-gather when
- * states are sharded (two gathers at ZeRO-3); PP sends per micro-batch and chunk;
+ * states are sharded (two gathers per micro-batch at ZeRO-3; ZeRO-2/3 keep no whole
+ * gradient, so they reduce-scatter every micro-batch); PP sends per micro-batch and chunk;
  * the tied-embedding gradient all-reduce between first and last stage; amax
  * all-reduces (one forward, one backward per micro-batch) for FP8 recipes. */
 #include <string.h>
 
 #include "fp8/granularity.h"
+#include "planner/arch.h"
 #include "planner/plan_internal.h"
 
 /* Every collective unused: names, groups and ops set, zero bytes (copied in one go per plan). */
@@ -70,30 +78,62 @@ static uint64_t act_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t rows, uint6
     return b;
 }
 
-static void set(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t span,
+double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t stride, double b, double *bwo, double *lato)
+{
+    const GpuSpec *gp = in->gpu;
+    uint64_t gpn = gp->gpus_per_node, r = stride >= gpn ? 1 : udiv(gpn, stride);
+    if (r > n) r = n;
+    uint64_t nodes = ceil_div(n, r ? r : 1);
+    double link = gp->intra_bw, bw = link;
+    if (nodes > 1) {
+        double nic = (double)r * gp->inter_bw;
+        bw = nic < link ? nic : link;
+    }
+    bw *= in->eff_net;
+    double steps, isteps;
+    switch (op) {
+    case OP_ALL_REDUCE: steps = 2.0 * (double)(n - 1), isteps = 2.0 * (double)(nodes - 1); break;
+    case OP_SEND_RECV: steps = 1, isteps = nodes > 1; break;
+    default: steps = (double)(n - 1), isteps = (double)(nodes - 1); break;
+    }
+    const NcclLat *L = &nccl_lat;
+    int hw = gp->link < LINK_COUNT_ ? (int)gp->link : LINK_NVLINK;
+    double best = 0, bbw = bw, blat = 0;
+    for (int p = 0; p < NCCL_PROTOS; p++) {
+        double lat = L->base[p] + (steps - isteps) * L->hop[hw][p] + isteps * L->hop[LINK_COUNT_][p];
+        double pbw = p == NCCL_SIMPLE ? bw : bw / ((op == OP_ALL_REDUCE || nodes > 1) ? 4.0 : 3.0);
+        double t = lat + b / pbw;
+        if (p == 0 || t < best) best = t, bbw = pbw, blat = lat;
+    }
+    if (bwo) *bwo = bbw;
+    if (lato) *lato = blat;
+    return best;
+}
+
+static void set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
                 uint64_t payload, uint64_t calls, Ck *ck)
 {
     Collective *c = &p->coll[id]; /* id, name, group and op come from blank[] */
     c->dtype = dt;
     if (ranks <= 1 || !calls) ranks = 0, calls = 0, payload = 0;
     c->ranks = (uint32_t)ranks;
-    c->inter_node = ranks && span > in->gpu->gpus_per_node;
+    c->inter_node = ranks && stride * ranks > in->gpu->gpus_per_node;
     c->payload_bytes = payload;
     c->bus_bytes = bus(c->op, ranks, payload, ck);
     c->calls = calls;
     c->step_bytes = ck_mul(ck, c->bus_bytes, calls);
-    double bw = (c->inter_node ? in->gpu->inter_bw : in->gpu->intra_bw) * in->eff_net;
-    double lat = c->inter_node ? in->latency_inter_s : in->latency_intra_s;
-    c->time_s = calls ? (double)c->step_bytes / bw + (double)calls * lat : 0;
+    c->bw = c->latency_s = c->time_s = 0;
+    if (calls)
+        c->time_s =
+            (double)calls * plan_coll_call(in, c->op, ranks, stride, (double)c->bus_bytes, &c->bw, &c->latency_s);
     c->exposed_s = c->time_s; /* plan_time decides what overlaps */
-    (void)g;
 }
 
 void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
 {
     const Recipe *rc = in->recipe;
     memcpy(p->coll, blank, sizeof p->coll);
-    uint64_t m = g->m, Ls = g->Ls, t = g->tp, h = g->h;
+    uint64_t m = g->m, Ls = p->stage_layers, t = g->tp, h = g->h;
     int full = in->recompute == RECOMPUTE_FULL;
     uint64_t per_layer_calls = ck_mul(ck, Ls, m); /* layer passes per step on this stage */
 
@@ -101,59 +141,61 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     uint64_t S_ag = act_bytes(ck, rc->comm_tp_ag, rc->act_gran, g->tok, h);
     uint64_t S_rs = act_bytes(ck, rc->comm_tp_rs, GRAN_TENSOR, g->tok, h);
     if (t > 1 && g->rep == 1) {
-        set(in, g, p, CO_TP_AR_FWD, rc->comm_tp_rs, t, t, S_rs, ck_mul(ck, per_layer_calls, full ? 4 : 2), ck);
-        set(in, g, p, CO_TP_AR_BWD, rc->comm_tp_rs, t, t, S_rs, ck_mul(ck, per_layer_calls, 2), ck);
+        set(in, p, CO_TP_AR_FWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, full ? 4 : 2), ck);
+        set(in, p, CO_TP_AR_BWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, 2), ck);
     } else if (t > 1) {
         uint64_t f = full ? 4 : 2;
-        set(in, g, p, CO_TP_AG_FWD, rc->comm_tp_ag, t, t, S_ag, ck_mul(ck, per_layer_calls, f), ck);
-        set(in, g, p, CO_TP_RS_FWD, rc->comm_tp_rs, t, t, S_rs, ck_mul(ck, per_layer_calls, f), ck);
+        set(in, p, CO_TP_AG_FWD, rc->comm_tp_ag, t, 1, S_ag, ck_mul(ck, per_layer_calls, f), ck);
+        set(in, p, CO_TP_RS_FWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, f), ck);
         /* backward gathers: 2 output gradients (comm_tp_rs dtype) + 2 saved-input re-gathers (comm_tp_ag) */
         uint64_t S_bag = ck_add(ck, S_rs, S_ag);
-        set(in, g, p, CO_TP_AG_BWD, rc->comm_tp_rs == rc->comm_tp_ag ? rc->comm_tp_ag : DT_NONE, t, t, S_bag / 2,
+        set(in, p, CO_TP_AG_BWD, rc->comm_tp_rs == rc->comm_tp_ag ? rc->comm_tp_ag : DT_NONE, t, 1, S_bag / 2,
             ck_mul(ck, per_layer_calls, 4), ck);
         p->coll[CO_TP_AG_BWD].payload_bytes = S_bag / 2; /* mean payload of the two kinds */
-        set(in, g, p, CO_TP_RS_BWD, rc->comm_tp_rs, t, t, S_rs, ck_mul(ck, per_layer_calls, 2), ck);
+        set(in, p, CO_TP_RS_BWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, 2), ck);
     }
 
     /* CP: K and V of the whole sequence, this rank's kv heads, BF16 */
     if (g->cp > 1) {
         uint64_t S = ck_mul3(ck, ck_mul(ck, g->mbs, g->seq), 2 * g->kv_t, 2);
-        set(in, g, p, CO_CP_KV, DT_BF16, g->cp, t * g->cp, S, ck_mul(ck, per_layer_calls, full ? 4 : 3), ck);
+        set(in, p, CO_CP_KV, DT_BF16, g->cp, t, S, ck_mul(ck, per_layer_calls, full ? 4 : 3), ck);
     }
 
     /* PP: boundary stages send m*(2v-1) times (activations forward, gradients backward) */
     if (g->pp > 1) {
         uint64_t S = ck_mul3(ck, g->tok, g->h_t, 2); /* Megatron sends the 1/tp scatter */
-        set(in, g, p, CO_PP_P2P, DT_BF16, 2, g->world, S, ck_mul(ck, m, 2 * g->vpp - 1), ck);
+        set(in, p, CO_PP_P2P, DT_BF16, 2, g->world / g->pp, S, ck_mul(ck, m, 2 * g->vpp - 1), ck);
         p->coll[CO_PP_P2P].bus_bytes = S, p->coll[CO_PP_P2P].step_bytes = ck_mul(ck, S, p->coll[CO_PP_P2P].calls);
     }
 
     /* DP (over dp x cp: context-parallel ranks hold the same weights) */
-    uint64_t d = g->d, span_dp = t * g->cp * g->dp;
+    uint64_t d = g->d, stride_dp = t; /* the distributed optimizer shards over DP x CP: ranks tp apart */
     uint64_t eg = p->params_gemm_gpu, eo = p->params_gpu - p->params_gemm_gpu;
     Dtype gg = rc->comm_dp_grad, go = rc->other_comm_dp_grad;
+    if (in->main_grad != MAIN_GRAD_RECIPE) gg = plan_grad_dt(in, gg), go = plan_grad_dt(in, go); /* reduced as kept */
     Dtype pg = rc->comm_param_gather, po = rc->other_comm_param_gather;
     uint64_t S_grad = ck_add(ck, ck_mul(ck, eg, dt_bytes(gg)), ck_mul(ck, eo, dt_bytes(go)));
     uint64_t S_par = ck_add(ck, ck_mul(ck, eg, dt_bytes(pg)), ck_mul(ck, eo, dt_bytes(po)));
     int shard_any = in->sharding != SHARD_NONE;
     if (in->sharding == SHARD_DIST_OPT) shard_any = (rc->gemm.shard_mask | rc->other.shard_mask) != 0;
     if (d > 1 && !shard_any) {
-        set(in, g, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, span_dp, S_grad, 1, ck);
+        set(in, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, 1, ck);
     } else if (d > 1) {
-        set(in, g, p, CO_DP_GRAD_RS, gg == go ? gg : DT_NONE, d, span_dp, S_grad, 1, ck);
-        set(in, g, p, CO_DP_PARAM_AG, pg == po ? pg : DT_NONE, d, span_dp, S_par,
+        int per_mb = in->sharding == SHARD_ZERO2 || in->sharding == SHARD_ZERO3;
+        set(in, p, CO_DP_GRAD_RS, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, per_mb ? m : 1, ck);
+        set(in, p, CO_DP_PARAM_AG, pg == po ? pg : DT_NONE, d, stride_dp, S_par,
             in->sharding == SHARD_ZERO3 ? ck_mul(ck, 2, m) : 1, ck);
     }
 
     /* tied embedding: first and last stage sum their gradients */
     if (in->model->tied_embeddings && g->pp > 1)
-        set(in, g, p, CO_EMB_GRAD_AR, go, 2, g->world, ck_mul(ck, g->emb, dt_bytes(go)), 1, ck);
+        set(in, p, CO_EMB_GRAD_AR, go, 2, g->world / g->pp * (g->pp - 1), ck_mul(ck, g->emb, dt_bytes(go)), 1, ck);
 
     /* amax: x and w maxima forward, dy backward, per micro-batch */
     if (recipe_fp8_gemm(rc) && rc->amax_reduce != AMAX_NONE) {
         uint64_t n = rc->amax_reduce == AMAX_TP ? t * g->cp : t * g->cp * g->dp;
         uint64_t S = ck_mul(ck, LIN_COUNT * Ls, 3 * 4) / 2; /* mean of 2 (fwd) and 1 (bwd) fp32 per linear */
-        set(in, g, p, CO_AMAX_AR, DT_FP32, n, n, S, ck_mul(ck, 2, m), ck);
+        set(in, p, CO_AMAX_AR, DT_FP32, n, 1, S, ck_mul(ck, 2, m), ck);
     }
 
     p->tp_comm_bytes = p->cp_comm_bytes = p->pp_comm_bytes = p->dp_comm_bytes = 0;

@@ -79,7 +79,7 @@ static void state_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck,
 {
     const MemTermId ids[STATE_COUNT_] = {w, master, grad, mm, vv};
     for (int st = 0; st < STATE_COUNT_; st++) {
-        Dtype dt = s->dt[st];
+        Dtype dt = st == STATE_GRAD ? plan_grad_dt(in, s->dt[st]) : s->dt[st];
         int sh = dt != DT_NONE && g->d > 1 && sharded(in, s, (StateId)st);
         uint64_t n = dt == DT_NONE ? 0 : sh ? ceil_div(elems, g->d) : elems;
         term(sm, ids[st], MC_STATE, dt, n, ck_mul(ck, n, dt_bytes(dt)), sh ? (uint32_t)g->d : 1, 1);
@@ -102,13 +102,14 @@ void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
     const Recipe *rc = in->recipe;
     uint64_t tok = g->tok, h = g->h;
     uint64_t tok_r = g->tok_r; /* SP shard of the token dimension */
-    int flash = in->attn == ATTN_FLASH;
+    int flash = in->attn != ATTN_MATERIALIZED;
     memset(a, 0, sizeof *a);
     uint64_t stat = in->model->norm == NORM_LAYERNORM ? 8 : 4; /* fp32 mean + rstd, or rstd */
     a->input = ck_mul3(ck, tok_r, h, 2);
     uint64_t hp = 2 * (ck_mul3(ck, tok_r, h, 2) + ck_mul(ck, tok_r, stat));
     hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_t + 2 * g->kv_t, 2));
     hp = ck_add(ck, hp, ck_mul3(ck, tok, g->k * g->F_t, 2));
+    if (g->k == 2 && !in->fused_swiglu) hp = ck_add(ck, hp, ck_mul3(ck, tok, g->F_t, 2)); /* silu(gate) kept too */
     if (flash) hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_t, 2)); /* output kept by flash backward */
     /* the four GEMM inputs: [tokens, K] */
     const uint64_t xt[LIN_COUNT] = {tok_r, tok, tok_r, tok};
@@ -133,23 +134,35 @@ void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
     else
         a->attn = ck_mul(ck, ck_mul3(ck, tok, ht, g->seq), in->dropout ? 5 : 2);
     if (in->dropout) a->mask = 2 * ck_mul(ck, tok_r, h);
+    /* op-level recompute (torchtitan _save_list policy): the layer input, the outputs of the 1st, 3rd, 5th
+     * (and 7th) matmul of the layer — Q, V, FC1's gate (w1), and w2's output with SwiGLU (7 matmuls) — and
+     * the attention output with its fp32 log-sum-exp; everything else is recomputed in backward. */
+    uint64_t op = ck_add(ck, a->input, ck_mul3(ck, tok, g->q_t + g->kv_t, 2));
+    op = ck_add(ck, op, ck_add(ck, ck_mul3(ck, tok, g->q_t, 2), ck_mul3(ck, tok, ht, 4)));
+    op = ck_add(ck, op, ck_mul3(ck, tok, g->F_t, 2));
+    if (g->k == 2) op = ck_add(ck, op, ck_mul3(ck, tok, h, 2));
+    a->op = op;
+    if (!in->fp8_weight_cache && in->sharding != SHARD_ZERO3)
+        a->wcopy = ck_mul(ck, g->gemm_layer, recipe_fp8_copy_bytes_per_param(rc));
 }
 
 /* The stage-independent terms: linear-layer states, FP8 copies, scales and the
  * fixed overheads (every stage holds the same number of layers). */
-static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck, uint64_t gemm)
+static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck, uint64_t gemm, uint64_t Ls)
 {
     const Recipe *rc = in->recipe;
     int zero3 = in->sharding == SHARD_ZERO3;
     state_terms(in, g, sm, ck, &rc->gemm, gemm, MT_WEIGHT_GEMM, MT_MASTER_GEMM, MT_GRAD_GEMM, MT_OPTIM_M_GEMM,
                 MT_OPTIM_V_GEMM);
     /* ---- FP8 copies (per-layer transients under ZeRO-3) ---- */
-    uint64_t row = (rc->fp8_row != DT_NONE && !zero3) ? gemm : 0, col = (rc->fp8_col != DT_NONE && !zero3) ? gemm : 0;
+    /* without caching (in->fp8_weight_cache 0) the copies are cast per micro-batch and saved with the activations */
+    int keep = !zero3 && in->fp8_weight_cache;
+    uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (rc->fp8_col != DT_NONE && keep) ? gemm : 0;
     term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1, 1);
     term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1, 1);
 
     /* ---- scales ---- */
-    uint64_t ntens = LIN_COUNT * g->Ls;
+    uint64_t ntens = LIN_COUNT * Ls;
     int fwd8 = dt_fp8(rc->gemm_fwd), bwd8 = dt_fp8(rc->gemm_bwd);
     uint64_t recs = 0;
     if (rc->act_gran == GRAN_TENSOR) recs += (uint64_t)fwd8 + (uint64_t)bwd8; /* x, dy */
@@ -169,8 +182,8 @@ static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck
             if (wfp8) nn += zero3 ? ceil_div(n1, g->d) : n1, bb += zero3 ? ceil_div(b1, g->d) : b1;
             if (row) nn += n1, bb += b1;
             if (col) nn += n2, bb += b2;
-            sbn = ck_add(ck, sbn, ck_mul(ck, nn, g->Ls));
-            sbb = ck_add(ck, sbb, ck_mul(ck, bb, g->Ls));
+            sbn = ck_add(ck, sbn, ck_mul(ck, nn, Ls));
+            sbb = ck_add(ck, sbb, ck_mul(ck, bb, Ls));
         }
     }
     term(sm, MT_SCALE_BLOCK, MC_SCALE, gran_scale_dtype(rc->weight_gran), sbn, sbb, 1, 1);
@@ -201,8 +214,9 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
     int zero3 = in->sharding == SHARD_ZERO3;
 
     /* ---- parameters on this stage ---- */
-    uint64_t gemm = ck_mul(ck, g->gemm_layer, g->Ls);
-    uint64_t other = ck_mul(ck, g->other_layer, g->Ls);
+    uint64_t Ls = geo_layers(g, stage);
+    uint64_t gemm = ck_mul(ck, g->gemm_layer, Ls);
+    uint64_t other = ck_mul(ck, g->other_layer, Ls);
     if (first) other = ck_add(ck, other, ck_add(ck, g->emb, g->pos));
     if (last) {
         other = ck_add(ck, other, g->norm_elems);
@@ -213,14 +227,15 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
 
     state_terms(in, g, sm, ck, &rc->other, other, MT_WEIGHT_OTHER, MT_MASTER_OTHER, MT_GRAD_OTHER, MT_OPTIM_M_OTHER,
                 MT_OPTIM_V_OTHER);
-    if (!reuse) common_terms(in, g, sm, ck, gemm);
+    if (!reuse) common_terms(in, g, sm, ck, gemm, Ls);
 
     /* ---- activations ---- */
     const LayerAct la = *lap;
     uint64_t units = plan_inflight_layers(g, stage), mbs_in = plan_inflight_mbs(g, stage);
-    uint64_t hp = la.hp, f8 = la.fp8, f8e = la.fp8_elems, at = la.attn, mk = la.mask;
+    uint64_t hp = la.hp, f8 = ck_add(ck, la.fp8, la.wcopy), f8e = la.fp8_elems, at = la.attn, mk = la.mask;
     if (in->recompute == RECOMPUTE_SELECTIVE) at = 0;
     if (in->recompute == RECOMPUTE_FULL) hp = la.input, f8 = f8e = at = mk = 0;
+    if (in->recompute == RECOMPUTE_OP) hp = la.op, f8 = la.wcopy, f8e = at = mk = 0;
     uint64_t hpb = ck_mul(ck, hp, units), f8b = ck_mul(ck, f8, units);
     uint64_t tok_r = g->tok_r, h = g->h;
     uint64_t mask = ck_mul(ck, mk, units);
@@ -247,23 +262,36 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
         bwd = ck_add(ck, bwd, 2 * ck_mul(ck, g->tok, g->k * g->F_t)); /* dY in FP8, both layouts */
     if (in->recompute == RECOMPUTE_FULL)
         bwd = ck_add(ck, bwd, ck_add(ck, ck_add(ck, la.hp, la.fp8), ck_add(ck, la.attn, la.mask)));
+    if (in->recompute == RECOMPUTE_OP) /* one layer's recomputed tensors while its backward runs */
+        bwd = ck_add(ck, bwd, ck_add(ck, la.hp, la.fp8));
     if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 */
         bwd = ck_add(ck, bwd, ck_mul(ck, ck_mul3(ck, g->tok, g->heads / g->tp, g->seq), 4));
-    if (dtype_is_fp8(rc->gemm.dt[STATE_GRAD])) { /* a weight gradient in fp32 before its cast to FP8 */
+    if (dtype_is_fp8(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) { /* a weight gradient in fp32 before its cast */
         uint64_t lmax = 0;
         for (int i = 0; i < LIN_COUNT; i++)
             if (ck_mul(ck, g->lin_rows[i], g->lin_cols[i]) > lmax) lmax = g->lin_rows[i] * g->lin_cols[i];
         bwd = ck_add(ck, bwd, ck_mul(ck, lmax, 4));
     }
     if (zero3) {
-        uint64_t lw = ck_add(ck, ck_mul(ck, g->gemm_layer, dt_bytes(rc->gemm.dt[STATE_WEIGHT])),
-                             ck_mul(ck, g->other_layer, dt_bytes(rc->other.dt[STATE_WEIGHT])));
-        lw = ck_add(ck, lw, ck_mul(ck, g->gemm_layer, recipe_fp8_copy_bytes_per_param(rc)));
-        bwd = ck_add(ck, bwd, 2 * lw); /* current + prefetched layer */
+        /* FSDP: a layer's gathered weights (the compute dtype: BF16 when the master is the state), its FP8
+         * copies, and its unsharded gradient with the reduce-scatter input in the reduction dtype; for the
+         * current and the prefetched layer */
+        Dtype wd = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : DT_BF16;
+        Dtype od = rc->other.dt[STATE_WEIGHT] != DT_NONE ? rc->other.dt[STATE_WEIGHT] : DT_BF16;
+        uint64_t per =
+            dt_bytes(wd) + recipe_fp8_copy_bytes_per_param(rc) + 2 + dt_bytes(plan_grad_dt(in, rc->comm_dp_grad));
+        uint64_t lw = ck_add(ck, ck_mul(ck, g->gemm_layer, per), ck_mul(ck, g->other_layer, dt_bytes(od) + 2 + 4));
+        bwd = ck_add(ck, bwd, 2 * lw);
+        /* with PP, FSDP keeps the stage's gathered weights from forward to backward and syncs gradients only
+         * on the last micro-batch (torchtitan apply_fsdp: no reshard_after_forward under PP), so the stage's
+         * BF16 weights and BF16 gradients stay whole all step */
+        if (g->pp > 1) bwd = ck_add(ck, bwd, ck_mul(ck, sm->params, 2 + 2));
     }
     uint64_t tr = bwd;
     if (last) {
-        uint64_t lg = ck_mul(ck, logit_elems, 2 + 4); /* bf16 logits + fp32 shifted copy */
+        /* the loss: bf16 logits and the stack's fp32 working copies beyond the saved softmax (loss_bytes) */
+        uint64_t lb = in->loss_bytes > 4 ? in->loss_bytes - 4 : 0;
+        uint64_t lg = ck_mul(ck, logit_elems, lb);
         if (lg > tr) tr = lg;
     }
     term(sm, MT_TRANSIENT, MC_ACTIVATION, DT_NONE, 0, tr, 1, 0);
@@ -276,8 +304,10 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
     uint64_t sc = ck_add(ck, ck_add(ck, t[MT_SCALE_GEMM].bytes, t[MT_SCALE_BLOCK].bytes), t[MT_SCALE_STATE].bytes);
     uint64_t ac = 0;
     for (int i = MT_ACT_LAYER_HP; i <= MT_TRANSIENT; i++) ac = ck_add(ck, ac, t[i].bytes);
-    uint64_t managed = ck_add(ck, ck_add(ck, st, cp), ck_add(ck, ck_add(ck, sc, ac), in->workspace_bytes));
-    double fr = (double)managed * in->frag_frac;
+    /* the caching allocator's slack comes from tensors freed and re-requested at other sizes every step
+     * (activations, transients); states and copies are allocated once and stay */
+    uint64_t churn = ck_add(ck, ac, in->workspace_bytes);
+    double fr = (double)churn * in->frag_frac;
     uint64_t frag = fr >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)fr;
     term(sm, MT_FRAGMENTATION, MC_OVERHEAD, DT_NONE, 0, frag, 1, 0);
     uint64_t ov = ck_add(ck, ck_add(ck, t[MT_COMM_BUFFER].bytes, t[MT_WORKSPACE].bytes),

@@ -1,158 +1,246 @@
 /* planner/plan_time.c — step time, throughput and MFU.
  *
- * One micro-batch through one stage costs
- *   GEMMs       2*tok*E FLOPs forward per layer (E = linear weight elements per TP
- *               rank), twice that backward (dgrad + wgrad), at the recipe's rate:
- *               FP8 peak x eff_gemm_fp8 when that pass is FP8, else BF16 peak x
- *               eff_gemm_bf16; the LM head (last stage) is always BF16;
- *   attention   flash: 4*tok*seq*q_dim/tp FLOPs forward, halved (causal flash
- *               skips masked blocks), 2.5x backward (it recomputes P), at BF16
- *               peak x eff_attn; materialized: the bytes its scores move (see
- *               plan_bytes.h: 12 B forward, 18 B backward per BF16 score) at HBM
- *               rate, or its FLOPs at the BF16 GEMM rate where that is longer;
- *   non-GEMM    bytes moved by norms, residual adds, the activation function,
- *               RoPE, dropout, and FP8 casts (read 2 B, write
- *               1 B row-wise + 1 B transposed; current scaling reads the input once
- *               more for its amax), over HBM bandwidth x eff_hbm; backward moves
- *               twice the forward bytes plus the casts of the output gradients, plus
- *               accumulating each weight gradient into the main gradient (read +
- *               write of the main gradient; a BF16 wgrad written and read first
- *               when the main gradient is narrower than the GEMM's FP32 output);
- *   communication  TP collectives are exposed (no overlap), CP hides behind
- *               attention, PP sends are on the critical path.
- * Recompute adds the forward work again (selective: the attention core only).
- * The pipeline runs (m + (pp-1)/vpp) micro-batch times of the slower of stage 0
- * and the last stage; the difference to m times is the bubble. Per step come
- * the exposed DP collectives (overlapping the last backward / first forward
- * when overlap_dp), the optimizer (reads gradient, master, m, v; writes master,
- * m, v and the working weight, over HBM; FP8-LM's scaled states read all four
- * once more, plan_bytes.h), FP8-LM's gradient commit (an FP32 staging buffer
- * zeroed, read for the amax, read and cast into the FP8 main gradient:
- * plan_bytes.h, counted with the non-GEMM work), the FP8 weight casts of the
- * cached copies, amax reductions and the tied-embedding gradient sum.
+ * One layer and micro-batch (tok = mbs * seq / cp tokens on this rank) costs:
+ *   GEMMs      per linear (QKV, proj, FC1, FC2 per TP rank) three GEMMs timed from
+ *              their shapes by plan_gemm.c: fprop [tok x out x in], dgrad
+ *              [tok x in x out], wgrad [out x in x tok], FP8 when the recipe's
+ *              forward / backward format is FP8; with TE the weight gradient
+ *              accumulates into the main gradient in the GEMM epilogue (read +
+ *              write of it, fp32 or bf16).
+ *   attention  fused kernels (flash2, flash3, cudnn): 4 tok seq q_dim/tp FLOPs
+ *              forward halved for causal masking, 2.5x that backward, at the
+ *              kernel's efficiency curve for this GPU, head dim and the key length
+ *              a rank's chunk sees (planner/arch.c); materialized: the batched
+ *              QK^T and PV GEMMs (and the four backward ones) through the GEMM
+ *              model, or the bytes the scores move (plan_bytes.h: FP32 scores,
+ *              softmax, P and dS), whichever is longer.
+ *   memory-bound kernels  the stack's kernel list (plan_kernels.c), each at
+ *              least one launch floor.
+ *   TP / CP    the layer's collectives (plan_comm.c), hidden behind the layer's
+ *              GEMMs (TP) or attention (CP) up to the stack's overlap fraction;
+ *              the rest is exposed.
+ * Recompute adds: full — the forward again (GEMMs, attention, kernels, TP);
+ * selective — the attention core; op — the matmuls the policy does not save
+ * (K projection, output projection, and FC1's up half with SwiGLU or FC2 with
+ * GeLU) and every pointwise kernel of the forward.
+ * The first stage adds the embedding gather (and its scatter-add backward), the
+ * last the final norm, the LM head GEMMs (BF16) and the loss. Stages may hold
+ * different layer counts (uneven pipelines); a micro-batch costs the slowest
+ * stage plus its exposed pipeline send/recv, and the pipeline runs
+ *   m (t_max + t_p2p) + (sum over stages of t_s - t_max) / vpp
+ * (the bubble: fill and drain, shortened by interleaving). Per step come the
+ * exposed DP collectives — the gradient reduce behind the last micro-batch's
+ * backward (every micro-batch's at ZeRO-2/3), the parameter gather behind the
+ * first forward (every layer at ZeRO-3), each hidden up to the stack's DP
+ * overlap with one layer-sized bucket left exposed (Megatron's bucketing: "only
+ * one DP communication chunk" is exposed) — the optimizer (reads gradient,
+ * master, m, v; writes master, m, v and the weight, over HBM; scaled states
+ * read all four once more, plan_bytes.h), FP8 main gradients committed from
+ * their FP32 staging buffer (plan_bytes.h, counted as non-GEMM time), the FP8 weight
+ * casts (once per step when cached, per micro-batch otherwise), amax reductions
+ * and the tied-embedding gradient sum.
  * Model FLOPs (for MFU) are 6 x (linear weights + LM head) x tokens plus
  * attention 12*L*q_dim*seq per token (PaLM appendix B; no causal halving, no
  * recompute); MFU is reported against the BF16 and the FP8 dense peak. */
+#include "planner/arch.h"
 #include "planner/plan_bytes.h"
 #include "planner/plan_internal.h"
 
 typedef struct {
-    double fwd, bwd;       /* seconds */
-    double attn_f, attn_b; /* of which the attention core, one layer, one micro-batch */
-} Pass;
+    double gemm_f, gemm_b, attn_f, attn_b, elem_f, elem_b;
+    double rc_gemm, rc_attn, rc_elem; /* recompute added to the backward */
+    double tp_f, tp_b, cp;            /* exposed collectives */
+    double tp_raw;                    /* TP collectives before overlap (f + b) */
+} LayerT;
 
-static double rate(const PlanInput *in, Dtype dt)
+typedef struct {
+    double fwd, bwd, gemm, attn, tp, cp;
+} StageT;
+
+static double maxd(double a, double b) { return a > b ? a : b; }
+static double exposed(double comm, double window, double ov) { return maxd(0.0, comm - ov * window); }
+
+/* Time of one call of collective c (0 when unused). */
+static double call_s(const Collective *c) { return c->calls ? c->time_s / (double)c->calls : 0; }
+
+static void attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L)
 {
-    return dt_fp8(dt) ? in->gpu->flops_fp8 * in->eff_gemm_fp8 : in->gpu->flops_bf16 * in->eff_gemm_bf16;
+    const GpuSpec *gp = in->gpu;
+    AttnImpl k = plan_attn_kernel(in);
+    double tok = (double)g->tok, seq = (double)g->seq, hd = (double)in->model->head_dim;
+    if (k == ATTN_MATERIALIZED) {
+        /* the GEMMs (QK^T, PV; backward dO V^T, P^T dO, dS K, dS^T Q) through the GEMM model with the scores
+         * left out of their traffic, against every byte the scores move (plan_bytes.h: FP32 scores, softmax,
+         * P and dS in BF16), whichever is longer; dropout adds its mask and a pass over P */
+        uint64_t sq = g->s_local, skv = g->seq, d = in->model->head_dim, bt = g->mbs * g->heads_t;
+        double tf = gemm_time(gg, sq, skv, d, bt, 0, 0) + gemm_time(gg, sq, d, skv, bt, 0, 2);
+        double tb = gemm_time(gg, sq, skv, d, bt, 0, 0) + gemm_time(gg, skv, d, sq, bt, 0, 2) +
+                    gemm_time(gg, sq, d, skv, bt, 0, 2) + gemm_time(gg, skv, d, sq, bt, 0, 2);
+        double el = tok * (double)g->heads_t * seq, ib = 1.0 / (gp->hbm_bw * in->eff_hbm);
+        /* dropout: forward writes the mask (1) and rewrites P (2 + 2); backward reads the mask (1) and dP (2) */
+        double drop_f = in->dropout ? 5.0 : 0.0, drop_b = in->dropout ? 3.0 : 0.0;
+        L->attn_f = maxd(maxd(tf, (pb_attn_mat_bytes_fwd(el, 2.0) + el * drop_f) * ib), tf + 2 * in->launch_s);
+        L->attn_b = maxd(maxd(tb, (pb_attn_mat_bytes_bwd(el, 2.0) + el * drop_b) * ib), tb + in->launch_s);
+        return;
+    }
+    const AttnCurve *c = arch_attn(arch_row(gp->sm), k);
+    double e = in->eff_attn > 0 ? in->eff_attn : c->e_fwd * arch_hd_factor(c, in->model->head_dim) * gpu_sustained(gp);
+    double x = (double)g->s_local; /* keys one rank's chunk attends to at a time */
+    double ef = e * x / (x + c->s_half), eb = e * c->bwd * x / (x + c->s_half_bwd);
+    double fl = 2.0 * tok * seq * (double)g->heads_t * hd; /* 4 tok seq q/tp, halved for the causal mask */
+    L->attn_f = maxd(fl / (gp->flops_bf16 * ef), in->launch_s);
+    L->attn_b = maxd(2.5 * fl / (gp->flops_bf16 * eb), 2 * in->launch_s);
 }
 
-/* Compute and memory time of one micro-batch through the given stage. */
-static Pass stage_pass(const PlanInput *in, const Geo *g, uint32_t stage, double *attn_fwd_out)
+/* One layer and micro-batch, and its recompute. */
+static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Plan *p, LayerT *L)
 {
     const Recipe *rc = in->recipe;
-    const GpuSpec *gp = in->gpu;
-    double tok = (double)g->tok, r = (double)g->rep, h = (double)g->h, Ft = (double)g->F_t;
-    double Ls = (double)g->Ls, hbm = gp->hbm_bw * in->eff_hbm;
-    int first = stage == 0, last = stage == g->pp - 1, flash = in->attn == ATTN_FLASH;
-    int fwd8 = dt_fp8(rc->gemm_fwd), bwd8 = dt_fp8(rc->gemm_bwd), cur = rc->scaling == SCALING_CURRENT;
-
-    /* GEMMs */
-    double fl = 2.0 * tok * (double)g->gemm_layer;
-    double gemm_f = fl / rate(in, rc->gemm_fwd), gemm_b = 2.0 * fl / rate(in, rc->gemm_bwd);
-    /* attention core */
-    double afl = 4.0 * tok * (double)g->seq * (double)g->q_t * (flash ? 0.5 : 1.0);
-    double attn_f = afl / (gp->flops_bf16 * in->eff_attn), attn_b = attn_f * 2.5;
-    if (!flash) { /* materialized: the scores' bytes (BF16 activations), or the GEMM FLOPs */
-        double sc = tok * (double)g->seq * (double)g->heads_t, r16 = rate(in, DT_BF16);
-        attn_f = pb_roofline_s(afl, r16, pb_attn_mat_bytes_fwd(sc, 2.0), hbm);
-        attn_b = pb_roofline_s(2.0 * afl, r16, pb_attn_mat_bytes_bwd(sc, 2.0), hbm);
+    int f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd);
+    double gb = (double)dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]));
+    double wout = in->fusion == FUSE_TE ? 2.0 * gb : 2.0; /* TE accumulates into the main grad in the epilogue */
+    uint64_t tok = g->tok;
+    double gf[LIN_COUNT];
+    L->gemm_f = L->gemm_b = 0;
+    for (int i = 0; i < LIN_COUNT; i++) {
+        uint64_t N = g->lin_rows[i], K = g->lin_cols[i];
+        gf[i] = gemm_time(gg, tok, N, K, 1, f8, 2);
+        L->gemm_f += gf[i];
+        L->gemm_b += gemm_time(gg, tok, K, N, 1, b8, 2) + gemm_time(gg, N, K, tok, 1, b8, wout);
     }
-    /* memory-bound work, bytes per layer forward */
-    double ht = tok / r * h;
-    double nb = 2 * ht * 4 + 2 * ht * 6; /* norms (read 2 + write 2), residual adds (read 4 + write 2) */
-    nb += tok * (double)(g->k * g->F_t) * 2 + tok * Ft * 2; /* activation function reads its input, writes output */
-    if (in->model->pos == POS_ROPE) nb += tok * (double)(g->q_t + g->kv_t) * 4;
-    if (in->dropout) nb += 2 * ht * 5;
-    if (!flash && in->dropout) nb += tok * (double)g->heads_t * (double)g->seq * 5; /* the softmax is attention's */
-    double xe = 2 * ht + tok * (double)g->q_t + tok * Ft; /* elements of the four GEMM inputs */
-    double ye = tok * (double)(g->q_t + 2 * g->kv_t) + 2 * ht + tok * (double)(g->k * g->F_t);
-    double cast_f = fwd8 ? xe * (4 + 2 * cur) : 0, cast_b = bwd8 ? ye * (4 + 2 * cur) : 0;
-    double ng_f = (nb + cast_f) / hbm, ng_b = (2 * nb + cast_b) / hbm;
+    attention(in, g, gg, L);
+    LayerElem le;
+    plan_layer_elem(in, g, &le);
+    L->elem_f = le.fwd, L->elem_b = le.bwd;
 
-    /* main-gradient accumulation, per layer: the GEMM epilogue reads and writes it in place */
-    Dtype gd = rc->gemm.dt[STATE_GRAD];
-    double acc = (double)g->gemm_layer * (2.0 * dt_bytes(gd) + (dt_bytes(gd) < 4 ? 4.0 : 0.0));
-    ng_b += acc / hbm;
+    /* TP and CP collectives of one layer and micro-batch */
+    const Collective *c = p->coll;
+    double tpf, tpb;
+    if (c[CO_TP_AR_FWD].calls) {
+        tpf = 2 * call_s(&c[CO_TP_AR_FWD]), tpb = 2 * call_s(&c[CO_TP_AR_BWD]);
+    } else {
+        tpf = 2 * call_s(&c[CO_TP_AG_FWD]) + 2 * call_s(&c[CO_TP_RS_FWD]);
+        tpb = 4 * call_s(&c[CO_TP_AG_BWD]) + 2 * call_s(&c[CO_TP_RS_BWD]);
+    }
+    L->tp_raw = tpf + tpb;
+    L->tp_f = exposed(tpf, L->gemm_f, in->overlap_tp);
+    L->tp_b = exposed(tpb, L->gemm_b, in->overlap_tp);
+    L->cp = exposed(3 * call_s(&c[CO_CP_KV]), L->attn_f + L->attn_b, in->overlap_cp);
 
-    Pass ps;
-    ps.attn_f = attn_f, ps.attn_b = attn_b;
-    ps.fwd = Ls * (gemm_f + attn_f + ng_f);
-    ps.bwd = Ls * (gemm_b + attn_b + ng_b);
-    if (in->recompute == RECOMPUTE_FULL) ps.bwd += Ls * (gemm_f + attn_f + ng_f);
-    if (in->recompute == RECOMPUTE_SELECTIVE) ps.bwd += Ls * attn_f;
-    if (first) ps.fwd += tok * h * 4 / hbm, ps.bwd += tok * h * 4 / hbm; /* embedding gather/scatter-add */
+    L->rc_gemm = L->rc_attn = L->rc_elem = 0;
+    switch (in->recompute) {
+    case RECOMPUTE_FULL: L->rc_gemm = L->gemm_f, L->rc_attn = L->attn_f, L->rc_elem = L->elem_f + L->tp_f; break;
+    case RECOMPUTE_SELECTIVE: L->rc_attn = L->attn_f; break;
+    case RECOMPUTE_OP: {
+        uint64_t kv = g->kv_t, h = g->h;
+        L->rc_gemm = gemm_time(gg, tok, kv, h, 1, f8, 2) + gf[LIN_PROJ] +
+                     (g->k == 2 ? gemm_time(gg, tok, g->F_t, h, 1, f8, 2) : gf[LIN_FC2]);
+        L->rc_elem = L->elem_f;
+        break;
+    }
+    default: break;
+    }
+}
+
+/* One micro-batch through a stage with Ls layers. */
+static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const LayerT *L, uint64_t Ls, int first,
+                    int last)
+{
+    StageT s;
+    double n = (double)Ls, tok = (double)g->tok, h = (double)g->h, ib = 1.0 / (in->gpu->hbm_bw * in->eff_hbm);
+    s.gemm = n * (L->gemm_f + L->gemm_b + L->rc_gemm);
+    s.attn = n * (L->attn_f + L->attn_b + L->rc_attn);
+    s.tp = n * (L->tp_f + L->tp_b);
+    s.cp = n * L->cp;
+    s.fwd = n * (L->gemm_f + L->attn_f + L->elem_f + L->tp_f) + s.cp / 2;
+    s.bwd = n * (L->gemm_b + L->attn_b + L->elem_b + L->tp_b + L->rc_gemm + L->rc_attn + L->rc_elem) + s.cp / 2;
+    if (first) { /* embedding gather, and its scatter-add in backward */
+        s.fwd += maxd(tok * h * 4 * ib, in->launch_s);
+        s.bwd += maxd(tok * h * 4 * ib, in->launch_s);
+    }
     if (last) {
-        double lfl = 2.0 * tok * h * (double)g->Vp_t, lr = gp->flops_bf16 * in->eff_gemm_bf16;
-        double ce = tok * (double)g->Vp_t * 16; /* logits to fp32, softmax, loss, gradient */
-        ps.fwd += lfl / lr + ce / 2 / hbm;
-        ps.bwd += 2 * lfl / lr + ce / 2 / hbm;
+        uint64_t V = g->Vp_t, t = g->tok, hh = g->h;
+        double head_f = gemm_time(gg, t, V, hh, 1, 0, 2);
+        double gb = (double)dt_bytes(plan_grad_dt(in, in->recipe->other.dt[STATE_GRAD]));
+        double head_b = gemm_time(gg, t, hh, V, 1, 0, 2) + gemm_time(gg, V, hh, t, 1, 0, 2.0 * gb);
+        double ce = tok * (double)V * 8 * ib; /* logits to fp32, softmax, loss; its gradient */
+        double norm = tok * h * 4 * ib;
+        s.gemm += head_f + head_b;
+        s.fwd += head_f + maxd(ce, 3 * in->launch_s) + maxd(norm, in->launch_s);
+        s.bwd += head_b + maxd(ce, 2 * in->launch_s) + maxd(1.5 * norm, 2 * in->launch_s);
     }
-    if (attn_fwd_out) *attn_fwd_out = Ls * attn_f;
-    return ps;
+    return s;
+}
+
+/* Spread an exposed total over the collectives of one group in proportion to their times. */
+static void expose(Plan *p, int lo, int hi, double exposed_total, double raw_total)
+{
+    double f = raw_total > 0 ? exposed_total / raw_total : 0;
+    for (int i = lo; i <= hi; i++) p->coll[i].exposed_s = p->coll[i].time_s * f;
 }
 
 void plan_time(const PlanInput *in, const Geo *g, Plan *p)
 {
     const Recipe *rc = in->recipe;
     TimeBreakdown *tb = &p->time;
+    GemmGpu gg;
+    gemm_gpu_init(in, &gg);
+    LayerT L;
+    layer(in, g, &gg, p, &L);
     double m = (double)g->m, hbm = in->gpu->hbm_bw * in->eff_hbm;
-    double attn0, attnl;
-    Pass s0 = stage_pass(in, g, 0, &attn0), sl = g->pp > 1 ? stage_pass(in, g, (uint32_t)(g->pp - 1), &attnl) : s0;
-    Pass ps = (sl.fwd + sl.bwd > s0.fwd + s0.bwd) ? sl : s0;
 
-    /* split the compute of the slower stage into GEMM / attention / memory-bound for the report */
-    {
-        double tok = (double)g->tok, fl = 2.0 * tok * (double)g->gemm_layer, Ls = (double)g->Ls;
-        double gf = fl / rate(in, rc->gemm_fwd), gb = 2 * fl / rate(in, rc->gemm_bwd);
-        double per_mb_gemm = Ls * (gf + gb + (in->recompute == RECOMPUTE_FULL ? gf : 0));
-        double per_mb_attn = Ls * (ps.attn_f * (1 + (in->recompute != RECOMPUTE_NONE)) + ps.attn_b);
-        if (g->pp == 1 || (sl.fwd + sl.bwd > s0.fwd + s0.bwd)) { /* last stage: LM head GEMMs */
-            double lfl = 2.0 * tok * (double)g->h * (double)g->Vp_t;
-            per_mb_gemm += 3 * lfl / (in->gpu->flops_bf16 * in->eff_gemm_bf16);
-        }
-        double per_mb = ps.fwd + ps.bwd;
-        tb->gemm_s = per_mb_gemm * m;
-        tb->attn_s = per_mb_attn * m;
-        tb->nongemm_s = (per_mb - per_mb_gemm - per_mb_attn) * m;
-        if (tb->nongemm_s < 0) tb->nongemm_s = 0;
+    /* stages: first, last, a middle one */
+    int one = g->pp == 1;
+    StageT sf = stage(in, g, &gg, &L, g->Lf, 1, one), sl = one ? sf : stage(in, g, &gg, &L, g->Ll, 0, 1);
+    StageT smid = g->pp > 2 ? stage(in, g, &gg, &L, g->Lm, 0, 0) : sf;
+    double tf = sf.fwd + sf.bwd, tl = sl.fwd + sl.bwd, tm = smid.fwd + smid.bwd;
+    const StageT *slow = &sf;
+    double tmax = tf, sum = tf;
+    if (!one) {
+        sum = tf + tl + (double)(g->pp - 2) * tm;
+        if (tl > tmax) tmax = tl, slow = &sl;
+        if (g->pp > 2 && tm > tmax) tmax = tm, slow = &smid;
     }
 
-    /* communication on the critical path, per micro-batch */
-    double tp_s = 0, cp_s = 0, pp_s = 0;
-    for (int i = CO_TP_AR_FWD; i <= CO_TP_RS_BWD; i++) tp_s += p->coll[i].time_s;
-    cp_s = p->coll[CO_CP_KV].time_s;
-    double cp_hidden = attn0 * 3.5 * m; /* CP exchange overlaps attention fwd+bwd */
-    double cp_exp = cp_s > cp_hidden ? cp_s - cp_hidden : 0;
-    pp_s = p->coll[CO_PP_P2P].time_s;
-    for (int i = CO_TP_AR_FWD; i <= CO_TP_RS_BWD; i++) p->coll[i].exposed_s = p->coll[i].time_s;
-    p->coll[CO_CP_KV].exposed_s = cp_exp;
-    tb->tp_comm_s = tp_s;
-    tb->cp_comm_s = cp_exp;
-    tb->pp_comm_s = pp_s;
+    /* pipeline send/recv on the critical path: activations in, gradients in, per chunk */
+    Collective *cpp = &p->coll[CO_PP_P2P];
+    /* only an interleaved schedule has another chunk's compute to hide a send behind (Megatron's
+     * overlap_p2p_comm needs virtual stages; plain 1F1B waits for its input) */
+    double ovpp = g->vpp > 1 ? in->overlap_pp : 0;
+    double p2p = one ? 0 : 2.0 * (double)g->vpp * call_s(cpp) * (1.0 - ovpp);
+    cpp->exposed_s = p2p * m;
+    double pipe = m * (tmax + p2p) + (sum - tmax) / (double)g->vpp;
 
-    double mb = ps.fwd + ps.bwd + (tp_s + cp_exp + pp_s) / m;
-    tb->microbatch_s = mb;
-    tb->bubble_s = (double)(g->pp - 1) / (double)g->vpp * mb;
+    tb->gemm_s = slow->gemm * m;
+    tb->attn_s = slow->attn * m;
+    tb->tp_comm_s = slow->tp * m;
+    tb->cp_comm_s = slow->cp * m;
+    tb->nongemm_s = maxd(0.0, (tmax - slow->gemm - slow->attn - slow->tp - slow->cp) * m);
+    tb->pp_comm_s = p2p * m;
+    tb->bubble_s = (sum - tmax) / (double)g->vpp;
+    tb->microbatch_s = tmax + p2p;
+    expose(p, CO_TP_AR_FWD, CO_TP_RS_BWD, (L.tp_f + L.tp_b) * (double)p->stage_layers * m,
+           L.tp_raw * (double)p->stage_layers * m);
+    p->coll[CO_CP_KV].exposed_s = L.cp * (double)p->stage_layers * m;
 
-    /* DP */
-    double dp = 0;
+    /* DP: gradient reduce behind the backward, parameter gather behind the forward, one bucket exposed */
+    const StageT *me = p->stage == 0 ? &sf : p->stage == g->pp - 1 ? &sl : &smid;
+    double chunks = g->vpp > 1 ? (double)g->vpp : (double)(p->stage_layers ? p->stage_layers : 1);
+    double ov = in->overlap_dp, dp = 0;
     Collective *ar = &p->coll[CO_DP_GRAD_AR], *rs = &p->coll[CO_DP_GRAD_RS], *ag = &p->coll[CO_DP_PARAM_AG];
-    double wb = in->overlap_dp ? ps.bwd : 0, wf = in->overlap_dp ? ps.fwd : 0;
-    ar->exposed_s = ar->time_s > wb ? ar->time_s - wb : 0;
-    rs->exposed_s = rs->time_s > wb ? rs->time_s - wb : 0;
-    if (in->sharding == SHARD_ZERO3) wf = in->overlap_dp ? (ps.fwd + ps.bwd) * m : 0;
-    ag->exposed_s = ag->time_s > wf ? ag->time_s - wf : 0;
-    dp = ar->exposed_s + rs->exposed_s + ag->exposed_s;
+    Collective *red = ar->calls ? ar : rs;
+    if (red->calls) {
+        double window = red->calls > 1 ? me->bwd * (double)red->calls : me->bwd;
+        red->exposed_s = exposed(red->time_s, window, ov) + (ov > 0 ? call_s(red) / chunks : 0);
+        if (red->exposed_s > red->time_s) red->exposed_s = red->time_s;
+        dp += red->exposed_s;
+    }
+    if (ag->calls) {
+        double window = ag->calls > 1 ? (me->fwd + me->bwd) * m : me->fwd;
+        ag->exposed_s = exposed(ag->time_s, window, ov) + (ov > 0 ? call_s(ag) / chunks : 0);
+        if (ag->exposed_s > ag->time_s) ag->exposed_s = ag->time_s;
+        dp += ag->exposed_s;
+    }
     tb->dp_comm_s = dp;
 
     /* optimizer: per state, read+write (gradient read only, weight written) */
@@ -161,42 +249,42 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     ob += (double)(mt[MT_GRAD_GEMM].bytes + mt[MT_GRAD_OTHER].bytes);
     ob += 2.0 * (double)(mt[MT_MASTER_GEMM].bytes + mt[MT_MASTER_OTHER].bytes + mt[MT_OPTIM_M_GEMM].bytes +
                          mt[MT_OPTIM_M_OTHER].bytes + mt[MT_OPTIM_V_GEMM].bytes + mt[MT_OPTIM_V_OTHER].bytes);
-    /* the updated slice of the working weight */
     double wfrac = mt[MT_MASTER_GEMM].elements && p->params_gemm_gpu
                        ? (double)mt[MT_MASTER_GEMM].elements / (double)p->params_gemm_gpu
                        : 1.0;
     ob += wfrac * (double)(mt[MT_WEIGHT_GEMM].bytes + mt[MT_WEIGHT_OTHER].bytes);
+    /* scaled states (FP8-LM / MS-AMP): a second pass reads gradient, master, m and v again (plan_bytes.h) */
     ob += pb_optim_second_pass_bytes(&rc->gemm, (double)mt[MT_GRAD_GEMM].bytes, (double)mt[MT_MASTER_GEMM].bytes,
                                      (double)mt[MT_OPTIM_M_GEMM].bytes, (double)mt[MT_OPTIM_V_GEMM].bytes);
     ob += pb_optim_second_pass_bytes(&rc->other, (double)mt[MT_GRAD_OTHER].bytes, (double)mt[MT_MASTER_OTHER].bytes,
                                      (double)mt[MT_OPTIM_M_OTHER].bytes, (double)mt[MT_OPTIM_V_OTHER].bytes);
     tb->optimizer_s = ob / hbm;
 
-    /* FP8 main gradients committed from their FP32 staging, once per step */
-    double commit = pb_grad_commit_bytes((double)p->params_gemm_gpu, rc->gemm.dt[STATE_GRAD]) / hbm;
+    /* FP8 main gradients committed from their FP32 staging buffer once per step (plan_bytes.h) */
+    double commit = pb_grad_commit_bytes((double)p->params_gemm_gpu, plan_grad_dt(in, rc->gemm.dt[STATE_GRAD])) / hbm;
     tb->nongemm_s += commit;
 
-    /* FP8 weight casts of the cached copies, once per step */
-    double wc = 0;
-    if (mt[MT_FP8_ROWWISE].elements || mt[MT_FP8_COLWISE].elements) {
-        Dtype src = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : rc->gemm.dt[STATE_MASTER];
-        double per =
-            dt_bytes(src) * (rc->scaling == SCALING_CURRENT ? 2.0 : 1.0) + (double)recipe_fp8_copy_bytes_per_param(rc);
-        wc = (double)p->params_gemm_gpu * per / hbm;
-    }
+    /* FP8 weight casts: cached copies once per step, uncached ones every micro-batch; recipes without copies
+     * (casts in the GEMM call, torchao-style) cast forward and again backward */
+    double wc = 0, copies = (double)recipe_fp8_copy_bytes_per_param(rc);
+    Dtype src = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : rc->gemm.dt[STATE_MASTER];
+    double per = (double)dt_bytes(src) * (rc->scaling == SCALING_CURRENT ? 2.0 : 1.0);
+    if (copies > 0)
+        wc = (double)p->params_gemm_gpu * (per + copies) / hbm * (in->fp8_weight_cache ? 1.0 : m);
+    else if (recipe_fp8_gemm(rc) && !dt_fp8(src))
+        wc = (double)p->params_gemm_gpu * 2.0 * (per + 1.0) / hbm * m;
     tb->weight_cast_s = wc;
     tb->other_s = p->coll[CO_AMAX_AR].time_s + p->coll[CO_EMB_GRAD_AR].time_s;
     p->coll[CO_AMAX_AR].exposed_s = p->coll[CO_AMAX_AR].time_s;
     p->coll[CO_EMB_GRAD_AR].exposed_s = p->coll[CO_EMB_GRAD_AR].time_s;
-    p->coll[CO_PP_P2P].exposed_s = p->coll[CO_PP_P2P].time_s;
 
-    tb->step_s = (m + (double)(g->pp - 1) / (double)g->vpp) * mb + dp + tb->optimizer_s + wc + tb->other_s + commit;
+    tb->step_s = pipe + dp + tb->optimizer_s + commit + wc + tb->other_s;
 
     /* throughput and MFU */
-    double gbs = (double)p->in.gbs, seq = (double)g->seq, L = (double)g->L;
+    double gbs = (double)p->in.gbs, seq = (double)g->seq, Lh = (double)g->L;
     double lin_full = (double)g->gemm_layer * (double)g->tp; /* per layer, whole (unsharded) */
-    double n_flop = L * lin_full + (double)g->h * (double)g->V;
-    double per_tok = 6.0 * n_flop + 12.0 * L * (double)g->q_dim * seq;
+    double n_flop = Lh * lin_full + (double)g->h * (double)g->V;
+    double per_tok = 6.0 * n_flop + 12.0 * Lh * (double)g->q_dim * seq;
     p->model_flops_step = per_tok * gbs * seq;
     double step = tb->step_s;
     p->samples_per_s = gbs / step;

@@ -6,6 +6,8 @@
 static const char *const norm_names[] = {[NORM_LAYERNORM] = "layernorm", [NORM_RMSNORM] = "rmsnorm"};
 static const char *const mlp_names[] = {[MLP_GELU] = "gelu", [MLP_SWIGLU] = "swiglu"};
 static const char *const pos_names[] = {[POS_LEARNED] = "learned", [POS_ROPE] = "rope", [POS_NONE] = "none"};
+static const char *const link_names[] = {[LINK_NVLINK] = "nvlink", [LINK_PCIE] = "pcie"};
+_Static_assert(sizeof link_names / sizeof *link_names == LINK_COUNT_, "link_names");
 _Static_assert(sizeof norm_names / sizeof *norm_names == NORM_COUNT_, "norm_names");
 _Static_assert(sizeof mlp_names / sizeof *mlp_names == MLP_COUNT_, "mlp_names");
 _Static_assert(sizeof pos_names / sizeof *pos_names == POS_COUNT_, "pos_names");
@@ -42,6 +44,15 @@ static int parse_in(const char *const *names, int n, const char *s, int *out)
 const char *norm_name(NormType n) { return (unsigned)n < NORM_COUNT_ ? norm_names[n] : "?"; }
 const char *mlp_name(MlpType m) { return (unsigned)m < MLP_COUNT_ ? mlp_names[m] : "?"; }
 const char *pos_name(PosType p) { return (unsigned)p < POS_COUNT_ ? pos_names[p] : "?"; }
+const char *link_name(IntraLink l) { return (unsigned)l < LINK_COUNT_ ? link_names[l] : "?"; }
+
+int link_parse(const char *s, IntraLink *out)
+{
+    int v;
+    if (parse_in(link_names, LINK_COUNT_, s, &v)) return -1;
+    *out = (IntraLink)v;
+    return 0;
+}
 
 int norm_parse(const char *s, NormType *out)
 {

@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-enum { SPEC_NAME_MAX = 48, SPEC_SOURCE_MAX = 512 };
+enum { SPEC_NAME_MAX = 48, SPEC_SOURCE_MAX = 2048, STACK_SOURCE_MAX = 4096 };
 
 typedef enum { NORM_LAYERNORM = 0, NORM_RMSNORM, NORM_COUNT_ } NormType;
 typedef enum { MLP_GELU = 0, MLP_SWIGLU, MLP_COUNT_ } MlpType;
@@ -50,11 +50,18 @@ typedef struct {
 } ModelSpec;
 
 /* One GPU type. Bandwidths are bytes/s in one direction, per GPU; FLOP rates
- * are dense (no structured sparsity), in FLOP/s. */
+ * are dense (no structured sparsity), in FLOP/s. The measured matmul ceilings
+ * (MAMF: the best rate a brute-force search over large shapes reaches, at the
+ * clock the part sustains under load) are what the GEMM model saturates at. */
+typedef enum { LINK_NVLINK = 0, LINK_PCIE, LINK_COUNT_ } IntraLink;
 typedef struct {
     char name[SPEC_NAME_MAX];
     uint32_t sm;        /* compute capability x 10: 80 = SM 8.0 (A100), 89, 90, 100 */
-    uint32_t sms;       /* streaming multiprocessors of the full part */
+    uint32_t sms;       /* streaming multiprocessors (0: unknown, no wave quantization) */
+    double mamf_bf16;   /* maximum achievable BF16 matmul FLOP/s (0: the BF16 peak) */
+    double mamf_fp8;    /* maximum achievable FP8 matmul FLOP/s (0: the FP8 peak) */
+    double sustained;   /* share of the kernel benchmarks (MAMF, attention) a training step sustains (0: 1) */
+    IntraLink link;     /* what joins the GPUs of a node (NCCL's latency class) */
     uint64_t hbm_bytes; /* device memory capacity, bytes */
     double hbm_bw;      /* bytes/s */
     double flops_bf16;  /* dense BF16 tensor-core FLOP/s */
@@ -88,6 +95,10 @@ void spec_linear_shape(const ModelSpec *m, LinearKind k, uint32_t tp, uint64_t *
 const char *norm_name(NormType n);
 const char *mlp_name(MlpType m);
 const char *pos_name(PosType p);
+const char *link_name(IntraLink l);
+/* The sustained fraction of a GPU (1 when not given). */
+static inline double gpu_sustained(const GpuSpec *g) { return g->sustained > 0 ? g->sustained : 1.0; }
+int link_parse(const char *s, IntraLink *out);
 /* Parse those names (case-insensitive); 0 ok, -1 unknown. */
 int norm_parse(const char *s, NormType *out);
 int mlp_parse(const char *s, MlpType *out);

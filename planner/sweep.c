@@ -24,6 +24,26 @@ static void divisors(uint32_t n, List *l)
 
 static uint32_t or_default(uint32_t v, uint32_t d) { return v ? v : d; }
 
+/* Uneven pipelines for L layers on pp stages (vpp chunks each) when they do not divide: the middle stages
+ * hold q = ceil(L/pp) or floor(L/pp) layers, the first and last split what is left (first <= last).
+ * Returns how many candidates it wrote (0 when the split is even or none is valid). */
+static int uneven(uint32_t L, uint32_t pp, uint32_t vpp, uint32_t first[2], uint32_t last[2])
+{
+    if (pp < 2 || L % (pp * vpp) == 0) return 0;
+    int n = 0;
+    const uint32_t qs[2] = {(L + pp - 1) / pp, L / pp};
+    for (int i = 0; i < 2; i++) {
+        uint32_t q = qs[i];
+        if (i && q == qs[0]) break;
+        uint64_t mid = (uint64_t)(pp - 2) * q;
+        if (mid >= L) continue;
+        uint32_t rest = L - (uint32_t)mid, f = rest / 2, l = rest - f;
+        if (f < vpp || l < vpp || (pp > 2 && q < vpp)) continue;
+        first[n] = f, last[n] = l, n++;
+    }
+    return n;
+}
+
 /* Walk the space; when `visit` is NULL only count. */
 typedef void (*Visit)(const PlanInput *in, void *ctx);
 
@@ -33,6 +53,7 @@ static uint64_t walk(const SweepSpec *s, Visit visit, void *ctx)
     uint32_t max_tp = or_default(s->max_tp, s->base.gpu ? s->base.gpu->gpus_per_node : 8);
     uint32_t max_vpp = or_default(s->max_vpp, 8), max_cp = or_default(s->max_cp, 8),
              max_mbs = or_default(s->max_mbs, 8);
+    uint32_t L = s->base.model ? s->base.model->layers : 1;
     List tps, pps, cps, mbss;
     pow2_divisors(s->gpus, max_tp, &tps);
     pow2_divisors(1u << 30, max_mbs, &mbss);
@@ -41,30 +62,43 @@ static uint64_t walk(const SweepSpec *s, Visit visit, void *ctx)
         uint64_t seq = in.seq ? in.seq : in.model->seq_len;
         in.gbs = ((1ull << 21) + seq - 1) / seq;
     }
-    for (int r = 0; r < s->nrecipes; r++) {
-        in.recipe = s->recipes[r];
-        for (int a = 0; a < tps.n; a++) {
-            uint32_t tp = tps.v[a];
-            divisors(s->gpus / tp, &pps);
-            for (int b = 0; b < pps.n; b++) {
-                uint32_t pp = pps.v[b];
-                pow2_divisors(s->gpus / (tp * pp), max_cp, &cps);
-                for (uint32_t vpp = 1; vpp <= (pp > 1 ? max_vpp : 1); vpp++)
-                    for (int c = 0; c < cps.n; c++) {
-                        uint32_t cp = cps.v[c], dp = s->gpus / (tp * pp * cp);
-                        for (int d = 0; d < mbss.n; d++)
-                            for (int rc = 0; rc < RECOMPUTE_COUNT_; rc++)
-                                for (int dist = 0; dist < 2; dist++) {
-                                    n++;
-                                    if (!visit) continue;
-                                    in.tp = tp, in.pp = pp, in.vpp = vpp, in.cp = cp, in.dp = dp;
-                                    in.mbs = mbss.v[d];
-                                    in.recompute = (Recompute)rc;
-                                    in.sharding = dist ? SHARD_DIST_OPT : SHARD_NONE;
-                                    in.world = s->gpus;
-                                    visit(&in, ctx);
-                                }
+    int nst = s->nstacks > 0 && s->stacks ? s->nstacks : 1;
+    for (int k = 0; k < nst; k++) {
+        if (s->nstacks > 0 && s->stacks) {
+            plan_input_use_stack(&in, s->stacks[k]);
+            if (s->after_stack) s->after_stack(&in, s->after_stack_ctx);
+        }
+        for (int r = 0; r < s->nrecipes; r++) {
+            in.recipe = s->recipes[r];
+            for (int a = 0; a < tps.n; a++) {
+                uint32_t tp = tps.v[a];
+                divisors(s->gpus / tp, &pps);
+                for (int b = 0; b < pps.n; b++) {
+                    uint32_t pp = pps.v[b];
+                    pow2_divisors(s->gpus / (tp * pp), max_cp, &cps);
+                    for (uint32_t vpp = 1; vpp <= (pp > 1 ? max_vpp : 1); vpp++) {
+                        uint32_t fl[2], ll[2];
+                        int nsplit = uneven(L, pp, vpp, fl, ll), nv = nsplit ? nsplit : 1;
+                        for (int u = 0; u < nv; u++)
+                            for (int c = 0; c < cps.n; c++) {
+                                uint32_t cp = cps.v[c], dp = s->gpus / (tp * pp * cp);
+                                for (int d = 0; d < mbss.n; d++)
+                                    for (int rc = 0; rc < RECOMPUTE_COUNT_; rc++)
+                                        for (int dist = 0; dist < 2; dist++) {
+                                            n++;
+                                            if (!visit) continue;
+                                            in.tp = tp, in.pp = pp, in.vpp = vpp, in.cp = cp, in.dp = dp;
+                                            in.first_stage_layers = nsplit ? fl[u] : 0;
+                                            in.last_stage_layers = nsplit ? ll[u] : 0;
+                                            in.mbs = mbss.v[d];
+                                            in.recompute = (Recompute)rc;
+                                            in.sharding = dist ? SHARD_DIST_OPT : SHARD_NONE;
+                                            in.world = s->gpus;
+                                            visit(&in, ctx);
+                                        }
+                            }
                     }
+                }
             }
         }
     }

@@ -1,14 +1,18 @@
 /* planner/sweep.h — enumerate layouts and recipes for N GPUs, keep the best.
  *
- * For every recipe, TP in the powers of two dividing N (up to max_tp), PP in
- * the divisors of N/TP, virtual stages 1..max_vpp (PP > 1 only), CP in the
- * powers of two up to max_cp, DP = N/(TP*PP*CP), micro-batch in the powers of
- * two up to max_mbs, recompute none/selective/full and the distributed
- * optimizer off/on, the sweep builds a plan (plan_build_fast). Invalid layouts
- * are counted by reason, layouts that do not fit are counted as OOM, and the
- * rest are ranked by predicted tokens/s; the best `k` are kept (no malloc:
- * the caller owns the result array). The global batch is fixed for the whole
- * sweep (base.gbs, or about 2M tokens when 0) so throughputs compare. */
+ * For every stack (base's when none are listed) and recipe, TP in the powers of
+ * two dividing N (up to max_tp), PP in the divisors of N/TP, virtual stages
+ * 1..max_vpp (PP > 1 only), CP in the powers of two up to max_cp, DP =
+ * N/(TP*PP*CP), micro-batch in the powers of two up to max_mbs, recompute
+ * none/selective/full/op and the distributed optimizer off/on, the sweep builds
+ * a plan (plan_build_fast). When the layers do not divide over PP x VPP it tries
+ * uneven pipelines instead: the middle stages hold ceil(L/PP) or floor(L/PP)
+ * layers and the first and last split the rest (Llama-3-405B's 126 layers on
+ * 16 stages: 7 + 14 x 8 + 7). Invalid layouts are counted by reason, layouts
+ * over the memory limit (base.max_mem_frac of capacity) as not fitting, and the
+ * rest are ranked by predicted tokens/s; the best `k` are kept (no malloc: the
+ * caller owns the result array). The global batch is fixed for the whole sweep
+ * (base.gbs, or about 2M tokens when 0) so throughputs compare. */
 #ifndef FP8PLAN_PLANNER_SWEEP_H
 #define FP8PLAN_PLANNER_SWEEP_H
 
@@ -22,6 +26,11 @@ typedef struct {
     PlanInput base; /* model, gpu, seq, gbs, dropout, attn, sp, overheads, efficiencies; layout ignored */
     const Recipe *const *recipes;
     int nrecipes;
+    const StackSpec *const *stacks; /* applied in turn (plan_input_use_stack); NULL/0: base as it is */
+    int nstacks;
+    /* Called after each stack is applied (e.g. to put back options the user set explicitly); may be NULL. */
+    void (*after_stack)(PlanInput *in, void *ctx);
+    void *after_stack_ctx;
     uint32_t gpus;
     uint32_t max_tp;  /* 0 = the GPU's gpus_per_node */
     uint32_t max_vpp; /* 0 = 8 */
@@ -35,7 +44,7 @@ typedef struct {
 typedef struct {
     uint64_t evaluated; /* layouts x recipes built or rejected */
     uint64_t valid;     /* built */
-    uint64_t oom;       /* built but over capacity */
+    uint64_t oom;       /* built but over the memory limit */
     uint64_t rejected[REJECT_COUNT_];
 } SweepStats;
 

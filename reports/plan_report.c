@@ -12,6 +12,7 @@ enum {
     S_MODEL,
     S_GPU,
     S_RECIPE,
+    S_STACK,
     S_TP,
     S_PP,
     S_VPP,
@@ -25,6 +26,8 @@ enum {
     S_RECOMPUTE,
     S_SHARDING,
     S_STAGE,
+    S_FIRST,
+    S_LAST,
     S_PARAMS_TOTAL,
     S_PARAMS_GPU,
     S_WEIGHT,
@@ -57,6 +60,7 @@ static const TableCol summary_cols[S_COUNT] = {
     [S_MODEL] = {"model", NULL, NULL, TC_STR, 0, 0},
     [S_GPU] = {"gpu", NULL, NULL, TC_STR, 0, 0},
     [S_RECIPE] = {"recipe", NULL, NULL, TC_STR, 0, 0},
+    [S_STACK] = {"stack", NULL, NULL, TC_STR, 0, 0},
     [S_TP] = {"tp", NULL, NULL, TC_U64, 0, 0},
     [S_PP] = {"pp", NULL, NULL, TC_U64, 0, 0},
     [S_VPP] = {"vpp", NULL, NULL, TC_U64, 0, 0},
@@ -70,6 +74,8 @@ static const TableCol summary_cols[S_COUNT] = {
     [S_RECOMPUTE] = {"recompute", NULL, NULL, TC_STR, 0, 0},
     [S_SHARDING] = {"sharding", NULL, NULL, TC_STR, 0, 0},
     [S_STAGE] = {"stage", NULL, NULL, TC_U64, 0, 0},
+    [S_FIRST] = {"first_stage_layers", NULL, NULL, TC_U64, 0, 0},
+    [S_LAST] = {"last_stage_layers", NULL, NULL, TC_U64, 0, 0},
     [S_PARAMS_TOTAL] = {"params_total", NULL, NULL, TC_U64, 0, TF_GROUP},
     [S_PARAMS_GPU] = {"params_gpu", NULL, NULL, TC_U64, 0, TF_GROUP},
     [S_WEIGHT] = {"weight_bytes", NULL, "B", TC_U64, 0, TF_GROUP},
@@ -131,6 +137,7 @@ void plan_summary_row(Table *t, const Plan *p, int rank)
     table_str(t, o + S_MODEL, in->model->name);
     table_str(t, o + S_GPU, in->gpu->name);
     table_str(t, o + S_RECIPE, in->recipe->name);
+    table_str(t, o + S_STACK, in->stack ? in->stack->name : "none");
     table_u64(t, o + S_TP, in->tp);
     table_u64(t, o + S_PP, in->pp);
     table_u64(t, o + S_VPP, in->vpp);
@@ -144,6 +151,8 @@ void plan_summary_row(Table *t, const Plan *p, int rank)
     table_str(t, o + S_RECOMPUTE, recompute_name(in->recompute));
     table_str(t, o + S_SHARDING, sharding_name(in->sharding));
     table_u64(t, o + S_STAGE, p->stage);
+    table_u64(t, o + S_FIRST, in->first_stage_layers);
+    table_u64(t, o + S_LAST, in->last_stage_layers);
     table_u64(t, o + S_PARAMS_TOTAL, p->params_total);
     table_u64(t, o + S_PARAMS_GPU, p->params_gpu);
     table_u64(t, o + S_WEIGHT, sum_terms(p, MT_WEIGHT_GEMM, MT_WEIGHT_OTHER));
@@ -228,14 +237,30 @@ static Table *grouped_terms(const Plan *p)
     total_row(t, "total", p->total_bytes);
     total_row(t, "capacity", p->capacity_bytes);
     table_row(t);
-    table_str(t, T_TERM, p->fits ? "headroom" : "shortfall");
-    uint64_t d = p->fits ? p->capacity_bytes - p->total_bytes : p->total_bytes - p->capacity_bytes;
+    int over = p->total_bytes > p->capacity_bytes;
+    table_str(t, T_TERM, over ? "shortfall" : "headroom");
+    uint64_t d = over ? p->total_bytes - p->capacity_bytes : p->capacity_bytes - p->total_bytes;
     table_u64(t, T_BYTES, d);
     table_f64(t, T_GB, plan_gb(d));
     return t;
 }
 
-enum { C_NAME, C_GROUP, C_OP, C_DTYPE, C_RANKS, C_LINK, C_PAYLOAD, C_BUS, C_CALLS, C_STEP, C_TIME, C_EXPOSED, C_COUNT };
+enum {
+    C_NAME,
+    C_GROUP,
+    C_OP,
+    C_DTYPE,
+    C_RANKS,
+    C_LINK,
+    C_PAYLOAD,
+    C_BUS,
+    C_CALLS,
+    C_STEP,
+    C_BW,
+    C_TIME,
+    C_EXPOSED,
+    C_COUNT
+};
 static const TableCol coll_cols[C_COUNT] = {
     [C_NAME] = {"collective", NULL, NULL, TC_STR, 0, 0},
     [C_GROUP] = {"group", NULL, NULL, TC_STR, 0, 0},
@@ -247,6 +272,7 @@ static const TableCol coll_cols[C_COUNT] = {
     [C_BUS] = {"bus_bytes", "sent", "B/call", TC_U64, 0, TF_GROUP},
     [C_CALLS] = {"calls", NULL, "/step", TC_U64, 0, TF_GROUP},
     [C_STEP] = {"step_bytes", "sent/step", "B", TC_U64, 0, TF_GROUP},
+    [C_BW] = {"bus_gbps", "bus bw", "GB/s", TC_F64, 0, 0},
     [C_TIME] = {"time_s", "time", "s", TC_F64, 4, 0},
     [C_EXPOSED] = {"exposed_s", "exposed", "s", TC_F64, 4, 0},
 };
@@ -268,6 +294,7 @@ Table *plan_collectives_table(const Plan *p)
         table_u64(t, C_BUS, c->bus_bytes);
         table_u64(t, C_CALLS, c->calls);
         table_u64(t, C_STEP, c->step_bytes);
+        table_f64(t, C_BW, c->bw / 1e9);
         table_f64(t, C_TIME, c->time_s);
         table_f64(t, C_EXPOSED, c->exposed_s);
     }
@@ -332,7 +359,8 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
 {
     const PlanInput *in = &p->in;
     char b1[40], b2[40], b3[40];
-    fprintf(f, "plan: %s on %s, recipe %s\n", in->model->name, in->gpu->name, in->recipe->name);
+    fprintf(f, "plan: %s on %s, recipe %s, stack %s\n", in->model->name, in->gpu->name, in->recipe->name,
+            in->stack ? in->stack->name : "none");
     fprintf(f,
             "layout: TP %u x PP %u (vpp %u) x CP %u x DP %u = %u GPUs; micro-batch %u, global batch %llu "
             "(%u micro-batches), seq %u\n",
@@ -340,16 +368,29 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
             p->seq);
     fprintf(f, "        sequence parallel %s, recompute %s, sharding %s over %u ranks, %s attention, dropout %s\n",
             p->sp ? "on" : "off", recompute_name(in->recompute), sharding_name(in->sharding), p->shard_ways,
-            attn_name(in->attn), in->dropout ? "on" : "off");
+            attn_name(plan_attn_kernel(in)), in->dropout ? "on" : "off");
     fprintf(f,
             "params: %s in the model; %s on this GPU (%s in linear layers), PP stage %u of %u (%u layers), "
-            "vocabulary padded to %u\n\n",
+            "vocabulary padded to %u\n",
             grouped(p->params_total, b1), grouped(p->params_gpu, b2), grouped(p->params_gemm_gpu, b3), p->stage, in->pp,
             p->stage_layers, p->vocab_padded);
+    if (p->first_layers != p->mid_layers || p->last_layers != p->mid_layers)
+        fprintf(f, "        uneven stages: first %u, middle %u, last %u layers\n", p->first_layers, p->mid_layers,
+                p->last_layers);
+    fprintf(f, "\n");
     Status st = put_table(grouped_terms(p), f, e);
     if (st) return st;
-    fprintf(f, "verdict: %s — %.2f GB of %.2f GB (%.1f %%)\n\n", p->fits ? "FITS" : "OOM", plan_gb(p->total_bytes),
-            plan_gb(p->capacity_bytes), 100.0 * (double)p->total_bytes / (double)p->capacity_bytes);
+    int oom = p->total_bytes > p->capacity_bytes;
+    fprintf(f, "verdict: %s — %.2f GB of %.2f GB (%.1f %%; the limit is %.0f %%, %.2f GB)\n",
+            oom       ? "OOM"
+            : p->fits ? "FITS"
+                      : "OVER LIMIT",
+            plan_gb(p->total_bytes), plan_gb(p->capacity_bytes),
+            100.0 * (double)p->total_bytes / (double)p->capacity_bytes, 100 * in->max_mem_frac,
+            plan_gb(p->limit_bytes));
+    fprintf(f,
+            "         allocated %.2f GB, reserved by the allocator %.2f GB (what torch.cuda max_memory_* report)\n\n",
+            plan_gb(p->alloc_bytes), plan_gb(p->reserved_bytes));
     fprintf(f, "collectives per step (bytes this GPU sends; ring factors as nccl-tests):\n");
     if ((st = put_table(plan_collectives_table(p), f, e))) return st;
     fprintf(f,
@@ -371,11 +412,20 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
     fprintf(f,
             "\nassumptions: GB = 1e9 B. Activations per Korthikanti et al. 2022, itemized (saved GEMM inputs in "
             "%s). Overheads: CUDA context %.3f GB, GEMM workspace %.3f GB, NCCL %.3f GB per communicator, "
-            "fragmentation %.0f %% of allocator-managed bytes. Efficiencies: BF16 GEMM %.2f, FP8 GEMM %.2f, "
-            "attention %.2f, HBM %.2f, network %.2f; DP collectives %s; TP collectives not overlapped.\n",
+            "allocator reserve %.0f %% of the activation bytes. Stack %s: main gradients %s, FP8 weight copies %s, "
+            "SwiGLU %s, %s kernels at least %.1f us each, %u B per logit at the loss. GEMMs from their shapes at "
+            "%.2f of the GPU's measured matmul ceiling (BF16 %.0f, FP8 %.0f TFLOP/s; --eff-bf16/--eff-fp8 override); "
+            "HBM %.2f, network %.2f of peak. Overlap (fraction of the concurrent compute that hides them): TP %.2f, "
+            "DP %.2f, PP %.2f (interleaved schedules only), CP %.2f.\n",
             dtype_name(in->recipe->saved_input), plan_gb(in->cuda_context_bytes), plan_gb(in->workspace_bytes),
-            plan_gb(in->nccl_comm_bytes), 100 * in->frag_frac, in->eff_gemm_bf16, in->eff_gemm_fp8, in->eff_attn,
-            in->eff_hbm, in->eff_net, in->overlap_dp ? "overlap the first forward / last backward" : "not overlapped");
+            plan_gb(in->nccl_comm_bytes), 100 * in->frag_frac, in->stack ? in->stack->name : "none",
+            main_grad_name(in->main_grad), in->fp8_weight_cache ? "cached per step" : "recast per micro-batch",
+            in->fused_swiglu ? "fused" : "unfused", fusion_name(in->fusion), in->launch_s * 1e6, in->loss_bytes,
+            gpu_sustained(in->gpu), in->gpu->mamf_bf16 / 1e12, in->gpu->mamf_fp8 / 1e12, in->eff_hbm, in->eff_net,
+            in->overlap_tp, in->overlap_dp, in->overlap_pp, in->overlap_cp);
+    if (in->stack && !in->stack->calibrated)
+        fprintf(f, "Stack %s's kernel values are not yet measured on a GPU (models/stacks.csv calibrated = no).\n",
+                in->stack->name);
     if (ferror(f)) return err_set(e, ST_IO, "write error");
     return ST_OK;
 }
@@ -396,7 +446,7 @@ double plan_qty(const Plan *p, PlanQty q)
     case PQ_OVERHEADS: return (double)p->cat_bytes[MC_OVERHEAD];
     case PQ_TOTAL: return (double)p->total_bytes;
     case PQ_FITS: return (double)p->fits;
-    case PQ_STATE_BPP: return recipe_state_bytes_per_param(&p->in.recipe->gemm, 0, 1, NULL);
+    case PQ_STATE_BPP: return plan_state_bytes_per_param(&p->in, NULL);
     case PQ_WEIGHT_COMM: return (double)p->weight_comm_bytes;
     case PQ_DP_COMM: return (double)p->dp_comm_bytes;
     case PQ_TP_COMM: return (double)p->tp_comm_bytes;

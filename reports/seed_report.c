@@ -315,9 +315,11 @@ Status seed_table5(const Catalog *c, const char *text, size_t len, const char *f
     const GpuSpec *gpu = catalog_gpu(c, "h100-sxm");
     if (!st && !gpu) st = err_set(e, ST_DATA, "%s: the catalog has no h100-sxm (FP8-LM's GPU)", fname);
     double bf16_175 = NAN, te_175 = NAN, bf16_175_pub = NAN, te_175_pub = NAN;
+    const StackSpec *stack = catalog_stack(c, SEED_T5_STACK);
     for (int r = 0; !st && r < ct.nrows; r++) {
         PlanInput in;
         plan_input_defaults(&in);
+        if (stack) plan_input_use_stack(&in, stack);
         const char *mname = csv_table_cell(&ct, r, "model"), *rname = csv_table_cell(&ct, r, "recipe");
         const char *colname = csv_table_cell(&ct, r, "column");
         in.model = catalog_model(c, mname);
@@ -342,10 +344,14 @@ Status seed_table5(const Catalog *c, const char *text, size_t len, const char *f
             break;
         }
         double mtol = strcmp(ck, "yes") ? 0 : SEED_T5_MEMORY_TOL, ctol = strcmp(ck, "yes") ? 0 : SEED_T5_COMM_TOL;
-        /* the runs: Megatron-LM with the distributed optimizer, sequence parallelism and flash attention,
-         * no recompute, dropout 0, and (2023 Megatron) no overlap of the DP collectives with compute */
+        /* the runs: Megatron-LM (2023) with the distributed optimizer, sequence parallelism and flash
+         * attention (MS-AMP-Examples gpt3/pretrain_*_megatron.sh: --use-distributed-optimizer
+         * --sequence-parallel --use-flash-attn), no recompute, dropout 0, no overlap of the TP, DP and PP
+         * collectives (the megatron-lm stack's defaults) */
         in.sharding = SHARD_DIST_OPT;
-        in.overlap_dp = 0;
+        in.sp = 1;
+        in.attn = ATTN_FLASH;
+        in.overlap_tp = in.overlap_dp = in.overlap_pp = 0;
         Plan p;
         if ((st = plan_build(&in, &p, e))) {
             err_prefix(e, "%s: row %d", fname, csv_table_rowno(r));

@@ -150,6 +150,18 @@ static unsigned st_overlap(TuiState *s, int d)
     return (void)d, s->in.overlap_dp = !s->in.overlap_dp, ACT_REPLAN | ACT_REDRAW;
 }
 
+static void t_stack(const TuiState *s, char *b, size_t n)
+{
+    snprintf(b, n, "%s", s->in.stack ? s->in.stack->name : "none");
+}
+static unsigned st_stack(TuiState *s, int d)
+{
+    if (!s->cat->nstacks) return tui_status(s, 1, "the catalog has no stacks.csv rows"), ACT_REDRAW;
+    int i = s->in.stack ? (int)(s->in.stack - s->cat->stacks) : (d > 0 ? -1 : 0);
+    plan_input_use_stack(&s->in, &s->cat->stacks[wrap(i + d, s->cat->nstacks)]);
+    return ACT_REPLAN | ACT_REDRAW;
+}
+
 static const TuiField plan_fields[PF_COUNT] = {
     [PF_MODEL] = {"model", "model architecture (models.csv); Enter or / finds one by name", FIND_MODEL, t_model,
                   st_model, NULL},
@@ -176,6 +188,8 @@ static const TuiField plan_fields[PF_COUNT] = {
     [PF_SP] = {"seq parallel", "with TP: norms and dropouts split over the TP ranks", FIND_NONE, t_sp, st_sp, NULL},
     [PF_SHARDING] = {"sharding", "dist-opt: Megatron's distributed optimizer; zero-1/2/3: ZeRO stages", FIND_NONE,
                      t_sharding, st_sharding, NULL},
+    [PF_STACK] = {"stack", "software stack (stacks.csv): kernels, overlaps, grads, FP8 caching", FIND_NONE, t_stack,
+                  st_stack, NULL},
     [PF_OVERLAP] = {"DP overlap", "DP collectives hidden under compute (FP8-LM's 2023 runs: off)", FIND_NONE, t_overlap,
                     st_overlap, NULL},
 };

@@ -52,6 +52,7 @@ enum {
     PF_SP,
     PF_SHARDING,
     PF_OVERLAP,
+    PF_STACK,
     PF_COUNT
 };
 enum { SF_PRESET = 0, SF_ROWS, SF_COLS, SF_COUNT };

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "reports/seed_report.h"
 #include "tui/export.h"
 #include "tui/fields.h"
 #include "tui/layout.h"
@@ -187,8 +188,12 @@ static unsigned a_t5(TuiState *s, int k)
     s->in.model = m, s->in.gpu = g;
     s->in.tp = row->tp, s->in.pp = row->pp, s->in.dp = row->dp, s->in.mbs = row->mbs, s->in.seq = row->seq;
     s->in.cp = s->in.vpp = 1, s->in.gbs = 0;
-    s->in.sharding = SHARD_DIST_OPT, s->in.recompute = RECOMPUTE_NONE, s->in.sp = 1;
-    s->in.overlap_dp = 0; /* 2023 Megatron, as the seed check assumes */
+    /* 2023 Megatron-LM as the seed check plans it (reports/seed_report.c): its stack's defaults, sequence
+     * parallelism and FlashAttention-2 on, no collective overlapped */
+    const StackSpec *st = catalog_stack(s->cat, SEED_T5_STACK);
+    if (st) plan_input_use_stack(&s->in, st);
+    s->in.sharding = SHARD_DIST_OPT, s->in.recompute = RECOMPUTE_NONE, s->in.sp = 1, s->in.attn = ATTN_FLASH;
+    s->in.overlap_tp = s->in.overlap_dp = s->in.overlap_pp = 0;
     s->nslots = 0;
     for (int i = starts[p]; i < s->nt5 && s->nslots < TUI_MAX_SLOTS; i++) {
         const TuiT5Row *r = &s->t5[i];
@@ -368,7 +373,8 @@ static const char *const walkthroughs[] = {
     "Walkthroughs of the seed document (no flags needed):",
     "  Bytes per parameter (Table 1a): Plan screen, move to 'recipe' and press",
     "    Left/Right. 'B/param' reads bf16 16, megatron-bf16 18, fp8lm 6; the bar",
-    "    and the master/gradient/Adam terms change by exactly those bytes.",
+    "    and the master/gradient/Adam terms change by exactly those bytes (the",
+    "    stack's main-grad dtype, e.g. megatron-core's bf16, shows beneath it).",
     "  Scale granularity (Table 1b): screen 3. At 4096x4096 the FP8 payload is",
     "    50.000 % of BF16; per-channel scales 16,384 B; 1x32 E8M0 scales",
     "    524,288 B = 3.125 % of the payload, saving 48.438 %.",

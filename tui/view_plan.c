@@ -87,21 +87,22 @@ static void summary(const TuiState *s, const TuiPaint *p, TuiRect r)
     int y = r.y, w = r.w;
     int hw = paint_textf(p, y, r.x, w, SY_HEAD, "Memory per GPU, stage %u/%u", pl->stage, pl->in.pp);
     snprintf(a, sizeof a, "%.2f/%.2f GB ", plan_gb(pl->total_bytes), plan_gb(pl->capacity_bytes));
-    const char *verdict = pl->fits ? " FITS " : " OOM ";
+    int over = pl->total_bytes > pl->capacity_bytes;
+    const char *verdict = pl->fits ? " FITS " : over ? " OOM " : " LIMIT ";
     int vw = paint_cols(a) + paint_cols(verdict);
     if (hw + 1 + vw <= w) {
         paint_text(p, y, r.x + w - vw, vw, SY_PLAIN, a);
-        paint_text(p, y, r.x + w - paint_cols(verdict), 6, pl->fits ? SY_GOOD : SY_BAD, verdict);
+        paint_text(p, y, r.x + w - paint_cols(verdict), paint_cols(verdict), pl->fits ? SY_GOOD : SY_BAD, verdict);
     }
     bar(pl, p, ++y, r.x, w);
-    uint64_t free_b = pl->fits ? pl->capacity_bytes - pl->total_bytes : pl->total_bytes - pl->capacity_bytes;
+    uint64_t free_b = over ? pl->total_bytes - pl->capacity_bytes : pl->capacity_bytes - pl->total_bytes;
     for (int k = 0; k <= MC_COUNT_; k++) {
         y++;
         int cat = k < MC_COUNT_;
         uint64_t bytes = cat ? pl->cat_bytes[k] : free_b;
         paint_repeat(p, y, r.x, 2, cat ? (TuiStyle)(SY_CAT0 + k) : SY_FREE,
                      paint_glyph(p, cat ? (TuiGlyph)(G_SEG0 + k) : G_FREE));
-        const char *name = cat ? cat_label[k] : pl->fits ? "headroom" : "over capacity";
+        const char *name = cat ? cat_label[k] : over ? "over capacity" : "headroom";
         int used =
             3 + paint_textf(p, y, r.x + 3, w - 3, !cat && !pl->fits ? SY_BAD : SY_PLAIN, "%-13s%10s %5.1f %%", name,
                             tui_fmt_bytes(bytes, a, sizeof a), 100.0 * (double)bytes / (double)pl->capacity_bytes);
@@ -116,9 +117,14 @@ static void summary(const TuiState *s, const TuiPaint *p, TuiRect r)
     unsigned copies = recipe_fp8_copy_bytes_per_param(s->in.recipe);
     paint_textf(p, ++y, r.x, w, SY_PLAIN, "B/param %.2f: weight %g master %g grad %g m %g v %g", bpp, per[STATE_WEIGHT],
                 per[STATE_MASTER], per[STATE_GRAD], per[STATE_M], per[STATE_V]);
-    uint64_t st_bytes = (uint64_t)llround((double)pl->params_total * bpp);
-    paint_textf(p, ++y, r.x, w, SY_DIM, "  +%u FP8 copies; x %.1fe9 params = %s", copies,
-                (double)pl->params_total / 1e9, tui_fmt_bytes(st_bytes, a, sizeof a));
+    double kept[STATE_COUNT_], bpp_kept = plan_state_bytes_per_param(&s->in, kept);
+    uint64_t st_bytes = (uint64_t)llround((double)pl->params_total * bpp_kept);
+    if (kept[STATE_GRAD] != per[STATE_GRAD]) /* the stack keeps main grads in another dtype */
+        paint_textf(p, ++y, r.x, w, SY_DIM, "  stack grad %g: %.2f x %.1fe9 = %s", kept[STATE_GRAD], bpp_kept,
+                    (double)pl->params_total / 1e9, tui_fmt_bytes(st_bytes, a, sizeof a));
+    else
+        paint_textf(p, ++y, r.x, w, SY_DIM, "  +%u FP8 copies; x %.1fe9 params = %s", copies,
+                    (double)pl->params_total / 1e9, tui_fmt_bytes(st_bytes, a, sizeof a));
     paint_textf(p, ++y, r.x, w, SY_PLAIN, "Step %s  %.2f samples/s  %.1f k tokens/s",
                 tui_fmt_seconds(pl->time.step_s, a, sizeof a), pl->samples_per_s, pl->tokens_per_s / 1e3);
     paint_textf(p, ++y, r.x, w, SY_PLAIN, "MFU %.1f%% BF16 peak, %.1f%% FP8 peak; %.0f TFLOP/s", pl->mfu_bf16_pct,
@@ -221,10 +227,12 @@ static void advice_lines(const Plan *p, TuiLines *L, int width)
     lines_add(L, SY_PLAIN, "%s", "");
     snprintf(buf, sizeof buf,
              "Assumptions: GB = 1e9 B; activations per Korthikanti et al. 2022; CUDA context %.2f GB, workspace "
-             "%.3f GB, NCCL %.2f GB per communicator, fragmentation %.0f %%; efficiencies BF16 GEMM %.2f, FP8 "
-             "GEMM %.2f, HBM %.2f, network %.2f. The CLI prints the same plan: fp8plan plan --help.",
+             "%.3f GB, NCCL %.2f GB per communicator, allocator reserve %.0f %% of activations; stack %s; GEMMs "
+             "from their shapes at %.2f of the GPU's matmul ceiling; HBM %.2f, network %.2f; fits below %.0f %% "
+             "of memory. The CLI prints the same plan: fp8plan plan --help.",
              plan_gb(p->in.cuda_context_bytes), plan_gb(p->in.workspace_bytes), plan_gb(p->in.nccl_comm_bytes),
-             100 * p->in.frag_frac, p->in.eff_gemm_bf16, p->in.eff_gemm_fp8, p->in.eff_hbm, p->in.eff_net);
+             100 * p->in.frag_frac, p->in.stack ? p->in.stack->name : "none", gpu_sustained(p->in.gpu), p->in.eff_hbm,
+             p->in.eff_net, 100 * p->in.max_mem_frac);
     lines_wrap(L, SY_DIM, width, 0, buf);
 }
 

@@ -166,18 +166,17 @@ Status cpu_embed_fwd(Backend *bk, const int32_t *tokens, uint32_t batch, uint32_
                      Dtype act_dtype, Err *e)
 {
     (void)bk;
-    Status st = check_tokens(tokens, (uint64_t)batch * seq, vocab, "embed_fwd", e);
-    if (st) return st;
-    for (uint64_t b = 0; b < batch; b++)
-        for (uint64_t t = 0; t < seq; t++) {
-            uint64_t tok = (uint64_t)tokens[b * seq + t], o = (b * seq + t) * channels;
-            for (uint64_t i = 0; i < channels; i++) {
-                float x = elem_load(wte, weight_dtype, tok * channels + i);
-                if (wpe) x = x + elem_load(wpe, weight_dtype, t * channels + i);
-                elem_store(out, act_dtype, o + i, x);
-            }
+    const uint64_t rows = (uint64_t)batch * seq;
+    Status st = check_tokens(tokens, rows, vocab, "embed_fwd", e);
+    for (uint64_t r = 0; !st && r < rows; r++) { /* row r: token tokens[r] at position r % seq */
+        const uint64_t row = (uint64_t)tokens[r] * channels, pos = (r % seq) * channels;
+        for (uint64_t i = 0; i < channels; i++) {
+            float x = elem_load(wte, weight_dtype, row + i);
+            if (wpe) x = x + elem_load(wpe, weight_dtype, pos + i);
+            elem_store(out, act_dtype, r * channels + i, x);
         }
-    return ST_OK;
+    }
+    return st;
 }
 
 Status cpu_embed_bwd(Backend *bk, const int32_t *tokens, uint32_t batch, uint32_t seq, uint64_t vocab,

@@ -81,51 +81,48 @@ static uint64_t esz(Dtype dt) { return dtype_bytes(dt); }
 static const void *at(const void *p, Dtype dt, uint64_t elems) { return (const char *)p + elems * esz(dt); }
 static void *at_w(void *p, Dtype dt, uint64_t elems) { return (char *)p + elems * esz(dt); }
 
-/* One batched row-major GEMM D = A·Bᵀ over `batch` heads, timed as a GEMM. */
+/* One batched row-major GEMM D = A·Bᵀ over `batch` heads, timed as a GEMM:
+ * each operand's pointer, layout, leading dimension and stride between heads
+ * (elements). */
 typedef struct {
-    uint64_t m, n, k;
-    const void *a;
-    GemmLayout la;
-    uint64_t lda;
-    int64_t sa;
-    const void *b;
-    GemmLayout lb;
-    uint64_t ldb;
-    int64_t sb;
-    void *d;
-    Dtype dd;
-    uint64_t ldd;
-    int64_t sd;
-    Dtype dt; /* operand dtype */
-    uint32_t batch;
-    float alpha;
-} BatchGemm;
+    const void *p;
+    GemmLayout layout;
+    uint64_t ld;
+    int64_t stride;
+} Opnd;
+typedef struct {
+    void *p;
+    Dtype dtype;
+    uint64_t ld;
+    int64_t stride;
+} Outd;
 
-static Status batched(CudaImpl *im, const BatchGemm *q, Err *e)
+static Status batched(CudaImpl *im, uint64_t m, uint64_t n, uint64_t k, Opnd a, Opnd b, Outd d, Dtype dt,
+                      uint32_t batch, float alpha, Err *e)
 {
     Status st = ST_OK;
     GemmDesc g = {};
     LtCall c;
-    g.m = q->m;
-    g.n = q->n;
-    g.k = q->k;
-    g.a.ptr = q->a;
-    g.a.dtype = q->dt;
-    g.a.layout = q->la;
-    g.a.ld = q->lda;
-    g.b.ptr = q->b;
-    g.b.dtype = q->dt;
-    g.b.layout = q->lb;
-    g.b.ld = q->ldb;
-    g.d.ptr = q->d;
-    g.d.dtype = q->dd;
-    g.d.ld = q->ldd;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.a.ptr = a.p;
+    g.a.dtype = dt;
+    g.a.layout = a.layout;
+    g.a.ld = a.ld;
+    g.b.ptr = b.p;
+    g.b.dtype = dt;
+    g.b.layout = b.layout;
+    g.b.ld = b.ld;
+    g.d.ptr = d.p;
+    g.d.dtype = d.dtype;
+    g.d.ld = d.ld;
     ST_TRY(lt_map_gemm(&g, &c, e));
-    c.batch = q->batch;
-    c.stride_a = q->sb; /* cuBLAS A is our B */
-    c.stride_b = q->sa;
-    c.stride_d = q->sd;
-    c.alpha = q->alpha;
+    c.batch = batch;
+    c.stride_a = b.stride; /* cuBLAS A is our B */
+    c.stride_b = a.stride;
+    c.stride_d = d.stride;
+    c.alpha = alpha;
     ST_TRY(cuda_op_begin(im, BK_OPCAT_GEMM, e));
     ST_TRY(cuda_lt_call(im, &c, e));
     ST_TRY(cuda_op_end(im, e));
@@ -152,25 +149,9 @@ static Status mha_fwd(CudaImpl *im, const AttnFwdDesc *d, Err *e)
         const void *qkv_b = at(d->qkv, dt, b * T * C3);
         for (uint64_t h0 = 0; h0 < H; h0 += hc) {
             uint64_t n = H - h0 < hc ? H - h0 : hc;
-            BatchGemm s = {T,
-                           T,
-                           D,
-                           at(qkv_b, dt, h0 * D),
-                           GEMM_K_INNER,
-                           C3,
-                           (int64_t)D,
-                           at(qkv_b, dt, C + h0 * D),
-                           GEMM_K_INNER,
-                           C3,
-                           (int64_t)D,
-                           scores,
-                           DT_FP32,
-                           T,
-                           (int64_t)TT,
-                           dt,
-                           (uint32_t)n,
-                           1.0f / sqrtf((float)D)};
-            ST_TRY(batched(im, &s, e));
+            ST_TRY(batched(im, T, T, D, Opnd{at(qkv_b, dt, h0 * D), GEMM_K_INNER, C3, (int64_t)D},
+                           Opnd{at(qkv_b, dt, C + h0 * D), GEMM_K_INNER, C3, (int64_t)D},
+                           Outd{scores, DT_FP32, T, (int64_t)TT}, dt, (uint32_t)n, 1.0f / sqrtf((float)D), e));
             ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
             k_softmax_fwd<<<(unsigned)((n * T + SM_ROWS - 1) / SM_ROWS), SM_THREADS, 0, im->stream>>>(
                 scores, at_w(d->probs, dt, (b * H + h0) * TT), dt, n * T, (uint32_t)T);
@@ -178,25 +159,9 @@ static Status mha_fwd(CudaImpl *im, const AttnFwdDesc *d, Err *e)
             ST_TRY(cuda_op_end(im, e));
         }
         /* O (T, D) = P (T, T) · V, V stored (T, D): K outer */
-        BatchGemm o = {T,
-                       D,
-                       T,
-                       at(d->probs, dt, b * H * TT),
-                       GEMM_K_INNER,
-                       T,
-                       (int64_t)TT,
-                       at(qkv_b, dt, 2 * C),
-                       GEMM_K_OUTER,
-                       C3,
-                       (int64_t)D,
-                       at_w(d->out, dt, b * T * C),
-                       dt,
-                       C,
-                       (int64_t)D,
-                       dt,
-                       (uint32_t)H,
-                       1.0f};
-        ST_TRY(batched(im, &o, e));
+        ST_TRY(batched(im, T, D, T, Opnd{at(d->probs, dt, b * H * TT), GEMM_K_INNER, T, (int64_t)TT},
+                       Opnd{at(qkv_b, dt, 2 * C), GEMM_K_OUTER, C3, (int64_t)D},
+                       Outd{at_w(d->out, dt, b * T * C), dt, C, (int64_t)D}, dt, (uint32_t)H, 1.0f, e));
     }
 done:
     return st;
@@ -212,25 +177,9 @@ static Status mha_bwd(CudaImpl *im, const AttnBwdDesc *d, Err *e)
     const uint64_t ld_ds = wide ? T : 2 * T;
     const int64_t s_ds = (int64_t)(wide ? TT : 2 * TT);
     for (uint64_t b = 0; b < B; b++) { /* dP (T, T) = dO (T, D) · V (T, D)ᵀ */
-        BatchGemm g = {T,
-                       T,
-                       D,
-                       at(d->dout, dt, b * T * C),
-                       GEMM_K_INNER,
-                       C,
-                       (int64_t)D,
-                       at(d->qkv, dt, b * T * C3 + 2 * C),
-                       GEMM_K_INNER,
-                       C3,
-                       (int64_t)D,
-                       d->scratch + b * H * TT,
-                       DT_FP32,
-                       T,
-                       (int64_t)TT,
-                       dt,
-                       (uint32_t)H,
-                       1.0f};
-        ST_TRY(batched(im, &g, e));
+        ST_TRY(batched(im, T, T, D, Opnd{at(d->dout, dt, b * T * C), GEMM_K_INNER, C, (int64_t)D},
+                       Opnd{at(d->qkv, dt, b * T * C3 + 2 * C), GEMM_K_INNER, C3, (int64_t)D},
+                       Outd{d->scratch + b * H * TT, DT_FP32, T, (int64_t)TT}, dt, (uint32_t)H, 1.0f, e));
     }
     ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
     k_softmax_bwd<<<(unsigned)((B * H * T + SM_ROWS - 1) / SM_ROWS), SM_THREADS, 0, im->stream>>>(
@@ -243,49 +192,16 @@ static Status mha_bwd(CudaImpl *im, const AttnBwdDesc *d, Err *e)
         const void *ds_b = wide ? (const void *)(d->scratch + b * H * TT)
                                 : (const void *)((const uint16_t *)(d->scratch + b * H * TT) + T);
         /* dV (T, D) = Pᵀ · dO: P stored (Tq, Tk) is K outer, dO stored (T, D) is K outer */
-        BatchGemm dv = {T,
-                        D,
-                        T,
-                        at(d->probs, dt, b * H * TT),
-                        GEMM_K_OUTER,
-                        T,
-                        (int64_t)TT,
-                        dout_b,
-                        GEMM_K_OUTER,
-                        C,
-                        (int64_t)D,
-                        at_w(dqkv_b, dt, 2 * C),
-                        dt,
-                        C3,
-                        (int64_t)D,
-                        dt,
-                        (uint32_t)H,
-                        1.0f};
+        ST_TRY(batched(im, T, D, T, Opnd{at(d->probs, dt, b * H * TT), GEMM_K_OUTER, T, (int64_t)TT},
+                       Opnd{dout_b, GEMM_K_OUTER, C, (int64_t)D}, Outd{at_w(dqkv_b, dt, 2 * C), dt, C3, (int64_t)D}, dt,
+                       (uint32_t)H, 1.0f, e));
         /* dQ (T, D) = dS (Tq, Tk) · K, K stored (Tk, D): K outer */
-        BatchGemm dq = {T,  D,          T,      ds_b, GEMM_K_INNER, ld_ds,      s_ds, at(qkv_b, dt, C), GEMM_K_OUTER,
-                        C3, (int64_t)D, dqkv_b, dt,   C3,           (int64_t)D, dt,   (uint32_t)H,      1.0f};
+        ST_TRY(batched(im, T, D, T, Opnd{ds_b, GEMM_K_INNER, ld_ds, s_ds},
+                       Opnd{at(qkv_b, dt, C), GEMM_K_OUTER, C3, (int64_t)D}, Outd{dqkv_b, dt, C3, (int64_t)D}, dt,
+                       (uint32_t)H, 1.0f, e));
         /* dK (T, D) = dSᵀ · Q: dS stored (Tq, Tk) is K outer, Q stored (Tq, D) is K outer */
-        BatchGemm dk = {T,
-                        D,
-                        T,
-                        ds_b,
-                        GEMM_K_OUTER,
-                        ld_ds,
-                        s_ds,
-                        qkv_b,
-                        GEMM_K_OUTER,
-                        C3,
-                        (int64_t)D,
-                        at_w(dqkv_b, dt, C),
-                        dt,
-                        C3,
-                        (int64_t)D,
-                        dt,
-                        (uint32_t)H,
-                        1.0f};
-        ST_TRY(batched(im, &dv, e));
-        ST_TRY(batched(im, &dq, e));
-        ST_TRY(batched(im, &dk, e));
+        ST_TRY(batched(im, T, D, T, Opnd{ds_b, GEMM_K_OUTER, ld_ds, s_ds}, Opnd{qkv_b, GEMM_K_OUTER, C3, (int64_t)D},
+                       Outd{at_w(dqkv_b, dt, C), dt, C3, (int64_t)D}, dt, (uint32_t)H, 1.0f, e));
     }
 done:
     return st;

@@ -57,7 +57,7 @@ Status exec_model(const ModelSpec *base, const ExecOverrides *o, ModelSpec *out,
 }
 
 void exec_plan_input(PlanInput *in, const ModelSpec *m, const GpuSpec *gpu, const Recipe *r, uint32_t mbs,
-                     uint32_t microbatches)
+                     uint32_t microbatches, const StackSpec *stack)
 {
     plan_input_defaults(in);
     in->model = m;
@@ -69,4 +69,5 @@ void exec_plan_input(PlanInput *in, const ModelSpec *m, const GpuSpec *gpu, cons
     in->attn = ATTN_MATERIALIZED;
     in->dropout = 0;
     in->frag_frac = 0.0; /* one arena, allocated once, never fragments: the device total compares like with like */
+    if (stack) plan_input_use_stack(in, stack);
 }

@@ -32,9 +32,11 @@ Status exec_model(const ModelSpec *base, const ExecOverrides *o, ModelSpec *out,
  * batch mbs · microbatches: gradient accumulation), materialized attention
  * (the executor's attention stores its probabilities), no dropout, no
  * recompute, no sharding, no fragmentation allowance (one arena, allocated
- * once). */
+ * once) — then, when stack is not NULL, that software stack's settings
+ * (plan_input_use_stack; `fp8plan run` passes stacks.csv's "fp8plan" row, which
+ * describes this executor, unless --stack names another). */
 void exec_plan_input(PlanInput *in, const ModelSpec *m, const GpuSpec *gpu, const Recipe *r, uint32_t mbs,
-                     uint32_t microbatches);
+                     uint32_t microbatches, const StackSpec *stack);
 
 #ifdef __cplusplus
 }

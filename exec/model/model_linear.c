@@ -130,23 +130,39 @@ static GemmOperand fp8_operand(const void *ptr, const ScalingBank *bank, uint32_
                          .scale_gran = GRAN_TENSOR};
 }
 
+/* One linear layer's GEMM sizes (Y (M, N) = X (M, K) · Wᵀ), activation dtype and parameters. */
+typedef struct {
+    uint64_t M, N, K;
+    Dtype A;
+    ModelParam *w, *b; /* b: NULL without biases */
+} Lin;
+
+static Lin lin_of(Model *m, uint32_t l, LinearKind k)
+{
+    return (Lin){.M = model_tokens(m),
+                 .N = model_linear_n(&m->spec, k),
+                 .K = model_linear_k(&m->spec, k),
+                 .A = m->act_dtype,
+                 .w = weight_of(m, l, k),
+                 .b = bias_of(m, l, k)};
+}
+
 Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void *y, Err *e)
 {
     Backend *bk = m->bk;
-    const uint64_t M = model_tokens(m), K = model_linear_k(&m->spec, k);
-    const uint64_t N = model_linear_n(&m->spec, k);
-    const Dtype A = m->act_dtype;
-    ModelParam *w = weight_of(m, l, k), *b = bias_of(m, l, k);
+    const Lin L = lin_of(m, l, k);
+    const uint64_t M = L.M, K = L.K, N = L.N;
+    const Dtype A = L.A;
     GemmDesc d = {.m = M,
                   .n = N,
                   .k = K,
                   .accum = GEMM_OVERWRITE,
-                  .bias = b ? b->weight : NULL,
+                  .bias = L.b ? L.b->weight : NULL,
                   .bias_dtype = m->recipe.other.dt[STATE_WEIGHT]};
     d.d = (GemmOutput){.ptr = y, .dtype = A};
     if (!recipe_fp8_gemm(&m->recipe)) {
         d.a = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_INNER};
-        d.b = (GemmOperand){.ptr = w->weight, .dtype = A, .layout = GEMM_K_INNER};
+        d.b = (GemmOperand){.ptr = L.w->weight, .dtype = A, .layout = GEMM_K_INNER};
         return bk->gemm(bk, &d, e);
     }
     ScalingBank *fb = &m->sc.fwd;
@@ -156,10 +172,10 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
     Status st = cast(m, fb, sx, x, A, NULL, M, K, m->act.t_qrow, la->q_col[k], e);
     /* W: row-wise for fprop and, when the recipe keeps it, transposed for dgrad; cast once
      * per step, from the working copy or from the master when there is no working copy */
-    if (!st) st = cast_weight(m, w, sw, wrow(m, w), w->wq_col, 1, e);
+    if (!st) st = cast_weight(m, L.w, sw, wrow(m, L.w), L.w->wq_col, 1, e);
     if (st) return st;
     d.a = fp8_operand(m->act.t_qrow, fb, sx);
-    d.b = fp8_operand(wrow(m, w), fb, sw);
+    d.b = fp8_operand(wrow(m, L.w), fb, sw);
     d.acc_precision = GEMM_ACC_FAST; /* TE: fast accumulation in fprop only */
     return bk->gemm(bk, &d, e);
 }
@@ -174,10 +190,10 @@ static Status wgrad_target(Model *m, ModelParam *p, GemmOutput *o)
 Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void *dx, Err *e)
 {
     Backend *bk = m->bk;
-    const uint64_t M = model_tokens(m), K = model_linear_k(&m->spec, k);
-    const uint64_t N = model_linear_n(&m->spec, k);
-    const Dtype A = m->act_dtype;
-    ModelParam *w = weight_of(m, l, k), *b = bias_of(m, l, k);
+    const Lin L = lin_of(m, l, k);
+    const uint64_t M = L.M, K = L.K, N = L.N;
+    const Dtype A = L.A;
+    ModelParam *w = L.w, *b = L.b;
     LayerActs *la = &m->act.layer[l];
     GemmDesc dg = {.m = M, .n = K, .k = N, .accum = GEMM_OVERWRITE, .d = {.ptr = dx, .dtype = A}};
     GemmDesc wg = {.m = N, .n = K, .k = M, .accum = GEMM_ACCUMULATE};

@@ -108,7 +108,7 @@ static inline Status fx_plan(const ModelSpec *m, const Recipe *r, uint32_t mbs, 
     sg.sm = 90, sg.sms = 132, sg.hbm_bytes = 80ull << 30, sg.hbm_bw = 3.35e12, sg.flops_bf16 = 989e12;
     sg.flops_fp8 = 1979e12, sg.flops_fp32 = 67e12, sg.intra_bw = 450e9, sg.inter_bw = 50e9, sg.gpus_per_node = 8;
     PlanInput in;
-    exec_plan_input(&in, &sm, &sg, &sr, mbs, micro);
+    exec_plan_input(&in, &sm, &sg, &sr, mbs, micro, NULL); /* no stack: the planner's defaults */
     in.vocab_pad = 64;
     return plan_build(&in, p, e);
 }

@@ -30,6 +30,7 @@ Catalog *fx_catalog(void)
     load(c, "models/models.csv", catalog_parse_models);
     load(c, "models/gpus.csv", catalog_parse_gpus);
     load(c, "models/recipes.csv", catalog_parse_recipes);
+    load(c, "models/stacks.csv", catalog_parse_stacks);
     return c;
 }
 
@@ -75,4 +76,42 @@ Recipe fx_bf16_recipe(const char *name, unsigned shard_mask)
     r.other_comm_dp_grad = DT_FP32;
     r.other_comm_param_gather = DT_BF16;
     return r;
+}
+
+Recipe fx_te_recipe(const char *name, unsigned shard_mask)
+{
+    Recipe r = fx_bf16_recipe(name, shard_mask);
+    r.fp8_row = r.fp8_col = DT_E4M3;
+    r.gemm_fwd = DT_E4M3, r.gemm_bwd = DT_E5M2;
+    r.scaling = SCALING_DELAYED, r.amax_history = 1024, r.amax_reduce = AMAX_ALL;
+    r.comm_tp_ag = DT_E4M3, r.saved_input = DT_E4M3, r.min_sm = 89;
+    return r;
+}
+
+ModelSpec fx_tiny_model(void)
+{
+    ModelSpec m = {.name = "tiny",
+                   .layers = 2,
+                   .hidden = 8,
+                   .ffn_hidden = 32,
+                   .heads = 2,
+                   .kv_heads = 2,
+                   .head_dim = 4,
+                   .vocab = 10,
+                   .seq_len = 4,
+                   .norm = NORM_LAYERNORM,
+                   .mlp = MLP_GELU,
+                   .pos = POS_LEARNED,
+                   .tied_embeddings = 1,
+                   .linear_bias = 1};
+    return m;
+}
+
+PlanInput fx_input(const ModelSpec *m, const GpuSpec *g, const Recipe *r)
+{
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = m, in.gpu = g, in.recipe = r;
+    in.vocab_pad = 1;
+    return in;
 }

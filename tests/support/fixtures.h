@@ -8,7 +8,7 @@
 #include "planner/catalog.h"
 #include "planner/plan.h"
 
-/* models/models.csv, gpus.csv and recipes.csv, read relative to the working
+/* models/models.csv, gpus.csv, recipes.csv and stacks.csv, read relative to the working
  * directory (tests run from the repository root). A file that cannot be read
  * or parsed prints its message on stderr and exits 1, so no test runs on a
  * half-loaded catalog. The caller frees the result. */
@@ -28,5 +28,19 @@ GpuSpec fx_gpu(void);
  * DP gradient reduction, BF16 parameter gathers and TP collectives; SM 8.0.
  * shard_mask: the states (1u << StateId) the distributed optimizer shards. */
 Recipe fx_bf16_recipe(const char *name, unsigned shard_mask);
+
+/* fx_bf16_recipe with TE delayed scaling: FP8 row-wise and transposed weight
+ * copies (E4M3), E4M3 forward / E5M2 backward GEMMs, amax history 1024 reduced
+ * over all ranks, FP8 TP all-gathers and saved inputs; SM 8.9. */
+Recipe fx_te_recipe(const char *name, unsigned shard_mask);
+
+/* A tiny GPT worked by hand in the planner tests: 2 layers, hidden 8, 2 heads
+ * of 4, FFN 32, vocab 10, seq 4, LayerNorm, GeLU, learned positions, tied
+ * embeddings, biases. */
+ModelSpec fx_tiny_model(void);
+
+/* plan_input_defaults() with model, GPU and recipe set and the vocabulary
+ * unpadded (vocab_pad 1), as the hand-worked planner tests count it. */
+PlanInput fx_input(const ModelSpec *m, const GpuSpec *g, const Recipe *r);
 
 #endif

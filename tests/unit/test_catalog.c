@@ -148,19 +148,25 @@ static void test_model_errors(void)
 
 static void test_gpu_errors(void)
 {
+    /* columns: name,cc,sms,hbm_bytes,hbm_gbps,bf16,fp8,fp32,mamf_bf16,mamf_fp8,sustained,link,intra,inter,per node */
     const char *head = "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,"
-                       "intra_node_gbps,inter_node_gbps,gpus_per_node,source\n";
+                       "mamf_bf16_tflops,mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,"
+                       "gpus_per_node,source\n";
     const struct {
         const char *row, *part;
     } cases[] = {
-        {"g,nine,132,80,1,1,1,1,1,1,8,s\n", "column compute_capability: 'nine'"},
-        {"g,9.0,0,80,1,1,1,1,1,1,8,s\n", "column sms: '0' is out of range"},
-        {"g,9.0,1.5,80,1,1,1,1,1,1,8,s\n", "column sms"},
-        {"g,8.0,108,80,1,1,1,1,1,1,8,s\n", "no FP8 tensor cores"},
-        {"g,9.0,132,-5,1,1,1,1,1,1,8,s\n", "column hbm_bytes"},
-        {"g,9.0,132,80,1,0,1,1,1,1,8,s\n", "column bf16_tflops: '0' must be positive"},
-        {"g,9.0,132,80,1,1,inf,1,1,1,8,s\n", "column fp8_tflops"},
-        {"g,9.0,132,80,1,1,1,1,1,1,0,s\n", "column gpus_per_node"},
+        {"g,nine,132,80,1,1,1,1,1,1,1,nvlink,1,1,8,s\n", "column compute_capability: 'nine'"},
+        {"g,8.0,132,80,1,1,1,1,1,1,1,nvlink,1,1,8,s\n", "no FP8 tensor cores"},
+        {"g,9.0,132,-5,1,1,1,1,1,1,1,nvlink,1,1,8,s\n", "column hbm_bytes"},
+        {"g,9.0,132,80,1,0,1,1,1,1,1,nvlink,1,1,8,s\n", "column bf16_tflops: '0' must be positive"},
+        {"g,9.0,132,80,1,1,inf,1,1,1,1,nvlink,1,1,8,s\n", "column fp8_tflops"},
+        {"g,9.0,132,80,1,1,1,1,1,1,1,nvlink,1,1,0,s\n", "column gpus_per_node"},
+        {"g,9.0,0,80,1,1,1,1,1,1,1,nvlink,1,1,8,s\n", "column sms: '0' is out of range"},
+        {"g,9.0,132,80,1,1,1,1,2,1,1,nvlink,1,1,8,s\n", "column mamf_bf16_tflops: '2' is above the BF16 peak"},
+        {"g,9.0,132,80,1,1,2,1,1,3,1,nvlink,1,1,8,s\n", "column mamf_fp8_tflops"},
+        {"g,9.0,132,80,1,1,2,1,1,0,1,nvlink,1,1,8,s\n", "column mamf_fp8_tflops"},
+        {"g,9.0,132,80,1,1,1,1,1,1,1.5,nvlink,1,1,8,s\n", "column sustained: '1.5' is out of range"},
+        {"g,9.0,132,80,1,1,1,1,1,1,1,infiniband,1,1,8,s\n", "column intra_link: 'infiniband' is not nvlink or pcie"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char text[1024];

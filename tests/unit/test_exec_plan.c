@@ -2,8 +2,8 @@
  * terms, for several shapes and every recipe the executor runs.
  *
  * For each (model shape, recipe, micro-batch) the test builds the Plan the way
- * `fp8plan run` does (exec_plan_input: 1 GPU, materialized attention, no
- * dropout), lists the executor's tensors with model_layout (sizes only: nothing
+ * `fp8plan run` does (exec_plan_input with stacks.csv's fp8plan row: 1 GPU,
+ * materialized attention, no dropout, SwiGLU fused), lists the executor's tensors with model_layout (sizes only: nothing
  * is allocated, so full-size models are cheap), and requires every persistent
  * term and every itemized activation term to be equal byte for byte, and the
  * working set not to exceed the plan's transient term. It also checks that the
@@ -29,7 +29,7 @@ static int compare_mb(const ModelSpec *m, const char *recipe, uint32_t mbs, uint
     if (!rc || !gpu) return fprintf(stderr, "  %s: not in the catalog\n", recipe), 1;
     PlanInput in;
     static Plan p;
-    exec_plan_input(&in, m, gpu, rc, mbs, micro);
+    exec_plan_input(&in, m, gpu, rc, mbs, micro, catalog_stack(cat, "fp8plan"));
     if (plan_build(&in, &p, &e)) return fprintf(stderr, "  plan %s/%s: %s\n", m->name, recipe, e.msg), 1;
     if (p.microbatches != micro) return fprintf(stderr, "  plan %s: %u micro-batches\n", m->name, p.microbatches), 1;
     ArenaSpecs specs = {0};
@@ -129,7 +129,8 @@ static void test_one_vocabulary(void)
     PlanInput in;
     static Plan p;
     Err e;
-    exec_plan_input(&in, &m, catalog_gpu(cat, "h100-sxm"), catalog_recipe(cat, "te-fp8"), 1, 1);
+    exec_plan_input(&in, &m, catalog_gpu(cat, "h100-sxm"), catalog_recipe(cat, "te-fp8"), 1, 1,
+                    catalog_stack(cat, "fp8plan"));
     CHECK_EQ_INT(plan_build(&in, &p, &e), ST_OK);
     for (int t = 0; t < MT_COUNT_; t++) {
         CHECK_STR(mem_term_name((MemTermId)t), p.mem[t].name);
@@ -162,7 +163,8 @@ static void test_swiglu_transient(void)
     PlanInput in;
     static Plan p;
     Err e;
-    exec_plan_input(&in, &m, catalog_gpu(cat, "h100-sxm"), catalog_recipe(cat, "megatron-bf16"), 1, 1);
+    exec_plan_input(&in, &m, catalog_gpu(cat, "h100-sxm"), catalog_recipe(cat, "megatron-bf16"), 1, 1,
+                    catalog_stack(cat, "fp8plan"));
     CHECK_EQ_INT(plan_build(&in, &p, &e), ST_OK);
     CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 1183744);
     CHECK_EQ_INT(compare(&m, "megatron-bf16", 1), 0);

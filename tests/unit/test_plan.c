@@ -6,27 +6,6 @@
 #include "support/fixtures.h"
 #include "test.h"
 
-/* A tiny GPT: 2 layers, hidden 8, 2 heads of 4, FFN 32, vocab 10, seq 4,
- * LayerNorm, GeLU, learned positions, tied embeddings, biases. */
-static ModelSpec tiny(void)
-{
-    ModelSpec m = {.name = "tiny",
-                   .layers = 2,
-                   .hidden = 8,
-                   .ffn_hidden = 32,
-                   .heads = 2,
-                   .kv_heads = 2,
-                   .head_dim = 4,
-                   .vocab = 10,
-                   .seq_len = 4,
-                   .norm = NORM_LAYERNORM,
-                   .mlp = MLP_GELU,
-                   .pos = POS_LEARNED,
-                   .tied_embeddings = 1,
-                   .linear_bias = 1};
-    return m;
-}
-
 static StateSet states(Dtype w, Dtype master, Dtype grad, Dtype m, Dtype v, unsigned shard)
 {
     StateSet s = {.dt = {w, master, grad, m, v}, .shard_mask = shard};
@@ -39,15 +18,7 @@ static StateSet states(Dtype w, Dtype master, Dtype grad, Dtype m, Dtype v, unsi
 static Recipe bf16_recipe(void) { return fx_bf16_recipe("megatron-bf16", SH(MASTER) | SH(M) | SH(V)); }
 
 /* TE delayed scaling: BF16 states + FP8 row-wise and transposed copies, history 1024. */
-static Recipe te_recipe(void)
-{
-    Recipe r = bf16_recipe();
-    r.fp8_row = r.fp8_col = DT_E4M3;
-    r.gemm_fwd = DT_E4M3, r.gemm_bwd = DT_E5M2;
-    r.scaling = SCALING_DELAYED, r.amax_history = 1024, r.amax_reduce = AMAX_ALL;
-    r.comm_tp_ag = DT_E4M3, r.saved_input = DT_E4M3, r.min_sm = 89;
-    return r;
-}
+static Recipe te_recipe(void) { return fx_te_recipe("megatron-bf16", SH(MASTER) | SH(M) | SH(V)); }
 
 /* FP8-LM: FP16 master (scaled), FP8 grad (scaled), FP8 m (scaled), FP16 v; FP8 copies. */
 static Recipe fp8lm_recipe(void)
@@ -60,21 +31,12 @@ static Recipe fp8lm_recipe(void)
     return r;
 }
 
-static PlanInput input(const ModelSpec *m, const GpuSpec *g, const Recipe *r)
-{
-    PlanInput in;
-    plan_input_defaults(&in);
-    in.model = m, in.gpu = g, in.recipe = r;
-    in.vocab_pad = 1;
-    return in;
-}
-
 static void test_tiny_model_by_hand(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe();
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     Plan p;
     Err e;
     CHECK(plan_build(&in, &p, &e) == ST_OK);
@@ -110,10 +72,10 @@ static void test_tiny_model_by_hand(void)
 
 static void test_tiny_fp8_terms(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = te_recipe();
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     Plan p;
     CHECK(plan_build(&in, &p, NULL) == ST_OK);
     CHECK_EQ_U64(p.mem[MT_FP8_ROWWISE].bytes, 1536);
@@ -144,10 +106,10 @@ static void test_tiny_fp8_terms(void)
 
 static void test_sharding_by_hand(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe();
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     in.dp = 4, in.sharding = SHARD_DIST_OPT, in.gbs = 8;
     Plan p;
     CHECK(plan_build(&in, &p, NULL) == ST_OK);
@@ -175,11 +137,11 @@ static void test_sharding_by_hand(void)
 
 static void test_totals_are_sums(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe rs[3] = {bf16_recipe(), te_recipe(), fp8lm_recipe()};
     for (int i = 0; i < 3; i++) {
-        PlanInput in = input(&m, &g, &rs[i]);
+        PlanInput in = fx_input(&m, &g, &rs[i]);
         in.tp = 2, in.dp = 2, in.sharding = SHARD_DIST_OPT, in.gbs = 4;
         Plan p;
         CHECK(plan_build(&in, &p, NULL) == ST_OK);
@@ -202,7 +164,7 @@ static void test_totals_are_sums(void)
 /* Properties on real shapes: GPT-175B-like, 96 heads. */
 static ModelSpec big(void)
 {
-    ModelSpec m = tiny();
+    ModelSpec m = fx_tiny_model();
     m.layers = 96, m.hidden = 12288, m.ffn_hidden = 49152, m.heads = m.kv_heads = 96, m.head_dim = 128;
     m.vocab = 50257, m.seq_len = 2048;
     return m;
@@ -217,7 +179,7 @@ static void test_more_dp_less_state(void)
         for (int sh = SHARD_DIST_OPT; sh <= SHARD_ZERO3; sh++) {
             uint64_t prev = UINT64_MAX;
             for (uint32_t dp = 1; dp <= 64; dp *= 2) {
-                PlanInput in = input(&m, &g, &rs[i]);
+                PlanInput in = fx_input(&m, &g, &rs[i]);
                 in.tp = 8, in.pp = 8, in.dp = dp, in.sharding = (Sharding)sh, in.gbs = 64 * 8;
                 Plan p;
                 CHECK(plan_build(&in, &p, NULL) == ST_OK);
@@ -238,7 +200,7 @@ static void test_recompute_cuts_activations(void)
         for (int sp = 0; sp < 2; sp++) {
             uint64_t act[RECOMPUTE_COUNT_];
             for (int rc = 0; rc < RECOMPUTE_COUNT_; rc++) {
-                PlanInput in = input(&m, &g, &r);
+                PlanInput in = fx_input(&m, &g, &r);
                 in.tp = 8, in.pp = 4, in.sp = sp, in.attn = (AttnImpl)attn, in.recompute = (Recompute)rc, in.gbs = 16;
                 in.dropout = 1;
                 Plan p;
@@ -259,7 +221,7 @@ static void test_fp8_comm_not_above_bf16(void)
     Recipe b = bf16_recipe(), t = te_recipe(), f = fp8lm_recipe();
     for (uint32_t tp = 2; tp <= 8; tp *= 2) {
         Plan pb, pt, pf;
-        PlanInput in = input(&m, &g, &b);
+        PlanInput in = fx_input(&m, &g, &b);
         in.tp = tp, in.pp = 4, in.dp = 4, in.sharding = SHARD_DIST_OPT, in.gbs = 64;
         CHECK(plan_build(&in, &pb, NULL) == ST_OK);
         in.recipe = &t;
@@ -281,7 +243,7 @@ static void test_tp_shards_weights(void)
     GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe();
     Plan p1, p8;
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     in.pp = 8, in.gbs = 8;
     CHECK(plan_build(&in, &p1, NULL) == ST_OK);
     in.tp = 8;
@@ -315,7 +277,7 @@ static void test_invalid_layouts(void)
     ModelSpec m = big();
     GpuSpec g = fx_gpu();
     Recipe r = bf16_recipe(), t = te_recipe();
-    PlanInput in = input(&m, &g, &r);
+    PlanInput in = fx_input(&m, &g, &r);
     PlanInput x = in;
     x.tp = 5;
     expect_reject(x, REJECT_HEADS_TP, "--tp 5");
@@ -346,8 +308,12 @@ static void test_invalid_layouts(void)
     a100.sm = 80, a100.flops_fp8 = 0;
     x.gpu = &a100;
     expect_reject(x, REJECT_HW, "SM 8.9");
-    x = in, x.eff_gemm_bf16 = 0;
+    x = in, x.eff_gemm_bf16 = 1.5; /* 0 means "the GPU's ceiling"; above 1 is out of range */
     expect_reject(x, REJECT_KNOB, "efficiencies");
+    x = in, x.overlap_tp = -0.1;
+    expect_reject(x, REJECT_KNOB, "overlaps");
+    x = in, x.max_mem_frac = 0;
+    expect_reject(x, REJECT_KNOB, "memory limit");
     ModelSpec zero = m;
     zero.hidden = 0;
     x = in, x.model = &zero;

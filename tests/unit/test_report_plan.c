@@ -50,13 +50,17 @@ static void test_summary_schema_golden(void)
     for (const char *c = csv; c < row; c++) commas_head += *c == ',';
     for (const char *c = row; *c && *c != '\n'; c++) commas_row += *c == ',';
     CHECK_EQ_INT(commas_head, commas_row);
-    CHECK_CONTAINS(row, "gpt-175b,h100-sxm,te-fp8,8,4,1,1,4,128,1,1024,2048,1,none,dist-opt,0,174604259328,");
+    /* stack none (the fixture applies no stack row); stage 0, even stages (first/last 0) */
+    CHECK_CONTAINS(row, "gpt-175b,h100-sxm,te-fp8,none,8,4,1,1,4,128,1,1024,2048,1,none,dist-opt,0,0,0,174604259328,");
     free(csv);
     free(golden);
     /* the required columns are all there */
     const char *req[] = {"model",
                          "gpu",
                          "recipe",
+                         "stack",
+                         "first_stage_layers",
+                         "last_stage_layers",
                          "tp",
                          "pp",
                          "vpp",

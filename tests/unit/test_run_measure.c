@@ -100,8 +100,8 @@ static Status f_times(Backend *bk, int enable, double s[BK_OPCAT_COUNT], Err *e)
 static Catalog *load_catalog(void)
 {
     static Catalog c;
-    const char *files[3] = {"models/models.csv", "models/gpus.csv", "models/recipes.csv"};
-    for (int i = 0; i < 3; i++) {
+    const char *files[4] = {"models/models.csv", "models/gpus.csv", "models/recipes.csv", "models/stacks.csv"};
+    for (int i = 0; i < 4; i++) {
         char *buf = NULL;
         size_t len = 0;
         Err e;
@@ -109,7 +109,8 @@ static Catalog *load_catalog(void)
         if (!st)
             st = i == 0   ? catalog_parse_models(&c, buf, len, files[i], &e)
                  : i == 1 ? catalog_parse_gpus(&c, buf, len, files[i], &e)
-                          : catalog_parse_recipes(&c, buf, len, files[i], &e);
+                 : i == 2 ? catalog_parse_recipes(&c, buf, len, files[i], &e)
+                          : catalog_parse_stacks(&c, buf, len, files[i], &e);
         free(buf);
         if (st) {
             CHECKF(0, "%s: %s", files[i], e.msg);
@@ -151,7 +152,7 @@ static int run_tiny(Run *r, Backend *bk, uint32_t steps)
         CHECKF(0, "%s", e.msg);
         return -1;
     }
-    exec_plan_input(&in, &m, gpu, catalog_recipe(cat, "te-fp8"), 2, 1);
+    exec_plan_input(&in, &m, gpu, catalog_recipe(cat, "te-fp8"), 2, 1, catalog_stack(cat, "fp8plan"));
     if (plan_build(&in, &r->plan, &e) || comm_single_create(&r->comm, &e)) {
         CHECKF(0, "%s", e.msg);
         return -1;

@@ -1,0 +1,87 @@
+/* planner/arch.c — per-architecture constants of the time model, with sources.
+ *
+ * GEMM tiles. cuBLAS and CUTLASS run large BF16/FP8 GEMMs on Hopper and
+ * Blackwell with 128x256 output tiles, one per SM at a time (warp-specialized
+ * persistent kernels), K staged 64 (16-bit) or 128 (8-bit) elements per main-
+ * loop step (CUTLASS examples/48_hopper_warp_specialized_gemm and the sm90
+ * collective builders); Ampere/Ada kernels use 256x128 tiles with 32-element
+ * (16-bit) / 64-element (8-bit) K steps (CUTLASS sm80 default configurations).
+ * The per-tile fixed cost k0 is two main-loop steps: the pipeline fill before
+ * the first MMA and the epilogue after the last, so a GEMM with short K (the
+ * dgrad of a narrow layer, attention's QK^T over a 64-128 head dimension) runs
+ * at K / (K + k0) of the saturated rate.
+ *
+ * Attention curves are fits (e x / (x + s_half)) to the published benchmarks:
+ *  - H100 SXM5, BF16, head dim 128 (Shah et al. 2024, FlashAttention-3, arXiv
+ *    2407.08608, Fig. 5 causal forward: FlashAttention-2 191..335, cuDNN
+ *    315..539, FlashAttention-3 292..616 TFLOPS for seq 512..16k; Fig. 6
+ *    backward: 322 / 516 / 561 TFLOPS at 16k = 0.87 of the forward for all
+ *    three, and half of the plateau reached about 2.2x later than forward);
+ *    head dim 64 and 256 relative to 128 from the same paper's forward figures
+ *    (FA2 324/370 and 298/370, cuDNN 413/595 and 509/595, FA3 497/648 and 642/648);
+ *  - A100 SXM4 (Dao 2023, FlashAttention-2, arXiv 2307.08691, section 4.1:
+ *    forward up to 73 % and backward up to 63 % of the peak, head dim 128);
+ *    the saturation length and head-dim factors are the H100 FA2 values
+ *    (an assumption: same kernel); cuDNN/FA3 fall back to FA2 there (TE picks
+ *    FlashAttention below SM 9.0, FA3 is Hopper-only);
+ *  - Ada (L40S): the A100 FA2 curve (an assumption, no published benchmark);
+ *  - Blackwell: cuDNN at the H100 cuDNN fractions (an assumption), and
+ *    FlashAttention-2 running its SM 8.0 code at the H100 FA2 absolute rate
+ *    (343 TFLOPS = 0.15 of B200's peak; stas00/ml-engineering: FA2 "very slow
+ *    on Blackwell").
+ *
+ * NCCL latencies are NCCL's own tuning model (NVIDIA/nccl src/graph/tuning.cc
+ * at 01afd20a: baseLat ring LL 3.6 us, Simple 8.4 us; hwLat ring per step
+ * NVLink LL 0.47 / Simple 3.4 us, PCI 1.0 / 5.7 us, network 2.7 / 9.6 us; the
+ * LL protocol moves data at 1/4 of the Simple bus bandwidth for all-reduce or
+ * across nodes, 1/3 otherwise). */
+#include "planner/arch.h"
+
+#include <math.h>
+
+/* clang-format off */
+static const ArchRow rows[] = {
+    /* Blackwell */
+    {100, 128, 256, 128, 256,
+     .flash2 = {0.152, 400, 0.87, 880, 0.876, 0.805},
+     .flash3 = {0.152, 400, 0.87, 880, 0.876, 0.805},
+     .cudnn = {0.558, 380, 0.87, 840, 0.694, 0.855}, .has_flash3 = 0},
+    /* Hopper */
+    {90, 128, 256, 128, 256,
+     .flash2 = {0.347, 400, 0.87, 880, 0.876, 0.805},
+     .flash3 = {0.645, 600, 0.866, 1320, 0.767, 0.99},
+     .cudnn = {0.558, 380, 0.87, 840, 0.694, 0.855}, .has_flash3 = 1},
+    /* Ada, Ampere and anything older */
+    {0, 256, 128, 64, 128,
+     .flash2 = {0.70, 400, 0.86, 880, 0.876, 0.805},
+     .flash3 = {0.70, 400, 0.86, 880, 0.876, 0.805},
+     .cudnn = {0.70, 400, 0.86, 880, 0.876, 0.805}, .has_flash3 = 0},
+};
+/* clang-format on */
+
+const NcclLat nccl_lat = {
+    .base = {3.6e-6, 8.4e-6},
+    .hop = {[LINK_NVLINK] = {0.47e-6, 3.4e-6}, [LINK_PCIE] = {1.0e-6, 5.7e-6}, [LINK_COUNT_] = {2.7e-6, 9.6e-6}},
+};
+
+const ArchRow *arch_row(uint32_t sm)
+{
+    for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++)
+        if (sm >= rows[i].min_sm) return &rows[i];
+    return &rows[sizeof rows / sizeof *rows - 1];
+}
+
+const AttnCurve *arch_attn(const ArchRow *a, AttnImpl k)
+{
+    if (k == ATTN_FLASH3 && a->has_flash3) return &a->flash3;
+    if (k == ATTN_CUDNN) return &a->cudnn;
+    return &a->flash2;
+}
+
+double arch_hd_factor(const AttnCurve *c, uint32_t head_dim)
+{
+    if (head_dim <= 64) return c->hd64;
+    if (head_dim >= 256) return c->hd256;
+    double x = log2((double)head_dim) - 7.0; /* -1 at 64, 0 at 128, +1 at 256 */
+    return x < 0 ? 1.0 + x * (1.0 - c->hd64) : 1.0 + x * (c->hd256 - 1.0);
+}

@@ -1,0 +1,48 @@
+/* planner/catalog_cells.h — the strict cell readers of the catalog-style CSV
+ * files (models, GPUs, recipes, stacks, measured runs). Every error names file,
+ * row and column and quotes the value. */
+#ifndef FP8PLAN_PLANNER_CATALOG_CELLS_H
+#define FP8PLAN_PLANNER_CATALOG_CELLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "planner/csv_table.h"
+#include "util/status.h"
+
+typedef struct {
+    const CsvTable *t;
+    int r;
+    Err *e;
+    const void *ctx; /* the caller's (cell_parse_rows passes it through) */
+} Cur;
+
+/* ST_DATA "FILE: row R, column C: <why>". */
+Status cell_bad(Cur *c, const char *col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+const char *cell_text(Cur *c, const char *col);
+/* A whole number in [lo, hi]. */
+Status cell_u32(Cur *c, const char *col, uint32_t lo, uint32_t hi, uint32_t *out);
+/* A positive count (util/num.h rules). */
+Status cell_count(Cur *c, const char *col, uint64_t *out);
+/* A finite number >= 0 (> 0 unless allow_zero). */
+Status cell_rate(Cur *c, const char *col, int allow_zero, double *out);
+/* A finite number in [lo, hi]. */
+Status cell_range(Cur *c, const char *col, double lo, double hi, double *out);
+Status cell_yesno(Cur *c, const char *col, int *out);
+/* "9.0" -> 90: one digit after the point. */
+Status cell_sm(Cur *c, const char *col, uint32_t *out);
+/* Non-empty text shorter than size; name_like: letters, digits, '.', '_', '-' only. */
+Status cell_textcopy(Cur *c, const char *col, char *dst, size_t size, int name_like);
+
+/* Parse the CSV, check the header names `columns`, the `key` column's values are
+ * unique and there are at most max_rows, then call fn for each data row with
+ * rows + r * size. *n = rows parsed (0 on error). The caller frees t. */
+Status cell_parse_rows(const char *text, size_t len, const char *fname, const char *columns, const char *key,
+                       Status (*fn)(Cur *, void *), const void *ctx, void *rows, size_t size, int max_rows, int *n,
+                       CsvTable *t, Err *e);
+/* cell_parse_rows for callers that need nothing of the table afterwards (it is freed). */
+Status cell_parse_all(const char *text, size_t len, const char *fname, const char *columns, const char *key,
+                      Status (*fn)(Cur *, void *), const void *ctx, void *rows, size_t size, int max_rows, int *n,
+                      Err *e);
+
+#endif

@@ -1,0 +1,80 @@
+/* planner/plan_gemm.c — the time of one GEMM from its M, N, K.
+ *
+ * A GEMM runs as tiles of tile_m x tile_n outputs (planner/arch.c), each tile on
+ * one SM; the kernel takes ceil(tiles / SMs) waves (wave quantization), and a
+ * tile costs 2 * tile_m * tile_n * (K + k0) FLOPs at one SM's saturated rate,
+ * k0 being its fixed pipeline-fill and epilogue cost (the small-dimension
+ * penalty). The saturated rate is the GPU's measured matmul ceiling (MAMF,
+ * gpus.csv), BF16 or FP8, divided by its SMs and scaled by (1 + k0 / 2048)
+ * because the ceiling was measured at shapes whose K is about 2048
+ * (stas00/ml-engineering's best shapes have K 1536-2816), so a large GEMM
+ * saturates at exactly the MAMF. cuBLAS chooses the tile orientation (128x256
+ * or 256x128) that needs fewer tiles, and splits K when the tiles fill less
+ * than one wave (split-K / stream-K), writing fp32 partial sums that one more
+ * pass adds. The result is at least the HBM time of the operands and the
+ * output (a roofline) and at least one kernel launch. No loop over tiles:
+ * every count is closed-form. */
+#include "planner/arch.h"
+#include "planner/plan_internal.h"
+
+enum { K_REF = 2048, SPLIT_MIN_K = 256 };
+
+static uint32_t log2u(uint32_t x)
+{
+    uint32_t s = 0;
+    while ((1u << (s + 1)) <= x) s++;
+    return s;
+}
+
+void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
+{
+    const GpuSpec *gp = in->gpu;
+    const ArchRow *a = arch_row(gp->sm);
+    double r16 = in->eff_gemm_bf16 > 0 ? gp->flops_bf16 * in->eff_gemm_bf16
+                 : gp->mamf_bf16 > 0   ? gp->mamf_bf16
+                                       : gp->flops_bf16;
+    double r8 = in->eff_gemm_fp8 > 0 ? gp->flops_fp8 * in->eff_gemm_fp8
+                : gp->mamf_fp8 > 0   ? gp->mamf_fp8
+                                     : gp->flops_fp8;
+    if (!(r8 > 0)) r8 = r16; /* no FP8 tensor cores: plan_validate rejects FP8 recipes before this matters */
+    gg->sms = gp->sms ? (double)gp->sms : 1.0; /* unknown SM count: one "SM" with the whole rate, no quantization */
+    gg->inv_sms = 1.0 / gg->sms;
+    gg->tm_sh = log2u(a->tile_m), gg->tn_sh = log2u(a->tile_n);
+    gg->k0_16 = a->k0_16, gg->k0_8 = a->k0_8;
+    double sus = gpu_sustained(gp);
+    double typ16 = in->eff_gemm_bf16 > 0 ? 1.0 : sus, typ8 = in->eff_gemm_fp8 > 0 ? 1.0 : sus;
+    gg->sm_rate16 = r16 * typ16 * (1.0 + gg->k0_16 / K_REF) * gg->inv_sms;
+    gg->sm_rate8 = r8 * typ8 * (1.0 + gg->k0_8 / K_REF) * gg->inv_sms;
+    gg->inv_hbm = 1.0 / (gp->hbm_bw * in->eff_hbm);
+    gg->launch = in->launch_s;
+}
+
+double gemm_time(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, int fp8, double out_bytes)
+{
+    if (!M || !N || !K || !batch) return 0;
+    uint32_t a = gg->tm_sh, b = gg->tn_sh;
+    uint64_t ma = (M + (1ull << a) - 1) >> a, nb = (N + (1ull << b) - 1) >> b;
+    uint64_t mb = (M + (1ull << b) - 1) >> b, na = (N + (1ull << a) - 1) >> a;
+    uint64_t t1 = ma * nb, t2 = mb * na;
+    double tiles = (double)(t1 < t2 ? t1 : t2) * (double)batch;
+    double k = (double)K, k0 = fp8 ? gg->k0_8 : gg->k0_16, rate = fp8 ? gg->sm_rate8 : gg->sm_rate16;
+    double mn = (double)M * (double)N * (double)batch, extra = 0;
+    if (tiles < gg->sms) { /* less than one wave: split K over the idle SMs */
+        double split = (double)(uint64_t)(gg->sms / tiles), kmax = (double)(uint64_t)(k / SPLIT_MIN_K);
+        if (split > kmax) split = kmax;
+        if (split > 1) {
+            tiles *= split;
+            k /= split;
+            extra = mn * 4.0 * 2.0 * split; /* fp32 partials written, then read by the reduction */
+        }
+    }
+    double w = tiles * gg->inv_sms, waves = (double)(uint64_t)w;
+    if (waves < w) waves += 1.0;
+    double tile_flops = 2.0 * (double)(1ull << (a + b)) * (k + k0);
+    double tc = waves * tile_flops / rate;
+    double ib = fp8 ? 1.0 : 2.0;
+    double bytes = ((double)M * (double)K + (double)K * (double)N) * (double)batch * ib + mn * out_bytes + extra;
+    double tm = bytes * gg->inv_hbm;
+    double t = tc > tm ? tc : tm;
+    return t > gg->launch ? t : gg->launch;
+}

@@ -1,0 +1,128 @@
+/* planner/plan_kernels.c — the memory-bound kernels one layer launches.
+ *
+ * Each op of a layer moves bytes through HBM and launches some kernels; it takes
+ * max(bytes / (HBM x eff_hbm), kernels x launch floor): a kernel that moves
+ * little still pays its launch (the stack's launch_us), which is what makes
+ * small models slower than their FLOPs. Per token of one micro-batch, with
+ * H = hidden elements on this rank (split by SP), Hf = hidden elements of the
+ * whole sequence chunk (after an SP all-gather), Q, K = query and key elements
+ * per TP rank, F = FFN elements per TP rank, kF = FC1 outputs (2F for SwiGLU):
+ *
+ * te (Megatron-Core + Transformer Engine; megatron/core/models/gpt
+ *     gpt_layer_specs with TE modules, fused bias-dropout-add, fused SwiGLU, fused
+ *     RoPE; TE casts to FP8 inside its norm+linear kernels and writes the row-wise
+ *     and the transposed copy in one pass, cast_transpose):
+ *   forward  norm1(+cast) 4H, RoPE 4(Q+K) in 2 kernels, proj-input cast 4Q,
+ *            bias-dropout-add 6H, norm2(+cast) 4H, activation 6F (GeLU 4F),
+ *            FC2-input cast 4F, bias-dropout-add 6H
+ *   backward FC2 dY cast 4Hf, activation backward 10F (GeLU 6F), FC1 dY cast 4kF,
+ *            norm2 backward 6H in 2 kernels (dx, dgamma), residual 6H, proj dY cast
+ *            4Hf, RoPE 4(Q+K) in 2, QKV dY cast 4(Q+2K), norm1 backward 6H in 2,
+ *            residual 6H; weight gradients accumulate in the GEMM epilogue.
+ * compile (torch.compile / inductor, torchao float8: the amax is fused into the
+ *     producer, casts write the row-wise copy only, the high-precision input is
+ *     saved and recast for the weight gradient):
+ *   forward  norm1 4H, x cast 3H, RoPE 4(Q+K), proj cast 3Q, residual+norm2 8H,
+ *            x cast 3H, activation 6F, FC2 cast 3F, residual 6H (one kernel each)
+ *   backward dY casts 4Hf, 4kF, 4Hf, 4(Q+2K) (row-wise + transposed), activation
+ *            backward 10F, norm+residual backward 10H in 2 kernels (twice), RoPE
+ *            4(Q+K), input recasts for wgrad 3(2Hf + Q + F) in 4 kernels, and the
+ *            weight-gradient accumulation when micro-batches accumulate.
+ * eager (one kernel per PyTorch op: an RMSNorm is 6 kernels moving 36 bytes per
+ *     element in fp32 — to(float32), pow, mean, rsqrt, mul, to(bf16), mul(weight) —
+ *     a LayerNorm 1 kernel of 4; HF-style RoPE 5 kernels, 20 bytes per element,
+ *     for q and for k; SwiGLU silu + mul 2 kernels, 10F; casts as TE's separate
+ *     ones): backward launches twice the forward's kernels and moves twice its
+ *     bytes, plus the dY casts and the gradient accumulation.
+ * fp8plan (this project's executor): the eager list (its kernels are one per step
+ *     of the layer), until `fp8plan calibrate` measures it.
+ * Current scaling reads each cast's input once more for its amax (one more
+ * kernel); dropout adds its masks. Bytes: BF16 activations 2 B, FP8 1 B. */
+#include "planner/plan_internal.h"
+
+typedef struct {
+    double t; /* accumulated seconds */
+    double inv_bw, launch;
+} Acc;
+
+static void op(Acc *a, double bytes, double kernels)
+{
+    double tb = bytes * a->inv_bw, tl = kernels * a->launch;
+    a->t += tb > tl ? tb : tl;
+}
+
+/* An FP8 cast of x elements when `on`: read 2 B, write the copies (w = 2: row-wise + transposed; 1: row-wise);
+ * current scaling reads the input once more for its amax, in one more kernel. */
+static void cast(Acc *a, double x, double w, int on, int cur)
+{
+    if (on) op(a, (2.0 + w + 2.0 * cur) * x, 1.0 + cur);
+}
+
+void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
+{
+    const Recipe *rc = in->recipe;
+    double tok = (double)g->tok, H = (double)g->tok_r * (double)g->h, Hf = tok * (double)g->h;
+    double Q = tok * (double)g->q_t, K = tok * (double)g->kv_t, F = tok * (double)g->F_t, kF = (double)g->k * F;
+    int f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd), cur = rc->scaling == SCALING_CURRENT;
+    int rope = in->model->pos == POS_ROPE, swiglu = g->k == 2, rms = in->model->norm == NORM_RMSNORM;
+    int saved8 = dt_fp8(rc->saved_input);
+    double drop = in->dropout ? 1.0 : 0.0;
+    double act_f = swiglu ? 6 * F : 4 * F, act_b = swiglu ? 10 * F : 6 * F;
+    double acc_k = g->m > 1 ? 4.0 : 0.0; /* separate gradient accumulation: one kernel per linear weight */
+    double acc_b =
+        g->m > 1 ? (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) : 0.0;
+    Acc f = {0, 1.0 / (in->gpu->hbm_bw * in->eff_hbm), in->launch_s}, b = f;
+    switch (in->fusion) {
+    case FUSE_TE:
+        op(&f, 4 * H, 1 + (f8 && cur)); /* the norm writes the FP8 copies (2 B) in place of BF16 (2 B) */
+        if (rope) op(&f, 4 * (Q + K), 2);
+        cast(&f, Q, 2, f8, cur);
+        op(&f, (6 + drop) * H, 1);
+        op(&f, 4 * H, 1 + (f8 && cur));
+        op(&f, act_f, 1);
+        cast(&f, F, 2, f8, cur);
+        op(&f, (6 + drop) * H, 1);
+        cast(&b, Hf, 2, b8, cur);
+        op(&b, act_b, 1);
+        cast(&b, kF, 2, b8, cur);
+        op(&b, 6 * H, 2), op(&b, 6 * H, 1);
+        cast(&b, Hf, 2, b8, cur);
+        if (rope) op(&b, 4 * (Q + K), 2);
+        cast(&b, Q + 2 * K, 2, b8, cur);
+        op(&b, 6 * H, 2), op(&b, 6 * H, 1);
+        break;
+    case FUSE_COMPILE:
+        op(&f, 4 * H, 1), cast(&f, H, saved8 ? 2 : 1, f8, cur);
+        if (rope) op(&f, 4 * (Q + K), 1);
+        cast(&f, Q, saved8 ? 2 : 1, f8, cur);
+        op(&f, (8 + drop) * H, 1), cast(&f, H, saved8 ? 2 : 1, f8, cur);
+        op(&f, act_f, 1), cast(&f, F, saved8 ? 2 : 1, f8, cur);
+        op(&f, (6 + drop) * H, 1);
+        cast(&b, Hf, 2, b8, cur), op(&b, act_b, 1), cast(&b, kF, 2, b8, cur);
+        op(&b, 10 * H, 2), cast(&b, Hf, 2, b8, cur);
+        if (rope) op(&b, 4 * (Q + K), 1);
+        cast(&b, Q + 2 * K, 2, b8, cur), op(&b, 10 * H, 2);
+        if (f8 && !saved8) op(&b, 3 * (2 * Hf + Q + F), 4);
+        op(&b, acc_b, acc_k);
+        break;
+    default: { /* FUSE_EAGER, FUSE_FP8PLAN */
+        double nb = rms ? 36 : 4, nk = rms ? 6 : 1;
+        op(&f, nb * H, nk), cast(&f, H, saved8 ? 2 : 1, f8, cur);
+        if (rope) op(&f, 20 * (Q + K), 10);
+        cast(&f, Q, saved8 ? 2 : 1, f8, cur);
+        op(&f, (6 + 3 * drop) * H, 1 + drop);
+        op(&f, nb * H, nk), cast(&f, H, saved8 ? 2 : 1, f8, cur);
+        op(&f, swiglu ? 10 * F : 4 * F, swiglu ? 2 : 1), cast(&f, F, saved8 ? 2 : 1, f8, cur);
+        op(&f, (6 + 3 * drop) * H, 1 + drop);
+        /* backward: twice the forward's pointwise work, plus dY casts and the accumulation */
+        double fw = f.t;
+        b.t += 2 * fw;
+        cast(&b, Hf, 2, b8, cur), cast(&b, kF, 2, b8, cur), cast(&b, Hf, 2, b8, cur), cast(&b, Q + 2 * K, 2, b8, cur);
+        if (f8 && !saved8) op(&b, 3 * (2 * Hf + Q + F), 4);
+        op(&b, acc_b, acc_k);
+        break;
+    }
+    }
+    out->fwd = f.t;
+    out->bwd = b.t;
+}

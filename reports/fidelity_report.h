@@ -1,0 +1,68 @@
+/* reports/fidelity_report.h — the planner against published measured runs
+ * (`fp8plan report fidelity`).
+ *
+ * Every run of models/measured.csv is planned with its stack, model, GPU,
+ * recipe and layout. Throughput: predicted tokens/s per GPU against the
+ * published one (or gbs * seq / step time / GPUs), signed error
+ * predicted / measured - 1. Memory: the published peak against the term it
+ * counts — allocated (states, copies, scales, activations, workspace),
+ * reserved (+ the allocator's reserve) or the device total (+ CUDA context and
+ * NCCL buffers; also when the kind is not stated). A false OOM is a run that
+ * really ran but whose predicted total exceeds the GPU's memory; "over the
+ * limit" counts the ones above --max-mem-frac of it (0.95). Summaries: mean
+ * absolute throughput error overall, per stack, and on a hold-out set of
+ * sources (runs whose errors were never looked at while choosing parameters),
+ * FP8-LM Table 5's rows, and memory error over the allocator-traced rows. */
+#ifndef FP8PLAN_REPORTS_FIDELITY_REPORT_H
+#define FP8PLAN_REPORTS_FIDELITY_REPORT_H
+
+#include "reports/fidelity_runs.h"
+#include "reports/table.h"
+
+/* The sources held out (source_id, or source_id@gpu for one GPU's rows of a source). */
+#define FIDELITY_DEFAULT_HOLDOUT                                                                            \
+    "mbridge-2511,mbridge-2602,korthikanti-2022,torchtitan-a100,torchtitan-h200,torchao-float8,mtnlg-2022," \
+    "llm-foundry@a100-sxm"
+/* Rows of FP8-LM Table 5. */
+#define FIDELITY_TABLE5_SOURCE "fp8lm-2023"
+
+typedef struct {
+    const MeasuredRun *run;
+    int planned; /* 0: the planner rejected the input (why says so) */
+    char why[200];
+    int holdout;
+    double meas_tok, pred_tok, tok_err; /* tokens/s per GPU; NAN when not published */
+    double meas_gib, pred_gib, mem_err; /* memory of the published kind, GiB; NAN when not published */
+    double total_gib;                   /* predicted device total */
+    int oom, over_limit;
+} FidelityRow;
+
+enum { FIDELITY_MAX_GROUPS = 32 };
+
+typedef struct {
+    char name[MEASURED_ID_MAX];
+    int n;
+    double mae, bias; /* mean |error|, mean signed error (fractions) */
+} FidelityGroup;
+
+typedef struct {
+    FidelityGroup all, dev, holdout, table5, mem_traced, mem_all;
+    FidelityGroup stack[FIDELITY_MAX_GROUPS];
+    int nstacks;
+    FidelityGroup source[FIDELITY_MAX_GROUPS];
+    int nsources;
+    int false_oom, over_limit, unplanned;
+    double mem_traced_max; /* largest |error| over the allocator-traced rows */
+} FidelitySummary;
+
+/* Plan every run. holdout: FIDELITY_DEFAULT_HOLDOUT or a caller's list. rows has room for n. */
+Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, FidelityRow *rows, FidelitySummary *sum,
+                         Err *e);
+
+/* One row per run (id, stack, model, GPU, GPUs, recipe, throughput measured / predicted / error, memory
+ * kind / measured / predicted / error, fits). */
+Table *fidelity_rows_table(const FidelityRow *rows, int n);
+/* The summaries: one row per group (overall, dev, hold-out, each stack, each source, Table 5, memory). */
+Table *fidelity_summary_table(const FidelitySummary *s);
+
+#endif

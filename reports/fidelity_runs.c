@@ -1,0 +1,121 @@
+/* reports/fidelity_runs.c — models/measured.csv into MeasuredRun rows (see fidelity_runs.h). */
+#include "reports/fidelity_runs.h"
+
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+#include "planner/catalog_cells.h"
+
+const char *const measured_columns =
+    "id,source_id,stack,model,gpu,gpus,tp,pp,vpp,cp,dp,mbs,gbs,seq,recipe,sharding,recompute,first_stage_layers,"
+    "last_stage_layers,tokens_per_s_per_gpu,step_s,tflops_per_gpu,mfu_pct,mem_gib,mem_kind,notes,source";
+
+static const char *const kind_names[] = {
+    [MEMK_NONE] = "", [MEMK_ALLOCATED] = "allocated", [MEMK_RESERVED] = "reserved", [MEMK_SMI] = "smi"};
+_Static_assert(sizeof kind_names / sizeof *kind_names == MEMK_COUNT_, "kind_names");
+
+const char *mem_kind_name(MemKind k) { return (unsigned)k < MEMK_COUNT_ ? kind_names[k] : "?"; }
+
+static int blank(Cur *c, const char *col) { return !cell_text(c, col)[0]; }
+
+/* A whole number in [lo, hi], or def when blank. */
+static Status opt_u32(Cur *c, const char *col, uint32_t def, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    if (blank(c, col)) return *out = def, ST_OK;
+    return cell_u32(c, col, lo, hi, out);
+}
+
+/* A positive finite number, or NAN when blank. */
+static Status opt_pos(Cur *c, const char *col, double *out)
+{
+    if (blank(c, col)) return *out = NAN, ST_OK;
+    return cell_rate(c, col, 0, out);
+}
+
+static Status name_of(Cur *c, const char *col, const void *found, const char *what, const char *list)
+{
+    if (found) return ST_OK;
+    return cell_bad(c, col, "'%.60s' is not a %s in the catalog (known: %.300s)", cell_text(c, col), what, list);
+}
+
+static Status parse_run(Cur *c, void *row)
+{
+    const Catalog *cat = c->ctx;
+    MeasuredRun *r = row;
+    memset(r, 0, sizeof *r);
+    Status st;
+    char names[1024];
+    if ((st = cell_textcopy(c, "id", r->id, sizeof r->id, 1)) ||
+        (st = cell_textcopy(c, "source_id", r->source_id, sizeof r->source_id, 1)))
+        return st;
+    r->stack = catalog_stack(cat, cell_text(c, "stack"));
+    catalog_stack_names(cat, names, sizeof names);
+    if ((st = name_of(c, "stack", r->stack, "stack", names))) return st;
+    r->model = catalog_model(cat, cell_text(c, "model"));
+    catalog_model_names(cat, names, sizeof names);
+    if ((st = name_of(c, "model", r->model, "model", names))) return st;
+    r->gpu = catalog_gpu(cat, cell_text(c, "gpu"));
+    catalog_gpu_names(cat, names, sizeof names);
+    if ((st = name_of(c, "gpu", r->gpu, "GPU", names))) return st;
+    r->recipe = catalog_recipe(cat, cell_text(c, "recipe"));
+    catalog_recipe_names(cat, names, sizeof names);
+    if ((st = name_of(c, "recipe", r->recipe, "recipe", names))) return st;
+    const uint32_t BIG = 1u << 24;
+    if ((st = cell_u32(c, "gpus", 1, BIG, &r->gpus)) || (st = cell_u32(c, "tp", 1, BIG, &r->tp)) ||
+        (st = cell_u32(c, "pp", 1, BIG, &r->pp)) || (st = opt_u32(c, "vpp", 1, 1, BIG, &r->vpp)) ||
+        (st = opt_u32(c, "cp", 1, 1, BIG, &r->cp)) || (st = cell_u32(c, "dp", 1, BIG, &r->dp)) ||
+        (st = opt_u32(c, "mbs", 0, 1, BIG, &r->mbs)) || (st = cell_u32(c, "seq", 1, BIG, &r->seq)) ||
+        (st = opt_u32(c, "first_stage_layers", 0, 1, BIG, &r->first)) ||
+        (st = opt_u32(c, "last_stage_layers", 0, 1, BIG, &r->last)) ||
+        (st = opt_pos(c, "tokens_per_s_per_gpu", &r->tok_s_gpu)) || (st = opt_pos(c, "step_s", &r->step_s)) ||
+        (st = opt_pos(c, "tflops_per_gpu", &r->tflops)) || (st = opt_pos(c, "mfu_pct", &r->mfu_pct)) ||
+        (st = opt_pos(c, "mem_gib", &r->mem_gib)))
+        return st;
+    if (!blank(c, "gbs") && (st = cell_count(c, "gbs", &r->gbs))) return st;
+    if (sharding_parse(cell_text(c, "sharding"), &r->sharding))
+        return cell_bad(c, "sharding", "'%s' is not none, dist-opt, zero1, zero2 or zero3", cell_text(c, "sharding"));
+    if (recompute_parse(cell_text(c, "recompute"), &r->recompute))
+        return cell_bad(c, "recompute", "'%s' is not none, selective, full or op", cell_text(c, "recompute"));
+    const char *k = cell_text(c, "mem_kind");
+    r->mem_kind = MEMK_COUNT_;
+    for (int i = 0; i < MEMK_COUNT_; i++)
+        if (!strcasecmp(k, kind_names[i])) r->mem_kind = (MemKind)i;
+    if (r->mem_kind == MEMK_COUNT_) return cell_bad(c, "mem_kind", "'%s' is not allocated, reserved, smi or blank", k);
+    if ((uint64_t)r->tp * r->pp * r->cp * r->dp != r->gpus)
+        return cell_bad(c, "gpus", "'%s' != tp*pp*cp*dp = %u*%u*%u*%u", cell_text(c, "gpus"), r->tp, r->pp, r->cp,
+                        r->dp);
+    if (isnan(r->tok_s_gpu) && isnan(r->step_s) && isnan(r->mem_gib))
+        return cell_bad(c, "tokens_per_s_per_gpu", "the row publishes neither throughput, step time nor memory");
+    return ST_OK;
+}
+
+Status measured_parse(const Catalog *c, const char *text, size_t len, const char *fname, MeasuredRun *runs, int *n,
+                      Err *e)
+{
+    return cell_parse_all(text, len, fname, measured_columns, "id", parse_run, c, runs, sizeof *runs, MEASURED_MAX_RUNS,
+                          n, e);
+}
+
+double measured_tokens(const MeasuredRun *r)
+{
+    if (!isnan(r->tok_s_gpu)) return r->tok_s_gpu;
+    if (!isnan(r->step_s) && r->gbs) return (double)r->gbs * r->seq / r->step_s / r->gpus;
+    return NAN;
+}
+
+void measured_plan_input(const MeasuredRun *r, PlanInput *in)
+{
+    plan_input_defaults(in);
+    plan_input_use_stack(in, r->stack);
+    in->model = r->model, in->gpu = r->gpu, in->recipe = r->recipe;
+    in->tp = r->tp, in->pp = r->pp, in->vpp = r->vpp, in->cp = r->cp, in->dp = r->dp;
+    in->world = r->gpus;
+    in->mbs = r->mbs ? r->mbs : 1;
+    in->gbs = r->gbs;
+    in->seq = r->seq;
+    in->sharding = r->sharding;
+    in->recompute = r->recompute;
+    in->first_stage_layers = r->first;
+    in->last_stage_layers = r->last;
+}

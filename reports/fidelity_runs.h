@@ -1,0 +1,51 @@
+/* reports/fidelity_runs.h — published measured training runs (models/measured.csv).
+ *
+ * One row per run: which stack ran which model on which GPUs with which layout
+ * and recipe, and what it measured (tokens/s per GPU or step time, memory with
+ * its kind). The header must name exactly measured_columns; names must exist in
+ * the catalog; numbers follow util/num.h; blank cells are "not published".
+ * Errors name the file, row and column and quote the value (ST_DATA). */
+#ifndef FP8PLAN_REPORTS_FIDELITY_RUNS_H
+#define FP8PLAN_REPORTS_FIDELITY_RUNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "planner/catalog.h"
+#include "planner/plan.h"
+#include "util/status.h"
+
+enum { MEASURED_MAX_RUNS = 512, MEASURED_ID_MAX = 64 };
+
+/* What a published memory figure counts: the caching allocator's allocated or
+ * reserved peak, or the device total (nvidia-smi, or not stated). */
+typedef enum { MEMK_NONE = 0, MEMK_ALLOCATED, MEMK_RESERVED, MEMK_SMI, MEMK_COUNT_ } MemKind;
+
+typedef struct {
+    char id[MEASURED_ID_MAX], source_id[MEASURED_ID_MAX];
+    const StackSpec *stack;
+    const ModelSpec *model;
+    const GpuSpec *gpu;
+    const Recipe *recipe;
+    uint32_t gpus, tp, pp, vpp, cp, dp, mbs, seq, first, last; /* mbs 0 = not published (1 is planned) */
+    uint64_t gbs;                                              /* 0 = not published */
+    Sharding sharding;
+    Recompute recompute;
+    double tok_s_gpu, step_s, tflops, mfu_pct, mem_gib; /* NAN when blank */
+    MemKind mem_kind;
+} MeasuredRun;
+
+extern const char *const measured_columns;
+const char *mem_kind_name(MemKind k);
+
+/* Parse measured.csv text into runs (caller-owned, room for MEASURED_MAX_RUNS). */
+Status measured_parse(const Catalog *c, const char *text, size_t len, const char *fname, MeasuredRun *runs, int *n,
+                      Err *e);
+
+/* The measured tokens/s per GPU: published, or gbs * seq / step_s / gpus; NAN when neither is there. */
+double measured_tokens(const MeasuredRun *r);
+
+/* A PlanInput for the run: its stack's row, model, GPU, recipe and layout. */
+void measured_plan_input(const MeasuredRun *r, PlanInput *in);
+
+#endif

@@ -1,0 +1,93 @@
+# tests/cli/plan_fidelity.sh — stacks (--stack, --stacks, run --stack), uneven stages, the memory
+# limit, and `report fidelity` (the planner against models/measured.csv).
+. "$FP8PLAN_ROOT/tests/lib.sh"
+
+# ---- report fidelity ----
+run report fidelity -o "$TMP/fid"
+expect_rc "report fidelity exits 0" 0
+expect_out "report fidelity prints the overall MAE line" "throughput MAE"
+expect_out "report fidelity counts false OOMs (none)" "false OOMs 0"
+expect_out "report fidelity has a row per stack" "stack       megatron-core"
+expect_out "report fidelity reports FP8-LM Table 5" "FP8-LM Table 5"
+expect_eq "fidelity_runs.csv header" "$(head -n 1 "$TMP/fid/fidelity_runs.csv" | cut -d, -f1-4)" "id,stack,model,gpu"
+expect_eq "fidelity_runs.csv has one row per measured run" "$(($(wc -l <"$TMP/fid/fidelity_runs.csv") - 1))" \
+    "$(($(wc -l <"$FP8PLAN_ROOT/models/measured.csv") - 1))"
+expect_eq "fidelity_summary.csv header" "$(head -n 1 "$TMP/fid/fidelity_summary.csv")" "kind,group,rows,mae_pct,bias_pct"
+run report fidelity --holdout nemo-2407 -o "$TMP/fid2"
+expect_rc "report fidelity --holdout exits 0" 0
+if grep -q '^throughput,hold-out,9,' "$TMP/fid2/fidelity_summary.csv"; then
+    pass "--holdout nemo-2407 holds out its 9 rows"
+else fail "--holdout nemo-2407 holds out its 9 rows" "$(cat "$TMP/fid2/fidelity_summary.csv")"; fi
+run report seed --holdout nemo-2407
+expect_rc "--holdout applies to fidelity only" 64
+mkdir -p "$TMP/cat"
+cp "$FP8PLAN_ROOT"/models/models.csv "$FP8PLAN_ROOT"/models/gpus.csv "$FP8PLAN_ROOT"/models/recipes.csv \
+    "$FP8PLAN_ROOT"/models/stacks.csv "$TMP/cat/"
+run report fidelity --catalog "$TMP/cat"
+expect_rc "report fidelity without measured.csv exits 66" 66
+expect_err "missing measured.csv is named" "measured.csv"
+head -n 1 "$FP8PLAN_ROOT/models/measured.csv" >"$TMP/cat/measured.csv"
+echo "r,s,megatron-x,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,100,,,,,,n,s" >>"$TMP/cat/measured.csv"
+run report fidelity --catalog "$TMP/cat"
+expect_rc "a bad measured.csv exits 65" 65
+expect_err "the bad cell is named" "row 2, column stack: 'megatron-x'"
+expect_no_out "nothing printed for a bad measured.csv"
+
+# ---- stacks ----
+run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack torchtitan
+expect_rc "plan --stack torchtitan exits 0" 0
+expect_out "the plan names its stack" "recipe te-fp8, stack torchtitan"
+expect_out "torchtitan's row applies (fp32 main gradients, compile kernels)" "main gradients fp32"
+run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack torchtitan --main-grad bf16 --format csv
+expect_rc "an explicit --main-grad over the stack exits 0" 0
+run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack fp8plan
+expect_out "the fp8plan stack says it is not calibrated" "not yet measured on a GPU"
+run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack nemo
+expect_rc "unknown --stack exits 64" 64
+expect_err "unknown --stack lists the stacks" "unknown stack 'nemo' (known: megatron-core, megatron-lm, torchtitan"
+run compare --model llama3-8b --gpu h100-sxm --recipes bf16,te-fp8 --dp 8 --stack llm-foundry
+expect_rc "compare --stack exits 0" 0
+run sweep --model llama3-8b --gpu h100-sxm --gpus 8 --recipes te-fp8 --stacks all --top 5
+expect_rc "sweep --stacks all exits 0" 0
+expect_out "sweep over stacks shows the stack column" "stack"
+run sweep --model llama3-8b --gpu h100-sxm --gpus 8 --recipes te-fp8 --stacks torchtitan,nemo
+expect_rc "sweep with an unknown stack exits 64" 64
+expect_err "sweep names the unknown stack" "--stacks: unknown name 'nemo'"
+run sweep --model llama3-8b --gpu h100-sxm --gpus 8 --stack torchtitan --stacks all
+expect_rc "--stack with --stacks exits 64" 64
+run run --model gpt2-124m --layers 1 --hidden 32 --heads 2 --seq 16 --vocab 64 --recipe megatron-bf16 --steps 1 \
+    --stack torchtitan
+# the plan is torchtitan's (flash attention): this executor's materialized attention differs from it
+expect_rc "run against another stack's plan reports the differing terms (exit 1)" 1
+expect_out "run plans for the stack it was given" "plan for h100-sxm (stack torchtitan)"
+expect_out "the attention term follows the stack's kernel" "act_attention              activation          128     1,024"
+run run --model gpt2-124m --layers 1 --hidden 32 --heads 2 --seq 16 --vocab 64 --recipe megatron-bf16 --steps 1
+expect_rc "run against its own stack's plan exits 0" 0
+expect_out "run plans for this executor by default" "(stack fp8plan)"
+run run --model gpt2-124m --recipe megatron-bf16 --stack nemo --steps 1
+expect_rc "run --stack unknown exits 64" 64
+expect_err "run --stack lists the stacks" "known: megatron-core"
+
+# ---- uneven stages (Llama-3-405B: 126 layers on 16 stages = 7 + 14 x 8 + 7) ----
+run plan --model llama3-405b --gpu h100-sxm --recipe te-fp8 --tp 8 --pp 16 --dp 8 --dist-opt
+expect_rc "126 layers on 16 even stages exits 64" 64
+expect_err "the message points at the stage-layer options" "--first-stage-layers"
+run plan --model llama3-405b --gpu h100-sxm --recipe te-fp8 --tp 8 --pp 16 --dp 8 --dist-opt \
+    --first-stage-layers 7 --last-stage-layers 7
+expect_rc "7 + 14 x 8 + 7 plans" 0
+expect_out "the plan shows the stage split" "uneven stages: first 7, middle 8, last 7 layers"
+run sweep --model llama3-405b --gpu h100-sxm --gpus 1024 --recipes te-fp8 --top 3 --format csv
+expect_rc "sweep of llama3-405b on 1,024 GPUs exits 0" 0
+if awk -F, 'NR > 1 && ($21 > 0 || $22 > 0) { found = 1 } END { exit !found }' "$TMP/out"; then
+    pass "the best llama3-405b layouts include uneven stages"
+else fail "llama3-405b sweep has no uneven layout" "$(head -c 600 "$TMP/out")"; fi
+
+# ---- the memory limit ----
+run plan --model gpt-175b --gpu h100-sxm --recipe bf16 --tp 8 --pp 8 --dp 2 --dist-opt --max-mem-frac 0.2
+expect_rc "plan over the limit exits 0" 0
+expect_out "a plan above --max-mem-frac says so" "OVER LIMIT"
+run plan --model gpt-175b --gpu h100-sxm --recipe bf16 --tp 8 --pp 8 --dp 2 --max-mem-frac 1.5
+expect_rc "--max-mem-frac 1.5 exits 64" 64
+expect_err "--max-mem-frac range" "must be in (0, 1]"
+
+finish

@@ -1,0 +1,143 @@
+/* tests/unit/test_fidelity.c — the planner against models/measured.csv: the
+ * figures `fp8plan report fidelity` prints are pinned here so that a change
+ * that makes them worse fails. Each MAE may rise by at most SLACK percentage
+ * points over the value measured when it was pinned (a model change that
+ * improves them should lower the pins); row counts are exact so new measured
+ * rows are noticed and the pins revisited. Also: measured.csv's parse errors. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "reports/fidelity_report.h"
+#include "support/fixtures.h"
+#include "test.h"
+#include "util/fileio.h"
+
+static const double SLACK_PP = 0.5; /* percentage points an MAE may worsen before this fails */
+
+static MeasuredRun runs[MEASURED_MAX_RUNS];
+static FidelityRow rows[MEASURED_MAX_RUNS];
+
+static int load(const Catalog *c, int *n)
+{
+    char *text;
+    size_t len;
+    Err e;
+    if (file_read_all("models/measured.csv", &text, &len, &e)) return fprintf(stderr, "%s\n", e.msg), -1;
+    Status st = measured_parse(c, text, len, "models/measured.csv", runs, n, &e);
+    free(text);
+    if (st) fprintf(stderr, "%s\n", e.msg);
+    return st ? -1 : 0;
+}
+
+static const FidelityGroup *group(const FidelityGroup *g, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(g[i].name, name)) return &g[i];
+    return NULL;
+}
+
+/* n rows exactly; MAE at most pinned + SLACK_PP (both in percent). */
+static void pin(const FidelityGroup *g, const char *what, int n, double mae_pct)
+{
+    CHECKF(g != NULL, "%s: no such group", what);
+    if (!g) return;
+    CHECKF(g->n == n, "%s: %d rows, pinned %d (measured.csv changed: revisit the pins)", what, g->n, n);
+    CHECKF(100 * g->mae <= mae_pct + SLACK_PP, "%s: MAE %.2f %% is worse than the pinned %.2f %% (+%.1f)", what,
+           100 * g->mae, mae_pct, SLACK_PP);
+}
+
+static void test_pinned_figures(void)
+{
+    Catalog *c = fx_catalog();
+    int n = 0;
+    CHECK(load(c, &n) == 0);
+    FidelitySummary s;
+    Err e;
+    CHECK(fidelity_evaluate(runs, n, FIDELITY_DEFAULT_HOLDOUT, rows, &s, &e) == ST_OK);
+    /* pinned from `fp8plan report fidelity` (throughput MAE, percent) */
+    pin(&s.all, "all", 89, 10.70);
+    pin(&s.dev, "dev", 51, 10.40);
+    pin(&s.holdout, "hold-out", 38, 11.10);
+    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 34, 13.59);
+    pin(group(s.stack, s.nstacks, "torchtitan"), "torchtitan", 29, 9.49);
+    pin(group(s.stack, s.nstacks, "llm-foundry"), "llm-foundry", 23, 9.06);
+    pin(group(s.stack, s.nstacks, "deepspeed"), "deepspeed", 3, 2.26);
+    pin(&s.table5, "FP8-LM Table 5", 8, 29.91);
+    pin(&s.mem_traced, "memory, allocator-traced", 27, 17.07);
+    CHECK_EQ_INT(s.false_oom, 0); /* no run that really ran is predicted above its GPU's memory */
+    CHECK_EQ_INT(s.unplanned, 0); /* every run is a valid plan */
+    CHECK(s.over_limit <= 7);     /* ran, but above 0.95 of capacity in the plan */
+    /* a row's error is predicted / measured - 1, and the MAE is the mean of |error| over the rows with
+     * a published throughput */
+    double sum = 0;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!isnan(rows[i].tok_err)) {
+            CHECK_REL(rows[i].tok_err, rows[i].pred_tok / rows[i].meas_tok - 1, 1e-12);
+            sum += fabs(rows[i].tok_err), k++;
+        }
+    CHECK_EQ_INT(k, s.all.n);
+    CHECK_REL(s.all.mae, sum / k, 1e-12);
+    free(c);
+}
+
+static void test_measured_errors(void)
+{
+    Catalog *c = fx_catalog();
+    static const char head[] =
+        "id,source_id,stack,model,gpu,gpus,tp,pp,vpp,cp,dp,mbs,gbs,seq,recipe,sharding,recompute,"
+        "first_stage_layers,last_stage_layers,tokens_per_s_per_gpu,step_s,tflops_per_gpu,mfu_pct,mem_gib,"
+        "mem_kind,notes,source\n";
+    struct {
+        const char *row, *want;
+    } bad[] = {
+        {"r,s,megatron-x,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,100,,,,,,n,s\n",
+         "row 2, column stack: 'megatron-x' is not a stack"},
+        {"r,s,torchtitan,llama9,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,100,,,,,,n,s\n", "column model"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf99,none,none,,,100,,,,,,n,s\n", "column recipe"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,4,1,128,8192,bf16,none,none,,,100,,,,,,n,s\n", "tp*pp*cp*dp"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,zero9,none,,,100,,,,,,n,s\n", "sharding"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,some,,,100,,,,,,n,s\n", "recompute"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,-5,,,,,,n,s\n",
+         "tokens_per_s_per_gpu"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,100,,,,70,peak,n,s\n", "mem_kind"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,n,s\n", "neither"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,100,,,,,,n,s\n"
+         "r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,100,,,,,,n,s\n",
+         "repeats row 2"},
+    };
+    for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[2048];
+        snprintf(text, sizeof text, "%s%s", head, bad[i].row);
+        int n = 0;
+        Err e = {0};
+        CHECKF(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_DATA, "row %u accepted", i);
+        CHECKF(strstr(e.msg, "m.csv") && strstr(e.msg, bad[i].want), "row %u: %s", i, e.msg);
+    }
+    /* a good row: blank vpp/cp are 1, blank mbs is "not published" (0, planned as 1); step time and gbs give
+     * tokens/s per GPU = 128 x 8192 / 2 s / 8 GPUs = 65,536 */
+    const char *good = "r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,,128,8192,bf16,zero3,op,,,,2,,,70.5,reserved,n,s\n";
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s", head, good);
+    int n = 0;
+    Err e;
+    CHECK(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_OK);
+    CHECK_EQ_INT(n, 1);
+    CHECK_EQ_INT(runs[0].vpp, 1);
+    CHECK_EQ_INT(runs[0].cp, 1);
+    CHECK_EQ_INT(runs[0].mbs, 0);
+    CHECK(runs[0].sharding == SHARD_ZERO3 && runs[0].recompute == RECOMPUTE_OP && runs[0].mem_kind == MEMK_RESERVED);
+    CHECK_NEAR(measured_tokens(&runs[0]), 65536, 1e-9);
+    PlanInput in;
+    measured_plan_input(&runs[0], &in);
+    CHECK(in.stack == catalog_stack(c, "torchtitan") && in.mbs == 1 && in.world == 8 && in.gbs == 128);
+    CHECK(in.attn == ATTN_FLASH && in.fusion == FUSE_COMPILE); /* the stack's row applied */
+    free(c);
+}
+
+int main(void)
+{
+    RUN(test_pinned_figures);
+    RUN(test_measured_errors);
+    return test_summary();
+}

@@ -1,0 +1,234 @@
+/* tests/unit/test_plan_stack.c — what a software stack changes, worked by hand
+ * on the tiny GPT (tests/support/fixtures.c): main-gradient dtype, FP8 weight
+ * caching, fused vs unfused SwiGLU, op-level recompute, uneven pipeline
+ * stages, the memory limit (max_mem_frac), and models/stacks.csv parsing. */
+#include <stdlib.h>
+
+#include "planner/catalog.h"
+#include "planner/plan.h"
+#include "support/fixtures.h"
+#include "test.h"
+
+#define SH(x) (1u << STATE_##x)
+
+static Plan build(const PlanInput *in)
+{
+    Plan p;
+    Err e;
+    CHECKF(plan_build(in, &p, &e) == ST_OK, "%s", e.msg);
+    return p;
+}
+
+/* Linear weights 2 x 768 = 1536, other 336 (test_plan.c works both out). */
+static void test_main_grad_dtype(void)
+{
+    ModelSpec m = fx_tiny_model();
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("megatron-bf16", 0); /* fp32 gradients */
+    PlanInput in = fx_input(&m, &g, &r);
+    in.main_grad = MAIN_GRAD_BF16; /* Megatron-Core with grad_reduce_in_fp32 off: a bf16 main_grad buffer */
+    Plan p = build(&in);
+    CHECK_EQ_U64(p.mem[MT_GRAD_GEMM].bytes, 1536 * 2);
+    CHECK_EQ_U64(p.mem[MT_GRAD_OTHER].bytes, 336 * 2);
+    CHECK_EQ_U64(p.mem[MT_MASTER_GEMM].bytes, 1536 * 4);        /* the master stays fp32 */
+    CHECK_NEAR(plan_state_bytes_per_param(&in, NULL), 16.0, 0); /* 2 + 4 + 2 + 4 + 4 */
+    in.main_grad = MAIN_GRAD_RECIPE;
+    CHECK_NEAR(plan_state_bytes_per_param(&in, NULL), 18.0, 0);
+    /* fp32 over a recipe that keeps bf16 gradients (torchtitan's FSDP reduce dtype is fp32) */
+    Recipe r16 = r;
+    r16.gemm.dt[STATE_GRAD] = r16.other.dt[STATE_GRAD] = DT_BF16;
+    in.recipe = &r16, in.main_grad = MAIN_GRAD_FP32;
+    p = build(&in);
+    CHECK_EQ_U64(p.mem[MT_GRAD_GEMM].bytes, 1536 * 4);
+    /* FP8 gradients stay FP8 whatever the stack says */
+    Recipe r8 = r;
+    r8.gemm.dt[STATE_GRAD] = DT_E4M3;
+    in.recipe = &r8, in.main_grad = MAIN_GRAD_BF16;
+    p = build(&in);
+    CHECK_EQ_U64(p.mem[MT_GRAD_GEMM].bytes, 1536 * 1);
+}
+
+static void test_fp8_weight_cache(void)
+{
+    ModelSpec m = fx_tiny_model();
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 8; /* 8 micro-batches of 1 */
+    Plan on = build(&in);
+    CHECK_EQ_U64(on.mem[MT_FP8_ROWWISE].bytes, 1536);
+    CHECK_EQ_U64(on.mem[MT_FP8_COLWISE].bytes, 1536);
+    in.fp8_weight_cache = 0;
+    Plan off = build(&in);
+    /* not cached: no persistent copies; each layer saves its 768 x (1 + 1) B of copies for its backward,
+     * 2 layers in flight: 3072 B more FP8 activations */
+    CHECK_EQ_U64(off.mem[MT_FP8_ROWWISE].bytes, 0);
+    CHECK_EQ_U64(off.mem[MT_FP8_COLWISE].bytes, 0);
+    CHECK_EQ_U64(off.mem[MT_ACT_LAYER_FP8].bytes - on.mem[MT_ACT_LAYER_FP8].bytes, 2 * 768 * 2);
+    /* and the weights are cast every micro-batch instead of once a step: 8 x the cast time */
+    CHECK(on.time.weight_cast_s > 0);
+    CHECK_REL(off.time.weight_cast_s, 8 * on.time.weight_cast_s, 1e-12);
+}
+
+static void test_swiglu_and_op_recompute(void)
+{
+    ModelSpec m = fx_tiny_model();
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    /* op-level recompute on the GeLU tiny model (tok 4, h 8, q = kv = 8, 2 heads, F 32) keeps per layer: the
+     * input 4 x 8 x 2 = 64, Q and V 4 x 16 x 2 = 128, the attention output 4 x 8 x 2 = 64 and its fp32
+     * log-sum-exp 4 x 2 x 4 = 32, FC1's output 4 x 32 x 2 = 256: 544 B; two layers 1088 */
+    in.recompute = RECOMPUTE_OP;
+    Plan p = build(&in);
+    CHECK_EQ_U64(p.mem[MT_ACT_LAYER_HP].bytes, 2 * 544);
+    CHECK_EQ_U64(p.mem[MT_ACT_ATTN].bytes, 0);
+    CHECK_EQ_U64(p.mem[MT_ACT_LAYER_FP8].bytes, 0);
+    /* SwiGLU (FFN 32 per half): op recompute also keeps w2's output 4 x 8 x 2 = 64 -> 608 per layer */
+    ModelSpec sw = m;
+    sw.mlp = MLP_SWIGLU;
+    in.model = &sw;
+    p = build(&in);
+    CHECK_EQ_U64(p.mem[MT_ACT_LAYER_HP].bytes, 2 * 608);
+    /* unfused SwiGLU keeps silu(gate) beside gate and up: + 4 x 32 x 2 = 256 per layer (8F vs 6F per token
+     * in bytes: 2 x 32 x 2 = 128 fused, 3 x 32 x 2 = 192 unfused, per token) */
+    in.recompute = RECOMPUTE_NONE;
+    Plan fused = build(&in);
+    in.fused_swiglu = 0;
+    Plan unfused = build(&in);
+    CHECK_EQ_U64(unfused.mem[MT_ACT_LAYER_HP].bytes - fused.mem[MT_ACT_LAYER_HP].bytes, 2 * 256);
+}
+
+static void test_uneven_stages(void)
+{
+    ModelSpec m = fx_tiny_model();
+    m.layers = 10, m.tied_embeddings = 0;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.pp = 4, in.gbs = 8;
+    Err e;
+    Plan p;
+    CHECK(plan_build(&in, &p, &e) == ST_USAGE); /* 10 layers on 4 even stages */
+    CHECK(strstr(e.msg, "--first-stage-layers") != NULL);
+    /* 1 + 4 + 4 + 1: the middle stages hold the most and are reported */
+    in.first_stage_layers = 1, in.last_stage_layers = 1;
+    p = build(&in);
+    CHECK_EQ_INT(p.first_layers, 1);
+    CHECK_EQ_INT(p.mid_layers, 4);
+    CHECK_EQ_INT(p.last_layers, 1);
+    CHECK_EQ_INT(p.stage_layers, 4);
+    CHECK_EQ_U64(p.params_gemm_gpu, 4 * 768);
+    /* only the first given: the other 3 share 9 evenly */
+    in.first_stage_layers = 1, in.last_stage_layers = 0;
+    p = build(&in);
+    CHECK_EQ_INT(p.mid_layers, 3);
+    CHECK_EQ_INT(p.last_layers, 3);
+    /* counts that do not add up, and more than the model has */
+    in.first_stage_layers = 2, in.last_stage_layers = 1; /* 7 over 2 stages */
+    CHECK(plan_build(&in, &p, &e) == ST_USAGE);
+    CHECK(strstr(e.msg, "evenly") != NULL);
+    in.first_stage_layers = 8, in.last_stage_layers = 8;
+    CHECK(plan_validate(&in, NULL) == REJECT_LAYERS_PP);
+    /* virtual stages: every stage needs at least vpp layers (1 < 2) */
+    in.first_stage_layers = 1, in.last_stage_layers = 1, in.vpp = 2;
+    CHECK(plan_validate(&in, NULL) == REJECT_LAYERS_PP);
+}
+
+static void test_memory_limit(void)
+{
+    ModelSpec m = fx_tiny_model();
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    Plan p = build(&in);
+    uint64_t total = p.total_bytes;
+    /* a GPU whose memory the plan fills to 97 %: within capacity, above the 0.95 default limit */
+    g.hbm_bytes = total * 100 / 97;
+    p = build(&in);
+    CHECK_EQ_U64(p.total_bytes, total);
+    CHECK_EQ_U64(p.capacity_bytes, g.hbm_bytes);
+    CHECK_EQ_U64(p.limit_bytes, (uint64_t)(0.95 * (double)g.hbm_bytes));
+    CHECK(!p.fits);
+    CHECK((p.advice_mask & (1u << ADV_HEADROOM)));
+    CHECK(!(p.advice_mask & (1u << ADV_OOM)));
+    in.max_mem_frac = 0.98;
+    p = build(&in);
+    CHECK(p.fits);
+    CHECK(!(p.advice_mask & (1u << ADV_HEADROOM)));
+    g.hbm_bytes = total - 1;
+    in.max_mem_frac = 1;
+    p = build(&in);
+    CHECK(!p.fits);
+    CHECK((p.advice_mask & (1u << ADV_OOM)));
+}
+
+static const char stack_head[] =
+    "name,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,launch_us,loss_bytes,"
+    "tp_overlap,dp_overlap,pp_overlap,cp_overlap,alloc_reserve,calibrated,source\n";
+
+static Status parse(const char *row, Catalog *c, Err *e)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s", stack_head, row);
+    return catalog_parse_stacks(c, text, strlen(text), "stacks.csv", e);
+}
+
+static void test_stacks_csv(void)
+{
+    Catalog *c = calloc(1, sizeof *c);
+    Err e;
+    CHECK(parse("s1,flash3,yes,no,bf16,no,compile,3.5,12,0.5,1,0,1,0.1,no,\"a, b\"\n", c, &e) == ST_OK);
+    CHECK_EQ_INT(c->nstacks, 1);
+    const StackSpec *s = catalog_stack(c, "s1");
+    CHECK(s != NULL);
+    if (s) {
+        CHECK(s->attn == ATTN_FLASH3 && s->sequence_parallel && !s->fused_swiglu);
+        CHECK(s->main_grad == MAIN_GRAD_BF16 && !s->fp8_weight_cache && s->fusion == FUSE_COMPILE);
+        CHECK_NEAR(s->launch_s, 3.5e-6, 1e-18);
+        CHECK_EQ_INT(s->loss_bytes, 12);
+        CHECK_NEAR(s->overlap_tp, 0.5, 0);
+        CHECK_NEAR(s->alloc_reserve, 0.1, 0);
+        CHECK_STR(s->source, "a, b");
+        PlanInput in;
+        plan_input_defaults(&in);
+        plan_input_use_stack(&in, s);
+        CHECK(in.stack == s && in.attn == ATTN_FLASH3 && in.fusion == FUSE_COMPILE && !in.fused_swiglu);
+        CHECK_NEAR(in.frag_frac, 0.1, 0);
+        CHECK_NEAR(in.overlap_dp, 1, 0);
+    }
+    struct {
+        const char *row, *want;
+    } bad[] = {
+        {"s,flash9,yes,no,bf16,no,te,3,12,0,0,0,0,0,no,x\n", "row 2, column attention: 'flash9'"},
+        {"s,te,maybe,no,bf16,no,te,3,12,0,0,0,0,0,no,x\n", "sequence_parallel"},
+        {"s,te,yes,no,fp16,no,te,3,12,0,0,0,0,0,no,x\n", "main_grad"},
+        {"s,te,yes,no,bf16,no,xla,3,12,0,0,0,0,0,no,x\n", "kernel_fusion"},
+        {"s,te,yes,no,bf16,no,te,-1,12,0,0,0,0,0,no,x\n", "launch_us"},
+        {"s,te,yes,no,bf16,no,te,3,1,0,0,0,0,0,no,x\n", "loss_bytes"},
+        {"s,te,yes,no,bf16,no,te,3,12,1.5,0,0,0,0,no,x\n", "tp_overlap"},
+        {"s,te,yes,no,bf16,no,te,3,12,0,0,0,0,nan,no,x\n", "alloc_reserve"},
+        {"s,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,no,x\ns,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,no,x\n", "repeats row 2"},
+    };
+    for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+        memset(c, 0, sizeof *c);
+        CHECKF(parse(bad[i].row, c, &e) == ST_DATA, "row %u accepted", i);
+        CHECKF(strstr(e.msg, "stacks.csv") && strstr(e.msg, bad[i].want), "row %u: %s", i, e.msg);
+    }
+    memset(c, 0, sizeof *c);
+    const char *missing = "name,attention\ns,te\n";
+    CHECK(catalog_parse_stacks(c, missing, strlen(missing), "stacks.csv", &e) == ST_DATA);
+    CHECK(strstr(e.msg, "sequence_parallel") != NULL);
+    free(c);
+}
+
+int main(void)
+{
+    RUN(test_main_grad_dtype);
+    RUN(test_fp8_weight_cache);
+    RUN(test_swiglu_and_op_recompute);
+    RUN(test_uneven_stages);
+    RUN(test_memory_limit);
+    RUN(test_stacks_csv);
+    return test_summary();
+}
