@@ -79,13 +79,14 @@ static Status compare_text(FILE *f, const void *ctx, Err *e)
 
 static Status plan_html(FILE *f, const void *ctx, Err *e)
 {
-    return html_plan_page(f, ((const Job *)ctx)->plans, PLAN_HEADROOM_FRAC, e);
+    const Plan *p = ((const Job *)ctx)->plans;
+    return html_plan_page(f, p, p->in.max_mem_frac, e);
 }
 
 static Status compare_html(FILE *f, const void *ctx, Err *e)
 {
     const Job *j = ctx;
-    return html_compare_page(f, j->plans, j->n, PLAN_HEADROOM_FRAC, e);
+    return html_compare_page(f, j->plans, j->n, j->plans[0].in.max_mem_frac, e);
 }
 
 static int build_one(const char *cmd, PlanInput *in, Plan *p)

@@ -43,6 +43,8 @@ enum {
     PG_OV_CP = 1 << 9,
     PG_RESERVE = 1 << 10,
     PG_SP = 1 << 11,
+    PG_GRAD_ACC = 1 << 12,
+    PG_OV_TP_ON = 1 << 13,
 };
 
 typedef struct {
@@ -91,9 +93,5 @@ void plan_args_headline(PlanArgs *a);
  * a's layout: *plans (calloc'd, the caller frees it even on failure) holds *n plans. Returns 0 or the
  * exit code after printing the message. */
 int plan_build_recipes(const char *cmd, const Catalog *cat, PlanArgs *a, Plan **plans, int *n);
-
-/* The headroom limit the HTML memory charts draw, as a fraction of capacity: issue 9's
- * --max-mem-frac default, until that option gives the plan its own limit. */
-#define PLAN_HEADROOM_FRAC 0.95
 
 #endif

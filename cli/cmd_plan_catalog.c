@@ -220,6 +220,7 @@ static Table *recipes_table(const Catalog *c)
         {"granularity", "gran act/w", NULL, TC_STR, 0, 0},
         {"comm", "comm dp/gather/ag/rs", NULL, TC_STR, 0, 0},
         {"saved_gemm_input", "saved x", NULL, TC_STR, 0, 0},
+        {"fp8_linear", "fp8 linear", NULL, TC_STR, 0, 0},
         {"min_sm", NULL, NULL, TC_STR, 0, 0},
         {"source", NULL, NULL, TC_STR, 0, 0},
     };
@@ -250,6 +251,7 @@ static Table *recipes_table(const Catalog *c)
         table_strf(t, k++, "%s/%s/%s/%s", dtype_name(r->comm_dp_grad), dtype_name(r->comm_param_gather),
                    dtype_name(r->comm_tp_ag), dtype_name(r->comm_tp_rs));
         table_str(t, k++, dtype_name(r->saved_input));
+        table_str(t, k++, fp8_linear_name(r->linear));
         table_strf(t, k++, "%u.%u", r->min_sm / 10, r->min_sm % 10);
         table_str(t, k++, r->source);
     }
@@ -269,6 +271,7 @@ static Table *stacks_table(const Catalog *c)
         {"launch_us", "launch", "us", TC_F64, 1, 0},
         {"loss_bytes", "loss", "B/logit", TC_U64, 0, 0},
         {"tp_overlap", "TP ov", NULL, TC_F64, 2, 0},
+        {"tp_overlap_on", "TP ov on", NULL, TC_F64, 2, 0},
         {"dp_overlap", "DP ov", NULL, TC_F64, 2, 0},
         {"pp_overlap", "PP ov", NULL, TC_F64, 2, 0},
         {"cp_overlap", "CP ov", NULL, TC_F64, 2, 0},
@@ -292,6 +295,7 @@ static Table *stacks_table(const Catalog *c)
         table_f64(t, k++, s->launch_s * 1e6);
         table_u64(t, k++, s->loss_bytes);
         table_f64(t, k++, s->overlap_tp);
+        table_f64(t, k++, s->overlap_tp_on);
         table_f64(t, k++, s->overlap_dp);
         table_f64(t, k++, s->overlap_pp);
         table_f64(t, k++, s->overlap_cp);

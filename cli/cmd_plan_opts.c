@@ -27,8 +27,11 @@ const char plan_layout_help[] =
     "  --fp8-weight-cache on|off       keep the FP8 weight copies across micro-batches\n"
     "  --swiglu fused|unfused          SwiGLU saves 6F (fused) or 8F bytes per token\n"
     "  --kernels te|compile|eager|fp8plan   memory-bound kernel list   --launch-us F   per-kernel floor\n"
+    "  --grad-acc-fusion on|off        te kernels: weight gradients accumulate in the GEMM epilogue (on)\n"
+    "                     or in a separate add every micro-batch (off: --no-gradient-accumulation-fusion)\n"
     "  --overlap-tp F --overlap-dp F --overlap-pp F --overlap-cp F   fraction of the concurrent compute\n"
-    "                     that hides those collectives (0-1; --overlap-dp also takes on|off)\n"
+    "                     that hides those collectives (0-1; --overlap-dp also takes on|off; --overlap-tp on\n"
+    "                     switches on the stack's optional TP overlap: TE userbuffers, torchtitan's async TP)\n"
     "memory limit:\n"
     "  --max-mem-frac F   a plan fits when it needs at most F of the GPU's memory (0.95)\n"
     "overheads and efficiencies:\n"
@@ -86,6 +89,7 @@ enum {
     O_STACK,
     O_MAIN_GRAD,
     O_FP8_CACHE,
+    O_GRAD_ACC,
     O_SWIGLU,
     O_KERNELS,
     O_LAUNCH,
@@ -139,6 +143,7 @@ static const struct option longopts[] = {
     {"stack", required_argument, NULL, O_STACK},
     {"main-grad", required_argument, NULL, O_MAIN_GRAD},
     {"fp8-weight-cache", required_argument, NULL, O_FP8_CACHE},
+    {"grad-acc-fusion", required_argument, NULL, O_GRAD_ACC},
     {"swiglu", required_argument, NULL, O_SWIGLU},
     {"kernels", required_argument, NULL, O_KERNELS},
     {"launch-us", required_argument, NULL, O_LAUNCH},
@@ -288,6 +293,7 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
             a->given |= PG_MAIN_GRAD;
             break;
         case O_FP8_CACHE: rc = get_onoff(cmd, c, arg, &in->fp8_weight_cache), a->given |= PG_FP8_CACHE; break;
+        case O_GRAD_ACC: rc = get_onoff(cmd, c, arg, &in->grad_acc_fusion), a->given |= PG_GRAD_ACC; break;
         case O_SWIGLU:
             if (!strcmp(arg, "fused") || !strcmp(arg, "unfused"))
                 in->fused_swiglu = !strcmp(arg, "fused");
@@ -310,7 +316,16 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
             in->launch_s = us * 1e-6, a->given |= PG_LAUNCH;
             break;
         }
-        case O_OV_TP: rc = get_frac(cmd, c, arg, 1, &in->overlap_tp), a->given |= PG_OV_TP; break;
+        case O_OV_TP:
+            a->given &= ~PG_OV_TP_ON;
+            if (!strcmp(arg, "on"))
+                a->given |= PG_OV_TP_ON; /* the stack's tp_overlap_on, once the stack is known */
+            else if (!strcmp(arg, "off"))
+                in->overlap_tp = 0;
+            else
+                rc = get_frac(cmd, c, arg, 1, &in->overlap_tp);
+            a->given |= PG_OV_TP;
+            break;
         case O_OV_PP: rc = get_frac(cmd, c, arg, 1, &in->overlap_pp), a->given |= PG_OV_PP; break;
         case O_OV_CP: rc = get_frac(cmd, c, arg, 1, &in->overlap_cp), a->given |= PG_OV_CP; break;
         case O_FIRST: rc = get_u32(cmd, c, arg, &in->first_stage_layers); break;
@@ -364,9 +379,11 @@ void plan_args_keep_given(const PlanArgs *a, const PlanInput *given, PlanInput *
     if (g & PG_MAIN_GRAD) in->main_grad = given->main_grad;
     if (g & PG_FP8_CACHE) in->fp8_weight_cache = given->fp8_weight_cache;
     if (g & PG_SWIGLU) in->fused_swiglu = given->fused_swiglu;
-    if (g & PG_FUSION) in->fusion = given->fusion;
+    if (g & PG_FUSION) in->fusion = given->fusion, in->grad_acc_fusion = in->fusion == FUSE_TE;
+    if (g & PG_GRAD_ACC) in->grad_acc_fusion = given->grad_acc_fusion;
     if (g & PG_LAUNCH) in->launch_s = given->launch_s;
     if (g & PG_OV_TP) in->overlap_tp = given->overlap_tp;
+    if (g & PG_OV_TP_ON) in->overlap_tp = in->stack ? in->stack->overlap_tp_on : 1;
     if (g & PG_OV_DP) in->overlap_dp = given->overlap_dp;
     if (g & PG_OV_PP) in->overlap_pp = given->overlap_pp;
     if (g & PG_OV_CP) in->overlap_cp = given->overlap_cp;

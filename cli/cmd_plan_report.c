@@ -7,6 +7,7 @@
 
 #include "cli/cmd_plan.h"
 #include "cli/cmd_report.h"
+#include "reports/html_fidelity.h"
 #include "reports/html_seed.h"
 #include "reports/plan_report.h"
 #include "reports/fidelity_report.h"
@@ -20,6 +21,7 @@ static const char help[] =
     "usage: fp8plan report seed [-o DIR] [--catalog DIR]\n"
     "       fp8plan report seed --format html [-o FILE] [--catalog DIR]\n"
     "       fp8plan report fidelity [--holdout LIST] [-o DIR] [--catalog DIR]\n"
+    "       fp8plan report fidelity --format html [--holdout LIST] [-o FILE] [--catalog DIR]\n"
     "       fp8plan report html [-o FILE] [plan options]   (fp8plan report html --help)\n"
     "\n"
     "fidelity: plan every published run of measured.csv with its stack, model, GPU, recipe and layout, and\n"
@@ -28,7 +30,9 @@ static const char help[] =
     "error overall, per stack, per source, on the hold-out sources (--holdout: comma-separated source_id or\n"
     "source_id@gpu; default " FIDELITY_DEFAULT_HOLDOUT "),\n"
     "FP8-LM Table 5 and memory, and the runs that really ran but are predicted not to fit (false OOMs).\n"
-    "With -o DIR: fidelity_runs.csv and fidelity_summary.csv.\n"
+    "With -o DIR: fidelity_runs.csv and fidelity_summary.csv. With --format html: one self-contained page\n"
+    "(-o FILE, or stdout): predicted against measured tokens/s per run (one series per stack), the MAE per\n"
+    "stack, predicted against measured memory, and the tables they are drawn from.\n"
     "\n"
     "seed: compute the seed document's tables with the planner. Prints FP8-LM Table 5 (published memory and\n"
     "weight-related communication next to the prediction and its error; throughput and MFU for\n"
@@ -96,7 +100,9 @@ static int make_dir(const char *cmd, const char *dir)
     return 0;
 }
 
-static int report_fidelity(const char *cmd, const char *catdir, const char *outdir, const char *holdout)
+static Status fidelity_page(FILE *f, const void *ctx, Err *e) { return html_fidelity_page(f, ctx, e); }
+
+static int report_fidelity(const char *cmd, const char *catdir, const char *outdir, const char *holdout, int html)
 {
     char dir[4096], path[4200];
     int rc;
@@ -129,6 +135,10 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
         if (!tr || !ts) {
             err_set(&e, ST_NOMEM, "out of memory");
             rc = cli_fail(cmd, &e);
+        } else if (html) {
+            FidelityPage pg = {tr, ts, sum, holdout};
+            CliOut out = {TABLE_HTML, outdir};
+            rc = cli_emit_page(cmd, &out, fidelity_page, &pg);
         } else if (!(rc = cli_emit_table(cmd, tr, &so)) && !(rc = cli_emit_table(cmd, ts, &so))) {
             printf(
                 "throughput MAE %.1f %% over %d runs (dev %.1f %% over %d, hold-out %.1f %% over %d); FP8-LM Table 5 "
@@ -175,8 +185,9 @@ int cmd_report(int argc, char **argv)
         case 'f':
             if (cli_parse_format(cmd, optarg, &fmt)) return status_exit_code(ST_USAGE);
             if (fmt.fmt != TABLE_TEXT && fmt.fmt != TABLE_HTML)
-                return cli_usage(cmd, "--format %s: report seed prints a table or writes html (-o DIR writes CSV)",
-                                 optarg);
+                return cli_usage(
+                    cmd, "--format %s: report seed and report fidelity print a table or write html (-o DIR writes CSV)",
+                    optarg);
             break;
         default: return cli_usage(cmd, "bad option");
         }
@@ -188,8 +199,9 @@ int cmd_report(int argc, char **argv)
     if (!fid && strcmp(argv[optind], "seed"))
         return cli_usage(cmd, "unknown report '%s' (known: seed, fidelity, html)", argv[optind]);
     if (optind + 1 < argc) return cli_usage(cmd, "unexpected argument '%s'", argv[optind + 1]);
-    if (fid && fmt.fmt != TABLE_TEXT) return cli_usage(cmd, "--format applies to report seed only");
-    if (fid) return report_fidelity(cmd, catdir, outdir, holdout ? holdout : FIDELITY_DEFAULT_HOLDOUT);
+    if (fid)
+        return report_fidelity(cmd, catdir, outdir, holdout ? holdout : FIDELITY_DEFAULT_HOLDOUT,
+                               fmt.fmt == TABLE_HTML);
     if (holdout) return cli_usage(cmd, "--holdout applies to report fidelity only");
 
     char dir[4096];

@@ -146,8 +146,11 @@ static int emit_html(const char *cmd, const PlanArgs *a, Table *points, const Pl
     snprintf(title, sizeof title, "fp8plan sweep: %s on %u x %s", a->in.model->name, a->gpus, a->in.gpu->name);
     snprintf(sub, sizeof sub,
              "every TP x PP x VPP x CP x DP x micro-batch x recompute x distributed optimizer x recipe; "
-             "global batch %llu sequences",
-             (unsigned long long)gbs);
+             "global batch %llu sequences; stack %.80s",
+             (unsigned long long)gbs,
+             a->stacks     ? a->stacks
+             : a->in.stack ? a->in.stack->name
+                           : "none");
     SweepPage pg = {points, top, n, stats, title, sub};
     int rc = cli_emit_page(cmd, &a->out, sweep_html, &pg);
     free(stats);

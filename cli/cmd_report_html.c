@@ -103,7 +103,7 @@ int report_html(int argc, char **argv)
             goto done;
         }
     }
-    Job j = {{plans, n, PLAN_HEADROOM_FRAC, t1a, t1b, t1b_what, trace, trace_what}};
+    Job j = {{plans, n, plans[0].in.max_mem_frac, t1a, t1b, t1b_what, trace, trace_what}};
     rc = cli_emit_page(cmd, &a.out, page, &j);
 done:
     table_free(t1a);

@@ -147,9 +147,9 @@ int run_html(const RunArgs *a, const Plan *p, const Model *m, const Measurement 
     snprintf(title, sizeof title, "fp8plan run: %s on %s, recipe %s", a->model, m->bk->name, m->recipe.name);
     snprintf(sub, sizeof sub,
              "%u layers, hidden %u, %u heads (%u KV), %s/%s/%s, seq %u, micro-batch %u x %u, %u steps; plan for %s "
-             "(1 GPU)",
+             "(1 GPU), stack %s",
              s->layers, s->hidden, s->heads, s->kv_heads, norm_name(s->norm), mlp_name(s->mlp), pos_name(s->pos),
-             m->seq, m->batch, m->microbatches, l->steps, p->in.gpu->name);
+             m->seq, m->batch, m->microbatches, l->steps, p->in.gpu->name, p->in.stack ? p->in.stack->name : "none");
     Table *mem = rows_table(c, CMP_MEMORY, 1), *tim = rows_table(c, CMP_TIME, 0);
     Table *steps = steps_table(l), *comm = comm_table(p, l);
     size_t n = (summary ? strlen(summary) : 0) + strlen(verdict) + 4;

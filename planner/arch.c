@@ -30,6 +30,12 @@
  *    (343 TFLOPS = 0.15 of B200's peak; stas00/ml-engineering: FA2 "very slow
  *    on Blackwell").
  *
+ * Row-wise-scaled FP8 GEMMs: torch._scaled_mm with row-wise scales runs a
+ * CUTLASS kernel; with fast accumulation "most shapes are within 90-100 % of
+ * tensor-wise efficiency, but there's a long tail going down to 50 %"
+ * (pytorch/pytorch issue 147971, H100, 2025-02): 0.90, the lower end of the
+ * common case.
+ *
  * NCCL latencies are NCCL's own tuning model (NVIDIA/nccl src/graph/tuning.cc
  * at 01afd20a: baseLat ring LL 3.6 us, Simple 8.4 us; hwLat ring per step
  * NVLink LL 0.47 / Simple 3.4 us, PCI 1.0 / 5.7 us, network 2.7 / 9.6 us; the
@@ -58,6 +64,8 @@ static const ArchRow rows[] = {
      .cudnn = {0.70, 400, 0.86, 880, 0.876, 0.805}, .has_flash3 = 0},
 };
 /* clang-format on */
+
+const double arch_rowwise_gemm_rel = 0.90;
 
 const NcclLat nccl_lat = {
     .base = {3.6e-6, 8.4e-6},

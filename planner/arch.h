@@ -34,6 +34,10 @@ const AttnCurve *arch_attn(const ArchRow *a, AttnImpl k);
 /* Head-dimension factor of a curve. */
 double arch_hd_factor(const AttnCurve *c, uint32_t head_dim);
 
+/* A row-wise-scaled FP8 GEMM (PyTorch's CUTLASS kernel behind torch._scaled_mm) against the per-tensor
+ * cuBLASLt kernel on the same shape: the fraction of its rate. */
+extern const double arch_rowwise_gemm_rel;
+
 /* NCCL ring latency model (src/graph/tuning.cc): protocols LL and Simple. */
 enum { NCCL_LL = 0, NCCL_SIMPLE, NCCL_PROTOS };
 typedef struct {

@@ -20,7 +20,7 @@ const char *const catalog_gpu_columns =
 const char *const catalog_recipe_columns =
     "name,weight,fp8_rowwise,fp8_colwise,master,grad,adam_m,adam_v,dist_opt_shards,scaled_states,other_params,"
     "gemm_fwd,gemm_bwd,scaling,act_granularity,weight_granularity,amax_history,amax_reduce,dp_grad_comm,"
-    "param_gather_comm,tp_allgather_comm,tp_reducescatter_comm,saved_gemm_input,min_sm,source";
+    "param_gather_comm,tp_allgather_comm,tp_reducescatter_comm,saved_gemm_input,fp8_linear,min_sm,source";
 
 /* ---- models ------------------------------------------------------------------------------------------- */
 
@@ -176,6 +176,9 @@ static Status parse_recipe(Cur *c, void *row)
         return cell_bad(c, "scaling", "'%s' is not none, delayed or current", cell_text(c, "scaling"));
     if (amax_reduce_parse(cell_text(c, "amax_reduce"), &r->amax_reduce))
         return cell_bad(c, "amax_reduce", "'%s' is not none, tp or all", cell_text(c, "amax_reduce"));
+    if (fp8_linear_parse(cell_text(c, "fp8_linear"), &r->linear))
+        return cell_bad(c, "fp8_linear", "'%s' is not none, te, torchao, torchao-rowwise or msamp",
+                        cell_text(c, "fp8_linear"));
     /* consistency */
     if (g->dt[STATE_WEIGHT] == DT_NONE && g->dt[STATE_MASTER] == DT_NONE && r->fp8_row == DT_NONE)
         return cell_bad(c, "weight", "'%s': with no master and no FP8 row-wise copy nothing holds the weights",
@@ -186,6 +189,9 @@ static Status parse_recipe(Cur *c, void *row)
     if (!fp8 && r->scaling != SCALING_NONE)
         return cell_bad(c, "scaling", "'%s': scaling is set but gemm_fwd and gemm_bwd are not FP8",
                         cell_text(c, "scaling"));
+    if (fp8 != (r->linear != LIN_NONE))
+        return cell_bad(c, "fp8_linear", "'%s': none exactly when gemm_fwd and gemm_bwd are not FP8",
+                        cell_text(c, "fp8_linear"));
     if (!fp8 && (r->fp8_row != DT_NONE || r->fp8_col != DT_NONE))
         return cell_bad(c, "fp8_rowwise", "'%s': FP8 weight copies without FP8 GEMMs", cell_text(c, "fp8_rowwise"));
     if (r->scaling == SCALING_DELAYED && r->amax_history == 0)

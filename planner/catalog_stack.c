@@ -6,7 +6,7 @@
 
 const char *const catalog_stack_columns =
     "name,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,"
-    "launch_us,loss_bytes,tp_overlap,dp_overlap,pp_overlap,cp_overlap,alloc_reserve,"
+    "launch_us,loss_bytes,tp_overlap,tp_overlap_on,dp_overlap,pp_overlap,cp_overlap,alloc_reserve,"
     "calibrated,source";
 
 static Status parse_stack(Cur *c, void *row)
@@ -21,6 +21,7 @@ static Status parse_stack(Cur *c, void *row)
         (st = cell_yesno(c, "fp8_weight_cache", &s->fp8_weight_cache)) ||
         (st = cell_range(c, "launch_us", 0, 1000, &us)) || (st = cell_u32(c, "loss_bytes", 2, 64, &s->loss_bytes)) ||
         (st = cell_range(c, "tp_overlap", 0, 1, &s->overlap_tp)) ||
+        (st = cell_range(c, "tp_overlap_on", 0, 1, &s->overlap_tp_on)) ||
         (st = cell_range(c, "dp_overlap", 0, 1, &s->overlap_dp)) ||
         (st = cell_range(c, "pp_overlap", 0, 1, &s->overlap_pp)) ||
         (st = cell_range(c, "cp_overlap", 0, 1, &s->overlap_cp)) ||

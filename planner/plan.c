@@ -19,6 +19,7 @@ void plan_input_defaults(PlanInput *in)
     in->fp8_weight_cache = 1;
     in->fused_swiglu = 1;
     in->fusion = FUSE_TE;
+    in->grad_acc_fusion = 1;
     in->launch_s = 0;
     in->loss_bytes = 10;
     in->overlap_dp = 1;
@@ -42,6 +43,7 @@ void plan_input_use_stack(PlanInput *in, const StackSpec *s)
     in->main_grad = s->main_grad;
     in->fp8_weight_cache = s->fp8_weight_cache;
     in->fusion = s->fusion;
+    in->grad_acc_fusion = s->fusion == FUSE_TE;
     in->launch_s = s->launch_s;
     in->loss_bytes = s->loss_bytes;
     in->overlap_tp = s->overlap_tp;

@@ -118,6 +118,9 @@ typedef struct {
     int fp8_weight_cache;   /* 1: cached FP8 weight copies (once per step); 0: recast per micro-batch */
     int fused_swiglu;       /* 1: SwiGLU saves 6F bytes per token with FC2's input; 0: 8F */
     KernelFusion fusion;    /* memory-bound kernel list */
+    int grad_acc_fusion;    /* te kernels: 1 = weight gradients accumulate into the main gradient in the GEMM epilogue
+                               (Megatron --gradient-accumulation-fusion); 0 = a separate add every micro-batch (the
+                               compile and eager lists always add with autograd, from the second micro-batch on) */
     double launch_s;        /* floor of one kernel launch, s */
     uint32_t loss_bytes;    /* bytes per logit at the loss's peak (bf16 logits, fp32 copies, saved softmax, its grad) */
     double overlap_tp, overlap_dp, overlap_pp, overlap_cp; /* fraction of the concurrent compute that hides them */
@@ -145,8 +148,8 @@ typedef struct {
 void plan_input_defaults(PlanInput *in);
 
 /* Apply a stack's row: attention kernel, sequence parallelism, SwiGLU fusion,
- * main-gradient dtype, FP8 weight caching, kernel fusion and launch floor,
- * overlaps, allocator reserve. */
+ * main-gradient dtype, FP8 weight caching, kernel fusion (te also fuses the
+ * weight-gradient accumulation) and launch floor, overlaps, allocator reserve. */
 void plan_input_use_stack(PlanInput *in, const StackSpec *s);
 
 /* The attention kernel that runs on this GPU for the input's choice (te: cuDNN on

@@ -58,6 +58,34 @@ static void cast(Acc *a, double x, double w, int on, int cur)
     if (on) op(a, (2.0 + w + 2.0 * cur) * x, 1.0 + cur);
 }
 
+/* What a recipe's FP8 linear code moves beyond the stack's kernel list, per layer and micro-batch (recipe.h):
+ * torchao-rowwise: every backward GEMM's output rescaled by its own kernel (read + write BF16: 4 B per element of
+ *   the four dgrad outputs Hf + Q + Hf + F and the layer's weight gradients), and each output gradient read once
+ *   more to quantize it along its other axis (2 B per element of Q + 2K, Hf, kF, Hf);
+ * msamp: each linear input read once more for its amax before the cast (2 B per element of H, Q, H, F); in the
+ *   backward the FP8 weight and the gathered FP8 input transposed (read + write 1 B each: 2 B per weight element,
+ *   2 B per element of Hf, Q, Hf, F), and the FP8 gradient updated per weight element as
+ *   (main_grad.to(bf16) + grad).cast(e4m3) then copied: read 1 + write 2, read 2 + 2 + write 2, amax read 2,
+ *   cast read 2 + write 1, copy read 1 + write 1 = 16 B in 5 kernels. */
+static void fp8_linear_extra(const Recipe *rc, const Geo *g, double Hf, double H, double Q, double K, double F,
+                             double kF, Acc *f, Acc *b)
+{
+    double w = (double)g->gemm_layer;
+    switch (rc->linear) {
+    case LIN_TORCHAO_ROWWISE:
+        op(b, 4.0 * (2 * Hf + Q + F + w), 8);
+        op(b, 2.0 * (Q + 2 * K + 2 * Hf + kF), 4);
+        break;
+    case LIN_MSAMP:
+        op(f, 2.0 * (2 * H + Q + F), 4);
+        op(b, 2.0 * w, 4);
+        op(b, 2.0 * (2 * Hf + Q + F), 4);
+        op(b, 16.0 * w, 20);
+        break;
+    default: break;
+    }
+}
+
 void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
 {
     const Recipe *rc = in->recipe;
@@ -123,6 +151,10 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
         break;
     }
     }
+    /* Megatron without --gradient-accumulation-fusion: main_grad.add_(grad) after every micro-batch's wgrad */
+    if (in->fusion == FUSE_TE && !in->grad_acc_fusion && rc->linear != LIN_MSAMP)
+        op(&b, (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))), 4);
+    fp8_linear_extra(rc, g, Hf, H, Q, K, F, kF, &f, &b);
     out->fwd = f.t;
     out->bwd = b.t;
 }

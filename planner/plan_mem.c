@@ -309,9 +309,15 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
     uint64_t churn = ck_add(ck, ac, in->workspace_bytes);
     double fr = (double)churn * in->frag_frac;
     uint64_t frag = fr >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)fr;
+    uint64_t ov = ck_add(ck, ck_add(ck, t[MT_COMM_BUFFER].bytes, t[MT_WORKSPACE].bytes), t[MT_CUDA_CONTEXT].bytes);
+    /* the reserve is cached, free memory: it grows only into what the GPU has left, because the caching
+     * allocator releases its free cached segments and retries before it reports out of memory (PyTorch
+     * c10/cuda/CUDACachingAllocator.cpp), so it never makes a plan OOM by itself */
+    uint64_t rest = ck_add(ck, ck_add(ck, ck_add(ck, st, cp), ck_add(ck, sc, ac)), ov);
+    uint64_t cap = in->gpu->hbm_bytes;
+    if (frag > (cap > rest ? cap - rest : 0)) frag = cap > rest ? cap - rest : 0;
     term(sm, MT_FRAGMENTATION, MC_OVERHEAD, DT_NONE, 0, frag, 1, 0);
-    uint64_t ov = ck_add(ck, ck_add(ck, t[MT_COMM_BUFFER].bytes, t[MT_WORKSPACE].bytes),
-                         ck_add(ck, t[MT_CUDA_CONTEXT].bytes, frag));
+    ov = ck_add(ck, ov, frag);
     sm->cat[MC_STATE] = st, sm->cat[MC_FP8_COPY] = cp, sm->cat[MC_SCALE] = sc, sm->cat[MC_ACTIVATION] = ac;
     sm->cat[MC_OVERHEAD] = ov;
     sm->total = ck_add(ck, ck_add(ck, ck_add(ck, st, cp), ck_add(ck, sc, ac)), ov);

@@ -98,13 +98,16 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     const Recipe *rc = in->recipe;
     int f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd);
     double gb = (double)dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]));
-    double wout = in->fusion == FUSE_TE ? 2.0 * gb : 2.0; /* TE accumulates into the main grad in the epilogue */
+    /* TE accumulates into the main grad in the epilogue (unless the accumulation is a separate kernel) */
+    double wout = in->fusion == FUSE_TE && in->grad_acc_fusion ? 2.0 * gb : 2.0;
+    /* a row-wise-scaled forward GEMM runs PyTorch's CUTLASS kernel, slower than cuBLASLt's (arch.c) */
+    double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
     uint64_t tok = g->tok;
     double gf[LIN_COUNT];
     L->gemm_f = L->gemm_b = 0;
     for (int i = 0; i < LIN_COUNT; i++) {
         uint64_t N = g->lin_rows[i], K = g->lin_cols[i];
-        gf[i] = gemm_time(gg, tok, N, K, 1, f8, 2);
+        gf[i] = gemm_time(gg, tok, N, K, 1, f8, 2) * fslow;
         L->gemm_f += gf[i];
         L->gemm_b += gemm_time(gg, tok, K, N, 1, b8, 2) + gemm_time(gg, N, K, tok, 1, b8, wout);
     }
@@ -133,8 +136,8 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     case RECOMPUTE_SELECTIVE: L->rc_attn = L->attn_f; break;
     case RECOMPUTE_OP: {
         uint64_t kv = g->kv_t, h = g->h;
-        L->rc_gemm = gemm_time(gg, tok, kv, h, 1, f8, 2) + gf[LIN_PROJ] +
-                     (g->k == 2 ? gemm_time(gg, tok, g->F_t, h, 1, f8, 2) : gf[LIN_FC2]);
+        L->rc_gemm = gemm_time(gg, tok, kv, h, 1, f8, 2) * fslow + gf[LIN_PROJ] +
+                     (g->k == 2 ? gemm_time(gg, tok, g->F_t, h, 1, f8, 2) * fslow : gf[LIN_FC2]);
         L->rc_elem = L->elem_f;
         break;
     }
@@ -260,8 +263,12 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
                                      (double)mt[MT_OPTIM_M_OTHER].bytes, (double)mt[MT_OPTIM_V_OTHER].bytes);
     tb->optimizer_s = ob / hbm;
 
-    /* FP8 main gradients committed from their FP32 staging buffer once per step (plan_bytes.h) */
-    double commit = pb_grad_commit_bytes((double)p->params_gemm_gpu, plan_grad_dt(in, rc->gemm.dt[STATE_GRAD])) / hbm;
+    /* FP8 main gradients committed from their FP32 staging buffer once per step (plan_bytes.h); MS-AMP requantizes
+     * them every micro-batch instead (plan_kernels.c) */
+    double commit =
+        rc->linear == LIN_MSAMP
+            ? 0.0
+            : pb_grad_commit_bytes((double)p->params_gemm_gpu, plan_grad_dt(in, rc->gemm.dt[STATE_GRAD])) / hbm;
     tb->nongemm_s += commit;
 
     /* FP8 weight casts: cached copies once per step, uncached ones every micro-batch; recipes without copies

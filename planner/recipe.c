@@ -9,6 +9,12 @@ static const char *const state_names[] = {
 static const char *const scaling_names[] = {
     [SCALING_NONE] = "none", [SCALING_DELAYED] = "delayed", [SCALING_CURRENT] = "current"};
 static const char *const amax_names[] = {[AMAX_NONE] = "none", [AMAX_TP] = "tp", [AMAX_ALL] = "all"};
+static const char *const linear_names[] = {[LIN_NONE] = "none",
+                                           [LIN_TE] = "te",
+                                           [LIN_TORCHAO] = "torchao",
+                                           [LIN_TORCHAO_ROWWISE] = "torchao-rowwise",
+                                           [LIN_MSAMP] = "msamp"};
+_Static_assert(sizeof linear_names / sizeof *linear_names == LIN_IMPL_COUNT_, "linear_names");
 _Static_assert(sizeof state_names / sizeof *state_names == STATE_COUNT_, "state_names");
 _Static_assert(sizeof scaling_names / sizeof *scaling_names == SCALING_COUNT_, "scaling_names");
 _Static_assert(sizeof amax_names / sizeof *amax_names == AMAX_REDUCE_COUNT_, "amax_names");
@@ -45,6 +51,16 @@ int amax_reduce_parse(const char *s, AmaxReduce *out)
     int i = parse_in(amax_names, AMAX_REDUCE_COUNT_, s);
     if (i < 0) return -1;
     *out = (AmaxReduce)i;
+    return 0;
+}
+
+const char *fp8_linear_name(Fp8Linear l) { return (unsigned)l < LIN_IMPL_COUNT_ ? linear_names[l] : "?"; }
+
+int fp8_linear_parse(const char *s, Fp8Linear *out)
+{
+    int i = parse_in(linear_names, LIN_IMPL_COUNT_, s);
+    if (i < 0) return -1;
+    *out = (Fp8Linear)i;
     return 0;
 }
 

@@ -42,6 +42,19 @@ typedef enum { SCALING_NONE = 0, SCALING_DELAYED, SCALING_CURRENT, SCALING_COUNT
 /* Over which ranks amax values are reduced: none (block scales are local),
  * TP and CP only (Megatron tp_only_amax_red), or TP, CP and DP. */
 typedef enum { AMAX_NONE = 0, AMAX_TP, AMAX_ALL, AMAX_REDUCE_COUNT_ } AmaxReduce;
+/* The code that runs the recipe's FP8 linear layers (what its kernels cost beyond the GEMMs, planner/plan_kernels.c):
+ *   none             no FP8 GEMMs;
+ *   te               Transformer Engine's modules (and this project's executor): cuBLASLt per-tensor FP8 GEMMs,
+ *                    casts fused into norms and cast+transpose, FP8 gradients staged in FP32 and committed once
+ *                    per step;
+ *   torchao          torchao Float8Linear, tensorwise: cuBLASLt through torch._scaled_mm, casts as the stack's
+ *                    kernel list emits them;
+ *   torchao-rowwise  torchao Float8Linear, rowwise: a CUTLASS row-wise-scaled GEMM in the forward, cuBLASLt with
+ *                    an output-rescaling kernel in the backward (slow accumulation), every operand quantized again
+ *                    along its other axis;
+ *   msamp            MS-AMP's FP8 linear for Megatron: input amax in its own pass, the FP8 weight and input
+ *                    transposed per backward, the FP8 gradient dequantized, summed and requantized per micro-batch. */
+typedef enum { LIN_NONE = 0, LIN_TE, LIN_TORCHAO, LIN_TORCHAO_ROWWISE, LIN_MSAMP, LIN_IMPL_COUNT_ } Fp8Linear;
 
 typedef struct {
     char name[SPEC_NAME_MAX];
@@ -64,6 +77,7 @@ typedef struct {
     Dtype comm_tp_ag;        /* TP/SP all-gather of activations */
     Dtype comm_tp_rs;        /* TP/SP reduce-scatter (and all-reduce) of outputs and gradients */
     Dtype saved_input;       /* dtype of GEMM inputs saved for the weight gradient */
+    Fp8Linear linear;        /* the code that runs the FP8 linear layers */
     uint32_t min_sm;         /* x 10: 89 = SM 8.9 */
     char source[SPEC_SOURCE_MAX];
 } Recipe;
@@ -75,6 +89,8 @@ const char *scaling_name(ScalingMode m);
 int scaling_parse(const char *s, ScalingMode *out);
 const char *amax_reduce_name(AmaxReduce a);
 int amax_reduce_parse(const char *s, AmaxReduce *out);
+const char *fp8_linear_name(Fp8Linear l);
+int fp8_linear_parse(const char *s, Fp8Linear *out);
 
 /* 1 when the recipe runs its linear-layer GEMMs in FP8. */
 int recipe_fp8_gemm(const Recipe *r);

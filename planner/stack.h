@@ -55,6 +55,8 @@ typedef struct {
     double launch_s;      /* floor of one kernel launch, seconds (launch latency or host dispatch) */
     uint32_t loss_bytes;  /* bytes per logit element at the loss's memory peak */
     double overlap_tp;    /* fraction of the concurrent GEMMs a TP collective can hide behind (0: exposed) */
+    double overlap_tp_on; /* the same once the stack's optional TP overlap is switched on (TE userbuffers with
+                             --tp-comm-overlap, torchtitan's async TP): what --overlap-tp on selects */
     double overlap_dp;    /* same for DP gradient reduce / parameter gather behind backward / forward */
     double overlap_pp;    /* same for pipeline send/recv behind the neighbouring micro-batch */
     double overlap_cp;    /* same for the context-parallel K/V ring behind attention */

@@ -9,7 +9,9 @@
 
 const char *const measured_columns =
     "id,source_id,stack,model,gpu,gpus,tp,pp,vpp,cp,dp,mbs,gbs,seq,recipe,sharding,recompute,first_stage_layers,"
-    "last_stage_layers,tokens_per_s_per_gpu,step_s,tflops_per_gpu,mfu_pct,mem_gib,mem_kind,notes,source";
+    "last_stage_layers,sequence_parallel,dropout,attention,kernel_fusion,fused_swiglu,tp_overlap,main_grad,grad_acc_"
+    "fusion,tokens_"
+    "per_s_per_gpu,step_s,tflops_per_gpu,mfu_pct,mem_gib,mem_kind,notes,source";
 
 static const char *const kind_names[] = {
     [MEMK_NONE] = "", [MEMK_ALLOCATED] = "allocated", [MEMK_RESERVED] = "reserved", [MEMK_SMI] = "smi"};
@@ -31,6 +33,33 @@ static Status opt_pos(Cur *c, const char *col, double *out)
 {
     if (blank(c, col)) return *out = NAN, ST_OK;
     return cell_rate(c, col, 0, out);
+}
+
+/* yes, no, or blank (-1). */
+static Status opt_yesno(Cur *c, const char *col, int *out)
+{
+    if (blank(c, col)) return *out = -1, ST_OK;
+    return cell_yesno(c, col, out);
+}
+
+/* The run's own configuration cells (blank = its stack's value). */
+static Status parse_config(Cur *c, MeasuredRun *r)
+{
+    Status st;
+    if ((st = opt_yesno(c, "sequence_parallel", &r->sp)) || (st = opt_yesno(c, "dropout", &r->dropout)) ||
+        (st = opt_yesno(c, "fused_swiglu", &r->swiglu)) || (st = opt_yesno(c, "tp_overlap", &r->tp_overlap)) ||
+        (st = opt_yesno(c, "grad_acc_fusion", &r->grad_acc)))
+        return st;
+    r->attn = ATTN_COUNT_, r->fusion = FUSE_COUNT_, r->main_grad = MAIN_GRAD_COUNT_;
+    if (!blank(c, "attention") && attn_parse(cell_text(c, "attention"), &r->attn))
+        return cell_bad(c, "attention", "'%s' is not flash2, flash3, cudnn, te, materialized or blank",
+                        cell_text(c, "attention"));
+    if (!blank(c, "kernel_fusion") && fusion_parse(cell_text(c, "kernel_fusion"), &r->fusion))
+        return cell_bad(c, "kernel_fusion", "'%s' is not te, compile, eager, fp8plan or blank",
+                        cell_text(c, "kernel_fusion"));
+    if (!blank(c, "main_grad") && main_grad_parse(cell_text(c, "main_grad"), &r->main_grad))
+        return cell_bad(c, "main_grad", "'%s' is not recipe, fp32, bf16 or blank", cell_text(c, "main_grad"));
+    return ST_OK;
 }
 
 static Status name_of(Cur *c, const char *col, const void *found, const char *what, const char *list)
@@ -82,6 +111,7 @@ static Status parse_run(Cur *c, void *row)
     for (int i = 0; i < MEMK_COUNT_; i++)
         if (!strcasecmp(k, kind_names[i])) r->mem_kind = (MemKind)i;
     if (r->mem_kind == MEMK_COUNT_) return cell_bad(c, "mem_kind", "'%s' is not allocated, reserved, smi or blank", k);
+    if ((st = parse_config(c, r))) return st;
     if ((uint64_t)r->tp * r->pp * r->cp * r->dp != r->gpus)
         return cell_bad(c, "gpus", "'%s' != tp*pp*cp*dp = %u*%u*%u*%u", cell_text(c, "gpus"), r->tp, r->pp, r->cp,
                         r->dp);
@@ -118,4 +148,12 @@ void measured_plan_input(const MeasuredRun *r, PlanInput *in)
     in->recompute = r->recompute;
     in->first_stage_layers = r->first;
     in->last_stage_layers = r->last;
+    if (r->sp >= 0) in->sp = r->sp;
+    if (r->dropout >= 0) in->dropout = r->dropout;
+    if (r->tp_overlap >= 0) in->overlap_tp = r->tp_overlap ? r->stack->overlap_tp_on : 0;
+    if (r->attn != ATTN_COUNT_) in->attn = r->attn;
+    if (r->main_grad != MAIN_GRAD_COUNT_) in->main_grad = r->main_grad;
+    if (r->fusion != FUSE_COUNT_) in->fusion = r->fusion, in->grad_acc_fusion = r->fusion == FUSE_TE;
+    if (r->swiglu >= 0) in->fused_swiglu = r->swiglu;
+    if (r->grad_acc >= 0) in->grad_acc_fusion = r->grad_acc;
 }

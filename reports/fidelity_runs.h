@@ -33,6 +33,14 @@ typedef struct {
     Recompute recompute;
     double tok_s_gpu, step_s, tflops, mfu_pct, mem_gib; /* NAN when blank */
     MemKind mem_kind;
+    /* what the run's configuration sets where it differs from its stack's row (blank = the stack's):
+     * sequence parallelism, dropout, the attention kernel, the kernel fusion, a fused SwiGLU, the stack's
+     * optional TP overlap (yes: its tp_overlap_on, no: 0), the main-gradient dtype, the weight-gradient
+     * accumulation fused into the GEMM */
+    int sp, dropout, swiglu, tp_overlap, grad_acc; /* -1 = the stack's (dropout: off) */
+    AttnImpl attn;                                 /* ATTN_COUNT_ = the stack's */
+    KernelFusion fusion;                           /* FUSE_COUNT_ = the stack's */
+    MainGrad main_grad;                            /* MAIN_GRAD_COUNT_ = the stack's */
 } MeasuredRun;
 
 extern const char *const measured_columns;

@@ -126,10 +126,11 @@ void html_plan_layout_line(const Plan *p, char *buf, size_t size)
 {
     const PlanInput *in = &p->in;
     snprintf(buf, size,
-             "%s on %s: TP %u x PP %u (vpp %u) x CP %u x DP %u = %u GPUs, micro-batch %u, global batch %llu, seq %u, "
-             "sharding %s, recompute %s",
-             in->model->name, in->gpu->name, in->tp, in->pp, in->vpp, in->cp, in->dp, p->world, in->mbs,
-             (unsigned long long)in->gbs, p->seq, sharding_name(in->sharding), recompute_name(in->recompute));
+             "%s on %s, stack %s: TP %u x PP %u (vpp %u) x CP %u x DP %u = %u GPUs, micro-batch %u, global batch "
+             "%llu, seq %u, sharding %s, recompute %s",
+             in->model->name, in->gpu->name, in->stack ? in->stack->name : "none", in->tp, in->pp, in->vpp, in->cp,
+             in->dp, p->world, in->mbs, (unsigned long long)in->gbs, p->seq, sharding_name(in->sharding),
+             recompute_name(in->recompute));
 }
 
 static void put_table(HtmlDoc *d, Table *t, const char *id, const char *caption, int collapse)
@@ -150,7 +151,10 @@ Status html_plan_page(FILE *f, const Plan *p, double headroom_frac, Err *e)
     html_p(&d,
            "%s: %.2f GB of %.2f GB (%.1f %% of capacity). %.0f tokens/s, %.1f TFLOP/s per GPU, MFU %.1f %% of "
            "the BF16 peak, %.1f %% of the FP8 peak.",
-           p->fits ? "FITS" : "OOM", plan_gb(p->total_bytes), plan_gb(p->capacity_bytes),
+           p->fits                              ? "FITS"
+           : p->total_bytes > p->capacity_bytes ? "OOM"
+                                                : "OVER LIMIT",
+           plan_gb(p->total_bytes), plan_gb(p->capacity_bytes),
            100.0 * (double)p->total_bytes / (double)p->capacity_bytes, p->tokens_per_s, p->tflops_per_gpu,
            p->mfu_bf16_pct, p->mfu_fp8_pct);
     html_plan_charts(&d, p, 1, headroom_frac);

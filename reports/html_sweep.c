@@ -8,10 +8,26 @@
 #include "reports/html_page.h"
 #include "reports/plan_report.h"
 
-enum { P_RECIPE, P_TP, P_PP, P_VPP, P_CP, P_DP, P_MBS, P_RECOMPUTE, P_SHARDING, P_TOTAL, P_TOKS, P_STEP, P_COUNT };
+enum {
+    P_RECIPE,
+    P_STACK,
+    P_TP,
+    P_PP,
+    P_VPP,
+    P_CP,
+    P_DP,
+    P_MBS,
+    P_RECOMPUTE,
+    P_SHARDING,
+    P_TOTAL,
+    P_TOKS,
+    P_STEP,
+    P_COUNT
+};
 
 static const TableCol point_cols[P_COUNT] = {
     [P_RECIPE] = {"recipe", NULL, NULL, TC_STR, 0, 0},
+    [P_STACK] = {"stack", NULL, NULL, TC_STR, 0, 0},
     [P_TP] = {"tp", NULL, NULL, TC_U64, 0, 0},
     [P_PP] = {"pp", NULL, NULL, TC_U64, 0, 0},
     [P_VPP] = {"vpp", NULL, NULL, TC_U64, 0, 0},
@@ -33,6 +49,7 @@ void sweep_points_add(const Plan *p, void *ctx)
     const PlanInput *in = &p->in;
     table_row(t);
     table_str(t, P_RECIPE, in->recipe->name);
+    table_str(t, P_STACK, in->stack ? in->stack->name : "none");
     table_u64(t, P_TP, in->tp);
     table_u64(t, P_PP, in->pp);
     table_u64(t, P_VPP, in->vpp);

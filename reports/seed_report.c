@@ -344,13 +344,15 @@ Status seed_table5(const Catalog *c, const char *text, size_t len, const char *f
             break;
         }
         double mtol = strcmp(ck, "yes") ? 0 : SEED_T5_MEMORY_TOL, ctol = strcmp(ck, "yes") ? 0 : SEED_T5_COMM_TOL;
-        /* the runs: Megatron-LM (2023) with the distributed optimizer, sequence parallelism and flash
-         * attention (MS-AMP-Examples gpt3/pretrain_*_megatron.sh: --use-distributed-optimizer
-         * --sequence-parallel --use-flash-attn), no recompute, dropout 0, no overlap of the TP, DP and PP
-         * collectives (the megatron-lm stack's defaults) */
+        /* the runs: Megatron-LM (2023) with the distributed optimizer, sequence parallelism, flash
+         * attention and the weight-gradient accumulation in its own kernel (MS-AMP-Examples
+         * gpt3/pretrain_*_megatron.sh: --use-distributed-optimizer --sequence-parallel --use-flash-attn
+         * --no-gradient-accumulation-fusion), no recompute, dropout 0, no overlap of the TP, DP and PP
+         * collectives (the megatron-lm stack's defaults); models/measured.csv's fp8lm-2023 rows say the same */
         in.sharding = SHARD_DIST_OPT;
         in.sp = 1;
         in.attn = ATTN_FLASH;
+        in.grad_acc_fusion = 0;
         in.overlap_tp = in.overlap_dp = in.overlap_pp = 0;
         Plan p;
         if ((st = plan_build(&in, &p, e))) {

@@ -7,7 +7,7 @@ proportional to their values with one scale per chart (stacked segments
 touching, axis ticks where their values say), and the numbers the charts are
 drawn from are exactly the numbers the same command writes as CSV (compare,
 plan --view terms|collectives|time, sweep, report seed's CSV files, scaling,
-quant-error and run -o). Prints "ok - name" / "FAIL - name" lines; the calling
+quant-error, run -o and report fidelity -o). Prints "ok - name" / "FAIL - name" lines; the calling
 script counts them."""
 import csv
 import io
@@ -264,6 +264,38 @@ def seed_matches(root, tmp):
           not wrong, *wrong[:6])
 
 
+def fidelity_matches(root, tmp):
+    """Every run's point is (measured, predicted) of fidelity_runs.csv in its stack's series (memory: its kind's);
+    the MAE bars are fidelity_summary.csv's stack rows."""
+    figs = figures(root)
+    outdir = os.path.join(tmp, "fidcsv")
+    P.fp8plan(["report", "fidelity", "-o", outdir])
+    runs = rows(open(os.path.join(outdir, "fidelity_runs.csv")).read())
+    summ = rows(open(os.path.join(outdir, "fidelity_summary.csv")).read())
+    for fid, key, xc, yc in (("fid-tok", "stack", "measured_tokens_per_s_per_gpu", "predicted_tokens_per_s_per_gpu"),
+                             ("fid-mem", "mem_kind", "measured_mem_gib", "predicted_mem_gib")):
+        svg = svg_of(figs[fid])
+        want = {i: (r[key], r[xc], r[yc]) for i, r in enumerate(runs) if r[xc] and r[yc]}
+        wrong, drawn = [], {}
+        for s in svg.iter("g"):
+            if s.get("class") == "s" and s.get("data-series") != "predicted = measured":
+                for p in s.iter("g"):
+                    if p.get("class") == "pt":  # a point may stand for data-n runs closer than a marker
+                        i, got = int(p.get("data-line")), (s.get("data-series"), p.get("data-x"), p.get("data-y"))
+                        if want.get(i) != got:
+                            wrong.append("line %d: chart %s, csv %s" % (i, got, want.get(i)))
+                        drawn[got[0]] = drawn.get(got[0], 0) + int(p.get("data-n"))
+        per = {}
+        for k, _, _ in want.values():
+            per[k] = per.get(k, 0) + 1
+        check("fidelity %s: every point is its run's of fidelity_runs.csv, every run drawn (%d)" % (fid, len(want)),
+              not wrong and drawn == per, *(wrong[:6] + [drawn, per]))
+    got = {r.get("data-cat"): r.get("data-v") for r in bars(figs["fid-mae"])}
+    want = {r["group"]: r["mae_pct"] for r in summ if r["kind"] == "stack"}
+    check("fidelity fid-mae: the bars are fidelity_summary.csv's MAE per stack (%d stacks)" % len(want),
+          got == want, got, want)
+
+
 def scaling_matches(root):
     svg = svg_of(figures(root)["scaling-bounds"])
     _, out, _ = P.fp8plan(P.SCALING + ["--format", "csv"], P.SCALING_IN)
@@ -338,7 +370,8 @@ def main():
                      ("compare", lambda r: plan_charts_match("compare", r, P.RECIPES.split(","))),
                      ("whatif", lambda r: plan_charts_match("whatif", r, P.RECIPES.split(","))),
                      ("sweep", sweep_matches), ("seed", lambda r: seed_matches(r, tmp)), ("scaling", scaling_matches),
-                     ("qerror", qerror_matches), ("run", lambda r: run_matches(r, tmp))):
+                     ("qerror", qerror_matches), ("run", lambda r: run_matches(r, tmp)),
+                     ("fidelity", lambda r: fidelity_matches(r, tmp))):
         path, rc, _ = pages[name]
         if rc == 0:
             try:

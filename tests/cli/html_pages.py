@@ -28,6 +28,7 @@ PAGES = {
     "seed": (["report", "seed", "--format", "html"], None,
              ["t5-memory", "t5-comm", "t1a", "scales"] + SCALING_FIGS),
     "whatif": (["report", "html"], None, PLAN_FIGS + ["t1a", "scales"] + SCALING_FIGS),
+    "fidelity": (["report", "fidelity", "--format", "html"], None, ["fid-tok", "fid-mae", "fid-mem"]),
     "run": (RUN + ["--format", "html"], None, ["run-memory", "run-time", "run-loss", "run-phases", "run-comm"]),
     "scaling": (SCALING + ["--format", "html"], SCALING_IN, SCALING_FIGS),
     "scales": (["scales", "--shape", "4096x4096", "--format", "html"], None, ["scales"]),

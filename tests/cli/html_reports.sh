@@ -34,7 +34,7 @@ run report html --recipes te-fp8
 expect_rc "report html with one recipe is a usage error" 64
 run report seed --format json
 expect_rc "report seed --format json is a usage error" 64
-expect_err "report seed --format json says why" "report seed prints a table or writes html"
+expect_err "report seed --format json says why" "report seed and report fidelity print a table or write html"
 run report -o x.html html
 expect_rc "report with html not first is a usage error" 64
 expect_err "the message says where the name goes" "name the report first"

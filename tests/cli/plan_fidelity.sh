@@ -13,6 +13,14 @@ expect_eq "fidelity_runs.csv header" "$(head -n 1 "$TMP/fid/fidelity_runs.csv" |
 expect_eq "fidelity_runs.csv has one row per measured run" "$(($(wc -l <"$TMP/fid/fidelity_runs.csv") - 1))" \
     "$(($(wc -l <"$FP8PLAN_ROOT/models/measured.csv") - 1))"
 expect_eq "fidelity_summary.csv header" "$(head -n 1 "$TMP/fid/fidelity_summary.csv")" "kind,group,rows,mae_pct,bias_pct"
+run report fidelity --format html -o "$TMP/fid.html"
+expect_rc "report fidelity --format html exits 0" 0
+expect_eq "report fidelity --format html writes a page" "$(head -c 15 "$TMP/fid.html")" "<!DOCTYPE html>"
+if grep -q 'id="fid-tok"' "$TMP/fid.html" && grep -q 'data-series="megatron-lm"' "$TMP/fid.html"; then
+    pass "the page plots the runs per stack"
+else fail "the page plots the runs per stack" "$(head -c 300 "$TMP/fid.html")"; fi
+run report fidelity --format csv
+expect_rc "report fidelity --format csv is a usage error (-o DIR writes CSV)" 64
 run report fidelity --holdout nemo-2407 -o "$TMP/fid2"
 expect_rc "report fidelity --holdout exits 0" 0
 if grep -q '^throughput,hold-out,9,' "$TMP/fid2/fidelity_summary.csv"; then
@@ -27,7 +35,7 @@ run report fidelity --catalog "$TMP/cat"
 expect_rc "report fidelity without measured.csv exits 66" 66
 expect_err "missing measured.csv is named" "measured.csv"
 head -n 1 "$FP8PLAN_ROOT/models/measured.csv" >"$TMP/cat/measured.csv"
-echo "r,s,megatron-x,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,100,,,,,,n,s" >>"$TMP/cat/measured.csv"
+echo "r,s,megatron-x,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s" >>"$TMP/cat/measured.csv"
 run report fidelity --catalog "$TMP/cat"
 expect_rc "a bad measured.csv exits 65" 65
 expect_err "the bad cell is named" "row 2, column stack: 'megatron-x'"
@@ -40,6 +48,26 @@ expect_out "the plan names its stack" "recipe te-fp8, stack torchtitan"
 expect_out "torchtitan's row applies (fp32 main gradients, compile kernels)" "main gradients fp32"
 run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack torchtitan --main-grad bf16 --format csv
 expect_rc "an explicit --main-grad over the stack exits 0" 0
+# --overlap-tp on: the stack's optional TP overlap (its tp_overlap_on); megatron-lm's is TE userbuffers, 1
+run plan --model gpt-175b --gpu h100-sxm --recipe te-fp8 --tp 8 --pp 4 --dp 4 --dist-opt --stack megatron-lm \
+    --overlap-tp on
+expect_rc "--overlap-tp on exits 0" 0
+expect_out "--overlap-tp on takes the stack's tp_overlap_on" "Overlap (fraction of the concurrent compute that hides them): TP 1.00"
+run plan --model gpt-175b --gpu h100-sxm --recipe te-fp8 --tp 8 --pp 4 --dp 4 --dist-opt --overlap-tp off
+expect_out "--overlap-tp off over megatron-core" "Overlap (fraction of the concurrent compute that hides them): TP 0.00"
+run plan --model gpt-175b --gpu h100-sxm --recipe te-fp8 --tp 8 --pp 4 --dp 4 --dist-opt --overlap-tp maybe
+expect_rc "--overlap-tp maybe exits 64" 64
+run plan --model gpt-175b --gpu h100-sxm --recipe te-fp8 --tp 8 --pp 4 --dp 4 --dist-opt --stack megatron-lm \
+    --grad-acc-fusion off --format csv
+expect_rc "--grad-acc-fusion off exits 0" 0
+off=$(awk -F, 'NR == 2 { print $0 }' "$TMP/out")
+run plan --model gpt-175b --gpu h100-sxm --recipe te-fp8 --tp 8 --pp 4 --dp 4 --dist-opt --stack megatron-lm --format csv
+expect_rc "the same plan with the accumulation fused exits 0" 0
+if [ "$off" != "$(awk -F, 'NR == 2 { print $0 }' "$TMP/out")" ]; then
+    pass "--grad-acc-fusion off changes the plan (a separate add per micro-batch)"
+else fail "--grad-acc-fusion off changes the plan" "$off"; fi
+run plan --model gpt-175b --gpu h100-sxm --recipe te-fp8 --tp 8 --pp 4 --dp 4 --dist-opt --grad-acc-fusion sometimes
+expect_rc "--grad-acc-fusion sometimes exits 64" 64
 run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack fp8plan
 expect_out "the fp8plan stack says it is not calibrated" "not yet measured on a GPU"
 run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack nemo

@@ -46,8 +46,8 @@ expect_rc "gpus csv exits 0" 0
 expect_out "gpus lists h100-sxm" "h100-sxm,9.0,85520809984,3350,989,1979,67,132,794.5,1453.4,nvlink,450,50,8,"
 run stacks --format csv
 expect_rc "stacks csv exits 0" 0
-expect_out "stacks lists megatron-core with its defaults" "megatron-core,te,yes,fused,bf16,yes,te,4,10,1,1,1,1,0.05,yes,"
-expect_out "stacks lists fp8plan as not calibrated" "fp8plan,materialized,no,fused,recipe,yes,fp8plan,3,10,0,0,0,0,0,no,"
+expect_out "stacks lists megatron-core with its defaults" "megatron-core,te,yes,fused,bf16,yes,te,4,10,1,1,1,1,1,0.05,yes,"
+expect_out "stacks lists fp8plan as not calibrated" "fp8plan,materialized,no,fused,recipe,yes,fp8plan,3,10,0,0,0,0,0,0,no,"
 run recipes --format json
 expect_rc "recipes json exits 0" 0
 expect_out "recipes json names fp8lm with 6 B/param" '"name": "fp8lm", "state_bytes_per_param": 6'

@@ -85,6 +85,7 @@ Recipe fx_te_recipe(const char *name, unsigned shard_mask)
     r.gemm_fwd = DT_E4M3, r.gemm_bwd = DT_E5M2;
     r.scaling = SCALING_DELAYED, r.amax_history = 1024, r.amax_reduce = AMAX_ALL;
     r.comm_tp_ag = DT_E4M3, r.saved_input = DT_E4M3, r.min_sm = 89;
+    r.linear = LIN_TE;
     return r;
 }
 

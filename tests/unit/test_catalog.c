@@ -204,6 +204,8 @@ static void test_recipe_errors(void)
         {",bf16,bf16,none,", ",e4m3,bf16,none,", "column scaling"},
         {"megatron-bf16,bf16,none,none", "megatron-bf16,bf16,e4m3,none", "FP8 weight copies without FP8 GEMMs"},
         {",8.0,", ",8,", "column min_sm"},
+        {",bf16,none,8.0,", ",bf16,te,8.0,", "column fp8_linear: 'te': none exactly when"},
+        {",bf16,none,8.0,", ",bf16,cutlass,8.0,", "column fp8_linear: 'cutlass' is not none, te, torchao"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char bad[2048], text[4096];

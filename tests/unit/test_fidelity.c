@@ -55,18 +55,33 @@ static void test_pinned_figures(void)
     Err e;
     CHECK(fidelity_evaluate(runs, n, FIDELITY_DEFAULT_HOLDOUT, rows, &s, &e) == ST_OK);
     /* pinned from `fp8plan report fidelity` (throughput MAE, percent) */
-    pin(&s.all, "all", 89, 10.70);
-    pin(&s.dev, "dev", 51, 10.40);
-    pin(&s.holdout, "hold-out", 38, 11.10);
-    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 34, 13.59);
-    pin(group(s.stack, s.nstacks, "torchtitan"), "torchtitan", 29, 9.49);
-    pin(group(s.stack, s.nstacks, "llm-foundry"), "llm-foundry", 23, 9.06);
-    pin(group(s.stack, s.nstacks, "deepspeed"), "deepspeed", 3, 2.26);
-    pin(&s.table5, "FP8-LM Table 5", 8, 29.91);
-    pin(&s.mem_traced, "memory, allocator-traced", 27, 17.07);
+    pin(&s.all, "all", 110, 8.70);
+    pin(&s.dev, "dev", 72, 7.21);
+    pin(&s.holdout, "hold-out", 38, 11.53);
+    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 18, 5.87);
+    pin(group(s.stack, s.nstacks, "megatron-lm"), "megatron-lm", 16, 10.05);
+    pin(group(s.stack, s.nstacks, "torchtitan"), "torchtitan", 27, 7.78);
+    pin(group(s.stack, s.nstacks, "torchtitan-2025"), "torchtitan-2025", 2, 12.21);
+    pin(group(s.stack, s.nstacks, "llm-foundry"), "llm-foundry", 44, 9.76);
+    pin(group(s.stack, s.nstacks, "deepspeed"), "deepspeed", 3, 9.05);
+    pin(&s.table5, "FP8-LM Table 5", 8, 6.84);
+    pin(&s.mem_traced, "memory, allocator-traced", 27, 6.97);
     CHECK_EQ_INT(s.false_oom, 0); /* no run that really ran is predicted above its GPU's memory */
     CHECK_EQ_INT(s.unplanned, 0); /* every run is a valid plan */
-    CHECK(s.over_limit <= 7);     /* ran, but above 0.95 of capacity in the plan */
+    CHECK(s.over_limit <= 12);    /* ran, but above 0.95 of capacity in the plan */
+    /* row by row: FP8-LM Table 5 throughput within +-15 % (7 of 8: the micro-batch 4 row is -18 %) and
+     * allocator-traced memory within +-8 % (18 of 27) */
+    int t5 = 0, t5_in = 0, mem = 0, mem_in = 0;
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(runs[i].source_id, FIDELITY_TABLE5_SOURCE) && !isnan(rows[i].tok_err))
+            t5++, t5_in += fabs(rows[i].tok_err) <= 0.15;
+        if ((runs[i].mem_kind == MEMK_ALLOCATED || runs[i].mem_kind == MEMK_RESERVED) && !isnan(rows[i].mem_err))
+            mem++, mem_in += fabs(rows[i].mem_err) <= 0.08;
+    }
+    CHECK_EQ_INT(t5, 8);
+    CHECK(t5_in >= 7);
+    CHECK_EQ_INT(mem, 27);
+    CHECK(mem_in >= 18);
     /* a row's error is predicted / measured - 1, and the MAE is the mean of |error| over the rows with
      * a published throughput */
     double sum = 0;
@@ -86,25 +101,41 @@ static void test_measured_errors(void)
     Catalog *c = fx_catalog();
     static const char head[] =
         "id,source_id,stack,model,gpu,gpus,tp,pp,vpp,cp,dp,mbs,gbs,seq,recipe,sharding,recompute,"
-        "first_stage_layers,last_stage_layers,tokens_per_s_per_gpu,step_s,tflops_per_gpu,mfu_pct,mem_gib,"
-        "mem_kind,notes,source\n";
+        "first_stage_layers,last_stage_layers,sequence_parallel,dropout,attention,kernel_fusion,fused_swiglu,tp_"
+        "overlap,"
+        "main_grad,grad_acc_fusion,tokens_per_s_per_gpu,step_s,tflops_per_gpu,mfu_pct,mem_gib,mem_kind,notes,source\n";
     struct {
         const char *row, *want;
     } bad[] = {
-        {"r,s,megatron-x,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,100,,,,,,n,s\n",
+        {"r,s,megatron-x,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n",
          "row 2, column stack: 'megatron-x' is not a stack"},
-        {"r,s,torchtitan,llama9,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,100,,,,,,n,s\n", "column model"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf99,none,none,,,100,,,,,,n,s\n", "column recipe"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,4,1,128,8192,bf16,none,none,,,100,,,,,,n,s\n", "tp*pp*cp*dp"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,zero9,none,,,100,,,,,,n,s\n", "sharding"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,some,,,100,,,,,,n,s\n", "recompute"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,-5,,,,,,n,s\n",
+        {"r,s,torchtitan,llama9,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n", "column model"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf99,none,none,,,,,,,,,,,100,,,,,,n,s\n",
+         "column recipe"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,4,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n",
+         "tp*pp*cp*dp"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,zero9,none,,,,,,,,,,,100,,,,,,n,s\n", "sharding"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,some,,,,,,,,,,,100,,,,,,n,s\n", "recompute"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,-5,,,,,,n,s\n",
          "tokens_per_s_per_gpu"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,100,,,,70,peak,n,s\n", "mem_kind"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,n,s\n", "neither"},
-        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,100,,,,,,n,s\n"
-         "r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,100,,,,,,n,s\n",
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,70,peak,n,s\n",
+         "mem_kind"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,,,,,,,n,s\n", "neither"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n"
+         "r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n",
          "repeats row 2"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,maybe,,,,,,,,100,,,,,,n,s\n",
+         "column sequence_parallel: 'maybe' is not yes or no"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,flash9,,,,,,100,,,,,,n,s\n",
+         "column attention: 'flash9'"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,jit,,,,,100,,,,,,n,s\n",
+         "column kernel_fusion: 'jit'"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,0.5,,,100,,,,,,n,s\n",
+         "column tp_overlap: '0.5' is not yes or no"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,fp16,,100,,,,,,n,s\n",
+         "column main_grad: 'fp16'"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,on,100,,,,,,n,s\n",
+         "column grad_acc_fusion: 'on'"},
     };
     for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
         char text[2048];
@@ -116,7 +147,8 @@ static void test_measured_errors(void)
     }
     /* a good row: blank vpp/cp are 1, blank mbs is "not published" (0, planned as 1); step time and gbs give
      * tokens/s per GPU = 128 x 8192 / 2 s / 8 GPUs = 65,536 */
-    const char *good = "r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,,128,8192,bf16,zero3,op,,,,2,,,70.5,reserved,n,s\n";
+    const char *good =
+        "r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,,128,8192,bf16,zero3,op,,,,,,,,,,,,2,,,70.5,reserved,n,s\n";
     char text[2048];
     snprintf(text, sizeof text, "%s%s", head, good);
     int n = 0;
@@ -132,6 +164,25 @@ static void test_measured_errors(void)
     measured_plan_input(&runs[0], &in);
     CHECK(in.stack == catalog_stack(c, "torchtitan") && in.mbs == 1 && in.world == 8 && in.gbs == 128);
     CHECK(in.attn == ATTN_FLASH && in.fusion == FUSE_COMPILE); /* the stack's row applied */
+    CHECK(in.fused_swiglu && !in.grad_acc_fusion && in.overlap_tp == 0 && in.sp && !in.dropout);
+
+    /* the run's own configuration over its stack's row: Megatron-LM of 2022 with SP, dropout, materialized
+     * attention and a separate gradient accumulation; torchtitan eager with SwiGLU unfused, async TP (the
+     * stack's tp_overlap_on) and BF16 gradient reduction */
+    const char *cfg =
+        "a,s,megatron-lm,llama3-8b,h100-sxm,8,8,1,,,1,1,8,8192,bf16,none,selective,,,yes,yes,materialized,,,,,"
+        "no,100,,,,,,n,s\n"
+        "b,s,torchtitan,llama3-8b,h100-sxm,8,8,1,,,1,1,8,8192,bf16,zero3,op,,,no,,,eager,no,yes,bf16,,100,,,,,,"
+        "n,s\n";
+    snprintf(text, sizeof text, "%s%s", head, cfg);
+    CHECKF(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(n, 2);
+    measured_plan_input(&runs[0], &in);
+    CHECK(in.stack == catalog_stack(c, "megatron-lm") && in.sp == 1 && in.dropout == 1);
+    CHECK(in.attn == ATTN_MATERIALIZED && in.fusion == FUSE_TE && in.grad_acc_fusion == 0);
+    measured_plan_input(&runs[1], &in);
+    CHECK(in.sp == 0 && in.fusion == FUSE_EAGER && in.fused_swiglu == 0 && in.main_grad == MAIN_GRAD_BF16);
+    CHECK_NEAR(in.overlap_tp, catalog_stack(c, "torchtitan")->overlap_tp_on, 0);
     free(c);
 }
 

@@ -156,16 +156,26 @@ static void test_memory_limit(void)
     p = build(&in);
     CHECK(p.fits);
     CHECK(!(p.advice_mask & (1u << ADV_HEADROOM)));
+    /* the allocator's reserve is released before an out-of-memory error (it shrinks into what is left): one
+     * byte less memory is one byte less reserve, and the plan still fits a limit of 1 */
+    uint64_t frag = p.mem[MT_FRAGMENTATION].bytes;
+    CHECK(frag > 0);
     g.hbm_bytes = total - 1;
     in.max_mem_frac = 1;
     p = build(&in);
+    CHECK(p.fits);
+    CHECK_EQ_U64(p.mem[MT_FRAGMENTATION].bytes, frag - 1);
+    /* one byte short of what the plan needs without any reserve: out of memory */
+    g.hbm_bytes = total - frag - 1;
+    p = build(&in);
     CHECK(!p.fits);
+    CHECK_EQ_U64(p.mem[MT_FRAGMENTATION].bytes, 0);
     CHECK((p.advice_mask & (1u << ADV_OOM)));
 }
 
 static const char stack_head[] =
     "name,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,launch_us,loss_bytes,"
-    "tp_overlap,dp_overlap,pp_overlap,cp_overlap,alloc_reserve,calibrated,source\n";
+    "tp_overlap,tp_overlap_on,dp_overlap,pp_overlap,cp_overlap,alloc_reserve,calibrated,source\n";
 
 static Status parse(const char *row, Catalog *c, Err *e)
 {
@@ -178,7 +188,7 @@ static void test_stacks_csv(void)
 {
     Catalog *c = calloc(1, sizeof *c);
     Err e;
-    CHECK(parse("s1,flash3,yes,no,bf16,no,compile,3.5,12,0.5,1,0,1,0.1,no,\"a, b\"\n", c, &e) == ST_OK);
+    CHECK(parse("s1,flash3,yes,no,bf16,no,compile,3.5,12,0.5,0.75,1,0,1,0.1,no,\"a, b\"\n", c, &e) == ST_OK);
     CHECK_EQ_INT(c->nstacks, 1);
     const StackSpec *s = catalog_stack(c, "s1");
     CHECK(s != NULL);
@@ -188,6 +198,7 @@ static void test_stacks_csv(void)
         CHECK_NEAR(s->launch_s, 3.5e-6, 1e-18);
         CHECK_EQ_INT(s->loss_bytes, 12);
         CHECK_NEAR(s->overlap_tp, 0.5, 0);
+        CHECK_NEAR(s->overlap_tp_on, 0.75, 0);
         CHECK_NEAR(s->alloc_reserve, 0.1, 0);
         CHECK_STR(s->source, "a, b");
         PlanInput in;
@@ -200,15 +211,17 @@ static void test_stacks_csv(void)
     struct {
         const char *row, *want;
     } bad[] = {
-        {"s,flash9,yes,no,bf16,no,te,3,12,0,0,0,0,0,no,x\n", "row 2, column attention: 'flash9'"},
-        {"s,te,maybe,no,bf16,no,te,3,12,0,0,0,0,0,no,x\n", "sequence_parallel"},
-        {"s,te,yes,no,fp16,no,te,3,12,0,0,0,0,0,no,x\n", "main_grad"},
-        {"s,te,yes,no,bf16,no,xla,3,12,0,0,0,0,0,no,x\n", "kernel_fusion"},
-        {"s,te,yes,no,bf16,no,te,-1,12,0,0,0,0,0,no,x\n", "launch_us"},
-        {"s,te,yes,no,bf16,no,te,3,1,0,0,0,0,0,no,x\n", "loss_bytes"},
-        {"s,te,yes,no,bf16,no,te,3,12,1.5,0,0,0,0,no,x\n", "tp_overlap"},
-        {"s,te,yes,no,bf16,no,te,3,12,0,0,0,0,nan,no,x\n", "alloc_reserve"},
-        {"s,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,no,x\ns,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,no,x\n", "repeats row 2"},
+        {"s,flash9,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n", "row 2, column attention: 'flash9'"},
+        {"s,te,maybe,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n", "sequence_parallel"},
+        {"s,te,yes,no,fp16,no,te,3,12,0,0,0,0,0,0,no,x\n", "main_grad"},
+        {"s,te,yes,no,bf16,no,xla,3,12,0,0,0,0,0,0,no,x\n", "kernel_fusion"},
+        {"s,te,yes,no,bf16,no,te,-1,12,0,0,0,0,0,0,no,x\n", "launch_us"},
+        {"s,te,yes,no,bf16,no,te,3,1,0,0,0,0,0,0,no,x\n", "loss_bytes"},
+        {"s,te,yes,no,bf16,no,te,3,12,1.5,0,0,0,0,0,no,x\n", "tp_overlap"},
+        {"s,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,nan,no,x\n", "alloc_reserve"},
+        {"s,te,yes,no,bf16,no,te,3,12,0,-0.5,0,0,0,0,no,x\n", "tp_overlap_on"},
+        {"s,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\ns,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n",
+         "repeats row 2"},
     };
     for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
         memset(c, 0, sizeof *c);
