@@ -48,8 +48,9 @@
  *
  * Writing a backend (the CUDA one, exec/cuda/, is the pattern): define
  * PREFIX_<op> for every operation of BACKEND_OPS (BACKEND_DECLARE(PREFIX)
- * declares them), fill the table with BACKEND_TABLE(PREFIX) (one line), the
- * memory functions and the optional hooks; set gemm_workspace_bytes to the
+ * declares them) and the memory functions PREFIX_alloc, _free, _memset0,
+ * _copy_to_device, _copy_to_host, _sync, _destroy; fill the table with
+ * BACKEND_TABLE(PREFIX) (one line) and set the optional hooks; set gemm_workspace_bytes to the
  * GEMM workspace you want (the executor carves it from the arena's
  * gemm_workspace term and stores the slice in gemm_workspace before the first
  * GEMM); and hold every kernel to the CPU reference on the same inputs
@@ -192,10 +193,22 @@ BACKEND_OPS(BACKEND_OP_DECLARE_, backend_check)
 /* Declare PREFIX_<op> for every operation (a backend's header). */
 #define BACKEND_DECLARE(PREFIX) BACKEND_OPS(BACKEND_OP_DECLARE_, PREFIX)
 /* Define `static void PREFIX_fill_ops(Backend *bk)`, which points every
- * operation of bk at PREFIX_<op> behind its shared check (a backend's create). */
-#define BACKEND_TABLE(PREFIX)                \
-    BACKEND_OPS(BACKEND_OP_CHECKED_, PREFIX) \
-    static void PREFIX##_fill_ops(Backend *bk) { BACKEND_OPS(BACKEND_OP_FILL_, PREFIX) }
+ * operation of bk at PREFIX_<op> behind its shared check, and the memory
+ * functions at PREFIX_alloc, _free, _memset0, _copy_to_device, _copy_to_host,
+ * _sync and _destroy (a backend's create; placed after those functions). */
+#define BACKEND_TABLE(PREFIX)                         \
+    BACKEND_OPS(BACKEND_OP_CHECKED_, PREFIX)          \
+    static void PREFIX##_fill_ops(Backend *bk)        \
+    {                                                 \
+        BACKEND_OPS(BACKEND_OP_FILL_, PREFIX)         \
+        bk->alloc = PREFIX##_alloc;                   \
+        bk->free = PREFIX##_free;                     \
+        bk->memset0 = PREFIX##_memset0;               \
+        bk->copy_to_device = PREFIX##_copy_to_device; \
+        bk->copy_to_host = PREFIX##_copy_to_host;     \
+        bk->sync = PREFIX##_sync;                     \
+        bk->destroy = PREFIX##_destroy;               \
+    }
 
 /* ---- the interface ---------------------------------------------------------------
  * Every function returns ST_OK or an error filled into e (which may be NULL). */

@@ -84,13 +84,19 @@ static Status cpu_memset0(Backend *bk, void *p, uint64_t bytes, Err *e)
     return ST_OK;
 }
 
-static Status cpu_copy(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
+static Status cpu_copy_to_device(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
 {
     (void)bk;
     if (!bytes) return ST_OK;
     if (!dst || !src) return err_set(e, ST_USAGE, "copy: no pointer");
     memmove(dst, src, (size_t)bytes);
     return ST_OK;
+}
+
+/* Host memory both ways. */
+static Status cpu_copy_to_host(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
+{
+    return cpu_copy_to_device(bk, dst, src, bytes, e);
 }
 
 static Status cpu_sync(Backend *bk, Err *e)
@@ -118,14 +124,7 @@ Status backend_cpu_create(Backend **out, Err *e)
     Backend *bk = NULL;
     Status st = backend_new("cpu", sizeof(CpuImpl), &bk, e);
     if (st) return st;
-    bk->alloc = cpu_alloc;
-    bk->free = cpu_free;
-    bk->memset0 = cpu_memset0;
-    bk->copy_to_device = cpu_copy;
-    bk->copy_to_host = cpu_copy;
-    bk->sync = cpu_sync;
     cpu_fill_ops(bk);
-    bk->destroy = cpu_destroy;
     *out = bk;
     return ST_OK;
 }

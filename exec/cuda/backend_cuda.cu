@@ -132,12 +132,12 @@ done:
     return st;
 }
 
-static Status cuda_to_device(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
+static Status cuda_copy_to_device(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
 {
     return copy(bk, dst, src, bytes, cudaMemcpyHostToDevice, e);
 }
 
-static Status cuda_to_host(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
+static Status cuda_copy_to_host(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
 {
     return copy(bk, dst, src, bytes, cudaMemcpyDeviceToHost, e);
 }
@@ -351,14 +351,7 @@ Status backend_cuda_create(Backend **out, Err *e)
     im->bk = bk;
     bk->gemm_workspace_bytes = CUDA_LT_WORKSPACE_BYTES;
     bk->gemm_workspace = NULL;
-    bk->alloc = cuda_alloc;
-    bk->free = cuda_free;
-    bk->memset0 = cuda_memset0;
-    bk->copy_to_device = cuda_to_device;
-    bk->copy_to_host = cuda_to_host;
-    bk->sync = cuda_sync;
     cuda_fill_ops(bk);
-    bk->destroy = cuda_destroy;
     bk->mem_info = cuda_mem_info;
     bk->device_info = cuda_device_info;
     bk->mark = cuda_mark;
