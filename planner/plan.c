@@ -327,7 +327,7 @@ void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g)
     memset(g, 0, sizeof *g);
     g->h = md->hidden;
     g->F = md->ffn_hidden;
-    g->k = md->mlp == MLP_SWIGLU ? 2 : 1;
+    g->k = spec_fc1_k(md);
     g->heads = md->heads;
     g->kv_heads = md->kv_heads;
     g->q_dim = (uint64_t)md->heads * md->head_dim;
@@ -395,7 +395,7 @@ int model_param_count(const ModelSpec *md, uint64_t *out)
 {
     Ck ck = {0};
     uint64_t h = md->hidden, q = (uint64_t)md->heads * md->head_dim, kv = (uint64_t)md->kv_heads * md->head_dim;
-    uint64_t k = md->mlp == MLP_SWIGLU ? 2 : 1, F = md->ffn_hidden, norm = md->norm == NORM_LAYERNORM ? 2 * h : h;
+    uint64_t k = spec_fc1_k(md), F = md->ffn_hidden, norm = md->norm == NORM_LAYERNORM ? 2 * h : h;
     uint64_t lin = ck_add(&ck, ck_add(&ck, ck_mul(&ck, q + 2 * kv, h), ck_mul(&ck, h, q)),
                           ck_add(&ck, ck_mul3(&ck, k, F, h), ck_mul(&ck, h, F)));
     uint64_t per_layer = ck_add(&ck, lin, 2 * norm);

@@ -56,8 +56,6 @@ static inline uint64_t dt_bytes(Dtype d)
 }
 static inline int dt_fp8(Dtype d) { return d == DT_E4M3 || d == DT_E5M2; }
 
-enum { LIN_QKV = 0, LIN_PROJ, LIN_FC1, LIN_FC2, LIN_COUNT };
-
 typedef struct {
     /* model, resolved */
     uint64_t h, F, k, heads, kv_heads, q_dim, kv_dim, L, V, Vp, seq;

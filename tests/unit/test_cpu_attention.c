@@ -111,8 +111,15 @@ static void check_dtype(Dtype dt)
     float *scratch = calloc(np, sizeof(float));
     ref_p = calloc(np, sizeof(double)), ref_pe = calloc(np, sizeof(double));
     double *ro = calloc(no, sizeof(double)), *roe = calloc(no, sizeof(double));
-    AttnFwdDesc f = {
-        .batch = B, .seq = T, .heads = H, .head_dim = D, .dtype = dt, .qkv = qkv, .probs = probs, .out = out};
+    AttnFwdDesc f = {.batch = B,
+                     .seq = T,
+                     .heads = H,
+                     .kv_heads = H,
+                     .head_dim = D,
+                     .dtype = dt,
+                     .qkv = qkv,
+                     .probs = probs,
+                     .out = out};
     CHECK(!bk->attention_fwd(bk, &f, &e));
     ref_forward(qkv, dt, ro, roe);
     double worst = 0.0;
@@ -126,6 +133,7 @@ static void check_dtype(Dtype dt)
     AttnBwdDesc bd = {.batch = B,
                       .seq = T,
                       .heads = H,
+                      .kv_heads = H,
                       .head_dim = D,
                       .dtype = dt,
                       .qkv = qkv,
@@ -193,8 +201,15 @@ static void test_causal(void)
     CHECK(!backend_cpu_create(&bk, &e));
     uint64_t nq = (uint64_t)B * T * C3, no = (uint64_t)B * T * C, np = (uint64_t)B * H * T * T;
     float *qkv = fill(DT_FP32, nq, 3), *o1 = calloc(no, 4), *o2 = calloc(no, 4), *p = calloc(np, 4);
-    AttnFwdDesc f = {
-        .batch = B, .seq = T, .heads = H, .head_dim = D, .dtype = DT_FP32, .qkv = qkv, .probs = p, .out = o1};
+    AttnFwdDesc f = {.batch = B,
+                     .seq = T,
+                     .heads = H,
+                     .kv_heads = H,
+                     .head_dim = D,
+                     .dtype = DT_FP32,
+                     .qkv = qkv,
+                     .probs = p,
+                     .out = o1};
     CHECK(!bk->attention_fwd(bk, &f, &e));
     int above = 0;
     for (uint64_t r = 0; r < (uint64_t)B * H * T; r++)
