@@ -1,46 +1,62 @@
-/* cli/cmd_run.h — what `fp8plan run` shares between its files: the run's
- * settings, its per-step measurements, and the end-of-run report. */
+/* cli/cmd_run.h — `fp8plan run`: its settings, shared by its files. */
 #ifndef FP8PLAN_CLI_CMD_RUN_H
 #define FP8PLAN_CLI_CMD_RUN_H
 
 #include "cli/cli.h"
 #include "exec/data.h"
-#include "exec/model/gpt.h"
+#include "exec/measure/compare.h"
+#include "exec/measure/measurement.h"
 #include "exec/measure/plan_link.h"
-#include "exec/measure/run_log.h"
+#include "exec/model/model.h"
+#include "reports/table.h"
+#include "util/fileio.h"
 
 typedef struct {
-    const char *backend, *model, *gpu, *recipe, *data, *catalog, *resume, *save, *out, *trace;
+    const char *backend, *model, *gpu, *recipe, *data, *catalog, *resume, *save, *trace, *loss_log;
+    CliOut out;        /* -o FILE: the comparison's rows, --format csv (default), json or html (a page with charts) */
     const char *stack; /* --stack NAME (NULL: fp8plan) */
     ExecOverrides ov;
-    uint32_t mbs, steps, log_every;
-    GptHyper hyper;
+    uint32_t mbs, gbs, steps, log_every;
+    ModelHyper hyper;
     int quiet;
-    int html; /* --format html: -o FILE is the HTML page instead of the CSV */
 } RunArgs;
 
 /* The subcommand (listed in cli/commands.h). */
 int cmd_run(int argc, char **argv);
 
-/* Print the memory, time and throughput tables (text, stdout) and write the
- * same rows as one CSV to a->out when set. dm: the device measurements (NULL
- * or without hooks on the CPU); peak: the device's catalog match for MFU (NULL
- * on the CPU). Returns an exit code: 0, 1 when a checked term is outside its
- * tolerance, or the output error's code. */
-int run_report(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *log, const DataStream *d,
-               const DevMeasure *dm, const DevmPeak *peak);
+extern const char *const RUN_CMD; /* "run" */
+/* "fp8plan run: message" on stderr; the exit code for e->st. */
+int run_fail(const Err *e);
+/* Seconds on the monotonic clock (for the progress line and the build time). */
+double run_now_s(void);
 
-/* The memory and time rows of the report (exec/measure/measure.h). */
+/* The run's CSV side files: the scaling trace and the loss log, written
+ * atomically (open only when asked for). */
 typedef struct {
-    const MeasureRow *mem;
-    int nm;
-    const MeasureRow *tim;
-    int nt;
-} RunRows;
+    OutFile trace, loss;
+    int trace_open, loss_open;
+} RunFiles;
 
-/* --format html: write the run as an HTML page to a->out (cli/cmd_run_html.c). csv: the rows -o
- * writes as CSV; summary and verdict: the text report's closing lines. Returns an exit code. */
-int run_html(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *l, RunRows rows, const Table *csv,
-             const char *summary, const char *verdict);
+/* Open the files the flags ask for (a trace needs an FP8 recipe); an exit code. */
+int run_files_open(const RunArgs *a, Model *m, RunFiles *f);
+/* Commit them (rename into place); an exit code. */
+int run_files_commit(RunFiles *f);
+/* Drop what is open (on a failure). */
+void run_files_abort(RunFiles *f);
+
+/* a->steps training steps, printing each (unless quiet) and writing the side files; an exit code. */
+int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFiles *f);
+
+/* The comparison with the plan: summary lines and tables on stdout, every row
+ * to -o (CSV, JSON, or the HTML page); 0, 1 when a checked row is outside its
+ * tolerance, or an output error's code. */
+int run_report(const RunArgs *a, const Plan *p, const Model *m, const Measurement *ms, const DataStream *d);
+
+/* --format html: write the run as an HTML page to a->out.path (cli/cmd_run_html.c): the comparison's
+ * memory, time and collective rows charted against their accepted bands, every step's loss and phases,
+ * then csv (the rows -o writes as CSV). summary and verdict: the text report's closing lines. Returns
+ * an exit code. */
+int run_html(const RunArgs *a, const Plan *p, const Model *m, const Measurement *l, const Comparison *c,
+             const Table *csv, const char *summary, const char *verdict);
 
 #endif

@@ -9,7 +9,7 @@
 
 #include "cli/cmd_run.h"
 
-/* Before anything is built: -o, --save and --scaling-trace can be written (73 if not), --data and
+/* Before anything is built: -o, --save, --scaling-trace and --loss-log can be written (73 if not), --data and
  * --resume can be read (66), no two outputs name the same file and no output names an input (64;
  * --save may name the --resume file: the checkpoint is replaced atomically after the run). Returns 0
  * or the exit code, the message printed. */

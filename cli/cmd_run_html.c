@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cmd_run.h"
+#include "exec/measure/compare.h"
 #include "reports/html_run.h"
 
 /* The interval a row's check accepts; 0 when the row is not checked. */
@@ -32,10 +33,11 @@ static const char *check_text(const MeasureRow *r, char *buf, size_t size)
 
 enum { R_TERM, R_CAT, R_PLAN, R_MEAS, R_LO, R_HI, R_SPREAD, R_CHECK, R_VERDICT, R_COUNT };
 
-/* Memory rows in bytes (seconds = 0) or time rows in seconds; with both_sides only the rows that have
- * a planned and a measured value. */
-static Table *rows_table(const MeasureRow *rows, int n, int seconds, int both_sides)
+/* The comparison's rows of one section, in bytes (memory) or seconds (time); with both_sides only the
+ * rows that have a planned and a measured value. */
+static Table *rows_table(const Comparison *c, CompareSection sec, int both_sides)
 {
+    const int seconds = sec == CMP_TIME;
     const TableCol cols[R_COUNT] = {
         [R_TERM] = {"term", NULL, NULL, TC_STR, 0, 0},
         [R_CAT] = {"category", NULL, NULL, TC_STR, 0, 0},
@@ -53,10 +55,10 @@ static Table *rows_table(const MeasureRow *rows, int n, int seconds, int both_si
     };
     Table *t = table_new(cols, R_COUNT);
     char buf[32];
-    for (int i = 0; t && i < n; i++) {
-        const MeasureRow *r = &rows[i];
+    for (int i = 0; t && i < c->n; i++) {
+        const MeasureRow *r = &c->rows[i];
         double lo, hi;
-        if (both_sides && !(r->has_planned && r->has_measured)) continue;
+        if (r->section != sec || (both_sides && !(r->has_planned && r->has_measured))) continue;
         table_row(t);
         table_str(t, R_TERM, r->name);
         table_str(t, R_CAT, r->category ? r->category : "-");
@@ -76,7 +78,7 @@ static Table *rows_table(const MeasureRow *rows, int n, int seconds, int both_si
 }
 
 /* Every step: loss and the four phases. */
-static Table *steps_table(const RunLog *l)
+static Table *steps_table(const Measurement *l)
 {
     static const TableCol cols[] = {
         {"step", NULL, NULL, TC_U64, 0, 0},
@@ -101,8 +103,9 @@ static Table *steps_table(const RunLog *l)
     return t;
 }
 
-/* Bytes sent per step: the plan's, and the bus bytes the communicator counted. */
-static Table *comm_table(const Plan *p, const Gpt *g, const RunLog *l)
+/* Bytes sent per step: the plan's, and the bus bytes the communicator counted, in all and per planner
+ * collective the run or the plan has. */
+static Table *comm_table(const Plan *p, const Measurement *l)
 {
     static const TableCol cols[] = {
         {"term", NULL, NULL, TC_STR, 0, 0},
@@ -116,8 +119,16 @@ static Table *comm_table(const Plan *p, const Gpt *g, const RunLog *l)
         table_row(t);
         table_str(t, 0, "all collectives");
         table_u64(t, 1, p->dp_comm_bytes + p->tp_comm_bytes + p->pp_comm_bytes + p->cp_comm_bytes);
-        table_f64(t, 2, g->comm->stats.bus_bytes / steps);
-        table_f64(t, 3, (double)g->comm->stats.calls / steps);
+        table_f64(t, 2, l->coll_total.bus_bytes / steps);
+        table_f64(t, 3, (double)l->coll_total.calls / steps);
+    }
+    for (int i = 0; t && i < CO_COUNT_; i++) {
+        if (!p->coll[i].calls && !l->coll[i].calls) continue;
+        table_row(t);
+        table_str(t, 0, p->coll[i].name);
+        table_u64(t, 1, p->coll[i].step_bytes);
+        table_f64(t, 2, l->coll[i].bus_bytes / steps);
+        table_f64(t, 3, (double)l->coll[i].calls / steps);
     }
     return t;
 }
@@ -128,17 +139,19 @@ typedef struct {
 
 static Status page(FILE *f, const void *ctx, Err *e) { return html_run_page(f, &((const Job *)ctx)->pg, e); }
 
-int run_html(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *l, RunRows rows, const Table *csv,
-             const char *summary, const char *verdict)
+int run_html(const RunArgs *a, const Plan *p, const Model *m, const Measurement *l, const Comparison *c,
+             const Table *csv, const char *summary, const char *verdict)
 {
     char title[256], sub[256], *text = NULL;
-    snprintf(title, sizeof title, "fp8plan run: %s on %s, recipe %s", a->model, g->bk->name, g->recipe.name);
+    const ModelSpec *s = &m->spec;
+    snprintf(title, sizeof title, "fp8plan run: %s on %s, recipe %s", a->model, m->bk->name, m->recipe.name);
     snprintf(sub, sizeof sub,
-             "%u layers, hidden %u, %u heads, seq %u, micro-batch %u, %u steps; plan for %s (1 GPU), stack %s",
-             g->shape.layers, g->shape.hidden, g->shape.heads, g->shape.seq, g->shape.batch, l->steps, p->in.gpu->name,
-             p->in.stack ? p->in.stack->name : "none");
-    Table *mem = rows_table(rows.mem, rows.nm, 0, 1), *tim = rows_table(rows.tim, rows.nt, 1, 0);
-    Table *steps = steps_table(l), *comm = comm_table(p, g, l);
+             "%u layers, hidden %u, %u heads (%u KV), %s/%s/%s, seq %u, micro-batch %u x %u, %u steps; plan for %s "
+             "(1 GPU), stack %s",
+             s->layers, s->hidden, s->heads, s->kv_heads, norm_name(s->norm), mlp_name(s->mlp), pos_name(s->pos),
+             m->seq, m->batch, m->microbatches, l->steps, p->in.gpu->name, p->in.stack ? p->in.stack->name : "none");
+    Table *mem = rows_table(c, CMP_MEMORY, 1), *tim = rows_table(c, CMP_TIME, 0);
+    Table *steps = steps_table(l), *comm = comm_table(p, l);
     size_t n = (summary ? strlen(summary) : 0) + strlen(verdict) + 4;
     int rc;
     if (!mem || !tim || !steps || !comm || !(text = malloc(n))) {
@@ -146,7 +159,7 @@ int run_html(const RunArgs *a, const Plan *p, const Gpt *g, const RunLog *l, Run
     } else {
         snprintf(text, n, "%s\n%s", summary ? summary : "", verdict);
         Job j = {{title, sub, mem, tim, comm, steps, csv, text}};
-        CliOut out = {TABLE_HTML, a->out};
+        CliOut out = {TABLE_HTML, a->out.path};
         rc = cli_emit_page("run", &out, page, &j);
     }
     free(text);

@@ -6,39 +6,28 @@
 
 #include "util/num.h"
 
-static const struct {
-    const char *name;
-    int persistent;
-} terms[TERM_COUNT] = {
-    [TERM_WEIGHT_GEMM] = {"weight_gemm", 1},
-    [TERM_WEIGHT_OTHER] = {"weight_other", 1},
-    [TERM_FP8_ROWWISE] = {"fp8_rowwise", 1},
-    [TERM_FP8_COLWISE] = {"fp8_colwise", 1},
-    [TERM_MASTER_GEMM] = {"master_gemm", 1},
-    [TERM_MASTER_OTHER] = {"master_other", 1},
-    [TERM_GRAD_GEMM] = {"grad_gemm", 1},
-    [TERM_GRAD_OTHER] = {"grad_other", 1},
-    [TERM_OPTIM_M_GEMM] = {"adam_m_gemm", 1},
-    [TERM_OPTIM_M_OTHER] = {"adam_m_other", 1},
-    [TERM_OPTIM_V_GEMM] = {"adam_v_gemm", 1},
-    [TERM_OPTIM_V_OTHER] = {"adam_v_other", 1},
-    [TERM_SCALE_GEMM] = {"scale_gemm", 1},
-    [TERM_SCALE_BLOCK] = {"scale_block", 1},
-    [TERM_SCALE_STATE] = {"scale_state", 1},
-    [TERM_ACT_LAYER_HP] = {"act_layer_hp", 0},
-    [TERM_ACT_LAYER_FP8] = {"act_layer_fp8", 0},
-    [TERM_ACT_ATTN] = {"act_attention", 0},
-    [TERM_ACT_MASK] = {"act_dropout_mask", 0},
-    [TERM_ACT_OUTPUT] = {"act_output", 0},
-    [TERM_TRANSIENT] = {"transient", 0},
-    [TERM_GEMM_WORKSPACE] = {"gemm_workspace", 0},
-    [TERM_IO] = {"io", 0},
-};
+const char *arena_term_name(ArenaTerm t)
+{
+    if (t < MT_COUNT_) return mem_term_name((MemTermId)t);
+    return t == XT_IO ? "io" : t == XT_ROPE ? "rope_table" : "?";
+}
 
-const char *exec_term_name(ExecTerm t) { return (unsigned)t < TERM_COUNT ? terms[t].name : "?"; }
-int exec_term_persistent(ExecTerm t) { return (unsigned)t < TERM_COUNT && terms[t].persistent; }
+int arena_term_persistent(ArenaTerm t)
+{
+    if (t >= MT_COUNT_) return 0;
+    MemCategory c = mem_term_category((MemTermId)t);
+    return c == MC_STATE || c == MC_FP8_COPY || c == MC_SCALE;
+}
 
-void arena_add_(ArenaSpecs *s, ExecTerm term, Dtype dtype, unsigned elem_bytes, uint64_t elements, ArenaDstKind kind,
+int arena_holds(MemTermId t) { return mem_term_category(t) != MC_OVERHEAD || t == MT_WORKSPACE; }
+
+void arena_planned(const Plan *p, uint64_t planned[ARENA_TERMS])
+{
+    for (ArenaTerm t = 0; t < ARENA_TERMS; t++)
+        planned[t] = t < MT_COUNT_ && arena_holds((MemTermId)t) ? p->mem[t].bytes : 0;
+}
+
+void arena_add_(ArenaSpecs *s, ArenaTerm term, Dtype dtype, unsigned elem_bytes, uint64_t elements, ArenaDstKind kind,
                 void *dst, const char *name, int layer)
 {
     if (s->st) return;
@@ -87,9 +76,9 @@ typedef struct {
 
 static uint64_t align_up(uint64_t x) { return (x + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
 
-static Status term_use(const ArenaSpecs *s, TermUse u[TERM_COUNT], Err *e)
+static Status term_use(const ArenaSpecs *s, TermUse u[ARENA_TERMS], Err *e)
 {
-    memset(u, 0, sizeof(TermUse) * TERM_COUNT);
+    memset(u, 0, sizeof(TermUse) * ARENA_TERMS);
     if (s->st == ST_NOMEM) return err_set(e, ST_NOMEM, "out of memory listing tensors");
     if (s->st) return err_set(e, ST_OVERFLOW, "a tensor's byte count overflows 2^64");
     for (uint32_t i = 0; i < s->n; i++) {
@@ -100,7 +89,7 @@ static Status term_use(const ArenaSpecs *s, TermUse u[TERM_COUNT], Err *e)
         uint64_t *b = p->phase ? &t->phase[p->phase] : &t->base;
         uint64_t *x = p->phase ? &t->phase_ext[p->phase] : &t->base_ext;
         if (u64_add(*b, p->bytes, b) || p->bytes > UINT64_MAX - ARENA_ALIGN || u64_add(align_up(*x), p->bytes, x))
-            return err_set(e, ST_OVERFLOW, "term %s overflows 2^64 bytes", exec_term_name(p->term));
+            return err_set(e, ST_OVERFLOW, "term %s overflows 2^64 bytes", arena_term_name(p->term));
     }
     return ST_OK;
 }
@@ -112,11 +101,11 @@ static uint64_t peak(const uint64_t base, const uint64_t *phase)
     return base + m; /* cannot overflow: each part was checked and their sum is a term's bytes */
 }
 
-Status arena_specs_bytes(const ArenaSpecs *s, uint64_t bytes[TERM_COUNT], Err *e)
+Status arena_specs_bytes(const ArenaSpecs *s, uint64_t bytes[ARENA_TERMS], Err *e)
 {
-    TermUse u[TERM_COUNT];
+    TermUse u[ARENA_TERMS];
     Status st = term_use(s, u, e);
-    for (int t = 0; t < TERM_COUNT; t++) bytes[t] = st ? 0 : peak(u[t].base, u[t].phase);
+    for (int t = 0; t < ARENA_TERMS; t++) bytes[t] = st ? 0 : peak(u[t].base, u[t].phase);
     return st;
 }
 
@@ -131,15 +120,15 @@ static void store_dst(ArenaSpec *p, void *addr)
     }
 }
 
-Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t planned[TERM_COUNT], Err *e)
+Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t planned[ARENA_TERMS], Err *e)
 {
     memset(a, 0, sizeof *a);
-    TermUse u[TERM_COUNT];
+    TermUse u[ARENA_TERMS];
     Status st = term_use(specs, u, e);
     if (st) return st;
     a->has_plan = planned != NULL;
-    uint64_t off = 0, overlay[TERM_COUNT];
-    for (int t = 0; t < TERM_COUNT; t++) {
+    uint64_t off = 0, overlay[ARENA_TERMS];
+    for (int t = 0; t < ARENA_TERMS; t++) {
         uint64_t need = peak(u[t].base, u[t].phase), ext = align_up(u[t].base_ext) + peak(0, u[t].phase_ext), cap;
         overlay[t] = align_up(u[t].base_ext);
         if (planned) a->planned[t] = planned[t];
@@ -147,7 +136,7 @@ Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t plan
         /* room for the plan's bytes or the tensors' aligned extent, whichever is larger */
         cap = ext > a->planned[t] ? ext : a->planned[t];
         if (cap > UINT64_MAX - 2 * ARENA_ALIGN || off > UINT64_MAX - align_up(cap))
-            return err_set(e, ST_OVERFLOW, "arena: term %s does not fit in 2^64 bytes", exec_term_name(t));
+            return err_set(e, ST_OVERFLOW, "arena: term %s does not fit in 2^64 bytes", arena_term_name(t));
         a->region_offset[t] = off;
         a->region_bytes[t] = align_up(cap);
         a->padding[t] = ext - need;
@@ -158,7 +147,7 @@ Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t plan
         a->base = NULL;
         return st;
     }
-    uint64_t used[TERM_COUNT][MAX_PHASES];
+    uint64_t used[ARENA_TERMS][MAX_PHASES];
     memset(used, 0, sizeof used);
     for (uint32_t i = 0; i < specs->n; i++) {
         ArenaSpec *p = &specs->v[i];

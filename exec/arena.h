@@ -21,52 +21,34 @@
 #include <stdint.h>
 
 #include "exec/backend.h"
+#include "planner/plan.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The executor's memory terms: the planner's names (planner/plan.h MemTermId),
- * so measured and planned line up by name, plus one term the plan does not
- * model (token ids, targets and per-token losses). */
-typedef enum {
-    TERM_WEIGHT_GEMM = 0, /* working weights of the block linears */
-    TERM_WEIGHT_OTHER,    /* working weights of embeddings, LM head, norms, biases */
-    TERM_FP8_ROWWISE,     /* cached FP8 weight copies (N, K) for fprop */
-    TERM_FP8_COLWISE,     /* cached FP8 transposed copies (K, N) for dgrad */
-    TERM_MASTER_GEMM,
-    TERM_MASTER_OTHER,
-    TERM_GRAD_GEMM,
-    TERM_GRAD_OTHER,
-    TERM_OPTIM_M_GEMM,
-    TERM_OPTIM_M_OTHER,
-    TERM_OPTIM_V_GEMM,
-    TERM_OPTIM_V_OTHER,
-    TERM_SCALE_GEMM,     /* scale, scale_inv, amax history of every FP8 GEMM operand (x, w, dy) */
-    TERM_SCALE_BLOCK,    /* block scales of FP8 weights (none: the executor scales per tensor) */
-    TERM_SCALE_STATE,    /* {scale, scale_inv, amax} records of scaled states (FP8-LM) */
-    TERM_ACT_LAYER_HP,   /* per block: LN inputs and statistics, QKV, FC1 output, high-precision GEMM inputs */
-    TERM_ACT_LAYER_FP8,  /* per block: FP8 transposed GEMM inputs saved for wgrad */
-    TERM_ACT_ATTN,       /* per block: attention probabilities (materialized) */
-    TERM_ACT_MASK,       /* dropout masks (none: the executor trains without dropout) */
-    TERM_ACT_OUTPUT,     /* final LN input, output and statistics; FP32 logits */
-    TERM_TRANSIENT,      /* one block's working buffers, BF16 d(logits), FP32 scratch */
-    TERM_GEMM_WORKSPACE, /* the backend's GEMM workspace (cuBLASLt) */
-    TERM_IO,             /* token ids, targets, per-token losses (not in the plan) */
-    TERM_COUNT
-} ExecTerm;
+/* The arena's terms are the planner's memory terms (MemTermId, planner/plan.h)
+ * — the plan's bytes for term t are p->mem[t].bytes, no lookup by name — plus
+ * the few the executor places that the plan does not model, named here once:
+ *   XT_IO    token ids, targets and per-token losses of a micro-batch;
+ *   XT_ROPE  the rotary embedding's cos/sin table, (seq, head_dim/2, 2) fp32.
+ * The plan's overhead terms that no tensor owns (comm_buffers, cuda_context,
+ * fragmentation) hold no spec; a device measurement checks them. */
+enum { XT_IO = MT_COUNT_, XT_ROPE, ARENA_TERMS };
+typedef uint32_t ArenaTerm; /* a MemTermId, or XT_* */
 
-/* Stable snake_case id ("weight", "fp8_weight_row", ..., "workspace"). */
-const char *exec_term_name(ExecTerm t);
-/* 1 for the terms that live across steps (weights .. scale_state). */
-int exec_term_persistent(ExecTerm t);
+/* "weight_gemm", ..., "gemm_workspace" (the plan's names), "io", "rope_table". */
+const char *arena_term_name(ArenaTerm t);
+/* 1 for the terms whose tensors live across steps: the plan's state, FP8-copy
+ * and scale categories (what a checkpoint holds). */
+int arena_term_persistent(ArenaTerm t);
 
 enum { ARENA_ALIGN = 256 };
 
 typedef enum { ADST_VOID, ADST_FLOAT, ADST_U8, ADST_I32 } ArenaDstKind;
 
 typedef struct {
-    ExecTerm term;
+    ArenaTerm term;
     Dtype dtype; /* element type; DT_NONE with elem_bytes for int32 token ids */
     unsigned elem_bytes;
     uint64_t elements;
@@ -104,7 +86,7 @@ typedef struct {
     arena_add_(specs, term, DT_NONE, 4, elements, ADST_I32, (void *)(dst), name, layer)
 #define ARENA_DST_KIND(p) \
     _Generic((p), void *: ADST_VOID, void **: ADST_VOID, float **: ADST_FLOAT, uint8_t **: ADST_U8, int32_t **: ADST_I32)
-void arena_add_(ArenaSpecs *s, ExecTerm term, Dtype dtype, unsigned elem_bytes, uint64_t elements, ArenaDstKind kind,
+void arena_add_(ArenaSpecs *s, ArenaTerm term, Dtype dtype, unsigned elem_bytes, uint64_t elements, ArenaDstKind kind,
                 void *dst, const char *name, int layer);
 void arena_specs_free(ArenaSpecs *s);
 /* Give the last added spec a phase (used by arena_add_phase). */
@@ -112,23 +94,33 @@ void arena_set_phase(ArenaSpecs *s, int phase);
 
 /* The most exact tensor bytes live at once per term: sum(phase 0) + max over
  * phases of sum(phase k). ST_OVERFLOW past 2^64. */
-Status arena_specs_bytes(const ArenaSpecs *s, uint64_t bytes[TERM_COUNT], Err *e);
+Status arena_specs_bytes(const ArenaSpecs *s, uint64_t bytes[ARENA_TERMS], Err *e);
 
 typedef struct {
     void *base;
     uint64_t bytes; /* the one allocation */
-    uint64_t region_offset[TERM_COUNT];
-    uint64_t region_bytes[TERM_COUNT]; /* capacity: max(planned, needed) + alignment slack */
-    uint64_t planned[TERM_COUNT];      /* the Plan's bytes (0 when no plan) */
-    uint64_t placed[TERM_COUNT];       /* most exact tensor bytes live at once (the measurement) */
-    uint64_t padding[TERM_COUNT];      /* alignment gaps inside the used part of each region */
-    uint32_t tensors[TERM_COUNT];
+    uint64_t region_offset[ARENA_TERMS];
+    uint64_t region_bytes[ARENA_TERMS]; /* capacity: max(planned, needed) + alignment slack */
+    uint64_t planned[ARENA_TERMS];      /* the Plan's bytes (0 when no plan) */
+    uint64_t placed[ARENA_TERMS];       /* most exact tensor bytes live at once (the measurement) */
+    uint64_t padding[ARENA_TERMS];      /* alignment gaps inside the used part of each region */
+    uint32_t tensors[ARENA_TERMS];
     int has_plan;
 } Arena;
 
+/* 1 for the memory terms an arena region holds (states, copies, scales,
+ * activations, workspace); 0 for the overheads no tensor owns (comm_buffers,
+ * cuda_context, fragmentation). */
+int arena_holds(MemTermId t);
+
+/* The plan's bytes for each arena term: p->mem[t].bytes for the memory terms
+ * an arena region holds (states, copies, scales, activations, workspace), 0
+ * for the overheads no tensor owns and for the executor-only terms. */
+void arena_planned(const Plan *p, uint64_t planned[ARENA_TERMS]);
+
 /* Size the regions, allocate once through bk, place every spec and store the
  * addresses. planned may be NULL. On failure nothing stays allocated. */
-Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t planned[TERM_COUNT], Err *e);
+Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t planned[ARENA_TERMS], Err *e);
 /* Free the allocation; a bk->gemm_workspace that points into it is cleared. */
 void arena_release(Arena *a, Backend *bk);
 

@@ -96,27 +96,27 @@ typedef struct {
     uint64_t v;
 } Field;
 
-enum { NRECIPE_FIELDS = 24, NFIELDS = NRECIPE_FIELDS + 10 };
+enum { NRECIPE_FIELDS = 22, NFIELDS = NRECIPE_FIELDS + 17 };
 
-static void fields(const Gpt *g, Field f[NFIELDS])
+static void fields(const Model *m, Field f[NFIELDS])
 {
-    const ExecRecipe *r = &g->recipe;
-    const GptShape *s = &g->shape;
-    const ExecStates *gs = &r->gemm, *os = &r->other;
+    const Recipe *r = &m->recipe;
+    const ModelSpec *s = &m->spec;
+    const StateSet *gs = &r->gemm, *os = &r->other;
     Field v[NFIELDS] = {
-        {"linear weight dtype", gs->dt[ES_WEIGHT]},
-        {"linear master dtype", gs->dt[ES_MASTER]},
-        {"linear gradient dtype", gs->dt[ES_GRAD]},
-        {"linear Adam m dtype", gs->dt[ES_M]},
-        {"linear Adam v dtype", gs->dt[ES_V]},
-        {"linear scaled states", gs->scaled},
-        {"other weight dtype", os->dt[ES_WEIGHT]},
-        {"other master dtype", os->dt[ES_MASTER]},
-        {"other gradient dtype", os->dt[ES_GRAD]},
-        {"other Adam m dtype", os->dt[ES_M]},
-        {"other Adam v dtype", os->dt[ES_V]},
-        {"other scaled states", os->scaled},
-        {"activation dtype", r->act},
+        {"linear weight dtype", gs->dt[STATE_WEIGHT]},
+        {"linear master dtype", gs->dt[STATE_MASTER]},
+        {"linear gradient dtype", gs->dt[STATE_GRAD]},
+        {"linear Adam m dtype", gs->dt[STATE_M]},
+        {"linear Adam v dtype", gs->dt[STATE_V]},
+        {"linear scaled states", gs->scaled_mask},
+        {"other weight dtype", os->dt[STATE_WEIGHT]},
+        {"other master dtype", os->dt[STATE_MASTER]},
+        {"other gradient dtype", os->dt[STATE_GRAD]},
+        {"other Adam m dtype", os->dt[STATE_M]},
+        {"other Adam v dtype", os->dt[STATE_V]},
+        {"other scaled states", os->scaled_mask},
+        {"activation dtype", m->act_dtype},
         {"FP8 row-wise copies", r->fp8_row},
         {"FP8 transposed copies", r->fp8_col},
         {"forward GEMM dtype", r->gemm_fwd},
@@ -125,19 +125,24 @@ static void fields(const Gpt *g, Field f[NFIELDS])
         {"scaling", r->scaling},
         {"activation scale granularity", r->act_gran},
         {"weight scale granularity", r->weight_gran},
-        {"amax history", r->amax_history},
-        {"amax algorithm", r->amax_algo},
-        {"margin", (uint64_t)(int64_t)r->margin},
+        {"amax history", exec_history_len(r)},
         {"layers", s->layers},
         {"hidden", s->hidden},
         {"heads", s->heads},
-        {"ffn", s->ffn},
-        {"seq", s->seq},
-        {"micro-batch", s->batch},
+        {"KV heads", s->kv_heads},
+        {"head_dim", s->head_dim},
+        {"ffn", s->ffn_hidden},
+        {"norm", s->norm},
+        {"mlp", s->mlp},
+        {"positions", s->pos},
+        {"seq", m->seq},
+        {"micro-batch", m->batch},
+        {"micro-batches per step", m->microbatches},
         {"vocab", s->vocab},
-        {"padded vocab", s->vocab_padded},
-        {"tied embeddings", (uint64_t)s->tied},
-        {"linear biases", (uint64_t)s->biases},
+        {"padded vocab", m->vocab_padded},
+        {"tied embeddings", (uint64_t)s->tied_embeddings},
+        {"linear biases", (uint64_t)s->linear_bias},
+        {"rope base", (uint64_t)MODEL_ROPE_BASE},
     };
     memcpy(f, v, sizeof v);
 }
@@ -149,7 +154,7 @@ static void put_name(Stream *s, const char *name, size_t cap)
     put(s, buf, cap);
 }
 
-static void put_hyper(Stream *s, const GptHyper *h)
+static void put_hyper(Stream *s, const ModelHyper *h)
 {
     put_f32(s, h->lr);
     put_f32(s, h->beta1);
@@ -161,22 +166,22 @@ static void put_hyper(Stream *s, const GptHyper *h)
     put_u64(s, h->seed);
 }
 
-static int persistent_spec(const ArenaSpec *p) { return exec_term_persistent(p->term); }
+static int persistent_spec(const ArenaSpec *p) { return arena_term_persistent(p->term); }
 
-Status ckpt_save(const char *path, Gpt *g, const DataState *data, Err *e)
+Status ckpt_save(const char *path, Model *m, const DataState *data, Err *e)
 {
     OutFile of;
     Status st = outfile_open_flags(&of, path, OUT_DURABLE, e); /* fsync: a checkpoint must survive a crash */
     if (st) return st;
     Stream s = {.f = of.f, .fnv = 0xCBF29CE484222325ull};
     Field f[NFIELDS];
-    fields(g, f);
+    fields(m, f);
     put(&s, CKPT_MAGIC, 8);
     put_u32(&s, CKPT_VERSION);
-    put_name(&s, g->recipe.name, sizeof g->recipe.name);
+    put_name(&s, m->recipe.name, sizeof m->recipe.name);
     for (int i = 0; i < NFIELDS; i++) put_u64(&s, f[i].v);
-    put_hyper(&s, &g->hyper);
-    put_u32(&s, g->step);
+    put_hyper(&s, &m->hyper);
+    put_u32(&s, m->step);
     put_u32(&s, data->kind);
     put_u32(&s, data->prev);
     put_u64(&s, data->rng);
@@ -184,12 +189,12 @@ Status ckpt_save(const char *path, Gpt *g, const DataState *data, Err *e)
     put_u64(&s, data->batches);
     put_u64(&s, data->source);
     uint32_t n = 0;
-    for (uint32_t i = 0; i < g->specs.n; i++) n += (uint32_t)persistent_spec(&g->specs.v[i]);
+    for (uint32_t i = 0; i < m->specs.n; i++) n += (uint32_t)persistent_spec(&m->specs.v[i]);
     put_u32(&s, n);
     void *buf = malloc(CHUNK);
     if (!buf) st = err_set(e, ST_NOMEM, "out of memory");
-    for (uint32_t i = 0; !st && i < g->specs.n; i++) {
-        const ArenaSpec *p = &g->specs.v[i];
+    for (uint32_t i = 0; !st && i < m->specs.n; i++) {
+        const ArenaSpec *p = &m->specs.v[i];
         if (!persistent_spec(p)) continue;
         put_u32(&s, p->term);
         put_u32(&s, p->dtype);
@@ -198,7 +203,7 @@ Status ckpt_save(const char *path, Gpt *g, const DataState *data, Err *e)
         put_name(&s, p->name, NAME_BYTES);
         for (uint64_t off = 0; !st && off < p->bytes; off += CHUNK) {
             uint64_t k = p->bytes - off < CHUNK ? p->bytes - off : CHUNK;
-            st = g->bk->copy_to_host(g->bk, buf, (char *)g->arena.base + p->offset + off, k, e);
+            st = m->bk->copy_to_host(m->bk, buf, (char *)m->arena.base + p->offset + off, k, e);
             if (!st) put(&s, buf, (size_t)k);
         }
     }
@@ -222,8 +227,8 @@ static int name_eq(const char stored[NAME_BYTES], const char *name)
     return !memcmp(stored, want, NAME_BYTES);
 }
 
-/* Read the header and verify it against g. */
-static Status read_header(Stream *s, const char *path, Gpt *g, DataState *data, uint32_t *step, uint32_t *ntensors,
+/* Read the header and verify it against m. */
+static Status read_header(Stream *s, const char *path, Model *m, DataState *data, uint32_t *step, uint32_t *ntensors,
                           Err *e)
 {
     char magic[8];
@@ -234,11 +239,11 @@ static Status read_header(Stream *s, const char *path, Gpt *g, DataState *data, 
     if (ver != CKPT_VERSION)
         return err_set(e, ST_DATA, "%s: checkpoint format version %u, this fp8plan reads version %d", path, ver,
                        CKPT_VERSION);
-    char name[sizeof g->recipe.name];
+    char name[sizeof m->recipe.name];
     get(s, name, sizeof name);
     name[sizeof name - 1] = 0;
     Field f[NFIELDS];
-    fields(g, f);
+    fields(m, f);
     for (int i = 0; i < NFIELDS; i++) {
         uint64_t v = get_u64(s);
         if (s->err) break;
@@ -246,15 +251,15 @@ static Status read_header(Stream *s, const char *path, Gpt *g, DataState *data, 
             if (i < NRECIPE_FIELDS)
                 return err_set(
                     e, ST_DATA, "%s: checkpoint is from recipe '%s', this run uses '%s' (%s differs: %llu vs %llu)",
-                    path, name, g->recipe.name, f[i].name, (unsigned long long)v, (unsigned long long)f[i].v);
+                    path, name, m->recipe.name, f[i].name, (unsigned long long)v, (unsigned long long)f[i].v);
             return err_set(e, ST_DATA, "%s: checkpoint has %s %llu, this run has %llu", path, f[i].name,
                            (unsigned long long)v, (unsigned long long)f[i].v);
         }
     }
-    if (!s->err && strcmp(name, g->recipe.name))
+    if (!s->err && strcmp(name, m->recipe.name))
         return err_set(e, ST_DATA, "%s: checkpoint is from recipe '%s', this run uses '%s'", path, name,
-                       g->recipe.name);
-    GptHyper h = {0};
+                       m->recipe.name);
+    ModelHyper h = {0};
     h.lr = get_f32(s);
     h.beta1 = get_f32(s);
     h.beta2 = get_f32(s);
@@ -263,15 +268,15 @@ static Status read_header(Stream *s, const char *path, Gpt *g, DataState *data, 
     h.warmup = get_u32(s);
     h.init_std = get_f32(s);
     h.seed = get_u64(s);
-    const GptHyper *m = &g->hyper;
-    if (!s->err &&
-        (h.lr != m->lr || h.beta1 != m->beta1 || h.beta2 != m->beta2 || h.eps != m->eps ||
-         h.weight_decay != m->weight_decay || h.warmup != m->warmup || h.init_std != m->init_std || h.seed != m->seed))
+    const ModelHyper *mh = &m->hyper;
+    if (!s->err && (h.lr != mh->lr || h.beta1 != mh->beta1 || h.beta2 != mh->beta2 || h.eps != mh->eps ||
+                    h.weight_decay != mh->weight_decay || h.warmup != mh->warmup || h.init_std != mh->init_std ||
+                    h.seed != mh->seed))
         return err_set(e, ST_DATA,
                        "%s: checkpoint was trained with lr %g, wd %g, warmup %u, seed %llu; this run has lr %g, "
                        "wd %g, warmup %u, seed %llu (resume with the same settings)",
-                       path, (double)h.lr, (double)h.weight_decay, h.warmup, (unsigned long long)h.seed, (double)m->lr,
-                       (double)m->weight_decay, m->warmup, (unsigned long long)m->seed);
+                       path, (double)h.lr, (double)h.weight_decay, h.warmup, (unsigned long long)h.seed, (double)mh->lr,
+                       (double)mh->weight_decay, mh->warmup, (unsigned long long)mh->seed);
     *step = get_u32(s);
     data->kind = get_u32(s);
     data->prev = get_u32(s);
@@ -285,19 +290,19 @@ static Status read_header(Stream *s, const char *path, Gpt *g, DataState *data, 
 }
 
 /* One pass over the file: verify everything; when `apply`, also copy the data in. */
-static Status pass(const char *path, Gpt *g, DataState *data, uint32_t *step, int apply, int *short_read, Err *e)
+static Status pass(const char *path, Model *m, DataState *data, uint32_t *step, int apply, int *short_read, Err *e)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp) return err_set(e, ST_NOINPUT, "%s: cannot open checkpoint: %s", path, strerror(errno));
     Stream s = {.f = fp, .fnv = 0xCBF29CE484222325ull};
     uint32_t n = 0, want = 0;
-    Status st = read_header(&s, path, g, data, step, &n, e);
-    for (uint32_t i = 0; i < g->specs.n; i++) want += (uint32_t)persistent_spec(&g->specs.v[i]);
+    Status st = read_header(&s, path, m, data, step, &n, e);
+    for (uint32_t i = 0; i < m->specs.n; i++) want += (uint32_t)persistent_spec(&m->specs.v[i]);
     if (!st && n != want) st = err_set(e, ST_DATA, "%s: checkpoint holds %u tensors, this model has %u", path, n, want);
     void *buf = st ? NULL : malloc(CHUNK);
     if (!st && !buf) st = err_set(e, ST_NOMEM, "out of memory");
-    for (uint32_t i = 0; !st && i < g->specs.n; i++) {
-        const ArenaSpec *p = &g->specs.v[i];
+    for (uint32_t i = 0; !st && i < m->specs.n; i++) {
+        const ArenaSpec *p = &m->specs.v[i];
         if (!persistent_spec(p)) continue;
         uint32_t term = get_u32(&s), dtype = get_u32(&s);
         int32_t layer = (int32_t)get_u32(&s);
@@ -311,14 +316,14 @@ static Status pass(const char *path, Gpt *g, DataState *data, uint32_t *step, in
             st = err_set(e, ST_DATA,
                          "%s: tensor %u is %s '%.31s' (layer %d, %llu bytes); this model expects %s '%s' (layer %d, "
                          "%llu bytes)",
-                         path, i, exec_term_name((ExecTerm)term), name, layer, (unsigned long long)bytes,
-                         exec_term_name(p->term), p->name, p->layer, (unsigned long long)p->bytes);
+                         path, i, arena_term_name(term), name, layer, (unsigned long long)bytes,
+                         arena_term_name(p->term), p->name, p->layer, (unsigned long long)p->bytes);
             break;
         }
         for (uint64_t off = 0; !st && !s.err && off < bytes; off += CHUNK) {
             uint64_t k = bytes - off < CHUNK ? bytes - off : CHUNK;
             get(&s, buf, (size_t)k);
-            if (apply && !s.err) st = g->bk->copy_to_device(g->bk, (char *)g->arena.base + p->offset + off, buf, k, e);
+            if (apply && !s.err) st = m->bk->copy_to_device(m->bk, (char *)m->arena.base + p->offset + off, buf, k, e);
         }
     }
     free(buf);
@@ -368,16 +373,16 @@ static Status explain(const char *path, Status st, Err *e)
                    (unsigned long long)stored, (unsigned long long)s.fnv);
 }
 
-Status ckpt_load(const char *path, Gpt *g, DataState *data, Err *e)
+Status ckpt_load(const char *path, Model *m, DataState *data, Err *e)
 {
     DataState d;
     uint32_t step;
     int short_read;
-    Status st = pass(path, g, &d, &step, 0, &short_read, e); /* verify everything first: g stays untouched on error */
+    Status st = pass(path, m, &d, &step, 0, &short_read, e); /* verify everything first: m stays untouched on error */
     if (st == ST_DATA && !short_read) st = explain(path, st, e);
-    if (!st) st = pass(path, g, &d, &step, 1, &short_read, e);
+    if (!st) st = pass(path, m, &d, &step, 1, &short_read, e);
     if (st) return st;
-    g->step = step;
+    m->step = step;
     *data = d;
     return ST_OK;
 }

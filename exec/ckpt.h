@@ -8,7 +8,7 @@
  * shape continues the run bit-identically.
  *
  * Format (little-endian): "FP8PCKPT", u32 version, the recipe (name and every
- * field), the shape, the hyper-parameters, u32 step, the DataState, u32
+ * field), the model's columns and run sizes, the hyper-parameters, u32 step, the DataState, u32
  * tensor count, then per tensor {u32 term, u32 dtype, i32 layer, u64 bytes,
  * name (32 bytes), data}, and a final u64 FNV-1a checksum of everything
  * before it. Written through OutFile (temp file + rename): a failed or
@@ -21,22 +21,22 @@
 #define FP8PLAN_EXEC_CKPT_H
 
 #include "exec/data.h"
-#include "exec/model/gpt.h"
+#include "exec/model/model.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define CKPT_MAGIC "FP8PCKPT"
-enum { CKPT_VERSION = 1 };
+enum { CKPT_VERSION = 2 }; /* 2: the planner's ids and model columns (norm, mlp, positions, KV heads) */
 
-Status ckpt_save(const char *path, Gpt *g, const DataState *data, Err *e);
+Status ckpt_save(const char *path, Model *m, const DataState *data, Err *e);
 
-/* Restore into g (built with the same recipe, shape and hyper-parameters);
+/* Restore into m (built with the same recipe, shape and hyper-parameters);
  * *data receives the stream position to continue from. ST_NOINPUT when the
- * file cannot be opened, ST_DATA for every mismatch or corruption. g is
+ * file cannot be opened, ST_DATA for every mismatch or corruption. m is
  * unchanged unless the whole file verified. */
-Status ckpt_load(const char *path, Gpt *g, DataState *data, Err *e);
+Status ckpt_load(const char *path, Model *m, DataState *data, Err *e);
 
 #ifdef __cplusplus
 }

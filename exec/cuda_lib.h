@@ -13,6 +13,7 @@
 #define FP8PLAN_EXEC_CUDA_LIB_H
 
 #include "exec/backend.h"
+#include "exec/comm/comm.h"
 
 #define CUDA_LIB_NAME "libfp8plan_cuda.so"
 

@@ -130,6 +130,45 @@ KM_FN float km_ln_dx(float dxhat, float dxhat_mean, float xhat, float dxhat_xhat
     return KM_MUL(KM_SUB(KM_SUB(dxhat, dxhat_mean), KM_MUL(xhat, dxhat_xhat_mean)), rstd);
 }
 
+/* ---- RMSNorm (LLaMA): x̂ = x·rstd, rstd = 1/√(mean(x²) + eps) ----------------------- */
+
+/* Output y = x̂·w (no mean, no bias). */
+KM_FN float km_rms_out(float xhat, float w) { return KM_MUL(xhat, w); }
+
+/* Input gradient of one element: (dx̂ − x̂·mean(dx̂·x̂))·rstd, with dx̂ = w·dy
+ * (layer norm's without the mean terms). */
+KM_FN float km_rms_dx(float dxhat, float xhat, float dxhat_xhat_mean, float rstd)
+{
+    return KM_MUL(KM_SUB(dxhat, KM_MUL(xhat, dxhat_xhat_mean)), rstd);
+}
+
+/* ---- SwiGLU (LLaMA's MLP): out = silu(gate)·up, silu(x) = x·σ(x) ----------------------- */
+
+/* σ(x) = 1/(1 + e^−x) (e^−x overflowing to +Inf gives 0, as it should). */
+KM_FN float km_sigmoid(float x) { return KM_DIV(1.0f, KM_ADD(1.0f, expf(-x))); }
+
+KM_FN float km_swiglu(float gate, float up) { return KM_MUL(KM_MUL(gate, km_sigmoid(gate)), up); }
+
+/* Gradients of one (gate, up) pair from dy: dup = dy·silu(gate);
+ * dgate = dy·up·σ(gate)·(1 + gate·(1 − σ(gate))), silu's derivative. */
+KM_FN void km_swiglu_bwd(float gate, float up, float dy, float *dgate, float *dup)
+{
+    float sg = km_sigmoid(gate);
+    *dup = KM_MUL(dy, KM_MUL(gate, sg));
+    float dsilu = KM_MUL(sg, KM_ADD(1.0f, KM_MUL(gate, KM_SUB(1.0f, sg))));
+    *dgate = KM_MUL(KM_MUL(dy, up), dsilu);
+}
+
+/* ---- rotary position embedding --------------------------------------------------------- */
+
+/* One rotated pair (x1, x2) by the angle whose cosine and sine are c and s:
+ * (x1·c − x2·s, x2·c + x1·s). The inverse rotation is the same with −s. */
+KM_FN void km_rope_pair(float x1, float x2, float c, float s, float *o1, float *o2)
+{
+    *o1 = KM_SUB(KM_MUL(x1, c), KM_MUL(x2, s));
+    *o2 = KM_ADD(KM_MUL(x2, c), KM_MUL(x1, s));
+}
+
 /* ---- softmax, attention and cross-entropy ---------------------------------------------- */
 
 /* Softmax backward of one element: p·(dp − Σ p·dp). */
@@ -174,7 +213,7 @@ KM_FN float km_adam_scaled(const KmAdam *h, float stored_w, float dw, float g, f
     return km_adam(h, KM_MUL(stored_w, dw), g, m, v);
 }
 
-/* ---- the names the CPU reference calls (exec/cpu/cpu_nn.c, exec/cpu/cpu_optim.c) ---------- */
+/* ---- the names the CPU reference calls (exec/cpu/cpu_norm.c, exec/cpu/cpu_optim.c) ---------- */
 
 /* One AdamW element with the hyper-parameters spelled out: km_adam's arithmetic. */
 KM_FN float km_adamw(float w, float g, float *m, float *v, float lr, float beta1, float beta2, float eps, float wd,

@@ -1,16 +1,24 @@
-/* exec/recipe.c — which recipe combinations the executor runs. */
+/* exec/recipe.c — which recipe combinations the executor runs (see recipe.h). */
 #include "exec/recipe.h"
-
-static const char *const state_names[ES_COUNT] = {"weight", "master", "grad", "m", "v"};
 
 static int is_float(Dtype t) { return t == DT_FP32 || t == DT_FP16 || t == DT_BF16; }
 
+Dtype exec_act_dtype(const Recipe *r)
+{
+    Dtype w = r->other.dt[STATE_WEIGHT];
+    return is_float(w) ? w : DT_BF16;
+}
+
+uint32_t exec_history_len(const Recipe *r) { return r->scaling == SCALING_DELAYED ? r->amax_history : 1; }
+
 /* One state set; `gemm` is 1 for the linear weights (FP8-LM states allowed). */
-static Status check_states(const ExecRecipe *r, const ExecStates *s, int gemm, Err *e)
+static Status check_states(const Recipe *r, const StateSet *s, int gemm, Err *e)
 {
     const char *n = r->name[0] ? r->name : "(unnamed)", *cls = gemm ? "linear-weight" : "other-parameter";
-    Dtype w = s->dt[ES_WEIGHT], ma = s->dt[ES_MASTER], g = s->dt[ES_GRAD], m = s->dt[ES_M], v = s->dt[ES_V];
-    int fp8 = exec_recipe_fp8(r);
+    Dtype w = s->dt[STATE_WEIGHT], ma = s->dt[STATE_MASTER], g = s->dt[STATE_GRAD], m = s->dt[STATE_M],
+          v = s->dt[STATE_V];
+    Dtype act = exec_act_dtype(r);
+    int fp8 = recipe_fp8_gemm(r);
     if (w == DT_NONE && (!gemm || !fp8))
         return err_set(e, ST_UNAVAILABLE,
                        "recipe %s: %s working weights 'none' need FP8 GEMMs that read FP8 copies of the master", n,
@@ -18,11 +26,11 @@ static Status check_states(const ExecRecipe *r, const ExecStates *s, int gemm, E
     if (w != DT_NONE && !is_float(w))
         return err_set(e, ST_UNAVAILABLE, "recipe %s: %s working weights in %s are not supported", n, cls,
                        dtype_name(w));
-    if (w != DT_NONE && w != r->act && (!gemm || !fp8))
+    if (w != DT_NONE && w != act && (!gemm || !fp8))
         return err_set(e, ST_UNAVAILABLE,
                        "recipe %s: %s working weights in %s but activations in %s (the executor's non-FP8 GEMMs and "
                        "embeddings take both in one dtype)",
-                       n, cls, dtype_name(w), dtype_name(r->act));
+                       n, cls, dtype_name(w), dtype_name(act));
     if (ma != DT_FP32 && ma != DT_NONE && !(gemm && ma == DT_FP16))
         return err_set(e, ST_UNAVAILABLE, "recipe %s: %s master weights in %s are not supported (fp32%s or none)", n,
                        cls, dtype_name(ma), gemm ? ", fp16" : "");
@@ -33,7 +41,7 @@ static Status check_states(const ExecRecipe *r, const ExecStates *s, int gemm, E
                        n, cls, dtype_name(w));
     if (g != DT_FP32 && g != DT_BF16 && !dtype_is_fp8(g))
         return err_set(e, ST_UNAVAILABLE, "recipe %s: %s gradients in %s are not supported", n, cls, dtype_name(g));
-    if (dtype_is_fp8(g) && !exec_state_scaled(s, ES_GRAD))
+    if (dtype_is_fp8(g) && !exec_state_scaled(s, STATE_GRAD))
         return err_set(e, ST_USAGE, "recipe %s: %s gradients in %s need a scaling record (scaled states)", n, cls,
                        dtype_name(g));
     if (ma == DT_FP16) {
@@ -48,37 +56,36 @@ static Status check_states(const ExecRecipe *r, const ExecStates *s, int gemm, E
                        "master they must be fp32",
                        n, cls, dtype_name(m), dtype_name(v), dtype_name(ma));
     }
-    for (int i = 0; i < ES_COUNT; i++) {
-        if (!exec_state_scaled(s, (ExecStateId)i)) continue;
+    for (int i = 0; i < STATE_COUNT_; i++) {
+        if (!exec_state_scaled(s, (StateId)i)) continue;
         if (!gemm)
             return err_set(e, ST_UNAVAILABLE, "recipe %s: scaled %s states of other parameters are not supported", n,
-                           state_names[i]);
-        if (s->dt[i] == DT_FP32 || s->dt[i] == DT_BF16 || i == ES_WEIGHT)
+                           state_name((StateId)i));
+        if (s->dt[i] == DT_FP32 || s->dt[i] == DT_BF16 || i == STATE_WEIGHT)
             return err_set(e, ST_UNAVAILABLE, "recipe %s: a scaling record on the %s %s state is not supported", n,
-                           dtype_name(s->dt[i]), state_names[i]);
+                           dtype_name(s->dt[i]), state_name((StateId)i));
     }
     return ST_OK;
 }
 
-Status exec_recipe_check(const ExecRecipe *r, Err *e)
+Status exec_recipe_check(const Recipe *r, Err *e)
 {
     const char *n = r->name[0] ? r->name : "(unnamed)";
-    if (!is_float(r->act))
-        return err_set(e, ST_UNAVAILABLE, "recipe %s: activations in %s are not supported", n, dtype_name(r->act));
-    if (exec_recipe_fp8(r) && (r->act_gran != GRAN_TENSOR || r->weight_gran != GRAN_TENSOR))
+    const Dtype act = exec_act_dtype(r);
+    if (recipe_fp8_gemm(r) && (r->act_gran != GRAN_TENSOR || r->weight_gran != GRAN_TENSOR))
         return err_set(e, ST_UNAVAILABLE,
                        "recipe %s: %s/%s scale granularity is not run by the executor yet (per-tensor only)", n,
                        gran_name(r->act_gran), gran_name(r->weight_gran));
     Status st = check_states(r, &r->gemm, 1, e);
     if (!st) st = check_states(r, &r->other, 0, e);
     if (st) return st;
-    if (!exec_recipe_fp8(r)) {
-        if (r->gemm_fwd != r->act || r->gemm_bwd != r->act)
+    if (!recipe_fp8_gemm(r)) {
+        if (r->gemm_fwd != act || r->gemm_bwd != act)
             return err_set(e, ST_UNAVAILABLE, "recipe %s: GEMMs in %s/%s with %s activations are not supported", n,
-                           dtype_name(r->gemm_fwd), dtype_name(r->gemm_bwd), dtype_name(r->act));
+                           dtype_name(r->gemm_fwd), dtype_name(r->gemm_bwd), dtype_name(act));
         if (r->fp8_row != DT_NONE || r->fp8_col != DT_NONE)
             return err_set(e, ST_USAGE, "recipe %s: FP8 weight copies without FP8 GEMMs", n);
-        if (r->saved_input != r->act)
+        if (r->saved_input != act)
             return err_set(e, ST_USAGE, "recipe %s: saved GEMM inputs in %s without FP8 GEMMs", n,
                            dtype_name(r->saved_input));
         return ST_OK;
@@ -89,17 +96,15 @@ Status exec_recipe_check(const ExecRecipe *r, Err *e)
     if (!dtype_is_fp8(r->gemm_bwd))
         return err_set(e, ST_USAGE, "recipe %s: FP8 forward GEMMs need FP8 gradients (e5m2 or e4m3), got %s", n,
                        dtype_name(r->gemm_bwd));
-    if (r->scaling != EXEC_SCALING_DELAYED && r->scaling != EXEC_SCALING_CURRENT)
+    if (r->scaling != SCALING_DELAYED && r->scaling != SCALING_CURRENT)
         return err_set(e, ST_USAGE, "recipe %s: FP8 GEMMs need delayed or current scaling", n);
-    if (r->scaling == EXEC_SCALING_DELAYED && r->amax_history == 0)
+    if (r->scaling == SCALING_DELAYED && r->amax_history == 0)
         return err_set(e, ST_USAGE, "recipe %s: delayed scaling needs an amax history of at least 1", n);
-    if (r->amax_algo != AMAX_ALGO_MAX && r->amax_algo != AMAX_ALGO_MOST_RECENT)
-        return err_set(e, ST_USAGE, "recipe %s: unknown amax algorithm", n);
     if ((r->fp8_row != DT_NONE && r->fp8_row != r->gemm_fwd) || (r->fp8_col != DT_NONE && r->fp8_col != r->gemm_fwd))
         return err_set(e, ST_USAGE, "recipe %s: FP8 weight copies in %s/%s but forward GEMMs in %s", n,
                        dtype_name(r->fp8_row), dtype_name(r->fp8_col), dtype_name(r->gemm_fwd));
-    if (r->saved_input != r->act && r->saved_input != r->gemm_fwd)
+    if (r->saved_input != act && r->saved_input != r->gemm_fwd)
         return err_set(e, ST_USAGE, "recipe %s: saved GEMM inputs in %s (%s or %s)", n, dtype_name(r->saved_input),
-                       dtype_name(r->act), dtype_name(r->gemm_fwd));
+                       dtype_name(act), dtype_name(r->gemm_fwd));
     return ST_OK;
 }

@@ -269,7 +269,7 @@ void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g)
     g->x.on = g->x.mla = 0, g->x.E = g->x.mtp = 0, g->x.dqk = g->x.dv = 0;
     g->h = md->hidden;
     g->F = md->ffn_hidden;
-    g->k = md->mlp == MLP_SWIGLU ? 2 : 1;
+    g->k = spec_fc1_k(md);
     g->heads = md->heads;
     g->kv_heads = md->kv_heads;
     g->q_dim = (uint64_t)md->heads * md->head_dim;

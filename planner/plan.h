@@ -222,6 +222,11 @@ typedef enum {
     MC_COUNT_
 } MemCategory;
 
+/* A term's stable snake_case name ("weight_gemm", ..., "fragmentation") and
+ * its category, without a Plan (the executor names its arena by these). */
+const char *mem_term_name(MemTermId id);
+MemCategory mem_term_category(MemTermId id);
+
 typedef struct {
     MemTermId id;
     const char *name; /* stable snake_case name, e.g. "weight_gemm" */

@@ -56,8 +56,6 @@ static inline uint64_t dt_bytes(Dtype d)
 }
 static inline int dt_fp8(Dtype d) { return d == DT_E4M3 || d == DT_E5M2; }
 
-enum { LIN_QKV = 0, LIN_PROJ, LIN_FC1, LIN_FC2, LIN_COUNT };
-
 /* ---- mixture of experts, latent attention and multi-token prediction (plan_moe*.c) ---- */
 
 /* One linear layer of a layer kind, per rank: weight [rows, cols], `count` of them (the local experts of a

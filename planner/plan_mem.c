@@ -42,6 +42,17 @@ static const char *const term_names[MT_COUNT_] = {
     [MT_OPTIM_V_EXPERT] = "adam_v_expert", [MT_ACT_MOE] = "act_moe",
 };
 
+const char *mem_term_name(MemTermId id) { return (unsigned)id < MT_COUNT_ ? term_names[id] : "?"; }
+
+MemCategory mem_term_category(MemTermId id)
+{
+    if (id >= MT_WEIGHT_EXPERT && id <= MT_OPTIM_V_EXPERT) return id == MT_FP8_EXPERT ? MC_FP8_COPY : MC_STATE;
+    if (id == MT_ACT_MOE) return MC_ACTIVATION;
+    if (id <= MT_OPTIM_V_OTHER) return id == MT_FP8_ROWWISE || id == MT_FP8_COLWISE ? MC_FP8_COPY : MC_STATE;
+    if (id <= MT_SCALE_STATE) return MC_SCALE;
+    return id <= MT_TRANSIENT ? MC_ACTIVATION : MC_OVERHEAD;
+}
+
 void plan_term(StageMem *sm, MemTermId id, MemCategory cat, Dtype dt, uint64_t elements, uint64_t bytes,
                uint32_t shards, int persistent)
 {
@@ -354,8 +365,10 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
     plan_term(sm, MT_ACT_OUTPUT, MC_ACTIVATION, DT_NONE, 0, out, 1, 0);
 
     /* transient peak working set */
-    uint64_t bwd = 2 * ck_mul3(ck, tok_r, h, 2);                      /* dX, d(residual) */
-    bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->k * g->F_t, 2));     /* d(FC1 output) */
+    uint64_t bwd = 2 * ck_mul3(ck, tok_r, h, 2);                  /* dX, d(residual) */
+    bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->k * g->F_t, 2)); /* d(FC1 output) */
+    if (g->k == 2) /* SwiGLU: d(its output) (tok, F) is read while d(FC1 output) (tok, 2F) is written */
+        bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->F_t, 2));
     if (g->rep > 1) bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, h, 2)); /* SP re-gathered input */
     if (dt_fp8(rc->gemm_bwd))
         bwd = ck_add(ck, bwd, 2 * ck_mul(ck, g->tok, g->k * g->F_t)); /* dY in FP8, both layouts */

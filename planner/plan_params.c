@@ -22,7 +22,7 @@
 
 void plan_layer_params(const ModelSpec *md, Ck *ck, LayerParams *o)
 {
-    uint64_t h = md->hidden, k = md->mlp == MLP_SWIGLU ? 2 : 1, F = md->ffn_hidden;
+    uint64_t h = md->hidden, k = spec_fc1_k(md), F = md->ffn_hidden;
     uint64_t norm = md->norm == NORM_LAYERNORM ? 2 * h : h, heads = md->heads;
     if (spec_is_mla(md)) {
         uint64_t dqk = md->head_dim, ql = md->q_lora_rank, kl = md->kv_lora_rank, r = md->qk_rope_head_dim;

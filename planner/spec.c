@@ -14,6 +14,25 @@ _Static_assert(sizeof link_names / sizeof *link_names == LINK_COUNT_, "link_name
 _Static_assert(sizeof norm_names / sizeof *norm_names == NORM_COUNT_, "norm_names");
 _Static_assert(sizeof mlp_names / sizeof *mlp_names == MLP_COUNT_, "mlp_names");
 _Static_assert(sizeof pos_names / sizeof *pos_names == POS_COUNT_, "pos_names");
+static const char *const linear_names[] = {
+    [LIN_QKV] = "qkv", [LIN_PROJ] = "proj", [LIN_FC1] = "fc1", [LIN_FC2] = "fc2"};
+_Static_assert(sizeof linear_names / sizeof *linear_names == LIN_COUNT, "linear_names");
+
+const char *linear_name(LinearKind k) { return (unsigned)k < LIN_COUNT ? linear_names[k] : "?"; }
+
+uint32_t spec_fc1_k(const ModelSpec *m) { return m->mlp == MLP_SWIGLU ? 2 : 1; }
+
+void spec_linear_shape(const ModelSpec *m, LinearKind k, uint32_t tp, uint64_t *rows, uint64_t *cols)
+{
+    uint64_t t = tp ? tp : 1, h = m->hidden, q = (uint64_t)m->heads * m->head_dim / t;
+    uint64_t kv = (uint64_t)m->kv_heads * m->head_dim / t, f = (uint64_t)m->ffn_hidden / t;
+    switch (k) {
+    case LIN_QKV: *rows = q + 2 * kv, *cols = h; break;
+    case LIN_PROJ: *rows = h, *cols = q; break;
+    case LIN_FC1: *rows = spec_fc1_k(m) * f, *cols = h; break;
+    default: *rows = h, *cols = f; break;
+    }
+}
 
 static int parse_in(const char *const *names, int n, const char *s, int *out)
 {

@@ -106,6 +106,24 @@ typedef struct {
     char source[SPEC_SOURCE_MAX];
 } GpuSpec;
 
+/* The four linear layers of a block, in execution order (the planner's
+ * itemization and the executor's tensors share these ids). */
+typedef enum { LIN_QKV = 0, LIN_PROJ, LIN_FC1, LIN_FC2, LIN_COUNT } LinearKind;
+
+/* "qkv", "proj", "fc1", "fc2". */
+const char *linear_name(LinearKind k);
+
+/* FC1's output rows per FFN unit: 2 for SwiGLU (gate and up fused in one
+ * weight), else 1. */
+uint32_t spec_fc1_k(const ModelSpec *m);
+
+/* The weight of linear k on one of tp tensor-parallel ranks, stored [out, in]
+ * = (*rows, *cols): QKV (heads + 2 kv_heads)·head_dim/tp x hidden, proj hidden
+ * x heads·head_dim/tp, FC1 k·ffn/tp x hidden (k = 2: SwiGLU's fused gate and
+ * up projections), FC2 hidden x ffn/tp. The GEMM's output width N is *rows,
+ * its reduction width K is *cols. */
+void spec_linear_shape(const ModelSpec *m, LinearKind k, uint32_t tp, uint64_t *rows, uint64_t *cols);
+
 /* Names as written in models.csv ("layernorm", "swiglu", "rope", ...). */
 const char *norm_name(NormType n);
 const char *mlp_name(MlpType m);

@@ -68,6 +68,9 @@ typedef enum {
  * communication per step; 1 or 0 for fits; bytes per parameter of the linear
  * layers' states (unsharded); seconds per step; samples/s; thousands of
  * tokens/s; TFLOP/s per GPU; MFU in % of the BF16 or the FP8 peak. */
+/* The bytes of a state held as a linear-layer term a, an other-parameters term b and the experts' term
+ * (0 for dense models): weights, FP8 copies, master, gradients, Adam m or v. */
+uint64_t plan_state_sum(const Plan *p, MemTermId a, MemTermId b);
 double plan_qty(const Plan *p, PlanQty q);
 
 /* Recipes side by side (text): one row per quantity, one column per plan and a

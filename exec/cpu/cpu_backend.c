@@ -1,7 +1,8 @@
-/* exec/cpu/cpu_backend.c — the CPU reference backend: host memory, and the table
- * of operations implemented in cpu_gemm.c, cpu_nn.c, cpu_quant.c and
- * cpu_optim.c. Work runs synchronously (on the thread pool of exec/par.h), so
- * sync() has nothing to wait for. */
+/* exec/cpu/cpu_backend.c — the CPU reference backend: host memory, and the
+ * table of operations implemented in cpu_gemm.c, cpu_nn.c, cpu_attn.c,
+ * cpu_quant.c and cpu_optim.c, each behind its shared check. Work runs
+ * synchronously (on the thread pool of exec/par.h), so sync() has nothing to
+ * wait for. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -85,13 +86,19 @@ static Status cpu_memset0(Backend *bk, void *p, uint64_t bytes, Err *e)
     return ST_OK;
 }
 
-static Status cpu_copy(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
+static Status cpu_copy_to_device(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
 {
     (void)bk;
     if (!bytes) return ST_OK;
     if (!dst || !src) return err_set(e, ST_USAGE, "copy: no pointer");
     memmove(dst, src, (size_t)bytes);
     return ST_OK;
+}
+
+/* Host memory both ways. */
+static Status cpu_copy_to_host(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
+{
+    return cpu_copy_to_device(bk, dst, src, bytes, e);
 }
 
 static Status cpu_sync(Backend *bk, Err *e)
@@ -110,46 +117,17 @@ static void cpu_destroy(Backend *bk)
     free(bk);
 }
 
+BACKEND_TABLE(cpu)
+
 Status backend_cpu_create(Backend **out, Err *e)
 {
     *out = NULL;
     if (elem_init()) return err_set(e, ST_NOMEM, "out of memory for the decoding tables");
     cpu_blas_init();
-    Backend *bk = calloc(1, sizeof *bk);
-    CpuImpl *impl = calloc(1, sizeof *impl);
-    if (!bk || !impl) {
-        free(bk);
-        free(impl);
-        return err_set(e, ST_NOMEM, "out of memory");
-    }
-    bk->name = "cpu";
-    bk->impl = impl;
-    bk->alloc = cpu_alloc;
-    bk->free = cpu_free;
-    bk->memset0 = cpu_memset0;
-    bk->copy_to_device = cpu_copy;
-    bk->copy_to_host = cpu_copy;
-    bk->sync = cpu_sync;
-    bk->gemm = cpu_gemm;
-    bk->cast_transpose = cpu_cast_transpose;
-    bk->convert = cpu_convert;
-    bk->amax = cpu_amax;
-    bk->scaling_delayed_update = cpu_scaling_delayed_update;
-    bk->scaling_from_amax = cpu_scaling_from_amax;
-    bk->layernorm_fwd = cpu_layernorm_fwd;
-    bk->layernorm_bwd = cpu_layernorm_bwd;
-    bk->attention_fwd = cpu_attention_fwd;
-    bk->attention_bwd = cpu_attention_bwd;
-    bk->gelu_fwd = cpu_gelu_fwd;
-    bk->gelu_bwd = cpu_gelu_bwd;
-    bk->add = cpu_add;
-    bk->bias_grad = cpu_bias_grad;
-    bk->embed_fwd = cpu_embed_fwd;
-    bk->embed_bwd = cpu_embed_bwd;
-    bk->xent_fwd_bwd = cpu_xent_fwd_bwd;
-    bk->adamw = cpu_adamw;
-    bk->fp8_adam = cpu_fp8_adam;
-    bk->destroy = cpu_destroy;
+    Backend *bk = NULL;
+    Status st = backend_new("cpu", sizeof(CpuImpl), &bk, e);
+    if (st) return st;
+    cpu_fill_ops(bk);
     *out = bk;
     return ST_OK;
 }

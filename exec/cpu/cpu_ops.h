@@ -1,8 +1,9 @@
-/* exec/cpu/cpu_ops.h — the CPU reference backend's operations, shared by its files
- * (cpu_backend.c fills the Backend table with them). Semantics are those of the
- * matching Backend function pointers in exec/backend.h. Internal to exec/. */
-#ifndef FP8PLAN_EXEC_CPU_OPS_H
-#define FP8PLAN_EXEC_CPU_OPS_H
+/* exec/cpu/cpu_ops.h — the CPU reference backend's operations, shared by its
+ * files (cpu_backend.c fills the Backend table with them, each behind its
+ * shared check). Semantics are those of BACKEND_OPS in exec/backend.h.
+ * Internal to exec/cpu/. */
+#ifndef FP8PLAN_EXEC_CPU_CPU_OPS_H
+#define FP8PLAN_EXEC_CPU_CPU_OPS_H
 
 #include "exec/backend.h"
 
@@ -31,32 +32,7 @@ enum { CPU_CHUNK = 1 << 15 };
  * threads concurrently. backend_cpu_create calls it. */
 void cpu_blas_init(void);
 
-Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e);
-
-Status cpu_cast_transpose(Backend *bk, const CastDesc *c, Err *e);
-Status cpu_convert(Backend *bk, const void *in, Dtype in_dtype, void *out, Dtype out_dtype, uint64_t n,
-                   const float *scale, Err *e);
-Status cpu_amax(Backend *bk, const void *in, Dtype dtype, uint64_t n, float *amax, Err *e);
-Status cpu_scaling_delayed_update(Backend *bk, const ScalingBank *bank, Err *e);
-Status cpu_scaling_from_amax(Backend *bk, uint32_t n, Dtype fmt, int margin, const float *amax, float *scale, Err *e);
-
-Status cpu_layernorm_fwd(Backend *bk, const LnFwdDesc *d, Err *e);
-Status cpu_layernorm_bwd(Backend *bk, const LnBwdDesc *d, Err *e);
-Status cpu_attention_fwd(Backend *bk, const AttnFwdDesc *d, Err *e);
-Status cpu_attention_bwd(Backend *bk, const AttnBwdDesc *d, Err *e);
-Status cpu_gelu_fwd(Backend *bk, const void *in, void *out, Dtype dtype, uint64_t n, Err *e);
-Status cpu_gelu_bwd(Backend *bk, const void *in, const void *dout, void *din, Dtype dtype, uint64_t n, Err *e);
-Status cpu_add(Backend *bk, const void *a, const void *b, void *out, Dtype dtype, uint64_t n, Err *e);
-Status cpu_bias_grad(Backend *bk, const void *dout, Dtype dtype, uint64_t m, uint64_t n, float *dbias, Err *e);
-Status cpu_embed_fwd(Backend *bk, const int32_t *tokens, uint32_t batch, uint32_t seq, uint64_t vocab,
-                     uint64_t channels, const void *wte, const void *wpe, Dtype weight_dtype, void *out,
-                     Dtype act_dtype, Err *e);
-Status cpu_embed_bwd(Backend *bk, const int32_t *tokens, uint32_t batch, uint32_t seq, uint64_t vocab,
-                     uint64_t channels, const void *dout, Dtype act_dtype, float *dwte, float *dwpe, Err *e);
-Status cpu_xent_fwd_bwd(Backend *bk, void *logits, Dtype dtype, uint64_t rows, uint64_t vocab, uint64_t vocab_padded,
-                        const int32_t *targets, float dloss, float *losses, Err *e);
-
-Status cpu_adamw(Backend *bk, const AdamWDesc *d, Err *e);
-Status cpu_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e);
+/* cpu_gemm, cpu_cast_transpose, ..., cpu_fp8_adam: one per operation. */
+BACKEND_DECLARE(cpu)
 
 #endif

@@ -59,14 +59,6 @@ static void cast_tile(void *ctx, uint64_t task, int worker)
 
 Status cpu_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
 {
-    if (!c->in || (!c->out_row && !c->out_col && !c->amax))
-        return err_set(e, ST_USAGE, "cast_transpose: needs an input and at least one output");
-    if (!elem_supported(c->in_dtype) || dtype_is_fp8(c->in_dtype))
-        return err_set(e, ST_USAGE, "cast_transpose: input dtype %s is not fp32, fp16 or bf16",
-                       dtype_name(c->in_dtype));
-    if ((c->out_row || c->out_col) && (!dtype_is_fp8(c->out_dtype) || !c->scale))
-        return err_set(e, ST_USAGE, "cast_transpose: output dtype %s must be e4m3 or e5m2, with a scale",
-                       dtype_name(c->out_dtype));
     CastJob j = {.c = c,
                  .scale = c->scale ? c->scale[0] : 1.0f,
                  .dq = c->in_scale_inv ? c->in_scale_inv[0] : 1.0f,
@@ -107,9 +99,6 @@ static void convert_chunk(void *ctx, uint64_t b, uint64_t e, int worker)
 Status cpu_convert(Backend *bk, const void *in, Dtype in_dtype, void *out, Dtype out_dtype, uint64_t n,
                    const float *scale, Err *e)
 {
-    if (!elem_supported(in_dtype) || !elem_supported(out_dtype))
-        return err_set(e, ST_USAGE, "convert: %s -> %s is not supported", dtype_name(in_dtype), dtype_name(out_dtype));
-    if (n && (!in || !out)) return err_set(e, ST_USAGE, "convert: missing pointer");
     if (!n) return ST_OK;
     RunJob j = {.in = in, .out = out, .in_dt = in_dtype, .out_dt = out_dtype, .s = scale ? scale[0] : 1.0f};
     j.buf = cpu_scratch_workers(bk, 0, CPU_CHUNK, &j.stride, e);
@@ -132,8 +121,6 @@ static void amax_chunk(void *ctx, uint64_t b, uint64_t e, int worker)
 
 Status cpu_amax(Backend *bk, const void *in, Dtype dtype, uint64_t n, float *amax, Err *e)
 {
-    if (!elem_supported(dtype)) return err_set(e, ST_USAGE, "amax: dtype %s is not supported", dtype_name(dtype));
-    if (!amax || (n && !in)) return err_set(e, ST_USAGE, "amax: missing pointer");
     RunJob j = {.in = in, .in_dt = dtype};
     if (n) {
         j.buf = cpu_scratch_workers(bk, 0, CPU_CHUNK, &j.stride, e);
@@ -148,13 +135,7 @@ Status cpu_amax(Backend *bk, const void *in, Dtype dtype, uint64_t n, float *ama
 
 Status cpu_scaling_delayed_update(Backend *bk, const ScalingBank *bank, Err *e)
 {
-    (void)bk;
-    float fmax = backend_fp8_max(bank->fmt);
-    if (fmax == 0.0f) return err_set(e, ST_USAGE, "delayed scaling: bank format %s is not FP8", dtype_name(bank->fmt));
-    if (!bank->history_len || !bank->amax_history || !bank->scale)
-        return err_set(e, ST_USAGE, "delayed scaling: empty history or missing scale");
-    if (bank->algo != AMAX_ALGO_MAX && bank->algo != AMAX_ALGO_MOST_RECENT)
-        return err_set(e, ST_USAGE, "delayed scaling: unknown amax algorithm %d", (int)bank->algo);
+    (void)bk, (void)e;
     for (uint32_t i = 0; i < bank->n; i++)
         scaling_delayed_step(bank->amax_history + i, bank->n, bank->history_len, bank->algo, bank->fmt, bank->margin,
                              &bank->scale[i]);
@@ -163,9 +144,7 @@ Status cpu_scaling_delayed_update(Backend *bk, const ScalingBank *bank, Err *e)
 
 Status cpu_scaling_from_amax(Backend *bk, uint32_t n, Dtype fmt, int margin, const float *amax, float *scale, Err *e)
 {
-    (void)bk;
-    float fmax = backend_fp8_max(fmt);
-    if (fmax == 0.0f) return err_set(e, ST_USAGE, "current scaling: format %s is not FP8", dtype_name(fmt));
+    (void)bk, (void)e;
     for (uint32_t i = 0; i < n; i++) scale[i] = scaling_current(amax[i], fmt, margin);
     return ST_OK;
 }

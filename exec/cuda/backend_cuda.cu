@@ -34,12 +34,6 @@ Status cublaslt_fail(Err *e, const char *file, int line, const char *call, cubla
                    cublasLtGetStatusString(s));
 }
 
-Status cuda_need_float(Dtype dt, const char *op, const char *what, Err *e)
-{
-    if (dt == DT_FP32 || dt == DT_BF16 || dt == DT_FP16) return ST_OK;
-    return err_set(e, ST_USAGE, "%s: %s dtype %s is not fp32, fp16 or bf16", op, what, dtype_name(dt));
-}
-
 /* ---- probing and creation ---------------------------------------------------------- */
 
 Status cuda_device_probe(int *count, Err *e)
@@ -81,6 +75,7 @@ static void impl_release(CudaImpl *im)
     for (int i = 0; i < 2 * EV_PAIRS; i++)
         if (im->ev[i]) (void)cudaEventDestroy(im->ev[i]);
     if (im->scratch) (void)cudaFree(im->scratch);
+    if (im->scratch2) (void)cudaFree(im->scratch2);
     if (im->small) (void)cudaFree(im->small);
     if (im->ws) (void)cudaFree(im->ws);
     if (im->lt) (void)cublasLtDestroy(im->lt);
@@ -125,15 +120,26 @@ done:
     return st;
 }
 
-static Status cuda_to_device(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
+/* A copy in the stream, waited for: to the device it returns once the
+ * (pageable, staged) source may be reused; to the host once the data is there. */
+static Status copy(Backend *bk, void *dst, const void *src, uint64_t bytes, cudaMemcpyKind kind, Err *e)
 {
     Status st = ST_OK;
     CudaImpl *im = cuda_impl(bk);
-    /* pageable host memory: the copy is staged, and returns once src may be reused */
-    if (bytes) CU_TRY(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyHostToDevice, im->stream), e);
-    if (bytes) CU_TRY(cudaStreamSynchronize(im->stream), e);
+    if (bytes) CU_TRY(cudaMemcpyAsync(dst, src, (size_t)bytes, kind, im->stream), e);
+    CU_TRY(cudaStreamSynchronize(im->stream), e);
 done:
     return st;
+}
+
+static Status cuda_copy_to_device(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
+{
+    return copy(bk, dst, src, bytes, cudaMemcpyHostToDevice, e);
+}
+
+static Status cuda_copy_to_host(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
+{
+    return copy(bk, dst, src, bytes, cudaMemcpyDeviceToHost, e);
 }
 
 /* Waits for the stream, then reports the first input error a kernel recorded. */
@@ -154,34 +160,35 @@ done:
     return st;
 }
 
-static Status cuda_to_host(Backend *bk, void *dst, const void *src, uint64_t bytes, Err *e)
+/* Grow one private buffer to `bytes` (256-byte aligned). */
+static Status grow(CudaImpl *im, void **buf, size_t *have, size_t bytes, void **out, Err *e)
 {
     Status st = ST_OK;
-    CudaImpl *im = cuda_impl(bk);
-    if (bytes) CU_TRY(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDeviceToHost, im->stream), e);
+    if (bytes <= *have) {
+        *out = *buf;
+        return ST_OK;
+    }
+    *out = NULL;
+    /* kernels issued earlier may still read the old buffer */
     CU_TRY(cudaStreamSynchronize(im->stream), e);
+    if (*buf) CU_TRY(cudaFree(*buf), e);
+    *buf = NULL;
+    *have = 0;
+    CU_TRY(cudaMalloc(buf, bytes), e);
+    *have = bytes;
+    *out = *buf;
 done:
     return st;
 }
 
 Status cuda_scratch(CudaImpl *im, size_t bytes, void **out, Err *e)
 {
-    Status st = ST_OK;
-    if (bytes <= im->scratch_bytes) {
-        *out = im->scratch;
-        return ST_OK;
-    }
-    *out = NULL;
-    /* kernels issued earlier may still read the old buffer */
-    CU_TRY(cudaStreamSynchronize(im->stream), e);
-    if (im->scratch) CU_TRY(cudaFree(im->scratch), e);
-    im->scratch = NULL;
-    im->scratch_bytes = 0;
-    CU_TRY(cudaMalloc(&im->scratch, bytes), e);
-    im->scratch_bytes = bytes;
-    *out = im->scratch;
-done:
-    return st;
+    return grow(im, &im->scratch, &im->scratch_bytes, bytes, out, e);
+}
+
+Status cuda_scratch2(CudaImpl *im, size_t bytes, void **out, Err *e)
+{
+    return grow(im, &im->scratch2, &im->scratch2_bytes, bytes, out, e);
 }
 
 /* ---- measurement hooks ------------------------------------------------------------------ */
@@ -204,7 +211,7 @@ static Status cuda_device_info(Backend *bk, BackendDeviceInfo *out, Err *e)
     CudaImpl *im = cuda_impl(bk);
     *out = im->info;
     out->workspace_bytes = im->ws ? CUDA_LT_WORKSPACE_BYTES : 0; /* private only: an arena slice is counted there */
-    out->scratch_bytes = im->scratch_bytes;
+    out->scratch_bytes = im->scratch_bytes + im->scratch2_bytes;
     return ST_OK;
 }
 
@@ -323,19 +330,17 @@ done:
     return st;
 }
 
+BACKEND_TABLE(cuda)
+
 Status backend_cuda_create(Backend **out, Err *e)
 {
     *out = NULL;
     int count = 0;
     Status st = cuda_device_probe(&count, e);
     if (st) return st;
-    CudaImpl *im = (CudaImpl *)calloc(1, sizeof *im);
-    Backend *bk = (Backend *)calloc(1, sizeof *bk);
-    if (!im || !bk) {
-        free(im);
-        free(bk);
-        return err_set(e, ST_NOMEM, "--backend cuda: out of host memory");
-    }
+    Backend *bk = NULL;
+    if ((st = backend_new("cuda", sizeof(CudaImpl), &bk, e))) return st;
+    CudaImpl *im = cuda_impl(bk);
     im->device = -1;
     st = impl_init(im, e);
     if (st) {
@@ -343,37 +348,10 @@ Status backend_cuda_create(Backend **out, Err *e)
         free(bk);
         return st;
     }
-    bk->name = "cuda";
-    bk->impl = im;
     im->bk = bk;
     bk->gemm_workspace_bytes = CUDA_LT_WORKSPACE_BYTES;
     bk->gemm_workspace = NULL;
-    bk->alloc = cuda_alloc;
-    bk->free = cuda_free;
-    bk->memset0 = cuda_memset0;
-    bk->copy_to_device = cuda_to_device;
-    bk->copy_to_host = cuda_to_host;
-    bk->sync = cuda_sync;
-    bk->gemm = cuda_gemm;
-    bk->cast_transpose = cuda_cast_transpose;
-    bk->convert = cuda_convert;
-    bk->amax = cuda_amax;
-    bk->scaling_delayed_update = cuda_scaling_delayed_update;
-    bk->scaling_from_amax = cuda_scaling_from_amax;
-    bk->layernorm_fwd = cuda_layernorm_fwd;
-    bk->layernorm_bwd = cuda_layernorm_bwd;
-    bk->attention_fwd = cuda_attention_fwd;
-    bk->attention_bwd = cuda_attention_bwd;
-    bk->gelu_fwd = cuda_gelu_fwd;
-    bk->gelu_bwd = cuda_gelu_bwd;
-    bk->add = cuda_add;
-    bk->bias_grad = cuda_bias_grad;
-    bk->embed_fwd = cuda_embed_fwd;
-    bk->embed_bwd = cuda_embed_bwd;
-    bk->xent_fwd_bwd = cuda_xent_fwd_bwd;
-    bk->adamw = cuda_adamw;
-    bk->fp8_adam = cuda_fp8_adam;
-    bk->destroy = cuda_destroy;
+    cuda_fill_ops(bk);
     bk->mem_info = cuda_mem_info;
     bk->device_info = cuda_device_info;
     bk->mark = cuda_mark;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "exec/backend.h"
+#include "exec/comm/comm.h"
 
 #ifdef __cplusplus
 extern "C" {

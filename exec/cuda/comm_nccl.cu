@@ -1,15 +1,16 @@
-/* exec/cuda/comm_nccl.cu — the NCCL implementation of Comm (exec/backend.h).
+/* exec/cuda/comm_nccl.cu — the NCCL implementation of Comm (exec/comm/comm.h).
  *
  * Collectives run on the CUDA backend's stream, so they are ordered with the
  * kernels around them and timed as BK_OPCAT_COMM. Every call adds its payload
  * (total array bytes S in the dtype that travels, nccl-tests' convention) and
  * ring bus bytes (all-reduce 2(n−1)/n·S, all-gather and reduce-scatter
- * (n−1)/n·S) to the stats.
+ * (n−1)/n·S) to the total and to the row of the planner's collective it
+ * performs (comm_count).
  *
  * The NCCL the process loaded is asked for its version when the communicator
  * is made (ncclGetVersion: the library found at run time may be older than
  * the headers, e.g. a system libnccl2 or PyTorch's wheel). FP8 buffers travel
- * as NCCL's native FP8 types only where exec/comm_wire.h allows (NCCL ≥ 2.24,
+ * as NCCL's native FP8 types only where exec/comm/comm_wire.h allows (NCCL ≥ 2.24,
  * reductions on sm_90+); otherwise they are cast to BF16 in the backend's
  * scratch for the collective and back, and counted as BF16 bytes.
  *
@@ -22,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/comm_wire.h"
+#include "exec/comm/comm_wire.h"
 #include "exec/cuda/cuda_impl.h"
 
 typedef struct {
@@ -81,13 +82,6 @@ static Status need_cuda(Backend *bk, Err *e)
     return ST_OK;
 }
 
-static void count(Comm *c, uint64_t payload, double factor)
-{
-    c->stats.calls++;
-    c->stats.payload_bytes += payload;
-    c->stats.bus_bytes += (double)payload * factor;
-}
-
 /* The dtype this call's data travels in (comm_wire.h). */
 static Dtype wire_of(Comm *c, Backend *bk, Dtype dt, int reduces)
 {
@@ -140,8 +134,8 @@ done:
 
 /* A collective on dt: straight, or through BF16 staging when FP8 cannot travel
  * as itself. nsend / nrecv: elements of the send and receive buffers. */
-static Status collective(Comm *c, Backend *bk, CollOp k, const void *send, void *recv, uint64_t n, uint64_t nsend,
-                         uint64_t nrecv, Dtype dt, CommReduce op, double factor, Err *e)
+static Status collective(Comm *c, CollectiveId id, Backend *bk, CollOp k, const void *send, void *recv, uint64_t n,
+                         uint64_t nsend, uint64_t nrecv, Dtype dt, CommReduce op, double factor, Err *e)
 {
     Status st = need_cuda(bk, e);
     if (st) return st;
@@ -159,27 +153,29 @@ static Status collective(Comm *c, Backend *bk, CollOp k, const void *send, void 
         ST_TRY(issue(c, im, k, ws, wr, n, wire, op, e));
         ST_TRY(bk->convert(bk, wr, wire, recv, dt, nrecv, NULL, e));
     }
-    count(c, (k == OP_AR ? n : nrecv > nsend ? nrecv : nsend) * dtype_bytes(wire), factor);
+    comm_count(c, id, (k == OP_AR ? n : nrecv > nsend ? nrecv : nsend) * dtype_bytes(wire), factor);
 done:
     return st;
 }
 
-static Status nccl_all_reduce(Comm *c, Backend *bk, void *buf, uint64_t n, Dtype dt, CommReduce op, Err *e)
+static Status nccl_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, CommReduce op,
+                              Err *e)
 {
-    return collective(c, bk, OP_AR, buf, buf, n, n, n, dt, op, 2.0 * (c->size - 1) / c->size, e);
+    return collective(c, id, bk, OP_AR, buf, buf, n, n, n, dt, op, 2.0 * (c->size - 1) / c->size, e);
 }
 
-static Status nccl_all_gather(Comm *c, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt, Err *e)
+static Status nccl_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt,
+                              Err *e)
 {
     uint64_t all = n * (uint64_t)c->size;
-    return collective(c, bk, OP_AG, send, recv, n, n, all, dt, COMM_SUM, (double)(c->size - 1) / c->size, e);
+    return collective(c, id, bk, OP_AG, send, recv, n, n, all, dt, COMM_SUM, (double)(c->size - 1) / c->size, e);
 }
 
-static Status nccl_reduce_scatter(Comm *c, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt,
-                                  CommReduce op, Err *e)
+static Status nccl_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n,
+                                  Dtype dt, CommReduce op, Err *e)
 {
     uint64_t all = n * (uint64_t)c->size;
-    return collective(c, bk, OP_RS, send, recv, n, all, n, dt, op, (double)(c->size - 1) / c->size, e);
+    return collective(c, id, bk, OP_RS, send, recv, n, all, n, dt, op, (double)(c->size - 1) / c->size, e);
 }
 
 static void nccl_destroy(Comm *c)

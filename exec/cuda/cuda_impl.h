@@ -41,6 +41,8 @@ typedef struct {
     LtCache cache;
     void *scratch; /* private scratch, grown on demand */
     size_t scratch_bytes;
+    void *scratch2; /* a second one (grouped-query attention's expanded K/V) */
+    size_t scratch2_bytes;
     DevSmall *small; /* device */
     cudaEvent_t marks[BACKEND_MARKS];
     uint64_t marked; /* bit i: mark i recorded */
@@ -62,6 +64,16 @@ Status cuda_scratch(CudaImpl *im, size_t bytes, void **out, Err *e);
 /* Bracket an operation for op_times (no-ops while timing is off). */
 Status cuda_op_begin(CudaImpl *im, BackendOpCat cat, Err *e);
 Status cuda_op_end(CudaImpl *im, Err *e);
+
+/* One timed launch: op_times brackets it as category `cat`, a launch error
+ * goes to `done` (needs `im`, `e`, `st` and a `done:` label in scope). */
+#define CUDA_TIMED(cat, launch)            \
+    do {                                   \
+        ST_TRY(cuda_op_begin(im, cat, e)); \
+        launch;                            \
+        CU_LAUNCHED(e);                    \
+        ST_TRY(cuda_op_end(im, e));        \
+    } while (0)
 
 /* Launch geometry: blocks of `threads` covering n items, at most `cap` blocks
  * (the kernels stride over the rest). */
@@ -88,37 +100,14 @@ Status cuda_amax_strided(CudaImpl *im, const void *p, Dtype dt, uint64_t ld, uin
 /* *dst = fmax(*dst, *src) on the device. */
 Status cuda_amax_combine(CudaImpl *im, float *dst, const float *src, Err *e);
 
-/* The operations of the Backend table, by file. */
-Status cuda_gemm(Backend *bk, const GemmDesc *g, Err *e);
+/* The operations of the Backend table (cuda_gemm in gemm_lt.cu, the casts and
+ * scaling in k_quant.cu, norms in k_norm.cu, attention in k_attn.cu, the
+ * rotary embedding in k_rope.cu, element-wise ops and the loss in k_elem.cu,
+ * the optimizers in k_optim.cu); backend_cuda.cu puts each behind its shared
+ * check. */
+BACKEND_DECLARE(cuda)
 
-Status cuda_cast_transpose(Backend *bk, const CastDesc *c, Err *e);
-Status cuda_convert(Backend *bk, const void *in, Dtype in_dtype, void *out, Dtype out_dtype, uint64_t n,
-                    const float *scale, Err *e);
-Status cuda_amax(Backend *bk, const void *in, Dtype dtype, uint64_t n, float *amax, Err *e);
-Status cuda_scaling_delayed_update(Backend *bk, const ScalingBank *bank, Err *e);
-Status cuda_scaling_from_amax(Backend *bk, uint32_t n, Dtype fmt, int margin, const float *amax, float *scale, Err *e);
-
-Status cuda_layernorm_fwd(Backend *bk, const LnFwdDesc *d, Err *e);
-Status cuda_layernorm_bwd(Backend *bk, const LnBwdDesc *d, Err *e);
-Status cuda_attention_fwd(Backend *bk, const AttnFwdDesc *d, Err *e);
-Status cuda_attention_bwd(Backend *bk, const AttnBwdDesc *d, Err *e);
-
-Status cuda_gelu_fwd(Backend *bk, const void *in, void *out, Dtype dtype, uint64_t n, Err *e);
-Status cuda_gelu_bwd(Backend *bk, const void *in, const void *dout, void *din, Dtype dtype, uint64_t n, Err *e);
-Status cuda_add(Backend *bk, const void *a, const void *b, void *out, Dtype dtype, uint64_t n, Err *e);
-Status cuda_bias_grad(Backend *bk, const void *dout, Dtype dtype, uint64_t m, uint64_t n, float *dbias, Err *e);
-Status cuda_embed_fwd(Backend *bk, const int32_t *tokens, uint32_t batch, uint32_t seq, uint64_t vocab,
-                      uint64_t channels, const void *wte, const void *wpe, Dtype weight_dtype, void *out,
-                      Dtype act_dtype, Err *e);
-Status cuda_embed_bwd(Backend *bk, const int32_t *tokens, uint32_t batch, uint32_t seq, uint64_t vocab,
-                      uint64_t channels, const void *dout, Dtype act_dtype, float *dwte, float *dwpe, Err *e);
-Status cuda_xent_fwd_bwd(Backend *bk, void *logits, Dtype dtype, uint64_t rows, uint64_t vocab, uint64_t vocab_padded,
-                         const int32_t *targets, float dloss, float *losses, Err *e);
-
-Status cuda_adamw(Backend *bk, const AdamWDesc *d, Err *e);
-Status cuda_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e);
-
-/* Input checks shared by the kernels' host sides (ST_USAGE naming the operation). */
-Status cuda_need_float(Dtype dt, const char *op, const char *what, Err *e);
+/* Private scratch slot 1 (slot 0 is cuda_scratch's): grown on demand. */
+Status cuda_scratch2(CudaImpl *im, size_t bytes, void **out, Err *e);
 
 #endif

@@ -16,10 +16,15 @@
  *   dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q straight into dqkv.
  * The per-element arithmetic is exec/kernel_math.h's; the GPU rounds dS to the
  * dtype before its GEMMs where the CPU reference keeps it in FP32 (one more
- * rounding of 2^-8 relative for BF16, bounded in the GPU tests). */
+ * rounding of 2^-8 relative for BF16, bounded in the GPU tests).
+ * Grouped-query attention (KV heads < heads) runs these on K and V repeated
+ * per query head (the end of this file). */
 #include "exec/cuda/cuda_elem.cuh"
 #include "exec/cuda/cuda_impl.h"
 #include "exec/kernel_math.h"
+
+#define GRID_STRIDE(i, n) \
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
 
 enum { SM_THREADS = 256, SM_ROWS = SM_THREADS / 32 };
 static const size_t FWD_CHUNK_BYTES = 64u << 20; /* private score buffer: heads at a time within this */
@@ -76,51 +81,48 @@ static uint64_t esz(Dtype dt) { return dtype_bytes(dt); }
 static const void *at(const void *p, Dtype dt, uint64_t elems) { return (const char *)p + elems * esz(dt); }
 static void *at_w(void *p, Dtype dt, uint64_t elems) { return (char *)p + elems * esz(dt); }
 
-/* One batched row-major GEMM D = A·Bᵀ over `batch` heads, timed as a GEMM. */
+/* One batched row-major GEMM D = A·Bᵀ over `batch` heads, timed as a GEMM:
+ * each operand's pointer, layout, leading dimension and stride between heads
+ * (elements). */
 typedef struct {
-    uint64_t m, n, k;
-    const void *a;
-    GemmLayout la;
-    uint64_t lda;
-    int64_t sa;
-    const void *b;
-    GemmLayout lb;
-    uint64_t ldb;
-    int64_t sb;
-    void *d;
-    Dtype dd;
-    uint64_t ldd;
-    int64_t sd;
-    Dtype dt; /* operand dtype */
-    uint32_t batch;
-    float alpha;
-} BatchGemm;
+    const void *p;
+    GemmLayout layout;
+    uint64_t ld;
+    int64_t stride;
+} Opnd;
+typedef struct {
+    void *p;
+    Dtype dtype;
+    uint64_t ld;
+    int64_t stride;
+} Outd;
 
-static Status batched(CudaImpl *im, const BatchGemm *q, Err *e)
+static Status batched(CudaImpl *im, uint64_t m, uint64_t n, uint64_t k, Opnd a, Opnd b, Outd d, Dtype dt,
+                      uint32_t batch, float alpha, Err *e)
 {
     Status st = ST_OK;
     GemmDesc g = {};
     LtCall c;
-    g.m = q->m;
-    g.n = q->n;
-    g.k = q->k;
-    g.a.ptr = q->a;
-    g.a.dtype = q->dt;
-    g.a.layout = q->la;
-    g.a.ld = q->lda;
-    g.b.ptr = q->b;
-    g.b.dtype = q->dt;
-    g.b.layout = q->lb;
-    g.b.ld = q->ldb;
-    g.d.ptr = q->d;
-    g.d.dtype = q->dd;
-    g.d.ld = q->ldd;
+    g.m = m;
+    g.n = n;
+    g.k = k;
+    g.a.ptr = a.p;
+    g.a.dtype = dt;
+    g.a.layout = a.layout;
+    g.a.ld = a.ld;
+    g.b.ptr = b.p;
+    g.b.dtype = dt;
+    g.b.layout = b.layout;
+    g.b.ld = b.ld;
+    g.d.ptr = d.p;
+    g.d.dtype = d.dtype;
+    g.d.ld = d.ld;
     ST_TRY(lt_map_gemm(&g, &c, e));
-    c.batch = q->batch;
-    c.stride_a = q->sb; /* cuBLAS A is our B */
-    c.stride_b = q->sa;
-    c.stride_d = q->sd;
-    c.alpha = q->alpha;
+    c.batch = batch;
+    c.stride_a = b.stride; /* cuBLAS A is our B */
+    c.stride_b = a.stride;
+    c.stride_d = d.stride;
+    c.alpha = alpha;
     ST_TRY(cuda_op_begin(im, BK_OPCAT_GEMM, e));
     ST_TRY(cuda_lt_call(im, &c, e));
     ST_TRY(cuda_op_end(im, e));
@@ -128,18 +130,10 @@ done:
     return st;
 }
 
-static Status attn_check(uint32_t b, uint32_t t, uint32_t h, uint32_t hd, Dtype dt, const char *op, Err *e)
+/* Multi-head attention (kv_heads = heads: W = 3C). */
+static Status mha_fwd(CudaImpl *im, const AttnFwdDesc *d, Err *e)
 {
-    if (!b || !t || !h || !hd) return err_set(e, ST_USAGE, "%s: empty shape", op);
-    return cuda_need_float(dt, op, "activation", e);
-}
-
-Status cuda_attention_fwd(Backend *bk, const AttnFwdDesc *d, Err *e)
-{
-    CudaImpl *im = cuda_impl(bk);
-    Status st = attn_check(d->batch, d->seq, d->heads, d->head_dim, d->dtype, "attention_fwd", e);
-    if (st) return st;
-    if (!d->qkv || !d->probs || !d->out) return err_set(e, ST_USAGE, "attention_fwd: missing pointer");
+    Status st = ST_OK;
     const uint64_t B = d->batch, T = d->seq, H = d->heads, D = d->head_dim, C = H * D, C3 = 3 * C, TT = T * T;
     const Dtype dt = d->dtype;
     float *scores = d->scratch;
@@ -155,25 +149,9 @@ Status cuda_attention_fwd(Backend *bk, const AttnFwdDesc *d, Err *e)
         const void *qkv_b = at(d->qkv, dt, b * T * C3);
         for (uint64_t h0 = 0; h0 < H; h0 += hc) {
             uint64_t n = H - h0 < hc ? H - h0 : hc;
-            BatchGemm s = {T,
-                           T,
-                           D,
-                           at(qkv_b, dt, h0 * D),
-                           GEMM_K_INNER,
-                           C3,
-                           (int64_t)D,
-                           at(qkv_b, dt, C + h0 * D),
-                           GEMM_K_INNER,
-                           C3,
-                           (int64_t)D,
-                           scores,
-                           DT_FP32,
-                           T,
-                           (int64_t)TT,
-                           dt,
-                           (uint32_t)n,
-                           1.0f / sqrtf((float)D)};
-            ST_TRY(batched(im, &s, e));
+            ST_TRY(batched(im, T, T, D, Opnd{at(qkv_b, dt, h0 * D), GEMM_K_INNER, C3, (int64_t)D},
+                           Opnd{at(qkv_b, dt, C + h0 * D), GEMM_K_INNER, C3, (int64_t)D},
+                           Outd{scores, DT_FP32, T, (int64_t)TT}, dt, (uint32_t)n, 1.0f / sqrtf((float)D), e));
             ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
             k_softmax_fwd<<<(unsigned)((n * T + SM_ROWS - 1) / SM_ROWS), SM_THREADS, 0, im->stream>>>(
                 scores, at_w(d->probs, dt, (b * H + h0) * TT), dt, n * T, (uint32_t)T);
@@ -181,37 +159,17 @@ Status cuda_attention_fwd(Backend *bk, const AttnFwdDesc *d, Err *e)
             ST_TRY(cuda_op_end(im, e));
         }
         /* O (T, D) = P (T, T) · V, V stored (T, D): K outer */
-        BatchGemm o = {T,
-                       D,
-                       T,
-                       at(d->probs, dt, b * H * TT),
-                       GEMM_K_INNER,
-                       T,
-                       (int64_t)TT,
-                       at(qkv_b, dt, 2 * C),
-                       GEMM_K_OUTER,
-                       C3,
-                       (int64_t)D,
-                       at_w(d->out, dt, b * T * C),
-                       dt,
-                       C,
-                       (int64_t)D,
-                       dt,
-                       (uint32_t)H,
-                       1.0f};
-        ST_TRY(batched(im, &o, e));
+        ST_TRY(batched(im, T, D, T, Opnd{at(d->probs, dt, b * H * TT), GEMM_K_INNER, T, (int64_t)TT},
+                       Opnd{at(qkv_b, dt, 2 * C), GEMM_K_OUTER, C3, (int64_t)D},
+                       Outd{at_w(d->out, dt, b * T * C), dt, C, (int64_t)D}, dt, (uint32_t)H, 1.0f, e));
     }
 done:
     return st;
 }
 
-Status cuda_attention_bwd(Backend *bk, const AttnBwdDesc *d, Err *e)
+static Status mha_bwd(CudaImpl *im, const AttnBwdDesc *d, Err *e)
 {
-    CudaImpl *im = cuda_impl(bk);
-    Status st = attn_check(d->batch, d->seq, d->heads, d->head_dim, d->dtype, "attention_bwd", e);
-    if (st) return st;
-    if (!d->qkv || !d->probs || !d->dout || !d->dqkv || !d->scratch)
-        return err_set(e, ST_USAGE, "attention_bwd: missing pointer");
+    Status st = ST_OK;
     const uint64_t B = d->batch, T = d->seq, H = d->heads, D = d->head_dim, C = H * D, C3 = 3 * C, TT = T * T;
     const Dtype dt = d->dtype;
     const int wide = dt == DT_FP32;
@@ -219,25 +177,9 @@ Status cuda_attention_bwd(Backend *bk, const AttnBwdDesc *d, Err *e)
     const uint64_t ld_ds = wide ? T : 2 * T;
     const int64_t s_ds = (int64_t)(wide ? TT : 2 * TT);
     for (uint64_t b = 0; b < B; b++) { /* dP (T, T) = dO (T, D) · V (T, D)ᵀ */
-        BatchGemm g = {T,
-                       T,
-                       D,
-                       at(d->dout, dt, b * T * C),
-                       GEMM_K_INNER,
-                       C,
-                       (int64_t)D,
-                       at(d->qkv, dt, b * T * C3 + 2 * C),
-                       GEMM_K_INNER,
-                       C3,
-                       (int64_t)D,
-                       d->scratch + b * H * TT,
-                       DT_FP32,
-                       T,
-                       (int64_t)TT,
-                       dt,
-                       (uint32_t)H,
-                       1.0f};
-        ST_TRY(batched(im, &g, e));
+        ST_TRY(batched(im, T, T, D, Opnd{at(d->dout, dt, b * T * C), GEMM_K_INNER, C, (int64_t)D},
+                       Opnd{at(d->qkv, dt, b * T * C3 + 2 * C), GEMM_K_INNER, C3, (int64_t)D},
+                       Outd{d->scratch + b * H * TT, DT_FP32, T, (int64_t)TT}, dt, (uint32_t)H, 1.0f, e));
     }
     ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
     k_softmax_bwd<<<(unsigned)((B * H * T + SM_ROWS - 1) / SM_ROWS), SM_THREADS, 0, im->stream>>>(
@@ -250,50 +192,108 @@ Status cuda_attention_bwd(Backend *bk, const AttnBwdDesc *d, Err *e)
         const void *ds_b = wide ? (const void *)(d->scratch + b * H * TT)
                                 : (const void *)((const uint16_t *)(d->scratch + b * H * TT) + T);
         /* dV (T, D) = Pᵀ · dO: P stored (Tq, Tk) is K outer, dO stored (T, D) is K outer */
-        BatchGemm dv = {T,
-                        D,
-                        T,
-                        at(d->probs, dt, b * H * TT),
-                        GEMM_K_OUTER,
-                        T,
-                        (int64_t)TT,
-                        dout_b,
-                        GEMM_K_OUTER,
-                        C,
-                        (int64_t)D,
-                        at_w(dqkv_b, dt, 2 * C),
-                        dt,
-                        C3,
-                        (int64_t)D,
-                        dt,
-                        (uint32_t)H,
-                        1.0f};
+        ST_TRY(batched(im, T, D, T, Opnd{at(d->probs, dt, b * H * TT), GEMM_K_OUTER, T, (int64_t)TT},
+                       Opnd{dout_b, GEMM_K_OUTER, C, (int64_t)D}, Outd{at_w(dqkv_b, dt, 2 * C), dt, C3, (int64_t)D}, dt,
+                       (uint32_t)H, 1.0f, e));
         /* dQ (T, D) = dS (Tq, Tk) · K, K stored (Tk, D): K outer */
-        BatchGemm dq = {T,  D,          T,      ds_b, GEMM_K_INNER, ld_ds,      s_ds, at(qkv_b, dt, C), GEMM_K_OUTER,
-                        C3, (int64_t)D, dqkv_b, dt,   C3,           (int64_t)D, dt,   (uint32_t)H,      1.0f};
+        ST_TRY(batched(im, T, D, T, Opnd{ds_b, GEMM_K_INNER, ld_ds, s_ds},
+                       Opnd{at(qkv_b, dt, C), GEMM_K_OUTER, C3, (int64_t)D}, Outd{dqkv_b, dt, C3, (int64_t)D}, dt,
+                       (uint32_t)H, 1.0f, e));
         /* dK (T, D) = dSᵀ · Q: dS stored (Tq, Tk) is K outer, Q stored (Tq, D) is K outer */
-        BatchGemm dk = {T,
-                        D,
-                        T,
-                        ds_b,
-                        GEMM_K_OUTER,
-                        ld_ds,
-                        s_ds,
-                        qkv_b,
-                        GEMM_K_OUTER,
-                        C3,
-                        (int64_t)D,
-                        at_w(dqkv_b, dt, C),
-                        dt,
-                        C3,
-                        (int64_t)D,
-                        dt,
-                        (uint32_t)H,
-                        1.0f};
-        ST_TRY(batched(im, &dv, e));
-        ST_TRY(batched(im, &dq, e));
-        ST_TRY(batched(im, &dk, e));
+        ST_TRY(batched(im, T, D, T, Opnd{ds_b, GEMM_K_OUTER, ld_ds, s_ds}, Opnd{qkv_b, GEMM_K_OUTER, C3, (int64_t)D},
+                       Outd{at_w(dqkv_b, dt, C), dt, C3, (int64_t)D}, dt, (uint32_t)H, 1.0f, e));
     }
+done:
+    return st;
+}
+
+/* ---- grouped-query attention ------------------------------------------------------------
+ * KV < H: the K and V heads are repeated per query head into a multi-head
+ * layout (B, T, 3·H·D) in private scratch, the multi-head kernels run on it,
+ * and the backward sums each KV head's dK and dV over the query heads that
+ * share it, in FP32 and head order, rounding once — the CPU reference's order
+ * of accumulation across heads. */
+
+/* ex (rows, 3·H·D) = q | k repeated | v repeated, from qkv (rows, (H + 2·KV)·D). */
+__global__ void k_kv_expand(const void *qkv, void *ex, Dtype dt, uint64_t rows, uint32_t H, uint32_t KV, uint32_t D)
+{
+    const uint64_t HD = (uint64_t)H * D, W = (uint64_t)(H + 2 * KV) * D, E = 3 * HD, rep = H / KV;
+    GRID_STRIDE(i, rows * E)
+    {
+        const uint64_t r = i / E, c = i % E, part = c / HD, h = (c % HD) / D, j = c % D;
+        const uint64_t src = part == 0 ? c : (part == 1 ? HD : HD + (uint64_t)KV * D) + (h / rep) * D + j;
+        dev_store(ex, dt, i, dev_load(qkv, dt, r * W + src));
+    }
+}
+
+/* dqkv (rows, (H + 2·KV)·D) from dex (rows, 3·H·D): dq copied, dk and dv of KV head g summed over query heads
+ * g·rep .. g·rep + rep − 1. */
+__global__ void k_kv_reduce(const void *dex, void *dqkv, Dtype dt, uint64_t rows, uint32_t H, uint32_t KV, uint32_t D)
+{
+    const uint64_t HD = (uint64_t)H * D, W = (uint64_t)(H + 2 * KV) * D, E = 3 * HD, rep = H / KV;
+    GRID_STRIDE(i, rows * W)
+    {
+        const uint64_t r = i / W, c = i % W;
+        if (c < HD) {
+            dev_store(dqkv, dt, i, dev_load(dex, dt, r * E + c));
+            continue;
+        }
+        const uint64_t part = c < HD + (uint64_t)KV * D ? 1 : 2, off = c - (part == 1 ? HD : HD + (uint64_t)KV * D);
+        const uint64_t g = off / D, j = off % D;
+        float sum = 0.0f;
+        for (uint64_t k = 0; k < rep; k++)
+            sum = KM_ADD(sum, dev_load(dex, dt, r * E + part * HD + (g * rep + k) * D + j));
+        dev_store(dqkv, dt, i, sum);
+    }
+}
+
+static unsigned kv_grid(CudaImpl *im, uint64_t n) { return cuda_blocks(n, 256, (unsigned)im->info.sm_count * 16u); }
+
+/* K and V repeated per query head into private scratch: *ex (rows, 3·H·D), and
+ * with `grads` room for its gradient *dex right after it. */
+static Status expand_kv(CudaImpl *im, const void *qkv, uint32_t B, uint32_t T, uint32_t H, uint32_t KV, uint32_t D,
+                        Dtype dt, int grads, void **ex, void **dex, Err *e)
+{
+    Status st = ST_OK;
+    const uint64_t rows = (uint64_t)B * T, n = rows * 3 * H * D, esz = dtype_bytes(dt);
+    ST_TRY(cuda_scratch2(im, (size_t)((grads ? 2 : 1) * n * esz), ex, e));
+    if (dex) *dex = (char *)*ex + n * esz;
+    CUDA_TIMED(BK_OPCAT_KERNEL, (k_kv_expand<<<kv_grid(im, n), 256, 0, im->stream>>>(qkv, *ex, dt, rows, H, KV, D)));
+done:
+    return st;
+}
+
+Status cuda_attention_fwd(Backend *bk, const AttnFwdDesc *d, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = ST_OK;
+    if (d->kv_heads == d->heads) return mha_fwd(im, d, e);
+    AttnFwdDesc m = *d;
+    void *ex = NULL;
+    ST_TRY(expand_kv(im, d->qkv, d->batch, d->seq, d->heads, d->kv_heads, d->head_dim, d->dtype, 0, &ex, NULL, e));
+    m.qkv = ex;
+    m.kv_heads = d->heads;
+    ST_TRY(mha_fwd(im, &m, e));
+done:
+    return st;
+}
+
+Status cuda_attention_bwd(Backend *bk, const AttnBwdDesc *d, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = ST_OK;
+    if (d->kv_heads == d->heads) return mha_bwd(im, d, e);
+    const uint64_t w = (uint64_t)d->batch * d->seq * ((uint64_t)d->heads + 2 * d->kv_heads) * d->head_dim;
+    AttnBwdDesc m = *d;
+    void *ex = NULL, *dex = NULL;
+    ST_TRY(expand_kv(im, d->qkv, d->batch, d->seq, d->heads, d->kv_heads, d->head_dim, d->dtype, 1, &ex, &dex, e));
+    m.qkv = ex;
+    m.dqkv = dex;
+    m.kv_heads = d->heads;
+    ST_TRY(mha_bwd(im, &m, e));
+    CUDA_TIMED(BK_OPCAT_KERNEL,
+               (k_kv_reduce<<<kv_grid(im, w), 256, 0, im->stream>>>(dex, d->dqkv, d->dtype, (uint64_t)d->batch * d->seq,
+                                                                    d->heads, d->kv_heads, d->head_dim)));
 done:
     return st;
 }

@@ -1,6 +1,8 @@
-/* exec/cuda/k_elem.cu — element-wise and gather/scatter kernels: GELU forward
- * and backward, residual add, bias add (after a GEMM), token + position
- * embeddings and their gradients, and softmax cross-entropy with its gradient.
+/* exec/cuda/k_elem.cu — element-wise and gather/scatter kernels: the MLP's
+ * activation (GELU, SwiGLU) forward and backward, residual add, bias add
+ * (after a GEMM), token (+ learned position) embeddings and their gradients,
+ * and softmax cross-entropy with its gradient. Descriptors arrive checked
+ * (exec/backend_check.c).
  *
  * Embedding backward is deterministic and sums in the CPU reference's order
  * without atomics: thread (channel i, slice s) walks every position in order
@@ -110,33 +112,61 @@ __global__ void k_bias_add(void *d, Dtype dt, uint64_t ldd, uint64_t rows, uint6
     }
 }
 
-#define ELEMENTWISE(cat, launch)           \
-    do {                                   \
-        ST_TRY(cuda_op_begin(im, cat, e)); \
-        launch;                            \
-        CU_LAUNCHED(e);                    \
-        ST_TRY(cuda_op_end(im, e));        \
-    } while (0)
-
-Status cuda_gelu_fwd(Backend *bk, const void *in, void *out, Dtype dtype, uint64_t n, Err *e)
+/* SwiGLU: out (rows, F) = silu(gate)·up from in (rows, 2F) = [gate | up] per row. */
+__global__ void k_swiglu_fwd(const void *in, void *out, Dtype dt, uint64_t rows, uint64_t F)
 {
-    Status st = cuda_need_float(dtype, "gelu_fwd", "activation", e);
-    if (st || !n) return st;
-    return elementwise<EW_GELU_FWD>(cuda_impl(bk), in, NULL, out, dtype, n, e);
+    GRID_STRIDE(i, rows * F)
+    {
+        uint64_t r = i / F, j = i % F;
+        dev_store(out, dt, i, km_swiglu(dev_load(in, dt, r * 2 * F + j), dev_load(in, dt, r * 2 * F + F + j)));
+    }
 }
 
-Status cuda_gelu_bwd(Backend *bk, const void *in, const void *dout, void *din, Dtype dtype, uint64_t n, Err *e)
+__global__ void k_swiglu_bwd(const void *in, const void *dout, void *din, Dtype dt, uint64_t rows, uint64_t F)
 {
-    Status st = cuda_need_float(dtype, "gelu_bwd", "activation", e);
-    if (st || !n) return st;
-    return elementwise<EW_GELU_BWD>(cuda_impl(bk), in, dout, din, dtype, n, e);
+    GRID_STRIDE(i, rows * F)
+    {
+        uint64_t r = i / F, j = i % F;
+        float dg, du;
+        km_swiglu_bwd(dev_load(in, dt, r * 2 * F + j), dev_load(in, dt, r * 2 * F + F + j), dev_load(dout, dt, i), &dg,
+                      &du);
+        dev_store(din, dt, r * 2 * F + j, dg);
+        dev_store(din, dt, r * 2 * F + F + j, du);
+    }
+}
+
+/* The activation forward (out) or, with bwd, its input gradient (out = din, from dout): GELU through the
+ * element-wise template, SwiGLU through its kernels. */
+static Status act(CudaImpl *im, MlpType mlp, uint64_t rows, uint64_t F, Dtype dt, const void *in, const void *dout,
+                  void *out, int bwd, Err *e)
+{
+    Status st = ST_OK;
+    const uint64_t n = rows * F;
+    if (!n) return ST_OK;
+    if (mlp == MLP_GELU)
+        return bwd ? elementwise<EW_GELU_BWD>(im, in, dout, out, dt, n, e)
+                   : elementwise<EW_GELU_FWD>(im, in, NULL, out, dt, n, e);
+    if (bwd)
+        CUDA_TIMED(BK_OPCAT_KERNEL, (k_swiglu_bwd<<<grid_of(im, n), 256, 0, im->stream>>>(in, dout, out, dt, rows, F)));
+    else
+        CUDA_TIMED(BK_OPCAT_KERNEL, (k_swiglu_fwd<<<grid_of(im, n), 256, 0, im->stream>>>(in, out, dt, rows, F)));
+done:
+    return st;
+}
+
+Status cuda_act_fwd(Backend *bk, const ActFwdDesc *d, Err *e)
+{
+    return act(cuda_impl(bk), d->mlp, d->rows, d->cols, d->dtype, d->in, NULL, d->out, 0, e);
+}
+
+Status cuda_act_bwd(Backend *bk, const ActBwdDesc *d, Err *e)
+{
+    return act(cuda_impl(bk), d->mlp, d->rows, d->cols, d->dtype, d->in, d->dout, d->din, 1, e);
 }
 
 Status cuda_add(Backend *bk, const void *a, const void *b, void *out, Dtype dtype, uint64_t n, Err *e)
 {
-    Status st = cuda_need_float(dtype, "add", "activation", e);
-    if (st || !n) return st;
-    return elementwise<EW_ADD>(cuda_impl(bk), a, b, out, dtype, n, e);
+    return n ? elementwise<EW_ADD>(cuda_impl(bk), a, b, out, dtype, n, e) : ST_OK;
 }
 
 Status cuda_bias_add(CudaImpl *im, void *d, Dtype dt, uint64_t ldd, uint64_t rows, uint64_t cols, const void *bias,
@@ -172,7 +202,9 @@ __global__ void k_embed_fwd(const int32_t *tokens, uint64_t ntok, uint32_t seq, 
             dev_store(out, adt, i, 0.0f);
             continue;
         }
-        dev_store(out, adt, i, KM_ADD(dev_load(wte, wdt, (uint64_t)tok * C + c), dev_load(wpe, wdt, t * C + c)));
+        float x = dev_load(wte, wdt, (uint64_t)tok * C + c);
+        if (wpe) x = KM_ADD(x, dev_load(wpe, wdt, t * C + c));
+        dev_store(out, adt, i, x);
     }
 }
 
@@ -181,15 +213,12 @@ Status cuda_embed_fwd(Backend *bk, const int32_t *tokens, uint32_t batch, uint32
                       Dtype act_dtype, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
-    Status st = cuda_need_float(weight_dtype, "embed_fwd", "weight", e);
-    if (!st) st = cuda_need_float(act_dtype, "embed_fwd", "activation", e);
-    if (st) return st;
+    Status st = ST_OK;
     uint64_t ntok = (uint64_t)batch * seq;
-    if (!ntok || !channels) return ST_OK;
-    if (!tokens || !wte || !wpe || !out) return err_set(e, ST_USAGE, "embed_fwd: missing pointer");
-    ELEMENTWISE(BK_OPCAT_KERNEL,
-                (k_embed_fwd<<<grid_of(im, ntok * channels), 256, 0, im->stream>>>(
-                    tokens, ntok, seq, vocab, channels, wte, wpe, weight_dtype, out, act_dtype, im->small)));
+    if (!ntok) return ST_OK;
+    CUDA_TIMED(BK_OPCAT_KERNEL,
+               (k_embed_fwd<<<grid_of(im, ntok * channels), 256, 0, im->stream>>>(
+                   tokens, ntok, seq, vocab, channels, wte, wpe, weight_dtype, out, act_dtype, im->small)));
 done:
     return st;
 }
@@ -231,19 +260,19 @@ Status cuda_embed_bwd(Backend *bk, const int32_t *tokens, uint32_t batch, uint32
                       uint64_t channels, const void *dout, Dtype act_dtype, float *dwte, float *dwpe, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
-    Status st = cuda_need_float(act_dtype, "embed_bwd", "activation", e);
-    if (st) return st;
+    Status st = ST_OK;
     uint64_t ntok = (uint64_t)batch * seq;
-    if (!ntok || !channels) return ST_OK;
-    if (!tokens || !dout || !dwte || !dwpe) return err_set(e, ST_USAGE, "embed_bwd: missing pointer");
+    if (!ntok) return ST_OK;
     uint32_t slices = vocab < (uint64_t)EMB_SLICES ? (uint32_t)(vocab ? vocab : 1) : (uint32_t)EMB_SLICES;
     ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
     k_embed_bwd_wte<<<(unsigned)((channels * slices + 255) / 256), 256, 0, im->stream>>>(
         tokens, ntok, vocab, channels, slices, dout, act_dtype, dwte, im->small);
     CU_LAUNCHED(e);
-    k_embed_bwd_wpe<<<grid_of(im, (uint64_t)seq * channels), 256, 0, im->stream>>>(batch, seq, channels, dout,
-                                                                                   act_dtype, dwpe);
-    CU_LAUNCHED(e);
+    if (dwpe) {
+        k_embed_bwd_wpe<<<grid_of(im, (uint64_t)seq * channels), 256, 0, im->stream>>>(batch, seq, channels, dout,
+                                                                                       act_dtype, dwpe);
+        CU_LAUNCHED(e);
+    }
     ST_TRY(cuda_op_end(im, e));
 done:
     return st;
@@ -289,16 +318,13 @@ Status cuda_xent_fwd_bwd(Backend *bk, void *logits, Dtype dtype, uint64_t rows, 
                          const int32_t *targets, float dloss, float *losses, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
-    Status st = cuda_need_float(dtype, "xent", "logits", e);
-    if (!st && (vocab == 0 || vocab > vocab_padded))
-        st = err_set(e, ST_USAGE, "xent: vocab %llu must be in [1, %llu]", (unsigned long long)vocab,
-                     (unsigned long long)vocab_padded);
-    if (st) return st;
+    Status st = ST_OK;
     if (!rows) return ST_OK;
-    if (!logits || !targets || !losses) return err_set(e, ST_USAGE, "xent: missing pointer");
-    if (rows > 0x7fffffffu) return err_set(e, ST_USAGE, "xent: %llu rows exceed one launch", (unsigned long long)rows);
-    ELEMENTWISE(BK_OPCAT_KERNEL, (k_xent<<<(unsigned)rows, XENT_THREADS, 0, im->stream>>>(
-                                     logits, dtype, vocab, vocab_padded, targets, dloss, losses, im->small)));
+    if (rows > 0x7fffffffu)
+        return err_set(e, ST_UNAVAILABLE, "xent: %llu rows exceed one launch of the cuda backend",
+                       (unsigned long long)rows);
+    CUDA_TIMED(BK_OPCAT_KERNEL, (k_xent<<<(unsigned)rows, XENT_THREADS, 0, im->stream>>>(
+                                    logits, dtype, vocab, vocab_padded, targets, dloss, losses, im->small)));
 done:
     return st;
 }

@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "exec/cuda/cuda_elem.cuh"
+#include "fp8/codec.h"
 #include "exec/cuda/cuda_impl.h"
 #include "exec/kernel_math.h"
 
@@ -97,11 +98,11 @@ __global__ void k_fp8_adam_amax(Fp8AdamArgs a, DevSmall *sm)
     }
 }
 
-/* New scales from the amaxes; an unscaled state (no record) keeps scale 1. */
-__global__ void k_fp8_adam_scales(Fp8AdamArgs a, int margin, DevSmall *sm)
+/* New scales from the amaxes; an unscaled state (no record) keeps scale 1. fmax_m: E4M3's maximum. */
+__global__ void k_fp8_adam_scales(Fp8AdamArgs a, int margin, float fmax_m, DevSmall *sm)
 {
     sm->tmp[T_SW] = a.master_rec ? km_scale_pow2(sm->tmp[T_AW], KM_FP16_MAX, margin, a.master_rec[REC_SCALE]) : 1.0f;
-    sm->tmp[T_SM] = a.m_rec ? km_scale_pow2(sm->tmp[T_AM], 448.0f, margin, a.m_rec[REC_SCALE]) : 1.0f;
+    sm->tmp[T_SM] = a.m_rec ? km_scale_pow2(sm->tmp[T_AM], fmax_m, margin, a.m_rec[REC_SCALE]) : 1.0f;
     sm->tmp[T_SV] = a.v_rec ? km_scale_pow2(sm->tmp[T_AV], KM_FP16_MAX, margin, a.v_rec[REC_SCALE]) : 1.0f;
 }
 
@@ -141,13 +142,6 @@ __global__ void k_fp8_adam_publish(Fp8AdamArgs a, const DevSmall *sm)
 
 /* ---- host side --------------------------------------------------------------------------- */
 
-static Status check_weight(const void *w, Dtype dt, const char *op, Err *e)
-{
-    if (w && dt != DT_FP32 && dt != DT_BF16 && dt != DT_FP16)
-        return err_set(e, ST_USAGE, "%s: working weight dtype %s", op, dtype_name(dt));
-    return ST_OK;
-}
-
 /* Bias corrections on the host, as the CPU reference computes them. */
 static KmAdam km_of(const AdamHyper *h)
 {
@@ -167,26 +161,18 @@ static unsigned opt_blocks(CudaImpl *im, uint64_t n) { return cuda_blocks(n, 256
 Status cuda_adamw(Backend *bk, const AdamWDesc *d, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
-    Status st = adam_hyper_check(&d->h, "adamw", e);
-    if (!st) st = adam_grad_check(d->grad, d->grad_dtype, d->grad_scale_inv, "adamw", e);
-    if (!st) st = check_weight(d->weight, d->weight_dtype, "adamw", e);
-    if (st) return st;
-    if (!d->m || !d->v) return err_set(e, ST_USAGE, "adamw: missing state");
+    Status st = ST_OK;
     float *master = d->master;
     void *weight = d->weight;
     if (!master) { /* the FP32 working copy is the master */
-        if (!d->weight || d->weight_dtype != DT_FP32)
-            return err_set(e, ST_USAGE, "adamw: without a master the working weight must be fp32");
         master = (float *)d->weight;
         weight = NULL;
     }
     if (!d->n) return ST_OK;
-    ST_TRY(cuda_op_begin(im, BK_OPCAT_OPTIM, e));
-    k_adamw<<<opt_blocks(im, d->n), 256, 0, im->stream>>>(
-        d->n, km_of(&d->h), d->h.grad_scale, dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv : NULL, master, d->m, d->v,
-        d->grad, d->grad_dtype, weight, d->weight_dtype);
-    CU_LAUNCHED(e);
-    ST_TRY(cuda_op_end(im, e));
+    CUDA_TIMED(BK_OPCAT_OPTIM,
+               (k_adamw<<<opt_blocks(im, d->n), 256, 0, im->stream>>>(
+                   d->n, km_of(&d->h), d->h.grad_scale, dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv : NULL, master,
+                   d->m, d->v, d->grad, d->grad_dtype, weight, d->weight_dtype)));
 done:
     return st;
 }
@@ -194,11 +180,7 @@ done:
 Status cuda_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
-    Status st = adam_hyper_check(&d->h, "fp8_adam", e);
-    if (!st) st = adam_grad_check(d->grad, d->grad_dtype, d->grad_scale_inv, "fp8_adam", e);
-    if (!st) st = check_weight(d->weight, d->weight_dtype, "fp8_adam", e);
-    if (st) return st;
-    if (!d->master || !d->m || !d->v) return err_set(e, ST_USAGE, "fp8_adam: missing state");
+    Status st = ST_OK;
     if (!d->n) return ST_OK;
     Fp8AdamArgs a;
     a.n = d->n;
@@ -220,7 +202,7 @@ Status cuda_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
     CU_TRY(cudaMemsetAsync(&im->small->tmp[T_AW], 0, 3 * sizeof(float), im->stream), e);
     k_fp8_adam_amax<<<blocks, 256, 0, im->stream>>>(a, im->small);
     CU_LAUNCHED(e);
-    k_fp8_adam_scales<<<1, 1, 0, im->stream>>>(a, d->margin, im->small);
+    k_fp8_adam_scales<<<1, 1, 0, im->stream>>>(a, d->margin, fp8_max(DT_E4M3), im->small);
     CU_LAUNCHED(e);
     k_fp8_adam_store<<<blocks, 256, 0, im->stream>>>(a, im->small);
     CU_LAUNCHED(e);

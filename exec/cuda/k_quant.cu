@@ -20,6 +20,7 @@
 #include <math.h>
 
 #include "exec/cuda/cuda_elem.cuh"
+#include "fp8/codec.h"
 #include "exec/cuda/cuda_impl.h"
 #include "exec/kernel_math.h"
 
@@ -183,12 +184,6 @@ Status cuda_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
-    if (!c->in || (!c->out_row && !c->out_col && !c->amax))
-        return err_set(e, ST_USAGE, "cast_transpose: needs an input and at least one output");
-    if ((st = cuda_need_float(c->in_dtype, "cast_transpose", "input", e))) return st;
-    if ((c->out_row || c->out_col) && (!dtype_is_fp8(c->out_dtype) || !c->scale))
-        return err_set(e, ST_USAGE, "cast_transpose: output dtype %s must be e4m3 or e5m2, with a scale",
-                       dtype_name(c->out_dtype));
     const uint64_t R = c->rows, C = c->cols, n = R * C;
     if (!n) return ST_OK;
     const unsigned esz = dtype_bytes(c->in_dtype);
@@ -224,16 +219,11 @@ __global__ void k_convert(const void *in, Dtype in_dt, void *out, Dtype out_dt, 
         dev_store(out, out_dt, i, KM_MUL(dev_load(in, in_dt, i), s));
 }
 
-static int elem_ok(Dtype dt) { return dt == DT_FP32 || dt == DT_BF16 || dt == DT_FP16 || dtype_is_fp8(dt); }
-
 Status cuda_convert(Backend *bk, const void *in, Dtype in_dtype, void *out, Dtype out_dtype, uint64_t n,
                     const float *scale, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
-    if (!elem_ok(in_dtype) || !elem_ok(out_dtype))
-        return err_set(e, ST_USAGE, "convert: %s -> %s is not supported", dtype_name(in_dtype), dtype_name(out_dtype));
-    if (n && (!in || !out)) return err_set(e, ST_USAGE, "convert: missing pointer");
     if (!n) return ST_OK;
     ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
     k_convert<<<cuda_blocks(n, 256, max_blocks(im)), 256, 0, im->stream>>>(in, in_dtype, out, out_dtype, n, scale);
@@ -270,8 +260,6 @@ Status cuda_amax(Backend *bk, const void *in, Dtype dtype, uint64_t n, float *am
 {
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
-    if (!elem_ok(dtype)) return err_set(e, ST_USAGE, "amax: dtype %s is not supported", dtype_name(dtype));
-    if (!amax || (n && !in)) return err_set(e, ST_USAGE, "amax: missing pointer");
     ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
     ST_TRY(cuda_amax_strided(im, in, dtype, n, 1, n, amax, e));
     ST_TRY(cuda_op_end(im, e));
@@ -326,12 +314,7 @@ Status cuda_scaling_delayed_update(Backend *bk, const ScalingBank *bank, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
-    float fmax = backend_fp8_max(bank->fmt);
-    if (fmax == 0.0f) return err_set(e, ST_USAGE, "delayed scaling: bank format %s is not FP8", dtype_name(bank->fmt));
-    if (!bank->history_len || !bank->amax_history || !bank->scale)
-        return err_set(e, ST_USAGE, "delayed scaling: empty history or missing scale");
-    if (bank->algo != AMAX_ALGO_MAX && bank->algo != AMAX_ALGO_MOST_RECENT)
-        return err_set(e, ST_USAGE, "delayed scaling: unknown amax algorithm %d", (int)bank->algo);
+    const float fmax = fp8_max(bank->fmt);
     if (!bank->n) return ST_OK;
     ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
     k_delayed<<<bank->n, 256, 0, im->stream>>>(bank->amax_history, bank->scale, bank->n, bank->history_len,
@@ -352,10 +335,8 @@ Status cuda_scaling_from_amax(Backend *bk, uint32_t n, Dtype fmt, int margin, co
 {
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
-    float fmax = backend_fp8_max(fmt);
-    if (fmax == 0.0f) return err_set(e, ST_USAGE, "current scaling: format %s is not FP8", dtype_name(fmt));
+    const float fmax = fp8_max(fmt);
     if (!n) return ST_OK;
-    if (!amax || !scale) return err_set(e, ST_USAGE, "current scaling: missing pointer");
     ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
     k_current<<<(n + 255) / 256, 256, 0, im->stream>>>(n, fmax, margin, amax, scale);
     CU_LAUNCHED(e);

@@ -106,57 +106,6 @@ void devm_on_phase(void *hook, int phase)
     devm_phase(h->m, h->bk, phase);
 }
 
-static MeasureRow *row(MeasureRow *rows, int *n, const char *name, MeasureMode mode, const char *note)
-{
-    MeasureRow *r = &rows[(*n)++];
-    memset(r, 0, sizeof *r);
-    snprintf(r->name, sizeof r->name, "%s", name);
-    r->category = "device";
-    r->mode = mode;
-    r->note = note;
-    return r;
-}
-
-static void set(MeasureRow *r, int has_planned, double planned, int has_measured, double measured)
-{
-    r->has_planned = has_planned;
-    r->planned = planned;
-    r->has_measured = has_measured;
-    r->measured = measured;
-}
-
-int devm_rows(const DevMeasure *m, const Plan *p, const Gpt *g, MeasureRow *rows)
-{
-    int n = 0;
-    if (!m->have || !m->sampled[DEVM_AFTER_BACKEND]) return 0;
-    const uint64_t *u = m->used;
-    uint64_t comm_at = m->sampled[DEVM_AFTER_COMM] ? u[DEVM_AFTER_COMM] : u[DEVM_AFTER_BACKEND];
-    uint64_t context = u[DEVM_AFTER_BACKEND] + m->lazy;
-    uint64_t comm = minus(comm_at, u[DEVM_AFTER_BACKEND]) + m->grew[PHASE_COMM];
-    uint64_t peak = m->sampled[DEVM_STEP] ? u[DEVM_STEP] : (m->sampled[DEVM_AFTER_MODEL] ? u[DEVM_AFTER_MODEL] : 0);
-    if (m->sampled[DEVM_AFTER_MODEL] && u[DEVM_AFTER_MODEL] > peak) peak = u[DEVM_AFTER_MODEL];
-    MeasureRow *r = row(rows, &n, "device_used", MEASURE_TOL, "cudaMemGetInfo peak vs the plan's total, every term");
-    set(r, 1, (double)p->total_bytes, peak > 0, (double)peak);
-    r->tol = 0.05;
-    r = row(rows, &n, "device_cuda_context", MEASURE_INFO,
-            "in use once the backend was up, plus what the first step loaded lazily (library kernels)");
-    set(r, 1, (double)p->mem[MT_CUDA_CONTEXT].bytes, 1, (double)context);
-    r = row(rows, &n, "device_comm_buffer", MEASURE_INFO, "added by the communicator and its first collectives");
-    set(r, 1, (double)p->mem[MT_COMM_BUFFER].bytes, m->sampled[DEVM_AFTER_COMM], (double)comm);
-    r = row(rows, &n, "device_arena", MEASURE_INFO, "added by allocating the arena, vs its size");
-    set(r, 1, (double)g->arena.bytes, m->sampled[DEVM_AFTER_MODEL], (double)minus(u[DEVM_AFTER_MODEL], comm_at));
-    r = row(rows, &n, "device_outside_arena", MEASURE_INFO, "peak - context - communicator - arena: scratch and slack");
-    set(r, 1, (double)p->mem[MT_FRAGMENTATION].bytes, peak > 0, (double)minus(peak, context + comm + g->arena.bytes));
-    static const char *const grew_name[3] = {"device_grew_forward", "device_grew_backward", "device_grew_optimizer"};
-    static const int grew_phase[3] = {PHASE_FWD, PHASE_BWD, PHASE_OPT};
-    for (int k = 0; k < 3; k++) {
-        if (!m->grew[grew_phase[k]]) continue;
-        r = row(rows, &n, grew_name[k], MEASURE_INFO, "rise of the count during the phase (lazy allocations)");
-        set(r, 0, 0.0, 1, (double)m->grew[grew_phase[k]]);
-    }
-    return n;
-}
-
 /* 1 when tok (length len) occurs in hay, case-insensitively. */
 static int has_token(const char *hay, const char *tok, size_t len)
 {
@@ -189,8 +138,6 @@ const GpuSpec *devm_match_gpu(const Catalog *c, const char *device_name)
     return best;
 }
 
-int devm_catalog_sms(const GpuSpec *g) { return g ? (int)g->sms : 0; }
-
 void devm_peak(const Catalog *c, const BackendDeviceInfo *info, DevmPeak *out)
 {
     memset(out, 0, sizeof *out);
@@ -201,7 +148,7 @@ void devm_peak(const Catalog *c, const BackendDeviceInfo *info, DevmPeak *out)
         snprintf(out->why, sizeof out->why, "unknown: no row of gpus.csv matches the device name '%.96s'", info->name);
         return;
     }
-    int cc = info->cc_major * 10 + info->cc_minor, full = devm_catalog_sms(g);
+    int cc = info->cc_major * 10 + info->cc_minor, full = (int)g->sms;
     if (g->sm && (uint32_t)cc != g->sm) {
         snprintf(out->why, sizeof out->why, "unknown: '%.96s' has compute capability %d.%d, row %.32s says %u.%u",
                  info->name, info->cc_major, info->cc_minor, g->name, g->sm / 10, g->sm % 10);
@@ -218,7 +165,7 @@ void devm_peak(const Catalog *c, const BackendDeviceInfo *info, DevmPeak *out)
         snprintf(out->why, sizeof out->why, "row %s: %d of its %d SMs (a MIG slice or a cut-down part) so peaks x %.3f",
                  g->name, info->sm_count, full, out->sm_share);
     } else if (!full) {
-        snprintf(out->why, sizeof out->why, "row %s (SM count of the part not known here: its full peaks)", g->name);
+        snprintf(out->why, sizeof out->why, "row %s (SM count of the part not known: its full peaks)", g->name);
     } else {
         snprintf(out->why, sizeof out->why, "row %s (%d SMs)", g->name, full);
     }

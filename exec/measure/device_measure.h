@@ -10,25 +10,23 @@
  * the plan models them as overhead terms (cuda_context, comm_buffers,
  * fragmentation) and only the driver's count can check them.
  *
- * Use (exec/measure/run_log.h does the per-step part):
+ * Use (exec/measure/measurement.h does it for a run):
  *   devm_init(&m, bk);                         after the backend is created
  *   devm_sample(&m, bk, DEVM_AFTER_COMM);      after the communicator
- *   devm_sample(&m, bk, DEVM_AFTER_MODEL);     after gpt_create (the arena)
+ *   devm_sample(&m, bk, DEVM_AFTER_MODEL);     after model_create (the arena)
  *   devm_step_begin / devm_step_end(&m, bk)    around each step
  *   devm_phase(&m, bk, phase)                  from the step's on_phase hook
- *   n += devm_rows(&m, plan, g, rows + n);     with the memory rows
- * Backends without the hooks (the CPU reference) make every call a no-op and
- * devm_rows return 0. Never prints, never exits. */
+ * compare() turns the samples into the "device" rows. Backends without the
+ * hooks (the CPU reference) make every call a no-op. Never prints, never
+ * exits. */
 #ifndef FP8PLAN_EXEC_DEVICE_MEASURE_H
 #define FP8PLAN_EXEC_DEVICE_MEASURE_H
 
 #include <stdint.h>
 
 #include "exec/backend.h"
-#include "exec/model/gpt.h"
-#include "exec/measure/measure.h"
+#include "exec/model/model.h"
 #include "planner/catalog.h"
-#include "planner/plan.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,45 +75,21 @@ void devm_sample(DevMeasure *m, Backend *bk, DevmPoint at);
  * the first failure is kept in m->st / m->msg). */
 void devm_step_begin(DevMeasure *m, Backend *bk);
 int devm_step_end(DevMeasure *m, Backend *bk, double seconds[BK_OPCAT_COUNT]);
-/* Between the phases of a step (Gpt.on_phase): −1 before the step's work,
+/* Between the phases of a step (Model.on_phase): −1 before the step's work,
  * PHASE_* once that phase has finished. Samples DEVM_STEP too. */
 void devm_phase(DevMeasure *m, Backend *bk, int phase);
-/* The same as a Gpt.on_phase hook (ctx = the DevMeasure, backend from it). */
+/* The same as a Model.on_phase hook (ctx = the DevMeasure, backend from it). */
 typedef struct {
     DevMeasure *m;
     Backend *bk;
 } DevmHook;
 void devm_on_phase(void *hook, int phase);
 
-/* Memory rows for the plan-versus-measured table (at most DEVM_MAX_ROWS),
- * category "device":
- *   device_used          the driver's peak count vs the plan's total (every
- *                        term, overheads included): checked within ±5 %
- *                        (issue 6's target);
- *   device_cuda_context  in use once the backend was up, plus what the first
- *                        step loaded lazily (see `lazy`), vs the plan's term;
- *   device_comm_buffer   what creating the communicator added, plus what the
- *                        count rose during the communication phases;
- *   device_arena         what allocating the arena added, vs the arena's size;
- *   device_outside_arena peak − context − communicator − arena: private
- *                        scratch and allocator slack, vs the plan's
- *                        fragmentation term;
- *   device_grew_forward / _backward / _optimizer  (only when not 0) what the
- *                        count rose during those phases over the run.
- * All but device_used are shown, not checked. Returns the number of rows (0
- * without the hooks or samples). */
-enum { DEVM_MAX_ROWS = 8 };
-int devm_rows(const DevMeasure *m, const Plan *p, const Gpt *g, MeasureRow *rows);
-
 /* The catalog GPU a device name belongs to: the row whose first name token
  * ("h100" of "h100-sxm") appears in the device name (case-insensitive), and
  * among several, the one whose other tokens appear too ("pcie"), else its
  * "sxm" row. NULL when none matches: MFU is then unknown. */
 const GpuSpec *devm_match_gpu(const Catalog *c, const char *device_name);
-
-/* Streaming multiprocessors of a catalog row's full part (gpus.csv column sms,
- * from the datasheets); 0 for NULL or a row without it. */
-int devm_catalog_sms(const GpuSpec *g);
 
 /* The peaks a measured device is held to. */
 typedef struct {
@@ -125,7 +99,8 @@ typedef struct {
     char why[320];              /* how it was matched, or why it was not */
 } DevmPeak;
 
-/* Match by name (devm_match_gpu), then check compute capability and SM count:
+/* Match by name (devm_match_gpu), then check compute capability and SM count
+ * (the row's sms column, models/gpus.csv):
  * a capability other than the row's is unknown; more SMs than the part has is
  * unknown (another part); fewer (a MIG slice, a cut-down part) scales both
  * peaks by the SM share, tensor throughput being per SM. */

@@ -1,5 +1,5 @@
 /* tests/bench/bench_exec_init.c — how fast a model's initial weights are
- * written (exec/model/gpt_init.c), in ns per parameter: the GPU check creates eight
+ * written (exec/model/model_init.c), in ns per parameter: the GPU check creates eight
  * GPT-13B layers (2.8 billion parameters incl. the embedding) per recipe, so
  * this decides whether that fits its time budget.
  *
@@ -7,7 +7,7 @@
  *
  * The model has GPT-2's vocabulary (50,257, padded to 50,304) and seq 1024, on
  * the CPU reference backend, whose copy_to_device is a memcpy (a GPU adds the
- * host-to-device copy). Timed: gpt_init_weights alone (the arena is already
+ * host-to-device copy). Timed: model_init_weights alone (the arena is already
  * allocated and zeroed), best of three, for a BF16 recipe (FP32 master + BF16
  * weights) and FP8-LM (scaled FP16 master, one more pass for its amax).
  * Targets are stated, not asserted. */
@@ -17,27 +17,20 @@
 #include <unistd.h>
 
 #include "bench/bench_time.h"
-#include "exec/model/gpt.h"
+#include "exec/model/model.h"
 #include "support/exec_fixtures.h"
 
 static int bench(Backend *bk, const char *recipe, uint32_t layers, uint32_t hidden)
 {
-    GptShape s = {.layers = layers,
-                  .hidden = hidden,
-                  .heads = hidden / 64,
-                  .ffn = 4 * hidden,
-                  .seq = 1024,
-                  .batch = 1,
-                  .vocab = 50257,
-                  .vocab_padded = 50304,
-                  .tied = 1,
-                  .biases = 1};
-    ExecRecipe r = fx_recipe(recipe);
-    GptHyper h = gpt_hyper_default();
+    ModelSpec s = fx_gpt(); /* GPT-2 style; vocabulary padded to a multiple of 64: 50,304 */
+    s.layers = layers, s.hidden = hidden, s.heads = s.kv_heads = hidden / 64, s.head_dim = 64;
+    s.ffn_hidden = 4 * hidden, s.seq_len = 1024, s.vocab = 50257;
+    Recipe r = fx_recipe(recipe);
+    ModelHyper h = model_hyper_default();
     Comm *comm = NULL;
-    Gpt *g = NULL;
+    Model *g = NULL;
     Err e;
-    if (comm_single_create(&comm, &e) || gpt_create(&s, &r, &h, bk, comm, NULL, &g, &e)) {
+    if (comm_single_create(&comm, &e) || fx_model(&s, &r, 1, 1, &h, bk, comm, &g, &e)) {
         printf("  %s: %s\n", recipe, e.msg);
         if (comm) comm->destroy(comm);
         return 1;
@@ -45,17 +38,17 @@ static int bench(Backend *bk, const char *recipe, uint32_t layers, uint32_t hidd
     double best = 1e30;
     for (int rep = 0; rep < 3; rep++) {
         double t0 = bench_now();
-        if (gpt_init_weights(g, &e)) {
+        if (model_init_weights(g, &e)) {
             printf("  %s: %s\n", recipe, e.msg);
             break;
         }
         double t = bench_now() - t0;
         if (t < best) best = t;
     }
-    uint64_t n = gpt_param_count(g);
+    uint64_t n = model_weight_count(g);
     printf("  %-14s %u layers, hidden %5u: %11llu params  %8.3f s  %7.2f ns/param\n", recipe, layers, hidden,
            (unsigned long long)n, best, 1e9 * best / (double)n);
-    gpt_destroy(g);
+    model_destroy(g);
     comm->destroy(comm);
     return 0;
 }
@@ -71,7 +64,7 @@ int main(int argc, char **argv)
     Backend *bk;
     Err e;
     if (backend_cpu_create(&bk, &e)) return 1;
-    printf("weight initialization (gpt_init_weights on the CPU backend, %ld online CPUs; target: 8 GPT-13B\n"
+    printf("weight initialization (model_init_weights on the CPU backend, %ld online CPUs; target: 8 GPT-13B\n"
            "layers, 2.8e9 params, in a few seconds per recipe, i.e. about 1 ns/param on the GPU machine)\n",
            sysconf(_SC_NPROCESSORS_ONLN));
     int rc = bench(bk, "megatron-bf16", layers, hidden);

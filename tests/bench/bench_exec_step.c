@@ -17,7 +17,7 @@
 
 #include "bench/bench_time.h"
 
-#include "exec/model/gpt.h"
+#include "exec/model/model.h"
 #include "exec/par.h"
 #include "fp8/half.h"
 #include "support/exec_fixtures.h"
@@ -135,20 +135,22 @@ static void kernels(Backend *bk)
                    .amax = &amax};
     TIME_MEDIAN(t, bk->cast_transpose(bk, &cd, &e));
     kernel_row("cast+transpose bf16 -> e4m3 (both)", t, 4.0 * ROWS * 768);
-    LnFwdDesc ln = {.rows = ROWS,
-                    .cols = 768,
-                    .eps = 1e-5f,
-                    .act_dtype = DT_BF16,
-                    .weight_dtype = DT_BF16,
-                    .in = c,
-                    .weight = w,
-                    .bias = (uint16_t *)w + 768,
-                    .out = d,
-                    .mean = mean,
-                    .rstd = rstd};
-    TIME_MEDIAN(t, bk->layernorm_fwd(bk, &ln, &e));
+    NormFwdDesc ln = {.norm = NORM_LAYERNORM,
+                      .rows = ROWS,
+                      .cols = 768,
+                      .eps = 1e-5f,
+                      .act_dtype = DT_BF16,
+                      .weight_dtype = DT_BF16,
+                      .in = c,
+                      .weight = w,
+                      .bias = (uint16_t *)w + 768,
+                      .out = d,
+                      .mean = mean,
+                      .rstd = rstd};
+    TIME_MEDIAN(t, bk->norm_fwd(bk, &ln, &e));
     kernel_row("layernorm fwd (bf16, C 768)", t, 4.0 * ROWS * 768);
-    TIME_MEDIAN(t, bk->gelu_fwd(bk, c, d, DT_BF16, N, &e));
+    ActFwdDesc gelu = {.mlp = MLP_GELU, .rows = 1, .cols = N, .dtype = DT_BF16, .in = c, .out = d};
+    TIME_MEDIAN(t, bk->act_fwd(bk, &gelu, &e));
     kernel_row("gelu fwd (bf16)", t, 4.0 * N);
     TIME_MEDIAN(t, bk->bias_grad(bk, c, DT_BF16, ROWS, 768, master, &e));
     kernel_row("bias grad (bf16, C 768)", t, 2.0 * N);
@@ -183,6 +185,7 @@ enum {
     OP_LN_B,
     OP_GELU_F,
     OP_GELU_B,
+    OP_ROPE,
     OP_ADD,
     OP_BIAS,
     OP_CAST,
@@ -195,10 +198,10 @@ enum {
     OP_MEM,
     OP_COUNT
 };
-static const char *op_names[OP_COUNT] = {
-    "gemm",     "attention fwd", "attention bwd", "layernorm fwd",  "layernorm bwd", "gelu fwd",
-    "gelu bwd", "add",           "bias grad",     "cast+transpose", "convert",       "amax",
-    "scaling",  "embedding",     "cross-entropy", "optimizer",      "memset/copy"};
+static const char *op_names[OP_COUNT] = {"gemm",           "attention fwd",  "attention bwd", "norm fwd", "norm bwd",
+                                         "activation fwd", "activation bwd", "rope",          "add",      "bias grad",
+                                         "cast+transpose", "convert",        "amax",          "scaling",  "embedding",
+                                         "cross-entropy",  "optimizer",      "memset/copy"};
 static double op_s[OP_COUNT];
 static uint64_t op_n[OP_COUNT];
 static Backend orig;
@@ -215,16 +218,11 @@ static Backend orig;
 static Status t_gemm(Backend *bk, const GemmDesc *g, Err *e) { TIMED(OP_GEMM, orig.gemm(bk, g, e)); }
 static Status t_attn_f(Backend *bk, const AttnFwdDesc *d, Err *e) { TIMED(OP_ATTN_F, orig.attention_fwd(bk, d, e)); }
 static Status t_attn_b(Backend *bk, const AttnBwdDesc *d, Err *e) { TIMED(OP_ATTN_B, orig.attention_bwd(bk, d, e)); }
-static Status t_ln_f(Backend *bk, const LnFwdDesc *d, Err *e) { TIMED(OP_LN_F, orig.layernorm_fwd(bk, d, e)); }
-static Status t_ln_b(Backend *bk, const LnBwdDesc *d, Err *e) { TIMED(OP_LN_B, orig.layernorm_bwd(bk, d, e)); }
-static Status t_gelu_f(Backend *bk, const void *in, void *out, Dtype dt, uint64_t n, Err *e)
-{
-    TIMED(OP_GELU_F, orig.gelu_fwd(bk, in, out, dt, n, e));
-}
-static Status t_gelu_b(Backend *bk, const void *in, const void *dout, void *din, Dtype dt, uint64_t n, Err *e)
-{
-    TIMED(OP_GELU_B, orig.gelu_bwd(bk, in, dout, din, dt, n, e));
-}
+static Status t_ln_f(Backend *bk, const NormFwdDesc *d, Err *e) { TIMED(OP_LN_F, orig.norm_fwd(bk, d, e)); }
+static Status t_ln_b(Backend *bk, const NormBwdDesc *d, Err *e) { TIMED(OP_LN_B, orig.norm_bwd(bk, d, e)); }
+static Status t_gelu_f(Backend *bk, const ActFwdDesc *d, Err *e) { TIMED(OP_GELU_F, orig.act_fwd(bk, d, e)); }
+static Status t_gelu_b(Backend *bk, const ActBwdDesc *d, Err *e) { TIMED(OP_GELU_B, orig.act_bwd(bk, d, e)); }
+static Status t_rope(Backend *bk, const RopeDesc *d, Err *e) { TIMED(OP_ROPE, orig.rope(bk, d, e)); }
 static Status t_add(Backend *bk, const void *a, const void *b, void *out, Dtype dt, uint64_t n, Err *e)
 {
     TIMED(OP_ADD, orig.add(bk, a, b, out, dt, n, e));
@@ -282,7 +280,7 @@ static void wrap(Backend *bk)
 {
     orig = *bk;
     bk->gemm = t_gemm, bk->attention_fwd = t_attn_f, bk->attention_bwd = t_attn_b;
-    bk->layernorm_fwd = t_ln_f, bk->layernorm_bwd = t_ln_b, bk->gelu_fwd = t_gelu_f, bk->gelu_bwd = t_gelu_b;
+    bk->norm_fwd = t_ln_f, bk->norm_bwd = t_ln_b, bk->act_fwd = t_gelu_f, bk->act_bwd = t_gelu_b, bk->rope = t_rope;
     bk->add = t_add, bk->bias_grad = t_bias, bk->cast_transpose = t_cast, bk->convert = t_convert;
     bk->amax = t_amax, bk->scaling_delayed_update = t_delayed, bk->scaling_from_amax = t_current;
     bk->embed_fwd = t_embed_f, bk->embed_bwd = t_embed_b, bk->xent_fwd_bwd = t_xent;
@@ -294,40 +292,33 @@ enum { STEPS = 3 };
 
 static int step(Backend *bk, int demo)
 {
-    GptShape s = {.layers = demo ? 2 : 12,
-                  .hidden = demo ? 128 : 768,
-                  .heads = demo ? 4 : 12,
-                  .ffn = demo ? 512 : 3072,
-                  .seq = demo ? 64 : 1024,
-                  .batch = 1,
-                  .vocab = 50257,
-                  .vocab_padded = 50304,
-                  .tied = 1,
-                  .biases = 1};
-    ExecRecipe r = fx_recipe("te-fp8");
-    GptHyper h = gpt_hyper_default();
+    ModelSpec s = fx_gpt(); /* GPT-2 style; vocabulary padded to a multiple of 64: 50,304 */
+    s.layers = demo ? 2 : 12, s.hidden = demo ? 128 : 768, s.heads = s.kv_heads = demo ? 4 : 12, s.head_dim = 64;
+    s.ffn_hidden = demo ? 512 : 3072, s.seq_len = demo ? 64 : 1024, s.vocab = 50257;
+    Recipe r = fx_recipe("te-fp8");
+    ModelHyper h = model_hyper_default();
     Comm *comm = NULL;
-    Gpt *g = NULL;
+    Model *g = NULL;
     Err e;
     double t0 = bench_now();
-    if (comm_single_create(&comm, &e) || gpt_create(&s, &r, &h, bk, comm, NULL, &g, &e)) {
+    if (comm_single_create(&comm, &e) || fx_model(&s, &r, 1, 1, &h, bk, comm, &g, &e)) {
         printf("  step: %s\n", e.msg);
         if (comm) comm->destroy(comm);
         return 1;
     }
     printf("%s, seq %u, micro-batch 1, te-fp8: %llu params, model built in %.2f s\n",
-           demo ? "README demo (2 layers, hidden 128)" : "GPT-2 124M", s.seq, (unsigned long long)gpt_param_count(g),
+           demo ? "README demo (2 layers, hidden 128)" : "GPT-2 124M", g->seq, (unsigned long long)model_weight_count(g),
            bench_now() - t0);
-    uint64_t bt = (uint64_t)s.batch * s.seq;
+    uint64_t bt = model_step_tokens(g);
     int32_t *in = malloc(bt * sizeof *in), *tgt = malloc(bt * sizeof *tgt);
-    fx_tokens(&s, 9, in, tgt);
+    fx_tokens(g, 9, in, tgt);
     double st[STEPS], ph[STEPS][3], cs[STEPS];
     float loss;
     int rc = 0;
     for (int i = -1; i < STEPS && !rc; i++) {
         if (i == 0) memset(op_s, 0, sizeof op_s), memset(op_n, 0, sizeof op_n);
         double t1 = bench_now(), c1 = bench_cpu();
-        if (gpt_step(g, in, tgt, &loss, &e)) {
+        if (model_step(g, in, tgt, &loss, &e)) {
             printf("  step: %s\n", e.msg);
             rc = 1;
             break;
@@ -359,7 +350,7 @@ static int step(Backend *bk, int demo)
                        op_s[o] / STEPS, 100 * op_s[o] / total);
     }
     free(in), free(tgt);
-    gpt_destroy(g);
+    model_destroy(g);
     comm->destroy(comm);
     return rc;
 }

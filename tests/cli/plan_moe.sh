@@ -70,4 +70,7 @@ bad "dualpipe with an odd pp" 64 "--dualpipe: needs an even --pp" plan $M --pp 1
 bad "comm SMs beyond the GPU" 64 "--ep-comm-sms" plan $M --dp 4 --ep 4 --ep-comm-sms 2000
 bad "moe tp without sp" 64 "need sequence parallelism" plan $M --tp 2 --dp 4 --ep 4 --no-sp
 
+# the executor runs dense GPT-2 and LLaMA decoders; a model with experts is planned, not run
+bad "run refuses a model with experts" 69 "planned (fp8plan plan) but not run" run --backend cpu --model deepseek-v3 --recipe te-fp8 --layers 2 --steps 1
+
 finish

@@ -8,14 +8,14 @@ expect_eq "bytes-per-param csv is the golden table" "$(cat "$TMP/out")" "$(cat "
 expect_line "bytes-per-param csv: fp8lm row by value (FP16 master 2, E4M3 grad 1, E4M3 m 1, FP16 v 2)" \
     'fp8lm,none,0,fp16,2,e4m3,1,e4m3,1,fp16,2,6,2,1'
 run bytes-per-param
-# the states column of each recipe's own row (a bare "6.000" would also match "16.000"); the table is
-# split to fit 100 columns, and its second part (recipe, weight, adam v B/param, states, +fp8 copies,
-# shards: 6 fields) carries the totals
-states() { awk -v r="$1" '$1 == r && NF == 6 { print $4 }' "$TMP/out"; }
+# the states column of each recipe's own row (a bare "6.000" would also match "16.000"); the text table
+# wraps into groups of columns at 100, so the column is found in the header of the group that has it
+states() { awk -v r="$1" -v k="${2:-0}" '$1 == "recipe" { c = 0; for (i = 1; i <= NF; i++) if ($i == "states") c = i }
+    c && $1 == r { print k ? $c " " $(c + 1) : $c }' "$TMP/out"; }
 expect_eq "bf16 is 16 B/param (4 + 4 + 4 + 4)" "$(states bf16)" "16.000"
 expect_eq "fp8lm is 6 B/param (2 + 1 + 1 + 2)" "$(states fp8lm)" "6.000"
 expect_eq "megatron-bf16 is 18 B/param (2 + 4 + 4 + 4 + 4)" "$(states megatron-bf16)" "18.000"
-expect_eq "te-fp8 keeps 18 B/param of states plus 2 B of FP8 copies" "$(awk '$1 == "te-fp8" && NF == 6 { print $4, $5 }' "$TMP/out")" "18.000 2.000"
+expect_eq "te-fp8 keeps 18 B/param of states plus 2 B of FP8 copies" "$(states te-fp8 1)" "18.000 2.000"
 run bytes-per-param --recipe megatron-bf16 --dist-opt --dp 8 --format csv
 expect_out "megatron-bf16 with the distributed optimizer is 6 + 12/8" "megatron-bf16,bf16,2,fp32,0.5,fp32,4,fp32,0.5,fp32,0.5,7.5,0,8"
 run bytes-per-param --recipe megatron-bf16 --dist-opt --dp 32 --format csv
@@ -54,7 +54,7 @@ expect_out "gpus lists h100-sxm" "h100-sxm,9.0,85520809984,3350,989,1979,67,132,
 run stacks --format csv
 expect_rc "stacks csv exits 0" 0
 expect_out "stacks lists megatron-core with its defaults" "megatron-core,te,yes,fused,bf16,yes,te,4,10,1,1,1,1,1,0.05,yes,"
-expect_out "stacks lists fp8plan as not calibrated" "fp8plan,materialized,no,unfused,recipe,yes,fp8plan,3,10,0,0,0,0,0,0,no,"
+expect_out "stacks lists fp8plan as not calibrated" "fp8plan,materialized,no,fused,recipe,yes,fp8plan,3,10,0,0,0,0,0,0,no,"
 run recipes --format json
 expect_rc "recipes json exits 0" 0
 expect_out "recipes json names fp8lm with 6 B/param" '"name": "fp8lm", "state_bytes_per_param": 6'

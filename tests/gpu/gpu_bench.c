@@ -184,22 +184,32 @@ static void run_kernel(Gc *g, void *ctx)
         break;
     }
     case K_LN: {
-        LnFwdDesc d = {.rows = k->rows,
-                       .cols = k->cols,
-                       .eps = 1e-5f,
-                       .act_dtype = DT_BF16,
-                       .weight_dtype = DT_BF16,
-                       .in = k->a,
-                       .weight = k->c,
-                       .bias = k->c,
-                       .out = k->b,
-                       .mean = (float *)k->d,
-                       .rstd = (float *)k->d + k->rows};
-        GC_OK(g, bk->layernorm_fwd(bk, &d, GE));
+        NormFwdDesc d = {.norm = NORM_LAYERNORM,
+                         .rows = k->rows,
+                         .cols = k->cols,
+                         .eps = 1e-5f,
+                         .act_dtype = DT_BF16,
+                         .weight_dtype = DT_BF16,
+                         .in = k->a,
+                         .weight = k->c,
+                         .bias = k->c,
+                         .out = k->b,
+                         .mean = (float *)k->d,
+                         .rstd = (float *)k->d + k->rows};
+        GC_OK(g, bk->norm_fwd(bk, &d, GE));
         break;
     }
-    case K_GELU_F: GC_OK(g, bk->gelu_fwd(bk, k->a, k->b, DT_BF16, k->n, GE)); break;
-    case K_GELU_B: GC_OK(g, bk->gelu_bwd(bk, k->a, k->b, k->c, DT_BF16, k->n, GE)); break;
+    case K_GELU_F: {
+        ActFwdDesc d = {.mlp = MLP_GELU, .rows = 1, .cols = k->n, .dtype = DT_BF16, .in = k->a, .out = k->b};
+        GC_OK(g, bk->act_fwd(bk, &d, GE));
+        break;
+    }
+    case K_GELU_B: {
+        ActBwdDesc d = {
+            .mlp = MLP_GELU, .rows = 1, .cols = k->n, .dtype = DT_BF16, .in = k->a, .dout = k->b, .din = k->c};
+        GC_OK(g, bk->act_bwd(bk, &d, GE));
+        break;
+    }
     case K_ADAMW: {
         AdamWDesc d = {.n = k->n,
                        .h = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 10, 1.0f},

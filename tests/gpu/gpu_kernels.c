@@ -22,6 +22,7 @@
  *  - FP8 output: one FP8 step where the FP32 sums straddle a rounding
  *    boundary — 2^-3 relative for normal E4M3 values, one subnormal step
  *    (2^-9) absolute below them; rare, so norm ≤ 2^-6 (tol_fp8_out). */
+#include "fp8/codec.h"
 #include "gpu_common.h"
 
 static const Tol TOL_GEMM_BF16 = {0x1p-7, 0x1p-7, 0x1p-8, "one BF16 ulp apart after one rounding on each side", 0.0};
@@ -50,7 +51,7 @@ static void *operand(Gc *g, Dtype dt, uint64_t n, float *scale_inv)
     if (!dtype_is_fp8(dt)) return gc_randn(g, dt, n, 1.0);
     float *x = gc_randn(g, DT_FP32, n, 1.0), amax = 0.0f;
     for (uint64_t i = 0; i < n; i++) amax = fmaxf(amax, fabsf(x[i]));
-    float s = 0.5f * backend_fp8_max(dt) / amax;
+    float s = 0.5f * fp8_max(dt) / amax;
     uint8_t *q = gc_halloc(n);
     for (uint64_t i = 0; i < n; i++) elem_store(q, dt, i, x[i] * s);
     *scale_inv = 1.0f / s;
@@ -166,7 +167,7 @@ static void cast_case(Gc *g, const char *name, Dtype in_dt, uint64_t R, uint64_t
 {
     uint64_t n = R * C, ib = dtype_bytes(in_dt);
     void *in = gc_randn(g, in_dt, n, 3.0);
-    float sc[3] = {0.5f * backend_fp8_max(fmt) / 9.0f, 0.0f, 0.0f}, dq = 0.125f; /* scale, scale_inv, amax */
+    float sc[3] = {0.5f * fp8_max(fmt) / 9.0f, 0.0f, 0.0f}, dq = 0.125f; /* scale, scale_inv, amax */
     uint8_t *rc = row ? gc_halloc(n) : NULL, *cc = col ? gc_halloc(n) : NULL;
     uint8_t *rg = row ? gc_halloc(n) : NULL, *cg = col ? gc_halloc(n) : NULL;
     float sc_c[3];

@@ -1,12 +1,14 @@
-/* tests/gpu/gpu_nn.c — the CUDA backend's layer kernels (layer norm, attention,
- * GELU, residual add, bias gradient, embeddings, cross-entropy) against the CPU
- * reference backend, on fresh random data.
+/* tests/gpu/gpu_nn.c — the CUDA backend's layer kernels (layer norm and
+ * RMSNorm, multi-head and grouped-query attention, the rotary embedding, GELU
+ * and SwiGLU, residual add, bias gradient, embeddings, cross-entropy) against
+ * the CPU reference backend, on fresh random data.
  *
  *   gpu_nn [CSV] [SEED]     exit 0 all pass, 1 a check failed, 69 no GPU
  *
  * Tolerances (gpu_common.h for the rule), each from where the two sides differ:
- *  - exact: residual add and embeddings (the GPU sums each row's gradients in
- *    the CPU's order);
+ *  - exact: residual add, embeddings (the GPU sums each row's gradients in
+ *    the CPU's order) and the rotary embedding (the same table, the same
+ *    per-element arithmetic);
  *  - BF16 outputs of FP32 arithmetic whose reductions run in another order
  *    (layer norm, softmax, attention, cross-entropy gradient): the FP32 values
  *    differ far below a BF16 ulp, each side rounds once: one BF16 ulp (2^-7
@@ -16,7 +18,12 @@
  *  - FP32 column sums over R rows (dweight, dbias, bias_grad): ~R·2^-24·rms
  *    statistically, allowed 2^-11·rms;
  *  - GELU: CUDA's tanhf is within 2 ulp, glibc's within 1; where 1 + tanh cancels
- *    (x ≪ 0) that is an absolute 3·2^-24·|x|/2, allowed 2^-19·rms;
+ *    (x ≪ 0) that is an absolute 3·2^-24·|x|/2, allowed 2^-19·rms; SwiGLU's
+ *    expf likewise (σ(x) = 1/(1 + e^-x) carries e^-x's 2 ulp), the same bound;
+ *  - grouped-query attention backward: as multi-head, and dK, dV of a KV head
+ *    are the sum of its query heads' (each rounded to BF16 first on the GPU,
+ *    summed in FP32 on the CPU): at most one more BF16 rounding per term, within
+ *    the same 2^-6·rms;
  *  - attention backward: the GPU rounds dS to BF16 before its GEMMs (2^-9 per
  *    element, random), a 2^-9·rms noise in dq/dk: allowed 2^-6·rms (>10σ). */
 #include "gpu_common.h"
@@ -30,9 +37,12 @@ static const Tol TOL_LOSS = {0x1p-13, 0.0, 0x1p-13, "FP32 sum of V exponentials 
 
 /* ---- layer norm ------------------------------------------------------------------------------- */
 
-static void check_layernorm(Gc *g)
+static void check_norm(Gc *g, NormType norm)
 {
     enum { R = 512, C = 768 };
+    const int ln = norm == NORM_LAYERNORM;
+    const char *nf = ln ? "layernorm_fwd" : "rmsnorm_fwd", *nb = ln ? "layernorm_bwd" : "rmsnorm_bwd";
+    char name[64];
     uint16_t *x = gc_randn(g, DT_BF16, R * C, 1.0), *w = gc_randn(g, DT_BF16, C, 1.0);
     uint16_t *b = gc_randn(g, DT_BF16, C, 0.5), *dy = gc_randn(g, DT_BF16, R * C, 1.0);
     uint16_t *din_c = gc_randn(g, DT_BF16, R * C, 1.0), *din_g = gc_halloc(R * C * 2);
@@ -40,18 +50,19 @@ static void check_layernorm(Gc *g)
     uint16_t y_c[R * C], y_g[R * C];
     float mean_c[R], rstd_c[R], mean_g[R], rstd_g[R];
     float *dw_c = gc_randn(g, DT_FP32, C, 1.0), *db_c = gc_randn(g, DT_FP32, C, 1.0), dw_g[C], db_g[C];
-    LnFwdDesc f = {.rows = R,
-                   .cols = C,
-                   .eps = 1e-5f,
-                   .act_dtype = DT_BF16,
-                   .weight_dtype = DT_BF16,
-                   .in = x,
-                   .weight = w,
-                   .bias = b,
-                   .out = y_c,
-                   .mean = mean_c,
-                   .rstd = rstd_c};
-    GC_OK(g, g->cpu->layernorm_fwd(g->cpu, &f, GE));
+    NormFwdDesc f = {.norm = norm,
+                     .rows = R,
+                     .cols = C,
+                     .eps = 1e-5f,
+                     .act_dtype = DT_BF16,
+                     .weight_dtype = DT_BF16,
+                     .in = x,
+                     .weight = w,
+                     .bias = ln ? b : NULL,
+                     .out = y_c,
+                     .mean = ln ? mean_c : NULL,
+                     .rstd = rstd_c};
+    GC_OK(g, g->cpu->norm_fwd(g->cpu, &f, GE));
     void *dx = gc_dup(g, x, sizeof y_c), *dwt = gc_dup(g, w, C * 2), *dbs = gc_dup(g, b, C * 2);
     void *dyv = gc_dalloc(g, sizeof y_c);
     float *dm = gc_dalloc(g, R * 4), *dr = gc_dalloc(g, R * 4);
@@ -60,50 +71,57 @@ static void check_layernorm(Gc *g)
     gc_poison(g, dr, R * 4);
     f.in = dx;
     f.weight = dwt;
-    f.bias = dbs;
+    f.bias = ln ? dbs : NULL;
     f.out = dyv;
-    f.mean = dm;
+    f.mean = ln ? dm : NULL;
     f.rstd = dr;
-    GC_OK(g, g->gpu->layernorm_fwd(g->gpu, &f, GE));
+    GC_OK(g, g->gpu->norm_fwd(g->gpu, &f, GE));
     gc_get(g, y_g, dyv, sizeof y_g);
     gc_get(g, mean_g, dm, sizeof mean_g);
     gc_get(g, rstd_g, dr, sizeof rstd_g);
-    gc_check(g, "layernorm_fwd out", "512x768", DT_BF16, y_g, y_c, R * C, TOL_BF16_OUT);
-    gc_check(g, "layernorm_fwd mean", "512x768", DT_FP32, mean_g, mean_c, R, TOL_STAT);
-    gc_check(g, "layernorm_fwd rstd", "512x768", DT_FP32, rstd_g, rstd_c, R, TOL_STAT);
+    snprintf(name, sizeof name, "%s out", nf);
+    gc_check(g, name, "512x768", DT_BF16, y_g, y_c, R * C, TOL_BF16_OUT);
+    snprintf(name, sizeof name, "%s mean", nf);
+    if (ln) gc_check(g, name, "512x768", DT_FP32, mean_g, mean_c, R, TOL_STAT);
+    snprintf(name, sizeof name, "%s rstd", nf);
+    gc_check(g, name, "512x768", DT_FP32, rstd_g, rstd_c, R, TOL_STAT);
     /* backward from the same statistics on both sides (the CPU's) */
-    gc_put(g, dm, mean_c, sizeof mean_c);
+    if (ln) gc_put(g, dm, mean_c, sizeof mean_c);
     gc_put(g, dr, rstd_c, sizeof rstd_c);
     void *ddy = gc_dup(g, dy, sizeof y_c), *ddin = gc_dup(g, din_c, sizeof y_c);
     float *ddw = gc_dup(g, dw_c, C * 4), *ddb = gc_dup(g, db_c, C * 4);
-    LnBwdDesc bd = {.rows = R,
-                    .cols = C,
-                    .act_dtype = DT_BF16,
-                    .weight_dtype = DT_BF16,
-                    .in = x,
-                    .weight = w,
-                    .mean = mean_c,
-                    .rstd = rstd_c,
-                    .dout = dy,
-                    .din = din_c,
-                    .dweight = dw_c,
-                    .dbias = db_c};
-    GC_OK(g, g->cpu->layernorm_bwd(g->cpu, &bd, GE));
+    NormBwdDesc bd = {.norm = norm,
+                      .rows = R,
+                      .cols = C,
+                      .act_dtype = DT_BF16,
+                      .weight_dtype = DT_BF16,
+                      .in = x,
+                      .weight = w,
+                      .mean = ln ? mean_c : NULL,
+                      .rstd = rstd_c,
+                      .dout = dy,
+                      .din = din_c,
+                      .dweight = dw_c,
+                      .dbias = ln ? db_c : NULL};
+    GC_OK(g, g->cpu->norm_bwd(g->cpu, &bd, GE));
     bd.in = dx;
     bd.weight = dwt;
-    bd.mean = dm;
+    bd.mean = ln ? dm : NULL;
     bd.rstd = dr;
     bd.dout = ddy;
     bd.din = ddin;
     bd.dweight = ddw;
-    bd.dbias = ddb;
-    GC_OK(g, g->gpu->layernorm_bwd(g->gpu, &bd, GE));
+    bd.dbias = ln ? ddb : NULL;
+    GC_OK(g, g->gpu->norm_bwd(g->gpu, &bd, GE));
     gc_get(g, din_g, ddin, sizeof y_c);
     gc_get(g, dw_g, ddw, sizeof dw_g);
     gc_get(g, db_g, ddb, sizeof db_g);
-    gc_check(g, "layernorm_bwd din (+=)", "512x768", DT_BF16, din_g, din_c, R * C, TOL_BF16_OUT);
-    gc_check(g, "layernorm_bwd dweight (+=)", "512x768", DT_FP32, dw_g, dw_c, C, TOL_COLSUM);
-    gc_check(g, "layernorm_bwd dbias (+=)", "512x768", DT_FP32, db_g, db_c, C, TOL_COLSUM);
+    snprintf(name, sizeof name, "%s din (+=)", nb);
+    gc_check(g, name, "512x768", DT_BF16, din_g, din_c, R * C, TOL_BF16_OUT);
+    snprintf(name, sizeof name, "%s dweight (+=)", nb);
+    gc_check(g, name, "512x768", DT_FP32, dw_g, dw_c, C, TOL_COLSUM);
+    snprintf(name, sizeof name, "%s dbias untouched", nb);
+    gc_check(g, ln ? "layernorm_bwd dbias (+=)" : name, "512x768", DT_FP32, db_g, db_c, C, ln ? TOL_COLSUM : TOL_EXACT);
     /* bias_grad: the same column sums without the norm */
     float *bg_c = gc_randn(g, DT_FP32, C, 1.0), bg_g[C];
     float *dbg = gc_dup(g, bg_c, C * 4);
@@ -118,20 +136,29 @@ static void check_layernorm(Gc *g)
 
 /* ---- attention ------------------------------------------------------------------------------------ */
 
-static void check_attention(Gc *g)
+static void check_attention(Gc *g, uint32_t KV)
 {
     enum { B = 2, T = 128, H = 4, D = 64, C = H * D };
-    const uint64_t nq = (uint64_t)B * T * 3 * C, np = (uint64_t)B * H * T * T, no = (uint64_t)B * T * C;
+    const uint64_t nq = (uint64_t)B * T * (H + 2 * KV) * D, np = (uint64_t)B * H * T * T, no = (uint64_t)B * T * C;
+    char cas[64], what[64];
     uint16_t *qkv = gc_randn(g, DT_BF16, nq, 1.0), *dout = gc_randn(g, DT_BF16, no, 1.0);
     uint16_t *p_c = gc_halloc(np * 2), *o_c = gc_halloc(no * 2), *dq_c = gc_halloc(nq * 2);
     uint16_t *p_g = gc_halloc(np * 2), *o_g = gc_halloc(no * 2), *dq_g = gc_halloc(nq * 2), *dq_g2 = gc_halloc(nq * 2);
     float *scratch = gc_halloc(np * 4);
-    AttnFwdDesc f = {
-        .batch = B, .seq = T, .heads = H, .head_dim = D, .dtype = DT_BF16, .qkv = qkv, .probs = p_c, .out = o_c};
+    AttnFwdDesc f = {.batch = B,
+                     .seq = T,
+                     .heads = H,
+                     .kv_heads = KV,
+                     .head_dim = D,
+                     .dtype = DT_BF16,
+                     .qkv = qkv,
+                     .probs = p_c,
+                     .out = o_c};
     GC_OK(g, g->cpu->attention_fwd(g->cpu, &f, GE));
     AttnBwdDesc bd = {.batch = B,
                       .seq = T,
                       .heads = H,
+                      .kv_heads = KV,
                       .head_dim = D,
                       .dtype = DT_BF16,
                       .qkv = qkv,
@@ -153,7 +180,7 @@ static void check_attention(Gc *g)
         GC_OK(g, g->gpu->attention_fwd(g->gpu, &f, GE));
         gc_get(g, p_g, dp, np * 2);
         gc_get(g, o_g, dov, no * 2);
-        const char *cas = with_scratch ? "B2 T128 H4 D64, desc scratch" : "B2 T128 H4 D64, private scores";
+        snprintf(cas, sizeof cas, "B2 T128 H4 KV%u D64, %s", KV, with_scratch ? "desc scratch" : "private scores");
         gc_check(g, "attention_fwd probs", cas, DT_BF16, p_g, p_c, np, TOL_BF16_OUT);
         gc_check(g, "attention_fwd out", cas, DT_BF16, o_g, o_c, no, TOL_BF16_OUT);
     }
@@ -170,8 +197,10 @@ static void check_attention(Gc *g)
         GC_OK(g, g->gpu->attention_bwd(g->gpu, &bd, GE));
         gc_get(g, run ? dq_g2 : dq_g, ddq, nq * 2);
     }
-    gc_check(g, "attention_bwd dqkv", "B2 T128 H4 D64", DT_BF16, dq_g, dq_c, nq, TOL_ATTN_BWD);
-    gc_check(g, "attention_bwd deterministic", "two runs", DT_BF16, dq_g2, dq_g, nq, TOL_EXACT);
+    snprintf(cas, sizeof cas, "B2 T128 H4 KV%u D64", KV);
+    snprintf(what, sizeof what, "attention_bwd deterministic, %u KV heads", KV);
+    gc_check(g, "attention_bwd dqkv", cas, DT_BF16, dq_g, dq_c, nq, TOL_ATTN_BWD);
+    gc_check(g, what, "two runs", DT_BF16, dq_g2, dq_g, nq, TOL_EXACT);
     void *ptrs[] = {dqkv, dp, dov, ddout, ddq, dscr};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) gc_dfree(g, ptrs[i]);
     free(qkv), free(dout), free(p_c), free(o_c), free(dq_c), free(p_g), free(o_g), free(dq_g), free(dq_g2);
@@ -192,12 +221,16 @@ static void check_elementwise(Gc *g)
     } ops[3] = {{"gelu_fwd", TOL_GELU}, {"gelu_bwd", TOL_GELU}, {"add", TOL_EXACT}};
     for (int op = 0; op < 3; op++) {
         gc_poison(g, dr, n * 2);
+        ActFwdDesc af = {.mlp = MLP_GELU, .rows = 1, .cols = n, .dtype = DT_BF16, .in = x, .out = c};
+        ActBwdDesc ab = {.mlp = MLP_GELU, .rows = 1, .cols = n, .dtype = DT_BF16, .in = x, .dout = y, .din = c};
         if (op == 0) {
-            GC_OK(g, g->cpu->gelu_fwd(g->cpu, x, c, DT_BF16, n, GE));
-            GC_OK(g, g->gpu->gelu_fwd(g->gpu, dx, dr, DT_BF16, n, GE));
+            GC_OK(g, g->cpu->act_fwd(g->cpu, &af, GE));
+            af.in = dx, af.out = dr;
+            GC_OK(g, g->gpu->act_fwd(g->gpu, &af, GE));
         } else if (op == 1) {
-            GC_OK(g, g->cpu->gelu_bwd(g->cpu, x, y, c, DT_BF16, n, GE));
-            GC_OK(g, g->gpu->gelu_bwd(g->gpu, dx, dy, dr, DT_BF16, n, GE));
+            GC_OK(g, g->cpu->act_bwd(g->cpu, &ab, GE));
+            ab.in = dx, ab.dout = dy, ab.din = dr;
+            GC_OK(g, g->gpu->act_bwd(g->gpu, &ab, GE));
         } else {
             GC_OK(g, g->cpu->add(g->cpu, x, y, c, DT_BF16, n, GE));
             GC_OK(g, g->gpu->add(g->gpu, dx, dy, dr, DT_BF16, n, GE));
@@ -207,6 +240,68 @@ static void check_elementwise(Gc *g)
     }
     gc_dfree(g, dx), gc_dfree(g, dy), gc_dfree(g, dr);
     free(x), free(y), free(c), free(r);
+}
+
+/* SwiGLU: in (R, 2F) = [gate | up] → out (R, F), and its input gradient. */
+static void check_swiglu(Gc *g)
+{
+    enum { R = 300, F = 1376 };
+    const uint64_t ni = (uint64_t)R * 2 * F, no = (uint64_t)R * F;
+    uint16_t *x = gc_randn(g, DT_BF16, ni, 2.5), *dy = gc_randn(g, DT_BF16, no, 1.0);
+    uint16_t *y_c = gc_halloc(no * 2), *y_g = gc_halloc(no * 2), *dx_c = gc_halloc(ni * 2), *dx_g = gc_halloc(ni * 2);
+    void *dx = gc_dup(g, x, ni * 2), *ddy = gc_dup(g, dy, no * 2), *dyo = gc_dalloc(g, no * 2),
+         *ddx = gc_dalloc(g, ni * 2);
+    ActFwdDesc af = {.mlp = MLP_SWIGLU, .rows = R, .cols = F, .dtype = DT_BF16, .in = x, .out = y_c};
+    ActBwdDesc ab = {.mlp = MLP_SWIGLU, .rows = R, .cols = F, .dtype = DT_BF16, .in = x, .dout = dy, .din = dx_c};
+    GC_OK(g, g->cpu->act_fwd(g->cpu, &af, GE));
+    GC_OK(g, g->cpu->act_bwd(g->cpu, &ab, GE));
+    gc_poison(g, dyo, no * 2);
+    gc_poison(g, ddx, ni * 2);
+    af.in = dx, af.out = dyo;
+    ab.in = dx, ab.dout = ddy, ab.din = ddx;
+    GC_OK(g, g->gpu->act_fwd(g->gpu, &af, GE));
+    GC_OK(g, g->gpu->act_bwd(g->gpu, &ab, GE));
+    gc_get(g, y_g, dyo, no * 2);
+    gc_get(g, dx_g, ddx, ni * 2);
+    gc_check(g, "swiglu_fwd", "300 x 1376", DT_BF16, y_g, y_c, no, TOL_GELU);
+    gc_check(g, "swiglu_bwd", "300 x 2752", DT_BF16, dx_g, dx_c, ni, TOL_GELU);
+    gc_dfree(g, dx), gc_dfree(g, ddy), gc_dfree(g, dyo), gc_dfree(g, ddx);
+    free(x), free(dy), free(y_c), free(y_g), free(dx_c), free(dx_g);
+}
+
+/* The rotary embedding of q and k (v untouched), forward and inverse, from the same table. */
+static void check_rope(Gc *g)
+{
+    enum { B = 2, T = 256, H = 8, KV = 2, D = 64, W = (H + 2 * KV) * D };
+    const uint64_t n = (uint64_t)B * T * W;
+    uint16_t *x = gc_randn(g, DT_BF16, n, 1.0), *c = gc_halloc(n * 2), *r = gc_halloc(n * 2);
+    float *cs = gc_halloc((size_t)T * D * 4);
+    for (int t = 0; t < T; t++) /* cos, sin of t·10000^(-2i/D), as the model's table (double, rounded once) */
+        for (int i = 0; i < D / 2; i++) {
+            double a = t * pow(10000.0, -2.0 * i / D);
+            cs[(t * D / 2 + i) * 2] = (float)cos(a), cs[(t * D / 2 + i) * 2 + 1] = (float)sin(a);
+        }
+    void *dx = gc_dup(g, x, n * 2), *dcs = gc_dup(g, cs, (size_t)T * D * 4);
+    for (int inv = 0; inv < 2; inv++) {
+        memcpy(c, x, n * 2);
+        RopeDesc d = {.batch = B,
+                      .seq = T,
+                      .heads = H,
+                      .kv_heads = KV,
+                      .head_dim = D,
+                      .dtype = DT_BF16,
+                      .qkv = c,
+                      .cos_sin = cs,
+                      .inverse = inv};
+        GC_OK(g, g->cpu->rope(g->cpu, &d, GE));
+        gc_put(g, dx, x, n * 2);
+        d.qkv = dx, d.cos_sin = dcs;
+        GC_OK(g, g->gpu->rope(g->gpu, &d, GE));
+        gc_get(g, r, dx, n * 2);
+        gc_check(g, inv ? "rope inverse" : "rope", "B2 T256 H8 KV2 D64", DT_BF16, r, c, n, TOL_EXACT);
+    }
+    gc_dfree(g, dx), gc_dfree(g, dcs);
+    free(x), free(c), free(r), free(cs);
 }
 
 /* ---- embeddings and cross-entropy --------------------------------------------------------------- */
@@ -276,9 +371,13 @@ int main(int argc, char **argv)
     gc_version_flag("gpu_nn", argc, argv);
     Gc g;
     gc_init_check(&g, "gpu_nn", argc, argv);
-    check_layernorm(&g);
-    check_attention(&g);
+    check_norm(&g, NORM_LAYERNORM);
+    check_norm(&g, NORM_RMSNORM);
+    check_attention(&g, 4);
+    check_attention(&g, 2);
+    check_rope(&g);
     check_elementwise(&g);
+    check_swiglu(&g);
     check_embed_xent(&g);
     return gc_finish(&g);
 }

@@ -171,19 +171,19 @@ static void check_comm(Gc *g, int as_old)
         void *dx = gc_dup(g, x, bytes), *dy = gc_dalloc(g, bytes);
         char cas[48];
         snprintf(cas, sizeof cas, "%s x %llu", dtype_name(dts[k]), (unsigned long long)n);
-        st = c->all_reduce(c, g->gpu, dx, n, dts[k], COMM_SUM, &e);
+        st = c->all_reduce(c, CO_DP_GRAD_AR, g->gpu, dx, n, dts[k], COMM_SUM, &e);
         if (gc_expect(g, "nccl all_reduce sum", cas, st == ST_OK, e.msg)) {
             gc_get(g, r, dx, bytes);
             gc_check(g, "nccl all_reduce data", cas, dts[k], r, x, n, TOL_EXACT);
         }
         gc_poison(g, dy, bytes);
-        st = c->all_gather(c, g->gpu, dx, dy, n, dts[k], &e);
+        st = c->all_gather(c, CO_DP_PARAM_AG, g->gpu, dx, dy, n, dts[k], &e);
         if (gc_expect(g, "nccl all_gather", cas, st == ST_OK, e.msg)) {
             gc_get(g, r, dy, bytes);
             gc_check(g, "nccl all_gather data", cas, dts[k], r, x, n, TOL_EXACT);
         }
         gc_poison(g, dy, bytes);
-        st = c->reduce_scatter(c, g->gpu, dx, dy, n, dts[k], COMM_MAX, &e);
+        st = c->reduce_scatter(c, CO_DP_GRAD_RS, g->gpu, dx, dy, n, dts[k], COMM_MAX, &e);
         if (gc_expect(g, "nccl reduce_scatter max", cas, st == ST_OK, e.msg)) {
             gc_get(g, r, dy, bytes);
             gc_check(g, "nccl reduce_scatter data", cas, dts[k], r, x, n, TOL_EXACT);
@@ -193,8 +193,12 @@ static void check_comm(Gc *g, int as_old)
     }
     uint64_t payload = 3 * n * (4 + 2 + (fp8_as_bf16 ? 2 : 1));
     gc_expect(g, "nccl stats", "9 calls, payload counted in the bytes that travel, 0 bus bytes at n = 1",
-              c->stats.calls == 9 && c->stats.payload_bytes == payload && c->stats.bus_bytes == 0.0,
+              c->total.calls == 9 && c->total.payload_bytes == payload && c->total.bus_bytes == 0.0,
               "call/payload/bus counts differ");
+    gc_expect(g, "nccl stats per plan row", "3 all-reduces counted as dp_grad_allreduce",
+              c->stats[CO_DP_GRAD_AR].calls == 3 && c->stats[CO_DP_PARAM_AG].calls == 3 &&
+                  c->stats[CO_DP_GRAD_RS].calls == 3 && c->stats[CO_AMAX_AR].calls == 0,
+              "per-collective counts differ");
     c->destroy(c);
 }
 

@@ -1,8 +1,8 @@
 /* tests/gpu/gpu_plan.c — what the plan expects of the GPU check's steps stage,
  * before anything runs: for each recipe, the step time and its parts that
  * `fp8plan run` will compare the measured step with (the same PlanInput:
- * exec_plan_input — one GPU, materialized attention, no dropout, no
- * fragmentation allowance). Needs no GPU.
+ * exec_plan_input with stacks.csv's fp8plan row — one GPU, materialized
+ * attention, no dropout, no fragmentation allowance). Needs no GPU.
  *
  *   gpu_plan [GPU] [LAYERS] [TOKENS] [MODEL]   defaults h200 8 4096 gpt-13b
  *
@@ -19,8 +19,8 @@
 static Catalog *load(void)
 {
     static Catalog c;
-    const char *files[3] = {"models/models.csv", "models/gpus.csv", "models/recipes.csv"};
-    for (int i = 0; i < 3; i++) {
+    const char *files[4] = {"models/models.csv", "models/gpus.csv", "models/recipes.csv", "models/stacks.csv"};
+    for (int i = 0; i < 4; i++) {
         char *buf = NULL;
         size_t len = 0;
         Err e;
@@ -28,7 +28,8 @@ static Catalog *load(void)
         if (!st)
             st = i == 0   ? catalog_parse_models(&c, buf, len, files[i], &e)
                  : i == 1 ? catalog_parse_gpus(&c, buf, len, files[i], &e)
-                          : catalog_parse_recipes(&c, buf, len, files[i], &e);
+                 : i == 2 ? catalog_parse_recipes(&c, buf, len, files[i], &e)
+                          : catalog_parse_stacks(&c, buf, len, files[i], &e);
         free(buf);
         if (st) {
             fprintf(stderr, "gpu_plan: %s\n", e.msg);
@@ -70,7 +71,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "gpu_plan: no recipe %s in models/recipes.csv\n", recipes[i]);
             return 66;
         }
-        exec_plan_input(&in, &m, gpu, r, (uint32_t)(tokens / m.seq_len));
+        exec_plan_input(&in, &m, gpu, r, (uint32_t)(tokens / m.seq_len), 1, catalog_stack(c, "fp8plan"));
         if (plan_build(&in, &p, &e)) {
             fprintf(stderr, "gpu_plan: %s: %s\n", recipes[i], e.msg);
             return status_exit_code(e.st);

@@ -1,14 +1,16 @@
 /* tests/gpu/gpu_train.c — whole training steps on the GPU, through the same
- * orchestration (exec/model/gpt_step.c) as the CPU.
+ * orchestration (exec/model/model_step.c) as the CPU.
  *
  *   gpu_train LOSS_CSV STEP_CSV [LAYERS] [TOKENS] [STEPS] [SEED]    exit 69 without a GPU
  *
  * LAYERS 0 skips part 2; FP8PLAN_GPU_TRAIN_SPEED_ONLY=1 skips part 1. A CSV
  * path "-" is standard output.
  *
- * 1. Agreement: a tiny GPT (L 2, C 64, H 4, F 256, T 32, B 4, V 256) trains 6
- *    steps on the CPU reference and on the GPU from the same weights and tokens,
- *    for megatron-bf16, te-fp8, te-fp8-current and fp8lm. Tolerance on each
+ * 1. Agreement: a tiny GPT (L 2, C 64, H 4, F 256, T 32, B 4, V 256) and a tiny
+ *    LLaMA (the same with 2 KV heads, SwiGLU F 172, RMSNorm, rotary positions,
+ *    untied, no biases) train 6 steps on the CPU reference and on the GPU from
+ *    the same weights and tokens, for megatron-bf16, te-fp8, te-fp8-current and
+ *    fp8lm. Tolerance on each
  *    step's loss, relative: step 1 (the forward of identical weights) 2^-8, the
  *    unit roundoff of the BF16 activations the loss is computed from; later
  *    steps 2^-6, as the two runs' rounding differences (reduction order, one
@@ -21,13 +23,13 @@
  *    step with per-operation timing, device time by category; device memory
  *    (cudaMemGetInfo) before the model, after it and after the steps, beside the
  *    arena's own bytes. The host initializes the weights on all its threads
- *    (exec/model/gpt_init.c) and copies them over; that time is reported too. The GPU
+ *    (exec/model/model_init.c) and copies them over; that time is reported too. The GPU
  *    check uses `fp8plan run` for this part and runs it only where `run` is
  *    missing. */
 #include <time.h>
 
 #include "exec/data.h"
-#include "exec/model/gpt.h"
+#include "exec/model/model.h"
 #include "gpu_common.h"
 #include "support/exec_fixtures.h"
 
@@ -40,43 +42,34 @@ static double now_s(void)
 
 static const char *RECIPES[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm"};
 
-static void agreement(Gc *g)
+static void agreement(Gc *g, ModelSpec s)
 {
-    GptShape s = {.layers = 2,
-                  .hidden = 64,
-                  .heads = 4,
-                  .ffn = 256,
-                  .seq = 32,
-                  .batch = 4,
-                  .vocab = 256,
-                  .vocab_padded = 256,
-                  .tied = 1,
-                  .biases = 1};
     enum { STEPS = 6, NT = 4 * 32 };
     for (size_t ri = 0; ri < sizeof RECIPES / sizeof RECIPES[0]; ri++) {
-        ExecRecipe r = fx_recipe(RECIPES[ri]);
-        GptHyper h = gpt_hyper_default();
+        Recipe r = fx_recipe(RECIPES[ri]);
+        ModelHyper h = model_hyper_default();
         float loss[2][STEPS];
         for (int side = 0; side < 2; side++) {
             Backend *bk = side ? g->gpu : g->cpu;
             Comm *comm = NULL;
-            Gpt *m = NULL;
+            Model *m = NULL;
             DataStream d;
             int32_t in[NT], tgt[NT];
             GC_OK(g, comm_single_create(&comm, GE));
-            GC_OK(g, gpt_create(&s, &r, &h, bk, comm, NULL, &m, GE));
+            GC_OK(g, fx_model(&s, &r, 4, 1, &h, bk, comm, &m, GE));
+            if (!m) return;
             GC_OK(g, data_synthetic(&d, s.vocab, 7, GE));
             for (int k = 0; k < STEPS; k++) {
-                data_next(&d, s.batch, s.seq, in, tgt);
-                GC_OK(g, gpt_step(m, in, tgt, &loss[side][k], GE));
+                data_next(&d, m->batch, m->seq, in, tgt);
+                GC_OK(g, model_step(m, in, tgt, &loss[side][k], GE));
             }
             data_free(&d);
-            gpt_destroy(m);
+            model_destroy(m);
             comm->destroy(comm);
         }
         for (int k = 0; k < STEPS; k++) {
-            char cas[64];
-            snprintf(cas, sizeof cas, "%s step %d (cpu %.6f)", RECIPES[ri], k + 1, loss[0][k]);
+            char cas[160];
+            snprintf(cas, sizeof cas, "%s %s step %d (cpu %.6f)", s.name, RECIPES[ri], k + 1, loss[0][k]);
             Tol t = {k == 0 ? U_BF16 : 0x1p-6, 0.0, 1.0, k == 0 ? "BF16 activations" : "rounding fed back by updates",
                      0.0};
             gc_check(g, "tiny model loss", cas, DT_FP32, &loss[1][k], &loss[0][k], 1, t);
@@ -92,16 +85,11 @@ static int cmp_d(const void *a, const void *b)
 
 static void speed(Gc *g, FILE *csv, uint32_t layers, uint64_t tokens, int steps)
 {
-    GptShape s = {.layers = layers,
-                  .hidden = 5120,
-                  .heads = 40,
-                  .ffn = 20480,
-                  .seq = 2048,
-                  .batch = (uint32_t)(tokens / 2048),
-                  .vocab = 50257,
-                  .vocab_padded = 50304,
-                  .tied = 1,
-                  .biases = 1};
+    ModelSpec s = fx_gpt(); /* GPT-13B layers; the vocabulary padded to a multiple of 64: 50,304 */
+    snprintf(s.name, sizeof s.name, "gpt-13b");
+    s.layers = layers, s.hidden = 5120, s.heads = s.kv_heads = 40, s.head_dim = 128, s.ffn_hidden = 20480;
+    s.seq_len = 2048, s.vocab = 50257;
+    const uint32_t batch = (uint32_t)(tokens / 2048);
     Backend *bk = g->gpu;
     fprintf(csv, "recipe,layers,tokens,params,init_s,step_ms_median,step_ms_min,step_ms_max,tokens_per_s,"
                  "model_tflops,fwd_ms,bwd_ms,opt_ms,comm_ms,gemm_ms,kernel_ms,optim_ms,collective_ms,arena_bytes,"
@@ -109,8 +97,8 @@ static void speed(Gc *g, FILE *csv, uint32_t layers, uint64_t tokens, int steps)
     printf("\n%-14s %6s %9s %10s %10s %8s\n", "recipe", "layers", "step_ms", "tokens/s", "TFLOP/s", "init_s");
     for (size_t ri = 0; ri < sizeof RECIPES / sizeof RECIPES[0]; ri++) {
         if (!strcmp(RECIPES[ri], "te-fp8-current")) continue; /* timed: the three the issue names */
-        ExecRecipe r = fx_recipe(RECIPES[ri]);
-        GptHyper h = gpt_hyper_default();
+        Recipe r = fx_recipe(RECIPES[ri]);
+        ModelHyper h = model_hyper_default();
         Comm *comm = NULL;
         Err e;
         const char *comm_name = "nccl";
@@ -122,9 +110,9 @@ static void speed(Gc *g, FILE *csv, uint32_t layers, uint64_t tokens, int steps)
         uint64_t fr, tot, used0, used1, used2;
         GC_OK(g, bk->mem_info(bk, &fr, &tot, GE));
         used0 = tot - fr;
-        Gpt *m = NULL;
+        Model *m = NULL;
         double t0 = now_s();
-        Status st = gpt_create(&s, &r, &h, bk, comm, NULL, &m, &e);
+        Status st = fx_model(&s, &r, batch, 1, &h, bk, comm, &m, &e);
         double init_s = now_s() - t0;
         if (st) {
             printf("  %s: %s\n", RECIPES[ri], e.msg);
@@ -142,9 +130,9 @@ static void speed(Gc *g, FILE *csv, uint32_t layers, uint64_t tokens, int steps)
         double *t = gc_halloc((size_t)steps * sizeof(double)), ph[4] = {0};
         float loss = 0.0f;
         for (int k = 0; k < 2 + steps; k++) {
-            data_next(&d, s.batch, s.seq, in, tgt);
+            data_next(&d, m->batch, m->seq, in, tgt);
             double a = now_s();
-            GC_OK(g, gpt_step(m, in, tgt, &loss, GE)); /* returns synchronized (phases end in sync) */
+            GC_OK(g, model_step(m, in, tgt, &loss, GE)); /* returns synchronized (phases end in sync) */
             if (k >= 2) {
                 t[k - 2] = now_s() - a;
                 for (int p = 0; p < 4; p++) ph[p] += m->phase_s[p] / steps;
@@ -152,8 +140,8 @@ static void speed(Gc *g, FILE *csv, uint32_t layers, uint64_t tokens, int steps)
         }
         double cat[BK_OPCAT_COUNT] = {0};
         GC_OK(g, bk->op_times(bk, 1, NULL, GE));
-        data_next(&d, s.batch, s.seq, in, tgt);
-        GC_OK(g, gpt_step(m, in, tgt, &loss, GE));
+        data_next(&d, m->batch, m->seq, in, tgt);
+        GC_OK(g, model_step(m, in, tgt, &loss, GE));
         GC_OK(g, bk->op_times(bk, 0, cat, GE));
         GC_OK(g, bk->mem_info(bk, &fr, &tot, GE));
         used2 = tot - fr;
@@ -161,7 +149,7 @@ static void speed(Gc *g, FILE *csv, uint32_t layers, uint64_t tokens, int steps)
         GC_OK(g, bk->device_info(bk, &info, GE));
         qsort(t, (size_t)steps, sizeof t[0], cmp_d);
         double med = steps % 2 ? t[steps / 2] : 0.5 * (t[steps / 2 - 1] + t[steps / 2]);
-        uint64_t n = gpt_param_count(m);
+        uint64_t n = model_weight_count(m);
         double fpt = 6.0 * (double)n + 6.0 * layers * 5120.0 * 2048.0, tf = fpt * (double)tokens / med * 1e-12;
         fprintf(csv,
                 "%s,%u,%llu,%llu,%.2f,%.3f,%.3f,%.3f,%.0f,%.1f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu,"
@@ -177,7 +165,7 @@ static void speed(Gc *g, FILE *csv, uint32_t layers, uint64_t tokens, int steps)
         gc_expect(g, "timed run", RECIPES[ri], isfinite(loss), "the loss is not finite");
         free(in), free(tgt), free(t);
         data_free(&d);
-        gpt_destroy(m);
+        model_destroy(m);
         comm->destroy(comm);
     }
 }
@@ -206,7 +194,14 @@ int main(int argc, char **argv)
     }
     gc_keep(&g, &so);
     const char *speed_only = getenv("FP8PLAN_GPU_TRAIN_SPEED_ONLY"); /* the agreement ran in an earlier stage */
-    if (!(speed_only && !strcmp(speed_only, "1"))) agreement(&g);
+    if (!(speed_only && !strcmp(speed_only, "1"))) {
+        ModelSpec gpt = fx_gpt(), llama = fx_llama();
+        gpt.hidden = llama.hidden = 64, gpt.head_dim = llama.head_dim = 16, gpt.ffn_hidden = 256;
+        gpt.seq_len = llama.seq_len = 32, gpt.vocab = llama.vocab = 256;
+        llama.ffn_hidden = 172; /* SwiGLU: 2/3 of 4C, rounded to a multiple of 4 */
+        agreement(&g, gpt);
+        agreement(&g, llama);
+    }
     if (layers && !g.selftest) speed(&g, so.f, layers, tokens, steps);
     return gc_finish(&g); /* commits both CSVs */
 }

@@ -1,11 +1,13 @@
-/* tests/support/exec_fixtures.h — tiny models, recipes and token batches shared
- * by the executor's tests (static inline: each test binary takes what it uses).
+/* tests/support/exec_fixtures.h — tiny models, recipes, plans and token batches
+ * shared by the executor's tests (static inline: each test binary takes what
+ * it uses).
  *
- * The recipes here mirror the catalog's rows (models/recipes.csv) for the four
- * recipes the executor runs — except te-fp8's amax history, 16 instead of 1024
- * so a spike can be seen leaving the window in a short test — plus an all-FP32
- * one for finite differences. test_exec_train and test_exec_plan use the
- * catalog's rows themselves. */
+ * The recipes here are the planner's Recipe, mirroring the catalog's rows
+ * (models/recipes.csv) for the four recipes the executor runs — except
+ * te-fp8's amax history, 16 instead of 1024 so a spike can be seen leaving the
+ * window in a short test — plus an all-FP32 one for finite differences.
+ * test_exec_train and test_exec_plan use the catalog's rows themselves. The
+ * models are the planner's ModelSpec: a GPT-2-style one and a LLaMA-style one. */
 #ifndef FP8PLAN_TESTS_EXEC_FIXTURES_H
 #define FP8PLAN_TESTS_EXEC_FIXTURES_H
 
@@ -13,73 +15,121 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/model/gpt.h"
+#include "exec/measure/plan_link.h"
+#include "exec/model/model.h"
 #include "exec/rng.h"
 
-static inline void fx_states(ExecStates *s, Dtype w, Dtype master, Dtype grad, Dtype m, Dtype v, unsigned scaled)
+static inline void fx_states(StateSet *s, Dtype w, Dtype master, Dtype grad, Dtype m, Dtype v, unsigned scaled)
 {
-    s->dt[ES_WEIGHT] = w;
-    s->dt[ES_MASTER] = master;
-    s->dt[ES_GRAD] = grad;
-    s->dt[ES_M] = m;
-    s->dt[ES_V] = v;
-    s->scaled = scaled;
+    s->dt[STATE_WEIGHT] = w;
+    s->dt[STATE_MASTER] = master;
+    s->dt[STATE_GRAD] = grad;
+    s->dt[STATE_M] = m;
+    s->dt[STATE_V] = v;
+    s->scaled_mask = scaled;
 }
 
 /* "fp32", "megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm". */
-static inline ExecRecipe fx_recipe(const char *name)
+static inline Recipe fx_recipe(const char *name)
 {
-    ExecRecipe r;
+    Recipe r;
     memset(&r, 0, sizeof r);
     snprintf(r.name, sizeof r.name, "%s", name);
+    snprintf(r.other_name, sizeof r.other_name, "%s", name);
+    r.min_sm = 80;
+    r.comm_dp_grad = r.other_comm_dp_grad = DT_FP32; /* Megatron's collectives: FP32 gradients, BF16 otherwise */
+    r.comm_param_gather = r.other_comm_param_gather = r.comm_tp_ag = r.comm_tp_rs = DT_BF16;
     Dtype A = !strcmp(name, "fp32") ? DT_FP32 : DT_BF16;
-    r.act = r.gemm_fwd = r.gemm_bwd = r.saved_input = A;
+    r.gemm_fwd = r.gemm_bwd = r.saved_input = A;
     fx_states(&r.gemm, A, DT_FP32, DT_FP32, DT_FP32, DT_FP32, 0);
     r.other = r.gemm;
     r.fp8_row = r.fp8_col = DT_NONE;
     r.act_gran = r.weight_gran = GRAN_TENSOR;
-    r.amax_algo = AMAX_ALGO_MAX;
+    r.scaling = SCALING_NONE;
+    r.amax_history = 0;
     if (!strcmp(name, "te-fp8") || !strcmp(name, "te-fp8-current") || !strcmp(name, "fp8lm")) {
         r.gemm_fwd = r.saved_input = r.fp8_row = r.fp8_col = DT_E4M3;
         r.gemm_bwd = DT_E5M2;
-        r.scaling = EXEC_SCALING_DELAYED;
+        r.scaling = SCALING_DELAYED;
         r.amax_history = 16;
+        r.amax_reduce = AMAX_ALL;
+        r.min_sm = 89;
         if (!strcmp(name, "te-fp8-current")) {
-            r.scaling = EXEC_SCALING_CURRENT;
+            r.scaling = SCALING_CURRENT;
             r.amax_history = 1;
         }
         if (!strcmp(name, "fp8lm")) { /* FP8-LM: FP16 master + FP8 grad + FP8 m + FP16 v, all scaled */
             fx_states(&r.gemm, DT_NONE, DT_FP16, DT_E4M3, DT_E4M3, DT_FP16,
-                      1u << ES_MASTER | 1u << ES_GRAD | 1u << ES_M | 1u << ES_V);
+                      1u << STATE_MASTER | 1u << STATE_GRAD | 1u << STATE_M | 1u << STATE_V);
             r.amax_history = 1;
         }
     }
     return r;
 }
 
-/* L=2, C=32, H=4, F=128, T=16, B=4, V=64 (tied, with biases). */
-static inline GptShape fx_shape(void)
+/* GPT-2 style: L=2, C=32, H=4, D=8, F=128, T=16, V=64 (layernorm, gelu, learned
+ * positions, tied, with biases). */
+static inline ModelSpec fx_gpt(void)
 {
-    GptShape s = {.layers = 2,
-                  .hidden = 32,
-                  .heads = 4,
-                  .ffn = 128,
-                  .seq = 16,
-                  .batch = 4,
-                  .vocab = 64,
-                  .vocab_padded = 64,
-                  .tied = 1,
-                  .biases = 1};
-    return s;
+    ModelSpec m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "fx-gpt");
+    m.layers = 2, m.hidden = 32, m.heads = m.kv_heads = 4, m.head_dim = 8, m.ffn_hidden = 128;
+    m.vocab = 64, m.seq_len = 16;
+    m.norm = NORM_LAYERNORM, m.mlp = MLP_GELU, m.pos = POS_LEARNED;
+    m.tied_embeddings = 1, m.linear_bias = 1;
+    return m;
 }
 
-/* Random tokens in [0, V) and their successors as targets. */
-static inline void fx_tokens(const GptShape *s, uint64_t seed, int32_t *in, int32_t *tgt)
+/* LLaMA style: L=2, C=32, H=4 with KV=2 (grouped-query), D=8, F=48 (SwiGLU:
+ * FC1 96 wide), T=16, V=64 (rmsnorm, swiglu, rope, untied, no biases). */
+static inline ModelSpec fx_llama(void)
+{
+    ModelSpec m = fx_gpt();
+    snprintf(m.name, sizeof m.name, "fx-llama");
+    m.kv_heads = 2, m.ffn_hidden = 48;
+    m.norm = NORM_RMSNORM, m.mlp = MLP_SWIGLU, m.pos = POS_ROPE;
+    m.tied_embeddings = 0, m.linear_bias = 0;
+    return m;
+}
+
+/* The executor's plan of a fixture (B = mbs sequences, `micro` micro-batches
+ * per step, the vocabulary padded to a multiple of 64) on the typed-in GPU. The model, recipe and
+ * GPU are copied into static storage the plan points at (one plan at a time
+ * per binary: the next call replaces them). */
+static inline Status fx_plan(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, Plan *p, Err *e)
+{
+    static ModelSpec sm;
+    static Recipe sr;
+    static GpuSpec sg;
+    sm = *m, sr = *r;
+    memset(&sg, 0, sizeof sg); /* an H100 SXM-like GPU, as support/fixtures.h's fx_gpu */
+    snprintf(sg.name, sizeof sg.name, "g");
+    sg.sm = 90, sg.sms = 132, sg.hbm_bytes = 80ull << 30, sg.hbm_bw = 3.35e12, sg.flops_bf16 = 989e12;
+    sg.flops_fp8 = 1979e12, sg.flops_fp32 = 67e12, sg.intra_bw = 450e9, sg.inter_bw = 50e9, sg.gpus_per_node = 8;
+    PlanInput in;
+    exec_plan_input(&in, &sm, &sg, &sr, mbs, micro, NULL); /* no stack: the planner's defaults */
+    in.vocab_pad = 64;
+    return plan_build(&in, p, e);
+}
+
+/* A model of a fixture on bk: fx_plan, then model_create (h NULL: defaults). */
+static inline Status fx_model(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, const ModelHyper *h,
+                              Backend *bk, Comm *comm, Model **out, Err *e)
+{
+    static Plan p;
+    Status st = fx_plan(m, r, mbs, micro, &p, e);
+    return st ? st : model_create(&p, h, bk, comm, out, e);
+}
+
+/* Random tokens in [0, V) and their successors as targets, for every
+ * micro-batch of a step (model_step_tokens(m) each). */
+static inline void fx_tokens(const Model *m, uint64_t seed, int32_t *in, int32_t *tgt)
 {
     Rng r = {.s = seed};
-    uint64_t n = (uint64_t)s->batch * s->seq;
-    for (uint64_t i = 0; i < n; i++) in[i] = (int32_t)rng_below(&r, s->vocab);
-    for (uint64_t i = 0; i < n; i++) tgt[i] = (i + 1) % s->seq ? in[i + 1] : (int32_t)rng_below(&r, s->vocab);
+    uint64_t n = model_step_tokens(m), T = m->seq, V = m->spec.vocab;
+    for (uint64_t i = 0; i < n; i++) in[i] = (int32_t)rng_below(&r, V);
+    for (uint64_t i = 0; i < n; i++) tgt[i] = (i + 1) % T ? in[i + 1] : (int32_t)rng_below(&r, V);
 }
 
 #endif

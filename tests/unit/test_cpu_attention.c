@@ -111,8 +111,15 @@ static void check_dtype(Dtype dt)
     float *scratch = calloc(np, sizeof(float));
     ref_p = calloc(np, sizeof(double)), ref_pe = calloc(np, sizeof(double));
     double *ro = calloc(no, sizeof(double)), *roe = calloc(no, sizeof(double));
-    AttnFwdDesc f = {
-        .batch = B, .seq = T, .heads = H, .head_dim = D, .dtype = dt, .qkv = qkv, .probs = probs, .out = out};
+    AttnFwdDesc f = {.batch = B,
+                     .seq = T,
+                     .heads = H,
+                     .kv_heads = H,
+                     .head_dim = D,
+                     .dtype = dt,
+                     .qkv = qkv,
+                     .probs = probs,
+                     .out = out};
     CHECK(!bk->attention_fwd(bk, &f, &e));
     ref_forward(qkv, dt, ro, roe);
     double worst = 0.0;
@@ -126,6 +133,7 @@ static void check_dtype(Dtype dt)
     AttnBwdDesc bd = {.batch = B,
                       .seq = T,
                       .heads = H,
+                      .kv_heads = H,
                       .head_dim = D,
                       .dtype = dt,
                       .qkv = qkv,
@@ -193,8 +201,15 @@ static void test_causal(void)
     CHECK(!backend_cpu_create(&bk, &e));
     uint64_t nq = (uint64_t)B * T * C3, no = (uint64_t)B * T * C, np = (uint64_t)B * H * T * T;
     float *qkv = fill(DT_FP32, nq, 3), *o1 = calloc(no, 4), *o2 = calloc(no, 4), *p = calloc(np, 4);
-    AttnFwdDesc f = {
-        .batch = B, .seq = T, .heads = H, .head_dim = D, .dtype = DT_FP32, .qkv = qkv, .probs = p, .out = o1};
+    AttnFwdDesc f = {.batch = B,
+                     .seq = T,
+                     .heads = H,
+                     .kv_heads = H,
+                     .head_dim = D,
+                     .dtype = DT_FP32,
+                     .qkv = qkv,
+                     .probs = p,
+                     .out = o1};
     CHECK(!bk->attention_fwd(bk, &f, &e));
     int above = 0;
     for (uint64_t r = 0; r < (uint64_t)B * H * T; r++)
@@ -212,10 +227,79 @@ static void test_causal(void)
     bk->destroy(bk);
 }
 
+/* Grouped-query attention across the 64-row blocks: H = 4 query heads on KV = 2 key/value heads
+ * against the same attention with each KV head copied to the two query heads that read it (the
+ * multi-head path the tests above hold to double precision). Every score, probability, output and dQ
+ * is computed from the same values by the same sgemm calls, so those are equal bit for bit. A KV
+ * head's dK and dV sum the two heads' contributions: both results are FP32 sums, in two orders, of the
+ * same n = 2·(T − s) products for key s (each rounded once), so each is within n·u·M of the exact sum,
+ * M = Σ|product| (first order, u = 2⁻²⁴), and the two differ by at most 2(n + 1)·u·M. The products of
+ * dK are the stored d(scores)·scale (the scratch, equal in both runs) times q. */
+static void test_gqa_blocks(void)
+{
+    enum { GH = 4, GKV = 2, GW = (GH + 2 * GKV) * D, GC = GH * D, MW = 3 * GC };
+    Backend *bk = NULL;
+    Err e;
+    CHECK(!backend_cpu_create(&bk, &e));
+    if (!bk) return;
+    uint64_t nt = (uint64_t)B * T, np = (uint64_t)B * GH * T * T;
+    float *g = fill(DT_FP32, nt * GW, 5), *m = calloc(nt * MW, 4), *dout = fill(DT_FP32, nt * GC, 6);
+    for (uint64_t r = 0; r < nt; r++)
+        for (uint64_t h = 0; h < GH; h++)
+            for (uint64_t i = 0; i < D; i++) {
+                m[r * MW + h * D + i] = g[r * GW + h * D + i];
+                m[r * MW + GC + h * D + i] = g[r * GW + GC + h / 2 * D + i];
+                m[r * MW + 2 * GC + h * D + i] = g[r * GW + GC + GKV * D + h / 2 * D + i];
+            }
+    float *pg = calloc(np, 4), *pm = calloc(np, 4), *og = calloc(nt * GC, 4), *om = calloc(nt * GC, 4);
+    float *dg = calloc(nt * GW, 4), *dm = calloc(nt * MW, 4), *sg = calloc(np, 4), *sm = calloc(np, 4);
+    AttnFwdDesc f = {.batch = B, .seq = T, .heads = GH, .kv_heads = GKV, .head_dim = D, .dtype = DT_FP32};
+    f.qkv = g, f.probs = pg, f.out = og;
+    CHECK(!bk->attention_fwd(bk, &f, &e));
+    f.kv_heads = GH, f.qkv = m, f.probs = pm, f.out = om;
+    CHECK(!bk->attention_fwd(bk, &f, &e));
+    CHECK(!memcmp(pg, pm, np * 4) && !memcmp(og, om, nt * GC * 4));
+    AttnBwdDesc bd = {.batch = B, .seq = T, .heads = GH, .kv_heads = GKV, .head_dim = D, .dtype = DT_FP32};
+    bd.qkv = g, bd.probs = pg, bd.dout = dout, bd.dqkv = dg, bd.scratch = sg;
+    CHECK(!bk->attention_bwd(bk, &bd, &e));
+    bd.kv_heads = GH, bd.qkv = m, bd.probs = pm, bd.dqkv = dm, bd.scratch = sm;
+    CHECK(!bk->attention_bwd(bk, &bd, &e));
+    CHECK(!memcmp(sg, sm, np * 4));
+    int dq_bad = 0, kv_bad = 0;
+    for (uint64_t b = 0; b < B; b++)
+        for (uint64_t s0 = 0; s0 < T; s0++)
+            for (uint64_t h = 0; h < GH; h++)
+                for (uint64_t i = 0; i < D; i++)
+                    dq_bad += dg[(b * T + s0) * GW + h * D + i] != dm[(b * T + s0) * MW + h * D + i];
+    for (uint64_t b = 0; b < B; b++)
+        for (uint64_t s0 = 0; s0 < T; s0++)
+            for (uint64_t kv = 0; kv < GKV; kv++)
+                for (uint64_t i = 0; i < D; i++) {
+                    double mk = 0.0, mv = 0.0, n = 2.0 * (double)(T - s0);
+                    for (uint64_t h = 2 * kv; h < 2 * kv + 2; h++)
+                        for (uint64_t t = s0; t < T; t++) {
+                            uint64_t pi = ((b * GH + h) * T + t) * T + s0, r = (b * T + t) * MW;
+                            mv += fabs((double)pm[pi] * dout[(b * T + t) * GC + h * D + i]);
+                            mk += fabs((double)sm[pi] * m[r + h * D + i]);
+                        }
+                    uint64_t rg = (b * T + s0) * GW, rm = (b * T + s0) * MW, h0 = 2 * kv * D, h1 = h0 + D;
+                    double kg = dg[rg + GC + kv * D + i], vg = dg[rg + GC + GKV * D + kv * D + i];
+                    double km = (double)dm[rm + GC + h0 + i] + dm[rm + GC + h1 + i];
+                    double vm = (double)dm[rm + 2 * GC + h0 + i] + dm[rm + 2 * GC + h1 + i];
+                    kv_bad += !(fabs(kg - km) <= 2.0 * (n + 1.0) * U * mk + 1e-30);
+                    kv_bad += !(fabs(vg - vm) <= 2.0 * (n + 1.0) * U * mv + 1e-30);
+                }
+    CHECK_EQ_INT(dq_bad, 0);
+    CHECK_EQ_INT(kv_bad, 0);
+    free(g), free(m), free(dout), free(pg), free(pm), free(og), free(om), free(dg), free(dm), free(sg), free(sm);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_fp32);
     RUN(test_bf16);
     RUN(test_causal);
+    RUN(test_gqa_blocks);
     return test_summary();
 }

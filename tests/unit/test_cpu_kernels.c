@@ -1,6 +1,6 @@
-/* tests/unit/test_cpu_kernels.c — the thread pool (exec/par.h) and the CPU
- * backend's parallel, vectorizable kernels against their one-element-at-a-
- * time forms.
+/* tests/unit/test_cpu_kernels.c — the CPU backend's parallel, vectorizable
+ * kernels against their one-element-at-a-time forms (the pool itself:
+ * test_par_pool.c).
  *
  * The kernels were restructured (fixed row/column pieces on the pool, rows
  * decoded to FP32 runs) without changing any element's arithmetic, so each
@@ -9,7 +9,6 @@
  * CPU_CHUNK elements, several 16-row and 64-column pieces, ragged ends). The
  * exceptions are attention (test_cpu_attention) and the GEMM (test_cpu_gemm). */
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,84 +22,6 @@
 #include "fp8/codec.h"
 #include "fp8/half.h"
 #include "test.h"
-
-/* ---- the pool ---------------------------------------------------------------------- */
-
-typedef struct {
-    atomic_int *seen;
-    atomic_int bad_worker, nested;
-} PoolCheck;
-
-static void count_task(void *ctx, uint64_t task, int worker)
-{
-    PoolCheck *c = ctx;
-    atomic_fetch_add(&c->seen[task], 1);
-    if (worker < 0 || worker >= par_threads()) atomic_fetch_add(&c->bad_worker, 1);
-}
-
-static void nested_task(void *ctx, uint64_t task, int worker)
-{
-    (void)worker;
-    PoolCheck *c = ctx;
-    atomic_int inner[5] = {0};
-    PoolCheck ic = {.seen = inner};
-    par_tasks(5, count_task, &ic); /* inline: the pool is busy with this job */
-    int ok = 1;
-    for (int i = 0; i < 5; i++) ok &= inner[i] == 1;
-    if (ok) atomic_fetch_add(&c->nested, 1);
-    atomic_fetch_add(&c->seen[task], 1);
-}
-
-static void test_pool_runs_each_task_once(void)
-{
-    static const uint64_t ns[] = {0, 1, 2, 3, 17, 1000, 10007};
-    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
-        for (int rep = 0; rep < 20; rep++) { /* many jobs back to back: workers join late or not at all */
-            atomic_int *seen = calloc(ns[k] + 1, sizeof *seen);
-            PoolCheck c = {.seen = seen};
-            par_tasks(ns[k], count_task, &c);
-            int wrong = 0;
-            for (uint64_t i = 0; i < ns[k]; i++) wrong += seen[i] != 1;
-            CHECKF(!wrong && !seen[ns[k]], "n=%llu: %d tasks not run exactly once", (unsigned long long)ns[k], wrong);
-            CHECK(c.bad_worker == 0);
-            free(seen);
-        }
-    atomic_int seen[40] = {0};
-    PoolCheck c = {.seen = seen};
-    par_tasks(40, nested_task, &c);
-    CHECK_EQ_INT(c.nested, 40);
-}
-
-typedef struct {
-    atomic_int *seen;
-    uint64_t chunk;
-    atomic_int misaligned;
-} ChunkCheck;
-
-static void chunk_fn(void *ctx, uint64_t b, uint64_t e, int worker)
-{
-    (void)worker;
-    ChunkCheck *c = ctx;
-    if (b % c->chunk || (e - b > c->chunk)) atomic_fetch_add(&c->misaligned, 1);
-    for (uint64_t i = b; i < e; i++) atomic_fetch_add(&c->seen[i], 1);
-}
-
-static void test_chunks_are_cut_by_size(void)
-{
-    static const uint64_t ns[] = {0, 1, 100, 101, 1000, 99999};
-    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
-        atomic_int *seen = calloc(ns[k] + 1, sizeof *seen);
-        ChunkCheck c = {.seen = seen, .chunk = 100};
-        par_chunks(ns[k], 100, chunk_fn, &c);
-        int wrong = 0;
-        for (uint64_t i = 0; i < ns[k]; i++) wrong += seen[i] != 1;
-        CHECK_EQ_INT(wrong, 0);
-        CHECK_EQ_INT(c.misaligned, 0);
-        free(seen);
-    }
-}
-
-/* ---- runs of elements -------------------------------------------------------------- */
 
 static const float specials[] = {0.0f,      -0.0f,  1.0f,        -1.5f,    1e-40f,   -3e-39f, 65504.0f,
                                  65520.0f,  448.0f, 464.0f,      57344.0f, 61440.0f, 3.4e38f, INFINITY,
@@ -178,9 +99,9 @@ static void test_layernorm(void)
     float mean[R], rstd[R], mean0[R], rstd0[R], dw[CC], db[CC], dw0[CC], db0[CC];
     memcpy(dx0, dx, R * CC * 2);
     for (int i = 0; i < CC; i++) dw[i] = dw0[i] = 0.25f * (float)i, db[i] = db0[i] = -0.5f * (float)i;
-    LnFwdDesc f = {R, CC, 1e-5f, dt, dt, x, w, bias, y, mean, rstd};
+    NormFwdDesc f = {NORM_LAYERNORM, R, CC, 1e-5f, dt, dt, x, w, bias, y, mean, rstd};
     Err e;
-    CHECK(!bk->layernorm_fwd(bk, &f, &e));
+    CHECK(!bk->norm_fwd(bk, &f, &e));
     for (uint64_t r = 0; r < R; r++) { /* the old loop */
         float sum = 0.0f;
         for (uint64_t i = 0; i < CC; i++) sum += elem_load(x, dt, r * CC + i);
@@ -197,8 +118,8 @@ static void test_layernorm(void)
         mean0[r] = mu, rstd0[r] = rs;
     }
     CHECK(same(y, y0, R * CC * 2) && same(mean, mean0, sizeof mean) && same(rstd, rstd0, sizeof rstd));
-    LnBwdDesc bd = {R, CC, dt, dt, x, w, mean, rstd, dy, dx, dw, db};
-    CHECK(!bk->layernorm_bwd(bk, &bd, &e));
+    NormBwdDesc bd = {NORM_LAYERNORM, R, CC, dt, dt, x, w, mean, rstd, dy, dx, dw, db};
+    CHECK(!bk->norm_bwd(bk, &bd, &e));
     for (uint64_t r = 0; r < R; r++) {
         float mu = mean[r], rs = rstd[r], dm = 0.0f, dnm = 0.0f;
         for (uint64_t i = 0; i < CC; i++) {
@@ -220,16 +141,112 @@ static void test_layernorm(void)
     free(x), free(w), free(bias), free(y), free(y0), free(dy), free(dx), free(dx0);
 }
 
+/* RMSNorm: the one-element loops of the reference it replaced (x̂ = x·rstd, no mean, no bias). */
+static void test_rmsnorm(void)
+{
+    Dtype dt = DT_BF16;
+    void *x = rand_buf(dt, R * CC, 21, 2.0), *w = rand_buf(dt, CC, 22, 1.0);
+    void *y = malloc(R * CC * 2), *y0 = malloc(R * CC * 2), *dy = rand_buf(dt, R * CC, 23, 1.0);
+    void *dx = rand_buf(dt, R * CC, 24, 1.0), *dx0 = malloc(R * CC * 2);
+    float rstd[R], rstd0[R], dw[CC], dw0[CC];
+    memcpy(dx0, dx, R * CC * 2);
+    for (int i = 0; i < CC; i++) dw[i] = dw0[i] = 0.25f * (float)i;
+    NormFwdDesc f = {NORM_RMSNORM, R, CC, 1e-5f, dt, dt, x, w, NULL, y, NULL, rstd};
+    Err e;
+    CHECK(!bk->norm_fwd(bk, &f, &e));
+    for (uint64_t r = 0; r < R; r++) {
+        float ss = 0.0f;
+        for (uint64_t i = 0; i < CC; i++) {
+            float v = elem_load(x, dt, r * CC + i);
+            ss += v * v;
+        }
+        float rs = 1.0f / sqrtf(ss / (float)CC + 1e-5f);
+        for (uint64_t i = 0; i < CC; i++) {
+            float xh = km_ln_norm(elem_load(x, dt, r * CC + i), 0.0f, rs);
+            elem_store(y0, dt, r * CC + i, km_rms_out(xh, elem_load(w, dt, i)));
+        }
+        rstd0[r] = rs;
+    }
+    CHECK(same(y, y0, R * CC * 2) && same(rstd, rstd0, sizeof rstd));
+    NormBwdDesc bd = {NORM_RMSNORM, R, CC, dt, dt, x, w, NULL, rstd, dy, dx, dw, NULL};
+    CHECK(!bk->norm_bwd(bk, &bd, &e));
+    for (uint64_t r = 0; r < R; r++) {
+        float rs = rstd[r], dnm = 0.0f;
+        for (uint64_t i = 0; i < CC; i++) {
+            float n = (elem_load(x, dt, r * CC + i) - 0.0f) * rs,
+                  dn = elem_load(w, dt, i) * elem_load(dy, dt, r * CC + i);
+            dnm += dn * n;
+        }
+        dnm /= (float)CC;
+        for (uint64_t i = 0; i < CC; i++) {
+            float n = (elem_load(x, dt, r * CC + i) - 0.0f) * rs, g = elem_load(dy, dt, r * CC + i);
+            dw0[i] += n * g;
+            float v = km_rms_dx(elem_load(w, dt, i) * g, n, dnm, rs);
+            elem_store(dx0, dt, r * CC + i, elem_load(dx0, dt, r * CC + i) + v);
+        }
+    }
+    CHECK(same(dx, dx0, R * CC * 2));
+    CHECK(same(dw, dw0, sizeof dw));
+    free(x), free(w), free(y), free(y0), free(dy), free(dx), free(dx0);
+}
+
+/* SwiGLU on rows of [gate | up], and the rotary embedding, element by element. */
+static void test_swiglu_and_rope(void)
+{
+    Dtype dt = DT_BF16;
+    enum { F = CC / 2 };
+    void *in = rand_buf(dt, R * 2 * F, 25, 3.0), *dy = rand_buf(dt, R * F, 26, 1.0);
+    void *o = malloc(R * F * 2), *o0 = malloc(R * F * 2), *dx = malloc(R * 2 * F * 2), *dx0 = malloc(R * 2 * F * 2);
+    Err e;
+    ActFwdDesc af = {MLP_SWIGLU, R, F, dt, in, o};
+    CHECK(!bk->act_fwd(bk, &af, &e));
+    ActBwdDesc ab = {MLP_SWIGLU, R, F, dt, in, dy, dx};
+    CHECK(!bk->act_bwd(bk, &ab, &e));
+    for (uint64_t r = 0; r < R; r++)
+        for (uint64_t j = 0; j < F; j++) {
+            float g = elem_load(in, dt, r * 2 * F + j), u = elem_load(in, dt, r * 2 * F + F + j), dg, du;
+            elem_store(o0, dt, r * F + j, km_swiglu(g, u));
+            km_swiglu_bwd(g, u, elem_load(dy, dt, r * F + j), &dg, &du);
+            elem_store(dx0, dt, r * 2 * F + j, dg);
+            elem_store(dx0, dt, r * 2 * F + F + j, du);
+        }
+    CHECK(same(o, o0, R * F * 2));
+    CHECK(same(dx, dx0, R * 2 * F * 2));
+
+    enum { BB = 3, T = 37, H = 4, KV = 2, D = 8, W = (H + 2 * KV) * D };
+    void *q = rand_buf(dt, BB * T * W, 27, 1.0), *q0 = malloc(BB * T * W * 2);
+    float *cs = malloc(sizeof(float) * T * D);
+    for (int i = 0; i < T * D / 2; i++) cs[2 * i] = cosf(0.1f * (float)i), cs[2 * i + 1] = sinf(0.1f * (float)i);
+    memcpy(q0, q, BB * T * W * 2);
+    for (int inv = 0; inv < 2; inv++) {
+        RopeDesc rd = {BB, T, H, KV, D, dt, q, cs, inv};
+        CHECK(!bk->rope(bk, &rd, &e));
+        for (uint64_t r = 0; r < BB * T; r++)
+            for (uint64_t h = 0; h < H + KV; h++) /* q and k heads; v untouched */
+                for (uint64_t i = 0; i < D / 2; i++) {
+                    uint64_t at = r * W + h * D + i;
+                    float c = cs[(r % T) * D + 2 * i], sn = cs[(r % T) * D + 2 * i + 1], o1, o2;
+                    km_rope_pair(elem_load(q0, dt, at), elem_load(q0, dt, at + D / 2), c, inv ? -sn : sn, &o1, &o2);
+                    elem_store(q0, dt, at, o1);
+                    elem_store(q0, dt, at + D / 2, o2);
+                }
+        CHECK(same(q, q0, BB * T * W * 2));
+    }
+    free(in), free(dy), free(o), free(o0), free(dx), free(dx0), free(q), free(q0), free(cs);
+}
+
 static void test_elementwise(void)
 {
     Dtype dt = DT_BF16;
     void *a = rand_buf(dt, NE, 6, 3.0), *b = rand_buf(dt, NE, 7, 1.0), *o = malloc(NE * 2), *o0 = malloc(NE * 2);
     Err e;
-    CHECK(!bk->gelu_fwd(bk, a, o, dt, NE, &e));
+    ActFwdDesc af = {MLP_GELU, 1, NE, dt, a, o};
+    CHECK(!bk->act_fwd(bk, &af, &e));
     for (uint64_t i = 0; i < NE; i++) elem_store(o0, dt, i, km_gelu(elem_load(a, dt, i)));
     CHECK(same(o, o0, NE * 2));
     memcpy(o, b, NE * 2); /* in place: din is dout */
-    CHECK(!bk->gelu_bwd(bk, a, o, o, dt, NE, &e));
+    ActBwdDesc ab = {MLP_GELU, 1, NE, dt, a, o, o};
+    CHECK(!bk->act_bwd(bk, &ab, &e));
     for (uint64_t i = 0; i < NE; i++) elem_store(o0, dt, i, km_gelu_grad(elem_load(a, dt, i)) * elem_load(b, dt, i));
     CHECK(same(o, o0, NE * 2));
     CHECK(!bk->add(bk, a, b, o, dt, NE, &e));
@@ -282,6 +299,16 @@ static void test_column_sums_and_embeddings(void)
             dwpe0[i % T * CC + c] += v;
         }
     CHECK(same(dwte, dwte0, V * CC * 4) && same(dwpe, dwpe0, T * CC * 4));
+    /* without learned positions (rotary models): the token rows alone, and no position gradient */
+    CHECK(!bk->embed_fwd(bk, tok, BB, T, V, CC, wte, NULL, dt, out, dt, &e));
+    for (uint64_t i = 0; i < BB * T; i++)
+        for (uint64_t c = 0; c < CC; c++)
+            elem_store(out0, dt, i * CC + c, elem_load(wte, dt, (uint64_t)tok[i] * CC + c));
+    CHECK(same(out, out0, BB * T * CC * 2));
+    CHECK(!bk->embed_bwd(bk, tok, BB, T, V, CC, g, dt, dwte, NULL, &e));
+    for (uint64_t i = 0; i < BB * T; i++)
+        for (uint64_t c = 0; c < CC; c++) dwte0[(uint64_t)tok[i] * CC + c] += elem_load(g, dt, i * CC + c);
+    CHECK(same(dwte, dwte0, V * CC * 4));
     free(g), free(wte), free(wpe), free(out), free(out0), free(dwte), free(dwpe), free(dwte0), free(dwpe0);
 }
 
@@ -390,10 +417,10 @@ int main(void)
 {
     Err e;
     if (backend_cpu_create(&bk, &e)) return 1;
-    RUN(test_pool_runs_each_task_once);
-    RUN(test_chunks_are_cut_by_size);
     RUN(test_runs_match_elements);
     RUN(test_layernorm);
+    RUN(test_rmsnorm);
+    RUN(test_swiglu_and_rope);
     RUN(test_elementwise);
     RUN(test_column_sums_and_embeddings);
     RUN(test_cross_entropy);

@@ -65,11 +65,11 @@ static void test_gpu_backend_is_complete(void)
     if (st) return;
     CHECK_STR(bk->name, "cuda");
     CHECK(bk->alloc && bk->free && bk->memset0 && bk->copy_to_device && bk->copy_to_host && bk->sync);
-    CHECK(bk->gemm && bk->cast_transpose && bk->convert && bk->amax && bk->scaling_delayed_update &&
-          bk->scaling_from_amax);
-    CHECK(bk->layernorm_fwd && bk->layernorm_bwd && bk->attention_fwd && bk->attention_bwd && bk->gelu_fwd &&
-          bk->gelu_bwd && bk->add && bk->bias_grad && bk->embed_fwd && bk->embed_bwd && bk->xent_fwd_bwd);
-    CHECK(bk->adamw && bk->fp8_adam && bk->destroy);
+    /* every operation of the one list (exec/backend.h BACKEND_OPS) */
+#define HAS_OP(P, name, params, args) CHECKF(bk->name != NULL, "cuda backend lacks %s", #name);
+    BACKEND_OPS(HAS_OP, _)
+#undef HAS_OP
+    CHECK(bk->destroy);
     CHECK(bk->mem_info && bk->device_info && bk->mark && bk->elapsed && bk->op_times);
     CHECK_EQ_U64(bk->gemm_workspace_bytes, CUDA_LT_WORKSPACE_BYTES);
 

@@ -51,7 +51,7 @@ static void test_scale_rules_match_cpu_reference(void)
     for (int f = 0; f < 2; f++)
         for (int mi = 0; mi < 3; mi++)
             for (size_t i = 0; i < sizeof AMAX / sizeof AMAX[0]; i++) {
-                float fmax = backend_fp8_max(fmts[f]), a = AMAX[i];
+                float fmax = fp8_max(fmts[f]), a = AMAX[i];
                 int mg = margins[mi];
                 bad += !same_bits(km_scale_current(a, fmax, mg), scaling_current(a, fmts[f], mg));
                 bad += !same_bits(km_scale_pow2(a, fmax, mg, 0.25f), scaling_pow2(a, fmts[f], mg, 0.25f));
@@ -84,8 +84,10 @@ static void test_gelu_matches_cpu_and_the_formula(void)
         dy[i] = (float)rng_normal(&r);
     }
     Err e;
-    CHECK_EQ_INT(bk->gelu_fwd(bk, x, y, DT_FP32, N, &e), ST_OK);
-    CHECK_EQ_INT(bk->gelu_bwd(bk, x, dy, g, DT_FP32, N, &e), ST_OK);
+    ActFwdDesc af = {.mlp = MLP_GELU, .rows = 1, .cols = N, .dtype = DT_FP32, .in = x, .out = y};
+    ActBwdDesc ab = {.mlp = MLP_GELU, .rows = 1, .cols = N, .dtype = DT_FP32, .in = x, .dout = dy, .din = g};
+    CHECK_EQ_INT(bk->act_fwd(bk, &af, &e), ST_OK);
+    CHECK_EQ_INT(bk->act_bwd(bk, &ab, &e), ST_OK);
     int bad = 0, far = 0;
     for (int i = 0; i < N; i++) {
         bad += !same_bits(km_gelu(x[i]), y[i]);
@@ -112,31 +114,33 @@ static void test_layernorm_matches_cpu(void)
     float y[R * C], mean[R], rstd[R], din[R * C], dw[C] = {0}, db[C] = {0};
     memcpy(din, din0, sizeof din);
     Err e;
-    LnFwdDesc f = {.rows = R,
-                   .cols = C,
-                   .eps = 1e-5f,
-                   .act_dtype = DT_FP32,
-                   .weight_dtype = DT_FP32,
-                   .in = x,
-                   .weight = w,
-                   .bias = b,
-                   .out = y,
-                   .mean = mean,
-                   .rstd = rstd};
-    CHECK_EQ_INT(bk->layernorm_fwd(bk, &f, &e), ST_OK);
-    LnBwdDesc bd = {.rows = R,
-                    .cols = C,
-                    .act_dtype = DT_FP32,
-                    .weight_dtype = DT_FP32,
-                    .in = x,
-                    .weight = w,
-                    .mean = mean,
-                    .rstd = rstd,
-                    .dout = dy,
-                    .din = din,
-                    .dweight = dw,
-                    .dbias = db};
-    CHECK_EQ_INT(bk->layernorm_bwd(bk, &bd, &e), ST_OK);
+    NormFwdDesc f = {.norm = NORM_LAYERNORM,
+                     .rows = R,
+                     .cols = C,
+                     .eps = 1e-5f,
+                     .act_dtype = DT_FP32,
+                     .weight_dtype = DT_FP32,
+                     .in = x,
+                     .weight = w,
+                     .bias = b,
+                     .out = y,
+                     .mean = mean,
+                     .rstd = rstd};
+    CHECK_EQ_INT(bk->norm_fwd(bk, &f, &e), ST_OK);
+    NormBwdDesc bd = {.norm = NORM_LAYERNORM,
+                      .rows = R,
+                      .cols = C,
+                      .act_dtype = DT_FP32,
+                      .weight_dtype = DT_FP32,
+                      .in = x,
+                      .weight = w,
+                      .mean = mean,
+                      .rstd = rstd,
+                      .dout = dy,
+                      .din = din,
+                      .dweight = dw,
+                      .dbias = db};
+    CHECK_EQ_INT(bk->norm_bwd(bk, &bd, &e), ST_OK);
     int bad = 0;
     for (int i = 0; i < R; i++) {
         const float *xr = x + i * C;

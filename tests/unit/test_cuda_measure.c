@@ -1,10 +1,13 @@
 /* tests/unit/test_cuda_measure.c — the device measurements of a GPU run
- * (exec/measure/device_measure.c), driven by a scripted backend whose hooks return
- * known numbers, and the match of device names to the shipped GPU catalog. */
+ * (exec/measure/device_measure.c) and their rows in the comparison
+ * (exec/measure/compare.c), driven by a scripted backend whose hooks return
+ * known numbers, and the match of device names to the shipped GPU catalog
+ * (its sms column for the SM share). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/measure/compare.h"
 #include "exec/measure/device_measure.h"
 #include "test.h"
 #include "util/fileio.h"
@@ -53,14 +56,18 @@ static void test_rows_from_the_driver_counts(void)
     Fake f = {.total = 140000 * MiB, .used = 600 * MiB};
     Backend bk = {.name = "fake", .impl = &f, .mem_info = fake_mem, .device_info = fake_info, .op_times = fake_times};
     static Plan p;
-    static Gpt g;
+    static Measurement ms;
+    static GpuSpec gpu = {.name = "h200"};
     memset(&p, 0, sizeof p);
-    memset(&g, 0, sizeof g);
+    memset(&ms, 0, sizeof ms);
+    for (int t = 0; t < MT_COUNT_; t++) p.mem[t].name = mem_term_name((MemTermId)t);
+    p.in.gpu = &gpu;
     p.total_bytes = 20000 * MiB;
     p.mem[MT_CUDA_CONTEXT].bytes = 512 * MiB;
     p.mem[MT_COMM_BUFFER].bytes = 0;
     p.mem[MT_FRAGMENTATION].bytes = 900 * MiB;
-    g.arena.bytes = 18000 * MiB;
+    ms.arena_bytes = 18000 * MiB;
+    ms.on_device = 1;
 
     DevMeasure m;
     devm_init(&m, &bk); /* context: 600 MiB */
@@ -88,9 +95,18 @@ static void test_rows_from_the_driver_counts(void)
     CHECK_EQ_U64(m.grew[PHASE_BWD], 700 * MiB);
     CHECK_EQ_U64(m.grew[PHASE_COMM], 64 * MiB);
     CHECK_EQ_U64(m.grew[PHASE_FWD] + m.grew[PHASE_OPT], 0);
-    MeasureRow rows[DEVM_MAX_ROWS];
-    int n = devm_rows(&m, &p, &g, rows);
+    static Comparison c;
+    ms.dev = m;
+    compare(&p, &ms, NULL, &c);
+    MeasureRow *rows = NULL;
+    int n = 0;
+    for (int i = 0; i < c.n; i++)
+        if (!strcmp(c.rows[i].category, "device")) {
+            if (!rows) rows = &c.rows[i];
+            n++;
+        }
     CHECK_EQ_INT(n, 6);
+    if (n != 6) return;
     CHECK_STR(rows[0].name, "device_used");
     CHECK(rows[0].mode == MEASURE_TOL && rows[0].tol == 0.05);
     CHECK_NEAR(rows[0].measured, (double)(19374 * MiB), 0.0);
@@ -102,12 +118,13 @@ static void test_rows_from_the_driver_counts(void)
     CHECK_NEAR(rows[5].measured, (double)(700 * MiB), 0.0);
     for (int i = 1; i < n; i++) CHECK(rows[i].mode == MEASURE_INFO);
     /* 19374 MiB against a 20000 MiB plan is 3.1 % under: inside ±5 % */
-    CHECK_EQ_INT(measure_judge(rows, n), 0);
+    CHECK(rows[0].verdict == VERDICT_OK);
     f.used += 2000 * MiB;
     devm_sample(&m, &bk, DEVM_STEP);
-    n = devm_rows(&m, &p, &g, rows);
-    CHECK_EQ_INT(measure_judge(rows, n), 1); /* 21374 MiB: 6.9 % over */
-    CHECK(rows[0].verdict == VERDICT_OUTSIDE);
+    ms.dev = m;
+    compare(&p, &ms, NULL, &c);
+    for (int i = 0; i < c.n; i++) /* 21374 MiB: 6.9 % over */
+        if (!strcmp(c.rows[i].name, "device_used")) CHECK(c.rows[i].verdict == VERDICT_OUTSIDE);
 }
 
 /* The context figure is taken after the first step has loaded the library's
@@ -132,11 +149,15 @@ static void test_context_after_lazy_loading(void)
     Backend bk = {
         .name = "fake", .impl = &f, .mem_info = fake_mem, .device_info = fake_info_scratch, .op_times = fake_times};
     static Plan p;
-    static Gpt g;
+    static Measurement ms;
+    static Comparison c;
+    static GpuSpec gpu = {.name = "h200"};
     memset(&p, 0, sizeof p);
-    memset(&g, 0, sizeof g);
+    memset(&ms, 0, sizeof ms);
+    for (int t = 0; t < MT_COUNT_; t++) p.mem[t].name = mem_term_name((MemTermId)t);
+    p.in.gpu = &gpu;
     p.total_bytes = 1700 * MiB;
-    g.arena.bytes = 1000 * MiB;
+    ms.arena_bytes = 1000 * MiB;
     lazy_scratch = 0;
     DevMeasure m;
     devm_init(&m, &bk);
@@ -158,14 +179,23 @@ static void test_context_after_lazy_loading(void)
         CHECK(devm_step_end(&m, &bk, s));
     }
     CHECK_EQ_U64(m.lazy, 40 * MiB);
-    MeasureRow rows[DEVM_MAX_ROWS];
-    int n = devm_rows(&m, &p, &g, rows);
-    CHECK(n >= 5);
-    CHECK_NEAR(rows[0].measured, (double)(1722 * MiB), 0.0);
-    CHECK_NEAR(rows[1].measured, (double)(640 * MiB), 0.0);
-    CHECK_NEAR(rows[2].measured, (double)(74 * MiB), 0.0);
-    CHECK_NEAR(rows[3].measured, (double)(1000 * MiB), 0.0);
-    CHECK_NEAR(rows[4].measured, (double)(8 * MiB), 0.0);
+    ms.dev = m;
+    compare(&p, &ms, NULL, &c);
+    static const struct {
+        const char *name;
+        uint64_t mib;
+    } want[] = {{"device_used", 1722},
+                {"device_cuda_context", 640},
+                {"device_comm_buffer", 74},
+                {"device_arena", 1000},
+                {"device_outside_arena", 8}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        const MeasureRow *r = NULL;
+        for (int i = 0; i < c.n; i++)
+            if (!strcmp(c.rows[i].name, want[k].name)) r = &c.rows[i];
+        CHECKF(r, "row %s", want[k].name);
+        if (r) CHECK_NEAR(r->measured, (double)(want[k].mib * MiB), 0.0);
+    }
 }
 
 static void test_no_hooks_no_rows(void)
@@ -178,11 +208,16 @@ static void test_no_hooks_no_rows(void)
     devm_phase(&m, &bk, PHASE_FWD);
     double sec[BK_OPCAT_COUNT];
     CHECK(!devm_step_end(&m, &bk, sec));
-    MeasureRow rows[DEVM_MAX_ROWS];
     static Plan p;
-    static Gpt g;
+    static Measurement ms;
+    static Comparison c;
+    static GpuSpec gpu = {.name = "h100-sxm"};
+    for (int t = 0; t < MT_COUNT_; t++) p.mem[t].name = mem_term_name((MemTermId)t);
+    p.in.gpu = &gpu;
     CHECK(!m.have);
-    CHECK_EQ_INT(devm_rows(&m, &p, &g, rows), 0);
+    ms.dev = m;
+    compare(&p, &ms, NULL, &c);
+    for (int i = 0; i < c.n; i++) CHECKF(strcmp(c.rows[i].category, "device"), "device row %s", c.rows[i].name);
 }
 
 static void test_device_names_match_the_catalog(void)

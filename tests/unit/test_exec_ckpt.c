@@ -18,23 +18,23 @@ enum { HALF = 4, BT = 64 };
 
 static char dir[512];
 
-static Gpt *make(const char *recipe, const GptShape *s, Backend *bk, Comm *comm)
+static Model *make(const char *recipe, const ModelSpec *s, Backend *bk, Comm *comm)
 {
-    ExecRecipe r = fx_recipe(recipe);
-    GptHyper h = gpt_hyper_default();
-    Gpt *g = NULL;
+    Recipe r = fx_recipe(recipe);
+    ModelHyper h = model_hyper_default();
+    Model *g = NULL;
     Err e;
-    if (gpt_create(s, &r, &h, bk, comm, NULL, &g, &e)) fprintf(stderr, "  %s\n", e.msg);
+    if (fx_model(s, &r, 4, 1, &h, bk, comm, &g, &e)) fprintf(stderr, "  %s\n", e.msg);
     return g;
 }
 
-static int run(Gpt *g, DataStream *d, int steps, float *losses)
+static int run(Model *g, DataStream *d, int steps, float *losses)
 {
     int32_t in[BT], tgt[BT];
     Err e;
     for (int i = 0; i < steps; i++) {
-        data_next(d, g->shape.batch, g->shape.seq, in, tgt);
-        if (gpt_step(g, in, tgt, &losses[i], &e)) {
+        data_next(d, g->batch, g->seq, in, tgt);
+        if (model_step(g, in, tgt, &losses[i], &e)) {
             fprintf(stderr, "  %s\n", e.msg);
             return -1;
         }
@@ -43,25 +43,24 @@ static int run(Gpt *g, DataStream *d, int steps, float *losses)
 }
 
 /* 1 when every persistent tensor of a and b holds the same bytes. */
-static int same_state(const Gpt *a, const Gpt *b)
+static int same_state(const Model *a, const Model *b)
 {
     if (a->specs.n != b->specs.n) return 0;
     for (uint32_t i = 0; i < a->specs.n; i++) {
         const ArenaSpec *p = &a->specs.v[i];
-        if (!exec_term_persistent(p->term)) continue;
+        if (!arena_term_persistent(p->term)) continue;
         if (memcmp((char *)a->arena.base + p->offset, (char *)b->arena.base + b->specs.v[i].offset, p->bytes)) return 0;
     }
     return 1;
 }
 
-static void resume_case(const char *recipe)
+static void resume_case(const char *recipe, ModelSpec s)
 {
     Backend *bk;
     Comm *comm;
     Err e;
     CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
-    GptShape s = fx_shape();
-    Gpt *ga = make(recipe, &s, bk, comm), *gb = make(recipe, &s, bk, comm), *gc = make(recipe, &s, bk, comm);
+    Model *ga = make(recipe, &s, bk, comm), *gb = make(recipe, &s, bk, comm), *gc = make(recipe, &s, bk, comm);
     CHECK(ga && gb && gc);
     if (!ga || !gb || !gc) return;
     DataStream da, db;
@@ -70,7 +69,7 @@ static void resume_case(const char *recipe)
     CHECK(!run(ga, &da, 2 * HALF, la));
     CHECK(!run(gb, &db, HALF, lb));
     char path[600];
-    snprintf(path, sizeof path, "%s/%s.ckpt", dir, recipe);
+    snprintf(path, sizeof path, "%s/%s-%s.ckpt", dir, s.name, recipe);
     CHECK_EQ_INT(ckpt_save(path, gb, &db.st, &e), ST_OK);
     DataState ds;
     CHECK_EQ_INT(ckpt_load(path, gc, &ds, &e), ST_OK);
@@ -82,16 +81,17 @@ static void resume_case(const char *recipe)
     CHECK(same_state(ga, gc));
     data_free(&da);
     data_free(&db);
-    gpt_destroy(ga);
-    gpt_destroy(gb);
-    gpt_destroy(gc);
+    model_destroy(ga);
+    model_destroy(gb);
+    model_destroy(gc);
     comm->destroy(comm);
     bk->destroy(bk);
 }
 
-static void test_resume_megatron_bf16(void) { resume_case("megatron-bf16"); }
-static void test_resume_te_fp8(void) { resume_case("te-fp8"); }
-static void test_resume_fp8lm(void) { resume_case("fp8lm"); }
+static void test_resume_megatron_bf16(void) { resume_case("megatron-bf16", fx_gpt()); }
+static void test_resume_te_fp8(void) { resume_case("te-fp8", fx_gpt()); }
+static void test_resume_fp8lm(void) { resume_case("fp8lm", fx_gpt()); }
+static void test_resume_llama_te_fp8(void) { resume_case("te-fp8", fx_llama()); }
 
 /* Write `n` bytes of `src` (the good checkpoint) to path, optionally flipping byte `flip`. */
 static void write_variant(const char *path, const char *src, long n, long flip)
@@ -112,8 +112,8 @@ static void test_bad_checkpoints(void)
     Comm *comm;
     Err e;
     CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
-    GptShape s = fx_shape();
-    Gpt *g = make("te-fp8", &s, bk, comm);
+    ModelSpec s = fx_gpt();
+    Model *g = make("te-fp8", &s, bk, comm);
     CHECK(g != NULL); /* a model that cannot be built fails the test, never skips its checks */
     if (!g) return;
     DataState ds = {.kind = DATA_SYNTHETIC};
@@ -142,32 +142,40 @@ static void test_bad_checkpoints(void)
     CHECK_CONTAINS(e.msg, "not an fp8plan checkpoint");
 
     /* another recipe: named, with the field that differs */
-    Gpt *g2 = make("megatron-bf16", &s, bk, comm);
+    Model *g2 = make("megatron-bf16", &s, bk, comm);
     CHECK_EQ_INT(ckpt_load(good, g2, &ds, &e), ST_DATA);
     CHECK_CONTAINS(e.msg, "recipe 'te-fp8', this run uses 'megatron-bf16'");
-    gpt_destroy(g2);
+    model_destroy(g2);
 
     /* another shape */
-    GptShape s2 = s;
+    ModelSpec s2 = s;
     s2.layers = 3;
-    Gpt *g3 = make("te-fp8", &s2, bk, comm);
+    Model *g3 = make("te-fp8", &s2, bk, comm);
     CHECK_EQ_INT(ckpt_load(good, g3, &ds, &e), ST_DATA);
     CHECK_CONTAINS(e.msg, "layers 2, this run has 3");
-    gpt_destroy(g3);
+    model_destroy(g3);
+
+    /* another family's column: grouped-query attention */
+    s2 = s;
+    s2.kv_heads = 2;
+    g3 = make("te-fp8", &s2, bk, comm);
+    CHECK_EQ_INT(ckpt_load(good, g3, &ds, &e), ST_DATA);
+    CHECK_CONTAINS(e.msg, "KV heads 4, this run has 2");
+    model_destroy(g3);
 
     /* a failed load leaves the model untouched: corrupt data, then compare */
-    Gpt *g4 = make("te-fp8", &s, bk, comm);
+    Model *g4 = make("te-fp8", &s, bk, comm);
     write_variant(bad, good, size, size - 20);
     CHECK_EQ_INT(ckpt_load(bad, g4, &ds, &e), ST_DATA);
     CHECK(same_state(g, g4));
-    gpt_destroy(g4);
+    model_destroy(g4);
 
     /* an unwritable target leaves nothing behind */
     CHECK(ckpt_save("/nonexistent/dir/x.ckpt", g, &ds, &e) != ST_OK);
     CHECK(access("/nonexistent/dir/x.ckpt", F_OK) != 0);
     unlink(good);
     unlink(bad);
-    gpt_destroy(g);
+    model_destroy(g);
     comm->destroy(comm);
     bk->destroy(bk);
 }
@@ -180,6 +188,7 @@ int main(void)
     RUN(test_resume_megatron_bf16);
     RUN(test_resume_te_fp8);
     RUN(test_resume_fp8lm);
+    RUN(test_resume_llama_te_fp8);
     RUN(test_bad_checkpoints);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

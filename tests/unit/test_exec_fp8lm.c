@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "exec/data.h"
-#include "exec/model/gpt_internal.h"
+#include "exec/model/model_internal.h"
 #include "support/exec_fixtures.h"
 #include "fp8/codec.h"
 #include "fp8/half.h"
@@ -25,23 +25,23 @@ static void test_fp8lm_states(void)
     Comm *comm;
     Err e;
     CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
-    GptShape s = fx_shape();
-    ExecRecipe r = fx_recipe("fp8lm");
-    GptHyper h = gpt_hyper_default();
-    Gpt *g = NULL;
-    CHECK(!gpt_create(&s, &r, &h, bk, comm, NULL, &g, &e));
+    ModelSpec s = fx_gpt();
+    Recipe r = fx_recipe("fp8lm");
+    ModelHyper h = model_hyper_default();
+    Model *g = NULL;
+    CHECK(!fx_model(&s, &r, 4, 1, &h, bk, comm, &g, &e));
     if (!g) return;
     DataStream d;
     CHECK(!data_synthetic(&d, s.vocab, 3, &e));
     int32_t in[64], tgt[64];
-    data_next(&d, s.batch, s.seq, in, tgt);
+    data_next(&d, g->batch, g->seq, in, tgt);
     float loss;
-    CHECK(!gpt_step(g, in, tgt, &loss, &e));
+    CHECK(!model_step(g, in, tgt, &loss, &e));
 
     uint64_t gemm_params = 0;
     int checked = 0, bad_m = 0, bad_v = 0;
     for (uint32_t i = 0; i < g->nparams; i++) {
-        GptParam *p = &g->params[i];
+        ModelParam *p = &g->params[i];
         if (!p->gemm) {
             CHECK(p->m_rec == NULL && p->v_rec == NULL); /* other parameters: FP32 Adam */
             continue;
@@ -81,13 +81,13 @@ static void test_fp8lm_states(void)
     CHECK_EQ_INT(bad_v, 0);
     CHECK(checked >= 8);
     /* byte sizes: E4M3 m = 1 B, FP16 v = 2 B, FP16 master = 2 B, E4M3 grad = 1 B per parameter */
-    CHECK_EQ_U64(g->arena.placed[TERM_OPTIM_M_GEMM], gemm_params);
-    CHECK_EQ_U64(g->arena.placed[TERM_OPTIM_V_GEMM], 2 * gemm_params);
-    CHECK_EQ_U64(g->arena.placed[TERM_MASTER_GEMM], 2 * gemm_params);
-    CHECK_EQ_U64(g->arena.placed[TERM_GRAD_GEMM], gemm_params);
-    CHECK_EQ_U64(g->arena.placed[TERM_WEIGHT_GEMM], 0); /* the GEMMs read FP8 copies of the master */
+    CHECK_EQ_U64(g->arena.placed[MT_OPTIM_M_GEMM], gemm_params);
+    CHECK_EQ_U64(g->arena.placed[MT_OPTIM_V_GEMM], 2 * gemm_params);
+    CHECK_EQ_U64(g->arena.placed[MT_MASTER_GEMM], 2 * gemm_params);
+    CHECK_EQ_U64(g->arena.placed[MT_GRAD_GEMM], gemm_params);
+    CHECK_EQ_U64(g->arena.placed[MT_WEIGHT_GEMM], 0); /* the GEMMs read FP8 copies of the master */
     data_free(&d);
-    gpt_destroy(g);
+    model_destroy(g);
     comm->destroy(comm);
     bk->destroy(bk);
 }

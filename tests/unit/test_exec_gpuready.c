@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "exec/arena.h"
-#include "exec/comm_wire.h"
+#include "exec/comm/comm_wire.h"
 #include "test.h"
 
 /* A workspace slice carved from an arena is cleared when the arena goes; a
@@ -20,8 +20,8 @@ static void test_workspace_cleared_with_its_arena(void)
     }
     ArenaSpecs specs = {0};
     float *x = NULL;
-    arena_add(&specs, TERM_TRANSIENT, DT_FP32, 1000, &x, "x", -1);
-    arena_add_(&specs, TERM_GEMM_WORKSPACE, DT_NONE, 1, 4096, ADST_VOID, (void *)&bk->gemm_workspace, "ws", -1);
+    arena_add(&specs, MT_TRANSIENT, DT_FP32, 1000, &x, "x", -1);
+    arena_add_(&specs, MT_WORKSPACE, DT_NONE, 1, 4096, ADST_VOID, (void *)&bk->gemm_workspace, "ws", -1);
     Arena a;
     CHECK(!arena_carve(&a, bk, &specs, NULL, &e));
     const char *base = a.base, *ws = bk->gemm_workspace;
@@ -33,7 +33,7 @@ static void test_workspace_cleared_with_its_arena(void)
     static char elsewhere[256];
     bk->gemm_workspace = elsewhere;
     ArenaSpecs s2 = {0};
-    arena_add(&s2, TERM_TRANSIENT, DT_FP32, 10, &x, "x", -1);
+    arena_add(&s2, MT_TRANSIENT, DT_FP32, 10, &x, "x", -1);
     CHECK(!arena_carve(&a, bk, &s2, NULL, &e));
     arena_release(&a, bk);
     CHECK(bk->gemm_workspace == elsewhere);

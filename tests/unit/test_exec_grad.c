@@ -15,25 +15,26 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "exec/model/gpt_internal.h"
+#include "exec/model/model_internal.h"
+#include "exec/elem.h"
+#include "exec/rng.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
 
 enum { FD_TOKENS = 4 * 16 };
 
-static Gpt *make(const char *recipe, Backend *bk, Comm *comm)
+static Model *make(const ModelSpec *spec, const char *recipe, Backend *bk, Comm *comm)
 {
-    GptShape s = fx_shape();
-    ExecRecipe r = fx_recipe(recipe);
-    GptHyper h = gpt_hyper_default();
+    Recipe r = fx_recipe(recipe);
+    ModelHyper h = model_hyper_default();
     h.init_std = 0.1f; /* larger weights: larger, better-conditioned gradients */
-    Gpt *g = NULL;
+    Model *g = NULL;
     Err e;
-    if (gpt_create(&s, &r, &h, bk, comm, NULL, &g, &e)) fprintf(stderr, "  gpt_create: %s\n", e.msg);
+    if (fx_model(spec, &r, 4, 1, &h, bk, comm, &g, &e)) fprintf(stderr, "  model_create: %s\n", e.msg);
     return g;
 }
 
-static void add_scaled(Backend *bk, GptParam *p, const float *u, float h)
+static void add_scaled(Backend *bk, ModelParam *p, const float *u, float h)
 {
     float *w = malloc(p->numel * sizeof(float));
     bk->copy_to_host(bk, w, p->weight, p->numel * sizeof(float), NULL);
@@ -42,26 +43,27 @@ static void add_scaled(Backend *bk, GptParam *p, const float *u, float h)
     free(w);
 }
 
-static void test_fd_fp32(void)
+/* Every parameter of one model against finite differences. */
+static void fd_fp32(const ModelSpec *spec)
 {
     Backend *bk;
     Comm *comm;
     Err e;
     CHECK(!backend_cpu_create(&bk, &e));
     CHECK(!comm_single_create(&comm, &e));
-    Gpt *g = make("fp32", bk, comm);
+    Model *g = make(spec, "fp32", bk, comm);
     CHECK(g != NULL);
     if (!g) return;
     int32_t in[FD_TOKENS], tgt[FD_TOKENS];
-    fx_tokens(&g->shape, 7, in, tgt);
+    fx_tokens(g, 7, in, tgt);
     float loss;
-    CHECK(!gpt_grads(g, in, tgt, &loss, &e));
+    CHECK(!model_grads(g, in, tgt, &loss, &e));
     CHECK(loss > 3.0f && loss < 6.0f); /* near ln 64 = 4.16 at initialization */
     Rng rng = {.s = 99};
     const float h = 1e-2f;
     int checked = 0;
     for (uint32_t i = 0; i < g->nparams; i++) {
-        GptParam *p = &g->params[i];
+        ModelParam *p = &g->params[i];
         float *u = malloc(p->numel * sizeof(float)), *gr = malloc(p->numel * sizeof(float));
         bk->copy_to_host(bk, gr, p->grad, p->numel * sizeof(float), NULL);
         double dot = 0.0, norm = 0.0;
@@ -75,25 +77,39 @@ static void test_fd_fp32(void)
         }
         float lp, lm;
         add_scaled(bk, p, u, h);
-        CHECK(!gpt_loss(g, in, tgt, &lp, &e));
+        CHECK(!model_loss(g, in, tgt, &lp, &e));
         add_scaled(bk, p, u, -2.0f * h);
-        CHECK(!gpt_loss(g, in, tgt, &lm, &e));
+        CHECK(!model_loss(g, in, tgt, &lm, &e));
         add_scaled(bk, p, u, h);
         double fd = ((double)lp - (double)lm) / (2.0 * h);
         double tol = 5e-5 + 2e-3 * fabs(dot);
-        CHECKF(fabs(fd - dot) <= tol, "%s (layer %d): g.u = %.6g, finite difference %.6g", gpt_param_name(p->kind),
+        CHECKF(fabs(fd - dot) <= tol, "%s (layer %d): g.u = %.6g, finite difference %.6g", model_param_name(p->kind),
                p->layer, dot, fd);
         if (getenv("FD_VERBOSE"))
-            printf("  %-8s %2d  g.u %+.6e  fd %+.6e  diff %.2e\n", gpt_param_name(p->kind), p->layer, dot, fd,
+            printf("  %-8s %2d  g.u %+.6e  fd %+.6e  diff %.2e\n", model_param_name(p->kind), p->layer, dot, fd,
                    fabs(fd - dot));
         checked++;
         free(u);
         free(gr);
     }
     CHECK_EQ_INT(checked, (int)g->nparams);
-    gpt_destroy(g);
+    model_destroy(g);
     comm->destroy(comm);
     bk->destroy(bk);
+}
+
+static void test_fd_fp32(void)
+{
+    ModelSpec m = fx_gpt();
+    fd_fp32(&m);
+}
+
+/* LLaMA's pieces in the whole model: RMSNorm, SwiGLU, rotary positions, grouped-query attention,
+ * an untied head, no biases — every tensor against finite differences, with the same tolerance. */
+static void test_fd_fp32_llama(void)
+{
+    ModelSpec m = fx_llama();
+    fd_fp32(&m);
 }
 
 /* The BF16 path's gradients against the FP32 path's, from the same weights
@@ -104,24 +120,24 @@ static void test_fd_fp32(void)
  * path of this 2-block model, so errors of ~20·2^-9 ≈ 4 % of a gradient's
  * size at most: we require the relative L2 error of each tensor's gradient
  * to stay below 5 % (random rounding errors partly cancel; ~1 % is typical). */
-static void test_bf16_vs_fp32(void)
+static void bf16_vs_fp32(const ModelSpec *spec)
 {
     Backend *bk;
     Comm *comm;
     Err e;
     CHECK(!backend_cpu_create(&bk, &e));
     CHECK(!comm_single_create(&comm, &e));
-    Gpt *g32 = make("fp32", bk, comm), *g16 = make("megatron-bf16", bk, comm);
+    Model *g32 = make(spec, "fp32", bk, comm), *g16 = make(spec, "megatron-bf16", bk, comm);
     CHECK(g32 && g16);
     if (!g32 || !g16) return;
     int32_t in[FD_TOKENS], tgt[FD_TOKENS];
-    fx_tokens(&g32->shape, 11, in, tgt);
+    fx_tokens(g32, 11, in, tgt);
     float l32, l16;
-    CHECK(!gpt_grads(g32, in, tgt, &l32, &e));
-    CHECK(!gpt_grads(g16, in, tgt, &l16, &e));
+    CHECK(!model_grads(g32, in, tgt, &l32, &e));
+    CHECK(!model_grads(g16, in, tgt, &l16, &e));
     CHECK_REL(l16, l32, 1e-2);
     for (uint32_t i = 0; i < g32->nparams; i++) {
-        GptParam *a = &g32->params[i], *b = &g16->params[i];
+        ModelParam *a = &g32->params[i], *b = &g16->params[i];
         CHECK_EQ_U64(a->numel, b->numel);
         const float *ga = a->grad, *gb = b->grad; /* CPU backend: host memory */
         double num = 0.0, den = 0.0;
@@ -130,18 +146,83 @@ static void test_bf16_vs_fp32(void)
             den += (double)ga[j] * ga[j];
         }
         double rel = den > 0 ? sqrt(num / den) : sqrt(num);
-        if (getenv("FD_VERBOSE")) printf("  %-8s %2d rel %.4f\n", gpt_param_name(a->kind), a->layer, rel);
-        CHECKF(rel < 0.05, "%s (layer %d): relative L2 error %.4f", gpt_param_name(a->kind), a->layer, rel);
+        if (getenv("FD_VERBOSE")) printf("  %-8s %2d rel %.4f\n", model_param_name(a->kind), a->layer, rel);
+        CHECKF(rel < 0.05, "%s (layer %d): relative L2 error %.4f", model_param_name(a->kind), a->layer, rel);
     }
-    gpt_destroy(g32);
-    gpt_destroy(g16);
+    model_destroy(g32);
+    model_destroy(g16);
     comm->destroy(comm);
     bk->destroy(bk);
+}
+
+static void test_bf16_vs_fp32(void)
+{
+    ModelSpec m = fx_gpt();
+    bf16_vs_fp32(&m);
+    m = fx_llama();
+    bf16_vs_fp32(&m);
+}
+
+/* Gradient accumulation: two micro-batches of 4 sequences give the gradients of one batch of 8 (the
+ * mean loss over all 8, the dloss of each micro-batch 1/(2·64)). The FP32 path differs only in the
+ * order of the FP32 sums (each gradient is ≤ 64 terms per micro-batch): relative L2 error 1e-5 allows
+ * 10^2 ulps of FP32. A main gradient kept in BF16 is rounded once per micro-batch instead of once: two
+ * BF16 roundings (unit roundoff 2^-9 each) against one, 1 % covers it and fails a gradient that drops or
+ * doubles a micro-batch (50 % off). */
+static void accumulation(const char *what, Recipe r, double tol)
+{
+    Backend *bk;
+    Comm *comm;
+    Err e;
+    CHECK(!backend_cpu_create(&bk, &e));
+    CHECK(!comm_single_create(&comm, &e));
+    ModelSpec spec = fx_llama();
+    ModelHyper h = model_hyper_default();
+    h.init_std = 0.1f;
+    Model *acc = NULL, *one = NULL;
+    CHECK(!fx_model(&spec, &r, 4, 2, &h, bk, comm, &acc, &e));
+    CHECK(!fx_model(&spec, &r, 8, 1, &h, bk, comm, &one, &e));
+    if (!acc || !one) return;
+    CHECK_EQ_INT(acc->microbatches, 2);
+    CHECK_EQ_U64(model_step_tokens(acc), model_step_tokens(one));
+    int32_t in[8 * 16], tgt[8 * 16];
+    fx_tokens(one, 21, in, tgt);
+    float la, l1;
+    CHECK(!model_grads(acc, in, tgt, &la, &e));
+    CHECK(!model_grads(one, in, tgt, &l1, &e));
+    CHECK_REL(la, l1, 1e-6);
+    for (uint32_t i = 0; i < one->nparams; i++) {
+        ModelParam *a = &acc->params[i], *b = &one->params[i];
+        Dtype gd = model_states(one, b)->dt[STATE_GRAD];
+        double num = 0.0, den = 0.0;
+        for (uint64_t j = 0; j < a->numel; j++) {
+            double x = elem_load(a->grad, gd, j), y = elem_load(b->grad, gd, j);
+            num += (x - y) * (x - y);
+            den += y * y;
+        }
+        double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+        CHECKF(rel <= tol, "%s %s (layer %d): accumulated vs whole batch, relative L2 error %.3g", what,
+               model_param_name(a->kind), a->layer, rel);
+    }
+    model_destroy(acc);
+    model_destroy(one);
+    comm->destroy(comm);
+    bk->destroy(bk);
+}
+
+static void test_accumulation_equals_the_whole_batch(void)
+{
+    accumulation("fp32", fx_recipe("fp32"), 1e-5);
+    Recipe r = fx_recipe("fp32");
+    r.gemm.dt[STATE_GRAD] = r.other.dt[STATE_GRAD] = DT_BF16; /* main gradients in BF16: staged, stored back */
+    accumulation("bf16 grads", r, 1e-2);
 }
 
 int main(void)
 {
     RUN(test_fd_fp32);
+    RUN(test_fd_fp32_llama);
     RUN(test_bf16_vs_fp32);
+    RUN(test_accumulation_equals_the_whole_batch);
     return test_summary();
 }

@@ -98,44 +98,43 @@ static void test_par_for_covers_the_range_once(void)
 }
 
 /* FP32 values of a parameter's master copy (CPU backend: host memory). */
-static float master_at(const Gpt *g, const GptParam *p, uint64_t i)
+static float master_at(const Model *g, const ModelParam *p, uint64_t i)
 {
-    const ExecStates *es = p->gemm ? &g->recipe.gemm : &g->recipe.other;
-    float v = elem_load(p->master, es->dt[ES_MASTER], i);
+    const StateSet *es = p->gemm ? &g->recipe.gemm : &g->recipe.other;
+    float v = elem_load(p->master, es->dt[STATE_MASTER], i);
     return p->master_rec ? v * p->master_rec[REC_SCALE_INV] : v;
 }
 
 static void check_model(const char *recipe, uint32_t layers, uint64_t seed)
 {
-    GptShape s = fx_shape();
+    ModelSpec s = fx_gpt();
     s.layers = layers;
     s.vocab = 60; /* 4 padded rows */
-    ExecRecipe r = fx_recipe(recipe);
-    GptHyper h = gpt_hyper_default();
+    Recipe r = fx_recipe(recipe);
+    ModelHyper h = model_hyper_default();
     h.seed = seed;
     Backend *bk = NULL;
     Comm *comm = NULL;
-    Gpt *g = NULL;
+    Model *g = NULL;
     Err e;
-    if (backend_cpu_create(&bk, &e) || comm_single_create(&comm, &e) ||
-        gpt_create(&s, &r, &h, bk, comm, NULL, &g, &e)) {
+    if (backend_cpu_create(&bk, &e) || comm_single_create(&comm, &e) || fx_model(&s, &r, 4, 1, &h, bk, comm, &g, &e)) {
         CHECKF(0, "%s: %s", recipe, e.msg);
         return;
     }
     uint64_t bad = 0, checked = 0;
     for (uint32_t k = 0; k < g->nparams; k++) {
-        const GptParam *p = &g->params[k];
+        const ModelParam *p = &g->params[k];
         float std = h.init_std;
         if (p->kind == PK_PROJ_W || p->kind == PK_FC2_W) std /= sqrtf(2.0f * (float)layers);
         uint64_t key = rng_key(seed, (uint64_t)p->kind << 32 | (uint32_t)(p->layer + 1));
         uint64_t live = p->kind == PK_WTE || p->kind == PK_LM_HEAD ? s.vocab * p->cols : p->numel;
-        const ExecStates *es = p->gemm ? &g->recipe.gemm : &g->recipe.other;
+        const StateSet *es = p->gemm ? &g->recipe.gemm : &g->recipe.other;
         for (uint64_t i = 0; i < p->numel; i++) {
             float want;
             switch (p->kind) {
-            case PK_LN1_W:
-            case PK_LN2_W:
-            case PK_LNF_W: want = 1.0f; break;
+            case PK_NORM1_W:
+            case PK_NORM2_W:
+            case PK_NORMF_W: want = 1.0f; break;
             case PK_WTE:
             case PK_WPE:
             case PK_QKV_W:
@@ -147,16 +146,17 @@ static void check_model(const char *recipe, uint32_t layers, uint64_t seed)
             }
             float got = master_at(g, p, i);
             /* FP8-LM keeps an FP16 master scaled by a power of two: the value rounds once */
-            if (es->dt[ES_MASTER] == DT_FP16)
+            if (es->dt[STATE_MASTER] == DT_FP16)
                 want = elem_round(want * p->master_rec[REC_SCALE], DT_FP16) * p->master_rec[REC_SCALE_INV];
             bad += got != want;
-            if (p->weight) bad += elem_load(p->weight, es->dt[ES_WEIGHT], i) != elem_round(got, es->dt[ES_WEIGHT]);
+            if (p->weight)
+                bad += elem_load(p->weight, es->dt[STATE_WEIGHT], i) != elem_round(got, es->dt[STATE_WEIGHT]);
             checked++;
         }
     }
     CHECKF(!bad, "%s L=%u seed %llu: %llu of %llu values differ from the stream", recipe, layers,
            (unsigned long long)seed, (unsigned long long)bad, (unsigned long long)checked);
-    gpt_destroy(g);
+    model_destroy(g);
     comm->destroy(comm);
     bk->destroy(bk);
 }

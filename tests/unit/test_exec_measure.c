@@ -1,8 +1,8 @@
 /* tests/unit/test_exec_measure.c — the verdict rules of measured versus
- * planned (exec/measure/measure.h), which decide `fp8plan run`'s exit status. */
+ * planned (exec/measure/compare.h), which decide `fp8plan run`'s exit status. */
 #include <math.h>
 
-#include "exec/measure/measure.h"
+#include "exec/measure/compare.h"
 #include "test.h"
 
 static MeasureRow row(MeasureMode mode, double planned, double measured)

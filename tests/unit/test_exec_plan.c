@@ -2,8 +2,8 @@
  * terms, for several shapes and every recipe the executor runs.
  *
  * For each (model shape, recipe, micro-batch) the test builds the Plan the way
- * `fp8plan run` does (exec_plan_input: 1 GPU, materialized attention, no
- * dropout), lists the executor's tensors with gpt_layout (sizes only: nothing
+ * `fp8plan run` does (exec_plan_input with stacks.csv's fp8plan row: 1 GPU,
+ * materialized attention, no dropout, SwiGLU fused), lists the executor's tensors with model_layout (sizes only: nothing
  * is allocated, so full-size models are cheap), and requires every persistent
  * term and every itemized activation term to be equal byte for byte, and the
  * working set not to exceed the plan's transient term. It also checks that the
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "exec/measure/plan_link.h"
+#include "exec/model/model.h"
 #include "support/fixtures.h"
 #include "test.h"
 
@@ -19,51 +20,57 @@ static Catalog *cat;
 
 static const char *const recipes[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm"};
 
-/* Compare one configuration; returns the number of mismatching terms. */
-static int compare(const ModelSpec *m, const char *recipe, uint32_t mbs)
+/* Compare one configuration (`micro` micro-batches per step); returns the number of mismatching terms. */
+static int compare_mb(const ModelSpec *m, const char *recipe, uint32_t mbs, uint32_t micro)
 {
     const Recipe *rc = catalog_recipe(cat, recipe);
     const GpuSpec *gpu = catalog_gpu(cat, "h100-sxm");
-    ExecRecipe er;
     Err e;
-    if (!rc || !gpu || exec_recipe_from_plan(rc, &er, &e)) return fprintf(stderr, "  %s: %s\n", recipe, e.msg), 1;
+    if (!rc || !gpu) return fprintf(stderr, "  %s: not in the catalog\n", recipe), 1;
     PlanInput in;
     static Plan p;
-    exec_plan_input(&in, m, gpu, rc, mbs);
+    exec_plan_input(&in, m, gpu, rc, mbs, micro, catalog_stack(cat, "fp8plan"));
     if (plan_build(&in, &p, &e)) return fprintf(stderr, "  plan %s/%s: %s\n", m->name, recipe, e.msg), 1;
-    GptShape s;
-    exec_shape_from_plan(&p, &s);
+    if (p.microbatches != micro) return fprintf(stderr, "  plan %s: %u micro-batches\n", m->name, p.microbatches), 1;
     ArenaSpecs specs = {0};
-    uint64_t have[TERM_COUNT], want[TERM_COUNT];
-    if (gpt_layout(&s, &er, &specs, &e) || arena_specs_bytes(&specs, have, &e)) {
+    uint64_t have[ARENA_TERMS];
+    if (model_layout(&p, &specs, &e) || arena_specs_bytes(&specs, have, &e)) {
         fprintf(stderr, "  layout %s/%s: %s\n", m->name, recipe, e.msg);
         arena_specs_free(&specs);
         return 1;
     }
     arena_specs_free(&specs);
-    exec_planned_bytes(&p, want);
     int bad = 0;
-    for (int t = 0; t < TERM_COUNT; t++) {
-        if (t == TERM_IO || t == TERM_GEMM_WORKSPACE) continue; /* not planned / not in a count-only layout */
-        int ok = t == TERM_TRANSIENT ? have[t] <= want[t] : have[t] == want[t];
+    for (int t = 0; t < MT_COUNT_; t++) {
+        if (!arena_holds((MemTermId)t) || t == MT_WORKSPACE) continue; /* overheads; not in a count-only layout */
+        uint64_t want = p.mem[t].bytes;
+        int ok = t == MT_TRANSIENT ? have[t] <= want : have[t] == want;
         if (!ok) {
             fprintf(stderr, "  %s L%u C%u T%u mbs %u, %s: %s executor %llu, plan %llu\n", m->name, m->layers, m->hidden,
-                    m->seq_len, mbs, recipe, exec_term_name((ExecTerm)t), (unsigned long long)have[t],
-                    (unsigned long long)want[t]);
+                    m->seq_len, mbs, recipe, mem_term_name((MemTermId)t), (unsigned long long)have[t],
+                    (unsigned long long)want);
             bad++;
         }
     }
     return bad;
 }
 
-static ModelSpec shaped(const char *base, uint32_t layers, uint32_t hidden, uint32_t heads, uint32_t seq)
+static int compare(const ModelSpec *m, const char *recipe, uint32_t mbs) { return compare_mb(m, recipe, mbs, 1); }
+
+static ModelSpec shaped_kv(const char *base, uint32_t layers, uint32_t hidden, uint32_t heads, uint32_t kv,
+                           uint32_t ffn, uint32_t seq)
 {
-    ExecOverrides o = {.layers = layers, .hidden = hidden, .heads = heads, .seq = seq};
+    ExecOverrides o = {.layers = layers, .hidden = hidden, .heads = heads, .kv_heads = kv, .ffn = ffn, .seq = seq};
     ModelSpec m;
     memset(&m, 0, sizeof m);
     Err e;
     if (exec_model(catalog_model(cat, base), &o, &m, &e)) fprintf(stderr, "  %s\n", e.msg);
     return m;
+}
+
+static ModelSpec shaped(const char *base, uint32_t layers, uint32_t hidden, uint32_t heads, uint32_t seq)
+{
+    return shaped_kv(base, layers, hidden, heads, 0, 0, seq);
 }
 
 static void test_terms_match_plan(void)
@@ -89,6 +96,80 @@ static void test_terms_match_plan(void)
     CHECK_EQ_INT(bad, 0);
 }
 
+/* The LLaMA family: RMSNorm (rstd only), SwiGLU's 2F-wide FC1, rotary positions (no table in the
+ * parameters), grouped-query attention, untied head, no biases. */
+static void test_llama_terms_match_plan(void)
+{
+    ModelSpec shapes[5];
+    shapes[0] = shaped_kv("llama3-8b", 2, 256, 8, 2, 688, 128); /* the CPU run */
+    shapes[1] = shaped_kv("llama3-8b", 1, 0, 0, 0, 0, 256);     /* one Llama 3 8B layer: 32 heads, 8 KV */
+    shapes[2] = shaped_kv("llama2-7b", 1, 0, 0, 0, 0, 512);     /* multi-head LLaMA */
+    shapes[3] = shaped_kv("llama3-70b", 1, 0, 0, 0, 0, 128);    /* 64 heads, 8 KV, FFN 28672 */
+    shapes[4] = shaped_kv("llama3-8b", 3, 96, 6, 3, 100, 24);   /* odd sizes: D 16, KV 3, F 100 */
+    int configs = 0, bad = 0;
+    for (int i = 0; i < 5; i++) {
+        CHECK(shapes[i].norm == NORM_RMSNORM && shapes[i].mlp == MLP_SWIGLU && shapes[i].pos == POS_ROPE);
+        for (int r = 0; r < 4; r++)
+            for (uint32_t mbs = 1; mbs <= 2; mbs++) {
+                bad += compare(&shapes[i], recipes[r], mbs);
+                /* gradient accumulation: one micro-batch in flight, so every term is the same */
+                bad += compare_mb(&shapes[i], recipes[r], mbs, 4);
+                configs += 2;
+            }
+    }
+    printf("  %d configurations (5 LLaMA shapes x 4 recipes x mbs 1, 2 x 1 and 4 micro-batches)\n", configs);
+    CHECK_EQ_INT(bad, 0);
+}
+
+/* The planner's names and categories without a plan equal the plan's; the linear shapes the
+ * executor lays out add up to the plan's linear-weight count. */
+static void test_one_vocabulary(void)
+{
+    ModelSpec m = shaped_kv("llama3-8b", 2, 256, 8, 2, 688, 128);
+    PlanInput in;
+    static Plan p;
+    Err e;
+    exec_plan_input(&in, &m, catalog_gpu(cat, "h100-sxm"), catalog_recipe(cat, "te-fp8"), 1, 1,
+                    catalog_stack(cat, "fp8plan"));
+    CHECK_EQ_INT(plan_build(&in, &p, &e), ST_OK);
+    for (int t = 0; t < MT_COUNT_; t++) {
+        CHECK_STR(mem_term_name((MemTermId)t), p.mem[t].name);
+        CHECK_EQ_INT(mem_term_category((MemTermId)t), p.mem[t].cat);
+    }
+    /* per layer: QKV (8 + 2·2)·32 x 256 = 98,304; proj 256 x 256 = 65,536; FC1 2·688 x 256 = 352,256;
+     * FC2 256 x 688 = 176,128; sum 692,224; two layers 1,384,448 */
+    uint64_t sum = 0, rows, cols;
+    for (int k = 0; k < LIN_COUNT; k++) {
+        spec_linear_shape(&m, (LinearKind)k, 1, &rows, &cols);
+        sum += rows * cols;
+    }
+    CHECK_EQ_U64(sum, 692224);
+    CHECK_EQ_U64(p.params_gemm_gpu, 2 * sum);
+    CHECK_STR(linear_name(LIN_FC1), "fc1");
+}
+
+/* The transient term of a SwiGLU model counts d(SwiGLU output) beside d(FC1 output): the executor's
+ * backward holds both (an activation whose input is twice its output's width cannot run in place).
+ * L2, C 256, H 8 (KV 2), F 688, T 128, mbs 1, V 256 (no padding past 256), megatron-bf16:
+ *   dX and d(residual)        2 x 128·256·2   =   131,072
+ *   d(FC1 output)             128·1376·2      =   352,256
+ *   d(SwiGLU output)          128·688·2       =   176,128
+ *   d(probabilities), fp32    128·8·128·4     =   524,288
+ *   sum                                          1,183,744  (logits 128·256·6 = 196,608 is smaller) */
+static void test_swiglu_transient(void)
+{
+    ModelSpec m = shaped_kv("llama3-8b", 2, 256, 8, 2, 688, 128);
+    m.vocab = 256;
+    PlanInput in;
+    static Plan p;
+    Err e;
+    exec_plan_input(&in, &m, catalog_gpu(cat, "h100-sxm"), catalog_recipe(cat, "megatron-bf16"), 1, 1,
+                    catalog_stack(cat, "fp8plan"));
+    CHECK_EQ_INT(plan_build(&in, &p, &e), ST_OK);
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 1183744);
+    CHECK_EQ_INT(compare(&m, "megatron-bf16", 1), 0);
+}
+
 static void test_refusals(void)
 {
     static const struct {
@@ -102,18 +183,30 @@ static void test_refusals(void)
     };
     Err e;
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
-        ExecRecipe er;
         const Recipe *rc = catalog_recipe(cat, refused[i].recipe);
         CHECK(rc != NULL);
         if (!rc) continue;
-        CHECK_EQ_INT(exec_recipe_from_plan(rc, &er, &e), ST_UNAVAILABLE);
+        CHECK_EQ_INT(exec_recipe_check(rc, &e), ST_UNAVAILABLE);
         CHECK_CONTAINS(e.msg, refused[i].recipe);
         CHECK_CONTAINS(e.msg, refused[i].why);
     }
     ModelSpec m;
     ExecOverrides none = {0};
-    CHECK_EQ_INT(exec_model(catalog_model(cat, "llama3-8b"), &none, &m, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "rmsnorm, swiglu, rope");
+    CHECK_EQ_INT(exec_model(catalog_model(cat, "llama3-8b"), &none, &m, &e), ST_OK); /* the LLaMA family runs */
+    CHECK_EQ_INT(m.kv_heads, 8);
+    CHECK_EQ_INT(m.head_dim, 128);
+    ExecOverrides gqa = {.heads = 8}; /* 32 heads, 8 KV: the ratio 4 is kept, 8 / 4 = 2 KV heads */
+    CHECK_EQ_INT(exec_model(catalog_model(cat, "llama3-8b"), &gqa, &m, &e), ST_OK);
+    CHECK_EQ_INT(m.kv_heads, 2);
+    gqa.heads = 6; /* 6 x 8 / 32 = 1.5 */
+    CHECK_EQ_INT(exec_model(catalog_model(cat, "llama3-8b"), &gqa, &m, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "give --kv-heads");
+    gqa.heads = 8, gqa.kv_heads = 3;
+    CHECK_EQ_INT(exec_model(catalog_model(cat, "llama3-8b"), &gqa, &m, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "--kv-heads 3 does not divide --heads 8");
+    ExecOverrides odd_d = {.hidden = 24, .heads = 8, .kv_heads = 2, .ffn = 64}; /* head_dim 3 */
+    CHECK_EQ_INT(exec_model(catalog_model(cat, "llama3-8b"), &odd_d, &m, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "rotary positions need it even");
     ExecOverrides odd = {.hidden = 100, .heads = 3};
     CHECK_EQ_INT(exec_model(catalog_model(cat, "gpt2-124m"), &odd, &m, &e), ST_USAGE);
     CHECK_CONTAINS(e.msg, "--hidden 100 is not a multiple of --heads 3");
@@ -132,6 +225,9 @@ int main(void)
 {
     cat = fx_catalog();
     RUN(test_terms_match_plan);
+    RUN(test_llama_terms_match_plan);
+    RUN(test_one_vocabulary);
+    RUN(test_swiglu_transient);
     RUN(test_refusals);
     free(cat);
     return test_summary();

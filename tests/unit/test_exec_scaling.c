@@ -13,7 +13,7 @@
 #include <stdlib.h>
 
 #include "exec/data.h"
-#include "exec/model/gpt_internal.h"
+#include "exec/model/model_internal.h"
 #include "support/exec_fixtures.h"
 #include "fp8/delayed.h"
 #include "fp8/half.h"
@@ -54,18 +54,18 @@ static void test_delayed_scaling_spike(void)
     Comm *comm;
     Err e;
     CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
-    GptShape s = fx_shape();
-    ExecRecipe r = fx_recipe("te-fp8");
+    ModelSpec s = fx_gpt();
+    Recipe r = fx_recipe("te-fp8");
     CHECK_EQ_INT(r.amax_history, HIST);
-    GptHyper h = gpt_hyper_default();
-    Gpt *g = NULL;
-    CHECK(!gpt_create(&s, &r, &h, bk, comm, NULL, &g, &e));
+    ModelHyper h = model_hyper_default();
+    Model *g = NULL;
+    CHECK(!fx_model(&s, &r, 4, 1, &h, bk, comm, &g, &e));
     if (!g) return;
-    CHECK(!gpt_trace_enable(g, &e));
+    CHECK(!model_trace_enable(g, &e));
     DataStream d;
     CHECK(!data_synthetic(&d, s.vocab, 9, &e));
-    GptParam *w = gpt_find_param(g, PK_QKV_W, 0);
-    const uint32_t sw = gpt_slot_w(0, LIN_QKV), sx = gpt_slot_x(1, LIN_FC1), sd = gpt_slot_dy(1, LIN_FC2);
+    ModelParam *w = model_find_param(g, PK_QKV_W, 0);
+    const uint32_t sw = model_slot_w(0, LIN_QKV), sx = model_slot_x(1, LIN_FC1), sd = model_slot_dy(1, LIN_FC2);
     const uint32_t nf = g->sc.fwd.n, nb = g->sc.bwd.n;
     Seq qw, qx, qd;
     uint16_t saved_w = 0;
@@ -81,9 +81,9 @@ static void test_delayed_scaling_spike(void)
         } else if (k == SPIKE + 1) {
             wb[0] = saved_w, wm[0] = saved_m;
         }
-        data_next(&d, s.batch, s.seq, in, tgt);
+        data_next(&d, g->batch, g->seq, in, tgt);
         float loss;
-        CHECK(!gpt_step(g, in, tgt, &loss, &e));
+        CHECK(!model_step(g, in, tgt, &loss, &e));
         qw.amax[k] = g->tr_fwd.amax[sw], qw.used[k] = g->tr_fwd.scale_used[sw], qw.next[k] = g->tr_fwd.scale_next[sw];
         qx.amax[k] = g->tr_fwd.amax[sx], qx.used[k] = g->tr_fwd.scale_used[sx], qx.next[k] = g->tr_fwd.scale_next[sx];
         qd.amax[k] = g->tr_bwd.amax[sd], qd.used[k] = g->tr_bwd.scale_used[sd], qd.next[k] = g->tr_bwd.scale_next[sd];
@@ -113,7 +113,7 @@ static void test_delayed_scaling_spike(void)
            (double)qw.used[SPIKE], (double)qw.used[SPIKE + 1], zeros_before, zeros_after, (unsigned long long)w->numel);
     CHECK(zeros_after > zeros_before + (int)(w->numel / 50)); /* small weights flush at scale 0.7 */
     data_free(&d);
-    gpt_destroy(g);
+    model_destroy(g);
     comm->destroy(comm);
     bk->destroy(bk);
 }
@@ -125,21 +125,21 @@ static void test_current_scaling(void)
     Comm *comm;
     Err e;
     CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
-    GptShape s = fx_shape();
-    ExecRecipe r = fx_recipe("te-fp8-current");
-    GptHyper h = gpt_hyper_default();
-    Gpt *g = NULL;
-    CHECK(!gpt_create(&s, &r, &h, bk, comm, NULL, &g, &e));
+    ModelSpec s = fx_gpt();
+    Recipe r = fx_recipe("te-fp8-current");
+    ModelHyper h = model_hyper_default();
+    Model *g = NULL;
+    CHECK(!fx_model(&s, &r, 4, 1, &h, bk, comm, &g, &e));
     if (!g) return;
-    CHECK(!gpt_trace_enable(g, &e));
+    CHECK(!model_trace_enable(g, &e));
     DataStream d;
     CHECK(!data_synthetic(&d, s.vocab, 2, &e));
     int32_t in[64], tgt[64];
     int bad = 0;
     for (int k = 0; k < 5; k++) {
-        data_next(&d, s.batch, s.seq, in, tgt);
+        data_next(&d, g->batch, g->seq, in, tgt);
         float loss;
-        CHECK(!gpt_step(g, in, tgt, &loss, &e));
+        CHECK(!model_step(g, in, tgt, &loss, &e));
         for (uint32_t i = 0; i < g->sc.fwd.n; i++)
             bad += g->tr_fwd.scale_used[i] != 448.0f / g->tr_fwd.amax[i] || !(g->tr_fwd.amax[i] > 0.0f);
         for (uint32_t i = 0; i < g->sc.bwd.n; i++)
@@ -147,7 +147,7 @@ static void test_current_scaling(void)
     }
     CHECK_EQ_INT(bad, 0);
     data_free(&d);
-    gpt_destroy(g);
+    model_destroy(g);
     comm->destroy(comm);
     bk->destroy(bk);
 }

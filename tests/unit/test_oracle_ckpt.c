@@ -10,15 +10,16 @@
  *
  * Layout (little-endian):
  *   0    "FP8PCKPT"                      8 B
- *   8    u32 version = 1
+ *   8    u32 version = 2
  *   12   recipe name, NUL-padded        48 B
- *   60   34 x u64: 24 recipe fields, 10 shape fields (FIELDS below, in order)
- *   332  f32 lr, beta1, beta2, eps, weight decay; u32 warm-up; f32 init std; u64 seed
- *   368  u32 step
- *   372  u32 data kind, u32 prev, u64 rng, u64 pos, u64 batches, u64 source
- *   412  u32 tensor count
- *   416  per tensor: u32 term, u32 dtype, i32 layer, u64 bytes, 32 B name, data
- *   end  u64 FNV-1a of every byte before it */
+ *   60   39 x u64: 22 recipe fields, 17 model and run-size fields (FIELDS below, in order)
+ *   372  f32 lr, beta1, beta2, eps, weight decay; u32 warm-up; f32 init std; u64 seed   (36 B)
+ *   408  u32 step
+ *   412  u32 data kind, u32 prev, u64 rng, u64 pos, u64 batches, u64 source           (40 B)
+ *   452  u32 tensor count
+ *   456  per tensor: u32 term, u32 dtype, i32 layer, u64 bytes, 32 B name, data
+ *   end  u64 FNV-1a of every byte before it
+ * (60 + 39·8 = 372; 372 + 5·4 + 4 + 4 + 8 = 408; 412 + 4 + 4 + 4·8 = 452.) */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,12 +32,12 @@ enum {
     OFF_VERSION = 8,
     OFF_NAME = 12,
     OFF_FIELDS = 60,
-    NFIELDS = 34,
-    OFF_HYPER = 332,
-    OFF_STEP = 368,
-    OFF_DATA = 372,
-    OFF_NTENSORS = 412,
-    OFF_TENSORS = 416
+    NFIELDS = 39,
+    OFF_HYPER = 372,
+    OFF_STEP = 408,
+    OFF_DATA = 412,
+    OFF_NTENSORS = 452,
+    OFF_TENSORS = 456
 };
 
 static char dir[512];
@@ -89,18 +90,18 @@ static void test_header_fields(void)
     Comm *comm = NULL;
     Err e = {0};
     CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
-    GptShape s = fx_shape();
-    ExecRecipe r = fx_recipe("te-fp8");
-    GptHyper h = {.lr = 0.0625f,
-                  .beta1 = 0.875f,
-                  .beta2 = 0.9375f,
-                  .eps = 0x1p-20f,
-                  .weight_decay = 0.25f,
-                  .warmup = 3,
-                  .init_std = 0.03125f,
-                  .seed = 0x0123456789ABCDEFull};
-    Gpt *g = NULL;
-    CHECKF(bk && comm && !gpt_create(&s, &r, &h, bk, comm, NULL, &g, &e), "%s", e.msg);
+    ModelSpec s = fx_gpt();
+    Recipe r = fx_recipe("te-fp8");
+    ModelHyper h = {.lr = 0.0625f,
+                    .beta1 = 0.875f,
+                    .beta2 = 0.9375f,
+                    .eps = 0x1p-20f,
+                    .weight_decay = 0.25f,
+                    .warmup = 3,
+                    .init_std = 0.03125f,
+                    .seed = 0x0123456789ABCDEFull};
+    Model *g = NULL;
+    CHECKF(bk && comm && !fx_model(&s, &r, 4, 1, &h, bk, comm, &g, &e), "%s", e.msg);
     if (!g) return;
     g->step = 7;
     DataState ds = {.kind = DATA_SYNTHETIC,
@@ -119,48 +120,53 @@ static void test_header_fields(void)
     if (!b || n <= OFF_TENSORS + 8) return;
 
     CHECK(!memcmp(b, "FP8PCKPT", 8));
-    CHECK_EQ_U64(rd32(b + OFF_VERSION), 1);
+    CHECK_EQ_U64(rd32(b + OFF_VERSION), 2);
     char name[48] = "te-fp8"; /* NUL-padded to 48 bytes */
     CHECK(!memcmp(b + OFF_NAME, name, sizeof name));
-    /* the 34 fields that must match, in file order, with the values this model has */
+    /* the 39 fields that must match, in file order, with the values this model has */
     const struct {
         const char *name;
         uint64_t v;
     } FIELDS[NFIELDS] = {
-        {"linear weight dtype", r.gemm.dt[ES_WEIGHT]},
-        {"linear master dtype", r.gemm.dt[ES_MASTER]},
-        {"linear gradient dtype", r.gemm.dt[ES_GRAD]},
-        {"linear Adam m dtype", r.gemm.dt[ES_M]},
-        {"linear Adam v dtype", r.gemm.dt[ES_V]},
-        {"linear scaled states", r.gemm.scaled},
-        {"other weight dtype", r.other.dt[ES_WEIGHT]},
-        {"other master dtype", r.other.dt[ES_MASTER]},
-        {"other gradient dtype", r.other.dt[ES_GRAD]},
-        {"other Adam m dtype", r.other.dt[ES_M]},
-        {"other Adam v dtype", r.other.dt[ES_V]},
-        {"other scaled states", r.other.scaled},
+        {"linear weight dtype", r.gemm.dt[STATE_WEIGHT]},
+        {"linear master dtype", r.gemm.dt[STATE_MASTER]},
+        {"linear gradient dtype", r.gemm.dt[STATE_GRAD]},
+        {"linear Adam m dtype", r.gemm.dt[STATE_M]},
+        {"linear Adam v dtype", r.gemm.dt[STATE_V]},
+        {"linear scaled states", r.gemm.scaled_mask},
+        {"other weight dtype", r.other.dt[STATE_WEIGHT]},
+        {"other master dtype", r.other.dt[STATE_MASTER]},
+        {"other gradient dtype", r.other.dt[STATE_GRAD]},
+        {"other Adam m dtype", r.other.dt[STATE_M]},
+        {"other Adam v dtype", r.other.dt[STATE_V]},
+        {"other scaled states", r.other.scaled_mask},
         {"activation dtype", DT_BF16},
         {"FP8 row-wise copies", DT_E4M3},
         {"FP8 transposed copies", DT_E4M3},
         {"forward GEMM dtype", DT_E4M3},
         {"backward GEMM dtype", DT_E5M2},
         {"saved-input dtype", DT_E4M3},
-        {"scaling", EXEC_SCALING_DELAYED},
+        {"scaling", SCALING_DELAYED},
         {"activation scale granularity", GRAN_TENSOR},
         {"weight scale granularity", GRAN_TENSOR},
         {"amax history", 16},
-        {"amax algorithm", AMAX_ALGO_MAX},
-        {"margin", 0},
         {"layers", 2},
         {"hidden", 32},
         {"heads", 4},
+        {"KV heads", 4},
+        {"head_dim", 8},
         {"ffn", 128},
+        {"norm", NORM_LAYERNORM},
+        {"mlp", MLP_GELU},
+        {"positions", POS_LEARNED},
         {"seq", 16},
         {"micro-batch", 4},
+        {"micro-batches per step", 1},
         {"vocab", 64},
         {"padded vocab", 64},
         {"tied embeddings", 1},
         {"linear biases", 1},
+        {"rope base", 10000},
     };
     for (int i = 0; i < NFIELDS; i++)
         CHECKF(rd64(b + OFF_FIELDS + 8 * i) == FIELDS[i].v, "field %d (%s) = %llu, expected %llu", i, FIELDS[i].name,
@@ -198,22 +204,22 @@ static void test_header_fields(void)
         o += 52 + rd64(b + o + 12);
     }
     unsigned want = 0;
-    for (int t = TERM_WEIGHT_GEMM; t <= TERM_OPTIM_V_OTHER; t++) want |= 1u << t;
-    want |= 1u << TERM_SCALE_GEMM;
+    for (int t = MT_WEIGHT_GEMM; t <= MT_OPTIM_V_OTHER; t++) want |= 1u << t;
+    want |= 1u << MT_SCALE_GEMM;
     CHECKF(have == want, "terms in the checkpoint %#x, expected %#x", have, want);
     CHECK_EQ_U64(off, n - 8);
     CHECK_EQ_U64(rd64(b + n - 8), fnv1a(b, n - 8));
 
     /* a fresh model of the same recipe and shape loads it: step and data position as written */
-    Gpt *g2 = NULL;
-    CHECK(!gpt_create(&s, &r, &h, bk, comm, NULL, &g2, &e));
+    Model *g2 = NULL;
+    CHECK(!fx_model(&s, &r, 4, 1, &h, bk, comm, &g2, &e));
     DataState got = {0};
     CHECKF(g2 && ckpt_load(path, g2, &got, &e) == ST_OK, "%s", e.msg);
     CHECK(g2 && g2->step == 7);
     CHECK(got.kind == ds.kind && got.prev == ds.prev && got.rng == ds.rng && got.pos == ds.pos &&
           got.batches == ds.batches && got.source == ds.source);
 
-    /* each of the 34 fields, changed alone, is refused naming the field */
+    /* each of the 39 fields, changed alone, is refused naming the field */
     unsigned char *c = malloc(n);
     for (int i = 0; g2 && c && i < NFIELDS; i++) {
         memcpy(c, b, n);
@@ -237,9 +243,9 @@ static void test_header_fields(void)
         memcpy(c, b, n), memcpy(c + OFF_NAME, "te-fp9", 6), spit(bad, c, n);
         CHECK(ckpt_load(bad, g2, &got, &e) == ST_DATA);
         CHECK_CONTAINS(e.msg, "checkpoint is from recipe 'te-fp9', this run uses 'te-fp8'");
-        memcpy(c, b, n), c[OFF_VERSION] = 2, spit(bad, c, n);
+        memcpy(c, b, n), c[OFF_VERSION] = 3, spit(bad, c, n);
         CHECK(ckpt_load(bad, g2, &got, &e) == ST_DATA);
-        CHECK_CONTAINS(e.msg, "version 2");
+        CHECK_CONTAINS(e.msg, "version 3");
         memcpy(c, b, n), c[0] = 'X', spit(bad, c, n);
         CHECK(ckpt_load(bad, g2, &got, &e) == ST_DATA);
         CHECK_CONTAINS(e.msg, "bad magic");
@@ -256,46 +262,33 @@ static void test_header_fields(void)
     free(b);
     unlink(path);
     unlink(bad);
-    if (g2) gpt_destroy(g2);
-    gpt_destroy(g);
+    if (g2) model_destroy(g2);
+    model_destroy(g);
     comm->destroy(comm);
     bk->destroy(bk);
 }
 
-/* The executor's terms carry the planner's names, and exactly the states, FP8 copies and scales persist
- * (plan.h: what lives across steps is what a checkpoint must hold). */
+/* The arena's terms are the planner's memory terms with the planner's names, then the executor's own
+ * two; exactly the states, FP8 copies and scales persist (plan.h: what lives across steps is what a
+ * checkpoint must hold). */
 static void test_term_names_and_persistence(void)
 {
-    static const char *const names[TERM_COUNT] = {"weight_gemm",
-                                                  "weight_other",
-                                                  "fp8_rowwise",
-                                                  "fp8_colwise",
-                                                  "master_gemm",
-                                                  "master_other",
-                                                  "grad_gemm",
-                                                  "grad_other",
-                                                  "adam_m_gemm",
-                                                  "adam_m_other",
-                                                  "adam_v_gemm",
-                                                  "adam_v_other",
-                                                  "scale_gemm",
-                                                  "scale_block",
-                                                  "scale_state",
-                                                  "act_layer_hp",
-                                                  "act_layer_fp8",
-                                                  "act_attention",
-                                                  "act_dropout_mask",
-                                                  "act_output",
-                                                  "transient",
-                                                  "gemm_workspace",
-                                                  "io"};
-    for (int t = 0; t < TERM_COUNT; t++) {
-        CHECKF(names[t] && !strcmp(exec_term_name((ExecTerm)t), names[t]), "term %d is '%s'", t,
-               exec_term_name((ExecTerm)t));
-        CHECKF(exec_term_persistent((ExecTerm)t) == (t <= TERM_SCALE_STATE), "term %s persistence", names[t]);
+    static const char *const names[ARENA_TERMS] = {
+        "weight_gemm",      "weight_other",  "fp8_rowwise", "fp8_colwise",   "master_gemm",    "master_other",
+        "grad_gemm",        "grad_other",    "adam_m_gemm", "adam_m_other",  "adam_v_gemm",    "adam_v_other",
+        "scale_gemm",       "scale_block",   "scale_state", "act_layer_hp",  "act_layer_fp8",  "act_attention",
+        "act_dropout_mask", "act_output",    "transient",   "comm_buffers",  "gemm_workspace", "cuda_context",
+        "fragmentation",    "weight_expert", "fp8_expert",  "master_expert", "grad_expert",    "adam_m_expert",
+        "adam_v_expert",    "act_moe",       "io",          "rope_table"};
+    /* the planner's terms in its order (the expert ones too: the executor holds none of them), then the
+     * executor's own two; states, FP8 copies and scales persist across steps, the rest does not */
+    for (ArenaTerm t = 0; t < ARENA_TERMS; t++) {
+        int persistent = t <= MT_SCALE_STATE || (t >= MT_WEIGHT_EXPERT && t <= MT_OPTIM_V_EXPERT);
+        CHECKF(names[t] && !strcmp(arena_term_name(t), names[t]), "term %u is '%s'", t, arena_term_name(t));
+        CHECKF(arena_term_persistent(t) == persistent, "term %s persistence", names[t]);
     }
-    CHECK(!exec_term_persistent(TERM_COUNT));
-    CHECK_STR(exec_term_name(TERM_COUNT), "?");
+    CHECK(!arena_term_persistent(ARENA_TERMS));
+    CHECK_STR(arena_term_name(ARENA_TERMS), "?");
 }
 
 int main(void)

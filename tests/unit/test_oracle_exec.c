@@ -5,7 +5,7 @@
  *
  * The model is tests/support's tiny GPT: 2 layers, C 32, 4 heads, FFN 128,
  * T 16, micro-batch 4 (BT = 64 tokens), vocabulary 64 (padded 64), tied
- * embeddings, biases. Per layer: LN 2 x (32 + 32) = 128, QKV 96 x 32 + 96 = 3168,
+ * embeddings, biases (layernorm, GELU, learned positions). Per layer: LN 2 x (32 + 32) = 128, QKV 96 x 32 + 96 = 3168,
  * proj 32 x 32 + 32 = 1056, FC1 128 x 32 + 128 = 4224, FC2 32 x 128 + 32 = 4128:
  * 12704; two layers 25408, token embedding 64 x 32 = 2048, positions 16 x 32 =
  * 512, final LN 64: 28032 parameters in 2 x 12 + 4 = 28 tensors. */
@@ -17,8 +17,7 @@
 
 #include "exec/backend.h"
 #include "exec/data.h"
-#include "exec/measure/device_measure.h"
-#include "exec/model/gpt_internal.h" /* gpt_param_name */
+#include "exec/model/model_internal.h" /* model_param_name */
 #include "support/exec_fixtures.h"
 #include "support/fixtures.h"
 #include "test.h"
@@ -26,7 +25,8 @@
 /* One rank: an all-reduce is the identity, gathers and scatters are copies; every call counts its
  * payload (elements x dtype bytes) and no bus bytes (the ring factors 2(n-1)/n and (n-1)/n are 0).
  *   all_reduce of 10 FP32: 40 B; all_gather of 3 BF16 out of place: 6 B; reduce_scatter of 4 E4M3: 4 B
- *   -> 3 calls, 50 B payload, 0 bus bytes. */
+ *   -> 3 calls, 50 B payload, 0 bus bytes in all; per plan row, the row each call names: CO_DP_GRAD_AR
+ *   1 call 40 B, CO_DP_PARAM_AG 1 call 6 B, CO_DP_GRAD_RS 1 call 4 B. */
 static void test_single_rank_comm(void)
 {
     Backend *bk = NULL;
@@ -47,9 +47,9 @@ static void test_single_rank_comm(void)
     const uint8_t four[4] = {0x38, 0x40, 0x44, 0x48};   /* E4M3 1, 2, 3, 4 */
     CHECK(!bk->copy_to_device(bk, buf, ten, sizeof ten, &e) && !bk->copy_to_device(bk, src, three, 6, &e) &&
           !bk->copy_to_device(bk, q, four, 4, &e) && !bk->memset0(bk, dst, 6, &e) && !bk->memset0(bk, r, 4, &e));
-    CHECKF(c->all_reduce(c, bk, buf, 10, DT_FP32, COMM_SUM, &e) == ST_OK, "%s", e.msg);
-    CHECKF(c->all_gather(c, bk, src, dst, 3, DT_BF16, &e) == ST_OK, "%s", e.msg);
-    CHECKF(c->reduce_scatter(c, bk, q, r, 4, DT_E4M3, COMM_MAX, &e) == ST_OK, "%s", e.msg);
+    CHECKF(c->all_reduce(c, CO_DP_GRAD_AR, bk, buf, 10, DT_FP32, COMM_SUM, &e) == ST_OK, "%s", e.msg);
+    CHECKF(c->all_gather(c, CO_DP_PARAM_AG, bk, src, dst, 3, DT_BF16, &e) == ST_OK, "%s", e.msg);
+    CHECKF(c->reduce_scatter(c, CO_DP_GRAD_RS, bk, q, r, 4, DT_E4M3, COMM_MAX, &e) == ST_OK, "%s", e.msg);
     float back[10];
     uint16_t g[3];
     uint8_t s[4];
@@ -58,32 +58,38 @@ static void test_single_rank_comm(void)
     CHECK(!memcmp(back, ten, sizeof ten)); /* the sum over one rank is the value itself */
     CHECK(!memcmp(g, three, sizeof three));
     CHECK(!memcmp(s, four, sizeof four));
-    CHECK_EQ_U64(c->stats.calls, 3);
-    CHECK_EQ_U64(c->stats.payload_bytes, 50);
-    CHECK(c->stats.bus_bytes == 0.0);
+    CHECK_EQ_U64(c->total.calls, 3);
+    CHECK_EQ_U64(c->total.payload_bytes, 50);
+    CHECK(c->total.bus_bytes == 0.0);
+    CHECK_EQ_U64(c->stats[CO_DP_GRAD_AR].calls, 1);
+    CHECK_EQ_U64(c->stats[CO_DP_GRAD_AR].payload_bytes, 40);
+    CHECK_EQ_U64(c->stats[CO_DP_PARAM_AG].calls, 1);
+    CHECK_EQ_U64(c->stats[CO_DP_PARAM_AG].payload_bytes, 6);
+    CHECK_EQ_U64(c->stats[CO_DP_GRAD_RS].calls, 1);
+    CHECK_EQ_U64(c->stats[CO_DP_GRAD_RS].payload_bytes, 4);
     /* a dtype without a size is refused by every collective, and is not counted */
-    CHECK(c->all_reduce(c, bk, buf, 1, DT_NONE, COMM_SUM, &e) == ST_USAGE);
+    CHECK(c->all_reduce(c, CO_DP_GRAD_AR, bk, buf, 1, DT_NONE, COMM_SUM, &e) == ST_USAGE);
     CHECK_CONTAINS(e.msg, "has no size");
-    CHECK(c->all_gather(c, bk, src, dst, 1, DT_NONE, &e) == ST_USAGE);
-    CHECK(c->reduce_scatter(c, bk, q, r, 1, DT_NONE, COMM_SUM, &e) == ST_USAGE);
-    CHECK(c->all_reduce(c, bk, NULL, 4, DT_FP32, COMM_SUM, &e) == ST_USAGE); /* no buffer */
-    CHECK_EQ_U64(c->stats.calls, 3);
+    CHECK(c->all_gather(c, CO_DP_PARAM_AG, bk, src, dst, 1, DT_NONE, &e) == ST_USAGE);
+    CHECK(c->reduce_scatter(c, CO_DP_GRAD_RS, bk, q, r, 1, DT_NONE, COMM_SUM, &e) == ST_USAGE);
+    CHECK(c->all_reduce(c, CO_DP_GRAD_AR, bk, NULL, 4, DT_FP32, COMM_SUM, &e) == ST_USAGE); /* no buffer */
+    CHECK_EQ_U64(c->total.calls, 3);
     bk->free(bk, buf), bk->free(bk, src), bk->free(bk, dst), bk->free(bk, q), bk->free(bk, r);
     c->destroy(c);
     bk->destroy(bk);
 }
 
-static const ArenaSpec *find(const ArenaSpecs *sp, ExecTerm t, const char *name, int layer)
+static const ArenaSpec *find(const ArenaSpecs *sp, ArenaTerm t, const char *name, int layer)
 {
     for (uint32_t i = 0; i < sp->n; i++)
         if (sp->v[i].term == t && !strcmp(sp->v[i].name, name) && sp->v[i].layer == layer) return &sp->v[i];
     return NULL;
 }
 
-static uint64_t spec_bytes(const ArenaSpecs *sp, ExecTerm t, const char *name, int layer)
+static uint64_t spec_bytes(const ArenaSpecs *sp, ArenaTerm t, const char *name, int layer)
 {
     const ArenaSpec *a = find(sp, t, name, layer);
-    CHECKF(a != NULL, "no %s '%s' (layer %d)", exec_term_name(t), name, layer);
+    CHECKF(a != NULL, "no %s '%s' (layer %d)", arena_term_name(t), name, layer);
     return a ? a->bytes : 0;
 }
 
@@ -95,43 +101,51 @@ static uint64_t spec_bytes(const ArenaSpecs *sp, ExecTerm t, const char *name, i
  *   gradients 98304 B; other weights (2048 + 512 + 64 + 2 x (128 + 96 + 32 + 128 + 32)) x 2 B = 6912 B.
  * With BF16 gradients for the other parameters, their FP32 staging holds the embeddings' gradients
  *   (64 x 32 + 16 x 32) x 4 = 10240 B; untied, the LM head's too: + 64 x 32 x 4 = 18432 B. */
+/* The model's tensor list for a fixture: its plan (micro-batch 4, one micro-batch), then model_layout. */
+static Status layout(const ModelSpec *s, const Recipe *r, ArenaSpecs *sp, Err *e)
+{
+    static Plan p;
+    Status st = fx_plan(s, r, 4, 1, &p, e);
+    return st ? st : model_layout(&p, sp, e);
+}
+
 static void test_tensor_list(void)
 {
-    GptShape s = fx_shape();
-    ExecRecipe r = fx_recipe("te-fp8");
+    ModelSpec s = fx_gpt();
+    Recipe r = fx_recipe("te-fp8");
     ArenaSpecs sp = {0};
     Err e = {0};
-    CHECKF(gpt_layout(&s, &r, &sp, &e) == ST_OK, "%s", e.msg);
-    CHECK_EQ_U64(spec_bytes(&sp, TERM_WEIGHT_OTHER, "wte", -1), 4096);
-    CHECK_EQ_U64(spec_bytes(&sp, TERM_MASTER_OTHER, "wte", -1), 8192);
-    CHECK_EQ_U64(spec_bytes(&sp, TERM_WEIGHT_GEMM, "qkv.w", 1), 6144);
-    CHECK_EQ_U64(spec_bytes(&sp, TERM_FP8_ROWWISE, "qkv.w", 1), 3072);
-    CHECK_EQ_U64(spec_bytes(&sp, TERM_FP8_COLWISE, "qkv.w", 1), 3072);
-    CHECK_EQ_U64(spec_bytes(&sp, TERM_ACT_OUTPUT, "logits", -1), 16384);
-    CHECK_EQ_U64(spec_bytes(&sp, TERM_TRANSIENT, "dlogits", -1), 8192);
-    const ArenaSpec *dl = find(&sp, TERM_TRANSIENT, "dlogits", -1);
-    CHECK(dl && dl->phase == GPT_PHASE_HEAD);
-    CHECK_EQ_U64(spec_bytes(&sp, TERM_IO, "tokens", -1), 256);
-    CHECK(find(&sp, TERM_TRANSIENT, "grad_stage_emb", -1) == NULL); /* FP32 gradients need no staging */
-    uint64_t by[TERM_COUNT];
+    CHECKF(layout(&s, &r, &sp, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(spec_bytes(&sp, MT_WEIGHT_OTHER, "wte", -1), 4096);
+    CHECK_EQ_U64(spec_bytes(&sp, MT_MASTER_OTHER, "wte", -1), 8192);
+    CHECK_EQ_U64(spec_bytes(&sp, MT_WEIGHT_GEMM, "qkv.w", 1), 6144);
+    CHECK_EQ_U64(spec_bytes(&sp, MT_FP8_ROWWISE, "qkv.w", 1), 3072);
+    CHECK_EQ_U64(spec_bytes(&sp, MT_FP8_COLWISE, "qkv.w", 1), 3072);
+    CHECK_EQ_U64(spec_bytes(&sp, MT_ACT_OUTPUT, "logits", -1), 16384);
+    CHECK_EQ_U64(spec_bytes(&sp, MT_TRANSIENT, "dlogits", -1), 8192);
+    const ArenaSpec *dl = find(&sp, MT_TRANSIENT, "dlogits", -1);
+    CHECK(dl && dl->phase == MODEL_PHASE_HEAD);
+    CHECK_EQ_U64(spec_bytes(&sp, XT_IO, "tokens", -1), 256);
+    CHECK(find(&sp, MT_TRANSIENT, "grad_stage_emb", -1) == NULL); /* FP32 gradients need no staging */
+    uint64_t by[ARENA_TERMS];
     CHECK(arena_specs_bytes(&sp, by, &e) == ST_OK);
-    CHECK_EQ_U64(by[TERM_WEIGHT_GEMM], 49152);
-    CHECK_EQ_U64(by[TERM_GRAD_GEMM], 98304);
-    CHECK_EQ_U64(by[TERM_WEIGHT_OTHER], 6912);
-    free(sp.v);
+    CHECK_EQ_U64(by[MT_WEIGHT_GEMM], 49152);
+    CHECK_EQ_U64(by[MT_GRAD_GEMM], 98304);
+    CHECK_EQ_U64(by[MT_WEIGHT_OTHER], 6912);
+    arena_specs_free(&sp);
 
-    r.other.dt[ES_GRAD] = DT_BF16;
+    r.other.dt[STATE_GRAD] = DT_BF16;
     ArenaSpecs sp2 = {0};
-    if (gpt_layout(&s, &r, &sp2, &e) == ST_OK) {
-        CHECK_EQ_U64(spec_bytes(&sp2, TERM_TRANSIENT, "grad_stage_emb", -1), 10240);
-        free(sp2.v);
-        s.tied = 0;
+    if (layout(&s, &r, &sp2, &e) == ST_OK) {
+        CHECK_EQ_U64(spec_bytes(&sp2, MT_TRANSIENT, "grad_stage_emb", -1), 10240);
+        arena_specs_free(&sp2);
+        s.tied_embeddings = 0;
         ArenaSpecs sp3 = {0};
-        CHECK(gpt_layout(&s, &r, &sp3, &e) == ST_OK);
-        CHECK_EQ_U64(spec_bytes(&sp3, TERM_TRANSIENT, "grad_stage_emb", -1), 18432);
-        free(sp3.v);
+        CHECK(layout(&s, &r, &sp3, &e) == ST_OK);
+        CHECK_EQ_U64(spec_bytes(&sp3, MT_TRANSIENT, "grad_stage_emb", -1), 18432);
+        arena_specs_free(&sp3);
     } else {
-        CHECKF(0, "gpt_layout refused BF16 gradients for the other parameters: %s", e.msg);
+        CHECKF(0, "model_layout refused BF16 gradients for the other parameters: %s", e.msg);
     }
 }
 
@@ -146,23 +160,29 @@ static void test_step_reduces_every_gradient(void)
     Comm *comm = NULL;
     Err e = {0};
     CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
-    GptShape s = fx_shape();
-    ExecRecipe r = fx_recipe("te-fp8");
-    GptHyper h = gpt_hyper_default();
-    Gpt *g = NULL;
-    CHECKF(bk && comm && !gpt_create(&s, &r, &h, bk, comm, NULL, &g, &e), "%s", e.msg);
+    ModelSpec s = fx_gpt();
+    Recipe r = fx_recipe("te-fp8");
+    ModelHyper h = model_hyper_default();
+    Model *g = NULL;
+    CHECKF(bk && comm && !fx_model(&s, &r, 4, 1, &h, bk, comm, &g, &e), "%s", e.msg);
     if (!g) return;
     CHECK_EQ_U64(g->nparams, 28);
+    CHECK_EQ_U64(model_weight_count(g), 28032);
     int32_t in[64], tgt[64];
-    fx_tokens(&s, 7, in, tgt);
+    CHECK_EQ_U64(model_step_tokens(g), 64);
+    fx_tokens(g, 7, in, tgt);
     float loss = 0;
-    CHECKF(gpt_step(g, in, tgt, &loss, &e) == ST_OK, "%s", e.msg);
-    CHECK_EQ_U64(comm->stats.calls, 30);
-    CHECK_EQ_U64(comm->stats.payload_bytes, 112224);
-    CHECK(comm->stats.bus_bytes == 0.0);
+    CHECKF(model_step(g, in, tgt, &loss, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(comm->total.calls, 30);
+    CHECK_EQ_U64(comm->total.payload_bytes, 112224);
+    CHECK(comm->total.bus_bytes == 0.0);
+    CHECK_EQ_U64(comm->stats[CO_DP_GRAD_AR].calls, 28);
+    CHECK_EQ_U64(comm->stats[CO_DP_GRAD_AR].payload_bytes, 112128);
+    CHECK_EQ_U64(comm->stats[CO_AMAX_AR].calls, 2);
+    CHECK_EQ_U64(comm->stats[CO_AMAX_AR].payload_bytes, 96);
     /* a fresh model predicts about uniformly: the first loss is near ln 64 = 4.16 */
     CHECK(fabsf(loss - logf(64.0f)) < 0.1f);
-    gpt_destroy(g);
+    model_destroy(g);
     comm->destroy(comm);
     bk->destroy(bk);
 }
@@ -242,11 +262,11 @@ static void test_gemm_output_dtype(void)
 /* Parameter names as checkpoints and reports print them */
 static void test_param_names(void)
 {
-    static const char *const names[PK_COUNT] = {"wte",    "wpe",    "ln1.w", "ln1.b", "qkv.w",  "qkv.b",
-                                                "proj.w", "proj.b", "ln2.w", "ln2.b", "fc1.w",  "fc1.b",
-                                                "fc2.w",  "fc2.b",  "lnf.w", "lnf.b", "lm_head"};
-    for (int k = 0; k < PK_COUNT; k++) CHECK_STR(gpt_param_name((ParamKind)k), names[k]);
-    CHECK_STR(gpt_param_name(PK_COUNT), "?");
+    static const char *const names[PK_COUNT] = {"wte",    "wpe",    "norm1.w", "norm1.b", "qkv.w",  "qkv.b",
+                                                "proj.w", "proj.b", "norm2.w", "norm2.b", "fc1.w",  "fc1.b",
+                                                "fc2.w",  "fc2.b",  "normf.w", "normf.b", "lm_head"};
+    for (int k = 0; k < PK_COUNT; k++) CHECK_STR(model_param_name((ParamKind)k), names[k]);
+    CHECK_STR(model_param_name(PK_COUNT), "?");
 }
 
 /* A GEMM large enough for the CPU backend to split over threads (160 x 128 x 256 = 5.2e6 multiply-adds),
@@ -302,9 +322,8 @@ static void test_catalog_sms(void)
     for (int i = 0; i < 6; i++) {
         const GpuSpec *g = catalog_gpu(c, rows[i]);
         CHECKF(g != NULL, "no row %s", rows[i]);
-        CHECKF(devm_catalog_sms(g) == sms[i], "%s: %d SMs", rows[i], devm_catalog_sms(g));
+        CHECKF(g && g->sms == (uint32_t)sms[i], "%s: %u SMs", rows[i], g ? g->sms : 0);
     }
-    CHECK_EQ_INT(devm_catalog_sms(NULL), 0);
     free(c);
 }
 

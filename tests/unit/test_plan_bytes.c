@@ -85,10 +85,10 @@ static void test_executor_plan_h200(void)
     }
     static Plan p8, p16;
     PlanInput in;
-    exec_plan_input(&in, &m, h200, catalog_recipe(c, "fp8lm"), 2);
+    exec_plan_input(&in, &m, h200, catalog_recipe(c, "fp8lm"), 2, 1, catalog_stack(c, "fp8plan"));
     CHECK(in.frag_frac == 0.0); /* one arena never fragments */
     CHECK(!plan_build(&in, &p8, &e));
-    exec_plan_input(&in, &m, h200, catalog_recipe(c, "megatron-bf16"), 2);
+    exec_plan_input(&in, &m, h200, catalog_recipe(c, "megatron-bf16"), 2, 1, catalog_stack(c, "fp8plan"));
     CHECK(!plan_build(&in, &p16, &e));
     CHECK_EQ_U64(p8.mem[MT_FRAGMENTATION].bytes, 0);
     CHECK_REL(p16.time.attn_s, 20.97152e-3, 1e-9);

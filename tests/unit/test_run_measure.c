@@ -1,10 +1,11 @@
 /* tests/unit/test_run_measure.c — the measurement path of `fp8plan run` on a
- * GPU (exec/measure/run_log.c with exec/measure/device_measure.c), driven on the CPU: a "GPU"
- * that is the CPU reference backend with scripted measurement hooks — device
- * memory that grows with what the backend allocates, timestamps whose phase
- * durations follow a script (a slow warm-up step, one slower timed step), and
- * per-category device times — runs a tiny model through run_step, the same
- * call the command makes. The rows must carry exactly the scripted figures:
+ * GPU (exec/measure/measurement.c with exec/measure/device_measure.c, judged by
+ * exec/measure/compare.c), driven on the CPU: a "GPU" that is the CPU
+ * reference backend with scripted measurement hooks — device memory that
+ * grows with what the backend allocates, timestamps whose phase durations
+ * follow a script (a slow warm-up step, one slower timed step), and
+ * per-category device times — runs a tiny model through measure_step, the
+ * same call the command makes. The rows must carry exactly the scripted figures:
  * memory per point, medians without the warm-up, spreads, tokens/s, model
  * TFLOP/s, MFU against the matched catalog GPU, and the step-time verdict. */
 #include <math.h>
@@ -12,7 +13,8 @@
 #include <string.h>
 
 #include "exec/measure/plan_link.h"
-#include "exec/measure/run_log.h"
+#include "exec/measure/compare.h"
+#include "exec/measure/measurement.h"
 #include "test.h"
 #include "support/exec_fixtures.h"
 #include "util/fileio.h"
@@ -30,7 +32,7 @@ static struct {
 } dev;
 
 /* Phase durations (s): forward, backward, communication, optimizer, in the order
- * gpt_step records them; step 0 (warm-up) takes 10x, step 3 takes 1.2x. */
+ * model_step records them; step 0 (warm-up) takes 10x, step 3 takes 1.2x. */
 static const double DUR[4] = {0.010, 0.020, 0.001, 0.005};
 static const double GAP = 0.0007; /* between phases: outside every phase time */
 static const double CAT[BK_OPCAT_COUNT] = {0.025, 0.008, 0.004, 0.001};
@@ -68,9 +70,9 @@ static Status f_mark(Backend *bk, uint32_t id, Err *e)
 {
     (void)bk;
     if (id >= BACKEND_MARKS) return err_set(e, ST_USAGE, "mark %u", id);
-    /* gpt_step: phase p runs from GPT_MARK_FIRST + 2p to + 2p + 1; each begin
+    /* model_step: phase p runs from MODEL_MARK_FIRST + 2p to + 2p + 1; each begin
      * comes after a host wait, hook and launch gap (GAP), which no phase counts */
-    uint32_t k = id - GPT_MARK_FIRST, p = k / 2;
+    uint32_t k = id - MODEL_MARK_FIRST, p = k / 2;
     if (k < 8 && k % 2 == 0) dev.clock += GAP;
     if (k < 8 && k % 2 == 1) dev.clock += DUR[p] * factor(dev.step);
     if (k == 1 && dev.step == 0) dev.used += 5 * MiB; /* library kernels loaded lazily by the first forward */
@@ -98,8 +100,8 @@ static Status f_times(Backend *bk, int enable, double s[BK_OPCAT_COUNT], Err *e)
 static Catalog *load_catalog(void)
 {
     static Catalog c;
-    const char *files[3] = {"models/models.csv", "models/gpus.csv", "models/recipes.csv"};
-    for (int i = 0; i < 3; i++) {
+    const char *files[4] = {"models/models.csv", "models/gpus.csv", "models/recipes.csv", "models/stacks.csv"};
+    for (int i = 0; i < 4; i++) {
         char *buf = NULL;
         size_t len = 0;
         Err e;
@@ -107,7 +109,8 @@ static Catalog *load_catalog(void)
         if (!st)
             st = i == 0   ? catalog_parse_models(&c, buf, len, files[i], &e)
                  : i == 1 ? catalog_parse_gpus(&c, buf, len, files[i], &e)
-                          : catalog_parse_recipes(&c, buf, len, files[i], &e);
+                 : i == 2 ? catalog_parse_recipes(&c, buf, len, files[i], &e)
+                          : catalog_parse_stacks(&c, buf, len, files[i], &e);
         free(buf);
         if (st) {
             CHECKF(0, "%s: %s", files[i], e.msg);
@@ -120,15 +123,14 @@ static Catalog *load_catalog(void)
 typedef struct {
     Backend *bk;
     Comm *comm;
-    Gpt *g;
+    Model *g;
     Plan plan;
-    DevMeasure dm;
-    DevmPeak peak;
-    RunLog log;
+    Measurement ms;
+    Comparison cmp;
 } Run;
 
 /* The command's sequence: backend, device, catalog match, plan, communicator,
- * model, steps. */
+ * model, steps; then the comparison. */
 static int run_tiny(Run *r, Backend *bk, uint32_t steps)
 {
     Catalog *cat = load_catalog();
@@ -136,61 +138,70 @@ static int run_tiny(Run *r, Backend *bk, uint32_t steps)
     Err e;
     memset(r, 0, sizeof *r);
     r->bk = bk;
-    devm_init(&r->dm, bk);
-    if (r->dm.have) devm_peak(cat, &r->dm.info, &r->peak);
-    ExecOverrides ov = {.layers = 1, .hidden = 32, .heads = 2, .seq = 16, .vocab = 64};
-    ModelSpec m;
-    ExecRecipe er;
-    PlanInput in;
-    GptShape shape;
-    uint64_t planned[TERM_COUNT];
-    const GpuSpec *gpu = r->peak.gpu ? r->peak.gpu : catalog_gpu(cat, "h100-sxm");
-    GptHyper h = gpt_hyper_default();
-    if (exec_model(catalog_model(cat, "gpt2-124m"), &ov, &m, &e) ||
-        exec_recipe_from_plan(catalog_recipe(cat, "te-fp8"), &er, &e)) {
+    if (measure_init(&r->ms, bk, steps, &e)) {
         CHECKF(0, "%s", e.msg);
         return -1;
     }
-    exec_plan_input(&in, &m, gpu, catalog_recipe(cat, "te-fp8"), 2);
+    measure_match(&r->ms, cat);
+    ExecOverrides ov = {.layers = 1, .hidden = 32, .heads = 2, .seq = 16, .vocab = 64};
+    ModelSpec m;
+    PlanInput in;
+    const GpuSpec *gpu = r->ms.peak.gpu ? r->ms.peak.gpu : catalog_gpu(cat, "h100-sxm");
+    ModelHyper h = model_hyper_default();
+    if (exec_model(catalog_model(cat, "gpt2-124m"), &ov, &m, &e)) {
+        CHECKF(0, "%s", e.msg);
+        return -1;
+    }
+    exec_plan_input(&in, &m, gpu, catalog_recipe(cat, "te-fp8"), 2, 1, catalog_stack(cat, "fp8plan"));
     if (plan_build(&in, &r->plan, &e) || comm_single_create(&r->comm, &e)) {
         CHECKF(0, "%s", e.msg);
         return -1;
     }
-    devm_sample(&r->dm, bk, DEVM_AFTER_COMM);
-    exec_shape_from_plan(&r->plan, &shape);
-    exec_planned_bytes(&r->plan, planned);
-    if (gpt_create(&shape, &er, &h, bk, r->comm, planned, &r->g, &e) || run_log_init(&r->log, steps, &e)) {
+    measure_after_comm(&r->ms, bk);
+    if (model_create(&r->plan, &h, bk, r->comm, &r->g, &e)) {
         CHECKF(0, "%s", e.msg);
         return -1;
     }
-    devm_sample(&r->dm, bk, DEVM_AFTER_MODEL);
-    uint64_t n = (uint64_t)shape.batch * shape.seq;
+    measure_after_model(&r->ms, r->g);
+    uint64_t n = model_step_tokens(r->g);
     int32_t *tok = malloc(n * sizeof *tok), *tgt = malloc(n * sizeof *tgt);
     for (uint32_t k = 0; k < steps; k++) {
         float loss;
-        fx_tokens(&shape, k + 1, tok, tgt);
-        if (run_step(r->g, &r->dm, &r->log, tok, tgt, &loss, &e)) {
+        fx_tokens(r->g, k + 1, tok, tgt);
+        if (measure_step(&r->ms, r->g, tok, tgt, &loss, &e)) {
             CHECKF(0, "step %u: %s", k + 1, e.msg);
             break;
         }
     }
     free(tok), free(tgt);
+    measure_finish(&r->ms, r->g);
+    compare(&r->plan, &r->ms, NULL, &r->cmp);
     return 0;
 }
 
 static void run_free(Run *r)
 {
-    run_log_free(&r->log);
-    gpt_destroy(r->g);
+    measure_free(&r->ms);
+    model_destroy(r->g);
     if (r->comm) r->comm->destroy(r->comm);
 }
 
-static const MeasureRow *find(const MeasureRow *rows, int n, const char *name)
+static const MeasureRow *find(const Comparison *c, const char *name)
 {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(rows[i].name, name)) return &rows[i];
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->rows[i].name, name)) return &c->rows[i];
     CHECKF(0, "no row %s", name);
-    return NULL;
+    static MeasureRow none;
+    return &none;
+}
+
+/* Rows of one section. */
+static int count(const Comparison *c, CompareSection sec, const char *category)
+{
+    int n = 0;
+    for (int i = 0; i < c->n; i++)
+        n += c->rows[i].section == sec && (!category || !strcmp(c->rows[i].category, category));
+    return n;
 }
 
 static void test_scripted_gpu(void)
@@ -215,41 +226,38 @@ static void test_scripted_gpu(void)
     dev.used = 600 * MiB; /* context */
     static Run r;
     if (run_tiny(&r, &fake, 5)) return;
-    CHECK(r.dm.have && r.dm.st == ST_OK);
-    CHECK_EQ_INT(r.log.steps, 5);
-    CHECK_EQ_INT(r.log.cat_steps, 5);
-    CHECK(r.log.phase_device);
-    CHECK(r.peak.gpu && !strcmp(r.peak.gpu->name, "h200"));
+    CHECK(r.ms.dev.have && r.ms.dev.st == ST_OK);
+    CHECK_EQ_INT(r.ms.steps, 5);
+    CHECK_EQ_INT(r.ms.cat_steps, 5);
+    CHECK(r.ms.phase_device);
+    CHECK(r.ms.peak.gpu && !strcmp(r.ms.peak.gpu->name, "h200"));
     CHECK_STR(r.plan.in.gpu->name, "h200");
+    const Comparison *c = &r.cmp;
 
     /* memory: the driver's counts at each point */
-    MeasureRow mem[DEVM_MAX_ROWS];
-    int nm = devm_rows(&r.dm, &r.plan, r.g, mem);
     uint64_t arena = r.g->arena.bytes;
-    CHECK_NEAR(find(mem, nm, "device_used")->measured, (double)(600 * MiB + arena + 8 * MiB), 0.0);
-    CHECK_NEAR(find(mem, nm, "device_used")->planned, (double)r.plan.total_bytes, 0.0);
+    CHECK_EQ_INT(count(c, CMP_MEMORY, "device"), 7);
+    CHECK_NEAR(find(c, "device_used")->measured, (double)(600 * MiB + arena + 8 * MiB), 0.0);
+    CHECK_NEAR(find(c, "device_used")->planned, (double)r.plan.total_bytes, 0.0);
     /* the context counts the kernels the first step loaded, not the scratch it grew */
-    CHECK_NEAR(find(mem, nm, "device_cuda_context")->measured, (double)(605 * MiB), 0.0);
-    CHECK_NEAR(find(mem, nm, "device_comm_buffer")->measured, 0.0, 0.0);
-    CHECK_NEAR(find(mem, nm, "device_arena")->measured, (double)arena, 0.0);
-    CHECK_NEAR(find(mem, nm, "device_outside_arena")->measured, (double)(3 * MiB), 0.0);
-    CHECK_NEAR(find(mem, nm, "device_grew_backward")->measured, (double)(3 * MiB), 0.0);
-    CHECK_NEAR(find(mem, nm, "device_grew_forward")->measured, (double)(5 * MiB), 0.0);
+    CHECK_NEAR(find(c, "device_cuda_context")->measured, (double)(605 * MiB), 0.0);
+    CHECK_NEAR(find(c, "device_comm_buffer")->measured, 0.0, 0.0);
+    CHECK_NEAR(find(c, "device_arena")->measured, (double)arena, 0.0);
+    CHECK_NEAR(find(c, "device_outside_arena")->measured, (double)(3 * MiB), 0.0);
+    CHECK_NEAR(find(c, "device_grew_backward")->measured, (double)(3 * MiB), 0.0);
+    CHECK_NEAR(find(c, "device_grew_forward")->measured, (double)(5 * MiB), 0.0);
 
     /* time: medians of steps 2..5 (factors 1, 1, 1.2, 1 → median 1, spread 0.2) */
-    MeasureRow tim[RUN_MAX_TIME_ROWS];
-    int nt = run_time_rows(&r.log, &r.plan, r.g, tim);
-    CHECK_EQ_INT(nt, 9);
+    CHECK_EQ_INT(count(c, CMP_TIME, NULL), 9);
     const char *phase[4] = {"forward", "backward", "communication", "optimizer"};
     for (int k = 0; k < 4; k++) {
-        const MeasureRow *x = find(tim, nt, phase[k]);
+        const MeasureRow *x = find(c, phase[k]);
         CHECK_NEAR(x->measured, DUR[k], 1e-12);
         CHECK(x->has_spread);
         CHECK_NEAR(x->spread, 0.2, 1e-9);
     }
     /* what each phase row is compared with, and how it was timed */
-    const MeasureRow *fw = find(tim, nt, "forward"), *cm = find(tim, nt, "communication"),
-                     *op = find(tim, nt, "optimizer");
+    const MeasureRow *fw = find(c, "forward"), *cm = find(c, "communication"), *op = find(c, "optimizer");
     const TimeBreakdown *tb = &r.plan.time;
     CHECK(!fw->has_planned && !strcmp(fw->note, "phase not split in the plan"));
     CHECK(cm->has_planned &&
@@ -259,34 +267,37 @@ static void test_scripted_gpu(void)
     CHECK_STR(op->note, "device time (timestamps)");
     const char *cat[BK_OPCAT_COUNT] = {"gpu_gemm", "gpu_kernels", "gpu_optimizer", "gpu_comm"};
     for (int k = 0; k < BK_OPCAT_COUNT; k++) {
-        const MeasureRow *x = find(tim, nt, cat[k]);
+        const MeasureRow *x = find(c, cat[k]);
         CHECK_NEAR(x->measured, CAT[k], 1e-12);
         CHECK_NEAR(x->spread, 0.2, 1e-9);
     }
-    CHECK_NEAR(find(tim, nt, "gpu_gemm")->planned, r.plan.time.gemm_s, 0.0);
-    const MeasureRow *step = find(tim, nt, "step");
+    CHECK_NEAR(find(c, "gpu_gemm")->planned, r.plan.time.gemm_s, 0.0);
+    const MeasureRow *step = find(c, "step");
     const double STEP = DUR[0] + DUR[1] + DUR[2] + DUR[3];
     CHECK_NEAR(step->measured, STEP, 1e-12);
     CHECK(step->mode == MEASURE_TOL && step->tol == 0.15);
     CHECK(step->verdict == VERDICT_OUTSIDE); /* a tiny model's plan is microseconds */
-    r.plan.time.step_s = STEP / 1.10;        /* the plan 10 % fast: inside ±15 % */
-    nt = run_time_rows(&r.log, &r.plan, r.g, tim);
-    CHECK(find(tim, nt, "step")->verdict == VERDICT_OK);
+    CHECK(c->failed >= 1);
+    static Comparison c2;
+    r.plan.time.step_s = STEP / 1.10; /* the plan 10 % fast: inside ±15 % */
+    compare(&r.plan, &r.ms, NULL, &c2);
+    CHECK(find(&c2, "step")->verdict == VERDICT_OK);
     r.plan.time.step_s = STEP / 1.20; /* 20 % fast: outside */
-    nt = run_time_rows(&r.log, &r.plan, r.g, tim);
-    CHECK(find(tim, nt, "step")->verdict == VERDICT_OUTSIDE);
+    compare(&r.plan, &r.ms, NULL, &c2);
+    CHECK(find(&c2, "step")->verdict == VERDICT_OUTSIDE);
+    Tolerances loose = {.step_time = 0.25, .device_used = 0.05}; /* the tolerance is the caller's */
+    compare(&r.plan, &r.ms, &loose, &c2);
+    CHECK(find(&c2, "step")->verdict == VERDICT_OK);
 
     /* throughput and MFU against the H200's dense peaks (989 and 1979 TFLOP/s) */
-    MeasureRow rate[RUN_MAX_RATE_ROWS];
-    int nr = run_rate_rows(&r.log, &r.plan, r.g, &r.peak, rate);
-    CHECK_EQ_INT(nr, 4);
+    CHECK_EQ_INT(count(c, CMP_RATE, NULL), 4);
     double flops = r.plan.model_flops_step / STEP;
-    CHECK_NEAR(find(rate, nr, "tokens_per_s")->measured, 2.0 * 16 / STEP, 1e-6);
-    CHECK_NEAR(find(rate, nr, "model_tflops")->measured, flops * 1e-12, 1e-12);
-    CHECK_NEAR(find(rate, nr, "mfu_bf16")->measured, 100.0 * flops / 989e12, 1e-12);
-    CHECK_NEAR(find(rate, nr, "mfu_fp8")->measured, 100.0 * flops / 1979e12, 1e-12);
-    CHECK_STR(find(rate, nr, "mfu_bf16")->unit, "%");
-    CHECK_EQ_INT(measure_judge(rate, nr), 0); /* shown, never failing */
+    CHECK_NEAR(find(c, "tokens_per_s")->measured, 2.0 * 16 / STEP, 1e-6);
+    CHECK_NEAR(find(c, "model_tflops")->measured, flops * 1e-12, 1e-12);
+    CHECK_NEAR(find(c, "mfu_bf16")->measured, 100.0 * flops / 989e12, 1e-12);
+    CHECK_NEAR(find(c, "mfu_fp8")->measured, 100.0 * flops / 1979e12, 1e-12);
+    CHECK_STR(find(c, "mfu_bf16")->unit, "%");
+    CHECK(find(c, "mfu_bf16")->verdict == VERDICT_INFO); /* shown, never failing */
     run_free(&r);
     cpu->destroy(cpu);
 }
@@ -302,22 +313,31 @@ static void test_cpu_has_no_device_rows(void)
     }
     static Run r;
     if (run_tiny(&r, cpu, 3)) return;
-    CHECK(!r.dm.have && !r.log.phase_device && r.log.cat_steps == 0);
-    MeasureRow mem[DEVM_MAX_ROWS], tim[RUN_MAX_TIME_ROWS], rate[RUN_MAX_RATE_ROWS];
-    CHECK_EQ_INT(devm_rows(&r.dm, &r.plan, r.g, mem), 0);
-    int nt = run_time_rows(&r.log, &r.plan, r.g, tim);
-    CHECK_EQ_INT(nt, 5);
-    CHECK(find(tim, nt, "step")->mode == MEASURE_INFO);
-    CHECK(find(tim, nt, "forward")->has_measured && find(tim, nt, "forward")->has_spread);
-    CHECK_EQ_INT(run_rate_rows(&r.log, &r.plan, r.g, NULL, rate), 2);
+    CHECK(!r.ms.dev.have && !r.ms.phase_device && r.ms.cat_steps == 0);
+    const Comparison *c = &r.cmp;
+    CHECK_EQ_INT(count(c, CMP_MEMORY, "device"), 0);
+    CHECK_EQ_INT(count(c, CMP_TIME, NULL), 5);
+    CHECK(find(c, "step")->mode == MEASURE_INFO);
+    CHECK(find(c, "forward")->has_measured && find(c, "forward")->has_spread);
+    CHECK_EQ_INT(count(c, CMP_RATE, NULL), 2);
+    CHECK_EQ_INT(c->failed, 0);
+    CHECK(c->exact_ok);
+    /* every persistent term of the plan is checked byte for byte against the arena */
+    CHECK(find(c, "weight_gemm")->mode == MEASURE_EXACT && find(c, "weight_gemm")->verdict == VERDICT_OK);
+    CHECK_NEAR(find(c, "weight_gemm")->measured, (double)r.plan.mem[MT_WEIGHT_GEMM].bytes, 0.0);
+    CHECK(find(c, "cuda_context")->mode == MEASURE_INFO); /* the CPU has none */
+    /* collectives: the plan has none on one GPU, the run's are counted per plan row */
+    CHECK_NEAR(find(c, "amax_allreduce")->measured, 0.0, 0.0); /* bus bytes on one rank */
+    CHECK(find(c, "amax_allreduce")->verdict == VERDICT_OK);
+    CHECK_NEAR(find(c, "amax_allreduce.calls")->measured, 2.0, 0.0); /* forward and backward bank */
+    /* 1 layer: forward bank 2·4 floats, backward 4: (8 + 4)·4 bytes per step */
+    CHECK_NEAR(find(c, "amax_allreduce.payload")->measured, 48.0, 0.0);
+    CHECK_NEAR(find(c, "dp_grad_allreduce.calls")->measured, (double)r.g->nparams, 0.0);
     /* the executor's own buffers the plan does not model: token ids, targets and losses of 2 x 16
      * tokens, 4 B each = 384 B, shown for information, never failing */
-    MeasureRow mrows[EXEC_MAX_ROWS];
-    int failed = -1, nmr = exec_memory_rows(&r.plan, r.g, mrows, &failed);
-    const MeasureRow *io = find(mrows, nmr, "io");
-    CHECK(io && io->mode == MEASURE_INFO && io->has_measured == 1 && !io->has_planned);
-    CHECK(io && io->measured == 384.0 && !strcmp(io->note, "not in the plan"));
-    CHECK_EQ_INT(failed, 0);
+    const MeasureRow *io = find(c, "io");
+    CHECK(io->mode == MEASURE_INFO && io->has_measured == 1 && !io->has_planned);
+    CHECK(io->measured == 384.0 && io->note && !strcmp(io->note, "not in the plan"));
     run_free(&r);
     cpu->destroy(cpu);
 }
@@ -326,13 +346,13 @@ static void test_stats(void)
 {
     const double v[6] = {9.0, 3.0, 1.0, 2.0, 4.0, 100.0};
     double m, s;
-    run_stats(v, 1, 5, &m, &s); /* 3 1 2 4 → median 2.5, spread 3/2.5 */
+    measure_stats(v, 1, 5, &m, &s); /* 3 1 2 4 → median 2.5, spread 3/2.5 */
     CHECK_NEAR(m, 2.5, 0.0);
     CHECK_NEAR(s, 1.2, 1e-15);
-    run_stats(v, 1, 4, &m, &s); /* 3 1 2 → 2, spread 1 */
+    measure_stats(v, 1, 4, &m, &s); /* 3 1 2 → 2, spread 1 */
     CHECK_NEAR(m, 2.0, 0.0);
     CHECK_NEAR(s, 1.0, 0.0);
-    run_stats(v, 3, 3, &m, &s);
+    measure_stats(v, 3, 3, &m, &s);
     CHECK(isnan(m) && isnan(s));
 }
 

@@ -1,5 +1,5 @@
-/* exec/comm_wire.c — the dtype a collective's buffer travels in (see comm_wire.h). */
-#include "exec/comm_wire.h"
+/* exec/comm/comm_wire.c — the dtype a collective's buffer travels in (see comm_wire.h). */
+#include "exec/comm/comm_wire.h"
 
 int comm_nccl_code(int major, int minor, int patch) { return major * 10000 + minor * 100 + patch; }
 

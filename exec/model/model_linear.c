@@ -1,4 +1,4 @@
-/* exec/model/gpt_linear.c — one block linear, forward and backward, in BF16 or FP8.
+/* exec/model/model_linear.c — one block linear, forward and backward, in BF16 or FP8.
  *
  * FP8 (Hopper is TN only, so every FP8 operand is passed K-contiguous):
  *   fprop  Y  = X·Wᵀ   A = X  row-wise (B·T, K)  E4M3   B = W  row-wise (N, K)   E4M3
@@ -15,49 +15,49 @@
  * both K-outer. */
 #include <string.h>
 
-#include "exec/model/gpt_internal.h"
+#include "exec/model/model_internal.h"
 
 static float *hist0(ScalingBank *b, uint32_t slot) { return b->amax_history + slot; }
 
 /* Make bank->scale[slot] ready for a cast of `in` (n values): current scaling
  * measures the amax now; delayed scaling already has its scale. Returns the
  * amax pointer the cast should record into (NULL when already measured). */
-static Status prepare_scale(Gpt *g, ScalingBank *bank, uint32_t slot, const void *in, Dtype dt, uint64_t n,
+static Status prepare_scale(Model *m, ScalingBank *bank, uint32_t slot, const void *in, Dtype dt, uint64_t n,
                             float **amax_out, Err *e)
 {
-    Backend *bk = g->bk;
+    Backend *bk = m->bk;
     *amax_out = hist0(bank, slot);
-    if (g->recipe.scaling != EXEC_SCALING_CURRENT) return ST_OK;
+    if (m->recipe.scaling != SCALING_CURRENT) return ST_OK;
     Status st = bk->memset0(bk, hist0(bank, slot), sizeof(float), e);
     if (!st) st = bk->amax(bk, in, dt, n, hist0(bank, slot), e);
-    if (!st) st = bk->scaling_from_amax(bk, 1, bank->fmt, g->recipe.margin, hist0(bank, slot), bank->scale + slot, e);
+    if (!st) st = bk->scaling_from_amax(bk, 1, bank->fmt, EXEC_FP8_MARGIN, hist0(bank, slot), bank->scale + slot, e);
     *amax_out = NULL;
     return st;
 }
 
 /* Cast `in` (rows, cols) of dtype dt (dequantized by in_scale_inv when set)
  * with the bank's slot: row-wise and/or transposed FP8 copies. */
-static Status cast(Gpt *g, ScalingBank *bank, uint32_t slot, const void *in, Dtype dt, const float *in_scale_inv,
+static Status cast(Model *m, ScalingBank *bank, uint32_t slot, const void *in, Dtype dt, const float *in_scale_inv,
                    uint64_t rows, uint64_t cols, void *out_row, void *out_col, Err *e)
 {
     float *amax;
     Status st = ST_OK;
-    if (in_scale_inv && g->recipe.scaling == EXEC_SCALING_CURRENT) {
+    if (in_scale_inv && m->recipe.scaling == SCALING_CURRENT) {
         /* the amax must be of the dequantized values: measure it with the cast itself (no output) */
-        CastDesc m = {.in = in,
-                      .in_dtype = dt,
-                      .in_scale_inv = in_scale_inv,
-                      .rows = rows,
-                      .cols = cols,
-                      .amax = hist0(bank, slot)};
-        st = g->bk->memset0(g->bk, hist0(bank, slot), sizeof(float), e);
-        if (!st) st = g->bk->cast_transpose(g->bk, &m, e);
+        CastDesc mc = {.in = in,
+                       .in_dtype = dt,
+                       .in_scale_inv = in_scale_inv,
+                       .rows = rows,
+                       .cols = cols,
+                       .amax = hist0(bank, slot)};
+        st = m->bk->memset0(m->bk, hist0(bank, slot), sizeof(float), e);
+        if (!st) st = m->bk->cast_transpose(m->bk, &mc, e);
         if (!st)
-            st = g->bk->scaling_from_amax(g->bk, 1, bank->fmt, g->recipe.margin, hist0(bank, slot), bank->scale + slot,
+            st = m->bk->scaling_from_amax(m->bk, 1, bank->fmt, EXEC_FP8_MARGIN, hist0(bank, slot), bank->scale + slot,
                                           e);
         amax = NULL;
     } else {
-        st = prepare_scale(g, bank, slot, in, dt, rows * cols, &amax, e);
+        st = prepare_scale(m, bank, slot, in, dt, rows * cols, &amax, e);
     }
     if (st) return st;
     CastDesc c = {.in = in,
@@ -71,20 +71,20 @@ static Status cast(Gpt *g, ScalingBank *bank, uint32_t slot, const void *in, Dty
                   .scale = bank->scale + slot,
                   .scale_inv = bank->scale_inv + slot,
                   .amax = amax};
-    return g->bk->cast_transpose(g->bk, &c, e);
+    return m->bk->cast_transpose(m->bk, &c, e);
 }
 
 /* Cast a block weight with its forward slot: into row (N, K) and/or col (K, N).
  * record = 1 records its amax (the forward's cast); 0 recasts with the
  * current scale (the backward's transposed copy when none is kept). */
-static Status cast_weight(Gpt *g, GptParam *w, uint32_t sw, void *row, void *col, int record, Err *e)
+static Status cast_weight(Model *m, ModelParam *w, uint32_t sw, void *row, void *col, int record, Err *e)
 {
-    const ExecStates *ws = &g->recipe.gemm;
+    const StateSet *ws = &m->recipe.gemm;
     const void *src = w->weight ? w->weight : w->master;
-    Dtype sdt = w->weight ? ws->dt[ES_WEIGHT] : ws->dt[ES_MASTER];
+    Dtype sdt = w->weight ? ws->dt[STATE_WEIGHT] : ws->dt[STATE_MASTER];
     const float *sinv = !w->weight && w->master_rec ? w->master_rec + REC_SCALE_INV : NULL;
-    ScalingBank *fb = &g->sc.fwd;
-    if (record) return cast(g, fb, sw, src, sdt, sinv, w->rows, w->cols, row, col, e);
+    ScalingBank *fb = &m->sc.fwd;
+    if (record) return cast(m, fb, sw, src, sdt, sinv, w->rows, w->cols, row, col, e);
     CastDesc c = {.in = src,
                   .in_dtype = sdt,
                   .in_scale_inv = sinv,
@@ -95,28 +95,29 @@ static Status cast_weight(Gpt *g, GptParam *w, uint32_t sw, void *row, void *col
                   .out_col = col,
                   .scale = fb->scale + sw,
                   .scale_inv = fb->scale_inv + sw};
-    return g->bk->cast_transpose(g->bk, &c, e);
+    return m->bk->cast_transpose(m->bk, &c, e);
 }
 
-static GptParam *weight_of(Gpt *g, uint32_t l, LinearKind k)
+static ModelParam *weight_of(Model *m, uint32_t l, LinearKind k)
 {
     static const ParamKind w[LIN_COUNT] = {PK_QKV_W, PK_PROJ_W, PK_FC1_W, PK_FC2_W};
-    return gpt_find_param(g, w[k], (int)l);
+    return model_find_param(m, w[k], (int)l);
 }
 
-static GptParam *bias_of(Gpt *g, uint32_t l, LinearKind k)
+/* NULL when the model has no linear biases. */
+static ModelParam *bias_of(Model *m, uint32_t l, LinearKind k)
 {
     static const ParamKind b[LIN_COUNT] = {PK_QKV_B, PK_PROJ_B, PK_FC1_B, PK_FC2_B};
-    return gpt_find_param(g, b[k], (int)l);
+    return m->spec.linear_bias ? model_find_param(m, b[k], (int)l) : NULL;
 }
 
-void *gpt_linear_input(Gpt *g, uint32_t layer, LinearKind k)
+void *model_linear_input(Model *m, uint32_t layer, LinearKind k)
 {
-    GptLayerActs *la = &g->act.layer[layer];
-    return la->act_in[k] ? la->act_in[k] : g->act.t_in;
+    LayerActs *la = &m->act.layer[layer];
+    return la->act_in[k] ? la->act_in[k] : m->act.t_in;
 }
 
-static uint8_t *wrow(Gpt *g, GptParam *w) { return w->wq_row ? w->wq_row : g->act.t_wrow; }
+static uint8_t *wrow(Model *m, ModelParam *w) { return w->wq_row ? w->wq_row : m->act.t_wrow; }
 
 /* An FP8 GEMM operand: K contiguous (FP8 GEMMs are TN only on Hopper), in the
  * bank's format, with the per-tensor scale_inv of its slot. */
@@ -129,69 +130,85 @@ static GemmOperand fp8_operand(const void *ptr, const ScalingBank *bank, uint32_
                          .scale_gran = GRAN_TENSOR};
 }
 
-Status gpt_linear_fwd(Gpt *g, uint32_t l, LinearKind k, const void *x, void *y, Err *e)
+/* One linear layer's GEMM sizes (Y (M, N) = X (M, K) · Wᵀ), activation dtype and parameters. */
+typedef struct {
+    uint64_t M, N, K;
+    Dtype A;
+    ModelParam *w, *b; /* b: NULL without biases */
+} Lin;
+
+static Lin lin_of(Model *m, uint32_t l, LinearKind k)
 {
-    Backend *bk = g->bk;
-    const uint64_t M = (uint64_t)g->shape.batch * g->shape.seq, K = gpt_linear_k(&g->shape, k);
-    const uint64_t N = gpt_linear_n(&g->shape, k);
-    const Dtype A = g->recipe.act;
-    GptParam *w = weight_of(g, l, k), *b = bias_of(g, l, k);
+    return (Lin){.M = model_tokens(m),
+                 .N = model_linear_n(&m->spec, k),
+                 .K = model_linear_k(&m->spec, k),
+                 .A = m->act_dtype,
+                 .w = weight_of(m, l, k),
+                 .b = bias_of(m, l, k)};
+}
+
+Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void *y, Err *e)
+{
+    Backend *bk = m->bk;
+    const Lin L = lin_of(m, l, k);
+    const uint64_t M = L.M, K = L.K, N = L.N;
+    const Dtype A = L.A;
     GemmDesc d = {.m = M,
                   .n = N,
                   .k = K,
                   .accum = GEMM_OVERWRITE,
-                  .bias = b ? b->weight : NULL,
-                  .bias_dtype = g->recipe.other.dt[ES_WEIGHT]};
+                  .bias = L.b ? L.b->weight : NULL,
+                  .bias_dtype = m->recipe.other.dt[STATE_WEIGHT]};
     d.d = (GemmOutput){.ptr = y, .dtype = A};
-    if (!exec_recipe_fp8(&g->recipe)) {
+    if (!recipe_fp8_gemm(&m->recipe)) {
         d.a = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_INNER};
-        d.b = (GemmOperand){.ptr = w->weight, .dtype = A, .layout = GEMM_K_INNER};
+        d.b = (GemmOperand){.ptr = L.w->weight, .dtype = A, .layout = GEMM_K_INNER};
         return bk->gemm(bk, &d, e);
     }
-    ScalingBank *fb = &g->sc.fwd;
-    uint32_t sx = gpt_slot_x(l, k), sw = gpt_slot_w(l, k);
-    GptLayerActs *la = &g->act.layer[l];
+    ScalingBank *fb = &m->sc.fwd;
+    uint32_t sx = model_slot_x(l, k), sw = model_slot_w(l, k);
+    LayerActs *la = &m->act.layer[l];
     /* X: row-wise for this GEMM, transposed saved for wgrad (when saved in FP8) */
-    Status st = cast(g, fb, sx, x, A, NULL, M, K, g->act.t_qrow, la->q_col[k], e);
+    Status st = cast(m, fb, sx, x, A, NULL, M, K, m->act.t_qrow, la->q_col[k], e);
     /* W: row-wise for fprop and, when the recipe keeps it, transposed for dgrad; cast once
      * per step, from the working copy or from the master when there is no working copy */
-    if (!st) st = cast_weight(g, w, sw, wrow(g, w), w->wq_col, 1, e);
+    if (!st) st = cast_weight(m, L.w, sw, wrow(m, L.w), L.w->wq_col, 1, e);
     if (st) return st;
-    d.a = fp8_operand(g->act.t_qrow, fb, sx);
-    d.b = fp8_operand(wrow(g, w), fb, sw);
+    d.a = fp8_operand(m->act.t_qrow, fb, sx);
+    d.b = fp8_operand(wrow(m, L.w), fb, sw);
     d.acc_precision = GEMM_ACC_FAST; /* TE: fast accumulation in fprop only */
     return bk->gemm(bk, &d, e);
 }
 
-static Status wgrad_target(Gpt *g, GptParam *p, GemmOutput *o)
+static Status wgrad_target(Model *m, ModelParam *p, GemmOutput *o)
 {
-    o->ptr = gpt_grad_target(g, p, 0);
+    o->ptr = model_grad_target(m, p, 0);
     o->dtype = DT_FP32;
     return ST_OK;
 }
 
-Status gpt_linear_bwd(Gpt *g, uint32_t l, LinearKind k, const void *dy, void *dx, Err *e)
+Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void *dx, Err *e)
 {
-    Backend *bk = g->bk;
-    const uint64_t M = (uint64_t)g->shape.batch * g->shape.seq, K = gpt_linear_k(&g->shape, k);
-    const uint64_t N = gpt_linear_n(&g->shape, k);
-    const Dtype A = g->recipe.act;
-    GptParam *w = weight_of(g, l, k), *b = bias_of(g, l, k);
-    GptLayerActs *la = &g->act.layer[l];
+    Backend *bk = m->bk;
+    const Lin L = lin_of(m, l, k);
+    const uint64_t M = L.M, K = L.K, N = L.N;
+    const Dtype A = L.A;
+    ModelParam *w = L.w, *b = L.b;
+    LayerActs *la = &m->act.layer[l];
     GemmDesc dg = {.m = M, .n = K, .k = N, .accum = GEMM_OVERWRITE, .d = {.ptr = dx, .dtype = A}};
     GemmDesc wg = {.m = N, .n = K, .k = M, .accum = GEMM_ACCUMULATE};
-    wgrad_target(g, w, &wg.d);
+    wgrad_target(m, w, &wg.d);
     Status st = ST_OK;
-    if (!exec_recipe_fp8(&g->recipe)) {
+    if (!recipe_fp8_gemm(&m->recipe)) {
         const void *x = la->act_in[k];
         dg.a = (GemmOperand){.ptr = dy, .dtype = A, .layout = GEMM_K_INNER};
         dg.b = (GemmOperand){.ptr = w->weight, .dtype = A, .layout = GEMM_K_OUTER};
         wg.a = (GemmOperand){.ptr = dy, .dtype = A, .layout = GEMM_K_OUTER};
         wg.b = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_OUTER};
     } else {
-        ScalingBank *fb = &g->sc.fwd, *bb = &g->sc.bwd;
-        uint32_t sx = gpt_slot_x(l, k), sw = gpt_slot_w(l, k), sd = gpt_slot_dy(l, k);
-        st = cast(g, bb, sd, dy, A, NULL, M, N, g->act.d_qrow, g->act.d_qcol, e);
+        ScalingBank *fb = &m->sc.fwd, *bb = &m->sc.bwd;
+        uint32_t sx = model_slot_x(l, k), sw = model_slot_w(l, k), sd = model_slot_dy(l, k);
+        st = cast(m, bb, sd, dy, A, NULL, M, N, m->act.d_qrow, m->act.d_qcol, e);
         const uint8_t *xcol = la->q_col[k];
         if (!st && !xcol) { /* saved in BF16: recast its transpose (no amax: the forward recorded it) */
             CastDesc c = {.in = la->act_in[k],
@@ -199,29 +216,29 @@ Status gpt_linear_bwd(Gpt *g, uint32_t l, LinearKind k, const void *dy, void *dx
                           .rows = M,
                           .cols = K,
                           .out_dtype = fb->fmt,
-                          .out_col = g->act.t_qcol,
+                          .out_col = m->act.t_qcol,
                           .scale = fb->scale + sx,
                           .scale_inv = fb->scale_inv + sx};
             st = bk->cast_transpose(bk, &c, e);
-            xcol = g->act.t_qcol;
+            xcol = m->act.t_qcol;
         }
         const uint8_t *wcol = w->wq_col;
         if (!st && !wcol) { /* no kept transposed copy: recast it (the forward's copy is gone) */
-            st = cast_weight(g, w, sw, NULL, g->act.t_wcol, 0, e);
-            wcol = g->act.t_wcol;
+            st = cast_weight(m, w, sw, NULL, m->act.t_wcol, 0, e);
+            wcol = m->act.t_wcol;
         }
         if (st) return st;
-        dg.a = fp8_operand(g->act.d_qrow, bb, sd);
+        dg.a = fp8_operand(m->act.d_qrow, bb, sd);
         dg.b = fp8_operand(wcol, fb, sw);
-        wg.a = fp8_operand(g->act.d_qcol, bb, sd);
+        wg.a = fp8_operand(m->act.d_qcol, bb, sd);
         wg.b = fp8_operand(xcol, fb, sx);
     }
     if (dx) st = bk->gemm(bk, &dg, e);
-    if (!st) st = gpt_grad_begin(g, w, 0, e);
+    if (!st) st = model_grad_begin(m, w, 0, e);
     if (!st) st = bk->gemm(bk, &wg, e);
-    if (!st) st = gpt_grad_commit(g, w, 0, e);
-    if (!st && b) st = gpt_grad_begin(g, b, 0, e);
-    if (!st && b) st = bk->bias_grad(bk, dy, A, M, N, gpt_grad_target(g, b, 0), e);
-    if (!st && b) st = gpt_grad_commit(g, b, 0, e);
+    if (!st) st = model_grad_commit(m, w, 0, e);
+    if (!st && b) st = model_grad_begin(m, b, 0, e);
+    if (!st && b) st = bk->bias_grad(bk, dy, A, M, N, model_grad_target(m, b, 0), e);
+    if (!st && b) st = model_grad_commit(m, b, 0, e);
     return st;
 }

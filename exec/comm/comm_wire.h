@@ -1,4 +1,4 @@
-/* exec/comm_wire.h — the dtype a collective's buffer travels in, decided from
+/* exec/comm/comm_wire.h — the dtype a collective's buffer travels in, decided from
  * the NCCL library the process loaded (pure; the NCCL communicator asks it per
  * call, tests/unit/test_exec_gpuready.c checks it on the CPU).
  *
@@ -12,8 +12,8 @@
  * BF16 value: 8 exponent bits ≥ 5, 7 mantissa bits ≥ 3), one RNE rounding with
  * saturation on the way back for a reduction — and the bytes that travel, and
  * that the stats count, are BF16's. Other dtypes travel as they are. */
-#ifndef FP8PLAN_EXEC_COMM_WIRE_H
-#define FP8PLAN_EXEC_COMM_WIRE_H
+#ifndef FP8PLAN_EXEC_COMM_COMM_WIRE_H
+#define FP8PLAN_EXEC_COMM_COMM_WIRE_H
 
 #include "fp8/dtype.h"
 

@@ -1,0 +1,188 @@
+/* cli/cmd_run_steps.c — `fp8plan run`'s training loop, its CSV side files
+ * (the scaling trace, the loss log) and the end-of-run report: wiring the
+ * measurement (exec/measure/measurement.h), the comparison
+ * (exec/measure/compare.h) and its rendering (reports/run_report.h). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "cli/cmd_run.h"
+#include "cli/cmd_run_check.h"
+#include "exec/measure/compare.h"
+#include "reports/run_report.h"
+
+/* One CSV row per FP8 tensor of the step just taken (its last micro-batch). */
+static void trace_rows(FILE *f, const Model *m)
+{
+    for (uint32_t l = 0; l < m->spec.layers; l++)
+        for (int k = 0; k < LIN_COUNT; k++) {
+            const struct {
+                const char *bank, *operand;
+                const ScalingBank *b;
+                const BankTrace *t;
+                uint32_t slot;
+            } r[3] = {{"fwd", "x", &m->sc.fwd, &m->tr_fwd, model_slot_x(l, (LinearKind)k)},
+                      {"fwd", "w", &m->sc.fwd, &m->tr_fwd, model_slot_w(l, (LinearKind)k)},
+                      {"bwd", "dy", &m->sc.bwd, &m->tr_bwd, model_slot_dy(l, (LinearKind)k)}};
+            for (int i = 0; i < 3; i++)
+                fprintf(f, "%u,%s,%u,%s,%s,%s,%.17g,%.17g,%.17g\n", m->step, r[i].bank, l, linear_name((LinearKind)k),
+                        r[i].operand, dtype_name(r[i].b->fmt), (double)r[i].t->amax[r[i].slot],
+                        (double)r[i].t->scale_used[r[i].slot], (double)r[i].t->scale_next[r[i].slot]);
+        }
+}
+
+int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFiles *sf)
+{
+    const uint64_t bt = (uint64_t)m->batch * m->seq, n = model_step_tokens(m);
+    int32_t *in = malloc(n * sizeof *in), *tgt = malloc(n * sizeof *tgt);
+    Err e;
+    int rc = 0;
+    double t0 = run_now_s();
+    if (!in || !tgt) rc = run_fail((err_set(&e, ST_NOMEM, "out of memory"), &e));
+    for (uint32_t i = 0; !rc && i < a->steps; i++) {
+        float loss;
+        for (uint32_t k = 0; k < m->microbatches; k++) data_next(d, m->batch, m->seq, in + k * bt, tgt + k * bt);
+        if (measure_step(ms, m, in, tgt, &loss, &e)) {
+            err_prefix(&e, "step %u", m->step + 1);
+            rc = run_fail(&e);
+            break;
+        }
+        if (sf->trace_open) trace_rows(sf->trace.f, m);
+        if (sf->loss_open) fprintf(sf->loss.f, "%u,%.9g\n", m->step, (double)loss);
+        if (!isfinite(loss)) {
+            rc = run_fail(
+                (err_set(&e, ST_DATA, "step %u: the loss is %g (training diverged)", m->step, (double)loss), &e));
+            break;
+        }
+        run_progress_end(); /* the progress line goes, the log line comes, the progress line returns */
+        if (!a->quiet && (i % a->log_every == 0 || i + 1 == a->steps)) {
+            printf("step %6u  loss %8.4f  %9.0f tok/s  fwd %8.2f ms  bwd %8.2f ms  opt %7.2f ms\n", m->step,
+                   (double)loss, (double)n / ms->step_s[i], 1e3 * m->phase_s[PHASE_FWD], 1e3 * m->phase_s[PHASE_BWD],
+                   1e3 * m->phase_s[PHASE_OPT]);
+            fflush(stdout);
+        }
+        run_progress_step(i + 1, a->steps, run_now_s() - t0);
+    }
+    run_progress_end();
+    free(in);
+    free(tgt);
+    return rc;
+}
+
+/* Open the side files the flags ask for (a trace needs an FP8 recipe). */
+int run_files_open(const RunArgs *a, Model *m, RunFiles *sf)
+{
+    Err e;
+    if (a->trace) {
+        if (!recipe_fp8_gemm(&m->recipe))
+            return cli_usage(RUN_CMD, "--scaling-trace: recipe %s has no FP8 tensors", m->recipe.name);
+        if (model_trace_enable(m, &e) || outfile_open(&sf->trace, a->trace, &e)) return run_fail(&e);
+        sf->trace_open = 1;
+        fprintf(sf->trace.f, "step,bank,layer,linear,operand,format,amax,scale_used,scale_next\n");
+    }
+    if (a->loss_log) {
+        if (outfile_open(&sf->loss, a->loss_log, &e)) return run_fail(&e);
+        sf->loss_open = 1;
+        fprintf(sf->loss.f, "step,loss\n");
+    }
+    return 0;
+}
+
+int run_files_commit(RunFiles *sf)
+{
+    Err e;
+    OutFile *f[2] = {&sf->trace, &sf->loss};
+    int *open[2] = {&sf->trace_open, &sf->loss_open};
+    for (int i = 0; i < 2; i++) {
+        if (!*open[i]) continue;
+        *open[i] = 0;
+        if (outfile_commit(f[i], &e)) return run_fail(&e);
+    }
+    return 0;
+}
+
+/* The comparison: summary lines and tables on stdout, every row to -o. */
+/* fn's output as a string (NULL when out of memory; the caller frees it). */
+static char *captured(void (*fn)(FILE *, const void *), const void *ctx)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    fn(f, ctx);
+    if (fclose(f)) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+typedef struct {
+    const Plan *p;
+    const Measurement *ms;
+    const DataStream *d;
+    const Comparison *cmp;
+} ReportCtx;
+
+static void summary_of(FILE *f, const void *ctx)
+{
+    const ReportCtx *r = ctx;
+    run_report_summary(f, r->p, r->ms, data_entropy_floor(r->d));
+}
+
+static void verdict_of(FILE *f, const void *ctx) { run_report_verdict(f, ((const ReportCtx *)ctx)->cmp); }
+
+/* The tables on stdout. */
+static int print_tables(const Plan *p, const Measurement *ms, const Comparison *cmp)
+{
+    char title[200];
+    Err e;
+    uint32_t from = measure_timed_from(ms);
+    const RunTable which[2] = {RUN_TABLE_TERMS, RUN_TABLE_RATES};
+    for (int i = 0; i < 2; i++) {
+        if (i == 0)
+            snprintf(title, sizeof title, "Plan (%s, 1 GPU) versus measured (%s backend)", p->in.gpu->name,
+                     ms->backend);
+        else
+            snprintf(title, sizeof title, "Throughput and collective calls (median step of steps %u..%u; plan for %s)",
+                     ms->first_step + from + 1, ms->first_step + ms->steps, p->in.gpu->name);
+        Table *t = run_report_table(cmp, which[i]);
+        if (!t) return 71;
+        table_set_title(t, title);
+        printf("\n");
+        Status st = table_write(t, TABLE_TEXT, stdout, &e);
+        table_free(t);
+        if (st) return run_fail(&e);
+    }
+    return 0;
+}
+
+int run_report(const RunArgs *a, const Plan *p, const Model *m, const Measurement *ms, const DataStream *d)
+{
+    static Comparison cmp;
+    Tolerances tol = compare_tolerances_default();
+    compare(p, ms, &tol, &cmp);
+    ReportCtx ctx = {p, ms, d, &cmp};
+    char *summary = captured(summary_of, &ctx), *verdict = captured(verdict_of, &ctx);
+    int rc = summary && verdict ? 0 : 71;
+    if (!rc) fputs(summary, stdout);
+    if (!rc) rc = print_tables(p, ms, &cmp);
+    if (!rc && a->out.path) {
+        Table *t = run_report_table(&cmp, RUN_TABLE_ALL);
+        rc = !t                         ? 71
+             : a->out.fmt == TABLE_HTML ? run_html(a, p, m, ms, &cmp, t, summary, verdict)
+                                        : cli_emit_table(RUN_CMD, t, &a->out);
+        table_free(t);
+    }
+    if (!rc) fputs(verdict, stdout);
+    free(summary);
+    free(verdict);
+    if (rc) return rc;
+    return cmp.failed ? status_exit_code(ST_TOLERANCE) : 0;
+}
+
+void run_files_abort(RunFiles *sf)
+{
+    if (sf->trace_open) outfile_abort(&sf->trace);
+    if (sf->loss_open) outfile_abort(&sf->loss);
+    sf->trace_open = sf->loss_open = 0;
+}

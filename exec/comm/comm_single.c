@@ -1,0 +1,115 @@
+/* exec/comm/comm_single.c — the single-rank communicator: every collective
+ * over one rank is the identity (in place) or a copy, and moves zero bus bytes
+ * (ring factors 2(n−1)/n and (n−1)/n are 0 for n = 1). It still counts calls
+ * and payload per plan row so a run's collectives can be listed beside the
+ * Plan's. Also what every communicator shares: counting and comm_create. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/backend.h"
+#include "exec/comm/comm.h"
+
+#ifdef FP8PLAN_HAVE_CUDA /* the Makefile defines it when it builds exec/cuda/ with nvcc */
+#include "exec/cuda_lib.h"
+#endif
+
+void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor)
+{
+    CommStats *s[2] = {&c->total, (unsigned)id < CO_COUNT_ ? &c->stats[id] : NULL};
+    for (int i = 0; i < 2; i++) {
+        if (!s[i]) continue;
+        s[i]->calls++;
+        s[i]->payload_bytes += payload;
+        s[i]->bus_bytes += (double)payload * factor;
+    }
+}
+
+Status comm_payload(uint64_t count, Dtype dtype, uint64_t *out, Err *e)
+{
+    unsigned b = dtype_bytes(dtype);
+    if (!b) return err_set(e, ST_USAGE, "collective: dtype %s has no size", dtype_name(dtype));
+    if (__builtin_mul_overflow(count, (uint64_t)b, out))
+        return err_set(e, ST_OVERFLOW, "collective: %llu elements overflow", (unsigned long long)count);
+    return ST_OK;
+}
+
+static Status single_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dtype,
+                                CommReduce op, Err *e)
+{
+    (void)bk, (void)op;
+    uint64_t bytes = 0;
+    Status st = comm_payload(n, dtype, &bytes, e);
+    if (st) return st;
+    if (!buf && n) return err_set(e, ST_USAGE, "all_reduce: no buffer");
+    comm_count(c, id, bytes, 0.0);
+    return ST_OK;
+}
+
+static Status copy_if_needed(Backend *bk, const void *send, void *recv, uint64_t bytes, Err *e)
+{
+    if (send == recv || !bytes) return ST_OK;
+    /* device-to-device copy through the host keeps this file backend-agnostic;
+     * only the single-rank path uses it and only for out-of-place calls */
+    void *tmp = malloc(bytes);
+    if (!tmp) return err_set(e, ST_NOMEM, "collective: out of memory for %llu bytes", (unsigned long long)bytes);
+    Status st = bk->copy_to_host(bk, tmp, send, bytes, e);
+    if (!st) st = bk->copy_to_device(bk, recv, tmp, bytes, e);
+    free(tmp);
+    return st;
+}
+
+static Status single_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n,
+                                Dtype dtype, Err *e)
+{
+    uint64_t bytes = 0;
+    Status st = comm_payload(n, dtype, &bytes, e);
+    if (st) return st;
+    comm_count(c, id, bytes, 0.0);
+    return copy_if_needed(bk, send, recv, bytes, e);
+}
+
+static Status single_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n,
+                                    Dtype dtype, CommReduce op, Err *e)
+{
+    (void)op;
+    uint64_t bytes = 0;
+    Status st = comm_payload(n, dtype, &bytes, e);
+    if (st) return st;
+    comm_count(c, id, bytes, 0.0);
+    return copy_if_needed(bk, send, recv, bytes, e);
+}
+
+static void single_destroy(Comm *c) { free(c); }
+
+Status comm_single_create(Comm **out, Err *e)
+{
+    Comm *c = calloc(1, sizeof *c);
+    if (!c) return err_set(e, ST_NOMEM, "out of memory");
+    c->name = "single";
+    c->rank = 0;
+    c->size = 1;
+    c->all_reduce = single_all_reduce;
+    c->all_gather = single_all_gather;
+    c->reduce_scatter = single_reduce_scatter;
+    c->destroy = single_destroy;
+    *out = c;
+    return ST_OK;
+}
+
+Status comm_create(const char *name, Backend *bk, Comm **out, Err *e)
+{
+    *out = NULL;
+    if (!name || !strcmp(name, "single")) return comm_single_create(out, e);
+    if (!strcmp(name, "nccl")) {
+#ifdef FP8PLAN_HAVE_CUDA
+        if (!bk || strcmp(bk->name, "cuda"))
+            return err_set(e, ST_UNAVAILABLE, "nccl: needs the cuda backend (this run uses %s)",
+                           bk ? bk->name : "none");
+        return cuda_lib_comm_create(bk, 0, 1, out, e);
+#else
+        (void)bk;
+        return err_set(e, ST_UNAVAILABLE, "nccl: fp8plan was built without the CUDA backend");
+#endif
+    }
+    return err_set(e, ST_USAGE, "unknown communicator '%s' (known: single, nccl)", name);
+}

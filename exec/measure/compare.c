@@ -1,0 +1,229 @@
+/* exec/measure/compare.c — every row and verdict of measured versus planned
+ * (see compare.h): memory terms and device memory, collectives, and the
+ * judging rules. Time and rate rows are compare_time.c's. */
+#include "exec/measure/compare.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "exec/measure/compare_internal.h"
+
+Tolerances compare_tolerances_default(void)
+{
+    Tolerances t = {.step_time = 0.15, .device_used = 0.05};
+    return t;
+}
+
+MeasureRow *cmp_row(Comparison *c, CompareSection sec, const char *name, const char *category, RowUnit kind,
+                    MeasureMode mode, const char *note)
+{
+    if (c->n >= COMPARE_MAX_ROWS) return NULL;
+    MeasureRow *r = &c->rows[c->n++];
+    memset(r, 0, sizeof *r);
+    r->section = sec;
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->category = category;
+    r->kind = kind;
+    r->mode = mode;
+    r->note = note;
+    return r;
+}
+
+void cmp_set(MeasureRow *r, int has_planned, double planned, int has_measured, double measured)
+{
+    if (!r) return;
+    r->has_planned = has_planned;
+    r->planned = planned;
+    r->has_measured = has_measured;
+    r->measured = measured;
+}
+
+/* One row per plan memory term that applies to the model (no expert terms for a dense one), one total
+ * per category (the high-water of what the run held), one per executor-only term. */
+static void memory_rows(const Plan *p, const Measurement *ms, Comparison *c)
+{
+    int row[MT_COUNT_]; /* the row of each term, -1 where it does not apply */
+    for (int i = 0; i < MT_COUNT_; i++) {
+        const MemTerm *m = &p->mem[i];
+        row[i] = -1;
+        if (!plan_term_applies(p, (MemTermId)i)) continue;
+        int held = arena_holds((MemTermId)i), ws = i == MT_WORKSPACE;
+        MeasureMode mode = MEASURE_INFO;
+        const char *note = NULL;
+        if (held && m->persistent && !ws)
+            mode = MEASURE_EXACT; /* states, copies, scales: byte for byte */
+        else if (i == MT_TRANSIENT)
+            mode = MEASURE_BOUND;
+        else if (m->cat == MC_ACTIVATION)
+            mode = MEASURE_EXACT; /* the plan itemizes the saved tensors; the executor saves exactly those */
+        else if (ws && ms->gemm_workspace_bytes)
+            mode = MEASURE_EXACT; /* the backend's workspace is carved from the arena */
+        else
+            note = ws               ? "n/a: backend has no GEMM workspace"
+                   : !ms->on_device ? "n/a on the cpu backend"
+                                    : "not measured in the arena";
+        MeasureRow *r = cmp_row(c, CMP_MEMORY, m->name, mem_category_name(m->cat), UNIT_BYTES, mode, note);
+        row[i] = r ? (int)(r - c->rows) : -1;
+        cmp_set(r, 1, (double)m->bytes, mode != MEASURE_INFO, (double)ms->placed[i]);
+    }
+    for (int cat = 0; cat < MC_OVERHEAD; cat++) {
+        double planned = 0.0, measured = 0.0;
+        int any = 0;
+        for (int i = 0; i < MT_COUNT_; i++) {
+            if (row[i] < 0) continue;
+            const MeasureRow *t = &c->rows[row[i]];
+            if (p->mem[i].cat != (MemCategory)cat || t->mode == MEASURE_INFO) continue;
+            planned += t->planned;
+            measured += t->measured;
+            any = 1;
+        }
+        if (!any) continue;
+        char name[40];
+        snprintf(name, sizeof name, "total_%s", mem_category_name((MemCategory)cat));
+        /* the transient term is a bound, so the activation total is one too */
+        MeasureRow *r = cmp_row(c, CMP_MEMORY, name, mem_category_name((MemCategory)cat), UNIT_BYTES,
+                                cat == MC_ACTIVATION ? MEASURE_BOUND : MEASURE_EXACT, NULL);
+        cmp_set(r, 1, planned, 1, measured);
+    }
+    for (ArenaTerm t = MT_COUNT_; t < ARENA_TERMS; t++) {
+        if (!ms->placed[t]) continue;
+        MeasureRow *r =
+            cmp_row(c, CMP_MEMORY, arena_term_name(t), "activation", UNIT_BYTES, MEASURE_INFO, "not in the plan");
+        cmp_set(r, 0, 0.0, 1, (double)ms->placed[t]);
+    }
+}
+
+static uint64_t minus(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+/* What the driver counted (a backend with hooks): context, communicator, arena,
+ * outside the arena, the peak against the plan's total. */
+static void device_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *c)
+{
+    const DevMeasure *m = &ms->dev;
+    if (!m->have || !m->sampled[DEVM_AFTER_BACKEND]) return;
+    const uint64_t *u = m->used;
+    uint64_t comm_at = m->sampled[DEVM_AFTER_COMM] ? u[DEVM_AFTER_COMM] : u[DEVM_AFTER_BACKEND];
+    uint64_t context = u[DEVM_AFTER_BACKEND] + m->lazy; /* + what the first step loaded lazily */
+    uint64_t comm = minus(comm_at, u[DEVM_AFTER_BACKEND]) + m->grew[PHASE_COMM];
+    uint64_t peak = m->sampled[DEVM_STEP] ? u[DEVM_STEP] : (m->sampled[DEVM_AFTER_MODEL] ? u[DEVM_AFTER_MODEL] : 0);
+    if (m->sampled[DEVM_AFTER_MODEL] && u[DEVM_AFTER_MODEL] > peak) peak = u[DEVM_AFTER_MODEL];
+    MeasureRow *r = cmp_row(c, CMP_MEMORY, "device_used", "device", UNIT_BYTES, MEASURE_TOL,
+                            "cudaMemGetInfo peak vs the plan's total, every term");
+    cmp_set(r, 1, (double)p->total_bytes, peak > 0, (double)peak);
+    if (r) r->tol = tol->device_used;
+    r = cmp_row(c, CMP_MEMORY, "device_cuda_context", "device", UNIT_BYTES, MEASURE_INFO,
+                "in use once the backend was up, plus what the first step loaded lazily (library kernels)");
+    cmp_set(r, 1, (double)p->mem[MT_CUDA_CONTEXT].bytes, 1, (double)context);
+    r = cmp_row(c, CMP_MEMORY, "device_comm_buffer", "device", UNIT_BYTES, MEASURE_INFO,
+                "added by the communicator and its first collectives");
+    cmp_set(r, 1, (double)p->mem[MT_COMM_BUFFER].bytes, m->sampled[DEVM_AFTER_COMM], (double)comm);
+    r = cmp_row(c, CMP_MEMORY, "device_arena", "device", UNIT_BYTES, MEASURE_INFO,
+                "added by allocating the arena, vs its size");
+    cmp_set(r, 1, (double)ms->arena_bytes, m->sampled[DEVM_AFTER_MODEL], (double)minus(u[DEVM_AFTER_MODEL], comm_at));
+    r = cmp_row(c, CMP_MEMORY, "device_outside_arena", "device", UNIT_BYTES, MEASURE_INFO,
+                "peak - context - communicator - arena: scratch and slack");
+    cmp_set(r, 1, (double)p->mem[MT_FRAGMENTATION].bytes, peak > 0,
+            (double)minus(peak, context + comm + ms->arena_bytes));
+    static const char *const grew_name[3] = {"device_grew_forward", "device_grew_backward", "device_grew_optimizer"};
+    static const int grew_phase[3] = {PHASE_FWD, PHASE_BWD, PHASE_OPT};
+    for (int k = 0; k < 3; k++) {
+        if (!m->grew[grew_phase[k]]) continue;
+        r = cmp_row(c, CMP_MEMORY, grew_name[k], "device", UNIT_BYTES, MEASURE_INFO,
+                    "rise of the count during the phase (lazy allocations)");
+        cmp_set(r, 0, 0.0, 1, (double)m->grew[grew_phase[k]]);
+    }
+}
+
+/* Per planner collective that either side has: bus bytes per step (checked),
+ * calls and payload per step (shown). */
+static void comm_rows(const Plan *p, const Measurement *ms, Comparison *c)
+{
+    double steps = ms->steps ? (double)ms->steps : 1.0;
+    for (int i = 0; i < CO_COUNT_; i++) {
+        const Collective *pc = &p->coll[i];
+        const CommStats *m = &ms->coll[i];
+        if (!pc->calls && !m->calls) continue;
+        const char *why = pc->ranks ? "per step" : "per step; the plan counts collectives over 2 or more ranks";
+        char name[40];
+        MeasureRow *r = cmp_row(c, CMP_COMM, pc->name, "comm", UNIT_BYTES, MEASURE_EXACT, NULL);
+        cmp_set(r, 1, (double)pc->step_bytes, 1, m->bus_bytes / steps);
+        snprintf(name, sizeof name, "%s.payload", pc->name);
+        r = cmp_row(c, CMP_COMM, name, "comm", UNIT_BYTES, MEASURE_INFO, why);
+        cmp_set(r, 1, (double)pc->payload_bytes * (double)pc->calls, 1, (double)m->payload_bytes / steps);
+        snprintf(name, sizeof name, "%s.calls", pc->name);
+        r = cmp_row(c, CMP_COMM, name, "comm", UNIT_VALUE, MEASURE_INFO, why);
+        cmp_set(r, 1, (double)pc->calls, 1, (double)m->calls / steps);
+        if (r) r->unit = "calls";
+    }
+}
+
+void compare(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *out)
+{
+    Tolerances def = compare_tolerances_default();
+    if (!tol) tol = &def;
+    memset(out, 0, sizeof *out);
+    memory_rows(p, ms, out);
+    device_rows(p, ms, tol, out);
+    cmp_time_rows(p, ms, tol, out);
+    cmp_rate_rows(p, ms, out);
+    comm_rows(p, ms, out);
+    out->failed = measure_judge(out->rows, out->n);
+    out->exact_ok = 1;
+    for (int i = 0; i < out->n; i++)
+        if (out->rows[i].mode == MEASURE_EXACT && out->rows[i].verdict != VERDICT_OK &&
+            out->rows[i].verdict != VERDICT_INFO)
+            out->exact_ok = 0;
+}
+
+/* ---- judging ---------------------------------------------------------------------- */
+
+double measure_rel_err(const MeasureRow *r)
+{
+    if (!r->has_planned || !r->has_measured) return NAN;
+    if (r->planned == 0.0) return r->measured == 0.0 ? 0.0 : NAN;
+    return (r->measured - r->planned) / r->planned;
+}
+
+int measure_judge(MeasureRow *rows, int n)
+{
+    int failed = 0;
+    for (int i = 0; i < n; i++) {
+        MeasureRow *r = &rows[i];
+        r->verdict = VERDICT_INFO;
+        if (r->mode == MEASURE_INFO || !r->has_planned || !r->has_measured) continue;
+        switch (r->mode) {
+        case MEASURE_EXACT: r->verdict = r->measured == r->planned ? VERDICT_OK : VERDICT_MISMATCH; break;
+        case MEASURE_BOUND: r->verdict = r->measured <= r->planned ? VERDICT_OK : VERDICT_OVER; break;
+        case MEASURE_TOL: {
+            double e = measure_rel_err(r);
+            r->verdict = isfinite(e) && fabs(e) <= r->tol ? VERDICT_OK : VERDICT_OUTSIDE;
+            break;
+        }
+        default: break;
+        }
+        failed += r->verdict != VERDICT_OK && r->verdict != VERDICT_INFO;
+    }
+    return failed;
+}
+
+const char *measure_verdict_text(const MeasureRow *r)
+{
+    switch (r->verdict) {
+    case VERDICT_OK: return "ok";
+    case VERDICT_MISMATCH: return "MISMATCH";
+    case VERDICT_OVER: return "OVER";
+    case VERDICT_OUTSIDE: return "OUTSIDE";
+    default: return r->note ? r->note : "-";
+    }
+}
+
+const char *measure_mode_name(MeasureMode m)
+{
+    switch (m) {
+    case MEASURE_EXACT: return "exact";
+    case MEASURE_BOUND: return "<= plan";
+    case MEASURE_TOL: return "tolerance";
+    default: return "-";
+    }
+}

@@ -1,0 +1,116 @@
+/* exec/measure/compare.h — measured versus planned: one function owns every row
+ * and every verdict of `fp8plan run`.
+ *
+ *   compare(plan, measurement, tolerances, &cmp)
+ *
+ * Rows, by section:
+ *   memory   every memory term of the Plan beside the bytes the arena placed for
+ *            it (the same MemTermId indexes both), the category totals (the
+ *            high-water of what the run held), the executor-only terms (io,
+ *            rope_table: shown, not in the plan), and on a device the driver's
+ *            counts (category "device"): device_used against the plan's total,
+ *            context (with what the first step loaded lazily), communicator,
+ *            arena, what lies outside the arena, the rises during phases;
+ *   time     the four phases, the device categories (GEMM, other kernels,
+ *            optimizer, collectives) and the step, medians over the timed
+ *            steps with their spread;
+ *   rate     tokens/s, model TFLOP/s and MFU (which follow from the step row);
+ *   comm     per planner collective (CollectiveId) the bytes this GPU sent per
+ *            step (bus bytes) against the plan's, byte for byte, and the calls
+ *            and payload beside it.
+ * Checks, with the tolerance derived from what the plan models:
+ *   MEASURE_EXACT  persistent states, FP8 copies, scales, the activation items
+ *                  the plan lists tensor by tensor (the executor saves them one
+ *                  for one), the workspace carved from the arena, bus bytes per
+ *                  collective: equal, byte for byte;
+ *   MEASURE_BOUND  a peak estimate (the transient working set, the activation
+ *                  total): the plan must not be exceeded;
+ *   MEASURE_TOL    a prediction within a stated relative tolerance (the step
+ *                  time on a GPU, the device's total memory);
+ *   MEASURE_INFO   shown, never failing: what this backend cannot measure, what
+ *                  the plan does not model, what follows from a checked row.
+ * A run exits non-zero (ST_TOLERANCE, exit 1) when any checked row fails.
+ * Pure: no I/O (reports/run_report.c renders the rows). */
+#ifndef FP8PLAN_EXEC_MEASURE_COMPARE_H
+#define FP8PLAN_EXEC_MEASURE_COMPARE_H
+
+#include <stdint.h>
+
+#include "exec/measure/measurement.h"
+#include "planner/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { MEASURE_EXACT = 0, MEASURE_BOUND, MEASURE_TOL, MEASURE_INFO } MeasureMode;
+
+typedef enum {
+    VERDICT_OK = 0,
+    VERDICT_MISMATCH, /* exact term differs */
+    VERDICT_OVER,     /* measured above the plan's bound */
+    VERDICT_OUTSIDE,  /* outside the relative tolerance */
+    VERDICT_INFO,     /* not checked (see note) */
+} Verdict;
+
+typedef enum { CMP_MEMORY = 0, CMP_TIME, CMP_RATE, CMP_COMM, CMP_SECTIONS } CompareSection;
+
+/* What a row's numbers are. */
+typedef enum { UNIT_BYTES = 0, UNIT_SECONDS, UNIT_VALUE } RowUnit;
+
+typedef struct {
+    CompareSection section;
+    char name[40];
+    const char *category; /* "state", "fp8_copy", "scale", "activation", "overhead", "device", "time", "rate", "comm" */
+    RowUnit kind;
+    int has_planned, has_measured;
+    double planned, measured; /* bytes (exact below 2^53), seconds or a rate */
+    MeasureMode mode;
+    double tol;       /* MEASURE_TOL: relative tolerance */
+    const char *note; /* why a row is INFO, or what the tolerance is */
+    Verdict verdict;  /* filled by compare (measure_judge) */
+    /* Rows measured once per step: how much the steps varied, (max − min) /
+     * median over the timed steps (warm-up excluded). */
+    int has_spread;
+    double spread;
+    const char *unit; /* rates ("tok/s", "TFLOP/s", "%"); NULL for bytes and seconds */
+} MeasureRow;
+
+/* The tolerances of the checked predictions. */
+typedef struct {
+    double step_time;   /* relative, the step time on a GPU (issue 6's target: 0.15) */
+    double device_used; /* relative, the driver's peak against the plan's total (0.05) */
+} Tolerances;
+
+Tolerances compare_tolerances_default(void);
+
+enum { COMPARE_MAX_ROWS = 96 };
+
+typedef struct Comparison {
+    MeasureRow rows[COMPARE_MAX_ROWS];
+    int n;
+    int failed;        /* checked rows outside their check */
+    int exact_ok;      /* every exact row matches */
+    char notes[2][96]; /* storage for notes naming the plan's GPU */
+} Comparison;
+
+/* Every row of a finished run, verdicts filled. */
+void compare(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *out);
+
+/* Fill every row's verdict; returns the number of failed rows. */
+int measure_judge(MeasureRow *rows, int n);
+
+/* (measured − planned) / planned, or NaN when either is missing or planned is 0
+ * with measured non-zero (0/0 gives 0). */
+double measure_rel_err(const MeasureRow *r);
+
+/* "ok", "MISMATCH", "OVER", "OUTSIDE", or the note for INFO rows. */
+const char *measure_verdict_text(const MeasureRow *r);
+
+/* "exact", "<= plan", "tolerance", "-". */
+const char *measure_mode_name(MeasureMode m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

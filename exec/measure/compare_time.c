@@ -1,0 +1,116 @@
+/* exec/measure/compare_time.c — the time and throughput rows of measured
+ * versus planned (see compare.h):
+ *   forward, backward, communication, optimizer   the phases;
+ *   gpu_gemm, gpu_kernels, gpu_optimizer, gpu_comm device time by category,
+ *       when the backend times its operations, beside the plan's GEMM,
+ *       attention + other kernels + weight casts, optimizer and communication;
+ *   step   the phases' sum beside the plan's step time: checked within the
+ *          step tolerance on a GPU backend, shown on the CPU reference, which
+ *          is not the machine the plan describes;
+ *   tokens_per_s, model_tflops, mfu_bf16, mfu_fp8   rates, shown (they follow
+ *          from the step row).
+ * Medians over the timed steps (warm-up excluded), spreads filled. */
+#include <math.h>
+#include <stdio.h>
+
+#include "exec/measure/compare_internal.h"
+
+static MeasureRow *time_row(Comparison *c, const char *name, const Measurement *ms, const double *v)
+{
+    MeasureRow *r = cmp_row(c, CMP_TIME, name, "time", UNIT_SECONDS, MEASURE_INFO, NULL);
+    if (!r) return NULL;
+    double med, spread;
+    measure_stats(v, measure_timed_from(ms), ms->steps, &med, &spread);
+    r->has_measured = !isnan(med);
+    r->measured = med;
+    r->has_spread = !isnan(spread);
+    r->spread = spread;
+    return r;
+}
+
+static void plan_value(MeasureRow *r, double v)
+{
+    if (!r) return;
+    r->has_planned = 1;
+    r->planned = v;
+}
+
+static void note(MeasureRow *r, const char *n)
+{
+    if (r) r->note = n;
+}
+
+/* "n/a: the plan is for <gpu>", kept in the comparison. */
+static const char *cpu_note(const Plan *p, Comparison *c)
+{
+    snprintf(c->notes[0], sizeof c->notes[0], "n/a: the plan is for %s", p->in.gpu->name);
+    return c->notes[0];
+}
+
+void cmp_time_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *c)
+{
+    const char *cpu = cpu_note(p, c);
+    const int gpu = ms->on_device;
+    const TimeBreakdown *tb = &p->time;
+    const double comm_planned = tb->dp_comm_s + tb->tp_comm_s + tb->pp_comm_s + tb->cp_comm_s + tb->other_s;
+    static const char *const names[4] = {"forward", "backward", "optimizer", "communication"};
+    static const int order[4] = {PHASE_FWD, PHASE_BWD, PHASE_COMM, PHASE_OPT};
+    for (int k = 0; k < 4; k++) {
+        int ph = order[k];
+        MeasureRow *r = time_row(c, names[ph], ms, ms->phase[ph]);
+        if (ph == PHASE_OPT) plan_value(r, tb->optimizer_s);
+        if (ph == PHASE_COMM) plan_value(r, comm_planned);
+        note(r, !gpu                                 ? cpu
+                : ph == PHASE_FWD || ph == PHASE_BWD ? "phase not split in the plan"
+                : ms->phase_device                   ? "device time (timestamps)"
+                                                     : "host clock");
+    }
+    if (ms->steps && ms->cat_steps == ms->steps) {
+        static const char *const cat_names[BK_OPCAT_COUNT] = {"gpu_gemm", "gpu_kernels", "gpu_optimizer", "gpu_comm"};
+        static const char *const notes[BK_OPCAT_COUNT] = {
+            "device time; plan: linear + head GEMMs (attention GEMMs are counted here)",
+            "device time; plan: attention + other kernels + weight casts", "device time; plan: the optimizer step",
+            "device time; plan: collectives"};
+        const double planned[BK_OPCAT_COUNT] = {tb->gemm_s, tb->attn_s + tb->nongemm_s + tb->weight_cast_s,
+                                                tb->optimizer_s, comm_planned};
+        for (int k = 0; k < BK_OPCAT_COUNT; k++) {
+            MeasureRow *r = time_row(c, cat_names[k], ms, ms->cat[k]);
+            plan_value(r, planned[k]);
+            note(r, notes[k]);
+        }
+    }
+    MeasureRow *r = time_row(c, "step", ms, ms->step_s);
+    plan_value(r, tb->step_s);
+    if (!r) return;
+    r->mode = gpu ? MEASURE_TOL : MEASURE_INFO;
+    r->tol = tol->step_time;
+    r->note = gpu ? (ms->phase_device ? "sum of the phases' device time" : "sum of the phases, host clock") : cpu;
+}
+
+static MeasureRow *rate_row(Comparison *c, const char *name, const char *unit, double planned, double measured,
+                            const char *n)
+{
+    MeasureRow *r = cmp_row(c, CMP_RATE, name, "rate", UNIT_VALUE, MEASURE_INFO, n);
+    cmp_set(r, isfinite(planned), planned, isfinite(measured), measured);
+    if (r) r->unit = unit;
+    return r;
+}
+
+void cmp_rate_rows(const Plan *p, const Measurement *ms, Comparison *c)
+{
+    const char *cpu = c->notes[0]; /* cmp_time_rows wrote it */
+    const int gpu = ms->on_device;
+    double step, spread;
+    measure_stats(ms->step_s, measure_timed_from(ms), ms->steps, &step, &spread);
+    double tokens = (double)ms->tokens_per_step;
+    double flops = step > 0 ? p->model_flops_step / step : NAN; /* model FLOP/s of this GPU (world 1) */
+    rate_row(c, "tokens_per_s", "tok/s", p->tokens_per_s, step > 0 ? tokens / step : NAN,
+             gpu ? "tokens per step / median step" : cpu);
+    rate_row(c, "model_tflops", "TFLOP/s", p->tflops_per_gpu, flops * 1e-12,
+             gpu ? "plan's model FLOPs per step (6N + attention) / median step" : cpu);
+    if (!ms->dev.have) return;
+    const DevmPeak *peak = &ms->peak;
+    double bf16 = 100.0 * flops / peak->peak_bf16, fp8 = 100.0 * flops / peak->peak_fp8;
+    rate_row(c, "mfu_bf16", "%", p->mfu_bf16_pct, bf16, peak->why);
+    rate_row(c, "mfu_fp8", "%", p->in.gpu->flops_fp8 > 0 ? p->mfu_fp8_pct : NAN, fp8, peak->why);
+}

@@ -1,0 +1,98 @@
+/* exec/measure/measurement.h — what a training run measured, in the plan's
+ * vocabulary, filled by the executor and read by compare() (compare.h).
+ *
+ *   bytes per term      the arena's bytes per memory term (MemTermId, plus the
+ *                       executor-only XT_* terms), the most live at once;
+ *   device samples      device memory as the driver counts it around every
+ *                       phase (DevMeasure, a backend with hooks only);
+ *   seconds             per step: the four phases (forward, backward,
+ *                       communication, optimizer — device time between the
+ *                       backend's timestamps where it has them, the host clock
+ *                       otherwise) and, on a backend that times its own
+ *                       operations, device seconds per category (GEMM, other
+ *                       kernels, optimizer, collectives);
+ *   communication       calls, payload and bus bytes per planner collective
+ *                       (CollectiveId) over the measured steps;
+ *   the loss of every step.
+ * Nothing here prints or judges: compare() turns a Measurement and a Plan into
+ * rows with verdicts; reports/run_report.c renders them.
+ *
+ * Use:
+ *   measure_init(&ms, bk, steps, e);        after the backend is created
+ *   measure_after_comm(&ms, bk);            after the communicator
+ *   measure_after_model(&ms, model);        after model_create (the arena)
+ *   measure_step(&ms, model, in, tgt, &loss, e)   each step
+ *   measure_finish(&ms, model);             the communicator's counts
+ *   measure_free(&ms); */
+#ifndef FP8PLAN_EXEC_MEASURE_MEASUREMENT_H
+#define FP8PLAN_EXEC_MEASURE_MEASUREMENT_H
+
+#include <stdint.h>
+
+#include "exec/measure/device_measure.h"
+#include "exec/model/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    /* the backend */
+    char backend[16];              /* "cpu", "cuda" */
+    int on_device;                 /* a GPU: the hardware a plan describes (the CPU reference is not) */
+    uint64_t gemm_workspace_bytes; /* the backend's GEMM workspace, carved from the arena (0: none) */
+    /* memory */
+    uint64_t arena_bytes;         /* the one allocation */
+    uint64_t placed[ARENA_TERMS]; /* exact bytes live at once per term */
+    DevMeasure dev;               /* device memory and the device (dev.have: the backend has hooks) */
+    DevmPeak peak;                /* the device's catalog row and peaks for MFU (dev.have; measure_match) */
+    /* per step (cap allocated, steps run) */
+    uint32_t cap, steps, first_step; /* first_step: optimizer steps taken before the first (resume) */
+    uint64_t tokens_per_step;        /* micro-batches · B · T */
+    float *loss;                     /* (cap) mean loss of each step's tokens */
+    double *phase[4];                /* (cap) seconds per step of each phase (PHASE_*) */
+    double *step_s;                  /* (cap) the phases' sum */
+    double *cat[BK_OPCAT_COUNT];     /* (cap) device seconds per step of each category (BackendOpCat) */
+    uint32_t cat_steps;              /* steps for which the backend gave category times */
+    int phase_device;                /* phases timed by the backend's timestamps (device time) */
+    /* communication over the measured steps */
+    char comm[16]; /* "single", "nccl" */
+    int ranks;
+    CommStats coll[CO_COUNT_], coll_total;
+    CommStats coll_start[CO_COUNT_], coll_total_start; /* the communicator's counts when the steps began */
+} Measurement;
+
+/* Steps left out of the medians as warm-up when later steps exist: the first
+ * step loads kernels, picks GEMM algorithms, connects NCCL and grows scratch
+ * memory. */
+enum { MEASURE_WARMUP_STEPS = 1 };
+
+/* Index of the first timed step. */
+uint32_t measure_timed_from(const Measurement *ms);
+
+/* Room for `steps` steps, the backend's name, device memory with the context
+ * up (backends with hooks). ST_NOMEM. */
+Status measure_init(Measurement *ms, Backend *bk, uint32_t steps, Err *e);
+void measure_free(Measurement *ms);
+/* Device memory once the communicator exists. */
+void measure_after_comm(Measurement *ms, Backend *bk);
+/* The arena's bytes per term, device memory with the arena, and the
+ * communicator's counts so far (the steps' are what follows). */
+void measure_after_model(Measurement *ms, const Model *m);
+/* One training step (model_step) with its measurements: per-operation timing
+ * and memory samples between phases when the backend has the hooks, then the
+ * step appended. ST_USAGE past the room made by measure_init. */
+Status measure_step(Measurement *ms, Model *m, const int32_t *inputs, const int32_t *targets, float *loss, Err *e);
+/* The catalog row of the measured device (a backend with hooks): peak. */
+void measure_match(Measurement *ms, const Catalog *c);
+/* What the communicator counted over the steps. */
+void measure_finish(Measurement *ms, const Model *m);
+
+/* Median of v[from..n) and its spread (max − min) / median; NaN for both when
+ * the range is empty, spread NaN when the median is 0. */
+void measure_stats(const double *v, uint32_t from, uint32_t n, double *median, double *spread);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,272 @@
+/* exec/model/model.h — the decoder the executor trains, and its training step.
+ *
+ * One model for every family models.csv describes, driven by the planner's
+ * ModelSpec (planner/spec.h) and Recipe (planner/recipe.h) — the same structs
+ * the plan is made from:
+ *   x = embed(tokens) [+ learned positions]
+ *   per layer (pre-norm):
+ *     x = x + Proj(Attn(Rope?(QKV(Norm1(x)))))       QKV [(H + 2·KV)·D, C]; GQA when KV < H
+ *     x = x + FC2(Act(FC1(Norm2(x))))                 FC1 [k·F, C]: GELU (k 1) or SwiGLU's fused
+ *                                                     gate and up (k 2, gate first)
+ *   logits = NormF(x) · headᵀ                         head: the token embedding (tied) or its own
+ * with Norm a LayerNorm (weight and bias) or an RMSNorm (weight), biases on the
+ * block linears when the model has them, and a mean softmax cross-entropy.
+ * GPT-2 is layernorm/gelu/learned/tied/biases; LLaMA rmsnorm/swiglu/rope/
+ * untied/no biases with grouped-query attention. B = micro-batch, T =
+ * sequence, C = hidden, F = FFN, H = heads, KV = KV heads, D = head_dim, V =
+ * vocabulary (Vp = padded rows of the embedding), L = layers.
+ *
+ * Sizes first, then one allocation (llm.c's shape): model_layout() lists every
+ * tensor with its memory term (the planner's MemTermId), dtype and element
+ * count — a pure function — and model_create() carves them from one arena
+ * sized by the Plan's terms (exec/arena.h). A step runs the plan's
+ * micro-batches (gradient accumulation) through a Backend, so the same
+ * orchestration drives the CPU reference and the GPU. */
+#ifndef FP8PLAN_EXEC_MODEL_MODEL_H
+#define FP8PLAN_EXEC_MODEL_MODEL_H
+
+#include <stdint.h>
+
+#include "exec/arena.h"
+#include "exec/backend.h"
+#include "exec/comm/comm.h"
+#include "exec/recipe.h"
+#include "planner/plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Parameter tensors (the values key the initial weights' random streams:
+ * keep them). A norm's bias exists for LayerNorm only; the linear biases when
+ * the model has linear_bias; WPE for learned positions; LM_HEAD when untied. */
+typedef enum {
+    PK_WTE = 0, /* (Vp, C) token embedding (and LM head when tied) */
+    PK_WPE,     /* (T, C) learned position embedding */
+    PK_NORM1_W,
+    PK_NORM1_B, /* (C) */
+    PK_QKV_W,   /* ((H + 2KV)·D, C) */
+    PK_QKV_B,   /* ((H + 2KV)·D) */
+    PK_PROJ_W,
+    PK_PROJ_B, /* (C, H·D), (C) */
+    PK_NORM2_W,
+    PK_NORM2_B,
+    PK_FC1_W,
+    PK_FC1_B, /* (k·F, C), (k·F) */
+    PK_FC2_W,
+    PK_FC2_B, /* (C, F), (C) */
+    PK_NORMF_W,
+    PK_NORMF_B,
+    PK_LM_HEAD, /* (Vp, C) when untied */
+    PK_COUNT
+} ParamKind;
+
+/* One parameter tensor and every state the recipe keeps for it (the dtypes
+ * of recipe.gemm for block linear weights, recipe.other for the rest). */
+typedef struct {
+    ParamKind kind;
+    int layer;           /* block index, −1 for embeddings / final norm / head */
+    uint64_t rows, cols; /* GEMM weights (N, K); vectors (n, 1) */
+    uint64_t numel;
+    int decay;       /* AdamW weight decay applies (matrices) */
+    int gemm;        /* a block linear weight: recipe.gemm states, FP8 copies */
+    void *weight;    /* working copy, or NULL when the recipe keeps none */
+    void *master;    /* master copy, or NULL */
+    void *grad;      /* main gradient (accumulated over the step's micro-batches) */
+    void *m, *v;     /* Adam moments */
+    uint8_t *wq_row; /* (N, K) cached FP8 copy for fprop, or NULL */
+    uint8_t *wq_col; /* (K, N) cached FP8 transposed copy for dgrad, or NULL */
+    /* scaling records {scale, scale_inv, amax} (REC_FLOATS) of scaled states, or NULL */
+    float *master_rec, *grad_rec, *m_rec, *v_rec;
+    uint32_t wslot; /* forward scaling-bank slot of the weight (gemm only) */
+} ModelParam;
+
+/* Activations of one block saved for backward. Each GEMM input is saved
+ * either in the activation dtype (act_in) or as its FP8 transposed copy
+ * (q_col, what wgrad reads on Hopper). */
+typedef struct {
+    void *x;                        /* (B·T, C) block input = norm 1 input */
+    float *norm1_mean, *norm1_rstd; /* (B·T); mean: LayerNorm only */
+    void *qkv;                      /* (B·T, (H + 2KV)·D), after the rotary embedding */
+    void *probs;                    /* (B, H, T, T) */
+    void *res2;                     /* (B·T, C) x + attention branch = norm 2 input */
+    float *norm2_mean, *norm2_rstd;
+    void *fc1;                 /* (B·T, k·F) the activation's input */
+    void *act_in[LIN_COUNT];   /* saved GEMM inputs (B·T, K) or NULL */
+    uint8_t *q_col[LIN_COUNT]; /* saved FP8 GEMM inputs (K, B·T) or NULL */
+} LayerActs;
+
+typedef struct {
+    int32_t *tokens, *targets; /* (B·T) of the micro-batch being run */
+    float *losses;             /* (B·T) */
+    float *rope;               /* (T, D/2, 2) cos, sin of the rotary embedding, or NULL */
+    LayerActs *layer;          /* L blocks */
+    void *x_final;             /* (B·T, C) last block output = final norm input */
+    float *normf_mean, *normf_rstd;
+    void *normf_out; /* (B·T, C) */
+    float *logits;   /* (B·T, Vp) FP32 (as Megatron's cross-entropy), overwritten by d(logits) */
+    /* working buffers of one block, reused (not saved) */
+    void *dlogits;       /* (B·T, Vp) d(logits) in the activation dtype for the LM-head GEMMs */
+    void *t_in;          /* (B·T, F) GEMM input in the activation dtype when it is saved only in FP8 */
+    uint8_t *t_qrow;     /* (B·T, max K) FP8 row-wise GEMM input for fprop */
+    uint8_t *t_qcol;     /* (max K, B·T) FP8 transposed input when recast in backward */
+    uint8_t *t_wrow;     /* (max block weight) FP8 weight, row-wise, when the recipe does not keep copies */
+    uint8_t *t_wcol;     /* (max block weight) FP8 weight, transposed, likewise */
+    void *t_out;         /* (B·T, C) projection / FC2 output before the residual add */
+    void *d_res;         /* (B·T, C) residual-stream gradient */
+    void *d_a;           /* (B·T, max N) gradient of a GEMM output */
+    void *d_b;           /* (B·T, C) gradient of a C-wide GEMM input */
+    void *d_act;         /* (B·T, F) SwiGLU only: gradient of the activation's output */
+    uint8_t *d_qrow;     /* (B·T, max N) FP8 output gradient for dgrad */
+    uint8_t *d_qcol;     /* (max N, B·T) FP8 transposed output gradient for wgrad */
+    float *attn_scratch; /* (B, H, T, T) FP32 */
+    float *attn_scores;  /* (H, T, T) FP32 raw scores of one sequence in the forward (phase FWD) */
+    float *gstage;       /* FP32 staging of a gradient not kept in FP32: (max non-embedding param + C) */
+    float *gstage_emb;   /* (Vp·C [+ Vp·C untied] [+ T·C learned]) FP32 staging of the embeddings' gradients */
+} ModelActs;
+
+/* Phases of the step whose working buffers share memory (arena overlay). */
+enum { MODEL_PHASE_FWD = 1, MODEL_PHASE_HEAD = 2, MODEL_PHASE_BLOCKS = 3 };
+
+/* Scaling state of the FP8 GEMMs: the forward bank (inputs X and weights W of
+ * every block linear, recipe.gemm_fwd) and the backward bank (output
+ * gradients dY, recipe.gemm_bwd). Slots: fwd 2·(LIN_COUNT·l + k) + {0: X, 1: W},
+ * bwd LIN_COUNT·l + k. */
+typedef struct {
+    ScalingBank fwd, bwd;
+} ModelScaling;
+
+static inline uint32_t model_slot_x(uint32_t layer, LinearKind k) { return 2 * (LIN_COUNT * layer + k); }
+static inline uint32_t model_slot_w(uint32_t layer, LinearKind k) { return 2 * (LIN_COUNT * layer + k) + 1; }
+static inline uint32_t model_slot_dy(uint32_t layer, LinearKind k) { return LIN_COUNT * layer + k; }
+
+/* Training hyper-parameters. */
+typedef struct {
+    float lr, beta1, beta2, eps, weight_decay;
+    uint32_t warmup; /* linear warm-up steps (0 = none) */
+    float init_std;  /* N(0, init_std) for matrices; residual projections ÷ √(2L) */
+    uint64_t seed;
+} ModelHyper;
+
+/* Defaults: lr 1e-3, betas 0.9/0.95, eps 1e-8, wd 0.1 (matrices), no warm-up,
+ * init std 0.02, seed 1. */
+ModelHyper model_hyper_default(void);
+
+/* The rotary embedding's base: models.csv has no column for it; 10000 is
+ * RoFormer's, LLaMA 1/2's and Megatron's default (LLaMA 3 trains with 500000). */
+#define MODEL_ROPE_BASE 10000.0
+/* Norm epsilon (GPT-2's LayerNorm and LLaMA's RMSNorm both use 1e-5). */
+#define MODEL_NORM_EPS 1e-5f
+
+/* Host copies of one scaling bank's state for the last micro-batch (scaling trace). */
+typedef struct {
+    float *amax;       /* (n) amax each tensor's cast observed */
+    float *scale_used; /* (n) the scale that cast used */
+    float *scale_next; /* (n) the scale the next micro-batch will use (= scale_used for current scaling) */
+} BankTrace;
+
+enum { PHASE_FWD = 0, PHASE_BWD, PHASE_OPT, PHASE_COMM };
+
+typedef struct Model {
+    ModelSpec spec;        /* the architecture as run (the plan's model; layers = this stage's) */
+    Recipe recipe;         /* the plan's recipe row */
+    uint32_t batch, seq;   /* B (micro-batch), T */
+    uint32_t microbatches; /* per step: global batch / (micro-batch × DP), from the plan */
+    uint64_t vocab_padded; /* Vp (the plan's padding) */
+    Dtype act_dtype;       /* exec_act_dtype(&recipe) */
+    ModelHyper hyper;
+    Backend *bk;
+    Comm *comm;
+    Arena arena;
+    ArenaSpecs specs;   /* every tensor with its term and offset (checkpoints walk it) */
+    ModelParam *params; /* nparams */
+    uint32_t nparams;
+    ModelActs act;
+    ModelScaling sc;
+    uint32_t step;      /* optimizer steps taken */
+    uint32_t mb;        /* the micro-batch being run (0 .. microbatches − 1) */
+    float *host_losses; /* (B·T) host copy */
+    /* Last step: forward, backward, optimizer, communication (seconds, summed
+     * over the micro-batches). Device time between timestamps in the stream
+     * when the backend has mark/elapsed (phase_device = 1; host gaps between
+     * phases excluded), else the host clock around each synchronized phase. */
+    double phase_s[4];
+    int phase_device;
+    /* Called by model_step with −1 before the step's work is issued and with
+     * each phase (PHASE_*) once that phase's work has finished on the device
+     * (forward and backward once per micro-batch); NULL: none. For
+     * measurements between phases (device memory in use). */
+    void (*on_phase)(void *ctx, int phase);
+    void *on_phase_ctx;
+    int trace; /* model_trace_enable: fill tr_fwd / tr_bwd every micro-batch */
+    BankTrace tr_fwd, tr_bwd;
+} Model;
+
+/* The backend timestamps model_step records (ids MODEL_MARK_FIRST ..
+ * BACKEND_MARKS − 1: a begin and an end per phase, in the order the phases
+ * run — forward 0, backward 1 (once per micro-batch), communication 2,
+ * optimizer 3: begin FIRST + 2k, end FIRST + 2k + 1); other users of mark()
+ * take lower ids. */
+enum { MODEL_MARK_FIRST = BACKEND_MARKS - 8 };
+
+/* ST_OK when the executor builds the plan's model and recipe; ST_USAGE or
+ * ST_UNAVAILABLE naming the field otherwise (a layout with TP/PP/CP/DP > 1, an
+ * odd head_dim with rotary positions, a vocabulary beyond int32 token ids). */
+Status model_check(const Plan *p, Err *e);
+
+/* The tensor list of a plan's configuration (sizes first): appends every
+ * tensor's spec to `specs` (see arena.h). Pure; used by model_create and by
+ * tests. */
+Status model_layout(const Plan *p, ArenaSpecs *specs, Err *e);
+
+/* Build the model of a plan (exec/measure/plan_link.h makes the executor's
+ * plan): validate, carve the arena with the plan's bytes per term, initialize
+ * weights from hyper.seed (identically for every recipe). h may be NULL
+ * (defaults). */
+Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm, Model **out, Err *e);
+void model_destroy(Model *m);
+
+/* Tokens one step consumes: microbatches · B · T. */
+uint64_t model_step_tokens(const Model *m);
+
+/* One training step on host tokens inputs/targets (model_step_tokens each,
+ * micro-batch after micro-batch): forward and backward of every micro-batch
+ * (gradients accumulated in the main gradients, the loss a mean over the
+ * whole batch), gradient all-reduce, optimizer. Scaling updates after each
+ * micro-batch's forward and backward (TE's order). *loss = mean loss of the
+ * step's tokens before the update. */
+Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float *loss, Err *e);
+
+/* Forward only (no update, scaling state untouched except amax row 0 for
+ * delayed scaling, which is zeroed again): the mean loss over the step's
+ * micro-batches. For gradient checks. */
+Status model_loss(Model *m, const int32_t *inputs, const int32_t *targets, float *loss, Err *e);
+
+/* Forward + backward of every micro-batch without the all-reduce, scaling
+ * update or optimizer: leaves the accumulated gradients in the main-gradient
+ * tensors. For gradient checks. */
+Status model_grads(Model *m, const int32_t *inputs, const int32_t *targets, float *loss, Err *e);
+
+/* Write the initial values from hyper.seed, as model_create does after
+ * zeroing the arena: working weights, master copies and their scaling
+ * records, and scale = scale_inv = 1 for every FP8 tensor (gradients, moments
+ * and amax histories are left as they are). The same seed gives the same
+ * weights for every recipe and backend. */
+Status model_init_weights(Model *m, Err *e);
+
+/* Record every FP8 tensor's amax and scales (FP8 recipes; a no-op otherwise):
+ * after model_step, tr_fwd / tr_bwd hold the last micro-batch's values. */
+Status model_trace_enable(Model *m, Err *e);
+
+/* The rotary table (seq, head_dim/2, 2): cos and sin of t·base^(−2i/head_dim),
+ * computed in double and rounded once, so every backend rotates by the same
+ * floats. */
+void model_rope_table(uint32_t seq, uint32_t head_dim, double base, float *cos_sin);
+
+/* Parameter count (elements over all parameter tensors). */
+uint64_t model_weight_count(const Model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,264 @@
+/* exec/model/model_init.c — building the model: arena, scaling banks, initial values. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/elem.h"
+#include "exec/model/model_internal.h"
+#include "exec/par.h"
+#include "exec/rng.h"
+#include "exec/scaling.h"
+
+ModelHyper model_hyper_default(void)
+{
+    ModelHyper h = {.lr = 1e-3f,
+                    .beta1 = 0.9f,
+                    .beta2 = 0.95f,
+                    .eps = 1e-8f,
+                    .weight_decay = 0.1f,
+                    .warmup = 0,
+                    .init_std = 0.02f,
+                    .seed = 1};
+    return h;
+}
+
+uint64_t model_weight_count(const Model *m)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < m->nparams; i++) n += m->params[i].numel;
+    return n;
+}
+
+/* ---- initial values ------------------------------------------------------------
+ * GPT-2's (Megatron's for every family): N(0, std) for matrices and
+ * embeddings, residual projections (proj, FC2) N(0, std/√(2L)), norm weights
+ * 1, biases 0; padded vocabulary rows 0. Each
+ * tensor draws from its own counter-based stream, keyed by (seed, kind, layer):
+ * element i is a pure function of those and i, so the tensor is filled by all
+ * host threads at once, identically for any thread count, and a tensor's
+ * values do not depend on which other tensors the shape has. The host computes
+ * the values for every backend, so the CPU and GPU backends start from the same
+ * bits. */
+
+enum { INIT_GRAIN = 1 << 16 }; /* elements per thread at least */
+
+typedef struct {
+    const ModelParam *p;
+    float *w;      /* (numel) the values, in FP32 */
+    void *buf;     /* (numel) a state's bytes */
+    uint64_t key;  /* the tensor's stream */
+    uint64_t live; /* elements below this get values; the rest are padded vocabulary rows (0) */
+    float std;
+    Dtype dt;    /* of buf */
+    float scale; /* buf = dt(w · scale) */
+    float amax[PAR_MAX_THREADS];
+} InitJob;
+
+static int init_normal(ParamKind k)
+{
+    return k == PK_WTE || k == PK_WPE || k == PK_QKV_W || k == PK_PROJ_W || k == PK_FC1_W || k == PK_FC2_W ||
+           k == PK_LM_HEAD;
+}
+
+/* w[b..e) = values, and the piece's amax. */
+static void fill_piece(void *ctx, int piece, uint64_t b, uint64_t e)
+{
+    InitJob *j = ctx;
+    float *w = j->w, amax = 0.0f;
+    ParamKind k = j->p->kind;
+    if (init_normal(k)) {
+        uint64_t live = e < j->live ? e : j->live;
+        if (b < live) rng_normal_fill(j->key, b, live, j->std, w + b);
+        for (uint64_t i = live > b ? live : b; i < e; i++) w[i] = 0.0f;
+        for (uint64_t i = b; i < e; i++) { /* the values are finite: no NaN to propagate */
+            float a = fabsf(w[i]);
+            amax = a > amax ? a : amax;
+        }
+    } else {
+        float v = k == PK_NORM1_W || k == PK_NORM2_W || k == PK_NORMF_W ? 1.0f : 0.0f;
+        for (uint64_t i = b; i < e; i++) w[i] = v;
+        amax = b < e ? v : 0.0f;
+    }
+    j->amax[piece] = amax;
+}
+
+/* buf[b..e) = dt(w · scale). */
+static void store_piece(void *ctx, int piece, uint64_t b, uint64_t e)
+{
+    (void)piece;
+    InitJob *j = ctx;
+    for (uint64_t i = b; i < e; i++) elem_store(j->buf, j->dt, i, j->w[i] * j->scale);
+}
+
+/* FP8-LM's scaled FP16 master: buf = fp16(w · scale) and w = that value / scale
+ * (scale a power of two, so both are exact), the value the working copy gets. */
+static void master16_piece(void *ctx, int piece, uint64_t b, uint64_t e)
+{
+    (void)piece;
+    InitJob *j = ctx;
+    uint16_t *h = j->buf;
+    for (uint64_t i = b; i < e; i++) {
+        h[i] = elem_fp16_from_f32(j->w[i] * j->scale); /* RNE, as elem_round */
+        j->w[i] = elem_f32_from_fp16(h[i]) / j->scale;
+    }
+}
+
+/* Write j->w (numel values) into a state of dtype dt through j->buf. */
+static Status upload(Model *m, InitJob *j, void *dst, Dtype dt, Err *e)
+{
+    uint64_t n = j->p->numel;
+    if (dt == DT_FP32) return m->bk->copy_to_device(m->bk, dst, j->w, n * sizeof(float), e);
+    j->dt = dt;
+    j->scale = 1.0f;
+    par_for(n, INIT_GRAIN, store_piece, j);
+    return m->bk->copy_to_device(m->bk, dst, j->buf, n * dtype_bytes(dt), e);
+}
+
+static Status init_param(Model *m, ModelParam *p, InitJob *j, Err *e)
+{
+    const StateSet *es = model_states(m, p);
+    j->p = p;
+    j->key = rng_key(m->hyper.seed, (uint64_t)p->kind << 32 | (uint32_t)(p->layer + 1));
+    j->std = m->hyper.init_std;
+    if (p->kind == PK_PROJ_W || p->kind == PK_FC2_W) j->std /= sqrtf(2.0f * (float)m->spec.layers);
+    j->live = p->kind == PK_WTE || p->kind == PK_LM_HEAD ? (uint64_t)m->spec.vocab * p->cols : p->numel;
+    par_for(p->numel, INIT_GRAIN, fill_piece, j);
+    Status st = ST_OK;
+    if (es->dt[STATE_MASTER] == DT_FP16) {
+        /* FP8-LM: FP16 master scaled by a power of two; the working copy is its value */
+        float amax = 0.0f, s = 1.0f;
+        for (int t = 0; t < par_pieces(p->numel, INIT_GRAIN); t++) amax = fmaxf(amax, j->amax[t]);
+        if (p->master_rec) s = scaling_pow2(amax, DT_FP16, 0, 1.0f);
+        j->scale = s;
+        par_for(p->numel, INIT_GRAIN, master16_piece, j);
+        st = m->bk->copy_to_device(m->bk, p->master, j->buf, p->numel * sizeof(uint16_t), e);
+        float rec[REC_FLOATS] = {s, 1.0f / s, amax};
+        if (!st && p->master_rec) st = m->bk->copy_to_device(m->bk, p->master_rec, rec, sizeof rec, e);
+    } else if (es->dt[STATE_MASTER] == DT_FP32) {
+        st = upload(m, j, p->master, DT_FP32, e);
+    }
+    if (!st && p->weight) st = upload(m, j, p->weight, es->dt[STATE_WEIGHT], e);
+    float one[REC_FLOATS] = {1.0f, 1.0f, 0.0f}; /* scale 1, empty amax */
+    float *recs[3] = {p->grad_rec, p->m_rec, p->v_rec};
+    for (int k = 0; !st && k < 3; k++)
+        if (recs[k]) st = m->bk->copy_to_device(m->bk, recs[k], one, sizeof one, e);
+    return st;
+}
+
+/* n floats of value v at dst. */
+static Status upload_fill(Model *m, float *dst, float v, uint32_t n, Err *e)
+{
+    float *h = malloc((n ? n : 1) * sizeof *h);
+    if (!h) return err_set(e, ST_NOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++) h[i] = v;
+    Status st = m->bk->copy_to_device(m->bk, dst, h, (uint64_t)n * sizeof *h, e);
+    free(h);
+    return st;
+}
+
+Status model_init_weights(Model *m, Err *e)
+{
+    uint64_t maxn = 0;
+    for (uint32_t i = 0; i < m->nparams; i++)
+        if (m->params[i].numel > maxn) maxn = m->params[i].numel;
+    InitJob *j = calloc(1, sizeof *j);
+    float *w = maxn <= SIZE_MAX / sizeof(float) ? malloc(maxn * sizeof(float)) : NULL;
+    void *buf = w ? malloc(maxn * sizeof(float)) : NULL;
+    if (!j || !w || !buf) {
+        free(j), free(w), free(buf);
+        return err_set(e, ST_NOMEM, "out of memory initializing %llu values", (unsigned long long)maxn);
+    }
+    j->w = w;
+    j->buf = buf;
+    Status st = ST_OK;
+    for (uint32_t i = 0; !st && i < m->nparams; i++) st = init_param(m, &m->params[i], j, e);
+    free(j), free(w), free(buf);
+    if (st || !recipe_fp8_gemm(&m->recipe)) return st;
+    /* every FP8 tensor starts with scale 1 and an empty history (TE) */
+    ScalingBank *banks[2] = {&m->sc.fwd, &m->sc.bwd};
+    for (int b = 0; !st && b < 2; b++) {
+        st = upload_fill(m, banks[b]->scale, 1.0f, banks[b]->n, e);
+        if (!st) st = upload_fill(m, banks[b]->scale_inv, 1.0f, banks[b]->n, e);
+    }
+    return st;
+}
+
+void model_rope_table(uint32_t seq, uint32_t head_dim, double base, float *cos_sin)
+{
+    const uint32_t half = head_dim / 2;
+    for (uint32_t t = 0; t < seq; t++)
+        for (uint32_t i = 0; i < half; i++) {
+            double ang = (double)t * pow(base, -2.0 * (double)i / (double)head_dim);
+            cos_sin[((uint64_t)t * half + i) * 2] = (float)cos(ang);
+            cos_sin[((uint64_t)t * half + i) * 2 + 1] = (float)sin(ang);
+        }
+}
+
+static Status upload_rope(Model *m, Err *e)
+{
+    if (m->spec.pos != POS_ROPE) return ST_OK;
+    uint64_t n = (uint64_t)m->seq * m->spec.head_dim;
+    float *t = malloc(n * sizeof *t);
+    if (!t) return err_set(e, ST_NOMEM, "out of memory for the rotary table");
+    model_rope_table(m->seq, m->spec.head_dim, MODEL_ROPE_BASE, t);
+    Status st = m->bk->copy_to_device(m->bk, m->act.rope, t, n * sizeof *t, e);
+    free(t);
+    return st;
+}
+
+Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm, Model **out, Err *e)
+{
+    *out = NULL;
+    Status st = model_check(p, e);
+    if (st) return st;
+    Model *m = calloc(1, sizeof *m);
+    if (!m) return err_set(e, ST_NOMEM, "out of memory");
+    m->hyper = h ? *h : model_hyper_default();
+    m->bk = bk;
+    m->comm = comm;
+    uint64_t planned[ARENA_TERMS];
+    arena_planned(p, planned);
+    st = model_layout_bind(m, p, &m->specs, e);
+    if (!st) st = arena_carve(&m->arena, bk, &m->specs, planned, e);
+    if (!st) st = bk->memset0(bk, m->arena.base, m->arena.bytes, e);
+    if (!st && recipe_fp8_gemm(&m->recipe)) {
+        ScalingBank *f = &m->sc.fwd, *b = &m->sc.bwd;
+        f->n = 2 * LIN_COUNT * m->spec.layers;
+        b->n = LIN_COUNT * m->spec.layers;
+        f->history_len = b->history_len = exec_history_len(&m->recipe);
+        f->algo = b->algo = EXEC_AMAX_ALGO;
+        f->margin = b->margin = EXEC_FP8_MARGIN;
+        f->fmt = m->recipe.gemm_fwd;
+        b->fmt = m->recipe.gemm_bwd;
+    }
+    if (!st) {
+        m->host_losses = malloc(model_tokens(m) * sizeof(float));
+        if (!m->host_losses) st = err_set(e, ST_NOMEM, "out of memory");
+    }
+    if (!st) st = upload_rope(m, e);
+    if (!st) st = model_init_weights(m, e);
+    if (st) {
+        model_destroy(m);
+        return st;
+    }
+    *out = m;
+    return ST_OK;
+}
+
+void model_destroy(Model *m)
+{
+    if (!m) return;
+    arena_release(&m->arena, m->bk);
+    arena_specs_free(&m->specs);
+    free(m->params);
+    free(m->act.layer);
+    free(m->host_losses);
+    BankTrace *t[2] = {&m->tr_fwd, &m->tr_bwd};
+    for (int i = 0; i < 2; i++) {
+        free(t[i]->amax);
+        free(t[i]->scale_used);
+        free(t[i]->scale_next);
+    }
+    free(m);
+}

@@ -1,0 +1,307 @@
+/* exec/model/model_layout.c — the model's tensors, sizes first: the parameter
+ * table and every state, FP8 copy, scale, activation and workspace tensor a
+ * step needs for a plan's model and recipe, each tagged with its memory term
+ * (the planner's MemTermId). Which tensors exist follows the model's columns:
+ * a LayerNorm saves mean and rstd, an RMSNorm rstd; SwiGLU's FC1 is 2F wide;
+ * learned positions add WPE, rotary ones the cos/sin table; untied models add
+ * the LM head; biases only with linear_bias. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/model/model_internal.h"
+
+Status model_check(const Plan *p, Err *e)
+{
+    const PlanInput *in = &p->in;
+    const ModelSpec *s = in->model;
+    if (in->tp != 1 || in->pp != 1 || in->cp != 1 || in->dp != 1)
+        return err_set(e, ST_UNAVAILABLE,
+                       "the executor runs one GPU (tp %u, pp %u, cp %u, dp %u given); multi-rank runs are not "
+                       "implemented yet",
+                       in->tp, in->pp, in->cp, in->dp);
+    if (in->attn != ATTN_MATERIALIZED || in->recompute != RECOMPUTE_NONE || in->dropout || in->sharding != SHARD_NONE)
+        return err_set(e, ST_UNAVAILABLE,
+                       "the executor materializes attention scores without recompute, dropout or state sharding; "
+                       "plan it that way (exec_plan_input)");
+    Status st = exec_recipe_check(in->recipe, e);
+    if (st) return st;
+    if ((unsigned)s->norm >= NORM_COUNT_ || (unsigned)s->mlp >= MLP_COUNT_ || (unsigned)s->pos >= POS_COUNT_)
+        return err_set(e, ST_USAGE, "model %s: unknown norm, mlp or position type", s->name);
+    if (!s->heads || !s->kv_heads || s->heads % s->kv_heads || !s->head_dim)
+        return err_set(e, ST_USAGE, "model %s: %u heads and %u KV heads of %u (KV heads must divide heads)", s->name,
+                       s->heads, s->kv_heads, s->head_dim);
+    if (s->pos == POS_ROPE && s->head_dim % 2)
+        return err_set(e, ST_USAGE, "model %s: rotary positions need an even head_dim (got %u)", s->name, s->head_dim);
+    if (p->seq < 2) return err_set(e, ST_USAGE, "--seq must be at least 2");
+    if (s->vocab < 2) return err_set(e, ST_USAGE, "the vocabulary must have at least 2 tokens");
+    if (s->vocab > INT32_MAX) return err_set(e, ST_USAGE, "vocabulary %u does not fit int32 token ids", s->vocab);
+    if ((uint64_t)in->mbs * p->seq > UINT32_MAX)
+        return err_set(e, ST_USAGE, "--mbs x --seq = %llu tokens per micro-batch is too many",
+                       (unsigned long long)in->mbs * p->seq);
+    if (!p->microbatches) return err_set(e, ST_USAGE, "the plan has no micro-batches");
+    return ST_OK;
+}
+
+/* The run's sizes from the plan (no memory yet). */
+static void model_from_plan(const Plan *p, Model *m)
+{
+    m->spec = *p->in.model;
+    m->spec.layers = p->stage_layers;
+    m->recipe = *p->in.recipe;
+    m->batch = p->in.mbs;
+    m->seq = p->seq;
+    m->microbatches = p->microbatches;
+    m->vocab_padded = p->vocab_padded;
+    m->act_dtype = exec_act_dtype(&m->recipe);
+}
+
+uint64_t model_linear_n(const ModelSpec *s, LinearKind k)
+{
+    uint64_t rows, cols;
+    spec_linear_shape(s, k, 1, &rows, &cols);
+    return rows;
+}
+
+uint64_t model_linear_k(const ModelSpec *s, LinearKind k)
+{
+    uint64_t rows, cols;
+    spec_linear_shape(s, k, 1, &rows, &cols);
+    return cols;
+}
+
+static uint64_t max2(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* Fill the parameter table (shapes, flags, FP8 slots); no memory yet. */
+static Status params_fill(Model *m, Err *e)
+{
+    const ModelSpec *s = &m->spec;
+    const uint64_t C = s->hidden;
+    const int ln = s->norm == NORM_LAYERNORM, bias = s->linear_bias;
+    uint32_t cap = 3 + 12 * s->layers + 3;
+    ModelParam *p = calloc(cap, sizeof *p);
+    if (!p) return err_set(e, ST_NOMEM, "out of memory");
+    uint32_t k = 0;
+#define ADD(kind_, layer_, rows_, cols_, decay_, gemm_) \
+    do {                                                \
+        p[k].kind = kind_;                              \
+        p[k].layer = layer_;                            \
+        p[k].rows = rows_;                              \
+        p[k].cols = cols_;                              \
+        p[k].numel = (uint64_t)(rows_) * (cols_);       \
+        p[k].decay = decay_;                            \
+        p[k].gemm = gemm_;                              \
+        k++;                                            \
+    } while (0)
+    static const ParamKind lw[LIN_COUNT] = {PK_QKV_W, PK_PROJ_W, PK_FC1_W, PK_FC2_W};
+    static const ParamKind lb[LIN_COUNT] = {PK_QKV_B, PK_PROJ_B, PK_FC1_B, PK_FC2_B};
+    ADD(PK_WTE, -1, m->vocab_padded, C, 1, 0);
+    if (s->pos == POS_LEARNED) ADD(PK_WPE, -1, m->seq, C, 1, 0);
+    for (uint32_t l = 0; l < s->layers; l++) {
+        int L = (int)l;
+        for (int j = 0; j < LIN_COUNT; j++) {
+            if (j == LIN_QKV || j == LIN_FC1) { /* the norm before QKV and before FC1 */
+                ParamKind nw = j == LIN_QKV ? PK_NORM1_W : PK_NORM2_W;
+                ADD(nw, L, C, 1, 0, 0);
+                if (ln) ADD((ParamKind)(nw + 1), L, C, 1, 0, 0); /* PK_NORM1_B, PK_NORM2_B */
+            }
+            uint64_t n = model_linear_n(s, (LinearKind)j), kk = model_linear_k(s, (LinearKind)j);
+            ADD(lw[j], L, n, kk, 1, 1);
+            p[k - 1].wslot = model_slot_w(l, (LinearKind)j);
+            if (bias) ADD(lb[j], L, n, 1, 0, 0);
+        }
+    }
+    ADD(PK_NORMF_W, -1, C, 1, 0, 0);
+    if (ln) ADD(PK_NORMF_B, -1, C, 1, 0, 0);
+    if (!s->tied_embeddings) ADD(PK_LM_HEAD, -1, m->vocab_padded, C, 1, 0);
+#undef ADD
+    m->params = p;
+    m->nparams = k;
+    return ST_OK;
+}
+
+const char *model_param_name(ParamKind k)
+{
+    static const char *names[PK_COUNT] = {
+        "wte",     "wpe",   "norm1.w", "norm1.b", "qkv.w", "qkv.b",   "proj.w",  "proj.b",  "norm2.w",
+        "norm2.b", "fc1.w", "fc1.b",   "fc2.w",   "fc2.b", "normf.w", "normf.b", "lm_head",
+    };
+    return (unsigned)k < PK_COUNT ? names[k] : "?";
+}
+
+/* The terms of a parameter's states, by class (StateId order). */
+static const MemTermId gemm_terms[STATE_COUNT_] = {MT_WEIGHT_GEMM, MT_MASTER_GEMM, MT_GRAD_GEMM, MT_OPTIM_M_GEMM,
+                                                   MT_OPTIM_V_GEMM};
+static const MemTermId other_terms[STATE_COUNT_] = {MT_WEIGHT_OTHER, MT_MASTER_OTHER, MT_GRAD_OTHER, MT_OPTIM_M_OTHER,
+                                                    MT_OPTIM_V_OTHER};
+
+/* Persistent: per parameter, every state the recipe keeps, its FP8 copies and
+ * scaling records; then the FP8 GEMMs' scaling banks. */
+static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint64_t *pmax)
+{
+    const Recipe *r = &m->recipe;
+    const int fp8 = recipe_fp8_gemm(r);
+    for (uint32_t i = 0; i < m->nparams; i++) {
+        ModelParam *q = &m->params[i];
+        const char *nm = model_param_name(q->kind);
+        const StateSet *st = q->gemm ? &r->gemm : &r->other;
+        const MemTermId *tm = q->gemm ? gemm_terms : other_terms;
+        void **dst[STATE_COUNT_] = {&q->weight, &q->master, &q->grad, &q->m, &q->v};
+        for (int k = 0; k < STATE_COUNT_; k++)
+            if (st->dt[k] != DT_NONE) arena_add(sp, tm[k], st->dt[k], q->numel, bind ? dst[k] : NULL, nm, q->layer);
+        if (q->gemm && fp8 && r->fp8_row != DT_NONE)
+            arena_add(sp, MT_FP8_ROWWISE, r->fp8_row, q->numel, bind ? &q->wq_row : NULL, nm, q->layer);
+        if (q->gemm && fp8 && r->fp8_col != DT_NONE)
+            arena_add(sp, MT_FP8_COLWISE, r->fp8_col, q->numel, bind ? &q->wq_col : NULL, nm, q->layer);
+        float **rec[STATE_COUNT_] = {NULL, &q->master_rec, &q->grad_rec, &q->m_rec, &q->v_rec};
+        for (int k = STATE_MASTER; k < STATE_COUNT_; k++)
+            if (exec_state_scaled(st, (StateId)k))
+                arena_add(sp, MT_SCALE_STATE, DT_FP32, REC_FLOATS, bind ? rec[k] : NULL, nm, q->layer);
+        if (q->gemm) *wmax = max2(*wmax, q->numel);
+        if (q->kind != PK_WTE && q->kind != PK_WPE && q->kind != PK_LM_HEAD) *pmax = max2(*pmax, q->numel);
+    }
+    if (fp8) { /* scaling banks: forward (x, w per linear) and backward (dy per linear) */
+        uint64_t hist = exec_history_len(r), L = m->spec.layers;
+        uint64_t nf = 2 * LIN_COUNT * L, nb = LIN_COUNT * L;
+        ModelScaling *sc = bind ? &m->sc : NULL;
+        arena_add(sp, MT_SCALE_GEMM, DT_FP32, hist * nf, sc ? &sc->fwd.amax_history : NULL, "fwd.amax_history", -1);
+        arena_add(sp, MT_SCALE_GEMM, DT_FP32, nf, sc ? &sc->fwd.scale : NULL, "fwd.scale", -1);
+        arena_add(sp, MT_SCALE_GEMM, DT_FP32, nf, sc ? &sc->fwd.scale_inv : NULL, "fwd.scale_inv", -1);
+        arena_add(sp, MT_SCALE_GEMM, DT_FP32, hist * nb, sc ? &sc->bwd.amax_history : NULL, "bwd.amax_history", -1);
+        arena_add(sp, MT_SCALE_GEMM, DT_FP32, nb, sc ? &sc->bwd.scale : NULL, "bwd.scale", -1);
+        arena_add(sp, MT_SCALE_GEMM, DT_FP32, nb, sc ? &sc->bwd.scale_inv : NULL, "bwd.scale_inv", -1);
+    }
+}
+
+/* Activations saved for backward (Korthikanti's items, no dropout), the final
+ * norm and logits, and the executor-only tensors. */
+static void saved(Model *m, int bind, ArenaSpecs *sp)
+{
+    const ModelSpec *s = &m->spec;
+    const Recipe *r = &m->recipe;
+    const uint64_t B = m->batch, T = m->seq, C = s->hidden, H = s->heads, L = s->layers, BT = B * T;
+    const Dtype A = m->act_dtype;
+    const int ln = s->norm == NORM_LAYERNORM, save_fp8 = recipe_fp8_gemm(r) && dtype_is_fp8(r->saved_input);
+    ModelActs *a = bind ? &m->act : NULL;
+    for (uint64_t l = 0; l < L; l++) {
+        LayerActs *la = a ? &a->layer[l] : NULL;
+        int li = (int)l;
+        arena_add(sp, MT_ACT_LAYER_HP, A, BT * C, la ? &la->x : NULL, "x", li);
+        if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->norm1_mean : NULL, "norm1.mean", li);
+        arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->norm1_rstd : NULL, "norm1.rstd", li);
+        arena_add(sp, MT_ACT_LAYER_HP, A, BT * model_linear_n(s, LIN_QKV), la ? &la->qkv : NULL, "qkv", li);
+        arena_add(sp, MT_ACT_ATTN, A, B * H * T * T, la ? &la->probs : NULL, "probs", li);
+        arena_add(sp, MT_ACT_LAYER_HP, A, BT * C, la ? &la->res2 : NULL, "res2", li);
+        if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->norm2_mean : NULL, "norm2.mean", li);
+        arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->norm2_rstd : NULL, "norm2.rstd", li);
+        arena_add(sp, MT_ACT_LAYER_HP, A, BT * model_linear_n(s, LIN_FC1), la ? &la->fc1 : NULL, "fc1", li);
+        for (int k = 0; k < LIN_COUNT; k++) {
+            uint64_t K = model_linear_k(s, (LinearKind)k);
+            if (save_fp8)
+                arena_add(sp, MT_ACT_LAYER_FP8, r->saved_input, K * BT, la ? &la->q_col[k] : NULL, "input.fp8_col", li);
+            else
+                arena_add(sp, MT_ACT_LAYER_HP, A, BT * K, la ? &la->act_in[k] : NULL, "input", li);
+        }
+    }
+    arena_add(sp, MT_ACT_OUTPUT, A, BT * C, a ? &a->x_final : NULL, "x_final", -1);
+    if (ln) arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT, a ? &a->normf_mean : NULL, "normf.mean", -1);
+    arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT, a ? &a->normf_rstd : NULL, "normf.rstd", -1);
+    arena_add(sp, MT_ACT_OUTPUT, A, BT * C, a ? &a->normf_out : NULL, "normf.out", -1);
+    arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT * m->vocab_padded, a ? &a->logits : NULL, "logits", -1);
+    arena_add_i32(sp, XT_IO, BT, a ? &a->tokens : NULL, "tokens", -1);
+    arena_add_i32(sp, XT_IO, BT, a ? &a->targets : NULL, "targets", -1);
+    arena_add(sp, XT_IO, DT_FP32, BT, a ? &a->losses : NULL, "losses", -1);
+    if (s->pos == POS_ROPE) arena_add(sp, XT_ROPE, DT_FP32, T * s->head_dim, a ? &a->rope : NULL, "rope.cos_sin", -1);
+}
+
+/* Working buffers: live for the whole backward, or only in one phase (overlaid). */
+static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t ws, ArenaSpecs *sp)
+{
+    const ModelSpec *s = &m->spec;
+    const Recipe *r = &m->recipe;
+    const uint64_t B = m->batch, T = m->seq, C = s->hidden, F = s->ffn_hidden, H = s->heads, BT = B * T;
+    const uint64_t Vp = m->vocab_padded;
+    const Dtype A = m->act_dtype;
+    const int fp8 = recipe_fp8_gemm(r), save_fp8 = fp8 && dtype_is_fp8(r->saved_input);
+    /* gradients not kept in FP32 are summed in FP32 staging first: the linear weights' only
+     * during the block backward, the other parameters' (norms, biases, final norm) throughout */
+    int gemm_staged = r->gemm.dt[STATE_GRAD] != DT_FP32, other_staged = r->other.dt[STATE_GRAD] != DT_FP32;
+    uint64_t wide = 0, dwide = 0; /* the widest GEMM input K and output N */
+    for (int k = 0; k < LIN_COUNT; k++) {
+        wide = max2(wide, model_linear_k(s, (LinearKind)k));
+        dwide = max2(dwide, model_linear_n(s, (LinearKind)k));
+    }
+    ModelActs *a = bind ? &m->act : NULL;
+    arena_add(sp, MT_TRANSIENT, A, BT * C, a ? &a->d_res : NULL, "d_res", -1);
+    arena_add(sp, MT_TRANSIENT, A, BT * C, a ? &a->d_b : NULL, "d_b", -1);
+    if (other_staged) {
+        uint64_t emb = Vp * C + (s->pos == POS_LEARNED ? T * C : 0) + (s->tied_embeddings ? 0 : Vp * C);
+        arena_add(sp, MT_TRANSIENT, DT_FP32, emb, a ? &a->gstage_emb : NULL, "grad_stage_emb", -1);
+        /* two at once: a LayerNorm's weight and bias */
+        arena_add(sp, MT_TRANSIENT, DT_FP32, pmax + C, a ? &a->gstage : NULL, "grad_stage", -1);
+    }
+    /* forward */
+    if (save_fp8) arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * wide, a ? &a->t_in : NULL, "t_in");
+    if (fp8)
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, BT * wide, a ? &a->t_qrow : NULL, "t_qrow");
+    if (fp8 && r->fp8_row == DT_NONE)
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, wmax, a ? &a->t_wrow : NULL, "t_wrow");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->t_out : NULL, "t_out");
+    /* the attention forward's FP32 scores, one sequence's heads at a time (a backend may use them) */
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, H * T * T, a ? &a->attn_scores : NULL, "attn_scores");
+    /* LM-head backward */
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * Vp, a ? &a->dlogits : NULL, "dlogits");
+    /* block backward */
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * dwide, a ? &a->d_a : NULL, "d_a");
+    if (s->mlp == MLP_SWIGLU)
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * F, a ? &a->d_act : NULL, "d_act");
+    if (fp8) {
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, r->gemm_bwd, BT * dwide, a ? &a->d_qrow : NULL, "d_qrow");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, r->gemm_bwd, dwide * BT, a ? &a->d_qcol : NULL, "d_qcol");
+    }
+    if (fp8 && !save_fp8)
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, r->gemm_fwd, wide * BT, a ? &a->t_qcol : NULL, "t_qcol");
+    if (fp8 && r->fp8_col == DT_NONE)
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, r->gemm_fwd, wmax, a ? &a->t_wcol : NULL, "t_wcol");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, B * H * T * T, a ? &a->attn_scratch : NULL,
+                    "attn_scratch");
+    if (gemm_staged && !other_staged)
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, wmax, a ? &a->gstage : NULL, "grad_stage");
+    if (ws) /* bytes, not typed elements */
+        arena_add_(sp, MT_WORKSPACE, DT_NONE, 1, ws, ADST_VOID, bind ? (void *)&m->bk->gemm_workspace : NULL,
+                   "gemm_workspace", -1);
+}
+
+/* Every tensor of the configuration; bind = 0 counts only (no addresses). */
+static Status layout(Model *m, int bind, ArenaSpecs *sp, Err *e)
+{
+    uint64_t wmax = 0, pmax = 0;
+    persistent(m, bind, sp, &wmax, &pmax);
+    saved(m, bind, sp);
+    transient(m, bind, wmax, pmax, bind ? m->bk->gemm_workspace_bytes : 0, sp);
+    uint64_t bytes[ARENA_TERMS];
+    return arena_specs_bytes(sp, bytes, e);
+}
+
+Status model_layout(const Plan *p, ArenaSpecs *specs, Err *e)
+{
+    Status st = model_check(p, e);
+    if (st) return st;
+    Model m;
+    memset(&m, 0, sizeof m);
+    model_from_plan(p, &m);
+    if ((st = params_fill(&m, e))) return st;
+    st = layout(&m, 0, specs, e);
+    free(m.params);
+    return st;
+}
+
+Status model_layout_bind(Model *m, const Plan *p, ArenaSpecs *specs, Err *e)
+{
+    model_from_plan(p, m);
+    Status st = params_fill(m, e);
+    if (st) return st;
+    m->act.layer = calloc(m->spec.layers, sizeof *m->act.layer);
+    if (!m->act.layer) return err_set(e, ST_NOMEM, "out of memory");
+    return layout(m, 1, specs, e);
+}

@@ -1,0 +1,133 @@
+/* exec/model/model_pass.c — one micro-batch through the model: the forward to
+ * per-token losses and d(logits), and the backward into the main gradients.
+ * Written once for every family: the norm, the MLP's activation and the
+ * positions are model_family.c's, the block linears model_linear.c's. */
+#include "exec/model/model_internal.h"
+
+static ModelParam *head(Model *m) { return model_find_param(m, m->spec.tied_embeddings ? PK_WTE : PK_LM_HEAD, -1); }
+
+/* The weight of a parameter that may be absent (NULL then). */
+static void *weight_or_null(ModelParam *p) { return p ? p->weight : NULL; }
+
+Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, float dloss, Err *e)
+{
+    Backend *bk = m->bk;
+    ModelActs *a = &m->act;
+    const ModelSpec *s = &m->spec;
+    const Dtype A = m->act_dtype;
+    const uint64_t BT = model_tokens(m), C = s->hidden;
+    Status st = bk->copy_to_device(bk, a->tokens, inputs, BT * sizeof(int32_t), e);
+    if (!st) st = bk->copy_to_device(bk, a->targets, targets, BT * sizeof(int32_t), e);
+    if (!st)
+        st = bk->embed_fwd(bk, a->tokens, m->batch, m->seq, s->vocab, C, model_find_param(m, PK_WTE, -1)->weight,
+                           weight_or_null(model_find_param(m, PK_WPE, -1)), m->recipe.other.dt[STATE_WEIGHT],
+                           a->layer[0].x, A, e);
+    for (uint32_t l = 0; !st && l < s->layers; l++) {
+        LayerActs *la = &a->layer[l];
+        void *next = l + 1 < s->layers ? a->layer[l + 1].x : a->x_final;
+        void *in = model_linear_input(m, l, LIN_QKV);
+        AttnFwdDesc at = {.batch = m->batch,
+                          .seq = m->seq,
+                          .heads = s->heads,
+                          .kv_heads = s->kv_heads,
+                          .head_dim = s->head_dim,
+                          .dtype = A,
+                          .qkv = la->qkv,
+                          .probs = la->probs,
+                          .out = model_linear_input(m, l, LIN_PROJ),
+                          .scratch = a->attn_scores};
+        st = model_norm_fwd(m, PK_NORM1_W, (int)l, la->x, in, la->norm1_mean, la->norm1_rstd, e);
+        if (!st) st = model_linear_fwd(m, l, LIN_QKV, in, la->qkv, e);
+        if (!st) st = model_pos_rope(m, la->qkv, 0, e); /* saved rotated: attention's backward reads q, k so */
+        if (!st) st = bk->attention_fwd(bk, &at, e);
+        if (!st) st = model_linear_fwd(m, l, LIN_PROJ, at.out, a->t_out, e);
+        if (!st) st = bk->add(bk, la->x, a->t_out, la->res2, A, BT * C, e);
+        in = model_linear_input(m, l, LIN_FC1);
+        if (!st) st = model_norm_fwd(m, PK_NORM2_W, (int)l, la->res2, in, la->norm2_mean, la->norm2_rstd, e);
+        if (!st) st = model_linear_fwd(m, l, LIN_FC1, in, la->fc1, e);
+        in = model_linear_input(m, l, LIN_FC2);
+        if (!st) st = model_act_fwd(m, la->fc1, in, e);
+        if (!st) st = model_linear_fwd(m, l, LIN_FC2, in, a->t_out, e);
+        if (!st) st = bk->add(bk, la->res2, a->t_out, next, A, BT * C, e);
+    }
+    if (!st) st = model_norm_fwd(m, PK_NORMF_W, -1, a->x_final, a->normf_out, a->normf_mean, a->normf_rstd, e);
+    if (!st) { /* LM head in the activation dtype (TE keeps the output layer out of FP8), FP32 logits */
+        GemmDesc d = {.m = BT, .n = m->vocab_padded, .k = C, .accum = GEMM_OVERWRITE};
+        d.a = (GemmOperand){.ptr = a->normf_out, .dtype = A, .layout = GEMM_K_INNER};
+        d.b = (GemmOperand){.ptr = head(m)->weight, .dtype = A, .layout = GEMM_K_INNER};
+        d.d = (GemmOutput){.ptr = a->logits, .dtype = DT_FP32};
+        st = bk->gemm(bk, &d, e);
+    }
+    if (!st)
+        st = bk->xent_fwd_bwd(bk, a->logits, DT_FP32, BT, s->vocab, m->vocab_padded, a->targets, dloss, a->losses, e);
+    return st;
+}
+
+/* One block's backward, d_res holding d(block output) and receiving d(block input). */
+static Status block_bwd(Model *m, uint32_t i, Err *e)
+{
+    Backend *bk = m->bk;
+    ModelActs *a = &m->act;
+    const ModelSpec *s = &m->spec;
+    LayerActs *la = &a->layer[i];
+    AttnBwdDesc at = {.batch = m->batch,
+                      .seq = m->seq,
+                      .heads = s->heads,
+                      .kv_heads = s->kv_heads,
+                      .head_dim = s->head_dim,
+                      .dtype = m->act_dtype,
+                      .qkv = la->qkv,
+                      .probs = la->probs,
+                      .dout = a->d_b,
+                      .dqkv = a->d_a,
+                      .scratch = a->attn_scratch};
+    /* GELU: d_a holds d(activation output), made d(FC1 output) in place; SwiGLU: d_act holds
+     * d(activation output), d_a receives d(FC1 output) (twice as wide). d_b: C-wide input gradients */
+    void *dact = s->mlp == MLP_SWIGLU ? a->d_act : a->d_a;
+    Status st = model_linear_bwd(m, i, LIN_FC2, a->d_res, dact, e);
+    if (!st) st = model_act_bwd(m, la->fc1, dact, a->d_a, e);
+    if (!st) st = model_linear_bwd(m, i, LIN_FC1, a->d_a, a->d_b, e);
+    if (!st) st = model_norm_bwd(m, PK_NORM2_W, (int)i, la->res2, la->norm2_mean, la->norm2_rstd, a->d_b, e);
+    if (!st) st = model_linear_bwd(m, i, LIN_PROJ, a->d_res, a->d_b, e);
+    if (!st) st = bk->attention_bwd(bk, &at, e);
+    if (!st) st = model_pos_rope(m, a->d_a, 1, e); /* d(rotated q, k) → d(q, k) */
+    if (!st) st = model_linear_bwd(m, i, LIN_QKV, a->d_a, a->d_b, e);
+    if (!st) st = model_norm_bwd(m, PK_NORM1_W, (int)i, la->x, la->norm1_mean, la->norm1_rstd, a->d_b, e);
+    return st;
+}
+
+Status model_backward(Model *m, Err *e)
+{
+    Backend *bk = m->bk;
+    ModelActs *a = &m->act;
+    const ModelSpec *s = &m->spec;
+    const Dtype A = m->act_dtype;
+    const uint64_t BT = model_tokens(m), C = s->hidden, Vp = m->vocab_padded;
+    Status st = model_grads_begin(m, e);
+    if (!st) st = bk->memset0(bk, a->d_res, BT * C * dtype_bytes(A), e);
+    /* d(logits) in the activation dtype for the two LM-head GEMMs */
+    if (!st) st = bk->convert(bk, a->logits, DT_FP32, a->dlogits, A, BT * Vp, NULL, e);
+    if (!st) { /* LM head: d(normf_out) = dlogits · W;  dW += dlogitsᵀ · normf_out */
+        ModelParam *w = head(m);
+        GemmDesc dg = {.m = BT, .n = C, .k = Vp, .accum = GEMM_OVERWRITE};
+        dg.a = (GemmOperand){.ptr = a->dlogits, .dtype = A, .layout = GEMM_K_INNER};
+        dg.b = (GemmOperand){.ptr = w->weight, .dtype = A, .layout = GEMM_K_OUTER};
+        dg.d = (GemmOutput){.ptr = a->d_b, .dtype = A};
+        GemmDesc wg = {.m = Vp, .n = C, .k = BT, .accum = GEMM_ACCUMULATE};
+        wg.a = (GemmOperand){.ptr = a->dlogits, .dtype = A, .layout = GEMM_K_OUTER};
+        wg.b = (GemmOperand){.ptr = a->normf_out, .dtype = A, .layout = GEMM_K_OUTER};
+        wg.d = (GemmOutput){.ptr = model_grad_target(m, w, 0), .dtype = DT_FP32};
+        st = bk->gemm(bk, &dg, e);
+        if (!st) st = bk->gemm(bk, &wg, e);
+    }
+    if (!st) st = model_norm_bwd(m, PK_NORMF_W, -1, a->x_final, a->normf_mean, a->normf_rstd, a->d_b, e);
+    for (uint32_t i = s->layers; !st && i-- > 0;) st = block_bwd(m, i, e);
+    ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
+    if (!st)
+        st = bk->embed_bwd(bk, a->tokens, m->batch, m->seq, s->vocab, C, a->d_res, A, model_grad_target(m, wte, 0),
+                           wpe ? model_grad_target(m, wpe, 0) : NULL, e);
+    if (!st) st = model_grad_commit(m, wte, 0, e);
+    if (!st && wpe) st = model_grad_commit(m, wpe, 0, e);
+    if (!st && !s->tied_embeddings) st = model_grad_commit(m, head(m), 0, e);
+    return st;
+}

@@ -1,0 +1,251 @@
+/* exec/model/model_step.c — the training step: forward and backward of every
+ * micro-batch (gradient accumulation; scaling updates after each forward and
+ * backward, TE's order), the gradient all-reduce and the optimizer. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "exec/model/model_internal.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Copy a bank's row 0 (this step's amax) and scales to the trace. */
+static Status trace_before(Model *m, ScalingBank *b, BankTrace *t, Err *e)
+{
+    if (!m->trace) return ST_OK;
+    Status st = m->bk->copy_to_host(m->bk, t->amax, b->amax_history, b->n * sizeof(float), e);
+    if (!st) st = m->bk->copy_to_host(m->bk, t->scale_used, b->scale, b->n * sizeof(float), e);
+    if (!st) memcpy(t->scale_next, t->scale_used, b->n * sizeof(float));
+    return st;
+}
+
+/* Amax all-reduce (MAX over ranks) then TE's delayed update of a bank; or, for
+ * current scaling, only the trace of what the casts used. */
+static Status update_bank(Model *m, ScalingBank *b, BankTrace *t, Err *e)
+{
+    Status st = trace_before(m, b, t, e);
+    if (st || m->recipe.scaling != SCALING_DELAYED) return st;
+    st = m->comm->all_reduce(m->comm, CO_AMAX_AR, m->bk, b->amax_history, b->n, DT_FP32, COMM_MAX, e);
+    if (!st) st = m->bk->scaling_delayed_update(m->bk, b, e);
+    if (!st && m->trace) st = m->bk->copy_to_host(m->bk, t->scale_next, b->scale, b->n * sizeof(float), e);
+    return st;
+}
+
+Status model_trace_enable(Model *m, Err *e)
+{
+    if (!recipe_fp8_gemm(&m->recipe) || m->trace) return ST_OK;
+    BankTrace *t[2] = {&m->tr_fwd, &m->tr_bwd};
+    uint32_t n[2] = {m->sc.fwd.n, m->sc.bwd.n};
+    for (int i = 0; i < 2; i++) {
+        t[i]->amax = calloc(n[i], sizeof(float));
+        t[i]->scale_used = calloc(n[i], sizeof(float));
+        t[i]->scale_next = calloc(n[i], sizeof(float));
+        if (!t[i]->amax || !t[i]->scale_used || !t[i]->scale_next)
+            return err_set(e, ST_NOMEM, "out of memory for the scaling trace");
+    }
+    m->trace = 1;
+    return ST_OK;
+}
+
+static Status optimizer(Model *m, Err *e)
+{
+    const ModelHyper *h = &m->hyper;
+    uint32_t t = m->step + 1;
+    float lr = h->lr;
+    if (h->warmup && t <= h->warmup) lr = h->lr * (float)t / (float)h->warmup;
+    Status st = ST_OK;
+    for (uint32_t i = 0; !st && i < m->nparams; i++) {
+        ModelParam *p = &m->params[i];
+        const StateSet *es = model_states(m, p);
+        AdamHyper ah = {.lr = lr,
+                        .beta1 = h->beta1,
+                        .beta2 = h->beta2,
+                        .eps = h->eps,
+                        .weight_decay = p->decay ? h->weight_decay : 0.0f,
+                        .step = t,
+                        .grad_scale = 1.0f};
+        const float *ginv = p->grad_rec ? p->grad_rec + REC_SCALE_INV : NULL;
+        if (es->dt[STATE_MASTER] == DT_FP16) {
+            Fp8AdamDesc d = {.n = p->numel,
+                             .h = ah,
+                             .margin = EXEC_FP8_MARGIN,
+                             .master = p->master,
+                             .master_rec = p->master_rec,
+                             .m = p->m,
+                             .m_rec = p->m_rec,
+                             .v = p->v,
+                             .v_rec = p->v_rec,
+                             .grad = p->grad,
+                             .grad_dtype = es->dt[STATE_GRAD],
+                             .grad_scale_inv = ginv,
+                             .weight = p->weight,
+                             .weight_dtype = es->dt[STATE_WEIGHT]};
+            st = m->bk->fp8_adam(m->bk, &d, e);
+        } else {
+            AdamWDesc d = {.n = p->numel,
+                           .h = ah,
+                           .master = p->master,
+                           .m = p->m,
+                           .v = p->v,
+                           .grad = p->grad,
+                           .grad_dtype = es->dt[STATE_GRAD],
+                           .grad_scale_inv = ginv,
+                           .weight = p->weight,
+                           .weight_dtype = es->dt[STATE_WEIGHT]};
+            st = m->bk->adamw(m->bk, &d, e);
+        }
+    }
+    return st;
+}
+
+/* Add the micro-batch's per-token losses to *sum (double, token order). */
+static Status add_losses(Model *m, double *sum, Err *e)
+{
+    uint64_t BT = model_tokens(m);
+    Status st = m->bk->copy_to_host(m->bk, m->host_losses, m->act.losses, BT * sizeof(float), e);
+    for (uint64_t i = 0; !st && i < BT; i++) *sum += m->host_losses[i];
+    return st;
+}
+
+static float mean_of(const Model *m, double sum) { return (float)(sum / (double)model_step_tokens(m)); }
+
+uint64_t model_step_tokens(const Model *m) { return model_tokens(m) * m->microbatches; }
+
+/* d(mean loss)/d(loss of one token): 1 / tokens of the step. */
+static float dloss(const Model *m) { return 1.0f / (float)model_step_tokens(m); }
+
+static void phase_done(Model *m, int phase)
+{
+    if (m->on_phase) m->on_phase(m->on_phase_ctx, phase);
+}
+
+/* Phase k's device time runs from timestamp MODEL_MARK_FIRST + 2k (recorded
+ * when the host is back from the previous phase's sync and hooks) to + 2k + 1
+ * (recorded before this phase's sync): the host wait, the on_phase hook's
+ * cudaMemGetInfo and the launch gap between phases fall outside every phase.
+ * k: 0 forward, 1 backward, 2 communication, 3 optimizer. */
+static Status phase_begin(Model *m, int ev, uint32_t k, Err *e)
+{
+    return ev ? m->bk->mark(m->bk, MODEL_MARK_FIRST + 2 * k, e) : ST_OK;
+}
+
+/* The end of phase k: its end timestamp, wait for the work, read the host clock. */
+static Status phase_end(Model *m, int ev, uint32_t k, double *t, Err *e)
+{
+    Status st = ev ? m->bk->mark(m->bk, MODEL_MARK_FIRST + 2 * k + 1, e) : ST_OK;
+    if (!st) st = m->bk->sync(m->bk, e);
+    *t = now_s();
+    return st;
+}
+
+/* Add phase k's seconds to *out: device time between its timestamps, or the
+ * host clocks ta, tb. */
+static Status span(Model *m, int ev, uint32_t k, double ta, double tb, double *out, Err *e)
+{
+    if (!ev) {
+        *out += tb - ta;
+        return ST_OK;
+    }
+    double d = 0.0;
+    Status st = m->bk->elapsed(m->bk, MODEL_MARK_FIRST + 2 * k, MODEL_MARK_FIRST + 2 * k + 1, &d, e);
+    *out += d;
+    return st;
+}
+
+/* Forward and backward of micro-batch m->mb, timed into ph[PHASE_FWD/BWD]; its losses into *sum. */
+static Status microbatch(Model *m, const int32_t *in, const int32_t *tgt, int ev, double *ph, double *sum, Err *e)
+{
+    int fp8 = recipe_fp8_gemm(&m->recipe);
+    double t[3];
+    t[0] = now_s();
+    Status st = phase_begin(m, ev, 0, e);
+    if (!st) st = model_forward(m, in, tgt, dloss(m), e);
+    /* TE: forward tensors' scales are updated when the forward ends */
+    if (!st && fp8) st = update_bank(m, &m->sc.fwd, &m->tr_fwd, e);
+    if (!st) st = phase_end(m, ev, 0, &t[1], e);
+    if (!st) phase_done(m, PHASE_FWD);
+    if (!st) st = phase_begin(m, ev, 1, e);
+    if (!st) st = model_backward(m, e);
+    if (!st && fp8) st = update_bank(m, &m->sc.bwd, &m->tr_bwd, e);
+    if (!st) st = phase_end(m, ev, 1, &t[2], e);
+    if (!st) phase_done(m, PHASE_BWD);
+    if (!st) st = span(m, ev, 0, t[0], t[1], &ph[PHASE_FWD], e);
+    if (!st) st = span(m, ev, 1, t[1], t[2], &ph[PHASE_BWD], e);
+    if (!st) st = add_losses(m, sum, e);
+    return st;
+}
+
+Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float *loss, Err *e)
+{
+    Backend *bk = m->bk;
+    const int ev = bk->mark && bk->elapsed;
+    const uint64_t BT = model_tokens(m);
+    double ph[4] = {0}, t[3], sum = 0.0;
+    Status st = ST_OK;
+    phase_done(m, -1);
+    for (m->mb = 0; !st && m->mb < m->microbatches; m->mb++)
+        st = microbatch(m, inputs + m->mb * BT, targets + m->mb * BT, ev, ph, &sum, e);
+    m->mb = 0;
+    t[0] = now_s();
+    if (!st) st = phase_begin(m, ev, 2, e);
+    for (uint32_t i = 0; !st && i < m->nparams; i++)
+        st = m->comm->all_reduce(m->comm, CO_DP_GRAD_AR, bk, m->params[i].grad, m->params[i].numel,
+                                 model_states(m, &m->params[i])->dt[STATE_GRAD], COMM_SUM, e);
+    if (!st) st = phase_end(m, ev, 2, &t[1], e);
+    if (!st) phase_done(m, PHASE_COMM);
+    if (!st) st = phase_begin(m, ev, 3, e);
+    if (!st) st = optimizer(m, e);
+    if (!st) st = phase_end(m, ev, 3, &t[2], e);
+    if (!st) phase_done(m, PHASE_OPT);
+    if (!st) st = span(m, ev, 2, t[0], t[1], &ph[PHASE_COMM], e);
+    if (!st) st = span(m, ev, 3, t[1], t[2], &ph[PHASE_OPT], e);
+    if (st) return st;
+    *loss = mean_of(m, sum);
+    m->step++;
+    memcpy(m->phase_s, ph, sizeof ph);
+    m->phase_device = ev;
+    return ST_OK;
+}
+
+static Status clear_amax_rows(Model *m, Err *e)
+{
+    if (!recipe_fp8_gemm(&m->recipe) || m->recipe.scaling != SCALING_DELAYED) return ST_OK;
+    Status st = m->bk->memset0(m->bk, m->sc.fwd.amax_history, m->sc.fwd.n * sizeof(float), e);
+    if (!st) st = m->bk->memset0(m->bk, m->sc.bwd.amax_history, m->sc.bwd.n * sizeof(float), e);
+    return st;
+}
+
+/* Forward (and backward when `grads`) of every micro-batch, no update. */
+static Status passes(Model *m, const int32_t *inputs, const int32_t *targets, int grads, float *loss, Err *e)
+{
+    const uint64_t BT = model_tokens(m);
+    double sum = 0.0;
+    Status st = ST_OK;
+    for (m->mb = 0; !st && m->mb < m->microbatches; m->mb++) {
+        st = model_forward(m, inputs + m->mb * BT, targets + m->mb * BT, dloss(m), e);
+        if (!st && grads) st = model_backward(m, e);
+        if (!st) st = m->bk->sync(m->bk, e);
+        if (!st) st = add_losses(m, &sum, e);
+    }
+    m->mb = 0;
+    if (!st) st = clear_amax_rows(m, e);
+    if (!st) st = m->bk->sync(m->bk, e);
+    if (!st) *loss = mean_of(m, sum);
+    return st;
+}
+
+Status model_loss(Model *m, const int32_t *inputs, const int32_t *targets, float *loss, Err *e)
+{
+    return passes(m, inputs, targets, 0, loss, e);
+}
+
+Status model_grads(Model *m, const int32_t *inputs, const int32_t *targets, float *loss, Err *e)
+{
+    return passes(m, inputs, targets, 1, loss, e);
+}
