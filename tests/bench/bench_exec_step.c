@@ -307,8 +307,8 @@ static int step(Backend *bk, int demo)
         return 1;
     }
     printf("%s, seq %u, micro-batch 1, te-fp8: %llu params, model built in %.2f s\n",
-           demo ? "README demo (2 layers, hidden 128)" : "GPT-2 124M", g->seq, (unsigned long long)model_weight_count(g),
-           bench_now() - t0);
+           demo ? "README demo (2 layers, hidden 128)" : "GPT-2 124M", g->seq,
+           (unsigned long long)model_weight_count(g), bench_now() - t0);
     uint64_t bt = model_step_tokens(g);
     int32_t *in = malloc(bt * sizeof *in), *tgt = malloc(bt * sizeof *tgt);
     fx_tokens(g, 9, in, tgt);
