@@ -41,6 +41,7 @@ static const char *const reject_names[] = {
     [REJECT_KNOB] = "overhead or efficiency setting out of range",
     [REJECT_OVERFLOW] = "byte count past 2^64",
     [REJECT_EP] = "ep/etp do not divide experts, expert FFN or tp*cp*dp",
+    [REJECT_NONFINITE] = "step time or throughput not finite",
 };
 _Static_assert(sizeof cat_names / sizeof *cat_names == MC_COUNT_, "cat_names");
 _Static_assert(sizeof group_names / sizeof *group_names == GROUP_COUNT_, "group_names");
