@@ -266,6 +266,19 @@ done:
     return st;
 }
 
+Status comm_gather_stats(Comm *c, const CommStats *mine, int n, CommStats *all, Err *e)
+{
+    Status st = ST_OK;
+    if (strcmp(c->name, "mpi")) {
+        memcpy(all, mine, (size_t)n * sizeof *mine);
+        return ST_OK;
+    }
+    int bytes = (int)((size_t)n * sizeof *mine); /* the same struct layout on every rank: one binary */
+    MPI_TRY(MPI_Gather(mine, bytes, MPI_BYTE, all, bytes, MPI_BYTE, 0, world(c)));
+done:
+    return st;
+}
+
 void comm_mpi_abort(const Comm *c, int code)
 {
     if (!c || strcmp(c->name, "mpi") || c->size < 2) return;

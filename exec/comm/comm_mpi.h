@@ -36,6 +36,11 @@ int comm_mpi_launched(void);
  * MPI_COMM_WORLD). destroy frees it and finalizes MPI if this created it. */
 Status comm_mpi_create(Comm **out, Err *e);
 
+/* all[size · n] on rank 0 = every rank's mine[n], in rank order (other
+ * ranks' all is left alone); for a communicator other than "mpi", all = mine.
+ * For the report: not a collective of the plan, not counted. */
+Status comm_gather_stats(Comm *c, const CommStats *mine, int n, CommStats *all, Err *e);
+
 /* Stop every rank with exit code `code` (MPI_Abort) when c is the MPI
  * communicator over two or more ranks; otherwise return. The caller has
  * printed the rank and the reason. */
