@@ -42,13 +42,16 @@ static const char HELP[] =
     "Columns: rel RMS = sqrt(sum (x-y)^2 / sum x^2); SNR = 10 log10(sum x^2 / sum (x-y)^2);\n"
     "mean rel = mean over nonzero x of |x-y|/|x|; flushed = nonzero values that became 0;\n"
     "saturated = values beyond the format's range at their block's scale; max abs error;\n"
-    "scale bytes per the granularity. rel RMS and SNR weigh values by energy, so a few\n"
-    "large outliers that quantize well can dominate them; mean rel and flushed weigh every\n"
-    "value the same and show what one per-tensor scale does to the many small values.\n"
+    "scale bytes per the granularity; NaN/Inf out = finite inputs whose round trip is NaN or Inf\n"
+    "(an infinite error: the error figures are then n/a, with a warning). NaN and Inf inputs are\n"
+    "left out of every figure and of the scales; percentages are of the finite inputs. rel RMS\n"
+    "and SNR weigh values by energy, so a few large outliers that quantize well can dominate\n"
+    "them; mean rel and flushed weigh every value the same and show what one per-tensor scale\n"
+    "does to the many small values.\n"
     "\n"
     "exit status: 0 ok, 64 bad option or shape, 65 input file of the wrong size, 66 no file.\n";
 
-enum { C_FMT, C_GRAN, C_SCALE, C_SBYTES, C_RELRMS, C_SNR, C_MEANREL, C_FLUSH, C_SAT, C_MAXABS, NCOLS };
+enum { C_FMT, C_GRAN, C_SCALE, C_SBYTES, C_RELRMS, C_SNR, C_MEANREL, C_FLUSH, C_SAT, C_MAXABS, C_NONFIN, NCOLS };
 
 static const TableCol COLS[NCOLS] = {
     {"format", NULL, NULL, TC_STR, 0, 0},
@@ -61,6 +64,7 @@ static const TableCol COLS[NCOLS] = {
     {"flushed_pct", "flushed", "%", TC_F64, 4, 0},
     {"saturated_pct", "saturated", "%", TC_F64, 4, 0},
     {"max_abs_err", "max abs err", NULL, TC_F64, 4, TF_SCI},
+    {"nonfinite_out", "NaN/Inf", "out", TC_U64, 0, 0},
 };
 
 enum { MAX_ELEMS = 1 << 28 }; /* 1 GiB of input floats */
@@ -88,8 +92,10 @@ static Status load_input(const char *path, uint64_t n, float *x, Err *e)
     return ST_OK;
 }
 
-static Status measure(const QuantCfg *cfg, const float *x, uint64_t rows, uint64_t cols, uint8_t *codes, float *y,
-                      QuantError *q, uint64_t *sbytes, Err *e)
+/* Quantize xq (the input with NaN/Inf set to 0, so that scales come from the finite values only), round trip
+ * it and compare with the input x (whose NaN/Inf are left out of the figures). */
+static Status measure(const QuantCfg *cfg, const float *xq, const float *x, uint64_t rows, uint64_t cols,
+                      uint8_t *codes, float *y, QuantError *q, uint64_t *sbytes, Err *e)
 {
     uint64_t ns;
     Status st = gran_scale_count(cfg->gran, rows, cols, &ns, sbytes, e);
@@ -101,7 +107,7 @@ static Status measure(const QuantCfg *cfg, const float *x, uint64_t rows, uint64
     } else {
         QuantBufs b = {codes, scale, inv, e8, NULL};
         QuantCounts k;
-        if (!(st = quant_tensor(cfg, x, rows, cols, &b, &k, e)) && !(st = quant_dequant(cfg, &b, rows, cols, y, e)))
+        if (!(st = quant_tensor(cfg, xq, rows, cols, &b, &k, e)) && !(st = quant_dequant(cfg, &b, rows, cols, y, e)))
             qerr_compute(x, y, rows * cols, &k, q);
     }
     free(scale), free(inv), free(e8);
@@ -172,7 +178,7 @@ int cmd_quant_error(int argc, char **argv)
         return cli_usage(cmd, "--shape %s: %llu values is more than this command handles (%d)", shape,
                          (unsigned long long)(rows * cols), MAX_ELEMS);
     uint64_t n = rows * cols;
-    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *xq = NULL;
     uint8_t *codes = malloc(n);
     Table *t = table_new(COLS, NCOLS);
     rc = 0;
@@ -185,8 +191,15 @@ int cmd_quant_error(int argc, char **argv)
         rc = cli_fail(cmd, &e);
         goto done;
     }
-    uint64_t nan = 0, inf = 0; /* non-finite inputs: left out of every figure, and said so */
+    uint64_t nan = 0, inf = 0; /* non-finite inputs: left out of every figure (and of the scales), and said so */
     for (uint64_t i = 0; i < n; i++) nan += isnan(x[i]) != 0, inf += isinf(x[i]) != 0;
+    if (nan || inf) {
+        if (!(xq = malloc(n * sizeof *xq))) {
+            rc = cli_fail(cmd, &(Err){ST_NOMEM, "out of memory"});
+            goto done;
+        }
+        for (uint64_t i = 0; i < n; i++) xq[i] = isfinite(x[i]) ? x[i] : 0.0f; /* 0: no amax, no flush, exact */
+    }
     char title[400], skipped[160] = "";
     if (nan || inf) {
         snprintf(skipped, sizeof skipped, "; %llu NaN and %llu Inf of %llu inputs left out%s", (unsigned long long)nan,
@@ -214,7 +227,7 @@ int cmd_quant_error(int argc, char **argv)
             if (g == GRAN_1X128 || g == GRAN_128X128) cfg.pow2 = block_pow2;
             QuantError q;
             uint64_t sbytes;
-            if ((st = measure(&cfg, x, rows, cols, codes, y, &q, &sbytes, &e))) {
+            if ((st = measure(&cfg, xq ? xq : x, x, rows, cols, codes, y, &q, &sbytes, &e))) {
                 rc = cli_fail(cmd, &e);
                 goto done;
             }
@@ -232,11 +245,18 @@ int cmd_quant_error(int argc, char **argv)
             table_f64(t, C_FLUSH, 100 * q.flushed_frac);
             table_f64(t, C_SAT, 100 * q.saturated_frac);
             table_f64(t, C_MAXABS, q.max_abs);
+            table_u64(t, C_NONFIN, q.nonfinite);
+            if (q.nonfinite)
+                fprintf(stderr,
+                        "fp8plan %s: warning: %s %s: %llu finite inputs came back NaN or Inf (the dequantized value "
+                        "passes the float range); their error is infinite, so rel RMS, SNR, mean rel and max abs "
+                        "err are n/a\n",
+                        cmd, dtype_name(fmt), gran_name(cfg.gran), (unsigned long long)q.nonfinite);
         }
     }
     rc = cli_emit_charted(cmd, t, &out, html_qerror_page);
 done:
-    free(x), free(y), free(codes);
+    free(x), free(y), free(xq), free(codes);
     table_free(t);
     return rc;
 }

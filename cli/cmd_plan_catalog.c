@@ -49,6 +49,7 @@ static int load_one(const char *cmd, Catalog *c, const char *dir, const char *fi
 int plan_catalog_find(const char *cmd, const char *dir, char *found, size_t size)
 {
     const char *env = getenv("FP8PLAN_CATALOG");
+    if (dir && !*dir) return cli_usage(cmd, "--catalog: empty (give a directory holding models.csv)");
     if (dir) {
         snprintf(found, size, "%s", dir);
     } else if (env && *env) {

@@ -49,9 +49,11 @@ const char plan_layout_help[] =
     "  --workspace BYTES  cuBLASLt workspace (33554432)\n"
     "  --nccl-mem BYTES   NCCL buffers per communicator (616562688)\n"
     "  --frag F           allocator reserve over allocated bytes (the stack's)\n"
-    "  --eff-bf16 F --eff-fp8 F   saturated GEMM rate, fraction of the dense peak (the GPU's measured MAMF)\n"
-    "  --eff-attn F       attention's asymptotic efficiency, fraction of the BF16 peak (the kernel's curve)\n"
-    "  --eff-hbm F --eff-net F    achieved fraction of HBM and link bandwidth (0.80 0.80)\n"
+    "  --eff-bf16 F --eff-fp8 F   saturated GEMM rate, fraction of the dense peak, 0.001-1 (0: the GPU's\n"
+    "                     measured MAMF, the default)\n"
+    "  --eff-attn F       attention's asymptotic efficiency, fraction of the BF16 peak, 0.001-1 (0: the\n"
+    "                     kernel's curve, the default)\n"
+    "  --eff-hbm F --eff-net F    achieved fraction of HBM and link bandwidth, 0.001-1 (0.80 0.80)\n"
     "output:\n"
     "  --format table|csv|json|html   (table; html: a self-contained page with charts)\n"
     "  --ascii            ASCII glyphs in the text output's memory bars (also under TERM=dumb or a\n"
@@ -259,6 +261,16 @@ static int get_frac(const char *cmd, int opt, const char *arg, int allow_zero, d
     return 0;
 }
 
+/* An efficiency: in [PLAN_EFF_MIN, 1] (model_zero: or 0, the model's own value). */
+static int get_eff(const char *cmd, int opt, const char *arg, int model_zero, double *out)
+{
+    Err e;
+    if (num_parse_double(arg, NUM_FINITE_ONLY, out, &e)) return cli_usage(cmd, "--%s: %s", opt_name(opt), e.msg);
+    if ((*out == 0 && model_zero) || (*out >= PLAN_EFF_MIN && *out <= 1)) return 0;
+    return cli_usage(cmd, "--%s: '%s' must be %sin [%g, 1] (%g %% of the peak is the least a plan takes)",
+                     opt_name(opt), arg, model_zero ? "0 (the model's) or " : "", PLAN_EFF_MIN, 100 * PLAN_EFF_MIN);
+}
+
 static uint32_t in_or_1(uint32_t v) { return v ? v : 1; }
 
 int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a)
@@ -394,11 +406,11 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
         case O_WORKSPACE: rc = get_bytes(cmd, c, arg, &in->workspace_bytes); break;
         case O_NCCL: rc = get_bytes(cmd, c, arg, &in->nccl_comm_bytes); break;
         case O_FRAG: rc = get_frac(cmd, c, arg, 1, &in->frag_frac), a->given |= PG_RESERVE; break;
-        case O_EFF_BF16: rc = get_frac(cmd, c, arg, 0, &in->eff_gemm_bf16); break;
-        case O_EFF_FP8: rc = get_frac(cmd, c, arg, 0, &in->eff_gemm_fp8); break;
-        case O_EFF_ATTN: rc = get_frac(cmd, c, arg, 0, &in->eff_attn); break;
-        case O_EFF_HBM: rc = get_frac(cmd, c, arg, 0, &in->eff_hbm); break;
-        case O_EFF_NET: rc = get_frac(cmd, c, arg, 0, &in->eff_net); break;
+        case O_EFF_BF16: rc = get_eff(cmd, c, arg, 1, &in->eff_gemm_bf16); break;
+        case O_EFF_FP8: rc = get_eff(cmd, c, arg, 1, &in->eff_gemm_fp8); break;
+        case O_EFF_ATTN: rc = get_eff(cmd, c, arg, 1, &in->eff_attn); break;
+        case O_EFF_HBM: rc = get_eff(cmd, c, arg, 0, &in->eff_hbm); break;
+        case O_EFF_NET: rc = get_eff(cmd, c, arg, 0, &in->eff_net); break;
         case O_OVERLAP:
             if (!strcmp(arg, "on"))
                 in->overlap_dp = 1;

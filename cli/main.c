@@ -1,5 +1,6 @@
 /* cli/main.c — `fp8plan <subcommand> [options]`: dispatch through the table in
  * cli/commands.h. The only main(); the only place an exit code leaves. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,9 +84,12 @@ static int dispatch(int argc, char **argv)
     return run(c, argc - 1, argv + 1);
 }
 
-/* Output to stdout that was lost (a full disk, a closed pipe) fails the command: exit 74 unless it failed already. */
+/* Output to stdout that was lost (a full disk, a closed pipe) fails the command: exit 74 unless it failed already.
+ * SIGPIPE is ignored so that a write to a closed pipe (`fp8plan models | head -c 10`) fails with EPIPE and is
+ * reported like any other lost write ("cannot write standard output: Broken pipe", 74), not a silent death. */
 int main(int argc, char **argv)
 {
+    signal(SIGPIPE, SIG_IGN);
     char sub[64];
     snprintf(sub, sizeof sub, "%s%s", argc > 1 ? " " : "", argc > 1 ? argv[1] : "");
     int rc = dispatch(argc, argv);

@@ -27,10 +27,16 @@ void qerr_compute(const float *x, const float *y, uint64_t n, const QuantCounts 
     q.rel_rms = sx > 0 ? sqrt(se / sx) : (se > 0 ? INFINITY : 0);
     q.snr_db = se > 0 ? 10 * log10(sx / se) : INFINITY;
     q.mean_rel = nrel ? srel / (double)nrel : 0;
-    if (!q.n) q.rel_rms = q.snr_db = q.max_abs = q.mean_rel = NAN; /* nothing finite to measure: no figure */
-    if (counts && counts->n) {
-        q.flushed_frac = (double)counts->flushed / (double)counts->n;
-        q.saturated_frac = (double)counts->saturated / (double)counts->n;
+    if (q.nonfinite) { /* a finite value came back NaN/Inf: its error is infinite, and so are the figures */
+        q.rel_rms = q.max_abs = q.mean_rel = INFINITY;
+        q.snr_db = -INFINITY;
+    } else if (!q.n) {
+        q.rel_rms = q.snr_db = q.max_abs = q.mean_rel = NAN; /* nothing finite to measure: no figure */
+    }
+    uint64_t finite = counts && counts->n > q.skipped ? counts->n - q.skipped : 0;
+    if (finite) {
+        q.flushed_frac = (double)counts->flushed / (double)finite;
+        q.saturated_frac = (double)counts->saturated / (double)finite;
     }
     *out = q;
 }

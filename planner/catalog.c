@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "planner/catalog_cells.h"
+#include "planner/plan.h"
 #include "util/num.h"
 
 const char *const catalog_model_columns =
@@ -131,7 +132,14 @@ static Status parse_model(Cur *c, void *row)
         return cell_bad(c, "position", "'%s' is not learned, rope or none", cell_text(c, "position"));
     if (m->kv_heads > m->heads || m->heads % m->kv_heads)
         return cell_bad(c, "kv_heads", "'%s' must divide heads (grouped-query attention)", cell_text(c, "kv_heads"));
-    return parse_model_ext(c, m);
+    if ((st = parse_model_ext(c, m))) return st;
+    ModelParams mp; /* every count a plan or listing makes from the row starts here: refuse it once, at load */
+    if (model_params(m, &mp))
+        return cell_bad(c, "hidden",
+                        "'%s': the parameter count passes 2^64 (layers %u, hidden %u, ffn_hidden %u, vocab %u, "
+                        "seq_len %u)",
+                        cell_text(c, "hidden"), m->layers, m->hidden, m->ffn_hidden, m->vocab, m->seq_len);
+    return ST_OK;
 }
 
 /* ---- GPUs --------------------------------------------------------------------------------------------- */

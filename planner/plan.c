@@ -91,7 +91,9 @@ static uint64_t resolve_gbs(const PlanInput *in, uint64_t seq)
     return ceil_div(want, unit ? unit : 1) * (unit ? unit : 1);
 }
 
-static int bad_eff(double x) { return !(x > 0 && x <= 1); }
+static int bad_eff(double x) { return !(x >= PLAN_EFF_MIN && x <= 1); }
+static int bad_eff0(double x) { return x != 0 && bad_eff(x); } /* 0 = the model's value */
+static int bad_share(double x) { return !(x > 0 && x <= 1); }
 static int bad_frac(double x) { return !(x >= 0 && x <= 1); } /* 0 allowed (overlaps; 0 = the catalog's value) */
 
 /* Layers per stage: the first and last as given (0 = an even share), the rest split evenly.
@@ -163,15 +165,15 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
         err_set(e, ST_USAGE, "gpu %s: memory, bandwidths, BF16 rate and gpus_per_node must be positive", gp->name);
         return REJECT_MODEL;
     }
-    if (bad_frac(in->eff_gemm_bf16) || bad_frac(in->eff_gemm_fp8) || bad_frac(in->eff_attn) || bad_eff(in->eff_hbm) ||
-        bad_eff(in->eff_net) || bad_frac(in->frag_frac) || bad_eff(in->max_mem_frac) || bad_frac(in->overlap_tp) ||
+    if (bad_eff0(in->eff_gemm_bf16) || bad_eff0(in->eff_gemm_fp8) || bad_eff0(in->eff_attn) || bad_eff(in->eff_hbm) ||
+        bad_eff(in->eff_net) || bad_frac(in->frag_frac) || bad_share(in->max_mem_frac) || bad_frac(in->overlap_tp) ||
         bad_frac(in->overlap_dp) || bad_frac(in->overlap_pp) || bad_frac(in->overlap_cp) ||
         !(in->launch_s >= 0 && in->launch_s < 1) || (unsigned)in->attn >= ATTN_COUNT_ ||
         (unsigned)in->main_grad >= MAIN_GRAD_COUNT_ || (unsigned)in->fusion >= FUSE_COUNT_ ||
         (unsigned)in->recompute >= RECOMPUTE_COUNT_ || (unsigned)in->sharding >= SHARD_COUNT_) {
         err_set(e, ST_USAGE,
-                "efficiencies, overlaps and the allocator reserve must be fractions in [0, 1] (HBM, network and "
-                "the memory limit in (0, 1]), the launch floor in [0, 1) s");
+                "efficiencies must be in [0.001, 1] (GEMM and attention ones may be 0: the model's), overlaps and "
+                "the allocator reserve fractions in [0, 1], the memory limit in (0, 1], the launch floor in [0, 1) s");
         return REJECT_KNOB;
     }
     { /* the padded vocabulary is a 32-bit count: a huge --vocab-pad x tp would wrap it (to 0) */
@@ -337,6 +339,17 @@ uint64_t plan_inflight_layers(const Geo *g, uint32_t stage)
 
 /* ---- build -------------------------------------------------------------------------------------------- */
 
+/* The first step-time figure that is not a finite positive double (rates so small or large that the
+ * arithmetic overflowed), or NULL: a plan never carries inf or NaN to a printer. */
+static const char *nonfinite_figure(const Plan *p)
+{
+    const double *v[] = {&p->time.step_s, &p->tokens_per_s, &p->tflops_per_gpu, &p->mfu_bf16_pct};
+    static const char *const names[] = {"step time (s)", "throughput (tokens/s)", "TFLOP/s per GPU", "MFU"};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        if (!(isfinite(*v[i]) && *v[i] > 0)) return names[i];
+    return NULL;
+}
+
 static Status build(const PlanInput *in, Plan *p, PlanReject *why)
 {
     uint64_t seq = resolve_seq(in), gbs = resolve_gbs(in, seq);
@@ -406,6 +419,10 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why)
         return ST_OVERFLOW;
     }
     plan_time(in, &g, p);
+    if (nonfinite_figure(p)) {
+        *why = REJECT_NONFINITE;
+        return ST_OVERFLOW;
+    }
     plan_advise(in, p);
     *why = REJECT_NONE;
     return ST_OK;
@@ -428,6 +445,11 @@ Status plan_build(const PlanInput *in, Plan *out, Err *e)
     if (r != REJECT_NONE) return e ? e->st : local.st;
     PlanReject why;
     Status st = build(in, out, &why);
+    if (st == ST_OVERFLOW && why == REJECT_NONFINITE)
+        return err_set(e, ST_OVERFLOW,
+                       "the %s of %s on %s with %s is not a finite positive number (a catalog rate or efficiency "
+                       "too small or too large for the arithmetic)",
+                       nonfinite_figure(out), in->model->name, in->gpu->name, in->recipe->name);
     if (st == ST_OVERFLOW)
         return err_set(e, ST_OVERFLOW, "a byte count for %s on %s with %s passes 2^64", in->model->name, in->gpu->name,
                        in->recipe->name);

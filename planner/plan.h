@@ -148,7 +148,7 @@ typedef struct {
     double frag_frac;            /* allocator reserve over allocated bytes (the stack's), default 0.05 */
     double max_mem_frac;         /* a plan fits when its total is at most this fraction of capacity, default 0.95 */
 
-    /* time model overrides (0 = the catalog's value) */
+    /* time model overrides (0 = the catalog's value); an efficiency is at least PLAN_EFF_MIN */
     double eff_gemm_bf16; /* saturated BF16 GEMM rate, fraction of the BF16 peak; 0: the GPU's measured MAMF */
     double eff_gemm_fp8;  /* same for FP8; 0: the GPU's measured FP8 MAMF */
     double eff_attn;      /* asymptotic attention efficiency, fraction of the BF16 peak; 0: the kernel's */
@@ -379,6 +379,11 @@ typedef struct {
     uint32_t advice_mask; /* bit (1u << AdviceId) */
 } Plan;
 
+/* The smallest efficiency (a fraction of a peak rate) a plan accepts: 0.1 %. Far below anything a GPU,
+ * link or kernel achieves, and it keeps every time term a finite double (a subnormal efficiency made
+ * the step time inf and the throughput NaN). */
+#define PLAN_EFF_MIN 1e-3
+
 /* Why an input cannot be planned (for sweep statistics). */
 typedef enum {
     REJECT_NONE = 0,
@@ -396,6 +401,7 @@ typedef enum {
     REJECT_KNOB,      /* an overhead or efficiency setting is out of range */
     REJECT_OVERFLOW,  /* a byte count passed 2^64 */
     REJECT_EP,        /* ep/etp do not fit the model's experts or tp*cp*dp, or a dense model */
+    REJECT_NONFINITE, /* the step time or a rate from it is not a finite positive double (catalog rates too small) */
     REJECT_COUNT_
 } PlanReject;
 

@@ -41,6 +41,7 @@ static const char *const reject_names[] = {
     [REJECT_KNOB] = "overhead or efficiency setting out of range",
     [REJECT_OVERFLOW] = "byte count past 2^64",
     [REJECT_EP] = "ep/etp do not divide experts, expert FFN or tp*cp*dp",
+    [REJECT_NONFINITE] = "step time or throughput not finite",
 };
 _Static_assert(sizeof cat_names / sizeof *cat_names == MC_COUNT_, "cat_names");
 _Static_assert(sizeof group_names / sizeof *group_names == GROUP_COUNT_, "group_names");
@@ -77,14 +78,15 @@ int sharding_parse(const char *s, Sharding *out)
     return i < 0 ? -1 : (*out = (Sharding)i, 0);
 }
 
+/* A plan put together by hand (an executor's measurement, a test) may name no model: a dense one. */
 int plan_term_applies(const Plan *p, MemTermId id)
 {
-    return (unsigned)id < MT_COUNT_ && (id < MT_WEIGHT_EXPERT || spec_is_moe(p->in.model));
+    return (unsigned)id < MT_COUNT_ && (id < MT_WEIGHT_EXPERT || (p->in.model && spec_is_moe(p->in.model)));
 }
 
 int plan_coll_applies(const Plan *p, CollectiveId id)
 {
     if ((unsigned)id >= CO_COUNT_) return 0;
     CommGroup g = p->coll[id].group;
-    return !(g == GROUP_EP || g == GROUP_ETP || g == GROUP_EDP) || spec_is_moe(p->in.model);
+    return !(g == GROUP_EP || g == GROUP_ETP || g == GROUP_EDP) || (p->in.model && spec_is_moe(p->in.model));
 }

@@ -7,19 +7,59 @@
 
 static const double GIB = 1073741824.0;
 
-/* Is the run in the comma-separated hold-out list (source_id or source_id@gpu)? */
-static int held_out(const MeasuredRun *r, const char *list)
+/* Does the list item p[0..n) name run r (its source_id, or source_id@gpu)? */
+static int item_matches(const MeasuredRun *r, const char *p, size_t n)
 {
     char src[MEASURED_ID_MAX * 2 + 2];
     snprintf(src, sizeof src, "%s@%s", r->source_id, r->gpu->name);
     size_t ns = strlen(r->source_id), nf = strlen(src);
+    return (n == ns && !strncmp(p, r->source_id, n)) || (n == nf && !strncmp(p, src, n));
+}
+
+/* Is the run in the comma-separated hold-out list (source_id or source_id@gpu)? */
+static int held_out(const MeasuredRun *r, const char *list)
+{
     for (const char *p = list; p && *p;) {
         const char *q = strchr(p, ',');
-        size_t n = q ? (size_t)(q - p) : strlen(p);
-        if ((n == ns && !strncmp(p, r->source_id, n)) || (n == nf && !strncmp(p, src, n))) return 1;
+        if (item_matches(r, p, q ? (size_t)(q - p) : strlen(p))) return 1;
         p = q ? q + 1 : NULL;
     }
     return 0;
+}
+
+/* The runs' distinct source ids, comma-separated, in file order (cut short when the buffer is full). */
+static void known_sources(const MeasuredRun *runs, int n, char *out, size_t cap)
+{
+    size_t k = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n && k < cap - 1; i++) {
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = !strcmp(runs[j].source_id, runs[i].source_id);
+        if (!seen) k += (size_t)snprintf(out + k, cap - k, "%s%s", k ? ", " : "", runs[i].source_id);
+    }
+}
+
+/* Every item of the hold-out list names a source of some run: a typo (`--holdout nosuch`, an empty
+ * list) would otherwise hold out nothing and report a 0 % error over no runs. */
+static Status check_holdout(const MeasuredRun *runs, int n, const char *list, Err *e)
+{
+    char known[384];
+    for (const char *p = list ? list : "";;) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        int found = 0;
+        for (int i = 0; i < n && !found; i++) found = item_matches(&runs[i], p, len);
+        if (!found) {
+            known_sources(runs, n, known, sizeof known);
+            if (!len)
+                return err_set(e, ST_USAGE, "--holdout '%s': an empty source id (known source ids: %s)",
+                               list ? list : "", known);
+            return err_set(e, ST_USAGE, "--holdout: unknown source '%.*s' (known source ids: %s; or SOURCE@GPU)",
+                           (int)len, p, known);
+        }
+        if (!q) return ST_OK;
+        p = q + 1;
+    }
 }
 
 static void add(FidelityGroup *g, double err)
@@ -55,6 +95,8 @@ Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, Fi
                          Err *e)
 {
     memset(sum, 0, sizeof *sum);
+    Status st = check_holdout(runs, n, holdout, e);
+    if (st) return st;
     static Plan p; /* about 8 KB; not re-entrant, like the CLI that calls it */
     for (int i = 0; i < n; i++) {
         const MeasuredRun *r = &runs[i];

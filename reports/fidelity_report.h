@@ -60,7 +60,8 @@ typedef struct {
     double mem_traced_max; /* largest |error| over the allocator-traced rows */
 } FidelitySummary;
 
-/* Plan every run. holdout: FIDELITY_DEFAULT_HOLDOUT or a caller's list. rows has room for n. */
+/* Plan every run. holdout: FIDELITY_DEFAULT_HOLDOUT or a caller's list; ST_USAGE naming the item and
+ * listing the known source ids when the list is empty or an item matches no run. rows has room for n. */
 Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, FidelityRow *rows, FidelitySummary *sum,
                          Err *e);
 

@@ -2,8 +2,14 @@
 #include "util/fileio.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { FIFO_WAIT_MS = 10000 }; /* as long as the writer waits for a FIFO's reader (util/outfile.c) */
 
 /* text: stop at the first NUL byte (the input is not text: fail now, not after reading 1 GiB of /dev/zero) */
 static Status read_stream(FILE *f, const char *name, size_t max, int text, char **buf, size_t *len, Err *e)
@@ -61,12 +67,56 @@ Status stream_read_text(FILE *f, const char *name, char **buf, size_t *len, Err 
     return read_stream(f, name, FILE_READ_MAX, 1, buf, len, e);
 }
 
+/* A FIFO (a named pipe, or `--trace <(cmd)`'s /dev/fd/N): opened without blocking, then wait up to
+ * FIFO_WAIT_MS for a writer. With no data yet, a non-blocking read says which: EAGAIN = a writer holds
+ * the pipe open, 0 = none does. A byte that arrives while we look is pushed back. */
+static Status open_fifo(const char *path, FILE **out, Err *e)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) return err_set(e, ST_NOINPUT, "cannot open %s: %s", path, strerror(errno));
+    unsigned char c;
+    ssize_t got = 0;
+    for (int waited = 0;; waited += 10) {
+        got = read(fd, &c, 1);
+        if (got != 0 || waited >= FIFO_WAIT_MS) break;
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    int err = errno;
+    if (got < 0 && err != EAGAIN) {
+        close(fd);
+        return err_set(e, ST_IO, "cannot read %s: %s", path, strerror(err));
+    }
+    if (got == 0) {
+        close(fd);
+        return err_set(e, ST_NOINPUT, "cannot read %s: no process is writing to this FIFO (waited %d s)", path,
+                       FIFO_WAIT_MS / 1000);
+    }
+    FILE *f = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) ? NULL : fdopen(fd, "rb");
+    if (!f) {
+        err = errno;
+        close(fd);
+        return err_set(e, ST_IO, "cannot read %s: %s", path, strerror(err));
+    }
+    if (got == 1) ungetc(c, f);
+    *out = f;
+    return ST_OK;
+}
+
+Status file_open_read(const char *path, FILE **out, Err *e)
+{
+    struct stat st;
+    if (!stat(path, &st) && S_ISFIFO(st.st_mode)) return open_fifo(path, out, e);
+    *out = fopen(path, "rb");
+    return *out ? ST_OK : err_set(e, ST_NOINPUT, "cannot open %s: %s", path, strerror(errno));
+}
+
 static Status read_file(const char *path, size_t max, int text, char **buf, size_t *len, Err *e)
 {
     if (!path || !strcmp(path, "-")) return read_stream(stdin, "stdin", max, text, buf, len, e);
-    FILE *f = fopen(path, "rb");
-    if (!f) return err_set(e, ST_NOINPUT, "cannot open %s: %s", path, strerror(errno));
-    Status st = read_stream(f, path, max, text, buf, len, e);
+    FILE *f;
+    Status st = file_open_read(path, &f, e);
+    if (st) return st;
+    st = read_stream(f, path, max, text, buf, len, e);
     fclose(f);
     return st;
 }

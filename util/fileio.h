@@ -86,6 +86,11 @@ int path_same_file(const char *a, const char *b);
  * after reading that much instead of filling the memory. */
 #define FILE_READ_MAX ((size_t)1 << 30)
 
+/* Open path for reading. A FIFO waits up to 10 s for a writer (then ST_NOINPUT "no process is writing to
+ * this FIFO"), never forever; a pipe that already has one (`--trace <(cmd)`) reads at once. ST_NOINPUT
+ * naming the path and the reason when it cannot be opened. */
+Status file_open_read(const char *path, FILE **f, Err *e);
+
 /* Read a whole file ("-" = stdin) into a NUL-terminated malloc'd buffer.
  * *len excludes the terminator. Caller frees *buf. ST_DATA past FILE_READ_MAX
  * (file_read_max: past max bytes), naming the file. */

@@ -81,4 +81,32 @@ expect_rc "a recipe named twice exits 64" 64
 expect_err "the repeated recipe is named" "'fp8lm' is named twice"
 run sweep --model gpt-175b --gpu h100-sxm --gpus 0
 expect_rc "sweep --gpus 0 exits 64" 64
+# --- efficiencies: at least 0.001 (a subnormal one printed "-nan tokens/s" with exit 0, 1e-300 "0 tokens/s")
+for f in net hbm bf16 fp8 attn; do
+    for v in 4.9e-324 1e-300 0.000999; do
+        run plan $P --recipe te-fp8 --tp 8 --gpus 64 --eff-$f $v
+        expect_rc "--eff-$f $v exits 64" 64
+        expect_err "--eff-$f $v: the flag, value and bound are named" "--eff-$f: '$v' must be"
+        expect_err "--eff-$f $v: the bound is 0.001" "in [0.001, 1] (0.1 % of the peak is the least a plan takes)"
+    done
+done
+run plan $P --eff-net 0
+expect_rc "--eff-net 0 exits 64 (bandwidth needs an efficiency)" 64
+run plan $P --eff-bf16 0 --eff-fp8 0 --eff-attn 0 --format csv
+expect_rc "--eff-bf16/--eff-fp8/--eff-attn 0 = the model's (README), accepted" 0
+"$FP8PLAN" plan $P --format csv >"$TMP/default.csv" 2>&1
+expect_eq "0 gives the model's plan" "$(cat "$TMP/out")" "$(cat "$TMP/default.csv")"
+run plan $P --recipe te-fp8 --tp 8 --gpus 64 --eff-net 0.001 --eff-hbm 0.001 --eff-bf16 0.001 --eff-fp8 0.001 --eff-attn 0.001
+expect_rc "the bound itself plans" 0
+if grep -qiE "nan|inf| 0 tokens/s" "$TMP/out"; then fail "no NaN, inf or 0 tokens/s at the bound" "$(grep -iE "nan|inf|tokens/s" "$TMP/out")"; else pass "no NaN, inf or 0 tokens/s at the bound"; fi
+# a catalog GPU with subnormal rates: the step time is inf; refused naming the figure, not printed as nan
+mkdir "$TMP/dead" && cp "$FP8PLAN_ROOT"/models/*.csv "$TMP/dead"/
+echo 'dead,9.0,132,85520809984,1e-310,1e-310,1e-310,1e-310,1e-310,1e-310,0.66,nvlink,1e-310,1e-310,8,x' >>"$TMP/dead/gpus.csv"
+run plan --catalog "$TMP/dead" --model gpt-7b --gpu dead --recipe te-fp8
+expect_rc "a step time that overflows exits 65" 65
+expect_err "the figure that overflowed is named" "the step time (s) of gpt-7b on dead with te-fp8 is not a finite positive number"
+expect_no_out "no plan printed with nan"
+run sweep --catalog "$TMP/dead" --model gpt-7b --gpu dead --gpus 8
+expect_out "sweep counts those layouts as such" "invalid: step time or throughput not finite"
+
 finish

@@ -28,10 +28,15 @@ fits "compare" compare $HEAD --recipes megatron-bf16,te-fp8,fp8lm --dist-opt
 fits "plan" plan $HEAD --recipe te-fp8
 fits "plan --view terms" plan $HEAD --recipe te-fp8 --view terms
 fits "plan --view collectives" plan $HEAD --recipe te-fp8 --view collectives
-fits "plan with an efficiency of 1e-300" plan $HEAD --recipe te-fp8 --eff-bf16 1e-300 --eff-fp8 1e-300
+# a catalog GPU with rates of 1e-200 B/s and FLOP/s: step times of about 1e+200 s (efficiencies stop at 0.001)
+mkdir "$TMP/slow" && cp "$FP8PLAN_ROOT"/models/*.csv "$TMP/slow"/
+echo 'slow,9.0,132,85520809984,1e-200,1e-200,1e-200,1e-200,1e-200,1e-200,0.66,nvlink,1e-200,1e-200,8,tiny' \
+    >>"$TMP/slow/gpus.csv"
+fits "plan on a GPU with rates of 1e-200" plan --catalog "$TMP/slow" $HEAD --gpu slow --recipe te-fp8
 expect_out "extreme values print in scientific notation" "e+"
+fits "plan with the least efficiencies" plan $HEAD --recipe te-fp8 --eff-bf16 0.001 --eff-fp8 0.0015
 case "$(tr -s '\n ' '  ' <"$TMP/out")" in # prose wraps at 100 columns: join its lines
-*"BF16 GEMM 1e-300, FP8 GEMM 1e-300"*) pass "the efficiency is echoed as given, not as 0.00" ;;
+*"BF16 GEMM 0.001, FP8 GEMM 0.0015"*) pass "the efficiency is echoed as given, not as 0.00" ;;
 *) fail "the efficiency is echoed as given, not as 0.00" "$(grep -A3 -i efficienc "$TMP/out")" ;;
 esac
 fits "sweep" sweep --model gpt-13b --gpu h100-sxm --gpus 64

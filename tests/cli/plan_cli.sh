@@ -53,7 +53,7 @@ bad "negative tp" 64 "--tp: '-1'" plan --model gpt-7b --gpu h100-sxm --recipe bf
 bad "tp past 2^64" 64 "--tp: '99999999999999999999' does not fit in 64 bits" plan --model gpt-7b --gpu h100-sxm --recipe bf16 --tp 99999999999999999999
 bad "gbs 1e400" 64 "--gbs: '1e400' is out of range" plan --model gpt-7b --gpu h100-sxm --recipe bf16 --gbs 1e400
 bad "frag nan" 64 "--frag: 'nan' is not a finite number" plan --model gpt-7b --gpu h100-sxm --recipe bf16 --frag nan
-bad "eff above 1" 64 "--eff-fp8: '1.5' must be in (0, 1]" plan --model gpt-7b --gpu h100-sxm --recipe te-fp8 --eff-fp8 1.5
+bad "eff above 1" 64 "--eff-fp8: '1.5' must be 0 (the model's) or in [0.001, 1]" plan --model gpt-7b --gpu h100-sxm --recipe te-fp8 --eff-fp8 1.5
 bad "seq beyond positions" 64 "learned position embeddings for 1024 positions" plan --model gpt2-124m --gpu h100-sxm --recipe bf16 --seq 2048
 bad "cp and seq" 64 "--cp 3: seq 2048 is not divisible by 2*cp" plan --model llama3-8b --gpu h100-sxm --recipe bf16 --cp 3 --seq 2048
 bad "fp8 on a100" 64 "FP8 tensor cores need SM 8.9+" plan --model gpt-7b --gpu a100-sxm --recipe te-fp8

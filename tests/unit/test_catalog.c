@@ -145,6 +145,12 @@ static void test_model_errors(void)
     expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes," DENSE "\n", ST_DATA,
                        "column source: empty");
     expect_model_error("", ST_DATA, "no data rows");
+    /* every cell in range, but the parameters pass 2^64: 65536 layers x (attention 4 x h^2 = 2^50 with
+     * h = 2^24, plus the MLP 2 x h x F = 2^51 with F = 2^26) = 2^16 x 3 x 2^50 = 3 x 2^66 > 2^64. It was
+     * listed with 0 parameters; refused at load, naming file, row and column. */
+    expect_model_error("p3,65536,16777216,67108864,65536,65536,256,50257,2048,layernorm,gelu,learned,yes,yes,src" DENSE
+                       "\n",
+                       ST_DATA, "m.csv: row 2, column hidden: '16777216': the parameter count passes 2^64");
 
     Catalog *c2 = calloc(1, sizeof *c2);
     const char *bad_header = "name,layers,hidden\na,1,2\n";

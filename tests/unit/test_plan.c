@@ -1,5 +1,6 @@
 /* tests/unit/test_plan.c — plan_build on a tiny model worked by hand, totals,
  * properties users rely on, and every invalid input with its message. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "planner/plan.h"
@@ -265,9 +266,10 @@ static void expect_reject(PlanInput in, PlanReject want, const char *msg_part)
     Err e = {0};
     PlanReject why;
     Status st = plan_build(&in, &p, &e);
-    CHECKF(st == (want == REJECT_OVERFLOW ? ST_OVERFLOW : ST_USAGE), "status %d for reject %d", st, want);
+    int built = want == REJECT_OVERFLOW || want == REJECT_NONFINITE; /* found while building, not by validate */
+    CHECKF(st == (built ? ST_OVERFLOW : ST_USAGE), "status %d for reject %d", st, want);
     CHECK_CONTAINS(e.msg, msg_part);
-    CHECK_EQ_INT(plan_validate(&in, NULL), want == REJECT_OVERFLOW ? REJECT_NONE : want);
+    CHECK_EQ_INT(plan_validate(&in, NULL), built ? REJECT_NONE : want);
     CHECK(plan_build_fast(&in, &p, &why) != ST_OK);
     CHECK_EQ_INT(why, want);
 }
@@ -310,6 +312,31 @@ static void test_invalid_layouts(void)
     expect_reject(x, REJECT_HW, "SM 8.9");
     x = in, x.eff_gemm_bf16 = 1.5; /* 0 means "the GPU's ceiling"; above 1 is out of range */
     expect_reject(x, REJECT_KNOB, "efficiencies");
+    /* efficiencies: at least PLAN_EFF_MIN = 0.001; a subnormal one made the step time inf and tokens/s NaN */
+    x = in, x.eff_net = 4.9e-324;
+    expect_reject(x, REJECT_KNOB, "[0.001, 1]");
+    x = in, x.eff_hbm = 1e-300;
+    expect_reject(x, REJECT_KNOB, "[0.001, 1]");
+    x = in, x.eff_gemm_bf16 = 0.000999;
+    expect_reject(x, REJECT_KNOB, "[0.001, 1]");
+    x = in, x.eff_attn = 1e-310;
+    expect_reject(x, REJECT_KNOB, "[0.001, 1]");
+    x = in, x.eff_net = 0; /* only the GEMM and attention efficiencies take 0 (= the model's) */
+    expect_reject(x, REJECT_KNOB, "[0.001, 1]");
+    {
+        Plan p;
+        x = in, x.eff_net = x.eff_hbm = x.eff_gemm_bf16 = x.eff_attn = 0.001; /* the bound itself plans */
+        CHECK(plan_build(&x, &p, NULL) == ST_OK);
+        CHECK(isfinite(p.tokens_per_s) && p.tokens_per_s > 0);
+        x = in, x.eff_gemm_bf16 = x.eff_gemm_fp8 = x.eff_attn = 0; /* 0 = the model's: the default plan */
+        CHECK(plan_build(&x, &p, NULL) == ST_OK);
+    }
+    /* rates so small (subnormal bytes/s and FLOP/s in a catalog) that the step time is inf: refused */
+    GpuSpec dead = g;
+    dead.hbm_bw = dead.flops_bf16 = dead.flops_fp8 = dead.flops_fp32 = dead.intra_bw = dead.inter_bw = 1e-310;
+    dead.mamf_bf16 = dead.mamf_fp8 = 1e-310;
+    x = in, x.gpu = &dead;
+    expect_reject(x, REJECT_NONFINITE, "step time (s) of");
     x = in, x.overlap_tp = -0.1;
     expect_reject(x, REJECT_KNOB, "overlaps");
     x = in, x.max_mem_frac = 0;

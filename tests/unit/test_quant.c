@@ -221,7 +221,7 @@ static void test_errors(void)
 static void test_qerror(void)
 {
     float x[3] = {3, 4, NAN}, y[3] = {3, 3, 0};
-    QuantCounts k = {4, 1, 2, 0};
+    QuantCounts k = {3, 1, 1, 0}; /* 3 quantized (the NaN as 0), 1 saturated, 1 flushed */
     QuantError q;
     qerr_compute(x, y, 3, &k, &q);
     CHECK_EQ_U64(q.n, 2);
@@ -230,12 +230,17 @@ static void test_qerror(void)
     CHECK_REL(q.snr_db, 10 * log10(25.0), 1e-15);
     CHECK(q.max_abs == 1.0);
     CHECK_REL(q.mean_rel, 0.125, 1e-15); /* (0 + 1/4) / 2 */
-    CHECK(q.saturated_frac == 0.25 && q.flushed_frac == 0.5);
+    /* fractions of the 2 finite inputs (3 elements less the NaN): 1/2 each, not 1/3 of every element */
+    CHECK(q.saturated_frac == 0.5 && q.flushed_frac == 0.5);
     qerr_compute(x, x, 2, NULL, &q);
     CHECK(q.rel_rms == 0 && isinf(q.snr_db) && q.max_abs == 0);
+    /* a finite input that came back Inf (an E8M0 round trip past FLT_MAX): an infinite error, not one left
+     * out (it reported the 3's exact round trip: rel RMS 0, max abs err 0) */
     float inf_out[2] = {3, INFINITY};
     qerr_compute(x, inf_out, 2, NULL, &q);
     CHECK_EQ_U64(q.nonfinite, 1);
+    CHECK(isinf(q.rel_rms) && q.rel_rms > 0 && isinf(q.max_abs) && isinf(q.mean_rel));
+    CHECK(isinf(q.snr_db) && q.snr_db < 0);
     /* every input NaN or Inf: nothing to measure, so no figure (it reported 0 % error, a perfect round trip) */
     float bad[3] = {NAN, INFINITY, -INFINITY}, out[3] = {0, 0, 0};
     qerr_compute(bad, out, 3, NULL, &q);
