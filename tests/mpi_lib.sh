@@ -3,11 +3,15 @@
 # As root, OpenMPI refuses to start without its two allow-run-as-root variables;
 # --oversubscribe lets 4 ranks share CI's 2 cores. MPI_TIMEOUT (default 120 s)
 # bounds a run: a hang ends as exit status 124 and a named failure, never a
-# stuck suite. Under AddressSanitizer, OpenMPI's own allocations at exit are
-# not this program's leaks: tests/cli/mpi_lsan.supp names its libraries.
+# stuck suite. Under the sanitizers (make test SAN=address,undefined) the leak
+# check is off for these runs: OpenMPI's plugins allocate memory that outlives
+# MPI_Finalize and are unloaded before LeakSanitizer reports, so their stacks
+# end in "<unknown module>" and no suppression can name them. ASan's memory-error
+# checks and UBSan still run here; fp8plan's own allocations are leak-checked by
+# every single-rank suite, which runs the same code without MPI.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
-export LSAN_OPTIONS="suppressions=$FP8PLAN_ROOT/tests/cli/mpi_lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 MPI_TIMEOUT=${MPI_TIMEOUT:-120}
 
 # mpi_run NP PROGRAM ARGS...: stdout in $TMP/out, stderr in $TMP/err, status in $rc.
