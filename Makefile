@@ -136,6 +136,17 @@ ifeq ($(HAVE_CUDA),1)
                -Xcompiler -Wall,-Wextra,-fPIC -Werror all-warnings,default-stream-launch -MMD -MP
 endif
 
+# OpenMPI (Debian libopenmpi-dev, mpirun from openmpi-bin) carries the CPU backend's
+# collectives between ranks (exec/comm/comm_mpi.c). Its flags come from pkg-config's
+# ompi-c (what mpicc adds), read when a recipe runs, so after $(DEPS_OK) has installed
+# the packages. A binary started without mpirun runs one rank and never starts MPI.
+MPI_CFLAGS = $(shell pkg-config --cflags ompi-c 2>/dev/null)
+MPI_LIBS = $(shell pkg-config --libs ompi-c 2>/dev/null)
+CPPFLAGS_BASE := $(CPPFLAGS)
+CPPFLAGS = $(CPPFLAGS_BASE) $(MPI_CFLAGS)
+LDLIBS_BASE := $(LDLIBS)
+LDLIBS = $(LDLIBS_BASE) $(MPI_LIBS)
+
 # ---- sources -------------------------------------------------------------------
 # Library code lives in these folders; anything under a cuda/ subfolder is CUDA
 # (.cu with nvcc, .c with the CUDA headers) and is built only when HAVE_CUDA=1.
@@ -151,6 +162,7 @@ SLOW_SRC := $(sort $(wildcard tests/slow/slow_*.c))
 BENCH_SRC := $(sort $(wildcard tests/bench/bench_*.c))
 FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 GPU_SRC := $(sort $(wildcard tests/gpu/gpu_*.c))
+MPI_TEST_SRC := $(sort $(wildcard tests/mpi/mpi_*.c))
 
 obj = $(patsubst %,$(BUILD)/obj/%.o,$(basename $(1)))
 LIB_OBJ := $(call obj,$(LIB_SRC))
@@ -170,6 +182,8 @@ REPLAYS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz-replay/%,$(FUZZ_SRC))
 CLI_LIB_OBJ := $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJ))
 # GPU check programs: built with every CUDA build (so CI compiles them), run only by gpu-check
 GPUS := $(if $(filter 1,$(HAVE_CUDA)),$(patsubst tests/gpu/%.c,$(BUILD)/gpu/%,$(GPU_SRC)))
+# multi-rank test programs, run under mpirun by tests/cli/mpi_*.sh
+MPI_TESTS := $(patsubst tests/mpi/%.c,$(BUILD)/mpi/%,$(MPI_TEST_SRC))
 DEPS_OK := $(BUILD)/.deps-ok-tui$(TUI)
 TEST_DEPS_OK := $(BUILD)/.test-deps-ok
 # the TUI setting the binary and library were built with: a change relinks them
@@ -191,7 +205,8 @@ if [ -n "$$missing" ]; then \
 	fi
 endef
 
-# libcsv-dev (CSV), libopenblas-pthread-dev (the CPU backend's GEMMs) and libncurses-dev
+# libcsv-dev (CSV), libopenblas-pthread-dev (the CPU backend's GEMMs), libopenmpi-dev and
+# openmpi-bin (ranks: mpirun; pkg-config reads its flags) and libncurses-dev
 # (TUI; not with TUI=0) to build; tmux for the tests (TUI end-to-end test), not for
 # building (make gpu-build needs none of the TUI's packages). Installed with apt-get when
 # running as root; otherwise the exact command is printed. Checked again whenever this
@@ -202,6 +217,9 @@ $(DEPS_OK): Makefile
 	[ -f /usr/include/csv.h ] || missing="$$missing libcsv-dev"; \
 	[ -f $(BLAS_INC)/cblas.h ] && [ -f $(BLAS_LIB)/libopenblas.so ] || missing="$$missing libopenblas-pthread-dev"; \
 	$(if $(filter 1,$(TUI)),[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || missing="$$missing libncurses-dev";) \
+	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	pkg-config --exists ompi-c 2>/dev/null || missing="$$missing libopenmpi-dev"; \
+	command -v mpirun >/dev/null 2>&1 || missing="$$missing openmpi-bin"; \
 	$(call apt_install,exit 1)
 	@if [ ! -f $(CUDA_HOME)/include/cuda_fp8.h ]; then \
 	  echo "note: no $(CUDA_HOME)/include/cuda_fp8.h: the NVIDIA-oracle codec tests will say skip (CI=true fails them);"; \
@@ -285,6 +303,10 @@ $(ANCHOR): tests/bench/anchor_sgemm.c tests/bench/bench_time.h | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) -D_GNU_SOURCE -Itests -I$(BLAS_INC) -std=c11 $(OPT) $(WARN) $< -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -o $@
 
+$(BUILD)/mpi/%: tests/mpi/%.c tests/test.h $(LIB) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
+
 $(BUILD)/gpu/%: tests/gpu/%.c tests/gpu/gpu_common.h $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
@@ -301,7 +323,7 @@ $(BUILD)/fuzz-replay/%: tests/fuzz/%.c tests/fuzz/replay_main.c $(CLI_LIB_OBJ) $
 
 # The benchmarks and slow tests are compiled with the tests (not run), so an API
 # change that breaks them fails `make test`, in CI too.
-tests: $(TEST_DEPS_OK) $(BIN) $(CUDA_SO) $(TESTS) $(GPUS) $(REPLAYS) $(BENCHES) $(SLOWS)
+tests: $(TEST_DEPS_OK) $(BIN) $(CUDA_SO) $(TESTS) $(MPI_TESTS) $(GPUS) $(REPLAYS) $(BENCHES) $(SLOWS)
 
 # Skips that may pass under CI=true (tests/run.sh): hardware always; "build" where this
 # build leaves CUDA out (sanitizers, CUDA=0, no nvcc), whose parts the default build tests.
@@ -344,7 +366,7 @@ gpu-build:
 	@echo "gpu-build: $(BUILD)/fp8plan (no TUI) and $(BUILD)/gpu/*: CUDA $(NVCC), NCCL from $(NCCL_FROM) ($(NCCL_LIB))"
 
 gpu-programs: $(BIN) $(CUDA_SO) $(GPUS)
-	@mkdir -p $(BUILD)/lib && for l in $$(ldd $(BIN) | awk '/libcsv|libopenblas|libgfortran|libquadmath/ { print $$3 }'); do \
+	@mkdir -p $(BUILD)/lib && for l in $$(ldd $(BIN) | awk '/libcsv|libopenblas|libgfortran|libquadmath|libmpi|libopen-|libhwloc|libevent|libpmix|libudev|libltdl/ { print $$3 }'); do \
 	  cp -L "$$l" $(BUILD)/lib/; done
 
 gpu-check:

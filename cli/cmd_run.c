@@ -13,6 +13,7 @@
 
 #include "cli/cmd_plan.h"
 #include "cli/cmd_run_check.h"
+#include "exec/comm/comm_mpi.h"
 #include "exec/ckpt.h"
 #include "exec/data.h"
 #include "exec/measure/compare.h"
@@ -24,7 +25,7 @@
 static const char help[] =
     "usage: fp8plan run --model M --recipe R [--backend cpu|cuda] [--steps N]\n"
     "                   [--layers N] [--hidden H] [--heads A] [--kv-heads K] [--ffn F] [--seq S]\n"
-    "                   [--vocab V] [--mbs B] [--gbs G] [--gpu G] [--seed S] [--data FILE]\n"
+    "                   [--vocab V] [--mbs B] [--gbs G] [--dp N] [--gpu G] [--seed S] [--data FILE]\n"
     "                   [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
     "                   [--scaling-trace FILE] [--loss-log FILE] [--log-every N] [--quiet]\n"
     "                   [--stack NAME] [-o FILE [--format csv|json|html]] [--catalog DIR]\n"
@@ -49,8 +50,12 @@ static const char help[] =
     "                       follows --hidden and KV heads follow --heads at the model's ratios\n"
     "                       unless given)\n"
     "  --mbs B              micro-batch, sequences per forward and backward (default 1)\n"
-    "  --gbs G              global batch, sequences per optimizer step: G / B micro-batches whose\n"
-    "                       gradients accumulate (default B: one)\n"
+    "  --gbs G              global batch, sequences per optimizer step: G / (B x DP) micro-batches per\n"
+    "                       rank whose gradients accumulate (default B x DP: one)\n"
+    "  --dp N               data-parallel ranks (cpu backend): run under mpirun -np N; each rank takes its\n"
+    "                       share of the global batch, gradients are all-reduced in the recipe's dtype\n"
+    "                       (default: the ranks mpirun started, else 1; --dp 1 alone starts MPI as a\n"
+    "                       singleton). Rank 0 prints and writes; a rank that fails stops every rank\n"
     "  --stack NAME         the software stack the plan is made for (stacks.csv; default fp8plan, this\n"
     "                       executor: another stack's plan predicts that stack, not this run)\n"
     "  --gpu G              the GPU the plan is made for (default: the device's row of gpus.csv with\n"
@@ -106,6 +111,7 @@ enum {
     OPT_TRACE,
     OPT_LOSS_LOG,
     OPT_STACK,
+    OPT_DP,
 };
 
 static const struct option opts[] = {
@@ -121,6 +127,7 @@ static const struct option opts[] = {
     {"seq", required_argument, NULL, OPT_SEQ},
     {"mbs", required_argument, NULL, OPT_MBS},
     {"gbs", required_argument, NULL, OPT_GBS},
+    {"dp", required_argument, NULL, OPT_DP},
     {"vocab", required_argument, NULL, OPT_VOCAB},
     {"gpu", required_argument, NULL, OPT_GPU},
     {"seed", required_argument, NULL, OPT_SEED},
@@ -204,6 +211,7 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_SEQ: rc = flag_u32("seq", optarg, 2, 1 << 20, &a->ov.seq); break;
         case OPT_MBS: rc = flag_u32("mbs", optarg, 1, 1 << 16, &a->mbs); break;
         case OPT_GBS: rc = flag_u32("gbs", optarg, 1, 1 << 20, &a->gbs); break;
+        case OPT_DP: rc = flag_u32("dp", optarg, 1, 4096, &a->dp); break;
         case OPT_VOCAB: rc = flag_u32("vocab", optarg, 2, INT32_MAX, &a->ov.vocab); break;
         case OPT_LOG_EVERY: rc = flag_u32("log-every", optarg, 1, 100000000, &a->log_every); break;
         case OPT_WARMUP: rc = flag_u32("warmup", optarg, 0, 100000000, &a->hyper.warmup); break;
@@ -221,10 +229,6 @@ static int parse(int argc, char **argv, RunArgs *a)
     if (!a->recipe)
         return cli_usage(RUN_CMD, "--recipe is required (e.g. megatron-bf16, te-fp8, te-fp8-current, fp8lm)");
     if (a->data && !a->ov.vocab) a->ov.vocab = 256; /* byte-level text */
-    if (!a->gbs) a->gbs = a->mbs;
-    if (a->gbs % a->mbs)
-        return cli_usage(RUN_CMD, "--gbs %u is not a multiple of --mbs %u (global batch = micro-batches x micro-batch)",
-                         a->gbs, a->mbs);
     if (a->out.fmt != TABLE_CSV && !a->out.path)
         return cli_usage(RUN_CMD, "--format %s needs -o FILE", a->out.fmt == TABLE_HTML ? "html" : "json");
     return 0;
@@ -286,11 +290,18 @@ static const GpuSpec *plan_gpu(const RunArgs *a, const Catalog *cat, const Measu
     return catalog_gpu(cat, "h100-sxm");
 }
 
-/* NCCL for a GPU backend (its buffers are part of what the run measures), the
- * single-rank copy otherwise or when NCCL cannot start. */
+/* MPI for CPU ranks (under mpirun, or --dp given); NCCL for a GPU backend
+ * (its buffers are part of what the run measures), the single-rank copy
+ * otherwise or when NCCL cannot start. */
 static Status make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
 {
-    if (!strcmp(bk->name, "cpu")) return comm_single_create(comm, e);
+    int ranks = a->dp || comm_mpi_launched();
+    if (!strcmp(bk->name, "cpu")) return ranks ? comm_create("mpi", bk, comm, e) : comm_single_create(comm, e);
+    if (ranks && (a->dp > 1 || comm_mpi_launched()))
+        return err_set(e, ST_UNAVAILABLE,
+                       "--backend %s: several ranks run on the cpu backend only so far (NCCL ranks bootstrapped "
+                       "through MPI are not implemented yet)",
+                       bk->name);
     if (!comm_create("nccl", bk, comm, e)) return ST_OK;
     if (!a->quiet) printf("  communicator: NCCL unavailable (%s); single-rank copies instead\n", e->msg);
     return comm_single_create(comm, e);
@@ -338,7 +349,8 @@ static int make_plans(const RunArgs *a, const Catalog *cat, const ModelSpec *mod
     for (int i = 0; i < (stack == own ? 1 : 2); i++) {
         PlanInput in;
         Err e;
-        exec_plan_input(&in, model, gpu, r, a->mbs, a->gbs / a->mbs, st[i]);
+        exec_plan_input(&in, model, gpu, r, a->mbs, a->gbs / (a->mbs * a->dp), st[i]);
+        exec_plan_dp(&in, a->dp);
         if (plan_build(&in, p[i], &e)) {
             err_prefix(&e, "plan");
             return run_fail(&e);
@@ -346,6 +358,31 @@ static int make_plans(const RunArgs *a, const Catalog *cat, const ModelSpec *mod
     }
     *built = &own_plan;
     *held = stack == own ? &own_plan : &other_plan;
+    return 0;
+}
+
+/* The ranks: --dp must be the number mpirun started; the global batch a
+ * multiple of mbs x dp (default mbs x dp). Ranks other than 0 print and write
+ * nothing. An exit code. */
+static int resolve_ranks(RunArgs *a, const Comm *comm)
+{
+    uint32_t n = (uint32_t)comm->size;
+    if (a->dp && a->dp != n)
+        return cli_usage(RUN_CMD, "--dp %u needs %u ranks (mpirun -np %u fp8plan run ...); this run has %u", a->dp,
+                         a->dp, a->dp, n);
+    a->dp = n;
+    a->rank = comm->rank;
+    uint64_t unit = (uint64_t)a->mbs * n;
+    if (!a->gbs) a->gbs = (uint32_t)unit;
+    if (unit > (1u << 20) || a->gbs % unit)
+        return cli_usage(RUN_CMD,
+                         "--gbs %u is not a multiple of --mbs %u x dp %u (global batch = micro-batches x micro-batch "
+                         "x data-parallel ranks)",
+                         a->gbs, a->mbs, n);
+    if (a->rank) {
+        a->quiet = 1;
+        a->out.path = a->save = a->trace = a->loss_log = NULL;
+    }
     return 0;
 }
 
@@ -374,6 +411,12 @@ int cmd_run(int argc, char **argv)
         rc = run_fail(&e);
         goto done;
     }
+    if (make_comm(&a, bk, &comm, &e)) {
+        rc = run_fail(&e);
+        goto done;
+    }
+    measure_after_comm(&ms, bk);
+    if ((rc = resolve_ranks(&a, comm))) goto done;
     if ((rc = plan_catalog_load(RUN_CMD, a.catalog, &cat))) goto done;
     measure_match(&ms, cat);
     if ((rc = lookup(&a, cat, &ms, &base, &gpu, &recipe))) goto done;
@@ -382,12 +425,7 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     if ((rc = make_plans(&a, cat, &model, gpu, recipe, &built, &plan))) goto done;
-    run_warn_model(&a, base, &model, built, bk->name);
-    if (make_comm(&a, bk, &comm, &e)) {
-        rc = run_fail(&e);
-        goto done;
-    }
-    measure_after_comm(&ms, bk);
+    if (!a.rank) run_warn_model(&a, base, &model, built, bk->name);
     double t0 = run_now_s();
     run_progress_build(&model, built, par_threads());
     Status st = model_create(built, &a.hyper, bk, comm, &m, &e);
@@ -422,8 +460,15 @@ int cmd_run(int argc, char **argv)
     }
     if (a.save && !a.quiet) printf("checkpoint: %s (step %u)\n", a.save, m->step);
     if (ms.dev.st) fprintf(stderr, "fp8plan run: warning: a device measurement failed: %s\n", ms.dev.msg);
-    rc = run_report(&a, plan, m, &ms, &d);
+    int ranks_rc = comm->size > 1 ? run_rank_table(plan, comm, &ms) : 0;
+    if (!a.rank) rc = run_report(&a, plan, m, &ms, &d);
+    if (!rc && ranks_rc) rc = ranks_rc;
 done:
+    if (rc && rc != 1 && comm && comm->size > 1) { /* never leave the other ranks waiting in a collective */
+        fprintf(stderr, "fp8plan run: rank %d of %d failed (exit %d): stopping every rank\n", comm->rank, comm->size,
+                rc);
+        comm_mpi_abort(comm, rc);
+    }
     run_files_abort(&sf);
     measure_free(&ms);
     data_free(&d);

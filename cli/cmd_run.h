@@ -17,6 +17,8 @@ typedef struct {
     const char *stack; /* --stack NAME (NULL: fp8plan) */
     ExecOverrides ov;
     uint32_t mbs, gbs, steps, log_every;
+    uint32_t dp; /* --dp N (0: the number of ranks mpirun started; 1 without mpirun) */
+    int rank;    /* this process's rank; ranks other than 0 print and write nothing */
     ModelHyper hyper;
     int quiet;
 } RunArgs;
@@ -43,6 +45,11 @@ int run_files_open(const RunArgs *a, Model *m, RunFiles *f);
 int run_files_commit(RunFiles *f);
 /* Drop what is open (on a failure). */
 void run_files_abort(RunFiles *f);
+
+/* Rank 0 prints the bytes each rank sent per step per collective beside the
+ * plan's (every rank takes part: it gathers their counts); an exit code, 1
+ * when a rank's bytes differ from the plan's (cli/cmd_run_ranks.c). */
+int run_rank_table(const Plan *p, Comm *comm, const Measurement *ms);
 
 /* a->steps training steps, printing each (unless quiet) and writing the side files; an exit code. */
 int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFiles *f);

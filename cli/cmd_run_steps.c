@@ -32,16 +32,20 @@ static void trace_rows(FILE *f, const Model *m)
 
 int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFiles *sf)
 {
-    const uint64_t bt = (uint64_t)m->batch * m->seq, n = model_step_tokens(m);
-    int32_t *in = malloc(n * sizeof *in), *tgt = malloc(n * sizeof *tgt);
+    /* every rank draws the whole global batch (dp x n tokens: the stream stays
+     * the same on every rank, and in a checkpoint) and trains on its share */
+    const uint64_t bt = (uint64_t)m->batch * m->seq, n = model_step_tokens(m), all = n * m->dp;
+    const uint64_t mine = n * (uint64_t)m->comm->rank;
+    int32_t *in = malloc(all * sizeof *in), *tgt = malloc(all * sizeof *tgt);
     Err e;
     int rc = 0;
     double t0 = run_now_s();
     if (!in || !tgt) rc = run_fail((err_set(&e, ST_NOMEM, "out of memory"), &e));
     for (uint32_t i = 0; !rc && i < a->steps; i++) {
         float loss;
-        for (uint32_t k = 0; k < m->microbatches; k++) data_next(d, m->batch, m->seq, in + k * bt, tgt + k * bt);
-        if (measure_step(ms, m, in, tgt, &loss, &e)) {
+        for (uint64_t k = 0; k < (uint64_t)m->microbatches * m->dp; k++)
+            data_next(d, m->batch, m->seq, in + k * bt, tgt + k * bt);
+        if (measure_step(ms, m, in + mine, tgt + mine, &loss, &e)) {
             err_prefix(&e, "step %u", m->step + 1);
             rc = run_fail(&e);
             break;
@@ -140,8 +144,12 @@ static int print_tables(const Plan *p, const Measurement *ms, const Comparison *
     const RunTable which[2] = {RUN_TABLE_TERMS, RUN_TABLE_RATES};
     for (int i = 0; i < 2; i++) {
         if (i == 0)
-            snprintf(title, sizeof title, "Plan (%s, 1 GPU) versus measured (%s backend)", p->in.gpu->name,
-                     ms->backend);
+            if (p->in.dp > 1)
+                snprintf(title, sizeof title, "Plan (%s, per GPU at dp %u) versus measured (%s backend, rank 0)",
+                         p->in.gpu->name, p->in.dp, ms->backend);
+            else
+                snprintf(title, sizeof title, "Plan (%s, 1 GPU) versus measured (%s backend)", p->in.gpu->name,
+                         ms->backend);
         else
             snprintf(title, sizeof title, "Throughput and collective calls (median step of steps %u..%u; plan for %s)",
                      ms->first_step + from + 1, ms->first_step + ms->steps, p->in.gpu->name);

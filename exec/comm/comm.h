@@ -2,12 +2,12 @@
  * communication library (nccl-tests style), the place multi-rank runs plug in.
  *
  * Implementations: "single" (exec/comm/comm_single.c: one rank, collectives
- * degenerate to copies or nothing) and "nccl" (exec/cuda/comm_nccl.cu: GPU
+ * degenerate to copies or nothing), "mpi" (exec/comm/comm_mpi.c: CPU ranks
+ * launched by mpirun, host memory, reductions in a fixed rank order so results
+ * are reproducible; see comm_mpi.h) and "nccl" (exec/cuda/comm_nccl.cu: GPU
  * ranks on the CUDA backend's stream; exec/comm/comm_wire.c decides the
- * dtype a buffer travels in from the NCCL the process loaded). A CPU-rank
- * implementation over MPI (issue 11: DP, TP+SP and PP on the CPU backend in
- * CI) adds a file here and a name in comm_create; the executor does not
- * change.
+ * dtype a buffer travels in from the NCCL the process loaded; broadcast and
+ * send/recv are not implemented there yet and say so).
  *
  * Conventions:
  *  - Buffers are backend memory (device memory for CUDA); every call is issued
@@ -60,6 +60,15 @@ struct Comm {
     /* recv (count) = this rank's slice of the reduction of send (size·count). */
     Status (*reduce_scatter)(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t count,
                              Dtype dtype, CommReduce op, Err *e);
+    /* buf (count) on every rank = root's buf. Counted S · 1 (nccl-tests' broadcast factor). */
+    Status (*broadcast)(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t count, Dtype dtype, int root,
+                        Err *e);
+    /* Blocking point to point with rank peer (≠ this rank); a send is matched
+     * by the peer's recv of the same id, count and dtype, in order. A send
+     * counts S · 1 (bytes this rank sends), a recv counts nothing. */
+    Status (*send)(Comm *c, CollectiveId id, Backend *bk, const void *buf, uint64_t count, Dtype dtype, int peer,
+                   Err *e);
+    Status (*recv)(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t count, Dtype dtype, int peer, Err *e);
     void (*destroy)(Comm *c);
 };
 
@@ -70,6 +79,23 @@ void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor);
 /* payload = count · dtype size; ST_USAGE for a dtype without a size,
  * ST_OVERFLOW past 2^64. */
 Status comm_payload(uint64_t count, Dtype dtype, uint64_t *payload, Err *e);
+
+/* Not a collective of the plan: counted in total only (the loss gathered
+ * for the report, the shared FP8 scale's amax). */
+#define COMM_UNPLANNED CO_COUNT_
+
+/* FP8 all-reduce with a scale agreed first (MS-AMP's FP8 gradient
+ * all-reduce): buf holds count codes of dtype (DT_E4M3 or DT_E5M2) that decode
+ * to value · rec[REC_SCALE] on this rank (rec: {scale, scale_inv, amax},
+ * backend memory; exec/backend_desc.h). The group's amax A (MAX over the
+ * ranks of |code| · scale_inv, counted COMM_UNPLANNED) gives the shared
+ * scale s = fmax / (size · A) (1 when A is 0 or not finite), so a sum of size
+ * values each at most A in magnitude stays within the format; each rank
+ * re-encodes its values at s (RNE, saturating), the codes are summed with
+ * all_reduce (dtype SUM: decoded, summed in FP32, rounded once; counted under
+ * id, one byte per element) and rec becomes {s, 1/s, amax of the sum}. */
+Status comm_all_reduce_fp8(Comm *c, CollectiveId id, Backend *bk, void *buf, float *rec, uint64_t count, Dtype dtype,
+                           Err *e);
 
 /* The single-rank implementation: collectives degenerate to copies (or
  * nothing, in place) and count zero bus bytes. */

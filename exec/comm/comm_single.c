@@ -8,6 +8,7 @@
 
 #include "exec/backend.h"
 #include "exec/comm/comm.h"
+#include "exec/comm/comm_mpi.h"
 
 #ifdef FP8PLAN_HAVE_CUDA /* the Makefile defines it when it builds exec/cuda/ with nvcc */
 #include "exec/cuda_lib.h"
@@ -79,6 +80,39 @@ static Status single_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const
     return copy_if_needed(bk, send, recv, bytes, e);
 }
 
+/* Over one rank the root's buffer is every rank's: nothing moves. */
+static Status single_broadcast(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dtype, int root,
+                               Err *e)
+{
+    (void)bk;
+    uint64_t bytes = 0;
+    Status st = comm_payload(n, dtype, &bytes, e);
+    if (st) return st;
+    if (root != 0) return err_set(e, ST_USAGE, "broadcast: root %d is not a rank of 1", root);
+    if (!buf && n) return err_set(e, ST_USAGE, "broadcast: no buffer");
+    comm_count(c, id, bytes, 0.0);
+    return ST_OK;
+}
+
+/* One rank has no peer: every send or recv names a rank that does not exist. */
+static Status single_no_peer(const char *what, int peer, Err *e)
+{
+    return err_set(e, ST_USAGE, "%s: peer %d is not another rank (one rank)", what, peer);
+}
+
+static Status single_send(Comm *c, CollectiveId id, Backend *bk, const void *buf, uint64_t n, Dtype dtype, int peer,
+                          Err *e)
+{
+    (void)c, (void)id, (void)bk, (void)buf, (void)n, (void)dtype;
+    return single_no_peer("send", peer, e);
+}
+
+static Status single_recv(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dtype, int peer, Err *e)
+{
+    (void)c, (void)id, (void)bk, (void)buf, (void)n, (void)dtype;
+    return single_no_peer("recv", peer, e);
+}
+
 static void single_destroy(Comm *c) { free(c); }
 
 Status comm_single_create(Comm **out, Err *e)
@@ -91,6 +125,9 @@ Status comm_single_create(Comm **out, Err *e)
     c->all_reduce = single_all_reduce;
     c->all_gather = single_all_gather;
     c->reduce_scatter = single_reduce_scatter;
+    c->broadcast = single_broadcast;
+    c->send = single_send;
+    c->recv = single_recv;
     c->destroy = single_destroy;
     *out = c;
     return ST_OK;
@@ -111,5 +148,11 @@ Status comm_create(const char *name, Backend *bk, Comm **out, Err *e)
         return err_set(e, ST_UNAVAILABLE, "nccl: fp8plan was built without the CUDA backend");
 #endif
     }
-    return err_set(e, ST_USAGE, "unknown communicator '%s' (known: single, nccl)", name);
+    if (!strcmp(name, "mpi")) {
+        if (bk && strcmp(bk->name, "cpu"))
+            return err_set(e, ST_UNAVAILABLE, "mpi: carries host memory, the cpu backend's (this run uses %s)",
+                           bk->name);
+        return comm_mpi_create(out, e);
+    }
+    return err_set(e, ST_USAGE, "unknown communicator '%s' (known: single, mpi, nccl)", name);
 }

@@ -76,3 +76,10 @@ void exec_plan_input(PlanInput *in, const ModelSpec *m, const GpuSpec *gpu, cons
     in->frag_frac = 0.0; /* one arena, allocated once, never fragments: the device total compares like with like */
     if (stack) plan_input_use_stack(in, stack);
 }
+
+void exec_plan_dp(PlanInput *in, uint32_t dp)
+{
+    if (!dp) dp = 1;
+    in->dp = dp;
+    in->gbs *= dp;
+}

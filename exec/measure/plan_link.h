@@ -38,6 +38,10 @@ Status exec_model(const ModelSpec *base, const ExecOverrides *o, ModelSpec *out,
 void exec_plan_input(PlanInput *in, const ModelSpec *m, const GpuSpec *gpu, const Recipe *r, uint32_t mbs,
                      uint32_t microbatches, const StackSpec *stack);
 
+/* Data parallelism over dp ranks: in->dp = dp and the global batch dp times
+ * one rank's (each rank runs the micro-batches exec_plan_input gave). */
+void exec_plan_dp(PlanInput *in, uint32_t dp);
+
 #ifdef __cplusplus
 }
 #endif

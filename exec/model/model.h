@@ -172,6 +172,8 @@ typedef struct Model {
     Recipe recipe;         /* the plan's recipe row */
     uint32_t batch, seq;   /* B (micro-batch), T */
     uint32_t microbatches; /* per step: global batch / (micro-batch × DP), from the plan */
+    uint32_t dp;           /* data-parallel ranks (the plan's dp = comm->size): this rank runs
+                              micro-batches rank·microbatches .. of the global batch */
     uint64_t vocab_padded; /* Vp (the plan's padding) */
     Dtype act_dtype;       /* exec_act_dtype(&recipe) */
     ModelHyper hyper;
@@ -186,6 +188,7 @@ typedef struct Model {
     uint32_t step;      /* optimizer steps taken */
     uint32_t mb;        /* the micro-batch being run (0 .. microbatches − 1) */
     float *host_losses; /* (B·T) host copy */
+    float *step_losses; /* (dp · microbatches · B·T) the step's token losses, every rank's in global order */
     /* Last step: forward, backward, optimizer, communication (seconds, summed
      * over the micro-batches). Device time between timestamps in the stream
      * when the backend has mark/elapsed (phase_device = 1; host gaps between
@@ -210,7 +213,7 @@ typedef struct Model {
 enum { MODEL_MARK_FIRST = BACKEND_MARKS - 8 };
 
 /* ST_OK when the executor builds the plan's model and recipe; ST_USAGE or
- * ST_UNAVAILABLE naming the field otherwise (a layout with TP/PP/CP/DP > 1, an
+ * ST_UNAVAILABLE naming the field otherwise (a layout with TP/PP/CP > 1, an
  * odd head_dim with rotary positions, a vocabulary beyond int32 token ids). */
 Status model_check(const Plan *p, Err *e);
 
@@ -226,7 +229,8 @@ Status model_layout(const Plan *p, ArenaSpecs *specs, Err *e);
 Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm, Model **out, Err *e);
 void model_destroy(Model *m);
 
-/* Tokens one step consumes: microbatches · B · T. */
+/* Tokens one step consumes on this rank: microbatches · B · T (the global
+ * batch is dp times as many). */
 uint64_t model_step_tokens(const Model *m);
 
 /* One training step on host tokens inputs/targets (model_step_tokens each,

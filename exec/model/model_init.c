@@ -232,9 +232,13 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
         f->fmt = m->recipe.gemm_fwd;
         b->fmt = m->recipe.gemm_bwd;
     }
+    if (!st && (!comm || (uint32_t)comm->size != m->dp))
+        st = err_set(e, ST_USAGE, "the plan's dp %u needs as many ranks; the communicator has %d", m->dp,
+                     comm ? comm->size : 0);
     if (!st) {
         m->host_losses = malloc(model_tokens(m) * sizeof(float));
-        if (!m->host_losses) st = err_set(e, ST_NOMEM, "out of memory");
+        m->step_losses = malloc(model_step_tokens(m) * m->dp * sizeof(float));
+        if (!m->host_losses || !m->step_losses) st = err_set(e, ST_NOMEM, "out of memory");
     }
     if (!st) st = upload_rope(m, e);
     if (!st) st = model_init_weights(m, e);
@@ -254,6 +258,7 @@ void model_destroy(Model *m)
     free(m->params);
     free(m->act.layer);
     free(m->host_losses);
+    free(m->step_losses);
     BankTrace *t[2] = {&m->tr_fwd, &m->tr_bwd};
     for (int i = 0; i < 2; i++) {
         free(t[i]->amax);

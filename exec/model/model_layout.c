@@ -15,11 +15,12 @@ Status model_check(const Plan *p, Err *e)
 {
     const PlanInput *in = &p->in;
     const ModelSpec *s = in->model;
-    if (in->tp != 1 || in->pp != 1 || in->cp != 1 || in->dp != 1)
+    if (in->tp != 1 || in->pp != 1 || in->cp != 1)
         return err_set(e, ST_UNAVAILABLE,
-                       "the executor runs one GPU (tp %u, pp %u, cp %u, dp %u given); multi-rank runs are not "
-                       "implemented yet",
-                       in->tp, in->pp, in->cp, in->dp);
+                       "the executor runs data parallelism only (tp %u, pp %u, cp %u given); tensor, pipeline and "
+                       "context parallelism are not implemented yet",
+                       in->tp, in->pp, in->cp);
+    if (!in->dp) return err_set(e, ST_USAGE, "the plan's dp is 0");
     if (in->attn != ATTN_MATERIALIZED || in->recompute != RECOMPUTE_NONE || in->dropout || in->sharding != SHARD_NONE)
         return err_set(e, ST_UNAVAILABLE,
                        "the executor materializes attention scores without recompute, dropout or state sharding; "
@@ -52,6 +53,7 @@ static void model_from_plan(const Plan *p, Model *m)
     m->batch = p->in.mbs;
     m->seq = p->seq;
     m->microbatches = p->microbatches;
+    m->dp = p->in.dp;
     m->vocab_padded = p->vocab_padded;
     m->act_dtype = exec_act_dtype(&m->recipe);
 }

@@ -25,13 +25,17 @@ static Status trace_before(Model *m, ScalingBank *b, BankTrace *t, Err *e)
     return st;
 }
 
-/* Amax all-reduce (MAX over ranks) then TE's delayed update of a bank; or, for
- * current scaling, only the trace of what the casts used. */
+/* Amax all-reduce (MAX over the recipe's group) then TE's delayed update of a
+ * bank; or, for current scaling, only the trace of what the casts used. With
+ * data parallelism only the recipes whose amax_reduce is "all" reduce over
+ * the ranks (the plan's amax group is TP·CP·DP for them, TP·CP = 1 rank for
+ * "tp" and none for "none"); one rank keeps its call (it moves nothing). */
 static Status update_bank(Model *m, ScalingBank *b, BankTrace *t, Err *e)
 {
     Status st = trace_before(m, b, t, e);
     if (st || m->recipe.scaling != SCALING_DELAYED) return st;
-    st = m->comm->all_reduce(m->comm, CO_AMAX_AR, m->bk, b->amax_history, b->n, DT_FP32, COMM_MAX, e);
+    if (m->comm->size == 1 || m->recipe.amax_reduce == AMAX_ALL)
+        st = m->comm->all_reduce(m->comm, CO_AMAX_AR, m->bk, b->amax_history, b->n, DT_FP32, COMM_MAX, e);
     if (!st) st = m->bk->scaling_delayed_update(m->bk, b, e);
     if (!st && m->trace) st = m->bk->copy_to_host(m->bk, t->scale_next, b->scale, b->n * sizeof(float), e);
     return st;
@@ -104,21 +108,56 @@ static Status optimizer(Model *m, Err *e)
     return st;
 }
 
-/* Add the micro-batch's per-token losses to *sum (double, token order). */
+/* Add the micro-batch's per-token losses to *sum (double, token order) and
+ * keep them in this rank's part of step_losses. */
 static Status add_losses(Model *m, double *sum, Err *e)
 {
     uint64_t BT = model_tokens(m);
     Status st = m->bk->copy_to_host(m->bk, m->host_losses, m->act.losses, BT * sizeof(float), e);
-    for (uint64_t i = 0; !st && i < BT; i++) *sum += m->host_losses[i];
-    return st;
+    if (st) return st;
+    for (uint64_t i = 0; i < BT; i++) *sum += m->host_losses[i];
+    float *keep = m->step_losses + ((uint64_t)m->comm->rank * m->microbatches + m->mb) * BT;
+    memcpy(keep, m->host_losses, BT * sizeof(float));
+    return ST_OK;
 }
 
 static float mean_of(const Model *m, double sum) { return (float)(sum / (double)model_step_tokens(m)); }
 
 uint64_t model_step_tokens(const Model *m) { return model_tokens(m) * m->microbatches; }
 
-/* d(mean loss)/d(loss of one token): 1 / tokens of the step. */
-static float dloss(const Model *m) { return 1.0f / (float)model_step_tokens(m); }
+/* d(mean loss)/d(loss of one token): 1 / tokens of the global step (every
+ * rank's), so the ranks' summed gradients are the mean's. */
+static float dloss(const Model *m) { return 1.0f / (float)(model_step_tokens(m) * m->dp); }
+
+/* The step's mean loss over the global batch: with several ranks, every
+ * rank's token losses gathered (not a plan collective) and summed in global
+ * token order in double — the very sum one rank running the whole batch
+ * makes. */
+static Status global_loss(Model *m, double local_sum, float *loss, Err *e)
+{
+    if (m->dp == 1) {
+        *loss = mean_of(m, local_sum);
+        return ST_OK;
+    }
+    const uint64_t n = model_step_tokens(m);
+    float *mine = m->step_losses + (uint64_t)m->comm->rank * n;
+    Status st = m->comm->all_gather(m->comm, COMM_UNPLANNED, m->bk, mine, m->step_losses, n, DT_FP32, e);
+    if (st) return st;
+    double sum = 0.0;
+    for (uint64_t i = 0; i < n * m->dp; i++) sum += m->step_losses[i];
+    *loss = (float)(sum / (double)(n * m->dp));
+    return ST_OK;
+}
+
+/* The gradient all-reduce of one parameter in the dtype the recipe keeps it:
+ * FP8 gradients over several ranks with a scale agreed first (comm_all_reduce_fp8). */
+static Status reduce_grad(Model *m, ModelParam *p, Err *e)
+{
+    Dtype dt = model_states(m, p)->dt[STATE_GRAD];
+    if (dtype_is_fp8(dt) && p->grad_rec && m->comm->size > 1)
+        return comm_all_reduce_fp8(m->comm, CO_DP_GRAD_AR, m->bk, p->grad, p->grad_rec, p->numel, dt, e);
+    return m->comm->all_reduce(m->comm, CO_DP_GRAD_AR, m->bk, p->grad, p->numel, dt, COMM_SUM, e);
+}
 
 static void phase_done(Model *m, int phase)
 {
@@ -194,9 +233,7 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     m->mb = 0;
     t[0] = now_s();
     if (!st) st = phase_begin(m, ev, 2, e);
-    for (uint32_t i = 0; !st && i < m->nparams; i++)
-        st = m->comm->all_reduce(m->comm, CO_DP_GRAD_AR, bk, m->params[i].grad, m->params[i].numel,
-                                 model_states(m, &m->params[i])->dt[STATE_GRAD], COMM_SUM, e);
+    for (uint32_t i = 0; !st && i < m->nparams; i++) st = reduce_grad(m, &m->params[i], e);
     if (!st) st = phase_end(m, ev, 2, &t[1], e);
     if (!st) phase_done(m, PHASE_COMM);
     if (!st) st = phase_begin(m, ev, 3, e);
@@ -205,8 +242,8 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     if (!st) phase_done(m, PHASE_OPT);
     if (!st) st = span(m, ev, 2, t[0], t[1], &ph[PHASE_COMM], e);
     if (!st) st = span(m, ev, 3, t[1], t[2], &ph[PHASE_OPT], e);
+    if (!st) st = global_loss(m, sum, loss, e);
     if (st) return st;
-    *loss = mean_of(m, sum);
     m->step++;
     memcpy(m->phase_s, ph, sizeof ph);
     m->phase_device = ev;

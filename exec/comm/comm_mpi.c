@@ -1,0 +1,288 @@
+/* exec/comm/comm_mpi.c — the MPI communicator (see comm_mpi.h): data moves as
+ * bytes through MPI, reductions happen here in rank order. */
+#include "exec/comm/comm_mpi.h"
+
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/backend.h"
+#include "exec/elem.h"
+
+typedef struct {
+    MPI_Comm comm; /* a duplicate of MPI_COMM_WORLD, errors returned */
+} MpiImpl;
+
+static int owned_init; /* this file called MPI_Init_thread */
+static int live;       /* communicators not yet destroyed */
+
+int comm_mpi_launched(void) { return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK"); }
+
+static Status mpi_fail(Err *e, int rc, const char *call)
+{
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "error %d", rc);
+    return err_set(e, ST_UNAVAILABLE, "mpi: %s failed: %s", call, msg);
+}
+
+#define MPI_TRY(call)                     \
+    do {                                  \
+        int mr_ = (call);                 \
+        if (mr_ != MPI_SUCCESS) {         \
+            st = mpi_fail(e, mr_, #call); \
+            goto done;                    \
+        }                                 \
+    } while (0)
+
+static MPI_Comm world(const Comm *c) { return ((const MpiImpl *)c->impl)->comm; }
+
+/* First element of rank r's slice of n elements: ⌊n·r/size⌋ without overflow
+ * (n = q·size + m: q·r + ⌊m·r/size⌋, and m·r < size²). */
+static uint64_t slice_lo(uint64_t n, int size, int r)
+{
+    uint64_t s = (uint64_t)size, q = n / s, m = n % s;
+    return q * (uint64_t)r + m * (uint64_t)r / s;
+}
+
+/* Checks common to every call: host memory, a sized dtype, the element count
+ * in MPI's int byte counts (total = elements the largest buffer holds). */
+static Status check_call(const Comm *c, const char *what, Backend *bk, uint64_t total, Dtype dt, Err *e)
+{
+    if (bk && bk->name && strcmp(bk->name, "cpu"))
+        return err_set(e, ST_USAGE, "mpi %s: carries host memory (the cpu backend's), not %s's", what, bk->name);
+    uint64_t bytes = 0;
+    Status st = comm_payload(total, dt, &bytes, e);
+    if (st) return st;
+    if (bytes > (uint64_t)INT_MAX)
+        return err_set(e, ST_UNAVAILABLE, "mpi %s: %llu bytes over %d ranks is more than one MPI call carries (%d)",
+                       what, (unsigned long long)bytes, c->size, INT_MAX);
+    return ST_OK;
+}
+
+/* out[k] = the fold, in rank order, of size contributions of len elements
+ * each (contribution i at part + i·len), decoded to FP32 and rounded once to dt. */
+static void fold(const uint8_t *part, uint64_t len, Dtype dt, CommReduce op, int size, void *out)
+{
+    const uint64_t stride = len * dtype_bytes(dt);
+    for (uint64_t k = 0; k < len; k++) {
+        float acc = elem_load(part, dt, k);
+        for (int i = 1; i < size; i++) {
+            float x = elem_load(part + (uint64_t)i * stride, dt, k);
+            if (op == COMM_SUM)
+                acc = acc + x;
+            else if (x != x || (op == COMM_MAX ? x > acc : x < acc))
+                acc = x; /* a NaN, once in, stays (acc > NaN and acc < NaN are false) */
+        }
+        elem_store(out, dt, k, acc);
+    }
+}
+
+static Status check_op(CommReduce op, Dtype dt, Err *e)
+{
+    if (op != COMM_SUM && op != COMM_MAX && op != COMM_MIN)
+        return err_set(e, ST_USAGE, "mpi: unknown reduction %d", (int)op);
+    if (!elem_supported(dt)) return err_set(e, ST_USAGE, "mpi: cannot reduce %s values", dtype_name(dt));
+    return elem_init() ? err_set(e, ST_NOMEM, "mpi: out of memory for the decoding tables") : ST_OK;
+}
+
+static Status mpi_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, CommReduce op,
+                             Err *e)
+{
+    Status st = check_call(c, "all_reduce", bk, n, dt, e);
+    if (!st) st = check_op(op, dt, e);
+    if (st) return st;
+    if (!buf && n) return err_set(e, ST_USAGE, "mpi all_reduce: no buffer");
+    const int size = c->size, r = c->rank;
+    const uint64_t b = dtype_bytes(dt), lo = slice_lo(n, size, r), len = slice_lo(n, size, r + 1) - lo;
+    int *cnt = calloc(4 * (size_t)size, sizeof *cnt), *dsp = cnt + size, *rcnt = cnt + 2 * size, *rdsp = cnt + 3 * size;
+    uint8_t *part = malloc(len * b * (uint64_t)size + 1), *mine = malloc(len * b + 1);
+    if (!cnt || !part || !mine) {
+        st = err_set(e, ST_NOMEM, "mpi all_reduce: out of memory for %llu elements", (unsigned long long)n);
+        goto done;
+    }
+    for (int j = 0; j < size; j++) {
+        uint64_t jlo = slice_lo(n, size, j);
+        cnt[j] = (int)((slice_lo(n, size, j + 1) - jlo) * b); /* my values of rank j's slice */
+        dsp[j] = (int)(jlo * b);
+        rcnt[j] = (int)(len * b); /* rank j's values of my slice */
+        rdsp[j] = (int)((uint64_t)j * len * b);
+    }
+    if (size > 1)
+        MPI_TRY(MPI_Alltoallv(buf, cnt, dsp, MPI_BYTE, part, rcnt, rdsp, MPI_BYTE, world(c)));
+    else
+        memcpy(part, buf, n * b);
+    fold(part, len, dt, op, size, mine);
+    if (size > 1)
+        MPI_TRY(MPI_Allgatherv(mine, (int)(len * b), MPI_BYTE, buf, cnt, dsp, MPI_BYTE, world(c)));
+    else
+        memcpy(buf, mine, n * b);
+    comm_count(c, id, n * b, 2.0 * (size - 1) / size);
+done:
+    free(cnt);
+    free(part);
+    free(mine);
+    return st;
+}
+
+static Status mpi_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n,
+                                 Dtype dt, CommReduce op, Err *e)
+{
+    const int size = c->size;
+    Status st = check_call(c, "reduce_scatter", bk, n * (uint64_t)size, dt, e);
+    if (!st) st = check_op(op, dt, e);
+    if (st) return st;
+    if ((!send || !recv) && n) return err_set(e, ST_USAGE, "mpi reduce_scatter: missing buffer");
+    const uint64_t b = dtype_bytes(dt);
+    uint8_t *part = malloc(n * b * (uint64_t)size + 1);
+    if (!part)
+        return err_set(e, ST_NOMEM, "mpi reduce_scatter: out of memory for %llu elements", (unsigned long long)n);
+    MPI_TRY(MPI_Alltoall(send, (int)(n * b), MPI_BYTE, part, (int)(n * b), MPI_BYTE, world(c)));
+    fold(part, n, dt, op, size, recv);
+    comm_count(c, id, n * b * (uint64_t)size, (double)(size - 1) / size);
+done:
+    free(part);
+    return st;
+}
+
+static Status mpi_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt,
+                             Err *e)
+{
+    const int size = c->size;
+    Status st = check_call(c, "all_gather", bk, n * (uint64_t)size, dt, e);
+    if (st) return st;
+    if ((!send || !recv) && n) return err_set(e, ST_USAGE, "mpi all_gather: missing buffer");
+    const uint64_t b = dtype_bytes(dt);
+    /* in place when send is this rank's block of recv (NCCL's convention) */
+    const void *s = send == (const uint8_t *)recv + (uint64_t)c->rank * n * b ? MPI_IN_PLACE : send;
+    MPI_TRY(MPI_Allgather(s, (int)(n * b), MPI_BYTE, recv, (int)(n * b), MPI_BYTE, world(c)));
+    comm_count(c, id, n * b * (uint64_t)size, (double)(size - 1) / size);
+done:
+    return st;
+}
+
+static Status mpi_broadcast(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int root, Err *e)
+{
+    Status st = check_call(c, "broadcast", bk, n, dt, e);
+    if (st) return st;
+    if (root < 0 || root >= c->size)
+        return err_set(e, ST_USAGE, "mpi broadcast: root %d is not a rank of %d", root, c->size);
+    if (!buf && n) return err_set(e, ST_USAGE, "mpi broadcast: no buffer");
+    const uint64_t bytes = n * dtype_bytes(dt);
+    MPI_TRY(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, world(c)));
+    comm_count(c, id, bytes, c->size > 1 ? 1.0 : 0.0);
+done:
+    return st;
+}
+
+static Status check_peer(const Comm *c, const char *what, int peer, Err *e)
+{
+    if (peer < 0 || peer >= c->size || peer == c->rank)
+        return err_set(e, ST_USAGE, "mpi %s: peer %d is not another rank (rank %d of %d)", what, peer, c->rank,
+                       c->size);
+    return ST_OK;
+}
+
+static Status mpi_send(Comm *c, CollectiveId id, Backend *bk, const void *buf, uint64_t n, Dtype dt, int peer, Err *e)
+{
+    Status st = check_call(c, "send", bk, n, dt, e);
+    if (!st) st = check_peer(c, "send", peer, e);
+    if (st) return st;
+    const uint64_t bytes = n * dtype_bytes(dt);
+    MPI_TRY(MPI_Send(buf, (int)bytes, MPI_BYTE, peer, (int)id, world(c)));
+    comm_count(c, id, bytes, 1.0);
+done:
+    return st;
+}
+
+static Status mpi_recv(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int peer, Err *e)
+{
+    Status st = check_call(c, "recv", bk, n, dt, e);
+    if (!st) st = check_peer(c, "recv", peer, e);
+    if (st) return st;
+    const uint64_t bytes = n * dtype_bytes(dt);
+    MPI_Status ms;
+    int got = 0;
+    MPI_TRY(MPI_Recv(buf, (int)bytes, MPI_BYTE, peer, (int)id, world(c), &ms));
+    MPI_TRY(MPI_Get_count(&ms, MPI_BYTE, &got));
+    if ((uint64_t)got != bytes)
+        st = err_set(e, ST_SOFTWARE, "mpi recv: rank %d sent %d bytes, rank %d expected %llu", peer, got, c->rank,
+                     (unsigned long long)bytes);
+done:
+    return st;
+}
+
+static void mpi_destroy(Comm *c)
+{
+    if (!c) return;
+    MpiImpl *im = c->impl;
+    if (im && im->comm != MPI_COMM_NULL) MPI_Comm_free(&im->comm);
+    free(im);
+    free(c);
+    int fin = 0;
+    if (--live == 0 && owned_init && MPI_Finalized(&fin) == MPI_SUCCESS && !fin) MPI_Finalize();
+}
+
+Status comm_mpi_create(Comm **out, Err *e)
+{
+    *out = NULL;
+    Status st = ST_OK;
+    int inited = 0, provided = 0;
+    Comm *c = calloc(1, sizeof *c);
+    MpiImpl *im = calloc(1, sizeof *im);
+    if (!c || !im) {
+        free(c);
+        free(im);
+        return err_set(e, ST_NOMEM, "out of memory");
+    }
+    im->comm = MPI_COMM_NULL;
+    MPI_TRY(MPI_Initialized(&inited));
+    if (!inited) { /* the pool's threads never call MPI: FUNNELED */
+        MPI_TRY(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
+        owned_init = 1;
+    }
+    MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &im->comm));
+    MPI_TRY(MPI_Comm_set_errhandler(im->comm, MPI_ERRORS_RETURN));
+    MPI_TRY(MPI_Comm_rank(im->comm, &c->rank));
+    MPI_TRY(MPI_Comm_size(im->comm, &c->size));
+    c->name = "mpi";
+    c->impl = im;
+    c->all_reduce = mpi_all_reduce;
+    c->all_gather = mpi_all_gather;
+    c->reduce_scatter = mpi_reduce_scatter;
+    c->broadcast = mpi_broadcast;
+    c->send = mpi_send;
+    c->recv = mpi_recv;
+    c->destroy = mpi_destroy;
+    live++;
+    *out = c;
+    return ST_OK;
+done:
+    if (im->comm != MPI_COMM_NULL) MPI_Comm_free(&im->comm);
+    free(im);
+    free(c);
+    return st;
+}
+
+Status comm_gather_stats(Comm *c, const CommStats *mine, int n, CommStats *all, Err *e)
+{
+    Status st = ST_OK;
+    if (strcmp(c->name, "mpi")) {
+        memcpy(all, mine, (size_t)n * sizeof *mine);
+        return ST_OK;
+    }
+    int bytes = (int)((size_t)n * sizeof *mine); /* the same struct layout on every rank: one binary */
+    MPI_TRY(MPI_Gather(mine, bytes, MPI_BYTE, all, bytes, MPI_BYTE, 0, world(c)));
+done:
+    return st;
+}
+
+void comm_mpi_abort(const Comm *c, int code)
+{
+    if (!c || strcmp(c->name, "mpi") || c->size < 2) return;
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+}

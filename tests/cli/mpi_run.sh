@@ -1,0 +1,84 @@
+# tests/cli/mpi_run.sh — `mpirun -np N fp8plan run --backend cpu`: data parallelism on CPU
+# ranks over MPI. A tiny GPT (tiny-gpt below: 2 layers, hidden 32, FFN 128, 2 heads, seq 16,
+# vocab 64 padded to 128, tied, learned positions, biases), micro-batch 2, global batch 8.
+. "$FP8PLAN_ROOT/tests/lib.sh"
+. "$FP8PLAN_ROOT/tests/mpi_lib.sh"
+
+if ! command -v mpirun >/dev/null 2>&1; then
+    skip "mpi runs" "mpirun: install openmpi-bin (make installs it as root)"
+    finish
+    exit
+fi
+cat=$TMP/cat
+cp -r "$FP8PLAN_ROOT/models" "$cat"
+echo 'tiny-gpt,2,32,128,2,2,16,64,16,layernorm,gelu,learned,yes,yes,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
+RUN="run --catalog $cat --model tiny-gpt --mbs 2 --gbs 8 --quiet"
+
+# max relative difference of two loss logs (step,loss), over all steps; "n/a" when their steps differ
+maxrel() {
+    awk -F, 'NR == FNR { if (FNR > 1) a[$1] = $2; next } FNR > 1 { n++; if (!($1 in a)) bad = 1; d = $2 - a[$1];
+        if (d < 0) d = -d; r = d / (a[$1] < 0 ? -a[$1] : a[$1]); if (r > m) m = r }
+        END { if (bad || n != 50) print "n/a"; else printf "%.3g\n", m }' "$1" "$2"
+}
+
+# one rank as before; --dp 1 starts MPI as a singleton and trains the same
+run $RUN --recipe megatron-bf16 --steps 50 --loss-log "$TMP/one.csv"
+expect_rc "one rank without mpirun exits 0" 0
+run $RUN --recipe megatron-bf16 --steps 50 --dp 1 --loss-log "$TMP/single.csv"
+expect_rc "--dp 1 outside mpirun (MPI singleton) exits 0" 0
+expect_eq "--dp 1: the same losses as without MPI" "$(cmp -s "$TMP/one.csv" "$TMP/single.csv" && echo same)" same
+run $RUN --recipe megatron-bf16 --steps 1 --dp 2
+expect_rc "--dp 2 outside mpirun exits 64" 64
+expect_err "--dp 2 outside mpirun: the reason" "--dp 2 needs 2 ranks (mpirun -np 2 fp8plan run ...); this run has 1"
+
+# BF16 recipe (FP32 gradients, all-reduced in FP32): DP 2 runs 2 micro-batches per rank and sums
+# ((g0 + g1) + (g2 + g3)) where one rank sums (((g0 + g1) + g2) + g3): within 1e-4 relative over
+# 50 steps. DP 4 (one micro-batch per rank) folds in the one rank's order: the same bits.
+mpi_run 2 "$FP8PLAN" $RUN --recipe megatron-bf16 --steps 50 --loss-log "$TMP/dp2.csv"
+expect_rc "megatron-bf16 dp 2 exits 0" 0
+r=$(maxrel "$TMP/one.csv" "$TMP/dp2.csv")
+if [ "$r" != n/a ] && awk -v r="$r" 'BEGIN { exit !(r <= 1e-4) }'; then
+    pass "megatron-bf16 dp 2 tracks one rank within 1e-4 relative over 50 steps ($r)"
+else
+    fail "megatron-bf16 dp 2 tracks one rank within 1e-4 relative over 50 steps" "max relative difference: $r"
+fi
+# bytes each rank sends per step, worked by hand: S = 4 B x (Vp*C + T*C + L*(per layer) + 2C) with
+# per layer = 2C (LN1) + 3C*C + 3C (QKV) + C*C + C (proj) + 2C (LN2) + F*C + F (FC1) + C*F + C (FC2)
+# = 64 + 3168 + 1056 + 64 + 4224 + 4128 = 12704: 4 x (4096 + 512 + 25408 + 64) = 120,320;
+# all-reduce bus bytes S * 2(n-1)/n: dp 2 120,320, dp 4 180,480
+expect_line "dp 2: each rank sent the plan's gradient bytes" \
+    "  dp_grad_allreduce +120320 +120320 +120320 +2/2 +exact"
+expect_out "dp 2: the verdict" "every rank sent the plan's bytes, byte for byte"
+mpi_run 4 "$FP8PLAN" $RUN --recipe megatron-bf16 --steps 50 --loss-log "$TMP/dp4.csv"
+expect_rc "megatron-bf16 dp 4 exits 0" 0
+expect_eq "megatron-bf16 dp 4: the one rank's losses bit for bit" "$(cmp -s "$TMP/one.csv" "$TMP/dp4.csv" && echo same)" same
+expect_line "dp 4: each rank sent the plan's gradient bytes" \
+    "  dp_grad_allreduce +180480 +180480 +180480 +4/4 +exact"
+# the planner's own listing says the same
+run plan --catalog "$cat" --model tiny-gpt --gpu h100-sxm --mbs 2 --gbs 8 --dp 4 --recipe megatron-bf16 \
+    --stack fp8plan --view collectives --format csv
+expect_eq "fp8plan plan --view collectives: dp_grad_allreduce sent/step at dp 4" \
+    "$(grep '^dp_grad_allreduce,' "$TMP/out" | cut -d, -f10)" 180480
+
+# FP8-LM: E4M3 gradients of the 4 block linears (2 x 12,288 weights, 1 B) reduced with a shared
+# scale, the other 5,504 parameters in FP32: S = 24,576 + 22,016 = 46,592; dp 4 bus 69,888.
+# Amax (the recipe reduces over DP): 48 B per call (4 linears x 2 layers x 3 FP32 / 2), 2 calls
+# per micro-batch, 1 micro-batch per rank: 2 x 48 x 1.5 = 144.
+mpi_run 4 "$FP8PLAN" $RUN --recipe fp8lm --steps 3
+expect_rc "fp8lm dp 4 exits 0" 0
+expect_line "fp8lm dp 4: FP8 gradient bytes" "  dp_grad_allreduce +69888 +69888 +69888 +4/4 +exact"
+expect_line "fp8lm dp 4: amax bytes" "  amax_allreduce +144 +144 +144 +4/4 +exact"
+
+# a collective the plan counts but the run does not make is caught: the plan counts an amax
+# all-reduce for te-fp8-current (recipes.csv: amax_reduce all), the executor's current scaling
+# reduces nothing across ranks
+mpi_run 2 "$FP8PLAN" $RUN --recipe te-fp8-current --steps 2
+expect_rc "te-fp8-current dp 2: a collective off the plan exits 1" 1
+expect_line "te-fp8-current dp 2: the collective named" "  amax_allreduce +192 +0 +0 +0/2 +DIFFERS"
+
+# a rank that fails stops every rank (no hang): rank 0 alone writes the checkpoint
+mpi_run 2 "$FP8PLAN" $RUN --recipe megatron-bf16 --steps 2 --save /dev/full
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ]; then pass "a failing rank ends the job (exit $rc)"; else fail "a failing rank ends the job" "exit status $rc"; fi
+expect_err "the failing rank and its reason" "rank 0 of 2 failed (exit 74): stopping every rank"
+expect_err "the reason itself" "/dev/full"
+finish

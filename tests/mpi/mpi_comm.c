@@ -1,0 +1,254 @@
+/* tests/mpi/mpi_comm.c — the MPI communicator (exec/comm/comm_mpi.c) over 2 or
+ * 4 ranks: run by tests/cli/mpi_comm.sh under mpirun -np 2 and -np 4.
+ *
+ * Every rank runs every test; a test passes when it passes on every rank
+ * (the failure counts are summed with MPI_Allreduce), and rank 0 prints
+ * "ok - npN: name" / "FAIL - npN: name", then "checks: K" (the script counts
+ * the lines against it) and the summary line. Expected values are worked by
+ * hand in the comments. */
+#include <mpi.h>
+#include <stdlib.h>
+
+#include "exec/backend_desc.h"
+#include "exec/comm/comm_mpi.h"
+#include "exec/elem.h"
+#include "fp8/codec.h"
+#include "fp8/half.h"
+#include "test.h"
+
+static Comm *C;
+static int N, R; /* size, rank */
+
+/* A bit-exact float comparison (0.0 and -0.0 differ). */
+static int same_bits(float a, float b) { return !memcmp(&a, &b, sizeof a); }
+
+static void mpi_run(const char *name, void (*fn)(void))
+{
+    test_cur_fails_ = 0;
+    fn();
+    int mine = test_cur_fails_, all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (mine) fprintf(stderr, "  (rank %d: %d checks failed)\n", R, mine);
+    if (all)
+        test_failed_++;
+    else
+        test_passed_++;
+    if (R == 0) printf("%s - np%d: %s\n", all ? "FAIL" : "ok", N, name);
+    fflush(stdout);
+}
+#define MRUN(fn) mpi_run(#fn, fn)
+
+/* Rank-order FP32 sum: x0 = 1, x1 = x2 = 2^-24, x3 = -1 (np 4). 1 + 2^-24 lies
+ * halfway between 1 and 1 + 2^-23 and rounds to even, 1; again 1; 1 − 1 = 0.
+ * (Summed from the last rank: −1 + 2^-24 + 2^-24 + 1 = 2^-23 exactly.) On 2
+ * ranks x0 = 1, x1 = 2^-24: 1. Seven elements so the slices are uneven
+ * (np 2: 3 and 4; np 4: 1, 2, 2, 2): element k adds (r + 1)·k/2 instead, whose
+ * sum over r is k/2 · N(N+1)/2: np 2: 1.5k (k = 6: 9), np 4: 5k (k = 6: 30). */
+static void test_all_reduce_fp32_rank_order(void)
+{
+    float x[8];
+    const float tiny = ldexpf(1.0f, -24);
+    x[0] = R == 0 ? 1.0f : R == N - 1 && N == 4 ? -1.0f : tiny;
+    for (int k = 1; k < 8; k++) x[k] = 0.5f * (float)((R + 1) * k);
+    Err e;
+    CHECK_EQ_INT(C->all_reduce(C, CO_DP_GRAD_AR, NULL, x, 8, DT_FP32, COMM_SUM, &e), ST_OK);
+    CHECKF(same_bits(x[0], N == 4 ? 0.0f : 1.0f), "x[0] = %a", (double)x[0]);
+    for (int k = 1; k < 8; k++) CHECK_NEAR(x[k], (N == 2 ? 1.5 : 5.0) * k, 0.0);
+    /* bytes: S = 8 · 4 = 32; bus S · 2(N−1)/N: np 2 32, np 4 48 */
+    CHECK_EQ_U64(C->stats[CO_DP_GRAD_AR].payload_bytes, 32);
+    CHECK_NEAR(C->stats[CO_DP_GRAD_AR].bus_bytes, N == 2 ? 32.0 : 48.0, 0.0);
+    CHECK_EQ_U64(C->stats[CO_DP_GRAD_AR].calls, 1);
+}
+
+/* BF16 rounds once, after the FP32 sum: rank 0 holds 1, the others 3·2^-9 /
+ * (N − 1) (np 2: 3·2^-9; np 4: 2^-9 each); FP32 sum 1 + 3·2^-9 = 1.005859375,
+ * 0.75 of BF16's step 2^-7 above 1: rounds to 1.0078125. Rounding after each
+ * add (np 4) would keep 1 (1 + 2^-9 is a quarter step). */
+static void test_all_reduce_bf16_rounds_once(void)
+{
+    uint16_t v = bf16_encode(R == 0 ? 1.0f : ldexpf(3.0f, -9) / (float)(N - 1));
+    Err e;
+    CHECK_EQ_INT(C->all_reduce(C, CO_TP_AR_FWD, NULL, &v, 1, DT_BF16, COMM_SUM, &e), ST_OK);
+    CHECK_NEAR(bf16_decode(v), 1.0078125, 0.0);
+    CHECK_EQ_U64(C->stats[CO_TP_AR_FWD].payload_bytes, 2);
+}
+
+/* MAX of the amax: rank N−1 saw 640 (the seed's spike), the others their rank. */
+static void test_all_reduce_max(void)
+{
+    float a[2] = {R == N - 1 ? 640.0f : (float)R, -(float)R};
+    Err e;
+    CHECK_EQ_INT(C->all_reduce(C, CO_AMAX_AR, NULL, a, 2, DT_FP32, COMM_MAX, &e), ST_OK);
+    CHECK_NEAR(a[0], 640.0, 0.0);
+    CHECK_NEAR(a[1], 0.0, 0.0); /* max of 0, −1, … */
+    float m = (float)R;
+    CHECK_EQ_INT(C->all_reduce(C, CO_AMAX_AR, NULL, &m, 1, DT_FP32, COMM_MIN, &e), ST_OK);
+    CHECK_NEAR(m, 0.0, 0.0);
+}
+
+/* E5M2 sum saturates at the format's max: every rank 57344 → 57344. */
+static void test_all_reduce_fp8_saturates(void)
+{
+    uint8_t q = fp8_encode_f32(DT_E5M2, 57344.0f, FP8_SATFINITE);
+    Err e;
+    CHECK_EQ_INT(C->all_reduce(C, CO_EMB_GRAD_AR, NULL, &q, 1, DT_E5M2, COMM_SUM, &e), ST_OK);
+    CHECK_NEAR(fp8_decode(DT_E5M2, q), 57344.0, 0.0);
+}
+
+/* Reduce-scatter: rank r sends s[j] = 10r + j (j < 2N); rank q receives
+ * elements 2q + i: Σ_r (10r + 2q + i) = 10·N(N−1)/2 + N(2q + i):
+ * np 2: 10 + 2(2q + i) (rank 1, i = 1: 16); np 4: 60 + 4(2q + i). */
+static void test_reduce_scatter(void)
+{
+    float s[8], out[2];
+    for (int j = 0; j < 2 * N; j++) s[j] = (float)(10 * R + j);
+    Err e;
+    CHECK_EQ_INT(C->reduce_scatter(C, CO_DP_GRAD_RS, NULL, s, out, 2, DT_FP32, COMM_SUM, &e), ST_OK);
+    for (int i = 0; i < 2; i++) CHECK_NEAR(out[i], 10.0 * N * (N - 1) / 2 + N * (2 * R + i), 0.0);
+    /* S = 2N·4 bytes (np 2: 16, bus 8; np 4: 32, bus 24) */
+    CHECK_EQ_U64(C->stats[CO_DP_GRAD_RS].payload_bytes, 8 * N);
+    CHECK_NEAR(C->stats[CO_DP_GRAD_RS].bus_bytes, N == 2 ? 8.0 : 24.0, 0.0);
+}
+
+/* All-gather of BF16 pairs [r, r + 0.5], out of place and in place. */
+static void test_all_gather(void)
+{
+    uint16_t mine[2] = {bf16_encode((float)R), bf16_encode((float)R + 0.5f)}, all[8] = {0};
+    Err e;
+    CHECK_EQ_INT(C->all_gather(C, CO_DP_PARAM_AG, NULL, mine, all, 2, DT_BF16, &e), ST_OK);
+    for (int j = 0; j < 2 * N; j++) CHECK_NEAR(bf16_decode(all[j]), 0.5 * j, 0.0);
+    uint16_t inplace[8] = {0};
+    inplace[2 * R] = mine[0], inplace[2 * R + 1] = mine[1];
+    CHECK_EQ_INT(C->all_gather(C, CO_DP_PARAM_AG, NULL, inplace + 2 * R, inplace, 2, DT_BF16, &e), ST_OK);
+    CHECK(!memcmp(inplace, all, 2 * (size_t)N * sizeof *all));
+    /* two calls of S = 2N · 2 bytes: payload 8N; bus (N−1)/N · 4N · 2 = 8(N−1) */
+    CHECK_EQ_U64(C->stats[CO_DP_PARAM_AG].payload_bytes, 8 * N);
+    CHECK_NEAR(C->stats[CO_DP_PARAM_AG].bus_bytes, 8.0 * (N - 1), 0.0);
+}
+
+/* Broadcast from the last rank: everyone ends with its [7, 8, 9]·N. */
+static void test_broadcast(void)
+{
+    float b[3] = {7.0f * (R + 1), 8.0f * (R + 1), 9.0f * (R + 1)};
+    Err e;
+    CHECK_EQ_INT(C->broadcast(C, CO_CP_KV, NULL, b, 3, DT_FP32, N - 1, &e), ST_OK);
+    for (int i = 0; i < 3; i++) CHECK_NEAR(b[i], (7.0 + i) * N, 0.0);
+    CHECK_EQ_INT(C->broadcast(C, CO_CP_KV, NULL, b, 3, DT_FP32, N, &e), ST_USAGE);
+    char want[64];
+    snprintf(want, sizeof want, "root %d is not a rank of %d", N, N);
+    CHECK_CONTAINS(e.msg, want);
+}
+
+/* A ring of E4M3 sends: rank r sends 1.5·r (exact in E4M3: 0, 1.5, 3, 4.5) to
+ * r + 1 and receives 1.5·(r − 1 mod N); a send counts S = 1 byte, a recv nothing. */
+static void test_send_recv_ring(void)
+{
+    uint8_t out = fp8_encode_f32(DT_E4M3, 1.5f * (float)R, FP8_SATFINITE), in = 0xff;
+    int to = (R + 1) % N, from = (R + N - 1) % N;
+    Err e;
+    Status a, b;
+    if (R % 2 == 0) {
+        a = C->send(C, CO_PP_P2P, NULL, &out, 1, DT_E4M3, to, &e);
+        b = C->recv(C, CO_PP_P2P, NULL, &in, 1, DT_E4M3, from, &e);
+    } else {
+        b = C->recv(C, CO_PP_P2P, NULL, &in, 1, DT_E4M3, from, &e);
+        a = C->send(C, CO_PP_P2P, NULL, &out, 1, DT_E4M3, to, &e);
+    }
+    CHECK_EQ_INT(a, ST_OK);
+    CHECK_EQ_INT(b, ST_OK);
+    CHECK_NEAR(fp8_decode(DT_E4M3, in), 1.5 * from, 0.0);
+    CHECK_EQ_U64(C->stats[CO_PP_P2P].payload_bytes, 1);
+    CHECK_EQ_U64(C->stats[CO_PP_P2P].calls, 1);
+    CHECK_EQ_INT(C->send(C, CO_PP_P2P, NULL, &out, 1, DT_E4M3, R, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "is not another rank");
+}
+
+/* FP8 with a shared scale (comm_all_reduce_fp8), by hand.
+ * np 2: rank 0 holds values [1, −2, 0.3] at scale 1 (codes 1, −2, 0.3 →
+ * E4M3 0.3125: [0.25, 0.5) steps 1/32, 0.3 → 0.3125); rank 1 holds [3.5, 0.5,
+ * 0.4] at scale 2 (codes 7, 1, 0.8 → 0.8125: value 0.40625). Group amax 3.5,
+ * shared scale 448 / (2·3.5) = 64: rank 0 re-encodes [64, −128, 20] (0.3125·64
+ * = 20 exact), rank 1 [224, 32, 26] (0.40625·64 = 26); FP32 sums 288, −96, 46
+ * round once to E4M3: 288 and −96 exact, 46 a tie between 44 (mantissa 011)
+ * and 48 (100): 48. Record {64, 1/64, amax 288/64 = 4.5}.
+ * np 4: rank r holds r + 1 at scale 1; amax 4, scale 448/16 = 28: 28, 56,
+ * 84 → a tie between 80 (mantissa 010) and 88 (011): 80, 112; sum 276 → E4M3
+ * [256, 512) steps 32: 288 (12 away, 256 is 20): value 288/28. */
+static void test_all_reduce_fp8_shared_scale(void)
+{
+    Err e;
+    if (N == 2) {
+        const float v[2][3] = {{1.0f, -2.0f, 0.3f}, {7.0f, 1.0f, 0.8f}};
+        uint8_t q[3];
+        for (int i = 0; i < 3; i++) q[i] = fp8_encode_f32(DT_E4M3, v[R][i], FP8_SATFINITE);
+        float rec[REC_FLOATS] = {R ? 2.0f : 1.0f, R ? 0.5f : 1.0f, 0.0f};
+        CHECK_EQ_INT(comm_all_reduce_fp8(C, CO_DP_GRAD_AR, NULL, q, rec, 3, DT_E4M3, &e), ST_OK);
+        CHECK_NEAR(fp8_decode(DT_E4M3, q[0]), 288.0, 0.0);
+        CHECK_NEAR(fp8_decode(DT_E4M3, q[1]), -96.0, 0.0);
+        CHECK_NEAR(fp8_decode(DT_E4M3, q[2]), 48.0, 0.0);
+        CHECK_NEAR(rec[REC_SCALE], 64.0, 0.0);
+        CHECK_NEAR(rec[REC_SCALE_INV], 0.015625, 0.0);
+        CHECK_NEAR(rec[REC_AMAX], 4.5, 0.0);
+    } else {
+        uint8_t q = fp8_encode_f32(DT_E4M3, (float)(R + 1), FP8_SATFINITE);
+        float rec[REC_FLOATS] = {1.0f, 1.0f, 0.0f};
+        CHECK_EQ_INT(comm_all_reduce_fp8(C, CO_DP_GRAD_AR, NULL, &q, rec, 1, DT_E4M3, &e), ST_OK);
+        CHECK_NEAR(fp8_decode(DT_E4M3, q), 288.0, 0.0);
+        CHECK_NEAR(rec[REC_SCALE], 28.0, 0.0);
+        CHECK_NEAR(rec[REC_AMAX], 288.0f * (1.0f / 28.0f), 0.0);
+    }
+}
+
+/* The same inputs give the same bits, twice, and the bits of a plain FP32
+ * fold in rank order written here (rank r's values: a fixed LCG seeded by r). */
+static void test_reproducible(void)
+{
+    enum { K = 1001 };
+    static float a[K], b[K], ref[K];
+    for (int k = 0; k < K; k++) ref[k] = 0.0f;
+    for (int r = 0; r < N; r++) {
+        uint32_t s = 12345u + 977u * (uint32_t)r;
+        for (int k = 0; k < K; k++) {
+            s = s * 1664525u + 1013904223u;
+            float x = ldexpf((float)(s >> 8), -24 + (int)(s % 7)) - 0.5f;
+            ref[k] = r == 0 ? x : ref[k] + x;
+            if (r == R) a[k] = b[k] = x;
+        }
+    }
+    Err e;
+    CHECK_EQ_INT(C->all_reduce(C, COMM_UNPLANNED, NULL, a, K, DT_FP32, COMM_SUM, &e), ST_OK);
+    CHECK_EQ_INT(C->all_reduce(C, COMM_UNPLANNED, NULL, b, K, DT_FP32, COMM_SUM, &e), ST_OK);
+    CHECK(!memcmp(a, b, sizeof a));
+    CHECK(!memcmp(a, ref, sizeof a));
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    Err e;
+    if (comm_mpi_create(&C, &e)) {
+        fprintf(stderr, "comm_mpi_create: %s\n", e.msg);
+        MPI_Abort(MPI_COMM_WORLD, 70);
+    }
+    N = C->size, R = C->rank;
+    if (N != 2 && N != 4) {
+        if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
+        MPI_Abort(MPI_COMM_WORLD, 64);
+    }
+    if (R == 0) printf("checks: 10\n");
+    MRUN(test_all_reduce_fp32_rank_order);
+    MRUN(test_all_reduce_bf16_rounds_once);
+    MRUN(test_all_reduce_max);
+    MRUN(test_all_reduce_fp8_saturates);
+    MRUN(test_reduce_scatter);
+    MRUN(test_all_gather);
+    MRUN(test_broadcast);
+    MRUN(test_send_recv_ring);
+    MRUN(test_all_reduce_fp8_shared_scale);
+    MRUN(test_reproducible);
+    int failed = test_failed_;
+    C->destroy(C);
+    MPI_Finalize();
+    if (R == 0) printf("%d passed, %d failed, 0 skipped\n", test_passed_, test_failed_);
+    return failed ? 1 : 0;
+}

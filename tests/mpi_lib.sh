@@ -1,0 +1,43 @@
+# tests/mpi_lib.sh — running programs under mpirun in tests (sourced after tests/lib.sh).
+#
+# As root, OpenMPI refuses to start without its two allow-run-as-root variables;
+# --oversubscribe lets 4 ranks share CI's 2 cores. MPI_TIMEOUT (default 120 s)
+# bounds a run: a hang ends as exit status 124 and a named failure, never a
+# stuck suite. Under the sanitizers (make test SAN=address,undefined) the leak
+# check is off for these runs: OpenMPI's plugins allocate memory that outlives
+# MPI_Finalize and are unloaded before LeakSanitizer reports, so their stacks
+# end in "<unknown module>" and no suppression can name them. ASan's memory-error
+# checks and UBSan still run here; fp8plan's own allocations are leak-checked by
+# every single-rank suite, which runs the same code without MPI.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+MPI_TIMEOUT=${MPI_TIMEOUT:-120}
+
+# mpi_run NP PROGRAM ARGS...: stdout in $TMP/out, stderr in $TMP/err, status in $rc.
+mpi_run() {
+    local np=$1
+    shift
+    timeout -k 5 "$MPI_TIMEOUT" mpirun --oversubscribe -np "$np" "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+}
+
+# mpi_expect_checks TAG: the program's "checks: K" and K "ok -"/"FAIL -" lines, each
+# counted as a test here; exit status 0; a timeout named.
+mpi_expect_checks() {
+    local tag=$1 want got
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        fail "$tag: finished within $MPI_TIMEOUT s" "timed out (a hang)" "stderr: $(tail -c 600 "$TMP/err")"
+        return
+    fi
+    want=$(sed -n 's/^checks: \([0-9]*\)$/\1/p' "$TMP/out")
+    while IFS= read -r l; do
+        case "$l" in
+        "ok - "*) pass "${l#ok - }" ;;
+        "FAIL - "*) fail "${l#FAIL - }" "stderr: $(head -c 1500 "$TMP/err")" ;;
+        esac
+    done <"$TMP/out"
+    got=$(grep -cE '^(ok|FAIL) - ' "$TMP/out")
+    expect_eq "$tag: every check reported" "$got" "${want:-none}"
+    if [ "$rc" -eq 0 ]; then pass "$tag: exit status 0"; else fail "$tag: exit status 0" "exit status $rc" "stderr: $(tail -c 600 "$TMP/err")"; fi
+}
