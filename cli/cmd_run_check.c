@@ -11,7 +11,8 @@
 
 static const char *CMD = "run";
 
-/* An input that must be a readable file (a FIFO or /dev/stdin too): 66 when not. */
+/* An input that must be a readable file (a FIFO or /dev/stdin too, but a checkpoint only as a regular file):
+ * 66 when not. */
 static int check_input(const char *flag, const char *path)
 {
     struct stat st;
@@ -19,6 +20,10 @@ static int check_input(const char *flag, const char *path)
     if (stat(path, &st) != 0 || access(path, R_OK) != 0)
         return cli_fail(CMD, (err_set(&e, ST_NOINPUT, "%s %s: %s", flag, path, strerror(errno)), &e));
     if (S_ISDIR(st.st_mode)) return cli_fail(CMD, (err_set(&e, ST_NOINPUT, "%s %s: is a directory", flag, path), &e));
+    if (!strcmp(flag, "--resume") && !S_ISREG(st.st_mode)) /* exec/ckpt.c reads the header, then the file again */
+        return cli_fail(
+            CMD,
+            (err_set(&e, ST_NOINPUT, "%s %s: a checkpoint must be a regular file (it is read twice)", flag, path), &e));
     return 0;
 }
 

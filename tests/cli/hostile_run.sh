@@ -35,6 +35,10 @@ quick "a missing --data file: 66" 66 run $TINY --data missing.txt
 expect_err "the --data file is named" "--data missing.txt"
 quick "a missing --resume file: 66" 66 run $TINY --resume missing.ckpt
 quick "--data a directory: 66" 66 run $TINY --data .
+mkfifo ck.fifo # nobody writes it: a checkpoint must be a regular file, refused at once (it used to block)
+quick "--resume a FIFO: 66" 66 run $TINY --resume ck.fifo
+expect_err "--resume a FIFO: the reason" "--resume ck.fifo: a checkpoint must be a regular file"
+rm -f ck.fifo
 
 # --save and --resume on one file: continue and replace the checkpoint (atomically)
 run run $TINY --save ck.bin
