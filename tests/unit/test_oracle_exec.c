@@ -17,6 +17,8 @@
 
 #include "exec/backend.h"
 #include "exec/data.h"
+#include "exec/recipe.h"
+#include "exec/rng.h"
 #include "exec/model/model_internal.h" /* model_param_name */
 #include "support/exec_fixtures.h"
 #include "support/fixtures.h"
@@ -327,6 +329,37 @@ static void test_catalog_sms(void)
     free(c);
 }
 
+/* splitmix64 (Vigna's reference): from state 0 the outputs are mix(γ), mix(2γ), mix(3γ) with γ =
+ * 0x9E3779B97F4A7C15 and mix(z) = z ^= z >> 30, *= 0xBF58476D1CE4E5B9; z ^= z >> 27, *= 0x94D049BB133111EB;
+ * z ^ z >> 31 — 0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F, the published first outputs for
+ * seed 0. rng_at(key, i) is the (i+1)-th of them for state key; for key 12345, number 0 is
+ * mix(12345 + γ) = 0x22118258A9D111A0 (computed with a separate implementation of the same steps). The
+ * weights of every run come from these numbers. */
+static void test_rng_reference(void)
+{
+    Rng r = {0};
+    const uint64_t want[3] = {0xE220A8397B1DCDAFull, 0x6E789E6AA1B965F4ull, 0x06C45D188009454Full};
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ_U64(rng_u64(&r), want[i]);
+        CHECK_EQ_U64(rng_at(0, (uint64_t)i), want[i]);
+    }
+    CHECK_EQ_U64(rng_at(12345, 0), 0x22118258A9D111A0ull);
+}
+
+/* Activations are in the other parameters' working dtype when it is a float type, BF16 otherwise
+ * (a recipe that keeps no separate working weight for them). */
+static void test_act_dtype_default(void)
+{
+    Recipe r = fx_recipe("megatron-bf16");
+    const Dtype w[5] = {DT_FP32, DT_FP16, DT_BF16, DT_NONE, DT_E4M3},
+                want[5] = {DT_FP32, DT_FP16, DT_BF16, DT_BF16, DT_BF16};
+    for (int i = 0; i < 5; i++) {
+        r.other.dt[STATE_WEIGHT] = w[i];
+        CHECKF(exec_act_dtype(&r) == want[i], "other weights %s: activations %s", dtype_name(w[i]),
+               dtype_name(exec_act_dtype(&r)));
+    }
+}
+
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "2", 0); /* split large GEMMs even on a one-core machine (unless set) */
@@ -339,5 +372,7 @@ int main(void)
     RUN(test_param_names);
     RUN(test_threaded_gemm_exact);
     RUN(test_catalog_sms);
+    RUN(test_rng_reference);
+    RUN(test_act_dtype_default);
     return test_summary();
 }

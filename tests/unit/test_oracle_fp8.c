@@ -219,10 +219,13 @@ static void test_outlier_channel_count(void)
         if (a && b) {
             CHECKF(synth_fill(SYNTH_NORMAL, 3, 1, n, a, &e) == ST_OK, "%s", e.msg);
             CHECKF(synth_fill(SYNTH_OUTLIERS, 3, 1, n, b, &e) == ST_OK, "%s", e.msg);
-            int differ = 0;
-            for (uint64_t c = 0; c < n; c++) differ += a[c] != b[c];
+            int differ = 0, scaled = 0;
+            for (uint64_t c = 0; c < n; c++) differ += a[c] != b[c], scaled += a[c] != b[c] && b[c] == a[c] * 20.0f;
             CHECKF(differ == cases[i].want, "%llu columns: %d outlier channels, expected %d", (unsigned long long)n,
                    differ, cases[i].want);
+            /* row 0 is a massive-activation row: two of its outlier entries are replaced, the rest x 20 */
+            CHECKF(scaled == cases[i].want - 2, "%llu columns: %d channels scaled by 20, expected %d",
+                   (unsigned long long)n, scaled, cases[i].want - 2);
         }
         free(a);
         free(b);
@@ -240,6 +243,15 @@ static void test_qerror_zero_reference(void)
     CHECKF(isinf(q.rel_rms) && q.rel_rms > 0, "rel_rms %g", q.rel_rms);
     CHECKF(isinf(q.snr_db) && q.snr_db < 0, "snr %g dB", q.snr_db);
     CHECKF(q.max_abs == 0.5, "max_abs %g", q.max_abs);
+    /* zeros against zeros: nothing lost, rel_rms 0 */
+    const float z[2] = {0, 0};
+    qerr_compute(z, z, 2, NULL, &q);
+    CHECKF(q.rel_rms == 0, "zeros: rel_rms %g", q.rel_rms);
+    /* a reference below 1: x = {0.5}, y = {0.25}: sum x^2 = 0.25, sum (x - y)^2 = 0.0625, rel_rms =
+     * sqrt(0.0625 / 0.25) = 0.5 exactly */
+    const float xs[1] = {0.5f}, ys[1] = {0.25f};
+    qerr_compute(xs, ys, 1, NULL, &q);
+    CHECKF(q.rel_rms == 0.5, "x 0.5, y 0.25: rel_rms %g", q.rel_rms);
 }
 
 int main(void)

@@ -172,6 +172,7 @@ static void test_cast_with_given_scale(void)
     CHECK(c[0] == 0x00 && c[1] == 0x01 && c[3] == 0x7E && c[4] == 0x7E && c[5] == 0x80);
     CHECK_EQ_U64(k.flushed, 1);
     CHECK_EQ_U64(k.saturated, 1); /* 700 * 0.7 = 490 > 464 */
+    CHECK_EQ_U64(k.n, 6);         /* every element counted, the -0 too */
     quant_uncast(DT_E4M3, 1.0f / s, c, 6, y);
     CHECK_REL(y[1], 0.0027901786, 1e-7);
     quant_cast(DT_E4M3, FP8_NOSAT, s, x, 6, c, &k);
