@@ -149,6 +149,14 @@ static void test_rmsnorm(void)
     b.dbias = dw;
     CHECK_EQ_INT(bk->norm_bwd(bk, &b, &e), ST_USAGE);
     CHECK_CONTAINS(e.msg, "an rmsnorm has no dbias and no mean");
+    /* and FP8 activations or weights (a norm reads and writes a float type) */
+    b.dbias = NULL;
+    b.act_dtype = DT_E4M3;
+    CHECK_EQ_INT(bk->norm_bwd(bk, &b, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "norm_bwd: activation dtype e4m3 is not fp32, fp16 or bf16");
+    b.act_dtype = DT_FP32, b.weight_dtype = DT_E5M2;
+    CHECK_EQ_INT(bk->norm_bwd(bk, &b, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "norm_bwd: weight dtype e5m2 is not fp32, fp16 or bf16");
     bk->destroy(bk);
 }
 
