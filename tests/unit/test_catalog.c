@@ -114,6 +114,9 @@ static void test_model_errors(void)
     CHECK_EQ_INT(c->nmodels, 1);
     free(c);
 
+    /* a dense model (no experts) names no first dense layers */
+    expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src,,,,,,3,,,,,,,,,\n", ST_DATA,
+                       "m.csv: row 2, column dense_layers");
     expect_model_error("a,-1,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA,
                        "m.csv: row 2, column layers: '-1' is negative");
     expect_model_error("a,2,1e400,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA,
@@ -177,6 +180,7 @@ static void test_gpu_errors(void)
         {"g,8.0,132,80,1,1,1,1,1,1,1,nvlink,1,1,8,s\n", "no FP8 tensor cores"},
         {"g,9.0,132,-5,1,1,1,1,1,1,1,nvlink,1,1,8,s\n", "column hbm_bytes"},
         {"g,9.0,132,80,1,0,1,1,1,1,1,nvlink,1,1,8,s\n", "column bf16_tflops: '0' must be positive"},
+        {"g,9.0,132,80,0,1,1,1,1,1,1,nvlink,1,1,8,s\n", "column hbm_gbps: '0' must be positive"},
         {"g,9.0,132,80,1,1,inf,1,1,1,1,nvlink,1,1,8,s\n", "column fp8_tflops"},
         {"g,9.0,132,80,1,1,1,1,1,1,1,nvlink,1,1,0,s\n", "column gpus_per_node"},
         {"g,9.0,0,80,1,1,1,1,1,1,1,nvlink,1,1,8,s\n", "column sms: '0' is out of range"},

@@ -85,10 +85,24 @@ static void test_nearest(void)
     CHECK(v[1].total_bytes == 1010);                            /* X */
 }
 
+/* Near-duplicates: within SWEEP_NEAR_PCT = 2 % of the faster plan's tokens/s. 100 and 98 differ by 2 =
+ * 2 % of 100 (folded; 2 % of the slower, 1.96, would not fold them); 100 and 97.9 differ by 2.1 (kept
+ * apart); the order of the two does not matter; another TP is never a near-duplicate. */
+static void test_near_duplicate_bound(void)
+{
+    Plan a = mk(&r1, 2, 4, 100.0), b = mk(&r1, 2, 4, 98.0), c = mk(&r1, 2, 4, 97.9), d = mk(&r1, 4, 2, 100.0);
+    CHECK(sweep_near_duplicate(&a, &b));
+    CHECK(sweep_near_duplicate(&b, &a));
+    CHECK(!sweep_near_duplicate(&a, &c));
+    CHECK(!sweep_near_duplicate(&c, &a));
+    CHECK(!sweep_near_duplicate(&a, &d));
+}
+
 int main(void)
 {
     RUN(test_best_with_folding);
     RUN(test_many_slots_end_in_rank_order);
     RUN(test_nearest);
+    RUN(test_near_duplicate_bound);
     return test_summary();
 }
