@@ -142,6 +142,13 @@ static void test_helper_edges(void)
     CHECK(delayed_init(&st, &cfg, hist, NULL) == ST_OK);
     delayed_step(&st, 2.0f, NULL); /* no record wanted: must not write one */
     CHECK(st.scale == 224.0f);     /* 448 / 2 */
+    /* a dtype field read from a corrupted file may hold any value: outside the enum it has 0 bytes and
+     * the name "?" (the table is never indexed past its end; index 2^32 - 1 would be 64 GiB away) */
+    static const unsigned bad[3] = {DT_COUNT_, DT_COUNT_ + 1, 0xFFFFFFFFu};
+    for (int i = 0; i < 3; i++) {
+        CHECKF(dtype_bytes((Dtype)bad[i]) == 0, "dtype_bytes(%u) = %u", bad[i], dtype_bytes((Dtype)bad[i]));
+        CHECK_STR(dtype_name((Dtype)bad[i]), "?");
+    }
 }
 
 /* The outlier distribution as synth.h states it, checked statistically on 2048 x 1024 (seed 1):
