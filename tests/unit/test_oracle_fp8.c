@@ -130,8 +130,18 @@ static void test_helper_edges(void)
     uint64_t br = 9, bc = 9;
     gran_block(GRAN_COUNT_, &br, &bc);
     CHECK(br == 0 && bc == 0);
-    gran_block(GRAN_128X128, &br, &bc);
-    CHECK(br == 128 && bc == 128);
+    /* granularity.h: block extents, the whole dimension reported as 0 (tensor: both; channel: the columns) */
+    static const uint64_t blk[GRAN_COUNT_][2] = {[GRAN_TENSOR] = {0, 0},
+                                                 [GRAN_CHANNEL] = {1, 0},
+                                                 [GRAN_1X32] = {1, 32},
+                                                 [GRAN_1X128] = {1, 128},
+                                                 [GRAN_128X128] = {128, 128}};
+    for (int i = 0; i < GRAN_COUNT_; i++) {
+        gran_block((Granularity)i, &br, &bc);
+        CHECKF(br == blk[i][0] && bc == blk[i][1], "%s: block %llu x %llu, expected %llu x %llu",
+               gran_name((Granularity)i), (unsigned long long)br, (unsigned long long)bc, (unsigned long long)blk[i][0],
+               (unsigned long long)blk[i][1]);
+    }
     CHECK(gran_scale_dtype(GRAN_COUNT_) == DT_NONE && gran_scale_dtype(GRAN_1X32) == DT_E8M0);
     Granularity g;
     CHECK(gran_parse("1x64", &g) == -1);
