@@ -1,0 +1,105 @@
+/* tests/unit/test_oracle_moe.c — memory of a mixture-of-experts stage worked
+ * out by hand: the last stage's output activations (final norm, LM-head input,
+ * fp32 logits; again per multi-token-prediction depth) and ZeRO-3's gathered
+ * layers when the dense layer kind is the larger one.
+ *
+ * An independent oracle: every expected byte count is arithmetic on the model
+ * below, written out in the comments, never a value the planner produced.
+ *
+ * The model: 2 layers (the first dense), hidden 256, 2 heads of 128 (no GQA),
+ * vocabulary 1000 (vocab_pad 1), seq 512, RMSNorm, SwiGLU, RoPE, untied; 8
+ * routed experts of FFN 128, top 2, 1 shared expert, softmax router; the dense
+ * FFN is given below. BF16 recipe (support/fixtures.h): BF16 weights, FP32
+ * gradient reduction, no FP8 copy. Micro-batch 1, tp = pp = cp = ep = 1. */
+#include "planner/plan.h"
+#include "support/fixtures.h"
+#include "test.h"
+
+static ModelSpec moe_model(uint32_t dense_ffn)
+{
+    ModelSpec m = {.name = "oracle-moe",
+                   .layers = 2,
+                   .hidden = 256,
+                   .ffn_hidden = dense_ffn,
+                   .heads = 2,
+                   .kv_heads = 2,
+                   .head_dim = 128,
+                   .vocab = 1000,
+                   .seq_len = 512,
+                   .norm = NORM_RMSNORM,
+                   .mlp = MLP_SWIGLU,
+                   .pos = POS_ROPE,
+                   .experts = 8,
+                   .experts_per_token = 2,
+                   .shared_experts = 1,
+                   .expert_ffn = 128,
+                   .dense_layers = 1,
+                   .router = ROUTER_SOFTMAX};
+    return m;
+}
+
+static int build(const PlanInput *in, Plan *p)
+{
+    Err e = {0};
+    Status st = plan_build(in, p, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    return st == ST_OK;
+}
+
+/* pp = 1: the one stage is the last. Tokens per micro-batch 1 x 512 = 512 (tp 1: all on this rank).
+ *   final norm input and output, BF16: 2 x 512 x 256 x 2 B = 524,288
+ *   its fp32 statistics (RMSNorm: 4 B a token):    512 x 4 B =   2,048
+ *   fp32 softmax of the logits:             512 x 1000 x 4 B = 2,048,000
+ *   total 2,574,336; one MTP depth repeats all three: 2 x 2,574,336 = 5,148,672. */
+static void test_last_stage_output(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_ACT_OUTPUT].bytes, 2574336);
+    m.mtp_layers = 1;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_ACT_OUTPUT].bytes, 5148672);
+}
+
+/* ZeRO-3 gathers one whole layer's weights before it runs (and keeps room for its gradient): the transient
+ * grows by 2 x the larger layer kind's gathered bytes (pp = 1: nothing else changes with the sharding).
+ * Gathered bytes per element: linear weights BF16 2 + no FP8 copy 0 + the BF16 gathered copy 2 + the FP32
+ * gradient 4 = 8; other (norms, router) BF16 2 + 2 + 4 = 8.
+ * Dense FFN 4096 makes the dense layer the larger:
+ *   dense: QKV 768 x 256 = 196,608 + proj 256 x 256 = 65,536 + FC1 8192 x 256 = 2,097,152 + FC2 256 x 4096 =
+ *          1,048,576 = 3,407,872 linear, 2 norms of 256 = 512 other: (3,407,872 + 512) x 8 = 27,267,072
+ *   MoE:   262,144 attention + shared expert 256 x 256 + 256 x 128 = 98,304 + 8 routed experts of 98,304 =
+ *          786,432, other 512 + router 8 x 256 = 2,048: (262,144 + 98,304 + 786,432 + 2,560) x 8 = 9,195,520
+ *   transient(ZeRO-3) - transient(ZeRO-2) = 2 x 27,267,072 = 54,534,144.
+ * The ZeRO-2 transient itself: the larger backward working set of one layer,
+ *   dense: dX and d(residual) 2 x 512 x 256 x 2 B = 524,288 + d(FC1 output) 512 x 8192 x 2 B = 8,388,608
+ *          = 8,912,896
+ *   MoE:   524,288 + d(shared FC1 output) 512 x 256 x 2 B = 262,144 + d(routed FC1 output) of 1024 rows
+ *          (512 tokens x top 2) x 256 x 2 B = 524,288 + dispatch and combine buffers 1024 x 256 x (2 + 2) B =
+ *          1,048,576 = 2,359,296
+ *   and the loss's peak 512 x 1000 x (10 - 4) B = 3,072,000 is below both: 8,912,896. */
+static void test_zero3_gathers_the_larger_kind(void)
+{
+    ModelSpec m = moe_model(4096);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.dp = 2, in.gbs = 2, in.sharding = SHARD_ZERO2;
+    Plan p2, p3;
+    if (!build(&in, &p2)) return;
+    in.sharding = SHARD_ZERO3;
+    if (!build(&in, &p3)) return;
+    CHECK_EQ_U64(p2.mem[MT_TRANSIENT].bytes, 8912896);
+    CHECK_EQ_U64(p3.mem[MT_TRANSIENT].bytes - p2.mem[MT_TRANSIENT].bytes, 54534144);
+}
+
+int main(void)
+{
+    RUN(test_last_stage_output);
+    RUN(test_zero3_gathers_the_larger_kind);
+    return test_summary();
+}
