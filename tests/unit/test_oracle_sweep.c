@@ -13,7 +13,7 @@
 
 enum { MAX_SEEN = 4096 };
 static double seen[MAX_SEEN];
-static int nseen, uneven_2_3, pp2_even, pp3_2_2, pp3_2_3;
+static int nseen, uneven_2_3, pp2_even, pp3_2_2, pp3_2_3, pp2_split;
 
 static void collect(const Plan *p, void *ctx)
 {
@@ -21,6 +21,7 @@ static void collect(const Plan *p, void *ctx)
     if (nseen < MAX_SEEN) seen[nseen++] = p->tokens_per_s;
     if (p->in.pp == 2 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 3) uneven_2_3++;
     if (p->in.pp == 2 && p->in.first_stage_layers == 0) pp2_even++;
+    if (p->in.pp == 2 && (p->in.first_stage_layers || p->in.last_stage_layers)) pp2_split++;
     if (p->in.pp == 3 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 2) pp3_2_2++;
     if (p->in.pp == 3 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 3) pp3_2_3++;
 }
@@ -107,10 +108,30 @@ static void test_uneven_split_both_middles(void)
     CHECK(pp3_2_3 > 0);
 }
 
+/* 4 layers on 2 stages divide (2 + 2, and 1 + 1 per chunk with vpp 2): every 2-stage plan is the even split,
+ * none names first/last stage layers (an explicit 2 + 2 would only repeat it). */
+static void test_even_split_only(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe b = ox_bf16(0);
+    const Recipe *rs[1] = {&b};
+    SweepSpec s = spec(&m, &g, rs, 2);
+    Plan top[1];
+    int n = 0;
+    SweepStats st;
+    Err e = {0};
+    nseen = pp2_even = pp2_split = 0;
+    CHECKF(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_OK, "%s", e.msg);
+    CHECK(pp2_even > 0);
+    CHECK_EQ_INT(pp2_split, 0);
+}
+
 int main(void)
 {
     RUN(test_top_k_are_the_best);
     RUN(test_uneven_split);
     RUN(test_uneven_split_both_middles);
+    RUN(test_even_split_only);
     return test_summary();
 }
