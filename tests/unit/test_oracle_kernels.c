@@ -1,0 +1,110 @@
+/* tests/unit/test_oracle_kernels.c — the memory-bound kernels of one layer
+ * (planner/plan_kernels.c), counted by hand at the launch floor.
+ *
+ * An independent oracle: the GPU's HBM is made so fast (1e30 B/s) that every
+ * op costs its launches alone, kernels x 1 us, so each expected time below is
+ * a kernel count read off the lists in plan_kernels.c's header comment and
+ * added up here, never a value the planner produced.
+ *
+ * The model: 2 layers, hidden 8, 2 heads of 4, FFN 32, seq 4, RMSNorm, SwiGLU,
+ * RoPE, no dropout. FP8 GEMMs (E4M3 forward, E5M2 backward), saved GEMM inputs
+ * in BF16 unless a case says otherwise. */
+#include <math.h>
+
+#include "planner/plan_internal.h"
+#include "support/fixtures.h"
+#include "test.h"
+
+static const double US = 1e-6;
+
+static ModelSpec model(void)
+{
+    ModelSpec m = fx_tiny_model();
+    m.norm = NORM_RMSNORM, m.mlp = MLP_SWIGLU, m.pos = POS_ROPE;
+    return m;
+}
+
+/* One layer's LayerElem for micro-batches of 1 and gbs = m micro-batches, every op at its launch floor. */
+static LayerElem elem(const ModelSpec *m, const Recipe *r, KernelFusion fusion, uint32_t micro_batches)
+{
+    static GpuSpec gpu;
+    gpu = fx_gpu();
+    gpu.hbm_bw = 1e30;
+    PlanInput in = fx_input(m, &gpu, r);
+    in.launch_s = US, in.fusion = fusion, in.dropout = 0;
+    Geo g;
+    plan_geo(&in, m->seq_len, micro_batches, &g); /* global batch: micro_batches x mbs 1 x dp 1 */
+    LayerElem le;
+    plan_layer_elem(&in, &g, &le);
+    return le;
+}
+
+static void check(const LayerElem *le, double fwd, double fwd_attn, double bwd, double bwd_attn, double acc,
+                  const char *what)
+{
+    CHECKF(fabs(le->fwd - fwd * US) < 1e-12, "%s: forward %g us, expected %g", what, le->fwd / US, fwd);
+    CHECKF(fabs(le->fwd_attn - fwd_attn * US) < 1e-12, "%s: forward attention part %g us, expected %g", what,
+           le->fwd_attn / US, fwd_attn);
+    CHECKF(fabs(le->bwd - bwd * US) < 1e-12, "%s: backward %g us, expected %g", what, le->bwd / US, bwd);
+    CHECKF(fabs(le->bwd_attn - bwd_attn * US) < 1e-12, "%s: backward attention part %g us, expected %g", what,
+           le->bwd_attn / US, bwd_attn);
+    CHECKF(fabs(le->acc_b - acc * US) < 1e-12, "%s: gradient accumulation %g us, expected %g", what, le->acc_b / US,
+           acc);
+}
+
+/* te, delayed scaling (every cast one kernel):
+ *   forward  norm1(+cast) 1, RoPE 2, proj-input cast 1, bias-dropout-add 1        -> attention part 5
+ *            norm2(+cast) 1, SwiGLU 1, FC2-input cast 1, bias-dropout-add 1       -> 4; forward 9
+ *   backward FC2 dY cast 1, SwiGLU backward 1, FC1 dY cast 1, norm2 backward 2 + residual 1 -> FFN part 6
+ *            proj dY cast 1, RoPE 2, QKV dY cast 1, norm1 backward 2 + residual 1 -> attention part 7; 13
+ * te, current scaling: each cast reads its input once more for the amax in one more kernel, the norms' fused
+ * casts too: forward 2 + 2 + 2 + 1 = 7 and 2 + 1 + 2 + 1 = 6 (13); backward 2 + 1 + 2 + 3 = 8 and
+ * 2 + 2 + 2 + 3 = 9 (17). Gradient accumulation is fused (--gradient-accumulation-fusion): 0, even with 2
+ * micro-batches; without the fusion main_grad.add_ is 4 kernels per micro-batch. */
+static void test_te_launches(void)
+{
+    ModelSpec m = model();
+    Recipe r = fx_te_recipe("te", 0);
+    r.saved_input = DT_BF16;
+    LayerElem le = elem(&m, &r, FUSE_TE, 1);
+    check(&le, 9, 5, 13, 7, 0, "te delayed");
+    le = elem(&m, &r, FUSE_TE, 2);
+    check(&le, 9, 5, 13, 7, 0, "te delayed, 2 micro-batches");
+    r.scaling = SCALING_CURRENT;
+    le = elem(&m, &r, FUSE_TE, 1);
+    check(&le, 13, 7, 17, 9, 0, "te current");
+}
+
+/* eager (one kernel per PyTorch op), delayed scaling:
+ *   forward  RMSNorm 6, x cast 1, HF RoPE 10 (5 for q, 5 for k), proj cast 1, residual 1 -> attention part 19
+ *            RMSNorm 6, x cast 1, silu + mul 2, FC2 cast 1, residual 1                  -> 11; forward 30
+ *   backward twice the forward's kernels, 60; dY casts for FC2 and FC1 1 + 1 -> 62, of which the FFN's are
+ *            2 x 11 + 2 = 24; dY casts for proj and QKV 1 + 1, and (inputs saved in BF16) the FP8 recasts of
+ *            the inputs for the weight gradients, 4 kernels -> backward 68, attention part 68 - 24 = 44
+ *   2 micro-batches: the gradient accumulation, one kernel per linear weight: 4 (not in the backward above).
+ * compile (inductor), inputs saved in BF16:
+ *   forward  norm1 1, x cast 1, RoPE 1, proj cast 1 -> 4; residual+norm2 1, x cast 1, SwiGLU 1, FC2 cast 1,
+ *            residual 1 -> forward 9
+ *   backward dY casts 1 + SwiGLU backward 1 + dY cast 1 + norm/residual backward 2 -> FFN part 5; dY cast 1,
+ *            RoPE 1, dY cast 1, norm/residual backward 2, input recasts 4 -> attention part 9; backward 14. */
+static void test_eager_and_compile_launches(void)
+{
+    ModelSpec m = model();
+    Recipe r = fx_te_recipe("te", 0);
+    r.saved_input = DT_BF16;
+    LayerElem le = elem(&m, &r, FUSE_EAGER, 1);
+    check(&le, 30, 19, 68, 44, 0, "eager");
+    le = elem(&m, &r, FUSE_FP8PLAN, 2);
+    check(&le, 30, 19, 72, 44, 4, "fp8plan's kernels (the eager list), 2 micro-batches");
+    le = elem(&m, &r, FUSE_COMPILE, 1);
+    check(&le, 9, 4, 14, 9, 0, "compile");
+    le = elem(&m, &r, FUSE_COMPILE, 2);
+    check(&le, 9, 4, 18, 9, 4, "compile, 2 micro-batches");
+}
+
+int main(void)
+{
+    RUN(test_te_launches);
+    RUN(test_eager_and_compile_launches);
+    return test_summary();
+}
