@@ -102,9 +102,38 @@ static void test_eager_and_compile_launches(void)
     check(&le, 9, 4, 18, 9, 4, "compile, 2 micro-batches");
 }
 
+/* One micro-batch through the one stage (pp 1: embedding, layers, head) with every GEMM and kernel at the
+ * launch floor (HBM and FLOP rates 1e30). A multi-token-prediction depth adds one transformer layer (the
+ * same as one more layer of the model: taken out by the difference below) and, per micro-batch:
+ *   a second head and loss: forward head GEMM 1 + logits/softmax/loss 3 + final norm 1 = 5; backward head
+ *     dgrad GEMM 1 + wgrad GEMM 1 + loss gradient 2 + norm backward 2 = 6
+ *   the depth's own input: forward embedding gather 1, eh_proj GEMM 1, enorm + hnorm 2 = 4; backward eh_proj
+ *     dgrad 1 + wgrad 1, embedding scatter-add 1, the two norms' backward 4 = 7
+ *   so (mtp 1, 2 layers) - (mtp 0, 2 layers) - [(mtp 0, 3 layers) - (mtp 0, 2 layers)] = 5 + 6 + 4 + 7 = 22 us. */
+static void test_mtp_depth_launches(void)
+{
+    ModelSpec m = model();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    GpuSpec gpu = fx_gpu();
+    gpu.hbm_bw = gpu.flops_bf16 = gpu.flops_fp8 = gpu.flops_fp32 = 1e30;
+    PlanInput in = fx_input(&m, &gpu, &r);
+    in.launch_s = US;
+    Plan base, deeper, mtp;
+    Err e = {0};
+    CHECKF(plan_build(&in, &base, &e) == ST_OK, "%s", e.msg);
+    m.layers = 3;
+    CHECKF(plan_build(&in, &deeper, &e) == ST_OK, "%s", e.msg);
+    m.layers = 2, m.mtp_layers = 1;
+    CHECKF(plan_build(&in, &mtp, &e) == ST_OK, "%s", e.msg);
+    double layer = deeper.time.microbatch_s - base.time.microbatch_s;
+    double extra = mtp.time.microbatch_s - base.time.microbatch_s - layer;
+    CHECKF(fabs(extra - 22 * US) < 1e-12, "an MTP depth beyond its layer: %g us, expected 22", extra / US);
+}
+
 int main(void)
 {
     RUN(test_te_launches);
     RUN(test_eager_and_compile_launches);
+    RUN(test_mtp_depth_launches);
     return test_summary();
 }
