@@ -447,11 +447,15 @@ Status plan_build(const PlanInput *in, Plan *out, Err *e)
     Status st = build(in, out, &why);
     if (st == ST_OVERFLOW && why == REJECT_NONFINITE)
         return err_set(e, ST_OVERFLOW,
-                       "the %s of %s on %s with %s is not a finite positive number (a catalog rate or efficiency "
-                       "too small or too large for the arithmetic)",
-                       nonfinite_figure(out), in->model->name, in->gpu->name, in->recipe->name);
-    if (st == ST_OVERFLOW)
-        return err_set(e, ST_OVERFLOW, "a byte count for %s on %s with %s passes 2^64", in->model->name, in->gpu->name,
-                       in->recipe->name);
+                       "the %s of %s on %s with %s is not a finite positive number (a rate or efficiency of gpus.csv "
+                       "row '%s'%s%s%s too small or too large for the arithmetic)",
+                       nonfinite_figure(out), in->model->name, in->gpu->name, in->recipe->name, in->gpu->name,
+                       in->stack ? " or stacks.csv row '" : "", in->stack ? in->stack->name : "", in->stack ? "'" : "");
+    if (st == ST_OVERFLOW) /* the sizes a user sets: global batch, micro-batch, sequence */
+        return err_set(e, ST_OVERFLOW,
+                       "a byte count for %s on %s with %s passes 2^64 at global batch %llu, micro-batch %u, sequence "
+                       "%u (gbs, mbs, seq)",
+                       in->model->name, in->gpu->name, in->recipe->name, (unsigned long long)in->gbs, in->mbs,
+                       in->seq ? in->seq : in->model->seq_len);
     return st;
 }
