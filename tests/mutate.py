@@ -253,12 +253,14 @@ def dep_map(tree, build):
 
 
 def stripped(tree, path):
-    """SHA-256 of an object file or program without debug information (None if not built)."""
+    """SHA-256 of an object file or program without debug information (None if not built). A program's
+    build ID goes too: the linker hashes the debug information into it, so a header mutant that only moves
+    line numbers would change it."""
     full = os.path.join(tree, path)
     if not os.path.exists(full):
         return None
     tmp = full + ".strip"
-    if sh(["objcopy", "--strip-debug", full, tmp], tree).returncode:
+    if sh(["objcopy", "--strip-debug", "--remove-section=.note.gnu.build-id", full, tmp], tree).returncode:
         return None
     with open(tmp, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
