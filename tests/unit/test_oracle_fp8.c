@@ -63,6 +63,29 @@ static void test_quant_counts(void)
     CHECK_EQ_U64(k.nonfinite, 0);
 }
 
+/* 1x32 (MX) blocks keep E8M0 scales; the FP32 multiplier buffer is optional there (quant.h). One block of 32:
+ * x = 6 once, 1 elsewhere. Ceil rule: scale code = ceil(log2(6 / 448)) = ceil(-6.22) = -6, biased 127 - 6 =
+ * 121; the multiplier 2^6 = 64 makes 6 -> 384 = 1.5 x 2^8 (E4M3 S.1111.100 = 0x7C) and 1 -> 64 = 2^6
+ * (S.1101.000 = 0x68). */
+static void test_mx_without_fp32_scales(void)
+{
+    float x[32];
+    for (int i = 0; i < 32; i++) x[i] = i == 5 ? 6.0f : 1.0f;
+    uint8_t codes[32], e8 = 0;
+    QuantBufs out = {.codes = codes, .e8m0 = &e8};
+    QuantCfg cfg = quant_cfg(DT_E4M3, GRAN_1X32);
+    QuantCounts k = {0};
+    Err e = {0};
+    CHECKF(quant_tensor(&cfg, x, 1, 32, &out, &k, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(e8, 121);
+    CHECK_EQ_U64(codes[5], 0x7C);
+    CHECK_EQ_U64(codes[0], 0x68);
+    CHECK_EQ_U64(codes[31], 0x68);
+    /* an FP32-scaled granularity without its multipliers is refused */
+    cfg = quant_cfg(DT_E4M3, GRAN_1X128);
+    CHECK(quant_tensor(&cfg, x, 1, 32, &out, &k, &e) == ST_SOFTWARE);
+}
+
 /* The formats table from the bit layouts (OCP FP8 spec, IEEE 754 binary16), by hand.
  *   E4M3: bias 7, no Inf, NaN = S.1111.111 (2 codes). Largest S.1111.110 = 1.75 x 2^8 = 448; smallest
  *     normal 2^(1-7) = 2^-6; subnormals m/8 x 2^-6: 7 per sign, largest 0.875 x 2^-6, smallest 2^-9.
@@ -99,10 +122,12 @@ static void test_format_tables(void)
          0x7F800000, 0x7F800001},
     };
     // clang-format on
+    static const int bits[4] = {8, 8, 16, 32}; /* storage width of each row's type */
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         FormatInfo f;
         Err e = {0};
         CHECKF(format_info(want[i].t, &f, &e) == ST_OK, "%s", e.msg);
+        CHECKF(f.bits == bits[i], "format %zu: %d bits, expected %d", i, f.bits, bits[i]);
         CHECKF(f.exp_bits == want[i].exp && f.man_bits == want[i].man && f.bias == want[i].bias && f.has_sign,
                "format %zu fields", i);
         CHECKF(f.max_normal == want[i].maxn && f.min_normal == want[i].minn, "format %zu normal range", i);
@@ -276,6 +301,7 @@ int main(void)
     RUN(test_generator_stream);
     RUN(test_quant_counts);
     RUN(test_format_tables);
+    RUN(test_mx_without_fp32_scales);
     RUN(test_helper_edges);
     RUN(test_outlier_distribution);
     RUN(test_quant_margin_bounds);
