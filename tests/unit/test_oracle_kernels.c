@@ -102,6 +102,45 @@ static void test_eager_and_compile_launches(void)
     check(&le, 9, 4, 18, 9, 4, "compile, 2 micro-batches");
 }
 
+/* The same lists by bytes: launches free (launch_s 0), HBM at 1e12 B/s with efficiency 1, so every op takes
+ * bytes x 1e-12 s. One micro-batch of 4 tokens, no TP: H = Hf = 4 x 8 = 32, Q = K = 4 x 8 = 32 (2 heads of 4,
+ * 2 KV heads), F = 4 x 32 = 128, kF = 256 (SwiGLU). A cast of x elements moves (2 + copies) x x bytes.
+ * te, delayed scaling:
+ *   forward  norm1 4H 128, RoPE 4(Q + K) 256, proj-input cast (2 + 2)Q 128, bias-dropout-add 6H 192 -> 704;
+ *            norm2 4H 128, SwiGLU 6F 768, FC2-input cast 4F 512, bias-dropout-add 6H 192 -> 1600; forward 2304
+ *   backward FC2 dY cast 4Hf 128, SwiGLU backward 10F 1280, FC1 dY cast 4kF 1024, norm2 backward 6H 192 +
+ *            residual 6H 192 -> 2816; proj dY cast 128, RoPE 256, QKV dY cast 4(Q + 2K) 384, norm1 192 +
+ *            residual 192 -> 1152; backward 3968
+ * eager, inputs saved in BF16 (so the forward casts write the row-wise copy only: 3 B per element):
+ *   forward  RMSNorm 36H 1152, x cast 3H 96, HF RoPE 20(Q + K) 1280, proj cast 3Q 96, residual 6H 192 -> 2816;
+ *            RMSNorm 1152, x cast 96, silu + mul 10F 1280, FC2 cast 3F 384, residual 192 -> 3104; forward 5920
+ *   backward twice the forward 11840, dY casts 4Hf 128 + 4kF 1024 -> 12992, of which the FFN's
+ *            12992 - 2 x 2816 = 7360; dY casts 4Hf 128 + 4(Q + 2K) 384, input recasts 3(2Hf + Q + F) 672
+ *            -> backward 14176, attention part 14176 - 7360 = 6816. */
+static void test_bytes(void)
+{
+    ModelSpec m = model();
+    Recipe r = fx_te_recipe("te", 0);
+    r.saved_input = DT_BF16;
+    GpuSpec gpu = fx_gpu();
+    gpu.hbm_bw = 1e12;
+    PlanInput in = fx_input(&m, &gpu, &r);
+    in.launch_s = 0, in.eff_hbm = 1, in.dropout = 0;
+    const KernelFusion fu[2] = {FUSE_TE, FUSE_EAGER};
+    const double want[2][4] = {{2304, 704, 3968, 1152}, {5920, 2816, 14176, 6816}};
+    for (int i = 0; i < 2; i++) {
+        in.fusion = fu[i];
+        Geo g;
+        plan_geo(&in, m.seq_len, 1, &g);
+        LayerElem le;
+        plan_layer_elem(&in, &g, &le);
+        const double got[4] = {le.fwd, le.fwd_attn, le.bwd, le.bwd_attn};
+        for (int k = 0; k < 4; k++)
+            CHECKF(fabs(got[k] - want[i][k] * 1e-12) < 1e-20, "%s: term %d is %g bytes, expected %g",
+                   i ? "eager" : "te", k, got[k] * 1e12, want[i][k]);
+    }
+}
+
 /* One micro-batch through the one stage (pp 1: embedding, layers, head) with every GEMM and kernel at the
  * launch floor (HBM and FLOP rates 1e30). A multi-token-prediction depth adds one transformer layer (the
  * same as one more layer of the model: taken out by the difference below) and, per micro-batch:
@@ -134,6 +173,7 @@ int main(void)
 {
     RUN(test_te_launches);
     RUN(test_eager_and_compile_launches);
+    RUN(test_bytes);
     RUN(test_mtp_depth_launches);
     return test_summary();
 }
