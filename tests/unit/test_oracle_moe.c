@@ -11,6 +11,8 @@
  * routed experts of FFN 128, top 2, 1 shared expert, softmax router; the dense
  * FFN is given below. BF16 recipe (support/fixtures.h): BF16 weights, FP32
  * gradient reduction, no FP8 copy. Micro-batch 1, tp = pp = cp = ep = 1. */
+#include <math.h>
+
 #include "planner/plan.h"
 #include "support/fixtures.h"
 #include "test.h"
@@ -97,9 +99,86 @@ static void test_zero3_gathers_the_larger_kind(void)
     CHECK_EQ_U64(p3.mem[MT_TRANSIENT].bytes - p2.mem[MT_TRANSIENT].bytes, 54534144);
 }
 
+/* The MoE FFN's memory-bound kernels (router, permutation, casts, expert activations: moe_route_s), counted at
+ * the launch floor (HBM and FLOP rates 1e30, 1 us a launch), one micro-batch, one MoE layer. FP8 GEMMs (E4M3
+ * forward, E5M2 backward), SwiGLU experts, a shared expert. BF16 dispatch:
+ *   forward  router input 1, softmax + top-k 2, dispatch 1, FP8 cast of the dispatched rows 1, SwiGLU 1, FC2
+ *            input cast 1, combine 1, shared expert SwiGLU 1 and its cast 1, residual 1 = 11
+ *   backward dispatch of the gradient 1, its sum 1, FP8 cast of it 1, dY cast for FC1 1, SwiGLU backward 1,
+ *            combine 1, router backward 2, shared expert SwiGLU backward 1 and its casts 2, norm backward 2 +
+ *            residual 1 = 14; 25 in all.
+ * FP8 dispatch: the cast moves before the dispatch (forward 1 for 1) and the gradient's cast becomes the
+ * dispatch cast of the backward (1 for 1): 25 again. */
+static void test_route_launches(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    g.hbm_bw = g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.launch_s = 1e-6, in.gbs = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 25e-6) < 1e-12, "BF16 dispatch: %g us, expected 25", p.time.moe_route_s * 1e6);
+    r.comm_ep_dispatch = DT_E4M3;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 25e-6) < 1e-12, "FP8 dispatch: %g us, expected 25", p.time.moe_route_s * 1e6);
+    /* GeLU experts, no shared expert, BF16 dispatch: forward 1 + 2 + 1 + 1 + GeLU 1 + 1 + 1 + residual 1 = 9;
+     * backward 1 + 1 + 1 + 1 + GeLU backward 1 + 1 + 2 + norm 2 + residual 1 = 11; 20 in all */
+    m.mlp = MLP_GELU, m.shared_experts = 0;
+    r.comm_ep_dispatch = DT_BF16;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 20e-6) < 1e-12, "GeLU, no shared expert: %g us, expected 20",
+           p.time.moe_route_s * 1e6);
+}
+
+/* The same kernels by bytes (launches free, HBM 1e12 B/s at efficiency 1: bytes x 1e-12 s). T = 512 tokens,
+ * h = 256, E = 8 experts, top k = 2, R = 512 x 2 = 1024 routed rows, Fe = Fs = 128, SwiGLU, combine BF16 (2 B).
+ * BF16 dispatch (2 B):
+ *   forward  router input 4Th 524,288; probabilities + top-k (8E + 8k)T = 80 x 512 = 40,960; dispatch
+ *            2Rh x 2 = 1,048,576; FP8 cast of the rows 4Rh = 1,048,576; SwiGLU 6R Fe = 786,432; FC2 input cast
+ *            4R Fe = 524,288; combine (2R + 2T)h = 786,432; shared SwiGLU 6T Fs = 393,216 and cast 4T Fs =
+ *            262,144; residual 6Th = 786,432: 6,201,344
+ *   backward gradient dispatch 2Rh x 2 = 1,048,576, its sum 4Rh = 1,048,576, its FP8 cast 4Rh = 1,048,576, FC1 dY
+ *            cast 4R x 2Fe = 1,048,576, SwiGLU backward 10R Fe = 1,310,720, combine 786,432, router 12TE = 49,152,
+ *            shared SwiGLU backward 10T Fs = 655,360 and casts 4T(h + 2Fs) = 1,048,576, norm + residual 2 x 6Th =
+ *            1,572,864: 9,617,408; in all 15,818,752 B
+ * FP8 dispatch (1 B): the forward casts 3Th = 393,216 before a 1-byte dispatch 2Rh = 524,288 and drops the rows'
+ * cast: 5,021,696; the backward casts 3Th = 393,216, dispatches 524,288 and drops the gradient's cast:
+ * 8,437,760; in all 13,459,456 B. */
+static void test_route_bytes(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    g.hbm_bw = 1e12, g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.launch_s = 0, in.eff_hbm = 1, in.gbs = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 15818752e-12) < 1e-18, "BF16 dispatch: %.0f B, expected 15,818,752",
+           p.time.moe_route_s * 1e12);
+    r.comm_ep_dispatch = DT_E4M3;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 13459456e-12) < 1e-18, "FP8 dispatch: %.0f B, expected 13,459,456",
+           p.time.moe_route_s * 1e12);
+    /* GeLU experts (FC1 output Fe, not 2Fe), no shared expert, BF16 dispatch:
+     *   forward  524,288 + 40,960 + 1,048,576 + 1,048,576 + GeLU 4R Fe = 524,288 + cast 524,288 + combine 786,432
+     *            + residual 786,432 = 5,283,840
+     *   backward 1,048,576 + 1,048,576 + 1,048,576 + FC1 dY cast 4R Fe = 524,288 + GeLU backward 6R Fe = 786,432
+     *            + 786,432 + 49,152 + 1,572,864 = 6,864,896; in all 12,148,736 B */
+    m.mlp = MLP_GELU, m.shared_experts = 0;
+    r.comm_ep_dispatch = DT_BF16;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 12148736e-12) < 1e-18, "GeLU, no shared expert: %.0f B, expected 12,148,736",
+           p.time.moe_route_s * 1e12);
+}
+
 int main(void)
 {
     RUN(test_last_stage_output);
     RUN(test_zero3_gathers_the_larger_kind);
+    RUN(test_route_launches);
+    RUN(test_route_bytes);
     return test_summary();
 }
