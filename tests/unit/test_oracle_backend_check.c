@@ -38,8 +38,40 @@ static void test_no_descriptor(void)
     bk->destroy(bk);
 }
 
+/* AdamW without a master updates the working copy itself, so that copy must be FP32 (backend_desc.h): a BF16
+ * one is refused, an FP32 one accepted (lr 0.125, betas 0.5 / 0.75, eps 1, step 1, g 1: w 2 -> 1.9375). */
+static void test_adamw_without_master(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    if (!bk) return;
+    float g = 1.0f, m = 0.0f, v = 0.0f, w = 2.0f;
+    uint16_t wb = 0x4000; /* BF16 2 */
+    AdamWDesc d = {.n = 1,
+                   .h = {.lr = 0.125f, .beta1 = 0.5f, .beta2 = 0.75f, .eps = 1.0f, .step = 1, .grad_scale = 1.0f},
+                   .m = &m,
+                   .v = &v,
+                   .grad = &g,
+                   .grad_dtype = DT_FP32,
+                   .weight = &wb,
+                   .weight_dtype = DT_BF16};
+    CHECK_EQ_INT(bk->adamw(bk, &d, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "adamw: without a master the working weight must be fp32");
+    CHECK(wb == 0x4000 && m == 0.0f && v == 0.0f); /* nothing written */
+    d.weight = NULL;
+    CHECK_EQ_INT(bk->adamw(bk, &d, &e), ST_USAGE);
+    /* m = 0.5, v = 0.25; m^ = 1, v^ = 1; w = 2 - 0.125 x 1 / (1 + 1) = 1.9375 */
+    d.weight = &w, d.weight_dtype = DT_FP32;
+    CHECKF(bk->adamw(bk, &d, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk->sync(bk, &e) == ST_OK);
+    CHECK(w == 1.9375f && m == 0.5f && v == 0.25f);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_no_descriptor);
+    RUN(test_adamw_without_master);
     return test_summary();
 }
