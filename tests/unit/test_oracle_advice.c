@@ -80,6 +80,11 @@ static void test_advice_sets(void)
     Recipe bm = c;
     bm.gemm.dt[STATE_MASTER] = DT_BF16;
     CHECK_EQ_U64(advice(&bm, 1, big), A(PER_TENSOR) | A(CONVERGENCE));
+    /* no separate master: the FP32 working weight is the master (4 B), still compute-only */
+    Recipe nm = c;
+    nm.gemm.dt[STATE_WEIGHT] = DT_FP32, nm.gemm.dt[STATE_MASTER] = DT_NONE;
+    nm.gemm.shard_mask &= ~BIT(MASTER);
+    CHECK_EQ_U64(advice(&nm, 1, big), A(COMPUTE_ONLY) | A(PER_TENSOR) | A(CONVERGENCE));
     /* MXFP8: 1x32 E8M0 blocks for activations and weights, scales local: no per-tensor note, both
      * copies quantized separately */
     Recipe mx = c;
