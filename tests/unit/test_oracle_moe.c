@@ -174,11 +174,41 @@ static void test_route_bytes(void)
            p.time.moe_route_s * 1e12);
 }
 
+/* One NCCL communicator (nccl_comm_bytes = 1000 here) per group of more than one rank the GPU is in: tp, cp,
+ * dp x cp, pp, ep, etp and the expert-data-parallel group edp = tp cp dp / (ep etp).
+ *   dp 4, ep 4:              dp, ep (edp 1)                -> 2
+ *   dp 4, ep 2:              dp, ep, edp 2                 -> 3
+ *   tp 2, dp 2, ep 2, etp 2: tp, dp, ep, etp (edp 1)      -> 4
+ *   pp 2, dp 2, ep 2:        dp, pp, ep (edp 1)            -> 3
+ *   cp 2, ep 2:              cp, dp x cp = 2, ep (edp 1)   -> 3
+ *   tp 2 alone:              tp, edp 2 (no dp, no ep)      -> 2 */
+static void test_communicators(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    const struct {
+        uint32_t tp, cp, dp, pp, ep, etp, want;
+    } c[6] = {{1, 1, 4, 1, 4, 1, 2}, {1, 1, 4, 1, 2, 1, 3}, {2, 1, 2, 1, 2, 2, 4},
+              {1, 1, 2, 2, 2, 1, 3}, {1, 2, 1, 1, 2, 1, 3}, {2, 1, 1, 1, 1, 1, 2}};
+    for (int i = 0; i < 6; i++) {
+        PlanInput in = fx_input(&m, &g, &r);
+        in.tp = c[i].tp, in.cp = c[i].cp, in.dp = c[i].dp, in.pp = c[i].pp, in.ep = c[i].ep, in.etp = c[i].etp;
+        in.gbs = c[i].dp, in.nccl_comm_bytes = 1000;
+        Plan p;
+        if (!build(&in, &p)) continue;
+        CHECKF(p.mem[MT_COMM_BUFFER].bytes == 1000ull * c[i].want,
+               "layout %d: %llu bytes of communicators, expected %u", i,
+               (unsigned long long)p.mem[MT_COMM_BUFFER].bytes, 1000 * c[i].want);
+    }
+}
+
 int main(void)
 {
     RUN(test_last_stage_output);
     RUN(test_zero3_gathers_the_larger_kind);
     RUN(test_route_launches);
     RUN(test_route_bytes);
+    RUN(test_communicators);
     return test_summary();
 }
