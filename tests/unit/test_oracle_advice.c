@@ -127,6 +127,10 @@ static void test_term_metadata(void)
             continue;
         }
         CHECKF(x->shards == (state ? 2u : 1u), "%s: shards %u", x->name, x->shards);
+        /* terms that mix dtypes (BF16 tensors with fp32 statistics, scores, logits) count bytes only */
+        if (i == MT_ACT_LAYER_HP || i == MT_ACT_ATTN || i == MT_ACT_OUTPUT || i == MT_TRANSIENT)
+            CHECKF(x->elements == 0 && x->dtype == DT_NONE, "%s: %llu elements of dtype %d", x->name,
+                   (unsigned long long)x->elements, (int)x->dtype);
     }
 }
 
