@@ -197,6 +197,11 @@ static void test_communicators(void)
         in.gbs = c[i].dp, in.nccl_comm_bytes = 1000;
         Plan p;
         if (!build(&in, &p)) continue;
+        if (c[i].tp == 1) { /* without TP, sequence parallelism is moot: the same layout builds without it */
+            in.sp = 0;
+            Plan q;
+            if (build(&in, &q)) CHECK_EQ_U64(q.mem[MT_COMM_BUFFER].bytes, 1000ull * c[i].want);
+        }
         CHECKF(p.mem[MT_COMM_BUFFER].bytes == 1000ull * c[i].want,
                "layout %d: %llu bytes of communicators, expected %u", i,
                (unsigned long long)p.mem[MT_COMM_BUFFER].bytes, 1000 * c[i].want);

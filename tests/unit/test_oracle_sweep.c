@@ -13,7 +13,7 @@
 
 enum { MAX_SEEN = 4096 };
 static double seen[MAX_SEEN];
-static int nseen, uneven_2_3, pp2_even, pp3_2_2, pp3_2_3, pp2_split;
+static int nseen, uneven_2_3, pp2_even, pp3_2_2, pp3_2_3, pp2_split, pp3_1_1, pp3_1_2;
 
 static void collect(const Plan *p, void *ctx)
 {
@@ -22,6 +22,8 @@ static void collect(const Plan *p, void *ctx)
     if (p->in.pp == 2 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 3) uneven_2_3++;
     if (p->in.pp == 2 && p->in.first_stage_layers == 0) pp2_even++;
     if (p->in.pp == 2 && (p->in.first_stage_layers || p->in.last_stage_layers)) pp2_split++;
+    if (p->in.pp == 3 && p->in.first_stage_layers == 1 && p->in.last_stage_layers == 1) pp3_1_1++;
+    if (p->in.pp == 3 && p->in.first_stage_layers == 1 && p->in.last_stage_layers == 2) pp3_1_2++;
     if (p->in.pp == 3 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 2) pp3_2_2++;
     if (p->in.pp == 3 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 3) pp3_2_3++;
 }
@@ -127,11 +129,32 @@ static void test_even_split_only(void)
     CHECK_EQ_INT(pp2_split, 0);
 }
 
+/* 4 layers on 3 stages: a middle stage of ceil(4/3) = 2 leaves 1 + 1 for the ends (each exactly the one layer a
+ * stage must hold at vpp 1); one of floor = 1 leaves 3 = 1 + 2. Both are tried. */
+static void test_uneven_split_single_layer_ends(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe b = ox_bf16(0);
+    const Recipe *rs[1] = {&b};
+    SweepSpec s = spec(&m, &g, rs, 3);
+    s.base.gbs = 12;
+    Plan top[1];
+    int n = 0;
+    SweepStats st;
+    Err e = {0};
+    nseen = pp3_1_1 = pp3_1_2 = 0;
+    CHECKF(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_OK, "%s", e.msg);
+    CHECK(pp3_1_1 > 0);
+    CHECK(pp3_1_2 > 0);
+}
+
 int main(void)
 {
     RUN(test_top_k_are_the_best);
     RUN(test_uneven_split);
     RUN(test_uneven_split_both_middles);
     RUN(test_even_split_only);
+    RUN(test_uneven_split_single_layer_ends);
     return test_summary();
 }
