@@ -81,6 +81,9 @@ static void test_mx_without_fp32_scales(void)
     CHECK_EQ_U64(codes[5], 0x7C);
     CHECK_EQ_U64(codes[0], 0x68);
     CHECK_EQ_U64(codes[31], 0x68);
+    /* a granularity past the enum is refused, not indexed */
+    cfg.gran = (Granularity)(GRAN_COUNT_ + 1);
+    CHECK(quant_tensor(&cfg, x, 1, 32, &out, &k, &e) == ST_USAGE);
     /* an FP32-scaled granularity without its multipliers is refused */
     cfg = quant_cfg(DT_E4M3, GRAN_1X128);
     CHECK(quant_tensor(&cfg, x, 1, 32, &out, &k, &e) == ST_SOFTWARE);
@@ -152,6 +155,11 @@ static void test_helper_edges(void)
     MfUnpacked z = mf_unpack_f32(0.0f), nz = mf_unpack_f32(-0.0f), one = mf_unpack_f32(1.0f);
     CHECK(z.kind == MF_ZERO && !z.neg && nz.kind == MF_ZERO && nz.neg);
     CHECK(one.kind == MF_FINITE && one.exp == 0 && !one.neg);
+    /* double subnormals normalise too: 2^-1074 (m = 1) -> exp -1074, the leading 1 at bit 63;
+     * 3 x 2^-1074 (m = 0b11) -> exp -1073, significand 0b11 << 62 */
+    MfUnpacked d1 = mf_unpack_f64(0x1p-1074), d3 = mf_unpack_f64(0x3p-1074);
+    CHECK(d1.kind == MF_FINITE && d1.exp == -1074 && d1.sig == UINT64_C(1) << 63);
+    CHECK(d3.kind == MF_FINITE && d3.exp == -1073 && d3.sig == UINT64_C(3) << 62);
     uint64_t br = 9, bc = 9;
     gran_block(GRAN_COUNT_, &br, &bc);
     CHECK(br == 0 && bc == 0);
