@@ -69,22 +69,29 @@ static void test_top_k_are_the_best(void)
                top[i].tokens_per_s, i + 1, seen[i]);
 }
 
-/* 5 layers on 2 stages do not divide: the middle stages (none here) hold ceil(5/2) = 3 or floor = 2, the
- * first and last split the rest 5 as 2 + 3 (first <= last). No even 2-stage split exists. */
-static void test_uneven_split(void)
+/* Sweep the tiny model with `layers` layers over `gpus` GPUs (global batch gbs), every counter reset first. */
+static void sweep_layers(uint32_t layers, uint32_t gpus, uint32_t gbs)
 {
     ModelSpec m = ox_tiny(16, 4);
-    m.layers = 5;
+    m.layers = layers;
     GpuSpec g = ox_big_gpu(1ull << 40);
     Recipe b = ox_bf16(0);
     const Recipe *rs[1] = {&b};
-    SweepSpec s = spec(&m, &g, rs, 2);
+    SweepSpec s = spec(&m, &g, rs, gpus);
+    s.base.gbs = gbs;
     Plan top[1];
     int n = 0;
     SweepStats st;
     Err e = {0};
-    nseen = uneven_2_3 = pp2_even = 0;
+    nseen = uneven_2_3 = pp2_even = pp3_2_2 = pp3_2_3 = pp2_split = pp3_1_1 = pp3_1_2 = 0;
     CHECKF(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_OK, "%s", e.msg);
+}
+
+/* 5 layers on 2 stages do not divide: the middle stages (none here) hold ceil(5/2) = 3 or floor = 2, the
+ * first and last split the rest 5 as 2 + 3 (first <= last). No even 2-stage split exists. */
+static void test_uneven_split(void)
+{
+    sweep_layers(5, 2, 16);
     CHECK(uneven_2_3 > 0);
     CHECK_EQ_INT(pp2_even, 0);
 }
@@ -93,19 +100,7 @@ static void test_uneven_split(void)
  * leaves 5 = 2 + 3. Both splits are tried. */
 static void test_uneven_split_both_middles(void)
 {
-    ModelSpec m = ox_tiny(16, 4);
-    m.layers = 7;
-    GpuSpec g = ox_big_gpu(1ull << 40);
-    Recipe b = ox_bf16(0);
-    const Recipe *rs[1] = {&b};
-    SweepSpec s = spec(&m, &g, rs, 3);
-    s.base.gbs = 12;
-    Plan top[1];
-    int n = 0;
-    SweepStats st;
-    Err e = {0};
-    nseen = pp3_2_2 = pp3_2_3 = 0;
-    CHECKF(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_OK, "%s", e.msg);
+    sweep_layers(7, 3, 12);
     CHECK(pp3_2_2 > 0);
     CHECK(pp3_2_3 > 0);
 }
@@ -114,17 +109,7 @@ static void test_uneven_split_both_middles(void)
  * none names first/last stage layers (an explicit 2 + 2 would only repeat it). */
 static void test_even_split_only(void)
 {
-    ModelSpec m = ox_tiny(16, 4);
-    GpuSpec g = ox_big_gpu(1ull << 40);
-    Recipe b = ox_bf16(0);
-    const Recipe *rs[1] = {&b};
-    SweepSpec s = spec(&m, &g, rs, 2);
-    Plan top[1];
-    int n = 0;
-    SweepStats st;
-    Err e = {0};
-    nseen = pp2_even = pp2_split = 0;
-    CHECKF(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_OK, "%s", e.msg);
+    sweep_layers(4, 2, 16);
     CHECK(pp2_even > 0);
     CHECK_EQ_INT(pp2_split, 0);
 }
@@ -133,18 +118,7 @@ static void test_even_split_only(void)
  * stage must hold at vpp 1); one of floor = 1 leaves 3 = 1 + 2. Both are tried. */
 static void test_uneven_split_single_layer_ends(void)
 {
-    ModelSpec m = ox_tiny(16, 4);
-    GpuSpec g = ox_big_gpu(1ull << 40);
-    Recipe b = ox_bf16(0);
-    const Recipe *rs[1] = {&b};
-    SweepSpec s = spec(&m, &g, rs, 3);
-    s.base.gbs = 12;
-    Plan top[1];
-    int n = 0;
-    SweepStats st;
-    Err e = {0};
-    nseen = pp3_1_1 = pp3_1_2 = 0;
-    CHECKF(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_OK, "%s", e.msg);
+    sweep_layers(4, 3, 12);
     CHECK(pp3_1_1 > 0);
     CHECK(pp3_1_2 > 0);
 }
