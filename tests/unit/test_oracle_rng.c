@@ -66,6 +66,7 @@ static void test_sign_balance(void)
     CHECKF(fabs((double)far_pos - 26045) <= 805 && fabs((double)far_neg - 26045) <= 805,
            "beyond +2.5: %llu, below -2.5: %llu; expected 26,045 +- 805 each", (unsigned long long)far_pos,
            (unsigned long long)far_neg);
+    free(z);
 }
 
 int main(void)
