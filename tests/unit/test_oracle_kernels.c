@@ -116,7 +116,13 @@ static void test_eager_and_compile_launches(void)
  *            RMSNorm 1152, x cast 96, silu + mul 10F 1280, FC2 cast 3F 384, residual 192 -> 3104; forward 5920
  *   backward twice the forward 11840, dY casts 4Hf 128 + 4kF 1024 -> 12992, of which the FFN's
  *            12992 - 2 x 2816 = 7360; dY casts 4Hf 128 + 4(Q + 2K) 384, input recasts 3(2Hf + Q + F) 672
- *            -> backward 14176, attention part 14176 - 7360 = 6816. */
+ *            -> backward 14176, attention part 14176 - 7360 = 6816.
+ * compile, inputs saved in BF16 (row-wise casts 3 B per element):
+ *   forward  norm1 4H 128, x cast 3H 96, RoPE 4(Q + K) 256, proj cast 3Q 96 -> 576; residual + norm2 8H 256,
+ *            x cast 96, SwiGLU 6F 768, FC2 cast 3F 384, residual 6H 192 -> 1696; forward 2272
+ *   backward dY casts 4Hf 128, SwiGLU backward 10F 1280, 4kF 1024, norm/residual backward 10H 320 -> 2752;
+ *            dY casts 4Hf 128, RoPE 256, 4(Q + 2K) 384, norm/residual 320, input recasts 3(2Hf + Q + F) 672
+ *            -> 1760; backward 4512 */
 static void test_bytes(void)
 {
     ModelSpec m = model();
@@ -126,9 +132,10 @@ static void test_bytes(void)
     gpu.hbm_bw = 1e12;
     PlanInput in = fx_input(&m, &gpu, &r);
     in.launch_s = 0, in.eff_hbm = 1, in.dropout = 0;
-    const KernelFusion fu[2] = {FUSE_TE, FUSE_EAGER};
-    const double want[2][4] = {{2304, 704, 3968, 1152}, {5920, 2816, 14176, 6816}};
-    for (int i = 0; i < 2; i++) {
+    const KernelFusion fu[3] = {FUSE_TE, FUSE_EAGER, FUSE_COMPILE};
+    const double want[3][4] = {{2304, 704, 3968, 1152}, {5920, 2816, 14176, 6816}, {2272, 576, 4512, 1760}};
+    static const char *const name[3] = {"te", "eager", "compile"};
+    for (int i = 0; i < 3; i++) {
         in.fusion = fu[i];
         Geo g;
         plan_geo(&in, m.seq_len, 1, &g);
@@ -136,8 +143,8 @@ static void test_bytes(void)
         plan_layer_elem(&in, &g, &le);
         const double got[4] = {le.fwd, le.fwd_attn, le.bwd, le.bwd_attn};
         for (int k = 0; k < 4; k++)
-            CHECKF(fabs(got[k] - want[i][k] * 1e-12) < 1e-20, "%s: term %d is %g bytes, expected %g",
-                   i ? "eager" : "te", k, got[k] * 1e12, want[i][k]);
+            CHECKF(fabs(got[k] - want[i][k] * 1e-12) < 1e-20, "%s: term %d is %g bytes, expected %g", name[i], k,
+                   got[k] * 1e12, want[i][k]);
     }
 }
 

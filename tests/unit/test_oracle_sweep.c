@@ -123,6 +123,23 @@ static void test_uneven_split_single_layer_ends(void)
     CHECK(pp3_1_2 > 0);
 }
 
+/* Without --gbs a sweep takes one global batch of about 2M tokens: ceil(2^21 / seq) sequences —
+ * 2,097,152 / 4096 = 512 exactly; / 3000 = 699.05 -> 700; a given gbs is kept. */
+static void test_default_global_batch(void)
+{
+    ModelSpec m = ox_tiny(16, 4096);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe b = ox_bf16(0);
+    const Recipe *rs[1] = {&b};
+    SweepSpec s = spec(&m, &g, rs, 8);
+    s.base.gbs = 0, s.base.seq = 0;
+    CHECK_EQ_U64(sweep_gbs(&s), 512);
+    s.base.seq = 3000;
+    CHECK_EQ_U64(sweep_gbs(&s), 700);
+    s.base.gbs = 24;
+    CHECK_EQ_U64(sweep_gbs(&s), 24);
+}
+
 int main(void)
 {
     RUN(test_top_k_are_the_best);
@@ -130,5 +147,6 @@ int main(void)
     RUN(test_uneven_split_both_middles);
     RUN(test_even_split_only);
     RUN(test_uneven_split_single_layer_ends);
+    RUN(test_default_global_batch);
     return test_summary();
 }
