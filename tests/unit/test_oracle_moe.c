@@ -172,6 +172,13 @@ static void test_route_bytes(void)
     if (!build(&in, &p)) return;
     CHECKF(fabs(p.time.moe_route_s - 12148736e-12) < 1e-18, "GeLU, no shared expert: %.0f B, expected 12,148,736",
            p.time.moe_route_s * 1e12);
+    /* GeLU experts with the shared expert back: forward + shared GeLU 4T Fs = 262,144 and its cast 262,144 ->
+     * 5,808,128; backward + shared GeLU backward 6T Fs = 393,216 and its casts 4T(h + Fs) = 786,432 ->
+     * 8,044,544; in all 13,852,672 B */
+    m.shared_experts = 1;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 13852672e-12) < 1e-18, "GeLU with a shared expert: %.0f B, expected 13,852,672",
+           p.time.moe_route_s * 1e12);
 }
 
 /* One NCCL communicator (nccl_comm_bytes = 1000 here) per group of more than one rank the GPU is in: tp, cp,

@@ -138,6 +138,14 @@ static void test_default_global_batch(void)
     CHECK_EQ_U64(sweep_gbs(&s), 700);
     s.base.gbs = 24;
     CHECK_EQ_U64(sweep_gbs(&s), 24);
+    /* a sweep refused at once reports no plans (the count a caller passed in is reset) */
+    Plan top[1];
+    int n = 7;
+    SweepStats st;
+    Err e = {0};
+    s.gpus = 0;
+    CHECK(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_USAGE);
+    CHECK_EQ_INT(n, 0);
 }
 
 int main(void)
