@@ -96,6 +96,24 @@ static void test_advice_sets(void)
     CHECK_EQ_U64(advice(&half, 1, big), A(COMPUTE_ONLY) | A(PER_TENSOR) | A(CONVERGENCE));
 }
 
+/* A recipe's hardware floor, named with both SM versions: TE's FP8 needs SM 8.9, an SM 8.0 GPU is refused
+ * ("needs SM 8.9, g is SM 8.0"); SM 10.0 passes. */
+static void test_sm_floor_named(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    g.sm = 80;
+    Recipe t = te();
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = &m, in.gpu = &g, in.recipe = &t, in.gbs = 2;
+    Err e = {0};
+    CHECK(plan_validate(&in, &e) == REJECT_HW);
+    CHECK_CONTAINS(e.msg, "recipe oracle-bf16 needs SM 8.9, g is SM 8.0");
+    g.sm = 100;
+    CHECK(plan_validate(&in, &e) == REJECT_NONE);
+}
+
 /* Categories, persistence and shards of every term (plan.h): states, FP8 copies and scales persist;
  * activations and fragmentation are per-step; the three fixed overheads persist. With ZeRO-3 over
  * dp 2 every state is held 1/2; nothing else is sharded. */
@@ -219,6 +237,7 @@ static void test_bad_gpu_is_named(void)
 int main(void)
 {
     RUN(test_advice_sets);
+    RUN(test_sm_floor_named);
     RUN(test_term_metadata);
     RUN(test_recipe_names);
     RUN(test_documented_defaults);
