@@ -42,6 +42,7 @@ typedef struct {
     uint64_t calls;
     uint64_t payload_bytes; /* total array bytes S summed over calls */
     double bus_bytes;       /* S · factor summed over calls */
+    double seconds;         /* wall time inside the calls (host clock; waiting for the other ranks included) */
 } CommStats;
 
 typedef struct Comm Comm;
@@ -75,6 +76,8 @@ struct Comm {
 /* Add one call of payload bytes with bus factor to c's total and row id
  * (implementations call it; ids outside the plan's count only in the total). */
 void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor);
+/* Add seconds spent in one call to c's total and row id (as comm_count). */
+void comm_time(Comm *c, CollectiveId id, double seconds);
 
 /* payload = count · dtype size; ST_USAGE for a dtype without a size,
  * ST_OVERFLOW past 2^64. */

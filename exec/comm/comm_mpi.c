@@ -91,6 +91,7 @@ static Status check_op(CommReduce op, Dtype dt, Err *e)
 static Status mpi_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, CommReduce op,
                              Err *e)
 {
+    const double t0 = MPI_Wtime();
     Status st = check_call(c, "all_reduce", bk, n, dt, e);
     if (!st) st = check_op(op, dt, e);
     if (st) return st;
@@ -119,6 +120,7 @@ static Status mpi_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, u
         MPI_TRY(MPI_Allgatherv(mine, (int)(len * b), MPI_BYTE, buf, cnt, dsp, MPI_BYTE, world(c)));
     else
         memcpy(buf, mine, n * b);
+    comm_time(c, id, MPI_Wtime() - t0);
     comm_count(c, id, n * b, 2.0 * (size - 1) / size);
 done:
     free(cnt);
@@ -130,6 +132,7 @@ done:
 static Status mpi_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n,
                                  Dtype dt, CommReduce op, Err *e)
 {
+    const double t0 = MPI_Wtime();
     const int size = c->size;
     Status st = check_call(c, "reduce_scatter", bk, n * (uint64_t)size, dt, e);
     if (!st) st = check_op(op, dt, e);
@@ -141,6 +144,7 @@ static Status mpi_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const vo
         return err_set(e, ST_NOMEM, "mpi reduce_scatter: out of memory for %llu elements", (unsigned long long)n);
     MPI_TRY(MPI_Alltoall(send, (int)(n * b), MPI_BYTE, part, (int)(n * b), MPI_BYTE, world(c)));
     fold(part, n, dt, op, size, recv);
+    comm_time(c, id, MPI_Wtime() - t0);
     comm_count(c, id, n * b * (uint64_t)size, (double)(size - 1) / size);
 done:
     free(part);
@@ -150,6 +154,7 @@ done:
 static Status mpi_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt,
                              Err *e)
 {
+    const double t0 = MPI_Wtime();
     const int size = c->size;
     Status st = check_call(c, "all_gather", bk, n * (uint64_t)size, dt, e);
     if (st) return st;
@@ -158,6 +163,7 @@ static Status mpi_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *
     /* in place when send is this rank's block of recv (NCCL's convention) */
     const void *s = send == (const uint8_t *)recv + (uint64_t)c->rank * n * b ? MPI_IN_PLACE : send;
     MPI_TRY(MPI_Allgather(s, (int)(n * b), MPI_BYTE, recv, (int)(n * b), MPI_BYTE, world(c)));
+    comm_time(c, id, MPI_Wtime() - t0);
     comm_count(c, id, n * b * (uint64_t)size, (double)(size - 1) / size);
 done:
     return st;
@@ -165,6 +171,7 @@ done:
 
 static Status mpi_broadcast(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int root, Err *e)
 {
+    const double t0 = MPI_Wtime();
     Status st = check_call(c, "broadcast", bk, n, dt, e);
     if (st) return st;
     if (root < 0 || root >= c->size)
@@ -172,6 +179,7 @@ static Status mpi_broadcast(Comm *c, CollectiveId id, Backend *bk, void *buf, ui
     if (!buf && n) return err_set(e, ST_USAGE, "mpi broadcast: no buffer");
     const uint64_t bytes = n * dtype_bytes(dt);
     MPI_TRY(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, world(c)));
+    comm_time(c, id, MPI_Wtime() - t0);
     comm_count(c, id, bytes, c->size > 1 ? 1.0 : 0.0);
 done:
     return st;
@@ -187,11 +195,13 @@ static Status check_peer(const Comm *c, const char *what, int peer, Err *e)
 
 static Status mpi_send(Comm *c, CollectiveId id, Backend *bk, const void *buf, uint64_t n, Dtype dt, int peer, Err *e)
 {
+    const double t0 = MPI_Wtime();
     Status st = check_call(c, "send", bk, n, dt, e);
     if (!st) st = check_peer(c, "send", peer, e);
     if (st) return st;
     const uint64_t bytes = n * dtype_bytes(dt);
     MPI_TRY(MPI_Send(buf, (int)bytes, MPI_BYTE, peer, (int)id, world(c)));
+    comm_time(c, id, MPI_Wtime() - t0);
     comm_count(c, id, bytes, 1.0);
 done:
     return st;
@@ -199,6 +209,7 @@ done:
 
 static Status mpi_recv(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int peer, Err *e)
 {
+    const double t0 = MPI_Wtime();
     Status st = check_call(c, "recv", bk, n, dt, e);
     if (!st) st = check_peer(c, "recv", peer, e);
     if (st) return st;
@@ -210,6 +221,7 @@ static Status mpi_recv(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_
     if ((uint64_t)got != bytes)
         st = err_set(e, ST_SOFTWARE, "mpi recv: rank %d sent %d bytes, rank %d expected %llu", peer, got, c->rank,
                      (unsigned long long)bytes);
+    comm_time(c, id, MPI_Wtime() - t0); /* the receiver's wait is part of the transfer; no bytes sent */
 done:
     return st;
 }

@@ -25,6 +25,12 @@ void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor)
     }
 }
 
+void comm_time(Comm *c, CollectiveId id, double seconds)
+{
+    c->total.seconds += seconds;
+    if ((unsigned)id < CO_COUNT_) c->stats[id].seconds += seconds;
+}
+
 Status comm_payload(uint64_t count, Dtype dtype, uint64_t *out, Err *e)
 {
     unsigned b = dtype_bytes(dtype);

@@ -66,6 +66,7 @@ static void stats_minus(CommStats *d, const CommStats *now, const CommStats *the
     d->calls = now->calls - then->calls;
     d->payload_bytes = now->payload_bytes - then->payload_bytes;
     d->bus_bytes = now->bus_bytes - then->bus_bytes;
+    d->seconds = now->seconds - then->seconds;
 }
 
 void measure_finish(Measurement *ms, const Model *m)

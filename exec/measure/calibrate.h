@@ -1,0 +1,127 @@
+/* exec/measure/calibrate.h — this machine measured the way the planner
+ * describes a device (`fp8plan calibrate`): a host profile.
+ *
+ * What is measured, through the executor's own code (the backend's kernels and
+ * the communicator the runs use), at the shapes of one layer of the model a run
+ * will train:
+ *   GEMM       the twelve GEMMs of a layer (fprop, dgrad, wgrad of QKV, proj,
+ *              FC1, FC2) with the FP8 operands the FP8 recipes use (E4M3 x E4M3
+ *              forward, E5M2 x E4M3 backward), the same twelve in BF16 plus
+ *              the LM head's three (BF16 in every recipe), and in FP32: per
+ *              path the FLOPs of its shapes over the sum of their median times
+ *              (so the planner's sum over those shapes reproduces the measured
+ *              sum);
+ *   memory     the memory-bound kernels of a step, once each at the step's
+ *              sizes: a layer's norm, activation, residual add and FP8 cast +
+ *              transpose, the loss's cross-entropy over the logits, AdamW over
+ *              the model's parameters (at most 16 Mi): the bytes they read and
+ *              write over the sum of their median times (a CPU's element-wise
+ *              kernels are partly compute-bound: GELU's tanh, FP8 rounding; the
+ *              figure is what they achieve, weighted by their bytes);
+ *   launch     the median time of one such kernel on 256 elements: the fixed
+ *              cost of a call, the planner's launch floor;
+ *   link       with two or more ranks: the communicator's all-reduce at sizes
+ *              from 4 KiB to 16 MiB (FP32), bus bandwidth per size and the
+ *              line t = latency·2(n−1) + bus bytes / bandwidth fitted to them.
+ * Timing is the host's monotonic clock; every figure is a median over reps
+ * repetitions, with its spread (max − min) / median. Never prints. */
+#ifndef FP8PLAN_EXEC_CALIBRATE_H
+#define FP8PLAN_EXEC_CALIBRATE_H
+
+#include <stdint.h>
+
+#include "exec/backend.h"
+#include "exec/comm/comm.h"
+#include "planner/stack.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { CAL_PATH_FP8 = 0, CAL_PATH_BF16, CAL_PATH_FP32, CAL_PATHS };
+enum { CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 8, CAL_MAX_SIZES = 16 };
+
+typedef struct {
+    char what[24]; /* "fc1 dgrad", "head fprop", ... */
+    int path;      /* CAL_PATH_* */
+    uint64_t m, n, k;
+    double seconds, spread; /* median of one call, (max - min) / median */
+} CalGemm;
+
+typedef struct {
+    char what[24];
+    double bytes;           /* read + written by one call */
+    double seconds, spread; /* median of one call */
+} CalKernel;
+
+typedef struct {
+    uint64_t payload; /* bytes of the array (nccl-tests' S) */
+    double seconds;   /* median over reps, the slowest rank's */
+    double spread;    /* (max - min) / median */
+    double busbw;     /* bytes/s: S · 2(n−1)/n / seconds */
+} CalColl;
+
+typedef struct {
+    int reps;
+    CalGemm gemm[CAL_MAX_GEMMS];
+    int ngemm;
+    double rate[CAL_PATHS], rate_spread[CAL_PATHS]; /* FLOP/s per path; the largest spread of its shapes */
+    CalKernel kern[CAL_MAX_KERNELS];
+    int nkern;
+    double mem_bw, mem_spread; /* bytes/s */
+    double launch_s, launch_spread;
+    int ranks; /* the communicator's */
+    CalColl coll[CAL_MAX_SIZES];
+    int ncoll;
+    double link_bw, link_lat; /* fitted: bytes/s of bus bytes, s per ring step (0 0 with one rank) */
+    uint64_t mem_bytes;       /* physical memory of the host */
+} Calibration;
+
+/* Measure GEMM, memory and launch on bk (the CPU backend) at the shapes of one
+ * layer of m with tokens = mbs · seq rows, then the collectives when comm has
+ * two or more ranks (every rank must call it; each measures the same things). */
+Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out, Err *e);
+
+/* The collective sweep alone (every rank calls it); fills out->coll, ncoll,
+ * link_bw, link_lat, ranks. */
+Status calibrate_link(Backend *bk, Comm *comm, int reps, Calibration *out, Err *e);
+
+/* ---- the formulas (calibrate_fit.c; pure) ---- */
+
+/* nccl-tests' bus bandwidth of an all-reduce of S bytes over n ranks in t
+ * seconds: S · 2(n−1)/n / t (0 when n < 2 or t <= 0). */
+double cal_allreduce_busbw(uint64_t S, int n, double t);
+
+/* Least-squares line y = a + b·x through n >= 2 points with distinct x; 0 ok,
+ * -1 when the x are all equal or n < 2. */
+int cal_fit_line(const double *x, const double *y, int n, double *a, double *b);
+
+/* The link from an all-reduce sweep over n ranks: t = 2(n−1)·lat + busbytes/bw
+ * fitted over every size; *lat the latency per ring step (at least 1 ns: a
+ * negative intercept is noise), *bw the bus bandwidth (the slope's inverse).
+ * -1 when the sweep cannot give a positive bandwidth. */
+int cal_fit_link(const CalColl *c, int nc, int n, double *lat, double *bw);
+
+/* Median and (max − min) / median of v[0..n) (n <= 64); sorts a copy. */
+void cal_median(const double *v, int n, double *median, double *spread);
+
+/* ---- the catalog rows (calibrate_rows.c) ---- */
+
+/* The gpus.csv header this writes (the catalog's columns with link_latency_us). */
+extern const char *const cal_gpu_header;
+
+/* One gpus.csv row for the host named name (quoted source text included) into
+ * buf; ST_USAGE when it does not fit. */
+Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t size, Err *e);
+
+/* A catalog GPU row in the same columns (to rewrite a catalog's gpus.csv with the new column). */
+Status cal_gpu_row_of(const GpuSpec *g, char *buf, size_t size, Err *e);
+
+/* A stacks.csv row: s with launch_us replaced by the measured launch floor and
+ * calibrated = yes (the "fp8plan" stack: this executor on this host). */
+Status cal_stack_row(const StackSpec *s, const Calibration *c, char *buf, size_t size, Err *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
