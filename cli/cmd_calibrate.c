@@ -170,7 +170,8 @@ static void print_tables(const Calibration *c)
     for (int i = 0; i < c->ncoll; i++)
         printf("  %10llu %10.1f %10.3f %6.0f%%\n", (unsigned long long)c->coll[i].payload, c->coll[i].seconds * 1e6,
                c->coll[i].busbw * 1e-9, 100.0 * c->coll[i].spread);
-    printf("  fitted: latency %.3f us per ring step, bus bandwidth %.3f GB/s\n", c->link_lat * 1e6, c->link_bw * 1e-9);
+    printf("  link: latency %.3f us per ring step (the smallest size), bus bandwidth %.3f GB/s (the two largest)\n",
+           c->link_lat * 1e6, c->link_bw * 1e-9);
 }
 
 static Status write_text(const char *path, const char *text, Err *e)

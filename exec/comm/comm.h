@@ -42,7 +42,8 @@ typedef struct {
     uint64_t calls;
     uint64_t payload_bytes; /* total array bytes S summed over calls */
     double bus_bytes;       /* S · factor summed over calls */
-    double seconds;         /* wall time inside the calls (host clock; waiting for the other ranks included) */
+    double seconds;         /* wall time of the transfers (host clock), from the moment every rank has arrived */
+    double wait_s;          /* wall time waiting for the other ranks to arrive (a barrier first: their skew) */
 } CommStats;
 
 typedef struct Comm Comm;
@@ -76,8 +77,9 @@ struct Comm {
 /* Add one call of payload bytes with bus factor to c's total and row id
  * (implementations call it; ids outside the plan's count only in the total). */
 void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor);
-/* Add seconds spent in one call to c's total and row id (as comm_count). */
-void comm_time(Comm *c, CollectiveId id, double seconds);
+/* Add the seconds one call waited for the other ranks and then transferred to c's total and row id (as
+ * comm_count). */
+void comm_time(Comm *c, CollectiveId id, double wait_s, double seconds);
 
 /* payload = count · dtype size; ST_USAGE for a dtype without a size,
  * ST_OVERFLOW past 2^64. */

@@ -37,6 +37,16 @@ static Status mpi_fail(Err *e, int rc, const char *call)
         }                                 \
     } while (0)
 
+/* Every rank arrives first (a barrier), so the time a collective is counted with is its transfer and the
+ * wait before it (the ranks' skew: one rank's compute ran longer) is counted apart. */
+#define ARRIVE()                                         \
+    do {                                                 \
+        double w0_ = MPI_Wtime();                        \
+        if (c->size > 1) MPI_TRY(MPI_Barrier(world(c))); \
+        t0 = MPI_Wtime();                                \
+        wait = t0 - w0_;                                 \
+    } while (0)
+
 static MPI_Comm world(const Comm *c) { return ((const MpiImpl *)c->impl)->comm; }
 
 /* First element of rank r's slice of n elements: ⌊n·r/size⌋ without overflow
@@ -91,7 +101,7 @@ static Status check_op(CommReduce op, Dtype dt, Err *e)
 static Status mpi_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, CommReduce op,
                              Err *e)
 {
-    const double t0 = MPI_Wtime();
+    double t0 = 0, wait = 0;
     Status st = check_call(c, "all_reduce", bk, n, dt, e);
     if (!st) st = check_op(op, dt, e);
     if (st) return st;
@@ -111,6 +121,7 @@ static Status mpi_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, u
         rcnt[j] = (int)(len * b); /* rank j's values of my slice */
         rdsp[j] = (int)((uint64_t)j * len * b);
     }
+    ARRIVE();
     if (size > 1)
         MPI_TRY(MPI_Alltoallv(buf, cnt, dsp, MPI_BYTE, part, rcnt, rdsp, MPI_BYTE, world(c)));
     else
@@ -120,7 +131,7 @@ static Status mpi_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, u
         MPI_TRY(MPI_Allgatherv(mine, (int)(len * b), MPI_BYTE, buf, cnt, dsp, MPI_BYTE, world(c)));
     else
         memcpy(buf, mine, n * b);
-    comm_time(c, id, MPI_Wtime() - t0);
+    comm_time(c, id, wait, MPI_Wtime() - t0);
     comm_count(c, id, n * b, 2.0 * (size - 1) / size);
 done:
     free(cnt);
@@ -132,7 +143,7 @@ done:
 static Status mpi_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n,
                                  Dtype dt, CommReduce op, Err *e)
 {
-    const double t0 = MPI_Wtime();
+    double t0 = 0, wait = 0;
     const int size = c->size;
     Status st = check_call(c, "reduce_scatter", bk, n * (uint64_t)size, dt, e);
     if (!st) st = check_op(op, dt, e);
@@ -142,9 +153,10 @@ static Status mpi_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const vo
     uint8_t *part = malloc(n * b * (uint64_t)size + 1);
     if (!part)
         return err_set(e, ST_NOMEM, "mpi reduce_scatter: out of memory for %llu elements", (unsigned long long)n);
+    ARRIVE();
     MPI_TRY(MPI_Alltoall(send, (int)(n * b), MPI_BYTE, part, (int)(n * b), MPI_BYTE, world(c)));
     fold(part, n, dt, op, size, recv);
-    comm_time(c, id, MPI_Wtime() - t0);
+    comm_time(c, id, wait, MPI_Wtime() - t0);
     comm_count(c, id, n * b * (uint64_t)size, (double)(size - 1) / size);
 done:
     free(part);
@@ -154,7 +166,7 @@ done:
 static Status mpi_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt,
                              Err *e)
 {
-    const double t0 = MPI_Wtime();
+    double t0 = 0, wait = 0;
     const int size = c->size;
     Status st = check_call(c, "all_gather", bk, n * (uint64_t)size, dt, e);
     if (st) return st;
@@ -162,8 +174,9 @@ static Status mpi_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *
     const uint64_t b = dtype_bytes(dt);
     /* in place when send is this rank's block of recv (NCCL's convention) */
     const void *s = send == (const uint8_t *)recv + (uint64_t)c->rank * n * b ? MPI_IN_PLACE : send;
+    ARRIVE();
     MPI_TRY(MPI_Allgather(s, (int)(n * b), MPI_BYTE, recv, (int)(n * b), MPI_BYTE, world(c)));
-    comm_time(c, id, MPI_Wtime() - t0);
+    comm_time(c, id, wait, MPI_Wtime() - t0);
     comm_count(c, id, n * b * (uint64_t)size, (double)(size - 1) / size);
 done:
     return st;
@@ -171,15 +184,16 @@ done:
 
 static Status mpi_broadcast(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int root, Err *e)
 {
-    const double t0 = MPI_Wtime();
+    double t0 = 0, wait = 0;
     Status st = check_call(c, "broadcast", bk, n, dt, e);
     if (st) return st;
     if (root < 0 || root >= c->size)
         return err_set(e, ST_USAGE, "mpi broadcast: root %d is not a rank of %d", root, c->size);
     if (!buf && n) return err_set(e, ST_USAGE, "mpi broadcast: no buffer");
     const uint64_t bytes = n * dtype_bytes(dt);
+    ARRIVE();
     MPI_TRY(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, world(c)));
-    comm_time(c, id, MPI_Wtime() - t0);
+    comm_time(c, id, wait, MPI_Wtime() - t0);
     comm_count(c, id, bytes, c->size > 1 ? 1.0 : 0.0);
 done:
     return st;
@@ -195,13 +209,13 @@ static Status check_peer(const Comm *c, const char *what, int peer, Err *e)
 
 static Status mpi_send(Comm *c, CollectiveId id, Backend *bk, const void *buf, uint64_t n, Dtype dt, int peer, Err *e)
 {
-    const double t0 = MPI_Wtime();
+    const double t0 = MPI_Wtime(), wait = 0;
     Status st = check_call(c, "send", bk, n, dt, e);
     if (!st) st = check_peer(c, "send", peer, e);
     if (st) return st;
     const uint64_t bytes = n * dtype_bytes(dt);
     MPI_TRY(MPI_Send(buf, (int)bytes, MPI_BYTE, peer, (int)id, world(c)));
-    comm_time(c, id, MPI_Wtime() - t0);
+    comm_time(c, id, wait, MPI_Wtime() - t0);
     comm_count(c, id, bytes, 1.0);
 done:
     return st;
@@ -209,7 +223,7 @@ done:
 
 static Status mpi_recv(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int peer, Err *e)
 {
-    const double t0 = MPI_Wtime();
+    const double t0 = MPI_Wtime(), wait = 0;
     Status st = check_call(c, "recv", bk, n, dt, e);
     if (!st) st = check_peer(c, "recv", peer, e);
     if (st) return st;
@@ -221,7 +235,7 @@ static Status mpi_recv(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_
     if ((uint64_t)got != bytes)
         st = err_set(e, ST_SOFTWARE, "mpi recv: rank %d sent %d bytes, rank %d expected %llu", peer, got, c->rank,
                      (unsigned long long)bytes);
-    comm_time(c, id, MPI_Wtime() - t0); /* the receiver's wait is part of the transfer; no bytes sent */
+    comm_time(c, id, wait, MPI_Wtime() - t0); /* the receiver's wait is part of the transfer; no bytes sent */
 done:
     return st;
 }

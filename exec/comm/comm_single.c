@@ -25,10 +25,11 @@ void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor)
     }
 }
 
-void comm_time(Comm *c, CollectiveId id, double seconds)
+void comm_time(Comm *c, CollectiveId id, double wait_s, double seconds)
 {
-    c->total.seconds += seconds;
-    if ((unsigned)id < CO_COUNT_) c->stats[id].seconds += seconds;
+    CommStats *s[2] = {&c->total, (unsigned)id < CO_COUNT_ ? &c->stats[id] : NULL};
+    for (int i = 0; i < 2; i++)
+        if (s[i]) s[i]->wait_s += wait_s, s[i]->seconds += seconds;
 }
 
 Status comm_payload(uint64_t count, Dtype dtype, uint64_t *out, Err *e)

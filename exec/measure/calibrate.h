@@ -21,8 +21,10 @@
  *   launch     the median time of one such kernel on 256 elements: the fixed
  *              cost of a call, the planner's launch floor;
  *   link       with two or more ranks: the communicator's all-reduce at sizes
- *              from 4 KiB to 16 MiB (FP32), bus bandwidth per size and the
- *              line t = latency·2(n−1) + bus bytes / bandwidth fitted to them.
+ *              from 64 B to 16 MiB (FP32; its transfer time as a run counts
+ *              it, after every rank has arrived), bus bandwidth per size;
+ *              the latency from the smallest, the bandwidth from the largest
+ *              (cal_fit_link).
  * Timing is the host's monotonic clock; every figure is a median over reps
  * repetitions, with its spread (max − min) / median. Never prints. */
 #ifndef FP8PLAN_EXEC_CALIBRATE_H
@@ -92,14 +94,17 @@ Status calibrate_link(Backend *bk, Comm *comm, int reps, Calibration *out, Err *
  * seconds: S · 2(n−1)/n / t (0 when n < 2 or t <= 0). */
 double cal_allreduce_busbw(uint64_t S, int n, double t);
 
-/* Least-squares line y = a + b·x through n >= 2 points with distinct x; 0 ok,
- * -1 when the x are all equal or n < 2. */
-int cal_fit_line(const double *x, const double *y, int n, double *a, double *b);
+/* Weighted least-squares line y = a + b·x through n >= 2 points (weights w,
+ * NULL: all 1): b = Σw(x−x̄)(y−ȳ) / Σw(x−x̄)², a = ȳ − b·x̄ with weighted means;
+ * 0 ok, -1 when the x are all equal, the weights sum to 0 or n < 2. */
+int cal_fit_line(const double *x, const double *y, const double *w, int n, double *a, double *b);
 
-/* The link from an all-reduce sweep over n ranks: t = 2(n−1)·lat + busbytes/bw
- * fitted over every size; *lat the latency per ring step (at least 1 ns: a
- * negative intercept is noise), *bw the bus bandwidth (the slope's inverse).
- * -1 when the sweep cannot give a positive bandwidth. */
+/* The link from an all-reduce sweep over n ranks (sizes increasing, at least
+ * 3), for the planner's t = 2(n−1)·lat + bus bytes / bw: lat = t(smallest) /
+ * 2(n−1) (its few bytes neglected; at least 1 ns); bw = the bus bytes of the
+ * two largest sizes over their times less their latency (nccl-tests quote bus
+ * bandwidth at large sizes: on a CPU those are past the caches, where a
+ * gradient all-reduce runs). -1 when the sweep gives no positive bandwidth. */
 int cal_fit_link(const CalColl *c, int nc, int n, double *lat, double *bw);
 
 /* Median and (max − min) / median of v[0..n) (n <= 64); sorts a copy. */

@@ -13,13 +13,20 @@ double cal_allreduce_busbw(uint64_t S, int n, double t)
     return (double)S * 2.0 * (double)(n - 1) / (double)n / t;
 }
 
-int cal_fit_line(const double *x, const double *y, int n, double *a, double *b)
+int cal_fit_line(const double *x, const double *y, const double *w, int n, double *a, double *b)
 {
     if (n < 2) return -1;
-    double sx = 0, sy = 0;
-    for (int i = 0; i < n; i++) sx += x[i], sy += y[i];
-    double mx = sx / n, my = sy / n, sxx = 0, sxy = 0;
-    for (int i = 0; i < n; i++) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
+    double sw = 0, sx = 0, sy = 0;
+    for (int i = 0; i < n; i++) {
+        double wi = w ? w[i] : 1.0;
+        sw += wi, sx += wi * x[i], sy += wi * y[i];
+    }
+    if (!(sw > 0)) return -1;
+    double mx = sx / sw, my = sy / sw, sxx = 0, sxy = 0;
+    for (int i = 0; i < n; i++) {
+        double wi = w ? w[i] : 1.0;
+        sxx += wi * (x[i] - mx) * (x[i] - mx), sxy += wi * (x[i] - mx) * (y[i] - my);
+    }
     if (!(sxx > 0)) return -1;
     *b = sxy / sxx;
     *a = my - *b * mx;
@@ -28,16 +35,18 @@ int cal_fit_line(const double *x, const double *y, int n, double *a, double *b)
 
 int cal_fit_link(const CalColl *c, int nc, int n, double *lat, double *bw)
 {
-    double x[CAL_MAX_SIZES], y[CAL_MAX_SIZES], a, b;
-    if (n < 2 || nc < 2 || nc > CAL_MAX_SIZES) return -1;
-    for (int i = 0; i < nc; i++) {
-        x[i] = (double)c[i].payload * 2.0 * (double)(n - 1) / (double)n; /* bus bytes */
-        y[i] = c[i].seconds;
-    }
-    if (cal_fit_line(x, y, nc, &a, &b) || !(b > 0)) return -1;
-    double steps = 2.0 * (double)(n - 1);
-    *lat = a / steps > 1e-9 ? a / steps : 1e-9;
-    *bw = 1.0 / b;
+    if (n < 2 || nc < 3 || nc > CAL_MAX_SIZES) return -1;
+    double steps = 2.0 * (double)(n - 1), f = steps / (double)n; /* bus bytes = S x 2(n-1)/n */
+    for (int i = 0; i < nc; i++)
+        if (!(c[i].seconds > 0) || (i && c[i].payload <= c[i - 1].payload)) return -1;
+    /* latency: the smallest size, its bytes at the bandwidth of the next one neglected (64 B: nanoseconds) */
+    double l = c[0].seconds / steps;
+    /* bandwidth: the two largest sizes, past the caches (nccl-tests' convention: bus bandwidth at large sizes) */
+    double bytes = 0, t = 0;
+    for (int i = nc - 2; i < nc; i++) bytes += (double)c[i].payload * f, t += c[i].seconds - steps * l;
+    if (!(t > 0)) return -1;
+    *lat = l > 1e-9 ? l : 1e-9;
+    *bw = bytes / t;
     return 0;
 }
 

@@ -16,6 +16,14 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* Every rank starts the next call together (ranks > 1), so each measures the host shared the way a run's
+ * ranks share it: all computing at once. */
+static Status together(Comm *comm, Backend *bk, Err *e)
+{
+    float f = 0;
+    return comm && comm->size > 1 ? comm->all_reduce(comm, COMM_UNPLANNED, bk, &f, 1, DT_FP32, COMM_SUM, e) : ST_OK;
+}
+
 /* Buffers big enough for every operand, filled with 0x38 bytes: 1.0 in E4M3, finite small values in E5M2
  * (0.5), BF16 and FP32 — the values do not change the time of the code paths measured. */
 typedef struct {
@@ -57,7 +65,7 @@ typedef struct {
     int accum;
 } Shape;
 
-static Status time_gemm(Backend *bk, const Bufs *u, const Shape *s, int reps, CalGemm *out, Err *e)
+static Status time_gemm(Backend *bk, Comm *comm, const Bufs *u, const Shape *s, int reps, CalGemm *out, Err *e)
 {
     int f8 = dtype_is_fp8(s->da);
     GemmDesc g = {.m = s->m, .n = s->n, .k = s->k, .accum = s->accum ? GEMM_ACCUMULATE : GEMM_OVERWRITE};
@@ -66,8 +74,10 @@ static Status time_gemm(Backend *bk, const Bufs *u, const Shape *s, int reps, Ca
     g.d = (GemmOutput){.ptr = u->d, .dtype = s->dd};
     double t[64];
     for (int i = -1; i < reps; i++) { /* one warm-up call */
+        Status st = together(comm, bk, e);
+        if (st) return st;
         double t0 = now_s();
-        Status st = bk->gemm(bk, &g, e);
+        st = bk->gemm(bk, &g, e);
         if (st) return st;
         if (i >= 0) t[i] = now_s() - t0;
     }
@@ -113,7 +123,7 @@ static int head_shapes(const ModelSpec *m, uint64_t T, Shape *s)
     return 3;
 }
 
-static Status gemms(Backend *bk, const ModelSpec *m, uint64_t T, int reps, Calibration *c, Err *e)
+static Status gemms(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int reps, Calibration *c, Err *e)
 {
     Shape s[CAL_MAX_GEMMS];
     int n = 0;
@@ -130,7 +140,7 @@ static Status gemms(Backend *bk, const ModelSpec *m, uint64_t T, int reps, Calib
     Status st = bufs_make(bk, big * 4, &u, e);
     double flops[CAL_PATHS] = {0}, secs[CAL_PATHS] = {0};
     for (int i = 0; !st && i < n; i++) {
-        st = time_gemm(bk, &u, &s[i], reps, &c->gemm[i], e);
+        st = time_gemm(bk, comm, &u, &s[i], reps, &c->gemm[i], e);
         if (st) break;
         int p = s[i].path;
         flops[p] += 2.0 * (double)s[i].m * (double)s[i].n * (double)s[i].k;
@@ -222,7 +232,7 @@ static double kernel_bytes(const ModelSpec *m, const KernelSizes *z, int which)
 
 enum { ADAM_MAX = 16 << 20 }; /* parameters updated at most: the bandwidth of a stream past the caches */
 
-static Status kernels(Backend *bk, const ModelSpec *m, uint64_t T, int reps, Calibration *c, Err *e)
+static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int reps, Calibration *c, Err *e)
 {
     static const char *const names[K_COUNT] = {"norm",          "activation", "residual add", "fp8 cast+transpose",
                                                "cross-entropy", "adamw"};
@@ -252,6 +262,7 @@ static Status kernels(Backend *bk, const ModelSpec *m, uint64_t T, int reps, Cal
     for (int w = 0; !st && w < K_COUNT; w++) {
         double t[64];
         for (int i = -1; !st && i < reps; i++) {
+            if ((st = together(comm, bk, e))) break;
             double t0 = now_s();
             st = kernel_call(bk, m, &u, &z, w, e);
             if (i >= 0) t[i] = now_s() - t0;
@@ -288,8 +299,8 @@ Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs,
     uint64_t T = (uint64_t)mbs * m->seq_len;
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     out->mem_bytes = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
-    Status st = gemms(bk, m, T, reps, out, e);
-    if (!st) st = kernels(bk, m, T, reps, out, e);
+    Status st = gemms(bk, comm, m, T, reps, out, e);
+    if (!st) st = kernels(bk, comm, m, T, reps, out, e);
     if (!st && comm && comm->size > 1) st = calibrate_link(bk, comm, reps, out, e);
     out->ranks = comm ? comm->size : 1;
     return st;

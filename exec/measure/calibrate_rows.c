@@ -64,8 +64,8 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
         c->mem_bw * 1e-9, 100.0 * c->mem_spread, c->launch_s * 1e6);
     if (c->ranks > 1)
         put(&s,
-            "link: the executor's MPI all-reduce over %d ranks, 4 KiB-16 MiB, fitted t = 2(n-1) x %.3g us + "
-            "bus bytes / %.3g GB/s",
+            "link: the executor's MPI all-reduce over %d ranks, 64 B-16 MiB: latency %.3g us per ring step "
+            "(64 B), bus bandwidth %.3g GB/s (4 and 16 MiB, past the caches)",
             c->ranks, c->link_lat * 1e6, c->link_bw * 1e-9);
     else
         put(&s, "link: not measured (one rank; run under mpirun -np 2 or more): no interconnect");

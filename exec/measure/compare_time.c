@@ -13,10 +13,11 @@
  *          when the plan describes other hardware (a GPU plan for a CPU run,
  *          a host plan for a GPU run);
  *   <collective>.time   per planned collective of a host plan over 2 or more
- *          ranks: the mean seconds per step the calls took (the
- *          communicator's host clock, waiting for the other ranks included)
+ *          ranks: the mean seconds per step of the calls' transfers (the
+ *          communicator's host clock from the moment every rank arrived)
  *          beside the plan's calls x (latency + bus bytes / bandwidth),
- *          checked within the step tolerance;
+ *          checked within the step tolerance; collective_wait, the time
+ *          spent waiting for the other ranks to arrive (shown);
  *   tokens_per_s, model_tflops, mfu_bf16, mfu_fp8   rates, shown (they follow
  *          from the step row).
  * Medians over the timed steps (warm-up excluded), spreads filled. */
@@ -73,9 +74,14 @@ static void coll_time_rows(const Plan *p, const Measurement *ms, const Tolerance
         char name[40];
         snprintf(name, sizeof name, "%s.time", pc->name);
         MeasureRow *r = cmp_row(c, CMP_TIME, name, "time", UNIT_SECONDS, MEASURE_TOL,
-                                "mean per step, host clock (waits for the other ranks included)");
+                                "mean per step, host clock, from the moment every rank arrived");
         cmp_set(r, 1, pc->time_s, ms->coll[i].calls > 0, ms->coll[i].seconds / steps);
         if (r) r->tol = tol->step_time;
+    }
+    if (ms->coll_total.calls && p->world > 1) {
+        MeasureRow *r = cmp_row(c, CMP_TIME, "collective_wait", "time", UNIT_SECONDS, MEASURE_INFO,
+                                "mean per step: waiting for the other ranks to arrive (their skew; not in the plan)");
+        cmp_set(r, 0, 0, 1, ms->coll_total.wait_s / steps);
     }
 }
 
