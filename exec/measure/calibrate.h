@@ -18,8 +18,9 @@
  *              write over the sum of their median times (a CPU's element-wise
  *              kernels are partly compute-bound: GELU's tanh, FP8 rounding; the
  *              figure is what they achieve, weighted by their bytes);
- *   launch     the median time of one such kernel on 256 elements: the fixed
- *              cost of a call, the planner's launch floor;
+ *   launch     the median time of the smallest calls a layer makes (a
+ *              16x16x16 GEMM, a 256-element add, norm and activation): the
+ *              fixed cost of a call, the planner's launch floor;
  *   link       with two or more ranks: the communicator's all-reduce at sizes
  *              from 64 B to 16 MiB (FP32; its transfer time as a run counts
  *              it, after every rank has arrived), bus bandwidth per size;

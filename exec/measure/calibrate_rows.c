@@ -119,8 +119,8 @@ Status cal_stack_row(const StackSpec *s, const Calibration *c, char *buf, size_t
     if (c) {
         char src[STACK_SOURCE_MAX + 200];
         snprintf(src, sizeof src,
-                 "launch_us measured by fp8plan calibrate --backend cpu (the median call of a "
-                 "256-element kernel); the rest as the catalog's row: %.3500s",
+                 "launch_us measured by fp8plan calibrate --backend cpu (the median of the smallest calls a "
+                 "layer makes: 16x16x16 GEMM, 256-wide add, norm, activation); the rest as the catalog's row: %.3500s",
                  s->source);
         put_quoted(&b, src);
     } else {
