@@ -53,11 +53,10 @@ static void note(MeasureRow *r, const char *n)
 
 /* Why the times are not compared, kept in the comparison: "n/a: the plan is for <gpu>" (a GPU's plan, a CPU
  * run), "n/a: the plan is for host profile <name>" (a host's plan, a GPU run). */
-static const char *other_note(const Plan *p, const Measurement *ms, Comparison *c)
+static const char *other_note(const Plan *p, Comparison *c)
 {
     snprintf(c->notes[0], sizeof c->notes[0], "n/a: the plan is for %s%s", p->in.gpu->host ? "host profile " : "",
              p->in.gpu->name);
-    (void)ms;
     return c->notes[0];
 }
 
@@ -87,7 +86,7 @@ static void coll_time_rows(const Plan *p, const Measurement *ms, const Tolerance
 
 void cmp_time_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *c)
 {
-    const char *cpu = other_note(p, ms, c);
+    const char *cpu = other_note(p, c);
     const int gpu = ms->on_device, host = !gpu && same_hardware(p, ms);
     const TimeBreakdown *tb = &p->time;
     const double comm_planned = tb->dp_comm_s + tb->tp_comm_s + tb->pp_comm_s + tb->cp_comm_s + tb->other_s;
