@@ -154,12 +154,13 @@ static void print_tables(const Calibration *c)
     }
     for (int p = 0; p < CAL_PATHS; p++)
         printf("  path %-4s %.2f GFLOP/s (the shapes' FLOPs over their summed medians)\n", paths[p], c->rate[p] * 1e-9);
-    printf("element-wise kernels (median of %d calls)\n", c->reps);
+    printf("memory-bound kernels (median of %d calls)\n", c->reps);
     for (int i = 0; i < c->nkern; i++)
         printf("  %-19s %12.0f bytes %9.3f ms %7.2f GB/s %6.0f%%\n", c->kern[i].what, c->kern[i].bytes,
                c->kern[i].seconds * 1e3, c->kern[i].bytes / c->kern[i].seconds * 1e-9, 100.0 * c->kern[i].spread);
-    printf("  bandwidth %.2f GB/s (bytes over summed medians); launch floor %.2f us (spread %.0f%%)\n",
-           c->mem_bw * 1e-9, c->launch_s * 1e6, 100.0 * c->launch_spread);
+    printf("  stream (AdamW) %.2f GB/s; element-wise %.2f GB/s (weighted by calls per micro-batch); launch floor "
+           "%.2f us (spread %.0f%%)\n",
+           c->mem_bw * 1e-9, c->elem_bw * 1e-9, c->launch_s * 1e6, 100.0 * c->launch_spread);
     if (c->ranks < 2) {
         printf("collectives: not measured (one rank; run under mpirun -np 2 or more): no interconnect\n");
         return;

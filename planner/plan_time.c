@@ -66,7 +66,7 @@ static void attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, Laye
         double tf = gemm_time(gg, sq, skv, d, bt, 0, 0) + gemm_time(gg, sq, d, skv, bt, 0, 2);
         double tb = gemm_time(gg, sq, skv, d, bt, 0, 0) + gemm_time(gg, skv, d, sq, bt, 0, 2) +
                     gemm_time(gg, sq, d, skv, bt, 0, 2) + gemm_time(gg, skv, d, sq, bt, 0, 2);
-        double el = tok * (double)g->heads_t * seq, ib = 1.0 / gpu_mem_bw(gp, in->eff_hbm);
+        double el = tok * (double)g->heads_t * seq, ib = 1.0 / gpu_elem_bw(gp, in->eff_hbm);
         /* dropout: forward writes the mask (1) and rewrites P (2 + 2); backward reads the mask (1) and dP (2) */
         double drop_f = in->dropout ? 5.0 : 0.0, drop_b = in->dropout ? 3.0 : 0.0;
         L->attn_f = maxd(maxd(tf, (pb_attn_mat_bytes_fwd(el, 2.0) + el * drop_f) * ib), tf + 2 * in->launch_s);
@@ -147,7 +147,7 @@ static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const 
 {
     StageT s;
     memset(&s, 0, sizeof s);
-    double tok = (double)g->tok, h = (double)g->h, ib = 1.0 / gpu_mem_bw(in->gpu, in->eff_hbm);
+    double tok = (double)g->tok, h = (double)g->h, ib = 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm);
     for (int k = 0; k < XK_COUNT; k++) {
         if (!n[k]) continue; /* dense models: kind 0 only */
         const LayerT *l = &L[k];
@@ -236,7 +236,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
         layer(in, g, &gg, p, &L[0]);
         memset(&L[1], 0, sizeof L[1]);
     }
-    double m = (double)g->m, hbm = gpu_mem_bw(in->gpu, in->eff_hbm);
+    double m = (double)g->m, hbm = gpu_mem_bw(in->gpu, in->eff_hbm), elem = gpu_elem_bw(in->gpu, in->eff_hbm);
 
     /* stages: first, last, a middle one (layers of each kind; MTP layers on the last) */
     int one = g->pp == 1;
@@ -372,9 +372,9 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     Dtype src = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : rc->gemm.dt[STATE_MASTER];
     double per = (double)dt_bytes(src) * (rc->scaling == SCALING_CURRENT ? 2.0 : 1.0);
     if (copies > 0)
-        wc = fp8w * (per + copies) / hbm * (in->fp8_weight_cache ? 1.0 : m);
+        wc = fp8w * (per + copies) / elem * (in->fp8_weight_cache ? 1.0 : m);
     else if (recipe_fp8_gemm(rc) && !dt_fp8(src))
-        wc = fp8w * 2.0 * (per + 1.0) / hbm * m;
+        wc = fp8w * 2.0 * (per + 1.0) / elem * m;
     tb->weight_cast_s = wc;
     tb->other_s = p->coll[CO_AMAX_AR].time_s + p->coll[CO_EMB_GRAD_AR].time_s;
     p->coll[CO_AMAX_AR].exposed_s = p->coll[CO_AMAX_AR].time_s;

@@ -111,6 +111,8 @@ typedef struct {
      * (one rank), plans of several ranks are refused. */
     int host;
     double link_lat; /* measured latency per ring step of a collective, s (0: NCCL's model by link class) */
+    double elem_bw;  /* bytes/s the element-wise kernels (norms, activations, casts, softmax, loss) achieve where
+                        it differs from hbm_bw (a CPU's are compute-bound: tanh, exp, FP8 rounding); 0: hbm_bw */
     char source[SPEC_SOURCE_MAX];
 } GpuSpec;
 
@@ -145,6 +147,12 @@ static inline double gpu_sustained(const GpuSpec *g) { return g->sustained > 0 ?
  * efficiency, or a host profile's measured (already achieved) figure as it is. */
 static inline double gpu_mem_bw(const GpuSpec *g, double eff_hbm) { return g->host ? g->hbm_bw : g->hbm_bw * eff_hbm; }
 static inline double gpu_net_eff(const GpuSpec *g, double eff_net) { return g->host ? 1.0 : eff_net; }
+/* The bandwidth the element-wise kernels are timed at: elem_bw when measured (as achieved, like a host's
+ * rates), else gpu_mem_bw. Streaming work (optimizer, GEMM operands) stays at gpu_mem_bw. */
+static inline double gpu_elem_bw(const GpuSpec *g, double eff_hbm)
+{
+    return g->elem_bw > 0 ? g->elem_bw : gpu_mem_bw(g, eff_hbm);
+}
 int link_parse(const char *s, IntraLink *out);
 /* Parse those names (case-insensitive); 0 ok, -1 unknown. */
 int norm_parse(const char *s, NormType *out);

@@ -11,13 +11,15 @@
  *              path the FLOPs of its shapes over the sum of their median times
  *              (so the planner's sum over those shapes reproduces the measured
  *              sum);
- *   memory     the memory-bound kernels of a step, once each at the step's
- *              sizes: a layer's norm, activation, residual add and FP8 cast +
- *              transpose, the loss's cross-entropy over the logits, AdamW over
- *              the model's parameters (at most 16 Mi): the bytes they read and
- *              write over the sum of their median times (a CPU's element-wise
- *              kernels are partly compute-bound: GELU's tanh, FP8 rounding; the
- *              figure is what they achieve, weighted by their bytes);
+ *   memory     the memory-bound kernels of a step at the step's sizes: AdamW
+ *              over the model's parameters (at most 16 Mi), a stream — its
+ *              bytes over its median time (hbm_gbps, what the optimizer and the
+ *              GEMMs' operands are timed at); a layer's norm, activation,
+ *              residual add and FP8 cast + transpose and the loss's
+ *              cross-entropy — their bytes over their median times, each
+ *              weighted by its calls per micro-batch (elem_gbps: a CPU's
+ *              element-wise kernels are compute-bound — tanh, exp, FP8
+ *              rounding — at a fraction of the stream's rate);
  *   launch     the median time of the smallest calls a layer makes (a
  *              16x16x16 GEMM, a 256-element add, norm and activation): the
  *              fixed cost of a call, the planner's launch floor;
@@ -71,7 +73,8 @@ typedef struct {
     double rate[CAL_PATHS], rate_spread[CAL_PATHS]; /* FLOP/s per path; the largest spread of its shapes */
     CalKernel kern[CAL_MAX_KERNELS];
     int nkern;
-    double mem_bw, mem_spread; /* bytes/s */
+    double mem_bw, mem_spread;   /* bytes/s AdamW streams (hbm_gbps) */
+    double elem_bw, elem_spread; /* bytes/s of the element-wise kernels, weighted by their calls (elem_gbps) */
     double launch_s, launch_spread;
     int ranks; /* the communicator's */
     CalColl coll[CAL_MAX_SIZES];

@@ -10,7 +10,8 @@
 
 const char *const cal_gpu_header =
     "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
-    "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,link_latency_us";
+    "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,link_latency_us,"
+    "elem_gbps";
 
 typedef struct {
     char *p;
@@ -59,9 +60,10 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
         put(&s, "%s %s %.3g GFLOP/s (spread up to %.0f %%)", p ? ";" : ":", path_names[p], c->rate[p] * 1e-9,
             100.0 * c->rate_spread[p]);
     put(&s,
-        "; element-wise kernels (norm, activation, residual add, FP8 cast+transpose) %.3g GB/s (spread up to "
-        "%.0f %%); launch floor %.3g us; ",
-        c->mem_bw * 1e-9, 100.0 * c->mem_spread, c->launch_s * 1e6);
+        "; memory: AdamW streams %.3g GB/s (spread %.0f %%); element-wise kernels (norm, activation, residual add, "
+        "FP8 cast+transpose, cross-entropy; weighted by their calls per micro-batch) %.3g GB/s (spread up to %.0f "
+        "%%); launch floor %.3g us; ",
+        c->mem_bw * 1e-9, 100.0 * c->mem_spread, c->elem_bw * 1e-9, 100.0 * c->elem_spread, c->launch_s * 1e6);
     if (c->ranks > 1)
         put(&s,
             "link: the executor's MPI all-reduce over %d ranks, 64 B-16 MiB: latency %.3g us per ring step "
@@ -84,6 +86,7 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
         put(&b, ",%.6g", c->link_lat * 1e6);
     else
         put(&b, ",");
+    put(&b, ",%.6g", c->elem_bw * 1e-9);
     return done(&b, "gpus.csv", e);
 }
 
@@ -101,6 +104,10 @@ Status cal_gpu_row_of(const GpuSpec *g, char *buf, size_t size, Err *e)
     put_quoted(&b, g->source);
     if (g->link_lat > 0)
         put(&b, ",%.9g", g->link_lat * 1e6);
+    else
+        put(&b, ",");
+    if (g->elem_bw > 0)
+        put(&b, ",%.9g", g->elem_bw * 1e-9);
     else
         put(&b, ",");
     return done(&b, "gpus.csv", e);

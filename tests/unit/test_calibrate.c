@@ -90,14 +90,15 @@ static void test_median(void)
     CHECK(isnan(m));
 }
 
-/* A calibration with round figures: GEMM 40 / 50 / 20 GFLOP/s (FP8 / BF16 / FP32), 10 GB/s, 2 us launch. */
+/* A calibration with round figures: GEMM 40 / 50 / 20 GFLOP/s (FP8 / BF16 / FP32), 10 GB/s streamed, 4 GB/s
+ * element-wise, 2 us launch. */
 static Calibration round_figures(int ranks)
 {
     Calibration c;
     memset(&c, 0, sizeof c);
     c.reps = 3;
     c.rate[CAL_PATH_FP8] = 40e9, c.rate[CAL_PATH_BF16] = 50e9, c.rate[CAL_PATH_FP32] = 20e9;
-    c.mem_bw = 10e9, c.launch_s = 2e-6, c.mem_bytes = 1ull << 34, c.ranks = ranks;
+    c.mem_bw = 10e9, c.elem_bw = 4e9, c.launch_s = 2e-6, c.mem_bytes = 1ull << 34, c.ranks = ranks;
     if (ranks > 1) c.link_bw = 3e9, c.link_lat = 0.5e-6;
     return c;
 }
@@ -127,6 +128,7 @@ static void test_rows_parse(void)
         CHECK_REL(g->flops_fp8, 40e9, 1e-6);
         CHECK_REL(g->flops_fp32, 20e9, 1e-6);
         CHECK_REL(g->hbm_bw, 10e9, 1e-6);
+        CHECK_REL(g->elem_bw, 4e9, 1e-6);
         CHECK_REL(g->intra_bw, 3e9, 1e-6);
         CHECK_REL(g->link_lat, 0.5e-6, 1e-6);
         CHECK_REL(g->sustained, 1.0, 0);
@@ -159,17 +161,17 @@ static void test_host_rows_refused(void)
     Err e = {0};
     const char *bad[] = {
         /* a host whose link is not host */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,\n",
         /* a GPU with a host link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,\n",
         /* a measured link without its latency */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,\n",
         /* one of the two bandwidths 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,\n",
         /* a latency of 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,\n",
         /* a GPU keeps its positive link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,\n",
     };
     const char *col[] = {"intra_link",      "intra_link",      "link_latency_us",
                          "inter_node_gbps", "link_latency_us", "intra_node_gbps"};
@@ -248,6 +250,33 @@ static void test_host_plans(void)
     free(p);
 }
 
+/* elem_gbps: the element-wise kernels at their own rate, the optimizer's stream at hbm_gbps. With no launch
+ * floor every element-wise op is bytes / rate, so halving elem_bw doubles the non-GEMM time exactly and leaves
+ * the optimizer (bytes / hbm_bw) as it was; 0 means hbm_bw (a GPU row's plan is unchanged). BF16 recipe: no FP8
+ * commit or weight casts. */
+static void test_elem_rate(void)
+{
+    GpuSpec g = host_gpu();
+    ModelSpec m = fx_tiny_model();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.mbs = 1, in.gbs = 1, in.launch_s = 0;
+    Plan *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b), *z = calloc(1, sizeof *z);
+    Err e = {0};
+    if (!a || !b || !z) return;
+    g.elem_bw = 10e9; /* = hbm_bw */
+    CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
+    g.elem_bw = 5e9;
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    g.elem_bw = 0;
+    CHECKF(plan_build(&in, z, &e) == ST_OK, "%s", e.msg);
+    CHECK(a->time.nongemm_s > 0);
+    CHECK_REL(b->time.nongemm_s, 2.0 * a->time.nongemm_s, 1e-12);
+    CHECK_REL(b->time.optimizer_s, a->time.optimizer_s, 0);
+    CHECK_REL(z->time.step_s, a->time.step_s, 0);
+    free(a), free(b), free(z);
+}
+
 int main(void)
 {
     RUN(test_busbw);
@@ -258,5 +287,6 @@ int main(void)
     RUN(test_host_rows_refused);
     RUN(test_host_gemm_and_link);
     RUN(test_host_plans);
+    RUN(test_elem_rate);
     return test_summary();
 }
