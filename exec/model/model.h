@@ -79,6 +79,10 @@ typedef struct {
     /* scaling records {scale, scale_inv, amax} (REC_FLOATS) of scaled states, or NULL */
     float *master_rec, *grad_rec, *m_rec, *v_rec;
     uint32_t wslot; /* forward scaling-bank slot of the weight (gemm only) */
+    /* Sharded states (Model.shard_ways > 1): the parameter's first element in its class's flat order,
+     * and the part of it this rank owns, elements [own_lo, own_lo + own_n) (own_n may be 0). A sharded
+     * state's pointer (master, m, v) addresses element own_lo in this rank's shard, NULL when own_n is 0. */
+    uint64_t flat, own_lo, own_n;
 } ModelParam;
 
 /* Activations of one block saved for backward. Each GEMM input is saved
@@ -179,6 +183,15 @@ typedef struct Model {
     ModelHyper hyper;
     Backend *bk;
     Comm *comm;
+    /* The distributed optimizer / ZeRO-1 (the plan's sharding over dp ranks; exec/model/model_shard.c):
+     * shard_ways = dp when a state is sharded, else 1. Per class (MODEL_CLASS_GEMM: block linear
+     * weights, MODEL_CLASS_OTHER: the rest, each in parameter-table order) the elements E, the shard
+     * S = ceil(E / dp) every rank holds (rank r owns flat elements [r·S, min((r+1)·S, E)); the last
+     * ranks' tails are padding), the sharded states (bit 1u << StateId) and this rank's shard buffers. */
+    uint32_t shard_ways;
+    uint64_t class_elems[2], shard_elems[2];
+    unsigned shard_mask[2];
+    void *shard_buf[2][STATE_COUNT_];
     Arena arena;
     ArenaSpecs specs;   /* every tensor with its term and offset (checkpoints walk it) */
     ModelParam *params; /* nparams */
