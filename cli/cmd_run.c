@@ -436,7 +436,8 @@ int cmd_run(int argc, char **argv)
     if ((rc = run_files_open(&a, m, &sf)) || (rc = run_train(&a, m, &d, &ms, &sf)) || (rc = run_files_commit(&sf)))
         goto done;
     measure_finish(&ms, m);
-    if (a.save && ckpt_save(a.save, m, &d.st, &e)) {
+    /* rank 0 writes; with sharded states every rank hands its shards over (exec/ckpt.h) */
+    if (a.save && (!a.rank || m->shard_ways > 1) && ckpt_save(a.rank ? NULL : a.save, m, &d.st, &e)) {
         rc = run_fail(&e);
         goto done;
     }

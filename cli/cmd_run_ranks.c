@@ -28,7 +28,8 @@ Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
 
 /* The ranks: --dp must be the number mpirun started; the global batch a
  * multiple of mbs x dp (default mbs x dp). Ranks other than 0 print and write
- * nothing. An exit code. */
+ * nothing (with sharded states they hand their shards to rank 0's checkpoint).
+ * An exit code. */
 int run_resolve_ranks(RunArgs *a, const Comm *comm)
 {
     uint32_t n = (uint32_t)comm->size;
@@ -46,7 +47,7 @@ int run_resolve_ranks(RunArgs *a, const Comm *comm)
                          a->gbs, a->mbs, n);
     if (a->rank) {
         a->quiet = 1;
-        a->out.path = a->save = a->trace = a->loss_log = NULL;
+        a->out.path = a->trace = a->loss_log = NULL; /* --save stays: sharded states are gathered on rank 0 */
     }
     return 0;
 }

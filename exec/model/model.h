@@ -280,6 +280,11 @@ Status model_trace_enable(Model *m, Err *e);
  * floats. */
 void model_rope_table(uint32_t seq, uint32_t head_dim, double base, float *cos_sin);
 
+/* When spec (one of m->specs) is this rank's shard of a sharded state: 1, and *whole the state's
+ * bytes over the whole class (its E elements; exec/model/model_shard.c), *lo the byte offset of
+ * this rank's shard in it; 0 for every other tensor. For checkpoints: they hold the whole state. */
+int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uint64_t *lo);
+
 /* Parameter count (elements over all parameter tensors). */
 uint64_t model_weight_count(const Model *m);
 

@@ -168,3 +168,16 @@ static Status each_param(Model *m, StateId st, CollectiveId id, Err *e)
 Status model_shard_reduce(Model *m, Err *e) { return each_param(m, STATE_GRAD, CO_DP_GRAD_RS, e); }
 
 Status model_shard_gather(Model *m, Err *e) { return each_param(m, STATE_WEIGHT, CO_DP_PARAM_AG, e); }
+
+int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uint64_t *lo)
+{
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < STATE_COUNT_; k++)
+            if ((m->shard_mask[c] >> k & 1) && spec->dst.v == &m->shard_buf[c][k]) {
+                uint64_t b = dtype_bytes(spec->dtype), r = m->comm ? (uint64_t)m->comm->rank : 0;
+                *whole = m->class_elems[c] * b;
+                *lo = r * m->shard_elems[c] * b;
+                return 1;
+            }
+    return 0;
+}
