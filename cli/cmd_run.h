@@ -82,8 +82,14 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
  * per collective (bus bytes with the median seconds per step, and its payload). NULL: no memory. */
 Table *run_rank_csv(const Table *rows0, const Plan *p, const RankData *rd);
 
-/* a->steps training steps, printing each (unless quiet) and writing the side files; an exit code. */
+/* a->steps training steps, printing each (unless quiet) and writing the side
+ * files; an exit code: 0, a failed step's, or 128 + the signal that stopped
+ * the run (ms holds the steps taken either way). */
 int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFiles *f);
+
+/* With one rank, SIGINT/SIGTERM stop run_train after the step in flight (a
+ * second signal ends the process); several ranks keep the default action. */
+void run_stop_on_signals(int ranks);
 
 /* The comparison with the plan: summary lines and tables on stdout, every row
  * to -o (CSV, JSON, or the HTML page; with ranks, a multi-rank run, the CSV and
