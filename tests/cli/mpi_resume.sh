@@ -4,15 +4,9 @@
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
-if ! command -v mpirun >/dev/null 2>&1; then
-    skip "mpi runs" "mpirun: install openmpi-bin (make installs it as root)"
-    finish
-    exit
-fi
+mpi_require
 cat=$TMP/cat
-cp -r "$FP8PLAN_ROOT/models" "$cat"
-echo 'tiny-gpt,2,32,128,2,2,16,64,16,layernorm,gelu,learned,yes,yes,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
-echo 'tiny-odd,1,33,67,3,3,5,64,5,layernorm,gelu,learned,yes,yes,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
+mpi_catalog "$cat"
 
 # resumed NP MODEL RECIPE [FLAGS]: 30 steps in one go, then 15 + 15 through a checkpoint; the two
 # loss logs (the second's header dropped) must be the same bytes

@@ -5,17 +5,10 @@
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
-if ! command -v mpirun >/dev/null 2>&1; then
-    skip "mpi runs" "mpirun: install openmpi-bin (make installs it as root)"
-    finish
-    exit
-fi
+mpi_require
 cat=$TMP/cat
-cp -r "$FP8PLAN_ROOT/models" "$cat"
-# tiny-gpt as in mpi_run.sh (2 layers, hidden 32, FFN 128, 2 heads, seq 16, vocab 64 -> 128);
-# tiny-odd: 1 layer, hidden 33, FFN 67, 3 heads, seq 5, vocab 64 -> 128, so no class divides by 2 or 4
-echo 'tiny-gpt,2,32,128,2,2,16,64,16,layernorm,gelu,learned,yes,yes,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
-echo 'tiny-odd,1,33,67,3,3,5,64,5,layernorm,gelu,learned,yes,yes,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
+mpi_catalog "$cat"
+# tiny-gpt and tiny-odd (tests/mpi_lib.sh: no class of tiny-odd's parameters divides by 2 or 4)
 G="run --catalog $cat --model tiny-gpt --mbs 2 --gbs 8 --quiet"
 O="run --catalog $cat --model tiny-odd --mbs 2 --gbs 8 --quiet"
 same() { cmp -s "$1" "$2" && echo same || echo differ; }
