@@ -467,9 +467,10 @@ Status plan_build(const PlanInput *in, Plan *out, Err *e)
                        in->stack ? " or stacks.csv row '" : "", in->stack ? in->stack->name : "", in->stack ? "'" : "");
     if (st == ST_OVERFLOW) /* the sizes a user sets: global batch, micro-batch, sequence */
         return err_set(e, ST_OVERFLOW,
-                       "a byte count for %s on %s with %s passes 2^64 at global batch %llu, micro-batch %u, sequence "
-                       "%u (gbs, mbs, seq)",
-                       in->model->name, in->gpu->name, in->recipe->name, (unsigned long long)in->gbs, in->mbs,
-                       in->seq ? in->seq : in->model->seq_len);
+                       "a byte count for %s on %s with %s passes 2^64 at global batch %llu%s, micro-batch %u, "
+                       "sequence %llu (gbs, mbs, seq)",
+                       in->model->name, in->gpu->name, in->recipe->name,
+                       (unsigned long long)resolve_gbs(in, resolve_seq(in)), in->gbs ? "" : " (the default)", in->mbs,
+                       (unsigned long long)resolve_seq(in));
     return st;
 }

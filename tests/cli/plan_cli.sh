@@ -83,6 +83,11 @@ bad "byte counts past 2^64" 65 "passes 2^64" plan --catalog "$TMP/cat4" --model 
 bad "a global batch whose byte counts pass 2^64" 65 \
     "passes 2^64 at global batch 9223372036854775808, micro-batch 1, sequence 2048 (gbs, mbs, seq)" \
     plan --model gpt-7b --gpu h100-sxm --recipe te-fp8 --gbs 9223372036854775808
+# the default global batch is given as what it resolves to: 2^21 / 2048 = 1024 sequences, rounded up
+# to a multiple of mbs x dp = 2^31
+bad "a micro-batch whose byte counts pass 2^64" 65 \
+    "passes 2^64 at global batch 2147483648 (the default), micro-batch 2147483648, sequence 2048 (gbs, mbs, seq)" \
+    compare --model gpt-7b --gpu h100-sxm --recipes te-fp8,bf16 --mbs 2147483648
 # sweep's help lists only options sweep takes: every option line's options are accepted (none "does
 # not apply here"), and the layout options sweep enumerates itself are not listed
 run sweep --help
