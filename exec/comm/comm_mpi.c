@@ -157,6 +157,10 @@ static Status v_call(Comm *c, const char *what, Backend *bk, const void *buf, co
 {
     Status st = offsets(c, counts, off, total, e);
     if (!st) st = check_call(c, what, bk, *total, dt, e);
+    /* the reduce-scatter receives every rank's values of this rank's segment: size x its bytes */
+    if (!st && counts[c->rank] > (uint64_t)INT_MAX / dtype_bytes(dt) / (uint64_t)c->size)
+        st = err_set(e, ST_UNAVAILABLE, "mpi %s: %d ranks x %llu elements of rank %d is more than one MPI call carries",
+                     what, c->size, (unsigned long long)counts[c->rank], c->rank);
     if (!st && !buf && *total) st = err_set(e, ST_USAGE, "mpi %s: no buffer", what);
     return st;
 }
