@@ -72,6 +72,20 @@ mpi_run 2 "$FP8PLAN" $O --recipe te-fp8 --steps 2 --zero 1
 expect_line "uneven dp 2: master shard 4,389 x 4 B" "  master_gemm +17556 +17556 +17556 +2/2 +exact"
 expect_line "uneven dp 2: master shard of the others 2,410 x 4 B" "  master_other +9640 +9640 +9640 +2/2 +exact"
 
+# LLaMA-shaped (grouped-query attention, SwiGLU, rotary, untied, RMSNorm, no biases): llama3-8b cut to
+# 2 layers, hidden 36, 6 heads of 6 (2 KV heads), FFN 50, vocabulary 70 (padded to 128). Linear weights
+# per layer QKV (6 + 2x2) x 6 = 60 x 36 = 2,160, proj 36x36 = 1,296, FC1 (SwiGLU) 100x36 = 3,600, FC2
+# 36x50 = 1,800: 8,856, x 2 = 17,712; dp 2: 8,856 x 4 B = 35,424. Others: embedding and head 2 x 128 x
+# 36 = 9,216, RMSNorm weights 2 x 2 x 36 + 36 = 180: 9,396; dp 2: 4,698 x 4 B = 18,792.
+L="run --model llama3-8b --layers 2 --hidden 36 --heads 6 --kv-heads 2 --ffn 50 --seq 8 --vocab 70 --mbs 2 --gbs 8 --quiet"
+mpi_run 2 "$FP8PLAN" $L --recipe te-fp8 --steps 10 --loss-log "$TMP/l2.csv"
+expect_rc "llama te-fp8 dp 2 exits 0" 0
+mpi_run 2 "$FP8PLAN" $L --recipe te-fp8 --steps 10 --zero 1 --loss-log "$TMP/lz2.csv"
+expect_rc "llama te-fp8 dp 2 --zero 1 exits 0" 0
+expect_eq "llama dp 2 --zero 1: the plain dp 2 losses bit for bit" "$(same "$TMP/l2.csv" "$TMP/lz2.csv")" same
+expect_line "llama dp 2: master shard 8,856 x 4 B" "  master_gemm +35424 +35424 +35424 +2/2 +exact"
+expect_line "llama dp 2: master shard of the others 4,698 x 4 B" "  master_other +18792 +18792 +18792 +2/2 +exact"
+
 # -o: a rank column; rank 0's comparison rows, then per rank 15 persistent terms (te-fp8) and
 # 3 collectives x 2 rows (bytes, payload): 4 x 15 = 60 rank_memory rows, 4 x 6 = 24 rank_comm rows
 f=$TMP/ranks.csv
