@@ -50,6 +50,17 @@ expect_eq "dp 4 --zero 1: the one rank's losses bit for bit" "$(same "$TMP/one.c
 expect_line "dp 4: master shard (6,144 x 4 B)" "  master_gemm +24576 +24576 +24576 +4/4 +exact"
 expect_line "dp 4: reduce-scatter bytes" "  dp_grad_reducescatter +90240 +90240 +90240 +4/4 +exact"
 expect_line "dp 4: all-gather bytes" "  dp_param_allgather +45120 +45120 +45120 +4/4 +exact"
+# the planner's own listing of the same layout says the same
+run plan --catalog "$cat" --model tiny-gpt --gpu h100-sxm --mbs 2 --gbs 8 --dp 4 --zero 1 --recipe megatron-bf16 \
+    --stack fp8plan --view collectives --format csv
+expect_eq "plan --zero 1 --view collectives: reduce-scatter sent/step at dp 4" \
+    "$(grep '^dp_grad_reducescatter,' "$TMP/out" | cut -d, -f10)" 90240
+expect_eq "plan --zero 1 --view collectives: all-gather sent/step at dp 4" \
+    "$(grep '^dp_param_allgather,' "$TMP/out" | cut -d, -f10)" 45120
+run plan --catalog "$cat" --model tiny-gpt --gpu h100-sxm --mbs 2 --gbs 8 --dp 4 --zero 1 --recipe megatron-bf16 \
+    --stack fp8plan --view terms --format csv
+expect_eq "plan --zero 1 --view terms: master_gemm 6,144 elements, 24,576 B, 4 shards" \
+    "$(grep '^master_gemm,' "$TMP/out" | cut -d, -f4,5,7)" "6144,24576,4"
 
 # tiny-odd, te-fp8 (FP8 GEMMs; BF16 weights gathered, FP8 copies cast from them as before):
 # linear weights QKV 99x33 = 3,267, proj 1,089, FC1 67x33 = 2,211, FC2 2,211: 8,778; others wte
