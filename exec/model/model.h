@@ -226,8 +226,10 @@ typedef struct Model {
 enum { MODEL_MARK_FIRST = BACKEND_MARKS - 8 };
 
 /* ST_OK when the executor builds the plan's model and recipe; ST_USAGE or
- * ST_UNAVAILABLE naming the field otherwise (a layout with TP/PP/CP > 1, an
- * odd head_dim with rotary positions, a vocabulary beyond int32 token ids). */
+ * ST_UNAVAILABLE naming the field otherwise (a layout with TP/PP/CP > 1,
+ * sharding other than zero1 / dist-opt or of states the executor cannot shard
+ * (model_shard.c), an odd head_dim with rotary positions, a vocabulary beyond
+ * int32 token ids). */
 Status model_check(const Plan *p, Err *e);
 
 /* The tensor list of a plan's configuration (sizes first): appends every
