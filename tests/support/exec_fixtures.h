@@ -94,10 +94,12 @@ static inline ModelSpec fx_llama(void)
 }
 
 /* The executor's plan of a fixture (B = mbs sequences, `micro` micro-batches
- * per step, the vocabulary padded to a multiple of 64) on the typed-in GPU. The model, recipe and
+ * per step on each of dp ranks, states sharded as `sharding` says, the
+ * vocabulary padded to a multiple of 64) on the typed-in GPU. The model, recipe and
  * GPU are copied into static storage the plan points at (one plan at a time
  * per binary: the next call replaces them). */
-static inline Status fx_plan(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, Plan *p, Err *e)
+static inline Status fx_plan_dp(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, uint32_t dp,
+                                Sharding sharding, Plan *p, Err *e)
 {
     static ModelSpec sm;
     static Recipe sr;
@@ -109,8 +111,15 @@ static inline Status fx_plan(const ModelSpec *m, const Recipe *r, uint32_t mbs, 
     sg.flops_fp8 = 1979e12, sg.flops_fp32 = 67e12, sg.intra_bw = 450e9, sg.inter_bw = 50e9, sg.gpus_per_node = 8;
     PlanInput in;
     exec_plan_input(&in, &sm, &sg, &sr, mbs, micro, NULL); /* no stack: the planner's defaults */
+    exec_plan_dp(&in, dp, sharding);
     in.vocab_pad = 64;
     return plan_build(&in, p, e);
+}
+
+/* One rank (dp 1, nothing sharded). */
+static inline Status fx_plan(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, Plan *p, Err *e)
+{
+    return fx_plan_dp(m, r, mbs, micro, 1, SHARD_NONE, p, e);
 }
 
 /* A model of a fixture on bk: fx_plan, then model_create (h NULL: defaults). */
