@@ -25,7 +25,7 @@
 static const char help[] =
     "usage: fp8plan run --model M --recipe R [--backend cpu|cuda] [--steps N]\n"
     "                   [--layers N] [--hidden H] [--heads A] [--kv-heads K] [--ffn F] [--seq S]\n"
-    "                   [--vocab V] [--mbs B] [--gbs G] [--dp N] [--gpu G] [--seed S] [--data FILE]\n"
+    "                   [--vocab V] [--mbs B] [--gbs G] [--dp N] [--tp N] [--gpu G] [--seed S] [--data FILE]\n"
     "                   [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
     "                   [--scaling-trace FILE] [--loss-log FILE] [--log-every N] [--quiet]\n"
     "                   [--stack NAME] [-o FILE [--format csv|json|html]] [--catalog DIR]\n"
@@ -56,6 +56,8 @@ static const char help[] =
     "                       share of the global batch, gradients are all-reduced in the recipe's dtype\n"
     "                       (default: the ranks mpirun started, else 1; --dp 1 alone starts MPI as a\n"
     "                       singleton). Rank 0 prints and writes; a rank that fails stops every rank\n"
+    "  --tp N               tensor-parallel ranks with sequence parallelism (cpu backend, mpirun -np N,\n"
+    "                       dp 1): column/row-parallel linears, heads and FFN split over the ranks\n"
     "  --stack NAME         the software stack the plan is made for (stacks.csv; default fp8plan, this\n"
     "                       executor: another stack's plan predicts that stack, not this run)\n"
     "  --gpu G              the GPU the plan is made for (default: the device's row of gpus.csv with\n"
@@ -112,6 +114,7 @@ enum {
     OPT_LOSS_LOG,
     OPT_STACK,
     OPT_DP,
+    OPT_TP,
 };
 
 static const struct option opts[] = {
@@ -128,6 +131,7 @@ static const struct option opts[] = {
     {"mbs", required_argument, NULL, OPT_MBS},
     {"gbs", required_argument, NULL, OPT_GBS},
     {"dp", required_argument, NULL, OPT_DP},
+    {"tp", required_argument, NULL, OPT_TP},
     {"vocab", required_argument, NULL, OPT_VOCAB},
     {"gpu", required_argument, NULL, OPT_GPU},
     {"seed", required_argument, NULL, OPT_SEED},
@@ -212,6 +216,7 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_MBS: rc = flag_u32("mbs", optarg, 1, 1 << 16, &a->mbs); break;
         case OPT_GBS: rc = flag_u32("gbs", optarg, 1, 1 << 20, &a->gbs); break;
         case OPT_DP: rc = flag_u32("dp", optarg, 1, 4096, &a->dp); break;
+        case OPT_TP: rc = flag_u32("tp", optarg, 1, 4096, &a->tp); break;
         case OPT_VOCAB: rc = flag_u32("vocab", optarg, 2, INT32_MAX, &a->ov.vocab); break;
         case OPT_LOG_EVERY: rc = flag_u32("log-every", optarg, 1, 100000000, &a->log_every); break;
         case OPT_WARMUP: rc = flag_u32("warmup", optarg, 0, 100000000, &a->hyper.warmup); break;
@@ -295,7 +300,10 @@ static const GpuSpec *plan_gpu(const RunArgs *a, const Catalog *cat, const Measu
  * otherwise or when NCCL cannot start. */
 static Status make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
 {
-    int ranks = a->dp || comm_mpi_launched();
+    int ranks = a->dp || a->tp > 1 || comm_mpi_launched();
+    if (a->tp > 1 && strcmp(bk->name, "cpu"))
+        return err_set(e, ST_UNAVAILABLE,
+                       "--tp %u --backend %s: tensor parallelism runs on the cpu backend only so far", a->tp, bk->name);
     if (!strcmp(bk->name, "cpu")) return ranks ? comm_create("mpi", bk, comm, e) : comm_single_create(comm, e);
     if (ranks && (a->dp > 1 || comm_mpi_launched()))
         return err_set(e, ST_UNAVAILABLE,
@@ -351,6 +359,7 @@ static int make_plans(const RunArgs *a, const Catalog *cat, const ModelSpec *mod
         Err e;
         exec_plan_input(&in, model, gpu, r, a->mbs, a->gbs / (a->mbs * a->dp), st[i]);
         exec_plan_dp(&in, a->dp);
+        if (a->tp > 1) in.tp = a->tp, in.sp = 1; /* the executor's TP is sequence-parallel */
         if (plan_build(&in, p[i], &e)) {
             err_prefix(&e, "plan");
             return run_fail(&e);
@@ -366,7 +375,12 @@ static int make_plans(const RunArgs *a, const Catalog *cat, const ModelSpec *mod
  * nothing. An exit code. */
 static int resolve_ranks(RunArgs *a, const Comm *comm)
 {
-    uint32_t n = (uint32_t)comm->size;
+    uint32_t n = (uint32_t)comm->size, t = a->tp ? a->tp : 1;
+    if (n % t) return cli_usage(RUN_CMD, "--tp %u does not divide the %u ranks mpirun started", t, n);
+    n /= t; /* data-parallel ranks */
+    if (a->dp && a->dp != n && t > 1)
+        return cli_usage(RUN_CMD, "--dp %u --tp %u needs %u ranks (mpirun -np %u); this run has %d", a->dp, t,
+                         a->dp * t, a->dp * t, comm->size);
     if (a->dp && a->dp != n)
         return cli_usage(RUN_CMD, "--dp %u needs %u ranks (mpirun -np %u fp8plan run ...); this run has %u", a->dp,
                          a->dp, a->dp, n);

@@ -123,6 +123,14 @@ typedef struct {
     float *attn_scores;  /* (H, T, T) FP32 raw scores of one sequence in the forward (phase FWD) */
     float *gstage;       /* FP32 staging of a gradient not kept in FP32: (max non-embedding param + C) */
     float *gstage_emb;   /* (Vp·C [+ Vp·C untied] [+ T·C learned]) FP32 staging of the embeddings' gradients */
+    /* tensor parallelism (tp > 1 only, exec/model/model_tp.c) */
+    void *tp_gin;      /* (B·T, C) a column-parallel linear's gathered input */
+    void *tp_full;     /* (B·T, C) a row-parallel output before its reduce-scatter / gathered output gradient,
+                         a column-parallel input gradient before its reduce-scatter */
+    uint8_t *tp_qloc;  /* (B·T/tp, C) FP8 local input shard when it is not saved (forward) */
+    uint8_t *tp_qfull; /* (B·T, C) FP8 re-gathered input (backward) */
+    uint8_t *tp_qcol;  /* (C, B·T) its transposed copy for wgrad */
+    float *tp_xstats;  /* (3, B·T) the vocabulary-parallel cross-entropy's max, sum and target logit */
 } ModelActs;
 
 /* Phases of the step whose working buffers share memory (arena overlay). */
@@ -174,6 +182,9 @@ typedef struct Model {
     uint32_t microbatches; /* per step: global batch / (micro-batch × DP), from the plan */
     uint32_t dp;           /* data-parallel ranks (the plan's dp = comm->size): this rank runs
                               micro-batches rank·microbatches .. of the global batch */
+    uint32_t tp;           /* tensor-parallel ranks (1, or comm->size with dp 1): spec holds this rank's
+                              heads, KV heads and FFN width (the whole / tp); sequence parallelism keeps
+                              B·T/tp tokens (rank·B·T/tp ..) in the norm/residual regions (model_tp.c) */
     uint64_t vocab_padded; /* Vp (the plan's padding) */
     Dtype act_dtype;       /* exec_act_dtype(&recipe) */
     ModelHyper hyper;
@@ -213,7 +224,8 @@ typedef struct Model {
 enum { MODEL_MARK_FIRST = BACKEND_MARKS - 8 };
 
 /* ST_OK when the executor builds the plan's model and recipe; ST_USAGE or
- * ST_UNAVAILABLE naming the field otherwise (a layout with TP/PP/CP > 1, an
+ * ST_UNAVAILABLE naming the field otherwise (a layout with PP/CP > 1, TP
+ * without sequence parallelism or beside DP, an
  * odd head_dim with rotary positions, a vocabulary beyond int32 token ids). */
 Status model_check(const Plan *p, Err *e);
 

@@ -78,4 +78,45 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
 /* Backward from d(logits) into the main gradients (accumulating). */
 Status model_backward(Model *m, Err *e);
 
+/* ---- tensor parallelism with sequence parallelism (model_tp.c) ----
+ * QKV and FC1 are column-parallel (this rank's heads / FFN columns), proj and
+ * FC2 row-parallel; the norms, residual stream, embedding lookup, LM head and
+ * loss hold B·T/tp tokens of the flattened (B, T) batch. Every function is a
+ * no-op or the one-rank path at tp 1. */
+
+/* Tokens of the sequence-parallel regions on this rank: B·T/tp. */
+static inline uint64_t model_sp_tokens(const Model *m) { return model_tokens(m) / (m->tp ? m->tp : 1); }
+static inline int model_tp_col(const Model *m, LinearKind k) { return m->tp > 1 && (k == LIN_QKV || k == LIN_FC1); }
+static inline int model_tp_row(const Model *m, LinearKind k) { return m->tp > 1 && (k == LIN_PROJ || k == LIN_FC2); }
+/* What the executor's TP needs of a plan (ST_OK at tp 1). */
+Status model_tp_check(const Plan *p, Err *e);
+/* This rank's share of the spec (heads, KV heads, FFN width / tp) and m->tp. */
+void model_tp_spec(const Plan *p, Model *m);
+/* Rows of the embedding and head shards: Vp/tp. */
+static inline uint64_t model_vocab_rows(const Model *m) { return m->vocab_padded / (m->tp ? m->tp : 1); }
+/* TP's working buffers (transient), nothing at tp 1. */
+void model_tp_layout(Model *m, int bind, ArenaSpecs *sp);
+/* The initial values of a sharded parameter: w (numel) = this rank's slice
+ * of the one-rank tensor drawn from stream key (padded vocabulary rows 0).
+ * Returns the slice's amax. Only for the tensors init_normal draws. */
+float model_tp_fill(const Model *m, const ModelParam *p, uint64_t key, float std, float *w);
+/* All-gather of a (B·T/tp, cols) token shard into (B·T, cols), counted under id. */
+Status model_tp_gather(Model *m, CollectiveId id, const void *local, void *full, uint64_t cols, Dtype dt, Err *e);
+/* Reduce-scatter (sum) of (B·T, cols) partial sums into this rank's (B·T/tp, cols). */
+Status model_tp_scatter(Model *m, CollectiveId id, const void *full, void *local, uint64_t cols, Err *e);
+/* Vocabulary-parallel token embedding: every token of the micro-batch looked
+ * up in this rank's rows, reduce-scattered to the tokens' owners, learned
+ * positions added there (out: B·T/tp tokens); and its backward from the
+ * B·T/tp tokens' gradient dout into the FP32 gradient targets. */
+Status model_tp_embed_fwd(Model *m, void *out, Err *e);
+Status model_tp_embed_bwd(Model *m, const void *dout, Err *e);
+/* Vocabulary-parallel cross-entropy of act.logits (B·T, Vp/tp): losses of
+ * every token on every rank, logits replaced by their gradient (xent_shard
+ * with the max and sums all-reduced over the ranks). */
+Status model_tp_xent(Model *m, float dloss, Err *e);
+/* After the step's micro-batches: the gradients of the parameters every rank
+ * holds whole but sees only B·T/tp tokens of (norms, learned positions)
+ * all-reduced. Not plan collectives (the plan counts none for them). */
+Status model_tp_finish_grads(Model *m, Err *e);
+
 #endif

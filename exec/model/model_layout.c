@@ -15,11 +15,11 @@ Status model_check(const Plan *p, Err *e)
 {
     const PlanInput *in = &p->in;
     const ModelSpec *s = in->model;
-    if (in->tp != 1 || in->pp != 1 || in->cp != 1)
+    if (in->pp != 1 || in->cp != 1)
         return err_set(e, ST_UNAVAILABLE,
-                       "the executor runs data parallelism only (tp %u, pp %u, cp %u given); tensor, pipeline and "
+                       "the executor runs data and tensor parallelism only (pp %u, cp %u given); pipeline and "
                        "context parallelism are not implemented yet",
-                       in->tp, in->pp, in->cp);
+                       in->pp, in->cp);
     if (!in->dp) return err_set(e, ST_USAGE, "the plan's dp is 0");
     if (in->attn != ATTN_MATERIALIZED || in->recompute != RECOMPUTE_NONE || in->dropout || in->sharding != SHARD_NONE)
         return err_set(e, ST_UNAVAILABLE,
@@ -41,7 +41,7 @@ Status model_check(const Plan *p, Err *e)
         return err_set(e, ST_USAGE, "--mbs x --seq = %llu tokens per micro-batch is too many",
                        (unsigned long long)in->mbs * p->seq);
     if (!p->microbatches) return err_set(e, ST_USAGE, "the plan has no micro-batches");
-    return ST_OK;
+    return model_tp_check(p, e);
 }
 
 /* The run's sizes from the plan (no memory yet). */
@@ -56,6 +56,7 @@ static void model_from_plan(const Plan *p, Model *m)
     m->dp = p->in.dp;
     m->vocab_padded = p->vocab_padded;
     m->act_dtype = exec_act_dtype(&m->recipe);
+    model_tp_spec(p, m);
 }
 
 uint64_t model_linear_n(const ModelSpec *s, LinearKind k)
@@ -97,7 +98,7 @@ static Status params_fill(Model *m, Err *e)
     } while (0)
     static const ParamKind lw[LIN_COUNT] = {PK_QKV_W, PK_PROJ_W, PK_FC1_W, PK_FC2_W};
     static const ParamKind lb[LIN_COUNT] = {PK_QKV_B, PK_PROJ_B, PK_FC1_B, PK_FC2_B};
-    ADD(PK_WTE, -1, m->vocab_padded, C, 1, 0);
+    ADD(PK_WTE, -1, model_vocab_rows(m), C, 1, 0);
     if (s->pos == POS_LEARNED) ADD(PK_WPE, -1, m->seq, C, 1, 0);
     for (uint32_t l = 0; l < s->layers; l++) {
         int L = (int)l;
@@ -115,7 +116,7 @@ static Status params_fill(Model *m, Err *e)
     }
     ADD(PK_NORMF_W, -1, C, 1, 0, 0);
     if (ln) ADD(PK_NORMF_B, -1, C, 1, 0, 0);
-    if (!s->tied_embeddings) ADD(PK_LM_HEAD, -1, m->vocab_padded, C, 1, 0);
+    if (!s->tied_embeddings) ADD(PK_LM_HEAD, -1, model_vocab_rows(m), C, 1, 0);
 #undef ADD
     m->params = p;
     m->nparams = k;
@@ -182,34 +183,37 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
     const ModelSpec *s = &m->spec;
     const Recipe *r = &m->recipe;
     const uint64_t B = m->batch, T = m->seq, C = s->hidden, H = s->heads, L = s->layers, BT = B * T;
+    const uint64_t BTs = model_sp_tokens(m); /* the sequence-parallel regions' tokens (B·T at tp 1) */
     const Dtype A = m->act_dtype;
     const int ln = s->norm == NORM_LAYERNORM, save_fp8 = recipe_fp8_gemm(r) && dtype_is_fp8(r->saved_input);
     ModelActs *a = bind ? &m->act : NULL;
     for (uint64_t l = 0; l < L; l++) {
         LayerActs *la = a ? &a->layer[l] : NULL;
         int li = (int)l;
-        arena_add(sp, MT_ACT_LAYER_HP, A, BT * C, la ? &la->x : NULL, "x", li);
-        if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->norm1_mean : NULL, "norm1.mean", li);
-        arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->norm1_rstd : NULL, "norm1.rstd", li);
+        arena_add(sp, MT_ACT_LAYER_HP, A, BTs * C, la ? &la->x : NULL, "x", li);
+        if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm1_mean : NULL, "norm1.mean", li);
+        arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm1_rstd : NULL, "norm1.rstd", li);
         arena_add(sp, MT_ACT_LAYER_HP, A, BT * model_linear_n(s, LIN_QKV), la ? &la->qkv : NULL, "qkv", li);
         arena_add(sp, MT_ACT_ATTN, A, B * H * T * T, la ? &la->probs : NULL, "probs", li);
-        arena_add(sp, MT_ACT_LAYER_HP, A, BT * C, la ? &la->res2 : NULL, "res2", li);
-        if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->norm2_mean : NULL, "norm2.mean", li);
-        arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->norm2_rstd : NULL, "norm2.rstd", li);
+        arena_add(sp, MT_ACT_LAYER_HP, A, BTs * C, la ? &la->res2 : NULL, "res2", li);
+        if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm2_mean : NULL, "norm2.mean", li);
+        arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm2_rstd : NULL, "norm2.rstd", li);
         arena_add(sp, MT_ACT_LAYER_HP, A, BT * model_linear_n(s, LIN_FC1), la ? &la->fc1 : NULL, "fc1", li);
         for (int k = 0; k < LIN_COUNT; k++) {
             uint64_t K = model_linear_k(s, (LinearKind)k);
+            uint64_t BTk = model_tp_col(m, (LinearKind)k) ? BTs : BT; /* the shard a column-parallel input keeps */
             if (save_fp8)
-                arena_add(sp, MT_ACT_LAYER_FP8, r->saved_input, K * BT, la ? &la->q_col[k] : NULL, "input.fp8_col", li);
+                arena_add(sp, MT_ACT_LAYER_FP8, r->saved_input, K * BTk, la ? &la->q_col[k] : NULL, "input.fp8_col",
+                          li);
             else
-                arena_add(sp, MT_ACT_LAYER_HP, A, BT * K, la ? &la->act_in[k] : NULL, "input", li);
+                arena_add(sp, MT_ACT_LAYER_HP, A, BTk * K, la ? &la->act_in[k] : NULL, "input", li);
         }
     }
-    arena_add(sp, MT_ACT_OUTPUT, A, BT * C, a ? &a->x_final : NULL, "x_final", -1);
-    if (ln) arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT, a ? &a->normf_mean : NULL, "normf.mean", -1);
-    arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT, a ? &a->normf_rstd : NULL, "normf.rstd", -1);
-    arena_add(sp, MT_ACT_OUTPUT, A, BT * C, a ? &a->normf_out : NULL, "normf.out", -1);
-    arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT * m->vocab_padded, a ? &a->logits : NULL, "logits", -1);
+    arena_add(sp, MT_ACT_OUTPUT, A, BTs * C, a ? &a->x_final : NULL, "x_final", -1);
+    if (ln) arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BTs, a ? &a->normf_mean : NULL, "normf.mean", -1);
+    arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BTs, a ? &a->normf_rstd : NULL, "normf.rstd", -1);
+    arena_add(sp, MT_ACT_OUTPUT, A, BTs * C, a ? &a->normf_out : NULL, "normf.out", -1);
+    arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT * model_vocab_rows(m), a ? &a->logits : NULL, "logits", -1);
     arena_add_i32(sp, XT_IO, BT, a ? &a->tokens : NULL, "tokens", -1);
     arena_add_i32(sp, XT_IO, BT, a ? &a->targets : NULL, "targets", -1);
     arena_add(sp, XT_IO, DT_FP32, BT, a ? &a->losses : NULL, "losses", -1);
@@ -252,7 +256,7 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
     /* the attention forward's FP32 scores, one sequence's heads at a time (a backend may use them) */
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, H * T * T, a ? &a->attn_scores : NULL, "attn_scores");
     /* LM-head backward */
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * Vp, a ? &a->dlogits : NULL, "dlogits");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * model_vocab_rows(m), a ? &a->dlogits : NULL, "dlogits");
     /* block backward */
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * dwide, a ? &a->d_a : NULL, "d_a");
     if (s->mlp == MLP_SWIGLU)
@@ -269,6 +273,7 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
                     "attn_scratch");
     if (gemm_staged && !other_staged)
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, wmax, a ? &a->gstage : NULL, "grad_stage");
+    model_tp_layout(m, bind, sp);
     if (ws) /* bytes, not typed elements */
         arena_add_(sp, MT_WORKSPACE, DT_NONE, 1, ws, ADST_VOID, bind ? (void *)&m->bk->gemm_workspace : NULL,
                    "gemm_workspace", -1);

@@ -147,29 +147,55 @@ static Lin lin_of(Model *m, uint32_t l, LinearKind k)
                  .b = bias_of(m, l, k)};
 }
 
+/* A column-parallel linear's FP8 input (TP): this rank's shard cast with the
+ * tensor's scale into its saved row-wise copy (or a working one) and the codes
+ * all-gathered into the GEMM's row-wise operand (tp_allgather_fwd in FP8). */
+static Status tp_fp8_input(Model *m, uint32_t l, LinearKind k, const void *x, uint64_t K, Err *e)
+{
+    LayerActs *la = &m->act.layer[l];
+    uint8_t *mine = la->q_col[k] ? la->q_col[k] : m->act.tp_qloc; /* (B·T/tp, K) row-wise shard */
+    Status st = cast(m, &m->sc.fwd, model_slot_x(l, k), x, m->act_dtype, NULL, model_sp_tokens(m), K, mine, NULL, e);
+    if (!st) st = model_tp_gather(m, CO_TP_AG_FWD, mine, m->act.t_qrow, K, m->recipe.gemm_fwd, e);
+    return st;
+}
+
 Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void *y, Err *e)
 {
     Backend *bk = m->bk;
     const Lin L = lin_of(m, l, k);
     const uint64_t M = L.M, K = L.K, N = L.N;
     const Dtype A = L.A;
+    const int col = model_tp_col(m, k), row = model_tp_row(m, k);
+    /* TP: a row-parallel output is a partial sum, reduce-scattered below (rank 0 adds the bias) */
+    void *out = row ? m->act.tp_full : y;
     GemmDesc d = {.m = M,
                   .n = N,
                   .k = K,
                   .accum = GEMM_OVERWRITE,
-                  .bias = L.b ? L.b->weight : NULL,
+                  .bias = L.b && (!row || m->comm->rank == 0) ? L.b->weight : NULL,
                   .bias_dtype = m->recipe.other.dt[STATE_WEIGHT]};
-    d.d = (GemmOutput){.ptr = y, .dtype = A};
+    d.d = (GemmOutput){.ptr = out, .dtype = A};
+    Status st = ST_OK;
     if (!recipe_fp8_gemm(&m->recipe)) {
+        if (col) { /* this rank's tokens gathered (tp_allgather_fwd) */
+            st = model_tp_gather(m, CO_TP_AG_FWD, x, m->act.tp_gin, K, A, e);
+            x = m->act.tp_gin;
+        }
         d.a = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_INNER};
         d.b = (GemmOperand){.ptr = L.w->weight, .dtype = A, .layout = GEMM_K_INNER};
-        return bk->gemm(bk, &d, e);
+        if (!st) st = bk->gemm(bk, &d, e);
+        if (!st && row) st = model_tp_scatter(m, CO_TP_RS_FWD, out, y, N, e);
+        return st;
     }
     ScalingBank *fb = &m->sc.fwd;
     uint32_t sx = model_slot_x(l, k), sw = model_slot_w(l, k);
     LayerActs *la = &m->act.layer[l];
-    /* X: row-wise for this GEMM, transposed saved for wgrad (when saved in FP8) */
-    Status st = cast(m, fb, sx, x, A, NULL, M, K, m->act.t_qrow, la->q_col[k], e);
+    /* X: row-wise for this GEMM, transposed saved for wgrad (when saved in FP8); TP's
+     * column-parallel input: the shard cast, its codes gathered (the shard is what is saved) */
+    if (col)
+        st = tp_fp8_input(m, l, k, x, K, e);
+    else
+        st = cast(m, fb, sx, x, A, NULL, M, K, m->act.t_qrow, la->q_col[k], e);
     /* W: row-wise for fprop and, when the recipe keeps it, transposed for dgrad; cast once
      * per step, from the working copy or from the master when there is no working copy */
     if (!st) st = cast_weight(m, L.w, sw, wrow(m, L.w), L.w->wq_col, 1, e);
@@ -177,7 +203,33 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
     d.a = fp8_operand(m->act.t_qrow, fb, sx);
     d.b = fp8_operand(wrow(m, L.w), fb, sw);
     d.acc_precision = GEMM_ACC_FAST; /* TE: fast accumulation in fprop only */
-    return bk->gemm(bk, &d, e);
+    st = bk->gemm(bk, &d, e);
+    if (!st && row) st = model_tp_scatter(m, CO_TP_RS_FWD, out, y, N, e);
+    return st;
+}
+
+/* TP, a column-parallel linear's weight gradient: its input gathered again
+ * from the saved shard (tp_allgather_bwd, in the dtype the forward gathered):
+ * BF16 into tp_gin; FP8 codes into tp_qfull, then transposed for wgrad by a
+ * cast at scale 1 (an FP8 value times 1 is the same code: the bytes move). */
+static Status tp_regather(Model *m, uint32_t l, LinearKind k, uint64_t K, const void **x, const uint8_t **xcol, Err *e)
+{
+    LayerActs *la = &m->act.layer[l];
+    if (!recipe_fp8_gemm(&m->recipe)) {
+        *x = m->act.tp_gin;
+        return model_tp_gather(m, CO_TP_AG_BWD, la->act_in[k], m->act.tp_gin, K, m->act_dtype, e);
+    }
+    const Dtype f = m->recipe.gemm_fwd;
+    Status st = model_tp_gather(m, CO_TP_AG_BWD, la->q_col[k], m->act.tp_qfull, K, f, e);
+    CastDesc c = {.in = m->act.tp_qfull,
+                  .in_dtype = f,
+                  .rows = model_tokens(m),
+                  .cols = K,
+                  .out_dtype = f,
+                  .out_col = m->act.tp_qcol};
+    if (!st) st = m->bk->cast_transpose(m->bk, &c, e);
+    *xcol = m->act.tp_qcol;
+    return st;
 }
 
 static Status wgrad_target(Model *m, ModelParam *p, GemmOutput *o)
@@ -195,12 +247,22 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
     const Dtype A = L.A;
     ModelParam *w = L.w, *b = L.b;
     LayerActs *la = &m->act.layer[l];
-    GemmDesc dg = {.m = M, .n = K, .k = N, .accum = GEMM_OVERWRITE, .d = {.ptr = dx, .dtype = A}};
+    const int col = model_tp_col(m, k), row = model_tp_row(m, k);
+    Status st = ST_OK;
+    if (row) { /* TP: this rank's tokens of the output gradient gathered (tp_allgather_bwd) */
+        st = model_tp_gather(m, CO_TP_AG_BWD, dy, m->act.tp_full, N, A, e);
+        dy = m->act.tp_full;
+    }
+    /* TP: a column-parallel input gradient is a partial sum, reduce-scattered below */
+    void *dxg = col && dx ? m->act.tp_full : dx;
+    GemmDesc dg = {.m = M, .n = K, .k = N, .accum = GEMM_OVERWRITE, .d = {.ptr = dxg, .dtype = A}};
     GemmDesc wg = {.m = N, .n = K, .k = M, .accum = GEMM_ACCUMULATE};
     wgrad_target(m, w, &wg.d);
-    Status st = ST_OK;
+    const void *x = la->act_in[k];
+    const uint8_t *xcol = la->q_col[k];
+    if (!st && col) st = tp_regather(m, l, k, K, &x, &xcol, e);
+    if (st) return st;
     if (!recipe_fp8_gemm(&m->recipe)) {
-        const void *x = la->act_in[k];
         dg.a = (GemmOperand){.ptr = dy, .dtype = A, .layout = GEMM_K_INNER};
         dg.b = (GemmOperand){.ptr = w->weight, .dtype = A, .layout = GEMM_K_OUTER};
         wg.a = (GemmOperand){.ptr = dy, .dtype = A, .layout = GEMM_K_OUTER};
@@ -209,7 +271,6 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
         ScalingBank *fb = &m->sc.fwd, *bb = &m->sc.bwd;
         uint32_t sx = model_slot_x(l, k), sw = model_slot_w(l, k), sd = model_slot_dy(l, k);
         st = cast(m, bb, sd, dy, A, NULL, M, N, m->act.d_qrow, m->act.d_qcol, e);
-        const uint8_t *xcol = la->q_col[k];
         if (!st && !xcol) { /* saved in BF16: recast its transpose (no amax: the forward recorded it) */
             CastDesc c = {.in = la->act_in[k],
                           .in_dtype = A,
@@ -234,6 +295,7 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
         wg.b = fp8_operand(xcol, fb, sx);
     }
     if (dx) st = bk->gemm(bk, &dg, e);
+    if (!st && dx && col) st = model_tp_scatter(m, CO_TP_RS_BWD, dxg, dx, K, e);
     if (!st) st = model_grad_begin(m, w, 0, e);
     if (!st) st = bk->gemm(bk, &wg, e);
     if (!st) st = model_grad_commit(m, w, 0, e);

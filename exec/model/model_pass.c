@@ -6,6 +6,16 @@
 
 static ModelParam *head(Model *m) { return model_find_param(m, m->spec.tied_embeddings ? PK_WTE : PK_LM_HEAD, -1); }
 
+/* The LM head's input: the final norm's output, with TP its B·T/tp token
+ * shards gathered (the head is vocabulary-parallel: every token, this rank's
+ * Vp/tp rows; not a plan collective). */
+static const void *head_input(Model *m, Status *st, Err *e)
+{
+    if (*st || m->tp == 1) return m->act.normf_out;
+    *st = model_tp_gather(m, COMM_UNPLANNED, m->act.normf_out, m->act.tp_gin, m->spec.hidden, m->act_dtype, e);
+    return m->act.tp_gin;
+}
+
 /* The weight of a parameter that may be absent (NULL then). */
 static void *weight_or_null(ModelParam *p) { return p ? p->weight : NULL; }
 
@@ -15,10 +25,13 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
     ModelActs *a = &m->act;
     const ModelSpec *s = &m->spec;
     const Dtype A = m->act_dtype;
-    const uint64_t BT = model_tokens(m), C = s->hidden;
-    Status st = bk->copy_to_device(bk, a->tokens, inputs, BT * sizeof(int32_t), e);
-    if (!st) st = bk->copy_to_device(bk, a->targets, targets, BT * sizeof(int32_t), e);
-    if (!st)
+    /* BT: the sequence-parallel regions' tokens, this rank's B·T/tp of the micro-batch (all at tp 1) */
+    const uint64_t BT = model_sp_tokens(m), C = s->hidden;
+    Status st = bk->copy_to_device(bk, a->tokens, inputs, model_tokens(m) * sizeof(int32_t), e);
+    if (!st) st = bk->copy_to_device(bk, a->targets, targets, model_tokens(m) * sizeof(int32_t), e);
+    if (!st && m->tp > 1)
+        st = model_tp_embed_fwd(m, a->layer[0].x, e);
+    else if (!st)
         st = bk->embed_fwd(bk, a->tokens, m->batch, m->seq, s->vocab, C, model_find_param(m, PK_WTE, -1)->weight,
                            weight_or_null(model_find_param(m, PK_WPE, -1)), m->recipe.other.dt[STATE_WEIGHT],
                            a->layer[0].x, A, e);
@@ -51,14 +64,17 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
         if (!st) st = bk->add(bk, la->res2, a->t_out, next, A, BT * C, e);
     }
     if (!st) st = model_norm_fwd(m, PK_NORMF_W, -1, a->x_final, a->normf_out, a->normf_mean, a->normf_rstd, e);
+    const void *hx = head_input(m, &st, e);
     if (!st) { /* LM head in the activation dtype (TE keeps the output layer out of FP8), FP32 logits */
-        GemmDesc d = {.m = BT, .n = m->vocab_padded, .k = C, .accum = GEMM_OVERWRITE};
-        d.a = (GemmOperand){.ptr = a->normf_out, .dtype = A, .layout = GEMM_K_INNER};
+        GemmDesc d = {.m = model_tokens(m), .n = model_vocab_rows(m), .k = C, .accum = GEMM_OVERWRITE};
+        d.a = (GemmOperand){.ptr = hx, .dtype = A, .layout = GEMM_K_INNER};
         d.b = (GemmOperand){.ptr = head(m)->weight, .dtype = A, .layout = GEMM_K_INNER};
         d.d = (GemmOutput){.ptr = a->logits, .dtype = DT_FP32};
         st = bk->gemm(bk, &d, e);
     }
-    if (!st)
+    if (!st && m->tp > 1)
+        st = model_tp_xent(m, dloss, e);
+    else if (!st)
         st = bk->xent_fwd_bwd(bk, a->logits, DT_FP32, BT, s->vocab, m->vocab_padded, a->targets, dloss, a->losses, e);
     return st;
 }
@@ -102,28 +118,33 @@ Status model_backward(Model *m, Err *e)
     ModelActs *a = &m->act;
     const ModelSpec *s = &m->spec;
     const Dtype A = m->act_dtype;
-    const uint64_t BT = model_tokens(m), C = s->hidden, Vp = m->vocab_padded;
+    /* BT: this rank's tokens of the sequence-parallel regions; the head's rows are every token (M) with TP */
+    const uint64_t BT = model_sp_tokens(m), C = s->hidden, Vp = model_vocab_rows(m), M = model_tokens(m);
     Status st = model_grads_begin(m, e);
     if (!st) st = bk->memset0(bk, a->d_res, BT * C * dtype_bytes(A), e);
     /* d(logits) in the activation dtype for the two LM-head GEMMs */
-    if (!st) st = bk->convert(bk, a->logits, DT_FP32, a->dlogits, A, BT * Vp, NULL, e);
-    if (!st) { /* LM head: d(normf_out) = dlogits · W;  dW += dlogitsᵀ · normf_out */
+    if (!st) st = bk->convert(bk, a->logits, DT_FP32, a->dlogits, A, M * Vp, NULL, e);
+    const void *hx = head_input(m, &st, e); /* TP: gathered again */
+    if (!st) { /* LM head: d(normf_out) = dlogits · W;  dW += dlogitsᵀ · normf_out (TP: partial sums scattered) */
         ModelParam *w = head(m);
-        GemmDesc dg = {.m = BT, .n = C, .k = Vp, .accum = GEMM_OVERWRITE};
+        GemmDesc dg = {.m = M, .n = C, .k = Vp, .accum = GEMM_OVERWRITE};
         dg.a = (GemmOperand){.ptr = a->dlogits, .dtype = A, .layout = GEMM_K_INNER};
         dg.b = (GemmOperand){.ptr = w->weight, .dtype = A, .layout = GEMM_K_OUTER};
-        dg.d = (GemmOutput){.ptr = a->d_b, .dtype = A};
-        GemmDesc wg = {.m = Vp, .n = C, .k = BT, .accum = GEMM_ACCUMULATE};
+        dg.d = (GemmOutput){.ptr = m->tp > 1 ? a->tp_full : a->d_b, .dtype = A};
+        GemmDesc wg = {.m = Vp, .n = C, .k = M, .accum = GEMM_ACCUMULATE};
         wg.a = (GemmOperand){.ptr = a->dlogits, .dtype = A, .layout = GEMM_K_OUTER};
-        wg.b = (GemmOperand){.ptr = a->normf_out, .dtype = A, .layout = GEMM_K_OUTER};
+        wg.b = (GemmOperand){.ptr = hx, .dtype = A, .layout = GEMM_K_OUTER};
         wg.d = (GemmOutput){.ptr = model_grad_target(m, w, 0), .dtype = DT_FP32};
         st = bk->gemm(bk, &dg, e);
         if (!st) st = bk->gemm(bk, &wg, e);
+        if (!st && m->tp > 1) st = model_tp_scatter(m, COMM_UNPLANNED, a->tp_full, a->d_b, C, e);
     }
     if (!st) st = model_norm_bwd(m, PK_NORMF_W, -1, a->x_final, a->normf_mean, a->normf_rstd, a->d_b, e);
     for (uint32_t i = s->layers; !st && i-- > 0;) st = block_bwd(m, i, e);
     ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
-    if (!st)
+    if (!st && m->tp > 1)
+        st = model_tp_embed_bwd(m, a->d_res, e);
+    else if (!st)
         st = bk->embed_bwd(bk, a->tokens, m->batch, m->seq, s->vocab, C, a->d_res, A, model_grad_target(m, wte, 0),
                            wpe ? model_grad_target(m, wpe, 0) : NULL, e);
     if (!st) st = model_grad_commit(m, wte, 0, e);

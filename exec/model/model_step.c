@@ -34,7 +34,7 @@ static Status update_bank(Model *m, ScalingBank *b, BankTrace *t, Err *e)
 {
     Status st = trace_before(m, b, t, e);
     if (st || m->recipe.scaling != SCALING_DELAYED) return st;
-    if (m->comm->size == 1 || m->recipe.amax_reduce == AMAX_ALL)
+    if (m->comm->size == 1 || m->recipe.amax_reduce == AMAX_ALL || (m->recipe.amax_reduce == AMAX_TP && m->tp > 1))
         st = m->comm->all_reduce(m->comm, CO_AMAX_AR, m->bk, b->amax_history, b->n, DT_FP32, COMM_MAX, e);
     if (!st) st = m->bk->scaling_delayed_update(m->bk, b, e);
     if (!st && m->trace) st = m->bk->copy_to_host(m->bk, t->scale_next, b->scale, b->n * sizeof(float), e);
@@ -116,7 +116,7 @@ static Status add_losses(Model *m, double *sum, Err *e)
     Status st = m->bk->copy_to_host(m->bk, m->host_losses, m->act.losses, BT * sizeof(float), e);
     if (st) return st;
     for (uint64_t i = 0; i < BT; i++) *sum += m->host_losses[i];
-    float *keep = m->step_losses + ((uint64_t)m->comm->rank * m->microbatches + m->mb) * BT;
+    float *keep = m->step_losses + ((uint64_t)(m->comm->rank / m->tp) * m->microbatches + m->mb) * BT;
     memcpy(keep, m->host_losses, BT * sizeof(float));
     return ST_OK;
 }
@@ -153,6 +153,7 @@ static Status global_loss(Model *m, double local_sum, float *loss, Err *e)
  * FP8 gradients over several ranks with a scale agreed first (comm_all_reduce_fp8). */
 static Status reduce_grad(Model *m, ModelParam *p, Err *e)
 {
+    if (m->tp > 1) return ST_OK; /* TP runs with dp 1 (model_tp_check): no data-parallel group */
     Dtype dt = model_states(m, p)->dt[STATE_GRAD];
     if (dtype_is_fp8(dt) && p->grad_rec && m->comm->size > 1)
         return comm_all_reduce_fp8(m->comm, CO_DP_GRAD_AR, m->bk, p->grad, p->grad_rec, p->numel, dt, e);
@@ -233,6 +234,7 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     m->mb = 0;
     t[0] = now_s();
     if (!st) st = phase_begin(m, ev, 2, e);
+    if (!st) st = model_tp_finish_grads(m, e);
     for (uint32_t i = 0; !st && i < m->nparams; i++) st = reduce_grad(m, &m->params[i], e);
     if (!st) st = phase_end(m, ev, 2, &t[1], e);
     if (!st) phase_done(m, PHASE_COMM);
