@@ -124,13 +124,14 @@ typedef struct {
     float *gstage;       /* FP32 staging of a gradient not kept in FP32: (max non-embedding param + C) */
     float *gstage_emb;   /* (Vp·C [+ Vp·C untied] [+ T·C learned]) FP32 staging of the embeddings' gradients */
     /* tensor parallelism (tp > 1 only, exec/model/model_tp.c) */
-    void *tp_gin;      /* (B·T, C) a column-parallel linear's gathered input */
-    void *tp_full;     /* (B·T, C) a row-parallel output before its reduce-scatter / gathered output gradient,
-                         a column-parallel input gradient before its reduce-scatter */
-    uint8_t *tp_qloc;  /* (B·T/tp, C) FP8 local input shard when it is not saved (forward) */
-    uint8_t *tp_qfull; /* (B·T, C) FP8 re-gathered input (backward) */
-    uint8_t *tp_qcol;  /* (C, B·T) its transposed copy for wgrad */
-    float *tp_xstats;  /* (3, B·T) the vocabulary-parallel cross-entropy's max, sum and target logit */
+    void *tp_fwd;     /* (B·T, C) forward: a gathered input, or a partial output before its reduce-scatter */
+    void *tp_head_x;  /* (B·T, C) the LM head's input gathered again (backward) */
+    void *tp_head_d;  /* (B·T, C) the LM head's partial input gradient before its reduce-scatter */
+    void *tp_full;    /* (B·T, C) blocks' backward: a gathered output gradient; a column-parallel partial input
+                        gradient before its reduce-scatter, then that linear's input gathered again (BF16 (B·T, C),
+                        FP8 the transposed shards (tp, C, B·T/tp)) */
+    uint8_t *tp_qloc; /* (B·T/tp, C) FP8 row-wise input shard for the forward's gather */
+    float *tp_xstats; /* (3, B·T) the vocabulary-parallel cross-entropy's max, sum and target logit */
 } ModelActs;
 
 /* Phases of the step whose working buffers share memory (arena overlay). */

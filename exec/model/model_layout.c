@@ -238,8 +238,10 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
         dwide = max2(dwide, model_linear_n(s, (LinearKind)k));
     }
     ModelActs *a = bind ? &m->act : NULL;
-    arena_add(sp, MT_TRANSIENT, A, BT * C, a ? &a->d_res : NULL, "d_res", -1);
-    arena_add(sp, MT_TRANSIENT, A, BT * C, a ? &a->d_b : NULL, "d_b", -1);
+    /* d_res: the sequence-parallel tokens; d_b also the attention output's gradient (B·T, H·D) (TP: H/tp) */
+    const uint64_t BTs = model_sp_tokens(m), qd = BT * model_q_dim(s);
+    arena_add(sp, MT_TRANSIENT, A, BTs * C, a ? &a->d_res : NULL, "d_res", -1);
+    arena_add(sp, MT_TRANSIENT, A, max2(BTs * C, qd), a ? &a->d_b : NULL, "d_b", -1);
     if (other_staged) {
         uint64_t emb = Vp * C + (s->pos == POS_LEARNED ? T * C : 0) + (s->tied_embeddings ? 0 : Vp * C);
         arena_add(sp, MT_TRANSIENT, DT_FP32, emb, a ? &a->gstage_emb : NULL, "grad_stage_emb", -1);

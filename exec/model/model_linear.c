@@ -148,14 +148,15 @@ static Lin lin_of(Model *m, uint32_t l, LinearKind k)
 }
 
 /* A column-parallel linear's FP8 input (TP): this rank's shard cast with the
- * tensor's scale into its saved row-wise copy (or a working one) and the codes
- * all-gathered into the GEMM's row-wise operand (tp_allgather_fwd in FP8). */
+ * tensor's scale (row-wise into a working copy, transposed (K, B·T/tp) into
+ * the saved one) and the row-wise codes all-gathered into the GEMM's operand
+ * (tp_allgather_fwd in FP8). */
 static Status tp_fp8_input(Model *m, uint32_t l, LinearKind k, const void *x, uint64_t K, Err *e)
 {
     LayerActs *la = &m->act.layer[l];
-    uint8_t *mine = la->q_col[k] ? la->q_col[k] : m->act.tp_qloc; /* (B·T/tp, K) row-wise shard */
-    Status st = cast(m, &m->sc.fwd, model_slot_x(l, k), x, m->act_dtype, NULL, model_sp_tokens(m), K, mine, NULL, e);
-    if (!st) st = model_tp_gather(m, CO_TP_AG_FWD, mine, m->act.t_qrow, K, m->recipe.gemm_fwd, e);
+    Status st = cast(m, &m->sc.fwd, model_slot_x(l, k), x, m->act_dtype, NULL, model_sp_tokens(m), K, m->act.tp_qloc,
+                     la->q_col[k], e);
+    if (!st) st = model_tp_gather(m, CO_TP_AG_FWD, m->act.tp_qloc, m->act.t_qrow, K, m->recipe.gemm_fwd, e);
     return st;
 }
 
@@ -167,7 +168,7 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
     const Dtype A = L.A;
     const int col = model_tp_col(m, k), row = model_tp_row(m, k);
     /* TP: a row-parallel output is a partial sum, reduce-scattered below (rank 0 adds the bias) */
-    void *out = row ? m->act.tp_full : y;
+    void *out = row ? m->act.tp_fwd : y;
     GemmDesc d = {.m = M,
                   .n = N,
                   .k = K,
@@ -178,8 +179,8 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
     Status st = ST_OK;
     if (!recipe_fp8_gemm(&m->recipe)) {
         if (col) { /* this rank's tokens gathered (tp_allgather_fwd) */
-            st = model_tp_gather(m, CO_TP_AG_FWD, x, m->act.tp_gin, K, A, e);
-            x = m->act.tp_gin;
+            st = model_tp_gather(m, CO_TP_AG_FWD, x, m->act.tp_fwd, K, A, e);
+            x = m->act.tp_fwd;
         }
         d.a = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_INNER};
         d.b = (GemmOperand){.ptr = L.w->weight, .dtype = A, .layout = GEMM_K_INNER};
@@ -209,26 +210,34 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
 }
 
 /* TP, a column-parallel linear's weight gradient: its input gathered again
- * from the saved shard (tp_allgather_bwd, in the dtype the forward gathered):
- * BF16 into tp_gin; FP8 codes into tp_qfull, then transposed for wgrad by a
- * cast at scale 1 (an FP8 value times 1 is the same code: the bytes move). */
-static Status tp_regather(Model *m, uint32_t l, LinearKind k, uint64_t K, const void **x, const uint8_t **xcol, Err *e)
+ * from the saved shard (tp_allgather_bwd, in the dtype the forward gathered)
+ * into tp_full once the input gradient has left it: BF16 (B·T, K) for wgrad's
+ * B; FP8 the transposed shards rank after rank (tp, K, B·T/tp), which wgrad
+ * reads piece by piece (tp_wgrad). */
+static Status tp_regather(Model *m, uint32_t l, LinearKind k, uint64_t K, GemmOperand *b, Err *e)
 {
     LayerActs *la = &m->act.layer[l];
-    if (!recipe_fp8_gemm(&m->recipe)) {
-        *x = m->act.tp_gin;
-        return model_tp_gather(m, CO_TP_AG_BWD, la->act_in[k], m->act.tp_gin, K, m->act_dtype, e);
+    b->ptr = m->act.tp_full;
+    if (!recipe_fp8_gemm(&m->recipe))
+        return model_tp_gather(m, CO_TP_AG_BWD, la->act_in[k], m->act.tp_full, K, m->act_dtype, e);
+    return model_tp_gather(m, CO_TP_AG_BWD, la->q_col[k], m->act.tp_full, K, m->recipe.gemm_fwd, e);
+}
+
+/* The FP8 wgrad of a TP column-parallel linear: dW += Σ_r dYᵀ[:, rank r's tokens] · X_r,
+ * A the columns of the transposed output gradient (ld B·T), B rank r's transposed shard. */
+static Status tp_wgrad(Model *m, GemmDesc *wg, Err *e)
+{
+    const uint64_t n = model_sp_tokens(m), K = wg->n;
+    const uint8_t *a0 = wg->a.ptr, *b0 = wg->b.ptr;
+    GemmDesc g = *wg;
+    g.k = n;
+    g.a.ld = model_tokens(m);
+    Status st = ST_OK;
+    for (uint32_t r = 0; !st && r < m->tp; r++) {
+        g.a.ptr = a0 + r * n;
+        g.b.ptr = b0 + (uint64_t)r * K * n;
+        st = m->bk->gemm(m->bk, &g, e);
     }
-    const Dtype f = m->recipe.gemm_fwd;
-    Status st = model_tp_gather(m, CO_TP_AG_BWD, la->q_col[k], m->act.tp_qfull, K, f, e);
-    CastDesc c = {.in = m->act.tp_qfull,
-                  .in_dtype = f,
-                  .rows = model_tokens(m),
-                  .cols = K,
-                  .out_dtype = f,
-                  .out_col = m->act.tp_qcol};
-    if (!st) st = m->bk->cast_transpose(m->bk, &c, e);
-    *xcol = m->act.tp_qcol;
     return st;
 }
 
@@ -259,8 +268,7 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
     GemmDesc wg = {.m = N, .n = K, .k = M, .accum = GEMM_ACCUMULATE};
     wgrad_target(m, w, &wg.d);
     const void *x = la->act_in[k];
-    const uint8_t *xcol = la->q_col[k];
-    if (!st && col) st = tp_regather(m, l, k, K, &x, &xcol, e);
+    const uint8_t *xcol = la->q_col[k]; /* TP column-parallel: the shard, replaced by tp_regather below */
     if (st) return st;
     if (!recipe_fp8_gemm(&m->recipe)) {
         dg.a = (GemmOperand){.ptr = dy, .dtype = A, .layout = GEMM_K_INNER};
@@ -296,8 +304,9 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
     }
     if (dx) st = bk->gemm(bk, &dg, e);
     if (!st && dx && col) st = model_tp_scatter(m, CO_TP_RS_BWD, dxg, dx, K, e);
+    if (!st && col) st = tp_regather(m, l, k, K, &wg.b, e);
     if (!st) st = model_grad_begin(m, w, 0, e);
-    if (!st) st = bk->gemm(bk, &wg, e);
+    if (!st) st = col && recipe_fp8_gemm(&m->recipe) ? tp_wgrad(m, &wg, e) : bk->gemm(bk, &wg, e);
     if (!st) st = model_grad_commit(m, w, 0, e);
     if (!st && b) st = model_grad_begin(m, b, 0, e);
     if (!st && b) st = bk->bias_grad(bk, dy, A, M, N, model_grad_target(m, b, 0), e);

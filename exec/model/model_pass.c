@@ -7,13 +7,13 @@
 static ModelParam *head(Model *m) { return model_find_param(m, m->spec.tied_embeddings ? PK_WTE : PK_LM_HEAD, -1); }
 
 /* The LM head's input: the final norm's output, with TP its B·T/tp token
- * shards gathered (the head is vocabulary-parallel: every token, this rank's
- * Vp/tp rows; not a plan collective). */
-static const void *head_input(Model *m, Status *st, Err *e)
+ * shards gathered into buf (the head is vocabulary-parallel: every token, this
+ * rank's Vp/tp rows; not a plan collective). */
+static const void *head_input(Model *m, void *buf, Status *st, Err *e)
 {
     if (*st || m->tp == 1) return m->act.normf_out;
-    *st = model_tp_gather(m, COMM_UNPLANNED, m->act.normf_out, m->act.tp_gin, m->spec.hidden, m->act_dtype, e);
-    return m->act.tp_gin;
+    *st = model_tp_gather(m, COMM_UNPLANNED, m->act.normf_out, buf, m->spec.hidden, m->act_dtype, e);
+    return buf;
 }
 
 /* The weight of a parameter that may be absent (NULL then). */
@@ -64,7 +64,7 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
         if (!st) st = bk->add(bk, la->res2, a->t_out, next, A, BT * C, e);
     }
     if (!st) st = model_norm_fwd(m, PK_NORMF_W, -1, a->x_final, a->normf_out, a->normf_mean, a->normf_rstd, e);
-    const void *hx = head_input(m, &st, e);
+    const void *hx = head_input(m, a->tp_fwd, &st, e);
     if (!st) { /* LM head in the activation dtype (TE keeps the output layer out of FP8), FP32 logits */
         GemmDesc d = {.m = model_tokens(m), .n = model_vocab_rows(m), .k = C, .accum = GEMM_OVERWRITE};
         d.a = (GemmOperand){.ptr = hx, .dtype = A, .layout = GEMM_K_INNER};
@@ -124,20 +124,20 @@ Status model_backward(Model *m, Err *e)
     if (!st) st = bk->memset0(bk, a->d_res, BT * C * dtype_bytes(A), e);
     /* d(logits) in the activation dtype for the two LM-head GEMMs */
     if (!st) st = bk->convert(bk, a->logits, DT_FP32, a->dlogits, A, M * Vp, NULL, e);
-    const void *hx = head_input(m, &st, e); /* TP: gathered again */
+    const void *hx = head_input(m, a->tp_head_x, &st, e); /* TP: gathered again */
     if (!st) { /* LM head: d(normf_out) = dlogits · W;  dW += dlogitsᵀ · normf_out (TP: partial sums scattered) */
         ModelParam *w = head(m);
         GemmDesc dg = {.m = M, .n = C, .k = Vp, .accum = GEMM_OVERWRITE};
         dg.a = (GemmOperand){.ptr = a->dlogits, .dtype = A, .layout = GEMM_K_INNER};
         dg.b = (GemmOperand){.ptr = w->weight, .dtype = A, .layout = GEMM_K_OUTER};
-        dg.d = (GemmOutput){.ptr = m->tp > 1 ? a->tp_full : a->d_b, .dtype = A};
+        dg.d = (GemmOutput){.ptr = m->tp > 1 ? a->tp_head_d : a->d_b, .dtype = A};
         GemmDesc wg = {.m = Vp, .n = C, .k = M, .accum = GEMM_ACCUMULATE};
         wg.a = (GemmOperand){.ptr = a->dlogits, .dtype = A, .layout = GEMM_K_OUTER};
         wg.b = (GemmOperand){.ptr = hx, .dtype = A, .layout = GEMM_K_OUTER};
         wg.d = (GemmOutput){.ptr = model_grad_target(m, w, 0), .dtype = DT_FP32};
         st = bk->gemm(bk, &dg, e);
         if (!st) st = bk->gemm(bk, &wg, e);
-        if (!st && m->tp > 1) st = model_tp_scatter(m, COMM_UNPLANNED, a->tp_full, a->d_b, C, e);
+        if (!st && m->tp > 1) st = model_tp_scatter(m, COMM_UNPLANNED, a->tp_head_d, a->d_b, C, e);
     }
     if (!st) st = model_norm_bwd(m, PK_NORMF_W, -1, a->x_final, a->normf_mean, a->normf_rstd, a->d_b, e);
     for (uint32_t i = s->layers; !st && i-- > 0;) st = block_bwd(m, i, e);

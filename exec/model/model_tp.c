@@ -87,15 +87,18 @@ void model_tp_layout(Model *m, int bind, ArenaSpecs *sp)
     const Recipe *r = &m->recipe;
     const uint64_t BT = model_tokens(m), C = m->spec.hidden;
     ModelActs *a = bind ? &m->act : NULL;
-    arena_add(sp, MT_TRANSIENT, m->act_dtype, BT * C, a ? &a->tp_gin : NULL, "tp_gathered_input", -1);
-    arena_add(sp, MT_TRANSIENT, m->act_dtype, BT * C, a ? &a->tp_full : NULL, "tp_full", -1);
-    arena_add(sp, MT_TRANSIENT, DT_FP32, 3 * BT, a ? &a->tp_xstats : NULL, "tp_xent_stats", -1);
-    if (!recipe_fp8_gemm(r)) return;
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, model_sp_tokens(m) * C, a ? &a->tp_qloc : NULL,
-                    "tp_q_local");
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, r->gemm_fwd, BT * C, a ? &a->tp_qfull : NULL,
-                    "tp_q_regathered");
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, r->gemm_fwd, C * BT, a ? &a->tp_qcol : NULL, "tp_q_col");
+    const Dtype A = m->act_dtype;
+    /* one (B·T, C) buffer per role and phase: the forward's gathered input / partial output, the head
+     * backward's gathered input and partial input gradient, the blocks' gathered output gradient / partial
+     * input gradient / the column-parallel input gathered again for wgrad (after the input gradient left) */
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->tp_fwd : NULL, "tp_fwd");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * C, a ? &a->tp_head_x : NULL, "tp_head_x");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * C, a ? &a->tp_head_d : NULL, "tp_head_d");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * C, a ? &a->tp_full : NULL, "tp_full");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, 3 * BT, a ? &a->tp_xstats : NULL, "tp_xent_stats");
+    if (recipe_fp8_gemm(r))
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, model_sp_tokens(m) * C, a ? &a->tp_qloc : NULL,
+                        "tp_q_local");
 }
 
 /* ---- initial values: this rank's slice of the one-rank tensor ---- */
@@ -193,8 +196,8 @@ Status model_tp_embed_fwd(Model *m, void *out, Err *e)
     ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
     /* every token looked up in this rank's rows (0 for the others), summed over the ranks into the tokens' owners */
     Status st = m->bk->embed_shard_fwd(m->bk, m->act.tokens, model_tokens(m), first_row(m), wte->rows, C, wte->weight,
-                                       m->recipe.other.dt[STATE_WEIGHT], m->act.tp_full, A, e);
-    if (!st) st = model_tp_scatter(m, COMM_UNPLANNED, m->act.tp_full, out, C, e);
+                                       m->recipe.other.dt[STATE_WEIGHT], m->act.tp_fwd, A, e);
+    if (!st) st = model_tp_scatter(m, COMM_UNPLANNED, m->act.tp_fwd, out, C, e);
     uint64_t off, pos, len; /* learned positions added to this rank's tokens (model_tp_check: same dtype) */
     for (uint64_t j = 0; !st && wpe && piece(m, j, &off, &pos, &len); j++)
         st = m->bk->add(m->bk, (char *)out + off * C * es, (const char *)wpe->weight + pos * C * es,
