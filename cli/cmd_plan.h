@@ -97,6 +97,9 @@ int plan_moe_option(const char *cmd, const char *name, int which, const char *ar
 
 /* Help text of the shared options, for the subcommands' --help. */
 extern const char plan_layout_help[];
+/* The same without the options plan_args_parse refuses under mask (PO_*): each
+ * such option's line and the lines that continue it; buf returned. */
+const char *plan_options_help(unsigned mask, char *buf, size_t cap);
 
 /* The seed's headline run, the default of `tui` and `report html`: gpt-175b on h100-sxm, TP 8 x PP 4
  * x DP 4 with the distributed optimizer. A command puts "--model plan_headline_model --gpu

@@ -226,6 +226,36 @@ static const char *opt_name(int opt)
     return "?";
 }
 
+const char *plan_options_help(unsigned mask, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int drop = 0;
+    for (const char *l = plan_layout_help; *l && n + 1 < cap;) {
+        const char *end = strchr(l, '\n');
+        size_t len = end ? (size_t)(end - l) + 1 : strlen(l);
+        if (!strncmp(l, "  --", 4)) { /* an option's line: kept when the command takes its first option */
+            size_t k = strcspn(l + 4, " |=\n");
+            drop = 0;
+            for (const struct option *o = longopts; o->name; o++)
+                if (strlen(o->name) == k && !strncmp(o->name, l + 4, k)) {
+                    unsigned need = option_mask(o->val);
+                    drop = need && !(mask & need);
+                    if (o->val == O_GPUS && (mask & PO_SWEEP)) drop = 1; /* sweep's own help says what N is */
+                }
+        } else if (strncmp(l, "   ", 3)) { /* a section heading; deeper lines continue the option above */
+            drop = 0;
+        }
+        if (!drop) {
+            size_t m = len < cap - 1 - n ? len : cap - 1 - n;
+            memcpy(buf + n, l, m);
+            n += m;
+        }
+        l += len;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
 /* A positive whole number that fits in 32 bits. */
 static int get_u32(const char *cmd, int opt, const char *arg, uint32_t *out)
 {

@@ -362,8 +362,8 @@ static void rank_together(Found *f)
 int cmd_sweep(int argc, char **argv)
 {
     const char *cmd = "sweep";
-    static char help[8192];
-    snprintf(help, sizeof help, "%s\n%s", sweep_help_head, plan_layout_help);
+    static char help[8192], opts[6144];
+    snprintf(help, sizeof help, "%s\n%s", sweep_help_head, plan_options_help(PO_RECIPES | PO_SWEEP, opts, sizeof opts));
     PlanArgs a;
     int rc = plan_args_parse(cmd, argc, argv, PO_RECIPES | PO_SWEEP, help, &a);
     if (rc) return rc < 0 ? 0 : rc;

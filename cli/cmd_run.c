@@ -83,7 +83,8 @@ static const char help[] =
     "Exit status: 0 ok; 1 a measured term outside its tolerance; 64 usage; 65 bad data or checkpoint;\n"
     "66 missing file; 69 backend unavailable (CUDA not built, no GPU, or a recipe the executor\n"
     "does not run); 71 out of memory (the model does not fit this machine); 73 an output cannot be\n"
-    "created; 74 a write failed.\n";
+    "created; 74 a write failed. SIGINT/SIGTERM (one rank): the step in flight ends, the report\n"
+    "covers the steps taken, exit 130/143; a failed step is reported the same way, with its code.\n";
 
 enum {
     OPT_BACKEND = 256,
@@ -465,10 +466,21 @@ int cmd_run(int argc, char **argv)
     }
     measure_after_model(&ms, m);
     if (!a.quiet) print_header(&a, m, &d, &ms, plan, build_s);
-    if ((rc = run_files_open(&a, m, &sf)) || (rc = run_train(&a, m, &d, &ms, &sf)) || (rc = run_files_commit(&sf)))
+    run_stop_on_signals(comm->size);
+    if ((rc = run_files_open(&a, m, &sf))) goto done;
+    /* a run stopped by a signal or a failed step still reports the steps it
+     * took (one rank: several are stopped together, see done) */
+    int stopped = run_train(&a, m, &d, &ms, &sf);
+    if (stopped && (comm->size > 1 || !ms.steps)) {
+        rc = stopped;
         goto done;
+    }
+    if ((rc = run_files_commit(&sf))) goto done;
     measure_finish(&ms, m);
-    if (a.save && ckpt_save(a.save, m, &d.st, &e)) {
+    if (stopped > 128 && a.save) fprintf(stderr, "fp8plan run: --save: the checkpoint is of step %u\n", m->step);
+    if (stopped && stopped < 128 && a.save)
+        fprintf(stderr, "fp8plan run: --save: no checkpoint (step %u failed)\n", m->step + 1);
+    else if (a.save && ckpt_save(a.save, m, &d.st, &e)) {
         rc = run_fail(&e);
         goto done;
     }
@@ -477,6 +489,7 @@ int cmd_run(int argc, char **argv)
     int ranks_rc = comm->size > 1 ? run_rank_table(plan, comm, &ms) : 0;
     if (!a.rank) rc = run_report(&a, plan, m, &ms, &d);
     if (!rc && ranks_rc) rc = ranks_rc;
+    if (stopped && (!rc || rc == 1)) rc = stopped; /* the stop's code, unless the report could not be written */
 done:
     if (rc && rc != 1 && comm && comm->size > 1) { /* never leave the other ranks waiting in a collective */
         fprintf(stderr, "fp8plan run: rank %d of %d failed (exit %d): stopping every rank\n", comm->rank, comm->size,

@@ -52,8 +52,14 @@ void run_files_abort(RunFiles *f);
  * when a rank's bytes differ from the plan's (cli/cmd_run_ranks.c). */
 int run_rank_table(const Plan *p, Comm *comm, const Measurement *ms);
 
-/* a->steps training steps, printing each (unless quiet) and writing the side files; an exit code. */
+/* a->steps training steps, printing each (unless quiet) and writing the side
+ * files; an exit code: 0, a failed step's, or 128 + the signal that stopped
+ * the run (ms holds the steps taken either way). */
 int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFiles *f);
+
+/* With one rank, SIGINT/SIGTERM stop run_train after the step in flight (a
+ * second signal ends the process); several ranks keep the default action. */
+void run_stop_on_signals(int ranks);
 
 /* The comparison with the plan: summary lines and tables on stdout, every row
  * to -o (CSV, JSON, or the HTML page); 0, 1 when a checked row is outside its

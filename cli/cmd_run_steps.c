@@ -3,7 +3,9 @@
  * measurement (exec/measure/measurement.h), the comparison
  * (exec/measure/compare.h) and its rendering (reports/run_report.h). */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cmd_run.h"
 #include "cli/cmd_run_check.h"
@@ -30,6 +32,40 @@ static void trace_rows(FILE *f, const Model *m)
         }
 }
 
+/* SIGINT or SIGTERM asks a one-rank run to stop: the step in flight finishes
+ * and the report covers the steps taken; a second one ends the process at
+ * once. Several ranks keep the default action (stopping would need the ranks
+ * to agree on the last step: a collective the plan does not count). */
+static volatile sig_atomic_t stop_sig;
+
+static void on_stop(int sig)
+{
+    if (stop_sig) outfile_die_of_signal(sig);
+    stop_sig = sig;
+}
+
+void run_stop_on_signals(int ranks)
+{
+    if (ranks != 1) return;
+    const int sigs[2] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction sa;
+        if (sigaction(sigs[i], NULL, &sa) || sa.sa_handler == SIG_IGN) continue; /* nohup, a background job */
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_stop;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+/* FP8PLAN_FAULT_STEP=N (a test hook): step N fails as a backend error would. */
+static uint32_t fault_step(void)
+{
+    const char *v = getenv("FP8PLAN_FAULT_STEP");
+    return v ? (uint32_t)strtoul(v, NULL, 10) : 0;
+}
+
 int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFiles *sf)
 {
     /* every rank draws the whole global batch (dp x n tokens: the stream stays
@@ -40,11 +76,25 @@ int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFil
     Err e;
     int rc = 0;
     double t0 = run_now_s();
+    const uint32_t fault = fault_step();
     if (!in || !tgt) rc = run_fail((err_set(&e, ST_NOMEM, "out of memory"), &e));
     for (uint32_t i = 0; !rc && i < a->steps; i++) {
         float loss;
+        if (stop_sig) {
+            run_progress_end();
+            fprintf(stderr, "fp8plan run: %s: stopped after %u of the %u steps asked for\n",
+                    stop_sig == SIGINT ? "SIGINT" : "SIGTERM", i, a->steps);
+            rc = 128 + stop_sig;
+            break;
+        }
         for (uint64_t k = 0; k < (uint64_t)m->microbatches * m->dp; k++)
             data_next(d, m->batch, m->seq, in + k * bt, tgt + k * bt);
+        if (fault && m->step + 1 == fault) {
+            err_set(&e, ST_SOFTWARE, "step %u: fault injected (FP8PLAN_FAULT_STEP=%u)", fault, fault);
+            run_progress_end();
+            rc = run_fail(&e);
+            break;
+        }
         if (measure_step(ms, m, in + mine, tgt + mine, &loss, &e)) {
             err_prefix(&e, "step %u", m->step + 1);
             rc = run_fail(&e);

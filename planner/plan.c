@@ -350,7 +350,7 @@ static const char *nonfinite_figure(const Plan *p)
     return NULL;
 }
 
-static Status build(const PlanInput *in, Plan *p, PlanReject *why)
+static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_first)
 {
     uint64_t seq = resolve_seq(in), gbs = resolve_gbs(in, seq);
     Geo g;
@@ -408,6 +408,10 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why)
     p->params_gemm_gpu = pick->params_gemm;
     p->params_expert_gpu = pick->params_expert;
     p->linear_tensors = LIN_COUNT * p->stage_layers;
+    if (memory_first && !p->fits) { /* plan_build_memory_first: the rest only for a plan that fits */
+        *why = REJECT_NONE;
+        return ST_OK;
+    }
 
     ModelParams mp;
     if (model_params(in->model, &mp)) ck.ovf = 1;
@@ -435,7 +439,17 @@ Status plan_build_fast(const PlanInput *in, Plan *out, PlanReject *why)
         *why = r;
         return (!in || !in->model || !in->gpu || !in->recipe) ? ST_SOFTWARE : ST_USAGE;
     }
-    return build(in, out, why);
+    return build(in, out, why, 0);
+}
+
+Status plan_build_memory_first(const PlanInput *in, Plan *out, PlanReject *why)
+{
+    PlanReject r = plan_validate(in, NULL);
+    if (r != REJECT_NONE) {
+        *why = r;
+        return (!in || !in->model || !in->gpu || !in->recipe) ? ST_SOFTWARE : ST_USAGE;
+    }
+    return build(in, out, why, 1);
 }
 
 Status plan_build(const PlanInput *in, Plan *out, Err *e)
@@ -444,14 +458,19 @@ Status plan_build(const PlanInput *in, Plan *out, Err *e)
     PlanReject r = plan_validate(in, e ? e : &local);
     if (r != REJECT_NONE) return e ? e->st : local.st;
     PlanReject why;
-    Status st = build(in, out, &why);
+    Status st = build(in, out, &why, 0);
     if (st == ST_OVERFLOW && why == REJECT_NONFINITE)
         return err_set(e, ST_OVERFLOW,
-                       "the %s of %s on %s with %s is not a finite positive number (a catalog rate or efficiency "
-                       "too small or too large for the arithmetic)",
-                       nonfinite_figure(out), in->model->name, in->gpu->name, in->recipe->name);
-    if (st == ST_OVERFLOW)
-        return err_set(e, ST_OVERFLOW, "a byte count for %s on %s with %s passes 2^64", in->model->name, in->gpu->name,
-                       in->recipe->name);
+                       "the %s of %s on %s with %s is not a finite positive number (a rate or efficiency of gpus.csv "
+                       "row '%s'%s%s%s too small or too large for the arithmetic)",
+                       nonfinite_figure(out), in->model->name, in->gpu->name, in->recipe->name, in->gpu->name,
+                       in->stack ? " or stacks.csv row '" : "", in->stack ? in->stack->name : "", in->stack ? "'" : "");
+    if (st == ST_OVERFLOW) /* the sizes a user sets: global batch, micro-batch, sequence */
+        return err_set(e, ST_OVERFLOW,
+                       "a byte count for %s on %s with %s passes 2^64 at global batch %llu%s, micro-batch %u, "
+                       "sequence %llu (gbs, mbs, seq)",
+                       in->model->name, in->gpu->name, in->recipe->name,
+                       (unsigned long long)resolve_gbs(in, resolve_seq(in)), in->gbs ? "" : " (the default)", in->mbs,
+                       (unsigned long long)resolve_seq(in));
     return st;
 }

@@ -426,6 +426,12 @@ Status plan_build(const PlanInput *in, Plan *out, Err *e);
 /* Same, reporting the reject reason instead of a message (used by sweeps). */
 Status plan_build_fast(const PlanInput *in, Plan *out, PlanReject *why);
 
+/* As plan_build_fast, but a plan that does not fit (out->fits 0) stops after its memory: its memory
+ * terms, totals, limit and layout are filled, its collectives, time, rates and advice are not (left
+ * unspecified), and a collective byte count or time figure that would overflow is not detected. A plan
+ * that fits is complete. For sweeps, where most layouts of a large model do not fit. */
+Status plan_build_memory_first(const PlanInput *in, Plan *out, PlanReject *why);
+
 /* Parameters of the whole model (tp = 1, unpadded vocabulary, tied embedding
  * counted once): the figure model cards quote (gpt2-124m: 124,439,808).
  * Returns 0, or 1 when the count passes 2^64. */

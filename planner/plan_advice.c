@@ -45,7 +45,8 @@ void plan_advise(const PlanInput *in, Plan *p)
         if (hp_states && recipe_fp8_copy_bytes_per_param(r)) m |= 1u << ADV_COMPUTE_ONLY;
         if (r->act_gran == GRAN_TENSOR || r->weight_gran == GRAN_TENSOR) m |= 1u << ADV_PER_TENSOR;
         if (r->scaling == SCALING_DELAYED) m |= 1u << ADV_REPRODUCIBILITY;
-        if (r->amax_reduce == AMAX_TP && p->in.dp > 1) m |= 1u << ADV_TP_ONLY_AMAX;
+        /* delayed scaling only: a current scale is the tensor's own, per rank by design */
+        if (r->amax_reduce == AMAX_TP && r->scaling == SCALING_DELAYED && p->in.dp > 1) m |= 1u << ADV_TP_ONLY_AMAX;
         if (r->act_gran == GRAN_1X32 || r->weight_gran == GRAN_1X32) m |= 1u << ADV_MX_BOTH_COPIES;
         m |= 1u << ADV_CONVERGENCE;
         if (r->comm_dp_grad == DT_FP32 && p->shard_ways > 1) m |= 1u << ADV_FP32_GRAD_COMM;

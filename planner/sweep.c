@@ -186,16 +186,24 @@ static void visit(const PlanInput *in, void *vctx)
     st->evaluated++;
     if (r->progress && (st->evaluated & 4095) == 0) r->progress(st->evaluated, r->total, r->ctx);
     PlanReject why;
-    if (plan_build_fast(in, &r->scratch, &why)) {
+    /* most layouts of a large model do not fit: their collectives and time are built only when the
+     * list of the nearest misses could keep them */
+    if (plan_build_memory_first(in, &r->scratch, &why)) {
         st->rejected[why]++;
         return;
     }
-    st->valid++;
     if (!r->scratch.fits) {
+        int keep = sweep_nearest_may_keep(&r->nearest, &r->scratch);
+        if (keep && plan_build_fast(in, &r->scratch, &why)) {
+            st->rejected[why]++;
+            return;
+        }
+        st->valid++;
         st->oom++;
-        sweep_keep_nearest(&r->nearest, &r->scratch);
+        if (keep) sweep_keep_nearest(&r->nearest, &r->scratch);
         return;
     }
+    st->valid++;
     if (r->s->on_fit) r->s->on_fit(&r->scratch, r->s->on_fit_ctx);
     st->folded += (uint64_t)sweep_keep_best(&r->top, &r->scratch, r->fold);
 }

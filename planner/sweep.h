@@ -7,7 +7,10 @@
  * none/selective/full/op and the distributed optimizer off/on — and for models with
  * experts EP in the powers of two dividing the experts and tp*cp*dp/etp with ETP 1 or
  * TP (op-level recompute is not searched for MoE / MLA / MTP models) — the sweep builds
- * a plan (plan_build_fast). When the layers do not divide over PP x VPP it tries
+ * a plan (plan_build_memory_first: a layout over the memory limit gets its
+ * collectives and time only when the list of nearest misses could keep it, so a
+ * step time that would overflow is counted as a reject only for layouts that fit
+ * or are kept). When the layers do not divide over PP x VPP it tries
  * uneven pipelines instead: the middle stages hold ceil(L/PP) or floor(L/PP)
  * layers and the first and last split the rest (Llama-3-405B's 126 layers on
  * 16 stages: 7 + 14 x 8 + 7). Invalid layouts are counted by reason, layouts

@@ -95,6 +95,14 @@ static int closer(const Plan *a, const Plan *b)
     return over(a) < over(b) || (over(a) == over(b) && a->tokens_per_s > b->tokens_per_s);
 }
 
+/* A full list keeps p only when p is over by no more than its last plan (p cannot be closer than a plan
+ * over by less; the same layout with the same bytes is over by the same amount, so never further). */
+int sweep_nearest_may_keep(const SweepList *l, const Plan *p)
+{
+    if (l->k <= 0) return 0;
+    return l->n < l->k || over(p) <= over(&l->v[l->order[l->n - 1]]);
+}
+
 void sweep_keep_nearest(SweepList *l, const Plan *p)
 {
     for (int i = 0; i < l->n; i++) {

@@ -34,6 +34,10 @@ int sweep_keep_best(SweepList *l, const Plan *p, int fold);
  * one rank, say) is the same answer: only the better of the two is kept. */
 void sweep_keep_nearest(SweepList *l, const Plan *p);
 
+/* Could sweep_keep_nearest keep p, judged by its memory alone (its bytes over the limit)? 0 means it
+ * would not: the sweep then skips the rest of p's plan (collectives, time), which only a kept plan shows. */
+int sweep_nearest_may_keep(const SweepList *l, const Plan *p);
+
 /* After the last plan: v[0..n) (and variants) in rank order. */
 void sweep_list_finish(SweepList *l);
 

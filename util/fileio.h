@@ -17,7 +17,8 @@
  * /dev/full: No space left on device"). OUT_DURABLE (checkpoints) also fsyncs
  * the data before the rename and the directory after it. A temporary file is
  * removed on error, on outfile_abort and when SIGINT, SIGTERM or SIGHUP ends
- * the process while it is open (unless the program handles those itself). */
+ * the process while it is open (unless the program handles those itself: its
+ * handler then calls outfile_die_of_signal when it gives up). */
 #ifndef FP8PLAN_UTIL_FILEIO_H
 #define FP8PLAN_UTIL_FILEIO_H
 
@@ -65,6 +66,11 @@ Status outfile_commit(OutFile *o, Err *e);
 
 /* Close and remove the temporary file without touching the target. */
 void outfile_abort(OutFile *o);
+
+/* For a program's own SIGINT/SIGTERM handler when it gives up (async-signal
+ * safe): remove every open temporary file, then end the process with sig's
+ * default action. */
+void outfile_die_of_signal(int sig);
 
 /* End a write whose rendering returned st: commit when st is ST_OK, else
  * abort. A renderer's ST_IO ("write error") becomes the writer's own message

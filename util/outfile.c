@@ -141,7 +141,7 @@ int path_same_file(const char *a, const char *b)
 
 static OutSink *volatile live[MAX_LIVE];
 
-static void on_fatal_signal(int sig)
+void outfile_die_of_signal(int sig)
 {
     for (int i = 0; i < MAX_LIVE; i++)
         if (live[i] && live[i]->tmp[0]) unlink(live[i]->tmp);
@@ -158,7 +158,7 @@ static void track(OutSink *s, int on)
             struct sigaction old, sa;
             if (sigaction(sigs[i], NULL, &old) || old.sa_handler != SIG_DFL) continue;
             memset(&sa, 0, sizeof sa);
-            sa.sa_handler = on_fatal_signal;
+            sa.sa_handler = outfile_die_of_signal;
             sigemptyset(&sa.sa_mask);
             sigaction(sigs[i], &sa, NULL);
         }

@@ -158,6 +158,17 @@ static void comm_rows(const Plan *p, const Measurement *ms, Comparison *c)
     }
 }
 
+/* How many of the requested steps the rows cover (a run stopped by a signal or
+ * a failed step still reports the steps it took). */
+static void steps_row(const Measurement *ms, Comparison *c)
+{
+    MeasureRow *r = cmp_row(c, CMP_RATE, "completed_steps", "rate", UNIT_VALUE, MEASURE_INFO,
+                            ms->steps < ms->cap ? "STOPPED EARLY: every row covers only the steps taken"
+                                                : "every requested step was taken");
+    cmp_set(r, 1, (double)ms->cap, 1, (double)ms->steps);
+    if (r) r->unit = "steps";
+}
+
 void compare(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *out)
 {
     Tolerances def = compare_tolerances_default();
@@ -167,6 +178,7 @@ void compare(const Plan *p, const Measurement *ms, const Tolerances *tol, Compar
     device_rows(p, ms, tol, out);
     cmp_time_rows(p, ms, tol, out);
     cmp_rate_rows(p, ms, out);
+    steps_row(ms, out);
     comm_rows(p, ms, out);
     out->failed = measure_judge(out->rows, out->n);
     out->exact_ok = 1;

@@ -14,7 +14,9 @@
  *   time     the four phases, the device categories (GEMM, other kernels,
  *            optimizer, collectives) and the step, medians over the timed
  *            steps with their spread;
- *   rate     tokens/s, model TFLOP/s and MFU (which follow from the step row);
+ *   rate     tokens/s, model TFLOP/s and MFU (which follow from the step row),
+ *            and the steps taken beside the steps asked for (fewer: the run
+ *            was stopped, and every row covers only the steps taken);
  *   comm     per planner collective (CollectiveId) the bytes this GPU sent per
  *            step (bus bytes) against the plan's, byte for byte, and the calls
  *            and payload beside it.

@@ -105,6 +105,7 @@ echo 'dead,9.0,132,85520809984,1e-310,1e-310,1e-310,1e-310,1e-310,1e-310,0.66,nv
 run plan --catalog "$TMP/dead" --model gpt-7b --gpu dead --recipe te-fp8
 expect_rc "a step time that overflows exits 65" 65
 expect_err "the figure that overflowed is named" "the step time (s) of gpt-7b on dead with te-fp8 is not a finite positive number"
+expect_err "the catalog rows behind it are named" "(a rate or efficiency of gpus.csv row 'dead' or stacks.csv row 'megatron-core' too small"
 expect_no_out "no plan printed with nan"
 run sweep --catalog "$TMP/dead" --model gpt-7b --gpu dead --gpus 8
 expect_out "sweep counts those layouts as such" "invalid: step time or throughput not finite"

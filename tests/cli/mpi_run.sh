@@ -69,12 +69,21 @@ expect_rc "fp8lm dp 4 exits 0" 0
 expect_line "fp8lm dp 4: FP8 gradient bytes" "  dp_grad_allreduce +69888 +69888 +69888 +4/4 +exact"
 expect_line "fp8lm dp 4: amax bytes" "  amax_allreduce +144 +144 +144 +4/4 +exact"
 
-# a collective the plan counts but the run does not make is caught: the plan counts an amax
-# all-reduce for te-fp8-current (recipes.csv: amax_reduce all), the executor's current scaling
-# reduces nothing across ranks
+# te-fp8-current reduces amax over TP/CP only (recipes.csv: amax_reduce tp), as TE's current
+# scaling does: at tp 1 nothing crosses the DP ranks, and the plan counts no amax collective
 mpi_run 2 "$FP8PLAN" $RUN --recipe te-fp8-current --steps 2
-expect_rc "te-fp8-current dp 2: a collective off the plan exits 1" 1
-expect_line "te-fp8-current dp 2: the collective named" "  amax_allreduce +192 +0 +0 +0/2 +DIFFERS"
+expect_rc "te-fp8-current dp 2: every collective as planned, exit 0" 0
+expect_eq "te-fp8-current dp 2: no amax collective planned or made" "$(grep -c 'amax_allreduce' "$TMP/out")" 0
+expect_line "te-fp8-current dp 2: gradient bytes as megatron-bf16's" "  dp_grad_allreduce +120320 +120320 +120320 +2/2 +exact"
+
+# a collective the plan counts but the run does not make is caught: a copy of te-fp8-current
+# whose row claims an amax reduction over DP (amax_reduce all: 192 B planned), which current
+# scaling never makes
+sed -n 's/^te-fp8-current,\(.*\),current,tensor,tensor,1,tp,/te-fp8-current-dp-amax,\1,current,tensor,tensor,1,all,/p' \
+    "$cat/recipes.csv" >>"$cat/recipes.csv"
+mpi_run 2 "$FP8PLAN" $RUN --recipe te-fp8-current-dp-amax --steps 2
+expect_rc "a recipe row claiming a DP amax reduction: a collective off the plan exits 1" 1
+expect_line "the collective named" "  amax_allreduce +192 +0 +0 +0/2 +DIFFERS"
 
 # a rank that fails stops every rank (no hang): rank 0 alone writes the checkpoint
 mpi_run 2 "$FP8PLAN" $RUN --recipe megatron-bf16 --steps 2 --save /dev/full

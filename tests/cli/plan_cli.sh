@@ -78,6 +78,36 @@ bad "malformed CSV" 65 "gpus.csv: row 4: malformed CSV" plan --catalog "$TMP/cat
 cat_dir 4
 echo 'huge,65536,1073741824,1073741824,1,1,65536,1073741824,1073741824,rmsnorm,gelu,rope,no,no,,,,,,,,,,,,,,,,"too big"' >>"$TMP/cat4/models.csv"
 bad "byte counts past 2^64" 65 "passes 2^64" plan --catalog "$TMP/cat4" --model huge --gpu h100-sxm --recipe bf16 --seq 2
+# a byte count past 2^64 from the sizes a user sets: the sizes are named (2^63 sequences of gpt-7b's
+# 2048 tokens)
+bad "a global batch whose byte counts pass 2^64" 65 \
+    "passes 2^64 at global batch 9223372036854775808, micro-batch 1, sequence 2048 (gbs, mbs, seq)" \
+    plan --model gpt-7b --gpu h100-sxm --recipe te-fp8 --gbs 9223372036854775808
+# the default global batch is given as what it resolves to: 2^21 / 2048 = 1024 sequences, rounded up
+# to a multiple of mbs x dp = 2^31
+bad "a micro-batch whose byte counts pass 2^64" 65 \
+    "passes 2^64 at global batch 2147483648 (the default), micro-batch 2147483648, sequence 2048 (gbs, mbs, seq)" \
+    compare --model gpt-7b --gpu h100-sxm --recipes te-fp8,bf16 --mbs 2147483648
+# sweep's help lists only options sweep takes: every option line's options are accepted (none "does
+# not apply here"), and the layout options sweep enumerates itself are not listed
+run sweep --help
+opts=$(grep -- '^  --' "$TMP/out" | sed 's/   .*//' | grep -o -- '--[a-z][a-z0-9-]*' | sort -u)
+refused=""
+for o in $opts; do
+    [ "$o" = --help ] && continue
+    "$FP8PLAN" sweep $o 1 >/dev/null 2>"$TMP/e1"
+    grep -q "does not apply here" "$TMP/e1" && refused="$refused $o"
+done
+expect_empty "sweep --help lists no option sweep refuses" "$refused"
+for o in --zero --dist-opt --tp --mbs --recompute --first-stage-layers --ep --dualpipe; do
+    expect_eq "sweep --help does not list $o" "$(grep -c -- "^  $o " "$TMP/out")" 0
+done
+for o in --gbs --seq --max-mem-frac --stack --eff-hbm --moe-imbalance; do
+    expect_eq "sweep --help lists $o" "$(grep -c -- "^  $o [A-Z]" "$TMP/out")" 1
+done
+expect_eq "sweep --help describes --gpus once (its own meaning)" "$(grep -c -- "^  --gpus " "$TMP/out")" 1
+run plan --help
+expect_eq "plan --help still lists --zero" "$(grep -c -- "^  --zero " "$TMP/out")" 1
 cat_dir 5
 sed -i 's/^gpt-7b,32,/gpt-7b,-1,/' "$TMP/cat5/models.csv"
 bad "negative layers" 65 "models.csv: row 2, column layers: '-1' is negative" plan --catalog "$TMP/cat5" --model gpt-7b --gpu h100-sxm --recipe bf16

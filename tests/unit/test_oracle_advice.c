@@ -71,6 +71,11 @@ static void test_advice_sets(void)
     Recipe c = t;
     c.scaling = SCALING_CURRENT, c.amax_history = 1, c.gemm.dt[STATE_GRAD] = DT_FP16;
     CHECK_EQ_U64(advice(&c, 1, big), A(COMPUTE_ONLY) | A(PER_TENSOR) | A(CONVERGENCE));
+    /* current scaling with TP-only amax over dp 4 (te-fp8-current): each rank's scale is its own
+     * tensor's by design, so no drift warning — only the FP32 gradient traffic is added */
+    Recipe ct = c;
+    ct.amax_reduce = AMAX_TP;
+    CHECK_EQ_U64(advice(&ct, 4, big), A(COMPUTE_ONLY) | A(FP32_GRAD_COMM) | A(PER_TENSOR) | A(CONVERGENCE));
     /* a BF16 master (under 4 B) is not compute-only */
     Recipe bm = c;
     bm.gemm.dt[STATE_MASTER] = DT_BF16;

@@ -192,6 +192,42 @@ static void test_more_dp_less_state(void)
         }
 }
 
+/* plan_build_memory_first (the sweep's build): a plan that fits is the complete plan, bit for bit in
+ * every figure a sweep prints; one that does not fit has the same memory, fits flag and limit, and
+ * stops there (its collectives and time are not built: left as the caller's buffer had them). The
+ * 175B-shaped model: TP 1 x PP 8 x DP 1 holds 175e9 / 8 = 21.9e9 parameters per GPU, over 80 GiB at
+ * any recipe (2 B of BF16 weight alone is 43.8 GB, 4 B of FP32 master 87.5 GB); TP 8 x PP 8 x DP 64
+ * with ZeRO-1 holds 2.7e9 (5.5 GB of weights, 12 B of master and Adam / 64) and fits. */
+static void test_memory_first(void)
+{
+    ModelSpec m = big();
+    GpuSpec g = fx_gpu();
+    Recipe r = te_recipe();
+    for (uint32_t dp = 1; dp <= 64; dp *= 64) {
+        PlanInput in = fx_input(&m, &g, &r);
+        in.tp = dp == 1 ? 1 : 8, in.pp = 8, in.dp = dp, in.sharding = SHARD_ZERO1, in.gbs = 64 * 8;
+        static Plan full, first;
+        PlanReject w1, w2;
+        memset(&first, 0x5a, sizeof first); /* what memory_first leaves alone shows as 0x5a bytes */
+        CHECK(plan_build_fast(&in, &full, &w1) == ST_OK && w1 == REJECT_NONE);
+        CHECK(plan_build_memory_first(&in, &first, &w2) == ST_OK && w2 == REJECT_NONE);
+        CHECK_EQ_U64(first.total_bytes, full.total_bytes);
+        CHECK_EQ_U64(first.limit_bytes, full.limit_bytes);
+        CHECK_EQ_INT(first.fits, full.fits);
+        CHECK(!memcmp(first.mem, full.mem, sizeof full.mem));
+        if (dp == 1) {
+            CHECK(!full.fits);
+            const unsigned char *b = (const unsigned char *)&first.time.step_s;
+            CHECK(b[0] == 0x5a && b[7] == 0x5a); /* no time built for a plan that does not fit */
+        } else {
+            CHECK(full.fits);
+            CHECK(first.time.step_s == full.time.step_s && first.tokens_per_s == full.tokens_per_s);
+            CHECK(first.mfu_bf16_pct == full.mfu_bf16_pct && first.advice_mask == full.advice_mask);
+            CHECK(!memcmp(first.coll, full.coll, sizeof full.coll));
+        }
+    }
+}
+
 static void test_recompute_cuts_activations(void)
 {
     ModelSpec m = big();
@@ -362,6 +398,7 @@ int main(void)
     RUN(test_sharding_by_hand);
     RUN(test_totals_are_sums);
     RUN(test_more_dp_less_state);
+    RUN(test_memory_first);
     RUN(test_recompute_cuts_activations);
     RUN(test_fp8_comm_not_above_bf16);
     RUN(test_tp_shards_weights);

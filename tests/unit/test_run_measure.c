@@ -289,8 +289,8 @@ static void test_scripted_gpu(void)
     compare(&r.plan, &r.ms, &loose, &c2);
     CHECK(find(&c2, "step")->verdict == VERDICT_OK);
 
-    /* throughput and MFU against the H200's dense peaks (989 and 1979 TFLOP/s) */
-    CHECK_EQ_INT(count(c, CMP_RATE, NULL), 4);
+    /* throughput and MFU against the H200's dense peaks (989 and 1979 TFLOP/s), and the steps taken */
+    CHECK_EQ_INT(count(c, CMP_RATE, NULL), 5);
     double flops = r.plan.model_flops_step / STEP;
     CHECK_NEAR(find(c, "tokens_per_s")->measured, 2.0 * 16 / STEP, 1e-6);
     CHECK_NEAR(find(c, "model_tflops")->measured, flops * 1e-12, 1e-12);
@@ -319,7 +319,21 @@ static void test_cpu_has_no_device_rows(void)
     CHECK_EQ_INT(count(c, CMP_TIME, NULL), 5);
     CHECK(find(c, "step")->mode == MEASURE_INFO);
     CHECK(find(c, "forward")->has_measured && find(c, "forward")->has_spread);
-    CHECK_EQ_INT(count(c, CMP_RATE, NULL), 2);
+    CHECK_EQ_INT(count(c, CMP_RATE, NULL), 3); /* tokens/s, model TFLOP/s, steps taken */
+    /* all 3 steps asked for were taken: shown as such, never failing */
+    const MeasureRow *st = find(c, "completed_steps");
+    CHECK_NEAR(st->planned, 3.0, 0.0);
+    CHECK_NEAR(st->measured, 3.0, 0.0);
+    CHECK(st->mode == MEASURE_INFO && st->verdict == VERDICT_INFO);
+    CHECK_STR(measure_verdict_text(st), "every requested step was taken");
+    /* a run stopped after 2 of them says so (the measurement's cap is the steps asked for) */
+    static Comparison part;
+    r.ms.steps = 2;
+    compare(&r.plan, &r.ms, NULL, &part);
+    CHECK_NEAR(find(&part, "completed_steps")->measured, 2.0, 0.0);
+    CHECK_STR(measure_verdict_text(find(&part, "completed_steps")),
+              "STOPPED EARLY: every row covers only the steps taken");
+    r.ms.steps = 3;
     CHECK_EQ_INT(c->failed, 0);
     CHECK(c->exact_ok);
     /* every persistent term of the plan is checked byte for byte against the arena */

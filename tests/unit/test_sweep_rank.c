@@ -85,6 +85,33 @@ static void test_nearest(void)
     CHECK(v[1].total_bytes == 1010);                            /* X */
 }
 
+/* Whether the nearest list could keep a plan, from its bytes alone: k = 2, limit 1000. Empty and half
+ * full: anything. Full with plans over by 5 and 10: over by 10 (a tie with the last: tokens/s decide,
+ * so the rest of the plan is needed) or less, yes; 11 over, no. A list of no room keeps nothing. */
+static void test_nearest_may_keep(void)
+{
+    Plan v[2];
+    int order[2];
+    SweepList l = {v, NULL, order, 2, 0};
+    Plan a = mk(&r1, 1, 8, 10), b = mk(&r1, 2, 4, 10), q = mk(&r2, 1, 8, 10);
+    a.fits = b.fits = q.fits = 0;
+    a.limit_bytes = b.limit_bytes = q.limit_bytes = 1000;
+    a.total_bytes = 1005, b.total_bytes = 1010, q.total_bytes = 5000;
+    CHECK(sweep_nearest_may_keep(&l, &q)); /* empty */
+    sweep_keep_nearest(&l, &a);
+    CHECK(sweep_nearest_may_keep(&l, &q)); /* one of two places taken */
+    sweep_keep_nearest(&l, &b);
+    q.total_bytes = 1010;
+    CHECK(sweep_nearest_may_keep(&l, &q)); /* 10 over = the last's 10 */
+    q.total_bytes = 1009;
+    CHECK(sweep_nearest_may_keep(&l, &q));
+    q.total_bytes = 1011;
+    CHECK(!sweep_nearest_may_keep(&l, &q)); /* 11 over > 10 */
+    SweepList none = {v, NULL, order, 0, 0};
+    q.total_bytes = 1001;
+    CHECK(!sweep_nearest_may_keep(&none, &q));
+}
+
 /* Near-duplicates: within SWEEP_NEAR_PCT = 2 % of the faster plan's tokens/s. 100 and 98 differ by 2 =
  * 2 % of 100 (folded; 2 % of the slower, 1.96, would not fold them); 100 and 97.9 differ by 2.1 (kept
  * apart); the order of the two does not matter; another TP is never a near-duplicate. */
@@ -103,6 +130,7 @@ int main(void)
     RUN(test_best_with_folding);
     RUN(test_many_slots_end_in_rank_order);
     RUN(test_nearest);
+    RUN(test_nearest_may_keep);
     RUN(test_near_duplicate_bound);
     return test_summary();
 }
