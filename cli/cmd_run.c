@@ -371,36 +371,6 @@ static int make_plans(const RunArgs *a, const Catalog *cat, const ModelSpec *mod
     return 0;
 }
 
-/* The ranks: --dp must be the number mpirun started; the global batch a
- * multiple of mbs x dp (default mbs x dp). Ranks other than 0 print and write
- * nothing. An exit code. */
-static int resolve_ranks(RunArgs *a, const Comm *comm)
-{
-    uint32_t n = (uint32_t)comm->size, t = a->tp ? a->tp : 1;
-    if (n % t) return cli_usage(RUN_CMD, "--tp %u does not divide the %u ranks mpirun started", t, n);
-    n /= t; /* data-parallel ranks */
-    if (a->dp && a->dp != n && t > 1)
-        return cli_usage(RUN_CMD, "--dp %u --tp %u needs %u ranks (mpirun -np %u); this run has %d", a->dp, t,
-                         a->dp * t, a->dp * t, comm->size);
-    if (a->dp && a->dp != n)
-        return cli_usage(RUN_CMD, "--dp %u needs %u ranks (mpirun -np %u fp8plan run ...); this run has %u", a->dp,
-                         a->dp, a->dp, n);
-    a->dp = n;
-    a->rank = comm->rank;
-    uint64_t unit = (uint64_t)a->mbs * n;
-    if (!a->gbs) a->gbs = (uint32_t)unit;
-    if (unit > (1u << 20) || a->gbs % unit)
-        return cli_usage(RUN_CMD,
-                         "--gbs %u is not a multiple of --mbs %u x dp %u (global batch = micro-batches x micro-batch "
-                         "x data-parallel ranks)",
-                         a->gbs, a->mbs, n);
-    if (a->rank) {
-        a->quiet = 1;
-        a->out.path = a->save = a->trace = a->loss_log = NULL;
-    }
-    return 0;
-}
-
 int cmd_run(int argc, char **argv)
 {
     RunArgs a;
@@ -431,7 +401,7 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     measure_after_comm(&ms, bk);
-    if ((rc = resolve_ranks(&a, comm))) goto done;
+    if ((rc = run_resolve_ranks(&a, comm))) goto done;
     if ((rc = plan_catalog_load(RUN_CMD, a.catalog, &cat))) goto done;
     measure_match(&ms, cat);
     if ((rc = lookup(&a, cat, &ms, &base, &gpu, &recipe))) goto done;
