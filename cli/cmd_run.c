@@ -25,8 +25,8 @@
 static const char help[] =
     "usage: fp8plan run --model M --recipe R [--backend cpu|cuda] [--steps N]\n"
     "                   [--layers N] [--hidden H] [--heads A] [--kv-heads K] [--ffn F] [--seq S]\n"
-    "                   [--vocab V] [--mbs B] [--gbs G] [--dp N] [--tp N] [--gpu G] [--seed S] [--data FILE]\n"
-    "                   [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
+    "                   [--vocab V] [--mbs B] [--gbs G] [--dp N] [--tp N] [--gpu G] [--seed S]\n"
+    "                   [--data FILE] [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
     "                   [--scaling-trace FILE] [--loss-log FILE] [--log-every N] [--quiet]\n"
     "                   [--stack NAME] [-o FILE [--format csv|json|html]] [--catalog DIR]\n"
     "\n"
