@@ -55,8 +55,8 @@ expect_line "tp 2: forward reduce-scatters" "  tp_reducescatter_fwd +16384 +1638
 expect_line "tp 2: backward all-gathers" "  tp_allgather_bwd +32768 +32768 +32768 +2/2 +exact"
 expect_line "tp 2: backward reduce-scatters" "  tp_reducescatter_bwd +16384 +16384 +16384 +2/2 +exact"
 expect_out "tp 2: the verdict" "every rank sent the plan's bytes, byte for byte"
-# Persistent memory per rank, by hand (the plan's terms at tp 2; every rank checks its own and exits 1
-# on a difference). Linear weights per layer: QKV (3 x 32 / 2 = 48) x 32 = 1,536, proj 32 x 16 = 512,
+# Persistent memory per rank, by hand (the plan's terms at tp 2; rank 0's report: every TP rank has the
+# same shapes, model_layout does not depend on the rank). Linear weights per layer: QKV (3 x 32 / 2 = 48) x 32 = 1,536, proj 32 x 16 = 512,
 # FC1 (128 / 2 = 64) x 32 = 2,048, FC2 32 x 64 = 2,048: 6,144 x 2 layers = 12,288 elements; BF16 24,576 B,
 # FP32 master/grad/m/v 49,152 B each. Other: the embedding's vocabulary shard (64 padded to 128 x 2 = 256
 # rows, 128 per rank) 128 x 32 = 4,096, positions 16 x 32 = 512, per layer 2 LayerNorms 128 + QKV bias
