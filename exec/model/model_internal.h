@@ -88,6 +88,10 @@ Status model_backward(Model *m, Err *e);
 static inline uint64_t model_sp_tokens(const Model *m) { return model_tokens(m) / (m->tp ? m->tp : 1); }
 static inline int model_tp_col(const Model *m, LinearKind k) { return m->tp > 1 && (k == LIN_QKV || k == LIN_FC1); }
 static inline int model_tp_row(const Model *m, LinearKind k) { return m->tp > 1 && (k == LIN_PROJ || k == LIN_FC2); }
+/* Current scaling with TP: the amax a cast just measured on this rank's shard
+ * made the whole tensor's (MAX over the TP group, counted as the plan's
+ * amax_allreduce); nothing at tp 1. */
+Status model_tp_amax(Model *m, float *amax, Err *e);
 /* What the executor's TP needs of a plan (ST_OK at tp 1). */
 Status model_tp_check(const Plan *p, Err *e);
 /* This rank's share of the spec (heads, KV heads, FFN width / tp) and m->tp. */

@@ -30,6 +30,7 @@ static Status prepare_scale(Model *m, ScalingBank *bank, uint32_t slot, const vo
     if (m->recipe.scaling != SCALING_CURRENT) return ST_OK;
     Status st = bk->memset0(bk, hist0(bank, slot), sizeof(float), e);
     if (!st) st = bk->amax(bk, in, dt, n, hist0(bank, slot), e);
+    if (!st) st = model_tp_amax(m, hist0(bank, slot), e); /* TP: the whole tensor's amax */
     if (!st) st = bk->scaling_from_amax(bk, 1, bank->fmt, EXEC_FP8_MARGIN, hist0(bank, slot), bank->scale + slot, e);
     *amax_out = NULL;
     return st;
@@ -52,6 +53,7 @@ static Status cast(Model *m, ScalingBank *bank, uint32_t slot, const void *in, D
                        .amax = hist0(bank, slot)};
         st = m->bk->memset0(m->bk, hist0(bank, slot), sizeof(float), e);
         if (!st) st = m->bk->cast_transpose(m->bk, &mc, e);
+        if (!st) st = model_tp_amax(m, hist0(bank, slot), e);
         if (!st)
             st = m->bk->scaling_from_amax(m->bk, 1, bank->fmt, EXEC_FP8_MARGIN, hist0(bank, slot), bank->scale + slot,
                                           e);

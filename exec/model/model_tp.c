@@ -57,10 +57,10 @@ Status model_tp_check(const Plan *p, Err *e)
         return err_set(e, ST_USAGE,
                        "--tp %u must divide the tokens of a micro-batch (%llu) and the padded vocabulary %u", t,
                        (unsigned long long)in->mbs * p->seq, p->vocab_padded);
-    if (recipe_fp8_gemm(r) && (r->scaling != SCALING_DELAYED || !dtype_is_fp8(r->saved_input)))
+    if (recipe_fp8_gemm(r) && !dtype_is_fp8(r->saved_input))
         return err_set(e, ST_UNAVAILABLE,
-                       "--tp %u --recipe %s: FP8 tensor parallelism runs delayed scaling with FP8 saved inputs only "
-                       "(the gathered shards share the tensor's scale)",
+                       "--tp %u --recipe %s: FP8 tensor parallelism runs recipes that save FP8 GEMM inputs only (the "
+                       "saved shard is what the backward gathers)",
                        t, r->name);
     if (r->other.dt[STATE_GRAD] != DT_FP32)
         return err_set(e, ST_UNAVAILABLE, "--tp %u --recipe %s: the embedding, norm and bias gradients must be FP32", t,
@@ -151,6 +151,12 @@ float model_tp_fill(const Model *m, const ModelParam *p, uint64_t key, float std
         }
     }
     return amax;
+}
+
+Status model_tp_amax(Model *m, float *amax, Err *e)
+{
+    if (m->tp == 1) return ST_OK;
+    return m->comm->all_reduce(m->comm, CO_AMAX_AR, m->bk, amax, 1, DT_FP32, COMM_MAX, e);
 }
 
 /* ---- activations ---- */

@@ -18,6 +18,8 @@ echo 'tiny-llama,2,32,96,4,2,8,64,16,rmsnorm,swiglu,rope,no,no,,,,,,,,,,,,,,,,"t
 # te-fp8 with its amax reduced over the TP group only (recipes.csv amax_reduce tp): no shipped delayed
 # recipe reduces over TP alone, this row checks that path
 grep '^te-fp8,' "$FP8PLAN_ROOT/models/recipes.csv" | sed 's/^te-fp8,/te-fp8-tpamax,/; s/,delayed,tensor,tensor,1024,all,/,delayed,tensor,tensor,1024,tp,/' >>"$cat/recipes.csv"
+# and te-fp8 saving its GEMM inputs in BF16 (refused with TP: the backward gathers the saved FP8 shard)
+grep '^te-fp8,' "$FP8PLAN_ROOT/models/recipes.csv" | sed 's/^te-fp8,/te-fp8-bf16in,/; s/,bf16,bf16,bf16,e4m3,te,/,bf16,bf16,bf16,bf16,te,/' >>"$cat/recipes.csv"
 GPT="run --catalog $cat --model tiny-gpt --mbs 2 --gbs 8 --quiet"
 LLAMA="run --catalog $cat --model tiny-llama --mbs 2 --gbs 8 --quiet"
 
@@ -128,14 +130,28 @@ mpi_run 2 "$FP8PLAN" $GPT --recipe te-fp8-tpamax --steps 3 --tp 2
 expect_rc "te-fp8 with amax_reduce tp, tp 2 exits 0" 0
 expect_line "amax_reduce tp: the amax all-reduced over the TP group" "  amax_allreduce +384 +384 +384 +2/2 +exact"
 
+# current scaling: every cast's amax (its rank's shard) is all-reduced MAX over the TP group before the
+# scale is computed, so the gathered FP8 shards share the scale one rank would use. Per layer and
+# micro-batch 12 FP32 amaxes (forward: 4 inputs, 4 weights; backward 4 output gradients), one 4-byte
+# all-reduce each, sending 2 x 4 - 4 = 4 B at 2 ranks: 12 x 2 layers x 4 micro-batches x 4 = 384, the
+# plan's 2 calls a micro-batch of 48 B mean payload (2 x 4 x 48 = 384 B) by another count of calls
+run $GPT --recipe te-fp8-current --steps 50 --loss-log "$TMP/c1.csv"
+expect_rc "tiny-gpt te-fp8-current one rank exits 0" 0
+mpi_run 2 "$FP8PLAN" $GPT --recipe te-fp8-current --steps 50 --tp 2 --loss-log "$TMP/c2.csv"
+expect_rc "tiny-gpt te-fp8-current tp 2 exits 0" 0
+expect_line "te-fp8-current tp 2: the amax of every cast over the TP group" "  amax_allreduce +384 +384 +384 +2/2 +exact"
+expect_line "te-fp8-current tp 2: forward all-gathers in FP8" "  tp_allgather_fwd +8192 +8192 +8192 +2/2 +exact"
+# measured: step 1 2.2e-5, max 3.0e-4
+within "tiny-gpt te-fp8-current tp 2 tracks one rank" "$TMP/c1.csv" "$TMP/c2.csv" 50 1e-4 1e-3
+
 mpi_run 2 "$FP8PLAN" $LLAMA --recipe fp8lm --steps 3 --tp 2
 expect_rc "tiny-llama fp8lm tp 2 exits 0 (every memory term within the plan)" 0
 expect_out "tiny-llama fp8lm tp 2: the verdict" "every rank sent the plan's bytes, byte for byte"
 
 # ---- refusals ---------------------------------------------------------------------------------
-mpi_run 2 "$FP8PLAN" $GPT --recipe te-fp8-current --steps 1 --tp 2
-expect_rc "te-fp8-current tp 2 exits 69" 69
-expect_err "te-fp8-current tp 2: the reason" "--tp 2 --recipe te-fp8-current: FP8 tensor parallelism runs delayed scaling"
+mpi_run 2 "$FP8PLAN" $GPT --recipe te-fp8-bf16in --steps 1 --tp 2
+expect_rc "FP8 GEMM inputs saved in BF16, tp 2: exits 69" 69
+expect_err "FP8 GEMM inputs saved in BF16, tp 2: the reason" "--tp 2 --recipe te-fp8-bf16in: FP8 tensor parallelism runs recipes that save FP8 GEMM inputs only"
 mpi_run 2 "$FP8PLAN" $GPT --recipe megatron-bf16 --steps 1 --tp 4
 expect_rc "--tp 4 on 2 ranks exits 64" 64
 expect_err "--tp 4 on 2 ranks: the reason" "--tp 4 does not divide the 2 ranks mpirun started"
