@@ -25,9 +25,9 @@
 static const char help[] =
     "usage: fp8plan run --model M --recipe R [--backend cpu|cuda] [--steps N]\n"
     "                   [--layers N] [--hidden H] [--heads A] [--kv-heads K] [--ffn F] [--seq S]\n"
-    "                   [--vocab V] [--mbs B] [--gbs G] [--dp N] [--tp N] [--gpu G] [--seed S]\n"
-    "                   [--data FILE] [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
-    "                   [--scaling-trace FILE] [--loss-log FILE] [--log-every N] [--quiet]\n"
+    "                   [--vocab V] [--mbs B] [--gbs G] [--dp N] [--tp N] [--pp N] [--gpu G]\n"
+    "                   [--seed S] [--data FILE] [--lr X] [--warmup N] [--wd X] [--save FILE]\n"
+    "                   [--resume FILE] [--scaling-trace FILE] [--loss-log FILE] [--log-every N] [--quiet]\n"
     "                   [--stack NAME] [-o FILE [--format csv|json|html]] [--catalog DIR]\n"
     "\n"
     "Train a decoder of the catalog (a models/ entry: GPT-2 style or LLaMA style with RMSNorm,\n"
@@ -58,6 +58,7 @@ static const char help[] =
     "                       singleton). Rank 0 prints and writes; a rank that fails stops every rank\n"
     "  --tp N               tensor-parallel ranks with sequence parallelism (cpu backend, mpirun -np N,\n"
     "                       dp 1): column/row-parallel linears, heads and FFN split over the ranks\n"
+    "  --pp N               pipeline stages, 1F1B (cpu backend, mpirun -np 2, --pp 2 alone, BF16 recipes)\n"
     "  --stack NAME         the software stack the plan is made for (stacks.csv; default fp8plan, this\n"
     "                       executor: another stack's plan predicts that stack, not this run)\n"
     "  --gpu G              the GPU the plan is made for (default: the device's row of gpus.csv with\n"
@@ -116,6 +117,7 @@ enum {
     OPT_STACK,
     OPT_DP,
     OPT_TP,
+    OPT_PP,
 };
 
 static const struct option opts[] = {
@@ -133,6 +135,7 @@ static const struct option opts[] = {
     {"gbs", required_argument, NULL, OPT_GBS},
     {"dp", required_argument, NULL, OPT_DP},
     {"tp", required_argument, NULL, OPT_TP},
+    {"pp", required_argument, NULL, OPT_PP},
     {"vocab", required_argument, NULL, OPT_VOCAB},
     {"gpu", required_argument, NULL, OPT_GPU},
     {"seed", required_argument, NULL, OPT_SEED},
@@ -218,6 +221,7 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_GBS: rc = flag_u32("gbs", optarg, 1, 1 << 20, &a->gbs); break;
         case OPT_DP: rc = flag_u32("dp", optarg, 1, 4096, &a->dp); break;
         case OPT_TP: rc = flag_u32("tp", optarg, 1, 4096, &a->tp); break;
+        case OPT_PP: rc = flag_u32("pp", optarg, 1, 4096, &a->pp); break;
         case OPT_VOCAB: rc = flag_u32("vocab", optarg, 2, INT32_MAX, &a->ov.vocab); break;
         case OPT_LOG_EVERY: rc = flag_u32("log-every", optarg, 1, 100000000, &a->log_every); break;
         case OPT_WARMUP: rc = flag_u32("warmup", optarg, 0, 100000000, &a->hyper.warmup); break;
@@ -301,10 +305,11 @@ static const GpuSpec *plan_gpu(const RunArgs *a, const Catalog *cat, const Measu
  * otherwise or when NCCL cannot start. */
 static Status make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
 {
-    int ranks = a->dp || a->tp > 1 || comm_mpi_launched();
-    if (a->tp > 1 && strcmp(bk->name, "cpu"))
+    int ranks = a->dp || a->tp > 1 || a->pp > 1 || comm_mpi_launched();
+    if ((a->tp > 1 || a->pp > 1) && strcmp(bk->name, "cpu"))
         return err_set(e, ST_UNAVAILABLE,
-                       "--tp %u --backend %s: tensor parallelism runs on the cpu backend only so far", a->tp, bk->name);
+                       "--tp/--pp --backend %s: tensor and pipeline parallelism run on the cpu backend only so far",
+                       bk->name);
     if (!strcmp(bk->name, "cpu")) return ranks ? comm_create("mpi", bk, comm, e) : comm_single_create(comm, e);
     if (ranks && (a->dp > 1 || comm_mpi_launched()))
         return err_set(e, ST_UNAVAILABLE,
@@ -361,6 +366,7 @@ static int make_plans(const RunArgs *a, const Catalog *cat, const ModelSpec *mod
         exec_plan_input(&in, model, gpu, r, a->mbs, a->gbs / (a->mbs * a->dp), st[i]);
         exec_plan_dp(&in, a->dp);
         if (a->tp > 1) in.tp = a->tp, in.sp = 1; /* the executor's TP is sequence-parallel */
+        if (a->pp > 1) in.pp = a->pp;
         if (plan_build(&in, p[i], &e)) {
             err_prefix(&e, "plan");
             return run_fail(&e);

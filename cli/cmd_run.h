@@ -19,6 +19,7 @@ typedef struct {
     uint32_t mbs, gbs, steps, log_every;
     uint32_t dp; /* --dp N (0: the number of ranks mpirun started; 1 without mpirun) */
     uint32_t tp; /* --tp N (0 or 1: none) */
+    uint32_t pp; /* --pp N (0 or 1: none) */
     int rank;    /* this process's rank; ranks other than 0 print and write nothing */
     ModelHyper hyper;
     int quiet;

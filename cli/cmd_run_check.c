@@ -120,8 +120,13 @@ void run_progress_end(void)
 
 int run_resolve_ranks(RunArgs *a, const Comm *comm)
 {
-    uint32_t n = (uint32_t)comm->size, t = a->tp ? a->tp : 1;
-    if (n % t) return cli_usage(CMD, "--tp %u does not divide the %u ranks mpirun started", t, n);
+    uint32_t n = (uint32_t)comm->size, t = (a->tp ? a->tp : 1) * (a->pp ? a->pp : 1);
+    if (n % t)
+        return cli_usage(CMD, "--tp %u x --pp %u does not divide the %u ranks mpirun started", a->tp ? a->tp : 1,
+                         a->pp ? a->pp : 1, n);
+    if (a->pp > 1 && (a->save || a->resume))
+        return cli_usage(CMD, "--pp %u: --save and --resume hold one rank's model; not with pipeline stages yet",
+                         a->pp);
     n /= t; /* data-parallel ranks */
     if (a->dp && a->dp != n && t > 1)
         return cli_usage(CMD, "--dp %u --tp %u needs %u ranks (mpirun -np %u); this run has %d", a->dp, t, a->dp * t,

@@ -183,6 +183,12 @@ typedef struct Model {
     uint32_t microbatches; /* per step: global batch / (micro-batch × DP), from the plan */
     uint32_t dp;           /* data-parallel ranks (the plan's dp = comm->size): this rank runs
                               micro-batches rank·microbatches .. of the global batch */
+    uint32_t pp, stage;    /* pipeline stages (1, or 2 = comm->size) and this rank's: spec.layers are the
+                              stage's, global layers layer0 ..; the first stage embeds, the last has the
+                              final norm, head and loss (a tied head: its own copy of the embedding) */
+    uint32_t layer0, layers_total;
+    uint32_t slots, slot;  /* 1F1B: micro-batches in flight on this stage (act.layer holds slots × layers)
+                              and the one being run */
     uint32_t tp;           /* tensor-parallel ranks (1, or comm->size with dp 1): spec holds this rank's
                               heads, KV heads and FFN width (the whole / tp); sequence parallelism keeps
                               B·T/tp tokens (rank·B·T/tp ..) in the norm/residual regions (model_tp.c) */

@@ -78,6 +78,37 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
 /* Backward from d(logits) into the main gradients (accumulating). */
 Status model_backward(Model *m, Err *e);
 
+/* ---- pipeline parallelism, 1F1B (model_pp.c) ---- */
+
+static inline int model_first(const Model *m) { return m->stage == 0; }
+static inline int model_last(const Model *m) { return m->stage + 1 >= m->pp; }
+/* Block l's saved activations of the micro-batch in flight slot m->slot. */
+static inline LayerActs *model_la(Model *m, uint32_t l)
+{
+    return &m->act.layer[(uint64_t)m->slot * m->spec.layers + l];
+}
+/* The token ids of the slot's micro-batch (the first stage keeps one set per slot for the embedding's backward). */
+static inline int32_t *model_tok(Model *m) { return m->act.tokens + (uint64_t)m->slot * model_tokens(m); }
+/* The stage, its layers and the micro-batches in flight from the plan (pp 1: all, one). */
+void model_pp_stage(const Plan *p, Model *m);
+/* What the executor's PP needs of a plan (ST_OK at pp 1). */
+Status model_pp_check(const Plan *p, Err *e);
+/* d(mean loss)/d(one token's loss) (model_step.c). */
+float model_dloss(const Model *m);
+/* The micro-batch m->mb's token losses into *sum and step_losses (model_step.c). */
+Status model_add_losses(Model *m, double *sum, Err *e);
+/* The step's micro-batches on this stage in the 1F1B order (warm-up forwards, one forward one
+ * backward, cool-down backwards), activations from the previous stage and gradients from the next
+ * received (the plan's pp_send_recv), forward and backward seconds added to ph[PHASE_FWD/BWD]. */
+Status model_pp_run(Model *m, const int32_t *inputs, const int32_t *targets, double *ph, double *sum, Err *e);
+/* After the micro-batches: the tied embedding's gradient summed between the first and last stage
+ * (the plan's emb_grad_allreduce). */
+Status model_pp_finish_grads(Model *m, Err *e);
+/* The step's loss, known on the last stage, to every rank (not a plan collective). */
+Status model_pp_share_loss(Model *m, float *loss, Err *e);
+/* The stage that receives this stage's activations (+1) or gradients (−1). */
+static inline int model_pp_peer(const Model *m, int dir) { return m->comm->rank + dir * m->comm->size / (int)m->pp; }
+
 /* ---- tensor parallelism with sequence parallelism (model_tp.c) ----
  * QKV and FC1 are column-parallel (this rank's heads / FFN columns), proj and
  * FC2 row-parallel; the norms, residual stream, embedding lookup, LM head and

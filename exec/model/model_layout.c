@@ -15,11 +15,11 @@ Status model_check(const Plan *p, Err *e)
 {
     const PlanInput *in = &p->in;
     const ModelSpec *s = in->model;
-    if (in->pp != 1 || in->cp != 1)
+    if (in->cp != 1)
         return err_set(e, ST_UNAVAILABLE,
-                       "the executor runs data and tensor parallelism only (pp %u, cp %u given); pipeline and "
-                       "context parallelism are not implemented yet",
-                       in->pp, in->cp);
+                       "the executor runs data, tensor and pipeline parallelism (cp %u given); context parallelism "
+                       "is not implemented yet",
+                       in->cp);
     if (!in->dp) return err_set(e, ST_USAGE, "the plan's dp is 0");
     if (in->attn != ATTN_MATERIALIZED || in->recompute != RECOMPUTE_NONE || in->dropout || in->sharding != SHARD_NONE)
         return err_set(e, ST_UNAVAILABLE,
@@ -41,7 +41,8 @@ Status model_check(const Plan *p, Err *e)
         return err_set(e, ST_USAGE, "--mbs x --seq = %llu tokens per micro-batch is too many",
                        (unsigned long long)in->mbs * p->seq);
     if (!p->microbatches) return err_set(e, ST_USAGE, "the plan has no micro-batches");
-    return model_tp_check(p, e);
+    st = model_tp_check(p, e);
+    return st ? st : model_pp_check(p, e);
 }
 
 /* The run's sizes from the plan (no memory yet). */
@@ -57,6 +58,7 @@ static void model_from_plan(const Plan *p, Model *m)
     m->vocab_padded = p->vocab_padded;
     m->act_dtype = exec_act_dtype(&m->recipe);
     model_tp_spec(p, m);
+    model_pp_stage(p, m);
 }
 
 uint64_t model_linear_n(const ModelSpec *s, LinearKind k)
@@ -98,10 +100,12 @@ static Status params_fill(Model *m, Err *e)
     } while (0)
     static const ParamKind lw[LIN_COUNT] = {PK_QKV_W, PK_PROJ_W, PK_FC1_W, PK_FC2_W};
     static const ParamKind lb[LIN_COUNT] = {PK_QKV_B, PK_PROJ_B, PK_FC1_B, PK_FC2_B};
-    ADD(PK_WTE, -1, model_vocab_rows(m), C, 1, 0);
-    if (s->pos == POS_LEARNED) ADD(PK_WPE, -1, m->seq, C, 1, 0);
+    const int first = model_first(m), last = model_last(m);
+    if (first || (last && s->tied_embeddings)) /* the last stage's tied head: its own copy */
+        ADD(PK_WTE, -1, model_vocab_rows(m), C, 1, 0);
+    if (first && s->pos == POS_LEARNED) ADD(PK_WPE, -1, m->seq, C, 1, 0);
     for (uint32_t l = 0; l < s->layers; l++) {
-        int L = (int)l;
+        int L = (int)(l + m->layer0); /* the model's layer index (the initial values' stream) */
         for (int j = 0; j < LIN_COUNT; j++) {
             if (j == LIN_QKV || j == LIN_FC1) { /* the norm before QKV and before FC1 */
                 ParamKind nw = j == LIN_QKV ? PK_NORM1_W : PK_NORM2_W;
@@ -114,9 +118,9 @@ static Status params_fill(Model *m, Err *e)
             if (bias) ADD(lb[j], L, n, 1, 0, 0);
         }
     }
-    ADD(PK_NORMF_W, -1, C, 1, 0, 0);
-    if (ln) ADD(PK_NORMF_B, -1, C, 1, 0, 0);
-    if (!s->tied_embeddings) ADD(PK_LM_HEAD, -1, model_vocab_rows(m), C, 1, 0);
+    if (last) ADD(PK_NORMF_W, -1, C, 1, 0, 0);
+    if (last && ln) ADD(PK_NORMF_B, -1, C, 1, 0, 0);
+    if (last && !s->tied_embeddings) ADD(PK_LM_HEAD, -1, model_vocab_rows(m), C, 1, 0);
 #undef ADD
     m->params = p;
     m->nparams = k;
@@ -187,9 +191,9 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
     const Dtype A = m->act_dtype;
     const int ln = s->norm == NORM_LAYERNORM, save_fp8 = recipe_fp8_gemm(r) && dtype_is_fp8(r->saved_input);
     ModelActs *a = bind ? &m->act : NULL;
-    for (uint64_t l = 0; l < L; l++) {
-        LayerActs *la = a ? &a->layer[l] : NULL;
-        int li = (int)l;
+    for (uint64_t sl = 0; sl < L * m->slots; sl++) { /* 1F1B: every in-flight micro-batch's */
+        LayerActs *la = a ? &a->layer[sl] : NULL;
+        int li = (int)(sl % L + m->layer0);
         arena_add(sp, MT_ACT_LAYER_HP, A, BTs * C, la ? &la->x : NULL, "x", li);
         if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm1_mean : NULL, "norm1.mean", li);
         arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm1_rstd : NULL, "norm1.rstd", li);
@@ -209,12 +213,14 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
                 arena_add(sp, MT_ACT_LAYER_HP, A, BTk * K, la ? &la->act_in[k] : NULL, "input", li);
         }
     }
-    arena_add(sp, MT_ACT_OUTPUT, A, BTs * C, a ? &a->x_final : NULL, "x_final", -1);
-    if (ln) arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BTs, a ? &a->normf_mean : NULL, "normf.mean", -1);
-    arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BTs, a ? &a->normf_rstd : NULL, "normf.rstd", -1);
-    arena_add(sp, MT_ACT_OUTPUT, A, BTs * C, a ? &a->normf_out : NULL, "normf.out", -1);
-    arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT * model_vocab_rows(m), a ? &a->logits : NULL, "logits", -1);
-    arena_add_i32(sp, XT_IO, BT, a ? &a->tokens : NULL, "tokens", -1);
+    if (model_last(m)) { /* the final norm and the logits: the last stage's */
+        arena_add(sp, MT_ACT_OUTPUT, A, BTs * C, a ? &a->x_final : NULL, "x_final", -1);
+        if (ln) arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BTs, a ? &a->normf_mean : NULL, "normf.mean", -1);
+        arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BTs, a ? &a->normf_rstd : NULL, "normf.rstd", -1);
+        arena_add(sp, MT_ACT_OUTPUT, A, BTs * C, a ? &a->normf_out : NULL, "normf.out", -1);
+        arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT * model_vocab_rows(m), a ? &a->logits : NULL, "logits", -1);
+    }
+    arena_add_i32(sp, XT_IO, BT * m->slots, a ? &a->tokens : NULL, "tokens", -1);
     arena_add_i32(sp, XT_IO, BT, a ? &a->targets : NULL, "targets", -1);
     arena_add(sp, XT_IO, DT_FP32, BT, a ? &a->losses : NULL, "losses", -1);
     if (s->pos == POS_ROPE) arena_add(sp, XT_ROPE, DT_FP32, T * s->head_dim, a ? &a->rope : NULL, "rope.cos_sin", -1);
@@ -310,7 +316,7 @@ Status model_layout_bind(Model *m, const Plan *p, ArenaSpecs *specs, Err *e)
     model_from_plan(p, m);
     Status st = params_fill(m, e);
     if (st) return st;
-    m->act.layer = calloc(m->spec.layers, sizeof *m->act.layer);
+    m->act.layer = calloc((size_t)m->spec.layers * m->slots, sizeof *m->act.layer);
     if (!m->act.layer) return err_set(e, ST_NOMEM, "out of memory");
     return layout(m, 1, specs, e);
 }

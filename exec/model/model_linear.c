@@ -115,7 +115,7 @@ static ModelParam *bias_of(Model *m, uint32_t l, LinearKind k)
 
 void *model_linear_input(Model *m, uint32_t layer, LinearKind k)
 {
-    LayerActs *la = &m->act.layer[layer];
+    LayerActs *la = model_la(m, layer);
     return la->act_in[k] ? la->act_in[k] : m->act.t_in;
 }
 
@@ -155,7 +155,7 @@ static Lin lin_of(Model *m, uint32_t l, LinearKind k)
  * (tp_allgather_fwd in FP8). */
 static Status tp_fp8_input(Model *m, uint32_t l, LinearKind k, const void *x, uint64_t K, Err *e)
 {
-    LayerActs *la = &m->act.layer[l];
+    LayerActs *la = model_la(m, l);
     Status st = cast(m, &m->sc.fwd, model_slot_x(l, k), x, m->act_dtype, NULL, model_sp_tokens(m), K, m->act.tp_qloc,
                      la->q_col[k], e);
     if (!st) st = model_tp_gather(m, CO_TP_AG_FWD, m->act.tp_qloc, m->act.t_qrow, K, m->recipe.gemm_fwd, e);
@@ -192,7 +192,7 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
     }
     ScalingBank *fb = &m->sc.fwd;
     uint32_t sx = model_slot_x(l, k), sw = model_slot_w(l, k);
-    LayerActs *la = &m->act.layer[l];
+    LayerActs *la = model_la(m, l);
     /* X: row-wise for this GEMM, transposed saved for wgrad (when saved in FP8); TP's
      * column-parallel input: the shard cast, its codes gathered (the shard is what is saved) */
     if (col)
@@ -218,7 +218,7 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
  * reads piece by piece (tp_wgrad). */
 static Status tp_regather(Model *m, uint32_t l, LinearKind k, uint64_t K, GemmOperand *b, Err *e)
 {
-    LayerActs *la = &m->act.layer[l];
+    LayerActs *la = model_la(m, l);
     b->ptr = m->act.tp_full;
     if (!recipe_fp8_gemm(&m->recipe))
         return model_tp_gather(m, CO_TP_AG_BWD, la->act_in[k], m->act.tp_full, K, m->act_dtype, e);
@@ -257,7 +257,7 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
     const uint64_t M = L.M, K = L.K, N = L.N;
     const Dtype A = L.A;
     ModelParam *w = L.w, *b = L.b;
-    LayerActs *la = &m->act.layer[l];
+    LayerActs *la = model_la(m, l);
     const int col = model_tp_col(m, k), row = model_tp_row(m, k);
     Status st = ST_OK;
     if (row) { /* TP: this rank's tokens of the output gradient gathered (tp_allgather_bwd) */

@@ -27,17 +27,22 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
     const Dtype A = m->act_dtype;
     /* BT: the sequence-parallel regions' tokens, this rank's B·T/tp of the micro-batch (all at tp 1) */
     const uint64_t BT = model_sp_tokens(m), C = s->hidden;
-    Status st = bk->copy_to_device(bk, a->tokens, inputs, model_tokens(m) * sizeof(int32_t), e);
-    if (!st) st = bk->copy_to_device(bk, a->targets, targets, model_tokens(m) * sizeof(int32_t), e);
-    if (!st && m->tp > 1)
-        st = model_tp_embed_fwd(m, a->layer[0].x, e);
+    const int first = model_first(m), last = model_last(m);
+    void *x0 = model_la(m, 0)->x;
+    Status st = ST_OK;
+    if (first) st = bk->copy_to_device(bk, model_tok(m), inputs, model_tokens(m) * sizeof(int32_t), e);
+    if (!st && last) st = bk->copy_to_device(bk, a->targets, targets, model_tokens(m) * sizeof(int32_t), e);
+    if (!st && !first) /* PP: the previous stage's output */
+        st = m->comm->recv(m->comm, CO_PP_P2P, bk, x0, BT * C, A, model_pp_peer(m, -1), e);
+    else if (!st && m->tp > 1)
+        st = model_tp_embed_fwd(m, x0, e);
     else if (!st)
-        st = bk->embed_fwd(bk, a->tokens, m->batch, m->seq, s->vocab, C, model_find_param(m, PK_WTE, -1)->weight,
-                           weight_or_null(model_find_param(m, PK_WPE, -1)), m->recipe.other.dt[STATE_WEIGHT],
-                           a->layer[0].x, A, e);
+        st = bk->embed_fwd(bk, model_tok(m), m->batch, m->seq, s->vocab, C, model_find_param(m, PK_WTE, -1)->weight,
+                           weight_or_null(model_find_param(m, PK_WPE, -1)), m->recipe.other.dt[STATE_WEIGHT], x0, A, e);
     for (uint32_t l = 0; !st && l < s->layers; l++) {
-        LayerActs *la = &a->layer[l];
-        void *next = l + 1 < s->layers ? a->layer[l + 1].x : a->x_final;
+        LayerActs *la = model_la(m, l);
+        /* the last block's output: the final norm's input, or (PP) what goes to the next stage */
+        void *next = l + 1 < s->layers ? model_la(m, l + 1)->x : last ? a->x_final : a->t_out;
         void *in = model_linear_input(m, l, LIN_QKV);
         AttnFwdDesc at = {.batch = m->batch,
                           .seq = m->seq,
@@ -63,6 +68,7 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
         if (!st) st = model_linear_fwd(m, l, LIN_FC2, in, a->t_out, e);
         if (!st) st = bk->add(bk, la->res2, a->t_out, next, A, BT * C, e);
     }
+    if (!st && !last) return m->comm->send(m->comm, CO_PP_P2P, bk, a->t_out, BT * C, A, model_pp_peer(m, 1), e);
     if (!st) st = model_norm_fwd(m, PK_NORMF_W, -1, a->x_final, a->normf_out, a->normf_mean, a->normf_rstd, e);
     const void *hx = head_input(m, a->tp_fwd, &st, e);
     if (!st) { /* LM head in the activation dtype (TE keeps the output layer out of FP8), FP32 logits */
@@ -85,7 +91,7 @@ static Status block_bwd(Model *m, uint32_t i, Err *e)
     Backend *bk = m->bk;
     ModelActs *a = &m->act;
     const ModelSpec *s = &m->spec;
-    LayerActs *la = &a->layer[i];
+    LayerActs *la = model_la(m, i);
     AttnBwdDesc at = {.batch = m->batch,
                       .seq = m->seq,
                       .heads = s->heads,
@@ -112,18 +118,16 @@ static Status block_bwd(Model *m, uint32_t i, Err *e)
     return st;
 }
 
-Status model_backward(Model *m, Err *e)
+/* The LM head's and the final norm's backward: d_res = d(last block output). */
+static Status head_bwd(Model *m, Err *e)
 {
     Backend *bk = m->bk;
     ModelActs *a = &m->act;
-    const ModelSpec *s = &m->spec;
     const Dtype A = m->act_dtype;
-    /* BT: this rank's tokens of the sequence-parallel regions; the head's rows are every token (M) with TP */
-    const uint64_t BT = model_sp_tokens(m), C = s->hidden, Vp = model_vocab_rows(m), M = model_tokens(m);
-    Status st = model_grads_begin(m, e);
-    if (!st) st = bk->memset0(bk, a->d_res, BT * C * dtype_bytes(A), e);
+    /* the head's rows are every token (M) with TP */
+    const uint64_t C = m->spec.hidden, Vp = model_vocab_rows(m), M = model_tokens(m);
     /* d(logits) in the activation dtype for the two LM-head GEMMs */
-    if (!st) st = bk->convert(bk, a->logits, DT_FP32, a->dlogits, A, M * Vp, NULL, e);
+    Status st = bk->convert(bk, a->logits, DT_FP32, a->dlogits, A, M * Vp, NULL, e);
     const void *hx = head_input(m, a->tp_head_x, &st, e); /* TP: gathered again */
     if (!st) { /* LM head: d(normf_out) = dlogits · W;  dW += dlogitsᵀ · normf_out (TP: partial sums scattered) */
         ModelParam *w = head(m);
@@ -140,15 +144,34 @@ Status model_backward(Model *m, Err *e)
         if (!st && m->tp > 1) st = model_tp_scatter(m, COMM_UNPLANNED, a->tp_head_d, a->d_b, C, e);
     }
     if (!st) st = model_norm_bwd(m, PK_NORMF_W, -1, a->x_final, a->normf_mean, a->normf_rstd, a->d_b, e);
+    return st;
+}
+
+Status model_backward(Model *m, Err *e)
+{
+    Backend *bk = m->bk;
+    ModelActs *a = &m->act;
+    const ModelSpec *s = &m->spec;
+    const Dtype A = m->act_dtype;
+    const uint64_t BT = model_sp_tokens(m), C = s->hidden; /* this rank's tokens of the sequence-parallel regions */
+    const int first = model_first(m), last = model_last(m);
+    Status st = model_grads_begin(m, e);
+    if (!st) st = bk->memset0(bk, a->d_res, BT * C * dtype_bytes(A), e);
+    if (!st && last)
+        st = head_bwd(m, e);
+    else if (!st) /* PP: the gradient of this stage's output, from the next stage */
+        st = m->comm->recv(m->comm, CO_PP_P2P, bk, a->d_res, BT * C, A, model_pp_peer(m, 1), e);
     for (uint32_t i = s->layers; !st && i-- > 0;) st = block_bwd(m, i, e);
     ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
-    if (!st && m->tp > 1)
+    if (!st && first && m->tp > 1)
         st = model_tp_embed_bwd(m, a->d_res, e);
-    else if (!st)
-        st = bk->embed_bwd(bk, a->tokens, m->batch, m->seq, s->vocab, C, a->d_res, A, model_grad_target(m, wte, 0),
+    else if (!st && first)
+        st = bk->embed_bwd(bk, model_tok(m), m->batch, m->seq, s->vocab, C, a->d_res, A, model_grad_target(m, wte, 0),
                            wpe ? model_grad_target(m, wpe, 0) : NULL, e);
-    if (!st) st = model_grad_commit(m, wte, 0, e);
+    if (!st && wte) st = model_grad_commit(m, wte, 0, e); /* the first stage's, or the last stage's tied head */
     if (!st && wpe) st = model_grad_commit(m, wpe, 0, e);
-    if (!st && !s->tied_embeddings) st = model_grad_commit(m, head(m), 0, e);
+    if (!st && last && !s->tied_embeddings) st = model_grad_commit(m, head(m), 0, e);
+    if (!st && !first) /* PP: the gradient of this stage's input, to the previous stage */
+        st = m->comm->send(m->comm, CO_PP_P2P, bk, a->d_res, BT * C, A, model_pp_peer(m, -1), e);
     return st;
 }

@@ -201,7 +201,7 @@ Status model_tp_embed_fwd(Model *m, void *out, Err *e)
     const uint64_t C = s->hidden, es = dtype_bytes(A);
     ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
     /* every token looked up in this rank's rows (0 for the others), summed over the ranks into the tokens' owners */
-    Status st = m->bk->embed_shard_fwd(m->bk, m->act.tokens, model_tokens(m), first_row(m), wte->rows, C, wte->weight,
+    Status st = m->bk->embed_shard_fwd(m->bk, model_tok(m), model_tokens(m), first_row(m), wte->rows, C, wte->weight,
                                        m->recipe.other.dt[STATE_WEIGHT], m->act.tp_fwd, A, e);
     if (!st) st = model_tp_scatter(m, COMM_UNPLANNED, m->act.tp_fwd, out, C, e);
     uint64_t off, pos, len; /* learned positions added to this rank's tokens (model_tp_check: same dtype) */
@@ -217,7 +217,7 @@ Status model_tp_embed_bwd(Model *m, const void *dout, Err *e)
     ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
     Status st = model_tp_gather(m, COMM_UNPLANNED, dout, m->act.tp_full, C, m->act_dtype, e);
     if (!st)
-        st = m->bk->embed_shard_bwd(m->bk, m->act.tokens, model_tokens(m), first_row(m), wte->rows, C, m->act.tp_full,
+        st = m->bk->embed_shard_bwd(m->bk, model_tok(m), model_tokens(m), first_row(m), wte->rows, C, m->act.tp_full,
                                     m->act_dtype, model_grad_target(m, wte, 0), e);
     float *dwpe = wpe ? model_grad_target(m, wpe, 0) : NULL;
     uint64_t off, pos, len; /* the positions' gradient: this rank's tokens (all-reduced after the step) */

@@ -154,7 +154,7 @@ expect_rc "FP8 GEMM inputs saved in BF16, tp 2: exits 69" 69
 expect_err "FP8 GEMM inputs saved in BF16, tp 2: the reason" "--tp 2 --recipe te-fp8-bf16in: FP8 tensor parallelism runs recipes that save FP8 GEMM inputs only"
 mpi_run 2 "$FP8PLAN" $GPT --recipe megatron-bf16 --steps 1 --tp 4
 expect_rc "--tp 4 on 2 ranks exits 64" 64
-expect_err "--tp 4 on 2 ranks: the reason" "--tp 4 does not divide the 2 ranks mpirun started"
+expect_err "--tp 4 on 2 ranks: the reason" "--tp 4 x --pp 1 does not divide the 2 ranks mpirun started"
 mpi_run 2 "$FP8PLAN" $GPT --heads 4 --recipe megatron-bf16 --steps 1 --tp 2 --dp 2
 expect_rc "--tp 2 --dp 2 on 2 ranks exits 64" 64
 mpi_run 4 "$FP8PLAN" $GPT --heads 4 --recipe megatron-bf16 --steps 1 --tp 2
