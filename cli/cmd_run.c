@@ -58,7 +58,7 @@ static const char help[] =
     "                       singleton). Rank 0 prints and writes; a rank that fails stops every rank\n"
     "  --tp N               tensor-parallel ranks with sequence parallelism (cpu backend, mpirun -np N,\n"
     "                       dp 1): column/row-parallel linears, heads and FFN split over the ranks\n"
-    "  --pp N               pipeline stages, 1F1B (cpu backend, mpirun -np 2, --pp 2 alone, BF16 recipes)\n"
+    "  --pp N               pipeline stages, 1F1B (cpu backend, mpirun -np 2: --pp 2 alone so far)\n"
     "  --stack NAME         the software stack the plan is made for (stacks.csv; default fp8plan, this\n"
     "                       executor: another stack's plan predicts that stack, not this run)\n"
     "  --gpu G              the GPU the plan is made for (default: the device's row of gpus.csv with\n"

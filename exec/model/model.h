@@ -132,6 +132,8 @@ typedef struct {
                         FP8 the transposed shards (tp, C, B·T/tp)) */
     uint8_t *tp_qloc; /* (B·T/tp, C) FP8 row-wise input shard for the forward's gather */
     float *tp_xstats; /* (3, B·T) the vocabulary-parallel cross-entropy's max, sum and target logit */
+    float *pp_xsinv;  /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
+                         inputs were cast with (exec/model/model_pp.c) */
 } ModelActs;
 
 /* Phases of the step whose working buffers share memory (arena overlay). */

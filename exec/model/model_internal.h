@@ -91,8 +91,20 @@ static inline LayerActs *model_la(Model *m, uint32_t l)
 static inline int32_t *model_tok(Model *m) { return m->act.tokens + (uint64_t)m->slot * model_tokens(m); }
 /* The stage, its layers and the micro-batches in flight from the plan (pp 1: all, one). */
 void model_pp_stage(const Plan *p, Model *m);
+/* PP's working memory (transient): with FP8, the saved inputs' scale_inv per slot; nothing at pp 1. */
+void model_pp_layout(Model *m, int bind, ArenaSpecs *sp);
 /* What the executor's PP needs of a plan (ST_OK at pp 1). */
 Status model_pp_check(const Plan *p, Err *e);
+/* A bank's amax reduction (over the recipe's group) and delayed update after a forward or backward
+ * (TE's order; model_step.c). */
+Status model_update_bank(Model *m, ScalingBank *b, BankTrace *t, Err *e);
+/* PP with FP8: the scale_inv of block l's saved FP8 input k of the slot's micro-batch (the bank's is
+ * the latest forward's); at pp 1 the bank's. */
+static inline float *model_saved_sinv(Model *m, uint32_t l, LinearKind k)
+{
+    if (!m->act.pp_xsinv) return m->sc.fwd.scale_inv + model_slot_x(l, k);
+    return m->act.pp_xsinv + ((uint64_t)m->slot * m->spec.layers + l) * LIN_COUNT + k;
+}
 /* d(mean loss)/d(one token's loss) (model_step.c). */
 float model_dloss(const Model *m);
 /* The micro-batch m->mb's token losses into *sum and step_losses (model_step.c). */

@@ -282,6 +282,7 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
     if (gemm_staged && !other_staged)
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, wmax, a ? &a->gstage : NULL, "grad_stage");
     model_tp_layout(m, bind, sp);
+    model_pp_layout(m, bind, sp);
     if (ws) /* bytes, not typed elements */
         arena_add_(sp, MT_WORKSPACE, DT_NONE, 1, ws, ADST_VOID, bind ? (void *)&m->bk->gemm_workspace : NULL,
                    "gemm_workspace", -1);

@@ -203,6 +203,9 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
      * per step, from the working copy or from the master when there is no working copy */
     if (!st) st = cast_weight(m, L.w, sw, wrow(m, L.w), L.w->wq_col, 1, e);
     if (st) return st;
+    if (!st && m->act.pp_xsinv && la->q_col[k]) /* PP: the saved copy's scale_inv, kept for its backward */
+        st = bk->convert(bk, fb->scale_inv + sx, DT_FP32, model_saved_sinv(m, l, k), DT_FP32, 1, NULL, e);
+    if (st) return st;
     d.a = fp8_operand(m->act.t_qrow, fb, sx);
     d.b = fp8_operand(wrow(m, L.w), fb, sw);
     d.acc_precision = GEMM_ACC_FAST; /* TE: fast accumulation in fprop only */
@@ -303,6 +306,7 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
         dg.b = fp8_operand(wcol, fb, sw);
         wg.a = fp8_operand(m->act.d_qcol, bb, sd);
         wg.b = fp8_operand(xcol, fb, sx);
+        if (xcol == la->q_col[k]) wg.b.scale_inv = model_saved_sinv(m, l, k); /* PP: this micro-batch's */
     }
     if (dx) st = bk->gemm(bk, &dg, e);
     if (!st && dx && col) st = model_tp_scatter(m, CO_TP_RS_BWD, dxg, dx, K, e);

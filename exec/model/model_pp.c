@@ -15,7 +15,14 @@
  * blocking (exec/comm); a send to a stage that is itself sending relies on
  * MPI's eager protocol (messages of a few KiB; a combined send-receive in
  * Comm would lift that). Gradient accumulation order over micro-batches is one
- * rank's (backwards run 0, 1, ...). */
+ * rank's (backwards run 0, 1, ...).
+ *
+ * FP8: a bank's delayed update follows every forward and every backward (TE's
+ * order), so forwards see the scales one rank would; a micro-batch's saved FP8
+ * inputs keep the scale_inv they were cast with (pp_xsinv, per slot: a later
+ * forward recasts the bank's), while the weights' FP8 copies are the latest
+ * forward's (a backward after another micro-batch's forward reads the weight
+ * cast at that forward's scale: the one difference from one rank's order). */
 #include "exec/model/model_internal.h"
 
 #include <time.h>
@@ -28,11 +35,6 @@ Status model_pp_check(const Plan *p, Err *e)
         return err_set(e, ST_UNAVAILABLE,
                        "--pp %u with tp %u, dp %u, cp %u, vpp %u: pipeline parallelism runs two stages alone so far",
                        in->pp, in->tp, in->dp, in->cp, in->vpp);
-    if (recipe_fp8_gemm(in->recipe))
-        return err_set(e, ST_UNAVAILABLE,
-                       "--pp %u --recipe %s: pipeline parallelism runs BF16 recipes only so far (FP8 needs each "
-                       "in-flight micro-batch's scale_inv kept with its saved FP8 inputs)",
-                       in->pp, in->recipe->name);
     if (!p->first_layers || !p->last_layers) return err_set(e, ST_USAGE, "--pp %u: a stage has no layers", in->pp);
     return ST_OK;
 }
@@ -53,6 +55,13 @@ void model_pp_stage(const Plan *p, Model *m)
     m->slot = 0;
 }
 
+void model_pp_layout(Model *m, int bind, ArenaSpecs *sp)
+{
+    if (m->pp == 1 || !recipe_fp8_gemm(&m->recipe) || !dtype_is_fp8(m->recipe.saved_input)) return;
+    arena_add(sp, MT_TRANSIENT, DT_FP32, (uint64_t)m->slots * m->spec.layers * LIN_COUNT,
+              bind ? &m->act.pp_xsinv : NULL, "pp_saved_scale_inv", -1);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -69,6 +78,8 @@ static Status pass(Model *m, uint32_t i, int bwd, const int32_t *in, const int32
     m->slot = i % m->slots;
     double t0 = now_s();
     Status st = bwd ? model_backward(m, e) : model_forward(m, in + i * BT, tgt + i * BT, model_dloss(m), e);
+    if (!st && recipe_fp8_gemm(&m->recipe)) /* TE's order: a bank's update after each forward / backward */
+        st = bwd ? model_update_bank(m, &m->sc.bwd, &m->tr_bwd, e) : model_update_bank(m, &m->sc.fwd, &m->tr_fwd, e);
     if (!st) st = m->bk->sync(m->bk, e);
     ph[bwd ? PHASE_BWD : PHASE_FWD] += now_s() - t0;
     if (!st && !bwd && model_last(m)) st = model_add_losses(m, sum, e);

@@ -30,11 +30,13 @@ static Status trace_before(Model *m, ScalingBank *b, BankTrace *t, Err *e)
  * data parallelism only the recipes whose amax_reduce is "all" reduce over
  * the ranks (the plan's amax group is TP·CP·DP for them, TP·CP = 1 rank for
  * "tp" and none for "none"); one rank keeps its call (it moves nothing). */
-static Status update_bank(Model *m, ScalingBank *b, BankTrace *t, Err *e)
+Status model_update_bank(Model *m, ScalingBank *b, BankTrace *t, Err *e)
 {
     Status st = trace_before(m, b, t, e);
     if (st || m->recipe.scaling != SCALING_DELAYED) return st;
-    if (m->comm->size == 1 || m->recipe.amax_reduce == AMAX_ALL || (m->recipe.amax_reduce == AMAX_TP && m->tp > 1))
+    /* the recipe's group: TP·DP ranks ("all") or TP ("tp") — never the pipeline stages, whose banks differ */
+    uint32_t group = m->recipe.amax_reduce == AMAX_ALL ? m->tp * m->dp : m->recipe.amax_reduce == AMAX_TP ? m->tp : 1;
+    if (m->comm->size == 1 || group > 1)
         st = m->comm->all_reduce(m->comm, CO_AMAX_AR, m->bk, b->amax_history, b->n, DT_FP32, COMM_MAX, e);
     if (!st) st = m->bk->scaling_delayed_update(m->bk, b, e);
     if (!st && m->trace) st = m->bk->copy_to_host(m->bk, t->scale_next, b->scale, b->n * sizeof(float), e);
@@ -207,12 +209,12 @@ static Status microbatch(Model *m, const int32_t *in, const int32_t *tgt, int ev
     Status st = phase_begin(m, ev, 0, e);
     if (!st) st = model_forward(m, in, tgt, model_dloss(m), e);
     /* TE: forward tensors' scales are updated when the forward ends */
-    if (!st && fp8) st = update_bank(m, &m->sc.fwd, &m->tr_fwd, e);
+    if (!st && fp8) st = model_update_bank(m, &m->sc.fwd, &m->tr_fwd, e);
     if (!st) st = phase_end(m, ev, 0, &t[1], e);
     if (!st) phase_done(m, PHASE_FWD);
     if (!st) st = phase_begin(m, ev, 1, e);
     if (!st) st = model_backward(m, e);
-    if (!st && fp8) st = update_bank(m, &m->sc.bwd, &m->tr_bwd, e);
+    if (!st && fp8) st = model_update_bank(m, &m->sc.bwd, &m->tr_bwd, e);
     if (!st) st = phase_end(m, ev, 1, &t[2], e);
     if (!st) phase_done(m, PHASE_BWD);
     if (!st) st = span(m, ev, 0, t[0], t[1], &ph[PHASE_FWD], e);
