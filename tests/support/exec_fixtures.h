@@ -94,10 +94,12 @@ static inline ModelSpec fx_llama(void)
 }
 
 /* The executor's plan of a fixture (B = mbs sequences, `micro` micro-batches
- * per step, the vocabulary padded to a multiple of 64) on the typed-in GPU. The model, recipe and
+ * per step, the vocabulary padded to a multiple of 64 x tp; fx_plan_par: with
+ * tp tensor-parallel ranks (sequence-parallel) and pp stages) on the typed-in GPU. The model, recipe and
  * GPU are copied into static storage the plan points at (one plan at a time
  * per binary: the next call replaces them). */
-static inline Status fx_plan(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, Plan *p, Err *e)
+static inline Status fx_plan_par(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, uint32_t tp,
+                                 uint32_t pp, Plan *p, Err *e)
 {
     static ModelSpec sm;
     static Recipe sr;
@@ -110,7 +112,13 @@ static inline Status fx_plan(const ModelSpec *m, const Recipe *r, uint32_t mbs, 
     PlanInput in;
     exec_plan_input(&in, &sm, &sg, &sr, mbs, micro, NULL); /* no stack: the planner's defaults */
     in.vocab_pad = 64;
+    in.tp = tp, in.pp = pp, in.sp = tp > 1; /* the executor's TP is sequence-parallel */
     return plan_build(&in, p, e);
+}
+
+static inline Status fx_plan(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, Plan *p, Err *e)
+{
+    return fx_plan_par(m, r, mbs, micro, 1, 1, p, e);
 }
 
 /* A model of a fixture on bk: fx_plan, then model_create (h NULL: defaults). */
