@@ -41,3 +41,14 @@ mpi_expect_checks() {
     expect_eq "$tag: every check reported" "$got" "${want:-none}"
     if [ "$rc" -eq 0 ]; then pass "$tag: exit status 0"; else fail "$tag: exit status 0" "exit status $rc" "stderr: $(tail -c 600 "$TMP/err")"; fi
 }
+
+# mpi_tiny_catalog: $cat = a copy of models/ with two tiny models: tiny-gpt (2 layers, hidden 32,
+# FFN 128, 2 heads of 16, seq 16, vocab 64; LayerNorm, GELU, learned positions, tied, biases: the
+# model mpi_run.sh adds) and tiny-llama (2 layers, hidden 32, SwiGLU FFN 96, 4 heads of 8 with 2 KV
+# heads, seq 16, vocab 64; RMSNorm, RoPE, untied, no biases).
+mpi_tiny_catalog() {
+    cat=$TMP/cat
+    cp -r "$FP8PLAN_ROOT/models" "$cat"
+    echo 'tiny-gpt,2,32,128,2,2,16,64,16,layernorm,gelu,learned,yes,yes,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
+    echo 'tiny-llama,2,32,96,4,2,8,64,16,rmsnorm,swiglu,rope,no,no,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
+}

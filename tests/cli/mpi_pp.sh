@@ -10,10 +10,7 @@ if ! command -v mpirun >/dev/null 2>&1; then
     finish
     exit
 fi
-cat=$TMP/cat
-cp -r "$FP8PLAN_ROOT/models" "$cat"
-echo 'tiny-gpt,2,32,128,2,2,16,64,16,layernorm,gelu,learned,yes,yes,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
-echo 'tiny-llama,2,32,96,4,2,8,64,16,rmsnorm,swiglu,rope,no,no,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
+mpi_tiny_catalog
 GPT="run --catalog $cat --model tiny-gpt --mbs 2 --gbs 8 --quiet"
 LLAMA="run --catalog $cat --model tiny-llama --mbs 2 --gbs 8 --quiet"
 

@@ -11,10 +11,7 @@ if ! command -v mpirun >/dev/null 2>&1; then
     finish
     exit
 fi
-cat=$TMP/cat
-cp -r "$FP8PLAN_ROOT/models" "$cat"
-echo 'tiny-gpt,2,32,128,2,2,16,64,16,layernorm,gelu,learned,yes,yes,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
-echo 'tiny-llama,2,32,96,4,2,8,64,16,rmsnorm,swiglu,rope,no,no,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
+mpi_tiny_catalog
 # te-fp8 with its amax reduced over the TP group only (recipes.csv amax_reduce tp): no shipped delayed
 # recipe reduces over TP alone, this row checks that path
 grep '^te-fp8,' "$FP8PLAN_ROOT/models/recipes.csv" | sed 's/^te-fp8,/te-fp8-tpamax,/; s/,delayed,tensor,tensor,1024,all,/,delayed,tensor,tensor,1024,tp,/' >>"$cat/recipes.csv"
