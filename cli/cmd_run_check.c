@@ -117,35 +117,3 @@ void run_progress_end(void)
     fprintf(stderr, "\r\033[K");
     fflush(stderr);
 }
-
-int run_resolve_ranks(RunArgs *a, const Comm *comm)
-{
-    uint32_t n = (uint32_t)comm->size, t = (a->tp ? a->tp : 1) * (a->pp ? a->pp : 1);
-    if (n % t)
-        return cli_usage(CMD, "--tp %u x --pp %u does not divide the %u ranks mpirun started", a->tp ? a->tp : 1,
-                         a->pp ? a->pp : 1, n);
-    if (a->pp > 1 && (a->save || a->resume))
-        return cli_usage(CMD, "--pp %u: --save and --resume hold one rank's model; not with pipeline stages yet",
-                         a->pp);
-    n /= t; /* data-parallel ranks */
-    if (a->dp && a->dp != n && t > 1)
-        return cli_usage(CMD, "--dp %u --tp %u needs %u ranks (mpirun -np %u); this run has %d", a->dp, t, a->dp * t,
-                         a->dp * t, comm->size);
-    if (a->dp && a->dp != n)
-        return cli_usage(CMD, "--dp %u needs %u ranks (mpirun -np %u fp8plan run ...); this run has %u", a->dp, a->dp,
-                         a->dp, n);
-    a->dp = n;
-    a->rank = comm->rank;
-    uint64_t unit = (uint64_t)a->mbs * n;
-    if (!a->gbs) a->gbs = (uint32_t)unit;
-    if (unit > (1u << 20) || a->gbs % unit)
-        return cli_usage(CMD,
-                         "--gbs %u is not a multiple of --mbs %u x dp %u (global batch = micro-batches x micro-batch "
-                         "x data-parallel ranks)",
-                         a->gbs, a->mbs, n);
-    if (a->rank) {
-        a->quiet = 1;
-        a->out.path = a->save = a->trace = a->loss_log = NULL;
-    }
-    return 0;
-}

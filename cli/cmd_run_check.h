@@ -15,11 +15,6 @@
  * or the exit code, the message printed. */
 int run_check_paths(const RunArgs *a);
 
-/* The ranks mpirun started: --tp must divide them, --dp (when given) must be the rest; the global
- * batch a multiple of mbs x dp (default mbs x dp). Sets a->dp and a->rank; ranks other than 0 print
- * and write nothing. 0 or the exit code (64), the message printed. */
-int run_resolve_ranks(RunArgs *a, const Comm *comm);
-
 /* Warnings on stderr once the model and plan are known: --seq beyond the catalog model's context
  * (learned positions: the run trains a longer position table than the catalog's model has), and a
  * CPU run long enough to take minutes (its GEMM work, and how to shrink it). */

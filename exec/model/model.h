@@ -79,6 +79,10 @@ typedef struct {
     /* scaling records {scale, scale_inv, amax} (REC_FLOATS) of scaled states, or NULL */
     float *master_rec, *grad_rec, *m_rec, *v_rec;
     uint32_t wslot; /* forward scaling-bank slot of the weight (gemm only) */
+    /* Sharded states (Model.shard_ways > 1): the parameter's first element in its class's flat order,
+     * and the part of it this rank owns, elements [own_lo, own_lo + own_n) (own_n may be 0). A sharded
+     * state's pointer (master, m, v) addresses element own_lo in this rank's shard, NULL when own_n is 0. */
+    uint64_t flat, own_lo, own_n;
 } ModelParam;
 
 /* Activations of one block saved for backward. Each GEMM input is saved
@@ -199,6 +203,15 @@ typedef struct Model {
     ModelHyper hyper;
     Backend *bk;
     Comm *comm;
+    /* The distributed optimizer / ZeRO-1 (the plan's sharding over dp ranks; exec/model/model_shard.c):
+     * shard_ways = dp when a state is sharded, else 1. Per class (MODEL_CLASS_GEMM: block linear
+     * weights, MODEL_CLASS_OTHER: the rest, each in parameter-table order) the elements E, the shard
+     * S = ceil(E / dp) every rank holds (rank r owns flat elements [r·S, min((r+1)·S, E)); the last
+     * ranks' tails are padding), the sharded states (bit 1u << StateId) and this rank's shard buffers. */
+    uint32_t shard_ways;
+    uint64_t class_elems[2], shard_elems[2];
+    unsigned shard_mask[2];
+    void *shard_buf[2][STATE_COUNT_];
     Arena arena;
     ArenaSpecs specs;   /* every tensor with its term and offset (checkpoints walk it) */
     ModelParam *params; /* nparams */
@@ -233,9 +246,11 @@ typedef struct Model {
 enum { MODEL_MARK_FIRST = BACKEND_MARKS - 8 };
 
 /* ST_OK when the executor builds the plan's model and recipe; ST_USAGE or
- * ST_UNAVAILABLE naming the field otherwise (a layout with PP/CP > 1, TP
- * without sequence parallelism or beside DP, an
- * odd head_dim with rotary positions, a vocabulary beyond int32 token ids). */
+ * ST_UNAVAILABLE naming the field otherwise (a layout with CP > 1, more than
+ * two pipeline stages, TP without sequence parallelism or beside DP/PP,
+ * sharding other than zero1 / dist-opt or of states the executor cannot shard
+ * (model_shard.c), an odd head_dim with rotary positions, a vocabulary beyond
+ * int32 token ids). */
 Status model_check(const Plan *p, Err *e);
 
 /* The tensor list of a plan's configuration (sizes first): appends every
@@ -287,6 +302,11 @@ Status model_trace_enable(Model *m, Err *e);
  * computed in double and rounded once, so every backend rotates by the same
  * floats. */
 void model_rope_table(uint32_t seq, uint32_t head_dim, double base, float *cos_sin);
+
+/* When spec (one of m->specs) is this rank's shard of a sharded state: 1, and *whole the state's
+ * bytes over the whole class (its E elements; exec/model/model_shard.c), *lo the byte offset of
+ * this rank's shard in it; 0 for every other tensor. For checkpoints: they hold the whole state. */
+int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uint64_t *lo);
 
 /* Parameter count (elements over all parameter tensors). */
 uint64_t model_weight_count(const Model *m);

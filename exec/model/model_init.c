@@ -140,8 +140,10 @@ static Status init_param(Model *m, ModelParam *p, InitJob *j, Err *e)
         st = m->bk->copy_to_device(m->bk, p->master, j->buf, p->numel * sizeof(uint16_t), e);
         float rec[REC_FLOATS] = {s, 1.0f / s, amax};
         if (!st && p->master_rec) st = m->bk->copy_to_device(m->bk, p->master_rec, rec, sizeof rec, e);
-    } else if (es->dt[STATE_MASTER] == DT_FP32) {
-        st = upload(m, j, p->master, DT_FP32, e);
+    } else if (es->dt[STATE_MASTER] == DT_FP32 && p->master) { /* a sharded master: this rank's part only */
+        int sh = m->shard_mask[model_class(p)] >> STATE_MASTER & 1;
+        uint64_t lo = 0, n = sh ? model_own(m, p, &lo) : p->numel;
+        st = m->bk->copy_to_device(m->bk, p->master, j->w + lo, n * sizeof(float), e);
     }
     if (!st && p->weight) st = upload(m, j, p->weight, es->dt[STATE_WEIGHT], e);
     float one[REC_FLOATS] = {1.0f, 1.0f, 0.0f}; /* scale 1, empty amax */
@@ -226,6 +228,7 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     arena_planned(p, planned);
     st = model_layout_bind(m, p, &m->specs, e);
     if (!st) st = arena_carve(&m->arena, bk, &m->specs, planned, e);
+    if (!st) model_shard_bind(m);
     if (!st) st = bk->memset0(bk, m->arena.base, m->arena.bytes, e);
     if (!st && recipe_fp8_gemm(&m->recipe)) {
         ScalingBank *f = &m->sc.fwd, *b = &m->sc.bwd;

@@ -70,6 +70,29 @@ Status model_grad_commit(Model *m, ModelParam *p, int slot, Err *e);
  * (first micro-batch) and prepare the embeddings' staging. */
 Status model_grads_begin(Model *m, Err *e);
 
+/* ---- sharded states: the distributed optimizer / ZeRO-1 (model_shard.c) ---- */
+enum { MODEL_CLASS_GEMM = 0, MODEL_CLASS_OTHER = 1 };
+static inline int model_class(const ModelParam *p) { return p->gemm ? MODEL_CLASS_GEMM : MODEL_CLASS_OTHER; }
+/* ST_OK when the executor shards the plan's states (sharding none, or zero1 / dist-opt for recipes
+ * whose sharded classes keep a working weight gathered in its own dtype, unscaled states and
+ * gradients reduced in their own dtype); ST_UNAVAILABLE naming what is not. */
+Status model_shard_check(const Plan *p, Err *e);
+/* From the plan and the parameter table (after params_fill): shard_ways, the classes' elements,
+ * shards and sharded states, every parameter's flat offset. Pure. */
+void model_shard_plan(Model *m, const Plan *p);
+/* After the arena is carved: this rank's part of every parameter and the sharded states' pointers. */
+void model_shard_bind(Model *m);
+/* The elements of p the optimizer updates on this rank: [*lo, *lo + n), its own part when states are
+ * sharded (n may be 0), else all (lo 0, n numel). */
+uint64_t model_own(const Model *m, const ModelParam *p, uint64_t *lo);
+/* State st of p (its bound pointer `base`) at element model_own's lo: a sharded state's pointer
+ * already is; a whole one is advanced by lo elements. NULL when base is. */
+void *model_state_at(const Model *m, const ModelParam *p, StateId st, void *base);
+/* Reduce-scatter every gradient (CO_DP_GRAD_RS; this rank's part reduced in place). */
+Status model_shard_reduce(Model *m, Err *e);
+/* All-gather every working weight after the sharded update (CO_DP_PARAM_AG, in the weight's dtype). */
+Status model_shard_gather(Model *m, Err *e);
+
 /* ---- one micro-batch (model_pass.c) ---- */
 
 /* Forward to logits and per-token losses (the d(logits) replace the logits);

@@ -21,11 +21,12 @@ Status model_check(const Plan *p, Err *e)
                        "is not implemented yet",
                        in->cp);
     if (!in->dp) return err_set(e, ST_USAGE, "the plan's dp is 0");
-    if (in->attn != ATTN_MATERIALIZED || in->recompute != RECOMPUTE_NONE || in->dropout || in->sharding != SHARD_NONE)
+    if (in->attn != ATTN_MATERIALIZED || in->recompute != RECOMPUTE_NONE || in->dropout)
         return err_set(e, ST_UNAVAILABLE,
-                       "the executor materializes attention scores without recompute, dropout or state sharding; "
-                       "plan it that way (exec_plan_input)");
+                       "the executor materializes attention scores without recompute or dropout; plan it that way "
+                       "(exec_plan_input)");
     Status st = exec_recipe_check(in->recipe, e);
+    if (!st) st = model_shard_check(p, e);
     if (st) return st;
     if ((unsigned)s->norm >= NORM_COUNT_ || (unsigned)s->mlp >= MLP_COUNT_ || (unsigned)s->pos >= POS_COUNT_)
         return err_set(e, ST_USAGE, "model %s: unknown norm, mlp or position type", s->name);
@@ -154,8 +155,9 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
         const StateSet *st = q->gemm ? &r->gemm : &r->other;
         const MemTermId *tm = q->gemm ? gemm_terms : other_terms;
         void **dst[STATE_COUNT_] = {&q->weight, &q->master, &q->grad, &q->m, &q->v};
-        for (int k = 0; k < STATE_COUNT_; k++)
-            if (st->dt[k] != DT_NONE) arena_add(sp, tm[k], st->dt[k], q->numel, bind ? dst[k] : NULL, nm, q->layer);
+        for (int k = 0; k < STATE_COUNT_; k++) /* a sharded state: in the class's shard below */
+            if (st->dt[k] != DT_NONE && !(m->shard_mask[model_class(q)] >> k & 1))
+                arena_add(sp, tm[k], st->dt[k], q->numel, bind ? dst[k] : NULL, nm, q->layer);
         if (q->gemm && fp8 && r->fp8_row != DT_NONE)
             arena_add(sp, MT_FP8_ROWWISE, r->fp8_row, q->numel, bind ? &q->wq_row : NULL, nm, q->layer);
         if (q->gemm && fp8 && r->fp8_col != DT_NONE)
@@ -167,6 +169,15 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
         if (q->gemm) *wmax = max2(*wmax, q->numel);
         if (q->kind != PK_WTE && q->kind != PK_WPE && q->kind != PK_LM_HEAD) *pmax = max2(*pmax, q->numel);
     }
+    static const char *const shard_names[2][STATE_COUNT_] = {
+        {"", "master.shard", "grad.shard", "adam_m.shard", "adam_v.shard"},
+        {"", "other.master.shard", "other.grad.shard", "other.adam_m.shard", "other.adam_v.shard"}};
+    for (int c = 0; c < 2; c++) /* this rank's shard of each sharded state: ceil(E / dp) elements */
+        for (int k = 0; k < STATE_COUNT_; k++)
+            if (m->shard_mask[c] >> k & 1)
+                arena_add(sp, (c == MODEL_CLASS_GEMM ? gemm_terms : other_terms)[k],
+                          (c == MODEL_CLASS_GEMM ? &r->gemm : &r->other)->dt[k], m->shard_elems[c],
+                          bind ? &m->shard_buf[c][k] : NULL, shard_names[c][k], -1);
     if (fp8) { /* scaling banks: forward (x, w per linear) and backward (dy per linear) */
         uint64_t hist = exec_history_len(r), L = m->spec.layers;
         uint64_t nf = 2 * LIN_COUNT * L, nb = LIN_COUNT * L;
@@ -307,6 +318,7 @@ Status model_layout(const Plan *p, ArenaSpecs *specs, Err *e)
     memset(&m, 0, sizeof m);
     model_from_plan(p, &m);
     if ((st = params_fill(&m, e))) return st;
+    model_shard_plan(&m, p);
     st = layout(&m, 0, specs, e);
     free(m.params);
     return st;
@@ -317,6 +329,7 @@ Status model_layout_bind(Model *m, const Plan *p, ArenaSpecs *specs, Err *e)
     model_from_plan(p, m);
     Status st = params_fill(m, e);
     if (st) return st;
+    model_shard_plan(m, p);
     m->act.layer = calloc((size_t)m->spec.layers * m->slots, sizeof *m->act.layer);
     if (!m->act.layer) return err_set(e, ST_NOMEM, "out of memory");
     return layout(m, 1, specs, e);

@@ -69,6 +69,11 @@ static Status optimizer(Model *m, Err *e)
     for (uint32_t i = 0; !st && i < m->nparams; i++) {
         ModelParam *p = &m->params[i];
         const StateSet *es = model_states(m, p);
+        uint64_t lo, n = model_own(m, p, &lo); /* sharded states: this rank's part (model_shard.c) */
+        if (!n) continue;
+        void *master = model_state_at(m, p, STATE_MASTER, p->master), *mm = model_state_at(m, p, STATE_M, p->m),
+             *vv = model_state_at(m, p, STATE_V, p->v), *grad = model_state_at(m, p, STATE_GRAD, p->grad),
+             *weight = model_state_at(m, p, STATE_WEIGHT, p->weight);
         AdamHyper ah = {.lr = lr,
                         .beta1 = h->beta1,
                         .beta2 = h->beta2,
@@ -78,31 +83,31 @@ static Status optimizer(Model *m, Err *e)
                         .grad_scale = 1.0f};
         const float *ginv = p->grad_rec ? p->grad_rec + REC_SCALE_INV : NULL;
         if (es->dt[STATE_MASTER] == DT_FP16) {
-            Fp8AdamDesc d = {.n = p->numel,
+            Fp8AdamDesc d = {.n = n,
                              .h = ah,
                              .margin = EXEC_FP8_MARGIN,
-                             .master = p->master,
+                             .master = master,
                              .master_rec = p->master_rec,
-                             .m = p->m,
+                             .m = mm,
                              .m_rec = p->m_rec,
-                             .v = p->v,
+                             .v = vv,
                              .v_rec = p->v_rec,
-                             .grad = p->grad,
+                             .grad = grad,
                              .grad_dtype = es->dt[STATE_GRAD],
                              .grad_scale_inv = ginv,
-                             .weight = p->weight,
+                             .weight = weight,
                              .weight_dtype = es->dt[STATE_WEIGHT]};
             st = m->bk->fp8_adam(m->bk, &d, e);
         } else {
-            AdamWDesc d = {.n = p->numel,
+            AdamWDesc d = {.n = n,
                            .h = ah,
-                           .master = p->master,
-                           .m = p->m,
-                           .v = p->v,
-                           .grad = p->grad,
+                           .master = master,
+                           .m = mm,
+                           .v = vv,
+                           .grad = grad,
                            .grad_dtype = es->dt[STATE_GRAD],
                            .grad_scale_inv = ginv,
-                           .weight = p->weight,
+                           .weight = weight,
                            .weight_dtype = es->dt[STATE_WEIGHT]};
             st = m->bk->adamw(m->bk, &d, e);
         }
@@ -240,7 +245,8 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     if (!st) st = phase_begin(m, ev, 2, e);
     if (!st) st = model_tp_finish_grads(m, e);
     if (!st) st = model_pp_finish_grads(m, e);
-    for (uint32_t i = 0; !st && i < m->nparams; i++) st = reduce_grad(m, &m->params[i], e);
+    if (!st && m->shard_ways > 1) st = model_shard_reduce(m, e); /* the distributed optimizer: reduce-scatter */
+    for (uint32_t i = 0; !st && m->shard_ways == 1 && i < m->nparams; i++) st = reduce_grad(m, &m->params[i], e);
     if (!st) st = phase_end(m, ev, 2, &t[1], e);
     if (!st) phase_done(m, PHASE_COMM);
     if (!st) st = phase_begin(m, ev, 3, e);
@@ -249,6 +255,10 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     if (!st) phase_done(m, PHASE_OPT);
     if (!st) st = span(m, ev, 2, t[0], t[1], &ph[PHASE_COMM], e);
     if (!st) st = span(m, ev, 3, t[1], t[2], &ph[PHASE_OPT], e);
+    if (!st && m->shard_ways > 1) { /* the updated parts all-gathered (host clock: MPI ranks are CPU ranks) */
+        st = model_shard_gather(m, e);
+        ph[PHASE_COMM] += now_s() - t[2];
+    }
     if (!st) st = global_loss(m, sum, loss, e);
     if (!st) st = model_pp_share_loss(m, loss, e);
     if (st) return st;

@@ -5,12 +5,10 @@
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
-if ! command -v mpirun >/dev/null 2>&1; then
-    skip "mpi runs" "mpirun: install openmpi-bin (make installs it as root)"
-    finish
-    exit
-fi
-mpi_tiny_catalog
+mpi_require
+cat=$TMP/cat
+mpi_catalog "$cat" # tiny-gpt (mpi_run.sh's) and a tiny LLaMA:
+echo 'tiny-llama,2,32,96,4,2,8,64,16,rmsnorm,swiglu,rope,no,no,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
 GPT="run --catalog $cat --model tiny-gpt --mbs 2 --gbs 8 --quiet"
 LLAMA="run --catalog $cat --model tiny-llama --mbs 2 --gbs 8 --quiet"
 
@@ -44,6 +42,10 @@ expect_line "pp 2: stage 0's other weights" "memory +weight_other +state +10,048
 expect_line "pp 2: two micro-batches' activations in flight" "memory +act_layer_hp +activation +66,560 +66,560 .*"
 expect_line "pp 2: two micro-batches' attention probabilities" "memory +act_attention +activation +4,096 +4,096 .*"
 expect_line "pp 2: no output activations on stage 0" "memory +act_output +activation +0 +0 .*"
+# the per-rank table compares the plan's stage only (stage 1 holds other terms: the head copy, the
+# final norm, no positions)
+expect_line "pp 2: the per-rank table says which ranks it compares" "  \(pp 2: the plan's terms are stage 0's; only its ranks are compared\)"
+expect_line "pp 2: stage 0's rank in the per-rank table" "  weight_other +10048 +10048 +10048 +1/1 +exact"
 # the arithmetic of every weight and gradient is one rank's (the stages hold different layers; the
 # backwards run micro-batch 0, 1, ... as one rank accumulates): the same losses bit for bit
 same_curve "tiny-gpt pp 2: one rank's 50 losses bit for bit" "$TMP/gpt1.csv" "$TMP/gpt2.csv"

@@ -6,12 +6,10 @@
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
-if ! command -v mpirun >/dev/null 2>&1; then
-    skip "mpi runs" "mpirun: install openmpi-bin (make installs it as root)"
-    finish
-    exit
-fi
-mpi_tiny_catalog
+mpi_require
+cat=$TMP/cat
+mpi_catalog "$cat" # tiny-gpt (mpi_run.sh's) and a tiny LLaMA:
+echo 'tiny-llama,2,32,96,4,2,8,64,16,rmsnorm,swiglu,rope,no,no,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
 # te-fp8 with its amax reduced over the TP group only (recipes.csv amax_reduce tp): no shipped delayed
 # recipe reduces over TP alone, this row checks that path
 grep '^te-fp8,' "$FP8PLAN_ROOT/models/recipes.csv" | sed 's/^te-fp8,/te-fp8-tpamax,/; s/,delayed,tensor,tensor,1024,all,/,delayed,tensor,tensor,1024,tp,/' >>"$cat/recipes.csv"
@@ -54,8 +52,8 @@ expect_line "tp 2: forward reduce-scatters" "  tp_reducescatter_fwd +16384 +1638
 expect_line "tp 2: backward all-gathers" "  tp_allgather_bwd +32768 +32768 +32768 +2/2 +exact"
 expect_line "tp 2: backward reduce-scatters" "  tp_reducescatter_bwd +16384 +16384 +16384 +2/2 +exact"
 expect_out "tp 2: the verdict" "every rank sent the plan's bytes, byte for byte"
-# Persistent memory per rank, by hand (the plan's terms at tp 2; rank 0's report: every TP rank has the
-# same shapes, model_layout does not depend on the rank). Linear weights per layer: QKV (3 x 32 / 2 = 48) x 32 = 1,536, proj 32 x 16 = 512,
+# Persistent memory per rank, by hand (the plan's terms at tp 2; every rank's in the per-rank table,
+# rank 0's in the report). Linear weights per layer: QKV (3 x 32 / 2 = 48) x 32 = 1,536, proj 32 x 16 = 512,
 # FC1 (128 / 2 = 64) x 32 = 2,048, FC2 32 x 64 = 2,048: 6,144 x 2 layers = 12,288 elements; BF16 24,576 B,
 # FP32 master/grad/m/v 49,152 B each. Other: the embedding's vocabulary shard (64 padded to 128 x 2 = 256
 # rows, 128 per rank) 128 x 32 = 4,096, positions 16 x 32 = 512, per layer 2 LayerNorms 128 + QKV bias
@@ -65,6 +63,9 @@ expect_line "tp 2: BF16 linear weights per rank" "memory +weight_gemm +state +24
 expect_line "tp 2: FP32 linear master per rank" "memory +master_gemm +state +49,152 +49,152 .*"
 expect_line "tp 2: other weights per rank (vocabulary shard)" "memory +weight_other +state +10,560 +10,560 .*"
 expect_line "tp 2: other Adam v per rank" "memory +adam_v_other +state +21,120 +21,120 .*"
+expect_line "tp 2: both ranks' linear weights" "  weight_gemm +24576 +24576 +24576 +2/2 +exact"
+expect_line "tp 2: both ranks' other weights" "  weight_other +10560 +10560 +10560 +2/2 +exact"
+expect_out "tp 2: every rank's persistent memory" "every rank holds the plan's persistent bytes, byte for byte"
 # Same seed, same global batch, weights initialised as slices of the one-rank tensors: the first
 # step's loss differs only by the BF16 rounding of the row-parallel partial sums (the plan's
 # reduce-scatter is BF16; one rank rounds the whole sum once): measured 4.0e-6. Over 50 steps

@@ -1,105 +1,164 @@
-/* tests/unit/test_exec_shard.c — the CPU backend's vocabulary-parallel
- * operations (tensor parallelism): a vocabulary shard's embedding lookup and
- * gradient, and the three-phase cross-entropy over vocabulary shards, with the
- * reduction between the phases done here as the ranks' all-reduces would.
- * Expected values worked by hand. */
-#include <math.h>
+/* tests/unit/test_exec_shard.c — the distributed optimizer's shards
+ * (exec/model/model_shard.c) without MPI: the tensors a ZeRO-1 plan lays out,
+ * which elements each rank owns, where its shard pointers point and what
+ * model_init_weights puts there. A rank is a single-rank communicator told
+ * it is rank r of 4 (model_create makes no collective).
+ *
+ * The model, by hand (fx_gpt cut to 1 layer, hidden 33, 3 heads of 11, FFN 67,
+ * seq 5, vocabulary 64 padded to 64):
+ *   linear weights, in table order: QKV 99x33 = 3,267 at flat 0, proj 33x33 =
+ *   1,089 at 3,267, FC1 67x33 = 2,211 at 4,356, FC2 33x67 = 2,211 at 6,567:
+ *   E = 8,778; dp 4: S = ceil(8,778 / 4) = 2,195 (4 x 2,195 = 8,780), rank r owns
+ *   [2,195 r, min(2,195 (r + 1), 8,778)): ranks 0-2 2,195 elements, rank 3 2,193.
+ *   others: wte 64x33 = 2,112, wpe 5x33 = 165, LN1 66, QKV bias 99, proj bias
+ *   33, LN2 66, FC1 bias 67, FC2 bias 33, final LN 66: E = 2,707; S = 677
+ *   (4 x 677 = 2,708): rank 3 owns 676. */
+#include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
-#include "exec/cpu/cpu_ops.h"
+#include "exec/comm/comm.h"
+#include "exec/model/model_internal.h"
+#include "support/exec_fixtures.h"
 #include "test.h"
 
-static Backend *bk;
-
-/* The shard holding vocabulary rows 2 and 3 of a 4-token vocabulary, width 2:
- * token 0 and 1 are another rank's (rows of zeros here), 3 and 2 its rows. */
-static void test_embed_shard(void)
+static ModelSpec odd(void)
 {
-    const float wte[4] = {1, 2, 3, 4}; /* row 0 = token 2, row 1 = token 3 */
-    const int32_t tok[4] = {0, 3, 2, 1};
-    float out[8];
-    Err e;
-    CHECK(!bk->embed_shard_fwd(bk, tok, 4, 2, 2, 2, wte, DT_FP32, out, DT_FP32, &e));
-    const float want[8] = {0, 0, 3, 4, 1, 2, 0, 0};
-    for (int i = 0; i < 8; i++) CHECK_REL(out[i], want[i], 0.0);
-    /* gradient: tokens 2, 3, 2, 0 with rows (1,1), (2,2), (4,4), (8,8): token 2 gets 1 + 4 = 5, token 3
-     * gets 2, token 0 (not this shard's) nothing; added to what is there (10, 20, 30, 40) */
-    const int32_t tg[4] = {2, 3, 2, 0};
-    const float dout[8] = {1, 1, 2, 2, 4, 4, 8, 8};
-    float dw[4] = {10, 20, 30, 40};
-    CHECK(!bk->embed_shard_bwd(bk, tg, 4, 2, 2, 2, dout, DT_FP32, dw, &e));
-    const float wdw[4] = {15, 25, 32, 42};
-    for (int i = 0; i < 4; i++) CHECK_REL(dw[i], wdw[i], 0.0);
-    /* a negative token is refused, naming it */
-    const int32_t bad[1] = {-1};
-    CHECK_EQ_INT(bk->embed_shard_fwd(bk, bad, 1, 2, 2, 2, wte, DT_FP32, out, DT_FP32, &e), ST_USAGE);
-    CHECK(strstr(e.msg, "-1") != NULL);
+    ModelSpec m = fx_gpt();
+    m.layers = 1, m.hidden = 33, m.heads = m.kv_heads = 3, m.head_dim = 11, m.ffn_hidden = 67, m.seq_len = 5;
+    return m;
 }
 
-/* Vocabulary 3 padded to 4, two shards of 2 columns: shard 0 = columns 0, 1, shard 1 = column 2 and
- * the padding column 3. One row, logits z = (0, ln 2, 0 | 99 padding).
- *   phase 0: shard maxima ln 2 and 0 → M = ln 2 (MAX over the shards)
- *   phase 1: sums e^(0 − ln 2) + e^0 = 1.5 and e^(−ln 2) = 0.5 → S = 2 (SUM); the target's logit
- *            (target 1: shard 0's) ln 2 and 0 → ln 2
- *   phase 2: loss = ln S + M − z_t = ln 2; softmax (1/4, 1/2, 1/4); d = dloss (p − one-hot) with
- *            dloss 1: (1/4, −1/2 | 1/4, 0 padding)
- * A second row with the target in shard 1 (target 2): loss = ln 2 + ln 2 − 0 = 2 ln 2, d = (1/4, 1/2 |
- * −3/4, 0). */
-static void test_xent_shard(void)
+static const ArenaSpec *spec_named(const ArenaSpecs *s, const char *name)
 {
-    const float ln2 = 0.693147182f;
-    float z0[4] = {0, ln2, 0, ln2}, z1[4] = {0, 99, 0, 99}; /* shard s, rows 0 and 1: (rows, 2) */
-    const int32_t tgt[2] = {1, 2};
-    float s0[6], s1[6], l0[2], l1[2];
+    for (uint32_t i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i].name, name)) return &s->v[i];
+    return NULL;
+}
+
+/* The layout of a ZeRO-1 plan at dp 4: one shard tensor per class and sharded state, S elements,
+ * the plan's bytes; weights and gradients stay per tensor and whole. */
+static void test_layout_dp4(void)
+{
+    ModelSpec m = odd();
+    Recipe r = fx_recipe("megatron-bf16");
+    static Plan p;
     Err e;
-    CHECK(!bk->xent_shard(bk, z0, 2, 2, 0, 3, tgt, s0, 0, 1.0f, l0, &e));
-    CHECK(!bk->xent_shard(bk, z1, 2, 2, 2, 3, tgt, s1, 0, 1.0f, l1, &e));
-    CHECK_REL(s0[0], ln2, 0.0);
-    CHECK_REL(s1[0], 0.0, 0.0);                                      /* the padding column's 99 is not a logit */
-    for (int r = 0; r < 2; r++) s0[r] = s1[r] = fmaxf(s0[r], s1[r]); /* the MAX all-reduce */
-    CHECK(!bk->xent_shard(bk, z0, 2, 2, 0, 3, tgt, s0, 1, 1.0f, l0, &e));
-    CHECK(!bk->xent_shard(bk, z1, 2, 2, 2, 3, tgt, s1, 1, 1.0f, l1, &e));
-    CHECK_REL(s0[2], 1.5, 1e-6);
-    CHECK_REL(s1[2], 0.5, 1e-6);
-    CHECK_REL(s0[4], ln2, 0.0); /* row 0's target is shard 0's */
-    CHECK_REL(s1[4], 0.0, 0.0);
-    CHECK_REL(s0[5], 0.0, 0.0);                                /* row 1's target is shard 1's: z = 0 */
-    for (int i = 2; i < 6; i++) s0[i] = s1[i] = s0[i] + s1[i]; /* the SUM all-reduce */
-    CHECK(!bk->xent_shard(bk, z0, 2, 2, 0, 3, tgt, s0, 2, 1.0f, l0, &e));
-    CHECK(!bk->xent_shard(bk, z1, 2, 2, 2, 3, tgt, s1, 2, 1.0f, l1, &e));
-    CHECK_REL(l0[0], ln2, 1e-6);
-    CHECK_REL(l1[0], ln2, 1e-6);
-    CHECK_REL(l0[1], 2 * ln2, 1e-6);
-    const float w0[4] = {0.25f, -0.5f, 0.25f, 0.5f}, w1[4] = {0.25f, 0.0f, -0.75f, 0.0f};
-    for (int i = 0; i < 4; i++) {
-        CHECK(fabsf(z0[i] - w0[i]) <= 1e-6f);
-        CHECK(fabsf(z1[i] - w1[i]) <= 1e-6f);
+    CHECK_EQ_INT(fx_plan_dp(&m, &r, 2, 1, 4, SHARD_ZERO1, &p, &e), ST_OK);
+    ArenaSpecs s = {0};
+    uint64_t bytes[ARENA_TERMS];
+    CHECK_EQ_INT(model_layout(&p, &s, &e), ST_OK);
+    CHECK_EQ_INT(arena_specs_bytes(&s, bytes, &e), ST_OK);
+    const char *gemm[3] = {"master.shard", "adam_m.shard", "adam_v.shard"};
+    const char *other[3] = {"other.master.shard", "other.adam_m.shard", "other.adam_v.shard"};
+    for (int k = 0; k < 3; k++) {
+        const ArenaSpec *g = spec_named(&s, gemm[k]), *o = spec_named(&s, other[k]);
+        CHECK(g && g->elements == 2195 && g->dtype == DT_FP32);
+        CHECK(o && o->elements == 677);
     }
-    /* a shard wholly in the padding (first 4 ≥ vocabulary 3): max −inf, sum 0, gradient all 0 */
-    float zp[2] = {5, 6}, sp[3];
-    const int32_t t1[1] = {0};
-    CHECK(!bk->xent_shard(bk, zp, 1, 2, 4, 3, t1, sp, 0, 1.0f, l0, &e));
-    CHECK(isinf(sp[0]) && sp[0] < 0);
-    sp[0] = 0.0f;
-    CHECK(!bk->xent_shard(bk, zp, 1, 2, 4, 3, t1, sp, 1, 1.0f, l0, &e));
-    CHECK_REL(sp[1], 0.0, 0.0);
-    sp[1] = 1.0f;
-    CHECK(!bk->xent_shard(bk, zp, 1, 2, 4, 3, t1, sp, 2, 1.0f, l0, &e));
-    CHECK(zp[0] == 0.0f && zp[1] == 0.0f);
-    /* refused: a phase other than 0-2, a target outside the vocabulary */
-    CHECK_EQ_INT(bk->xent_shard(bk, z0, 2, 2, 0, 3, tgt, s0, 3, 1.0f, l0, &e), ST_USAGE);
-    const int32_t far[2] = {1, 3};
-    CHECK_EQ_INT(bk->xent_shard(bk, z0, 2, 2, 0, 3, far, s0, 0, 1.0f, l0, &e), ST_USAGE);
-    CHECK(strstr(e.msg, "target 3") != NULL);
+    CHECK_EQ_U64(bytes[MT_MASTER_GEMM], 8780); /* 2,195 x 4: the plan's ceil */
+    CHECK_EQ_U64(p.mem[MT_MASTER_GEMM].bytes, 8780);
+    CHECK_EQ_U64(bytes[MT_OPTIM_V_OTHER], 2708); /* 677 x 4 */
+    CHECK_EQ_U64(p.mem[MT_OPTIM_V_OTHER].bytes, 2708);
+    CHECK_EQ_U64(bytes[MT_GRAD_GEMM], 8778 * 4);   /* ZeRO-1 keeps gradients whole */
+    CHECK_EQ_U64(bytes[MT_WEIGHT_GEMM], 8778 * 2); /* BF16 working weights whole */
+    arena_specs_free(&s);
+    /* ZeRO-2 is planned, not run */
+    CHECK_EQ_INT(fx_plan_dp(&m, &r, 2, 1, 4, SHARD_ZERO2, &p, &e), ST_OK);
+    CHECK_EQ_INT(model_layout(&p, &s, &e), ST_UNAVAILABLE);
+    CHECK(strstr(e.msg, "--zero 2") != NULL);
+    arena_specs_free(&s);
+}
+
+/* Rank r of 4: a model whose communicator says so. */
+static Model *rank_model(Backend *bk, int r, uint32_t dp)
+{
+    ModelSpec m = odd();
+    Recipe rc = fx_recipe("megatron-bf16");
+    static Plan p;
+    Err e;
+    Comm *c = NULL;
+    Model *md = NULL;
+    if (fx_plan_dp(&m, &rc, 2, 1, dp, dp > 1 ? SHARD_ZERO1 : SHARD_NONE, &p, &e) || comm_single_create(&c, &e))
+        return NULL;
+    c->size = (int)dp, c->rank = r;
+    if (model_create(&p, NULL, bk, c, &md, &e)) {
+        fprintf(stderr, "  model_create rank %d: %s\n", r, e.msg);
+        c->destroy(c);
+        return NULL;
+    }
+    return md;
+}
+
+static void drop(Model *m)
+{
+    if (!m) return;
+    Comm *c = m->comm;
+    model_destroy(m);
+    c->destroy(c);
+}
+
+/* Which elements each rank owns, where its shard pointers point, and that every rank's shard holds
+ * the one rank's initial master values at those elements. */
+static void test_owned_ranges(void)
+{
+    Backend *bk = NULL;
+    Err e;
+    CHECK_EQ_INT(backend_create("cpu", &bk, &e), ST_OK);
+    if (!bk) return;
+    Model *one = rank_model(bk, 0, 1);
+    CHECK(one != NULL);
+    uint64_t own[2][4] = {{0}}; /* per class and rank: elements owned */
+    for (int r = 0; one && r < 4; r++) {
+        Model *m = rank_model(bk, r, 4);
+        CHECK(m != NULL);
+        if (!m) continue;
+        CHECK_EQ_INT(m->shard_ways, 4);
+        CHECK(m->class_elems[0] == 8778 && m->class_elems[1] == 2707);
+        CHECK(m->shard_elems[0] == 2195 && m->shard_elems[1] == 677);
+        for (uint32_t i = 0; i < m->nparams; i++) {
+            const ModelParam *q = &m->params[i], *q1 = &one->params[i];
+            own[model_class(q)][r] += q->own_n;
+            CHECK((q->master != NULL) == (q->own_n != 0));
+            if (!q->own_n) continue;
+            /* the shard pointer: element own_lo of q sits at flat + own_lo − r·S of the shard */
+            uint64_t at = q->flat + q->own_lo - (uint64_t)r * m->shard_elems[model_class(q)];
+            CHECK((float *)q->master == (float *)m->shard_buf[model_class(q)][STATE_MASTER] + at);
+            /* model_init_weights wrote the one rank's values there */
+            CHECK(!memcmp(q->master, (float *)q1->master + q->own_lo, q->own_n * sizeof(float)));
+        }
+        /* rank 1 owns [2,195, 4,390): QKV from 2,195 (1,072 elements), all of proj, FC1's first 34 */
+        if (r == 1) {
+            const ModelParam *qkv = model_find_param(m, PK_QKV_W, 0), *proj = model_find_param(m, PK_PROJ_W, 0),
+                             *fc1 = model_find_param(m, PK_FC1_W, 0), *fc2 = model_find_param(m, PK_FC2_W, 0);
+            CHECK(qkv->own_lo == 2195 && qkv->own_n == 1072);
+            CHECK(proj->own_lo == 0 && proj->own_n == 1089);
+            CHECK(fc1->own_lo == 0 && fc1->own_n == 34);
+            CHECK(fc2->own_n == 0 && fc2->master == NULL);
+        }
+        /* rank 3 owns [6,585, 8,778): FC2 from 18 (6,585 − 6,567) to its end, 2,193 elements */
+        if (r == 3) {
+            const ModelParam *fc2 = model_find_param(m, PK_FC2_W, 0);
+            CHECK(fc2->own_lo == 18 && fc2->own_n == 2193);
+        }
+        /* a checkpoint record of the master shard: the whole class, this rank's bytes from r·S·4 */
+        for (uint32_t i = 0; i < m->specs.n; i++)
+            if (!strcmp(m->specs.v[i].name, "master.shard")) {
+                uint64_t whole = 0, lo = 0;
+                CHECK(model_shard_spec(m, &m->specs.v[i], &whole, &lo));
+                CHECK_EQ_U64(whole, 8778 * 4);
+                CHECK_EQ_U64(lo, (uint64_t)r * 2195 * 4);
+            }
+        drop(m);
+    }
+    CHECK(own[0][0] == 2195 && own[0][1] == 2195 && own[0][2] == 2195 && own[0][3] == 2193);
+    CHECK(own[1][0] == 677 && own[1][1] == 677 && own[1][2] == 677 && own[1][3] == 676);
+    drop(one);
+    bk->destroy(bk);
 }
 
 int main(void)
 {
-    Err e;
-    if (backend_cpu_create(&bk, &e)) return 1;
-    RUN(test_embed_shard);
-    RUN(test_xent_shard);
-    bk->destroy(bk);
+    RUN(test_layout_dp4);
+    RUN(test_owned_ranges);
     return test_summary();
 }
