@@ -25,8 +25,8 @@
 static const char help[] =
     "usage: fp8plan run --model M --recipe R [--backend cpu|cuda] [--steps N]\n"
     "                   [--layers N] [--hidden H] [--heads A] [--kv-heads K] [--ffn F] [--seq S]\n"
-    "                   [--vocab V] [--mbs B] [--gbs G] [--dp N [--zero 0|1 | --dist-opt]] [--gpu G]\n"
-    "                   [--seed S] [--data FILE]\n"
+    "                   [--vocab V] [--mbs B] [--gbs G] [--dp N [--zero 0|1 | --dist-opt]] [--tp N]\n"
+    "                   [--pp N] [--gpu G] [--seed S] [--data FILE]\n"
     "                   [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
     "                   [--scaling-trace FILE] [--loss-log FILE] [--log-every N] [--quiet]\n"
     "                   [--stack NAME] [-o FILE [--format csv|json|html]] [--catalog DIR]\n"
@@ -62,6 +62,9 @@ static const char help[] =
     "                       updated weights all-gathered (0: none, the default; 2 and 3 are planned only)\n"
     "  --dist-opt           Megatron's distributed optimizer: shard the states the recipe lists\n"
     "                       (recipes.csv dist_opt_shards); the same collectives\n"
+    "  --tp N               tensor-parallel ranks with sequence parallelism (cpu backend, mpirun -np N,\n"
+    "                       dp 1): column/row-parallel linears, heads and FFN split over the ranks\n"
+    "  --pp N               pipeline stages, 1F1B (cpu backend, mpirun -np 2: --pp 2 alone so far)\n"
     "  --stack NAME         the software stack the plan is made for (stacks.csv; default fp8plan, this\n"
     "                       executor: another stack's plan predicts that stack, not this run)\n"
     "  --gpu G              the GPU the plan is made for (default: the device's row of gpus.csv with\n"
@@ -119,6 +122,8 @@ enum {
     OPT_LOSS_LOG,
     OPT_STACK,
     OPT_DP,
+    OPT_TP,
+    OPT_PP,
     OPT_ZERO,
     OPT_DIST_OPT,
 };
@@ -137,6 +142,8 @@ static const struct option opts[] = {
     {"mbs", required_argument, NULL, OPT_MBS},
     {"gbs", required_argument, NULL, OPT_GBS},
     {"dp", required_argument, NULL, OPT_DP},
+    {"tp", required_argument, NULL, OPT_TP},
+    {"pp", required_argument, NULL, OPT_PP},
     {"zero", required_argument, NULL, OPT_ZERO},
     {"dist-opt", no_argument, NULL, OPT_DIST_OPT},
     {"vocab", required_argument, NULL, OPT_VOCAB},
@@ -233,6 +240,8 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_MBS: rc = flag_u32("mbs", optarg, 1, 1 << 16, &a->mbs); break;
         case OPT_GBS: rc = flag_u32("gbs", optarg, 1, 1 << 20, &a->gbs); break;
         case OPT_DP: rc = flag_u32("dp", optarg, 1, 4096, &a->dp); break;
+        case OPT_TP: rc = flag_u32("tp", optarg, 1, 4096, &a->tp); break;
+        case OPT_PP: rc = flag_u32("pp", optarg, 1, 4096, &a->pp); break;
         case OPT_ZERO: rc = flag_zero(optarg, &zero); break;
         case OPT_DIST_OPT: dist_opt = 1; break;
         case OPT_VOCAB: rc = flag_u32("vocab", optarg, 2, INT32_MAX, &a->ov.vocab); break;
@@ -359,6 +368,8 @@ static int make_plans(const RunArgs *a, const Catalog *cat, const ModelSpec *mod
         Err e;
         exec_plan_input(&in, model, gpu, r, a->mbs, a->gbs / (a->mbs * a->dp), st[i]);
         exec_plan_dp(&in, a->dp, a->sharding);
+        if (a->tp > 1) in.tp = a->tp, in.sp = 1; /* the executor's TP is sequence-parallel */
+        if (a->pp > 1) in.pp = a->pp;
         if (plan_build(&in, p[i], &e)) {
             err_prefix(&e, "plan");
             return run_fail(&e);

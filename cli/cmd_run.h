@@ -19,6 +19,8 @@ typedef struct {
     uint32_t mbs, gbs, steps, log_every;
     uint32_t dp;       /* --dp N (0: the number of ranks mpirun started; 1 without mpirun) */
     Sharding sharding; /* --zero 1 / --dist-opt (SHARD_NONE by default) */
+    uint32_t tp;       /* --tp N (0 or 1: none) */
+    uint32_t pp;       /* --pp N (0 or 1: none) */
     int rank;          /* this process's rank; ranks other than 0 print and write nothing */
     ModelHyper hyper;
     int quiet;
@@ -71,6 +73,8 @@ void run_ranks_free(RankData *rd);
 /* Rank r's bytes sent per step on collective c (whole bytes) and its payload per step. */
 double run_rank_bus(const RankData *rd, int r, int c);
 double run_rank_payload(const RankData *rd, int r, int c);
+/* Whether rank r (of n) holds the pipeline stage whose memory the plan reports (always without PP). */
+int run_rank_of_planned_stage(const Plan *p, int r, int n);
 /* The persistent terms and the collectives the per-rank tables list. */
 int run_rank_term_listed(const Plan *p, int t);
 int run_rank_coll_listed(const Plan *p, const RankData *rd, int c);

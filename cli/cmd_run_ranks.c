@@ -14,7 +14,11 @@
  * otherwise or when NCCL cannot start. */
 Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
 {
-    int ranks = a->dp || comm_mpi_launched();
+    int ranks = a->dp || a->tp > 1 || a->pp > 1 || comm_mpi_launched();
+    if ((a->tp > 1 || a->pp > 1) && strcmp(bk->name, "cpu"))
+        return err_set(e, ST_UNAVAILABLE,
+                       "--tp/--pp --backend %s: tensor and pipeline parallelism run on the cpu backend only so far",
+                       bk->name);
     if (!strcmp(bk->name, "cpu")) return ranks ? comm_create("mpi", bk, comm, e) : comm_single_create(comm, e);
     if (ranks && (a->dp > 1 || comm_mpi_launched()))
         return err_set(e, ST_UNAVAILABLE,
@@ -26,13 +30,25 @@ Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
     return comm_single_create(comm, e);
 }
 
-/* The ranks: --dp must be the number mpirun started; the global batch a
- * multiple of mbs x dp (default mbs x dp). Ranks other than 0 print and write
- * nothing (with sharded states they hand their shards to rank 0's checkpoint).
- * An exit code. */
+/* The ranks: --tp x --pp must divide the number mpirun started and --dp be the
+ * rest; the global batch a multiple of mbs x dp (default mbs x dp). Ranks other
+ * than 0 print and write nothing (with sharded states they hand their shards to
+ * rank 0's checkpoint; TP and PP ranks have no checkpoint yet). An exit code. */
 int run_resolve_ranks(RunArgs *a, const Comm *comm)
 {
-    uint32_t n = (uint32_t)comm->size;
+    uint32_t n = (uint32_t)comm->size, t = (a->tp ? a->tp : 1) * (a->pp ? a->pp : 1);
+    if (n % t)
+        return cli_usage(RUN_CMD, "--tp %u x --pp %u does not divide the %u ranks mpirun started", a->tp ? a->tp : 1,
+                         a->pp ? a->pp : 1, n);
+    if (t > 1 && (a->save || a->resume))
+        return cli_usage(RUN_CMD,
+                         "--tp %u --pp %u: --save and --resume hold one rank's model; not with tensor or pipeline "
+                         "parallel ranks yet",
+                         a->tp ? a->tp : 1, a->pp ? a->pp : 1);
+    n /= t; /* data-parallel ranks */
+    if (a->dp && a->dp != n && t > 1)
+        return cli_usage(RUN_CMD, "--dp %u --tp %u --pp %u needs %u ranks (mpirun -np %u); this run has %d", a->dp,
+                         a->tp ? a->tp : 1, a->pp ? a->pp : 1, a->dp * t, a->dp * t, comm->size);
     if (a->dp && a->dp != n)
         return cli_usage(RUN_CMD, "--dp %u needs %u ranks (mpirun -np %u fp8plan run ...); this run has %u", a->dp,
                          a->dp, a->dp, n);
@@ -120,6 +136,12 @@ static int line(const char *name, uint64_t planned, const double *v, int n)
     return ok != n;
 }
 
+int run_rank_of_planned_stage(const Plan *p, int r, int n)
+{
+    uint32_t pp = p->in.pp ? p->in.pp : 1;
+    return pp == 1 || (uint32_t)r / ((uint32_t)n / pp) == p->stage;
+}
+
 int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const RankData *rd)
 {
     if (comm->rank != 0) return 0;
@@ -133,10 +155,14 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
            p->in.sharding != SHARD_NONE ? ", states sharded: " : "",
            p->in.sharding != SHARD_NONE ? sharding_name(p->in.sharding) : "");
     printf("  %-30s %12s %12s %12s %9s  %s\n", "term", "planned_B", "rank_min_B", "rank_max_B", "ranks_ok", "verdict");
+    if (p->in.pp > 1) /* the plan's terms are one stage's: the other stages' ranks have nothing to compare with */
+        printf("  (pp %u: the plan's terms are stage %u's; only its ranks are compared)\n", p->in.pp, p->stage);
     for (int t = 0; t < MT_COUNT_; t++) {
         if (!run_rank_term_listed(p, t)) continue;
-        for (int r = 0; r < n; r++) v[r] = (double)rd->placed[(size_t)r * ARENA_TERMS + t];
-        bad_mem |= line(arena_term_name((ArenaTerm)t), planned[t], v, n);
+        int k = 0;
+        for (int r = 0; r < n; r++)
+            if (run_rank_of_planned_stage(p, r, n)) v[k++] = (double)rd->placed[(size_t)r * ARENA_TERMS + t];
+        bad_mem |= line(arena_term_name((ArenaTerm)t), planned[t], v, k);
     }
     printf("  %s\n", bad_mem ? "a rank's persistent memory differs from the plan's"
                              : "every rank holds the plan's persistent bytes, byte for byte");

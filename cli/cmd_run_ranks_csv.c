@@ -51,7 +51,7 @@ Table *run_rank_csv(const Table *rows0, const Plan *p, const RankData *rd)
     uint64_t planned[ARENA_TERMS];
     arena_planned(p, planned);
     for (int r = 0; r < rd->n; r++) {
-        for (int m = 0; m < MT_COUNT_; m++)
+        for (int m = 0; m < MT_COUNT_ && run_rank_of_planned_stage(p, r, rd->n); m++)
             if (run_rank_term_listed(p, m))
                 bytes_row(t, &c, r, "rank_memory", arena_term_name((ArenaTerm)m),
                           mem_category_name(mem_term_category((MemTermId)m)), (double)planned[m],

@@ -127,6 +127,17 @@ typedef struct {
     float *attn_scores;  /* (H, T, T) FP32 raw scores of one sequence in the forward (phase FWD) */
     float *gstage;       /* FP32 staging of a gradient not kept in FP32: (max non-embedding param + C) */
     float *gstage_emb;   /* (Vp·C [+ Vp·C untied] [+ T·C learned]) FP32 staging of the embeddings' gradients */
+    /* tensor parallelism (tp > 1 only, exec/model/model_tp.c) */
+    void *tp_fwd;     /* (B·T, C) forward: a gathered input, or a partial output before its reduce-scatter */
+    void *tp_head_x;  /* (B·T, C) the LM head's input gathered again (backward) */
+    void *tp_head_d;  /* (B·T, C) the LM head's partial input gradient before its reduce-scatter */
+    void *tp_full;    /* (B·T, C) blocks' backward: a gathered output gradient; a column-parallel partial input
+                        gradient before its reduce-scatter, then that linear's input gathered again (BF16 (B·T, C),
+                        FP8 the transposed shards (tp, C, B·T/tp)) */
+    uint8_t *tp_qloc; /* (B·T/tp, C) FP8 row-wise input shard for the forward's gather */
+    float *tp_xstats; /* (3, B·T) the vocabulary-parallel cross-entropy's max, sum and target logit */
+    float *pp_xsinv;  /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
+                         inputs were cast with (exec/model/model_pp.c) */
 } ModelActs;
 
 /* Phases of the step whose working buffers share memory (arena overlay). */
@@ -178,6 +189,15 @@ typedef struct Model {
     uint32_t microbatches; /* per step: global batch / (micro-batch × DP), from the plan */
     uint32_t dp;           /* data-parallel ranks (the plan's dp = comm->size): this rank runs
                               micro-batches rank·microbatches .. of the global batch */
+    uint32_t pp, stage;    /* pipeline stages (1, or 2 = comm->size) and this rank's: spec.layers are the
+                              stage's, global layers layer0 ..; the first stage embeds, the last has the
+                              final norm, head and loss (a tied head: its own copy of the embedding) */
+    uint32_t layer0, layers_total;
+    uint32_t slots, slot;  /* 1F1B: micro-batches in flight on this stage (act.layer holds slots × layers)
+                              and the one being run */
+    uint32_t tp;           /* tensor-parallel ranks (1, or comm->size with dp 1): spec holds this rank's
+                              heads, KV heads and FFN width (the whole / tp); sequence parallelism keeps
+                              B·T/tp tokens (rank·B·T/tp ..) in the norm/residual regions (model_tp.c) */
     uint64_t vocab_padded; /* Vp (the plan's padding) */
     Dtype act_dtype;       /* exec_act_dtype(&recipe) */
     ModelHyper hyper;
@@ -226,7 +246,8 @@ typedef struct Model {
 enum { MODEL_MARK_FIRST = BACKEND_MARKS - 8 };
 
 /* ST_OK when the executor builds the plan's model and recipe; ST_USAGE or
- * ST_UNAVAILABLE naming the field otherwise (a layout with TP/PP/CP > 1,
+ * ST_UNAVAILABLE naming the field otherwise (a layout with CP > 1, more than
+ * two pipeline stages, TP without sequence parallelism or beside DP/PP,
  * sharding other than zero1 / dist-opt or of states the executor cannot shard
  * (model_shard.c), an odd head_dim with rotary positions, a vocabulary beyond
  * int32 token ids). */

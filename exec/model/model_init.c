@@ -121,9 +121,14 @@ static Status init_param(Model *m, ModelParam *p, InitJob *j, Err *e)
     j->p = p;
     j->key = rng_key(m->hyper.seed, (uint64_t)p->kind << 32 | (uint32_t)(p->layer + 1));
     j->std = m->hyper.init_std;
-    if (p->kind == PK_PROJ_W || p->kind == PK_FC2_W) j->std /= sqrtf(2.0f * (float)m->spec.layers);
+    if (p->kind == PK_PROJ_W || p->kind == PK_FC2_W) j->std /= sqrtf(2.0f * (float)m->layers_total);
     j->live = p->kind == PK_WTE || p->kind == PK_LM_HEAD ? (uint64_t)m->spec.vocab * p->cols : p->numel;
-    par_for(p->numel, INIT_GRAIN, fill_piece, j);
+    if (m->tp > 1 && init_normal(p->kind) && p->kind != PK_WPE) { /* a TP shard: its slice of the whole */
+        memset(j->amax, 0, sizeof j->amax);
+        j->amax[0] = model_tp_fill(m, p, j->key, j->std, j->w);
+    } else {
+        par_for(p->numel, INIT_GRAIN, fill_piece, j);
+    }
     Status st = ST_OK;
     if (es->dt[STATE_MASTER] == DT_FP16) {
         /* FP8-LM: FP16 master scaled by a power of two; the working copy is its value */
@@ -235,9 +240,9 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
         f->fmt = m->recipe.gemm_fwd;
         b->fmt = m->recipe.gemm_bwd;
     }
-    if (!st && (!comm || (uint32_t)comm->size != m->dp))
-        st = err_set(e, ST_USAGE, "the plan's dp %u needs as many ranks; the communicator has %d", m->dp,
-                     comm ? comm->size : 0);
+    if (!st && (!comm || (uint32_t)comm->size != m->dp * m->tp * m->pp))
+        st = err_set(e, ST_USAGE, "the plan's dp %u x tp %u x pp %u needs as many ranks; the communicator has %d",
+                     m->dp, m->tp, m->pp, comm ? comm->size : 0);
     if (!st) {
         m->host_losses = malloc(model_tokens(m) * sizeof(float));
         m->step_losses = malloc(model_step_tokens(m) * m->dp * sizeof(float));
