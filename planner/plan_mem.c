@@ -400,6 +400,10 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
         uint64_t lg = ck_mul(ck, logit_elems, lb);
         if (lg > tr) tr = lg;
     }
+    /* with several micro-batches in flight (PP), each keeps the scale_inv its saved FP8 inputs were cast
+     * with (one FP32 per linear's input under per-tensor scaling) while later forwards recast the bank's:
+     * 4 B x LIN_COUNT per in-flight layer, held the whole step */
+    if (g->pp > 1 && f8e && rc->act_gran == GRAN_TENSOR) tr = ck_add(ck, tr, ck_mul(ck, units, 4 * LIN_COUNT));
     plan_term(sm, MT_TRANSIENT, MC_ACTIVATION, DT_NONE, 0, tr, 1, 0);
     memcpy(&sm->mem[MT_WEIGHT_EXPERT], no_experts, sizeof no_experts); /* the expert terms, empty */
     sm->params_expert = 0;
