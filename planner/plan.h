@@ -321,6 +321,9 @@ typedef struct {
     double ep_comm_s;     /* exposed expert all-to-alls and expert-TP collectives (MoE) */
     double step_s;
     double microbatch_s; /* one micro-batch through the reported stage, fwd + bwd */
+    double fwd_s, bwd_s; /* the slowest stage's forward and backward (recompute included) over its micro-batches:
+                            the pipeline's compute without bubble or send/recv (fwd_s + bwd_s = the step's
+                            share before DP, optimizer and casts when pp = 1) */
 } TimeBreakdown;
 
 /* ---- advice ------------------------------------------------------------------- */

@@ -42,7 +42,10 @@ typedef struct {
     uint64_t calls;
     uint64_t payload_bytes; /* total array bytes S summed over calls */
     double bus_bytes;       /* S · factor summed over calls */
-    double seconds;         /* host monotonic-clock time inside the calls, summed (0 where not timed) */
+    double seconds;         /* host monotonic-clock time inside the calls, summed (0 where not timed); over MPI
+                               the collectives' from the moment every rank has arrived */
+    double wait_s;          /* the collectives' time waiting for the other ranks to arrive (a barrier first: the
+                               ranks' skew), summed */
 } CommStats;
 
 typedef struct Comm Comm;
@@ -88,6 +91,8 @@ struct Comm {
 void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor);
 /* The same with the call's seconds (comm_now_s() at its start to its end). */
 void comm_count_s(Comm *c, CollectiveId id, uint64_t payload, double factor, double seconds);
+/* Add the seconds one call waited for the other ranks to c's total and row id (as comm_count). */
+void comm_wait(Comm *c, CollectiveId id, double seconds);
 /* The monotonic clock in seconds (CLOCK_MONOTONIC). */
 double comm_now_s(void);
 

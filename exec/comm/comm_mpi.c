@@ -165,14 +165,30 @@ static Status v_call(Comm *c, const char *what, Backend *bk, const void *buf, co
     return st;
 }
 
+/* Every rank arrives first (a barrier), so the seconds a collective is counted with are its transfer, and
+ * the wait before it (the ranks' skew: one rank's compute ran longer) is counted apart (comm_wait). *t0: the
+ * call's start, moved to the moment every rank has arrived. */
+static Status arrive(Comm *c, CollectiveId id, double *t0, Err *e)
+{
+    if (c->size > 1) {
+        int mr = MPI_Barrier(world(c));
+        if (mr != MPI_SUCCESS) return mpi_fail(e, mr, "MPI_Barrier");
+    }
+    double now = comm_now_s();
+    comm_wait(c, id, now - *t0);
+    *t0 = now;
+    return ST_OK;
+}
+
 static Status mpi_reduce_scatter_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dt,
                                    CommReduce op, Err *e)
 {
-    const double t0 = comm_now_s();
+    double t0 = comm_now_s();
     uint64_t total = 0, *off = calloc((size_t)c->size, sizeof *off);
     if (!off) return err_set(e, ST_NOMEM, "out of memory");
     Status st = v_call(c, "reduce_scatter_v", bk, buf, counts, dt, off, &total, e);
     if (!st) st = check_op(op, dt, e);
+    if (!st) st = arrive(c, id, &t0, e);
     if (!st) st = rs_v(c, buf, counts, off, dt, op, e);
     if (!st) comm_count_s(c, id, total * dtype_bytes(dt), (double)(c->size - 1) / c->size, comm_now_s() - t0);
     free(off);
@@ -182,10 +198,11 @@ static Status mpi_reduce_scatter_v(Comm *c, CollectiveId id, Backend *bk, void *
 static Status mpi_all_gather_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dt,
                                Err *e)
 {
-    const double t0 = comm_now_s();
+    double t0 = comm_now_s();
     uint64_t total = 0, *off = calloc((size_t)c->size, sizeof *off);
     if (!off) return err_set(e, ST_NOMEM, "out of memory");
     Status st = v_call(c, "all_gather_v", bk, buf, counts, dt, off, &total, e);
+    if (!st) st = arrive(c, id, &t0, e);
     if (!st) st = ag_v(c, buf, counts, off, dt, e);
     if (!st) comm_count_s(c, id, total * dtype_bytes(dt), (double)(c->size - 1) / c->size, comm_now_s() - t0);
     free(off);
@@ -196,7 +213,7 @@ static Status mpi_all_gather_v(Comm *c, CollectiveId id, Backend *bk, void *buf,
 static Status mpi_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, CommReduce op,
                              Err *e)
 {
-    const double t0 = comm_now_s();
+    double t0 = comm_now_s();
     Status st = check_call(c, "all_reduce", bk, n, dt, e);
     if (!st) st = check_op(op, dt, e);
     if (st) return st;
@@ -208,7 +225,8 @@ static Status mpi_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, u
         off[j] = slice_lo(n, size, j);
         counts[j] = slice_lo(n, size, j + 1) - off[j];
     }
-    st = rs_v(c, buf, counts, off, dt, op, e);
+    st = arrive(c, id, &t0, e);
+    if (!st) st = rs_v(c, buf, counts, off, dt, op, e);
     if (!st) st = ag_v(c, buf, counts, off, dt, e);
     if (!st) comm_count_s(c, id, n * dtype_bytes(dt), 2.0 * (size - 1) / size, comm_now_s() - t0);
     free(counts);
@@ -218,7 +236,7 @@ static Status mpi_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, u
 static Status mpi_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n,
                                  Dtype dt, CommReduce op, Err *e)
 {
-    const double t0 = comm_now_s();
+    double t0 = comm_now_s();
     const int size = c->size;
     Status st = check_call(c, "reduce_scatter", bk, n * (uint64_t)size, dt, e);
     if (!st) st = check_op(op, dt, e);
@@ -228,6 +246,7 @@ static Status mpi_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const vo
     uint8_t *part = malloc(n * b * (uint64_t)size + 1);
     if (!part)
         return err_set(e, ST_NOMEM, "mpi reduce_scatter: out of memory for %llu elements", (unsigned long long)n);
+    if ((st = arrive(c, id, &t0, e))) goto done;
     MPI_TRY(MPI_Alltoall(send, (int)(n * b), MPI_BYTE, part, (int)(n * b), MPI_BYTE, world(c)));
     fold(part, n, dt, op, size, recv);
     comm_count_s(c, id, n * b * (uint64_t)size, (double)(size - 1) / size, comm_now_s() - t0);
@@ -239,7 +258,7 @@ done:
 static Status mpi_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt,
                              Err *e)
 {
-    const double t0 = comm_now_s();
+    double t0 = comm_now_s();
     const int size = c->size;
     Status st = check_call(c, "all_gather", bk, n * (uint64_t)size, dt, e);
     if (st) return st;
@@ -247,6 +266,7 @@ static Status mpi_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *
     const uint64_t b = dtype_bytes(dt);
     /* in place when send is this rank's block of recv (NCCL's convention) */
     const void *s = send == (const uint8_t *)recv + (uint64_t)c->rank * n * b ? MPI_IN_PLACE : send;
+    if ((st = arrive(c, id, &t0, e))) goto done;
     MPI_TRY(MPI_Allgather(s, (int)(n * b), MPI_BYTE, recv, (int)(n * b), MPI_BYTE, world(c)));
     comm_count_s(c, id, n * b * (uint64_t)size, (double)(size - 1) / size, comm_now_s() - t0);
 done:
@@ -255,13 +275,14 @@ done:
 
 static Status mpi_broadcast(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int root, Err *e)
 {
-    const double t0 = comm_now_s();
+    double t0 = comm_now_s();
     Status st = check_call(c, "broadcast", bk, n, dt, e);
     if (st) return st;
     if (root < 0 || root >= c->size)
         return err_set(e, ST_USAGE, "mpi broadcast: root %d is not a rank of %d", root, c->size);
     if (!buf && n) return err_set(e, ST_USAGE, "mpi broadcast: no buffer");
     const uint64_t bytes = n * dtype_bytes(dt);
+    if ((st = arrive(c, id, &t0, e))) goto done;
     MPI_TRY(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, world(c)));
     comm_count_s(c, id, bytes, c->size > 1 ? 1.0 : 0.0, comm_now_s() - t0);
 done:

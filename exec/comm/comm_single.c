@@ -32,6 +32,12 @@ void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor)
     comm_count_s(c, id, payload, factor, 0.0);
 }
 
+void comm_wait(Comm *c, CollectiveId id, double seconds)
+{
+    c->total.wait_s += seconds;
+    if ((unsigned)id < CO_COUNT_) c->stats[id].wait_s += seconds;
+}
+
 double comm_now_s(void)
 {
     struct timespec ts;

@@ -69,6 +69,7 @@ static void stats_minus(CommStats *d, const CommStats *now, const CommStats *the
     d->payload_bytes = now->payload_bytes - then->payload_bytes;
     d->bus_bytes = now->bus_bytes - then->bus_bytes;
     d->seconds = now->seconds - then->seconds;
+    d->wait_s = now->wait_s - then->wait_s;
 }
 
 void measure_finish(Measurement *ms, const Model *m)
