@@ -25,7 +25,8 @@
 static const char help[] =
     "usage: fp8plan run --model M --recipe R [--backend cpu|cuda] [--steps N]\n"
     "                   [--layers N] [--hidden H] [--heads A] [--kv-heads K] [--ffn F] [--seq S]\n"
-    "                   [--vocab V] [--mbs B] [--gbs G] [--dp N] [--gpu G] [--seed S] [--data FILE]\n"
+    "                   [--vocab V] [--mbs B] [--gbs G] [--dp N [--zero 0|1 | --dist-opt]] [--tp N]\n"
+    "                   [--pp N] [--gpu G] [--seed S] [--data FILE]\n"
     "                   [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
     "                   [--scaling-trace FILE] [--loss-log FILE] [--log-every N] [--quiet]\n"
     "                   [--stack NAME] [-o FILE [--format csv|json|html]] [--catalog DIR]\n"
@@ -56,6 +57,14 @@ static const char help[] =
     "                       share of the global batch, gradients are all-reduced in the recipe's dtype\n"
     "                       (default: the ranks mpirun started, else 1; --dp 1 alone starts MPI as a\n"
     "                       singleton). Rank 0 prints and writes; a rank that fails stops every rank\n"
+    "  --zero 0|1           ZeRO-1 over the dp ranks: master weights and Adam m, v sharded (each rank\n"
+    "                       holds ceil(elements / dp) of each class), gradients reduce-scattered, the\n"
+    "                       updated weights all-gathered (0: none, the default; 2 and 3 are planned only)\n"
+    "  --dist-opt           Megatron's distributed optimizer: shard the states the recipe lists\n"
+    "                       (recipes.csv dist_opt_shards); the same collectives\n"
+    "  --tp N               tensor-parallel ranks with sequence parallelism (cpu backend, mpirun -np N,\n"
+    "                       dp 1): column/row-parallel linears, heads and FFN split over the ranks\n"
+    "  --pp N               pipeline stages, 1F1B (cpu backend, mpirun -np 2: --pp 2 alone so far)\n"
     "  --stack NAME         the software stack the plan is made for (stacks.csv; default fp8plan, this\n"
     "                       executor: another stack's plan predicts that stack, not this run)\n"
     "  --gpu G              the GPU the plan is made for (default: the device's row of gpus.csv with\n"
@@ -113,6 +122,10 @@ enum {
     OPT_LOSS_LOG,
     OPT_STACK,
     OPT_DP,
+    OPT_TP,
+    OPT_PP,
+    OPT_ZERO,
+    OPT_DIST_OPT,
 };
 
 static const struct option opts[] = {
@@ -129,6 +142,10 @@ static const struct option opts[] = {
     {"mbs", required_argument, NULL, OPT_MBS},
     {"gbs", required_argument, NULL, OPT_GBS},
     {"dp", required_argument, NULL, OPT_DP},
+    {"tp", required_argument, NULL, OPT_TP},
+    {"pp", required_argument, NULL, OPT_PP},
+    {"zero", required_argument, NULL, OPT_ZERO},
+    {"dist-opt", no_argument, NULL, OPT_DIST_OPT},
     {"vocab", required_argument, NULL, OPT_VOCAB},
     {"gpu", required_argument, NULL, OPT_GPU},
     {"seed", required_argument, NULL, OPT_SEED},
@@ -171,6 +188,16 @@ static int flag_f32(const char *flag, const char *arg, double lo, double hi, flo
     return 0;
 }
 
+/* --zero: a ZeRO stage 0..3 (2 and 3 are refused when the model is built: planned, not run). */
+static int flag_zero(const char *arg, int *out)
+{
+    uint32_t z = 0;
+    int rc = flag_u32("zero", arg, 0, 3, &z);
+    if (!rc && *out >= 0 && (int)z != *out) return cli_usage(RUN_CMD, "--zero %d and --zero %u: give one", *out, z);
+    if (!rc) *out = (int)z;
+    return rc;
+}
+
 /* 0 ok, -1 help printed, else an exit code. */
 static int parse(int argc, char **argv, RunArgs *a)
 {
@@ -181,7 +208,7 @@ static int parse(int argc, char **argv, RunArgs *a)
     a->log_every = 1;
     a->hyper = model_hyper_default();
     a->out.fmt = TABLE_CSV;
-    int c, rc = 0;
+    int c, rc = 0, zero = -1, dist_opt = 0;
     Err e;
     while (!rc && (c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
         switch (c) {
@@ -213,6 +240,10 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_MBS: rc = flag_u32("mbs", optarg, 1, 1 << 16, &a->mbs); break;
         case OPT_GBS: rc = flag_u32("gbs", optarg, 1, 1 << 20, &a->gbs); break;
         case OPT_DP: rc = flag_u32("dp", optarg, 1, 4096, &a->dp); break;
+        case OPT_TP: rc = flag_u32("tp", optarg, 1, 4096, &a->tp); break;
+        case OPT_PP: rc = flag_u32("pp", optarg, 1, 4096, &a->pp); break;
+        case OPT_ZERO: rc = flag_zero(optarg, &zero); break;
+        case OPT_DIST_OPT: dist_opt = 1; break;
         case OPT_VOCAB: rc = flag_u32("vocab", optarg, 2, INT32_MAX, &a->ov.vocab); break;
         case OPT_LOG_EVERY: rc = flag_u32("log-every", optarg, 1, 100000000, &a->log_every); break;
         case OPT_WARMUP: rc = flag_u32("warmup", optarg, 0, 100000000, &a->hyper.warmup); break;
@@ -226,6 +257,8 @@ static int parse(int argc, char **argv, RunArgs *a)
     }
     if (rc) return rc;
     if ((rc = cli_no_operands(RUN_CMD, argc, argv))) return rc;
+    if (dist_opt && zero >= 0) return cli_usage(RUN_CMD, "--dist-opt and --zero %d are alternatives; give one", zero);
+    a->sharding = dist_opt ? SHARD_DIST_OPT : zero > 0 ? (Sharding)(SHARD_ZERO1 + zero - 1) : SHARD_NONE;
     if (!a->model) return cli_usage(RUN_CMD, "--model is required (a row of models.csv, e.g. gpt2-124m)");
     if (!a->recipe)
         return cli_usage(RUN_CMD, "--recipe is required (e.g. megatron-bf16, te-fp8, te-fp8-current, fp8lm)");
@@ -291,23 +324,6 @@ static const GpuSpec *plan_gpu(const RunArgs *a, const Catalog *cat, const Measu
     return catalog_gpu(cat, "h100-sxm");
 }
 
-/* MPI for CPU ranks (under mpirun, or --dp given); NCCL for a GPU backend
- * (its buffers are part of what the run measures), the single-rank copy
- * otherwise or when NCCL cannot start. */
-static Status make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
-{
-    int ranks = a->dp || comm_mpi_launched();
-    if (!strcmp(bk->name, "cpu")) return ranks ? comm_create("mpi", bk, comm, e) : comm_single_create(comm, e);
-    if (ranks && (a->dp > 1 || comm_mpi_launched()))
-        return err_set(e, ST_UNAVAILABLE,
-                       "--backend %s: several ranks run on the cpu backend only so far (NCCL ranks bootstrapped "
-                       "through MPI are not implemented yet)",
-                       bk->name);
-    if (!comm_create("nccl", bk, comm, e)) return ST_OK;
-    if (!a->quiet) printf("  communicator: NCCL unavailable (%s); single-rank copies instead\n", e->msg);
-    return comm_single_create(comm, e);
-}
-
 /* The catalog rows the flags name; a usage exit code when one is unknown. */
 static int lookup(const RunArgs *a, const Catalog *cat, const Measurement *ms, const ModelSpec **base,
                   const GpuSpec **gpu, const Recipe **recipe)
@@ -351,7 +367,9 @@ static int make_plans(const RunArgs *a, const Catalog *cat, const ModelSpec *mod
         PlanInput in;
         Err e;
         exec_plan_input(&in, model, gpu, r, a->mbs, a->gbs / (a->mbs * a->dp), st[i]);
-        exec_plan_dp(&in, a->dp);
+        exec_plan_dp(&in, a->dp, a->sharding);
+        if (a->tp > 1) in.tp = a->tp, in.sp = 1; /* the executor's TP is sequence-parallel */
+        if (a->pp > 1) in.pp = a->pp;
         if (plan_build(&in, p[i], &e)) {
             err_prefix(&e, "plan");
             return run_fail(&e);
@@ -359,31 +377,6 @@ static int make_plans(const RunArgs *a, const Catalog *cat, const ModelSpec *mod
     }
     *built = &own_plan;
     *held = stack == own ? &own_plan : &other_plan;
-    return 0;
-}
-
-/* The ranks: --dp must be the number mpirun started; the global batch a
- * multiple of mbs x dp (default mbs x dp). Ranks other than 0 print and write
- * nothing. An exit code. */
-static int resolve_ranks(RunArgs *a, const Comm *comm)
-{
-    uint32_t n = (uint32_t)comm->size;
-    if (a->dp && a->dp != n)
-        return cli_usage(RUN_CMD, "--dp %u needs %u ranks (mpirun -np %u fp8plan run ...); this run has %u", a->dp,
-                         a->dp, a->dp, n);
-    a->dp = n;
-    a->rank = comm->rank;
-    uint64_t unit = (uint64_t)a->mbs * n;
-    if (!a->gbs) a->gbs = (uint32_t)unit;
-    if (unit > (1u << 20) || a->gbs % unit)
-        return cli_usage(RUN_CMD,
-                         "--gbs %u is not a multiple of --mbs %u x dp %u (global batch = micro-batches x micro-batch "
-                         "x data-parallel ranks)",
-                         a->gbs, a->mbs, n);
-    if (a->rank) {
-        a->quiet = 1;
-        a->out.path = a->save = a->trace = a->loss_log = NULL;
-    }
     return 0;
 }
 
@@ -412,12 +405,12 @@ int cmd_run(int argc, char **argv)
         rc = run_fail(&e);
         goto done;
     }
-    if (make_comm(&a, bk, &comm, &e)) {
+    if (run_make_comm(&a, bk, &comm, &e)) {
         rc = run_fail(&e);
         goto done;
     }
     measure_after_comm(&ms, bk);
-    if ((rc = resolve_ranks(&a, comm))) goto done;
+    if ((rc = run_resolve_ranks(&a, comm))) goto done;
     if ((rc = plan_catalog_load(RUN_CMD, a.catalog, &cat))) goto done;
     measure_match(&ms, cat);
     if ((rc = lookup(&a, cat, &ms, &base, &gpu, &recipe))) goto done;
@@ -464,16 +457,27 @@ int cmd_run(int argc, char **argv)
     if ((rc = run_files_commit(&sf))) goto done;
     measure_finish(&ms, m);
     if (stopped > 128 && a.save) fprintf(stderr, "fp8plan run: --save: the checkpoint is of step %u\n", m->step);
+    /* rank 0 writes; with sharded states every rank hands its shards over (exec/ckpt.h) */
     if (stopped && stopped < 128 && a.save)
         fprintf(stderr, "fp8plan run: --save: no checkpoint (step %u failed)\n", m->step + 1);
-    else if (a.save && ckpt_save(a.save, m, &d.st, &e)) {
+    else if (a.save && (!a.rank || m->shard_ways > 1) && ckpt_save(a.rank ? NULL : a.save, m, &d.st, &e)) {
         rc = run_fail(&e);
         goto done;
     }
     if (a.save && !a.quiet) printf("checkpoint: %s (step %u)\n", a.save, m->step);
     if (ms.dev.st) fprintf(stderr, "fp8plan run: warning: a device measurement failed: %s\n", ms.dev.msg);
-    int ranks_rc = comm->size > 1 ? run_rank_table(plan, comm, &ms) : 0;
-    if (!a.rank) rc = run_report(&a, plan, m, &ms, &d);
+    RankData rd = {0};
+    int ranks_rc = 0;
+    if (comm->size > 1) {
+        if (run_ranks_gather(comm, &ms, &rd, &e)) {
+            run_ranks_free(&rd);
+            rc = run_fail(&e);
+            goto done;
+        }
+        ranks_rc = run_rank_table(plan, comm, &ms, &rd);
+    }
+    if (!a.rank) rc = run_report(&a, plan, m, &ms, &d, comm->size > 1 ? &rd : NULL);
+    run_ranks_free(&rd);
     if (!rc && ranks_rc) rc = ranks_rc;
     if (stopped && (!rc || rc == 1)) rc = stopped; /* the stop's code, unless the report could not be written */
 done:

@@ -17,8 +17,11 @@ typedef struct {
     const char *stack; /* --stack NAME (NULL: fp8plan) */
     ExecOverrides ov;
     uint32_t mbs, gbs, steps, log_every;
-    uint32_t dp; /* --dp N (0: the number of ranks mpirun started; 1 without mpirun) */
-    int rank;    /* this process's rank; ranks other than 0 print and write nothing */
+    uint32_t dp;       /* --dp N (0: the number of ranks mpirun started; 1 without mpirun) */
+    Sharding sharding; /* --zero 1 / --dist-opt (SHARD_NONE by default) */
+    uint32_t tp;       /* --tp N (0 or 1: none) */
+    uint32_t pp;       /* --pp N (0 or 1: none) */
+    int rank;          /* this process's rank; ranks other than 0 print and write nothing */
     ModelHyper hyper;
     int quiet;
 } RunArgs;
@@ -46,10 +49,42 @@ int run_files_commit(RunFiles *f);
 /* Drop what is open (on a failure). */
 void run_files_abort(RunFiles *f);
 
-/* Rank 0 prints the bytes each rank sent per step per collective beside the
- * plan's (every rank takes part: it gathers their counts); an exit code, 1
- * when a rank's bytes differ from the plan's (cli/cmd_run_ranks.c). */
-int run_rank_table(const Plan *p, Comm *comm, const Measurement *ms);
+/* The communicator (cli/cmd_run_ranks.c): MPI for CPU ranks (under mpirun, or --dp given), NCCL for a
+ * GPU backend, the single-rank copy otherwise. */
+Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e);
+/* --dp against the ranks started, the global batch a multiple of mbs x dp, ranks other than 0 quiet;
+ * an exit code. */
+int run_resolve_ranks(RunArgs *a, const Comm *comm);
+
+/* What every rank measured, gathered on rank 0 (cli/cmd_run_ranks.c): per rank r, its arena's bytes
+ * per term (placed[r · ARENA_TERMS + t]), its communicator's counts over the steps (coll[r · CO_COUNT_
+ * + c]) and the median over the timed steps of its seconds per step inside collective c (med_s). */
+typedef struct {
+    int n;        /* ranks */
+    double steps; /* measured steps (at least 1) */
+    uint64_t *placed;
+    CommStats *coll;
+    double *med_s;
+} RankData;
+
+/* Every rank takes part; rank 0's rd holds every rank's (the others' only their own). */
+Status run_ranks_gather(Comm *comm, const Measurement *ms, RankData *rd, Err *e);
+void run_ranks_free(RankData *rd);
+/* Rank r's bytes sent per step on collective c (whole bytes) and its payload per step. */
+double run_rank_bus(const RankData *rd, int r, int c);
+double run_rank_payload(const RankData *rd, int r, int c);
+/* Whether rank r (of n) holds the pipeline stage whose memory the plan reports (always without PP). */
+int run_rank_of_planned_stage(const Plan *p, int r, int n);
+/* The persistent terms and the collectives the per-rank tables list. */
+int run_rank_term_listed(const Plan *p, int t);
+int run_rank_coll_listed(const Plan *p, const RankData *rd, int c);
+/* Rank 0 prints every rank's persistent memory terms and bytes per collective (and its payload)
+ * beside the plan's, and the seconds per collective; an exit code, 1 when a rank differs. */
+int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const RankData *rd);
+/* The -o table of a multi-rank run (cli/cmd_run_ranks_csv.c): a leading rank column; rank 0's
+ * comparison rows (rank 0), then per rank a rank_memory row per persistent term and rank_comm rows
+ * per collective (bus bytes with the median seconds per step, and its payload). NULL: no memory. */
+Table *run_rank_csv(const Table *rows0, const Plan *p, const RankData *rd);
 
 /* a->steps training steps, printing each (unless quiet) and writing the side
  * files; an exit code: 0, a failed step's, or 128 + the signal that stopped
@@ -61,9 +96,11 @@ int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFil
 void run_stop_on_signals(int ranks);
 
 /* The comparison with the plan: summary lines and tables on stdout, every row
- * to -o (CSV, JSON, or the HTML page); 0, 1 when a checked row is outside its
+ * to -o (CSV, JSON, or the HTML page; with ranks, a multi-rank run, the CSV and
+ * JSON hold run_rank_csv's rows); 0, 1 when a checked row is outside its
  * tolerance, or an output error's code. */
-int run_report(const RunArgs *a, const Plan *p, const Model *m, const Measurement *ms, const DataStream *d);
+int run_report(const RunArgs *a, const Plan *p, const Model *m, const Measurement *ms, const DataStream *d,
+               const RankData *ranks);
 
 /* --format html: write the run as an HTML page to a->out.path (cli/cmd_run_html.c): the comparison's
  * memory, time and collective rows charted against their accepted bands, every step's loss and phases,

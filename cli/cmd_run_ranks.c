@@ -1,53 +1,195 @@
-/* cli/cmd_run_ranks.c — `fp8plan run` over several ranks: every rank's bytes
- * per collective beside the plan's, printed by rank 0. */
+/* cli/cmd_run_ranks.c — `fp8plan run` over several ranks: the communicator,
+ * the ranks' checks, and what every rank measured gathered on rank 0 — its
+ * persistent memory terms and its bytes and seconds per collective beside the
+ * plan's, printed as two tables (the -o rows: cli/cmd_run_ranks_csv.c). */
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cmd_run.h"
 #include "exec/comm/comm_mpi.h"
 
-/* Bytes this rank sent per step on collective i (bus bytes, nccl-tests'
- * convention: what the plan's step_bytes counts). */
-static double per_step(const CommStats *s, const Measurement *ms)
+/* MPI for CPU ranks (under mpirun, or --dp given); NCCL for a GPU backend
+ * (its buffers are part of what the run measures), the single-rank copy
+ * otherwise or when NCCL cannot start. */
+Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
 {
-    return s->bus_bytes / (double)(ms->steps ? ms->steps : 1);
+    int ranks = a->dp || a->tp > 1 || a->pp > 1 || comm_mpi_launched();
+    if ((a->tp > 1 || a->pp > 1) && strcmp(bk->name, "cpu"))
+        return err_set(e, ST_UNAVAILABLE,
+                       "--tp/--pp --backend %s: tensor and pipeline parallelism run on the cpu backend only so far",
+                       bk->name);
+    if (!strcmp(bk->name, "cpu")) return ranks ? comm_create("mpi", bk, comm, e) : comm_single_create(comm, e);
+    if (ranks && (a->dp > 1 || comm_mpi_launched()))
+        return err_set(e, ST_UNAVAILABLE,
+                       "--backend %s: several ranks run on the cpu backend only so far (NCCL ranks bootstrapped "
+                       "through MPI are not implemented yet)",
+                       bk->name);
+    if (!comm_create("nccl", bk, comm, e)) return ST_OK;
+    if (!a->quiet) printf("  communicator: NCCL unavailable (%s); single-rank copies instead\n", e->msg);
+    return comm_single_create(comm, e);
 }
 
-int run_rank_table(const Plan *p, Comm *comm, const Measurement *ms)
+/* The ranks: --tp x --pp must divide the number mpirun started and --dp be the
+ * rest; the global batch a multiple of mbs x dp (default mbs x dp). Ranks other
+ * than 0 print and write nothing (with sharded states they hand their shards to
+ * rank 0's checkpoint; TP and PP ranks have no checkpoint yet). An exit code. */
+int run_resolve_ranks(RunArgs *a, const Comm *comm)
 {
-    Err e;
-    const int n = comm->size;
-    CommStats *all = calloc((size_t)n * CO_COUNT_, sizeof *all);
-    if (!all) return run_fail((err_set(&e, ST_NOMEM, "out of memory"), &e));
-    if (comm_gather_stats(comm, ms->coll, CO_COUNT_, all, &e)) {
-        free(all);
-        return run_fail(&e);
+    uint32_t n = (uint32_t)comm->size, t = (a->tp ? a->tp : 1) * (a->pp ? a->pp : 1);
+    if (n % t)
+        return cli_usage(RUN_CMD, "--tp %u x --pp %u does not divide the %u ranks mpirun started", a->tp ? a->tp : 1,
+                         a->pp ? a->pp : 1, n);
+    if (t > 1 && (a->save || a->resume))
+        return cli_usage(RUN_CMD,
+                         "--tp %u --pp %u: --save and --resume hold one rank's model; not with tensor or pipeline "
+                         "parallel ranks yet",
+                         a->tp ? a->tp : 1, a->pp ? a->pp : 1);
+    n /= t; /* data-parallel ranks */
+    if (a->dp && a->dp != n && t > 1)
+        return cli_usage(RUN_CMD, "--dp %u --tp %u --pp %u needs %u ranks (mpirun -np %u); this run has %d", a->dp,
+                         a->tp ? a->tp : 1, a->pp ? a->pp : 1, a->dp * t, a->dp * t, comm->size);
+    if (a->dp && a->dp != n)
+        return cli_usage(RUN_CMD, "--dp %u needs %u ranks (mpirun -np %u fp8plan run ...); this run has %u", a->dp,
+                         a->dp, a->dp, n);
+    a->dp = n;
+    a->rank = comm->rank;
+    uint64_t unit = (uint64_t)a->mbs * n;
+    if (!a->gbs) a->gbs = (uint32_t)unit;
+    if (unit > (1u << 20) || a->gbs % unit)
+        return cli_usage(RUN_CMD,
+                         "--gbs %u is not a multiple of --mbs %u x dp %u (global batch = micro-batches x micro-batch "
+                         "x data-parallel ranks)",
+                         a->gbs, a->mbs, n);
+    if (a->rank) {
+        a->quiet = 1;
+        a->out.path = a->trace = a->loss_log = NULL; /* --save stays: sharded states are gathered on rank 0 */
     }
-    int bad = 0;
-    if (comm->rank == 0) {
-        printf("\nCollectives per rank (bytes each rank sent per step over %u steps; plan for dp %u; %s)\n", ms->steps,
-               p->in.dp, comm->name);
-        printf("  %-22s %16s %16s %16s %9s  %s\n", "collective", "planned_B", "rank_min_B", "rank_max_B", "ranks_ok",
-               "verdict");
-        for (int i = 0; i < CO_COUNT_; i++) {
-            const Collective *pc = &p->coll[i];
-            int any = pc->calls != 0, ok = 0;
-            double lo = 0, hi = 0;
-            for (int r = 0; r < n; r++) {
-                double b = per_step(&all[(size_t)r * CO_COUNT_ + i], ms);
-                any |= all[(size_t)r * CO_COUNT_ + i].calls != 0;
-                lo = r == 0 || b < lo ? b : lo;
-                hi = r == 0 || b > hi ? b : hi;
-                ok += b == (double)pc->step_bytes;
-            }
-            if (!any) continue;
-            bad |= ok != n;
-            printf("  %-22s %16llu %16.0f %16.0f %5d/%-3d  %s\n", pc->name, (unsigned long long)pc->step_bytes, lo, hi,
-                   ok, n, ok == n ? "exact" : "DIFFERS");
-        }
-        printf("  %s\n",
-               bad ? "a rank's bytes differ from the plan's" : "every rank sent the plan's bytes, byte for byte");
-        fflush(stdout);
+    return 0;
+}
+
+/* Bytes this rank sent per step on collective c (bus bytes, nccl-tests' convention: what the plan's
+ * step_bytes counts, in whole bytes) and the payload per step. */
+double run_rank_bus(const RankData *rd, int r, int c)
+{
+    return comm_whole_bytes(rd->coll[(size_t)r * CO_COUNT_ + c].bus_bytes / rd->steps);
+}
+
+double run_rank_payload(const RankData *rd, int r, int c)
+{
+    return (double)rd->coll[(size_t)r * CO_COUNT_ + c].payload_bytes / rd->steps;
+}
+
+int run_rank_term_listed(const Plan *p, int t)
+{
+    return t < MT_COUNT_ && arena_term_persistent((ArenaTerm)t) && arena_holds((MemTermId)t) &&
+           plan_term_applies(p, (MemTermId)t);
+}
+
+int run_rank_coll_listed(const Plan *p, const RankData *rd, int c)
+{
+    int any = p->coll[c].calls != 0;
+    for (int r = 0; r < rd->n; r++) any |= rd->coll[(size_t)r * CO_COUNT_ + c].calls != 0;
+    return any;
+}
+
+void run_ranks_free(RankData *rd)
+{
+    free(rd->placed);
+    free(rd->coll);
+    free(rd->med_s);
+    memset(rd, 0, sizeof *rd);
+}
+
+Status run_ranks_gather(Comm *comm, const Measurement *ms, RankData *rd, Err *e)
+{
+    memset(rd, 0, sizeof *rd);
+    const size_t n = (size_t)comm->size;
+    rd->n = comm->size;
+    rd->steps = ms->steps ? (double)ms->steps : 1.0;
+    double med[CO_COUNT_], spread;
+    for (int c = 0; c < CO_COUNT_; c++) {
+        measure_stats(ms->coll_s + (size_t)c * ms->cap, measure_timed_from(ms), ms->steps, &med[c], &spread);
+        if (isnan(med[c])) med[c] = 0.0;
     }
-    free(all);
-    return bad ? status_exit_code(ST_TOLERANCE) : 0;
+    rd->placed = calloc(n * ARENA_TERMS, sizeof *rd->placed);
+    rd->coll = calloc(n * CO_COUNT_, sizeof *rd->coll);
+    rd->med_s = calloc(n * CO_COUNT_, sizeof *rd->med_s);
+    if (!rd->placed || !rd->coll || !rd->med_s) return err_set(e, ST_NOMEM, "out of memory");
+    Status st = comm_gather_bytes(comm, ms->placed, sizeof ms->placed, rd->placed, e);
+    if (!st) st = comm_gather_stats(comm, ms->coll, CO_COUNT_, rd->coll, e);
+    if (!st) st = comm_gather_bytes(comm, med, sizeof med, rd->med_s, e);
+    return st;
+}
+
+/* "  name planned lo hi ok/n verdict" over the ranks' values v(r); 1 when a rank differs. */
+static int line(const char *name, uint64_t planned, const double *v, int n)
+{
+    int ok = 0;
+    double lo = v[0], hi = v[0];
+    for (int r = 0; r < n; r++) {
+        lo = v[r] < lo ? v[r] : lo, hi = v[r] > hi ? v[r] : hi;
+        ok += v[r] == (double)planned;
+    }
+    printf("  %-30s %12llu %12.0f %12.0f %5d/%-3d  %s\n", name, (unsigned long long)planned, lo, hi, ok, n,
+           ok == n ? "exact" : "DIFFERS");
+    return ok != n;
+}
+
+int run_rank_of_planned_stage(const Plan *p, int r, int n)
+{
+    uint32_t pp = p->in.pp ? p->in.pp : 1;
+    return pp == 1 || (uint32_t)r / ((uint32_t)n / pp) == p->stage;
+}
+
+int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const RankData *rd)
+{
+    if (comm->rank != 0) return 0;
+    const int n = rd->n;
+    double *v = calloc((size_t)n, sizeof *v);
+    if (!v) return 71;
+    uint64_t planned[ARENA_TERMS];
+    arena_planned(p, planned);
+    int bad_mem = 0, bad = 0;
+    printf("\nPersistent memory per rank (the plan's per-GPU term at dp %u%s%s)\n", p->in.dp,
+           p->in.sharding != SHARD_NONE ? ", states sharded: " : "",
+           p->in.sharding != SHARD_NONE ? sharding_name(p->in.sharding) : "");
+    printf("  %-30s %12s %12s %12s %9s  %s\n", "term", "planned_B", "rank_min_B", "rank_max_B", "ranks_ok", "verdict");
+    if (p->in.pp > 1) /* the plan's terms are one stage's: the other stages' ranks have nothing to compare with */
+        printf("  (pp %u: the plan's terms are stage %u's; only its ranks are compared)\n", p->in.pp, p->stage);
+    for (int t = 0; t < MT_COUNT_; t++) {
+        if (!run_rank_term_listed(p, t)) continue;
+        int k = 0;
+        for (int r = 0; r < n; r++)
+            if (run_rank_of_planned_stage(p, r, n)) v[k++] = (double)rd->placed[(size_t)r * ARENA_TERMS + t];
+        bad_mem |= line(arena_term_name((ArenaTerm)t), planned[t], v, k);
+    }
+    printf("  %s\n", bad_mem ? "a rank's persistent memory differs from the plan's"
+                             : "every rank holds the plan's persistent bytes, byte for byte");
+    printf("\nCollectives per rank (bytes each rank sent per step over %u steps; plan for dp %u; %s)\n", ms->steps,
+           p->in.dp, comm->name);
+    printf("  %-30s %12s %12s %12s %9s  %s\n", "collective", "planned_B", "rank_min_B", "rank_max_B", "ranks_ok",
+           "verdict");
+    for (int c = 0; c < CO_COUNT_; c++) {
+        if (!run_rank_coll_listed(p, rd, c)) continue;
+        const Collective *pc = &p->coll[c];
+        char name[48];
+        for (int r = 0; r < n; r++) v[r] = run_rank_bus(rd, r, c);
+        bad |= line(pc->name, pc->step_bytes, v, n);
+        for (int r = 0; r < n; r++) v[r] = run_rank_payload(rd, r, c);
+        snprintf(name, sizeof name, "%s.payload", pc->name);
+        bad |= line(name, pc->payload_bytes * pc->calls, v, n);
+    }
+    printf("  %s\n", bad ? "a rank's bytes differ from the plan's" : "every rank sent the plan's bytes, byte for byte");
+    printf("  seconds per step inside each collective (median over steps %u..%u), rank 0 .. %d:\n",
+           ms->first_step + measure_timed_from(ms) + 1, ms->first_step + ms->steps, n - 1);
+    for (int c = 0; c < CO_COUNT_; c++) {
+        if (!run_rank_coll_listed(p, rd, c)) continue;
+        printf("  %-30s", p->coll[c].name);
+        for (int r = 0; r < n; r++) printf(" %.6f", rd->med_s[(size_t)r * CO_COUNT_ + c]);
+        printf("\n");
+    }
+    fflush(stdout);
+    free(v);
+    return bad || bad_mem ? status_exit_code(ST_TOLERANCE) : 0;
 }

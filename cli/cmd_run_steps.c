@@ -71,7 +71,7 @@ int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFil
     /* every rank draws the whole global batch (dp x n tokens: the stream stays
      * the same on every rank, and in a checkpoint) and trains on its share */
     const uint64_t bt = (uint64_t)m->batch * m->seq, n = model_step_tokens(m), all = n * m->dp;
-    const uint64_t mine = n * (uint64_t)m->comm->rank;
+    const uint64_t mine = n * (uint64_t)(m->comm->rank / (m->tp * m->pp)); /* TP/PP ranks share their DP rank's */
     int32_t *in = malloc(all * sizeof *in), *tgt = malloc(all * sizeof *tgt);
     Err e;
     int rc = 0;
@@ -214,7 +214,8 @@ static int print_tables(const Plan *p, const Measurement *ms, const Comparison *
     return 0;
 }
 
-int run_report(const RunArgs *a, const Plan *p, const Model *m, const Measurement *ms, const DataStream *d)
+int run_report(const RunArgs *a, const Plan *p, const Model *m, const Measurement *ms, const DataStream *d,
+               const RankData *ranks)
 {
     static Comparison cmp;
     Tolerances tol = compare_tolerances_default();
@@ -226,6 +227,11 @@ int run_report(const RunArgs *a, const Plan *p, const Model *m, const Measuremen
     if (!rc) rc = print_tables(p, ms, &cmp);
     if (!rc && a->out.path) {
         Table *t = run_report_table(&cmp, RUN_TABLE_ALL);
+        if (t && ranks && a->out.fmt != TABLE_HTML) { /* several ranks: a rank column, every rank's rows */
+            Table *all = run_rank_csv(t, p, ranks);
+            table_free(t);
+            t = all;
+        }
         rc = !t                         ? 71
              : a->out.fmt == TABLE_HTML ? run_html(a, p, m, ms, &cmp, t, summary, verdict)
                                         : cli_emit_table(RUN_CMD, t, &a->out);

@@ -13,6 +13,7 @@
     X("tui", cmd_tui, "interactive what-if screens: plan, compare, Table 1b, delayed scaling, formats") \
     X("sweep", cmd_sweep, "every layout and recipe for N GPUs, ranked by predicted throughput") \
     X("run", cmd_run, "train a GPT model with a recipe; measured versus planned memory, term by term") \
+    X("calibrate", cmd_calibrate, "measure this machine (GEMM, memory, launch, MPI link) as a catalog device row") \
     X("bytes-per-param", cmd_bytes_per_param, "bytes per parameter of each training state (Table 1a)") \
     X("report", cmd_report, "the seed's tables (1a, 1b, 1c, FP8-LM Table 5) as CSV or HTML; report html: a what-if page") \
     X("models", cmd_models, "list the models in models.csv") \

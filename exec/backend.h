@@ -132,6 +132,19 @@ typedef struct {
  *                           of logits (N, vocab_padded): losses (N) FP32 = −log softmax[target];
  *                           logits is overwritten with d(loss)/d(logits) · dloss (dloss = 1/N for a
  *                           mean loss); padded columns get 0. targets int32 (N), each in [0, vocab)
+ *   embed_shard_fwd         a vocabulary shard's lookup (tensor parallelism): out (n, C) = wte[tok − first]
+ *                           for the tokens in [first, first + rows), 0 for the others; wte (rows, C)
+ *   embed_shard_bwd         dwte (rows, C) FP32 += scatter of dout by token − first, the shard's tokens only
+ *   xent_shard              vocabulary-parallel softmax cross-entropy in three phases, the caller
+ *                           reducing stats over the shards between them: logits (rows, cols) FP32 are
+ *                           the columns first .. first + cols − 1 of the vocabulary (those ≥ vocab are
+ *                           padding); stats (3, rows) FP32: [0] max, [1] sum of exp(z − max), [2] the
+ *                           target's logit. Phase 0: stats[0] = max over the shard's live columns
+ *                           (−inf when none); the caller all-reduces MAX. Phase 1: stats[1] = the
+ *                           shard's sum, stats[2] = the target's logit when the shard holds it, else 0;
+ *                           the caller all-reduces SUM. Phase 2: losses (rows) = log(stats[1]) +
+ *                           stats[0] − stats[2], logits overwritten with dloss · (softmax − one-hot),
+ *                           padding 0 (xent_fwd_bwd's arithmetic, the sum split by shard)
  *   adamw, fp8_adam         see AdamWDesc / Fp8AdamDesc */
 // clang-format off
 #define BACKEND_OPS(X, P)                                                                                             \
@@ -169,6 +182,18 @@ typedef struct {
       (Backend * bk, void *logits, Dtype dtype, uint64_t rows, uint64_t vocab, uint64_t vocab_padded,                \
        const int32_t *targets, float dloss, float *losses, Err *e),                                                   \
       (bk, logits, dtype, rows, vocab, vocab_padded, targets, dloss, losses, e))                                      \
+    X(P, embed_shard_fwd,                                                                                             \
+      (Backend * bk, const int32_t *tokens, uint64_t n, uint64_t first, uint64_t rows, uint64_t channels,             \
+       const void *wte, Dtype weight_dtype, void *out, Dtype act_dtype, Err *e),                                      \
+      (bk, tokens, n, first, rows, channels, wte, weight_dtype, out, act_dtype, e))                                  \
+    X(P, embed_shard_bwd,                                                                                             \
+      (Backend * bk, const int32_t *tokens, uint64_t n, uint64_t first, uint64_t rows, uint64_t channels,             \
+       const void *dout, Dtype act_dtype, float *dwte, Err *e),                                                       \
+      (bk, tokens, n, first, rows, channels, dout, act_dtype, dwte, e))                                              \
+    X(P, xent_shard,                                                                                                  \
+      (Backend * bk, float *logits, uint64_t rows, uint64_t cols, uint64_t first, uint64_t vocab,                    \
+       const int32_t *targets, float *stats, int phase, float dloss, float *losses, Err *e),                          \
+      (bk, logits, rows, cols, first, vocab, targets, stats, phase, dloss, losses, e))                               \
     X(P, adamw, (Backend * bk, const AdamWDesc *d, Err *e), (bk, d, e))                                              \
     X(P, fp8_adam, (Backend * bk, const Fp8AdamDesc *d, Err *e), (bk, d, e))
 

@@ -369,3 +369,33 @@ Status backend_check_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
     if (st) return st;
     return need(d->master && d->m && d->v, e, "fp8_adam", "missing state");
 }
+
+Status backend_check_embed_shard_fwd(Backend *bk, const int32_t *tokens, uint64_t n, uint64_t first, uint64_t rows,
+                                     uint64_t channels, const void *wte, Dtype weight_dtype, void *out, Dtype act_dtype,
+                                     Err *e)
+{
+    (void)bk, (void)first;
+    Status st = need_float(weight_dtype, "embed_shard_fwd", "weight", e);
+    if (!st) st = need_float(act_dtype, "embed_shard_fwd", "activation", e);
+    if (!st && (!n || !rows || !channels)) st = err_set(e, ST_USAGE, "embed_shard_fwd: no tokens, rows or width");
+    return st ? st : need(tokens && wte && out, e, "embed_shard_fwd", "missing pointer");
+}
+
+Status backend_check_embed_shard_bwd(Backend *bk, const int32_t *tokens, uint64_t n, uint64_t first, uint64_t rows,
+                                     uint64_t channels, const void *dout, Dtype act_dtype, float *dwte, Err *e)
+{
+    (void)bk, (void)first;
+    Status st = need_float(act_dtype, "embed_shard_bwd", "activation", e);
+    if (!st && (!n || !rows || !channels)) st = err_set(e, ST_USAGE, "embed_shard_bwd: no tokens, rows or width");
+    return st ? st : need(tokens && dout && dwte, e, "embed_shard_bwd", "missing pointer");
+}
+
+Status backend_check_xent_shard(Backend *bk, float *logits, uint64_t rows, uint64_t cols, uint64_t first,
+                                uint64_t vocab, const int32_t *targets, float *stats, int phase, float dloss,
+                                float *losses, Err *e)
+{
+    (void)bk, (void)first, (void)dloss;
+    if (!rows || !cols || !vocab) return err_set(e, ST_USAGE, "xent_shard: no rows, columns or vocabulary");
+    if (phase < 0 || phase > 2) return err_set(e, ST_USAGE, "xent_shard: phase %d is not 0, 1 or 2", phase);
+    return need(logits && targets && stats && (phase < 2 || losses), e, "xent_shard", "missing pointer");
+}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/comm/comm_mpi.h"
 #include "util/fileio.h"
 
 enum { NAME_BYTES = 32, CHUNK = 1 << 20 };
@@ -168,8 +169,60 @@ static void put_hyper(Stream *s, const ModelHyper *h)
 
 static int persistent_spec(const ArenaSpec *p) { return arena_term_persistent(p->term); }
 
+/* A sharded state (ZeRO-1 / the distributed optimizer): every rank's shard gathered on rank 0, which
+ * writes the class's whole state, E elements (the padding of the last shard is not written). */
+static Status put_shard(Stream *s, Model *m, const ArenaSpec *p, uint64_t whole, Err *e)
+{
+    const int writer = s->f != NULL;
+    uint8_t *mine = malloc(p->bytes + 1), *all = writer ? malloc(p->bytes * (uint64_t)m->comm->size + 1) : NULL;
+    Status st = !mine || (writer && !all) ? err_set(e, ST_NOMEM, "out of memory for the shards of %s", p->name) : ST_OK;
+    if (!st) st = m->bk->copy_to_host(m->bk, mine, (char *)m->arena.base + p->offset, p->bytes, e);
+    if (!st) st = comm_gather_bytes(m->comm, mine, (size_t)p->bytes, all, e);
+    if (!st && writer) put(s, all, (size_t)whole);
+    free(mine);
+    free(all);
+    return st;
+}
+
+/* The persistent tensors; a rank that does not write (s->f NULL) only hands over its shards. */
+static Status put_tensors(Stream *s, Model *m, Err *e)
+{
+    const int writer = s->f != NULL;
+    Status st = ST_OK;
+    void *buf = writer ? malloc(CHUNK) : NULL;
+    if (writer && !buf) return err_set(e, ST_NOMEM, "out of memory");
+    for (uint32_t i = 0; !st && i < m->specs.n; i++) {
+        const ArenaSpec *p = &m->specs.v[i];
+        uint64_t whole = p->bytes, lo = 0;
+        if (!persistent_spec(p)) continue;
+        const int shard = model_shard_spec(m, p, &whole, &lo);
+        if (writer) {
+            put_u32(s, p->term);
+            put_u32(s, p->dtype);
+            put_u32(s, (uint32_t)p->layer);
+            put_u64(s, whole);
+            put_name(s, p->name, NAME_BYTES);
+        }
+        if (shard) {
+            st = put_shard(s, m, p, whole, e);
+            continue;
+        }
+        for (uint64_t off = 0; writer && !st && off < p->bytes; off += CHUNK) {
+            uint64_t k = p->bytes - off < CHUNK ? p->bytes - off : CHUNK;
+            st = m->bk->copy_to_host(m->bk, buf, (char *)m->arena.base + p->offset + off, k, e);
+            if (!st) put(s, buf, (size_t)k);
+        }
+    }
+    free(buf);
+    return st;
+}
+
 Status ckpt_save(const char *path, Model *m, const DataState *data, Err *e)
 {
+    if (!path) { /* a rank other than 0 of a sharded run */
+        Stream none = {0};
+        return put_tensors(&none, m, e);
+    }
     OutFile of;
     Status st = outfile_open_flags(&of, path, OUT_DURABLE, e); /* fsync: a checkpoint must survive a crash */
     if (st) return st;
@@ -191,23 +244,7 @@ Status ckpt_save(const char *path, Model *m, const DataState *data, Err *e)
     uint32_t n = 0;
     for (uint32_t i = 0; i < m->specs.n; i++) n += (uint32_t)persistent_spec(&m->specs.v[i]);
     put_u32(&s, n);
-    void *buf = malloc(CHUNK);
-    if (!buf) st = err_set(e, ST_NOMEM, "out of memory");
-    for (uint32_t i = 0; !st && i < m->specs.n; i++) {
-        const ArenaSpec *p = &m->specs.v[i];
-        if (!persistent_spec(p)) continue;
-        put_u32(&s, p->term);
-        put_u32(&s, p->dtype);
-        put_u32(&s, (uint32_t)p->layer);
-        put_u64(&s, p->bytes);
-        put_name(&s, p->name, NAME_BYTES);
-        for (uint64_t off = 0; !st && off < p->bytes; off += CHUNK) {
-            uint64_t k = p->bytes - off < CHUNK ? p->bytes - off : CHUNK;
-            st = m->bk->copy_to_host(m->bk, buf, (char *)m->arena.base + p->offset + off, k, e);
-            if (!st) put(&s, buf, (size_t)k);
-        }
-    }
-    free(buf);
+    st = put_tensors(&s, m, e);
     if (!st) {
         uint64_t sum = s.fnv;
         put_u64(&s, sum);
@@ -304,26 +341,34 @@ static Status pass(const char *path, Model *m, DataState *data, uint32_t *step, 
     for (uint32_t i = 0; !st && i < m->specs.n; i++) {
         const ArenaSpec *p = &m->specs.v[i];
         if (!persistent_spec(p)) continue;
+        uint64_t want_bytes = p->bytes, lo = 0; /* a shard: the file holds the whole state, this rank reads its part */
+        const int shard = model_shard_spec(m, p, &want_bytes, &lo);
         uint32_t term = get_u32(&s), dtype = get_u32(&s);
         int32_t layer = (int32_t)get_u32(&s);
         uint64_t bytes = get_u64(&s);
         char name[NAME_BYTES];
         get(&s, name, NAME_BYTES);
         if (s.err) break;
-        if (term != (uint32_t)p->term || dtype != (uint32_t)p->dtype || layer != p->layer || bytes != p->bytes ||
+        if (term != (uint32_t)p->term || dtype != (uint32_t)p->dtype || layer != p->layer || bytes != want_bytes ||
             !name_eq(name, p->name)) {
             name[NAME_BYTES - 1] = 0;
             st = err_set(e, ST_DATA,
                          "%s: tensor %u is %s '%.31s' (layer %d, %llu bytes); this model expects %s '%s' (layer %d, "
                          "%llu bytes)",
                          path, i, arena_term_name(term), name, layer, (unsigned long long)bytes,
-                         arena_term_name(p->term), p->name, p->layer, (unsigned long long)p->bytes);
+                         arena_term_name(p->term), p->name, p->layer, (unsigned long long)want_bytes);
             break;
         }
         for (uint64_t off = 0; !st && !s.err && off < bytes; off += CHUNK) {
             uint64_t k = bytes - off < CHUNK ? bytes - off : CHUNK;
             get(&s, buf, (size_t)k);
-            if (apply && !s.err) st = m->bk->copy_to_device(m->bk, (char *)m->arena.base + p->offset + off, buf, k, e);
+            if (!apply || s.err) continue;
+            uint64_t a = shard ? (off > lo ? off : lo) : off,
+                     b = shard ? (off + k < lo + p->bytes ? off + k : lo + p->bytes)
+                               : off + k; /* file bytes [a, b) are this rank's */
+            if (b > a)
+                st = m->bk->copy_to_device(m->bk, (char *)m->arena.base + p->offset + (a - lo), (char *)buf + (a - off),
+                                           b - a, e);
         }
     }
     free(buf);

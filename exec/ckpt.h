@@ -14,6 +14,13 @@
  * before it. Written through OutFile (temp file + rename): a failed or
  * interrupted save never leaves a partial checkpoint.
  *
+ * Several ranks: every rank holds the same state except the sharded ones
+ * (ZeRO-1 / the distributed optimizer: exec/model/model_shard.c), so rank 0
+ * writes the file alone; a sharded state's record is the whole state of its
+ * class (E elements: every rank's shard gathered on rank 0 in rank order, the
+ * last shard's padding left out), written under the shard's name. On resume
+ * every rank reads the file and takes its own elements [r·S, min((r+1)·S, E)).
+ *
  * Loading refuses, with a message naming the file and the difference, a
  * checkpoint of another recipe, shape or hyper-parameters, a truncated or
  * corrupted file (checksum), and an unknown format or version. */
@@ -30,6 +37,8 @@ extern "C" {
 #define CKPT_MAGIC "FP8PCKPT"
 enum { CKPT_VERSION = 2 }; /* 2: the planner's ids and model columns (norm, mlp, positions, KV heads) */
 
+/* With sharded states (m->shard_ways > 1) every rank calls it: rank 0 with the path, the others
+ * with NULL (they only hand their shards over). Otherwise rank 0 alone. */
 Status ckpt_save(const char *path, Model *m, const DataState *data, Err *e);
 
 /* Restore into m (built with the same recipe, shape and hyper-parameters);

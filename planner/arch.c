@@ -67,6 +67,20 @@ static const ArchRow rows[] = {
 
 const double arch_rowwise_gemm_rel = 0.90;
 
+/* A CPU: BLAS register and cache blocking leave no wave or tile quantization the model could see at
+ * the granularity of a whole kernel, and its fixed costs per call are in the launch floor (the stack's
+ * launch_us, measured). Fused attention kernels do not run on it; the Ada/Ampere FlashAttention-2 curve
+ * stands in if a plan asks for one. */
+const ArchRow arch_host = {0,
+                           1,
+                           1,
+                           0,
+                           0,
+                           .flash2 = {0.70, 400, 0.86, 880, 0.876, 0.805},
+                           .flash3 = {0.70, 400, 0.86, 880, 0.876, 0.805},
+                           .cudnn = {0.70, 400, 0.86, 880, 0.876, 0.805},
+                           .has_flash3 = 0};
+
 const NcclLat nccl_lat = {
     .base = {3.6e-6, 8.4e-6},
     .hop = {[LINK_NVLINK] = {0.47e-6, 3.4e-6}, [LINK_PCIE] = {1.0e-6, 5.7e-6}, [LINK_COUNT_] = {2.7e-6, 9.6e-6}},
@@ -78,6 +92,8 @@ const ArchRow *arch_row(uint32_t sm)
         if (sm >= rows[i].min_sm) return &rows[i];
     return &rows[sizeof rows / sizeof *rows - 1];
 }
+
+const ArchRow *arch_row_of(const GpuSpec *g) { return g->host ? &arch_host : arch_row(g->sm); }
 
 const AttnCurve *arch_attn(const ArchRow *a, AttnImpl k)
 {

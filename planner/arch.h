@@ -27,6 +27,11 @@ typedef struct {
 } ArchRow;
 
 const ArchRow *arch_row(uint32_t sm);
+/* A measured host (GpuSpec.host): no tiles (1 x 1: the FLOPs as they are), no per-tile fixed cost; its
+ * rates are measured at the shapes of a layer (fp8plan calibrate). */
+extern const ArchRow arch_host;
+/* The row of a GPU: arch_host for a host profile, else arch_row(sm). */
+const ArchRow *arch_row_of(const GpuSpec *g);
 
 /* The curve of a fused kernel (FLASH, FLASH3, CUDNN; TE resolved by the caller). */
 const AttnCurve *arch_attn(const ArchRow *a, AttnImpl k);

@@ -19,7 +19,7 @@ const char *const catalog_model_columns =
 const char *const catalog_gpu_columns =
     "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,"
     "fp32_tflops,mamf_bf16_tflops,mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,"
-    "inter_node_gbps,gpus_per_node,source";
+    "inter_node_gbps,gpus_per_node,source,?link_latency_us,?elem_gbps";
 const char *const catalog_recipe_columns =
     "name,weight,fp8_rowwise,fp8_colwise,master,grad,adam_m,adam_v,dist_opt_shards,scaled_states,other_params,"
     "gemm_fwd,gemm_bwd,scaling,act_granularity,weight_granularity,amax_history,amax_reduce,dp_grad_comm,"
@@ -144,24 +144,65 @@ static Status parse_model(Cur *c, void *row)
 
 /* ---- GPUs --------------------------------------------------------------------------------------------- */
 
+/* compute_capability: "9.0" style, or "cpu" for a host profile (GpuSpec.host). */
+static Status host_or_sm(Cur *c, GpuSpec *g)
+{
+    if (!strcmp(cell_text(c, "compute_capability"), "cpu")) return g->host = 1, g->sm = 0, ST_OK;
+    return cell_sm(c, "compute_capability", &g->sm);
+}
+
+/* elem_gbps (optional column; empty: hbm_gbps): what the element-wise kernels achieve. */
+static Status elem_rate(Cur *c, GpuSpec *g)
+{
+    double v = 0;
+    if (!*cell_text(c, "elem_gbps")) return ST_OK;
+    Status st = cell_rate(c, "elem_gbps", 0, &v);
+    g->elem_bw = v * 1e9;
+    return st;
+}
+
+/* link_latency_us (optional column; empty: NCCL's latency model): the measured latency of one ring step. */
+static Status link_latency(Cur *c, GpuSpec *g)
+{
+    double us = 0;
+    if (!*cell_text(c, "link_latency_us")) return ST_OK;
+    Status st = cell_range(c, "link_latency_us", 0, 1e6, &us);
+    if (st) return st;
+    if (!(us > 0))
+        return cell_bad(c, "link_latency_us", "'%s' must be positive (empty: NCCL's model)",
+                        cell_text(c, "link_latency_us"));
+    g->link_lat = us * 1e-6;
+    return ST_OK;
+}
+
 static Status parse_gpu(Cur *c, void *row)
 {
     GpuSpec *g = row;
     memset(g, 0, sizeof *g);
     double hbm, bf16, fp8, fp32, mb, mf, intra, inter;
     Status st;
-    if ((st = cell_textcopy(c, "name", g->name, sizeof g->name, 1)) ||
-        (st = cell_sm(c, "compute_capability", &g->sm)) || (st = cell_u32(c, "sms", 1, 1u << 16, &g->sms)) ||
-        (st = cell_count(c, "hbm_bytes", &g->hbm_bytes)) || (st = cell_rate(c, "hbm_gbps", 0, &hbm)) ||
-        (st = cell_rate(c, "bf16_tflops", 0, &bf16)) || (st = cell_rate(c, "fp8_tflops", 1, &fp8)) ||
-        (st = cell_rate(c, "fp32_tflops", 0, &fp32)) || (st = cell_rate(c, "mamf_bf16_tflops", 0, &mb)) ||
-        (st = cell_rate(c, "mamf_fp8_tflops", 1, &mf)) || (st = cell_range(c, "sustained", 0.05, 1, &g->sustained)) ||
-        (st = cell_rate(c, "intra_node_gbps", 0, &intra)) || (st = cell_rate(c, "inter_node_gbps", 0, &inter)) ||
-        (st = cell_u32(c, "gpus_per_node", 1, 1u << 20, &g->gpus_per_node)) ||
+    if ((st = cell_textcopy(c, "name", g->name, sizeof g->name, 1)) || (st = host_or_sm(c, g)) ||
+        (st = cell_u32(c, "sms", 1, 1u << 16, &g->sms)) || (st = cell_count(c, "hbm_bytes", &g->hbm_bytes)) ||
+        (st = cell_rate(c, "hbm_gbps", 0, &hbm)) || (st = cell_rate(c, "bf16_tflops", 0, &bf16)) ||
+        (st = cell_rate(c, "fp8_tflops", 1, &fp8)) || (st = cell_rate(c, "fp32_tflops", 0, &fp32)) ||
+        (st = cell_rate(c, "mamf_bf16_tflops", 0, &mb)) || (st = cell_rate(c, "mamf_fp8_tflops", 1, &mf)) ||
+        (st = cell_range(c, "sustained", 0.05, 1, &g->sustained)) ||
+        (st = cell_rate(c, "intra_node_gbps", g->host, &intra)) ||
+        (st = cell_rate(c, "inter_node_gbps", g->host, &inter)) || (st = link_latency(c, g)) ||
+        (st = elem_rate(c, g)) || (st = cell_u32(c, "gpus_per_node", 1, 1u << 20, &g->gpus_per_node)) ||
         (st = cell_textcopy(c, "source", g->source, sizeof g->source, 0)))
         return st;
     if (link_parse(cell_text(c, "intra_link"), &g->link))
-        return cell_bad(c, "intra_link", "'%s' is not nvlink or pcie", cell_text(c, "intra_link"));
+        return cell_bad(c, "intra_link", "'%s' is not nvlink, pcie or host", cell_text(c, "intra_link"));
+    if ((g->link == LINK_HOST) != g->host)
+        return cell_bad(c, "intra_link", "'%s': the link is host exactly when compute_capability is cpu",
+                        cell_text(c, "intra_link"));
+    if (g->host && (intra > 0) != (inter > 0))
+        return cell_bad(c, "inter_node_gbps", "'%s': a host has no interconnect (both 0) or a measured one (both > 0)",
+                        cell_text(c, "inter_node_gbps"));
+    if (g->host && intra > 0 && !(g->link_lat > 0))
+        return cell_bad(c, "link_latency_us", "'%s': a host's measured link needs its measured latency",
+                        cell_text(c, "link_latency_us"));
     g->hbm_bw = hbm * 1e9;
     g->flops_bf16 = bf16 * 1e12;
     g->flops_fp8 = fp8 * 1e12;
@@ -170,7 +211,7 @@ static Status parse_gpu(Cur *c, void *row)
     g->mamf_fp8 = mf * 1e12;
     g->intra_bw = intra * 1e9;
     g->inter_bw = inter * 1e9;
-    if (fp8 > 0 && g->sm < 89)
+    if (fp8 > 0 && g->sm < 89 && !g->host)
         return cell_bad(c, "fp8_tflops", "'%s' is given for a GPU below SM 8.9, which has no FP8 tensor cores",
                         cell_text(c, "fp8_tflops"));
     if (mb > bf16)

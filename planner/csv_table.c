@@ -220,14 +220,16 @@ Status csv_table_expect(const CsvTable *t, const char *columns, Err *e)
         for (int j = 0; j < i; j++)
             if (!strcmp(t->head[i], t->head[j]))
                 return err_set(e, ST_DATA, "%s: row 1: column '%s' appears twice", t->fname, t->head[i]);
-        /* is head[i] one of the expected names? */
+        /* is head[i] one of the expected names ('?' before a name: optional)? */
         size_t n = strlen(t->head[i]);
         const char *p = columns;
         int found = 0;
         while (*p && !found) {
             const char *q = strchr(p, ',');
             size_t m = q ? (size_t)(q - p) : strlen(p);
-            if (m == n && !strncmp(p, t->head[i], n)) found = 1;
+            const char *nm = *p == '?' ? p + 1 : p;
+            size_t k = *p == '?' ? m - 1 : m;
+            if (k == n && !strncmp(nm, t->head[i], n)) found = 1;
             p = q ? q + 1 : p + m;
         }
         if (!found)
@@ -241,7 +243,7 @@ Status csv_table_expect(const CsvTable *t, const char *columns, Err *e)
         if (m >= sizeof name) m = sizeof name - 1;
         memcpy(name, p, m);
         name[m] = '\0';
-        if (csv_table_col(t, name) < 0)
+        if (*name != '?' && csv_table_col(t, name) < 0)
             return err_set(e, ST_DATA, "%s: row 1: missing column '%s' (expected: %s)", t->fname, name, columns);
         p = q ? q + 1 : p + m;
     }

@@ -38,7 +38,9 @@ Status csv_cell_check(const char *cell, size_t len, const char *where, Err *e);
 void csv_table_free(CsvTable *t);
 
 /* Check the header names exactly the comma-separated `columns` (any order),
- * each once; names the first unknown, duplicated or missing column. */
+ * each once; names the first unknown, duplicated or missing column. A name
+ * written "?name" is optional: the header may leave it out (its cells read
+ * as empty). */
 Status csv_table_expect(const CsvTable *t, const char *columns, Err *e);
 
 /* Column index of name, -1 if absent. */

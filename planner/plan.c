@@ -160,8 +160,9 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
                 md->name);
         return REJECT_MODEL;
     }
-    if (!gp->hbm_bytes || !(gp->hbm_bw > 0) || !(gp->flops_bf16 > 0) || !(gp->intra_bw > 0) || !(gp->inter_bw > 0) ||
-        !gp->gpus_per_node) {
+    int no_link = gp->host && !(gp->intra_bw > 0) && !(gp->inter_bw > 0); /* a host profile of one rank */
+    if (!gp->hbm_bytes || !(gp->hbm_bw > 0) || !(gp->flops_bf16 > 0) || (!no_link && !(gp->intra_bw > 0)) ||
+        (!no_link && !(gp->inter_bw > 0)) || !gp->gpus_per_node) {
         err_set(e, ST_USAGE, "gpu %s: memory, bandwidths, BF16 rate and gpus_per_node must be positive", gp->name);
         return REJECT_MODEL;
     }
@@ -233,6 +234,13 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
                 in->dp, (unsigned long long)world);
         return REJECT_WORLD;
     }
+    if (no_link && world > 1) {
+        err_set(e, ST_USAGE,
+                "gpu %s: no interconnect was measured (calibrated on one rank); a plan of %llu ranks needs one: "
+                "run fp8plan calibrate under mpirun -np 2 or more",
+                gp->name, (unsigned long long)world);
+        return REJECT_WORLD;
+    }
     PlanReject mr = moe_validate(in, e);
     if (mr != REJECT_NONE) return mr;
     uint64_t unit = (uint64_t)in->mbs * in->dp, gbs = resolve_gbs(in, seq);
@@ -254,7 +262,8 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
                 in->pp, in->vpp, (unsigned long long)m);
         return REJECT_VPP;
     }
-    if (r->min_sm > gp->sm || (recipe_fp8_gemm(r) && !(gp->flops_fp8 > 0))) {
+    /* a host emulates FP8 exactly: every recipe runs there, at its measured FP8-path rate */
+    if ((!gp->host && r->min_sm > gp->sm) || (recipe_fp8_gemm(r) && !(gp->flops_fp8 > 0))) {
         err_set(e, ST_USAGE, "recipe %s needs SM %u.%u, %s is SM %u.%u: %s", r->name, r->min_sm / 10, r->min_sm % 10,
                 gp->name, gp->sm / 10, gp->sm % 10, hw_reason(r));
         return REJECT_HW;

@@ -321,6 +321,9 @@ typedef struct {
     double ep_comm_s;     /* exposed expert all-to-alls and expert-TP collectives (MoE) */
     double step_s;
     double microbatch_s; /* one micro-batch through the reported stage, fwd + bwd */
+    double fwd_s, bwd_s; /* the slowest stage's forward and backward (recompute included) over its micro-batches:
+                            the pipeline's compute without bubble or send/recv (fwd_s + bwd_s = the step's
+                            share before DP, optimizer and casts when pp = 1) */
 } TimeBreakdown;
 
 /* ---- advice ------------------------------------------------------------------- */
@@ -460,6 +463,11 @@ const char *recompute_name(Recompute r);
 int recompute_parse(const char *s, Recompute *out);
 const char *sharding_name(Sharding s);
 int sharding_parse(const char *s, Sharding *out);
+/* 1 when state st of state set s is sharded over the DP x CP group under in->sharding (before the
+ * group size is considered: over one rank nothing is): dist-opt the recipe's shard_mask; ZeRO-1/2
+ * m and v, the master unless the GEMMs read it (recipe_master_is_compute), ZeRO-2 the gradient too;
+ * ZeRO-3 everything. A sharded state of E elements holds ceil(E / (dp * cp)) on every rank. */
+int plan_state_sharded(const PlanInput *in, const StateSet *s, StateId st);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,11 @@
  * at eff_net of the link (nccl-tests on DGX H100: about 360 of 450 GB/s).
  * A call costs NCCL's ring latency (planner/arch.c: base + per step, intra- and
  * inter-node steps apart) plus bus bytes / bandwidth, with the better of NCCL's
- * LL protocol (low latency, 1/4 or 1/3 of the bandwidth) and Simple.
+ * LL protocol (low latency, 1/4 or 1/3 of the bandwidth) and Simple. A link whose
+ * latency was measured (a host profile, fp8plan calibrate: MPI ranks of one
+ * machine) costs steps x its latency per step + bus bytes / its measured bus
+ * bandwidth: 2(n-1) steps for all-reduce, n-1 for all-gather/reduce-scatter, 1
+ * for send/recv.
  *
  * Per layer and micro-batch, with S = tok*h*bytes:
  *   TP without SP  2 all-reduces forward (proj, FC2 outputs), 2 backward (QKV, FC1 input grads)
@@ -98,12 +102,18 @@ double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t strid
         double nic = (double)r * gp->inter_bw;
         bw = nic < link ? nic : link;
     }
-    bw *= in->eff_net;
+    bw *= gpu_net_eff(gp, in->eff_net);
     double steps, isteps;
     switch (op) {
     case OP_ALL_REDUCE: steps = 2.0 * (double)(n - 1), isteps = 2.0 * (double)(nodes - 1); break;
     case OP_SEND_RECV: steps = 1, isteps = nodes > 1; break;
     default: steps = (double)(n - 1), isteps = (double)(nodes - 1); break;
+    }
+    if (gp->link_lat > 0) { /* a measured link: one protocol, its latency per ring step */
+        double lat = steps * gp->link_lat;
+        if (bwo) *bwo = bw;
+        if (lato) *lato = lat;
+        return lat + b / bw;
     }
     const NcclLat *L = &nccl_lat;
     int hw = gp->link < LINK_COUNT_ ? (int)gp->link : LINK_NVLINK;

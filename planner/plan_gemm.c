@@ -29,7 +29,7 @@ static uint32_t log2u(uint32_t x)
 void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
 {
     const GpuSpec *gp = in->gpu;
-    const ArchRow *a = arch_row(gp->sm);
+    const ArchRow *a = arch_row_of(gp);
     double r16 = in->eff_gemm_bf16 > 0 ? gp->flops_bf16 * in->eff_gemm_bf16
                  : gp->mamf_bf16 > 0   ? gp->mamf_bf16
                                        : gp->flops_bf16;
@@ -45,7 +45,7 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
     double typ16 = in->eff_gemm_bf16 > 0 ? 1.0 : sus, typ8 = in->eff_gemm_fp8 > 0 ? 1.0 : sus;
     gg->sm_rate16 = r16 * typ16 * (1.0 + gg->k0_16 / K_REF) * gg->inv_sms;
     gg->sm_rate8 = r8 * typ8 * (1.0 + gg->k0_8 / K_REF) * gg->inv_sms;
-    gg->inv_hbm = 1.0 / (gp->hbm_bw * in->eff_hbm);
+    gg->inv_hbm = 1.0 / gpu_mem_bw(gp, in->eff_hbm);
     gg->launch = in->launch_s;
 }
 

@@ -104,7 +104,7 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     double acc_k = g->m > 1 ? 4.0 : 0.0; /* separate gradient accumulation: one kernel per linear weight */
     double acc_b =
         g->m > 1 ? (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) : 0.0;
-    Acc f = {0, 1.0 / (in->gpu->hbm_bw * in->eff_hbm), in->launch_s}, b = f;
+    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, b = f;
     double fa = 0, bm = 0; /* the forward's attention part, the backward's FFN part */
     switch (in->fusion) {
     case FUSE_TE:

@@ -81,8 +81,7 @@ static const MemTerm no_experts[] = {
 #undef NOX
 _Static_assert(sizeof no_experts / sizeof *no_experts == MT_ACT_MOE - MT_WEIGHT_EXPERT + 1, "no_experts");
 
-/* Is state s of this set sharded under the input's sharding mode? */
-static int sharded(const PlanInput *in, const StateSet *s, StateId st)
+int plan_state_sharded(const PlanInput *in, const StateSet *s, StateId st)
 {
     switch (in->sharding) {
     case SHARD_NONE: return 0;
@@ -103,7 +102,7 @@ void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, con
     const MemTermId ids[STATE_COUNT_] = {w, master, grad, mm, vv};
     for (int st = 0; st < STATE_COUNT_; st++) {
         Dtype dt = st == STATE_GRAD ? plan_grad_dt(in, s->dt[st]) : s->dt[st];
-        int sh = dt != DT_NONE && d > 1 && sharded(in, s, (StateId)st);
+        int sh = dt != DT_NONE && d > 1 && plan_state_sharded(in, s, (StateId)st);
         uint64_t n = dt == DT_NONE ? 0 : sh ? ceil_div(elems, d) : elems;
         plan_term(sm, ids[st], MC_STATE, dt, n, ck_mul(ck, n, dt_bytes(dt)), sh ? (uint32_t)d : 1, 1);
     }
@@ -401,6 +400,10 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
         uint64_t lg = ck_mul(ck, logit_elems, lb);
         if (lg > tr) tr = lg;
     }
+    /* with several micro-batches in flight (PP), each keeps the scale_inv its saved FP8 inputs were cast
+     * with (one FP32 per linear's input under per-tensor scaling) while later forwards recast the bank's:
+     * 4 B x LIN_COUNT per in-flight layer, held the whole step */
+    if (g->pp > 1 && f8e && rc->act_gran == GRAN_TENSOR) tr = ck_add(ck, tr, ck_mul(ck, units, 4 * LIN_COUNT));
     plan_term(sm, MT_TRANSIENT, MC_ACTIVATION, DT_NONE, 0, tr, 1, 0);
     memcpy(&sm->mem[MT_WEIGHT_EXPERT], no_experts, sizeof no_experts); /* the expert terms, empty */
     sm->params_expert = 0;

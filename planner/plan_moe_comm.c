@@ -72,7 +72,8 @@ static void a2a(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dty
     c->step_bytes = ck_mul(ck, c->bus_bytes, calls);
     int hw = gp->link < LINK_COUNT_ ? (int)gp->link : LINK_NVLINK;
     c->latency_s = nccl_lat.base[NCCL_SIMPLE] + nccl_lat.hop[nodes > 1 ? LINK_COUNT_ : hw][NCCL_SIMPLE];
-    double tx = bx / (gp->inter_bw * in->eff_net), tn = bn / (gp->intra_bw * in->eff_net), tt = tx > tn ? tx : tn;
+    double en = gpu_net_eff(gp, in->eff_net), tx = bx / (gp->inter_bw * en), tn = bn / (gp->intra_bw * en),
+           tt = tx > tn ? tx : tn;
     c->bw = tt > 0 ? (bx + bn) / tt : 0;
     c->time_s = (double)calls * (c->latency_s + tt);
     c->exposed_s = c->time_s;

@@ -76,7 +76,7 @@ static void mla_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
 {
     const ModelSpec *md = in->model;
     const MoeGeo *x = &g->x;
-    Acc f = {0, 1.0 / (in->gpu->hbm_bw * in->eff_hbm), in->launch_s}, b = f;
+    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, b = f;
     double tok = (double)g->tok, H = (double)g->tok_r * (double)g->h, Hf = tok * (double)g->h, ht = (double)g->heads_t;
     double ql = md->q_lora_rank, kl = md->kv_lora_rank, r = md->qk_rope_head_dim, nope = md->qk_nope_head_dim;
     double dqk = (double)x->dqk, dv = (double)x->dv;
@@ -92,7 +92,7 @@ static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
 {
     const Recipe *rc = in->recipe;
     const MoeGeo *x = &g->x;
-    Acc f = {0, 1.0 / (in->gpu->hbm_bw * in->eff_hbm), in->launch_s}, b = f;
+    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, b = f;
     double T = (double)g->tok_r, R = (double)x->rows, h = (double)g->h, E = (double)x->E, k = (double)x->topk;
     double Fe = (double)x->Fe_t, Fs = (double)x->Fs_t, tok = (double)g->tok;
     double bd = (double)dt_bytes(rc->comm_ep_dispatch), bc = (double)dt_bytes(rc->comm_ep_combine);
@@ -137,7 +137,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     /* the weight-gradient accumulation as a kernel of its own, one per linear weight (plan_kernels.c) */
     int acc = te ? !in->grad_acc_fusion && rc->linear != LIN_MSAMP : g->m > 1;
     double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
-    Acc ak = {0, 1.0 / (in->gpu->hbm_bw * in->eff_hbm), in->launch_s};
+    Acc ak = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s};
     LayerElem le;
     plan_layer_elem(in, g, &le);
     double af, ab;
@@ -215,7 +215,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
             if (in->recompute_mods & RECOMPUTE_MOD_MLA_UP) Lk->rc_gemm += rcmla;
             if ((in->recompute_mods & RECOMPUTE_MOD_MOE_ACT) && k == XK_MOE)
                 Lk->rc_elem +=
-                    maxd(6.0 * (double)x->rows * (double)x->Fe_t / (in->gpu->hbm_bw * in->eff_hbm), in->launch_s);
+                    maxd(6.0 * (double)x->rows * (double)x->Fe_t / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s);
         }
     }
 }

@@ -66,14 +66,14 @@ static void attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, Laye
         double tf = gemm_time(gg, sq, skv, d, bt, 0, 0) + gemm_time(gg, sq, d, skv, bt, 0, 2);
         double tb = gemm_time(gg, sq, skv, d, bt, 0, 0) + gemm_time(gg, skv, d, sq, bt, 0, 2) +
                     gemm_time(gg, sq, d, skv, bt, 0, 2) + gemm_time(gg, skv, d, sq, bt, 0, 2);
-        double el = tok * (double)g->heads_t * seq, ib = 1.0 / (gp->hbm_bw * in->eff_hbm);
+        double el = tok * (double)g->heads_t * seq, ib = 1.0 / gpu_elem_bw(gp, in->eff_hbm);
         /* dropout: forward writes the mask (1) and rewrites P (2 + 2); backward reads the mask (1) and dP (2) */
         double drop_f = in->dropout ? 5.0 : 0.0, drop_b = in->dropout ? 3.0 : 0.0;
         L->attn_f = maxd(maxd(tf, (pb_attn_mat_bytes_fwd(el, 2.0) + el * drop_f) * ib), tf + 2 * in->launch_s);
         L->attn_b = maxd(maxd(tb, (pb_attn_mat_bytes_bwd(el, 2.0) + el * drop_b) * ib), tb + in->launch_s);
         return;
     }
-    const AttnCurve *c = arch_attn(arch_row(gp->sm), k);
+    const AttnCurve *c = arch_attn(arch_row_of(gp), k);
     double e = in->eff_attn > 0 ? in->eff_attn : c->e_fwd * arch_hd_factor(c, in->model->head_dim) * gpu_sustained(gp);
     double x = (double)g->s_local; /* keys one rank's chunk attends to at a time */
     double ef = e * x / (x + c->s_half), eb = e * c->bwd * x / (x + c->s_half_bwd);
@@ -147,7 +147,7 @@ static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const 
 {
     StageT s;
     memset(&s, 0, sizeof s);
-    double tok = (double)g->tok, h = (double)g->h, ib = 1.0 / (in->gpu->hbm_bw * in->eff_hbm);
+    double tok = (double)g->tok, h = (double)g->h, ib = 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm);
     for (int k = 0; k < XK_COUNT; k++) {
         if (!n[k]) continue; /* dense models: kind 0 only */
         const LayerT *l = &L[k];
@@ -236,7 +236,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
         layer(in, g, &gg, p, &L[0]);
         memset(&L[1], 0, sizeof L[1]);
     }
-    double m = (double)g->m, hbm = in->gpu->hbm_bw * in->eff_hbm;
+    double m = (double)g->m, hbm = gpu_mem_bw(in->gpu, in->eff_hbm), elem = gpu_elem_bw(in->gpu, in->eff_hbm);
 
     /* stages: first, last, a middle one (layers of each kind; MTP layers on the last) */
     int one = g->pp == 1;
@@ -304,6 +304,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     tb->pp_comm_s = p2p * m;
     tb->bubble_s = bubble;
     tb->microbatch_s = in->dualpipe ? tmax / 2 : tmax + p2p;
+    tb->fwd_s = slow->fwd * reps, tb->bwd_s = slow->bwd * reps;
     if (!x->on) {
         expose(p, CO_TP_AR_FWD, CO_TP_RS_BWD, (L[0].tp_f + L[0].tp_b) * (double)p->stage_layers * m,
                L[0].tp_raw * (double)p->stage_layers * m);
@@ -371,9 +372,9 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     Dtype src = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : rc->gemm.dt[STATE_MASTER];
     double per = (double)dt_bytes(src) * (rc->scaling == SCALING_CURRENT ? 2.0 : 1.0);
     if (copies > 0)
-        wc = fp8w * (per + copies) / hbm * (in->fp8_weight_cache ? 1.0 : m);
+        wc = fp8w * (per + copies) / elem * (in->fp8_weight_cache ? 1.0 : m);
     else if (recipe_fp8_gemm(rc) && !dt_fp8(src))
-        wc = fp8w * 2.0 * (per + 1.0) / hbm * m;
+        wc = fp8w * 2.0 * (per + 1.0) / elem * m;
     tb->weight_cast_s = wc;
     tb->other_s = p->coll[CO_AMAX_AR].time_s + p->coll[CO_EMB_GRAD_AR].time_s;
     p->coll[CO_AMAX_AR].exposed_s = p->coll[CO_AMAX_AR].time_s;

@@ -6,7 +6,7 @@
 static const char *const norm_names[] = {[NORM_LAYERNORM] = "layernorm", [NORM_RMSNORM] = "rmsnorm"};
 static const char *const mlp_names[] = {[MLP_GELU] = "gelu", [MLP_SWIGLU] = "swiglu"};
 static const char *const pos_names[] = {[POS_LEARNED] = "learned", [POS_ROPE] = "rope", [POS_NONE] = "none"};
-static const char *const link_names[] = {[LINK_NVLINK] = "nvlink", [LINK_PCIE] = "pcie"};
+static const char *const link_names[] = {[LINK_NVLINK] = "nvlink", [LINK_PCIE] = "pcie", [LINK_HOST] = "host"};
 static const char *const router_names[] = {
     [ROUTER_NONE] = "none", [ROUTER_SOFTMAX] = "softmax", [ROUTER_SIGMOID] = "sigmoid"};
 _Static_assert(sizeof router_names / sizeof *router_names == ROUTER_COUNT_, "router_names");

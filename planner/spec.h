@@ -86,7 +86,9 @@ static inline int spec_is_mla(const ModelSpec *m) { return m->kv_lora_rank > 0; 
  * are dense (no structured sparsity), in FLOP/s. The measured matmul ceilings
  * (MAMF: the best rate a brute-force search over large shapes reaches, at the
  * clock the part sustains under load) are what the GEMM model saturates at. */
-typedef enum { LINK_NVLINK = 0, LINK_PCIE, LINK_COUNT_ } IntraLink;
+/* LINK_HOST: the ranks of one machine (a measured host profile: fp8plan calibrate), exchanging through
+ * shared memory; its latency is measured (link_lat), not NCCL's. */
+typedef enum { LINK_NVLINK = 0, LINK_PCIE, LINK_HOST, LINK_COUNT_ } IntraLink;
 typedef struct {
     char name[SPEC_NAME_MAX];
     uint32_t sm;        /* compute capability x 10: 80 = SM 8.0 (A100), 89, 90, 100 */
@@ -103,6 +105,14 @@ typedef struct {
     double intra_bw;    /* within a node (NVLink/PCIe), bytes/s per GPU per direction */
     double inter_bw;    /* across nodes (NIC), bytes/s per GPU per direction */
     uint32_t gpus_per_node;
+    /* A measured host profile (compute_capability "cpu", written by fp8plan calibrate): a CPU running the
+     * executor, FP8 emulated. Its rates are what its kernels achieved, so eff_hbm and eff_net do not
+     * scale them; its GEMMs have no tiles to quantize (arch_host). intra_bw 0: no interconnect measured
+     * (one rank), plans of several ranks are refused. */
+    int host;
+    double link_lat; /* measured latency per ring step of a collective, s (0: NCCL's model by link class) */
+    double elem_bw;  /* bytes/s the element-wise kernels (norms, activations, casts, softmax, loss) achieve where
+                        it differs from hbm_bw (a CPU's are compute-bound: tanh, exp, FP8 rounding); 0: hbm_bw */
     char source[SPEC_SOURCE_MAX];
 } GpuSpec;
 
@@ -133,6 +143,16 @@ const char *router_name(RouterType r);
 int router_parse(const char *s, RouterType *out); /* none (or empty), softmax, sigmoid */
 /* The sustained fraction of a GPU (1 when not given). */
 static inline double gpu_sustained(const GpuSpec *g) { return g->sustained > 0 ? g->sustained : 1.0; }
+/* The achieved memory / link bandwidth the time model divides by: the catalog's peak x the plan's
+ * efficiency, or a host profile's measured (already achieved) figure as it is. */
+static inline double gpu_mem_bw(const GpuSpec *g, double eff_hbm) { return g->host ? g->hbm_bw : g->hbm_bw * eff_hbm; }
+static inline double gpu_net_eff(const GpuSpec *g, double eff_net) { return g->host ? 1.0 : eff_net; }
+/* The bandwidth the element-wise kernels are timed at: elem_bw when measured (as achieved, like a host's
+ * rates), else gpu_mem_bw. Streaming work (optimizer, GEMM operands) stays at gpu_mem_bw. */
+static inline double gpu_elem_bw(const GpuSpec *g, double eff_hbm)
+{
+    return g->elem_bw > 0 ? g->elem_bw : gpu_mem_bw(g, eff_hbm);
+}
 int link_parse(const char *s, IntraLink *out);
 /* Parse those names (case-insensitive); 0 ok, -1 unknown. */
 int norm_parse(const char *s, NormType *out);

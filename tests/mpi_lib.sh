@@ -41,3 +41,21 @@ mpi_expect_checks() {
     expect_eq "$tag: every check reported" "$got" "${want:-none}"
     if [ "$rc" -eq 0 ]; then pass "$tag: exit status 0"; else fail "$tag: exit status 0" "exit status $rc" "stderr: $(tail -c 600 "$TMP/err")"; fi
 }
+
+# mpi_require: without mpirun, one skip and the suite ends (make installs openmpi-bin as root).
+mpi_require() {
+    command -v mpirun >/dev/null 2>&1 && return 0
+    skip "mpi runs" "mpirun: install openmpi-bin (make installs it as root)"
+    finish
+    exit
+}
+
+# mpi_catalog DIR: a copy of models/ plus the tiny models the run suites train: tiny-gpt (2 layers,
+# hidden 32, FFN 128, 2 heads, seq 16, vocab 64 padded to 128; tied, learned positions, biases) and
+# tiny-odd (1 layer, hidden 33, FFN 67, 3 heads, seq 5, vocab 64: 8,778 linear-weight and 4,819 other
+# elements, which neither 2 nor 4 ranks divide).
+mpi_catalog() {
+    cp -r "$FP8PLAN_ROOT/models" "$1"
+    echo 'tiny-gpt,2,32,128,2,2,16,64,16,layernorm,gelu,learned,yes,yes,,,,,,,,,,,,,,,,"test model"' >>"$1/models.csv"
+    echo 'tiny-odd,1,33,67,3,3,5,64,5,layernorm,gelu,learned,yes,yes,,,,,,,,,,,,,,,,"test model"' >>"$1/models.csv"
+}

@@ -42,6 +42,10 @@ typedef struct {
     uint64_t calls;
     uint64_t payload_bytes; /* total array bytes S summed over calls */
     double bus_bytes;       /* S · factor summed over calls */
+    double seconds;         /* host monotonic-clock time inside the calls, summed (0 where not timed); over MPI
+                               the collectives' from the moment every rank has arrived */
+    double wait_s;          /* the collectives' time waiting for the other ranks to arrive (a barrier first: the
+                               ranks' skew), summed */
 } CommStats;
 
 typedef struct Comm Comm;
@@ -69,12 +73,43 @@ struct Comm {
     Status (*send)(Comm *c, CollectiveId id, Backend *bk, const void *buf, uint64_t count, Dtype dtype, int peer,
                    Err *e);
     Status (*recv)(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t count, Dtype dtype, int peer, Err *e);
+    /* Uneven, in place (the distributed optimizer's shards): buf holds counts[0] + … + counts[size − 1]
+     * elements, rank r's segment after those of ranks 0 … r − 1. reduce_scatter_v: this rank's segment
+     * becomes the reduction of every rank's values of it (the other segments are left as they were);
+     * all_gather_v: every rank's segment r becomes rank r's. Payload S = the whole buffer's bytes, bus
+     * bytes S · (n−1)/n (the plan's convention; a segment may be empty). NULL where the library has
+     * none yet (call them through comm_reduce_scatter_v / comm_all_gather_v, which say so). */
+    Status (*reduce_scatter_v)(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype,
+                               CommReduce op, Err *e);
+    Status (*all_gather_v)(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype,
+                           Err *e);
     void (*destroy)(Comm *c);
 };
 
 /* Add one call of payload bytes with bus factor to c's total and row id
  * (implementations call it; ids outside the plan's count only in the total). */
 void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor);
+/* The same with the call's seconds (comm_now_s() at its start to its end). */
+void comm_count_s(Comm *c, CollectiveId id, uint64_t payload, double factor, double seconds);
+/* Add the seconds one call waited for the other ranks to c's total and row id (as comm_count). */
+void comm_wait(Comm *c, CollectiveId id, double seconds);
+/* The monotonic clock in seconds (CLOCK_MONOTONIC). */
+double comm_now_s(void);
+
+/* c->reduce_scatter_v / c->all_gather_v, or ST_UNAVAILABLE naming the communicator when it has none. */
+Status comm_reduce_scatter_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype,
+                             CommReduce op, Err *e);
+Status comm_all_gather_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype, Err *e);
+
+/* Bus bytes as whole bytes: S · 2(n−1)/n and S · (n−1)/n are fractions when n does not divide S
+ * (the sharded states' uneven segments); the plan keeps their integer part (planner/plan_comm.c
+ * bus(): S − ceil(S/n)), so a measured sum is compared as floor(x) (+1e-6 absorbs the binary
+ * rounding of a sum of fractions). The payload S itself is whole and is checked exactly beside it. */
+static inline double comm_whole_bytes(double x)
+{
+    double w = (double)(uint64_t)(x + 1e-6);
+    return x < 0 ? x : w;
+}
 
 /* payload = count · dtype size; ST_USAGE for a dtype without a size,
  * ST_OVERFLOW past 2^64. */

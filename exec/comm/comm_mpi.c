@@ -88,48 +88,155 @@ static Status check_op(CommReduce op, Dtype dt, Err *e)
     return elem_init() ? err_set(e, ST_NOMEM, "mpi: out of memory for the decoding tables") : ST_OK;
 }
 
-static Status mpi_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, CommReduce op,
-                             Err *e)
+/* Rank j's segment of a buffer laid out by counts: elements [off[j], off[j] + counts[j]); *total their sum.
+ * ST_USAGE when a count is missing. */
+static Status offsets(const Comm *c, const uint64_t *counts, uint64_t *off, uint64_t *total, Err *e)
 {
-    Status st = check_call(c, "all_reduce", bk, n, dt, e);
-    if (!st) st = check_op(op, dt, e);
-    if (st) return st;
-    if (!buf && n) return err_set(e, ST_USAGE, "mpi all_reduce: no buffer");
+    if (!counts) return err_set(e, ST_USAGE, "mpi: no counts per rank");
+    uint64_t t = 0;
+    for (int j = 0; j < c->size; j++) {
+        off[j] = t;
+        if (__builtin_add_overflow(t, counts[j], &t))
+            return err_set(e, ST_OVERFLOW, "mpi: the counts per rank overflow");
+    }
+    *total = t;
+    return ST_OK;
+}
+
+/* In place: this rank's segment of buf = the rank-order fold of every rank's values of it. */
+static Status rs_v(Comm *c, void *buf, const uint64_t *counts, const uint64_t *off, Dtype dt, CommReduce op, Err *e)
+{
+    Status st = ST_OK;
     const int size = c->size, r = c->rank;
-    const uint64_t b = dtype_bytes(dt), lo = slice_lo(n, size, r), len = slice_lo(n, size, r + 1) - lo;
+    const uint64_t b = dtype_bytes(dt), len = counts[r];
     int *cnt = calloc(4 * (size_t)size, sizeof *cnt), *dsp = cnt + size, *rcnt = cnt + 2 * size, *rdsp = cnt + 3 * size;
-    uint8_t *part = malloc(len * b * (uint64_t)size + 1), *mine = malloc(len * b + 1);
-    if (!cnt || !part || !mine) {
-        st = err_set(e, ST_NOMEM, "mpi all_reduce: out of memory for %llu elements", (unsigned long long)n);
+    uint8_t *part = malloc(len * b * (uint64_t)size + 1);
+    if (!cnt || !part) {
+        st = err_set(e, ST_NOMEM, "mpi reduce-scatter: out of memory for %llu elements", (unsigned long long)len);
         goto done;
     }
     for (int j = 0; j < size; j++) {
-        uint64_t jlo = slice_lo(n, size, j);
-        cnt[j] = (int)((slice_lo(n, size, j + 1) - jlo) * b); /* my values of rank j's slice */
-        dsp[j] = (int)(jlo * b);
-        rcnt[j] = (int)(len * b); /* rank j's values of my slice */
+        cnt[j] = (int)(counts[j] * b); /* my values of rank j's segment */
+        dsp[j] = (int)(off[j] * b);
+        rcnt[j] = (int)(len * b); /* rank j's values of my segment */
         rdsp[j] = (int)((uint64_t)j * len * b);
     }
     if (size > 1)
         MPI_TRY(MPI_Alltoallv(buf, cnt, dsp, MPI_BYTE, part, rcnt, rdsp, MPI_BYTE, world(c)));
     else
-        memcpy(part, buf, n * b);
-    fold(part, len, dt, op, size, mine);
-    if (size > 1)
-        MPI_TRY(MPI_Allgatherv(mine, (int)(len * b), MPI_BYTE, buf, cnt, dsp, MPI_BYTE, world(c)));
-    else
-        memcpy(buf, mine, n * b);
-    comm_count(c, id, n * b, 2.0 * (size - 1) / size);
+        memcpy(part, buf, len * b);
+    fold(part, len, dt, op, size, (uint8_t *)buf + off[r] * b);
 done:
     free(cnt);
     free(part);
-    free(mine);
+    return st;
+}
+
+/* In place: every rank's segment j of buf = rank j's. */
+static Status ag_v(Comm *c, void *buf, const uint64_t *counts, const uint64_t *off, Dtype dt, Err *e)
+{
+    Status st = ST_OK;
+    const int size = c->size;
+    const uint64_t b = dtype_bytes(dt);
+    if (size == 1) return ST_OK;
+    int *cnt = calloc(2 * (size_t)size, sizeof *cnt), *dsp = cnt + size;
+    if (!cnt) return err_set(e, ST_NOMEM, "mpi all-gather: out of memory");
+    for (int j = 0; j < size; j++) {
+        cnt[j] = (int)(counts[j] * b);
+        dsp[j] = (int)(off[j] * b);
+    }
+    MPI_TRY(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_BYTE, buf, cnt, dsp, MPI_BYTE, world(c)));
+done:
+    free(cnt);
+    return st;
+}
+
+/* The checks of an uneven call; off (size) and *total filled. */
+static Status v_call(Comm *c, const char *what, Backend *bk, const void *buf, const uint64_t *counts, Dtype dt,
+                     uint64_t *off, uint64_t *total, Err *e)
+{
+    Status st = offsets(c, counts, off, total, e);
+    if (!st) st = check_call(c, what, bk, *total, dt, e);
+    /* the reduce-scatter receives every rank's values of this rank's segment: size x its bytes */
+    if (!st && counts[c->rank] > (uint64_t)INT_MAX / dtype_bytes(dt) / (uint64_t)c->size)
+        st = err_set(e, ST_UNAVAILABLE, "mpi %s: %d ranks x %llu elements of rank %d is more than one MPI call carries",
+                     what, c->size, (unsigned long long)counts[c->rank], c->rank);
+    if (!st && !buf && *total) st = err_set(e, ST_USAGE, "mpi %s: no buffer", what);
+    return st;
+}
+
+/* Every rank arrives first (a barrier), so the seconds a collective is counted with are its transfer, and
+ * the wait before it (the ranks' skew: one rank's compute ran longer) is counted apart (comm_wait). *t0: the
+ * call's start, moved to the moment every rank has arrived. */
+static Status arrive(Comm *c, CollectiveId id, double *t0, Err *e)
+{
+    if (c->size > 1) {
+        int mr = MPI_Barrier(world(c));
+        if (mr != MPI_SUCCESS) return mpi_fail(e, mr, "MPI_Barrier");
+    }
+    double now = comm_now_s();
+    comm_wait(c, id, now - *t0);
+    *t0 = now;
+    return ST_OK;
+}
+
+static Status mpi_reduce_scatter_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dt,
+                                   CommReduce op, Err *e)
+{
+    double t0 = comm_now_s();
+    uint64_t total = 0, *off = calloc((size_t)c->size, sizeof *off);
+    if (!off) return err_set(e, ST_NOMEM, "out of memory");
+    Status st = v_call(c, "reduce_scatter_v", bk, buf, counts, dt, off, &total, e);
+    if (!st) st = check_op(op, dt, e);
+    if (!st) st = arrive(c, id, &t0, e);
+    if (!st) st = rs_v(c, buf, counts, off, dt, op, e);
+    if (!st) comm_count_s(c, id, total * dtype_bytes(dt), (double)(c->size - 1) / c->size, comm_now_s() - t0);
+    free(off);
+    return st;
+}
+
+static Status mpi_all_gather_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dt,
+                               Err *e)
+{
+    double t0 = comm_now_s();
+    uint64_t total = 0, *off = calloc((size_t)c->size, sizeof *off);
+    if (!off) return err_set(e, ST_NOMEM, "out of memory");
+    Status st = v_call(c, "all_gather_v", bk, buf, counts, dt, off, &total, e);
+    if (!st) st = arrive(c, id, &t0, e);
+    if (!st) st = ag_v(c, buf, counts, off, dt, e);
+    if (!st) comm_count_s(c, id, total * dtype_bytes(dt), (double)(c->size - 1) / c->size, comm_now_s() - t0);
+    free(off);
+    return st;
+}
+
+/* A reduce-scatter over the owners' slices followed by their all-gather. */
+static Status mpi_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, CommReduce op,
+                             Err *e)
+{
+    double t0 = comm_now_s();
+    Status st = check_call(c, "all_reduce", bk, n, dt, e);
+    if (!st) st = check_op(op, dt, e);
+    if (st) return st;
+    if (!buf && n) return err_set(e, ST_USAGE, "mpi all_reduce: no buffer");
+    const int size = c->size;
+    uint64_t *counts = calloc(2 * (size_t)size, sizeof *counts), *off = counts + size;
+    if (!counts) return err_set(e, ST_NOMEM, "mpi all_reduce: out of memory");
+    for (int j = 0; j < size; j++) {
+        off[j] = slice_lo(n, size, j);
+        counts[j] = slice_lo(n, size, j + 1) - off[j];
+    }
+    st = arrive(c, id, &t0, e);
+    if (!st) st = rs_v(c, buf, counts, off, dt, op, e);
+    if (!st) st = ag_v(c, buf, counts, off, dt, e);
+    if (!st) comm_count_s(c, id, n * dtype_bytes(dt), 2.0 * (size - 1) / size, comm_now_s() - t0);
+    free(counts);
     return st;
 }
 
 static Status mpi_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n,
                                  Dtype dt, CommReduce op, Err *e)
 {
+    double t0 = comm_now_s();
     const int size = c->size;
     Status st = check_call(c, "reduce_scatter", bk, n * (uint64_t)size, dt, e);
     if (!st) st = check_op(op, dt, e);
@@ -139,9 +246,10 @@ static Status mpi_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const vo
     uint8_t *part = malloc(n * b * (uint64_t)size + 1);
     if (!part)
         return err_set(e, ST_NOMEM, "mpi reduce_scatter: out of memory for %llu elements", (unsigned long long)n);
+    if ((st = arrive(c, id, &t0, e))) goto done;
     MPI_TRY(MPI_Alltoall(send, (int)(n * b), MPI_BYTE, part, (int)(n * b), MPI_BYTE, world(c)));
     fold(part, n, dt, op, size, recv);
-    comm_count(c, id, n * b * (uint64_t)size, (double)(size - 1) / size);
+    comm_count_s(c, id, n * b * (uint64_t)size, (double)(size - 1) / size, comm_now_s() - t0);
 done:
     free(part);
     return st;
@@ -150,6 +258,7 @@ done:
 static Status mpi_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt,
                              Err *e)
 {
+    double t0 = comm_now_s();
     const int size = c->size;
     Status st = check_call(c, "all_gather", bk, n * (uint64_t)size, dt, e);
     if (st) return st;
@@ -157,22 +266,25 @@ static Status mpi_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *
     const uint64_t b = dtype_bytes(dt);
     /* in place when send is this rank's block of recv (NCCL's convention) */
     const void *s = send == (const uint8_t *)recv + (uint64_t)c->rank * n * b ? MPI_IN_PLACE : send;
+    if ((st = arrive(c, id, &t0, e))) goto done;
     MPI_TRY(MPI_Allgather(s, (int)(n * b), MPI_BYTE, recv, (int)(n * b), MPI_BYTE, world(c)));
-    comm_count(c, id, n * b * (uint64_t)size, (double)(size - 1) / size);
+    comm_count_s(c, id, n * b * (uint64_t)size, (double)(size - 1) / size, comm_now_s() - t0);
 done:
     return st;
 }
 
 static Status mpi_broadcast(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int root, Err *e)
 {
+    double t0 = comm_now_s();
     Status st = check_call(c, "broadcast", bk, n, dt, e);
     if (st) return st;
     if (root < 0 || root >= c->size)
         return err_set(e, ST_USAGE, "mpi broadcast: root %d is not a rank of %d", root, c->size);
     if (!buf && n) return err_set(e, ST_USAGE, "mpi broadcast: no buffer");
     const uint64_t bytes = n * dtype_bytes(dt);
+    if ((st = arrive(c, id, &t0, e))) goto done;
     MPI_TRY(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, world(c)));
-    comm_count(c, id, bytes, c->size > 1 ? 1.0 : 0.0);
+    comm_count_s(c, id, bytes, c->size > 1 ? 1.0 : 0.0, comm_now_s() - t0);
 done:
     return st;
 }
@@ -187,12 +299,13 @@ static Status check_peer(const Comm *c, const char *what, int peer, Err *e)
 
 static Status mpi_send(Comm *c, CollectiveId id, Backend *bk, const void *buf, uint64_t n, Dtype dt, int peer, Err *e)
 {
+    const double t0 = comm_now_s();
     Status st = check_call(c, "send", bk, n, dt, e);
     if (!st) st = check_peer(c, "send", peer, e);
     if (st) return st;
     const uint64_t bytes = n * dtype_bytes(dt);
     MPI_TRY(MPI_Send(buf, (int)bytes, MPI_BYTE, peer, (int)id, world(c)));
-    comm_count(c, id, bytes, 1.0);
+    comm_count_s(c, id, bytes, 1.0, comm_now_s() - t0);
 done:
     return st;
 }
@@ -253,6 +366,8 @@ Status comm_mpi_create(Comm **out, Err *e)
     c->all_gather = mpi_all_gather;
     c->reduce_scatter = mpi_reduce_scatter;
     c->broadcast = mpi_broadcast;
+    c->reduce_scatter_v = mpi_reduce_scatter_v;
+    c->all_gather_v = mpi_all_gather_v;
     c->send = mpi_send;
     c->recv = mpi_recv;
     c->destroy = mpi_destroy;
@@ -266,17 +381,22 @@ done:
     return st;
 }
 
-Status comm_gather_stats(Comm *c, const CommStats *mine, int n, CommStats *all, Err *e)
+Status comm_gather_bytes(Comm *c, const void *mine, size_t bytes, void *all, Err *e)
 {
     Status st = ST_OK;
     if (strcmp(c->name, "mpi")) {
-        memcpy(all, mine, (size_t)n * sizeof *mine);
+        memcpy(all, mine, bytes);
         return ST_OK;
     }
-    int bytes = (int)((size_t)n * sizeof *mine); /* the same struct layout on every rank: one binary */
-    MPI_TRY(MPI_Gather(mine, bytes, MPI_BYTE, all, bytes, MPI_BYTE, 0, world(c)));
+    if (bytes > (size_t)INT_MAX) return err_set(e, ST_UNAVAILABLE, "mpi gather: %zu bytes per rank is too many", bytes);
+    MPI_TRY(MPI_Gather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, 0, world(c)));
 done:
     return st;
+}
+
+Status comm_gather_stats(Comm *c, const CommStats *mine, int n, CommStats *all, Err *e)
+{
+    return comm_gather_bytes(c, mine, (size_t)n * sizeof *mine, all, e); /* one binary: one struct layout */
 }
 
 void comm_mpi_abort(const Comm *c, int code)

@@ -21,6 +21,8 @@
 #ifndef FP8PLAN_EXEC_COMM_COMM_MPI_H
 #define FP8PLAN_EXEC_COMM_COMM_MPI_H
 
+#include <stddef.h>
+
 #include "exec/comm/comm.h"
 
 #ifdef __cplusplus
@@ -40,6 +42,8 @@ Status comm_mpi_create(Comm **out, Err *e);
  * ranks' all is left alone); for a communicator other than "mpi", all = mine.
  * For the report: not a collective of the plan, not counted. */
 Status comm_gather_stats(Comm *c, const CommStats *mine, int n, CommStats *all, Err *e);
+/* The same for any bytes: all[size · bytes] on rank 0 = every rank's mine[bytes] in rank order. */
+Status comm_gather_bytes(Comm *c, const void *mine, size_t bytes, void *all, Err *e);
 
 /* Stop every rank with exit code `code` (MPI_Abort) when c is the MPI
  * communicator over two or more ranks; otherwise return. The caller has

@@ -5,6 +5,7 @@
  * Plan's. Also what every communicator shares: counting and comm_create. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec/backend.h"
 #include "exec/comm/comm.h"
@@ -14,7 +15,7 @@
 #include "exec/cuda_lib.h"
 #endif
 
-void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor)
+void comm_count_s(Comm *c, CollectiveId id, uint64_t payload, double factor, double seconds)
 {
     CommStats *s[2] = {&c->total, (unsigned)id < CO_COUNT_ ? &c->stats[id] : NULL};
     for (int i = 0; i < 2; i++) {
@@ -22,7 +23,41 @@ void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor)
         s[i]->calls++;
         s[i]->payload_bytes += payload;
         s[i]->bus_bytes += (double)payload * factor;
+        s[i]->seconds += seconds;
     }
+}
+
+void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor)
+{
+    comm_count_s(c, id, payload, factor, 0.0);
+}
+
+void comm_wait(Comm *c, CollectiveId id, double seconds)
+{
+    c->total.wait_s += seconds;
+    if ((unsigned)id < CO_COUNT_) c->stats[id].wait_s += seconds;
+}
+
+double comm_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+Status comm_reduce_scatter_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype,
+                             CommReduce op, Err *e)
+{
+    if (!c->reduce_scatter_v)
+        return err_set(e, ST_UNAVAILABLE, "communicator %s: no uneven reduce-scatter (sharded states) yet", c->name);
+    return c->reduce_scatter_v(c, id, bk, buf, counts, dtype, op, e);
+}
+
+Status comm_all_gather_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype, Err *e)
+{
+    if (!c->all_gather_v)
+        return err_set(e, ST_UNAVAILABLE, "communicator %s: no uneven all-gather (sharded states) yet", c->name);
+    return c->all_gather_v(c, id, bk, buf, counts, dtype, e);
 }
 
 Status comm_payload(uint64_t count, Dtype dtype, uint64_t *out, Err *e)
@@ -94,6 +129,31 @@ static Status single_broadcast(Comm *c, CollectiveId id, Backend *bk, void *buf,
     return ST_OK;
 }
 
+/* Over one rank the whole buffer is this rank's segment: nothing moves. */
+static Status single_v(Comm *c, CollectiveId id, void *buf, const uint64_t *counts, Dtype dtype, Err *e)
+{
+    uint64_t bytes = 0;
+    Status st = comm_payload(counts ? counts[0] : 0, dtype, &bytes, e);
+    if (st) return st;
+    if (!counts || (!buf && counts[0])) return err_set(e, ST_USAGE, "uneven collective: no buffer or counts");
+    comm_count(c, id, bytes, 0.0);
+    return ST_OK;
+}
+
+static Status single_reduce_scatter_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts,
+                                      Dtype dtype, CommReduce op, Err *e)
+{
+    (void)bk, (void)op;
+    return single_v(c, id, buf, counts, dtype, e);
+}
+
+static Status single_all_gather_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype,
+                                  Err *e)
+{
+    (void)bk;
+    return single_v(c, id, buf, counts, dtype, e);
+}
+
 /* One rank has no peer: every send or recv names a rank that does not exist. */
 static Status single_no_peer(const char *what, int peer, Err *e)
 {
@@ -126,6 +186,8 @@ Status comm_single_create(Comm **out, Err *e)
     c->all_gather = single_all_gather;
     c->reduce_scatter = single_reduce_scatter;
     c->broadcast = single_broadcast;
+    c->reduce_scatter_v = single_reduce_scatter_v;
+    c->all_gather_v = single_all_gather_v;
     c->send = single_send;
     c->recv = single_recv;
     c->destroy = single_destroy;

@@ -147,9 +147,10 @@ static void comm_rows(const Plan *p, const Measurement *ms, Comparison *c)
         const char *why = pc->ranks ? "per step" : "per step; the plan counts collectives over 2 or more ranks";
         char name[40];
         MeasureRow *r = cmp_row(c, CMP_COMM, pc->name, "comm", UNIT_BYTES, MEASURE_EXACT, NULL);
-        cmp_set(r, 1, (double)pc->step_bytes, 1, m->bus_bytes / steps);
-        snprintf(name, sizeof name, "%s.payload", pc->name);
-        r = cmp_row(c, CMP_COMM, name, "comm", UNIT_BYTES, MEASURE_INFO, why);
+        cmp_set(r, 1, (double)pc->step_bytes, 1, comm_whole_bytes(m->bus_bytes / steps));
+        snprintf(name, sizeof name, "%s.payload", pc->name); /* whole bytes: checked over 2 or more ranks */
+        r = cmp_row(c, CMP_COMM, name, "comm", UNIT_BYTES, pc->ranks ? MEASURE_EXACT : MEASURE_INFO,
+                    pc->ranks ? NULL : why);
         cmp_set(r, 1, (double)pc->payload_bytes * (double)pc->calls, 1, (double)m->payload_bytes / steps);
         snprintf(name, sizeof name, "%s.calls", pc->name);
         r = cmp_row(c, CMP_COMM, name, "comm", UNIT_VALUE, MEASURE_INFO, why);

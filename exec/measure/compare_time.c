@@ -5,8 +5,19 @@
  *       when the backend times its operations, beside the plan's GEMM,
  *       attention + other kernels + weight casts, optimizer and communication;
  *   step   the phases' sum beside the plan's step time: checked within the
- *          step tolerance on a GPU backend, shown on the CPU reference, which
- *          is not the machine the plan describes;
+ *          step tolerance on a GPU backend against a GPU's plan, and on the
+ *          CPU reference against a host profile's plan (fp8plan calibrate:
+ *          the catalog row of this machine, compute_capability cpu) — with
+ *          the phases' planned times beside them (forward and backward of the
+ *          plan's stage, the optimizer, the exposed collectives); shown only
+ *          when the plan describes other hardware (a GPU plan for a CPU run,
+ *          a host plan for a GPU run);
+ *   <collective>.time   per planned collective of a host plan over 2 or more
+ *          ranks: the mean seconds per step of the calls' transfers (the
+ *          communicator's host clock from the moment every rank arrived)
+ *          beside the plan's calls x (latency + bus bytes / bandwidth),
+ *          checked within the step tolerance; collective_wait, the time
+ *          spent waiting for the other ranks to arrive (shown);
  *   tokens_per_s, model_tflops, mfu_bf16, mfu_fp8   rates, shown (they follow
  *          from the step row).
  * Medians over the timed steps (warm-up excluded), spreads filled. */
@@ -40,17 +51,43 @@ static void note(MeasureRow *r, const char *n)
     if (r) r->note = n;
 }
 
-/* "n/a: the plan is for <gpu>", kept in the comparison. */
-static const char *cpu_note(const Plan *p, Comparison *c)
+/* Why the times are not compared, kept in the comparison: "n/a: the plan is for <gpu>" (a GPU's plan, a CPU
+ * run), "n/a: the plan is for host profile <name>" (a host's plan, a GPU run). */
+static const char *other_note(const Plan *p, Comparison *c)
 {
-    snprintf(c->notes[0], sizeof c->notes[0], "n/a: the plan is for %s", p->in.gpu->name);
+    snprintf(c->notes[0], sizeof c->notes[0], "n/a: the plan is for %s%s", p->in.gpu->host ? "host profile " : "",
+             p->in.gpu->name);
     return c->notes[0];
+}
+
+/* The plan describes the hardware the run is on: a GPU's row for a GPU backend, a host profile for the CPU. */
+static int same_hardware(const Plan *p, const Measurement *ms) { return !ms->on_device == !!p->in.gpu->host; }
+
+/* Per collective of the plan over 2 or more ranks: seconds per step in its calls against the plan's. */
+static void coll_time_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *c)
+{
+    double steps = ms->steps ? (double)ms->steps : 1.0;
+    for (int i = 0; i < CO_COUNT_; i++) {
+        const Collective *pc = &p->coll[i];
+        if (!pc->calls || pc->ranks < 2) continue;
+        char name[40];
+        snprintf(name, sizeof name, "%s.time", pc->name);
+        MeasureRow *r = cmp_row(c, CMP_TIME, name, "time", UNIT_SECONDS, MEASURE_TOL,
+                                "mean per step, host clock, from the moment every rank arrived");
+        cmp_set(r, 1, pc->time_s, ms->coll[i].calls > 0, ms->coll[i].seconds / steps);
+        if (r) r->tol = tol->step_time;
+    }
+    if (ms->coll_total.calls && p->world > 1) {
+        MeasureRow *r = cmp_row(c, CMP_TIME, "collective_wait", "time", UNIT_SECONDS, MEASURE_INFO,
+                                "mean per step: waiting for the other ranks to arrive (their skew; not in the plan)");
+        cmp_set(r, 0, 0, 1, ms->coll_total.wait_s / steps);
+    }
 }
 
 void cmp_time_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *c)
 {
-    const char *cpu = cpu_note(p, c);
-    const int gpu = ms->on_device;
+    const char *cpu = other_note(p, c);
+    const int gpu = ms->on_device, host = !gpu && same_hardware(p, ms);
     const TimeBreakdown *tb = &p->time;
     const double comm_planned = tb->dp_comm_s + tb->tp_comm_s + tb->pp_comm_s + tb->cp_comm_s + tb->other_s;
     static const char *const names[4] = {"forward", "backward", "optimizer", "communication"};
@@ -60,7 +97,10 @@ void cmp_time_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, 
         MeasureRow *r = time_row(c, names[ph], ms, ms->phase[ph]);
         if (ph == PHASE_OPT) plan_value(r, tb->optimizer_s);
         if (ph == PHASE_COMM) plan_value(r, comm_planned);
-        note(r, !gpu                                 ? cpu
+        if (host && ph == PHASE_FWD) plan_value(r, tb->fwd_s);
+        if (host && ph == PHASE_BWD) plan_value(r, tb->bwd_s);
+        note(r, host                                 ? "host clock; shown (the step is checked)"
+                : !gpu || !same_hardware(p, ms)      ? cpu
                 : ph == PHASE_FWD || ph == PHASE_BWD ? "phase not split in the plan"
                 : ms->phase_device                   ? "device time (timestamps)"
                                                      : "host clock");
@@ -81,10 +121,12 @@ void cmp_time_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, 
     }
     MeasureRow *r = time_row(c, "step", ms, ms->step_s);
     plan_value(r, tb->step_s);
+    if (host) coll_time_rows(p, ms, tol, c);
     if (!r) return;
-    r->mode = gpu ? MEASURE_TOL : MEASURE_INFO;
+    const int check = same_hardware(p, ms);
+    r->mode = check ? MEASURE_TOL : MEASURE_INFO;
     r->tol = tol->step_time;
-    r->note = gpu ? (ms->phase_device ? "sum of the phases' device time" : "sum of the phases, host clock") : cpu;
+    r->note = !check ? cpu : ms->phase_device ? "sum of the phases' device time" : "sum of the phases, host clock";
 }
 
 static MeasureRow *rate_row(Comparison *c, const char *name, const char *unit, double planned, double measured,
@@ -99,7 +141,7 @@ static MeasureRow *rate_row(Comparison *c, const char *name, const char *unit, d
 void cmp_rate_rows(const Plan *p, const Measurement *ms, Comparison *c)
 {
     const char *cpu = c->notes[0]; /* cmp_time_rows wrote it */
-    const int gpu = ms->on_device;
+    const int gpu = same_hardware(p, ms);
     double step, spread;
     measure_stats(ms->step_s, measure_timed_from(ms), ms->steps, &step, &spread);
     double tokens = (double)ms->tokens_per_step;

@@ -18,6 +18,7 @@ void measure_free(Measurement *ms)
     free(ms->step_s);
     for (int i = 0; i < 4; i++) free(ms->phase[i]);
     for (int i = 0; i < BK_OPCAT_COUNT; i++) free(ms->cat[i]);
+    free(ms->coll_s);
     memset(ms, 0, sizeof *ms);
 }
 
@@ -27,7 +28,8 @@ Status measure_init(Measurement *ms, Backend *bk, uint32_t steps, Err *e)
     size_t n = steps ? steps : 1;
     ms->loss = calloc(n, sizeof *ms->loss);
     ms->step_s = calloc(n, sizeof *ms->step_s);
-    int ok = ms->loss && ms->step_s;
+    ms->coll_s = calloc(n * CO_COUNT_, sizeof *ms->coll_s);
+    int ok = ms->loss && ms->step_s && ms->coll_s;
     for (int i = 0; i < 4; i++) ok &= (ms->phase[i] = calloc(n, sizeof(double))) != NULL;
     for (int i = 0; i < BK_OPCAT_COUNT; i++) ok &= (ms->cat[i] = calloc(n, sizeof(double))) != NULL;
     if (!ok) {
@@ -66,6 +68,8 @@ static void stats_minus(CommStats *d, const CommStats *now, const CommStats *the
     d->calls = now->calls - then->calls;
     d->payload_bytes = now->payload_bytes - then->payload_bytes;
     d->bus_bytes = now->bus_bytes - then->bus_bytes;
+    d->seconds = now->seconds - then->seconds;
+    d->wait_s = now->wait_s - then->wait_s;
 }
 
 void measure_finish(Measurement *ms, const Model *m)
@@ -84,6 +88,8 @@ Status measure_step(Measurement *ms, Model *m, const int32_t *inputs, const int3
         m->on_phase_ctx = &hook;
         devm_step_begin(dm, m->bk);
     }
+    double coll0[CO_COUNT_];
+    for (int c = 0; c < CO_COUNT_; c++) coll0[c] = m->comm->stats[c].seconds;
     Status st = model_step(m, inputs, targets, loss, e);
     double cat[BK_OPCAT_COUNT] = {0};
     int have_cat = dm->have ? devm_step_end(dm, m->bk, cat) : 0;
@@ -96,6 +102,7 @@ Status measure_step(Measurement *ms, Model *m, const int32_t *inputs, const int3
     double t = 0.0;
     for (int k = 0; k < 4; k++) t += (ms->phase[k][i] = m->phase_s[k]);
     ms->step_s[i] = t;
+    for (int c = 0; c < CO_COUNT_; c++) ms->coll_s[(size_t)c * ms->cap + i] = m->comm->stats[c].seconds - coll0[c];
     ms->phase_device = m->phase_device;
     if (have_cat) {
         for (int k = 0; k < BK_OPCAT_COUNT; k++) ms->cat[k][i] = cat[k];

@@ -60,6 +60,8 @@ typedef struct {
     int ranks;
     CommStats coll[CO_COUNT_], coll_total;
     CommStats coll_start[CO_COUNT_], coll_total_start; /* the communicator's counts when the steps began */
+    double *coll_s; /* (CO_COUNT_ · cap) seconds inside each collective's calls per step, step i of
+                       collective c at [c · cap + i] (the communicator's monotonic clock; 0 where untimed) */
 } Measurement;
 
 /* Steps left out of the medians as warm-up when later steps exist: the first

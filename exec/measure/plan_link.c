@@ -77,9 +77,10 @@ void exec_plan_input(PlanInput *in, const ModelSpec *m, const GpuSpec *gpu, cons
     if (stack) plan_input_use_stack(in, stack);
 }
 
-void exec_plan_dp(PlanInput *in, uint32_t dp)
+void exec_plan_dp(PlanInput *in, uint32_t dp, Sharding sharding)
 {
     if (!dp) dp = 1;
     in->dp = dp;
     in->gbs *= dp;
+    in->sharding = sharding;
 }

@@ -39,8 +39,10 @@ void exec_plan_input(PlanInput *in, const ModelSpec *m, const GpuSpec *gpu, cons
                      uint32_t microbatches, const StackSpec *stack);
 
 /* Data parallelism over dp ranks: in->dp = dp and the global batch dp times
- * one rank's (each rank runs the micro-batches exec_plan_input gave). */
-void exec_plan_dp(PlanInput *in, uint32_t dp);
+ * one rank's (each rank runs the micro-batches exec_plan_input gave), the
+ * states sharded as `sharding` says (SHARD_NONE, SHARD_ZERO1 or SHARD_DIST_OPT
+ * run; exec/model/model_shard.c). */
+void exec_plan_dp(PlanInput *in, uint32_t dp, Sharding sharding);
 
 #ifdef __cplusplus
 }

@@ -79,6 +79,10 @@ typedef struct {
     /* scaling records {scale, scale_inv, amax} (REC_FLOATS) of scaled states, or NULL */
     float *master_rec, *grad_rec, *m_rec, *v_rec;
     uint32_t wslot; /* forward scaling-bank slot of the weight (gemm only) */
+    /* Sharded states (Model.shard_ways > 1): the parameter's first element in its class's flat order,
+     * and the part of it this rank owns, elements [own_lo, own_lo + own_n) (own_n may be 0). A sharded
+     * state's pointer (master, m, v) addresses element own_lo in this rank's shard, NULL when own_n is 0. */
+    uint64_t flat, own_lo, own_n;
 } ModelParam;
 
 /* Activations of one block saved for backward. Each GEMM input is saved
@@ -123,6 +127,17 @@ typedef struct {
     float *attn_scores;  /* (H, T, T) FP32 raw scores of one sequence in the forward (phase FWD) */
     float *gstage;       /* FP32 staging of a gradient not kept in FP32: (max non-embedding param + C) */
     float *gstage_emb;   /* (Vp·C [+ Vp·C untied] [+ T·C learned]) FP32 staging of the embeddings' gradients */
+    /* tensor parallelism (tp > 1 only, exec/model/model_tp.c) */
+    void *tp_fwd;     /* (B·T, C) forward: a gathered input, or a partial output before its reduce-scatter */
+    void *tp_head_x;  /* (B·T, C) the LM head's input gathered again (backward) */
+    void *tp_head_d;  /* (B·T, C) the LM head's partial input gradient before its reduce-scatter */
+    void *tp_full;    /* (B·T, C) blocks' backward: a gathered output gradient; a column-parallel partial input
+                        gradient before its reduce-scatter, then that linear's input gathered again (BF16 (B·T, C),
+                        FP8 the transposed shards (tp, C, B·T/tp)) */
+    uint8_t *tp_qloc; /* (B·T/tp, C) FP8 row-wise input shard for the forward's gather */
+    float *tp_xstats; /* (3, B·T) the vocabulary-parallel cross-entropy's max, sum and target logit */
+    float *pp_xsinv;  /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
+                         inputs were cast with (exec/model/model_pp.c) */
 } ModelActs;
 
 /* Phases of the step whose working buffers share memory (arena overlay). */
@@ -174,11 +189,29 @@ typedef struct Model {
     uint32_t microbatches; /* per step: global batch / (micro-batch × DP), from the plan */
     uint32_t dp;           /* data-parallel ranks (the plan's dp = comm->size): this rank runs
                               micro-batches rank·microbatches .. of the global batch */
+    uint32_t pp, stage;    /* pipeline stages (1, or 2 = comm->size) and this rank's: spec.layers are the
+                              stage's, global layers layer0 ..; the first stage embeds, the last has the
+                              final norm, head and loss (a tied head: its own copy of the embedding) */
+    uint32_t layer0, layers_total;
+    uint32_t slots, slot;  /* 1F1B: micro-batches in flight on this stage (act.layer holds slots × layers)
+                              and the one being run */
+    uint32_t tp;           /* tensor-parallel ranks (1, or comm->size with dp 1): spec holds this rank's
+                              heads, KV heads and FFN width (the whole / tp); sequence parallelism keeps
+                              B·T/tp tokens (rank·B·T/tp ..) in the norm/residual regions (model_tp.c) */
     uint64_t vocab_padded; /* Vp (the plan's padding) */
     Dtype act_dtype;       /* exec_act_dtype(&recipe) */
     ModelHyper hyper;
     Backend *bk;
     Comm *comm;
+    /* The distributed optimizer / ZeRO-1 (the plan's sharding over dp ranks; exec/model/model_shard.c):
+     * shard_ways = dp when a state is sharded, else 1. Per class (MODEL_CLASS_GEMM: block linear
+     * weights, MODEL_CLASS_OTHER: the rest, each in parameter-table order) the elements E, the shard
+     * S = ceil(E / dp) every rank holds (rank r owns flat elements [r·S, min((r+1)·S, E)); the last
+     * ranks' tails are padding), the sharded states (bit 1u << StateId) and this rank's shard buffers. */
+    uint32_t shard_ways;
+    uint64_t class_elems[2], shard_elems[2];
+    unsigned shard_mask[2];
+    void *shard_buf[2][STATE_COUNT_];
     Arena arena;
     ArenaSpecs specs;   /* every tensor with its term and offset (checkpoints walk it) */
     ModelParam *params; /* nparams */
@@ -213,8 +246,11 @@ typedef struct Model {
 enum { MODEL_MARK_FIRST = BACKEND_MARKS - 8 };
 
 /* ST_OK when the executor builds the plan's model and recipe; ST_USAGE or
- * ST_UNAVAILABLE naming the field otherwise (a layout with TP/PP/CP > 1, an
- * odd head_dim with rotary positions, a vocabulary beyond int32 token ids). */
+ * ST_UNAVAILABLE naming the field otherwise (a layout with CP > 1, more than
+ * two pipeline stages, TP without sequence parallelism or beside DP/PP,
+ * sharding other than zero1 / dist-opt or of states the executor cannot shard
+ * (model_shard.c), an odd head_dim with rotary positions, a vocabulary beyond
+ * int32 token ids). */
 Status model_check(const Plan *p, Err *e);
 
 /* The tensor list of a plan's configuration (sizes first): appends every
@@ -266,6 +302,11 @@ Status model_trace_enable(Model *m, Err *e);
  * computed in double and rounded once, so every backend rotates by the same
  * floats. */
 void model_rope_table(uint32_t seq, uint32_t head_dim, double base, float *cos_sin);
+
+/* When spec (one of m->specs) is this rank's shard of a sharded state: 1, and *whole the state's
+ * bytes over the whole class (its E elements; exec/model/model_shard.c), *lo the byte offset of
+ * this rank's shard in it; 0 for every other tensor. For checkpoints: they hold the whole state. */
+int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uint64_t *lo);
 
 /* Parameter count (elements over all parameter tensors). */
 uint64_t model_weight_count(const Model *m);

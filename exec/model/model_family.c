@@ -18,7 +18,7 @@ Status model_norm_fwd(Model *m, ParamKind wk, int layer, const void *in, void *o
 {
     ModelParam *w = model_find_param(m, wk, layer), *b = norm_bias(m, wk, layer);
     NormFwdDesc d = {.norm = m->spec.norm,
-                     .rows = model_tokens(m),
+                     .rows = model_sp_tokens(m),
                      .cols = m->spec.hidden,
                      .eps = MODEL_NORM_EPS,
                      .act_dtype = m->act_dtype,
@@ -40,7 +40,7 @@ Status model_norm_bwd(Model *m, ParamKind wk, int layer, const void *in, const f
     if (!st && b) st = model_grad_begin(m, b, 1, e);
     if (st) return st;
     NormBwdDesc d = {.norm = m->spec.norm,
-                     .rows = model_tokens(m),
+                     .rows = model_sp_tokens(m),
                      .cols = m->spec.hidden,
                      .act_dtype = m->act_dtype,
                      .weight_dtype = m->recipe.other.dt[STATE_WEIGHT],

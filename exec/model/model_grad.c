@@ -10,6 +10,7 @@
 
 ModelParam *model_find_param(Model *m, ParamKind k, int layer)
 {
+    if (layer >= 0) layer += (int)m->layer0; /* a block of this stage: the model's index */
     for (uint32_t i = 0; i < m->nparams; i++)
         if (m->params[i].kind == k && m->params[i].layer == layer) return &m->params[i];
     return NULL;

@@ -121,9 +121,14 @@ static Status init_param(Model *m, ModelParam *p, InitJob *j, Err *e)
     j->p = p;
     j->key = rng_key(m->hyper.seed, (uint64_t)p->kind << 32 | (uint32_t)(p->layer + 1));
     j->std = m->hyper.init_std;
-    if (p->kind == PK_PROJ_W || p->kind == PK_FC2_W) j->std /= sqrtf(2.0f * (float)m->spec.layers);
+    if (p->kind == PK_PROJ_W || p->kind == PK_FC2_W) j->std /= sqrtf(2.0f * (float)m->layers_total);
     j->live = p->kind == PK_WTE || p->kind == PK_LM_HEAD ? (uint64_t)m->spec.vocab * p->cols : p->numel;
-    par_for(p->numel, INIT_GRAIN, fill_piece, j);
+    if (m->tp > 1 && init_normal(p->kind) && p->kind != PK_WPE) { /* a TP shard: its slice of the whole */
+        memset(j->amax, 0, sizeof j->amax);
+        j->amax[0] = model_tp_fill(m, p, j->key, j->std, j->w);
+    } else {
+        par_for(p->numel, INIT_GRAIN, fill_piece, j);
+    }
     Status st = ST_OK;
     if (es->dt[STATE_MASTER] == DT_FP16) {
         /* FP8-LM: FP16 master scaled by a power of two; the working copy is its value */
@@ -135,8 +140,10 @@ static Status init_param(Model *m, ModelParam *p, InitJob *j, Err *e)
         st = m->bk->copy_to_device(m->bk, p->master, j->buf, p->numel * sizeof(uint16_t), e);
         float rec[REC_FLOATS] = {s, 1.0f / s, amax};
         if (!st && p->master_rec) st = m->bk->copy_to_device(m->bk, p->master_rec, rec, sizeof rec, e);
-    } else if (es->dt[STATE_MASTER] == DT_FP32) {
-        st = upload(m, j, p->master, DT_FP32, e);
+    } else if (es->dt[STATE_MASTER] == DT_FP32 && p->master) { /* a sharded master: this rank's part only */
+        int sh = m->shard_mask[model_class(p)] >> STATE_MASTER & 1;
+        uint64_t lo = 0, n = sh ? model_own(m, p, &lo) : p->numel;
+        st = m->bk->copy_to_device(m->bk, p->master, j->w + lo, n * sizeof(float), e);
     }
     if (!st && p->weight) st = upload(m, j, p->weight, es->dt[STATE_WEIGHT], e);
     float one[REC_FLOATS] = {1.0f, 1.0f, 0.0f}; /* scale 1, empty amax */
@@ -221,6 +228,7 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     arena_planned(p, planned);
     st = model_layout_bind(m, p, &m->specs, e);
     if (!st) st = arena_carve(&m->arena, bk, &m->specs, planned, e);
+    if (!st) model_shard_bind(m);
     if (!st) st = bk->memset0(bk, m->arena.base, m->arena.bytes, e);
     if (!st && recipe_fp8_gemm(&m->recipe)) {
         ScalingBank *f = &m->sc.fwd, *b = &m->sc.bwd;
@@ -232,9 +240,9 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
         f->fmt = m->recipe.gemm_fwd;
         b->fmt = m->recipe.gemm_bwd;
     }
-    if (!st && (!comm || (uint32_t)comm->size != m->dp))
-        st = err_set(e, ST_USAGE, "the plan's dp %u needs as many ranks; the communicator has %d", m->dp,
-                     comm ? comm->size : 0);
+    if (!st && (!comm || (uint32_t)comm->size != m->dp * m->tp * m->pp))
+        st = err_set(e, ST_USAGE, "the plan's dp %u x tp %u x pp %u needs as many ranks; the communicator has %d",
+                     m->dp, m->tp, m->pp, comm ? comm->size : 0);
     if (!st) {
         m->host_losses = malloc(model_tokens(m) * sizeof(float));
         m->step_losses = malloc(model_step_tokens(m) * m->dp * sizeof(float));

@@ -70,6 +70,29 @@ Status model_grad_commit(Model *m, ModelParam *p, int slot, Err *e);
  * (first micro-batch) and prepare the embeddings' staging. */
 Status model_grads_begin(Model *m, Err *e);
 
+/* ---- sharded states: the distributed optimizer / ZeRO-1 (model_shard.c) ---- */
+enum { MODEL_CLASS_GEMM = 0, MODEL_CLASS_OTHER = 1 };
+static inline int model_class(const ModelParam *p) { return p->gemm ? MODEL_CLASS_GEMM : MODEL_CLASS_OTHER; }
+/* ST_OK when the executor shards the plan's states (sharding none, or zero1 / dist-opt for recipes
+ * whose sharded classes keep a working weight gathered in its own dtype, unscaled states and
+ * gradients reduced in their own dtype); ST_UNAVAILABLE naming what is not. */
+Status model_shard_check(const Plan *p, Err *e);
+/* From the plan and the parameter table (after params_fill): shard_ways, the classes' elements,
+ * shards and sharded states, every parameter's flat offset. Pure. */
+void model_shard_plan(Model *m, const Plan *p);
+/* After the arena is carved: this rank's part of every parameter and the sharded states' pointers. */
+void model_shard_bind(Model *m);
+/* The elements of p the optimizer updates on this rank: [*lo, *lo + n), its own part when states are
+ * sharded (n may be 0), else all (lo 0, n numel). */
+uint64_t model_own(const Model *m, const ModelParam *p, uint64_t *lo);
+/* State st of p (its bound pointer `base`) at element model_own's lo: a sharded state's pointer
+ * already is; a whole one is advanced by lo elements. NULL when base is. */
+void *model_state_at(const Model *m, const ModelParam *p, StateId st, void *base);
+/* Reduce-scatter every gradient (CO_DP_GRAD_RS; this rank's part reduced in place). */
+Status model_shard_reduce(Model *m, Err *e);
+/* All-gather every working weight after the sharded update (CO_DP_PARAM_AG, in the weight's dtype). */
+Status model_shard_gather(Model *m, Err *e);
+
 /* ---- one micro-batch (model_pass.c) ---- */
 
 /* Forward to logits and per-token losses (the d(logits) replace the logits);
@@ -77,5 +100,93 @@ Status model_grads_begin(Model *m, Err *e);
 Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, float dloss, Err *e);
 /* Backward from d(logits) into the main gradients (accumulating). */
 Status model_backward(Model *m, Err *e);
+
+/* ---- pipeline parallelism, 1F1B (model_pp.c) ---- */
+
+static inline int model_first(const Model *m) { return m->stage == 0; }
+static inline int model_last(const Model *m) { return m->stage + 1 >= m->pp; }
+/* Block l's saved activations of the micro-batch in flight slot m->slot. */
+static inline LayerActs *model_la(Model *m, uint32_t l)
+{
+    return &m->act.layer[(uint64_t)m->slot * m->spec.layers + l];
+}
+/* The token ids of the slot's micro-batch (the first stage keeps one set per slot for the embedding's backward). */
+static inline int32_t *model_tok(Model *m) { return m->act.tokens + (uint64_t)m->slot * model_tokens(m); }
+/* The stage, its layers and the micro-batches in flight from the plan (pp 1: all, one). */
+void model_pp_stage(const Plan *p, Model *m);
+/* PP's working memory (transient): with FP8, the saved inputs' scale_inv per slot; nothing at pp 1. */
+void model_pp_layout(Model *m, int bind, ArenaSpecs *sp);
+/* What the executor's PP needs of a plan (ST_OK at pp 1). */
+Status model_pp_check(const Plan *p, Err *e);
+/* A bank's amax reduction (over the recipe's group) and delayed update after a forward or backward
+ * (TE's order; model_step.c). */
+Status model_update_bank(Model *m, ScalingBank *b, BankTrace *t, Err *e);
+/* PP with FP8: the scale_inv of block l's saved FP8 input k of the slot's micro-batch (the bank's is
+ * the latest forward's); at pp 1 the bank's. */
+static inline float *model_saved_sinv(Model *m, uint32_t l, LinearKind k)
+{
+    if (!m->act.pp_xsinv) return m->sc.fwd.scale_inv + model_slot_x(l, k);
+    return m->act.pp_xsinv + ((uint64_t)m->slot * m->spec.layers + l) * LIN_COUNT + k;
+}
+/* d(mean loss)/d(one token's loss) (model_step.c). */
+float model_dloss(const Model *m);
+/* The micro-batch m->mb's token losses into *sum and step_losses (model_step.c). */
+Status model_add_losses(Model *m, double *sum, Err *e);
+/* The step's micro-batches on this stage in the 1F1B order (warm-up forwards, one forward one
+ * backward, cool-down backwards), activations from the previous stage and gradients from the next
+ * received (the plan's pp_send_recv), forward and backward seconds added to ph[PHASE_FWD/BWD]. */
+Status model_pp_run(Model *m, const int32_t *inputs, const int32_t *targets, double *ph, double *sum, Err *e);
+/* After the micro-batches: the tied embedding's gradient summed between the first and last stage
+ * (the plan's emb_grad_allreduce). */
+Status model_pp_finish_grads(Model *m, Err *e);
+/* The step's loss, known on the last stage, to every rank (not a plan collective). */
+Status model_pp_share_loss(Model *m, float *loss, Err *e);
+/* The stage that receives this stage's activations (+1) or gradients (−1). */
+static inline int model_pp_peer(const Model *m, int dir) { return m->comm->rank + dir * m->comm->size / (int)m->pp; }
+
+/* ---- tensor parallelism with sequence parallelism (model_tp.c) ----
+ * QKV and FC1 are column-parallel (this rank's heads / FFN columns), proj and
+ * FC2 row-parallel; the norms, residual stream, embedding lookup, LM head and
+ * loss hold B·T/tp tokens of the flattened (B, T) batch. Every function is a
+ * no-op or the one-rank path at tp 1. */
+
+/* Tokens of the sequence-parallel regions on this rank: B·T/tp. */
+static inline uint64_t model_sp_tokens(const Model *m) { return model_tokens(m) / (m->tp ? m->tp : 1); }
+static inline int model_tp_col(const Model *m, LinearKind k) { return m->tp > 1 && (k == LIN_QKV || k == LIN_FC1); }
+static inline int model_tp_row(const Model *m, LinearKind k) { return m->tp > 1 && (k == LIN_PROJ || k == LIN_FC2); }
+/* Current scaling with TP: the amax a cast just measured on this rank's shard
+ * made the whole tensor's (MAX over the TP group, counted as the plan's
+ * amax_allreduce); nothing at tp 1. */
+Status model_tp_amax(Model *m, float *amax, Err *e);
+/* What the executor's TP needs of a plan (ST_OK at tp 1). */
+Status model_tp_check(const Plan *p, Err *e);
+/* This rank's share of the spec (heads, KV heads, FFN width / tp) and m->tp. */
+void model_tp_spec(const Plan *p, Model *m);
+/* Rows of the embedding and head shards: Vp/tp. */
+static inline uint64_t model_vocab_rows(const Model *m) { return m->vocab_padded / (m->tp ? m->tp : 1); }
+/* TP's working buffers (transient), nothing at tp 1. */
+void model_tp_layout(Model *m, int bind, ArenaSpecs *sp);
+/* The initial values of a sharded parameter: w (numel) = this rank's slice
+ * of the one-rank tensor drawn from stream key (padded vocabulary rows 0).
+ * Returns the slice's amax. Only for the tensors init_normal draws. */
+float model_tp_fill(const Model *m, const ModelParam *p, uint64_t key, float std, float *w);
+/* All-gather of a (B·T/tp, cols) token shard into (B·T, cols), counted under id. */
+Status model_tp_gather(Model *m, CollectiveId id, const void *local, void *full, uint64_t cols, Dtype dt, Err *e);
+/* Reduce-scatter (sum) of (B·T, cols) partial sums into this rank's (B·T/tp, cols). */
+Status model_tp_scatter(Model *m, CollectiveId id, const void *full, void *local, uint64_t cols, Err *e);
+/* Vocabulary-parallel token embedding: every token of the micro-batch looked
+ * up in this rank's rows, reduce-scattered to the tokens' owners, learned
+ * positions added there (out: B·T/tp tokens); and its backward from the
+ * B·T/tp tokens' gradient dout into the FP32 gradient targets. */
+Status model_tp_embed_fwd(Model *m, void *out, Err *e);
+Status model_tp_embed_bwd(Model *m, const void *dout, Err *e);
+/* Vocabulary-parallel cross-entropy of act.logits (B·T, Vp/tp): losses of
+ * every token on every rank, logits replaced by their gradient (xent_shard
+ * with the max and sums all-reduced over the ranks). */
+Status model_tp_xent(Model *m, float dloss, Err *e);
+/* After the step's micro-batches: the gradients of the parameters every rank
+ * holds whole but sees only B·T/tp tokens of (norms, learned positions)
+ * all-reduced. Not plan collectives (the plan counts none for them). */
+Status model_tp_finish_grads(Model *m, Err *e);
 
 #endif

@@ -15,17 +15,18 @@ Status model_check(const Plan *p, Err *e)
 {
     const PlanInput *in = &p->in;
     const ModelSpec *s = in->model;
-    if (in->tp != 1 || in->pp != 1 || in->cp != 1)
+    if (in->cp != 1)
         return err_set(e, ST_UNAVAILABLE,
-                       "the executor runs data parallelism only (tp %u, pp %u, cp %u given); tensor, pipeline and "
-                       "context parallelism are not implemented yet",
-                       in->tp, in->pp, in->cp);
+                       "the executor runs data, tensor and pipeline parallelism (cp %u given); context parallelism "
+                       "is not implemented yet",
+                       in->cp);
     if (!in->dp) return err_set(e, ST_USAGE, "the plan's dp is 0");
-    if (in->attn != ATTN_MATERIALIZED || in->recompute != RECOMPUTE_NONE || in->dropout || in->sharding != SHARD_NONE)
+    if (in->attn != ATTN_MATERIALIZED || in->recompute != RECOMPUTE_NONE || in->dropout)
         return err_set(e, ST_UNAVAILABLE,
-                       "the executor materializes attention scores without recompute, dropout or state sharding; "
-                       "plan it that way (exec_plan_input)");
+                       "the executor materializes attention scores without recompute or dropout; plan it that way "
+                       "(exec_plan_input)");
     Status st = exec_recipe_check(in->recipe, e);
+    if (!st) st = model_shard_check(p, e);
     if (st) return st;
     if ((unsigned)s->norm >= NORM_COUNT_ || (unsigned)s->mlp >= MLP_COUNT_ || (unsigned)s->pos >= POS_COUNT_)
         return err_set(e, ST_USAGE, "model %s: unknown norm, mlp or position type", s->name);
@@ -41,7 +42,8 @@ Status model_check(const Plan *p, Err *e)
         return err_set(e, ST_USAGE, "--mbs x --seq = %llu tokens per micro-batch is too many",
                        (unsigned long long)in->mbs * p->seq);
     if (!p->microbatches) return err_set(e, ST_USAGE, "the plan has no micro-batches");
-    return ST_OK;
+    st = model_tp_check(p, e);
+    return st ? st : model_pp_check(p, e);
 }
 
 /* The run's sizes from the plan (no memory yet). */
@@ -56,6 +58,8 @@ static void model_from_plan(const Plan *p, Model *m)
     m->dp = p->in.dp;
     m->vocab_padded = p->vocab_padded;
     m->act_dtype = exec_act_dtype(&m->recipe);
+    model_tp_spec(p, m);
+    model_pp_stage(p, m);
 }
 
 uint64_t model_linear_n(const ModelSpec *s, LinearKind k)
@@ -97,10 +101,12 @@ static Status params_fill(Model *m, Err *e)
     } while (0)
     static const ParamKind lw[LIN_COUNT] = {PK_QKV_W, PK_PROJ_W, PK_FC1_W, PK_FC2_W};
     static const ParamKind lb[LIN_COUNT] = {PK_QKV_B, PK_PROJ_B, PK_FC1_B, PK_FC2_B};
-    ADD(PK_WTE, -1, m->vocab_padded, C, 1, 0);
-    if (s->pos == POS_LEARNED) ADD(PK_WPE, -1, m->seq, C, 1, 0);
+    const int first = model_first(m), last = model_last(m);
+    if (first || (last && s->tied_embeddings)) /* the last stage's tied head: its own copy */
+        ADD(PK_WTE, -1, model_vocab_rows(m), C, 1, 0);
+    if (first && s->pos == POS_LEARNED) ADD(PK_WPE, -1, m->seq, C, 1, 0);
     for (uint32_t l = 0; l < s->layers; l++) {
-        int L = (int)l;
+        int L = (int)(l + m->layer0); /* the model's layer index (the initial values' stream) */
         for (int j = 0; j < LIN_COUNT; j++) {
             if (j == LIN_QKV || j == LIN_FC1) { /* the norm before QKV and before FC1 */
                 ParamKind nw = j == LIN_QKV ? PK_NORM1_W : PK_NORM2_W;
@@ -113,9 +119,9 @@ static Status params_fill(Model *m, Err *e)
             if (bias) ADD(lb[j], L, n, 1, 0, 0);
         }
     }
-    ADD(PK_NORMF_W, -1, C, 1, 0, 0);
-    if (ln) ADD(PK_NORMF_B, -1, C, 1, 0, 0);
-    if (!s->tied_embeddings) ADD(PK_LM_HEAD, -1, m->vocab_padded, C, 1, 0);
+    if (last) ADD(PK_NORMF_W, -1, C, 1, 0, 0);
+    if (last && ln) ADD(PK_NORMF_B, -1, C, 1, 0, 0);
+    if (last && !s->tied_embeddings) ADD(PK_LM_HEAD, -1, model_vocab_rows(m), C, 1, 0);
 #undef ADD
     m->params = p;
     m->nparams = k;
@@ -149,8 +155,9 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
         const StateSet *st = q->gemm ? &r->gemm : &r->other;
         const MemTermId *tm = q->gemm ? gemm_terms : other_terms;
         void **dst[STATE_COUNT_] = {&q->weight, &q->master, &q->grad, &q->m, &q->v};
-        for (int k = 0; k < STATE_COUNT_; k++)
-            if (st->dt[k] != DT_NONE) arena_add(sp, tm[k], st->dt[k], q->numel, bind ? dst[k] : NULL, nm, q->layer);
+        for (int k = 0; k < STATE_COUNT_; k++) /* a sharded state: in the class's shard below */
+            if (st->dt[k] != DT_NONE && !(m->shard_mask[model_class(q)] >> k & 1))
+                arena_add(sp, tm[k], st->dt[k], q->numel, bind ? dst[k] : NULL, nm, q->layer);
         if (q->gemm && fp8 && r->fp8_row != DT_NONE)
             arena_add(sp, MT_FP8_ROWWISE, r->fp8_row, q->numel, bind ? &q->wq_row : NULL, nm, q->layer);
         if (q->gemm && fp8 && r->fp8_col != DT_NONE)
@@ -162,6 +169,15 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
         if (q->gemm) *wmax = max2(*wmax, q->numel);
         if (q->kind != PK_WTE && q->kind != PK_WPE && q->kind != PK_LM_HEAD) *pmax = max2(*pmax, q->numel);
     }
+    static const char *const shard_names[2][STATE_COUNT_] = {
+        {"", "master.shard", "grad.shard", "adam_m.shard", "adam_v.shard"},
+        {"", "other.master.shard", "other.grad.shard", "other.adam_m.shard", "other.adam_v.shard"}};
+    for (int c = 0; c < 2; c++) /* this rank's shard of each sharded state: ceil(E / dp) elements */
+        for (int k = 0; k < STATE_COUNT_; k++)
+            if (m->shard_mask[c] >> k & 1)
+                arena_add(sp, (c == MODEL_CLASS_GEMM ? gemm_terms : other_terms)[k],
+                          (c == MODEL_CLASS_GEMM ? &r->gemm : &r->other)->dt[k], m->shard_elems[c],
+                          bind ? &m->shard_buf[c][k] : NULL, shard_names[c][k], -1);
     if (fp8) { /* scaling banks: forward (x, w per linear) and backward (dy per linear) */
         uint64_t hist = exec_history_len(r), L = m->spec.layers;
         uint64_t nf = 2 * LIN_COUNT * L, nb = LIN_COUNT * L;
@@ -182,35 +198,40 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
     const ModelSpec *s = &m->spec;
     const Recipe *r = &m->recipe;
     const uint64_t B = m->batch, T = m->seq, C = s->hidden, H = s->heads, L = s->layers, BT = B * T;
+    const uint64_t BTs = model_sp_tokens(m); /* the sequence-parallel regions' tokens (B·T at tp 1) */
     const Dtype A = m->act_dtype;
     const int ln = s->norm == NORM_LAYERNORM, save_fp8 = recipe_fp8_gemm(r) && dtype_is_fp8(r->saved_input);
     ModelActs *a = bind ? &m->act : NULL;
-    for (uint64_t l = 0; l < L; l++) {
-        LayerActs *la = a ? &a->layer[l] : NULL;
-        int li = (int)l;
-        arena_add(sp, MT_ACT_LAYER_HP, A, BT * C, la ? &la->x : NULL, "x", li);
-        if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->norm1_mean : NULL, "norm1.mean", li);
-        arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->norm1_rstd : NULL, "norm1.rstd", li);
+    for (uint64_t sl = 0; sl < L * m->slots; sl++) { /* 1F1B: every in-flight micro-batch's */
+        LayerActs *la = a ? &a->layer[sl] : NULL;
+        int li = (int)(sl % L + m->layer0);
+        arena_add(sp, MT_ACT_LAYER_HP, A, BTs * C, la ? &la->x : NULL, "x", li);
+        if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm1_mean : NULL, "norm1.mean", li);
+        arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm1_rstd : NULL, "norm1.rstd", li);
         arena_add(sp, MT_ACT_LAYER_HP, A, BT * model_linear_n(s, LIN_QKV), la ? &la->qkv : NULL, "qkv", li);
         arena_add(sp, MT_ACT_ATTN, A, B * H * T * T, la ? &la->probs : NULL, "probs", li);
-        arena_add(sp, MT_ACT_LAYER_HP, A, BT * C, la ? &la->res2 : NULL, "res2", li);
-        if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->norm2_mean : NULL, "norm2.mean", li);
-        arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->norm2_rstd : NULL, "norm2.rstd", li);
+        arena_add(sp, MT_ACT_LAYER_HP, A, BTs * C, la ? &la->res2 : NULL, "res2", li);
+        if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm2_mean : NULL, "norm2.mean", li);
+        arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm2_rstd : NULL, "norm2.rstd", li);
         arena_add(sp, MT_ACT_LAYER_HP, A, BT * model_linear_n(s, LIN_FC1), la ? &la->fc1 : NULL, "fc1", li);
         for (int k = 0; k < LIN_COUNT; k++) {
             uint64_t K = model_linear_k(s, (LinearKind)k);
+            uint64_t BTk = model_tp_col(m, (LinearKind)k) ? BTs : BT; /* the shard a column-parallel input keeps */
             if (save_fp8)
-                arena_add(sp, MT_ACT_LAYER_FP8, r->saved_input, K * BT, la ? &la->q_col[k] : NULL, "input.fp8_col", li);
+                arena_add(sp, MT_ACT_LAYER_FP8, r->saved_input, K * BTk, la ? &la->q_col[k] : NULL, "input.fp8_col",
+                          li);
             else
-                arena_add(sp, MT_ACT_LAYER_HP, A, BT * K, la ? &la->act_in[k] : NULL, "input", li);
+                arena_add(sp, MT_ACT_LAYER_HP, A, BTk * K, la ? &la->act_in[k] : NULL, "input", li);
         }
     }
-    arena_add(sp, MT_ACT_OUTPUT, A, BT * C, a ? &a->x_final : NULL, "x_final", -1);
-    if (ln) arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT, a ? &a->normf_mean : NULL, "normf.mean", -1);
-    arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT, a ? &a->normf_rstd : NULL, "normf.rstd", -1);
-    arena_add(sp, MT_ACT_OUTPUT, A, BT * C, a ? &a->normf_out : NULL, "normf.out", -1);
-    arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT * m->vocab_padded, a ? &a->logits : NULL, "logits", -1);
-    arena_add_i32(sp, XT_IO, BT, a ? &a->tokens : NULL, "tokens", -1);
+    if (model_last(m)) { /* the final norm and the logits: the last stage's */
+        arena_add(sp, MT_ACT_OUTPUT, A, BTs * C, a ? &a->x_final : NULL, "x_final", -1);
+        if (ln) arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BTs, a ? &a->normf_mean : NULL, "normf.mean", -1);
+        arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BTs, a ? &a->normf_rstd : NULL, "normf.rstd", -1);
+        arena_add(sp, MT_ACT_OUTPUT, A, BTs * C, a ? &a->normf_out : NULL, "normf.out", -1);
+        arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT * model_vocab_rows(m), a ? &a->logits : NULL, "logits", -1);
+    }
+    arena_add_i32(sp, XT_IO, BT * m->slots, a ? &a->tokens : NULL, "tokens", -1);
     arena_add_i32(sp, XT_IO, BT, a ? &a->targets : NULL, "targets", -1);
     arena_add(sp, XT_IO, DT_FP32, BT, a ? &a->losses : NULL, "losses", -1);
     if (s->pos == POS_ROPE) arena_add(sp, XT_ROPE, DT_FP32, T * s->head_dim, a ? &a->rope : NULL, "rope.cos_sin", -1);
@@ -234,8 +255,10 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
         dwide = max2(dwide, model_linear_n(s, (LinearKind)k));
     }
     ModelActs *a = bind ? &m->act : NULL;
-    arena_add(sp, MT_TRANSIENT, A, BT * C, a ? &a->d_res : NULL, "d_res", -1);
-    arena_add(sp, MT_TRANSIENT, A, BT * C, a ? &a->d_b : NULL, "d_b", -1);
+    /* d_res: the sequence-parallel tokens; d_b also the attention output's gradient (B·T, H·D) (TP: H/tp) */
+    const uint64_t BTs = model_sp_tokens(m), qd = BT * model_q_dim(s);
+    arena_add(sp, MT_TRANSIENT, A, BTs * C, a ? &a->d_res : NULL, "d_res", -1);
+    arena_add(sp, MT_TRANSIENT, A, max2(BTs * C, qd), a ? &a->d_b : NULL, "d_b", -1);
     if (other_staged) {
         uint64_t emb = Vp * C + (s->pos == POS_LEARNED ? T * C : 0) + (s->tied_embeddings ? 0 : Vp * C);
         arena_add(sp, MT_TRANSIENT, DT_FP32, emb, a ? &a->gstage_emb : NULL, "grad_stage_emb", -1);
@@ -252,7 +275,7 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
     /* the attention forward's FP32 scores, one sequence's heads at a time (a backend may use them) */
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, H * T * T, a ? &a->attn_scores : NULL, "attn_scores");
     /* LM-head backward */
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * Vp, a ? &a->dlogits : NULL, "dlogits");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * model_vocab_rows(m), a ? &a->dlogits : NULL, "dlogits");
     /* block backward */
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * dwide, a ? &a->d_a : NULL, "d_a");
     if (s->mlp == MLP_SWIGLU)
@@ -269,6 +292,8 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
                     "attn_scratch");
     if (gemm_staged && !other_staged)
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, wmax, a ? &a->gstage : NULL, "grad_stage");
+    model_tp_layout(m, bind, sp);
+    model_pp_layout(m, bind, sp);
     if (ws) /* bytes, not typed elements */
         arena_add_(sp, MT_WORKSPACE, DT_NONE, 1, ws, ADST_VOID, bind ? (void *)&m->bk->gemm_workspace : NULL,
                    "gemm_workspace", -1);
@@ -293,6 +318,7 @@ Status model_layout(const Plan *p, ArenaSpecs *specs, Err *e)
     memset(&m, 0, sizeof m);
     model_from_plan(p, &m);
     if ((st = params_fill(&m, e))) return st;
+    model_shard_plan(&m, p);
     st = layout(&m, 0, specs, e);
     free(m.params);
     return st;
@@ -303,7 +329,8 @@ Status model_layout_bind(Model *m, const Plan *p, ArenaSpecs *specs, Err *e)
     model_from_plan(p, m);
     Status st = params_fill(m, e);
     if (st) return st;
-    m->act.layer = calloc(m->spec.layers, sizeof *m->act.layer);
+    model_shard_plan(m, p);
+    m->act.layer = calloc((size_t)m->spec.layers * m->slots, sizeof *m->act.layer);
     if (!m->act.layer) return err_set(e, ST_NOMEM, "out of memory");
     return layout(m, 1, specs, e);
 }

@@ -30,6 +30,7 @@ static Status prepare_scale(Model *m, ScalingBank *bank, uint32_t slot, const vo
     if (m->recipe.scaling != SCALING_CURRENT) return ST_OK;
     Status st = bk->memset0(bk, hist0(bank, slot), sizeof(float), e);
     if (!st) st = bk->amax(bk, in, dt, n, hist0(bank, slot), e);
+    if (!st) st = model_tp_amax(m, hist0(bank, slot), e); /* TP: the whole tensor's amax */
     if (!st) st = bk->scaling_from_amax(bk, 1, bank->fmt, EXEC_FP8_MARGIN, hist0(bank, slot), bank->scale + slot, e);
     *amax_out = NULL;
     return st;
@@ -52,6 +53,7 @@ static Status cast(Model *m, ScalingBank *bank, uint32_t slot, const void *in, D
                        .amax = hist0(bank, slot)};
         st = m->bk->memset0(m->bk, hist0(bank, slot), sizeof(float), e);
         if (!st) st = m->bk->cast_transpose(m->bk, &mc, e);
+        if (!st) st = model_tp_amax(m, hist0(bank, slot), e);
         if (!st)
             st = m->bk->scaling_from_amax(m->bk, 1, bank->fmt, EXEC_FP8_MARGIN, hist0(bank, slot), bank->scale + slot,
                                           e);
@@ -113,7 +115,7 @@ static ModelParam *bias_of(Model *m, uint32_t l, LinearKind k)
 
 void *model_linear_input(Model *m, uint32_t layer, LinearKind k)
 {
-    LayerActs *la = &m->act.layer[layer];
+    LayerActs *la = model_la(m, layer);
     return la->act_in[k] ? la->act_in[k] : m->act.t_in;
 }
 
@@ -147,37 +149,101 @@ static Lin lin_of(Model *m, uint32_t l, LinearKind k)
                  .b = bias_of(m, l, k)};
 }
 
+/* A column-parallel linear's FP8 input (TP): this rank's shard cast with the
+ * tensor's scale (row-wise into a working copy, transposed (K, B·T/tp) into
+ * the saved one) and the row-wise codes all-gathered into the GEMM's operand
+ * (tp_allgather_fwd in FP8). */
+static Status tp_fp8_input(Model *m, uint32_t l, LinearKind k, const void *x, uint64_t K, Err *e)
+{
+    LayerActs *la = model_la(m, l);
+    Status st = cast(m, &m->sc.fwd, model_slot_x(l, k), x, m->act_dtype, NULL, model_sp_tokens(m), K, m->act.tp_qloc,
+                     la->q_col[k], e);
+    if (!st) st = model_tp_gather(m, CO_TP_AG_FWD, m->act.tp_qloc, m->act.t_qrow, K, m->recipe.gemm_fwd, e);
+    return st;
+}
+
 Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void *y, Err *e)
 {
     Backend *bk = m->bk;
     const Lin L = lin_of(m, l, k);
     const uint64_t M = L.M, K = L.K, N = L.N;
     const Dtype A = L.A;
+    const int col = model_tp_col(m, k), row = model_tp_row(m, k);
+    /* TP: a row-parallel output is a partial sum, reduce-scattered below (rank 0 adds the bias) */
+    void *out = row ? m->act.tp_fwd : y;
     GemmDesc d = {.m = M,
                   .n = N,
                   .k = K,
                   .accum = GEMM_OVERWRITE,
-                  .bias = L.b ? L.b->weight : NULL,
+                  .bias = L.b && (!row || m->comm->rank == 0) ? L.b->weight : NULL,
                   .bias_dtype = m->recipe.other.dt[STATE_WEIGHT]};
-    d.d = (GemmOutput){.ptr = y, .dtype = A};
+    d.d = (GemmOutput){.ptr = out, .dtype = A};
+    Status st = ST_OK;
     if (!recipe_fp8_gemm(&m->recipe)) {
+        if (col) { /* this rank's tokens gathered (tp_allgather_fwd) */
+            st = model_tp_gather(m, CO_TP_AG_FWD, x, m->act.tp_fwd, K, A, e);
+            x = m->act.tp_fwd;
+        }
         d.a = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_INNER};
         d.b = (GemmOperand){.ptr = L.w->weight, .dtype = A, .layout = GEMM_K_INNER};
-        return bk->gemm(bk, &d, e);
+        if (!st) st = bk->gemm(bk, &d, e);
+        if (!st && row) st = model_tp_scatter(m, CO_TP_RS_FWD, out, y, N, e);
+        return st;
     }
     ScalingBank *fb = &m->sc.fwd;
     uint32_t sx = model_slot_x(l, k), sw = model_slot_w(l, k);
-    LayerActs *la = &m->act.layer[l];
-    /* X: row-wise for this GEMM, transposed saved for wgrad (when saved in FP8) */
-    Status st = cast(m, fb, sx, x, A, NULL, M, K, m->act.t_qrow, la->q_col[k], e);
+    LayerActs *la = model_la(m, l);
+    /* X: row-wise for this GEMM, transposed saved for wgrad (when saved in FP8); TP's
+     * column-parallel input: the shard cast, its codes gathered (the shard is what is saved) */
+    if (col)
+        st = tp_fp8_input(m, l, k, x, K, e);
+    else
+        st = cast(m, fb, sx, x, A, NULL, M, K, m->act.t_qrow, la->q_col[k], e);
     /* W: row-wise for fprop and, when the recipe keeps it, transposed for dgrad; cast once
      * per step, from the working copy or from the master when there is no working copy */
     if (!st) st = cast_weight(m, L.w, sw, wrow(m, L.w), L.w->wq_col, 1, e);
     if (st) return st;
+    if (!st && m->act.pp_xsinv && la->q_col[k]) /* PP: the saved copy's scale_inv, kept for its backward */
+        st = bk->convert(bk, fb->scale_inv + sx, DT_FP32, model_saved_sinv(m, l, k), DT_FP32, 1, NULL, e);
+    if (st) return st;
     d.a = fp8_operand(m->act.t_qrow, fb, sx);
     d.b = fp8_operand(wrow(m, L.w), fb, sw);
     d.acc_precision = GEMM_ACC_FAST; /* TE: fast accumulation in fprop only */
-    return bk->gemm(bk, &d, e);
+    st = bk->gemm(bk, &d, e);
+    if (!st && row) st = model_tp_scatter(m, CO_TP_RS_FWD, out, y, N, e);
+    return st;
+}
+
+/* TP, a column-parallel linear's weight gradient: its input gathered again
+ * from the saved shard (tp_allgather_bwd, in the dtype the forward gathered)
+ * into tp_full once the input gradient has left it: BF16 (B·T, K) for wgrad's
+ * B; FP8 the transposed shards rank after rank (tp, K, B·T/tp), which wgrad
+ * reads piece by piece (tp_wgrad). */
+static Status tp_regather(Model *m, uint32_t l, LinearKind k, uint64_t K, GemmOperand *b, Err *e)
+{
+    LayerActs *la = model_la(m, l);
+    b->ptr = m->act.tp_full;
+    if (!recipe_fp8_gemm(&m->recipe))
+        return model_tp_gather(m, CO_TP_AG_BWD, la->act_in[k], m->act.tp_full, K, m->act_dtype, e);
+    return model_tp_gather(m, CO_TP_AG_BWD, la->q_col[k], m->act.tp_full, K, m->recipe.gemm_fwd, e);
+}
+
+/* The FP8 wgrad of a TP column-parallel linear: dW += Σ_r dYᵀ[:, rank r's tokens] · X_r,
+ * A the columns of the transposed output gradient (ld B·T), B rank r's transposed shard. */
+static Status tp_wgrad(Model *m, GemmDesc *wg, Err *e)
+{
+    const uint64_t n = model_sp_tokens(m), K = wg->n;
+    const uint8_t *a0 = wg->a.ptr, *b0 = wg->b.ptr;
+    GemmDesc g = *wg;
+    g.k = n;
+    g.a.ld = model_tokens(m);
+    Status st = ST_OK;
+    for (uint32_t r = 0; !st && r < m->tp; r++) {
+        g.a.ptr = a0 + r * n;
+        g.b.ptr = b0 + (uint64_t)r * K * n;
+        st = m->bk->gemm(m->bk, &g, e);
+    }
+    return st;
 }
 
 static Status wgrad_target(Model *m, ModelParam *p, GemmOutput *o)
@@ -194,13 +260,22 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
     const uint64_t M = L.M, K = L.K, N = L.N;
     const Dtype A = L.A;
     ModelParam *w = L.w, *b = L.b;
-    LayerActs *la = &m->act.layer[l];
-    GemmDesc dg = {.m = M, .n = K, .k = N, .accum = GEMM_OVERWRITE, .d = {.ptr = dx, .dtype = A}};
+    LayerActs *la = model_la(m, l);
+    const int col = model_tp_col(m, k), row = model_tp_row(m, k);
+    Status st = ST_OK;
+    if (row) { /* TP: this rank's tokens of the output gradient gathered (tp_allgather_bwd) */
+        st = model_tp_gather(m, CO_TP_AG_BWD, dy, m->act.tp_full, N, A, e);
+        dy = m->act.tp_full;
+    }
+    /* TP: a column-parallel input gradient is a partial sum, reduce-scattered below */
+    void *dxg = col && dx ? m->act.tp_full : dx;
+    GemmDesc dg = {.m = M, .n = K, .k = N, .accum = GEMM_OVERWRITE, .d = {.ptr = dxg, .dtype = A}};
     GemmDesc wg = {.m = N, .n = K, .k = M, .accum = GEMM_ACCUMULATE};
     wgrad_target(m, w, &wg.d);
-    Status st = ST_OK;
+    const void *x = la->act_in[k];
+    const uint8_t *xcol = la->q_col[k]; /* TP column-parallel: the shard, replaced by tp_regather below */
+    if (st) return st;
     if (!recipe_fp8_gemm(&m->recipe)) {
-        const void *x = la->act_in[k];
         dg.a = (GemmOperand){.ptr = dy, .dtype = A, .layout = GEMM_K_INNER};
         dg.b = (GemmOperand){.ptr = w->weight, .dtype = A, .layout = GEMM_K_OUTER};
         wg.a = (GemmOperand){.ptr = dy, .dtype = A, .layout = GEMM_K_OUTER};
@@ -209,7 +284,6 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
         ScalingBank *fb = &m->sc.fwd, *bb = &m->sc.bwd;
         uint32_t sx = model_slot_x(l, k), sw = model_slot_w(l, k), sd = model_slot_dy(l, k);
         st = cast(m, bb, sd, dy, A, NULL, M, N, m->act.d_qrow, m->act.d_qcol, e);
-        const uint8_t *xcol = la->q_col[k];
         if (!st && !xcol) { /* saved in BF16: recast its transpose (no amax: the forward recorded it) */
             CastDesc c = {.in = la->act_in[k],
                           .in_dtype = A,
@@ -232,10 +306,13 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
         dg.b = fp8_operand(wcol, fb, sw);
         wg.a = fp8_operand(m->act.d_qcol, bb, sd);
         wg.b = fp8_operand(xcol, fb, sx);
+        if (xcol == la->q_col[k]) wg.b.scale_inv = model_saved_sinv(m, l, k); /* PP: this micro-batch's */
     }
     if (dx) st = bk->gemm(bk, &dg, e);
+    if (!st && dx && col) st = model_tp_scatter(m, CO_TP_RS_BWD, dxg, dx, K, e);
+    if (!st && col) st = tp_regather(m, l, k, K, &wg.b, e);
     if (!st) st = model_grad_begin(m, w, 0, e);
-    if (!st) st = bk->gemm(bk, &wg, e);
+    if (!st) st = col && recipe_fp8_gemm(&m->recipe) ? tp_wgrad(m, &wg, e) : bk->gemm(bk, &wg, e);
     if (!st) st = model_grad_commit(m, w, 0, e);
     if (!st && b) st = model_grad_begin(m, b, 0, e);
     if (!st && b) st = bk->bias_grad(bk, dy, A, M, N, model_grad_target(m, b, 0), e);

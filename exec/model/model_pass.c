@@ -6,6 +6,16 @@
 
 static ModelParam *head(Model *m) { return model_find_param(m, m->spec.tied_embeddings ? PK_WTE : PK_LM_HEAD, -1); }
 
+/* The LM head's input: the final norm's output, with TP its B·T/tp token
+ * shards gathered into buf (the head is vocabulary-parallel: every token, this
+ * rank's Vp/tp rows; not a plan collective). */
+static const void *head_input(Model *m, void *buf, Status *st, Err *e)
+{
+    if (*st || m->tp == 1) return m->act.normf_out;
+    *st = model_tp_gather(m, COMM_UNPLANNED, m->act.normf_out, buf, m->spec.hidden, m->act_dtype, e);
+    return buf;
+}
+
 /* The weight of a parameter that may be absent (NULL then). */
 static void *weight_or_null(ModelParam *p) { return p ? p->weight : NULL; }
 
@@ -15,16 +25,24 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
     ModelActs *a = &m->act;
     const ModelSpec *s = &m->spec;
     const Dtype A = m->act_dtype;
-    const uint64_t BT = model_tokens(m), C = s->hidden;
-    Status st = bk->copy_to_device(bk, a->tokens, inputs, BT * sizeof(int32_t), e);
-    if (!st) st = bk->copy_to_device(bk, a->targets, targets, BT * sizeof(int32_t), e);
-    if (!st)
-        st = bk->embed_fwd(bk, a->tokens, m->batch, m->seq, s->vocab, C, model_find_param(m, PK_WTE, -1)->weight,
-                           weight_or_null(model_find_param(m, PK_WPE, -1)), m->recipe.other.dt[STATE_WEIGHT],
-                           a->layer[0].x, A, e);
+    /* BT: the sequence-parallel regions' tokens, this rank's B·T/tp of the micro-batch (all at tp 1) */
+    const uint64_t BT = model_sp_tokens(m), C = s->hidden;
+    const int first = model_first(m), last = model_last(m);
+    void *x0 = model_la(m, 0)->x;
+    Status st = ST_OK;
+    if (first) st = bk->copy_to_device(bk, model_tok(m), inputs, model_tokens(m) * sizeof(int32_t), e);
+    if (!st && last) st = bk->copy_to_device(bk, a->targets, targets, model_tokens(m) * sizeof(int32_t), e);
+    if (!st && !first) /* PP: the previous stage's output */
+        st = m->comm->recv(m->comm, CO_PP_P2P, bk, x0, BT * C, A, model_pp_peer(m, -1), e);
+    else if (!st && m->tp > 1)
+        st = model_tp_embed_fwd(m, x0, e);
+    else if (!st)
+        st = bk->embed_fwd(bk, model_tok(m), m->batch, m->seq, s->vocab, C, model_find_param(m, PK_WTE, -1)->weight,
+                           weight_or_null(model_find_param(m, PK_WPE, -1)), m->recipe.other.dt[STATE_WEIGHT], x0, A, e);
     for (uint32_t l = 0; !st && l < s->layers; l++) {
-        LayerActs *la = &a->layer[l];
-        void *next = l + 1 < s->layers ? a->layer[l + 1].x : a->x_final;
+        LayerActs *la = model_la(m, l);
+        /* the last block's output: the final norm's input, or (PP) what goes to the next stage */
+        void *next = l + 1 < s->layers ? model_la(m, l + 1)->x : last ? a->x_final : a->t_out;
         void *in = model_linear_input(m, l, LIN_QKV);
         AttnFwdDesc at = {.batch = m->batch,
                           .seq = m->seq,
@@ -50,15 +68,19 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
         if (!st) st = model_linear_fwd(m, l, LIN_FC2, in, a->t_out, e);
         if (!st) st = bk->add(bk, la->res2, a->t_out, next, A, BT * C, e);
     }
+    if (!st && !last) return m->comm->send(m->comm, CO_PP_P2P, bk, a->t_out, BT * C, A, model_pp_peer(m, 1), e);
     if (!st) st = model_norm_fwd(m, PK_NORMF_W, -1, a->x_final, a->normf_out, a->normf_mean, a->normf_rstd, e);
+    const void *hx = head_input(m, a->tp_fwd, &st, e);
     if (!st) { /* LM head in the activation dtype (TE keeps the output layer out of FP8), FP32 logits */
-        GemmDesc d = {.m = BT, .n = m->vocab_padded, .k = C, .accum = GEMM_OVERWRITE};
-        d.a = (GemmOperand){.ptr = a->normf_out, .dtype = A, .layout = GEMM_K_INNER};
+        GemmDesc d = {.m = model_tokens(m), .n = model_vocab_rows(m), .k = C, .accum = GEMM_OVERWRITE};
+        d.a = (GemmOperand){.ptr = hx, .dtype = A, .layout = GEMM_K_INNER};
         d.b = (GemmOperand){.ptr = head(m)->weight, .dtype = A, .layout = GEMM_K_INNER};
         d.d = (GemmOutput){.ptr = a->logits, .dtype = DT_FP32};
         st = bk->gemm(bk, &d, e);
     }
-    if (!st)
+    if (!st && m->tp > 1)
+        st = model_tp_xent(m, dloss, e);
+    else if (!st)
         st = bk->xent_fwd_bwd(bk, a->logits, DT_FP32, BT, s->vocab, m->vocab_padded, a->targets, dloss, a->losses, e);
     return st;
 }
@@ -69,7 +91,7 @@ static Status block_bwd(Model *m, uint32_t i, Err *e)
     Backend *bk = m->bk;
     ModelActs *a = &m->act;
     const ModelSpec *s = &m->spec;
-    LayerActs *la = &a->layer[i];
+    LayerActs *la = model_la(m, i);
     AttnBwdDesc at = {.batch = m->batch,
                       .seq = m->seq,
                       .heads = s->heads,
@@ -96,38 +118,60 @@ static Status block_bwd(Model *m, uint32_t i, Err *e)
     return st;
 }
 
+/* The LM head's and the final norm's backward: d_res = d(last block output). */
+static Status head_bwd(Model *m, Err *e)
+{
+    Backend *bk = m->bk;
+    ModelActs *a = &m->act;
+    const Dtype A = m->act_dtype;
+    /* the head's rows are every token (M) with TP */
+    const uint64_t C = m->spec.hidden, Vp = model_vocab_rows(m), M = model_tokens(m);
+    /* d(logits) in the activation dtype for the two LM-head GEMMs */
+    Status st = bk->convert(bk, a->logits, DT_FP32, a->dlogits, A, M * Vp, NULL, e);
+    const void *hx = head_input(m, a->tp_head_x, &st, e); /* TP: gathered again */
+    if (!st) { /* LM head: d(normf_out) = dlogits · W;  dW += dlogitsᵀ · normf_out (TP: partial sums scattered) */
+        ModelParam *w = head(m);
+        GemmDesc dg = {.m = M, .n = C, .k = Vp, .accum = GEMM_OVERWRITE};
+        dg.a = (GemmOperand){.ptr = a->dlogits, .dtype = A, .layout = GEMM_K_INNER};
+        dg.b = (GemmOperand){.ptr = w->weight, .dtype = A, .layout = GEMM_K_OUTER};
+        dg.d = (GemmOutput){.ptr = m->tp > 1 ? a->tp_head_d : a->d_b, .dtype = A};
+        GemmDesc wg = {.m = Vp, .n = C, .k = M, .accum = GEMM_ACCUMULATE};
+        wg.a = (GemmOperand){.ptr = a->dlogits, .dtype = A, .layout = GEMM_K_OUTER};
+        wg.b = (GemmOperand){.ptr = hx, .dtype = A, .layout = GEMM_K_OUTER};
+        wg.d = (GemmOutput){.ptr = model_grad_target(m, w, 0), .dtype = DT_FP32};
+        st = bk->gemm(bk, &dg, e);
+        if (!st) st = bk->gemm(bk, &wg, e);
+        if (!st && m->tp > 1) st = model_tp_scatter(m, COMM_UNPLANNED, a->tp_head_d, a->d_b, C, e);
+    }
+    if (!st) st = model_norm_bwd(m, PK_NORMF_W, -1, a->x_final, a->normf_mean, a->normf_rstd, a->d_b, e);
+    return st;
+}
+
 Status model_backward(Model *m, Err *e)
 {
     Backend *bk = m->bk;
     ModelActs *a = &m->act;
     const ModelSpec *s = &m->spec;
     const Dtype A = m->act_dtype;
-    const uint64_t BT = model_tokens(m), C = s->hidden, Vp = m->vocab_padded;
+    const uint64_t BT = model_sp_tokens(m), C = s->hidden; /* this rank's tokens of the sequence-parallel regions */
+    const int first = model_first(m), last = model_last(m);
     Status st = model_grads_begin(m, e);
     if (!st) st = bk->memset0(bk, a->d_res, BT * C * dtype_bytes(A), e);
-    /* d(logits) in the activation dtype for the two LM-head GEMMs */
-    if (!st) st = bk->convert(bk, a->logits, DT_FP32, a->dlogits, A, BT * Vp, NULL, e);
-    if (!st) { /* LM head: d(normf_out) = dlogits · W;  dW += dlogitsᵀ · normf_out */
-        ModelParam *w = head(m);
-        GemmDesc dg = {.m = BT, .n = C, .k = Vp, .accum = GEMM_OVERWRITE};
-        dg.a = (GemmOperand){.ptr = a->dlogits, .dtype = A, .layout = GEMM_K_INNER};
-        dg.b = (GemmOperand){.ptr = w->weight, .dtype = A, .layout = GEMM_K_OUTER};
-        dg.d = (GemmOutput){.ptr = a->d_b, .dtype = A};
-        GemmDesc wg = {.m = Vp, .n = C, .k = BT, .accum = GEMM_ACCUMULATE};
-        wg.a = (GemmOperand){.ptr = a->dlogits, .dtype = A, .layout = GEMM_K_OUTER};
-        wg.b = (GemmOperand){.ptr = a->normf_out, .dtype = A, .layout = GEMM_K_OUTER};
-        wg.d = (GemmOutput){.ptr = model_grad_target(m, w, 0), .dtype = DT_FP32};
-        st = bk->gemm(bk, &dg, e);
-        if (!st) st = bk->gemm(bk, &wg, e);
-    }
-    if (!st) st = model_norm_bwd(m, PK_NORMF_W, -1, a->x_final, a->normf_mean, a->normf_rstd, a->d_b, e);
+    if (!st && last)
+        st = head_bwd(m, e);
+    else if (!st) /* PP: the gradient of this stage's output, from the next stage */
+        st = m->comm->recv(m->comm, CO_PP_P2P, bk, a->d_res, BT * C, A, model_pp_peer(m, 1), e);
     for (uint32_t i = s->layers; !st && i-- > 0;) st = block_bwd(m, i, e);
     ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
-    if (!st)
-        st = bk->embed_bwd(bk, a->tokens, m->batch, m->seq, s->vocab, C, a->d_res, A, model_grad_target(m, wte, 0),
+    if (!st && first && m->tp > 1)
+        st = model_tp_embed_bwd(m, a->d_res, e);
+    else if (!st && first)
+        st = bk->embed_bwd(bk, model_tok(m), m->batch, m->seq, s->vocab, C, a->d_res, A, model_grad_target(m, wte, 0),
                            wpe ? model_grad_target(m, wpe, 0) : NULL, e);
-    if (!st) st = model_grad_commit(m, wte, 0, e);
+    if (!st && wte) st = model_grad_commit(m, wte, 0, e); /* the first stage's, or the last stage's tied head */
     if (!st && wpe) st = model_grad_commit(m, wpe, 0, e);
-    if (!st && !s->tied_embeddings) st = model_grad_commit(m, head(m), 0, e);
+    if (!st && last && !s->tied_embeddings) st = model_grad_commit(m, head(m), 0, e);
+    if (!st && !first) /* PP: the gradient of this stage's input, to the previous stage */
+        st = m->comm->send(m->comm, CO_PP_P2P, bk, a->d_res, BT * C, A, model_pp_peer(m, -1), e);
     return st;
 }

@@ -30,11 +30,13 @@ static Status trace_before(Model *m, ScalingBank *b, BankTrace *t, Err *e)
  * data parallelism only the recipes whose amax_reduce is "all" reduce over
  * the ranks (the plan's amax group is TP·CP·DP for them, TP·CP = 1 rank for
  * "tp" and none for "none"); one rank keeps its call (it moves nothing). */
-static Status update_bank(Model *m, ScalingBank *b, BankTrace *t, Err *e)
+Status model_update_bank(Model *m, ScalingBank *b, BankTrace *t, Err *e)
 {
     Status st = trace_before(m, b, t, e);
     if (st || m->recipe.scaling != SCALING_DELAYED) return st;
-    if (m->comm->size == 1 || m->recipe.amax_reduce == AMAX_ALL)
+    /* the recipe's group: TP·DP ranks ("all") or TP ("tp") — never the pipeline stages, whose banks differ */
+    uint32_t group = m->recipe.amax_reduce == AMAX_ALL ? m->tp * m->dp : m->recipe.amax_reduce == AMAX_TP ? m->tp : 1;
+    if (m->comm->size == 1 || group > 1)
         st = m->comm->all_reduce(m->comm, CO_AMAX_AR, m->bk, b->amax_history, b->n, DT_FP32, COMM_MAX, e);
     if (!st) st = m->bk->scaling_delayed_update(m->bk, b, e);
     if (!st && m->trace) st = m->bk->copy_to_host(m->bk, t->scale_next, b->scale, b->n * sizeof(float), e);
@@ -67,6 +69,11 @@ static Status optimizer(Model *m, Err *e)
     for (uint32_t i = 0; !st && i < m->nparams; i++) {
         ModelParam *p = &m->params[i];
         const StateSet *es = model_states(m, p);
+        uint64_t lo, n = model_own(m, p, &lo); /* sharded states: this rank's part (model_shard.c) */
+        if (!n) continue;
+        void *master = model_state_at(m, p, STATE_MASTER, p->master), *mm = model_state_at(m, p, STATE_M, p->m),
+             *vv = model_state_at(m, p, STATE_V, p->v), *grad = model_state_at(m, p, STATE_GRAD, p->grad),
+             *weight = model_state_at(m, p, STATE_WEIGHT, p->weight);
         AdamHyper ah = {.lr = lr,
                         .beta1 = h->beta1,
                         .beta2 = h->beta2,
@@ -76,31 +83,31 @@ static Status optimizer(Model *m, Err *e)
                         .grad_scale = 1.0f};
         const float *ginv = p->grad_rec ? p->grad_rec + REC_SCALE_INV : NULL;
         if (es->dt[STATE_MASTER] == DT_FP16) {
-            Fp8AdamDesc d = {.n = p->numel,
+            Fp8AdamDesc d = {.n = n,
                              .h = ah,
                              .margin = EXEC_FP8_MARGIN,
-                             .master = p->master,
+                             .master = master,
                              .master_rec = p->master_rec,
-                             .m = p->m,
+                             .m = mm,
                              .m_rec = p->m_rec,
-                             .v = p->v,
+                             .v = vv,
                              .v_rec = p->v_rec,
-                             .grad = p->grad,
+                             .grad = grad,
                              .grad_dtype = es->dt[STATE_GRAD],
                              .grad_scale_inv = ginv,
-                             .weight = p->weight,
+                             .weight = weight,
                              .weight_dtype = es->dt[STATE_WEIGHT]};
             st = m->bk->fp8_adam(m->bk, &d, e);
         } else {
-            AdamWDesc d = {.n = p->numel,
+            AdamWDesc d = {.n = n,
                            .h = ah,
-                           .master = p->master,
-                           .m = p->m,
-                           .v = p->v,
-                           .grad = p->grad,
+                           .master = master,
+                           .m = mm,
+                           .v = vv,
+                           .grad = grad,
                            .grad_dtype = es->dt[STATE_GRAD],
                            .grad_scale_inv = ginv,
-                           .weight = p->weight,
+                           .weight = weight,
                            .weight_dtype = es->dt[STATE_WEIGHT]};
             st = m->bk->adamw(m->bk, &d, e);
         }
@@ -110,13 +117,13 @@ static Status optimizer(Model *m, Err *e)
 
 /* Add the micro-batch's per-token losses to *sum (double, token order) and
  * keep them in this rank's part of step_losses. */
-static Status add_losses(Model *m, double *sum, Err *e)
+Status model_add_losses(Model *m, double *sum, Err *e)
 {
     uint64_t BT = model_tokens(m);
     Status st = m->bk->copy_to_host(m->bk, m->host_losses, m->act.losses, BT * sizeof(float), e);
     if (st) return st;
     for (uint64_t i = 0; i < BT; i++) *sum += m->host_losses[i];
-    float *keep = m->step_losses + ((uint64_t)m->comm->rank * m->microbatches + m->mb) * BT;
+    float *keep = m->step_losses + ((uint64_t)(m->comm->rank / (m->tp * m->pp)) * m->microbatches + m->mb) * BT;
     memcpy(keep, m->host_losses, BT * sizeof(float));
     return ST_OK;
 }
@@ -127,7 +134,7 @@ uint64_t model_step_tokens(const Model *m) { return model_tokens(m) * m->microba
 
 /* d(mean loss)/d(loss of one token): 1 / tokens of the global step (every
  * rank's), so the ranks' summed gradients are the mean's. */
-static float dloss(const Model *m) { return 1.0f / (float)(model_step_tokens(m) * m->dp); }
+float model_dloss(const Model *m) { return 1.0f / (float)(model_step_tokens(m) * m->dp); }
 
 /* The step's mean loss over the global batch: with several ranks, every
  * rank's token losses gathered (not a plan collective) and summed in global
@@ -153,6 +160,7 @@ static Status global_loss(Model *m, double local_sum, float *loss, Err *e)
  * FP8 gradients over several ranks with a scale agreed first (comm_all_reduce_fp8). */
 static Status reduce_grad(Model *m, ModelParam *p, Err *e)
 {
+    if (m->dp == 1 && m->comm->size > 1) return ST_OK; /* TP or PP alone (dp 1): no data-parallel group */
     Dtype dt = model_states(m, p)->dt[STATE_GRAD];
     if (dtype_is_fp8(dt) && p->grad_rec && m->comm->size > 1)
         return comm_all_reduce_fp8(m->comm, CO_DP_GRAD_AR, m->bk, p->grad, p->grad_rec, p->numel, dt, e);
@@ -204,19 +212,19 @@ static Status microbatch(Model *m, const int32_t *in, const int32_t *tgt, int ev
     double t[3];
     t[0] = now_s();
     Status st = phase_begin(m, ev, 0, e);
-    if (!st) st = model_forward(m, in, tgt, dloss(m), e);
+    if (!st) st = model_forward(m, in, tgt, model_dloss(m), e);
     /* TE: forward tensors' scales are updated when the forward ends */
-    if (!st && fp8) st = update_bank(m, &m->sc.fwd, &m->tr_fwd, e);
+    if (!st && fp8) st = model_update_bank(m, &m->sc.fwd, &m->tr_fwd, e);
     if (!st) st = phase_end(m, ev, 0, &t[1], e);
     if (!st) phase_done(m, PHASE_FWD);
     if (!st) st = phase_begin(m, ev, 1, e);
     if (!st) st = model_backward(m, e);
-    if (!st && fp8) st = update_bank(m, &m->sc.bwd, &m->tr_bwd, e);
+    if (!st && fp8) st = model_update_bank(m, &m->sc.bwd, &m->tr_bwd, e);
     if (!st) st = phase_end(m, ev, 1, &t[2], e);
     if (!st) phase_done(m, PHASE_BWD);
     if (!st) st = span(m, ev, 0, t[0], t[1], &ph[PHASE_FWD], e);
     if (!st) st = span(m, ev, 1, t[1], t[2], &ph[PHASE_BWD], e);
-    if (!st) st = add_losses(m, sum, e);
+    if (!st) st = model_add_losses(m, sum, e);
     return st;
 }
 
@@ -228,12 +236,17 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     double ph[4] = {0}, t[3], sum = 0.0;
     Status st = ST_OK;
     phase_done(m, -1);
-    for (m->mb = 0; !st && m->mb < m->microbatches; m->mb++)
+    if (m->pp > 1) /* 1F1B (model_pp.c) */
+        st = model_pp_run(m, inputs, targets, ph, &sum, e);
+    for (m->mb = 0; !st && m->pp == 1 && m->mb < m->microbatches; m->mb++)
         st = microbatch(m, inputs + m->mb * BT, targets + m->mb * BT, ev, ph, &sum, e);
     m->mb = 0;
     t[0] = now_s();
     if (!st) st = phase_begin(m, ev, 2, e);
-    for (uint32_t i = 0; !st && i < m->nparams; i++) st = reduce_grad(m, &m->params[i], e);
+    if (!st) st = model_tp_finish_grads(m, e);
+    if (!st) st = model_pp_finish_grads(m, e);
+    if (!st && m->shard_ways > 1) st = model_shard_reduce(m, e); /* the distributed optimizer: reduce-scatter */
+    for (uint32_t i = 0; !st && m->shard_ways == 1 && i < m->nparams; i++) st = reduce_grad(m, &m->params[i], e);
     if (!st) st = phase_end(m, ev, 2, &t[1], e);
     if (!st) phase_done(m, PHASE_COMM);
     if (!st) st = phase_begin(m, ev, 3, e);
@@ -242,7 +255,12 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     if (!st) phase_done(m, PHASE_OPT);
     if (!st) st = span(m, ev, 2, t[0], t[1], &ph[PHASE_COMM], e);
     if (!st) st = span(m, ev, 3, t[1], t[2], &ph[PHASE_OPT], e);
+    if (!st && m->shard_ways > 1) { /* the updated parts all-gathered (host clock: MPI ranks are CPU ranks) */
+        st = model_shard_gather(m, e);
+        ph[PHASE_COMM] += now_s() - t[2];
+    }
     if (!st) st = global_loss(m, sum, loss, e);
+    if (!st) st = model_pp_share_loss(m, loss, e);
     if (st) return st;
     m->step++;
     memcpy(m->phase_s, ph, sizeof ph);
@@ -265,10 +283,10 @@ static Status passes(Model *m, const int32_t *inputs, const int32_t *targets, in
     double sum = 0.0;
     Status st = ST_OK;
     for (m->mb = 0; !st && m->mb < m->microbatches; m->mb++) {
-        st = model_forward(m, inputs + m->mb * BT, targets + m->mb * BT, dloss(m), e);
+        st = model_forward(m, inputs + m->mb * BT, targets + m->mb * BT, model_dloss(m), e);
         if (!st && grads) st = model_backward(m, e);
         if (!st) st = m->bk->sync(m->bk, e);
-        if (!st) st = add_losses(m, &sum, e);
+        if (!st) st = model_add_losses(m, &sum, e);
     }
     m->mb = 0;
     if (!st) st = clear_amax_rows(m, e);

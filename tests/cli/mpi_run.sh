@@ -1,17 +1,12 @@
 # tests/cli/mpi_run.sh — `mpirun -np N fp8plan run --backend cpu`: data parallelism on CPU
-# ranks over MPI. A tiny GPT (tiny-gpt below: 2 layers, hidden 32, FFN 128, 2 heads, seq 16,
+# ranks over MPI. A tiny GPT (tiny-gpt of tests/mpi_lib.sh: 2 layers, hidden 32, FFN 128, 2 heads, seq 16,
 # vocab 64 padded to 128, tied, learned positions, biases), micro-batch 2, global batch 8.
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
-if ! command -v mpirun >/dev/null 2>&1; then
-    skip "mpi runs" "mpirun: install openmpi-bin (make installs it as root)"
-    finish
-    exit
-fi
+mpi_require
 cat=$TMP/cat
-cp -r "$FP8PLAN_ROOT/models" "$cat"
-echo 'tiny-gpt,2,32,128,2,2,16,64,16,layernorm,gelu,learned,yes,yes,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
+mpi_catalog "$cat"
 RUN="run --catalog $cat --model tiny-gpt --mbs 2 --gbs 8 --quiet"
 
 # max relative difference of two loss logs (step,loss), over all steps; "n/a" when their steps differ

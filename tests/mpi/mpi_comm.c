@@ -126,6 +126,49 @@ static void test_all_gather(void)
     CHECK_NEAR(C->stats[CO_DP_PARAM_AG].bus_bytes, 8.0 * (N - 1), 0.0);
 }
 
+/* Uneven in-place reduce-scatter (the sharded optimizer's): segment r has 2r elements (rank 0's is
+ * empty): np 2 {0, 2}, np 4 {0, 2, 4, 6}, 12 elements at most. Rank q holds x[k] = q + k; after
+ * the call rank r's own elements are the sum over q: N(N−1)/2 + N·k (np 2, rank 1, k = 1: 1 + 2 = 3;
+ * np 4, rank 3, k = 11: 6 + 44 = 50); every other element keeps r + k. S = total · 4 B: np 2 8 B
+ * (bus 4), np 4 48 B (bus 36). */
+static void test_reduce_scatter_v(void)
+{
+    uint64_t counts[4], lo = 0, total = 0;
+    for (int q = 0; q < N; q++) counts[q] = 2 * (uint64_t)q, total += counts[q], lo += q < R ? counts[q] : 0;
+    float x[12];
+    for (uint64_t k = 0; k < total; k++) x[k] = (float)(R + (int)k);
+    Err e;
+    CHECK_EQ_INT(comm_reduce_scatter_v(C, CO_DP_GRAD_RS, NULL, x, counts, DT_FP32, COMM_SUM, &e), ST_OK);
+    for (uint64_t k = 0; k < total; k++) {
+        int own = k >= lo && k < lo + counts[R];
+        CHECK_NEAR(x[k], own ? N * (N - 1) / 2.0 + (double)N * (double)k : (double)R + (double)k, 0.0);
+    }
+    CHECK_EQ_U64(C->stats[CO_DP_GRAD_RS].payload_bytes, N == 2 ? 8 : 48);
+    CHECK_NEAR(C->stats[CO_DP_GRAD_RS].bus_bytes, N == 2 ? 4.0 : 36.0, 0.0);
+}
+
+/* Uneven in-place all-gather in BF16, segments as above: rank q's element i of its segment is
+ * q + 0.5·i, every other element −1 before the call; after it every rank holds all of them.
+ * S = total · 2 B: np 2 4 B (bus 2), np 4 24 B (bus 18). */
+static void test_all_gather_v(void)
+{
+    uint64_t counts[4], total = 0;
+    for (int q = 0; q < N; q++) counts[q] = 2 * (uint64_t)q, total += counts[q];
+    uint16_t x[12];
+    for (uint64_t k = 0, q = 0, i = 0; k < total; k++, i++) {
+        while (i >= counts[q]) i = 0, q++;
+        x[k] = bf16_encode((int)q == R ? (float)q + 0.5f * (float)i : -1.0f);
+    }
+    Err e;
+    CHECK_EQ_INT(comm_all_gather_v(C, CO_DP_PARAM_AG, NULL, x, counts, DT_BF16, &e), ST_OK);
+    for (uint64_t k = 0, q = 0, i = 0; k < total; k++, i++) {
+        while (i >= counts[q]) i = 0, q++;
+        CHECK_NEAR(bf16_decode(x[k]), (double)q + 0.5 * (double)i, 0.0);
+    }
+    CHECK_EQ_U64(C->stats[CO_DP_PARAM_AG].payload_bytes, N == 2 ? 4 : 24);
+    CHECK_NEAR(C->stats[CO_DP_PARAM_AG].bus_bytes, N == 2 ? 2.0 : 18.0, 0.0);
+}
+
 /* Broadcast from the last rank: everyone ends with its [7, 8, 9]·N. */
 static void test_broadcast(void)
 {
@@ -235,7 +278,7 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 10\n");
+    if (R == 0) printf("checks: 12\n");
     MRUN(test_all_reduce_fp32_rank_order);
     MRUN(test_all_reduce_bf16_rounds_once);
     MRUN(test_all_reduce_max);
@@ -246,6 +289,9 @@ int main(int argc, char **argv)
     MRUN(test_send_recv_ring);
     MRUN(test_all_reduce_fp8_shared_scale);
     MRUN(test_reproducible);
+    memset(C->stats, 0, sizeof C->stats); /* the uneven calls count on rows of their own */
+    MRUN(test_reduce_scatter_v);
+    MRUN(test_all_gather_v);
     int failed = test_failed_;
     C->destroy(C);
     MPI_Finalize();

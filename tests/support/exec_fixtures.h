@@ -94,10 +94,13 @@ static inline ModelSpec fx_llama(void)
 }
 
 /* The executor's plan of a fixture (B = mbs sequences, `micro` micro-batches
- * per step, the vocabulary padded to a multiple of 64) on the typed-in GPU. The model, recipe and
+ * per step on each of dp ranks, states sharded as `sharding` says, tp
+ * tensor-parallel ranks (sequence-parallel) and pp stages, the vocabulary
+ * padded to a multiple of 64 x tp) on the typed-in GPU. The model, recipe and
  * GPU are copied into static storage the plan points at (one plan at a time
  * per binary: the next call replaces them). */
-static inline Status fx_plan(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, Plan *p, Err *e)
+static inline Status fx_plan_layout(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, uint32_t dp,
+                                    Sharding sharding, uint32_t tp, uint32_t pp, Plan *p, Err *e)
 {
     static ModelSpec sm;
     static Recipe sr;
@@ -109,8 +112,29 @@ static inline Status fx_plan(const ModelSpec *m, const Recipe *r, uint32_t mbs, 
     sg.flops_fp8 = 1979e12, sg.flops_fp32 = 67e12, sg.intra_bw = 450e9, sg.inter_bw = 50e9, sg.gpus_per_node = 8;
     PlanInput in;
     exec_plan_input(&in, &sm, &sg, &sr, mbs, micro, NULL); /* no stack: the planner's defaults */
+    exec_plan_dp(&in, dp, sharding);
     in.vocab_pad = 64;
+    in.tp = tp, in.pp = pp, in.sp = tp > 1; /* the executor's TP is sequence-parallel */
     return plan_build(&in, p, e);
+}
+
+static inline Status fx_plan_dp(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, uint32_t dp,
+                                Sharding sharding, Plan *p, Err *e)
+{
+    return fx_plan_layout(m, r, mbs, micro, dp, sharding, 1, 1, p, e);
+}
+
+/* tp tensor-parallel ranks and pp stages (dp 1, nothing sharded). */
+static inline Status fx_plan_par(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, uint32_t tp,
+                                 uint32_t pp, Plan *p, Err *e)
+{
+    return fx_plan_layout(m, r, mbs, micro, 1, SHARD_NONE, tp, pp, p, e);
+}
+
+/* One rank (dp 1, nothing sharded). */
+static inline Status fx_plan(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, Plan *p, Err *e)
+{
+    return fx_plan_dp(m, r, mbs, micro, 1, SHARD_NONE, p, e);
 }
 
 /* A model of a fixture on bk: fx_plan, then model_create (h NULL: defaults). */

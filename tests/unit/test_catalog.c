@@ -188,7 +188,8 @@ static void test_gpu_errors(void)
         {"g,9.0,132,80,1,1,2,1,1,3,1,nvlink,1,1,8,s\n", "column mamf_fp8_tflops"},
         {"g,9.0,132,80,1,1,2,1,1,0,1,nvlink,1,1,8,s\n", "column mamf_fp8_tflops"},
         {"g,9.0,132,80,1,1,1,1,1,1,1.5,nvlink,1,1,8,s\n", "column sustained: '1.5' is out of range"},
-        {"g,9.0,132,80,1,1,1,1,1,1,1,infiniband,1,1,8,s\n", "column intra_link: 'infiniband' is not nvlink or pcie"},
+        {"g,9.0,132,80,1,1,1,1,1,1,1,infiniband,1,1,8,s\n",
+         "column intra_link: 'infiniband' is not nvlink, pcie or host"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char text[1024];

@@ -228,6 +228,34 @@ static void test_memory_first(void)
     }
 }
 
+/* Under PP each in-flight micro-batch keeps the scale_inv of its saved FP8 inputs: 4 B per linear's
+ * input under per-tensor scaling. The tiny model (2 layers) at PP 2, 4 micro-batches: stage 0 holds 1
+ * layer and has min(pp - stage, m) = 2 micro-batches in flight: 2 x 1 x 4 linears x 4 B = 32 B in its
+ * transient, nothing with block scales (their scales are not per tensor), nothing at PP 1 or with a
+ * BF16 recipe (no saved FP8 inputs). */
+static void test_pp_saved_scale_inv(void)
+{
+    ModelSpec m = fx_tiny_model();
+    GpuSpec g = fx_gpu();
+    Recipe t = te_recipe(), blk = te_recipe(), b = bf16_recipe();
+    blk.act_gran = GRAN_1X128;
+    const Recipe *rs[3] = {&t, &blk, &b};
+    uint64_t tr[3][2]; /* recipe x (pp 1, pp 2) */
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 2; k++) {
+            PlanInput in = fx_input(&m, &g, rs[i]);
+            in.pp = k ? 2 : 1, in.mbs = 1, in.gbs = 4;
+            Plan p;
+            Err e = {0};
+            CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+            CHECK_EQ_INT(p.stage, 0);
+            tr[i][k] = p.mem[MT_TRANSIENT].bytes;
+        }
+    CHECK_EQ_U64(tr[0][1] - tr[1][1], 32); /* per tensor against block scales, at PP 2 */
+    CHECK_EQ_U64(tr[0][0], tr[1][0]);      /* PP 1: one micro-batch in flight, no copies */
+    CHECK_EQ_U64(tr[2][1], tr[2][0]);      /* BF16: none (one layer's working set at either PP) */
+}
+
 static void test_recompute_cuts_activations(void)
 {
     ModelSpec m = big();
@@ -399,6 +427,7 @@ int main(void)
     RUN(test_totals_are_sums);
     RUN(test_more_dp_less_state);
     RUN(test_memory_first);
+    RUN(test_pp_saved_scale_inv);
     RUN(test_recompute_cuts_activations);
     RUN(test_fp8_comm_not_above_bf16);
     RUN(test_tp_shards_weights);

@@ -1,0 +1,299 @@
+/* cli/cmd_calibrate.c — `fp8plan calibrate`: measure this machine as the
+ * planner describes a device (exec/measure/calibrate.h) and write it as a
+ * catalog. Wiring only: flags, the backend and communicator, the tables, the
+ * files (each through the atomic writer). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "cli/cmd_plan.h"
+#include "exec/comm/comm_mpi.h"
+#include "exec/measure/calibrate.h"
+#include "exec/measure/plan_link.h"
+#include "util/fileio.h"
+#include "util/num.h"
+
+static const char *const CMD = "calibrate";
+enum { CATALOG_FILE_MAX = 16 << 20 }; /* as fp8plan plan reads a catalog file */
+
+static const char help[] =
+    "usage: fp8plan calibrate [--backend cpu|cuda] [--model M] [--layers N] [--hidden H] [--heads A] [--kv-heads K]\n"
+    "                         [--ffn F] [--seq S] [--vocab V] [--mbs B] [--reps N | --quick]\n"
+    "                         [--name NAME] [--catalog DIR] [-o DIR]\n"
+    "\n"
+    "Measure this machine the way the planner describes a device, through the executor's own code:\n"
+    "GEMM throughput per dtype path (FP8 emulated, BF16, FP32) at the shapes of one layer of the\n"
+    "model (and its LM head), the bandwidth of the element-wise kernels a layer runs, the launch\n"
+    "floor of one call, and under mpirun with 2 or more ranks the all-reduce's bus bandwidth and\n"
+    "latency per message size (one rank: not measured, written as no interconnect). Prints every\n"
+    "measurement (medians, spreads) and the device row (gpus.csv) and the fp8plan stack's row\n"
+    "(stacks.csv, launch_us measured). With -o DIR writes a catalog the planner reads with\n"
+    "--catalog DIR: models.csv and recipes.csv copied, gpus.csv with the device row added,\n"
+    "stacks.csv with the fp8plan row measured. Then: fp8plan plan --catalog DIR --gpu NAME ...,\n"
+    "fp8plan run --backend cpu --catalog DIR --gpu NAME ... (step and collective times checked).\n"
+    "\n"
+    "  --backend cpu|cuda   cpu (default); cuda is not implemented yet (exit 69)\n"
+    "  --model M            the catalog model whose layer shapes are measured (default gpt2-124m)\n"
+    "  --layers/--hidden/--heads/--kv-heads/--ffn/--seq/--vocab   its sizes, as fp8plan run takes them\n"
+    "                       (layers: the parameters AdamW updates, up to 16 Mi)\n"
+    "  --mbs B              sequences per micro-batch: the GEMMs have B x seq rows (default 1)\n"
+    "  --reps N             repetitions per measurement, medians reported (default 7, 1..64)\n"
+    "  --quick              --reps 3 (seconds; for tests)\n"
+    "  --name NAME          the device row's name (default host)\n"
+    "  --catalog DIR        the catalog to start from (default as fp8plan plan finds it)\n"
+    "  -o DIR               write the calibrated catalog into DIR (created if missing)\n"
+    "\n"
+    "Exit status: 0 ok; 64 usage; 65 bad catalog data; 66 missing catalog; 69 backend unavailable;\n"
+    "73 an output cannot be created; 74 a write failed.\n";
+
+enum {
+    OPT_BACKEND = 256,
+    OPT_MODEL,
+    OPT_LAYERS,
+    OPT_HIDDEN,
+    OPT_HEADS,
+    OPT_KV,
+    OPT_FFN,
+    OPT_SEQ,
+    OPT_VOCAB,
+    OPT_MBS,
+    OPT_REPS,
+    OPT_QUICK,
+    OPT_NAME,
+    OPT_CATALOG
+};
+
+static const struct option opts[] = {{"backend", required_argument, NULL, OPT_BACKEND},
+                                     {"model", required_argument, NULL, OPT_MODEL},
+                                     {"layers", required_argument, NULL, OPT_LAYERS},
+                                     {"hidden", required_argument, NULL, OPT_HIDDEN},
+                                     {"heads", required_argument, NULL, OPT_HEADS},
+                                     {"kv-heads", required_argument, NULL, OPT_KV},
+                                     {"ffn", required_argument, NULL, OPT_FFN},
+                                     {"seq", required_argument, NULL, OPT_SEQ},
+                                     {"vocab", required_argument, NULL, OPT_VOCAB},
+                                     {"mbs", required_argument, NULL, OPT_MBS},
+                                     {"reps", required_argument, NULL, OPT_REPS},
+                                     {"quick", no_argument, NULL, OPT_QUICK},
+                                     {"name", required_argument, NULL, OPT_NAME},
+                                     {"catalog", required_argument, NULL, OPT_CATALOG},
+                                     {"output", required_argument, NULL, 'o'},
+                                     {"help", no_argument, NULL, 'h'},
+                                     {NULL, 0, NULL, 0}};
+
+typedef struct {
+    const char *backend, *model, *name, *catalog, *out;
+    ExecOverrides ov;
+    uint32_t mbs, reps;
+} Args;
+
+static int flag_u32(const char *flag, const char *arg, long lo, long hi, uint32_t *out)
+{
+    Err e;
+    int v;
+    if (num_parse_int_range(arg, lo, hi, &v, &e)) return cli_usage(CMD, "--%s: %s", flag, e.msg);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse(int argc, char **argv, Args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->backend = "cpu", a->model = "gpt2-124m", a->name = "host", a->mbs = 1, a->reps = 7;
+    cli_getopt_reset(argc, argv);
+    int o, rc = 0;
+    while (!rc && (o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (o) {
+        case OPT_BACKEND: a->backend = optarg; break;
+        case OPT_MODEL: a->model = optarg; break;
+        case OPT_LAYERS: rc = flag_u32("layers", optarg, 1, 1 << 16, &a->ov.layers); break;
+        case OPT_HIDDEN: rc = flag_u32("hidden", optarg, 1, 1 << 20, &a->ov.hidden); break;
+        case OPT_HEADS: rc = flag_u32("heads", optarg, 1, 1 << 16, &a->ov.heads); break;
+        case OPT_KV: rc = flag_u32("kv-heads", optarg, 1, 1 << 16, &a->ov.kv_heads); break;
+        case OPT_FFN: rc = flag_u32("ffn", optarg, 1, 1 << 24, &a->ov.ffn); break;
+        case OPT_SEQ: rc = flag_u32("seq", optarg, 1, 1 << 20, &a->ov.seq); break;
+        case OPT_VOCAB: rc = flag_u32("vocab", optarg, 2, INT32_MAX, &a->ov.vocab); break;
+        case OPT_MBS: rc = flag_u32("mbs", optarg, 1, 1 << 16, &a->mbs); break;
+        case OPT_REPS: rc = flag_u32("reps", optarg, 1, 64, &a->reps); break;
+        case OPT_QUICK: a->reps = 3; break;
+        case OPT_NAME: a->name = optarg; break;
+        case OPT_CATALOG: a->catalog = optarg; break;
+        case 'o': a->out = optarg; break;
+        case 'h': cli_help(help); return -1;
+        default: return cli_bad_option(CMD);
+        }
+    }
+    if (rc) return rc;
+    if (optind < argc) return cli_no_operands(CMD, argc, argv);
+    if (strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda"))
+        return cli_usage(CMD, "--backend: '%s' is not cpu or cuda", a->backend);
+    size_t n = strlen(a->name);
+    if (!n || n >= SPEC_NAME_MAX ||
+        strspn(a->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
+        return cli_usage(CMD, "--name: '%s' is not a row name (letters, digits, '.', '_', '-'; under %d characters)",
+                         a->name, SPEC_NAME_MAX);
+    if (a->out && !*a->out) return cli_usage(CMD, "-o: empty (give a directory)");
+    return 0;
+}
+
+static void print_tables(const Calibration *c)
+{
+    static const char *const paths[CAL_PATHS] = {"fp8", "bf16", "fp32"};
+    printf("GEMM (median of %d calls; GFLOP/s = 2mnk / time)\n", c->reps);
+    printf("  %-11s %-4s %6s %6s %6s %10s %9s %7s\n", "gemm", "path", "m", "n", "k", "ms", "GFLOP/s", "spread");
+    for (int i = 0; i < c->ngemm; i++) {
+        const CalGemm *g = &c->gemm[i];
+        double fl = 2.0 * (double)g->m * (double)g->n * (double)g->k;
+        printf("  %-11s %-4s %6llu %6llu %6llu %10.3f %9.2f %6.0f%%\n", g->what, paths[g->path],
+               (unsigned long long)g->m, (unsigned long long)g->n, (unsigned long long)g->k, g->seconds * 1e3,
+               fl / g->seconds * 1e-9, 100.0 * g->spread);
+    }
+    for (int p = 0; p < CAL_PATHS; p++)
+        printf("  path %-4s %.2f GFLOP/s (the shapes' FLOPs over their summed medians)\n", paths[p], c->rate[p] * 1e-9);
+    printf("memory-bound kernels (median of %d calls)\n", c->reps);
+    for (int i = 0; i < c->nkern; i++)
+        printf("  %-19s %12.0f bytes %9.3f ms %7.2f GB/s %6.0f%%\n", c->kern[i].what, c->kern[i].bytes,
+               c->kern[i].seconds * 1e3, c->kern[i].bytes / c->kern[i].seconds * 1e-9, 100.0 * c->kern[i].spread);
+    printf("  stream (AdamW) %.2f GB/s; element-wise %.2f GB/s (weighted by calls per micro-batch); launch floor "
+           "%.2f us (spread %.0f%%)\n",
+           c->mem_bw * 1e-9, c->elem_bw * 1e-9, c->launch_s * 1e6, 100.0 * c->launch_spread);
+    if (c->ranks < 2) {
+        printf("collectives: not measured (one rank; run under mpirun -np 2 or more): no interconnect\n");
+        return;
+    }
+    printf("all-reduce over %d ranks (FP32, median of %d, the slowest rank's; busbw = S x 2(n-1)/n / t)\n", c->ranks,
+           c->reps);
+    printf("  %10s %10s %10s %7s\n", "bytes", "us", "busbw GB/s", "spread");
+    for (int i = 0; i < c->ncoll; i++)
+        printf("  %10llu %10.1f %10.3f %6.0f%%\n", (unsigned long long)c->coll[i].payload, c->coll[i].seconds * 1e6,
+               c->coll[i].busbw * 1e-9, 100.0 * c->coll[i].spread);
+    printf("  link: latency %.3f us per ring step (the smallest size), bus bandwidth %.3f GB/s (the two largest)\n",
+           c->link_lat * 1e6, c->link_bw * 1e-9);
+}
+
+static Status write_text(const char *path, const char *text, Err *e)
+{
+    OutFile f;
+    Status st = outfile_open(&f, path, e);
+    if (st) return st;
+    fputs(text, f.f);
+    return outfile_commit(&f, e);
+}
+
+static Status copy_file(const char *from_dir, const char *to_dir, const char *name, Err *e)
+{
+    char src[4200], dst[4200], *buf;
+    size_t len;
+    snprintf(src, sizeof src, "%s/%s", from_dir, name);
+    snprintf(dst, sizeof dst, "%s/%s", to_dir, name);
+    Status st = file_read_max(src, CATALOG_FILE_MAX, &buf, &len, e);
+    if (st) return st;
+    OutFile f;
+    if (!(st = outfile_open(&f, dst, e))) {
+        fwrite(buf, 1, len, f.f);
+        st = outfile_commit(&f, e);
+    }
+    free(buf);
+    return st;
+}
+
+/* The catalog in dir: models/recipes copied, gpus.csv (every row + the host's), stacks.csv (fp8plan measured). */
+static int write_catalog(const Args *a, const char *src, const Catalog *cat, const Calibration *c)
+{
+    Err e;
+    char path[4200], row[8192];
+    if (mkdir(a->out, 0777) && errno != EEXIST)
+        return cli_fail(
+            CMD, (err_set(&e, ST_CANTCREAT, "-o %s: cannot create the directory: %s", a->out, strerror(errno)), &e));
+    snprintf(path, sizeof path, "%s/gpus.csv", a->out);
+    char other[4200];
+    snprintf(other, sizeof other, "%s/gpus.csv", src);
+    if (path_same_file(path, other))
+        return cli_usage(CMD, "-o %s: that is the catalog calibrate reads (give another directory)", a->out);
+    size_t cap = (size_t)(cat->ngpus + cat->nstacks + 4) * sizeof row;
+    char *text = malloc(cap);
+    if (!text) return cli_fail(CMD, (err_set(&e, ST_NOMEM, "out of memory"), &e));
+    size_t len = (size_t)snprintf(text, cap, "%s\n", cal_gpu_header);
+    Status st = ST_OK;
+    for (int i = 0; !st && i < cat->ngpus; i++) {
+        if (!strcmp(cat->gpus[i].name, a->name)) continue; /* replaced by the measured row */
+        if (!(st = cal_gpu_row_of(&cat->gpus[i], row, sizeof row, &e)))
+            len += (size_t)snprintf(text + len, cap - len, "%s\n", row);
+    }
+    if (!st && !(st = cal_gpu_row(c, a->name, row, sizeof row, &e))) snprintf(text + len, cap - len, "%s\n", row);
+    if (!st) st = write_text(path, text, &e);
+    if (!st) {
+        len = (size_t)snprintf(text, cap, "%s\n", catalog_stack_columns);
+        for (int i = 0; !st && i < cat->nstacks; i++) {
+            const StackSpec *s = &cat->stacks[i];
+            if (!(st = cal_stack_row(s, strcmp(s->name, "fp8plan") ? NULL : c, row, sizeof row, &e)))
+                len += (size_t)snprintf(text + len, cap - len, "%s\n", row);
+        }
+        snprintf(path, sizeof path, "%s/stacks.csv", a->out);
+        if (!st) st = write_text(path, text, &e);
+    }
+    free(text);
+    if (!st) st = copy_file(src, a->out, "models.csv", &e);
+    if (!st) st = copy_file(src, a->out, "recipes.csv", &e);
+    return st ? cli_fail(CMD, &e) : 0;
+}
+
+int cmd_calibrate(int argc, char **argv); /* listed in cli/commands.h */
+int cmd_calibrate(int argc, char **argv)
+{
+    Args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    Err e;
+    if (!strcmp(a.backend, "cuda"))
+        return cli_fail(CMD, (err_set(&e, ST_UNAVAILABLE,
+                                      "--backend cuda: calibrating a GPU (cuBLASLt per shape, HBM "
+                                      "bandwidth, NCCL bus bandwidth) is not implemented yet"),
+                              &e));
+    char src[4096];
+    Catalog *cat = NULL;
+    if ((rc = plan_catalog_find(CMD, a.catalog, src, sizeof src)) || (rc = plan_catalog_load(CMD, src, &cat)))
+        return rc;
+    const ModelSpec *base = catalog_model(cat, a.model);
+    ModelSpec m;
+    Backend *bk = NULL;
+    Comm *comm = NULL;
+    Calibration *c = calloc(1, sizeof *c);
+    if (!base) {
+        char names[2048];
+        catalog_model_names(cat, names, sizeof names);
+        rc = cli_usage(CMD, "--model: unknown model '%s' (known: %s)", a.model, names);
+    } else if (!c) {
+        rc = cli_fail(CMD, (err_set(&e, ST_NOMEM, "out of memory"), &e));
+    } else if (exec_model(base, &a.ov, &m, &e) || backend_cpu_create(&bk, &e) ||
+               (comm_mpi_launched() ? comm_create("mpi", bk, &comm, &e) : comm_single_create(&comm, &e)) ||
+               calibrate_host(bk, comm, &m, a.mbs, (int)a.reps, c, &e)) {
+        rc = cli_fail(CMD, &e);
+    } else if (!comm->rank) {
+        char row[8192];
+        printf("fp8plan calibrate: %s, one layer of %s (hidden %u, ffn %u, seq %u, mbs %u: %llu rows), %d rank%s\n",
+               a.backend, m.name, m.hidden, m.ffn_hidden, m.seq_len, a.mbs, (unsigned long long)a.mbs * m.seq_len,
+               c->ranks, c->ranks > 1 ? "s" : "");
+        print_tables(c);
+        if (cal_gpu_row(c, a.name, row, sizeof row, &e)) {
+            rc = cli_fail(CMD, &e);
+        } else {
+            printf("gpus.csv row:\n%s\n", row);
+            const StackSpec *own = catalog_stack(cat, "fp8plan");
+            if (own && !cal_stack_row(own, c, row, sizeof row, &e)) printf("stacks.csv row (fp8plan):\n%s\n", row);
+            if (a.out) rc = write_catalog(&a, src, cat, c);
+            if (!rc && a.out)
+                printf("catalog written to %s (fp8plan plan --catalog %s --gpu %s ...)\n", a.out, a.out, a.name);
+        }
+    }
+    if (rc && comm && comm->size > 1) comm_mpi_abort(comm, rc);
+    if (comm) comm->destroy(comm);
+    if (bk) bk->destroy(bk);
+    free(c);
+    free(cat);
+    return rc;
+}

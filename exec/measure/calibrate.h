@@ -1,0 +1,136 @@
+/* exec/measure/calibrate.h — this machine measured the way the planner
+ * describes a device (`fp8plan calibrate`): a host profile.
+ *
+ * What is measured, through the executor's own code (the backend's kernels and
+ * the communicator the runs use), at the shapes of one layer of the model a run
+ * will train:
+ *   GEMM       the twelve GEMMs of a layer (fprop, dgrad, wgrad of QKV, proj,
+ *              FC1, FC2) with the FP8 operands the FP8 recipes use (E4M3 x E4M3
+ *              forward, E5M2 x E4M3 backward), the same twelve in BF16 plus
+ *              the LM head's three (BF16 in every recipe), and in FP32: per
+ *              path the FLOPs of its shapes over the sum of their median times
+ *              (so the planner's sum over those shapes reproduces the measured
+ *              sum);
+ *   memory     the memory-bound kernels of a step at the step's sizes: AdamW
+ *              over the model's parameters (at most 16 Mi), a stream — its
+ *              bytes over its median time (hbm_gbps, what the optimizer and the
+ *              GEMMs' operands are timed at); a layer's norm, activation,
+ *              residual add and FP8 cast + transpose and the loss's
+ *              cross-entropy — their bytes over their median times, each
+ *              weighted by its calls per micro-batch (elem_gbps: a CPU's
+ *              element-wise kernels are compute-bound — tanh, exp, FP8
+ *              rounding — at a fraction of the stream's rate);
+ *   launch     the median time of the smallest calls a layer makes (a
+ *              16x16x16 GEMM, a 256-element add, norm and activation): the
+ *              fixed cost of a call, the planner's launch floor;
+ *   link       with two or more ranks: the communicator's all-reduce at sizes
+ *              from 64 B to 16 MiB (FP32; its transfer time as a run counts
+ *              it, after every rank has arrived), bus bandwidth per size;
+ *              the latency from the smallest, the bandwidth from the largest
+ *              (cal_fit_link).
+ * Timing is the host's monotonic clock; every figure is a median over reps
+ * repetitions, with its spread (max − min) / median. Never prints. */
+#ifndef FP8PLAN_EXEC_CALIBRATE_H
+#define FP8PLAN_EXEC_CALIBRATE_H
+
+#include <stdint.h>
+
+#include "exec/backend.h"
+#include "exec/comm/comm.h"
+#include "planner/stack.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { CAL_PATH_FP8 = 0, CAL_PATH_BF16, CAL_PATH_FP32, CAL_PATHS };
+enum { CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 8, CAL_MAX_SIZES = 16 };
+
+typedef struct {
+    char what[24]; /* "fc1 dgrad", "head fprop", ... */
+    int path;      /* CAL_PATH_* */
+    uint64_t m, n, k;
+    double seconds, spread; /* median of one call, (max - min) / median */
+} CalGemm;
+
+typedef struct {
+    char what[24];
+    double bytes;           /* read + written by one call */
+    double seconds, spread; /* median of one call */
+} CalKernel;
+
+typedef struct {
+    uint64_t payload; /* bytes of the array (nccl-tests' S) */
+    double seconds;   /* median over reps, the slowest rank's */
+    double spread;    /* (max - min) / median */
+    double busbw;     /* bytes/s: S · 2(n−1)/n / seconds */
+} CalColl;
+
+typedef struct {
+    int reps;
+    CalGemm gemm[CAL_MAX_GEMMS];
+    int ngemm;
+    double rate[CAL_PATHS], rate_spread[CAL_PATHS]; /* FLOP/s per path; the largest spread of its shapes */
+    CalKernel kern[CAL_MAX_KERNELS];
+    int nkern;
+    double mem_bw, mem_spread;   /* bytes/s AdamW streams (hbm_gbps) */
+    double elem_bw, elem_spread; /* bytes/s of the element-wise kernels, weighted by their calls (elem_gbps) */
+    double launch_s, launch_spread;
+    int ranks; /* the communicator's */
+    CalColl coll[CAL_MAX_SIZES];
+    int ncoll;
+    double link_bw, link_lat; /* fitted: bytes/s of bus bytes, s per ring step (0 0 with one rank) */
+    uint64_t mem_bytes;       /* physical memory of the host */
+} Calibration;
+
+/* Measure GEMM, memory and launch on bk (the CPU backend) at the shapes of one
+ * layer of m with tokens = mbs · seq rows, then the collectives when comm has
+ * two or more ranks (every rank must call it; each measures the same things). */
+Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out, Err *e);
+
+/* The collective sweep alone (every rank calls it); fills out->coll, ncoll,
+ * link_bw, link_lat, ranks. */
+Status calibrate_link(Backend *bk, Comm *comm, int reps, Calibration *out, Err *e);
+
+/* ---- the formulas (calibrate_fit.c; pure) ---- */
+
+/* nccl-tests' bus bandwidth of an all-reduce of S bytes over n ranks in t
+ * seconds: S · 2(n−1)/n / t (0 when n < 2 or t <= 0). */
+double cal_allreduce_busbw(uint64_t S, int n, double t);
+
+/* Weighted least-squares line y = a + b·x through n >= 2 points (weights w,
+ * NULL: all 1): b = Σw(x−x̄)(y−ȳ) / Σw(x−x̄)², a = ȳ − b·x̄ with weighted means;
+ * 0 ok, -1 when the x are all equal, the weights sum to 0 or n < 2. */
+int cal_fit_line(const double *x, const double *y, const double *w, int n, double *a, double *b);
+
+/* The link from an all-reduce sweep over n ranks (sizes increasing, at least
+ * 3), for the planner's t = 2(n−1)·lat + bus bytes / bw: lat = t(smallest) /
+ * 2(n−1) (its few bytes neglected; at least 1 ns); bw = the bus bytes of the
+ * two largest sizes over their times less their latency (nccl-tests quote bus
+ * bandwidth at large sizes: on a CPU those are past the caches, where a
+ * gradient all-reduce runs). -1 when the sweep gives no positive bandwidth. */
+int cal_fit_link(const CalColl *c, int nc, int n, double *lat, double *bw);
+
+/* Median and (max − min) / median of v[0..n) (n <= 64); sorts a copy. */
+void cal_median(const double *v, int n, double *median, double *spread);
+
+/* ---- the catalog rows (calibrate_rows.c) ---- */
+
+/* The gpus.csv header this writes (the catalog's columns with link_latency_us). */
+extern const char *const cal_gpu_header;
+
+/* One gpus.csv row for the host named name (quoted source text included) into
+ * buf; ST_USAGE when it does not fit. */
+Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t size, Err *e);
+
+/* A catalog GPU row in the same columns (to rewrite a catalog's gpus.csv with the new column). */
+Status cal_gpu_row_of(const GpuSpec *g, char *buf, size_t size, Err *e);
+
+/* A stacks.csv row: s with launch_us replaced by the measured launch floor and
+ * calibrated = yes (the "fp8plan" stack: this executor on this host). */
+Status cal_stack_row(const StackSpec *s, const Calibration *c, char *buf, size_t size, Err *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

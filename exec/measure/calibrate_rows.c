@@ -1,0 +1,137 @@
+/* exec/measure/calibrate_rows.c — a host profile as catalog rows: the device
+ * row of gpus.csv (compute_capability "cpu", link "host") and the "fp8plan"
+ * stack's row of stacks.csv with the measured launch floor (see calibrate.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/measure/calibrate.h"
+
+const char *const cal_gpu_header =
+    "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
+    "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,link_latency_us,"
+    "elem_gbps";
+
+typedef struct {
+    char *p;
+    size_t size, len;
+    int over;
+} Buf;
+
+static void put(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(Buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p + b->len, b->size - b->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= b->size - b->len)
+        b->over = 1;
+    else
+        b->len += (size_t)n;
+}
+
+/* A CSV text cell in double quotes, quotes doubled. */
+static void put_quoted(Buf *b, const char *s)
+{
+    put(b, "\"");
+    for (; *s && !b->over; s++) put(b, *s == '"' ? "\"\"" : "%c", *s);
+    put(b, "\"");
+}
+
+static Status done(const Buf *b, const char *what, Err *e)
+{
+    return b->over ? err_set(e, ST_USAGE, "calibrate: the %s row does not fit %zu bytes", what, b->size) : ST_OK;
+}
+
+static const char *const path_names[CAL_PATHS] = {"FP8 (E4M3/E5M2 decoded to FP32)", "BF16", "FP32"};
+
+Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t size, Err *e)
+{
+    Buf b = {buf, size, 0, 0};
+    char src[1600];
+    Buf s = {src, sizeof src, 0, 0};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t per_node = (uint32_t)(cores > c->ranks ? cores : c->ranks);
+    put(&s, "measured by fp8plan calibrate --backend cpu (medians of %d repetitions): GEMM at one layer's shapes",
+        c->reps);
+    for (int p = 0; p < CAL_PATHS; p++)
+        put(&s, "%s %s %.3g GFLOP/s (spread up to %.0f %%)", p ? ";" : ":", path_names[p], c->rate[p] * 1e-9,
+            100.0 * c->rate_spread[p]);
+    put(&s,
+        "; memory: AdamW streams %.3g GB/s (spread %.0f %%); element-wise kernels (norm, activation, residual add, "
+        "FP8 cast+transpose, cross-entropy; weighted by their calls per micro-batch) %.3g GB/s (spread up to %.0f "
+        "%%); launch floor %.3g us; ",
+        c->mem_bw * 1e-9, 100.0 * c->mem_spread, c->elem_bw * 1e-9, 100.0 * c->elem_spread, c->launch_s * 1e6);
+    if (c->ranks > 1)
+        put(&s,
+            "link: the executor's MPI all-reduce over %d ranks, 64 B-16 MiB: latency %.3g us per ring step "
+            "(64 B), bus bandwidth %.3g GB/s (4 and 16 MiB, past the caches)",
+            c->ranks, c->link_lat * 1e6, c->link_bw * 1e-9);
+    else
+        put(&s, "link: not measured (one rank; run under mpirun -np 2 or more): no interconnect");
+    if (s.over) return done(&s, "source", e);
+    /* rates: achieved, so peak = MAMF = measured and sustained 1; the BF16 column is the BF16 path */
+    put(&b, "%s,cpu,1,%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,1,host,", name, (unsigned long long)c->mem_bytes,
+        c->mem_bw * 1e-9, c->rate[CAL_PATH_BF16] * 1e-12, c->rate[CAL_PATH_FP8] * 1e-12, c->rate[CAL_PATH_FP32] * 1e-12,
+        c->rate[CAL_PATH_BF16] * 1e-12, c->rate[CAL_PATH_FP8] * 1e-12);
+    if (c->ranks > 1)
+        put(&b, "%.6g,%.6g,", c->link_bw * 1e-9, c->link_bw * 1e-9); /* one machine: no other node measured */
+    else
+        put(&b, "0,0,");
+    put(&b, "%u,", per_node);
+    put_quoted(&b, src);
+    if (c->ranks > 1)
+        put(&b, ",%.6g", c->link_lat * 1e6);
+    else
+        put(&b, ",");
+    put(&b, ",%.6g", c->elem_bw * 1e-9);
+    return done(&b, "gpus.csv", e);
+}
+
+Status cal_gpu_row_of(const GpuSpec *g, char *buf, size_t size, Err *e)
+{
+    Buf b = {buf, size, 0, 0};
+    if (g->host)
+        put(&b, "%s,cpu,", g->name);
+    else
+        put(&b, "%s,%u.%u,", g->name, g->sm / 10, g->sm % 10);
+    put(&b, "%u,%llu,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,%.9g,%.9g,%u,", g->sms, (unsigned long long)g->hbm_bytes,
+        g->hbm_bw * 1e-9, g->flops_bf16 * 1e-12, g->flops_fp8 * 1e-12, g->flops_fp32 * 1e-12, g->mamf_bf16 * 1e-12,
+        g->mamf_fp8 * 1e-12, g->sustained, link_name(g->link), g->intra_bw * 1e-9, g->inter_bw * 1e-9,
+        g->gpus_per_node);
+    put_quoted(&b, g->source);
+    if (g->link_lat > 0)
+        put(&b, ",%.9g", g->link_lat * 1e6);
+    else
+        put(&b, ",");
+    if (g->elem_bw > 0)
+        put(&b, ",%.9g", g->elem_bw * 1e-9);
+    else
+        put(&b, ",");
+    return done(&b, "gpus.csv", e);
+}
+
+static const char *yes(int v) { return v ? "yes" : "no"; }
+
+Status cal_stack_row(const StackSpec *s, const Calibration *c, char *buf, size_t size, Err *e)
+{
+    Buf b = {buf, size, 0, 0};
+    double launch_us = c ? c->launch_s * 1e6 : s->launch_s * 1e6;
+    put(&b, "%s,%s,%s,%s,%s,%s,%s,%.6g,%u,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,", s->name, attn_name(s->attn),
+        yes(s->sequence_parallel), yes(s->fused_swiglu), main_grad_name(s->main_grad), yes(s->fp8_weight_cache),
+        fusion_name(s->fusion), launch_us, s->loss_bytes, s->overlap_tp, s->overlap_tp_on, s->overlap_dp, s->overlap_pp,
+        s->overlap_cp, s->overlap_ep, s->alloc_reserve, yes(c ? 1 : s->calibrated));
+    if (c) {
+        char src[STACK_SOURCE_MAX + 200];
+        snprintf(src, sizeof src,
+                 "launch_us measured by fp8plan calibrate --backend cpu (the median of the smallest calls a "
+                 "layer makes: 16x16x16 GEMM, 256-wide add, norm, activation); the rest as the catalog's row: %.3500s",
+                 s->source);
+        put_quoted(&b, src);
+    } else {
+        put_quoted(&b, s->source);
+    }
+    return done(&b, "stacks.csv", e);
+}

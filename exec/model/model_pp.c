@@ -1,0 +1,120 @@
+/* exec/model/model_pp.c — pipeline parallelism with the 1F1B schedule
+ * (Narayanan et al. 2021, PipeDream-Flush) over two CPU ranks (dp 1, tp 1).
+ *
+ * Stage s holds its layers (the plan's first/last stage layers), the first
+ * stage the embedding, the last the final norm, LM head and loss; a tied head
+ * is the last stage's own copy of the embedding, initialised with the same
+ * values, whose gradient the two stages sum after the step (the plan's
+ * emb_grad_allreduce). A micro-batch's activations (the last block's output,
+ * B·T x C in the activation dtype) go to the next stage and its input gradient
+ * back (pp_send_recv: one send a micro-batch each way, the plan's m sends per
+ * boundary stage). Stage s runs min(pp − s − 1, m) warm-up forwards, then
+ * one forward and one backward at a time, then the remaining backwards, so at
+ * most pp − s micro-batches are in flight: their saved activations live in
+ * that many slots (the plan's in-flight micro-batches). Sends and receives are
+ * blocking (exec/comm); a send to a stage that is itself sending relies on
+ * MPI's eager protocol (messages of a few KiB; a combined send-receive in
+ * Comm would lift that). Gradient accumulation order over micro-batches is one
+ * rank's (backwards run 0, 1, ...).
+ *
+ * FP8: a bank's delayed update follows every forward and every backward (TE's
+ * order), so forwards see the scales one rank would; a micro-batch's saved FP8
+ * inputs keep the scale_inv they were cast with (pp_xsinv, per slot: a later
+ * forward recasts the bank's), while the weights' FP8 copies are the latest
+ * forward's (a backward after another micro-batch's forward reads the weight
+ * cast at that forward's scale: the one difference from one rank's order). */
+#include "exec/model/model_internal.h"
+
+#include <time.h>
+
+Status model_pp_check(const Plan *p, Err *e)
+{
+    const PlanInput *in = &p->in;
+    if (in->pp == 1) return ST_OK;
+    if (in->pp != 2 || in->tp != 1 || in->dp != 1 || in->cp != 1 || in->vpp > 1)
+        return err_set(e, ST_UNAVAILABLE,
+                       "--pp %u with tp %u, dp %u, cp %u, vpp %u: pipeline parallelism runs two stages alone so far",
+                       in->pp, in->tp, in->dp, in->cp, in->vpp);
+    if (!p->first_layers || !p->last_layers) return err_set(e, ST_USAGE, "--pp %u: a stage has no layers", in->pp);
+    return ST_OK;
+}
+
+void model_pp_stage(const Plan *p, Model *m)
+{
+    const uint32_t pp = p->in.pp ? p->in.pp : 1;
+    m->pp = pp;
+    m->layers_total = p->in.model->layers;
+    m->stage = pp == 1 ? 0 : m->comm ? (uint32_t)m->comm->rank / ((uint32_t)m->comm->size / pp) : p->stage;
+    m->layer0 = 0;
+    if (pp > 1) {
+        m->spec.layers = m->stage == 0 ? p->first_layers : m->stage + 1 == pp ? p->last_layers : p->mid_layers;
+        m->layer0 = m->stage == 0 ? 0 : p->first_layers + (m->stage - 1) * p->mid_layers;
+    }
+    uint32_t inflight = pp - m->stage; /* 1F1B: plan_inflight_mbs */
+    m->slots = inflight < p->microbatches ? inflight : p->microbatches;
+    m->slot = 0;
+}
+
+void model_pp_layout(Model *m, int bind, ArenaSpecs *sp)
+{
+    if (m->pp == 1 || !recipe_fp8_gemm(&m->recipe) || !dtype_is_fp8(m->recipe.saved_input)) return;
+    arena_add(sp, MT_TRANSIENT, DT_FP32, (uint64_t)m->slots * m->spec.layers * LIN_COUNT,
+              bind ? &m->act.pp_xsinv : NULL, "pp_saved_scale_inv", -1);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Forward (bwd 0) or backward (1) of micro-batch i, timed into ph. */
+static Status pass(Model *m, uint32_t i, int bwd, const int32_t *in, const int32_t *tgt, double *ph, double *sum,
+                   Err *e)
+{
+    const uint64_t BT = model_tokens(m);
+    m->mb = i;
+    m->slot = i % m->slots;
+    double t0 = now_s();
+    Status st = bwd ? model_backward(m, e) : model_forward(m, in + i * BT, tgt + i * BT, model_dloss(m), e);
+    if (!st && recipe_fp8_gemm(&m->recipe)) /* TE's order: a bank's update after each forward / backward */
+        st = bwd ? model_update_bank(m, &m->sc.bwd, &m->tr_bwd, e) : model_update_bank(m, &m->sc.fwd, &m->tr_fwd, e);
+    if (!st) st = m->bk->sync(m->bk, e);
+    ph[bwd ? PHASE_BWD : PHASE_FWD] += now_s() - t0;
+    if (!st && !bwd && model_last(m)) st = model_add_losses(m, sum, e);
+    return st;
+}
+
+Status model_pp_run(Model *m, const int32_t *inputs, const int32_t *targets, double *ph, double *sum, Err *e)
+{
+    const uint32_t M = m->microbatches, W = m->slots - 1; /* warm-up forwards: min(pp − s, M) − 1 */
+    Status st = ST_OK;
+    for (uint32_t i = 0; !st && i < W; i++) st = pass(m, i, 0, inputs, targets, ph, sum, e);
+    for (uint32_t i = 0; !st && i + W < M; i++) {
+        st = pass(m, i + W, 0, inputs, targets, ph, sum, e);
+        if (!st) st = pass(m, i, 1, inputs, targets, ph, sum, e);
+    }
+    for (uint32_t i = M - W; !st && i < M; i++) st = pass(m, i, 1, inputs, targets, ph, sum, e);
+    m->mb = m->slot = 0;
+    return st;
+}
+
+Status model_pp_finish_grads(Model *m, Err *e)
+{
+    if (m->pp == 1 || !m->spec.tied_embeddings) return ST_OK;
+    ModelParam *w = model_find_param(m, PK_WTE, -1); /* stage 0's embedding, the last stage's head copy */
+    return m->comm->all_reduce(m->comm, CO_EMB_GRAD_AR, m->bk, w->grad, w->numel, model_states(m, w)->dt[STATE_GRAD],
+                               COMM_SUM, e);
+}
+
+Status model_pp_share_loss(Model *m, float *loss, Err *e)
+{
+    if (m->pp == 1) return ST_OK;
+    Status st = m->bk->copy_to_device(m->bk, m->act.losses, loss, sizeof *loss, e);
+    if (!st)
+        st = m->comm->broadcast(m->comm, COMM_UNPLANNED, m->bk, m->act.losses, 1, DT_FP32,
+                                m->comm->size - m->comm->size / (int)m->pp, e);
+    if (!st) st = m->bk->copy_to_host(m->bk, loss, m->act.losses, sizeof *loss, e);
+    return st;
+}

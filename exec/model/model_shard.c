@@ -1,0 +1,183 @@
+/* exec/model/model_shard.c — the distributed optimizer / ZeRO-1 over dp ranks,
+ * as the plan shards it (planner/plan_mem.c plan_state_terms, plan_comm.c):
+ *   - the parameters of a class (block linear weights; the others) in
+ *     parameter-table order form one flat range of E elements; every rank
+ *     holds S = ceil(E / dp) elements of each sharded state (master, Adam m and
+ *     v: plan_state_sharded) — rank r owns [r·S, min((r+1)·S, E)), the last
+ *     ranks' missing tail is padding that nothing reads, so every rank's
+ *     persistent bytes are the plan's ceil-rounded term byte for byte;
+ *   - after the micro-batches each gradient (whole on every rank: ZeRO-1)
+ *     is reduce-scattered in place (CO_DP_GRAD_RS): the segment rank r owns
+ *     becomes the sum over the ranks, folded in rank order like the
+ *     all-reduce (exec/comm/comm_mpi.h), so the values are the DP all-reduce's;
+ *   - the optimizer updates only the owned elements (master, m, v in the
+ *     shard; gradient and working weight at the same elements);
+ *   - every working weight is all-gathered in place in its own dtype
+ *     (CO_DP_PARAM_AG: the recipe's param_gather_comm, which model_shard_check
+ *     requires to be the weight's dtype).
+ * One call per parameter tensor (the plan counts one per step): the bytes per
+ * step are the plan's, E · bytes · (dp − 1)/dp each. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/model/model_internal.h"
+
+static const char *const class_name[2] = {"linear-weight", "other-parameter"};
+
+Status model_shard_check(const Plan *p, Err *e)
+{
+    const PlanInput *in = &p->in;
+    if (in->sharding == SHARD_NONE) return ST_OK;
+    if (in->sharding != SHARD_ZERO1 && in->sharding != SHARD_DIST_OPT)
+        return err_set(e, ST_UNAVAILABLE,
+                       "--zero %d: the executor shards the optimizer states only (--zero 1 or --dist-opt); ZeRO-2/3 "
+                       "are planned, not run",
+                       (int)in->sharding - (int)SHARD_ZERO1 + 1);
+    const Recipe *r = in->recipe;
+    const StateSet *set[2] = {&r->gemm, &r->other};
+    const Dtype gather[2] = {r->comm_param_gather, r->other_comm_param_gather};
+    const Dtype reduce[2] = {r->comm_dp_grad, r->other_comm_dp_grad};
+    for (int c = 0; c < 2; c++) {
+        const StateSet *s = set[c];
+        int any = 0;
+        for (int k = 0; k < STATE_COUNT_; k++) any |= s->dt[k] != DT_NONE && plan_state_sharded(in, s, (StateId)k);
+        if (!any) continue;
+        if (plan_state_sharded(in, s, STATE_WEIGHT) || plan_state_sharded(in, s, STATE_GRAD))
+            return err_set(e, ST_UNAVAILABLE, "recipe %s, %s: sharded weights or gradients are not run", r->name,
+                           sharding_name(in->sharding));
+        if (s->scaled_mask)
+            return err_set(e, ST_UNAVAILABLE,
+                           "recipe %s, %s: %s states with per-tensor scaling records (FP8-LM) are not sharded by the "
+                           "executor yet (a shard's scale would have to be agreed over the ranks)",
+                           r->name, sharding_name(in->sharding), class_name[c]);
+        if (s->dt[STATE_WEIGHT] == DT_NONE || s->dt[STATE_WEIGHT] != gather[c])
+            return err_set(e, ST_UNAVAILABLE,
+                           "recipe %s, %s: %s weights are gathered in %s but kept in %s; the executor gathers the "
+                           "working weight in its own dtype",
+                           r->name, sharding_name(in->sharding), class_name[c], dtype_name(gather[c]),
+                           dtype_name(s->dt[STATE_WEIGHT]));
+        if (s->dt[STATE_GRAD] != reduce[c] || dtype_is_fp8(s->dt[STATE_GRAD]))
+            return err_set(e, ST_UNAVAILABLE,
+                           "recipe %s, %s: %s gradients kept in %s, reduced in %s; the executor reduce-scatters "
+                           "FP32/BF16 gradients in their own dtype",
+                           r->name, sharding_name(in->sharding), class_name[c], dtype_name(s->dt[STATE_GRAD]),
+                           dtype_name(reduce[c]));
+    }
+    return ST_OK;
+}
+
+void model_shard_plan(Model *m, const Plan *p)
+{
+    const PlanInput *in = &p->in;
+    const StateSet *set[2] = {&m->recipe.gemm, &m->recipe.other};
+    m->shard_ways = 1;
+    memset(m->class_elems, 0, sizeof m->class_elems);
+    for (uint32_t i = 0; i < m->nparams; i++) {
+        ModelParam *q = &m->params[i];
+        q->flat = m->class_elems[model_class(q)];
+        m->class_elems[model_class(q)] += q->numel;
+    }
+    for (int c = 0; c < 2; c++) {
+        m->shard_mask[c] = 0;
+        for (int k = 0; m->dp > 1 && k < STATE_COUNT_; k++)
+            if (set[c]->dt[k] != DT_NONE && plan_state_sharded(in, set[c], (StateId)k)) m->shard_mask[c] |= 1u << k;
+        if (m->shard_mask[c]) m->shard_ways = m->dp;
+    }
+    for (int c = 0; c < 2; c++) /* ceil(E / dp): each rank's part of the class, held in its shard when sharded */
+        m->shard_elems[c] = m->shard_ways > 1 ? (m->class_elems[c] + m->dp - 1) / m->dp : 0;
+}
+
+/* Rank r's flat range [lo, hi) of class c. */
+static void rank_range(const Model *m, int c, uint32_t r, uint64_t *lo, uint64_t *hi)
+{
+    const uint64_t S = m->shard_elems[c], E = m->class_elems[c];
+    *lo = (uint64_t)r * S < E ? (uint64_t)r * S : E;
+    *hi = *lo + S < E ? *lo + S : E;
+}
+
+/* Elements of p in rank r's range: [*a, *a + n) within p. */
+static uint64_t overlap(const Model *m, const ModelParam *p, uint32_t r, uint64_t *a)
+{
+    uint64_t lo, hi, b = p->flat, e = p->flat + p->numel;
+    rank_range(m, model_class(p), r, &lo, &hi);
+    uint64_t s = lo > b ? lo : b, t = hi < e ? hi : e;
+    *a = s - b;
+    return t > s ? t - s : (*a = 0, 0);
+}
+
+void model_shard_bind(Model *m)
+{
+    const uint32_t r = m->comm ? (uint32_t)m->comm->rank : 0;
+    for (uint32_t i = 0; i < m->nparams; i++) {
+        ModelParam *q = &m->params[i];
+        const int c = model_class(q);
+        if (m->shard_ways == 1) {
+            q->own_lo = 0, q->own_n = q->numel;
+            continue;
+        }
+        q->own_n = overlap(m, q, r, &q->own_lo);
+        const StateSet *s = model_states(m, q);
+        void **st[STATE_COUNT_] = {&q->weight, &q->master, &q->grad, &q->m, &q->v};
+        uint64_t at = q->flat + q->own_lo - (uint64_t)r * m->shard_elems[c]; /* in this rank's shard */
+        for (int k = 0; k < STATE_COUNT_; k++)
+            if (m->shard_mask[c] >> k & 1)
+                *st[k] = q->own_n ? (uint8_t *)m->shard_buf[c][k] + at * dtype_bytes(s->dt[k]) : NULL;
+    }
+}
+
+uint64_t model_own(const Model *m, const ModelParam *p, uint64_t *lo)
+{
+    if (m->shard_ways == 1) return *lo = 0, p->numel;
+    *lo = p->own_lo;
+    return p->own_n;
+}
+
+void *model_state_at(const Model *m, const ModelParam *p, StateId st, void *base)
+{
+    if (!base || m->shard_ways == 1 || (m->shard_mask[model_class(p)] >> st & 1)) return base;
+    return (uint8_t *)base + p->own_lo * dtype_bytes(model_states(m, p)->dt[st]);
+}
+
+/* counts[r] = elements of p rank r owns (they lie in rank order). */
+static void counts_of(const Model *m, const ModelParam *p, uint64_t *counts)
+{
+    for (int r = 0; r < m->comm->size; r++) {
+        uint64_t a;
+        counts[r] = overlap(m, p, (uint32_t)r, &a);
+    }
+}
+
+/* One collective per parameter over its state st: reduce-scatter or all-gather. */
+static Status each_param(Model *m, StateId st, CollectiveId id, Err *e)
+{
+    uint64_t *counts = calloc((size_t)m->comm->size, sizeof *counts);
+    if (!counts) return err_set(e, ST_NOMEM, "out of memory");
+    Status s = ST_OK;
+    for (uint32_t i = 0; !s && i < m->nparams; i++) {
+        ModelParam *p = &m->params[i];
+        void *buf = st == STATE_GRAD ? p->grad : p->weight;
+        Dtype dt = model_states(m, p)->dt[st];
+        counts_of(m, p, counts);
+        s = st == STATE_GRAD ? comm_reduce_scatter_v(m->comm, id, m->bk, buf, counts, dt, COMM_SUM, e)
+                             : comm_all_gather_v(m->comm, id, m->bk, buf, counts, dt, e);
+    }
+    free(counts);
+    return s;
+}
+
+Status model_shard_reduce(Model *m, Err *e) { return each_param(m, STATE_GRAD, CO_DP_GRAD_RS, e); }
+
+Status model_shard_gather(Model *m, Err *e) { return each_param(m, STATE_WEIGHT, CO_DP_PARAM_AG, e); }
+
+int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uint64_t *lo)
+{
+    for (int c = 0; c < 2; c++)
+        for (int k = 0; k < STATE_COUNT_; k++)
+            if ((m->shard_mask[c] >> k & 1) && spec->dst.v == &m->shard_buf[c][k]) {
+                uint64_t b = dtype_bytes(spec->dtype), r = m->comm ? (uint64_t)m->comm->rank : 0;
+                *whole = m->class_elems[c] * b;
+                *lo = r * m->shard_elems[c] * b;
+                return 1;
+            }
+    return 0;
+}

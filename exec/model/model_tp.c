@@ -1,0 +1,261 @@
+/* exec/model/model_tp.c — tensor parallelism with sequence parallelism
+ * (Megatron-LM's layout, Korthikanti et al. 2022) over the ranks of the
+ * communicator (dp 1: the whole world is one TP group).
+ *
+ * Per block and micro-batch, with the B·T tokens of a micro-batch split into
+ * tp contiguous shards of the flattened (B, T) order:
+ *   norm 1 (B·T/tp tokens) → all-gather → QKV (column-parallel: this rank's
+ *   H/tp heads and KV/tp KV heads) → attention of those heads (all tokens) →
+ *   proj (row-parallel: partial sums) → reduce-scatter → residual (B·T/tp);
+ *   the MLP likewise (FC1 column-parallel, this rank's F/tp columns, SwiGLU's
+ *   gate and up both; FC2 row-parallel).
+ * Backward reverses each: the row-parallel output gradient is all-gathered,
+ * the column-parallel input gradient reduce-scattered, and the column-parallel
+ * input the forward gathered is gathered again from the saved shard for the
+ * weight gradient (Megatron and TE keep only the shard) — the collectives and
+ * dtypes planner/plan_comm.c counts (tp_allgather_fwd, tp_reducescatter_fwd,
+ * tp_allgather_bwd, tp_reducescatter_bwd). FP8 recipes gather the input's FP8
+ * codes (recipes.csv tp_allgather_comm): each rank casts its shard with the
+ * tensor's delayed scale, which the TP amax all-reduce keeps equal on every
+ * rank; the row-parallel outputs and all gradients travel in BF16
+ * (tp_reducescatter_comm).
+ *
+ * The embedding and LM head are vocabulary-parallel in memory (each rank keeps
+ * Vp/tp rows, the plan's MT_WEIGHT_OTHER): the shards are all-gathered once a
+ * step, each rank looks up and scores its own B·T/tp tokens against the whole
+ * vocabulary, and the full-vocabulary gradients are reduce-scattered back to
+ * the shards after the step. Parameters every rank holds whole but that see
+ * only its tokens (norm weights and biases, the learned position table) have
+ * their gradients all-reduced after the step; the row-parallel biases are
+ * added by rank 0 before the reduce-scatter and their gradients taken from
+ * the gathered output gradient (whole on every rank). The plan counts none of
+ * these embedding/norm collectives: they are counted as unplanned. */
+#include <string.h>
+
+#include "exec/model/model_internal.h"
+#include "exec/rng.h"
+
+Status model_tp_check(const Plan *p, Err *e)
+{
+    const PlanInput *in = &p->in;
+    const ModelSpec *s = in->model;
+    const Recipe *r = in->recipe;
+    uint32_t t = in->tp;
+    if (t == 1) return ST_OK;
+    if (!in->sp)
+        return err_set(e, ST_UNAVAILABLE,
+                       "--tp %u: the executor runs tensor parallelism with sequence parallelism only", t);
+    if (in->dp != 1 || in->pp != 1 || in->cp != 1)
+        return err_set(e, ST_UNAVAILABLE,
+                       "--tp %u with dp %u, pp %u, cp %u: tensor parallelism runs alone so far (every rank in one TP "
+                       "group)",
+                       t, in->dp, in->pp, in->cp);
+    if (s->heads % t || s->kv_heads % t || s->ffn_hidden % t)
+        return err_set(e, ST_USAGE, "--tp %u must divide the heads %u, KV heads %u and FFN width %u of model %s", t,
+                       s->heads, s->kv_heads, s->ffn_hidden, s->name);
+    if (((uint64_t)in->mbs * p->seq) % t || p->vocab_padded % t)
+        return err_set(e, ST_USAGE,
+                       "--tp %u must divide the tokens of a micro-batch (%llu) and the padded vocabulary %u", t,
+                       (unsigned long long)in->mbs * p->seq, p->vocab_padded);
+    if (recipe_fp8_gemm(r) && !dtype_is_fp8(r->saved_input))
+        return err_set(e, ST_UNAVAILABLE,
+                       "--tp %u --recipe %s: FP8 tensor parallelism runs recipes that save FP8 GEMM inputs only (the "
+                       "saved shard is what the backward gathers)",
+                       t, r->name);
+    if (r->other.dt[STATE_GRAD] != DT_FP32)
+        return err_set(e, ST_UNAVAILABLE, "--tp %u --recipe %s: the embedding, norm and bias gradients must be FP32", t,
+                       r->name);
+    if (s->pos == POS_LEARNED && r->other.dt[STATE_WEIGHT] != exec_act_dtype(r))
+        return err_set(e, ST_UNAVAILABLE,
+                       "--tp %u --recipe %s: learned positions in %s added to %s activations after the scatter", t,
+                       r->name, dtype_name(r->other.dt[STATE_WEIGHT]), dtype_name(exec_act_dtype(r)));
+    return ST_OK;
+}
+
+void model_tp_spec(const Plan *p, Model *m)
+{
+    uint32_t t = p->in.tp ? p->in.tp : 1;
+    m->tp = t;
+    m->spec.heads /= t;
+    m->spec.kv_heads /= t;
+    m->spec.ffn_hidden /= t;
+}
+
+void model_tp_layout(Model *m, int bind, ArenaSpecs *sp)
+{
+    if (m->tp == 1) return;
+    const Recipe *r = &m->recipe;
+    const uint64_t BT = model_tokens(m), C = m->spec.hidden;
+    ModelActs *a = bind ? &m->act : NULL;
+    const Dtype A = m->act_dtype;
+    /* one (B·T, C) buffer per role and phase: the forward's gathered input / partial output, the head
+     * backward's gathered input and partial input gradient, the blocks' gathered output gradient / partial
+     * input gradient / the column-parallel input gathered again for wgrad (after the input gradient left) */
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->tp_fwd : NULL, "tp_fwd");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * C, a ? &a->tp_head_x : NULL, "tp_head_x");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * C, a ? &a->tp_head_d : NULL, "tp_head_d");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * C, a ? &a->tp_full : NULL, "tp_full");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, 3 * BT, a ? &a->tp_xstats : NULL, "tp_xent_stats");
+    if (recipe_fp8_gemm(r))
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, model_sp_tokens(m) * C, a ? &a->tp_qloc : NULL,
+                        "tp_q_local");
+}
+
+/* ---- initial values: this rank's slice of the one-rank tensor ---- */
+
+/* Row i of the rank's shard of p: the one-rank row it is, the one-rank width
+ * and the column it starts at. */
+static void global_row(const Model *m, const ModelParam *p, uint64_t i, uint64_t *row, uint64_t *width, uint64_t *col0)
+{
+    const uint64_t t = m->tp, r = (uint64_t)m->comm->rank, D = m->spec.head_dim;
+    const uint64_t q = m->spec.heads * D, kv = m->spec.kv_heads * D, F = m->spec.ffn_hidden; /* local widths */
+    *width = p->cols, *col0 = 0, *row = i;
+    switch (p->kind) {
+    case PK_WTE:
+    case PK_LM_HEAD: *row = r * p->rows + i; break;
+    case PK_QKV_W: /* [Q (H·D) | K (KV·D) | V (KV·D)] of the whole; this rank's heads of each */
+        if (i < q)
+            *row = r * q + i;
+        else if (i < q + kv)
+            *row = t * q + r * kv + (i - q);
+        else
+            *row = t * q + t * kv + r * kv + (i - q - kv);
+        break;
+    case PK_FC1_W: /* GELU: [F]; SwiGLU: [gate F | up F] of the whole */
+        *row = i < F ? r * F + i : t * F + r * F + (i - F);
+        break;
+    case PK_PROJ_W:
+    case PK_FC2_W: *width = p->cols * t, *col0 = r * p->cols; break;
+    default: break;
+    }
+}
+
+float model_tp_fill(const Model *m, const ModelParam *p, uint64_t key, float std, float *w)
+{
+    const uint64_t live_rows = (uint64_t)m->spec.vocab;
+    const int vocab = p->kind == PK_WTE || p->kind == PK_LM_HEAD;
+    float amax = 0.0f;
+    for (uint64_t i = 0; i < p->rows; i++) {
+        uint64_t row, width, col0;
+        global_row(m, p, i, &row, &width, &col0);
+        float *out = w + i * p->cols;
+        if (vocab && row >= live_rows) {
+            memset(out, 0, p->cols * sizeof *out);
+            continue;
+        }
+        uint64_t b = row * width + col0;
+        rng_normal_fill(key, b, b + p->cols, std, out);
+        for (uint64_t c = 0; c < p->cols; c++) {
+            float v = out[c] < 0 ? -out[c] : out[c];
+            amax = v > amax ? v : amax;
+        }
+    }
+    return amax;
+}
+
+Status model_tp_amax(Model *m, float *amax, Err *e)
+{
+    if (m->tp == 1) return ST_OK;
+    return m->comm->all_reduce(m->comm, CO_AMAX_AR, m->bk, amax, 1, DT_FP32, COMM_MAX, e);
+}
+
+/* ---- activations ---- */
+
+Status model_tp_gather(Model *m, CollectiveId id, const void *local, void *full, uint64_t cols, Dtype dt, Err *e)
+{
+    return m->comm->all_gather(m->comm, id, m->bk, local, full, model_sp_tokens(m) * cols, dt, e);
+}
+
+Status model_tp_scatter(Model *m, CollectiveId id, const void *full, void *local, uint64_t cols, Err *e)
+{
+    return m->comm->reduce_scatter(m->comm, id, m->bk, full, local, model_sp_tokens(m) * cols, m->act_dtype, COMM_SUM,
+                                   e);
+}
+
+/* ---- embedding and head: vocabulary-parallel ---- */
+
+static uint64_t first_row(const Model *m) { return (uint64_t)m->comm->rank * model_vocab_rows(m); }
+
+/* This rank's tokens as pieces that stay inside one sequence: piece j starts
+ * at local token *off, position *pos, *len tokens; 0 when j is past the end. */
+static int piece(const Model *m, uint64_t j, uint64_t *off, uint64_t *pos, uint64_t *len)
+{
+    const uint64_t n = model_sp_tokens(m), T = m->seq, g0 = (uint64_t)m->comm->rank * n;
+    uint64_t o = 0;
+    for (uint64_t k = 0; o < n; k++) {
+        uint64_t g = g0 + o, l = T - g % T;
+        if (l > n - o) l = n - o;
+        if (k == j) {
+            *off = o, *pos = g % T, *len = l;
+            return 1;
+        }
+        o += l;
+    }
+    return 0;
+}
+
+Status model_tp_embed_fwd(Model *m, void *out, Err *e)
+{
+    const ModelSpec *s = &m->spec;
+    const Dtype A = m->act_dtype;
+    const uint64_t C = s->hidden, es = dtype_bytes(A);
+    ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
+    /* every token looked up in this rank's rows (0 for the others), summed over the ranks into the tokens' owners */
+    Status st = m->bk->embed_shard_fwd(m->bk, model_tok(m), model_tokens(m), first_row(m), wte->rows, C, wte->weight,
+                                       m->recipe.other.dt[STATE_WEIGHT], m->act.tp_fwd, A, e);
+    if (!st) st = model_tp_scatter(m, COMM_UNPLANNED, m->act.tp_fwd, out, C, e);
+    uint64_t off, pos, len; /* learned positions added to this rank's tokens (model_tp_check: same dtype) */
+    for (uint64_t j = 0; !st && wpe && piece(m, j, &off, &pos, &len); j++)
+        st = m->bk->add(m->bk, (char *)out + off * C * es, (const char *)wpe->weight + pos * C * es,
+                        (char *)out + off * C * es, A, len * C, e);
+    return st;
+}
+
+Status model_tp_embed_bwd(Model *m, const void *dout, Err *e)
+{
+    const uint64_t C = m->spec.hidden, es = dtype_bytes(m->act_dtype);
+    ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
+    Status st = model_tp_gather(m, COMM_UNPLANNED, dout, m->act.tp_full, C, m->act_dtype, e);
+    if (!st)
+        st = m->bk->embed_shard_bwd(m->bk, model_tok(m), model_tokens(m), first_row(m), wte->rows, C, m->act.tp_full,
+                                    m->act_dtype, model_grad_target(m, wte, 0), e);
+    float *dwpe = wpe ? model_grad_target(m, wpe, 0) : NULL;
+    uint64_t off, pos, len; /* the positions' gradient: this rank's tokens (all-reduced after the step) */
+    for (uint64_t j = 0; !st && dwpe && piece(m, j, &off, &pos, &len); j++)
+        st = m->bk->bias_grad(m->bk, (const char *)dout + off * C * es, m->act_dtype, 1, len * C, dwpe + pos * C, e);
+    return st;
+}
+
+Status model_tp_xent(Model *m, float dloss, Err *e)
+{
+    Backend *bk = m->bk;
+    ModelActs *a = &m->act;
+    const uint64_t BT = model_tokens(m), V = model_vocab_rows(m), first = first_row(m);
+    float *st3 = a->tp_xstats;
+    Status st = bk->xent_shard(bk, a->logits, BT, V, first, m->spec.vocab, a->targets, st3, 0, dloss, a->losses, e);
+    if (!st) st = m->comm->all_reduce(m->comm, COMM_UNPLANNED, bk, st3, BT, DT_FP32, COMM_MAX, e);
+    if (!st) st = bk->xent_shard(bk, a->logits, BT, V, first, m->spec.vocab, a->targets, st3, 1, dloss, a->losses, e);
+    if (!st) st = m->comm->all_reduce(m->comm, COMM_UNPLANNED, bk, st3 + BT, 2 * BT, DT_FP32, COMM_SUM, e);
+    if (!st) st = bk->xent_shard(bk, a->logits, BT, V, first, m->spec.vocab, a->targets, st3, 2, dloss, a->losses, e);
+    return st;
+}
+
+/* ---- gradients after the step ---- */
+
+/* A parameter every rank holds whole whose gradient sums over this rank's tokens only. */
+static int sp_replicated(ParamKind k)
+{
+    return k == PK_NORM1_W || k == PK_NORM1_B || k == PK_NORM2_W || k == PK_NORM2_B || k == PK_NORMF_W ||
+           k == PK_NORMF_B || k == PK_WPE;
+}
+
+Status model_tp_finish_grads(Model *m, Err *e)
+{
+    Status st = ST_OK;
+    for (uint32_t i = 0; !st && m->tp > 1 && i < m->nparams; i++) {
+        ModelParam *p = &m->params[i];
+        if (sp_replicated(p->kind))
+            st = m->comm->all_reduce(m->comm, COMM_UNPLANNED, m->bk, p->grad, p->numel, DT_FP32, COMM_SUM, e);
+    }
+    return st;
+}

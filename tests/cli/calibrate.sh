@@ -1,0 +1,124 @@
+# tests/cli/calibrate.sh — fp8plan calibrate: a host profile measured in seconds
+# (--quick, a tiny GPT's layer) is a catalog the planner reads (--catalog DIR
+# --gpu host), its figures positive and finite; a run against it gets a time
+# verdict (the step checked within +-15 %, the phases shown), while a run
+# against a GPU's plan still says the times are not comparable; bad flags are
+# named; under mpirun -np 2 the link is measured, a DP plan is made with it
+# and each collective's time gets a verdict. The arithmetic of the profile is
+# worked by hand in tests/unit/test_calibrate.c.
+. "$FP8PLAN_ROOT/tests/lib.sh"
+. "$FP8PLAN_ROOT/tests/mpi_lib.sh"
+
+TINY="--model gpt2-124m --layers 2 --hidden 32 --heads 2 --seq 16 --vocab 128"
+cat="$TMP/cat"
+
+# ---- one rank ----
+start=$(date +%s)
+run calibrate --backend cpu $TINY --quick -o "$cat"
+expect_rc "calibrate --quick writes a catalog" 0
+took=$(($(date +%s) - start))
+if [ "$took" -le 30 ]; then pass "calibrate --quick takes seconds ($took s)"; else fail "calibrate --quick took $took s"; fi
+expect_out "collectives are not measured with one rank" "collectives: not measured (one rank"
+expect_line "the FP8 path's rate" '  path fp8 +[0-9.]+ GFLOP/s .*'
+for f in models.csv gpus.csv recipes.csv stacks.csv; do
+    if [ -s "$cat/$f" ]; then pass "catalog has $f"; else fail "catalog has $f" "missing or empty"; fi
+done
+
+run gpus --catalog "$cat" --format csv --columns name,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,intra_node_gbps
+expect_rc "the planner lists the calibrated catalog's GPUs" 0
+row=$(grep '^host,' "$TMP/out")
+expect_line "the host row is listed" 'host,.*'
+# hbm, bf16, fp8, fp32: positive and finite; the link: 0 (no interconnect measured with one rank)
+if echo "$row" | awk -F, '{ for (i = 2; i <= 5; i++) if (!($i + 0 > 0) || $i ~ /nan|inf/) exit 1; exit !($6 == 0) }'; then
+    pass "host rates positive and finite, no interconnect"
+else
+    fail "host rates positive and finite, no interconnect" "row: $row"
+fi
+run stacks --catalog "$cat" --format csv --columns name,launch_us,calibrated
+fp8=$(grep '^fp8plan,' "$TMP/out")
+if echo "$fp8" | awk -F, '{ exit !($2 + 0 > 0 && $3 == "yes") }'; then pass "fp8plan stack: launch_us measured, calibrated yes"; else fail "fp8plan stack row" "$fp8"; fi
+
+run plan --catalog "$cat" --gpu host --model gpt2-124m --recipe te-fp8 --stack fp8plan --mbs 1 --seq 16
+expect_rc "plan --catalog DIR --gpu host plans (an FP8 recipe, emulated)" 0
+expect_out "the plan names the host" "host"
+run plan --catalog "$cat" --gpu host --model gpt2-124m --recipe megatron-bf16 --dp 2 --mbs 1 --seq 16
+expect_rc "a one-rank profile refuses a plan of 2 ranks" 64
+expect_err "... naming the missing interconnect" "no interconnect was measured"
+
+run run --backend cpu --catalog "$cat" --gpu host $TINY --recipe te-fp8 --steps 6 --quiet -o "$TMP/run.csv"
+case $rc in 0 | 1) pass "run --gpu host finishes with a verdict (exit $rc)" ;; *) fail "run --gpu host" "exit $rc: $(cat "$TMP/err")" ;; esac
+step=$(grep '^time,step,' "$TMP/run.csv")
+if echo "$step" | awk -F, '{ exit !($6 + 0 > 0 && $7 + 0 > 0 && $13 == "+-15 %" && ($14 == "ok" || $14 == "OUTSIDE")) }'; then
+    pass "the step row: planned and measured seconds, checked +-15 %, a verdict"
+else
+    fail "the step row of a host plan" "$step"
+fi
+fwd=$(grep '^time,forward,' "$TMP/run.csv")
+if echo "$fwd" | awk -F, '{ exit !($6 + 0 > 0 && $7 + 0 > 0) }'; then pass "the forward phase planned and measured"; else fail "forward row" "$fwd"; fi
+
+run run --backend cpu --catalog "$cat" --gpu h100-sxm $TINY --recipe te-fp8 --steps 3 --quiet -o "$TMP/gpu.csv"
+expect_rc "run against a GPU's plan" 0
+step=$(grep '^time,step,' "$TMP/gpu.csv")
+case "$step" in
+*"n/a: the plan is for h100-sxm"*) pass "a GPU plan for a CPU run: times not comparable" ;;
+*) fail "a GPU plan for a CPU run: times not comparable" "$step" ;;
+esac
+
+# ---- bad flags ----
+run calibrate --reps 0
+expect_rc "--reps 0 refused" 64
+expect_err "... naming the flag" "--reps"
+run calibrate --reps 65
+expect_rc "--reps 65 refused" 64
+run calibrate --backend tpu
+expect_rc "--backend tpu refused" 64
+expect_err "... naming the value" "'tpu' is not cpu or cuda"
+run calibrate --name 'a b'
+expect_rc "--name with a space refused" 64
+expect_err "... naming the flag" "--name"
+run calibrate --model nope
+expect_rc "--model nope refused" 64
+expect_err "... naming the model" "unknown model 'nope'"
+run calibrate --hidden x
+expect_rc "--hidden x refused" 64
+expect_err "... naming the flag" "--hidden"
+run calibrate -o ''
+expect_rc "-o '' refused" 64
+run calibrate $TINY --quick -o "$FP8PLAN_ROOT/models"
+expect_rc "-o the catalog it reads refused" 64
+run calibrate --backend cuda
+expect_rc "--backend cuda: not available here (exit 69)" 69
+expect_err "... saying why" "--backend cuda"
+run calibrate extra
+expect_rc "an operand refused" 64
+
+# ---- two ranks ----
+if ! command -v mpirun >/dev/null 2>&1; then
+    skip "calibrate under mpirun" "mpirun: install openmpi-bin (make installs it as root)"
+    finish
+    exit
+fi
+mpi_run 2 "$FP8PLAN" calibrate $TINY --quick -o "$TMP/cat2"
+expect_eq "calibrate under mpirun -np 2" "$rc" 0
+if grep -q '^  link: latency [0-9.]* us per ring step' "$TMP/out" && [ "$(grep -c '^fp8plan calibrate' "$TMP/out")" -eq 1 ]; then
+    pass "the link measured, printed by rank 0 only"
+else
+    fail "the link measured, printed by rank 0 only" "$(head -c 800 "$TMP/out") $(head -c 400 "$TMP/err")"
+fi
+run gpus --catalog "$TMP/cat2" --format csv --columns name,intra_node_gbps,inter_node_gbps
+row=$(grep '^host,' "$TMP/out")
+if echo "$row" | awk -F, '{ exit !($2 + 0 > 0 && $3 + 0 > 0) }'; then pass "the link's bandwidth is positive"; else fail "link bandwidth" "$row"; fi
+run plan --catalog "$TMP/cat2" --gpu host --model gpt2-124m --recipe megatron-bf16 --dp 2 --mbs 1 --seq 16
+expect_rc "a 2-rank profile plans DP 2" 0
+mpi_run 2 "$FP8PLAN" run --backend cpu --catalog "$TMP/cat2" --gpu host $TINY --recipe megatron-bf16 --mbs 1 --gbs 2 \
+    --steps 6 --quiet -o "$TMP/run2.csv"
+case $rc in 0 | 1) pass "mpirun -np 2 run --gpu host finishes with a verdict (exit $rc)" ;; *) fail "mpirun run" "exit $rc: $(tail -c 600 "$TMP/err")" ;; esac
+# a multi-rank run's CSV leads with a rank column (rank 0's comparison rows)
+ar=$(grep '^0,time,dp_grad_allreduce.time,' "$TMP/run2.csv")
+if echo "$ar" | awk -F, '{ exit !($7 + 0 > 0 && $8 + 0 > 0 && $14 == "+-15 %" && ($15 == "ok" || $15 == "OUTSIDE")) }'; then
+    pass "the DP all-reduce's time: planned and measured, checked +-15 %, a verdict"
+else
+    fail "the DP all-reduce's time row" "$ar"
+fi
+if grep -q '^0,time,collective_wait,' "$TMP/run2.csv"; then pass "the ranks' wait shown apart"; else fail "collective_wait row"; fi
+finish

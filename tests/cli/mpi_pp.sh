@@ -1,0 +1,96 @@
+# tests/cli/mpi_pp.sh — `mpirun -np 2 fp8plan run --backend cpu --pp 2`: two pipeline stages with
+# the 1F1B schedule on CPU ranks. tiny-gpt (mpi_run.sh's: 2 layers, hidden 32, FFN 128, 2 heads, seq
+# 16, vocab 64 padded to 128, tied, learned positions, biases) and tiny-llama (mpi_tp.sh's: untied,
+# RoPE, SwiGLU, GQA); micro-batch 2, global batch 8: 4 micro-batches a step, one layer per stage.
+. "$FP8PLAN_ROOT/tests/lib.sh"
+. "$FP8PLAN_ROOT/tests/mpi_lib.sh"
+
+mpi_require
+cat=$TMP/cat
+mpi_catalog "$cat" # tiny-gpt (mpi_run.sh's) and a tiny LLaMA:
+echo 'tiny-llama,2,32,96,4,2,8,64,16,rmsnorm,swiglu,rope,no,no,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
+GPT="run --catalog $cat --model tiny-gpt --mbs 2 --gbs 8 --quiet"
+LLAMA="run --catalog $cat --model tiny-llama --mbs 2 --gbs 8 --quiet"
+
+same_curve() { # NAME LOGA LOGB: the same 50 losses, bit for bit
+    if [ "$(wc -l <"$2")" -eq 51 ] && cmp -s "$2" "$3"; then pass "$1"; else fail "$1" "$(diff "$2" "$3" | head -4)"; fi
+}
+
+# ---- tiny-gpt, tied embedding ------------------------------------------------------------------
+run $GPT --recipe megatron-bf16 --steps 50 --loss-log "$TMP/gpt1.csv"
+expect_rc "tiny-gpt one rank exits 0" 0
+mpi_run 2 "$FP8PLAN" $GPT --recipe megatron-bf16 --steps 50 --pp 2 --loss-log "$TMP/gpt2.csv"
+expect_rc "tiny-gpt pp 2 exits 0 (every checked memory term as planned)" 0
+# Bytes each rank sends per step, by hand. A micro-batch's activation (forward, stage 0 to 1) or its
+# gradient (backward, stage 1 to 0) is tok x hidden = 2 x 16 x 32 BF16 = 2,048 B; each stage sends
+# one a micro-batch: 4 x 2,048 = 8,192. The tied embedding's gradient (the last stage's head copy
+# and the first stage's table) is summed once a step: Vp x hidden FP32 = 128 x 32 x 4 = 16,384 B,
+# an all-reduce over 2 ranks sending 2 x 16,384 - 16,384 = 16,384.
+expect_line "pp 2: activations and gradients between the stages" "  pp_send_recv +8192 +8192 +8192 +2/2 +exact"
+expect_line "pp 2: the tied embedding's gradient" "  emb_grad_allreduce +16384 +16384 +16384 +2/2 +exact"
+expect_out "pp 2: the verdict" "every rank sent the plan's bytes, byte for byte"
+# Stage 0's memory (the stage the plan reports; rank 0's report): one layer of linear weights 3 x 32 x
+# 32 + 32 x 32 + 128 x 32 + 32 x 128 = 12,288 elements, BF16 24,576 B; other: the embedding 128 x 32 =
+# 4,096, positions 16 x 32 = 512, the layer's 2 LayerNorms 128 and biases 96 + 32 + 128 + 32 = 288:
+# 5,024 elements, BF16 10,048 B (the final LayerNorm is the last stage's). Activations: 1F1B keeps
+# pp - 0 = 2 micro-batches in flight on stage 0; one layer and micro-batch saves in BF16 (FP32 norm
+# statistics) x 2,048 + norm 1 256 + qkv 6,144 + res2 2,048 + norm 2 256 + fc1 8,192 + the linears'
+# inputs 2,048 + 2,048 + 2,048 + 8,192 = 33,280 B, and its attention probabilities 2 x 2 x 16 x 16 x 2 =
+# 2,048 B: 2 x 33,280 = 66,560 and 2 x 2,048 = 4,096; no logits on stage 0.
+expect_line "pp 2: stage 0's linear weights" "memory +weight_gemm +state +24,576 +24,576 .*"
+expect_line "pp 2: stage 0's other weights" "memory +weight_other +state +10,048 +10,048 .*"
+expect_line "pp 2: two micro-batches' activations in flight" "memory +act_layer_hp +activation +66,560 +66,560 .*"
+expect_line "pp 2: two micro-batches' attention probabilities" "memory +act_attention +activation +4,096 +4,096 .*"
+expect_line "pp 2: no output activations on stage 0" "memory +act_output +activation +0 +0 .*"
+# the per-rank table compares the plan's stage only (stage 1 holds other terms: the head copy, the
+# final norm, no positions)
+expect_line "pp 2: the per-rank table says which ranks it compares" "  \(pp 2: the plan's terms are stage 0's; only its ranks are compared\)"
+expect_line "pp 2: stage 0's rank in the per-rank table" "  weight_other +10048 +10048 +10048 +1/1 +exact"
+# the arithmetic of every weight and gradient is one rank's (the stages hold different layers; the
+# backwards run micro-batch 0, 1, ... as one rank accumulates): the same losses bit for bit
+same_curve "tiny-gpt pp 2: one rank's 50 losses bit for bit" "$TMP/gpt1.csv" "$TMP/gpt2.csv"
+
+# ---- tiny-llama, untied head: no embedding all-reduce ----------------------------------------
+run $LLAMA --recipe megatron-bf16 --steps 50 --loss-log "$TMP/llama1.csv"
+expect_rc "tiny-llama one rank exits 0" 0
+mpi_run 2 "$FP8PLAN" $LLAMA --recipe megatron-bf16 --steps 50 --pp 2 --loss-log "$TMP/llama2.csv"
+expect_rc "tiny-llama pp 2 exits 0" 0
+expect_line "tiny-llama pp 2: activations and gradients" "  pp_send_recv +8192 +8192 +8192 +2/2 +exact"
+if grep -q "emb_grad_allreduce" "$TMP/out"; then fail "tiny-llama pp 2: no embedding all-reduce (untied)"; else pass "tiny-llama pp 2: no embedding all-reduce (untied)"; fi
+same_curve "tiny-llama pp 2: one rank's 50 losses bit for bit" "$TMP/llama1.csv" "$TMP/llama2.csv"
+
+# ---- FP8 -------------------------------------------------------------------------------------
+# Each stage updates its banks after every forward and backward (TE's order); the amax is not reduced
+# across stages (the plan's amax group is TP x CP x DP = 1 rank: no amax_allreduce). A micro-batch's
+# saved FP8 inputs keep the scale_inv they were cast with while a later forward recasts the bank's:
+# 2 in-flight micro-batches x 1 layer x 4 linears x 4 B = 32 B, which the plan's transient counts under
+# PP (planner/plan_mem.c): stage 0's transient is 24,576 + 32 = 24,608 on both sides.
+run $GPT --recipe te-fp8-current --steps 50 --loss-log "$TMP/c1.csv"
+expect_rc "tiny-gpt te-fp8-current one rank exits 0" 0
+mpi_run 2 "$FP8PLAN" $GPT --recipe te-fp8-current --steps 50 --pp 2 --loss-log "$TMP/c2.csv"
+expect_rc "te-fp8-current pp 2: exit 0 (every checked term within the plan)" 0
+expect_line "te-fp8-current pp 2: the 32 B of saved scale_inv in the plan's transient" \
+    "memory +transient +activation +24,608 +24,608 .*"
+expect_line "te-fp8-current pp 2: activations and gradients" "  pp_send_recv +8192 +8192 +8192 +2/2 +exact"
+# current scaling takes each cast's scale from its own tensor: one rank's numbers, bit for bit
+same_curve "te-fp8-current pp 2: one rank's 50 losses bit for bit" "$TMP/c1.csv" "$TMP/c2.csv"
+run $GPT --recipe te-fp8 --steps 50 --loss-log "$TMP/f1.csv"
+mpi_run 2 "$FP8PLAN" $GPT --recipe te-fp8 --steps 50 --pp 2 --loss-log "$TMP/f2.csv"
+expect_rc "te-fp8 pp 2: exit 0 (the saved scale_inv in the plan's transient)" 0
+# delayed scaling: stage 0's backward of micro-batch i reads the weights' FP8 copies cast at the next
+# forward's scale (one rank's at its own): an E4M3 rounding apart; measured max 4.4e-4 (step 1: 0)
+r=$(awk -F, 'NR == FNR { if (FNR > 1) a[$1] = $2; next } FNR > 1 { n++; d = $2 - a[$1]; if (d < 0) d = -d;
+    d /= a[$1]; if (d > m) m = d } END { if (n == 50) print m + 0; else print "n/a" }' "$TMP/f1.csv" "$TMP/f2.csv")
+if [ "$r" != n/a ] && awk -v r="$r" 'BEGIN { exit !(r <= 1e-3) }'; then pass "te-fp8 pp 2 within 1e-3 of one rank ($r)"; else fail "te-fp8 pp 2 within 1e-3 of one rank" "max relative difference: $r"; fi
+
+# ---- refusals ---------------------------------------------------------------------------------
+mpi_run 4 "$FP8PLAN" $GPT --recipe megatron-bf16 --steps 1 --pp 2
+expect_rc "pp 2 x dp 2 exits 69" 69
+expect_err "pp 2 x dp 2: the reason" "pipeline parallelism runs two stages alone so far"
+mpi_run 2 "$FP8PLAN" $GPT --recipe megatron-bf16 --steps 1 --pp 2 --save "$TMP/ck"
+expect_rc "--pp 2 --save exits 64" 64
+expect_err "--pp 2 --save: the reason" "--pp 2: --save and --resume hold one rank's model"
+mpi_run 2 "$FP8PLAN" $GPT --recipe megatron-bf16 --steps 1 --pp 3
+expect_rc "--pp 3 on 2 ranks exits 64" 64
+expect_err "--pp 3 on 2 ranks: the reason" "--tp 1 x --pp 3 does not divide the 2 ranks mpirun started"
+finish

@@ -1,0 +1,63 @@
+# tests/cli/mpi_resume.sh — a multi-rank run resumed from its checkpoint continues bit for bit, with
+# and without sharded states. Rank 0 writes the checkpoint; a ZeRO-1 state is gathered there and
+# written whole (exec/ckpt.h), and on resume every rank takes its own elements.
+. "$FP8PLAN_ROOT/tests/lib.sh"
+. "$FP8PLAN_ROOT/tests/mpi_lib.sh"
+
+mpi_require
+cat=$TMP/cat
+mpi_catalog "$cat"
+
+# resumed NP MODEL RECIPE [FLAGS]: 30 steps in one go, then 15 + 15 through a checkpoint; the two
+# loss logs (the second's header dropped) must be the same bytes
+resumed() {
+    local np=$1 model=$2 recipe=$3
+    shift 3
+    local tag="$np ranks, $model, $recipe${*:+ $*}"
+    local R="run --catalog $cat --model $model --recipe $recipe --mbs 2 --gbs 8 --quiet $*"
+    mpi_run "$np" "$FP8PLAN" $R --steps 30 --loss-log "$TMP/full.csv"
+    expect_rc "$tag: 30 steps exit 0" 0
+    mpi_run "$np" "$FP8PLAN" $R --steps 15 --save "$TMP/ck.bin" --loss-log "$TMP/a.csv"
+    expect_rc "$tag: 15 steps and --save exit 0" 0
+    mpi_run "$np" "$FP8PLAN" $R --steps 15 --resume "$TMP/ck.bin" --loss-log "$TMP/b.csv"
+    expect_rc "$tag: --resume and 15 more exit 0" 0
+    { cat "$TMP/a.csv"; tail -n +2 "$TMP/b.csv"; } >"$TMP/joined.csv"
+    expect_eq "$tag: resumed = uninterrupted, bit for bit" "$(cmp -s "$TMP/full.csv" "$TMP/joined.csv" && echo same)" same
+    expect_eq "$tag: 30 steps logged" "$(tail -n +2 "$TMP/joined.csv" | wc -l | tr -d ' ')" 30
+}
+
+# plain data parallelism: every rank holds the same state, rank 0's checkpoint is everyone's
+resumed 2 tiny-gpt megatron-bf16
+resumed 4 tiny-gpt te-fp8
+# ZeRO-1: each rank's master, m and v shard come back from the gathered whole state
+resumed 2 tiny-odd te-fp8 --zero 1
+resumed 4 tiny-gpt megatron-bf16 --zero 1
+resumed 4 tiny-odd megatron-bf16 --dist-opt
+
+# the record of a sharded state holds the whole class: tiny-odd's linear weights 8,778 elements
+# (QKV 99x33 + proj 33x33 + FC1 67x33 + FC2 33x67) and the others 4,819 (mpi_zero.sh), FP32:
+# 35,112 and 19,276 bytes, though each of the 4 ranks holds only ceil(E / 4) of them. A record is
+# u32 term, u32 dtype, i32 layer, u64 bytes, 32-byte name, data: the u64 ends where the name begins.
+rec_bytes() { # FILE NAME: the byte count of the first record named NAME
+    local off
+    off=$(grep -abo "$2" "$1" | head -1 | cut -d: -f1)
+    [ -n "$off" ] && od -An -t u8 -j $((off - 8)) -N 8 "$1" | tr -d ' '
+}
+expect_eq "the gathered master record: 8,778 x 4 B" "$(rec_bytes "$TMP/ck.bin" master.shard)" 35112
+expect_eq "the gathered other-parameter master record: 4,819 x 4 B" "$(rec_bytes "$TMP/ck.bin" other.master.shard)" 19276
+
+# a sharded checkpoint is not a plain run's: tiny-odd has 16 parameter tensors (wte, wpe, final LN
+# w and b; per layer LN1 w, b, QKV w, b, proj w, b, LN2 w, b, FC1 w, b, FC2 w, b); megatron-bf16 keeps
+# 5 states of each, 80 records unsharded; sharded, weight and gradient per tensor (32) plus master,
+# m and v per class (6): 38
+mpi_run 4 "$FP8PLAN" run --catalog "$cat" --model tiny-odd --recipe megatron-bf16 --mbs 2 --gbs 8 --quiet \
+    --steps 1 --resume "$TMP/ck.bin"
+expect_rc "a sharded checkpoint resumed unsharded: refused (65)" 65
+expect_err "the records counted" "checkpoint holds 38 tensors, this model has 80"
+
+# a rank that cannot write stops every rank, sharded too (the others hand their shards over first)
+mpi_run 2 "$FP8PLAN" run --catalog "$cat" --model tiny-gpt --recipe megatron-bf16 --mbs 2 --gbs 8 --quiet \
+    --steps 2 --zero 1 --save /dev/full
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ]; then pass "--zero 1 --save /dev/full ends the job (exit $rc)"; else fail "--zero 1 --save /dev/full ends the job" "exit status $rc"; fi
+expect_err "the failing rank named" "rank 0 of 2 failed (exit 74)"
+finish

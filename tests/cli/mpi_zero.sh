@@ -1,0 +1,126 @@
+# tests/cli/mpi_zero.sh — `mpirun -np N fp8plan run --backend cpu --zero 1` (and --dist-opt): the
+# distributed optimizer on CPU ranks. Master weights and Adam m, v sharded, gradients
+# reduce-scattered, the updated weights all-gathered (exec/model/model_shard.c); every rank's
+# persistent memory and bytes per collective against the plan; the -o rows per rank.
+. "$FP8PLAN_ROOT/tests/lib.sh"
+. "$FP8PLAN_ROOT/tests/mpi_lib.sh"
+
+mpi_require
+cat=$TMP/cat
+mpi_catalog "$cat"
+# tiny-gpt and tiny-odd (tests/mpi_lib.sh: no class of tiny-odd's parameters divides by 2 or 4)
+G="run --catalog $cat --model tiny-gpt --mbs 2 --gbs 8 --quiet"
+O="run --catalog $cat --model tiny-odd --mbs 2 --gbs 8 --quiet"
+same() { cmp -s "$1" "$2" && echo same || echo differ; }
+
+# Element counts, by hand. tiny-gpt: linear weights (class gemm) per layer QKV 96x32 = 3072, proj
+# 1024, FC1 4096, FC2 4096 = 12,288, x 2 layers = 24,576; the others: wte 128x32 = 4096, wpe 16x32 =
+# 512, per layer LN1 64 + QKV bias 96 + proj bias 32 + LN2 64 + FC1 bias 128 + FC2 bias 32 = 416
+# (x 2 = 832), final LN 64: 5,504. Sharded over dp 2: 12,288 and 2,752 per rank (FP32: 49,152 and
+# 11,008 B); dp 4: 6,144 and 1,376 (24,576 and 5,504 B).
+# Collectives per step: gradients (FP32) reduce-scattered, S = 4 x 30,080 = 120,320, each rank sends
+# S (n-1)/n: dp 2 60,160, dp 4 90,240; weights (BF16) all-gathered, S = 60,160: 30,080 / 45,120.
+
+# megatron-bf16, dp 2: ZeRO-1 trains exactly as plain data parallelism (the reduce-scatter folds in
+# the all-reduce's rank order and AdamW is elementwise): the same losses bit for bit over 50 steps
+mpi_run 2 "$FP8PLAN" $G --recipe megatron-bf16 --steps 50 --loss-log "$TMP/dp2.csv"
+expect_rc "megatron-bf16 dp 2 exits 0" 0
+mpi_run 2 "$FP8PLAN" $G --recipe megatron-bf16 --steps 50 --zero 1 --loss-log "$TMP/z2.csv"
+expect_rc "megatron-bf16 dp 2 --zero 1 exits 0" 0
+expect_eq "dp 2 --zero 1: the plain dp 2 losses bit for bit" "$(same "$TMP/dp2.csv" "$TMP/z2.csv")" same
+expect_line "dp 2: master shard (12,288 x 4 B) on every rank" "  master_gemm +49152 +49152 +49152 +2/2 +exact"
+expect_line "dp 2: Adam v shard of the other parameters (2,752 x 4 B)" "  adam_v_other +11008 +11008 +11008 +2/2 +exact"
+expect_line "dp 2: gradients whole (24,576 x 4 B)" "  grad_gemm +98304 +98304 +98304 +2/2 +exact"
+expect_line "dp 2: reduce-scatter bytes" "  dp_grad_reducescatter +60160 +60160 +60160 +2/2 +exact"
+expect_line "dp 2: reduce-scatter payload" "  dp_grad_reducescatter.payload +120320 +120320 +120320 +2/2 +exact"
+expect_line "dp 2: all-gather bytes" "  dp_param_allgather +30080 +30080 +30080 +2/2 +exact"
+expect_out "dp 2: every rank's memory verdict" "every rank holds the plan's persistent bytes, byte for byte"
+if grep -q dp_grad_allreduce "$TMP/out"; then fail "dp 2 --zero 1: no all-reduce of gradients" "$(grep dp_grad_allreduce "$TMP/out")"; else pass "dp 2 --zero 1: no all-reduce of gradients"; fi
+# --dist-opt: megatron-bf16's dist_opt_shards are master+m+v, ZeRO-1's states: the same run
+mpi_run 2 "$FP8PLAN" $G --recipe megatron-bf16 --steps 50 --dist-opt --loss-log "$TMP/d2.csv"
+expect_rc "megatron-bf16 dp 2 --dist-opt exits 0" 0
+expect_eq "--dist-opt: the --zero 1 losses" "$(same "$TMP/z2.csv" "$TMP/d2.csv")" same
+expect_line "--dist-opt: master shard" "  master_gemm +49152 +49152 +49152 +2/2 +exact"
+
+# dp 4 (one micro-batch per rank: the one rank's fold order): the one rank's losses bit for bit
+run $G --recipe megatron-bf16 --steps 50 --loss-log "$TMP/one.csv"
+mpi_run 4 "$FP8PLAN" $G --recipe megatron-bf16 --steps 50 --zero 1 --loss-log "$TMP/z4.csv"
+expect_rc "megatron-bf16 dp 4 --zero 1 exits 0" 0
+expect_eq "dp 4 --zero 1: the one rank's losses bit for bit" "$(same "$TMP/one.csv" "$TMP/z4.csv")" same
+expect_line "dp 4: master shard (6,144 x 4 B)" "  master_gemm +24576 +24576 +24576 +4/4 +exact"
+expect_line "dp 4: reduce-scatter bytes" "  dp_grad_reducescatter +90240 +90240 +90240 +4/4 +exact"
+expect_line "dp 4: all-gather bytes" "  dp_param_allgather +45120 +45120 +45120 +4/4 +exact"
+# the planner's own listing of the same layout says the same
+run plan --catalog "$cat" --model tiny-gpt --gpu h100-sxm --mbs 2 --gbs 8 --dp 4 --zero 1 --recipe megatron-bf16 \
+    --stack fp8plan --view collectives --format csv
+expect_eq "plan --zero 1 --view collectives: reduce-scatter sent/step at dp 4" \
+    "$(grep '^dp_grad_reducescatter,' "$TMP/out" | cut -d, -f10)" 90240
+expect_eq "plan --zero 1 --view collectives: all-gather sent/step at dp 4" \
+    "$(grep '^dp_param_allgather,' "$TMP/out" | cut -d, -f10)" 45120
+run plan --catalog "$cat" --model tiny-gpt --gpu h100-sxm --mbs 2 --gbs 8 --dp 4 --zero 1 --recipe megatron-bf16 \
+    --stack fp8plan --view terms --format csv
+expect_eq "plan --zero 1 --view terms: master_gemm 6,144 elements, 24,576 B, 4 shards" \
+    "$(grep '^master_gemm,' "$TMP/out" | cut -d, -f4,5,7)" "6144,24576,4"
+
+# tiny-odd, te-fp8 (FP8 GEMMs; BF16 weights gathered, FP8 copies cast from them as before):
+# linear weights QKV 99x33 = 3,267, proj 1,089, FC1 67x33 = 2,211, FC2 2,211: 8,778; others wte
+# 4,224 + wpe 165 + LN1 66 + biases 99 + 33 + 67 + 33 + LN2 66 + final LN 66 = 4,819. dp 4: each
+# rank holds ceil(8,778 / 4) = 2,195 (the last owns 2,193 and 2 padding) and ceil(4,819 / 4) = 1,205
+# (the last 1,204): 8,780 and 4,820 B in FP32 on every rank. S = 4 x 13,597 = 54,388 (bus x 3/4 =
+# 40,791) and 2 x 13,597 = 27,194 (bus 20,395.5: the plan keeps the whole bytes, 20,395).
+mpi_run 4 "$FP8PLAN" $O --recipe te-fp8 --steps 20 --loss-log "$TMP/o4.csv"
+expect_rc "te-fp8 tiny-odd dp 4 exits 0" 0
+mpi_run 4 "$FP8PLAN" $O --recipe te-fp8 --steps 20 --zero 1 --loss-log "$TMP/oz4.csv" -o "$TMP/ranks.csv"
+expect_rc "te-fp8 tiny-odd dp 4 --zero 1 exits 0" 0
+expect_eq "tiny-odd dp 4 --zero 1: the plain dp 4 losses bit for bit" "$(same "$TMP/o4.csv" "$TMP/oz4.csv")" same
+expect_line "uneven: master shard ceil(8,778 / 4) x 4 B" "  master_gemm +8780 +8780 +8780 +4/4 +exact"
+expect_line "uneven: Adam m shard ceil(4,819 / 4) x 4 B" "  adam_m_other +4820 +4820 +4820 +4/4 +exact"
+expect_line "uneven: reduce-scatter bytes" "  dp_grad_reducescatter +40791 +40791 +40791 +4/4 +exact"
+expect_line "uneven: all-gather bytes (whole)" "  dp_param_allgather +20395 +20395 +20395 +4/4 +exact"
+expect_line "uneven: all-gather payload" "  dp_param_allgather.payload +27194 +27194 +27194 +4/4 +exact"
+# dp 2: ceil(8,778 / 2) = 4,389 and ceil(4,819 / 2) = 2,410 (rank 1 owns 2,409)
+mpi_run 2 "$FP8PLAN" $O --recipe te-fp8 --steps 2 --zero 1
+expect_line "uneven dp 2: master shard 4,389 x 4 B" "  master_gemm +17556 +17556 +17556 +2/2 +exact"
+expect_line "uneven dp 2: master shard of the others 2,410 x 4 B" "  master_other +9640 +9640 +9640 +2/2 +exact"
+
+# LLaMA-shaped (grouped-query attention, SwiGLU, rotary, untied, RMSNorm, no biases): llama3-8b cut to
+# 2 layers, hidden 36, 6 heads of 6 (2 KV heads), FFN 50, vocabulary 70 (padded to 128). Linear weights
+# per layer QKV (6 + 2x2) x 6 = 60 x 36 = 2,160, proj 36x36 = 1,296, FC1 (SwiGLU) 100x36 = 3,600, FC2
+# 36x50 = 1,800: 8,856, x 2 = 17,712; dp 2: 8,856 x 4 B = 35,424. Others: embedding and head 2 x 128 x
+# 36 = 9,216, RMSNorm weights 2 x 2 x 36 + 36 = 180: 9,396; dp 2: 4,698 x 4 B = 18,792.
+L="run --model llama3-8b --layers 2 --hidden 36 --heads 6 --kv-heads 2 --ffn 50 --seq 8 --vocab 70 --mbs 2 --gbs 8 --quiet"
+mpi_run 2 "$FP8PLAN" $L --recipe te-fp8 --steps 10 --loss-log "$TMP/l2.csv"
+expect_rc "llama te-fp8 dp 2 exits 0" 0
+mpi_run 2 "$FP8PLAN" $L --recipe te-fp8 --steps 10 --zero 1 --loss-log "$TMP/lz2.csv"
+expect_rc "llama te-fp8 dp 2 --zero 1 exits 0" 0
+expect_eq "llama dp 2 --zero 1: the plain dp 2 losses bit for bit" "$(same "$TMP/l2.csv" "$TMP/lz2.csv")" same
+expect_line "llama dp 2: master shard 8,856 x 4 B" "  master_gemm +35424 +35424 +35424 +2/2 +exact"
+expect_line "llama dp 2: master shard of the others 4,698 x 4 B" "  master_other +18792 +18792 +18792 +2/2 +exact"
+
+# -o: a rank column; rank 0's comparison rows, then per rank 15 persistent terms (te-fp8) and
+# 3 collectives x 2 rows (bytes, payload): 4 x 15 = 60 rank_memory rows, 4 x 6 = 24 rank_comm rows
+f=$TMP/ranks.csv
+expect_eq "-o: the header starts with rank" "$(head -1 "$f" | cut -d, -f1-3)" "rank,section,term"
+expect_eq "-o: rank_memory rows" "$(grep -c '^[0-3],rank_memory,' "$f")" 60
+expect_eq "-o: rank_comm rows" "$(grep -c '^[0-3],rank_comm,' "$f")" 24
+expect_eq "-o: rank 3's master shard" "$(grep '^3,rank_memory,master_gemm,' "$f" | cut -d, -f5,6,15)" "8780,8780,ok"
+expect_eq "-o: rank 2's all-gather payload" "$(grep '^2,rank_comm,dp_param_allgather.payload,' "$f" | cut -d, -f5,6,15)" "27194,27194,ok"
+expect_eq "-o: rank 0's comparison rows carry rank 0" "$(grep -c '^0,memory,' "$f")" "$(grep -c ',memory,' "$f")"
+# each rank's seconds per step inside the reduce-scatter: a median, positive
+t=$(awk -F, '$2 == "rank_comm" && $3 == "dp_grad_reducescatter" && $8 > 0 { n++ } END { print n + 0 }' "$f")
+expect_eq "-o: every rank's reduce-scatter has a measured median time" "$t" 4
+
+# what is not run says so
+mpi_run 2 "$FP8PLAN" $G --recipe megatron-bf16 --steps 1 --zero 2
+expect_rc "--zero 2: unavailable (69)" 69
+expect_err "--zero 2: the reason" "--zero 2: the executor shards the optimizer states only"
+mpi_run 2 "$FP8PLAN" $G --recipe fp8lm --steps 1 --zero 1
+expect_rc "fp8lm --zero 1: unavailable (69)" 69
+expect_err "fp8lm --zero 1: the reason" "recipe fp8lm, zero1: linear-weight states with per-tensor scaling records (FP8-LM)"
+run $G --recipe megatron-bf16 --steps 1 --zero 1 --dist-opt
+expect_rc "--zero 1 --dist-opt: usage (64)" 64
+expect_err "--zero 1 --dist-opt: the reason" "--dist-opt and --zero 1 are alternatives"
+run $G --recipe megatron-bf16 --steps 1 --zero 4
+expect_rc "--zero 4: usage (64)" 64
+expect_err "--zero 4: the flag named" "--zero:"
+finish

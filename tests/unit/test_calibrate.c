@@ -1,0 +1,292 @@
+/* tests/unit/test_calibrate.c — a host profile (fp8plan calibrate) worked by
+ * hand: bus bandwidth, the weighted line fit, the link from an all-reduce
+ * sweep, medians (exec/measure/calibrate_fit.c); the rows it writes parse as a
+ * catalog with the measured values (calibrate_rows.c); and what the planner
+ * does with a host row (compute_capability cpu): GEMMs at the measured rate
+ * without tiles, achieved bandwidths not scaled by eff_hbm / eff_net, a
+ * measured link's latency per ring step, no interconnect refused for several
+ * ranks, FP8 recipes allowed (emulated). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/measure/calibrate.h"
+#include "planner/arch.h"
+#include "planner/catalog.h"
+#include "planner/plan_internal.h"
+#include "support/fixtures.h"
+#include "test.h"
+
+static void test_busbw(void)
+{
+    /* all-reduce of S = 1e6 bytes over 2 ranks in 1 ms: 1e6 x 2 x 1/2 / 1e-3 = 1e9 B/s */
+    CHECK_REL(cal_allreduce_busbw(1000000, 2, 1e-3), 1e9, 1e-15);
+    /* 8e6 bytes over 4 ranks in 12 ms: 8e6 x 2 x 3/4 = 1.2e7 bus bytes / 0.012 s = 1e9 B/s */
+    CHECK_REL(cal_allreduce_busbw(8000000, 4, 0.012), 1e9, 1e-15);
+    CHECK_NEAR(cal_allreduce_busbw(1000, 1, 1e-3), 0, 0); /* one rank moves nothing */
+    CHECK_NEAR(cal_allreduce_busbw(1000, 2, 0), 0, 0);
+}
+
+static void test_fit_line(void)
+{
+    double x[3] = {0, 1, 2}, y[3] = {1, 3, 5}, a = 0, b = 0;
+    /* exactly y = 1 + 2x */
+    CHECK(cal_fit_line(x, y, NULL, 3, &a, &b) == 0);
+    CHECK_NEAR(a, 1, 1e-12);
+    CHECK_NEAR(b, 2, 1e-12);
+    /* the third point at 100 with weight 0 changes nothing; with weight 1: means x̄ = 1, ȳ = 104/3,
+     * Σ(x−x̄)(y−ȳ) = (−1)(1 − 104/3) + 0 + (1)(100 − 104/3) = 99, Σ(x−x̄)² = 2: b = 49.5,
+     * a = 104/3 − 49.5 = −14.8333... */
+    double y2[3] = {1, 3, 100}, w[3] = {1, 1, 0};
+    CHECK(cal_fit_line(x, y2, w, 3, &a, &b) == 0);
+    CHECK_NEAR(a, 1, 1e-12);
+    CHECK_NEAR(b, 2, 1e-12);
+    CHECK(cal_fit_line(x, y2, NULL, 3, &a, &b) == 0);
+    CHECK_NEAR(b, 49.5, 1e-12);
+    CHECK_NEAR(a, 104.0 / 3.0 - 49.5, 1e-12);
+    double same[2] = {1, 1};
+    CHECK(cal_fit_line(same, y, NULL, 2, &a, &b) == -1);
+    CHECK(cal_fit_line(x, y, NULL, 1, &a, &b) == -1);
+}
+
+static void test_fit_link(void)
+{
+    /* 2 ranks: 2(n-1) = 2 ring steps, bus bytes = S. 64 B in 2 us: latency 1 us per step. The two largest,
+     * 4 MiB and 16 MiB, at 2 us + S / 1e9: (4194304 + 16777216) / (4194304 + 16777216) x 1e9 = 1e9 B/s;
+     * the middle size does not count. */
+    CalColl c[3] = {{64, 2e-6, 0, 0}, {4194304, 2e-6 + 4194304 / 1e9, 0, 0}, {16777216, 2e-6 + 16777216 / 1e9, 0, 0}};
+    double lat = 0, bw = 0;
+    CHECK(cal_fit_link(c, 3, 2, &lat, &bw) == 0);
+    CHECK_REL(lat, 1e-6, 1e-12);
+    CHECK_REL(bw, 1e9, 1e-9);
+    /* 4 ranks: 6 steps, bus bytes 1.5 S. 64 B in 6 us: 1 us per step; 5e5 B in 6e-6 + 0.75e6/2e9 and 1e6 B in
+     * 6e-6 + 1.5e6/2e9: (0.75e6 + 1.5e6) / (3.75e-4 + 7.5e-4) = 2.25e6 / 1.125e-3 = 2e9 B/s */
+    CalColl d[4] = {
+        {64, 6e-6, 0, 0}, {1000, 5e-5, 0, 0}, {500000, 6e-6 + 3.75e-4, 0, 0}, {1000000, 6e-6 + 7.5e-4, 0, 0}};
+    CHECK(cal_fit_link(d, 4, 4, &lat, &bw) == 0);
+    CHECK_REL(lat, 1e-6, 1e-12);
+    CHECK_REL(bw, 2e9, 1e-9);
+    /* refused: one rank, two sizes, sizes not increasing, a time that leaves no bandwidth */
+    CHECK(cal_fit_link(c, 3, 1, &lat, &bw) == -1);
+    CHECK(cal_fit_link(c, 2, 2, &lat, &bw) == -1);
+    CalColl e[3] = {{64, 2e-6, 0, 0}, {16777216, 1e-3, 0, 0}, {4194304, 1e-3, 0, 0}};
+    CHECK(cal_fit_link(e, 3, 2, &lat, &bw) == -1);
+    CalColl f[3] = {{64, 1e-3, 0, 0}, {4096, 1e-3, 0, 0}, {8192, 1e-3, 0, 0}}; /* all latency: 2 x 5e-4 */
+    CHECK(cal_fit_link(f, 3, 2, &lat, &bw) == -1);
+}
+
+static void test_median(void)
+{
+    double m, s, v3[3] = {3, 1, 2}, v4[4] = {4, 1, 3, 2};
+    cal_median(v3, 3, &m, &s);
+    CHECK_NEAR(m, 2, 0);
+    CHECK_NEAR(s, 1.0, 1e-15); /* (3 - 1) / 2 */
+    cal_median(v4, 4, &m, &s);
+    CHECK_NEAR(m, 2.5, 0);
+    CHECK_NEAR(s, 1.2, 1e-15);       /* (4 - 1) / 2.5 */
+    CHECK(v3[0] == 3 && v4[0] == 4); /* the input is left as it was */
+    cal_median(v3, 0, &m, &s);
+    CHECK(isnan(m));
+}
+
+/* A calibration with round figures: GEMM 40 / 50 / 20 GFLOP/s (FP8 / BF16 / FP32), 10 GB/s streamed, 4 GB/s
+ * element-wise, 2 us launch. */
+static Calibration round_figures(int ranks)
+{
+    Calibration c;
+    memset(&c, 0, sizeof c);
+    c.reps = 3;
+    c.rate[CAL_PATH_FP8] = 40e9, c.rate[CAL_PATH_BF16] = 50e9, c.rate[CAL_PATH_FP32] = 20e9;
+    c.mem_bw = 10e9, c.elem_bw = 4e9, c.launch_s = 2e-6, c.mem_bytes = 1ull << 34, c.ranks = ranks;
+    if (ranks > 1) c.link_bw = 3e9, c.link_lat = 0.5e-6;
+    return c;
+}
+
+static Status parse_row(const Calibration *c, Catalog *cat, Err *e)
+{
+    char row[8192], text[9000];
+    Status st = cal_gpu_row(c, "host", row, sizeof row, e);
+    if (st) return st;
+    snprintf(text, sizeof text, "%s\n%s\n", cal_gpu_header, row);
+    return catalog_parse_gpus(cat, text, strlen(text), "gpus.csv", e);
+}
+
+static void test_rows_parse(void)
+{
+    Catalog *cat = calloc(1, sizeof *cat);
+    if (!cat) return;
+    Err e = {0};
+    Calibration c = round_figures(2);
+    CHECKF(parse_row(&c, cat, &e) == ST_OK, "%s", e.msg);
+    const GpuSpec *g = catalog_gpu(cat, "host");
+    CHECK(g != NULL);
+    if (g) {
+        CHECK(g->host && g->link == LINK_HOST && g->sms == 1);
+        CHECK_REL(g->flops_bf16, 50e9, 1e-6); /* written in TFLOP/s: 0.05 */
+        CHECK_REL(g->mamf_bf16, 50e9, 1e-6);
+        CHECK_REL(g->flops_fp8, 40e9, 1e-6);
+        CHECK_REL(g->flops_fp32, 20e9, 1e-6);
+        CHECK_REL(g->hbm_bw, 10e9, 1e-6);
+        CHECK_REL(g->elem_bw, 4e9, 1e-6);
+        CHECK_REL(g->intra_bw, 3e9, 1e-6);
+        CHECK_REL(g->link_lat, 0.5e-6, 1e-6);
+        CHECK_REL(g->sustained, 1.0, 0);
+        CHECK_EQ_U64(g->hbm_bytes, 1ull << 34);
+    }
+    /* one rank: no interconnect (0 and 0, no latency) */
+    Calibration one = round_figures(1);
+    CHECKF(parse_row(&one, cat, &e) == ST_OK, "%s", e.msg);
+    g = catalog_gpu(cat, "host");
+    CHECK(g && g->intra_bw == 0 && g->inter_bw == 0 && g->link_lat == 0);
+    /* the stack row: launch_us 2, calibrated yes, the rest kept */
+    char row[8192], text[9000];
+    StackSpec s = {.attn = ATTN_MATERIALIZED, .fusion = FUSE_FP8PLAN, .loss_bytes = 10, .launch_s = 3e-6};
+    strcpy(s.name, "fp8plan");
+    strcpy(s.source, "a \"quoted\" source");
+    CHECK(cal_stack_row(&s, &c, row, sizeof row, &e) == ST_OK);
+    snprintf(text, sizeof text, "%s\n%s\n", catalog_stack_columns, row);
+    CHECKF(catalog_parse_stacks(cat, text, strlen(text), "stacks.csv", &e) == ST_OK, "%s", e.msg);
+    const StackSpec *ps = catalog_stack(cat, "fp8plan");
+    CHECK(ps && ps->calibrated && ps->fusion == FUSE_FP8PLAN && ps->attn == ATTN_MATERIALIZED);
+    if (ps) CHECK_REL(ps->launch_s, 2e-6, 1e-9);
+    if (ps) CHECK_CONTAINS(ps->source, "a \"quoted\" source");
+    free(cat);
+}
+
+static void test_host_rows_refused(void)
+{
+    Catalog *cat = calloc(1, sizeof *cat);
+    if (!cat) return;
+    Err e = {0};
+    const char *bad[] = {
+        /* a host whose link is not host */
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,\n",
+        /* a GPU with a host link */
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,\n",
+        /* a measured link without its latency */
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,\n",
+        /* one of the two bandwidths 0 */
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,\n",
+        /* a latency of 0 */
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,\n",
+        /* a GPU keeps its positive link */
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,\n",
+    };
+    const char *col[] = {"intra_link",      "intra_link",      "link_latency_us",
+                         "inter_node_gbps", "link_latency_us", "intra_node_gbps"};
+    for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[2048];
+        snprintf(text, sizeof text, "%s\n%s", cal_gpu_header, bad[i]);
+        CHECKF(catalog_parse_gpus(cat, text, strlen(text), "gpus.csv", &e) == ST_DATA, "row %u accepted", i);
+        CHECK_CONTAINS(e.msg, col[i]);
+    }
+    free(cat);
+}
+
+/* A host row by hand: 100 GFLOP/s BF16, 50 FP8, 10 GB/s, a 2-rank link of 1 GB/s and 1 us per step. */
+static GpuSpec host_gpu(void)
+{
+    GpuSpec g = fx_gpu();
+    g.host = 1, g.sm = 0, g.sms = 1, g.link = LINK_HOST;
+    g.flops_bf16 = g.mamf_bf16 = 100e9, g.flops_fp8 = g.mamf_fp8 = 50e9, g.flops_fp32 = 100e9;
+    g.hbm_bw = 10e9, g.sustained = 1, g.intra_bw = g.inter_bw = 1e9, g.link_lat = 1e-6, g.gpus_per_node = 2;
+    return g;
+}
+
+static void test_host_gemm_and_link(void)
+{
+    GpuSpec g = host_gpu();
+    PlanInput in;
+    plan_input_defaults(&in); /* eff_hbm 0.8, eff_net 0.8: not applied to a host's achieved figures */
+    in.gpu = &g;
+    in.launch_s = 2e-6;
+    GemmGpu gg;
+    gemm_gpu_init(&in, &gg);
+    /* no tiles, no k0: 64 x 128 x 256 BF16 is 2 x 64 x 128 x 256 = 4,194,304 FLOP / 100e9 = 4.194304e-5 s;
+     * its bytes (64 x 256 + 256 x 128) x 2 + 64 x 128 x 2 = 114,688 / 10e9 = 1.14688e-5 s, below */
+    CHECK_REL(gemm_time(&gg, 64, 128, 256, 1, 0, 2), 4.194304e-5, 1e-12);
+    /* 65 rows: 2 x 65 x 128 x 256 / 100e9 = 4.25984e-5 (a GPU would pay a whole 128-row tile) */
+    CHECK_REL(gemm_time(&gg, 65, 128, 256, 1, 0, 2), 4.25984e-5, 1e-12);
+    /* FP8: 4,194,304 / 50e9 = 8.388608e-5 s */
+    CHECK_REL(gemm_time(&gg, 64, 128, 256, 1, 1, 2), 8.388608e-5, 1e-12);
+    /* operand-bound: 1 x 1 x 1e6: 2e6 FLOP / 100e9 = 2e-5 s; bytes (1e6 + 1e6) x 2 + 2 = 4,000,002 / 10e9 = 4.000002e-4 */
+    CHECK_REL(gemm_time(&gg, 1, 1, 1000000, 1, 0, 2), 4.000002e-4, 1e-12);
+    /* the launch floor: 2 x 4^3 = 128 FLOP is nanoseconds: 2 us */
+    CHECK_NEAR(gemm_time(&gg, 4, 4, 4, 1, 0, 2), 2e-6, 0);
+    /* the link: all-reduce over 2 ranks of 1e6 bus bytes: 2 steps x 1 us + 1e6 / 1e9 = 1.002e-3 s, no LL/Simple
+     * choice, no eff_net */
+    double bw = 0, lat = 0;
+    CHECK_REL(plan_coll_call(&in, OP_ALL_REDUCE, 2, 1, 1e6, &bw, &lat), 1.002e-3, 1e-12);
+    CHECK_REL(bw, 1e9, 0);
+    CHECK_REL(lat, 2e-6, 1e-12);
+    /* all-gather over 2: 1 step: 1e-6 + 5e5 / 1e9 = 5.01e-4 */
+    CHECK_REL(plan_coll_call(&in, OP_ALL_GATHER, 2, 1, 5e5, NULL, NULL), 5.01e-4, 1e-12);
+    /* the same row as a GPU (not host): eff_net 0.8 scales the bandwidth: 2e-6 + 1e6 / 0.8e9 = 1.252e-3 */
+    g.host = 0;
+    CHECK_REL(plan_coll_call(&in, OP_ALL_REDUCE, 2, 1, 1e6, NULL, NULL), 1.252e-3, 1e-12);
+}
+
+static void test_host_plans(void)
+{
+    GpuSpec g = host_gpu();
+    ModelSpec m = fx_tiny_model();
+    Recipe r = fx_te_recipe("te-fp8", 0); /* min_sm 89 */
+    PlanInput in = fx_input(&m, &g, &r);
+    in.mbs = 1, in.gbs = 2, in.dp = 2;
+    Plan *p = calloc(1, sizeof *p);
+    if (!p) return;
+    Err e = {0};
+    /* an FP8 recipe on a host (min_sm 89 against sm 0): emulated, planned */
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    CHECK(p->coll[CO_DP_GRAD_AR].calls > 0 && p->coll[CO_DP_GRAD_AR].time_s > 0);
+    CHECK(p->time.fwd_s > 0 && p->time.bwd_s > 0 && p->time.fwd_s + p->time.bwd_s <= p->time.step_s);
+    /* no interconnect measured: one rank plans, two are refused naming it */
+    g.intra_bw = g.inter_bw = 0, g.link_lat = 0;
+    CHECK(plan_build(&in, p, &e) == ST_USAGE);
+    CHECK_CONTAINS(e.msg, "no interconnect");
+    in.dp = 1, in.gbs = 1;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    free(p);
+}
+
+/* elem_gbps: the element-wise kernels at their own rate, the optimizer's stream at hbm_gbps. With no launch
+ * floor every element-wise op is bytes / rate, so halving elem_bw doubles the non-GEMM time exactly and leaves
+ * the optimizer (bytes / hbm_bw) as it was; 0 means hbm_bw (a GPU row's plan is unchanged). BF16 recipe: no FP8
+ * commit or weight casts. */
+static void test_elem_rate(void)
+{
+    GpuSpec g = host_gpu();
+    ModelSpec m = fx_tiny_model();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.mbs = 1, in.gbs = 1, in.launch_s = 0;
+    Plan *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b), *z = calloc(1, sizeof *z);
+    Err e = {0};
+    if (!a || !b || !z) return;
+    g.elem_bw = 10e9; /* = hbm_bw */
+    CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
+    g.elem_bw = 5e9;
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    g.elem_bw = 0;
+    CHECKF(plan_build(&in, z, &e) == ST_OK, "%s", e.msg);
+    CHECK(a->time.nongemm_s > 0);
+    CHECK_REL(b->time.nongemm_s, 2.0 * a->time.nongemm_s, 1e-12);
+    CHECK_REL(b->time.optimizer_s, a->time.optimizer_s, 0);
+    CHECK_REL(z->time.step_s, a->time.step_s, 0);
+    free(a), free(b), free(z);
+}
+
+int main(void)
+{
+    RUN(test_busbw);
+    RUN(test_fit_line);
+    RUN(test_fit_link);
+    RUN(test_median);
+    RUN(test_rows_parse);
+    RUN(test_host_rows_refused);
+    RUN(test_host_gemm_and_link);
+    RUN(test_host_plans);
+    RUN(test_elem_rate);
+    return test_summary();
+}

@@ -1,0 +1,164 @@
+/* tests/unit/test_exec_shard.c — the distributed optimizer's shards
+ * (exec/model/model_shard.c) without MPI: the tensors a ZeRO-1 plan lays out,
+ * which elements each rank owns, where its shard pointers point and what
+ * model_init_weights puts there. A rank is a single-rank communicator told
+ * it is rank r of 4 (model_create makes no collective).
+ *
+ * The model, by hand (fx_gpt cut to 1 layer, hidden 33, 3 heads of 11, FFN 67,
+ * seq 5, vocabulary 64 padded to 64):
+ *   linear weights, in table order: QKV 99x33 = 3,267 at flat 0, proj 33x33 =
+ *   1,089 at 3,267, FC1 67x33 = 2,211 at 4,356, FC2 33x67 = 2,211 at 6,567:
+ *   E = 8,778; dp 4: S = ceil(8,778 / 4) = 2,195 (4 x 2,195 = 8,780), rank r owns
+ *   [2,195 r, min(2,195 (r + 1), 8,778)): ranks 0-2 2,195 elements, rank 3 2,193.
+ *   others: wte 64x33 = 2,112, wpe 5x33 = 165, LN1 66, QKV bias 99, proj bias
+ *   33, LN2 66, FC1 bias 67, FC2 bias 33, final LN 66: E = 2,707; S = 677
+ *   (4 x 677 = 2,708): rank 3 owns 676. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/comm/comm.h"
+#include "exec/model/model_internal.h"
+#include "support/exec_fixtures.h"
+#include "test.h"
+
+static ModelSpec odd(void)
+{
+    ModelSpec m = fx_gpt();
+    m.layers = 1, m.hidden = 33, m.heads = m.kv_heads = 3, m.head_dim = 11, m.ffn_hidden = 67, m.seq_len = 5;
+    return m;
+}
+
+static const ArenaSpec *spec_named(const ArenaSpecs *s, const char *name)
+{
+    for (uint32_t i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i].name, name)) return &s->v[i];
+    return NULL;
+}
+
+/* The layout of a ZeRO-1 plan at dp 4: one shard tensor per class and sharded state, S elements,
+ * the plan's bytes; weights and gradients stay per tensor and whole. */
+static void test_layout_dp4(void)
+{
+    ModelSpec m = odd();
+    Recipe r = fx_recipe("megatron-bf16");
+    static Plan p;
+    Err e;
+    CHECK_EQ_INT(fx_plan_dp(&m, &r, 2, 1, 4, SHARD_ZERO1, &p, &e), ST_OK);
+    ArenaSpecs s = {0};
+    uint64_t bytes[ARENA_TERMS];
+    CHECK_EQ_INT(model_layout(&p, &s, &e), ST_OK);
+    CHECK_EQ_INT(arena_specs_bytes(&s, bytes, &e), ST_OK);
+    const char *gemm[3] = {"master.shard", "adam_m.shard", "adam_v.shard"};
+    const char *other[3] = {"other.master.shard", "other.adam_m.shard", "other.adam_v.shard"};
+    for (int k = 0; k < 3; k++) {
+        const ArenaSpec *g = spec_named(&s, gemm[k]), *o = spec_named(&s, other[k]);
+        CHECK(g && g->elements == 2195 && g->dtype == DT_FP32);
+        CHECK(o && o->elements == 677);
+    }
+    CHECK_EQ_U64(bytes[MT_MASTER_GEMM], 8780); /* 2,195 x 4: the plan's ceil */
+    CHECK_EQ_U64(p.mem[MT_MASTER_GEMM].bytes, 8780);
+    CHECK_EQ_U64(bytes[MT_OPTIM_V_OTHER], 2708); /* 677 x 4 */
+    CHECK_EQ_U64(p.mem[MT_OPTIM_V_OTHER].bytes, 2708);
+    CHECK_EQ_U64(bytes[MT_GRAD_GEMM], 8778 * 4);   /* ZeRO-1 keeps gradients whole */
+    CHECK_EQ_U64(bytes[MT_WEIGHT_GEMM], 8778 * 2); /* BF16 working weights whole */
+    arena_specs_free(&s);
+    /* ZeRO-2 is planned, not run */
+    CHECK_EQ_INT(fx_plan_dp(&m, &r, 2, 1, 4, SHARD_ZERO2, &p, &e), ST_OK);
+    CHECK_EQ_INT(model_layout(&p, &s, &e), ST_UNAVAILABLE);
+    CHECK(strstr(e.msg, "--zero 2") != NULL);
+    arena_specs_free(&s);
+}
+
+/* Rank r of 4: a model whose communicator says so. */
+static Model *rank_model(Backend *bk, int r, uint32_t dp)
+{
+    ModelSpec m = odd();
+    Recipe rc = fx_recipe("megatron-bf16");
+    static Plan p;
+    Err e;
+    Comm *c = NULL;
+    Model *md = NULL;
+    if (fx_plan_dp(&m, &rc, 2, 1, dp, dp > 1 ? SHARD_ZERO1 : SHARD_NONE, &p, &e) || comm_single_create(&c, &e))
+        return NULL;
+    c->size = (int)dp, c->rank = r;
+    if (model_create(&p, NULL, bk, c, &md, &e)) {
+        fprintf(stderr, "  model_create rank %d: %s\n", r, e.msg);
+        c->destroy(c);
+        return NULL;
+    }
+    return md;
+}
+
+static void drop(Model *m)
+{
+    if (!m) return;
+    Comm *c = m->comm;
+    model_destroy(m);
+    c->destroy(c);
+}
+
+/* Which elements each rank owns, where its shard pointers point, and that every rank's shard holds
+ * the one rank's initial master values at those elements. */
+static void test_owned_ranges(void)
+{
+    Backend *bk = NULL;
+    Err e;
+    CHECK_EQ_INT(backend_create("cpu", &bk, &e), ST_OK);
+    if (!bk) return;
+    Model *one = rank_model(bk, 0, 1);
+    CHECK(one != NULL);
+    uint64_t own[2][4] = {{0}}; /* per class and rank: elements owned */
+    for (int r = 0; one && r < 4; r++) {
+        Model *m = rank_model(bk, r, 4);
+        CHECK(m != NULL);
+        if (!m) continue;
+        CHECK_EQ_INT(m->shard_ways, 4);
+        CHECK(m->class_elems[0] == 8778 && m->class_elems[1] == 2707);
+        CHECK(m->shard_elems[0] == 2195 && m->shard_elems[1] == 677);
+        for (uint32_t i = 0; i < m->nparams; i++) {
+            const ModelParam *q = &m->params[i], *q1 = &one->params[i];
+            own[model_class(q)][r] += q->own_n;
+            CHECK((q->master != NULL) == (q->own_n != 0));
+            if (!q->own_n) continue;
+            /* the shard pointer: element own_lo of q sits at flat + own_lo − r·S of the shard */
+            uint64_t at = q->flat + q->own_lo - (uint64_t)r * m->shard_elems[model_class(q)];
+            CHECK((float *)q->master == (float *)m->shard_buf[model_class(q)][STATE_MASTER] + at);
+            /* model_init_weights wrote the one rank's values there */
+            CHECK(!memcmp(q->master, (float *)q1->master + q->own_lo, q->own_n * sizeof(float)));
+        }
+        /* rank 1 owns [2,195, 4,390): QKV from 2,195 (1,072 elements), all of proj, FC1's first 34 */
+        if (r == 1) {
+            const ModelParam *qkv = model_find_param(m, PK_QKV_W, 0), *proj = model_find_param(m, PK_PROJ_W, 0),
+                             *fc1 = model_find_param(m, PK_FC1_W, 0), *fc2 = model_find_param(m, PK_FC2_W, 0);
+            CHECK(qkv->own_lo == 2195 && qkv->own_n == 1072);
+            CHECK(proj->own_lo == 0 && proj->own_n == 1089);
+            CHECK(fc1->own_lo == 0 && fc1->own_n == 34);
+            CHECK(fc2->own_n == 0 && fc2->master == NULL);
+        }
+        /* rank 3 owns [6,585, 8,778): FC2 from 18 (6,585 − 6,567) to its end, 2,193 elements */
+        if (r == 3) {
+            const ModelParam *fc2 = model_find_param(m, PK_FC2_W, 0);
+            CHECK(fc2->own_lo == 18 && fc2->own_n == 2193);
+        }
+        /* a checkpoint record of the master shard: the whole class, this rank's bytes from r·S·4 */
+        for (uint32_t i = 0; i < m->specs.n; i++)
+            if (!strcmp(m->specs.v[i].name, "master.shard")) {
+                uint64_t whole = 0, lo = 0;
+                CHECK(model_shard_spec(m, &m->specs.v[i], &whole, &lo));
+                CHECK_EQ_U64(whole, 8778 * 4);
+                CHECK_EQ_U64(lo, (uint64_t)r * 2195 * 4);
+            }
+        drop(m);
+    }
+    CHECK(own[0][0] == 2195 && own[0][1] == 2195 && own[0][2] == 2195 && own[0][3] == 2193);
+    CHECK(own[1][0] == 677 && own[1][1] == 677 && own[1][2] == 677 && own[1][3] == 676);
+    drop(one);
+    bk->destroy(bk);
+}
+
+int main(void)
+{
+    RUN(test_layout_dp4);
+    RUN(test_owned_ranges);
+    return test_summary();
+}
