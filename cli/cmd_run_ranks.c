@@ -37,6 +37,11 @@ Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
 int run_resolve_ranks(RunArgs *a, const Comm *comm)
 {
     uint32_t n = (uint32_t)comm->size, t = (a->tp ? a->tp : 1) * (a->pp ? a->pp : 1);
+    if (n % t && n == 1)
+        return cli_usage(RUN_CMD,
+                         "--tp %u --pp %u needs %u ranks or a multiple (mpirun -np %u fp8plan run ...); this run "
+                         "has 1",
+                         a->tp ? a->tp : 1, a->pp ? a->pp : 1, t, t);
     if (n % t)
         return cli_usage(RUN_CMD, "--tp %u x --pp %u does not divide the %u ranks mpirun started", a->tp ? a->tp : 1,
                          a->pp ? a->pp : 1, n);

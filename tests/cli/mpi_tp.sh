@@ -153,6 +153,9 @@ expect_err "FP8 GEMM inputs saved in BF16, tp 2: the reason" "--tp 2 --recipe te
 mpi_run 2 "$FP8PLAN" $GPT --recipe megatron-bf16 --steps 1 --tp 4
 expect_rc "--tp 4 on 2 ranks exits 64" 64
 expect_err "--tp 4 on 2 ranks: the reason" "--tp 4 x --pp 1 does not divide the 2 ranks mpirun started"
+run $GPT --recipe megatron-bf16 --steps 1 --tp 2
+expect_rc "--tp 2 without mpirun exits 64" 64
+expect_err "--tp 2 without mpirun: how to start it" "--tp 2 --pp 1 needs 2 ranks or a multiple (mpirun -np 2 fp8plan run ...); this run has 1"
 mpi_run 2 "$FP8PLAN" $GPT --heads 4 --recipe megatron-bf16 --steps 1 --tp 2 --dp 2
 expect_rc "--tp 2 --dp 2 on 2 ranks exits 64" 64
 mpi_run 4 "$FP8PLAN" $GPT --heads 4 --recipe megatron-bf16 --steps 1 --tp 2
