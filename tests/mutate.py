@@ -4,7 +4,8 @@
 Plants one realistic bug at a time (universalmutator's C rules: operators,
 constants, conditions, deleted statements) in a copy of the working tree,
 rebuilds, runs the unit tests (and, for cli/, reports/, tui/ and util/, the
-CLI scripts), and counts the mutant as killed when a test
+CLI scripts; for exec/, the multi-rank scripts tests/cli/mpi_*.sh that reach
+the mutated file), and counts the mutant as killed when a test
 fails (or hangs past the per-mutant timeout) and as a survivor when every test
 still passes. Prints the score and each survivor as file:line with the
 original and the mutated line.
@@ -18,7 +19,14 @@ comment, shuffled with --seed and taken in that order until --count were
 judged or --minutes ran out — so two runs with the same seed and sources judge
 the same mutants. A mutant that does not compile is not counted; nor is one
 whose object file is byte-identical to the original's after stripping debug
-information (the compiler proved it equivalent).
+information (the compiler proved it equivalent) — for a header, every object
+and test program built from it (found in the compiler's .d files) must be.
+
+Which MPI scripts reach a file: found once per run, when the first exec/
+mutant survives the unit tests, by a build with gcc's --coverage (build-cov/
+in the copy) running each script: a script reaches a file when gcov counts an
+executed line in it. A file no script reaches runs none (no script can kill
+its mutants); headers run them all.
 
 The copy lives in build-mutate/ (ignored by git); the working tree is never
 touched. Needs the `mutate` program of universalmutator (the Makefile installs
@@ -26,6 +34,7 @@ it into build-mutate/venv).
 """
 import argparse
 import difflib
+import hashlib
 import os
 import random
 import re
@@ -97,8 +106,9 @@ def changed_line(orig_lines, mut_lines):
     return 0, "", ""
 
 
-def copy_tree(root, dest, rev=None):
-    """The working tree as git sees it (tracked and untracked, not ignored), or revision rev, into dest."""
+def copy_tree(root, dest, rev=None, skip=None):
+    """The working tree as git sees it (tracked and untracked, not ignored, outside skip), or revision rev,
+    into dest."""
     if os.path.exists(dest):
         shutil.rmtree(dest)
     if rev:
@@ -113,22 +123,10 @@ def copy_tree(root, dest, rev=None):
     for rel in r.stdout.decode().split("\0"):
         if not rel or not os.path.isfile(os.path.join(root, rel)):
             continue
+        if skip and os.path.abspath(os.path.join(root, rel)).startswith(skip + os.sep):
+            continue  # the scratch folder itself, when .gitignore does not name it
         os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
         shutil.copy2(os.path.join(root, rel), os.path.join(dest, rel))
-
-
-def stripped_object(tree, build, src):
-    """Bytes of src's object file without debug sections (None if not built)."""
-    obj = os.path.join(tree, build, "obj", os.path.splitext(src)[0] + ".o")
-    if not os.path.exists(obj):
-        return None
-    tmp = obj + ".strip"
-    if sh(["objcopy", "--strip-debug", obj, tmp], tree).returncode:
-        return None
-    with open(tmp, "rb") as f:
-        data = f.read()
-    os.unlink(tmp)
-    return data
 
 
 # Folders whose behaviour the command-line scripts see better than the unit tests do: for their
@@ -158,6 +156,124 @@ def run_cli(tree, build, make, timeout):
         if r.returncode:
             return "cli/" + script
     return None
+
+
+# Folders whose mutants also face the multi-rank scripts (tests/cli/mpi_*.sh, under mpirun): the
+# collectives and the multi-rank step run only there.
+WITH_MPI = ("exec",)
+
+
+def mpi_scripts(tree):
+    d = os.path.join(tree, "tests", "cli")
+    return sorted(s for s in os.listdir(d) if s.startswith("mpi_") and s.endswith(".sh"))
+
+
+def mpi_programs(tree, build):
+    d = os.path.join(tree, "tests", "mpi")
+    if not os.path.isdir(d):
+        return []
+    return [os.path.join(build, "mpi", os.path.splitext(f)[0]) for f in sorted(os.listdir(d)) if f.endswith(".c")]
+
+
+def run_script(tree, build, script, timeout):
+    """Exit status of one tests/cli script with the fp8plan of build ("timeout" when it hangs)."""
+    env = dict(os.environ, FP8PLAN=os.path.join(tree, build, "fp8plan"), FP8PLAN_ROOT=tree)
+    try:
+        return subprocess.run(["sh", os.path.join("tests", "cli", script)], cwd=tree, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout).returncode
+    except subprocess.TimeoutExpired:
+        return "timeout"
+
+
+def mpi_reach(tree, make, files, timeout):
+    """{script: set of the files among `files` it executes a line of}, from a --coverage build; None when
+    that build or gcov fails (then every script runs for every exec/ file)."""
+    cov = "build-cov"
+    mk = [m for m in make if not m.startswith("BUILD=")] + ["BUILD=" + cov, "SANFLAGS=--coverage"]
+    if sh(mk + [os.path.join(cov, "fp8plan")] + mpi_programs(tree, cov), tree).returncode:
+        print("mutate: the --coverage build failed; every MPI script runs for every exec/ file", flush=True)
+        return None
+    reach = {}
+    for script in mpi_scripts(tree):
+        for base, _, names in os.walk(os.path.join(tree, cov)):
+            for n in names:
+                if n.endswith(".gcda"):
+                    os.unlink(os.path.join(base, n))
+        rc = run_script(tree, cov, script, timeout)
+        if rc:
+            print("mutate: %s fails with the --coverage build (%s); it runs for every exec/ file" % (script, rc),
+                  flush=True)
+            reach[script] = set(files)
+            continue
+        reach[script] = set()
+        for f in files:
+            if not f.endswith(".c"):
+                reach[script].add(f)
+                continue
+            obj = os.path.join(cov, "obj", os.path.splitext(f)[0] + ".o")
+            if not os.path.exists(os.path.join(tree, os.path.splitext(obj)[0] + ".gcda")):
+                continue
+            r = sh(["gcov", "-n", "-o", os.path.dirname(obj), f], tree)
+            m = re.search(r"File '%s'\s*\nLines executed:([0-9.]+)%%" % re.escape(f), r.stdout.decode(errors="replace"))
+            if r.returncode or not m:
+                return None
+            if float(m.group(1)) > 0:
+                reach[script].add(f)
+        print("mutate: %s reaches %d of the %d exec/ file(s)" % (script, len(reach[script]), len(files)), flush=True)
+    return reach
+
+
+def run_mpi(tree, build, make, scripts, timeout):
+    """Name of the first of `scripts` that fails (or hangs), None when all pass, False if a program does not build."""
+    if sh(make + [os.path.join(build, "fp8plan")] + mpi_programs(tree, build), tree).returncode:
+        return False
+    for script in scripts:
+        rc = run_script(tree, build, script, timeout * 5)
+        if rc:
+            return "cli/" + script + (" (timeout)" if rc == "timeout" else "")
+    return None
+
+
+def dep_map(tree, build):
+    """{source or header: [targets built from it]} from the compiler's .d files under build."""
+    deps = {}
+    for base, _, names in os.walk(os.path.join(tree, build)):
+        for n in names:
+            if not n.endswith(".d"):
+                continue
+            text = open(os.path.join(base, n), encoding="utf-8", errors="replace").read().replace("\\\n", " ")
+            for rule in text.splitlines():
+                target, _, prereq = rule.partition(":")
+                target = target.strip()
+                if not prereq.strip() or not target.startswith(build + "/"):
+                    continue
+                for p in prereq.split():
+                    deps.setdefault(os.path.normpath(p), []).append(target)
+    return deps
+
+
+def stripped(tree, path):
+    """SHA-256 of an object file or program without debug information (None if not built). A program's
+    build ID goes too: the linker hashes the debug information into it, so a header mutant that only moves
+    line numbers would change it."""
+    full = os.path.join(tree, path)
+    if not os.path.exists(full):
+        return None
+    tmp = full + ".strip"
+    if sh(["objcopy", "--strip-debug", "--remove-section=.note.gnu.build-id", full, tmp], tree).returncode:
+        return None
+    with open(tmp, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    os.unlink(tmp)
+    return digest
+
+
+def defined_symbols(tree, path, only_global=False):
+    """Names an object file or program defines (nm), an empty set if nm fails."""
+    r = sh(["nm", "--defined-only"] + (["-g"] if only_global else []) + [os.path.join(tree, path)], tree)
+    if r.returncode:
+        return set()
+    return {l.split()[-1] for l in r.stdout.decode(errors="replace").splitlines() if len(l.split()) == 3}
 
 
 def main():
@@ -190,12 +306,15 @@ def main():
                                                                           a.minutes))
 
     tree = os.path.join(work, "tree")
-    copy_tree(root, tree, a.tree_rev)
+    copy_tree(root, tree, a.tree_rev, work)
     build = "build"
     make = ["make", "-j%d" % a.jobs, "--no-print-directory", "CUDA=0", "BUILD=" + build]
     tests = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(tree, "tests", "unit"))
                    if f.startswith("test_") and f.endswith(".c"))
-    targets = [os.path.join(build, "tests", t) for t in tests]
+    with_mpi = any(f.split("/")[0] in WITH_MPI for f in files) and bool(mpi_scripts(tree))
+    targets = [os.path.join(build, "tests", t) for t in tests] + (mpi_programs(tree, build) if with_mpi else [])
+    if with_mpi or any(f.split("/")[0] in WITH_CLI for f in files):
+        targets.append(os.path.join(build, "fp8plan"))
     r = sh(make + targets, tree)
     if r.returncode:
         sys.exit("mutate: the unmutated tree does not build:\n" + r.stdout.decode(errors="replace")[-3000:])
@@ -206,7 +325,23 @@ def main():
                      (t, r.stdout.decode(errors="replace")[-2000:]))
     files = [f for f in files if os.path.exists(os.path.join(tree, f))]
     originals = {f: open(os.path.join(tree, f), encoding="utf-8").read() for f in files}
-    base_obj = {f: stripped_object(tree, build, f) for f in files if f.endswith(".c")}
+    obj_of = lambda f: os.path.join(build, "obj", os.path.splitext(f)[0] + ".o")
+    base_obj = {f: stripped(tree, obj_of(f)) for f in files if f.endswith(".c")}
+    # a header's dependants (objects, test and MPI programs) as built now, to recognise a header mutant
+    # that changes no code
+    deps = dep_map(tree, build)
+    header_deps = {f: [t for t in deps.get(f, []) if os.path.exists(os.path.join(tree, t))]
+                   for f in files if f.endswith(".h")}
+    base_dep = {t: stripped(tree, t) for ts in header_deps.values() for t in ts}
+    reach = False  # {script: files it reaches}, found when first needed
+    # A test program is linked from the static library, so it holds a source file's code only when it uses one
+    # of the names the file defines; a program without it is the same program after a mutant of that file and
+    # is not run for it. (Headers: every program runs.)
+    prog_syms = {t: defined_symbols(tree, os.path.join(build, "tests", t)) for t in tests}
+    file_syms = {f: defined_symbols(tree, obj_of(f), True) for f in files if f.endswith(".c")}
+
+    def holds(t, f):
+        return not file_syms.get(f) or bool(prog_syms[t] & file_syms[f])
 
     # every mutant of every file, minus the comment-only ones
     pool = []
@@ -242,16 +377,29 @@ def main():
             # build lazily: the mutated object first, then each test binary just before it runs,
             # so a mutant the first tests kill costs one link, not one per test
             if f.endswith(".c"):
-                obj = os.path.join(build, "obj", os.path.splitext(f)[0] + ".o")
-                if sh(make + [obj], tree).returncode:
+                if sh(make + [obj_of(f)], tree).returncode:
                     invalid += 1
                     continue
-                if base_obj.get(f) is not None and stripped_object(tree, build, f) == base_obj[f]:
-                    equivalent += 1
-                    rows.append((f, line, "equivalent", "", before, after))
+                same = base_obj.get(f) is not None and stripped(tree, obj_of(f)) == base_obj[f]
+            else:  # the objects first: most header mutants change one, and then no program need be built here
+                ts = header_deps.get(f, [])
+                same = bool(ts)
+                for group in ([t for t in ts if t.endswith(".o")], [t for t in ts if not t.endswith(".o")]):
+                    if not same or not group:
+                        continue
+                    if sh(make + group, tree).returncode:
+                        same = None
+                        break
+                    same = all(base_dep[t] is not None and stripped(tree, t) == base_dep[t] for t in group)
+                if same is None:
+                    invalid += 1
                     continue
+            if same:
+                equivalent += 1
+                rows.append((f, line, "equivalent", "", before, after))
+                continue
             verdict, by, broken = "survived", "", False
-            for t in test_order(tests, f):
+            for t in test_order([t for t in tests if holds(t, f)], f):
                 if sh(make + [os.path.join(build, "tests", t)], tree).returncode:
                     broken = True
                     break
@@ -265,6 +413,15 @@ def main():
                     break
             if not broken and verdict == "survived" and f.split("/")[0] in WITH_CLI:
                 hit = run_cli(tree, build, make, a.timeout)
+                if hit is False:
+                    broken = True
+                elif hit:
+                    verdict, by = "killed", hit
+            if not broken and verdict == "survived" and with_mpi and f.split("/")[0] in WITH_MPI:
+                if reach is False:
+                    reach = mpi_reach(tree, make, [g for g in files if g.split("/")[0] in WITH_MPI], a.timeout * 5)
+                scripts = [sc for sc in mpi_scripts(tree) if reach is None or f in reach.get(sc, ())]
+                hit = run_mpi(tree, build, make, scripts, a.timeout) if scripts else None
                 if hit is False:
                     broken = True
                 elif hit:

@@ -224,7 +224,7 @@ static void test_recipe_errors(void)
         {"megatron-bf16,bf16,none,none,fp32", "megatron-bf16,e8m0,none,none,fp32", "column weight: dtype 'e8m0'"},
         {"master+m+v", "master+mom+v", "unknown state 'mom'"},
         {",megatron-bf16,bf16,bf16,none", ",nosuch,bf16,bf16,none", "column other_params: 'nosuch'"},
-        {",bf16,bf16,none,", ",e4m3,bf16,none,", "column scaling"},
+        {",bf16,bf16,none,", ",e4m3,bf16,none,", "column scaling: 'none': FP8 GEMMs need delayed or current scaling"},
         {"megatron-bf16,bf16,none,none", "megatron-bf16,bf16,e4m3,none", "FP8 weight copies without FP8 GEMMs"},
         {",8.0,", ",8,", "column min_sm"},
         {",bf16,none,8.0,", ",bf16,te,8.0,", "column fp8_linear: 'te': none exactly when"},

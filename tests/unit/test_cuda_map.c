@@ -186,16 +186,28 @@ static void test_bias_and_amax_modes(void)
     g.a = (GemmOperand){.ptr = a, .dtype = DT_BF16};
     g.b = (GemmOperand){.ptr = b, .dtype = DT_BF16};
     g.d = (GemmOutput){.ptr = d, .dtype = DT_BF16, .amax = &amax};
+    LtKey k;
+    GemmDesc nob = g; /* no bias: none in the key either */
+    nob.bias = NULL, nob.bias_dtype = DT_NONE;
+    CHECK_EQ_INT(lt_map_gemm(&nob, &c, &e), ST_OK);
+    lt_key_of(&c, &k);
+    CHECK(k.bias_mode == 0 && k.bias_type == DT_NONE);
     CHECK_EQ_INT(lt_map_gemm(&g, &c, &e), ST_OK);
     CHECK_EQ_INT(c.bias_mode, LT_BIAS_EPILOGUE);
     CHECK(c.amax == &amax && c.amax_by_lt == 0); /* BF16 output: amax by a kernel */
+    lt_key_of(&c, &k);                           /* the plan cache key names the epilogue's bias dtype */
+    CHECK(k.bias_mode == 1 && k.bias_type == DT_BF16);
     g.bias = bias32;
     g.bias_dtype = DT_FP32; /* FP32 bias on a BF16 output: not an epilogue cuBLASLt takes */
     CHECK_EQ_INT(lt_map_gemm(&g, &c, &e), ST_OK);
     CHECK_EQ_INT(c.bias_mode, LT_BIAS_KERNEL);
+    lt_key_of(&c, &k); /* a bias added by a kernel is no part of the cuBLASLt plan */
+    CHECK(k.bias_mode == 0 && k.bias_type == DT_NONE);
     g.d = (GemmOutput){.ptr = d32, .dtype = DT_FP32};
     CHECK_EQ_INT(lt_map_gemm(&g, &c, &e), ST_OK);
     CHECK_EQ_INT(c.bias_mode, LT_BIAS_EPILOGUE);
+    lt_key_of(&c, &k);
+    CHECK(k.bias_mode == 1 && k.bias_type == DT_FP32);
 }
 
 static void test_fp8_output_uses_lt_amax(void)

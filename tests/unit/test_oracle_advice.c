@@ -80,6 +80,11 @@ static void test_advice_sets(void)
     Recipe bm = c;
     bm.gemm.dt[STATE_MASTER] = DT_BF16;
     CHECK_EQ_U64(advice(&bm, 1, big), A(PER_TENSOR) | A(CONVERGENCE));
+    /* no separate master: the FP32 working weight is the master (4 B), still compute-only */
+    Recipe nm = c;
+    nm.gemm.dt[STATE_WEIGHT] = DT_FP32, nm.gemm.dt[STATE_MASTER] = DT_NONE;
+    nm.gemm.shard_mask &= ~BIT(MASTER);
+    CHECK_EQ_U64(advice(&nm, 1, big), A(COMPUTE_ONLY) | A(PER_TENSOR) | A(CONVERGENCE));
     /* MXFP8: 1x32 E8M0 blocks for activations and weights, scales local: no per-tensor note, both
      * copies quantized separately */
     Recipe mx = c;
@@ -89,6 +94,24 @@ static void test_advice_sets(void)
     Recipe half = mx;
     half.act_gran = GRAN_TENSOR, half.weight_gran = GRAN_128X128, half.min_sm = 90;
     CHECK_EQ_U64(advice(&half, 1, big), A(COMPUTE_ONLY) | A(PER_TENSOR) | A(CONVERGENCE));
+}
+
+/* A recipe's hardware floor, named with both SM versions: TE's FP8 needs SM 8.9, an SM 8.0 GPU is refused
+ * ("needs SM 8.9, g is SM 8.0"); SM 10.0 passes. */
+static void test_sm_floor_named(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    g.sm = 80;
+    Recipe t = te();
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = &m, in.gpu = &g, in.recipe = &t, in.gbs = 2;
+    Err e = {0};
+    CHECK(plan_validate(&in, &e) == REJECT_HW);
+    CHECK_CONTAINS(e.msg, "recipe oracle-bf16 needs SM 8.9, g is SM 8.0");
+    g.sm = 100;
+    CHECK(plan_validate(&in, &e) == REJECT_NONE);
 }
 
 /* Categories, persistence and shards of every term (plan.h): states, FP8 copies and scales persist;
@@ -122,6 +145,10 @@ static void test_term_metadata(void)
             continue;
         }
         CHECKF(x->shards == (state ? 2u : 1u), "%s: shards %u", x->name, x->shards);
+        /* terms that mix dtypes (BF16 tensors with fp32 statistics, scores, logits) count bytes only */
+        if (i == MT_ACT_LAYER_HP || i == MT_ACT_ATTN || i == MT_ACT_OUTPUT || i == MT_TRANSIENT)
+            CHECKF(x->elements == 0 && x->dtype == DT_NONE, "%s: %llu elements of dtype %d", x->name,
+                   (unsigned long long)x->elements, (int)x->dtype);
     }
 }
 
@@ -210,6 +237,7 @@ static void test_bad_gpu_is_named(void)
 int main(void)
 {
     RUN(test_advice_sets);
+    RUN(test_sm_floor_named);
     RUN(test_term_metadata);
     RUN(test_recipe_names);
     RUN(test_documented_defaults);

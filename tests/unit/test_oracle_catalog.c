@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "planner/catalog.h"
+#include "planner/csv_table.h"
 #include "test.h"
 
 static const char head[] = "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,position,"
@@ -67,9 +68,34 @@ static void test_stray_quote_is_named(void)
     free(c);
 }
 
+/* A model with standard attention (kv_lora_rank empty) names no latent-attention column: each of q_lora_rank,
+ * qk_nope_head_dim, qk_rope_head_dim and v_head_dim given alone is refused, naming itself and why. */
+static void test_latent_columns_need_latent_attention(void)
+{
+    static const char *const cols[4] = {"q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"};
+    Catalog *c = calloc(1, sizeof *c);
+    CHECK(c != NULL);
+    for (int i = 0; c && i < 4; i++) {
+        const char *v[4] = {"", "", "", ""}; /* q_lora_rank, (kv_lora_rank empty), qk_nope, qk_rope, v_head */
+        v[i] = "64";
+        char text[1024];
+        snprintf(text, sizeof text, "%sm,2,8,32,2,2,4,16,4,rmsnorm,gelu,rope,no,no,,,,,,,,,,%s,,%s,%s,%s,,src\n", head,
+                 v[0], v[1], v[2], v[3]);
+        Err e = {0};
+        CHECKF(catalog_parse_models(c, text, strlen(text), "models.csv", &e) == ST_DATA, "%s = 64 accepted", cols[i]);
+        char want[160];
+        snprintf(want, sizeof want,
+                 "models.csv: row 2, column %s: '64' is given, but kv_lora_rank is 0 (standard attention)", cols[i]);
+        CHECK_CONTAINS(e.msg, want);
+    }
+    free(c);
+    csv_table_free(NULL); /* freeing nothing is allowed, as free(NULL) is */
+}
+
 int main(void)
 {
     RUN(test_model_column_limits);
     RUN(test_stray_quote_is_named);
+    RUN(test_latent_columns_need_latent_attention);
     return test_summary();
 }

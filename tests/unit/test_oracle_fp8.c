@@ -63,6 +63,32 @@ static void test_quant_counts(void)
     CHECK_EQ_U64(k.nonfinite, 0);
 }
 
+/* 1x32 (MX) blocks keep E8M0 scales; the FP32 multiplier buffer is optional there (quant.h). One block of 32:
+ * x = 6 once, 1 elsewhere. Ceil rule: scale code = ceil(log2(6 / 448)) = ceil(-6.22) = -6, biased 127 - 6 =
+ * 121; the multiplier 2^6 = 64 makes 6 -> 384 = 1.5 x 2^8 (E4M3 S.1111.100 = 0x7C) and 1 -> 64 = 2^6
+ * (S.1101.000 = 0x68). */
+static void test_mx_without_fp32_scales(void)
+{
+    float x[32];
+    for (int i = 0; i < 32; i++) x[i] = i == 5 ? 6.0f : 1.0f;
+    uint8_t codes[32], e8 = 0;
+    QuantBufs out = {.codes = codes, .e8m0 = &e8};
+    QuantCfg cfg = quant_cfg(DT_E4M3, GRAN_1X32);
+    QuantCounts k = {0};
+    Err e = {0};
+    CHECKF(quant_tensor(&cfg, x, 1, 32, &out, &k, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(e8, 121);
+    CHECK_EQ_U64(codes[5], 0x7C);
+    CHECK_EQ_U64(codes[0], 0x68);
+    CHECK_EQ_U64(codes[31], 0x68);
+    /* a granularity past the enum is refused, not indexed */
+    cfg.gran = (Granularity)(GRAN_COUNT_ + 1);
+    CHECK(quant_tensor(&cfg, x, 1, 32, &out, &k, &e) == ST_USAGE);
+    /* an FP32-scaled granularity without its multipliers is refused */
+    cfg = quant_cfg(DT_E4M3, GRAN_1X128);
+    CHECK(quant_tensor(&cfg, x, 1, 32, &out, &k, &e) == ST_SOFTWARE);
+}
+
 /* The formats table from the bit layouts (OCP FP8 spec, IEEE 754 binary16), by hand.
  *   E4M3: bias 7, no Inf, NaN = S.1111.111 (2 codes). Largest S.1111.110 = 1.75 x 2^8 = 448; smallest
  *     normal 2^(1-7) = 2^-6; subnormals m/8 x 2^-6: 7 per sign, largest 0.875 x 2^-6, smallest 2^-9.
@@ -99,10 +125,12 @@ static void test_format_tables(void)
          0x7F800000, 0x7F800001},
     };
     // clang-format on
+    static const int bits[4] = {8, 8, 16, 32}; /* storage width of each row's type */
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         FormatInfo f;
         Err e = {0};
         CHECKF(format_info(want[i].t, &f, &e) == ST_OK, "%s", e.msg);
+        CHECKF(f.bits == bits[i], "format %zu: %d bits, expected %d", i, f.bits, bits[i]);
         CHECKF(f.exp_bits == want[i].exp && f.man_bits == want[i].man && f.bias == want[i].bias && f.has_sign,
                "format %zu fields", i);
         CHECKF(f.max_normal == want[i].maxn && f.min_normal == want[i].minn, "format %zu normal range", i);
@@ -127,11 +155,26 @@ static void test_helper_edges(void)
     MfUnpacked z = mf_unpack_f32(0.0f), nz = mf_unpack_f32(-0.0f), one = mf_unpack_f32(1.0f);
     CHECK(z.kind == MF_ZERO && !z.neg && nz.kind == MF_ZERO && nz.neg);
     CHECK(one.kind == MF_FINITE && one.exp == 0 && !one.neg);
+    /* double subnormals normalise too: 2^-1074 (m = 1) -> exp -1074, the leading 1 at bit 63;
+     * 3 x 2^-1074 (m = 0b11) -> exp -1073, significand 0b11 << 62 */
+    MfUnpacked d1 = mf_unpack_f64(0x1p-1074), d3 = mf_unpack_f64(0x3p-1074);
+    CHECK(d1.kind == MF_FINITE && d1.exp == -1074 && d1.sig == UINT64_C(1) << 63);
+    CHECK(d3.kind == MF_FINITE && d3.exp == -1073 && d3.sig == UINT64_C(3) << 62);
     uint64_t br = 9, bc = 9;
     gran_block(GRAN_COUNT_, &br, &bc);
     CHECK(br == 0 && bc == 0);
-    gran_block(GRAN_128X128, &br, &bc);
-    CHECK(br == 128 && bc == 128);
+    /* granularity.h: block extents, the whole dimension reported as 0 (tensor: both; channel: the columns) */
+    static const uint64_t blk[GRAN_COUNT_][2] = {[GRAN_TENSOR] = {0, 0},
+                                                 [GRAN_CHANNEL] = {1, 0},
+                                                 [GRAN_1X32] = {1, 32},
+                                                 [GRAN_1X128] = {1, 128},
+                                                 [GRAN_128X128] = {128, 128}};
+    for (int i = 0; i < GRAN_COUNT_; i++) {
+        gran_block((Granularity)i, &br, &bc);
+        CHECKF(br == blk[i][0] && bc == blk[i][1], "%s: block %llu x %llu, expected %llu x %llu",
+               gran_name((Granularity)i), (unsigned long long)br, (unsigned long long)bc, (unsigned long long)blk[i][0],
+               (unsigned long long)blk[i][1]);
+    }
     CHECK(gran_scale_dtype(GRAN_COUNT_) == DT_NONE && gran_scale_dtype(GRAN_1X32) == DT_E8M0);
     Granularity g;
     CHECK(gran_parse("1x64", &g) == -1);
@@ -142,6 +185,13 @@ static void test_helper_edges(void)
     CHECK(delayed_init(&st, &cfg, hist, NULL) == ST_OK);
     delayed_step(&st, 2.0f, NULL); /* no record wanted: must not write one */
     CHECK(st.scale == 224.0f);     /* 448 / 2 */
+    /* a dtype field read from a corrupted file may hold any value: outside the enum it has 0 bytes and
+     * the name "?" (the table is never indexed past its end; index 2^32 - 1 would be 64 GiB away) */
+    static const unsigned bad[3] = {DT_COUNT_, DT_COUNT_ + 1, 0xFFFFFFFFu};
+    for (int i = 0; i < 3; i++) {
+        CHECKF(dtype_bytes((Dtype)bad[i]) == 0, "dtype_bytes(%u) = %u", bad[i], dtype_bytes((Dtype)bad[i]));
+        CHECK_STR(dtype_name((Dtype)bad[i]), "?");
+    }
 }
 
 /* The outlier distribution as synth.h states it, checked statistically on 2048 x 1024 (seed 1):
@@ -259,6 +309,7 @@ int main(void)
     RUN(test_generator_stream);
     RUN(test_quant_counts);
     RUN(test_format_tables);
+    RUN(test_mx_without_fp32_scales);
     RUN(test_helper_edges);
     RUN(test_outlier_distribution);
     RUN(test_quant_margin_bounds);

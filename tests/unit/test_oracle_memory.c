@@ -274,6 +274,48 @@ static void test_master_sharding_refused_on_any_row(void)
     free(c);
 }
 
+/* The last stage's transient is the larger of one layer's backward working set and the loss's working copies
+ * beyond the saved softmax, (loss_bytes - 4) B per logit. Vocabulary 1000, 4 tokens (tp 1, micro-batch 1):
+ *   backward set: dX and d(residual) 2 x 4 x 8 x 2 B = 128 + d(FC1 output) 4 x 16 x 2 B = 128 -> 256
+ *   loss_bytes 4: nothing beyond the softmax -> 256; 5: 4 x 1000 x 1 = 4,000; 10: 4 x 1000 x 6 = 24,000 */
+static void test_loss_transient(void)
+{
+    ModelSpec m = ox_tiny(1000, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(0);
+    PlanInput in = input(&m, &g, &r, 1, SHARD_NONE);
+    const uint32_t lb[3] = {4, 5, 10};
+    const uint64_t want[3] = {256, 4000, 24000};
+    for (int i = 0; i < 3; i++) {
+        in.loss_bytes = lb[i];
+        Plan p;
+        Err e = {0};
+        CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+        CHECKF(p.mem[MT_TRANSIENT].bytes == want[i], "loss_bytes %u: transient %llu, expected %llu", lb[i],
+               (unsigned long long)p.mem[MT_TRANSIENT].bytes, (unsigned long long)want[i]);
+    }
+}
+
+/* Memory is reported for the most-loaded stage. 7 layers on 3 stages as 2 + 3 + 2 (first and last given):
+ *   stage 0: 2 layers x (512 + 16 norm) = 1,056 + token embedding 16 x 8 = 128 + positions 4 x 8 = 32 -> 1,216
+ *   stage 1: 3 layers x 528 = 1,584
+ *   stage 2: 1,056 + final norm 8 + the tied LM head's copy 128 -> 1,192
+ * at 18 B a parameter and one micro-batch in flight everywhere, the middle stage is the largest. */
+static void test_middle_stage_reported(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    m.layers = 7;
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(0);
+    PlanInput in = input(&m, &g, &r, 1, SHARD_NONE);
+    in.pp = 3, in.gbs = 1, in.first_stage_layers = 2, in.last_stage_layers = 2;
+    Plan p;
+    Err e = {0};
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT((int)p.stage, 1);
+    CHECK_EQ_U64(p.params_gpu, 1584);
+}
+
 int main(void)
 {
     RUN(test_sharding_modes_dp3);
@@ -282,5 +324,7 @@ int main(void)
     RUN(test_tp_only_amax_custom_recipe);
     RUN(test_block_scales);
     RUN(test_master_sharding_refused_on_any_row);
+    RUN(test_loss_transient);
+    RUN(test_middle_stage_reported);
     return test_summary();
 }

@@ -225,9 +225,44 @@ static void test_fp8lm_adam_two_steps(void)
     bk->destroy(bk);
 }
 
+/* FP8-LM's Adam with no scaling records: every state keeps scale 1 (backend_desc.h). Step 1 as above:
+ *   master 1.8125 = 1.1101b -> FP16 0x3F40; -3.6875 = -1.11011b x 2 -> 0xC360
+ *   m 0.5 = 2^-1 -> E4M3 0.0110.000 = 0x30; -0.5 -> 0xB0;  v 0.25 = 2^-2 -> FP16 0x3400 */
+static void test_fp8lm_adam_unscaled(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    if (!bk) return;
+    uint16_t master[2] = {0x4000, 0xC400}, v[2] = {0, 0}, wb[2] = {0x4000, 0xC080};
+    uint8_t m[2] = {0, 0};
+    const float g[2] = {1, -1};
+    Fp8AdamDesc d = {.n = 2,
+                     .h = hyper(1, 1.0f),
+                     .master = master,
+                     .m = m,
+                     .v = v,
+                     .grad = g,
+                     .grad_dtype = DT_FP32,
+                     .weight = wb,
+                     .weight_dtype = DT_BF16};
+    CHECKF(bk->fp8_adam(bk, &d, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk->sync(bk, &e) == ST_OK);
+    CHECK_EQ_U64(master[0], 0x3F40);
+    CHECK_EQ_U64(master[1], 0xC360);
+    CHECK_EQ_U64(m[0], 0x30);
+    CHECK_EQ_U64(m[1], 0xB0);
+    CHECK_EQ_U64(v[0], 0x3400);
+    CHECK_EQ_U64(v[1], 0x3400);
+    CHECK_EQ_U64(wb[0], 0x3FE8); /* BF16 1.8125 */
+    CHECK_EQ_U64(wb[1], 0xC06C); /* BF16 -3.6875 */
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_adamw_two_steps);
     RUN(test_fp8lm_adam_two_steps);
+    RUN(test_fp8lm_adam_unscaled);
     return test_summary();
 }

@@ -13,7 +13,7 @@
 
 enum { MAX_SEEN = 4096 };
 static double seen[MAX_SEEN];
-static int nseen, uneven_2_3, pp2_even, pp3_2_2, pp3_2_3;
+static int nseen, uneven_2_3, pp2_even, pp3_2_2, pp3_2_3, pp2_split, pp3_1_1, pp3_1_2;
 
 static void collect(const Plan *p, void *ctx)
 {
@@ -21,6 +21,9 @@ static void collect(const Plan *p, void *ctx)
     if (nseen < MAX_SEEN) seen[nseen++] = p->tokens_per_s;
     if (p->in.pp == 2 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 3) uneven_2_3++;
     if (p->in.pp == 2 && p->in.first_stage_layers == 0) pp2_even++;
+    if (p->in.pp == 2 && (p->in.first_stage_layers || p->in.last_stage_layers)) pp2_split++;
+    if (p->in.pp == 3 && p->in.first_stage_layers == 1 && p->in.last_stage_layers == 1) pp3_1_1++;
+    if (p->in.pp == 3 && p->in.first_stage_layers == 1 && p->in.last_stage_layers == 2) pp3_1_2++;
     if (p->in.pp == 3 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 2) pp3_2_2++;
     if (p->in.pp == 3 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 3) pp3_2_3++;
 }
@@ -66,22 +69,29 @@ static void test_top_k_are_the_best(void)
                top[i].tokens_per_s, i + 1, seen[i]);
 }
 
-/* 5 layers on 2 stages do not divide: the middle stages (none here) hold ceil(5/2) = 3 or floor = 2, the
- * first and last split the rest 5 as 2 + 3 (first <= last). No even 2-stage split exists. */
-static void test_uneven_split(void)
+/* Sweep the tiny model with `layers` layers over `gpus` GPUs (global batch gbs), every counter reset first. */
+static void sweep_layers(uint32_t layers, uint32_t gpus, uint32_t gbs)
 {
     ModelSpec m = ox_tiny(16, 4);
-    m.layers = 5;
+    m.layers = layers;
     GpuSpec g = ox_big_gpu(1ull << 40);
     Recipe b = ox_bf16(0);
     const Recipe *rs[1] = {&b};
-    SweepSpec s = spec(&m, &g, rs, 2);
+    SweepSpec s = spec(&m, &g, rs, gpus);
+    s.base.gbs = gbs;
     Plan top[1];
     int n = 0;
     SweepStats st;
     Err e = {0};
-    nseen = uneven_2_3 = pp2_even = 0;
+    nseen = uneven_2_3 = pp2_even = pp3_2_2 = pp3_2_3 = pp2_split = pp3_1_1 = pp3_1_2 = 0;
     CHECKF(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_OK, "%s", e.msg);
+}
+
+/* 5 layers on 2 stages do not divide: the middle stages (none here) hold ceil(5/2) = 3 or floor = 2, the
+ * first and last split the rest 5 as 2 + 3 (first <= last). No even 2-stage split exists. */
+static void test_uneven_split(void)
+{
+    sweep_layers(5, 2, 16);
     CHECK(uneven_2_3 > 0);
     CHECK_EQ_INT(pp2_even, 0);
 }
@@ -90,21 +100,52 @@ static void test_uneven_split(void)
  * leaves 5 = 2 + 3. Both splits are tried. */
 static void test_uneven_split_both_middles(void)
 {
-    ModelSpec m = ox_tiny(16, 4);
-    m.layers = 7;
+    sweep_layers(7, 3, 12);
+    CHECK(pp3_2_2 > 0);
+    CHECK(pp3_2_3 > 0);
+}
+
+/* 4 layers on 2 stages divide (2 + 2, and 1 + 1 per chunk with vpp 2): every 2-stage plan is the even split,
+ * none names first/last stage layers (an explicit 2 + 2 would only repeat it). */
+static void test_even_split_only(void)
+{
+    sweep_layers(4, 2, 16);
+    CHECK(pp2_even > 0);
+    CHECK_EQ_INT(pp2_split, 0);
+}
+
+/* 4 layers on 3 stages: a middle stage of ceil(4/3) = 2 leaves 1 + 1 for the ends (each exactly the one layer a
+ * stage must hold at vpp 1); one of floor = 1 leaves 3 = 1 + 2. Both are tried. */
+static void test_uneven_split_single_layer_ends(void)
+{
+    sweep_layers(4, 3, 12);
+    CHECK(pp3_1_1 > 0);
+    CHECK(pp3_1_2 > 0);
+}
+
+/* Without --gbs a sweep takes one global batch of about 2M tokens: ceil(2^21 / seq) sequences —
+ * 2,097,152 / 4096 = 512 exactly; / 3000 = 699.05 -> 700; a given gbs is kept. */
+static void test_default_global_batch(void)
+{
+    ModelSpec m = ox_tiny(16, 4096);
     GpuSpec g = ox_big_gpu(1ull << 40);
     Recipe b = ox_bf16(0);
     const Recipe *rs[1] = {&b};
-    SweepSpec s = spec(&m, &g, rs, 3);
-    s.base.gbs = 12;
+    SweepSpec s = spec(&m, &g, rs, 8);
+    s.base.gbs = 0, s.base.seq = 0;
+    CHECK_EQ_U64(sweep_gbs(&s), 512);
+    s.base.seq = 3000;
+    CHECK_EQ_U64(sweep_gbs(&s), 700);
+    s.base.gbs = 24;
+    CHECK_EQ_U64(sweep_gbs(&s), 24);
+    /* a sweep refused at once reports no plans (the count a caller passed in is reset) */
     Plan top[1];
-    int n = 0;
+    int n = 7;
     SweepStats st;
     Err e = {0};
-    nseen = pp3_2_2 = pp3_2_3 = 0;
-    CHECKF(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_OK, "%s", e.msg);
-    CHECK(pp3_2_2 > 0);
-    CHECK(pp3_2_3 > 0);
+    s.gpus = 0;
+    CHECK(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_USAGE);
+    CHECK_EQ_INT(n, 0);
 }
 
 int main(void)
@@ -112,5 +153,8 @@ int main(void)
     RUN(test_top_k_are_the_best);
     RUN(test_uneven_split);
     RUN(test_uneven_split_both_middles);
+    RUN(test_even_split_only);
+    RUN(test_uneven_split_single_layer_ends);
+    RUN(test_default_global_batch);
     return test_summary();
 }

@@ -1,0 +1,186 @@
+/* tests/unit/test_oracle_kernels.c — the memory-bound kernels of one layer
+ * (planner/plan_kernels.c), counted by hand at the launch floor.
+ *
+ * An independent oracle: the GPU's HBM is made so fast (1e30 B/s) that every
+ * op costs its launches alone, kernels x 1 us, so each expected time below is
+ * a kernel count read off the lists in plan_kernels.c's header comment and
+ * added up here, never a value the planner produced.
+ *
+ * The model: 2 layers, hidden 8, 2 heads of 4, FFN 32, seq 4, RMSNorm, SwiGLU,
+ * RoPE, no dropout. FP8 GEMMs (E4M3 forward, E5M2 backward), saved GEMM inputs
+ * in BF16 unless a case says otherwise. */
+#include <math.h>
+
+#include "planner/plan_internal.h"
+#include "support/fixtures.h"
+#include "test.h"
+
+static const double US = 1e-6;
+
+static ModelSpec model(void)
+{
+    ModelSpec m = fx_tiny_model();
+    m.norm = NORM_RMSNORM, m.mlp = MLP_SWIGLU, m.pos = POS_ROPE;
+    return m;
+}
+
+/* One layer's LayerElem for micro-batches of 1 and gbs = m micro-batches, every op at its launch floor. */
+static LayerElem elem(const ModelSpec *m, const Recipe *r, KernelFusion fusion, uint32_t micro_batches)
+{
+    static GpuSpec gpu;
+    gpu = fx_gpu();
+    gpu.hbm_bw = 1e30;
+    PlanInput in = fx_input(m, &gpu, r);
+    in.launch_s = US, in.fusion = fusion, in.dropout = 0;
+    Geo g;
+    plan_geo(&in, m->seq_len, micro_batches, &g); /* global batch: micro_batches x mbs 1 x dp 1 */
+    LayerElem le;
+    plan_layer_elem(&in, &g, &le);
+    return le;
+}
+
+static void check(const LayerElem *le, double fwd, double fwd_attn, double bwd, double bwd_attn, double acc,
+                  const char *what)
+{
+    CHECKF(fabs(le->fwd - fwd * US) < 1e-12, "%s: forward %g us, expected %g", what, le->fwd / US, fwd);
+    CHECKF(fabs(le->fwd_attn - fwd_attn * US) < 1e-12, "%s: forward attention part %g us, expected %g", what,
+           le->fwd_attn / US, fwd_attn);
+    CHECKF(fabs(le->bwd - bwd * US) < 1e-12, "%s: backward %g us, expected %g", what, le->bwd / US, bwd);
+    CHECKF(fabs(le->bwd_attn - bwd_attn * US) < 1e-12, "%s: backward attention part %g us, expected %g", what,
+           le->bwd_attn / US, bwd_attn);
+    CHECKF(fabs(le->acc_b - acc * US) < 1e-12, "%s: gradient accumulation %g us, expected %g", what, le->acc_b / US,
+           acc);
+}
+
+/* te, delayed scaling (every cast one kernel):
+ *   forward  norm1(+cast) 1, RoPE 2, proj-input cast 1, bias-dropout-add 1        -> attention part 5
+ *            norm2(+cast) 1, SwiGLU 1, FC2-input cast 1, bias-dropout-add 1       -> 4; forward 9
+ *   backward FC2 dY cast 1, SwiGLU backward 1, FC1 dY cast 1, norm2 backward 2 + residual 1 -> FFN part 6
+ *            proj dY cast 1, RoPE 2, QKV dY cast 1, norm1 backward 2 + residual 1 -> attention part 7; 13
+ * te, current scaling: each cast reads its input once more for the amax in one more kernel, the norms' fused
+ * casts too: forward 2 + 2 + 2 + 1 = 7 and 2 + 1 + 2 + 1 = 6 (13); backward 2 + 1 + 2 + 3 = 8 and
+ * 2 + 2 + 2 + 3 = 9 (17). Gradient accumulation is fused (--gradient-accumulation-fusion): 0, even with 2
+ * micro-batches; without the fusion main_grad.add_ is 4 kernels per micro-batch. */
+static void test_te_launches(void)
+{
+    ModelSpec m = model();
+    Recipe r = fx_te_recipe("te", 0);
+    r.saved_input = DT_BF16;
+    LayerElem le = elem(&m, &r, FUSE_TE, 1);
+    check(&le, 9, 5, 13, 7, 0, "te delayed");
+    le = elem(&m, &r, FUSE_TE, 2);
+    check(&le, 9, 5, 13, 7, 0, "te delayed, 2 micro-batches");
+    r.scaling = SCALING_CURRENT;
+    le = elem(&m, &r, FUSE_TE, 1);
+    check(&le, 13, 7, 17, 9, 0, "te current");
+}
+
+/* eager (one kernel per PyTorch op), delayed scaling:
+ *   forward  RMSNorm 6, x cast 1, HF RoPE 10 (5 for q, 5 for k), proj cast 1, residual 1 -> attention part 19
+ *            RMSNorm 6, x cast 1, silu + mul 2, FC2 cast 1, residual 1                  -> 11; forward 30
+ *   backward twice the forward's kernels, 60; dY casts for FC2 and FC1 1 + 1 -> 62, of which the FFN's are
+ *            2 x 11 + 2 = 24; dY casts for proj and QKV 1 + 1, and (inputs saved in BF16) the FP8 recasts of
+ *            the inputs for the weight gradients, 4 kernels -> backward 68, attention part 68 - 24 = 44
+ *   2 micro-batches: the gradient accumulation, one kernel per linear weight: 4 (not in the backward above).
+ * compile (inductor), inputs saved in BF16:
+ *   forward  norm1 1, x cast 1, RoPE 1, proj cast 1 -> 4; residual+norm2 1, x cast 1, SwiGLU 1, FC2 cast 1,
+ *            residual 1 -> forward 9
+ *   backward dY casts 1 + SwiGLU backward 1 + dY cast 1 + norm/residual backward 2 -> FFN part 5; dY cast 1,
+ *            RoPE 1, dY cast 1, norm/residual backward 2, input recasts 4 -> attention part 9; backward 14. */
+static void test_eager_and_compile_launches(void)
+{
+    ModelSpec m = model();
+    Recipe r = fx_te_recipe("te", 0);
+    r.saved_input = DT_BF16;
+    LayerElem le = elem(&m, &r, FUSE_EAGER, 1);
+    check(&le, 30, 19, 68, 44, 0, "eager");
+    le = elem(&m, &r, FUSE_FP8PLAN, 2);
+    check(&le, 30, 19, 72, 44, 4, "fp8plan's kernels (the eager list), 2 micro-batches");
+    le = elem(&m, &r, FUSE_COMPILE, 1);
+    check(&le, 9, 4, 14, 9, 0, "compile");
+    le = elem(&m, &r, FUSE_COMPILE, 2);
+    check(&le, 9, 4, 18, 9, 4, "compile, 2 micro-batches");
+}
+
+/* The same lists by bytes: launches free (launch_s 0), HBM at 1e12 B/s with efficiency 1, so every op takes
+ * bytes x 1e-12 s. One micro-batch of 4 tokens, no TP: H = Hf = 4 x 8 = 32, Q = K = 4 x 8 = 32 (2 heads of 4,
+ * 2 KV heads), F = 4 x 32 = 128, kF = 256 (SwiGLU). A cast of x elements moves (2 + copies) x x bytes.
+ * te, delayed scaling:
+ *   forward  norm1 4H 128, RoPE 4(Q + K) 256, proj-input cast (2 + 2)Q 128, bias-dropout-add 6H 192 -> 704;
+ *            norm2 4H 128, SwiGLU 6F 768, FC2-input cast 4F 512, bias-dropout-add 6H 192 -> 1600; forward 2304
+ *   backward FC2 dY cast 4Hf 128, SwiGLU backward 10F 1280, FC1 dY cast 4kF 1024, norm2 backward 6H 192 +
+ *            residual 6H 192 -> 2816; proj dY cast 128, RoPE 256, QKV dY cast 4(Q + 2K) 384, norm1 192 +
+ *            residual 192 -> 1152; backward 3968
+ * eager, inputs saved in BF16 (so the forward casts write the row-wise copy only: 3 B per element):
+ *   forward  RMSNorm 36H 1152, x cast 3H 96, HF RoPE 20(Q + K) 1280, proj cast 3Q 96, residual 6H 192 -> 2816;
+ *            RMSNorm 1152, x cast 96, silu + mul 10F 1280, FC2 cast 3F 384, residual 192 -> 3104; forward 5920
+ *   backward twice the forward 11840, dY casts 4Hf 128 + 4kF 1024 -> 12992, of which the FFN's
+ *            12992 - 2 x 2816 = 7360; dY casts 4Hf 128 + 4(Q + 2K) 384, input recasts 3(2Hf + Q + F) 672
+ *            -> backward 14176, attention part 14176 - 7360 = 6816.
+ * compile, inputs saved in BF16 (row-wise casts 3 B per element):
+ *   forward  norm1 4H 128, x cast 3H 96, RoPE 4(Q + K) 256, proj cast 3Q 96 -> 576; residual + norm2 8H 256,
+ *            x cast 96, SwiGLU 6F 768, FC2 cast 3F 384, residual 6H 192 -> 1696; forward 2272
+ *   backward dY casts 4Hf 128, SwiGLU backward 10F 1280, 4kF 1024, norm/residual backward 10H 320 -> 2752;
+ *            dY casts 4Hf 128, RoPE 256, 4(Q + 2K) 384, norm/residual 320, input recasts 3(2Hf + Q + F) 672
+ *            -> 1760; backward 4512 */
+static void test_bytes(void)
+{
+    ModelSpec m = model();
+    Recipe r = fx_te_recipe("te", 0);
+    r.saved_input = DT_BF16;
+    GpuSpec gpu = fx_gpu();
+    gpu.hbm_bw = 1e12;
+    PlanInput in = fx_input(&m, &gpu, &r);
+    in.launch_s = 0, in.eff_hbm = 1, in.dropout = 0;
+    const KernelFusion fu[3] = {FUSE_TE, FUSE_EAGER, FUSE_COMPILE};
+    const double want[3][4] = {{2304, 704, 3968, 1152}, {5920, 2816, 14176, 6816}, {2272, 576, 4512, 1760}};
+    static const char *const name[3] = {"te", "eager", "compile"};
+    for (int i = 0; i < 3; i++) {
+        in.fusion = fu[i];
+        Geo g;
+        plan_geo(&in, m.seq_len, 1, &g);
+        LayerElem le;
+        plan_layer_elem(&in, &g, &le);
+        const double got[4] = {le.fwd, le.fwd_attn, le.bwd, le.bwd_attn};
+        for (int k = 0; k < 4; k++)
+            CHECKF(fabs(got[k] - want[i][k] * 1e-12) < 1e-20, "%s: term %d is %g bytes, expected %g", name[i], k,
+                   got[k] * 1e12, want[i][k]);
+    }
+}
+
+/* One micro-batch through the one stage (pp 1: embedding, layers, head) with every GEMM and kernel at the
+ * launch floor (HBM and FLOP rates 1e30). A multi-token-prediction depth adds one transformer layer (the
+ * same as one more layer of the model: taken out by the difference below) and, per micro-batch:
+ *   a second head and loss: forward head GEMM 1 + logits/softmax/loss 3 + final norm 1 = 5; backward head
+ *     dgrad GEMM 1 + wgrad GEMM 1 + loss gradient 2 + norm backward 2 = 6
+ *   the depth's own input: forward embedding gather 1, eh_proj GEMM 1, enorm + hnorm 2 = 4; backward eh_proj
+ *     dgrad 1 + wgrad 1, embedding scatter-add 1, the two norms' backward 4 = 7
+ *   so (mtp 1, 2 layers) - (mtp 0, 2 layers) - [(mtp 0, 3 layers) - (mtp 0, 2 layers)] = 5 + 6 + 4 + 7 = 22 us. */
+static void test_mtp_depth_launches(void)
+{
+    ModelSpec m = model();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    GpuSpec gpu = fx_gpu();
+    gpu.hbm_bw = gpu.flops_bf16 = gpu.flops_fp8 = gpu.flops_fp32 = 1e30;
+    PlanInput in = fx_input(&m, &gpu, &r);
+    in.launch_s = US;
+    Plan base, deeper, mtp;
+    Err e = {0};
+    CHECKF(plan_build(&in, &base, &e) == ST_OK, "%s", e.msg);
+    m.layers = 3;
+    CHECKF(plan_build(&in, &deeper, &e) == ST_OK, "%s", e.msg);
+    m.layers = 2, m.mtp_layers = 1;
+    CHECKF(plan_build(&in, &mtp, &e) == ST_OK, "%s", e.msg);
+    double layer = deeper.time.microbatch_s - base.time.microbatch_s;
+    double extra = mtp.time.microbatch_s - base.time.microbatch_s - layer;
+    CHECKF(fabs(extra - 22 * US) < 1e-12, "an MTP depth beyond its layer: %g us, expected 22", extra / US);
+}
+
+int main(void)
+{
+    RUN(test_te_launches);
+    RUN(test_eager_and_compile_launches);
+    RUN(test_bytes);
+    RUN(test_mtp_depth_launches);
+    return test_summary();
+}

@@ -1,0 +1,134 @@
+/* tests/unit/test_oracle_measure.c — a run's measurement log gives back all
+ * the memory it takes: measure_init's arrays (loss, step time, 4 phases and
+ * every operation category, one double or float per step each) are freed by
+ * measure_free, checked through glibc's own accounting (mallinfo2) so that a
+ * forgotten free fails this build, not only the sanitizer build; and the
+ * step statistics (median, spread), which sort a copy they must free.
+ *
+ * The expected figure is by hand: with 2^16 steps each array is at least
+ * 2^16 x 4 B = 256 KiB, so one array left behind is 256 KiB or more of heap
+ * or mmap in use; the bound allows 4 KiB of allocator noise. */
+#include <malloc.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "exec/backend.h"
+#include "exec/measure/measurement.h"
+#include "test.h"
+
+static size_t in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd; /* bytes handed out from the heap and in mmap'd blocks */
+}
+
+static void test_measure_frees_its_log(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    if (!bk) return;
+    Measurement ms;
+    /* once first: whatever the first call allocates for good (stdio, locale) is not counted */
+    CHECKF(measure_init(&ms, bk, 1u << 16, &e) == ST_OK, "%s", e.msg);
+    measure_free(&ms);
+    size_t before = in_use();
+    for (int i = 0; i < 4; i++) {
+        CHECKF(measure_init(&ms, bk, 1u << 16, &e) == ST_OK, "%s", e.msg);
+        CHECK(ms.loss != NULL && ms.step_s != NULL && ms.cap == 1u << 16);
+        int have = 0, zero = 1;
+        for (int k = 0; k < 4; k++) have += ms.phase[k] != NULL, zero &= !ms.phase[k] || !ms.phase[k][65535];
+        for (int k = 0; k < BK_OPCAT_COUNT; k++) have += ms.cat[k] != NULL, zero &= !ms.cat[k] || !ms.cat[k][65535];
+        CHECKF(have == 4 + BK_OPCAT_COUNT, "%d of the %d per-step arrays allocated", have, 4 + BK_OPCAT_COUNT);
+        CHECK(zero); /* zeroed to the last step */
+        measure_free(&ms);
+        int left = ms.loss != NULL || ms.step_s != NULL || ms.cap != 0;
+        for (int k = 0; k < 4; k++) left |= ms.phase[k] != NULL;
+        for (int k = 0; k < BK_OPCAT_COUNT; k++) left |= ms.cat[k] != NULL;
+        CHECK(!left);
+    }
+    size_t after = in_use();
+    CHECKF(after <= before + 4096, "4 logs of 2^16 steps initialised and freed: %zu bytes more in use (%zu -> %zu)",
+           after - before, before, after);
+    bk->destroy(bk);
+}
+
+/* measure_stats: the median and the spread (max - min) / median of the steps from `from` on, by hand:
+ *   {9, 1, 4, 2, 8} from 1 -> {1, 2, 4, 8}: median (2 + 4) / 2 = 3, spread (8 - 1) / 3 = 7/3
+ *   the same from 0 -> {1, 2, 4, 8, 9}: median 4, spread (9 - 1) / 4 = 2
+ *   nothing after `from`: NaN, NaN. Its sorted copy is freed: 16 calls over 2^16 steps (512 KiB each) leave
+ *   the heap as they found it. */
+static void test_measure_stats(void)
+{
+    const double v[5] = {9, 1, 4, 2, 8};
+    double med, spread;
+    measure_stats(v, 1, 5, &med, &spread);
+    CHECK(med == 3.0 && fabs(spread - 7.0 / 3.0) < 1e-15);
+    measure_stats(v, 0, 5, &med, &spread);
+    CHECK(med == 4.0 && spread == 2.0);
+    measure_stats(v, 5, 5, &med, &spread);
+    CHECK(isnan(med) && isnan(spread));
+    enum { N = 1 << 16 };
+    double *big = calloc(N, sizeof *big);
+    CHECK(big != NULL);
+    if (!big) return;
+    for (int i = 0; i < N; i++) big[i] = 1.0 + (i % 7);
+    measure_stats(big, 0, N, &med, &spread); /* once first, as above */
+    size_t before = in_use();
+    for (int i = 0; i < 16; i++) measure_stats(big, 0, N, &med, &spread);
+    size_t after = in_use();
+    CHECKF(after <= before + 4096, "16 calls over 2^16 steps: %zu bytes more in use", after - before);
+    free(big);
+}
+
+#ifndef __SANITIZE_ADDRESS__ /* ASan reserves terabytes of address space: no room for a limit under it */
+/* Bytes of address space this process has mapped (/proc/self/statm: size in pages). */
+static size_t mapped(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (f && fscanf(f, "%lu", &pages) != 1) pages = 0;
+    if (f) fclose(f);
+    return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* A log too large for the memory left: measure_init fails with ST_NOMEM naming the step count and frees what
+ * it had allocated. The address space is capped at what is mapped + 384 MiB, so the loss array of 2^26 floats
+ * (256 MiB) fits and the step times (2^26 doubles, 512 MiB) do not; a leaked loss array would stay in use. */
+static void test_measure_init_out_of_memory(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    if (!bk) return;
+    struct rlimit old;
+    CHECK(getrlimit(RLIMIT_AS, &old) == 0);
+    size_t cap = mapped() + (384u << 20), before = in_use();
+    CHECK(cap > (384u << 20));
+    struct rlimit lim = {cap, old.rlim_max};
+    CHECK(old.rlim_cur == RLIM_INFINITY || old.rlim_cur > cap);
+    CHECK(setrlimit(RLIMIT_AS, &lim) == 0);
+    Measurement ms;
+    Status st = measure_init(&ms, bk, 1u << 26, &e);
+    size_t during = in_use();
+    CHECK(setrlimit(RLIMIT_AS, &old) == 0);
+    CHECK_EQ_INT(st, ST_NOMEM);
+    CHECK_CONTAINS(e.msg, "out of memory for a log of 67108864 steps");
+    CHECKF(during <= before + 4096, "the failed log left %zu bytes in use", during - before);
+    if (!st) measure_free(&ms);
+    bk->destroy(bk);
+}
+#endif
+
+int main(void)
+{
+    RUN(test_measure_frees_its_log);
+#ifndef __SANITIZE_ADDRESS__
+    RUN(test_measure_init_out_of_memory);
+#endif
+    RUN(test_measure_stats);
+    return test_summary();
+}

@@ -1,0 +1,226 @@
+/* tests/unit/test_oracle_moe.c — memory of a mixture-of-experts stage worked
+ * out by hand: the last stage's output activations (final norm, LM-head input,
+ * fp32 logits; again per multi-token-prediction depth) and ZeRO-3's gathered
+ * layers when the dense layer kind is the larger one.
+ *
+ * An independent oracle: every expected byte count is arithmetic on the model
+ * below, written out in the comments, never a value the planner produced.
+ *
+ * The model: 2 layers (the first dense), hidden 256, 2 heads of 128 (no GQA),
+ * vocabulary 1000 (vocab_pad 1), seq 512, RMSNorm, SwiGLU, RoPE, untied; 8
+ * routed experts of FFN 128, top 2, 1 shared expert, softmax router; the dense
+ * FFN is given below. BF16 recipe (support/fixtures.h): BF16 weights, FP32
+ * gradient reduction, no FP8 copy. Micro-batch 1, tp = pp = cp = ep = 1. */
+#include <math.h>
+
+#include "planner/plan.h"
+#include "support/fixtures.h"
+#include "test.h"
+
+static ModelSpec moe_model(uint32_t dense_ffn)
+{
+    ModelSpec m = {.name = "oracle-moe",
+                   .layers = 2,
+                   .hidden = 256,
+                   .ffn_hidden = dense_ffn,
+                   .heads = 2,
+                   .kv_heads = 2,
+                   .head_dim = 128,
+                   .vocab = 1000,
+                   .seq_len = 512,
+                   .norm = NORM_RMSNORM,
+                   .mlp = MLP_SWIGLU,
+                   .pos = POS_ROPE,
+                   .experts = 8,
+                   .experts_per_token = 2,
+                   .shared_experts = 1,
+                   .expert_ffn = 128,
+                   .dense_layers = 1,
+                   .router = ROUTER_SOFTMAX};
+    return m;
+}
+
+static int build(const PlanInput *in, Plan *p)
+{
+    Err e = {0};
+    Status st = plan_build(in, p, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    return st == ST_OK;
+}
+
+/* pp = 1: the one stage is the last. Tokens per micro-batch 1 x 512 = 512 (tp 1: all on this rank).
+ *   final norm input and output, BF16: 2 x 512 x 256 x 2 B = 524,288
+ *   its fp32 statistics (RMSNorm: 4 B a token):    512 x 4 B =   2,048
+ *   fp32 softmax of the logits:             512 x 1000 x 4 B = 2,048,000
+ *   total 2,574,336; one MTP depth repeats all three: 2 x 2,574,336 = 5,148,672. */
+static void test_last_stage_output(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_ACT_OUTPUT].bytes, 2574336);
+    m.mtp_layers = 1;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_ACT_OUTPUT].bytes, 5148672);
+}
+
+/* ZeRO-3 gathers one whole layer's weights before it runs (and keeps room for its gradient): the transient
+ * grows by 2 x the larger layer kind's gathered bytes (pp = 1: nothing else changes with the sharding).
+ * Gathered bytes per element: linear weights BF16 2 + no FP8 copy 0 + the BF16 gathered copy 2 + the FP32
+ * gradient 4 = 8; other (norms, router) BF16 2 + 2 + 4 = 8.
+ * Dense FFN 4096 makes the dense layer the larger:
+ *   dense: QKV 768 x 256 = 196,608 + proj 256 x 256 = 65,536 + FC1 8192 x 256 = 2,097,152 + FC2 256 x 4096 =
+ *          1,048,576 = 3,407,872 linear, 2 norms of 256 = 512 other: (3,407,872 + 512) x 8 = 27,267,072
+ *   MoE:   262,144 attention + shared expert 256 x 256 + 256 x 128 = 98,304 + 8 routed experts of 98,304 =
+ *          786,432, other 512 + router 8 x 256 = 2,048: (262,144 + 98,304 + 786,432 + 2,560) x 8 = 9,195,520
+ *   transient(ZeRO-3) - transient(ZeRO-2) = 2 x 27,267,072 = 54,534,144.
+ * The ZeRO-2 transient itself: the larger backward working set of one layer,
+ *   dense: dX and d(residual) 2 x 512 x 256 x 2 B = 524,288 + d(FC1 output) 512 x 8192 x 2 B = 8,388,608
+ *          = 8,912,896
+ *   MoE:   524,288 + d(shared FC1 output) 512 x 256 x 2 B = 262,144 + d(routed FC1 output) of 1024 rows
+ *          (512 tokens x top 2) x 256 x 2 B = 524,288 + dispatch and combine buffers 1024 x 256 x (2 + 2) B =
+ *          1,048,576 = 2,359,296
+ *   and the loss's peak 512 x 1000 x (10 - 4) B = 3,072,000 is below both: 8,912,896. */
+static void test_zero3_gathers_the_larger_kind(void)
+{
+    ModelSpec m = moe_model(4096);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.dp = 2, in.gbs = 2, in.sharding = SHARD_ZERO2;
+    Plan p2, p3;
+    if (!build(&in, &p2)) return;
+    in.sharding = SHARD_ZERO3;
+    if (!build(&in, &p3)) return;
+    CHECK_EQ_U64(p2.mem[MT_TRANSIENT].bytes, 8912896);
+    CHECK_EQ_U64(p3.mem[MT_TRANSIENT].bytes - p2.mem[MT_TRANSIENT].bytes, 54534144);
+}
+
+/* The MoE FFN's memory-bound kernels (router, permutation, casts, expert activations: moe_route_s), counted at
+ * the launch floor (HBM and FLOP rates 1e30, 1 us a launch), one micro-batch, one MoE layer. FP8 GEMMs (E4M3
+ * forward, E5M2 backward), SwiGLU experts, a shared expert. BF16 dispatch:
+ *   forward  router input 1, softmax + top-k 2, dispatch 1, FP8 cast of the dispatched rows 1, SwiGLU 1, FC2
+ *            input cast 1, combine 1, shared expert SwiGLU 1 and its cast 1, residual 1 = 11
+ *   backward dispatch of the gradient 1, its sum 1, FP8 cast of it 1, dY cast for FC1 1, SwiGLU backward 1,
+ *            combine 1, router backward 2, shared expert SwiGLU backward 1 and its casts 2, norm backward 2 +
+ *            residual 1 = 14; 25 in all.
+ * FP8 dispatch: the cast moves before the dispatch (forward 1 for 1) and the gradient's cast becomes the
+ * dispatch cast of the backward (1 for 1): 25 again. */
+static void test_route_launches(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    g.hbm_bw = g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.launch_s = 1e-6, in.gbs = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 25e-6) < 1e-12, "BF16 dispatch: %g us, expected 25", p.time.moe_route_s * 1e6);
+    r.comm_ep_dispatch = DT_E4M3;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 25e-6) < 1e-12, "FP8 dispatch: %g us, expected 25", p.time.moe_route_s * 1e6);
+    /* GeLU experts, no shared expert, BF16 dispatch: forward 1 + 2 + 1 + 1 + GeLU 1 + 1 + 1 + residual 1 = 9;
+     * backward 1 + 1 + 1 + 1 + GeLU backward 1 + 1 + 2 + norm 2 + residual 1 = 11; 20 in all */
+    m.mlp = MLP_GELU, m.shared_experts = 0;
+    r.comm_ep_dispatch = DT_BF16;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 20e-6) < 1e-12, "GeLU, no shared expert: %g us, expected 20",
+           p.time.moe_route_s * 1e6);
+}
+
+/* The same kernels by bytes (launches free, HBM 1e12 B/s at efficiency 1: bytes x 1e-12 s). T = 512 tokens,
+ * h = 256, E = 8 experts, top k = 2, R = 512 x 2 = 1024 routed rows, Fe = Fs = 128, SwiGLU, combine BF16 (2 B).
+ * BF16 dispatch (2 B):
+ *   forward  router input 4Th 524,288; probabilities + top-k (8E + 8k)T = 80 x 512 = 40,960; dispatch
+ *            2Rh x 2 = 1,048,576; FP8 cast of the rows 4Rh = 1,048,576; SwiGLU 6R Fe = 786,432; FC2 input cast
+ *            4R Fe = 524,288; combine (2R + 2T)h = 786,432; shared SwiGLU 6T Fs = 393,216 and cast 4T Fs =
+ *            262,144; residual 6Th = 786,432: 6,201,344
+ *   backward gradient dispatch 2Rh x 2 = 1,048,576, its sum 4Rh = 1,048,576, its FP8 cast 4Rh = 1,048,576, FC1 dY
+ *            cast 4R x 2Fe = 1,048,576, SwiGLU backward 10R Fe = 1,310,720, combine 786,432, router 12TE = 49,152,
+ *            shared SwiGLU backward 10T Fs = 655,360 and casts 4T(h + 2Fs) = 1,048,576, norm + residual 2 x 6Th =
+ *            1,572,864: 9,617,408; in all 15,818,752 B
+ * FP8 dispatch (1 B): the forward casts 3Th = 393,216 before a 1-byte dispatch 2Rh = 524,288 and drops the rows'
+ * cast: 5,021,696; the backward casts 3Th = 393,216, dispatches 524,288 and drops the gradient's cast:
+ * 8,437,760; in all 13,459,456 B. */
+static void test_route_bytes(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    g.hbm_bw = 1e12, g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.launch_s = 0, in.eff_hbm = 1, in.gbs = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 15818752e-12) < 1e-18, "BF16 dispatch: %.0f B, expected 15,818,752",
+           p.time.moe_route_s * 1e12);
+    r.comm_ep_dispatch = DT_E4M3;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 13459456e-12) < 1e-18, "FP8 dispatch: %.0f B, expected 13,459,456",
+           p.time.moe_route_s * 1e12);
+    /* GeLU experts (FC1 output Fe, not 2Fe), no shared expert, BF16 dispatch:
+     *   forward  524,288 + 40,960 + 1,048,576 + 1,048,576 + GeLU 4R Fe = 524,288 + cast 524,288 + combine 786,432
+     *            + residual 786,432 = 5,283,840
+     *   backward 1,048,576 + 1,048,576 + 1,048,576 + FC1 dY cast 4R Fe = 524,288 + GeLU backward 6R Fe = 786,432
+     *            + 786,432 + 49,152 + 1,572,864 = 6,864,896; in all 12,148,736 B */
+    m.mlp = MLP_GELU, m.shared_experts = 0;
+    r.comm_ep_dispatch = DT_BF16;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 12148736e-12) < 1e-18, "GeLU, no shared expert: %.0f B, expected 12,148,736",
+           p.time.moe_route_s * 1e12);
+    /* GeLU experts with the shared expert back: forward + shared GeLU 4T Fs = 262,144 and its cast 262,144 ->
+     * 5,808,128; backward + shared GeLU backward 6T Fs = 393,216 and its casts 4T(h + Fs) = 786,432 ->
+     * 8,044,544; in all 13,852,672 B */
+    m.shared_experts = 1;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 13852672e-12) < 1e-18, "GeLU with a shared expert: %.0f B, expected 13,852,672",
+           p.time.moe_route_s * 1e12);
+}
+
+/* One NCCL communicator (nccl_comm_bytes = 1000 here) per group of more than one rank the GPU is in: tp, cp,
+ * dp x cp, pp, ep, etp and the expert-data-parallel group edp = tp cp dp / (ep etp).
+ *   dp 4, ep 4:              dp, ep (edp 1)                -> 2
+ *   dp 4, ep 2:              dp, ep, edp 2                 -> 3
+ *   tp 2, dp 2, ep 2, etp 2: tp, dp, ep, etp (edp 1)      -> 4
+ *   pp 2, dp 2, ep 2:        dp, pp, ep (edp 1)            -> 3
+ *   cp 2, ep 2:              cp, dp x cp = 2, ep (edp 1)   -> 3
+ *   tp 2 alone:              tp, edp 2 (no dp, no ep)      -> 2 */
+static void test_communicators(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    const struct {
+        uint32_t tp, cp, dp, pp, ep, etp, want;
+    } c[6] = {{1, 1, 4, 1, 4, 1, 2}, {1, 1, 4, 1, 2, 1, 3}, {2, 1, 2, 1, 2, 2, 4},
+              {1, 1, 2, 2, 2, 1, 3}, {1, 2, 1, 1, 2, 1, 3}, {2, 1, 1, 1, 1, 1, 2}};
+    for (int i = 0; i < 6; i++) {
+        PlanInput in = fx_input(&m, &g, &r);
+        in.tp = c[i].tp, in.cp = c[i].cp, in.dp = c[i].dp, in.pp = c[i].pp, in.ep = c[i].ep, in.etp = c[i].etp;
+        in.gbs = c[i].dp, in.nccl_comm_bytes = 1000;
+        Plan p;
+        if (!build(&in, &p)) continue;
+        if (c[i].tp == 1) { /* without TP, sequence parallelism is moot: the same layout builds without it */
+            in.sp = 0;
+            Plan q;
+            if (build(&in, &q)) CHECK_EQ_U64(q.mem[MT_COMM_BUFFER].bytes, 1000ull * c[i].want);
+        }
+        CHECKF(p.mem[MT_COMM_BUFFER].bytes == 1000ull * c[i].want,
+               "layout %d: %llu bytes of communicators, expected %u", i,
+               (unsigned long long)p.mem[MT_COMM_BUFFER].bytes, 1000 * c[i].want);
+    }
+}
+
+int main(void)
+{
+    RUN(test_last_stage_output);
+    RUN(test_zero3_gathers_the_larger_kind);
+    RUN(test_route_launches);
+    RUN(test_route_bytes);
+    RUN(test_communicators);
+    return test_summary();
+}
