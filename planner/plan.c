@@ -441,24 +441,22 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_fi
     return ST_OK;
 }
 
-Status plan_build_fast(const PlanInput *in, Plan *out, PlanReject *why)
+/* plan_build_fast and plan_build_memory_first: validate, then build. */
+static Status build_checked(const PlanInput *in, Plan *out, PlanReject *why, int memory_first)
 {
     PlanReject r = plan_validate(in, NULL);
     if (r != REJECT_NONE) {
         *why = r;
         return (!in || !in->model || !in->gpu || !in->recipe) ? ST_SOFTWARE : ST_USAGE;
     }
-    return build(in, out, why, 0);
+    return build(in, out, why, memory_first);
 }
+
+Status plan_build_fast(const PlanInput *in, Plan *out, PlanReject *why) { return build_checked(in, out, why, 0); }
 
 Status plan_build_memory_first(const PlanInput *in, Plan *out, PlanReject *why)
 {
-    PlanReject r = plan_validate(in, NULL);
-    if (r != REJECT_NONE) {
-        *why = r;
-        return (!in || !in->model || !in->gpu || !in->recipe) ? ST_SOFTWARE : ST_USAGE;
-    }
-    return build(in, out, why, 1);
+    return build_checked(in, out, why, 1);
 }
 
 Status plan_build(const PlanInput *in, Plan *out, Err *e)
