@@ -83,6 +83,12 @@ struct Comm {
                                CommReduce op, Err *e);
     Status (*all_gather_v)(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype,
                            Err *e);
+    /* A sub-communicator: the ranks of c that pass the same color, ranked by key (MPI_Comm_split; every
+     * rank of c calls it). Its calls are counted in the stats of c's root (the communicator over every
+     * rank, parent NULL), so a rank's bytes per collective stay one table whatever group moved them.
+     * Destroy it before c. NULL where the library has none (call it through comm_split, which says so). */
+    Status (*split)(Comm *c, int color, int key, Comm **out, Err *e);
+    Comm *parent; /* the communicator this one was split from; NULL for the root */
     void (*destroy)(Comm *c);
 };
 
@@ -100,6 +106,9 @@ double comm_now_s(void);
 Status comm_reduce_scatter_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype,
                              CommReduce op, Err *e);
 Status comm_all_gather_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype, Err *e);
+
+/* c->split, or ST_UNAVAILABLE naming the communicator when it has none. */
+Status comm_split(Comm *c, int color, int key, Comm **out, Err *e);
 
 /* Bus bytes as whole bytes: S · 2(n−1)/n and S · (n−1)/n are fractions when n does not divide S
  * (the sharded states' uneven segments); the plan keeps their integer part (planner/plan_comm.c

@@ -338,28 +338,22 @@ static void mpi_destroy(Comm *c)
     if (--live == 0 && owned_init && MPI_Finalized(&fin) == MPI_SUCCESS && !fin) MPI_Finalize();
 }
 
-Status comm_mpi_create(Comm **out, Err *e)
+static Status mpi_split(Comm *c, int color, int key, Comm **out, Err *e);
+
+/* c's calls over MPI communicator mc (taken: freed on failure or by destroy). */
+static Status wrap(MPI_Comm mc, Comm **out, Err *e)
 {
-    *out = NULL;
     Status st = ST_OK;
-    int inited = 0, provided = 0;
     Comm *c = calloc(1, sizeof *c);
     MpiImpl *im = calloc(1, sizeof *im);
     if (!c || !im) {
-        free(c);
-        free(im);
-        return err_set(e, ST_NOMEM, "out of memory");
+        st = err_set(e, ST_NOMEM, "out of memory");
+        goto done;
     }
-    im->comm = MPI_COMM_NULL;
-    MPI_TRY(MPI_Initialized(&inited));
-    if (!inited) { /* the pool's threads never call MPI: FUNNELED */
-        MPI_TRY(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
-        owned_init = 1;
-    }
-    MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &im->comm));
-    MPI_TRY(MPI_Comm_set_errhandler(im->comm, MPI_ERRORS_RETURN));
-    MPI_TRY(MPI_Comm_rank(im->comm, &c->rank));
-    MPI_TRY(MPI_Comm_size(im->comm, &c->size));
+    im->comm = mc;
+    MPI_TRY(MPI_Comm_set_errhandler(mc, MPI_ERRORS_RETURN));
+    MPI_TRY(MPI_Comm_rank(mc, &c->rank));
+    MPI_TRY(MPI_Comm_size(mc, &c->size));
     c->name = "mpi";
     c->impl = im;
     c->all_reduce = mpi_all_reduce;
@@ -370,14 +364,45 @@ Status comm_mpi_create(Comm **out, Err *e)
     c->all_gather_v = mpi_all_gather_v;
     c->send = mpi_send;
     c->recv = mpi_recv;
+    c->split = mpi_split;
     c->destroy = mpi_destroy;
     live++;
     *out = c;
     return ST_OK;
 done:
-    if (im->comm != MPI_COMM_NULL) MPI_Comm_free(&im->comm);
+    if (mc != MPI_COMM_NULL) MPI_Comm_free(&mc);
     free(im);
     free(c);
+    return st;
+}
+
+static Status mpi_split(Comm *c, int color, int key, Comm **out, Err *e)
+{
+    *out = NULL;
+    Status st = ST_OK;
+    MPI_Comm mc = MPI_COMM_NULL;
+    if (color < 0) return err_set(e, ST_USAGE, "mpi split: color %d (every rank joins a group)", color);
+    MPI_TRY(MPI_Comm_split(world(c), color, key, &mc));
+    st = wrap(mc, out, e);
+    if (!st) (*out)->parent = c;
+done:
+    return st;
+}
+
+Status comm_mpi_create(Comm **out, Err *e)
+{
+    *out = NULL;
+    Status st = ST_OK;
+    int inited = 0, provided = 0;
+    MPI_Comm mc = MPI_COMM_NULL;
+    MPI_TRY(MPI_Initialized(&inited));
+    if (!inited) { /* the pool's threads never call MPI: FUNNELED */
+        MPI_TRY(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
+        owned_init = 1;
+    }
+    MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &mc));
+    return wrap(mc, out, e);
+done:
     return st;
 }
 

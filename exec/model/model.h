@@ -203,6 +203,15 @@ typedef struct Model {
     ModelHyper hyper;
     Backend *bk;
     Comm *comm;
+    /* Rank groups (exec/model/model_groups.c): rank = tp_rank + tp·(dp_rank + dp·stage) (Megatron's order:
+     * TP fastest, pipeline stages slowest). tpc: the TP group (same dp_rank and stage), dpc: the DP group
+     * (same tp_rank and stage), ppc: the pipeline (same tp_rank and dp_rank; its rank is the stage),
+     * amaxc: the stage's TP x DP ranks (the amax group of recipes reducing over "all"), embc: the first
+     * and last stage of the pipeline (a middle stage: itself alone). The world (comm) where a group is
+     * every rank; sub-communicators (owned[]) otherwise. */
+    uint32_t tp_rank, dp_rank;
+    Comm *tpc, *dpc, *ppc, *amaxc, *embc;
+    Comm *owned[5];
     /* The distributed optimizer / ZeRO-1 (the plan's sharding over dp ranks; exec/model/model_shard.c):
      * shard_ways = dp when a state is sharded, else 1. Per class (MODEL_CLASS_GEMM: block linear
      * weights, MODEL_CLASS_OTHER: the rest, each in parameter-table order) the elements E, the shard

@@ -31,11 +31,14 @@ Status model_pp_check(const Plan *p, Err *e)
 {
     const PlanInput *in = &p->in;
     if (in->pp == 1) return ST_OK;
-    if (in->pp != 2 || in->tp != 1 || in->dp != 1 || in->cp != 1 || in->vpp > 1)
+    if (in->cp != 1 || in->vpp > 1)
         return err_set(e, ST_UNAVAILABLE,
-                       "--pp %u with tp %u, dp %u, cp %u, vpp %u: pipeline parallelism runs two stages alone so far",
-                       in->pp, in->tp, in->dp, in->cp, in->vpp);
-    if (!p->first_layers || !p->last_layers) return err_set(e, ST_USAGE, "--pp %u: a stage has no layers", in->pp);
+                       "--pp %u with cp %u, vpp %u: the executor's pipeline runs one chunk per stage (no interleaved "
+                       "1F1B) and no context parallelism",
+                       in->pp, in->cp, in->vpp);
+    if (!p->first_layers || !p->last_layers || (in->pp > 2 && !p->mid_layers))
+        return err_set(e, ST_USAGE, "--pp %u: a stage has no layers (first %u, middle %u, last %u)", in->pp,
+                       p->first_layers, p->mid_layers, p->last_layers);
     return ST_OK;
 }
 
@@ -44,7 +47,8 @@ void model_pp_stage(const Plan *p, Model *m)
     const uint32_t pp = p->in.pp ? p->in.pp : 1;
     m->pp = pp;
     m->layers_total = p->in.model->layers;
-    m->stage = pp == 1 ? 0 : m->comm ? (uint32_t)m->comm->rank / ((uint32_t)m->comm->size / pp) : p->stage;
+    model_groups_coords(p, m);
+    if (pp == 1) m->stage = 0;
     m->layer0 = 0;
     if (pp > 1) {
         m->spec.layers = m->stage == 0 ? p->first_layers : m->stage + 1 == pp ? p->last_layers : p->mid_layers;
@@ -102,9 +106,9 @@ Status model_pp_run(Model *m, const int32_t *inputs, const int32_t *targets, dou
 
 Status model_pp_finish_grads(Model *m, Err *e)
 {
-    if (m->pp == 1 || !m->spec.tied_embeddings) return ST_OK;
+    if (m->pp == 1 || !m->spec.tied_embeddings || !(model_first(m) || model_last(m))) return ST_OK;
     ModelParam *w = model_find_param(m, PK_WTE, -1); /* stage 0's embedding, the last stage's head copy */
-    return m->comm->all_reduce(m->comm, CO_EMB_GRAD_AR, m->bk, w->grad, w->numel, model_states(m, w)->dt[STATE_GRAD],
+    return m->embc->all_reduce(m->embc, CO_EMB_GRAD_AR, m->bk, w->grad, w->numel, model_states(m, w)->dt[STATE_GRAD],
                                COMM_SUM, e);
 }
 
@@ -112,9 +116,7 @@ Status model_pp_share_loss(Model *m, float *loss, Err *e)
 {
     if (m->pp == 1) return ST_OK;
     Status st = m->bk->copy_to_device(m->bk, m->act.losses, loss, sizeof *loss, e);
-    if (!st)
-        st = m->comm->broadcast(m->comm, COMM_UNPLANNED, m->bk, m->act.losses, 1, DT_FP32,
-                                m->comm->size - m->comm->size / (int)m->pp, e);
+    if (!st) st = m->ppc->broadcast(m->ppc, COMM_UNPLANNED, m->bk, m->act.losses, 1, DT_FP32, (int)m->pp - 1, e);
     if (!st) st = m->bk->copy_to_host(m->bk, loss, m->act.losses, sizeof *loss, e);
     return st;
 }

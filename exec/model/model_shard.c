@@ -107,7 +107,7 @@ static uint64_t overlap(const Model *m, const ModelParam *p, uint32_t r, uint64_
 
 void model_shard_bind(Model *m)
 {
-    const uint32_t r = m->comm ? (uint32_t)m->comm->rank : 0;
+    const uint32_t r = m->dp_rank; /* the rank in the DP group */
     for (uint32_t i = 0; i < m->nparams; i++) {
         ModelParam *q = &m->params[i];
         const int c = model_class(q);
@@ -141,16 +141,16 @@ void *model_state_at(const Model *m, const ModelParam *p, StateId st, void *base
 /* counts[r] = elements of p rank r owns (they lie in rank order). */
 static void counts_of(const Model *m, const ModelParam *p, uint64_t *counts)
 {
-    for (int r = 0; r < m->comm->size; r++) {
+    for (uint32_t r = 0; r < m->dp; r++) {
         uint64_t a;
-        counts[r] = overlap(m, p, (uint32_t)r, &a);
+        counts[r] = overlap(m, p, r, &a);
     }
 }
 
 /* One collective per parameter over its state st: reduce-scatter or all-gather. */
 static Status each_param(Model *m, StateId st, CollectiveId id, Err *e)
 {
-    uint64_t *counts = calloc((size_t)m->comm->size, sizeof *counts);
+    uint64_t *counts = calloc((size_t)m->dp, sizeof *counts);
     if (!counts) return err_set(e, ST_NOMEM, "out of memory");
     Status s = ST_OK;
     for (uint32_t i = 0; !s && i < m->nparams; i++) {
@@ -158,8 +158,8 @@ static Status each_param(Model *m, StateId st, CollectiveId id, Err *e)
         void *buf = st == STATE_GRAD ? p->grad : p->weight;
         Dtype dt = model_states(m, p)->dt[st];
         counts_of(m, p, counts);
-        s = st == STATE_GRAD ? comm_reduce_scatter_v(m->comm, id, m->bk, buf, counts, dt, COMM_SUM, e)
-                             : comm_all_gather_v(m->comm, id, m->bk, buf, counts, dt, e);
+        s = st == STATE_GRAD ? comm_reduce_scatter_v(m->dpc, id, m->bk, buf, counts, dt, COMM_SUM, e)
+                             : comm_all_gather_v(m->dpc, id, m->bk, buf, counts, dt, e);
     }
     free(counts);
     return s;
@@ -174,7 +174,7 @@ int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uin
     for (int c = 0; c < 2; c++)
         for (int k = 0; k < STATE_COUNT_; k++)
             if ((m->shard_mask[c] >> k & 1) && spec->dst.v == &m->shard_buf[c][k]) {
-                uint64_t b = dtype_bytes(spec->dtype), r = m->comm ? (uint64_t)m->comm->rank : 0;
+                uint64_t b = dtype_bytes(spec->dtype), r = m->dp_rank;
                 *whole = m->class_elems[c] * b;
                 *lo = r * m->shard_elems[c] * b;
                 return 1;
