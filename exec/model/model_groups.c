@@ -33,21 +33,30 @@ void model_groups_coords(const Plan *p, Model *m)
     m->stage = r / (tp * dp);
 }
 
-/* *out = the group of `size` ranks whose members pass color (ranked by key): the world when it is every
- * rank, else a sub-communicator m owns. */
-static Status group(Model *m, uint32_t size, int color, int key, Comm **out, Err *e)
+/* A sub-communicator m owns: a free slot of m->owned, or NULL. */
+static Comm **slot(Model *m)
+{
+    for (int n = 0; n < 5; n++)
+        if (!m->owned[n]) return &m->owned[n];
+    return NULL;
+}
+
+/* *out = this rank's group: the ranks passing color, ranked by key, `want` of them. `size`, the same on
+ * every rank, decides how it is made: every rank (the world itself), one rank (a single-rank communicator:
+ * nothing to split, whatever library the world uses), else comm_split, which every rank of the world calls. */
+static Status group(Model *m, uint32_t size, uint32_t want, int color, int key, Comm **out, Err *e)
 {
     if (m->comm->size == 1 || size == (uint32_t)m->comm->size) {
         *out = m->comm;
         return ST_OK;
     }
-    int n = 0;
-    while (n < 5 && m->owned[n]) n++;
-    if (n == 5) return err_set(e, ST_SOFTWARE, "model: more than 5 rank groups");
-    Status st = comm_split(m->comm, color, key, &m->owned[n], e);
-    if (!st && (uint32_t)m->owned[n]->size != size)
-        st = err_set(e, ST_SOFTWARE, "model: a rank group of %d ranks, %u expected", m->owned[n]->size, size);
-    if (!st) *out = m->owned[n];
+    Comm **c = slot(m);
+    if (!c) return err_set(e, ST_SOFTWARE, "model: more than 5 rank groups");
+    Status st = size == 1 ? comm_single_create(c, e) : comm_split(m->comm, color, key, c, e);
+    if (!st && size == 1) (*c)->parent = m->comm; /* its calls (none move bytes) counted in the world's */
+    if (!st && (uint32_t)(*c)->size != want)
+        st = err_set(e, ST_SOFTWARE, "model: a rank group of %d ranks, %u expected", (*c)->size, want);
+    if (!st) *out = *c;
     return st;
 }
 
@@ -57,14 +66,14 @@ Status model_groups_create(Model *m, Err *e)
     const uint32_t td = tp * dp, within = r % td; /* the rank's place within its stage */
     const int end = m->stage == 0 || m->stage + 1 == pp;
     /* colors: the coordinates the group's ranks share; keys: the coordinate that orders them */
-    Status st = group(m, tp, (int)(r / tp), (int)m->tp_rank, &m->tpc, e);
-    if (!st) st = group(m, dp, (int)(m->stage * tp + m->tp_rank), (int)m->dp_rank, &m->dpc, e);
-    if (!st) st = group(m, pp, (int)within, (int)m->stage, &m->ppc, e);
-    if (!st) st = group(m, td, (int)m->stage, (int)within, &m->amaxc, e);
+    Status st = group(m, tp, tp, (int)(r / tp), (int)m->tp_rank, &m->tpc, e);
+    if (!st) st = group(m, dp, dp, (int)(m->stage * tp + m->tp_rank), (int)m->dp_rank, &m->dpc, e);
+    if (!st) st = group(m, pp, pp, (int)within, (int)m->stage, &m->ppc, e);
+    if (!st) st = group(m, td, td, (int)m->stage, (int)within, &m->amaxc, e);
     if (!st && pp <= 2)
         m->embc = m->ppc; /* every stage is an end */
     else if (!st) /* the ends of each pipeline together; a middle stage alone (its color: past the pipelines') */
-        st = group(m, end ? 2 : 1, end ? (int)within : (int)(td + r), (int)m->stage, &m->embc, e);
+        st = group(m, 2, end ? 2 : 1, end ? (int)within : (int)(td + r), (int)m->stage, &m->embc, e);
     return st;
 }
 
