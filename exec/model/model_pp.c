@@ -1,14 +1,17 @@
 /* exec/model/model_pp.c — pipeline parallelism with the 1F1B schedule
- * (Narayanan et al. 2021, PipeDream-Flush) over two CPU ranks (dp 1, tp 1).
+ * (Narayanan et al. 2021, PipeDream-Flush) over pp stages of CPU ranks, each
+ * stage tp x dp ranks (exec/model/model_groups.c: the pipeline group ppc holds
+ * one rank of each stage with the same TP and DP coordinates).
  *
- * Stage s holds its layers (the plan's first/last stage layers), the first
- * stage the embedding, the last the final norm, LM head and loss; a tied head
- * is the last stage's own copy of the embedding, initialised with the same
- * values, whose gradient the two stages sum after the step (the plan's
- * emb_grad_allreduce). A micro-batch's activations (the last block's output,
- * B·T x C in the activation dtype) go to the next stage and its input gradient
- * back (pp_send_recv: one send a micro-batch each way, the plan's m sends per
- * boundary stage). Stage s runs min(pp − s − 1, m) warm-up forwards, then
+ * Stage s holds its layers (the plan's first, middle and last stage layers),
+ * the first stage the embedding, the last the final norm, LM head and loss; a
+ * tied head is the last stage's own copy of the embedding, initialised with
+ * the same values, whose gradient the first and last stage sum after the step
+ * (the plan's emb_grad_allreduce, over embc; a middle stage takes no part). A
+ * micro-batch's activations (the last block's output, B·T/tp x C in the
+ * activation dtype) go to the next stage and its input gradient back
+ * (pp_send_recv: one send a micro-batch each way: the end stages send m, a
+ * middle stage, which receives and sends both ways, 2m). Stage s runs min(pp − s − 1, m) warm-up forwards, then
  * one forward and one backward at a time, then the remaining backwards, so at
  * most pp − s micro-batches are in flight: their saved activations live in
  * that many slots (the plan's in-flight micro-batches). Sends and receives are
