@@ -67,9 +67,12 @@ struct Comm {
     /* buf (count) on every rank = root's buf. Counted S · 1 (nccl-tests' broadcast factor). */
     Status (*broadcast)(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t count, Dtype dtype, int root,
                         Err *e);
-    /* Blocking point to point with rank peer (≠ this rank); a send is matched
-     * by the peer's recv of the same id, count and dtype, in order. A send
-     * counts S · 1 (bytes this rank sends), a recv counts nothing. */
+    /* Point to point with rank peer (≠ this rank); a send is matched by the
+     * peer's recv of the same id, count and dtype, in order. recv blocks until
+     * the data is there; send may return before the peer receives (MPI: a
+     * buffered copy, so two ranks may send to each other at once), the caller's
+     * buffer free for reuse either way. A send counts S · 1 (bytes this rank
+     * sends), a recv counts nothing. */
     Status (*send)(Comm *c, CollectiveId id, Backend *bk, const void *buf, uint64_t count, Dtype dtype, int peer,
                    Err *e);
     Status (*recv)(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t count, Dtype dtype, int peer, Err *e);

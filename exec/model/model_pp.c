@@ -14,11 +14,11 @@
  * middle stage, which receives and sends both ways, 2m). Stage s runs min(pp − s − 1, m) warm-up forwards, then
  * one forward and one backward at a time, then the remaining backwards, so at
  * most pp − s micro-batches are in flight: their saved activations live in
- * that many slots (the plan's in-flight micro-batches). Sends and receives are
- * blocking (exec/comm); a send to a stage that is itself sending relies on
- * MPI's eager protocol (messages of a few KiB; a combined send-receive in
- * Comm would lift that). Gradient accumulation order over micro-batches is one
- * rank's (backwards run 0, 1, ...).
+ * that many slots (the plan's in-flight micro-batches). Receives block; sends
+ * return at once (MPI: a buffered copy, exec/comm/comm_mpi.c), so neighbouring
+ * stages sending to each other at the same moment never wait on each other.
+ * Gradient accumulation order over micro-batches is one rank's (backwards run
+ * 0, 1, ...).
  *
  * FP8: a bank's delayed update follows every forward and every backward (TE's
  * order), so forwards see the scales one rank would; a micro-batch's saved FP8

@@ -99,6 +99,15 @@ mpi_run 4 "$FP8PLAN" $GPT --recipe te-fp8 --steps 20 --pp 4 --loss-log "$TMP/f4.
 expect_rc "te-fp8 pp 4 exits 0" 0
 within "te-fp8 pp 4 within 1e-3 of one rank" "$TMP/f1.csv" "$TMP/f4.csv" 1e-3
 
+# Neighbouring stages send to each other at the same moment in 1F1B: with hidden 128 a message is 32 x
+# 128 x 2 = 8 KiB, past OpenMPI's eager size, and blocking sends waited for each other forever (30 s
+# timeout before sends were buffered, exec/comm/comm_mpi.c; 1 s now)
+t=$MPI_TIMEOUT
+MPI_TIMEOUT=30
+mpi_run 4 "$FP8PLAN" $GPT --hidden 128 --recipe megatron-bf16 --steps 2 --pp 4
+MPI_TIMEOUT=$t
+expect_rc "pp 4 with 8 KiB messages finishes (no send waits on the other's)" 0
+
 # ---- PP 2 x DP 2: ranks 0, 1 stage 0 (DP ranks 0, 1), ranks 2, 3 stage 1 ------------------------
 mpi_run 2 "$FP8PLAN" $GPT --recipe megatron-bf16 --steps 20 --loss-log "$TMP/dp2.csv"
 expect_rc "dp 2 exits 0" 0

@@ -9,8 +9,8 @@ static ModelSpec M;
 static GpuSpec G;
 static Recipe R;
 
-/* The plan of stage s (s < 0: the default, the most-loaded stage). */
-static Plan stage_plan(int s)
+/* The input of stage s (s < 0: the default, the most-loaded stage). */
+static PlanInput stage_input(int s)
 {
     M = fx_tiny_model();
     M.layers = 4;
@@ -19,6 +19,12 @@ static Plan stage_plan(int s)
     PlanInput in = fx_input(&M, &G, &R);
     in.pp = 4, in.gbs = 4;
     in.stage_view = s < 0 ? 0 : (uint32_t)s + 1;
+    return in;
+}
+
+static Plan stage_plan(int s)
+{
+    PlanInput in = stage_input(s);
     Plan p;
     Err e;
     CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
@@ -74,12 +80,7 @@ static void test_stage_sends(void)
 /* A stage past the pipeline is refused with the stages there are. */
 static void test_stage_refused(void)
 {
-    M = fx_tiny_model();
-    M.layers = 4;
-    G = fx_gpu();
-    R = fx_bf16_recipe("megatron-bf16", 0);
-    PlanInput in = fx_input(&M, &G, &R);
-    in.pp = 4, in.gbs = 4, in.stage_view = 5;
+    PlanInput in = stage_input(4); /* stage_view 5 */
     Plan p;
     Err e;
     CHECK_EQ_INT(plan_build(&in, &p, &e), ST_USAGE);
