@@ -246,7 +246,8 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     if (!st) st = model_groups_create(m, e);
     if (!st) {
         m->host_losses = malloc(model_tokens(m) * sizeof(float));
-        m->step_losses = malloc(model_step_tokens(m) * m->dp * sizeof(float));
+        m->step_losses =
+            calloc(model_step_tokens(m) * m->dp, sizeof(float)); /* a pipeline stage before the last: zeros */
         if (!m->host_losses || !m->step_losses) st = err_set(e, ST_NOMEM, "out of memory");
     }
     if (!st) st = upload_rope(m, e);
