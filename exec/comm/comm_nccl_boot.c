@@ -20,7 +20,8 @@ static Comm *held;
 
 static void release_held(void)
 {
-    if (held) held->destroy(held);
+    int fin = 0;
+    if (held && MPI_Finalized(&fin) == MPI_SUCCESS && !fin) held->destroy(held); /* finalized: nothing to free */
     held = NULL;
 }
 

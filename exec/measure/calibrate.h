@@ -7,7 +7,7 @@
  *   GEMM       the twelve GEMMs of a layer (fprop, dgrad, wgrad of QKV, proj,
  *              FC1, FC2) with the FP8 operands the FP8 recipes use (E4M3 x E4M3
  *              forward, E5M2 x E4M3 backward), the same twelve in BF16 plus
- *              the LM head's three (BF16 in every recipe), and in FP32: per
+ *              the LM head's three (BF16 in every recipe), and in FP32 (FP32 outputs): per
  *              path the FLOPs of its shapes over the sum of their median times
  *              (so the planner's sum over those shapes reproduces the measured
  *              sum);
