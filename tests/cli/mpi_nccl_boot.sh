@@ -7,24 +7,12 @@
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
-prog=$(dirname "$FP8PLAN")/mpi/mpi_nccl_boot
-if ! command -v mpirun >/dev/null 2>&1; then
-    skip "nccl boot" "mpirun: install openmpi-bin (make installs it as root)"
-    finish
-    exit
-fi
-if [ ! -x "$prog" ]; then
-    fail "nccl boot" "$prog was not built"
-    finish
-    exit
-fi
-for np in 2 4; do
-    mpi_run "$np" "$prog"
-    mpi_expect_checks "np$np"
-done
+mpi_program_checks "nccl boot" "$(dirname "$FP8PLAN")/mpi/mpi_nccl_boot" 2 4
 
 TINY="--model gpt2-124m --layers 2 --hidden 32 --heads 2 --seq 16 --vocab 128"
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+if ! command -v mpirun >/dev/null 2>&1; then
+    skip "--backend cuda under mpirun" "mpirun: install openmpi-bin (make installs it as root)"
+elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
     skip_hw "--backend cuda without a GPU" "this machine has a GPU"
 else
     # the reason: no GPU (a CUDA build) or no CUDA in this build (make CUDA=0, the sanitizer builds)

@@ -14,26 +14,9 @@
 #include "exec/comm/comm_mpi.h"
 #include "exec/comm/comm_nccl_boot.h"
 #include "exec/comm/comm_nccl_rules.h"
-#include "test.h"
+#include "mpi_check.h"
 
 static Comm *C;
-static int N, R;
-
-static void mpi_run(const char *name, void (*fn)(void))
-{
-    test_cur_fails_ = 0;
-    fn();
-    int mine = test_cur_fails_, all = 0;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (mine) fprintf(stderr, "  (rank %d: %d checks failed)\n", R, mine);
-    if (all)
-        test_failed_++;
-    else
-        test_passed_++;
-    if (R == 0) printf("%s - np%d: %s\n", all ? "FAIL" : "ok", N, name);
-    fflush(stdout);
-}
-#define MRUN(fn) mpi_run(#fn, fn)
 
 /* One machine: the local ranks are 0 .. N-1, each once (the GPU of rank r is r mod GPUs). */
 static void check_locals(int local)
