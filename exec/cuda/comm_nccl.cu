@@ -108,6 +108,7 @@ static Status nccl_settle(Comm *c, Err *e)
         float ms = 0.0f;
         CU_TRY(cudaEventSynchronize(ni->ev[2 * i + 1]), e);
         CU_TRY(cudaEventElapsedTime(&ms, ni->ev[2 * i], ni->ev[2 * i + 1]), e);
+        if (ni->pair_id[i] == NCCL_UNCOUNTED) continue; /* a recv: its time is the sender's, as over MPI */
         c->total.seconds += 1e-3 * (double)ms;
         if ((unsigned)ni->pair_id[i] < CO_COUNT_) c->stats[ni->pair_id[i]].seconds += 1e-3 * (double)ms;
     }
@@ -156,7 +157,7 @@ Status nccl_run(Comm *c, Backend *bk, CollectiveId id, const NcCall *call, const
         case NCS_ISSUE: ST_TRY(issue(ni, call, e)); break;
         case NCS_END:
             CU_TRY(cudaEventRecord(ni->ev[2 * p + 1], ni->stream), e);
-            ni->pair_id[p] = (int)id;
+            ni->pair_id[p] = call->k == NC_RECV ? NCCL_UNCOUNTED : (int)id;
             ni->pending = p + 1;
             break;
         case NCS_WAIT_DONE:
@@ -168,7 +169,7 @@ Status nccl_run(Comm *c, Backend *bk, CollectiveId id, const NcCall *call, const
             break;
         }
     }
-    comm_count(c, id, payload, factor);
+    if (call->k != NC_RECV) comm_count(c, id, payload, factor); /* a recv counts nothing (comm.h) */
 done:
     return st;
 }

@@ -18,7 +18,8 @@
 #include "exec/comm/comm_nccl_rules.h"
 #include "exec/cuda/cuda_impl.h"
 
-enum { NCCL_PAIRS = 1024 }; /* calls whose times are held before settle reads them */
+enum { NCCL_PAIRS = 1024 };   /* calls whose times are held before settle reads them */
+enum { NCCL_UNCOUNTED = -1 }; /* pair_id of a recv: neither counted nor timed (its time is the sender's) */
 
 typedef struct {
     ncclComm_t comm;     /* NULL: one rank without NCCL (local copies) */
@@ -57,7 +58,8 @@ typedef struct {
 } NcMove;
 
 /* Run call on c's stream in comm_nccl_order's order, with nin moves before and nout after on the compute
- * stream; counts payload bytes with bus factor under id (its seconds come at settle). */
+ * stream; counts payload bytes with bus factor under id (its seconds come at settle; a lone recv counts
+ * nothing, as over MPI). */
 Status nccl_run(Comm *c, Backend *bk, CollectiveId id, const NcCall *call, const NcMove *in, int nin, const NcMove *out,
                 int nout, uint64_t payload, double factor, Err *e);
 

@@ -5,7 +5,11 @@
  * Counting (comm.h, nccl-tests): payload S = the array's bytes in the dtype
  * that travels (BF16 where FP8 cannot travel as itself); bus bytes S·2(n−1)/n
  * (all-reduce), S·(n−1)/n (all-gather, reduce-scatter), S (broadcast over
- * two or more ranks, send; a recv counts nothing).
+ * two or more ranks, send; a recv counts nothing). Seconds: each call's device
+ * time between its start and end events on the NCCL stream, added at settle;
+ * it includes any wait for the other ranks inside NCCL (wait_s stays 0: a
+ * barrier before each call, as the MPI communicator has, would be a host
+ * synchronisation).
  *
  * Uneven collectives (reduce_scatter_v, all_gather_v): NCCL has none, so the
  * segments are padded to the largest, L (comm_pad): each rank's segment is
