@@ -221,7 +221,7 @@ static void check_comm(Gc *g, int as_old)
     double before = c->total.seconds;
     st = comm_settle(c, &e);
     gc_expect(g, "nccl settle", "no time before settle, positive device time after, per plan row",
-              st == ST_OK && before == 0.0 && c->total.seconds > 0.0 && c->stats[CO_DP_GRAD_AR].seconds > 0.0 &&
+              st == ST_OK && before == 0.0 && c->total.seconds > 0.0 && c->stats[CO_DP_PARAM_AG].seconds > 0.0 &&
                   c->stats[CO_AMAX_AR].seconds == 0.0,
               st ? e.msg : "seconds not as expected");
     /* one rank has no peer: point to point is refused, naming the peer */
