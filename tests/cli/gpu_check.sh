@@ -55,10 +55,11 @@ else
         fail "selftest: calibrate.csv" "$(cat "$cal_csv" 2>/dev/null | head -c 400)"
     fi
     expect_out "selftest: the calibrate stage ran" "-- fp8plan calibrate (limit"
-    # the nccl stage: mpirun -np 1 fp8plan run (MPI between CPU ranks standing in), its block first in run.csv
+    # the nccl stage: mpirun -np 1 fp8plan run (MPI between CPU ranks standing in), its block last in run.csv
     if command -v mpirun >/dev/null 2>&1; then
-        if head -n 1 "$run_csv" 2>/dev/null | grep -q '^# recipe te-fp8 (nccl, mpirun -np 1)$'; then
-            pass "selftest: run.csv starts with the mpirun -np 1 run's block"
+        if tail -n +2 "$run_csv" 2>/dev/null | grep -q '^# recipe te-fp8 (nccl, mpirun -np 1)$' &&
+            [ "$(grep '^# recipe ' "$run_csv" | tail -n 1)" = "# recipe te-fp8 (nccl, mpirun -np 1)" ]; then
+            pass "selftest: run.csv ends with the mpirun -np 1 run's block (after the steps)"
         else
             fail "selftest: run.csv lacks the mpirun block" "$(head -n 2 "$run_csv" 2>/dev/null)"
         fi

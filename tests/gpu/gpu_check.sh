@@ -9,22 +9,22 @@
 #   2. gemm     the cuBLASLt sweep, FP8 against BF16, at 4096³, 8192³ and one
 #               GPT-13B layer's twelve GEMMs, plus the memory-bound kernels (gpu_bench)
 #   3. torch    the same layer stack and GEMM shapes in PyTorch (torch_baseline.py)
-#   4. calibrate `fp8plan calibrate --backend cuda`: the GPU measured as the
-#               planner needs it (cuBLASLt GEMMs per dtype path at a layer's
-#               shapes, HBM and element-wise bandwidth, launch floor; one GPU
-#               has no bus) — its gpus.csv row in calibrate.csv
-#      nccl     `mpirun -np 1 fp8plan run --backend cuda` on a small model: NCCL
-#               bootstrapped through MPI (rank 0's id broadcast), NCCL on its
-#               own stream ordered by events, collective times from events —
-#               its rows in run.csv under "# recipe te-fp8 (nccl, mpirun -np 1)"
-#               (skipped, and said, where mpirun is missing)
-#   5. steps    8 layers of GPT-13B (2.8e9 parameters with the embedding, seq
+#   4. steps    8 layers of GPT-13B (2.8e9 parameters with the embedding, seq
 #               2048, micro-batch 2) for megatron-bf16, te-fp8 and fp8lm:
 #               `fp8plan run --backend cuda`, plan versus measured per term —
 #               arena terms byte for byte, device memory against the plan's
 #               total, device time per phase and category, step time, tokens/s,
 #               TFLOP/s and MFU — in run.csv and as the summary's last table
 #               (gpu_train's timed steps where `run` is absent)
+#   5. calibrate `fp8plan calibrate --backend cuda`: the GPU measured as the
+#               planner needs it (cuBLASLt GEMMs per dtype path at a layer's
+#               shapes, HBM and element-wise bandwidth, launch floor; one GPU
+#               has no bus) — its gpus.csv row in calibrate.csv
+#      nccl     `mpirun -np 1 fp8plan run --backend cuda` on a small model: NCCL
+#               bootstrapped through MPI (rank 0's id broadcast), NCCL on its
+#               own stream ordered by events, collective times from events —
+#               its rows last in run.csv under "# recipe te-fp8 (nccl, mpirun -np 1)"
+#               (skipped, and said, where mpirun is missing)
 # and writes the CSVs, a log and summary.txt into the results folder
 # ($GPU_CHECK_OUT, default results/gpu-<UTC date>), printing the summary last.
 # Without a GPU it says so and exits 69 (EX_UNAVAILABLE) having run nothing.
@@ -69,7 +69,7 @@ STEPS=${GPU_CHECK_STEPS:-8}
 SEED=${GPU_CHECK_SEED:-$(date +%s)}
 BUDGET=${GPU_CHECK_BUDGET:-465}
 mkdir -p "$OUTDIR" || exit 73
-: >"$OUTDIR/run.csv" # the nccl stage's block, then the steps' (removed at the end when empty)
+: >"$OUTDIR/run.csv" # the steps' blocks, then the nccl stage's (removed at the end when empty)
 LOG=$OUTDIR/log.txt
 SUM=$OUTDIR/summary.txt
 : >"$LOG"
@@ -186,7 +186,50 @@ else
     fi
 fi
 
-# ---- 4. calibrate and a rank of NCCL bootstrapped through MPI ------------------------------------------
+# ---- the plan's expectation for the steps stage, before it runs ----------------------------------
+# gpu_plan: the same PlanInput as fp8plan run (one GPU, materialized attention, no fragmentation)
+# for the device's models/gpus.csv row (h200 in the selftest), 8 GPT-13B layers by default.
+case "$(head -n 1 "$OUTDIR/env.tmp")" in
+*H200*) GPU_ROW=h200 ;; *H800*) GPU_ROW=h800 ;; *H100*PCIe*) GPU_ROW=h100-pcie ;; *H100*) GPU_ROW=h100-sxm ;;
+*B200*) GPU_ROW=b200 ;; *) GPU_ROW=h200 ;;
+esac
+stage "plan: the expected step for $LAYERS GPT-13B layers on $GPU_ROW"
+if "$BUILD/gpu/gpu_plan" "$GPU_ROW" "$LAYERS" "$TOKENS" >"$OUTDIR/expect.tmp" 2>>"$LOG"; then
+    awk -F, 'NR > 1 { printf "  expected %-14s step %9.2f ms (GEMM %.2f, attention %.2f, other kernels %.2f, optimizer %.2f ms)\n", $1, $6, $7, $8, $9, $10 }' \
+        "$OUTDIR/expect.tmp" | tee -a "$LOG"
+else
+    say "gpu_plan: failed (see log.txt)"
+    status=1
+fi
+
+# ---- 4. training steps ------------------------------------------------------------------------------
+# The plan is made for the device's row of models/gpus.csv (fp8plan run matches
+# its name and SM count). In the selftest the CPU backend runs a small model
+# instead: it tests the plumbing (run.csv, the summary's table), not a GPU.
+if [ "${GPU_CHECK_SELFTEST:-0}" = 1 ]; then
+    RUN_MODEL="--backend cpu --model gpt2-124m --layers 2 --hidden 64 --heads 4 --seq 64 --vocab 512 --mbs 2"
+    stage "steps: a small model on the CPU backend (selftest)"
+else
+    RUN_MODEL="--backend cuda --model gpt-13b --layers $LAYERS --seq 2048 --mbs $((TOKENS / 2048))"
+    stage "steps: $LAYERS layers of GPT-13B, $TOKENS tokens/step"
+fi
+if "$BUILD/fp8plan" run --help >/dev/null 2>&1; then
+    for r in megatron-bf16 te-fp8 fp8lm; do
+        # shellcheck disable=SC2086 # RUN_MODEL is a list of flags
+        run_stage 110 "fp8plan run $r" "$BUILD/fp8plan" run $RUN_MODEL --recipe "$r" --steps "$STEPS" \
+            --seed "$SEED" --log-every 4 -o "$OUTDIR/run_$r.tmp"
+        if [ -f "$OUTDIR/run_$r.tmp" ]; then
+            { echo "# recipe $r"; cat "$OUTDIR/run_$r.tmp"; } >>"$OUTDIR/run.csv"
+            rm -f "$OUTDIR/run_$r.tmp"
+        fi
+    done
+else
+    say "fp8plan run is not in this build: gpu_train times the steps (no plan comparison)"
+    run_stage 300 "gpu_train (steps)" env FP8PLAN_GPU_TRAIN_SPEED_ONLY=1 "$BUILD/gpu/gpu_train" - "$OUTDIR/steps.csv" \
+        "$LAYERS" "$TOKENS" "$STEPS" "$SEED"
+fi
+
+# ---- 5. calibrate and a rank of NCCL through MPI (after the steps: they take what is left) ----------
 # One H200 cannot host two NCCL ranks (NCCL < 2.30 refuses two ranks on one device), so the link is not
 # measured here: calibrate says "one GPU has no bus", and the mpirun stage runs one rank. In the selftest
 # the CPU backend stands in (calibrate --backend cpu, MPI between CPU ranks): the plumbing, not a GPU.
@@ -215,54 +258,11 @@ else
     # shellcheck disable=SC2086 # NCCL_RUN is a list of flags
     run_stage 60 "mpirun -np 1 fp8plan run" mpirun -np 1 "$BUILD/fp8plan" run $NCCL_RUN --recipe te-fp8 --steps 6 \
         --seed "$SEED" -o "$OUTDIR/nccl.tmp"
-    grep -h "communicator: " "$LOG" | tail -n 1 | tee -a "$LOG" # nccl X.Y.Z (ranks bootstrapped through MPI)
+    grep -h "communicator: " "$LOG" | tail -n 1 | tee -a "$LOG" # e.g. nccl 2.x.y (ranks bootstrapped through MPI)
     if [ -f "$OUTDIR/nccl.tmp" ]; then
         { echo "# recipe te-fp8 (nccl, mpirun -np 1)"; cat "$OUTDIR/nccl.tmp"; } >>"$OUTDIR/run.csv"
         rm -f "$OUTDIR/nccl.tmp"
     fi
-fi
-
-# ---- the plan's expectation for the steps stage, before it runs ----------------------------------
-# gpu_plan: the same PlanInput as fp8plan run (one GPU, materialized attention, no fragmentation)
-# for the device's models/gpus.csv row (h200 in the selftest), 8 GPT-13B layers by default.
-case "$(head -n 1 "$OUTDIR/env.tmp")" in
-*H200*) GPU_ROW=h200 ;; *H800*) GPU_ROW=h800 ;; *H100*PCIe*) GPU_ROW=h100-pcie ;; *H100*) GPU_ROW=h100-sxm ;;
-*B200*) GPU_ROW=b200 ;; *) GPU_ROW=h200 ;;
-esac
-stage "plan: the expected step for $LAYERS GPT-13B layers on $GPU_ROW"
-if "$BUILD/gpu/gpu_plan" "$GPU_ROW" "$LAYERS" "$TOKENS" >"$OUTDIR/expect.tmp" 2>>"$LOG"; then
-    awk -F, 'NR > 1 { printf "  expected %-14s step %9.2f ms (GEMM %.2f, attention %.2f, other kernels %.2f, optimizer %.2f ms)\n", $1, $6, $7, $8, $9, $10 }' \
-        "$OUTDIR/expect.tmp" | tee -a "$LOG"
-else
-    say "gpu_plan: failed (see log.txt)"
-    status=1
-fi
-
-# ---- 5. training steps ------------------------------------------------------------------------------
-# The plan is made for the device's row of models/gpus.csv (fp8plan run matches
-# its name and SM count). In the selftest the CPU backend runs a small model
-# instead: it tests the plumbing (run.csv, the summary's table), not a GPU.
-if [ "${GPU_CHECK_SELFTEST:-0}" = 1 ]; then
-    RUN_MODEL="--backend cpu --model gpt2-124m --layers 2 --hidden 64 --heads 4 --seq 64 --vocab 512 --mbs 2"
-    stage "steps: a small model on the CPU backend (selftest)"
-else
-    RUN_MODEL="--backend cuda --model gpt-13b --layers $LAYERS --seq 2048 --mbs $((TOKENS / 2048))"
-    stage "steps: $LAYERS layers of GPT-13B, $TOKENS tokens/step"
-fi
-if "$BUILD/fp8plan" run --help >/dev/null 2>&1; then
-    for r in megatron-bf16 te-fp8 fp8lm; do
-        # shellcheck disable=SC2086 # RUN_MODEL is a list of flags
-        run_stage 110 "fp8plan run $r" "$BUILD/fp8plan" run $RUN_MODEL --recipe "$r" --steps "$STEPS" \
-            --seed "$SEED" --log-every 4 -o "$OUTDIR/run_$r.tmp"
-        if [ -f "$OUTDIR/run_$r.tmp" ]; then
-            { echo "# recipe $r"; cat "$OUTDIR/run_$r.tmp"; } >>"$OUTDIR/run.csv"
-            rm -f "$OUTDIR/run_$r.tmp"
-        fi
-    done
-else
-    say "fp8plan run is not in this build: gpu_train times the steps (no plan comparison)"
-    run_stage 300 "gpu_train (steps)" env FP8PLAN_GPU_TRAIN_SPEED_ONLY=1 "$BUILD/gpu/gpu_train" - "$OUTDIR/steps.csv" \
-        "$LAYERS" "$TOKENS" "$STEPS" "$SEED"
 fi
 
 # ---- merge the check tables (8 files at most come back from a device call) ------------------------------
