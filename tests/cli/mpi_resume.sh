@@ -31,6 +31,10 @@ resumed() {
 resumed 2 tiny-gpt megatron-bf16
 resumed 4 tiny-gpt te-fp8
 # ZeRO-1: each rank's master, m and v shard come back from the gathered whole state
+# fp8lm sharded: the FP16 master / E4M3 m / FP16 v shards and their agreed scaling records come
+# back; the resumed run gathers its E4M3 copies again before the first forward (not a plan collective)
+resumed 2 tiny-gpt fp8lm --zero 1
+resumed 4 tiny-gpt fp8lm --dist-opt
 resumed 2 tiny-odd te-fp8 --zero 1
 resumed 4 tiny-gpt megatron-bf16 --zero 1
 resumed 4 tiny-odd megatron-bf16 --dist-opt
