@@ -12,10 +12,22 @@
  *   2^17: 2^15 -> FP16 0x7800. Records {16384, 2^-14, 3.6875}, {512, 2^-9, 0.5}, {131072, 2^-17,
  *   0.25} on both parts.
  *   Part A alone (its local amax 1.8125, the mutant this test is for): 65504 / 1.8125 = 36140.7 ->
- *   2^15, 1.8125 x 32768 = 59392 -> 0x7B40: another code. */
+ *   2^15, 1.8125 x 32768 = 59392 -> 0x7B40: another code.
+ *
+ * Then the sharded fp8lm model itself (no MPI: a single-rank communicator told it is rank r of 4,
+ * as tests/unit/test_exec_shard.c does), on that file's 1-layer model (hidden 33, FFN 67): linear
+ * weights E = 8,778 (QKV 3,267 at flat 0, proj 1,089 at 3,267, FC1 2,211 at 4,356, FC2 2,211 at
+ * 6,567), shards of S = ceil(8,778 / 4) = 2,195: the FP16 master shard 2,195 x 2 = 4,390 B, E4M3 m
+ * 2,195 B, FP16 v 4,390 B; the scaling records stay whole (4 linears x master, grad, m, v x 3 floats
+ * x 4 B = 192 B). */
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "exec/backend.h"
+#include "exec/comm/comm.h"
+#include "exec/model/model_internal.h"
+#include "support/exec_fixtures.h"
 #include "test.h"
 
 /* Part `i` (one element) of the step-1 tensor, in a desc over host memory (the cpu backend's). */
@@ -99,8 +111,86 @@ static void test_passes_apart(void)
     bk->destroy(bk);
 }
 
+static ModelSpec odd(void)
+{
+    ModelSpec m = fx_gpt();
+    m.layers = 1, m.hidden = 33, m.heads = m.kv_heads = 3, m.head_dim = 11, m.ffn_hidden = 67, m.seq_len = 5;
+    return m;
+}
+
+static Model *rank_model(Backend *bk, int r, uint32_t dp)
+{
+    ModelSpec m = odd();
+    Recipe rc = fx_recipe("fp8lm");
+    rc.comm_dp_grad = rc.comm_param_gather = DT_E4M3; /* recipes.csv's fp8lm row: E4M3 gradients and copies */
+    static Plan p;
+    Err e;
+    Comm *c = NULL;
+    Model *md = NULL;
+    if (fx_plan_dp(&m, &rc, 2, 1, dp, dp > 1 ? SHARD_ZERO1 : SHARD_NONE, &p, &e) || comm_single_create(&c, &e))
+        return NULL;
+    c->size = (int)dp, c->rank = r;
+    if (model_create(&p, NULL, bk, c, &md, &e)) {
+        fprintf(stderr, "  model_create rank %d: %s\n", r, e.msg);
+        c->destroy(c);
+        return NULL;
+    }
+    return md;
+}
+
+static void drop(Model *m)
+{
+    if (!m) return;
+    Comm *c = m->comm;
+    model_destroy(m);
+    c->destroy(c);
+}
+
+/* Every rank's FP16 master part is the one rank's codes at its elements, its pointer element
+ * own_lo − r·S + flat of the FP16 shard, its records the whole tensor's (the same on every rank),
+ * and no copy is gathered yet (the first forward gathers). */
+static void test_sharded_model(void)
+{
+    Backend *bk = NULL;
+    Err e;
+    CHECK_EQ_INT(backend_create("cpu", &bk, &e), ST_OK);
+    if (!bk) return;
+    Model *one = rank_model(bk, 0, 1);
+    CHECK(one != NULL);
+    for (int r = 0; one && r < 4; r++) {
+        Model *m = rank_model(bk, r, 4);
+        CHECK(m != NULL);
+        if (!m) continue;
+        CHECK(m->shard_elems[MODEL_CLASS_GEMM] == 2195);
+        CHECK_EQ_U64(m->arena.placed[MT_MASTER_GEMM], 4390);
+        CHECK_EQ_U64(m->arena.placed[MT_OPTIM_M_GEMM], 2195);
+        CHECK_EQ_U64(m->arena.placed[MT_OPTIM_V_GEMM], 4390);
+        CHECK_EQ_U64(m->arena.placed[MT_SCALE_STATE], 192);
+        CHECK_EQ_U64(m->arena.placed[MT_FP8_ROWWISE], 8778); /* the E4M3 copy whole */
+        uint64_t owned = 0;
+        for (uint32_t i = 0; i < m->nparams; i++) {
+            const ModelParam *q = &m->params[i], *q1 = &one->params[i];
+            CHECK_EQ_INT(model_shard_copies(m, q), q->gemm);
+            if (!q->gemm) continue;
+            CHECK(isnan(q->copy_scale));
+            CHECK(!memcmp(q->master_rec, q1->master_rec, 3 * sizeof(float))); /* the whole tensor's scale */
+            owned += q->own_n;
+            CHECK((q->master != NULL) == (q->own_n != 0));
+            if (!q->own_n) continue;
+            uint64_t at = q->flat + q->own_lo - (uint64_t)r * 2195;
+            CHECK((uint16_t *)q->master == (uint16_t *)m->shard_buf[MODEL_CLASS_GEMM][STATE_MASTER] + at);
+            CHECK(!memcmp(q->master, (uint16_t *)q1->master + q->own_lo, q->own_n * sizeof(uint16_t)));
+        }
+        CHECK_EQ_U64(owned, r == 3 ? 2193 : 2195);
+        drop(m);
+    }
+    drop(one);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_passes_apart);
+    RUN(test_sharded_model);
     return test_summary();
 }
