@@ -328,16 +328,7 @@ static Status pass(const Src *src, Model *m, DataState *data, uint32_t *step, in
         }
     }
     free(buf);
-    if (!st) {
-        uint64_t sum = s.fnv, stored = stream_get_u64(&s);
-        if (s.err)
-            st = err_set(e, ST_DATA, "%s: truncated checkpoint (%llu bytes read)", path, (unsigned long long)s.pos);
-        else if (stored != sum)
-            st = err_set(e, ST_DATA, "%s: checksum mismatch (stored %016llx, computed %016llx): the file is corrupted",
-                         path, (unsigned long long)stored, (unsigned long long)sum);
-        else if (fgetc(fp) != EOF)
-            st = err_set(e, ST_DATA, "%s: unexpected data after the checksum", path);
-    }
+    if (!st) st = stream_check_end(&s, path, e);
     fclose(fp);
     *short_read = s.err;
     return st;

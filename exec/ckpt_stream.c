@@ -72,3 +72,15 @@ float stream_get_f32(Stream *s)
     memcpy(&f, &v, 4);
     return f;
 }
+
+Status stream_check_end(Stream *s, const char *path, Err *e)
+{
+    uint64_t sum = s->fnv, stored = stream_get_u64(s);
+    if (s->err)
+        return err_set(e, ST_DATA, "%s: truncated checkpoint (%llu bytes read)", path, (unsigned long long)s->pos);
+    if (stored != sum)
+        return err_set(e, ST_DATA, "%s: checksum mismatch (stored %016llx, computed %016llx): the file is corrupted",
+                       path, (unsigned long long)stored, (unsigned long long)sum);
+    if (fgetc(s->f) != EOF) return err_set(e, ST_DATA, "%s: unexpected data after the checksum", path);
+    return ST_OK;
+}

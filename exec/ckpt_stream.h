@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "util/status.h"
+
 #define STREAM_FNV_BASIS 0xCBF29CE484222325ull /* FNV-1a 64's offset basis */
 
 typedef struct {
@@ -27,5 +29,8 @@ void stream_put_f32(Stream *s, float f);
 uint32_t stream_get_u32(Stream *s);
 uint64_t stream_get_u64(Stream *s);
 float stream_get_f32(Stream *s);
+/* The end of a checkpoint being read: its stored checksum (u64) equal to the running one and
+ * nothing after it; ST_DATA naming path (truncated, corrupted, trailing data) otherwise. */
+Status stream_check_end(Stream *s, const char *path, Err *e);
 
 #endif

@@ -123,28 +123,10 @@ static Model *rank_model(Backend *bk, int r, uint32_t dp)
     ModelSpec m = odd();
     Recipe rc = fx_recipe("fp8lm");
     rc.comm_dp_grad = rc.comm_param_gather = DT_E4M3; /* recipes.csv's fp8lm row: E4M3 gradients and copies */
-    static Plan p;
-    Err e;
-    Comm *c = NULL;
-    Model *md = NULL;
-    if (fx_plan_dp(&m, &rc, 2, 1, dp, dp > 1 ? SHARD_ZERO1 : SHARD_NONE, &p, &e) || comm_single_create(&c, &e))
-        return NULL;
-    c->size = (int)dp, c->rank = r;
-    if (model_create(&p, NULL, bk, c, &md, &e)) {
-        fprintf(stderr, "  model_create rank %d: %s\n", r, e.msg);
-        c->destroy(c);
-        return NULL;
-    }
-    return md;
+    return fx_rank_model(bk, &m, &rc, r, dp);
 }
 
-static void drop(Model *m)
-{
-    if (!m) return;
-    Comm *c = m->comm;
-    model_destroy(m);
-    c->destroy(c);
-}
+static void drop(Model *m) { fx_rank_drop(m); }
 
 /* Every rank's FP16 master part is the one rank's codes at its elements, its pointer element
  * own_lo − r·S + flat of the FP16 shard, its records the whole tensor's (the same on every rank),
