@@ -115,6 +115,14 @@ Status ckpt_layout_peek(const char *path, const Model *m, uint32_t *version, Err
     return ST_OK;
 }
 
+/* The bytes of an open file (0 when it cannot be told: every part length then reads as too long). */
+static uint64_t file_size(FILE *fp)
+{
+    long here = ftell(fp), end = fseek(fp, 0, SEEK_END) ? -1 : ftell(fp);
+    if (here < 0 || fseek(fp, here, SEEK_SET) || end < here) return 0;
+    return (uint64_t)end;
+}
+
 /* Read the file through, its checksum over all of it, keeping this rank's part in *img. */
 static Status read_part(const char *path, const Model *m, uint8_t **img, uint64_t *len, Err *e)
 {
@@ -125,9 +133,17 @@ static Status read_part(const char *path, const Model *m, uint8_t **img, uint64_
     stream_get(&s, head, sizeof head); /* magic, version, tp, pp, ranks: ckpt_layout_peek checked them */
     Status st = buf ? ST_OK : err_set(e, ST_NOMEM, "out of memory");
     const uint32_t n = (uint32_t)m->comm->size, me = (uint32_t)m->comm->rank;
+    uint64_t size = file_size(fp);
     for (uint32_t r = 0; !st && !s.err && r < n && r < MAX_RANKS; r++) {
         uint64_t bytes = stream_get_u64(&s);
         if (s.err) break;
+        if (s.pos > size || bytes > size - s.pos) { /* a corrupted length: said before it is allocated */
+            st = err_set(e, ST_DATA,
+                         "%s: rank %u's part is %llu bytes, past the file's end (%llu bytes): the file is "
+                         "corrupted or truncated",
+                         path, r, (unsigned long long)bytes, (unsigned long long)size);
+            break;
+        }
         if (r == me && (*img = malloc(bytes + 1)) == NULL) {
             st = err_set(e, ST_NOMEM, "%s: out of memory for rank %u's part (%llu bytes)", path, r,
                          (unsigned long long)bytes);

@@ -110,4 +110,10 @@ printf 'X' | dd of="$TMP/bad.bin" bs=1 seek=$((32 + len0 + 8 + 300)) conv=notrun
 mpi_run 2 "$FP8PLAN" $P --pp 2 --resume "$TMP/bad.bin"
 expect_rc "a corrupted layout checkpoint: refused (65)" 65
 expect_err "corruption named" "checksum mismatch"
+# rank 0's part length (bytes 24-31) made 2^64 - 1: refused before anything that size is allocated
+cp "$TMP/pp2.bin" "$TMP/bad.bin"
+printf '\377\377\377\377\377\377\377\377' | dd of="$TMP/bad.bin" bs=1 seek=24 conv=notrunc 2>/dev/null
+mpi_run 2 "$FP8PLAN" $P --pp 2 --resume "$TMP/bad.bin"
+expect_rc "a part longer than the file: refused (65)" 65
+expect_err "the part named" "rank 0's part is 18446744073709551615 bytes, past the file's end"
 finish
