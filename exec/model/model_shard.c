@@ -16,7 +16,26 @@
  *     (CO_DP_PARAM_AG: the recipe's param_gather_comm, which model_shard_check
  *     requires to be the weight's dtype).
  * One call per parameter tensor (the plan counts one per step): the bytes per
- * step are the plan's, E · bytes · (dp − 1)/dp each. */
+ * step are the plan's, E · bytes · (dp − 1)/dp each.
+ *
+ * FP8-LM's linears (per-tensor scaled FP16 master, E4M3 m, FP16 v and E4M3
+ * gradient, no working weight) shard the same way, with every per-tensor scale
+ * the one the unsharded run computes, agreed over the ranks (MS-AMP):
+ *   - the E4M3 gradients are reduce-scattered with a shared scale
+ *     (comm_reduce_scatter_fp8_v: the all-reduce's codes on the owned segment);
+ *   - the optimizer's two passes run apart (model_step.c): each rank's parts'
+ *     new amaxes, one MAX all-reduce (model_shard_agree: the maximum of the
+ *     parts' maxima is the tensor's, exactly), then each part stored with the
+ *     scales those give — the codes and records of the whole tensor's update;
+ *   - the GEMMs read the E4M3 copies: each rank casts its part of the master
+ *     with the weight's forward scale (cast_part: elementwise, so the codes of
+ *     the whole cast) and the row-wise copy is all-gathered in E4M3 (the plan's
+ *     param_gather_comm); the transposed copy is recast from it;
+ *   - each forward casts the rank's part again with the current delayed scale,
+ *     recording its amax (the bank's MAX over all ranks makes it the tensor's),
+ *     and gathers every part again when that scale is not the one the copy was
+ *     made with (the executor casts the weight per micro-batch; COMM_UNPLANNED).
+ * So the loss curve is plain data parallelism's bit for bit. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
