@@ -231,6 +231,12 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     st = model_layout_bind(m, p, &m->specs, e);
     if (!st) st = arena_carve(&m->arena, bk, &m->specs, planned, e);
     if (!st) model_shard_bind(m);
+    for (uint32_t i = 0; !st && i < m->nparams; i++) /* the agreed scales' passes and recasts: host memory */
+        if (model_shard_copies(m, &m->params[i]) && strcmp(bk->name, "cpu"))
+            st = err_set(e, ST_UNAVAILABLE,
+                         "recipe %s sharded over ranks: FP8-LM's sharded states run on the cpu "
+                         "backend only so far",
+                         m->recipe.name);
     if (!st) st = bk->memset0(bk, m->arena.base, m->arena.bytes, e);
     if (!st && recipe_fp8_gemm(&m->recipe)) {
         ScalingBank *f = &m->sc.fwd, *b = &m->sc.bwd;
