@@ -36,8 +36,8 @@
  * only its tokens — norm weights and biases, the row-parallel biases (added
  * by rank 0 before the reduce-scatter, the same sum; their gradients from this
  * rank's shard of the output gradient) — have their gradients all-reduced after
- * the step (tp_norm_grad_allreduce; Megatron coalesces them into one call,
- * this executor all-reduces each tensor: the same bytes). */
+ * the step, packed into one buffer and all-reduced in one call as Megatron
+ * does (tp_norm_grad_allreduce). */
 #include <string.h>
 
 #include "exec/model/model_internal.h"
@@ -245,13 +245,53 @@ static int sp_replicated(ParamKind k)
            k == PK_NORMF_B || k == PK_PROJ_B || k == PK_FC2_B;
 }
 
-Status model_tp_finish_grads(Model *m, Err *e)
+/* Copy n floats (FP32 to FP32 through the backend: host or device memory alike). */
+static Status copy_f32(Model *m, const float *from, float *to, uint64_t n, Err *e)
+{
+    return m->bk->convert(m->bk, from, DT_FP32, to, DT_FP32, n, NULL, e);
+}
+
+/* The replicated gradients of params [i, j) packed into buf (pack = 1) or back (pack = 0). */
+static Status pack(Model *m, uint32_t i, uint32_t j, float *buf, int to_buf, Err *e)
 {
     Status st = ST_OK;
-    for (uint32_t i = 0; !st && m->tp > 1 && i < m->nparams; i++) {
-        ModelParam *p = &m->params[i];
-        if (sp_replicated(p->kind))
+    uint64_t o = 0;
+    for (uint32_t k = i; !st && k < j; k++) {
+        ModelParam *p = &m->params[k];
+        if (!sp_replicated(p->kind)) continue;
+        st = to_buf ? copy_f32(m, p->grad, buf + o, p->numel, e) : copy_f32(m, buf + o, p->grad, p->numel, e);
+        o += p->numel;
+    }
+    return st;
+}
+
+/* Megatron's coalesced all-reduce (finalize_model_grads): the gradients packed into one FP32 buffer — tp_full,
+ * free once the backward is done — and all-reduced in one call (as many as it takes when they outgrow it; one
+ * larger than the buffer alone, in place). */
+Status model_tp_finish_grads(Model *m, Err *e)
+{
+    if (m->tp == 1) return ST_OK;
+    float *buf = m->act.tp_full;
+    const uint64_t cap = model_tokens(m) * m->spec.hidden * dtype_bytes(m->act_dtype) / sizeof(float);
+    Status st = ST_OK;
+    for (uint32_t i = 0; !st && i < m->nparams;) {
+        uint32_t j = i;
+        uint64_t n = 0;
+        for (; j < m->nparams; j++) {
+            if (!sp_replicated(m->params[j].kind)) continue;
+            if (n + m->params[j].numel > cap) break;
+            n += m->params[j].numel;
+        }
+        if (!n && j < m->nparams) { /* larger than the buffer */
+            ModelParam *p = &m->params[j];
             st = m->comm->all_reduce(m->comm, CO_TP_NORM_GRAD_AR, m->bk, p->grad, p->numel, DT_FP32, COMM_SUM, e);
+            i = j + 1;
+            continue;
+        }
+        if (n) st = pack(m, i, j, buf, 1, e);
+        if (!st && n) st = m->comm->all_reduce(m->comm, CO_TP_NORM_GRAD_AR, m->bk, buf, n, DT_FP32, COMM_SUM, e);
+        if (!st && n) st = pack(m, i, j, buf, 0, e);
+        i = j;
     }
     return st;
 }
