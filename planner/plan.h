@@ -327,7 +327,7 @@ typedef struct {
     double dp_comm_s;     /* exposed DP gradient/parameter collectives */
     double optimizer_s;   /* optimizer step, memory-bound */
     double weight_cast_s; /* per-step FP8 weight cast (+ transpose) of the cached copies */
-    double other_s;       /* amax reductions, tied-embedding gradient sync */
+    double other_s;       /* amax reductions, tied-embedding and TP-replicated gradient all-reduces */
     double expert_gemm_s; /* grouped expert GEMMs (MoE; not in gemm_s) */
     double moe_route_s;   /* router, permutation, FP8 dispatch casts and expert activations (MoE) */
     double ep_comm_s;     /* exposed expert all-to-alls and expert-TP collectives (MoE) */
