@@ -11,6 +11,7 @@
  * Micro-batch 2 x 16 = 32 tokens (tok), global batch 8 sequences: m = 4 micro-batches a step, dp 1.
  * A [tok, hidden] BF16 tensor is 32 x 32 x 2 = 2,048 B (S). Bus bytes (nccl-tests): all-gather and
  * reduce-scatter S (n-1)/n, all-reduce 2 S (n-1)/n. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "planner/plan.h"
@@ -250,6 +251,34 @@ static void test_time_on_critical_path(void)
     CHECK(p.coll[CO_TP_NORM_GRAD_AR].time_s > 0);
 }
 
+/* A MoE model (mixtral-8x7b from the catalog: 32 layers, hidden 4096, 8 experts, RMSNorm, RoPE, seq 32768,
+ * vocab 32000) at TP 2 with SP, EP 8, DP 8, PP 1, micro-batch 1, global batch 64: m = 64 / 8 = 8. The
+ * vocabulary collectives as a dense model's: S = 32,768 x 4,096 x 2 = 268,435,456 B, reduce-scatters 2 x 8
+ * = 16, all-gathers 3 x 8 = 24 (bus S / 2), loss 3 x 8 = 24 of 131,072 B (bus 131,072). The replicated
+ * gradients (FP32 main gradient): per layer 2 RMSNorms x 4,096 + the router 8 x 4,096 (Megatron marks the
+ * router weight sequence_parallel) = 40,960, x 32 = 1,310,720, + the final norm 4,096 = 1,314,816 values
+ * x 4 B = 5,259,264 B, bus 5,259,264. */
+static void test_moe_router_and_norms(void)
+{
+    Catalog *c = fx_catalog();
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = catalog_model(c, "mixtral-8x7b");
+    in.gpu = catalog_gpu(c, "h100-sxm");
+    in.recipe = catalog_recipe(c, "megatron-bf16");
+    in.tp = 2, in.sp = 1, in.ep = 8, in.dp = 8, in.pp = 1, in.mbs = 1, in.gbs = 64;
+    in.main_grad = MAIN_GRAD_FP32;
+    Plan p;
+    Err e = {0};
+    CHECKF(in.model && plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    expect(&p, CO_TP_VOCAB_AR, 0, 0, 0, DT_NONE);
+    expect(&p, CO_TP_VOCAB_RS, 16, 268435456, 134217728, DT_BF16);
+    expect(&p, CO_TP_VOCAB_AG, 24, 268435456, 134217728, DT_BF16);
+    expect(&p, CO_TP_LOSS_AR, 24, 131072, 131072, DT_FP32);
+    expect(&p, CO_TP_NORM_GRAD_AR, 1, 5259264, 5259264, DT_FP32);
+    free(c);
+}
+
 int main(void)
 {
     RUN(test_gpt_tp2_sp);
@@ -260,5 +289,6 @@ int main(void)
     RUN(test_gpt_pp2_stage_ends);
     RUN(test_tp1_none);
     RUN(test_time_on_critical_path);
+    RUN(test_moe_router_and_norms);
     return test_summary();
 }
