@@ -99,8 +99,8 @@ static const double ATTN_S = 8 * (ATTN_F + ATTN_B);
  * no final norm there) all-reduced once: 128 B, bus 128 B: LL 4.54 + 128 / 1.25e8 = 5.564e-6 (Simple
  * 15.456e-6). Nothing hides them. */
 #define VOCAB_AR_CALL 5.052e-6
-#define LOSS_CALL 4.668e-6
-#define NORM_AR_S 5.564e-6
+#define LOSS_CALL     4.668e-6
+#define NORM_AR_S     5.564e-6
 /* TP on the slower (last) stage per step: 4 micro-batches x (2 layers x 10 + 3) TP_CALL + 3 LOSS_CALL */
 static const double TP_S = 4 * (23 * TP_CALL + 3 * LOSS_CALL);
 /* The stages per micro-batch (2 layers each):
