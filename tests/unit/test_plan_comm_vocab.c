@@ -11,6 +11,7 @@
  * Micro-batch 2 x 16 = 32 tokens (tok), global batch 8 sequences: m = 4 micro-batches a step, dp 1.
  * A [tok, hidden] BF16 tensor is 32 x 32 x 2 = 2,048 B (S). Bus bytes (nccl-tests): all-gather and
  * reduce-scatter S (n-1)/n, all-reduce 2 S (n-1)/n. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,50 +19,46 @@
 #include "support/fixtures.h"
 #include "test.h"
 
+/* support/fixtures.c's tiny model (2 layers, LayerNorm, GeLU, learned positions, tied, biases) at
+ * mpi_tp.sh's sizes */
 static ModelSpec tiny_gpt(void)
 {
-    ModelSpec m = {.name = "tiny-gpt",
-                   .layers = 2,
-                   .hidden = 32,
-                   .ffn_hidden = 128,
-                   .heads = 2,
-                   .kv_heads = 2,
-                   .head_dim = 16,
-                   .vocab = 64,
-                   .seq_len = 16,
-                   .norm = NORM_LAYERNORM,
-                   .mlp = MLP_GELU,
-                   .pos = POS_LEARNED,
-                   .tied_embeddings = 1,
-                   .linear_bias = 1};
+    ModelSpec m = fx_tiny_model();
+    snprintf(m.name, sizeof m.name, "tiny-gpt");
+    m.hidden = 32, m.ffn_hidden = 128, m.head_dim = 16, m.vocab = 64, m.seq_len = 16;
     return m;
 }
 
 static ModelSpec tiny_llama(void)
 {
-    ModelSpec m = {.name = "tiny-llama",
-                   .layers = 2,
-                   .hidden = 32,
-                   .ffn_hidden = 96,
-                   .heads = 4,
-                   .kv_heads = 4,
-                   .head_dim = 8,
-                   .vocab = 64,
-                   .seq_len = 16,
-                   .norm = NORM_RMSNORM,
-                   .mlp = MLP_SWIGLU,
-                   .pos = POS_ROPE,
-                   .tied_embeddings = 0,
-                   .linear_bias = 0};
+    ModelSpec m = tiny_gpt();
+    snprintf(m.name, sizeof m.name, "tiny-llama");
+    m.ffn_hidden = 96, m.heads = m.kv_heads = 4, m.head_dim = 8;
+    m.norm = NORM_RMSNORM, m.mlp = MLP_SWIGLU, m.pos = POS_ROPE, m.tied_embeddings = 0, m.linear_bias = 0;
     return m;
 }
 
-static PlanInput layout(const ModelSpec *m, const GpuSpec *g, const Recipe *r, uint32_t tp, int sp)
+/* A model on fx_gpu() with megatron-bf16 at TP tp (sp on or off), pp 1, dp 1, micro-batch 2 of seq 16,
+ * global batch 8; the input points into the case, which must outlive the plans built from it. */
+typedef struct {
+    ModelSpec m;
+    GpuSpec g;
+    Recipe r;
+    PlanInput in;
+} Case;
+
+static void setup(Case *c, ModelSpec m, uint32_t tp, int sp)
 {
-    PlanInput in = fx_input(m, g, r);
-    in.tp = tp, in.pp = 1, in.dp = 1, in.cp = 1, in.sp = sp;
-    in.mbs = 2, in.gbs = 8, in.seq = 16;
-    return in;
+    c->m = m, c->g = fx_gpu(), c->r = fx_bf16_recipe("megatron-bf16", 0);
+    c->in = fx_input(&c->m, &c->g, &c->r);
+    c->in.tp = tp, c->in.pp = 1, c->in.dp = 1, c->in.cp = 1, c->in.sp = sp;
+    c->in.mbs = 2, c->in.gbs = 8, c->in.seq = 16;
+}
+
+static void build(const Case *c, Plan *p)
+{
+    Err e = {0};
+    CHECKF(plan_build(&c->in, p, &e) == ST_OK, "%s", e.msg);
 }
 
 /* one collective: calls per step, payload per call, bus bytes per call, dtype */
@@ -93,13 +90,10 @@ static void expect(const Plan *p, CollectiveId id, uint64_t calls, uint64_t payl
  * output gradient, whole on every rank). */
 static void test_gpt_tp2_sp(void)
 {
-    ModelSpec m = tiny_gpt();
-    GpuSpec g = fx_gpu();
-    Recipe r = fx_bf16_recipe("megatron-bf16", 0);
-    PlanInput in = layout(&m, &g, &r, 2, 1);
+    Case c;
+    setup(&c, tiny_gpt(), 2, 1);
     Plan p;
-    Err e = {0};
-    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    build(&c, &p);
     CHECK_EQ_U64(p.microbatches, 4);
     expect(&p, CO_TP_VOCAB_AR, 4, 2048, 2048, DT_BF16);
     expect(&p, CO_TP_VOCAB_AG, 12, 2048, 1024, DT_BF16);
@@ -117,13 +111,11 @@ static void test_gpt_tp2_sp(void)
  * 448 x 2 = 896 B, bus 896. */
 static void test_gpt_bf16_main_grad(void)
 {
-    ModelSpec m = tiny_gpt();
-    GpuSpec g = fx_gpu();
-    Recipe r = fx_bf16_recipe("megatron-bf16", 0);
-    PlanInput in = layout(&m, &g, &r, 2, 1);
-    in.main_grad = MAIN_GRAD_BF16;
+    Case c;
+    setup(&c, tiny_gpt(), 2, 1);
+    c.in.main_grad = MAIN_GRAD_BF16;
     Plan p;
-    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    build(&c, &p);
     expect(&p, CO_TP_NORM_GRAD_AR, 1, 896, 896, DT_BF16);
 }
 
@@ -133,13 +125,10 @@ static void test_gpt_bf16_main_grad(void)
  * rank saw every token; no q/k norms). */
 static void test_gpt_tp2_no_sp(void)
 {
-    ModelSpec m = tiny_gpt();
-    GpuSpec g = fx_gpu();
-    Recipe r = fx_bf16_recipe("megatron-bf16", 0);
-    PlanInput in = layout(&m, &g, &r, 2, 0);
+    Case c;
+    setup(&c, tiny_gpt(), 2, 0);
     Plan p;
-    Err e = {0};
-    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    build(&c, &p);
     expect(&p, CO_TP_VOCAB_AR, 8, 2048, 2048, DT_BF16);
     expect(&p, CO_TP_VOCAB_AG, 0, 0, 0, DT_NONE);
     expect(&p, CO_TP_VOCAB_RS, 0, 0, 0, DT_NONE);
@@ -155,13 +144,10 @@ static void test_gpt_tp2_no_sp(void)
  * bus 2 x 640 x 3/4 = 960 (no biases). */
 static void test_llama_tp4_sp(void)
 {
-    ModelSpec m = tiny_llama();
-    GpuSpec g = fx_gpu();
-    Recipe r = fx_bf16_recipe("megatron-bf16", 0);
-    PlanInput in = layout(&m, &g, &r, 4, 1);
+    Case c;
+    setup(&c, tiny_llama(), 4, 1);
     Plan p;
-    Err e = {0};
-    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    build(&c, &p);
     expect(&p, CO_TP_VOCAB_AR, 0, 0, 0, DT_NONE);
     expect(&p, CO_TP_VOCAB_RS, 8, 2048, 1536, DT_BF16);
     expect(&p, CO_TP_VOCAB_AG, 12, 2048, 1536, DT_BF16);
@@ -174,17 +160,15 @@ static void test_llama_tp4_sp(void)
  * 768 B, bus 768. */
 static void test_qk_norm(void)
 {
+    Case c;
     ModelSpec m = tiny_llama();
     m.qk_norm = 1;
-    GpuSpec g = fx_gpu();
-    Recipe r = fx_bf16_recipe("megatron-bf16", 0);
-    PlanInput in = layout(&m, &g, &r, 2, 0);
+    setup(&c, m, 2, 0);
     Plan p;
-    Err e = {0};
-    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    build(&c, &p);
     expect(&p, CO_TP_NORM_GRAD_AR, 1, 128, 128, DT_FP32);
-    in.sp = 1;
-    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    c.in.sp = 1;
+    build(&c, &p);
     expect(&p, CO_TP_NORM_GRAD_AR, 1, 768, 768, DT_FP32);
 }
 
@@ -194,14 +178,11 @@ static void test_qk_norm(void)
  * gradients 192 + 64 = 256 values = 1,024 B. */
 static void test_gpt_pp2_stage_ends(void)
 {
-    ModelSpec m = tiny_gpt();
-    GpuSpec g = fx_gpu();
-    Recipe r = fx_bf16_recipe("megatron-bf16", 0);
-    PlanInput in = layout(&m, &g, &r, 2, 1);
-    in.pp = 2;
+    Case c;
+    setup(&c, tiny_gpt(), 2, 1);
+    c.in.pp = 2;
     Plan p;
-    Err e = {0};
-    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    build(&c, &p);
     if (p.stage == 0) {
         expect(&p, CO_TP_VOCAB_AR, 4, 2048, 2048, DT_BF16);
         expect(&p, CO_TP_VOCAB_AG, 4, 2048, 1024, DT_BF16);
@@ -221,12 +202,10 @@ static void test_gpt_pp2_stage_ends(void)
 /* TP 1: none of them. */
 static void test_tp1_none(void)
 {
-    ModelSpec m = tiny_gpt();
-    GpuSpec g = fx_gpu();
-    Recipe r = fx_bf16_recipe("megatron-bf16", 0);
-    PlanInput in = layout(&m, &g, &r, 1, 0);
+    Case c;
+    setup(&c, tiny_gpt(), 1, 0);
     Plan p;
-    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    build(&c, &p);
     for (int i = CO_TP_VOCAB_AR; i <= CO_TP_NORM_GRAD_AR; i++) CHECK_EQ_U64(p.coll[i].calls, 0);
 }
 
@@ -236,13 +215,11 @@ static void test_tp1_none(void)
  * seconds out by hand.) */
 static void test_time_on_critical_path(void)
 {
-    ModelSpec m = tiny_gpt();
-    GpuSpec g = fx_gpu();
-    Recipe r = fx_bf16_recipe("megatron-bf16", 0);
-    PlanInput in = layout(&m, &g, &r, 2, 1);
-    in.overlap_tp = 1; /* the layers' collectives may hide; these may not */
+    Case c;
+    setup(&c, tiny_gpt(), 2, 1);
+    c.in.overlap_tp = 1; /* the layers' collectives may hide; these may not */
     Plan p;
-    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    build(&c, &p);
     double vocab = p.coll[CO_TP_VOCAB_AR].time_s + p.coll[CO_TP_VOCAB_AG].time_s + p.coll[CO_TP_VOCAB_RS].time_s +
                    p.coll[CO_TP_LOSS_AR].time_s;
     CHECK(vocab > 0);
