@@ -251,7 +251,7 @@ static Status copy_f32(Model *m, const float *from, float *to, uint64_t n, Err *
     return m->bk->convert(m->bk, from, DT_FP32, to, DT_FP32, n, NULL, e);
 }
 
-/* The replicated gradients of params [i, j) packed into buf (pack = 1) or back (pack = 0). */
+/* The replicated gradients of params [i, j) copied into buf one after another (to_buf) or back from it. */
 static Status pack(Model *m, uint32_t i, uint32_t j, float *buf, int to_buf, Err *e)
 {
     Status st = ST_OK;
