@@ -457,10 +457,10 @@ int cmd_run(int argc, char **argv)
     if ((rc = run_files_commit(&sf))) goto done;
     measure_finish(&ms, m);
     if (stopped > 128 && a.save) fprintf(stderr, "fp8plan run: --save: the checkpoint is of step %u\n", m->step);
-    /* rank 0 writes; with sharded states every rank hands its shards over (exec/ckpt.h) */
+    /* rank 0 writes; with sharded states or TP/PP ranks every rank hands its part over (exec/ckpt.h) */
     if (stopped && stopped < 128 && a.save)
         fprintf(stderr, "fp8plan run: --save: no checkpoint (step %u failed)\n", m->step + 1);
-    else if (a.save && (!a.rank || m->shard_ways > 1) && ckpt_save(a.rank ? NULL : a.save, m, &d.st, &e)) {
+    else if (a.save && (!a.rank || ckpt_every_rank(m)) && ckpt_save(a.rank ? NULL : a.save, m, &d.st, &e)) {
         rc = run_fail(&e);
         goto done;
     }

@@ -34,8 +34,8 @@ Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
 
 /* The ranks: --tp x --pp must divide the number mpirun started and --dp be the
  * rest; the global batch a multiple of mbs x dp (default mbs x dp). Ranks other
- * than 0 print and write nothing (with sharded states they hand their shards to
- * rank 0's checkpoint; TP and PP ranks have no checkpoint yet). An exit code. */
+ * than 0 print and write nothing (with sharded states or TP/PP ranks they hand
+ * their part to rank 0's checkpoint). An exit code. */
 int run_resolve_ranks(RunArgs *a, const Comm *comm)
 {
     uint32_t n = (uint32_t)comm->size, t = (a->tp ? a->tp : 1) * (a->pp ? a->pp : 1);
@@ -47,11 +47,11 @@ int run_resolve_ranks(RunArgs *a, const Comm *comm)
     if (n % t)
         return cli_usage(RUN_CMD, "--tp %u x --pp %u does not divide the %u ranks mpirun started", a->tp ? a->tp : 1,
                          a->pp ? a->pp : 1, n);
-    if (t > 1 && (a->save || a->resume))
+    if (t > 1 && n != t && (a->save || a->resume)) /* exec/ckpt_layout.h: TP or PP ranks alone */
         return cli_usage(RUN_CMD,
-                         "--tp %u --pp %u: --save and --resume hold one rank's model; not with tensor or pipeline "
-                         "parallel ranks yet",
-                         a->tp ? a->tp : 1, a->pp ? a->pp : 1);
+                         "--tp %u --pp %u over %u ranks: --save and --resume with data-parallel ranks beside tensor "
+                         "or pipeline parallelism are not implemented yet",
+                         a->tp ? a->tp : 1, a->pp ? a->pp : 1, n);
     n /= t; /* data-parallel ranks */
     if (a->dp && a->dp != n && t > 1)
         return cli_usage(RUN_CMD, "--dp %u --tp %u --pp %u needs %u ranks (mpirun -np %u); this run has %d", a->dp,

@@ -122,7 +122,8 @@ Status backend_check_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
     if (!c) return err_set(e, ST_USAGE, "cast_transpose: no descriptor");
     if (!c->in || (!c->out_row && !c->out_col && !c->amax))
         return err_set(e, ST_USAGE, "cast_transpose: needs an input and at least one output");
-    Status st = need_float(c->in_dtype, "cast_transpose", "input", e);
+    /* FP8 input: codes recast (a transposed copy of an FP8 tensor, exec/model/model_shard.c) */
+    Status st = dtype_is_fp8(c->in_dtype) ? ST_OK : need_float(c->in_dtype, "cast_transpose", "input", e);
     if (!st && (c->out_row || c->out_col) && (!dtype_is_fp8(c->out_dtype) || !c->scale))
         st = err_set(e, ST_USAGE, "cast_transpose: output dtype %s must be e4m3 or e5m2, with a scale",
                      dtype_name(c->out_dtype));
@@ -366,6 +367,7 @@ Status backend_check_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
     (void)bk;
     Status st = optim_check(d ? &d->h : NULL, "fp8_adam", e);
     if (!st) st = tensors_check(d->grad, d->grad_dtype, d->grad_scale_inv, d->weight, d->weight_dtype, "fp8_adam", e);
+    if (!st && d->amax_out && d->amax_in) st = err_set(e, ST_USAGE, "fp8_adam: amax_out and amax_in together");
     if (st) return st;
     return need(d->master && d->m && d->v, e, "fp8_adam", "missing state");
 }

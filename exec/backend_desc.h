@@ -277,7 +277,12 @@ enum { REC_SCALE = 0, REC_SCALE_INV = 1, REC_AMAX = 2, REC_FLOATS = 3 };
  *   scale = 2^(floor(log2(fmax / amax)) − margin)   (kept when amax is 0 or not finite)
  * and store the new states quantized with them, recording scale, scale_inv and
  * amax (two passes, so no FP32 copy of the tensor is ever held). The working
- * copy is rewritten from the new master when `weight` is set. */
+ * copy is rewritten from the new master when `weight` is set.
+ * States sharded over ranks (exec/model/model_shard.c) take the two passes
+ * apart, so the amax can be agreed over the ranks in between: with amax_out
+ * set, only the first pass runs and writes the new states' amax {master, m, v}
+ * there (nothing is stored); with amax_in set, the scales come from those
+ * three amaxes (the group's MAX) and only the second pass runs. */
 typedef struct {
     uint64_t n;
     AdamHyper h;
@@ -293,6 +298,8 @@ typedef struct {
     const float *grad_scale_inv; /* FP8 grads: 1 float */
     void *weight;                /* working copy (n), or NULL */
     Dtype weight_dtype;
+    float *amax_out;      /* 3 host floats: first pass only, or NULL */
+    const float *amax_in; /* 3 host floats: second pass only with these amaxes, or NULL */
 } Fp8AdamDesc;
 
 #ifdef __cplusplus

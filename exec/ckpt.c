@@ -6,88 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/ckpt_layout.h"
+#include "exec/ckpt_stream.h"
 #include "exec/comm/comm_mpi.h"
 #include "util/fileio.h"
 
 enum { NAME_BYTES = 32, CHUNK = 1 << 20 };
-
-/* ---- a byte stream with a running FNV-1a checksum ---- */
-typedef struct {
-    FILE *f;
-    uint64_t fnv;
-    int err;      /* write: I/O error; read: short read */
-    uint64_t pos; /* bytes so far */
-} Stream;
-
-static void fnv(Stream *s, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) s->fnv = (s->fnv ^ b[i]) * 0x100000001B3ull;
-}
-
-static void put(Stream *s, const void *p, size_t n)
-{
-    if (s->err) return;
-    fnv(s, p, n);
-    if (fwrite(p, 1, n, s->f) != n) s->err = 1;
-    s->pos += n;
-}
-
-static void get(Stream *s, void *p, size_t n)
-{
-    if (s->err) {
-        memset(p, 0, n);
-        return;
-    }
-    if (fread(p, 1, n, s->f) != n) {
-        s->err = 1;
-        memset(p, 0, n);
-        return;
-    }
-    fnv(s, p, n);
-    s->pos += n;
-}
-
-static void put_u32(Stream *s, uint32_t v)
-{
-    unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
-                          (unsigned char)(v >> 24)};
-    put(s, b, 4);
-}
-
-static void put_u64(Stream *s, uint64_t v)
-{
-    put_u32(s, (uint32_t)v);
-    put_u32(s, (uint32_t)(v >> 32));
-}
-
-static void put_f32(Stream *s, float f)
-{
-    uint32_t v;
-    memcpy(&v, &f, 4);
-    put_u32(s, v);
-}
-
-static uint32_t get_u32(Stream *s)
-{
-    unsigned char b[4];
-    get(s, b, 4);
-    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-}
-
-static uint64_t get_u64(Stream *s)
-{
-    uint64_t lo = get_u32(s);
-    return lo | (uint64_t)get_u32(s) << 32;
-}
-
-static float get_f32(Stream *s)
-{
-    uint32_t v = get_u32(s);
-    float f;
-    memcpy(&f, &v, 4);
-    return f;
-}
 
 /* ---- the header: recipe, shape, hyper, step, data position ---- */
 
@@ -152,19 +76,19 @@ static void put_name(Stream *s, const char *name, size_t cap)
 {
     char buf[64] = {0}; /* cap ≤ 64: NUL-padded, truncated to cap − 1 characters */
     snprintf(buf, cap, "%s", name ? name : "");
-    put(s, buf, cap);
+    stream_put(s, buf, cap);
 }
 
 static void put_hyper(Stream *s, const ModelHyper *h)
 {
-    put_f32(s, h->lr);
-    put_f32(s, h->beta1);
-    put_f32(s, h->beta2);
-    put_f32(s, h->eps);
-    put_f32(s, h->weight_decay);
-    put_u32(s, h->warmup);
-    put_f32(s, h->init_std);
-    put_u64(s, h->seed);
+    stream_put_f32(s, h->lr);
+    stream_put_f32(s, h->beta1);
+    stream_put_f32(s, h->beta2);
+    stream_put_f32(s, h->eps);
+    stream_put_f32(s, h->weight_decay);
+    stream_put_u32(s, h->warmup);
+    stream_put_f32(s, h->init_std);
+    stream_put_u64(s, h->seed);
 }
 
 static int persistent_spec(const ArenaSpec *p) { return arena_term_persistent(p->term); }
@@ -178,7 +102,7 @@ static Status put_shard(Stream *s, Model *m, const ArenaSpec *p, uint64_t whole,
     Status st = !mine || (writer && !all) ? err_set(e, ST_NOMEM, "out of memory for the shards of %s", p->name) : ST_OK;
     if (!st) st = m->bk->copy_to_host(m->bk, mine, (char *)m->arena.base + p->offset, p->bytes, e);
     if (!st) st = comm_gather_bytes(m->comm, mine, (size_t)p->bytes, all, e);
-    if (!st && writer) put(s, all, (size_t)whole);
+    if (!st && writer) stream_put(s, all, (size_t)whole);
     free(mine);
     free(all);
     return st;
@@ -197,10 +121,10 @@ static Status put_tensors(Stream *s, Model *m, Err *e)
         if (!persistent_spec(p)) continue;
         const int shard = model_shard_spec(m, p, &whole, &lo);
         if (writer) {
-            put_u32(s, p->term);
-            put_u32(s, p->dtype);
-            put_u32(s, (uint32_t)p->layer);
-            put_u64(s, whole);
+            stream_put_u32(s, p->term);
+            stream_put_u32(s, p->dtype);
+            stream_put_u32(s, (uint32_t)p->layer);
+            stream_put_u64(s, whole);
             put_name(s, p->name, NAME_BYTES);
         }
         if (shard) {
@@ -210,15 +134,59 @@ static Status put_tensors(Stream *s, Model *m, Err *e)
         for (uint64_t off = 0; writer && !st && off < p->bytes; off += CHUNK) {
             uint64_t k = p->bytes - off < CHUNK ? p->bytes - off : CHUNK;
             st = m->bk->copy_to_host(m->bk, buf, (char *)m->arena.base + p->offset + off, k, e);
-            if (!st) put(s, buf, (size_t)k);
+            if (!st) stream_put(s, buf, (size_t)k);
         }
     }
     free(buf);
     return st;
 }
 
+/* The one-model image (format in ckpt.h) to f; *ioerr set when a write failed. */
+static Status write_image(FILE *f, Model *m, const DataState *data, int *ioerr, Err *e)
+{
+    Stream s = {.f = f, .fnv = STREAM_FNV_BASIS};
+    Field fl[NFIELDS];
+    fields(m, fl);
+    stream_put(&s, CKPT_MAGIC, 8);
+    stream_put_u32(&s, CKPT_VERSION);
+    put_name(&s, m->recipe.name, sizeof m->recipe.name);
+    for (int i = 0; i < NFIELDS; i++) stream_put_u64(&s, fl[i].v);
+    put_hyper(&s, &m->hyper);
+    stream_put_u32(&s, m->step);
+    stream_put_u32(&s, data->kind);
+    stream_put_u32(&s, data->prev);
+    stream_put_u64(&s, data->rng);
+    stream_put_u64(&s, data->pos);
+    stream_put_u64(&s, data->batches);
+    stream_put_u64(&s, data->source);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < m->specs.n; i++) n += (uint32_t)persistent_spec(&m->specs.v[i]);
+    stream_put_u32(&s, n);
+    Status st = put_tensors(&s, m, e);
+    if (!st) {
+        uint64_t sum = s.fnv;
+        stream_put_u64(&s, sum);
+    }
+    *ioerr = s.err;
+    return st;
+}
+
+Status ckpt_image(Model *m, const DataState *data, char **img, size_t *len, Err *e)
+{
+    *img = NULL, *len = 0;
+    FILE *f = open_memstream(img, len);
+    if (!f) return err_set(e, ST_NOMEM, "out of memory for the checkpoint image");
+    int ioerr = 0;
+    Status st = write_image(f, m, data, &ioerr, e);
+    if (fclose(f) && !st) st = err_set(e, ST_NOMEM, "out of memory for the checkpoint image");
+    if (!st && ioerr) st = err_set(e, ST_NOMEM, "out of memory for the checkpoint image");
+    if (st) free(*img), *img = NULL, *len = 0;
+    return st;
+}
+
 Status ckpt_save(const char *path, Model *m, const DataState *data, Err *e)
 {
+    if (ckpt_layout(m)) return ckpt_layout_save(path, m, data, e);
     if (!path) { /* a rank other than 0 of a sharded run */
         Stream none = {0};
         return put_tensors(&none, m, e);
@@ -226,30 +194,9 @@ Status ckpt_save(const char *path, Model *m, const DataState *data, Err *e)
     OutFile of;
     Status st = outfile_open_flags(&of, path, OUT_DURABLE, e); /* fsync: a checkpoint must survive a crash */
     if (st) return st;
-    Stream s = {.f = of.f, .fnv = 0xCBF29CE484222325ull};
-    Field f[NFIELDS];
-    fields(m, f);
-    put(&s, CKPT_MAGIC, 8);
-    put_u32(&s, CKPT_VERSION);
-    put_name(&s, m->recipe.name, sizeof m->recipe.name);
-    for (int i = 0; i < NFIELDS; i++) put_u64(&s, f[i].v);
-    put_hyper(&s, &m->hyper);
-    put_u32(&s, m->step);
-    put_u32(&s, data->kind);
-    put_u32(&s, data->prev);
-    put_u64(&s, data->rng);
-    put_u64(&s, data->pos);
-    put_u64(&s, data->batches);
-    put_u64(&s, data->source);
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < m->specs.n; i++) n += (uint32_t)persistent_spec(&m->specs.v[i]);
-    put_u32(&s, n);
-    st = put_tensors(&s, m, e);
-    if (!st) {
-        uint64_t sum = s.fnv;
-        put_u64(&s, sum);
-    }
-    if (!st && s.err) st = err_set(e, ST_IO, "%s: write failed: %s", path, strerror(errno));
+    int ioerr = 0;
+    st = write_image(of.f, m, data, &ioerr, e);
+    if (!st && ioerr) st = err_set(e, ST_IO, "%s: write failed: %s", path, strerror(errno));
     if (st) {
         outfile_abort(&of);
         return st;
@@ -269,20 +216,20 @@ static Status read_header(Stream *s, const char *path, Model *m, DataState *data
                           Err *e)
 {
     char magic[8];
-    get(s, magic, 8);
+    stream_get(s, magic, 8);
     if (s->err || memcmp(magic, CKPT_MAGIC, 8))
         return err_set(e, ST_DATA, "%s: not an fp8plan checkpoint (bad magic)", path);
-    uint32_t ver = get_u32(s);
+    uint32_t ver = stream_get_u32(s);
     if (ver != CKPT_VERSION)
         return err_set(e, ST_DATA, "%s: checkpoint format version %u, this fp8plan reads version %d", path, ver,
                        CKPT_VERSION);
     char name[sizeof m->recipe.name];
-    get(s, name, sizeof name);
+    stream_get(s, name, sizeof name);
     name[sizeof name - 1] = 0;
     Field f[NFIELDS];
     fields(m, f);
     for (int i = 0; i < NFIELDS; i++) {
-        uint64_t v = get_u64(s);
+        uint64_t v = stream_get_u64(s);
         if (s->err) break;
         if (v != f[i].v) {
             if (i < NRECIPE_FIELDS)
@@ -297,14 +244,14 @@ static Status read_header(Stream *s, const char *path, Model *m, DataState *data
         return err_set(e, ST_DATA, "%s: checkpoint is from recipe '%s', this run uses '%s'", path, name,
                        m->recipe.name);
     ModelHyper h = {0};
-    h.lr = get_f32(s);
-    h.beta1 = get_f32(s);
-    h.beta2 = get_f32(s);
-    h.eps = get_f32(s);
-    h.weight_decay = get_f32(s);
-    h.warmup = get_u32(s);
-    h.init_std = get_f32(s);
-    h.seed = get_u64(s);
+    h.lr = stream_get_f32(s);
+    h.beta1 = stream_get_f32(s);
+    h.beta2 = stream_get_f32(s);
+    h.eps = stream_get_f32(s);
+    h.weight_decay = stream_get_f32(s);
+    h.warmup = stream_get_u32(s);
+    h.init_std = stream_get_f32(s);
+    h.seed = stream_get_u64(s);
     const ModelHyper *mh = &m->hyper;
     if (!s->err && (h.lr != mh->lr || h.beta1 != mh->beta1 || h.beta2 != mh->beta2 || h.eps != mh->eps ||
                     h.weight_decay != mh->weight_decay || h.warmup != mh->warmup || h.init_std != mh->init_std ||
@@ -314,24 +261,33 @@ static Status read_header(Stream *s, const char *path, Model *m, DataState *data
                        "wd %g, warmup %u, seed %llu (resume with the same settings)",
                        path, (double)h.lr, (double)h.weight_decay, h.warmup, (unsigned long long)h.seed, (double)mh->lr,
                        (double)mh->weight_decay, mh->warmup, (unsigned long long)mh->seed);
-    *step = get_u32(s);
-    data->kind = get_u32(s);
-    data->prev = get_u32(s);
-    data->rng = get_u64(s);
-    data->pos = get_u64(s);
-    data->batches = get_u64(s);
-    data->source = get_u64(s);
-    *ntensors = get_u32(s);
+    *step = stream_get_u32(s);
+    data->kind = stream_get_u32(s);
+    data->prev = stream_get_u32(s);
+    data->rng = stream_get_u64(s);
+    data->pos = stream_get_u64(s);
+    data->batches = stream_get_u64(s);
+    data->source = stream_get_u64(s);
+    *ntensors = stream_get_u32(s);
     if (s->err) return err_set(e, ST_DATA, "%s: truncated checkpoint header", path);
     return ST_OK;
 }
 
+/* Where a pass reads: the file at path, or an image in memory (a rank's part of a layout
+ * checkpoint, ckpt_layout.c; path then names the file in messages). */
+typedef struct {
+    const char *path;
+    const void *img;
+    size_t len;
+} Src;
+
 /* One pass over the file: verify everything; when `apply`, also copy the data in. */
-static Status pass(const char *path, Model *m, DataState *data, uint32_t *step, int apply, int *short_read, Err *e)
+static Status pass(const Src *src, Model *m, DataState *data, uint32_t *step, int apply, int *short_read, Err *e)
 {
-    FILE *fp = fopen(path, "rb");
+    const char *path = src->path;
+    FILE *fp = src->img ? fmemopen((void *)src->img, src->len, "rb") : fopen(path, "rb");
     if (!fp) return err_set(e, ST_NOINPUT, "%s: cannot open checkpoint: %s", path, strerror(errno));
-    Stream s = {.f = fp, .fnv = 0xCBF29CE484222325ull};
+    Stream s = {.f = fp, .fnv = STREAM_FNV_BASIS};
     uint32_t n = 0, want = 0;
     Status st = read_header(&s, path, m, data, step, &n, e);
     for (uint32_t i = 0; i < m->specs.n; i++) want += (uint32_t)persistent_spec(&m->specs.v[i]);
@@ -343,11 +299,11 @@ static Status pass(const char *path, Model *m, DataState *data, uint32_t *step, 
         if (!persistent_spec(p)) continue;
         uint64_t want_bytes = p->bytes, lo = 0; /* a shard: the file holds the whole state, this rank reads its part */
         const int shard = model_shard_spec(m, p, &want_bytes, &lo);
-        uint32_t term = get_u32(&s), dtype = get_u32(&s);
-        int32_t layer = (int32_t)get_u32(&s);
-        uint64_t bytes = get_u64(&s);
+        uint32_t term = stream_get_u32(&s), dtype = stream_get_u32(&s);
+        int32_t layer = (int32_t)stream_get_u32(&s);
+        uint64_t bytes = stream_get_u64(&s);
         char name[NAME_BYTES];
-        get(&s, name, NAME_BYTES);
+        stream_get(&s, name, NAME_BYTES);
         if (s.err) break;
         if (term != (uint32_t)p->term || dtype != (uint32_t)p->dtype || layer != p->layer || bytes != want_bytes ||
             !name_eq(name, p->name)) {
@@ -361,7 +317,7 @@ static Status pass(const char *path, Model *m, DataState *data, uint32_t *step, 
         }
         for (uint64_t off = 0; !st && !s.err && off < bytes; off += CHUNK) {
             uint64_t k = bytes - off < CHUNK ? bytes - off : CHUNK;
-            get(&s, buf, (size_t)k);
+            stream_get(&s, buf, (size_t)k);
             if (!apply || s.err) continue;
             uint64_t a = shard ? (off > lo ? off : lo) : off,
                      b = shard ? (off + k < lo + p->bytes ? off + k : lo + p->bytes)
@@ -372,16 +328,7 @@ static Status pass(const char *path, Model *m, DataState *data, uint32_t *step, 
         }
     }
     free(buf);
-    if (!st) {
-        uint64_t sum = s.fnv, stored = get_u64(&s);
-        if (s.err)
-            st = err_set(e, ST_DATA, "%s: truncated checkpoint (%llu bytes read)", path, (unsigned long long)s.pos);
-        else if (stored != sum)
-            st = err_set(e, ST_DATA, "%s: checksum mismatch (stored %016llx, computed %016llx): the file is corrupted",
-                         path, (unsigned long long)stored, (unsigned long long)sum);
-        else if (fgetc(fp) != EOF)
-            st = err_set(e, ST_DATA, "%s: unexpected data after the checksum", path);
-    }
+    if (!st) st = stream_check_end(&s, path, e);
     fclose(fp);
     *short_read = s.err;
     return st;
@@ -393,18 +340,18 @@ static Status explain(const char *path, Status st, Err *e)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp) return st;
-    Stream s = {.f = fp, .fnv = 0xCBF29CE484222325ull};
+    Stream s = {.f = fp, .fnv = STREAM_FNV_BASIS};
     unsigned char last[8], *buf = malloc(CHUNK);
     size_t n, have = 0; /* the file's last 8 bytes so far, outside the checksum */
     char magic[8] = {0};
     int ours = fread(magic, 1, 8, fp) == 8 && !memcmp(magic, CKPT_MAGIC, 8);
-    if (ours) fnv(&s, magic, 8), s.pos = 8;
+    if (ours) stream_fnv(&s, magic, 8), s.pos = 8;
     while (ours && buf && (n = fread(buf, 1, CHUNK, fp)) > 0) {
         size_t keep = n < 8 ? n : 8, old = have + keep > 8 ? have + keep - 8 : 0; /* bytes leaving `last` */
-        fnv(&s, last, old);
+        stream_fnv(&s, last, old);
         memmove(last, last + old, have - old);
         have -= old;
-        fnv(&s, buf, n - keep);
+        stream_fnv(&s, buf, n - keep);
         memcpy(last + have, buf + n - keep, keep);
         have += keep;
     }
@@ -418,16 +365,32 @@ static Status explain(const char *path, Status st, Err *e)
                    (unsigned long long)stored, (unsigned long long)s.fnv);
 }
 
-Status ckpt_load(const char *path, Model *m, DataState *data, Err *e)
+/* Verify everything, then apply: m stays untouched on error. */
+static Status load(const Src *src, Model *m, DataState *data, Err *e)
 {
     DataState d;
     uint32_t step;
     int short_read;
-    Status st = pass(path, m, &d, &step, 0, &short_read, e); /* verify everything first: m stays untouched on error */
-    if (st == ST_DATA && !short_read) st = explain(path, st, e);
-    if (!st) st = pass(path, m, &d, &step, 1, &short_read, e);
+    Status st = pass(src, m, &d, &step, 0, &short_read, e);
+    if (st == ST_DATA && !short_read && !src->img) st = explain(src->path, st, e);
+    if (!st) st = pass(src, m, &d, &step, 1, &short_read, e);
     if (st) return st;
     m->step = step;
     *data = d;
     return ST_OK;
+}
+
+Status ckpt_load_image(const char *path, const void *img, size_t len, Model *m, DataState *data, Err *e)
+{
+    Src src = {.path = path, .img = img, .len = len};
+    return load(&src, m, data, e);
+}
+
+Status ckpt_load(const char *path, Model *m, DataState *data, Err *e)
+{
+    uint32_t version = 0;
+    Status st = ckpt_layout_peek(path, m, &version, e); /* a layout checkpoint, or one for another layout */
+    if (st || version == CKPT_LAYOUT_VERSION) return st ? st : ckpt_layout_load(path, m, data, e);
+    Src src = {.path = path};
+    return load(&src, m, data, e);
 }

@@ -21,6 +21,9 @@
  * last shard's padding left out), written under the shard's name. On resume
  * every rank reads the file and takes its own elements [r·S, min((r+1)·S, E)).
  *
+ * Tensor- and pipeline-parallel ranks: one file with every rank's part
+ * (format version 3, exec/ckpt_layout.h), resumed with the same layout only.
+ *
  * Loading refuses, with a message naming the file and the difference, a
  * checkpoint of another recipe, shape or hyper-parameters, a truncated or
  * corrupted file (checksum), and an unknown format or version. */
@@ -37,8 +40,11 @@ extern "C" {
 #define CKPT_MAGIC "FP8PCKPT"
 enum { CKPT_VERSION = 2 }; /* 2: the planner's ids and model columns (norm, mlp, positions, KV heads) */
 
-/* With sharded states (m->shard_ways > 1) every rank calls it: rank 0 with the path, the others
- * with NULL (they only hand their shards over). Otherwise rank 0 alone. */
+/* 1 when every rank takes part in a save: sharded states (m->shard_ways > 1) or TP/PP ranks. */
+int ckpt_every_rank(const Model *m);
+
+/* When ckpt_every_rank(m) every rank calls it: rank 0 with the path, the others with NULL (they
+ * only hand their shards or parts over). Otherwise rank 0 alone. */
 Status ckpt_save(const char *path, Model *m, const DataState *data, Err *e);
 
 /* Restore into m (built with the same recipe, shape and hyper-parameters);

@@ -163,6 +163,13 @@ Status comm_payload(uint64_t count, Dtype dtype, uint64_t *payload, Err *e);
  * id, one byte per element) and rec becomes {s, 1/s, amax of the sum}. */
 Status comm_all_reduce_fp8(Comm *c, CollectiveId id, Backend *bk, void *buf, float *rec, uint64_t count, Dtype dtype,
                            Err *e);
+/* The same agreement before an uneven in-place reduce-scatter (the distributed optimizer's FP8
+ * gradients: buf holds the whole tensor, counts as comm_reduce_scatter_v's): every rank's codes
+ * re-encoded at the shared s, this rank's segment becomes the sum (counted under id), and rec
+ * {s, 1/s, amax of the whole sum} on every rank: the segment's amax MAX-reduced over the group
+ * (COMM_UNPLANNED), so the record is the all-reduce's. The other segments keep this rank's codes. */
+Status comm_reduce_scatter_fp8_v(Comm *c, CollectiveId id, Backend *bk, void *buf, float *rec, const uint64_t *counts,
+                                 Dtype dtype, Err *e);
 
 /* The single-rank implementation: collectives degenerate to copies (or
  * nothing, in place) and count zero bus bytes. */

@@ -99,7 +99,7 @@ static void fp8_adam_chunk(void *ctx, uint64_t b, uint64_t e, int worker)
 /* Pass 1 computes the new states to find their amax; pass 2 recomputes them
  * bit-identically and stores them with the new scales (MS-AMP's two-kernel
  * scheme), so no FP32 copy of the tensor is needed. Unscaled states (no
- * record) keep scale 1. */
+ * record) keep scale 1. amax_out / amax_in run one pass each (Fp8AdamDesc). */
 Status cpu_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
 {
     (void)bk, (void)e;
@@ -114,12 +114,20 @@ Status cpu_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
                     .sw = 1.0f,
                     .sm = 1.0f,
                     .sv = 1.0f};
-    par_chunks(d->n, CPU_CHUNK, fp8_adam_chunk, &j);
     float amax_w = 0.0f, amax_m = 0.0f, amax_v = 0.0f;
-    for (int w = 0; w < PAR_MAX_THREADS; w++) {
-        amax_w = fmaxf(amax_w, j.amax[w][0]);
-        amax_m = fmaxf(amax_m, j.amax[w][1]);
-        amax_v = fmaxf(amax_v, j.amax[w][2]);
+    if (d->amax_in) { /* sharded states: the amaxes agreed over the ranks */
+        amax_w = d->amax_in[0], amax_m = d->amax_in[1], amax_v = d->amax_in[2];
+    } else {
+        par_chunks(d->n, CPU_CHUNK, fp8_adam_chunk, &j);
+        for (int w = 0; w < PAR_MAX_THREADS; w++) {
+            amax_w = fmaxf(amax_w, j.amax[w][0]);
+            amax_m = fmaxf(amax_m, j.amax[w][1]);
+            amax_v = fmaxf(amax_v, j.amax[w][2]);
+        }
+    }
+    if (d->amax_out) { /* sharded states: the first pass only */
+        d->amax_out[0] = amax_w, d->amax_out[1] = amax_m, d->amax_out[2] = amax_v;
+        return ST_OK;
     }
     if (d->master_rec) j.sw = scaling_pow2(amax_w, DT_FP16, d->margin, d->master_rec[REC_SCALE]);
     if (d->m_rec) j.sm = scaling_pow2(amax_m, DT_E4M3, d->margin, d->m_rec[REC_SCALE]);

@@ -179,6 +179,8 @@ done:
 
 Status cuda_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
 {
+    if (d->amax_out || d->amax_in) /* sharded FP8-LM states: several ranks run on the cpu backend only */
+        return err_set(e, ST_UNAVAILABLE, "fp8_adam: the passes apart (amax agreed over ranks) are cpu-only");
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
     if (!d->n) return ST_OK;

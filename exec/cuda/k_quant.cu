@@ -185,6 +185,8 @@ Status cuda_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
     const uint64_t R = c->rows, C = c->cols, n = R * C;
+    if (dtype_is_fp8(c->in_dtype)) /* recasting FP8 codes: the sharded FP8-LM copies, cpu ranks only */
+        return err_set(e, ST_UNAVAILABLE, "cast_transpose: FP8 input is cpu-only");
     if (!n) return ST_OK;
     const unsigned esz = dtype_bytes(c->in_dtype);
     ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));

@@ -137,7 +137,9 @@ static Status init_param(Model *m, ModelParam *p, InitJob *j, Err *e)
         if (p->master_rec) s = scaling_pow2(amax, DT_FP16, 0, 1.0f);
         j->scale = s;
         par_for(p->numel, INIT_GRAIN, master16_piece, j);
-        st = m->bk->copy_to_device(m->bk, p->master, j->buf, p->numel * sizeof(uint16_t), e);
+        int sh = m->shard_mask[model_class(p)] >> STATE_MASTER & 1; /* a sharded master: this rank's part */
+        uint64_t lo = 0, n = sh ? model_own(m, p, &lo) : p->numel;
+        if (n) st = m->bk->copy_to_device(m->bk, p->master, (uint16_t *)j->buf + lo, n * sizeof(uint16_t), e);
         float rec[REC_FLOATS] = {s, 1.0f / s, amax};
         if (!st && p->master_rec) st = m->bk->copy_to_device(m->bk, p->master_rec, rec, sizeof rec, e);
     } else if (es->dt[STATE_MASTER] == DT_FP32 && p->master) { /* a sharded master: this rank's part only */
@@ -229,6 +231,12 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     st = model_layout_bind(m, p, &m->specs, e);
     if (!st) st = arena_carve(&m->arena, bk, &m->specs, planned, e);
     if (!st) model_shard_bind(m);
+    for (uint32_t i = 0; !st && i < m->nparams; i++) /* the agreed scales' passes and recasts: host memory */
+        if (model_shard_copies(m, &m->params[i]) && strcmp(bk->name, "cpu"))
+            st = err_set(e, ST_UNAVAILABLE,
+                         "recipe %s sharded over ranks: FP8-LM's sharded states run on the cpu "
+                         "backend only so far",
+                         m->recipe.name);
     if (!st) st = bk->memset0(bk, m->arena.base, m->arena.bytes, e);
     if (!st && recipe_fp8_gemm(&m->recipe)) {
         ScalingBank *f = &m->sc.fwd, *b = &m->sc.bwd;

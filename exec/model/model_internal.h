@@ -90,8 +90,21 @@ uint64_t model_own(const Model *m, const ModelParam *p, uint64_t *lo);
 void *model_state_at(const Model *m, const ModelParam *p, StateId st, void *base);
 /* Reduce-scatter every gradient (CO_DP_GRAD_RS; this rank's part reduced in place). */
 Status model_shard_reduce(Model *m, Err *e);
-/* All-gather every working weight after the sharded update (CO_DP_PARAM_AG, in the weight's dtype). */
+/* All-gather every working weight after the sharded update (CO_DP_PARAM_AG, in the weight's dtype;
+ * FP8-LM's linears: this rank's part of the master cast to the row-wise FP8 copy, gathered in FP8,
+ * the transposed copy recast from it). */
 Status model_shard_gather(Model *m, Err *e);
+/* 1 for an FP8-LM linear whose master is sharded (no working weight: the GEMMs read the gathered
+ * FP8 copies). */
+int model_shard_copies(const Model *m, const ModelParam *p);
+/* Such a linear's forward, in place of the cast of the whole master: this rank's part cast with the
+ * slot's current scale, its amax recorded for the bank's MAX over the ranks; when that scale is not
+ * the one the copies were gathered with (the delayed scale moved between micro-batches, or after
+ * model creation / resume), every part again (all-gather counted COMM_UNPLANNED). The copies are then
+ * bit for bit the unsharded forward's cast. */
+Status model_shard_weight_fwd(Model *m, ModelParam *w, Err *e);
+/* MAX all-reduce of n floats over the ranks (the sharded FP8-LM states' amaxes: COMM_UNPLANNED). */
+Status model_shard_agree(Model *m, float *amax, uint64_t n, Err *e);
 
 /* ---- one micro-batch (model_pass.c) ---- */
 

@@ -201,7 +201,10 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
         st = cast(m, fb, sx, x, A, NULL, M, K, m->act.t_qrow, la->q_col[k], e);
     /* W: row-wise for fprop and, when the recipe keeps it, transposed for dgrad; cast once
      * per step, from the working copy or from the master when there is no working copy */
-    if (!st) st = cast_weight(m, L.w, sw, wrow(m, L.w), L.w->wq_col, 1, e);
+    if (!st && model_shard_copies(m, L.w)) /* FP8-LM, sharded master: the gathered copies (model_shard.c) */
+        st = model_shard_weight_fwd(m, L.w, e);
+    else if (!st)
+        st = cast_weight(m, L.w, sw, wrow(m, L.w), L.w->wq_col, 1, e);
     if (st) return st;
     if (!st && m->act.pp_xsinv && la->q_col[k]) /* PP: the saved copy's scale_inv, kept for its backward */
         st = bk->convert(bk, fb->scale_inv + sx, DT_FP32, model_saved_sinv(m, l, k), DT_FP32, 1, NULL, e);
@@ -262,6 +265,9 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
     ModelParam *w = L.w, *b = L.b;
     LayerActs *la = model_la(m, l);
     const int col = model_tp_col(m, k), row = model_tp_row(m, k);
+    /* TP: a row-parallel bias sees this rank's tokens of the output gradient (all-reduced after the step) */
+    const void *dy_bias = dy;
+    const uint64_t M_bias = row ? model_sp_tokens(m) : M;
     Status st = ST_OK;
     if (row) { /* TP: this rank's tokens of the output gradient gathered (tp_allgather_bwd) */
         st = model_tp_gather(m, CO_TP_AG_BWD, dy, m->act.tp_full, N, A, e);
@@ -315,7 +321,7 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
     if (!st) st = col && recipe_fp8_gemm(&m->recipe) ? tp_wgrad(m, &wg, e) : bk->gemm(bk, &wg, e);
     if (!st) st = model_grad_commit(m, w, 0, e);
     if (!st && b) st = model_grad_begin(m, b, 0, e);
-    if (!st && b) st = bk->bias_grad(bk, dy, A, M, N, model_grad_target(m, b, 0), e);
+    if (!st && b) st = bk->bias_grad(bk, dy_bias, A, M_bias, N, model_grad_target(m, b, 0), e);
     if (!st && b) st = model_grad_commit(m, b, 0, e);
     return st;
 }

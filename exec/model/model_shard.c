@@ -16,13 +16,46 @@
  *     (CO_DP_PARAM_AG: the recipe's param_gather_comm, which model_shard_check
  *     requires to be the weight's dtype).
  * One call per parameter tensor (the plan counts one per step): the bytes per
- * step are the plan's, E · bytes · (dp − 1)/dp each. */
+ * step are the plan's, E · bytes · (dp − 1)/dp each.
+ *
+ * FP8-LM's linears (per-tensor scaled FP16 master, E4M3 m, FP16 v and E4M3
+ * gradient, no working weight) shard the same way, with every per-tensor scale
+ * the one the unsharded run computes, agreed over the ranks (MS-AMP):
+ *   - the E4M3 gradients are reduce-scattered with a shared scale
+ *     (comm_reduce_scatter_fp8_v: the all-reduce's codes on the owned segment);
+ *   - the optimizer's two passes run apart (model_step.c): each rank's parts'
+ *     new amaxes, one MAX all-reduce (model_shard_agree: the maximum of the
+ *     parts' maxima is the tensor's, exactly), then each part stored with the
+ *     scales those give — the codes and records of the whole tensor's update;
+ *   - the GEMMs read the E4M3 copies: each rank casts its part of the master
+ *     with the weight's forward scale (cast_part: elementwise, so the codes of
+ *     the whole cast) and the row-wise copy is all-gathered in E4M3 (the plan's
+ *     param_gather_comm); the transposed copy is recast from it;
+ *   - each forward casts the rank's part again with the current delayed scale,
+ *     recording its amax (the bank's MAX over all ranks makes it the tensor's),
+ *     and gathers every part again when that scale is not the one the copy was
+ *     made with (the executor casts the weight per micro-batch; COMM_UNPLANNED).
+ * So the loss curve is plain data parallelism's bit for bit. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/model/model_internal.h"
 
 static const char *const class_name[2] = {"linear-weight", "other-parameter"};
+
+/* FP8-LM's block linears, what the executor shards of a class with scaled states: a scaled FP16
+ * master (MS-AMP's Adam) and no working weight, so the GEMMs read FP8 copies, gathered in the forward
+ * format (the recipe's param_gather_comm); delayed scaling with the amax reduced over every rank, so
+ * the copy's amax can be each shard's (MAX over the ranks = the tensor's); gradients kept and
+ * reduce-scattered in one dtype (FP8 ones with a scale agreed over the ranks). */
+static int fp8lm_class(const Recipe *r, const StateSet *s, Dtype gather, Dtype reduce)
+{
+    return s == &r->gemm && s->dt[STATE_WEIGHT] == DT_NONE && s->dt[STATE_MASTER] == DT_FP16 && recipe_fp8_gemm(r) &&
+           gather == r->gemm_fwd && r->fp8_row == r->gemm_fwd && r->scaling == SCALING_DELAYED &&
+           r->amax_reduce == AMAX_ALL && s->dt[STATE_GRAD] == reduce &&
+           (!dtype_is_fp8(reduce) || exec_state_scaled(s, STATE_GRAD));
+}
 
 Status model_shard_check(const Plan *p, Err *e)
 {
@@ -45,11 +78,14 @@ Status model_shard_check(const Plan *p, Err *e)
         if (plan_state_sharded(in, s, STATE_WEIGHT) || plan_state_sharded(in, s, STATE_GRAD))
             return err_set(e, ST_UNAVAILABLE, "recipe %s, %s: sharded weights or gradients are not run", r->name,
                            sharding_name(in->sharding));
-        if (s->scaled_mask)
+        if (s->scaled_mask && !fp8lm_class(r, s, gather[c], reduce[c]))
             return err_set(e, ST_UNAVAILABLE,
-                           "recipe %s, %s: %s states with per-tensor scaling records (FP8-LM) are not sharded by the "
-                           "executor yet (a shard's scale would have to be agreed over the ranks)",
+                           "recipe %s, %s: %s states with per-tensor scaling records are sharded only as FP8-LM's "
+                           "linears are (scaled FP16 master, no working weight, FP8 copies gathered in the forward "
+                           "format, delayed scaling with the amax reduced over all ranks, gradients reduced in "
+                           "their own dtype)",
                            r->name, sharding_name(in->sharding), class_name[c]);
+        if (s->scaled_mask) continue;
         if (s->dt[STATE_WEIGHT] == DT_NONE || s->dt[STATE_WEIGHT] != gather[c])
             return err_set(e, ST_UNAVAILABLE,
                            "recipe %s, %s: %s weights are gathered in %s but kept in %s; the executor gathers the "
@@ -111,6 +147,7 @@ void model_shard_bind(Model *m)
     for (uint32_t i = 0; i < m->nparams; i++) {
         ModelParam *q = &m->params[i];
         const int c = model_class(q);
+        q->copy_scale = NAN; /* no copy gathered yet (model_shard_weight_fwd) */
         if (m->shard_ways == 1) {
             q->own_lo = 0, q->own_n = q->numel;
             continue;
@@ -147,6 +184,67 @@ static void counts_of(const Model *m, const ModelParam *p, uint64_t *counts)
     }
 }
 
+int model_shard_copies(const Model *m, const ModelParam *p)
+{
+    return m->shard_ways > 1 && p->gemm && !p->weight && (m->shard_mask[MODEL_CLASS_GEMM] >> STATE_MASTER & 1);
+}
+
+/* FP8-LM's copies: this rank's elements of w's master (dequantized by its record) cast with the
+ * weight's forward slot into the same elements of the row-wise copy — the codes the unsharded
+ * forward's cast of the whole master makes there — the slot's scale_inv set, the part's amax
+ * max-ed into *amax when set. Every rank calls it (an empty part casts nothing). */
+static Status cast_part(Model *m, ModelParam *w, float *amax, Err *e)
+{
+    ScalingBank *fb = &m->sc.fwd;
+    CastDesc c = {.in = w->own_n ? w->master : (void *)w->wq_row,
+                  .in_dtype = w->own_n ? m->recipe.gemm.dt[STATE_MASTER] : fb->fmt,
+                  .in_scale_inv = w->master_rec ? w->master_rec + REC_SCALE_INV : NULL,
+                  .rows = 1,
+                  .cols = w->own_n,
+                  .out_dtype = fb->fmt,
+                  .out_row = w->wq_row + w->own_lo,
+                  .scale = fb->scale + w->wslot,
+                  .scale_inv = fb->scale_inv + w->wslot,
+                  .amax = amax};
+    return m->bk->cast_transpose(m->bk, &c, e);
+}
+
+/* The row-wise copy gathered (every rank's part, in the forward format, counted under id), its
+ * transposed copy recast from it (FP8 codes decoded with 1/scale and encoded with scale: the same
+ * codes), and the scale it was made with kept. */
+static Status gather_copy(Model *m, ModelParam *w, CollectiveId id, uint64_t *counts, Err *e)
+{
+    ScalingBank *fb = &m->sc.fwd;
+    counts_of(m, w, counts);
+    Status st = comm_all_gather_v(m->dpc, id, m->bk, w->wq_row, counts, fb->fmt, e);
+    CastDesc c = {.in = w->wq_row,
+                  .in_dtype = fb->fmt,
+                  .in_scale_inv = fb->scale_inv + w->wslot,
+                  .rows = w->rows,
+                  .cols = w->cols,
+                  .out_dtype = fb->fmt,
+                  .out_col = w->wq_col,
+                  .scale = fb->scale + w->wslot};
+    if (!st && w->wq_col) st = m->bk->cast_transpose(m->bk, &c, e);
+    if (!st) st = m->bk->copy_to_host(m->bk, &w->copy_scale, fb->scale + w->wslot, sizeof(float), e);
+    return st;
+}
+
+Status model_shard_weight_fwd(Model *m, ModelParam *w, Err *e)
+{
+    /* the part's amax into the slot's history row: the bank's MAX over the ranks makes it the whole
+     * tensor's, as the unsharded forward records it */
+    Status st = cast_part(m, w, m->sc.fwd.amax_history + w->wslot, e);
+    float now = 0.0f;
+    if (!st) st = m->bk->copy_to_host(m->bk, &now, m->sc.fwd.scale + w->wslot, sizeof now, e);
+    if (st || now == w->copy_scale) return st; /* the other parts were cast with this scale */
+    /* the scale moved since the step's gather (or none yet): the parts again, not a plan collective */
+    uint64_t *counts = calloc((size_t)m->dp, sizeof *counts);
+    st = counts ? gather_copy(m, w, COMM_UNPLANNED, counts, e) : err_set(e, ST_NOMEM, "out of memory");
+    free(counts);
+    return st;
+}
+
 /* One collective per parameter over its state st: reduce-scatter or all-gather. */
 static Status each_param(Model *m, StateId st, CollectiveId id, Err *e)
 {
@@ -158,8 +256,15 @@ static Status each_param(Model *m, StateId st, CollectiveId id, Err *e)
         void *buf = st == STATE_GRAD ? p->grad : p->weight;
         Dtype dt = model_states(m, p)->dt[st];
         counts_of(m, p, counts);
-        s = st == STATE_GRAD ? comm_reduce_scatter_v(m->dpc, id, m->bk, buf, counts, dt, COMM_SUM, e)
-                             : comm_all_gather_v(m->dpc, id, m->bk, buf, counts, dt, e);
+        if (st == STATE_WEIGHT && model_shard_copies(m, p)) { /* FP8-LM: the FP8 copies (cast_part) */
+            s = cast_part(m, p, NULL, e);
+            if (!s) s = gather_copy(m, p, id, counts, e);
+        } else if (st == STATE_GRAD && dtype_is_fp8(dt) && p->grad_rec) {
+            s = comm_reduce_scatter_fp8_v(m->dpc, id, m->bk, buf, p->grad_rec, counts, dt, e);
+        } else {
+            s = st == STATE_GRAD ? comm_reduce_scatter_v(m->dpc, id, m->bk, buf, counts, dt, COMM_SUM, e)
+                                 : comm_all_gather_v(m->dpc, id, m->bk, buf, counts, dt, e);
+        }
     }
     free(counts);
     return s;
@@ -168,6 +273,11 @@ static Status each_param(Model *m, StateId st, CollectiveId id, Err *e)
 Status model_shard_reduce(Model *m, Err *e) { return each_param(m, STATE_GRAD, CO_DP_GRAD_RS, e); }
 
 Status model_shard_gather(Model *m, Err *e) { return each_param(m, STATE_WEIGHT, CO_DP_PARAM_AG, e); }
+
+Status model_shard_agree(Model *m, float *amax, uint64_t n, Err *e)
+{
+    return m->dpc->all_reduce(m->dpc, COMM_UNPLANNED, m->bk, amax, n, DT_FP32, COMM_MAX, e);
+}
 
 int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uint64_t *lo)
 {

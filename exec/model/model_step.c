@@ -60,59 +60,82 @@ Status model_trace_enable(Model *m, Err *e)
     return ST_OK;
 }
 
+/* Sharded FP8-LM states (model_shard.c): MS-AMP's two passes taken apart, the amaxes of every
+ * tensor's new master, m and v (each rank's part) MAX-reduced over the ranks in between, so every
+ * part is stored with the scales the whole tensor gets unsharded. */
+static int agreed_states(const Model *m)
+{
+    return m->shard_ways > 1 && (m->shard_mask[MODEL_CLASS_GEMM] >> STATE_MASTER & 1) &&
+           m->recipe.gemm.dt[STATE_MASTER] == DT_FP16;
+}
+
+/* round 0: the whole update; 1: the FP8-LM first pass (amaxes into amax[3i ..]); 2: the rest. */
+static Status update(Model *m, ModelParam *p, uint32_t i, float lr, int round, float *amax, Err *e)
+{
+    const ModelHyper *h = &m->hyper;
+    const StateSet *es = model_states(m, p);
+    uint64_t lo, n = model_own(m, p, &lo); /* sharded states: this rank's part (model_shard.c) */
+    const int fp16 = es->dt[STATE_MASTER] == DT_FP16, c = model_class(p);
+    if (round == 1 && !fp16) return ST_OK;
+    if (!n && !(round && fp16)) return ST_OK; /* an empty part still takes the agreed scales */
+    void *master = model_state_at(m, p, STATE_MASTER, p->master), *mm = model_state_at(m, p, STATE_M, p->m),
+         *vv = model_state_at(m, p, STATE_V, p->v), *grad = model_state_at(m, p, STATE_GRAD, p->grad),
+         *weight = model_state_at(m, p, STATE_WEIGHT, p->weight);
+    AdamHyper ah = {.lr = lr,
+                    .beta1 = h->beta1,
+                    .beta2 = h->beta2,
+                    .eps = h->eps,
+                    .weight_decay = p->decay ? h->weight_decay : 0.0f,
+                    .step = m->step + 1,
+                    .grad_scale = 1.0f};
+    const float *ginv = p->grad_rec ? p->grad_rec + REC_SCALE_INV : NULL;
+    if (fp16) {
+        Fp8AdamDesc d = {.n = n,
+                         .h = ah,
+                         .margin = EXEC_FP8_MARGIN,
+                         .master = master ? master : m->shard_buf[c][STATE_MASTER], /* n 0: nothing read */
+                         .master_rec = p->master_rec,
+                         .m = mm ? mm : m->shard_buf[c][STATE_M],
+                         .m_rec = p->m_rec,
+                         .v = vv ? vv : m->shard_buf[c][STATE_V],
+                         .v_rec = p->v_rec,
+                         .grad = grad,
+                         .grad_dtype = es->dt[STATE_GRAD],
+                         .grad_scale_inv = ginv,
+                         .weight = weight,
+                         .weight_dtype = es->dt[STATE_WEIGHT],
+                         .amax_out = round == 1 ? amax + 3 * (uint64_t)i : NULL,
+                         .amax_in = round == 2 ? amax + 3 * (uint64_t)i : NULL};
+        return m->bk->fp8_adam(m->bk, &d, e);
+    }
+    AdamWDesc d = {.n = n,
+                   .h = ah,
+                   .master = master,
+                   .m = mm,
+                   .v = vv,
+                   .grad = grad,
+                   .grad_dtype = es->dt[STATE_GRAD],
+                   .grad_scale_inv = ginv,
+                   .weight = weight,
+                   .weight_dtype = es->dt[STATE_WEIGHT]};
+    return m->bk->adamw(m->bk, &d, e);
+}
+
 static Status optimizer(Model *m, Err *e)
 {
     const ModelHyper *h = &m->hyper;
     uint32_t t = m->step + 1;
     float lr = h->lr;
     if (h->warmup && t <= h->warmup) lr = h->lr * (float)t / (float)h->warmup;
+    const int agree = agreed_states(m);
+    float *amax = agree ? calloc(3 * (size_t)m->nparams + 1, sizeof *amax) : NULL;
+    if (agree && !amax) return err_set(e, ST_NOMEM, "out of memory");
     Status st = ST_OK;
-    for (uint32_t i = 0; !st && i < m->nparams; i++) {
-        ModelParam *p = &m->params[i];
-        const StateSet *es = model_states(m, p);
-        uint64_t lo, n = model_own(m, p, &lo); /* sharded states: this rank's part (model_shard.c) */
-        if (!n) continue;
-        void *master = model_state_at(m, p, STATE_MASTER, p->master), *mm = model_state_at(m, p, STATE_M, p->m),
-             *vv = model_state_at(m, p, STATE_V, p->v), *grad = model_state_at(m, p, STATE_GRAD, p->grad),
-             *weight = model_state_at(m, p, STATE_WEIGHT, p->weight);
-        AdamHyper ah = {.lr = lr,
-                        .beta1 = h->beta1,
-                        .beta2 = h->beta2,
-                        .eps = h->eps,
-                        .weight_decay = p->decay ? h->weight_decay : 0.0f,
-                        .step = t,
-                        .grad_scale = 1.0f};
-        const float *ginv = p->grad_rec ? p->grad_rec + REC_SCALE_INV : NULL;
-        if (es->dt[STATE_MASTER] == DT_FP16) {
-            Fp8AdamDesc d = {.n = n,
-                             .h = ah,
-                             .margin = EXEC_FP8_MARGIN,
-                             .master = master,
-                             .master_rec = p->master_rec,
-                             .m = mm,
-                             .m_rec = p->m_rec,
-                             .v = vv,
-                             .v_rec = p->v_rec,
-                             .grad = grad,
-                             .grad_dtype = es->dt[STATE_GRAD],
-                             .grad_scale_inv = ginv,
-                             .weight = weight,
-                             .weight_dtype = es->dt[STATE_WEIGHT]};
-            st = m->bk->fp8_adam(m->bk, &d, e);
-        } else {
-            AdamWDesc d = {.n = n,
-                           .h = ah,
-                           .master = master,
-                           .m = mm,
-                           .v = vv,
-                           .grad = grad,
-                           .grad_dtype = es->dt[STATE_GRAD],
-                           .grad_scale_inv = ginv,
-                           .weight = weight,
-                           .weight_dtype = es->dt[STATE_WEIGHT]};
-            st = m->bk->adamw(m->bk, &d, e);
-        }
+    for (int round = agree ? 1 : 0; !st && round <= (agree ? 2 : 0); round++) {
+        if (round == 2) st = model_shard_agree(m, amax, 3 * (uint64_t)m->nparams, e);
+        for (uint32_t i = 0; !st && i < m->nparams; i++) st = update(m, &m->params[i], i, lr, round, amax, e);
     }
+    free(amax);
     return st;
 }
 

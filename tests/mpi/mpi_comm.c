@@ -225,6 +225,54 @@ static void test_all_reduce_fp8_shared_scale(void)
     }
 }
 
+/* The uneven reduce-scatter with a shared FP8 scale (comm_reduce_scatter_fp8_v): the values of
+ * test_all_reduce_fp8_shared_scale, each rank summing only its own segment.
+ * np 2, counts {1, 2}: the shared scale is 64 as there (group amax 3.5); rank 0 re-encodes
+ * [64, -128, 20], rank 1 [224, 32, 26]; rank 0's element 0 becomes 64 + 224 = 288, rank 1's
+ * elements 1, 2 become -96 and 46 -> 48 (the tie to even); the other elements keep the rank's own
+ * re-encoded codes (rank 0: -128, 20; rank 1: 224). The record is the whole sum's on both ranks:
+ * {64, 1/64, 288/64 = 4.5} — rank 1's own segment alone has amax 96/64 = 1.5.
+ * np 4, counts {0, 1, 1, 2} (rank 0 owns nothing): rank r holds r + 1 at even and -(r + 1) at odd
+ * elements, scale 1; amax 4, scale 448 / 16 = 28: codes 28, 56, 84 -> 80, 112 (signs kept); every
+ * owned element sums to +-276 -> +-288; rank 2's element 0 (not its own) keeps 84 -> 80. The
+ * record: amax 288/28 on every rank, rank 0's included. Payload S = 3 B (np 2), 4 B (np 4); bus
+ * S (n-1)/n: 1.5 and 3. */
+static void test_reduce_scatter_fp8_v(void)
+{
+    Err e;
+    const CommStats before = C->stats[CO_DP_GRAD_RS];
+    if (N == 2) {
+        const float v[2][3] = {{1.0f, -2.0f, 0.3f}, {7.0f, 1.0f, 0.8f}};
+        const uint64_t counts[2] = {1, 2};
+        uint8_t q[3];
+        for (int i = 0; i < 3; i++) q[i] = fp8_encode_f32(DT_E4M3, v[R][i], FP8_SATFINITE);
+        float rec[REC_FLOATS] = {R ? 2.0f : 1.0f, R ? 0.5f : 1.0f, 0.0f};
+        CHECK_EQ_INT(comm_reduce_scatter_fp8_v(C, CO_DP_GRAD_RS, NULL, q, rec, counts, DT_E4M3, &e), ST_OK);
+        const double want[2][3] = {{288.0, -128.0, 20.0}, {224.0, -96.0, 48.0}};
+        for (int i = 0; i < 3; i++) CHECK_NEAR(fp8_decode(DT_E4M3, q[i]), want[R][i], 0.0);
+        CHECK_NEAR(rec[REC_SCALE], 64.0, 0.0);
+        CHECK_NEAR(rec[REC_SCALE_INV], 0.015625, 0.0);
+        CHECK_NEAR(rec[REC_AMAX], 4.5, 0.0);
+        CHECK_EQ_U64(C->stats[CO_DP_GRAD_RS].payload_bytes - before.payload_bytes, 3);
+        CHECK_NEAR(C->stats[CO_DP_GRAD_RS].bus_bytes - before.bus_bytes, 1.5, 1e-12);
+    } else {
+        const uint64_t counts[4] = {0, 1, 1, 2}, lo[4] = {0, 0, 1, 2};
+        uint8_t q[4];
+        for (int i = 0; i < 4; i++) q[i] = fp8_encode_f32(DT_E4M3, (float)((R + 1) * (i % 2 ? -1 : 1)), FP8_SATFINITE);
+        float rec[REC_FLOATS] = {1.0f, 1.0f, 0.0f};
+        CHECK_EQ_INT(comm_reduce_scatter_fp8_v(C, CO_DP_GRAD_RS, NULL, q, rec, counts, DT_E4M3, &e), ST_OK);
+        const double mine[4] = {28.0, 56.0, 80.0, 112.0}; /* this rank's own codes at scale 28 */
+        for (uint64_t i = 0; i < 4; i++) {
+            int own = i >= lo[R] && i < lo[R] + counts[R];
+            CHECK_NEAR(fp8_decode(DT_E4M3, q[i]), (own ? 288.0 : mine[R]) * (i % 2 ? -1.0 : 1.0), 0.0);
+        }
+        CHECK_NEAR(rec[REC_SCALE], 28.0, 0.0);
+        CHECK_NEAR(rec[REC_AMAX], 288.0f * (1.0f / 28.0f), 0.0);
+        CHECK_EQ_U64(C->stats[CO_DP_GRAD_RS].payload_bytes - before.payload_bytes, 4);
+        CHECK_NEAR(C->stats[CO_DP_GRAD_RS].bus_bytes - before.bus_bytes, 3.0, 1e-12);
+    }
+}
+
 /* The same inputs give the same bits, twice, and the bits of a plain FP32
  * fold in rank order written here (rank r's values: a fixed LCG seeded by r). */
 static void test_reproducible(void)
@@ -296,7 +344,7 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 13\n");
+    if (R == 0) printf("checks: 14\n");
     MRUN(test_all_reduce_fp32_rank_order);
     MRUN(test_all_reduce_bf16_rounds_once);
     MRUN(test_all_reduce_max);
@@ -311,6 +359,7 @@ int main(int argc, char **argv)
     memset(C->stats, 0, sizeof C->stats); /* the uneven calls count on rows of their own */
     MRUN(test_reduce_scatter_v);
     MRUN(test_all_gather_v);
+    MRUN(test_reduce_scatter_fp8_v);
     int failed = test_failed_;
     C->destroy(C);
     MPI_Finalize();

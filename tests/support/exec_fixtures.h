@@ -137,6 +137,34 @@ static inline Status fx_plan(const ModelSpec *m, const Recipe *r, uint32_t mbs, 
     return fx_plan_dp(m, r, mbs, micro, 1, SHARD_NONE, p, e);
 }
 
+/* Rank r of dp ranks without MPI: a single-rank communicator told it is rank r of dp (model_create
+ * makes no collective), the model of m and rc at micro-batch 2, ZeRO-1 when dp > 1; NULL (said on
+ * stderr) when it cannot be built. fx_rank_drop frees the model and its communicator. */
+static inline Model *fx_rank_model(Backend *bk, const ModelSpec *m, const Recipe *rc, int r, uint32_t dp)
+{
+    static Plan p;
+    Err e;
+    Comm *c = NULL;
+    Model *md = NULL;
+    if (fx_plan_dp(m, rc, 2, 1, dp, dp > 1 ? SHARD_ZERO1 : SHARD_NONE, &p, &e) || comm_single_create(&c, &e))
+        return NULL;
+    c->size = (int)dp, c->rank = r;
+    if (model_create(&p, NULL, bk, c, &md, &e)) {
+        fprintf(stderr, "  model_create rank %d: %s\n", r, e.msg);
+        c->destroy(c);
+        return NULL;
+    }
+    return md;
+}
+
+static inline void fx_rank_drop(Model *m)
+{
+    if (!m) return;
+    Comm *c = m->comm;
+    model_destroy(m);
+    c->destroy(c);
+}
+
 /* A model of a fixture on bk: fx_plan, then model_create (h NULL: defaults). */
 static inline Status fx_model(const ModelSpec *m, const Recipe *r, uint32_t mbs, uint32_t micro, const ModelHyper *h,
                               Backend *bk, Comm *comm, Model **out, Err *e)

@@ -74,28 +74,10 @@ static Model *rank_model(Backend *bk, int r, uint32_t dp)
 {
     ModelSpec m = odd();
     Recipe rc = fx_recipe("megatron-bf16");
-    static Plan p;
-    Err e;
-    Comm *c = NULL;
-    Model *md = NULL;
-    if (fx_plan_dp(&m, &rc, 2, 1, dp, dp > 1 ? SHARD_ZERO1 : SHARD_NONE, &p, &e) || comm_single_create(&c, &e))
-        return NULL;
-    c->size = (int)dp, c->rank = r;
-    if (model_create(&p, NULL, bk, c, &md, &e)) {
-        fprintf(stderr, "  model_create rank %d: %s\n", r, e.msg);
-        c->destroy(c);
-        return NULL;
-    }
-    return md;
+    return fx_rank_model(bk, &m, &rc, r, dp);
 }
 
-static void drop(Model *m)
-{
-    if (!m) return;
-    Comm *c = m->comm;
-    model_destroy(m);
-    c->destroy(c);
-}
+static void drop(Model *m) { fx_rank_drop(m); }
 
 /* Which elements each rank owns, where its shard pointers point, and that every rank's shard holds
  * the one rank's initial master values at those elements. */

@@ -1,0 +1,49 @@
+/* exec/ckpt_layout.h — checkpoints of tensor- and pipeline-parallel runs
+ * (format version 3; the one-model format, version 2, is exec/ckpt.h's).
+ *
+ * A TP rank holds slices of the linears, embedding and head, a PP rank one
+ * stage's layers (and its own copy of a tied head): no rank holds the model
+ * whole, and the slices are not gathered into the one-rank layout. Rank 0
+ * writes one file that keeps every rank's part as that rank would write a
+ * one-model checkpoint of what it holds (its own shape, tensors, scaling
+ * banks and records, step, data position):
+ *   "FP8PCKPT", u32 version 3, u32 tp, u32 pp, u32 ranks, then for rank
+ *   0 .. ranks − 1: u64 bytes and that rank's version-2 image (its own magic
+ *   .. checksum), and a final u64 FNV-1a of everything before it.
+ * Every rank reads the file (checksum over all of it) and restores its own
+ * part through the version-2 loader, which checks that part against the
+ * rank's model. A checkpoint resumes only with the layout that wrote it: a
+ * version-3 file in a run of another --tp/--pp (or none), or a version-2 file
+ * in a TP/PP run, is refused naming both layouts. Data-parallel ranks beside
+ * TP/PP (a rank grid) are refused too (not implemented). */
+#ifndef FP8PLAN_EXEC_CKPT_LAYOUT_H
+#define FP8PLAN_EXEC_CKPT_LAYOUT_H
+
+#include <stddef.h>
+
+#include "exec/data.h"
+#include "exec/model/model.h"
+
+enum { CKPT_LAYOUT_VERSION = 3 };
+
+/* 1 when m is a TP or PP rank (its checkpoint is version 3). */
+int ckpt_layout(const Model *m);
+
+/* Every rank calls it (rank 0 with the path, the others with NULL): the parts
+ * gathered on rank 0, which writes the file atomically. */
+Status ckpt_layout_save(const char *path, Model *m, const DataState *data, Err *e);
+
+/* The version of the file at path (0 when it cannot be opened or is not a
+ * checkpoint: the loader then says why); ST_DATA naming both layouts when the
+ * file's layout is not this run's. */
+Status ckpt_layout_peek(const char *path, const Model *m, uint32_t *version, Err *e);
+
+/* Restore this rank's part of a version-3 file (after ckpt_layout_peek). */
+Status ckpt_layout_load(const char *path, Model *m, DataState *data, Err *e);
+
+/* From exec/ckpt.c: m's one-model image in memory (malloc'd, *len bytes), and
+ * the restore of such an image (path names the file in messages). */
+Status ckpt_image(Model *m, const DataState *data, char **img, size_t *len, Err *e);
+Status ckpt_load_image(const char *path, const void *img, size_t len, Model *m, DataState *data, Err *e);
+
+#endif
