@@ -1,0 +1,193 @@
+/* tests/unit/test_oracle_rules.c — the planner's refusal rules and bookkeeping
+ * at their edges, reasoned by hand: an FP8 recipe needs an FP8 peak, uneven
+ * pipeline stages get their own state terms, a collective byte count past 2^64
+ * is an overflow, a sweep walks the pipeline depths in ascending order, and a
+ * list of catalog names cut short stays inside its buffer.
+ *
+ * An independent oracle: each expected value is worked out in the comment from
+ * the inputs (support/oracle_fixtures.h's tiny GPT: 512 linear weights per
+ * layer at tp 1), never read back from the planner. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner/catalog.h"
+#include "planner/plan.h"
+#include "planner/sweep.h"
+#include "support/oracle_fixtures.h"
+#include "test.h"
+
+static PlanInput tiny_input(const ModelSpec *m, const GpuSpec *g, const Recipe *r)
+{
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = m, in.gpu = g, in.recipe = r, in.gbs = 1;
+    return in;
+}
+
+/* FP8 GEMMs need an FP8 rate: on an SM 10.0 GPU (the SM floor 8.9 passes) whose FP8 peak is 0 the TE recipe is
+ * refused as hardware (REJECT_HW), while BF16 still runs there. A host profile skips the SM floor (it emulates
+ * FP8 exactly: SM 8.0 passes) but not the FP8 rate: with flops_fp8 0 it is refused too. */
+static void test_fp8_needs_an_fp8_peak(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe te = fx_te_recipe("te", 0), bf = ox_bf16(0);
+    PlanInput in = tiny_input(&m, &g, &te);
+    Err e = {0};
+    CHECK(plan_validate(&in, &e) == REJECT_NONE);
+    g.flops_fp8 = 0;
+    CHECK(plan_validate(&in, &e) == REJECT_HW);
+    CHECK_CONTAINS(e.msg, "recipe te needs SM 8.9");
+    in.recipe = &bf;
+    CHECK(plan_validate(&in, &e) == REJECT_NONE);
+    /* a host profile: SM 8.0 is no obstacle, a missing FP8 rate is */
+    g.host = 1, g.sm = 80, g.flops_fp8 = 2e15;
+    in.recipe = &te;
+    CHECK(plan_validate(&in, &e) == REJECT_NONE);
+    g.flops_fp8 = 0;
+    CHECK(plan_validate(&in, &e) == REJECT_HW);
+}
+
+/* Uneven pipelines: the end stage with other layer counts gets its own linear-layer states (not the first
+ * stage's). The tiny GPT (4 layers, 512 linear weights each at tp 1), BF16 recipe: working weights 2 B each.
+ *   pp 2, first stage 1 layer -> the last holds 3 (4 - 1) and is the larger stage (3 layers of states and
+ *     activations against 1): MT_WEIGHT_GEMM = 3 x 512 x 2 B = 3,072; its FP32 master 3 x 512 x 4 = 6,144.
+ *   pp 2, last stage 1 layer -> the first holds 3. With a vocabulary of 65,536 the last stage is still the
+ *     larger: both ends hold the 65,536 x 8 embedding (the tied copy), and only the last its fp32 logits
+ *     4 tokens x 65,536 x 4 B = 1 MiB and the loss transient 4 x 65,536 x (10 - 4) B = 1.5 MiB, far above two
+ *     layers' states and activations (2 x 512 x 18 B = 18,432 + a few KB). Its weights: 1 x 512 x 2 B = 1,024. */
+static void test_uneven_stage_states(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(0);
+    PlanInput in = tiny_input(&m, &g, &r);
+    in.pp = 2, in.gbs = 4, in.first_stage_layers = 1;
+    Plan p;
+    Err e = {0};
+    if (plan_build(&in, &p, &e)) {
+        CHECKF(0, "first stage 1 layer: %s", e.msg);
+    } else {
+        CHECK_EQ_U64(p.stage, 1);
+        CHECK_EQ_U64(p.stage_layers, 3);
+        CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, 3072);
+        CHECK_EQ_U64(p.mem[MT_MASTER_GEMM].bytes, 6144);
+    }
+    ModelSpec big = ox_tiny(65536, 4);
+    in.model = &big, in.first_stage_layers = 0, in.last_stage_layers = 1;
+    if (plan_build(&in, &p, &e)) {
+        CHECKF(0, "last stage 1 layer: %s", e.msg);
+    } else {
+        CHECK_EQ_U64(p.stage, 1);
+        CHECK_EQ_U64(p.stage_layers, 1);
+        CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, 1024);
+        CHECK_EQ_U64(p.mem[MT_MASTER_GEMM].bytes, 2048);
+    }
+}
+
+/* A byte count of the collectives past 2^64 is an overflow even when the memory terms fit: tp 2 with sequence
+ * parallelism, global batch 2^62 -> 2^62 micro-batches of 1; the stage's 4 layers make 4 x 2^62 = 2^64 layer
+ * passes, so the TP gather's calls (and its step bytes) pass 2^64. The memory holds one micro-batch in flight
+ * (pp 1) and is small. plan_build says ST_OVERFLOW naming the sizes; plan_build_fast says REJECT_OVERFLOW. */
+static void test_collective_bytes_overflow(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(0);
+    PlanInput in = tiny_input(&m, &g, &r);
+    in.tp = 2, in.sp = 1, in.gbs = 1ull << 62;
+    Plan p;
+    Err e = {0};
+    CHECK(plan_build(&in, &p, &e) == ST_OVERFLOW);
+    CHECK_CONTAINS(e.msg, "passes 2^64");
+    PlanReject why = REJECT_NONE;
+    CHECK(plan_build_fast(&in, &p, &why) == ST_OVERFLOW);
+    CHECK(why == REJECT_OVERFLOW);
+    /* the same layout at a global batch of 4 builds */
+    in.gbs = 4;
+    CHECK(plan_build(&in, &p, &e) == ST_OK);
+}
+
+/* A sweep evaluates the pipeline depths in ascending order (sweep.h: on_fit sees every plan that fits in
+ * evaluation order). 12 GPUs, tp 1 (max_tp 1), cp 1, vpp 1, mbs 1, a 12-layer tiny GPT on a 1 TiB GPU (everything
+ * fits), global batch 24 (a multiple of every dp = 12 / pp): pp runs 1, 2, 3, 4, 6, 12 — the divisors of 12, which
+ * the walk builds from 12's prime factors as 1, 2, 4, 3, 6, 12 before sorting them. */
+typedef struct {
+    uint32_t pp[64];
+    int n, calls;
+} Seen;
+
+static void on_fit(const Plan *p, void *ctx)
+{
+    Seen *s = ctx;
+    s->calls++;
+    if ((s->n == 0 || s->pp[s->n - 1] != p->in.pp) && s->n < 64) s->pp[s->n++] = p->in.pp;
+}
+
+static void test_sweep_walks_pp_ascending(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    m.layers = 12;
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(0);
+    const Recipe *rs[1] = {&r};
+    SweepSpec s;
+    memset(&s, 0, sizeof s);
+    s.base = tiny_input(&m, &g, &r);
+    s.base.gbs = 24;
+    s.recipes = rs, s.nrecipes = 1, s.gpus = 12;
+    s.max_tp = 1, s.max_vpp = 1, s.max_cp = 1, s.max_mbs = 1;
+    Seen seen = {{0}, 0, 0};
+    s.on_fit = on_fit, s.on_fit_ctx = &seen;
+    Plan top[4];
+    int n_top = 0;
+    SweepStats st;
+    Err e = {0};
+    CHECK(sweep_run(&s, top, 4, &n_top, &st, NULL, NULL, &e) == ST_OK);
+    /* 6 depths x the recompute modes x the distributed optimizer off / on, each fitting */
+    CHECK_EQ_U64(seen.calls, (uint64_t)st.valid);
+    CHECK_EQ_U64(seen.calls, 6ull * RECOMPUTE_COUNT_ * 2);
+    const uint32_t want[6] = {1, 2, 3, 4, 6, 12};
+    CHECK_EQ_INT(seen.n, 6);
+    for (int i = 0; i < 6 && i < seen.n; i++)
+        CHECKF(seen.pp[i] == want[i], "run %d: pp %u, expected %u", i, seen.pp[i], want[i]);
+}
+
+/* catalog_*_names cuts a list that does not fit: with room for 7 bytes, "aa, bb" (6 characters and the NUL)
+ * is all of "aa, bb, cc, dd" that fits, and nothing is written past the 7 bytes (the rest of the 32-byte
+ * buffer keeps its 'x's). With 15 bytes the whole list (14 characters) fits. */
+static void test_names_cut_short(void)
+{
+    Catalog *c = calloc(1, sizeof *c);
+    if (!c) {
+        CHECK(c != NULL);
+        return;
+    }
+    const char *nm[4] = {"aa", "bb", "cc", "dd"};
+    for (int i = 0; i < 4; i++) strcpy(c->gpus[i].name, nm[i]);
+    c->ngpus = 4;
+    char buf[32];
+    memset(buf, 'x', sizeof buf);
+    catalog_gpu_names(c, buf, 7);
+    CHECK_STR(buf, "aa, bb");
+    int clean = 1;
+    for (size_t i = 7; i < sizeof buf; i++) clean &= buf[i] == 'x';
+    CHECKF(clean, "bytes past the 7 given were written");
+    memset(buf, 'x', sizeof buf);
+    catalog_gpu_names(c, buf, 15);
+    CHECK_STR(buf, "aa, bb, cc, dd");
+    clean = 1;
+    for (size_t i = 15; i < sizeof buf; i++) clean &= buf[i] == 'x';
+    CHECKF(clean, "bytes past the 15 given were written");
+    free(c);
+}
+
+int main(void)
+{
+    RUN(test_fp8_needs_an_fp8_peak);
+    RUN(test_uneven_stage_states);
+    RUN(test_collective_bytes_overflow);
+    RUN(test_sweep_walks_pp_ascending);
+    RUN(test_names_cut_short);
+    return test_summary();
+}
