@@ -1,0 +1,175 @@
+/* tests/unit/test_oracle_moe_terms.c — more of a mixture-of-experts / latent-
+ * attention stage worked out by hand: block scales of both FP8 weight copies,
+ * the full-recompute transient, the context-parallel exchange with no overlap,
+ * and latent attention's memory-bound kernels as the RoPE width changes.
+ *
+ * An independent oracle: every expected value is arithmetic on the models
+ * below, written out in the comments, never a value the planner produced.
+ *
+ * The MoE model (as test_oracle_moe.c's): 2 layers (the first dense), hidden
+ * 256, 2 heads of 128 (no GQA), vocabulary 1000 (vocab_pad 1), seq 512, RMSNorm,
+ * SwiGLU, RoPE, untied; 8 routed experts of FFN 128, top 2, 1 shared expert,
+ * softmax router. Micro-batch 1, tp = pp = ep = 1 unless a test says otherwise:
+ * 512 tokens a micro-batch, 1024 routed rows (512 x top 2). */
+#include <math.h>
+
+#include "planner/plan.h"
+#include "support/fixtures.h"
+#include "test.h"
+
+static ModelSpec moe_model(uint32_t dense_ffn)
+{
+    ModelSpec m = {.name = "oracle-moe",
+                   .layers = 2,
+                   .hidden = 256,
+                   .ffn_hidden = dense_ffn,
+                   .heads = 2,
+                   .kv_heads = 2,
+                   .head_dim = 128,
+                   .vocab = 1000,
+                   .seq_len = 512,
+                   .norm = NORM_RMSNORM,
+                   .mlp = MLP_SWIGLU,
+                   .pos = POS_ROPE,
+                   .experts = 8,
+                   .experts_per_token = 2,
+                   .shared_experts = 1,
+                   .expert_ffn = 128,
+                   .dense_layers = 1,
+                   .router = ROUTER_SOFTMAX};
+    return m;
+}
+
+static int build(const PlanInput *in, Plan *p)
+{
+    Err e = {0};
+    Status st = plan_build(in, p, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    return st == ST_OK;
+}
+
+/* 128 x 128 weight blocks, one FP32 scale each, per FP8-stored copy (row-wise and column-wise: the transposed
+ * copy has the same number of blocks, since the blocks are square). Dense FFN 512. Blocks per copy:
+ *   dense layer: QKV 768 x 256 -> 6 x 2 = 12, proj 256 x 256 -> 4, FC1 (SwiGLU) 1024 x 256 -> 8 x 2 = 16,
+ *                FC2 256 x 512 -> 2 x 4 = 8: 40
+ *   MoE layer:   attention 12 + 4, shared FC1 256 x 256 -> 4, shared FC2 256 x 128 -> 2, 8 routed FC1 of
+ *                256 x 256 -> 32, 8 routed FC2 of 256 x 128 -> 16 (the router has none): 70
+ *   110 blocks a copy: both copies 220 scales (880 B), the row-wise copy alone 110 (440 B), the column-wise
+ *   alone 110. The BF16 working weight itself carries no block scales. */
+static void test_block_scales_per_copy(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te-blocks", 0);
+    r.weight_gran = GRAN_128X128;
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, 220);
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].bytes, 880);
+    r.fp8_col = DT_NONE;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, 110);
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].bytes, 440);
+    r.fp8_col = DT_E4M3, r.fp8_row = DT_NONE;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, 110);
+}
+
+/* Full recompute keeps only each layer's input, and the backward of a layer first rebuilds all of that layer's
+ * activations: the transient is the larger kind's backward working set plus its whole activation set. Dense FFN
+ * 4096 (the dense layer is the larger kind), BF16 recipe, flash attention, no dropout, SwiGLU fused.
+ *   dense backward working set (test_oracle_moe.c): 524,288 + 8,388,608 = 8,912,896
+ *   dense activations: attention — norm1 input + fp32 rstd 512 x 256 x 2 + 512 x 4 = 264,192, Q/K/V
+ *     512 x 768 x 2 = 786,432, flash output 512 x 256 x 2 = 262,144, QKV input 262,144: 1,574,912; log-sum-exp
+ *     512 x 2 heads x 4 = 4,096; FFN — norm2 264,192, FC1 output 512 x 8192 x 2 = 8,388,608, FC1 input 262,144,
+ *     FC2 input 512 x 4096 x 2 = 4,194,304: 13,109,248. In all 14,688,256.
+ *   full recompute: 8,912,896 + 14,688,256 = 23,601,152 (the MoE layer's, about 6.2 MB, and the loss's
+ *   512 x 1000 x 6 = 3,072,000 are smaller); without recompute the transient is 8,912,896. */
+static void test_full_recompute_transient(void)
+{
+    ModelSpec m = moe_model(4096);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 8912896);
+    in.recompute = RECOMPUTE_FULL;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 23601152);
+}
+
+/* Context parallelism with no overlap (overlap_cp 0): every K/V exchange is on the critical path, so the exposed
+ * CP time is the collective's whole time. cp 2 (seq 512 divides by 2 cp = 4), one micro-batch of 1 sequence: the
+ * exchange gathers K and V of the whole sequence, 512 x 2 x 256 x 2 B = 524,288 B, of which this GPU sends half,
+ * 262,144 B; 3 calls per layer and micro-batch (plan.h: K, V exchanged forward, again in backward, and
+ * dK, dV reduced) x 2 layers = 6 calls. The same holds for a dense model (the tiny GPT: 4 layers -> 12 calls). */
+static void test_cp_exchange_exposed(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.cp = 2, in.gbs = 1, in.overlap_cp = 0;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_CP_KV].calls, 6);
+    CHECK_EQ_U64(p.coll[CO_CP_KV].bus_bytes, 262144);
+    CHECK(p.coll[CO_CP_KV].time_s > 0);
+    CHECK_REL(p.time.cp_comm_s, p.coll[CO_CP_KV].time_s, 1e-12);
+    ModelSpec d = fx_tiny_model();
+    d.layers = 4;
+    in.model = &d;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_CP_KV].calls, 12);
+    CHECK(p.coll[CO_CP_KV].time_s > 0);
+    CHECK_REL(p.time.cp_comm_s, p.coll[CO_CP_KV].time_s, 1e-12);
+}
+
+/* Latent attention's memory-bound kernels (plan_moe_time.c's list) as the RoPE width r grows by 32 while the
+ * no-position width shrinks by 32 (dqk = nope + r stays 96): per layer and micro-batch, tok = 512, heads 2,
+ * bytes change by
+ *   forward  RoPE on the rope dims 4 tok (heads + 1) r:                   + 4 x 512 x 3 x 32 = 196,608
+ *   backward RoPE and K 4 tok (heads (r + dqk) + r):                      + 4 x 512 x 3 x 32 = 196,608
+ *            up-projection dY casts 4 tok heads (dqk + nope + dv):         - 4 x 512 x 2 x 32 = 131,072
+ *            down-projection dY casts 4 tok (q_lora + kv_lora + r):        + 4 x 512 x 32     =  65,536
+ *   net + 327,680 B a layer, x 2 layers = 655,360 B, at HBM 1e12 B/s (efficiency 1, no launch floor):
+ *   the non-GEMM time grows by 655,360e-12 s. FLOP rates are 1e30 (GEMMs and attention take no time), one
+ * micro-batch, no experts (every layer dense), TE's fused gradient accumulation (no separate kernel whose bytes
+ * follow the weights). */
+static ModelSpec mla_model(uint32_t nope, uint32_t rope)
+{
+    ModelSpec m = moe_model(512);
+    m.experts = m.experts_per_token = m.shared_experts = m.expert_ffn = m.dense_layers = 0;
+    m.head_dim = nope + rope, m.qk_nope_head_dim = nope, m.qk_rope_head_dim = rope;
+    m.v_head_dim = 64, m.kv_lora_rank = 128, m.q_lora_rank = 0;
+    return m;
+}
+
+static void test_mla_kernel_bytes_in_rope(void)
+{
+    ModelSpec a = mla_model(64, 32), b = mla_model(32, 64);
+    GpuSpec g = fx_gpu();
+    g.hbm_bw = 1e12, g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&a, &g, &r);
+    in.gbs = 1, in.eff_hbm = 1, in.launch_s = 0;
+    Plan pa, pb;
+    if (!build(&in, &pa)) return;
+    in.model = &b;
+    if (!build(&in, &pb)) return;
+    double d = pb.time.nongemm_s - pa.time.nongemm_s;
+    CHECKF(fabs(d - 655360e-12) < 1e-15, "non-GEMM time grew by %.1f B, expected 655,360", d * 1e12);
+}
+
+int main(void)
+{
+    RUN(test_block_scales_per_copy);
+    RUN(test_full_recompute_transient);
+    RUN(test_cp_exchange_exposed);
+    RUN(test_mla_kernel_bytes_in_rope);
+    return test_summary();
+}
