@@ -7,6 +7,7 @@
  * An independent oracle: each expected value is worked out in the comment from
  * the inputs (support/oracle_fixtures.h's tiny GPT: 512 linear weights per
  * layer at tp 1), never read back from the planner. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,6 +183,49 @@ static void test_names_cut_short(void)
     free(c);
 }
 
+/* Layers that do not divide over the pipeline are refused with the product they must divide by: the tiny GPT's
+ * 4 layers over pp 3 (4 / 3 leaves 1) -> "pp*vpp = 3"; over pp 2 with vpp 3 (4 / 6) -> "pp*vpp = 6". */
+static void test_layers_over_pp_named(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(0);
+    PlanInput in = tiny_input(&m, &g, &r);
+    in.pp = 3, in.gbs = 3;
+    Err e = {0};
+    CHECK(plan_validate(&in, &e) == REJECT_LAYERS_PP);
+    CHECK_CONTAINS(e.msg, "--pp 3 --vpp 1: oracle-tiny has 4 layers, not divisible by pp*vpp = 3");
+    in.pp = 2, in.vpp = 3, in.gbs = 6;
+    CHECK(plan_validate(&in, &e) == REJECT_LAYERS_PP);
+    CHECK_CONTAINS(e.msg, "--pp 2 --vpp 3: oracle-tiny has 4 layers, not divisible by pp*vpp = 6");
+}
+
+/* The recipe checks of catalog_parse_recipes read the parsed rows only: a caller's Catalog whose bytes just
+ * before the first recipe row (the end of the GPU rows) happen to look like a recipe sharding a master its GEMMs
+ * read (no working weight, no FP8 copy, the master bit in dist_opt_shards) still parses a valid recipes file. */
+static void test_recipe_checks_read_parsed_rows(void)
+{
+    Catalog *c = calloc(1, sizeof *c);
+    FILE *f = fopen("models/recipes.csv", "rb");
+    char *text = malloc(1 << 20);
+    size_t len = f && text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+    if (f) fclose(f);
+    if (!c || !len) {
+        CHECKF(0, "models/recipes.csv not read (run from the repository root)");
+        free(text);
+        free(c);
+        return;
+    }
+    Recipe *before = (Recipe *)(void *)((char *)c->recipes - sizeof(Recipe)); /* inside c: the GPU rows' tail */
+    memset(before, 0, sizeof *before);
+    before->gemm.shard_mask = 1u << STATE_MASTER;
+    Err e = {0};
+    CHECKF(catalog_parse_recipes(c, text, len, "recipes.csv", &e) == ST_OK, "%s", e.msg);
+    CHECK(c->nrecipes > 0);
+    free(text);
+    free(c);
+}
+
 int main(void)
 {
     RUN(test_fp8_needs_an_fp8_peak);
@@ -189,5 +233,7 @@ int main(void)
     RUN(test_collective_bytes_overflow);
     RUN(test_sweep_walks_pp_ascending);
     RUN(test_names_cut_short);
+    RUN(test_layers_over_pp_named);
+    RUN(test_recipe_checks_read_parsed_rows);
     return test_summary();
 }
