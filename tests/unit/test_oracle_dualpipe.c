@@ -119,9 +119,32 @@ static void test_all_to_all_exposed(void)
     CHECK_REL(dual.time.ep_comm_s, one.time.ep_comm_s, 1e-9);
 }
 
+/* pp 2: the two ranks each run stage 0 for half the micro-batches and stage 1 for the other half (rank 0 pairs
+ * the first and the last stage), so each does half of the whole model's work per step: the GEMM, expert-GEMM,
+ * attention and routing time of a step are half those of the same model on one stage (pp 1, the same dp 2,
+ * ep 2 and 4 micro-batches), the embedding and the LM head included. No bubble: (2/2 - 1) = 0. */
+static void test_two_stages_half_the_work(void)
+{
+    ModelSpec m = moe6();
+    GpuSpec g;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = layout(&m, &g, &r, 1e12, 0);
+    in.pp = 1, in.first_stage_layers = in.last_stage_layers = 0;
+    Plan one, dual;
+    if (!build(&in, &one)) return;
+    in.pp = 2, in.dualpipe = 1;
+    if (!build(&in, &dual)) return;
+    CHECK_REL(dual.time.gemm_s, one.time.gemm_s / 2, 1e-12);
+    CHECK_REL(dual.time.expert_gemm_s, one.time.expert_gemm_s / 2, 1e-12);
+    CHECK_REL(dual.time.attn_s, one.time.attn_s / 2, 1e-12);
+    CHECK_REL(dual.time.moe_route_s, one.time.moe_route_s / 2, 1e-12);
+    CHECK(dual.time.bubble_s == 0);
+}
+
 int main(void)
 {
     RUN(test_work_as_1f1b_and_bubble);
     RUN(test_all_to_all_exposed);
+    RUN(test_two_stages_half_the_work);
     return test_summary();
 }
