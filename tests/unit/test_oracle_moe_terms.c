@@ -165,11 +165,40 @@ static void test_mla_kernel_bytes_in_rope(void)
     CHECKF(fabs(d - 655360e-12) < 1e-15, "non-GEMM time grew by %.1f B, expected 655,360", d * 1e12);
 }
 
+/* With dense first layers a middle stage can be the largest: 8 layers (the first 3 dense), 64 experts of FFN 512,
+ * no shared expert, vocabulary 128, pp 4 (2 layers a stage), 8 micro-batches: stage 0 holds 2 dense layers,
+ * stage 1 a dense and a MoE layer, stages 2 and 3 two MoE layers each (64 x (1024 x 256 + 256 x 512) = 25,165,824
+ * expert weights a layer: 2 x 25.2M x 18 B = 906 MB of states on either). 1F1B keeps pp - s micro-batches in flight
+ * on stage s: stage 2 two, stage 3 one, so stage 2 holds 2 more layer-micro-batches of activations (about 6 MB
+ * each) than stage 3, whose extra LM head (128 x 256) and logits come to about 1.4 MB: stage 2 is reported.
+ * Its routed-expert activations, per layer and micro-batch (512 tokens, 1024 rows, BF16):
+ *   probabilities 512 x 64 x 4 = 131,072 + top-k 512 x 2 x 8 = 8,192 + the router input (no shared expert keeps
+ *   the norm output) 512 x 256 x 2 = 262,144 + dispatched inputs 1024 x 256 x 2 = 524,288 + FC1 output
+ *   1024 x 1024 x 2 = 2,097,152 + FC2 input 1024 x 512 x 2 = 1,048,576 + routing weight and maps 1024 x 12 =
+ *   12,288: 4,083,712
+ *   x (2 layers x 2 micro-batches) = 16,334,848 B (stage 3 would hold 8,167,424). */
+static void test_last_middle_stage_reported(void)
+{
+    ModelSpec m = moe_model(512);
+    m.layers = 8, m.dense_layers = 3, m.experts = 64, m.expert_ffn = 512, m.shared_experts = 0, m.vocab = 128;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.pp = 4, in.gbs = 8;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.stage, 2);
+    CHECK_EQ_U64(p.stage_layers, 2);
+    CHECK_EQ_U64(p.params_expert_gpu, 2ull * 25165824);
+    CHECK_EQ_U64(p.mem[MT_ACT_MOE].bytes, 16334848);
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
     RUN(test_full_recompute_transient);
     RUN(test_cp_exchange_exposed);
     RUN(test_mla_kernel_bytes_in_rope);
+    RUN(test_last_middle_stage_reported);
     return test_summary();
 }
