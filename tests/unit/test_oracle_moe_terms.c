@@ -193,6 +193,34 @@ static void test_last_middle_stage_reported(void)
     CHECK_EQ_U64(p.mem[MT_ACT_MOE].bytes, 16334848);
 }
 
+/* The amax all-reduce of a MoE stage: per micro-batch one forward call (x and w maxima: 2 fp32 a tensor) and one
+ * backward (dy: 1), a payload of the mean 1.5 fp32 = 6 B per FP8 linear tensor the GPU holds (a grouped GEMM's
+ * local experts count one each; the router is BF16 and has none). TE recipe (amax over all ranks), dp 2, one
+ * micro-batch: 2 calls over 2 ranks.
+ *   ep 1: dense layer QKV, proj, FC1, FC2 = 4; MoE layer QKV, proj, shared FC1, FC2 + 8 + 8 experts = 20: 24
+ *         tensors -> 144 B a call; an all-reduce over 2 sends 2 x 144 x 1/2 = 144 B; 288 B a step
+ *   ep 2: 4 local experts: 4 + 4 + 4 + 4 = 16 tensors -> 96 B a call. */
+static void test_moe_amax_payload(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.dp = 2, in.gbs = 2;
+    Plan p;
+    if (!build(&in, &p)) return;
+    const Collective *c = &p.coll[CO_AMAX_AR];
+    CHECK_EQ_U64(c->calls, 2);
+    CHECK_EQ_U64(c->ranks, 2);
+    CHECK_EQ_U64(c->payload_bytes, 144);
+    CHECK_EQ_U64(c->bus_bytes, 144);
+    CHECK_EQ_U64(c->step_bytes, 288);
+    in.ep = 2;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].payload_bytes, 96);
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].calls, 2);
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -200,5 +228,6 @@ int main(void)
     RUN(test_cp_exchange_exposed);
     RUN(test_mla_kernel_bytes_in_rope);
     RUN(test_last_middle_stage_reported);
+    RUN(test_moe_amax_payload);
     return test_summary();
 }
