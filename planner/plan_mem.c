@@ -364,13 +364,16 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
     plan_term(sm, MT_ACT_OUTPUT, MC_ACTIVATION, DT_NONE, 0, out, 1, 0);
 
     /* transient peak working set */
-    uint64_t bwd = 2 * ck_mul3(ck, tok_r, h, 2);                  /* dX, d(residual) */
-    bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->k * g->F_t, 2)); /* d(FC1 output) */
+    /* the widest column-parallel output's gradient: FC1's k x F, or QKV's (heads + 2 KV heads) x head_dim
+     * where the FFN is narrower than that (a small FFN); the row-parallel outputs' (tok, h) gradients are
+     * dX / d(residual) and, with SP, the re-gathered (tok, h) buffer below */
+    uint64_t dwide = g->lin_rows[LIN_FC1] > g->lin_rows[LIN_QKV] ? g->lin_rows[LIN_FC1] : g->lin_rows[LIN_QKV];
+    uint64_t bwd = 2 * ck_mul3(ck, tok_r, h, 2);          /* dX, d(residual) */
+    bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, dwide, 2)); /* d(widest output) */
     if (g->k == 2) /* SwiGLU: d(its output) (tok, F) is read while d(FC1 output) (tok, 2F) is written */
         bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->F_t, 2));
-    if (g->rep > 1) bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, h, 2)); /* SP re-gathered input */
-    if (dt_fp8(rc->gemm_bwd))
-        bwd = ck_add(ck, bwd, 2 * ck_mul(ck, g->tok, g->k * g->F_t)); /* dY in FP8, both layouts */
+    if (g->rep > 1) bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, h, 2));               /* SP re-gathered input */
+    if (dt_fp8(rc->gemm_bwd)) bwd = ck_add(ck, bwd, 2 * ck_mul(ck, g->tok, dwide)); /* dY in FP8, both layouts */
     if (in->recompute == RECOMPUTE_FULL)
         bwd = ck_add(ck, bwd, ck_add(ck, ck_add(ck, la.hp, la.fp8), ck_add(ck, la.attn, la.mask)));
     if (in->recompute == RECOMPUTE_OP) /* one layer's recomputed tensors while its backward runs */

@@ -105,15 +105,17 @@ static void test_sharding_modes_dp3(void)
 }
 
 /* Transient working set (tok 4, tp 1: no SP):
- *   backward temporaries dX and d(residual) 2 x 4 x 8 x 2 = 128 B, d(FC1 output) 4 x 16 x 2 = 128 B
- *   -> 256 B; the last stage's loss (bf16 logits and fp32 copies beyond the saved softmax: the default
- *   10 B per logit less 4) 4 x 16 x 6 = 384 B wins without ZeRO-3.
+ *   backward temporaries dX and d(residual) 2 x 4 x 8 x 2 = 128 B and the gradient of the widest linear
+ *   output: QKV's 24 (wider than FC1's 16) -> 4 x 24 x 2 = 192 B; 320 B in all; the last stage's loss
+ *   (bf16 logits and fp32 copies beyond the saved softmax: the default 10 B per logit less 4)
+ *   4 x 16 x 6 = 384 B wins without ZeRO-3.
  * ZeRO-3 (FSDP) adds, for the current and the prefetched layer, its gathered weights (BF16 2 B), a BF16
  *   gradient (2 B) and the reduce-scatter input in the reduction dtype (FP32 4 B) per parameter:
- *   2 x (512 x 8 + 16 x (2 + 2 + 4)) = 2 x 4224 = 8448 B -> 256 + 8448 = 8704 B.
+ *   2 x (512 x 8 + 16 x (2 + 2 + 4)) = 2 x 4224 = 8448 B -> 320 + 8448 = 8768 B.
  * With FP8 copies (E4M3 row-wise and transposed) ZeRO-3 keeps none persistent; each gathered layer also
  *   holds its two copies (+2 B per linear weight: 512 x 10 + 128 = 5248 per layer, 10496 for two), and
- *   the FP8 output gradient of FC1 in both layouts adds 2 x 4 x 16 = 128 B: 256 + 128 + 10496 = 10880 B. */
+ *   the widest FP8 output gradient (QKV's) in both layouts adds 2 x 4 x 24 = 192 B:
+ *   320 + 192 + 10496 = 11008 B. */
 static void test_zero3_prefetch_transient(void)
 {
     ModelSpec m = ox_tiny(16, 4);
@@ -125,7 +127,7 @@ static void test_zero3_prefetch_transient(void)
     CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 384);
     in.sharding = SHARD_ZERO3;
     CHECK(plan_build(&in, &p, NULL) == ST_OK);
-    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 8704);
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 8768);
 
     Recipe f = r;
     f.fp8_row = f.fp8_col = DT_E4M3, f.gemm_fwd = DT_E4M3, f.gemm_bwd = DT_E5M2;
@@ -139,7 +141,7 @@ static void test_zero3_prefetch_transient(void)
     CHECK(plan_build(&in, &p, NULL) == ST_OK);
     CHECK_EQ_U64(p.mem[MT_FP8_ROWWISE].bytes, 0);
     CHECK_EQ_U64(p.mem[MT_FP8_COLWISE].bytes, 0);
-    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 10880);
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 11008);
 }
 
 /* The tied LM head. Vocabulary 1024 (so the last stage's logits make it the heavier stage), pp 2:
@@ -276,8 +278,9 @@ static void test_master_sharding_refused_on_any_row(void)
 
 /* The last stage's transient is the larger of one layer's backward working set and the loss's working copies
  * beyond the saved softmax, (loss_bytes - 4) B per logit. Vocabulary 1000, 4 tokens (tp 1, micro-batch 1):
- *   backward set: dX and d(residual) 2 x 4 x 8 x 2 B = 128 + d(FC1 output) 4 x 16 x 2 B = 128 -> 256
- *   loss_bytes 4: nothing beyond the softmax -> 256; 5: 4 x 1000 x 1 = 4,000; 10: 4 x 1000 x 6 = 24,000 */
+ *   backward set: dX and d(residual) 2 x 4 x 8 x 2 B = 128 + the widest output's gradient (QKV 24 > FC1
+ *   16) 4 x 24 x 2 B = 192 -> 320
+ *   loss_bytes 4: nothing beyond the softmax -> 320; 5: 4 x 1000 x 1 = 4,000; 10: 4 x 1000 x 6 = 24,000 */
 static void test_loss_transient(void)
 {
     ModelSpec m = ox_tiny(1000, 4);
@@ -285,7 +288,7 @@ static void test_loss_transient(void)
     Recipe r = ox_bf16(0);
     PlanInput in = input(&m, &g, &r, 1, SHARD_NONE);
     const uint32_t lb[3] = {4, 5, 10};
-    const uint64_t want[3] = {256, 4000, 24000};
+    const uint64_t want[3] = {320, 4000, 24000};
     for (int i = 0; i < 3; i++) {
         in.loss_bytes = lb[i];
         Plan p;

@@ -62,7 +62,7 @@ static void test_tiny_model_by_hand(void)
     CHECK_EQ_U64(p.mem[MT_ACT_MASK].bytes, 0);
     /* output: final norm input 64 + LM-head input 64 + stats 32 + fp32 softmax 4*10*4 */
     CHECK_EQ_U64(p.mem[MT_ACT_OUTPUT].bytes, 64 + 64 + 32 + 160);
-    /* transient: dX, d(residual) 2*64, d(FC1 out) 4*32*2 = 256 > logits 4*10*6 = 240 */
+    /* transient: dX, d(residual) 2*64, d(widest output: FC1 32 > QKV 24) 4*32*2 = 256 > logits 4*10*6 = 240 */
     CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 128 + 256);
     CHECK_EQ_U64(p.mem[MT_COMM_BUFFER].bytes, 0); /* one GPU: no communicator */
     CHECK_EQ_U64(p.mem[MT_CUDA_CONTEXT].bytes, 512ull << 20);
