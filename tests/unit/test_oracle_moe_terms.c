@@ -14,7 +14,7 @@
 #include <math.h>
 
 #include "planner/plan.h"
-#include "support/fixtures.h"
+#include "support/oracle_fixtures.h"
 #include "test.h"
 
 static ModelSpec moe_model(uint32_t dense_ffn)
@@ -221,6 +221,30 @@ static void test_moe_amax_payload(void)
     CHECK_EQ_U64(p.coll[CO_AMAX_AR].calls, 2);
 }
 
+/* Tensor parallelism without sequence parallelism on a model the MoE path plans (a dense GPT with one MTP depth:
+ * support/oracle_fixtures.h's tiny GPT, hidden 8, 4 layers + the MTP layer), tp 2: per layer pass one all-reduce
+ * pair for the attention and one for the FFN, forward and backward alike, each over the 2 TP ranks with the layer
+ * output [4 tokens x 8] in BF16 = 64 B, of which an all-reduce over 2 sends 2 x 64 x 1/2 = 64 B. One micro-batch,
+ * 5 layers (the MTP depth's included): 10 calls each way. */
+static void test_tp_all_reduce_without_sp(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    m.mtp_layers = 1;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.tp = 2, in.sp = 0, in.gbs = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    const CollectiveId ids[2] = {CO_TP_AR_FWD, CO_TP_AR_BWD};
+    for (int i = 0; i < 2; i++) {
+        const Collective *c = &p.coll[ids[i]];
+        CHECKF(c->ranks == 2 && c->payload_bytes == 64 && c->bus_bytes == 64 && c->calls == 10,
+               "%s: %u ranks, payload %llu, bus %llu, %llu calls; expected 2, 64, 64, 10", c->name, (unsigned)c->ranks,
+               (unsigned long long)c->payload_bytes, (unsigned long long)c->bus_bytes, (unsigned long long)c->calls);
+    }
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -229,5 +253,6 @@ int main(void)
     RUN(test_mla_kernel_bytes_in_rope);
     RUN(test_last_middle_stage_reported);
     RUN(test_moe_amax_payload);
+    RUN(test_tp_all_reduce_without_sp);
     return test_summary();
 }
