@@ -19,7 +19,7 @@
 #include <math.h>
 
 #include "planner/plan.h"
-#include "support/fixtures.h"
+#include "support/oracle_fixtures.h"
 #include "test.h"
 
 static ModelSpec moe6(void)
@@ -141,10 +141,39 @@ static void test_two_stages_half_the_work(void)
     CHECK(dual.time.bubble_s == 0);
 }
 
+/* The bubble of a pipeline whose last stage is the slowest: the tiny GPT (support/oracle_fixtures.h: 4 layers,
+ * hidden 8, vocabulary 16 unpadded, seq 4) with one MTP depth, pp 4 (a layer a stage), 4 micro-batches, no expert
+ * parallelism (nothing in a layer depends on the schedule), at the roofline GPU above (HBM 1e12 B/s). The last stage
+ * holds its layer, the MTP layer, the LM head twice and eh_proj, so it is the slowest and the bubble is
+ * (4/2 - 1)(F + 2B - 3W) of it, with F and B its forward and backward per micro-batch (the 1F1B plan of the same
+ * layout reports that stage: its forward and backward over 4 micro-batches / 4) and W its weight-gradient GEMMs,
+ * by hand (test_oracle_gemm_bytes.c's shapes, TE's fused accumulation: W = 8 B a weight element):
+ *   2 layers x (QKV 1,792 + proj 640 + FC1 1,216 + FC2 1,216) = 9,728; the head twice 2 x 1,216 = 2,432;
+ *   eh_proj [8 x 16 x 4]: 1,216: W = 13,376 B -> 1.3376e-8 s. */
+static void test_bubble_with_mtp_last(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    m.mtp_layers = 1;
+    GpuSpec g;
+    Recipe r = ox_bf16(0);
+    PlanInput in = layout(&m, &g, &r, 1e12, 0);
+    in.pp = 4, in.dp = 1, in.ep = 1, in.first_stage_layers = in.last_stage_layers = 0, in.gbs = 4;
+    in.vocab_pad = 1;
+    Plan one, dual;
+    if (!build(&in, &one)) return;
+    in.dualpipe = 1;
+    if (!build(&in, &dual)) return;
+    CHECK_EQ_U64(one.stage_layers, 1);
+    double F = one.time.fwd_s / 4, B = one.time.bwd_s / 4, want = F + 2 * B - 3 * 13376e-12;
+    CHECK(want > 0);
+    CHECK_REL(dual.time.bubble_s, want, 1e-9);
+}
+
 int main(void)
 {
     RUN(test_work_as_1f1b_and_bubble);
     RUN(test_all_to_all_exposed);
     RUN(test_two_stages_half_the_work);
+    RUN(test_bubble_with_mtp_last);
     return test_summary();
 }
