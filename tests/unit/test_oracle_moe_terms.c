@@ -245,6 +245,39 @@ static void test_tp_all_reduce_without_sp(void)
     }
 }
 
+/* The metadata of every term of a MoE stage (plan.h): states (the expert ones included), FP8 copies and scales
+ * persist; activations (the routed experts' included) and fragmentation are per step; the overheads persist.
+ * Terms that mix dtypes (BF16 tensors with fp32 statistics, scores, logits, routing maps) and the overheads count
+ * bytes only: no elements, no dtype. TE recipe, dp 2, ep 2, one micro-batch per replica, no dropout. */
+static void test_term_metadata(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.dp = 2, in.ep = 2, in.gbs = 2;
+    Plan p;
+    if (!build(&in, &p)) return;
+    for (int i = 0; i < MT_COUNT_; i++) {
+        const MemTerm *x = &p.mem[i];
+        int copy = i == MT_FP8_ROWWISE || i == MT_FP8_COLWISE || i == MT_FP8_EXPERT;
+        int state = !copy && ((i >= MT_WEIGHT_GEMM && i <= MT_OPTIM_V_OTHER) ||
+                              (i >= MT_WEIGHT_EXPERT && i <= MT_OPTIM_V_EXPERT));
+        int scale = i >= MT_SCALE_GEMM && i <= MT_SCALE_STATE;
+        int act = (i >= MT_ACT_LAYER_HP && i <= MT_TRANSIENT) || i == MT_ACT_MOE;
+        MemCategory want = state ? MC_STATE : copy ? MC_FP8_COPY : scale ? MC_SCALE : act ? MC_ACTIVATION : MC_OVERHEAD;
+        CHECKF(x->cat == want, "%s: category %d, expected %d", x->name, x->cat, want);
+        CHECKF(x->persistent == !(act || i == MT_FRAGMENTATION), "%s: persistent %d", x->name, x->persistent);
+        int mixed = i == MT_ACT_LAYER_HP || i == MT_ACT_ATTN || i == MT_ACT_OUTPUT || i == MT_TRANSIENT ||
+                    i == MT_ACT_MOE || (!state && !copy && !scale && !act);
+        if (mixed)
+            CHECKF(x->elements == 0 && x->dtype == DT_NONE, "%s: %llu elements of dtype %d", x->name,
+                   (unsigned long long)x->elements, (int)x->dtype);
+        if (i == MT_ACT_OUTPUT || i == MT_ACT_MOE || i == MT_TRANSIENT || i == MT_ACT_LAYER_HP)
+            CHECKF(x->bytes > 0, "%s: no bytes", x->name);
+    }
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -254,5 +287,6 @@ int main(void)
     RUN(test_last_middle_stage_reported);
     RUN(test_moe_amax_payload);
     RUN(test_tp_all_reduce_without_sp);
+    RUN(test_term_metadata);
     return test_summary();
 }
