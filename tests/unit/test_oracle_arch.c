@@ -13,6 +13,7 @@
  * and 509 / 595, FlashAttention-3 497 / 648 and 642 / 648. arch.c keeps them
  * to three decimals (two for 642 / 648 = 0.9907 -> 0.99): within 1.5e-3. */
 #include <math.h>
+#include <string.h>
 
 #include "planner/arch.h"
 #include "test.h"
@@ -46,6 +47,11 @@ static void test_head_dim_factors(void)
         check_hd(&older[i]->cudnn, fa2_64, fa2_256, "Ampere/Ada/host cuDNN");
     }
     CHECK(h->has_flash3 && !b->has_flash3 && !a->has_flash3);
+    /* where FA3 does not run, the row's FA3 slot holds the FA2 curve it falls back to, whole (arch_attn picks
+     * flash2 there; a row whose has_flash3 were turned on would otherwise time a curve nobody fitted) */
+    const ArchRow *no3[4] = {b, a, ada, &arch_host};
+    for (int i = 0; i < 4; i++)
+        CHECKF(!memcmp(&no3[i]->flash3, &no3[i]->flash2, sizeof(AttnCurve)), "row %d: FA3 slot differs from FA2", i);
     /* A100 (Dao 2023, section 4.1): forward up to 73 %, backward up to 63 % of the peak: backward at 63 / 73 =
      * 0.863 of the forward (two decimals: 0.86) */
     CHECK_NEAR(a->flash2.bwd, 63.0 / 73, 5e-3);
