@@ -278,6 +278,57 @@ static void test_term_metadata(void)
     }
 }
 
+/* Latent attention's linear weights per layer (tp 1: 2 heads), nope 64 + rope 32 = dqk 96, dv 64, kv_lora 128;
+ * the dense SwiGLU FFN 512: FC1 1024 x 256 = 262,144 + FC2 256 x 512 = 131,072 = 393,216.
+ *   without a q latent: q_proj [2 x 96 = 192, 256] = 49,152; kv_down [128 + 32, 256] = 40,960;
+ *     kv_up [2 x (64 + 64), 128] = 32,768; out [256, 2 x 64] = 32,768: 155,648 -> a layer 548,864, 2 layers 1,097,728
+ *   q_lora 64: q_down [64, 256] = 16,384 and q_up [192, 64] = 12,288 for q_proj: 135,168 -> a layer 528,384,
+ *     2 layers 1,056,768. */
+static void test_mla_weights(void)
+{
+    ModelSpec m = mla_model(64, 32);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.params_gemm_gpu, 1097728);
+    CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, 2 * 1097728ull);
+    m.q_lora_rank = 64;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.params_gemm_gpu, 1056768);
+}
+
+/* Where the expert all-to-all runs: EP ranks sit etp apart, so a node of gpus_per_node GPUs holds
+ * gpus_per_node / etp of them (one when etp fills the node). Nodes of 2, tp = etp = 2, ep 2, dp 2: one EP rank a
+ * node, 2 nodes: the dispatch crosses the network, latency NCCL Simple base 8.4 us + a network step 9.6 us = 18.0
+ * us. Nodes of 4, tp = etp = 2, ep 4, dp 4: 2 EP ranks a node, 2 nodes: 18.0 us again. Nodes of 8, ep 4 (etp 1,
+ * dp 4): all 4 EP ranks in one node: 8.4 + an NVLink step 3.4 = 11.8 us. */
+static void test_ep_placement(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    g.gpus_per_node = 2;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.tp = 2, in.etp = 2, in.ep = 2, in.dp = 2, in.gbs = 2;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_INT(p.coll[CO_EP_DISPATCH_FWD].inter_node, 1);
+    CHECK_NEAR(p.coll[CO_EP_DISPATCH_FWD].latency_s, 18.0e-6, 1e-12);
+    g.gpus_per_node = 4;
+    in.ep = 4, in.dp = 4, in.gbs = 4;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_INT(p.coll[CO_EP_DISPATCH_FWD].inter_node, 1);
+    CHECK_NEAR(p.coll[CO_EP_DISPATCH_FWD].latency_s, 18.0e-6, 1e-12);
+    g.gpus_per_node = 8;
+    in.tp = 1, in.etp = 1, in.ep = 4, in.dp = 4, in.gbs = 4;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_INT(p.coll[CO_EP_DISPATCH_FWD].inter_node, 0);
+    CHECK_NEAR(p.coll[CO_EP_DISPATCH_FWD].latency_s, 11.8e-6, 1e-12);
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -288,5 +339,7 @@ int main(void)
     RUN(test_moe_amax_payload);
     RUN(test_tp_all_reduce_without_sp);
     RUN(test_term_metadata);
+    RUN(test_mla_weights);
+    RUN(test_ep_placement);
     return test_summary();
 }
