@@ -52,6 +52,10 @@ static void test_head_dim_factors(void)
     const ArchRow *no3[4] = {b, a, ada, &arch_host};
     for (int i = 0; i < 4; i++)
         CHECKF(!memcmp(&no3[i]->flash3, &no3[i]->flash2, sizeof(AttnCurve)), "row %d: FA3 slot differs from FA2", i);
+    /* before Hopper (and on a host) cuDNN's fused attention falls back to FA2 as well: the cuDNN slot holds it */
+    for (int i = 0; i < 3; i++)
+        CHECKF(!memcmp(&older[i]->cudnn, &older[i]->flash2, sizeof(AttnCurve)), "row %d: cuDNN slot differs from FA2",
+               i);
     /* A100 (Dao 2023, section 4.1): forward up to 73 %, backward up to 63 % of the peak: backward at 63 / 73 =
      * 0.863 of the forward (two decimals: 0.86) */
     CHECK_NEAR(a->flash2.bwd, 63.0 / 73, 5e-3);

@@ -226,6 +226,33 @@ static void test_recipe_checks_read_parsed_rows(void)
     free(c);
 }
 
+/* A stack row sets every knob it names (planner/stack.h): each field below is given a value no default has, and
+ * plan_input_use_stack must carry each one into the plan input (grad_acc_fusion follows the fusion: TE's list
+ * accumulates in the GEMM epilogue, the others do not). */
+static void test_stack_sets_every_knob(void)
+{
+    StackSpec st;
+    memset(&st, 0, sizeof st);
+    strcpy(st.name, "oracle-stack");
+    st.attn = ATTN_CUDNN, st.sequence_parallel = 0, st.fused_swiglu = 0, st.main_grad = MAIN_GRAD_BF16;
+    st.fp8_weight_cache = 0, st.fusion = FUSE_TE, st.launch_s = 3e-6, st.loss_bytes = 7;
+    st.overlap_tp = 0.11, st.overlap_dp = 0.22, st.overlap_pp = 0.33, st.overlap_cp = 0.44, st.overlap_ep = 0.55;
+    st.alloc_reserve = 0.066;
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.sp = in.fused_swiglu = in.fp8_weight_cache = 1, in.grad_acc_fusion = 0;
+    plan_input_use_stack(&in, &st);
+    CHECK(in.stack == &st);
+    CHECK(in.attn == ATTN_CUDNN && in.sp == 0 && in.fused_swiglu == 0 && in.fp8_weight_cache == 0);
+    CHECK(in.main_grad == MAIN_GRAD_BF16 && in.fusion == FUSE_TE && in.grad_acc_fusion == 1);
+    CHECK(in.launch_s == 3e-6 && in.loss_bytes == 7);
+    CHECK(in.overlap_tp == 0.11 && in.overlap_dp == 0.22 && in.overlap_pp == 0.33);
+    CHECK(in.overlap_cp == 0.44 && in.overlap_ep == 0.55 && in.frag_frac == 0.066);
+    st.fusion = FUSE_COMPILE, st.sequence_parallel = 1;
+    plan_input_use_stack(&in, &st);
+    CHECK(in.grad_acc_fusion == 0 && in.sp == 1 && in.fusion == st.fusion);
+}
+
 int main(void)
 {
     RUN(test_fp8_needs_an_fp8_peak);
@@ -235,5 +262,6 @@ int main(void)
     RUN(test_names_cut_short);
     RUN(test_layers_over_pp_named);
     RUN(test_recipe_checks_read_parsed_rows);
+    RUN(test_stack_sets_every_knob);
     return test_summary();
 }
