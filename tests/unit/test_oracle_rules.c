@@ -253,6 +253,31 @@ static void test_stack_sets_every_knob(void)
     CHECK(in.grad_acc_fusion == 0 && in.sp == 1 && in.fusion == st.fusion);
 }
 
+/* MFU is the achieved model FLOP/s over a peak: against the FP8 peak (2e15, twice the BF16 1e15) it is half the
+ * BF16 figure; a GPU without an FP8 rate (flops_fp8 0, BF16 recipe) has no FP8 MFU: 0, not a division by 0. */
+static void test_mfu_against_each_peak(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(0);
+    PlanInput in = tiny_input(&m, &g, &r);
+    Plan p;
+    Err e = {0};
+    if (plan_build(&in, &p, &e)) {
+        CHECKF(0, "%s", e.msg);
+        return;
+    }
+    CHECK(p.mfu_bf16_pct > 0);
+    CHECK_REL(p.mfu_bf16_pct, 100.0 * p.tflops_per_gpu * 1e12 / 1e15, 1e-12);
+    CHECK_REL(p.mfu_fp8_pct, p.mfu_bf16_pct / 2, 1e-12);
+    g.flops_fp8 = 0;
+    if (plan_build(&in, &p, &e)) {
+        CHECKF(0, "%s", e.msg);
+        return;
+    }
+    CHECK(p.mfu_fp8_pct == 0);
+}
+
 int main(void)
 {
     RUN(test_fp8_needs_an_fp8_peak);
@@ -263,5 +288,6 @@ int main(void)
     RUN(test_layers_over_pp_named);
     RUN(test_recipe_checks_read_parsed_rows);
     RUN(test_stack_sets_every_knob);
+    RUN(test_mfu_against_each_peak);
     return test_summary();
 }
