@@ -120,6 +120,7 @@ static void test_cp_exchange_exposed(void)
     CHECK_EQ_U64(p.coll[CO_CP_KV].bus_bytes, 262144);
     CHECK(p.coll[CO_CP_KV].time_s > 0);
     CHECK_REL(p.time.cp_comm_s, p.coll[CO_CP_KV].time_s, 1e-12);
+    CHECK_REL(p.coll[CO_CP_KV].exposed_s, p.coll[CO_CP_KV].time_s, 1e-12); /* the collective's own share */
     ModelSpec d = fx_tiny_model();
     d.layers = 4;
     in.model = &d;
@@ -329,6 +330,42 @@ static void test_ep_placement(void)
     CHECK_NEAR(p.coll[CO_EP_DISPATCH_FWD].latency_s, 11.8e-6, 1e-12);
 }
 
+/* Dropout masks (1 B an element) with flash attention: per layer and micro-batch one after the attention output
+ * and one after the FFN, [512 tokens x 256] each: 2 x 131,072 = 262,144 B; the embedding's dropout adds one per
+ * micro-batch in flight on the first stage. pp 1, one micro-batch, 2 layers: 2 x 262,144 + 131,072 = 655,360 B. */
+static void test_dropout_masks(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.dropout = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_ACT_MASK].bytes, 655360);
+    CHECK_EQ_U64(p.mem[MT_ACT_MASK].elements, 655360);
+}
+
+/* Without the FP8 weight cache (fp8_weight_cache 0, no ZeRO-3) each micro-batch casts its own FP8 copies and saves
+ * them with the activations: the TE recipe's row-wise and column-wise E4M3 copies, 2 B per linear weight, of every
+ * FP8 linear of the layer. Dense layer (FFN 512): attention 262,144 + FC1 262,144 + FC2 131,072 = 655,360 weights ->
+ * 1,310,720 B; MoE layer: attention 262,144 + shared expert 98,304 + 8 experts x 98,304 = 786,432 -> 1,146,880
+ * weights -> 2,293,760 B. One micro-batch, pp 1: the saved FP8 activations grow by 3,604,480 B. */
+static void test_weight_copies_uncached(void)
+{
+    ModelSpec m = moe_model(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1;
+    Plan cached, uncached;
+    if (!build(&in, &cached)) return;
+    in.fp8_weight_cache = 0;
+    if (!build(&in, &uncached)) return;
+    CHECK_EQ_U64(uncached.mem[MT_ACT_LAYER_FP8].bytes - cached.mem[MT_ACT_LAYER_FP8].bytes, 3604480);
+    CHECK_EQ_U64(uncached.mem[MT_FP8_ROWWISE].bytes + uncached.mem[MT_FP8_EXPERT].bytes, 0);
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -341,5 +378,7 @@ int main(void)
     RUN(test_term_metadata);
     RUN(test_mla_weights);
     RUN(test_ep_placement);
+    RUN(test_dropout_masks);
+    RUN(test_weight_copies_uncached);
     return test_summary();
 }
