@@ -278,6 +278,30 @@ static void test_mfu_against_each_peak(void)
     CHECK(p.mfu_fp8_pct == 0);
 }
 
+/* "Compute-only FP8" (FP8 GEMMs on top of high-precision states) needs every linear-layer state at 2 B or more
+ * and a 4 B master: TE's recipe (BF16 weight, FP32 master, gradient, m, v, FP8 copies) is; the same with its
+ * working weight stored in FP8 (1 B) is not. */
+static void test_compute_only_needs_wide_weights(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe te = fx_te_recipe("te", 0);
+    PlanInput in = tiny_input(&m, &g, &te);
+    Plan p;
+    Err e = {0};
+    if (plan_build(&in, &p, &e)) {
+        CHECKF(0, "%s", e.msg);
+        return;
+    }
+    CHECK(p.advice_mask & (1u << ADV_COMPUTE_ONLY));
+    te.gemm.dt[STATE_WEIGHT] = DT_E4M3;
+    if (plan_build(&in, &p, &e)) {
+        CHECKF(0, "%s", e.msg);
+        return;
+    }
+    CHECK(!(p.advice_mask & (1u << ADV_COMPUTE_ONLY)));
+}
+
 int main(void)
 {
     RUN(test_fp8_needs_an_fp8_peak);
@@ -289,5 +313,6 @@ int main(void)
     RUN(test_recipe_checks_read_parsed_rows);
     RUN(test_stack_sets_every_knob);
     RUN(test_mfu_against_each_peak);
+    RUN(test_compute_only_needs_wide_weights);
     return test_summary();
 }
