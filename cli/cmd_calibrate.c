@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/cmd_plan.h"
 #include "exec/comm/comm_mpi.h"
+#include "exec/comm/comm_nccl_boot.h"
 #include "exec/measure/calibrate.h"
 #include "exec/measure/plan_link.h"
 #include "util/fileio.h"
@@ -26,24 +27,26 @@ static const char help[] =
     "                         [--name NAME] [--catalog DIR] [-o DIR]\n"
     "\n"
     "Measure this machine the way the planner describes a device, through the executor's own code:\n"
-    "GEMM throughput per dtype path (FP8 emulated, BF16, FP32) at the shapes of one layer of the\n"
-    "model (and its LM head), the bandwidth of the element-wise kernels a layer runs, the launch\n"
-    "floor of one call, and under mpirun with 2 or more ranks the all-reduce's bus bandwidth and\n"
-    "latency per message size (one rank: not measured, written as no interconnect). Prints every\n"
+    "GEMM throughput per dtype path (FP8 emulated on the CPU, cuBLASLt FP8 on a GPU; BF16, FP32) at\n"
+    "the shapes of one layer of the model (and its LM head), the bandwidth of the optimizer and of\n"
+    "the element-wise kernels a layer runs (a GPU's HBM), the launch floor of one call, and under\n"
+    "mpirun with 2 or more ranks the all-reduce's bus bandwidth and latency per message size (MPI\n"
+    "between CPU ranks, NCCL between GPUs, one GPU per rank; one rank: not measured, written as no\n"
+    "interconnect). A GPU is timed by CUDA events around each call. Prints every\n"
     "measurement (medians, spreads) and the device row (gpus.csv) and the fp8plan stack's row\n"
     "(stacks.csv, launch_us measured). With -o DIR writes a catalog the planner reads with\n"
     "--catalog DIR: models.csv and recipes.csv copied, gpus.csv with the device row added,\n"
     "stacks.csv with the fp8plan row measured. Then: fp8plan plan --catalog DIR --gpu NAME ...,\n"
     "fp8plan run --backend cpu --catalog DIR --gpu NAME ... (step and collective times checked).\n"
     "\n"
-    "  --backend cpu|cuda   cpu (default); cuda is not implemented yet (exit 69)\n"
+    "  --backend cpu|cuda   cpu (default); cuda: this rank's GPU (exit 69 without one)\n"
     "  --model M            the catalog model whose layer shapes are measured (default gpt2-124m)\n"
     "  --layers/--hidden/--heads/--kv-heads/--ffn/--seq/--vocab   its sizes, as fp8plan run takes them\n"
     "                       (layers: the parameters AdamW updates, up to 16 Mi)\n"
     "  --mbs B              sequences per micro-batch: the GEMMs have B x seq rows (default 1)\n"
     "  --reps N             repetitions per measurement, medians reported (default 7, 1..64)\n"
     "  --quick              --reps 3 (seconds; for tests)\n"
-    "  --name NAME          the device row's name (default host)\n"
+    "  --name NAME          the device row's name (default host; gpu with --backend cuda)\n"
     "  --catalog DIR        the catalog to start from (default as fp8plan plan finds it)\n"
     "  -o DIR               write the calibrated catalog into DIR (created if missing)\n"
     "\n"
@@ -105,7 +108,7 @@ static int parse(int argc, char **argv, Args *a)
     memset(a, 0, sizeof *a);
     a->backend = "cpu", a->model = "gpt2-124m", a->name = "host", a->mbs = 1, a->reps = 7;
     cli_getopt_reset(argc, argv);
-    int o, rc = 0;
+    int o, rc = 0, named = 0;
     while (!rc && (o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (o) {
         case OPT_BACKEND: a->backend = optarg; break;
@@ -120,7 +123,7 @@ static int parse(int argc, char **argv, Args *a)
         case OPT_MBS: rc = flag_u32("mbs", optarg, 1, 1 << 16, &a->mbs); break;
         case OPT_REPS: rc = flag_u32("reps", optarg, 1, 64, &a->reps); break;
         case OPT_QUICK: a->reps = 3; break;
-        case OPT_NAME: a->name = optarg; break;
+        case OPT_NAME: a->name = optarg, named = 1; break;
         case OPT_CATALOG: a->catalog = optarg; break;
         case 'o': a->out = optarg; break;
         case 'h': cli_help(help); return -1;
@@ -131,6 +134,7 @@ static int parse(int argc, char **argv, Args *a)
     if (optind < argc) return cli_no_operands(CMD, argc, argv);
     if (strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda"))
         return cli_usage(CMD, "--backend: '%s' is not cpu or cuda", a->backend);
+    if (!named && !strcmp(a->backend, "cuda")) a->name = "gpu";
     size_t n = strlen(a->name);
     if (!n || n >= SPEC_NAME_MAX ||
         strspn(a->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
@@ -161,12 +165,14 @@ static void print_tables(const Calibration *c)
     printf("  stream (AdamW) %.2f GB/s; element-wise %.2f GB/s (weighted by calls per micro-batch); launch floor "
            "%.2f us (spread %.0f%%)\n",
            c->mem_bw * 1e-9, c->elem_bw * 1e-9, c->launch_s * 1e6, 100.0 * c->launch_spread);
+    const int gpu = strcmp(c->backend, "cpu") != 0;
     if (c->ranks < 2) {
-        printf("collectives: not measured (one rank; run under mpirun -np 2 or more): no interconnect\n");
+        printf("collectives: not measured (one rank%s; run under mpirun -np 2 or more): no interconnect\n",
+               gpu ? ": one GPU has no bus to measure" : "");
         return;
     }
-    printf("all-reduce over %d ranks (FP32, median of %d, the slowest rank's; busbw = S x 2(n-1)/n / t)\n", c->ranks,
-           c->reps);
+    printf("%s all-reduce over %d ranks (FP32, median of %d, the slowest rank's; busbw = S x 2(n-1)/n / t)\n",
+           gpu ? "NCCL" : "MPI", c->ranks, c->reps);
     printf("  %10s %10s %10s %7s\n", "bytes", "us", "busbw GB/s", "spread");
     for (int i = 0; i < c->ncoll; i++)
         printf("  %10llu %10.1f %10.3f %6.0f%%\n", (unsigned long long)c->coll[i].payload, c->coll[i].seconds * 1e6,
@@ -242,6 +248,14 @@ static int write_catalog(const Args *a, const char *src, const Catalog *cat, con
     return st ? cli_fail(CMD, &e) : 0;
 }
 
+/* The ranks' communicator: MPI between CPU ranks, NCCL between GPU ranks (bootstrapped through MPI), under
+ * mpirun; one rank otherwise (no link to measure). */
+static Status make_comm(Backend *bk, Comm **comm, Err *e)
+{
+    if (!comm_mpi_launched()) return comm_single_create(comm, e);
+    return strcmp(bk->name, "cpu") ? comm_nccl_mpi_create(bk, comm, e) : comm_create("mpi", bk, comm, e);
+}
+
 int cmd_calibrate(int argc, char **argv); /* listed in cli/commands.h */
 int cmd_calibrate(int argc, char **argv)
 {
@@ -249,11 +263,6 @@ int cmd_calibrate(int argc, char **argv)
     int rc = parse(argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
     Err e;
-    if (!strcmp(a.backend, "cuda"))
-        return cli_fail(CMD, (err_set(&e, ST_UNAVAILABLE,
-                                      "--backend cuda: calibrating a GPU (cuBLASLt per shape, HBM "
-                                      "bandwidth, NCCL bus bandwidth) is not implemented yet"),
-                              &e));
     char src[4096];
     Catalog *cat = NULL;
     if ((rc = plan_catalog_find(CMD, a.catalog, src, sizeof src)) || (rc = plan_catalog_load(CMD, src, &cat)))
@@ -269,15 +278,14 @@ int cmd_calibrate(int argc, char **argv)
         rc = cli_usage(CMD, "--model: unknown model '%s' (known: %s)", a.model, names);
     } else if (!c) {
         rc = cli_fail(CMD, (err_set(&e, ST_NOMEM, "out of memory"), &e));
-    } else if (exec_model(base, &a.ov, &m, &e) || backend_cpu_create(&bk, &e) ||
-               (comm_mpi_launched() ? comm_create("mpi", bk, &comm, &e) : comm_single_create(&comm, &e)) ||
+    } else if (exec_model(base, &a.ov, &m, &e) || backend_create(a.backend, &bk, &e) || make_comm(bk, &comm, &e) ||
                calibrate_host(bk, comm, &m, a.mbs, (int)a.reps, c, &e)) {
         rc = cli_fail(CMD, &e);
     } else if (!comm->rank) {
         char row[8192];
-        printf("fp8plan calibrate: %s, one layer of %s (hidden %u, ffn %u, seq %u, mbs %u: %llu rows), %d rank%s\n",
-               a.backend, m.name, m.hidden, m.ffn_hidden, m.seq_len, a.mbs, (unsigned long long)a.mbs * m.seq_len,
-               c->ranks, c->ranks > 1 ? "s" : "");
+        printf("fp8plan calibrate: %s%s%s, one layer of %s (hidden %u, ffn %u, seq %u, mbs %u: %llu rows), %d rank%s\n",
+               a.backend, c->device[0] ? " on " : "", c->device, m.name, m.hidden, m.ffn_hidden, m.seq_len, a.mbs,
+               (unsigned long long)a.mbs * m.seq_len, c->ranks, c->ranks > 1 ? "s" : "");
         print_tables(c);
         if (cal_gpu_row(c, a.name, row, sizeof row, &e)) {
             rc = cli_fail(CMD, &e);

@@ -8,10 +8,12 @@
 
 #include "cli/cmd_run.h"
 #include "exec/comm/comm_mpi.h"
+#include "exec/comm/comm_nccl_boot.h"
 
 /* MPI for CPU ranks (under mpirun, or --dp given); NCCL for a GPU backend
- * (its buffers are part of what the run measures), the single-rank copy
- * otherwise or when NCCL cannot start. */
+ * (its buffers are part of what the run measures): under mpirun its ranks are
+ * bootstrapped through MPI (one GPU per rank), otherwise one rank; the
+ * single-rank copy when NCCL cannot start for one rank. */
 Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
 {
     int ranks = a->dp || a->tp > 1 || a->pp > 1 || comm_mpi_launched();
@@ -20,14 +22,14 @@ Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
                        "--tp/--pp --backend %s: tensor and pipeline parallelism run on the cpu backend only so far",
                        bk->name);
     if (!strcmp(bk->name, "cpu")) return ranks ? comm_create("mpi", bk, comm, e) : comm_single_create(comm, e);
-    if (ranks && (a->dp > 1 || comm_mpi_launched()))
-        return err_set(e, ST_UNAVAILABLE,
-                       "--backend %s: several ranks run on the cpu backend only so far (NCCL ranks bootstrapped "
-                       "through MPI are not implemented yet)",
-                       bk->name);
-    if (!comm_create("nccl", bk, comm, e)) return ST_OK;
+    Status st = comm_mpi_launched() ? comm_nccl_mpi_create(bk, comm, e) : comm_create("nccl", bk, comm, e);
+    if (!st) { /* without mpirun, --dp > 1 is refused by run_resolve_ranks (one rank) */
+        if (!a->quiet && !(*comm)->rank)
+            printf("  communicator: %s, %d rank%s\n", (*comm)->name, (*comm)->size, (*comm)->size > 1 ? "s" : "");
+        return ST_OK;
+    }
     if (!a->quiet) printf("  communicator: NCCL unavailable (%s); single-rank copies instead\n", e->msg);
-    return comm_single_create(comm, e);
+    return comm_single_create(comm, e); /* several ranks never get here: comm_nccl_mpi_create stopped them */
 }
 
 /* The ranks: --tp x --pp must divide the number mpirun started and --dp be the

@@ -52,3 +52,23 @@ Status cuda_lib_comm_create(Backend *bk, int rank, int size, Comm **out, Err *e)
     memcpy(&create, &f, sizeof create);
     return create(bk, rank, size, out, e);
 }
+
+Status cuda_lib_nccl_unique_id(void *id, size_t bytes, Err *e)
+{
+    Status (*make)(void *, size_t, Err *);
+    void *f = symbol("comm_nccl_unique_id", "nccl", e);
+    if (!f) return ST_UNAVAILABLE;
+    memcpy(&make, &f, sizeof make);
+    return make(id, bytes, e);
+}
+
+Status cuda_lib_comm_create_id(Backend *bk, int rank, int size, const void *id, size_t bytes, Comm *host, Comm **out,
+                               Err *e)
+{
+    *out = NULL;
+    Status (*create)(Backend *, int, int, const void *, size_t, Comm *, Comm **, Err *);
+    void *f = symbol("comm_nccl_create_id", "nccl", e);
+    if (!f) return ST_UNAVAILABLE;
+    memcpy(&create, &f, sizeof create);
+    return create(bk, rank, size, id, bytes, host, out, e);
+}

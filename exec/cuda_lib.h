@@ -12,13 +12,22 @@
 #ifndef FP8PLAN_EXEC_CUDA_LIB_H
 #define FP8PLAN_EXEC_CUDA_LIB_H
 
+#include <stddef.h>
+
 #include "exec/backend.h"
 #include "exec/comm/comm.h"
 
 #define CUDA_LIB_NAME "libfp8plan_cuda.so"
 
-/* backend_cuda_create / comm_nccl_create (exec/cuda/backend_cuda.h) from the library. */
+/* The bytes of an ncclUniqueId (NCCL_UNIQUE_ID_BYTES; comm_nccl.cu checks it). */
+#define COMM_NCCL_ID_BYTES 128
+
+/* backend_cuda_create / comm_nccl_create / comm_nccl_unique_id / comm_nccl_create_id
+ * (exec/cuda/backend_cuda.h) from the library. */
 Status cuda_lib_backend_create(Backend **out, Err *e);
 Status cuda_lib_comm_create(Backend *bk, int rank, int size, Comm **out, Err *e);
+Status cuda_lib_nccl_unique_id(void *id, size_t bytes, Err *e);
+Status cuda_lib_comm_create_id(Backend *bk, int rank, int size, const void *id, size_t bytes, Comm *host, Comm **out,
+                               Err *e);
 
 #endif

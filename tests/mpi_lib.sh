@@ -59,3 +59,22 @@ mpi_catalog() {
     echo 'tiny-gpt,2,32,128,2,2,16,64,16,layernorm,gelu,learned,yes,yes,,,,,,,,,,,,,,,,"test model"' >>"$1/models.csv"
     echo 'tiny-odd,1,33,67,3,3,5,64,5,layernorm,gelu,learned,yes,yes,,,,,,,,,,,,,,,,"test model"' >>"$1/models.csv"
 }
+
+# mpi_program_checks NAME PROGRAM NP...: PROGRAM (a tests/mpi/ program) under mpirun -np NP for each NP, its
+# check lines counted (mpi_expect_checks); skipped without mpirun, a failure when it was not built.
+mpi_program_checks() {
+    local name=$1 prog=$2 np
+    shift 2
+    if ! command -v mpirun >/dev/null 2>&1; then
+        skip "$name" "mpirun: install openmpi-bin (make installs it as root)"
+        return
+    fi
+    if [ ! -x "$prog" ]; then
+        fail "$name" "$prog was not built"
+        return
+    fi
+    for np in "$@"; do
+        mpi_run "$np" "$prog"
+        mpi_expect_checks "np$np"
+    done
+}

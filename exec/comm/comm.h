@@ -6,8 +6,8 @@
  * launched by mpirun, host memory, reductions in a fixed rank order so results
  * are reproducible; see comm_mpi.h) and "nccl" (exec/cuda/comm_nccl.cu: GPU
  * ranks on the CUDA backend's stream; exec/comm/comm_wire.c decides the
- * dtype a buffer travels in from the NCCL the process loaded; broadcast and
- * send/recv are not implemented there yet and say so).
+ * dtype a buffer travels in from the NCCL the process loaded; under mpirun the
+ * ranks are bootstrapped through MPI, exec/comm/comm_nccl_boot.h).
  *
  * Conventions:
  *  - Buffers are backend memory (device memory for CUDA); every call is issued
@@ -84,7 +84,27 @@ struct Comm {
     Status (*all_gather_v)(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype,
                            Err *e);
     void (*destroy)(Comm *c);
+    /* Optional (NULL: nothing to do). Fold the times of calls that ran asynchronously into seconds (NCCL:
+     * each call's start and end events, read once they are done); waits for the calls issued so far. A run
+     * settles after each step, before it reads stats. */
+    Status (*settle)(Comm *c, Err *e);
+    /* Optional (NULL: comm_sendrecv orders a send and a recv). Send scount elements to rank `to` and receive
+     * rcount from rank `from` at once (NCCL: one group), so two ranks exchanging never wait on each other.
+     * Counted as send and recv are. */
+    Status (*sendrecv)(Comm *c, CollectiveId id, Backend *bk, const void *sendbuf, uint64_t scount, int to,
+                       void *recvbuf, uint64_t rcount, int from, Dtype dtype, Err *e);
+    /* The MPI communicator over the same ranks when this one was bootstrapped through MPI (NCCL ranks
+     * under mpirun: the report's host-side gathers and the abort use it); NULL otherwise. Owned: destroy
+     * frees it after this communicator. */
+    Comm *host;
 };
+
+/* c->settle when it has one; ST_OK otherwise. */
+Status comm_settle(Comm *c, Err *e);
+/* c->sendrecv, or (none) the send and the recv one after the other: the lower rank of the pair sends
+ * first, the other receives first (pairwise exchange without a deadlock over blocking calls). */
+Status comm_sendrecv(Comm *c, CollectiveId id, Backend *bk, const void *sendbuf, uint64_t scount, int to, void *recvbuf,
+                     uint64_t rcount, int from, Dtype dtype, Err *e);
 
 /* Add one call of payload bytes with bus factor to c's total and row id
  * (implementations call it; ids outside the plan's count only in the total). */

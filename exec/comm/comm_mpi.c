@@ -384,6 +384,7 @@ done:
 Status comm_gather_bytes(Comm *c, const void *mine, size_t bytes, void *all, Err *e)
 {
     Status st = ST_OK;
+    if (strcmp(c->name, "mpi") && c->host) c = c->host; /* NCCL ranks: gathered over the MPI they started with */
     if (strcmp(c->name, "mpi")) {
         memcpy(all, mine, bytes);
         return ST_OK;
@@ -401,6 +402,7 @@ Status comm_gather_stats(Comm *c, const CommStats *mine, int n, CommStats *all, 
 
 void comm_mpi_abort(const Comm *c, int code)
 {
+    if (c && strcmp(c->name, "mpi") && c->host) c = c->host;
     if (!c || strcmp(c->name, "mpi") || c->size < 2) return;
     fflush(stdout);
     fflush(stderr);

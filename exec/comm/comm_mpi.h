@@ -39,14 +39,15 @@ int comm_mpi_launched(void);
 Status comm_mpi_create(Comm **out, Err *e);
 
 /* all[size · n] on rank 0 = every rank's mine[n], in rank order (other
- * ranks' all is left alone); for a communicator other than "mpi", all = mine.
+ * ranks' all is left alone); a communicator other than "mpi" gathers over its
+ * host (Comm.host: NCCL ranks started by mpirun), or without one all = mine.
  * For the report: not a collective of the plan, not counted. */
 Status comm_gather_stats(Comm *c, const CommStats *mine, int n, CommStats *all, Err *e);
 /* The same for any bytes: all[size · bytes] on rank 0 = every rank's mine[bytes] in rank order. */
 Status comm_gather_bytes(Comm *c, const void *mine, size_t bytes, void *all, Err *e);
 
 /* Stop every rank with exit code `code` (MPI_Abort) when c is the MPI
- * communicator over two or more ranks; otherwise return. The caller has
+ * communicator over two or more ranks, or has one as its host; otherwise return. The caller has
  * printed the rank and the reason. */
 void comm_mpi_abort(const Comm *c, int code);
 

@@ -45,6 +45,21 @@ double comm_now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+Status comm_settle(Comm *c, Err *e) { return c && c->settle ? c->settle(c, e) : ST_OK; }
+
+Status comm_sendrecv(Comm *c, CollectiveId id, Backend *bk, const void *sendbuf, uint64_t scount, int to, void *recvbuf,
+                     uint64_t rcount, int from, Dtype dtype, Err *e)
+{
+    if (c->sendrecv) return c->sendrecv(c, id, bk, sendbuf, scount, to, recvbuf, rcount, from, dtype, e);
+    Status st;
+    if (c->rank < to) {
+        if ((st = c->send(c, id, bk, sendbuf, scount, dtype, to, e))) return st;
+        return c->recv(c, id, bk, recvbuf, rcount, dtype, from, e);
+    }
+    if ((st = c->recv(c, id, bk, recvbuf, rcount, dtype, from, e))) return st;
+    return c->send(c, id, bk, sendbuf, scount, dtype, to, e);
+}
+
 Status comm_reduce_scatter_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype,
                              CommReduce op, Err *e)
 {

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/comm/comm_nccl_boot.h"
+#include "exec/comm/comm_nccl_rules.h"
 #include "exec/cuda/cuda_impl.h"
 
 /* ---- error reporting ------------------------------------------------------------ */
@@ -338,6 +340,12 @@ Status backend_cuda_create(Backend **out, Err *e)
     int count = 0;
     Status st = cuda_device_probe(&count, e);
     if (st) return st;
+    /* under a launcher each rank drives the GPU of its local rank (modulo the GPUs it sees) */
+    int local = 0;
+    if ((st = comm_boot_local_rank(&local, e))) return st;
+    const int dev = comm_device_of_rank(local, count);
+    cudaError_t set = cudaSetDevice(dev);
+    if (set != cudaSuccess) return cuda_fail(e, __FILE__, __LINE__, "cudaSetDevice(local rank mod GPUs)", set);
     Backend *bk = NULL;
     if ((st = backend_new("cuda", sizeof(CudaImpl), &bk, e))) return st;
     CudaImpl *im = cuda_impl(bk);

@@ -9,6 +9,7 @@
 #ifndef FP8PLAN_EXEC_CUDA_BACKEND_CUDA_H
 #define FP8PLAN_EXEC_CUDA_BACKEND_CUDA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "exec/backend.h"
@@ -28,7 +29,9 @@ extern "C" {
  * older than the runtime). Never fails otherwise. */
 Status cuda_device_probe(int *count, Err *e);
 
-/* Create the backend on the current device (CUDA_VISIBLE_DEVICES picks it):
+/* Create the backend on this rank's device: its local rank (exec/comm/comm_nccl_boot.h: the launcher's
+ * environment or an MPI shared-memory split; 0 without a launcher) modulo the GPUs it sees
+ * (CUDA_VISIBLE_DEVICES narrows them):
  * one non-blocking stream, a cuBLASLt handle and its workspace. ST_UNAVAILABLE
  * when no GPU is present or its compute capability is below 8.9 (no FP8 tensor
  * cores; the message names the device). */
@@ -41,6 +44,15 @@ Status backend_cuda_create(Backend **out, Err *e);
  * nccl-tests' factors. FP8 dtypes map to NCCL's native FP8 types (NCCL ≥ 2.24,
  * reductions on sm_90+). ST_UNAVAILABLE when NCCL cannot start. */
 Status comm_nccl_create(Backend *bk, int rank, int size, Comm **out, Err *e);
+
+/* Under mpirun (exec/comm/comm_nccl_boot.c): rank 0 makes the ncclUniqueId (bytes must be
+ * NCCL_UNIQUE_ID_BYTES, 128), MPI broadcasts it, every rank makes its communicator from it on bk's device
+ * (ncclCommInitRank). host: the MPI communicator the ranks were started with, owned by the new
+ * communicator (Comm.host) once it is made; left to the caller on failure. ST_UNAVAILABLE when NCCL
+ * cannot start. */
+Status comm_nccl_unique_id(void *id, size_t bytes, Err *e);
+Status comm_nccl_create_id(Backend *bk, int rank, int size, const void *id, size_t bytes, Comm *host, Comm **out,
+                           Err *e);
 
 /* The versions this binary was built with and the ones it finds at run time
  * (CUDA's encoding: 1000·major + 10·minor; NCCL's: 10000·major + 100·minor +

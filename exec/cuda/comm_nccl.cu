@@ -1,36 +1,26 @@
-/* exec/cuda/comm_nccl.cu — the NCCL implementation of Comm (exec/comm/comm.h).
- *
- * Collectives run on the CUDA backend's stream, so they are ordered with the
- * kernels around them and timed as BK_OPCAT_COMM. Every call adds its payload
- * (total array bytes S in the dtype that travels, nccl-tests' convention) and
- * ring bus bytes (all-reduce 2(n−1)/n·S, all-gather and reduce-scatter
- * (n−1)/n·S) to the total and to the row of the planner's collective it
- * performs (comm_count).
+/* exec/cuda/comm_nccl.cu — the NCCL implementation of Comm (exec/comm/comm.h):
+ * making the communicator (one rank; NCCL_COMM_ID; or an id MPI broadcast:
+ * exec/comm/comm_nccl_boot.c), its own stream and events, the order every
+ * call runs in and its timing (comm_nccl_impl.h). The operations are in
+ * comm_nccl_ops.cu.
  *
  * The NCCL the process loaded is asked for its version when the communicator
  * is made (ncclGetVersion: the library found at run time may be older than
  * the headers, e.g. a system libnccl2 or PyTorch's wheel). FP8 buffers travel
- * as NCCL's native FP8 types only where exec/comm/comm_wire.h allows (NCCL ≥ 2.24,
- * reductions on sm_90+); otherwise they are cast to BF16 in the backend's
- * scratch for the collective and back, and counted as BF16 bytes.
+ * as NCCL's native FP8 types only where exec/comm/comm_wire.h allows.
  *
  * One rank never aborts a run: when NCCL cannot start for a one-rank
  * communicator (no usable transport, a library that refuses), the collectives
  * become what they are over one rank — nothing in place, a device copy out of
- * place — on the same stream, and the name says so. */
-#include <nccl.h>
+ * place — on the same streams, and the name says so. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/comm/comm_wire.h"
-#include "exec/cuda/cuda_impl.h"
+#include "exec/cuda/comm_nccl_impl.h"
 
-typedef struct {
-    ncclComm_t comm; /* NULL: one rank without NCCL (local copies) */
-    int loaded;      /* ncclGetVersion of the library in use; 0 unknown */
-    char name[200];
-} NcclImpl;
+static_assert(sizeof(ncclUniqueId) == 128, "exec/cuda_lib.h's COMM_NCCL_ID_BYTES is 128");
 
 static Status nccl_fail(Err *e, ncclComm_t comm, const char *file, int line, const char *call, ncclResult_t r)
 {
@@ -75,138 +65,131 @@ static Status nccl_op(CommReduce op, ncclRedOp_t *out, Err *e)
     }
 }
 
-static Status need_cuda(Backend *bk, Err *e)
+/* The call itself on the NCCL stream (or its one-rank local equivalent: a copy when out of place). */
+static Status issue(NcclImpl *ni, const NcCall *k, Err *e)
 {
-    if (!bk || !bk->name || strcmp(bk->name, "cuda") != 0)
-        return err_set(e, ST_USAGE, "nccl: collectives need the cuda backend's memory and stream");
-    return ST_OK;
-}
-
-/* The dtype this call's data travels in (comm_wire.h). */
-static Dtype wire_of(Comm *c, Backend *bk, Dtype dt, int reduces)
-{
-    NcclImpl *ni = (NcclImpl *)c->impl;
-    if (!ni->comm) return dt; /* one rank, no NCCL: nothing travels */
-    return comm_wire_dtype(dt, reduces, ni->loaded, NCCL_VERSION_CODE, cuda_impl(bk)->info.cc_major);
-}
-
-static uint64_t align256(uint64_t b) { return (b + 255u) & ~(uint64_t)255u; }
-
-/* Two BF16 staging buffers of na and nb elements in the backend's scratch. */
-static Status stage(CudaImpl *im, uint64_t na, uint64_t nb, void **a, void **b, Err *e)
-{
-    void *p = NULL;
-    Status st = cuda_scratch(im, (size_t)(align256(2 * na) + 2 * nb), &p, e);
-    if (st) return st;
-    *a = p;
-    *b = (char *)p + align256(2 * na);
-    return ST_OK;
-}
-
-/* One NCCL call (or its one-rank local equivalent) on data already in the wire dtype. */
-typedef enum { OP_AR, OP_AG, OP_RS } CollOp;
-
-static Status issue(Comm *c, CudaImpl *im, CollOp k, const void *send, void *recv, uint64_t n, Dtype wire,
-                    CommReduce op, Err *e)
-{
-    NcclImpl *ni = (NcclImpl *)c->impl;
     Status st = ST_OK;
     ncclDataType_t t = ncclFloat32;
     ncclRedOp_t o = ncclSum;
-    if (ni->comm && ((st = nccl_type(wire, &t, e)) || (k != OP_AG && (st = nccl_op(op, &o, e))))) return st;
-    if (!ni->comm && k != OP_AG && (st = nccl_op(op, &o, e))) return st; /* the same argument check */
-    ST_TRY(cuda_op_begin(im, BK_OPCAT_COMM, e));
-    if (!ni->comm) { /* one rank: in place is the result; out of place a copy (n elements either way) */
-        if (send != recv && n)
-            CU_TRY(cudaMemcpyAsync(recv, send, (size_t)(n * dtype_bytes(wire)), cudaMemcpyDeviceToDevice, im->stream),
+    const int reduces = k->k == NC_AR || k->k == NC_RS;
+    const size_t n = (size_t)k->n;
+    ST_TRY(nccl_type(k->wire, &t, e));
+    if (reduces) ST_TRY(nccl_op(k->op, &o, e));
+    if (!ni->comm) { /* one rank: in place is the result; out of place a copy of n elements */
+        if (k->send != k->recv && n && k->recv)
+            CU_TRY(cudaMemcpyAsync(k->recv, k->send, n * dtype_bytes(k->wire), cudaMemcpyDeviceToDevice, ni->stream),
                    e);
-    } else if (k == OP_AR) {
-        NCCL_TRY(ni->comm, ncclAllReduce(send, recv, (size_t)n, t, o, ni->comm, im->stream), e);
-    } else if (k == OP_AG) {
-        NCCL_TRY(ni->comm, ncclAllGather(send, recv, (size_t)n, t, ni->comm, im->stream), e);
-    } else {
-        NCCL_TRY(ni->comm, ncclReduceScatter(send, recv, (size_t)n, t, o, ni->comm, im->stream), e);
+        goto done;
     }
-    ST_TRY(cuda_op_end(im, e));
+    switch (k->k) {
+    case NC_AR: NCCL_TRY(ni->comm, ncclAllReduce(k->send, k->recv, n, t, o, ni->comm, ni->stream), e); break;
+    case NC_AG: NCCL_TRY(ni->comm, ncclAllGather(k->send, k->recv, n, t, ni->comm, ni->stream), e); break;
+    case NC_RS: NCCL_TRY(ni->comm, ncclReduceScatter(k->send, k->recv, n, t, o, ni->comm, ni->stream), e); break;
+    case NC_BC: NCCL_TRY(ni->comm, ncclBroadcast(k->send, k->recv, n, t, k->peer, ni->comm, ni->stream), e); break;
+    case NC_SEND: NCCL_TRY(ni->comm, ncclSend(k->send, n, t, k->peer, ni->comm, ni->stream), e); break;
+    case NC_RECV: NCCL_TRY(ni->comm, ncclRecv(k->recv, n, t, k->peer, ni->comm, ni->stream), e); break;
+    case NC_SENDRECV: /* one group: both ranks of an exchange post both halves before either waits */
+        NCCL_TRY(ni->comm, ncclGroupStart(), e);
+        NCCL_TRY(ni->comm, ncclSend(k->send, n, t, k->peer, ni->comm, ni->stream), e);
+        NCCL_TRY(ni->comm, ncclRecv(k->recv, (size_t)k->n2, t, k->peer2, ni->comm, ni->stream), e);
+        NCCL_TRY(ni->comm, ncclGroupEnd(), e);
+        break;
+    }
 done:
     return st;
 }
 
-/* A collective on dt: straight, or through BF16 staging when FP8 cannot travel
- * as itself. nsend / nrecv: elements of the send and receive buffers. */
-static Status collective(Comm *c, CollectiveId id, Backend *bk, CollOp k, const void *send, void *recv, uint64_t n,
-                         uint64_t nsend, uint64_t nrecv, Dtype dt, CommReduce op, double factor, Err *e)
+/* Read the pending start/end pairs: each call's device time into its collective's row. */
+static Status nccl_settle(Comm *c, Err *e)
 {
-    Status st = need_cuda(bk, e);
-    if (st) return st;
-    if (!dtype_bytes(dt)) return err_set(e, ST_USAGE, "nccl: dtype %s has no size", dtype_name(dt));
-    if ((nsend && !send) || (nrecv && !recv)) return err_set(e, ST_USAGE, "nccl: missing buffer");
+    Status st = ST_OK;
+    NcclImpl *ni = nccl_impl(c);
+    for (int i = 0; i < ni->pending; i++) {
+        float ms = 0.0f;
+        CU_TRY(cudaEventSynchronize(ni->ev[2 * i + 1]), e);
+        CU_TRY(cudaEventElapsedTime(&ms, ni->ev[2 * i], ni->ev[2 * i + 1]), e);
+        if (ni->pair_id[i] == NCCL_UNCOUNTED) continue; /* a recv: its time is the sender's, as over MPI */
+        c->total.seconds += 1e-3 * (double)ms;
+        if ((unsigned)ni->pair_id[i] < CO_COUNT_) c->stats[ni->pair_id[i]].seconds += 1e-3 * (double)ms;
+    }
+    ni->pending = 0;
+done:
+    return st;
+}
+
+/* One staging move on the compute stream: a copy, or a conversion (FP8 <-> BF16) by the backend. */
+static Status move(Backend *bk, CudaImpl *im, const NcMove *m, Err *e)
+{
+    Status st = ST_OK;
+    if (!m->n) return ST_OK;
+    if (m->sdt == m->ddt)
+        CU_TRY(
+            cudaMemcpyAsync(m->dst, m->src, (size_t)(m->n * dtype_bytes(m->sdt)), cudaMemcpyDeviceToDevice, im->stream),
+            e);
+    else
+        ST_TRY(bk->convert(bk, m->src, m->sdt, m->dst, m->ddt, m->n, NULL, e));
+done:
+    return st;
+}
+
+Status nccl_run(Comm *c, Backend *bk, CollectiveId id, const NcCall *call, const NcMove *in, int nin, const NcMove *out,
+                int nout, uint64_t payload, double factor, Err *e)
+{
+    Status st = ST_OK;
+    NcclImpl *ni = nccl_impl(c);
     CudaImpl *im = cuda_impl(bk);
-    Dtype wire = wire_of(c, bk, dt, k != OP_AG);
-    if (wire == dt) {
-        ST_TRY(issue(c, im, k, send, recv, n, dt, op, e));
-    } else {
-        void *ws = NULL, *wr = NULL;
-        ST_TRY(stage(im, nsend, k == OP_AR ? 0 : nrecv, &ws, &wr, e));
-        if (k == OP_AR) wr = ws; /* in place */
-        ST_TRY(bk->convert(bk, send, dt, ws, wire, nsend, NULL, e));
-        ST_TRY(issue(c, im, k, ws, wr, n, wire, op, e));
-        ST_TRY(bk->convert(bk, wr, wire, recv, dt, nrecv, NULL, e));
+    NcclStep steps[NCS_MAX];
+    const int ns = comm_nccl_order(nin > 0, nout > 0, steps);
+    int p = 0;
+    if (ni->pending == NCCL_PAIRS) ST_TRY(nccl_settle(c, e));
+    p = ni->pending;
+    for (int i = 0; i < ns; i++) {
+        switch (steps[i]) {
+        case NCS_STAGE_IN:
+            for (int j = 0; j < nin; j++) ST_TRY(move(bk, im, &in[j], e));
+            break;
+        case NCS_READY: /* the compute stream's time of the call: from here to its wait for "done" */
+            ST_TRY(cuda_op_begin(im, BK_OPCAT_COMM, e));
+            CU_TRY(cudaEventRecord(ni->ready, im->stream), e);
+            break;
+        case NCS_WAIT_READY: CU_TRY(cudaStreamWaitEvent(ni->stream, ni->ready, 0), e); break;
+        case NCS_START: CU_TRY(cudaEventRecord(ni->ev[2 * p], ni->stream), e); break;
+        case NCS_ISSUE: ST_TRY(issue(ni, call, e)); break;
+        case NCS_END:
+            CU_TRY(cudaEventRecord(ni->ev[2 * p + 1], ni->stream), e);
+            ni->pair_id[p] = call->k == NC_RECV ? NCCL_UNCOUNTED : (int)id;
+            ni->pending = p + 1;
+            break;
+        case NCS_WAIT_DONE:
+            CU_TRY(cudaStreamWaitEvent(im->stream, ni->ev[2 * p + 1], 0), e);
+            ST_TRY(cuda_op_end(im, e));
+            break;
+        case NCS_STAGE_OUT:
+            for (int j = 0; j < nout; j++) ST_TRY(move(bk, im, &out[j], e));
+            break;
+        }
     }
-    comm_count(c, id, (k == OP_AR ? n : nrecv > nsend ? nrecv : nsend) * dtype_bytes(wire), factor);
+    if (call->k != NC_RECV) comm_count(c, id, payload, factor); /* a recv counts nothing (comm.h) */
 done:
     return st;
-}
-
-static Status nccl_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, CommReduce op,
-                              Err *e)
-{
-    return collective(c, id, bk, OP_AR, buf, buf, n, n, n, dt, op, 2.0 * (c->size - 1) / c->size, e);
-}
-
-static Status nccl_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt,
-                              Err *e)
-{
-    uint64_t all = n * (uint64_t)c->size;
-    return collective(c, id, bk, OP_AG, send, recv, n, n, all, dt, COMM_SUM, (double)(c->size - 1) / c->size, e);
-}
-
-static Status nccl_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n,
-                                  Dtype dt, CommReduce op, Err *e)
-{
-    uint64_t all = n * (uint64_t)c->size;
-    return collective(c, id, bk, OP_RS, send, recv, n, all, n, dt, op, (double)(c->size - 1) / c->size, e);
-}
-
-/* Broadcast and point to point are not issued over NCCL yet (issue 11: PP on
- * GPUs); they refuse rather than pretend. */
-static Status nccl_not_yet(const char *what, Err *e)
-{
-    return err_set(e, ST_UNAVAILABLE, "nccl: %s is not implemented over NCCL yet (the mpi communicator has it)", what);
-}
-
-static Status nccl_broadcast(Comm *, CollectiveId, Backend *, void *, uint64_t, Dtype, int, Err *e)
-{
-    return nccl_not_yet("broadcast", e);
-}
-
-static Status nccl_send(Comm *, CollectiveId, Backend *, const void *, uint64_t, Dtype, int, Err *e)
-{
-    return nccl_not_yet("send", e);
-}
-
-static Status nccl_recv(Comm *, CollectiveId, Backend *, void *, uint64_t, Dtype, int, Err *e)
-{
-    return nccl_not_yet("recv", e);
 }
 
 static void nccl_destroy(Comm *c)
 {
     if (!c) return;
-    NcclImpl *ni = (NcclImpl *)c->impl;
-    if (ni && ni->comm) (void)ncclCommDestroy(ni->comm);
+    NcclImpl *ni = nccl_impl(c);
+    if (ni) {
+        (void)cudaSetDevice(ni->device);
+        if (ni->stream) (void)cudaStreamSynchronize(ni->stream);
+        if (ni->comm) (void)ncclCommDestroy(ni->comm);
+        for (int i = 0; i < ni->ev_made; i++) (void)cudaEventDestroy(ni->ev[i]);
+        if (ni->ready) (void)cudaEventDestroy(ni->ready);
+        if (ni->stream) (void)cudaStreamDestroy(ni->stream);
+    }
+    Comm *host = c->host;
     free(ni);
     free(c);
+    if (host) host->destroy(host); /* after NCCL: MPI may be finalized with it */
 }
 
 void comm_nccl_versions(int *built, int *loaded)
@@ -215,27 +198,54 @@ void comm_nccl_versions(int *built, int *loaded)
     if (ncclGetVersion(loaded) != ncclSuccess) *loaded = 0;
 }
 
-Status comm_nccl_create(Backend *bk, int rank, int size, Comm **out, Err *e)
+static Status need_cuda(Backend *bk, Err *e)
+{
+    if (!bk || !bk->name || strcmp(bk->name, "cuda") != 0)
+        return err_set(e, ST_USAGE, "nccl: collectives need the cuda backend's memory and stream");
+    return ST_OK;
+}
+
+/* The stream and events of a new communicator on bk's device. */
+static Status streams(NcclImpl *ni, CudaImpl *im, Err *e)
+{
+    Status st = ST_OK;
+    ni->device = im->device;
+    CU_TRY(cudaSetDevice(im->device), e);
+    CU_TRY(cudaStreamCreateWithFlags(&ni->stream, cudaStreamNonBlocking), e);
+    CU_TRY(cudaEventCreateWithFlags(&ni->ready, cudaEventDisableTiming), e);
+    for (; ni->ev_made < 2 * NCCL_PAIRS; ni->ev_made++) CU_TRY(cudaEventCreate(&ni->ev[ni->ev_made]), e);
+done:
+    return st;
+}
+
+/* The communicator: with the NCCL id when one is given (MPI broadcast it; NULL: make one here, which
+ * more than one rank can share only through NCCL_COMM_ID). */
+static Status create(Backend *bk, int rank, int size, const ncclUniqueId *given, Comm *host, Comm **out, Err *e)
 {
     Status st = need_cuda(bk, e);
     ncclUniqueId id;
     ncclComm_t comm = NULL;
     int loaded = 0;
     char why[512] = "";
+    Comm *c = NULL;
+    NcclImpl *ni = NULL;
+    const char *as = getenv("FP8PLAN_NCCL_AS_VERSION"); /* test hook: behave as this NCCL (the fallback run) */
     *out = NULL;
     if (st) return st;
     if (size < 1 || rank < 0 || rank >= size)
         return err_set(e, ST_USAGE, "nccl: rank %d is not in [0, %d)", rank, size);
-    if (size > 1 && !getenv("NCCL_COMM_ID"))
+    if (size > 1 && !given && !getenv("NCCL_COMM_ID"))
         return err_set(e, ST_USAGE,
-                       "nccl: %d ranks need NCCL_COMM_ID=<host>:<port> set to the same address in every rank's "
-                       "environment (rank 0 serves the bootstrap there)",
+                       "nccl: %d ranks need mpirun (the id is broadcast over MPI) or NCCL_COMM_ID=<host>:<port> set "
+                       "to the same address in every rank's environment (rank 0 serves the bootstrap there)",
                        size);
     if (ncclGetVersion(&loaded) != ncclSuccess) loaded = 0;
-    const char *as =
-        getenv("FP8PLAN_NCCL_AS_VERSION"); /* test hook: behave as this NCCL (the GPU check's fallback run) */
     if (as && *as) loaded = atoi(as);
-    NCCL_TRY(NULL, ncclGetUniqueId(&id), e);
+    CU_TRY(cudaSetDevice(cuda_impl(bk)->device), e); /* NCCL's communicator is on the current device */
+    if (given)
+        id = *given;
+    else
+        NCCL_TRY(NULL, ncclGetUniqueId(&id), e);
     NCCL_TRY(NULL, ncclCommInitRank(&comm, size, id, rank), e);
 done:
     if (st && size == 1) { /* one rank needs no transport: go on without NCCL, and say so */
@@ -249,8 +259,8 @@ done:
         if (st == ST_SOFTWARE) st = e ? (e->st = ST_UNAVAILABLE) : ST_UNAVAILABLE; /* NCCL could not start */
         return st;
     }
-    Comm *c = (Comm *)calloc(1, sizeof *c);
-    NcclImpl *ni = (NcclImpl *)calloc(1, sizeof *ni);
+    c = (Comm *)calloc(1, sizeof *c);
+    ni = (NcclImpl *)calloc(1, sizeof *ni);
     if (!c || !ni) {
         free(c);
         free(ni);
@@ -259,24 +269,53 @@ done:
     }
     ni->comm = comm;
     ni->loaded = loaded;
+    c->impl = ni;
+    if ((st = streams(ni, cuda_impl(bk), e))) {
+        nccl_destroy(c); /* no host yet: the caller keeps it */
+        return st;
+    }
     if (comm)
-        snprintf(ni->name, sizeof ni->name, "nccl %d.%d.%d%s", loaded / 10000, loaded / 100 % 100, loaded % 100,
+        snprintf(ni->name, sizeof ni->name, "nccl %d.%d.%d%s%s", loaded / 10000, loaded / 100 % 100, loaded % 100,
                  comm_wire_dtype(DT_E4M3, 1, loaded, NCCL_VERSION_CODE, cuda_impl(bk)->info.cc_major) == DT_E4M3
                      ? ""
-                     : " (FP8 travels as BF16)");
+                     : " (FP8 travels as BF16)",
+                 host ? " (ranks bootstrapped through MPI)" : "");
     else
         snprintf(ni->name, sizeof ni->name, "nccl-local (one rank; NCCL did not start: %.120s)", why);
     c->name = ni->name;
     c->rank = rank;
     c->size = size;
-    c->impl = ni;
-    c->all_reduce = nccl_all_reduce;
-    c->all_gather = nccl_all_gather;
-    c->reduce_scatter = nccl_reduce_scatter;
-    c->broadcast = nccl_broadcast;
-    c->send = nccl_send;
-    c->recv = nccl_recv;
+    c->host = host;
+    c->settle = nccl_settle;
     c->destroy = nccl_destroy;
+    nccl_fill_ops(c);
     *out = c;
     return ST_OK;
+}
+
+Status comm_nccl_create(Backend *bk, int rank, int size, Comm **out, Err *e)
+{
+    return create(bk, rank, size, NULL, NULL, out, e);
+}
+
+Status comm_nccl_unique_id(void *id, size_t bytes, Err *e)
+{
+    Status st = ST_OK;
+    ncclUniqueId u;
+    if (bytes != sizeof u) return err_set(e, ST_USAGE, "nccl: an id is %zu bytes, not %zu", sizeof u, bytes);
+    NCCL_TRY(NULL, ncclGetUniqueId(&u), e);
+    memcpy(id, &u, sizeof u);
+done:
+    if (st == ST_SOFTWARE) st = e->st = ST_UNAVAILABLE;
+    return st;
+}
+
+Status comm_nccl_create_id(Backend *bk, int rank, int size, const void *id, size_t bytes, Comm *host, Comm **out,
+                           Err *e)
+{
+    ncclUniqueId u;
+    *out = NULL;
+    if (!id || bytes != sizeof u) return err_set(e, ST_USAGE, "nccl: an id is %zu bytes, not %zu", sizeof u, bytes);
+    memcpy(&u, id, sizeof u);
+    return create(bk, rank, size, &u, host, out, e);
 }

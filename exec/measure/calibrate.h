@@ -7,7 +7,7 @@
  *   GEMM       the twelve GEMMs of a layer (fprop, dgrad, wgrad of QKV, proj,
  *              FC1, FC2) with the FP8 operands the FP8 recipes use (E4M3 x E4M3
  *              forward, E5M2 x E4M3 backward), the same twelve in BF16 plus
- *              the LM head's three (BF16 in every recipe), and in FP32: per
+ *              the LM head's three (BF16 in every recipe), and in FP32 (FP32 outputs): per
  *              path the FLOPs of its shapes over the sum of their median times
  *              (so the planner's sum over those shapes reproduces the measured
  *              sum);
@@ -28,7 +28,11 @@
  *              it, after every rank has arrived), bus bandwidth per size;
  *              the latency from the smallest, the bandwidth from the largest
  *              (cal_fit_link).
- * Timing is the host's monotonic clock; every figure is a median over reps
+ * The same code measures a GPU (`calibrate --backend cuda`): the backend's
+ * kernels and cuBLASLt GEMMs, the NCCL all-reduce between GPU ranks.
+ * Timing is the host's monotonic clock on the CPU backend and the device's
+ * own timestamps (the backend's mark/elapsed: CUDA events around each call)
+ * where the backend has them; every figure is a median over reps
  * repetitions, with its spread (max − min) / median. Never prints. */
 #ifndef FP8PLAN_EXEC_CALIBRATE_H
 #define FP8PLAN_EXEC_CALIBRATE_H
@@ -80,10 +84,15 @@ typedef struct {
     CalColl coll[CAL_MAX_SIZES];
     int ncoll;
     double link_bw, link_lat; /* fitted: bytes/s of bus bytes, s per ring step (0 0 with one rank) */
-    uint64_t mem_bytes;       /* physical memory of the host */
+    uint64_t mem_bytes;       /* physical memory of the host; a GPU's device memory */
+    /* the backend measured: "cpu" (a host profile) or "cuda" (a GPU's: its name, compute capability and
+     * multiprocessors from the backend's device_info; timing by its stream's timestamps) */
+    char backend[8];
+    char device[64];
+    int cc_major, cc_minor, sms;
 } Calibration;
 
-/* Measure GEMM, memory and launch on bk (the CPU backend) at the shapes of one
+/* Measure GEMM, memory and launch on bk (the CPU or the CUDA backend) at the shapes of one
  * layer of m with tokens = mbs · seq rows, then the collectives when comm has
  * two or more ranks (every rank must call it; each measures the same things). */
 Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out, Err *e);

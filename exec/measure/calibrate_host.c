@@ -1,6 +1,8 @@
 /* exec/measure/calibrate_host.c — GEMM rates per dtype path, the element-wise
  * kernels' bandwidth and the launch floor of a backend, measured at the shapes
  * of one layer (see calibrate.h). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,19 +18,50 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Every rank starts the next call together (ranks > 1), so each measures the host shared the way a run's
- * ranks share it: all computing at once. */
-static Status together(Comm *comm, Backend *bk, Err *e)
+/* The two timestamps a timed call sits between where the backend has them (a GPU's stream: its work is
+ * asynchronous, host clocks would time the launch); the host clock otherwise. */
+enum { MARK_T0 = BACKEND_MARKS - 2, MARK_T1 = BACKEND_MARKS - 1 };
+
+static Status tick(Backend *bk, double *t0, Err *e)
 {
-    float f = 0;
-    return comm && comm->size > 1 ? comm->all_reduce(comm, COMM_UNPLANNED, bk, &f, 1, DT_FP32, COMM_SUM, e) : ST_OK;
+    if (bk->mark && bk->elapsed) return bk->mark(bk, MARK_T0, e);
+    *t0 = now_s();
+    return ST_OK;
+}
+
+static Status tock(Backend *bk, double t0, double *seconds, Err *e)
+{
+    if (!bk->mark || !bk->elapsed) {
+        *seconds = now_s() - t0;
+        return ST_OK;
+    }
+    Status st = bk->mark(bk, MARK_T1, e);
+    return st ? st : bk->elapsed(bk, MARK_T0, MARK_T1, seconds, e);
+}
+
+/* Every rank starts the next call together (ranks > 1), so each measures the host shared the way a run's
+ * ranks share it: all computing at once. f: one float of backend memory. */
+static Status together(Comm *comm, Backend *bk, float *f, Err *e)
+{
+    return comm && comm->size > 1 ? comm->all_reduce(comm, COMM_UNPLANNED, bk, f, 1, DT_FP32, COMM_SUM, e) : ST_OK;
+}
+
+/* bytes of backend memory at p = byte v (through a host copy: the memory may be a GPU's). */
+static Status fill(Backend *bk, void *p, int v, uint64_t bytes, Err *e)
+{
+    uint8_t *h = malloc(bytes ? bytes : 1);
+    if (!h) return err_set(e, ST_NOMEM, "calibrate: out of memory for %llu bytes", (unsigned long long)bytes);
+    memset(h, v, bytes);
+    Status st = bk->copy_to_device(bk, p, h, bytes, e);
+    free(h);
+    return st;
 }
 
 /* Buffers big enough for every operand, filled with 0x38 bytes: 1.0 in E4M3, finite small values in E5M2
  * (0.5), BF16 and FP32 — the values do not change the time of the code paths measured. */
 typedef struct {
     void *a, *b, *d, *bias;
-    float *one;
+    float *one, *sync; /* 1.0 (the FP8 operands' scale_inv); together()'s float */
     uint64_t bytes;
 } Bufs;
 
@@ -37,21 +70,20 @@ static Status bufs_make(Backend *bk, uint64_t bytes, Bufs *u, Err *e)
     memset(u, 0, sizeof *u);
     Status st;
     void **p[4] = {&u->a, &u->b, &u->d, &u->bias};
-    for (int i = 0; i < 4; i++) {
-        if ((st = bk->alloc(bk, bytes, p[i], e))) return st;
-        memset(*p[i], 0x38, bytes);
-    }
+    for (int i = 0; i < 4; i++)
+        if ((st = bk->alloc(bk, bytes, p[i], e)) || (st = fill(bk, *p[i], 0x38, bytes, e))) return st;
     void *one;
-    if ((st = bk->alloc(bk, sizeof(float), &one, e))) return st;
+    const float host_one[2] = {1.0f, 0.0f};
+    if ((st = bk->alloc(bk, 2 * sizeof(float), &one, e))) return st;
     u->one = one;
-    *u->one = 1.0f;
+    u->sync = u->one + 1;
     u->bytes = bytes;
-    return ST_OK;
+    return bk->copy_to_device(bk, one, host_one, sizeof host_one, e);
 }
 
 static void bufs_free(Backend *bk, Bufs *u)
 {
-    void *p[5] = {u->a, u->b, u->d, u->bias, u->one};
+    void *p[5] = {u->a, u->b, u->d, u->bias, u->one}; /* sync is one's second float */
     for (int i = 0; i < 5; i++)
         if (p[i]) bk->free(bk, p[i]);
 }
@@ -74,12 +106,13 @@ static Status time_gemm(Backend *bk, Comm *comm, const Bufs *u, const Shape *s, 
     g.d = (GemmOutput){.ptr = u->d, .dtype = s->dd};
     double t[64];
     for (int i = -1; i < reps; i++) { /* one warm-up call */
-        Status st = together(comm, bk, e);
+        double t0 = 0, dt = 0;
+        Status st = together(comm, bk, u->sync, e);
+        if (!st) st = tick(bk, &t0, e);
+        if (!st) st = bk->gemm(bk, &g, e);
+        if (!st) st = tock(bk, t0, &dt, e);
         if (st) return st;
-        double t0 = now_s();
-        st = bk->gemm(bk, &g, e);
-        if (st) return st;
-        if (i >= 0) t[i] = now_s() - t0;
+        if (i >= 0) t[i] = dt;
     }
     memset(out, 0, sizeof *out);
     strncpy(out->what, s->what, sizeof out->what - 1);
@@ -98,16 +131,17 @@ static int layer_shapes(const ModelSpec *m, uint64_t T, int path, Shape *s)
                                                     {"fc1 fprop", "fc1 dgrad", "fc1 wgrad"},
                                                     {"fc2 fprop", "fc2 dgrad", "fc2 wgrad"}};
     Dtype wide = path == CAL_PATH_FP32 ? DT_FP32 : DT_BF16;
+    Dtype out16 = wide; /* fprop/dgrad outputs: BF16, FP32 on the FP32 path (cuBLASLt has no FP32 x FP32 -> BF16) */
     int f8 = path == CAL_PATH_FP8;
     int n = 0;
     for (int k = 0; k < LIN_COUNT; k++) {
         uint64_t out, in;
         spec_linear_shape(m, (LinearKind)k, 1, &out, &in);
         GemmLayout bo = f8 ? GEMM_K_INNER : GEMM_K_OUTER;
-        s[n++] = (Shape){names[k][0],  path,         T, out, in, f8 ? DT_E4M3 : wide, f8 ? DT_E4M3 : wide, DT_BF16,
+        s[n++] = (Shape){names[k][0],  path,         T, out, in, f8 ? DT_E4M3 : wide, f8 ? DT_E4M3 : wide, out16,
                          GEMM_K_INNER, GEMM_K_INNER, 0};
         s[n++] = (Shape){names[k][1], path,         T,  in, out, f8 ? DT_E5M2 : wide, f8 ? DT_E4M3 : wide,
-                         DT_BF16,     GEMM_K_INNER, bo, 0};
+                         out16,       GEMM_K_INNER, bo, 0};
         s[n++] = (Shape){names[k][2], path, out, in, T, f8 ? DT_E5M2 : wide, f8 ? DT_E4M3 : wide, DT_FP32, bo, bo, 1};
     }
     return n;
@@ -197,7 +231,6 @@ static Status kernel_call(Backend *bk, const ModelSpec *m, const Bufs *u, const 
         return bk->cast_transpose(bk, &d, e);
     }
     case K_XENT: {
-        memset(u->a, 0, z->T * z->Vp * 4); /* finite logits (the previous call left gradients) */
         return bk->xent_fwd_bwd(bk, u->a, DT_FP32, z->T, z->Vp, z->Vp, z->targets, 1.0f / (float)z->T, (float *)u->b,
                                 e);
     }
@@ -255,7 +288,9 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
     if (!st) st = bk->alloc(bk, z.n * 4, &vv, e);
     if (!st) {
         z.targets = tg, z.m = mm, z.v = vv;
-        memset(tg, 0, T * sizeof(int32_t)), memset(mm, 0, z.n * 4), memset(vv, 0, z.n * 4);
+        st = bk->memset0(bk, tg, T * sizeof(int32_t), e);
+        if (!st) st = bk->memset0(bk, mm, z.n * 4, e);
+        if (!st) st = bk->memset0(bk, vv, z.n * 4, e);
     }
     /* the element-wise rate: the kernels weighted by their calls per micro-batch of a step (per layer: norm 4,
      * activation 2, residual add 4, FP8 cast 4 — forward and backward; the cross-entropy once); the streaming
@@ -266,10 +301,13 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
     for (int w = 0; !st && w < K_COUNT; w++) {
         double t[64];
         for (int i = -1; !st && i < reps; i++) {
-            if ((st = together(comm, bk, e))) break;
-            double t0 = now_s();
+            double t0 = 0, dt = 0;
+            /* finite logits (the previous call left gradients), before the clock starts */
+            if (w == K_XENT && (st = bk->memset0(bk, u.a, z.T * z.Vp * 4, e))) break;
+            if ((st = together(comm, bk, u.sync, e)) || (st = tick(bk, &t0, e))) break;
             st = kernel_call(bk, m, &u, &z, w, e);
-            if (i >= 0) t[i] = now_s() - t0;
+            if (!st) st = tock(bk, t0, &dt, e);
+            if (i >= 0) t[i] = dt;
         }
         if (st) break;
         CalKernel *k = &c->kern[c->nkern++];
@@ -294,10 +332,17 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
     g.b = (GemmOperand){.ptr = u.b, .dtype = DT_BF16, .layout = GEMM_K_INNER};
     g.d = (GemmOutput){.ptr = u.d, .dtype = DT_BF16};
     for (int i = 0; !st && i < 4 * LAUNCH_CALLS; i++) {
-        double t0 = now_s();
+        double t0 = 0;
         int w = i % 4;
-        st = w == 0 ? bk->gemm(bk, &g, e) : kernel_call(bk, m, &u, &one, w == 1 ? K_ADD : w == 2 ? K_NORM : K_ACT, e);
-        t[i] = now_s() - t0;
+        st = tick(bk, &t0, e);
+        if (!st)
+            st = w == 0 ? bk->gemm(bk, &g, e)
+                        : kernel_call(bk, m, &u, &one,
+                                      w == 1   ? K_ADD
+                                      : w == 2 ? K_NORM
+                                               : K_ACT,
+                                      e);
+        if (!st) st = tock(bk, t0, &t[i], e);
     }
     if (!st) cal_median(t, 4 * LAUNCH_CALLS, &c->launch_s, &c->launch_spread);
     void *extra[3] = {tg, mm, vv};
@@ -315,7 +360,15 @@ Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs,
     uint64_t T = (uint64_t)mbs * m->seq_len;
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     out->mem_bytes = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
-    Status st = gemms(bk, comm, m, T, reps, out, e);
+    snprintf(out->backend, sizeof out->backend, "%s", bk->name);
+    BackendDeviceInfo info;
+    Status st = ST_OK;
+    if (strcmp(bk->name, "cpu") && bk->device_info && !(st = bk->device_info(bk, &info, e))) {
+        snprintf(out->device, sizeof out->device, "%.63s", info.name);
+        out->cc_major = info.cc_major, out->cc_minor = info.cc_minor, out->sms = info.sm_count;
+        out->mem_bytes = info.total_bytes;
+    }
+    if (!st) st = gemms(bk, comm, m, T, reps, out, e);
     if (!st) st = kernels(bk, comm, m, T, reps, out, e);
     if (!st && comm && comm->size > 1) st = calibrate_link(bk, comm, reps, out, e);
     out->ranks = comm ? comm->size : 1;

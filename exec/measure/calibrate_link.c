@@ -1,7 +1,7 @@
 /* exec/measure/calibrate_link.c — the communicator's all-reduce swept over
  * sizes (see calibrate.h): per size the median over reps of the slowest rank's
  * transfer time as the communicator counts it for a run (from the moment every
- * rank has arrived: exec/comm), its bus bandwidth, and the latency + bandwidth
+ * rank has arrived: exec/comm; NCCL's from its start and end events), its bus bandwidth, and the latency + bandwidth
  * line fitted to the sweep. Every rank calls it and gets the same figures. */
 #include <string.h>
 
@@ -21,18 +21,24 @@ Status calibrate_link(Backend *bk, Comm *comm, int reps, Calibration *out, Err *
         bk->free(bk, buf);
         return st;
     }
-    memset(buf, 0, top);
+    st = bk->memset0(bk, buf, top, e);
     out->ranks = comm->size;
     out->ncoll = 0;
     uint64_t S = SIZE_LO;
     for (int s = 0; !st && s < SIZES; s++, S *= SIZE_FACTOR) {
         double t[64];
         for (int i = -1; !st && i < reps; i++) { /* one warm-up call per size */
+            float mine = 0, slowest = 0;
+            st = comm_settle(comm, e); /* the previous calls' times are in total before t0 */
             double t0 = comm->total.seconds;
-            st = comm->all_reduce(comm, COMM_UNPLANNED, bk, buf, S / 4, DT_FP32, COMM_SUM, e);
-            sync[0] = (float)(comm->total.seconds - t0);
+            if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, buf, S / 4, DT_FP32, COMM_SUM, e);
+            if (!st) st = comm_settle(comm, e); /* NCCL: the call's time from its events */
+            mine = (float)(comm->total.seconds - t0);
+            /* the slowest rank's time, through backend memory (a GPU's for NCCL) */
+            if (!st) st = bk->copy_to_device(bk, sync, &mine, sizeof mine, e);
             if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, sync, 1, DT_FP32, COMM_MAX, e);
-            if (i >= 0) t[i] = sync[0];
+            if (!st) st = bk->copy_to_host(bk, &slowest, sync, sizeof slowest, e);
+            if (i >= 0) t[i] = slowest;
         }
         if (st) break;
         CalColl *c = &out->coll[out->ncoll++];

@@ -47,17 +47,23 @@ static Status done(const Buf *b, const char *what, Err *e)
 
 static const char *const path_names[CAL_PATHS] = {"FP8 (E4M3/E5M2 decoded to FP32)", "BF16", "FP32"};
 
+/* A GPU's profile (calibrate --backend cuda) rather than a host's. */
+static int is_gpu(const Calibration *c) { return c->backend[0] && strcmp(c->backend, "cpu") != 0; }
+
 Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t size, Err *e)
 {
     Buf b = {buf, size, 0, 0};
     char src[1600];
     Buf s = {src, sizeof src, 0, 0};
+    const int gpu = is_gpu(c);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    uint32_t per_node = (uint32_t)(cores > c->ranks ? cores : c->ranks);
-    put(&s, "measured by fp8plan calibrate --backend cpu (medians of %d repetitions): GEMM at one layer's shapes",
-        c->reps);
+    uint32_t per_node = gpu ? (uint32_t)c->ranks : (uint32_t)(cores > c->ranks ? cores : c->ranks);
+    put(&s, "measured by fp8plan calibrate --backend %s%s%s (medians of %d repetitions%s): GEMM at one layer's shapes",
+        gpu ? c->backend : "cpu", gpu ? " on " : "", gpu ? c->device : "", c->reps,
+        gpu ? ", device time between CUDA events" : "");
     for (int p = 0; p < CAL_PATHS; p++)
-        put(&s, "%s %s %.3g GFLOP/s (spread up to %.0f %%)", p ? ";" : ":", path_names[p], c->rate[p] * 1e-9,
+        put(&s, "%s %s %.3g GFLOP/s (spread up to %.0f %%)", p ? ";" : ":",
+            gpu && p == CAL_PATH_FP8 ? "FP8 (cuBLASLt E4M3/E5M2)" : path_names[p], c->rate[p] * 1e-9,
             100.0 * c->rate_spread[p]);
     put(&s,
         "; memory: AdamW streams %.3g GB/s (spread %.0f %%); element-wise kernels (norm, activation, residual add, "
@@ -66,16 +72,22 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
         c->mem_bw * 1e-9, 100.0 * c->mem_spread, c->elem_bw * 1e-9, 100.0 * c->elem_spread, c->launch_s * 1e6);
     if (c->ranks > 1)
         put(&s,
-            "link: the executor's MPI all-reduce over %d ranks, 64 B-16 MiB: latency %.3g us per ring step "
-            "(64 B), bus bandwidth %.3g GB/s (4 and 16 MiB, past the caches)",
-            c->ranks, c->link_lat * 1e6, c->link_bw * 1e-9);
+            "link: the executor's %s all-reduce over %d ranks, 64 B-16 MiB: latency %.3g us per ring step "
+            "(64 B), bus bandwidth %.3g GB/s (4 and 16 MiB%s)",
+            gpu ? "NCCL" : "MPI", c->ranks, c->link_lat * 1e6, c->link_bw * 1e-9,
+            gpu ? "; link class written as nvlink, not measured" : ", past the caches");
     else
-        put(&s, "link: not measured (one rank; run under mpirun -np 2 or more): no interconnect");
+        put(&s, "link: not measured (one rank%s; run under mpirun -np 2 or more): no interconnect",
+            gpu ? ": one GPU has no bus to measure" : "");
     if (s.over) return done(&s, "source", e);
     /* rates: achieved, so peak = MAMF = measured and sustained 1; the BF16 column is the BF16 path */
-    put(&b, "%s,cpu,1,%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,1,host,", name, (unsigned long long)c->mem_bytes,
-        c->mem_bw * 1e-9, c->rate[CAL_PATH_BF16] * 1e-12, c->rate[CAL_PATH_FP8] * 1e-12, c->rate[CAL_PATH_FP32] * 1e-12,
-        c->rate[CAL_PATH_BF16] * 1e-12, c->rate[CAL_PATH_FP8] * 1e-12);
+    if (gpu)
+        put(&b, "%s,%d.%d,%d,", name, c->cc_major, c->cc_minor, c->sms);
+    else
+        put(&b, "%s,cpu,1,", name);
+    put(&b, "%llu,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,1,%s,", (unsigned long long)c->mem_bytes, c->mem_bw * 1e-9,
+        c->rate[CAL_PATH_BF16] * 1e-12, c->rate[CAL_PATH_FP8] * 1e-12, c->rate[CAL_PATH_FP32] * 1e-12,
+        c->rate[CAL_PATH_BF16] * 1e-12, c->rate[CAL_PATH_FP8] * 1e-12, gpu ? "nvlink" : "host");
     if (c->ranks > 1)
         put(&b, "%.6g,%.6g,", c->link_bw * 1e-9, c->link_bw * 1e-9); /* one machine: no other node measured */
     else
@@ -126,9 +138,9 @@ Status cal_stack_row(const StackSpec *s, const Calibration *c, char *buf, size_t
     if (c) {
         char src[STACK_SOURCE_MAX + 200];
         snprintf(src, sizeof src,
-                 "launch_us measured by fp8plan calibrate --backend cpu (the median of the smallest calls a "
+                 "launch_us measured by fp8plan calibrate --backend %s (the median of the smallest calls a "
                  "layer makes: 16x16x16 GEMM, 256-wide add, norm, activation); the rest as the catalog's row: %.3500s",
-                 s->source);
+                 is_gpu(c) ? c->backend : "cpu", s->source);
         put_quoted(&b, src);
     } else {
         put_quoted(&b, s->source);

@@ -91,6 +91,7 @@ Status measure_step(Measurement *ms, Model *m, const int32_t *inputs, const int3
     double coll0[CO_COUNT_];
     for (int c = 0; c < CO_COUNT_; c++) coll0[c] = m->comm->stats[c].seconds;
     Status st = model_step(m, inputs, targets, loss, e);
+    if (!st) st = comm_settle(m->comm, e); /* NCCL: the step's collective times, read from their events */
     double cat[BK_OPCAT_COUNT] = {0};
     int have_cat = dm->have ? devm_step_end(dm, m->bk, cat) : 0;
     m->on_phase = NULL;

@@ -46,8 +46,30 @@ else
     for r in megatron-bf16 te-fp8 fp8lm; do
         if grep -q "^# recipe $r\$" "$run_csv" 2>/dev/null; then pass "selftest: run.csv has $r"; else fail "selftest: run.csv lacks $r"; fi
     done
-    expect_eq "selftest: run.csv has a step row per recipe" "$(grep -c '^time,step,' "$run_csv" 2>/dev/null)" 3
-    expect_eq "selftest: run.csv has a tokens/s row per recipe" "$(grep -c '^rate,tokens_per_s,' "$run_csv" 2>/dev/null)" 3
+    # the calibrate stage (calibrate --backend cpu standing in): the measured row in calibrate.csv
+    cal_csv=$TMP/self/calibrate.csv
+    if [ "$(head -n 1 "$cal_csv" 2>/dev/null | cut -d, -f1-2)" = "name,compute_capability" ] &&
+        awk -F, 'NR == 2 && $1 == "calibrated" && $5 + 0 > 0 && $6 + 0 > 0 { ok = 1 } END { exit !ok }' "$cal_csv"; then
+        pass "selftest: calibrate.csv holds the measured row (bandwidth and BF16 rate positive)"
+    else
+        fail "selftest: calibrate.csv" "$(cat "$cal_csv" 2>/dev/null | head -c 400)"
+    fi
+    expect_out "selftest: the calibrate stage ran" "-- fp8plan calibrate (limit"
+    # the nccl stage: mpirun -np 1 fp8plan run (MPI between CPU ranks standing in), its block last in run.csv
+    if command -v mpirun >/dev/null 2>&1; then
+        if tail -n +2 "$run_csv" 2>/dev/null | grep -q '^# recipe te-fp8 (nccl, mpirun -np 1)$' &&
+            [ "$(grep '^# recipe ' "$run_csv" | tail -n 1)" = "# recipe te-fp8 (nccl, mpirun -np 1)" ]; then
+            pass "selftest: run.csv ends with the mpirun -np 1 run's block (after the steps)"
+        else
+            fail "selftest: run.csv lacks the mpirun block" "$(head -n 2 "$run_csv" 2>/dev/null)"
+        fi
+        steps_want=4
+    else
+        expect_out "selftest: the nccl stage says why it is skipped" "nccl: skipped (no mpirun"
+        steps_want=3
+    fi
+    expect_eq "selftest: run.csv has a step row per run" "$(grep -c '^time,step,' "$run_csv" 2>/dev/null)" "$steps_want"
+    expect_eq "selftest: run.csv has a tokens/s row per run" "$(grep -c '^rate,tokens_per_s,' "$run_csv" 2>/dev/null)" "$steps_want"
     expect_out "selftest: the plan-versus-measured table" "fp8plan run: plan versus measured per term"
     # the plan's expected step for 8 GPT-13B layers on an H200, before the steps and beside them last
     for r in megatron-bf16 te-fp8 fp8lm; do

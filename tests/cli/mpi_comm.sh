@@ -5,19 +5,5 @@
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
-prog=$(dirname "$FP8PLAN")/mpi/mpi_comm
-if ! command -v mpirun >/dev/null 2>&1; then
-    skip "mpi collectives" "mpirun: install openmpi-bin (make installs it as root)"
-    finish
-    exit
-fi
-if [ ! -x "$prog" ]; then
-    fail "mpi collectives" "$prog was not built"
-    finish
-    exit
-fi
-for np in 2 4; do
-    mpi_run "$np" "$prog"
-    mpi_expect_checks "np$np"
-done
+mpi_program_checks "mpi collectives" "$(dirname "$FP8PLAN")/mpi/mpi_comm" 2 4
 finish

@@ -16,6 +16,15 @@
 #               total, device time per phase and category, step time, tokens/s,
 #               TFLOP/s and MFU — in run.csv and as the summary's last table
 #               (gpu_train's timed steps where `run` is absent)
+#   5. calibrate `fp8plan calibrate --backend cuda`: the GPU measured as the
+#               planner needs it (cuBLASLt GEMMs per dtype path at a layer's
+#               shapes, HBM and element-wise bandwidth, launch floor; one GPU
+#               has no bus) — its gpus.csv row in calibrate.csv
+#      nccl     `mpirun -np 1 fp8plan run --backend cuda` on a small model: NCCL
+#               bootstrapped through MPI (rank 0's id broadcast), NCCL on its
+#               own stream ordered by events, collective times from events —
+#               its rows last in run.csv under "# recipe te-fp8 (nccl, mpirun -np 1)"
+#               (skipped, and said, where mpirun is missing)
 # and writes the CSVs, a log and summary.txt into the results folder
 # ($GPU_CHECK_OUT, default results/gpu-<UTC date>), printing the summary last.
 # Without a GPU it says so and exits 69 (EX_UNAVAILABLE) having run nothing.
@@ -60,6 +69,7 @@ STEPS=${GPU_CHECK_STEPS:-8}
 SEED=${GPU_CHECK_SEED:-$(date +%s)}
 BUDGET=${GPU_CHECK_BUDGET:-465}
 mkdir -p "$OUTDIR" || exit 73
+: >"$OUTDIR/run.csv" # the steps' blocks, then the nccl stage's (removed at the end when empty)
 LOG=$OUTDIR/log.txt
 SUM=$OUTDIR/summary.txt
 : >"$LOG"
@@ -203,7 +213,6 @@ else
     RUN_MODEL="--backend cuda --model gpt-13b --layers $LAYERS --seq 2048 --mbs $((TOKENS / 2048))"
     stage "steps: $LAYERS layers of GPT-13B, $TOKENS tokens/step"
 fi
-: >"$OUTDIR/run.csv"
 if "$BUILD/fp8plan" run --help >/dev/null 2>&1; then
     for r in megatron-bf16 te-fp8 fp8lm; do
         # shellcheck disable=SC2086 # RUN_MODEL is a list of flags
@@ -218,6 +227,42 @@ else
     say "fp8plan run is not in this build: gpu_train times the steps (no plan comparison)"
     run_stage 300 "gpu_train (steps)" env FP8PLAN_GPU_TRAIN_SPEED_ONLY=1 "$BUILD/gpu/gpu_train" - "$OUTDIR/steps.csv" \
         "$LAYERS" "$TOKENS" "$STEPS" "$SEED"
+fi
+
+# ---- 5. calibrate and a rank of NCCL through MPI (after the steps: they take what is left) ----------
+# One H200 cannot host two NCCL ranks (NCCL < 2.30 refuses two ranks on one device), so the link is not
+# measured here: calibrate says "one GPU has no bus", and the mpirun stage runs one rank. In the selftest
+# the CPU backend stands in (calibrate --backend cpu, MPI between CPU ranks): the plumbing, not a GPU.
+if [ "$SELFTEST" = 1 ]; then
+    CAL_FLAGS="--backend cpu --model gpt2-124m --layers 2 --hidden 64 --heads 4 --seq 64 --vocab 512"
+    NCCL_RUN="--backend cpu --model gpt2-124m --layers 2 --hidden 64 --heads 4 --seq 64 --vocab 512 --mbs 2"
+else
+    CAL_FLAGS="--backend cuda --model gpt-13b --layers 1 --seq 2048 --mbs $((TOKENS / 2048))"
+    NCCL_RUN="--backend cuda --model gpt2-124m --layers 2 --hidden 512 --heads 8 --seq 512 --vocab 4096 --mbs 2"
+fi
+stage "calibrate: the GPU measured as the planner needs it (GEMM per dtype path, HBM, launch floor)"
+rm -rf "$OUTDIR/cal.tmp"
+# shellcheck disable=SC2086 # CAL_FLAGS is a list of flags
+if run_stage 60 "fp8plan calibrate" "$BUILD/fp8plan" calibrate $CAL_FLAGS --quick --name calibrated \
+    -o "$OUTDIR/cal.tmp"; then
+    { head -n 1 "$OUTDIR/cal.tmp/gpus.csv"; grep '^calibrated,' "$OUTDIR/cal.tmp/gpus.csv"; } >"$OUTDIR/calibrate.csv"
+    say "  $(cut -d, -f1-10 "$OUTDIR/calibrate.csv" | tail -n 1)"
+fi
+rm -rf "$OUTDIR/cal.tmp"
+
+stage "nccl: mpirun -np 1 fp8plan run (NCCL bootstrapped through MPI, its own stream, event-timed collectives)"
+if ! command -v mpirun >/dev/null 2>&1; then
+    say "nccl: skipped (no mpirun on this machine: OpenMPI's launcher is needed to start the rank)"
+else
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    # shellcheck disable=SC2086 # NCCL_RUN is a list of flags
+    run_stage 60 "mpirun -np 1 fp8plan run" mpirun -np 1 "$BUILD/fp8plan" run $NCCL_RUN --recipe te-fp8 --steps 6 \
+        --seed "$SEED" -o "$OUTDIR/nccl.tmp"
+    grep -h "communicator: " "$LOG" | tail -n 1 | tee -a "$LOG" # e.g. nccl 2.x.y (ranks bootstrapped through MPI)
+    if [ -f "$OUTDIR/nccl.tmp" ]; then
+        { echo "# recipe te-fp8 (nccl, mpirun -np 1)"; cat "$OUTDIR/nccl.tmp"; } >>"$OUTDIR/run.csv"
+        rm -f "$OUTDIR/nccl.tmp"
+    fi
 fi
 
 # ---- merge the check tables (8 files at most come back from a device call) ------------------------------

@@ -188,17 +188,46 @@ static void check_comm(Gc *g, int as_old)
             gc_get(g, r, dy, bytes);
             gc_check(g, "nccl reduce_scatter data", cas, dts[k], r, x, n, TOL_EXACT);
         }
+        /* broadcast from rank 0 and the uneven pair (one segment of n: the padded staging path, in place) leave
+         * the data as it was over one rank */
+        st = c->broadcast(c, CO_DP_PARAM_AG, g->gpu, dx, n, dts[k], 0, &e);
+        if (gc_expect(g, "nccl broadcast", cas, st == ST_OK, e.msg)) {
+            gc_get(g, r, dx, bytes);
+            gc_check(g, "nccl broadcast data", cas, dts[k], r, x, n, TOL_EXACT);
+        }
+        st = comm_reduce_scatter_v(c, CO_DP_GRAD_RS, g->gpu, dx, &n, dts[k], COMM_SUM, &e);
+        if (gc_expect(g, "nccl reduce_scatter_v", cas, st == ST_OK, e.msg)) {
+            gc_get(g, r, dx, bytes);
+            gc_check(g, "nccl reduce_scatter_v data", cas, dts[k], r, x, n, TOL_EXACT);
+        }
+        st = comm_all_gather_v(c, CO_DP_PARAM_AG, g->gpu, dx, &n, dts[k], &e);
+        if (gc_expect(g, "nccl all_gather_v", cas, st == ST_OK, e.msg)) {
+            gc_get(g, r, dx, bytes);
+            gc_check(g, "nccl all_gather_v data", cas, dts[k], r, x, n, TOL_EXACT);
+        }
         gc_dfree(g, dx), gc_dfree(g, dy);
         free(x), free(r);
     }
-    uint64_t payload = 3 * n * (4 + 2 + (fp8_as_bf16 ? 2 : 1));
-    gc_expect(g, "nccl stats", "9 calls, payload counted in the bytes that travel, 0 bus bytes at n = 1",
-              c->total.calls == 9 && c->total.payload_bytes == payload && c->total.bus_bytes == 0.0,
+    /* six calls per dtype, n elements each: payload 6 n (4 + 2 + 1 or 2) */
+    uint64_t payload = 6 * n * (4 + 2 + (fp8_as_bf16 ? 2 : 1));
+    gc_expect(g, "nccl stats", "18 calls, payload counted in the bytes that travel, 0 bus bytes at n = 1",
+              c->total.calls == 18 && c->total.payload_bytes == payload && c->total.bus_bytes == 0.0,
               "call/payload/bus counts differ");
-    gc_expect(g, "nccl stats per plan row", "3 all-reduces counted as dp_grad_allreduce",
-              c->stats[CO_DP_GRAD_AR].calls == 3 && c->stats[CO_DP_PARAM_AG].calls == 3 &&
-                  c->stats[CO_DP_GRAD_RS].calls == 3 && c->stats[CO_AMAX_AR].calls == 0,
+    gc_expect(g, "nccl stats per plan row", "per dtype: 1 all-reduce, 3 gathers (+ broadcast), 2 reduce-scatters",
+              c->stats[CO_DP_GRAD_AR].calls == 3 && c->stats[CO_DP_PARAM_AG].calls == 9 &&
+                  c->stats[CO_DP_GRAD_RS].calls == 6 && c->stats[CO_AMAX_AR].calls == 0,
               "per-collective counts differ");
+    /* the calls' device times come from their start/end events once settled: none before, all after */
+    double before = c->total.seconds;
+    st = comm_settle(c, &e);
+    gc_expect(g, "nccl settle", "no time before settle, positive device time after, per plan row",
+              st == ST_OK && before == 0.0 && c->total.seconds > 0.0 && c->stats[CO_DP_PARAM_AG].seconds > 0.0 &&
+                  c->stats[CO_AMAX_AR].seconds == 0.0,
+              st ? e.msg : "seconds not as expected");
+    /* one rank has no peer: point to point is refused, naming the peer */
+    float one = 0;
+    st = comm_sendrecv(c, CO_PP_P2P, g->gpu, &one, 1, 0, &one, 1, 0, DT_FP32, &e);
+    gc_expect(g, "nccl sendrecv", "refused on one rank", st == ST_USAGE && strstr(e.msg, "peer 0"), e.msg);
     c->destroy(c);
 }
 

@@ -14,29 +14,12 @@
 #include "exec/elem.h"
 #include "fp8/codec.h"
 #include "fp8/half.h"
-#include "test.h"
+#include "mpi_check.h"
 
 static Comm *C;
-static int N, R; /* size, rank */
 
 /* A bit-exact float comparison (0.0 and -0.0 differ). */
 static int same_bits(float a, float b) { return !memcmp(&a, &b, sizeof a); }
-
-static void mpi_run(const char *name, void (*fn)(void))
-{
-    test_cur_fails_ = 0;
-    fn();
-    int mine = test_cur_fails_, all = 0;
-    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (mine) fprintf(stderr, "  (rank %d: %d checks failed)\n", R, mine);
-    if (all)
-        test_failed_++;
-    else
-        test_passed_++;
-    if (R == 0) printf("%s - np%d: %s\n", all ? "FAIL" : "ok", N, name);
-    fflush(stdout);
-}
-#define MRUN(fn) mpi_run(#fn, fn)
 
 /* Rank-order FP32 sum: x0 = 1, x1 = x2 = 2^-24, x3 = -1 (np 4). 1 + 2^-24 lies
  * halfway between 1 and 1 + 2^-23 and rounds to even, 1; again 1; 1 − 1 = 0.
