@@ -24,24 +24,8 @@
 
 static ModelSpec moe6(void)
 {
-    ModelSpec m = {.name = "oracle-moe6",
-                   .layers = 6,
-                   .hidden = 256,
-                   .ffn_hidden = 512,
-                   .heads = 2,
-                   .kv_heads = 2,
-                   .head_dim = 128,
-                   .vocab = 1000,
-                   .seq_len = 512,
-                   .norm = NORM_RMSNORM,
-                   .mlp = MLP_SWIGLU,
-                   .pos = POS_ROPE,
-                   .experts = 8,
-                   .experts_per_token = 2,
-                   .shared_experts = 1,
-                   .expert_ffn = 128,
-                   .dense_layers = 0,
-                   .router = ROUTER_SOFTMAX};
+    ModelSpec m = ox_moe(512);
+    m.layers = 6, m.dense_layers = 0;
     return m;
 }
 

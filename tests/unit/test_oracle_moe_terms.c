@@ -6,7 +6,7 @@
  * An independent oracle: every expected value is arithmetic on the models
  * below, written out in the comments, never a value the planner produced.
  *
- * The MoE model (as test_oracle_moe.c's): 2 layers (the first dense), hidden
+ * The MoE model (support/oracle_fixtures.h ox_moe): 2 layers (the first dense), hidden
  * 256, 2 heads of 128 (no GQA), vocabulary 1000 (vocab_pad 1), seq 512, RMSNorm,
  * SwiGLU, RoPE, untied; 8 routed experts of FFN 128, top 2, 1 shared expert,
  * softmax router. Micro-batch 1, tp = pp = ep = 1 unless a test says otherwise:
@@ -16,29 +16,6 @@
 #include "planner/plan.h"
 #include "support/oracle_fixtures.h"
 #include "test.h"
-
-static ModelSpec moe_model(uint32_t dense_ffn)
-{
-    ModelSpec m = {.name = "oracle-moe",
-                   .layers = 2,
-                   .hidden = 256,
-                   .ffn_hidden = dense_ffn,
-                   .heads = 2,
-                   .kv_heads = 2,
-                   .head_dim = 128,
-                   .vocab = 1000,
-                   .seq_len = 512,
-                   .norm = NORM_RMSNORM,
-                   .mlp = MLP_SWIGLU,
-                   .pos = POS_ROPE,
-                   .experts = 8,
-                   .experts_per_token = 2,
-                   .shared_experts = 1,
-                   .expert_ffn = 128,
-                   .dense_layers = 1,
-                   .router = ROUTER_SOFTMAX};
-    return m;
-}
 
 static int build(const PlanInput *in, Plan *p)
 {
@@ -58,7 +35,7 @@ static int build(const PlanInput *in, Plan *p)
  *   alone 110. The BF16 working weight itself carries no block scales. */
 static void test_block_scales_per_copy(void)
 {
-    ModelSpec m = moe_model(512);
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_te_recipe("te-blocks", 0);
     r.weight_gran = GRAN_128X128;
@@ -89,7 +66,7 @@ static void test_block_scales_per_copy(void)
  *   512 x 1000 x 6 = 3,072,000 are smaller); without recompute the transient is 8,912,896. */
 static void test_full_recompute_transient(void)
 {
-    ModelSpec m = moe_model(4096);
+    ModelSpec m = ox_moe(4096);
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
@@ -109,7 +86,7 @@ static void test_full_recompute_transient(void)
  * dK, dV reduced) x 2 layers = 6 calls. The same holds for a dense model (the tiny GPT: 4 layers -> 12 calls). */
 static void test_cp_exchange_exposed(void)
 {
-    ModelSpec m = moe_model(512);
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
@@ -143,7 +120,7 @@ static void test_cp_exchange_exposed(void)
  * follow the weights). */
 static ModelSpec mla_model(uint32_t nope, uint32_t rope)
 {
-    ModelSpec m = moe_model(512);
+    ModelSpec m = ox_moe(512);
     m.experts = m.experts_per_token = m.shared_experts = m.expert_ffn = m.dense_layers = 0;
     m.head_dim = nope + rope, m.qk_nope_head_dim = nope, m.qk_rope_head_dim = rope;
     m.v_head_dim = 64, m.kv_lora_rank = 128, m.q_lora_rank = 0;
@@ -180,7 +157,7 @@ static void test_mla_kernel_bytes_in_rope(void)
  *   x (2 layers x 2 micro-batches) = 16,334,848 B (stage 3 would hold 8,167,424). */
 static void test_last_middle_stage_reported(void)
 {
-    ModelSpec m = moe_model(512);
+    ModelSpec m = ox_moe(512);
     m.layers = 8, m.dense_layers = 3, m.experts = 64, m.expert_ffn = 512, m.shared_experts = 0, m.vocab = 128;
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
@@ -203,7 +180,7 @@ static void test_last_middle_stage_reported(void)
  *   ep 2: 4 local experts: 4 + 4 + 4 + 4 = 16 tensors -> 96 B a call. */
 static void test_moe_amax_payload(void)
 {
-    ModelSpec m = moe_model(512);
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_te_recipe("te", 0);
     PlanInput in = fx_input(&m, &g, &r);
@@ -252,7 +229,7 @@ static void test_tp_all_reduce_without_sp(void)
  * bytes only: no elements, no dtype. TE recipe, dp 2, ep 2, one micro-batch per replica, no dropout. */
 static void test_term_metadata(void)
 {
-    ModelSpec m = moe_model(512);
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_te_recipe("te", 0);
     PlanInput in = fx_input(&m, &g, &r);
@@ -308,7 +285,7 @@ static void test_mla_weights(void)
  * dp 4): all 4 EP ranks in one node: 8.4 + an NVLink step 3.4 = 11.8 us. */
 static void test_ep_placement(void)
 {
-    ModelSpec m = moe_model(512);
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     g.gpus_per_node = 2;
     Recipe r = fx_bf16_recipe("bf16", 0);
@@ -335,7 +312,7 @@ static void test_ep_placement(void)
  * micro-batch in flight on the first stage. pp 1, one micro-batch, 2 layers: 2 x 262,144 + 131,072 = 655,360 B. */
 static void test_dropout_masks(void)
 {
-    ModelSpec m = moe_model(512);
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
@@ -353,7 +330,7 @@ static void test_dropout_masks(void)
  * weights -> 2,293,760 B. One micro-batch, pp 1: the saved FP8 activations grow by 3,604,480 B. */
 static void test_weight_copies_uncached(void)
 {
-    ModelSpec m = moe_model(512);
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_te_recipe("te", 0);
     PlanInput in = fx_input(&m, &g, &r);
