@@ -261,13 +261,30 @@ typedef enum {
     CO_TP_RS_FWD,     /* SP: reduce-scatter after proj and FC2 (forward) */
     CO_TP_AG_BWD,     /* SP: all-gather of proj/FC2 output gradients + re-gather of saved inputs */
     CO_TP_RS_BWD,     /* SP: reduce-scatter of QKV/FC1 input gradients */
-    CO_CP_KV,         /* CP: K,V exchange (forward, again in backward) and dK,dV reduce */
-    CO_PP_P2P,        /* PP: activations forward, gradients backward, per micro-batch and chunk */
-    CO_DP_GRAD_AR,    /* DP: gradient all-reduce (no sharded gradients) */
-    CO_DP_GRAD_RS,    /* DP: gradient reduce-scatter (sharded optimizer) */
-    CO_DP_PARAM_AG,   /* DP: parameter all-gather after the sharded step (twice per step at ZeRO-3) */
-    CO_EMB_GRAD_AR,   /* tied embedding gradient all-reduce between first and last stage */
-    CO_AMAX_AR,       /* amax reduction per micro-batch (forward and backward) */
+    /* TP outside the layers (planner/plan_comm_vocab.c), per micro-batch unless said.
+     * Without SP: the vocabulary-parallel embedding's partial sums (forward) and the LM head's input gradient
+     * (backward) all-reduced; with SP and learned positions the embedding's (Megatron adds the positions to
+     * the whole, then splits it to the sequence shards): */
+    CO_TP_VOCAB_AR,
+    /* SP: the LM head's input (forward, and again for its weight gradient) and the embedding's output
+     * gradient (backward) all-gathered: */
+    CO_TP_VOCAB_AG,
+    /* SP: the embedding's partial sums to the sequence shards (forward, without learned positions) and the
+     * LM head's input gradient (backward) reduce-scattered: */
+    CO_TP_VOCAB_RS,
+    /* vocabulary-parallel cross-entropy: max logit (MAX), target logit and sum of exponentials (SUM), FP32
+     * [tokens] each: 3 calls: */
+    CO_TP_LOSS_AR,
+    /* once per step, one coalesced all-reduce of the gradients of the parameters every TP rank holds whole
+     * (with SP norms and row-parallel biases, MoE routers; q/k norms always): */
+    CO_TP_NORM_GRAD_AR,
+    CO_CP_KV,       /* CP: K,V exchange (forward, again in backward) and dK,dV reduce */
+    CO_PP_P2P,      /* PP: activations forward, gradients backward, per micro-batch and chunk */
+    CO_DP_GRAD_AR,  /* DP: gradient all-reduce (no sharded gradients) */
+    CO_DP_GRAD_RS,  /* DP: gradient reduce-scatter (sharded optimizer) */
+    CO_DP_PARAM_AG, /* DP: parameter all-gather after the sharded step (twice per step at ZeRO-3) */
+    CO_EMB_GRAD_AR, /* tied embedding gradient all-reduce between first and last stage */
+    CO_AMAX_AR,     /* amax reduction per micro-batch (forward and backward) */
     /* mixture of experts, per MoE layer and micro-batch (plan_moe_comm.c) */
     CO_EP_DISPATCH_FWD, /* tokens to their experts (the recipe's ep_dispatch_comm: FP8 + scales for DeepSeek-V3) */
     CO_EP_COMBINE_FWD,  /* expert outputs back (ep_combine_comm) */
@@ -315,7 +332,7 @@ typedef struct {
     double dp_comm_s;     /* exposed DP gradient/parameter collectives */
     double optimizer_s;   /* optimizer step, memory-bound */
     double weight_cast_s; /* per-step FP8 weight cast (+ transpose) of the cached copies */
-    double other_s;       /* amax reductions, tied-embedding gradient sync */
+    double other_s;       /* amax reductions, tied-embedding and TP-replicated gradient all-reduces */
     double expert_gemm_s; /* grouped expert GEMMs (MoE; not in gemm_s) */
     double moe_route_s;   /* router, permutation, FP8 dispatch casts and expert activations (MoE) */
     double ep_comm_s;     /* exposed expert all-to-alls and expert-TP collectives (MoE) */

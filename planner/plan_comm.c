@@ -24,6 +24,8 @@
  *                  shards for wgrad (Megatron and TE keep the shard), 2 reduce-scatters
  *   CP             K,V all-gather forward, again backward, dK,dV reduce-scatter (ring P2P)
  *   full recompute repeats the forward collectives.
+ * Outside the layers (plan_comm_vocab.c): the vocabulary-parallel embedding, LM head and loss per
+ * micro-batch, the TP-replicated parameters' gradient all-reduce per step.
  * Per step: DP gradient all-reduce, or reduce-scatter + parameter all-gather when
  * states are sharded (two gathers per micro-batch at ZeRO-3; ZeRO-2/3 keep no whole
  * gradient, so they reduce-scatter every micro-batch); PP sends per micro-batch and chunk;
@@ -44,6 +46,11 @@ static const Collective blank[CO_COUNT_] = {
     C(CO_TP_RS_FWD, "tp_reducescatter_fwd", GROUP_TP, OP_REDUCE_SCATTER),
     C(CO_TP_AG_BWD, "tp_allgather_bwd", GROUP_TP, OP_ALL_GATHER),
     C(CO_TP_RS_BWD, "tp_reducescatter_bwd", GROUP_TP, OP_REDUCE_SCATTER),
+    C(CO_TP_VOCAB_AR, "tp_vocab_allreduce", GROUP_TP, OP_ALL_REDUCE),
+    C(CO_TP_VOCAB_AG, "tp_vocab_allgather", GROUP_TP, OP_ALL_GATHER),
+    C(CO_TP_VOCAB_RS, "tp_vocab_reducescatter", GROUP_TP, OP_REDUCE_SCATTER),
+    C(CO_TP_LOSS_AR, "tp_loss_allreduce", GROUP_TP, OP_ALL_REDUCE),
+    C(CO_TP_NORM_GRAD_AR, "tp_norm_grad_allreduce", GROUP_TP, OP_ALL_REDUCE),
     C(CO_CP_KV, "cp_kv_exchange", GROUP_CP, OP_ALL_GATHER),
     C(CO_PP_P2P, "pp_send_recv", GROUP_PP, OP_SEND_RECV),
     C(CO_DP_GRAD_AR, "dp_grad_allreduce", GROUP_DP, OP_ALL_REDUCE),
@@ -90,6 +97,8 @@ static uint64_t act_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t rows, uint6
     }
     return b;
 }
+
+uint64_t plan_bus_bytes(CommOp op, uint64_t n, uint64_t S, Ck *ck) { return bus(op, n, S, ck); }
 
 double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t stride, double b, double *bwo, double *lato)
 {
@@ -173,6 +182,8 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
         p->coll[CO_TP_AG_BWD].payload_bytes = S_bag / 2; /* mean payload of the two kinds */
         plan_coll_set(in, p, CO_TP_RS_BWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, 2), ck);
     }
+
+    plan_comm_vocab(in, g, p, ck); /* embedding, LM head, loss, TP-replicated gradients */
 
     /* CP: K and V of the whole sequence, this rank's kv heads, BF16 */
     if (g->cp > 1) {

@@ -191,6 +191,13 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
  * step; bus bytes, bandwidth and time from NCCL's model (plan_comm.c). */
 void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
                    uint64_t payload, uint64_t calls, Ck *ck);
+/* Bytes one GPU sends for one call of op over n ranks with payload S (nccl-tests' bus bytes; plan_comm.c). */
+uint64_t plan_bus_bytes(CommOp op, uint64_t n, uint64_t S, Ck *ck);
+/* The TP collectives outside the layers: vocabulary-parallel embedding, LM head and loss, the all-reduce of the
+ * TP-replicated parameters' gradients (plan_comm_vocab.c); their seconds per micro-batch on a stage holding
+ * the embedding (first) and/or the head (last), forward and backward, all on the critical path. */
+void plan_comm_vocab(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
+void plan_vocab_time(const PlanInput *in, const Geo *g, int first, int last, double *fwd, double *bwd);
 /* The collectives of a MoE / MLA / MTP model that differ from a dense model's (plan_moe_comm.c). */
 void moe_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
 /* What one GPU holds of the stages (s, and pp - 1 - s with DualPipe): plan_moe_mem.c. */

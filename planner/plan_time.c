@@ -24,7 +24,8 @@
  * (K projection, output projection, and FC1's up half with SwiGLU or FC2 with
  * GeLU) and every pointwise kernel of the forward.
  * The first stage adds the embedding gather (and its scatter-add backward), the
- * last the final norm, the LM head GEMMs (BF16) and the loss. Stages may hold
+ * last the final norm, the LM head GEMMs (BF16) and the loss; with TP each adds
+ * its vocabulary-parallel collectives (plan_comm_vocab.c), exposed. Stages may hold
  * different layer counts (uneven pipelines); a micro-batch costs the slowest
  * stage plus its exposed pipeline send/recv, and the pipeline runs
  *   m (t_max + t_p2p) + (sum over stages of t_s - t_max) / vpp
@@ -37,8 +38,8 @@
  * master, m, v; writes master, m, v and the weight, over HBM; scaled states
  * read all four once more, plan_bytes.h), FP8 main gradients committed from
  * their FP32 staging buffer (plan_bytes.h, counted as non-GEMM time), the FP8 weight
- * casts (once per step when cached, per micro-batch otherwise), amax reductions
- * and the tied-embedding gradient sum.
+ * casts (once per step when cached, per micro-batch otherwise), amax reductions,
+ * the tied-embedding gradient sum and the TP-replicated gradients' all-reduce.
  * Model FLOPs (for MFU) are 6 x (linear weights + LM head) x tokens plus
  * attention 12*L*q_dim*seq per token (PaLM appendix B; no causal halving, no
  * recompute); MFU is reported against the BF16 and the FP8 dense peak. */
@@ -164,6 +165,9 @@ static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const 
         s.bwd += nk * (l->gemm_b + l->attn_b + l->elem_b + l->tp_b + l->ep_b + l->rc_gemm + l->rc_attn + l->rc_elem);
     }
     s.fwd += s.cp / 2, s.bwd += s.cp / 2;
+    double vf, vb; /* TP: vocabulary-parallel embedding, LM head and loss collectives, exposed */
+    plan_vocab_time(in, g, first, last, &vf, &vb);
+    s.fwd += vf, s.bwd += vb, s.tp += vf + vb;
     if (first) { /* embedding gather, and its scatter-add in backward */
         s.fwd += maxd(tok * h * 4 * ib, in->launch_s);
         s.bwd += maxd(tok * h * 4 * ib, in->launch_s);
@@ -376,9 +380,10 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     else if (recipe_fp8_gemm(rc) && !dt_fp8(src))
         wc = fp8w * 2.0 * (per + 1.0) / elem * m;
     tb->weight_cast_s = wc;
-    tb->other_s = p->coll[CO_AMAX_AR].time_s + p->coll[CO_EMB_GRAD_AR].time_s;
+    tb->other_s = p->coll[CO_AMAX_AR].time_s + p->coll[CO_EMB_GRAD_AR].time_s + p->coll[CO_TP_NORM_GRAD_AR].time_s;
     p->coll[CO_AMAX_AR].exposed_s = p->coll[CO_AMAX_AR].time_s;
     p->coll[CO_EMB_GRAD_AR].exposed_s = p->coll[CO_EMB_GRAD_AR].time_s;
+    p->coll[CO_TP_NORM_GRAD_AR].exposed_s = p->coll[CO_TP_NORM_GRAD_AR].time_s;
 
     tb->step_s = pipe + dp + tb->optimizer_s + commit + wc + tb->other_s;
 

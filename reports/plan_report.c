@@ -336,8 +336,8 @@ Table *plan_time_table(const Plan *p)
         {"dp_comm_exposed", tb->dp_comm_s},
         {"optimizer", tb->optimizer_s},
         {"fp8_weight_cast", tb->weight_cast_s},
-        {"amax_and_embedding_sync", tb->other_s},
-        {"expert_gemm", tb->expert_gemm_s}, /* the MoE rows: only for models with experts */
+        {"amax_and_embedding_sync", tb->other_s}, /* and the TP-replicated gradients (the name kept stable) */
+        {"expert_gemm", tb->expert_gemm_s},       /* the MoE rows: only for models with experts */
         {"moe_route_permute", tb->moe_route_s},
         {"ep_comm_exposed", tb->ep_comm_s},
     };

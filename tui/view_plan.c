@@ -210,7 +210,7 @@ static void time_lines(const Plan *p, TuiLines *L)
         {"DP comm (exposed)", t->dp_comm_s},
         {"optimizer", t->optimizer_s},
         {"FP8 weight cast", t->weight_cast_s},
-        {"amax + embedding sync", t->other_s},
+        {"amax + gradient syncs", t->other_s},
         {"expert GEMMs", t->expert_gemm_s}, /* the MoE rows: only for models with experts */
         {"router + permute", t->moe_route_s},
         {"EP all-to-all (exp.)", t->ep_comm_s},

@@ -262,6 +262,9 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
     ModelParam *w = L.w, *b = L.b;
     LayerActs *la = model_la(m, l);
     const int col = model_tp_col(m, k), row = model_tp_row(m, k);
+    /* TP: a row-parallel bias sees this rank's tokens of the output gradient (all-reduced after the step) */
+    const void *dy_bias = dy;
+    const uint64_t M_bias = row ? model_sp_tokens(m) : M;
     Status st = ST_OK;
     if (row) { /* TP: this rank's tokens of the output gradient gathered (tp_allgather_bwd) */
         st = model_tp_gather(m, CO_TP_AG_BWD, dy, m->act.tp_full, N, A, e);
@@ -315,7 +318,7 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
     if (!st) st = col && recipe_fp8_gemm(&m->recipe) ? tp_wgrad(m, &wg, e) : bk->gemm(bk, &wg, e);
     if (!st) st = model_grad_commit(m, w, 0, e);
     if (!st && b) st = model_grad_begin(m, b, 0, e);
-    if (!st && b) st = bk->bias_grad(bk, dy, A, M, N, model_grad_target(m, b, 0), e);
+    if (!st && b) st = bk->bias_grad(bk, dy_bias, A, M_bias, N, model_grad_target(m, b, 0), e);
     if (!st && b) st = model_grad_commit(m, b, 0, e);
     return st;
 }

@@ -8,11 +8,11 @@ static ModelParam *head(Model *m) { return model_find_param(m, m->spec.tied_embe
 
 /* The LM head's input: the final norm's output, with TP its B·T/tp token
  * shards gathered into buf (the head is vocabulary-parallel: every token, this
- * rank's Vp/tp rows; not a plan collective). */
+ * rank's Vp/tp rows; tp_vocab_allgather). */
 static const void *head_input(Model *m, void *buf, Status *st, Err *e)
 {
     if (*st || m->tp == 1) return m->act.normf_out;
-    *st = model_tp_gather(m, COMM_UNPLANNED, m->act.normf_out, buf, m->spec.hidden, m->act_dtype, e);
+    *st = model_tp_gather(m, CO_TP_VOCAB_AG, m->act.normf_out, buf, m->spec.hidden, m->act_dtype, e);
     return buf;
 }
 
@@ -141,7 +141,7 @@ static Status head_bwd(Model *m, Err *e)
         wg.d = (GemmOutput){.ptr = model_grad_target(m, w, 0), .dtype = DT_FP32};
         st = bk->gemm(bk, &dg, e);
         if (!st) st = bk->gemm(bk, &wg, e);
-        if (!st && m->tp > 1) st = model_tp_scatter(m, COMM_UNPLANNED, a->tp_head_d, a->d_b, C, e);
+        if (!st && m->tp > 1) st = model_tp_scatter(m, CO_TP_VOCAB_RS, a->tp_head_d, a->d_b, C, e);
     }
     if (!st) st = model_norm_bwd(m, PK_NORMF_W, -1, a->x_final, a->normf_mean, a->normf_rstd, a->d_b, e);
     return st;

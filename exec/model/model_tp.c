@@ -20,16 +20,24 @@
  * rank; the row-parallel outputs and all gradients travel in BF16
  * (tp_reducescatter_comm).
  *
- * The embedding and LM head are vocabulary-parallel in memory (each rank keeps
- * Vp/tp rows, the plan's MT_WEIGHT_OTHER): the shards are all-gathered once a
- * step, each rank looks up and scores its own B·T/tp tokens against the whole
- * vocabulary, and the full-vocabulary gradients are reduce-scattered back to
- * the shards after the step. Parameters every rank holds whole but that see
- * only its tokens (norm weights and biases, the learned position table) have
- * their gradients all-reduced after the step; the row-parallel biases are
- * added by rank 0 before the reduce-scatter and their gradients taken from
- * the gathered output gradient (whole on every rank). The plan counts none of
- * these embedding/norm collectives: they are counted as unplanned. */
+ * The embedding and LM head are vocabulary-parallel (each rank keeps Vp/tp
+ * rows, the plan's MT_WEIGHT_OTHER), as Megatron-LM runs them and
+ * planner/plan_comm_vocab.c counts them: every token is looked up in this
+ * rank's rows (zeros for the others' tokens) and the partial embeddings
+ * reduce-scattered to the sequence shards (tp_vocab_reducescatter) — with
+ * learned positions all-reduced instead (tp_vocab_allreduce), the positions
+ * added to the whole and this rank's shard kept; backward the shards' output
+ * gradient is all-gathered (tp_vocab_allgather; the positions' gradient then
+ * sums every token, the same on every rank). The LM head's input is gathered
+ * forward and again backward (tp_vocab_allgather), its input gradient
+ * reduce-scattered (tp_vocab_reducescatter); the cross-entropy all-reduces the
+ * max logit, the target logit and the sum of exponentials (tp_loss_allreduce,
+ * three FP32 calls of B·T). Parameters every rank holds whole but that see
+ * only its tokens — norm weights and biases, the row-parallel biases (added
+ * by rank 0 before the reduce-scatter, the same sum; their gradients from this
+ * rank's shard of the output gradient) — have their gradients all-reduced after
+ * the step, packed into one buffer and all-reduced in one call as Megatron
+ * does (tp_norm_grad_allreduce). */
 #include <string.h>
 
 #include "exec/model/model_internal.h"
@@ -176,24 +184,6 @@ Status model_tp_scatter(Model *m, CollectiveId id, const void *full, void *local
 
 static uint64_t first_row(const Model *m) { return (uint64_t)m->comm->rank * model_vocab_rows(m); }
 
-/* This rank's tokens as pieces that stay inside one sequence: piece j starts
- * at local token *off, position *pos, *len tokens; 0 when j is past the end. */
-static int piece(const Model *m, uint64_t j, uint64_t *off, uint64_t *pos, uint64_t *len)
-{
-    const uint64_t n = model_sp_tokens(m), T = m->seq, g0 = (uint64_t)m->comm->rank * n;
-    uint64_t o = 0;
-    for (uint64_t k = 0; o < n; k++) {
-        uint64_t g = g0 + o, l = T - g % T;
-        if (l > n - o) l = n - o;
-        if (k == j) {
-            *off = o, *pos = g % T, *len = l;
-            return 1;
-        }
-        o += l;
-    }
-    return 0;
-}
-
 Status model_tp_embed_fwd(Model *m, void *out, Err *e)
 {
     const ModelSpec *s = &m->spec;
@@ -203,26 +193,29 @@ Status model_tp_embed_fwd(Model *m, void *out, Err *e)
     /* every token looked up in this rank's rows (0 for the others), summed over the ranks into the tokens' owners */
     Status st = m->bk->embed_shard_fwd(m->bk, model_tok(m), model_tokens(m), first_row(m), wte->rows, C, wte->weight,
                                        m->recipe.other.dt[STATE_WEIGHT], m->act.tp_fwd, A, e);
-    if (!st) st = model_tp_scatter(m, COMM_UNPLANNED, m->act.tp_fwd, out, C, e);
-    uint64_t off, pos, len; /* learned positions added to this rank's tokens (model_tp_check: same dtype) */
-    for (uint64_t j = 0; !st && wpe && piece(m, j, &off, &pos, &len); j++)
-        st = m->bk->add(m->bk, (char *)out + off * C * es, (const char *)wpe->weight + pos * C * es,
-                        (char *)out + off * C * es, A, len * C, e);
+    if (!wpe) return st ? st : model_tp_scatter(m, CO_TP_VOCAB_RS, m->act.tp_fwd, out, C, e);
+    /* learned positions (model_tp_check: same dtype): the whole all-reduced, positions added, this rank's shard */
+    char *full = m->act.tp_fwd;
+    const uint64_t T = m->seq, n = model_sp_tokens(m);
+    if (!st) st = m->comm->all_reduce(m->comm, CO_TP_VOCAB_AR, m->bk, full, model_tokens(m) * C, A, COMM_SUM, e);
+    for (uint32_t b = 0; !st && b < m->batch; b++)
+        st = m->bk->add(m->bk, full + b * T * C * es, wpe->weight, full + b * T * C * es, A, T * C, e);
+    if (!st) st = m->bk->convert(m->bk, full + (uint64_t)m->comm->rank * n * C * es, A, out, A, n * C, NULL, e);
     return st;
 }
 
 Status model_tp_embed_bwd(Model *m, const void *dout, Err *e)
 {
-    const uint64_t C = m->spec.hidden, es = dtype_bytes(m->act_dtype);
+    const uint64_t C = m->spec.hidden;
     ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
-    Status st = model_tp_gather(m, COMM_UNPLANNED, dout, m->act.tp_full, C, m->act_dtype, e);
+    Status st = model_tp_gather(m, CO_TP_VOCAB_AG, dout, m->act.tp_full, C, m->act_dtype, e);
     if (!st)
         st = m->bk->embed_shard_bwd(m->bk, model_tok(m), model_tokens(m), first_row(m), wte->rows, C, m->act.tp_full,
                                     m->act_dtype, model_grad_target(m, wte, 0), e);
-    float *dwpe = wpe ? model_grad_target(m, wpe, 0) : NULL;
-    uint64_t off, pos, len; /* the positions' gradient: this rank's tokens (all-reduced after the step) */
-    for (uint64_t j = 0; !st && dwpe && piece(m, j, &off, &pos, &len); j++)
-        st = m->bk->bias_grad(m->bk, (const char *)dout + off * C * es, m->act_dtype, 1, len * C, dwpe + pos * C, e);
+    /* the positions' gradient: every token's, summed over the sequences (the same on every rank) */
+    if (!st && wpe)
+        st = m->bk->bias_grad(m->bk, m->act.tp_full, m->act_dtype, m->batch, (uint64_t)m->seq * C,
+                              model_grad_target(m, wpe, 0), e);
     return st;
 }
 
@@ -233,29 +226,72 @@ Status model_tp_xent(Model *m, float dloss, Err *e)
     const uint64_t BT = model_tokens(m), V = model_vocab_rows(m), first = first_row(m);
     float *st3 = a->tp_xstats;
     Status st = bk->xent_shard(bk, a->logits, BT, V, first, m->spec.vocab, a->targets, st3, 0, dloss, a->losses, e);
-    if (!st) st = m->comm->all_reduce(m->comm, COMM_UNPLANNED, bk, st3, BT, DT_FP32, COMM_MAX, e);
+    /* Megatron's three all-reduces: max logit, then sum of exponentials and target logit */
+    if (!st) st = m->comm->all_reduce(m->comm, CO_TP_LOSS_AR, bk, st3, BT, DT_FP32, COMM_MAX, e);
     if (!st) st = bk->xent_shard(bk, a->logits, BT, V, first, m->spec.vocab, a->targets, st3, 1, dloss, a->losses, e);
-    if (!st) st = m->comm->all_reduce(m->comm, COMM_UNPLANNED, bk, st3 + BT, 2 * BT, DT_FP32, COMM_SUM, e);
+    if (!st) st = m->comm->all_reduce(m->comm, CO_TP_LOSS_AR, bk, st3 + BT, BT, DT_FP32, COMM_SUM, e);
+    if (!st) st = m->comm->all_reduce(m->comm, CO_TP_LOSS_AR, bk, st3 + 2 * BT, BT, DT_FP32, COMM_SUM, e);
     if (!st) st = bk->xent_shard(bk, a->logits, BT, V, first, m->spec.vocab, a->targets, st3, 2, dloss, a->losses, e);
     return st;
 }
 
 /* ---- gradients after the step ---- */
 
-/* A parameter every rank holds whole whose gradient sums over this rank's tokens only. */
+/* A parameter every rank holds whole whose gradient sums over this rank's tokens only: the norms and the
+ * row-parallel biases (Megatron's `sequence_parallel` parameters). */
 static int sp_replicated(ParamKind k)
 {
     return k == PK_NORM1_W || k == PK_NORM1_B || k == PK_NORM2_W || k == PK_NORM2_B || k == PK_NORMF_W ||
-           k == PK_NORMF_B || k == PK_WPE;
+           k == PK_NORMF_B || k == PK_PROJ_B || k == PK_FC2_B;
 }
 
-Status model_tp_finish_grads(Model *m, Err *e)
+/* Copy n floats (FP32 to FP32 through the backend: host or device memory alike). */
+static Status copy_f32(Model *m, const float *from, float *to, uint64_t n, Err *e)
+{
+    return m->bk->convert(m->bk, from, DT_FP32, to, DT_FP32, n, NULL, e);
+}
+
+/* The replicated gradients of params [i, j) copied into buf one after another (to_buf) or back from it. */
+static Status pack(Model *m, uint32_t i, uint32_t j, float *buf, int to_buf, Err *e)
 {
     Status st = ST_OK;
-    for (uint32_t i = 0; !st && m->tp > 1 && i < m->nparams; i++) {
-        ModelParam *p = &m->params[i];
-        if (sp_replicated(p->kind))
-            st = m->comm->all_reduce(m->comm, COMM_UNPLANNED, m->bk, p->grad, p->numel, DT_FP32, COMM_SUM, e);
+    uint64_t o = 0;
+    for (uint32_t k = i; !st && k < j; k++) {
+        ModelParam *p = &m->params[k];
+        if (!sp_replicated(p->kind)) continue;
+        st = to_buf ? copy_f32(m, p->grad, buf + o, p->numel, e) : copy_f32(m, buf + o, p->grad, p->numel, e);
+        o += p->numel;
+    }
+    return st;
+}
+
+/* Megatron's coalesced all-reduce (finalize_model_grads): the gradients packed into one FP32 buffer — tp_full,
+ * free once the backward is done — and all-reduced in one call (as many as it takes when they outgrow it; one
+ * larger than the buffer alone, in place). */
+Status model_tp_finish_grads(Model *m, Err *e)
+{
+    if (m->tp == 1) return ST_OK;
+    float *buf = m->act.tp_full;
+    const uint64_t cap = model_tokens(m) * m->spec.hidden * dtype_bytes(m->act_dtype) / sizeof(float);
+    Status st = ST_OK;
+    for (uint32_t i = 0; !st && i < m->nparams;) {
+        uint32_t j = i;
+        uint64_t n = 0;
+        for (; j < m->nparams; j++) {
+            if (!sp_replicated(m->params[j].kind)) continue;
+            if (n + m->params[j].numel > cap) break;
+            n += m->params[j].numel;
+        }
+        if (!n && j < m->nparams) { /* larger than the buffer */
+            ModelParam *p = &m->params[j];
+            st = m->comm->all_reduce(m->comm, CO_TP_NORM_GRAD_AR, m->bk, p->grad, p->numel, DT_FP32, COMM_SUM, e);
+            i = j + 1;
+            continue;
+        }
+        if (n) st = pack(m, i, j, buf, 1, e);
+        if (!st && n) st = m->comm->all_reduce(m->comm, CO_TP_NORM_GRAD_AR, m->bk, buf, n, DT_FP32, COMM_SUM, e);
+        if (!st && n) st = pack(m, i, j, buf, 0, e);
+        i = j;
     }
     return st;
 }

@@ -25,6 +25,22 @@ reldiff() {
         d = $2 - a[$1]; if (d < 0) d = -d; r = d / (a[$1] < 0 ? -a[$1] : a[$1]); if (r > m) m = r; if (n == 1) f = r }
         END { if (bad || n != want) print "n/a"; else printf "%.3g %.3g\n", f, m }' "$1" "$2"
 }
+# vocab TAG N AR AG RS LOSS NORM: the TP collectives outside the layers (planner/plan_comm_vocab.c),
+# each rank's bytes per step equal to the plan's and to the hand-worked figure; "-" for a row that
+# neither the plan nor the run has (its line absent)
+vocab() {
+    local tag=$1 n=$2 row want
+    shift 2
+    for row in tp_vocab_allreduce tp_vocab_allgather tp_vocab_reducescatter tp_loss_allreduce tp_norm_grad_allreduce; do
+        want=$1
+        shift
+        if [ "$want" = - ]; then
+            if grep -qE "^  $row " "$TMP/out"; then fail "$tag: no $row" "$(grep -E "^  $row " "$TMP/out")"; else pass "$tag: no $row"; fi
+        else
+            expect_line "$tag: $row" "  $row +$want +$want +$want +$n/$n +exact"
+        fi
+    done
+}
 # within NAME LOGA LOGB STEPS FIRST_MAX MAX: step 1 within FIRST_MAX and every step within MAX
 within() {
     local r
@@ -52,6 +68,20 @@ expect_line "tp 2: forward reduce-scatters" "  tp_reducescatter_fwd +16384 +1638
 expect_line "tp 2: backward all-gathers" "  tp_allgather_bwd +32768 +32768 +32768 +2/2 +exact"
 expect_line "tp 2: backward reduce-scatters" "  tp_reducescatter_bwd +16384 +16384 +16384 +2/2 +exact"
 expect_out "tp 2: the verdict" "every rank sent the plan's bytes, byte for byte"
+# Outside the layers (Megatron-LM's vocabulary-parallel embedding, LM head and cross-entropy), per
+# micro-batch: learned positions, so the partial embeddings are all-reduced (2 x 2,048 - 2,048 = 2,048
+# sent), the positions added to the whole, the shard kept; backward the embedding's output gradient
+# all-gathered; the LM head's input all-gathered forward and again backward and its input gradient
+# reduce-scattered (1,024 each); the loss's 3 all-reduces of 32 tokens x 4 B = 128 B (128 sent). x 4
+# micro-batches: all-reduce 4 x 2,048 = 8,192; all-gathers 12 x 1,024 = 12,288; reduce-scatters 4 x
+# 1,024 = 4,096; loss 12 x 128 = 1,536. Once a step the gradients every rank holds whole, FP32, in one
+# call: per layer 2 LayerNorms x 64 + proj and FC2 biases 2 x 32 = 192, x 2 + final LayerNorm 64 = 448
+# values = 1,792 B (sent 2 x 1,792 - 1,792).
+vocab "tp 2" 2 8192 12288 4096 1536 1792
+# calls per step, planned and made: the loss's 3 x 4; the norm gradients packed into one (Megatron's
+# coalesced all-reduce in finalize_model_grads)
+expect_line "tp 2: the loss's all-reduces, 3 a micro-batch" "tp_loss_allreduce.calls +calls +12 +12 +per step"
+expect_line "tp 2: the norm gradients in one call" "tp_norm_grad_allreduce.calls +calls +1 +1 +per step"
 # Persistent memory per rank, by hand (the plan's terms at tp 2; every rank's in the per-rank table,
 # rank 0's in the report). Linear weights per layer: QKV (3 x 32 / 2 = 48) x 32 = 1,536, proj 32 x 16 = 512,
 # FC1 (128 / 2 = 64) x 32 = 2,048, FC2 32 x 64 = 2,048: 6,144 x 2 layers = 12,288 elements; BF16 24,576 B,
@@ -82,6 +112,10 @@ mpi_run 2 "$FP8PLAN" $LLAMA --recipe megatron-bf16 --steps 50 --tp 2 --loss-log 
 expect_rc "tiny-llama megatron-bf16 tp 2 exits 0" 0
 # bytes as tiny-gpt's (the activations are tok x hidden wide whatever the heads or FFN)
 expect_line "tiny-llama tp 2: backward all-gathers" "  tp_allgather_bwd +32768 +32768 +32768 +2/2 +exact"
+# RoPE: the partial embeddings reduce-scattered (no all-reduce): reduce-scatters 2 a micro-batch
+# (embedding, LM-head input gradient) 8 x 1,024 = 8,192; all-gathers and loss as tiny-gpt's; norm
+# gradients 2 RMSNorms x 32 x 2 layers + final 32 = 160 values = 640 B (no biases)
+vocab "tiny-llama tp 2" 2 - 12288 8192 1536 640
 # QKV (4 x 8 / 2 = 16 q + 2 x (2 x 8 / 2 = 8) kv = 32) x 32 = 1,024, proj 32 x 16 = 512, FC1 (2 x 96 / 2
 # = 96) x 32 = 3,072, FC2 32 x 48 = 1,536: 6,144 per layer, 12,288 elements, 24,576 B BF16; other: the
 # embedding and head shards 2 x 128 x 32 = 8,192, 2 RMSNorms x 32 x 2 layers = 128, final 32: 8,352
@@ -101,6 +135,10 @@ expect_rc "tiny-gpt --heads 4 tp 4 exits 0" 0
 expect_line "tp 4: forward all-gathers" "  tp_allgather_fwd +24576 +24576 +24576 +4/4 +exact"
 expect_line "tp 4: backward all-gathers" "  tp_allgather_bwd +49152 +49152 +49152 +4/4 +exact"
 expect_line "tp 4: backward reduce-scatters" "  tp_reducescatter_bwd +24576 +24576 +24576 +4/4 +exact"
+# outside the layers at 4 ranks: all-reduce of 2,048 sends 2 x 2,048 - 512 x 2 = 3,072 (x 4 = 12,288),
+# all-gathers 12 x 1,536 = 18,432, reduce-scatters 4 x 1,536 = 6,144, loss 128 B sends 2 x 128 - 64 =
+# 192 (x 12 = 2,304), norm gradients 1,792 B send 2 x 1,792 - 896 = 2,688
+vocab "tp 4" 4 12288 18432 6144 2304 2688
 # measured: step 1 1.6e-6, max 1.39e-4 (three BF16 partial sums per row-parallel output)
 within "tiny-gpt megatron-bf16 tp 4 tracks one rank" "$TMP/h1.csv" "$TMP/h4.csv" 50 1e-5 2e-4
 
@@ -119,6 +157,8 @@ expect_line "te-fp8 tp 2: forward all-gathers in FP8" "  tp_allgather_fwd +8192 
 expect_line "te-fp8 tp 2: backward all-gathers (BF16 + FP8)" "  tp_allgather_bwd +24576 +24576 +24576 +2/2 +exact"
 expect_line "te-fp8 tp 2: reduce-scatters in BF16" "  tp_reducescatter_fwd +16384 +16384 +16384 +2/2 +exact"
 expect_line "te-fp8 tp 2: amax over the TP group" "  amax_allreduce +384 +384 +384 +2/2 +exact"
+# outside the layers nothing is FP8 (the embedding and the LM head stay BF16): as megatron-bf16's
+vocab "te-fp8 tp 2" 2 8192 12288 4096 1536 1792
 # FP8: an input that differs by one BF16 rounding (the partial sums) can land on the other side of
 # an E4M3 rounding boundary (2^-4 relative), so elements move by whole FP8 steps; the loss, an average
 # over 128 tokens, moved 1.1e-5 at step 1 and at most 3.1e-4 over 50 steps (fp8lm: 7.3e-6, 7.5e-4).
@@ -141,6 +181,20 @@ expect_line "te-fp8-current tp 2: the amax of every cast over the TP group" "  a
 expect_line "te-fp8-current tp 2: forward all-gathers in FP8" "  tp_allgather_fwd +8192 +8192 +8192 +2/2 +exact"
 # measured: step 1 2.2e-5, max 3.0e-4
 within "tiny-gpt te-fp8-current tp 2 tracks one rank" "$TMP/c1.csv" "$TMP/c2.csv" 50 1e-4 1e-3
+
+# tiny-llama te-fp8 at 2 ranks, and at 4 (4 KV heads so 4 ranks split them) with megatron-bf16, and
+# tiny-gpt te-fp8 at 4: the rows outside the layers as worked above (LLaMA at 4 ranks: reduce-scatters
+# 8 x 1,536 = 12,288, all-gathers 18,432, loss 2,304, norm gradients 640 B send 2 x 640 - 320 = 960)
+mpi_run 2 "$FP8PLAN" $LLAMA --recipe te-fp8 --steps 2 --tp 2
+expect_rc "tiny-llama te-fp8 tp 2 exits 0" 0
+vocab "tiny-llama te-fp8 tp 2" 2 - 12288 8192 1536 640
+mpi_run 4 "$FP8PLAN" $LLAMA --kv-heads 4 --recipe megatron-bf16 --steps 2 --tp 4
+expect_rc "tiny-llama --kv-heads 4 megatron-bf16 tp 4 exits 0" 0
+vocab "tiny-llama tp 4" 4 - 18432 12288 2304 960
+mpi_run 4 "$FP8PLAN" $GPT --heads 4 --recipe te-fp8 --steps 2 --tp 4
+expect_rc "tiny-gpt --heads 4 te-fp8 tp 4 exits 0" 0
+vocab "te-fp8 tp 4" 4 12288 18432 6144 2304 2688
+expect_out "te-fp8 tp 4: the verdict" "every rank sent the plan's bytes, byte for byte"
 
 mpi_run 2 "$FP8PLAN" $LLAMA --recipe fp8lm --steps 3 --tp 2
 expect_rc "tiny-llama fp8lm tp 2 exits 0 (every memory term within the plan)" 0

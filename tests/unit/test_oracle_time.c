@@ -89,16 +89,29 @@ static const double ATTN_S = 8 * (ATTN_F + ATTN_B);
  * 2 ranks in one node: NCCL LL wins, 3.6 + 0.47 us + 32 B / (5e8 / 3) = 4.262e-6 s (Simple: 11.864e-6).
  * Nothing overlapped: tp_f = 4 x 4.262e-6, tp_b = 6 x 4.262e-6 per layer; per step 8 layer passes x 10. */
 #define TP_CALL 4.262e-6
-static const double TP_S = 8 * 10 * TP_CALL;
+/* TP outside the layers (SP, learned positions: Megatron all-reduces the partial embeddings, adds the
+ * positions, then splits). First stage per micro-batch: the embedding's all-reduce forward, payload
+ * 4 x 8 x 2 = 64 B, bus 2 x 64 x 1/2 = 64 B: LL 3.6 + 2 x 0.47 us + 64 / 1.25e8 = 5.052e-6 (Simple
+ * 15.328e-6); its output gradient's all-gather backward, TP_CALL. Last stage per micro-batch: the LM head's
+ * input all-gathered forward and again backward, its input gradient reduce-scattered (3 TP_CALL), and the
+ * loss's 3 all-reduces of 4 tokens x 4 B = 16 B, bus 16 B: LL 4.54 + 16 / 1.25e8 = 4.668e-6 (Simple
+ * 15.232e-6). Per step, the norm weights' gradients (SP; 2 RMSNorms of 8 x 2 layers = 32 FP32 on stage 0,
+ * no final norm there) all-reduced once: 128 B, bus 128 B: LL 4.54 + 128 / 1.25e8 = 5.564e-6 (Simple
+ * 15.456e-6). Nothing hides them. */
+#define VOCAB_AR_CALL 5.052e-6
+#define LOSS_CALL     4.668e-6
+#define NORM_AR_S     5.564e-6
+/* TP on the slower (last) stage per step: 4 micro-batches x (2 layers x 10 + 3) TP_CALL + 3 LOSS_CALL */
+static const double TP_S = 4 * (23 * TP_CALL + 3 * LOSS_CALL);
 /* The stages per micro-batch (2 layers each):
  *   first  2 (540 + 1076) U16 + 2 (ATTN_F + ATTN_B) + 2 (ELEM_F + ELEM_B) + 2 x 10 TP_CALL + embedding gather
  *          and scatter-add 2 x 4 x 8 x 4 B / 5e8
  *   last   the same without the embedding, + LM head 404 U16 + loss 2 x 4 x 8 x 8 B / 5e8 + final norm
  *          (1 + 1.5) x 4 x 8 x 4 B / 5e8 */
-static const double T_FIRST =
-    2 * 1616 * U16 + 2 * (ATTN_F + ATTN_B) + 2 * (ELEM_F + ELEM_B) + 20 * TP_CALL + 2 * 128 / 5e8;
+static const double T_FIRST = 2 * 1616 * U16 + 2 * (ATTN_F + ATTN_B) + 2 * (ELEM_F + ELEM_B) + 20 * TP_CALL +
+                              2 * 128 / 5e8 + VOCAB_AR_CALL + TP_CALL;
 static const double T_LAST = 2 * 1616 * U16 + 2 * (ATTN_F + ATTN_B) + 2 * (ELEM_F + ELEM_B) + 20 * TP_CALL + 404 * U16 +
-                             2 * 256 / 5e8 + 2.5 * 128 / 5e8;
+                             2 * 256 / 5e8 + 2.5 * 128 / 5e8 + 3 * TP_CALL + 3 * LOSS_CALL;
 /* PP: the stage sends its 1/tp slice, 4 x (8/2) x 2 B = 32 B, m x (2 vpp - 1) = 4 x 3 = 12 times per step.
  * The pair spans nodes (stride 2 = a whole node): bandwidth min(1e8 NIC, 1e9 link) x 0.5 = 5e7 B/s; LL
  * 3.6 + 2.7 us + 32 / (5e7 / 4) = 8.86e-6 s (Simple 18.64e-6). On the critical path per micro-batch: an
@@ -123,8 +136,9 @@ static const double OPTIMIZER_S = 38.4e-6;
  * elements in FP32 = 256 B, all-reduce bus 2 x 256 x 1/2 = 256 B, across nodes (2 network steps): LL
  * 3.6 + 2 x 2.7 us + 256 / 1.25e7 = 29.48e-6 (Simple 27.6 + 5.12 = 32.72e-6) */
 static const double EMB_S = 29.48e-6;
-/* Step: m x micro-batch + bubble + optimizer + embedding sync (no DP, no FP8 casts or commits) */
-static const double STEP_S = 4 * (T_LAST + 4 * PP_CALL) + T_FIRST / 2 + 38.4e-6 + 29.48e-6;
+/* Step: m x micro-batch + bubble + optimizer + embedding sync + norm-gradient all-reduce (no DP, no FP8 casts
+ * or commits) */
+static const double STEP_S = 4 * (T_LAST + 4 * PP_CALL) + T_FIRST / 2 + 38.4e-6 + 29.48e-6 + NORM_AR_S;
 /* Model FLOPs per token, 6 x (whole linear weights + LM head) + attention 12 x L x q_dim x seq:
  * linear per layer (QKV 24 x 8 + proj 8 x 8 + FC1 16 x 8 + FC2 8 x 16) = 512, x 4 layers = 2048,
  * LM head 8 x 16 = 128: 6 x 2176 = 13056; attention 12 x 4 x 8 x 4 = 1536; total 14592.
@@ -154,9 +168,18 @@ static void test_bf16_step_time_by_hand(void)
     CHECK_EQ_U64(p.coll[CO_PP_P2P].step_bytes, 384);
     CHECK(p.coll[CO_PP_P2P].inter_node && !p.coll[CO_TP_AG_FWD].inter_node);
     CHECK_REL(t->pp_comm_s, PP_S, EXACT);
-    /* bytes per step by group: TP 16 x 32 + 16 x 32 + 32 x 32 + 16 x 32 = 2560; PP sends 384 plus the
-     * embedding all-reduce's 256 (counted with the pipeline); no DP or CP traffic */
-    CHECK_EQ_U64(p.tp_comm_bytes, 2560);
+    /* bytes per step by group: TP 16 x 32 + 16 x 32 + 32 x 32 + 16 x 32 = 2560 in the layers, + on stage 0
+     * the embedding's all-reduce 4 x 64 = 256 and gradient all-gather 4 x 32 = 128, the norm gradients' 128:
+     * 3072; PP sends 384 plus the embedding all-reduce's 256 (counted with the pipeline); no DP or CP traffic */
+    CHECK_EQ_U64(p.tp_comm_bytes, 3072);
+    CHECK_EQ_U64(p.coll[CO_TP_VOCAB_AR].calls, 4);
+    CHECK_EQ_U64(p.coll[CO_TP_VOCAB_AR].step_bytes, 256);
+    CHECK_EQ_U64(p.coll[CO_TP_VOCAB_AG].calls, 4); /* stage 0: the embedding's gradient only */
+    CHECK_EQ_U64(p.coll[CO_TP_VOCAB_RS].calls, 0);
+    CHECK_EQ_U64(p.coll[CO_TP_LOSS_AR].calls, 0); /* the loss is the last stage's */
+    CHECK_EQ_U64(p.coll[CO_TP_NORM_GRAD_AR].payload_bytes, 128);
+    CHECK_REL(p.coll[CO_TP_NORM_GRAD_AR].time_s, NORM_AR_S, EXACT);
+    CHECK_REL(p.coll[CO_TP_VOCAB_AR].time_s, 4 * VOCAB_AR_CALL, EXACT);
     CHECK_EQ_U64(p.pp_comm_bytes, 384 + 256);
     CHECK_EQ_U64(p.dp_comm_bytes, 0);
     CHECK_EQ_U64(p.cp_comm_bytes, 0);
@@ -170,7 +193,7 @@ static void test_bf16_step_time_by_hand(void)
     CHECK_REL(t->optimizer_s, OPTIMIZER_S, EXACT);
     CHECK_REL(t->optimizer_s * 5e8, OPTIMIZER_BYTES, EXACT);
     CHECK(t->weight_cast_s == 0.0); /* no FP8 copies */
-    CHECK_REL(t->other_s, EMB_S, EXACT);
+    CHECK_REL(t->other_s, EMB_S + NORM_AR_S, EXACT);
     CHECK_REL(t->step_s, STEP_S, EXACT);
     /* throughput and MFU against the step: 16 tokens per step, 4 GPUs, BF16 peak 1e9, FP8 peak 2e9 */
     CHECK_REL(p.model_flops_step, MODEL_FLOPS_STEP, EXACT);
@@ -197,7 +220,7 @@ static void test_no_interleaving_whole_bubble(void)
     CHECK_REL(p.time.pp_comm_s, 8 * PP_CALL, EXACT);
     CHECK_REL(p.time.microbatch_s, T_LAST + 2 * PP_CALL, EXACT);
     CHECK_REL(p.time.bubble_s, T_FIRST, EXACT);
-    CHECK_REL(p.time.step_s, 4 * (T_LAST + 2 * PP_CALL) + T_FIRST + 38.4e-6 + 29.48e-6, EXACT);
+    CHECK_REL(p.time.step_s, 4 * (T_LAST + 2 * PP_CALL) + T_FIRST + 38.4e-6 + 29.48e-6 + NORM_AR_S, EXACT);
 }
 
 /* FP8 GEMMs (TE-style delayed scaling, E4M3 forward, E5M2 backward, FP8 copies of each linear weight
@@ -229,7 +252,7 @@ static void test_fp8_gemm_rate_casts_and_amax(void)
     CHECK_EQ_U64(p.coll[CO_AMAX_AR].ranks, 2);
     CHECK_EQ_U64(p.coll[CO_AMAX_AR].calls, 8);
     CHECK_REL(p.coll[CO_AMAX_AR].time_s, 8 * 4.924e-6, EXACT);
-    CHECK_REL(p.time.other_s, 8 * 4.924e-6 + EMB_S, EXACT);
+    CHECK_REL(p.time.other_s, 8 * 4.924e-6 + EMB_S + NORM_AR_S, EXACT);
     CHECK_REL(p.time.attn_s, ATTN_S, EXACT); /* attention stays BF16 */
 }
 
@@ -238,7 +261,10 @@ static void test_fp8_gemm_rate_casts_and_amax(void)
  * all-gathers. Selective: only the attention core again, GEMMs as without recompute.
  * Without SP the TP collectives are all-reduces, 2 forward and 2 backward per layer pass: 16 calls each,
  * payload 64 B, bus 2 x 64 x 1/2 = 64 B, in a node: LL 3.6 + 2 x 0.47 us + 64 / 1.25e8 = 5.052e-6 per call
- * (Simple 15.328e-6); 8 layer passes x 4 calls. */
+ * (Simple 15.328e-6); 8 layer passes x 4 calls. Outside the layers: stage 0 all-reduces the partial
+ * embeddings (4 x 64 B, nothing backward), no norm gradient to reduce (every rank saw every token); the
+ * slower last stage all-reduces the LM head's input gradient (VOCAB_AR_CALL) and the loss's 3 per micro-batch:
+ * TP time 4 x (8 VOCAB_AR_CALL + VOCAB_AR_CALL + 3 LOSS_CALL). */
 static void test_recompute_and_no_sp(void)
 {
     ModelSpec m = ox_tiny(16, 4);
@@ -264,8 +290,10 @@ static void test_recompute_and_no_sp(void)
     CHECK_EQ_U64(p.coll[CO_TP_AR_BWD].calls, 16);
     CHECK_EQ_U64(p.coll[CO_TP_AR_FWD].bus_bytes, 64);
     CHECK_EQ_U64(p.coll[CO_TP_AG_FWD].calls, 0);
-    CHECK_EQ_U64(p.tp_comm_bytes, 2048);
-    CHECK_REL(p.time.tp_comm_s, 32 * 5.052e-6, EXACT);
+    CHECK_EQ_U64(p.tp_comm_bytes, 2048 + 4 * 64);
+    CHECK_EQ_U64(p.coll[CO_TP_VOCAB_AR].calls, 4);
+    CHECK_EQ_U64(p.coll[CO_TP_VOCAB_AG].calls + p.coll[CO_TP_VOCAB_RS].calls + p.coll[CO_TP_NORM_GRAD_AR].calls, 0);
+    CHECK_REL(p.time.tp_comm_s, 4 * (9 * VOCAB_AR_CALL + 3 * LOSS_CALL), EXACT);
 }
 
 /* A launch floor of 0.5 s (absurd, so that every kernel costs exactly its launches; the knob must stay

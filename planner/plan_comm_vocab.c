@@ -1,0 +1,127 @@
+/* planner/plan_comm_vocab.c — the tensor-parallel collectives outside the transformer layers (Megatron-LM's
+ * layout: Shoeybi et al. 2019, with sequence parallelism Korthikanti et al. 2022).
+ *
+ * The token embedding is vocabulary-parallel (each TP rank holds Vp/tp rows: a token's row lives on one rank,
+ * the others contribute zeros), the LM head column-parallel over the vocabulary. Per micro-batch, with
+ * S = tok x h in the recipe's tp_reducescatter_comm dtype (BF16: the embedding and the LM head stay out of FP8):
+ *   embedding, without SP      forward: all-reduce of the partial embeddings; backward: none (the gradient is
+ *                              whole on every rank)
+ *   embedding, SP              forward: reduce-scatter to the sequence shards, or with learned positions an
+ *                              all-reduce (Megatron adds the positions to the whole, then splits it: its
+ *                              LanguageModelEmbedding reduce-scatters only without them); backward: all-gather
+ *                              of the shards' output gradient
+ *   LM head, without SP        backward: all-reduce of its input gradient
+ *   LM head, SP                forward: all-gather of its input; backward: all-gather again for the weight
+ *                              gradient (the shard is what is kept) and reduce-scatter of the input gradient
+ *   cross-entropy              all-reduces of the max logit (MAX), the target logit and the sum of exponentials
+ *                              (SUM), tok FP32 each: 3 calls
+ * Per step, one coalesced all-reduce of the gradients of the parameters every TP rank holds whole but that see
+ * only part of the work: with SP the norms and the row-parallel (proj, FC2) biases of each layer and the final
+ * norm (MoE layers: the norms, latent norms and the router, x.other); q/k norms with or without SP (each rank
+ * normalises its own heads). Megatron marks these `sequence_parallel` and reduces them in
+ * finalize_model_grads; they travel in the other parameters' main-gradient dtype.
+ * The embedding's collectives run on the first stage, the head's and the loss's on the last. Nothing hides
+ * them: plan_time.c puts them on the critical path. */
+#include <stddef.h>
+
+#include "planner/plan_internal.h"
+
+typedef struct {
+    uint64_t ar, ag, rs; /* [tok, h] calls per micro-batch */
+} VocabCalls;
+
+static int has_sp(const Geo *g) { return g->rep > 1; }
+
+/* Forward (fwd = 1) or backward calls per micro-batch of a stage holding the embedding and/or the head. */
+static VocabCalls vocab_calls(const PlanInput *in, const Geo *g, int first, int last, int fwd)
+{
+    VocabCalls v = {0, 0, 0};
+    int sp = has_sp(g), learned = in->model->pos == POS_LEARNED;
+    if (g->tp <= 1) return v;
+    if (first && fwd) {
+        if (sp && !learned)
+            v.rs++;
+        else
+            v.ar++;
+    }
+    if (first && !fwd && sp) v.ag++;
+    if (last && fwd && sp) v.ag++;
+    if (last && !fwd) {
+        if (sp)
+            v.ag++, v.rs++;
+        else
+            v.ar++;
+    }
+    return v;
+}
+
+/* Elements of the parameters whose gradients are all-reduced over TP once a step, on this stage. */
+static uint64_t replicated_elems(const PlanInput *in, const Geo *g, uint32_t stage, int last, Ck *ck)
+{
+    const ModelSpec *md = in->model;
+    int sp = has_sp(g);
+    uint64_t qk = md->qk_norm ? 2ull * md->head_dim : 0, e = 0;
+    if (g->x.on) {
+        Held hd;
+        moe_held(in, g, stage, ck, &hd);
+        for (int k = 0; k < XK_COUNT; k++) e = ck_add(ck, e, ck_mul(ck, hd.n[k], sp ? g->x.other[k] : qk));
+        if (sp) e = ck_add(ck, e, ck_mul(ck, hd.mtp, g->x.mtp_other));
+    } else {
+        uint64_t per = sp ? 2 * g->norm_elems + (md->linear_bias ? 2 * g->h : 0) + qk : qk;
+        e = ck_mul(ck, geo_layers(g, stage), per);
+    }
+    if (sp && last) e = ck_add(ck, e, g->norm_elems);
+    return e;
+}
+
+static void stage_ends(const PlanInput *in, const Geo *g, uint32_t stage, Ck *ck, int *first, int *last)
+{
+    *first = stage == 0, *last = stage + 1 == g->pp;
+    if (g->x.on) { /* DualPipe: a GPU may hold both ends */
+        Held hd;
+        moe_held(in, g, stage, ck, &hd);
+        *first = hd.first, *last = hd.last;
+    }
+}
+
+void plan_comm_vocab(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
+{
+    const Recipe *rc = in->recipe;
+    uint64_t t = g->tp, m = g->m;
+    if (t <= 1) return;
+    int first, last;
+    stage_ends(in, g, p->stage, ck, &first, &last);
+    VocabCalls f = vocab_calls(in, g, first, last, 1), b = vocab_calls(in, g, first, last, 0);
+    Dtype dt = rc->comm_tp_rs;
+    uint64_t S = ck_mul3(ck, g->tok, g->h, dt_bytes(dt));
+    plan_coll_set(in, p, CO_TP_VOCAB_AR, dt, t, 1, S, ck_mul(ck, f.ar + b.ar, m), ck);
+    plan_coll_set(in, p, CO_TP_VOCAB_AG, dt, t, 1, S, ck_mul(ck, f.ag + b.ag, m), ck);
+    plan_coll_set(in, p, CO_TP_VOCAB_RS, dt, t, 1, S, ck_mul(ck, f.rs + b.rs, m), ck);
+    if (last) plan_coll_set(in, p, CO_TP_LOSS_AR, DT_FP32, t, 1, ck_mul(ck, g->tok, 4), ck_mul(ck, 3, m), ck);
+    Dtype gd = plan_grad_dt(in, rc->other.dt[STATE_GRAD]);
+    uint64_t e = replicated_elems(in, g, p->stage, last, ck);
+    plan_coll_set(in, p, CO_TP_NORM_GRAD_AR, gd, t, 1, ck_mul(ck, e, dt_bytes(gd)), e ? 1 : 0, ck);
+}
+
+/* Seconds of one call of op over the TP group for payload S. */
+static double call(const PlanInput *in, const Geo *g, CommOp op, uint64_t S, Ck *ck)
+{
+    return plan_coll_call(in, op, g->tp, 1, (double)plan_bus_bytes(op, g->tp, S, ck), NULL, NULL);
+}
+
+static double calls_s(const PlanInput *in, const Geo *g, VocabCalls v, uint64_t S, Ck *ck)
+{
+    return (double)v.ar * call(in, g, OP_ALL_REDUCE, S, ck) + (double)v.ag * call(in, g, OP_ALL_GATHER, S, ck) +
+           (double)v.rs * call(in, g, OP_REDUCE_SCATTER, S, ck);
+}
+
+void plan_vocab_time(const PlanInput *in, const Geo *g, int first, int last, double *fwd, double *bwd)
+{
+    *fwd = *bwd = 0;
+    if (g->tp <= 1) return;
+    Ck ck = {0};
+    uint64_t S = ck_mul3(&ck, g->tok, g->h, dt_bytes(in->recipe->comm_tp_rs));
+    *fwd = calls_s(in, g, vocab_calls(in, g, first, last, 1), S, &ck);
+    *bwd = calls_s(in, g, vocab_calls(in, g, first, last, 0), S, &ck);
+    if (last) *fwd += 3 * call(in, g, OP_ALL_REDUCE, ck_mul(&ck, g->tok, 4), &ck);
+}
