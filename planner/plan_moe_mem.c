@@ -255,7 +255,11 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
             b = ck_add(ck, b, ck_mul3(ck, ck_mul(ck, g->tok, g->heads_t), 2 * x->dqk + x->dv, 2));
         if (b > tr) tr = b;
     }
-    if (hd.first && in->dropout) mk = ck_add(ck, mk, ck_mul3(ck, g->tok_r, g->h, hd.units[0] + hd.units[1]));
+    /* embedding dropout: one mask per micro-batch in flight on stage 0 (as plan_mem.c; not one per layer) */
+    if (hd.first && in->dropout) {
+        uint64_t mb0 = in->dualpipe ? (g->pp < g->m / 2 ? g->pp : g->m / 2) : plan_inflight_mbs(g, 0);
+        mk = ck_add(ck, mk, ck_mul3(ck, g->tok_r, g->h, mb0));
+    }
     plan_term(sm, MT_ACT_LAYER_HP, MC_ACTIVATION, DT_NONE, 0, hp, 1, 0);
     plan_term(sm, MT_ACT_LAYER_FP8, MC_ACTIVATION, rc->saved_input, f8e, f8, 1, 0);
     plan_term(sm, MT_ACT_ATTN, MC_ACTIVATION, DT_NONE, 0, at, 1, 0);

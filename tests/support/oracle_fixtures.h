@@ -52,4 +52,30 @@ static inline GpuSpec ox_big_gpu(uint64_t hbm_bytes)
     return g;
 }
 
+/* A small mixture-of-experts model: 2 layers (the first dense, FFN dense_ffn), hidden 256, 2 heads of 128 (no
+ * GQA), vocabulary 1000, seq 512, RMSNorm, SwiGLU, RoPE, untied; 8 routed experts of FFN 128, top 2, 1 shared
+ * expert, softmax router. */
+static inline ModelSpec ox_moe(uint32_t dense_ffn)
+{
+    ModelSpec m = {.name = "oracle-moe",
+                   .layers = 2,
+                   .hidden = 256,
+                   .ffn_hidden = dense_ffn,
+                   .heads = 2,
+                   .kv_heads = 2,
+                   .head_dim = 128,
+                   .vocab = 1000,
+                   .seq_len = 512,
+                   .norm = NORM_RMSNORM,
+                   .mlp = MLP_SWIGLU,
+                   .pos = POS_ROPE,
+                   .experts = 8,
+                   .experts_per_token = 2,
+                   .shared_experts = 1,
+                   .expert_ffn = 128,
+                   .dense_layers = 1,
+                   .router = ROUTER_SOFTMAX};
+    return m;
+}
+
 #endif

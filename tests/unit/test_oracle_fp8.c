@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "fp8/codec.h"
 #include "fp8/delayed.h"
 #include "fp8/format.h"
 #include "fp8/granularity.h"
@@ -304,6 +305,23 @@ static void test_qerror_zero_reference(void)
     CHECKF(q.rel_rms == 0.5, "x 0.5, y 0.25: rel_rms %g", q.rel_rms);
 }
 
+/* "Is NaN" agrees with decoding, for every dtype and every byte: E4M3's NaN is S.1111.111 (0x7F, 0xFF), E5M2's
+ * S.11111.01-11 (0x7D-0x7F and 0xFD-0xFF; 0x7C is Inf); a dtype that is not an FP8 format (none, FP32, FP16,
+ * BF16, E8M0) has no FP8 value at all: fp8_decode gives NaN for each of its codes, so fp8_is_nan says 1. */
+static void test_is_nan_matches_decode(void)
+{
+    for (int f = 0; f < DT_COUNT_; f++) {
+        int bad = 0, nans = 0;
+        for (int c = 0; c < 256; c++) {
+            int nan = fp8_is_nan((Dtype)f, (uint8_t)c);
+            nans += nan;
+            bad += nan != (int)isnan(fp8_decode((Dtype)f, (uint8_t)c));
+        }
+        CHECKF(!bad, "%s: %d codes where fp8_is_nan disagrees with fp8_decode", dtype_name((Dtype)f), bad);
+        CHECK_EQ_INT(nans, f == DT_E4M3 ? 2 : f == DT_E5M2 ? 6 : 256);
+    }
+}
+
 int main(void)
 {
     RUN(test_generator_stream);
@@ -315,5 +333,6 @@ int main(void)
     RUN(test_quant_margin_bounds);
     RUN(test_outlier_channel_count);
     RUN(test_qerror_zero_reference);
+    RUN(test_is_nan_matches_decode);
     return test_summary();
 }

@@ -14,31 +14,8 @@
 #include <math.h>
 
 #include "planner/plan.h"
-#include "support/fixtures.h"
+#include "support/oracle_fixtures.h"
 #include "test.h"
-
-static ModelSpec moe_model(uint32_t dense_ffn)
-{
-    ModelSpec m = {.name = "oracle-moe",
-                   .layers = 2,
-                   .hidden = 256,
-                   .ffn_hidden = dense_ffn,
-                   .heads = 2,
-                   .kv_heads = 2,
-                   .head_dim = 128,
-                   .vocab = 1000,
-                   .seq_len = 512,
-                   .norm = NORM_RMSNORM,
-                   .mlp = MLP_SWIGLU,
-                   .pos = POS_ROPE,
-                   .experts = 8,
-                   .experts_per_token = 2,
-                   .shared_experts = 1,
-                   .expert_ffn = 128,
-                   .dense_layers = 1,
-                   .router = ROUTER_SOFTMAX};
-    return m;
-}
 
 static int build(const PlanInput *in, Plan *p)
 {
@@ -55,7 +32,7 @@ static int build(const PlanInput *in, Plan *p)
  *   total 2,574,336; one MTP depth repeats all three: 2 x 2,574,336 = 5,148,672. */
 static void test_last_stage_output(void)
 {
-    ModelSpec m = moe_model(512);
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
@@ -86,7 +63,7 @@ static void test_last_stage_output(void)
  *   and the loss's peak 512 x 1000 x (10 - 4) B = 3,072,000 is below both: 8,912,896. */
 static void test_zero3_gathers_the_larger_kind(void)
 {
-    ModelSpec m = moe_model(4096);
+    ModelSpec m = ox_moe(4096);
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
@@ -111,7 +88,7 @@ static void test_zero3_gathers_the_larger_kind(void)
  * dispatch cast of the backward (1 for 1): 25 again. */
 static void test_route_launches(void)
 {
-    ModelSpec m = moe_model(512);
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     g.hbm_bw = g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
     Recipe r = fx_te_recipe("te", 0);
@@ -148,7 +125,7 @@ static void test_route_launches(void)
  * 8,437,760; in all 13,459,456 B. */
 static void test_route_bytes(void)
 {
-    ModelSpec m = moe_model(512);
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     g.hbm_bw = 1e12, g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
     Recipe r = fx_te_recipe("te", 0);
@@ -191,7 +168,7 @@ static void test_route_bytes(void)
  *   tp 2 alone:              tp, edp 2 (no dp, no ep)      -> 2 */
 static void test_communicators(void)
 {
-    ModelSpec m = moe_model(512);
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     const struct {

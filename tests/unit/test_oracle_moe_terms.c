@@ -1,0 +1,361 @@
+/* tests/unit/test_oracle_moe_terms.c — more of a mixture-of-experts / latent-
+ * attention stage worked out by hand: block scales of both FP8 weight copies,
+ * the full-recompute transient, the context-parallel exchange with no overlap,
+ * and latent attention's memory-bound kernels as the RoPE width changes.
+ *
+ * An independent oracle: every expected value is arithmetic on the models
+ * below, written out in the comments, never a value the planner produced.
+ *
+ * The MoE model (support/oracle_fixtures.h ox_moe): 2 layers (the first dense), hidden
+ * 256, 2 heads of 128 (no GQA), vocabulary 1000 (vocab_pad 1), seq 512, RMSNorm,
+ * SwiGLU, RoPE, untied; 8 routed experts of FFN 128, top 2, 1 shared expert,
+ * softmax router. Micro-batch 1, tp = pp = ep = 1 unless a test says otherwise:
+ * 512 tokens a micro-batch, 1024 routed rows (512 x top 2). */
+#include <math.h>
+
+#include "planner/plan.h"
+#include "support/oracle_fixtures.h"
+#include "test.h"
+
+static int build(const PlanInput *in, Plan *p)
+{
+    Err e = {0};
+    Status st = plan_build(in, p, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    return st == ST_OK;
+}
+
+/* 128 x 128 weight blocks, one FP32 scale each, per FP8-stored copy (row-wise and column-wise: the transposed
+ * copy has the same number of blocks, since the blocks are square). Dense FFN 512. Blocks per copy:
+ *   dense layer: QKV 768 x 256 -> 6 x 2 = 12, proj 256 x 256 -> 4, FC1 (SwiGLU) 1024 x 256 -> 8 x 2 = 16,
+ *                FC2 256 x 512 -> 2 x 4 = 8: 40
+ *   MoE layer:   attention 12 + 4, shared FC1 256 x 256 -> 4, shared FC2 256 x 128 -> 2, 8 routed FC1 of
+ *                256 x 256 -> 32, 8 routed FC2 of 256 x 128 -> 16 (the router has none): 70
+ *   110 blocks a copy: both copies 220 scales (880 B), the row-wise copy alone 110 (440 B), the column-wise
+ *   alone 110. The BF16 working weight itself carries no block scales. */
+static void test_block_scales_per_copy(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te-blocks", 0);
+    r.weight_gran = GRAN_128X128;
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, 220);
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].bytes, 880);
+    r.fp8_col = DT_NONE;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, 110);
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].bytes, 440);
+    r.fp8_col = DT_E4M3, r.fp8_row = DT_NONE;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, 110);
+}
+
+/* Full recompute keeps only each layer's input, and the backward of a layer first rebuilds all of that layer's
+ * activations: the transient is the larger kind's backward working set plus its whole activation set. Dense FFN
+ * 4096 (the dense layer is the larger kind), BF16 recipe, flash attention, no dropout, SwiGLU fused.
+ *   dense backward working set (test_oracle_moe.c): 524,288 + 8,388,608 = 8,912,896
+ *   dense activations: attention — norm1 input + fp32 rstd 512 x 256 x 2 + 512 x 4 = 264,192, Q/K/V
+ *     512 x 768 x 2 = 786,432, flash output 512 x 256 x 2 = 262,144, QKV input 262,144: 1,574,912; log-sum-exp
+ *     512 x 2 heads x 4 = 4,096; FFN — norm2 264,192, FC1 output 512 x 8192 x 2 = 8,388,608, FC1 input 262,144,
+ *     FC2 input 512 x 4096 x 2 = 4,194,304: 13,109,248. In all 14,688,256.
+ *   full recompute: 8,912,896 + 14,688,256 = 23,601,152 (the MoE layer's, about 6.2 MB, and the loss's
+ *   512 x 1000 x 6 = 3,072,000 are smaller); without recompute the transient is 8,912,896. */
+static void test_full_recompute_transient(void)
+{
+    ModelSpec m = ox_moe(4096);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 8912896);
+    in.recompute = RECOMPUTE_FULL;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 23601152);
+}
+
+/* Context parallelism with no overlap (overlap_cp 0): every K/V exchange is on the critical path, so the exposed
+ * CP time is the collective's whole time. cp 2 (seq 512 divides by 2 cp = 4), one micro-batch of 1 sequence: the
+ * exchange gathers K and V of the whole sequence, 512 x 2 x 256 x 2 B = 524,288 B, of which this GPU sends half,
+ * 262,144 B; 3 calls per layer and micro-batch (plan.h: K, V exchanged forward, again in backward, and
+ * dK, dV reduced) x 2 layers = 6 calls. The same holds for a dense model (the tiny GPT: 4 layers -> 12 calls). */
+static void test_cp_exchange_exposed(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.cp = 2, in.gbs = 1, in.overlap_cp = 0;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_CP_KV].calls, 6);
+    CHECK_EQ_U64(p.coll[CO_CP_KV].bus_bytes, 262144);
+    CHECK(p.coll[CO_CP_KV].time_s > 0);
+    CHECK_REL(p.time.cp_comm_s, p.coll[CO_CP_KV].time_s, 1e-12);
+    CHECK_REL(p.coll[CO_CP_KV].exposed_s, p.coll[CO_CP_KV].time_s, 1e-12); /* the collective's own share */
+    ModelSpec d = fx_tiny_model();
+    d.layers = 4;
+    in.model = &d;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_CP_KV].calls, 12);
+    CHECK(p.coll[CO_CP_KV].time_s > 0);
+    CHECK_REL(p.time.cp_comm_s, p.coll[CO_CP_KV].time_s, 1e-12);
+}
+
+/* Latent attention's memory-bound kernels (plan_moe_time.c's list) as the RoPE width r grows by 32 while the
+ * no-position width shrinks by 32 (dqk = nope + r stays 96): per layer and micro-batch, tok = 512, heads 2,
+ * bytes change by
+ *   forward  RoPE on the rope dims 4 tok (heads + 1) r:                   + 4 x 512 x 3 x 32 = 196,608
+ *   backward RoPE and K 4 tok (heads (r + dqk) + r):                      + 4 x 512 x 3 x 32 = 196,608
+ *            up-projection dY casts 4 tok heads (dqk + nope + dv):         - 4 x 512 x 2 x 32 = 131,072
+ *            down-projection dY casts 4 tok (q_lora + kv_lora + r):        + 4 x 512 x 32     =  65,536
+ *   net + 327,680 B a layer, x 2 layers = 655,360 B, at HBM 1e12 B/s (efficiency 1, no launch floor):
+ *   the non-GEMM time grows by 655,360e-12 s. FLOP rates are 1e30 (GEMMs and attention take no time), one
+ * micro-batch, no experts (every layer dense), TE's fused gradient accumulation (no separate kernel whose bytes
+ * follow the weights). */
+static ModelSpec mla_model(uint32_t nope, uint32_t rope)
+{
+    ModelSpec m = ox_moe(512);
+    m.experts = m.experts_per_token = m.shared_experts = m.expert_ffn = m.dense_layers = 0;
+    m.head_dim = nope + rope, m.qk_nope_head_dim = nope, m.qk_rope_head_dim = rope;
+    m.v_head_dim = 64, m.kv_lora_rank = 128, m.q_lora_rank = 0;
+    return m;
+}
+
+static void test_mla_kernel_bytes_in_rope(void)
+{
+    ModelSpec a = mla_model(64, 32), b = mla_model(32, 64);
+    GpuSpec g = fx_gpu();
+    g.hbm_bw = 1e12, g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&a, &g, &r);
+    in.gbs = 1, in.eff_hbm = 1, in.launch_s = 0;
+    Plan pa, pb;
+    if (!build(&in, &pa)) return;
+    in.model = &b;
+    if (!build(&in, &pb)) return;
+    double d = pb.time.nongemm_s - pa.time.nongemm_s;
+    CHECKF(fabs(d - 655360e-12) < 1e-15, "non-GEMM time grew by %.1f B, expected 655,360", d * 1e12);
+}
+
+/* With dense first layers a middle stage can be the largest: 8 layers (the first 3 dense), 64 experts of FFN 512,
+ * no shared expert, vocabulary 128, pp 4 (2 layers a stage), 8 micro-batches: stage 0 holds 2 dense layers,
+ * stage 1 a dense and a MoE layer, stages 2 and 3 two MoE layers each (64 x (1024 x 256 + 256 x 512) = 25,165,824
+ * expert weights a layer: 2 x 25.2M x 18 B = 906 MB of states on either). 1F1B keeps pp - s micro-batches in flight
+ * on stage s: stage 2 two, stage 3 one, so stage 2 holds 2 more layer-micro-batches of activations (about 6 MB
+ * each) than stage 3, whose extra LM head (128 x 256) and logits come to about 1.4 MB: stage 2 is reported.
+ * Its routed-expert activations, per layer and micro-batch (512 tokens, 1024 rows, BF16):
+ *   probabilities 512 x 64 x 4 = 131,072 + top-k 512 x 2 x 8 = 8,192 + the router input (no shared expert keeps
+ *   the norm output) 512 x 256 x 2 = 262,144 + dispatched inputs 1024 x 256 x 2 = 524,288 + FC1 output
+ *   1024 x 1024 x 2 = 2,097,152 + FC2 input 1024 x 512 x 2 = 1,048,576 + routing weight and maps 1024 x 12 =
+ *   12,288: 4,083,712
+ *   x (2 layers x 2 micro-batches) = 16,334,848 B (stage 3 would hold 8,167,424). */
+static void test_last_middle_stage_reported(void)
+{
+    ModelSpec m = ox_moe(512);
+    m.layers = 8, m.dense_layers = 3, m.experts = 64, m.expert_ffn = 512, m.shared_experts = 0, m.vocab = 128;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.pp = 4, in.gbs = 8;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.stage, 2);
+    CHECK_EQ_U64(p.stage_layers, 2);
+    CHECK_EQ_U64(p.params_expert_gpu, 2ull * 25165824);
+    CHECK_EQ_U64(p.mem[MT_ACT_MOE].bytes, 16334848);
+}
+
+/* The amax all-reduce of a MoE stage: per micro-batch one forward call (x and w maxima: 2 fp32 a tensor) and one
+ * backward (dy: 1), a payload of the mean 1.5 fp32 = 6 B per FP8 linear tensor the GPU holds (a grouped GEMM's
+ * local experts count one each; the router is BF16 and has none). TE recipe (amax over all ranks), dp 2, one
+ * micro-batch: 2 calls over 2 ranks.
+ *   ep 1: dense layer QKV, proj, FC1, FC2 = 4; MoE layer QKV, proj, shared FC1, FC2 + 8 + 8 experts = 20: 24
+ *         tensors -> 144 B a call; an all-reduce over 2 sends 2 x 144 x 1/2 = 144 B; 288 B a step
+ *   ep 2: 4 local experts: 4 + 4 + 4 + 4 = 16 tensors -> 96 B a call. */
+static void test_moe_amax_payload(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.dp = 2, in.gbs = 2;
+    Plan p;
+    if (!build(&in, &p)) return;
+    const Collective *c = &p.coll[CO_AMAX_AR];
+    CHECK_EQ_U64(c->calls, 2);
+    CHECK_EQ_U64(c->ranks, 2);
+    CHECK_EQ_U64(c->payload_bytes, 144);
+    CHECK_EQ_U64(c->bus_bytes, 144);
+    CHECK_EQ_U64(c->step_bytes, 288);
+    in.ep = 2;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].payload_bytes, 96);
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].calls, 2);
+}
+
+/* Tensor parallelism without sequence parallelism on a model the MoE path plans (a dense GPT with one MTP depth:
+ * support/oracle_fixtures.h's tiny GPT, hidden 8, 4 layers + the MTP layer), tp 2: per layer pass one all-reduce
+ * pair for the attention and one for the FFN, forward and backward alike, each over the 2 TP ranks with the layer
+ * output [4 tokens x 8] in BF16 = 64 B, of which an all-reduce over 2 sends 2 x 64 x 1/2 = 64 B. One micro-batch,
+ * 5 layers (the MTP depth's included): 10 calls each way. */
+static void test_tp_all_reduce_without_sp(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    m.mtp_layers = 1;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.tp = 2, in.sp = 0, in.gbs = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    const CollectiveId ids[2] = {CO_TP_AR_FWD, CO_TP_AR_BWD};
+    for (int i = 0; i < 2; i++) {
+        const Collective *c = &p.coll[ids[i]];
+        CHECKF(c->ranks == 2 && c->payload_bytes == 64 && c->bus_bytes == 64 && c->calls == 10,
+               "%s: %u ranks, payload %llu, bus %llu, %llu calls; expected 2, 64, 64, 10", c->name, (unsigned)c->ranks,
+               (unsigned long long)c->payload_bytes, (unsigned long long)c->bus_bytes, (unsigned long long)c->calls);
+    }
+}
+
+/* The metadata of every term of a MoE stage (plan.h): states (the expert ones included), FP8 copies and scales
+ * persist; activations (the routed experts' included) and fragmentation are per step; the overheads persist.
+ * Terms that mix dtypes (BF16 tensors with fp32 statistics, scores, logits, routing maps) and the overheads count
+ * bytes only: no elements, no dtype. TE recipe, dp 2, ep 2, one micro-batch per replica, no dropout. */
+static void test_term_metadata(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.dp = 2, in.ep = 2, in.gbs = 2;
+    Plan p;
+    if (!build(&in, &p)) return;
+    for (int i = 0; i < MT_COUNT_; i++) {
+        const MemTerm *x = &p.mem[i];
+        int copy = i == MT_FP8_ROWWISE || i == MT_FP8_COLWISE || i == MT_FP8_EXPERT;
+        int state = !copy && ((i >= MT_WEIGHT_GEMM && i <= MT_OPTIM_V_OTHER) ||
+                              (i >= MT_WEIGHT_EXPERT && i <= MT_OPTIM_V_EXPERT));
+        int scale = i >= MT_SCALE_GEMM && i <= MT_SCALE_STATE;
+        int act = (i >= MT_ACT_LAYER_HP && i <= MT_TRANSIENT) || i == MT_ACT_MOE;
+        MemCategory want = state ? MC_STATE : copy ? MC_FP8_COPY : scale ? MC_SCALE : act ? MC_ACTIVATION : MC_OVERHEAD;
+        CHECKF(x->cat == want, "%s: category %d, expected %d", x->name, x->cat, want);
+        CHECKF(x->persistent == !(act || i == MT_FRAGMENTATION), "%s: persistent %d", x->name, x->persistent);
+        int mixed = i == MT_ACT_LAYER_HP || i == MT_ACT_ATTN || i == MT_ACT_OUTPUT || i == MT_TRANSIENT ||
+                    i == MT_ACT_MOE || (!state && !copy && !scale && !act);
+        if (mixed)
+            CHECKF(x->elements == 0 && x->dtype == DT_NONE, "%s: %llu elements of dtype %d", x->name,
+                   (unsigned long long)x->elements, (int)x->dtype);
+        if (i == MT_ACT_OUTPUT || i == MT_ACT_MOE || i == MT_TRANSIENT || i == MT_ACT_LAYER_HP)
+            CHECKF(x->bytes > 0, "%s: no bytes", x->name);
+    }
+}
+
+/* Latent attention's linear weights per layer (tp 1: 2 heads), nope 64 + rope 32 = dqk 96, dv 64, kv_lora 128;
+ * the dense SwiGLU FFN 512: FC1 1024 x 256 = 262,144 + FC2 256 x 512 = 131,072 = 393,216.
+ *   without a q latent: q_proj [2 x 96 = 192, 256] = 49,152; kv_down [128 + 32, 256] = 40,960;
+ *     kv_up [2 x (64 + 64), 128] = 32,768; out [256, 2 x 64] = 32,768: 155,648 -> a layer 548,864, 2 layers 1,097,728
+ *   q_lora 64: q_down [64, 256] = 16,384 and q_up [192, 64] = 12,288 for q_proj: 135,168 -> a layer 528,384,
+ *     2 layers 1,056,768. */
+static void test_mla_weights(void)
+{
+    ModelSpec m = mla_model(64, 32);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.params_gemm_gpu, 1097728);
+    CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, 2 * 1097728ull);
+    m.q_lora_rank = 64;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.params_gemm_gpu, 1056768);
+}
+
+/* Where the expert all-to-all runs: EP ranks sit etp apart, so a node of gpus_per_node GPUs holds
+ * gpus_per_node / etp of them (one when etp fills the node). Nodes of 2, tp = etp = 2, ep 2, dp 2: one EP rank a
+ * node, 2 nodes: the dispatch crosses the network, latency NCCL Simple base 8.4 us + a network step 9.6 us = 18.0
+ * us. Nodes of 4, tp = etp = 2, ep 4, dp 4: 2 EP ranks a node, 2 nodes: 18.0 us again. Nodes of 8, ep 4 (etp 1,
+ * dp 4): all 4 EP ranks in one node: 8.4 + an NVLink step 3.4 = 11.8 us. */
+static void test_ep_placement(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    g.gpus_per_node = 2;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.tp = 2, in.etp = 2, in.ep = 2, in.dp = 2, in.gbs = 2;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_INT(p.coll[CO_EP_DISPATCH_FWD].inter_node, 1);
+    CHECK_NEAR(p.coll[CO_EP_DISPATCH_FWD].latency_s, 18.0e-6, 1e-12);
+    g.gpus_per_node = 4;
+    in.ep = 4, in.dp = 4, in.gbs = 4;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_INT(p.coll[CO_EP_DISPATCH_FWD].inter_node, 1);
+    CHECK_NEAR(p.coll[CO_EP_DISPATCH_FWD].latency_s, 18.0e-6, 1e-12);
+    g.gpus_per_node = 8;
+    in.tp = 1, in.etp = 1, in.ep = 4, in.dp = 4, in.gbs = 4;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_INT(p.coll[CO_EP_DISPATCH_FWD].inter_node, 0);
+    CHECK_NEAR(p.coll[CO_EP_DISPATCH_FWD].latency_s, 11.8e-6, 1e-12);
+}
+
+/* Dropout masks (1 B an element) with flash attention: per layer and micro-batch one after the attention output
+ * and one after the FFN, [512 tokens x 256] each: 2 x 131,072 = 262,144 B; the embedding's dropout adds one per
+ * micro-batch in flight on the first stage. pp 1, one micro-batch, 2 layers: 2 x 262,144 + 131,072 = 655,360 B. */
+static void test_dropout_masks(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.dropout = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_ACT_MASK].bytes, 655360);
+    CHECK_EQ_U64(p.mem[MT_ACT_MASK].elements, 655360);
+}
+
+/* Without the FP8 weight cache (fp8_weight_cache 0, no ZeRO-3) each micro-batch casts its own FP8 copies and saves
+ * them with the activations: the TE recipe's row-wise and column-wise E4M3 copies, 2 B per linear weight, of every
+ * FP8 linear of the layer. Dense layer (FFN 512): attention 262,144 + FC1 262,144 + FC2 131,072 = 655,360 weights ->
+ * 1,310,720 B; MoE layer: attention 262,144 + shared expert 98,304 + 8 experts x 98,304 = 786,432 -> 1,146,880
+ * weights -> 2,293,760 B. One micro-batch, pp 1: the saved FP8 activations grow by 3,604,480 B. */
+static void test_weight_copies_uncached(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1;
+    Plan cached, uncached;
+    if (!build(&in, &cached)) return;
+    in.fp8_weight_cache = 0;
+    if (!build(&in, &uncached)) return;
+    CHECK_EQ_U64(uncached.mem[MT_ACT_LAYER_FP8].bytes - cached.mem[MT_ACT_LAYER_FP8].bytes, 3604480);
+    CHECK_EQ_U64(uncached.mem[MT_FP8_ROWWISE].bytes + uncached.mem[MT_FP8_EXPERT].bytes, 0);
+}
+
+int main(void)
+{
+    RUN(test_block_scales_per_copy);
+    RUN(test_full_recompute_transient);
+    RUN(test_cp_exchange_exposed);
+    RUN(test_mla_kernel_bytes_in_rope);
+    RUN(test_last_middle_stage_reported);
+    RUN(test_moe_amax_payload);
+    RUN(test_tp_all_reduce_without_sp);
+    RUN(test_term_metadata);
+    RUN(test_mla_weights);
+    RUN(test_ep_placement);
+    RUN(test_dropout_masks);
+    RUN(test_weight_copies_uncached);
+    return test_summary();
+}
