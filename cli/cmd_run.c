@@ -369,7 +369,7 @@ static int make_plans(const RunArgs *a, const Catalog *cat, const ModelSpec *mod
         exec_plan_input(&in, model, gpu, r, a->mbs, a->gbs / (a->mbs * a->dp), st[i]);
         exec_plan_dp(&in, a->dp, a->sharding);
         if (a->tp > 1) in.tp = a->tp, in.sp = 1; /* the executor's TP is sequence-parallel */
-        if (a->pp > 1) in.pp = a->pp;
+        if (a->pp > 1) in.pp = a->pp, in.stage_view = run_stage_of(a, a->rank) + 1; /* this rank's stage */
         if (plan_build(&in, p[i], &e)) {
             err_prefix(&e, "plan");
             return run_fail(&e);
@@ -469,7 +469,7 @@ int cmd_run(int argc, char **argv)
     RankData rd = {0};
     int ranks_rc = 0;
     if (comm->size > 1) {
-        if (run_ranks_gather(comm, &ms, &rd, &e)) {
+        if (run_ranks_gather(comm, plan, &ms, &rd, &e)) {
             run_ranks_free(&rd);
             rc = run_fail(&e);
             goto done;

@@ -55,6 +55,8 @@ Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e);
 /* --dp against the ranks started, the global batch a multiple of mbs x dp, ranks other than 0 quiet;
  * an exit code. */
 int run_resolve_ranks(RunArgs *a, const Comm *comm);
+/* The pipeline stage of rank r once the ranks are resolved: r / (tp x dp). */
+uint32_t run_stage_of(const RunArgs *a, int r);
 
 /* What every rank measured, gathered on rank 0 (cli/cmd_run_ranks.c): per rank r, its arena's bytes
  * per term (placed[r · ARENA_TERMS + t]), its communicator's counts over the steps (coll[r · CO_COUNT_
@@ -65,16 +67,21 @@ typedef struct {
     uint64_t *placed;
     CommStats *coll;
     double *med_s;
+    uint32_t
+        stages; /* pipeline stages: rank r is stage r / (n / stages) (Megatron's order, exec/model/model_groups.c) */
+    Plan *stage_plan; /* with stages > 1, on rank 0: stage s's plan (the run's plan with stage_view s + 1) */
 } RankData;
 
-/* Every rank takes part; rank 0's rd holds every rank's (the others' only their own). */
-Status run_ranks_gather(Comm *comm, const Measurement *ms, RankData *rd, Err *e);
+/* Every rank takes part; rank 0's rd holds every rank's (the others' only their own) and, with
+ * pipeline stages, the plan p for each stage. */
+Status run_ranks_gather(Comm *comm, const Plan *p, const Measurement *ms, RankData *rd, Err *e);
+/* The pipeline stage of rank r, and the plan its terms and bytes are compared with (p without stages). */
+uint32_t run_rank_stage(const RankData *rd, int r);
+const Plan *run_rank_plan(const Plan *p, const RankData *rd, int r);
 void run_ranks_free(RankData *rd);
 /* Rank r's bytes sent per step on collective c (whole bytes) and its payload per step. */
 double run_rank_bus(const RankData *rd, int r, int c);
 double run_rank_payload(const RankData *rd, int r, int c);
-/* Whether rank r (of n) holds the pipeline stage whose memory the plan reports (always without PP). */
-int run_rank_of_planned_stage(const Plan *p, int r, int n);
 /* The persistent terms and the collectives the per-rank tables list. */
 int run_rank_term_listed(const Plan *p, int t);
 int run_rank_coll_listed(const Plan *p, const RankData *rd, int c);

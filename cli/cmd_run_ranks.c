@@ -75,6 +75,8 @@ int run_resolve_ranks(RunArgs *a, const Comm *comm)
     return 0;
 }
 
+uint32_t run_stage_of(const RunArgs *a, int r) { return (uint32_t)r / ((a->tp ? a->tp : 1) * a->dp); }
+
 /* Bytes this rank sent per step on collective c (bus bytes, nccl-tests' convention: what the plan's
  * step_bytes counts, in whole bytes) and the payload per step. */
 double run_rank_bus(const RankData *rd, int r, int c)
@@ -96,19 +98,47 @@ int run_rank_term_listed(const Plan *p, int t)
 int run_rank_coll_listed(const Plan *p, const RankData *rd, int c)
 {
     int any = p->coll[c].calls != 0;
-    for (int r = 0; r < rd->n; r++) any |= rd->coll[(size_t)r * CO_COUNT_ + c].calls != 0;
+    for (int r = 0; r < rd->n; r++)
+        any |= rd->coll[(size_t)r * CO_COUNT_ + c].calls != 0 || run_rank_plan(p, rd, r)->coll[c].calls != 0;
     return any;
+}
+
+uint32_t run_rank_stage(const RankData *rd, int r)
+{
+    return rd->stages > 1 ? (uint32_t)r / ((uint32_t)rd->n / rd->stages) : 0;
+}
+
+const Plan *run_rank_plan(const Plan *p, const RankData *rd, int r)
+{
+    return rd->stage_plan ? &rd->stage_plan[run_rank_stage(rd, r)] : p;
+}
+
+/* Rank 0: the plan of every pipeline stage (the run's input, stage_view s + 1). */
+static Status stage_plans(const Plan *p, RankData *rd, Err *e)
+{
+    rd->stages = p->in.pp > 1 ? p->in.pp : 1;
+    if (rd->stages == 1) return ST_OK;
+    rd->stage_plan = calloc(rd->stages, sizeof *rd->stage_plan);
+    if (!rd->stage_plan) return err_set(e, ST_NOMEM, "out of memory");
+    Status st = ST_OK;
+    for (uint32_t s = 0; !st && s < rd->stages; s++) {
+        PlanInput in = p->in;
+        in.stage_view = s + 1;
+        st = plan_build(&in, &rd->stage_plan[s], e);
+    }
+    return st;
 }
 
 void run_ranks_free(RankData *rd)
 {
+    free(rd->stage_plan);
     free(rd->placed);
     free(rd->coll);
     free(rd->med_s);
     memset(rd, 0, sizeof *rd);
 }
 
-Status run_ranks_gather(Comm *comm, const Measurement *ms, RankData *rd, Err *e)
+Status run_ranks_gather(Comm *comm, const Plan *p, const Measurement *ms, RankData *rd, Err *e)
 {
     memset(rd, 0, sizeof *rd);
     const size_t n = (size_t)comm->size;
@@ -126,6 +156,7 @@ Status run_ranks_gather(Comm *comm, const Measurement *ms, RankData *rd, Err *e)
     Status st = comm_gather_bytes(comm, ms->placed, sizeof ms->placed, rd->placed, e);
     if (!st) st = comm_gather_stats(comm, ms->coll, CO_COUNT_, rd->coll, e);
     if (!st) st = comm_gather_bytes(comm, med, sizeof med, rd->med_s, e);
+    if (!st && comm->rank == 0) st = stage_plans(p, rd, e);
     return st;
 }
 
@@ -143,10 +174,21 @@ static int line(const char *name, uint64_t planned, const double *v, int n)
     return ok != n;
 }
 
-int run_rank_of_planned_stage(const Plan *p, int r, int n)
+/* The ranks of stage s (all without stages) into idx; their count. */
+static int stage_ranks(const RankData *rd, uint32_t s, int *idx)
 {
-    uint32_t pp = p->in.pp ? p->in.pp : 1;
-    return pp == 1 || (uint32_t)r / ((uint32_t)n / pp) == p->stage;
+    int k = 0;
+    for (int r = 0; r < rd->n; r++)
+        if (run_rank_stage(rd, r) == s) idx[k++] = r;
+    return k;
+}
+
+/* "  stage s (ranks a..b, L layers):" before a stage's lines (nothing without stages). */
+static void stage_head(const RankData *rd, const Plan *ps, uint32_t s, const int *idx, int k)
+{
+    if (rd->stages > 1)
+        printf("  stage %u (ranks %d..%d, %u layers; the plan of stage %u):\n", s, idx[0], idx[k - 1], ps->stage_layers,
+               ps->stage);
 }
 
 int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const RankData *rd)
@@ -154,22 +196,29 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
     if (comm->rank != 0) return 0;
     const int n = rd->n;
     double *v = calloc((size_t)n, sizeof *v);
-    if (!v) return 71;
+    int *idx = calloc((size_t)n, sizeof *idx);
+    if (!v || !idx) {
+        free(v);
+        free(idx);
+        return 71;
+    }
     uint64_t planned[ARENA_TERMS];
-    arena_planned(p, planned);
     int bad_mem = 0, bad = 0;
-    printf("\nPersistent memory per rank (the plan's per-GPU term at dp %u%s%s)\n", p->in.dp,
+    printf("\nPersistent memory per rank (the plan's per-GPU term at dp %u%s%s%s)\n", p->in.dp,
            p->in.sharding != SHARD_NONE ? ", states sharded: " : "",
-           p->in.sharding != SHARD_NONE ? sharding_name(p->in.sharding) : "");
+           p->in.sharding != SHARD_NONE ? sharding_name(p->in.sharding) : "",
+           rd->stages > 1 ? "; each stage's ranks against that stage's plan" : "");
     printf("  %-30s %12s %12s %12s %9s  %s\n", "term", "planned_B", "rank_min_B", "rank_max_B", "ranks_ok", "verdict");
-    if (p->in.pp > 1) /* the plan's terms are one stage's: the other stages' ranks have nothing to compare with */
-        printf("  (pp %u: the plan's terms are stage %u's; only its ranks are compared)\n", p->in.pp, p->stage);
-    for (int t = 0; t < MT_COUNT_; t++) {
-        if (!run_rank_term_listed(p, t)) continue;
-        int k = 0;
-        for (int r = 0; r < n; r++)
-            if (run_rank_of_planned_stage(p, r, n)) v[k++] = (double)rd->placed[(size_t)r * ARENA_TERMS + t];
-        bad_mem |= line(arena_term_name((ArenaTerm)t), planned[t], v, k);
+    for (uint32_t s = 0; s < rd->stages; s++) {
+        const int k = stage_ranks(rd, s, idx);
+        const Plan *ps = run_rank_plan(p, rd, idx[0]);
+        arena_planned(ps, planned);
+        stage_head(rd, ps, s, idx, k);
+        for (int t = 0; t < MT_COUNT_; t++) {
+            if (!run_rank_term_listed(ps, t)) continue;
+            for (int i = 0; i < k; i++) v[i] = (double)rd->placed[(size_t)idx[i] * ARENA_TERMS + t];
+            bad_mem |= line(arena_term_name((ArenaTerm)t), planned[t], v, k);
+        }
     }
     printf("  %s\n", bad_mem ? "a rank's persistent memory differs from the plan's"
                              : "every rank holds the plan's persistent bytes, byte for byte");
@@ -177,15 +226,20 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
            p->in.dp, comm->name);
     printf("  %-30s %12s %12s %12s %9s  %s\n", "collective", "planned_B", "rank_min_B", "rank_max_B", "ranks_ok",
            "verdict");
-    for (int c = 0; c < CO_COUNT_; c++) {
-        if (!run_rank_coll_listed(p, rd, c)) continue;
-        const Collective *pc = &p->coll[c];
-        char name[48];
-        for (int r = 0; r < n; r++) v[r] = run_rank_bus(rd, r, c);
-        bad |= line(pc->name, pc->step_bytes, v, n);
-        for (int r = 0; r < n; r++) v[r] = run_rank_payload(rd, r, c);
-        snprintf(name, sizeof name, "%s.payload", pc->name);
-        bad |= line(name, pc->payload_bytes * pc->calls, v, n);
+    for (uint32_t s = 0; s < rd->stages; s++) {
+        const int k = stage_ranks(rd, s, idx);
+        const Plan *ps = run_rank_plan(p, rd, idx[0]);
+        stage_head(rd, ps, s, idx, k);
+        for (int c = 0; c < CO_COUNT_; c++) {
+            if (!run_rank_coll_listed(p, rd, c)) continue;
+            const Collective *pc = &ps->coll[c];
+            char name[48];
+            for (int i = 0; i < k; i++) v[i] = run_rank_bus(rd, idx[i], c);
+            bad |= line(pc->name, pc->step_bytes, v, k);
+            for (int i = 0; i < k; i++) v[i] = run_rank_payload(rd, idx[i], c);
+            snprintf(name, sizeof name, "%s.payload", pc->name);
+            bad |= line(name, pc->payload_bytes * pc->calls, v, k);
+        }
     }
     printf("  %s\n", bad ? "a rank's bytes differ from the plan's" : "every rank sent the plan's bytes, byte for byte");
     printf("  seconds per step inside each collective (median over steps %u..%u), rank 0 .. %d:\n",
@@ -198,5 +252,6 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
     }
     fflush(stdout);
     free(v);
+    free(idx);
     return bad || bad_mem ? status_exit_code(ST_TOLERANCE) : 0;
 }

@@ -49,16 +49,17 @@ Table *run_rank_csv(const Table *rows0, const Plan *p, const RankData *rd)
         return NULL;
     }
     uint64_t planned[ARENA_TERMS];
-    arena_planned(p, planned);
     for (int r = 0; r < rd->n; r++) {
-        for (int m = 0; m < MT_COUNT_ && run_rank_of_planned_stage(p, r, rd->n); m++)
-            if (run_rank_term_listed(p, m))
+        const Plan *pr = run_rank_plan(p, rd, r); /* with pipeline stages, rank r's stage's */
+        arena_planned(pr, planned);
+        for (int m = 0; m < MT_COUNT_; m++)
+            if (run_rank_term_listed(pr, m))
                 bytes_row(t, &c, r, "rank_memory", arena_term_name((ArenaTerm)m),
                           mem_category_name(mem_term_category((MemTermId)m)), (double)planned[m],
                           (double)rd->placed[(size_t)r * ARENA_TERMS + m]);
         for (int k = 0; k < CO_COUNT_; k++) {
             if (!run_rank_coll_listed(p, rd, k)) continue;
-            const Collective *pc = &p->coll[k];
+            const Collective *pc = &pr->coll[k];
             char name[48];
             bytes_row(t, &c, r, "rank_comm", pc->name, "comm", (double)pc->step_bytes, run_rank_bus(rd, r, k));
             table_f64(t, c.plan_s, pc->time_s);

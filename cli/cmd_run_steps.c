@@ -71,7 +71,7 @@ int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFil
     /* every rank draws the whole global batch (dp x n tokens: the stream stays
      * the same on every rank, and in a checkpoint) and trains on its share */
     const uint64_t bt = (uint64_t)m->batch * m->seq, n = model_step_tokens(m), all = n * m->dp;
-    const uint64_t mine = n * (uint64_t)(m->comm->rank / (m->tp * m->pp)); /* TP/PP ranks share their DP rank's */
+    const uint64_t mine = n * (uint64_t)m->dp_rank; /* TP/PP ranks share their DP rank's */
     int32_t *in = malloc(all * sizeof *in), *tgt = malloc(all * sizeof *tgt);
     Err e;
     int rc = 0;

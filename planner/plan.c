@@ -204,6 +204,10 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
     }
     uint64_t lf, lm, ll;
     if (stage_split(in, md->layers, &lf, &lm, &ll, e)) return REJECT_LAYERS_PP;
+    if (in->stage_view > in->pp) {
+        err_set(e, ST_USAGE, "stage %u: --pp %u has stages 0 .. %u", in->stage_view - 1, in->pp, in->pp - 1);
+        return REJECT_LAYERS_PP;
+    }
     if (in->vpp > 1 && in->pp == 1) {
         err_set(e, ST_USAGE, "--vpp %u: virtual pipeline stages need --pp > 1", in->vpp);
         return REJECT_VPP;
@@ -386,6 +390,11 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_fi
     if (g.x.on && g.pp > 3) {
         plan_memory(in, &g, &la, (uint32_t)(g.pp - 2), &sx, &ck, 0);
         if (sx.total > pick->total) pick = &sx, stage = (uint32_t)(g.pp - 2);
+    }
+    if (in->stage_view) { /* the stage asked for, whatever its load */
+        stage = in->stage_view - 1;
+        plan_memory(in, &g, &la, stage, &sx, &ck, 0);
+        pick = &sx;
     }
     if (ck.ovf) {
         *why = REJECT_OVERFLOW;

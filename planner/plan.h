@@ -114,6 +114,9 @@ typedef struct {
     /* uneven pipeline stages (Megatron --decoder-first/last-pipeline-num-layers): layers on the first and the
      * last stage, 0 = an even share; the other stages split the rest evenly */
     uint32_t first_stage_layers, last_stage_layers;
+    /* the stage the plan's memory terms and collectives describe: 0 = the most-loaded one (the default),
+     * s + 1 = stage s (the executor compares each pipeline rank with its own stage's plan) */
+    uint32_t stage_view;
 
     /* mixture of experts (planner/plan_moe.h; ep = etp = 1 for dense models). The expert groups are carved
      * from the same ranks as Megatron-Core does: experts are split over ep ranks (ep * etp consecutive ranks,

@@ -191,10 +191,14 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
         plan_coll_set(in, p, CO_CP_KV, DT_BF16, g->cp, t, S, ck_mul(ck, per_layer_calls, full ? 4 : 3), ck);
     }
 
-    /* PP: boundary stages send m*(2v-1) times (activations forward, gradients backward) */
+    /* PP: the reported stage's sends, per micro-batch and chunk, activations forward and gradients backward:
+     * a middle stage sends both ways, 2v per micro-batch; the first stage's first chunk sends no gradient and
+     * the last stage's last chunk no activation, m*(2v-1) each */
+    int boundary = p->stage == 0 || p->stage + 1 == g->pp;
     if (g->pp > 1) {
         uint64_t S = ck_mul3(ck, g->tok, g->h_t, 2); /* Megatron sends the 1/tp scatter */
-        plan_coll_set(in, p, CO_PP_P2P, DT_BF16, 2, g->world / g->pp, S, ck_mul(ck, m, 2 * g->vpp - 1), ck);
+        plan_coll_set(in, p, CO_PP_P2P, DT_BF16, 2, g->world / g->pp, S, ck_mul(ck, m, 2 * g->vpp - (uint64_t)boundary),
+                      ck);
         p->coll[CO_PP_P2P].bus_bytes = S, p->coll[CO_PP_P2P].step_bytes = ck_mul(ck, S, p->coll[CO_PP_P2P].calls);
     }
 
@@ -217,8 +221,8 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
                       in->sharding == SHARD_ZERO3 ? ck_mul(ck, 2, m) : 1, ck);
     }
 
-    /* tied embedding: first and last stage sum their gradients */
-    if (in->model->tied_embeddings && g->pp > 1)
+    /* tied embedding: first and last stage sum their gradients (a middle stage holds neither copy) */
+    if (in->model->tied_embeddings && g->pp > 1 && boundary)
         plan_coll_set(in, p, CO_EMB_GRAD_AR, go, 2, g->world / g->pp * (g->pp - 1), ck_mul(ck, g->emb, dt_bytes(go)), 1,
                       ck);
 

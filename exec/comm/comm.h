@@ -67,9 +67,12 @@ struct Comm {
     /* buf (count) on every rank = root's buf. Counted S · 1 (nccl-tests' broadcast factor). */
     Status (*broadcast)(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t count, Dtype dtype, int root,
                         Err *e);
-    /* Blocking point to point with rank peer (≠ this rank); a send is matched
-     * by the peer's recv of the same id, count and dtype, in order. A send
-     * counts S · 1 (bytes this rank sends), a recv counts nothing. */
+    /* Point to point with rank peer (≠ this rank); a send is matched by the
+     * peer's recv of the same id, count and dtype, in order. recv blocks until
+     * the data is there; send may return before the peer receives (MPI: a
+     * buffered copy, so two ranks may send to each other at once), the caller's
+     * buffer free for reuse either way. A send counts S · 1 (bytes this rank
+     * sends), a recv counts nothing. */
     Status (*send)(Comm *c, CollectiveId id, Backend *bk, const void *buf, uint64_t count, Dtype dtype, int peer,
                    Err *e);
     Status (*recv)(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t count, Dtype dtype, int peer, Err *e);
@@ -83,6 +86,12 @@ struct Comm {
                                CommReduce op, Err *e);
     Status (*all_gather_v)(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype,
                            Err *e);
+    /* A sub-communicator: the ranks of c that pass the same color, ranked by key (MPI_Comm_split; every
+     * rank of c calls it). Its calls are counted in the stats of c's root (the communicator over every
+     * rank, parent NULL), so a rank's bytes per collective stay one table whatever group moved them.
+     * Destroy it before c. NULL where the library has none (call it through comm_split, which says so). */
+    Status (*split)(Comm *c, int color, int key, Comm **out, Err *e);
+    Comm *parent; /* the communicator this one was split from; NULL for the root */
     void (*destroy)(Comm *c);
     /* Optional (NULL: nothing to do). Fold the times of calls that ran asynchronously into seconds (NCCL:
      * each call's start and end events, read once they are done); waits for the calls issued so far. A run
@@ -120,6 +129,9 @@ double comm_now_s(void);
 Status comm_reduce_scatter_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype,
                              CommReduce op, Err *e);
 Status comm_all_gather_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype, Err *e);
+
+/* c->split, or ST_UNAVAILABLE naming the communicator when it has none. */
+Status comm_split(Comm *c, int color, int key, Comm **out, Err *e);
 
 /* Bus bytes as whole bytes: S · 2(n−1)/n and S · (n−1)/n are fractions when n does not divide S
  * (the sharded states' uneven segments); the plan keeps their integer part (planner/plan_comm.c

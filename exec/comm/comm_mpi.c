@@ -11,8 +11,16 @@
 #include "exec/backend.h"
 #include "exec/elem.h"
 
+/* A send in flight: MPI_Isend of a private copy of the caller's buffer. */
 typedef struct {
-    MPI_Comm comm; /* a duplicate of MPI_COMM_WORLD, errors returned */
+    MPI_Request req;
+    void *copy;
+} Pending;
+
+typedef struct {
+    MPI_Comm comm; /* a duplicate of MPI_COMM_WORLD (or a split of one), errors returned */
+    Pending *pend; /* sends not known to be complete */
+    int npend, cap;
 } MpiImpl;
 
 static int owned_init; /* this file called MPI_Init_thread */
@@ -297,17 +305,56 @@ static Status check_peer(const Comm *c, const char *what, int peer, Err *e)
     return ST_OK;
 }
 
+/* Free the sends that have completed (all = 1: wait for every one). */
+static Status reap(Comm *c, int all, Err *e)
+{
+    MpiImpl *im = c->impl;
+    Status st = ST_OK;
+    int k = 0;
+    for (int i = 0; i < im->npend; i++) {
+        int done_ = 0;
+        int mr =
+            all ? MPI_Wait(&im->pend[i].req, MPI_STATUS_IGNORE) : MPI_Test(&im->pend[i].req, &done_, MPI_STATUS_IGNORE);
+        if (mr != MPI_SUCCESS && !st) st = mpi_fail(e, mr, all ? "MPI_Wait" : "MPI_Test");
+        if (all || done_ || mr != MPI_SUCCESS)
+            free(im->pend[i].copy);
+        else
+            im->pend[k++] = im->pend[i];
+    }
+    im->npend = k;
+    return st;
+}
+
+/* Buffered: the bytes are copied and sent with MPI_Isend, so a send returns whatever the peer is doing
+ * (1F1B's stages send to each other at once: blocking sends of more than MPI's eager size would wait
+ * for each other forever). Order per peer and id is kept (MPI's non-overtaking rule); the copies are
+ * freed as the sends complete, at the latest when the communicator is destroyed. */
 static Status mpi_send(Comm *c, CollectiveId id, Backend *bk, const void *buf, uint64_t n, Dtype dt, int peer, Err *e)
 {
     const double t0 = comm_now_s();
     Status st = check_call(c, "send", bk, n, dt, e);
     if (!st) st = check_peer(c, "send", peer, e);
+    if (!st) st = reap(c, 0, e);
     if (st) return st;
+    MpiImpl *im = c->impl;
     const uint64_t bytes = n * dtype_bytes(dt);
-    MPI_TRY(MPI_Send(buf, (int)bytes, MPI_BYTE, peer, (int)id, world(c)));
+    if (im->npend == im->cap) {
+        int cap = im->cap ? 2 * im->cap : 8;
+        Pending *p = realloc(im->pend, (size_t)cap * sizeof *p);
+        if (!p) return err_set(e, ST_NOMEM, "mpi send: out of memory");
+        im->pend = p, im->cap = cap;
+    }
+    void *copy = malloc(bytes + 1);
+    if (!copy) return err_set(e, ST_NOMEM, "mpi send: out of memory for %llu bytes", (unsigned long long)bytes);
+    if (bytes) memcpy(copy, buf, bytes);
+    int mr = MPI_Isend(copy, (int)bytes, MPI_BYTE, peer, (int)id, world(c), &im->pend[im->npend].req);
+    if (mr != MPI_SUCCESS) {
+        free(copy);
+        return mpi_fail(e, mr, "MPI_Isend");
+    }
+    im->pend[im->npend++].copy = copy;
     comm_count_s(c, id, bytes, 1.0, comm_now_s() - t0);
-done:
-    return st;
+    return ST_OK;
 }
 
 static Status mpi_recv(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int peer, Err *e)
@@ -331,6 +378,11 @@ static void mpi_destroy(Comm *c)
 {
     if (!c) return;
     MpiImpl *im = c->impl;
+    if (im) {
+        Err e;
+        reap(c, 1, &e); /* every send received before the communicator goes */
+        free(im->pend);
+    }
     if (im && im->comm != MPI_COMM_NULL) MPI_Comm_free(&im->comm);
     free(im);
     free(c);
@@ -338,28 +390,22 @@ static void mpi_destroy(Comm *c)
     if (--live == 0 && owned_init && MPI_Finalized(&fin) == MPI_SUCCESS && !fin) MPI_Finalize();
 }
 
-Status comm_mpi_create(Comm **out, Err *e)
+static Status mpi_split(Comm *c, int color, int key, Comm **out, Err *e);
+
+/* c's calls over MPI communicator mc (taken: freed on failure or by destroy). */
+static Status wrap(MPI_Comm mc, Comm **out, Err *e)
 {
-    *out = NULL;
     Status st = ST_OK;
-    int inited = 0, provided = 0;
     Comm *c = calloc(1, sizeof *c);
     MpiImpl *im = calloc(1, sizeof *im);
     if (!c || !im) {
-        free(c);
-        free(im);
-        return err_set(e, ST_NOMEM, "out of memory");
+        st = err_set(e, ST_NOMEM, "out of memory");
+        goto done;
     }
-    im->comm = MPI_COMM_NULL;
-    MPI_TRY(MPI_Initialized(&inited));
-    if (!inited) { /* the pool's threads never call MPI: FUNNELED */
-        MPI_TRY(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
-        owned_init = 1;
-    }
-    MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &im->comm));
-    MPI_TRY(MPI_Comm_set_errhandler(im->comm, MPI_ERRORS_RETURN));
-    MPI_TRY(MPI_Comm_rank(im->comm, &c->rank));
-    MPI_TRY(MPI_Comm_size(im->comm, &c->size));
+    im->comm = mc;
+    MPI_TRY(MPI_Comm_set_errhandler(mc, MPI_ERRORS_RETURN));
+    MPI_TRY(MPI_Comm_rank(mc, &c->rank));
+    MPI_TRY(MPI_Comm_size(mc, &c->size));
     c->name = "mpi";
     c->impl = im;
     c->all_reduce = mpi_all_reduce;
@@ -370,14 +416,45 @@ Status comm_mpi_create(Comm **out, Err *e)
     c->all_gather_v = mpi_all_gather_v;
     c->send = mpi_send;
     c->recv = mpi_recv;
+    c->split = mpi_split;
     c->destroy = mpi_destroy;
     live++;
     *out = c;
     return ST_OK;
 done:
-    if (im->comm != MPI_COMM_NULL) MPI_Comm_free(&im->comm);
+    if (mc != MPI_COMM_NULL) MPI_Comm_free(&mc);
     free(im);
     free(c);
+    return st;
+}
+
+static Status mpi_split(Comm *c, int color, int key, Comm **out, Err *e)
+{
+    *out = NULL;
+    Status st = ST_OK;
+    MPI_Comm mc = MPI_COMM_NULL;
+    if (color < 0) return err_set(e, ST_USAGE, "mpi split: color %d (every rank joins a group)", color);
+    MPI_TRY(MPI_Comm_split(world(c), color, key, &mc));
+    st = wrap(mc, out, e);
+    if (!st) (*out)->parent = c;
+done:
+    return st;
+}
+
+Status comm_mpi_create(Comm **out, Err *e)
+{
+    *out = NULL;
+    Status st = ST_OK;
+    int inited = 0, provided = 0;
+    MPI_Comm mc = MPI_COMM_NULL;
+    MPI_TRY(MPI_Initialized(&inited));
+    if (!inited) { /* the pool's threads never call MPI: FUNNELED */
+        MPI_TRY(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
+        owned_init = 1;
+    }
+    MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &mc));
+    return wrap(mc, out, e);
+done:
     return st;
 }
 

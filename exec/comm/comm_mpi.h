@@ -2,7 +2,7 @@
  *
  * Buffers are host memory (the cpu backend's; bk may be NULL). Collectives
  * are built from data movement only (MPI_Alltoallv, MPI_Allgatherv,
- * MPI_Alltoall, MPI_Allgather, MPI_Bcast, MPI_Send/MPI_Recv on bytes); every
+ * MPI_Alltoall, MPI_Allgather, MPI_Bcast, MPI_Isend of a copy / MPI_Recv on bytes); every
  * reduction is done here, in one fixed order, so a result does not depend on
  * the algorithm MPI picks or on the run:
  *   element k's owner (the rank whose slice holds k: the slices are

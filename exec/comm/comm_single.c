@@ -15,8 +15,16 @@
 #include "exec/cuda_lib.h"
 #endif
 
+/* The communicator a call is counted in: the root of the one it ran on. */
+static Comm *root_of(Comm *c)
+{
+    while (c->parent) c = c->parent;
+    return c;
+}
+
 void comm_count_s(Comm *c, CollectiveId id, uint64_t payload, double factor, double seconds)
 {
+    c = root_of(c);
     CommStats *s[2] = {&c->total, (unsigned)id < CO_COUNT_ ? &c->stats[id] : NULL};
     for (int i = 0; i < 2; i++) {
         if (!s[i]) continue;
@@ -34,6 +42,7 @@ void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor)
 
 void comm_wait(Comm *c, CollectiveId id, double seconds)
 {
+    c = root_of(c);
     c->total.wait_s += seconds;
     if ((unsigned)id < CO_COUNT_) c->stats[id].wait_s += seconds;
 }
@@ -73,6 +82,14 @@ Status comm_all_gather_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const
     if (!c->all_gather_v)
         return err_set(e, ST_UNAVAILABLE, "communicator %s: no uneven all-gather (sharded states) yet", c->name);
     return c->all_gather_v(c, id, bk, buf, counts, dtype, e);
+}
+
+Status comm_split(Comm *c, int color, int key, Comm **out, Err *e)
+{
+    *out = NULL;
+    if (!c->split)
+        return err_set(e, ST_UNAVAILABLE, "communicator %s: no sub-communicators (rank groups) yet", c->name);
+    return c->split(c, color, key, out, e);
 }
 
 Status comm_payload(uint64_t count, Dtype dtype, uint64_t *out, Err *e)
@@ -190,6 +207,15 @@ static Status single_recv(Comm *c, CollectiveId id, Backend *bk, void *buf, uint
 
 static void single_destroy(Comm *c) { free(c); }
 
+/* One rank splits into itself: a single-rank communicator counted in c's root. */
+static Status single_split(Comm *c, int color, int key, Comm **out, Err *e)
+{
+    (void)color, (void)key;
+    Status st = comm_single_create(out, e);
+    if (!st) (*out)->parent = c;
+    return st;
+}
+
 Status comm_single_create(Comm **out, Err *e)
 {
     Comm *c = calloc(1, sizeof *c);
@@ -205,6 +231,7 @@ Status comm_single_create(Comm **out, Err *e)
     c->all_gather_v = single_all_gather_v;
     c->send = single_send;
     c->recv = single_recv;
+    c->split = single_split;
     c->destroy = single_destroy;
     *out = c;
     return ST_OK;

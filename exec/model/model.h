@@ -190,22 +190,31 @@ typedef struct Model {
     Recipe recipe;         /* the plan's recipe row */
     uint32_t batch, seq;   /* B (micro-batch), T */
     uint32_t microbatches; /* per step: global batch / (micro-batch × DP), from the plan */
-    uint32_t dp;           /* data-parallel ranks (the plan's dp = comm->size): this rank runs
-                              micro-batches rank·microbatches .. of the global batch */
-    uint32_t pp, stage;    /* pipeline stages (1, or 2 = comm->size) and this rank's: spec.layers are the
+    uint32_t dp;           /* data-parallel ranks (comm->size = dp · tp · pp): this rank runs micro-batches
+                              dp_rank·microbatches .. of the global batch */
+    uint32_t pp, stage;    /* pipeline stages and this rank's (model_groups.c): spec.layers are the
                               stage's, global layers layer0 ..; the first stage embeds, the last has the
                               final norm, head and loss (a tied head: its own copy of the embedding) */
     uint32_t layer0, layers_total;
     uint32_t slots, slot;  /* 1F1B: micro-batches in flight on this stage (act.layer holds slots × layers)
                               and the one being run */
-    uint32_t tp;           /* tensor-parallel ranks (1, or comm->size with dp 1): spec holds this rank's
-                              heads, KV heads and FFN width (the whole / tp); sequence parallelism keeps
-                              B·T/tp tokens (rank·B·T/tp ..) in the norm/residual regions (model_tp.c) */
+    uint32_t tp;           /* tensor-parallel ranks: spec holds this rank's heads, KV heads and FFN width
+                              (the whole / tp); sequence parallelism keeps B·T/tp tokens (tp_rank·B·T/tp
+                              ..) in the norm/residual regions (model_tp.c) */
     uint64_t vocab_padded; /* Vp (the plan's padding) */
     Dtype act_dtype;       /* exec_act_dtype(&recipe) */
     ModelHyper hyper;
     Backend *bk;
     Comm *comm;
+    /* Rank groups (exec/model/model_groups.c): rank = tp_rank + tp·(dp_rank + dp·stage) (Megatron's order:
+     * TP fastest, pipeline stages slowest). tpc: the TP group (same dp_rank and stage), dpc: the DP group
+     * (same tp_rank and stage), ppc: the pipeline (same tp_rank and dp_rank; its rank is the stage),
+     * amaxc: the stage's TP x DP ranks (the amax group of recipes reducing over "all"), embc: the first
+     * and last stage of the pipeline (a middle stage: itself alone). The world (comm) where a group is
+     * every rank; sub-communicators (owned[]) otherwise. */
+    uint32_t tp_rank, dp_rank;
+    Comm *tpc, *dpc, *ppc, *amaxc, *embc;
+    Comm *owned[5];
     /* The distributed optimizer / ZeRO-1 (the plan's sharding over dp ranks; exec/model/model_shard.c):
      * shard_ways = dp when a state is sharded, else 1. Per class (MODEL_CLASS_GEMM: block linear
      * weights, MODEL_CLASS_OTHER: the rest, each in parameter-table order) the elements E, the shard
@@ -249,8 +258,8 @@ typedef struct Model {
 enum { MODEL_MARK_FIRST = BACKEND_MARKS - 8 };
 
 /* ST_OK when the executor builds the plan's model and recipe; ST_USAGE or
- * ST_UNAVAILABLE naming the field otherwise (a layout with CP > 1, more than
- * two pipeline stages, TP without sequence parallelism or beside DP/PP,
+ * ST_UNAVAILABLE naming the field otherwise (a layout with CP > 1, interleaved
+ * pipeline stages (vpp > 1), a stage without layers, TP without sequence parallelism,
  * sharding other than zero1 / dist-opt or of states the executor cannot shard
  * (model_shard.c), an odd head_dim with rotary positions, a vocabulary beyond
  * int32 token ids). */

@@ -251,9 +251,11 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     if (!st && (!comm || (uint32_t)comm->size != m->dp * m->tp * m->pp))
         st = err_set(e, ST_USAGE, "the plan's dp %u x tp %u x pp %u needs as many ranks; the communicator has %d",
                      m->dp, m->tp, m->pp, comm ? comm->size : 0);
+    if (!st) st = model_groups_create(m, e);
     if (!st) {
         m->host_losses = malloc(model_tokens(m) * sizeof(float));
-        m->step_losses = malloc(model_step_tokens(m) * m->dp * sizeof(float));
+        m->step_losses =
+            calloc(model_step_tokens(m) * m->dp, sizeof(float)); /* a pipeline stage before the last: zeros */
         if (!m->host_losses || !m->step_losses) st = err_set(e, ST_NOMEM, "out of memory");
     }
     if (!st) st = upload_rope(m, e);
@@ -269,6 +271,7 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
 void model_destroy(Model *m)
 {
     if (!m) return;
+    model_groups_destroy(m);
     arena_release(&m->arena, m->bk);
     arena_specs_free(&m->specs);
     free(m->params);

@@ -114,6 +114,17 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
 /* Backward from d(logits) into the main gradients (accumulating). */
 Status model_backward(Model *m, Err *e);
 
+/* ---- the rank grid (model_groups.c) ---- */
+
+/* This rank's tp_rank, dp_rank and stage from its world rank (m->tp and m->dp set; no communicator: the
+ * plan's stage, rank 0 of every group). */
+void model_groups_coords(const Plan *p, Model *m);
+/* The communicators of the rank's TP, DP, pipeline, amax and embedding groups (a collective over the
+ * world: every rank calls it, after model_groups_coords). */
+Status model_groups_create(Model *m, Err *e);
+/* The sub-communicators model_groups_create made (before the world's). */
+void model_groups_destroy(Model *m);
+
 /* ---- pipeline parallelism, 1F1B (model_pp.c) ---- */
 
 static inline int model_first(const Model *m) { return m->stage == 0; }
@@ -155,7 +166,7 @@ Status model_pp_finish_grads(Model *m, Err *e);
 /* The step's loss, known on the last stage, to every rank (not a plan collective). */
 Status model_pp_share_loss(Model *m, float *loss, Err *e);
 /* The stage that receives this stage's activations (+1) or gradients (−1). */
-static inline int model_pp_peer(const Model *m, int dir) { return m->comm->rank + dir * m->comm->size / (int)m->pp; }
+static inline int model_pp_peer(const Model *m, int dir) { return (int)m->stage + dir; } /* in ppc */
 
 /* ---- tensor parallelism with sequence parallelism (model_tp.c) ----
  * QKV and FC1 are column-parallel (this rank's heads / FFN columns), proj and

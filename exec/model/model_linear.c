@@ -175,7 +175,7 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
                   .n = N,
                   .k = K,
                   .accum = GEMM_OVERWRITE,
-                  .bias = L.b && (!row || m->comm->rank == 0) ? L.b->weight : NULL,
+                  .bias = L.b && (!row || m->tp_rank == 0) ? L.b->weight : NULL,
                   .bias_dtype = m->recipe.other.dt[STATE_WEIGHT]};
     d.d = (GemmOutput){.ptr = out, .dtype = A};
     Status st = ST_OK;

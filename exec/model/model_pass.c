@@ -33,7 +33,7 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
     if (first) st = bk->copy_to_device(bk, model_tok(m), inputs, model_tokens(m) * sizeof(int32_t), e);
     if (!st && last) st = bk->copy_to_device(bk, a->targets, targets, model_tokens(m) * sizeof(int32_t), e);
     if (!st && !first) /* PP: the previous stage's output */
-        st = m->comm->recv(m->comm, CO_PP_P2P, bk, x0, BT * C, A, model_pp_peer(m, -1), e);
+        st = m->ppc->recv(m->ppc, CO_PP_P2P, bk, x0, BT * C, A, model_pp_peer(m, -1), e);
     else if (!st && m->tp > 1)
         st = model_tp_embed_fwd(m, x0, e);
     else if (!st)
@@ -68,7 +68,7 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
         if (!st) st = model_linear_fwd(m, l, LIN_FC2, in, a->t_out, e);
         if (!st) st = bk->add(bk, la->res2, a->t_out, next, A, BT * C, e);
     }
-    if (!st && !last) return m->comm->send(m->comm, CO_PP_P2P, bk, a->t_out, BT * C, A, model_pp_peer(m, 1), e);
+    if (!st && !last) return m->ppc->send(m->ppc, CO_PP_P2P, bk, a->t_out, BT * C, A, model_pp_peer(m, 1), e);
     if (!st) st = model_norm_fwd(m, PK_NORMF_W, -1, a->x_final, a->normf_out, a->normf_mean, a->normf_rstd, e);
     const void *hx = head_input(m, a->tp_fwd, &st, e);
     if (!st) { /* LM head in the activation dtype (TE keeps the output layer out of FP8), FP32 logits */
@@ -160,7 +160,7 @@ Status model_backward(Model *m, Err *e)
     if (!st && last)
         st = head_bwd(m, e);
     else if (!st) /* PP: the gradient of this stage's output, from the next stage */
-        st = m->comm->recv(m->comm, CO_PP_P2P, bk, a->d_res, BT * C, A, model_pp_peer(m, 1), e);
+        st = m->ppc->recv(m->ppc, CO_PP_P2P, bk, a->d_res, BT * C, A, model_pp_peer(m, 1), e);
     for (uint32_t i = s->layers; !st && i-- > 0;) st = block_bwd(m, i, e);
     ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
     if (!st && first && m->tp > 1)
@@ -172,6 +172,6 @@ Status model_backward(Model *m, Err *e)
     if (!st && wpe) st = model_grad_commit(m, wpe, 0, e);
     if (!st && last && !s->tied_embeddings) st = model_grad_commit(m, head(m), 0, e);
     if (!st && !first) /* PP: the gradient of this stage's input, to the previous stage */
-        st = m->comm->send(m->comm, CO_PP_P2P, bk, a->d_res, BT * C, A, model_pp_peer(m, -1), e);
+        st = m->ppc->send(m->ppc, CO_PP_P2P, bk, a->d_res, BT * C, A, model_pp_peer(m, -1), e);
     return st;
 }

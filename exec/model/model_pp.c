@@ -1,21 +1,24 @@
 /* exec/model/model_pp.c — pipeline parallelism with the 1F1B schedule
- * (Narayanan et al. 2021, PipeDream-Flush) over two CPU ranks (dp 1, tp 1).
+ * (Narayanan et al. 2021, PipeDream-Flush) over pp stages of CPU ranks, each
+ * stage tp x dp ranks (exec/model/model_groups.c: the pipeline group ppc holds
+ * one rank of each stage with the same TP and DP coordinates).
  *
- * Stage s holds its layers (the plan's first/last stage layers), the first
- * stage the embedding, the last the final norm, LM head and loss; a tied head
- * is the last stage's own copy of the embedding, initialised with the same
- * values, whose gradient the two stages sum after the step (the plan's
- * emb_grad_allreduce). A micro-batch's activations (the last block's output,
- * B·T x C in the activation dtype) go to the next stage and its input gradient
- * back (pp_send_recv: one send a micro-batch each way, the plan's m sends per
- * boundary stage). Stage s runs min(pp − s − 1, m) warm-up forwards, then
+ * Stage s holds its layers (the plan's first, middle and last stage layers),
+ * the first stage the embedding, the last the final norm, LM head and loss; a
+ * tied head is the last stage's own copy of the embedding, initialised with
+ * the same values, whose gradient the first and last stage sum after the step
+ * (the plan's emb_grad_allreduce, over embc; a middle stage takes no part). A
+ * micro-batch's activations (the last block's output, B·T/tp x C in the
+ * activation dtype) go to the next stage and its input gradient back
+ * (pp_send_recv: one send a micro-batch each way: the end stages send m, a
+ * middle stage, which receives and sends both ways, 2m). Stage s runs min(pp − s − 1, m) warm-up forwards, then
  * one forward and one backward at a time, then the remaining backwards, so at
  * most pp − s micro-batches are in flight: their saved activations live in
- * that many slots (the plan's in-flight micro-batches). Sends and receives are
- * blocking (exec/comm); a send to a stage that is itself sending relies on
- * MPI's eager protocol (messages of a few KiB; a combined send-receive in
- * Comm would lift that). Gradient accumulation order over micro-batches is one
- * rank's (backwards run 0, 1, ...).
+ * that many slots (the plan's in-flight micro-batches). Receives block; sends
+ * return at once (MPI: a buffered copy, exec/comm/comm_mpi.c), so neighbouring
+ * stages sending to each other at the same moment never wait on each other.
+ * Gradient accumulation order over micro-batches is one rank's (backwards run
+ * 0, 1, ...).
  *
  * FP8: a bank's delayed update follows every forward and every backward (TE's
  * order), so forwards see the scales one rank would; a micro-batch's saved FP8
@@ -31,11 +34,14 @@ Status model_pp_check(const Plan *p, Err *e)
 {
     const PlanInput *in = &p->in;
     if (in->pp == 1) return ST_OK;
-    if (in->pp != 2 || in->tp != 1 || in->dp != 1 || in->cp != 1 || in->vpp > 1)
+    if (in->cp != 1 || in->vpp > 1)
         return err_set(e, ST_UNAVAILABLE,
-                       "--pp %u with tp %u, dp %u, cp %u, vpp %u: pipeline parallelism runs two stages alone so far",
-                       in->pp, in->tp, in->dp, in->cp, in->vpp);
-    if (!p->first_layers || !p->last_layers) return err_set(e, ST_USAGE, "--pp %u: a stage has no layers", in->pp);
+                       "--pp %u with cp %u, vpp %u: the executor's pipeline runs one chunk per stage (no interleaved "
+                       "1F1B) and no context parallelism",
+                       in->pp, in->cp, in->vpp);
+    if (!p->first_layers || !p->last_layers || (in->pp > 2 && !p->mid_layers))
+        return err_set(e, ST_USAGE, "--pp %u: a stage has no layers (first %u, middle %u, last %u)", in->pp,
+                       p->first_layers, p->mid_layers, p->last_layers);
     return ST_OK;
 }
 
@@ -44,7 +50,8 @@ void model_pp_stage(const Plan *p, Model *m)
     const uint32_t pp = p->in.pp ? p->in.pp : 1;
     m->pp = pp;
     m->layers_total = p->in.model->layers;
-    m->stage = pp == 1 ? 0 : m->comm ? (uint32_t)m->comm->rank / ((uint32_t)m->comm->size / pp) : p->stage;
+    model_groups_coords(p, m);
+    if (pp == 1) m->stage = 0;
     m->layer0 = 0;
     if (pp > 1) {
         m->spec.layers = m->stage == 0 ? p->first_layers : m->stage + 1 == pp ? p->last_layers : p->mid_layers;
@@ -102,9 +109,9 @@ Status model_pp_run(Model *m, const int32_t *inputs, const int32_t *targets, dou
 
 Status model_pp_finish_grads(Model *m, Err *e)
 {
-    if (m->pp == 1 || !m->spec.tied_embeddings) return ST_OK;
+    if (m->pp == 1 || !m->spec.tied_embeddings || !(model_first(m) || model_last(m))) return ST_OK;
     ModelParam *w = model_find_param(m, PK_WTE, -1); /* stage 0's embedding, the last stage's head copy */
-    return m->comm->all_reduce(m->comm, CO_EMB_GRAD_AR, m->bk, w->grad, w->numel, model_states(m, w)->dt[STATE_GRAD],
+    return m->embc->all_reduce(m->embc, CO_EMB_GRAD_AR, m->bk, w->grad, w->numel, model_states(m, w)->dt[STATE_GRAD],
                                COMM_SUM, e);
 }
 
@@ -112,9 +119,7 @@ Status model_pp_share_loss(Model *m, float *loss, Err *e)
 {
     if (m->pp == 1) return ST_OK;
     Status st = m->bk->copy_to_device(m->bk, m->act.losses, loss, sizeof *loss, e);
-    if (!st)
-        st = m->comm->broadcast(m->comm, COMM_UNPLANNED, m->bk, m->act.losses, 1, DT_FP32,
-                                m->comm->size - m->comm->size / (int)m->pp, e);
+    if (!st) st = m->ppc->broadcast(m->ppc, COMM_UNPLANNED, m->bk, m->act.losses, 1, DT_FP32, (int)m->pp - 1, e);
     if (!st) st = m->bk->copy_to_host(m->bk, loss, m->act.losses, sizeof *loss, e);
     return st;
 }

@@ -143,7 +143,7 @@ static uint64_t overlap(const Model *m, const ModelParam *p, uint32_t r, uint64_
 
 void model_shard_bind(Model *m)
 {
-    const uint32_t r = m->comm ? (uint32_t)m->comm->rank : 0;
+    const uint32_t r = m->dp_rank; /* the rank in the DP group */
     for (uint32_t i = 0; i < m->nparams; i++) {
         ModelParam *q = &m->params[i];
         const int c = model_class(q);
@@ -178,9 +178,9 @@ void *model_state_at(const Model *m, const ModelParam *p, StateId st, void *base
 /* counts[r] = elements of p rank r owns (they lie in rank order). */
 static void counts_of(const Model *m, const ModelParam *p, uint64_t *counts)
 {
-    for (int r = 0; r < m->comm->size; r++) {
+    for (uint32_t r = 0; r < m->dp; r++) {
         uint64_t a;
-        counts[r] = overlap(m, p, (uint32_t)r, &a);
+        counts[r] = overlap(m, p, r, &a);
     }
 }
 
@@ -216,7 +216,7 @@ static Status gather_copy(Model *m, ModelParam *w, CollectiveId id, uint64_t *co
 {
     ScalingBank *fb = &m->sc.fwd;
     counts_of(m, w, counts);
-    Status st = comm_all_gather_v(m->comm, id, m->bk, w->wq_row, counts, fb->fmt, e);
+    Status st = comm_all_gather_v(m->dpc, id, m->bk, w->wq_row, counts, fb->fmt, e);
     CastDesc c = {.in = w->wq_row,
                   .in_dtype = fb->fmt,
                   .in_scale_inv = fb->scale_inv + w->wslot,
@@ -239,7 +239,7 @@ Status model_shard_weight_fwd(Model *m, ModelParam *w, Err *e)
     if (!st) st = m->bk->copy_to_host(m->bk, &now, m->sc.fwd.scale + w->wslot, sizeof now, e);
     if (st || now == w->copy_scale) return st; /* the other parts were cast with this scale */
     /* the scale moved since the step's gather (or none yet): the parts again, not a plan collective */
-    uint64_t *counts = calloc((size_t)m->comm->size, sizeof *counts);
+    uint64_t *counts = calloc((size_t)m->dp, sizeof *counts);
     st = counts ? gather_copy(m, w, COMM_UNPLANNED, counts, e) : err_set(e, ST_NOMEM, "out of memory");
     free(counts);
     return st;
@@ -248,7 +248,7 @@ Status model_shard_weight_fwd(Model *m, ModelParam *w, Err *e)
 /* One collective per parameter over its state st: reduce-scatter or all-gather. */
 static Status each_param(Model *m, StateId st, CollectiveId id, Err *e)
 {
-    uint64_t *counts = calloc((size_t)m->comm->size, sizeof *counts);
+    uint64_t *counts = calloc((size_t)m->dp, sizeof *counts);
     if (!counts) return err_set(e, ST_NOMEM, "out of memory");
     Status s = ST_OK;
     for (uint32_t i = 0; !s && i < m->nparams; i++) {
@@ -260,10 +260,10 @@ static Status each_param(Model *m, StateId st, CollectiveId id, Err *e)
             s = cast_part(m, p, NULL, e);
             if (!s) s = gather_copy(m, p, id, counts, e);
         } else if (st == STATE_GRAD && dtype_is_fp8(dt) && p->grad_rec) {
-            s = comm_reduce_scatter_fp8_v(m->comm, id, m->bk, buf, p->grad_rec, counts, dt, e);
+            s = comm_reduce_scatter_fp8_v(m->dpc, id, m->bk, buf, p->grad_rec, counts, dt, e);
         } else {
-            s = st == STATE_GRAD ? comm_reduce_scatter_v(m->comm, id, m->bk, buf, counts, dt, COMM_SUM, e)
-                                 : comm_all_gather_v(m->comm, id, m->bk, buf, counts, dt, e);
+            s = st == STATE_GRAD ? comm_reduce_scatter_v(m->dpc, id, m->bk, buf, counts, dt, COMM_SUM, e)
+                                 : comm_all_gather_v(m->dpc, id, m->bk, buf, counts, dt, e);
         }
     }
     free(counts);
@@ -276,7 +276,7 @@ Status model_shard_gather(Model *m, Err *e) { return each_param(m, STATE_WEIGHT,
 
 Status model_shard_agree(Model *m, float *amax, uint64_t n, Err *e)
 {
-    return m->comm->all_reduce(m->comm, COMM_UNPLANNED, m->bk, amax, n, DT_FP32, COMM_MAX, e);
+    return m->dpc->all_reduce(m->dpc, COMM_UNPLANNED, m->bk, amax, n, DT_FP32, COMM_MAX, e);
 }
 
 int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uint64_t *lo)
@@ -284,7 +284,7 @@ int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uin
     for (int c = 0; c < 2; c++)
         for (int k = 0; k < STATE_COUNT_; k++)
             if ((m->shard_mask[c] >> k & 1) && spec->dst.v == &m->shard_buf[c][k]) {
-                uint64_t b = dtype_bytes(spec->dtype), r = m->comm ? (uint64_t)m->comm->rank : 0;
+                uint64_t b = dtype_bytes(spec->dtype), r = m->dp_rank;
                 *whole = m->class_elems[c] * b;
                 *lo = r * m->shard_elems[c] * b;
                 return 1;

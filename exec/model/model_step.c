@@ -36,8 +36,9 @@ Status model_update_bank(Model *m, ScalingBank *b, BankTrace *t, Err *e)
     if (st || m->recipe.scaling != SCALING_DELAYED) return st;
     /* the recipe's group: TP·DP ranks ("all") or TP ("tp") — never the pipeline stages, whose banks differ */
     uint32_t group = m->recipe.amax_reduce == AMAX_ALL ? m->tp * m->dp : m->recipe.amax_reduce == AMAX_TP ? m->tp : 1;
+    Comm *c = m->recipe.amax_reduce == AMAX_ALL ? m->amaxc : m->tpc;
     if (m->comm->size == 1 || group > 1)
-        st = m->comm->all_reduce(m->comm, CO_AMAX_AR, m->bk, b->amax_history, b->n, DT_FP32, COMM_MAX, e);
+        st = c->all_reduce(c, CO_AMAX_AR, m->bk, b->amax_history, b->n, DT_FP32, COMM_MAX, e);
     if (!st) st = m->bk->scaling_delayed_update(m->bk, b, e);
     if (!st && m->trace) st = m->bk->copy_to_host(m->bk, t->scale_next, b->scale, b->n * sizeof(float), e);
     return st;
@@ -146,7 +147,7 @@ Status model_add_losses(Model *m, double *sum, Err *e)
     Status st = m->bk->copy_to_host(m->bk, m->host_losses, m->act.losses, BT * sizeof(float), e);
     if (st) return st;
     for (uint64_t i = 0; i < BT; i++) *sum += m->host_losses[i];
-    float *keep = m->step_losses + ((uint64_t)(m->comm->rank / (m->tp * m->pp)) * m->microbatches + m->mb) * BT;
+    float *keep = m->step_losses + ((uint64_t)m->dp_rank * m->microbatches + m->mb) * BT;
     memcpy(keep, m->host_losses, BT * sizeof(float));
     return ST_OK;
 }
@@ -170,8 +171,8 @@ static Status global_loss(Model *m, double local_sum, float *loss, Err *e)
         return ST_OK;
     }
     const uint64_t n = model_step_tokens(m);
-    float *mine = m->step_losses + (uint64_t)m->comm->rank * n;
-    Status st = m->comm->all_gather(m->comm, COMM_UNPLANNED, m->bk, mine, m->step_losses, n, DT_FP32, e);
+    float *mine = m->step_losses + (uint64_t)m->dp_rank * n; /* over the DP group (one pipeline stage's) */
+    Status st = m->dpc->all_gather(m->dpc, COMM_UNPLANNED, m->bk, mine, m->step_losses, n, DT_FP32, e);
     if (st) return st;
     double sum = 0.0;
     for (uint64_t i = 0; i < n * m->dp; i++) sum += m->step_losses[i];
@@ -185,9 +186,9 @@ static Status reduce_grad(Model *m, ModelParam *p, Err *e)
 {
     if (m->dp == 1 && m->comm->size > 1) return ST_OK; /* TP or PP alone (dp 1): no data-parallel group */
     Dtype dt = model_states(m, p)->dt[STATE_GRAD];
-    if (dtype_is_fp8(dt) && p->grad_rec && m->comm->size > 1)
-        return comm_all_reduce_fp8(m->comm, CO_DP_GRAD_AR, m->bk, p->grad, p->grad_rec, p->numel, dt, e);
-    return m->comm->all_reduce(m->comm, CO_DP_GRAD_AR, m->bk, p->grad, p->numel, dt, COMM_SUM, e);
+    if (dtype_is_fp8(dt) && p->grad_rec && m->dpc->size > 1)
+        return comm_all_reduce_fp8(m->dpc, CO_DP_GRAD_AR, m->bk, p->grad, p->grad_rec, p->numel, dt, e);
+    return m->dpc->all_reduce(m->dpc, CO_DP_GRAD_AR, m->bk, p->grad, p->numel, dt, COMM_SUM, e);
 }
 
 static void phase_done(Model *m, int phase)

@@ -1,6 +1,6 @@
 /* exec/model/model_tp.c — tensor parallelism with sequence parallelism
  * (Megatron-LM's layout, Korthikanti et al. 2022) over the ranks of the
- * communicator (dp 1: the whole world is one TP group).
+ * TP group (exec/model/model_groups.c: tp consecutive ranks of one DP rank and pipeline stage).
  *
  * Per block and micro-batch, with the B·T tokens of a micro-batch split into
  * tp contiguous shards of the flattened (B, T) order:
@@ -53,11 +53,8 @@ Status model_tp_check(const Plan *p, Err *e)
     if (!in->sp)
         return err_set(e, ST_UNAVAILABLE,
                        "--tp %u: the executor runs tensor parallelism with sequence parallelism only", t);
-    if (in->dp != 1 || in->pp != 1 || in->cp != 1)
-        return err_set(e, ST_UNAVAILABLE,
-                       "--tp %u with dp %u, pp %u, cp %u: tensor parallelism runs alone so far (every rank in one TP "
-                       "group)",
-                       t, in->dp, in->pp, in->cp);
+    if (in->cp != 1)
+        return err_set(e, ST_UNAVAILABLE, "--tp %u with cp %u: the executor has no context parallelism", t, in->cp);
     if (s->heads % t || s->kv_heads % t || s->ffn_hidden % t)
         return err_set(e, ST_USAGE, "--tp %u must divide the heads %u, KV heads %u and FFN width %u of model %s", t,
                        s->heads, s->kv_heads, s->ffn_hidden, s->name);
@@ -100,10 +97,13 @@ void model_tp_layout(Model *m, int bind, ArenaSpecs *sp)
      * backward's gathered input and partial input gradient, the blocks' gathered output gradient / partial
      * input gradient / the column-parallel input gathered again for wgrad (after the input gradient left) */
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->tp_fwd : NULL, "tp_fwd");
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * C, a ? &a->tp_head_x : NULL, "tp_head_x");
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * C, a ? &a->tp_head_d : NULL, "tp_head_d");
+    if (model_last(m)) { /* the head and the loss: the last pipeline stage's */
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * C, a ? &a->tp_head_x : NULL, "tp_head_x");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * C, a ? &a->tp_head_d : NULL, "tp_head_d");
+    }
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * C, a ? &a->tp_full : NULL, "tp_full");
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, 3 * BT, a ? &a->tp_xstats : NULL, "tp_xent_stats");
+    if (model_last(m))
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, 3 * BT, a ? &a->tp_xstats : NULL, "tp_xent_stats");
     if (recipe_fp8_gemm(r))
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, model_sp_tokens(m) * C, a ? &a->tp_qloc : NULL,
                         "tp_q_local");
@@ -115,7 +115,7 @@ void model_tp_layout(Model *m, int bind, ArenaSpecs *sp)
  * and the column it starts at. */
 static void global_row(const Model *m, const ModelParam *p, uint64_t i, uint64_t *row, uint64_t *width, uint64_t *col0)
 {
-    const uint64_t t = m->tp, r = (uint64_t)m->comm->rank, D = m->spec.head_dim;
+    const uint64_t t = m->tp, r = (uint64_t)m->tp_rank, D = m->spec.head_dim;
     const uint64_t q = m->spec.heads * D, kv = m->spec.kv_heads * D, F = m->spec.ffn_hidden; /* local widths */
     *width = p->cols, *col0 = 0, *row = i;
     switch (p->kind) {
@@ -164,25 +164,24 @@ float model_tp_fill(const Model *m, const ModelParam *p, uint64_t key, float std
 Status model_tp_amax(Model *m, float *amax, Err *e)
 {
     if (m->tp == 1) return ST_OK;
-    return m->comm->all_reduce(m->comm, CO_AMAX_AR, m->bk, amax, 1, DT_FP32, COMM_MAX, e);
+    return m->tpc->all_reduce(m->tpc, CO_AMAX_AR, m->bk, amax, 1, DT_FP32, COMM_MAX, e);
 }
 
 /* ---- activations ---- */
 
 Status model_tp_gather(Model *m, CollectiveId id, const void *local, void *full, uint64_t cols, Dtype dt, Err *e)
 {
-    return m->comm->all_gather(m->comm, id, m->bk, local, full, model_sp_tokens(m) * cols, dt, e);
+    return m->tpc->all_gather(m->tpc, id, m->bk, local, full, model_sp_tokens(m) * cols, dt, e);
 }
 
 Status model_tp_scatter(Model *m, CollectiveId id, const void *full, void *local, uint64_t cols, Err *e)
 {
-    return m->comm->reduce_scatter(m->comm, id, m->bk, full, local, model_sp_tokens(m) * cols, m->act_dtype, COMM_SUM,
-                                   e);
+    return m->tpc->reduce_scatter(m->tpc, id, m->bk, full, local, model_sp_tokens(m) * cols, m->act_dtype, COMM_SUM, e);
 }
 
 /* ---- embedding and head: vocabulary-parallel ---- */
 
-static uint64_t first_row(const Model *m) { return (uint64_t)m->comm->rank * model_vocab_rows(m); }
+static uint64_t first_row(const Model *m) { return (uint64_t)m->tp_rank * model_vocab_rows(m); }
 
 Status model_tp_embed_fwd(Model *m, void *out, Err *e)
 {
@@ -197,10 +196,10 @@ Status model_tp_embed_fwd(Model *m, void *out, Err *e)
     /* learned positions (model_tp_check: same dtype): the whole all-reduced, positions added, this rank's shard */
     char *full = m->act.tp_fwd;
     const uint64_t T = m->seq, n = model_sp_tokens(m);
-    if (!st) st = m->comm->all_reduce(m->comm, CO_TP_VOCAB_AR, m->bk, full, model_tokens(m) * C, A, COMM_SUM, e);
+    if (!st) st = m->tpc->all_reduce(m->tpc, CO_TP_VOCAB_AR, m->bk, full, model_tokens(m) * C, A, COMM_SUM, e);
     for (uint32_t b = 0; !st && b < m->batch; b++)
         st = m->bk->add(m->bk, full + b * T * C * es, wpe->weight, full + b * T * C * es, A, T * C, e);
-    if (!st) st = m->bk->convert(m->bk, full + (uint64_t)m->comm->rank * n * C * es, A, out, A, n * C, NULL, e);
+    if (!st) st = m->bk->convert(m->bk, full + (uint64_t)m->tp_rank * n * C * es, A, out, A, n * C, NULL, e);
     return st;
 }
 
@@ -227,10 +226,10 @@ Status model_tp_xent(Model *m, float dloss, Err *e)
     float *st3 = a->tp_xstats;
     Status st = bk->xent_shard(bk, a->logits, BT, V, first, m->spec.vocab, a->targets, st3, 0, dloss, a->losses, e);
     /* Megatron's three all-reduces: max logit, then sum of exponentials and target logit */
-    if (!st) st = m->comm->all_reduce(m->comm, CO_TP_LOSS_AR, bk, st3, BT, DT_FP32, COMM_MAX, e);
+    if (!st) st = m->tpc->all_reduce(m->tpc, CO_TP_LOSS_AR, bk, st3, BT, DT_FP32, COMM_MAX, e);
     if (!st) st = bk->xent_shard(bk, a->logits, BT, V, first, m->spec.vocab, a->targets, st3, 1, dloss, a->losses, e);
-    if (!st) st = m->comm->all_reduce(m->comm, CO_TP_LOSS_AR, bk, st3 + BT, BT, DT_FP32, COMM_SUM, e);
-    if (!st) st = m->comm->all_reduce(m->comm, CO_TP_LOSS_AR, bk, st3 + 2 * BT, BT, DT_FP32, COMM_SUM, e);
+    if (!st) st = m->tpc->all_reduce(m->tpc, CO_TP_LOSS_AR, bk, st3 + BT, BT, DT_FP32, COMM_SUM, e);
+    if (!st) st = m->tpc->all_reduce(m->tpc, CO_TP_LOSS_AR, bk, st3 + 2 * BT, BT, DT_FP32, COMM_SUM, e);
     if (!st) st = bk->xent_shard(bk, a->logits, BT, V, first, m->spec.vocab, a->targets, st3, 2, dloss, a->losses, e);
     return st;
 }
@@ -284,12 +283,12 @@ Status model_tp_finish_grads(Model *m, Err *e)
         }
         if (!n && j < m->nparams) { /* larger than the buffer */
             ModelParam *p = &m->params[j];
-            st = m->comm->all_reduce(m->comm, CO_TP_NORM_GRAD_AR, m->bk, p->grad, p->numel, DT_FP32, COMM_SUM, e);
+            st = m->tpc->all_reduce(m->tpc, CO_TP_NORM_GRAD_AR, m->bk, p->grad, p->numel, DT_FP32, COMM_SUM, e);
             i = j + 1;
             continue;
         }
         if (n) st = pack(m, i, j, buf, 1, e);
-        if (!st && n) st = m->comm->all_reduce(m->comm, CO_TP_NORM_GRAD_AR, m->bk, buf, n, DT_FP32, COMM_SUM, e);
+        if (!st && n) st = m->tpc->all_reduce(m->tpc, CO_TP_NORM_GRAD_AR, m->bk, buf, n, DT_FP32, COMM_SUM, e);
         if (!st && n) st = pack(m, i, j, buf, 0, e);
         i = j;
     }

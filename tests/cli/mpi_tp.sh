@@ -212,7 +212,5 @@ expect_rc "--tp 2 without mpirun exits 64" 64
 expect_err "--tp 2 without mpirun: how to start it" "--tp 2 --pp 1 needs 2 ranks or a multiple (mpirun -np 2 fp8plan run ...); this run has 1"
 mpi_run 2 "$FP8PLAN" $GPT --heads 4 --recipe megatron-bf16 --steps 1 --tp 2 --dp 2
 expect_rc "--tp 2 --dp 2 on 2 ranks exits 64" 64
-mpi_run 4 "$FP8PLAN" $GPT --heads 4 --recipe megatron-bf16 --steps 1 --tp 2
-expect_rc "tp 2 x dp 2 exits 69 (TP runs alone so far)" 69
-expect_err "tp 2 x dp 2: the reason" "tensor parallelism runs alone so far"
+# (TP beside DP and PP: tests/cli/mpi_layouts.sh)
 finish

@@ -296,6 +296,41 @@ static void test_reproducible(void)
     CHECK(!memcmp(a, ref, sizeof a));
 }
 
+/* Sub-communicators: the even and the odd ranks (color r mod 2, key −r: the highest rank first). np 2:
+ * two groups of one; np 4: {2, 0} and {3, 1}, this rank's place (N/2 − 1 − ⌊r/2⌋). An all-reduce of
+ * r + 1 over a group: np 4 evens 1 + 3 = 4, odds 2 + 4 = 6; np 2 alone: r + 1. Its bytes count in the
+ * world's rows, not in the group's: S = 4, bus S·2(n−1)/n = 4 over 2 ranks, 0 over one; and a send from
+ * the group's rank 0 to its rank 1 (np 4: ranks 2 → 0 and 3 → 1) arrives from the group's peer. */
+static void test_split(void)
+{
+    Err e;
+    Comm *g = NULL;
+    memset(C->stats, 0, sizeof C->stats);
+    CHECK_EQ_INT(comm_split(C, R % 2, -R, &g, &e), ST_OK);
+    if (!g) return;
+    CHECK_EQ_INT(g->size, N / 2);
+    CHECK_EQ_INT(g->rank, N / 2 - 1 - R / 2);
+    CHECK(g->parent == C);
+    float x = (float)(R + 1);
+    CHECK_EQ_INT(g->all_reduce(g, CO_EMB_GRAD_AR, NULL, &x, 1, DT_FP32, COMM_SUM, &e), ST_OK);
+    CHECK_NEAR(x, N == 4 ? (R % 2 ? 6.0 : 4.0) : (double)(R + 1), 0.0);
+    CHECK_EQ_U64(C->stats[CO_EMB_GRAD_AR].calls, 1);
+    CHECK_EQ_U64(C->stats[CO_EMB_GRAD_AR].payload_bytes, 4);
+    CHECK_NEAR(C->stats[CO_EMB_GRAD_AR].bus_bytes, N == 4 ? 4.0 : 0.0, 0.0);
+    CHECK_EQ_U64(g->stats[CO_EMB_GRAD_AR].calls, 0);
+    if (N == 4) {
+        float v = (float)(10 * R);
+        if (g->rank == 0)
+            CHECK_EQ_INT(g->send(g, CO_PP_P2P, NULL, &v, 1, DT_FP32, 1, &e), ST_OK);
+        else
+            CHECK_EQ_INT(g->recv(g, CO_PP_P2P, NULL, &v, 1, DT_FP32, 0, &e), ST_OK);
+        CHECK_NEAR(v, 10.0 * (R < 2 ? R + 2 : R), 0.0); /* ranks 0, 1 receive 20, 30; 2, 3 keep their own */
+        CHECK_EQ_U64(C->stats[CO_PP_P2P].payload_bytes, R >= 2 ? 4u : 0u);
+    }
+    g->destroy(g);
+    memset(C->stats, 0, sizeof C->stats);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -309,7 +344,7 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 13\n");
+    if (R == 0) printf("checks: 14\n");
     MRUN(test_all_reduce_fp32_rank_order);
     MRUN(test_all_reduce_bf16_rounds_once);
     MRUN(test_all_reduce_max);
@@ -320,6 +355,7 @@ int main(int argc, char **argv)
     MRUN(test_send_recv_ring);
     MRUN(test_all_reduce_fp8_shared_scale);
     MRUN(test_reproducible);
+    MRUN(test_split);
     memset(C->stats, 0, sizeof C->stats); /* the uneven calls count on rows of their own */
     MRUN(test_reduce_scatter_v);
     MRUN(test_all_gather_v);
