@@ -418,8 +418,12 @@ def main():
                 elif hit:
                     verdict, by = "killed", hit
             if not broken and verdict == "survived" and with_mpi and f.split("/")[0] in WITH_MPI:
-                if reach is False:
+                if reach is False:  # measured on the sources as they are, not with this mutant in them
+                    with open(target, "w", encoding="utf-8") as o:
+                        o.write(originals[f])
                     reach = mpi_reach(tree, make, [g for g in files if g.split("/")[0] in WITH_MPI], a.timeout * 5)
+                    with open(target, "w", encoding="utf-8") as o:
+                        o.write(text)
                 scripts = [sc for sc in mpi_scripts(tree) if reach is None or f in reach.get(sc, ())]
                 hit = run_mpi(tree, build, make, scripts, a.timeout) if scripts else None
                 if hit is False:

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "exec/backend.h"
+#include "exec/comm/comm.h"
+#include "fp8/codec.h"
 #include "exec/data.h"
 #include "exec/recipe.h"
 #include "exec/rng.h"
@@ -360,10 +362,42 @@ static void test_act_dtype_default(void)
     }
 }
 
+/* The FP8 collectives with an agreed scale decode and re-encode the codes on the host, so they take the cpu
+ * backend's memory only: another backend's buffers are refused before anything is reduced (no call counted).
+ * With the cpu backend on one rank the group's amax is this rank's: E4M3 codes of 1, 2, 3, 4 at scale_inv 1 ->
+ * amax 4, shared scale 448 / (1 x 4) = 112, the record becomes {112, 1/112, amax of the sum 4}; the codes are
+ * the values x 112 rounded to E4M3: 112 = 1.75 x 2^6, 224 = 1.75 x 2^7, 448 = 1.75 x 2^8 exact; 336 lies halfway
+ * between 320 (1.25 x 2^8) and 352 (1.375 x 2^8), ties to the even mantissa -> 320. */
+static void test_fp8_collective_needs_host_memory(void)
+{
+    Backend *bk = NULL;
+    Comm *c = NULL;
+    Err e = {0};
+    CHECK(backend_cpu_create(&bk, &e) == ST_OK && comm_single_create(&c, &e) == ST_OK);
+    if (!bk || !c) return;
+    uint8_t q[4] = {0x38, 0x40, 0x44, 0x48}; /* E4M3 1, 2, 3, 4 */
+    float rec[3] = {1.0f, 1.0f, 4.0f};       /* scale, scale_inv, amax */
+    Backend other = *bk;
+    other.name = "cuda";
+    CHECK(comm_all_reduce_fp8(c, CO_DP_GRAD_AR, &other, q, rec, 4, DT_E4M3, &e) == ST_USAGE);
+    CHECK_CONTAINS(e.msg, "needs host memory");
+    CHECK_CONTAINS(e.msg, "cuda");
+    CHECK_EQ_U64(c->total.calls, 0);
+    CHECKF(comm_all_reduce_fp8(c, CO_DP_GRAD_AR, bk, q, rec, 4, DT_E4M3, &e) == ST_OK, "%s", e.msg);
+    CHECK(rec[0] == 112.0f && rec[1] == 1.0f / 112.0f && rec[2] == 4.0f);
+    const float want[4] = {112, 224, 320, 448};
+    for (int i = 0; i < 4; i++)
+        CHECKF(fp8_decode(DT_E4M3, q[i]) == want[i], "code %d decodes to %g, expected %g", i,
+               (double)fp8_decode(DT_E4M3, q[i]), (double)want[i]);
+    c->destroy(c);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "2", 0); /* split large GEMMs even on a one-core machine (unless set) */
     RUN(test_single_rank_comm);
+    RUN(test_fp8_collective_needs_host_memory);
     RUN(test_tensor_list);
     RUN(test_step_reduces_every_gradient);
     RUN(test_byte_stream);
