@@ -1,0 +1,181 @@
+/* tests/unit/test_oracle_exec_calibrate.c — what `fp8plan calibrate --backend cpu` measures
+ * (exec/measure/calibrate_host.c), on one rank, against shapes, FLOPs and bytes worked out by
+ * hand. The times are this machine's, so they are not asserted; what is asserted is every shape,
+ * name and byte count, and that each rate is exactly the hand-worked FLOPs (bytes) over the summed
+ * median times the profile reports beside it.
+ *
+ * GPT fixture (support/exec_fixtures.h): L 2, C 32, 4 heads of 8 (KV 4), FFN 128 (GELU), V 64 padded
+ * to Vp 128, mbs 1 x seq 16: T = 16 rows. Linear (out, in): QKV (32 + 2 x 32 = 96, 32), proj (32, 32),
+ * FC1 (128, 32), FC2 (32, 128); Σ out·in = 3,072 + 1,024 + 4,096 + 4,096 = 12,288.
+ *   GEMMs per path: fprop (T, out, in), dgrad (T, in, out), wgrad (out, in, T), each 2·T·out·in FLOPs:
+ *   6 x 16 x 12,288 = 1,179,648 FLOPs (FP8, FP32); BF16 adds the LM head's fprop (16, 128, 32),
+ *   dgrad (16, 32, 128), wgrad (128, 32, 16): 6 x 16 x 128 x 32 = 393,216 -> 1,572,864.
+ *   Kernels (x = T·C = 512, f = T·F = 2,048): norm 4x + 8T = 2,176; GELU 4f = 8,192; add 6x = 3,072;
+ *   cast 4x = 2,048; cross-entropy 16·T·Vp = 32,768; AdamW 30 B x (Vp·C + L·Σ out·in = 4,096 + 24,576
+ *   = 28,672) = 860,160. Element-wise weights per micro-batch (norm 4L, act 2L, add 4L, cast 4L, xent
+ *   1 = 8, 4, 8, 8, 1): 8 x 2,176 + 4 x 8,192 + 8 x 3,072 + 8 x 2,048 + 32,768 = 123,904 B.
+ * LLaMA fixture: KV 2, FFN 48 (SwiGLU: FC1 96 wide). QKV (32 + 2 x 16 = 64, 32), proj (32, 32),
+ * FC1 (96, 32), FC2 (32, 48): Σ = 2,048 + 1,024 + 3,072 + 1,536 = 7,680.
+ *   6 x 16 x 7,680 = 737,280 FLOPs (FP8, FP32); BF16 + 393,216 = 1,130,496.
+ *   SwiGLU reads gate and up: 6f = 6 x 768 = 4,608; AdamW 30 x (4,096 + 15,360 = 19,456) = 583,680;
+ *   weighted 8 x 2,176 + 4 x 4,608 + 8 x 3,072 + 8 x 2,048 + 32,768 = 109,568 B. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/backend.h"
+#include "exec/measure/calibrate.h"
+#include "support/exec_fixtures.h"
+#include "test.h"
+
+typedef struct {
+    const char *what;
+    int path;
+    uint64_t m, n, k;
+} WantGemm;
+
+typedef struct {
+    uint64_t lin[4][2];              /* (out, in) of QKV, proj, FC1, FC2 */
+    double flops[CAL_PATHS];         /* per path */
+    double kbytes[6], weighted_elem; /* norm, act, add, cast, xent, adamw; the weighted element-wise sum */
+} Want;
+
+static void check_profile(const ModelSpec *m, const Want *w)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    if (!bk) return;
+    Calibration *c = calloc(1, sizeof *c);
+    CHECK(c != NULL);
+    if (!c) {
+        bk->destroy(bk);
+        return;
+    }
+    CHECKF(calibrate_host(bk, NULL, m, 1, 3, c, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(c->reps, 3);
+    CHECK_EQ_INT(c->ranks, 1);
+    CHECK_STR(c->backend, "cpu");
+    CHECK(c->mem_bytes > 0);
+    CHECK(c->ncoll == 0 && c->link_bw == 0 && c->link_lat == 0); /* one rank: no link sweep */
+
+    /* the 39 GEMMs, in order: per path (FP8, BF16, FP32) the four linears' fprop, dgrad, wgrad; then the head */
+    static const char *const lin[4] = {"qkv", "proj", "fc1", "fc2"};
+    static const char *const pass[3] = {"fprop", "dgrad", "wgrad"};
+    CHECK_EQ_INT(c->ngemm, 39);
+    WantGemm g[39];
+    int n = 0;
+    for (int p = 0; p < CAL_PATHS; p++)
+        for (int k = 0; k < 4; k++) {
+            uint64_t out = w->lin[k][0], in = w->lin[k][1], T = 16;
+            g[n++] = (WantGemm){pass[0], p, T, out, in};
+            g[n++] = (WantGemm){pass[1], p, T, in, out};
+            g[n++] = (WantGemm){pass[2], p, out, in, T};
+        }
+    g[n++] = (WantGemm){"head fprop", CAL_PATH_BF16, 16, 128, 32};
+    g[n++] = (WantGemm){"head dgrad", CAL_PATH_BF16, 16, 32, 128};
+    g[n++] = (WantGemm){"head wgrad", CAL_PATH_BF16, 128, 32, 16};
+    double secs[CAL_PATHS] = {0}, spread[CAL_PATHS] = {0};
+    for (int i = 0; i < 39 && i < c->ngemm; i++) {
+        const CalGemm *q = &c->gemm[i];
+        char what[24];
+        if (i < 36)
+            snprintf(what, sizeof what, "%s %s", lin[i % 12 / 3], g[i].what);
+        else
+            snprintf(what, sizeof what, "%s", g[i].what);
+        CHECKF(!strcmp(q->what, what), "gemm %d is '%s', expected '%s'", i, q->what, what);
+        CHECKF(q->path == g[i].path && q->m == g[i].m && q->n == g[i].n && q->k == g[i].k,
+               "gemm %d (%s): path %d %llu x %llu x %llu, expected path %d %llu x %llu x %llu", i, what, q->path,
+               (unsigned long long)q->m, (unsigned long long)q->n, (unsigned long long)q->k, g[i].path,
+               (unsigned long long)g[i].m, (unsigned long long)g[i].n, (unsigned long long)g[i].k);
+        CHECKF(q->seconds > 0, "gemm %d (%s) timed %g s", i, what, q->seconds);
+        secs[g[i].path] += q->seconds;
+        if (q->spread > spread[g[i].path]) spread[g[i].path] = q->spread;
+    }
+    /* rate = the path's FLOPs over the sum of its shapes' median times: rate x Σ seconds gives the FLOPs back */
+    for (int p = 0; p < CAL_PATHS; p++) {
+        CHECKF(c->rate[p] > 0, "path %d rate %g", p, c->rate[p]);
+        CHECK_REL(c->rate[p] * secs[p], w->flops[p], 1e-12);
+        CHECK_NEAR(c->rate_spread[p], spread[p], 0);
+    }
+
+    /* the six kernels: names, bytes by hand; AdamW gives the streaming rate, the rest the weighted element rate */
+    static const char *const kname[6] = {"norm",          "activation", "residual add", "fp8 cast+transpose",
+                                         "cross-entropy", "adamw"};
+    static const double calls[5] = {8, 4, 8, 8, 1};
+    CHECK_EQ_INT(c->nkern, 6);
+    double ksecs = 0, kspread = 0;
+    for (int k = 0; k < 6 && k < c->nkern; k++) {
+        CHECK_STR(c->kern[k].what, kname[k]);
+        CHECK_NEAR(c->kern[k].bytes, w->kbytes[k], 0);
+        CHECKF(c->kern[k].seconds > 0, "kernel %s timed %g s", kname[k], c->kern[k].seconds);
+        if (k < 5) {
+            ksecs += calls[k] * c->kern[k].seconds;
+            if (c->kern[k].spread > kspread) kspread = c->kern[k].spread;
+        }
+    }
+    if (c->nkern == 6) {
+        CHECK_REL(c->mem_bw * c->kern[5].seconds, w->kbytes[5], 1e-12);
+        CHECK_NEAR(c->mem_spread, c->kern[5].spread, 0);
+    }
+    CHECK_REL(c->elem_bw * ksecs, w->weighted_elem, 1e-12);
+    CHECK_NEAR(c->elem_spread, kspread, 0);
+    CHECK(c->launch_s > 0);
+    free(c);
+    bk->destroy(bk);
+}
+
+static void test_gpt_profile(void)
+{
+    ModelSpec m = fx_gpt();
+    Want w = {.lin = {{96, 32}, {32, 32}, {128, 32}, {32, 128}},
+              .flops = {1179648, 1572864, 1179648},
+              .kbytes = {2176, 8192, 3072, 2048, 32768, 860160},
+              .weighted_elem = 123904};
+    check_profile(&m, &w);
+}
+
+static void test_llama_profile(void)
+{
+    ModelSpec m = fx_llama();
+    Want w = {.lin = {{64, 32}, {32, 32}, {96, 32}, {32, 48}},
+              .flops = {737280, 1130496, 737280},
+              .kbytes = {2176, 4608, 3072, 2048, 32768, 583680},
+              .weighted_elem = 109568};
+    check_profile(&m, &w);
+}
+
+/* Repetitions outside [1, 64] are refused before anything runs (cal_median holds 64), naming the value. */
+static void test_reps_refused(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    if (!bk) return;
+    ModelSpec m = fx_gpt();
+    Calibration *c = calloc(1, sizeof *c);
+    if (c) {
+        const int bad[2] = {0, 65};
+        for (int i = 0; i < 2; i++) {
+            e = (Err){0};
+            c->ngemm = 7;
+            CHECK_EQ_INT(calibrate_host(bk, NULL, &m, 1, bad[i], c, &e), ST_USAGE);
+            char want[64];
+            snprintf(want, sizeof want, "repetitions %d outside [1, 64]", bad[i]);
+            CHECK_CONTAINS(e.msg, want);
+            CHECK_EQ_INT(c->ngemm, 0); /* the profile is cleared, nothing measured */
+        }
+        e = (Err){0};
+        CHECKF(calibrate_host(bk, NULL, &m, 1, 64, c, &e) == ST_OK, "%s", e.msg); /* 64 is the limit, allowed */
+        CHECK_EQ_INT(c->reps, 64);
+        free(c);
+    }
+    bk->destroy(bk);
+}
+
+int main(void)
+{
+    RUN(test_gpt_profile);
+    RUN(test_llama_profile);
+    RUN(test_reps_refused);
+    return test_summary();
+}
