@@ -9,6 +9,7 @@
 #include <mpi.h>
 #include <stdlib.h>
 
+#include "exec/backend.h"
 #include "exec/backend_desc.h"
 #include "exec/comm/comm_mpi.h"
 #include "exec/elem.h"
@@ -163,6 +164,69 @@ static void test_broadcast(void)
     char want[64];
     snprintf(want, sizeof want, "root %d is not a rank of %d", N, N);
     CHECK_CONTAINS(e.msg, want);
+}
+
+/* The checks every call makes before it moves a byte, the same on every rank (so no rank waits on a
+ * refused call): another backend's memory (MPI carries host memory), a dtype without a size, and more
+ * bytes than one MPI call carries (an int count: INT_MAX = 2^31 - 1). 2^29 FP32 elements are
+ * 2^29 x 4 = 2^31 bytes, one byte too many; for the gather and scatter the whole buffer counts
+ * (N x 2^29 / N elements per rank), for the uneven ones the sum of the counts. Each refusal names
+ * the call; nothing is counted. */
+static void expect_refused(Status st, const Err *e, Status want, const char *what, const char *part)
+{
+    char msg[128];
+    snprintf(msg, sizeof msg, "mpi %s: %s", what, part);
+    CHECKF(st == want, "%s: status %d, expected %d (%s)", what, (int)st, (int)want, e->msg);
+    if (!strncmp(part, "collective:", 11)) snprintf(msg, sizeof msg, "%s", part);
+    CHECKF(strstr(e->msg, msg) != NULL, "%s: message '%s' lacks '%s'", what, e->msg, msg);
+}
+
+static void test_call_checks(void)
+{
+    Backend gpu;
+    memset(&gpu, 0, sizeof gpu);
+    gpu.name = "cuda";
+    float x[4] = {1, 2, 3, 4}, y[16] = {0};
+    const uint64_t big = 1ull << 29, part = big / (uint64_t)N;
+    uint64_t counts[4] = {part, part, part, part}, small[4] = {1, 1, 1, 1};
+    const int peer = (R + 1) % N;
+    const char *over = "2147483648 bytes over";
+    CommStats before = C->total;
+    for (int k = 0; k < 3; k++) { /* 0: a cuda backend, 1: DT_NONE, 2: 2^31 bytes */
+        Backend *bk = k == 0 ? &gpu : NULL;
+        Dtype dt = k == 1 ? DT_NONE : DT_FP32;
+        Status want = k == 2 ? ST_UNAVAILABLE : ST_USAGE;
+        const char *why = k == 0 ? "carries host memory (the cpu backend's), not cuda's"
+                        : k == 1 ? "collective: dtype none has no size"
+                                 : over;
+        uint64_t n = k == 2 ? big : 3, ng = k == 2 ? part : 1;
+        const uint64_t *cv = k == 2 ? counts : small;
+        Err e = {0};
+        expect_refused(C->all_reduce(C, CO_DP_GRAD_AR, bk, x, n, dt, COMM_SUM, &e), &e, want, "all_reduce", why);
+        e = (Err){0};
+        expect_refused(C->all_gather(C, CO_DP_PARAM_AG, bk, x, y, ng, dt, &e), &e, want, "all_gather", why);
+        e = (Err){0};
+        expect_refused(C->reduce_scatter(C, CO_DP_GRAD_RS, bk, y, x, ng, dt, COMM_SUM, &e), &e, want,
+                       "reduce_scatter", why);
+        e = (Err){0};
+        expect_refused(C->broadcast(C, CO_CP_KV, bk, x, n, dt, 0, &e), &e, want, "broadcast", why);
+        e = (Err){0};
+        expect_refused(C->send(C, CO_PP_P2P, bk, x, n, dt, peer, &e), &e, want, "send", why);
+        e = (Err){0};
+        expect_refused(C->recv(C, CO_PP_P2P, bk, x, n, dt, peer, &e), &e, want, "recv", why);
+        e = (Err){0};
+        expect_refused(C->reduce_scatter_v(C, CO_DP_GRAD_RS, bk, y, cv, dt, COMM_SUM, &e), &e, want,
+                       "reduce_scatter_v", why);
+        e = (Err){0};
+        expect_refused(C->all_gather_v(C, CO_DP_PARAM_AG, bk, y, cv, dt, &e), &e, want, "all_gather_v", why);
+    }
+    CHECK_EQ_U64(C->total.calls, before.calls);
+    CHECK_EQ_U64(C->total.payload_bytes, before.payload_bytes);
+    /* the communicator still runs after the refusals: a broadcast of 3 BF16 from rank 0 */
+    uint16_t h[3] = {bf16_encode(R == 0 ? 1.5f : 0.0f), 0, 0};
+    Err e = {0};
+    CHECKF(C->broadcast(C, CO_CP_KV, NULL, h, 3, DT_BF16, 0, &e) == ST_OK, "%s", e.msg);
+    CHECK_NEAR(bf16_decode(h[0]), 1.5, 0.0);
 }
 
 /* A ring of E4M3 sends: rank r sends 1.5·r (exact in E4M3: 0, 1.5, 3, 4.5) to
@@ -344,7 +408,7 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 14\n");
+    if (R == 0) printf("checks: 15\n");
     MRUN(test_all_reduce_fp32_rank_order);
     MRUN(test_all_reduce_bf16_rounds_once);
     MRUN(test_all_reduce_max);
@@ -352,6 +416,7 @@ int main(int argc, char **argv)
     MRUN(test_reduce_scatter);
     MRUN(test_all_gather);
     MRUN(test_broadcast);
+    MRUN(test_call_checks);
     MRUN(test_send_recv_ring);
     MRUN(test_all_reduce_fp8_shared_scale);
     MRUN(test_reproducible);
