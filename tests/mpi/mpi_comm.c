@@ -196,9 +196,9 @@ static void test_call_checks(void)
         Backend *bk = k == 0 ? &gpu : NULL;
         Dtype dt = k == 1 ? DT_NONE : DT_FP32;
         Status want = k == 2 ? ST_UNAVAILABLE : ST_USAGE;
-        const char *why = k == 0 ? "carries host memory (the cpu backend's), not cuda's"
-                        : k == 1 ? "collective: dtype none has no size"
-                                 : over;
+        const char *why = k == 0   ? "carries host memory (the cpu backend's), not cuda's"
+                          : k == 1 ? "collective: dtype none has no size"
+                                   : over;
         uint64_t n = k == 2 ? big : 3, ng = k == 2 ? part : 1;
         const uint64_t *cv = k == 2 ? counts : small;
         Err e = {0};
@@ -206,8 +206,8 @@ static void test_call_checks(void)
         e = (Err){0};
         expect_refused(C->all_gather(C, CO_DP_PARAM_AG, bk, x, y, ng, dt, &e), &e, want, "all_gather", why);
         e = (Err){0};
-        expect_refused(C->reduce_scatter(C, CO_DP_GRAD_RS, bk, y, x, ng, dt, COMM_SUM, &e), &e, want,
-                       "reduce_scatter", why);
+        expect_refused(C->reduce_scatter(C, CO_DP_GRAD_RS, bk, y, x, ng, dt, COMM_SUM, &e), &e, want, "reduce_scatter",
+                       why);
         e = (Err){0};
         expect_refused(C->broadcast(C, CO_CP_KV, bk, x, n, dt, 0, &e), &e, want, "broadcast", why);
         e = (Err){0};
@@ -215,8 +215,8 @@ static void test_call_checks(void)
         e = (Err){0};
         expect_refused(C->recv(C, CO_PP_P2P, bk, x, n, dt, peer, &e), &e, want, "recv", why);
         e = (Err){0};
-        expect_refused(C->reduce_scatter_v(C, CO_DP_GRAD_RS, bk, y, cv, dt, COMM_SUM, &e), &e, want,
-                       "reduce_scatter_v", why);
+        expect_refused(C->reduce_scatter_v(C, CO_DP_GRAD_RS, bk, y, cv, dt, COMM_SUM, &e), &e, want, "reduce_scatter_v",
+                       why);
         e = (Err){0};
         expect_refused(C->all_gather_v(C, CO_DP_PARAM_AG, bk, y, cv, dt, &e), &e, want, "all_gather_v", why);
     }
