@@ -177,6 +177,7 @@ static void expect_refused(Status st, const Err *e, Status want, const char *wha
     char msg[128];
     snprintf(msg, sizeof msg, "mpi %s: %s", what, part);
     CHECKF(st == want, "%s: status %d, expected %d (%s)", what, (int)st, (int)want, e->msg);
+    if (!*part) return;
     if (!strncmp(part, "collective:", 11)) snprintf(msg, sizeof msg, "%s", part);
     CHECKF(strstr(e->msg, msg) != NULL, "%s: message '%s' lacks '%s'", what, e->msg, msg);
 }
@@ -220,6 +221,29 @@ static void test_call_checks(void)
         e = (Err){0};
         expect_refused(C->all_gather_v(C, CO_DP_PARAM_AG, bk, y, cv, dt, &e), &e, want, "all_gather_v", why);
     }
+    /* the reductions: SUM, MAX and MIN only (3 and -1 are none), over the dtypes elem.h decodes (E8M0 scales
+     * are not summed) */
+    const int ops[2] = {3, -1};
+    for (int k = 0; k < 2; k++) {
+        Err e = {0};
+        char want[48];
+        snprintf(want, sizeof want, "mpi: unknown reduction %d", ops[k]);
+        expect_refused(C->all_reduce(C, CO_DP_GRAD_AR, NULL, x, 4, DT_FP32, (CommReduce)ops[k], &e), &e, ST_USAGE,
+                       "all_reduce", "");
+        CHECK_CONTAINS(e.msg, want);
+        e = (Err){0};
+        expect_refused(C->reduce_scatter(C, CO_DP_GRAD_RS, NULL, y, x, 1, DT_FP32, (CommReduce)ops[k], &e), &e,
+                       ST_USAGE, "reduce_scatter", "");
+        CHECK_CONTAINS(e.msg, want);
+        e = (Err){0};
+        expect_refused(C->reduce_scatter_v(C, CO_DP_GRAD_RS, NULL, y, small, DT_FP32, (CommReduce)ops[k], &e), &e,
+                       ST_USAGE, "reduce_scatter_v", "");
+        CHECK_CONTAINS(e.msg, want);
+    }
+    uint8_t sc[4] = {127, 127, 127, 127};
+    Err e8 = {0};
+    CHECK_EQ_INT(C->all_reduce(C, CO_DP_GRAD_AR, NULL, sc, 4, DT_E8M0, COMM_MAX, &e8), ST_USAGE);
+    CHECK_CONTAINS(e8.msg, "mpi: cannot reduce e8m0 values");
     CHECK_EQ_U64(C->total.calls, before.calls);
     CHECK_EQ_U64(C->total.payload_bytes, before.payload_bytes);
     /* the communicator still runs after the refusals: a broadcast of 3 BF16 from rank 0 */
