@@ -4,6 +4,7 @@
  * stage and on pipelines it cannot run (model_pp.c), a checkpoint's data position checked against
  * the stream it resumes (data.c), and the activation check the backends share for an MLP kind that
  * does not exist (backend_check.c). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,129 @@ static void test_act_kind_refused(void)
     bk->destroy(bk);
 }
 
+/* The optimizers' shared checks, each refusal from a descriptor that otherwise runs: ST_USAGE naming the
+ * operation and what is wrong, the weight left as it was. The valid update, by hand (AdamW, FP32 master 2,
+ * zero moments, gradient 1, lr 0.125, betas 0.5 / 0.75, eps 1, no decay, step 1): m = 0.5, v = 0.25,
+ * m̂ = 0.5 / (1 - 0.5) = 1, v̂ = 0.25 / (1 - 0.75) = 1, w = 2 - 0.125 x 1 / (1 + 1) = 1.9375. */
+typedef struct {
+    float master, m, v, g, w;
+    float rec[3];
+} Slot;
+
+static AdamWDesc adamw_desc(Slot *s)
+{
+    *s = (Slot){.master = 2, .g = 1, .w = 2, .rec = {1, 1, 0}};
+    return (AdamWDesc){.n = 1,
+                       .h = {.lr = 0.125f, .beta1 = 0.5f, .beta2 = 0.75f, .eps = 1.0f, .step = 1, .grad_scale = 1.0f},
+                       .master = &s->master,
+                       .m = &s->m,
+                       .v = &s->v,
+                       .grad = &s->g,
+                       .grad_dtype = DT_FP32,
+                       .weight = &s->w,
+                       .weight_dtype = DT_FP32};
+}
+
+static void expect_adamw(Backend *bk, const AdamWDesc *d, const Slot *s, const char *msg)
+{
+    Err e = {0};
+    CHECKF(bk->adamw(bk, d, &e) == ST_USAGE, "'%s' not refused", msg);
+    CHECK_CONTAINS(e.msg, msg);
+    CHECKF(s->master == 2 && s->w == 2 && s->m == 0 && s->v == 0, "refused ('%s') but written", msg);
+}
+
+static void test_optim_refusals(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    if (!bk) return;
+    Slot s;
+    AdamWDesc d = adamw_desc(&s);
+    CHECKF(bk->adamw(bk, &d, &e) == ST_OK, "%s", e.msg);
+    CHECK(s.master == 1.9375f && s.w == 1.9375f && s.m == 0.5f && s.v == 0.25f);
+    e = (Err){0};
+    CHECK_EQ_INT(bk->adamw(bk, NULL, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "adamw: no descriptor");
+    d = adamw_desc(&s), d.h.step = 0;
+    expect_adamw(bk, &d, &s, "adamw: step is 1-based (got 0)");
+    const float betas[4] = {1.0f, -0.25f, NAN, 1.5f};
+    for (int i = 0; i < 4; i++) {
+        d = adamw_desc(&s), d.h.beta1 = betas[i];
+        expect_adamw(bk, &d, &s, "adamw: betas must be in [0, 1)");
+        d = adamw_desc(&s), d.h.beta2 = betas[i];
+        expect_adamw(bk, &d, &s, "adamw: betas must be in [0, 1)");
+    }
+    d = adamw_desc(&s), d.h.beta1 = 0.0f, d.h.beta2 = 0.0f; /* 0 is inside [0, 1): m = g, v = g² -> 1.9375 too */
+    CHECKF(bk->adamw(bk, &d, &e) == ST_OK, "betas 0: %s", e.msg);
+    CHECK(s.master == 1.9375f);
+    for (int k = 0; k < 4; k++) {
+        d = adamw_desc(&s);
+        float *f = k == 0 ? &d.h.lr : k == 1 ? &d.h.eps : k == 2 ? &d.h.weight_decay : &d.h.grad_scale;
+        *f = k % 2 ? NAN : INFINITY;
+        expect_adamw(bk, &d, &s, "adamw: non-finite hyper-parameter");
+    }
+    d = adamw_desc(&s), d.grad = NULL;
+    expect_adamw(bk, &d, &s, "adamw: no gradient");
+    d = adamw_desc(&s), d.grad_dtype = DT_FP16;
+    expect_adamw(bk, &d, &s, "adamw: gradient dtype fp16 is not fp32, bf16, e4m3 or e5m2");
+    d = adamw_desc(&s), d.grad_dtype = DT_E8M0;
+    expect_adamw(bk, &d, &s, "adamw: gradient dtype e8m0 is not");
+    d = adamw_desc(&s), d.grad_dtype = DT_E4M3;
+    expect_adamw(bk, &d, &s, "adamw: FP8 gradient without scale_inv");
+    d = adamw_desc(&s), d.weight_dtype = DT_E4M3;
+    expect_adamw(bk, &d, &s, "adamw: working weight dtype e4m3");
+    d = adamw_desc(&s), d.m = NULL;
+    expect_adamw(bk, &d, &s, "adamw: missing state");
+    d = adamw_desc(&s), d.v = NULL;
+    expect_adamw(bk, &d, &s, "adamw: missing state");
+    /* without a master the working weight is updated itself: it must exist and be FP32 */
+    d = adamw_desc(&s), d.master = NULL, d.weight = NULL;
+    expect_adamw(bk, &d, &s, "adamw: without a master the working weight must be fp32");
+    d = adamw_desc(&s), d.master = NULL, d.weight_dtype = DT_BF16;
+    expect_adamw(bk, &d, &s, "adamw: without a master the working weight must be fp32");
+    d = adamw_desc(&s), d.master = NULL; /* FP32 weight 2 -> 1.9375 in place */
+    CHECKF(bk->adamw(bk, &d, &e) == ST_OK, "%s", e.msg);
+    CHECK(s.w == 1.9375f && s.master == 2);
+
+    /* FP8-LM's Adam: the same hyper-parameter and gradient checks, its states all needed, one amax pass */
+    uint16_t master = 0x4000; /* FP16 2 */
+    uint8_t m8 = 0;
+    uint16_t v16 = 0;
+    float g = 1, rec[3][3] = {{1, 1, 2}, {1, 1, 0}, {1, 1, 0}}, amax[3] = {0};
+    Fp8AdamDesc f = {.n = 1,
+                     .h = {.lr = 0.125f, .beta1 = 0.5f, .beta2 = 0.75f, .eps = 1.0f, .step = 0, .grad_scale = 1.0f},
+                     .master = &master,
+                     .master_rec = rec[0],
+                     .m = &m8,
+                     .m_rec = rec[1],
+                     .v = &v16,
+                     .v_rec = rec[2],
+                     .grad = &g,
+                     .grad_dtype = DT_FP32};
+    e = (Err){0};
+    CHECK_EQ_INT(bk->fp8_adam(bk, &f, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "fp8_adam: step is 1-based (got 0)");
+    f.h.step = 1, f.grad = NULL;
+    CHECK_EQ_INT(bk->fp8_adam(bk, &f, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "fp8_adam: no gradient");
+    f.grad = &g, f.amax_out = amax, f.amax_in = amax;
+    CHECK_EQ_INT(bk->fp8_adam(bk, &f, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "fp8_adam: amax_out and amax_in together");
+    f.amax_out = NULL, f.amax_in = NULL;
+    void **state[3] = {(void **)&f.master, (void **)&f.m, (void **)&f.v};
+    for (int k = 0; k < 3; k++) {
+        void *keep = *state[k];
+        *state[k] = NULL;
+        e = (Err){0};
+        CHECK_EQ_INT(bk->fp8_adam(bk, &f, &e), ST_USAGE);
+        CHECK_CONTAINS(e.msg, "fp8_adam: missing state");
+        *state[k] = keep;
+    }
+    CHECK(master == 0x4000 && m8 == 0 && v16 == 0);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_arena_bytes);
@@ -233,5 +357,6 @@ int main(void)
     RUN(test_pp_check);
     RUN(test_data_position);
     RUN(test_act_kind_refused);
+    RUN(test_optim_refusals);
     return test_summary();
 }
