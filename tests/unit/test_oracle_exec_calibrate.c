@@ -19,12 +19,16 @@
  *   6 x 16 x 7,680 = 737,280 FLOPs (FP8, FP32); BF16 + 393,216 = 1,130,496.
  *   SwiGLU reads gate and up: 6f = 6 x 768 = 4,608; AdamW 30 x (4,096 + 15,360 = 19,456) = 583,680;
  *   weighted 8 x 2,176 + 4 x 4,608 + 8 x 3,072 + 8 x 2,048 + 32,768 = 109,568 B. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/backend.h"
 #include "exec/measure/calibrate.h"
+#include "planner/catalog.h"
 #include "support/exec_fixtures.h"
+#include "support/fixtures.h"
 #include "test.h"
 
 typedef struct {
@@ -172,10 +176,65 @@ static void test_reps_refused(void)
     bk->destroy(bk);
 }
 
+/* A catalog GPU row rewritten with the latency column (cal_gpu_row_of: what `calibrate` does to the other rows
+ * of gpus.csv) reads back as the same GPU: a host row with a measured link of 1.5 us per ring step and an
+ * element-wise rate of 4 GB/s, and a GPU row with neither (both columns blank, read back as 0). Rates are
+ * written in the catalog's units (GB/s, TFLOP/s, us) with 9 significant digits: 1e-9 relative at most. */
+static void check_row_back(const GpuSpec *g)
+{
+    char row[4096], text[8192];
+    Err e = {0};
+    CHECKF(cal_gpu_row_of(g, row, sizeof row, &e) == ST_OK, "%s", e.msg);
+    snprintf(text, sizeof text, "%s\n%s\n", cal_gpu_header, row);
+    Catalog *cat = calloc(1, sizeof *cat);
+    CHECK(cat != NULL);
+    if (!cat) return;
+    CHECKF(catalog_parse_gpus(cat, text, strlen(text), "gpus.csv", &e) == ST_OK, "%s: %s", row, e.msg);
+    const GpuSpec *b = catalog_gpu(cat, g->name);
+    CHECKF(b != NULL, "%s", row);
+    if (b) {
+        CHECK(b->host == g->host && b->sm == g->sm && b->sms == g->sms && b->link == g->link);
+        CHECK(b->hbm_bytes == g->hbm_bytes && b->gpus_per_node == g->gpus_per_node);
+        CHECK_REL(b->hbm_bw, g->hbm_bw, 1e-9);
+        CHECK_REL(b->flops_bf16, g->flops_bf16, 1e-9);
+        CHECK_REL(b->flops_fp8, g->flops_fp8, 1e-9);
+        CHECK_REL(b->flops_fp32, g->flops_fp32, 1e-9);
+        CHECK_REL(b->mamf_bf16, g->mamf_bf16, 1e-9);
+        CHECK_REL(b->sustained, g->sustained, 1e-9);
+        CHECK_REL(b->intra_bw, g->intra_bw, 1e-9);
+        CHECK_REL(b->inter_bw, g->inter_bw, 1e-9);
+        CHECKF(fabs(b->link_lat - g->link_lat) <= 1e-9 * g->link_lat, "%s: link_lat %g, wrote %g", row, b->link_lat,
+               g->link_lat);
+        CHECKF(fabs(b->elem_bw - g->elem_bw) <= 1e-9 * g->elem_bw, "%s: elem_bw %g, wrote %g", row, b->elem_bw,
+               g->elem_bw);
+        CHECK_STR(b->source, g->source);
+    }
+    free(cat);
+}
+
+static void test_gpu_row_back(void)
+{
+    GpuSpec h = fx_gpu();
+    snprintf(h.name, sizeof h.name, "host-a");
+    snprintf(h.source, sizeof h.source, "fp8plan calibrate, \"by hand\"");
+    h.host = 1, h.sm = 0, h.sms = 1, h.link = LINK_HOST, h.gpus_per_node = 2, h.hbm_bytes = 1ull << 34;
+    h.flops_bf16 = h.mamf_bf16 = 100e9, h.flops_fp8 = h.mamf_fp8 = 50e9, h.flops_fp32 = 25e9;
+    h.hbm_bw = 10e9, h.sustained = 1, h.intra_bw = h.inter_bw = 3e9, h.link_lat = 1.5e-6, h.elem_bw = 4e9;
+    check_row_back(&h);
+    h.link_lat = 0.25e-6; /* below one microsecond: still written (0.25) */
+    check_row_back(&h);
+    GpuSpec g = fx_gpu();
+    snprintf(g.name, sizeof g.name, "gpu-b");
+    snprintf(g.source, sizeof g.source, "a datasheet");
+    g.sms = 132, g.sustained = 0.75, g.mamf_bf16 = 700e12, g.mamf_fp8 = 1400e12, g.link_lat = 0, g.elem_bw = 0;
+    check_row_back(&g);
+}
+
 int main(void)
 {
     RUN(test_gpt_profile);
     RUN(test_llama_profile);
     RUN(test_reps_refused);
+    RUN(test_gpu_row_back);
     return test_summary();
 }
