@@ -13,6 +13,8 @@
 #include "exec/arena.h"
 #include "exec/backend.h"
 #include "exec/data.h"
+#include "exec/measure/compare.h"
+#include "exec/measure/measurement.h"
 #include "exec/model/model_internal.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
@@ -350,6 +352,52 @@ static void test_optim_refusals(void)
     bk->destroy(bk);
 }
 
+static const MeasureRow *row_named(const Comparison *c, const char *name)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->rows[i].name, name)) return &c->rows[i];
+    CHECKF(0, "no row %s", name);
+    static MeasureRow none;
+    return &none;
+}
+
+/* The collective rows are per step: the run's counts over its steps. 2 steps that moved 1,100 bus bytes and
+ * 2,200 payload bytes in 11 calls: 550, 1,100 and 5.5 per step. A run that stopped before its first step
+ * completed (0 steps) shows what it counted as it is: 1,100, 2,200, 11 (one step's worth, not / 0 and not
+ * scaled). */
+static void test_compare_per_step(void)
+{
+    ModelSpec m = fx_gpt();
+    Recipe r = fx_recipe("megatron-bf16");
+    static Plan p;
+    static Measurement ms;
+    static Comparison c;
+    Err e = {0};
+    CHECKF(fx_plan_dp(&m, &r, 1, 1, 2, SHARD_NONE, &p, &e) == ST_OK, "%s", e.msg);
+    const char *name = p.coll[CO_DP_GRAD_AR].name;
+    CHECK(p.coll[CO_DP_GRAD_AR].calls > 0);
+    char pay[48], calls[48];
+    snprintf(pay, sizeof pay, "%s.payload", name);
+    snprintf(calls, sizeof calls, "%s.calls", name);
+    Backend *bk = NULL;
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    if (!bk) return;
+    CHECKF(measure_init(&ms, bk, 2, &e) == ST_OK, "%s", e.msg);
+    ms.coll[CO_DP_GRAD_AR].bus_bytes = 1100, ms.coll[CO_DP_GRAD_AR].payload_bytes = 2200;
+    ms.coll[CO_DP_GRAD_AR].calls = 11;
+    const uint32_t steps[2] = {2, 0};
+    const double want[2][3] = {{550, 1100, 5.5}, {1100, 2200, 11}};
+    for (int k = 0; k < 2; k++) {
+        ms.steps = steps[k];
+        compare(&p, &ms, NULL, &c);
+        CHECK_NEAR(row_named(&c, name)->measured, want[k][0], 0);
+        CHECK_NEAR(row_named(&c, pay)->measured, want[k][1], 0);
+        CHECK_NEAR(row_named(&c, calls)->measured, want[k][2], 0);
+    }
+    measure_free(&ms);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_arena_bytes);
@@ -358,5 +406,6 @@ int main(void)
     RUN(test_data_position);
     RUN(test_act_kind_refused);
     RUN(test_optim_refusals);
+    RUN(test_compare_per_step);
     return test_summary();
 }
