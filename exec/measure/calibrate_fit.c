@@ -7,6 +7,8 @@
 
 #include "exec/measure/calibrate.h"
 
+uint64_t cal_link_payload(int i) { return i >= 0 && i < CAL_LINK_SIZES ? (uint64_t)64 << (2 * i) : 0; }
+
 double cal_allreduce_busbw(uint64_t S, int n, double t)
 {
     if (n < 2 || !(t > 0)) return 0;

@@ -1,18 +1,31 @@
 /* exec/measure/calibrate_link.c — the communicator's all-reduce swept over
- * sizes (see calibrate.h): per size the median over reps of the slowest rank's
- * transfer time as the communicator counts it for a run (from the moment every
- * rank has arrived: exec/comm; NCCL's from its start and end events), its bus bandwidth, and the latency + bandwidth
- * line fitted to the sweep. Every rank calls it and gets the same figures. */
+ * sizes, 64 B to 64 MiB (see calibrate.h): per size the median over reps of
+ * the slowest rank's transfer time as the communicator counts it for a run
+ * (from the moment every rank has arrived: exec/comm; NCCL's from its start
+ * and end events), each call preceded by what precedes a run's (caches
+ * evicted, one rank late: arrive_as_in_a_run), its bus bandwidth, and the
+ * latency + bandwidth line fitted to the sweep. Every rank calls it and gets
+ * the same figures. */
 #include <string.h>
 
 #include "exec/measure/calibrate.h"
 
-enum { SIZE_LO = 64, SIZE_FACTOR = 4, SIZES = 10 }; /* 64 B .. 16 MiB */
+/* Each call is timed as a run meets it: its ranks come from a step's kernels, which left the caches
+ * holding other data (the payload and MPI's shared-memory queues evicted), and not at the same moment
+ * (one rank's compute ends later; the others wait in the communicator's arrival barrier and must be
+ * woken). So every rank first writes the whole sweep buffer (64 MiB, past a server's last-level cache),
+ * and rank 0 writes it a second time: it arrives late. The wait is not in the call's time (the
+ * communicator counts it apart); what the late arrival costs the waiting ranks after it is. */
+static Status arrive_as_in_a_run(Backend *bk, const Comm *comm, void *buf, uint64_t bytes, Err *e)
+{
+    Status st = bk->memset0(bk, buf, bytes, e);
+    if (!st && comm->rank == 0) st = bk->memset0(bk, buf, bytes, e);
+    return st;
+}
 
 Status calibrate_link(Backend *bk, Comm *comm, int reps, Calibration *out, Err *e)
 {
-    uint64_t top = (uint64_t)SIZE_LO;
-    for (int i = 1; i < SIZES; i++) top *= SIZE_FACTOR;
+    const uint64_t top = cal_link_payload(CAL_LINK_SIZES - 1);
     void *buf;
     float *sync;
     Status st = bk->alloc(bk, top, &buf, e);
@@ -21,15 +34,15 @@ Status calibrate_link(Backend *bk, Comm *comm, int reps, Calibration *out, Err *
         bk->free(bk, buf);
         return st;
     }
-    st = bk->memset0(bk, buf, top, e);
     out->ranks = comm->size;
     out->ncoll = 0;
-    uint64_t S = SIZE_LO;
-    for (int s = 0; !st && s < SIZES; s++, S *= SIZE_FACTOR) {
+    for (int s = 0; !st && s < CAL_LINK_SIZES; s++) {
+        const uint64_t S = cal_link_payload(s);
         double t[64];
         for (int i = -1; !st && i < reps; i++) { /* one warm-up call per size */
             float mine = 0, slowest = 0;
-            st = comm_settle(comm, e); /* the previous calls' times are in total before t0 */
+            st = arrive_as_in_a_run(bk, comm, buf, top, e);
+            if (!st) st = comm_settle(comm, e); /* the previous calls' times are in total before t0 */
             double t0 = comm->total.seconds;
             if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, buf, S / 4, DT_FP32, COMM_SUM, e);
             if (!st) st = comm_settle(comm, e); /* NCCL: the call's time from its events */

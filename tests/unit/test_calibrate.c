@@ -76,6 +76,45 @@ static void test_fit_link(void)
     CHECK(cal_fit_link(f, 3, 2, &lat, &bw) == -1);
 }
 
+/* The sweep calibrate makes: 64 B x 4^i, i = 0..10: 64, 256, 1 KiB, ..., 16 MiB = 64 x 4^9 = 64 x 262144 =
+ * 16777216, 64 MiB = 64 x 4^10 = 67108864 (past a 32 MiB last-level cache, where a run's gradient
+ * all-reduce of tens of MB runs). A host whose all-reduce runs at 3 GB/s while it fits the caches (up to
+ * 4 MiB) and at 2 GB/s past them (16 and 64 MiB), 2 ranks, 1 us per step (64 B in 2 us): the bandwidth is the
+ * memory-bound
+ * one, (16777216 + 67108864) / ((16777216 + 67108864) / 2e9) = 2e9 B/s, not the cache's 3e9 (the sweep that
+ * stopped at 16 MiB took 4 and 16 MiB: (4194304 + 16777216) / (4194304 / 3e9 + 16777216 / 2e9) =
+ * 20971520 / (1.398101e-3 + 8.388608e-3) = 2.1429e9). The source names the sizes. */
+static void test_link_sweep(void)
+{
+    CHECK_EQ_U64(cal_link_payload(0), 64);
+    CHECK_EQ_U64(cal_link_payload(1), 256);
+    CHECK_EQ_U64(cal_link_payload(9), 16777216);
+    CHECK_EQ_U64(cal_link_payload(CAL_LINK_SIZES - 1), 67108864);
+    CHECK_EQ_U64(cal_link_payload(CAL_LINK_SIZES), 0);
+    CHECK_EQ_U64(cal_link_payload(-1), 0);
+    Calibration c;
+    memset(&c, 0, sizeof c);
+    c.reps = 3, c.ranks = 2, c.ncoll = CAL_LINK_SIZES;
+    c.rate[CAL_PATH_FP8] = c.rate[CAL_PATH_BF16] = c.rate[CAL_PATH_FP32] = 1e9, c.mem_bw = c.elem_bw = 1e9;
+    for (int i = 0; i < CAL_LINK_SIZES; i++) {
+        uint64_t S = cal_link_payload(i);
+        c.coll[i].payload = S;
+        c.coll[i].seconds = 2e-6 + (double)S / (S <= 4194304 ? 3e9 : 2e9);
+    }
+    c.coll[0].seconds = 2e-6; /* the smallest: latency only (the fit neglects its 64 bytes) */
+    CHECK(cal_fit_link(c.coll, c.ncoll, 2, &c.link_lat, &c.link_bw) == 0);
+    CHECK_REL(c.link_lat, 1e-6, 1e-9);
+    CHECK_REL(c.link_bw, 2e9, 1e-9);
+    double old_bw = 0, old_lat = 0;
+    CHECK(cal_fit_link(c.coll, CAL_LINK_SIZES - 1, 2, &old_lat, &old_bw) == 0);
+    CHECK_REL(old_bw, 20971520.0 / (4194304 / 3e9 + 16777216 / 2e9), 1e-9);
+    char row[8192];
+    Err e = {0};
+    CHECK(cal_gpu_row(&c, "host", row, sizeof row, &e) == ST_OK);
+    CHECK_CONTAINS(row, "all-reduce over 2 ranks, 64 B-64 MiB (each call after the caches were evicted");
+    CHECK_CONTAINS(row, "latency 1 us per ring step (64 B), bus bandwidth 2 GB/s (16 MiB and 64 MiB, past the caches)");
+}
+
 static void test_median(void)
 {
     double m, s, v3[3] = {3, 1, 2}, v4[4] = {4, 1, 3, 2};
@@ -282,6 +321,7 @@ int main(void)
     RUN(test_busbw);
     RUN(test_fit_line);
     RUN(test_fit_link);
+    RUN(test_link_sweep);
     RUN(test_median);
     RUN(test_rows_parse);
     RUN(test_host_rows_refused);
