@@ -7,7 +7,16 @@
 
 #include "exec/measure/calibrate.h"
 
-uint64_t cal_link_payload(int i) { return i >= 0 && i < CAL_LINK_SIZES ? (uint64_t)64 << (2 * i) : 0; }
+int cal_link_sizes(uint64_t top, uint64_t *sizes)
+{
+    if (top < CAL_LINK_TOP_MIN) top = CAL_LINK_TOP_MIN;
+    if (top > CAL_LINK_TOP_MAX) top = CAL_LINK_TOP_MAX;
+    top = (top + 3) / 4 * 4;
+    int n = 0;
+    for (uint64_t S = 64; S < top && n < CAL_MAX_SIZES - 1; S *= 4) sizes[n++] = S;
+    sizes[n++] = top;
+    return n;
+}
 
 double cal_allreduce_busbw(uint64_t S, int n, double t)
 {

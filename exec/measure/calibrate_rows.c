@@ -32,13 +32,17 @@ static void put(Buf *b, const char *fmt, ...)
         b->len += (size_t)n;
 }
 
-/* A byte count as the sweep's sizes read: 64 B, 16 KiB, 64 MiB (whole units; bytes otherwise). */
+/* A byte count as the sweep's sizes read: 64 B, 16 KiB, 64 MiB (whole units), 26.1 MiB (from 1 MiB up). */
 static void put_size(Buf *b, uint64_t n)
 {
     static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
     int u = 0;
-    while (u < 3 && n >= 1024 && n % 1024 == 0) n /= 1024, u++;
-    put(b, "%llu %s", (unsigned long long)n, unit[u]);
+    uint64_t v = n;
+    while (u < 3 && v >= 1024 && v % 1024 == 0) v /= 1024, u++;
+    if (u < 2 && n >= ((uint64_t)1 << 20))
+        put(b, "%.1f MiB", (double)n / (double)((uint64_t)1 << 20));
+    else
+        put(b, "%llu %s", (unsigned long long)v, unit[u]);
 }
 
 /* A CSV text cell in double quotes, quotes doubled. */
