@@ -105,7 +105,7 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
             put_size(&s, c->coll[n - 2].payload);
             put(&s, " and ");
             put_size(&s, c->coll[n - 1].payload);
-            put(&s, "%s)", gpu ? "" : ", past the caches");
+            put(&s, ", the largest the model's gradient all-reduce)");
         }
         if (gpu) put(&s, "; link class written as nvlink, not measured");
     } else {
