@@ -31,10 +31,10 @@ static const char help[] =
     "the shapes of one layer of the model (and its LM head), the bandwidth of the optimizer and of\n"
     "the element-wise kernels a layer runs (a GPU's HBM), the launch floor of one call, and under\n"
     "mpirun with 2 or more ranks the all-reduce's bus bandwidth and latency per message size, 64 B up\n"
-    "to the model's gradient all-reduce, each call after the caches were evicted and one rank arrived\n"
-    "late, as a run's calls meet it (MPI between CPU ranks, NCCL between GPUs, one GPU per rank; one\n"
-    "rank: not measured, written as no interconnect). A GPU is timed by CUDA events around each\n"
-    "call. Prints every measurement (medians, spreads) and the device row (gpus.csv) and the\n"
+    "to the model's gradient all-reduce, each call after the caches were evicted (over MPI one rank\n"
+    "arrives late), as a run's calls meet it (MPI between CPU ranks, NCCL between GPUs, one GPU\n"
+    "per rank; one rank: not measured, written as no interconnect). A GPU is timed by CUDA events\n"
+    "around each call. Prints every measurement (medians, spreads) and the device row (gpus.csv) and the\n"
     "fp8plan stack's row (stacks.csv, launch_us measured). With -o DIR writes a catalog the\n"
     "planner reads with --catalog DIR: models.csv and recipes.csv copied, gpus.csv with the device\n"
     "row added, stacks.csv with the fp8plan row measured. Then: fp8plan plan --catalog DIR --gpu\n"
@@ -174,8 +174,9 @@ static void print_tables(const Calibration *c)
         return;
     }
     printf("%s all-reduce over %d ranks (FP32, median of %d (the smallest: %d), the slowest rank's, each call after\n"
-           "  the caches were evicted and rank 0 arrived late; busbw = S x 2(n-1)/n / t)\n",
-           gpu ? "NCCL" : "MPI", c->ranks, c->reps, 4 * c->reps < 64 ? 4 * c->reps : 64);
+           "  the caches were evicted%s; busbw = S x 2(n-1)/n / t)\n",
+           gpu ? "NCCL" : "MPI", c->ranks, c->reps, 4 * c->reps < 64 ? 4 * c->reps : 64,
+           gpu ? "" : " and rank 0 arrived late");
     printf("  %10s %10s %10s %7s\n", "bytes", "us", "busbw GB/s", "spread");
     for (int i = 0; i < c->ncoll; i++)
         printf("  %10llu %10.1f %10.3f %6.0f%%\n", (unsigned long long)c->coll[i].payload, c->coll[i].seconds * 1e6,

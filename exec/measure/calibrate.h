@@ -27,8 +27,8 @@
  *              from 64 B up to the model's gradient all-reduce (parameters x
  *              4 B; cal_link_sizes), FP32, its transfer time as a run counts
  *              it (after every rank has arrived), each call after the caches
- *              were evicted and with one rank arriving late, as a run's calls
- *              follow a step's kernels; bus bandwidth per size; the latency
+ *              were evicted and (over MPI) with one rank arriving late, as a
+ *              run's calls follow a step's kernels; bus bandwidth per size; the latency
  *              from the smallest, the bandwidth from the two largest — the
  *              regime of the run's largest collective (cal_fit_link).
  * The same code measures a GPU (`calibrate --backend cuda`): the backend's

@@ -91,7 +91,7 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
             put_size(&s, c->coll[0].payload);
             put(&s, "-");
             put_size(&s, c->coll[n - 1].payload);
-            put(&s, " (each call after the caches were evicted, one rank arriving late)");
+            put(&s, " (each call after the caches were evicted%s)", gpu ? "" : ", one rank arriving late");
         }
         put(&s, ": latency %.3g us per ring step", c->link_lat * 1e6);
         if (n >= 2) {
