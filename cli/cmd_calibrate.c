@@ -181,8 +181,8 @@ static void print_tables(const Calibration *c)
     for (int i = 0; i < c->ncoll; i++)
         printf("  %10llu %10.1f %10.3f %6.0f%%\n", (unsigned long long)c->coll[i].payload, c->coll[i].seconds * 1e6,
                c->coll[i].busbw * 1e-9, 100.0 * c->coll[i].spread);
-    printf("  link: latency %.3f us per ring step (the smallest size), bus bandwidth %.3f GB/s (the two largest; the\n"
-           "  largest is the model's gradient all-reduce, parameters x 4 B)\n",
+    printf("  link: latency %.3f us per ring step (the smallest size, at most any size's time), bus bandwidth %.3f\n"
+           "  GB/s (the two largest; the largest is the model's gradient all-reduce, parameters x 4 B)\n",
            c->link_lat * 1e6, c->link_bw * 1e-9);
 }
 

@@ -128,7 +128,9 @@ int cal_fit_line(const double *x, const double *y, const double *w, int n, doubl
 
 /* The link from an all-reduce sweep over n ranks (sizes increasing, at least
  * 3), for the planner's t = 2(n−1)·lat + bus bytes / bw: lat = t(smallest) /
- * 2(n−1) (its few bytes neglected; at least 1 ns); bw = the bus bytes of the
+ * 2(n−1) (its few bytes neglected; at least 1 ns), but at most the least t of
+ * any size / 2(n−1) (under load the smallest's median can exceed a larger
+ * size's: no call takes less than its latency); bw = the bus bytes of the
  * two largest sizes over their times less their latency (nccl-tests quote bus
  * bandwidth at large sizes: on a CPU those are past the caches, where a
  * gradient all-reduce runs). -1 when the sweep gives no positive bandwidth. */

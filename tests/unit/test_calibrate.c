@@ -74,6 +74,14 @@ static void test_fit_link(void)
     CHECK(cal_fit_link(e, 3, 2, &lat, &bw) == -1);
     CalColl f[3] = {{64, 1e-3, 0, 0}, {4096, 1e-3, 0, 0}, {8192, 1e-3, 0, 0}}; /* all latency: 2 x 5e-4 */
     CHECK(cal_fit_link(f, 3, 2, &lat, &bw) == -1);
+    /* the smallest's median above a larger size's (the ranks' arrival under load): 2 ranks, 64 B in 50 us,
+     * 4 KiB in 10 us, 64 KiB in 40 us, 120,320 B in 60 us. The latency is at most the least time: 10 us / 2 =
+     * 5 us per step (not 50 / 2 = 25, which leaves the two largest (40 - 50) + (60 - 50) = 0 s: no bandwidth);
+     * bw = (65536 + 120320) / ((40 - 10) + (60 - 10)) us = 185856 / 80e-6 = 2.3232e9 B/s */
+    CalColl g[4] = {{64, 50e-6, 0, 0}, {4096, 10e-6, 0, 0}, {65536, 40e-6, 0, 0}, {120320, 60e-6, 0, 0}};
+    CHECK(cal_fit_link(g, 4, 2, &lat, &bw) == 0);
+    CHECK_REL(lat, 5e-6, 1e-12);
+    CHECK_REL(bw, 185856.0 / 80e-6, 1e-9);
 }
 
 /* The sizes calibrate sweeps up to the model's gradient all-reduce (its largest collective), by hand:
