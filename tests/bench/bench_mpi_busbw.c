@@ -7,8 +7,9 @@
  * bandwidth = S x 2(n-1)/n / t (nccl-tests). The profile: the host row of the
  * calibrated catalog in $FP8PLAN_CALIBRATED (fp8plan calibrate -o DIR under
  * mpirun -np 2; row $FP8PLAN_HOST, default host) when set, else the link this
- * sweep itself gives (calibrate's rule: latency from the smallest size,
- * bandwidth from the two largest); its predicted bus bandwidth per size is
+ * sweep itself gives (calibrate's rule, cal_fit_link: latency from the
+ * smallest size, at most any size's time; bandwidth from the two largest);
+ * its predicted bus bandwidth per size is
  * bus bytes / (2(n-1) x latency + bus bytes / bandwidth). The machine is
  * shared: the load average is printed, spreads are (max - min) / median. */
 #include <stdio.h>
