@@ -10,8 +10,10 @@
  * 393,216 elements per rank; the FP32 master shard 393,216 x 4 = 1,572,864 B = 1.5 MiB, its record
  * the whole class 3 MiB. Rank 0 reads file bytes [0, 1.5 MiB): all of chunk 0 and the first half of
  * chunk 1; rank 1 [1.5 MiB, 3 MiB): chunk 1's second half and chunk 2. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exec/ckpt.h"
 #include "exec/ckpt_layout.h"
@@ -141,8 +143,54 @@ static void test_sharded_resume(void)
     bk->destroy(bk);
 }
 
+/* One byte flipped in a saved file's header (byte 12: the recipe's name, after the 8-byte magic and the u32
+ * version) reads as another recipe; the loader sees the magic and a checksum that no longer holds, so it
+ * names the file corrupted rather than reporting a recipe the file never had. */
+static void test_header_flip_is_corruption(void)
+{
+    Backend *bk = NULL;
+    Comm *comm = NULL;
+    Err e = {0};
+    CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
+    ModelSpec s = fx_gpt();
+    Recipe r = fx_recipe("megatron-bf16");
+    Model *m = NULL;
+    CHECKF(bk && comm && !fx_model(&s, &r, 1, 1, NULL, bk, comm, &m, &e), "%s", e.msg);
+    char good[480], bad[512];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(good, sizeof good, "%s/fp8plan-flip-%d.ckpt", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    snprintf(bad, sizeof bad, "%s.bad", good);
+    DataState ds = {.kind = DATA_SYNTHETIC};
+    if (m) CHECKF(ckpt_save(good, m, &ds, &e) == ST_OK, "%s", e.msg);
+    FILE *in = fopen(good, "rb"), *out = fopen(bad, "wb");
+    CHECK(in && out);
+    for (long i = 0; in && out; i++) {
+        int c = fgetc(in);
+        if (c == EOF) break;
+        fputc(i == 12 ? c ^ 0x01 : c, out);
+    }
+    if (in) fclose(in);
+    if (out) fclose(out);
+    if (m) {
+        DataState back;
+        e = (Err){0};
+        CHECKF(ckpt_load(good, m, &back, &e) == ST_OK, "%s", e.msg);
+        e = (Err){0};
+        CHECK_EQ_INT(ckpt_load(bad, m, &back, &e), ST_DATA);
+        CHECK_CONTAINS(e.msg, "checksum mismatch");
+        CHECK_CONTAINS(e.msg, "the file is corrupted");
+        CHECK_CONTAINS(e.msg, bad);
+        model_destroy(m);
+    }
+    unlink(good);
+    unlink(bad);
+    if (comm) comm->destroy(comm);
+    if (bk) bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_sharded_resume);
+    RUN(test_header_flip_is_corruption);
     return test_summary();
 }
