@@ -14,6 +14,7 @@
 #include "exec/backend.h"
 #include "exec/data.h"
 #include "exec/measure/compare.h"
+#include "exec/measure/device_measure.h"
 #include "exec/measure/measurement.h"
 #include "exec/model/model_internal.h"
 #include "support/exec_fixtures.h"
@@ -398,6 +399,64 @@ static void test_compare_per_step(void)
     bk->destroy(bk);
 }
 
+/* The device measurements when the backend's device_info fails mid-run (a GPU backend's hooks, scripted: memory
+ * in use by hand, in MiB). 600 in use when the first step begins, the forward loads 40 of kernels, the
+ * collectives 64 of buffers; device_info answers (no private scratch: 0) until the step ends, then fails.
+ * The first step's lazy rise is 704 - 600 - 64 - (private scratch: unknown, so 0) = 40 MiB exactly; the
+ * failure is kept (status and message) for the run to report. */
+static uint64_t fk_used;
+static int fk_info_fails;
+
+static Status fk_mem(Backend *bk, uint64_t *fr, uint64_t *tot, Err *e)
+{
+    (void)bk, (void)e;
+    *tot = 1ull << 40, *fr = *tot - fk_used;
+    return ST_OK;
+}
+
+static Status fk_info(Backend *bk, BackendDeviceInfo *out, Err *e)
+{
+    (void)bk;
+    memset(out, 0, sizeof *out);
+    if (fk_info_fails) return err_set(e, ST_UNAVAILABLE, "device_info: the device is gone");
+    snprintf(out->name, sizeof out->name, "scripted");
+    return ST_OK;
+}
+
+static Status fk_times(Backend *bk, int enable, double s[BK_OPCAT_COUNT], Err *e)
+{
+    (void)bk, (void)enable, (void)e;
+    for (int i = 0; s && i < BK_OPCAT_COUNT; i++) s[i] = 0;
+    return ST_OK;
+}
+
+static void test_devm_info_fails(void)
+{
+    const uint64_t MiB = 1ull << 20;
+    Backend bk = {.name = "scripted", .mem_info = fk_mem, .device_info = fk_info, .op_times = fk_times};
+    DevMeasure m;
+    fk_used = 600 * MiB, fk_info_fails = 0;
+    devm_init(&m, &bk);
+    CHECK(m.have);
+    double sec[BK_OPCAT_COUNT];
+    devm_step_begin(&m, &bk);
+    devm_phase(&m, &bk, -1);
+    fk_used += 40 * MiB;
+    devm_phase(&m, &bk, PHASE_FWD);
+    devm_phase(&m, &bk, PHASE_BWD);
+    fk_used += 64 * MiB;
+    devm_phase(&m, &bk, PHASE_COMM);
+    devm_phase(&m, &bk, PHASE_OPT);
+    fk_info_fails = 1;
+    CHECK(devm_step_end(&m, &bk, sec));
+    CHECK_EQ_U64(m.first_begin, 600 * MiB);
+    CHECK_EQ_U64(m.private0, 0);
+    CHECK_EQ_U64(m.grew[PHASE_COMM], 64 * MiB);
+    CHECK_EQ_U64(m.lazy, 40 * MiB);
+    CHECK_EQ_INT(m.st, ST_UNAVAILABLE);
+    CHECK_CONTAINS(m.msg, "the device is gone");
+}
+
 int main(void)
 {
     RUN(test_arena_bytes);
@@ -407,5 +466,6 @@ int main(void)
     RUN(test_act_kind_refused);
     RUN(test_optim_refusals);
     RUN(test_compare_per_step);
+    RUN(test_devm_info_fails);
     return test_summary();
 }
