@@ -29,15 +29,30 @@
 #include "support/exec_fixtures.h"
 #include "test.h"
 
-static Model *fp8lm_model(Backend *bk, Comm *comm)
+/* A one-rank fp8lm model of fx_gpt (micro-batch 2, 2 micro-batches per step) on the cpu backend. */
+typedef struct {
+    Backend *bk;
+    Comm *comm;
+    Model *g;
+} Fx;
+
+static Model *fx_open(Fx *f)
 {
     ModelSpec s = fx_gpt();
     Recipe r = fx_recipe("fp8lm");
     ModelHyper h = model_hyper_default();
-    Model *g = NULL;
     Err e;
-    CHECKF(!fx_model(&s, &r, 2, 2, &h, bk, comm, &g, &e), "%s", e.msg);
-    return g;
+    memset(f, 0, sizeof *f);
+    CHECKF(!backend_cpu_create(&f->bk, &e) && !comm_single_create(&f->comm, &e), "%s", e.msg);
+    if (f->bk && f->comm) CHECKF(!fx_model(&s, &r, 2, 2, &h, f->bk, f->comm, &f->g, &e), "%s", e.msg);
+    return f->g;
+}
+
+static void fx_close(Fx *f)
+{
+    model_destroy(f->g);
+    if (f->comm) f->comm->destroy(f->comm);
+    if (f->bk) f->bk->destroy(f->bk);
 }
 
 /* Every gemm weight's copies and slot as the cast of its master at 448 / amax; returns the failures. */
@@ -70,15 +85,15 @@ static int copies_match(Model *g)
 
 static void test_hand_cast(void)
 {
-    Backend *bk;
-    Comm *comm;
+    Fx f;
     Err e;
-    CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
-    Model *g = fp8lm_model(bk, comm);
-    if (!g) return;
-    ModelParam *w = model_find_param(g, PK_QKV_W, 0);
+    Model *g = fx_open(&f);
+    ModelParam *w = g ? model_find_param(g, PK_QKV_W, 0) : NULL;
     CHECK(w && w->wq_row && w->wq_col && w->master_rec);
-    if (!w || !w->wq_col || !w->master_rec) return;
+    if (!w || !w->wq_col || !w->master_rec) {
+        fx_close(&f);
+        return;
+    }
     uint16_t *code = w->master;
     memset(code, 0, w->numel * sizeof *code);
     code[0] = fp16_encode(4.0f), code[1] = fp16_encode(-8.0f), code[2] = fp16_encode(1.0f);
@@ -108,19 +123,18 @@ static void test_hand_cast(void)
     CHECK(!memcmp(row0, w->wq_row, 3));
     CHECK(fb->scale[w->wslot] == 112.0f);
     CHECK(fb->scale_inv[w->wslot] == 1.0f / 112.0f);
-    model_destroy(g);
-    comm->destroy(comm);
-    bk->destroy(bk);
+    fx_close(&f);
 }
 
 static void test_after_steps(void)
 {
-    Backend *bk;
-    Comm *comm;
+    Fx f;
     Err e;
-    CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
-    Model *g = fp8lm_model(bk, comm);
-    if (!g) return;
+    Model *g = fx_open(&f);
+    if (!g) {
+        fx_close(&f);
+        return;
+    }
     CHECK_EQ_INT(copies_match(g), 0); /* model_create's first copies */
     DataStream d;
     CHECK(!data_synthetic(&d, g->spec.vocab, 3, &e));
@@ -135,9 +149,7 @@ static void test_after_steps(void)
     }
     free(in);
     free(tgt);
-    model_destroy(g);
-    comm->destroy(comm);
-    bk->destroy(bk);
+    fx_close(&f);
 }
 
 int main(void)
