@@ -168,6 +168,17 @@ printf 'X' | dd of="$TMP/bad.bin" bs=1 seek=$((36 + len0 + 8 + 400)) conv=notrun
 mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
 expect_rc "a corrupted grid checkpoint: refused (65)" 65
 expect_err "the file named, corruption said" "$TMP/bad.bin: checksum mismatch"
+# each header field read: dp (byte 20) made 3 is another layout; parts (byte 24) made 3 is not tp x pp
+cp "$TMP/grid.bin" "$TMP/bad.bin"
+printf '\003' | dd of="$TMP/bad.bin" bs=1 seek=20 conv=notrunc 2>/dev/null
+mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
+expect_rc "dp field 3: refused (65)" 65
+expect_err "dp field 3: the file's layout named" "of a --tp 2 --pp 1 --dp 3 (6 ranks) run"
+cp "$TMP/grid.bin" "$TMP/bad.bin"
+printf '\003' | dd of="$TMP/bad.bin" bs=1 seek=24 conv=notrunc 2>/dev/null
+mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
+expect_rc "parts field 3: refused (65)" 65
+expect_err "parts field 3: said" "$TMP/bad.bin: the header says 3 parts for --tp 2 --pp 1 (2 expected): the file is corrupted"
 # format version 3 (a part for every rank, before grids): refused naming the versions read
 cp "$TMP/grid.bin" "$TMP/bad.bin"
 printf '\003' | dd of="$TMP/bad.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
