@@ -147,6 +147,8 @@ cp "$TMP/ck.bin" "$TMP/grid.bin"
 # 8 ranks: tp 2 x pp 2 x dp 2, ZeRO-1 over each place's DP group
 resumed 8 tiny-gpt megatron-bf16 --tp 2 --pp 2 --zero 1
 expect_eq "tp 2 x pp 2 x dp 2 file: version 4, tp 2, pp 2, dp 2, 4 parts" "$(head_of "$TMP/ck.bin")" "4 2 2 2 4"
+# LLaMA-shaped (grouped-query attention: 6 heads, 2 KV heads, one per TP rank; SwiGLU, rotary, untied)
+resumed 4 llama3-8b te-fp8 --layers 2 --hidden 36 --heads 6 --kv-heads 2 --ffn 50 --seq 8 --vocab 70 --tp 2 --zero 1
 
 # another DP size is another layout: refused naming both
 G="run --catalog $cat --model tiny-gpt --recipe megatron-bf16 --mbs 2 --gbs 8 --quiet --steps 1 --tp 2 --zero 1"
