@@ -149,6 +149,7 @@ static void test_after_steps(void)
     }
     free(in);
     free(tgt);
+    data_free(&d);
     fx_close(&f);
 }
 
