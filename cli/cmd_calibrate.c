@@ -30,14 +30,16 @@ static const char help[] =
     "GEMM throughput per dtype path (FP8 emulated on the CPU, cuBLASLt FP8 on a GPU; BF16, FP32) at\n"
     "the shapes of one layer of the model (and its LM head), the bandwidth of the optimizer and of\n"
     "the element-wise kernels a layer runs (a GPU's HBM), the launch floor of one call, and under\n"
-    "mpirun with 2 or more ranks the all-reduce's bus bandwidth and latency per message size (MPI\n"
-    "between CPU ranks, NCCL between GPUs, one GPU per rank; one rank: not measured, written as no\n"
-    "interconnect). A GPU is timed by CUDA events around each call. Prints every\n"
-    "measurement (medians, spreads) and the device row (gpus.csv) and the fp8plan stack's row\n"
-    "(stacks.csv, launch_us measured). With -o DIR writes a catalog the planner reads with\n"
-    "--catalog DIR: models.csv and recipes.csv copied, gpus.csv with the device row added,\n"
-    "stacks.csv with the fp8plan row measured. Then: fp8plan plan --catalog DIR --gpu NAME ...,\n"
-    "fp8plan run --backend cpu --catalog DIR --gpu NAME ... (step and collective times checked).\n"
+    "mpirun with 2 or more ranks the all-reduce's bus bandwidth and latency per message size, 64 B up\n"
+    "to the model's gradient all-reduce, each call after the caches were evicted (over MPI one rank\n"
+    "arrives late), as a run's calls meet it (MPI between CPU ranks, NCCL between GPUs, one GPU\n"
+    "per rank; one rank: not measured, written as no interconnect). A GPU is timed by CUDA events\n"
+    "around each call. Prints every measurement (medians, spreads) and the device row (gpus.csv) and the\n"
+    "fp8plan stack's row (stacks.csv, launch_us measured). With -o DIR writes a catalog the\n"
+    "planner reads with --catalog DIR: models.csv and recipes.csv copied, gpus.csv with the device\n"
+    "row added, stacks.csv with the fp8plan row measured. Then: fp8plan plan --catalog DIR --gpu\n"
+    "NAME ..., fp8plan run --backend cpu --catalog DIR --gpu NAME ... (step and collective times\n"
+    "checked).\n"
     "\n"
     "  --backend cpu|cuda   cpu (default); cuda: this rank's GPU (exit 69 without one)\n"
     "  --model M            the catalog model whose layer shapes are measured (default gpt2-124m)\n"
@@ -171,13 +173,16 @@ static void print_tables(const Calibration *c)
                gpu ? ": one GPU has no bus to measure" : "");
         return;
     }
-    printf("%s all-reduce over %d ranks (FP32, median of %d, the slowest rank's; busbw = S x 2(n-1)/n / t)\n",
-           gpu ? "NCCL" : "MPI", c->ranks, c->reps);
+    printf("%s all-reduce over %d ranks (FP32, median of %d (the smallest: %d), the slowest rank's, each call after\n"
+           "  the caches were evicted%s; busbw = S x 2(n-1)/n / t)\n",
+           gpu ? "NCCL" : "MPI", c->ranks, c->reps, 4 * c->reps < 64 ? 4 * c->reps : 64,
+           gpu ? "" : " and rank 0 arrived late");
     printf("  %10s %10s %10s %7s\n", "bytes", "us", "busbw GB/s", "spread");
     for (int i = 0; i < c->ncoll; i++)
         printf("  %10llu %10.1f %10.3f %6.0f%%\n", (unsigned long long)c->coll[i].payload, c->coll[i].seconds * 1e6,
                c->coll[i].busbw * 1e-9, 100.0 * c->coll[i].spread);
-    printf("  link: latency %.3f us per ring step (the smallest size), bus bandwidth %.3f GB/s (the two largest)\n",
+    printf("  link: latency %.3f us per ring step (the smallest size, at most any size's time), bus bandwidth %.3f\n"
+           "  GB/s (the two largest; the largest is the model's gradient all-reduce, parameters x 4 B)\n",
            c->link_lat * 1e6, c->link_bw * 1e-9);
 }
 

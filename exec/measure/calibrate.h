@@ -24,10 +24,13 @@
  *              16x16x16 GEMM, a 256-element add, norm and activation): the
  *              fixed cost of a call, the planner's launch floor;
  *   link       with two or more ranks: the communicator's all-reduce at sizes
- *              from 64 B to 16 MiB (FP32; its transfer time as a run counts
- *              it, after every rank has arrived), bus bandwidth per size;
- *              the latency from the smallest, the bandwidth from the largest
- *              (cal_fit_link).
+ *              from 64 B up to the model's gradient all-reduce (parameters x
+ *              4 B; cal_link_sizes), FP32, its transfer time as a run counts
+ *              it (after every rank has arrived), each call after the caches
+ *              were evicted and (over MPI) with one rank arriving late, as a
+ *              run's calls follow a step's kernels; bus bandwidth per size; the latency
+ *              from the smallest, the bandwidth from the two largest — the
+ *              regime of the run's largest collective (cal_fit_link).
  * The same code measures a GPU (`calibrate --backend cuda`): the backend's
  * kernels and cuBLASLt GEMMs, the NCCL all-reduce between GPU ranks.
  * Timing is the host's monotonic clock on the CPU backend and the device's
@@ -49,6 +52,11 @@ extern "C" {
 
 enum { CAL_PATH_FP8 = 0, CAL_PATH_BF16, CAL_PATH_FP32, CAL_PATHS };
 enum { CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 8, CAL_MAX_SIZES = 16 };
+/* The link sweep's largest payload, clamped (cal_link_sizes): at least 4 KiB (four sizes to fit), at most
+ * 1 GiB (MPI counts bytes in an int); the buffer written before each call to evict the caches: 64 MiB. */
+#define CAL_LINK_TOP_MIN ((uint64_t)4096)
+#define CAL_LINK_TOP_MAX ((uint64_t)1 << 30)
+#define CAL_LINK_EVICT   ((uint64_t)64 << 20)
 
 typedef struct {
     char what[24]; /* "fc1 dgrad", "head fprop", ... */
@@ -97,11 +105,17 @@ typedef struct {
  * two or more ranks (every rank must call it; each measures the same things). */
 Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out, Err *e);
 
-/* The collective sweep alone (every rank calls it); fills out->coll, ncoll,
- * link_bw, link_lat, ranks. */
-Status calibrate_link(Backend *bk, Comm *comm, int reps, Calibration *out, Err *e);
+/* The collective sweep alone (every rank calls it) up to a payload of top
+ * bytes (cal_link_sizes); fills out->coll, ncoll, link_bw, link_lat, ranks. */
+Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibration *out, Err *e);
 
 /* ---- the formulas (calibrate_fit.c; pure) ---- */
+
+/* The payloads of the link sweep up to top bytes: 64 · 4^i below top, then top itself (clamped to
+ * [CAL_LINK_TOP_MIN, CAL_LINK_TOP_MAX] and rounded up to whole FP32 elements) — so its two largest sizes,
+ * which the bandwidth is fitted to, are the regime of the largest collective a run makes (calibrate passes
+ * the model's FP32 gradient all-reduce: parameters x 4 B). sizes holds CAL_MAX_SIZES; returns the count. */
+int cal_link_sizes(uint64_t top, uint64_t *sizes);
 
 /* nccl-tests' bus bandwidth of an all-reduce of S bytes over n ranks in t
  * seconds: S · 2(n−1)/n / t (0 when n < 2 or t <= 0). */
@@ -114,7 +128,9 @@ int cal_fit_line(const double *x, const double *y, const double *w, int n, doubl
 
 /* The link from an all-reduce sweep over n ranks (sizes increasing, at least
  * 3), for the planner's t = 2(n−1)·lat + bus bytes / bw: lat = t(smallest) /
- * 2(n−1) (its few bytes neglected; at least 1 ns); bw = the bus bytes of the
+ * 2(n−1) (its few bytes neglected; at least 1 ns), but at most the least t of
+ * any size / 2(n−1) (under load the smallest's median can exceed a larger
+ * size's: no call takes less than its latency); bw = the bus bytes of the
  * two largest sizes over their times less their latency (nccl-tests quote bus
  * bandwidth at large sizes: on a CPU those are past the caches, where a
  * gradient all-reduce runs). -1 when the sweep gives no positive bandwidth. */

@@ -7,6 +7,17 @@
 
 #include "exec/measure/calibrate.h"
 
+int cal_link_sizes(uint64_t top, uint64_t *sizes)
+{
+    if (top < CAL_LINK_TOP_MIN) top = CAL_LINK_TOP_MIN;
+    if (top > CAL_LINK_TOP_MAX) top = CAL_LINK_TOP_MAX;
+    top = (top + 3) / 4 * 4;
+    int n = 0;
+    for (uint64_t S = 64; S < top && n < CAL_MAX_SIZES - 1; S *= 4) sizes[n++] = S;
+    sizes[n++] = top;
+    return n;
+}
+
 double cal_allreduce_busbw(uint64_t S, int n, double t)
 {
     if (n < 2 || !(t > 0)) return 0;
@@ -39,8 +50,12 @@ int cal_fit_link(const CalColl *c, int nc, int n, double *lat, double *bw)
     double steps = 2.0 * (double)(n - 1), f = steps / (double)n; /* bus bytes = S x 2(n-1)/n */
     for (int i = 0; i < nc; i++)
         if (!(c[i].seconds > 0) || (i && c[i].payload <= c[i - 1].payload)) return -1;
-    /* latency: the smallest size, its bytes at the bandwidth of the next one neglected (64 B: nanoseconds) */
+    /* latency: the smallest size, its bytes at the bandwidth of the next one neglected (64 B: nanoseconds) —
+     * at most any size's time (no call takes less than its fixed cost: a larger size measured faster means the
+     * smallest's median met more of the ranks' arrival noise; calls are timed after a late arrival) */
     double l = c[0].seconds / steps;
+    for (int i = 1; i < nc; i++)
+        if (c[i].seconds / steps < l) l = c[i].seconds / steps;
     /* bandwidth: the two largest sizes, past the caches (nccl-tests' convention: bus bandwidth at large sizes) */
     double bytes = 0, t = 0;
     for (int i = nc - 2; i < nc; i++) bytes += (double)c[i].payload * f, t += c[i].seconds - steps * l;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "exec/measure/calibrate.h"
+#include "planner/plan.h"
 
 enum { LAUNCH_ELEMS = 256, LAUNCH_CALLS = 16 }; /* 4 x 16 = 64 calls: cal_median's limit */
 
@@ -370,7 +371,12 @@ Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs,
     }
     if (!st) st = gemms(bk, comm, m, T, reps, out, e);
     if (!st) st = kernels(bk, comm, m, T, reps, out, e);
-    if (!st && comm && comm->size > 1) st = calibrate_link(bk, comm, reps, out, e);
+    /* the link up to the model's gradient all-reduce (FP32 gradients: the largest collective of a DP run) */
+    uint64_t params = 0;
+    if (!st && comm && comm->size > 1 && model_param_count(m, &params))
+        st = err_set(e, ST_USAGE, "calibrate: the parameter count of %s passes 2^64", m->name);
+    if (!st && comm && comm->size > 1)
+        st = calibrate_link(bk, comm, params > CAL_LINK_TOP_MAX / 4 ? CAL_LINK_TOP_MAX : params * 4, reps, out, e);
     out->ranks = comm ? comm->size : 1;
     return st;
 }

@@ -1,53 +1,78 @@
 /* exec/measure/calibrate_link.c — the communicator's all-reduce swept over
- * sizes (see calibrate.h): per size the median over reps of the slowest rank's
- * transfer time as the communicator counts it for a run (from the moment every
- * rank has arrived: exec/comm; NCCL's from its start and end events), its bus bandwidth, and the latency + bandwidth
- * line fitted to the sweep. Every rank calls it and gets the same figures. */
+ * sizes, 64 B up to the largest collective a run makes (cal_link_sizes; see
+ * calibrate.h): per size the median over reps of the slowest rank's transfer
+ * time as the communicator counts it for a run (from the moment every rank
+ * has arrived: exec/comm; NCCL's from its start and end events), each call
+ * preceded by what precedes a run's (caches evicted, one rank late:
+ * arrive_as_in_a_run), its bus bandwidth, and the latency + bandwidth line
+ * fitted to the sweep. Every rank calls it and gets the same figures. */
 #include <string.h>
 
 #include "exec/measure/calibrate.h"
 
-enum { SIZE_LO = 64, SIZE_FACTOR = 4, SIZES = 10 }; /* 64 B .. 16 MiB */
-
-Status calibrate_link(Backend *bk, Comm *comm, int reps, Calibration *out, Err *e)
+/* Each call is timed as a run meets it: its ranks come from a step's kernels, which left the caches
+ * holding other data (the payload and MPI's shared-memory queues evicted), and not at the same moment
+ * (one rank's compute ends later; the others wait in the communicator's arrival barrier, and on a shared
+ * machine a waiting rank may be off its core when the last one arrives). So every rank first writes a
+ * 64 MiB buffer (past a server CPU's last-level cache), and over MPI rank 0 writes it a second time: it
+ * arrives late. MPI counts the wait apart (its arrival barrier), so what is timed is what the late
+ * arrival costs the waiting ranks after it; NCCL's device time would count the wait itself (its kernels
+ * wait for their peers), so there every rank arrives together. */
+static Status arrive_as_in_a_run(Backend *bk, const Comm *comm, void *evict, Err *e)
 {
-    uint64_t top = (uint64_t)SIZE_LO;
-    for (int i = 1; i < SIZES; i++) top *= SIZE_FACTOR;
-    void *buf;
-    float *sync;
-    Status st = bk->alloc(bk, top, &buf, e);
-    if (st) return st;
-    if ((st = bk->alloc(bk, 2 * sizeof(float), (void **)&sync, e))) {
-        bk->free(bk, buf);
-        return st;
+    Status st = bk->memset0(bk, evict, CAL_LINK_EVICT, e);
+    if (!st && comm->rank == 0 && !strcmp(comm->name, "mpi")) st = bk->memset0(bk, evict, CAL_LINK_EVICT, e);
+    return st;
+}
+
+/* One size: reps timed calls (after one warm-up), their median and spread into c. */
+static Status one_size(Backend *bk, Comm *comm, void *buf, void *evict, float *sync, uint64_t S, int reps, CalColl *c,
+                       Err *e)
+{
+    double t[64];
+    Status st = ST_OK;
+    for (int i = -1; !st && i < reps; i++) {
+        float mine = 0, slowest = 0;
+        st = arrive_as_in_a_run(bk, comm, evict, e);
+        if (!st) st = comm_settle(comm, e); /* the previous calls' times are in total before t0 */
+        double t0 = comm->total.seconds;
+        if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, buf, S / 4, DT_FP32, COMM_SUM, e);
+        if (!st) st = comm_settle(comm, e); /* NCCL: the call's time from its events */
+        mine = (float)(comm->total.seconds - t0);
+        /* the slowest rank's time, through backend memory (a GPU's for NCCL) */
+        if (!st) st = bk->copy_to_device(bk, sync, &mine, sizeof mine, e);
+        if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, sync, 1, DT_FP32, COMM_MAX, e);
+        if (!st) st = bk->copy_to_host(bk, &slowest, sync, sizeof slowest, e);
+        if (i >= 0) t[i] = slowest;
     }
-    st = bk->memset0(bk, buf, top, e);
+    if (st) return st;
+    c->payload = S;
+    cal_median(t, reps, &c->seconds, &c->spread);
+    c->busbw = cal_allreduce_busbw(S, comm->size, c->seconds);
+    return ST_OK;
+}
+
+Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibration *out, Err *e)
+{
+    uint64_t sizes[CAL_MAX_SIZES];
+    const int n = cal_link_sizes(top, sizes);
+    void *buf = NULL, *evict = NULL;
+    float *sync = NULL;
+    Status st = bk->alloc(bk, sizes[n - 1], &buf, e);
+    if (!st) st = bk->alloc(bk, CAL_LINK_EVICT, &evict, e);
+    if (!st) st = bk->alloc(bk, 2 * sizeof(float), (void **)&sync, e);
+    if (!st) st = bk->memset0(bk, buf, sizes[n - 1], e);
     out->ranks = comm->size;
     out->ncoll = 0;
-    uint64_t S = SIZE_LO;
-    for (int s = 0; !st && s < SIZES; s++, S *= SIZE_FACTOR) {
-        double t[64];
-        for (int i = -1; !st && i < reps; i++) { /* one warm-up call per size */
-            float mine = 0, slowest = 0;
-            st = comm_settle(comm, e); /* the previous calls' times are in total before t0 */
-            double t0 = comm->total.seconds;
-            if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, buf, S / 4, DT_FP32, COMM_SUM, e);
-            if (!st) st = comm_settle(comm, e); /* NCCL: the call's time from its events */
-            mine = (float)(comm->total.seconds - t0);
-            /* the slowest rank's time, through backend memory (a GPU's for NCCL) */
-            if (!st) st = bk->copy_to_device(bk, sync, &mine, sizeof mine, e);
-            if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, sync, 1, DT_FP32, COMM_MAX, e);
-            if (!st) st = bk->copy_to_host(bk, &slowest, sync, sizeof slowest, e);
-            if (i >= 0) t[i] = slowest;
-        }
-        if (st) break;
-        CalColl *c = &out->coll[out->ncoll++];
-        c->payload = S;
-        cal_median(t, reps, &c->seconds, &c->spread);
-        c->busbw = cal_allreduce_busbw(S, comm->size, c->seconds);
+    /* the smallest size gives the latency every planned call is charged: 4x the repetitions (at most 64), a
+     * steadier median of a figure the arrival of the ranks spreads */
+    for (int s = 0; !st && s < n; s++) {
+        int r = s ? reps : 4 * reps < 64 ? 4 * reps : 64;
+        if (!(st = one_size(bk, comm, buf, evict, sync, sizes[s], r, &out->coll[s], e))) out->ncoll++;
     }
-    bk->free(bk, sync);
-    bk->free(bk, buf);
+    void *mine[3] = {sync, evict, buf};
+    for (int i = 0; i < 3; i++)
+        if (mine[i]) bk->free(bk, mine[i]);
     if (st) return st;
     if (cal_fit_link(out->coll, out->ncoll, comm->size, &out->link_lat, &out->link_bw))
         return err_set(e, ST_SOFTWARE, "calibrate: the all-reduce sweep over %d ranks gives no positive bandwidth",

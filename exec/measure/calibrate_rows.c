@@ -32,6 +32,19 @@ static void put(Buf *b, const char *fmt, ...)
         b->len += (size_t)n;
 }
 
+/* A byte count as the sweep's sizes read: 64 B, 16 KiB, 64 MiB (whole units), 26.1 MiB (from 1 MiB up). */
+static void put_size(Buf *b, uint64_t n)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
+    int u = 0;
+    uint64_t v = n;
+    while (u < 3 && v >= 1024 && v % 1024 == 0) v /= 1024, u++;
+    if (u < 2 && n >= ((uint64_t)1 << 20))
+        put(b, "%.1f MiB", (double)n / (double)((uint64_t)1 << 20));
+    else
+        put(b, "%llu %s", (unsigned long long)v, unit[u]);
+}
+
 /* A CSV text cell in double quotes, quotes doubled. */
 static void put_quoted(Buf *b, const char *s)
 {
@@ -70,15 +83,35 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
         "FP8 cast+transpose, cross-entropy; weighted by their calls per micro-batch) %.3g GB/s (spread up to %.0f "
         "%%); launch floor %.3g us; ",
         c->mem_bw * 1e-9, 100.0 * c->mem_spread, c->elem_bw * 1e-9, 100.0 * c->elem_spread, c->launch_s * 1e6);
-    if (c->ranks > 1)
-        put(&s,
-            "link: the executor's %s all-reduce over %d ranks, 64 B-16 MiB: latency %.3g us per ring step "
-            "(64 B), bus bandwidth %.3g GB/s (4 and 16 MiB%s)",
-            gpu ? "NCCL" : "MPI", c->ranks, c->link_lat * 1e6, c->link_bw * 1e-9,
-            gpu ? "; link class written as nvlink, not measured" : ", past the caches");
-    else
+    if (c->ranks > 1) {
+        const int n = c->ncoll;
+        put(&s, "link: the executor's %s all-reduce over %d ranks", gpu ? "NCCL" : "MPI", c->ranks);
+        if (n >= 2) {
+            put(&s, ", ");
+            put_size(&s, c->coll[0].payload);
+            put(&s, "-");
+            put_size(&s, c->coll[n - 1].payload);
+            put(&s, " (each call after the caches were evicted%s)", gpu ? "" : ", one rank arriving late");
+        }
+        put(&s, ": latency %.3g us per ring step", c->link_lat * 1e6);
+        if (n >= 2) {
+            put(&s, " (");
+            put_size(&s, c->coll[0].payload);
+            put(&s, ")");
+        }
+        put(&s, ", bus bandwidth %.3g GB/s", c->link_bw * 1e-9);
+        if (n >= 2) {
+            put(&s, " (");
+            put_size(&s, c->coll[n - 2].payload);
+            put(&s, " and ");
+            put_size(&s, c->coll[n - 1].payload);
+            put(&s, ", the largest the model's gradient all-reduce)");
+        }
+        if (gpu) put(&s, "; link class written as nvlink, not measured");
+    } else {
         put(&s, "link: not measured (one rank%s; run under mpirun -np 2 or more): no interconnect",
             gpu ? ": one GPU has no bus to measure" : "");
+    }
     if (s.over) return done(&s, "source", e);
     /* rates: achieved, so peak = MAMF = measured and sustained 1; the BF16 column is the BF16 path */
     if (gpu)

@@ -2,13 +2,14 @@
  * machine, per size, beside a host profile's figure: measured with
  * `mpirun -np 2` (the program starts itself under mpirun when it was not), the
  * executor's communicator (exec/comm/comm_mpi.c) and calibrate's sweep
- * (exec/measure/calibrate_link.c: 64 B to 16 MiB FP32, the median of 9 calls
+ * (exec/measure/calibrate_link.c: 64 B to 64 MiB FP32, the median of 9 calls
  * per size, the slowest rank's transfer after every rank arrived), bus
  * bandwidth = S x 2(n-1)/n / t (nccl-tests). The profile: the host row of the
  * calibrated catalog in $FP8PLAN_CALIBRATED (fp8plan calibrate -o DIR under
  * mpirun -np 2; row $FP8PLAN_HOST, default host) when set, else the link this
- * sweep itself gives (calibrate's rule: latency from the smallest size,
- * bandwidth from the two largest); its predicted bus bandwidth per size is
+ * sweep itself gives (calibrate's rule, cal_fit_link: latency from the
+ * smallest size, at most any size's time; bandwidth from the two largest);
+ * its predicted bus bandwidth per size is
  * bus bytes / (2(n-1) x latency + bus bytes / bandwidth). The machine is
  * shared: the load average is printed, spreads are (max - min) / median. */
 #include <stdio.h>
@@ -87,7 +88,7 @@ int main(int argc, char **argv)
         bench_load("before");
     }
     int rc = 0;
-    if (calibrate_link(bk, comm, REPS, c, &e)) {
+    if (calibrate_link(bk, comm, (uint64_t)64 << 20, REPS, c, &e)) {
         fprintf(stderr, "bench_mpi_busbw: %s\n", e.msg);
         rc = 1;
     } else if (!comm->rank) {

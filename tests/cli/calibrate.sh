@@ -3,8 +3,9 @@
 # --gpu host), its figures positive and finite; a run against it gets a time
 # verdict (the step checked within +-15 %, the phases shown), while a run
 # against a GPU's plan still says the times are not comparable; bad flags are
-# named; under mpirun -np 2 the link is measured, a DP plan is made with it
-# and each collective's time gets a verdict. The arithmetic of the profile is
+# named; under mpirun -np 2 the link is measured (64 B up to the model's
+# gradient all-reduce), a DP plan is made with it and each collective's time
+# gets a verdict. The arithmetic of the profile is
 # worked by hand in tests/unit/test_calibrate.c.
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
@@ -104,6 +105,19 @@ if grep -q '^  link: latency [0-9.]* us per ring step' "$TMP/out" && [ "$(grep -
     pass "the link measured, printed by rank 0 only"
 else
     fail "the link measured, printed by rank 0 only" "$(head -c 800 "$TMP/out") $(head -c 400 "$TMP/err")"
+fi
+# the sweep: 64 B x 4^i below the model's FP32 gradient all-reduce, then that size. TINY's parameters by hand:
+# token embedding 128 x 32 = 4,096 (the head tied to it), positions 16 x 32 = 512, per layer (LayerNorms with
+# bias, biased linears): 2 x 64 norms + QKV 32 x 96 + 96 + proj 32 x 32 + 32 + FC1 32 x 128 + 128 + FC2
+# 128 x 32 + 32 = 128 + 3,168 + 1,056 + 4,224 + 4,128 = 12,704, two layers 25,408, final norm 64: 30,080
+# parameters, x 4 B = 120,320 B; below it 64 .. 65,536 (64 x 4^5; 64 x 4^6 = 262,144 is past it).
+sizes=$(awk '/^  link:/ { on = 0 } on && $1 ~ /^[0-9]+$/ { printf "%s ", $1 } /busbw GB\/s/ { on = 1 }' "$TMP/out")
+expect_eq "the sweep ends at the model's gradient all-reduce" "$sizes" "64 256 1024 4096 16384 65536 120320 "
+if grep -q 'all-reduce over 2 ranks, 64 B-120320 B (each call after the caches were evicted, one rank arriving late)' \
+    "$TMP/cat2/gpus.csv"; then
+    pass "the host row's source names the sweep and how each call was timed"
+else
+    fail "the host row's source names the sweep" "$(grep '^host,' "$TMP/cat2/gpus.csv" | head -c 900)"
 fi
 run gpus --catalog "$TMP/cat2" --format csv --columns name,intra_node_gbps,inter_node_gbps
 row=$(grep '^host,' "$TMP/out")

@@ -74,6 +74,71 @@ static void test_fit_link(void)
     CHECK(cal_fit_link(e, 3, 2, &lat, &bw) == -1);
     CalColl f[3] = {{64, 1e-3, 0, 0}, {4096, 1e-3, 0, 0}, {8192, 1e-3, 0, 0}}; /* all latency: 2 x 5e-4 */
     CHECK(cal_fit_link(f, 3, 2, &lat, &bw) == -1);
+    /* the smallest's median above a larger size's (the ranks' arrival under load): 2 ranks, 64 B in 50 us,
+     * 4 KiB in 10 us, 64 KiB in 40 us, 120,320 B in 60 us. The latency is at most the least time: 10 us / 2 =
+     * 5 us per step (not 50 / 2 = 25, which leaves the two largest (40 - 50) + (60 - 50) = 0 s: no bandwidth);
+     * bw = (65536 + 120320) / ((40 - 10) + (60 - 10)) us = 185856 / 80e-6 = 2.3232e9 B/s */
+    CalColl g[4] = {{64, 50e-6, 0, 0}, {4096, 10e-6, 0, 0}, {65536, 40e-6, 0, 0}, {120320, 60e-6, 0, 0}};
+    CHECK(cal_fit_link(g, 4, 2, &lat, &bw) == 0);
+    CHECK_REL(lat, 5e-6, 1e-12);
+    CHECK_REL(bw, 185856.0 / 80e-6, 1e-9);
+}
+
+/* The sizes calibrate sweeps up to the model's gradient all-reduce (its largest collective), by hand:
+ *   27,375,616 B (the demo model's FP32 gradients): 64 x 4^i below it, i = 0..9 (64 x 4^9 = 16,777,216;
+ *     64 x 4^10 = 67,108,864 is past it), then 27,375,616 itself: 11 sizes;
+ *   16,777,216 = 64 x 4^8 exactly: 64 .. 4,194,304 (i = 0..8, 9 sizes), then 16,777,216: 10;
+ *   100 B: raised to 4,096 (four sizes to fit): 64, 256, 1,024, then 4,096: 4;
+ *   4,097 B: rounded up to whole FP32 elements, 4,100: 64, 256, 1,024, 4,096, 4,100: 5;
+ *   2^40: lowered to 1 GiB = 2^30: 64 x 4^i = 2^(6 + 2i) below 2^30 for i = 0..11, then 2^30: 13.
+ * The fit to a host whose all-reduce runs at 3 GB/s while it fits the caches (up to 4 MiB) and at 2 GB/s
+ * past them (16 MiB and the 27.4 MB gradient), 2 ranks, 64 B in 2 us (1 us per step): the bandwidth is the
+ * gradient's regime, (16777216 + 27375616) / ((16777216 + 27375616) / 2e9) = 2e9 B/s — where the sweep that
+ * stopped at 16 MiB took 4 and 16 MiB: (4194304 + 16777216) / (4194304 / 3e9 + 16777216 / 2e9) = 20971520 /
+ * (1.398101e-3 + 8.388608e-3) = 2.1429e9, 7 % fast. The source names the sizes: 27375616 / 2^20 = 26.1 MiB. */
+static void test_link_sweep(void)
+{
+    uint64_t z[CAL_MAX_SIZES];
+    CHECK(cal_link_sizes(27375616, z) == 11);
+    CHECK_EQ_U64(z[0], 64);
+    CHECK_EQ_U64(z[1], 256);
+    CHECK_EQ_U64(z[9], 16777216);
+    CHECK_EQ_U64(z[10], 27375616);
+    CHECK(cal_link_sizes(16777216, z) == 10);
+    CHECK_EQ_U64(z[8], 4194304);
+    CHECK_EQ_U64(z[9], 16777216);
+    CHECK(cal_link_sizes(100, z) == 4);
+    CHECK_EQ_U64(z[2], 1024);
+    CHECK_EQ_U64(z[3], 4096);
+    CHECK(cal_link_sizes(4097, z) == 5);
+    CHECK_EQ_U64(z[3], 4096);
+    CHECK_EQ_U64(z[4], 4100);
+    CHECK(cal_link_sizes((uint64_t)1 << 40, z) == 13);
+    CHECK_EQ_U64(z[11], (uint64_t)1 << 28);
+    CHECK_EQ_U64(z[12], (uint64_t)1 << 30);
+    Calibration c;
+    memset(&c, 0, sizeof c);
+    c.reps = 3, c.ranks = 2;
+    c.rate[CAL_PATH_FP8] = c.rate[CAL_PATH_BF16] = c.rate[CAL_PATH_FP32] = 1e9, c.mem_bw = c.elem_bw = 1e9;
+    c.ncoll = cal_link_sizes(27375616, z);
+    for (int i = 0; i < c.ncoll; i++) {
+        c.coll[i].payload = z[i];
+        c.coll[i].seconds = 2e-6 + (double)z[i] / (z[i] <= 4194304 ? 3e9 : 2e9);
+    }
+    c.coll[0].seconds = 2e-6; /* the smallest: latency only (the fit neglects its 64 bytes) */
+    CHECK(cal_fit_link(c.coll, c.ncoll, 2, &c.link_lat, &c.link_bw) == 0);
+    CHECK_REL(c.link_lat, 1e-6, 1e-9);
+    CHECK_REL(c.link_bw, 2e9, 1e-9);
+    double old_bw = 0, old_lat = 0;
+    CHECK(cal_fit_link(c.coll, c.ncoll - 1, 2, &old_lat, &old_bw) == 0);
+    CHECK_REL(old_bw, 20971520.0 / (4194304 / 3e9 + 16777216 / 2e9), 1e-9);
+    char row[8192];
+    Err e = {0};
+    CHECK(cal_gpu_row(&c, "host", row, sizeof row, &e) == ST_OK);
+    CHECK_CONTAINS(row, "all-reduce over 2 ranks, 64 B-26.1 MiB (each call after the caches were evicted");
+    CHECK_CONTAINS(
+        row, "latency 1 us per ring step (64 B), bus bandwidth 2 GB/s (16 MiB and 26.1 MiB, the largest the model's "
+             "gradient all-reduce)");
 }
 
 static void test_median(void)
@@ -282,6 +347,7 @@ int main(void)
     RUN(test_busbw);
     RUN(test_fit_line);
     RUN(test_fit_link);
+    RUN(test_link_sweep);
     RUN(test_median);
     RUN(test_rows_parse);
     RUN(test_host_rows_refused);

@@ -348,6 +348,32 @@ static void test_other_kernel_lists(void)
     CHECK_REL(p.time.nongemm_s, 4 * (2 * (1472.0 + 5504) + 832) / 5e8, 1e-9);
 }
 
+/* The fp8plan stack (this project's executor) runs the eager kernel list, but its loss kernel writes d(logits)
+ * in the forward, and its backward converts that FP32 d(logits) to the activation dtype (BF16) for the LM
+ * head's GEMMs; it zeroes its FP32 main gradients once per step. Against the eager stack, per micro-batch on
+ * the last stage (tok 4 x V 8 rows per TP rank): forward + 4 x 8 x 8 B = 256 B (the gradient half moves in),
+ * backward - 256 B + 4 x 8 x (4 + 2) B = -64 B. Per step (4 micro-batches): fwd_s + 1024 / 5e8 = 2.048e-6,
+ * bwd_s - 256 / 5e8 = -5.12e-7. The zeroing writes the reported stage's FP32 gradients, 640 x 4 = 2560 B:
+ * 5.12e-6. Memory-bound time: 4 x 192 B / 5e8 + 2560 / 5e8 = 6.656e-6 more; the step the same (the last
+ * stage stays the slower one, so the bubble, T_FIRST / 2, is unchanged). */
+static void test_fp8plan_loss_in_forward(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = round_gpu();
+    Recipe r = ox_bf16(0);
+    PlanInput in = layout(&m, &g, &r);
+    Plan eager, own;
+    in.fusion = FUSE_EAGER;
+    CHECK(plan_build(&in, &eager, NULL) == ST_OK);
+    in.fusion = FUSE_FP8PLAN;
+    CHECK(plan_build(&in, &own, NULL) == ST_OK);
+    CHECK_REL(own.time.fwd_s - eager.time.fwd_s, 2.048e-6, 1e-9);
+    CHECK_REL(own.time.bwd_s - eager.time.bwd_s, -5.12e-7, 1e-9);
+    CHECK_REL(own.time.nongemm_s - eager.time.nongemm_s, 6.656e-6, 1e-9);
+    CHECK_REL(own.time.step_s - eager.time.step_s, 6.656e-6, 1e-9);
+    CHECK_REL(own.time.gemm_s, eager.time.gemm_s, EXACT);
+}
+
 /* A BF16 recipe has no amax to reduce, whatever its amax_reduce says. */
 static void test_bf16_has_no_amax_reduction(void)
 {
@@ -390,6 +416,7 @@ int main(void)
     RUN(test_recompute_and_no_sp);
     RUN(test_launch_floor);
     RUN(test_other_kernel_lists);
+    RUN(test_fp8plan_loss_in_forward);
     RUN(test_bf16_has_no_amax_reduction);
     RUN(test_one_gpu_has_no_collectives);
     return test_summary();
