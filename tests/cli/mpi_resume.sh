@@ -165,31 +165,28 @@ head -c $((36 + len0 + 8 + len1 + 4)) "$TMP/grid.bin" >"$TMP/bad.bin"
 mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
 expect_rc "a grid checkpoint without its whole checksum: refused (65)" 65
 expect_err "the file named" "$TMP/bad.bin: truncated checkpoint ($((36 + len0 + 8 + len1 + 4)) bytes read)"
-cp "$TMP/grid.bin" "$TMP/bad.bin"
-printf 'X' | dd of="$TMP/bad.bin" bs=1 seek=$((36 + len0 + 8 + 400)) conv=notrunc 2>/dev/null
-mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
+# grid_patched OFFSET BYTES: bad.bin = grid.bin with BYTES (printf's escapes) written at OFFSET, resumed
+grid_patched() {
+    cp "$TMP/grid.bin" "$TMP/bad.bin"
+    printf "$2" | dd of="$TMP/bad.bin" bs=1 seek="$1" conv=notrunc 2>/dev/null
+    mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
+}
+grid_patched $((36 + len0 + 8 + 400)) X
 expect_rc "a corrupted grid checkpoint: refused (65)" 65
 expect_err "the file named, corruption said" "$TMP/bad.bin: checksum mismatch"
 # each header field read: dp (byte 20) made 3 is another layout; parts (byte 24) made 3 is not tp x pp
-cp "$TMP/grid.bin" "$TMP/bad.bin"
-printf '\003' | dd of="$TMP/bad.bin" bs=1 seek=20 conv=notrunc 2>/dev/null
-mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
+grid_patched 20 '\003'
 expect_rc "dp field 3: refused (65)" 65
 expect_err "dp field 3: the file's layout named" "of a --tp 2 --pp 1 --dp 3 (6 ranks) run"
-cp "$TMP/grid.bin" "$TMP/bad.bin"
-printf '\003' | dd of="$TMP/bad.bin" bs=1 seek=24 conv=notrunc 2>/dev/null
-mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
+grid_patched 24 '\003'
 expect_rc "parts field 3: refused (65)" 65
 expect_err "parts field 3: said" "$TMP/bad.bin: the header says 3 parts for --tp 2 --pp 1 (2 expected): the file is corrupted"
-# format version 3 (a part for every rank, before grids): refused naming the versions read
-cp "$TMP/grid.bin" "$TMP/bad.bin"
-printf '\003' | dd of="$TMP/bad.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
-mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
+# format version 3 (a part for every rank, before grids) and 5: refused naming the versions read
+grid_patched 8 '\003'
 expect_rc "a version-3 checkpoint: refused (65)" 65
 expect_err "the versions named" "$TMP/bad.bin: checkpoint format version 3; this fp8plan reads version 2"
 expect_err "and version 4" "and version 4 (tensor or pipeline parallelism"
-printf '\005' | dd of="$TMP/bad.bin" bs=1 seek=8 conv=notrunc 2>/dev/null
-mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
+grid_patched 8 '\005'
 expect_rc "a version-5 checkpoint: refused (65)" 65
 expect_err "a newer version named" "$TMP/bad.bin: checkpoint format version 5; this fp8plan reads"
 
