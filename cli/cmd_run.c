@@ -429,6 +429,10 @@ int cmd_run(int argc, char **argv)
         goto done;
     }
     double build_s = run_now_s() - t0;
+    if ((a.save || a.resume) && ckpt_check(m, &e)) { /* before the steps, not after them */
+        rc = run_fail(&e);
+        goto done;
+    }
     st = a.data ? data_bytes_file(&d, a.data, model.vocab, built->seq, &e)
                 : data_synthetic(&d, model.vocab, a.hyper.seed, &e);
     if (st) {

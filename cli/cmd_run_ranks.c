@@ -47,11 +47,6 @@ int run_resolve_ranks(RunArgs *a, const Comm *comm)
     if (n % t)
         return cli_usage(RUN_CMD, "--tp %u x --pp %u does not divide the %u ranks mpirun started", a->tp ? a->tp : 1,
                          a->pp ? a->pp : 1, n);
-    if (t > 1 && n != t && (a->save || a->resume)) /* exec/ckpt_layout.h: TP or PP ranks alone */
-        return cli_usage(RUN_CMD,
-                         "--tp %u --pp %u over %u ranks: --save and --resume with data-parallel ranks beside tensor "
-                         "or pipeline parallelism are not implemented yet",
-                         a->tp ? a->tp : 1, a->pp ? a->pp : 1, n);
     n /= t; /* data-parallel ranks */
     if (a->dp && a->dp != n && t > 1)
         return cli_usage(RUN_CMD, "--dp %u --tp %u --pp %u needs %u ranks (mpirun -np %u); this run has %d", a->dp,

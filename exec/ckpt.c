@@ -93,15 +93,16 @@ static void put_hyper(Stream *s, const ModelHyper *h)
 
 static int persistent_spec(const ArenaSpec *p) { return arena_term_persistent(p->term); }
 
-/* A sharded state (ZeRO-1 / the distributed optimizer): every rank's shard gathered on rank 0, which
- * writes the class's whole state, E elements (the padding of the last shard is not written). */
+/* A sharded state (ZeRO-1 / the distributed optimizer): every shard of the DP group gathered on its
+ * rank 0 (the world's rank 0 with data parallelism alone), which writes the class's whole state, E
+ * elements (the padding of the last shard is not written). */
 static Status put_shard(Stream *s, Model *m, const ArenaSpec *p, uint64_t whole, Err *e)
 {
     const int writer = s->f != NULL;
-    uint8_t *mine = malloc(p->bytes + 1), *all = writer ? malloc(p->bytes * (uint64_t)m->comm->size + 1) : NULL;
+    uint8_t *mine = malloc(p->bytes + 1), *all = writer ? malloc(p->bytes * (uint64_t)m->dpc->size + 1) : NULL;
     Status st = !mine || (writer && !all) ? err_set(e, ST_NOMEM, "out of memory for the shards of %s", p->name) : ST_OK;
     if (!st) st = m->bk->copy_to_host(m->bk, mine, (char *)m->arena.base + p->offset, p->bytes, e);
-    if (!st) st = comm_gather_bytes(m->comm, mine, (size_t)p->bytes, all, e);
+    if (!st) st = comm_gather_bytes(m->dpc, mine, (size_t)p->bytes, all, e);
     if (!st && writer) stream_put(s, all, (size_t)whole);
     free(mine);
     free(all);
@@ -184,15 +185,33 @@ Status ckpt_image(Model *m, const DataState *data, char **img, size_t *len, Err 
     return st;
 }
 
+Status ckpt_check(const Model *m, Err *e)
+{
+    const Recipe *r = &m->recipe;
+    if (m->dp > 1 && r->scaling == SCALING_DELAYED && r->amax_reduce != AMAX_ALL)
+        return err_set(e, ST_USAGE,
+                       "--save/--resume: recipe %s reduces its delayed-scaling amaxes over '%s' only, so each of the "
+                       "%u data-parallel ranks keeps its own amax history, scales and FP8 copies; a checkpoint holds "
+                       "one copy per data-parallel group (not implemented: run it with amax_reduce all, or one "
+                       "data-parallel rank)",
+                       r->name, amax_reduce_name(r->amax_reduce), m->dp);
+    return ST_OK;
+}
+
+Status ckpt_hand_shards(Model *m, Err *e)
+{
+    Stream none = {0};
+    return put_tensors(&none, m, e);
+}
+
 Status ckpt_save(const char *path, Model *m, const DataState *data, Err *e)
 {
+    Status st = ckpt_check(m, e);
+    if (st) return st;
     if (ckpt_layout(m)) return ckpt_layout_save(path, m, data, e);
-    if (!path) { /* a rank other than 0 of a sharded run */
-        Stream none = {0};
-        return put_tensors(&none, m, e);
-    }
+    if (!path) return ckpt_hand_shards(m, e); /* a rank other than 0 of a sharded run */
     OutFile of;
-    Status st = outfile_open_flags(&of, path, OUT_DURABLE, e); /* fsync: a checkpoint must survive a crash */
+    st = outfile_open_flags(&of, path, OUT_DURABLE, e); /* fsync: a checkpoint must survive a crash */
     if (st) return st;
     int ioerr = 0;
     st = write_image(of.f, m, data, &ioerr, e);
@@ -389,7 +408,8 @@ Status ckpt_load_image(const char *path, const void *img, size_t len, Model *m, 
 Status ckpt_load(const char *path, Model *m, DataState *data, Err *e)
 {
     uint32_t version = 0;
-    Status st = ckpt_layout_peek(path, m, &version, e); /* a layout checkpoint, or one for another layout */
+    Status st = ckpt_check(m, e);
+    if (!st) st = ckpt_layout_peek(path, m, &version, e); /* a layout checkpoint, or one for another layout */
     if (st || version == CKPT_LAYOUT_VERSION) return st ? st : ckpt_layout_load(path, m, data, e);
     Src src = {.path = path};
     return load(&src, m, data, e);

@@ -19,10 +19,12 @@
  * writes the file alone; a sharded state's record is the whole state of its
  * class (E elements: every rank's shard gathered on rank 0 in rank order, the
  * last shard's padding left out), written under the shard's name. On resume
- * every rank reads the file and takes its own elements [r·S, min((r+1)·S, E)).
+ * every rank reads the file and takes its own elements [r·S, min((r+1)·S, E))
+ * (r: the rank in the DP group).
  *
- * Tensor- and pipeline-parallel ranks: one file with every rank's part
- * (format version 3, exec/ckpt_layout.h), resumed with the same layout only.
+ * Tensor- and pipeline-parallel ranks, with or without data-parallel ranks
+ * beside them: one file with a part per TP x PP place (format version 4,
+ * exec/ckpt_layout.h), resumed with the same layout only.
  *
  * Loading refuses, with a message naming the file and the difference, a
  * checkpoint of another recipe, shape or hyper-parameters, a truncated or
@@ -40,8 +42,15 @@ extern "C" {
 #define CKPT_MAGIC "FP8PCKPT"
 enum { CKPT_VERSION = 2 }; /* 2: the planner's ids and model columns (norm, mlp, positions, KV heads) */
 
-/* 1 when every rank takes part in a save: sharded states (m->shard_ways > 1) or TP/PP ranks. */
+/* 1 when every rank takes part in a save: sharded states (m->shard_ways > 1) or TP/PP ranks (with or
+ * without DP ranks beside them). */
 int ckpt_every_rank(const Model *m);
+
+/* ST_USAGE when m's state cannot be kept in a checkpoint: delayed scaling whose amaxes are not
+ * reduced over the data-parallel ranks (amax_reduce "tp" or "none" at dp > 1) leaves each DP rank its
+ * own amax histories, scales and FP8 copies, and a checkpoint holds one copy per DP group. ckpt_save
+ * and ckpt_load call it; a run checks it before its steps. */
+Status ckpt_check(const Model *m, Err *e);
 
 /* When ckpt_every_rank(m) every rank calls it: rank 0 with the path, the others with NULL (they
  * only hand their shards or parts over). Otherwise rank 0 alone. */

@@ -388,8 +388,12 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     double wc = 0, copies = (double)recipe_fp8_copy_bytes_per_param(rc);
     Dtype src = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : rc->gemm.dt[STATE_MASTER];
     double per = (double)dt_bytes(src) * (rc->scaling == SCALING_CURRENT ? 2.0 : 1.0);
+    /* the fp8plan stack keeps its copies in memory but casts them again every micro-batch, except FP8-LM's copies
+     * of an FP16 master with no working weight, cast once per step after the optimizer (exec/model/model_copies.c) */
+    int once = in->fp8_weight_cache && (in->fusion != FUSE_FP8PLAN ||
+                                        (rc->gemm.dt[STATE_WEIGHT] == DT_NONE && rc->gemm.dt[STATE_MASTER] == DT_FP16));
     if (copies > 0)
-        wc = fp8w * (per + copies) / elem * (in->fp8_weight_cache ? 1.0 : m);
+        wc = fp8w * (per + copies) / elem * (once ? 1.0 : m);
     else if (recipe_fp8_gemm(rc) && !dt_fp8(src))
         wc = fp8w * 2.0 * (per + 1.0) / elem * m;
     tb->weight_cast_s = wc;

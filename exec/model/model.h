@@ -83,9 +83,6 @@ typedef struct {
      * and the part of it this rank owns, elements [own_lo, own_lo + own_n) (own_n may be 0). A sharded
      * state's pointer (master, m, v) addresses element own_lo in this rank's shard, NULL when own_n is 0. */
     uint64_t flat, own_lo, own_n;
-    /* Sharded FP8-LM linears (a sharded master, no working weight): the forward scale wq_row was
-     * gathered with (NaN: not gathered yet; model_shard.c) */
-    float copy_scale;
 } ModelParam;
 
 /* Activations of one block saved for backward. Each GEMM input is saved

@@ -260,6 +260,7 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     }
     if (!st) st = upload_rope(m, e);
     if (!st) st = model_init_weights(m, e);
+    if (!st) st = model_copies_cast(m, COMM_UNPLANNED, e); /* FP8-LM's first copies (model_copies.c) */
     if (st) {
         model_destroy(m);
         return st;

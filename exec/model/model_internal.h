@@ -91,20 +91,26 @@ void *model_state_at(const Model *m, const ModelParam *p, StateId st, void *base
 /* Reduce-scatter every gradient (CO_DP_GRAD_RS; this rank's part reduced in place). */
 Status model_shard_reduce(Model *m, Err *e);
 /* All-gather every working weight after the sharded update (CO_DP_PARAM_AG, in the weight's dtype;
- * FP8-LM's linears: this rank's part of the master cast to the row-wise FP8 copy, gathered in FP8,
- * the transposed copy recast from it). */
+ * not FP8-LM's copies: model_copies_cast). */
 Status model_shard_gather(Model *m, Err *e);
 /* 1 for an FP8-LM linear whose master is sharded (no working weight: the GEMMs read the gathered
  * FP8 copies). */
 int model_shard_copies(const Model *m, const ModelParam *p);
-/* Such a linear's forward, in place of the cast of the whole master: this rank's part cast with the
- * slot's current scale, its amax recorded for the bank's MAX over the ranks; when that scale is not
- * the one the copies were gathered with (the delayed scale moved between micro-batches, or after
- * model creation / resume), every part again (all-gather counted COMM_UNPLANNED). The copies are then
- * bit for bit the unsharded forward's cast. */
-Status model_shard_weight_fwd(Model *m, ModelParam *w, Err *e);
+/* Such a linear's copies from the slot's scale (model_copies_cast set it): this rank's part of the
+ * master cast into the row-wise copy, all-gathered in the forward format under id, the transposed
+ * copy recast from it. */
+Status model_shard_copy(Model *m, ModelParam *w, CollectiveId id, Err *e);
 /* MAX all-reduce of n floats over the ranks (the sharded FP8-LM states' amaxes: COMM_UNPLANNED). */
 Status model_shard_agree(Model *m, float *amax, uint64_t n, Err *e);
+
+/* ---- FP8-LM's FP8 weight copies, cast once per step (model_copies.c) ---- */
+/* 1 for a block linear whose GEMMs read kept FP8 copies of a scaled FP16 master, no working weight. */
+int model_copies_once(const Model *m, const ModelParam *p);
+/* Every such linear's copies from the master the optimizer wrote: the whole tensor's amax (agreed
+ * over TP and sharded DP ranks, COMM_UNPLANNED), its current-scaling scale into the forward slot
+ * (the slot's amax row left 0), the copies cast (sharded: gathered under id). After every optimizer
+ * step and at model creation. */
+Status model_copies_cast(Model *m, CollectiveId id, Err *e);
 
 /* ---- one micro-batch (model_pass.c) ---- */
 

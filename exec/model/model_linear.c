@@ -199,12 +199,10 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
         st = tp_fp8_input(m, l, k, x, K, e);
     else
         st = cast(m, fb, sx, x, A, NULL, M, K, m->act.t_qrow, la->q_col[k], e);
-    /* W: row-wise for fprop and, when the recipe keeps it, transposed for dgrad; cast once
-     * per step, from the working copy or from the master when there is no working copy */
-    if (!st && model_shard_copies(m, L.w)) /* FP8-LM, sharded master: the gathered copies (model_shard.c) */
-        st = model_shard_weight_fwd(m, L.w, e);
-    else if (!st)
-        st = cast_weight(m, L.w, sw, wrow(m, L.w), L.w->wq_col, 1, e);
+    /* W: row-wise for fprop and, when the recipe keeps it, transposed for dgrad, cast from the
+     * working copy; FP8-LM's copies of the master are cast once per step after the optimizer
+     * (model_copies.c) and read as they are */
+    if (!st && !model_copies_once(m, L.w)) st = cast_weight(m, L.w, sw, wrow(m, L.w), L.w->wq_col, 1, e);
     if (st) return st;
     if (!st && m->act.pp_xsinv && la->q_col[k]) /* PP: the saved copy's scale_inv, kept for its backward */
         st = bk->convert(bk, fb->scale_inv + sx, DT_FP32, model_saved_sinv(m, l, k), DT_FP32, 1, NULL, e);

@@ -27,16 +27,13 @@
  *     new amaxes, one MAX all-reduce (model_shard_agree: the maximum of the
  *     parts' maxima is the tensor's, exactly), then each part stored with the
  *     scales those give — the codes and records of the whole tensor's update;
- *   - the GEMMs read the E4M3 copies: each rank casts its part of the master
- *     with the weight's forward scale (cast_part: elementwise, so the codes of
- *     the whole cast) and the row-wise copy is all-gathered in E4M3 (the plan's
- *     param_gather_comm); the transposed copy is recast from it;
- *   - each forward casts the rank's part again with the current delayed scale,
- *     recording its amax (the bank's MAX over all ranks makes it the tensor's),
- *     and gathers every part again when that scale is not the one the copy was
- *     made with (the executor casts the weight per micro-batch; COMM_UNPLANNED).
+ *   - the GEMMs read the E4M3 copies, cast once per step after the update
+ *     (exec/model/model_copies.c: a scale from the whole master's amax, agreed
+ *     over the ranks): each rank casts its part of the master (cast_part:
+ *     elementwise, so the codes of the whole cast) and the row-wise copy is
+ *     all-gathered in E4M3 (the plan's param_gather_comm, once per step); the
+ *     transposed copy is recast from it. The forward casts nothing.
  * So the loss curve is plain data parallelism's bit for bit. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,7 +144,6 @@ void model_shard_bind(Model *m)
     for (uint32_t i = 0; i < m->nparams; i++) {
         ModelParam *q = &m->params[i];
         const int c = model_class(q);
-        q->copy_scale = NAN; /* no copy gathered yet (model_shard_weight_fwd) */
         if (m->shard_ways == 1) {
             q->own_lo = 0, q->own_n = q->numel;
             continue;
@@ -189,11 +185,11 @@ int model_shard_copies(const Model *m, const ModelParam *p)
     return m->shard_ways > 1 && p->gemm && !p->weight && (m->shard_mask[MODEL_CLASS_GEMM] >> STATE_MASTER & 1);
 }
 
-/* FP8-LM's copies: this rank's elements of w's master (dequantized by its record) cast with the
- * weight's forward slot into the same elements of the row-wise copy — the codes the unsharded
- * forward's cast of the whole master makes there — the slot's scale_inv set, the part's amax
- * max-ed into *amax when set. Every rank calls it (an empty part casts nothing). */
-static Status cast_part(Model *m, ModelParam *w, float *amax, Err *e)
+/* FP8-LM's copies (exec/model/model_copies.c): this rank's elements of w's master (dequantized by its
+ * record) cast with the weight's forward slot into the same elements of the row-wise copy — the codes
+ * the unsharded cast of the whole master makes there — the slot's scale_inv set. Every rank calls it
+ * (an empty part casts nothing). */
+static Status cast_part(Model *m, ModelParam *w, Err *e)
 {
     ScalingBank *fb = &m->sc.fwd;
     CastDesc c = {.in = w->own_n ? w->master : (void *)w->wq_row,
@@ -204,19 +200,20 @@ static Status cast_part(Model *m, ModelParam *w, float *amax, Err *e)
                   .out_dtype = fb->fmt,
                   .out_row = w->wq_row + w->own_lo,
                   .scale = fb->scale + w->wslot,
-                  .scale_inv = fb->scale_inv + w->wslot,
-                  .amax = amax};
+                  .scale_inv = fb->scale_inv + w->wslot};
     return m->bk->cast_transpose(m->bk, &c, e);
 }
 
-/* The row-wise copy gathered (every rank's part, in the forward format, counted under id), its
- * transposed copy recast from it (FP8 codes decoded with 1/scale and encoded with scale: the same
- * codes), and the scale it was made with kept. */
-static Status gather_copy(Model *m, ModelParam *w, CollectiveId id, uint64_t *counts, Err *e)
+Status model_shard_copy(Model *m, ModelParam *w, CollectiveId id, Err *e)
 {
     ScalingBank *fb = &m->sc.fwd;
+    uint64_t *counts = calloc((size_t)m->dp, sizeof *counts);
+    if (!counts) return err_set(e, ST_NOMEM, "out of memory");
     counts_of(m, w, counts);
-    Status st = comm_all_gather_v(m->dpc, id, m->bk, w->wq_row, counts, fb->fmt, e);
+    /* the row-wise copy gathered (every rank's part, in the forward format, counted under id), its
+     * transposed copy recast from it */
+    Status st = cast_part(m, w, e);
+    if (!st) st = comm_all_gather_v(m->dpc, id, m->bk, w->wq_row, counts, fb->fmt, e);
     CastDesc c = {.in = w->wq_row,
                   .in_dtype = fb->fmt,
                   .in_scale_inv = fb->scale_inv + w->wslot,
@@ -226,21 +223,6 @@ static Status gather_copy(Model *m, ModelParam *w, CollectiveId id, uint64_t *co
                   .out_col = w->wq_col,
                   .scale = fb->scale + w->wslot};
     if (!st && w->wq_col) st = m->bk->cast_transpose(m->bk, &c, e);
-    if (!st) st = m->bk->copy_to_host(m->bk, &w->copy_scale, fb->scale + w->wslot, sizeof(float), e);
-    return st;
-}
-
-Status model_shard_weight_fwd(Model *m, ModelParam *w, Err *e)
-{
-    /* the part's amax into the slot's history row: the bank's MAX over the ranks makes it the whole
-     * tensor's, as the unsharded forward records it */
-    Status st = cast_part(m, w, m->sc.fwd.amax_history + w->wslot, e);
-    float now = 0.0f;
-    if (!st) st = m->bk->copy_to_host(m->bk, &now, m->sc.fwd.scale + w->wslot, sizeof now, e);
-    if (st || now == w->copy_scale) return st; /* the other parts were cast with this scale */
-    /* the scale moved since the step's gather (or none yet): the parts again, not a plan collective */
-    uint64_t *counts = calloc((size_t)m->dp, sizeof *counts);
-    st = counts ? gather_copy(m, w, COMM_UNPLANNED, counts, e) : err_set(e, ST_NOMEM, "out of memory");
     free(counts);
     return st;
 }
@@ -256,9 +238,8 @@ static Status each_param(Model *m, StateId st, CollectiveId id, Err *e)
         void *buf = st == STATE_GRAD ? p->grad : p->weight;
         Dtype dt = model_states(m, p)->dt[st];
         counts_of(m, p, counts);
-        if (st == STATE_WEIGHT && model_shard_copies(m, p)) { /* FP8-LM: the FP8 copies (cast_part) */
-            s = cast_part(m, p, NULL, e);
-            if (!s) s = gather_copy(m, p, id, counts, e);
+        if (st == STATE_WEIGHT && model_shard_copies(m, p)) { /* FP8-LM: its copies (model_copies_cast) */
+            continue;
         } else if (st == STATE_GRAD && dtype_is_fp8(dt) && p->grad_rec) {
             s = comm_reduce_scatter_fp8_v(m->dpc, id, m->bk, buf, p->grad_rec, counts, dt, e);
         } else {

@@ -275,12 +275,14 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     if (!st) phase_done(m, PHASE_COMM);
     if (!st) st = phase_begin(m, ev, 3, e);
     if (!st) st = optimizer(m, e);
+    if (!st && m->shard_ways == 1) st = model_copies_cast(m, COMM_UNPLANNED, e); /* FP8-LM: the new copies */
     if (!st) st = phase_end(m, ev, 3, &t[2], e);
     if (!st) phase_done(m, PHASE_OPT);
     if (!st) st = span(m, ev, 2, t[0], t[1], &ph[PHASE_COMM], e);
     if (!st) st = span(m, ev, 3, t[1], t[2], &ph[PHASE_OPT], e);
     if (!st && m->shard_ways > 1) { /* the updated parts all-gathered (host clock: MPI ranks are CPU ranks) */
         st = model_shard_gather(m, e);
+        if (!st) st = model_copies_cast(m, CO_DP_PARAM_AG, e); /* FP8-LM: cast once, gathered once */
         ph[PHASE_COMM] += now_s() - t[2];
     }
     if (!st) st = global_loss(m, sum, loss, e);

@@ -90,10 +90,7 @@ if [ "$r" != n/a ] && awk -v r="$r" 'BEGIN { exit !(r <= 1e-3) }'; then pass "te
 
 # ---- refusals ---------------------------------------------------------------------------------
 # (PP beside DP and TP, and more than two stages: tests/cli/mpi_layouts.sh)
-# --save with DP beside PP (a rank grid) is refused before the run; PP alone saves (tests/cli/mpi_resume.sh)
-mpi_run 4 "$FP8PLAN" $GPT --recipe megatron-bf16 --steps 1 --pp 2 --save "$TMP/ck"
-expect_rc "--pp 2 over 4 ranks --save exits 64" 64
-expect_err "--pp 2 over 4 ranks --save: the reason" "--save and --resume with data-parallel ranks beside tensor or pipeline parallelism are not implemented yet"
+# (--save/--resume with PP, alone and beside DP: tests/cli/mpi_resume.sh)
 mpi_run 2 "$FP8PLAN" $GPT --recipe megatron-bf16 --steps 1 --pp 3
 expect_rc "--pp 3 on 2 ranks exits 64" 64
 expect_err "--pp 3 on 2 ranks: the reason" "--tp 1 x --pp 3 does not divide the 2 ranks mpirun started"

@@ -1,7 +1,8 @@
 # tests/cli/mpi_resume.sh — a multi-rank run resumed from its checkpoint continues bit for bit, with
-# and without sharded states, and with tensor or pipeline parallel ranks. Rank 0 writes the
-# checkpoint; a ZeRO-1 state is gathered there and written whole (exec/ckpt.h), and on resume every
-# rank takes its own elements; TP/PP ranks' parts are written side by side (exec/ckpt_layout.h).
+# and without sharded states, with tensor or pipeline parallel ranks, and with data-parallel ranks
+# beside them (rank grids). Rank 0 writes the checkpoint; a ZeRO-1 state is gathered there (over the
+# DP group) and written whole (exec/ckpt.h), and on resume every rank takes its own elements; the
+# parts of the TP x PP places are written side by side, one per place (exec/ckpt_layout.h).
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
@@ -73,21 +74,26 @@ resumed 2 tiny-gpt fp8lm --tp 2
 resumed 2 tiny-gpt te-fp8-current --pp 2
 resumed 2 tiny-gpt fp8lm --pp 2
 resumed 2 tiny-gpt megatron-bf16 --pp 2
-# the layout file: "FP8PCKPT" (bytes 0-7), u32 version 3 at 8, tp at 12, pp at 16, ranks at 20, then
-# rank 0's part: its u64 length at 24 and its own image from 32 on, which starts with the magic again
+# the layout file (format version 4): "FP8PCKPT" (bytes 0-7), u32 version 4 at 8, tp at 12, pp at 16,
+# dp at 20, parts (tp x pp) at 24, then part 0's u64 length at 28 and its own image from 36 on, which
+# starts with the magic again
 u32_at() { od -An -t u4 -j "$2" -N 4 "$1" | tr -d ' '; }
-expect_eq "pp 2 file: version 3, tp 1, pp 2, 2 ranks" \
-    "$(u32_at "$TMP/ck.bin" 8) $(u32_at "$TMP/ck.bin" 12) $(u32_at "$TMP/ck.bin" 16) $(u32_at "$TMP/ck.bin" 20)" "3 1 2 2"
-expect_eq "pp 2 file: rank 0's image starts at byte 32" "$(dd if="$TMP/ck.bin" bs=1 skip=32 count=8 2>/dev/null)" FP8PCKPT
-# rank 1's part follows rank 0's: its length at 32 + len0, its image 8 bytes later
-len0=$(od -An -t u8 -j 24 -N 8 "$TMP/ck.bin" | tr -d ' ')
-expect_eq "pp 2 file: rank 1's image after rank 0's" \
-    "$(dd if="$TMP/ck.bin" bs=1 skip=$((32 + len0 + 8)) count=8 2>/dev/null)" FP8PCKPT
-# rank 1's image is the last stage's: the version-2 header holds that rank's layers (1 of 2), the
+u64_at() { od -An -t u8 -j "$2" -N 8 "$1" | tr -d ' '; }
+head_of() { echo "$(u32_at "$1" 8) $(u32_at "$1" 12) $(u32_at "$1" 16) $(u32_at "$1" 20) $(u32_at "$1" 24)"; }
+expect_eq "pp 2 file: version 4, tp 1, pp 2, dp 1, 2 parts" "$(head_of "$TMP/ck.bin")" "4 1 2 1 2"
+expect_eq "pp 2 file: part 0's image starts at byte 36" "$(dd if="$TMP/ck.bin" bs=1 skip=36 count=8 2>/dev/null)" FP8PCKPT
+# part 1 follows part 0: its length at 36 + len0, its image 8 bytes later
+len0=$(u64_at "$TMP/ck.bin" 28)
+expect_eq "pp 2 file: part 1's image after part 0's" \
+    "$(dd if="$TMP/ck.bin" bs=1 skip=$((36 + len0 + 8)) count=8 2>/dev/null)" FP8PCKPT
+# part 1's image is the last stage's: the version-2 header holds that rank's layers (1 of 2), the
 # first field (recipe name 48 B after magic 8 and version 4: fields from 60) + 22 recipe fields
 # x 8 B = the layers field at image byte 60 + 176 = 236
-l1=$(od -An -t u8 -j $((32 + len0 + 8 + 236)) -N 8 "$TMP/ck.bin" | tr -d ' ')
-expect_eq "pp 2 file: rank 1's part holds its stage's 1 layer" "$l1" 1
+l1=$(u64_at "$TMP/ck.bin" $((36 + len0 + 8 + 236)))
+expect_eq "pp 2 file: part 1 holds its stage's 1 layer" "$l1" 1
+len1=$(u64_at "$TMP/ck.bin" $((36 + len0)))
+expect_eq "pp 2 file: header, two parts and the checksum, nothing more" "$(wc -c <"$TMP/ck.bin" | tr -d ' ')" \
+    $((28 + 8 + len0 + 8 + len1 + 8))
 
 # a checkpoint resumes with the layout that wrote it: the parts are not gathered into the one-rank
 # layout, so another layout is refused naming both
@@ -95,25 +101,107 @@ cp "$TMP/ck.bin" "$TMP/pp2.bin"
 P="run --catalog $cat --model tiny-gpt --recipe megatron-bf16 --mbs 2 --gbs 8 --quiet --steps 1"
 run $P --resume "$TMP/pp2.bin"
 expect_rc "a pp 2 checkpoint on one rank: refused (65)" 65
-expect_err "the layouts named" "checkpoint (format version 3) of a --tp 1 --pp 2 over 2 ranks run"
-expect_err "this run's layout named" "this run is --tp 1 --pp 1 over 1 rank: resume with the layout that wrote it"
+expect_err "the layouts named" "checkpoint (format version 4) of a --tp 1 --pp 2 --dp 1 (2 ranks) run"
+expect_err "this run's layout named" "this run is --tp 1 --pp 1 --dp 1 (1 rank): resume with the layout that wrote it"
 mpi_run 2 "$FP8PLAN" $P --tp 2 --resume "$TMP/pp2.bin"
 expect_rc "a pp 2 checkpoint in a tp 2 run: refused (65)" 65
-expect_err "tp 2 named" "this run is --tp 2 --pp 1 over 2 ranks"
+expect_err "tp 2 named" "this run is --tp 2 --pp 1 --dp 1 (2 ranks)"
 run $P --save "$TMP/one.bin"
 mpi_run 2 "$FP8PLAN" $P --pp 2 --resume "$TMP/one.bin"
 expect_rc "a one-rank checkpoint in a pp 2 run: refused (65)" 65
 expect_err "the one-model format named" "checkpoint (format version 2) of a run without tensor or pipeline parallelism"
-# one byte of rank 1's part changed: every rank reads the whole file, the checksum says so
+# one byte of part 1 changed: every rank reads the whole file, the checksum says so
 cp "$TMP/pp2.bin" "$TMP/bad.bin"
-printf 'X' | dd of="$TMP/bad.bin" bs=1 seek=$((32 + len0 + 8 + 300)) conv=notrunc 2>/dev/null
+printf 'X' | dd of="$TMP/bad.bin" bs=1 seek=$((36 + len0 + 8 + 300)) conv=notrunc 2>/dev/null
 mpi_run 2 "$FP8PLAN" $P --pp 2 --resume "$TMP/bad.bin"
 expect_rc "a corrupted layout checkpoint: refused (65)" 65
 expect_err "corruption named" "checksum mismatch"
-# rank 0's part length (bytes 24-31) made 2^64 - 1: refused before anything that size is allocated
+# part 0's length (bytes 28-35) made 2^64 - 1: refused before anything that size is allocated
 cp "$TMP/pp2.bin" "$TMP/bad.bin"
-printf '\377\377\377\377\377\377\377\377' | dd of="$TMP/bad.bin" bs=1 seek=24 conv=notrunc 2>/dev/null
+printf '\377\377\377\377\377\377\377\377' | dd of="$TMP/bad.bin" bs=1 seek=28 conv=notrunc 2>/dev/null
 mpi_run 2 "$FP8PLAN" $P --pp 2 --resume "$TMP/bad.bin"
 expect_rc "a part longer than the file: refused (65)" 65
-expect_err "the part named" "rank 0's part is 18446744073709551615 bytes, past the file's end"
+expect_err "the part named" "part 0 (stage 0, tp rank 0) is 18446744073709551615 bytes, past the file's end"
+# ---- rank grids: data-parallel ranks beside TP and/or PP ------------------------------------------
+# the DP ranks of a TP x PP place hold its DP group rank 0's state (a sharded state's shards apart), so
+# that rank writes the place's part, a sharded record gathered over its DP group; every DP rank
+# resumes from its place's part, taking its own shard
+resumed 4 tiny-gpt te-fp8 --tp 2
+resumed 4 tiny-gpt megatron-bf16 --pp 2
+resumed 4 tiny-gpt fp8lm --pp 2 --dist-opt
+resumed 4 tiny-gpt te-fp8 --pp 2 --zero 1
+resumed 4 tiny-gpt fp8lm --tp 2 --zero 1
+resumed 4 tiny-gpt megatron-bf16 --tp 2 --zero 1
+# dp 2 x tp 2: two parts (TP ranks 0 and 1), none from the DP replicas
+expect_eq "dp 2 x tp 2 file: version 4, tp 2, pp 1, dp 2, 2 parts" "$(head_of "$TMP/ck.bin")" "4 2 1 2 2"
+len0=$(u64_at "$TMP/ck.bin" 28)
+len1=$(u64_at "$TMP/ck.bin" $((36 + len0)))
+expect_eq "dp 2 x tp 2 file: two parts and the checksum, nothing more" "$(wc -c <"$TMP/ck.bin" | tr -d ' ')" \
+    $((28 + 8 + len0 + 8 + len1 + 8))
+# a TP rank's linear weights: per layer QKV 96x32 + proj 32x32 + FC1 128x32 + FC2 32x128 = 12,288,
+# 2 layers = 24,576, half on each TP rank = 12,288 elements; FP32 master 49,152 B, each DP rank holding
+# half of it: the record holds the TP rank's whole class
+expect_eq "dp 2 x tp 2 --zero 1: the master record is the DP group's whole class, 12,288 x 4 B" \
+    "$(rec_bytes "$TMP/ck.bin" master.shard)" 49152
+cp "$TMP/ck.bin" "$TMP/grid.bin"
+# 8 ranks: tp 2 x pp 2 x dp 2, ZeRO-1 over each place's DP group
+resumed 8 tiny-gpt megatron-bf16 --tp 2 --pp 2 --zero 1
+expect_eq "tp 2 x pp 2 x dp 2 file: version 4, tp 2, pp 2, dp 2, 4 parts" "$(head_of "$TMP/ck.bin")" "4 2 2 2 4"
+# LLaMA-shaped (grouped-query attention: 6 heads, 2 KV heads, one per TP rank; SwiGLU, rotary, untied)
+resumed 4 llama3-8b te-fp8 --layers 2 --hidden 36 --heads 6 --kv-heads 2 --ffn 50 --seq 8 --vocab 70 --tp 2 --zero 1
+
+# another DP size is another layout: refused naming both
+G="run --catalog $cat --model tiny-gpt --recipe megatron-bf16 --mbs 2 --gbs 8 --quiet --steps 1 --tp 2 --zero 1"
+mpi_run 2 "$FP8PLAN" $G --resume "$TMP/grid.bin"
+expect_rc "a dp 2 x tp 2 checkpoint in a tp 2 run: refused (65)" 65
+expect_err "both layouts named" \
+    "checkpoint (format version 4) of a --tp 2 --pp 1 --dp 2 (4 ranks) run, each tensor/pipeline rank's part in that rank's layout; this run is --tp 2 --pp 1 --dp 1 (2 ranks)"
+# a grid checkpoint cut short (in part 1) or with a byte changed: refused naming the file
+head -c $((36 + len0 + 8 + len1 / 2)) "$TMP/grid.bin" >"$TMP/bad.bin"
+mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
+expect_rc "a truncated grid checkpoint: refused (65)" 65
+expect_err "the file and the cut part named" "$TMP/bad.bin: part 1 (stage 0, tp rank 1) is $len1 bytes, past the file's end"
+head -c $((36 + len0 + 8 + len1 + 4)) "$TMP/grid.bin" >"$TMP/bad.bin"
+mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
+expect_rc "a grid checkpoint without its whole checksum: refused (65)" 65
+expect_err "the file named" "$TMP/bad.bin: truncated checkpoint ($((36 + len0 + 8 + len1 + 4)) bytes read)"
+# grid_patched OFFSET BYTES: bad.bin = grid.bin with BYTES (printf's escapes) written at OFFSET, resumed
+grid_patched() {
+    cp "$TMP/grid.bin" "$TMP/bad.bin"
+    printf "$2" | dd of="$TMP/bad.bin" bs=1 seek="$1" conv=notrunc 2>/dev/null
+    mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
+}
+grid_patched $((36 + len0 + 8 + 400)) X
+expect_rc "a corrupted grid checkpoint: refused (65)" 65
+expect_err "the file named, corruption said" "$TMP/bad.bin: checksum mismatch"
+# each header field read: dp (byte 20) made 3 is another layout; parts (byte 24) made 3 is not tp x pp
+grid_patched 20 '\003'
+expect_rc "dp field 3: refused (65)" 65
+expect_err "dp field 3: the file's layout named" "of a --tp 2 --pp 1 --dp 3 (6 ranks) run"
+grid_patched 24 '\003'
+expect_rc "parts field 3: refused (65)" 65
+expect_err "parts field 3: said" "$TMP/bad.bin: the header says 3 parts for --tp 2 --pp 1 (2 expected): the file is corrupted"
+# format version 3 (a part for every rank, before grids) and 5: refused naming the versions read
+grid_patched 8 '\003'
+expect_rc "a version-3 checkpoint: refused (65)" 65
+expect_err "the versions named" "$TMP/bad.bin: checkpoint format version 3; this fp8plan reads version 2"
+expect_err "and version 4" "and version 4 (tensor or pipeline parallelism"
+grid_patched 8 '\005'
+expect_rc "a version-5 checkpoint: refused (65)" 65
+expect_err "a newer version named" "$TMP/bad.bin: checkpoint format version 5; this fp8plan reads"
+
+# delayed scaling whose amaxes are not reduced over the DP ranks leaves each DP rank its own histories
+# and scales, which a checkpoint (one copy per DP group) does not hold: refused before any step, and
+# nothing written (measured without the check: 15 + 15 differs from 30 from step 16 on)
+awk -F, 'BEGIN { OFS = "," } $1 == "te-fp8" { $1 = "te-fp8-local"; $18 = "none"; print }' "$cat/recipes.csv" >"$TMP/row"
+cat "$TMP/row" >>"$cat/recipes.csv"
+expect_eq "te-fp8-local: te-fp8 with amax_reduce none" "$(cut -d, -f1,14,18 "$TMP/row")" "te-fp8-local,delayed,none"
+rm -f "$TMP/local.bin" "$TMP/local.csv"
+mpi_run 2 "$FP8PLAN" run --catalog "$cat" --model tiny-gpt --recipe te-fp8-local --mbs 2 --gbs 8 --quiet --steps 2 \
+    --save "$TMP/local.bin" --loss-log "$TMP/local.csv"
+expect_rc "te-fp8-local at dp 2 --save: refused (64)" 64
+expect_err "the reason" "recipe te-fp8-local reduces its delayed-scaling amaxes over 'none' only, so each of the 2 data-parallel ranks"
+expect_eq "no checkpoint written" "$([ -e "$TMP/local.bin" ] && echo written || echo none)" none
+# (a refusal at the save, after the steps, would leave the committed loss log of the 2 steps)
+expect_eq "refused before the first step: no loss log" "$([ -e "$TMP/local.csv" ] && echo written || echo none)" none
 finish

@@ -138,6 +138,18 @@ expect_line "fp8lm dp 2: reduce-scatter payload" "  dp_grad_reducescatter.payloa
 expect_line "fp8lm dp 2: all-gather bytes" "  dp_param_allgather +17792 +17792 +17792 +2/2 +exact"
 expect_line "fp8lm dp 2: all-gather payload" "  dp_param_allgather.payload +35584 +35584 +35584 +2/2 +exact"
 expect_out "fp8lm dp 2: every rank's memory verdict" "every rank holds the plan's persistent bytes, byte for byte"
+# FP8-LM casts its copies once per step (exec/model/model_copies.c): from the master the optimizer
+# wrote, at a scale from its amax, gathered once (the plan's all-gather above); the forward casts
+# nothing, so no copy is gathered again within a step (before: 392 unplanned re-gathers in 50 steps,
+# every linear at every second micro-batch, when the delayed scale had moved). Every call of a step,
+# by hand: planned 28 reduce-scatters + 28 all-gathers (one per parameter) + 4 amax all-reduces
+# (the forward and backward banks after each of 2 micro-batches) = 60; not planned: per FP8 gradient
+# (8 linears) its group amax and its segment amax (16), the optimizer's amax agreement (1), the
+# copies' amax agreement (1), the loss gather (1) = 19: 79 calls. Payload: 46,592 + 35,584 + 192
+# planned = 82,368; 16 x 4 B + 3 x 28 parameters x 4 B + 8 x 4 B + 2 ranks x 64 tokens x 4 B = 64 +
+# 336 + 32 + 512 = 944 not: 83,312 (with the re-gathers 108,026 over 30 steps).
+expect_out "fp8lm dp 2 --zero 1: every call of a step, no copy gathered again" \
+    "collectives (mpi, 2 ranks): 79 calls and 83,312 payload bytes per step"
 # dp 4 (one micro-batch per rank), --dist-opt (fp8lm's dist_opt_shards are master+m+v): bus bytes
 # S - ceil(S / 4): 46,592 - 11,648 = 34,944 and 35,584 - 8,896 = 26,688; shards of 6,144
 mpi_run 4 "$FP8PLAN" $G --recipe fp8lm --steps 20 --loss-log "$TMP/f4.csv"
@@ -147,6 +159,10 @@ expect_eq "fp8lm dp 4 --dist-opt: the plain dp 4 losses bit for bit" "$(same "$T
 expect_line "fp8lm dp 4: FP16 master shard 6,144 x 2 B" "  master_gemm +12288 +12288 +12288 +4/4 +exact"
 expect_line "fp8lm dp 4: reduce-scatter bytes" "  dp_grad_reducescatter +34944 +34944 +34944 +4/4 +exact"
 expect_line "fp8lm dp 4: all-gather bytes" "  dp_param_allgather +26688 +26688 +26688 +4/4 +exact"
+# one micro-batch per rank: 2 amax all-reduces (96 B) planned, so 58 + 19 = 77 calls and 82,272 +
+# 944 = 83,216 B (the loss gather: 4 ranks x 32 tokens x 4 B = 512 B)
+expect_out "fp8lm dp 4 --dist-opt: every call of a step, no copy gathered again" \
+    "collectives (mpi, 4 ranks): 77 calls and 83,216 payload bytes per step"
 # tiny-odd dp 4: 8,778 linear elements, shards of ceil(8,778 / 4) = 2,195 (FP16 4,390 B, E4M3
 # 2,195 B); the last rank owns 2,193 and FC2's 2,211 elements lie on ranks 2 and 3 only, so a rank
 # holds none of some tensors and still takes their agreed scales. Payloads 8,778 + 4,819 x 4 =

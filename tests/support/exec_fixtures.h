@@ -137,8 +137,8 @@ static inline Status fx_plan(const ModelSpec *m, const Recipe *r, uint32_t mbs, 
     return fx_plan_dp(m, r, mbs, micro, 1, SHARD_NONE, p, e);
 }
 
-/* Rank r of dp ranks without MPI: a single-rank communicator told it is rank r of dp (model_create
- * makes no collective), the model of m and rc at micro-batch 2, ZeRO-1 when dp > 1; NULL (said on
+/* Rank r of dp ranks without MPI: a single-rank communicator told it is rank r of dp (model_create's
+ * collectives, FP8-LM's first copies, move nothing on it), the model of m and rc at micro-batch 2, ZeRO-1 when dp > 1; NULL (said on
  * stderr) when it cannot be built. fx_rank_drop frees the model and its communicator. */
 static inline Model *fx_rank_model(Backend *bk, const ModelSpec *m, const Recipe *rc, int r, uint32_t dp)
 {

@@ -254,6 +254,18 @@ static void test_fp8_gemm_rate_casts_and_amax(void)
     CHECK_REL(p.coll[CO_AMAX_AR].time_s, 8 * 4.924e-6, EXACT);
     CHECK_REL(p.time.other_s, 8 * 4.924e-6 + EMB_S + NORM_AR_S, EXACT);
     CHECK_REL(p.time.attn_s, ATTN_S, EXACT); /* attention stays BF16 */
+    /* The fp8plan stack keeps the copies but casts them every micro-batch: 4 x 4.096e-6 = 1.6384e-5. FP8-LM's
+     * copies of an FP16 master (no working weight) once per step, read 2 B + write 2 x 1 B: 512 x 4 / 5e8 again */
+    in.fusion = FUSE_FP8PLAN;
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(p.time.weight_cast_s, 1.6384e-5, EXACT);
+    r.gemm.dt[STATE_WEIGHT] = DT_NONE, r.gemm.dt[STATE_MASTER] = DT_FP16;
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(p.time.weight_cast_s, 4.096e-6, EXACT);
+    /* an FP32 master with no working weight is cast every micro-batch: 4 x 512 x (4 + 2) / 5e8 = 2.4576e-5 */
+    r.gemm.dt[STATE_MASTER] = DT_FP32;
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(p.time.weight_cast_s, 2.4576e-5, EXACT);
 }
 
 /* Recompute. Full: each layer's forward runs again in backward — GEMMs 2 x (540 + 1076 + 540) + 404 = 4716 U16

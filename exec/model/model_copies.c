@@ -1,0 +1,116 @@
+/* exec/model/model_copies.c — FP8-LM's FP8 weight copies, cast once per step
+ * from the master the optimizer has just written.
+ *
+ * FP8-LM (Peng et al. 2023; MS-AMP's distributed optimizer) keeps no working
+ * weight: after each update the master is cast to the FP8 weight, with a
+ * scale from that weight's own amax, the FP8 weight (and its scale_inv) is
+ * all-gathered over the data-parallel ranks, and every micro-batch's GEMMs
+ * read it as it is. So here, for each block linear whose GEMMs read kept FP8
+ * copies of a per-tensor scaled FP16 master with no working weight (fp8lm):
+ *   - amax: the master as stored (FP16 codes x scale_inv), the whole tensor's
+ *     — each rank measures what it holds (its TP slice; under ZeRO-1 /
+ *     --dist-opt its part of that), one MAX all-reduce of one float per copy
+ *     over the ranks holding the other parts (TP, sharded DP; COMM_UNPLANNED:
+ *     the plan counts no such call);
+ *   - scale: the current-scaling rule (the bank's format: fmax / amax /
+ *     2^margin), into the weight's forward slot; its amax-history row is left
+ *     0, so the bank's delayed updates keep that scale all step (a tensor that
+ *     did not run: exec/scaling.c);
+ *   - the copies: unsharded, the master cast into the row-wise and transposed
+ *     copies; sharded, each rank casts its part into the row-wise copy (the
+ *     codes the whole cast makes there: the cast is elementwise), all-gathered
+ *     in FP8 under id (the plan's dp_param_allgather after a step), and the
+ *     transposed copy recast from it (FP8 codes decoded with 1/scale and
+ *     encoded with scale: the same codes).
+ * The forward casts nothing for these weights: one cast and one gather per
+ * step. model_create casts the first copies (its gather COMM_UNPLANNED); a
+ * checkpoint holds the copies and the bank, so --resume restores them. */
+#include <stdlib.h>
+
+#include "exec/model/model_internal.h"
+
+int model_copies_once(const Model *m, const ModelParam *p)
+{
+    return p->gemm && !p->weight && p->master_rec && p->wq_row && recipe_fp8_gemm(&m->recipe) &&
+           m->recipe.gemm.dt[STATE_MASTER] == DT_FP16;
+}
+
+static float *hist0(Model *m, const ModelParam *w) { return m->sc.fwd.amax_history + w->wslot; }
+
+/* The ranks holding other parts of a copy's tensor: TP slices, sharded DP parts; NULL when none. */
+static Comm *parts_group(Model *m)
+{
+    const int tp = m->tp > 1, dp = m->shard_ways > 1;
+    return tp && dp ? m->amaxc : tp ? m->tpc : dp ? m->dpc : NULL;
+}
+
+/* Into hist0: the amax of this rank's part of w's master, dequantized by its record (an empty part
+ * measures nothing and leaves 0). */
+static Status part_amax(Model *m, ModelParam *w, Err *e)
+{
+    uint64_t lo, n = model_own(m, w, &lo);
+    CastDesc c = {.in = n ? model_state_at(m, w, STATE_MASTER, w->master) : (void *)w->wq_row,
+                  .in_dtype = n ? m->recipe.gemm.dt[STATE_MASTER] : m->sc.fwd.fmt,
+                  .in_scale_inv = w->master_rec + REC_SCALE_INV,
+                  .rows = 1,
+                  .cols = n,
+                  .amax = hist0(m, w)};
+    Status st = m->bk->memset0(m->bk, hist0(m, w), sizeof(float), e);
+    return st ? st : m->bk->cast_transpose(m->bk, &c, e);
+}
+
+/* Every copy's whole-tensor amax in its hist0: one MAX all-reduce over the parts' ranks. */
+static Status agree(Model *m, Comm *c, Err *e)
+{
+    float *a = calloc((size_t)m->nparams + 1, sizeof *a);
+    if (!a) return err_set(e, ST_NOMEM, "out of memory");
+    uint64_t n = 0;
+    Status st = ST_OK;
+    for (uint32_t i = 0; !st && i < m->nparams; i++)
+        if (model_copies_once(m, &m->params[i]))
+            st = m->bk->copy_to_host(m->bk, &a[n++], hist0(m, &m->params[i]), sizeof(float), e);
+    if (!st) st = c->all_reduce(c, COMM_UNPLANNED, m->bk, a, n, DT_FP32, COMM_MAX, e);
+    n = 0;
+    for (uint32_t i = 0; !st && i < m->nparams; i++)
+        if (model_copies_once(m, &m->params[i]))
+            st = m->bk->copy_to_device(m->bk, hist0(m, &m->params[i]), &a[n++], sizeof(float), e);
+    free(a);
+    return st;
+}
+
+/* Unsharded: the whole master cast into both copies with the slot's scale (its scale_inv set). */
+static Status cast_whole(Model *m, ModelParam *w, Err *e)
+{
+    ScalingBank *fb = &m->sc.fwd;
+    CastDesc c = {.in = w->master,
+                  .in_dtype = m->recipe.gemm.dt[STATE_MASTER],
+                  .in_scale_inv = w->master_rec + REC_SCALE_INV,
+                  .rows = w->rows,
+                  .cols = w->cols,
+                  .out_dtype = fb->fmt,
+                  .out_row = w->wq_row,
+                  .out_col = w->wq_col,
+                  .scale = fb->scale + w->wslot,
+                  .scale_inv = fb->scale_inv + w->wslot};
+    return m->bk->cast_transpose(m->bk, &c, e);
+}
+
+Status model_copies_cast(Model *m, CollectiveId id, Err *e)
+{
+    ScalingBank *fb = &m->sc.fwd;
+    Comm *group = parts_group(m);
+    int any = 0;
+    Status st = ST_OK;
+    for (uint32_t i = 0; !st && i < m->nparams; i++)
+        if (model_copies_once(m, &m->params[i])) any = 1, st = part_amax(m, &m->params[i], e);
+    if (!any) return st;
+    if (!st && group) st = agree(m, group, e);
+    for (uint32_t i = 0; !st && i < m->nparams; i++) {
+        ModelParam *w = &m->params[i];
+        if (!model_copies_once(m, w)) continue;
+        st = m->bk->scaling_from_amax(m->bk, 1, fb->fmt, EXEC_FP8_MARGIN, hist0(m, w), fb->scale + w->wslot, e);
+        if (!st) st = m->bk->memset0(m->bk, hist0(m, w), sizeof(float), e); /* the delayed updates pass it by */
+        if (!st) st = m->shard_ways > 1 ? model_shard_copy(m, w, id, e) : cast_whole(m, w, e);
+    }
+    return st;
+}
