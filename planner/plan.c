@@ -323,7 +323,6 @@ void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g)
     if (md->qk_norm) g->other_layer += 2ull * md->head_dim; /* per-head q and k RMSNorm weights (Qwen3) */
     g->emb = g->Vp_t * h;
     g->pos = md->pos == POS_LEARNED ? (uint64_t)md->seq_len * h : 0;
-    g->last_is_first = g->pp == 1;
     if (spec_is_moe(md) || spec_is_mla(md) || md->mtp_layers) moe_geo(in, g);
 }
 

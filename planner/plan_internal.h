@@ -101,7 +101,6 @@ typedef struct {
     uint64_t norm_elems;  /* one norm (2h LayerNorm, h RMSNorm) */
     uint64_t emb;         /* token embedding Vp/tp * h */
     uint64_t pos;         /* learned position table seq_len * h */
-    int last_is_first;    /* pp == 1 */
     MoeGeo x; /* x.on: the model has experts, latent attention or MTP (plan_moe.c); for other models only on, mla,
                  E, mtp, dqk and dv are set (0): the dense paths read nothing else of it */
 } Geo;

@@ -274,6 +274,13 @@ static void test_expert_dp_and_etp(void)
     CHECK_EQ_U64(p.coll[CO_ETP_AG].ranks, 2);
     CHECK_EQ_U64(p.coll[CO_ETP_AG].payload_bytes, 1024 * 256 * 2);
     CHECK_EQ_U64(p.coll[CO_ETP_AG].calls, 2 * p.microbatches);
+    /* nothing overlaps TP here (overlap_tp 0): the exposed share of the TP collectives, the layers' exposed TP
+     * time over their raw TP time summed over both layer kinds, is 1, so each TP row is exposed in full */
+    CHECK(in.overlap_tp == 0.0);
+    for (int c = CO_TP_AR_FWD; c <= CO_TP_RS_BWD; c++)
+        CHECKF(p.coll[c].exposed_s == p.coll[c].time_s, "%s exposed %g of %g", p.coll[c].name, p.coll[c].exposed_s,
+               p.coll[c].time_s);
+    CHECK(p.coll[CO_TP_AG_FWD].time_s > 0);
 }
 
 static void test_flops_and_dualpipe(void)
@@ -316,6 +323,12 @@ static void test_sweep_over_ep(void)
     CHECK(sweep_run(&s, top, 4, &n, &st, NULL, NULL, NULL) == ST_OK);
     CHECK_EQ_U64(st.evaluated, 36);
     CHECK(n > 0 && top[0].in.ep >= 1);
+    /* tp 2 as well: the 36 above, plus with tp 2 expert TP 1 or 2 (etp = tp). pp 1, dp 2: the stage's 4 ranks
+     * hold ep x etp, so etp 1 with ep 1, 2, 4 and etp 2 with ep 1, 2 (FFN 128 divides by 2): 5; pp 2, dp 1: 2 ranks,
+     * etp 1 with ep 1, 2 and etp 2 with ep 1: 3. (5 + 3) x 3 recomputes x 2 = 48: 84 */
+    s.max_tp = 2;
+    CHECK_EQ_U64(sweep_size(&s), 84);
+    s.max_tp = 1;
     /* a dense model: one expert layout, and op recompute searched: 3 x 4 x 2 = 24 */
     ModelSpec d = fx_tiny_model();
     s.base.model = &d;
