@@ -1,0 +1,220 @@
+/* tests/unit/test_oracle_exec_more.c — more of the executor core's rules, each against a value or a
+ * verdict worked out by hand: which recipes the executor runs (exec/recipe.c: granularity matters only
+ * with FP8 GEMMs, an amax history only with delayed scaling), the delayed-scaling bank check
+ * (exec/backend_check.c), what ZeRO-1 / the distributed optimizer refuse (exec/model/model_shard.c), the
+ * per-category memory totals of measured versus planned (exec/measure/compare.c), and the zeroed Adam
+ * moments `fp8plan calibrate` times AdamW on (exec/measure/calibrate_host.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/backend.h"
+#include "exec/measure/calibrate.h"
+#include "exec/measure/compare.h"
+#include "exec/measure/measurement.h"
+#include "exec/model/model_internal.h"
+#include "exec/recipe.h"
+#include "support/exec_fixtures.h"
+#include "test.h"
+
+/* Scale granularity is a property of FP8 GEMMs: a BF16 recipe whose (unused) granularity columns say 1x128 /
+ * 128x128 runs as it would with per-tensor ones; the same columns on te-fp8 are refused (per-tensor only). */
+static void test_recipe_granularity(void)
+{
+    Err e = {0};
+    Recipe r = fx_recipe("megatron-bf16");
+    r.act_gran = GRAN_1X128, r.weight_gran = GRAN_128X128;
+    CHECKF(exec_recipe_check(&r, &e) == ST_OK, "%s", e.msg);
+    r = fx_recipe("te-fp8");
+    r.act_gran = GRAN_1X128, r.weight_gran = GRAN_128X128;
+    e = (Err){0};
+    CHECK_EQ_INT(exec_recipe_check(&r, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "1x128/128x128 scale granularity is not run by the executor yet");
+}
+
+/* An amax history is what delayed scaling reads: delayed scaling with none is refused (ST_USAGE); current
+ * scaling keeps no history, so 0 is fine there. */
+static void test_recipe_history(void)
+{
+    Err e = {0};
+    Recipe r = fx_recipe("te-fp8");
+    r.amax_history = 0;
+    CHECK_EQ_INT(exec_recipe_check(&r, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "recipe te-fp8: delayed scaling needs an amax history of at least 1");
+    r = fx_recipe("te-fp8-current");
+    r.amax_history = 0;
+    e = (Err){0};
+    CHECKF(exec_recipe_check(&r, &e) == ST_OK, "%s", e.msg);
+    r.amax_history = 1;
+    CHECKF(exec_recipe_check(&r, &e) == ST_OK, "%s", e.msg);
+}
+
+/* The bank check takes the two algorithms fp8/delayed.h names (0 max, 1 most recent) and refuses any other,
+ * naming it, before a backend reads the history with it. */
+static void test_bank_algo(void)
+{
+    float hist[2] = {1.0f, 2.0f}, scale[1] = {1.0f}, scale_inv[1] = {1.0f};
+    ScalingBank b = {
+        .n = 1, .history_len = 2, .fmt = DT_E4M3, .amax_history = hist, .scale = scale, .scale_inv = scale_inv};
+    Err e = {0};
+    b.algo = AMAX_ALGO_MAX;
+    CHECKF(backend_check_scaling_delayed_update(NULL, &b, &e) == ST_OK, "%s", e.msg);
+    b.algo = AMAX_ALGO_MOST_RECENT;
+    CHECKF(backend_check_scaling_delayed_update(NULL, &b, &e) == ST_OK, "%s", e.msg);
+    const int bad[2] = {2, -1};
+    for (int i = 0; i < 2; i++) {
+        b.algo = (AmaxAlgo)bad[i];
+        e = (Err){0};
+        CHECK_EQ_INT(backend_check_scaling_delayed_update(NULL, &b, &e), ST_USAGE);
+        char want[64];
+        snprintf(want, sizeof want, "delayed scaling: unknown amax algorithm %d", bad[i]);
+        CHECK_CONTAINS(e.msg, want);
+    }
+}
+
+/* The distributed optimizer shards what the recipe's shard masks name. Megatron-BF16 with the linear-weight
+ * class's master, m and v sharded and nothing of the other-parameter class: that class is replicated, so how
+ * its weights would be gathered (here FP32, unlike its BF16 weights — a mismatch the check refuses for a
+ * sharded class) does not matter, and the layout runs. Shard the other class's m too and the same mismatch
+ * is refused, naming the class and both dtypes. */
+static void test_shard_only_sharded_classes(void)
+{
+    ModelSpec m = fx_gpt();
+    Recipe r = fx_recipe("megatron-bf16");
+    r.gemm.shard_mask = 1u << STATE_MASTER | 1u << STATE_M | 1u << STATE_V;
+    r.other.shard_mask = 0;
+    r.other_comm_param_gather = DT_FP32;
+    static Plan p;
+    Err e = {0};
+    CHECKF(fx_plan_dp(&m, &r, 1, 1, 2, SHARD_DIST_OPT, &p, &e) == ST_OK, "%s", e.msg);
+    CHECKF(model_shard_check(&p, &e) == ST_OK, "%s", e.msg);
+    r.other.shard_mask = 1u << STATE_M;
+    e = (Err){0};
+    CHECKF(fx_plan_dp(&m, &r, 1, 1, 2, SHARD_DIST_OPT, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(model_shard_check(&p, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "recipe megatron-bf16, dist-opt: other-parameter weights are gathered in fp32 but kept "
+                          "in bf16");
+}
+
+/* Scaled states outside FP8-LM's linears (fp8lm with current scaling) are refused under ZeRO-1, and the message
+ * says what is sharded instead, every clause of it. */
+static void test_shard_scaled_refusal(void)
+{
+    ModelSpec m = fx_gpt();
+    Recipe r = fx_recipe("fp8lm");
+    snprintf(r.name, sizeof r.name, "fp8lm-cur");
+    r.scaling = SCALING_CURRENT;
+    static Plan p;
+    Err e = {0};
+    CHECKF(fx_plan_dp(&m, &r, 1, 1, 2, SHARD_ZERO1, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(model_shard_check(&p, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "recipe fp8lm-cur, zero1: linear-weight states with per-tensor scaling records are "
+                          "sharded only as FP8-LM's linears are (scaled FP16 master, no working weight, FP8 copies "
+                          "gathered in the forward format, delayed scaling with the amax reduced over all ranks, "
+                          "gradients reduced in their own dtype)");
+}
+
+static const MeasureRow *row_named(const Comparison *c, const char *name)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->rows[i].name, name)) return &c->rows[i];
+    CHECKF(0, "no row %s", name);
+    static MeasureRow none;
+    return &none;
+}
+
+/* The memory totals per category. GPT fixture, megatron-bf16, one rank: parameters 28,032 — wte 64 x 32 =
+ * 2,048, wpe 16 x 32 = 512, per layer 2 LayerNorms 2 x 64 = 128, QKV 96 x 32 + 96 = 3,168, proj 32 x 32 + 32
+ * = 1,056, FC1 128 x 32 + 128 = 4,224, FC2 32 x 128 + 32 = 4,128 (12,704 a layer, 25,408 for 2), final norm
+ * 64; at 2 (BF16 weight) + 4 (FP32 master) + 4 (FP32 grad) + 4 + 4 (FP32 m, v) = 18 B each: the planned state
+ * total is 28,032 x 18 = 504,576 B. Measured, placed[t] = 2^t bytes for every term t: the state terms are
+ * t = 0, 1 (weights), 4, 5 (masters), 6, 7 (grads), 8, 9 (m), 10, 11 (v): 1 + 2 + 16 + 32 + 64 + 128 + 256 +
+ * 512 + 1,024 + 2,048 = 4,083 B, checked byte for byte (exact). The activation total is a bound (the transient
+ * term in it is one). */
+static void test_compare_category_totals(void)
+{
+    ModelSpec m = fx_gpt();
+    Recipe r = fx_recipe("megatron-bf16");
+    static Plan p;
+    static Measurement ms;
+    static Comparison c;
+    Err e = {0};
+    CHECKF(fx_plan(&m, &r, 1, 1, &p, &e) == ST_OK, "%s", e.msg);
+    Backend *bk = NULL;
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk != NULL);
+    if (!bk) return;
+    CHECKF(measure_init(&ms, bk, 2, &e) == ST_OK, "%s", e.msg);
+    for (int t = 0; t < MT_COUNT_; t++) ms.placed[t] = 1ull << t;
+    compare(&p, &ms, NULL, &c);
+    const MeasureRow *s = row_named(&c, "total_state");
+    CHECK_EQ_INT(s->section, CMP_MEMORY);
+    CHECK_EQ_INT(s->mode, MEASURE_EXACT);
+    CHECK(s->has_planned && s->has_measured);
+    CHECK_NEAR(s->planned, 504576.0, 0.0);
+    CHECK_NEAR(s->measured, 4083.0, 0.0);
+    CHECK_EQ_INT(s->verdict, VERDICT_MISMATCH);
+    const MeasureRow *a = row_named(&c, "total_activation");
+    CHECK_EQ_INT(a->mode, MEASURE_BOUND);
+    measure_free(&ms);
+    bk->destroy(bk);
+}
+
+/* `fp8plan calibrate` times AdamW on moments it zeroed: its first AdamW call must find m = v = 0 in every one
+ * of its n elements — n = Vp·C + L·Σ out·in = 128 x 32 + 2 x 12,288 = 28,672 for the GPT fixture (see
+ * test_oracle_exec_calibrate.c) — even when the backend hands out memory full of 0xFF bytes (NaN as FP32),
+ * as a reused device allocation may be. */
+static Backend *cal_bk;
+static Status (*cal_alloc)(Backend *, uint64_t, void **, Err *);
+static Status (*cal_adamw)(Backend *, const AdamWDesc *, Err *);
+static int cal_calls;
+static uint64_t cal_n, cal_nonzero;
+
+static Status poison_alloc(Backend *bk, uint64_t bytes, void **out, Err *e)
+{
+    Status st = cal_alloc(bk, bytes, out, e);
+    if (!st && *out) memset(*out, 0xFF, (size_t)bytes);
+    return st;
+}
+
+static Status watch_adamw(Backend *bk, const AdamWDesc *d, Err *e)
+{
+    if (cal_calls++ == 0) {
+        cal_n = d->n;
+        for (uint64_t i = 0; i < d->n; i++) cal_nonzero += d->m[i] != 0.0f || d->v[i] != 0.0f;
+    }
+    return cal_adamw(bk, d, e);
+}
+
+static void test_calibrate_zeroed_moments(void)
+{
+    Err e = {0};
+    CHECKF(backend_cpu_create(&cal_bk, &e) == ST_OK, "%s", e.msg);
+    CHECK(cal_bk != NULL);
+    if (!cal_bk) return;
+    cal_alloc = cal_bk->alloc, cal_adamw = cal_bk->adamw;
+    cal_bk->alloc = poison_alloc, cal_bk->adamw = watch_adamw;
+    Calibration *c = calloc(1, sizeof *c);
+    CHECK(c != NULL);
+    ModelSpec m = fx_gpt();
+    if (c) CHECKF(calibrate_host(cal_bk, NULL, &m, 1, 1, c, &e) == ST_OK, "%s", e.msg);
+    CHECK(cal_calls >= 1);
+    CHECK_EQ_U64(cal_n, 28672);
+    CHECK_EQ_U64(cal_nonzero, 0);
+    free(c);
+    cal_bk->alloc = cal_alloc, cal_bk->adamw = cal_adamw;
+    cal_bk->destroy(cal_bk);
+}
+
+int main(void)
+{
+    RUN(test_recipe_granularity);
+    RUN(test_recipe_history);
+    RUN(test_bank_algo);
+    RUN(test_shard_only_sharded_classes);
+    RUN(test_shard_scaled_refusal);
+    RUN(test_compare_category_totals);
+    RUN(test_calibrate_zeroed_moments);
+    return test_summary();
+}
