@@ -419,6 +419,23 @@ static void test_split(void)
     memset(C->stats, 0, sizeof C->stats);
 }
 
+/* `mpi_comm abort` (tests/cli/mpi_comm.sh): the last rank fails and calls comm_mpi_abort(C, 7) while every
+ * other rank waits in a barrier it will never pass; the call must end the whole job with exit status 7, on
+ * any number of ranks from 2 up (the script runs 2 and 3), and never return. */
+static int abort_mode(void)
+{
+    if (R == N - 1) {
+        comm_mpi_abort(C, 7);
+        printf("rank %d: comm_mpi_abort returned\n", R);
+        fflush(stdout);
+        return 99;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    printf("rank %d: the barrier passed\n", R);
+    fflush(stdout);
+    return 98;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -428,6 +445,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 70);
     }
     N = C->size, R = C->rank;
+    if (argc > 1 && !strcmp(argv[1], "abort")) return abort_mode();
     if (N != 2 && N != 4) {
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
