@@ -3,17 +3,20 @@
  * with FP8 GEMMs, an amax history only with delayed scaling), the delayed-scaling bank check
  * (exec/backend_check.c), what ZeRO-1 / the distributed optimizer refuse (exec/model/model_shard.c), the
  * per-category memory totals of measured versus planned (exec/measure/compare.c), and the zeroed Adam
- * moments `fp8plan calibrate` times AdamW on (exec/measure/calibrate_host.c). */
+ * moments `fp8plan calibrate` times AdamW on (exec/measure/calibrate_host.c), and how the CPU backend cuts
+ * a GEMM into panels (exec/cpu/cpu_gemm.c), seen through the per-worker scratch it sizes for them. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/backend.h"
+#include "exec/cpu/cpu_ops.h"
 #include "exec/measure/calibrate.h"
 #include "exec/measure/compare.h"
 #include "exec/measure/measurement.h"
 #include "exec/model/model_internal.h"
+#include "exec/par.h"
 #include "exec/recipe.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
@@ -207,8 +210,52 @@ static void test_calibrate_zeroed_moments(void)
     cal_bk->destroy(cal_bk);
 }
 
+/* The CPU GEMM's tiles (exec/cpu/cpu_gemm.c panel_rows): below 2·M·N·K = 4e6 FLOPs one tile, the whole streamed
+ * extent; above, strips of at most 512 rows, their count rounded up to a multiple of 4 but no strip under 128
+ * rows, each a multiple of 16 rows. Seen in the per-worker tile buffers it sizes (scratch slot 1, floats):
+ * bias 0 + tile (panel x shared extent, rounded up to 16) x workers + 16 alignment floats, FP32 operands (no
+ * decoded panel), FP8PLAN_THREADS = 2 workers (set in main). M = 16, N = 1,024: N >= M, so D's columns (N)
+ * are streamed, s = 1,024, and M = 16 is shared.
+ *   K = 64:  2 x 16 x 1,024 x 64 = 2,097,152 < 4e6: one panel of 1,024: 1,024 x 16 = 16,384; 2 x 16,384 + 16
+ *            = 32,784 floats.
+ *   K = 256: 8,388,608 >= 4e6: ceil(1,024 / 512) = 2 strips, rounded up to 4; 1,024 / 128 = 8 >= 4 keeps 4;
+ *            ceil(1,024 / 4) = 256 rows (a multiple of 16): 256 x 16 = 4,096; 2 x 4,096 + 16 = 8,208 floats.
+ * D itself: A all 1, B all 0.5, so every element is K x 0.5 = 32 and 128, exactly. */
+static void gemm_scratch(uint64_t k, uint64_t want_floats, float want_d)
+{
+    enum { M = 16, N = 1024 };
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    float *a = malloc(M * k * sizeof *a), *b = malloc(N * k * sizeof *b), *d = calloc(M * N, sizeof *d);
+    CHECK(bk && a && b && d);
+    if (bk && a && b && d) {
+        for (uint64_t i = 0; i < M * k; i++) a[i] = 1.0f;
+        for (uint64_t i = 0; i < N * k; i++) b[i] = 0.5f;
+        GemmDesc g = {.m = M, .n = N, .k = k, .accum = GEMM_OVERWRITE};
+        g.a = (GemmOperand){.ptr = a, .dtype = DT_FP32, .layout = GEMM_K_INNER};
+        g.b = (GemmOperand){.ptr = b, .dtype = DT_FP32, .layout = GEMM_K_INNER};
+        g.d = (GemmOutput){.ptr = d, .dtype = DT_FP32};
+        CHECKF(bk->gemm(bk, &g, &e) == ST_OK, "%s", e.msg);
+        CHECK_EQ_U64(((CpuImpl *)bk->impl)->cap[1], want_floats);
+        uint64_t off = 0;
+        for (uint64_t i = 0; i < M * N; i++) off += d[i] != want_d;
+        CHECK_EQ_U64(off, 0);
+    }
+    free(a), free(b), free(d);
+    if (bk) bk->destroy(bk);
+}
+
+static void test_gemm_panels(void)
+{
+    CHECK_EQ_INT(par_threads(), 2);
+    gemm_scratch(64, 32784, 32.0f);
+    gemm_scratch(256, 8208, 128.0f);
+}
+
 int main(void)
 {
+    setenv("FP8PLAN_THREADS", "2", 1); /* before the pool's first use: test_gemm_panels counts 2 workers */
     RUN(test_recipe_granularity);
     RUN(test_recipe_history);
     RUN(test_bank_algo);
@@ -216,5 +263,6 @@ int main(void)
     RUN(test_shard_scaled_refusal);
     RUN(test_compare_category_totals);
     RUN(test_calibrate_zeroed_moments);
+    RUN(test_gemm_panels);
     return test_summary();
 }
