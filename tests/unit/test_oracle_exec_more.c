@@ -4,13 +4,16 @@
  * (exec/backend_check.c), what ZeRO-1 / the distributed optimizer refuse (exec/model/model_shard.c), the
  * per-category memory totals of measured versus planned (exec/measure/compare.c), and the zeroed Adam
  * moments `fp8plan calibrate` times AdamW on (exec/measure/calibrate_host.c), and how the CPU backend cuts
- * a GEMM into panels (exec/cpu/cpu_gemm.c), seen through the per-worker scratch it sizes for them. */
+ * a GEMM into panels (exec/cpu/cpu_gemm.c), seen through the per-worker scratch it sizes for them, and that a
+ * pipeline checkpoint's save gives back every buffer it gathers into (exec/ckpt_layout.c). */
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/backend.h"
+#include "exec/ckpt.h"
 #include "exec/cpu/cpu_ops.h"
 #include "exec/measure/calibrate.h"
 #include "exec/measure/compare.h"
@@ -253,6 +256,67 @@ static void test_gemm_panels(void)
     gemm_scratch(256, 8208, 128.0f);
 }
 
+/* A pipeline checkpoint (pp 2) is saved by rank 0 from every stage's part: the parts' lengths are all-gathered,
+ * then the parts gathered into one buffer of (longest part) x ranks bytes, written, and freed. Rank 0 of a
+ * 2-stage GPT fixture (megatron-bf16, mbs 2, 2 micro-batches) is built on a communicator that only says its rank
+ * and size; its all-gather puts this rank's length in its slot and 0 (no part) in the other, its gather (not
+ * MPI) copies this rank's block. The stage's part holds at least its FP32 masters — wte 64 x 32 + wpe 16 x 32 +
+ * one layer's 12,704 = 15,264 parameters x 4 B = 61,056 B — so a gathered buffer left behind would be over
+ * 2 x 61,056 = 122,112 B per save; 4 saves after a first one must leave at most 4 KiB (allocator noise) more in
+ * use (glibc's own count, as test_oracle_measure.c). */
+static Status gather_own(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t count,
+                         Dtype dtype, Err *e)
+{
+    (void)id, (void)bk, (void)e;
+    size_t b = (size_t)count * dtype_bytes(dtype);
+    memset(recv, 0, b * (size_t)c->size);
+    memcpy((char *)recv + b * (size_t)c->rank, send, b);
+    return ST_OK;
+}
+
+static size_t in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+static void test_layout_save_frees(void)
+{
+    ModelSpec s = fx_gpt();
+    Recipe r = fx_recipe("megatron-bf16");
+    static Plan p;
+    Err e = {0};
+    CHECKF(fx_plan_par(&s, &r, 2, 2, 1, 2, &p, &e) == ST_OK, "%s", e.msg);
+    Backend *bk = NULL;
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk != NULL);
+    if (!bk) return;
+    Comm c;
+    memset(&c, 0, sizeof c);
+    c.name = "fake", c.rank = 0, c.size = 2, c.all_gather = gather_own;
+    Model *m = NULL;
+    CHECKF(model_create(&p, NULL, bk, &c, &m, &e) == ST_OK, "%s", e.msg);
+    char dir[600], path[640];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/fp8plan-more-XXXXXX", tmp && *tmp ? tmp : P_tmpdir);
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/pp2.ckpt", dir);
+    DataState ds;
+    memset(&ds, 0, sizeof ds);
+    if (m) {
+        CHECKF(ckpt_save(path, m, &ds, &e) == ST_OK, "%s", e.msg); /* once first: what stays for good */
+        size_t before = in_use();
+        for (int i = 0; i < 4; i++) CHECKF(ckpt_save(path, m, &ds, &e) == ST_OK, "%s", e.msg);
+        size_t after = in_use();
+        CHECKF(after <= before + 4096, "4 pp-2 checkpoint saves: %zu bytes more in use (%zu -> %zu)", after - before,
+               before, after);
+        model_destroy(m);
+    }
+    remove(path);
+    remove(dir);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "2", 1); /* before the pool's first use: test_gemm_panels counts 2 workers */
@@ -264,5 +328,6 @@ int main(void)
     RUN(test_compare_category_totals);
     RUN(test_calibrate_zeroed_moments);
     RUN(test_gemm_panels);
+    RUN(test_layout_save_frees);
     return test_summary();
 }
