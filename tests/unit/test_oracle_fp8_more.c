@@ -1,12 +1,14 @@
 /* tests/unit/test_oracle_fp8_more.c — edges of fp8/ worked out by hand: the cast's bounds for a scale so small
  * that every finite FP32 value flushes to zero (fp8/scale.c scale_bounds), and the margin range delayed
- * scaling accepts (fp8/delayed.c delayed_init). */
+ * scaling accepts (fp8/delayed.c delayed_init), and what the codec does with a dtype that is not FP8 (fp8/codec.c:
+ * codec.h says every encoder gives FP8_NAN_CODE, 0x7F, and the decoder NaN). */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "fp8/codec.h"
 #include "fp8/delayed.h"
 #include "fp8/scale.h"
 #include "test.h"
@@ -52,9 +54,30 @@ static void test_delayed_margin_range(void)
     }
 }
 
+/* BF16 and FP32 are not FP8 formats: every value — zero, one, a negative, infinity, NaN — encodes to 0x7F through
+ * each entry point (float, double, the bulk array form) and every code decodes to NaN. */
+static void test_codec_not_fp8(void)
+{
+    const Dtype not_fp8[2] = {DT_BF16, DT_FP32};
+    const double xs[5] = {0.0, 1.0, -2.5, INFINITY, NAN};
+    for (int d = 0; d < 2; d++) {
+        for (int i = 0; i < 5; i++) {
+            CHECKF(fp8_encode_f64(not_fp8[d], xs[i], FP8_SATFINITE) == 0x7F, "f64 %g", xs[i]);
+            CHECKF(fp8_encode_f64(not_fp8[d], xs[i], FP8_NOSAT) == 0x7F, "f64 %g nosat", xs[i]);
+            CHECKF(fp8_encode_f32(not_fp8[d], (float)xs[i], FP8_SATFINITE) == 0x7F, "f32 %g", xs[i]);
+        }
+        const float xf[3] = {0.0f, 1.0f, -3.0f};
+        uint8_t out[3] = {0, 0, 0};
+        fp8_encode_f32_array(not_fp8[d], xf, 1.0f, out, 3, FP8_SATFINITE);
+        CHECK(out[0] == 0x7F && out[1] == 0x7F && out[2] == 0x7F);
+        CHECK(isnan(fp8_decode(not_fp8[d], 0x00)) && isnan(fp8_decode(not_fp8[d], 0x38)));
+    }
+}
+
 int main(void)
 {
     RUN(test_bounds_all_flush);
     RUN(test_delayed_margin_range);
+    RUN(test_codec_not_fp8);
     return test_summary();
 }
