@@ -240,6 +240,16 @@ static void test_call_checks(void)
                        ST_USAGE, "reduce_scatter_v", "");
         CHECK_CONTAINS(e.msg, want);
     }
+    /* a peer outside [0, N) is no rank: refused before MPI sees it, naming the peer, this rank and the size */
+    const int outside[2] = {N, -1};
+    for (int k = 0; k < 2; k++) {
+        char why[64];
+        snprintf(why, sizeof why, "peer %d is not another rank (rank %d of %d)", outside[k], R, N);
+        Err e = {0};
+        expect_refused(C->send(C, CO_PP_P2P, NULL, x, 1, DT_FP32, outside[k], &e), &e, ST_USAGE, "send", why);
+        e = (Err){0};
+        expect_refused(C->recv(C, CO_PP_P2P, NULL, x, 1, DT_FP32, outside[k], &e), &e, ST_USAGE, "recv", why);
+    }
     uint8_t sc[4] = {127, 127, 127, 127};
     Err e8 = {0};
     CHECK_EQ_INT(C->all_reduce(C, CO_DP_GRAD_AR, NULL, sc, 4, DT_E8M0, COMM_MAX, &e8), ST_USAGE);

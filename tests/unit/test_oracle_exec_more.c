@@ -5,13 +5,17 @@
  * per-category memory totals of measured versus planned (exec/measure/compare.c), and the zeroed Adam
  * moments `fp8plan calibrate` times AdamW on (exec/measure/calibrate_host.c), and how the CPU backend cuts
  * a GEMM into panels (exec/cpu/cpu_gemm.c), seen through the per-worker scratch it sizes for them, and that a
- * pipeline checkpoint's save gives back every buffer it gathers into (exec/ckpt_layout.c). */
+ * pipeline checkpoint's save gives back every buffer it gathers into (exec/ckpt_layout.c); the arena's regions
+ * and offsets (exec/arena.c), the CPU backend's aligned per-worker scratch and its refusal of an arena larger
+ * than the machine's memory (exec/cpu/cpu_backend.c). */
 #include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "exec/arena.h"
 #include "exec/backend.h"
 #include "exec/ckpt.h"
 #include "exec/cpu/cpu_ops.h"
@@ -317,6 +321,103 @@ static void test_layout_save_frees(void)
     bk->destroy(bk);
 }
 
+/* The arena's layout, no plan (regions as large as their tensors need), every start a multiple of 256 B.
+ * weight_gemm (term 0): w1 256 B at 0, w2 7 B at 256 (256 is already aligned): extent 263, region 512,
+ * padding 512 - 263 = 249. Terms 1 .. before transient: empty, 0 B at 512. transient: phase 0 "a" 40 B at 0,
+ * "b" 6 B at 256 (extent 262, aligned 512 = where the phases start); phase 1 "p1" 20 B at 512 + 0; phase 2
+ * "p2a" 32 B at 512 + 0 and "p2b" 8 B at 512 + 256 (extent 264): extent 512 + max(20, 264) = 776, region
+ * align(776) = 1,024 at 512, placed 46 + max(20, 40) = 86, padding 776 - 86 = 690; the empty terms after it
+ * at 512 + 1,024 = 1,536. Total 1,536 B;
+ * tensor offsets from the base: w1 0, w2 256, a 512, b 768, p1 1,024, p2a 1,024, p2b 1,280. */
+static void test_arena_layout(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk != NULL);
+    if (!bk) return;
+    ArenaSpecs s = {0};
+    const ArenaTerm t = MT_TRANSIENT, u = MT_WEIGHT_GEMM;
+    float *a = NULL, *b = NULL, *p1 = NULL, *p2a = NULL, *p2b = NULL;
+    uint8_t *w1 = NULL, *w2 = NULL;
+    arena_add(&s, u, DT_E4M3, 256, &w1, "w1", 0);
+    arena_add(&s, u, DT_E4M3, 7, &w2, "w2", 0);
+    arena_add(&s, t, DT_FP32, 10, &a, "a", -1);
+    arena_add(&s, t, DT_BF16, 3, &b, "b", -1);
+    arena_add_phase(&s, t, 1, DT_FP32, 5, &p1, "p1");
+    arena_add_phase(&s, t, 2, DT_FP32, 8, &p2a, "p2a");
+    arena_add_phase(&s, t, 2, DT_FP32, 2, &p2b, "p2b");
+    Arena ar;
+    CHECKF(arena_carve(&ar, bk, &s, NULL, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(ar.bytes, 1536);
+    for (int k = 0; k < ARENA_TERMS; k++) {
+        uint64_t off = k == (int)u ? 0 : k <= (int)t ? 512 : 1536, len = k == (int)u ? 512 : k == (int)t ? 1024 : 0;
+        uint64_t placed = k == (int)u ? 263 : k == (int)t ? 86 : 0, pad = k == (int)u ? 249 : k == (int)t ? 690 : 0;
+        CHECKF(ar.region_offset[k] == off && ar.region_bytes[k] == len && ar.placed[k] == placed &&
+                   ar.padding[k] == pad,
+               "term %d: region %llu + %llu, placed %llu, padding %llu", k, (unsigned long long)ar.region_offset[k],
+               (unsigned long long)ar.region_bytes[k], (unsigned long long)ar.placed[k],
+               (unsigned long long)ar.padding[k]);
+    }
+    const uint64_t want[7] = {0, 256, 512, 768, 1024, 1024, 1280};
+    for (uint32_t i = 0; i < s.n; i++) CHECK_EQ_U64(s.v[i].offset, want[i]);
+    char *base = ar.base;
+    CHECK((char *)w1 == base && (char *)w2 == base + 256 && (char *)a == base + 512 && (char *)b == base + 768);
+    CHECK((char *)p1 == base + 1024 && (char *)p2a == base + 1024 && (char *)p2b == base + 1280);
+    arena_release(&ar, bk);
+    arena_specs_free(&s);
+    bk->destroy(bk);
+}
+
+/* Per-worker scratch starts on a 64-byte boundary (16 floats) whatever address the allocator returns (glibc's are
+ * 16-byte aligned, so 64-byte aligned by luck one time in four): 2^16 floats a worker, stride 2^16 (already a
+ * multiple of 16), the regions of the 2 workers inside the block, in every one of the 4 scratch slots (each its
+ * own block), so one lucky address cannot pass for the rule; then 100 floats: stride 112, the next multiple of
+ * 16. */
+static void test_scratch_aligned(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk != NULL);
+    if (!bk) return;
+    uint64_t stride = 0;
+    CpuImpl *impl = bk->impl;
+    float *p = NULL;
+    for (int slot = 0; slot < CPU_SCRATCH_SLOTS; slot++) { /* each slot its own block: its own address */
+        p = cpu_scratch_workers(bk, slot, 1u << 16, &stride, &e);
+        CHECKF(p != NULL, "%s", e.msg);
+        CHECKF((uintptr_t)p % 64 == 0, "slot %d: %p", slot, (void *)p);
+        CHECK_EQ_U64(stride, 1u << 16);
+        CHECK(p >= impl->buf[slot] && p + 2 * stride <= impl->buf[slot] + impl->cap[slot]);
+    }
+    p = cpu_scratch_workers(bk, 3, 100, &stride, &e); /* 100 floats: stride 112, the next multiple of 16 */
+    CHECK(p != NULL && (uintptr_t)p % 64 == 0);
+    CHECK_EQ_U64(stride, 112);
+    bk->destroy(bk);
+}
+
+/* An arena larger than this machine's memory (its pages x page size, plus one byte) is refused before any
+ * allocation, naming both sizes. */
+static void test_alloc_over_ram(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    CHECK(pages > 0 && psize > 0);
+    if (pages <= 0 || psize <= 0) return;
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk != NULL);
+    if (!bk) return;
+    void *p = (void *)&e;
+    CHECK_EQ_INT(bk->alloc(bk, (uint64_t)pages * (uint64_t)psize + 1, &p, &e), ST_NOMEM);
+    CHECK(p == NULL);
+    CHECK_CONTAINS(e.msg, "cpu backend: the arena needs ");
+    CHECK_CONTAINS(e.msg, " bytes of memory; reduce --layers, --hidden, --seq, --mbs or --vocab");
+    if (p && p != (void *)&e) bk->free(bk, p);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "2", 1); /* before the pool's first use: test_gemm_panels counts 2 workers */
@@ -329,5 +430,8 @@ int main(void)
     RUN(test_calibrate_zeroed_moments);
     RUN(test_gemm_panels);
     RUN(test_layout_save_frees);
+    RUN(test_arena_layout);
+    RUN(test_scratch_aligned);
+    RUN(test_alloc_over_ram);
     return test_summary();
 }
