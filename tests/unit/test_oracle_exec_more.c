@@ -418,6 +418,24 @@ static void test_alloc_over_ram(void)
     bk->destroy(bk);
 }
 
+/* The executor's TP check, on what the planner cannot build (it pads the vocabulary to a multiple of 64 x tp and
+ * refuses a sequence tp does not divide): a GPT fixture plan at tp 2, mbs 2 (2 x 16 = 32 tokens), its padded
+ * vocabulary then set to 129 by hand. 2 does not divide 129: refused (ST_USAGE), the message giving the 32 tokens
+ * and the 129. */
+static void test_tp_check_message(void)
+{
+    ModelSpec m = fx_gpt();
+    Recipe r = fx_recipe("megatron-bf16");
+    static Plan p;
+    Err e = {0};
+    CHECKF(fx_plan_par(&m, &r, 2, 1, 2, 1, &p, &e) == ST_OK, "%s", e.msg);
+    CHECKF(model_tp_check(&p, &e) == ST_OK, "%s", e.msg);
+    p.vocab_padded = 129;
+    e = (Err){0};
+    CHECK_EQ_INT(model_tp_check(&p, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "--tp 2 must divide the tokens of a micro-batch (32) and the padded vocabulary 129");
+}
+
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "2", 1); /* before the pool's first use: test_gemm_panels counts 2 workers */
@@ -433,5 +451,6 @@ int main(void)
     RUN(test_arena_layout);
     RUN(test_scratch_aligned);
     RUN(test_alloc_over_ram);
+    RUN(test_tp_check_message);
     return test_summary();
 }
