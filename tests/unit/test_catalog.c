@@ -229,6 +229,13 @@ static void test_recipe_errors(void)
         {",8.0,", ",8,", "column min_sm"},
         {",bf16,none,8.0,", ",bf16,te,8.0,", "column fp8_linear: 'te': none exactly when"},
         {",bf16,none,8.0,", ",bf16,cutlass,8.0,", "column fp8_linear: 'cutlass' is not none, te, torchao"},
+        /* other_params names the row itself: Adam m in E4M3 is an FP8 state the embeddings and norms must not
+         * take — refused for that, although its master (no weight: the GEMMs read it) is sharded too */
+        {"megatron-bf16,bf16,none,none,fp32,fp32,fp32,fp32", "megatron-bf16,none,none,none,fp32,fp32,e4m3,fp32",
+         "column other_params: 'megatron-bf16' keeps scaled or FP8 states"},
+        /* no FP8 state, but no weight either: the other parameters' GEMMs would read a sharded master */
+        {"megatron-bf16,bf16,none,none,fp32", "megatron-bf16,none,none,none,fp32",
+         "column other_params: 'megatron-bf16' shards a master the GEMMs read"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char bad[2048], text[4096];
