@@ -192,6 +192,30 @@ static void test_communicators(void)
     }
 }
 
+/* The optimizer's HBM traffic on one GPU (ep 1: every expert here), dense FFN 512. The BF16 recipe keeps the
+ * same states for every parameter: read the FP32 gradient 4 B, read and write the FP32 master, m and v 2 x 12 =
+ * 24 B, write the BF16 weight 2 B: 30 B a parameter. Parameters:
+ *   attention QKV 768 x 256 + proj 256 x 256 = 262,144, twice:                524,288
+ *   dense FFN (SwiGLU) 1024 x 256 + 256 x 512:                                 393,216
+ *   router 8 x 256 = 2,048; shared expert 256 x 256 + 256 x 128 = 98,304:      100,352
+ *   8 experts x 98,304:                                                        786,432
+ *   RMSNorms 2 x 2 x 256 + final 256 = 1,280; embedding and head 2 x 256,000:  513,280
+ *   2,317,568 parameters (786,432 of them expert) -> 69,527,040 B, at 1e12 B/s 6.952704e-5 s */
+static void test_optimizer_bytes_with_experts(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    g.hbm_bw = 1e12;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.eff_hbm = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.params_gpu, 2317568);
+    CHECK_EQ_U64(p.params_expert_gpu, 786432);
+    CHECK_REL(p.time.optimizer_s, 69527040e-12, 1e-12);
+}
+
 int main(void)
 {
     RUN(test_last_stage_output);
@@ -199,5 +223,6 @@ int main(void)
     RUN(test_route_launches);
     RUN(test_route_bytes);
     RUN(test_communicators);
+    RUN(test_optimizer_bytes_with_experts);
     return test_summary();
 }
