@@ -216,6 +216,29 @@ static void test_optimizer_bytes_with_experts(void)
     CHECK_REL(p.time.optimizer_s, 69527040e-12, 1e-12);
 }
 
+/* The transient of the one (last) stage, dense FFN 512, tokens 512, h 256, SwiGLU (2 FC1 outputs per FFN unit):
+ *   dense layer: dX and d(residual) 2 x 512 x 256 x 2 = 524,288 + d(hidden) 512 x 2 x 512 x 2 = 524,288:
+ *     1,572,864
+ *   MoE layer: 524,288 + d(hidden) of the shared expert 512 x 2 x 128 and of the routed rows (512 tokens x top
+ *     2 = 1,024) 1,024 x 2 x 128: (131,072 + 262,144) x 2 = 786,432; dispatch and combine buffers 1,024 x 256 x
+ *     (2 + 2) = 1,048,576: 2,359,296 (the larger)
+ *   the loss beyond the saved softmax, (loss_bytes - 4) B per logit, 512 x 1000 logits: loss_bytes 4 -> 0, the
+ *     transient is the MoE layer's 2,359,296; 10 (the default) -> 3,072,000, larger, so the transient */
+static void test_transient_loss_or_layer(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.loss_bytes = 4;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 2359296);
+    in.loss_bytes = 10;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 3072000);
+}
+
 int main(void)
 {
     RUN(test_last_stage_output);
@@ -224,5 +247,6 @@ int main(void)
     RUN(test_route_bytes);
     RUN(test_communicators);
     RUN(test_optimizer_bytes_with_experts);
+    RUN(test_transient_loss_or_layer);
     return test_summary();
 }
