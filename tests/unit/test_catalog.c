@@ -221,7 +221,14 @@ static void test_recipe_errors(void)
     } cases[] = {
         {"megatron-bf16,bf16,none,none,fp32", "megatron-bf16,bf16,none,none,fp12",
          "column master: unknown dtype 'fp12'"},
-        {"megatron-bf16,bf16,none,none,fp32", "megatron-bf16,e8m0,none,none,fp32", "column weight: dtype 'e8m0'"},
+        {"megatron-bf16,bf16,none,none,fp32", "megatron-bf16,e8m0,none,none,fp32",
+         "column weight: dtype 'e8m0' is not allowed here (expected fp32, fp16, bf16, e4m3 or e5m2 or none)"},
+        /* a gradient must be kept: none is not offered for it */
+        {"megatron-bf16,bf16,none,none,fp32,fp32", "megatron-bf16,bf16,none,none,fp32,none",
+         "column grad: dtype 'none' is not allowed here (expected fp32, fp16, bf16, e4m3 or e5m2)"},
+        /* an FP8 copy is FP8 or none */
+        {"megatron-bf16,bf16,none", "megatron-bf16,bf16,bf16",
+         "column fp8_rowwise: dtype 'bf16' is not allowed here (expected e4m3, e5m2 or none)"},
         {"master+m+v", "master+mom+v", "unknown state 'mom'"},
         {",megatron-bf16,bf16,bf16,none", ",nosuch,bf16,bf16,none", "column other_params: 'nosuch'"},
         {",bf16,bf16,none,", ",e4m3,bf16,none,", "column scaling: 'none': FP8 GEMMs need delayed or current scaling"},
