@@ -4,8 +4,8 @@
 Plants one realistic bug at a time (universalmutator's C rules: operators,
 constants, conditions, deleted statements) in a copy of the working tree,
 rebuilds, runs the unit tests (and, for cli/, reports/, tui/ and util/, the
-CLI scripts; for exec/, the multi-rank scripts tests/cli/mpi_*.sh that reach
-the mutated file), and counts the mutant as killed when a test
+CLI scripts; for exec/, the multi-rank scripts — tests/cli/mpi_*.sh and any
+other that starts ranks with mpi_run — that reach the mutated file), and counts the mutant as killed when a test
 fails (or hangs past the per-mutant timeout) and as a survivor when every test
 still passes. Prints the score and each survivor as file:line with the
 original and the mutated line.
@@ -164,8 +164,15 @@ WITH_MPI = ("exec",)
 
 
 def mpi_scripts(tree):
+    """The CLI scripts that start ranks under mpirun: tests/cli/mpi_*.sh and any other that calls mpi_run
+    (calibrate.sh: the link sweep runs only over 2 ranks)."""
     d = os.path.join(tree, "tests", "cli")
-    return sorted(s for s in os.listdir(d) if s.startswith("mpi_") and s.endswith(".sh"))
+
+    def starts_ranks(s):
+        with open(os.path.join(d, s), encoding="utf-8", errors="replace") as f:
+            return re.search(r"^\s*mpi_run ", f.read(), re.M) is not None
+
+    return sorted(s for s in os.listdir(d) if s.endswith(".sh") and (s.startswith("mpi_") or starts_ranks(s)))
 
 
 def mpi_programs(tree, build):

@@ -13,11 +13,12 @@
  *          when the plan describes other hardware (a GPU plan for a CPU run,
  *          a host plan for a GPU run);
  *   <collective>.time   per planned collective of a host plan over 2 or more
- *          ranks: the mean seconds per step of the calls' transfers (the
- *          communicator's host clock from the moment every rank arrived)
- *          beside the plan's calls x (latency + bus bytes / bandwidth),
- *          checked within the step tolerance; collective_wait, the time
- *          spent waiting for the other ranks to arrive (shown);
+ *          ranks: the seconds per step in the calls' transfers (the
+ *          communicator's host clock from the moment every rank arrived),
+ *          their median over the timed steps as the step's, beside the
+ *          plan's calls x (latency + bus bytes / bandwidth), checked within
+ *          the step tolerance; collective_wait, the mean time per step spent
+ *          waiting for the other ranks to arrive (shown);
  *   tokens_per_s, model_tflops, mfu_bf16, mfu_fp8   rates, shown (they follow
  *          from the step row).
  * Medians over the timed steps (warm-up excluded), spreads filled. */
@@ -63,7 +64,8 @@ static const char *other_note(const Plan *p, Comparison *c)
 /* The plan describes the hardware the run is on: a GPU's row for a GPU backend, a host profile for the CPU. */
 static int same_hardware(const Plan *p, const Measurement *ms) { return !ms->on_device == !!p->in.gpu->host; }
 
-/* Per collective of the plan over 2 or more ranks: seconds per step in its calls against the plan's. */
+/* Per collective of the plan over 2 or more ranks: seconds per step in its calls against the plan's, the median
+ * over the timed steps as the step row's (the warm-up step's first calls set up MPI's connections). */
 static void coll_time_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *c)
 {
     double steps = ms->steps ? (double)ms->steps : 1.0;
@@ -72,10 +74,13 @@ static void coll_time_rows(const Plan *p, const Measurement *ms, const Tolerance
         if (!pc->calls || pc->ranks < 2) continue;
         char name[40];
         snprintf(name, sizeof name, "%s.time", pc->name);
-        MeasureRow *r = cmp_row(c, CMP_TIME, name, "time", UNIT_SECONDS, MEASURE_TOL,
-                                "mean per step, host clock, from the moment every rank arrived");
-        cmp_set(r, 1, pc->time_s, ms->coll[i].calls > 0, ms->coll[i].seconds / steps);
-        if (r) r->tol = tol->step_time;
+        MeasureRow *r = time_row(c, name, ms, ms->coll_s + (size_t)i * ms->cap);
+        if (!r) continue;
+        r->has_measured &= ms->coll[i].calls > 0;
+        plan_value(r, pc->time_s);
+        r->mode = MEASURE_TOL;
+        r->tol = tol->step_time;
+        r->note = "per step, host clock, from the moment every rank arrived";
     }
     if (ms->coll_total.calls && p->world > 1) {
         MeasureRow *r = cmp_row(c, CMP_TIME, "collective_wait", "time", UNIT_SECONDS, MEASURE_INFO,

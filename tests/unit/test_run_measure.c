@@ -17,6 +17,7 @@
 #include "exec/measure/measurement.h"
 #include "test.h"
 #include "support/exec_fixtures.h"
+#include "support/fixtures.h"
 #include "util/fileio.h"
 
 static const uint64_t MiB = 1ull << 20;
@@ -370,10 +371,79 @@ static void test_stats(void)
     CHECK(isnan(m) && isnan(s));
 }
 
+/* A host profile's plan over 2 DP ranks: each planned collective's time row is the median of its seconds per
+ * step over the timed steps (the warm-up step left out, as the step row), beside the plan's calls x (latency +
+ * bus bytes / bandwidth), checked within the step tolerance. Scripted per step (s), step 0 the warm-up:
+ *   dp_grad_allreduce  1.00 | 0.20 0.30 0.25 0.90   timed sorted 0.20 0.25 0.30 0.90: median (0.25 + 0.30) / 2
+ *                                                    = 0.275, spread (0.90 - 0.20) / 0.275 = 2.5454...
+ *   amax_allreduce     0.05 | 0.01 0.01 0.03 0.02   sorted 0.01 0.01 0.02 0.03: median 0.015, spread 0.02 / 0.015
+ * (The mean over the 5 steps would be 2.65 / 5 = 0.53 and 0.12 / 5 = 0.024.) collective_wait stays the mean wait
+ * per step: 0.5 s over 5 steps = 0.1. */
+static void test_collective_time_rows(void)
+{
+    Catalog *cat = load_catalog();
+    Backend *cpu = NULL;
+    Err e;
+    if (!cat || backend_cpu_create(&cpu, &e)) {
+        CHECKF(0, "setup: %s", cat ? e.msg : "catalog");
+        return;
+    }
+    GpuSpec h = fx_gpu();
+    h.host = 1, h.sm = 0, h.sms = 1, h.link = LINK_HOST, h.gpus_per_node = 2, h.link_lat = 2e-6;
+    h.intra_bw = h.inter_bw = 1.5e9, h.elem_bw = 4e9;
+    ExecOverrides ov = {.layers = 1, .hidden = 32, .heads = 2, .seq = 16, .vocab = 64};
+    ModelSpec m;
+    PlanInput in;
+    static Plan p;
+    if (exec_model(catalog_model(cat, "gpt2-124m"), &ov, &m, &e)) {
+        CHECKF(0, "%s", e.msg);
+        cpu->destroy(cpu);
+        return;
+    }
+    exec_plan_input(&in, &m, &h, catalog_recipe(cat, "te-fp8"), 1, 1, catalog_stack(cat, "fp8plan"));
+    exec_plan_dp(&in, 2, SHARD_NONE);
+    static Measurement ms;
+    if (plan_build(&in, &p, &e) || measure_init(&ms, cpu, 5, &e)) {
+        CHECKF(0, "%s", e.msg);
+        cpu->destroy(cpu);
+        return;
+    }
+    CHECK(p.coll[CO_DP_GRAD_AR].ranks == 2 && p.coll[CO_AMAX_AR].ranks == 2 && p.world == 2);
+    const double grad[5] = {1.0, 0.2, 0.3, 0.25, 0.9}, amax[5] = {0.05, 0.01, 0.01, 0.03, 0.02};
+    ms.steps = 5;
+    ms.ranks = 2;
+    for (int i = 0; i < 5; i++) {
+        ms.coll_s[(size_t)CO_DP_GRAD_AR * ms.cap + (size_t)i] = grad[i];
+        ms.coll_s[(size_t)CO_AMAX_AR * ms.cap + (size_t)i] = amax[i];
+        ms.step_s[i] = 1.0;
+    }
+    ms.coll[CO_DP_GRAD_AR].calls = 5, ms.coll[CO_DP_GRAD_AR].seconds = 2.65;
+    ms.coll[CO_AMAX_AR].calls = 10, ms.coll[CO_AMAX_AR].seconds = 0.12;
+    ms.coll_total.calls = 15, ms.coll_total.wait_s = 0.5;
+    static Comparison c;
+    compare(&p, &ms, NULL, &c);
+    const MeasureRow *g = find(&c, "dp_grad_allreduce.time"), *a = find(&c, "amax_allreduce.time");
+    CHECK_NEAR(g->measured, 0.275, 1e-15);
+    CHECK_NEAR(g->spread, 0.7 / 0.275, 1e-12);
+    CHECK(g->has_planned && g->planned == p.coll[CO_DP_GRAD_AR].time_s && g->planned > 0);
+    CHECK(g->mode == MEASURE_TOL && fabs(g->tol - 0.15) < 1e-12);
+    CHECK_NEAR(a->measured, 0.015, 1e-15);
+    CHECK_NEAR(a->spread, 0.02 / 0.015, 1e-12);
+    CHECK(a->has_planned && a->planned == p.coll[CO_AMAX_AR].time_s);
+    CHECK_NEAR(find(&c, "collective_wait")->measured, 0.1, 1e-15);
+    /* a collective the run never called is not measured (0 s per step is no figure) */
+    ms.coll[CO_AMAX_AR].calls = 0;
+    compare(&p, &ms, NULL, &c);
+    CHECK(!find(&c, "amax_allreduce.time")->has_measured);
+    measure_free(&ms);
+    cpu->destroy(cpu);
+}
+
 int main(void)
 {
     RUN(test_stats);
     RUN(test_scripted_gpu);
     RUN(test_cpu_has_no_device_rows);
+    RUN(test_collective_time_rows);
     return test_summary();
 }
