@@ -107,6 +107,18 @@ static void test_csv_header_names_each_column_once(void)
     csv_table_free(&t);
 }
 
+/* A byte-order mark counts only within the given length: the whole of "\xEF\xBB\xBF" (3 of 3 bytes) is one,
+ * its first 2 bytes are not (even with the third in memory after them), and "\xEF\xBB\xBFx" starts with one. */
+static void test_bom_within_length(void)
+{
+    static const char bom[] = "\xEF\xBB\xBFx";
+    CHECK_EQ_U64(csv_bom_len(bom, 3), 3);
+    CHECK_EQ_U64(csv_bom_len(bom, 4), 3);
+    CHECK_EQ_U64(csv_bom_len(bom, 2), 0);
+    CHECK_EQ_U64(csv_bom_len(bom, 0), 0);
+    CHECK_EQ_U64(csv_bom_len("x\xEF\xBB\xBF", 4), 0);
+}
+
 static void test_row_limit_while_reading(void)
 {
     enum { ROWS = 200000 };
@@ -146,6 +158,7 @@ int main(void)
     RUN(test_json_is_valid_utf8);
     RUN(test_csv_cells_hold_text);
     RUN(test_csv_header_names_each_column_once);
+    RUN(test_bom_within_length);
     RUN(test_row_limit_while_reading);
     return test_summary();
 }
