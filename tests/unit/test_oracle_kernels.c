@@ -131,6 +131,20 @@ static void test_eager_and_compile_launches(void)
  *   eager    forward RMSNorm 1152, x cast 128, RoPE 1280, proj cast 128, residual 192 -> 2880; RMSNorm 1152, x cast
  *            128, silu + mul 1280, FC2 cast 512, residual 192 -> 3264; forward 6144; backward 2 x 6144 + 128 + 1024
  *            = 13440 (the FFN's 13440 - 2 x 2880 = 7680) + 128 + 384 = 13952, attention part 13952 - 7680 = 6272 */
+/* One layer's forward, forward attention part, backward and backward attention part, in bytes at 1e12 B/s. */
+static void check_bytes(PlanInput *in, KernelFusion fusion, const double want[4], const char *what)
+{
+    in->fusion = fusion;
+    Geo g;
+    plan_geo(in, in->model->seq_len, 1, &g);
+    LayerElem le;
+    plan_layer_elem(in, &g, &le);
+    const double got[4] = {le.fwd, le.fwd_attn, le.bwd, le.bwd_attn};
+    for (int k = 0; k < 4; k++)
+        CHECKF(fabs(got[k] - want[k] * 1e-12) < 1e-20, "%s: term %d is %g bytes, expected %g", what, k, got[k] * 1e12,
+               want[k]);
+}
+
 static void test_bytes(void)
 {
     ModelSpec m = model();
@@ -140,33 +154,12 @@ static void test_bytes(void)
     gpu.hbm_bw = 1e12;
     PlanInput in = fx_input(&m, &gpu, &r);
     in.launch_s = 0, in.eff_hbm = 1, in.dropout = 0;
-    const KernelFusion fu[3] = {FUSE_TE, FUSE_EAGER, FUSE_COMPILE};
-    const double want[3][4] = {{2304, 704, 3968, 1152}, {5920, 2816, 14176, 6816}, {2272, 576, 4512, 1760}};
-    static const char *const name[3] = {"te", "eager", "compile"};
-    for (int i = 0; i < 3; i++) {
-        in.fusion = fu[i];
-        Geo g;
-        plan_geo(&in, m.seq_len, 1, &g);
-        LayerElem le;
-        plan_layer_elem(&in, &g, &le);
-        const double got[4] = {le.fwd, le.fwd_attn, le.bwd, le.bwd_attn};
-        for (int k = 0; k < 4; k++)
-            CHECKF(fabs(got[k] - want[i][k] * 1e-12) < 1e-20, "%s: term %d is %g bytes, expected %g", name[i], k,
-                   got[k] * 1e12, want[i][k]);
-    }
+    check_bytes(&in, FUSE_TE, (const double[4]){2304, 704, 3968, 1152}, "te");
+    check_bytes(&in, FUSE_EAGER, (const double[4]){5920, 2816, 14176, 6816}, "eager");
+    check_bytes(&in, FUSE_COMPILE, (const double[4]){2272, 576, 4512, 1760}, "compile");
     r.saved_input = DT_E4M3;
-    const double want8[2][4] = {{6144, 2880, 13952, 6272}, {2496, 640, 3840, 1088}};
-    for (int i = 1; i < 3; i++) {
-        in.fusion = fu[i];
-        Geo g;
-        plan_geo(&in, m.seq_len, 1, &g);
-        LayerElem le;
-        plan_layer_elem(&in, &g, &le);
-        const double got[4] = {le.fwd, le.fwd_attn, le.bwd, le.bwd_attn};
-        for (int k = 0; k < 4; k++)
-            CHECKF(fabs(got[k] - want8[i - 1][k] * 1e-12) < 1e-20, "%s, FP8 saved: term %d is %g bytes, expected %g",
-                   name[i], k, got[k] * 1e12, want8[i - 1][k]);
-    }
+    check_bytes(&in, FUSE_EAGER, (const double[4]){6144, 2880, 13952, 6272}, "eager, FP8 saved");
+    check_bytes(&in, FUSE_COMPILE, (const double[4]){2496, 640, 3840, 1088}, "compile, FP8 saved");
 }
 
 /* One micro-batch through the one stage (pp 1: embedding, layers, head) with every GEMM and kernel at the
