@@ -162,6 +162,25 @@ static void test_bytes(void)
     check_bytes(&in, FUSE_COMPILE, (const double[4]){2496, 640, 3840, 1088}, "compile, FP8 saved");
 }
 
+/* What an MTP depth adds beyond its transformer layer (in->model is m, 2 layers): (mtp 1, 2 layers) - (mtp 0,
+ * 2 layers) - [(mtp 0, 3 layers) - (mtp 0, 2 layers)], of the micro-batch time or (nongemm) its memory-bound
+ * share. NAN when a plan fails to build (after failing the check). */
+static double mtp_depth_extra(ModelSpec *m, const PlanInput *in, int nongemm)
+{
+    Plan p[3];
+    const uint32_t layers[3] = {2, 3, 2}, depth[3] = {0, 0, 1};
+    double t[3];
+    for (int i = 0; i < 3; i++) {
+        Err e = {0};
+        m->layers = layers[i], m->mtp_layers = depth[i];
+        Status st = plan_build(in, &p[i], &e);
+        CHECKF(st == ST_OK, "%s", e.msg);
+        if (st != ST_OK) return NAN;
+        t[i] = nongemm ? p[i].time.nongemm_s : p[i].time.microbatch_s;
+    }
+    return (t[2] - t[0]) - (t[1] - t[0]);
+}
+
 /* One micro-batch through the one stage (pp 1: embedding, layers, head) with every GEMM and kernel at the
  * launch floor (HBM and FLOP rates 1e30). A multi-token-prediction depth adds one transformer layer (the
  * same as one more layer of the model: taken out by the difference below) and, per micro-batch:
@@ -178,15 +197,7 @@ static void test_mtp_depth_launches(void)
     gpu.hbm_bw = gpu.flops_bf16 = gpu.flops_fp8 = gpu.flops_fp32 = 1e30;
     PlanInput in = fx_input(&m, &gpu, &r);
     in.launch_s = US;
-    Plan base, deeper, mtp;
-    Err e = {0};
-    CHECKF(plan_build(&in, &base, &e) == ST_OK, "%s", e.msg);
-    m.layers = 3;
-    CHECKF(plan_build(&in, &deeper, &e) == ST_OK, "%s", e.msg);
-    m.layers = 2, m.mtp_layers = 1;
-    CHECKF(plan_build(&in, &mtp, &e) == ST_OK, "%s", e.msg);
-    double layer = deeper.time.microbatch_s - base.time.microbatch_s;
-    double extra = mtp.time.microbatch_s - base.time.microbatch_s - layer;
+    double extra = mtp_depth_extra(&m, &in, 0);
     CHECKF(fabs(extra - 22 * US) < 1e-12, "an MTP depth beyond its layer: %g us, expected 22", extra / US);
 }
 
@@ -206,15 +217,7 @@ static void test_mtp_depth_bytes(void)
     gpu.flops_bf16 = gpu.flops_fp8 = gpu.flops_fp32 = 1e30, gpu.hbm_bw = 1e12;
     PlanInput in = fx_input(&m, &gpu, &r);
     in.launch_s = 0, in.eff_hbm = 1, in.gbs = 1;
-    Plan base, deeper, mtp;
-    Err e = {0};
-    CHECKF(plan_build(&in, &base, &e) == ST_OK, "%s", e.msg);
-    m.layers = 3;
-    CHECKF(plan_build(&in, &deeper, &e) == ST_OK, "%s", e.msg);
-    m.layers = 2, m.mtp_layers = 1;
-    CHECKF(plan_build(&in, &mtp, &e) == ST_OK, "%s", e.msg);
-    double layer = deeper.time.nongemm_s - base.time.nongemm_s;
-    double extra = (mtp.time.nongemm_s - base.time.nongemm_s - layer) * 1e12;
+    double extra = mtp_depth_extra(&m, &in, 1) * 1e12;
     CHECKF(fabs(extra - 1856) < 1e-3, "an MTP depth's memory-bound bytes beyond its layer: %g, expected 1856", extra);
 }
 
