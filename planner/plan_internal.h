@@ -64,8 +64,8 @@ static inline int dt_fp8(Dtype d) { return d == DT_E4M3 || d == DT_E5M2; }
 enum { XL_GEMM = 0, XL_EXPERT, XL_ROUTER }; /* states: dense-DP FP8 weight, expert-DP FP8 weight, BF16 "other" */
 typedef struct {
     uint64_t rows, cols, count, m, saved;
-    uint8_t kind, mlp; /* mlp: 0 attention part, 1 FFN part */
-    uint8_t up;        /* 1: an up-projection of latent attention (q_up, kv_up) */
+    uint8_t kind;
+    uint8_t up; /* 1: an up-projection of latent attention (q_up, kv_up) */
 } Lin;
 enum { XK_DENSE = 0, XK_MOE, XK_COUNT, X_MAX_LIN = 10 };
 typedef struct {

@@ -99,10 +99,10 @@ PlanReject moe_validate(const PlanInput *in, Err *e)
 }
 
 static void lin(MoeGeo *x, int kind, uint64_t rows, uint64_t cols, uint64_t count, uint64_t m, uint64_t saved,
-                int states, int mlp)
+                int states)
 {
     Lin *l = &x->lin[kind][x->nlin[kind]++];
-    *l = (Lin){rows, cols, count, m, saved, (uint8_t)states, (uint8_t)mlp, 0};
+    *l = (Lin){rows, cols, count, m, saved, (uint8_t)states, 0};
 }
 
 /* Dense layers on the layers [start, start + n) when the first `dense` layers are dense. */
@@ -139,27 +139,27 @@ void moe_geo(const PlanInput *in, Geo *g)
         if (x->mla) {
             uint64_t ql = md->q_lora_rank, kl = md->kv_lora_rank, r = md->qk_rope_head_dim;
             if (ql) {
-                lin(x, k, ql, h, 1, tr, tr, XL_GEMM, 0);
-                lin(x, k, ht * x->dqk, ql, 1, tok, tok, XL_GEMM, 0);
+                lin(x, k, ql, h, 1, tr, tr, XL_GEMM);
+                lin(x, k, ht * x->dqk, ql, 1, tok, tok, XL_GEMM);
                 x->lin[k][x->nlin[k] - 1].up = 1;
             } else {
-                lin(x, k, ht * x->dqk, h, 1, tok, tr, XL_GEMM, 0);
+                lin(x, k, ht * x->dqk, h, 1, tok, tr, XL_GEMM);
             }
-            lin(x, k, kl + r, h, 1, tr, tr, XL_GEMM, 0);
-            lin(x, k, ht * (md->qk_nope_head_dim + x->dv), kl, 1, tok, tok, XL_GEMM, 0);
+            lin(x, k, kl + r, h, 1, tr, tr, XL_GEMM);
+            lin(x, k, ht * (md->qk_nope_head_dim + x->dv), kl, 1, tok, tok, XL_GEMM);
             x->lin[k][x->nlin[k] - 1].up = 1;
-            lin(x, k, h, ht * x->dv, 1, tok, tok, XL_GEMM, 0);
+            lin(x, k, h, ht * x->dv, 1, tok, tok, XL_GEMM);
             x->latent = ql + kl + r;
             x->other[k] = 2 * g->norm_elems + ql + kl;
         } else {
-            lin(x, k, g->lin_rows[LIN_QKV], h, 1, tok, tr, XL_GEMM, 0);
-            lin(x, k, h, g->q_t, 1, tok, tok, XL_GEMM, 0);
+            lin(x, k, g->lin_rows[LIN_QKV], h, 1, tok, tr, XL_GEMM);
+            lin(x, k, h, g->q_t, 1, tok, tok, XL_GEMM);
             x->other[k] = 2 * g->norm_elems + (md->qk_norm ? 2ull * md->head_dim : 0);
         }
     }
     /* FFNs */
-    lin(x, XK_DENSE, g->k * g->F_t, h, 1, tok, tr, XL_GEMM, 1);
-    lin(x, XK_DENSE, h, g->F_t, 1, tok, tok, XL_GEMM, 1);
+    lin(x, XK_DENSE, g->k * g->F_t, h, 1, tok, tr, XL_GEMM);
+    lin(x, XK_DENSE, h, g->F_t, 1, tok, tok, XL_GEMM);
     if (spec_is_moe(md)) {
         x->E = md->experts, x->topk = md->experts_per_token, x->El = udiv(x->E, x->ep);
         x->Fe_t = udiv(md->expert_ffn, x->etp), x->Fs_t = udiv((uint64_t)md->shared_experts * md->expert_ffn, t);
@@ -167,13 +167,13 @@ void moe_geo(const PlanInput *in, Geo *g)
         double rows = (double)x->etp * (double)tr * (double)x->topk * f;
         x->rows = rows >= 1.8e19 ? UINT64_MAX / 4 : (uint64_t)rows + ((double)(uint64_t)rows < rows);
         x->rows_e = ceil_div(x->rows, x->El ? x->El : 1);
-        lin(x, XK_MOE, x->E, h, 1, tr, tr, XL_ROUTER, 1);
+        lin(x, XK_MOE, x->E, h, 1, tr, tr, XL_ROUTER);
         if (x->Fs_t) {
-            lin(x, XK_MOE, g->k * x->Fs_t, h, 1, tok, tr, XL_GEMM, 1);
-            lin(x, XK_MOE, h, x->Fs_t, 1, tok, tok, XL_GEMM, 1);
+            lin(x, XK_MOE, g->k * x->Fs_t, h, 1, tok, tr, XL_GEMM);
+            lin(x, XK_MOE, h, x->Fs_t, 1, tok, tok, XL_GEMM);
         }
-        lin(x, XK_MOE, g->k * x->Fe_t, h, x->El, x->rows_e, x->rows_e, XL_EXPERT, 1);
-        lin(x, XK_MOE, h, x->Fe_t, x->El, x->rows_e, x->rows_e, XL_EXPERT, 1);
+        lin(x, XK_MOE, g->k * x->Fe_t, h, x->El, x->rows_e, x->rows_e, XL_EXPERT);
+        lin(x, XK_MOE, h, x->Fe_t, x->El, x->rows_e, x->rows_e, XL_EXPERT);
         x->other[XK_MOE] += x->E * h + (md->router == ROUTER_SIGMOID ? x->E : 0);
     }
     for (int k = 0; k < XK_COUNT; k++)

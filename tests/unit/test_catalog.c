@@ -221,7 +221,14 @@ static void test_recipe_errors(void)
     } cases[] = {
         {"megatron-bf16,bf16,none,none,fp32", "megatron-bf16,bf16,none,none,fp12",
          "column master: unknown dtype 'fp12'"},
-        {"megatron-bf16,bf16,none,none,fp32", "megatron-bf16,e8m0,none,none,fp32", "column weight: dtype 'e8m0'"},
+        {"megatron-bf16,bf16,none,none,fp32", "megatron-bf16,e8m0,none,none,fp32",
+         "column weight: dtype 'e8m0' is not allowed here (expected fp32, fp16, bf16, e4m3 or e5m2 or none)"},
+        /* a gradient must be kept: none is not offered for it */
+        {"megatron-bf16,bf16,none,none,fp32,fp32", "megatron-bf16,bf16,none,none,fp32,none",
+         "column grad: dtype 'none' is not allowed here (expected fp32, fp16, bf16, e4m3 or e5m2)"},
+        /* an FP8 copy is FP8 or none */
+        {"megatron-bf16,bf16,none", "megatron-bf16,bf16,bf16",
+         "column fp8_rowwise: dtype 'bf16' is not allowed here (expected e4m3, e5m2 or none)"},
         {"master+m+v", "master+mom+v", "unknown state 'mom'"},
         {",megatron-bf16,bf16,bf16,none", ",nosuch,bf16,bf16,none", "column other_params: 'nosuch'"},
         {",bf16,bf16,none,", ",e4m3,bf16,none,", "column scaling: 'none': FP8 GEMMs need delayed or current scaling"},
@@ -229,6 +236,13 @@ static void test_recipe_errors(void)
         {",8.0,", ",8,", "column min_sm"},
         {",bf16,none,8.0,", ",bf16,te,8.0,", "column fp8_linear: 'te': none exactly when"},
         {",bf16,none,8.0,", ",bf16,cutlass,8.0,", "column fp8_linear: 'cutlass' is not none, te, torchao"},
+        /* other_params names the row itself: Adam m in E4M3 is an FP8 state the embeddings and norms must not
+         * take — refused for that, although its master (no weight: the GEMMs read it) is sharded too */
+        {"megatron-bf16,bf16,none,none,fp32,fp32,fp32,fp32", "megatron-bf16,none,none,none,fp32,fp32,e4m3,fp32",
+         "column other_params: 'megatron-bf16' keeps scaled or FP8 states"},
+        /* no FP8 state, but no weight either: the other parameters' GEMMs would read a sharded master */
+        {"megatron-bf16,bf16,none,none,fp32", "megatron-bf16,none,none,none,fp32",
+         "column other_params: 'megatron-bf16' shards a master the GEMMs read"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char bad[2048], text[4096];

@@ -153,11 +153,35 @@ static void test_bubble_with_mtp_last(void)
     CHECK_REL(dual.time.bubble_s, want, 1e-9);
 }
 
+/* Activations in flight (DeepSeek-V3 Table 2: DualPipe keeps PP + 1 micro-batches' activations where the
+ * micro-batches outnumber the stages): a rank runs stage s for m/2 of the m micro-batches, and as in 1F1B it
+ * holds at most pp - s of them at once, so stage s keeps min(pp - s, m/2) micro-batches x its layers. Under full
+ * recompute a layer keeps only its input, tok x h x 2 B = 512 x 256 x 2 = 262,144 B (tp 1, no SP). pp 4, m = 8
+ * sequences / dp 2 = 4, m/2 = 2:
+ *   rank 0 (stages 0 and 3, 1 layer each): 1 x min(4, 2) + 1 x min(1, 2) = 3 layers -> 786,432 B
+ *   rank 1 (stages 1 and 2, 2 layers each): 2 x min(3, 2) + 2 x min(2, 2) = 8 layers -> 2,097,152 B */
+static void test_activations_in_flight(void)
+{
+    ModelSpec m = moe6();
+    GpuSpec g;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = layout(&m, &g, &r, 1e12, 1);
+    in.recompute = RECOMPUTE_FULL;
+    Plan p;
+    in.stage_view = 1;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_ACT_LAYER_HP].bytes, 3 * 262144);
+    in.stage_view = 2;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_ACT_LAYER_HP].bytes, 8 * 262144);
+}
+
 int main(void)
 {
     RUN(test_work_as_1f1b_and_bubble);
     RUN(test_all_to_all_exposed);
     RUN(test_two_stages_half_the_work);
     RUN(test_bubble_with_mtp_last);
+    RUN(test_activations_in_flight);
     return test_summary();
 }

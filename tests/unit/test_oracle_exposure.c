@@ -6,7 +6,8 @@
  *     it hides behind: only its last bucket shows, time / buckets, with one
  *     bucket per layer of the stage (4 here);
  *   - a ZeRO-3 parameter gather of seconds behind microseconds of compute:
- *     all of it shows.
+ *     all of it shows;
+ *   - the context-parallel K/V exchange with no overlap: all of it shows.
  * The model is the oracle tiny GPT (support/oracle_fixtures.h, 4 layers),
  * BF16, dp 2, overlap_dp 1. The collective times themselves are the
  * planner's (test_oracle_time and test_plan_time check those); what is
@@ -73,9 +74,37 @@ static void test_exposed_gather(void)
            p.time.dp_comm_s);
 }
 
+/* Context parallelism with nothing overlapping it (overlap_cp 0): each layer pass's 3 K/V exchanges (gather
+ * forward, again backward, reduce-scatter of dK, dV) show in full, so the exchange's exposed time is its whole
+ * time, 4 layers x 2 micro-batches x 3 = 24 calls; and the step's CP time is that too (one stage). With cp 1
+ * there is no exchange and nothing exposed. */
+static void test_cp_exchange_exposed_in_full(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(0);
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = &m, in.gpu = &g, in.recipe = &r, in.vocab_pad = 1;
+    in.cp = 2, in.gbs = 2, in.overlap_cp = 0;
+    Plan p;
+    Err e = {0};
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    const Collective *kv = &p.coll[CO_CP_KV];
+    CHECK_EQ_U64(kv->calls, 24);
+    CHECK(kv->time_s > 0);
+    CHECKF(fabs(kv->exposed_s - kv->time_s) <= 1e-12 * kv->time_s, "exposed %g s of %g s, expected all", kv->exposed_s,
+           kv->time_s);
+    CHECKF(fabs(p.time.cp_comm_s - kv->time_s) <= 1e-12 * kv->time_s, "CP time %g s", p.time.cp_comm_s);
+    in.cp = 1;
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK(p.coll[CO_CP_KV].calls == 0 && p.coll[CO_CP_KV].exposed_s == 0.0 && p.time.cp_comm_s == 0.0);
+}
+
 int main(void)
 {
     RUN(test_hidden_all_reduce);
     RUN(test_exposed_gather);
+    RUN(test_cp_exchange_exposed_in_full);
     return test_summary();
 }

@@ -122,7 +122,29 @@ static void test_eager_and_compile_launches(void)
  *            x cast 96, SwiGLU 6F 768, FC2 cast 3F 384, residual 6H 192 -> 1696; forward 2272
  *   backward dY casts 4Hf 128, SwiGLU backward 10F 1280, 4kF 1024, norm/residual backward 10H 320 -> 2752;
  *            dY casts 4Hf 128, RoPE 256, 4(Q + 2K) 384, norm/residual 320, input recasts 3(2Hf + Q + F) 672
- *            -> 1760; backward 4512 */
+ *            -> 1760; backward 4512
+ * Inputs saved in FP8 (E4M3): each forward cast of eager and compile writes the row-wise copy and the saved FP8
+ * input, 4 B per element, and the backward recasts nothing (3(2Hf + Q + F) = 672 B fewer):
+ *   compile  forward norm1 128, x cast 4H 128, RoPE 256, proj cast 4Q 128 -> 640; residual + norm2 256, x cast
+ *            128, SwiGLU 768, FC2 cast 4F 512, residual 192 -> 1856; forward 2496; backward 4512 - 672 = 3840,
+ *            attention part 1760 - 672 = 1088
+ *   eager    forward RMSNorm 1152, x cast 128, RoPE 1280, proj cast 128, residual 192 -> 2880; RMSNorm 1152, x cast
+ *            128, silu + mul 1280, FC2 cast 512, residual 192 -> 3264; forward 6144; backward 2 x 6144 + 128 + 1024
+ *            = 13440 (the FFN's 13440 - 2 x 2880 = 7680) + 128 + 384 = 13952, attention part 13952 - 7680 = 6272 */
+/* One layer's forward, forward attention part, backward and backward attention part, in bytes at 1e12 B/s. */
+static void check_bytes(PlanInput *in, KernelFusion fusion, const double want[4], const char *what)
+{
+    in->fusion = fusion;
+    Geo g;
+    plan_geo(in, in->model->seq_len, 1, &g);
+    LayerElem le;
+    plan_layer_elem(in, &g, &le);
+    const double got[4] = {le.fwd, le.fwd_attn, le.bwd, le.bwd_attn};
+    for (int k = 0; k < 4; k++)
+        CHECKF(fabs(got[k] - want[k] * 1e-12) < 1e-20, "%s: term %d is %g bytes, expected %g", what, k, got[k] * 1e12,
+               want[k]);
+}
+
 static void test_bytes(void)
 {
     ModelSpec m = model();
@@ -132,20 +154,31 @@ static void test_bytes(void)
     gpu.hbm_bw = 1e12;
     PlanInput in = fx_input(&m, &gpu, &r);
     in.launch_s = 0, in.eff_hbm = 1, in.dropout = 0;
-    const KernelFusion fu[3] = {FUSE_TE, FUSE_EAGER, FUSE_COMPILE};
-    const double want[3][4] = {{2304, 704, 3968, 1152}, {5920, 2816, 14176, 6816}, {2272, 576, 4512, 1760}};
-    static const char *const name[3] = {"te", "eager", "compile"};
+    check_bytes(&in, FUSE_TE, (const double[4]){2304, 704, 3968, 1152}, "te");
+    check_bytes(&in, FUSE_EAGER, (const double[4]){5920, 2816, 14176, 6816}, "eager");
+    check_bytes(&in, FUSE_COMPILE, (const double[4]){2272, 576, 4512, 1760}, "compile");
+    r.saved_input = DT_E4M3;
+    check_bytes(&in, FUSE_EAGER, (const double[4]){6144, 2880, 13952, 6272}, "eager, FP8 saved");
+    check_bytes(&in, FUSE_COMPILE, (const double[4]){2496, 640, 3840, 1088}, "compile, FP8 saved");
+}
+
+/* What an MTP depth adds beyond its transformer layer (in->model is m, 2 layers): (mtp 1, 2 layers) - (mtp 0,
+ * 2 layers) - [(mtp 0, 3 layers) - (mtp 0, 2 layers)], of the micro-batch time or (nongemm) its memory-bound
+ * share. NAN when a plan fails to build (after failing the check). */
+static double mtp_depth_extra(ModelSpec *m, const PlanInput *in, int nongemm)
+{
+    Plan p[3];
+    const uint32_t layers[3] = {2, 3, 2}, depth[3] = {0, 0, 1};
+    double t[3];
     for (int i = 0; i < 3; i++) {
-        in.fusion = fu[i];
-        Geo g;
-        plan_geo(&in, m.seq_len, 1, &g);
-        LayerElem le;
-        plan_layer_elem(&in, &g, &le);
-        const double got[4] = {le.fwd, le.fwd_attn, le.bwd, le.bwd_attn};
-        for (int k = 0; k < 4; k++)
-            CHECKF(fabs(got[k] - want[i][k] * 1e-12) < 1e-20, "%s: term %d is %g bytes, expected %g", name[i], k,
-                   got[k] * 1e12, want[i][k]);
+        Err e = {0};
+        m->layers = layers[i], m->mtp_layers = depth[i];
+        Status st = plan_build(in, &p[i], &e);
+        CHECKF(st == ST_OK, "%s", e.msg);
+        if (st != ST_OK) return NAN;
+        t[i] = nongemm ? p[i].time.nongemm_s : p[i].time.microbatch_s;
     }
+    return (t[2] - t[0]) - (t[1] - t[0]);
 }
 
 /* One micro-batch through the one stage (pp 1: embedding, layers, head) with every GEMM and kernel at the
@@ -164,16 +197,28 @@ static void test_mtp_depth_launches(void)
     gpu.hbm_bw = gpu.flops_bf16 = gpu.flops_fp8 = gpu.flops_fp32 = 1e30;
     PlanInput in = fx_input(&m, &gpu, &r);
     in.launch_s = US;
-    Plan base, deeper, mtp;
-    Err e = {0};
-    CHECKF(plan_build(&in, &base, &e) == ST_OK, "%s", e.msg);
-    m.layers = 3;
-    CHECKF(plan_build(&in, &deeper, &e) == ST_OK, "%s", e.msg);
-    m.layers = 2, m.mtp_layers = 1;
-    CHECKF(plan_build(&in, &mtp, &e) == ST_OK, "%s", e.msg);
-    double layer = deeper.time.microbatch_s - base.time.microbatch_s;
-    double extra = mtp.time.microbatch_s - base.time.microbatch_s - layer;
+    double extra = mtp_depth_extra(&m, &in, 0);
     CHECKF(fabs(extra - 22 * US) < 1e-12, "an MTP depth beyond its layer: %g us, expected 22", extra / US);
+}
+
+/* The same depth by bytes: launches free, HBM 1e12 B/s at efficiency 1, FLOP rates 1e30 (the GEMMs, at their
+ * roofline, are in the GEMM time, not here). One micro-batch of tok 4 tokens, hidden h 8, vocabulary V 10
+ * (unpadded), BF16. Beyond its layer, an MTP depth's memory-bound kernels move per micro-batch:
+ *   its loss: logits to fp32, softmax, loss tok V 8 = 320 forward, its gradient 320 backward; its final norm
+ *     tok h 4 = 128 forward, 1.5 x 128 = 192 backward
+ *   its own input: the embedding gather tok h 4 = 128 forward, the scatter-add 128 backward; enorm + hnorm
+ *     2 x 128 = 256 forward, 3 x 128 = 384 backward
+ *   320 + 320 + 128 + 192 + 128 + 128 + 256 + 384 = 1856 B -> 1.856e-9 s of memory-bound time. */
+static void test_mtp_depth_bytes(void)
+{
+    ModelSpec m = model();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    GpuSpec gpu = fx_gpu();
+    gpu.flops_bf16 = gpu.flops_fp8 = gpu.flops_fp32 = 1e30, gpu.hbm_bw = 1e12;
+    PlanInput in = fx_input(&m, &gpu, &r);
+    in.launch_s = 0, in.eff_hbm = 1, in.gbs = 1;
+    double extra = mtp_depth_extra(&m, &in, 1) * 1e12;
+    CHECKF(fabs(extra - 1856) < 1e-3, "an MTP depth's memory-bound bytes beyond its layer: %g, expected 1856", extra);
 }
 
 int main(void)
@@ -182,5 +227,6 @@ int main(void)
     RUN(test_eager_and_compile_launches);
     RUN(test_bytes);
     RUN(test_mtp_depth_launches);
+    RUN(test_mtp_depth_bytes);
     return test_summary();
 }

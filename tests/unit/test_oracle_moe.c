@@ -192,6 +192,53 @@ static void test_communicators(void)
     }
 }
 
+/* The optimizer's HBM traffic on one GPU (ep 1: every expert here), dense FFN 512. The BF16 recipe keeps the
+ * same states for every parameter: read the FP32 gradient 4 B, read and write the FP32 master, m and v 2 x 12 =
+ * 24 B, write the BF16 weight 2 B: 30 B a parameter. Parameters:
+ *   attention QKV 768 x 256 + proj 256 x 256 = 262,144, twice:                524,288
+ *   dense FFN (SwiGLU) 1024 x 256 + 256 x 512:                                 393,216
+ *   router 8 x 256 = 2,048; shared expert 256 x 256 + 256 x 128 = 98,304:      100,352
+ *   8 experts x 98,304:                                                        786,432
+ *   RMSNorms 2 x 2 x 256 + final 256 = 1,280; embedding and head 2 x 256,000:  513,280
+ *   2,317,568 parameters (786,432 of them expert) -> 69,527,040 B, at 1e12 B/s 6.952704e-5 s */
+static void test_optimizer_bytes_with_experts(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    g.hbm_bw = 1e12;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.eff_hbm = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.params_gpu, 2317568);
+    CHECK_EQ_U64(p.params_expert_gpu, 786432);
+    CHECK_REL(p.time.optimizer_s, 69527040e-12, 1e-12);
+}
+
+/* The transient of the one (last) stage, dense FFN 512, tokens 512, h 256, SwiGLU (2 FC1 outputs per FFN unit):
+ *   dense layer: dX and d(residual) 2 x 512 x 256 x 2 = 524,288 + d(hidden) 512 x 2 x 512 x 2 = 524,288:
+ *     1,572,864
+ *   MoE layer: 524,288 + d(hidden) of the shared expert 512 x 2 x 128 and of the routed rows (512 tokens x top
+ *     2 = 1,024) 1,024 x 2 x 128: (131,072 + 262,144) x 2 = 786,432; dispatch and combine buffers 1,024 x 256 x
+ *     (2 + 2) = 1,048,576: 2,359,296 (the larger)
+ *   the loss beyond the saved softmax, (loss_bytes - 4) B per logit, 512 x 1000 logits: loss_bytes 4 -> 0, the
+ *     transient is the MoE layer's 2,359,296; 10 (the default) -> 3,072,000, larger, so the transient */
+static void test_transient_loss_or_layer(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.loss_bytes = 4;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 2359296);
+    in.loss_bytes = 10;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 3072000);
+}
+
 int main(void)
 {
     RUN(test_last_stage_output);
@@ -199,5 +246,7 @@ int main(void)
     RUN(test_route_launches);
     RUN(test_route_bytes);
     RUN(test_communicators);
+    RUN(test_optimizer_bytes_with_experts);
+    RUN(test_transient_loss_or_layer);
     return test_summary();
 }

@@ -295,6 +295,15 @@ static void test_ep_placement(void)
     if (!build(&in, &p)) return;
     CHECK_EQ_INT(p.coll[CO_EP_DISPATCH_FWD].inter_node, 1);
     CHECK_NEAR(p.coll[CO_EP_DISPATCH_FWD].latency_s, 18.0e-6, 1e-12);
+    /* the TP ranks are adjacent (stride 1): both in one node (nodes of 2, tp 2), so each TP gather and
+     * reduce-scatter takes one NVLink step. Every one moves tok x h x 2 = 512 x 256 x 2 = 262,144 B, half of it
+     * sent, 131,072 B at 450e9 x 0.8 = 3.6e11 B/s: LL (a third of it) 3.6 + 0.47 + 1.09 = 5.16 us beats Simple
+     * 8.4 + 3.4 + 0.36 = 12.16 us, so the latency is LL's 4.07 us (across two nodes it would be 3.6 + 2.7) */
+    for (int c = CO_TP_AG_FWD; c <= CO_TP_RS_BWD; c++) {
+        CHECKF(p.coll[c].ranks == 2 && !p.coll[c].inter_node, "%s: %u ranks, inter-node %d", p.coll[c].name,
+               p.coll[c].ranks, p.coll[c].inter_node);
+        CHECK_NEAR(p.coll[c].latency_s, 4.07e-6, 1e-12);
+    }
     g.gpus_per_node = 4;
     in.ep = 4, in.dp = 4, in.gbs = 4;
     if (!build(&in, &p)) return;

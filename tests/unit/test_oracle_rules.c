@@ -7,6 +7,7 @@
  * An independent oracle: each expected value is worked out in the comment from
  * the inputs (support/oracle_fixtures.h's tiny GPT: 512 linear weights per
  * layer at tp 1), never read back from the planner. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,6 +303,50 @@ static void test_compute_only_needs_wide_weights(void)
     CHECK(!(p.advice_mask & (1u << ADV_COMPUTE_ONLY)));
 }
 
+/* A plan whose figures leave the doubles' range is refused naming the first figure that did, in the order step
+ * time, throughput, TFLOP/s per GPU, MFU. A GPU whose BF16 and FP32 rates are inf (gpus.csv takes
+ * bf16_tflops 1e300; x 1e12 is inf) computes in no time, so the step is the bytes it moves over HBM. One layer,
+ * hidden 1024 (8 heads of 128), FFN 4096 (GeLU), vocabulary 1024 untied, seq 1024, one sequence, one GPU:
+ *   parameters: linear 3 x 1024^2 + 1024^2 + 2 x 4 x 1024^2 = 12,582,912; embedding and head 2 x 1,048,576;
+ *     3 LayerNorms x 2 x 1024 = 6,144: 14,686,208
+ *   model FLOPs F = 6 x (12,582,912 + 1,048,576) x 1024 + 12 x 1 x 1024 x 1024 x 1024
+ *     = 83,751,862,272 + 12,884,901,888 = 96,636,764,160; tokens T = 1024
+ *   bytes B: at least the optimizer's 14,686,208 x 30 B (gradient 4, master, m and v read and written 24, BF16
+ *     weight 2) = 440,586,240; the GEMMs' operands and the kernels add under 1e9 (each linear's three GEMMs move
+ *     about 12 B per weight and 2 x 2 B per token and row or column: < 4e8; the kernels some 100 B per token and
+ *     hidden unit: ~1e8), so 4.4e8 < B < 2e9.
+ * At HBM 1e12 B/s the step (B / 1e12 s), throughput and TFLOP/s are finite and the MFU, TFLOP/s over an inf peak,
+ * is 0: the MFU is named. At HBM 1e308 B/s the step is B / 1e308 (~1e-299 s, positive), throughput
+ * T x 1e308 / B < 1024e308 / 4.4e8 = 2.3e302 (finite), but F / step = F x 1e308 / B > 9.66e10e308 / 2e9 = 4.8e309
+ * passes DBL_MAX (1.8e308): the TFLOP/s per GPU is inf and is the one named, not the throughput. */
+static void test_nonfinite_figure_named(void)
+{
+    ModelSpec m = {.name = "wide",
+                   .layers = 1,
+                   .hidden = 1024,
+                   .ffn_hidden = 4096,
+                   .heads = 8,
+                   .kv_heads = 8,
+                   .head_dim = 128,
+                   .vocab = 1024,
+                   .seq_len = 1024,
+                   .norm = NORM_LAYERNORM,
+                   .mlp = MLP_GELU,
+                   .pos = POS_ROPE};
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    g.flops_bf16 = g.flops_fp32 = INFINITY, g.flops_fp8 = 0, g.hbm_bw = 1e12;
+    Recipe r = ox_bf16(0);
+    PlanInput in = tiny_input(&m, &g, &r);
+    in.launch_s = 0, in.eff_hbm = 1;
+    Plan p;
+    Err e = {0};
+    CHECK(plan_build(&in, &p, &e) == ST_OVERFLOW);
+    CHECK_CONTAINS(e.msg, "the MFU of wide on g with oracle-bf16 is not a finite positive number");
+    g.hbm_bw = 1e308;
+    CHECK(plan_build(&in, &p, &e) == ST_OVERFLOW);
+    CHECK_CONTAINS(e.msg, "the TFLOP/s per GPU of wide on g with oracle-bf16 is not a finite positive number");
+}
+
 int main(void)
 {
     RUN(test_fp8_needs_an_fp8_peak);
@@ -314,5 +359,6 @@ int main(void)
     RUN(test_stack_sets_every_knob);
     RUN(test_mfu_against_each_peak);
     RUN(test_compute_only_needs_wide_weights);
+    RUN(test_nonfinite_figure_named);
     return test_summary();
 }

@@ -336,6 +336,28 @@ static void test_launch_floor(void)
     CHECK_REL(p.time.attn_s, 4 * 2 * 4.5, EXACT);
 }
 
+/* Materialized attention with the sequence (8) longer than the head (4), so that every GEMM's K tells which
+ * operand it contracts: seq 8, tp 2 -> 1 head per rank, batch mbs x heads = 1; sq = skv = 8 rows, d = 4. Each
+ * GEMM fits one 128 x 256 tile, so it costs (K + 128) U16 (the roofline and the score traffic are far below:
+ * 64 scores x 18 B = 1,152 B backward / 5e8 = 2.3e-6 s against 1.6e-2 s of GEMMs):
+ *   forward   QK^T [sq x skv x d] K 4: 132; PV [sq x d x skv] K 8: 136 -> 268 U16
+ *   backward  dP = dO V^T [sq x skv x d] K 4: 132; dV = P^T dO [skv x d x sq] K 8: 136; dQ = dS K
+ *             [sq x d x skv] K 8: 136; dK = dS^T Q [skv x d x sq] K 8: 136 -> 540 U16
+ * (dV contracted over d instead, [skv x sq x d], would be K 4: 132.) Per step on either stage: 4 micro-batches
+ * x 2 layers x (268 + 540) U16. */
+static void test_materialized_attention_gemms(void)
+{
+    ModelSpec m = ox_tiny(16, 8);
+    GpuSpec g = round_gpu();
+    Recipe r = ox_bf16(0);
+    PlanInput in = layout(&m, &g, &r);
+    in.seq = 8, in.attn = ATTN_MATERIALIZED;
+    Plan p;
+    Err e = {0};
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(p.time.attn_s, 8 * (268 + 540) * U16, EXACT);
+}
+
 /* The memory-bound kernel lists of the other stacks (BF16, GeLU, RMSNorm, no RoPE or dropout; H = 16,
  * F = 32 elements; 4 micro-batches accumulate, so each linear weight's gradient is accumulated separately:
  * 256 x (2 + 2 x 4) = 2560 B per layer):
@@ -427,6 +449,7 @@ int main(void)
     RUN(test_fp8_gemm_rate_casts_and_amax);
     RUN(test_recompute_and_no_sp);
     RUN(test_launch_floor);
+    RUN(test_materialized_attention_gemms);
     RUN(test_other_kernel_lists);
     RUN(test_fp8plan_loss_in_forward);
     RUN(test_bf16_has_no_amax_reduction);

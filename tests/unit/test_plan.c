@@ -412,6 +412,16 @@ static void test_invalid_layouts(void)
     expect_reject(x, REJECT_KNOB, "overlaps");
     x = in, x.max_mem_frac = 0;
     expect_reject(x, REJECT_KNOB, "memory limit");
+    /* the launch floor is in [0, 1) s (1 s per kernel is no GPU; a negative or NaN one would make times
+     * negative or NaN), and the attention kernel one of the enum's */
+    x = in, x.launch_s = 1.0;
+    expect_reject(x, REJECT_KNOB, "the launch floor in [0, 1) s");
+    x = in, x.launch_s = -1e-9;
+    expect_reject(x, REJECT_KNOB, "the launch floor in [0, 1) s");
+    x = in, x.launch_s = NAN;
+    expect_reject(x, REJECT_KNOB, "the launch floor in [0, 1) s");
+    x = in, x.attn = ATTN_COUNT_;
+    expect_reject(x, REJECT_KNOB, "efficiencies must be");
     ModelSpec zero = m;
     zero.hidden = 0;
     x = in, x.model = &zero;

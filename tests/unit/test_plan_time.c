@@ -54,6 +54,14 @@ static void test_gemm_waves(void)
     CHECK_REL(gemm_time(&gg, 128, 256, 8192, 1, 0, 2), 14745600.0 / 2.68e12, 1e-9);
     /* a 16^3 GEMM: 2 x 32768 x (16 + 128) / 6.439e12 = 1.47e-6 s, below the 4 us launch floor */
     CHECK_NEAR(gemm_time(&gg, 16, 16, 16, 1, 0, 2), 4e-6, 0);
+    /* a sub-wave GEMM too short to split: M 128, N 256, K 128 is one tile of 132 SMs, but K splits
+     * min(132/1, floor(128/256) = 0) = 0 ways, so not at all: one wave of 2 x 32768 x (128 + 128) = 16,777,216
+     * FLOPs at 850e12/132 per SM = 2.60530e-6 s (HBM (128 x 128 + 128 x 256) x 2 + 128 x 256 x 2 = 163,840 B /
+     * 2.68e12 = 6.1e-8 s, below). Under a 1 us launch floor, so that the compute time shows. */
+    in.launch_s = 1e-6;
+    GemmGpu g1;
+    gemm_gpu_init(&in, &g1);
+    CHECK_REL(gemm_time(&g1, 128, 256, 128, 1, 0, 2), 16777216.0 * 132 / 850e12, 1e-9);
     /* batched: 8 independent 4096^3 GEMMs are 4096 tiles, ceil(4096/132) = 32 waves (not 8 x 4 = 32: equal) */
     CHECK_REL(gemm_time(&gg, 4096, 4096, 4096, 8, 0, 2), 32 * 276824064.0 * 132 / 850e12, 1e-9);
     CHECK_NEAR(gemm_time(&gg, 0, 4096, 4096, 1, 0, 2), 0, 0);

@@ -87,6 +87,38 @@ static void test_csv_cells_hold_text(void)
     csv_table_free(&t);
 }
 
+/* A header naming a column twice is refused naming it, even when the name is one the reader expects (taking
+ * either cell silently would read the row wrong): "name,x,x" against the columns name and x. Each expected
+ * column once passes; one missing is named. */
+static void test_csv_header_names_each_column_once(void)
+{
+    CsvTable t;
+    Err e = {0};
+    static const char twice[] = "name,x,x\nm,1,2\n";
+    CHECK(csv_table_parse(twice, sizeof twice - 1, "d.csv", &t, &e) == ST_OK);
+    CHECK(csv_table_expect(&t, "name,x", &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "d.csv: row 1: column 'x' appears twice");
+    csv_table_free(&t);
+    static const char once[] = "x,name\nm,1\n";
+    CHECK(csv_table_parse(once, sizeof once - 1, "d.csv", &t, &e) == ST_OK);
+    CHECK(csv_table_expect(&t, "name,x", &e) == ST_OK);
+    CHECK(csv_table_expect(&t, "name,x,y", &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "'y'");
+    csv_table_free(&t);
+}
+
+/* A byte-order mark counts only within the given length: the whole of "\xEF\xBB\xBF" (3 of 3 bytes) is one,
+ * its first 2 bytes are not (even with the third in memory after them), and "\xEF\xBB\xBFx" starts with one. */
+static void test_bom_within_length(void)
+{
+    static const char bom[] = "\xEF\xBB\xBFx";
+    CHECK_EQ_U64(csv_bom_len(bom, 3), 3);
+    CHECK_EQ_U64(csv_bom_len(bom, 4), 3);
+    CHECK_EQ_U64(csv_bom_len(bom, 2), 0);
+    CHECK_EQ_U64(csv_bom_len(bom, 0), 0);
+    CHECK_EQ_U64(csv_bom_len("x\xEF\xBB\xBF", 4), 0);
+}
+
 static void test_row_limit_while_reading(void)
 {
     enum { ROWS = 200000 };
@@ -125,6 +157,8 @@ int main(void)
     RUN(test_bad_bytes_and_escaping);
     RUN(test_json_is_valid_utf8);
     RUN(test_csv_cells_hold_text);
+    RUN(test_csv_header_names_each_column_once);
+    RUN(test_bom_within_length);
     RUN(test_row_limit_while_reading);
     return test_summary();
 }
