@@ -240,6 +240,16 @@ static void test_call_checks(void)
                        ST_USAGE, "reduce_scatter_v", "");
         CHECK_CONTAINS(e.msg, want);
     }
+    /* a peer outside [0, N) is no rank: refused before MPI sees it, naming the peer, this rank and the size */
+    const int outside[2] = {N, -1};
+    for (int k = 0; k < 2; k++) {
+        char why[64];
+        snprintf(why, sizeof why, "peer %d is not another rank (rank %d of %d)", outside[k], R, N);
+        Err e = {0};
+        expect_refused(C->send(C, CO_PP_P2P, NULL, x, 1, DT_FP32, outside[k], &e), &e, ST_USAGE, "send", why);
+        e = (Err){0};
+        expect_refused(C->recv(C, CO_PP_P2P, NULL, x, 1, DT_FP32, outside[k], &e), &e, ST_USAGE, "recv", why);
+    }
     uint8_t sc[4] = {127, 127, 127, 127};
     Err e8 = {0};
     CHECK_EQ_INT(C->all_reduce(C, CO_DP_GRAD_AR, NULL, sc, 4, DT_E8M0, COMM_MAX, &e8), ST_USAGE);
@@ -419,6 +429,23 @@ static void test_split(void)
     memset(C->stats, 0, sizeof C->stats);
 }
 
+/* `mpi_comm abort` (tests/cli/mpi_comm.sh): the last rank fails and calls comm_mpi_abort(C, 7) while every
+ * other rank waits in a barrier it will never pass; the call must end the whole job with exit status 7, on
+ * any number of ranks from 2 up (the script runs 2 and 3), and never return. */
+static int abort_mode(void)
+{
+    if (R == N - 1) {
+        comm_mpi_abort(C, 7);
+        printf("rank %d: comm_mpi_abort returned\n", R);
+        fflush(stdout);
+        return 99;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    printf("rank %d: the barrier passed\n", R);
+    fflush(stdout);
+    return 98;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -428,6 +455,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 70);
     }
     N = C->size, R = C->rank;
+    if (argc > 1 && !strcmp(argv[1], "abort")) return abort_mode();
     if (N != 2 && N != 4) {
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
