@@ -53,7 +53,8 @@ extern "C" {
 enum { CAL_PATH_FP8 = 0, CAL_PATH_BF16, CAL_PATH_FP32, CAL_PATHS };
 enum { CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 8, CAL_MAX_SIZES = 16 };
 /* The link sweep's largest payload, clamped (cal_link_sizes): at least 4 KiB (four sizes to fit), at most
- * 1 GiB (MPI counts bytes in an int); the buffer written before each call to evict the caches: 64 MiB. */
+ * 1 GiB (MPI counts bytes in an int); the buffer an element-wise kernel reads and writes before each call
+ * to evict the caches: 64 MiB. */
 #define CAL_LINK_TOP_MIN ((uint64_t)4096)
 #define CAL_LINK_TOP_MAX ((uint64_t)1 << 30)
 #define CAL_LINK_EVICT   ((uint64_t)64 << 20)

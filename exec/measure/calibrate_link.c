@@ -13,15 +13,21 @@
 /* Each call is timed as a run meets it: its ranks come from a step's kernels, which left the caches
  * holding other data (the payload and MPI's shared-memory queues evicted), and not at the same moment
  * (one rank's compute ends later; the others wait in the communicator's arrival barrier, and on a shared
- * machine a waiting rank may be off its core when the last one arrives). So every rank first writes a
- * 64 MiB buffer (past a server CPU's last-level cache), and over MPI rank 0 writes it a second time: it
- * arrives late. MPI counts the wait apart (its arrival barrier), so what is timed is what the late
- * arrival costs the waiting ranks after it; NCCL's device time would count the wait itself (its kernels
- * wait for their peers), so there every rank arrives together. */
-static Status arrive_as_in_a_run(Backend *bk, const Comm *comm, void *evict, Err *e)
+ * machine a waiting rank may be off its core when the last one arrives). So every rank first runs an
+ * element-wise kernel over a 64 MiB buffer (past a server CPU's last-level cache), x = x + x in FP32:
+ * loads and stores through the caches, as a step's kernels make them — a memset does not serve, since
+ * for a buffer this size the C library writes around the caches (on this project's 2-core EPYC host a
+ * 256 KiB buffer re-read after a 64 MiB memset took 1.8-2.0 us, as with nothing in between, and 5.9-6.6
+ * us after the kernel). Over MPI rank 0 runs it a second time: it arrives late. MPI counts the wait apart
+ * (its arrival barrier), so what is timed is what the late arrival costs the waiting ranks after it;
+ * NCCL's device time would count the wait itself (its kernels wait for their peers), so there every rank
+ * arrives together. The buffer holds zeros (calibrate_link), which the kernel keeps. */
+static Status arrive_as_in_a_run(Backend *bk, const Comm *comm, void *evict, void *buf, uint64_t S, Err *e)
 {
-    Status st = bk->memset0(bk, evict, CAL_LINK_EVICT, e);
-    if (!st && comm->rank == 0 && !strcmp(comm->name, "mpi")) st = bk->memset0(bk, evict, CAL_LINK_EVICT, e);
+    const uint64_t n = CAL_LINK_EVICT / sizeof(float);
+    Status st = bk->add(bk, evict, evict, evict, DT_FP32, n, e);
+    if (!st && comm->rank == 0 && !strcmp(comm->name, "mpi")) st = bk->add(bk, evict, evict, evict, DT_FP32, n, e);
+    if (!st) st = bk->add(bk, buf, buf, buf, DT_FP32, S / sizeof(float), e);
     return st;
 }
 
@@ -33,7 +39,7 @@ static Status one_size(Backend *bk, Comm *comm, void *buf, void *evict, float *s
     Status st = ST_OK;
     for (int i = -1; !st && i < reps; i++) {
         float mine = 0, slowest = 0;
-        st = arrive_as_in_a_run(bk, comm, evict, e);
+        st = arrive_as_in_a_run(bk, comm, evict, buf, S, e);
         if (!st) st = comm_settle(comm, e); /* the previous calls' times are in total before t0 */
         double t0 = comm->total.seconds;
         if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, buf, S / 4, DT_FP32, COMM_SUM, e);
@@ -62,6 +68,7 @@ Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibrati
     if (!st) st = bk->alloc(bk, CAL_LINK_EVICT, &evict, e);
     if (!st) st = bk->alloc(bk, 2 * sizeof(float), (void **)&sync, e);
     if (!st) st = bk->memset0(bk, buf, sizes[n - 1], e);
+    if (!st) st = bk->memset0(bk, evict, CAL_LINK_EVICT, e);
     out->ranks = comm->size;
     out->ncoll = 0;
     /* the smallest size gives the latency every planned call is charged: 4x the repetitions (at most 64), a

@@ -1,0 +1,162 @@
+/* tests/unit/test_calibrate_link.c — calibrate's collective sweep
+ * (exec/measure/calibrate_link.c) against a scripted communicator and a
+ * backend that records its operations: what precedes every timed call (the
+ * caches evicted by an element-wise kernel over CAL_LINK_EVICT bytes — not a
+ * memset, which the C library writes around the caches —, twice on the late
+ * rank 0 over MPI, once over NCCL and on other ranks; then the payload touched,
+ * as a run's gradient was just written), the calls per size (one warm-up, 4 x
+ * reps for the smallest size, reps for the others), and the figures: each
+ * size's median time is the communicator's seconds for the timed call, its bus
+ * bandwidth S x 2(n-1)/n / t. */
+#include <math.h>
+#include <string.h>
+
+#include "exec/measure/calibrate.h"
+#include "test.h"
+
+/* What the backend was asked to do, in order. */
+enum { EV_ADD_EVICT = 1, EV_ADD_PAYLOAD, EV_MEMSET, EV_REDUCE, EV_SYNC };
+enum { MAX_EVENTS = 4096 };
+
+static struct {
+    Backend *cpu;
+    int ev[MAX_EVENTS];
+    uint64_t arg[MAX_EVENTS]; /* elements (add, all-reduce) or bytes (memset) */
+    int n;
+    int over;
+} rec;
+
+static void record(int what, uint64_t arg)
+{
+    if (rec.n >= MAX_EVENTS) {
+        rec.over = 1;
+        return;
+    }
+    rec.ev[rec.n] = what;
+    rec.arg[rec.n++] = arg;
+}
+
+/* The kernels are recorded, not run: the sequence is under test, not the caches. */
+static Status r_add(Backend *bk, const void *a, const void *b, void *out, Dtype dt, uint64_t n, Err *e)
+{
+    (void)bk, (void)e;
+    CHECK(a == b && b == out && dt == DT_FP32); /* x = x + x in place: zeros stay zeros */
+    record(n == CAL_LINK_EVICT / 4 ? EV_ADD_EVICT : EV_ADD_PAYLOAD, n);
+    return ST_OK;
+}
+
+static Status r_memset0(Backend *bk, void *p, uint64_t bytes, Err *e)
+{
+    record(EV_MEMSET, bytes);
+    return rec.cpu->memset0(bk, p, bytes, e);
+}
+
+/* The scripted link: a call of S bytes takes 2 us + S ns (0.5 us for the 1-float sync), counted as the
+ * communicator counts a call; the sync's MAX over one real rank leaves the float as it is. */
+static double script_s(uint64_t bytes) { return 2e-6 + (double)bytes * 1e-9; }
+
+static Status r_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t count, Dtype dt, CommReduce op,
+                           Err *e)
+{
+    (void)id, (void)bk, (void)buf, (void)e;
+    CHECK(dt == DT_FP32);
+    int sync = op == COMM_MAX;
+    record(sync ? EV_SYNC : EV_REDUCE, count);
+    c->total.calls++;
+    c->total.seconds += sync ? 0.5e-6 : script_s(count * 4);
+    return ST_OK;
+}
+
+static void fake_comm(Comm *c, const char *name, int rank)
+{
+    memset(c, 0, sizeof *c);
+    c->name = name;
+    c->rank = rank;
+    c->size = 2;
+    c->all_reduce = r_all_reduce;
+}
+
+/* The sweep over a 4 KiB top: 64, 256, 1024, 4096 B (cal_link_sizes); reps 3, so 12 timed calls of 64 B. */
+static void sweep(const char *name, int rank, int evicts, Calibration *cal)
+{
+    Err e;
+    Backend *cpu = NULL;
+    if (backend_cpu_create(&cpu, &e)) {
+        CHECKF(0, "%s", e.msg);
+        return;
+    }
+    memset(&rec, 0, sizeof rec);
+    rec.cpu = cpu;
+    Backend bk = *cpu;
+    bk.add = r_add;
+    bk.memset0 = r_memset0;
+    Comm c;
+    fake_comm(&c, name, rank);
+    memset(cal, 0, sizeof *cal);
+    Status st = calibrate_link(&bk, &c, 4096, 3, cal, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    CHECK(!rec.over);
+    /* before the sweep: the largest payload and the eviction buffer zeroed once, nothing else */
+    CHECK(rec.n > 2 && rec.ev[0] == EV_MEMSET && rec.arg[0] == 4096);
+    CHECK(rec.ev[1] == EV_MEMSET && rec.arg[1] == CAL_LINK_EVICT);
+    /* then per call: `evicts` eviction kernels, the payload's S / 4 floats touched, the timed all-reduce
+     * of S / 4 floats, the slowest-rank sync; 1 warm-up + 12 calls of 64 B, 1 + 3 of each other size */
+    static const uint64_t sizes[4] = {64, 256, 1024, 4096};
+    static const int calls[4] = {13, 4, 4, 4};
+    static int want[MAX_EVENTS];
+    static uint64_t warg[MAX_EVENTS];
+    int n = 2;
+    for (int s = 0; s < 4; s++)
+        for (int i = 0; i < calls[s]; i++) {
+            for (int k = 0; k < evicts; k++) want[n] = EV_ADD_EVICT, warg[n++] = CAL_LINK_EVICT / 4;
+            want[n] = EV_ADD_PAYLOAD, warg[n++] = sizes[s] / 4;
+            want[n] = EV_REDUCE, warg[n++] = sizes[s] / 4;
+            want[n] = EV_SYNC, warg[n++] = 1;
+        }
+    int at = 2;
+    while (at < n && at < rec.n && rec.ev[at] == want[at] && rec.arg[at] == warg[at]) at++;
+    CHECKF(at == n && rec.n == n, "%s rank %d: event %d of %d is %d (%llu), wanted %d (%llu) of %d", name, rank, at,
+           rec.n, at < rec.n ? rec.ev[at] : -1, at < rec.n ? (unsigned long long)rec.arg[at] : 0ull,
+           at < n ? want[at] : -1, at < n ? (unsigned long long)warg[at] : 0ull, n);
+    cpu->destroy(cpu);
+}
+
+static void check_figures(const Calibration *cal)
+{
+    CHECK_EQ_INT(cal->ncoll, 4);
+    CHECK_EQ_INT(cal->ranks, 2);
+    /* 64 B: 2 us + 64 ns = 2.064 us; busbw 64 x 2(2-1)/2 / 2.064e-6 = 31.007... MB/s; 4096 B: 6.096 us,
+     * 671.9 MB/s. The time passes through a float (the slowest-rank sync): relative 1e-6. */
+    CHECK_EQ_INT((int)cal->coll[0].payload, 64);
+    CHECK_REL(cal->coll[0].seconds, 2.064e-6, 1e-6);
+    CHECK_REL(cal->coll[0].busbw, 64.0 / 2.064e-6, 1e-6);
+    CHECK_NEAR(cal->coll[0].spread, 0.0, 1e-6);
+    CHECK_EQ_INT((int)cal->coll[3].payload, 4096);
+    CHECK_REL(cal->coll[3].seconds, 6.096e-6, 1e-6);
+    CHECK_REL(cal->coll[3].busbw, 4096.0 / 6.096e-6, 1e-6);
+}
+
+/* Over MPI rank 0 arrives late: two eviction kernels before each call; rank 1 one. */
+static void test_mpi_ranks(void)
+{
+    static Calibration cal;
+    sweep("mpi", 0, 2, &cal);
+    check_figures(&cal);
+    sweep("mpi", 1, 1, &cal);
+    check_figures(&cal);
+}
+
+/* Over NCCL every rank arrives together (its device time would count a wait): one eviction each. */
+static void test_nccl_together(void)
+{
+    static Calibration cal;
+    sweep("nccl", 0, 1, &cal);
+    check_figures(&cal);
+}
+
+int main(void)
+{
+    RUN(test_mpi_ranks);
+    RUN(test_nccl_together);
+    return test_summary();
+}
