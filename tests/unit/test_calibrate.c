@@ -139,6 +139,17 @@ static void test_link_sweep(void)
     CHECK_CONTAINS(
         row, "latency 1 us per ring step (64 B), bus bandwidth 2 GB/s (16 MiB and 26.1 MiB, the largest the model's "
              "gradient all-reduce)");
+    /* a sweep of two sizes (64 B and 4 KiB) still names its range, smallest and two largest */
+    c.ncoll = 2;
+    c.coll[1].payload = 4096;
+    CHECK(cal_gpu_row(&c, "host", row, sizeof row, &e) == ST_OK);
+    CHECK_CONTAINS(row, "MPI all-reduce over 2 ranks, 64 B-4 KiB (each call after the caches were evicted, one rank "
+                        "arriving late): latency 1 us per ring step (64 B), bus bandwidth 2 GB/s (64 B and 4 KiB, the "
+                        "largest the model's gradient all-reduce)");
+    /* one size has no range to name: the link's two figures alone */
+    c.ncoll = 1;
+    CHECK(cal_gpu_row(&c, "host", row, sizeof row, &e) == ST_OK);
+    CHECK_CONTAINS(row, "MPI all-reduce over 2 ranks: latency 1 us per ring step, bus bandwidth 2 GB/s\"");
 }
 
 static void test_median(void)

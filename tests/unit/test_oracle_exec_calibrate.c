@@ -230,11 +230,89 @@ static void test_gpu_row_back(void)
     check_row_back(&g);
 }
 
+/* The launch floor: the smallest calls a layer makes, 16 of each kind in turn (4 x 16 = 64 samples) — a 16 x 16 x 16
+ * BF16 GEMM, a residual add of 256 values, a norm and an activation of one 256-wide row — and their median. A
+ * backend whose timestamps give each call a scripted time (GEMM 4 us, add 1 us, norm 2 us, activation 3 us; every
+ * other timed call 1 ms) and that counts those calls: 16 samples each of 1, 2, 3, 4 us, sorted, have the 32nd and
+ * 33rd at 2 and 3 us, so the median is 2.5 us and the spread (4 - 1) / 2.5 = 1.2. */
+static struct {
+    Backend *cpu;
+    int last; /* the kind of the last call: 0 GEMM, 1 add, 2 norm, 3 activation of the launch sizes; -1 else */
+    int count[4];
+} lf;
+
+static Status lf_gemm(Backend *bk, const GemmDesc *g, Err *e)
+{
+    lf.last = g->m == 16 && g->n == 16 && g->k == 16 ? 0 : -1;
+    if (lf.last == 0) lf.count[0]++;
+    return lf.cpu->gemm(bk, g, e);
+}
+
+static Status lf_add(Backend *bk, const void *a, const void *b, void *out, Dtype dt, uint64_t n, Err *e)
+{
+    lf.last = n == 256 ? 1 : -1;
+    if (lf.last == 1) lf.count[1]++;
+    return lf.cpu->add(bk, a, b, out, dt, n, e);
+}
+
+static Status lf_norm(Backend *bk, const NormFwdDesc *d, Err *e)
+{
+    lf.last = d->rows == 1 && d->cols == 256 ? 2 : -1;
+    if (lf.last == 2) lf.count[2]++;
+    return lf.cpu->norm_fwd(bk, d, e);
+}
+
+static Status lf_act(Backend *bk, const ActFwdDesc *d, Err *e)
+{
+    lf.last = d->rows == 1 && d->cols == 256 ? 3 : -1;
+    if (lf.last == 3) lf.count[3]++;
+    return lf.cpu->act_fwd(bk, d, e);
+}
+
+static Status lf_mark(Backend *bk, uint32_t slot, Err *e)
+{
+    (void)bk, (void)e;
+    if (slot == BACKEND_MARKS - 2) lf.last = -1; /* a timed call starts */
+    return ST_OK;
+}
+
+static Status lf_elapsed(Backend *bk, uint32_t from, uint32_t to, double *seconds, Err *e)
+{
+    (void)bk, (void)from, (void)to, (void)e;
+    static const double us[4] = {4, 1, 2, 3};
+    *seconds = lf.last >= 0 ? us[lf.last] * 1e-6 : 1e-3;
+    return ST_OK;
+}
+
+static void test_launch_floor(void)
+{
+    Err e = {0};
+    Backend *cpu = NULL;
+    CHECKF(backend_cpu_create(&cpu, &e) == ST_OK, "%s", e.msg);
+    if (!cpu) return;
+    memset(&lf, 0, sizeof lf);
+    lf.cpu = cpu;
+    Backend bk = *cpu;
+    bk.gemm = lf_gemm, bk.add = lf_add, bk.norm_fwd = lf_norm, bk.act_fwd = lf_act;
+    bk.mark = lf_mark, bk.elapsed = lf_elapsed;
+    ModelSpec m = fx_gpt();
+    Calibration *c = calloc(1, sizeof *c);
+    if (c) {
+        CHECKF(calibrate_host(&bk, NULL, &m, 1, 3, c, &e) == ST_OK, "%s", e.msg);
+        for (int k = 0; k < 4; k++) CHECKF(lf.count[k] == 16, "launch-size call %d made %d times", k, lf.count[k]);
+        CHECK_NEAR(c->launch_s, 2.5e-6, 1e-18);
+        CHECK_NEAR(c->launch_spread, 1.2, 1e-12);
+    }
+    free(c);
+    cpu->destroy(cpu);
+}
+
 int main(void)
 {
     RUN(test_gpt_profile);
     RUN(test_llama_profile);
     RUN(test_reps_refused);
     RUN(test_gpu_row_back);
+    RUN(test_launch_floor);
     return test_summary();
 }
