@@ -24,6 +24,7 @@ static struct {
     uint64_t arg[MAX_EVENTS]; /* elements (add, all-reduce) or bytes (memset) */
     int n;
     int over;
+    int allocs, frees; /* the sweep's buffers: every one given back */
 } rec;
 
 static void record(int what, uint64_t arg)
@@ -43,6 +44,19 @@ static Status r_add(Backend *bk, const void *a, const void *b, void *out, Dtype 
     CHECK(a == b && b == out && dt == DT_FP32); /* x = x + x in place: zeros stay zeros */
     record(n == CAL_LINK_EVICT / 4 ? EV_ADD_EVICT : EV_ADD_PAYLOAD, n);
     return ST_OK;
+}
+
+static Status r_alloc(Backend *bk, uint64_t bytes, void **out, Err *e)
+{
+    Status st = rec.cpu->alloc(bk, bytes, out, e);
+    rec.allocs += !st;
+    return st;
+}
+
+static void r_free(Backend *bk, void *p)
+{
+    rec.frees += p != NULL;
+    rec.cpu->free(bk, p);
 }
 
 static Status r_memset0(Backend *bk, void *p, uint64_t bytes, Err *e)
@@ -90,6 +104,8 @@ static void sweep(const char *name, int rank, int evicts, Calibration *cal)
     Backend bk = *cpu;
     bk.add = r_add;
     bk.memset0 = r_memset0;
+    bk.alloc = r_alloc;
+    bk.free = r_free;
     Comm c;
     fake_comm(&c, name, rank);
     memset(cal, 0, sizeof *cal);
@@ -118,6 +134,9 @@ static void sweep(const char *name, int rank, int evicts, Calibration *cal)
     CHECKF(at == n && rec.n == n, "%s rank %d: event %d of %d is %d (%llu), wanted %d (%llu) of %d", name, rank, at,
            rec.n, at < rec.n ? rec.ev[at] : -1, at < rec.n ? (unsigned long long)rec.arg[at] : 0ull,
            at < n ? want[at] : -1, at < n ? (unsigned long long)warg[at] : 0ull, n);
+    /* its three buffers (the payload, the eviction buffer, the sync float), each given back */
+    CHECK_EQ_INT(rec.allocs, 3);
+    CHECK_EQ_INT(rec.frees, 3);
     cpu->destroy(cpu);
 }
 

@@ -77,6 +77,19 @@ static void test_layout_checks(void)
     CHECK_CONTAINS(e.msg, "has no latent attention");
     in.recompute_mods = 0, in.moe_imbalance = 0.5;
     CHECK(plan_validate(&in, &e) == REJECT_KNOB);
+    /* the capacity factor's range [0, 64] (0: dropless), its ends included */
+    in.moe_imbalance = 1;
+    const double cap_ok[3] = {0, 1.25, 64}, cap_bad[2] = {-0.5, 64.5};
+    for (int i = 0; i < 3; i++) {
+        in.moe_capacity = cap_ok[i];
+        CHECKF(plan_validate(&in, &e) == REJECT_NONE, "--moe-capacity %g refused: %s", cap_ok[i], e.msg);
+    }
+    for (int i = 0; i < 2; i++) {
+        in.moe_capacity = cap_bad[i];
+        CHECK(plan_validate(&in, &e) == REJECT_KNOB);
+        CHECK_CONTAINS(e.msg, "--moe-capacity in [0, 64] (0: dropless)");
+    }
+    in.moe_capacity = 0;
     in.moe_imbalance = 1, in.dualpipe = 1, in.pp = 1; /* DualPipe needs an even pp */
     CHECK(plan_validate(&in, &e) == REJECT_VPP);
     /* a dense model takes no expert layout, nor DualPipe */

@@ -134,11 +134,30 @@ static void test_reserve_into_free_memory(void)
     CHECK(!p.fits);
 }
 
+/* The planner's unsigned division helpers (plan_internal.h), which take a 32-bit path when both operands fit:
+ * by hand, 7 / 2 = 3 r 1; 2^32 + 5 = 4,294,967,301 over 3 = 1,431,655,767 r 0 (3 x 1,431,655,767 =
+ * 4,294,967,301); 2^40 = 1,099,511,627,776 over 2^32 + 1 = 255 r 1,099,511,627,776 - 255 x 4,294,967,297 =
+ * 4,294,967,041; ceil(2^40 / (2^32 + 1)) = 256; anything over 1 is itself r 0. */
+static void test_division_helpers(void)
+{
+    CHECK_EQ_U64(udiv(7, 2), 3);
+    CHECK_EQ_U64(umod(7, 2), 1);
+    CHECK_EQ_U64(udiv(4294967301ull, 3), 1431655767ull);
+    CHECK_EQ_U64(umod(4294967301ull, 3), 0);
+    CHECK_EQ_U64(udiv(1ull << 40, 4294967297ull), 255);
+    CHECK_EQ_U64(umod(1ull << 40, 4294967297ull), 4294967041ull);
+    CHECK_EQ_U64(ceil_div(1ull << 40, 4294967297ull), 256);
+    CHECK_EQ_U64(ceil_div(7, 2), 4);
+    CHECK_EQ_U64(udiv(5000000000ull, 1), 5000000000ull);
+    CHECK_EQ_U64(umod(5000000000ull, 1), 0);
+}
+
 int main(void)
 {
     RUN(test_msamp_linear);
     RUN(test_rowwise_linear);
     RUN(test_grad_acc_fusion);
     RUN(test_reserve_into_free_memory);
+    RUN(test_division_helpers);
     return test_summary();
 }

@@ -431,6 +431,7 @@ static void test_collective_time_rows(void)
     CHECK_NEAR(a->spread, 0.02 / 0.015, 1e-12);
     CHECK(a->has_planned && a->planned == p.coll[CO_AMAX_AR].time_s);
     CHECK_NEAR(find(&c, "collective_wait")->measured, 0.1, 1e-15);
+    CHECK(find(&c, "collective_wait")->has_measured && !find(&c, "collective_wait")->has_planned);
     /* a collective the run never called is not measured (0 s per step is no figure) */
     ms.coll[CO_AMAX_AR].calls = 0;
     compare(&p, &ms, NULL, &c);
