@@ -3,6 +3,7 @@
  * parallel group, the MoE activations, the all-to-all bytes and times (plain, across
  * nodes, node-limited, FP8 with 1x128 scales), expert-DP collectives, exposure, DualPipe's
  * bubble, activated-parameter FLOPs, and the sweep over EP. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "planner/catalog.h"
@@ -447,11 +448,34 @@ static void test_mla_and_mtp(void)
     CHECK_EQ_U64(pt.coll[CO_TP_AG_FWD].calls, 2);
 }
 
+/* Three pipeline stages over 6 layers: first [0, 2), middle [2, 4), last [4, 6). With the first 2 layers dense
+ * the middle stage is all MoE; with the first 3 dense it holds one dense and one MoE layer, while the first (2
+ * dense) and last (2 MoE) stages are the same in both. The bubble (pp - 1 stage-times: the first and middle
+ * stages', or those of the two not slowest) therefore differs, by the middle stage alone; a middle stage placed
+ * anywhere else ([0, 2): 2 dense either way) would give the same bubble in both. */
+static void test_middle_stage_layers(void)
+{
+    ModelSpec m = moe_model();
+    m.layers = 6;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", (1u << STATE_MASTER) | (1u << STATE_M) | (1u << STATE_V));
+    PlanInput in = fx_input(&m, &g, &r);
+    in.pp = 3, in.mbs = 1, in.gbs = 8;
+    m.dense_layers = 2;
+    Plan two = build(&in);
+    m.dense_layers = 3;
+    Plan three = build(&in);
+    CHECK(isfinite(two.time.bubble_s) && two.time.bubble_s > 0);
+    CHECKF(three.time.bubble_s != two.time.bubble_s,
+           "middle stage [2, 4): bubble %g s with 3 dense layers, %g s with 2", three.time.bubble_s, two.time.bubble_s);
+}
+
 int main(void)
 {
     RUN(test_mla_and_mtp);
     RUN(test_deepseek_v3_cost);
     RUN(test_layout_checks);
+    RUN(test_middle_stage_layers);
     RUN(test_expert_memory);
     RUN(test_moe_activations);
     RUN(test_all_to_all);
