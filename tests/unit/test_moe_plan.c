@@ -470,11 +470,51 @@ static void test_middle_stage_layers(void)
            "middle stage [2, 4): bubble %g s with 3 dense layers, %g s with 2", three.time.bubble_s, two.time.bubble_s);
 }
 
+/* Recomputing MLA's up-projections (--recompute-mods mla_up) reruns the forward GEMMs of q_up and kv_up in the
+ * backward. Here they have one shape: q_up (2 heads x (nope 16 + rope 16) = 64, q_lora 16) and kv_up (2 x (nope 16
+ * + v 16) = 64, kv_lora 16), both over the same tokens. So the step grows by two equal GEMMs with a q latent and by
+ * one (kv_up alone) without: the first growth is exactly twice the second. */
+static void test_mla_up_recompute(void)
+{
+    ModelSpec m = {.name = "tiny-mla-up",
+                   .layers = 1,
+                   .hidden = 64,
+                   .ffn_hidden = 128,
+                   .heads = 2,
+                   .kv_heads = 2,
+                   .head_dim = 32,
+                   .vocab = 100,
+                   .seq_len = 64,
+                   .norm = NORM_RMSNORM,
+                   .mlp = MLP_SWIGLU,
+                   .pos = POS_ROPE,
+                   .q_lora_rank = 16,
+                   .kv_lora_rank = 16,
+                   .qk_nope_head_dim = 16,
+                   .qk_rope_head_dim = 16,
+                   .v_head_dim = 16};
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    double grow[2];
+    for (int q = 0; q < 2; q++) {
+        m.q_lora_rank = q ? 16 : 0;
+        in.recompute_mods = 0;
+        Plan base = build(&in);
+        in.recompute_mods = RECOMPUTE_MOD_MLA_UP;
+        Plan rc = build(&in);
+        grow[q] = rc.time.step_s - base.time.step_s;
+    }
+    CHECK(grow[0] > 0);
+    CHECK_REL(grow[1], 2.0 * grow[0], 1e-9);
+}
+
 int main(void)
 {
     RUN(test_mla_and_mtp);
     RUN(test_deepseek_v3_cost);
     RUN(test_layout_checks);
+    RUN(test_mla_up_recompute);
     RUN(test_middle_stage_layers);
     RUN(test_expert_memory);
     RUN(test_moe_activations);
