@@ -15,9 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/measure/compare.h"
 #include "exec/measure/plan_link.h"
 #include "exec/model/model.h"
 #include "exec/rng.h"
+#include "test.h"
 
 static inline void fx_states(StateSet *s, Dtype w, Dtype master, Dtype grad, Dtype m, Dtype v, unsigned scaled)
 {
@@ -182,6 +184,16 @@ static inline void fx_tokens(const Model *m, uint64_t seed, int32_t *in, int32_t
     uint64_t n = model_step_tokens(m), T = m->seq, V = m->spec.vocab;
     for (uint64_t i = 0; i < n; i++) in[i] = (int32_t)rng_below(&r, V);
     for (uint64_t i = 0; i < n; i++) tgt[i] = (i + 1) % T ? in[i + 1] : (int32_t)rng_below(&r, V);
+}
+
+/* The comparison row called name; a failed check (and an empty row) when there is none. */
+static inline const MeasureRow *fx_row(const Comparison *c, const char *name)
+{
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->rows[i].name, name)) return &c->rows[i];
+    CHECKF(0, "no row %s", name);
+    static MeasureRow none;
+    return &none;
 }
 
 #endif

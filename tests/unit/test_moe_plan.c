@@ -392,7 +392,9 @@ static void test_deepseek_v3_cost(void)
 
 /* Latent attention on a dense model, worked by hand: 1 layer, hidden 64, 2 heads, q/k head 16 + 8 (rope), value
  * 16, q_lora 32, kv_lora 16, FFN 128, vocab 100, seq 64, RMSNorm, SwiGLU, untied; BF16 saved inputs. */
-static void test_mla_and_mtp(void)
+/* One dense layer with latent attention: 2 heads, hidden 64, SwiGLU FFN 128, q_lora 32, kv_lora 16, nope 16,
+ * rope 8, v 16 (head_dim 24), vocabulary 100, 64 tokens. */
+static ModelSpec mla_model(void)
 {
     ModelSpec m = {.name = "tiny-mla",
                    .layers = 1,
@@ -411,6 +413,12 @@ static void test_mla_and_mtp(void)
                    .qk_nope_head_dim = 16,
                    .qk_rope_head_dim = 8,
                    .v_head_dim = 16};
+    return m;
+}
+
+static void test_mla_and_mtp(void)
+{
+    ModelSpec m = mla_model();
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
@@ -476,23 +484,8 @@ static void test_middle_stage_layers(void)
  * one (kv_up alone) without: the first growth is exactly twice the second. */
 static void test_mla_up_recompute(void)
 {
-    ModelSpec m = {.name = "tiny-mla-up",
-                   .layers = 1,
-                   .hidden = 64,
-                   .ffn_hidden = 128,
-                   .heads = 2,
-                   .kv_heads = 2,
-                   .head_dim = 32,
-                   .vocab = 100,
-                   .seq_len = 64,
-                   .norm = NORM_RMSNORM,
-                   .mlp = MLP_SWIGLU,
-                   .pos = POS_ROPE,
-                   .q_lora_rank = 16,
-                   .kv_lora_rank = 16,
-                   .qk_nope_head_dim = 16,
-                   .qk_rope_head_dim = 16,
-                   .v_head_dim = 16};
+    ModelSpec m = mla_model();
+    m.head_dim = 32, m.q_lora_rank = 16, m.qk_rope_head_dim = 16; /* kv_lora 16, nope 16, v 16 as given */
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);

@@ -353,15 +353,6 @@ static void test_optim_refusals(void)
     bk->destroy(bk);
 }
 
-static const MeasureRow *row_named(const Comparison *c, const char *name)
-{
-    for (int i = 0; i < c->n; i++)
-        if (!strcmp(c->rows[i].name, name)) return &c->rows[i];
-    CHECKF(0, "no row %s", name);
-    static MeasureRow none;
-    return &none;
-}
-
 /* The collective rows are per step: the run's counts over its steps. 2 steps that moved 1,100 bus bytes and
  * 2,200 payload bytes in 11 calls: 550, 1,100 and 5.5 per step. A run that stopped before its first step
  * completed (0 steps) shows what it counted as it is: 1,100, 2,200, 11 (one step's worth, not / 0 and not
@@ -391,9 +382,9 @@ static void test_compare_per_step(void)
     for (int k = 0; k < 2; k++) {
         ms.steps = steps[k];
         compare(&p, &ms, NULL, &c);
-        CHECK_NEAR(row_named(&c, name)->measured, want[k][0], 0);
-        CHECK_NEAR(row_named(&c, pay)->measured, want[k][1], 0);
-        CHECK_NEAR(row_named(&c, calls)->measured, want[k][2], 0);
+        CHECK_NEAR(fx_row(&c, name)->measured, want[k][0], 0);
+        CHECK_NEAR(fx_row(&c, pay)->measured, want[k][1], 0);
+        CHECK_NEAR(fx_row(&c, calls)->measured, want[k][2], 0);
     }
     measure_free(&ms);
     bk->destroy(bk);

@@ -125,15 +125,6 @@ static void test_shard_scaled_refusal(void)
                           "gradients reduced in their own dtype)");
 }
 
-static const MeasureRow *row_named(const Comparison *c, const char *name)
-{
-    for (int i = 0; i < c->n; i++)
-        if (!strcmp(c->rows[i].name, name)) return &c->rows[i];
-    CHECKF(0, "no row %s", name);
-    static MeasureRow none;
-    return &none;
-}
-
 /* The memory totals per category. GPT fixture, megatron-bf16, one rank: parameters 28,032 — wte 64 x 32 =
  * 2,048, wpe 16 x 32 = 512, per layer 2 LayerNorms 2 x 64 = 128, QKV 96 x 32 + 96 = 3,168, proj 32 x 32 + 32
  * = 1,056, FC1 128 x 32 + 128 = 4,224, FC2 32 x 128 + 32 = 4,128 (12,704 a layer, 25,408 for 2), final norm
@@ -158,14 +149,14 @@ static void test_compare_category_totals(void)
     CHECKF(measure_init(&ms, bk, 2, &e) == ST_OK, "%s", e.msg);
     for (int t = 0; t < MT_COUNT_; t++) ms.placed[t] = 1ull << t;
     compare(&p, &ms, NULL, &c);
-    const MeasureRow *s = row_named(&c, "total_state");
+    const MeasureRow *s = fx_row(&c, "total_state");
     CHECK_EQ_INT(s->section, CMP_MEMORY);
     CHECK_EQ_INT(s->mode, MEASURE_EXACT);
     CHECK(s->has_planned && s->has_measured);
     CHECK_NEAR(s->planned, 504576.0, 0.0);
     CHECK_NEAR(s->measured, 4083.0, 0.0);
     CHECK_EQ_INT(s->verdict, VERDICT_MISMATCH);
-    const MeasureRow *a = row_named(&c, "total_activation");
+    const MeasureRow *a = fx_row(&c, "total_activation");
     CHECK_EQ_INT(a->mode, MEASURE_BOUND);
     measure_free(&ms);
     bk->destroy(bk);

@@ -187,15 +187,6 @@ static void run_free(Run *r)
     if (r->comm) r->comm->destroy(r->comm);
 }
 
-static const MeasureRow *find(const Comparison *c, const char *name)
-{
-    for (int i = 0; i < c->n; i++)
-        if (!strcmp(c->rows[i].name, name)) return &c->rows[i];
-    CHECKF(0, "no row %s", name);
-    static MeasureRow none;
-    return &none;
-}
-
 /* Rows of one section. */
 static int count(const Comparison *c, CompareSection sec, const char *category)
 {
@@ -238,27 +229,27 @@ static void test_scripted_gpu(void)
     /* memory: the driver's counts at each point */
     uint64_t arena = r.g->arena.bytes;
     CHECK_EQ_INT(count(c, CMP_MEMORY, "device"), 7);
-    CHECK_NEAR(find(c, "device_used")->measured, (double)(600 * MiB + arena + 8 * MiB), 0.0);
-    CHECK_NEAR(find(c, "device_used")->planned, (double)r.plan.total_bytes, 0.0);
+    CHECK_NEAR(fx_row(c, "device_used")->measured, (double)(600 * MiB + arena + 8 * MiB), 0.0);
+    CHECK_NEAR(fx_row(c, "device_used")->planned, (double)r.plan.total_bytes, 0.0);
     /* the context counts the kernels the first step loaded, not the scratch it grew */
-    CHECK_NEAR(find(c, "device_cuda_context")->measured, (double)(605 * MiB), 0.0);
-    CHECK_NEAR(find(c, "device_comm_buffer")->measured, 0.0, 0.0);
-    CHECK_NEAR(find(c, "device_arena")->measured, (double)arena, 0.0);
-    CHECK_NEAR(find(c, "device_outside_arena")->measured, (double)(3 * MiB), 0.0);
-    CHECK_NEAR(find(c, "device_grew_backward")->measured, (double)(3 * MiB), 0.0);
-    CHECK_NEAR(find(c, "device_grew_forward")->measured, (double)(5 * MiB), 0.0);
+    CHECK_NEAR(fx_row(c, "device_cuda_context")->measured, (double)(605 * MiB), 0.0);
+    CHECK_NEAR(fx_row(c, "device_comm_buffer")->measured, 0.0, 0.0);
+    CHECK_NEAR(fx_row(c, "device_arena")->measured, (double)arena, 0.0);
+    CHECK_NEAR(fx_row(c, "device_outside_arena")->measured, (double)(3 * MiB), 0.0);
+    CHECK_NEAR(fx_row(c, "device_grew_backward")->measured, (double)(3 * MiB), 0.0);
+    CHECK_NEAR(fx_row(c, "device_grew_forward")->measured, (double)(5 * MiB), 0.0);
 
     /* time: medians of steps 2..5 (factors 1, 1, 1.2, 1 → median 1, spread 0.2) */
     CHECK_EQ_INT(count(c, CMP_TIME, NULL), 9);
     const char *phase[4] = {"forward", "backward", "communication", "optimizer"};
     for (int k = 0; k < 4; k++) {
-        const MeasureRow *x = find(c, phase[k]);
+        const MeasureRow *x = fx_row(c, phase[k]);
         CHECK_NEAR(x->measured, DUR[k], 1e-12);
         CHECK(x->has_spread);
         CHECK_NEAR(x->spread, 0.2, 1e-9);
     }
     /* what each phase row is compared with, and how it was timed */
-    const MeasureRow *fw = find(c, "forward"), *cm = find(c, "communication"), *op = find(c, "optimizer");
+    const MeasureRow *fw = fx_row(c, "forward"), *cm = fx_row(c, "communication"), *op = fx_row(c, "optimizer");
     const TimeBreakdown *tb = &r.plan.time;
     CHECK(!fw->has_planned && !strcmp(fw->note, "phase not split in the plan"));
     CHECK(cm->has_planned &&
@@ -268,12 +259,12 @@ static void test_scripted_gpu(void)
     CHECK_STR(op->note, "device time (timestamps)");
     const char *cat[BK_OPCAT_COUNT] = {"gpu_gemm", "gpu_kernels", "gpu_optimizer", "gpu_comm"};
     for (int k = 0; k < BK_OPCAT_COUNT; k++) {
-        const MeasureRow *x = find(c, cat[k]);
+        const MeasureRow *x = fx_row(c, cat[k]);
         CHECK_NEAR(x->measured, CAT[k], 1e-12);
         CHECK_NEAR(x->spread, 0.2, 1e-9);
     }
-    CHECK_NEAR(find(c, "gpu_gemm")->planned, r.plan.time.gemm_s, 0.0);
-    const MeasureRow *step = find(c, "step");
+    CHECK_NEAR(fx_row(c, "gpu_gemm")->planned, r.plan.time.gemm_s, 0.0);
+    const MeasureRow *step = fx_row(c, "step");
     const double STEP = DUR[0] + DUR[1] + DUR[2] + DUR[3];
     CHECK_NEAR(step->measured, STEP, 1e-12);
     CHECK(step->mode == MEASURE_TOL && step->tol == 0.15);
@@ -282,23 +273,23 @@ static void test_scripted_gpu(void)
     static Comparison c2;
     r.plan.time.step_s = STEP / 1.10; /* the plan 10 % fast: inside ±15 % */
     compare(&r.plan, &r.ms, NULL, &c2);
-    CHECK(find(&c2, "step")->verdict == VERDICT_OK);
+    CHECK(fx_row(&c2, "step")->verdict == VERDICT_OK);
     r.plan.time.step_s = STEP / 1.20; /* 20 % fast: outside */
     compare(&r.plan, &r.ms, NULL, &c2);
-    CHECK(find(&c2, "step")->verdict == VERDICT_OUTSIDE);
+    CHECK(fx_row(&c2, "step")->verdict == VERDICT_OUTSIDE);
     Tolerances loose = {.step_time = 0.25, .device_used = 0.05}; /* the tolerance is the caller's */
     compare(&r.plan, &r.ms, &loose, &c2);
-    CHECK(find(&c2, "step")->verdict == VERDICT_OK);
+    CHECK(fx_row(&c2, "step")->verdict == VERDICT_OK);
 
     /* throughput and MFU against the H200's dense peaks (989 and 1979 TFLOP/s), and the steps taken */
     CHECK_EQ_INT(count(c, CMP_RATE, NULL), 5);
     double flops = r.plan.model_flops_step / STEP;
-    CHECK_NEAR(find(c, "tokens_per_s")->measured, 2.0 * 16 / STEP, 1e-6);
-    CHECK_NEAR(find(c, "model_tflops")->measured, flops * 1e-12, 1e-12);
-    CHECK_NEAR(find(c, "mfu_bf16")->measured, 100.0 * flops / 989e12, 1e-12);
-    CHECK_NEAR(find(c, "mfu_fp8")->measured, 100.0 * flops / 1979e12, 1e-12);
-    CHECK_STR(find(c, "mfu_bf16")->unit, "%");
-    CHECK(find(c, "mfu_bf16")->verdict == VERDICT_INFO); /* shown, never failing */
+    CHECK_NEAR(fx_row(c, "tokens_per_s")->measured, 2.0 * 16 / STEP, 1e-6);
+    CHECK_NEAR(fx_row(c, "model_tflops")->measured, flops * 1e-12, 1e-12);
+    CHECK_NEAR(fx_row(c, "mfu_bf16")->measured, 100.0 * flops / 989e12, 1e-12);
+    CHECK_NEAR(fx_row(c, "mfu_fp8")->measured, 100.0 * flops / 1979e12, 1e-12);
+    CHECK_STR(fx_row(c, "mfu_bf16")->unit, "%");
+    CHECK(fx_row(c, "mfu_bf16")->verdict == VERDICT_INFO); /* shown, never failing */
     run_free(&r);
     cpu->destroy(cpu);
 }
@@ -318,11 +309,11 @@ static void test_cpu_has_no_device_rows(void)
     const Comparison *c = &r.cmp;
     CHECK_EQ_INT(count(c, CMP_MEMORY, "device"), 0);
     CHECK_EQ_INT(count(c, CMP_TIME, NULL), 5);
-    CHECK(find(c, "step")->mode == MEASURE_INFO);
-    CHECK(find(c, "forward")->has_measured && find(c, "forward")->has_spread);
+    CHECK(fx_row(c, "step")->mode == MEASURE_INFO);
+    CHECK(fx_row(c, "forward")->has_measured && fx_row(c, "forward")->has_spread);
     CHECK_EQ_INT(count(c, CMP_RATE, NULL), 3); /* tokens/s, model TFLOP/s, steps taken */
     /* all 3 steps asked for were taken: shown as such, never failing */
-    const MeasureRow *st = find(c, "completed_steps");
+    const MeasureRow *st = fx_row(c, "completed_steps");
     CHECK_NEAR(st->planned, 3.0, 0.0);
     CHECK_NEAR(st->measured, 3.0, 0.0);
     CHECK(st->mode == MEASURE_INFO && st->verdict == VERDICT_INFO);
@@ -331,26 +322,26 @@ static void test_cpu_has_no_device_rows(void)
     static Comparison part;
     r.ms.steps = 2;
     compare(&r.plan, &r.ms, NULL, &part);
-    CHECK_NEAR(find(&part, "completed_steps")->measured, 2.0, 0.0);
-    CHECK_STR(measure_verdict_text(find(&part, "completed_steps")),
+    CHECK_NEAR(fx_row(&part, "completed_steps")->measured, 2.0, 0.0);
+    CHECK_STR(measure_verdict_text(fx_row(&part, "completed_steps")),
               "STOPPED EARLY: every row covers only the steps taken");
     r.ms.steps = 3;
     CHECK_EQ_INT(c->failed, 0);
     CHECK(c->exact_ok);
     /* every persistent term of the plan is checked byte for byte against the arena */
-    CHECK(find(c, "weight_gemm")->mode == MEASURE_EXACT && find(c, "weight_gemm")->verdict == VERDICT_OK);
-    CHECK_NEAR(find(c, "weight_gemm")->measured, (double)r.plan.mem[MT_WEIGHT_GEMM].bytes, 0.0);
-    CHECK(find(c, "cuda_context")->mode == MEASURE_INFO); /* the CPU has none */
+    CHECK(fx_row(c, "weight_gemm")->mode == MEASURE_EXACT && fx_row(c, "weight_gemm")->verdict == VERDICT_OK);
+    CHECK_NEAR(fx_row(c, "weight_gemm")->measured, (double)r.plan.mem[MT_WEIGHT_GEMM].bytes, 0.0);
+    CHECK(fx_row(c, "cuda_context")->mode == MEASURE_INFO); /* the CPU has none */
     /* collectives: the plan has none on one GPU, the run's are counted per plan row */
-    CHECK_NEAR(find(c, "amax_allreduce")->measured, 0.0, 0.0); /* bus bytes on one rank */
-    CHECK(find(c, "amax_allreduce")->verdict == VERDICT_OK);
-    CHECK_NEAR(find(c, "amax_allreduce.calls")->measured, 2.0, 0.0); /* forward and backward bank */
+    CHECK_NEAR(fx_row(c, "amax_allreduce")->measured, 0.0, 0.0); /* bus bytes on one rank */
+    CHECK(fx_row(c, "amax_allreduce")->verdict == VERDICT_OK);
+    CHECK_NEAR(fx_row(c, "amax_allreduce.calls")->measured, 2.0, 0.0); /* forward and backward bank */
     /* 1 layer: forward bank 2·4 floats, backward 4: (8 + 4)·4 bytes per step */
-    CHECK_NEAR(find(c, "amax_allreduce.payload")->measured, 48.0, 0.0);
-    CHECK_NEAR(find(c, "dp_grad_allreduce.calls")->measured, (double)r.g->nparams, 0.0);
+    CHECK_NEAR(fx_row(c, "amax_allreduce.payload")->measured, 48.0, 0.0);
+    CHECK_NEAR(fx_row(c, "dp_grad_allreduce.calls")->measured, (double)r.g->nparams, 0.0);
     /* the executor's own buffers the plan does not model: token ids, targets and losses of 2 x 16
      * tokens, 4 B each = 384 B, shown for information, never failing */
-    const MeasureRow *io = find(c, "io");
+    const MeasureRow *io = fx_row(c, "io");
     CHECK(io->mode == MEASURE_INFO && io->has_measured == 1 && !io->has_planned);
     CHECK(io->measured == 384.0 && io->note && !strcmp(io->note, "not in the plan"));
     run_free(&r);
@@ -422,7 +413,7 @@ static void test_collective_time_rows(void)
     ms.coll_total.calls = 15, ms.coll_total.wait_s = 0.5;
     static Comparison c;
     compare(&p, &ms, NULL, &c);
-    const MeasureRow *g = find(&c, "dp_grad_allreduce.time"), *a = find(&c, "amax_allreduce.time");
+    const MeasureRow *g = fx_row(&c, "dp_grad_allreduce.time"), *a = fx_row(&c, "amax_allreduce.time");
     CHECK_NEAR(g->measured, 0.275, 1e-15);
     CHECK_NEAR(g->spread, 0.7 / 0.275, 1e-12);
     CHECK(g->has_planned && g->planned == p.coll[CO_DP_GRAD_AR].time_s && g->planned > 0);
@@ -430,12 +421,12 @@ static void test_collective_time_rows(void)
     CHECK_NEAR(a->measured, 0.015, 1e-15);
     CHECK_NEAR(a->spread, 0.02 / 0.015, 1e-12);
     CHECK(a->has_planned && a->planned == p.coll[CO_AMAX_AR].time_s);
-    CHECK_NEAR(find(&c, "collective_wait")->measured, 0.1, 1e-15);
-    CHECK(find(&c, "collective_wait")->has_measured && !find(&c, "collective_wait")->has_planned);
+    CHECK_NEAR(fx_row(&c, "collective_wait")->measured, 0.1, 1e-15);
+    CHECK(fx_row(&c, "collective_wait")->has_measured && !fx_row(&c, "collective_wait")->has_planned);
     /* a collective the run never called is not measured (0 s per step is no figure) */
     ms.coll[CO_AMAX_AR].calls = 0;
     compare(&p, &ms, NULL, &c);
-    CHECK(!find(&c, "amax_allreduce.time")->has_measured);
+    CHECK(!fx_row(&c, "amax_allreduce.time")->has_measured);
     measure_free(&ms);
     cpu->destroy(cpu);
 }
