@@ -1,0 +1,255 @@
+/* tests/unit/test_oracle_plan_seed.c — planner rules that make mutate's fresh seeds (59, 61, 67) found
+ * unguarded, each checked by the rule's whole table (every clause, both sides of each bound) rather than the one
+ * line: DualPipe's layout checks, the models.csv cell ranges and the MoE cells a dense row must leave empty, and
+ * the per-collective exposure of the expert all-to-alls. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "planner/catalog.h"
+
+#include "planner/plan.h"
+#include "support/oracle_fixtures.h"
+#include "test.h"
+
+/* DualPipe (plan_validate) needs an even pp of at least 2, no virtual stages, and an even number of micro-batches
+ * m = gbs / (mbs x dp) of at least pp. The model: ox_moe with 12 layers (divisible by pp 2, 3, 4 and 6 and by
+ * pp x vpp = 2 x 2), BF16, tp 1. Each row changes one clause; m is worked out beside it. */
+static void test_dualpipe_layout(void)
+{
+    ModelSpec m = ox_moe(512);
+    m.layers = 12;
+    GpuSpec g = fx_gpu();
+    Recipe r = ox_bf16(0);
+    const struct {
+        unsigned pp, vpp, dp, mbs, gbs, dualpipe;
+        int ok;
+    } rows[] = {
+        {2, 1, 1, 1, 2, 1, 1}, /* m = 2 = pp: the smallest accepted */
+        {2, 1, 1, 1, 4, 1, 1}, /* m = 4 */
+        {4, 1, 1, 1, 4, 1, 1}, /* m = 4 = pp */
+        {4, 1, 1, 1, 6, 1, 1}, /* m = 6, pp < m < 2 pp */
+        {6, 1, 1, 1, 6, 1, 1}, /* m = 6 = pp */
+        {2, 1, 2, 1, 4, 1, 1}, /* m = 4 / (1 x 2) = 2 */
+        {2, 1, 1, 2, 4, 1, 1}, /* m = 4 / (2 x 1) = 2 */
+        {1, 1, 1, 1, 2, 1, 0}, /* pp 1 */
+        {3, 1, 1, 1, 6, 1, 0}, /* pp 3 odd, m = 6 even and >= pp */
+        {2, 2, 1, 1, 4, 1, 0}, /* virtual stages (m = 4 divisible by pp, so the vpp check itself passes) */
+        {2, 1, 1, 1, 3, 1, 0}, /* m = 3 odd, >= pp */
+        {2, 1, 2, 1, 6, 1, 0}, /* m = 6 / 2 = 3 odd although gbs is even */
+        {2, 1, 1, 2, 6, 1, 0}, /* m = 6 / 2 = 3 odd */
+        {4, 1, 1, 1, 2, 1, 0}, /* m = 2 even, < pp 4 */
+        {6, 1, 1, 1, 4, 1, 0}, /* m = 4 even, < pp 6 */
+        {3, 1, 1, 1, 3, 0, 1}, /* no DualPipe: odd pp and odd m are fine */
+        {2, 2, 1, 1, 2, 0, 1}, /* no DualPipe: vpp 2 with m = 2 */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        PlanInput in = fx_input(&m, &g, &r);
+        in.pp = rows[i].pp, in.vpp = rows[i].vpp, in.dp = rows[i].dp, in.mbs = rows[i].mbs, in.gbs = rows[i].gbs;
+        in.dualpipe = (int)rows[i].dualpipe;
+        Err e = {0};
+        PlanReject got = plan_validate(&in, &e);
+        if (rows[i].ok) {
+            CHECKF(got == REJECT_NONE, "row %zu: refused (%d): %s", i, (int)got, e.msg);
+            continue;
+        }
+        CHECKF(got == REJECT_VPP, "row %zu: got %d", i, (int)got);
+        char want[96];
+        snprintf(want, sizeof want, "needs an even --pp (%u), no --vpp (%u) and an even number of micro-batches (%u)",
+                 rows[i].pp, rows[i].vpp, rows[i].gbs / (rows[i].mbs * rows[i].dp));
+        CHECK_CONTAINS(e.msg, want);
+    }
+}
+
+/* ---- models.csv ------------------------------------------------------------------------------------------ */
+
+/* One models.csv row in the shipped column order (catalog_model_columns): a small dense SwiGLU model (4 layers,
+ * hidden 32, FFN 64, 4 heads of 8, vocabulary 100, seq 16, RMSNorm, RoPE, untied, no biases), every MoE / MLA /
+ * MTP cell empty, then the cells named in `set` ("column=value") replaced. Parsed as m.csv. */
+static Status parse_row(const char *const *set, size_t nset, Err *e)
+{
+    static const char *const base[] = {
+        "name=m",     "layers=4",      "hidden=32",          "ffn_hidden=64",  "heads=4",
+        "kv_heads=4", "head_dim=8",    "vocab=100",          "seq_len=16",     "norm=rmsnorm",
+        "mlp=swiglu", "position=rope", "tied_embeddings=no", "linear_bias=no", "source=src"};
+    char text[4096], row[2048];
+    snprintf(text, sizeof text, "%s\n", catalog_model_columns);
+    row[0] = 0;
+    const char *col = catalog_model_columns;
+    while (*col) {
+        size_t n = strcspn(col, ",");
+        const char *val = "";
+        for (size_t i = 0; i < sizeof base / sizeof base[0] + nset; i++) {
+            const char *kv = i < sizeof base / sizeof base[0] ? base[i] : set[i - sizeof base / sizeof base[0]];
+            if (!strncmp(kv, col, n) && kv[n] == '=') val = kv + n + 1; /* a later `set` entry wins */
+        }
+        snprintf(row + strlen(row), sizeof row - strlen(row), "%s%s", row[0] || col != catalog_model_columns ? "," : "",
+                 val);
+        col += n + (col[n] == ',');
+    }
+    snprintf(text + strlen(text), sizeof text - strlen(text), "%s\n", row);
+    Catalog *c = calloc(1, sizeof *c);
+    CHECK(c != NULL);
+    if (!c) return ST_NOMEM;
+    Status st = catalog_parse_models(c, text, strlen(text), "m.csv", e);
+    free(c);
+    return st;
+}
+
+/* Every numeric column's range: one past the top (and 0 where the bottom is 1) is refused with a message that
+ * names the column, the cell and the range; the top itself is accepted (with the cells it needs beside it).
+ * Ranges: 2^16 = 65,536 for layers, heads, kv_heads, head_dim and the MoE / MLA head counts and dims; 2^30 =
+ * 1,073,741,824 for widths, vocabulary, sequence, expert FFN and the latent ranks; 16 for MTP layers. */
+static void test_model_cell_ranges(void)
+{
+    const struct {
+        const char *col;
+        unsigned lo, hi;
+    } cols[] = {
+        {"layers", 1, 65536},
+        {"hidden", 1, 1073741824},
+        {"ffn_hidden", 1, 1073741824},
+        {"heads", 1, 65536},
+        {"kv_heads", 1, 65536},
+        {"head_dim", 1, 65536},
+        {"vocab", 1, 1073741824},
+        {"seq_len", 1, 1073741824},
+        {"experts", 0, 65536},
+        {"experts_per_token", 0, 65536},
+        {"shared_experts", 0, 65536},
+        {"expert_ffn_hidden", 0, 1073741824},
+        {"dense_layers", 0, 65536},
+        {"router_groups", 0, 65536},
+        {"router_group_topk", 0, 65536},
+        {"q_lora_rank", 0, 1073741824},
+        {"kv_lora_rank", 0, 1073741824},
+        {"qk_nope_head_dim", 0, 65536},
+        {"qk_rope_head_dim", 0, 65536},
+        {"v_head_dim", 0, 65536},
+        {"mtp_layers", 0, 16},
+    };
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
+        char cell[64], want[160];
+        const char *set[1] = {cell};
+        for (int below = 0; below < 2; below++) {
+            if (below && !cols[i].lo) continue;
+            unsigned long long v = below ? cols[i].lo - 1ull : cols[i].hi + 1ull;
+            snprintf(cell, sizeof cell, "%s=%llu", cols[i].col, v);
+            Err e = {0};
+            CHECKF(parse_row(set, 1, &e) == ST_DATA, "%s accepted", cell);
+            snprintf(want, sizeof want, "m.csv: row 2, column %s: '%llu' is out of range [%u, %u]", cols[i].col, v,
+                     cols[i].lo, cols[i].hi);
+            CHECK_CONTAINS(e.msg, want);
+        }
+    }
+    /* the tops accepted: each row sets one column to its top and what that needs to be a valid model */
+    const char *const ok[][6] = {
+        {"layers=65536"},
+        {"hidden=1073741824", "layers=1"},
+        {"ffn_hidden=1073741824", "layers=1"},
+        {"heads=65536"},
+        {"kv_heads=65536", "heads=65536"},
+        {"head_dim=65536"},
+        {"vocab=1073741824"},
+        {"seq_len=1073741824"},
+        {"experts=65536", "experts_per_token=65536", "expert_ffn_hidden=1", "router=softmax"},
+        {"experts=8", "experts_per_token=2", "shared_experts=65536", "expert_ffn_hidden=1073741824", "router=sigmoid"},
+        {"experts=65536", "experts_per_token=1", "expert_ffn_hidden=1", "router=softmax", "router_groups=65536",
+         "router_group_topk=65536"},
+        {"q_lora_rank=1073741824", "kv_lora_rank=1073741824", "qk_nope_head_dim=4", "qk_rope_head_dim=4",
+         "v_head_dim=65536"},
+        {"mtp_layers=16"},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        size_t n = 0;
+        while (n < 6 && ok[i][n]) n++;
+        Err e = {0};
+        CHECKF(parse_row(ok[i], n, &e) == ST_OK, "%s: %s", ok[i][0], e.msg);
+    }
+}
+
+/* A dense row (experts empty or 0) names no MoE cell: each of experts_per_token, shared_experts,
+ * expert_ffn_hidden, dense_layers, router and router_groups given alone is refused, naming that column and the
+ * reason; router "none" is the unset value and passes. router_group_topk needs router_groups (its own reason). */
+static void test_dense_row_moe_cells(void)
+{
+    const char *const given[][2] = {
+        {"experts_per_token=2", "experts_per_token: '2'"},
+        {"shared_experts=1", "shared_experts: '1'"},
+        {"expert_ffn_hidden=16", "expert_ffn_hidden: '16'"},
+        {"dense_layers=1", "dense_layers: '1'"},
+        {"router=softmax", "router: 'softmax'"},
+        {"router=sigmoid", "router: 'sigmoid'"},
+        {"router_groups=2", "router_groups: '2'"},
+    };
+    for (int zero = 0; zero < 2; zero++)
+        for (size_t i = 0; i < sizeof given / sizeof given[0]; i++) {
+            const char *set[2] = {given[i][0], zero ? "experts=0" : "experts="};
+            Err e = {0};
+            CHECKF(parse_row(set, 2, &e) == ST_DATA, "%s accepted", given[i][0]);
+            char want[160];
+            snprintf(want, sizeof want, "m.csv: row 2, column %s is given, but experts is 0 (a dense model)",
+                     given[i][1]);
+            CHECK_CONTAINS(e.msg, want);
+        }
+    const char *none[2] = {"router=none", "experts=0"};
+    Err e = {0};
+    CHECKF(parse_row(none, 2, &e) == ST_OK, "router none on a dense row: %s", e.msg);
+    const char *topk[1] = {"router_group_topk=1"};
+    CHECK(parse_row(topk, 1, &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "column router_group_topk: '1' is given, but router_groups is 0 (no group-limited routing)");
+}
+
+/* ---- expert all-to-all exposure ------------------------------------------------------------------------- */
+
+/* Each expert all-to-all (and expert-TP) row's exposed time is its time times the share of the reported GPU's
+ * expert communication the step exposes. Two ends follow by hand from exposed = max(0, t - overlap x window):
+ *   - overlap_ep 0: nothing hides, every row with calls is exposed whole (exposed_s == time_s > 0), and the rows
+ *     add up to the step's ep_comm_s (one GPU, pp 1: the step is m micro-batches of every layer);
+ *   - overlap_ep 1 with a fast link behind a slow GPU: every row is hidden (exposed_s == 0) and so is the step's
+ *     ep_comm_s.
+ * ox_moe (1 dense + 1 MoE layer), dp 4, ep 2 and etp 2 (sequence parallel tp 2 x dp 2 = 4 ranks hold ep x etp =
+ * 4), gbs 8: 4 micro-batches. */
+static void test_expert_exposure(void)
+{
+    ModelSpec m = ox_moe(512);
+    Recipe r = ox_bf16(0);
+    for (int hidden = 0; hidden < 2; hidden++) {
+        GpuSpec g = fx_gpu();
+        if (hidden) g.flops_bf16 = g.flops_fp32 = 1e9, g.hbm_bw = 1e9, g.intra_bw = g.inter_bw = 1e18;
+        PlanInput in = fx_input(&m, &g, &r);
+        in.tp = 2, in.sp = 1, in.dp = 2, in.ep = 2, in.etp = 2, in.gbs = 8;
+        in.overlap_ep = hidden ? 1.0 : 0.0;
+        Plan p;
+        Err e = {0};
+        Status st = plan_build(&in, &p, &e);
+        CHECKF(st == ST_OK, "%s", e.msg);
+        if (st != ST_OK) continue;
+        double sum = 0;
+        int rows = 0;
+        for (int id = CO_EP_DISPATCH_FWD; id <= CO_ETP_RS; id++) {
+            const Collective *c = &p.coll[id];
+            CHECKF(c->calls > 0 && c->time_s > 0, "collective %d: %llu calls, %g s", id, (unsigned long long)c->calls,
+                   c->time_s);
+            if (hidden)
+                CHECKF(c->exposed_s == 0, "collective %d: %g s exposed behind a slow GPU", id, c->exposed_s);
+            else
+                CHECKF(c->exposed_s == c->time_s, "collective %d: %g of %g s exposed", id, c->exposed_s, c->time_s);
+            sum += c->exposed_s, rows++;
+        }
+        CHECK_EQ_INT(rows, 6);
+        if (hidden)
+            CHECK(p.time.ep_comm_s == 0);
+        else
+            CHECK_REL(sum, p.time.ep_comm_s, 1e-12);
+    }
+}
+
+int main(void)
+{
+    RUN(test_dualpipe_layout);
+    RUN(test_model_cell_ranges);
+    RUN(test_dense_row_moe_cells);
+    RUN(test_expert_exposure);
+    return test_summary();
+}
