@@ -2,6 +2,7 @@
  * unguarded, each checked by the rule's whole table (every clause, both sides of each bound) rather than the one
  * line: DualPipe's layout checks, the models.csv cell ranges and the MoE cells a dense row must leave empty, and
  * the per-collective exposure of the expert all-to-alls. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,37 +64,45 @@ static void test_dualpipe_layout(void)
 
 /* ---- models.csv ------------------------------------------------------------------------------------------ */
 
-/* One models.csv row in the shipped column order (catalog_model_columns): a small dense SwiGLU model (4 layers,
- * hidden 32, FFN 64, 4 heads of 8, vocabulary 100, seq 16, RMSNorm, RoPE, untied, no biases), every MoE / MLA /
- * MTP cell empty, then the cells named in `set` ("column=value") replaced. Parsed as m.csv. */
-static Status parse_row(const char *const *set, size_t nset, Err *e)
+typedef Status (*ParseFn)(Catalog *, const char *, size_t, const char *, Err *);
+
+/* One CSV row in the column order `columns` lists: each cell from `base` ("column=value"), then the cells named in
+ * `set` replaced (a later entry wins), a column in neither left empty; parsed by `parse` as `fname`. */
+static Status parse_one(const char *columns, const char *const *base, size_t nbase, const char *const *set, size_t nset,
+                        ParseFn parse, const char *fname, Err *e)
 {
-    static const char *const base[] = {
-        "name=m",     "layers=4",      "hidden=32",          "ffn_hidden=64",  "heads=4",
-        "kv_heads=4", "head_dim=8",    "vocab=100",          "seq_len=16",     "norm=rmsnorm",
-        "mlp=swiglu", "position=rope", "tied_embeddings=no", "linear_bias=no", "source=src"};
     char text[4096], row[2048];
-    snprintf(text, sizeof text, "%s\n", catalog_model_columns);
+    snprintf(text, sizeof text, "%s\n", columns);
     row[0] = 0;
-    const char *col = catalog_model_columns;
-    while (*col) {
+    for (const char *col = columns; *col;) {
         size_t n = strcspn(col, ",");
         const char *val = "";
-        for (size_t i = 0; i < sizeof base / sizeof base[0] + nset; i++) {
-            const char *kv = i < sizeof base / sizeof base[0] ? base[i] : set[i - sizeof base / sizeof base[0]];
-            if (!strncmp(kv, col, n) && kv[n] == '=') val = kv + n + 1; /* a later `set` entry wins */
+        for (size_t i = 0; i < nbase + nset; i++) {
+            const char *kv = i < nbase ? base[i] : set[i - nbase];
+            if (!strncmp(kv, col, n) && kv[n] == '=') val = kv + n + 1;
         }
-        snprintf(row + strlen(row), sizeof row - strlen(row), "%s%s", row[0] || col != catalog_model_columns ? "," : "",
-                 val);
+        snprintf(row + strlen(row), sizeof row - strlen(row), "%s%s", col == columns ? "" : ",", val);
         col += n + (col[n] == ',');
     }
     snprintf(text + strlen(text), sizeof text - strlen(text), "%s\n", row);
     Catalog *c = calloc(1, sizeof *c);
     CHECK(c != NULL);
     if (!c) return ST_NOMEM;
-    Status st = catalog_parse_models(c, text, strlen(text), "m.csv", e);
+    Status st = parse(c, text, strlen(text), fname, e);
     free(c);
     return st;
+}
+
+/* A models.csv row (m.csv): a small dense SwiGLU model (4 layers, hidden 32, FFN 64, 4 heads of 8, vocabulary
+ * 100, seq 16, RMSNorm, RoPE, untied, no biases), every MoE / MLA / MTP cell empty, `set` applied. */
+static Status parse_row(const char *const *set, size_t nset, Err *e)
+{
+    static const char *const base[] = {"name=m",     "layers=4",       "hidden=32",         "ffn_hidden=64",
+                                       "heads=4",    "kv_heads=4",     "head_dim=8",        "vocab=100",
+                                       "seq_len=16", "norm=rmsnorm",   "mlp=swiglu",        "position=rope",
+                                       "source=src", "linear_bias=no", "tied_embeddings=no"};
+    return parse_one(catalog_model_columns, base, sizeof base / sizeof base[0], set, nset, catalog_parse_models,
+                     "m.csv", e);
 }
 
 /* Every numeric column's range: one past the top (and 0 where the bottom is 1) is refused with a message that
@@ -200,6 +209,146 @@ static void test_dense_row_moe_cells(void)
     CHECK_CONTAINS(e.msg, "column router_group_topk: '1' is given, but router_groups is 0 (no group-limited routing)");
 }
 
+/* ---- recipes.csv ----------------------------------------------------------------------------------------- */
+
+/* A recipes.csv row (r.csv): Megatron BF16 (BF16 weight and GEMMs, FP32 master, gradient, m and v, the
+ * distributed optimizer sharding master, m and v, itself for the other parameters, no FP8), `set` applied. */
+static Status parse_recipe_row(const char *const *set, size_t nset, Err *e)
+{
+    static const char *const base[] = {"name=r",
+                                       "weight=bf16",
+                                       "fp8_rowwise=none",
+                                       "fp8_colwise=none",
+                                       "master=fp32",
+                                       "grad=fp32",
+                                       "adam_m=fp32",
+                                       "adam_v=fp32",
+                                       "dist_opt_shards=master+m+v",
+                                       "scaled_states=none",
+                                       "other_params=r",
+                                       "gemm_fwd=bf16",
+                                       "gemm_bwd=bf16",
+                                       "scaling=none",
+                                       "act_granularity=tensor",
+                                       "weight_granularity=tensor",
+                                       "amax_history=0",
+                                       "amax_reduce=none",
+                                       "dp_grad_comm=fp32",
+                                       "param_gather_comm=bf16",
+                                       "tp_allgather_comm=bf16",
+                                       "tp_reducescatter_comm=bf16",
+                                       "ep_dispatch_comm=bf16",
+                                       "ep_combine_comm=bf16",
+                                       "saved_gemm_input=bf16",
+                                       "fp8_linear=none",
+                                       "min_sm=8.0",
+                                       "source=s"};
+    return parse_one(catalog_recipe_columns, base, sizeof base / sizeof base[0], set, nset, catalog_parse_recipes,
+                     "r.csv", e);
+}
+
+/* Every word-valued recipe cell refused with a message that quotes the cell as written (not an empty or another
+ * cell) and lists what it takes: the sixteen dtype columns, the two state lists, the two granularities, scaling,
+ * amax_reduce, fp8_linear; and amax_history one past its top 2^20 = 1,048,576. The base row itself parses, and
+ * amax_reduce takes none, tp and all. */
+static void test_recipe_cell_words(void)
+{
+    static const char *const dtypes[] = {"weight",
+                                         "fp8_rowwise",
+                                         "fp8_colwise",
+                                         "master",
+                                         "grad",
+                                         "adam_m",
+                                         "adam_v",
+                                         "gemm_fwd",
+                                         "gemm_bwd",
+                                         "dp_grad_comm",
+                                         "param_gather_comm",
+                                         "tp_allgather_comm",
+                                         "tp_reducescatter_comm",
+                                         "ep_dispatch_comm",
+                                         "ep_combine_comm",
+                                         "saved_gemm_input"};
+    char cell[96], want[200];
+    const char *set[1] = {cell};
+    Err e = {0};
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
+        snprintf(cell, sizeof cell, "%s=fp12", dtypes[i]);
+        CHECKF(parse_recipe_row(set, 1, &e) == ST_DATA, "%s accepted", cell);
+        snprintf(want, sizeof want,
+                 "r.csv: row 2, column %s: unknown dtype 'fp12' (known: fp32 fp16 bf16 e4m3 e5m2 e8m0 none)",
+                 dtypes[i]);
+        CHECK_CONTAINS(e.msg, want);
+    }
+    const char *const words[][2] = {
+        {"dist_opt_shards=master+mom",
+         "column dist_opt_shards: unknown state 'mom' in 'master+mom' (known: weight master grad m v, or none)"},
+        {"scaled_states=v+w",
+         "column scaled_states: unknown state 'w' in 'v+w' (known: weight master grad m v, or none)"},
+        {"act_granularity=2x2",
+         "column act_granularity: '2x2' is not a granularity (tensor, channel, 1x32, 1x128, 128x128)"},
+        {"weight_granularity=1x64",
+         "column weight_granularity: '1x64' is not a granularity (tensor, channel, 1x32, 1x128, 128x128)"},
+        {"scaling=static", "column scaling: 'static' is not none, delayed or current"},
+        {"amax_reduce=dp", "column amax_reduce: 'dp' is not none, tp or all"},
+        {"fp8_linear=cutlass", "column fp8_linear: 'cutlass' is not none, te, torchao, torchao-rowwise or msamp"},
+        {"amax_history=1048577", "column amax_history: '1048577' is out of range [0, 1048576]"},
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        set[0] = words[i][0];
+        CHECKF(parse_recipe_row(set, 1, &e) == ST_DATA, "%s accepted", words[i][0]);
+        snprintf(want, sizeof want, "r.csv: row 2, %s", words[i][1]);
+        CHECK_CONTAINS(e.msg, want);
+    }
+    const char *const ok[] = {"amax_reduce=none", "amax_reduce=tp", "amax_reduce=all", "amax_history=1048576"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        set[0] = ok[i];
+        CHECKF(parse_recipe_row(set, 1, &e) == ST_OK, "%s: %s", ok[i], e.msg);
+    }
+}
+
+/* ---- optimizer bytes with scaled states ----------------------------------------------------------------- */
+
+/* The optimizer's HBM traffic of ox_moe (dense FFN 512, ep 1: every expert on the one GPU, HBM 1e12 B/s at
+ * efficiency 1) when the recipe scales some states (FP8-LM / MS-AMP): a scaled master, m or v makes that state
+ * set's optimizer a second pass reading gradient, master, m and v again, FP32 each: 16 B a parameter; a scaled
+ * gradient alone does not. The linear-weight set ("gemm") covers the dense linears and the experts, "other" the
+ * rest. One pass of this recipe is 30 B a parameter, 69,527,040 B (test_oracle_moe); parameters:
+ *   linear (non-expert): 2 x 262,144 attention + 393,216 dense FFN + 98,304 shared expert = 1,015,808
+ *   experts 8 x 98,304 = 786,432; other (norms, router, embedding and head) 515,328
+ *   m scaled in gemm:            69,527,040 + 16 x (1,015,808 + 786,432) = 69,527,040 + 28,835,840 =  98,362,880 B
+ *   master scaled in gemm and v in other: 98,362,880 + 16 x 515,328 = 98,362,880 + 8,245,248 = 106,608,128 B
+ *   gradient scaled only:        69,527,040 B */
+static void test_optimizer_second_pass(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    g.hbm_bw = 1e12;
+    const struct {
+        unsigned gemm, other;
+        double bytes;
+    } rows[] = {
+        {1u << STATE_M, 0, 98362880.0},
+        {1u << STATE_MASTER, 1u << STATE_V, 106608128.0},
+        {1u << STATE_GRAD, 1u << STATE_GRAD, 69527040.0},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        Recipe r = fx_bf16_recipe("bf16", 0);
+        r.gemm.scaled_mask = rows[i].gemm, r.other.scaled_mask = rows[i].other;
+        PlanInput in = fx_input(&m, &g, &r);
+        in.gbs = 1, in.eff_hbm = 1;
+        Plan p;
+        Err e = {0};
+        Status st = plan_build(&in, &p, &e);
+        CHECKF(st == ST_OK, "row %zu: %s", i, e.msg);
+        if (st != ST_OK) continue;
+        CHECK_EQ_U64(p.params_gemm_gpu, 1015808);
+        CHECK_EQ_U64(p.params_expert_gpu, 786432);
+        CHECKF(fabs(p.time.optimizer_s - rows[i].bytes * 1e-12) <= 1e-12 * rows[i].bytes * 1e-12,
+               "row %zu: optimizer %.12g s, expected %.12g", i, p.time.optimizer_s, rows[i].bytes * 1e-12);
+    }
+}
+
 /* ---- expert all-to-all exposure ------------------------------------------------------------------------- */
 
 /* Each expert all-to-all (and expert-TP) row's exposed time is its time times the share of the reported GPU's
@@ -251,5 +400,7 @@ int main(void)
     RUN(test_model_cell_ranges);
     RUN(test_dense_row_moe_cells);
     RUN(test_expert_exposure);
+    RUN(test_recipe_cell_words);
+    RUN(test_optimizer_second_pass);
     return test_summary();
 }
