@@ -1,14 +1,14 @@
 /* tests/unit/test_oracle_plan_seed.c — planner rules that make mutate's fresh seeds (59, 61, 67) found
  * unguarded, each checked by the rule's whole table (every clause, both sides of each bound) rather than the one
- * line: DualPipe's layout checks, the models.csv cell ranges and the MoE cells a dense row must leave empty, and
- * the per-collective exposure of the expert all-to-alls. */
+ * line: DualPipe's layout checks, the models.csv cell ranges and the MoE cells a dense row must leave empty, the
+ * recipes.csv cells' messages, the per-collective exposure of the expert all-to-alls and the optimizer's second
+ * pass over scaled states. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "planner/catalog.h"
-
 #include "planner/plan.h"
 #include "support/oracle_fixtures.h"
 #include "test.h"
