@@ -67,29 +67,36 @@ static void test_dualpipe_layout(void)
 typedef Status (*ParseFn)(Catalog *, const char *, size_t, const char *, Err *);
 
 /* One CSV row in the column order `columns` lists: each cell from `base` ("column=value"), then the cells named in
- * `set` replaced (a later entry wins), a column in neither left empty; parsed by `parse` as `fname`. */
+ * `set` replaced (a later entry wins), a column in neither left empty (optional columns, "?name", included); parsed by `parse` as `fname` into a catalog
+ * handed back in *keep (the caller frees it) or freed. */
 static Status parse_one(const char *columns, const char *const *base, size_t nbase, const char *const *set, size_t nset,
-                        ParseFn parse, const char *fname, Err *e)
+                        ParseFn parse, const char *fname, Catalog **keep, Err *e)
 {
     char text[4096], row[2048];
-    snprintf(text, sizeof text, "%s\n", columns);
-    row[0] = 0;
+    text[0] = row[0] = 0;
     for (const char *col = columns; *col;) {
+        col += *col == '?'; /* an optional column: written like the others */
         size_t n = strcspn(col, ",");
         const char *val = "";
         for (size_t i = 0; i < nbase + nset; i++) {
             const char *kv = i < nbase ? base[i] : set[i - nbase];
             if (!strncmp(kv, col, n) && kv[n] == '=') val = kv + n + 1;
         }
-        snprintf(row + strlen(row), sizeof row - strlen(row), "%s%s", col == columns ? "" : ",", val);
+        const char *sep = row[0] || text[0] ? "," : "";
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%s%.*s", sep, (int)n, col);
+        snprintf(row + strlen(row), sizeof row - strlen(row), "%s%s", sep, val);
         col += n + (col[n] == ',');
     }
+    snprintf(text + strlen(text), sizeof text - strlen(text), "\n");
     snprintf(text + strlen(text), sizeof text - strlen(text), "%s\n", row);
     Catalog *c = calloc(1, sizeof *c);
     CHECK(c != NULL);
     if (!c) return ST_NOMEM;
     Status st = parse(c, text, strlen(text), fname, e);
-    free(c);
+    if (keep)
+        *keep = c;
+    else
+        free(c);
     return st;
 }
 
@@ -102,7 +109,7 @@ static Status parse_row(const char *const *set, size_t nset, Err *e)
                                        "seq_len=16", "norm=rmsnorm",   "mlp=swiglu",        "position=rope",
                                        "source=src", "linear_bias=no", "tied_embeddings=no"};
     return parse_one(catalog_model_columns, base, sizeof base / sizeof base[0], set, nset, catalog_parse_models,
-                     "m.csv", e);
+                     "m.csv", NULL, e);
 }
 
 /* Every numeric column's range: one past the top (and 0 where the bottom is 1) is refused with a message that
@@ -209,6 +216,156 @@ static void test_dense_row_moe_cells(void)
     CHECK_CONTAINS(e.msg, "column router_group_topk: '1' is given, but router_groups is 0 (no group-limited routing)");
 }
 
+/* ---- gpus.csv -------------------------------------------------------------------------------------------- */
+
+/* A gpus.csv row (g.csv): an H100-like part, every rate distinct, both optional columns given; `set` applied. */
+static Status parse_gpu_row(const char *const *set, size_t nset, Catalog **keep, Err *e)
+{
+    static const char *const base[] = {"name=g",
+                                       "compute_capability=9.0",
+                                       "sms=132",
+                                       "hbm_bytes=80000000000",
+                                       "hbm_gbps=3350",
+                                       "bf16_tflops=989",
+                                       "fp8_tflops=1979",
+                                       "fp32_tflops=67",
+                                       "mamf_bf16_tflops=700",
+                                       "mamf_fp8_tflops=1300",
+                                       "sustained=0.9",
+                                       "intra_link=nvlink",
+                                       "intra_node_gbps=450",
+                                       "inter_node_gbps=50",
+                                       "gpus_per_node=8",
+                                       "source=s",
+                                       "link_latency_us=2.5",
+                                       "elem_gbps=3000"};
+    return parse_one(catalog_gpu_columns, base, sizeof base / sizeof base[0], set, nset, catalog_parse_gpus, "g.csv",
+                     keep, e);
+}
+
+/* Every field of a parsed GPU, units converted by hand: GB/s x 1e9 = B/s, TFLOP/s x 1e12 = FLOP/s, us x 1e-6 = s,
+ * compute capability 9.0 -> 90. A host profile (compute_capability cpu, intra_link host) with a measured link. */
+static void test_gpu_row_fields(void)
+{
+    Catalog *c = NULL;
+    Err e = {0};
+    CHECKF(parse_gpu_row(NULL, 0, &c, &e) == ST_OK, "%s", e.msg);
+    CHECK(c != NULL && c->ngpus == 1);
+    if (c && c->ngpus == 1) {
+        const GpuSpec *g = &c->gpus[0];
+        CHECK_STR(g->name, "g");
+        CHECK_EQ_INT(g->sm, 90);
+        CHECK_EQ_INT(g->sms, 132);
+        CHECK_EQ_U64(g->hbm_bytes, 80000000000ull);
+        CHECK(g->hbm_bw == 3.35e12 && g->flops_bf16 == 9.89e14 && g->flops_fp8 == 1.979e15);
+        CHECK(g->flops_fp32 == 6.7e13 && g->mamf_bf16 == 7e14 && g->mamf_fp8 == 1.3e15);
+        CHECK(g->sustained == 0.9 && g->link == LINK_NVLINK && g->intra_bw == 4.5e11 && g->inter_bw == 5e10);
+        CHECK_EQ_INT(g->gpus_per_node, 8);
+        CHECK_EQ_INT(g->host, 0);
+        CHECK_REL(g->link_lat, 2.5e-6, 1e-15);
+        CHECK(g->elem_bw == 3e12);
+        CHECK_STR(g->source, "s");
+    }
+    free(c);
+    c = NULL;
+    const char *host[] = {"compute_capability=cpu", "intra_link=host",   "fp8_tflops=0.5",
+                          "mamf_fp8_tflops=0.25",   "intra_node_gbps=4", "inter_node_gbps=2"};
+    CHECKF(parse_gpu_row(host, 6, &c, &e) == ST_OK, "host: %s", e.msg);
+    CHECK(c != NULL && c->ngpus == 1);
+    if (c && c->ngpus == 1) {
+        const GpuSpec *g = &c->gpus[0];
+        CHECK(g->host == 1 && g->sm == 0 && g->link == LINK_HOST);
+        CHECK(g->flops_fp8 == 5e11 && g->mamf_fp8 == 2.5e11 && g->intra_bw == 4e9 && g->inter_bw == 2e9);
+    }
+    free(c);
+    c = NULL;
+    const char *pcie[] = {"intra_link=pcie", "compute_capability=8.9", "link_latency_us=", "elem_gbps="};
+    CHECKF(parse_gpu_row(pcie, 4, &c, &e) == ST_OK, "pcie: %s", e.msg);
+    if (c && c->ngpus == 1) {
+        const GpuSpec *g = &c->gpus[0];
+        CHECK(g->sm == 89 && g->link == LINK_PCIE && g->link_lat == 0 && g->elem_bw == 0);
+    }
+    free(c);
+}
+
+/* Each rule on a GPU cell, refused with the message naming the column, the cell and the rule, and accepted at its
+ * edge: the ranges (sms [1, 65536], gpus_per_node [1, 2^20 = 1,048,576], sustained [0.05, 1], link latency
+ * [0, 1e6] us and positive), positive and non-negative rates, the compute capability's form, FP8 below SM 8.9,
+ * MAMF above its peak, the host link rules. */
+static void test_gpu_row_rules(void)
+{
+    const char *const bad[][3] = {
+        {"sms=0", "", "column sms: '0' is out of range [1, 65536]"},
+        {"sms=65537", "", "column sms: '65537' is out of range [1, 65536]"},
+        {"gpus_per_node=0", "", "column gpus_per_node: '0' is out of range [1, 1048576]"},
+        {"gpus_per_node=1048577", "", "column gpus_per_node: '1048577' is out of range [1, 1048576]"},
+        {"sustained=0.04", "", "column sustained: '0.04' is out of range [0.05, 1]"},
+        {"sustained=1.01", "", "column sustained: '1.01' is out of range [0.05, 1]"},
+        {"link_latency_us=0", "", "column link_latency_us: '0' must be positive (empty: NCCL's model)"},
+        {"link_latency_us=1000001", "", "column link_latency_us: '1000001' is out of range [0, 1e+06]"},
+        {"hbm_gbps=0", "", "column hbm_gbps: '0' must be positive"},
+        {"bf16_tflops=-1", "", "column bf16_tflops: '-1' must be positive"},
+        {"fp32_tflops=0", "", "column fp32_tflops: '0' must be positive"},
+        {"mamf_bf16_tflops=0", "", "column mamf_bf16_tflops: '0' must be positive"},
+        {"intra_node_gbps=0", "", "column intra_node_gbps: '0' must be positive"},
+        {"inter_node_gbps=0", "", "column inter_node_gbps: '0' must be positive"},
+        {"elem_gbps=0", "", "column elem_gbps: '0' must be positive"},
+        {"fp8_tflops=-1", "", "column fp8_tflops: '-1' must not be negative"},
+        {"mamf_fp8_tflops=-1", "", "column mamf_fp8_tflops: '-1' must not be negative"},
+        {"hbm_bytes=0", "", "column hbm_bytes: '0' must be positive"},
+        {"compute_capability=9", "", "column compute_capability: '9' is not a compute capability like 9.0"},
+        {"compute_capability=100.0", "", "column compute_capability: '100.0' is not a compute capability like 9.0"},
+        {"compute_capability=9.10", "", "column compute_capability: '9.10' is not a compute capability like 9.0"},
+        {"compute_capability=+9.0", "", "column compute_capability: '+9.0' is not a compute capability like 9.0"},
+        {"compute_capability=8.6", "",
+         "column fp8_tflops: '1979' is given for a GPU below SM 8.9, which has no FP8 tensor cores"},
+        {"mamf_bf16_tflops=990", "", "column mamf_bf16_tflops: '990' is above the BF16 peak 989"},
+        {"mamf_fp8_tflops=1980", "", "column mamf_fp8_tflops: '1980' must be positive and at most the FP8 peak 1979"},
+        {"mamf_fp8_tflops=0", "", "column mamf_fp8_tflops: '0' must be positive and at most the FP8 peak 1979"},
+        {"intra_link=host", "", "column intra_link: 'host': the link is host exactly when compute_capability is cpu"},
+        {"compute_capability=cpu", "",
+         "column intra_link: 'nvlink': the link is host exactly when compute_capability is cpu"},
+        {"intra_link=ib", "", "column intra_link: 'ib' is not nvlink, pcie or host"},
+        {"compute_capability=cpu", "intra_link=host,inter_node_gbps=0",
+         "column inter_node_gbps: '0': a host has no interconnect (both 0) or a measured one (both > 0)"},
+        {"compute_capability=cpu", "intra_link=host,link_latency_us=",
+         "column link_latency_us: '': a host's measured link needs its measured latency"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *set[3] = {bad[i][0], "", ""};
+        size_t n = 1;
+        char more[96];
+        snprintf(more, sizeof more, "%s", bad[i][1]);
+        for (char *tok = strtok(more, ","); tok; tok = strtok(NULL, ",")) set[n++] = tok;
+        Err e = {0};
+        CHECKF(parse_gpu_row(set, n, NULL, &e) == ST_DATA, "%s accepted", bad[i][0]);
+        char want[200];
+        snprintf(want, sizeof want, "g.csv: row 2, %s", bad[i][2]);
+        CHECK_CONTAINS(e.msg, want);
+    }
+    const char *const ok[][2] = {
+        {"sms=1", ""},
+        {"sms=65536", ""},
+        {"gpus_per_node=1", ""},
+        {"gpus_per_node=1048576", ""},
+        {"sustained=0.05", ""},
+        {"sustained=1", ""},
+        {"link_latency_us=1000000", ""},
+        {"mamf_bf16_tflops=989", ""},
+        {"mamf_fp8_tflops=1979", ""},
+        {"fp8_tflops=0", "mamf_fp8_tflops=0"}, /* no FP8: both 0 */
+        {"compute_capability=8.0", "fp8_tflops=0"},
+        {"compute_capability=8.9", ""},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        const char *set[3] = {ok[i][0], ok[i][1], "mamf_fp8_tflops=0"};
+        /* an SM 8.0 part has no FP8: its MAMF FP8 is 0 as well */
+        size_t n = !strcmp(ok[i][0], "compute_capability=8.0") ? 3 : *ok[i][1] ? 2 : 1;
+        Err e = {0};
+        CHECKF(parse_gpu_row(set, n, NULL, &e) == ST_OK, "%s %s: %s", ok[i][0], ok[i][1], e.msg);
+    }
+}
+
 /* ---- recipes.csv ----------------------------------------------------------------------------------------- */
 
 /* A recipes.csv row (r.csv): Megatron BF16 (BF16 weight and GEMMs, FP32 master, gradient, m and v, the
@@ -244,7 +401,7 @@ static Status parse_recipe_row(const char *const *set, size_t nset, Err *e)
                                        "min_sm=8.0",
                                        "source=s"};
     return parse_one(catalog_recipe_columns, base, sizeof base / sizeof base[0], set, nset, catalog_parse_recipes,
-                     "r.csv", e);
+                     "r.csv", NULL, e);
 }
 
 /* Every word-valued recipe cell refused with a message that quotes the cell as written (not an empty or another
@@ -400,6 +557,8 @@ int main(void)
     RUN(test_model_cell_ranges);
     RUN(test_dense_row_moe_cells);
     RUN(test_expert_exposure);
+    RUN(test_gpu_row_fields);
+    RUN(test_gpu_row_rules);
     RUN(test_recipe_cell_words);
     RUN(test_optimizer_second_pass);
     return test_summary();
