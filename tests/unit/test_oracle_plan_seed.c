@@ -10,6 +10,7 @@
 
 #include "planner/catalog.h"
 #include "planner/plan.h"
+#include "planner/sweep.h"
 #include "support/oracle_fixtures.h"
 #include "test.h"
 
@@ -551,6 +552,200 @@ static void test_expert_exposure(void)
     }
 }
 
+/* ---- layout checks without a test of their own --------------------------------------------------------- */
+
+/* plan_validate's refusals that no other suite reaches, each with its whole message, and the layout one step
+ * inside accepted. The model: ox_tiny (2 heads, FFN 16, 4 layers, seq 4) or ox_moe, BF16. */
+static void test_layout_refusals(void)
+{
+    GpuSpec g = fx_gpu();
+    Recipe r = ox_bf16(0);
+    Err e = {0};
+    ModelSpec t = ox_tiny(16, 64);
+    PlanInput in = fx_input(&t, &g, &r);
+    /* the vocabulary padded to vocab-pad x tp: 2^31 x 2 = 2^32, ceil(16 / 2^32) x 2^32 = 2^32 > 2^32 - 1; at tp 1
+     * the multiple 2^31 itself fits */
+    in.vocab_pad = 1u << 31, in.tp = 2;
+    CHECK_EQ_INT(plan_validate(&in, &e), REJECT_KNOB);
+    CHECK_CONTAINS(e.msg, "--vocab-pad 2147483648: the vocabulary padded to a multiple of 4294967296 (vocab-pad x tp) "
+                          "passes 2^32");
+    in.tp = 1;
+    CHECKF(plan_validate(&in, &e) == REJECT_NONE, "%s", e.msg);
+    /* FFN 17 over tp 2 (2 heads divide) */
+    in = fx_input(&t, &g, &r);
+    t.ffn_hidden = 17, in.tp = 2;
+    CHECK_EQ_INT(plan_validate(&in, &e), REJECT_FFN_TP);
+    CHECK_CONTAINS(e.msg, "--tp 2: ffn_hidden 17 of oracle-tiny is not divisible by tp");
+    t.ffn_hidden = 18;
+    CHECKF(plan_validate(&in, &e) == REJECT_NONE, "%s", e.msg);
+    t.ffn_hidden = 16;
+    /* sequence parallelism splits seq / cp tokens over tp: 4 heads so tp 4 divides them; seq 12 with cp 2 (12 is
+     * a multiple of 2 cp = 4) leaves 6 tokens a CP rank, not a multiple of tp 4; cp 3 leaves 4; without --sp any */
+    t.heads = t.kv_heads = 4, t.head_dim = 2;
+    in = fx_input(&t, &g, &r);
+    in.tp = 4, in.sp = 1, in.seq = 12, in.cp = 2;
+    CHECK_EQ_INT(plan_validate(&in, &e), REJECT_SEQ_CP);
+    CHECK_CONTAINS(e.msg, "--sp: seq/cp = 6 is not divisible by tp = 4 (sequence parallelism splits tokens)");
+    in.cp = 3;
+    CHECKF(plan_validate(&in, &e) == REJECT_NONE, "cp 3: %s", e.msg);
+    in.cp = 2, in.sp = 0;
+    CHECKF(plan_validate(&in, &e) == REJECT_NONE, "no sp: %s", e.msg);
+    /* the interleaved schedule: m = gbs / (mbs dp) = 3 micro-batches over pp 2; 4 are divisible */
+    t = ox_tiny(16, 64);
+    in = fx_input(&t, &g, &r);
+    in.pp = 2, in.vpp = 2, in.gbs = 3;
+    CHECK_EQ_INT(plan_validate(&in, &e), REJECT_VPP);
+    CHECK_CONTAINS(e.msg, "--vpp 2: the interleaved schedule needs micro-batches (3) divisible by pp (2)");
+    in.dp = 3, in.gbs = 6; /* m = 6 / 3 = 2 */
+    CHECKF(plan_validate(&in, &e) == REJECT_NONE, "m 2: %s", e.msg);
+    in.gbs = 12, in.mbs = 2; /* m = 12 / (2 x 3) = 2 */
+    CHECKF(plan_validate(&in, &e) == REJECT_NONE, "mbs 2: %s", e.msg);
+    in.gbs = 18; /* m = 18 / 6 = 3 */
+    CHECK_EQ_INT(plan_validate(&in, &e), REJECT_VPP);
+    CHECK_CONTAINS(e.msg, "micro-batches (3) divisible by pp (2)");
+    /* a dense model has no expert activations to recompute */
+    in = fx_input(&t, &g, &r);
+    in.recompute_mods = RECOMPUTE_MOD_MOE_ACT;
+    CHECK_EQ_INT(plan_validate(&in, &e), REJECT_KNOB);
+    CHECK_CONTAINS(e.msg, "--recompute-modules moe_act: oracle-tiny has no experts");
+    /* the shared experts' FFN (shared x expert FFN) over tp: 1 x 129 over 2 refused; 2 x 129 = 258 and
+     * 1 x 128 divide (the product, not either factor) */
+    ModelSpec mo = ox_moe(512);
+    mo.expert_ffn = 129;
+    in = fx_input(&mo, &g, &r);
+    in.tp = 2, in.sp = 1;
+    CHECK_EQ_INT(plan_validate(&in, &e), REJECT_EP);
+    CHECK_CONTAINS(e.msg, "--tp 2: the shared experts' FFN 1 x 129 of oracle-moe is not divisible by tp");
+    mo.shared_experts = 2;
+    CHECKF(plan_validate(&in, &e) == REJECT_NONE, "2 x 129: %s", e.msg);
+    mo.shared_experts = 1, mo.expert_ffn = 128;
+    CHECKF(plan_validate(&in, &e) == REJECT_NONE, "1 x 128: %s", e.msg);
+}
+
+/* ---- DualPipe on two stages --------------------------------------------------------------------------------- */
+
+/* On pp 2 DualPipe's rank 0 runs stage 0 for half the micro-batches and stage pp - 1 = 1 for the other half, so
+ * per step it does each stage's work m / 2 times: (stage 0 + stage 1) x m / 2, whichever stage is heavier. The
+ * two stages together are the whole model, so every compute term of the step is half the one-stage plan's (m
+ * times the whole model). ox_moe with 3 layers (the first dense), m = 4 micro-batches, split 2 + 1 (the first
+ * stage heavier) and 1 + 2 (the last heavier). */
+static void test_dualpipe_two_stages(void)
+{
+    ModelSpec m = ox_moe(512);
+    m.layers = 3;
+    GpuSpec g = fx_gpu();
+    Recipe r = ox_bf16(0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 4;
+    Plan one, two;
+    Err e = {0};
+    Status st = plan_build(&in, &one, &e);
+    CHECKF(st == ST_OK, "pp 1: %s", e.msg);
+    if (st != ST_OK) return;
+    for (int first = 1; first <= 2; first++) {
+        in.pp = 2, in.dualpipe = 1, in.first_stage_layers = (uint32_t)first, in.last_stage_layers = 3u - first;
+        st = plan_build(&in, &two, &e);
+        CHECKF(st == ST_OK, "first %d: %s", first, e.msg);
+        if (st != ST_OK) continue;
+        CHECK_REL(two.time.gemm_s, one.time.gemm_s / 2, 1e-12);
+        CHECK_REL(two.time.expert_gemm_s, one.time.expert_gemm_s / 2, 1e-12);
+        CHECK_REL(two.time.attn_s, one.time.attn_s / 2, 1e-12);
+        CHECK_REL(two.time.moe_route_s, one.time.moe_route_s / 2, 1e-12);
+        CHECK_REL(two.time.fwd_s, one.time.fwd_s / 2, 1e-12);
+        CHECK_REL(two.time.bwd_s, one.time.bwd_s / 2, 1e-12);
+        CHECK(one.time.expert_gemm_s > 0 && one.time.moe_route_s > 0);
+    }
+}
+
+/* ---- the sweep's progress and near-duplicates ------------------------------------------------------------- */
+
+static uint64_t progress_calls, progress_bad, progress_total, progress_last;
+
+static void on_progress(uint64_t done, uint64_t total, void *ctx)
+{
+    (void)ctx;
+    progress_calls++;
+    if (done != progress_calls * 4096 && done != total) progress_bad++;
+    if (total != progress_total) progress_bad++;
+    progress_last = done;
+}
+
+/* The sweep reports progress once per 4,096 evaluations, with the count so far (4,096, 8,192, ...) and the
+ * total, and once more at the end with the total: floor(total / 4,096) + 1 calls. Two sweeps: 6 recipe copies
+ * of ox_tiny on 64 GPUs (more than 4,096 evaluations) and 1 recipe on 2 GPUs (fewer: the final call only). */
+static void test_sweep_progress(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe b = ox_bf16(0);
+    const Recipe *rs[6] = {&b, &b, &b, &b, &b, &b};
+    for (int big = 1; big >= 0; big--) {
+        SweepSpec s;
+        memset(&s, 0, sizeof s);
+        plan_input_defaults(&s.base);
+        s.base.model = &m, s.base.gpu = &g, s.base.seq = 4, s.base.gbs = 64, s.base.vocab_pad = 1;
+        s.recipes = rs, s.nrecipes = big ? 6 : 1, s.gpus = big ? 64 : 2;
+        Plan top[1];
+        int n = 0;
+        SweepStats st;
+        Err e = {0};
+        progress_calls = progress_bad = progress_last = 0;
+        progress_total = sweep_size(&s);
+        CHECKF(sweep_run(&s, top, 1, &n, &st, on_progress, NULL, &e) == ST_OK, "%s", e.msg);
+        CHECK_EQ_U64(st.evaluated, progress_total);
+        CHECKF(big ? progress_total > 4096 : progress_total < 4096, "premise: %llu evaluations",
+               (unsigned long long)progress_total);
+        CHECK_EQ_U64(progress_calls, progress_total / 4096 + 1);
+        CHECK_EQ_U64(progress_last, progress_total);
+        CHECK_EQ_U64(progress_bad, 0);
+    }
+}
+
+/* Near-duplicates share stack, recipe, tp, pp, cp, dp and micro-batch, and their tokens/s differ by at most 2 %
+ * of the larger: 100 and 98 (2.0 <= 0.02 x 100 = 2.0, the edge) are, 100 and 97.9 are not; any one of the
+ * seven differing (either order, pointers included) makes them not; vpp, recompute or sharding differing does
+ * not. */
+static void test_near_duplicates(void)
+{
+    static Plan a, b;
+    StackSpec s1, s2;
+    Recipe r1 = ox_bf16(0), r2 = ox_bf16(0);
+    memset(&a, 0, sizeof a);
+    a.in.stack = &s1, a.in.recipe = &r1, a.in.tp = 2, a.in.pp = 2, a.in.cp = 2, a.in.dp = 2, a.in.mbs = 2;
+    a.tokens_per_s = 100;
+    b = a;
+    b.tokens_per_s = 98;
+    CHECK(sweep_near_duplicate(&a, &b) && sweep_near_duplicate(&b, &a));
+    b.tokens_per_s = 97.9;
+    CHECK(!sweep_near_duplicate(&a, &b) && !sweep_near_duplicate(&b, &a));
+    b.tokens_per_s = 99;
+    b.in.vpp = 2, b.in.recompute = RECOMPUTE_FULL, b.in.sharding = SHARD_ZERO3;
+    CHECK(sweep_near_duplicate(&a, &b));
+    for (int f = 0; f < 7; f++) {
+        b = a;
+        b.tokens_per_s = 99;
+        switch (f) {
+        case 0: b.in.stack = &s2; break;
+        case 1: b.in.recipe = &r2; break;
+        case 2: b.in.tp = 4; break;
+        case 3: b.in.pp = 4; break;
+        case 4: b.in.cp = 4; break;
+        case 5: b.in.dp = 4; break;
+        default: b.in.mbs = 4; break;
+        }
+        CHECKF(!sweep_near_duplicate(&a, &b) && !sweep_near_duplicate(&b, &a), "field %d", f);
+        /* the other way round: the smaller value (or the other pointer) on a */
+        Plan c = b;
+        c.in = a.in;
+        switch (f) {
+        case 0: c.in.stack = &s2, b.in.stack = &s1; break;
+        case 1: c.in.recipe = &r2, b.in.recipe = &r1; break;
+        default: break;
+        }
+        CHECKF(!sweep_near_duplicate(&c, &b) && !sweep_near_duplicate(&b, &c), "field %d swapped", f);
+    }
+}
+
 int main(void)
 {
     RUN(test_dualpipe_layout);
@@ -561,5 +756,9 @@ int main(void)
     RUN(test_gpu_row_rules);
     RUN(test_recipe_cell_words);
     RUN(test_optimizer_second_pass);
+    RUN(test_layout_refusals);
+    RUN(test_dualpipe_two_stages);
+    RUN(test_sweep_progress);
+    RUN(test_near_duplicates);
     return test_summary();
 }
