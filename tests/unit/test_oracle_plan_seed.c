@@ -564,13 +564,15 @@ static void test_layout_refusals(void)
     ModelSpec t = ox_tiny(16, 64);
     PlanInput in = fx_input(&t, &g, &r);
     /* the vocabulary padded to vocab-pad x tp: 2^31 x 2 = 2^32, ceil(16 / 2^32) x 2^32 = 2^32 > 2^32 - 1; at tp 1
-     * the multiple 2^31 itself fits */
+     * the multiple 2^31 itself fits, and so does 2^32 - 1 */
     in.vocab_pad = 1u << 31, in.tp = 2;
     CHECK_EQ_INT(plan_validate(&in, &e), REJECT_KNOB);
     CHECK_CONTAINS(e.msg, "--vocab-pad 2147483648: the vocabulary padded to a multiple of 4294967296 (vocab-pad x tp) "
                           "passes 2^32");
     in.tp = 1;
     CHECKF(plan_validate(&in, &e) == REJECT_NONE, "%s", e.msg);
+    in.vocab_pad = 4294967295u; /* the multiple 2^32 - 1 is the largest 32-bit count: accepted */
+    CHECKF(plan_validate(&in, &e) == REJECT_NONE, "vocab-pad 2^32 - 1: %s", e.msg);
     /* FFN 17 over tp 2 (2 heads divide) */
     in = fx_input(&t, &g, &r);
     t.ffn_hidden = 17, in.tp = 2;
