@@ -552,6 +552,82 @@ static void test_expert_exposure(void)
     }
 }
 
+/* ---- model FLOPs with multi-token prediction ------------------------------------------------------------ */
+
+/* FLOPs per token = 6 x (the weights a token multiplies) + attention 6 x (layers + MTP depths) x heads x seq x
+ * (dqk + dv); an MTP depth multiplies eh_proj [h, 2h], one more layer of the model's kind and the head again.
+ *   ox_moe, MTP 1: dense layer 262,144 + 393,216 = 655,360; MoE layer 262,144 + shared 98,304 + top 2 x 98,304
+ *     + router 8 x 256 = 559,104; head 256 x 1,000 = 256,000; the depth 2 x 256 x 256 = 131,072 + a MoE layer
+ *     559,104 + head 256,000 = 946,176: weights 2,416,640, x 6 = 14,499,840; attention 6 x 3 x 2 x 512 x 256 =
+ *     4,718,592: 19,218,432.
+ *   ox_tiny (4 dense layers, hidden 8, 2 heads of 4, FFN 16, vocabulary 16, seq 4), MTP 1: a layer QKV 24 x 8 +
+ *     proj 64 + FC1 128 + FC2 128 = 512, head 16 x 8 = 128; the depth 2 x 8 x 8 = 128 + a dense layer 512 + head
+ *     128 = 768: 4 x 512 + 128 + 768 = 2,944, x 6 = 17,664; attention 6 x 5 x 2 x 4 x 8 = 1,920: 19,584.
+ * model_flops_step is that per token x gbs x seq. */
+static void test_mtp_flops(void)
+{
+    GpuSpec g = fx_gpu();
+    Recipe r = ox_bf16(0);
+    ModelSpec mo = ox_moe(512), t = ox_tiny(16, 4);
+    mo.mtp_layers = 1, t.mtp_layers = 1;
+    const struct {
+        const ModelSpec *m;
+        double seq, per_token;
+    } rows[] = {{&mo, 512, 19218432.0}, {&t, 4, 19584.0}};
+    for (int i = 0; i < 2; i++) {
+        PlanInput in = fx_input(rows[i].m, &g, &r);
+        in.gbs = 2;
+        Plan p;
+        Err e = {0};
+        Status st = plan_build(&in, &p, &e);
+        CHECKF(st == ST_OK, "%s: %s", rows[i].m->name, e.msg);
+        if (st != ST_OK) continue;
+        CHECK_REL(p.model_flops_step, rows[i].per_token * 2 * rows[i].seq, 1e-12);
+    }
+}
+
+/* ---- DP exposure behind the reported stage ------------------------------------------------------------- */
+
+/* The DP gradient all-reduce hides behind the backward of the stage the plan reports (Plan.stage: the memory-
+ * heaviest), up to overlap_dp, plus its last bucket: exposed = min(T, max(0, T - ov x B) + T / chunks), B that
+ * stage's backward of one micro-batch, chunks its layers (no vpp). When the reported stage is also the slowest,
+ * B = bwd_s / m. Two pipelines of ox_tiny on pp 2, dp 2, m = 4, ov 1: vocabulary 1,000 split 2 + 2 (the LM
+ * head and the logits make the last stage the heaviest and the slowest) and vocabulary 16 split 3 + 1 (the
+ * first). The link is set so that T = 1.5 x B (a partial exposure: it tells B from the other stage's); T is the
+ * planner's, the rule applied to it is checked. */
+static void test_dp_exposure_reported_stage(void)
+{
+    Recipe r = ox_bf16(0);
+    for (int last = 1; last >= 0; last--) {
+        ModelSpec t = ox_tiny(last ? 1000 : 16, 64);
+        GpuSpec g = ox_big_gpu(1ull << 40);
+        g.flops_bf16 = 1e12, g.hbm_bw = 1e11, g.link_lat = 1e-12; /* a bandwidth-bound all-reduce */
+        PlanInput in = fx_input(&t, &g, &r);
+        in.pp = 2, in.dp = 2, in.gbs = 8, in.seq = 64, in.overlap_dp = 1;
+        in.first_stage_layers = last ? 0 : 3, in.last_stage_layers = last ? 0 : 1;
+        Plan p;
+        Err e = {0};
+        for (int pass = 0; pass < 2; pass++) {
+            Status st = plan_build(&in, &p, &e);
+            CHECKF(st == ST_OK, "%s", e.msg);
+            if (st != ST_OK) return;
+            double B = p.time.bwd_s / 4, T = p.coll[CO_DP_GRAD_AR].time_s;
+            /* pass 0: scale both links so the all-reduce takes about 1.5 B */
+            if (!pass) g.intra_bw *= T / (1.5 * B), g.inter_bw *= T / (1.5 * B);
+        }
+        CHECK_EQ_INT(p.stage, last ? 1 : 0);
+        CHECK_EQ_INT(p.stage_layers, last ? 2 : 3);
+        const Collective *ar = &p.coll[CO_DP_GRAD_AR];
+        double B = p.time.bwd_s / 4, T = ar->time_s;
+        CHECK_EQ_U64(ar->calls, 1);
+        CHECKF(T > 1.2 * B && T < 1.8 * B, "premise: T %g s, B %g s", T, B);
+        double want = T - B + T / (last ? 2 : 3);
+        if (want > T) want = T;
+        CHECK_REL(ar->exposed_s, want, 1e-9);
+        CHECK_REL(p.time.dp_comm_s, want, 1e-9);
+    }
+}
+
 /* ---- layout checks without a test of their own --------------------------------------------------------- */
 
 /* plan_validate's refusals that no other suite reaches, each with its whole message, and the layout one step
@@ -758,6 +834,8 @@ int main(void)
     RUN(test_gpu_row_rules);
     RUN(test_recipe_cell_words);
     RUN(test_optimizer_second_pass);
+    RUN(test_mtp_flops);
+    RUN(test_dp_exposure_reported_stage);
     RUN(test_layout_refusals);
     RUN(test_dualpipe_two_stages);
     RUN(test_sweep_progress);
