@@ -217,6 +217,29 @@ static void test_dense_row_moe_cells(void)
     CHECK_CONTAINS(e.msg, "column router_group_topk: '1' is given, but router_groups is 0 (no group-limited routing)");
 }
 
+/* The word cells of a model row: a bad norm, mlp or position is refused quoting the cell and the words taken. */
+static void test_model_words(void)
+{
+    const char *const bad[][2] = {
+        {"norm=batchnorm", "column norm: 'batchnorm' is not layernorm or rmsnorm"},
+        {"mlp=relu", "column mlp: 'relu' is not gelu or swiglu"},
+        {"position=alibi", "column position: 'alibi' is not learned, rope or none"},
+        {"tied_embeddings=maybe", "column tied_embeddings: 'maybe' is not yes or no"},
+        {"kv_heads=3", "column kv_heads: '3' must divide heads (grouped-query attention)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *set[1] = {bad[i][0]};
+        Err e = {0};
+        CHECKF(parse_row(set, 1, &e) == ST_DATA, "%s accepted", bad[i][0]);
+        char want[160];
+        snprintf(want, sizeof want, "m.csv: row 2, %s", bad[i][1]);
+        CHECK_CONTAINS(e.msg, want);
+    }
+    const char *ok[3] = {"norm=layernorm", "mlp=gelu", "position=learned"};
+    Err e = {0};
+    CHECKF(parse_row(ok, 3, &e) == ST_OK, "%s", e.msg);
+}
+
 /* ---- gpus.csv -------------------------------------------------------------------------------------------- */
 
 /* A gpus.csv row (g.csv): an H100-like part, every rate distinct, both optional columns given; `set` applied. */
@@ -462,6 +485,99 @@ static void test_recipe_cell_words(void)
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         set[0] = ok[i];
         CHECKF(parse_recipe_row(set, 1, &e) == ST_OK, "%s: %s", ok[i], e.msg);
+    }
+}
+
+/* The recipe's consistency rules, each refused with its message: nothing holding the weights, scaling without
+ * FP8 GEMMs, FP8 GEMMs without scaling, delayed scaling without a history, a scaled state the recipe does not
+ * keep; and the FP8 row (TE-like: E4M3 / E5M2 GEMMs, delayed, history 16) accepted. */
+static void test_recipe_consistency(void)
+{
+    const char *const fp8[] = {"gemm_fwd=e4m3",   "gemm_bwd=e5m2", "scaling=delayed",
+                               "amax_history=16", "fp8_linear=te", "min_sm=8.9"};
+    const struct {
+        const char *set[3];
+        int fp8;
+        const char *part;
+    } rows[] = {
+        {{"weight=none", "master=none"},
+         0,
+         "column weight: 'none': with no master and no FP8 row-wise copy nothing holds the weights"},
+        {{"scaling=delayed"}, 0, "column scaling: 'delayed': scaling is set but gemm_fwd and gemm_bwd are not FP8"},
+        {{"scaling=none"}, 1, "column scaling: 'none': FP8 GEMMs need delayed or current scaling"},
+        {{"amax_history=0"}, 1, "column amax_history: '0': delayed scaling needs a history of at least 1"},
+        {{"scaled_states=m", "adam_m=none"}, 0, "column scaled_states: 'm' names a state the recipe does not keep"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const char *set[9];
+        size_t n = 0;
+        for (size_t k = 0; rows[i].fp8 && k < sizeof fp8 / sizeof fp8[0]; k++) set[n++] = fp8[k];
+        for (int k = 0; k < 3 && rows[i].set[k]; k++) set[n++] = rows[i].set[k];
+        Err e = {0};
+        CHECKF(parse_recipe_row(set, n, &e) == ST_DATA, "row %zu accepted", i);
+        char want[200];
+        snprintf(want, sizeof want, "r.csv: row 2, %s", rows[i].part);
+        CHECK_CONTAINS(e.msg, want);
+    }
+    Err e = {0};
+    CHECKF(parse_recipe_row(fp8, sizeof fp8 / sizeof fp8[0], &e) == ST_OK, "FP8 row: %s", e.msg);
+    const char *cur[2] = {"scaling=current", "amax_history=0"}, *both[8];
+    for (size_t k = 0; k < 6; k++) both[k] = fp8[k];
+    both[6] = cur[0], both[7] = cur[1];
+    CHECKF(parse_recipe_row(both, 8, &e) == ST_OK, "current scaling, no history: %s", e.msg);
+}
+
+/* ---- transients and block scales ---------------------------------------------------------------------- */
+
+/* A MoE model whose linear gradients are FP8 (here the BF16 recipe with E5M2 linear gradients) computes each weight gradient in FP32 before its cast: the largest
+ * linear weight of a layer, 4 B an element, joins the transient. ox_moe (dense FFN 512), loss_bytes 4: the MoE
+ * layer's transient 2,359,296 (test_oracle_moe); the largest linear is the dense SwiGLU FC1, 1,024 x 256 =
+ * 262,144 (QKV 768 x 256, FC2 256 x 512, an expert's 256 x 256 are smaller): + 1,048,576 = 3,407,872. With
+ * loss_bytes 10 the loss's 512 x 1,000 x 6 = 3,072,000 no longer exceeds it. */
+static void test_moe_fp8_grad_transient(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    r.gemm.dt[STATE_GRAD] = DT_E5M2, r.comm_dp_grad = DT_E5M2;
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.loss_bytes = 4;
+    for (int lb = 4; lb <= 10; lb += 6) {
+        in.loss_bytes = (uint32_t)lb;
+        Plan p;
+        Err e = {0};
+        Status st = plan_build(&in, &p, &e);
+        CHECKF(st == ST_OK, "%s", e.msg);
+        if (st == ST_OK) CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 3407872);
+    }
+}
+
+/* Block scales of a working weight kept in FP8 (1x128: rows x ceil(cols / 128) FP32 scales) are sharded with
+ * it under ZeRO-3 (ceil over d = dp), not otherwise. ox_tiny (4 layers): QKV 24 x 8 -> 24 scales, proj 8 x 8 ->
+ * 8, FC1 16 x 8 -> 16, FC2 8 x 16 -> 8: 56 a layer, 224 in all; ZeRO-3 over dp 3: ceil(24/3) + ceil(8/3) +
+ * ceil(16/3) + ceil(8/3) = 8 + 3 + 6 + 3 = 20 a layer, 80 in all. No FP8 weight copies. Bytes: 224 x 4 = 896
+ * unsharded; under ZeRO-3 the planner shards each tensor's scale bytes, ceil(96/3) + ceil(32/3) + ceil(64/3) +
+ * ceil(32/3) = 32 + 11 + 22 + 11 = 76 a layer, 304 in all (16 B under 80 whole FP32 scales: a rounding the
+ * planner makes, reported, not changed here). */
+static void test_zero3_fp8_weight_block_scales(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te", 0);
+    r.gemm.dt[STATE_WEIGHT] = DT_E4M3, r.fp8_row = r.fp8_col = DT_NONE, r.weight_gran = GRAN_1X128;
+    PlanInput in = fx_input(&m, &g, &r);
+    in.dp = 3, in.gbs = 3;
+    const Sharding sh[2] = {SHARD_NONE, SHARD_ZERO3};
+    const uint64_t want[2] = {224, 80}, bytes[2] = {896, 304};
+    for (int i = 0; i < 2; i++) {
+        in.sharding = sh[i];
+        Plan p;
+        Err e = {0};
+        Status st = plan_build(&in, &p, &e);
+        CHECKF(st == ST_OK, "%s", e.msg);
+        if (st != ST_OK) continue;
+        CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, want[i]);
+        CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].bytes, bytes[i]);
     }
 }
 
@@ -830,9 +946,13 @@ int main(void)
     RUN(test_model_cell_ranges);
     RUN(test_dense_row_moe_cells);
     RUN(test_expert_exposure);
+    RUN(test_model_words);
     RUN(test_gpu_row_fields);
     RUN(test_gpu_row_rules);
     RUN(test_recipe_cell_words);
+    RUN(test_recipe_consistency);
+    RUN(test_moe_fp8_grad_transient);
+    RUN(test_zero3_fp8_weight_block_scales);
     RUN(test_optimizer_second_pass);
     RUN(test_mtp_flops);
     RUN(test_dp_exposure_reported_stage);
