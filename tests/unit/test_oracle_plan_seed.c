@@ -940,6 +940,71 @@ static void test_near_duplicates(void)
     }
 }
 
+/* ---- names ------------------------------------------------------------------------------------------- */
+
+/* Every planner enum's names as reports print them, typed in here: each value's name, its parse back (any
+ * case), and "?" for the count and for a value past it (an enum cast from -1). */
+static void test_enum_names(void)
+{
+#define NAMES(fn, type, count, ...)                                                   \
+    do {                                                                              \
+        const char *const want_[] = {__VA_ARGS__};                                    \
+        CHECK_EQ_INT(sizeof want_ / sizeof want_[0], count);                          \
+        for (int i_ = 0; i_ < (int)(count); i_++) CHECK_STR(fn((type)i_), want_[i_]); \
+        CHECK_STR(fn((type)(count)), "?");                                            \
+        CHECK_STR(fn((type)-1), "?");                                                 \
+    } while (0)
+#define PARSES(fn, type, count, name_fn)                                 \
+    for (int i_ = 0; i_ < (int)(count); i_++) {                          \
+        char up_[40];                                                    \
+        snprintf(up_, sizeof up_, "%s", name_fn((type)i_));              \
+        for (char *c_ = up_; *c_; c_++)                                  \
+            if (*c_ >= 'a' && *c_ <= 'z') *c_ = (char)(*c_ - 'a' + 'A'); \
+        type v_ = (type)(count);                                         \
+        CHECKF(fn(up_, &v_) == 0 && v_ == (type)i_, "%s", up_);          \
+    }
+    NAMES(linear_name, LinearKind, LIN_COUNT, "qkv", "proj", "fc1", "fc2");
+    NAMES(norm_name, NormType, NORM_COUNT_, "layernorm", "rmsnorm");
+    NAMES(mlp_name, MlpType, MLP_COUNT_, "gelu", "swiglu");
+    NAMES(pos_name, PosType, POS_COUNT_, "learned", "rope", "none");
+    NAMES(link_name, IntraLink, LINK_COUNT_, "nvlink", "pcie", "host");
+    NAMES(router_name, RouterType, ROUTER_COUNT_, "none", "softmax", "sigmoid");
+    NAMES(state_name, StateId, STATE_COUNT_, "weight", "master", "grad", "m", "v");
+    NAMES(scaling_name, ScalingMode, SCALING_COUNT_, "none", "delayed", "current");
+    NAMES(amax_reduce_name, AmaxReduce, AMAX_REDUCE_COUNT_, "none", "tp", "all");
+    NAMES(fp8_linear_name, Fp8Linear, LIN_IMPL_COUNT_, "none", "te", "torchao", "torchao-rowwise", "msamp");
+    NAMES(mem_category_name, MemCategory, MC_COUNT_, "state", "fp8_copy", "scale", "activation", "overhead");
+    NAMES(comm_group_name, CommGroup, GROUP_COUNT_, "tp", "cp", "dp", "pp", "emb", "amax", "ep", "etp", "edp");
+    NAMES(comm_op_name, CommOp, OP_COUNT_, "all-reduce", "all-gather", "reduce-scatter", "send/recv", "all-to-all");
+    NAMES(recompute_name, Recompute, RECOMPUTE_COUNT_, "none", "selective", "full", "op");
+    NAMES(sharding_name, Sharding, SHARD_COUNT_, "none", "dist-opt", "zero1", "zero2", "zero3");
+    NAMES(plan_reject_name, PlanReject, REJECT_COUNT_, "ok", "zero layout value",
+          "heads or kv_heads not divisible by tp", "ffn_hidden not divisible by tp",
+          "layers not divisible by pp*vpp (or uneven stage counts that do not add up)",
+          "vpp needs pp > 1 and micro-batches divisible by pp", "seq not divisible by 2*cp (or seq/cp by tp with SP)",
+          "seq longer than the learned position table", "world size != tp*pp*cp*dp",
+          "global batch not divisible by mbs*dp", "recipe needs a newer GPU", "invalid model or GPU spec",
+          "overhead or efficiency setting out of range", "byte count past 2^64",
+          "ep/etp do not divide experts, expert FFN or tp*cp*dp", "step time or throughput not finite");
+    PARSES(norm_parse, NormType, NORM_COUNT_, norm_name);
+    PARSES(mlp_parse, MlpType, MLP_COUNT_, mlp_name);
+    PARSES(pos_parse, PosType, POS_COUNT_, pos_name);
+    PARSES(link_parse, IntraLink, LINK_COUNT_, link_name);
+    PARSES(router_parse, RouterType, ROUTER_COUNT_, router_name);
+    PARSES(state_parse, StateId, STATE_COUNT_, state_name);
+    PARSES(scaling_parse, ScalingMode, SCALING_COUNT_, scaling_name);
+    PARSES(amax_reduce_parse, AmaxReduce, AMAX_REDUCE_COUNT_, amax_reduce_name);
+    PARSES(fp8_linear_parse, Fp8Linear, LIN_IMPL_COUNT_, fp8_linear_name);
+    PARSES(recompute_parse, Recompute, RECOMPUTE_COUNT_, recompute_name);
+    PARSES(sharding_parse, Sharding, SHARD_COUNT_, sharding_name);
+#undef NAMES
+#undef PARSES
+    RouterType rt = ROUTER_SIGMOID;
+    CHECK(router_parse("", &rt) == 0 && rt == ROUTER_NONE); /* an empty cell: no router */
+    NormType nt = NORM_RMSNORM;
+    CHECK(norm_parse("groupnorm", &nt) == -1 && nt == NORM_RMSNORM);
+}
+
 int main(void)
 {
     RUN(test_dualpipe_layout);
@@ -960,5 +1025,6 @@ int main(void)
     RUN(test_dualpipe_two_stages);
     RUN(test_sweep_progress);
     RUN(test_near_duplicates);
+    RUN(test_enum_names);
     return test_summary();
 }
