@@ -821,21 +821,26 @@ static void test_layout_refusals(void)
 /* On pp 2 DualPipe's rank 0 runs stage 0 for half the micro-batches and stage pp - 1 = 1 for the other half, so
  * per step it does each stage's work m / 2 times: (stage 0 + stage 1) x m / 2, whichever stage is heavier. The
  * two stages together are the whole model, so every compute term of the step is half the one-stage plan's (m
- * times the whole model). ox_moe with 3 layers (the first dense), m = 4 micro-batches, split 2 + 1 (the first
- * stage heavier) and 1 + 2 (the last heavier). */
+ * times the whole model), and the exposed expert all-to-alls (the same for every MoE layer; DualPipe hides
+ * them behind the paired chunk, 1F1B by overlap_ep) and the forward and backward they join are the same for
+ * either split. ox_moe with 3 layers (the first dense), dp 2, ep 2, m = 4 micro-batches, a 100 MB/s link (the
+ * all-to-alls outlast the compute they hide behind), split 2 + 1 (the first stage heavier) and 1 + 2 (the last
+ * heavier). */
 static void test_dualpipe_two_stages(void)
 {
     ModelSpec m = ox_moe(512);
     m.layers = 3;
     GpuSpec g = fx_gpu();
+    g.intra_bw = g.inter_bw = 1e8;
     Recipe r = ox_bf16(0);
     PlanInput in = fx_input(&m, &g, &r);
-    in.gbs = 4;
+    in.dp = 2, in.ep = 2, in.gbs = 8;
     Plan one, two;
     Err e = {0};
     Status st = plan_build(&in, &one, &e);
     CHECKF(st == ST_OK, "pp 1: %s", e.msg);
     if (st != ST_OK) return;
+    double ep[2] = {0, 0}, fwd[2] = {0, 0}, bwd[2] = {0, 0};
     for (int first = 1; first <= 2; first++) {
         in.pp = 2, in.dualpipe = 1, in.first_stage_layers = (uint32_t)first, in.last_stage_layers = 3u - first;
         st = plan_build(&in, &two, &e);
@@ -845,10 +850,71 @@ static void test_dualpipe_two_stages(void)
         CHECK_REL(two.time.expert_gemm_s, one.time.expert_gemm_s / 2, 1e-12);
         CHECK_REL(two.time.attn_s, one.time.attn_s / 2, 1e-12);
         CHECK_REL(two.time.moe_route_s, one.time.moe_route_s / 2, 1e-12);
-        CHECK_REL(two.time.fwd_s, one.time.fwd_s / 2, 1e-12);
-        CHECK_REL(two.time.bwd_s, one.time.bwd_s / 2, 1e-12);
         CHECK(one.time.expert_gemm_s > 0 && one.time.moe_route_s > 0);
+        ep[first - 1] = two.time.ep_comm_s, fwd[first - 1] = two.time.fwd_s, bwd[first - 1] = two.time.bwd_s;
     }
+    CHECKF(ep[0] > 0, "premise: exposed all-to-alls %g s", ep[0]);
+    CHECK_REL(ep[1], ep[0], 1e-12);
+    CHECK_REL(fwd[1], fwd[0], 1e-12);
+    CHECK_REL(bwd[1], bwd[0], 1e-12);
+}
+
+/* ---- explicit GEMM efficiencies and the sustained share ---------------------------------------------- */
+
+/* A GEMM rate is the peak times an explicit efficiency, or (efficiency 0) the MAMF / peak times the share of it
+ * the GPU sustains under load: an explicit efficiency already says what a training step reaches, so the sustained
+ * share must not scale it again. An FP8 recipe on fx_gpu (no MAMF): with explicit BF16 and FP8 efficiencies
+ * (0.5, 0.6) the step's GEMM time is the same for sustained 0.8 and 1 (the FP8 linears and the BF16 head alike);
+ * with the model's (0) it grows by 1 / 0.8 as the rates shrink. */
+static void test_explicit_efficiency_not_sustained(void)
+{
+    ModelSpec m = ox_tiny(1000, 64);
+    Recipe r = fx_te_recipe("te", 0);
+    double gemm[2][2];
+    for (int expl = 0; expl < 2; expl++)
+        for (int sus = 0; sus < 2; sus++) {
+            GpuSpec g = fx_gpu();
+            g.sustained = sus ? 0.8 : 1.0;
+            PlanInput in = fx_input(&m, &g, &r);
+            in.eff_gemm_bf16 = expl ? 0.5 : 0, in.eff_gemm_fp8 = expl ? 0.6 : 0;
+            Plan p;
+            Err e = {0};
+            Status st = plan_build(&in, &p, &e);
+            CHECKF(st == ST_OK, "%s", e.msg);
+            gemm[expl][sus] = st == ST_OK ? p.time.gemm_s : -1;
+        }
+    CHECK(gemm[1][0] > 0);
+    CHECK_REL(gemm[1][1], gemm[1][0], 1e-12);
+    CHECKF(gemm[0][1] > gemm[0][0] * 1.01, "sustained 0.8: %g s, 1: %g s", gemm[0][1], gemm[0][0]);
+}
+
+/* ---- expert-DP placement ---------------------------------------------------------------------------------- */
+
+/* The expert-data-parallel group's ranks sit ep x etp apart (an expert group is carved from consecutive ranks), so
+ * its collectives leave the node once stride x ranks passes gpus_per_node. ox_moe, tp 2 (sp), dp 4, ep 2, etp 2:
+ * edp = 2 x 4 / (2 x 2) = 2 ranks, stride 4: 4 x 2 = 8 ranks apart end to end, inside a node of 8, across nodes of
+ * 4 (where the all-reduce takes the 1 GB/s NIC instead of the 1 TB/s link). */
+static void test_edp_stride(void)
+{
+    ModelSpec m = ox_moe(512);
+    Recipe r = ox_bf16(0);
+    double t[2] = {0, 0};
+    for (int small = 0; small < 2; small++) {
+        GpuSpec g = fx_gpu();
+        g.gpus_per_node = small ? 4 : 8, g.intra_bw = 1e12, g.inter_bw = 1e9;
+        PlanInput in = fx_input(&m, &g, &r);
+        in.tp = 2, in.sp = 1, in.dp = 4, in.ep = 2, in.etp = 2, in.gbs = 4;
+        Plan p;
+        Err e = {0};
+        Status st = plan_build(&in, &p, &e);
+        CHECKF(st == ST_OK, "%s", e.msg);
+        if (st != ST_OK) continue;
+        const Collective *c = &p.coll[CO_EDP_GRAD_AR];
+        CHECK_EQ_U64(c->ranks, 2);
+        CHECK_EQ_INT(c->inter_node, small);
+        t[small] = c->time_s;
+    }
+    CHECKF(t[1] > 100 * t[0], "across nodes %g s, inside %g s", t[1], t[0]);
 }
 
 /* ---- the sweep's progress and near-duplicates ------------------------------------------------------------- */
@@ -1118,6 +1184,8 @@ int main(void)
     RUN(test_dp_exposure_reported_stage);
     RUN(test_layout_refusals);
     RUN(test_dualpipe_two_stages);
+    RUN(test_explicit_efficiency_not_sustained);
+    RUN(test_edp_stride);
     RUN(test_sweep_progress);
     RUN(test_sweep_stacks_and_rejects);
     RUN(test_use_stack_fields);
