@@ -502,7 +502,7 @@ static void test_backend_faults(void)
         {.recipe = "fp8lm", .dp = 1, .steps = 2},
         {.recipe = "te-fp8", .llama = 1, .dp = 2, .steps = 1},
         {.recipe = "fp8lm", .llama = 1, .dp = 2, .steps = 1, .dir = tmpdir},
-        {.recipe = "te-fp8", .llama = 1, .dp = 1, .steps = 1, .tp = 2},
+        {.recipe = "te-fp8", .llama = 1, .dp = 1, .steps = 1, .dir = tmpdir, .tp = 2},
         {.recipe = "te-fp8", .dp = 1, .steps = 1, .pp = 2},
         {.recipe = "fp8lm", .dp = 1, .steps = 3, .measure = 1},
     };
@@ -527,7 +527,7 @@ static void test_alloc_faults(void)
         {.recipe = "te-fp8", .llama = 1, .dp = 1, .steps = 1},
         {.recipe = "fp8lm", .dp = 2, .steps = 1, .dir = tmpdir},
         {.recipe = "te-fp8-current", .dp = 1, .steps = 1},
-        {.recipe = "megatron-bf16", .llama = 1, .dp = 1, .steps = 1, .tp = 2},
+        {.recipe = "megatron-bf16", .llama = 1, .dp = 1, .steps = 1, .dir = tmpdir, .tp = 2},
         {.recipe = "te-fp8", .dp = 1, .steps = 1, .pp = 2},
         {.recipe = "te-fp8", .dp = 2, .steps = 3, .measure = 1},
     };
