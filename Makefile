@@ -285,6 +285,9 @@ $(CUDA_LINKED): $(CUDA_SO)
 $(CUDA_LINKED): LDLIBS += -L$(BUILD) -lfp8plan_cuda $(CUDA_LIBS)
 endif
 
+# test_exec_faults fails the library's allocations one at a time: its own malloc & co. come first
+$(BUILD)/tests/test_exec_faults: LDFLAGS += $(foreach f,malloc calloc realloc free strdup aligned_alloc,-Wl$(comma)--wrap=$(f))
+
 $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
