@@ -231,8 +231,14 @@ static void sweep(int kind, const char *what, OpFn op, const void *arg, const ch
     CHECKF(n > 0, "%s: no %s call to fail", what, KIND_NAME[kind]);
     if (st || n <= 0) return;
     Status want = kind == K_MALLOC ? ST_NOMEM : ST_IO;
-    long bad = 0;
-    for (long k = 0; k < n; k++) {
+    long bad = 0, step = 1, tried = 0;
+#ifdef __SANITIZE_ADDRESS__
+    /* ASan maps every large block afresh (the arena: 34 MB a run): a long sweep takes every 4th call and
+     * the last under it; the plain build takes every call */
+    if (n > 500) step = 4;
+#endif
+    for (long k = 0; k < n; k = k + step < n || k == n - 1 ? k + step : n - 1) {
+        tried++;
         F.kind = kind, F.at = k, F.n = 0, F.what[0] = '\0';
         track_reset();
         fault_held = 0;
@@ -255,6 +261,7 @@ static void sweep(int kind, const char *what, OpFn op, const void *arg, const ch
                    what, KIND_NAME[kind], k, n, F.what, st, want, e.msg, nlive, fault_held, files, held);
     }
     CHECKF(bad == 0, "%s: %ld of %ld injected %s faults not handled cleanly", what, bad, n, KIND_NAME[kind]);
-    printf("  %s: %ld %s calls, each failing cleanly\n", what, n, KIND_NAME[kind]);
+    if (!bad)
+        printf("  %s: %ld %s calls, %s failing cleanly\n", what, n, KIND_NAME[kind], tried == n ? "each" : "every 4th");
 }
 #endif

@@ -136,7 +136,8 @@ static void sweep_line(const char *what, const Line *l)
     sweep(K_MALLOC, what, line_op, l, NULL); /* line_op looks at the folder itself */
 }
 
-/* The planner's commands: catalog, plan, the report writers (text, CSV, JSON, HTML). */
+/* The planner's commands: catalog, plan, compare, sweep, the seed's tables, and the report writers (text,
+ * CSV, JSON, HTML). */
 static const Line PLAN_LINES[] = {
     {.fn = cmd_plan,
      .args = {"plan", "--model", "llama3-8b", "--gpu", "h100-sxm", "--recipe", "te-fp8", "--tp", "2", "--dp", "4", "-o",
@@ -154,6 +155,13 @@ static const Line PLAN_LINES[] = {
      .args = {"plan", "--model", "llama3-8b", "--gpu", "h100-sxm", "--recipe", "te-fp8", "--format", "html", "-o",
               "@/plan.html", NULL},
      .made = {"@/plan.html"}},
+    {.fn = cmd_sweep,
+     .args = {"sweep", "--model", "llama3-8b", "--gpu", "h100-sxm", "--gpus", "16", "--recipes", "te-fp8", "--top", "3",
+              "--format", "csv", "-o", "@/sweep.csv", NULL},
+     .made = {"@/sweep.csv"}},
+    {.fn = cmd_report,
+     .args = {"report", "seed", "--format", "html", "-o", "@/seed.html", NULL},
+     .made = {"@/seed.html"}},
 };
 
 static void test_plan_faults(void)
@@ -174,7 +182,20 @@ static const Line RUN_LINE = {.fn = cmd_run,
                               .made = {"@/run.csv", "@/run.ckpt"},
                               .kept = "@/run.ckpt"};
 
-static void test_run_faults(void) { sweep_line("run ... -o run.csv --save run.ckpt", &RUN_LINE); }
+/* The same run with the page `--format html` writes (charts of the comparison and the loss). */
+static const Line RUN_HTML = {
+    .fn = cmd_run,
+    .args = {"run",      "--backend",  "cpu",     "--model",  "gpt2-124m",     "--layers", "1",
+             "--hidden", "32",         "--heads", "2",        "--seq",         "16",       "--vocab",
+             "64",       "--steps",    "2",       "--recipe", "megatron-bf16", "--format", "html",
+             "-o",       "@/run.html", NULL},
+    .made = {"@/run.html"}};
+
+static void test_run_faults(void)
+{
+    sweep_line("run ... -o run.csv --save run.ckpt", &RUN_LINE);
+    sweep_line("run ... --format html -o run.html", &RUN_HTML);
+}
 
 int main(void)
 {
@@ -198,6 +219,7 @@ int main(void)
     for (size_t i = 0; i < sizeof PLAN_LINES / sizeof *PLAN_LINES; i++)
         if (line_op(&PLAN_LINES[i], &e)) fprintf(stderr, "warm-up: %s\n", e.msg);
     if (line_op(&RUN_LINE, &e)) fprintf(stderr, "warm-up: %s\n", e.msg);
+    if (line_op(&RUN_HTML, &e)) fprintf(stderr, "warm-up: %s\n", e.msg);
     RUN(test_plan_faults);
     RUN(test_run_faults);
     free(kept_ref);
