@@ -196,7 +196,7 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
     if (!v || !idx) {
         free(v);
         free(idx);
-        return 71;
+        return cli_nomem(RUN_CMD, "the table of ranks");
     }
     uint64_t planned[ARENA_TERMS];
     int bad_mem = 0, bad = 0;

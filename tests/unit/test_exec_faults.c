@@ -18,9 +18,6 @@
  * allocations of the sweep are tracked pointer by pointer, so a dropped free()
  * fails in a plain build too, not only under LeakSanitizer), and leave no file
  * behind where it writes one. */
-#include <dirent.h>
-#include <malloc.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,159 +30,13 @@
 #include "exec/measure/measurement.h"
 #include "support/exec_fixtures.h"
 #include "support/fixtures.h"
+#include "support/fault_inject.h"
 #include "test.h"
 #include "util/fileio.h"
-
-/* ---- the fault counter ------------------------------------------------------------ */
-
-/* One class of call is swept at a time. Calls of the armed class are numbered
- * from 0; call `at` fails; `n` ends as the number made. at < 0: count only. */
-enum { K_NONE, K_BACKEND, K_COMM, K_MALLOC };
-static struct {
-    int kind;
-    long at, n;
-    char what[64]; /* the call that failed */
-} F;
-static pthread_mutex_t F_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int fault_hit(int kind, const char *what)
-{
-    if (__atomic_load_n(&F.kind, __ATOMIC_ACQUIRE) != kind) return 0;
-    pthread_mutex_lock(&F_lock);
-    int hit = F.n++ == F.at;
-    if (hit) snprintf(F.what, sizeof F.what, "%s", what);
-    pthread_mutex_unlock(&F_lock);
-    return hit;
-}
-
-static const char INJECTED[] = "injected fault";
-static Status fault_err(Err *e, const char *what) { return err_set(e, ST_IO, "%s in %s", INJECTED, what); }
-
-/* ---- the C library's allocators (linked with --wrap) ------------------------------- */
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t k, size_t n);
-void *__real_realloc(void *p, size_t n);
-void *__real_aligned_alloc(size_t a, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t k, size_t n);
-void *__wrap_realloc(void *p, size_t n);
-void *__wrap_aligned_alloc(size_t a, size_t n);
-char *__wrap_strdup(const char *s);
-void __wrap_free(void *p);
-
-/* The blocks allocated while tracking is on, by address (open addressing with
- * tombstones); what is still here at the end of a sweep step leaked. */
-enum { SLOTS = 1 << 16 };
-static void *const TOMB = (void *)1;
-static void *live[SLOTS];
-static long nlive;
-static int tracking, overflow;
-
-static size_t slot_of(const void *p) { return ((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull >> 48; }
-
-static void track_add(void *p)
-{
-    if (!p || !__atomic_load_n(&tracking, __ATOMIC_ACQUIRE)) return;
-    pthread_mutex_lock(&F_lock);
-    size_t i = slot_of(p), k = 0;
-    while (live[i] && live[i] != TOMB && k++ < SLOTS) i = (i + 1) % SLOTS;
-    if (k <= SLOTS)
-        live[i] = p, nlive++; /* a full table tracks no more (the leak check then fails) */
-    else
-        overflow = 1;
-    pthread_mutex_unlock(&F_lock);
-}
-
-static void track_drop(void *p)
-{
-    if (!p) return;
-    pthread_mutex_lock(&F_lock);
-    for (size_t i = slot_of(p), k = 0; live[i] && k < SLOTS; i = (i + 1) % SLOTS, k++)
-        if (live[i] == p) {
-            live[i] = TOMB;
-            nlive--;
-            break;
-        }
-    pthread_mutex_unlock(&F_lock);
-}
-
-/* Heap bytes handed out, by glibc's own count: it sees what the C library allocates inside (an
- * open_memstream buffer, a FILE), which the wrappers do not. Under ASan (its own allocator) it
- * stays 0. glibc counts the small blocks its per-thread cache keeps after a free as in use, so a
- * run may end a few hundred bytes up; HEAP_SLACK allows for that, and is well under what a lost
- * checkpoint image (150 KB and more for these models: 14 bytes of state per parameter) or step
- * log would hold. */
-enum { HEAP_SLACK = 64 << 10 };
-static size_t heap_in_use(void)
-{
-    struct mallinfo2 mi = mallinfo2();
-    return mi.uordblks + mi.hblkhd;
-}
-
-/* Forget every block (between sweep steps: the table fills with tombstones). */
-static void track_reset(void)
-{
-    pthread_mutex_lock(&F_lock);
-    memset(live, 0, sizeof live);
-    nlive = overflow = 0;
-    pthread_mutex_unlock(&F_lock);
-}
-
-void *__wrap_malloc(size_t n)
-{
-    if (fault_hit(K_MALLOC, "malloc")) return NULL;
-    void *p = __real_malloc(n);
-    track_add(p);
-    return p;
-}
-
-void *__wrap_calloc(size_t k, size_t n)
-{
-    if (fault_hit(K_MALLOC, "calloc")) return NULL;
-    void *p = __real_calloc(k, n);
-    track_add(p);
-    return p;
-}
-
-void *__wrap_realloc(void *p, size_t n)
-{
-    if (fault_hit(K_MALLOC, "realloc")) return NULL;
-    void *q = __real_realloc(p, n);
-    if (q) {
-        track_drop(p);
-        track_add(q);
-    }
-    return q;
-}
-
-void *__wrap_aligned_alloc(size_t a, size_t n)
-{
-    if (fault_hit(K_MALLOC, "aligned_alloc")) return NULL;
-    void *p = __real_aligned_alloc(a, n);
-    track_add(p);
-    return p;
-}
-
-char *__wrap_strdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = __wrap_malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
-void __wrap_free(void *p)
-{
-    track_drop(p);
-    __real_free(p);
-}
 
 /* ---- the backend: the CPU one with every call wrapped ------------------------------- */
 
 static Backend real; /* the CPU backend's functions, before wrapping */
-static long bk_live; /* backend allocations not yet freed */
 
 #define FAULT_OP_(P, name, params, args)                             \
     static Status fault_##name params                                \
@@ -203,13 +54,13 @@ static Status fault_alloc(Backend *bk, uint64_t bytes, void **out, Err *e)
         return fault_err(e, "alloc");
     }
     Status st = real.alloc(bk, bytes, out, e);
-    bk_live += !st;
+    fault_held += !st;
     return st;
 }
 
 static void fault_free(Backend *bk, void *p)
 {
-    bk_live -= p != NULL;
+    fault_held -= p != NULL;
     real.free(bk, p);
 }
 
@@ -429,73 +280,6 @@ static Status job_run(const Job *j, Err *e)
     if (c) c->destroy(c);
     if (bk) bk->destroy(bk);
     return st;
-}
-
-/* Files left in dir (a failed save must leave none). */
-static int dir_files(const char *dir)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    if (!d) return -1;
-    for (struct dirent *de; (de = readdir(d));) n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
-    closedir(d);
-    return n;
-}
-
-static const char *KIND_NAME[] = {"", "backend", "communicator", "allocator"};
-
-/* An operation the sweeps run: everything it allocates is freed by the time it returns. */
-typedef Status (*OpFn)(const void *arg, Err *e);
-
-/* Run op once counting the calls of `kind`, then once per call with that call
- * failing; every run must fail with the injected error (the allocator's:
- * ST_NOMEM, named by the message) and leave nothing allocated and no file in
- * dir (when set). `what` names the operation in messages. */
-static void sweep(int kind, const char *what, OpFn op, const void *arg, const char *dir)
-{
-    Err e;
-    F.kind = kind, F.at = -1, F.n = 0;
-    track_reset();
-    bk_live = 0;
-    size_t heap = heap_in_use();
-    __atomic_store_n(&tracking, 1, __ATOMIC_RELEASE);
-    Status st = op(arg, &e);
-    __atomic_store_n(&tracking, 0, __ATOMIC_RELEASE);
-    long n = F.n;
-    CHECKF(heap_in_use() <= heap + HEAP_SLACK, "%s without a fault: %zu heap bytes in use before, %zu after", what,
-           heap, heap_in_use());
-    F.kind = K_NONE;
-    CHECKF(st == ST_OK, "%s without a fault: %s", what, e.msg);
-    CHECKF(nlive == 0 && bk_live == 0 && !overflow, "%s without a fault: %ld blocks, %ld backend allocations left",
-           what, nlive, bk_live);
-    CHECKF(n > 0, "%s: no %s call to fail", what, KIND_NAME[kind]);
-    if (st || n <= 0) return;
-    Status want = kind == K_MALLOC ? ST_NOMEM : ST_IO;
-    long bad = 0;
-    for (long k = 0; k < n; k++) {
-        F.kind = kind, F.at = k, F.n = 0, F.what[0] = '\0';
-        track_reset();
-        bk_live = 0;
-        memset(&e, 0, sizeof e);
-        heap = heap_in_use();
-        __atomic_store_n(&tracking, 1, __ATOMIC_RELEASE);
-        st = op(arg, &e);
-        __atomic_store_n(&tracking, 0, __ATOMIC_RELEASE);
-        F.kind = K_NONE;
-        int named =
-            kind == K_MALLOC ? strstr(e.msg, "memory") != NULL : strstr(e.msg, INJECTED) && strstr(e.msg, F.what);
-        int files = dir ? dir_files(dir) : 0;
-        ssize_t held = (ssize_t)(heap_in_use() - heap);
-        if (st == want && named && nlive == 0 && bk_live == 0 && !overflow && files == 0 && held <= HEAP_SLACK)
-            continue;
-        if (bad++ < 4)
-            CHECKF(0,
-                   "%s, %s call %ld of %ld (%s) failed: status %d (want %d) '%s'; %ld blocks and %ld backend "
-                   "allocations left, %d files, %zd heap bytes more in use",
-                   what, KIND_NAME[kind], k, n, F.what, st, want, e.msg, nlive, bk_live, files, held);
-    }
-    CHECKF(bad == 0, "%s: %ld of %ld injected %s faults not handled cleanly", what, bad, n, KIND_NAME[kind]);
-    printf("  %s: %ld %s calls, each failing cleanly\n", what, n, KIND_NAME[kind]);
 }
 
 static Status job_op(const void *arg, Err *e) { return job_run(arg, e); }
