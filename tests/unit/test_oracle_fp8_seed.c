@@ -1,7 +1,8 @@
 /* tests/unit/test_oracle_fp8_seed.c — fp8/ paths no other suite reached when mutate's fresh seeds (59, 61) were
  * run, each against values worked out by hand: format_decode of every dtype (FP32 codes included), the names
  * and their parsers, synth_fill's overflow refusal, quant_scale_index_cfg at every granularity, quant_dequant's
- * buffer checks and delayed_init's algorithm check. */
+ * buffer checks and delayed_init's algorithm check; and (seed 61) power-of-two scales in every amax case. */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "fp8/format.h"
 #include "fp8/granularity.h"
 #include "fp8/quant.h"
+#include "fp8/scale.h"
 #include "fp8/synth.h"
 #include "test.h"
 
@@ -145,6 +147,40 @@ static void test_delayed_algo(void)
     CHECK_CONTAINS(e.msg, "unknown amax algorithm 2");
 }
 
+/* Delayed scaling's update with power-of-two scales, every amax case (E4M3, fmax 448):
+ *   ok:    amax 640 -> 448 / 640 = 0.7, floored to 0.5; margin 1: 224 / 100 = 2.24 -> 2
+ *   tiny:  amax 1e-40 -> 448 / 1e-40 overflows to Inf -> FLT_MAX, floored to 2^127
+ *   zero, negative, Inf, NaN: no information, the previous scale 3 is kept as it is (not floored to 2)
+ * scale_from_amax (current scaling) the same way, with 1 when there is no information. */
+static void test_pow2_scale_every_case(void)
+{
+    ScaleCfg c = scale_cfg(DT_E4M3);
+    c.pow2 = 1;
+    const struct {
+        float amax;
+        float want;
+        AmaxCase why;
+    } rows[] = {
+        {640.0f, 0.5f, AMAX_OK},  {1e-40f, 0x1p127f, AMAX_TINY}, {0.0f, 3.0f, AMAX_ZERO},
+        {-1.0f, 3.0f, AMAX_ZERO}, {INFINITY, 3.0f, AMAX_INF},    {NAN, 3.0f, AMAX_NAN},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        AmaxCase w = AMAX_COUNT_;
+        float got = scale_update(rows[i].amax, 3.0f, &c, &w);
+        CHECKF(got == rows[i].want && w == rows[i].why, "update amax %g: %g (%d), expected %g (%d)", rows[i].amax, got,
+               (int)w, rows[i].want, (int)rows[i].why);
+        w = AMAX_COUNT_;
+        got = scale_from_amax(rows[i].amax, &c, &w);
+        float want = rows[i].why == AMAX_OK || rows[i].why == AMAX_TINY ? rows[i].want : 1.0f;
+        CHECKF(got == want && w == rows[i].why, "from amax %g: %g (%d), expected %g", rows[i].amax, got, (int)w, want);
+    }
+    c.margin = 1;
+    AmaxCase w = AMAX_COUNT_;
+    CHECK(scale_update(100.0f, 3.0f, &c, &w) == 2.0f && w == AMAX_OK);
+    c.pow2 = 0; /* without pow2 the same update is 224 / 100 = 2.24 in fp32 */
+    CHECK(scale_update(100.0f, 3.0f, &c, &w) == 224.0f / 100.0f);
+}
+
 int main(void)
 {
     RUN(test_format_decode_every_dtype);
@@ -153,5 +189,6 @@ int main(void)
     RUN(test_scale_index_every_granularity);
     RUN(test_dequant_buffers);
     RUN(test_delayed_algo);
+    RUN(test_pow2_scale_every_case);
     return test_summary();
 }
