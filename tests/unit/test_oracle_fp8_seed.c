@@ -1,7 +1,8 @@
 /* tests/unit/test_oracle_fp8_seed.c — fp8/ paths no other suite reached when mutate's fresh seeds (59, 61) were
  * run, each against values worked out by hand: format_decode of every dtype (FP32 codes included), the names
  * and their parsers, synth_fill's overflow refusal, quant_scale_index_cfg at every granularity, quant_dequant's
- * buffer checks and delayed_init's algorithm check; and (seed 61) power-of-two scales in every amax case. */
+ * buffer checks and delayed_init's algorithm check; and (seed 61) power-of-two scales in every amax case,
+ * the outlier columns' count and a zero dimension in (de)quantization. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -181,6 +182,50 @@ static void test_pow2_scale_every_case(void)
     CHECK(scale_update(100.0f, 3.0f, &c, &w) == 224.0f / 100.0f);
 }
 
+/* The outlier distribution is the normal one (the same seed draws the same body) with k = max(1, round(cols x
+ * 0.1 %)) columns scaled by 20 and, in row 0 (and every 1024th), the first min(2, k) of them replaced by
+ * magnitudes in [500, 1000]. cols 16: 0.016 rounds to 0, at least 1 -> k = 1; cols 1,500: 1.5 rounds to 2 -> k = 2.
+ * Rows 1 and 2 show the scaled columns (exactly 20 x the normal draw), row 0 the massive values. */
+static void test_outlier_columns(void)
+{
+    static float nx[3 * 1500], ox[3 * 1500];
+    const uint64_t cols[2] = {16, 1500}, want_k[2] = {1, 2};
+    for (int t = 0; t < 2; t++) {
+        Err e = {0};
+        uint64_t C = cols[t], scaled = 0, massive = 0, same = 0;
+        CHECK(synth_fill(SYNTH_NORMAL, 7, 3, C, nx, &e) == ST_OK);
+        CHECK(synth_fill(SYNTH_OUTLIERS, 7, 3, C, ox, &e) == ST_OK);
+        for (uint64_t c = 0; c < C; c++) {
+            int s = ox[C + c] == nx[C + c] * 20.0f && ox[2 * C + c] == nx[2 * C + c] * 20.0f;
+            int u = ox[C + c] == nx[C + c] && ox[2 * C + c] == nx[2 * C + c];
+            scaled += (uint64_t)s, same += (uint64_t)u;
+            float a = fabsf(ox[c]);
+            if (s && a >= 500.0f && a <= 1000.0f) massive++;
+            if (u && ox[c] != nx[c]) same--; /* an unscaled column keeps its row 0 too */
+        }
+        CHECK_EQ_U64(scaled, want_k[t]);
+        CHECK_EQ_U64(same, C - want_k[t]);
+        CHECK_EQ_U64(massive, want_k[t] < 2 ? want_k[t] : 2);
+    }
+}
+
+/* A zero dimension is refused by quantization and dequantization alike, naming the shape. */
+static void test_quant_zero_dimension(void)
+{
+    QuantCfg cfg = quant_cfg(DT_E4M3, GRAN_TENSOR);
+    uint8_t codes[4];
+    float scale[1] = {1.0f}, y[4], x[4] = {1, 2, 3, 4};
+    QuantBufs b = {.codes = codes, .scale = scale};
+    Err e = {0};
+    CHECK_EQ_INT(quant_dequant(&cfg, &b, 0, 4, y, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "tensor shape 0x4 has a zero dimension");
+    CHECK_EQ_INT(quant_dequant(&cfg, &b, 4, 0, y, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "tensor shape 4x0 has a zero dimension");
+    CHECK_EQ_INT(quant_tensor(&cfg, x, 0, 4, &b, NULL, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "tensor shape 0x4 has a zero dimension");
+    CHECK_EQ_INT(quant_dequant(&cfg, &b, 1, 4, y, &e), ST_OK);
+}
+
 int main(void)
 {
     RUN(test_format_decode_every_dtype);
@@ -190,5 +235,7 @@ int main(void)
     RUN(test_dequant_buffers);
     RUN(test_delayed_algo);
     RUN(test_pow2_scale_every_case);
+    RUN(test_outlier_columns);
+    RUN(test_quant_zero_dimension);
     return test_summary();
 }
