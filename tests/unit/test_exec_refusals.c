@@ -204,9 +204,218 @@ static void test_tp_refusals(void)
     }
 }
 
+/* The shared descriptor check every backend runs first (exec/backend_check.c): one field of a valid FP8
+ * GEMM (E4M3 A and B, K contiguous, per-tensor scale_inv; BF16 output) changed at a time. The pointers
+ * only have to be non-NULL: nothing is read. */
+static void test_gemm_refusals(void)
+{
+    static float f[4];
+    const GemmDesc ok = {.m = 16,
+                         .n = 32,
+                         .k = 64,
+                         .a = {.ptr = f, .dtype = DT_E4M3, .layout = GEMM_K_INNER, .scale_inv = f},
+                         .b = {.ptr = f, .dtype = DT_E4M3, .layout = GEMM_K_INNER, .scale_inv = f},
+                         .d = {.ptr = f, .dtype = DT_BF16}};
+    Err e = {0};
+    CHECKF(gemm_desc_check(&ok, &e) == ST_OK, "%s", e.msg);
+    enum { N = 14 };
+    GemmDesc g[N];
+    const char *want[N] = {
+        "gemm: operand A has dtype e8m0 (expected fp32, fp16, bf16, e4m3 or e5m2)",
+        "gemm: operand B has an unknown layout 7",
+        "gemm: operand A leading dimension 63 is below its row length 64",
+        "gemm: operand B leading dimension 31 is below its row length 32", /* K-outer: B's rows are N long */
+        "gemm: operand B scale granularity channel is not tensor, 1x128 or 128x128",
+        "gemm: operand A is bf16 but has a scale_inv (only FP8 operands are scaled)",
+        "gemm: operands A bf16 and B fp16 must have the same dtype",
+        "gemm: 128x128 x 128x128 block scaling is not supported (one side must be 1x128)",
+        "gemm: output leading dimension 31 is below n=32",
+        "gemm: output D is fp32 but has a scale (only FP8 outputs are scaled)",
+        "gemm: unknown accumulate mode 5",
+        "gemm: bias dtype e4m3 (expected fp32, fp16 or bf16)",
+        "gemm: E4M3 x E4M3 -> E5M2 output is not supported by cuBLASLt (write E4M3, BF16 or FP32, or use an E5M2 "
+        "operand)",
+        "gemm: accumulation into an FP8 output is not supported",
+    };
+    for (int i = 0; i < N; i++) g[i] = ok;
+    g[0].a.dtype = DT_E8M0;
+    g[1].b.layout = (GemmLayout)7;
+    g[2].a.ld = 63;
+    g[3].a.dtype = g[3].b.dtype = DT_BF16, g[3].a.scale_inv = g[3].b.scale_inv = NULL, g[3].b.layout = GEMM_K_OUTER,
+    g[3].b.ld = 31;
+    g[4].b.scale_gran = GRAN_CHANNEL;
+    g[5].a.dtype = g[5].b.dtype = DT_BF16, g[5].b.scale_inv = NULL;
+    g[6].a.dtype = DT_BF16, g[6].b.dtype = DT_FP16, g[6].a.scale_inv = g[6].b.scale_inv = NULL;
+    g[7].a.scale_gran = g[7].b.scale_gran = GRAN_128X128;
+    g[8].d.ld = 31;
+    g[9].d.dtype = DT_FP32, g[9].d.scale = f;
+    g[10].accum = (GemmAccum)5;
+    g[11].bias = f, g[11].bias_dtype = DT_E4M3;
+    g[12].d.dtype = DT_E5M2, g[12].d.scale = f;
+    g[13].d.dtype = DT_E4M3, g[13].d.scale = f, g[13].accum = GEMM_ACCUMULATE;
+    for (int i = 0; i < N; i++) {
+        e = (Err){0};
+        Status st = gemm_desc_check(&g[i], &e);
+        CHECKF(st == ST_USAGE && !strcmp(e.msg, want[i]), "gemm case %d: status %d\n    got  '%s'\n    want '%s'", i,
+               st, e.msg, want[i]);
+    }
+    /* the accepted neighbours: a leading dimension equal to the row, one side 1x128, an E5M2 output of an
+     * E5M2 x E4M3 product, an FP32 bias */
+    GemmDesc a = ok;
+    a.a.ld = 64, a.d.ld = 32, a.a.scale_gran = GRAN_128X128, a.b.scale_gran = GRAN_1X128;
+    a.b.dtype = DT_E5M2, a.d.dtype = DT_E5M2, a.d.scale = f, a.bias = f, a.bias_dtype = DT_FP32;
+    e = (Err){0};
+    CHECKF(gemm_desc_check(&a, &e) == ST_OK, "%s", e.msg);
+}
+
+/* The other operations' checks that no run reaches: casts, conversions, scaling banks, norms and the loss. */
+static void test_op_refusals(void)
+{
+    static float f[4];
+    static uint16_t h[4];
+    Err e = {0};
+    CastDesc c = {.in = h, .in_dtype = DT_BF16, .rows = 2, .cols = 2, .out_dtype = DT_E4M3, .out_row = h, .scale = f};
+    CHECKF(backend_check_cast_transpose(NULL, &c, &e) == ST_OK, "%s", e.msg);
+    CastDesc bad = c;
+    bad.out_row = NULL;
+    CHECK_EQ_INT(backend_check_cast_transpose(NULL, &bad, &e), ST_USAGE);
+    CHECK_STR(e.msg, "cast_transpose: needs an input and at least one output");
+    bad.amax = f; /* an amax alone is an output (current scaling's measuring pass) */
+    CHECKF(backend_check_cast_transpose(NULL, &bad, &e) == ST_OK, "%s", e.msg);
+    bad = c, bad.out_dtype = DT_BF16;
+    CHECK_EQ_INT(backend_check_cast_transpose(NULL, &bad, &e), ST_USAGE);
+    CHECK_STR(e.msg, "cast_transpose: output dtype bf16 must be e4m3 or e5m2, with a scale");
+    bad = c, bad.scale = NULL;
+    CHECK_EQ_INT(backend_check_cast_transpose(NULL, &bad, &e), ST_USAGE);
+    CHECK_STR(e.msg, "cast_transpose: output dtype e4m3 must be e4m3 or e5m2, with a scale");
+
+    CHECK_EQ_INT(backend_check_convert(NULL, h, DT_BF16, h, DT_E8M0, 2, NULL, &e), ST_USAGE);
+    CHECK_STR(e.msg, "convert: bf16 -> e8m0 is not supported");
+    CHECK_EQ_INT(backend_check_convert(NULL, h, DT_NONE, h, DT_BF16, 2, NULL, &e), ST_USAGE);
+    CHECK_STR(e.msg, "convert: none -> bf16 is not supported");
+
+    float hist[2] = {1, 2}, sc[1] = {1}, si[1] = {1};
+    ScalingBank b = {.n = 1, .history_len = 2, .fmt = DT_E4M3, .amax_history = hist, .scale = sc, .scale_inv = si};
+    CHECKF(backend_check_scaling_delayed_update(NULL, &b, &e) == ST_OK, "%s", e.msg);
+    ScalingBank bb = b;
+    bb.fmt = DT_BF16;
+    CHECK_EQ_INT(backend_check_scaling_delayed_update(NULL, &bb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "delayed scaling: bank format bf16 is not FP8 (e4m3 or e5m2)");
+    bb = b, bb.history_len = 0;
+    CHECK_EQ_INT(backend_check_scaling_delayed_update(NULL, &bb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "delayed scaling: empty history or missing scale");
+    bb = b, bb.scale = NULL;
+    CHECK_EQ_INT(backend_check_scaling_delayed_update(NULL, &bb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "delayed scaling: empty history or missing scale");
+    bb.n = 0; /* an empty bank needs no arrays */
+    CHECKF(backend_check_scaling_delayed_update(NULL, &bb, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(backend_check_scaling_from_amax(NULL, 1, DT_FP16, 0, f, f, &e), ST_USAGE);
+    CHECK_STR(e.msg, "current scaling: format fp16 is not FP8 (e4m3 or e5m2)");
+
+    NormFwdDesc nf = {.norm = NORM_RMSNORM,
+                      .act_dtype = DT_BF16,
+                      .weight_dtype = DT_FP32,
+                      .in = h,
+                      .out = h,
+                      .weight = f,
+                      .rstd = f,
+                      .cols = 2,
+                      .rows = 2,
+                      .eps = 1e-5f};
+    CHECKF(backend_check_norm_fwd(NULL, &nf, &e) == ST_OK, "%s", e.msg);
+    NormFwdDesc nfb = nf;
+    nfb.norm = (NormType)9;
+    CHECK_EQ_INT(backend_check_norm_fwd(NULL, &nfb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "norm_fwd: unknown norm 9");
+    nfb = nf, nfb.cols = 0;
+    CHECK_EQ_INT(backend_check_norm_fwd(NULL, &nfb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "norm_fwd: missing pointer or zero width");
+    NormBwdDesc nb = {.norm = NORM_RMSNORM,
+                      .act_dtype = DT_BF16,
+                      .weight_dtype = DT_FP32,
+                      .in = h,
+                      .weight = f,
+                      .rstd = f,
+                      .dout = h,
+                      .din = h,
+                      .dweight = f,
+                      .cols = 2,
+                      .rows = 2};
+    CHECKF(backend_check_norm_bwd(NULL, &nb, &e) == ST_OK, "%s", e.msg);
+    NormBwdDesc nbb = nb;
+    nbb.norm = (NormType)9;
+    CHECK_EQ_INT(backend_check_norm_bwd(NULL, &nbb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "norm_bwd: unknown norm 9");
+    nbb = nb, nbb.din = NULL;
+    CHECK_EQ_INT(backend_check_norm_bwd(NULL, &nbb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "norm_bwd: missing pointer or zero width");
+
+    int32_t tg[2] = {0, 1};
+    CHECKF(backend_check_xent_fwd_bwd(NULL, f, DT_FP32, 2, 2, 2, tg, 0.5f, f, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(backend_check_xent_fwd_bwd(NULL, f, DT_FP32, 2, 3, 2, tg, 0.5f, f, &e), ST_USAGE);
+    CHECK_STR(e.msg, "xent: vocab 3 must be in [1, 2]");
+    CHECK_EQ_INT(backend_check_xent_fwd_bwd(NULL, f, DT_FP32, 2, 0, 2, tg, 0.5f, f, &e), ST_USAGE);
+    CHECK_STR(e.msg, "xent: vocab 0 must be in [1, 2]");
+}
+
+/* model_check on a one-rank plan of fx_llama (4 heads of 8 over 2 KV heads, rotary positions) with one
+ * thing changed in a copy of the plan's model or input. */
+static void test_model_refusals(void)
+{
+    static Plan base;
+    static ModelSpec s;
+    ModelSpec l = fx_llama();
+    Recipe r = fx_recipe("megatron-bf16");
+    Err e = {0};
+    CHECKF(!fx_plan(&l, &r, 2, 1, &base, &e), "%s", e.msg);
+    static const struct {
+        int change;
+        Status st;
+        const char *msg;
+    } cases[] = {
+        {0, ST_OK, NULL},
+        {1, ST_UNAVAILABLE,
+         "the executor runs data, tensor and pipeline parallelism (cp 2 given); context parallelism is not "
+         "implemented yet"},
+        {2, ST_UNAVAILABLE,
+         "the executor materializes attention scores without recompute or dropout; plan it that way "
+         "(exec_plan_input)"},
+        {3, ST_USAGE, "model fx-llama: unknown norm, mlp or position type"},
+        {4, ST_USAGE, "model fx-llama: 4 heads and 3 KV heads of 8 (KV heads must divide heads)"},
+        {5, ST_USAGE, "model fx-llama: 4 heads and 2 KV heads of 0 (KV heads must divide heads)"},
+        {6, ST_USAGE, "model fx-llama: rotary positions need an even head_dim (got 7)"},
+        {7, ST_OK, NULL}, /* an odd head_dim with learned positions */
+        {8, ST_USAGE, "the vocabulary must have at least 2 tokens"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Plan p = base;
+        s = *p.in.model;
+        p.in.model = &s;
+        switch (cases[i].change) {
+        case 1: p.in.cp = 2; break;
+        case 2: p.in.dropout = 1; break;
+        case 3: s.mlp = MLP_COUNT_; break;
+        case 4: s.kv_heads = 3; break;
+        case 5: s.head_dim = 0; break;
+        case 6: s.head_dim = 7; break;
+        case 7: s.head_dim = 7, s.pos = POS_LEARNED; break;
+        case 8: s.vocab = 1; break;
+        }
+        e = (Err){0};
+        Status st = model_check(&p, &e);
+        CHECKF(st == cases[i].st, "model case %zu: status %d, want %d (%s)", i, st, cases[i].st, e.msg);
+        if (cases[i].msg)
+            CHECKF(!strcmp(e.msg, cases[i].msg), "model case %zu:\n    got  '%s'\n    want '%s'", i, e.msg,
+                   cases[i].msg);
+    }
+}
+
 int main(void)
 {
+    RUN(test_model_refusals);
     RUN(test_recipe_refusals);
     RUN(test_tp_refusals);
+    RUN(test_gemm_refusals);
+    RUN(test_op_refusals);
     return test_summary();
 }
