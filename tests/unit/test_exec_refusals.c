@@ -410,8 +410,64 @@ static void test_model_refusals(void)
     }
 }
 
+/* Communicators: the names comm_create knows and the backends each carries; the wrappers' refusals when a
+ * library lacks a call; the payload check; and a single-rank group split from a communicator, whose calls
+ * count in its root's table (exec/comm/comm.h: one table per rank whatever group moved the bytes). */
+static void test_comm_refusals(void)
+{
+    Comm *c = NULL, *g = NULL;
+    Err e = {0};
+    CHECK_EQ_INT(comm_create("tcp", NULL, &c, &e), ST_USAGE);
+    CHECK_STR(e.msg, "unknown communicator 'tcp' (known: single, mpi, nccl)");
+    CHECK(c == NULL);
+    Backend gpu = {.name = "cuda"}, cpu = {.name = "cpu"};
+    CHECK_EQ_INT(comm_create("mpi", &gpu, &c, &e), ST_UNAVAILABLE);
+    CHECK_STR(e.msg, "mpi: carries host memory, the cpu backend's (this run uses cuda)");
+    CHECK_EQ_INT(comm_create("nccl", &cpu, &c, &e), ST_UNAVAILABLE);
+#ifdef FP8PLAN_HAVE_CUDA
+    CHECK_STR(e.msg, "nccl: needs the cuda backend (this run uses cpu)");
+#else
+    CHECK_STR(e.msg, "nccl: fp8plan was built without the CUDA backend");
+#endif
+    uint64_t bytes = 1;
+    CHECK_EQ_INT(comm_payload(3, DT_NONE, &bytes, &e), ST_USAGE);
+    CHECK_STR(e.msg, "collective: dtype none has no size");
+    CHECK_EQ_INT(comm_payload(1ull << 63, DT_FP32, &bytes, &e), ST_OVERFLOW);
+    CHECK_STR(e.msg, "collective: 9223372036854775808 elements overflow");
+    CHECK(comm_payload(1ull << 61, DT_FP32, &bytes, &e) == ST_OK && bytes == 1ull << 63);
+
+    CHECKF(comm_create(NULL, NULL, &c, &e) == ST_OK, "%s", e.msg); /* no name: the single-rank one */
+    if (!c) return;
+    CHECK_STR(c->name, "single");
+    CHECKF(comm_split(c, 5, 0, &g, &e) == ST_OK, "%s", e.msg);
+    if (g) {
+        CHECK(g->parent == c && g->size == 1 && g->rank == 0);
+        float v[4] = {0};
+        /* 4 FP32 values: a payload of 16 B, no bus bytes over one rank; counted in c's table, not g's */
+        CHECK(g->all_reduce(g, CO_AMAX_AR, NULL, v, 4, DT_FP32, COMM_MAX, &e) == ST_OK);
+        CHECK(c->stats[CO_AMAX_AR].calls == 1 && c->stats[CO_AMAX_AR].payload_bytes == 16);
+        CHECK(c->stats[CO_AMAX_AR].bus_bytes == 0 && c->total.calls == 1);
+        CHECK(g->stats[CO_AMAX_AR].calls == 0 && g->total.calls == 0);
+        g->destroy(g);
+    }
+    Comm bare = *c;
+    bare.reduce_scatter_v = NULL, bare.all_gather_v = NULL, bare.split = NULL;
+    uint64_t counts[1] = {1};
+    float v1[1] = {0};
+    CHECK_EQ_INT(comm_reduce_scatter_v(&bare, CO_COUNT_, NULL, v1, counts, DT_FP32, COMM_SUM, &e), ST_UNAVAILABLE);
+    CHECK_STR(e.msg, "communicator single: no uneven reduce-scatter (sharded states) yet");
+    CHECK_EQ_INT(comm_all_gather_v(&bare, CO_COUNT_, NULL, v1, counts, DT_FP32, &e), ST_UNAVAILABLE);
+    CHECK_STR(e.msg, "communicator single: no uneven all-gather (sharded states) yet");
+    g = (Comm *)&bare;
+    CHECK_EQ_INT(comm_split(&bare, 0, 0, &g, &e), ST_UNAVAILABLE);
+    CHECK_STR(e.msg, "communicator single: no sub-communicators (rank groups) yet");
+    CHECK(g == NULL);
+    c->destroy(c);
+}
+
 int main(void)
 {
+    RUN(test_comm_refusals);
     RUN(test_model_refusals);
     RUN(test_recipe_refusals);
     RUN(test_tp_refusals);
