@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "planner/arch.h"
 #include "planner/catalog.h"
 #include "planner/plan.h"
 #include "planner/sweep.h"
@@ -1166,6 +1167,49 @@ static void test_enum_names(void)
     CHECK(norm_parse("groupnorm", &nt) == -1 && nt == NORM_RMSNORM);
 }
 
+/* ---- the architecture table's shared curves --------------------------------------------------------------- */
+
+/* What planner/arch.c's sources say the rows share, field by field (every one of the six): Blackwell runs cuDNN at
+ * the H100 cuDNN fractions (an assumption arch.c states) and, with no FlashAttention-3, FA3 falls back to its FA2
+ * curve; Ada / Ampere (and a host) use one curve for all three kernels; a host's curves are the Ada / Ampere ones. Each pair compared
+ * field by field, so one changed constant (a saturation length, an asymptote) shows which curve broke. */
+static void test_arch_shared_curves(void)
+{
+    const ArchRow *h = arch_row(90), *b = arch_row(100), *a = arch_row(80);
+    const struct {
+        const AttnCurve *x, *y;
+        const char *what;
+    } same[] = {
+        {&b->cudnn, &h->cudnn, "Blackwell cuDNN = Hopper cuDNN"},
+        {&b->flash3, &b->flash2, "Blackwell FA3 = its FA2"},
+        {&a->flash3, &a->flash2, "Ampere FA3 = FA2"},
+        {&a->cudnn, &a->flash2, "Ampere cuDNN = FA2"},
+        {&arch_host.flash2, &a->flash2, "host FA2 = Ampere FA2"},
+        {&arch_host.flash3, &a->flash2, "host FA3 = Ampere FA2"},
+        {&arch_host.cudnn, &a->flash2, "host cuDNN = Ampere FA2"},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        const AttnCurve *x = same[i].x, *y = same[i].y;
+        CHECKF(x->e_fwd == y->e_fwd && x->s_half == y->s_half && x->bwd == y->bwd && x->s_half_bwd == y->s_half_bwd &&
+                   x->hd64 == y->hd64 && x->hd256 == y->hd256,
+               "%s: {%g, %g, %g, %g, %g, %g} vs {%g, %g, %g, %g, %g, %g}", same[i].what, x->e_fwd, x->s_half, x->bwd,
+               x->s_half_bwd, x->hd64, x->hd256, y->e_fwd, y->s_half, y->bwd, y->s_half_bwd, y->hd64, y->hd256);
+    }
+    /* Blackwell FA2 is the SM 8.0 code at H100 FA2's absolute rate: 0.347 x 989 = 343 TFLOPS of B200's 2,250 =
+     * 0.1525 (kept as 0.152), the rest of the curve H100 FA2's; Ampere / Ada FA2 takes H100 FA2's saturation
+     * lengths and head-dim factors with its own asymptotes (backward 63 % / forward 73 % = 0.863 of the forward; the
+     * forward asymptote itself is a fit) */
+    CHECK(fabs(b->flash2.e_fwd - h->flash2.e_fwd * 989.0 / 2250.0) <= 1e-3);
+    const AttnCurve *bf = &b->flash2, *hf = &h->flash2, *af = &a->flash2;
+    CHECK(bf->s_half == hf->s_half && bf->bwd == hf->bwd && bf->s_half_bwd == hf->s_half_bwd && bf->hd64 == hf->hd64 &&
+          bf->hd256 == hf->hd256);
+    CHECK(af->s_half == hf->s_half && af->s_half_bwd == hf->s_half_bwd && af->hd64 == hf->hd64 &&
+          af->hd256 == hf->hd256);
+    CHECK(fabs(af->bwd - 63.0 / 73.0) <= 5e-3); /* 0.863 kept to two decimals */
+    CHECK(h->has_flash3 == 1 && b->has_flash3 == 0 && a->has_flash3 == 0 && arch_host.has_flash3 == 0);
+    CHECK(arch_attn(b, ATTN_FLASH3) == &b->flash2 && arch_attn(h, ATTN_FLASH3) == &h->flash3);
+}
+
 int main(void)
 {
     RUN(test_dualpipe_layout);
@@ -1191,5 +1235,6 @@ int main(void)
     RUN(test_use_stack_fields);
     RUN(test_near_duplicates);
     RUN(test_enum_names);
+    RUN(test_arch_shared_curves);
     return test_summary();
 }
