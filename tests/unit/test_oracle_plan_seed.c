@@ -1102,6 +1102,45 @@ static void test_near_duplicates(void)
     }
 }
 
+/* ---- overhead terms ------------------------------------------------------------------------------------ */
+
+/* The fixed overheads are whole on every GPU (shards 1), live across steps (persistent), have no dtype or element
+ * count and hold what the input says: a communicator buffer per group the GPU is in, the GEMM workspace, the CUDA
+ * context; the allocator's reserve is not persistent. nccl_comm_bytes 1,000, workspace 2,000, context 3,000.
+ * Dense ox_tiny, tp 2, dp 2: groups tp and dp -> 2,000 B. ox_moe, tp 2 (sp), dp 2, ep 2: tp, dp, ep and expert
+ * DP (tp x dp / ep = 2 ranks) -> 4,000 B. */
+static void test_overhead_terms(void)
+{
+    ModelSpec t = ox_tiny(16, 4), mo = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = ox_bf16(0);
+    const ModelSpec *ms[2] = {&t, &mo};
+    const uint64_t comm[2] = {2000, 4000};
+    for (int i = 0; i < 2; i++) {
+        PlanInput in = fx_input(ms[i], &g, &r);
+        in.tp = 2, in.sp = 1, in.dp = 2, in.ep = i ? 2 : 1, in.gbs = 2;
+        in.nccl_comm_bytes = 1000, in.workspace_bytes = 2000, in.cuda_context_bytes = 3000;
+        Plan p;
+        Err e = {0};
+        Status st = plan_build(&in, &p, &e);
+        CHECKF(st == ST_OK, "%s", e.msg);
+        if (st != ST_OK) continue;
+        const MemTermId id[3] = {MT_COMM_BUFFER, MT_WORKSPACE, MT_CUDA_CONTEXT};
+        const uint64_t bytes[3] = {comm[i], 2000, 3000};
+        const char *const name[3] = {"comm_buffers", "gemm_workspace", "cuda_context"};
+        for (int k = 0; k < 3; k++) {
+            const MemTerm *m = &p.mem[id[k]];
+            CHECKF(m->bytes == bytes[k] && m->elements == 0 && m->shards == 1 && m->persistent == 1 &&
+                       m->cat == MC_OVERHEAD && m->dtype == DT_NONE && m->id == id[k],
+                   "%s %s: %llu B, %llu elements, shards %u, persistent %d, cat %d, dtype %d", ms[i]->name, name[k],
+                   (unsigned long long)m->bytes, (unsigned long long)m->elements, m->shards, m->persistent, (int)m->cat,
+                   (int)m->dtype);
+            CHECK_STR(m->name, name[k]);
+        }
+        CHECK(p.mem[MT_FRAGMENTATION].persistent == 0 && p.mem[MT_FRAGMENTATION].cat == MC_OVERHEAD);
+    }
+}
+
 /* ---- names ------------------------------------------------------------------------------------------- */
 
 /* Every planner enum's names as reports print them, typed in here: each value's name, its parse back (any
@@ -1234,6 +1273,7 @@ int main(void)
     RUN(test_sweep_stacks_and_rejects);
     RUN(test_use_stack_fields);
     RUN(test_near_duplicates);
+    RUN(test_overhead_terms);
     RUN(test_enum_names);
     RUN(test_arch_shared_curves);
     return test_summary();
