@@ -1,13 +1,22 @@
 /* tests/unit/test_oracle_exec_seed.c — executor rules found unguarded by `make mutate` on fresh seeds, each
- * against a value or a verdict worked out by hand: the thread pool in a forked child (exec/par.c). */
+ * against a value or a verdict worked out by hand: the thread pool in a forked child (exec/par.c), the CPU
+ * GEMM past the BLAS's 32-bit leading dimensions (exec/cpu/cpu_gemm.c), the section every row of a run's report
+ * is printed under (exec/measure/compare.h, reports/run_report.c). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "exec/backend.h"
+#include "exec/measure/compare.h"
+#include "exec/measure/measurement.h"
 #include "exec/par.h"
+#include "reports/run_report.h"
+#include "support/exec_fixtures.h"
 #include "test.h"
 
 /* ---- the pool across fork() ------------------------------------------------------------------------------- */
@@ -70,9 +79,104 @@ static void test_pool_after_fork(void)
     CHECK_EQ_INT(fork_job(), 0); /* and the parent's still is */
 }
 
+/* ---- the CPU GEMM past 32-bit leading dimensions ----------------------------------------------------------- */
+
+/* The BLAS takes sizes and leading dimensions as int: an operand whose rows are 2^31 elements apart (one past
+ * INT_MAX) must be multiplied by the reference GEMM, not handed to the BLAS truncated. M = 2, N = 3, K = 4,
+ * FP32, both operands K-inner; one of them (far = 'a' or 'b') stored with ld = 2^31, its rows 8 GiB apart in
+ * a reserved-but-untouched mapping (only the pages the rows sit in are ever backed), the other packed.
+ *   A = [1 2 3 4; 0.5 -1 2 0.25], B = [1 0 0 0; 1 1 1 1; 0 2 0 -4] (rows of B are D's columns):
+ *   D[0] = [1, 1 + 2 + 3 + 4 = 10, 2·2 + 4·(−4) = −12]
+ *   D[1] = [0.5, 0.5 − 1 + 2 + 0.25 = 1.75, 2·(−1) + 0.25·(−4) = −3], every product and sum exact in FP32. */
+static void gemm_far(char far)
+{
+    static const float A[2][4] = {{1, 2, 3, 4}, {0.5f, -1, 2, 0.25f}};
+    static const float B[3][4] = {{1, 0, 0, 0}, {1, 1, 1, 1}, {0, 2, 0, -4}};
+    static const float want[6] = {1, 10, -12, 0.5f, 1.75f, -3};
+    const uint64_t ld = 1ull << 31, rows = far == 'a' ? 2 : 3;
+    const size_t span = (size_t)((rows - 1) * ld + 4) * sizeof(float);
+    float *big = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    CHECKF(big != MAP_FAILED, "mmap of %zu bytes failed", span);
+    if (big == MAP_FAILED) return;
+    for (uint64_t r = 0; r < rows; r++) memcpy(big + r * ld, far == 'a' ? A[r] : B[r], 4 * sizeof(float));
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk != NULL);
+    if (bk) {
+        float d[6] = {99, 99, 99, 99, 99, 99};
+        GemmDesc g = {.m = 2, .n = 3, .k = 4, .accum = GEMM_OVERWRITE};
+        g.a = (GemmOperand){.ptr = far == 'a' ? big : &A[0][0], .dtype = DT_FP32, .layout = GEMM_K_INNER,
+                            .ld = far == 'a' ? ld : 0};
+        g.b = (GemmOperand){.ptr = far == 'b' ? big : &B[0][0], .dtype = DT_FP32, .layout = GEMM_K_INNER,
+                            .ld = far == 'b' ? ld : 0};
+        g.d = (GemmOutput){.ptr = d, .dtype = DT_FP32};
+        CHECKF(bk->gemm(bk, &g, &e) == ST_OK, "%s", e.msg);
+        for (int i = 0; i < 6; i++) CHECKF(d[i] == want[i], "ld of %c 2^31: D[%d][%d] = %g, want %g", far, i / 3, i % 3,
+                                           (double)d[i], (double)want[i]);
+        bk->destroy(bk);
+    }
+    munmap(big, span);
+}
+
+static void test_gemm_ld_past_int(void)
+{
+    gemm_far('a');
+    gemm_far('b');
+}
+
+/* ---- the section of a report's rows ------------------------------------------------------------------------ */
+
+/* Every row of a run's comparison is printed under the section its kind belongs to: category "time" under
+ * "time", "rate" under "rate", "comm" under "comm", and the memory categories (state, activation, ...) under
+ * "memory". The GPT fixture, megatron-bf16, dp 2 (so the data-parallel gradient all-reduce is planned: comm
+ * rows), a measurement of 2 steps that took none; each of the four sections holds at least one row. */
+static void test_report_sections(void)
+{
+    ModelSpec m = fx_gpt();
+    Recipe r = fx_recipe("megatron-bf16");
+    static Plan p;
+    static Measurement ms;
+    static Comparison c;
+    Err e = {0};
+    CHECKF(fx_plan_dp(&m, &r, 1, 1, 2, SHARD_NONE, &p, &e) == ST_OK, "%s", e.msg);
+    Backend *bk = NULL;
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk != NULL);
+    if (!bk) return;
+    CHECKF(measure_init(&ms, bk, 2, &e) == ST_OK, "%s", e.msg);
+    compare(&p, &ms, NULL, &c);
+    Table *t = run_report_table(&c, RUN_TABLE_ALL);
+    CHECK(t != NULL);
+    if (t) {
+        int sec = table_col_find(t, "section"), term = table_col_find(t, "term"), cat = table_col_find(t, "category");
+        CHECK(sec >= 0 && term >= 0 && cat >= 0);
+        int seen[4] = {0}, wrong = 0;
+        static const char *const names[4] = {"memory", "time", "rate", "comm"};
+        CHECK_EQ_INT(table_lines(t), c.n);
+        for (int i = 0; sec >= 0 && term >= 0 && cat >= 0 && i < table_lines(t); i++) {
+            const char *s = table_get_str(t, i, sec), *k = table_get_str(t, i, cat);
+            CHECK(s && k);
+            if (!s || !k) continue;
+            int want = !strcmp(k, "time") ? 1 : !strcmp(k, "rate") ? 2 : !strcmp(k, "comm") ? 3 : 0;
+            if (strcmp(s, names[want]) && wrong++ < 3)
+                CHECKF(0, "row %s (category %s) under section %s, want %s", table_get_str(t, i, term), k, s,
+                       names[want]);
+            seen[want]++;
+        }
+        CHECK_EQ_INT(wrong, 0);
+        for (int k = 0; k < 4; k++) CHECKF(seen[k] > 0, "no row under %s", names[k]);
+        table_free(t);
+    }
+    measure_free(&ms);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "3", 1); /* before the pool's first use: test_pool_after_fork counts 3 */
     RUN(test_pool_after_fork);
+    RUN(test_gemm_ld_past_int);
+    RUN(test_report_sections);
     return test_summary();
 }
