@@ -1,7 +1,8 @@
 /* tests/unit/test_oracle_exec_seed.c — executor rules found unguarded by `make mutate` on fresh seeds, each
  * against a value or a verdict worked out by hand: the thread pool in a forked child (exec/par.c), the CPU
  * GEMM past the BLAS's 32-bit leading dimensions (exec/cpu/cpu_gemm.c), the section every row of a run's report
- * is printed under (exec/measure/compare.h, reports/run_report.c). */
+ * is printed under (exec/measure/compare.h, reports/run_report.c), every field of the device-memory rows of a
+ * comparison (exec/measure/compare.c). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 #include "exec/backend.h"
 #include "exec/measure/compare.h"
+#include "exec/measure/device_measure.h"
 #include "exec/measure/measurement.h"
 #include "exec/par.h"
 #include "reports/run_report.h"
@@ -172,11 +174,116 @@ static void test_report_sections(void)
     bk->destroy(bk);
 }
 
+/* ---- the device-memory rows of a comparison ---------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    int has_planned;
+    double planned;
+    int has_measured;
+    double measured;
+} DevRow;
+
+/* The device rows follow one another, in this order, each field as listed, and there are no others; every one
+ * in the memory section, category "device", bytes; device_used checked within the default 5 %, the others
+ * shown (INFO). */
+static void check_dev_rows(const Comparison *c, const DevRow *want, int n)
+{
+    int first = -1, count = 0;
+    for (int i = 0; i < c->n; i++)
+        if (!strcmp(c->rows[i].category, "device")) {
+            if (first < 0) first = i;
+            count++;
+        }
+    CHECK_EQ_INT(count, n);
+    CHECK(first >= 0 && first + n <= c->n);
+    if (count != n || first < 0 || first + n > c->n) return;
+    for (int i = 0; i < n; i++) {
+        const MeasureRow *r = &c->rows[first + i];
+        CHECK_STR(r->name, want[i].name);
+        CHECK_EQ_INT(r->section, CMP_MEMORY);
+        CHECK_STR(r->category, "device");
+        CHECK_EQ_INT(r->kind, UNIT_BYTES);
+        CHECK_EQ_INT(r->mode, i == 0 ? MEASURE_TOL : MEASURE_INFO);
+        if (i == 0) CHECK_NEAR(r->tol, 0.05, 0.0);
+        CHECKF(r->has_planned == want[i].has_planned && r->planned == want[i].planned,
+               "%s: planned %d %.0f, want %d %.0f", want[i].name, r->has_planned, r->planned, want[i].has_planned,
+               want[i].planned);
+        CHECKF(r->has_measured == want[i].has_measured && r->measured == want[i].measured,
+               "%s: measured %d %.0f, want %d %.0f", want[i].name, r->has_measured, r->measured,
+               want[i].has_measured, want[i].measured);
+        CHECK(r->note != NULL);
+    }
+}
+
+/* What the driver counted, turned into rows (compare.c device_rows). The GPT fixture's plan with its context,
+ * communicator, fragmentation terms and total set by hand to 111, 222, 333 and 4,444 bytes; a measurement with
+ * an arena of 1,990 bytes and these counts (bytes in use):
+ *   after the backend 600, after the communicator 610, after the model 2,610, the steps' peak 2,700; the first
+ *   step's lazy loads 40; growth per phase: forward 5, backward 0, optimizer 7, communication 4.
+ *   device_used          planned 4,444  measured the peak 2,700 (above the 2,610 after the model)
+ *   device_cuda_context  planned 111    measured 600 + 40 lazy = 640
+ *   device_comm_buffer   planned 222    measured (610 − 600) + 4 grown in the communication phase = 14
+ *   device_arena         planned 1,990  measured 2,610 − 610 = 2,000
+ *   device_outside_arena planned 333    measured 2,700 − (640 + 14 + 1,990) = 56
+ *   device_grew_forward  no plan        measured 5   (no backward row: it grew 0)
+ *   device_grew_optimizer no plan       measured 7
+ * Then only the sample after the backend (no communicator, model or step sample): the peak is 0, so device_used,
+ * the communicator, the arena and outside-the-arena rows have no measured value; the context still has 640. And
+ * a measurement whose backend has no hooks (have = 0) has no device row at all. */
+static void test_compare_device_rows(void)
+{
+    ModelSpec m = fx_gpt();
+    Recipe r = fx_recipe("megatron-bf16");
+    static Plan p;
+    static Measurement ms;
+    static Comparison c;
+    Err e = {0};
+    CHECKF(fx_plan(&m, &r, 1, 1, &p, &e) == ST_OK, "%s", e.msg);
+    p.mem[MT_CUDA_CONTEXT].bytes = 111, p.mem[MT_COMM_BUFFER].bytes = 222, p.mem[MT_FRAGMENTATION].bytes = 333;
+    p.total_bytes = 4444;
+    Backend *bk = NULL;
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk != NULL);
+    if (!bk) return;
+    CHECKF(measure_init(&ms, bk, 2, &e) == ST_OK, "%s", e.msg);
+    ms.arena_bytes = 1990;
+    DevMeasure *d = &ms.dev;
+    d->have = 1;
+    d->used[DEVM_AFTER_BACKEND] = 600, d->used[DEVM_AFTER_COMM] = 610;
+    d->used[DEVM_AFTER_MODEL] = 2610, d->used[DEVM_STEP] = 2700;
+    for (int k = 0; k < DEVM_POINTS; k++) d->sampled[k] = 1;
+    d->lazy = 40;
+    d->grew[PHASE_FWD] = 5, d->grew[PHASE_BWD] = 0, d->grew[PHASE_OPT] = 7, d->grew[PHASE_COMM] = 4;
+    compare(&p, &ms, NULL, &c);
+    const DevRow all[] = {{"device_used", 1, 4444, 1, 2700},         {"device_cuda_context", 1, 111, 1, 640},
+                          {"device_comm_buffer", 1, 222, 1, 14},        {"device_arena", 1, 1990, 1, 2000},
+                          {"device_outside_arena", 1, 333, 1, 56},      {"device_grew_forward", 0, 0, 1, 5},
+                          {"device_grew_optimizer", 0, 0, 1, 7}};
+    check_dev_rows(&c, all, 7);
+
+    d->sampled[DEVM_AFTER_COMM] = d->sampled[DEVM_AFTER_MODEL] = d->sampled[DEVM_STEP] = 0;
+    d->grew[PHASE_FWD] = d->grew[PHASE_OPT] = 0, d->grew[PHASE_BWD] = 9;
+    compare(&p, &ms, NULL, &c);
+    /* comm: (600 − 600) + 4 = 4; arena: 2,610 − 600 = 2,010 (not shown); outside: 0 − ... clamps to 0 */
+    const DevRow backend_only[] = {{"device_used", 1, 4444, 0, 0},          {"device_cuda_context", 1, 111, 1, 640},
+                                   {"device_comm_buffer", 1, 222, 0, 4},     {"device_arena", 1, 1990, 0, 2010},
+                                   {"device_outside_arena", 1, 333, 0, 0},   {"device_grew_backward", 0, 0, 1, 9}};
+    check_dev_rows(&c, backend_only, 6);
+
+    d->have = 0;
+    compare(&p, &ms, NULL, &c);
+    for (int i = 0; i < c.n; i++) CHECKF(strcmp(c.rows[i].category, "device"), "row %s", c.rows[i].name);
+    measure_free(&ms);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "3", 1); /* before the pool's first use: test_pool_after_fork counts 3 */
     RUN(test_pool_after_fork);
     RUN(test_gemm_ld_past_int);
     RUN(test_report_sections);
+    RUN(test_compare_device_rows);
     return test_summary();
 }
