@@ -2,7 +2,8 @@
  * against a value or a verdict worked out by hand: the thread pool in a forked child (exec/par.c), the CPU
  * GEMM past the BLAS's 32-bit leading dimensions (exec/cpu/cpu_gemm.c), the section every row of a run's report
  * is printed under (exec/measure/compare.h, reports/run_report.c), every field of the device-memory rows of a
- * comparison (exec/measure/compare.c). */
+ * comparison (exec/measure/compare.c), the staged embedding gradients zeroed at every backward
+ * (exec/model/model_grad.c). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +14,12 @@
 #include <unistd.h>
 
 #include "exec/backend.h"
+#include "exec/comm/comm.h"
 #include "exec/measure/compare.h"
 #include "exec/measure/device_measure.h"
 #include "exec/measure/measurement.h"
+#include "exec/elem.h"
+#include "exec/model/model_internal.h"
 #include "exec/par.h"
 #include "reports/run_report.h"
 #include "support/exec_fixtures.h"
@@ -278,6 +282,78 @@ static void test_compare_device_rows(void)
     bk->destroy(bk);
 }
 
+/* ---- staged gradients start from zero at every backward --------------------------------------------------- */
+
+/* Main gradients kept in BF16 for the non-GEMM parameters are accumulated in FP32 staging; the embeddings' (wte,
+ * wpe when positions are learned, lm_head when untied) share one staging buffer, zeroed at the first
+ * micro-batch of every backward. model_grads leaves the parameters as they are, so running it twice on the same
+ * tokens must give every gradient bit for bit the same: a staging region not zeroed the second time adds the
+ * first call's gradient again (twice the value). 2 micro-batches of 1 sequence (the second loads what the first
+ * stored), on GPT with learned positions tied and untied, and on LLaMA (rotary, untied). Every gradient of the
+ * embedding side is non-zero the first time (each token's row and each position get a share). */
+static void grads_twice(ModelSpec spec)
+{
+    Backend *bk = NULL;
+    Comm *comm = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    CHECKF(comm_single_create(&comm, &e) == ST_OK, "%s", e.msg);
+    Recipe r = fx_recipe("megatron-bf16");
+    r.other.dt[STATE_GRAD] = DT_BF16; /* staged: the embeddings, norms and biases */
+    Model *g = NULL;
+    if (bk && comm) CHECKF(fx_model(&spec, &r, 1, 2, NULL, bk, comm, &g, &e) == ST_OK, "%s", e.msg);
+    CHECK(g != NULL);
+    if (g) {
+        CHECK_EQ_INT(g->microbatches, 2);
+        int32_t in[2 * 16], tgt[2 * 16];
+        CHECK_EQ_U64(model_step_tokens(g), 2 * 16);
+        fx_tokens(g, 5, in, tgt);
+        float l1 = 0, l2 = 0;
+        uint64_t bytes = 0;
+        for (uint32_t i = 0; i < g->nparams; i++)
+            bytes += g->params[i].numel * dtype_bytes(model_states(g, &g->params[i])->dt[STATE_GRAD]);
+        uint8_t *first = malloc(bytes);
+        CHECK(first != NULL);
+        CHECKF(model_grads(g, in, tgt, &l1, &e) == ST_OK, "%s", e.msg);
+        uint64_t off = 0;
+        for (uint32_t i = 0; first && i < g->nparams; i++) {
+            const ModelParam *p = &g->params[i];
+            Dtype gd = model_states(g, p)->dt[STATE_GRAD];
+            memcpy(first + off, p->grad, p->numel * dtype_bytes(gd)); /* CPU backend: host memory */
+            if (p->kind == PK_WTE || p->kind == PK_WPE || p->kind == PK_LM_HEAD) {
+                CHECK_EQ_INT(gd, DT_BF16);
+                uint64_t nz = 0;
+                for (uint64_t j = 0; j < p->numel; j++) nz += elem_load(p->grad, gd, j) != 0.0;
+                CHECKF(nz > 0, "%s: %s gradient all zero", spec.name, model_param_name(p->kind));
+            }
+            off += p->numel * dtype_bytes(gd);
+        }
+        CHECKF(model_grads(g, in, tgt, &l2, &e) == ST_OK, "%s", e.msg);
+        CHECK(l1 == l2);
+        off = 0;
+        for (uint32_t i = 0; first && i < g->nparams; i++) {
+            const ModelParam *p = &g->params[i];
+            uint64_t b = p->numel * dtype_bytes(model_states(g, p)->dt[STATE_GRAD]);
+            CHECKF(!memcmp(first + off, p->grad, b), "%s %s (layer %d): the second backward's gradient differs",
+                   spec.name, model_param_name(p->kind), p->layer);
+            off += b;
+        }
+        free(first);
+        model_destroy(g);
+    }
+    if (comm) comm->destroy(comm);
+    if (bk) bk->destroy(bk);
+}
+
+static void test_staged_grads_zeroed(void)
+{
+    ModelSpec m = fx_gpt();
+    grads_twice(m);
+    m.tied_embeddings = 0;
+    grads_twice(m);
+    grads_twice(fx_llama());
+}
+
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "3", 1); /* before the pool's first use: test_pool_after_fork counts 3 */
@@ -285,5 +361,6 @@ int main(void)
     RUN(test_gemm_ld_past_int);
     RUN(test_report_sections);
     RUN(test_compare_device_rows);
+    RUN(test_staged_grads_zeroed);
     return test_summary();
 }
