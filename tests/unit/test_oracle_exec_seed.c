@@ -290,8 +290,22 @@ static void test_compare_device_rows(void)
  * tokens must give every gradient bit for bit the same: a staging region not zeroed the second time adds the
  * first call's gradient again (twice the value). 2 micro-batches of 1 sequence (the second loads what the first
  * stored), on GPT with learned positions tied and untied, and on LLaMA (rotary, untied). Every gradient of the
- * embedding side is non-zero the first time (each token's row and each position get a share). */
-static void grads_twice(ModelSpec spec)
+ * embedding side is non-zero the first time (each token's row and each position get a share). The staging is
+ * zeroed exactly, no further: seen at the backend's memset0, (Vp·C [+ Vp·C untied] [+ T·C learned]) x 4 bytes
+ * with Vp = 64 (64 padded to a multiple of 64), C = 32, T = 16: GPT tied (2,048 + 512) x 4 = 10,240 B, GPT
+ * untied (2 x 2,048 + 512) x 4 = 18,432 B, LLaMA (2 x 2,048) x 4 = 16,384 B, once per model_grads. */
+static void *zero_at;
+static uint64_t zero_bytes;
+static int zero_calls;
+static Status (*zero_orig)(Backend *, void *, uint64_t, Err *);
+
+static Status zero_watch(Backend *bk, void *p, uint64_t bytes, Err *e)
+{
+    if (p == zero_at) zero_bytes = bytes, zero_calls++;
+    return zero_orig(bk, p, bytes, e);
+}
+
+static void grads_twice(ModelSpec spec, uint64_t stage_bytes)
 {
     Backend *bk = NULL;
     Comm *comm = NULL;
@@ -305,6 +319,9 @@ static void grads_twice(ModelSpec spec)
     CHECK(g != NULL);
     if (g) {
         CHECK_EQ_INT(g->microbatches, 2);
+        zero_at = g->act.gstage_emb, zero_calls = 0, zero_bytes = 0;
+        CHECK(zero_at != NULL);
+        zero_orig = bk->memset0, bk->memset0 = zero_watch;
         int32_t in[2 * 16], tgt[2 * 16];
         CHECK_EQ_U64(model_step_tokens(g), 2 * 16);
         fx_tokens(g, 5, in, tgt);
@@ -330,6 +347,9 @@ static void grads_twice(ModelSpec spec)
         }
         CHECKF(model_grads(g, in, tgt, &l2, &e) == ST_OK, "%s", e.msg);
         CHECK(l1 == l2);
+        CHECK_EQ_INT(zero_calls, 2);
+        CHECK_EQ_U64(zero_bytes, stage_bytes);
+        bk->memset0 = zero_orig;
         off = 0;
         for (uint32_t i = 0; first && i < g->nparams; i++) {
             const ModelParam *p = &g->params[i];
@@ -348,10 +368,10 @@ static void grads_twice(ModelSpec spec)
 static void test_staged_grads_zeroed(void)
 {
     ModelSpec m = fx_gpt();
-    grads_twice(m);
+    grads_twice(m, 10240);
     m.tied_embeddings = 0;
-    grads_twice(m);
-    grads_twice(fx_llama());
+    grads_twice(m, 18432);
+    grads_twice(fx_llama(), 16384);
 }
 
 int main(void)
