@@ -3,7 +3,8 @@
  * GEMM past the BLAS's 32-bit leading dimensions (exec/cpu/cpu_gemm.c), the section every row of a run's report
  * is printed under (exec/measure/compare.h, reports/run_report.c), every field of the device-memory rows of a
  * comparison (exec/measure/compare.c), the staged embedding gradients zeroed at every backward
- * (exec/model/model_grad.c). */
+ * (exec/model/model_grad.c), a model with its scaling trace given back whole (exec/model/model_init.c). */
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,6 +375,50 @@ static void test_staged_grads_zeroed(void)
     grads_twice(fx_llama(), 16384);
 }
 
+/* ---- a traced model gives back everything ------------------------------------------------------------------ */
+
+static size_t heap_in_use(void)
+{
+    struct mallinfo2 mi = mallinfo2(); /* glibc's count for the main arena (this thread's allocations) */
+    return mi.uordblks + mi.hblkhd;
+}
+
+/* model_trace_enable (an FP8 recipe) allocates the scaling trace: per bank (forward: 2 x 4 linears x 2 layers =
+ * 16 slots, backward 8) three float arrays, amax, scale_used and scale_next: 3 x (16 + 8) x 4 = 288 B a model.
+ * model_destroy frees them all: 64 models of the GPT fixture (te-fp8) created, traced and destroyed after a first
+ * one must leave at most 4 KiB (allocator noise) more in use; freeing only the forward amax would leave 64 x (288
+ * - 64) = 14,336 B, only the scale_next arrays 64 x 96 = 6,144 B (and malloc's chunk headers besides). */
+static void test_trace_freed(void)
+{
+    ModelSpec spec = fx_gpt();
+    Recipe r = fx_recipe("te-fp8");
+    Backend *bk = NULL;
+    Comm *comm = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    CHECKF(comm_single_create(&comm, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk && comm);
+    size_t before = 0;
+    for (int i = 0; bk && comm && i < 65; i++) {
+        Model *g = NULL;
+        CHECKF(fx_model(&spec, &r, 1, 1, NULL, bk, comm, &g, &e) == ST_OK, "%s", e.msg);
+        if (!g) break;
+        if (i == 0) {
+            CHECK_EQ_U64(g->sc.fwd.n, 16);
+            CHECK_EQ_U64(g->sc.bwd.n, 8);
+        }
+        CHECKF(model_trace_enable(g, &e) == ST_OK, "%s", e.msg);
+        CHECK(g->trace && g->tr_bwd.scale_next != NULL);
+        model_destroy(g);
+        if (i == 0) before = heap_in_use(); /* after a first model: what stays for good */
+    }
+    size_t after = heap_in_use();
+    CHECKF(after <= before + 4096, "64 traced models: %zu bytes more in use (%zu -> %zu)", after - before, before,
+           after);
+    if (comm) comm->destroy(comm);
+    if (bk) bk->destroy(bk);
+}
+
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "3", 1); /* before the pool's first use: test_pool_after_fork counts 3 */
@@ -382,5 +427,6 @@ int main(void)
     RUN(test_report_sections);
     RUN(test_compare_device_rows);
     RUN(test_staged_grads_zeroed);
+    RUN(test_trace_freed);
     return test_summary();
 }
