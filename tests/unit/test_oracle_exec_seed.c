@@ -386,8 +386,9 @@ static size_t heap_in_use(void)
 /* model_trace_enable (an FP8 recipe) allocates the scaling trace: per bank (forward: 2 x 4 linears x 2 layers =
  * 16 slots, backward 8) three float arrays, amax, scale_used and scale_next: 3 x (16 + 8) x 4 = 288 B a model.
  * model_destroy frees them all: 64 models of the GPT fixture (te-fp8) created, traced and destroyed after a first
- * one must leave at most 4 KiB (allocator noise) more in use; freeing only the forward amax would leave 64 x (288
- * - 64) = 14,336 B, only the scale_next arrays 64 x 96 = 6,144 B (and malloc's chunk headers besides). */
+ * one must leave at most 4 KiB (allocator noise) more in use. Freeing only the forward amax would leave 64 x
+ * (288 - 64) = 14,336 B; leaving both scale_next arrays, 64 x (64 + 32) = 6,144 B (malloc's chunk headers
+ * besides). */
 static void test_trace_freed(void)
 {
     ModelSpec spec = fx_gpt();
