@@ -285,6 +285,16 @@ $(CUDA_LINKED): $(CUDA_SO)
 $(CUDA_LINKED): LDLIBS += -L$(BUILD) -lfp8plan_cuda $(CUDA_LIBS)
 endif
 
+# test_exec_faults and test_cli_faults fail the project's allocations one at a time: their own malloc & co.
+# (tests/support/fault_inject.h) come first. test_cli_faults runs the subcommands in process: it links the
+# CLI's objects but main.o.
+FAULT_WRAP := $(foreach f,malloc calloc realloc free strdup aligned_alloc,-Wl$(comma)--wrap=$(f))
+$(BUILD)/tests/test_exec_faults $(BUILD)/tests/test_cli_faults: LDFLAGS += $(FAULT_WRAP)
+CLI_LIB_OBJ = $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJ))
+$(BUILD)/tests/test_cli_faults: tests/unit/test_cli_faults.c $(SUPPORT_OBJ) $(CLI_LIB_OBJ) $(LIB) | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(CLI_LIB_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
+
 $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(LINK_LIB) $(LDLIBS) -o $@

@@ -48,6 +48,13 @@ int cli_fail(const char *cmd, const Err *e)
     return status_exit_code(e->st);
 }
 
+int cli_nomem(const char *cmd, const char *what)
+{
+    Err e;
+    err_set(&e, ST_NOMEM, "out of memory for %s", what);
+    return cli_fail(cmd, &e);
+}
+
 int cli_usage(const char *cmd, const char *fmt, ...)
 {
     char msg[sizeof((Err *)0)->msg * 2];

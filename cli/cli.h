@@ -35,6 +35,9 @@ int cli_bad_option(const char *cmd);
 /* "fp8plan CMD: message" on stderr; returns the exit code for e->st. */
 int cli_fail(const char *cmd, const Err *e);
 
+/* "fp8plan CMD: out of memory for WHAT" on stderr; returns 71 (ST_NOMEM). */
+int cli_nomem(const char *cmd, const char *what);
+
 /* "fp8plan CMD: message" + "Try 'fp8plan CMD --help'." on stderr; returns 64. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

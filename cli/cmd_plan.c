@@ -114,7 +114,7 @@ int plan_build_recipes(const char *cmd, const Catalog *cat, PlanArgs *a, Plan **
         names[(*n)++] = tok;
     }
     if (*n < 2) return cli_usage(cmd, "--recipes: name at least two recipes to compare");
-    if (!(*plans = calloc((size_t)*n, sizeof **plans))) return cli_usage(cmd, "out of memory");
+    if (!(*plans = calloc((size_t)*n, sizeof **plans))) return cli_nomem(cmd, "the plans");
     int rc = 0;
     for (int i = 0; i < *n && !rc; i++)
         if (!(rc = plan_args_resolve(cmd, cat, a, names[i]))) rc = build_one(cmd, &a->in, &(*plans)[i]);
@@ -132,7 +132,7 @@ int cmd_plan(int argc, char **argv)
     Plan *p = malloc(sizeof *p);
     if (!p) {
         free(cat);
-        return cli_usage(cmd, "out of memory");
+        return cli_nomem(cmd, "the plan");
     }
     if (!(rc = plan_args_resolve(cmd, cat, &a, a.recipe)) && !(rc = build_one(cmd, &a.in, p))) {
         Job j = {p, 1, cli_unicode(a.ascii), NULL};

@@ -141,7 +141,8 @@ Status run_ranks_gather(Comm *comm, const Plan *p, const Measurement *ms, RankDa
     rd->steps = ms->steps ? (double)ms->steps : 1.0;
     double med[CO_COUNT_], spread;
     for (int c = 0; c < CO_COUNT_; c++) {
-        measure_stats(ms->coll_s + (size_t)c * ms->cap, measure_timed_from(ms), ms->steps, &med[c], &spread);
+        measure_stats(ms->coll_s + (size_t)c * ms->cap, measure_timed_from(ms), ms->steps, ms->sorted, &med[c],
+                      &spread);
         if (isnan(med[c])) med[c] = 0.0;
     }
     rd->placed = calloc(n * ARENA_TERMS, sizeof *rd->placed);
@@ -195,7 +196,7 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
     if (!v || !idx) {
         free(v);
         free(idx);
-        return 71;
+        return cli_nomem(RUN_CMD, "the table of ranks");
     }
     uint64_t planned[ARENA_TERMS];
     int bad_mem = 0, bad = 0;

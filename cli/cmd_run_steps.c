@@ -204,7 +204,7 @@ static int print_tables(const Plan *p, const Measurement *ms, const Comparison *
             snprintf(title, sizeof title, "Throughput and collective calls (median step of steps %u..%u; plan for %s)",
                      ms->first_step + from + 1, ms->first_step + ms->steps, p->in.gpu->name);
         Table *t = run_report_table(cmp, which[i]);
-        if (!t) return 71;
+        if (!t) return cli_nomem(RUN_CMD, "the report's tables");
         table_set_title(t, title);
         printf("\n");
         Status st = table_write(t, TABLE_TEXT, stdout, &e);
@@ -222,7 +222,7 @@ int run_report(const RunArgs *a, const Plan *p, const Model *m, const Measuremen
     compare(p, ms, &tol, &cmp);
     ReportCtx ctx = {p, ms, d, &cmp};
     char *summary = captured(summary_of, &ctx), *verdict = captured(verdict_of, &ctx);
-    int rc = summary && verdict ? 0 : 71;
+    int rc = summary && verdict ? 0 : cli_nomem(RUN_CMD, "the report's summary");
     if (!rc) fputs(summary, stdout);
     if (!rc) rc = print_tables(p, ms, &cmp);
     if (!rc && a->out.path) {
@@ -232,7 +232,7 @@ int run_report(const RunArgs *a, const Plan *p, const Model *m, const Measuremen
             table_free(t);
             t = all;
         }
-        rc = !t                         ? 71
+        rc = !t                         ? cli_nomem(RUN_CMD, "the report's rows")
              : a->out.fmt == TABLE_HTML ? run_html(a, p, m, ms, &cmp, t, summary, verdict)
                                         : cli_emit_table(RUN_CMD, t, &a->out);
         table_free(t);

@@ -349,6 +349,8 @@ static void draw(HtmlDoc *d, Ctx *c)
 
 void chart_bars(HtmlDoc *d, const Table *t, const BarSpec *sp)
 {
+    Err te;
+    if (table_check(t, &te)) return html_fail(d, &te); /* an incomplete table draws no chart */
     Ctx *c = calloc(1, sizeof *c);
     if (!c) {
         Err e;

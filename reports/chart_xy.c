@@ -214,6 +214,10 @@ void chart_xy(HtmlDoc *d, const XySpec *sp)
     XySeries all[XY_MAX_SERIES + 1];
     memcpy(all, sp->series, sizeof *all * (size_t)n);
     if (sp->front.t) all[n++] = sp->front;
+    for (int i = 0; i < n; i++) {
+        Err te;
+        if (table_check(all[i].t, &te)) return html_fail(d, &te); /* an incomplete table draws no chart */
+    }
     for (int i = 0; i < n; i++) bad |= resolve(&c, &all[i], &cols[i]);
     html_fig_begin(d, sp->id, "xy", sp->title, sp->desc);
     const Table *under = sp->table ? sp->table : sp->nseries ? sp->series[0].t : NULL;

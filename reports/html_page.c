@@ -128,6 +128,8 @@ void html_pre(HtmlDoc *d, const char *text)
 
 void html_table(HtmlDoc *d, const Table *t, const char *id, const char *caption, int collapse_after)
 {
+    Err e;
+    if (table_check(t, &e)) return html_fail(d, &e);
     int rows = table_rows(t), nc = table_ncols(t), collapsed = collapse_after > 0 && rows > collapse_after;
     if (collapsed) fprintf(d->f, "<details><summary>the %d rows</summary>\n", rows);
     /* wide tables (the summary's 42 columns) squeeze into the page when printed */

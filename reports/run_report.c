@@ -102,7 +102,7 @@ void run_report_summary(FILE *f, const Plan *p, const Measurement *ms, double en
     uint32_t from = measure_timed_from(ms), tail = ms->steps < 10 ? ms->steps : 10;
     double last = 0.0, step, spread;
     for (uint32_t i = ms->steps - tail; i < ms->steps; i++) last += ms->loss[i] / tail;
-    measure_stats(ms->step_s, from, ms->steps, &step, &spread);
+    measure_stats(ms->step_s, from, ms->steps, ms->sorted, &step, &spread);
     double lnv = log((double)p->in.model->vocab);
     char ent[48] = "", fell[48] = "";
     if (entropy >= 0) snprintf(ent, sizeof ent, ", data entropy %.4f", entropy);

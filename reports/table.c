@@ -294,12 +294,21 @@ static void write_json(const Table *t, FILE *f)
     fputs(first ? "]\n" : "\n]\n", f);
 }
 
-Status table_write(const Table *t, TableFormat fmt, FILE *f, Err *e)
+Status table_check(const Table *t, Err *e)
 {
     if (!t || t->oom == 1) return err_set(e, ST_NOMEM, "out of memory building a table");
     if (t->oom == 2) return err_set(e, ST_SOFTWARE, "table cell set with the wrong type or column");
+    return ST_OK;
+}
+
+Status table_write(const Table *t, TableFormat fmt, FILE *f, Err *e)
+{
+    Status st = table_check(t, e);
+    if (st) return st;
     switch (fmt) {
-    case TABLE_TEXT: table_write_text(t, f); break;
+    case TABLE_TEXT:
+        if (table_write_text(t, f)) return err_set(e, ST_NOMEM, "out of memory writing a table");
+        break;
     case TABLE_CSV: write_csv(t, f); break;
     case TABLE_JSON: write_json(t, f); break;
     case TABLE_HTML: return html_table_page(t, f, e);

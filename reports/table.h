@@ -48,6 +48,9 @@ typedef struct Table Table;
 /* A table with a copy of cols[0..ncols). NULL when out of memory. */
 Table *table_new(const TableCol *cols, int ncols);
 void table_free(Table *t);
+/* ST_NOMEM when building t ran out of memory (t NULL, or a row or cell that could not be added: the
+ * table is incomplete), ST_SOFTWARE for a cell set with the wrong type; ST_OK for a whole table. */
+Status table_check(const Table *t, Err *e);
 
 /* Text-only title printed above the header. */
 void table_set_title(Table *t, const char *title);

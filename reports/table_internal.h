@@ -36,8 +36,9 @@ enum { CELL_MAX = 128 }; /* a formatted number's buffer (text cells are printed 
  * buf holds CELL_MAX bytes (a longer string is cut: table_write_text prints strings whole). */
 void table_fmt_text(const TableCol *col, const Cell *c, char *buf);
 
-/* The aligned text rendering, fitting TABLE_WIDTH columns (reports/table_text.c). */
-void table_write_text(const Table *t, FILE *f);
+/* The aligned text rendering, fitting TABLE_WIDTH columns (reports/table_text.c); -1 when memory ran out
+ * (what was written is incomplete), 0 otherwise. */
+int table_write_text(const Table *t, FILE *f);
 
 /* The set cell at (line, col); NULL when unset, out of range or on a rule. */
 const Cell *table_cell_at(const Table *t, int line, int col);

@@ -93,6 +93,7 @@ static size_t wrap_piece(const char *s, int w, const char **next)
 typedef struct {
     char *buf; /* one output line */
     size_t k, cap;
+    int oom; /* a piece could not be added: the text is incomplete */
 } Line;
 
 static void put(Line *l, const char *s, size_t n)
@@ -100,7 +101,10 @@ static void put(Line *l, const char *s, size_t n)
     if (l->k + n + 1 > l->cap) {
         size_t cap = (l->k + n + 1) * 2;
         char *b = realloc(l->buf, cap);
-        if (!b) return;
+        if (!b) {
+            l->oom = 1;
+            return;
+        }
         l->buf = b, l->cap = cap;
     }
     memcpy(l->buf + l->k, s, n);
@@ -222,14 +226,15 @@ static int key_columns(const Table *t, const int *w, int *keys, int *nkeys)
     return width;
 }
 
-void table_write_text(const Table *t, FILE *f)
+int table_write_text(const Table *t, FILE *f)
 {
-    int n = t->ncols, nkeys = 1;
+    int n = t->ncols, nkeys = 1, ok = 0;
     int *w = calloc((size_t)n, sizeof *w), *minw = calloc((size_t)n, sizeof *minw);
     int *cols = calloc((size_t)n, sizeof *cols), *keys = calloc((size_t)n, sizeof *keys);
     Line l = {0};
     char buf[CELL_MAX];
     if (!w || !minw || !cols || !keys) goto done;
+    ok = 1;
     for (int c = 0; c < n; c++) {
         const TableCol *col = &t->cols[c];
         int lw = width_of(label(col)), uw = col->unit ? width_of(col->unit) : 0;
@@ -300,6 +305,7 @@ done:
     free(minw);
     free(cols);
     free(keys);
+    return ok && !l.oom ? 0 : -1;
 }
 
 void table_put_prose(FILE *f, const char *fmt, ...)

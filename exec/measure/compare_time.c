@@ -32,7 +32,7 @@ static MeasureRow *time_row(Comparison *c, const char *name, const Measurement *
     MeasureRow *r = cmp_row(c, CMP_TIME, name, "time", UNIT_SECONDS, MEASURE_INFO, NULL);
     if (!r) return NULL;
     double med, spread;
-    measure_stats(v, measure_timed_from(ms), ms->steps, &med, &spread);
+    measure_stats(v, measure_timed_from(ms), ms->steps, ms->sorted, &med, &spread);
     r->has_measured = !isnan(med);
     r->measured = med;
     r->has_spread = !isnan(spread);
@@ -148,7 +148,7 @@ void cmp_rate_rows(const Plan *p, const Measurement *ms, Comparison *c)
     const char *cpu = c->notes[0]; /* cmp_time_rows wrote it */
     const int gpu = same_hardware(p, ms);
     double step, spread;
-    measure_stats(ms->step_s, measure_timed_from(ms), ms->steps, &step, &spread);
+    measure_stats(ms->step_s, measure_timed_from(ms), ms->steps, ms->sorted, &step, &spread);
     double tokens = (double)ms->tokens_per_step;
     double flops = step > 0 ? p->model_flops_step / step : NAN; /* model FLOP/s of this GPU (world 1) */
     rate_row(c, "tokens_per_s", "tok/s", p->tokens_per_s, step > 0 ? tokens / step : NAN,

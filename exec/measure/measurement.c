@@ -19,6 +19,7 @@ void measure_free(Measurement *ms)
     for (int i = 0; i < 4; i++) free(ms->phase[i]);
     for (int i = 0; i < BK_OPCAT_COUNT; i++) free(ms->cat[i]);
     free(ms->coll_s);
+    free(ms->sorted);
     memset(ms, 0, sizeof *ms);
 }
 
@@ -29,7 +30,8 @@ Status measure_init(Measurement *ms, Backend *bk, uint32_t steps, Err *e)
     ms->loss = calloc(n, sizeof *ms->loss);
     ms->step_s = calloc(n, sizeof *ms->step_s);
     ms->coll_s = calloc(n * CO_COUNT_, sizeof *ms->coll_s);
-    int ok = ms->loss && ms->step_s && ms->coll_s;
+    ms->sorted = calloc(n, sizeof *ms->sorted);
+    int ok = ms->loss && ms->step_s && ms->coll_s && ms->sorted;
     for (int i = 0; i < 4; i++) ok &= (ms->phase[i] = calloc(n, sizeof(double))) != NULL;
     for (int i = 0; i < BK_OPCAT_COUNT; i++) ok &= (ms->cat[i] = calloc(n, sizeof(double))) != NULL;
     if (!ok) {
@@ -118,16 +120,13 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-void measure_stats(const double *v, uint32_t from, uint32_t n, double *median, double *spread)
+void measure_stats(const double *v, uint32_t from, uint32_t n, double *t, double *median, double *spread)
 {
     *median = *spread = NAN;
     if (n <= from) return;
     uint32_t k = n - from;
-    double *t = malloc(k * sizeof *t);
-    if (!t) return;
     memcpy(t, v + from, k * sizeof *t);
     qsort(t, k, sizeof *t, cmp_double);
     *median = k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]);
     if (*median != 0.0) *spread = (t[k - 1] - t[0]) / *median;
-    free(t);
 }

@@ -62,6 +62,7 @@ typedef struct {
     CommStats coll_start[CO_COUNT_], coll_total_start; /* the communicator's counts when the steps began */
     double *coll_s; /* (CO_COUNT_ · cap) seconds inside each collective's calls per step, step i of
                        collective c at [c · cap + i] (the communicator's monotonic clock; 0 where untimed) */
+    double *sorted; /* (cap) measure_stats' scratch: the medians need no allocation once the steps ran */
 } Measurement;
 
 /* Steps left out of the medians as warm-up when later steps exist: the first
@@ -91,8 +92,9 @@ void measure_match(Measurement *ms, const Catalog *c);
 void measure_finish(Measurement *ms, const Model *m);
 
 /* Median of v[from..n) and its spread (max − min) / median; NaN for both when
- * the range is empty, spread NaN when the median is 0. */
-void measure_stats(const double *v, uint32_t from, uint32_t n, double *median, double *spread);
+ * the range is empty, spread NaN when the median is 0. scratch: room for
+ * n − from values (a Measurement's `sorted`), overwritten. */
+void measure_stats(const double *v, uint32_t from, uint32_t n, double *scratch, double *median, double *spread);
 
 #ifdef __cplusplus
 }

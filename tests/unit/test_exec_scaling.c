@@ -152,9 +152,49 @@ static void test_current_scaling(void)
     bk->destroy(bk);
 }
 
+/* The scaling banks model_create sets up, by recipe, on fx_gpt (L = 2, four linears a layer): an FP8
+ * recipe's forward bank holds X and W of every linear, 2 x 4 x 2 = 16 tensors, its backward bank dY,
+ * 4 x 2 = 8, E4M3 forward and E5M2 backward, amax reduced by max with margin 0; the history is the recipe's
+ * window under delayed scaling (te-fp8: 16 here, fp8lm: 1) and 1 under current scaling. A BF16 recipe has
+ * no FP8 tensor: both banks are empty. */
+static void test_banks_by_recipe(void)
+{
+    static const struct {
+        const char *recipe;
+        uint32_t nf, nb, hist;
+    } want[] = {{"megatron-bf16", 0, 0, 0}, {"te-fp8", 16, 8, 16}, {"te-fp8-current", 16, 8, 1}, {"fp8lm", 16, 8, 1}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        Backend *bk;
+        Comm *comm;
+        Err e;
+        CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
+        ModelSpec s = fx_gpt();
+        Recipe r = fx_recipe(want[i].recipe);
+        Model *g = NULL;
+        CHECKF(!fx_model(&s, &r, 4, 1, NULL, bk, comm, &g, &e), "%s: %s", want[i].recipe, e.msg);
+        if (g) {
+            const ScalingBank *f = &g->sc.fwd, *b = &g->sc.bwd;
+            CHECKF(f->n == want[i].nf && b->n == want[i].nb, "%s: banks of %u and %u tensors, want %u and %u",
+                   want[i].recipe, f->n, b->n, want[i].nf, want[i].nb);
+            if (want[i].nf) {
+                CHECK_EQ_INT(f->history_len, want[i].hist);
+                CHECK_EQ_INT(b->history_len, want[i].hist);
+                CHECK(f->algo == AMAX_ALGO_MAX && b->algo == AMAX_ALGO_MAX);
+                CHECK_EQ_INT(f->margin, 0);
+                CHECK_EQ_INT(b->margin, 0);
+                CHECK(f->fmt == DT_E4M3 && b->fmt == DT_E5M2);
+            }
+        }
+        model_destroy(g);
+        comm->destroy(comm);
+        bk->destroy(bk);
+    }
+}
+
 int main(void)
 {
     RUN(test_delayed_scaling_spike);
     RUN(test_current_scaling);
+    RUN(test_banks_by_recipe);
     return test_summary();
 }

@@ -351,14 +351,14 @@ static void test_cpu_has_no_device_rows(void)
 static void test_stats(void)
 {
     const double v[6] = {9.0, 3.0, 1.0, 2.0, 4.0, 100.0};
-    double m, s;
-    measure_stats(v, 1, 5, &m, &s); /* 3 1 2 4 → median 2.5, spread 3/2.5 */
+    double m, s, t[6];
+    measure_stats(v, 1, 5, t, &m, &s); /* 3 1 2 4 → median 2.5, spread 3/2.5 */
     CHECK_NEAR(m, 2.5, 0.0);
     CHECK_NEAR(s, 1.2, 1e-15);
-    measure_stats(v, 1, 4, &m, &s); /* 3 1 2 → 2, spread 1 */
+    measure_stats(v, 1, 4, t, &m, &s); /* 3 1 2 → 2, spread 1 */
     CHECK_NEAR(m, 2.0, 0.0);
     CHECK_NEAR(s, 1.0, 0.0);
-    measure_stats(v, 3, 3, &m, &s);
+    measure_stats(v, 3, 3, t, &m, &s);
     CHECK(isnan(m) && isnan(s));
 }
 
