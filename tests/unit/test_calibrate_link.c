@@ -141,7 +141,10 @@ static void sweep_reps(const char *name, int rank, int evicts, int reps, int fir
     cpu->destroy(cpu);
 }
 
-static void sweep(const char *name, int rank, int evicts, Calibration *cal) { sweep_reps(name, rank, evicts, 3, 12, cal); }
+static void sweep(const char *name, int rank, int evicts, Calibration *cal)
+{
+    sweep_reps(name, rank, evicts, 3, 12, cal);
+}
 
 static void check_figures(const Calibration *cal)
 {

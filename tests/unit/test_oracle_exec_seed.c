@@ -113,14 +113,15 @@ static void gemm_far(char far)
     if (bk) {
         float d[6] = {99, 99, 99, 99, 99, 99};
         GemmDesc g = {.m = 2, .n = 3, .k = 4, .accum = GEMM_OVERWRITE};
-        g.a = (GemmOperand){.ptr = far == 'a' ? big : &A[0][0], .dtype = DT_FP32, .layout = GEMM_K_INNER,
-                            .ld = far == 'a' ? ld : 0};
-        g.b = (GemmOperand){.ptr = far == 'b' ? big : &B[0][0], .dtype = DT_FP32, .layout = GEMM_K_INNER,
-                            .ld = far == 'b' ? ld : 0};
+        g.a = (GemmOperand){
+            .ptr = far == 'a' ? big : &A[0][0], .dtype = DT_FP32, .layout = GEMM_K_INNER, .ld = far == 'a' ? ld : 0};
+        g.b = (GemmOperand){
+            .ptr = far == 'b' ? big : &B[0][0], .dtype = DT_FP32, .layout = GEMM_K_INNER, .ld = far == 'b' ? ld : 0};
         g.d = (GemmOutput){.ptr = d, .dtype = DT_FP32};
         CHECKF(bk->gemm(bk, &g, &e) == ST_OK, "%s", e.msg);
-        for (int i = 0; i < 6; i++) CHECKF(d[i] == want[i], "ld of %c 2^31: D[%d][%d] = %g, want %g", far, i / 3, i % 3,
-                                           (double)d[i], (double)want[i]);
+        for (int i = 0; i < 6; i++)
+            CHECKF(d[i] == want[i], "ld of %c 2^31: D[%d][%d] = %g, want %g", far, i / 3, i % 3, (double)d[i],
+                   (double)want[i]);
         bk->destroy(bk);
     }
     munmap(big, span);
@@ -215,8 +216,8 @@ static void check_dev_rows(const Comparison *c, const DevRow *want, int n)
                "%s: planned %d %.0f, want %d %.0f", want[i].name, r->has_planned, r->planned, want[i].has_planned,
                want[i].planned);
         CHECKF(r->has_measured == want[i].has_measured && r->measured == want[i].measured,
-               "%s: measured %d %.0f, want %d %.0f", want[i].name, r->has_measured, r->measured,
-               want[i].has_measured, want[i].measured);
+               "%s: measured %d %.0f, want %d %.0f", want[i].name, r->has_measured, r->measured, want[i].has_measured,
+               want[i].measured);
         CHECK(r->note != NULL);
     }
 }
@@ -261,9 +262,9 @@ static void test_compare_device_rows(void)
     d->lazy = 40;
     d->grew[PHASE_FWD] = 5, d->grew[PHASE_BWD] = 0, d->grew[PHASE_OPT] = 7, d->grew[PHASE_COMM] = 4;
     compare(&p, &ms, NULL, &c);
-    const DevRow all[] = {{"device_used", 1, 4444, 1, 2700},         {"device_cuda_context", 1, 111, 1, 640},
-                          {"device_comm_buffer", 1, 222, 1, 14},        {"device_arena", 1, 1990, 1, 2000},
-                          {"device_outside_arena", 1, 333, 1, 56},      {"device_grew_forward", 0, 0, 1, 5},
+    const DevRow all[] = {{"device_used", 1, 4444, 1, 2700},       {"device_cuda_context", 1, 111, 1, 640},
+                          {"device_comm_buffer", 1, 222, 1, 14},   {"device_arena", 1, 1990, 1, 2000},
+                          {"device_outside_arena", 1, 333, 1, 56}, {"device_grew_forward", 0, 0, 1, 5},
                           {"device_grew_optimizer", 0, 0, 1, 7}};
     check_dev_rows(&c, all, 7);
 
@@ -271,9 +272,9 @@ static void test_compare_device_rows(void)
     d->grew[PHASE_FWD] = d->grew[PHASE_OPT] = 0, d->grew[PHASE_BWD] = 9;
     compare(&p, &ms, NULL, &c);
     /* comm: (600 − 600) + 4 = 4; arena: 2,610 − 600 = 2,010 (not shown); outside: 0 − ... clamps to 0 */
-    const DevRow backend_only[] = {{"device_used", 1, 4444, 0, 0},          {"device_cuda_context", 1, 111, 1, 640},
-                                   {"device_comm_buffer", 1, 222, 0, 4},     {"device_arena", 1, 1990, 0, 2010},
-                                   {"device_outside_arena", 1, 333, 0, 0},   {"device_grew_backward", 0, 0, 1, 9}};
+    const DevRow backend_only[] = {{"device_used", 1, 4444, 0, 0},         {"device_cuda_context", 1, 111, 1, 640},
+                                   {"device_comm_buffer", 1, 222, 0, 4},   {"device_arena", 1, 1990, 0, 2010},
+                                   {"device_outside_arena", 1, 333, 0, 0}, {"device_grew_backward", 0, 0, 1, 9}};
     check_dev_rows(&c, backend_only, 6);
 
     d->have = 0;
