@@ -3,7 +3,8 @@
  * GEMM past the BLAS's 32-bit leading dimensions (exec/cpu/cpu_gemm.c), the section every row of a run's report
  * is printed under (exec/measure/compare.h, reports/run_report.c), every field of the device-memory rows of a
  * comparison (exec/measure/compare.c), the staged embedding gradients zeroed at every backward
- * (exec/model/model_grad.c), a model with its scaling trace given back whole (exec/model/model_init.c). */
+ * (exec/model/model_grad.c), a model with its scaling trace given back whole (exec/model/model_init.c), how
+ * each memory term of a comparison is checked (exec/measure/compare.c). */
 #include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -421,6 +422,98 @@ static void test_trace_freed(void)
     if (bk) bk->destroy(bk);
 }
 
+/* ---- how each memory term is checked ----------------------------------------------------------------------- */
+
+/* The 25 terms of a dense plan, each a row of the comparison, checked as the executor can measure it (the
+ * measurement places 1,000 + t bytes for term t):
+ *   states, FP8 copies, scales (persistent, in the arena)   exact, measured 1,000 + t
+ *   the saved activations                                  exact (the plan itemizes what the executor saves)
+ *   the transient peak                                     a bound
+ *   the GEMM workspace (carved from the arena)             exact when the backend has one (measured its
+ *                                                          1,022 B), else shown: "n/a: backend has no GEMM
+ *                                                          workspace", nothing measured
+ *   communicator buffers, CUDA context, fragmentation      shown, nothing measured: "n/a on the cpu backend"
+ *      (outside the arena)                                 on the CPU, "not measured in the arena" on a device
+ * Every row: planned = the plan's bytes (has_planned), section memory, bytes. The executor's own terms with
+ * bytes placed (XT_IO = MT_COUNT_ = 32: token ids 1,032 B, the rotary table 1,033 B) follow as shown rows without a plan: "not in
+ * the plan". */
+typedef enum { M_EXACT_PLACED = 0, M_BOUND, M_WORKSPACE, M_OUTSIDE } TermRule;
+
+static void check_memory_rows(const Plan *p, int on_device, uint64_t workspace)
+{
+    static const TermRule rule[MT_WEIGHT_EXPERT] = {
+        [MT_WEIGHT_GEMM] = M_EXACT_PLACED,   [MT_WEIGHT_OTHER] = M_EXACT_PLACED,  [MT_FP8_ROWWISE] = M_EXACT_PLACED,
+        [MT_FP8_COLWISE] = M_EXACT_PLACED,   [MT_MASTER_GEMM] = M_EXACT_PLACED,   [MT_MASTER_OTHER] = M_EXACT_PLACED,
+        [MT_GRAD_GEMM] = M_EXACT_PLACED,     [MT_GRAD_OTHER] = M_EXACT_PLACED,    [MT_OPTIM_M_GEMM] = M_EXACT_PLACED,
+        [MT_OPTIM_M_OTHER] = M_EXACT_PLACED, [MT_OPTIM_V_GEMM] = M_EXACT_PLACED,  [MT_OPTIM_V_OTHER] = M_EXACT_PLACED,
+        [MT_SCALE_GEMM] = M_EXACT_PLACED,    [MT_SCALE_BLOCK] = M_EXACT_PLACED,   [MT_SCALE_STATE] = M_EXACT_PLACED,
+        [MT_ACT_LAYER_HP] = M_EXACT_PLACED,  [MT_ACT_LAYER_FP8] = M_EXACT_PLACED, [MT_ACT_ATTN] = M_EXACT_PLACED,
+        [MT_ACT_MASK] = M_EXACT_PLACED,      [MT_ACT_OUTPUT] = M_EXACT_PLACED,    [MT_TRANSIENT] = M_BOUND,
+        [MT_COMM_BUFFER] = M_OUTSIDE,        [MT_WORKSPACE] = M_WORKSPACE,        [MT_CUDA_CONTEXT] = M_OUTSIDE,
+        [MT_FRAGMENTATION] = M_OUTSIDE};
+    Backend *bk = NULL;
+    static Measurement ms;
+    static Comparison c;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk != NULL);
+    if (!bk) return;
+    CHECKF(measure_init(&ms, bk, 2, &e) == ST_OK, "%s", e.msg);
+    ms.on_device = on_device, ms.gemm_workspace_bytes = workspace;
+    for (int t = 0; t < ARENA_TERMS; t++) ms.placed[t] = 1000 + (uint64_t)t;
+    compare(p, &ms, NULL, &c);
+    for (int t = 0; t < MT_WEIGHT_EXPERT; t++) {
+        const MeasureRow *r = fx_row(&c, p->mem[t].name);
+        const char *what = p->mem[t].name;
+        TermRule k = rule[t];
+        MeasureMode mode = k == M_BOUND                     ? MEASURE_BOUND
+                           : k == M_OUTSIDE                 ? MEASURE_INFO
+                           : k == M_WORKSPACE && !workspace ? MEASURE_INFO
+                                                            : MEASURE_EXACT;
+        const char *note = k == M_WORKSPACE && !workspace ? "n/a: backend has no GEMM workspace"
+                           : k != M_OUTSIDE               ? NULL
+                           : on_device                    ? "not measured in the arena"
+                                                          : "n/a on the cpu backend";
+        CHECKF(r->section == CMP_MEMORY && r->kind == UNIT_BYTES, "%s: section %d kind %d", what, r->section, r->kind);
+        CHECKF(r->mode == mode, "%s (device %d, workspace %llu): mode %d, want %d", what, on_device,
+               (unsigned long long)workspace, r->mode, mode);
+        CHECKF(r->has_planned && r->planned == (double)p->mem[t].bytes, "%s: planned %d %.0f", what, r->has_planned,
+               r->planned);
+        int measured = mode != MEASURE_INFO;
+        CHECKF(r->has_measured == measured && (!measured || r->measured == 1000.0 + t), "%s: measured %d %.0f", what,
+               r->has_measured, r->measured);
+        CHECKF(note ? r->note && !strcmp(r->note, note) : !r->note, "%s: note '%s', want '%s'", what,
+               r->note ? r->note : "(none)", note ? note : "(none)");
+    }
+    static const char *const own[2] = {"io", "rope"};
+    for (int k = 0; k < 2; k++) {
+        const MeasureRow *r = NULL;
+        for (int i = 0; i < c.n; i++)
+            if (c.rows[i].section == CMP_MEMORY && c.rows[i].has_measured && c.rows[i].measured == 1032.0 + k)
+                r = &c.rows[i];
+        CHECKF(r != NULL, "no row for the executor's %s term", own[k]);
+        if (!r) continue;
+        CHECK(!r->has_planned && r->mode == MEASURE_INFO && r->note && !strcmp(r->note, "not in the plan"));
+        CHECK_STR(r->category, "activation");
+    }
+    measure_free(&ms);
+    bk->destroy(bk);
+}
+
+static void test_compare_memory_rows(void)
+{
+    ModelSpec m = fx_gpt();
+    Recipe r = fx_recipe("te-fp8"); /* FP8 copies and scales: every term's rule in play */
+    static Plan p;
+    Err e = {0};
+    CHECKF(fx_plan(&m, &r, 1, 1, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(MT_WEIGHT_EXPERT, 25);
+    CHECK_EQ_INT(XT_IO, 32);
+    check_memory_rows(&p, 0, 0);
+    check_memory_rows(&p, 1, 0);
+    check_memory_rows(&p, 1, 4096);
+}
+
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "3", 1); /* before the pool's first use: test_pool_after_fork counts 3 */
@@ -430,5 +523,6 @@ int main(void)
     RUN(test_compare_device_rows);
     RUN(test_staged_grads_zeroed);
     RUN(test_trace_freed);
+    RUN(test_compare_memory_rows);
     return test_summary();
 }
