@@ -4,7 +4,8 @@
  * is printed under (exec/measure/compare.h, reports/run_report.c), every field of the device-memory rows of a
  * comparison (exec/measure/compare.c), the staged embedding gradients zeroed at every backward
  * (exec/model/model_grad.c), a model with its scaling trace given back whole (exec/model/model_init.c), how
- * each memory term of a comparison is checked (exec/measure/compare.c). */
+ * each memory term of a comparison is checked (exec/measure/compare.c), the bound on a micro-batch's tokens
+ * (exec/model/model_layout.c). */
 #include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -514,6 +515,38 @@ static void test_compare_memory_rows(void)
     check_memory_rows(&p, 1, 4096);
 }
 
+/* ---- a micro-batch's tokens fit 32 bits ------------------------------------------------------------------- */
+
+/* The executor counts a micro-batch's tokens (mbs x seq) in 32 bits: more than 2^32 - 1 is refused by name. A GPT
+ * fixture plan with mbs and seq set by hand (the planner is not asked: model_check alone):
+ *   65,537 x 65,536 = 2^32 + 2^16 = 4,295,032,832 > 4,294,967,295: refused (ST_USAGE), the product in the message;
+ *   65,535 x 65,537 = (2^16 - 1)(2^16 + 1) = 2^32 - 1 = 4,294,967,295: the largest accepted;
+ *   131,072 x 2 = 262,144 (a sum mbs + seq would be 131,074): accepted; 2 x 2^31 = 2^32: refused. */
+static void test_microbatch_tokens_bound(void)
+{
+    ModelSpec m = fx_gpt();
+    Recipe r = fx_recipe("megatron-bf16");
+    static Plan p;
+    Err e = {0};
+    CHECKF(fx_plan(&m, &r, 1, 1, &p, &e) == ST_OK, "%s", e.msg);
+    CHECKF(model_check(&p, &e) == ST_OK, "%s", e.msg);
+    static const struct {
+        uint32_t mbs, seq;
+        Status want;
+        const char *msg;
+    } c[] = {{65537, 65536, ST_USAGE, "--mbs x --seq = 4295032832 tokens per micro-batch is too many"},
+             {65535, 65537, ST_OK, NULL},
+             {131072, 2, ST_OK, NULL},
+             {2, 2147483648u, ST_USAGE, "--mbs x --seq = 4294967296 tokens per micro-batch is too many"}};
+    for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+        p.in.mbs = c[k].mbs, p.seq = c[k].seq;
+        e = (Err){0};
+        Status st = model_check(&p, &e);
+        CHECKF(st == c[k].want, "mbs %u seq %u: status %d (%s), want %d", c[k].mbs, c[k].seq, st, e.msg, c[k].want);
+        if (c[k].msg) CHECK_STR(e.msg, c[k].msg);
+    }
+}
+
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "3", 1); /* before the pool's first use: test_pool_after_fork counts 3 */
@@ -524,5 +557,6 @@ int main(void)
     RUN(test_staged_grads_zeroed);
     RUN(test_trace_freed);
     RUN(test_compare_memory_rows);
+    RUN(test_microbatch_tokens_bound);
     return test_summary();
 }
