@@ -137,24 +137,44 @@ static void test_gemm_ld_past_int(void)
 
 /* ---- the section of a report's rows ------------------------------------------------------------------------ */
 
+/* What compare() is handed below: the GPT fixture's plan (recipe, dp ranks) in p and an empty measurement of 2
+ * steps on a new CPU backend in ms. Returns the backend, or NULL (a failed check) when any of them cannot be
+ * made; cmp_done gives the measurement and the backend back. */
+static Backend *cmp_fixture(const char *recipe, uint32_t dp, Plan *p, Measurement *ms)
+{
+    ModelSpec m = fx_gpt();
+    Recipe r = fx_recipe(recipe);
+    Err e = {0};
+    Backend *bk = NULL;
+    if (fx_plan_dp(&m, &r, 1, 1, dp, SHARD_NONE, p, &e) || backend_cpu_create(&bk, &e)) {
+        CHECKF(0, "%s", e.msg);
+        return NULL;
+    }
+    if (measure_init(ms, bk, 2, &e)) {
+        CHECKF(0, "%s", e.msg);
+        bk->destroy(bk);
+        return NULL;
+    }
+    return bk;
+}
+
+static void cmp_done(Backend *bk, Measurement *ms)
+{
+    measure_free(ms);
+    bk->destroy(bk);
+}
+
 /* Every row of a run's comparison is printed under the section its kind belongs to: category "time" under
  * "time", "rate" under "rate", "comm" under "comm", and the memory categories (state, activation, ...) under
  * "memory". The GPT fixture, megatron-bf16, dp 2 (so the data-parallel gradient all-reduce is planned: comm
  * rows), a measurement of 2 steps that took none; each of the four sections holds at least one row. */
 static void test_report_sections(void)
 {
-    ModelSpec m = fx_gpt();
-    Recipe r = fx_recipe("megatron-bf16");
     static Plan p;
     static Measurement ms;
     static Comparison c;
-    Err e = {0};
-    CHECKF(fx_plan_dp(&m, &r, 1, 1, 2, SHARD_NONE, &p, &e) == ST_OK, "%s", e.msg);
-    Backend *bk = NULL;
-    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
-    CHECK(bk != NULL);
+    Backend *bk = cmp_fixture("megatron-bf16", 2, &p, &ms);
     if (!bk) return;
-    CHECKF(measure_init(&ms, bk, 2, &e) == ST_OK, "%s", e.msg);
     compare(&p, &ms, NULL, &c);
     Table *t = run_report_table(&c, RUN_TABLE_ALL);
     CHECK(t != NULL);
@@ -178,8 +198,7 @@ static void test_report_sections(void)
         for (int k = 0; k < 4; k++) CHECKF(seen[k] > 0, "no row under %s", names[k]);
         table_free(t);
     }
-    measure_free(&ms);
-    bk->destroy(bk);
+    cmp_done(bk, &ms);
 }
 
 /* ---- the device-memory rows of a comparison ---------------------------------------------------------------- */
@@ -241,20 +260,13 @@ static void check_dev_rows(const Comparison *c, const DevRow *want, int n)
  * a measurement whose backend has no hooks (have = 0) has no device row at all. */
 static void test_compare_device_rows(void)
 {
-    ModelSpec m = fx_gpt();
-    Recipe r = fx_recipe("megatron-bf16");
     static Plan p;
     static Measurement ms;
     static Comparison c;
-    Err e = {0};
-    CHECKF(fx_plan(&m, &r, 1, 1, &p, &e) == ST_OK, "%s", e.msg);
+    Backend *bk = cmp_fixture("megatron-bf16", 1, &p, &ms);
+    if (!bk) return;
     p.mem[MT_CUDA_CONTEXT].bytes = 111, p.mem[MT_COMM_BUFFER].bytes = 222, p.mem[MT_FRAGMENTATION].bytes = 333;
     p.total_bytes = 4444;
-    Backend *bk = NULL;
-    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
-    CHECK(bk != NULL);
-    if (!bk) return;
-    CHECKF(measure_init(&ms, bk, 2, &e) == ST_OK, "%s", e.msg);
     ms.arena_bytes = 1990;
     DevMeasure *d = &ms.dev;
     d->have = 1;
@@ -282,8 +294,7 @@ static void test_compare_device_rows(void)
     d->have = 0;
     compare(&p, &ms, NULL, &c);
     for (int i = 0; i < c.n; i++) CHECKF(strcmp(c.rows[i].category, "device"), "row %s", c.rows[i].name);
-    measure_free(&ms);
-    bk->destroy(bk);
+    cmp_done(bk, &ms);
 }
 
 /* ---- staged gradients start from zero at every backward --------------------------------------------------- */
@@ -440,7 +451,7 @@ static void test_trace_freed(void)
  * the plan". */
 typedef enum { M_EXACT_PLACED = 0, M_BOUND, M_WORKSPACE, M_OUTSIDE } TermRule;
 
-static void check_memory_rows(const Plan *p, int on_device, uint64_t workspace)
+static void check_memory_rows(const Plan *p, Measurement *ms, int on_device, uint64_t workspace)
 {
     static const TermRule rule[MT_WEIGHT_EXPERT] = {
         [MT_WEIGHT_GEMM] = M_EXACT_PLACED,   [MT_WEIGHT_OTHER] = M_EXACT_PLACED,  [MT_FP8_ROWWISE] = M_EXACT_PLACED,
@@ -452,17 +463,10 @@ static void check_memory_rows(const Plan *p, int on_device, uint64_t workspace)
         [MT_ACT_MASK] = M_EXACT_PLACED,      [MT_ACT_OUTPUT] = M_EXACT_PLACED,    [MT_TRANSIENT] = M_BOUND,
         [MT_COMM_BUFFER] = M_OUTSIDE,        [MT_WORKSPACE] = M_WORKSPACE,        [MT_CUDA_CONTEXT] = M_OUTSIDE,
         [MT_FRAGMENTATION] = M_OUTSIDE};
-    Backend *bk = NULL;
-    static Measurement ms;
     static Comparison c;
-    Err e = {0};
-    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
-    CHECK(bk != NULL);
-    if (!bk) return;
-    CHECKF(measure_init(&ms, bk, 2, &e) == ST_OK, "%s", e.msg);
-    ms.on_device = on_device, ms.gemm_workspace_bytes = workspace;
-    for (int t = 0; t < ARENA_TERMS; t++) ms.placed[t] = 1000 + (uint64_t)t;
-    compare(p, &ms, NULL, &c);
+    ms->on_device = on_device, ms->gemm_workspace_bytes = workspace;
+    for (int t = 0; t < ARENA_TERMS; t++) ms->placed[t] = 1000 + (uint64_t)t;
+    compare(p, ms, NULL, &c);
     for (int t = 0; t < MT_WEIGHT_EXPERT; t++) {
         const MeasureRow *r = fx_row(&c, p->mem[t].name);
         const char *what = p->mem[t].name;
@@ -497,22 +501,20 @@ static void check_memory_rows(const Plan *p, int on_device, uint64_t workspace)
         CHECK(!r->has_planned && r->mode == MEASURE_INFO && r->note && !strcmp(r->note, "not in the plan"));
         CHECK_STR(r->category, "activation");
     }
-    measure_free(&ms);
-    bk->destroy(bk);
 }
 
 static void test_compare_memory_rows(void)
 {
-    ModelSpec m = fx_gpt();
-    Recipe r = fx_recipe("te-fp8"); /* FP8 copies and scales: every term's rule in play */
     static Plan p;
-    Err e = {0};
-    CHECKF(fx_plan(&m, &r, 1, 1, &p, &e) == ST_OK, "%s", e.msg);
+    static Measurement ms;
+    Backend *bk = cmp_fixture("te-fp8", 1, &p, &ms); /* FP8 copies and scales: every term's rule in play */
+    if (!bk) return;
     CHECK_EQ_INT(MT_WEIGHT_EXPERT, 25);
     CHECK_EQ_INT(XT_IO, 32);
-    check_memory_rows(&p, 0, 0);
-    check_memory_rows(&p, 1, 0);
-    check_memory_rows(&p, 1, 4096);
+    check_memory_rows(&p, &ms, 0, 0);
+    check_memory_rows(&p, &ms, 1, 0);
+    check_memory_rows(&p, &ms, 1, 4096);
+    cmp_done(bk, &ms);
 }
 
 /* ---- a micro-batch's tokens fit 32 bits ------------------------------------------------------------------- */
