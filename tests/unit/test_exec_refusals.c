@@ -1,0 +1,477 @@
+/* tests/unit/test_exec_refusals.c — every recipe and tensor-parallel layout the
+ * executor refuses, with its status and its whole message, and the accepted
+ * neighbour of each boundary.
+ *
+ * exec_recipe_check (exec/recipe.c) and model_tp_check (exec/model/model_tp.c)
+ * decide what `fp8plan run` runs. Each case below starts from a recipe the
+ * executor runs (exec_fixtures.h: megatron-bf16, te-fp8, fp8lm) or a TP-2 plan
+ * of fx_gpt, changes one thing, and states what must come back, message and
+ * all: a refusal that names the wrong state, class or dtype misleads the user
+ * as much as a missing one. The messages are written out here by hand from
+ * the rule each case breaks. */
+#include <string.h>
+
+#include "exec/model/model_internal.h"
+#include "exec/recipe.h"
+#include "support/exec_fixtures.h"
+#include "test.h"
+
+/* One recipe case: base recipe, the change (applied by edit()), the status and message wanted. */
+typedef struct {
+    const char *base;
+    int change;
+    Status st;
+    const char *msg; /* the whole message; NULL for ST_OK */
+} RecipeCase;
+
+enum {
+    C_GEMM_W_NONE,  /* linear working weight 'none' without FP8 GEMMs */
+    C_OTHER_W_E4M3, /* other-parameter working weight in an FP8 format */
+    C_GEMM_W_FP16,  /* linear working weight fp16 beside bf16 activations, BF16 GEMMs */
+    C_GEMM_MASTER_BF16,
+    C_OTHER_MASTER_FP16,
+    C_GEMM_MASTER_FP16_FP8LM, /* accepted: FP8-LM's fp16 master of the linears */
+    C_OTHER_NO_MASTER_BF16,
+    C_GEMM_GRAD_FP16,
+    C_GEMM_GRAD_E5M2_UNSCALED,
+    C_FP16_MASTER_M_FP32,
+    C_FP32_MASTER_M_E4M3,
+    C_OTHER_SCALED_M,
+    C_GEMM_SCALED_FP32_M,
+    C_GEMM_SCALED_WEIGHT,
+    C_BF16_GEMM_FP32,
+    C_BF16_FP8_COPIES,
+    C_BF16_SAVED_E4M3,
+    C_FWD_E5M2,
+    C_BWD_BF16,
+    C_SCALING_NONE,
+    C_COPIES_E5M2,
+    C_SAVED_FP16,
+    C_SAVED_BF16, /* accepted: activations' dtype */
+    C_GRAN_CHANNEL,
+};
+
+static void edit(Recipe *r, int change)
+{
+    switch (change) {
+    case C_GEMM_W_NONE: r->gemm.dt[STATE_WEIGHT] = DT_NONE; break;
+    case C_OTHER_W_E4M3: r->other.dt[STATE_WEIGHT] = DT_E4M3; break;
+    case C_GEMM_W_FP16: r->gemm.dt[STATE_WEIGHT] = DT_FP16; break;
+    case C_GEMM_MASTER_BF16: r->gemm.dt[STATE_MASTER] = DT_BF16; break;
+    case C_OTHER_MASTER_FP16: r->other.dt[STATE_MASTER] = DT_FP16; break;
+    case C_GEMM_MASTER_FP16_FP8LM: break;
+    case C_OTHER_NO_MASTER_BF16: r->other.dt[STATE_MASTER] = DT_NONE; break;
+    case C_GEMM_GRAD_FP16: r->gemm.dt[STATE_GRAD] = DT_FP16; break;
+    case C_GEMM_GRAD_E5M2_UNSCALED: r->gemm.dt[STATE_GRAD] = DT_E5M2; break;
+    case C_FP16_MASTER_M_FP32: r->gemm.dt[STATE_M] = DT_FP32; break;
+    case C_FP32_MASTER_M_E4M3: r->gemm.dt[STATE_M] = DT_E4M3; break;
+    case C_OTHER_SCALED_M: r->other.scaled_mask = 1u << STATE_M; break;
+    case C_GEMM_SCALED_FP32_M: r->gemm.scaled_mask |= 1u << STATE_M; break;
+    case C_GEMM_SCALED_WEIGHT: r->gemm.scaled_mask |= 1u << STATE_WEIGHT; break;
+    case C_BF16_GEMM_FP32: r->gemm_fwd = r->gemm_bwd = DT_FP32; break;
+    case C_BF16_FP8_COPIES: r->fp8_col = DT_E4M3; break;
+    case C_BF16_SAVED_E4M3: r->saved_input = DT_E4M3; break;
+    case C_FWD_E5M2: r->gemm_fwd = DT_E5M2; break;
+    case C_BWD_BF16: r->gemm_bwd = DT_BF16; break;
+    case C_SCALING_NONE: r->scaling = SCALING_NONE; break;
+    case C_COPIES_E5M2: r->fp8_row = DT_E5M2; break;
+    case C_SAVED_FP16: r->saved_input = DT_FP16; break;
+    case C_SAVED_BF16: r->saved_input = DT_BF16; break;
+    case C_GRAN_CHANNEL: r->weight_gran = GRAN_CHANNEL; break;
+    }
+}
+
+static const RecipeCase RECIPES[] = {
+    {"megatron-bf16", C_GEMM_W_NONE, ST_UNAVAILABLE,
+     "recipe megatron-bf16: linear-weight working weights 'none' need FP8 GEMMs that read FP8 copies of the master"},
+    /* the other parameters' 'none' is refused even under FP8 GEMMs: only the linears read FP8 copies */
+    {"te-fp8", C_OTHER_W_E4M3, ST_UNAVAILABLE,
+     "recipe te-fp8: other-parameter working weights in e4m3 are not supported"},
+    {"megatron-bf16", C_GEMM_W_FP16, ST_UNAVAILABLE,
+     "recipe megatron-bf16: linear-weight working weights in fp16 but activations in bf16 (the executor's non-FP8 "
+     "GEMMs and embeddings take both in one dtype)"},
+    {"megatron-bf16", C_GEMM_MASTER_BF16, ST_UNAVAILABLE,
+     "recipe megatron-bf16: linear-weight master weights in bf16 are not supported (fp32, fp16 or none)"},
+    {"megatron-bf16", C_OTHER_MASTER_FP16, ST_UNAVAILABLE,
+     "recipe megatron-bf16: other-parameter master weights in fp16 are not supported (fp32 or none)"},
+    {"fp8lm", C_GEMM_MASTER_FP16_FP8LM, ST_OK, NULL},
+    {"megatron-bf16", C_OTHER_NO_MASTER_BF16, ST_UNAVAILABLE,
+     "recipe megatron-bf16: other-parameter states keep no master, so the optimizer would update bf16 weights in "
+     "place; the executor does that only for fp32 weights"},
+    {"megatron-bf16", C_GEMM_GRAD_FP16, ST_UNAVAILABLE,
+     "recipe megatron-bf16: linear-weight gradients in fp16 are not supported"},
+    {"te-fp8", C_GEMM_GRAD_E5M2_UNSCALED, ST_USAGE,
+     "recipe te-fp8: linear-weight gradients in e5m2 need a scaling record (scaled states)"},
+    {"fp8lm", C_FP16_MASTER_M_FP32, ST_UNAVAILABLE,
+     "recipe fp8lm: an fp16 master runs with FP8-LM's optimizer only (m e4m3, v fp16; got m fp32, v fp16)"},
+    {"te-fp8", C_FP32_MASTER_M_E4M3, ST_UNAVAILABLE,
+     "recipe te-fp8: linear-weight Adam states m e4m3, v fp32 need FP8-LM's optimizer (an fp16 master); with a fp32 "
+     "master they must be fp32"},
+    {"te-fp8", C_OTHER_SCALED_M, ST_UNAVAILABLE,
+     "recipe te-fp8: scaled m states of other parameters are not supported"},
+    {"te-fp8", C_GEMM_SCALED_FP32_M, ST_UNAVAILABLE,
+     "recipe te-fp8: a scaling record on the fp32 m state is not supported"},
+    {"te-fp8", C_GEMM_SCALED_WEIGHT, ST_UNAVAILABLE,
+     "recipe te-fp8: a scaling record on the bf16 weight state is not supported"},
+    {"megatron-bf16", C_BF16_GEMM_FP32, ST_UNAVAILABLE,
+     "recipe megatron-bf16: GEMMs in fp32/fp32 with bf16 activations are not supported"},
+    {"megatron-bf16", C_BF16_FP8_COPIES, ST_USAGE, "recipe megatron-bf16: FP8 weight copies without FP8 GEMMs"},
+    {"megatron-bf16", C_BF16_SAVED_E4M3, ST_USAGE, "recipe megatron-bf16: saved GEMM inputs in e4m3 without FP8 GEMMs"},
+    {"te-fp8", C_FWD_E5M2, ST_UNAVAILABLE, "recipe te-fp8: forward GEMMs in e5m2 (the executor runs e4m3)"},
+    {"te-fp8", C_BWD_BF16, ST_USAGE, "recipe te-fp8: FP8 forward GEMMs need FP8 gradients (e5m2 or e4m3), got bf16"},
+    {"te-fp8", C_SCALING_NONE, ST_USAGE, "recipe te-fp8: FP8 GEMMs need delayed or current scaling"},
+    {"te-fp8", C_COPIES_E5M2, ST_USAGE, "recipe te-fp8: FP8 weight copies in e5m2/e4m3 but forward GEMMs in e4m3"},
+    {"te-fp8", C_SAVED_FP16, ST_USAGE, "recipe te-fp8: saved GEMM inputs in fp16 (bf16 or e4m3)"},
+    {"te-fp8", C_SAVED_BF16, ST_OK, NULL},
+    {"te-fp8", C_GRAN_CHANNEL, ST_UNAVAILABLE,
+     "recipe te-fp8: tensor/channel scale granularity is not run by the executor yet (per-tensor only)"},
+};
+
+static void test_recipe_refusals(void)
+{
+    for (size_t i = 0; i < sizeof RECIPES / sizeof *RECIPES; i++) {
+        const RecipeCase *c = &RECIPES[i];
+        Recipe r = fx_recipe(c->base);
+        Err e = {0};
+        CHECKF(exec_recipe_check(&r, &e) == ST_OK, "%s as the fixture has it: %s", c->base, e.msg);
+        edit(&r, c->change);
+        e = (Err){0};
+        Status st = exec_recipe_check(&r, &e);
+        CHECKF(st == c->st, "case %zu (%s): status %d, want %d (%s)", i, c->base, st, c->st, e.msg);
+        if (c->msg) CHECKF(!strcmp(e.msg, c->msg), "case %zu:\n    got  '%s'\n    want '%s'", i, e.msg, c->msg);
+    }
+}
+
+/* The TP refusals, on a TP-2 plan of fx_gpt (4 heads, 4 KV heads, FFN 128, learned positions; mbs 2 x seq 16
+ * tokens, vocabulary padded to 128) with one thing changed in a copy of it. */
+static ModelSpec tp_model;
+static Recipe tp_recipe;
+
+static Status tp_check(const char *recipe, int change, uint32_t tp, Err *e)
+{
+    static Plan base;
+    ModelSpec s = fx_gpt();
+    Recipe r = fx_recipe(recipe);
+    *e = (Err){0};
+    if (fx_plan_par(&s, &r, 2, 1, 2, 1, &base, e)) return ST_SOFTWARE;
+    Plan p = base;
+    tp_model = *p.in.model, tp_recipe = *p.in.recipe;
+    p.in.model = &tp_model, p.in.recipe = &tp_recipe;
+    p.in.tp = tp;
+    switch (change) {
+    case 1: p.in.sp = 0; break;
+    case 2: p.in.cp = 2; break;
+    case 3: tp_model.kv_heads = 2; break;
+    case 4: tp_model.ffn_hidden = 129; break;
+    case 5: tp_recipe.saved_input = DT_BF16; break;
+    case 6: tp_recipe.other.dt[STATE_GRAD] = DT_BF16; break;
+    case 7: tp_recipe.other.dt[STATE_WEIGHT] = DT_NONE; break;
+    }
+    return model_tp_check(&p, e);
+}
+
+static void test_tp_refusals(void)
+{
+    static const struct {
+        const char *recipe;
+        int change;
+        uint32_t tp;
+        Status st;
+        const char *msg;
+    } cases[] = {
+        {"te-fp8", 0, 2, ST_OK, NULL},
+        {"te-fp8", 0, 1, ST_OK, NULL}, /* one rank: nothing to check, even without SP */
+        {"te-fp8", 1, 2, ST_UNAVAILABLE, "--tp 2: the executor runs tensor parallelism with sequence parallelism only"},
+        {"te-fp8", 2, 2, ST_UNAVAILABLE, "--tp 2 with cp 2: the executor has no context parallelism"},
+        {"te-fp8", 0, 8, ST_USAGE, "--tp 8 must divide the heads 4, KV heads 4 and FFN width 128 of model fx-gpt"},
+        {"te-fp8", 3, 4, ST_USAGE, "--tp 4 must divide the heads 4, KV heads 2 and FFN width 128 of model fx-gpt"},
+        {"te-fp8", 4, 2, ST_USAGE, "--tp 2 must divide the heads 4, KV heads 4 and FFN width 129 of model fx-gpt"},
+        {"te-fp8", 5, 2, ST_UNAVAILABLE,
+         "--tp 2 --recipe te-fp8: FP8 tensor parallelism runs recipes that save FP8 GEMM inputs only (the saved "
+         "shard is what the backward gathers)"},
+        {"megatron-bf16", 5, 2, ST_OK, NULL}, /* BF16 GEMMs save BF16 inputs anyway */
+        {"megatron-bf16", 6, 2, ST_UNAVAILABLE,
+         "--tp 2 --recipe megatron-bf16: the embedding, norm and bias gradients must be FP32"},
+        {"megatron-bf16", 7, 2, ST_UNAVAILABLE,
+         "--tp 2 --recipe megatron-bf16: learned positions in none added to bf16 activations after the scatter"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Err e;
+        Status st = tp_check(cases[i].recipe, cases[i].change, cases[i].tp, &e);
+        CHECKF(st == cases[i].st, "tp case %zu: status %d, want %d (%s)", i, st, cases[i].st, e.msg);
+        if (cases[i].msg)
+            CHECKF(!strcmp(e.msg, cases[i].msg), "tp case %zu:\n    got  '%s'\n    want '%s'", i, e.msg, cases[i].msg);
+    }
+}
+
+/* The shared descriptor check every backend runs first (exec/backend_check.c): one field of a valid FP8
+ * GEMM (E4M3 A and B, K contiguous, per-tensor scale_inv; BF16 output) changed at a time. The pointers
+ * only have to be non-NULL: nothing is read. */
+static void test_gemm_refusals(void)
+{
+    static float f[4];
+    const GemmDesc ok = {.m = 16,
+                         .n = 32,
+                         .k = 64,
+                         .a = {.ptr = f, .dtype = DT_E4M3, .layout = GEMM_K_INNER, .scale_inv = f},
+                         .b = {.ptr = f, .dtype = DT_E4M3, .layout = GEMM_K_INNER, .scale_inv = f},
+                         .d = {.ptr = f, .dtype = DT_BF16}};
+    Err e = {0};
+    CHECKF(gemm_desc_check(&ok, &e) == ST_OK, "%s", e.msg);
+    enum { N = 14 };
+    GemmDesc g[N];
+    const char *want[N] = {
+        "gemm: operand A has dtype e8m0 (expected fp32, fp16, bf16, e4m3 or e5m2)",
+        "gemm: operand B has an unknown layout 7",
+        "gemm: operand A leading dimension 63 is below its row length 64",
+        "gemm: operand B leading dimension 31 is below its row length 32", /* K-outer: B's rows are N long */
+        "gemm: operand B scale granularity channel is not tensor, 1x128 or 128x128",
+        "gemm: operand A is bf16 but has a scale_inv (only FP8 operands are scaled)",
+        "gemm: operands A bf16 and B fp16 must have the same dtype",
+        "gemm: 128x128 x 128x128 block scaling is not supported (one side must be 1x128)",
+        "gemm: output leading dimension 31 is below n=32",
+        "gemm: output D is fp32 but has a scale (only FP8 outputs are scaled)",
+        "gemm: unknown accumulate mode 5",
+        "gemm: bias dtype e4m3 (expected fp32, fp16 or bf16)",
+        "gemm: E4M3 x E4M3 -> E5M2 output is not supported by cuBLASLt (write E4M3, BF16 or FP32, or use an E5M2 "
+        "operand)",
+        "gemm: accumulation into an FP8 output is not supported",
+    };
+    for (int i = 0; i < N; i++) g[i] = ok;
+    g[0].a.dtype = DT_E8M0;
+    g[1].b.layout = (GemmLayout)7;
+    g[2].a.ld = 63;
+    g[3].a.dtype = g[3].b.dtype = DT_BF16, g[3].a.scale_inv = g[3].b.scale_inv = NULL, g[3].b.layout = GEMM_K_OUTER,
+    g[3].b.ld = 31;
+    g[4].b.scale_gran = GRAN_CHANNEL;
+    g[5].a.dtype = g[5].b.dtype = DT_BF16, g[5].b.scale_inv = NULL;
+    g[6].a.dtype = DT_BF16, g[6].b.dtype = DT_FP16, g[6].a.scale_inv = g[6].b.scale_inv = NULL;
+    g[7].a.scale_gran = g[7].b.scale_gran = GRAN_128X128;
+    g[8].d.ld = 31;
+    g[9].d.dtype = DT_FP32, g[9].d.scale = f;
+    g[10].accum = (GemmAccum)5;
+    g[11].bias = f, g[11].bias_dtype = DT_E4M3;
+    g[12].d.dtype = DT_E5M2, g[12].d.scale = f;
+    g[13].d.dtype = DT_E4M3, g[13].d.scale = f, g[13].accum = GEMM_ACCUMULATE;
+    for (int i = 0; i < N; i++) {
+        e = (Err){0};
+        Status st = gemm_desc_check(&g[i], &e);
+        CHECKF(st == ST_USAGE && !strcmp(e.msg, want[i]), "gemm case %d: status %d\n    got  '%s'\n    want '%s'", i,
+               st, e.msg, want[i]);
+    }
+    /* the accepted neighbours: a leading dimension equal to the row, one side 1x128, an E5M2 output of an
+     * E5M2 x E4M3 product, an FP32 bias */
+    GemmDesc a = ok;
+    a.a.ld = 64, a.d.ld = 32, a.a.scale_gran = GRAN_128X128, a.b.scale_gran = GRAN_1X128;
+    a.b.dtype = DT_E5M2, a.d.dtype = DT_E5M2, a.d.scale = f, a.bias = f, a.bias_dtype = DT_FP32;
+    e = (Err){0};
+    CHECKF(gemm_desc_check(&a, &e) == ST_OK, "%s", e.msg);
+}
+
+/* The other operations' checks that no run reaches: casts, conversions, scaling banks, norms and the loss. */
+static void test_op_refusals(void)
+{
+    static float f[4];
+    static uint16_t h[4];
+    Err e = {0};
+    CastDesc c = {.in = h, .in_dtype = DT_BF16, .rows = 2, .cols = 2, .out_dtype = DT_E4M3, .out_row = h, .scale = f};
+    CHECKF(backend_check_cast_transpose(NULL, &c, &e) == ST_OK, "%s", e.msg);
+    CastDesc bad = c;
+    bad.out_row = NULL;
+    CHECK_EQ_INT(backend_check_cast_transpose(NULL, &bad, &e), ST_USAGE);
+    CHECK_STR(e.msg, "cast_transpose: needs an input and at least one output");
+    bad.amax = f; /* an amax alone is an output (current scaling's measuring pass) */
+    CHECKF(backend_check_cast_transpose(NULL, &bad, &e) == ST_OK, "%s", e.msg);
+    bad = c, bad.out_dtype = DT_BF16;
+    CHECK_EQ_INT(backend_check_cast_transpose(NULL, &bad, &e), ST_USAGE);
+    CHECK_STR(e.msg, "cast_transpose: output dtype bf16 must be e4m3 or e5m2, with a scale");
+    bad = c, bad.scale = NULL;
+    CHECK_EQ_INT(backend_check_cast_transpose(NULL, &bad, &e), ST_USAGE);
+    CHECK_STR(e.msg, "cast_transpose: output dtype e4m3 must be e4m3 or e5m2, with a scale");
+
+    CHECK_EQ_INT(backend_check_convert(NULL, h, DT_BF16, h, DT_E8M0, 2, NULL, &e), ST_USAGE);
+    CHECK_STR(e.msg, "convert: bf16 -> e8m0 is not supported");
+    CHECK_EQ_INT(backend_check_convert(NULL, h, DT_NONE, h, DT_BF16, 2, NULL, &e), ST_USAGE);
+    CHECK_STR(e.msg, "convert: none -> bf16 is not supported");
+
+    float hist[2] = {1, 2}, sc[1] = {1}, si[1] = {1};
+    ScalingBank b = {.n = 1, .history_len = 2, .fmt = DT_E4M3, .amax_history = hist, .scale = sc, .scale_inv = si};
+    CHECKF(backend_check_scaling_delayed_update(NULL, &b, &e) == ST_OK, "%s", e.msg);
+    ScalingBank bb = b;
+    bb.fmt = DT_BF16;
+    CHECK_EQ_INT(backend_check_scaling_delayed_update(NULL, &bb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "delayed scaling: bank format bf16 is not FP8 (e4m3 or e5m2)");
+    bb = b, bb.history_len = 0;
+    CHECK_EQ_INT(backend_check_scaling_delayed_update(NULL, &bb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "delayed scaling: empty history or missing scale");
+    bb = b, bb.scale = NULL;
+    CHECK_EQ_INT(backend_check_scaling_delayed_update(NULL, &bb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "delayed scaling: empty history or missing scale");
+    bb.n = 0; /* an empty bank needs no arrays */
+    CHECKF(backend_check_scaling_delayed_update(NULL, &bb, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(backend_check_scaling_from_amax(NULL, 1, DT_FP16, 0, f, f, &e), ST_USAGE);
+    CHECK_STR(e.msg, "current scaling: format fp16 is not FP8 (e4m3 or e5m2)");
+
+    NormFwdDesc nf = {.norm = NORM_RMSNORM,
+                      .act_dtype = DT_BF16,
+                      .weight_dtype = DT_FP32,
+                      .in = h,
+                      .out = h,
+                      .weight = f,
+                      .rstd = f,
+                      .cols = 2,
+                      .rows = 2,
+                      .eps = 1e-5f};
+    CHECKF(backend_check_norm_fwd(NULL, &nf, &e) == ST_OK, "%s", e.msg);
+    NormFwdDesc nfb = nf;
+    nfb.norm = (NormType)9;
+    CHECK_EQ_INT(backend_check_norm_fwd(NULL, &nfb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "norm_fwd: unknown norm 9");
+    nfb = nf, nfb.cols = 0;
+    CHECK_EQ_INT(backend_check_norm_fwd(NULL, &nfb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "norm_fwd: missing pointer or zero width");
+    NormBwdDesc nb = {.norm = NORM_RMSNORM,
+                      .act_dtype = DT_BF16,
+                      .weight_dtype = DT_FP32,
+                      .in = h,
+                      .weight = f,
+                      .rstd = f,
+                      .dout = h,
+                      .din = h,
+                      .dweight = f,
+                      .cols = 2,
+                      .rows = 2};
+    CHECKF(backend_check_norm_bwd(NULL, &nb, &e) == ST_OK, "%s", e.msg);
+    NormBwdDesc nbb = nb;
+    nbb.norm = (NormType)9;
+    CHECK_EQ_INT(backend_check_norm_bwd(NULL, &nbb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "norm_bwd: unknown norm 9");
+    nbb = nb, nbb.din = NULL;
+    CHECK_EQ_INT(backend_check_norm_bwd(NULL, &nbb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "norm_bwd: missing pointer or zero width");
+
+    int32_t tg[2] = {0, 1};
+    CHECKF(backend_check_xent_fwd_bwd(NULL, f, DT_FP32, 2, 2, 2, tg, 0.5f, f, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(backend_check_xent_fwd_bwd(NULL, f, DT_FP32, 2, 3, 2, tg, 0.5f, f, &e), ST_USAGE);
+    CHECK_STR(e.msg, "xent: vocab 3 must be in [1, 2]");
+    CHECK_EQ_INT(backend_check_xent_fwd_bwd(NULL, f, DT_FP32, 2, 0, 2, tg, 0.5f, f, &e), ST_USAGE);
+    CHECK_STR(e.msg, "xent: vocab 0 must be in [1, 2]");
+}
+
+/* model_check on a one-rank plan of fx_llama (4 heads of 8 over 2 KV heads, rotary positions) with one
+ * thing changed in a copy of the plan's model or input. */
+static void test_model_refusals(void)
+{
+    static Plan base;
+    static ModelSpec s;
+    ModelSpec l = fx_llama();
+    Recipe r = fx_recipe("megatron-bf16");
+    Err e = {0};
+    CHECKF(!fx_plan(&l, &r, 2, 1, &base, &e), "%s", e.msg);
+    static const struct {
+        int change;
+        Status st;
+        const char *msg;
+    } cases[] = {
+        {0, ST_OK, NULL},
+        {1, ST_UNAVAILABLE,
+         "the executor runs data, tensor and pipeline parallelism (cp 2 given); context parallelism is not "
+         "implemented yet"},
+        {2, ST_UNAVAILABLE,
+         "the executor materializes attention scores without recompute or dropout; plan it that way "
+         "(exec_plan_input)"},
+        {3, ST_USAGE, "model fx-llama: unknown norm, mlp or position type"},
+        {4, ST_USAGE, "model fx-llama: 4 heads and 3 KV heads of 8 (KV heads must divide heads)"},
+        {5, ST_USAGE, "model fx-llama: 4 heads and 2 KV heads of 0 (KV heads must divide heads)"},
+        {6, ST_USAGE, "model fx-llama: rotary positions need an even head_dim (got 7)"},
+        {7, ST_OK, NULL}, /* an odd head_dim with learned positions */
+        {8, ST_USAGE, "the vocabulary must have at least 2 tokens"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Plan p = base;
+        s = *p.in.model;
+        p.in.model = &s;
+        switch (cases[i].change) {
+        case 1: p.in.cp = 2; break;
+        case 2: p.in.dropout = 1; break;
+        case 3: s.mlp = MLP_COUNT_; break;
+        case 4: s.kv_heads = 3; break;
+        case 5: s.head_dim = 0; break;
+        case 6: s.head_dim = 7; break;
+        case 7: s.head_dim = 7, s.pos = POS_LEARNED; break;
+        case 8: s.vocab = 1; break;
+        }
+        e = (Err){0};
+        Status st = model_check(&p, &e);
+        CHECKF(st == cases[i].st, "model case %zu: status %d, want %d (%s)", i, st, cases[i].st, e.msg);
+        if (cases[i].msg)
+            CHECKF(!strcmp(e.msg, cases[i].msg), "model case %zu:\n    got  '%s'\n    want '%s'", i, e.msg,
+                   cases[i].msg);
+    }
+}
+
+/* Communicators: the names comm_create knows and the backends each carries; the wrappers' refusals when a
+ * library lacks a call; the payload check; and a single-rank group split from a communicator, whose calls
+ * count in its root's table (exec/comm/comm.h: one table per rank whatever group moved the bytes). */
+static void test_comm_refusals(void)
+{
+    Comm *c = NULL, *g = NULL;
+    Err e = {0};
+    CHECK_EQ_INT(comm_create("tcp", NULL, &c, &e), ST_USAGE);
+    CHECK_STR(e.msg, "unknown communicator 'tcp' (known: single, mpi, nccl)");
+    CHECK(c == NULL);
+    Backend gpu = {.name = "cuda"}, cpu = {.name = "cpu"};
+    CHECK_EQ_INT(comm_create("mpi", &gpu, &c, &e), ST_UNAVAILABLE);
+    CHECK_STR(e.msg, "mpi: carries host memory, the cpu backend's (this run uses cuda)");
+    CHECK_EQ_INT(comm_create("nccl", &cpu, &c, &e), ST_UNAVAILABLE);
+#ifdef FP8PLAN_HAVE_CUDA
+    CHECK_STR(e.msg, "nccl: needs the cuda backend (this run uses cpu)");
+#else
+    CHECK_STR(e.msg, "nccl: fp8plan was built without the CUDA backend");
+#endif
+    uint64_t bytes = 1;
+    CHECK_EQ_INT(comm_payload(3, DT_NONE, &bytes, &e), ST_USAGE);
+    CHECK_STR(e.msg, "collective: dtype none has no size");
+    CHECK_EQ_INT(comm_payload(1ull << 63, DT_FP32, &bytes, &e), ST_OVERFLOW);
+    CHECK_STR(e.msg, "collective: 9223372036854775808 elements overflow");
+    CHECK(comm_payload(1ull << 61, DT_FP32, &bytes, &e) == ST_OK && bytes == 1ull << 63);
+
+    CHECKF(comm_create(NULL, NULL, &c, &e) == ST_OK, "%s", e.msg); /* no name: the single-rank one */
+    if (!c) return;
+    CHECK_STR(c->name, "single");
+    CHECKF(comm_split(c, 5, 0, &g, &e) == ST_OK, "%s", e.msg);
+    if (g) {
+        CHECK(g->parent == c && g->size == 1 && g->rank == 0);
+        float v[4] = {0};
+        /* 4 FP32 values: a payload of 16 B, no bus bytes over one rank; counted in c's table, not g's */
+        CHECK(g->all_reduce(g, CO_AMAX_AR, NULL, v, 4, DT_FP32, COMM_MAX, &e) == ST_OK);
+        CHECK(c->stats[CO_AMAX_AR].calls == 1 && c->stats[CO_AMAX_AR].payload_bytes == 16);
+        CHECK(c->stats[CO_AMAX_AR].bus_bytes == 0 && c->total.calls == 1);
+        CHECK(g->stats[CO_AMAX_AR].calls == 0 && g->total.calls == 0);
+        g->destroy(g);
+    }
+    Comm bare = *c;
+    bare.reduce_scatter_v = NULL, bare.all_gather_v = NULL, bare.split = NULL;
+    uint64_t counts[1] = {1};
+    float v1[1] = {0};
+    CHECK_EQ_INT(comm_reduce_scatter_v(&bare, CO_COUNT_, NULL, v1, counts, DT_FP32, COMM_SUM, &e), ST_UNAVAILABLE);
+    CHECK_STR(e.msg, "communicator single: no uneven reduce-scatter (sharded states) yet");
+    CHECK_EQ_INT(comm_all_gather_v(&bare, CO_COUNT_, NULL, v1, counts, DT_FP32, &e), ST_UNAVAILABLE);
+    CHECK_STR(e.msg, "communicator single: no uneven all-gather (sharded states) yet");
+    g = (Comm *)&bare;
+    CHECK_EQ_INT(comm_split(&bare, 0, 0, &g, &e), ST_UNAVAILABLE);
+    CHECK_STR(e.msg, "communicator single: no sub-communicators (rank groups) yet");
+    CHECK(g == NULL);
+    c->destroy(c);
+}
+
+int main(void)
+{
+    RUN(test_comm_refusals);
+    RUN(test_model_refusals);
+    RUN(test_recipe_refusals);
+    RUN(test_tp_refusals);
+    RUN(test_gemm_refusals);
+    RUN(test_op_refusals);
+    return test_summary();
+}
