@@ -287,6 +287,36 @@ static void test_send_recv_ring(void)
     CHECK_CONTAINS(e.msg, "is not another rank");
 }
 
+/* An empty message is a message: rank r sends 0 FP32 to r + 1, then 3 (r, r + 0.5, r + 0.25, exact), and
+ * receives the same two from r − 1 mod N in that order (MPI keeps a peer's order per id). Both sends count:
+ * calls + 2, payload + 0 + 3·4 = 12 bytes, on the row and the total alike; a recv counts nothing. The ranks agree
+ * on the sends' outcome before anyone receives, so a refused send fails the test instead of hanging a recv. */
+static void test_send_recv_empty(void)
+{
+    const int to = (R + 1) % N, from = (R + N - 1) % N;
+    const CommStats row = C->stats[CO_PP_P2P], total = C->total;
+    float none = -1.0f, out[3] = {(float)R, (float)R + 0.5f, (float)R + 0.25f}, in[3] = {-1.0f, -1.0f, -1.0f};
+    Err e = {0};
+    Status a = C->send(C, CO_PP_P2P, NULL, &none, 0, DT_FP32, to, &e);
+    CHECKF(a == ST_OK, "empty send: %s", e.msg);
+    Status b = C->send(C, CO_PP_P2P, NULL, out, 3, DT_FP32, to, &e);
+    CHECKF(b == ST_OK, "send of 3: %s", e.msg);
+    int mine = a || b, any = 0;
+    MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+    if (any) return;
+    CHECKF(C->recv(C, CO_PP_P2P, NULL, &none, 0, DT_FP32, from, &e) == ST_OK, "empty recv: %s", e.msg);
+    CHECK_NEAR(none, -1.0, 0.0); /* nothing written */
+    CHECKF(C->recv(C, CO_PP_P2P, NULL, in, 3, DT_FP32, from, &e) == ST_OK, "recv of 3: %s", e.msg);
+    CHECK_NEAR(in[0], from, 0.0);
+    CHECK_NEAR(in[1], from + 0.5, 0.0);
+    CHECK_NEAR(in[2], from + 0.25, 0.0);
+    CHECK_EQ_U64(C->stats[CO_PP_P2P].calls - row.calls, 2);
+    CHECK_EQ_U64(C->stats[CO_PP_P2P].payload_bytes - row.payload_bytes, 12);
+    CHECK_NEAR(C->stats[CO_PP_P2P].bus_bytes - row.bus_bytes, 12.0, 0.0);
+    CHECK_EQ_U64(C->total.calls - total.calls, 2);
+    CHECK_EQ_U64(C->total.payload_bytes - total.payload_bytes, 12);
+}
+
 /* FP8 with a shared scale (comm_all_reduce_fp8), by hand.
  * np 2: rank 0 holds values [1, −2, 0.3] at scale 1 (codes 1, −2, 0.3 →
  * E4M3 0.3125: [0.25, 0.5) steps 1/32, 0.3 → 0.3125); rank 1 holds [3.5, 0.5,
@@ -460,7 +490,7 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 15\n");
+    if (R == 0) printf("checks: 16\n");
     MRUN(test_all_reduce_fp32_rank_order);
     MRUN(test_all_reduce_bf16_rounds_once);
     MRUN(test_all_reduce_max);
@@ -470,6 +500,7 @@ int main(int argc, char **argv)
     MRUN(test_broadcast);
     MRUN(test_call_checks);
     MRUN(test_send_recv_ring);
+    MRUN(test_send_recv_empty);
     MRUN(test_all_reduce_fp8_shared_scale);
     MRUN(test_reproducible);
     MRUN(test_split);

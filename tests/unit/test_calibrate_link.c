@@ -90,8 +90,9 @@ static void fake_comm(Comm *c, const char *name, int rank)
     c->all_reduce = r_all_reduce;
 }
 
-/* The sweep over a 4 KiB top: 64, 256, 1024, 4096 B (cal_link_sizes); reps 3, so 12 timed calls of 64 B. */
-static void sweep(const char *name, int rank, int evicts, Calibration *cal)
+/* The sweep over a 4 KiB top: 64, 256, 1024, 4096 B (cal_link_sizes); reps timed calls of each size but the
+ * smallest, which has 4 x reps, at most 64 (reps 3: 12; 16: 64; 17: 68, so 64). */
+static void sweep_reps(const char *name, int rank, int evicts, int reps, int first, Calibration *cal)
 {
     Err e;
     Backend *cpu = NULL;
@@ -109,16 +110,16 @@ static void sweep(const char *name, int rank, int evicts, Calibration *cal)
     Comm c;
     fake_comm(&c, name, rank);
     memset(cal, 0, sizeof *cal);
-    Status st = calibrate_link(&bk, &c, 4096, 3, cal, &e);
+    Status st = calibrate_link(&bk, &c, 4096, reps, cal, &e);
     CHECKF(st == ST_OK, "%s", e.msg);
     CHECK(!rec.over);
     /* before the sweep: the largest payload and the eviction buffer zeroed once, nothing else */
     CHECK(rec.n > 2 && rec.ev[0] == EV_MEMSET && rec.arg[0] == 4096);
     CHECK(rec.ev[1] == EV_MEMSET && rec.arg[1] == CAL_LINK_EVICT);
     /* then per call: `evicts` eviction kernels, the payload's S / 4 floats touched, the timed all-reduce
-     * of S / 4 floats, the slowest-rank sync; 1 warm-up + 12 calls of 64 B, 1 + 3 of each other size */
+     * of S / 4 floats, the slowest-rank sync; 1 warm-up + `first` calls of 64 B, 1 + reps of each other size */
     static const uint64_t sizes[4] = {64, 256, 1024, 4096};
-    static const int calls[4] = {13, 4, 4, 4};
+    const int calls[4] = {1 + first, 1 + reps, 1 + reps, 1 + reps};
     static int want[MAX_EVENTS];
     static uint64_t warg[MAX_EVENTS];
     int n = 2;
@@ -138,6 +139,11 @@ static void sweep(const char *name, int rank, int evicts, Calibration *cal)
     CHECK_EQ_INT(rec.allocs, 3);
     CHECK_EQ_INT(rec.frees, 3);
     cpu->destroy(cpu);
+}
+
+static void sweep(const char *name, int rank, int evicts, Calibration *cal)
+{
+    sweep_reps(name, rank, evicts, 3, 12, cal);
 }
 
 static void check_figures(const Calibration *cal)
@@ -173,9 +179,23 @@ static void test_nccl_together(void)
     check_figures(&cal);
 }
 
+/* The smallest size's repetitions are capped at 64 (the sweep keeps at most 64 times per size): reps 16 gives
+ * exactly 64, reps 17 and 20 would give 68 and 80 and are cut to 64; the other sizes keep reps. */
+static void test_reps_capped(void)
+{
+    static Calibration cal;
+    sweep_reps("mpi", 1, 1, 16, 64, &cal);
+    check_figures(&cal);
+    sweep_reps("mpi", 1, 1, 17, 64, &cal);
+    check_figures(&cal);
+    sweep_reps("nccl", 0, 1, 20, 64, &cal);
+    check_figures(&cal);
+}
+
 int main(void)
 {
     RUN(test_mpi_ranks);
     RUN(test_nccl_together);
+    RUN(test_reps_capped);
     return test_summary();
 }
