@@ -3,12 +3,12 @@
 
 Plants one realistic bug at a time (universalmutator's C rules: operators,
 constants, conditions, deleted statements) in a copy of the working tree,
-rebuilds, runs the unit tests (and, for cli/, reports/, tui/ and util/, the
-CLI scripts; for exec/, the multi-rank scripts — tests/cli/mpi_*.sh and any
-other that starts ranks with mpi_run — that reach the mutated file), and counts the mutant as killed when a test
-fails (or hangs past the per-mutant timeout) and as a survivor when every test
-still passes. Prints the score and each survivor as file:line with the
-original and the mutated line.
+rebuilds, runs the unit tests and then the CLI scripts of tests/cli (single-
+and multi-rank; not the tmux and GPU-check ones) that reach the mutated file,
+as `make test` would, and counts the mutant as killed when a test fails (or
+hangs past the per-mutant timeout) and as a survivor when every test still
+passes. Prints the score and each survivor as file:line with the original and
+the mutated line.
 
 Which files: those the branch changes against a base revision (default main,
 plus uncommitted changes), or every .c/.h under the folders named with --dir.
@@ -22,9 +22,9 @@ whose object file is byte-identical to the original's after stripping debug
 information (the compiler proved it equivalent) — for a header, every object
 and test program built from it (found in the compiler's .d files) must be.
 
-Which MPI scripts reach a file: found once per run, when the first exec/
-mutant survives the unit tests, by a build with gcc's --coverage (build-cov/
-in the copy) running each script: a script reaches a file when gcov counts an
+Which scripts reach a file: found once per run, when the first mutant
+survives the unit tests, by a build with gcc's --coverage (build-cov/ in the
+copy) running each script: a script reaches a file when gcov counts an
 executed line in it. A file no script reaches runs none (no script can kill
 its mutants); headers run them all.
 
@@ -130,49 +130,17 @@ def copy_tree(root, dest, rev=None, skip=None):
 
 
 # Folders whose behaviour the command-line scripts see better than the unit tests do: for their
-# files the CLI scripts (tests/cli/*.sh, with the fp8plan binary) run after the unit tests.
-WITH_CLI = ("cli", "reports", "tui", "util")
-
-
 def test_order(tests, src):
     first = FIRST.get(src.split("/")[0], ())
     head = [t for t in tests if t.startswith(first)] if first else []
     return head + [t for t in tests if t not in head]
 
 
-def run_cli(tree, build, make, timeout):
-    """Name of the first CLI script that fails (or hangs), None when all pass, False if fp8plan does not build."""
-    if sh(make + [os.path.join(build, "fp8plan")], tree).returncode:
-        return False
-    env = dict(os.environ, FP8PLAN=os.path.join(tree, build, "fp8plan"), FP8PLAN_ROOT=tree)
-    for script in sorted(os.listdir(os.path.join(tree, "tests", "cli"))):
-        if not script.endswith(".sh") or script.startswith(("tui_tmux", "gpu_check")):
-            continue  # the tmux and GPU-check scripts are slow and exercise no C the others miss
-        try:
-            r = subprocess.run(["sh", os.path.join("tests", "cli", script)], cwd=tree, env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout * 5)
-        except subprocess.TimeoutExpired:
-            return "cli/" + script + " (timeout)"
-        if r.returncode:
-            return "cli/" + script
-    return None
-
-
-# Folders whose mutants also face the multi-rank scripts (tests/cli/mpi_*.sh, under mpirun): the
-# collectives and the multi-rank step run only there.
-WITH_MPI = ("exec",)
-
-
-def mpi_scripts(tree):
-    """The CLI scripts that start ranks under mpirun: tests/cli/mpi_*.sh and any other that calls mpi_run
-    (calibrate.sh: the link sweep runs only over 2 ranks)."""
+def cli_scripts(tree):
+    """The scripts of tests/cli that `make test` runs, but the tmux and GPU-check ones (slow, and they exercise no
+    C the others miss): single-rank ones and those that start ranks under mpirun."""
     d = os.path.join(tree, "tests", "cli")
-
-    def starts_ranks(s):
-        with open(os.path.join(d, s), encoding="utf-8", errors="replace") as f:
-            return re.search(r"^\s*mpi_run ", f.read(), re.M) is not None
-
-    return sorted(s for s in os.listdir(d) if s.endswith(".sh") and (s.startswith("mpi_") or starts_ranks(s)))
+    return sorted(s for s in os.listdir(d) if s.endswith(".sh") and not s.startswith(("tui_tmux", "gpu_check")))
 
 
 def mpi_programs(tree, build):
@@ -192,23 +160,23 @@ def run_script(tree, build, script, timeout):
         return "timeout"
 
 
-def mpi_reach(tree, make, files, timeout):
+def script_reach(tree, make, files, timeout):
     """{script: set of the files among `files` it executes a line of}, from a --coverage build; None when
-    that build or gcov fails (then every script runs for every exec/ file)."""
+    that build or gcov fails (then every script runs for every file)."""
     cov = "build-cov"
     mk = [m for m in make if not m.startswith("BUILD=")] + ["BUILD=" + cov, "SANFLAGS=--coverage"]
     if sh(mk + [os.path.join(cov, "fp8plan")] + mpi_programs(tree, cov), tree).returncode:
-        print("mutate: the --coverage build failed; every MPI script runs for every exec/ file", flush=True)
+        print("mutate: the --coverage build failed; every script runs for every file", flush=True)
         return None
     reach = {}
-    for script in mpi_scripts(tree):
+    for script in cli_scripts(tree):
         for base, _, names in os.walk(os.path.join(tree, cov)):
             for n in names:
                 if n.endswith(".gcda"):
                     os.unlink(os.path.join(base, n))
         rc = run_script(tree, cov, script, timeout)
         if rc:
-            print("mutate: %s fails with the --coverage build (%s); it runs for every exec/ file" % (script, rc),
+            print("mutate: %s fails with the --coverage build (%s); it runs for every file" % (script, rc),
                   flush=True)
             reach[script] = set(files)
             continue
@@ -226,11 +194,11 @@ def mpi_reach(tree, make, files, timeout):
                 return None
             if float(m.group(1)) > 0:
                 reach[script].add(f)
-        print("mutate: %s reaches %d of the %d exec/ file(s)" % (script, len(reach[script]), len(files)), flush=True)
+        print("mutate: %s reaches %d of the %d file(s)" % (script, len(reach[script]), len(files)), flush=True)
     return reach
 
 
-def run_mpi(tree, build, make, scripts, timeout):
+def run_scripts(tree, build, make, scripts, timeout):
     """Name of the first of `scripts` that fails (or hangs), None when all pass, False if a program does not build."""
     if sh(make + [os.path.join(build, "fp8plan")] + mpi_programs(tree, build), tree).returncode:
         return False
@@ -318,10 +286,10 @@ def main():
     make = ["make", "-j%d" % a.jobs, "--no-print-directory", "CUDA=0", "BUILD=" + build]
     tests = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(tree, "tests", "unit"))
                    if f.startswith("test_") and f.endswith(".c"))
-    with_mpi = any(f.split("/")[0] in WITH_MPI for f in files) and bool(mpi_scripts(tree))
-    targets = [os.path.join(build, "tests", t) for t in tests] + (mpi_programs(tree, build) if with_mpi else [])
-    if with_mpi or any(f.split("/")[0] in WITH_CLI for f in files):
-        targets.append(os.path.join(build, "fp8plan"))
+    scripts = cli_scripts(tree)
+    targets = [os.path.join(build, "tests", t) for t in tests]
+    if scripts:
+        targets += mpi_programs(tree, build) + [os.path.join(build, "fp8plan")]
     r = sh(make + targets, tree)
     if r.returncode:
         sys.exit("mutate: the unmutated tree does not build:\n" + r.stdout.decode(errors="replace")[-3000:])
@@ -418,21 +386,15 @@ def main():
                 if r.returncode:
                     verdict, by = "killed", t
                     break
-            if not broken and verdict == "survived" and f.split("/")[0] in WITH_CLI:
-                hit = run_cli(tree, build, make, a.timeout)
-                if hit is False:
-                    broken = True
-                elif hit:
-                    verdict, by = "killed", hit
-            if not broken and verdict == "survived" and with_mpi and f.split("/")[0] in WITH_MPI:
+            if not broken and verdict == "survived" and scripts:
                 if reach is False:  # measured on the sources as they are, not with this mutant in them
                     with open(target, "w", encoding="utf-8") as o:
                         o.write(originals[f])
-                    reach = mpi_reach(tree, make, [g for g in files if g.split("/")[0] in WITH_MPI], a.timeout * 5)
+                    reach = script_reach(tree, make, files, a.timeout * 5)
                     with open(target, "w", encoding="utf-8") as o:
                         o.write(text)
-                scripts = [sc for sc in mpi_scripts(tree) if reach is None or f in reach.get(sc, ())]
-                hit = run_mpi(tree, build, make, scripts, a.timeout) if scripts else None
+                mine = [sc for sc in scripts if reach is None or f in reach.get(sc, ())]
+                hit = run_scripts(tree, build, make, mine, a.timeout) if mine else None
                 if hit is False:
                     broken = True
                 elif hit:
