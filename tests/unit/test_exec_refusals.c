@@ -127,6 +127,13 @@ static const RecipeCase RECIPES[] = {
      "recipe te-fp8: tensor/channel scale granularity is not run by the executor yet (per-tensor only)"},
 };
 
+/* Case i of a table: the status wanted and, when msg is set, the whole message. */
+static void check_case(const char *tag, size_t i, Status st, Status want, const char *got, const char *msg)
+{
+    CHECKF(st == want, "%s case %zu: status %d, want %d (%s)", tag, i, st, want, got);
+    if (msg) CHECKF(!strcmp(got, msg), "%s case %zu:\n    got  '%s'\n    want '%s'", tag, i, got, msg);
+}
+
 static void test_recipe_refusals(void)
 {
     for (size_t i = 0; i < sizeof RECIPES / sizeof *RECIPES; i++) {
@@ -137,8 +144,7 @@ static void test_recipe_refusals(void)
         edit(&r, c->change);
         e = (Err){0};
         Status st = exec_recipe_check(&r, &e);
-        CHECKF(st == c->st, "case %zu (%s): status %d, want %d (%s)", i, c->base, st, c->st, e.msg);
-        if (c->msg) CHECKF(!strcmp(e.msg, c->msg), "case %zu:\n    got  '%s'\n    want '%s'", i, e.msg, c->msg);
+        check_case(c->base, i, st, c->st, e.msg, c->msg);
     }
 }
 
@@ -198,9 +204,7 @@ static void test_tp_refusals(void)
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         Err e;
         Status st = tp_check(cases[i].recipe, cases[i].change, cases[i].tp, &e);
-        CHECKF(st == cases[i].st, "tp case %zu: status %d, want %d (%s)", i, st, cases[i].st, e.msg);
-        if (cases[i].msg)
-            CHECKF(!strcmp(e.msg, cases[i].msg), "tp case %zu:\n    got  '%s'\n    want '%s'", i, e.msg, cases[i].msg);
+        check_case("tp", i, st, cases[i].st, e.msg, cases[i].msg);
     }
 }
 
@@ -403,10 +407,7 @@ static void test_model_refusals(void)
         }
         e = (Err){0};
         Status st = model_check(&p, &e);
-        CHECKF(st == cases[i].st, "model case %zu: status %d, want %d (%s)", i, st, cases[i].st, e.msg);
-        if (cases[i].msg)
-            CHECKF(!strcmp(e.msg, cases[i].msg), "model case %zu:\n    got  '%s'\n    want '%s'", i, e.msg,
-                   cases[i].msg);
+        check_case("model", i, st, cases[i].st, e.msg, cases[i].msg);
     }
 }
 
