@@ -150,6 +150,15 @@ def mpi_programs(tree, build):
     return [os.path.join(build, "mpi", os.path.splitext(f)[0]) for f in sorted(os.listdir(d)) if f.endswith(".c")]
 
 
+def script_targets(tree, build):
+    """What the scripts run besides the unit tests: fp8plan, the MPI programs and the fuzz targets' replay
+    binaries (fuzz_replay.sh)."""
+    d = os.path.join(tree, "tests", "fuzz")
+    replays = [os.path.join(build, "fuzz-replay", os.path.splitext(f)[0]) for f in sorted(os.listdir(d))
+               if f.startswith("fuzz_") and f.endswith(".c")] if os.path.isdir(d) else []
+    return [os.path.join(build, "fp8plan")] + mpi_programs(tree, build) + replays
+
+
 def run_script(tree, build, script, timeout):
     """Exit status of one tests/cli script with the fp8plan of build ("timeout" when it hangs)."""
     env = dict(os.environ, FP8PLAN=os.path.join(tree, build, "fp8plan"), FP8PLAN_ROOT=tree)
@@ -162,10 +171,11 @@ def run_script(tree, build, script, timeout):
 
 def script_reach(tree, make, files, timeout):
     """{script: set of the files among `files` it executes a line of}, from a --coverage build; None when
-    that build or gcov fails (then every script runs for every file)."""
+    that build or gcov fails (then every script runs for every file). A script that fails on the unmutated
+    sources is left out (it cannot tell a mutant from the tree as it is) and said."""
     cov = "build-cov"
     mk = [m for m in make if not m.startswith("BUILD=")] + ["BUILD=" + cov, "SANFLAGS=--coverage"]
-    if sh(mk + [os.path.join(cov, "fp8plan")] + mpi_programs(tree, cov), tree).returncode:
+    if sh(mk + script_targets(tree, cov), tree).returncode:
         print("mutate: the --coverage build failed; every script runs for every file", flush=True)
         return None
     reach = {}
@@ -176,9 +186,9 @@ def script_reach(tree, make, files, timeout):
                     os.unlink(os.path.join(base, n))
         rc = run_script(tree, cov, script, timeout)
         if rc:
-            print("mutate: %s fails with the --coverage build (%s); it runs for every file" % (script, rc),
+            print("mutate: %s fails on the unmutated sources (--coverage build, %s): left out" % (script, rc),
                   flush=True)
-            reach[script] = set(files)
+            reach[script] = set()
             continue
         reach[script] = set()
         for f in files:
@@ -200,7 +210,7 @@ def script_reach(tree, make, files, timeout):
 
 def run_scripts(tree, build, make, scripts, timeout):
     """Name of the first of `scripts` that fails (or hangs), None when all pass, False if a program does not build."""
-    if sh(make + [os.path.join(build, "fp8plan")] + mpi_programs(tree, build), tree).returncode:
+    if sh(make + script_targets(tree, build), tree).returncode:
         return False
     for script in scripts:
         rc = run_script(tree, build, script, timeout * 5)
@@ -289,7 +299,7 @@ def main():
     scripts = cli_scripts(tree)
     targets = [os.path.join(build, "tests", t) for t in tests]
     if scripts:
-        targets += mpi_programs(tree, build) + [os.path.join(build, "fp8plan")]
+        targets += script_targets(tree, build)
     r = sh(make + targets, tree)
     if r.returncode:
         sys.exit("mutate: the unmutated tree does not build:\n" + r.stdout.decode(errors="replace")[-3000:])
