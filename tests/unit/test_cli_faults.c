@@ -208,7 +208,8 @@ int main(void)
         fprintf(stderr, "elem_init failed\n");
         return 1;
     }
-    snprintf(dir, sizeof dir, "/tmp/fp8plan-clifaults-XXXXXX");
+    const char *td = getenv("TMPDIR"); /* the output folder: under $TMPDIR, else /tmp */
+    snprintf(dir, sizeof dir, "%s/fp8plan-clifaults-XXXXXX", td && *td ? td : "/tmp");
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
         return 1;

@@ -374,7 +374,8 @@ static void test_catalog_alloc_faults(void)
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "1", 1); /* one thread: the sweeps run the step thousands of times */
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/fp8plan-faults-XXXXXX");
+    const char *td = getenv("TMPDIR"); /* the checkpoints' folder: under $TMPDIR, else /tmp */
+    snprintf(tmpdir, sizeof tmpdir, "%s/fp8plan-faults-XXXXXX", td && *td ? td : "/tmp");
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");
         return 1;
