@@ -216,7 +216,7 @@ typedef struct Model {
      * shard_ways = dp when a state is sharded, else 1. Per class (MODEL_CLASS_GEMM: block linear
      * weights, MODEL_CLASS_OTHER: the rest, each in parameter-table order) the elements E, the shard
      * S = ceil(E / dp) every rank holds (rank r owns flat elements [r·S, min((r+1)·S, E)); the last
-     * ranks' tails are padding), the sharded states (bit 1u << StateId) and this rank's shard buffers. */
+     * ranks' tails are padding; S = 0 when nothing is sharded), the sharded states (bit 1u << StateId) and this rank's shard buffers. */
     uint32_t shard_ways;
     uint64_t class_elems[2], shard_elems[2];
     unsigned shard_mask[2];

@@ -310,7 +310,7 @@ static void test_cache_grows_and_finds(void)
         CHECK_EQ_INT(lt_cache_put(&cache, &k, val, &e), ST_OK);
     }
     CHECK_EQ_U64(cache.n, N);
-    CHECK(cache.cap >= 2 * N);
+    CHECK_EQ_U64(cache.cap, 2048); /* 64 doubled while 2 (n + 1) > cap: the 1,000th put (n = 999) needs 2,000 > 1,024 */
     int wrong = 0;
     for (int i = N - 1; i >= 0; i--) {
         LtKey k;
@@ -332,6 +332,20 @@ static void test_cache_grows_and_finds(void)
     lt_cache_clear(&cache, count_free, NULL);
     CHECK_EQ_INT(freed, N);
     CHECK(cache.slots == NULL && cache.n == 0);
+}
+
+/* The doubling stops before the 32-bit capacity wraps. A cache of 2^31 slots holding 2^30 keys
+ * must grow for the next (2 x (2^30 + 1) > 2^31); doubled, 2^31 is 0 in uint32_t, so the put
+ * refuses with ST_NOMEM before touching a slot (the fake cache has none). */
+static void test_cache_refuses_to_wrap(void)
+{
+    LtCache big = {.slots = NULL, .cap = 1u << 31, .n = 1u << 30};
+    LtKey k;
+    memset(&k, 0, sizeof k);
+    Err e = {0};
+    CHECK_EQ_INT(lt_cache_put(&big, &k, NULL, &e), ST_NOMEM);
+    CHECK(strstr(e.msg, "cannot grow past 2147483648 entries") != NULL);
+    CHECK(big.cap == 1u << 31 && big.n == 1u << 30 && big.slots == NULL);
 }
 
 /* Attention's strided batches: the per-batch pointers of the col-major call land
@@ -377,6 +391,7 @@ int main(void)
     RUN(test_fp8_output_uses_lt_amax);
     RUN(test_key_identity);
     RUN(test_cache_grows_and_finds);
+    RUN(test_cache_refuses_to_wrap);
     RUN(test_strided_batch_maps_heads);
     return test_summary();
 }

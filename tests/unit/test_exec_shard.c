@@ -89,6 +89,9 @@ static void test_owned_ranges(void)
     if (!bk) return;
     Model *one = rank_model(bk, 0, 1);
     CHECK(one != NULL);
+    /* one rank shards nothing: one way, no shard elements (model.h: S = 0 when nothing is sharded) */
+    CHECK(one && one->shard_ways == 1 && one->shard_elems[0] == 0 && one->shard_elems[1] == 0);
+    CHECK(one && one->class_elems[0] == 8778 && one->class_elems[1] == 2707);
     uint64_t own[2][4] = {{0}}; /* per class and rank: elements owned */
     for (int r = 0; one && r < 4; r++) {
         Model *m = rank_model(bk, r, 4);
