@@ -77,23 +77,56 @@ static void test_synth_overflow(void)
 /* The scale of element (r, c) of a tensor with 256 columns: per-tensor 0; per-channel the row (or, with
  * chan_cols, the column); 1x32: r x 8 + c / 32; 1x128: r x 2 + c / 128; 128x128: (r / 128) x 2 + c / 128.
  *   (3, 200): 0 | 3 | 200 | 3 x 8 + 6 = 30 | 3 x 2 + 1 = 7 | 0 x 2 + 1 = 1
- *   (130, 5): 0 | 130 | 5 | 130 x 8 + 0 = 1,040 | 130 x 2 + 0 = 260 | 1 x 2 + 0 = 2 */
+ *   (130, 5): 0 | 130 | 5 | 130 x 8 + 0 = 1,040 | 130 x 2 + 0 = 260 | 1 x 2 + 0 = 2
+ * chan_cols is a per-channel option only (quant.h): set on the other granularities it changes neither
+ * the index nor the count. Counts of a 131 x 256 tensor: 1 | 131 | 256 | 131 x 8 = 1,048 | 131 x 2 = 262
+ * | ceil(131 / 128) x 2 = 4. */
 static void test_scale_index_every_granularity(void)
 {
     const struct {
         uint64_t r, c, want[6]; /* tensor, channel, channel by column, 1x32, 1x128, 128x128 */
     } pts[2] = {{3, 200, {0, 3, 200, 30, 7, 1}}, {130, 5, {0, 130, 5, 1040, 260, 2}}};
     const Granularity g[6] = {GRAN_TENSOR, GRAN_CHANNEL, GRAN_CHANNEL, GRAN_1X32, GRAN_1X128, GRAN_128X128};
+    const uint64_t count[6] = {1, 131, 256, 1048, 262, 4};
+    for (int k = 0; k < 6; k++) {
+        QuantCfg cfg = quant_cfg(DT_E4M3, g[k]);
+        cfg.chan_cols = k != 1;
+        uint64_t n = 0;
+        CHECK_EQ_INT(quant_scale_count(&cfg, 131, 256, &n, NULL), ST_OK);
+        CHECKF(n == count[k], "%s with chan_cols %d: %llu scales, expected %llu", gran_name(g[k]), cfg.chan_cols,
+               (unsigned long long)n, (unsigned long long)count[k]);
+    }
     for (int i = 0; i < 2; i++)
         for (int k = 0; k < 6; k++) {
             QuantCfg cfg = quant_cfg(DT_E4M3, g[k]);
-            cfg.chan_cols = k == 2;
+            cfg.chan_cols = k != 1; /* by row only for k = 1; ignored but set for the block granularities */
             uint64_t got = quant_scale_index_cfg(&cfg, 256, pts[i].r, pts[i].c);
             CHECKF(got == pts[i].want[k], "(%llu, %llu) %s%s: %llu, expected %llu", (unsigned long long)pts[i].r,
                    (unsigned long long)pts[i].c, gran_name(g[k]), k == 2 ? " by column" : "", (unsigned long long)got,
                    (unsigned long long)pts[i].want[k]);
             if (k != 2) CHECK_EQ_U64(quant_scale_index(g[k], 256, pts[i].r, pts[i].c), pts[i].want[k]);
         }
+}
+
+/* chan_cols set on a per-tensor config quantizes as per-tensor: x = {1, -2, 0.5, 100, -3, 4, 0.25, 7} (2 x 4),
+ * amax 100, scale 448 / 100 = 4.48, the same codes and one scale with the option on or off (per column it would
+ * be 4 scales, column 0's amax 3 giving 1 -> 149.33 -> 144 = code 0x71 instead of 4.48 -> 4.5 = 0x49). */
+static void test_chan_cols_ignored_per_tensor(void)
+{
+    const float x[8] = {1, -2, 0.5f, 100, -3, 4, 0.25f, 7};
+    uint8_t codes[2][8];
+    float scale[2][4], inv[2][4], amax[2][4];
+    for (int on = 0; on < 2; on++) {
+        QuantCfg cfg = quant_cfg(DT_E4M3, GRAN_TENSOR);
+        cfg.chan_cols = on;
+        for (int j = 0; j < 4; j++) scale[on][j] = inv[on][j] = amax[on][j] = -1.0f;
+        QuantBufs qb = {codes[on], scale[on], inv[on], NULL, amax[on]};
+        CHECK_EQ_INT(quant_tensor(&cfg, x, 2, 4, &qb, NULL, NULL), ST_OK);
+        CHECKF(amax[on][0] == 100.0f && scale[on][0] == 4.48f && amax[on][1] == -1.0f, "chan_cols %d: amax %g scale %g",
+               on, amax[on][0], scale[on][0]);
+        CHECKF(codes[on][0] == 0x49, "chan_cols %d: 1 -> code 0x%02x", on, codes[on][0]);
+    }
+    CHECK(!memcmp(codes[0], codes[1], sizeof codes[0]));
 }
 
 /* quant_dequant needs the codes and, for FP32 scales, scale or scale_inv (either one does); for 1x32 the E8M0
@@ -232,6 +265,7 @@ int main(void)
     RUN(test_names);
     RUN(test_synth_overflow);
     RUN(test_scale_index_every_granularity);
+    RUN(test_chan_cols_ignored_per_tensor);
     RUN(test_dequant_buffers);
     RUN(test_delayed_algo);
     RUN(test_pow2_scale_every_case);
