@@ -557,9 +557,10 @@ static void test_moe_fp8_grad_transient(void)
  * it under ZeRO-3 (ceil over d = dp), not otherwise. ox_tiny (4 layers): QKV 24 x 8 -> 24 scales, proj 8 x 8 ->
  * 8, FC1 16 x 8 -> 16, FC2 8 x 16 -> 8: 56 a layer, 224 in all; ZeRO-3 over dp 3: ceil(24/3) + ceil(8/3) +
  * ceil(16/3) + ceil(8/3) = 8 + 3 + 6 + 3 = 20 a layer, 80 in all. No FP8 weight copies. Bytes: 224 x 4 = 896
- * unsharded; under ZeRO-3 the planner shards each tensor's scale bytes, ceil(96/3) + ceil(32/3) + ceil(64/3) +
- * ceil(32/3) = 32 + 11 + 22 + 11 = 76 a layer, 304 in all (16 B under 80 whole FP32 scales: a rounding the
- * planner makes, reported, not changed here). */
+ * unsharded; under ZeRO-3 a rank holds whole scales, 80 x 4 = 320 B (sharding each tensor's bytes instead,
+ * ceil(96/3) + ceil(32/3) + ceil(64/3) + ceil(32/3) = 76 a layer, 304 in all, would split a scale). With
+ * 1x32 E8M0 scales (one byte each): QKV 24 x 1, proj 8, FC1 16, FC2 8 as above (8 columns: one block a row),
+ * so the same counts and 224 / 80 B. */
 static void test_zero3_fp8_weight_block_scales(void)
 {
     ModelSpec m = ox_tiny(16, 4);
@@ -569,9 +570,10 @@ static void test_zero3_fp8_weight_block_scales(void)
     PlanInput in = fx_input(&m, &g, &r);
     in.dp = 3, in.gbs = 3;
     const Sharding sh[2] = {SHARD_NONE, SHARD_ZERO3};
-    const uint64_t want[2] = {224, 80}, bytes[2] = {896, 304};
-    for (int i = 0; i < 2; i++) {
-        in.sharding = sh[i];
+    const uint64_t want[4] = {224, 80, 224, 80}, bytes[4] = {896, 320, 224, 80};
+    for (int i = 0; i < 4; i++) {
+        in.sharding = sh[i % 2];
+        r.weight_gran = i < 2 ? GRAN_1X128 : GRAN_1X32;
         Plan p;
         Err e = {0};
         Status st = plan_build(&in, &p, &e);
