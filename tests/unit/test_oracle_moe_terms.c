@@ -54,6 +54,27 @@ static void test_block_scales_per_copy(void)
     CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, 110);
 }
 
+/* An FP8 working weight's 128 x 128 block scales under ZeRO-3 are sharded with the weight: a non-expert
+ * weight over d = dp = 4, an expert's over the expert-data-parallel group edp = dp / ep = 4 / 2 = 2, ceil per
+ * tensor (no FP8 copies). ep 2: each GPU holds 4 of the 8 routed experts. Blocks (as above) and each rank's:
+ *   dense layer: QKV 12 -> 3, proj 4 -> 1, FC1 16 -> 4, FC2 8 -> 2: 10
+ *   MoE layer:   QKV 3, proj 1, shared FC1 4 -> 1, shared FC2 2 -> ceil(2/4) = 1, 4 routed FC1 of 4 blocks
+ *                -> 4 x 2 = 8, 4 routed FC2 of 2 -> 4 x 1 = 4: 18
+ *   28 FP32 scales, 112 B. (Experts over d and the rest over edp: 20 + 19 = 39.) */
+static void test_zero3_block_scales_expert_group(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te-fp8-weight", 0);
+    r.gemm.dt[STATE_WEIGHT] = DT_E4M3, r.fp8_row = r.fp8_col = DT_NONE, r.weight_gran = GRAN_128X128;
+    PlanInput in = fx_input(&m, &g, &r);
+    in.dp = 4, in.ep = 2, in.gbs = 4, in.sharding = SHARD_ZERO3;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, 28);
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].bytes, 112);
+}
+
 /* Full recompute keeps only each layer's input, and the backward of a layer first rebuilds all of that layer's
  * activations: the transient is the larger kind's backward working set plus its whole activation set. Dense FFN
  * 4096 (the dense layer is the larger kind), BF16 recipe, flash attention, no dropout, SwiGLU fused.
@@ -355,6 +376,7 @@ static void test_weight_copies_uncached(void)
 int main(void)
 {
     RUN(test_block_scales_per_copy);
+    RUN(test_zero3_block_scales_expert_group);
     RUN(test_full_recompute_transient);
     RUN(test_cp_exchange_exposed);
     RUN(test_mla_kernel_bytes_in_rope);
