@@ -60,7 +60,9 @@ static void test_block_scales_per_copy(void)
  *   dense layer: QKV 12 -> 3, proj 4 -> 1, FC1 16 -> 4, FC2 8 -> 2: 10
  *   MoE layer:   QKV 3, proj 1, shared FC1 4 -> 1, shared FC2 2 -> ceil(2/4) = 1, 4 routed FC1 of 4 blocks
  *                -> 4 x 2 = 8, 4 routed FC2 of 2 -> 4 x 1 = 4: 18
- *   28 FP32 scales, 112 B. (Experts over d and the rest over edp: 20 + 19 = 39.) */
+ *   28 FP32 scales, 112 B. (Experts over d and the rest over edp: 20 + 19 = 39.)
+ * Context parallelism joins both groups (Megatron's folding): dp 2 x cp 2 gives the same d = dp x cp = 4 and
+ * edp = tp x cp x dp / ep = 1 x 2 x 2 / 2 = 2, so the same 28 (experts left whole, edp 1: 16 + 24 = 40). */
 static void test_zero3_block_scales_expert_group(void)
 {
     ModelSpec m = ox_moe(512);
@@ -73,6 +75,9 @@ static void test_zero3_block_scales_expert_group(void)
     if (!build(&in, &p)) return;
     CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, 28);
     CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].bytes, 112);
+    in.dp = 2, in.cp = 2, in.gbs = 2;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, 28);
 }
 
 /* Full recompute keeps only each layer's input, and the backward of a layer first rebuilds all of that layer's
