@@ -378,6 +378,52 @@ static void test_weight_copies_uncached(void)
     CHECK_EQ_U64(uncached.mem[MT_FP8_ROWWISE].bytes + uncached.mem[MT_FP8_EXPERT].bytes, 0);
 }
 
+/* The cached FP8 weight copies of ox_moe (dense FFN 512, ep 1), te recipe (row-wise and column-wise E4M3):
+ *   non-expert linears: dense layer QKV 768 x 256 = 196,608 + proj 65,536 + FC1 1024 x 256 = 262,144 + FC2
+ *   256 x 512 = 131,072 = 655,360; MoE layer attention 262,144 + shared FC1 256 x 256 = 65,536 + shared FC2
+ *   256 x 128 = 32,768 = 360,448: 1,015,808 (the router stays BF16) -> one byte each per copy
+ *   experts: 8 x (256 x 256 + 256 x 128) = 786,432, a copy each way: 1,572,864 B
+ * Row-wise only: 1,015,808 / 0 / 786,432; column-wise only: 0 / 1,015,808 / 786,432. */
+static void test_fp8_copies_each_way(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1;
+    const Dtype row[3] = {DT_E4M3, DT_E4M3, DT_NONE}, col[3] = {DT_E4M3, DT_NONE, DT_E4M3};
+    const uint64_t want[3][3] = {{1015808, 1015808, 1572864}, {1015808, 0, 786432}, {0, 1015808, 786432}};
+    for (int i = 0; i < 3; i++) {
+        r.fp8_row = row[i], r.fp8_col = col[i];
+        Plan p;
+        if (!build(&in, &p)) return;
+        CHECKF(p.mem[MT_FP8_ROWWISE].bytes == want[i][0] && p.mem[MT_FP8_COLWISE].bytes == want[i][1] &&
+                   p.mem[MT_FP8_EXPERT].bytes == want[i][2],
+               "case %d: row-wise %llu, column-wise %llu, experts %llu", i,
+               (unsigned long long)p.mem[MT_FP8_ROWWISE].bytes, (unsigned long long)p.mem[MT_FP8_COLWISE].bytes,
+               (unsigned long long)p.mem[MT_FP8_EXPERT].bytes);
+    }
+}
+
+/* LayerNorm keeps a mean and a reciprocal standard deviation per row (8 B, FP32), RMSNorm the latter only (4 B).
+ * The latent-attention model above (no q latent, dense FFN, 2 layers, 512 tokens, tp 1, one micro-batch in
+ * flight): norms with saved statistics per layer are norm1 and the kv latent's norm (and norm2 before the FFN),
+ * 512 rows each: LayerNorm saves 3 x 512 x 4 = 6,144 B more a layer, 12,288 B in the 2 layers. */
+static void test_mla_layernorm_statistics(void)
+{
+    ModelSpec ln = mla_model(64, 32), rms = mla_model(64, 32);
+    ln.norm = NORM_LAYERNORM;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&rms, &g, &r);
+    in.gbs = 1;
+    Plan a, b;
+    if (!build(&in, &a)) return;
+    in.model = &ln;
+    if (!build(&in, &b)) return;
+    CHECK_EQ_U64(b.mem[MT_ACT_LAYER_HP].bytes - a.mem[MT_ACT_LAYER_HP].bytes, 12288);
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -393,5 +439,7 @@ int main(void)
     RUN(test_ep_placement);
     RUN(test_dropout_masks);
     RUN(test_weight_copies_uncached);
+    RUN(test_fp8_copies_each_way);
+    RUN(test_mla_layernorm_statistics);
     return test_summary();
 }
