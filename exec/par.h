@@ -36,14 +36,14 @@ void par_tasks(uint64_t ntasks, ParTaskFn fn, void *ctx);
 
 /* fn(ctx, begin, end, worker) over [0, n) in chunks of `chunk` elements (the
  * last one shorter): chunk boundaries are multiples of `chunk`, whatever the
- * thread count. n ≤ chunk runs inline as one call. */
+ * thread count. n ≤ chunk runs inline as one call. A chunk of 0 is 1. */
 typedef void (*ParRangeFn)(void *ctx, uint64_t begin, uint64_t end, int worker);
 void par_chunks(uint64_t n, uint64_t chunk, ParRangeFn fn, void *ctx);
 
 /* fn(ctx, piece, begin, end) for par_pieces(n, grain) contiguous pieces of
  * [0, n), piece numbers 0 .. par_pieces − 1, for per-piece partial results
  * (e.g. an amax per piece, max-combined afterwards). Pieces shorter than
- * `grain` elements are not made. Unlike par_chunks, the cut depends on the
+ * `grain` elements are not made (a grain of 0 is 1). Unlike par_chunks, the cut depends on the
  * thread count: use it only where every element is a function of its index
  * alone or the reduction is order-free. */
 typedef void (*ParFn)(void *ctx, int piece, uint64_t begin, uint64_t end);

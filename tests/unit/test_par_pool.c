@@ -82,11 +82,30 @@ static void test_chunks_are_cut_by_size(void)
     }
 }
 
+/* A chunk (or grain) of 0 means 1 (par.h): 7 elements in 7 one-element calls, each element once; the pieces
+ * of grain 0 are those of grain 1, min(threads, n). */
+static void test_zero_chunk_is_one(void)
+{
+    atomic_int seen[8] = {0};
+    ChunkCheck c = {.seen = seen, .chunk = 1};
+    par_chunks(7, 0, chunk_fn, &c);
+    int wrong = 0;
+    for (int i = 0; i < 7; i++) wrong += seen[i] != 1;
+    CHECK_EQ_INT(wrong, 0);
+    CHECK_EQ_INT(seen[7], 0);
+    CHECK_EQ_INT(c.misaligned, 0);
+    const int t = par_threads();
+    CHECK_EQ_INT(par_pieces(5, 0), t < 5 ? t : 5);
+    CHECK_EQ_INT(par_pieces(1000, 0), t < 1000 ? t : 1000);
+    CHECK_EQ_INT(par_pieces(0, 0), 1);
+}
+
 /* ---- runs of elements -------------------------------------------------------------- */
 
 int main(void)
 {
     RUN(test_pool_runs_each_task_once);
     RUN(test_chunks_are_cut_by_size);
+    RUN(test_zero_chunk_is_one);
     return test_summary();
 }
