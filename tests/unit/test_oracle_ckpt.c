@@ -257,6 +257,16 @@ static void test_header_fields(void)
         memcpy(c, b, n), c[OFF_NTENSORS] ^= 0x01, spit(bad, c, n);
         CHECK(ckpt_load(bad, g2, &got, &e) == ST_DATA);
         CHECK_CONTAINS(e.msg, "tensors, this model has");
+        /* each field of a tensor record (term u32, dtype u32, layer i32, bytes u64, name[32]), changed alone in
+         * the second record, is refused naming the record; the record as written loads (above) */
+        const size_t rec = OFF_TENSORS + 52 + (size_t)rd64(b + OFF_TENSORS + 12);
+        const int field_off[5] = {0, 4, 8, 12, 20};
+        for (int i = 0; i < 5 && rec + 52 <= n - 8; i++) {
+            memcpy(c, b, n), c[rec + field_off[i]] ^= 0x01, spit(bad, c, n);
+            CHECKF(ckpt_load(bad, g2, &got, &e) == ST_DATA, "record field at +%d changed", field_off[i]);
+            CHECKF(strstr(e.msg, "tensor 1 is ") && strstr(e.msg, "this model expects"), "record +%d: '%s'",
+                   field_off[i], e.msg);
+        }
     }
     free(c);
     free(b);
