@@ -218,7 +218,7 @@ uint64_t plan_weight_block_scales(const PlanInput *in, uint64_t rows, uint64_t c
     if (n1 == UINT64_MAX || n2 == UINT64_MAX) ck->ovf = 1;
     uint64_t nn = 0, bb = 0;
     if (dt_fp8(rc->gemm.dt[STATE_WEIGHT])) { /* the working weight itself in FP8 (sharded under ZeRO-3) */
-        if (in->sharding == SHARD_ZERO3) { /* a rank holds whole scales: ceil(n / d) of them */
+        if (in->sharding == SHARD_ZERO3) {   /* a rank holds whole scales: ceil(n / d) of them */
             uint64_t ns = ceil_div(n1, d);
             nn += ns, bb += ck_mul(ck, ns, dt_bytes(gran_scale_dtype(rc->weight_gran)));
         } else {
