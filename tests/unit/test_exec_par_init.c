@@ -100,6 +100,45 @@ static void test_tp_slices(void)
     one->destroy(one);
 }
 
+/* FP8-LM's scaled FP16 masters take the power-of-two scale of their tensor's amax (65504 / amax, rounded down to a
+ * power of two); an all-zero tensor (init_std 0) has amax 0 and keeps scale 1: record {1, 1, 0}, on one rank and
+ * on a TP rank, whose amax is taken over its own slice (model_tp_fill) and every other piece's must be zero (a
+ * stray 2.4e-38 would give scale 2^127). */
+static void test_zero_weights_keep_scale_one(void)
+{
+    ModelSpec s = fx_gpt(); /* wide enough that a TP rank's FC1 slice, 512 x 256 = 131,072 elements, fills two
+                             * initialisation pieces of 65,536 (when there are two threads) */
+    s.layers = 1, s.hidden = 256, s.heads = s.kv_heads = 4, s.head_dim = 64, s.ffn_hidden = 1024;
+    Recipe r = fx_recipe("fp8lm");
+    ModelHyper h = model_hyper_default();
+    h.init_std = 0.0f;
+    static Plan p1, p2;
+    Err e;
+    CHECK(!fx_plan(&s, &r, 2, 1, &p1, &e) && !fx_plan_par(&s, &r, 2, 1, 2, 1, &p2, &e));
+    for (int tp = 1; tp <= 2; tp++) {
+        Comm *c = NULL; /* FP8-LM's first copies call the communicator: a single rank told its size */
+        Model *m = NULL;
+        CHECK(!comm_single_create(&c, &e));
+        if (!c) continue;
+        c->size = tp, c->rank = 0;
+        CHECKF(!model_create(tp == 1 ? &p1 : &p2, &h, bk, c, &m, &e), "%s", e.msg);
+        if (!m) {
+            c->destroy(c);
+            continue;
+        }
+        int recs = 0, wrong = 0;
+        for (uint32_t i = 0; i < m->nparams; i++) {
+            const float *rec = m->params[i].master_rec;
+            if (!rec) continue;
+            recs++;
+            wrong += !(rec[0] == 1.0f && rec[1] == 1.0f && rec[2] == 0.0f);
+        }
+        CHECKF(recs > 0 && wrong == 0, "tp %d: %d of %d scaled masters not {1, 1, 0}", tp, wrong, recs);
+        model_destroy(m);
+        c->destroy(c);
+    }
+}
+
 /* fx-gpt (2 layers, tied) at PP 2: stage 1 holds layer 1 (the model's index, so the one-rank layer 1's
  * values), the final LayerNorm and the head as its own copy of the embedding; stage 0 layer 0, the
  * embedding and the positions, and neither the final norm nor a head. */
@@ -141,6 +180,7 @@ int main(void)
     if (backend_cpu_create(&bk, &e)) return 1;
     RUN(test_tp_slices);
     RUN(test_pp_stages);
+    RUN(test_zero_weights_keep_scale_one);
     bk->destroy(bk);
     return test_summary();
 }
