@@ -136,6 +136,10 @@ static void test_link_sweep(void)
     Err e = {0};
     CHECK(cal_gpu_row(&c, "host", row, sizeof row, &e) == ST_OK);
     CHECK_CONTAINS(row, "all-reduce over 2 ranks, 64 B-26.1 MiB (each call after the caches were evicted");
+    /* a host's GEMM paths by their CPU names (1e9 FLOP/s = 1 GFLOP/s, spreads 0); cuBLASLt is a GPU's */
+    CHECK_CONTAINS(row, "GEMM at one layer's shapes: FP8 (E4M3/E5M2 decoded to FP32) 1 GFLOP/s (spread up to 0 %); "
+                        "BF16 1 GFLOP/s (spread up to 0 %); FP32 1 GFLOP/s (spread up to 0 %)");
+    CHECK(strstr(row, "cuBLASLt") == NULL);
     CHECK_CONTAINS(
         row, "latency 1 us per ring step (64 B), bus bandwidth 2 GB/s (16 MiB and 26.1 MiB, the largest the model's "
              "gradient all-reduce)");
