@@ -354,6 +354,35 @@ static void test_op_refusals(void)
     CHECK_EQ_INT(backend_check_norm_bwd(NULL, &nbb, &e), ST_USAGE);
     CHECK_STR(e.msg, "norm_bwd: missing pointer or zero width");
 
+    /* attention and the rotary embedding share one shape check: every size positive, KV heads dividing the
+     * heads, an FP32/FP16/BF16 activation */
+    AttnFwdDesc af = {.batch = 1, .seq = 2, .heads = 2, .kv_heads = 1, .head_dim = 4, .dtype = DT_BF16};
+    af.qkv = h, af.probs = h, af.out = h;
+    CHECKF(backend_check_attention_fwd(NULL, &af, &e) == ST_OK, "%s", e.msg);
+    AttnFwdDesc afb = af;
+    afb.dtype = DT_E4M3;
+    CHECK_EQ_INT(backend_check_attention_fwd(NULL, &afb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "attention_fwd: activation dtype e4m3 is not fp32, fp16 or bf16");
+    afb = af, afb.kv_heads = 3;
+    CHECK_EQ_INT(backend_check_attention_fwd(NULL, &afb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "attention_fwd: 3 KV heads must be at least 1 and divide the 2 heads");
+    afb = af, afb.seq = 0;
+    CHECK_EQ_INT(backend_check_attention_fwd(NULL, &afb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "attention_fwd: empty shape");
+    AttnBwdDesc ab = {.batch = 1, .seq = 2, .heads = 2, .kv_heads = 2, .head_dim = 4, .dtype = DT_E5M2};
+    CHECK_EQ_INT(backend_check_attention_bwd(NULL, &ab, &e), ST_USAGE);
+    CHECK_STR(e.msg, "attention_bwd: activation dtype e5m2 is not fp32, fp16 or bf16");
+    RopeDesc rp = {.batch = 1, .seq = 2, .heads = 2, .kv_heads = 1, .head_dim = 4, .dtype = DT_FP32};
+    rp.qkv = h, rp.cos_sin = f;
+    CHECKF(backend_check_rope(NULL, &rp, &e) == ST_OK, "%s", e.msg);
+    RopeDesc rpb = rp;
+    rpb.dtype = DT_E4M3;
+    CHECK_EQ_INT(backend_check_rope(NULL, &rpb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "rope: activation dtype e4m3 is not fp32, fp16 or bf16");
+    rpb = rp, rpb.head_dim = 3;
+    CHECK_EQ_INT(backend_check_rope(NULL, &rpb, &e), ST_USAGE);
+    CHECK_STR(e.msg, "rope: head_dim 3 is odd (pairs are rotated)");
+
     int32_t tg[2] = {0, 1};
     CHECKF(backend_check_xent_fwd_bwd(NULL, f, DT_FP32, 2, 2, 2, tg, 0.5f, f, &e) == ST_OK, "%s", e.msg);
     CHECK_EQ_INT(backend_check_xent_fwd_bwd(NULL, f, DT_FP32, 2, 3, 2, tg, 0.5f, f, &e), ST_USAGE);
