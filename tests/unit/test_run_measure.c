@@ -328,6 +328,25 @@ static void test_cpu_has_no_device_rows(void)
     r.ms.steps = 3;
     CHECK_EQ_INT(c->failed, 0);
     CHECK(c->exact_ok);
+    /* planned on a host profile (calibrate --backend cpu): every phase has its own planned figure, the step is
+     * checked within the tolerance */
+    static GpuSpec hostg;
+    static Comparison hc;
+    const GpuSpec *was = r.plan.in.gpu;
+    hostg = *was, hostg.host = 1, r.plan.in.gpu = &hostg;
+    compare(&r.plan, &r.ms, NULL, &hc);
+    const TimeBreakdown *tb = &r.plan.time;
+    const char *ph[4] = {"forward", "backward", "optimizer", "communication"};
+    const double want[4] = {tb->fwd_s, tb->bwd_s, tb->optimizer_s,
+                            tb->dp_comm_s + tb->tp_comm_s + tb->pp_comm_s + tb->cp_comm_s + tb->other_s};
+    CHECK(want[0] != want[2] && want[1] != want[2] && want[0] != want[3]); /* the rows can tell them apart */
+    for (int k = 0; k < 4; k++) {
+        const MeasureRow *x = fx_row(&hc, ph[k]);
+        CHECKF(x->has_planned && x->planned == want[k], "%s: planned %g, expected %g", ph[k], x->planned, want[k]);
+        CHECK_STR(x->note, "host clock; shown (the step is checked)");
+    }
+    CHECK(fx_row(&hc, "step")->mode == MEASURE_TOL);
+    r.plan.in.gpu = was;
     /* every persistent term of the plan is checked byte for byte against the arena */
     CHECK(fx_row(c, "weight_gemm")->mode == MEASURE_EXACT && fx_row(c, "weight_gemm")->verdict == VERDICT_OK);
     CHECK_NEAR(fx_row(c, "weight_gemm")->measured, (double)r.plan.mem[MT_WEIGHT_GEMM].bytes, 0.0);
