@@ -359,29 +359,25 @@ static void test_op_refusals(void)
     AttnFwdDesc af = {.batch = 1, .seq = 2, .heads = 2, .kv_heads = 1, .head_dim = 4, .dtype = DT_BF16};
     af.qkv = h, af.probs = h, af.out = h;
     CHECKF(backend_check_attention_fwd(NULL, &af, &e) == ST_OK, "%s", e.msg);
-    AttnFwdDesc afb = af;
-    afb.dtype = DT_E4M3;
-    CHECK_EQ_INT(backend_check_attention_fwd(NULL, &afb, &e), ST_USAGE);
-    CHECK_STR(e.msg, "attention_fwd: activation dtype e4m3 is not fp32, fp16 or bf16");
-    afb = af, afb.kv_heads = 3;
-    CHECK_EQ_INT(backend_check_attention_fwd(NULL, &afb, &e), ST_USAGE);
-    CHECK_STR(e.msg, "attention_fwd: 3 KV heads must be at least 1 and divide the 2 heads");
-    afb = af, afb.seq = 0;
-    CHECK_EQ_INT(backend_check_attention_fwd(NULL, &afb, &e), ST_USAGE);
-    CHECK_STR(e.msg, "attention_fwd: empty shape");
+    AttnFwdDesc afs[3] = {af, af, af};
+    afs[0].dtype = DT_E4M3, afs[1].kv_heads = 3, afs[2].seq = 0;
+    const char *const afm[3] = {"attention_fwd: activation dtype e4m3 is not fp32, fp16 or bf16",
+                                "attention_fwd: 3 KV heads must be at least 1 and divide the 2 heads",
+                                "attention_fwd: empty shape"};
+    for (size_t i = 0; i < 3; i++)
+        check_case("attention_fwd", i, backend_check_attention_fwd(NULL, &afs[i], &e), ST_USAGE, e.msg, afm[i]);
     AttnBwdDesc ab = {.batch = 1, .seq = 2, .heads = 2, .kv_heads = 2, .head_dim = 4, .dtype = DT_E5M2};
-    CHECK_EQ_INT(backend_check_attention_bwd(NULL, &ab, &e), ST_USAGE);
-    CHECK_STR(e.msg, "attention_bwd: activation dtype e5m2 is not fp32, fp16 or bf16");
+    check_case("attention_bwd", 0, backend_check_attention_bwd(NULL, &ab, &e), ST_USAGE, e.msg,
+               "attention_bwd: activation dtype e5m2 is not fp32, fp16 or bf16");
     RopeDesc rp = {.batch = 1, .seq = 2, .heads = 2, .kv_heads = 1, .head_dim = 4, .dtype = DT_FP32};
     rp.qkv = h, rp.cos_sin = f;
     CHECKF(backend_check_rope(NULL, &rp, &e) == ST_OK, "%s", e.msg);
-    RopeDesc rpb = rp;
-    rpb.dtype = DT_E4M3;
-    CHECK_EQ_INT(backend_check_rope(NULL, &rpb, &e), ST_USAGE);
-    CHECK_STR(e.msg, "rope: activation dtype e4m3 is not fp32, fp16 or bf16");
-    rpb = rp, rpb.head_dim = 3;
-    CHECK_EQ_INT(backend_check_rope(NULL, &rpb, &e), ST_USAGE);
-    CHECK_STR(e.msg, "rope: head_dim 3 is odd (pairs are rotated)");
+    RopeDesc rps[2] = {rp, rp};
+    rps[0].dtype = DT_E4M3, rps[1].head_dim = 3;
+    const char *const rpm[2] = {"rope: activation dtype e4m3 is not fp32, fp16 or bf16",
+                                "rope: head_dim 3 is odd (pairs are rotated)"};
+    for (size_t i = 0; i < 2; i++)
+        check_case("rope", i, backend_check_rope(NULL, &rps[i], &e), ST_USAGE, e.msg, rpm[i]);
 
     int32_t tg[2] = {0, 1};
     CHECKF(backend_check_xent_fwd_bwd(NULL, f, DT_FP32, 2, 2, 2, tg, 0.5f, f, &e) == ST_OK, "%s", e.msg);
