@@ -308,6 +308,30 @@ static void test_recompute_and_no_sp(void)
     CHECK_REL(p.time.tp_comm_s, 4 * (9 * VOCAB_AR_CALL + 3 * LOSS_CALL), EXACT);
 }
 
+/* Operator recompute (RECOMPUTE_OP) runs three forward GEMMs again in the backward of every layer: the K/V
+ * projection [tok x kv_t x h], the attention projection (its fprop) and, with SwiGLU, the gate half of FC1
+ * [tok x F_t x h] (GeLU: FC2's fprop). On the round GPU with FLOP rates of 1e30 every GEMM is memory-bound:
+ * ((M K + K N) x 2 B + M N x 2 B) / (1e9 x 0.5 B/s). Per TP rank, tok 4, h 8:
+ *   K/V   M 4, N kv_t 4, K 8: (32 + 32) x 2 + 16 x 2 = 160 B
+ *   proj  M 4, N 8, K q_t 4:  (16 + 32) x 2 + 32 x 2 = 160 B
+ *   gate  M 4, N F_t 8, K 8:  (32 + 64) x 2 + 32 x 2 = 256 B
+ * 576 B = 1.152e-6 s a layer and micro-batch; the last stage's 2 layers x 4 micro-batches: gemm_s grows by
+ * 8 x 1.152e-6 = 9.216e-6 s over no recompute. */
+static void test_operator_recompute_gemms(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    m.mlp = MLP_SWIGLU;
+    GpuSpec g = round_gpu();
+    g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
+    Recipe r = ox_bf16(0);
+    PlanInput in = layout(&m, &g, &r);
+    Plan none, op;
+    CHECK(plan_build(&in, &none, NULL) == ST_OK);
+    in.recompute = RECOMPUTE_OP;
+    CHECK(plan_build(&in, &op, NULL) == ST_OK);
+    CHECK_REL(op.time.gemm_s - none.time.gemm_s, 8 * 576 / 5e8, 1e-9);
+}
+
 /* A launch floor of 0.5 s (absurd, so that every kernel costs exactly its launches; the knob must stay
  * under 1 s): each GEMM one launch (12 per
  * layer: 4 forward, 8 backward), attention forward 1 launch and backward 2, the TE kernel list 5 launches
@@ -448,6 +472,7 @@ int main(void)
     RUN(test_no_interleaving_whole_bubble);
     RUN(test_fp8_gemm_rate_casts_and_amax);
     RUN(test_recompute_and_no_sp);
+    RUN(test_operator_recompute_gemms);
     RUN(test_launch_floor);
     RUN(test_materialized_attention_gemms);
     RUN(test_other_kernel_lists);
