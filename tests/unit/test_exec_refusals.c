@@ -379,6 +379,14 @@ static void test_op_refusals(void)
     for (size_t i = 0; i < 2; i++)
         check_case("rope", i, backend_check_rope(NULL, &rps[i], &e), ST_USAGE, e.msg, rpm[i]);
 
+    /* amax: an element dtype, an output, and an input unless it is empty */
+    CHECKF(backend_check_amax(NULL, h, DT_BF16, 2, f, &e) == ST_OK, "%s", e.msg);
+    CHECKF(backend_check_amax(NULL, NULL, DT_BF16, 0, f, &e) == ST_OK, "%s", e.msg);
+    check_case("amax", 0, backend_check_amax(NULL, NULL, DT_BF16, 2, f, &e), ST_USAGE, e.msg, "amax: missing pointer");
+    check_case("amax", 1, backend_check_amax(NULL, h, DT_BF16, 2, NULL, &e), ST_USAGE, e.msg, "amax: missing pointer");
+    check_case("amax", 2, backend_check_amax(NULL, h, DT_NONE, 2, f, &e), ST_USAGE, e.msg,
+               "amax: dtype none is not supported");
+
     int32_t tg[2] = {0, 1};
     CHECKF(backend_check_xent_fwd_bwd(NULL, f, DT_FP32, 2, 2, 2, tg, 0.5f, f, &e) == ST_OK, "%s", e.msg);
     CHECK_EQ_INT(backend_check_xent_fwd_bwd(NULL, f, DT_FP32, 2, 3, 2, tg, 0.5f, f, &e), ST_USAGE);

@@ -231,6 +231,7 @@ static void test_scripted_gpu(void)
     CHECK_EQ_INT(count(c, CMP_MEMORY, "device"), 7);
     CHECK_NEAR(fx_row(c, "device_used")->measured, (double)(600 * MiB + arena + 8 * MiB), 0.0);
     CHECK_NEAR(fx_row(c, "device_used")->planned, (double)r.plan.total_bytes, 0.0);
+    CHECK_STR(fx_row(c, "device_used")->note, "cudaMemGetInfo peak vs the plan's total, every term");
     /* the context counts the kernels the first step loaded, not the scratch it grew */
     CHECK_NEAR(fx_row(c, "device_cuda_context")->measured, (double)(605 * MiB), 0.0);
     CHECK_NEAR(fx_row(c, "device_comm_buffer")->measured, 0.0, 0.0);
