@@ -424,6 +424,31 @@ static void test_mla_layernorm_statistics(void)
     CHECK_EQ_U64(b.mem[MT_ACT_LAYER_HP].bytes - a.mem[MT_ACT_LAYER_HP].bytes, 12288);
 }
 
+/* A capacity factor that makes the expert rows fractional rounds them up: ox_moe (512 tokens, top 2, ep 1) at
+ * capacity 1.1 holds 512 x 2 x 1.1 = 1,126.4 -> 1,127 rows, at 1.125 exactly 1,152 and at 1.25 exactly 1,280.
+ * The MoE activations are linear in the rows (every routed tensor is [rows, width]; the router's are per
+ * token), so A(1.125) - A(1.1) = 25 rows' bytes and A(1.25) - A(1.125) = 128 rows' bytes: the two differences
+ * stand as 25 : 128. (Rounded down, 1,126 rows would give 26 : 128.) */
+static void test_fractional_rows_round_up(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1;
+    const double cap[3] = {1.1, 1.125, 1.25};
+    uint64_t a[3];
+    for (int i = 0; i < 3; i++) {
+        Plan p;
+        in.moe_capacity = cap[i];
+        if (!build(&in, &p)) return;
+        a[i] = p.mem[MT_ACT_MOE].bytes;
+    }
+    CHECK(a[1] > a[0] && a[2] > a[1]);
+    CHECKF((a[1] - a[0]) * 128 == (a[2] - a[1]) * 25, "differences %llu and %llu are not 25 : 128",
+           (unsigned long long)(a[1] - a[0]), (unsigned long long)(a[2] - a[1]));
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -441,5 +466,6 @@ int main(void)
     RUN(test_weight_copies_uncached);
     RUN(test_fp8_copies_each_way);
     RUN(test_mla_layernorm_statistics);
+    RUN(test_fractional_rows_round_up);
     return test_summary();
 }
