@@ -449,6 +449,28 @@ static void test_fractional_rows_round_up(void)
            (unsigned long long)(a[1] - a[0]), (unsigned long long)(a[2] - a[1]));
 }
 
+/* DualPipe at pp 2 feeds half the micro-batches from each end: rank 0 holds min(pp, m / 2) micro-batches of its
+ * first stage in flight, so m = 4 (m / 2 = 2) and m = 6 (pp = 2) both keep 2 of stage 0 and 1 of stage 1, and
+ * with dropout 2 embedding-dropout masks of 512 tokens x 256 B = 131,072 B each: the same mask bytes for both.
+ * With each layer's 2 hidden-dropout masks (after attention, after the FFN): stage 0's dense layer x 2
+ * micro-batches x 2 + stage 1's MoE layer x 1 x 2 = 6 masks, + 2 embedding masks = 8 x 131,072 = 1,048,576 B.
+ * (No embedding mask at m = 4 would be 786,432.) */
+static void test_dualpipe_embedding_masks(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.pp = 2, in.dualpipe = 1, in.dropout = 1;
+    Plan p4, p6;
+    in.gbs = 4;
+    if (!build(&in, &p4)) return;
+    in.gbs = 6;
+    if (!build(&in, &p6)) return;
+    CHECK_EQ_U64(p4.mem[MT_ACT_MASK].bytes, 1048576);
+    CHECK_EQ_U64(p6.mem[MT_ACT_MASK].bytes, 1048576);
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -467,5 +489,6 @@ int main(void)
     RUN(test_fp8_copies_each_way);
     RUN(test_mla_layernorm_statistics);
     RUN(test_fractional_rows_round_up);
+    RUN(test_dualpipe_embedding_masks);
     return test_summary();
 }
