@@ -290,6 +290,8 @@ endif
 # CLI's objects but main.o.
 FAULT_WRAP := $(foreach f,malloc calloc realloc free strdup aligned_alloc,-Wl$(comma)--wrap=$(f))
 $(BUILD)/tests/test_exec_faults $(BUILD)/tests/test_cli_faults: LDFLAGS += $(FAULT_WRAP)
+# test_par_no_threads refuses every thread the pool tries to start
+$(BUILD)/tests/test_par_no_threads: LDFLAGS += -Wl,--wrap=pthread_create
 CLI_LIB_OBJ = $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJ))
 $(BUILD)/tests/test_cli_faults: tests/unit/test_cli_faults.c $(SUPPORT_OBJ) $(CLI_LIB_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)

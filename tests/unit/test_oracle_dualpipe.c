@@ -103,6 +103,27 @@ static void test_all_to_all_exposed(void)
     CHECK_REL(dual.time.ep_comm_s, one.time.ep_comm_s, 1e-9);
 }
 
+/* Tensor and context parallelism: a middle rank runs its two middle stages for m/2 micro-batches each, so it
+ * sends each stage's TP and CP collectives once per micro-batch, as 1F1B's middle stage does over m: the
+ * exposed TP and CP seconds of a step equal the 1F1B plan's (tp 2 with sequence parallelism, cp 2, at the
+ * roofline GPU, HBM 1e12 B/s: the 2-layer middle stages are the slowest, 2 x middle > first + last). */
+static void test_tp_cp_as_1f1b(void)
+{
+    ModelSpec m = moe6();
+    GpuSpec g;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = layout(&m, &g, &r, 1e12, 0);
+    in.tp = 2, in.sp = 1, in.cp = 2;
+    Plan one, dual;
+    if (!build(&in, &one)) return;
+    in.dualpipe = 1;
+    if (!build(&in, &dual)) return;
+    CHECK(one.time.tp_comm_s > 0 && one.time.cp_comm_s > 0);
+    CHECK_REL(dual.time.tp_comm_s, one.time.tp_comm_s, 1e-12);
+    CHECK_REL(dual.time.cp_comm_s, one.time.cp_comm_s, 1e-12);
+    CHECK_REL(dual.time.gemm_s, one.time.gemm_s, 1e-12);
+}
+
 /* pp 2: the two ranks each run stage 0 for half the micro-batches and stage 1 for the other half (rank 0 pairs
  * the first and the last stage), so each does half of the whole model's work per step: the GEMM, expert-GEMM,
  * attention and routing time of a step are half those of the same model on one stage (pp 1, the same dp 2,
@@ -180,6 +201,7 @@ int main(void)
 {
     RUN(test_work_as_1f1b_and_bubble);
     RUN(test_all_to_all_exposed);
+    RUN(test_tp_cp_as_1f1b);
     RUN(test_two_stages_half_the_work);
     RUN(test_bubble_with_mtp_last);
     RUN(test_activations_in_flight);
