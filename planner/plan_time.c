@@ -164,7 +164,9 @@ static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const 
         s.fwd += nk * (l->gemm_f + l->attn_f + l->elem_f + l->tp_f + l->ep_f);
         s.bwd += nk * (l->gemm_b + l->attn_b + l->elem_b + l->tp_b + l->ep_b + l->rc_gemm + l->rc_attn + l->rc_elem);
     }
-    s.fwd += s.cp / 2, s.bwd += s.cp / 2;
+    /* of a layer's 3 K/V exchanges one is in the forward (the K/V gather) and two in the backward (the gather
+     * again, the reduce-scatter of dK, dV) */
+    s.fwd += s.cp / 3, s.bwd += s.cp * 2 / 3;
     double vf, vb; /* TP: vocabulary-parallel embedding, LM head and loss collectives, exposed */
     plan_vocab_time(in, g, first, last, &vf, &vb);
     s.fwd += vf, s.bwd += vb, s.tp += vf + vb;

@@ -101,10 +101,38 @@ static void test_cp_exchange_exposed_in_full(void)
     CHECK(p.coll[CO_CP_KV].calls == 0 && p.coll[CO_CP_KV].exposed_s == 0.0 && p.time.cp_comm_s == 0.0);
 }
 
+/* Where the exposed K/V exchange falls: of a layer pass's 3 exchanges, one is in the forward (the gather) and two
+ * in the backward (the gather again, the reduce-scatter of dK, dV). The tiny model as above (cp 2, nothing
+ * overlapping), planned twice, the second time with a GPU whose NVLink has a tenth of the bandwidth: only the
+ * exchange gets slower (cp 2 is the only group larger than 1), so the forward time grows by one third of the
+ * added CP time and the backward by two thirds, and the compute (GEMM, attention) stays. */
+static void test_cp_exchange_forward_and_backward(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(0);
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = &m, in.gpu = &g, in.recipe = &r, in.vocab_pad = 1;
+    in.cp = 2, in.gbs = 2, in.overlap_cp = 0;
+    Plan fast, slow;
+    Err e = {0};
+    CHECKF(plan_build(&in, &fast, &e) == ST_OK, "%s", e.msg);
+    g.intra_bw /= 10;
+    CHECKF(plan_build(&in, &slow, &e) == ST_OK, "%s", e.msg);
+    double more = slow.time.cp_comm_s - fast.time.cp_comm_s;
+    CHECKF(more > 1e-3 * slow.time.cp_comm_s, "premise: CP time %g s -> %g s", fast.time.cp_comm_s,
+           slow.time.cp_comm_s);
+    CHECK_REL(slow.time.fwd_s - fast.time.fwd_s, more / 3, 1e-9);
+    CHECK_REL(slow.time.bwd_s - fast.time.bwd_s, more * 2 / 3, 1e-9);
+    CHECK(slow.time.gemm_s == fast.time.gemm_s && slow.time.attn_s == fast.time.attn_s);
+}
+
 int main(void)
 {
     RUN(test_hidden_all_reduce);
     RUN(test_exposed_gather);
     RUN(test_cp_exchange_exposed_in_full);
+    RUN(test_cp_exchange_forward_and_backward);
     return test_summary();
 }
