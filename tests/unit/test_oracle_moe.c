@@ -239,6 +239,44 @@ static void test_transient_loss_or_layer(void)
     CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 3072000);
 }
 
+/* Tensor parallelism with sequence parallelism in MoE layers, nothing overlapping it (overlap_tp 0): each
+ * layer has one pair of linears for the attention and one for the shared expert (the routed experts are
+ * expert-parallel, not TP), and every pair gathers its input and reduce-scatters its output in the forward;
+ * the backward gathers the input again (for the weight gradient), gathers the output gradient and
+ * reduce-scatters the input gradient. Per micro-batch and layer, then:
+ *   2 x (AG + RS) forward + 2 x (2 AG + RS) backward,
+ * each collective's one call as the plan sized it (its step time / its calls). 6 MoE layers, pp 4 with 1 layer
+ * on the first and last stage: the reported stage is a middle one (2 layers, no vocabulary collectives), 4
+ * micro-batches (gbs 4, dp 1): TP time = 4 x 2 x that. */
+static void test_tp_pairs_per_moe_layer(void)
+{
+    ModelSpec m = ox_moe(512);
+    m.layers = 6, m.dense_layers = 0;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.tp = 2, in.sp = 1, in.pp = 4, in.first_stage_layers = in.last_stage_layers = 1, in.gbs = 4;
+    in.overlap_tp = 0;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.stage_layers, 2);
+    const Collective *c = p.coll;
+    /* calls: 4 micro-batches x 2 layers x 2 pairs = 16 of each, the backward's gathers twice that; each moves the
+     * whole sequence's activations, 512 tokens x 256 x 2 B = 262,144 B */
+    CHECK_EQ_U64(c[CO_TP_AG_FWD].calls, 16);
+    CHECK_EQ_U64(c[CO_TP_RS_FWD].calls, 16);
+    CHECK_EQ_U64(c[CO_TP_AG_BWD].calls, 32);
+    CHECK_EQ_U64(c[CO_TP_RS_BWD].calls, 16);
+    CHECK_EQ_U64(c[CO_TP_AG_FWD].payload_bytes, 262144);
+    double ag_f = c[CO_TP_AG_FWD].time_s / (double)c[CO_TP_AG_FWD].calls;
+    double rs_f = c[CO_TP_RS_FWD].time_s / (double)c[CO_TP_RS_FWD].calls;
+    double ag_b = c[CO_TP_AG_BWD].time_s / (double)c[CO_TP_AG_BWD].calls;
+    double rs_b = c[CO_TP_RS_BWD].time_s / (double)c[CO_TP_RS_BWD].calls;
+    CHECK(ag_f > 0 && rs_f > 0 && ag_b > 0 && rs_b > 0);
+    double want = 4 * 2 * (2 * (ag_f + rs_f) + 2 * (2 * ag_b + rs_b));
+    CHECK_REL(p.time.tp_comm_s, want, 1e-12);
+}
+
 int main(void)
 {
     RUN(test_last_stage_output);
@@ -248,5 +286,6 @@ int main(void)
     RUN(test_communicators);
     RUN(test_optimizer_bytes_with_experts);
     RUN(test_transient_loss_or_layer);
+    RUN(test_tp_pairs_per_moe_layer);
     return test_summary();
 }
