@@ -330,6 +330,19 @@ static void test_operator_recompute_gemms(void)
     in.recompute = RECOMPUTE_OP;
     CHECK(plan_build(&in, &op, NULL) == ST_OK);
     CHECK_REL(op.time.gemm_s - none.time.gemm_s, 8 * 576 / 5e8, 1e-9);
+    /* GeLU recomputes FC2's fprop instead. With BF16 operands an [M x N x K] GEMM and its [M x K x N] twin move
+     * the same bytes, so take FP8 forward GEMMs (TE recipe: 1 B operands, 2 B output) and FFN 32 (F_t 16 != h):
+     *   K/V   M 4, N 4, K 8:        (32 + 32) x 1 + 16 x 2 =  96 B
+     *   proj  M 4, N 8, K 4:        (16 + 32) x 1 + 32 x 2 = 112 B
+     *   FC2   M 4, N 8, K F_t 16:   (64 + 128) x 1 + 32 x 2 = 256 B (FC1's fprop, M 4, N 16, K 8, would be 288)
+     * 464 B a layer and micro-batch: 8 x 464 / 5e8 s more than no recompute. */
+    m.mlp = MLP_GELU, m.ffn_hidden = 32;
+    r = fx_te_recipe("te", 0);
+    in.recompute = RECOMPUTE_NONE;
+    CHECK(plan_build(&in, &none, NULL) == ST_OK);
+    in.recompute = RECOMPUTE_OP;
+    CHECK(plan_build(&in, &op, NULL) == ST_OK);
+    CHECK_REL(op.time.gemm_s - none.time.gemm_s, 8 * 464 / 5e8, 1e-9);
 }
 
 /* A launch floor of 0.5 s (absurd, so that every kernel costs exactly its launches; the knob must stay
