@@ -205,16 +205,21 @@ static void test_documented_defaults(void)
     CHECK(in.eff_hbm == 0.80 && in.eff_net == 0.80);
 }
 
-/* A GPU row with a zero rate is refused with a message naming the GPU. */
+/* A GPU row with a zero rate, no memory or no GPUs per node is refused with a message naming the GPU. */
 static void test_bad_gpu_is_named(void)
 {
     ModelSpec m = ox_tiny(16, 4);
     GpuSpec g = ox_big_gpu(1ull << 40);
     Recipe b = ox_bf16(BIT(MASTER) | BIT(M) | BIT(V));
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         GpuSpec bad = g;
         double *zero[] = {&bad.hbm_bw, &bad.flops_bf16, &bad.intra_bw, &bad.inter_bw};
-        *zero[i] = 0;
+        if (i < 4)
+            *zero[i] = 0;
+        else if (i == 4)
+            bad.hbm_bytes = 0;
+        else
+            bad.gpus_per_node = 0;
         PlanInput in;
         plan_input_defaults(&in);
         in.model = &m, in.gpu = &bad, in.recipe = &b;
