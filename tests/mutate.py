@@ -28,6 +28,12 @@ copy) running each script: a script reaches a file when gcov counts an
 executed line in it. A file no script reaches runs none (no script can kill
 its mutants); headers run them all.
 
+With --san (make mutate MUTATE_SAN=1), a mutant that survives the plain build
+is judged once more as .ci/run's second pass judges it: the unit tests that
+hold its code, built with ASan+UBSan (build-san/ in the copy), killed on the
+first report (an index out of bounds or a negative shift, say, that the plain
+build happens to get away with). Such kills are counted apart in the summary.
+
 The copy lives in build-mutate/ (ignored by git); the working tree is never
 touched. Needs the `mutate` program of universalmutator (the Makefile installs
 it into build-mutate/venv).
@@ -273,6 +279,8 @@ def main():
     ap.add_argument("--work", default="build-mutate", help="scratch folder (default build-mutate)")
     ap.add_argument("--mutate-bin", default=None, help="universalmutator's mutate program")
     ap.add_argument("--report", default=None, help="also write the judged mutants as CSV here")
+    ap.add_argument("--san", action="store_true",
+                    help="judge plain-build survivors again under ASan+UBSan, as .ci/run's second pass does")
     ap.add_argument("--tree-rev", default=None,
                     help="judge the sources and tests of this revision instead of the working tree")
     a = ap.parse_args()
@@ -319,6 +327,8 @@ def main():
                    for f in files if f.endswith(".h")}
     base_dep = {t: stripped(tree, t) for ts in header_deps.values() for t in ts}
     reach = False  # {script: files it reaches}, found when first needed
+    make_san = ["make", "-j%d" % a.jobs, "--no-print-directory", "CUDA=0", "BUILD=build-san", "SAN=address,undefined"]
+    san_ready = False  # the sanitized tree, built from the unmutated sources when first needed
     # A test program is linked from the static library, so it holds a source file's code only when it uses one
     # of the names the file defines; a program without it is the same program after a mutant of that file and
     # is not run for it. (Headers: every program runs.)
@@ -409,6 +419,30 @@ def main():
                     broken = True
                 elif hit:
                     verdict, by = "killed", hit
+            if not broken and verdict == "survived" and a.san:
+                if not san_ready:
+                    with open(target, "w", encoding="utf-8") as o:
+                        o.write(originals[f])
+                    r = sh(make_san + [os.path.join("build-san", "tests", t) for t in tests], tree)
+                    if r.returncode:
+                        sys.exit("mutate: the unmutated tree does not build with ASan+UBSan:\n" +
+                                 r.stdout.decode(errors="replace")[-3000:])
+                    san_ready = True
+                    with open(target, "w", encoding="utf-8") as o:
+                        o.write(text)
+                for t in test_order([t for t in tests if holds(t, f)], f):
+                    prog = os.path.join("build-san", "tests", t)
+                    if sh(make_san + [prog], tree).returncode:
+                        broken = True
+                        break
+                    try:
+                        r = sh([prog], tree, timeout=a.timeout * 4)
+                    except subprocess.TimeoutExpired:
+                        verdict, by = "killed", t + " (san, timeout)"
+                        break
+                    if r.returncode:
+                        verdict, by = "killed", t + " (san)"
+                        break
             if broken:
                 invalid += 1
                 continue
@@ -431,6 +465,8 @@ def main():
     print()
     print("mutate: %d judged (%d did not compile, %d compiled to identical code: not counted)" % (judged, invalid,
                                                                                                   equivalent))
+    if a.san:
+        print("mutate: %d of the kills only under ASan+UBSan" % sum(1 for k in killed if k[4].endswith("(san)")))
     if judged:
         print("mutation score: %d of %d killed = %.1f %%" % (len(killed), judged, 100.0 * len(killed) / judged))
     for f, line, before, after, _ in survived:
