@@ -219,9 +219,24 @@ static void test_rows_parse(void)
     CHECKF(parse_row(&one, cat, &e) == ST_OK, "%s", e.msg);
     g = catalog_gpu(cat, "host");
     CHECK(g && g->intra_bw == 0 && g->inter_bw == 0 && g->link_lat == 0);
-    /* the stack row: launch_us 2, calibrated yes, the rest kept */
+    /* the stack row: launch_us 2, calibrated yes, the rest kept, each field in its own column (every value
+     * below differs from the others and from the defaults) */
     char row[8192], text[9000];
-    StackSpec s = {.attn = ATTN_MATERIALIZED, .fusion = FUSE_FP8PLAN, .loss_bytes = 10, .launch_s = 3e-6};
+    StackSpec s = {.attn = ATTN_MATERIALIZED,
+                   .sequence_parallel = 1,
+                   .fused_swiglu = 0,
+                   .main_grad = MAIN_GRAD_BF16,
+                   .fp8_weight_cache = 1,
+                   .fusion = FUSE_FP8PLAN,
+                   .loss_bytes = 10,
+                   .launch_s = 3e-6,
+                   .overlap_tp = 0.125,
+                   .overlap_tp_on = 0.25,
+                   .overlap_dp = 0.375,
+                   .overlap_pp = 0.5,
+                   .overlap_cp = 0.625,
+                   .overlap_ep = 0.75,
+                   .alloc_reserve = 0.0625};
     strcpy(s.name, "fp8plan");
     strcpy(s.source, "a \"quoted\" source");
     CHECK(cal_stack_row(&s, &c, row, sizeof row, &e) == ST_OK);
@@ -231,6 +246,14 @@ static void test_rows_parse(void)
     CHECK(ps && ps->calibrated && ps->fusion == FUSE_FP8PLAN && ps->attn == ATTN_MATERIALIZED);
     if (ps) CHECK_REL(ps->launch_s, 2e-6, 1e-9);
     if (ps) CHECK_CONTAINS(ps->source, "a \"quoted\" source");
+    if (ps) {
+        CHECK(ps->sequence_parallel == 1 && ps->fused_swiglu == 0 && ps->fp8_weight_cache == 1);
+        CHECK(ps->main_grad == MAIN_GRAD_BF16);
+        CHECK_EQ_U64(ps->loss_bytes, 10);
+        CHECK(ps->overlap_tp == 0.125 && ps->overlap_tp_on == 0.25 && ps->overlap_dp == 0.375);
+        CHECK(ps->overlap_pp == 0.5 && ps->overlap_cp == 0.625 && ps->overlap_ep == 0.75);
+        CHECK(ps->alloc_reserve == 0.0625);
+    }
     free(cat);
 }
 
