@@ -331,9 +331,16 @@ static void test_op_refusals(void)
     nfb.norm = (NormType)9;
     CHECK_EQ_INT(backend_check_norm_fwd(NULL, &nfb, &e), ST_USAGE);
     CHECK_STR(e.msg, "norm_fwd: unknown norm 9");
-    nfb = nf, nfb.cols = 0;
-    CHECK_EQ_INT(backend_check_norm_fwd(NULL, &nfb, &e), ST_USAGE);
-    CHECK_STR(e.msg, "norm_fwd: missing pointer or zero width");
+    for (int i = 0; i < 5; i++) { /* zero width, then each of the four buffers missing */
+        nfb = nf;
+        if (i == 0) nfb.cols = 0;
+        if (i == 1) nfb.in = NULL;
+        if (i == 2) nfb.out = NULL;
+        if (i == 3) nfb.weight = NULL;
+        if (i == 4) nfb.rstd = NULL;
+        CHECKF(backend_check_norm_fwd(NULL, &nfb, &e) == ST_USAGE, "case %d", i);
+        CHECK_STR(e.msg, "norm_fwd: missing pointer or zero width");
+    }
     NormBwdDesc nb = {.norm = NORM_RMSNORM,
                       .act_dtype = DT_BF16,
                       .weight_dtype = DT_FP32,
