@@ -74,6 +74,16 @@ static void test_exposed_gather(void)
            p.time.dp_comm_s);
 }
 
+/* The tiny model at cp 2 with nothing overlapping the K/V exchange, 2 sequences a step. */
+static PlanInput cp_input(const ModelSpec *m, const GpuSpec *g, const Recipe *r)
+{
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = m, in.gpu = g, in.recipe = r, in.vocab_pad = 1;
+    in.cp = 2, in.gbs = 2, in.overlap_cp = 0;
+    return in;
+}
+
 /* Context parallelism with nothing overlapping it (overlap_cp 0): each layer pass's 3 K/V exchanges (gather
  * forward, again backward, reduce-scatter of dK, dV) show in full, so the exchange's exposed time is its whole
  * time, 4 layers x 2 micro-batches x 3 = 24 calls; and the step's CP time is that too (one stage). With cp 1
@@ -83,10 +93,7 @@ static void test_cp_exchange_exposed_in_full(void)
     ModelSpec m = ox_tiny(16, 4);
     GpuSpec g = ox_big_gpu(1ull << 40);
     Recipe r = ox_bf16(0);
-    PlanInput in;
-    plan_input_defaults(&in);
-    in.model = &m, in.gpu = &g, in.recipe = &r, in.vocab_pad = 1;
-    in.cp = 2, in.gbs = 2, in.overlap_cp = 0;
+    PlanInput in = cp_input(&m, &g, &r);
     Plan p;
     Err e = {0};
     CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
@@ -111,10 +118,7 @@ static void test_cp_exchange_forward_and_backward(void)
     ModelSpec m = ox_tiny(16, 4);
     GpuSpec g = ox_big_gpu(1ull << 40);
     Recipe r = ox_bf16(0);
-    PlanInput in;
-    plan_input_defaults(&in);
-    in.model = &m, in.gpu = &g, in.recipe = &r, in.vocab_pad = 1;
-    in.cp = 2, in.gbs = 2, in.overlap_cp = 0;
+    PlanInput in = cp_input(&m, &g, &r);
     Plan fast, slow;
     Err e = {0};
     CHECKF(plan_build(&in, &fast, &e) == ST_OK, "%s", e.msg);
