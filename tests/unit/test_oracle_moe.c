@@ -13,7 +13,7 @@
  * gradient reduction, no FP8 copy. Micro-batch 1, tp = pp = cp = ep = 1. */
 #include <math.h>
 
-#include "planner/plan.h"
+#include "planner/plan_internal.h"
 #include "support/oracle_fixtures.h"
 #include "test.h"
 
@@ -277,6 +277,33 @@ static void test_tp_pairs_per_moe_layer(void)
     CHECK_REL(p.time.tp_comm_s, want, 1e-12);
 }
 
+/* Which middle stage is the slowest when the first layers are dense: 6 layers, the first 2 dense with FFN 4096,
+ * pp 4 with 1 layer on the first and the last stage, so the stages hold [L0] [L1 L2] [L3 L4] [L5]. Stage 1 (a
+ * dense layer and a MoE layer) outweighs stage 2 (two MoE layers), stage 0 (one dense layer and the embedding)
+ * and stage 3 (one MoE layer and the LM head), so the step's GEMM seconds (dense and expert) are 4 micro-batches
+ * x (one dense layer's + one MoE layer's forward and backward GEMMs), each kind's taken from its layer time. */
+static void test_slowest_middle_stage_has_a_dense_layer(void)
+{
+    ModelSpec m = ox_moe(4096);
+    m.layers = 6, m.dense_layers = 2;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.pp = 4, in.first_stage_layers = in.last_stage_layers = 1, in.gbs = 4;
+    Plan p;
+    if (!build(&in, &p)) return;
+    Geo geo;
+    plan_geo(&in, m.seq_len, 4, &geo);
+    GemmGpu gg;
+    gemm_gpu_init(&in, &gg);
+    LayerT L[XK_COUNT];
+    moe_layer_times(&in, &geo, &gg, &p, L);
+    double dense = L[XK_DENSE].gemm_f + L[XK_DENSE].gemm_b, moe = L[XK_MOE].gemm_f + L[XK_MOE].gemm_b;
+    CHECKF(dense > 2 * moe, "premise: a dense layer's GEMMs %g s, a MoE layer's %g s", dense, moe);
+    CHECK_REL(p.time.gemm_s + p.time.expert_gemm_s, 4 * (dense + moe), 1e-12);
+    CHECK_REL(p.time.expert_gemm_s, 4 * (L[XK_MOE].xg_f + L[XK_MOE].xg_b), 1e-12);
+}
+
 int main(void)
 {
     RUN(test_last_stage_output);
@@ -287,5 +314,6 @@ int main(void)
     RUN(test_optimizer_bytes_with_experts);
     RUN(test_transient_loss_or_layer);
     RUN(test_tp_pairs_per_moe_layer);
+    RUN(test_slowest_middle_stage_has_a_dense_layer);
     return test_summary();
 }
