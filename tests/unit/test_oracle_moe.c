@@ -239,6 +239,19 @@ static void test_transient_loss_or_layer(void)
     CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 3072000);
 }
 
+/* 6 layers (the first `dense` of them dense, FFN dense_ffn), BF16, pp 4 with 1 layer on the first and the last
+ * stage (2 on each middle one), 4 micro-batches of 1 sequence (gbs 4, dp 1). */
+static PlanInput six_layers_pp4(ModelSpec *m, GpuSpec *g, Recipe *r, uint32_t dense_ffn, uint32_t dense)
+{
+    *m = ox_moe(dense_ffn);
+    m->layers = 6, m->dense_layers = dense;
+    *g = fx_gpu();
+    *r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(m, g, r);
+    in.pp = 4, in.first_stage_layers = in.last_stage_layers = 1, in.gbs = 4;
+    return in;
+}
+
 /* Tensor parallelism with sequence parallelism in MoE layers, nothing overlapping it (overlap_tp 0): each
  * layer has one pair of linears for the attention and one for the shared expert (the routed experts are
  * expert-parallel, not TP), and every pair gathers its input and reduce-scatters its output in the forward;
@@ -250,13 +263,11 @@ static void test_transient_loss_or_layer(void)
  * micro-batches (gbs 4, dp 1): TP time = 4 x 2 x that. */
 static void test_tp_pairs_per_moe_layer(void)
 {
-    ModelSpec m = ox_moe(512);
-    m.layers = 6, m.dense_layers = 0;
-    GpuSpec g = fx_gpu();
-    Recipe r = fx_bf16_recipe("bf16", 0);
-    PlanInput in = fx_input(&m, &g, &r);
-    in.tp = 2, in.sp = 1, in.pp = 4, in.first_stage_layers = in.last_stage_layers = 1, in.gbs = 4;
-    in.overlap_tp = 0;
+    ModelSpec m;
+    GpuSpec g;
+    Recipe r;
+    PlanInput in = six_layers_pp4(&m, &g, &r, 512, 0);
+    in.tp = 2, in.sp = 1, in.overlap_tp = 0;
     Plan p;
     if (!build(&in, &p)) return;
     CHECK_EQ_U64(p.stage_layers, 2);
@@ -284,12 +295,10 @@ static void test_tp_pairs_per_moe_layer(void)
  * x (one dense layer's + one MoE layer's forward and backward GEMMs), each kind's taken from its layer time. */
 static void test_slowest_middle_stage_has_a_dense_layer(void)
 {
-    ModelSpec m = ox_moe(4096);
-    m.layers = 6, m.dense_layers = 2;
-    GpuSpec g = fx_gpu();
-    Recipe r = fx_bf16_recipe("bf16", 0);
-    PlanInput in = fx_input(&m, &g, &r);
-    in.pp = 4, in.first_stage_layers = in.last_stage_layers = 1, in.gbs = 4;
+    ModelSpec m;
+    GpuSpec g;
+    Recipe r;
+    PlanInput in = six_layers_pp4(&m, &g, &r, 4096, 2);
     Plan p;
     if (!build(&in, &p)) return;
     Geo geo;

@@ -51,13 +51,19 @@ static void test_msamp_linear(void)
     CHECK_REL(c.bwd - d.bwd, 28e-6, 1e-9);
 }
 
+/* The TE recipe's formats run by torchao's linear: per-tensor or row-wise scaled. */
+static Recipe torchao_recipe(Fp8Linear lin)
+{
+    Recipe r = fx_te_recipe(lin == LIN_TORCHAO ? "tw" : "rw", 0);
+    r.linear = lin;
+    return r;
+}
+
 static void test_rowwise_linear(void)
 {
     ModelSpec m = fx_tiny_model();
     GpuSpec gpu = fx_gpu();
-    Recipe tw = fx_te_recipe("tw", 0), rw = tw;
-    tw.linear = LIN_TORCHAO;
-    rw.linear = LIN_TORCHAO_ROWWISE;
+    Recipe tw = torchao_recipe(LIN_TORCHAO), rw = torchao_recipe(LIN_TORCHAO_ROWWISE);
     PlanInput in = fx_input(&m, &gpu, &tw);
     in.launch_s = 0;
     LayerElem a = elem(&in);
@@ -95,9 +101,7 @@ static void test_rowwise_linear_moe(void)
 {
     ModelSpec m = ox_moe(512);
     GpuSpec gpu = fx_gpu();
-    Recipe tw = fx_te_recipe("tw", 0), rw = tw;
-    tw.linear = LIN_TORCHAO;
-    rw.linear = LIN_TORCHAO_ROWWISE;
+    Recipe tw = torchao_recipe(LIN_TORCHAO), rw = torchao_recipe(LIN_TORCHAO_ROWWISE);
     PlanInput in = fx_input(&m, &gpu, &tw);
     in.gbs = 1;
     Plan p;
