@@ -165,6 +165,28 @@ def script_targets(tree, build):
     return [os.path.join(build, "fp8plan")] + mpi_programs(tree, build) + replays
 
 
+def write(path, text):
+    with open(path, "w", encoding="utf-8") as o:
+        o.write(text)
+
+
+def run_units(tree, make, build, tests, timeout, tag):
+    """Builds and runs the test programs in turn until one fails: its name (with `tag` and "timeout" in
+    parentheses as they apply), None when all pass, False when one does not build."""
+    for t in tests:
+        prog = os.path.join(build, "tests", t)
+        if sh(make + [prog], tree).returncode:
+            return False
+        notes = [tag] if tag else []
+        try:
+            r = sh([prog], tree, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "%s (%s)" % (t, ", ".join(notes + ["timeout"]))
+        if r.returncode:
+            return "%s (%s)" % (t, tag) if tag else t
+    return None
+
+
 def run_script(tree, build, script, timeout):
     """Exit status of one tests/cli script with the fp8plan of build ("timeout" when it hangs)."""
     env = dict(os.environ, FP8PLAN=os.path.join(tree, build, "fp8plan"), FP8PLAN_ROOT=tree)
@@ -367,8 +389,7 @@ def main():
         line, before, after = changed_line(originals[f].splitlines(True), text.splitlines(True))
         target = os.path.join(tree, f)
         try:
-            with open(target, "w", encoding="utf-8") as o:
-                o.write(text)
+            write(target, text)
             # build lazily: the mutated object first, then each test binary just before it runs,
             # so a mutant the first tests kill costs one link, not one per test
             if f.endswith(".c"):
@@ -394,25 +415,17 @@ def main():
                 rows.append((f, line, "equivalent", "", before, after))
                 continue
             verdict, by, broken = "survived", "", False
-            for t in test_order([t for t in tests if holds(t, f)], f):
-                if sh(make + [os.path.join(build, "tests", t)], tree).returncode:
-                    broken = True
-                    break
-                try:
-                    r = sh([os.path.join(build, "tests", t)], tree, timeout=a.timeout)
-                except subprocess.TimeoutExpired:
-                    verdict, by = "killed", t + " (timeout)"
-                    break
-                if r.returncode:
-                    verdict, by = "killed", t
-                    break
+            mine_units = test_order([t for t in tests if holds(t, f)], f)
+            hit = run_units(tree, make, build, mine_units, a.timeout, "")
+            if hit is False:
+                broken = True
+            elif hit:
+                verdict, by = "killed", hit
             if not broken and verdict == "survived" and scripts:
                 if reach is False:  # measured on the sources as they are, not with this mutant in them
-                    with open(target, "w", encoding="utf-8") as o:
-                        o.write(originals[f])
+                    write(target, originals[f])
                     reach = script_reach(tree, make, files, a.timeout * 5)
-                    with open(target, "w", encoding="utf-8") as o:
-                        o.write(text)
+                    write(target, text)
                 mine = [sc for sc in scripts if reach is None or f in reach.get(sc, ())]
                 hit = run_scripts(tree, build, make, mine, a.timeout) if mine else None
                 if hit is False:
@@ -421,28 +434,18 @@ def main():
                     verdict, by = "killed", hit
             if not broken and verdict == "survived" and a.san:
                 if not san_ready:
-                    with open(target, "w", encoding="utf-8") as o:
-                        o.write(originals[f])
+                    write(target, originals[f])
                     r = sh(make_san + [os.path.join("build-san", "tests", t) for t in tests], tree)
                     if r.returncode:
                         sys.exit("mutate: the unmutated tree does not build with ASan+UBSan:\n" +
                                  r.stdout.decode(errors="replace")[-3000:])
                     san_ready = True
-                    with open(target, "w", encoding="utf-8") as o:
-                        o.write(text)
-                for t in test_order([t for t in tests if holds(t, f)], f):
-                    prog = os.path.join("build-san", "tests", t)
-                    if sh(make_san + [prog], tree).returncode:
-                        broken = True
-                        break
-                    try:
-                        r = sh([prog], tree, timeout=a.timeout * 4)
-                    except subprocess.TimeoutExpired:
-                        verdict, by = "killed", t + " (san, timeout)"
-                        break
-                    if r.returncode:
-                        verdict, by = "killed", t + " (san)"
-                        break
+                    write(target, text)
+                hit = run_units(tree, make_san, "build-san", mine_units, a.timeout * 4, "san")
+                if hit is False:
+                    broken = True
+                elif hit:
+                    verdict, by = "killed", hit
             if broken:
                 invalid += 1
                 continue
@@ -452,8 +455,7 @@ def main():
             print("  %s %s:%d  %s  ->  %s%s" % (mark, f, line, before[:60], after[:60],
                                                  ("   [" + by + "]") if by else ""), flush=True)
         finally:
-            with open(target, "w", encoding="utf-8") as o:
-                o.write(originals[f])
+            write(target, originals[f])
 
     judged = len(killed) + len(survived)
     if a.report:
@@ -466,7 +468,7 @@ def main():
     print("mutate: %d judged (%d did not compile, %d compiled to identical code: not counted)" % (judged, invalid,
                                                                                                   equivalent))
     if a.san:
-        print("mutate: %d of the kills only under ASan+UBSan" % sum(1 for k in killed if k[4].endswith("(san)")))
+        print("mutate: %d of the kills only under ASan+UBSan" % sum(1 for k in killed if "(san" in k[4]))
     if judged:
         print("mutation score: %d of %d killed = %.1f %%" % (len(killed), judged, 100.0 * len(killed) / judged))
     for f, line, before, after, _ in survived:
