@@ -313,6 +313,33 @@ static void test_slowest_middle_stage_has_a_dense_layer(void)
     CHECK_REL(p.time.expert_gemm_s, 4 * (L[XK_MOE].xg_f + L[XK_MOE].xg_b), 1e-12);
 }
 
+/* The all-to-all kernels take ep_comm_sms of the SMs only while there is an all-to-all to overlap: ep > 1.
+ * 132 SMs, 20 for the all-to-alls: with ep 2 the flash attention (its time does not depend on the SM count)
+ * runs on 112 SMs, 132 / 112 = 33 / 28 times as long (the GEMMs' change depends on their tiles and split-K,
+ * so it is not asserted here); with ep 1 (dp 2) no all-to-all runs, and asking for 20 SMs changes nothing:
+ * every time is the same as with 0. */
+static void test_all_to_all_sms_only_with_ep(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    g.sms = 132;
+    Recipe r = fx_te_recipe("te", 0);
+    Plan p[2][2]; /* [ep 1, ep 2][ep_comm_sms 0, 20] */
+    for (int e = 0; e < 2; e++)
+        for (int s = 0; s < 2; s++) {
+            PlanInput in = fx_input(&m, &g, &r);
+            in.dp = 2, in.gbs = 2, in.ep = e ? 2 : 1, in.ep_comm_sms = s ? 20 : 0, in.launch_s = 0;
+            if (!build(&in, &p[e][s])) return;
+        }
+    const TimeBreakdown *a = &p[0][0].time, *b = &p[0][1].time;
+    CHECKF(a->attn_s == b->attn_s && a->gemm_s == b->gemm_s && a->expert_gemm_s == b->expert_gemm_s &&
+               a->step_s == b->step_s,
+           "ep 1: 20 SMs for all-to-alls changed the step (%.9g s -> %.9g s, attention %.9g -> %.9g)", a->step_s,
+           b->step_s, a->attn_s, b->attn_s);
+    a = &p[1][0].time, b = &p[1][1].time;
+    CHECK_REL(b->attn_s, a->attn_s * 33.0 / 28.0, 1e-12);
+}
+
 int main(void)
 {
     RUN(test_last_stage_output);
@@ -324,5 +351,6 @@ int main(void)
     RUN(test_transient_loss_or_layer);
     RUN(test_tp_pairs_per_moe_layer);
     RUN(test_slowest_middle_stage_has_a_dense_layer);
+    RUN(test_all_to_all_sms_only_with_ep);
     return test_summary();
 }
