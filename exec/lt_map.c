@@ -156,7 +156,7 @@ void lt_key_of(const LtCall *c, LtKey *k)
 uint64_t lt_key_hash(const LtKey *k)
 {
     const unsigned char *p = (const unsigned char *)k;
-    uint64_t h = 1469598103934665603ull; /* FNV-1a 64 */
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a 64: offset basis 14695981039346656037 */
     for (size_t i = 0; i < sizeof *k; i++) {
         h ^= p[i];
         h *= 1099511628211ull;

@@ -286,6 +286,34 @@ static void test_key_identity(void)
     CHECK_EQ_U64(lt_ptr_align((void *)(uintptr_t)0x1001), 1);
 }
 
+/* The cache's hash is FNV-1a (64-bit) over the key's bytes: start at the offset basis 14695981039346656037
+ * (0xcbf29ce484222325), then for each byte XOR it in and multiply by the prime 1099511628211, mod 2^64. The key
+ * is 136 bytes: 10 uint64 + 3 int64 = 104, uint32 108, 13 uint8 121, padding 122, 4 uint16 130, padding to a
+ * multiple of 8. 136 zero bytes leave the XORs idle: 14695981039346656037 x 1099511628211^136 mod 2^64 =
+ * 0xd8f706edf03243c5. With m = 1 the first byte (little-endian) is 1: (14695981039346656037 XOR 1) x
+ * 1099511628211^136 mod 2^64 = 0xee330c0ea08437a4. And 1,000 keys that differ in m and n hash to 1,000
+ * different values. */
+static void test_key_hash_is_fnv1a(void)
+{
+    LtKey k;
+    memset(&k, 0, sizeof k);
+    CHECK_EQ_U64(sizeof k, 136);
+    CHECK_EQ_U64(lt_key_hash(&k), 0xd8f706edf03243c5ull);
+    k.m = 1;
+    CHECK_EQ_U64(lt_key_hash(&k), 0xee330c0ea08437a4ull);
+    enum { N = 1000 };
+    static uint64_t h[N];
+    for (int i = 0; i < N; i++) {
+        memset(&k, 0, sizeof k);
+        k.m = (uint64_t)i, k.n = (uint64_t)(i % 7);
+        h[i] = lt_key_hash(&k);
+    }
+    int same = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = i + 1; j < N; j++) same += h[i] == h[j];
+    CHECK_EQ_INT(same, 0);
+}
+
 static int freed;
 static void count_free(void *val, void *ctx)
 {
@@ -390,6 +418,7 @@ int main(void)
     RUN(test_bias_and_amax_modes);
     RUN(test_fp8_output_uses_lt_amax);
     RUN(test_key_identity);
+    RUN(test_key_hash_is_fnv1a);
     RUN(test_cache_grows_and_finds);
     RUN(test_cache_refuses_to_wrap);
     RUN(test_strided_batch_maps_heads);
