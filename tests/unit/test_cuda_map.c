@@ -71,6 +71,11 @@ static void check_case(uint64_t M, uint64_t N, uint64_t K, GemmLayout la, GemmLa
         CHECK(c.a == b && c.b == a && c.d == d); /* cuBLAS A is our B */
         CHECK_EQ_U64(c.m, N);
         CHECK_EQ_U64(c.n, M);
+        /* one matrix, and the transposes as flags of exactly 0 or 1 (part of the cache key, compared bytewise):
+         * cuBLAS A (our B) is transposed when our B is K-inner, cuBLAS B (our A) when our A is K-outer */
+        CHECK_EQ_U64(c.batch, 1);
+        CHECK_EQ_INT(c.trans_a, lb == GEMM_K_INNER);
+        CHECK_EQ_INT(c.trans_b, la == GEMM_K_OUTER);
         /* the stored extents: rows ≤ ld (what cublasLtMatrixLayoutCreate is given) */
         CHECK(c.a_rows <= c.lda && c.b_rows <= c.ldb && c.m <= c.ldd);
         CHECK_EQ_U64(c.a_rows * c.a_cols, N * K);
