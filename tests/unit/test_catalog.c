@@ -114,6 +114,9 @@ static void test_model_errors(void)
     CHECK_EQ_INT(c->nmodels, 1);
     free(c);
 
+    /* a name is a CLI word: letters, digits, '.', '_' and '-' only; a slash is refused (a space below), naming it */
+    expect_model_error("a/b,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src" DENSE "\n", ST_DATA,
+                       "m.csv: row 2, column name: 'a/b' may only hold letters, digits, '.', '_' and '-'");
     /* a dense model (no experts) names no first dense layers */
     expect_model_error("a,2,8,32,2,2,4,10,4,layernorm,gelu,learned,yes,yes,src,,,,,,3,,,,,,,,,\n", ST_DATA,
                        "m.csv: row 2, column dense_layers");
@@ -188,6 +191,7 @@ static void test_gpu_errors(void)
         {"g,9.0,132,80,1,1,2,1,1,3,1,nvlink,1,1,8,s\n", "column mamf_fp8_tflops"},
         {"g,9.0,132,80,1,1,2,1,1,0,1,nvlink,1,1,8,s\n", "column mamf_fp8_tflops"},
         {"g,9.0,132,80,1,1,1,1,1,1,1.5,nvlink,1,1,8,s\n", "column sustained: '1.5' is out of range"},
+        {"h100 sxm,9.0,132,80,1,1,1,1,1,1,1,nvlink,1,1,8,s\n", "column name: 'h100 sxm' may only hold letters, digits"},
         {"g,9.0,132,80,1,1,1,1,1,1,1,infiniband,1,1,8,s\n",
          "column intra_link: 'infiniband' is not nvlink, pcie or host"},
     };
@@ -240,6 +244,11 @@ static void test_recipe_errors(void)
          * take — refused for that, although its master (no weight: the GEMMs read it) is sharded too */
         {"megatron-bf16,bf16,none,none,fp32,fp32,fp32,fp32", "megatron-bf16,none,none,none,fp32,fp32,e4m3,fp32",
          "column other_params: 'megatron-bf16' keeps scaled or FP8 states"},
+        /* the recipe's name and the other_params one it names are CLI words: letters, digits, '.', '_', '-' */
+        {"megatron-bf16,bf16,none,none,fp32", "megatron bf16,bf16,none,none,fp32",
+         "column name: 'megatron bf16' may only hold letters, digits, '.', '_' and '-'"},
+        {",megatron-bf16,bf16,bf16,none", ",megatron+bf16,bf16,bf16,none",
+         "column other_params: 'megatron+bf16' may only hold letters, digits"},
         /* no FP8 state, but no weight either: the other parameters' GEMMs would read a sharded master */
         {"megatron-bf16,bf16,none,none,fp32", "megatron-bf16,none,none,none,fp32",
          "column other_params: 'megatron-bf16' shards a master the GEMMs read"},

@@ -313,6 +313,34 @@ static void test_slowest_middle_stage_has_a_dense_layer(void)
     CHECK_REL(p.time.expert_gemm_s, 4 * (L[XK_MOE].xg_f + L[XK_MOE].xg_b), 1e-12);
 }
 
+/* Full recompute runs each layer's forward again in its backward, the expert GEMMs with it: the step's expert
+ * GEMM seconds become 4 micro-batches x 2 MoE layers (a middle stage; all 6 layers are MoE here) x
+ * (forward + backward + the forward again) = 8 x (2 xg_f + xg_b), each from the layer times without recompute
+ * (which recompute does not change); all GEMMs together grow by 8 x the MoE layers' whole forward gemm_f. */
+static void test_full_recompute_runs_expert_gemms_again(void)
+{
+    ModelSpec m;
+    GpuSpec g;
+    Recipe r;
+    PlanInput in = six_layers_pp4(&m, &g, &r, 512, 0);
+    Plan none, full;
+    if (!build(&in, &none)) return;
+    Geo geo;
+    plan_geo(&in, m.seq_len, 4, &geo);
+    GemmGpu gg;
+    gemm_gpu_init(&in, &gg);
+    LayerT L[XK_COUNT];
+    moe_layer_times(&in, &geo, &gg, &none, L);
+    const LayerT *x = &L[XK_MOE];
+    CHECKF(x->xg_f > 0 && x->xg_b > x->xg_f, "premise: expert GEMMs %g s forward, %g s backward", x->xg_f, x->xg_b);
+    CHECK_REL(none.time.expert_gemm_s, 8 * (x->xg_f + x->xg_b), 1e-12);
+    in.recompute = RECOMPUTE_FULL, in.recompute_mods = 0;
+    if (!build(&in, &full)) return;
+    CHECK_REL(full.time.expert_gemm_s, 8 * (2 * x->xg_f + x->xg_b), 1e-12);
+    CHECK_REL(full.time.gemm_s + full.time.expert_gemm_s, none.time.gemm_s + none.time.expert_gemm_s + 8 * x->gemm_f,
+              1e-12);
+}
+
 /* The all-to-all kernels take ep_comm_sms of the SMs only while there is an all-to-all to overlap: ep > 1.
  * 132 SMs, 20 for the all-to-alls: with ep 2 the flash attention (its time does not depend on the SM count)
  * runs on 112 SMs, 132 / 112 = 33 / 28 times as long (the GEMMs' change depends on their tiles and split-K,
@@ -351,6 +379,7 @@ int main(void)
     RUN(test_transient_loss_or_layer);
     RUN(test_tp_pairs_per_moe_layer);
     RUN(test_slowest_middle_stage_has_a_dense_layer);
+    RUN(test_full_recompute_runs_expert_gemms_again);
     RUN(test_all_to_all_sms_only_with_ep);
     return test_summary();
 }

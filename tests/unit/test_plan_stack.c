@@ -224,6 +224,9 @@ static void test_stacks_csv(void)
         {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,nan,no,x\n", "alloc_reserve"},
         {"s,0,te,yes,no,bf16,no,te,3,12,0,-0.5,0,0,0,0,no,x\n", "tp_overlap_on"},
         {"s,2,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n", "column ep_overlap: '2' is out of range"},
+        /* a name is a CLI word: letters, digits, '.', '_' and '-' only (a space would split it on the command line) */
+        {"my stack,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n",
+         "row 2, column name: 'my stack' may only hold letters, digits, '.', '_' and '-'"},
         {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\ns,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n",
          "repeats row 2"},
     };

@@ -62,6 +62,15 @@ static void test_gemm_waves(void)
     GemmGpu g1;
     gemm_gpu_init(&in, &g1);
     CHECK_REL(gemm_time(&g1, 128, 256, 128, 1, 0, 2), 16777216.0 * 132 / 850e12, 1e-9);
+    /* split-K filling every SM, timed by compute: M 128, N 256, K 33,792 (132 x 256) is one tile that splits
+     * min(132/1, 33792/256 = 132) = 132 ways: 1 x 132 = 132 tiles of K 256 are exactly one wave, 2 x 32768 x
+     * (256 + 128) = 25,165,824 FLOPs at 850e12/132 per SM = 3.90806e-6 s. HBM made fast (1e18 B/s x 0.8), so
+     * that the 60,620,800 B it moves (6.1e-11 s) do not hide the wave count; 1 us launch floor (g1). */
+    g.hbm_bw = 1e18;
+    GemmGpu g2;
+    gemm_gpu_init(&in, &g2);
+    CHECK_REL(gemm_time(&g2, 128, 256, 33792, 1, 0, 2), 25165824.0 * 132 / 850e12, 1e-9);
+    g.hbm_bw = fx_gpu().hbm_bw;
     /* batched: 8 independent 4096^3 GEMMs are 4096 tiles, ceil(4096/132) = 32 waves (not 8 x 4 = 32: equal) */
     CHECK_REL(gemm_time(&gg, 4096, 4096, 4096, 8, 0, 2), 32 * 276824064.0 * 132 / 850e12, 1e-9);
     CHECK_NEAR(gemm_time(&gg, 0, 4096, 4096, 1, 0, 2), 0, 0);
