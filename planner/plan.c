@@ -326,17 +326,23 @@ void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g)
     if (spec_is_moe(md) || spec_is_mla(md) || md->mtp_layers) moe_geo(in, g);
 }
 
+/* Micro-batches whose first model chunk on the stage holds activations at the peak (1F1B: pp - stage of them).
+ * Interleaved 1F1B in Megatron's order runs the forwards in rounds of pp x vpp chunks: pp micro-batches through
+ * chunk 0, the same pp through chunk 1, ..., then the next pp; the backwards in the same rounds with the chunks
+ * reversed, so a micro-batch's chunk 0 is freed last, (vpp - 1) x pp backwards after its first. Counted along
+ * that order, a stage holds at most min(2 pp, warm-up chunks + 1, m) micro-batches: stage 0 of pp 4, vpp 2 runs
+ * 11 forwards (micro-batches 0-3 on chunk 0, 0-3 on chunk 1, 4-6 on chunk 0), and in the steady state chunk 0
+ * reaches 8 (4-11) before micro-batch 4's chunk-0 backward. The 11 chunks are the layer units the stage holds
+ * (plan_inflight_layers); the micro-batches they touch are not ceil(11 / 2) = 6. */
 uint64_t plan_inflight_mbs(const Geo *g, uint32_t stage)
 {
     if (g->pp == 1) return 1;
-    if (g->vpp == 1) {
-        uint64_t n = g->pp - stage;
-        return n < g->m ? n : g->m;
+    uint64_t n = g->pp - stage;
+    if (g->vpp > 1) {
+        uint64_t chunks = (g->pp - stage - 1) * 2 + (g->vpp - 1) * g->pp + 1;
+        n = 2 * g->pp < chunks ? 2 * g->pp : chunks;
     }
-    /* interleaved 1F1B: warm-up forward chunks before the first backward, + 1 */
-    uint64_t chunks = (g->pp - stage - 1) * 2 + (g->vpp - 1) * g->pp + 1, cap = g->m * g->vpp;
-    if (chunks > cap) chunks = cap;
-    return ceil_div(chunks, g->vpp); /* micro-batches touched (for per-micro-batch terms) */
+    return n < g->m ? n : g->m;
 }
 
 uint64_t plan_inflight_layers(const Geo *g, uint32_t stage)

@@ -215,7 +215,7 @@ void plan_advise(const PlanInput *in, Plan *p);
 
 /* in-flight layer-microbatch units on a stage (activations held at the peak) */
 uint64_t plan_inflight_layers(const Geo *g, uint32_t stage);
-/* micro-batches in flight on a stage */
+/* micro-batches in flight on a stage's first model chunk (its embedding on stage 0) */
 uint64_t plan_inflight_mbs(const Geo *g, uint32_t stage);
 
 /* ---- memory-bound kernels of one layer and micro-batch (plan_kernels.c) ---- */

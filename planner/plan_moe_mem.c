@@ -141,9 +141,10 @@ void moe_held(const PlanInput *in, const Geo *g, uint32_t stage, Ck *ck, Held *o
         if (s == 0) o->first = 1;
         if (s == g->pp - 1) {
             o->last = 1, o->mtp = x->mtp;
-            uint64_t mb = in->dualpipe ? 1 : plan_inflight_mbs(g, s);
+            /* the MTP depths follow the model's last chunk, whose backward follows each forward at once in every
+             * schedule (1F1B, interleaved, DualPipe): one micro-batch in flight */
             o->n[moe_mtp ? XK_MOE : XK_DENSE] += x->mtp;
-            o->units[moe_mtp ? XK_MOE : XK_DENSE] += ck_mul(ck, x->mtp, mb);
+            o->units[moe_mtp ? XK_MOE : XK_DENSE] += x->mtp;
         }
     }
 }

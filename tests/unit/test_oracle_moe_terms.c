@@ -249,6 +249,35 @@ static void test_tp_all_reduce_without_sp(void)
     }
 }
 
+/* An MTP depth follows the model's last chunk, whose backward follows each forward at once: it holds one
+ * micro-batch in every schedule. The tiny GPT (4 layers + 1 MTP depth, gbs 4) on pp 2, last stage: with vpp 1
+ * that stage holds pp - 1 - 1 + 1 = 1 micro-batch of its 2 layers, so its layer activations are 2 layer units;
+ * with vpp 2 (chunks of 1 layer) it runs (2 - 1 - 1) x 2 + (2 - 1) x 2 = 2 warm-up forwards and 1 more: 3 units.
+ * The MTP depth adds one unit to either, the layer's own activations (MT_ACT_LAYER_HP / 2 at vpp 1 without MTP),
+ * not the 2 micro-batches that the last stage's 3 chunks touch. */
+static void test_mtp_one_micro_batch_interleaved(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.pp = 2, in.gbs = 4, in.stage_view = 2;
+    Plan p;
+    uint64_t hp[2][2]; /* [vpp 1, 2][no MTP, MTP] */
+    for (int v = 0; v < 2; v++)
+        for (int d = 0; d < 2; d++) {
+            in.vpp = 1 + (uint32_t)v, m.mtp_layers = (uint32_t)d;
+            if (!build(&in, &p)) return;
+            CHECK_EQ_U64(p.stage, 1);
+            hp[v][d] = p.mem[MT_ACT_LAYER_HP].bytes;
+        }
+    const uint64_t layer = hp[0][0] / 2;
+    CHECK(layer > 0 && hp[0][0] == 2 * layer);
+    CHECK_EQ_U64(hp[1][0], 3 * layer);
+    CHECK_EQ_U64(hp[0][1], 3 * layer);
+    CHECK_EQ_U64(hp[1][1], 4 * layer);
+}
+
 /* The metadata of every term of a MoE stage (plan.h): states (the expert ones included), FP8 copies and scales
  * persist; activations (the routed experts' included) and fragmentation are per step; the overheads persist.
  * Terms that mix dtypes (BF16 tensors with fp32 statistics, scores, logits, routing maps) and the overheads count
@@ -481,6 +510,7 @@ int main(void)
     RUN(test_last_middle_stage_reported);
     RUN(test_moe_amax_payload);
     RUN(test_tp_all_reduce_without_sp);
+    RUN(test_mtp_one_micro_batch_interleaved);
     RUN(test_term_metadata);
     RUN(test_mla_weights);
     RUN(test_ep_placement);
