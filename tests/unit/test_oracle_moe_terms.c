@@ -308,6 +308,9 @@ static void test_term_metadata(void)
                    (unsigned long long)x->elements, (int)x->dtype);
         if (i == MT_ACT_OUTPUT || i == MT_ACT_MOE || i == MT_TRANSIENT || i == MT_ACT_LAYER_HP)
             CHECKF(x->bytes > 0, "%s: no bytes", x->name);
+        /* each GPU's own activations and overheads: not shards of something larger (the report's shards column) */
+        if (act || (!state && !copy && !scale))
+            CHECKF(x->shards == 1, "%s: %u shards, expected 1", x->name, (unsigned)x->shards);
     }
 }
 
