@@ -302,6 +302,17 @@ static void test_layout_refusals(void)
     CHECKF(plan_validate(&in, &e) == REJECT_NONE, "%s", e.msg);
     in.vocab_pad = 4294967295u; /* the multiple 2^32 - 1 is the largest 32-bit count: accepted */
     CHECKF(plan_validate(&in, &e) == REJECT_NONE, "vocab-pad 2^32 - 1: %s", e.msg);
+    /* --vocab-pad 0 pads to nothing more than 1 does: a vocabulary of 17 stays 17 at tp 1, and at tp 2 rounds up
+     * to the even 18 only (a multiple of 0 x tp would be no multiple at all) */
+    ModelSpec v17 = ox_tiny(17, 64);
+    in = fx_input(&v17, &g, &r);
+    in.vocab_pad = 0;
+    Plan pv;
+    CHECKF(plan_build(&in, &pv, &e) == ST_OK, "vocab-pad 0: %s", e.msg);
+    CHECK_EQ_U64(pv.vocab_padded, 17);
+    in.tp = 2;
+    CHECKF(plan_build(&in, &pv, &e) == ST_OK, "vocab-pad 0, tp 2: %s", e.msg);
+    CHECK_EQ_U64(pv.vocab_padded, 18);
     /* FFN 17 over tp 2 (2 heads divide) */
     in = fx_input(&t, &g, &r);
     t.ffn_hidden = 17, in.tp = 2;
