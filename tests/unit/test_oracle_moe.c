@@ -288,6 +288,18 @@ static void test_tp_pairs_per_moe_layer(void)
     CHECK_REL(p.time.tp_comm_s, want, 1e-12);
 }
 
+/* A plan and its layer times per kind, the geometry at the model's seq_len and six_layers_pp4's gbs 4. */
+static int build_with_layer_times(const PlanInput *in, Plan *p, LayerT L[XK_COUNT])
+{
+    if (!build(in, p)) return 0;
+    Geo geo;
+    plan_geo(in, in->model->seq_len, 4, &geo);
+    GemmGpu gg;
+    gemm_gpu_init(in, &gg);
+    moe_layer_times(in, &geo, &gg, p, L);
+    return 1;
+}
+
 /* Which middle stage is the slowest when the first layers are dense: 6 layers, the first 2 dense with FFN 4096,
  * pp 4 with 1 layer on the first and the last stage, so the stages hold [L0] [L1 L2] [L3 L4] [L5]. Stage 1 (a
  * dense layer and a MoE layer) outweighs stage 2 (two MoE layers), stage 0 (one dense layer and the embedding)
@@ -300,13 +312,8 @@ static void test_slowest_middle_stage_has_a_dense_layer(void)
     Recipe r;
     PlanInput in = six_layers_pp4(&m, &g, &r, 4096, 2);
     Plan p;
-    if (!build(&in, &p)) return;
-    Geo geo;
-    plan_geo(&in, m.seq_len, 4, &geo);
-    GemmGpu gg;
-    gemm_gpu_init(&in, &gg);
     LayerT L[XK_COUNT];
-    moe_layer_times(&in, &geo, &gg, &p, L);
+    if (!build_with_layer_times(&in, &p, L)) return;
     double dense = L[XK_DENSE].gemm_f + L[XK_DENSE].gemm_b, moe = L[XK_MOE].gemm_f + L[XK_MOE].gemm_b;
     CHECKF(dense > 2 * moe, "premise: a dense layer's GEMMs %g s, a MoE layer's %g s", dense, moe);
     CHECK_REL(p.time.gemm_s + p.time.expert_gemm_s, 4 * (dense + moe), 1e-12);
@@ -324,13 +331,8 @@ static void test_full_recompute_runs_expert_gemms_again(void)
     Recipe r;
     PlanInput in = six_layers_pp4(&m, &g, &r, 512, 0);
     Plan none, full;
-    if (!build(&in, &none)) return;
-    Geo geo;
-    plan_geo(&in, m.seq_len, 4, &geo);
-    GemmGpu gg;
-    gemm_gpu_init(&in, &gg);
     LayerT L[XK_COUNT];
-    moe_layer_times(&in, &geo, &gg, &none, L);
+    if (!build_with_layer_times(&in, &none, L)) return;
     const LayerT *x = &L[XK_MOE];
     CHECKF(x->xg_f > 0 && x->xg_b > x->xg_f, "premise: expert GEMMs %g s forward, %g s backward", x->xg_f, x->xg_b);
     CHECK_REL(none.time.expert_gemm_s, 8 * (x->xg_f + x->xg_b), 1e-12);

@@ -80,21 +80,31 @@ static void test_22b(void)
     CHECK_EQ_U64(layer_act(&p, emb_mask_nosp), paper);
 }
 
-static void test_175b_interleaved(void)
+/* GPT-175B (L96 h12288 a96) at tp 8, pp x vpp, micro-batch 1, gbs 16, materialized attention, dropout. */
+static PlanInput gpt175b(ModelSpec *m, Recipe *r, uint32_t pp, uint32_t vpp)
 {
-    ModelSpec m = gpt(96, 12288, 96);
-    Recipe r = fx_bf16_recipe("bf16", 0);
+    *m = gpt(96, 12288, 96);
+    *r = fx_bf16_recipe("bf16", 0);
     PlanInput in;
     plan_input_defaults(&in);
-    in.model = &m, in.gpu = &gpu, in.recipe = &r;
-    in.tp = 8, in.pp = 8, in.vpp = 3, in.mbs = 1, in.gbs = 16, in.attn = ATTN_MATERIALIZED, in.dropout = 1;
+    in.model = m, in.gpu = &gpu, in.recipe = r;
+    in.tp = 8, in.pp = pp, in.vpp = vpp, in.mbs = 1, in.gbs = 16, in.attn = ATTN_MATERIALIZED, in.dropout = 1;
+    return in;
+}
+
+static void test_175b_interleaved(void)
+{
+    ModelSpec m;
+    Recipe r;
+    PlanInput in = gpt175b(&m, &r, 8, 3);
     const uint64_t s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
     /* first stage: L * (1 + (p-1)/(p v)) = 96 * 31/24 = 124 layer passes in flight (31 chunks of 4 layers).
      * Embedding masks: one per micro-batch whose chunk 0 is held. Megatron's interleaved order runs the
      * forwards in rounds of 8 micro-batches through chunk 0, then 1, then 2; a micro-batch's chunk 0 is freed
-     * by its last backward, 2 x 8 = 16 backwards after its first. 31 forwards = micro-batches 0-7 on chunks
-     * 0, 1, 2 and 8-14 on chunk 0 (15 masks); the next forward, micro-batch 15's chunk 0, comes before the
-     * first backward (micro-batch 0, chunk 2): 16 masks, all 16 micro-batches of the step (gbs 16, mbs 1). */
+     * by its last backward, 2 x 8 = 16 backwards after its first. The 31 forwards before the first backward are
+     * micro-batches 0-7 on chunks 0, 1, 2 and 8-14 on chunk 0 (15 masks); the first backward frees chunk 2 of
+     * micro-batch 0 (no mask), and the next forward, chunk 0 of 15, makes 16 masks: all 16 micro-batches of the
+     * step (gbs 16, mbs 1). */
     const uint64_t units = 124, mbs_in_flight = 16;
     Plan p;
     in.sp = 0;
@@ -120,12 +130,9 @@ static void test_175b_interleaved(void)
  * The peak is 8 = 2 x pp masks, not the ceil(11 / 2) = 6 micro-batches that 11 chunks would fill. */
 static void test_interleaved_masks_two_rounds(void)
 {
-    ModelSpec m = gpt(96, 12288, 96);
-    Recipe r = fx_bf16_recipe("bf16", 0);
-    PlanInput in;
-    plan_input_defaults(&in);
-    in.model = &m, in.gpu = &gpu, in.recipe = &r;
-    in.tp = 8, in.pp = 4, in.vpp = 2, in.mbs = 1, in.gbs = 16, in.attn = ATTN_MATERIALIZED, in.dropout = 1;
+    ModelSpec m;
+    Recipe r;
+    PlanInput in = gpt175b(&m, &r, 4, 2);
     const uint64_t s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h, units = 132;
     Plan p;
     in.sp = 0;
