@@ -155,6 +155,10 @@ static void test_helper_edges(void)
 {
     MfUnpacked z = mf_unpack_f32(0.0f), nz = mf_unpack_f32(-0.0f), one = mf_unpack_f32(1.0f);
     CHECK(z.kind == MF_ZERO && !z.neg && nz.kind == MF_ZERO && nz.neg);
+    /* minifloat.h: |v| = sig x 2^(exp - 63), so a zero's significand is 0, in either width and sign */
+    MfUnpacked dz = mf_unpack_f64(0.0), ndz = mf_unpack_f64(-0.0);
+    CHECK(z.sig == 0 && nz.sig == 0 && dz.sig == 0 && ndz.sig == 0);
+    CHECK(dz.kind == MF_ZERO && !dz.neg && ndz.kind == MF_ZERO && ndz.neg);
     CHECK(one.kind == MF_FINITE && one.exp == 0 && !one.neg);
     /* double subnormals normalise too: 2^-1074 (m = 1) -> exp -1074, the leading 1 at bit 63;
      * 3 x 2^-1074 (m = 0b11) -> exp -1073, significand 0b11 << 62 */
