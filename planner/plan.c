@@ -331,9 +331,9 @@ void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g)
  * chunk 0, the same pp through chunk 1, ..., then the next pp; the backwards in the same rounds with the chunks
  * reversed, so a micro-batch's chunk 0 is freed last, (vpp - 1) x pp backwards after its first. Counted along
  * that order, a stage holds at most min(2 pp, warm-up chunks + 1, m) micro-batches: stage 0 of pp 4, vpp 2 runs
- * 11 forwards (micro-batches 0-3 on chunk 0, 0-3 on chunk 1, 4-6 on chunk 0), and in the steady state chunk 0
- * reaches 8 (4-11) before micro-batch 4's chunk-0 backward. The 11 chunks are the layer units the stage holds
- * (plan_inflight_layers); the micro-batches they touch are not ceil(11 / 2) = 6. */
+ * 11 forwards before its first backward (micro-batches 0-3 on chunk 0, 0-3 on chunk 1, 4-6 on chunk 0), and the
+ * next forward, chunk 0 of micro-batch 7, comes before the first chunk-0 backward (micro-batch 0's, the fifth):
+ * 8. The 11 chunks are the layer units the stage holds (plan_inflight_layers); 8 is not ceil(11 / 2) = 6. */
 uint64_t plan_inflight_mbs(const Geo *g, uint32_t stage)
 {
     if (g->pp == 1) return 1;
