@@ -251,7 +251,7 @@ static void test_tp_all_reduce_without_sp(void)
 
 /* An MTP depth follows the model's last chunk, whose backward follows each forward at once: it holds one
  * micro-batch in every schedule. The tiny GPT (4 layers + 1 MTP depth, gbs 4) on pp 2, last stage: with vpp 1
- * that stage holds pp - 1 - 1 + 1 = 1 micro-batch of its 2 layers, so its layer activations are 2 layer units;
+ * that stage holds pp - stage = 2 - 1 = 1 micro-batch of its 2 layers, so its layer activations are 2 layer units;
  * with vpp 2 (chunks of 1 layer) it runs (2 - 1 - 1) x 2 + (2 - 1) x 2 = 2 warm-up forwards and 1 more: 3 units.
  * The MTP depth adds one unit to either, the layer's own activations (MT_ACT_LAYER_HP / 2 at vpp 1 without MTP),
  * not the 2 micro-batches that the last stage's 3 chunks touch. */
