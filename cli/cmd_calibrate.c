@@ -173,9 +173,9 @@ static void print_tables(const Calibration *c)
                gpu ? ": one GPU has no bus to measure" : "");
         return;
     }
-    printf("%s all-reduce over %d ranks (FP32, median of %d (the smallest: %d), the slowest rank's, each call after\n"
-           "  the caches were evicted%s; busbw = S x 2(n-1)/n / t)\n",
-           gpu ? "NCCL" : "MPI", c->ranks, c->reps, 4 * c->reps < 64 ? 4 * c->reps : 64,
+    printf("%s all-reduce over %d ranks (FP32, median of %d (the smallest and the two largest: %d), the slowest\n"
+           "  rank's, each call after the caches were evicted%s; busbw = S x 2(n-1)/n / t)\n",
+           gpu ? "NCCL" : "MPI", c->ranks, c->reps, cal_link_reps(0, c->ncoll, c->reps),
            gpu ? "" : " and rank 0 arrived late");
     printf("  %10s %10s %10s %7s\n", "bytes", "us", "busbw GB/s", "spread");
     for (int i = 0; i < c->ncoll; i++)

@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 enum { CAL_PATH_FP8 = 0, CAL_PATH_BF16, CAL_PATH_FP32, CAL_PATHS };
-enum { CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 8, CAL_MAX_SIZES = 16 };
+enum { CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 8, CAL_MAX_SIZES = 16, CAL_LINK_REPS_MAX = 64 };
 /* The link sweep's largest payload, clamped (cal_link_sizes): at least 4 KiB (four sizes to fit), at most
  * 1 GiB (MPI counts bytes in an int); the buffer an element-wise kernel reads and writes before each call
  * to evict the caches: 64 MiB. */
@@ -117,6 +117,12 @@ Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibrati
  * which the bandwidth is fitted to, are the regime of the largest collective a run makes (calibrate passes
  * the model's FP32 gradient all-reduce: parameters x 4 B). sizes holds CAL_MAX_SIZES; returns the count. */
 int cal_link_sizes(uint64_t top, uint64_t *sizes);
+
+/* Repetitions of size s of an n-size link sweep at reps per size: the sizes whose figures every planned
+ * collective is charged — the smallest (the latency) and the two largest (the bandwidth) — get 4 · reps,
+ * at most CAL_LINK_REPS_MAX (their medians steadier against the ranks' arrival and a shared machine's
+ * noise); the others reps. */
+int cal_link_reps(int s, int n, int reps);
 
 /* nccl-tests' bus bandwidth of an all-reduce of S bytes over n ranks in t
  * seconds: S · 2(n−1)/n / t (0 when n < 2 or t <= 0). */

@@ -18,6 +18,12 @@ int cal_link_sizes(uint64_t top, uint64_t *sizes)
     return n;
 }
 
+int cal_link_reps(int s, int n, int reps)
+{
+    if (s != 0 && s < n - 2) return reps;
+    return 4 * reps < CAL_LINK_REPS_MAX ? 4 * reps : CAL_LINK_REPS_MAX;
+}
+
 double cal_allreduce_busbw(uint64_t S, int n, double t)
 {
     if (n < 2 || !(t > 0)) return 0;

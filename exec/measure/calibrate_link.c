@@ -71,11 +71,14 @@ Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibrati
     if (!st) st = bk->memset0(bk, evict, CAL_LINK_EVICT, e);
     out->ranks = comm->size;
     out->ncoll = 0;
-    /* the smallest size gives the latency every planned call is charged: 4x the repetitions (at most 64), a
-     * steadier median of a figure the arrival of the ranks spreads */
+    /* the smallest size gives the latency and the two largest the bandwidth every planned call is charged:
+     * 4x the repetitions there (cal_link_reps), steadier medians of figures the ranks' arrival and a shared
+     * machine spread (on a 2-core VM, 11 calibrations of the demo model at 7 gave 0.70-1.17 GB/s, 4 of them
+     * above 0.85; 10 at 28 gave 0.68-1.11, 1 above 0.85: that machine also has a fast mode lasting seconds,
+     * which no number of repetitions averages away) */
     for (int s = 0; !st && s < n; s++) {
-        int r = s ? reps : 4 * reps < 64 ? 4 * reps : 64;
-        if (!(st = one_size(bk, comm, buf, evict, sync, sizes[s], r, &out->coll[s], e))) out->ncoll++;
+        if (!(st = one_size(bk, comm, buf, evict, sync, sizes[s], cal_link_reps(s, n, reps), &out->coll[s], e)))
+            out->ncoll++;
     }
     void *mine[3] = {sync, evict, buf};
     for (int i = 0; i < 3; i++)

@@ -156,6 +156,28 @@ static void test_link_sweep(void)
     CHECK_CONTAINS(row, "MPI all-reduce over 2 ranks: latency 1 us per ring step, bus bandwidth 2 GB/s\"");
 }
 
+/* Repetitions per size of the link sweep: the demo model's 11 sizes (64 B .. 26.1 MiB) at the default 7 —
+ * the smallest (index 0, the latency) and the two largest (9 and 10, the bandwidth) 4 x 7 = 28, the rest 7;
+ * at --reps 20, 4 x 20 = 80 is capped at 64 and 16 x 4 = 64 is not; a 4-size sweep (the tiny test model:
+ * 64 B .. 4 KiB) has only index 1 outside, the smallest being index 0 and the two largest 2 and 3;
+ * one repetition: 4. */
+static void test_link_reps(void)
+{
+    CHECK_EQ_INT(cal_link_reps(0, 11, 7), 28);
+    CHECK_EQ_INT(cal_link_reps(1, 11, 7), 7);
+    CHECK_EQ_INT(cal_link_reps(8, 11, 7), 7);
+    CHECK_EQ_INT(cal_link_reps(9, 11, 7), 28);
+    CHECK_EQ_INT(cal_link_reps(10, 11, 7), 28);
+    CHECK_EQ_INT(cal_link_reps(0, 11, 20), 64);
+    CHECK_EQ_INT(cal_link_reps(10, 11, 20), 64);
+    CHECK_EQ_INT(cal_link_reps(5, 11, 20), 20);
+    CHECK_EQ_INT(cal_link_reps(10, 11, 16), 64);
+    CHECK_EQ_INT(cal_link_reps(1, 4, 3), 3);
+    CHECK_EQ_INT(cal_link_reps(2, 4, 3), 12);
+    CHECK_EQ_INT(cal_link_reps(3, 4, 3), 12);
+    CHECK_EQ_INT(cal_link_reps(0, 4, 1), 4);
+}
+
 static void test_median(void)
 {
     double m, s, v3[3] = {3, 1, 2}, v4[4] = {4, 1, 3, 2};
@@ -386,6 +408,7 @@ int main(void)
     RUN(test_fit_line);
     RUN(test_fit_link);
     RUN(test_link_sweep);
+    RUN(test_link_reps);
     RUN(test_median);
     RUN(test_rows_parse);
     RUN(test_host_rows_refused);
