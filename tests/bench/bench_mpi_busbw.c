@@ -3,8 +3,9 @@
  * `mpirun -np 2` (the program starts itself under mpirun when it was not), the
  * executor's communicator (exec/comm/comm_mpi.c) and calibrate's sweep
  * (exec/measure/calibrate_link.c: 64 B to 64 MiB FP32, the median of 9 calls
- * per size, the slowest rank's transfer after every rank arrived), bus
- * bandwidth = S x 2(n-1)/n / t (nccl-tests). The profile: the host row of the
+ * per size, 36 of 64 B, 16 MiB and 64 MiB, the slowest rank's transfer after
+ * every rank arrived), bus bandwidth = S x 2(n-1)/n / t (nccl-tests). The
+ * profile: the host row of the
  * calibrated catalog in $FP8PLAN_CALIBRATED (fp8plan calibrate -o DIR under
  * mpirun -np 2; row $FP8PLAN_HOST, default host) when set, else the link this
  * sweep itself gives (calibrate's rule, cal_fit_link: latency from the
@@ -83,8 +84,9 @@ int main(int argc, char **argv)
         return 1;
     }
     if (!comm->rank) {
-        printf("MPI all-reduce bus bandwidth, %d ranks (the executor's communicator, FP32; median of %d)\n", comm->size,
-               REPS);
+        printf("MPI all-reduce bus bandwidth, %d ranks (the executor's communicator, FP32; median of %d, of %d at 64 B "
+               "and the two largest)\n",
+               comm->size, REPS, cal_link_reps(0, 2, REPS));
         bench_load("before");
     }
     int rc = 0;

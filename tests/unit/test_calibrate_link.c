@@ -5,7 +5,8 @@
  * memset, which the C library writes around the caches —, twice on the late
  * rank 0 over MPI, once over NCCL and on other ranks; then the payload touched,
  * as a run's gradient was just written), the calls per size (one warm-up, 4 x
- * reps for the smallest size, reps for the others), and the figures: each
+ * reps for the smallest size and the two largest, reps for the others), and
+ * the figures: each
  * size's median time is the communicator's seconds for the timed call, its bus
  * bandwidth S x 2(n-1)/n / t. */
 #include <math.h>
@@ -90,9 +91,10 @@ static void fake_comm(Comm *c, const char *name, int rank)
     c->all_reduce = r_all_reduce;
 }
 
-/* The sweep over a 4 KiB top: 64, 256, 1024, 4096 B (cal_link_sizes); reps timed calls of each size but the
- * smallest, which has 4 x reps, at most 64 (reps 3: 12; 16: 64; 17: 68, so 64). */
-static void sweep_reps(const char *name, int rank, int evicts, int reps, int first, Calibration *cal)
+/* The sweep over a 4 KiB top: 64, 256, 1024, 4096 B (cal_link_sizes); reps timed calls of 256 B, `big` of
+ * the smallest (64 B, the latency) and of the two largest (1024 and 4096 B, the bandwidth): 4 x reps, at
+ * most 64 (reps 3: 12; 16: 64; 17: 68, so 64). */
+static void sweep_reps(const char *name, int rank, int evicts, int reps, int big, Calibration *cal)
 {
     Err e;
     Backend *cpu = NULL;
@@ -117,9 +119,9 @@ static void sweep_reps(const char *name, int rank, int evicts, int reps, int fir
     CHECK(rec.n > 2 && rec.ev[0] == EV_MEMSET && rec.arg[0] == 4096);
     CHECK(rec.ev[1] == EV_MEMSET && rec.arg[1] == CAL_LINK_EVICT);
     /* then per call: `evicts` eviction kernels, the payload's S / 4 floats touched, the timed all-reduce
-     * of S / 4 floats, the slowest-rank sync; 1 warm-up + `first` calls of 64 B, 1 + reps of each other size */
+     * of S / 4 floats, the slowest-rank sync; 1 warm-up + `big` calls of 64, 1024 and 4096 B, 1 + reps of 256 */
     static const uint64_t sizes[4] = {64, 256, 1024, 4096};
-    const int calls[4] = {1 + first, 1 + reps, 1 + reps, 1 + reps};
+    const int calls[4] = {1 + big, 1 + reps, 1 + big, 1 + big};
     static int want[MAX_EVENTS];
     static uint64_t warg[MAX_EVENTS];
     int n = 2;
@@ -179,8 +181,8 @@ static void test_nccl_together(void)
     check_figures(&cal);
 }
 
-/* The smallest size's repetitions are capped at 64 (the sweep keeps at most 64 times per size): reps 16 gives
- * exactly 64, reps 17 and 20 would give 68 and 80 and are cut to 64; the other sizes keep reps. */
+/* The 4x sizes' repetitions are capped at 64 (the sweep keeps at most 64 times per size): reps 16 gives
+ * exactly 64, reps 17 and 20 would give 68 and 80 and are cut to 64; 256 B keeps reps. */
 static void test_reps_capped(void)
 {
     static Calibration cal;
