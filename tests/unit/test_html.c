@@ -8,6 +8,7 @@
 
 #include "reports/chart_axis.h"
 #include "reports/chart_bars.h"
+#include "reports/chart_frame.h"
 #include "reports/chart_plan.h"
 #include "reports/chart_term.h"
 #include "reports/html_page.h"
@@ -59,6 +60,69 @@ static void test_linear_axis_from_zero(void)
     /* a y axis runs upwards: px0 = 400 at the bottom, px1 = 10 at the top; 20 of 0..100 -> 400 - 0.2 * 390 = 322 */
     axis_linear(&a, 0, 95, 6, 400, 10);
     CHECK_NEAR(axis_px(&a, 20), 322, 1e-9);
+}
+
+/* The axes' frames: a grid line and a labelled tick per tick of the axis, the first and the last included.
+ * x: 0..95 on 6 intervals is 0, 20, ..., 100 (test_linear_axis_from_zero) over 100 .. 600 px: 5 px per unit,
+ * ticks at 100, 200, 300, 400, 500, 600, each label 15 px below the base line (300 + 15 = 315). y: the same
+ * values upwards, 400 px at 0 and 10 at 100 (3.9 px per unit): 0 -> 400, 20 -> 322, 40 -> 244, 60 -> 166,
+ * 80 -> 88, 100 -> 10, each label 6 px left of the axis (50 - 6 = 44) and 4 px below the grid line. */
+static char *frame_svg(int y)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return NULL;
+    Svg s;
+    Axis a;
+    svg_begin(&s, f, "t", 640, 480, "t");
+    if (y) {
+        axis_linear(&a, 0, 95, 6, 400, 10);
+        frame_y_axis(&s, &a, 50, 600, 16, "bytes");
+    } else {
+        axis_linear(&a, 0, 95, 6, 100, 600);
+        frame_x_axis(&s, &a, 300, 20, "steps");
+    }
+    svg_end(&s);
+    fclose(f);
+    return buf;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+static void test_axis_frames(void)
+{
+    char *x = frame_svg(0);
+    CHECK(x != NULL);
+    if (!x) return;
+    CHECK_EQ_INT(count_of(x, "<text class=\"tick\""), 6);
+    CHECK_EQ_INT(count_of(x, "<line class=\"grid\""), 6);
+    CHECK_CONTAINS(x, "<line class=\"grid\" x1=\"100\" y1=\"20\" x2=\"100\" y2=\"300\"/>");
+    CHECK_CONTAINS(x, "<text class=\"tick\" x=\"100\" y=\"315\" text-anchor=\"middle\" data-tick=\"0\">0</text>");
+    CHECK_CONTAINS(x, "<text class=\"tick\" x=\"300\" y=\"315\" text-anchor=\"middle\" data-tick=\"40\">40</text>");
+    CHECK_CONTAINS(x, "<text class=\"tick\" x=\"600\" y=\"315\" text-anchor=\"middle\" data-tick=\"100\">100</text>");
+    /* the axis line from px0 to px1 on the base, its title centred 34 px below: (100 + 600) / 2 = 350, 334 */
+    CHECK_CONTAINS(x, "<line class=\"axis\" x1=\"100\" y1=\"300\" x2=\"600\" y2=\"300\"/>");
+    CHECK_CONTAINS(x, "<text class=\"axis-title\" x=\"350\" y=\"334\" text-anchor=\"middle\">steps</text>");
+    free(x);
+    char *y = frame_svg(1);
+    CHECK(y != NULL);
+    if (!y) return;
+    CHECK_EQ_INT(count_of(y, "<text class=\"tick\""), 6);
+    CHECK_EQ_INT(count_of(y, "<line class=\"grid\""), 6);
+    CHECK_CONTAINS(y, "<line class=\"grid\" x1=\"50\" y1=\"400\" x2=\"600\" y2=\"400\"/>");
+    CHECK_CONTAINS(y, "<text class=\"tick\" x=\"44\" y=\"404\" text-anchor=\"end\" data-tick=\"0\">0</text>");
+    CHECK_CONTAINS(y, "<text class=\"tick\" x=\"44\" y=\"326\" text-anchor=\"end\" data-tick=\"20\">20</text>");
+    CHECK_CONTAINS(y, "<text class=\"tick\" x=\"44\" y=\"14\" text-anchor=\"end\" data-tick=\"100\">100</text>");
+    /* the axis line at the left edge from px0 to px1, the title rotated about (16, (400 + 10) / 2 = 205) */
+    CHECK_CONTAINS(y, "<line class=\"axis\" x1=\"50\" y1=\"400\" x2=\"50\" y2=\"10\"/>");
+    CHECK_CONTAINS(y, "x=\"16\" y=\"205\" text-anchor=\"middle\" transform=\"rotate(-90 16 205)\">bytes</text>");
+    free(y);
 }
 
 static void test_log_axis(void)
@@ -432,6 +496,7 @@ int main(void)
     RUN(test_nice_steps);
     RUN(test_linear_axis_from_zero);
     RUN(test_log_axis);
+    RUN(test_axis_frames);
     RUN(test_xml_escaping);
     RUN(test_coordinates_refuse_nan);
     RUN(test_bar_geometry);
