@@ -109,6 +109,9 @@ static void test_axis_frames(void)
     /* the axis line from px0 to px1 on the base, its title centred 34 px below: (100 + 600) / 2 = 350, 334 */
     CHECK_CONTAINS(x, "<line class=\"axis\" x1=\"100\" y1=\"300\" x2=\"600\" y2=\"300\"/>");
     CHECK_CONTAINS(x, "<text class=\"axis-title\" x=\"350\" y=\"334\" text-anchor=\"middle\">steps</text>");
+    /* no fill style was used: svg_end writes no pattern definitions, only the closing tag */
+    CHECK(strstr(x, "<defs") == NULL);
+    CHECK_CONTAINS(x, "</g>\n</svg>\n");
     free(x);
     char *y = frame_svg(1);
     CHECK(y != NULL);
