@@ -163,19 +163,17 @@ static void test_link_sweep(void)
  * one repetition: 4. */
 static void test_link_reps(void)
 {
-    CHECK_EQ_INT(cal_link_reps(0, 11, 7), 28);
-    CHECK_EQ_INT(cal_link_reps(1, 11, 7), 7);
-    CHECK_EQ_INT(cal_link_reps(8, 11, 7), 7);
-    CHECK_EQ_INT(cal_link_reps(9, 11, 7), 28);
-    CHECK_EQ_INT(cal_link_reps(10, 11, 7), 28);
-    CHECK_EQ_INT(cal_link_reps(0, 11, 20), 64);
-    CHECK_EQ_INT(cal_link_reps(10, 11, 20), 64);
-    CHECK_EQ_INT(cal_link_reps(5, 11, 20), 20);
-    CHECK_EQ_INT(cal_link_reps(10, 11, 16), 64);
-    CHECK_EQ_INT(cal_link_reps(1, 4, 3), 3);
-    CHECK_EQ_INT(cal_link_reps(2, 4, 3), 12);
-    CHECK_EQ_INT(cal_link_reps(3, 4, 3), 12);
-    CHECK_EQ_INT(cal_link_reps(0, 4, 1), 4);
+    static const int cases[][4] = {
+        /* size, sizes, reps, repetitions */
+        {0, 11, 7, 28},  {1, 11, 7, 7},    {8, 11, 7, 7},   {9, 11, 7, 28},   {10, 11, 7, 28},
+        {0, 11, 20, 64}, {10, 11, 20, 64}, {5, 11, 20, 20}, {10, 11, 16, 64}, {1, 4, 3, 3},
+        {2, 4, 3, 12},   {3, 4, 3, 12},    {0, 4, 1, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int *k = cases[i];
+        CHECKF(cal_link_reps(k[0], k[1], k[2]) == k[3], "cal_link_reps(%d, %d, %d) = %d, want %d", k[0], k[1], k[2],
+               cal_link_reps(k[0], k[1], k[2]), k[3]);
+    }
 }
 
 static void test_median(void)
