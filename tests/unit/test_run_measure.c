@@ -9,12 +9,14 @@
  * memory per point, medians without the warm-up, spreads, tokens/s, model
  * TFLOP/s, MFU against the matched catalog GPU, and the step-time verdict. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/measure/plan_link.h"
 #include "exec/measure/compare.h"
 #include "exec/measure/measurement.h"
+#include "reports/run_report.h"
 #include "test.h"
 #include "support/exec_fixtures.h"
 #include "support/fixtures.h"
@@ -451,11 +453,53 @@ static void test_collective_time_rows(void)
     cpu->destroy(cpu);
 }
 
+/* A rate row in the text tables: planned and measured values to 6 significant digits (%.6g), the full value
+ * in the CSV (%.17g). Planned 1234.5678 -> "1234.57", measured 2000/3 = 666.666... -> "666.667" (7 digits
+ * would give "666.6667"); the CSV keeps 666.66666666666663 (2000/3's double to 17 digits). */
+static void test_report_rate_digits(void)
+{
+    static Comparison c;
+    memset(&c, 0, sizeof c);
+    c.n = 1;
+    MeasureRow *r = &c.rows[0];
+    r->section = CMP_RATE;
+    snprintf(r->name, sizeof r->name, "tokens_per_s");
+    r->category = "rate";
+    r->kind = UNIT_VALUE;
+    r->has_planned = r->has_measured = 1;
+    r->planned = 1234.5678;
+    r->measured = 2000.0 / 3.0;
+    r->mode = MEASURE_INFO;
+    r->note = "shown";
+    r->unit = "tok/s";
+    for (int fmt = 0; fmt < 2; fmt++) {
+        Table *t = run_report_table(&c, fmt ? RUN_TABLE_ALL : RUN_TABLE_RATES);
+        CHECK(t != NULL);
+        if (!t) return;
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        Err e;
+        CHECK(f && table_write(t, fmt ? TABLE_CSV : TABLE_TEXT, f, &e) == ST_OK);
+        if (f) fclose(f);
+        if (buf && !fmt) {
+            CHECK_CONTAINS(buf, "1234.57");
+            CHECK_CONTAINS(buf, "666.667");
+            CHECK(strstr(buf, "666.6667") == NULL);
+        } else if (buf) {
+            CHECK_CONTAINS(buf, ",1234.5678,666.66666666666663,tok/s,");
+        }
+        free(buf);
+        table_free(t);
+    }
+}
+
 int main(void)
 {
     RUN(test_stats);
     RUN(test_scripted_gpu);
     RUN(test_cpu_has_no_device_rows);
     RUN(test_collective_time_rows);
+    RUN(test_report_rate_digits);
     return test_summary();
 }
