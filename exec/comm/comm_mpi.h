@@ -46,6 +46,12 @@ Status comm_gather_stats(Comm *c, const CommStats *mine, int n, CommStats *all, 
 /* The same for any bytes: all[size · bytes] on rank 0 = every rank's mine[bytes] in rank order. */
 Status comm_gather_bytes(Comm *c, const void *mine, size_t bytes, void *all, Err *e);
 
+/* The buffered sends of c still in flight: those that have completed are freed
+ * first (MPI_Test on each), so after the peers have received everything the
+ * count falls to 0 within MPI's progress; 0 when c is not the MPI communicator.
+ * For tests: a PP run's send copies must not pile up until destroy. */
+int comm_mpi_pending(Comm *c);
+
 /* Stop every rank with exit code `code` (MPI_Abort) when c is the MPI
  * communicator over two or more ranks, or has one as its host; otherwise return. The caller has
  * printed the rank and the reason. */

@@ -317,6 +317,45 @@ static void test_send_recv_empty(void)
     CHECK_EQ_U64(C->total.payload_bytes - total.payload_bytes, 12);
 }
 
+/* Buffered sends are freed as they complete, not only at destroy: rank r sends K = 3 messages of 1 MiB
+ * (2^18 FP32, far above any eager size, so none can complete before its receive is posted) to r + 1 and
+ * waits in a barrier before anyone receives: all K are in flight (comm_mpi_pending >= 1; K exactly on a
+ * strict rendezvous, but MPI may buffer). After every rank has received its K (and a barrier), each send
+ * is complete and the pending count must fall to 0 while MPI_Test drives progress (2 s bound; it takes
+ * microseconds). Message j holds j + 1 + r/8 in every element (exact in FP32); each is checked at both ends. */
+static void test_send_copies_freed(void)
+{
+    enum { K = 3, NEL = 1 << 18 };
+    const int to = (R + 1) % N, from = (R + N - 1) % N;
+    float *buf = malloc(NEL * sizeof *buf);
+    CHECK(buf != NULL);
+    if (!buf) MPI_Abort(MPI_COMM_WORLD, 70);
+    Err e = {0};
+    int bad = 0;
+    for (int j = 0; j < K; j++) {
+        for (int i = 0; i < NEL; i++) buf[i] = (float)(j + 1) + (float)R / 8.0f;
+        if (C->send(C, CO_PP_P2P, NULL, buf, NEL, DT_FP32, to, &e)) bad = 1;
+    }
+    CHECKF(!bad, "send: %s", e.msg);
+    MPI_Barrier(MPI_COMM_WORLD);
+    const int inflight = comm_mpi_pending(C);
+    CHECKF(inflight >= 1 && inflight <= K, "%d sends pending before any receive", inflight);
+    for (int j = 0; j < K && !bad; j++) {
+        memset(buf, 0, NEL * sizeof *buf);
+        if (C->recv(C, CO_PP_P2P, NULL, buf, NEL, DT_FP32, from, &e)) bad = 1;
+        const float want = (float)(j + 1) + (float)from / 8.0f;
+        CHECK_NEAR(buf[0], want, 0.0);
+        CHECK_NEAR(buf[NEL - 1], want, 0.0);
+    }
+    CHECKF(!bad, "recv: %s", e.msg);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int left = comm_mpi_pending(C);
+    for (const double t0 = MPI_Wtime(); left && MPI_Wtime() - t0 < 2.0;) left = comm_mpi_pending(C);
+    CHECKF(left == 0, "%d completed sends still held", left);
+    CHECK_EQ_INT(comm_mpi_pending(NULL), 0);
+    free(buf);
+}
+
 /* FP8 with a shared scale (comm_all_reduce_fp8), by hand.
  * np 2: rank 0 holds values [1, −2, 0.3] at scale 1 (codes 1, −2, 0.3 →
  * E4M3 0.3125: [0.25, 0.5) steps 1/32, 0.3 → 0.3125); rank 1 holds [3.5, 0.5,
@@ -490,7 +529,7 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 16\n");
+    if (R == 0) printf("checks: 17\n");
     MRUN(test_all_reduce_fp32_rank_order);
     MRUN(test_all_reduce_bf16_rounds_once);
     MRUN(test_all_reduce_max);
@@ -501,6 +540,7 @@ int main(int argc, char **argv)
     MRUN(test_call_checks);
     MRUN(test_send_recv_ring);
     MRUN(test_send_recv_empty);
+    MRUN(test_send_copies_freed);
     MRUN(test_all_reduce_fp8_shared_scale);
     MRUN(test_reproducible);
     MRUN(test_split);
