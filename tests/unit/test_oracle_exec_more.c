@@ -107,22 +107,60 @@ static void test_shard_only_sharded_classes(void)
                           "in bf16");
 }
 
-/* Scaled states outside FP8-LM's linears (fp8lm with current scaling) are refused under ZeRO-1, and the message
- * says what is sharded instead, every clause of it. */
+/* FP8-LM's linears as the catalog's fp8lm has them: the fixture's fp8lm states, with the FP8 copies gathered
+ * and the gradients reduce-scattered in E4M3 (fx_recipe keeps Megatron's BF16 gather and FP32 reduce). */
+static Recipe fp8lm_sharded(void)
+{
+    Recipe r = fx_recipe("fp8lm");
+    r.comm_param_gather = r.comm_dp_grad = DT_E4M3;
+    return r;
+}
+
+/* Scaled states outside FP8-LM's linears are refused under ZeRO-1, and the message says what is sharded
+ * instead, every clause of it. fp8lm_sharded itself passes; each case changes one clause alone: current scaling;
+ * an FP16 -> FP32 master; a kept working weight (BF16); FP8 copies gathered in BF16; forward GEMMs and
+ * their gather in E5M2 while the row copy stays E4M3 (a copy not in the forward format, E4M3 < E5M2 in
+ * enum order); the amax reduced over TP only; E4M3 gradients reduce-scattered in E5M2. */
 static void test_shard_scaled_refusal(void)
 {
+    enum { SCALING, MASTER, WEIGHT, GATHER, ROW, AMAX, GRAD, NCASE };
+    static const char *const what[NCASE] = {"current scaling",        "FP32 master", "BF16 weight",     "BF16 gather",
+                                            "E4M3 row, E5M2 forward", "TP amax",     "E5M2 grad reduce"};
     ModelSpec m = fx_gpt();
-    Recipe r = fx_recipe("fp8lm");
-    snprintf(r.name, sizeof r.name, "fp8lm-cur");
-    r.scaling = SCALING_CURRENT;
     static Plan p;
     Err e = {0};
+    Recipe r = fp8lm_sharded();
     CHECKF(fx_plan_dp(&m, &r, 1, 1, 2, SHARD_ZERO1, &p, &e) == ST_OK, "%s", e.msg);
-    CHECK_EQ_INT(model_shard_check(&p, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "recipe fp8lm-cur, zero1: linear-weight states with per-tensor scaling records are "
-                          "sharded only as FP8-LM's linears are (scaled FP16 master, no working weight, FP8 copies "
-                          "gathered in the forward format, delayed scaling with the amax reduced over all ranks, "
-                          "gradients reduced in their own dtype)");
+    CHECKF(model_shard_check(&p, &e) == ST_OK, "fp8lm as it is: %s", e.msg);
+    CHECK_EQ_INT(r.fp8_row, DT_E4M3); /* the cases below start from these */
+    CHECK_EQ_INT(r.gemm_fwd, DT_E4M3);
+    CHECK_EQ_INT(r.amax_reduce, AMAX_ALL);
+    for (int k = 0; k < NCASE; k++) {
+        r = fp8lm_sharded();
+        snprintf(r.name, sizeof r.name, "fp8lm-%d", k);
+        switch (k) {
+        case SCALING: r.scaling = SCALING_CURRENT; break;
+        case MASTER: r.gemm.dt[STATE_MASTER] = DT_FP32; break;
+        case WEIGHT: r.gemm.dt[STATE_WEIGHT] = DT_BF16; break;
+        case GATHER: r.comm_param_gather = DT_BF16; break;
+        case ROW: r.gemm_fwd = r.comm_param_gather = DT_E5M2; break;
+        case AMAX: r.amax_reduce = AMAX_TP; break;
+        case GRAD: r.comm_dp_grad = DT_E5M2; break;
+        }
+        e = (Err){0};
+        Status st = fx_plan_dp(&m, &r, 1, 1, 2, SHARD_ZERO1, &p, &e);
+        CHECKF(st == ST_OK, "%s: the plan: %s", what[k], e.msg);
+        if (st) continue;
+        e = (Err){0};
+        CHECKF(model_shard_check(&p, &e) == ST_UNAVAILABLE, "%s: not refused", what[k]);
+        char want[64];
+        snprintf(want, sizeof want, "recipe fp8lm-%d, zero1: linear-weight states with", k);
+        CHECKF(strstr(e.msg, want) != NULL, "%s: '%s'", what[k], e.msg);
+        CHECKF(strstr(e.msg, "sharded only as FP8-LM's linears are (scaled FP16 master, no working weight, FP8 "
+                             "copies gathered in the forward format, delayed scaling with the amax reduced over "
+                             "all ranks, gradients reduced in their own dtype)") != NULL,
+               "%s: '%s'", what[k], e.msg);
+    }
 }
 
 /* The memory totals per category. GPT fixture, megatron-bf16, one rank: parameters 28,032 — wte 64 x 32 =
