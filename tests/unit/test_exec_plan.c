@@ -219,6 +219,21 @@ static void test_refusals(void)
     CHECK_EQ_INT(exec_model(&base, &frac, &m, &e), ST_OK);
     CHECK_EQ_INT(m.ffn_hidden, 375);
     CHECK_EQ_INT(m.head_dim, 24);
+    /* what the planner models and the executor does not run, each alone on the LLaMA row that runs */
+    for (int k = 0; k < 4; k++) {
+        ModelSpec b = *catalog_model(cat, "llama3-8b");
+        snprintf(b.name, sizeof b.name, "llama-%d", k);
+        if (k == 0) b.experts = 8;
+        if (k == 1) b.kv_lora_rank = 512;
+        if (k == 2) b.mtp_layers = 1;
+        if (k == 3) b.qk_norm = 1;
+        e = (Err){0};
+        CHECKF(exec_model(&b, &none, &m, &e) == ST_UNAVAILABLE, "case %d: %s", k, e.msg);
+        char want[160];
+        snprintf(want, sizeof want,
+                 "--model llama-%d: experts, latent attention, multi-token prediction and q/k norms are planned", k);
+        CHECK_CONTAINS(e.msg, want);
+    }
 }
 
 int main(void)
