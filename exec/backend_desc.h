@@ -109,12 +109,12 @@ typedef struct {
     Dtype in_dtype;            /* DT_BF16, DT_FP16 or DT_FP32 */
     const float *in_scale_inv; /* 1 float, or NULL (= 1) */
     uint64_t rows, cols;
-    Dtype out_dtype; /* DT_E4M3 or DT_E5M2 */
-    void *out_row;   /* (rows, cols) or NULL */
-    void *out_col;   /* (cols, rows) or NULL */
-    const float *scale;
-    float *scale_inv; /* 1 float written, or NULL */
-    float *amax;      /* 1 float max-combined, or NULL */
+    Dtype out_dtype;    /* DT_E4M3 or DT_E5M2 */
+    void *out_row;      /* (rows, cols) or NULL */
+    void *out_col;      /* (cols, rows) or NULL */
+    const float *scale; /* 1 float; NULL only for an amax-only call (no output), which leaves scale_inv as it is */
+    float *scale_inv;   /* 1 float written, or NULL */
+    float *amax;        /* 1 float max-combined, or NULL */
 } CastDesc;
 
 /* ---- scaling state ------------------------------------------------------------

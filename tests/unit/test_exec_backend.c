@@ -75,6 +75,17 @@ static void test_cast_transpose(void)
     CHECK(!bk->cast_transpose(bk, &c, &e));
     CHECK(row[0] == fp8_encode_f32(DT_E4M3, x[0] * 0.5f * scale, FP8_SATFINITE));
     CHECK(amax2 == 500.0f);
+    /* an amax-only call (no output, no scale) leaves the dequantization factor the caller holds alone: no FP8
+     * data was written for it to travel with (CUDA's kernels alike); the amax is x's, 1000 */
+    float kept = 7.0f, amax3 = 0.0f;
+    c.in_scale_inv = NULL;
+    c.out_row = c.out_col = NULL;
+    c.scale = NULL;
+    c.scale_inv = &kept;
+    c.amax = &amax3;
+    CHECK(!bk->cast_transpose(bk, &c, &e));
+    CHECK(amax3 == 1000.0f);
+    CHECK(kept == 7.0f);
     bk->destroy(bk);
 }
 
