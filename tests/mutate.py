@@ -6,8 +6,9 @@ constants, conditions, deleted statements) in a copy of the working tree,
 rebuilds, runs the unit tests and then the CLI scripts of tests/cli (single-
 and multi-rank; not the tmux and GPU-check ones) that reach the mutated file,
 as `make test` would, and counts the mutant as killed when a test fails (or
-hangs past the per-mutant timeout) and as a survivor when every test still
-passes. Prints the score and each survivor as file:line with the original and
+hangs past its limit: 3 x its unmutated run time + 10 s, at least --timeout,
+so a slow test is not a kill by its own run time) and as a survivor when
+every test still passes. Prints the score and each survivor as file:line with the original and
 the mutated line.
 
 Which files: those the branch changes against a base revision (default main,
@@ -170,16 +171,23 @@ def write(path, text):
         o.write(text)
 
 
-def run_units(tree, make, build, tests, timeout, tag):
+def limit_for(took, floor):
+    """A mutant's time limit for a test that took `took` seconds unmutated: 3 x that + 10 s, at least
+    `floor` (--timeout), so a slow test is never "killed" by its own run time."""
+    return max(floor, 3 * took + 10)
+
+
+def run_units(tree, make, build, tests, limits, tag, scale=1):
     """Builds and runs the test programs in turn until one fails: its name (with `tag` and "timeout" in
-    parentheses as they apply), None when all pass, False when one does not build."""
+    parentheses as they apply), None when all pass, False when one does not build. limits: {test: seconds}
+    (times `scale`)."""
     for t in tests:
         prog = os.path.join(build, "tests", t)
         if sh(make + [prog], tree).returncode:
             return False
         notes = [tag] if tag else []
         try:
-            r = sh([prog], tree, timeout=timeout)
+            r = sh([prog], tree, timeout=limits[t] * scale)
         except subprocess.TimeoutExpired:
             return "%s (%s)" % (t, ", ".join(notes + ["timeout"]))
         if r.returncode:
@@ -197,10 +205,11 @@ def run_script(tree, build, script, timeout):
         return "timeout"
 
 
-def script_reach(tree, make, files, timeout):
+def script_reach(tree, make, files, timeout, took):
     """{script: set of the files among `files` it executes a line of}, from a --coverage build; None when
     that build or gcov fails (then every script runs for every file). A script that fails on the unmutated
-    sources is left out (it cannot tell a mutant from the tree as it is) and said."""
+    sources is left out (it cannot tell a mutant from the tree as it is) and said. took[script] = its run
+    time in seconds (the --coverage build: slower than the mutants' build, so a generous base)."""
     cov = "build-cov"
     mk = [m for m in make if not m.startswith("BUILD=")] + ["BUILD=" + cov, "SANFLAGS=--coverage"]
     if sh(mk + script_targets(tree, cov), tree).returncode:
@@ -212,7 +221,9 @@ def script_reach(tree, make, files, timeout):
             for n in names:
                 if n.endswith(".gcda"):
                     os.unlink(os.path.join(base, n))
+        t0 = time.monotonic()
         rc = run_script(tree, cov, script, timeout)
+        took[script] = time.monotonic() - t0
         if rc:
             print("mutate: %s fails on the unmutated sources (--coverage build, %s): left out" % (script, rc),
                   flush=True)
@@ -236,12 +247,13 @@ def script_reach(tree, make, files, timeout):
     return reach
 
 
-def run_scripts(tree, build, make, scripts, timeout):
-    """Name of the first of `scripts` that fails (or hangs), None when all pass, False if a program does not build."""
+def run_scripts(tree, build, make, scripts, timeout, took):
+    """Name of the first of `scripts` that fails (or hangs), None when all pass, False if a program does not
+    build. A script's limit: limit_for its unmutated time (took, when measured), at least 5 x timeout."""
     if sh(make + script_targets(tree, build), tree).returncode:
         return False
     for script in scripts:
-        rc = run_script(tree, build, script, timeout * 5)
+        rc = run_script(tree, build, script, limit_for(took.get(script, 0.0), timeout * 5))
         if rc:
             return "cli/" + script + (" (timeout)" if rc == "timeout" else "")
     return None
@@ -296,7 +308,7 @@ def main():
     ap.add_argument("--count", type=int, default=60, help="mutants to judge (default 60)")
     ap.add_argument("--seed", type=int, default=1, help="sampling seed (default 1)")
     ap.add_argument("--minutes", type=float, default=30, help="stop sampling after this long (default 30)")
-    ap.add_argument("--timeout", type=int, default=60, help="seconds per test binary per mutant (default 60)")
+    ap.add_argument("--timeout", type=int, default=60, help="least seconds a test binary may take per mutant (default 60; slower tests get 3 x their time + 10)")
     ap.add_argument("--jobs", type=int, default=2, help="make -j (default 2)")
     ap.add_argument("--work", default="build-mutate", help="scratch folder (default build-mutate)")
     ap.add_argument("--mutate-bin", default=None, help="universalmutator's mutate program")
@@ -333,11 +345,19 @@ def main():
     r = sh(make + targets, tree)
     if r.returncode:
         sys.exit("mutate: the unmutated tree does not build:\n" + r.stdout.decode(errors="replace")[-3000:])
+    limits = {}  # {test: seconds a mutant may take}, from the unmutated run
     for t in tests:  # the suite must pass before a mutant can be judged by it
+        t0 = time.monotonic()
         r = sh([os.path.join(build, "tests", t)], tree, timeout=a.timeout * 5)
+        limits[t] = limit_for(time.monotonic() - t0, a.timeout)
         if r.returncode:
             sys.exit("mutate: %s fails without any mutant; fix the suite first:\n%s" %
                      (t, r.stdout.decode(errors="replace")[-2000:]))
+    slow = max(tests, key=lambda t: limits[t]) if tests else None
+    if slow:
+        print("mutate: a unit test may take 3 x its unmutated time + 10 s, at least %d s (longest: %s, %.0f s)" %
+              (a.timeout, slow, limits[slow]), flush=True)
+    script_took = {}  # {script: seconds}, measured with the reach
     files = [f for f in files if os.path.exists(os.path.join(tree, f))]
     originals = {f: open(os.path.join(tree, f), encoding="utf-8").read() for f in files}
     obj_of = lambda f: os.path.join(build, "obj", os.path.splitext(f)[0] + ".o")
@@ -416,7 +436,7 @@ def main():
                 continue
             verdict, by, broken = "survived", "", False
             mine_units = test_order([t for t in tests if holds(t, f)], f)
-            hit = run_units(tree, make, build, mine_units, a.timeout, "")
+            hit = run_units(tree, make, build, mine_units, limits, "")
             if hit is False:
                 broken = True
             elif hit:
@@ -424,10 +444,10 @@ def main():
             if not broken and verdict == "survived" and scripts:
                 if reach is False:  # measured on the sources as they are, not with this mutant in them
                     write(target, originals[f])
-                    reach = script_reach(tree, make, files, a.timeout * 5)
+                    reach = script_reach(tree, make, files, a.timeout * 5, script_took)
                     write(target, text)
                 mine = [sc for sc in scripts if reach is None or f in reach.get(sc, ())]
-                hit = run_scripts(tree, build, make, mine, a.timeout) if mine else None
+                hit = run_scripts(tree, build, make, mine, a.timeout, script_took) if mine else None
                 if hit is False:
                     broken = True
                 elif hit:
@@ -441,7 +461,7 @@ def main():
                                  r.stdout.decode(errors="replace")[-3000:])
                     san_ready = True
                     write(target, text)
-                hit = run_units(tree, make_san, "build-san", mine_units, a.timeout * 4, "san")
+                hit = run_units(tree, make_san, "build-san", mine_units, limits, "san", 4)
                 if hit is False:
                     broken = True
                 elif hit:
@@ -469,6 +489,8 @@ def main():
                                                                                                   equivalent))
     if a.san:
         print("mutate: %d of the kills only under ASan+UBSan" % sum(1 for k in killed if "(san" in k[4]))
+    print("mutate: %d of the kills by a timeout (a hang or a slowdown, not a failed check)" %
+          sum(1 for k in killed if "timeout)" in k[4]))
     if judged:
         print("mutation score: %d of %d killed = %.1f %%" % (len(killed), judged, 100.0 * len(killed) / judged))
     for f, line, before, after, _ in survived:
