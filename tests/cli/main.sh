@@ -23,6 +23,13 @@ for c in $("$FP8PLAN" --help | awk '/^Subcommands:/{on=1;next} on&&/^  [a-z]/{pr
     run "$c" --help
     expect_rc "$c --help exits 0" 0
     if [ -s "$TMP/out" ]; then pass "$c --help prints on stdout"; else fail "$c --help prints on stdout"; fi
+    [ "$c" = version ] && continue # takes no options: prints the version whatever follows
+    # an unknown option stops the subcommand before it does anything: exit 64, the option named, nothing on
+    # stdout (a parser that went on would run the subcommand with its defaults)
+    run "$c" --no-such-option
+    expect_rc "$c --no-such-option exits 64" 64
+    expect_err "$c --no-such-option is named" "fp8plan $c: unrecognized option '--no-such-option'"
+    expect_no_out "$c --no-such-option prints nothing on stdout"
 done
 
 finish
