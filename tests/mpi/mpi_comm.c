@@ -318,11 +318,11 @@ static void test_send_recv_empty(void)
 }
 
 /* Buffered sends are freed as they complete, not only at destroy: rank r sends K = 3 messages of 1 MiB
- * (2^18 FP32, far above any eager size, so none can complete before its receive is posted) to r + 1 and
- * waits in a barrier before anyone receives: all K are in flight (comm_mpi_pending >= 1; K exactly on a
- * strict rendezvous, but MPI may buffer). After every rank has received its K (and a barrier), each send
- * is complete and the pending count must fall to 0 while MPI_Test drives progress (2 s bound; it takes
- * microseconds). Message j holds j + 1 + r/8 in every element (exact in FP32); each is checked at both ends. */
+ * (2^18 FP32) to r + 1, and every rank receives its K after a barrier. Before the receives some or all of
+ * the sends may be in flight (MPI may also have buffered them: no count is asserted there). Once every
+ * rank has received its K (and a barrier), each send is complete, and the pending count must fall to 0
+ * while MPI_Test drives progress (10 s bound; it takes microseconds). Message j holds j + 1 + r/8 in every
+ * element (exact in FP32); each is checked at both ends. */
 static void test_send_copies_freed(void)
 {
     enum { K = 3, NEL = 1 << 18 };
@@ -338,8 +338,6 @@ static void test_send_copies_freed(void)
     }
     CHECKF(!bad, "send: %s", e.msg);
     MPI_Barrier(MPI_COMM_WORLD);
-    const int inflight = comm_mpi_pending(C);
-    CHECKF(inflight >= 1 && inflight <= K, "%d sends pending before any receive", inflight);
     for (int j = 0; j < K && !bad; j++) {
         memset(buf, 0, NEL * sizeof *buf);
         if (C->recv(C, CO_PP_P2P, NULL, buf, NEL, DT_FP32, from, &e)) bad = 1;
@@ -350,7 +348,7 @@ static void test_send_copies_freed(void)
     CHECKF(!bad, "recv: %s", e.msg);
     MPI_Barrier(MPI_COMM_WORLD);
     int left = comm_mpi_pending(C);
-    for (const double t0 = MPI_Wtime(); left && MPI_Wtime() - t0 < 2.0;) left = comm_mpi_pending(C);
+    for (const double t0 = MPI_Wtime(); left && MPI_Wtime() - t0 < 10.0;) left = comm_mpi_pending(C);
     CHECKF(left == 0, "%d completed sends still held", left);
     CHECK_EQ_INT(comm_mpi_pending(NULL), 0);
     free(buf);
