@@ -69,6 +69,11 @@ static void test_wide_formats(void)
     CHECK(m.bias == 127 && m.man_bits == 0 && m.exp_bits == 8 && !m.has_sign);
     CHECK(m.min_normal == 0x1p-127 && m.max_normal == 0x1p127 && m.subnormal_codes == 0 && m.zero_codes == 0);
     CHECK(m.nan_codes == 1 && m.nan_code == 0xFF && m.points_per_binade == 1 && m.binades == 255);
+    /* its boundary codes: 0x00 = 2^(0-127) is the smallest value and already normal, 0xFE = 2^(254-127) the
+     * largest; with no subnormals both subnormal codes say "none" and the subnormal range is empty */
+    CHECK(m.min_normal_code == 0x00 && m.max_code == 0xFE && m.inf_code == FMT_NO_CODE);
+    CHECK(m.max_subnormal_code == FMT_NO_CODE && m.min_subnormal_code == FMT_NO_CODE);
+    CHECK(m.max_subnormal == 0 && m.min_subnormal == 0);
     FormatInfo x;
     Err e;
     CHECK(format_info(DT_NONE, &x, &e) == ST_USAGE);

@@ -41,6 +41,12 @@ static void test_names_round_trip(void)
         Granularity g;
         CHECK(gran_parse(gran_name((Granularity)i), &g) == 0 && g == (Granularity)i);
     }
+    /* a value past the table (or a negative one, which wraps as unsigned) names nothing: "?" */
+    CHECK_STR(gran_name(GRAN_COUNT_), "?");
+    CHECK_STR(gran_name((Granularity)(GRAN_COUNT_ + 7)), "?");
+    CHECK_STR(gran_name((Granularity)-1), "?");
+    CHECK_STR(dtype_name(DT_COUNT_), "?");
+    CHECK_STR(dtype_name((Dtype)-1), "?");
     for (int i = 0; i < DT_COUNT_; i++) {
         Dtype t;
         CHECK(dtype_parse(dtype_name((Dtype)i), &t) == 0 && t == (Dtype)i);
