@@ -161,6 +161,12 @@ head -c $((36 + len0 + 8 + len1 / 2)) "$TMP/grid.bin" >"$TMP/bad.bin"
 mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
 expect_rc "a truncated grid checkpoint: refused (65)" 65
 expect_err "the file and the cut part named" "$TMP/bad.bin: part 1 (stage 0, tp rank 1) is $len1 bytes, past the file's end"
+# cut right after part 1: its length reaches exactly the file's end, which is not past it; what is
+# missing is the checksum
+head -c $((36 + len0 + 8 + len1)) "$TMP/grid.bin" >"$TMP/bad.bin"
+mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
+expect_rc "a grid checkpoint without its checksum: refused (65)" 65
+expect_err "the missing checksum said" "$TMP/bad.bin: truncated checkpoint ($((36 + len0 + 8 + len1)) bytes read)"
 head -c $((36 + len0 + 8 + len1 + 4)) "$TMP/grid.bin" >"$TMP/bad.bin"
 mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
 expect_rc "a grid checkpoint without its whole checksum: refused (65)" 65
