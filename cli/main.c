@@ -1,5 +1,6 @@
 /* cli/main.c — `fp8plan <subcommand> [options]`: dispatch through the table in
  * cli/commands.h. The only main(); the only place an exit code leaves. */
+#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,9 +19,20 @@ static const Command commands[] = {FP8PLAN_COMMANDS(ENTRY)};
 #undef ENTRY
 enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 
+/* `fp8plan version [--help]`: takes no other option and no argument (argc 0: from --version). */
 int cmd_version(int argc, char **argv)
 {
-    (void)argc, (void)argv;
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int o;
+    while (argc > 0 && (o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (o != 'h') return cli_bad_option("version");
+        printf("usage: fp8plan version\n"
+               "Print fp8plan's version (also: fp8plan --version).\n");
+        return 0;
+    }
+    if (argc > 0 && optind < argc)
+        return cli_usage("version", "takes no arguments ('%s' given)",
+                         text_escape(argv[optind], (char[256]){0}, 256, 0));
     printf("fp8plan %s\n", FP8PLAN_VERSION);
     return 0;
 }

@@ -4,6 +4,14 @@
 run --version
 expect_rc "--version exits 0" 0
 expect_out "--version prints the version" "fp8plan "
+v=$(cat "$TMP/out")
+run version
+expect_rc "version exits 0" 0
+expect_eq "version prints what --version prints" "$(cat "$TMP/out")" "$v"
+run version extra
+expect_rc "version with an argument exits 64" 64
+expect_err "the argument named" "fp8plan version: takes no arguments ('extra' given)"
+expect_no_out "version with an argument prints nothing on stdout"
 
 run --help
 expect_rc "--help exits 0" 0
@@ -23,7 +31,6 @@ for c in $("$FP8PLAN" --help | awk '/^Subcommands:/{on=1;next} on&&/^  [a-z]/{pr
     run "$c" --help
     expect_rc "$c --help exits 0" 0
     if [ -s "$TMP/out" ]; then pass "$c --help prints on stdout"; else fail "$c --help prints on stdout"; fi
-    [ "$c" = version ] && continue # takes no options: prints the version whatever follows
     # an unknown option stops the subcommand before it does anything: exit 64, the option named, nothing on
     # stdout (a parser that went on would run the subcommand with its defaults)
     run "$c" --no-such-option
