@@ -45,6 +45,18 @@ static void test_names_round_trip(void)
     CHECK_STR(gran_name(GRAN_COUNT_), "?");
     CHECK_STR(gran_name((Granularity)(GRAN_COUNT_ + 7)), "?");
     CHECK_STR(gran_name((Granularity)-1), "?");
+    /* and has no scale type, no block and no scale count */
+    for (int k = 0; k < 2; k++) {
+        Granularity bad = k ? (Granularity)-1 : GRAN_COUNT_;
+        uint64_t br = 7, bc = 7, n = 7, b = 7;
+        Err e = {0};
+        CHECK_EQ_INT(gran_scale_dtype(bad), DT_NONE);
+        gran_block(bad, &br, &bc);
+        CHECK_EQ_U64(br, 0);
+        CHECK_EQ_U64(bc, 0);
+        CHECK_EQ_INT(gran_scale_count(bad, 4, 4, &n, &b, &e), ST_SOFTWARE);
+        CHECK_CONTAINS(e.msg, "unknown granularity");
+    }
     CHECK_STR(dtype_name(DT_COUNT_), "?");
     CHECK_STR(dtype_name((Dtype)-1), "?");
     for (int i = 0; i < DT_COUNT_; i++) {
