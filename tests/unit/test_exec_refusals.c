@@ -277,6 +277,7 @@ static void test_op_refusals(void)
 {
     static float f[4];
     static uint16_t h[4];
+    static float d4[4]; /* a third buffer: an activation backward's input gradient */
     Err e = {0};
     CastDesc c = {.in = h, .in_dtype = DT_BF16, .rows = 2, .cols = 2, .out_dtype = DT_E4M3, .out_row = h, .scale = f};
     CHECKF(backend_check_cast_transpose(NULL, &c, &e) == ST_OK, "%s", e.msg);
@@ -385,6 +386,33 @@ static void test_op_refusals(void)
                                 "rope: head_dim 3 is odd (pairs are rotated)"};
     for (size_t i = 0; i < 2; i++)
         check_case("rope", i, backend_check_rope(NULL, &rps[i], &e), ST_USAGE, e.msg, rpm[i]);
+
+    /* the activations: both pointers (all three backward) unless there are no rows; SwiGLU reads two inputs per
+     * output, so its output cannot overwrite its input, where GELU's element-wise form may run in place */
+    ActFwdDesc ac = {.mlp = MLP_SWIGLU, .rows = 2, .cols = 1, .dtype = DT_BF16, .in = h, .out = f};
+    CHECKF(backend_check_act_fwd(NULL, &ac, &e) == ST_OK, "%s", e.msg);
+    ActFwdDesc acs[4] = {ac, ac, ac, ac};
+    acs[0].in = NULL, acs[1].out = NULL, acs[2].out = (void *)h, acs[3].cols = 0;
+    const char *const acm[4] = {"act_fwd: missing pointer", "act_fwd: missing pointer",
+                                "act_fwd: swiglu's output cannot overwrite its input", "act_fwd: zero width"};
+    for (size_t i = 0; i < 4; i++)
+        check_case("act_fwd", i, backend_check_act_fwd(NULL, &acs[i], &e), ST_USAGE, e.msg, acm[i]);
+    ActFwdDesc acg = acs[2];
+    acg.mlp = MLP_GELU; /* GELU in place */
+    CHECKF(backend_check_act_fwd(NULL, &acg, &e) == ST_OK, "%s", e.msg);
+    acg = acs[0], acg.rows = 0; /* nothing to do: no pointer needed */
+    CHECKF(backend_check_act_fwd(NULL, &acg, &e) == ST_OK, "%s", e.msg);
+    ActBwdDesc abw = {.mlp = MLP_SWIGLU, .rows = 2, .cols = 1, .dtype = DT_BF16, .in = h, .dout = f, .din = d4};
+    CHECKF(backend_check_act_bwd(NULL, &abw, &e) == ST_OK, "%s", e.msg);
+    ActBwdDesc abws[5] = {abw, abw, abw, abw, abw};
+    abws[0].in = NULL, abws[1].dout = NULL, abws[2].din = NULL, abws[3].din = (void *)h, abws[4].din = (void *)f;
+    for (size_t i = 0; i < 5; i++)
+        check_case("act_bwd", i, backend_check_act_bwd(NULL, &abws[i], &e), ST_USAGE, e.msg,
+                   i < 3 ? "act_bwd: missing pointer"
+                         : "act_bwd: swiglu's input gradient cannot overwrite its input or output gradient");
+    ActBwdDesc abg = abws[4];
+    abg.mlp = MLP_GELU; /* GELU's input gradient over its output gradient: element-wise, allowed */
+    CHECKF(backend_check_act_bwd(NULL, &abg, &e) == ST_OK, "%s", e.msg);
 
     /* amax: an element dtype, an output, and an input unless it is empty */
     CHECKF(backend_check_amax(NULL, h, DT_BF16, 2, f, &e) == ST_OK, "%s", e.msg);
