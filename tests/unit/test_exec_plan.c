@@ -73,6 +73,44 @@ static ModelSpec shaped(const char *base, uint32_t layers, uint32_t hidden, uint
     return shaped_kv(base, layers, hidden, heads, 0, 0, seq);
 }
 
+/* arena_planned: the plan's bytes for every term the arena holds — the states, scales and activations, and
+ * of the overheads only the GEMM workspace (its buffer is the executor's); NCCL buffers, the CUDA context and
+ * fragmentation are the driver's and the allocator's, 0 here even where the plan counts them; the executor's own
+ * terms (token/target I/O, RoPE tables) are not in the plan: 0. It writes ARENA_TERMS values, no more. */
+static void test_arena_planned(void)
+{
+    ModelSpec m = shaped("gpt2-124m", 1, 32, 2, 16);
+    const Recipe *rc = catalog_recipe(cat, "te-fp8");
+    const GpuSpec *gpu = catalog_gpu(cat, "h100-sxm");
+    CHECK(rc && gpu);
+    if (!rc || !gpu) return;
+    PlanInput in;
+    static Plan p;
+    Err e;
+    exec_plan_input(&in, &m, gpu, rc, 2, 1, catalog_stack(cat, "fp8plan"));
+    CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
+    const uint64_t guard = 0xA5A5A5A5A5A5A5A5ull;
+    uint64_t got[ARENA_TERMS + 1];
+    for (int t = 0; t <= ARENA_TERMS; t++) got[t] = guard;
+    arena_planned(&p, got);
+    CHECK_EQ_U64(got[ARENA_TERMS], guard);
+    static const MemTermId held[] = {MT_WEIGHT_GEMM,  MT_WEIGHT_OTHER,  MT_MASTER_GEMM, MT_GRAD_GEMM,
+                                     MT_OPTIM_M_GEMM, MT_OPTIM_V_OTHER, MT_SCALE_GEMM,  MT_ACT_LAYER_HP,
+                                     MT_ACT_OUTPUT,   MT_TRANSIENT,     MT_WORKSPACE};
+    for (size_t i = 0; i < sizeof held / sizeof *held; i++) {
+        CHECKF(p.mem[held[i]].bytes > 0, "%s: the plan has no bytes to compare", mem_term_name(held[i]));
+        CHECKF(got[held[i]] == p.mem[held[i]].bytes, "%s: %llu, the plan's %llu", mem_term_name(held[i]),
+               (unsigned long long)got[held[i]], (unsigned long long)p.mem[held[i]].bytes);
+    }
+    /* one GPU on the fp8plan stack: no communicator and no fragmentation allowance, but a CUDA context */
+    CHECKF(p.mem[MT_CUDA_CONTEXT].bytes > 0, "the plan counts no CUDA context, so 0 would prove nothing");
+    CHECK_EQ_U64(got[MT_CUDA_CONTEXT], 0);
+    CHECK_EQ_U64(got[MT_COMM_BUFFER], 0);
+    CHECK_EQ_U64(got[MT_FRAGMENTATION], 0);
+    CHECK_EQ_U64(got[XT_IO], 0);
+    CHECK_EQ_U64(got[XT_ROPE], 0);
+}
+
 static void test_terms_match_plan(void)
 {
     ModelSpec shapes[6];
@@ -239,6 +277,7 @@ static void test_refusals(void)
 int main(void)
 {
     cat = fx_catalog();
+    RUN(test_arena_planned);
     RUN(test_terms_match_plan);
     RUN(test_llama_terms_match_plan);
     RUN(test_one_vocabulary);
