@@ -23,16 +23,18 @@ enum { NCOMMANDS = sizeof commands / sizeof commands[0] };
 int cmd_version(int argc, char **argv)
 {
     static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int o;
-    while (argc > 0 && (o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (o != 'h') return cli_bad_option("version");
-        printf("usage: fp8plan version\n"
-               "Print fp8plan's version (also: fp8plan --version).\n");
-        return 0;
+    if (argc > 0) {
+        int o = getopt_long(argc, argv, "h", opts, NULL);
+        if (o == 'h') {
+            printf("usage: fp8plan version\n"
+                   "Print fp8plan's version (also: fp8plan --version).\n");
+            return 0;
+        }
+        if (o != -1) return cli_bad_option("version");
+        if (optind < argc)
+            return cli_usage("version", "takes no arguments ('%s' given)",
+                             text_escape(argv[optind], (char[256]){0}, 256, 0));
     }
-    if (argc > 0 && optind < argc)
-        return cli_usage("version", "takes no arguments ('%s' given)",
-                         text_escape(argv[optind], (char[256]){0}, 256, 0));
     printf("fp8plan %s\n", FP8PLAN_VERSION);
     return 0;
 }
