@@ -78,9 +78,10 @@ static int dispatch(int argc, char **argv)
 {
     if (argc < 2) return usage(stderr, 64);
     const char *a = argv[1];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout, 0);
-    if (!strcmp(a, "--version") || !strcmp(a, "-V")) return cmd_version(0, NULL);
-    if (!strcmp(a, "help")) {
+    /* `--version ARGS` is `version ARGS` (which refuses them), `--help SUB` is `help SUB`, as git reads them. */
+    if (!strcmp(a, "--version") || !strcmp(a, "-V"))
+        return argc > 2 ? run(find("version"), argc - 1, argv + 1) : cmd_version(0, NULL);
+    if (!strcmp(a, "help") || !strcmp(a, "--help") || !strcmp(a, "-h")) {
         if (argc < 3) return usage(stdout, 0);
         const Command *c = find(argv[2]);
         if (!c) {

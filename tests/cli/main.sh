@@ -13,9 +13,26 @@ expect_rc "version with an argument exits 64" 64
 expect_err "the argument named" "fp8plan version: takes no arguments ('extra' given)"
 expect_no_out "version with an argument prints nothing on stdout"
 
+run --version extra
+expect_rc "--version with an argument exits 64, as version does" 64
+expect_err "--version names the argument" "fp8plan version: takes no arguments ('extra' given)"
+expect_no_out "--version with an argument prints nothing on stdout"
+run --version --help
+expect_rc "--version --help exits 0" 0
+expect_out "--version --help is version's help" "usage: fp8plan version"
+
 run --help
 expect_rc "--help exits 0" 0
 expect_out "--help lists subcommands" "Subcommands:"
+run help plan
+expect_rc "help plan exits 0" 0
+expect_out "help plan prints plan's usage" "usage: fp8plan plan"
+run --help plan
+expect_rc "--help plan exits 0" 0
+expect_out "--help plan prints plan's usage, as help plan does" "usage: fp8plan plan"
+run --help frobnicate
+expect_rc "--help of an unknown subcommand exits 64" 64
+expect_err "--help names the unknown subcommand" "unknown subcommand 'frobnicate'"
 
 run
 expect_rc "no subcommand is a usage error" 64
