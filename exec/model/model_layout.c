@@ -37,7 +37,8 @@ Status model_check(const Plan *p, Err *e)
         return err_set(e, ST_USAGE, "model %s: rotary positions need an even head_dim (got %u)", s->name, s->head_dim);
     if (p->seq < 2) return err_set(e, ST_USAGE, "--seq must be at least 2");
     if (s->vocab < 2) return err_set(e, ST_USAGE, "the vocabulary must have at least 2 tokens");
-    if (s->vocab > INT32_MAX) return err_set(e, ST_USAGE, "vocabulary %u does not fit int32 token ids", s->vocab);
+    if (s->vocab > (uint32_t)INT32_MAX + 1) /* ids 0 .. vocab - 1 are int32 */
+        return err_set(e, ST_USAGE, "vocabulary %u does not fit int32 token ids (at most 2^31 tokens)", s->vocab);
     if ((uint64_t)in->mbs * p->seq > UINT32_MAX)
         return err_set(e, ST_USAGE, "--mbs x --seq = %llu tokens per micro-batch is too many",
                        (unsigned long long)in->mbs * p->seq);

@@ -458,6 +458,12 @@ static void test_model_refusals(void)
         {6, ST_USAGE, "model fx-llama: rotary positions need an even head_dim (got 7)"},
         {7, ST_OK, NULL}, /* an odd head_dim with learned positions */
         {8, ST_USAGE, "the vocabulary must have at least 2 tokens"},
+        {9, ST_OK, NULL}, /* 2^31 tokens: ids 0 .. 2^31 - 1 = INT32_MAX fit int32 */
+        {10, ST_USAGE,
+         "vocabulary 2147483649 does not fit int32 token ids (at most 2^31 tokens)"}, /* id 2^31 does not */
+        {11, ST_USAGE, "--seq must be at least 2"},
+        {12, ST_USAGE, "the plan's dp is 0"},
+        {13, ST_USAGE, "the plan has no micro-batches"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         Plan p = base;
@@ -472,6 +478,11 @@ static void test_model_refusals(void)
         case 6: s.head_dim = 7; break;
         case 7: s.head_dim = 7, s.pos = POS_LEARNED; break;
         case 8: s.vocab = 1; break;
+        case 9: s.vocab = 2147483648u; break;
+        case 10: s.vocab = 2147483649u; break;
+        case 11: p.seq = 1; break;
+        case 12: p.in.dp = 0; break;
+        case 13: p.microbatches = 0; break;
         }
         e = (Err){0};
         Status st = model_check(&p, &e);
