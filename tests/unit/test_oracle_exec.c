@@ -337,6 +337,27 @@ static void test_catalog_sms(void)
  * seed 0. rng_at(key, i) is the (i+1)-th of them for state key; for key 12345, number 0 is
  * mix(12345 + γ) = 0x22118258A9D111A0 (computed with a separate implementation of the same steps). The
  * weights of every run come from these numbers. */
+/* fx_llama under megatron-bf16 (BF16 activations), micro-batch 4: B·T = 4 x 16 = 64 tokens.
+ *   d_act, SwiGLU's gradient at the gate/up product (B·T, F): 64 x 48 x 2 B = 6144 B, block backward only;
+ *   d_a, the widest linear output's gradient: FC1 is 2F = 96 wide (QKV: (4 + 2 x 2) x 8 = 64), so
+ *   64 x 96 x 2 B = 12288 B, block backward only;
+ *   attn_scores, one sequence's heads in FP32: 4 x 16 x 16 x 4 B = 4096 B, forward only. */
+static void test_tensor_list_swiglu(void)
+{
+    ModelSpec s = fx_llama();
+    Recipe r = fx_recipe("megatron-bf16");
+    ArenaSpecs sp = {0};
+    Err e = {0};
+    CHECKF(layout(&s, &r, &sp, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(spec_bytes(&sp, MT_TRANSIENT, "d_act", -1), 6144);
+    CHECK_EQ_U64(spec_bytes(&sp, MT_TRANSIENT, "d_a", -1), 12288);
+    CHECK_EQ_U64(spec_bytes(&sp, MT_TRANSIENT, "attn_scores", -1), 4096);
+    const ArenaSpec *da = find(&sp, MT_TRANSIENT, "d_act", -1), *sc = find(&sp, MT_TRANSIENT, "attn_scores", -1);
+    CHECK(da && da->phase == MODEL_PHASE_BLOCKS);
+    CHECK(sc && sc->phase == MODEL_PHASE_FWD);
+    arena_specs_free(&sp);
+}
+
 static void test_rng_reference(void)
 {
     Rng r = {0};
@@ -399,6 +420,7 @@ int main(void)
     RUN(test_single_rank_comm);
     RUN(test_fp8_collective_needs_host_memory);
     RUN(test_tensor_list);
+    RUN(test_tensor_list_swiglu);
     RUN(test_step_reduces_every_gradient);
     RUN(test_byte_stream);
     RUN(test_synthetic_entropy);
