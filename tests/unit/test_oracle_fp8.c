@@ -206,12 +206,16 @@ static void test_helper_edges(void)
  * magnitudes in [500, 1000] in the first outlier channel. */
 static void test_outlier_distribution(void)
 {
-    enum { R = 2048, C = 1024 };
-    float *x = malloc(sizeof *x * R * C);
+    enum { R = 2048, C = 1024, GUARD = 2 * C }; /* R a multiple of 1024: no massive row 2048 past the end */
+    float *x = malloc(sizeof *x * (R * C + GUARD));
     CHECK(x != NULL);
     if (!x) return;
     Err e = {0};
+    for (int i = 0; i < GUARD; i++) x[R * C + i] = 7.0f;
     CHECKF(synth_fill(SYNTH_OUTLIERS, 1, R, C, x, &e) == ST_OK, "%s", e.msg);
+    int spilled = 0;
+    for (int i = 0; i < GUARD; i++) spilled += x[R * C + i] != 7.0f;
+    CHECK_EQ_INT(spilled, 0);
     int outliers = 0, first = -1, bad = 0;
     for (int c = 0; c < C; c++) {
         double ss = 0;

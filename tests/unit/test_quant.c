@@ -240,6 +240,7 @@ static void test_qerror(void)
     float inf_out[2] = {3, INFINITY};
     qerr_compute(x, inf_out, 2, NULL, &q);
     CHECK_EQ_U64(q.nonfinite, 1);
+    CHECK_EQ_U64(q.n, 1); /* the sums hold the 3 alone: the 4 that came back Inf is counted in nonfinite */
     CHECK(isinf(q.rel_rms) && q.rel_rms > 0 && isinf(q.max_abs) && isinf(q.mean_rel));
     CHECK(isinf(q.snr_db) && q.snr_db < 0);
     /* every input NaN or Inf: nothing to measure, so no figure (it reported 0 % error, a perfect round trip) */
