@@ -6,6 +6,17 @@
 
 #include "util/num.h"
 
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#define ARENA_POISON(p, n)   ASAN_POISON_MEMORY_REGION(p, n)
+#define ARENA_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#define ARENA_ASAN           1
+#else
+#define ARENA_POISON(p, n)   ((void)(p), (void)(n))
+#define ARENA_UNPOISON(p, n) ((void)(p), (void)(n))
+#define ARENA_ASAN           0
+#endif
+
 const char *arena_term_name(ArenaTerm t)
 {
     if (t < MT_COUNT_) return mem_term_name((MemTermId)t);
@@ -139,6 +150,7 @@ Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t plan
             return err_set(e, ST_OVERFLOW, "arena: term %s does not fit in 2^64 bytes", arena_term_name(t));
         a->region_offset[t] = off;
         a->region_bytes[t] = align_up(cap);
+        a->overlay_offset[t] = off + overlay[t];
         a->padding[t] = ext - need;
         off += a->region_bytes[t];
     }
@@ -161,12 +173,39 @@ Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t plan
     return ST_OK;
 }
 
+int arena_guard(Arena *a, const ArenaSpecs *specs, const Backend *bk)
+{
+    if (!ARENA_ASAN || !a->base || strcmp(bk->name, "cpu") != 0) return 0;
+    /* poison it all, then give every tensor its bytes back: what stays poisoned lies outside the union of
+     * the tensors (overlaid phases overlap; unpoisoning never shrinks what an earlier tensor opened) */
+    ARENA_POISON(a->base, a->bytes);
+    for (uint32_t i = 0; i < specs->n; i++) ARENA_UNPOISON((char *)a->base + specs->v[i].offset, specs->v[i].bytes);
+    a->guarded = 1;
+    return 1;
+}
+
+void arena_enter_phase(const Arena *a, const ArenaSpecs *specs, int phase)
+{
+    if (!a->guarded) return;
+    int overlaid[ARENA_TERMS] = {0};
+    for (uint32_t i = 0; i < specs->n; i++)
+        if (specs->v[i].phase) overlaid[specs->v[i].term] = 1;
+    char *base = a->base;
+    for (int t = 0; t < ARENA_TERMS; t++)
+        if (overlaid[t])
+            ARENA_POISON(base + a->overlay_offset[t], a->region_offset[t] + a->region_bytes[t] - a->overlay_offset[t]);
+    for (uint32_t i = 0; i < specs->n; i++)
+        if (specs->v[i].phase == phase) ARENA_UNPOISON(base + specs->v[i].offset, specs->v[i].bytes);
+}
+
 void arena_release(Arena *a, Backend *bk)
 {
     /* the backend's GEMM workspace may be a slice of this arena: it must not
      * outlive it (the backend then makes a private one at the next GEMM) */
     const char *ws = bk->gemm_workspace, *lo = a->base;
     if (ws && lo && ws >= lo && ws < lo + a->bytes) bk->gemm_workspace = NULL;
+    if (a->guarded) ARENA_UNPOISON(a->base, a->bytes); /* the allocator's memory again */
+    a->guarded = 0;
     if (a->base) bk->free(bk, a->base);
     a->base = NULL;
 }

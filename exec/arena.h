@@ -100,12 +100,14 @@ typedef struct {
     void *base;
     uint64_t bytes; /* the one allocation */
     uint64_t region_offset[ARENA_TERMS];
-    uint64_t region_bytes[ARENA_TERMS]; /* capacity: max(planned, needed) + alignment slack */
-    uint64_t planned[ARENA_TERMS];      /* the Plan's bytes (0 when no plan) */
-    uint64_t placed[ARENA_TERMS];       /* most exact tensor bytes live at once (the measurement) */
-    uint64_t padding[ARENA_TERMS];      /* alignment gaps inside the used part of each region */
+    uint64_t region_bytes[ARENA_TERMS];   /* capacity: max(planned, needed) + alignment slack */
+    uint64_t overlay_offset[ARENA_TERMS]; /* where the phases' shared overlay starts (from the base) */
+    uint64_t planned[ARENA_TERMS];        /* the Plan's bytes (0 when no plan) */
+    uint64_t placed[ARENA_TERMS];         /* most exact tensor bytes live at once (the measurement) */
+    uint64_t padding[ARENA_TERMS];        /* alignment gaps inside the used part of each region */
     uint32_t tensors[ARENA_TERMS];
     int has_plan;
+    int guarded; /* arena_guard poisoned its free bytes (ASan builds, host memory) */
 } Arena;
 
 /* 1 for the memory terms an arena region holds (states, copies, scales,
@@ -121,6 +123,20 @@ void arena_planned(const Plan *p, uint64_t planned[ARENA_TERMS]);
 /* Size the regions, allocate once through bk, place every spec and store the
  * addresses. planned may be NULL. On failure nothing stays allocated. */
 Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t planned[ARENA_TERMS], Err *e);
+/* Under AddressSanitizer, when bk's memory is the host's ("cpu"): mark every
+ * byte of the arena that no spec covers — the alignment gaps after tensors and
+ * each region's room past its tensors (the plan's bytes above what was placed)
+ * — unaddressable, so a tensor sized too small that is written past its end
+ * fails at once instead of landing silently in that room. Bytes some phase's
+ * tensor covers stay addressable. Call after the arena is zeroed. Returns 1
+ * when it guarded; 0 and no effect in a build without ASan or on device
+ * memory. Allocates nothing. */
+int arena_guard(Arena *a, const ArenaSpecs *specs, const Backend *bk);
+/* A guarded arena (above) entering `phase` (> 0): in every term that has
+ * overlaid tensors, the overlay is poisoned but for this phase's tensors, so
+ * a tensor of another phase — or one written past its end into the overlay —
+ * fails at once. No effect when the arena is not guarded. */
+void arena_enter_phase(const Arena *a, const ArenaSpecs *specs, int phase);
 /* Free the allocation; a bk->gemm_workspace that points into it is cleared. */
 void arena_release(Arena *a, Backend *bk);
 

@@ -30,6 +30,7 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
     const int first = model_first(m), last = model_last(m);
     void *x0 = model_la(m, 0)->x;
     Status st = ST_OK;
+    arena_enter_phase(&m->arena, &m->specs, MODEL_PHASE_FWD); /* ASan builds: only this phase's overlay */
     if (first) st = bk->copy_to_device(bk, model_tok(m), inputs, model_tokens(m) * sizeof(int32_t), e);
     if (!st && last) st = bk->copy_to_device(bk, a->targets, targets, model_tokens(m) * sizeof(int32_t), e);
     if (!st && !first) /* PP: the previous stage's output */
@@ -155,12 +156,14 @@ Status model_backward(Model *m, Err *e)
     const Dtype A = m->act_dtype;
     const uint64_t BT = model_sp_tokens(m), C = s->hidden; /* this rank's tokens of the sequence-parallel regions */
     const int first = model_first(m), last = model_last(m);
+    arena_enter_phase(&m->arena, &m->specs, MODEL_PHASE_HEAD);
     Status st = model_grads_begin(m, e);
     if (!st) st = bk->memset0(bk, a->d_res, BT * C * dtype_bytes(A), e);
     if (!st && last)
         st = head_bwd(m, e);
     else if (!st) /* PP: the gradient of this stage's output, from the next stage */
         st = m->ppc->recv(m->ppc, CO_PP_P2P, bk, a->d_res, BT * C, A, model_pp_peer(m, 1), e);
+    arena_enter_phase(&m->arena, &m->specs, MODEL_PHASE_BLOCKS);
     for (uint32_t i = s->layers; !st && i-- > 0;) st = block_bwd(m, i, e);
     ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
     if (!st && first && m->tp > 1)

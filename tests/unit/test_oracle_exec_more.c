@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "exec/arena.h"
 #include "exec/backend.h"
@@ -393,7 +396,40 @@ static void test_arena_layout(void)
     char *base = ar.base;
     CHECK((char *)w1 == base && (char *)w2 == base + 256 && (char *)a == base + 512 && (char *)b == base + 768);
     CHECK((char *)p1 == base + 1024 && (char *)p2a == base + 1024 && (char *)p2b == base + 1280);
+    /* arena_guard: the tensors cover [0, 263) w1+w2, [512, 552) a, [768, 774) b, [1024, 1056) p2a over p1,
+     * [1280, 1288) p2b — 263 + 40 + 6 + 32 + 8 = 349 B; the rest of 1536 B is free: 1536 - 349 = 1187 B
+     * (249 + 216 + 250 + 224 + 248), counted byte by byte. Only an ASan build poisons; a plain one does not. */
+    int guarded = arena_guard(&ar, &s, bk);
+#ifdef __SANITIZE_ADDRESS__
+    CHECK(guarded == 1 && ar.guarded == 1);
+    uint64_t poisoned = 0;
+    for (uint64_t i = 0; i < ar.bytes; i++) poisoned += __asan_address_is_poisoned(base + i) != 0;
+    CHECK_EQ_U64(poisoned, 1187);
+    const uint64_t inside[] = {0, 262, 512, 551, 768, 773, 1024, 1055, 1280, 1287};
+    const uint64_t outside[] = {263, 511, 552, 767, 774, 1023, 1056, 1279, 1288, 1535};
+    for (size_t i = 0; i < sizeof inside / sizeof inside[0]; i++)
+        CHECKF(!__asan_address_is_poisoned(base + inside[i]), "byte %llu is a tensor's: addressable",
+               (unsigned long long)inside[i]);
+    for (size_t i = 0; i < sizeof outside / sizeof outside[0]; i++)
+        CHECKF(__asan_address_is_poisoned(base + outside[i]), "byte %llu is free: poisoned",
+               (unsigned long long)outside[i]);
+    /* entering a phase: the transient overlay starts after a and b's aligned 262 B, at 512 + 512 = 1024, and
+     * runs to the region's end, 1536; only the phase's tensors stay addressable in it */
+    arena_enter_phase(&ar, &s, 1); /* p1 [1024, 1044) */
+    CHECK(!__asan_address_is_poisoned(base + 1043) && __asan_address_is_poisoned(base + 1044));
+    CHECK(__asan_address_is_poisoned(base + 1055) && __asan_address_is_poisoned(base + 1280));
+    CHECK(!__asan_address_is_poisoned(base + 512) && !__asan_address_is_poisoned(base + 262)); /* phase 0 */
+    arena_enter_phase(&ar, &s, 2); /* p2a [1024, 1056), p2b [1280, 1288) */
+    CHECK(!__asan_address_is_poisoned(base + 1055) && __asan_address_is_poisoned(base + 1056));
+    CHECK(!__asan_address_is_poisoned(base + 1280) && !__asan_address_is_poisoned(base + 1287));
+    CHECK(__asan_address_is_poisoned(base + 1288) && __asan_address_is_poisoned(base + 1535));
+#else
+    CHECK(guarded == 0 && ar.guarded == 0);
+#endif
+    CHECK_EQ_U64(ar.overlay_offset[t], 1024);
+    CHECK_EQ_U64(ar.overlay_offset[u], 512); /* after w1 and w2's aligned 263 B; the term has no phases */
     arena_release(&ar, bk);
+    CHECK(ar.guarded == 0);
     arena_specs_free(&s);
     bk->destroy(bk);
 }
