@@ -483,6 +483,55 @@ static void test_alloc_over_ram(void)
     bk->destroy(bk);
 }
 
+/* The arena's bound on one term, at the edge: a term may reserve up to 2^64 - 1 - 2 x 256 = 2^64 - 513 bytes (its
+ * region rounds up to the next multiple of 256, 2^64 - 512); one byte more is refused as overflow before any
+ * allocation. No tensors, every other term planned at 0 B. 2^64 - 513 passes the bound and reaches the CPU backend,
+ * whose over-RAM refusal (ST_NOMEM) names the arena's 2^64 - 512 = 18,446,744,073,709,551,104 B; 2^64 - 512 is
+ * ST_OVERFLOW naming the term. Then the offset bound: the first term at 2^64 - 513 (region 2^64 - 512) and the last
+ * at 257 B (region 512) would end at 2^64: ST_OVERFLOW naming the last term; with the last at 256 B (region 256)
+ * they end at 2^64 - 256 = 18,446,744,073,709,551,360 B, and it is ST_NOMEM again. */
+static void test_arena_term_bound(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    CHECK(bk != NULL);
+    if (!bk) return;
+    const int last = ARENA_TERMS - 1;
+    const struct {
+        int term;
+        uint64_t bytes, last_bytes;
+        Status want;
+        const char *named; /* the term an overflow names, or the bytes the no-memory refusal gives */
+    } cases[] = {
+        {last, UINT64_MAX - 512, 0, ST_NOMEM, "the arena needs 18,446,744,073,709,551,104 bytes"},
+        {last, UINT64_MAX - 511, 0, ST_OVERFLOW, arena_term_name(last)},
+        {0, UINT64_MAX - 512, 257, ST_OVERFLOW, arena_term_name(last)},
+        {0, UINT64_MAX - 512, 256, ST_NOMEM, "the arena needs 18,446,744,073,709,551,360 bytes"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ArenaSpecs s = {0};
+        uint64_t planned[ARENA_TERMS] = {0};
+        planned[cases[i].term] = cases[i].bytes;
+        if (cases[i].term != last) planned[last] = cases[i].last_bytes;
+        Arena ar;
+        e = (Err){0};
+        Status st = arena_carve(&ar, bk, &s, planned, &e);
+        CHECKF(st == cases[i].want, "case %zu: status %d, want %d (%s)", i, (int)st, (int)cases[i].want, e.msg);
+        CHECK(ar.base == NULL);
+        if (st == ST_OVERFLOW) {
+            char want[128];
+            snprintf(want, sizeof want, "arena: term %s does not fit in 2^64 bytes", cases[i].named);
+            CHECK_CONTAINS(e.msg, want);
+        } else {
+            CHECK_CONTAINS(e.msg, cases[i].named);
+        }
+        if (st == ST_OK) arena_release(&ar, bk);
+        arena_specs_free(&s);
+    }
+    bk->destroy(bk);
+}
+
 /* The executor's TP check, on what the planner cannot build (it pads the vocabulary to a multiple of 64 x tp and
  * refuses a sequence tp does not divide): a GPT fixture plan at tp 2, mbs 2 (2 x 16 = 32 tokens), its padded
  * vocabulary then set to 129 by hand. 2 does not divide 129: refused (ST_USAGE), the message giving the 32 tokens
@@ -516,6 +565,7 @@ int main(void)
     RUN(test_arena_layout);
     RUN(test_scratch_aligned);
     RUN(test_alloc_over_ram);
+    RUN(test_arena_term_bound);
     RUN(test_tp_check_message);
     return test_summary();
 }
