@@ -4,6 +4,7 @@
 
 #include "reports/plan_report.h"
 #include "support/fixtures.h"
+#include "support/oracle_fixtures.h"
 #include "test.h"
 #include "util/fileio.h"
 
@@ -102,6 +103,59 @@ static void test_summary_schema_golden(void)
     }
 }
 
+/* The cell under `name` in a one-row CSV (static buffer; "" when the column is missing). */
+static const char *csv_cell(const char *csv, const char *name)
+{
+    static char out[64];
+    const char *row = strchr(csv, '\n');
+    out[0] = '\0';
+    if (!row) return out;
+    row++;
+    for (const char *h = csv; h < row - 1;) {
+        size_t n = strcspn(h, ",\n");
+        if (n == strlen(name) && !strncmp(h, name, n)) {
+            size_t m = strcspn(row, ",\n");
+            snprintf(out, sizeof out, "%.*s", (int)m, row);
+            return out;
+        }
+        h += n + 1;
+        row += strcspn(row, ",\n") + 1;
+    }
+    return out;
+}
+
+/* The summary's state columns, by value, on the oracle's tiny model (support/oracle_fixtures.h; arithmetic
+ * in test_oracle_memory.c): 2048 linear + 232 other = 2280 parameters, dp 3, a distributed optimizer that
+ * shards Adam v only. Replicated: weights 2280 x 2 B = 4560, master, gradients and m 2280 x 4 B = 9120 each;
+ * v sharded ceil(2048 / 3) + ceil(232 / 3) = 683 + 78 = 761 elements x 4 B = 3044. No FP8 copy: 0. */
+static void test_summary_state_columns(void)
+{
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(1u << STATE_V);
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.model = &m, in.gpu = &g, in.recipe = &r;
+    in.dp = 3, in.gbs = 6, in.sharding = SHARD_DIST_OPT, in.vocab_pad = 1;
+    Plan p;
+    Err e = {0};
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    Table *t = plan_summary_new(0);
+    plan_summary_row(t, &p, 0);
+    char *csv = render(t, TABLE_CSV);
+    const struct {
+        const char *col, *want;
+    } cells[] = {
+        {"params_total", "2280"},       {"params_gpu", "2280"},    {"weight_bytes", "4560"},
+        {"fp8_weight_copy_bytes", "0"}, {"master_bytes", "9120"},  {"grad_bytes", "9120"},
+        {"optim_m_bytes", "9120"},      {"optim_v_bytes", "3044"}, {"dp", "3"},
+    };
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++)
+        CHECKF(!strcmp(csv_cell(csv, cells[i].col), cells[i].want), "%s: '%s', expected %s", cells[i].col,
+               csv_cell(csv, cells[i].col), cells[i].want);
+    free(csv);
+}
+
 static void test_text_report(void)
 {
     Plan p = plan_for("te-fp8");
@@ -152,6 +206,7 @@ int main(void)
 {
     cat = fx_catalog();
     RUN(test_summary_schema_golden);
+    RUN(test_summary_state_columns);
     RUN(test_text_report);
     RUN(test_compare_table);
     free(cat);
