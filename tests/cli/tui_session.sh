@@ -119,6 +119,12 @@ screen_has "TERM unset: the dump says dumb" "TERM=dumb"
 LSAN_OPTIONS="suppressions=$FP8PLAN_ROOT/tests/cli/tui_lsan.supp" run tui --headless --term no-such-terminal-type
 expect_rc "an unknown terminal type: exit 69" 69
 expect_err "an unknown terminal type is named" "no-such-terminal-type"
+# --- the collectives list: one GPU has none and says so; the headline layout lists its own instead
+tui "" 200x60 --model gpt2-124m --gpu h100-sxm --tp 1 --pp 1 --dp 1
+screen_has "one GPU: the collectives section says there are none" "(none: a single GPU)"
+tui "" 200x60
+screen_has "TP 8 PP 4 DP 4: the collectives are listed" "dp_grad_reducescatter"
+screen_lacks "TP 8 PP 4 DP 4: not 'a single GPU'" "(none: a single GPU)"
 run tui --help
 expect_rc "tui --help exits 0" 0
 expect_out "tui --help names the screens" "2 Compare"

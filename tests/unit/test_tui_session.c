@@ -206,6 +206,20 @@ static void test_scaling_spike(void)
     CHECK_EQ_INT(s->dcfg.hist_len, 1);
     CHECK_EQ_INT(s->dcfg.algo, AMAX_ALGO_MOST_RECENT);
     CHECK(s->steps[6].scale_used == want && s->steps[7].scale_used == 448.0f / 2.0f);
+    /* margin (the next field): scale = fmax / amax / 2^margin, so margin 1 halves step 6's 0.7 to 0.35 (exact in
+     * fp32: a power of two); stepping stops at the field's bounds, -64 and 64, and does not jump past them */
+    fx_press_str(s, "<Down><Right>");
+    CHECK_EQ_INT(s->dcfg.margin, 1);
+    CHECK(s->steps[6].scale_used == want / 2.0f);
+    fx_press_str(s, "<Enter>-64<Enter><Left>");
+    CHECK_EQ_INT(s->dcfg.margin, -64);
+    fx_press_str(s, "<Enter>64<Enter><Right>");
+    CHECK_EQ_INT(s->dcfg.margin, 64);
+    fx_press_str(s, "<Left>");
+    CHECK_EQ_INT(s->dcfg.margin, 63);
+    fx_press_str(s, "<Enter>0<Enter>");
+    CHECK_EQ_INT(s->dcfg.margin, 0);
+    CHECK(s->steps[6].scale_used == want);
     /* editing an amax makes the scenario custom */
     fx_press_str(s, "<End><Enter>inf<Enter>");
     CHECK_EQ_INT(s->scenario, SCN_CUSTOM);
