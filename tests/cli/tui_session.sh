@@ -125,6 +125,20 @@ screen_has "one GPU: the collectives section says there are none" "(none: a sing
 tui "" 200x60
 screen_has "TP 8 PP 4 DP 4: the collectives are listed" "dp_grad_reducescatter"
 screen_lacks "TP 8 PP 4 DP 4: not 'a single GPU'" "(none: a single GPU)"
+# --- the Scaling chart's range follows the amax: every step's amax typed as 2^-10 = 0.0009765625. The scale
+# after step 1 is 448 / 2^-10 = 458752, flushing at or below 2^-10 / 458752 = 2.13e-9 (log10 -8.67); step 1
+# (scale 1) saturates above 448 (log10 2.65). The axis spans the bounds but at most 3 decades above the
+# largest amax and 6 below the smallest (log10 2^-10 = -3.01): top min(ceil 2.65, ceil -3.01 + 3) = min(3, 0)
+# = 1e0, bottom max(floor -8.67, floor -3.01 - 6) = max(-9, -10) = 1e-9. (Were the amax taken as 1, the
+# labels would read 1e3 and 1e-6.)
+k="4<Down><Down><Down><Down><Down>"
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do k="$k<Down><Enter>0.0009765625<Enter><Up><Right>"; done
+LC_ALL=C tui "$k" 120x40
+screen_has "amax 2^-10 everywhere: scale 458752" "458752"
+if grep -qE ' 1e0 +[|]' "$TMP/screen"; then pass "amax 2^-10: the chart's top label is 1e0"; else
+    fail "amax 2^-10: the chart's top label is 1e0" "$(grep -E ' 1e-?[0-9]+ +[|]' "$TMP/screen")"; fi
+if grep -qE ' 1e-9 +[|]' "$TMP/screen"; then pass "amax 2^-10: the chart's bottom label is 1e-9"; else
+    fail "amax 2^-10: the chart's bottom label is 1e-9" "$(grep -E ' 1e-?[0-9]+ +[|]' "$TMP/screen")"; fi
 run tui --help
 expect_rc "tui --help exits 0" 0
 expect_out "tui --help names the screens" "2 Compare"

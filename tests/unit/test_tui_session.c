@@ -116,6 +116,49 @@ static void test_number_prompt(void)
     tui_state_free(s);
 }
 
+/* Bounds of two typed-or-stepped fields. The global batch (Plan, field 10) doubles up to 2^40 =
+ * 1,099,511,627,776 and stops there: from 2^39 one step reaches it, another stays; from 3 x 2^38 =
+ * 824,633,720,832 (past half the bound) a step gives 2^40, not 1.5 x 2^40; typing 2^40 + 1 is refused.
+ * The value explorer's scale (Formats, field 3) takes a positive normal fp32 value: 0.5 and FLT_MAX
+ * (3.4028234663852886e38) are accepted; 1e39 (past FLT_MAX) and 1e-39 (below FLT_MIN 1.1754944e-38: a
+ * subnormal) are refused, the scale unchanged. */
+static void test_typed_bounds(void)
+{
+    TuiState *s = fx_tui_headline(cat);
+    fx_press_str(s, "<Down><Down><Down><Down><Down><Down><Down><Down><Down>");
+    CHECK_EQ_INT(s->field[SCR_PLAN], PF_GBS);
+    fx_press_str(s, "<Enter>549755813888<Enter><Right>");
+    CHECK_EQ_U64(s->in.gbs, 1099511627776ull);
+    fx_press_str(s, "<Right>");
+    CHECK_EQ_U64(s->in.gbs, 1099511627776ull);
+    fx_press_str(s, "<Enter>824633720832<Enter>");
+    CHECK_EQ_U64(s->in.gbs, 824633720832ull);
+    fx_press_str(s, "<Right>");
+    CHECK_EQ_U64(s->in.gbs, 1099511627776ull);
+    fx_press_str(s, "<Left>");
+    CHECK_EQ_U64(s->in.gbs, 549755813888ull);
+    fx_press_str(s, "<Enter>1099511627777<Enter>");
+    CHECK_EQ_INT(s->mode, MODE_PROMPT);
+    fx_press_str(s, "<Esc>");
+    CHECK_EQ_U64(s->in.gbs, 549755813888ull);
+
+    fx_press_str(s, "5<Down><Down>");
+    CHECK_EQ_INT(s->field[SCR_FORMATS], XF_SCALE);
+    fx_press_str(s, "<Enter>0.5<Enter>");
+    CHECK_EQ_INT(s->mode, MODE_NORMAL);
+    CHECK(s->fx_scale == 0.5f);
+    fx_press_str(s, "<Enter>3.4028234663852886e38<Enter>");
+    CHECK(s->fx_scale == FLT_MAX);
+    fx_press_str(s, "<Enter>0.5<Enter><Enter>1e39<Enter>");
+    CHECK_EQ_INT(s->mode, MODE_PROMPT);
+    CHECK_CONTAINS(s->status, "must be a positive normal fp32 value");
+    fx_press_str(s, "<Esc><Enter>1e-39<Enter>");
+    CHECK_EQ_INT(s->mode, MODE_PROMPT);
+    fx_press_str(s, "<Esc>");
+    CHECK(s->fx_scale == 0.5f);
+    tui_state_free(s);
+}
+
 static void test_find(void)
 {
     TuiState *s = fx_tui_headline(cat);
@@ -331,6 +374,7 @@ int main(void)
     RUN(test_recipe_switch_changes_optimizer_terms);
     RUN(test_tp_past_heads_shows_validation);
     RUN(test_number_prompt);
+    RUN(test_typed_bounds);
     RUN(test_find);
     RUN(test_compare_columns);
     RUN(test_table5_presets);
