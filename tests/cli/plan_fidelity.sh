@@ -72,6 +72,19 @@ expect_rc "the same plan with the accumulation fused exits 0" 0
 if [ "$off" != "$(awk -F, 'NR == 2 { print $0 }' "$TMP/out")" ]; then
     pass "--grad-acc-fusion off changes the plan (a separate add per micro-batch)"
 else fail "--grad-acc-fusion off changes the plan" "$off"; fi
+# --kernels te over a stack whose kernels are not TE (torchtitan: compile) brings TE's fused accumulation with it:
+# the same plan as --kernels te --grad-acc-fusion on, and not the one with it off
+TT="--model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack torchtitan --format csv"
+# shellcheck disable=SC2086
+te_on=$("$FP8PLAN" plan $TT --kernels te --grad-acc-fusion on | sed -n 2p)
+# shellcheck disable=SC2086
+te_off=$("$FP8PLAN" plan $TT --kernels te --grad-acc-fusion off | sed -n 2p)
+# shellcheck disable=SC2086
+run plan $TT --kernels te
+expect_rc "--stack torchtitan --kernels te exits 0" 0
+if [ -n "$te_on" ] && [ "$te_on" != "$te_off" ] && [ "$(sed -n 2p "$TMP/out")" = "$te_on" ]; then
+    pass "--kernels te over torchtitan: the accumulation fused, as --grad-acc-fusion on"
+else fail "--kernels te over torchtitan: the accumulation fused" "$(sed -n 2p "$TMP/out")"; fi
 run plan --model gpt-175b --gpu h100-sxm --recipe te-fp8 --tp 8 --pp 4 --dp 4 --dist-opt --grad-acc-fusion sometimes
 expect_rc "--grad-acc-fusion sometimes exits 64" 64
 run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack fp8plan
