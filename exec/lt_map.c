@@ -17,6 +17,15 @@ uint32_t lt_ptr_align(const void *p)
     return al;
 }
 
+unsigned lt_scale_stage(const LtCall *c)
+{
+    const void *p[3] = {c->a_scale_inv, c->b_scale_inv, c->d_scale};
+    unsigned m = 0;
+    for (int i = 0; i < 3; i++)
+        if (p[i] && lt_ptr_align(p[i]) < LT_SCALE_ALIGN) m |= 1u << i;
+    return m;
+}
+
 static Status fp8_rules(const GemmDesc *g, const LtCall *c, Err *e)
 {
     if (g->a.scale_gran != GRAN_TENSOR || g->b.scale_gran != GRAN_TENSOR)

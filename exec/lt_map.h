@@ -69,6 +69,13 @@ typedef struct {
  * a bias cuBLASLt cannot add to an FP8 output. */
 Status lt_map_gemm(const GemmDesc *g, LtCall *c, Err *e);
 
+/* FP8 scale pointers (A/B scale_inv, D scale) cuBLASLt reads from a 16-byte
+ * boundary; the executor keeps a tensor's scale_inv at 4-byte offsets in its
+ * bank, so those are staged into aligned slots first. Bits of the pointers
+ * that are set and not 16-byte aligned. */
+enum { LT_SCALE_ALIGN = 16, LT_STAGE_A = 1, LT_STAGE_B = 2, LT_STAGE_D = 4 };
+unsigned lt_scale_stage(const LtCall *c);
+
 /* Largest power of two ≤ 256 that divides the address (256 for NULL): what
  * CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES is told. */
 uint32_t lt_ptr_align(const void *p);

@@ -24,6 +24,9 @@ typedef struct {
     /* temporaries of one operation (amax partials, new optimizer scales) */
     float tmp[8];
     unsigned int umax[4]; /* amax as float bits for atomicMax */
+    /* a GEMM's FP8 scales staged on 16-byte boundaries (lt_scale_stage): A at
+     * [0], B at [4], D at [8] */
+    __align__(16) float lt_scale[12];
 } DevSmall;
 
 enum { EV_PAIRS = 2048 }; /* per-operation timestamps held before they are summed */

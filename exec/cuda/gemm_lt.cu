@@ -174,11 +174,42 @@ done:
     return st;
 }
 
+/* The scales lt_scale_stage names, copied into im->small->lt_scale (ordered on
+ * the one stream, so a later GEMM's copy waits for this one's matmul). */
+__global__ void k_stage_scales(float *slot, const float *a, const float *b, const float *d)
+{
+    if (a) slot[0] = *a;
+    if (b) slot[4] = *b;
+    if (d) slot[8] = *d;
+}
+
+static Status stage_scales(CudaImpl *im, unsigned sm, LtCall *c, Err *e)
+{
+    Status st = ST_OK;
+    float *slot = im->small->lt_scale;
+    k_stage_scales<<<1, 1, 0, im->stream>>>(slot, sm & LT_STAGE_A ? c->a_scale_inv : NULL,
+                                            sm & LT_STAGE_B ? c->b_scale_inv : NULL,
+                                            sm & LT_STAGE_D ? c->d_scale : NULL);
+    CU_LAUNCHED(e);
+    if (sm & LT_STAGE_A) c->a_scale_inv = slot;
+    if (sm & LT_STAGE_B) c->b_scale_inv = slot + 4;
+    if (sm & LT_STAGE_D) c->d_scale = slot + 8;
+done:
+    return st;
+}
+
 Status cuda_lt_call(CudaImpl *im, const LtCall *c, Err *e)
 {
     Status st = ST_OK;
     void *ws = NULL;
     LtKey key;
+    LtCall staged;
+    unsigned sm = lt_scale_stage(c);
+    if (sm) {
+        staged = *c;
+        if ((st = stage_scales(im, sm, &staged, e))) return st;
+        c = &staged;
+    }
     lt_key_of(c, &key);
     LtEntry *en = (LtEntry *)lt_cache_find(&im->cache, &key);
     if (!en) {

@@ -415,6 +415,28 @@ static void test_strided_batch_maps_heads(void)
     free(qkv);
 }
 
+/* Which FP8 scale pointers are staged onto 16-byte boundaries: the bank's
+ * scale_inv slots sit 4 bytes apart, so of slots 0..4 of a 16-aligned bank
+ * only 0 and 4 (byte offsets 0 and 16) go straight to cuBLASLt. */
+static void test_scale_staging(void)
+{
+    static _Alignas(16) float bank[8];
+    LtCall c;
+    memset(&c, 0, sizeof c);
+    CHECK_EQ_INT(lt_scale_stage(&c), 0); /* no scales: BF16 */
+    c.a_scale_inv = &bank[0], c.b_scale_inv = &bank[4];
+    CHECK_EQ_INT(lt_scale_stage(&c), 0); /* offsets 0 and 16 */
+    c.a_scale_inv = &bank[1];            /* offset 4 */
+    CHECK_EQ_INT(lt_scale_stage(&c), LT_STAGE_A);
+    c.b_scale_inv = &bank[2]; /* offset 8: 8-byte aligned is not enough */
+    CHECK_EQ_INT(lt_scale_stage(&c), LT_STAGE_A | LT_STAGE_B);
+    c.a_scale_inv = &bank[0], c.b_scale_inv = &bank[4], c.d_scale = &bank[3]; /* offset 12 */
+    CHECK_EQ_INT(lt_scale_stage(&c), LT_STAGE_D);
+    c.a_scale_inv = &bank[7], c.b_scale_inv = &bank[5], c.d_scale = &bank[6];
+    CHECK_EQ_INT(lt_scale_stage(&c), 7);
+    CHECK_EQ_INT(LT_STAGE_A | LT_STAGE_B | LT_STAGE_D, 7);
+}
+
 int main(void)
 {
     RUN(test_layouts_compute_a_times_b_transposed);
@@ -427,5 +449,6 @@ int main(void)
     RUN(test_cache_grows_and_finds);
     RUN(test_cache_refuses_to_wrap);
     RUN(test_strided_batch_maps_heads);
+    RUN(test_scale_staging);
     return test_summary();
 }
