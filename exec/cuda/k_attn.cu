@@ -167,7 +167,9 @@ done:
     return st;
 }
 
-static Status mha_bwd(CudaImpl *im, const AttnBwdDesc *d, Err *e)
+/* gdt: the dtype dqkv is written in — the descriptor's, or FP32 for the
+ * grouped-query path's per-query-head gradients (summed before one rounding). */
+static Status mha_bwd(CudaImpl *im, const AttnBwdDesc *d, Dtype gdt, Err *e)
 {
     Status st = ST_OK;
     const uint64_t B = d->batch, T = d->seq, H = d->heads, D = d->head_dim, C = H * D, C3 = 3 * C, TT = T * T;
@@ -188,20 +190,20 @@ static Status mha_bwd(CudaImpl *im, const AttnBwdDesc *d, Err *e)
     ST_TRY(cuda_op_end(im, e));
     for (uint64_t b = 0; b < B; b++) {
         const void *qkv_b = at(d->qkv, dt, b * T * C3), *dout_b = at(d->dout, dt, b * T * C);
-        void *dqkv_b = at_w(d->dqkv, dt, b * T * C3);
+        void *dqkv_b = at_w(d->dqkv, gdt, b * T * C3);
         const void *ds_b = wide ? (const void *)(d->scratch + b * H * TT)
                                 : (const void *)((const uint16_t *)(d->scratch + b * H * TT) + T);
         /* dV (T, D) = Pᵀ · dO: P stored (Tq, Tk) is K outer, dO stored (T, D) is K outer */
         ST_TRY(batched(im, T, D, T, Opnd{at(d->probs, dt, b * H * TT), GEMM_K_OUTER, T, (int64_t)TT},
-                       Opnd{dout_b, GEMM_K_OUTER, C, (int64_t)D}, Outd{at_w(dqkv_b, dt, 2 * C), dt, C3, (int64_t)D}, dt,
-                       (uint32_t)H, 1.0f, e));
+                       Opnd{dout_b, GEMM_K_OUTER, C, (int64_t)D}, Outd{at_w(dqkv_b, gdt, 2 * C), gdt, C3, (int64_t)D},
+                       dt, (uint32_t)H, 1.0f, e));
         /* dQ (T, D) = dS (Tq, Tk) · K, K stored (Tk, D): K outer */
         ST_TRY(batched(im, T, D, T, Opnd{ds_b, GEMM_K_INNER, ld_ds, s_ds},
-                       Opnd{at(qkv_b, dt, C), GEMM_K_OUTER, C3, (int64_t)D}, Outd{dqkv_b, dt, C3, (int64_t)D}, dt,
+                       Opnd{at(qkv_b, dt, C), GEMM_K_OUTER, C3, (int64_t)D}, Outd{dqkv_b, gdt, C3, (int64_t)D}, dt,
                        (uint32_t)H, 1.0f, e));
         /* dK (T, D) = dSᵀ · Q: dS stored (Tq, Tk) is K outer, Q stored (Tq, D) is K outer */
         ST_TRY(batched(im, T, D, T, Opnd{ds_b, GEMM_K_OUTER, ld_ds, s_ds}, Opnd{qkv_b, GEMM_K_OUTER, C3, (int64_t)D},
-                       Outd{at_w(dqkv_b, dt, C), dt, C3, (int64_t)D}, dt, (uint32_t)H, 1.0f, e));
+                       Outd{at_w(dqkv_b, gdt, C), gdt, C3, (int64_t)D}, dt, (uint32_t)H, 1.0f, e));
     }
 done:
     return st;
@@ -210,9 +212,12 @@ done:
 /* ---- grouped-query attention ------------------------------------------------------------
  * KV < H: the K and V heads are repeated per query head into a multi-head
  * layout (B, T, 3·H·D) in private scratch, the multi-head kernels run on it,
- * and the backward sums each KV head's dK and dV over the query heads that
- * share it, in FP32 and head order, rounding once — the CPU reference's order
- * of accumulation across heads. */
+ * and the backward writes their gradients in FP32 and sums each KV head's dK
+ * and dV over the query heads that share it, in FP32 and head order, rounding
+ * once — the CPU reference's order of accumulation across heads. (Rounding
+ * each query head's share to BF16 first, as this file first did, lost up to
+ * 2^-8 of each share: where the shares cancel, several BF16 ulps of the sum —
+ * seen on an H200, 2026-12-04.) */
 
 /* ex (rows, 3·H·D) = q | k repeated | v repeated, from qkv (rows, (H + 2·KV)·D). */
 __global__ void k_kv_expand(const void *qkv, void *ex, Dtype dt, uint64_t rows, uint32_t H, uint32_t KV, uint32_t D)
@@ -226,8 +231,8 @@ __global__ void k_kv_expand(const void *qkv, void *ex, Dtype dt, uint64_t rows, 
     }
 }
 
-/* dqkv (rows, (H + 2·KV)·D) from dex (rows, 3·H·D): dq copied, dk and dv of KV head g summed over query heads
- * g·rep .. g·rep + rep − 1. */
+/* dqkv (rows, (H + 2·KV)·D) from dex (rows, 3·H·D, FP32): dq rounded, dk and dv of KV head g summed over query
+ * heads g·rep .. g·rep + rep − 1, then rounded. */
 __global__ void k_kv_reduce(const void *dex, void *dqkv, Dtype dt, uint64_t rows, uint32_t H, uint32_t KV, uint32_t D)
 {
     const uint64_t HD = (uint64_t)H * D, W = (uint64_t)(H + 2 * KV) * D, E = 3 * HD, rep = H / KV;
@@ -235,14 +240,14 @@ __global__ void k_kv_reduce(const void *dex, void *dqkv, Dtype dt, uint64_t rows
     {
         const uint64_t r = i / W, c = i % W;
         if (c < HD) {
-            dev_store(dqkv, dt, i, dev_load(dex, dt, r * E + c));
+            dev_store(dqkv, dt, i, dev_load(dex, DT_FP32, r * E + c));
             continue;
         }
         const uint64_t part = c < HD + (uint64_t)KV * D ? 1 : 2, off = c - (part == 1 ? HD : HD + (uint64_t)KV * D);
         const uint64_t g = off / D, j = off % D;
         float sum = 0.0f;
         for (uint64_t k = 0; k < rep; k++)
-            sum = KM_ADD(sum, dev_load(dex, dt, r * E + part * HD + (g * rep + k) * D + j));
+            sum = KM_ADD(sum, dev_load(dex, DT_FP32, r * E + part * HD + (g * rep + k) * D + j));
         dev_store(dqkv, dt, i, sum);
     }
 }
@@ -250,14 +255,14 @@ __global__ void k_kv_reduce(const void *dex, void *dqkv, Dtype dt, uint64_t rows
 static unsigned kv_grid(CudaImpl *im, uint64_t n) { return cuda_blocks(n, 256, (unsigned)im->info.sm_count * 16u); }
 
 /* K and V repeated per query head into private scratch: *ex (rows, 3·H·D), and
- * with `grads` room for its gradient *dex right after it. */
+ * with `grads` room for its FP32 gradient *dex right after it (256-byte aligned). */
 static Status expand_kv(CudaImpl *im, const void *qkv, uint32_t B, uint32_t T, uint32_t H, uint32_t KV, uint32_t D,
                         Dtype dt, int grads, void **ex, void **dex, Err *e)
 {
     Status st = ST_OK;
-    const uint64_t rows = (uint64_t)B * T, n = rows * 3 * H * D, esz = dtype_bytes(dt);
-    ST_TRY(cuda_scratch2(im, (size_t)((grads ? 2 : 1) * n * esz), ex, e));
-    if (dex) *dex = (char *)*ex + n * esz;
+    const uint64_t rows = (uint64_t)B * T, n = rows * 3 * H * D, lo = (n * dtype_bytes(dt) + 255) / 256 * 256;
+    ST_TRY(cuda_scratch2(im, (size_t)(lo + (grads ? n * sizeof(float) : 0)), ex, e));
+    if (dex) *dex = (char *)*ex + lo;
     CUDA_TIMED(BK_OPCAT_KERNEL, (k_kv_expand<<<kv_grid(im, n), 256, 0, im->stream>>>(qkv, *ex, dt, rows, H, KV, D)));
 done:
     return st;
@@ -282,7 +287,7 @@ Status cuda_attention_bwd(Backend *bk, const AttnBwdDesc *d, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
-    if (d->kv_heads == d->heads) return mha_bwd(im, d, e);
+    if (d->kv_heads == d->heads) return mha_bwd(im, d, d->dtype, e);
     const uint64_t w = (uint64_t)d->batch * d->seq * ((uint64_t)d->heads + 2 * d->kv_heads) * d->head_dim;
     AttnBwdDesc m = *d;
     void *ex = NULL, *dex = NULL;
@@ -290,7 +295,7 @@ Status cuda_attention_bwd(Backend *bk, const AttnBwdDesc *d, Err *e)
     m.qkv = ex;
     m.dqkv = dex;
     m.kv_heads = d->heads;
-    ST_TRY(mha_bwd(im, &m, e));
+    ST_TRY(mha_bwd(im, &m, DT_FP32, e));
     CUDA_TIMED(BK_OPCAT_KERNEL,
                (k_kv_reduce<<<kv_grid(im, w), 256, 0, im->stream>>>(dex, d->dqkv, d->dtype, (uint64_t)d->batch * d->seq,
                                                                     d->heads, d->kv_heads, d->head_dim)));
