@@ -221,6 +221,9 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     *out = NULL;
     Status st = model_check(p, e);
     if (st) return st;
+    /* the host rounds through the decoding tables (FP8-LM's FP16 master, model_init_weights)
+     * whatever the backend: the CUDA backend makes none of its own */
+    if (elem_init()) return err_set(e, ST_NOMEM, "out of memory for the decoding tables");
     Model *m = calloc(1, sizeof *m);
     if (!m) return err_set(e, ST_NOMEM, "out of memory");
     m->hyper = h ? *h : model_hyper_default();
