@@ -218,6 +218,14 @@ if "$BUILD/fp8plan" run --help >/dev/null 2>&1; then
         # shellcheck disable=SC2086 # RUN_MODEL is a list of flags
         run_stage 110 "fp8plan run $r" "$BUILD/fp8plan" run $RUN_MODEL --recipe "$r" --steps "$STEPS" \
             --seed "$SEED" --log-every 4 -o "$OUTDIR/run_$r.tmp"
+        rc=$?
+        # died of a signal (not the stage's limit): where, from a backtrace under cuda-gdb, on 2 layers
+        if [ $rc -gt 128 ] && [ $rc -ne 137 ] && command -v cuda-gdb >/dev/null 2>&1; then
+            say "  fp8plan run $r died of signal $((rc - 128)); its backtrace (cuda-gdb, 2 layers) follows in log.txt"
+            # shellcheck disable=SC2086 # RUN_MODEL is a list of flags; the later --layers wins
+            timeout -k 5 90 cuda-gdb -q -batch -ex run -ex bt -ex quit --args "$BUILD/fp8plan" run $RUN_MODEL \
+                --layers 2 --recipe "$r" --steps 2 --seed "$SEED" >>"$LOG" 2>&1
+        fi
         if [ -f "$OUTDIR/run_$r.tmp" ]; then
             { echo "# recipe $r"; cat "$OUTDIR/run_$r.tmp"; } >>"$OUTDIR/run.csv"
             rm -f "$OUTDIR/run_$r.tmp"

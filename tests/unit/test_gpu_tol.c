@@ -113,6 +113,24 @@ static void test_fast_accumulation_bound(void)
 /* Two sums 2^-20 apart (relative) straddling every rounding boundary of the
  * format: the codes they round to must be within tol_fp8_out, and for the
  * subnormals only thanks to its absolute term. */
+/* Split accumulation, FP32 output, by hand: K = 256 takes chunks of c = 128: J = 4 steps,
+ * walk = 2^-13 * 2 = 2^-12, drift = 2^-14 * 4 = 2^-12; per element 2^-12 + 6 * 2^-12 + 4 * 2^-12
+ * = 11 * 2^-12, norm 2^-14 + 2^-12 + 2^-12 = 9 * 2^-14. K = 64 is one chunk of 64: J = 2, walk =
+ * 2^-13 * sqrt(2), drift = 2^-13: 2^-12 + 6 * sqrt(2) * 2^-13 + 4 * 2^-13 = (6 + 6 * sqrt(2)) * 2^-13.
+ * K = 4096 has the bound of K = 128: the chunks' errors walk in FP32 relative to the output's rms. */
+static void test_split_accumulation_bound(void)
+{
+    Tol t = tol_split_f32(256);
+    CHECK(t.rel == 0.0 && t.abs == 0.0);
+    CHECK(t.abs_rms == 11 * 0x1p-12);
+    CHECK(t.norm == 9 * 0x1p-14);
+    t = tol_split_f32(64);
+    CHECK(fabs(t.abs_rms - (6.0 + 6.0 * sqrt(2.0)) * 0x1p-13) < 1e-18);
+    CHECK(t.norm == 0x1p-14 + sqrt(2.0) * 0x1p-13 + 0x1p-13);
+    Tol big = tol_split_f32(4096), c128 = tol_split_f32(128);
+    CHECK(big.abs_rms == c128.abs_rms && big.norm == c128.norm && big.abs_rms == 11 * 0x1p-12);
+}
+
 static void test_fp8_output_bound(void)
 {
     const Dtype fmts[2] = {DT_E4M3, DT_E5M2};
@@ -151,6 +169,7 @@ static void test_fp8_output_bound(void)
 int main(void)
 {
     RUN(test_fast_accumulation_bound);
+    RUN(test_split_accumulation_bound);
     RUN(test_fp8_output_bound);
     return test_summary();
 }
