@@ -14,6 +14,7 @@
 #                   baseline; results under results/gpu-<date>/; exit 69 without a GPU
 #   make gpu-build  what gpu-check runs, built here to carry to a GPU machine
 #                   (fp8plan without the TUI: no ncurses, no tmux; needs nvcc and NCCL)
+#   make gpu-pack   gpu-build, then $(BUILD)-pack: only what the check runs, to carry
 #   make mutate     mutation testing of the files this branch changes against main
 #                   (MUTATE_BASE=rev, or MUTATE_DIR=planner for a folder); see CONTRIBUTING.md
 #   make fmt | lint | clean
@@ -251,7 +252,7 @@ browser-deps:
 	$(call apt_install,echo "(the browser tests say skip without them)")
 
 # ---- rules -----------------------------------------------------------------------
-.PHONY: all run report test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-programs gpu-check \
+.PHONY: all run report test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-programs gpu-check gpu-pack \
         browser-deps mutate
 
 all: $(BIN) $(CUDA_SO)
@@ -381,6 +382,15 @@ gpu-programs: $(BIN) $(CUDA_SO) $(GPUS)
 	@mkdir -p $(BUILD)/lib && for l in $$(ldd $(BIN) | awk '/libcsv|libopenblas|libgfortran|libquadmath|libmpi|libopen-|libhwloc|libevent|libpmix|libudev|libltdl/ { print $$3 }'); do \
 	  cp -L "$$l" $(BUILD)/lib/; done
 
+# What a device run carries (under the device tool's 64 MiB): gpu-build's programs
+# without their debug sections (fp8plan and the CUDA library keep theirs, for a
+# backtrace), their libraries; no objects. Run there as `make gpu-check BUILD=$(BUILD)-pack`.
+gpu-pack: gpu-build
+	@rm -rf $(BUILD)-pack && mkdir -p $(BUILD)-pack/gpu
+	@cp -a $(BUILD)/fp8plan $(CUDA_SO) $(BUILD)/lib $(BUILD)-pack/
+	@cp $(GPUS) $(BUILD)-pack/gpu/ && strip --strip-debug $(BUILD)-pack/gpu/*
+	@echo "gpu-pack: $(BUILD)-pack, $$(du -sh $(BUILD)-pack | cut -f1) (carry it; run make gpu-check BUILD=$(BUILD)-pack)"
+
 gpu-check:
 	@sh tests/gpu/gpu_check.sh $(BUILD)
 
@@ -436,6 +446,6 @@ lint:
 	@echo "lint: ok"
 
 clean:
-	rm -rf build build-san build-fuzz build-gpu build-mutate
+	rm -rf build build-san build-fuzz build-gpu build-gpu-pack build-mutate
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
