@@ -52,6 +52,11 @@ void run_files_abort(RunFiles *f);
 /* The communicator (cli/cmd_run_ranks.c): MPI for CPU ranks (under mpirun, or --dp given), NCCL for a
  * GPU backend, the single-rank copy otherwise. */
 Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e);
+/* The communicators the run's process holds on its device whatever the layout
+ * (PlanInput.comms_min): 1 for a started NCCL one ("nccl 2.x.y ..."), whose
+ * buffers are allocated even for one rank; 0 for MPI, the single-rank copies
+ * and an NCCL that did not start ("nccl-local ..."). */
+uint32_t run_device_comms(const Comm *comm);
 /* --dp against the ranks started, the global batch a multiple of mbs x dp, ranks other than 0 quiet;
  * an exit code. */
 int run_resolve_ranks(RunArgs *a, const Comm *comm);

@@ -32,6 +32,8 @@ Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
     return comm_single_create(comm, e); /* several ranks never get here: comm_nccl_mpi_create stopped them */
 }
 
+uint32_t run_device_comms(const Comm *comm) { return comm && comm->name && !strncmp(comm->name, "nccl ", 5); }
+
 /* The ranks: --tp x --pp must divide the number mpirun started and --dp be the
  * rest; the global batch a multiple of mbs x dp (default mbs x dp). Ranks other
  * than 0 print and write nothing (with sharded states or TP/PP ranks they hand

@@ -148,8 +148,12 @@ typedef struct {
     uint64_t cuda_context_bytes; /* default 512 MiB */
     uint64_t workspace_bytes;    /* cuBLASLt workspace, default 32 MiB (TE's Hopper size) */
     uint64_t nccl_comm_bytes;    /* per NCCL communicator this GPU uses, default 616,562,688 */
-    double frag_frac;            /* allocator reserve over allocated bytes (the stack's), default 0.05 */
-    double max_mem_frac;         /* a plan fits when its total is at most this fraction of capacity, default 0.95 */
+    /* communicators the process holds whatever the layout (default 0: one per
+     * parallel group of 2 or more): fp8plan run on a GPU makes one NCCL
+     * communicator even for one rank, and its buffers are in what it measures */
+    uint32_t comms_min;
+    double frag_frac;    /* allocator reserve over allocated bytes (the stack's), default 0.05 */
+    double max_mem_frac; /* a plan fits when its total is at most this fraction of capacity, default 0.95 */
 
     /* time model overrides (0 = the catalog's value); an efficiency is at least PLAN_EFF_MIN */
     double eff_gemm_bf16; /* saturated BF16 GEMM rate, fraction of the BF16 peak; 0: the GPU's measured MAMF */

@@ -189,6 +189,8 @@ static void test_communicators(void)
         CHECKF(p.mem[MT_COMM_BUFFER].bytes == 1000ull * c[i].want,
                "layout %d: %llu bytes of communicators, expected %u", i,
                (unsigned long long)p.mem[MT_COMM_BUFFER].bytes, 1000 * c[i].want);
+        in.comms_min = 3; /* a floor: layouts with 3 or more keep theirs, 2 become 3 */
+        if (build(&in, &p)) CHECK_EQ_U64(p.mem[MT_COMM_BUFFER].bytes, 1000ull * (c[i].want > 3 ? c[i].want : 3));
     }
 }
 

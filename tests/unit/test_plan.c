@@ -171,6 +171,38 @@ static ModelSpec big(void)
     return m;
 }
 
+/* comms_min: the communicators a process holds whatever the layout (fp8plan run on a GPU: its one
+ * NCCL communicator, even for one rank). By hand with the default 616,562,688 B per communicator
+ * (2 x 32 x (4,194,304 + 4,915,200 + 524,288)): one GPU, comms_min 1 -> 616,562,688 B where the
+ * default plan has 0; dp 2 has its one already -> still 616,562,688; tp 2 x dp 2 has two ->
+ * 1,233,125,376, comms_min 1 adds none; the total grows by exactly the term. */
+static void test_comms_min(void)
+{
+    ModelSpec m = fx_tiny_model();
+    GpuSpec g = fx_gpu();
+    Recipe r = bf16_recipe();
+    const struct {
+        uint32_t tp, dp, min;
+        uint64_t want;
+    } c[5] = {{1, 1, 0, 0},
+              {1, 1, 1, 616562688ull},
+              {1, 2, 0, 616562688ull},
+              {1, 2, 1, 616562688ull},
+              {2, 2, 1, 1233125376ull}};
+    uint64_t total0 = 0;
+    for (int i = 0; i < 5; i++) {
+        PlanInput in = fx_input(&m, &g, &r);
+        in.tp = c[i].tp, in.dp = c[i].dp, in.gbs = c[i].dp, in.comms_min = c[i].min;
+        Plan p;
+        Err e;
+        CHECKF(plan_build(&in, &p, &e) == ST_OK, "case %d: %s", i, e.msg);
+        CHECKF(p.mem[MT_COMM_BUFFER].bytes == c[i].want, "case %d: %llu bytes, expected %llu", i,
+               (unsigned long long)p.mem[MT_COMM_BUFFER].bytes, (unsigned long long)c[i].want);
+        if (i == 0) total0 = p.total_bytes;
+        if (i == 1) CHECK_EQ_U64(p.total_bytes - total0, 616562688ull);
+    }
+}
+
 static void test_more_dp_less_state(void)
 {
     ModelSpec m = big();
@@ -442,6 +474,7 @@ int main(void)
     RUN(test_tiny_fp8_terms);
     RUN(test_sharding_by_hand);
     RUN(test_totals_are_sums);
+    RUN(test_comms_min);
     RUN(test_more_dp_less_state);
     RUN(test_memory_first);
     RUN(test_pp_saved_scale_inv);
