@@ -144,6 +144,12 @@ expect_rc "a model larger than RAM exits 71 before touching memory" 71
 expect_err "a model larger than RAM: the reason" "the arena needs"
 run run $TINY --recipe te-fp8 --frobnicate
 expect_rc "unknown flag exits 64" 64
+# --zero twice: two stages are refused naming both, the same stage twice is one
+run run $TINY --recipe megatron-bf16 --steps 1 --zero 1 --zero 0
+expect_rc "--zero 1 --zero 0 exits 64" 64
+expect_err "--zero 1 --zero 0 names both" "--zero 1 and --zero 0: give one"
+run run $TINY --recipe megatron-bf16 --steps 1 --zero 1 --zero 1
+expect_rc "--zero 1 given twice is one stage: exits 0" 0
 run run $TINY --recipe te-fp8 --steps 1 -o /nonexistent/dir/out.csv
 expect_rc "unwritable -o exits 73" 73
 
