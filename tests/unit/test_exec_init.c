@@ -129,6 +129,7 @@ static void check_model(const char *recipe, uint32_t layers, uint64_t seed)
         uint64_t key = rng_key(seed, (uint64_t)p->kind << 32 | (uint32_t)(p->layer + 1));
         uint64_t live = p->kind == PK_WTE || p->kind == PK_LM_HEAD ? s.vocab * p->cols : p->numel;
         const StateSet *es = p->gemm ? &g->recipe.gemm : &g->recipe.other;
+        float amax = 0.0f;
         for (uint64_t i = 0; i < p->numel; i++) {
             float want;
             switch (p->kind) {
@@ -144,6 +145,7 @@ static void check_model(const char *recipe, uint32_t layers, uint64_t seed)
             case PK_LM_HEAD: want = i < live ? std * rng_normal_at(key, i) : 0.0f; break;
             default: want = 0.0f; break;
             }
+            amax = fmaxf(amax, fabsf(want));
             float got = master_at(g, p, i);
             /* FP8-LM keeps an FP16 master scaled by a power of two: the value rounds once */
             if (es->dt[STATE_MASTER] == DT_FP16)
@@ -152,6 +154,17 @@ static void check_model(const char *recipe, uint32_t layers, uint64_t seed)
             if (p->weight)
                 bad += elem_load(p->weight, es->dt[STATE_WEIGHT], i) != elem_round(got, es->dt[STATE_WEIGHT]);
             checked++;
+        }
+        /* FP8-LM's FP16 master record: the tensor's amax and the largest power of two that keeps it
+         * under 65504, 2^floor(log2(65504 / amax)) (std 0.02 draws reach ~0.08: 65504 / 0.08 = 818,800,
+         * so 2^19 = 524,288), and its inverse; a tensor of ones or zeros by the same rule */
+        if (es->dt[STATE_MASTER] == DT_FP16 && p->master_rec && amax > 0.0f) {
+            double sc = exp2(floor(log2(65504.0 / (double)amax)));
+            CHECKF(p->master_rec[REC_AMAX] == amax, "%s param %u: amax %g, expected %g", recipe, k,
+                   (double)p->master_rec[REC_AMAX], (double)amax);
+            CHECKF(p->master_rec[REC_SCALE] == (float)sc && p->master_rec[REC_SCALE_INV] == (float)(1.0 / sc),
+                   "%s param %u (amax %g): scale %g, expected %g", recipe, k, (double)amax,
+                   (double)p->master_rec[REC_SCALE], sc);
         }
     }
     CHECKF(!bad, "%s L=%u seed %llu: %llu of %llu values differ from the stream", recipe, layers,
