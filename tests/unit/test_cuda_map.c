@@ -202,6 +202,21 @@ static void test_bias_and_amax_modes(void)
     CHECK(c.amax == &amax && c.amax_by_lt == 0); /* BF16 output: amax by a kernel */
     lt_key_of(&c, &k);                           /* the plan cache key names the epilogue's bias dtype */
     CHECK(k.bias_mode == 1 && k.bias_type == DT_BF16);
+    { /* ... but not the kernel's amax: the same call without one has the same key (one descriptor) */
+        LtKey k2;
+        GemmDesc noamax = g;
+        noamax.d.amax = NULL;
+        CHECK_EQ_INT(k.amax_by_lt, 0);
+        CHECK_EQ_INT(lt_map_gemm(&noamax, &c, &e), ST_OK);
+        lt_key_of(&c, &k2);
+        CHECK(lt_key_eq(&k, &k2));
+    }
+    { /* FP16 output with an FP16 bias: the epilogue too */
+        GemmDesc h = g;
+        h.a.dtype = h.b.dtype = h.d.dtype = h.bias_dtype = DT_FP16;
+        CHECK_EQ_INT(lt_map_gemm(&h, &c, &e), ST_OK);
+        CHECK_EQ_INT(c.bias_mode, LT_BIAS_EPILOGUE);
+    }
     g.bias = bias32;
     g.bias_dtype = DT_FP32; /* FP32 bias on a BF16 output: not an epilogue cuBLASLt takes */
     CHECK_EQ_INT(lt_map_gemm(&g, &c, &e), ST_OK);

@@ -155,6 +155,14 @@ static void check_model(const char *recipe, uint32_t layers, uint64_t seed)
                 bad += elem_load(p->weight, es->dt[STATE_WEIGHT], i) != elem_round(got, es->dt[STATE_WEIGHT]);
             checked++;
         }
+        { /* FP8-LM's gradient, m and v records start at scale 1, inverse 1, no amax yet */
+            const float *recs[3] = {p->grad_rec, p->m_rec, p->v_rec};
+            for (int q = 0; q < 3; q++)
+                if (recs[q])
+                    CHECKF(recs[q][REC_SCALE] == 1.0f && recs[q][REC_SCALE_INV] == 1.0f && recs[q][REC_AMAX] == 0.0f,
+                           "%s param %u record %d: {%g, %g, %g}, expected {1, 1, 0}", recipe, k, q, (double)recs[q][0],
+                           (double)recs[q][1], (double)recs[q][2]);
+        }
         /* FP8-LM's FP16 master record: the tensor's amax and the largest power of two that keeps it
          * under 65504, 2^floor(log2(65504 / amax)) (std 0.02 draws reach ~0.08: 65504 / 0.08 = 818,800,
          * so 2^19 = 524,288), and its inverse; a tensor of ones or zeros by the same rule */
