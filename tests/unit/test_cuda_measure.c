@@ -264,9 +264,11 @@ static void test_device_names_match_the_catalog(void)
         {"NVIDIA H100 80GB HBM3", 90, 132, "h100-sxm", 1.0},
         {"NVIDIA H100 80GB HBM3 MIG 3g.40gb", 90, 60, "h100-sxm", 60.0 / 132.0}, /* a MIG slice */
         {"NVIDIA H100 PCIe", 90, 114, "h100-pcie", 1.0},
-        {"NVIDIA H100 80GB HBM3", 90, 200, NULL, 0},   /* more SMs than the part: another part */
-        {"NVIDIA H100 80GB HBM3", 80, 132, NULL, 0},   /* capability of another generation */
-        {"NVIDIA GeForce RTX 4090", 89, 128, NULL, 0}, /* no row */
+        {"NVIDIA H100 80GB HBM3", 90, 0, "h100-sxm", 1.0},  /* SM count not reported: the part's full peaks */
+        {"NVIDIA H100 80GB HBM3", 90, -1, "h100-sxm", 1.0}, /* nor a negative one (never a negative share) */
+        {"NVIDIA H100 80GB HBM3", 90, 200, NULL, 0},        /* more SMs than the part: another part */
+        {"NVIDIA H100 80GB HBM3", 80, 132, NULL, 0},        /* capability of another generation */
+        {"NVIDIA GeForce RTX 4090", 89, 128, NULL, 0},      /* no row */
     };
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) {
         BackendDeviceInfo info;

@@ -169,6 +169,36 @@ static void test_mla_kernel_bytes_in_rope(void)
     CHECKF(fabs(d - 655360e-12) < 1e-15, "non-GEMM time grew by %.1f B, expected 655,360", d * 1e12);
 }
 
+/* Latent attention's memory-bound kernels whole, against standard attention on the same layers: mla_model(64, 32)
+ * against the same model with kv_lora_rank 0 (standard attention: 2 heads of 96, no GQA, so Q = K = 512 x 192 =
+ * 98,304 elements). Everything else (FFN, norms, loss; GEMMs and attention take no time) is the same, so the
+ * non-GEMM time differs by the attention parts alone. tok 512, h 256, ht 2, H = Hf = 512 x 256 = 131,072 (tp 1),
+ * q_lora 0, kv_lora 128, r 32, nope 64, dqk 96, dv 64. BF16 (no casts), TE fusion, no dropout.
+ *   MLA forward:  4 H = 524,288; 4 tok (ql + kl) = 262,144; 4 tok (ht + 1) r = 196,608; 4 tok ht dqk = 393,216;
+ *                 4 tok ht dv = 262,144; 6 H = 786,432                                      -> 2,424,832
+ *   MLA backward: 4 Hf = 524,288; 4 tok (ht (r + dqk) + r) = 2,048 x 288 = 589,824;
+ *                 4 tok ht (dqk + nope + dv) = 4,096 x 224 = 917,504; 6 tok (ql + kl) = 393,216;
+ *                 4 tok (ql + kl + r) = 327,680; 6 H twice = 1,572,864                      -> 4,325,376
+ *   standard (TE): forward norm 4 H = 524,288, RoPE 4 (Q + K) = 786,432, residual 6 H = 786,432 -> 2,097,152;
+ *                  backward RoPE 786,432 + 6 H twice 1,572,864                               -> 2,359,296
+ *   per layer 6,750,208 - 4,456,448 = 2,293,760 B; 2 layers: 4,587,520 B at 1e12 B/s. */
+static void test_mla_kernel_bytes_whole(void)
+{
+    ModelSpec a = mla_model(64, 32), s = a;
+    s.kv_lora_rank = 0;
+    GpuSpec g = fx_gpu();
+    g.hbm_bw = 1e12, g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&a, &g, &r);
+    in.gbs = 1, in.eff_hbm = 1, in.launch_s = 0;
+    Plan pa, ps;
+    if (!build(&in, &pa)) return;
+    in.model = &s;
+    if (!build(&in, &ps)) return;
+    double d = pa.time.nongemm_s - ps.time.nongemm_s;
+    CHECKF(fabs(d - 4587520e-12) < 1e-15, "latent attention's kernels moved %.1f B more, expected 4,587,520", d * 1e12);
+}
+
 /* With dense first layers a middle stage can be the largest: 8 layers (the first 3 dense), 64 experts of FFN 512,
  * no shared expert, vocabulary 128, pp 4 (2 layers a stage), 8 micro-batches: stage 0 holds 2 dense layers,
  * stage 1 a dense and a MoE layer, stages 2 and 3 two MoE layers each (64 x (1024 x 256 + 256 x 512) = 25,165,824
@@ -510,6 +540,7 @@ int main(void)
     RUN(test_full_recompute_transient);
     RUN(test_cp_exchange_exposed);
     RUN(test_mla_kernel_bytes_in_rope);
+    RUN(test_mla_kernel_bytes_whole);
     RUN(test_last_middle_stage_reported);
     RUN(test_moe_amax_payload);
     RUN(test_tp_all_reduce_without_sp);
