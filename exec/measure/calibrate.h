@@ -63,6 +63,8 @@ typedef struct {
     char what[24]; /* "fc1 dgrad", "head fprop", ... */
     int path;      /* CAL_PATH_* */
     uint64_t m, n, k;
+    Dtype out_dtype;        /* D's: BF16 (FP32 on the FP32 path), FP32 for a weight gradient and the logits */
+    int accum;              /* 1: added into D (a weight gradient, as the executor accumulates), 0: D overwritten */
     double seconds, spread; /* median of one call, (max - min) / median */
 } CalGemm;
 

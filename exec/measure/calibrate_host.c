@@ -118,6 +118,7 @@ static Status time_gemm(Backend *bk, Comm *comm, const Bufs *u, const Shape *s, 
     memset(out, 0, sizeof *out);
     strncpy(out->what, s->what, sizeof out->what - 1);
     out->path = s->path, out->m = s->m, out->n = s->n, out->k = s->k;
+    out->out_dtype = s->dd, out->accum = s->accum;
     cal_median(t, reps, &out->seconds, &out->spread);
     return ST_OK;
 }

@@ -35,6 +35,8 @@ typedef struct {
     const char *what;
     int path;
     uint64_t m, n, k;
+    Dtype out; /* D's dtype */
+    int accum; /* added into D */
 } WantGemm;
 
 typedef struct {
@@ -71,13 +73,14 @@ static void check_profile(const ModelSpec *m, const Want *w)
     for (int p = 0; p < CAL_PATHS; p++)
         for (int k = 0; k < 4; k++) {
             uint64_t out = w->lin[k][0], in = w->lin[k][1], T = 16;
-            g[n++] = (WantGemm){pass[0], p, T, out, in};
-            g[n++] = (WantGemm){pass[1], p, T, in, out};
-            g[n++] = (WantGemm){pass[2], p, out, in, T};
+            Dtype o16 = p == CAL_PATH_FP32 ? DT_FP32 : DT_BF16; /* fprop/dgrad outputs as the executor's */
+            g[n++] = (WantGemm){pass[0], p, T, out, in, o16, 0};
+            g[n++] = (WantGemm){pass[1], p, T, in, out, o16, 0};
+            g[n++] = (WantGemm){pass[2], p, out, in, T, DT_FP32, 1}; /* into the FP32 weight gradient */
         }
-    g[n++] = (WantGemm){"head fprop", CAL_PATH_BF16, 16, 128, 32};
-    g[n++] = (WantGemm){"head dgrad", CAL_PATH_BF16, 16, 32, 128};
-    g[n++] = (WantGemm){"head wgrad", CAL_PATH_BF16, 128, 32, 16};
+    g[n++] = (WantGemm){"head fprop", CAL_PATH_BF16, 16, 128, 32, DT_FP32, 0}; /* FP32 logits, written */
+    g[n++] = (WantGemm){"head dgrad", CAL_PATH_BF16, 16, 32, 128, DT_BF16, 0};
+    g[n++] = (WantGemm){"head wgrad", CAL_PATH_BF16, 128, 32, 16, DT_FP32, 1};
     double secs[CAL_PATHS] = {0}, spread[CAL_PATHS] = {0};
     for (int i = 0; i < 39 && i < c->ngemm; i++) {
         const CalGemm *q = &c->gemm[i];
@@ -91,6 +94,9 @@ static void check_profile(const ModelSpec *m, const Want *w)
                "gemm %d (%s): path %d %llu x %llu x %llu, expected path %d %llu x %llu x %llu", i, what, q->path,
                (unsigned long long)q->m, (unsigned long long)q->n, (unsigned long long)q->k, g[i].path,
                (unsigned long long)g[i].m, (unsigned long long)g[i].n, (unsigned long long)g[i].k);
+        CHECKF(q->out_dtype == g[i].out && q->accum == g[i].accum, "gemm %d (%s): output %s%s, expected %s%s", i, what,
+               dtype_name(q->out_dtype), q->accum ? " accumulated" : "", dtype_name(g[i].out),
+               g[i].accum ? " accumulated" : "");
         CHECKF(q->seconds > 0, "gemm %d (%s) timed %g s", i, what, q->seconds);
         secs[g[i].path] += q->seconds;
         if (q->spread > spread[g[i].path]) spread[g[i].path] = q->spread;
