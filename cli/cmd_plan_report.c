@@ -29,8 +29,12 @@ static const char help[] =
     "allocated, reserved or the device total) with signed errors and the fit verdict, then the mean absolute\n"
     "error overall, per stack, per source, on the hold-out sources (--holdout: comma-separated source_id or\n"
     "source_id@gpu; default " FIDELITY_DEFAULT_HOLDOUT "),\n"
-    "FP8-LM Table 5 and memory, and the runs that really ran but are predicted not to fit (false OOMs).\n"
-    "With -o DIR: fidelity_runs.csv and fidelity_summary.csv. With --format html: one self-contained page\n"
+    "FP8-LM Table 5 and memory, and the runs that really ran but are predicted not to fit (false OOMs);\n"
+    "runs of models with experts apart (overall, dev, hold-out, per source). Then what FP8 buys over BF16:\n"
+    "every configuration a source measured with BF16 GEMMs and with FP8 GEMMs, nothing else changed, with\n"
+    "the measured and the predicted speed-up and the error of the prediction.\n"
+    "With -o DIR: fidelity_runs.csv, fidelity_summary.csv and fidelity_pairs.csv. With --format html: one\n"
+    "self-contained page\n"
     "(-o FILE, or stdout): predicted against measured tokens/s per run (one series per stack), the MAE per\n"
     "stack, predicted against measured memory, and the tables they are drawn from.\n"
     "\n"
@@ -116,9 +120,12 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
     size_t len;
     int n = 0;
     Err e;
-    Table *tr = NULL, *ts = NULL;
+    Table *tr = NULL, *ts = NULL, *tp = NULL;
+    FidelityPair *pairs = calloc(FIDELITY_MAX_PAIRS, sizeof *pairs);
+    FidelityGroup pall, pdev, phold;
+    int np = 0;
     snprintf(path, sizeof path, "%s/measured.csv", dir);
-    if (!runs || !rows || !sum) {
+    if (!runs || !rows || !sum || !pairs) {
         err_set(&e, ST_NOMEM, "out of memory");
         rc = cli_fail(cmd, &e);
     } else if (file_read_all(path, &text, &len, &e) || measured_parse(cat, text, len, path, runs, &n, &e) ||
@@ -127,19 +134,27 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
     } else {
         tr = fidelity_rows_table(rows, n);
         ts = fidelity_summary_table(sum);
+        np = fidelity_pairs(rows, n, pairs, FIDELITY_MAX_PAIRS);
+        if (np > FIDELITY_MAX_PAIRS) np = FIDELITY_MAX_PAIRS; /* 256 BF16/FP8 pairs: more than 512 runs can hold */
+        fidelity_pairs_summary(pairs, np, &pall, &pdev, &phold);
+        tp = fidelity_pairs_table(pairs, np);
+        if (tp)
+            table_set_title(tp, "FP8 over BF16: the same configuration measured in both precisions; speed-up = FP8 "
+                                "tokens/s / BF16 tokens/s, error = predicted / measured speed-up - 1");
         if (tr)
             table_set_title(tr,
                             "measured runs (models/measured.csv) against the plan; error = predicted / measured - 1");
         if (ts) table_set_title(ts, "mean absolute error (MAE) and mean signed error (bias)");
         CliOut so = {TABLE_TEXT, NULL};
-        if (!tr || !ts) {
+        if (!tr || !ts || !tp) {
             err_set(&e, ST_NOMEM, "out of memory");
             rc = cli_fail(cmd, &e);
         } else if (html) {
-            FidelityPage pg = {tr, ts, sum, holdout};
+            FidelityPage pg = {tr, ts, sum, holdout, tp, &pall, &pdev, &phold};
             CliOut out = {TABLE_HTML, outdir};
             rc = cli_emit_page(cmd, &out, fidelity_page, &pg);
-        } else if (!(rc = cli_emit_table(cmd, tr, &so)) && !(rc = cli_emit_table(cmd, ts, &so))) {
+        } else if (!(rc = cli_emit_table(cmd, tr, &so)) && !(rc = cli_emit_table(cmd, ts, &so)) &&
+                   !(rc = cli_emit_table(cmd, tp, &so))) {
             table_put_prose(
                 stdout,
                 "throughput MAE %.1f %% over %d runs (dev %.1f %% over %d, hold-out %.1f %% over %d); FP8-LM Table 5 "
@@ -149,8 +164,17 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
                 100 * sum->table5.mae, 100 * sum->mem_traced.mae, 100 * sum->mem_traced_max, sum->mem_traced.n,
                 sum->false_oom, sum->over_limit, sum->unplanned);
             if (sum->moe.n) /* runs of models with experts, apart from the dense figures above */
-                printf("mixture of experts: throughput MAE %.1f %% (bias %+.1f %%) over %d runs; false OOMs %d\n",
-                       100 * sum->moe.mae, 100 * sum->moe.bias, sum->moe.n, sum->moe_false_oom);
+                table_put_prose(stdout,
+                                "mixture of experts: throughput MAE %.1f %% (bias %+.1f %%) over %d runs (dev %.1f %% "
+                                "over %d, hold-out %.1f %% over %d); false OOMs %d\n",
+                                100 * sum->moe.mae, 100 * sum->moe.bias, sum->moe.n, 100 * sum->moe_dev.mae,
+                                sum->moe_dev.n, 100 * sum->moe_holdout.mae, sum->moe_holdout.n, sum->moe_false_oom);
+            if (pall.n)
+                table_put_prose(stdout,
+                                "FP8 over BF16: planned speed-up error MAE %.1f %% (bias %+.1f %%) over %d pairs (dev "
+                                "%.1f %% over %d, hold-out %.1f %% over %d)\n",
+                                100 * pall.mae, 100 * pall.bias, pall.n, 100 * pdev.mae, pdev.n, 100 * phold.mae,
+                                phold.n);
             if (outdir && !(rc = make_dir(cmd, outdir))) {
                 rc = write_csv(cmd, outdir, "fidelity_runs.csv", tr);
                 tr = NULL;
@@ -159,11 +183,18 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
                 else
                     table_free(ts); /* write_csv frees what it is given; this one it was not */
                 ts = NULL;
+                if (!rc)
+                    rc = write_csv(cmd, outdir, "fidelity_pairs.csv", tp);
+                else
+                    table_free(tp);
+                tp = NULL;
             }
         }
     }
     table_free(tr);
     table_free(ts);
+    table_free(tp);
+    free(pairs);
     free(text);
     free(runs);
     free(rows);

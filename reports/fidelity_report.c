@@ -126,6 +126,7 @@ Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, Fi
         o->over_limit = !p.fits;
         if (r->model->experts) { /* mixture-of-experts runs: their own groups */
             add(&sum->moe, o->tok_err);
+            add(o->holdout ? &sum->moe_holdout : &sum->moe_dev, o->tok_err);
             FidelityGroup *mg = group(sum->moe_source, &sum->nmoe_sources, r->source_id);
             if (mg) add(mg, o->tok_err);
             sum->moe_false_oom += o->oom;
@@ -153,6 +154,8 @@ Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, Fi
     snprintf(sum->mem_traced.name, sizeof sum->mem_traced.name, "memory, allocator-traced");
     snprintf(sum->mem_all.name, sizeof sum->mem_all.name, "memory, all published");
     snprintf(sum->moe.name, sizeof sum->moe.name, "mixture of experts");
+    snprintf(sum->moe_dev.name, sizeof sum->moe_dev.name, "dev (not held out)");
+    snprintf(sum->moe_holdout.name, sizeof sum->moe_holdout.name, "hold-out");
     return ST_OK;
 }
 
@@ -233,6 +236,8 @@ Table *fidelity_summary_table(const FidelitySummary *s)
     if (s->moe.n) {
         table_rule(t);
         group_row(t, "moe", &s->moe);
+        group_row(t, "moe", &s->moe_dev);
+        group_row(t, "moe", &s->moe_holdout);
         for (int i = 0; i < s->nmoe_sources; i++) group_row(t, "moe source", &s->moe_source[i]);
     }
     return t;

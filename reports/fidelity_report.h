@@ -49,7 +49,7 @@ typedef struct {
 
 typedef struct {
     FidelityGroup all, dev, holdout, table5, mem_traced, mem_all; /* dense models' runs */
-    FidelityGroup moe;                                            /* runs of models with experts, apart */
+    FidelityGroup moe, moe_dev, moe_holdout;                      /* runs of models with experts, apart */
     FidelityGroup moe_source[FIDELITY_MAX_GROUPS];
     int nmoe_sources, moe_false_oom;
     FidelityGroup stack[FIDELITY_MAX_GROUPS];
@@ -70,5 +70,23 @@ Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, Fi
 Table *fidelity_rows_table(const FidelityRow *rows, int n);
 /* The summaries: one row per group (overall, dev, hold-out, each stack, each source, Table 5, memory). */
 Table *fidelity_summary_table(const FidelitySummary *s);
+
+/* What FP8 buys over BF16 (reports/fidelity_pairs.c): two planned runs with a measured throughput that
+ * one source measured in the same configuration, one with BF16 GEMMs and one with FP8 GEMMs. Speed-up =
+ * FP8 tokens/s over BF16 tokens/s; err = predicted / measured speed-up - 1. */
+typedef struct {
+    const FidelityRow *bf16, *fp8;
+    double meas, pred, err;
+} FidelityPair;
+enum { FIDELITY_MAX_PAIRS = 256 };
+
+/* The pairs among rows[0..n), BF16 rows in file order, each with its FP8 rows in file order; fills out[0..cap)
+ * and returns how many there are (more than cap when out was too small). */
+int fidelity_pairs(const FidelityRow *rows, int n, FidelityPair *out, int cap);
+/* Speed-up MAE and bias over all pairs, the dev pairs and the held-out ones. */
+void fidelity_pairs_summary(const FidelityPair *p, int n, FidelityGroup *all, FidelityGroup *dev,
+                            FidelityGroup *holdout);
+/* One row per pair (the BF16 and FP8 run ids, the FP8 recipe, held out, speed-up measured / predicted, error). */
+Table *fidelity_pairs_table(const FidelityPair *p, int n);
 
 #endif

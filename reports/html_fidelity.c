@@ -165,5 +165,15 @@ Status html_fidelity_page(FILE *f, const FidelityPage *pg, Err *e)
     mae_chart(&d, pg);
     html_h2(&d, "memory", "Memory");
     memory_chart(&d, pg);
+    if (pg->pairs) {
+        const FidelityGroup *a = pg->pairs_all, *dv = pg->pairs_dev, *ho = pg->pairs_holdout;
+        html_h2(&d, "speedup", "What FP8 buys over BF16: measured and planned speed-up");
+        html_p(&d,
+               "Each row is one configuration a source measured twice, with BF16 and with FP8 GEMMs, and nothing "
+               "else changed; speed-up = FP8 tokens/s over BF16 tokens/s, error = predicted / measured speed-up - 1. "
+               "Speed-up MAE %.1f %% (bias %+.1f %%) over %d pairs; dev %.1f %% over %d, hold-out %.1f %% over %d.",
+               100 * a->mae, 100 * a->bias, a->n, 100 * dv->mae, dv->n, 100 * ho->mae, ho->n);
+        html_table(&d, pg->pairs, "fid-pairs", "report fidelity: the BF16/FP8 pairs (fidelity_pairs.csv)", 0);
+    }
     return html_end(&d, e);
 }

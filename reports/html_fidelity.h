@@ -9,7 +9,8 @@
  *              published (allocated, reserved or the device total), one series
  *              per kind;
  * then the summary table (overall, dev, hold-out, per stack, per source, Table 5,
- * memory). */
+ * memory), and the BF16/FP8 pairs: the measured and the planned FP8 speed-up of
+ * each configuration a source measured in both precisions. */
 #ifndef FP8PLAN_REPORTS_HTML_FIDELITY_H
 #define FP8PLAN_REPORTS_HTML_FIDELITY_H
 
@@ -23,6 +24,8 @@ typedef struct {
     const Table *summary; /* fidelity_summary_table */
     const FidelitySummary *sum;
     const char *holdout; /* the hold-out list the rows were split by */
+    const Table *pairs;  /* fidelity_pairs_table; NULL: no section */
+    const FidelityGroup *pairs_all, *pairs_dev, *pairs_holdout;
 } FidelityPage;
 
 Status html_fidelity_page(FILE *f, const FidelityPage *pg, Err *e);

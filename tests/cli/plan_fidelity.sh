@@ -14,6 +14,15 @@ expect_eq "fidelity_runs.csv header" "$(head -n 1 "$TMP/fid/fidelity_runs.csv" |
 expect_eq "fidelity_runs.csv has one row per measured run" "$(($(wc -l <"$TMP/fid/fidelity_runs.csv") - 1))" \
     "$(($(wc -l <"$FP8PLAN_ROOT/models/measured.csv") - 1))"
 expect_eq "fidelity_summary.csv header" "$(head -n 1 "$TMP/fid/fidelity_summary.csv")" "kind,group,rows,mae_pct,bias_pct"
+expect_out "report fidelity splits the mixture-of-experts runs into dev and hold-out" "runs (dev "
+expect_out "report fidelity prints the planned FP8 speed-up error" "FP8 over BF16: planned speed-up error MAE"
+expect_eq "fidelity_pairs.csv header" "$(head -n 1 "$TMP/fid/fidelity_pairs.csv")" \
+    "bf16_id,fp8_id,fp8_recipe,holdout,measured_speedup,predicted_speedup,speedup_error_pct"
+expect_eq "fidelity_pairs.csv: 13 configurations measured in BF16 and FP8" \
+    "$(($(wc -l <"$TMP/fid/fidelity_pairs.csv") - 1))" 13
+# torchao's float8 README: rowwise 6768 over BF16 6150 tokens/s = 1.1004878...
+expect_eq "fidelity_pairs.csv: the rowwise pair's measured speed-up" \
+    "$(grep '^tao-l3-8b-bf16,tao-l3-8b-rowwise,' "$TMP/fid/fidelity_pairs.csv" | cut -d, -f5 | cut -c1-6)" "1.1004"
 run report fidelity --format html -o "$TMP/fid.html"
 expect_rc "report fidelity --format html exits 0" 0
 expect_eq "report fidelity --format html writes a page" "$(head -c 15 "$TMP/fid.html")" "<!DOCTYPE html>"
@@ -23,6 +32,9 @@ else fail "the page plots the runs per stack" "$(head -c 300 "$TMP/fid.html")"; 
 if grep -q 'Mixture-of-experts runs, summarised apart.*over 14 runs' "$TMP/fid.html"; then
     pass "the page states the mixture-of-experts runs apart"
 else fail "the page states the mixture-of-experts runs apart" "$(grep -c Mixture "$TMP/fid.html")"; fi
+if grep -q 'id="fid-pairs"' "$TMP/fid.html" && grep -q 'over 13 pairs' "$TMP/fid.html"; then
+    pass "the page shows the BF16/FP8 pairs"
+else fail "the page shows the BF16/FP8 pairs" "$(grep -c pairs "$TMP/fid.html")"; fi
 run report fidelity --format csv
 expect_rc "report fidelity --format csv is a usage error (-o DIR writes CSV)" 64
 run report fidelity --holdout nemo-2407 -o "$TMP/fid2"

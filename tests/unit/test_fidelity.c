@@ -101,6 +101,97 @@ static void test_pinned_figures(void)
     /* the mixture-of-experts runs (Megatron-Bridge 25.09-26.02, NeMo 25.02): pinned as measured, not fitted; the
      * fine-grained Qwen3-30B-A3B rows are 1.5-2.2x over-predicted (host-bound small MoE layers, not modelled) */
     pin(&s.moe, "mixture of experts", 14, 71.33);
+    /* the MoE runs split by the same hold-out list: Megatron-Bridge 25.11 and 26.02 held out */
+    CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
+    pin(&s.moe_holdout, "mixture of experts, hold-out", 10, 92.96);
+    /* what FP8 buys over BF16: every configuration measured in both precisions (torchtitan 2412 x 2,
+     * llm-foundry H100 x 5, FP8-LM x 4 with GPT-175B's TE and MS-AMP, torchao x 2) */
+    static FidelityPair pairs[FIDELITY_MAX_PAIRS];
+    int np = fidelity_pairs(rows, n, pairs, FIDELITY_MAX_PAIRS);
+    FidelityGroup pa, pd, ph;
+    fidelity_pairs_summary(pairs, np, &pa, &pd, &ph);
+    pin(&pa, "FP8/BF16 speed-up", 13, 5.63);
+    CHECK_EQ_INT(ph.n, 2);       /* torchao's float8 README */
+    for (int i = 0; i < np; i++) /* the micro-batch-4 FP8-LM row changes more than the precision */
+        CHECKF(strcmp(pairs[i].fp8->run->id, "fp8lm-gpt175b-fp8lm-mbs4"), "pair %d takes the mbs-4 row", i);
+    free(c);
+}
+
+/* fidelity_pairs on rows typed in: which runs pair, and each speed-up and error worked by hand. */
+static void test_pairs_oracle(void)
+{
+    Catalog *c = fx_catalog();
+    static const char csv[] =
+        "id,source_id,stack,model,gpu,gpus,tp,pp,vpp,cp,dp,mbs,gbs,seq,recipe,sharding,recompute,"
+        "first_stage_layers,last_stage_layers,sequence_parallel,dropout,attention,kernel_fusion,fused_swiglu,"
+        "tp_overlap,main_grad,grad_acc_fusion,tokens_per_s_per_gpu,step_s,tflops_per_gpu,mfu_pct,mem_gib,mem_kind,"
+        "notes,source\n"
+        /* 0: the BF16 run */
+        "a,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,zero3,none,,,,,,,,,,,1000,,,,,,n,s\n"
+        /* 1: FP8, the same configuration: pairs with a */
+        "b,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,torchao-fp8-tensorwise,zero3,none,,,,,,,,,,,1500,,,,,,"
+        "n,s\n"
+        /* 2: FP8 at micro-batch 2: another configuration */
+        "c,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,2,128,8192,torchao-fp8-tensorwise,zero3,none,,,,,,,,,,,1700,,,,,,"
+        "n,s\n"
+        /* 3: a second FP8 recipe of a's configuration: pairs with a too */
+        "d,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,torchao-fp8-rowwise,zero3,none,,,,,,,,,,,1200,,,,,,"
+        "n,s\n"
+        /* 4: the same configuration from another source */
+        "e,t,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,torchao-fp8-tensorwise,zero3,none,,,,,,,,,,,1600,,,,,,"
+        "n,s\n"
+        /* 5: FP8 eager (the run's kernel fusion differs from the stack's compile) */
+        "f,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,torchao-fp8-tensorwise,zero3,none,,,,,,eager,,,,,1400,,"
+        ","
+        ",,,n,s\n"
+        /* 6: FP8, a's configuration, but the planner refused it (planned = 0 below) */
+        "g,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,torchao-fp8-tensorwise,zero3,none,,,,,,,,,,,1500,,,,,,"
+        "n,s\n";
+    int n = 0;
+    Err e;
+    CHECKF(measured_parse(c, csv, strlen(csv), "m.csv", runs, &n, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(n, 7);
+    static const struct {
+        double meas, pred;
+        int planned, holdout;
+    } set[7] = {
+        {1000, 1100, 1, 0}, {1500, 1980, 1, 0}, {1700, 2000, 1, 0}, {1200, 1210, 1, 1},
+        {1600, 1500, 1, 0}, {1400, 1800, 1, 0}, {1500, 1900, 0, 0},
+    };
+    FidelityRow fr[7];
+    memset(fr, 0, sizeof fr);
+    for (int i = 0; i < n; i++)
+        fr[i].run = &runs[i], fr[i].meas_tok = set[i].meas, fr[i].pred_tok = set[i].pred,
+        fr[i].planned = set[i].planned, fr[i].holdout = set[i].holdout;
+    FidelityPair p[8];
+    CHECK_EQ_INT(fidelity_pairs(fr, n, p, 8), 2);
+    /* a-b: measured 1500 / 1000 = 1.5, predicted 1980 / 1100 = 1.8, error 1.8 / 1.5 - 1 = +0.2 */
+    CHECK(p[0].bf16 == &fr[0] && p[0].fp8 == &fr[1]);
+    CHECK_REL(p[0].meas, 1.5, 1e-15);
+    CHECK_REL(p[0].pred, 1.8, 1e-15);
+    CHECK_REL(p[0].err, 0.2, 1e-14);
+    /* a-d: measured 1200 / 1000 = 1.2, predicted 1210 / 1100 = 1.1, error 1.1 / 1.2 - 1 = -1/12 */
+    CHECK(p[1].bf16 == &fr[0] && p[1].fp8 == &fr[3]);
+    CHECK_REL(p[1].err, -1.0 / 12.0, 1e-14);
+    /* MAE (0.2 + 1/12) / 2 = 17/120, bias (0.2 - 1/12) / 2 = 7/120; dev a-b alone, hold-out a-d alone */
+    FidelityGroup all, dev, ho;
+    fidelity_pairs_summary(p, 2, &all, &dev, &ho);
+    CHECK_EQ_INT(all.n, 2);
+    CHECK_REL(all.mae, 17.0 / 120.0, 1e-14);
+    CHECK_REL(all.bias, 7.0 / 120.0, 1e-14);
+    CHECK(dev.n == 1 && ho.n == 1);
+    CHECK_REL(dev.bias, 0.2, 1e-14);
+    CHECK_REL(ho.bias, -1.0 / 12.0, 1e-14);
+    /* a room for one: the count says two, the one filled is a-b */
+    FidelityPair one[1];
+    CHECK_EQ_INT(fidelity_pairs(fr, n, one, 1), 2);
+    CHECK(one[0].fp8 == &fr[1]);
+    /* a BF16 run without a published throughput pairs with nothing */
+    fr[0].meas_tok = NAN;
+    CHECK_EQ_INT(fidelity_pairs(fr, n, p, 8), 0);
+    Table *t = fidelity_pairs_table(p, 0);
+    CHECK(t != NULL && table_rows(t) == 0);
+    table_free(t);
     free(c);
 }
 
@@ -211,5 +302,6 @@ int main(void)
 {
     RUN(test_pinned_figures);
     RUN(test_measured_errors);
+    RUN(test_pairs_oracle);
     return test_summary();
 }
