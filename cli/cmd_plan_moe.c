@@ -5,28 +5,16 @@
 #include "cli/cmd_plan.h"
 #include "util/num.h"
 
-/* "mla_up_proj,moe_act" -> RECOMPUTE_MOD_* bits ("none" = 0). */
+/* "mla_up_proj,moe_act" -> RECOMPUTE_MOD_* bits ("none" = 0): the planner's list of names. */
 static int modules(const char *cmd, const char *name, const char *arg, unsigned *out)
 {
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } known[] = {{"mla_up_proj", RECOMPUTE_MOD_MLA_UP}, {"moe_act", RECOMPUTE_MOD_MOE_ACT}};
-    *out = 0;
-    if (!strcmp(arg, "none")) return 0;
-    for (const char *p = arg; *p;) {
-        const char *q = strchr(p, ',');
-        size_t n = q ? (size_t)(q - p) : strlen(p);
-        size_t i = 0;
-        while (i < sizeof known / sizeof *known && !(strlen(known[i].name) == n && !strncmp(known[i].name, p, n))) i++;
-        if (i == sizeof known / sizeof *known)
-            return cli_usage(cmd, "--%s: '%.*s' is not mla_up_proj or moe_act (or none)", name, (int)n, p);
-        *out |= known[i].bit;
-        if (!q) break;
-        p = q + 1;
-        if (!*p) return cli_usage(cmd, "--%s: '%s' ends with a comma", name, arg);
-    }
-    return 0;
+    size_t at = 0, len = 0;
+    if (!recompute_mods_parse(arg, out, &at, &len)) return 0;
+    char known[160];
+    recompute_mods_format(RECOMPUTE_MOD_ALL_, known, sizeof known);
+    if (!len) return cli_usage(cmd, "--%s '%s': an empty module name (known: %s, or none)", name, arg, known);
+    return cli_usage(cmd, "--%s: '%.*s' is not a module the planner knows (known: %s, or none)", name, (int)len,
+                     arg + at, known);
 }
 
 int plan_moe_option(const char *cmd, const char *name, int which, const char *arg, PlanInput *in)

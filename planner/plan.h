@@ -62,6 +62,7 @@
 #ifndef FP8PLAN_PLANNER_PLAN_H
 #define FP8PLAN_PLANNER_PLAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "fp8/dtype.h"
@@ -80,9 +81,32 @@ extern "C" {
  * op: torchtitan's op-level policy — keep the outputs of matmuls (except every second one of a layer)
  * and of attention, recompute every other op in backward. */
 typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_OP, RECOMPUTE_COUNT_ } Recompute;
-/* Modules recomputed in backward (Megatron --recompute-modules): MLA's up-projections (keep the latents,
- * rebuild Q, K, V: DeepSeek-V3 section 3.2.3), the experts' activation function (keep FC1's output). */
-enum { RECOMPUTE_MOD_MLA_UP = 1u << 0, RECOMPUTE_MOD_MOE_ACT = 1u << 1, RECOMPUTE_MOD_ALL_ = 3u };
+/* Modules recomputed in backward on top of `recompute` (Megatron-Core --recompute-modules, whose
+ * TransformerConfig.recompute_modules documents them; names as there, RECOMPUTE_MOD_NAMES):
+ *   output-discarding (the module's output is dropped after use and rebuilt before the backward needs it):
+ *     mla_up_proj  MLA's up-projections and RoPE: keep the latents, rebuild Q, K, V (DeepSeek-V3 3.2.3);
+ *     moe_act      the experts' activation: keep FC1's output, rebuild FC2's input;
+ *     layernorm    the norms that are modules of their own (MLA's input norm, a MoE layer's pre-MLP norm;
+ *                  TE fuses the others into the next linear): their BF16 outputs are not kept — the saved
+ *                  inputs of the linears they feed when those are BF16 and the router's input; a linear's own
+ *                  FP8 copy stays (Transformer Engine quantizes and saves it apart);
+ *   normal checkpointing (keep the module's input, run it forward again in backward):
+ *     core_attn    the attention core, as --recompute selective;
+ *     mlp          the dense FFN of dense layers;
+ *     moe          the whole MoE FFN: router, dispatch and combine, experts, shared experts;
+ *     shared_experts  the shared experts' FFN.
+ * The planner models all but core_attn for MoE / latent-attention / MTP models only. */
+enum {
+    RECOMPUTE_MOD_MLA_UP = 1u << 0,
+    RECOMPUTE_MOD_MOE_ACT = 1u << 1,
+    RECOMPUTE_MOD_LAYERNORM = 1u << 2,
+    RECOMPUTE_MOD_CORE_ATTN = 1u << 3,
+    RECOMPUTE_MOD_MLP = 1u << 4,
+    RECOMPUTE_MOD_MOE = 1u << 5,
+    RECOMPUTE_MOD_SHARED = 1u << 6,
+    RECOMPUTE_MOD_COUNT_ = 7,
+    RECOMPUTE_MOD_ALL_ = (1u << RECOMPUTE_MOD_COUNT_) - 1
+};
 /* Which training states are sharded over the DP x CP group. */
 typedef enum {
     SHARD_NONE = 0, /* plain data parallel: every state replicated */
@@ -484,6 +508,15 @@ const char *mem_category_name(MemCategory c);
 const char *comm_group_name(CommGroup g);
 const char *comm_op_name(CommOp o);
 const char *recompute_name(Recompute r);
+/* Module names as Megatron spells them: bit i of RECOMPUTE_MOD_* is recompute_mod_names[i]. */
+extern const char *const recompute_mod_names[RECOMPUTE_MOD_COUNT_];
+/* "moe_act,layernorm" -> RECOMPUTE_MOD_* bits; "none" -> 0. -1 on an unknown or empty name, with its offset
+ * in *bad_at (its length in *bad_len). */
+int recompute_mods_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len);
+/* The bits as a comma-separated list in bit order ("none" for 0), into buf[0..n). */
+void recompute_mods_format(unsigned mods, char *buf, size_t n);
+/* Does the plan recompute the attention core (--recompute selective, or the core_attn module)? */
+int recompute_attn_core(Recompute r, unsigned mods);
 int recompute_parse(const char *s, Recompute *out);
 const char *sharding_name(Sharding s);
 int sharding_parse(const char *s, Sharding *out);

@@ -65,8 +65,10 @@ enum { XL_GEMM = 0, XL_EXPERT, XL_ROUTER }; /* states: dense-DP FP8 weight, expe
 typedef struct {
     uint64_t rows, cols, count, m, saved;
     uint8_t kind;
-    uint8_t up; /* 1: an up-projection of latent attention (q_up, kv_up) */
+    uint8_t up;   /* 1: an up-projection of latent attention (q_up, kv_up) */
+    uint8_t part; /* XP_*: what --recompute-modules mlp / shared_experts / moe run again */
 } Lin;
+enum { XP_ATTN = 0, XP_FFN, XP_SHARED, XP_MOE }; /* XP_MOE: the router and the routed experts */
 enum { XK_DENSE = 0, XK_MOE, XK_COUNT, X_MAX_LIN = 10 };
 typedef struct {
     int on, mla;
@@ -119,9 +121,10 @@ typedef struct {
 /* Activation bytes of one layer and micro-batch (recompute none; plan_mem.c explains the items). */
 typedef struct {
     uint64_t hp, fp8, fp8_elems, attn, mask, input; /* input: the layer input (full recompute keeps only this) */
-    uint64_t op;    /* everything op-level recompute keeps (layer input, odd matmul outputs, attention out + lse) */
-    uint64_t wcopy; /* FP8 weight copies a layer saves for backward when they are not cached */
-    uint64_t moe;   /* a MoE layer's routing activations (MT_ACT_MOE) */
+    uint64_t op;      /* everything op-level recompute keeps (layer input, odd matmul outputs, attention out + lse) */
+    uint64_t wcopy;   /* FP8 weight copies a layer saves for backward when they are not cached */
+    uint64_t moe;     /* a MoE layer's routing activations (MT_ACT_MOE) */
+    uint64_t rebuilt; /* what --recompute-modules rebuilds of one layer before its backward (in the transient) */
 } LayerAct;
 
 /* Parameters of one layer's parts, whole (no parallelism): plan_params.c. */

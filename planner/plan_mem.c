@@ -349,7 +349,7 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
     const LayerAct la = *lap;
     uint64_t units = plan_inflight_layers(g, stage), mbs_in = plan_inflight_mbs(g, stage);
     uint64_t hp = la.hp, f8 = ck_add(ck, la.fp8, la.wcopy), f8e = la.fp8_elems, at = la.attn, mk = la.mask;
-    if (in->recompute == RECOMPUTE_SELECTIVE) at = 0;
+    if (recompute_attn_core(in->recompute, in->recompute_mods)) at = 0;
     if (in->recompute == RECOMPUTE_FULL) hp = la.input, f8 = f8e = at = mk = 0;
     if (in->recompute == RECOMPUTE_OP) hp = la.op, f8 = la.wcopy, f8e = at = mk = 0;
     uint64_t hpb = ck_mul(ck, hp, units), f8b = ck_mul(ck, f8, units);

@@ -31,6 +31,45 @@
 
 #include "planner/plan_internal.h"
 
+static int ctz_u(unsigned v)
+{
+    int i = 0;
+    while (v && !(v & 1u)) v >>= 1, i++;
+    return i;
+}
+
+/* --recompute-modules beyond core_attn on models the MoE path plans, and each module on a model that has what
+ * it recomputes. */
+static PlanReject modules_validate(const PlanInput *in, Err *e)
+{
+    const ModelSpec *md = in->model;
+    unsigned mods = in->recompute_mods;
+    unsigned path = mods & (RECOMPUTE_MOD_MLP | RECOMPUTE_MOD_MOE | RECOMPUTE_MOD_SHARED | RECOMPUTE_MOD_LAYERNORM);
+    if (path && !(spec_is_moe(md) || spec_is_mla(md) || md->mtp_layers))
+        err_set(e, ST_USAGE,
+                "--recompute-modules %s: modelled for mixture-of-experts, latent-attention and MTP models; %s is dense "
+                "(its attention core: --recompute selective or the core_attn module; whole layers: --recompute full)",
+                recompute_mod_names[ctz_u(path)], md->name);
+    else if ((mods & RECOMPUTE_MOD_CORE_ATTN) && in->recompute == RECOMPUTE_OP)
+        err_set(e, ST_USAGE,
+                "--recompute-modules core_attn with --recompute op: the op-level policy already decides "
+                "what the attention keeps");
+    else if ((mods & RECOMPUTE_MOD_SHARED) && spec_is_moe(md) && !md->shared_experts)
+        err_set(e, ST_USAGE, "--recompute-modules shared_experts: %s has no shared experts", md->name);
+    else if ((mods & RECOMPUTE_MOD_MLP) && spec_is_moe(md) && !md->dense_layers)
+        err_set(e, ST_USAGE,
+                "--recompute-modules mlp: %s has no dense FFN layers (its FFNs are MoE: moe, shared_experts, moe_act)",
+                md->name);
+    else if ((mods & RECOMPUTE_MOD_LAYERNORM) && !spec_is_moe(md) && !spec_is_mla(md))
+        err_set(e, ST_USAGE,
+                "--recompute-modules layernorm: %s has neither latent attention nor experts (Transformer Engine fuses "
+                "each of its norms into the next linear: no norm output to discard)",
+                md->name);
+    else
+        return REJECT_NONE;
+    return REJECT_KNOB;
+}
+
 PlanReject moe_validate(const PlanInput *in, Err *e)
 {
     const ModelSpec *md = in->model;
@@ -52,8 +91,9 @@ PlanReject moe_validate(const PlanInput *in, Err *e)
             err_set(e, ST_USAGE, "--ep %u --etp %u: %s has no experts", in->ep, in->etp, md->name);
             return REJECT_EP;
         }
-        if (in->recompute_mods & RECOMPUTE_MOD_MOE_ACT) {
-            err_set(e, ST_USAGE, "--recompute-modules moe_act: %s has no experts", md->name);
+        unsigned xm = in->recompute_mods & (RECOMPUTE_MOD_MOE_ACT | RECOMPUTE_MOD_MOE | RECOMPUTE_MOD_SHARED);
+        if (xm) {
+            err_set(e, ST_USAGE, "--recompute-modules %s: %s has no experts", recompute_mod_names[ctz_u(xm)], md->name);
             return REJECT_KNOB;
         }
     } else {
@@ -82,6 +122,8 @@ PlanReject moe_validate(const PlanInput *in, Err *e)
             return REJECT_EP;
         }
     }
+    PlanReject mr = modules_validate(in, e);
+    if (mr) return mr;
     if ((in->recompute_mods & RECOMPUTE_MOD_MLA_UP) && !spec_is_mla(md)) {
         err_set(e, ST_USAGE, "--recompute-modules mla_up_proj: %s has no latent attention", md->name);
         return REJECT_KNOB;
@@ -102,7 +144,7 @@ static void lin(MoeGeo *x, int kind, uint64_t rows, uint64_t cols, uint64_t coun
                 int states)
 {
     Lin *l = &x->lin[kind][x->nlin[kind]++];
-    *l = (Lin){rows, cols, count, m, saved, (uint8_t)states, 0};
+    *l = (Lin){rows, cols, count, m, saved, (uint8_t)states, 0, XP_ATTN};
 }
 
 /* Dense layers on the layers [start, start + n) when the first `dense` layers are dense. */
@@ -160,6 +202,7 @@ void moe_geo(const PlanInput *in, Geo *g)
     /* FFNs */
     lin(x, XK_DENSE, g->k * g->F_t, h, 1, tok, tr, XL_GEMM);
     lin(x, XK_DENSE, h, g->F_t, 1, tok, tok, XL_GEMM);
+    x->lin[XK_DENSE][x->nlin[XK_DENSE] - 2].part = x->lin[XK_DENSE][x->nlin[XK_DENSE] - 1].part = XP_FFN;
     if (spec_is_moe(md)) {
         x->E = md->experts, x->topk = md->experts_per_token, x->El = udiv(x->E, x->ep);
         x->Fe_t = udiv(md->expert_ffn, x->etp), x->Fs_t = udiv((uint64_t)md->shared_experts * md->expert_ffn, t);
@@ -168,12 +211,15 @@ void moe_geo(const PlanInput *in, Geo *g)
         x->rows = rows >= 1.8e19 ? UINT64_MAX / 4 : (uint64_t)rows + ((double)(uint64_t)rows < rows);
         x->rows_e = ceil_div(x->rows, x->El ? x->El : 1);
         lin(x, XK_MOE, x->E, h, 1, tr, tr, XL_ROUTER);
+        x->lin[XK_MOE][x->nlin[XK_MOE] - 1].part = XP_MOE;
         if (x->Fs_t) {
             lin(x, XK_MOE, g->k * x->Fs_t, h, 1, tok, tr, XL_GEMM);
             lin(x, XK_MOE, h, x->Fs_t, 1, tok, tok, XL_GEMM);
+            x->lin[XK_MOE][x->nlin[XK_MOE] - 2].part = x->lin[XK_MOE][x->nlin[XK_MOE] - 1].part = XP_SHARED;
         }
         lin(x, XK_MOE, g->k * x->Fe_t, h, x->El, x->rows_e, x->rows_e, XL_EXPERT);
         lin(x, XK_MOE, h, x->Fe_t, x->El, x->rows_e, x->rows_e, XL_EXPERT);
+        x->lin[XK_MOE][x->nlin[XK_MOE] - 2].part = x->lin[XK_MOE][x->nlin[XK_MOE] - 1].part = XP_MOE;
         x->other[XK_MOE] += x->E * h + (md->router == ROUTER_SIGMOID ? x->E : 0);
     }
     for (int k = 0; k < XK_COUNT; k++)

@@ -96,7 +96,10 @@ static void ep_collectives(const PlanInput *in, const Geo *g, Plan *p, const Hel
     } else {
         cx = k * (1.0 - (double)r / (double)x->ep), cn = k * (double)(r - 1) / (double)x->ep;
     }
-    uint64_t calls = ck_mul(ck, layers, m), fcalls = in->recompute == RECOMPUTE_FULL ? 2 * calls : calls;
+    /* the forward's all-to-alls again when the layer (full) or the MoE module (--recompute-modules moe) is
+     * recomputed */
+    int again = in->recompute == RECOMPUTE_FULL || (in->recompute_mods & RECOMPUTE_MOD_MOE);
+    uint64_t calls = ck_mul(ck, layers, m), fcalls = again ? 2 * calls : calls;
     if (x->ep > 1) {
         a2a(in, g, p, CO_EP_DISPATCH_FWD, rc->comm_ep_dispatch, cx, cn, fcalls, ck);
         a2a(in, g, p, CO_EP_COMBINE_FWD, rc->comm_ep_combine, cx, cn, fcalls, ck);
@@ -127,21 +130,28 @@ static void tp_collectives(const PlanInput *in, const Geo *g, Plan *p, const Hel
         S_ag = ck_add(ck, S_ag, sb);
     }
     uint64_t S_lat = x->mla ? ck_mul3(ck, g->tok, x->latent, 2) : S_ag; /* what the attention gathers */
-    uint64_t pairs = 0, ag_bytes = 0;
+    /* FFN pairs whose forward runs again for a module (mlp: a dense layer's; moe, shared_experts: the shared
+     * experts'), not under full recompute, which repeats every pair */
+    unsigned mods = full == 2 ? 0 : in->recompute_mods;
+    uint64_t pairs = 0, ag_bytes = 0, again = 0;
     for (int k = 0; k < XK_COUNT; k++) {
         uint64_t n = ck_mul(ck, hd->n[k], m), ffn = k == XK_DENSE || x->Fs_t;
         pairs = ck_add(ck, pairs, ck_mul(ck, n, 1 + ffn));
         ag_bytes = ck_add(ck, ag_bytes, ck_mul(ck, n, ck_add(ck, S_lat, ffn ? S_ag : 0)));
+        if ((k == XK_DENSE && (mods & RECOMPUTE_MOD_MLP)) ||
+            (k == XK_MOE && x->Fs_t && (mods & (RECOMPUTE_MOD_MOE | RECOMPUTE_MOD_SHARED))))
+            again = ck_add(ck, again, n);
     }
     if (!pairs) return;
-    uint64_t S_agm = ag_bytes / pairs;
+    uint64_t S_agm = ag_bytes / pairs, fpairs = ck_add(ck, ck_mul(ck, pairs, full), again);
+    uint64_t S_agf = ck_add(ck, ck_mul(ck, ag_bytes, full), ck_mul(ck, again, S_ag)) / fpairs;
     if (g->rep == 1) {
-        plan_coll_set(in, p, CO_TP_AR_FWD, rc->comm_tp_rs, g->tp, 1, S_rs, ck_mul(ck, pairs, full), ck);
+        plan_coll_set(in, p, CO_TP_AR_FWD, rc->comm_tp_rs, g->tp, 1, S_rs, fpairs, ck);
         plan_coll_set(in, p, CO_TP_AR_BWD, rc->comm_tp_rs, g->tp, 1, S_rs, pairs, ck);
         return;
     }
-    plan_coll_set(in, p, CO_TP_AG_FWD, x->mla ? DT_NONE : rc->comm_tp_ag, g->tp, 1, S_agm, ck_mul(ck, pairs, full), ck);
-    plan_coll_set(in, p, CO_TP_RS_FWD, rc->comm_tp_rs, g->tp, 1, S_rs, ck_mul(ck, pairs, full), ck);
+    plan_coll_set(in, p, CO_TP_AG_FWD, x->mla ? DT_NONE : rc->comm_tp_ag, g->tp, 1, S_agf, fpairs, ck);
+    plan_coll_set(in, p, CO_TP_RS_FWD, rc->comm_tp_rs, g->tp, 1, S_rs, fpairs, ck);
     uint64_t S_bag = ck_add(ck, S_rs, S_agm); /* output-gradient gathers and saved-input re-gathers */
     plan_coll_set(in, p, CO_TP_AG_BWD, DT_NONE, g->tp, 1, S_bag / 2, 2 * pairs, ck);
     p->coll[CO_TP_AG_BWD].payload_bytes = S_bag / 2;

@@ -54,8 +54,9 @@
 
 #include "planner/plan_internal.h"
 
-/* Latent attention's activations of one layer, into *a (recompute none; mla_up_proj drops Q, K, V). */
-static void mla_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
+/* Latent attention's activations of one layer, into *a (recompute none; mla_up_proj drops Q, K, V; ln: the
+ * layernorm module drops the input norm's output, which the down-projections save when they save BF16). */
+static void mla_act(const PlanInput *in, const Geo *g, Ck *ck, int ln, LayerAct *a)
 {
     const ModelSpec *md = in->model;
     const Recipe *rc = in->recipe;
@@ -64,8 +65,10 @@ static void mla_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
     uint64_t stat = md->norm == NORM_LAYERNORM ? 8 : 4;
     int flash = in->attn != ATTN_MATERIALIZED;
     uint64_t hp = ck_add(ck, ck_mul3(ck, tr, g->h, 2), ck_mul(ck, tr, stat)); /* norm1 */
-    plan_saved_input(rc, ck, tr, g->h, a, &hp);                               /* q_down (or q_proj) input */
-    plan_saved_input(rc, ck, tr, g->h, a, &hp);                               /* kv_down input */
+    if (!ln || dt_fp8(rc->saved_input)) {
+        plan_saved_input(rc, ck, tr, g->h, a, &hp); /* q_down (or q_proj) input */
+        plan_saved_input(rc, ck, tr, g->h, a, &hp); /* kv_down input */
+    }
     if (ql) {
         hp = ck_add(ck, hp, ck_add(ck, ck_mul3(ck, tok, ql, 2), ck_mul(ck, tok, stat)));
         plan_saved_input(rc, ck, tok, ql, a, &hp); /* q_up input */
@@ -81,16 +84,17 @@ static void mla_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
     if (in->dropout) a->mask = ck_add(ck, a->mask, ck_mul(ck, tr, g->h));
 }
 
-/* The routed experts' activations of one MoE layer (MT_ACT_MOE). */
-static uint64_t routed_act(const PlanInput *in, const Geo *g, Ck *ck)
+/* The routed experts' activations of one MoE layer (MT_ACT_MOE); ln: the layernorm module drops the
+ * pre-MLP norm's output the router saves. */
+static uint64_t routed_act(const PlanInput *in, const Geo *g, Ck *ck, int ln)
 {
     const Recipe *rc = in->recipe;
     const MoeGeo *x = &g->x;
     uint64_t tr = g->tok_r, rows = x->rows, h = g->h, hp = 0;
     LayerAct s = {0};
-    uint64_t b = ck_add(ck, ck_mul3(ck, tr, x->E, 4), ck_mul3(ck, tr, x->topk, 8));    /* probabilities, top-k */
-    if (dt_fp8(rc->saved_input) || !x->Fs_t) b = ck_add(ck, b, ck_mul3(ck, tr, h, 2)); /* router input */
-    plan_saved_input(rc, ck, rows, h, &s, &hp);                                        /* dispatched FC1 inputs */
+    uint64_t b = ck_add(ck, ck_mul3(ck, tr, x->E, 4), ck_mul3(ck, tr, x->topk, 8)); /* probabilities, top-k */
+    if (!ln && (dt_fp8(rc->saved_input) || !x->Fs_t)) b = ck_add(ck, b, ck_mul3(ck, tr, h, 2)); /* router input */
+    plan_saved_input(rc, ck, rows, h, &s, &hp); /* dispatched FC1 inputs */
     if (in->recompute_mods & RECOMPUTE_MOD_MOE_ACT) {
         plan_saved_input(rc, ck, rows, g->k * x->Fe_t, &s, &hp); /* FC1 output, kept as a GEMM input is */
     } else {
@@ -102,20 +106,72 @@ static uint64_t routed_act(const PlanInput *in, const Geo *g, Ck *ck)
     return ck_add(ck, b, ck_add(ck, s.fp8, hp));
 }
 
-/* Activations of one layer of each kind (recompute none / selective / mods applied inside). */
+static uint64_t act_sum(Ck *ck, const LayerAct *a)
+{
+    return ck_add(ck, ck_add(ck, a->hp, a->fp8), ck_add(ck, a->mask, a->moe));
+}
+
+/* A layer's FFN part (norm2, then the dense FFN, or a MoE layer's shared experts and routed part) under the
+ * modules (plan.h RECOMPUTE_MOD_*), into *f; the bytes they drop, which one layer rebuilds, into f->rebuilt.
+ *   mlp (dense layers): the MLP module's input is kept — the residual [tok_r, h] in BF16, TE's norm being fused
+ *       into FC1 — and everything else of the FFN is rebuilt;
+ *   moe: norm2's saved input and statistics stay, the module's input (norm2's BF16 output [tok_r, h]) is kept
+ *       unless the layernorm module discards it, the rest (shared and routed) is rebuilt;
+ *   shared_experts: the shared experts' FC1 output, FC2 input and FC1's FP8 copy are rebuilt; their BF16 input
+ *       is norm2's output, which the router keeps as well;
+ *   layernorm: norm2's BF16 output is not kept — the shared FC1's saved input when BF16 (the router's copy:
+ *       routed_act). Dense layers' norm2 is fused into FC1 (nothing to discard).
+ * What one layer rebuilds is what the modules drop, measured against the FFN part without any module. */
+static void ffn_part(const PlanInput *in, const Geo *g, Ck *ck, int k, unsigned mods, LayerAct *f)
+{
+    const MoeGeo *x = &g->x;
+    const Recipe *rc = in->recipe;
+    int ln = !!(mods & RECOMPUTE_MOD_LAYERNORM), f8 = dt_fp8(rc->saved_input);
+    uint64_t nout = ck_mul3(ck, g->tok_r, g->h, 2),
+             sib = f8 ? 0 : ck_mul3(ck, g->tok_r, g->h, dt_bytes(rc->saved_input));
+    LayerAct full = {0}, norm = {0};
+    plan_ffn_act(in, g, ck, k == XK_DENSE ? g->F_t : x->Fs_t, &full);
+    if (k == XK_MOE && x->E) full.moe = routed_act(in, g, ck, 0);
+    plan_ffn_act(in, g, ck, 0, &norm); /* norm2's saved input and statistics (and a dropout mask) */
+    *f = full;
+    if (k == XK_MOE && x->E) f->moe = routed_act(in, g, ck, ln);
+    if (k == XK_DENSE && (mods & RECOMPUTE_MOD_MLP)) {
+        *f = (LayerAct){0};
+        f->hp = nout, f->mask = norm.mask;
+    } else if (k == XK_MOE && (mods & RECOMPUTE_MOD_MOE)) {
+        *f = norm;
+        if (!ln) f->hp = ck_add(ck, f->hp, nout);
+    } else if (k == XK_MOE && x->Fs_t && (mods & RECOMPUTE_MOD_SHARED)) {
+        *f = norm;
+        f->moe = full.moe;
+        if (!ln) f->hp = ck_add(ck, f->hp, sib);
+    } else if (k == XK_MOE && x->Fs_t && ln) {
+        f->hp -= sib;
+    }
+    uint64_t kept = act_sum(ck, f), all = act_sum(ck, &full);
+    f->rebuilt = all > kept ? all - kept : 0; /* norm2's output among them once, when something held it */
+}
+
+/* Activations of one layer of each kind (recompute none / selective / modules applied inside; under full
+ * recompute the modules change nothing). */
 static void kind_acts(const PlanInput *in, const Geo *g, Ck *ck, LayerAct la[XK_COUNT])
 {
     const MoeGeo *x = &g->x;
+    unsigned mods = in->recompute == RECOMPUTE_FULL ? 0 : in->recompute_mods;
+    int ln = !!(mods & RECOMPUTE_MOD_LAYERNORM);
     memset(la, 0, sizeof(LayerAct) * XK_COUNT);
     for (int k = 0; k < XK_COUNT; k++) {
-        LayerAct *a = &la[k];
+        LayerAct *a = &la[k], f;
         a->input = ck_mul3(ck, g->tok_r, g->h, 2);
         if (x->mla)
-            mla_act(in, g, ck, a);
+            mla_act(in, g, ck, ln, a);
         else
             plan_attn_act(in, g, ck, a);
-        plan_ffn_act(in, g, ck, k == XK_DENSE ? g->F_t : x->Fs_t, a);
-        if (k == XK_MOE && x->E) a->moe = routed_act(in, g, ck);
+        if (x->mla && ln) a->rebuilt = a->input; /* the input norm's output, rebuilt once */
+        ffn_part(in, g, ck, k, mods, &f);
+        a->hp = ck_add(ck, a->hp, f.hp), a->fp8 = ck_add(ck, a->fp8, f.fp8);
+        a->fp8_elems = ck_add(ck, a->fp8_elems, f.fp8_elems), a->mask = ck_add(ck, a->mask, f.mask);
+        a->moe = f.moe, a->rebuilt = ck_add(ck, a->rebuilt, f.rebuilt);
         if (!in->fp8_weight_cache && in->sharding != SHARD_ZERO3)
             a->wcopy =
                 ck_mul(ck, x->gemm[k] + (k == XK_MOE ? x->expert : 0), recipe_fp8_copy_bytes_per_param(in->recipe));
@@ -244,7 +300,8 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
     for (int k = 0; k < XK_COUNT; k++) {
         const LayerAct *a = &la[k];
         uint64_t u = hd.units[k], ahp = a->hp, af8 = ck_add(ck, a->fp8, a->wcopy), af8e = a->fp8_elems;
-        uint64_t aat = in->recompute == RECOMPUTE_SELECTIVE ? 0 : a->attn, amk = a->mask, amoe = a->moe;
+        uint64_t aat = recompute_attn_core(in->recompute, in->recompute_mods) ? 0 : a->attn, amk = a->mask,
+                 amoe = a->moe;
         if (in->recompute == RECOMPUTE_FULL) ahp = a->input, af8 = af8e = aat = amk = amoe = 0;
         hp = ck_add(ck, hp, ck_mul(ck, ahp, u)), f8 = ck_add(ck, f8, ck_mul(ck, af8, u));
         f8e = ck_add(ck, f8e, ck_mul(ck, af8e, u)), at = ck_add(ck, at, ck_mul(ck, aat, u));
@@ -255,6 +312,7 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
             b = ck_add(ck, b, ck_add(ck, ck_add(ck, a->hp, a->fp8), ck_add(ck, ck_add(ck, a->attn, a->mask), a->moe)));
         if (in->recompute_mods & RECOMPUTE_MOD_MLA_UP) /* one layer's rebuilt Q, K, V */
             b = ck_add(ck, b, ck_mul3(ck, ck_mul(ck, g->tok, g->heads_t), 2 * x->dqk + x->dv, 2));
+        b = ck_add(ck, b, a->rebuilt); /* what the other modules rebuild of one layer */
         if (b > tr) tr = b;
     }
     /* embedding dropout: one mask per micro-batch in flight on stage 0 (as plan_mem.c; not one per layer) */

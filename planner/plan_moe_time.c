@@ -87,26 +87,28 @@ static void mla_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
     *fwd = f.t, *bwd = b.t;
 }
 
-/* The MoE FFN's memory-bound kernels (route_f / route_b). */
-static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *bwd)
+/* The MoE FFN's memory-bound kernels (route_f / route_b); *mod: the forward's kernels of the MoE module alone
+ * (all but norm2 and the residual: what --recompute-modules moe runs again), *shared: the shared experts'
+ * forward activation and cast (shared_experts). */
+static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *bwd, double *mod, double *shared)
 {
     const Recipe *rc = in->recipe;
     const MoeGeo *x = &g->x;
-    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, b = f;
+    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, b = f, edge = f, sh = f;
     double T = (double)g->tok_r, R = (double)x->rows, h = (double)g->h, E = (double)x->E, k = (double)x->topk;
     double Fe = (double)x->Fe_t, Fs = (double)x->Fs_t, tok = (double)g->tok;
     double bd = (double)dt_bytes(rc->comm_ep_dispatch), bc = (double)dt_bytes(rc->comm_ep_combine);
     int d8 = dt_fp8(rc->comm_ep_dispatch), f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd), sw = g->k == 2;
-    op(&f, 4 * T * h, 1), op(&f, (8 * E + 8 * k) * T, 2);
+    op(&f, 4 * T * h, 1), op(&edge, 4 * T * h, 1), op(&f, (8 * E + 8 * k) * T, 2);
     if (d8) op(&f, 3 * T * h, 1);
     op(&f, 2 * R * h * bd, 1);
     if (f8 && !d8) op(&f, 4 * R * h, 1);
     op(&f, (sw ? 6 : 4) * R * Fe, 1);
     if (f8) op(&f, 4 * R * Fe, 1);
     op(&f, (R * bc + 2 * T) * h, 1);
-    if (Fs > 0) op(&f, (sw ? 6 : 4) * tok * Fs, 1);
-    if (Fs > 0 && f8) op(&f, 4 * tok * Fs, 1);
-    op(&f, 6 * T * h, 1);
+    if (Fs > 0) op(&f, (sw ? 6 : 4) * tok * Fs, 1), op(&sh, (sw ? 6 : 4) * tok * Fs, 1);
+    if (Fs > 0 && f8) op(&f, 4 * tok * Fs, 1), op(&sh, 4 * tok * Fs, 1);
+    op(&f, 6 * T * h, 1), op(&edge, 6 * T * h, 1);
     if (d8) op(&b, 3 * T * h, 1);
     op(&b, 2 * R * h * bd, 1), op(&b, 4 * R * h, 1);
     if (b8 && !d8) op(&b, 4 * R * h, 1);
@@ -115,7 +117,7 @@ static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
     if (Fs > 0) op(&b, (sw ? 10 : 6) * tok * Fs, 1);
     if (Fs > 0 && b8) op(&b, 4 * tok * (h + (sw ? 2 : 1) * Fs), 2);
     op(&b, 6 * T * h, 2), op(&b, 6 * T * h, 1);
-    *fwd = f.t, *bwd = b.t;
+    *fwd = f.t, *bwd = b.t, *mod = f.t - edge.t, *shared = sh.t;
 }
 
 void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, const Plan *p, LayerT L[XK_COUNT])
@@ -145,12 +147,19 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
         mla_kernels(in, g, &af, &ab);
     else
         af = le.fwd_attn, ab = le.bwd_attn;
-    double mf = 0, mb = 0;
-    if (x->E) moe_kernels(in, g, &mf, &mb);
+    double mf = 0, mb = 0, mmod = 0, msh = 0;
+    if (x->E) moe_kernels(in, g, &mf, &mb, &mmod, &msh);
+    unsigned mods = in->recompute == RECOMPUTE_FULL ? 0 : in->recompute_mods;
+    /* a norm run again for the layernorm module: read its input, write its output (2 + 2 B an element) */
+    Acc an = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, bda = an;
+    op(&an, 4.0 * (double)g->tok_r * (double)g->h, 1);
+    /* the residual add after a dense FFN (6 B an element, one kernel): outside the MLP module (Megatron's
+     * mlp_bda), so --recompute-modules mlp does not run it again */
+    op(&bda, 6.0 * (double)g->tok_r * (double)g->h, 1);
     for (int k = 0; k < XK_COUNT; k++) {
         LayerT *Lk = &L[k];
         memset(Lk, 0, sizeof *Lk);
-        double rcmla = 0, wq = 0, nq = 0;
+        double rcmla = 0, wq = 0, nq = 0, pf[XP_MOE + 1] = {0};
         for (int i = 0; i < x->nlin[k]; i++) {
             const Lin *l = &x->lin[k][i];
             int q = l->kind != XL_ROUTER;
@@ -163,6 +172,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
             Lk->gemm_f += tf, Lk->gemm_b += tb, Lk->wg += tw;
             if (l->kind == XL_EXPERT) Lk->xg_f += tf, Lk->xg_b += tb;
             if (l->up) rcmla += tf; /* MLA's q_up and kv_up */
+            pf[l->part] += tf;
         }
         plan_attention(in, g, &gg, Lk);
         Lk->attn_f /= sm_frac, Lk->attn_b /= sm_frac;
@@ -202,20 +212,28 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
             }
         }
 
-        switch (in->recompute) {
-        case RECOMPUTE_FULL:
+        if (in->recompute == RECOMPUTE_FULL) {
             Lk->rc_gemm = Lk->gemm_f, Lk->rc_attn = Lk->attn_f;
             Lk->rc_elem = Lk->elem_f + Lk->tp_f + Lk->ep_f;
             Lk->xg_b += Lk->xg_f;
-            break;
-        case RECOMPUTE_SELECTIVE: Lk->rc_attn = Lk->attn_f; break;
-        default: break;
+        } else if (recompute_attn_core(in->recompute, mods)) {
+            Lk->rc_attn = Lk->attn_f;
         }
-        if (in->recompute != RECOMPUTE_FULL) {
-            if (in->recompute_mods & RECOMPUTE_MOD_MLA_UP) Lk->rc_gemm += rcmla;
-            if ((in->recompute_mods & RECOMPUTE_MOD_MOE_ACT) && k == XK_MOE)
-                Lk->rc_elem +=
-                    maxd(6.0 * (double)x->rows * (double)x->Fe_t / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s);
+        /* the modules (plan.h): a module run again costs its forward — its GEMMs, kernels and the share of the
+         * layer's exposed TP collectives that is its own (one of `pairs`), a MoE module its all-to-alls too */
+        if (mods & RECOMPUTE_MOD_MLA_UP) Lk->rc_gemm += rcmla;
+        if ((mods & RECOMPUTE_MOD_MOE_ACT) && k == XK_MOE)
+            Lk->rc_elem +=
+                maxd(6.0 * (double)x->rows * (double)x->Fe_t / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s);
+        if ((mods & RECOMPUTE_MOD_LAYERNORM) && (x->mla || k == XK_MOE))
+            Lk->rc_elem += an.t * ((x->mla ? 1.0 : 0.0) + (k == XK_MOE ? 1.0 : 0.0));
+        if ((mods & RECOMPUTE_MOD_MLP) && k == XK_DENSE)
+            Lk->rc_gemm += pf[XP_FFN], Lk->rc_elem += maxd(le.fwd - le.fwd_attn - bda.t, 0) + Lk->tp_f / pairs;
+        if ((mods & RECOMPUTE_MOD_MOE) && k == XK_MOE) {
+            Lk->rc_gemm += pf[XP_MOE] + pf[XP_SHARED], Lk->xg_b += Lk->xg_f;
+            Lk->rc_elem += mmod + Lk->ep_f + (x->Fs_t ? Lk->tp_f / pairs : 0.0);
+        } else if ((mods & RECOMPUTE_MOD_SHARED) && k == XK_MOE && x->Fs_t) {
+            Lk->rc_gemm += pf[XP_SHARED], Lk->rc_elem += msh + Lk->tp_f / pairs;
         }
     }
 }

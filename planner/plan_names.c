@@ -1,4 +1,6 @@
 /* planner/plan_names.c — names of the plan's enums for reports, and their parsers (see plan.h). */
+#include <stdio.h>
+#include <string.h>
 #include <strings.h>
 
 #include "planner/plan_internal.h"
@@ -76,6 +78,48 @@ int sharding_parse(const char *s, Sharding *out)
 {
     int i = parse_in(sharding_names, SHARD_COUNT_, s);
     return i < 0 ? -1 : (*out = (Sharding)i, 0);
+}
+
+const char *const recompute_mod_names[RECOMPUTE_MOD_COUNT_] = {"mla_up_proj", "moe_act", "layernorm",     "core_attn",
+                                                               "mlp",         "moe",     "shared_experts"};
+
+int recompute_mods_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len)
+{
+    *out = 0;
+    if (!strcasecmp(list, "none")) return 0;
+    for (const char *p = list;;) {
+        const char *q = strchr(p, ',');
+        size_t n = q ? (size_t)(q - p) : strlen(p);
+        int i = 0;
+        while (i < RECOMPUTE_MOD_COUNT_ &&
+               !(strlen(recompute_mod_names[i]) == n && !strncmp(recompute_mod_names[i], p, n)))
+            i++;
+        if (i == RECOMPUTE_MOD_COUNT_) {
+            *bad_at = (size_t)(p - list), *bad_len = n;
+            return -1;
+        }
+        *out |= 1u << i;
+        if (!q) return 0;
+        p = q + 1;
+    }
+}
+
+void recompute_mods_format(unsigned mods, char *buf, size_t n)
+{
+    size_t k = 0;
+    if (n) buf[0] = '\0';
+    for (int i = 0; i < RECOMPUTE_MOD_COUNT_ && n; i++)
+        if (mods & (1u << i)) {
+            int w = snprintf(buf + k, n - k, "%s%s", k ? "," : "", recompute_mod_names[i]);
+            if (w < 0 || (size_t)w >= n - k) return;
+            k += (size_t)w;
+        }
+    if (!k && n) snprintf(buf, n, "none");
+}
+
+int recompute_attn_core(Recompute r, unsigned mods)
+{
+    return r == RECOMPUTE_SELECTIVE || (r == RECOMPUTE_NONE && (mods & RECOMPUTE_MOD_CORE_ATTN));
 }
 
 /* A plan put together by hand (an executor's measurement, a test) may name no model: a dense one. */

@@ -130,6 +130,9 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     switch (in->recompute) {
     case RECOMPUTE_FULL: L->rc_gemm = L->gemm_f, L->rc_attn = L->attn_f, L->rc_elem = L->elem_f + L->tp_f; break;
     case RECOMPUTE_SELECTIVE: L->rc_attn = L->attn_f; break;
+    case RECOMPUTE_NONE: /* the core_attn module is --recompute selective */
+        if (recompute_attn_core(in->recompute, in->recompute_mods)) L->rc_attn = L->attn_f;
+        break;
     case RECOMPUTE_OP: {
         uint64_t kv = g->kv_t, h = g->h;
         L->rc_gemm = gemm_time(gg, tok, kv, h, 1, f8, 2) * fslow + gf[LIN_PROJ] +

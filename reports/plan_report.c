@@ -391,9 +391,14 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
     if (p->gbs_default) snprintf(dflt, sizeof dflt, " (default: %s tokens)", grouped(in->gbs * (uint64_t)p->seq, b1));
     table_put_prose(f, "        micro-batch %u, global batch %llu%s = %u micro-batches\n", in->mbs,
                     (unsigned long long)in->gbs, dflt, p->microbatches);
-    table_put_prose(f, "        SP %s, recompute %s, sharding %s over %u ranks, %s attention, dropout %s\n",
-                    p->sp ? "on" : "off", recompute_name(in->recompute), sharding_name(in->sharding), p->shard_ways,
-                    attn_name(plan_attn_kernel(in)), in->dropout ? "on" : "off");
+    char mods[160] = "";
+    if (in->recompute_mods) { /* --recompute-modules, on top of --recompute */
+        memcpy(mods, " + modules ", 12);
+        recompute_mods_format(in->recompute_mods, mods + 11, sizeof mods - 11);
+    }
+    table_put_prose(f, "        SP %s, recompute %s%s, sharding %s over %u ranks, %s attention, dropout %s\n",
+                    p->sp ? "on" : "off", recompute_name(in->recompute), mods, sharding_name(in->sharding),
+                    p->shard_ways, attn_name(plan_attn_kernel(in)), in->dropout ? "on" : "off");
     table_put_prose(f,
                     "params: %s in the model; %s on this GPU (%s in linear layers), PP stage %u of %u (%u layers), "
                     "vocabulary padded to %u\n",

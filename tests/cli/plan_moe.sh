@@ -45,6 +45,12 @@ run sweep --model mixtral-8x7b --gpu h100-sxm --gpus 16 --recipes te-fp8 --seq 4
 expect_rc "sweep with experts exits 0" 0
 expect_out "sweep shows ep/etp" "ep/etp"
 
+# --recompute-modules: named in the layout line, and each drops what it recomputes (test_oracle_moe.c by hand)
+run plan --model deepseek-v3 --gpu h800 --recipe deepseek-v3 --pp 16 --dp 128 --ep 64 --zero 1 --gbs 15360 \
+    --first-stage-layers 4 --last-stage-layers 1 --dualpipe --recompute-modules moe,mla_up_proj,layernorm
+expect_rc "plan with recompute modules exits 0" 0
+expect_out "the layout line names the modules, in Megatron's spelling" "recompute none + modules mla_up_proj,layernorm,moe"
+
 # ---- bad input ----
 bad() { # name expected-rc expected-stderr args...
     n=$1 code=$2 msg=$3
@@ -63,7 +69,11 @@ bad "imbalance below 1" 64 "--moe-imbalance: '0.5' must be in [1, 64]" plan $M -
 bad "imbalance nan" 64 "--moe-imbalance" plan $M --dp 4 --ep 4 --moe-imbalance nan
 bad "capacity negative" 64 "--moe-capacity: '-1' must be in [0, 64]" plan $M --dp 4 --ep 4 --moe-capacity -1
 bad "overlap-ep above 1" 64 "--overlap-ep" plan $M --dp 4 --ep 4 --overlap-ep 1.5
-bad "unknown recompute module" 64 "--recompute-modules: 'attn' is not mla_up_proj or moe_act" plan $M --dp 4 --ep 4 --recompute-modules attn
+bad "unknown recompute module" 64 "--recompute-modules: 'attn' is not a module the planner knows (known: mla_up_proj,moe_act,layernorm,core_attn,mlp,moe,shared_experts, or none)" plan $M --dp 4 --ep 4 --recompute-modules attn
+bad "empty recompute module" 64 "--recompute-modules 'moe,': an empty module name" plan $M --dp 4 --ep 4 --recompute-modules moe,
+bad "mlp recompute on a model without dense layers" 64 "--recompute-modules mlp: qwen3-30b-a3b has no dense FFN layers" plan --model qwen3-30b-a3b --gpu h100-sxm --recipe te-fp8 --dp 8 --ep 8 --recompute-modules mlp
+bad "shared-expert recompute without shared experts" 64 "--recompute-modules shared_experts: mixtral-8x7b has no shared experts" plan $M --dp 4 --ep 4 --recompute-modules shared_experts
+bad "layernorm recompute on a dense model" 64 "--recompute-modules layernorm: modelled for mixture-of-experts" plan --model llama3-8b --gpu h100-sxm --recipe bf16 --recompute-modules layernorm
 bad "MLA recompute without MLA" 64 "mixtral-8x7b has no latent attention" plan $M --dp 4 --ep 4 --recompute-modules mla_up_proj
 bad "op recompute with experts" 64 "modelled for dense models only" plan $M --dp 4 --ep 4 --recompute op
 bad "dualpipe with an odd pp" 64 "--dualpipe: needs an even --pp" plan $M --pp 1 --dp 4 --ep 4 --dualpipe
