@@ -88,6 +88,30 @@ static Status note_u32(Cur *c, const char *key, uint32_t *out)
     return ST_OK;
 }
 
+/* "... recompute_modules=mla_up_proj,mlp ..." in the notes: Megatron's --recompute-modules of the run (the
+ * header has no column for it); the list ends at a space, ';' or the end. Absent: none. */
+static Status note_mods(Cur *c, unsigned *out)
+{
+    static const char key[] = "recompute_modules=";
+    const char *p = strstr(cell_text(c, "notes"), key);
+    *out = 0;
+    if (!p) return ST_OK;
+    p += sizeof key - 1;
+    char list[160];
+    size_t n = strcspn(p, " ;\t\n");
+    if (!n || n >= sizeof list)
+        return cell_bad(c, "notes", "'%s' must be followed by a comma-separated list of modules", key);
+    memcpy(list, p, n), list[n] = '\0';
+    size_t at, len;
+    if (recompute_mods_parse(list, out, &at, &len)) {
+        char known[160];
+        recompute_mods_format(RECOMPUTE_MOD_ALL_, known, sizeof known);
+        return cell_bad(c, "notes", "%s'%.60s': '%.*s' is not a module (known: %s)", key, list, (int)len, list + at,
+                        known);
+    }
+    return ST_OK;
+}
+
 static Status parse_run(Cur *c, void *row)
 {
     const Catalog *cat = c->ctx;
@@ -136,7 +160,9 @@ static Status parse_run(Cur *c, void *row)
         return cell_bad(c, "gpus", "'%s' != tp*pp*cp*dp = %u*%u*%u*%u", cell_text(c, "gpus"), r->tp, r->pp, r->cp,
                         r->dp);
     r->ep = r->etp = 1;
-    if ((st = note_u32(c, "ep=", &r->ep)) || (st = note_u32(c, "etp=", &r->etp))) return st;
+    if ((st = note_u32(c, "ep=", &r->ep)) || (st = note_u32(c, "etp=", &r->etp)) ||
+        (st = note_mods(c, &r->recompute_mods)))
+        return st;
     if (r->model->experts && !strstr(cell_text(c, "notes"), "ep="))
         return cell_bad(c, "notes",
                         "a run of %s (a model with experts) states its expert layout as 'ep=N' (and "
@@ -173,6 +199,7 @@ void measured_plan_input(const MeasuredRun *r, PlanInput *in)
     in->seq = r->seq;
     in->sharding = r->sharding;
     in->recompute = r->recompute;
+    in->recompute_mods = r->recompute_mods;
     in->first_stage_layers = r->first;
     in->last_stage_layers = r->last;
     if (r->sp >= 0) in->sp = r->sp;

@@ -32,6 +32,7 @@ typedef struct {
     uint64_t gbs;     /* 0 = not published */
     Sharding sharding;
     Recompute recompute;
+    unsigned recompute_mods; /* RECOMPUTE_MOD_* from "recompute_modules=LIST" in the notes (0 when absent) */
     double tok_s_gpu, step_s, tflops, mfu_pct, mem_gib; /* NAN when blank */
     MemKind mem_kind;
     /* what the run's configuration sets where it differs from its stack's row (blank = the stack's):

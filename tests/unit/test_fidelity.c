@@ -100,10 +100,10 @@ static void test_pinned_figures(void)
     CHECK_REL(s.moe.mae, xsum / xk, 1e-12);
     /* the mixture-of-experts runs (Megatron-Bridge 25.09-26.02, NeMo 25.02): pinned as measured, not fitted; the
      * fine-grained Qwen3-30B-A3B rows are 1.5-2.2x over-predicted (host-bound small MoE layers, not modelled) */
-    pin(&s.moe, "mixture of experts", 14, 71.33);
+    pin(&s.moe, "mixture of experts", 14, 70.52);
     /* the MoE runs split by the same hold-out list: Megatron-Bridge 25.11 and 26.02 held out */
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
-    pin(&s.moe_holdout, "mixture of experts, hold-out", 10, 92.96);
+    pin(&s.moe_holdout, "mixture of experts, hold-out", 10, 93.01);
     /* what FP8 buys over BF16: every configuration measured in both precisions (torchtitan 2412 x 2,
      * llm-foundry H100 x 5, FP8-LM x 4 with GPT-175B's TE and MS-AMP, torchao x 2) */
     static FidelityPair pairs[FIDELITY_MAX_PAIRS];
@@ -277,6 +277,19 @@ static void test_measured_errors(void)
     measured_plan_input(&runs[0], &in);
     CHECK_EQ_INT(in.ep, 8);
     CHECK_EQ_INT(in.etp, 2);
+    CHECK_EQ_INT(in.recompute_mods, 0); /* no recompute_modules= in the notes */
+    /* Megatron's --recompute-modules of a run, from the notes: parsed into the plan's input, a bad name refused */
+    moe = "r,s,megatron-core,mixtral-8x7b,b200,16,1,1,,,16,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,"
+          "\"ep=8; recompute_modules=moe_act,layernorm; GA 8\",s\n";
+    snprintf(text, sizeof text, "%s%s", head, moe);
+    CHECKF(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_OK, "%s", e.msg);
+    measured_plan_input(&runs[0], &in);
+    CHECK_EQ_INT(in.recompute_mods, RECOMPUTE_MOD_MOE_ACT | RECOMPUTE_MOD_LAYERNORM);
+    moe = "r,s,megatron-core,mixtral-8x7b,b200,16,1,1,,,16,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,"
+          "\"ep=8; recompute_modules=moe,attn\",s\n";
+    snprintf(text, sizeof text, "%s%s", head, moe);
+    CHECK(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "row 2, column notes: recompute_modules='moe,attn': 'attn' is not a module");
 
     /* the run's own configuration over its stack's row: Megatron-LM of 2022 with SP, dropout, materialized
      * attention and a separate gradient accumulation; torchtitan eager with SwiGLU unfused, async TP (the
