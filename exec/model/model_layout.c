@@ -275,8 +275,10 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->t_out : NULL, "t_out");
     /* the attention forward's FP32 scores, one sequence's heads at a time (a backend may use them) */
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, H * T * T, a ? &a->attn_scores : NULL, "attn_scores");
-    /* LM-head backward */
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * model_vocab_rows(m), a ? &a->dlogits : NULL, "dlogits");
+    /* LM-head backward: the last pipeline stage's (the others receive d(output) from the next stage) */
+    if (model_last(m))
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * model_vocab_rows(m), a ? &a->dlogits : NULL,
+                        "dlogits");
     /* block backward */
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * dwide, a ? &a->d_a : NULL, "d_a");
     if (s->mlp == MLP_SWIGLU)
