@@ -137,6 +137,7 @@ static Status parse_run(Cur *c, void *row)
                         r->dp);
     r->ep = r->etp = 1;
     if ((st = note_u32(c, "ep=", &r->ep)) || (st = note_u32(c, "etp=", &r->etp))) return st;
+    r->custom_pp_layout = strstr(cell_text(c, "notes"), "pp_layout=custom") != NULL;
     if (r->model->experts && !strstr(cell_text(c, "notes"), "ep="))
         return cell_bad(c, "notes",
                         "a run of %s (a model with experts) states its expert layout as 'ep=N' (and "
@@ -175,6 +176,7 @@ void measured_plan_input(const MeasuredRun *r, PlanInput *in)
     in->recompute = r->recompute;
     in->first_stage_layers = r->first;
     in->last_stage_layers = r->last;
+    in->custom_pp_layout = r->custom_pp_layout;
     if (r->sp >= 0) in->sp = r->sp;
     if (r->dropout >= 0) in->dropout = r->dropout;
     if (r->tp_overlap >= 0) in->overlap_tp = r->tp_overlap ? r->stack->overlap_tp_on : 0;

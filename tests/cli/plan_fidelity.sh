@@ -125,9 +125,29 @@ expect_rc "7 + 14 x 8 + 7 plans" 0
 expect_out "the plan shows the stage split" "uneven stages: first 7, middle 8, last 7 layers"
 run sweep --model llama3-405b --gpu h100-sxm --gpus 1024 --recipes te-fp8 --top 3 --format csv
 expect_rc "sweep of llama3-405b on 1,024 GPUs exits 0" 0
-if awk -F, 'NR > 1 && ($21 > 0 || $22 > 0) { found = 1 } END { exit !found }' "$TMP/out"; then
+if awk -F, 'NR > 1 && ($19 > 0 || $20 > 0) { found = 1 } END { exit !found }' "$TMP/out"; then
     pass "the best llama3-405b layouts include uneven stages"
 else fail "llama3-405b sweep has no uneven layout" "$(head -c 600 "$TMP/out")"; fi
+# with virtual stages only what Megatron-Core launches: 20/20/20/20 on vpp 3 (20 mod 3 = 2) is refused like the
+# even split; 405B's 15, 16 x 6, 15 on vpp 8 is the account_for_embedding/loss form ((126 + 2) / 8 = 16)
+run plan --model llama3-70b --gpu h100-sxm --recipe bf16 --pp 4 --vpp 3 --first-stage-layers 20 --last-stage-layers 20
+expect_rc "20/20/20/20 on vpp 3 exits 64" 64
+expect_err "the message names vpp and the counts" "--vpp 3: Megatron cannot interleave first 20, middle 20, last 20 layers"
+expect_no_out "20/20/20/20 on vpp 3: no plan printed"
+run plan --model llama3-70b --gpu h100-sxm --recipe bf16 --pp 4 --vpp 3 --first-stage-layers 20 --last-stage-layers 20 \
+    --custom-pp-layout
+expect_rc "20/20/20/20 on vpp 3 with a per-chunk layout plans" 0
+run plan --model llama3-405b --gpu h100-sxm --recipe te-fp8 --tp 8 --pp 8 --vpp 8 --cp 2 --dp 8 --gbs 512 --dist-opt \
+    --first-stage-layers 15 --last-stage-layers 15
+expect_rc "15, 16 x 6, 15 on vpp 8 plans" 0
+run sweep --model llama3-405b --gpu h100-sxm --gpus 512 --recipes te-fp8 --top 20 --format csv
+expect_rc "sweep of llama3-405b on 512 GPUs exits 0" 0
+# columns 7, 8, 19, 20: pp, vpp, first and last stage layers; 126 - 14 x 8 = 14 = 7 + 7 on pp 16
+expect_eq "no listed layout puts 7/8/7-layer stages on vpp 5 (or any vpp not dividing the middle 8)" \
+    "$(awk -F, 'NR > 1 && $19 > 0 && $7 == 16 && 8 % $8 { print }' "$TMP/out")none" "none"
+if awk -F, 'NR > 1 && $19 > 0 && $8 > 1 { found = 1 } END { exit !found }' "$TMP/out"; then
+    pass "the 512-GPU sweep still lists interleaved uneven layouts"
+else fail "the 512-GPU sweep lists no interleaved uneven layout" "$(head -c 600 "$TMP/out")"; fi
 
 # ---- the memory limit ----
 run plan --model gpt-175b --gpu h100-sxm --recipe bf16 --tp 8 --pp 8 --dp 2 --dist-opt --max-mem-frac 0.2
