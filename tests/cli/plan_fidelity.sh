@@ -44,6 +44,13 @@ run report fidelity --catalog "$TMP/cat"
 expect_rc "a bad measured.csv exits 65" 65
 expect_err "the bad cell is named" "row 2, column stack: 'megatron-x'"
 expect_no_out "nothing printed for a bad measured.csv"
+# a measured cell past what a GPU can show (tokens/s per GPU within [1e-3, 1e9]) is refused, not averaged
+head -n 1 "$FP8PLAN_ROOT/models/measured.csv" >"$TMP/cat/measured.csv"
+echo "r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,1e-300,,,,,,n,s" >>"$TMP/cat/measured.csv"
+run report fidelity --catalog "$TMP/cat"
+expect_rc "1e-300 tokens/s exits 65" 65
+expect_err "the cell is named with its bounds" "measured.csv: row 2, column tokens_per_s_per_gpu: '1e-300' is out of range [0.001, 1e+09]"
+expect_no_out "nothing printed for 1e-300 tokens/s"
 
 # ---- stacks ----
 run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack torchtitan
