@@ -358,7 +358,9 @@ typedef struct {
 typedef enum {
     ADV_OOM = 0,           /* total exceeds the GPU's memory */
     ADV_COMPUTE_ONLY,      /* FP8 GEMMs but high-precision states: FP8 copies add memory */
+    ADV_COMPUTE_ONLY_CAST, /* the same with the copies cast per micro-batch (--fp8-weight-cache off): none held */
     ADV_FP32_GRAD_COMM,    /* gradients reduced in FP32: FP8 GEMMs do not shrink DP traffic */
+    ADV_BF16_GRAD_COMM,    /* the same with the BF16 main gradient the plan reduces (--main-grad bf16) */
     ADV_PER_TENSOR,        /* per-tensor scaling and outliers */
     ADV_FP8_SECOND_MOMENT, /* FP8 Adam v diverges */
     ADV_TP_ONLY_AMAX,      /* amax not reduced over DP */
