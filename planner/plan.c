@@ -515,6 +515,17 @@ Status plan_build(const PlanInput *in, Plan *out, Err *e)
                        "row '%s'%s%s%s too small or too large for the arithmetic)",
                        nonfinite_figure(out), in->model->name, in->gpu->name, in->recipe->name, in->gpu->name,
                        in->stack ? " or stacks.csv row '" : "", in->stack ? in->stack->name : "", in->stack ? "'" : "");
+    if (st == ST_OVERFLOW) { /* the overhead bytes a user sets, when the plan fits 2^64 without them */
+        PlanInput none = *in;
+        none.cuda_context_bytes = none.workspace_bytes = none.nccl_comm_bytes = 0;
+        PlanReject w2;
+        if (build(&none, out, &w2, 0) != ST_OVERFLOW)
+            return err_set(e, ST_OVERFLOW,
+                           "a byte count for %s on %s with %s passes 2^64 with the overheads given: --context %llu, "
+                           "--workspace %llu, --nccl-mem %llu (bytes)",
+                           in->model->name, in->gpu->name, in->recipe->name, (unsigned long long)in->cuda_context_bytes,
+                           (unsigned long long)in->workspace_bytes, (unsigned long long)in->nccl_comm_bytes);
+    }
     if (st == ST_OVERFLOW) /* the sizes a user sets: global batch, micro-batch, sequence */
         return err_set(e, ST_OVERFLOW,
                        "a byte count for %s on %s with %s passes 2^64 at global batch %llu%s, micro-batch %u, "

@@ -101,6 +101,11 @@ bad "a global batch whose byte counts pass 2^64" 65 \
 bad "a micro-batch whose byte counts pass 2^64" 65 \
     "passes 2^64 at global batch 2147483648 (the default), micro-batch 2147483648, sequence 2048 (gbs, mbs, seq)" \
     compare --model gpt-7b --gpu h100-sxm --recipes te-fp8,bf16 --mbs 2147483648
+# 2^63 + 2^63 of overheads pass 2^64 with the default sizes: the overhead flags are named, not gbs/mbs/seq
+bad "overheads whose sum passes 2^64" 65 \
+    "passes 2^64 with the overheads given: --context 9223372036854775808, --workspace 9223372036854775808" \
+    plan --model gpt-7b --gpu h100-sxm --recipe bf16 --context 9223372036854775808 --workspace 9223372036854775808
+if grep -qF "(gbs, mbs, seq)" "$TMP/err"; then fail "... and not the sizes" "$(cat "$TMP/err")"; else pass "... and not the sizes"; fi
 # sweep's help lists only options sweep takes: every option line's options are accepted (none "does
 # not apply here"), and the layout options sweep enumerates itself are not listed
 run sweep --help

@@ -108,6 +108,13 @@ static void test_collective_bytes_overflow(void)
     /* the same layout at a global batch of 4 builds */
     in.gbs = 4;
     CHECK(plan_build(&in, &p, &e) == ST_OK);
+    /* and past 2^64 again with 2^63 B of CUDA context and 2^63 B of workspace: the overheads are named, with
+     * their values, not the sizes (gbs 4, mbs 1, seq 4 fit) */
+    in.cuda_context_bytes = in.workspace_bytes = 1ull << 63;
+    CHECK(plan_build(&in, &p, &e) == ST_OVERFLOW);
+    CHECK_CONTAINS(e.msg, "passes 2^64 with the overheads given: --context 9223372036854775808, --workspace "
+                          "9223372036854775808, --nccl-mem ");
+    CHECK(!strstr(e.msg, "(gbs, mbs, seq)"));
 }
 
 /* A sweep evaluates the pipeline depths in ascending order (sweep.h: on_fit sees every plan that fits in
