@@ -51,6 +51,36 @@ run report fidelity --catalog "$TMP/cat"
 expect_rc "1e-300 tokens/s exits 65" 65
 expect_err "the cell is named with its bounds" "measured.csv: row 2, column tokens_per_s_per_gpu: '1e-300' is out of range [0.001, 1e+09]"
 expect_no_out "nothing printed for 1e-300 tokens/s"
+# a user's own measured.csv with its own sources: the default hold-out list (the shipped sources) holds out
+# nothing there and is no error; a --holdout the user gives is still checked against the file's sources
+head -n 1 "$FP8PLAN_ROOT/models/measured.csv" >"$TMP/cat/measured.csv"
+echo "r,mine,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,5000,,,,,,n,s" >>"$TMP/cat/measured.csv"
+run report fidelity --catalog "$TMP/cat"
+expect_rc "a user's measured.csv without the shipped sources exits 0" 0
+expect_out "... with an empty hold-out set" "hold-out 0.0 % over 0)"
+if grep -qF -- "--holdout" "$TMP/err"; then fail "... blaming no --holdout" "$(cat "$TMP/err")"; else pass "... blaming no --holdout"; fi
+run report fidelity --catalog "$TMP/cat" --holdout mine
+expect_rc "--holdout of the user's source exits 0" 0
+expect_line "... holding out its row" "throughput +hold-out +1 .*"
+run report fidelity --catalog "$TMP/cat" --holdout nosuch
+expect_rc "a --holdout naming no source of the file exits 64" 64
+expect_err "... listing the file's sources" "--holdout: unknown source 'nosuch' (known source ids: mine;"
+# --max-mem-frac sets the limit the over-limit count uses (README): a lower limit counts at least as many
+over() { sed -n 's/.*over the memory limit \([0-9]*\);.*/\1/p' "$TMP/out" | tr -d '\n'; }
+run report fidelity
+expect_rc "report fidelity exits 0 (default limit)" 0
+n95=$(over)
+run report fidelity --max-mem-frac 0.5
+expect_rc "report fidelity --max-mem-frac 0.5 exits 0" 0
+n50=$(over)
+if [ -n "$n95" ] && [ -n "$n50" ] && [ "$n50" -gt "$n95" ]; then
+    pass "--max-mem-frac 0.5 counts more runs over the limit ($n50 > $n95)"
+else fail "--max-mem-frac 0.5 counts more runs over the limit" "0.95: '$n95', 0.5: '$n50'"; fi
+run report fidelity --max-mem-frac 1.5
+expect_rc "report fidelity --max-mem-frac 1.5 exits 64" 64
+expect_err "... naming the flag and value" "--max-mem-frac: '1.5' must be in (0, 1]"
+run report seed --max-mem-frac 0.5
+expect_rc "--max-mem-frac applies to fidelity only" 64
 
 # ---- stacks ----
 run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack torchtitan

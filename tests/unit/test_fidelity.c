@@ -53,7 +53,7 @@ static void test_pinned_figures(void)
     CHECK(load(c, &n) == 0);
     FidelitySummary s;
     Err e;
-    CHECK(fidelity_evaluate(runs, n, FIDELITY_DEFAULT_HOLDOUT, rows, &s, &e) == ST_OK);
+    CHECK(fidelity_evaluate(runs, n, FIDELITY_DEFAULT_HOLDOUT, 0, rows, &s, &e) == ST_OK);
     /* pinned from `fp8plan report fidelity` (throughput MAE, percent) */
     pin(&s.all, "all", 110, 8.70);
     pin(&s.dev, "dev", 72, 7.21);
