@@ -24,7 +24,7 @@ enum { CATALOG_FILE_MAX = 16 << 20 }; /* as fp8plan plan reads a catalog file */
 static const char help[] =
     "usage: fp8plan calibrate [--backend cpu|cuda] [--model M] [--layers N] [--hidden H] [--heads A] [--kv-heads K]\n"
     "                         [--ffn F] [--seq S] [--vocab V] [--mbs B] [--reps N | --quick]\n"
-    "                         [--name NAME] [--catalog DIR] [-o DIR]\n"
+    "                         [--name NAME [--replace]] [--catalog DIR] [-o DIR]\n"
     "\n"
     "Measure this machine the way the planner describes a device, through the executor's own code:\n"
     "GEMM throughput per dtype path (FP8 emulated on the CPU, cuBLASLt FP8 on a GPU; BF16, FP32) at\n"
@@ -48,7 +48,9 @@ static const char help[] =
     "  --mbs B              sequences per micro-batch: the GEMMs have B x seq rows (default 1)\n"
     "  --reps N             repetitions per measurement, medians reported (default 7, 1..64)\n"
     "  --quick              --reps 3 (seconds; for tests)\n"
-    "  --name NAME          the device row's name (default host; gpu with --backend cuda)\n"
+    "  --name NAME          the device row's name (default host; gpu with --backend cuda); with -o, a\n"
+    "                       name the catalog already has is refused (exit 64)\n"
+    "  --replace            with -o, replace the catalog's row of that name on purpose\n"
     "  --catalog DIR        the catalog to start from (default as fp8plan plan finds it)\n"
     "  -o DIR               write the calibrated catalog into DIR (created if missing)\n"
     "\n"
@@ -69,6 +71,7 @@ enum {
     OPT_REPS,
     OPT_QUICK,
     OPT_NAME,
+    OPT_REPLACE,
     OPT_CATALOG
 };
 
@@ -85,6 +88,7 @@ static const struct option opts[] = {{"backend", required_argument, NULL, OPT_BA
                                      {"reps", required_argument, NULL, OPT_REPS},
                                      {"quick", no_argument, NULL, OPT_QUICK},
                                      {"name", required_argument, NULL, OPT_NAME},
+                                     {"replace", no_argument, NULL, OPT_REPLACE},
                                      {"catalog", required_argument, NULL, OPT_CATALOG},
                                      {"output", required_argument, NULL, 'o'},
                                      {"help", no_argument, NULL, 'h'},
@@ -94,6 +98,7 @@ typedef struct {
     const char *backend, *model, *name, *catalog, *out;
     ExecOverrides ov;
     uint32_t mbs, reps;
+    int replace; /* --replace: -o may replace the catalog's row of the same name */
 } Args;
 
 static int flag_u32(const char *flag, const char *arg, long lo, long hi, uint32_t *out)
@@ -126,6 +131,7 @@ static int parse(int argc, char **argv, Args *a)
         case OPT_REPS: rc = flag_u32("reps", optarg, 1, 64, &a->reps); break;
         case OPT_QUICK: a->reps = 3; break;
         case OPT_NAME: a->name = optarg, named = 1; break;
+        case OPT_REPLACE: a->replace = 1; break;
         case OPT_CATALOG: a->catalog = optarg; break;
         case 'o': a->out = optarg; break;
         case 'h': cli_help(help); return -1;
@@ -143,6 +149,8 @@ static int parse(int argc, char **argv, Args *a)
         return cli_usage(CMD, "--name: '%s' is not a row name (letters, digits, '.', '_', '-'; under %d characters)",
                          a->name, SPEC_NAME_MAX);
     if (a->out && !*a->out) return cli_usage(CMD, "-o: empty (give a directory)");
+    if (a->replace && !a->out)
+        return cli_usage(CMD, "--replace: only with -o DIR (it replaces a row of the catalog written)");
     return 0;
 }
 
@@ -272,6 +280,15 @@ int cmd_calibrate(int argc, char **argv)
     Catalog *cat = NULL;
     if ((rc = plan_catalog_find(CMD, a.catalog, src, sizeof src)) || (rc = plan_catalog_load(CMD, src, &cat)))
         return rc;
+    /* refused before measuring: -o would silently put this machine's profile in place of a published GPU */
+    if (a.out && !a.replace && catalog_gpu(cat, a.name)) {
+        rc = cli_usage(CMD,
+                       "--name %s: the catalog already has a GPU row '%s' (-o would replace it with this machine's "
+                       "profile): give another --name, or --replace to replace it on purpose",
+                       a.name, a.name);
+        free(cat);
+        return rc;
+    }
     const ModelSpec *base = catalog_model(cat, a.model);
     ModelSpec m;
     Backend *bk = NULL;

@@ -18,7 +18,11 @@ const char plan_layout_help[] =
     "                     --dist-opt)\n"
     "  --recompute none|selective|full|op   activation recomputation (none; op: torchtitan's op-level policy)\n"
     "  --first-stage-layers N --last-stage-layers N   uneven pipeline: layers on the first / last stage\n"
-    "                     (the other stages split the rest evenly; default an even split)\n"
+    "                     (the other stages split the rest evenly; default an even split); with --vpp\n"
+    "                     each stage's count divides by vpp, or the middle stages hold s (a multiple of\n"
+    "                     vpp) and the ends s or s - 1 (account_for_embedding/loss_in_pipeline_split)\n"
+    "  --custom-pp-layout layers placed chunk by chunk (Megatron-Core's pipeline_model_parallel_layout):\n"
+    "                     uneven stages need not divide by vpp\n"
     "  --dropout          count dropout masks (off: modern LLMs train without dropout)\n"
     "mixture of experts (models with experts; cli/cmd_plan_moe.c):\n"
     "  --ep N --etp N     expert parallel and expert tensor parallel sizes (1); the expert-data-parallel\n"
@@ -114,6 +118,7 @@ enum {
     O_OV_CP,
     O_FIRST,
     O_LAST,
+    O_PP_LAYOUT,
     O_MAX_MEM,
     O_STACKS,
     O_EP, /* the MoE options: cli/cmd_plan_moe.c */
@@ -178,6 +183,7 @@ static const struct option longopts[] = {
     {"overlap-cp", required_argument, NULL, O_OV_CP},
     {"first-stage-layers", required_argument, NULL, O_FIRST},
     {"last-stage-layers", required_argument, NULL, O_LAST},
+    {"custom-pp-layout", no_argument, NULL, O_PP_LAYOUT},
     {"max-mem-frac", required_argument, NULL, O_MAX_MEM},
     {"stacks", required_argument, NULL, O_STACKS},
     {"ep", required_argument, NULL, O_EP},
@@ -208,6 +214,7 @@ static unsigned option_mask(int opt)
     case O_RECOMPUTE:
     case O_FIRST:
     case O_LAST:
+    case O_PP_LAYOUT:
     case O_EP:
     case O_ETP:
     case O_DUALPIPE:
@@ -423,6 +430,7 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
         case O_OV_CP: rc = get_frac(cmd, c, arg, 1, &in->overlap_cp), a->given |= PG_OV_CP; break;
         case O_FIRST: rc = get_u32(cmd, c, arg, &in->first_stage_layers); break;
         case O_LAST: rc = get_u32(cmd, c, arg, &in->last_stage_layers); break;
+        case O_PP_LAYOUT: in->custom_pp_layout = 1; break;
         case O_MAX_MEM: rc = get_frac(cmd, c, arg, 0, &in->max_mem_frac); break;
         case O_DROPOUT: in->dropout = 1; break;
         case O_ASCII: a->ascii = 1; break;

@@ -14,14 +14,15 @@
 #include "reports/scaling_report.h"
 #include "reports/seed_report.h"
 #include "util/fileio.h"
+#include "util/num.h"
 
 int cmd_report(int argc, char **argv);
 
 static const char help[] =
     "usage: fp8plan report seed [-o DIR] [--catalog DIR]\n"
     "       fp8plan report seed --format html [-o FILE] [--catalog DIR]\n"
-    "       fp8plan report fidelity [--holdout LIST] [-o DIR] [--catalog DIR]\n"
-    "       fp8plan report fidelity --format html [--holdout LIST] [-o FILE] [--catalog DIR]\n"
+    "       fp8plan report fidelity [--holdout LIST] [--max-mem-frac F] [-o DIR] [--catalog DIR]\n"
+    "       fp8plan report fidelity --format html [--holdout LIST] [--max-mem-frac F] [-o FILE] [--catalog DIR]\n"
     "       fp8plan report html [-o FILE] [plan options]   (fp8plan report html --help)\n"
     "\n"
     "fidelity: plan every published run of measured.csv with its stack, model, GPU, recipe and layout, and\n"
@@ -33,6 +34,7 @@ static const char help[] =
     "runs of models with experts apart (overall, dev, hold-out, per source). Then what FP8 buys over BF16:\n"
     "every configuration a source measured with BF16 GEMMs and with FP8 GEMMs, nothing else changed, with\n"
     "the measured and the predicted speed-up and the error of the prediction.\n"
+    "--max-mem-frac F (0 < F <= 1; each plan's 0.95 by default) sets the limit the over-limit count uses.\n"
     "With -o DIR: fidelity_runs.csv, fidelity_summary.csv and fidelity_pairs.csv. With --format html: one\n"
     "self-contained page\n"
     "(-o FILE, or stdout): predicted against measured tokens/s per run (one series per stack), the MAE per\n"
@@ -106,7 +108,8 @@ static int make_dir(const char *cmd, const char *dir)
 
 static Status fidelity_page(FILE *f, const void *ctx, Err *e) { return html_fidelity_page(f, ctx, e); }
 
-static int report_fidelity(const char *cmd, const char *catdir, const char *outdir, const char *holdout, int html)
+static int report_fidelity(const char *cmd, const char *catdir, const char *outdir, const char *holdout,
+                           double max_mem_frac, int html)
 {
     char dir[4096], path[4200];
     int rc;
@@ -129,7 +132,7 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
         err_set(&e, ST_NOMEM, "out of memory");
         rc = cli_fail(cmd, &e);
     } else if (file_read_all(path, &text, &len, &e) || measured_parse(cat, text, len, path, runs, &n, &e) ||
-               fidelity_evaluate(runs, n, holdout, rows, sum, &e)) {
+               fidelity_evaluate(runs, n, holdout, max_mem_frac, rows, sum, &e)) {
         rc = cli_fail(cmd, &e);
     } else {
         tr = fidelity_rows_table(rows, n);
@@ -150,7 +153,7 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
             err_set(&e, ST_NOMEM, "out of memory");
             rc = cli_fail(cmd, &e);
         } else if (html) {
-            FidelityPage pg = {tr, ts, sum, holdout, tp, &pall, &pdev, &phold};
+            FidelityPage pg = {tr, ts, sum, holdout ? holdout : FIDELITY_DEFAULT_HOLDOUT, tp, &pall, &pdev, &phold};
             CliOut out = {TABLE_HTML, outdir};
             rc = cli_emit_page(cmd, &out, fidelity_page, &pg);
         } else if (!(rc = cli_emit_table(cmd, tr, &so)) && !(rc = cli_emit_table(cmd, ts, &so)) &&
@@ -207,11 +210,15 @@ int cmd_report(int argc, char **argv)
 {
     const char *cmd = "report";
     if (argc > 1 && !strcmp(argv[1], "html")) return report_html(argc - 1, argv + 1);
-    static const struct option opts[] = {
-        {"output", required_argument, NULL, 'o'}, {"catalog", required_argument, NULL, 'c'},
-        {"format", required_argument, NULL, 'f'}, {"holdout", required_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    const char *outdir = NULL, *catdir = NULL, *holdout = NULL;
+    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
+                                         {"catalog", required_argument, NULL, 'c'},
+                                         {"format", required_argument, NULL, 'f'},
+                                         {"holdout", required_argument, NULL, 'H'},
+                                         {"max-mem-frac", required_argument, NULL, 'M'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    const char *outdir = NULL, *catdir = NULL, *holdout = NULL, *memfrac = NULL;
+    double max_mem_frac = 0; /* 0: each plan's own (0.95) */
     CliOut fmt = {TABLE_TEXT, NULL};
     int c, rc;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -220,6 +227,15 @@ int cmd_report(int argc, char **argv)
         case 'o': outdir = optarg; break;
         case 'c': catdir = optarg; break;
         case 'H': holdout = optarg; break;
+        case 'M': {
+            Err e;
+            memfrac = optarg;
+            if (num_parse_double(optarg, NUM_FINITE_ONLY, &max_mem_frac, &e))
+                return cli_usage(cmd, "--max-mem-frac: %s", e.msg);
+            if (!(max_mem_frac > 0 && max_mem_frac <= 1))
+                return cli_usage(cmd, "--max-mem-frac: '%s' must be in (0, 1]", optarg);
+            break;
+        }
         case 'f':
             if (cli_parse_format(cmd, optarg, &fmt)) return status_exit_code(ST_USAGE);
             if (fmt.fmt != TABLE_TEXT && fmt.fmt != TABLE_HTML)
@@ -237,10 +253,10 @@ int cmd_report(int argc, char **argv)
     if (!fid && strcmp(argv[optind], "seed"))
         return cli_usage(cmd, "unknown report '%s' (known: seed, fidelity, html)", argv[optind]);
     if (optind + 1 < argc) return cli_usage(cmd, "unexpected argument '%s'", argv[optind + 1]);
-    if (fid)
-        return report_fidelity(cmd, catdir, outdir, holdout ? holdout : FIDELITY_DEFAULT_HOLDOUT,
-                               fmt.fmt == TABLE_HTML);
+    if (fid) /* holdout NULL: the default list */
+        return report_fidelity(cmd, catdir, outdir, holdout, max_mem_frac, fmt.fmt == TABLE_HTML);
     if (holdout) return cli_usage(cmd, "--holdout applies to report fidelity only");
+    if (memfrac) return cli_usage(cmd, "--max-mem-frac %s applies to report fidelity only", memfrac);
 
     char dir[4096];
     if ((rc = plan_catalog_find(cmd, catdir, dir, sizeof dir))) return rc;

@@ -132,6 +132,35 @@ static int stage_split(const PlanInput *in, uint64_t L, uint64_t *lf, uint64_t *
                 in->vpp, (unsigned long long)*lf, (unsigned long long)*lm, (unsigned long long)*ll);
         return -1;
     }
+    if (!in->custom_pp_layout && !plan_vpp_split_ok(in->pp, in->vpp, *lf, *lm, *ll)) {
+        err_set(e, ST_USAGE,
+                "--vpp %u: Megatron cannot interleave first %llu, middle %llu, last %llu layers: each stage's count "
+                "must be a multiple of vpp, or (account_for_embedding/loss_in_pipeline_split) the middle stages a "
+                "multiple s of vpp and the end stages s or s - 1 (--custom-pp-layout: a per-chunk layout)",
+                in->vpp, (unsigned long long)*lf, (unsigned long long)*lm, (unsigned long long)*ll);
+        return -1;
+    }
+    return 0;
+}
+
+/* Megatron-Core (TransformerConfig's checks) launches virtual stages on an uneven pipeline in two ways only:
+ *  - explicit counts (--decoder-first/last-pipeline-num-layers): the first, the last and each middle stage's
+ *    layers are each a multiple of vpp;
+ *  - account_for_embedding / account_for_loss_in_pipeline_split (not combinable with explicit counts): the
+ *    embedding and / or the loss count as one layer each, L + e + l splits evenly into s per stage with s a
+ *    multiple of vpp, and the first stage holds s - e transformer layers, the last s - l (Llama 3.1 405B on
+ *    pp 8 vpp 8: (126 + 2) / 8 = 16 per stage, so 15, 16 x 6, 15).
+ * An even split (no uneven counts) is the first form with pp x vpp dividing L. */
+int plan_vpp_split_ok(uint32_t pp, uint32_t vpp, uint64_t first, uint64_t middle, uint64_t last)
+{
+    if (vpp <= 1) return 1;
+    int mids = pp > 2;
+    if (!umod(first, vpp) && !umod(last, vpp) && (!mids || !umod(middle, vpp))) return 1;
+    for (uint64_t emb = 0; emb < 2; emb++)
+        for (uint64_t loss = 0; loss < 2; loss++) {
+            uint64_t s = first + emb;
+            if (last + loss == s && !umod(s, vpp) && (!mids || middle == s)) return 1;
+        }
     return 0;
 }
 
@@ -486,6 +515,17 @@ Status plan_build(const PlanInput *in, Plan *out, Err *e)
                        "row '%s'%s%s%s too small or too large for the arithmetic)",
                        nonfinite_figure(out), in->model->name, in->gpu->name, in->recipe->name, in->gpu->name,
                        in->stack ? " or stacks.csv row '" : "", in->stack ? in->stack->name : "", in->stack ? "'" : "");
+    if (st == ST_OVERFLOW) { /* the overhead bytes a user sets, when the plan fits 2^64 without them */
+        PlanInput none = *in;
+        none.cuda_context_bytes = none.workspace_bytes = none.nccl_comm_bytes = 0;
+        PlanReject w2;
+        if (build(&none, out, &w2, 0) != ST_OVERFLOW)
+            return err_set(e, ST_OVERFLOW,
+                           "a byte count for %s on %s with %s passes 2^64 with the overheads given: --context %llu, "
+                           "--workspace %llu, --nccl-mem %llu (bytes)",
+                           in->model->name, in->gpu->name, in->recipe->name, (unsigned long long)in->cuda_context_bytes,
+                           (unsigned long long)in->workspace_bytes, (unsigned long long)in->nccl_comm_bytes);
+    }
     if (st == ST_OVERFLOW) /* the sizes a user sets: global batch, micro-batch, sequence */
         return err_set(e, ST_OVERFLOW,
                        "a byte count for %s on %s with %s passes 2^64 at global batch %llu%s, micro-batch %u, "

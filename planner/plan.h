@@ -138,6 +138,9 @@ typedef struct {
     /* uneven pipeline stages (Megatron --decoder-first/last-pipeline-num-layers): layers on the first and the
      * last stage, 0 = an even share; the other stages split the rest evenly */
     uint32_t first_stage_layers, last_stage_layers;
+    /* 1: the layers are placed chunk by chunk (Megatron-Core's --pipeline-model-parallel-layout), so the end
+     * stages' counts need not fit plan_vpp_split_ok's forms; 0: the flags above, which must */
+    int custom_pp_layout;
     /* the stage the plan's memory terms and collectives describe: 0 = the most-loaded one (the default),
      * s + 1 = stage s (the executor compares each pipeline rank with its own stage's plan) */
     uint32_t stage_view;
@@ -379,7 +382,9 @@ typedef struct {
 typedef enum {
     ADV_OOM = 0,           /* total exceeds the GPU's memory */
     ADV_COMPUTE_ONLY,      /* FP8 GEMMs but high-precision states: FP8 copies add memory */
+    ADV_COMPUTE_ONLY_CAST, /* the same with the copies cast per micro-batch (--fp8-weight-cache off): none held */
     ADV_FP32_GRAD_COMM,    /* gradients reduced in FP32: FP8 GEMMs do not shrink DP traffic */
+    ADV_BF16_GRAD_COMM,    /* the same with the BF16 main gradient the plan reduces (--main-grad bf16) */
     ADV_PER_TENSOR,        /* per-tensor scaling and outliers */
     ADV_FP8_SECOND_MOMENT, /* FP8 Adam v diverges */
     ADV_TP_ONLY_AMAX,      /* amax not reduced over DP */
@@ -468,6 +473,11 @@ double plan_state_bytes_per_param(const PlanInput *in, double *per);
  * input can be planned) and, when e is non-NULL, fills it with a message naming
  * the flag and value (ST_USAGE; ST_OVERFLOW for REJECT_OVERFLOW). */
 PlanReject plan_validate(const PlanInput *in, Err *e);
+
+/* 1 when Megatron-Core can interleave vpp virtual stages over pipeline stages holding first, middle (each
+ * stage between, when pp > 2) and last layers: every count a multiple of vpp, or the account_for_embedding /
+ * account_for_loss split (middle stages s layers, s a multiple of vpp, the end stages s or s - 1). */
+int plan_vpp_split_ok(uint32_t pp, uint32_t vpp, uint64_t first, uint64_t middle, uint64_t last);
 
 /* Build the plan. ST_USAGE for an invalid layout or recipe/GPU combination,
  * ST_OVERFLOW when a byte count passes 2^64, ST_SOFTWARE for NULL inputs.

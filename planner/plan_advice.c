@@ -8,8 +8,14 @@ static const char *const advice[ADV_COUNT_] = {
     [ADV_COMPUTE_ONLY] = "compute-only FP8: weights, gradients and optimizer states stay BF16/FP32 and the cached FP8 "
                          "weight copies come on top, so state memory does not shrink (FP8-LM Table 5: TE uses 69.6 GB "
                          "at 175B, BF16 66.1 GB)",
+    [ADV_COMPUTE_ONLY_CAST] = "compute-only FP8: weights, gradients and optimizer states stay BF16/FP32, so state "
+                              "memory does not shrink (the FP8 weight copies are cast per micro-batch here, none "
+                              "cached)",
     [ADV_FP32_GRAD_COMM] = "gradients are reduced in FP32: FP8 GEMMs do not shrink data-parallel traffic "
                            "(FP8-LM section 3.2.2); FP8 gradients with a shared scale do",
+    [ADV_BF16_GRAD_COMM] = "gradients are reduced in BF16 (the main gradient's dtype): FP8 GEMMs do not shrink "
+                           "data-parallel traffic below 2 B per gradient (FP8-LM section 3.2.2); FP8 gradients with "
+                           "a shared scale do",
     [ADV_PER_TENSOR] = "per-tensor scaling: one outlier sets the amax of the whole tensor and costs every other value "
                        "resolution (FP8 Formats section 4.3); heavy outliers call for block or channel scales",
     [ADV_FP8_SECOND_MOMENT] =
@@ -42,14 +48,20 @@ void plan_advise(const PlanInput *in, Plan *p)
         for (int s = 0; s < STATE_COUNT_; s++)
             if (r->gemm.dt[s] != DT_NONE && dtype_bytes(r->gemm.dt[s]) < 2) hp_states = 0;
         if (r->gemm.dt[STATE_MASTER] != DT_NONE && dtype_bytes(r->gemm.dt[STATE_MASTER]) < 4) hp_states = 0;
-        if (hp_states && recipe_fp8_copy_bytes_per_param(r)) m |= 1u << ADV_COMPUTE_ONLY;
+        if (hp_states && recipe_fp8_copy_bytes_per_param(r)) { /* which, as the plan holds the copies or not */
+            uint64_t held = p->mem[MT_FP8_ROWWISE].bytes + p->mem[MT_FP8_COLWISE].bytes + p->mem[MT_FP8_EXPERT].bytes;
+            m |= 1u << (held ? ADV_COMPUTE_ONLY : ADV_COMPUTE_ONLY_CAST);
+        }
         if (r->act_gran == GRAN_TENSOR || r->weight_gran == GRAN_TENSOR) m |= 1u << ADV_PER_TENSOR;
         if (r->scaling == SCALING_DELAYED) m |= 1u << ADV_REPRODUCIBILITY;
         /* delayed scaling only: a current scale is the tensor's own, per rank by design */
         if (r->amax_reduce == AMAX_TP && r->scaling == SCALING_DELAYED && p->in.dp > 1) m |= 1u << ADV_TP_ONLY_AMAX;
         if (r->act_gran == GRAN_1X32 || r->weight_gran == GRAN_1X32) m |= 1u << ADV_MX_BOTH_COPIES;
         m |= 1u << ADV_CONVERGENCE;
-        if (r->comm_dp_grad == DT_FP32 && p->shard_ways > 1) m |= 1u << ADV_FP32_GRAD_COMM;
+        /* the dtype the plan's dp_grad collective moves (plan_comm.c): the recipe's, or the main gradient's */
+        Dtype gd = plan_grad_dt(in, r->comm_dp_grad);
+        if (gd == DT_FP32 && p->shard_ways > 1) m |= 1u << ADV_FP32_GRAD_COMM;
+        if (gd == DT_BF16 && p->shard_ways > 1) m |= 1u << ADV_BF16_GRAD_COMM;
     }
     if (dtype_is_fp8(r->gemm.dt[STATE_V])) m |= 1u << ADV_FP8_SECOND_MOMENT;
     p->advice_mask = m;

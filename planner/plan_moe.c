@@ -77,13 +77,29 @@ PlanReject moe_validate(const PlanInput *in, Err *e)
         err_set(e, ST_USAGE, "--%s 0: must be at least 1", in->ep ? "etp" : "ep");
         return REJECT_ZERO;
     }
-    if (!(in->moe_imbalance >= 1 && in->moe_imbalance <= 64) || !(in->moe_capacity >= 0 && in->moe_capacity <= 64) ||
-        !(in->overlap_ep >= 0 && in->overlap_ep <= 1) || in->ep_comm_sms >= (in->gpu->sms ? in->gpu->sms : 1u) ||
-        (in->recompute_mods & ~(unsigned)RECOMPUTE_MOD_ALL_)) {
-        err_set(e, ST_USAGE,
-                "--moe-imbalance must be in [1, 64], --moe-capacity in [0, 64] (0: dropless), --overlap-ep in [0, 1] "
-                "and --ep-comm-sms below the GPU's %u SMs",
-                in->gpu->sms);
+    /* each limit named alone, with the value at fault */
+    const char *flag = NULL, *range = NULL;
+    double v = 0;
+    if (!(in->moe_imbalance >= 1 && in->moe_imbalance <= 64))
+        flag = "--moe-imbalance", range = "[1, 64]", v = in->moe_imbalance;
+    else if (!(in->moe_capacity >= 0 && in->moe_capacity <= 64))
+        flag = "--moe-capacity", range = "[0, 64] (0: dropless)", v = in->moe_capacity;
+    else if (!(in->overlap_ep >= 0 && in->overlap_ep <= 1))
+        flag = "--overlap-ep", range = "[0, 1]", v = in->overlap_ep;
+    if (flag) {
+        err_set(e, ST_USAGE, "%s %g: must be in %s", flag, v, range);
+        return REJECT_KNOB;
+    }
+    if (in->ep_comm_sms >= (in->gpu->sms ? in->gpu->sms : 1u)) {
+        if (in->gpu->sms)
+            err_set(e, ST_USAGE, "--ep-comm-sms %u: must be below the %u SMs of %s", in->ep_comm_sms, in->gpu->sms,
+                    in->gpu->name);
+        else
+            err_set(e, ST_USAGE, "--ep-comm-sms %u: must be 0 on %s (no SM count)", in->ep_comm_sms, in->gpu->name);
+        return REJECT_KNOB;
+    }
+    if (in->recompute_mods & ~(unsigned)RECOMPUTE_MOD_ALL_) {
+        err_set(e, ST_USAGE, "--recompute-modules: unknown module bits 0x%x", in->recompute_mods);
         return REJECT_KNOB;
     }
     if (!spec_is_moe(md)) {

@@ -51,7 +51,8 @@ static void divisors(uint32_t n, List *l)
 static uint32_t or_default(uint32_t v, uint32_t d) { return v ? v : d; }
 
 /* Uneven pipelines for L layers on pp stages (vpp chunks each) when they do not divide: the middle stages
- * hold q = ceil(L/pp) or floor(L/pp) layers, the first and last split what is left (first <= last).
+ * hold q = ceil(L/pp) or floor(L/pp) layers, the first and last split what is left (first <= last), kept
+ * only where Megatron-Core can interleave them (plan_vpp_split_ok: 7/8/7 on vpp 5 cannot be launched).
  * Returns how many candidates it wrote (0 when the split is even or none is valid). */
 static int uneven(uint32_t L, uint32_t pp, uint32_t vpp, uint32_t first[2], uint32_t last[2])
 {
@@ -64,7 +65,7 @@ static int uneven(uint32_t L, uint32_t pp, uint32_t vpp, uint32_t first[2], uint
         uint64_t mid = (uint64_t)(pp - 2) * q;
         if (mid >= L) continue;
         uint32_t rest = L - (uint32_t)mid, f = rest / 2, l = rest - f;
-        if (f < vpp || l < vpp || (pp > 2 && q < vpp)) continue;
+        if (f < vpp || l < vpp || (pp > 2 && q < vpp) || !plan_vpp_split_ok(pp, vpp, f, q, l)) continue;
         first[n] = f, last[n] = l, n++;
     }
     return n;

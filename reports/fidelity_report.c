@@ -91,12 +91,13 @@ static double kind_bytes(const Plan *p, MemKind k)
     }
 }
 
-Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, FidelityRow *rows, FidelitySummary *sum,
-                         Err *e)
+Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, double max_mem_frac, FidelityRow *rows,
+                         FidelitySummary *sum, Err *e)
 {
     memset(sum, 0, sizeof *sum);
-    Status st = check_holdout(runs, n, holdout, e);
+    Status st = holdout ? check_holdout(runs, n, holdout, e) : ST_OK;
     if (st) return st;
+    if (!holdout) holdout = FIDELITY_DEFAULT_HOLDOUT;
     static Plan p; /* about 8 KB; not re-entrant, like the CLI that calls it */
     for (int i = 0; i < n; i++) {
         const MeasuredRun *r = &runs[i];
@@ -109,6 +110,7 @@ Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, Fi
         o->pred_tok = o->tok_err = o->pred_gib = o->mem_err = o->total_gib = NAN;
         PlanInput in;
         measured_plan_input(r, &in);
+        if (max_mem_frac > 0) in.max_mem_frac = max_mem_frac;
         Err pe;
         if (plan_build(&in, &p, &pe)) {
             if (pe.st != ST_USAGE) return err_set(e, pe.st, "%s: %s", r->id, pe.msg);

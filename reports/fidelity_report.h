@@ -60,10 +60,12 @@ typedef struct {
     double mem_traced_max; /* largest |error| over the allocator-traced rows */
 } FidelitySummary;
 
-/* Plan every run. holdout: FIDELITY_DEFAULT_HOLDOUT or a caller's list; ST_USAGE naming the item and
- * listing the known source ids when the list is empty or an item matches no run. rows has room for n. */
-Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, FidelityRow *rows, FidelitySummary *sum,
-                         Err *e);
+/* Plan every run. holdout: a caller's list (--holdout), ST_USAGE naming the item and listing the known source
+ * ids when the list is empty or an item matches no run; or NULL: FIDELITY_DEFAULT_HOLDOUT, whose items hold
+ * out the runs they match (a user's measured.csv need not have the shipped sources). max_mem_frac: the limit of
+ * the over-limit count (plan_input's max_mem_frac), 0 = each plan's default. rows has room for n. */
+Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, double max_mem_frac, FidelityRow *rows,
+                         FidelitySummary *sum, Err *e);
 
 /* One row per run (id, stack, model, GPU, GPUs, recipe, throughput measured / predicted / error, memory
  * kind / measured / predicted / error, fits). */

@@ -29,11 +29,27 @@ static Status opt_u32(Cur *c, const char *col, uint32_t def, uint32_t lo, uint32
     return cell_u32(c, col, lo, hi, out);
 }
 
-/* A positive finite number, or NAN when blank. */
-static Status opt_pos(Cur *c, const char *col, double *out)
+/* What one GPU of a real training run can show: a measured cell outside is a typo or a unit slip (1e-300
+ * tokens/s once printed a 300-digit error over six lines), refused with file, row, column and value (65).
+ *  tokens/s per GPU [1e-3, 1e9]: below, one token per 17 minutes (a 2,048-token sequence a day on one GPU);
+ *    above, a token's step costs at least 6 FLOPs per parameter, so even a 1M-parameter model would need
+ *    6e15 FLOP/s, above every part's dense FP8 peak (B200: 4.5e15). A rate derived from step_s is held to it too.
+ *  step_s [1e-6, 1e7]: a step launches at least one kernel (microseconds); 1e7 s is 116 days for one step.
+ *  tflops_per_gpu [1e-6, 1e5]: 1 MFLOP/s is below any processor; 1e5 TFLOP/s is 20 x the densest FP8 peak.
+ *  mfu_pct [1e-6, 100]: model FLOPs are a share of the peak, so never above 100 %.
+ *  mem_gib [1e-6, 16384]: 1 KiB is less than any model's weights; 16 TiB is above any GPU's memory (B300:
+ *    288 GB) and any single host's.
+ *  gbs [1, 2^24] sequences: the largest published global batches are tens of thousands of sequences; 2^24
+ *    is also the bound of every other count of the file. */
+#define TOK_S_MIN 1e-3
+#define TOK_S_MAX 1e9
+#define GBS_MAX   (1u << 24)
+
+/* A number in [lo, hi], or NAN when blank. */
+static Status opt_range(Cur *c, const char *col, double lo, double hi, double *out)
 {
     if (blank(c, col)) return *out = NAN, ST_OK;
-    return cell_rate(c, col, 0, out);
+    return cell_range(c, col, lo, hi, out);
 }
 
 /* yes, no, or blank (-1). */
@@ -141,11 +157,14 @@ static Status parse_run(Cur *c, void *row)
         (st = opt_u32(c, "mbs", 0, 1, BIG, &r->mbs)) || (st = cell_u32(c, "seq", 1, BIG, &r->seq)) ||
         (st = opt_u32(c, "first_stage_layers", 0, 1, BIG, &r->first)) ||
         (st = opt_u32(c, "last_stage_layers", 0, 1, BIG, &r->last)) ||
-        (st = opt_pos(c, "tokens_per_s_per_gpu", &r->tok_s_gpu)) || (st = opt_pos(c, "step_s", &r->step_s)) ||
-        (st = opt_pos(c, "tflops_per_gpu", &r->tflops)) || (st = opt_pos(c, "mfu_pct", &r->mfu_pct)) ||
-        (st = opt_pos(c, "mem_gib", &r->mem_gib)))
+        (st = opt_range(c, "tokens_per_s_per_gpu", TOK_S_MIN, TOK_S_MAX, &r->tok_s_gpu)) ||
+        (st = opt_range(c, "step_s", 1e-6, 1e7, &r->step_s)) ||
+        (st = opt_range(c, "tflops_per_gpu", 1e-6, 1e5, &r->tflops)) ||
+        (st = opt_range(c, "mfu_pct", 1e-6, 100, &r->mfu_pct)) ||
+        (st = opt_range(c, "mem_gib", 1e-6, 16384, &r->mem_gib)))
         return st;
     if (!blank(c, "gbs") && (st = cell_count(c, "gbs", &r->gbs))) return st;
+    if (r->gbs > GBS_MAX) return cell_bad(c, "gbs", "'%s' is out of range [1, %u]", cell_text(c, "gbs"), GBS_MAX);
     if (sharding_parse(cell_text(c, "sharding"), &r->sharding))
         return cell_bad(c, "sharding", "'%s' is not none, dist-opt, zero1, zero2 or zero3", cell_text(c, "sharding"));
     if (recompute_parse(cell_text(c, "recompute"), &r->recompute))
@@ -163,6 +182,7 @@ static Status parse_run(Cur *c, void *row)
     if ((st = note_u32(c, "ep=", &r->ep)) || (st = note_u32(c, "etp=", &r->etp)) ||
         (st = note_mods(c, &r->recompute_mods)))
         return st;
+    r->custom_pp_layout = strstr(cell_text(c, "notes"), "pp_layout=custom") != NULL;
     if (r->model->experts && !strstr(cell_text(c, "notes"), "ep="))
         return cell_bad(c, "notes",
                         "a run of %s (a model with experts) states its expert layout as 'ep=N' (and "
@@ -170,6 +190,11 @@ static Status parse_run(Cur *c, void *row)
                         r->model->name);
     if (isnan(r->tok_s_gpu) && isnan(r->step_s) && isnan(r->mem_gib))
         return cell_bad(c, "tokens_per_s_per_gpu", "the row publishes neither throughput, step time nor memory");
+    double derived = measured_tokens(r);
+    if (isnan(r->tok_s_gpu) && !isnan(derived) && !(derived >= TOK_S_MIN && derived <= TOK_S_MAX))
+        return cell_bad(c, "step_s",
+                        "'%s' gives gbs x seq / step_s / gpus = %g tokens/s per GPU, out of range [%g, %g]",
+                        cell_text(c, "step_s"), derived, TOK_S_MIN, TOK_S_MAX);
     return ST_OK;
 }
 
@@ -202,6 +227,7 @@ void measured_plan_input(const MeasuredRun *r, PlanInput *in)
     in->recompute_mods = r->recompute_mods;
     in->first_stage_layers = r->first;
     in->last_stage_layers = r->last;
+    in->custom_pp_layout = r->custom_pp_layout;
     if (r->sp >= 0) in->sp = r->sp;
     if (r->dropout >= 0) in->dropout = r->dropout;
     if (r->tp_overlap >= 0) in->overlap_tp = r->tp_overlap ? r->stack->overlap_tp_on : 0;

@@ -28,8 +28,9 @@ typedef struct {
     const GpuSpec *gpu;
     const Recipe *recipe;
     uint32_t gpus, tp, pp, vpp, cp, dp, mbs, seq, first, last; /* mbs 0 = not published (1 is planned) */
-    uint32_t ep, etp; /* expert layout, from "ep=N" / "etp=N" in the notes (1 when absent; required with experts) */
-    uint64_t gbs;     /* 0 = not published */
+    uint32_t ep, etp;     /* expert layout, from "ep=N" / "etp=N" in the notes (1 when absent; required with experts) */
+    int custom_pp_layout; /* "pp_layout=custom" in the notes: layers placed chunk by chunk (--custom-pp-layout) */
+    uint64_t gbs;         /* 0 = not published */
     Sharding sharding;
     Recompute recompute;
     unsigned recompute_mods; /* RECOMPUTE_MOD_* from "recompute_modules=LIST" in the notes (0 when absent) */

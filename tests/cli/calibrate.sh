@@ -92,6 +92,20 @@ expect_rc "--backend cuda: not available here (exit 69)" 69
 expect_err "... saying why" "--backend cuda"
 run calibrate extra
 expect_rc "an operand refused" 64
+# a name the catalog has would put this machine's profile in place of the published GPU: refused before
+# measuring, nothing written; --replace does it on purpose (one h100-sxm row left, the CPU's)
+run calibrate $TINY --quick --name h100-sxm -o "$TMP/clash"
+expect_rc "--name of a catalog GPU with -o refused" 64
+expect_err "... naming the flag and value" "--name h100-sxm: the catalog already has a GPU row 'h100-sxm'"
+expect_no_out "... before measuring anything"
+if [ -e "$TMP/clash" ]; then fail "... nothing written" "$TMP/clash exists"; else pass "... nothing written"; fi
+run calibrate --replace
+expect_rc "--replace without -o refused" 64
+expect_err "... naming the flag" "--replace: only with -o DIR"
+run calibrate $TINY --quick --name h100-sxm --replace -o "$TMP/replaced"
+expect_rc "--replace replaces the row on purpose" 0
+expect_eq "one h100-sxm row, the measured one (compute capability cpu)" \
+    "$(grep -c '^h100-sxm,' "$TMP/replaced/gpus.csv") $(grep '^h100-sxm,' "$TMP/replaced/gpus.csv" | cut -d, -f2)" "1 cpu"
 
 # ---- two ranks ----
 if ! command -v mpirun >/dev/null 2>&1; then

@@ -10,6 +10,19 @@ expect_out "plan shows FP8 copies" "fp8_colwise"
 expect_out "plan shows collectives" "dp_param_allgather"
 expect_out "plan shows the time breakdown" "pipeline_bubble"
 expect_out "plan shows advice" "compute-only FP8"
+# the advice names the dtype the plan's own dp_grad_reducescatter moves: megatron-core keeps BF16 main
+# gradients (stacks.csv), --main-grad fp32 makes both FP32
+expect_out "the default stack's reduce-scatter is BF16" "dp_grad_reducescatter   dp     reduce-scatter  bf16"
+expect_out "... and the advice says BF16" "gradients are reduced in BF16"
+if grep -qF "gradients are reduced in FP32" "$TMP/out"; then
+    fail "... and not FP32" "$(grep -F "reduced in" "$TMP/out")"
+else pass "... and not FP32"; fi
+run plan $L175 --recipe te-fp8 --main-grad fp32
+expect_out "--main-grad fp32: an FP32 reduce-scatter" "dp_grad_reducescatter   dp     reduce-scatter  fp32"
+expect_out "... and the advice says FP32" "gradients are reduced in FP32"
+run plan $L175 --recipe te-fp8 --fp8-weight-cache off
+expect_line "--fp8-weight-cache off: no FP8 copies held" "fp8_rowwise +fp8_copy +- +0 +0 +0.000 +1"
+expect_out "... and the advice says they are cast per micro-batch" "FP8 weight copies are cast per micro-batch here"
 
 run plan $L175 --recipe te-fp8 --format csv
 expect_rc "plan csv exits 0" 0
@@ -88,6 +101,11 @@ bad "a global batch whose byte counts pass 2^64" 65 \
 bad "a micro-batch whose byte counts pass 2^64" 65 \
     "passes 2^64 at global batch 2147483648 (the default), micro-batch 2147483648, sequence 2048 (gbs, mbs, seq)" \
     compare --model gpt-7b --gpu h100-sxm --recipes te-fp8,bf16 --mbs 2147483648
+# 2^63 + 2^63 of overheads pass 2^64 with the default sizes: the overhead flags are named, not gbs/mbs/seq
+bad "overheads whose sum passes 2^64" 65 \
+    "passes 2^64 with the overheads given: --context 9223372036854775808, --workspace 9223372036854775808" \
+    plan --model gpt-7b --gpu h100-sxm --recipe bf16 --context 9223372036854775808 --workspace 9223372036854775808
+if grep -qF "(gbs, mbs, seq)" "$TMP/err"; then fail "... and not the sizes" "$(cat "$TMP/err")"; else pass "... and not the sizes"; fi
 # sweep's help lists only options sweep takes: every option line's options are accepted (none "does
 # not apply here"), and the layout options sweep enumerates itself are not listed
 run sweep --help

@@ -56,6 +56,43 @@ run report fidelity --catalog "$TMP/cat"
 expect_rc "a bad measured.csv exits 65" 65
 expect_err "the bad cell is named" "row 2, column stack: 'megatron-x'"
 expect_no_out "nothing printed for a bad measured.csv"
+# a measured cell past what a GPU can show (tokens/s per GPU within [1e-3, 1e9]) is refused, not averaged
+head -n 1 "$FP8PLAN_ROOT/models/measured.csv" >"$TMP/cat/measured.csv"
+echo "r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,1e-300,,,,,,n,s" >>"$TMP/cat/measured.csv"
+run report fidelity --catalog "$TMP/cat"
+expect_rc "1e-300 tokens/s exits 65" 65
+expect_err "the cell is named with its bounds" "measured.csv: row 2, column tokens_per_s_per_gpu: '1e-300' is out of range [0.001, 1e+09]"
+expect_no_out "nothing printed for 1e-300 tokens/s"
+# a user's own measured.csv with its own sources: the default hold-out list (the shipped sources) holds out
+# nothing there and is no error; a --holdout the user gives is still checked against the file's sources
+head -n 1 "$FP8PLAN_ROOT/models/measured.csv" >"$TMP/cat/measured.csv"
+echo "r,mine,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,5000,,,,,,n,s" >>"$TMP/cat/measured.csv"
+run report fidelity --catalog "$TMP/cat"
+expect_rc "a user's measured.csv without the shipped sources exits 0" 0
+expect_out "... with an empty hold-out set" "hold-out 0.0 % over 0)"
+if grep -qF -- "--holdout" "$TMP/err"; then fail "... blaming no --holdout" "$(cat "$TMP/err")"; else pass "... blaming no --holdout"; fi
+run report fidelity --catalog "$TMP/cat" --holdout mine
+expect_rc "--holdout of the user's source exits 0" 0
+expect_line "... holding out its row" "throughput +hold-out +1 .*"
+run report fidelity --catalog "$TMP/cat" --holdout nosuch
+expect_rc "a --holdout naming no source of the file exits 64" 64
+expect_err "... listing the file's sources" "--holdout: unknown source 'nosuch' (known source ids: mine;"
+# --max-mem-frac sets the limit the over-limit count uses (README): a lower limit counts at least as many
+over() { sed -n 's/.*over the memory limit \([0-9]*\);.*/\1/p' "$TMP/out" | tr -d '\n'; }
+run report fidelity
+expect_rc "report fidelity exits 0 (default limit)" 0
+n95=$(over)
+run report fidelity --max-mem-frac 0.5
+expect_rc "report fidelity --max-mem-frac 0.5 exits 0" 0
+n50=$(over)
+if [ -n "$n95" ] && [ -n "$n50" ] && [ "$n50" -gt "$n95" ]; then
+    pass "--max-mem-frac 0.5 counts more runs over the limit ($n50 > $n95)"
+else fail "--max-mem-frac 0.5 counts more runs over the limit" "0.95: '$n95', 0.5: '$n50'"; fi
+run report fidelity --max-mem-frac 1.5
+expect_rc "report fidelity --max-mem-frac 1.5 exits 64" 64
+expect_err "... naming the flag and value" "--max-mem-frac: '1.5' must be in (0, 1]"
+run report seed --max-mem-frac 0.5
+expect_rc "--max-mem-frac applies to fidelity only" 64
 
 # ---- stacks ----
 run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack torchtitan
@@ -137,9 +174,29 @@ expect_rc "7 + 14 x 8 + 7 plans" 0
 expect_out "the plan shows the stage split" "uneven stages: first 7, middle 8, last 7 layers"
 run sweep --model llama3-405b --gpu h100-sxm --gpus 1024 --recipes te-fp8 --top 3 --format csv
 expect_rc "sweep of llama3-405b on 1,024 GPUs exits 0" 0
-if awk -F, 'NR > 1 && ($21 > 0 || $22 > 0) { found = 1 } END { exit !found }' "$TMP/out"; then
+if awk -F, 'NR > 1 && ($19 > 0 || $20 > 0) { found = 1 } END { exit !found }' "$TMP/out"; then
     pass "the best llama3-405b layouts include uneven stages"
 else fail "llama3-405b sweep has no uneven layout" "$(head -c 600 "$TMP/out")"; fi
+# with virtual stages only what Megatron-Core launches: 20/20/20/20 on vpp 3 (20 mod 3 = 2) is refused like the
+# even split; 405B's 15, 16 x 6, 15 on vpp 8 is the account_for_embedding/loss form ((126 + 2) / 8 = 16)
+run plan --model llama3-70b --gpu h100-sxm --recipe bf16 --pp 4 --vpp 3 --first-stage-layers 20 --last-stage-layers 20
+expect_rc "20/20/20/20 on vpp 3 exits 64" 64
+expect_err "the message names vpp and the counts" "--vpp 3: Megatron cannot interleave first 20, middle 20, last 20 layers"
+expect_no_out "20/20/20/20 on vpp 3: no plan printed"
+run plan --model llama3-70b --gpu h100-sxm --recipe bf16 --pp 4 --vpp 3 --first-stage-layers 20 --last-stage-layers 20 \
+    --custom-pp-layout
+expect_rc "20/20/20/20 on vpp 3 with a per-chunk layout plans" 0
+run plan --model llama3-405b --gpu h100-sxm --recipe te-fp8 --tp 8 --pp 8 --vpp 8 --cp 2 --dp 8 --gbs 512 --dist-opt \
+    --first-stage-layers 15 --last-stage-layers 15
+expect_rc "15, 16 x 6, 15 on vpp 8 plans" 0
+run sweep --model llama3-405b --gpu h100-sxm --gpus 512 --recipes te-fp8 --top 20 --format csv
+expect_rc "sweep of llama3-405b on 512 GPUs exits 0" 0
+# columns 7, 8, 19, 20: pp, vpp, first and last stage layers; 126 - 14 x 8 = 14 = 7 + 7 on pp 16
+expect_eq "no listed layout puts 7/8/7-layer stages on vpp 5 (or any vpp not dividing the middle 8)" \
+    "$(awk -F, 'NR > 1 && $19 > 0 && $7 == 16 && 8 % $8 { print }' "$TMP/out")none" "none"
+if awk -F, 'NR > 1 && $19 > 0 && $8 > 1 { found = 1 } END { exit !found }' "$TMP/out"; then
+    pass "the 512-GPU sweep still lists interleaved uneven layouts"
+else fail "the 512-GPU sweep lists no interleaved uneven layout" "$(head -c 600 "$TMP/out")"; fi
 
 # ---- the memory limit ----
 run plan --model gpt-175b --gpu h100-sxm --recipe bf16 --tp 8 --pp 8 --dp 2 --dist-opt --max-mem-frac 0.2

@@ -78,6 +78,11 @@ bad "MLA recompute without MLA" 64 "mixtral-8x7b has no latent attention" plan $
 bad "op recompute with experts" 64 "modelled for dense models only" plan $M --dp 4 --ep 4 --recompute op
 bad "dualpipe with an odd pp" 64 "--dualpipe: needs an even --pp" plan $M --pp 1 --dp 4 --ep 4 --dualpipe
 bad "comm SMs beyond the GPU" 64 "--ep-comm-sms" plan $M --dp 4 --ep 4 --ep-comm-sms 2000
+bad "comm SMs: all 132 of an H100" 64 "--ep-comm-sms 132: must be below the 132 SMs of h100-sxm" \
+    plan $M --dp 4 --ep 4 --ep-comm-sms 132
+if grep -qE -- "--moe-imbalance|--moe-capacity|--overlap-ep" "$TMP/err"; then
+    fail "... naming only the limit at fault" "$(cat "$TMP/err")"
+else pass "... naming only the limit at fault"; fi
 bad "moe tp without sp" 64 "need sequence parallelism" plan $M --tp 2 --dp 4 --ep 4 --no-sp
 
 # the executor runs dense GPT-2 and LLaMA decoders; a model with experts is planned, not run

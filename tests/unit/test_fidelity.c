@@ -53,7 +53,7 @@ static void test_pinned_figures(void)
     CHECK(load(c, &n) == 0);
     FidelitySummary s;
     Err e;
-    CHECK(fidelity_evaluate(runs, n, FIDELITY_DEFAULT_HOLDOUT, rows, &s, &e) == ST_OK);
+    CHECK(fidelity_evaluate(runs, n, FIDELITY_DEFAULT_HOLDOUT, 0, rows, &s, &e) == ST_OK);
     /* pinned from `fp8plan report fidelity` (throughput MAE, percent) */
     pin(&s.all, "all", 110, 8.70);
     pin(&s.dev, "dev", 72, 7.21);
@@ -239,6 +239,28 @@ static void test_measured_errors(void)
          "column main_grad: 'fp16'"},
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,on,100,,,,,,n,s\n",
          "column grad_acc_fusion: 'on'"},
+        /* physical bounds (reports/fidelity_runs.c says why): tokens/s per GPU [1e-3, 1e9], step_s [1e-6, 1e7],
+         * tflops_per_gpu [1e-6, 1e5], mfu_pct [1e-6, 100], mem_gib [1e-6, 16384], gbs [1, 2^24]; a rate
+         * derived from step_s as well: 128 x 8192 / 1e-6 s / 8 GPUs = 1.31072e11 tokens/s */
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,1e-300,,,,,,n,s\n",
+         "column tokens_per_s_per_gpu: '1e-300' is out of range [0.001, 1e+09]"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,1e308,,,,,,n,s\n",
+         "column tokens_per_s_per_gpu: '1e308' is out of range [0.001, 1e+09]"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,18446744073709551616,,,,,,n,"
+         "s\n",
+         "column tokens_per_s_per_gpu: '18446744073709551616' is out of range"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,,1e-9,,,,,n,s\n",
+         "column step_s: '1e-9' is out of range [1e-06, 1e+07]"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,,0.000001,,,,,n,s\n",
+         "column step_s: '0.000001' gives gbs x seq / step_s / gpus = 1.31072e+11 tokens/s per GPU"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,1e6,,,,n,s\n",
+         "column tflops_per_gpu: '1e6' is out of range [1e-06, 100000]"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,101,,,n,s\n",
+         "column mfu_pct: '101' is out of range [1e-06, 100]"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,1e5,allocated,n,s\n",
+         "column mem_gib: '1e5' is out of range [1e-06, 16384]"},
+        {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,16777217,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n",
+         "column gbs: '16777217' is out of range [1, 16777216]"},
     };
     for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
         char text[2048];

@@ -76,8 +76,24 @@ static void test_layout_checks(void)
     in.recompute = RECOMPUTE_NONE, in.recompute_mods = RECOMPUTE_MOD_MLA_UP;
     CHECK(plan_validate(&in, &e) == REJECT_KNOB);
     CHECK_CONTAINS(e.msg, "has no latent attention");
+    /* each MoE limit is named alone, with its value (the message once listed all four) */
     in.recompute_mods = 0, in.moe_imbalance = 0.5;
     CHECK(plan_validate(&in, &e) == REJECT_KNOB);
+    CHECK_CONTAINS(e.msg, "--moe-imbalance 0.5: must be in [1, 64]");
+    CHECK(!strstr(e.msg, "--ep-comm-sms") && !strstr(e.msg, "--overlap-ep") && !strstr(e.msg, "--moe-capacity"));
+    in.moe_imbalance = 1, in.overlap_ep = 1.5;
+    CHECK(plan_validate(&in, &e) == REJECT_KNOB);
+    CHECK_CONTAINS(e.msg, "--overlap-ep 1.5: must be in [0, 1]");
+    CHECK(!strstr(e.msg, "--moe-imbalance") && !strstr(e.msg, "--ep-comm-sms"));
+    in.overlap_ep = 0, g.sms = 132, in.ep_comm_sms = 132; /* 132 of 132 SMs leaves the GEMMs none */
+    CHECK(plan_validate(&in, &e) == REJECT_KNOB);
+    CHECK_STR(e.msg, "--ep-comm-sms 132: must be below the 132 SMs of g");
+    in.ep_comm_sms = 131;
+    CHECK(plan_validate(&in, &e) == REJECT_NONE);
+    g.sms = 0; /* no SM count: only 0 */
+    CHECK(plan_validate(&in, &e) == REJECT_KNOB);
+    CHECK_STR(e.msg, "--ep-comm-sms 131: must be 0 on g (no SM count)");
+    in.ep_comm_sms = 0;
     /* the capacity factor's range [0, 64] (0: dropless), its ends included */
     in.moe_imbalance = 1;
     const double cap_ok[3] = {0, 1.25, 64}, cap_bad[2] = {-0.5, 64.5};
@@ -88,7 +104,8 @@ static void test_layout_checks(void)
     for (int i = 0; i < 2; i++) {
         in.moe_capacity = cap_bad[i];
         CHECK(plan_validate(&in, &e) == REJECT_KNOB);
-        CHECK_CONTAINS(e.msg, "--moe-capacity in [0, 64] (0: dropless)");
+        CHECK_CONTAINS(e.msg, "must be in [0, 64] (0: dropless)");
+        CHECK_CONTAINS(e.msg, i ? "--moe-capacity 64.5:" : "--moe-capacity -0.5:");
     }
     in.moe_capacity = 0;
     in.moe_imbalance = 1, in.dualpipe = 1, in.pp = 1; /* DualPipe needs an even pp */

@@ -4,6 +4,8 @@
  * An independent oracle: each expected advice set is reasoned from the recipe
  * in the comment (the rules of DESIGN.md's "Advice"), compared as a whole mask
  * so a rule that fires when it should not fails as well as one that is lost. */
+#include <string.h>
+
 #include "planner/plan.h"
 #include "support/oracle_fixtures.h"
 #include "test.h"
@@ -20,20 +22,29 @@ static Recipe te(void)
     return r;
 }
 
-static uint32_t advice(const Recipe *r, uint32_t dp, uint64_t hbm)
+/* The plan's advice (and the plan, in *out when given) with the main gradient's dtype and FP8 weight caching
+ * as a stack or flag sets them. */
+static uint32_t advice_with(const Recipe *r, uint32_t dp, uint64_t hbm, MainGrad mg, int cache, Plan *out)
 {
     ModelSpec m = ox_tiny(16, 4);
     GpuSpec g = ox_big_gpu(hbm);
     PlanInput in;
     plan_input_defaults(&in);
     in.model = &m, in.gpu = &g, in.recipe = r, in.dp = dp, in.gbs = 2 * dp, in.sharding = SHARD_DIST_OPT;
+    in.main_grad = mg, in.fp8_weight_cache = cache;
     Plan p;
     Err e = {0};
     if (plan_build(&in, &p, &e)) {
         CHECKF(0, "plan_build: %s", e.msg);
         return 0xFFFFFFFFu;
     }
+    if (out) *out = p;
     return p.advice_mask;
+}
+
+static uint32_t advice(const Recipe *r, uint32_t dp, uint64_t hbm)
+{
+    return advice_with(r, dp, hbm, MAIN_GRAD_RECIPE, 1, NULL);
 }
 
 static void test_advice_sets(void)
@@ -94,6 +105,30 @@ static void test_advice_sets(void)
     Recipe half = mx;
     half.act_gran = GRAN_TENSOR, half.weight_gran = GRAN_128X128, half.min_sm = 90;
     CHECK_EQ_U64(advice(&half, 1, big), A(COMPUTE_ONLY) | A(PER_TENSOR) | A(CONVERGENCE));
+}
+
+/* Every advice line follows the plan it sits under. TE over dp 4 with the distributed optimizer: the plan's
+ * dp_grad_reducescatter moves the main gradient's dtype — the recipe's FP32, or what --main-grad (a stack's
+ * main_grad column: megatron-core's is bf16) keeps — and the advice names that dtype: FP32 with main_grad
+ * fp32, BF16 with bf16 (once said "FP32" under a BF16 reduce-scatter). Without FP8 weight caching the plan
+ * holds no FP8 copies (fp8_rowwise / fp8_colwise 0 B), and the compute-only line says they are cast per
+ * micro-batch instead of "cached ... on top". */
+static void test_advice_follows_the_plan(void)
+{
+    const uint64_t big = 1ull << 40;
+    const uint32_t rest = A(PER_TENSOR) | A(REPRODUCIBILITY) | A(CONVERGENCE);
+    Recipe t = te();
+    Plan p;
+    CHECK_EQ_U64(advice_with(&t, 4, big, MAIN_GRAD_BF16, 1, &p), A(COMPUTE_ONLY) | A(BF16_GRAD_COMM) | rest);
+    CHECK(p.coll[CO_DP_GRAD_RS].dtype == DT_BF16);
+    CHECK_EQ_U64(advice_with(&t, 4, big, MAIN_GRAD_FP32, 1, &p), A(COMPUTE_ONLY) | A(FP32_GRAD_COMM) | rest);
+    CHECK(p.coll[CO_DP_GRAD_RS].dtype == DT_FP32);
+    CHECK_EQ_U64(advice_with(&t, 4, big, MAIN_GRAD_RECIPE, 0, &p), A(COMPUTE_ONLY_CAST) | A(FP32_GRAD_COMM) | rest);
+    CHECK_EQ_U64(p.mem[MT_FP8_ROWWISE].bytes + p.mem[MT_FP8_COLWISE].bytes, 0);
+    /* the texts say what they follow */
+    CHECK(strstr(advice_text(ADV_BF16_GRAD_COMM), "reduced in BF16") != NULL);
+    CHECK(strstr(advice_text(ADV_COMPUTE_ONLY_CAST), "cast per micro-batch") != NULL);
+    CHECK(strstr(advice_text(ADV_COMPUTE_ONLY_CAST), "on top") == NULL);
 }
 
 /* A recipe's hardware floor, named with both SM versions: TE's FP8 needs SM 8.9, an SM 8.0 GPU is refused
@@ -242,6 +277,7 @@ static void test_bad_gpu_is_named(void)
 int main(void)
 {
     RUN(test_advice_sets);
+    RUN(test_advice_follows_the_plan);
     RUN(test_sm_floor_named);
     RUN(test_term_metadata);
     RUN(test_recipe_names);

@@ -108,6 +108,13 @@ static void test_collective_bytes_overflow(void)
     /* the same layout at a global batch of 4 builds */
     in.gbs = 4;
     CHECK(plan_build(&in, &p, &e) == ST_OK);
+    /* and past 2^64 again with 2^63 B of CUDA context and 2^63 B of workspace: the overheads are named, with
+     * their values, not the sizes (gbs 4, mbs 1, seq 4 fit) */
+    in.cuda_context_bytes = in.workspace_bytes = 1ull << 63;
+    CHECK(plan_build(&in, &p, &e) == ST_OVERFLOW);
+    CHECK_CONTAINS(e.msg, "passes 2^64 with the overheads given: --context 9223372036854775808, --workspace "
+                          "9223372036854775808, --nccl-mem ");
+    CHECK(!strstr(e.msg, "(gbs, mbs, seq)"));
 }
 
 /* A sweep evaluates the pipeline depths in ascending order (sweep.h: on_fit sees every plan that fits in
@@ -199,6 +206,48 @@ static void test_layers_over_pp_named(void)
     in.pp = 2, in.vpp = 3, in.gbs = 6;
     CHECK(plan_validate(&in, &e) == REJECT_LAYERS_PP);
     CHECK_CONTAINS(e.msg, "--pp 2 --vpp 3: oracle-tiny has 4 layers, not divisible by pp*vpp = 6");
+}
+
+/* Virtual stages on an uneven pipeline: only what Megatron-Core launches (TransformerConfig's checks) plans.
+ * Each case is L layers, pp, vpp, first / last given, the middle stages' count worked out = (L - f - l) / (pp - 2):
+ *   80, pp 4, vpp 3, 20 / 20 -> middle 40 / 2 = 20: 20 mod 3 = 2, and the account_for_embedding/loss form needs
+ *     middle s and ends s or s - 1 with s a multiple of 3 (s = 20 is not; s = 21 is not the middle) -> refused,
+ *     although it is the even 20 x 4 (the even split is refused too: 80 mod 12 = 8);
+ *   12, pp 4, vpp 2, 2 / 2 -> middle 8 / 2 = 4: all even -> plans (explicit counts);
+ *   126, pp 8, vpp 8, 15 / 15 -> middle 96 / 6 = 16 = s, a multiple of 8, ends s - 1 -> plans (Llama 3.1 405B,
+ *     Megatron-Bridge: (126 + 2) / 8 = 16 per stage, embedding and loss one layer each);
+ *   31, pp 2, vpp 4, 15 / 16 -> no middle; 15 + 1 (embedding) = 16 + 0 = s = 16, a multiple of 4 -> plans;
+ *   126, pp 16, vpp 5, 7 / 7 -> middle 112 / 14 = 8: 8 mod 5 = 3 -> refused (the sweep's old 7/8/7 on vpp 5);
+ *   61, pp 8, vpp 4, 6 / 7 -> middle 48 / 6 = 8 = s; 6 = s - 2 -> refused, and plans with custom_pp_layout
+ *     (DeepSeek-V3 through a per-chunk pipeline_model_parallel_layout).
+ * Global batches are pp micro-batches (the interleaved schedule's rule) so the accepted ones pass everything. */
+static void test_vpp_uneven_split_launchable(void)
+{
+    static const struct {
+        uint32_t L, pp, vpp, f, l;
+        int custom, ok;
+    } cases[] = {{80, 4, 3, 20, 20, 0, 0}, {12, 4, 2, 2, 2, 0, 1}, {126, 8, 8, 15, 15, 0, 1}, {31, 2, 4, 15, 16, 0, 1},
+                 {126, 16, 5, 7, 7, 0, 0}, {61, 8, 4, 6, 7, 0, 0}, {61, 8, 4, 6, 7, 1, 1}};
+    ModelSpec m = ox_tiny(16, 4);
+    GpuSpec g = ox_big_gpu(1ull << 40);
+    Recipe r = ox_bf16(0);
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        m.layers = cases[i].L;
+        PlanInput in = tiny_input(&m, &g, &r);
+        in.pp = cases[i].pp, in.vpp = cases[i].vpp, in.gbs = cases[i].pp;
+        in.first_stage_layers = cases[i].f, in.last_stage_layers = cases[i].l;
+        in.custom_pp_layout = cases[i].custom;
+        Err e = {0};
+        PlanReject why = plan_validate(&in, &e);
+        CHECKF(why == (cases[i].ok ? REJECT_NONE : REJECT_LAYERS_PP), "case %zu (%u layers, pp %u, vpp %u, %u/%u): %s",
+               i, cases[i].L, cases[i].pp, cases[i].vpp, cases[i].f, cases[i].l, e.msg);
+    }
+    m.layers = 80;
+    PlanInput in = tiny_input(&m, &g, &r);
+    in.pp = 4, in.vpp = 3, in.gbs = 4, in.first_stage_layers = in.last_stage_layers = 20;
+    Err e = {0};
+    CHECK(plan_validate(&in, &e) == REJECT_LAYERS_PP);
+    CHECK_CONTAINS(e.msg, "--vpp 3: Megatron cannot interleave first 20, middle 20, last 20 layers");
 }
 
 /* The recipe checks of catalog_parse_recipes read the parsed rows only: a caller's Catalog whose bytes just
@@ -355,6 +404,7 @@ int main(void)
     RUN(test_sweep_walks_pp_ascending);
     RUN(test_names_cut_short);
     RUN(test_layers_over_pp_named);
+    RUN(test_vpp_uneven_split_launchable);
     RUN(test_recipe_checks_read_parsed_rows);
     RUN(test_stack_sets_every_knob);
     RUN(test_mfu_against_each_peak);

@@ -13,7 +13,7 @@
 
 enum { MAX_SEEN = 4096 };
 static double seen[MAX_SEEN];
-static int nseen, uneven_2_3, pp2_even, pp3_2_2, pp3_2_3, pp2_split, pp3_1_1, pp3_1_2;
+static int nseen, uneven_2_3, pp2_even, pp3_2_2, pp3_2_3, pp2_split, pp3_1_1, pp3_1_2, pp3_3_3_v2, pp3_3_4_v2;
 
 static void collect(const Plan *p, void *ctx)
 {
@@ -26,6 +26,9 @@ static void collect(const Plan *p, void *ctx)
     if (p->in.pp == 3 && p->in.first_stage_layers == 1 && p->in.last_stage_layers == 2) pp3_1_2++;
     if (p->in.pp == 3 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 2) pp3_2_2++;
     if (p->in.pp == 3 && p->in.first_stage_layers == 2 && p->in.last_stage_layers == 3) pp3_2_3++;
+    int v2 = p->in.pp == 3 && p->in.vpp == 2 && p->in.first_stage_layers == 3;
+    if (v2 && p->in.last_stage_layers == 3) pp3_3_3_v2++;
+    if (v2 && p->in.last_stage_layers == 4) pp3_3_4_v2++;
 }
 
 static int desc(const void *a, const void *b)
@@ -83,7 +86,7 @@ static void sweep_layers(uint32_t layers, uint32_t gpus, uint32_t gbs)
     int n = 0;
     SweepStats st;
     Err e = {0};
-    nseen = uneven_2_3 = pp2_even = pp3_2_2 = pp3_2_3 = pp2_split = pp3_1_1 = pp3_1_2 = 0;
+    nseen = uneven_2_3 = pp2_even = pp3_2_2 = pp3_2_3 = pp2_split = pp3_1_1 = pp3_1_2 = pp3_3_3_v2 = pp3_3_4_v2 = 0;
     CHECKF(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_OK, "%s", e.msg);
 }
 
@@ -103,6 +106,17 @@ static void test_uneven_split_both_middles(void)
     sweep_layers(7, 3, 12);
     CHECK(pp3_2_2 > 0);
     CHECK(pp3_2_3 > 0);
+}
+
+/* 10 layers on 3 stages with 2 virtual stages each (10 / 6 does not divide): only splits Megatron-Core can
+ * interleave are offered. A middle of ceil(10/3) = 4 leaves 3 + 3: the account_for_embedding/loss form (middle
+ * s = 4, a multiple of 2; ends s - 1 = 3) -> offered. A middle of floor = 3 leaves 3 + 4: 3 is odd (no explicit
+ * counts) and s = 3 is no multiple of 2 -> not offered (before the check it was, and planned). */
+static void test_uneven_split_interleaves(void)
+{
+    sweep_layers(10, 3, 12);
+    CHECK(pp3_3_3_v2 > 0);
+    CHECK_EQ_INT(pp3_3_4_v2, 0);
 }
 
 /* 4 layers on 2 stages divide (2 + 2, and 1 + 1 per chunk with vpp 2): every 2-stage plan is the even split,
@@ -153,6 +167,7 @@ int main(void)
     RUN(test_top_k_are_the_best);
     RUN(test_uneven_split);
     RUN(test_uneven_split_both_middles);
+    RUN(test_uneven_split_interleaves);
     RUN(test_even_split_only);
     RUN(test_uneven_split_single_layer_ends);
     RUN(test_default_global_batch);
