@@ -23,7 +23,8 @@ static int same_config(const MeasuredRun *a, const MeasuredRun *b)
            a->gpus == b->gpus && a->tp == b->tp && a->pp == b->pp && a->vpp == b->vpp && a->cp == b->cp &&
            a->dp == b->dp && a->mbs == b->mbs && a->seq == b->seq && a->first == b->first && a->last == b->last &&
            a->ep == b->ep && a->etp == b->etp && a->gbs == b->gbs && a->sharding == b->sharding &&
-           a->recompute == b->recompute && a->recompute_mods == b->recompute_mods && a->sp == b->sp &&
+           a->recompute == b->recompute && a->recompute_mods == b->recompute_mods && a->overlap_ep == b->overlap_ep &&
+           a->dualpipe == b->dualpipe && a->ep_comm_sms == b->ep_comm_sms && a->sp == b->sp &&
            a->dropout == b->dropout && a->swiglu == b->swiglu && a->tp_overlap == b->tp_overlap &&
            a->grad_acc == b->grad_acc && a->attn == b->attn && a->fusion == b->fusion && a->main_grad == b->main_grad;
 }

@@ -128,6 +128,24 @@ static Status note_mods(Cur *c, unsigned *out)
     return ST_OK;
 }
 
+/* "... overlap_ep=1 ..." in the notes: the fraction of a MoE layer's compute that hides its all-to-alls
+ * (plan --overlap-ep), for a run whose recipe overlapped them (Megatron's --overlap-moe-expert-parallel-comm,
+ * Megatron-Bridge's moe_a2a_overlap); absent: the stack's. -1 when absent. */
+static Status note_overlap_ep(Cur *c, double *out)
+{
+    static const char key[] = "overlap_ep=";
+    const char *p = strstr(cell_text(c, "notes"), key);
+    *out = -1;
+    if (!p) return ST_OK;
+    p += sizeof key - 1;
+    char *end;
+    double v = strtod(p, &end);
+    if (end == p || !(v >= 0 && v <= 1) || (*end && !strchr(" ;:,)\t", *end)))
+        return cell_bad(c, "notes", "'%s' must be followed by a fraction in [0, 1]", key);
+    *out = v;
+    return ST_OK;
+}
+
 static Status parse_run(Cur *c, void *row)
 {
     const Catalog *cat = c->ctx;
@@ -180,8 +198,10 @@ static Status parse_run(Cur *c, void *row)
                         r->dp);
     r->ep = r->etp = 1;
     if ((st = note_u32(c, "ep=", &r->ep)) || (st = note_u32(c, "etp=", &r->etp)) ||
-        (st = note_mods(c, &r->recompute_mods)))
+        (st = note_mods(c, &r->recompute_mods)) || (st = note_overlap_ep(c, &r->overlap_ep)) ||
+        (st = note_u32(c, "dualpipe=", &r->dualpipe)) || (st = note_u32(c, "ep_comm_sms=", &r->ep_comm_sms)))
         return st;
+    if (r->dualpipe > 1) return cell_bad(c, "notes", "'dualpipe=' must be 1 (DeepSeek-V3's DualPipe schedule)");
     r->custom_pp_layout = strstr(cell_text(c, "notes"), "pp_layout=custom") != NULL;
     if (r->model->experts && !strstr(cell_text(c, "notes"), "ep="))
         return cell_bad(c, "notes",
@@ -225,6 +245,8 @@ void measured_plan_input(const MeasuredRun *r, PlanInput *in)
     in->sharding = r->sharding;
     in->recompute = r->recompute;
     in->recompute_mods = r->recompute_mods;
+    if (r->overlap_ep >= 0) in->overlap_ep = r->overlap_ep;
+    in->dualpipe = r->dualpipe == 1, in->ep_comm_sms = r->ep_comm_sms;
     in->first_stage_layers = r->first;
     in->last_stage_layers = r->last;
     in->custom_pp_layout = r->custom_pp_layout;

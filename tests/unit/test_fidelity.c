@@ -67,10 +67,16 @@ static void test_pinned_figures(void)
     pin(&s.table5, "FP8-LM Table 5", 8, 6.84);
     pin(&s.mem_traced, "memory, allocator-traced", 27, 6.97);
     CHECK_EQ_INT(s.false_oom, 0); /* no run that really ran is predicted above its GPU's memory */
-    CHECK_EQ_INT(s.unplanned, 0); /* every run is a valid plan */
-    CHECK(s.over_limit <= 12);    /* ran, but above 0.95 of capacity in the plan */
+    /* every run is a valid plan but the Megatron-Core MoE ModelZoo's PP 32 x VPP 3 Qwen3-235B run, whose end chunks
+     * hold the embedding or the loss alone (account_for_embedding/loss_in_pipeline_split): not modelled yet */
+    CHECK_EQ_INT(s.unplanned, 1);
+    for (int i = 0; i < n; i++)
+        if (!rows[i].planned)
+            CHECKF(!strcmp(runs[i].id, "zoo-qwen3-235b-bf16-h100-ep8-pp32-a2a") && strstr(rows[i].why, "--vpp 3"),
+                   "%s not planned: %s", runs[i].id, rows[i].why);
+    CHECK(s.over_limit <= 12); /* ran, but above 0.95 of capacity in the plan */
     /* row by row: FP8-LM Table 5 throughput within +-15 % (7 of 8: the micro-batch 4 row is -18 %) and
-     * allocator-traced memory within +-8 % (18 of 27) */
+     * allocator-traced memory within +-8 % (20 of 29: the dense 27 and torchao's two MoE runs on 4 B200) */
     int t5 = 0, t5_in = 0, mem = 0, mem_in = 0;
     for (int i = 0; i < n; i++) {
         if (!strcmp(runs[i].source_id, FIDELITY_TABLE5_SOURCE) && !isnan(rows[i].tok_err))
@@ -80,8 +86,8 @@ static void test_pinned_figures(void)
     }
     CHECK_EQ_INT(t5, 8);
     CHECK(t5_in >= 7);
-    CHECK_EQ_INT(mem, 27);
-    CHECK(mem_in >= 18);
+    CHECK_EQ_INT(mem, 29);
+    CHECK(mem_in >= 20);
     /* a row's error is predicted / measured - 1, and the MAE is the mean of |error| over the rows with
      * a published throughput */
     double sum = 0, xsum = 0;
@@ -98,20 +104,21 @@ static void test_pinned_figures(void)
     CHECK_REL(s.all.mae, sum / k, 1e-12);
     CHECK_EQ_INT(xk, s.moe.n);
     CHECK_REL(s.moe.mae, xsum / xk, 1e-12);
-    /* the mixture-of-experts runs (Megatron-Bridge 25.09-26.02, NeMo 25.02): pinned as measured, not fitted; the
-     * fine-grained Qwen3-30B-A3B rows are 1.5-2.2x over-predicted (host-bound small MoE layers, not modelled) */
-    pin(&s.moe, "mixture of experts", 14, 70.52);
+    /* the mixture-of-experts runs (Megatron-Bridge 25.09-26.06, NeMo 25.02-25.07, NeMo AutoModel, the Megatron-Core
+     * MoE ModelZoo, torchao/torchtitan, the DeepSeek-V3 report): pinned as measured, not fitted; the fine-grained
+     * Qwen3-30B-A3B rows are 2-3x over-predicted (not modelled yet) */
+    pin(&s.moe, "mixture of experts", 66, 36.21);
     /* the MoE runs split by the same hold-out list: Megatron-Bridge 25.11 and 26.02 held out */
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
-    pin(&s.moe_holdout, "mixture of experts, hold-out", 10, 93.01);
+    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 59.79);
     /* what FP8 buys over BF16: every configuration measured in both precisions (torchtitan 2412 x 2,
      * llm-foundry H100 x 5, FP8-LM x 4 with GPT-175B's TE and MS-AMP, torchao x 2) */
     static FidelityPair pairs[FIDELITY_MAX_PAIRS];
     int np = fidelity_pairs(rows, n, pairs, FIDELITY_MAX_PAIRS);
     FidelityGroup pa, pd, ph;
     fidelity_pairs_summary(pairs, np, &pa, &pd, &ph);
-    pin(&pa, "FP8/BF16 speed-up", 13, 5.63);
-    CHECK_EQ_INT(ph.n, 2);       /* torchao's float8 README */
+    pin(&pa, "FP8/BF16 speed-up", 16, 7.36);
+    CHECK_EQ_INT(ph.n, 3);       /* torchao's float8 README; Megatron-Bridge 25.11's DeepSeek-V3 on 256 GB300 */
     for (int i = 0; i < np; i++) /* the micro-batch-4 FP8-LM row changes more than the precision */
         CHECKF(strcmp(pairs[i].fp8->run->id, "fp8lm-gpt175b-fp8lm-mbs4"), "pair %d takes the mbs-4 row", i);
     free(c);
@@ -312,6 +319,34 @@ static void test_measured_errors(void)
     snprintf(text, sizeof text, "%s%s", head, moe);
     CHECK(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_DATA);
     CHECK_CONTAINS(e.msg, "row 2, column notes: recompute_modules='moe,attn': 'attn' is not a module");
+    /* the schedule a MoE run used: its all-to-all overlap, DualPipe and the SMs its all-to-alls hold */
+    moe = "r,s,megatron-core,mixtral-8x7b,b200,16,1,2,,,8,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,"
+          "\"ep=8; overlap_ep=0.5: a2a overlap; dualpipe=1 ep_comm_sms=20\",s\n";
+    snprintf(text, sizeof text, "%s%s", head, moe);
+    CHECKF(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_OK, "%s", e.msg);
+    measured_plan_input(&runs[0], &in);
+    CHECK(in.overlap_ep == 0.5 && in.dualpipe == 1 && in.ep_comm_sms == 20);
+    moe = "r,s,megatron-core,mixtral-8x7b,b200,16,1,1,,,16,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,ep=8,s\n";
+    snprintf(text, sizeof text, "%s%s", head, moe);
+    CHECK(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_OK);
+    measured_plan_input(&runs[0], &in);
+    CHECK(in.overlap_ep == catalog_stack(c, "megatron-core")->overlap_ep && !in.dualpipe && !in.ep_comm_sms);
+    static const struct {
+        const char *note, *want;
+    } badn[] = {{"ep=8 overlap_ep=1.5", "'overlap_ep=' must be followed by a fraction in [0, 1]"},
+                {"ep=8 overlap_ep=x", "'overlap_ep=' must be followed by a fraction in [0, 1]"},
+                {"ep=8 dualpipe=2", "'dualpipe=' must be 1"},
+                {"ep=8 ep_comm_sms=0", "'ep_comm_sms=' must be followed by a whole number"}};
+    for (unsigned i = 0; i < sizeof badn / sizeof *badn; i++) {
+        char row[512];
+        snprintf(
+            row, sizeof row,
+            "r,s,megatron-core,mixtral-8x7b,b200,16,1,1,,,16,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,\"%s\",s\n",
+            badn[i].note);
+        snprintf(text, sizeof text, "%s%s", head, row);
+        CHECKF(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_DATA, "note %u accepted", i);
+        CHECKF(strstr(e.msg, "row 2, column notes") && strstr(e.msg, badn[i].want), "note %u: %s", i, e.msg);
+    }
 
     /* the run's own configuration over its stack's row: Megatron-LM of 2022 with SP, dropout, materialized
      * attention and a separate gradient accumulation; torchtitan eager with SwiGLU unfused, async TP (the
