@@ -56,24 +56,25 @@ static int emit(const char *cmd, Table *t, const CliOut *out)
 typedef struct {
     const Plan *plans;
     int n, unicode;
-    Table *table; /* compare's text table */
+    Table *table;      /* compare's text table */
+    const char *trust; /* plan_trust_text's line */
 } Job;
 
-/* `plan`'s text: the report, then the memory bar. */
+/* `plan`'s text: the report, how far to trust its throughput, then the memory bar. */
 static Status plan_text(FILE *f, const void *ctx, Err *e)
 {
     const Job *j = ctx;
     Status st = plan_write_text(j->plans, f, e);
-    if (!st) fputc('\n', f);
+    if (!st) table_put_prose(f, "%s\n\n", j->trust);
     return st ? st : term_memory_bars(f, j->plans, 1, j->unicode, e);
 }
 
-/* `compare`'s text: the side-by-side table, then a memory bar per recipe. */
+/* `compare`'s text: the side-by-side table, how far to trust its throughputs, then a memory bar per recipe. */
 static Status compare_text(FILE *f, const void *ctx, Err *e)
 {
     const Job *j = ctx;
     Status st = table_write(j->table, TABLE_TEXT, f, e);
-    if (!st) fputc('\n', f);
+    if (!st) table_put_prose(f, "\n%s\n\n", j->trust);
     return st ? st : term_memory_bars(f, j->plans, j->n, j->unicode, e);
 }
 
@@ -135,8 +136,10 @@ int cmd_plan(int argc, char **argv)
         return cli_nomem(cmd, "the plan");
     }
     if (!(rc = plan_args_resolve(cmd, cat, &a, a.recipe)) && !(rc = build_one(cmd, &a.in, p))) {
-        Job j = {p, 1, cli_unicode(a.ascii), NULL};
+        char trust[600];
+        Job j = {p, 1, cli_unicode(a.ascii), NULL, trust};
         if (a.out.fmt == TABLE_TEXT && !a.view) {
+            plan_trust_text(a.catalog, cat, &p->in, trust, sizeof trust);
             rc = cli_emit_page(cmd, &a.out, plan_text, &j);
         } else if (a.out.fmt == TABLE_HTML && !a.view) {
             rc = cli_emit_page(cmd, &a.out, plan_html, &j);
@@ -173,7 +176,7 @@ int cmd_compare(int argc, char **argv)
     int n = 0;
     rc = plan_build_recipes(cmd, cat, &a, &plans, &n);
     if (!rc && a.out.fmt == TABLE_HTML) {
-        rc = cli_emit_page(cmd, &a.out, compare_html, &(Job){plans, n, 0, NULL});
+        rc = cli_emit_page(cmd, &a.out, compare_html, &(Job){plans, n, 0, NULL, NULL});
     } else if (!rc) {
         Table *t;
         if (a.out.fmt == TABLE_TEXT) {
@@ -194,7 +197,9 @@ int cmd_compare(int argc, char **argv)
             for (int i = 0; t && i < n; i++) plan_summary_row(t, &plans[i], 0);
         }
         if (t && a.out.fmt == TABLE_TEXT) {
-            rc = cli_emit_page(cmd, &a.out, compare_text, &(Job){plans, n, cli_unicode(a.ascii), t});
+            char trust[600]; /* the recipes share stack, GPU and model: one line for them all */
+            plan_trust_text(a.catalog, cat, &plans[0].in, trust, sizeof trust);
+            rc = cli_emit_page(cmd, &a.out, compare_text, &(Job){plans, n, cli_unicode(a.ascii), t, trust});
             table_free(t);
         } else {
             rc = emit(cmd, t, &a.out);

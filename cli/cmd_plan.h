@@ -21,6 +21,11 @@ int plan_catalog_load(const char *cmd, const char *dir, Catalog **out);
 /* The catalog directory the same search finds (exit code on failure). */
 int plan_catalog_find(const char *cmd, const char *dir, char *found, size_t size);
 
+/* "trust: ..." for the plans of `in` (reports/fidelity_report.h FidelityBand): the planner's error on the
+ * runs of the catalog's measured.csv like it, or why there is none (no such run, no measured.csv, one that
+ * does not read). Never fails: the plan stands without it. */
+void plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *in, char *buf, size_t size);
+
 /* The longest --seq the planner takes: 2^24 = 16,777,216 tokens (published training contexts reach
  * a few million; past that a plan's figures mean nothing). */
 enum { PLAN_MAX_SEQ = 1 << 24 };

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cmd_plan.h"
 #include "cli/cmd_report.h"
@@ -104,6 +105,39 @@ static int make_dir(const char *cmd, const char *dir)
         return cli_fail(cmd, &e);
     }
     return 0;
+}
+
+void plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *in, char *buf, size_t size)
+{
+    char dir[4096], path[4200];
+    snprintf(buf, size, "trust: no catalog directory to read measured.csv from");
+    if (plan_catalog_find("plan", catdir, dir, sizeof dir)) return;
+    snprintf(path, sizeof path, "%s/measured.csv", dir);
+    MeasuredRun *runs = calloc(MEASURED_MAX_RUNS, sizeof *runs);
+    FidelityRow *rows = calloc(MEASURED_MAX_RUNS, sizeof *rows);
+    FidelitySummary *sum = calloc(1, sizeof *sum);
+    char *text = NULL;
+    size_t len;
+    int n = 0;
+    Err e;
+    if (!runs || !rows || !sum) {
+        snprintf(buf, size, "trust: out of memory reading measured.csv");
+    } else if (file_read_all(path, &text, &len, &e) && e.st == ST_NOINPUT && access(path, F_OK)) {
+        snprintf(buf, size,
+                 "trust: the catalog has no measured.csv: this throughput is not checked against any "
+                 "measurement");
+    } else if (text == NULL || measured_parse(cat, text, len, path, runs, &n, &e) ||
+               fidelity_evaluate(runs, n, NULL, 0, rows, sum, &e)) {
+        snprintf(buf, size, "trust: the published runs could not be read (%.300s)", e.msg);
+    } else {
+        FidelityBand b;
+        fidelity_band(rows, n, in, &b);
+        fidelity_band_text(&b, in, buf, size);
+    }
+    free(text);
+    free(runs);
+    free(rows);
+    free(sum);
 }
 
 static Status fidelity_page(FILE *f, const void *ctx, Err *e) { return html_fidelity_page(f, ctx, e); }

@@ -448,6 +448,14 @@ int cmd_sweep(int argc, char **argv)
     for (int i = 0; !rc && i < f.ninvalid; i++)
         fprintf(info, "  %s: no valid layout (see the reasons below)\n", f.invalid[i]->name);
     if (!rc) print_stats(info, &f.st, gbs, !a.in.gbs, seq);
+    for (int i = 0; !rc && a.out.fmt == TABLE_TEXT && i < f.n; i++) { /* how far to trust them: once a stack */
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = f.plans[j].in.stack == f.plans[i].in.stack;
+        if (seen) continue;
+        char trust[600];
+        plan_trust_text(a.catalog, cat, &f.plans[i].in, trust, sizeof trust);
+        table_put_prose(info, "%s\n", trust);
+    }
 done:
     table_free(f.points);
     free(f.plans);

@@ -91,4 +91,16 @@ void fidelity_pairs_summary(const FidelityPair *p, int n, FidelityGroup *all, Fi
 /* One row per pair (the BF16 and FP8 run ids, the FP8 recipe, held out, speed-up measured / predicted, error). */
 Table *fidelity_pairs_table(const FidelityPair *p, int n);
 
+/* How far to trust a plan's throughput (reports/fidelity_band.c): the planner's error on the planned runs
+ * with a published throughput like in's — the same stack, GPU generation (SM major) and model kind (dense
+ * or with experts) — and on the held-out ones among them. */
+typedef struct {
+    int n, n_hold;
+    double mae, bias, mae_hold; /* fractions */
+} FidelityBand;
+void fidelity_band(const FidelityRow *rows, int n, const PlanInput *in, FidelityBand *b);
+/* One line: "trust: on published runs like this one (...) the planner's throughput is off by ..." or that
+ * none is like it. */
+void fidelity_band_text(const FidelityBand *b, const PlanInput *in, char *buf, size_t size);
+
 #endif

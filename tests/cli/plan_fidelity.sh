@@ -35,6 +35,18 @@ else fail "the page states the mixture-of-experts runs apart" "$(grep -c Mixture
 if grep -q 'id="fid-pairs"' "$TMP/fid.html" && grep -q 'over 16 pairs' "$TMP/fid.html"; then
     pass "the page shows the BF16/FP8 pairs"
 else fail "the page shows the BF16/FP8 pairs" "$(grep -c pairs "$TMP/fid.html")"; fi
+# how far to trust a plan's throughput: the planner's error on the published runs like it
+run plan --model llama3-70b --gpu h100-sxm --recipe te-fp8 --tp 4 --pp 2 --dp 8
+expect_rc "plan with a trust line exits 0" 0
+expect_out "plan says how far to trust its throughput, from runs of its stack, GPU generation and kind" \
+    "trust: on published runs like this one (stack megatron-core, SM 9.x GPUs, dense models)"
+run compare --model qwen3-30b-a3b --gpu b200 --recipes megatron-bf16,mxfp8 --dp 8 --ep 8
+expect_out "compare says it for its recipes, MoE runs apart" "(stack megatron-core, SM 10.x GPUs, mixture-of-experts"
+mkdir -p "$TMP/nomeas" && cp "$FP8PLAN_ROOT"/models/models.csv "$FP8PLAN_ROOT"/models/gpus.csv \
+    "$FP8PLAN_ROOT"/models/recipes.csv "$FP8PLAN_ROOT"/models/stacks.csv "$TMP/nomeas/"
+run plan --catalog "$TMP/nomeas" --model llama3-8b --gpu h100-sxm --recipe bf16 --dp 8
+expect_rc "plan on a catalog without measured.csv still plans" 0
+expect_out "... and says its throughput is unchecked" "trust: the catalog has no measured.csv"
 run report fidelity --format csv
 expect_rc "report fidelity --format csv is a usage error (-o DIR writes CSV)" 64
 run report fidelity --holdout nemo-2407 -o "$TMP/fid2"

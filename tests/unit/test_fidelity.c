@@ -368,10 +368,74 @@ static void test_measured_errors(void)
     free(c);
 }
 
+/* fidelity_band on rows typed in: which published runs are "like" a plan (same stack, GPU generation, model kind),
+ * and their error worked by hand. */
+static void test_band_oracle(void)
+{
+    Catalog *c = fx_catalog();
+    static const char csv[] =
+        "id,source_id,stack,model,gpu,gpus,tp,pp,vpp,cp,dp,mbs,gbs,seq,recipe,sharding,recompute,"
+        "first_stage_layers,last_stage_layers,sequence_parallel,dropout,attention,kernel_fusion,fused_swiglu,"
+        "tp_overlap,main_grad,grad_acc_fusion,tokens_per_s_per_gpu,step_s,tflops_per_gpu,mfu_pct,mem_gib,mem_kind,"
+        "notes,source\n"
+        "a,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,zero3,none,,,,,,,,,,,1000,,,,,,n,s\n"
+        "b,t,torchtitan,llama3-70b,h200,8,1,1,,,8,1,128,8192,bf16,zero3,none,,,,,,,,,,,1000,,,,,,n,s\n"
+        "c,s,torchtitan,llama3-8b,a100-sxm,8,1,1,,,8,1,128,8192,bf16,zero3,none,,,,,,,,,,,1000,,,,,,n,s\n"
+        "d,s,megatron-core,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,dist-opt,none,,,,,,,,,,,1000,,,,,,n,s\n"
+        "e,s,torchtitan,mixtral-8x7b,h100-sxm,8,1,1,,,8,1,128,4096,bf16,zero3,none,,,,,,,,,,,1000,,,,,,ep=1,s\n"
+        "f,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,zero3,none,,,,,,,,,,,1000,,,,,,n,s\n"
+        "g,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,zero3,none,,,,,,,,,,,,,,,40,reserved,n,s\n";
+    int n = 0;
+    Err e;
+    CHECKF(measured_parse(c, csv, strlen(csv), "m.csv", runs, &n, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(n, 7);
+    /* errors: a +0.10, b -0.20 (held out), c +0.5 (SM 8.0: another generation), d +0.3 (another stack),
+     * e +0.9 (a model with experts), f not planned, g no published throughput */
+    static const struct {
+        double err;
+        int planned, holdout;
+    } set[7] = {{0.10, 1, 0}, {-0.20, 1, 1}, {0.5, 1, 0}, {0.3, 1, 0}, {0.9, 1, 0}, {0.4, 0, 0}, {NAN, 1, 0}};
+    FidelityRow fr[7];
+    memset(fr, 0, sizeof fr);
+    for (int i = 0; i < n; i++)
+        fr[i].run = &runs[i], fr[i].tok_err = set[i].err, fr[i].planned = set[i].planned,
+        fr[i].holdout = set[i].holdout;
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.stack = catalog_stack(c, "torchtitan"), in.gpu = catalog_gpu(c, "h100-sxm");
+    in.model = catalog_model(c, "llama3-8b");
+    FidelityBand b;
+    fidelity_band(fr, n, &in, &b);
+    /* a and b (H100 and H200 are both SM 9.x): MAE (0.1 + 0.2) / 2 = 0.15, bias (0.1 - 0.2) / 2 = -0.05; held out b
+     * alone: 0.2 */
+    CHECK_EQ_INT(b.n, 2);
+    CHECK_REL(b.mae, 0.15, 1e-15);
+    CHECK_REL(b.bias, -0.05, 1e-14);
+    CHECK_EQ_INT(b.n_hold, 1);
+    CHECK_REL(b.mae_hold, 0.2, 1e-15);
+    char line[600];
+    fidelity_band_text(&b, &in, line, sizeof line);
+    CHECK_CONTAINS(line, "(stack torchtitan, SM 9.x GPUs, dense models) the planner's throughput is off by 15.0 % "
+                         "on average (bias -5.0 %) over 2 runs; 20.0 % over the 1 of them held out");
+    /* a model with experts: e alone */
+    in.model = catalog_model(c, "mixtral-8x7b");
+    fidelity_band(fr, n, &in, &b);
+    CHECK(b.n == 1 && b.n_hold == 0);
+    CHECK_REL(b.mae, 0.9, 1e-15);
+    /* Blackwell: none */
+    in.model = catalog_model(c, "llama3-8b"), in.gpu = catalog_gpu(c, "b200");
+    fidelity_band(fr, n, &in, &b);
+    CHECK_EQ_INT(b.n, 0);
+    fidelity_band_text(&b, &in, line, sizeof line);
+    CHECK_CONTAINS(line, "trust: no published run like this one (stack torchtitan, SM 10.x GPUs, dense models)");
+    free(c);
+}
+
 int main(void)
 {
     RUN(test_pinned_figures);
     RUN(test_measured_errors);
     RUN(test_pairs_oracle);
+    RUN(test_band_oracle);
     return test_summary();
 }
