@@ -81,13 +81,13 @@ static Status compare_text(FILE *f, const void *ctx, Err *e)
 static Status plan_html(FILE *f, const void *ctx, Err *e)
 {
     const Plan *p = ((const Job *)ctx)->plans;
-    return html_plan_page(f, p, p->in.max_mem_frac, e);
+    return html_plan_page(f, p, p->in.max_mem_frac, ((const Job *)ctx)->trust, e);
 }
 
 static Status compare_html(FILE *f, const void *ctx, Err *e)
 {
     const Job *j = ctx;
-    return html_compare_page(f, j->plans, j->n, j->plans[0].in.max_mem_frac, e);
+    return html_compare_page(f, j->plans, j->n, j->plans[0].in.max_mem_frac, j->trust, e);
 }
 
 static int build_one(const char *cmd, PlanInput *in, Plan *p)
@@ -138,8 +138,9 @@ int cmd_plan(int argc, char **argv)
     if (!(rc = plan_args_resolve(cmd, cat, &a, a.recipe)) && !(rc = build_one(cmd, &a.in, p))) {
         char trust[600];
         Job j = {p, 1, cli_unicode(a.ascii), NULL, trust};
-        if (a.out.fmt == TABLE_TEXT && !a.view) {
+        if ((a.out.fmt == TABLE_TEXT || a.out.fmt == TABLE_HTML) && !a.view)
             plan_trust_text(a.catalog, cat, &p->in, trust, sizeof trust);
+        if (a.out.fmt == TABLE_TEXT && !a.view) {
             rc = cli_emit_page(cmd, &a.out, plan_text, &j);
         } else if (a.out.fmt == TABLE_HTML && !a.view) {
             rc = cli_emit_page(cmd, &a.out, plan_html, &j);
@@ -176,7 +177,9 @@ int cmd_compare(int argc, char **argv)
     int n = 0;
     rc = plan_build_recipes(cmd, cat, &a, &plans, &n);
     if (!rc && a.out.fmt == TABLE_HTML) {
-        rc = cli_emit_page(cmd, &a.out, compare_html, &(Job){plans, n, 0, NULL, NULL});
+        char trust[600];
+        plan_trust_text(a.catalog, cat, &plans[0].in, trust, sizeof trust);
+        rc = cli_emit_page(cmd, &a.out, compare_html, &(Job){plans, n, 0, NULL, trust});
     } else if (!rc) {
         Table *t;
         if (a.out.fmt == TABLE_TEXT) {

@@ -140,7 +140,7 @@ static void put_table(HtmlDoc *d, Table *t, const char *id, const char *caption,
     table_free(t);
 }
 
-Status html_plan_page(FILE *f, const Plan *p, double headroom_frac, Err *e)
+Status html_plan_page(FILE *f, const Plan *p, double headroom_frac, const char *trust, Err *e)
 {
     HtmlDoc d;
     char title[256], sub[512];
@@ -157,6 +157,7 @@ Status html_plan_page(FILE *f, const Plan *p, double headroom_frac, Err *e)
            plan_gb(p->total_bytes), plan_gb(p->capacity_bytes),
            100.0 * (double)p->total_bytes / (double)p->capacity_bytes, p->tokens_per_s, p->tflops_per_gpu,
            p->mfu_bf16_pct, p->mfu_fp8_pct);
+    if (trust) html_p(&d, "%s", trust); /* how far to trust that throughput (cli plan_trust_text) */
     html_plan_charts(&d, p, 1, headroom_frac);
     html_h2(&d, "terms", "Every memory term");
     put_table(&d, plan_terms_table(p), "terms", "plan --view terms", 0);
@@ -186,7 +187,7 @@ Status html_plan_page(FILE *f, const Plan *p, double headroom_frac, Err *e)
     return html_end(&d, e);
 }
 
-Status html_compare_page(FILE *f, const Plan *plans, int n, double headroom_frac, Err *e)
+Status html_compare_page(FILE *f, const Plan *plans, int n, double headroom_frac, const char *trust, Err *e)
 {
     HtmlDoc d;
     char title[256], sub[512];
@@ -194,6 +195,7 @@ Status html_compare_page(FILE *f, const Plan *plans, int n, double headroom_frac
              plans[0].in.gpu->name, n);
     html_plan_layout_line(&plans[0], sub, sizeof sub);
     html_begin(&d, f, title, sub);
+    if (trust) html_p(&d, "%s", trust);
     html_plan_charts(&d, plans, n, headroom_frac);
     html_h2(&d, "side-by-side", "Side by side");
     put_table(&d, plan_compare_table(plans, n), "compare",

@@ -22,9 +22,9 @@ void html_plan_charts(HtmlDoc *d, const Plan *plans, int n, double headroom_frac
 void html_plan_layout_line(const Plan *p, char *buf, size_t size);
 
 /* `plan --format html`: the charts, every memory term, the advice and the text report. */
-Status html_plan_page(FILE *f, const Plan *p, double headroom_frac, Err *e);
+Status html_plan_page(FILE *f, const Plan *p, double headroom_frac, const char *trust, Err *e);
 
 /* `compare --format html`: the charts, then the side-by-side table (plan_compare_table). */
-Status html_compare_page(FILE *f, const Plan *plans, int n, double headroom_frac, Err *e);
+Status html_compare_page(FILE *f, const Plan *plans, int n, double headroom_frac, const char *trust, Err *e);
 
 #endif

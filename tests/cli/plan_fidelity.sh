@@ -40,6 +40,11 @@ run plan --model llama3-70b --gpu h100-sxm --recipe te-fp8 --tp 4 --pp 2 --dp 8
 expect_rc "plan with a trust line exits 0" 0
 expect_out "plan says how far to trust its throughput, from runs of its stack, GPU generation and kind" \
     "trust: on published runs like this one (stack megatron-core, SM 9.x GPUs, dense models)"
+run plan --model llama3-70b --gpu h100-sxm --recipe te-fp8 --tp 4 --pp 2 --dp 8 --format html -o "$TMP/trust.html"
+expect_rc "plan --format html with a trust line exits 0" 0
+if grep -q "trust: on published runs like this one (stack megatron-core, SM 9.x GPUs" "$TMP/trust.html"; then
+    pass "the plan's page says how far to trust its throughput"
+else fail "the plan's page says how far to trust its throughput" "$(grep -c trust "$TMP/trust.html")"; fi
 run compare --model qwen3-30b-a3b --gpu b200 --recipes megatron-bf16,mxfp8 --dp 8 --ep 8
 expect_out "compare says it for its recipes, MoE runs apart" "(stack megatron-core, SM 10.x GPUs, mixture-of-experts"
 mkdir -p "$TMP/nomeas" && cp "$FP8PLAN_ROOT"/models/models.csv "$FP8PLAN_ROOT"/models/gpus.csv \

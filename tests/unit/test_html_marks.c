@@ -172,7 +172,7 @@ static void test_compare_page_sections(void)
     char *html = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&html, &len);
-    CHECKF(html_compare_page(f, p, 2, 0.95, &e) == ST_OK, "%s", e.msg);
+    CHECKF(html_compare_page(f, p, 2, 0.95, NULL, &e) == ST_OK, "%s", e.msg);
     fclose(f);
     const char *h = strstr(html, "<h2 id=\"side-by-side\">Side by side</h2>"), *fig = strstr(html, "<figure");
     const char *tab = h ? strstr(h, "<table") : NULL;
