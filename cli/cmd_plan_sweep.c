@@ -106,15 +106,29 @@ static int any_experts(const Plan *p, int n)
     return x;
 }
 
-/* The text view: the stack and uneven-stage columns only when they vary; step time and the FP8 MFU are in
- * csv/json (the text keeps to 100 columns). */
+/* The text view: the stack and uneven-stage columns only when they vary. What decides between layouts comes
+ * first, beside the layout: tokens/s, step time, memory and the headroom left of the GPU's capacity (GB and
+ * %); MFU, recompute and sharding follow (a second column group when the table passes 100 columns, each
+ * group starting with the rank). The FP8 MFU is in csv/json. */
 static Table *top_table(const Plan *top, const uint32_t *variants, int n, int show_variants, int show_stack)
 {
     int uneven = any_uneven(top, n), experts = any_experts(top, n);
-    TableCol cols[20] = {{"rank", NULL, NULL, TC_U64, 0, 0}};
-    int nc = 1 + layout_cols(cols + 1, show_stack, uneven, experts);
+    TableCol cols[24] = {{"rank", NULL, NULL, TC_U64, 0, TF_KEY}};
+    int nc = 1;
+    if (show_stack) cols[nc++] = (TableCol){"stack", NULL, NULL, TC_STR, 0, 0};
+    cols[nc++] = (TableCol){"recipe", NULL, NULL, TC_STR, 0, 0};
+    static const char *const ints[] = {"tp", "pp", "vpp", "cp", "dp", "mbs"};
+    for (int i = 0; i < 6; i++) cols[nc++] = (TableCol){ints[i], NULL, NULL, TC_U64, 0, 0};
+    if (uneven) cols[nc++] = (TableCol){"ends", "first/last", "layers", TC_STR, 0, 0};
+    if (experts) cols[nc++] = (TableCol){"experts", "ep/etp", NULL, TC_STR, 0, 0};
     cols[nc++] = (TableCol){"tokens_per_s", "tokens/s", NULL, TC_F64, 0, 0};
+    cols[nc++] = (TableCol){"step_s", "step", "s", TC_F64, 3, 0};
+    cols[nc++] = (TableCol){"memory", NULL, "GB", TC_F64, 2, 0};
+    cols[nc++] = (TableCol){"headroom_gb", "free", "GB", TC_F64, 2, 0};
+    cols[nc++] = (TableCol){"headroom_pct", "free", "%", TC_F64, 1, 0};
     cols[nc++] = (TableCol){"mfu_bf16", "MFU", "% bf16", TC_F64, 1, 0};
+    cols[nc++] = (TableCol){"recompute", NULL, NULL, TC_STR, 0, 0};
+    cols[nc++] = (TableCol){"sharding", NULL, NULL, TC_STR, 0, 0};
     if (show_variants) cols[nc++] = (TableCol){"variants", "+var", NULL, TC_STR, 0, TF_LEFT};
     Table *t = table_new(cols, nc);
     for (int i = 0; t && i < n; i++) {
@@ -122,13 +136,35 @@ static Table *top_table(const Plan *top, const uint32_t *variants, int n, int sh
         table_row(t);
         int k = 0;
         table_u64(t, k++, (uint64_t)i + 1);
-        k = layout_cells(t, k, p, show_stack, uneven, experts);
+        if (show_stack) table_str(t, k++, p->in.stack ? p->in.stack->name : "none");
+        table_str(t, k++, p->in.recipe->name);
+        const uint32_t v[] = {p->in.tp, p->in.pp, p->in.vpp, p->in.cp, p->in.dp, p->in.mbs};
+        for (size_t j = 0; j < sizeof v / sizeof *v; j++) table_u64(t, k++, v[j]);
+        if (uneven) {
+            char ends[32] = "-";
+            if (p->in.first_stage_layers || p->in.last_stage_layers)
+                snprintf(ends, sizeof ends, "%u/%u", p->in.first_stage_layers, p->in.last_stage_layers);
+            table_str(t, k++, ends);
+        }
+        if (experts) {
+            char ep[32];
+            snprintf(ep, sizeof ep, "%u/%u", p->in.ep, p->in.etp);
+            table_str(t, k++, ep);
+        }
+        /* headroom: what is left of the GPU's memory (capacity - total; negative past capacity) */
+        double free_gb = plan_gb(p->capacity_bytes) - plan_gb(p->total_bytes);
         table_f64(t, k++, p->tokens_per_s);
+        table_f64(t, k++, p->time.step_s);
+        table_f64(t, k++, plan_gb(p->total_bytes));
+        table_f64(t, k++, free_gb);
+        table_f64(t, k++, p->capacity_bytes ? 100.0 * free_gb / plan_gb(p->capacity_bytes) : 0.0);
         table_f64(t, k++, p->mfu_bf16_pct);
+        table_str(t, k++, recompute_name(p->in.recompute));
+        table_str(t, k++, sharding_name(p->in.sharding));
         if (show_variants && variants[i]) {
-            char v[16];
-            snprintf(v, sizeof v, "+%u", variants[i]);
-            table_str(t, k, v);
+            char vv[16];
+            snprintf(vv, sizeof vv, "+%u", variants[i]);
+            table_str(t, k, vv);
         }
     }
     return t;
@@ -408,7 +444,12 @@ int cmd_sweep(int argc, char **argv)
         t = top_table(f.plans, f.variants, f.n, !a.all, nstk > 1);
         if (t) {
             char title[512], stk[300] = "";
-            if (nstk <= 1)
+            if (nstk <= 1 && f.n) /* the ranking rests on what the stack hides: say it */
+                snprintf(stk, sizeof stk,
+                         ", stack %s (compute hides TP %.2f, DP %.2f, PP %.2f, EP %.2f of its collectives)",
+                         f.plans[0].in.stack ? f.plans[0].in.stack->name : "none", f.plans[0].in.overlap_tp,
+                         f.plans[0].in.overlap_dp, f.plans[0].in.overlap_pp, f.plans[0].in.overlap_ep);
+            else if (nstk <= 1)
                 snprintf(stk, sizeof stk, ", stack %s",
                          nstk         ? ((const StackSpec *)stacks[0])->name
                          : a.in.stack ? a.in.stack->name

@@ -95,6 +95,16 @@ expect_err "sweep counts what it dropped (stderr for csv)" "invalid: layers not 
 run sweep --model gpt-13b --gpu h100-sxm --gpus 32 --recipes megatron-bf16,fp8lm --top 3
 expect_out "sweep text ranks by tokens/s" "ranked by tokens/s"
 expect_out "sweep text prints the counts" "out of memory"
+expect_out "sweep text names the stack and what its compute hides" "stack megatron-core (compute hides TP 1.00,"
+expect_out "... the DP, PP and expert overlaps too (the title wraps)" "DP 1.00, PP 1.00, EP 0.00 of its collectives)"
+# the first column group: tokens/s, step, memory and the headroom left of the H100's 85.52 GB, by hand from
+# the row's own memory: free = 85.52 - memory, free % = 100 free / 85.52
+row1=$(grep -E '^ +1  ' "$TMP/out" | head -n 1)
+expect_eq "sweep text: step, memory and headroom beside the layout" \
+    "$(echo "$row1" | awk '{ free = 85.52 - $11; printf "%.2f %.1f", free, 100 * free / 85.52 }')" \
+    "$(echo "$row1" | awk '{ printf "%s %s", $12, $13 }')"
+expect_eq "sweep text: the step time is gbs x seq over tokens/s (1,024 x 2,048 / tokens/s, the default ~2M-token batch)" \
+    "$(echo "$row1" | awk '{ printf "%.2f", 1024 * 2048 / $9 }')" "$(echo "$row1" | awk '{ printf "%.2f", $10 }')"
 run sweep --model gpt-13b --gpu h100-sxm --recipes fp8lm
 expect_rc "sweep without --gpus exits 64" 64
 expect_err "sweep without --gpus message" "--gpus is required"
