@@ -102,6 +102,66 @@ static void nomem(HtmlDoc *d)
     html_fail(d, &e);
 }
 
+/* The points the chart draws: per recipe, the THIN_K fastest layouts in each of THIN_BINS equal slices of the
+ * memory axis — every recipe's upper envelope, where a layout is chosen, and the spread below it — so that a
+ * sweep of tens of thousands of fitting layouts stays a page of a few hundred kilobytes (a 1,024-GPU GPT-175B
+ * sweep of every recipe drew 26,000 markers, 10 MB). The Pareto front and the tables keep every layout. */
+enum { THIN_BINS = 160, THIN_K = 2, THIN_RECIPES = 64 };
+
+typedef struct {
+    int line, recipe, bin;
+    double toks;
+} Drawn;
+
+static int by_slice(const void *a, const void *b)
+{
+    const Drawn *x = a, *y = b;
+    if (x->recipe != y->recipe) return x->recipe - y->recipe;
+    if (x->bin != y->bin) return x->bin - y->bin;
+    if (x->toks != y->toks) return x->toks > y->toks ? -1 : 1;
+    return x->line - y->line;
+}
+
+static int by_line(const void *a, const void *b) { return ((const Drawn *)a)->line - ((const Drawn *)b)->line; }
+
+Table *sweep_points_drawn(const Table *points)
+{
+    int n = table_lines(points), m = 0, nr = 0;
+    int cr = table_col_find(points, "recipe"), cm = table_col_find(points, "total_bytes"),
+        ct = table_col_find(points, "tokens_per_s");
+    const char *names[THIN_RECIPES];
+    Drawn *d = calloc(n > 0 ? (size_t)n : 1, sizeof *d);
+    double *mem = calloc(n > 0 ? (size_t)n : 1, sizeof *mem), lo = 0, hi = 0;
+    Table *out = table_new(point_cols, P_COUNT);
+    if (!d || !mem || !out) {
+        free(d), free(mem), table_free(out);
+        return NULL;
+    }
+    for (int l = 0; l < n; l++) {
+        const char *r = table_get_str(points, l, cr);
+        double x, y;
+        if (!r || !table_get_f64(points, l, cm, &x) || !table_get_f64(points, l, ct, &y)) continue; /* a rule */
+        int k = 0;
+        while (k < nr && strcmp(names[k], r)) k++;
+        if (k == nr && nr < THIN_RECIPES) names[nr++] = r;
+        d[m] = (Drawn){l, k, 0, y}, mem[m] = x;
+        if (!m || x < lo) lo = x;
+        if (!m || x > hi) hi = x;
+        m++;
+    }
+    for (int i = 0; i < m; i++) d[i].bin = hi > lo ? (int)((mem[i] - lo) / (hi - lo) * (THIN_BINS - 1) + 0.5) : 0;
+    qsort(d, (size_t)m, sizeof *d, by_slice);
+    int kept = 0;
+    for (int i = 0, run = 0; i < m; i++) {
+        run = i && d[i].recipe == d[i - 1].recipe && d[i].bin == d[i - 1].bin ? run + 1 : 0;
+        if (run < THIN_K) d[kept++] = d[i];
+    }
+    qsort(d, (size_t)kept, sizeof *d, by_line); /* the points' own order: the series read first-seen recipes */
+    for (int i = 0; i < kept; i++) table_append_line(out, points, d[i].line);
+    free(d), free(mem);
+    return out;
+}
+
 /* The front's rows as their own table (the points' columns), memory ascending. */
 static Table *front_table(const Table *points)
 {
@@ -119,18 +179,19 @@ Status html_sweep_page(FILE *f, const SweepPage *pg, Err *e)
     HtmlDoc d;
     html_begin(&d, f, pg->title, pg->subtitle);
     if (pg->stats_text) html_pre(&d, pg->stats_text);
-    Table *front = front_table(pg->points), *top = plan_summary_new(1);
+    Table *front = front_table(pg->points), *top = plan_summary_new(1), *drawn = sweep_points_drawn(pg->points);
     for (int i = 0; top && i < pg->ntop; i++) plan_summary_row(top, &pg->top[i], i + 1);
-    if (!front || !top) {
+    if (!front || !top || !drawn) {
         nomem(&d);
     } else {
-        char desc[512], chosen[256];
+        char desc[640], chosen[256];
         int npoints = table_rows(pg->points);
         snprintf(desc, sizeof desc,
-                 "Every layout that fits (%d), as memory per GPU against predicted tokens/s, one colour and marker "
-                 "shape per recipe; points of one recipe closer than a marker's size are drawn once (hover says "
-                 "how many). The line is the Pareto front; the ring is the chosen plan (rank 1).",
-                 npoints);
+                 "The layouts that fit (%d), as memory per GPU against predicted tokens/s, one colour and marker "
+                 "shape per recipe: of each recipe the %d fastest in each of %d slices of the memory axis are drawn "
+                 "(%d points), and points of one recipe closer than a marker's size are drawn once (hover says how "
+                 "many). The line is the Pareto front of every layout; the ring is the chosen plan (rank 1).",
+                 npoints, THIN_K, THIN_BINS, table_rows(drawn));
         XySpec s = {
             .id = "sweep",
             .title = "Memory against throughput, every layout that fits",
@@ -158,7 +219,7 @@ Status html_sweep_page(FILE *f, const SweepPage *pg, Err *e)
                 left_out++;
                 continue;
             }
-            s.series[s.nseries] = (XySeries){.t = pg->points,
+            s.series[s.nseries] = (XySeries){.t = drawn,
                                              .x_col = "total_bytes",
                                              .y_col = "tokens_per_s",
                                              .filter_col = "recipe",
@@ -187,5 +248,6 @@ Status html_sweep_page(FILE *f, const SweepPage *pg, Err *e)
     }
     table_free(front);
     table_free(top);
+    table_free(drawn);
     return html_end(&d, e);
 }

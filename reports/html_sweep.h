@@ -22,6 +22,10 @@ void sweep_points_add(const Plan *p, void *ctx);
  * equal points the first). Returns how many (at most max). */
 int sweep_pareto(const Table *points, int *lines, int max);
 
+/* The points the sweep chart draws, in the points' order: of each recipe the 2 fastest layouts in each of 160
+ * equal slices of the memory axis (min to max total_bytes). NULL when out of memory. */
+Table *sweep_points_drawn(const Table *points);
+
 typedef struct {
     const Table *points; /* every fitting layout */
     const Plan *top;     /* the best plans, rank 1 first */

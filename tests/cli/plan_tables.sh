@@ -105,6 +105,14 @@ expect_eq "sweep text: step, memory and headroom beside the layout" \
     "$(echo "$row1" | awk '{ printf "%s %s", $12, $13 }')"
 expect_eq "sweep text: the step time is gbs x seq over tokens/s (1,024 x 2,048 / tokens/s, the default ~2M-token batch)" \
     "$(echo "$row1" | awk '{ printf "%.2f", 1024 * 2048 / $9 }')" "$(echo "$row1" | awk '{ printf "%.2f", $10 }')"
+# a sweep's page stays readable: every recipe of GPT-175B on 1,024 H100s fits ~50,000 layouts; the chart draws
+# each recipe's 2 fastest in each of 160 memory slices (issue 46: 10.9 MB before, the target under 2 MB)
+run sweep --model gpt-175b --gpu h100-sxm --gpus 1024 --per-recipe --format html -o "$TMP/sweep175.html"
+expect_rc "the 1,024-GPU sweep page is written" 0
+expect_eq "the 1,024-GPU sweep page is under 2 MB" "$(($(wc -c <"$TMP/sweep175.html") < 2000000))" 1
+if grep -q 'of each recipe the 2 fastest in each of 160 slices of the memory axis are drawn' "$TMP/sweep175.html"; then
+    pass "the sweep page says which layouts it draws"
+else fail "the sweep page says which layouts it draws" "$(grep -c slices "$TMP/sweep175.html")"; fi
 run sweep --model gpt-13b --gpu h100-sxm --recipes fp8lm
 expect_rc "sweep without --gpus exits 64" 64
 expect_err "sweep without --gpus message" "--gpus is required"

@@ -350,6 +350,41 @@ static void test_pareto_front(void)
     table_free(t);
 }
 
+/* The sweep chart's points: of each recipe the 2 fastest in each of 160 memory slices. Memory runs 0 .. 159 000,
+ * so a slice is 1 000 B wide and a point at m B falls in slice round(m / 1000). Recipe a: 4 points in slice 0
+ * (tokens/s 1, 5, 3, 4: 5 and 4 drawn), 1 alone in slice 159 (drawn); recipe b: 3 points in slice 0 (2, 9, 9: the
+ * two 9s drawn, the first-listed first), 1 in slice 80 (80,000 B, drawn). Drawn, in the points' order: lines 1, 3,
+ * 4, 6, 7, 8 (6 of 9). */
+static void test_sweep_points_drawn(void)
+{
+    Table *t = sweep_points_new();
+    static const struct {
+        const char *r;
+        double mem, toks;
+    } pts[9] = {{"a", 0, 1}, {"a", 100, 5}, {"a", 200, 3}, {"a", 300, 4},  {"a", 159000, 7},
+                {"b", 0, 2}, {"b", 10, 9},  {"b", 20, 9},  {"b", 80000, 1}};
+    for (int i = 0; i < 9; i++) {
+        table_row(t);
+        table_str(t, table_col_find(t, "recipe"), pts[i].r);
+        table_u64(t, table_col_find(t, "total_bytes"), (uint64_t)pts[i].mem);
+        table_f64(t, table_col_find(t, "tokens_per_s"), pts[i].toks);
+    }
+    Table *d = sweep_points_drawn(t);
+    CHECK(d != NULL);
+    if (!d) return table_free(t);
+    CHECK_EQ_INT(table_rows(d), 6);
+    static const double want[6][2] = {{100, 5}, {300, 4}, {159000, 7}, {10, 9}, {20, 9}, {80000, 1}};
+    int cm = table_col_find(d, "total_bytes"), ct = table_col_find(d, "tokens_per_s");
+    for (int i = 0; i < 6 && i < table_lines(d); i++) {
+        double m = -1, k = -1;
+        table_get_f64(d, i, cm, &m), table_get_f64(d, i, ct, &k);
+        CHECKF(m == want[i][0] && k == want[i][1], "drawn %d: (%g, %g), expected (%g, %g)", i, m, k, want[i][0],
+               want[i][1]);
+    }
+    table_free(d);
+    table_free(t);
+}
+
 /* ---- the terminal bar -------------------------------------------------------------------------------------- */
 
 static void test_bar_split(void)
@@ -506,6 +541,7 @@ int main(void)
     RUN(test_bar_chart_names_a_missing_column);
     RUN(test_bar_chart_says_what_it_leaves_out);
     RUN(test_pareto_front);
+    RUN(test_sweep_points_drawn);
     RUN(test_bar_split);
     RUN(test_memory_bar_line);
     RUN(test_memory_groups_add_up);
