@@ -215,13 +215,22 @@ def sweep_matches(root):
     pts = [g for g in svg.iter("g") if g.get("class") == "pt"]
     series = [g for g in svg.iter("g") if g.get("class") == "s" and "front" not in g.get("class")]
     plotted = sum(int(p.get("data-n")) for s in series for p in s.iter("g") if p.get("class") == "pt")
-    check("sweep: every fitting layout plotted (%d = the text's %d fit)" % (plotted, fit), plotted == fit)
+    # the chart draws of each recipe the 2 fastest layouts in each of 160 memory slices; its description
+    # counts the layouts that fit (the text's) and the points drawn (the markers' data-n add up to them)
+    desc = " ".join("".join(figs["sweep"].itertext()).split())
+    m = re.search(r"The layouts that fit \((\d+)\).*\((\d+) points\)", desc)
+    check("sweep: the figure counts the layouts that fit (the text's %d) and the points it draws (%d)" % (fit, plotted),
+          m and int(m.group(1)) == fit and int(m.group(2)) == plotted and 0 < plotted <= fit, desc[:300])
     _, out, _ = P.fp8plan(["sweep"] + P.SWEEP + ["--top", "3", "--format", "csv"])
     best = rows(out)[0]
     mark = next(g for g in svg.iter("g") if g.get("class") == "mark")
     check("sweep: the chosen plan is rank 1 of sweep --format csv",
           (mark.get("data-x"), mark.get("data-y")) == (best["total_bytes"], best["tokens_per_s"]),
           (mark.get("data-x"), mark.get("data-y")), (best["total_bytes"], best["tokens_per_s"]))
+    drawn = {(float(p.get("data-x")), float(p.get("data-y"))) for s in series for p in s.iter("g")
+             if p.get("class") == "pt"}
+    check("sweep: the fastest layout (rank 1) is among the points drawn",
+          (float(best["total_bytes"]), float(best["tokens_per_s"])) in drawn)
     front = [g for s in svg.iter("g") if "front" in (s.get("class") or "") for g in s.iter("g")
              if g.get("class") == "pt"]
     pairs = [(float(p.get("data-x")), float(p.get("data-y"))) for p in pts]
