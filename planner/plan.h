@@ -517,6 +517,9 @@ int plan_coll_applies(const Plan *p, CollectiveId id);
 const char *mem_category_name(MemCategory c);
 const char *comm_group_name(CommGroup g);
 const char *comm_op_name(CommOp o);
+/* The bus factor of op over n ranks, as nccl-tests defines it (bus bytes = payload x factor): all-reduce
+ * 2(n - 1)/n, all-gather, reduce-scatter and all-to-all (n - 1)/n, send/recv (and broadcast) 1; 0 for n <= 1. */
+double comm_bus_factor(CommOp op, uint64_t n);
 const char *recompute_name(Recompute r);
 /* Module names as Megatron spells them: bit i of RECOMPUTE_MOD_* is recompute_mod_names[i]. */
 extern const char *const recompute_mod_names[RECOMPUTE_MOD_COUNT_];

@@ -73,15 +73,35 @@ static const Collective blank[CO_COUNT_] = {
 /* Bytes this GPU sends for one call of op over n ranks with payload S: the
  * exact floor of S*2(n-1)/n or S*(n-1)/n, computed as S - ceil(S/n) to stay
  * in 64 bits (an all-reduce payload past 2^63 bytes is an overflow). */
+/* nccl-tests' bus factor of op over n ranks as k (n - 1) / n: k = 2 for an all-reduce (a reduce-scatter then an
+ * all-gather), 1 for an all-gather, a reduce-scatter and an all-to-all (each rank keeps its own 1/n); 0 for the
+ * point-to-point ops, whose factor is 1 (every byte crosses once). The one place this is written: the planner's
+ * bytes below, the executor's counters (exec/comm) and calibrate's bus bandwidth all come from it. */
+static uint64_t ring_k(CommOp op)
+{
+    switch (op) {
+    case OP_ALL_REDUCE: return 2;
+    case OP_ALL_GATHER:
+    case OP_REDUCE_SCATTER:
+    case OP_ALL_TO_ALL: return 1;
+    default: return 0;
+    }
+}
+
+double comm_bus_factor(CommOp op, uint64_t n)
+{
+    if (n <= 1) return 0;
+    uint64_t k = ring_k(op);
+    return k ? (double)k * (double)(n - 1) / (double)n : 1.0;
+}
+
+/* S x the factor in whole bytes, rounded down: k S - ceil(k S / n) = floor(k S (n - 1) / n) without the product. */
 static uint64_t bus(CommOp op, uint64_t n, uint64_t S, Ck *ck)
 {
     if (n <= 1) return 0;
-    switch (op) {
-    case OP_ALL_REDUCE: return S <= UINT64_MAX / 2 ? 2 * S - ceil_div(2 * S, n) : (ck->ovf = 1, 0);
-    case OP_ALL_GATHER:
-    case OP_REDUCE_SCATTER: return S - ceil_div(S, n);
-    default: return S;
-    }
+    uint64_t k = ring_k(op);
+    if (!k || op == OP_ALL_TO_ALL) return S; /* an all-to-all's bytes are counted where it is planned */
+    return S <= UINT64_MAX / k ? k * S - ceil_div(k * S, n) : (ck->ovf = 1, 0);
 }
 
 /* Elements * bytes of dtype, plus block scales for FP8 activations at act_gran (a [rows, h] tensor). */

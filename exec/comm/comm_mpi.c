@@ -198,7 +198,9 @@ static Status mpi_reduce_scatter_v(Comm *c, CollectiveId id, Backend *bk, void *
     if (!st) st = check_op(op, dt, e);
     if (!st) st = arrive(c, id, &t0, e);
     if (!st) st = rs_v(c, buf, counts, off, dt, op, e);
-    if (!st) comm_count_s(c, id, total * dtype_bytes(dt), (double)(c->size - 1) / c->size, comm_now_s() - t0);
+    if (!st)
+        comm_count_s(c, id, total * dtype_bytes(dt), comm_bus_factor(OP_REDUCE_SCATTER, (uint64_t)c->size),
+                     comm_now_s() - t0);
     free(off);
     return st;
 }
@@ -212,7 +214,9 @@ static Status mpi_all_gather_v(Comm *c, CollectiveId id, Backend *bk, void *buf,
     Status st = v_call(c, "all_gather_v", bk, buf, counts, dt, off, &total, e);
     if (!st) st = arrive(c, id, &t0, e);
     if (!st) st = ag_v(c, buf, counts, off, dt, e);
-    if (!st) comm_count_s(c, id, total * dtype_bytes(dt), (double)(c->size - 1) / c->size, comm_now_s() - t0);
+    if (!st)
+        comm_count_s(c, id, total * dtype_bytes(dt), comm_bus_factor(OP_ALL_GATHER, (uint64_t)c->size),
+                     comm_now_s() - t0);
     free(off);
     return st;
 }
@@ -236,7 +240,8 @@ static Status mpi_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, u
     st = arrive(c, id, &t0, e);
     if (!st) st = rs_v(c, buf, counts, off, dt, op, e);
     if (!st) st = ag_v(c, buf, counts, off, dt, e);
-    if (!st) comm_count_s(c, id, n * dtype_bytes(dt), 2.0 * (size - 1) / size, comm_now_s() - t0);
+    if (!st)
+        comm_count_s(c, id, n * dtype_bytes(dt), comm_bus_factor(OP_ALL_REDUCE, (uint64_t)size), comm_now_s() - t0);
     free(counts);
     return st;
 }
@@ -257,7 +262,7 @@ static Status mpi_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const vo
     if ((st = arrive(c, id, &t0, e))) goto done;
     MPI_TRY(MPI_Alltoall(send, (int)(n * b), MPI_BYTE, part, (int)(n * b), MPI_BYTE, world(c)));
     fold(part, n, dt, op, size, recv);
-    comm_count_s(c, id, n * b * (uint64_t)size, (double)(size - 1) / size, comm_now_s() - t0);
+    comm_count_s(c, id, n * b * (uint64_t)size, comm_bus_factor(OP_REDUCE_SCATTER, (uint64_t)size), comm_now_s() - t0);
 done:
     free(part);
     return st;
@@ -276,7 +281,7 @@ static Status mpi_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *
     const void *s = send == (const uint8_t *)recv + (uint64_t)c->rank * n * b ? MPI_IN_PLACE : send;
     if ((st = arrive(c, id, &t0, e))) goto done;
     MPI_TRY(MPI_Allgather(s, (int)(n * b), MPI_BYTE, recv, (int)(n * b), MPI_BYTE, world(c)));
-    comm_count_s(c, id, n * b * (uint64_t)size, (double)(size - 1) / size, comm_now_s() - t0);
+    comm_count_s(c, id, n * b * (uint64_t)size, comm_bus_factor(OP_ALL_GATHER, (uint64_t)size), comm_now_s() - t0);
 done:
     return st;
 }
@@ -292,7 +297,8 @@ static Status mpi_broadcast(Comm *c, CollectiveId id, Backend *bk, void *buf, ui
     const uint64_t bytes = n * dtype_bytes(dt);
     if ((st = arrive(c, id, &t0, e))) goto done;
     MPI_TRY(MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, world(c)));
-    comm_count_s(c, id, bytes, c->size > 1 ? 1.0 : 0.0, comm_now_s() - t0);
+    comm_count_s(c, id, bytes, comm_bus_factor(OP_SEND_RECV, (uint64_t)c->size),
+                 comm_now_s() - t0); /* broadcast: 1, as a send */
 done:
     return st;
 }
@@ -353,7 +359,7 @@ static Status mpi_send(Comm *c, CollectiveId id, Backend *bk, const void *buf, u
         return mpi_fail(e, mr, "MPI_Isend");
     }
     im->pend[im->npend++].copy = copy;
-    comm_count_s(c, id, bytes, 1.0, comm_now_s() - t0);
+    comm_count_s(c, id, bytes, comm_bus_factor(OP_SEND_RECV, 2), comm_now_s() - t0); /* to one peer */
     return ST_OK;
 }
 

@@ -63,7 +63,8 @@ static Status stage(Backend *bk, Dtype dt, uint64_t na, uint64_t nb, void **a, v
     return ST_OK;
 }
 
-static double ring(const Comm *c, double twice) { return twice * (c->size - 1) / c->size; }
+/* nccl-tests' bus factor of a collective over the communicator (planner/plan.h comm_bus_factor) */
+static double ring(const Comm *c, CommOp op) { return comm_bus_factor(op, (uint64_t)c->size); }
 
 /* An even collective on dt: straight, or through staging in the wire dtype. nsend / nrecv: elements of the
  * send and receive buffers; n: NCCL's count. */
@@ -89,19 +90,19 @@ static Status even(Comm *c, CollectiveId id, Backend *bk, NcKind k, const void *
 static Status nccl_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, CommReduce op,
                               Err *e)
 {
-    return even(c, id, bk, NC_AR, buf, buf, n, n, n, dt, op, 0, ring(c, 2.0), e);
+    return even(c, id, bk, NC_AR, buf, buf, n, n, n, dt, op, 0, ring(c, OP_ALL_REDUCE), e);
 }
 
 static Status nccl_all_gather(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n, Dtype dt,
                               Err *e)
 {
-    return even(c, id, bk, NC_AG, send, recv, n, n, n * (uint64_t)c->size, dt, COMM_SUM, 0, ring(c, 1.0), e);
+    return even(c, id, bk, NC_AG, send, recv, n, n, n * (uint64_t)c->size, dt, COMM_SUM, 0, ring(c, OP_ALL_GATHER), e);
 }
 
 static Status nccl_reduce_scatter(Comm *c, CollectiveId id, Backend *bk, const void *send, void *recv, uint64_t n,
                                   Dtype dt, CommReduce op, Err *e)
 {
-    return even(c, id, bk, NC_RS, send, recv, n, n * (uint64_t)c->size, n, dt, op, 0, ring(c, 1.0), e);
+    return even(c, id, bk, NC_RS, send, recv, n, n * (uint64_t)c->size, n, dt, op, 0, ring(c, OP_REDUCE_SCATTER), e);
 }
 
 static Status nccl_broadcast(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int root, Err *e)
@@ -189,11 +190,11 @@ static Status uneven(Comm *c, CollectiveId id, Backend *bk, void *buf, const uin
         char *slot = (char *)stg + (uint64_t)r * pad.largest * w;
         NcCall call = {rs ? NC_RS : NC_AG, rs ? stg : slot, rs ? slot : stg, pad.largest, 0, wire, op, 0, 0};
         if (rs) {
-            st = nccl_run(c, bk, id, &call, mv, n, &back, 1, pad.total * w, ring(c, 1.0), e);
+            st = nccl_run(c, bk, id, &call, mv, n, &back, 1, pad.total * w, ring(c, OP_REDUCE_SCATTER), e);
         } else {
             for (int j = 0; j < n; j++) /* out: slot j -> segment j */
                 mv[j] = (NcMove){mv[j].dst, wire, (void *)mv[j].src, dt, mv[j].n};
-            st = nccl_run(c, bk, id, &call, &mine, 1, mv, n, pad.total * w, ring(c, 1.0), e);
+            st = nccl_run(c, bk, id, &call, &mine, 1, mv, n, pad.total * w, ring(c, OP_ALL_GATHER), e);
         }
     }
 done:

@@ -27,7 +27,7 @@ int cal_link_reps(int s, int n, int reps)
 double cal_allreduce_busbw(uint64_t S, int n, double t)
 {
     if (n < 2 || !(t > 0)) return 0;
-    return (double)S * 2.0 * (double)(n - 1) / (double)n / t;
+    return (double)S * comm_bus_factor(OP_ALL_REDUCE, (uint64_t)n) / t;
 }
 
 int cal_fit_line(const double *x, const double *y, const double *w, int n, double *a, double *b)

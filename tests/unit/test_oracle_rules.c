@@ -14,6 +14,7 @@
 
 #include "planner/catalog.h"
 #include "planner/plan.h"
+#include "planner/plan_internal.h"
 #include "planner/sweep.h"
 #include "support/oracle_fixtures.h"
 #include "test.h"
@@ -396,6 +397,35 @@ static void test_nonfinite_figure_named(void)
     CHECK_CONTAINS(e.msg, "the TFLOP/s per GPU of wide on g with oracle-bf16 is not a finite positive number");
 }
 
+/* The bus factor, nccl-tests' (its README "Performance" section): all-reduce 2(n - 1)/n, all-gather, reduce-scatter
+ * and all-to-all (n - 1)/n, a point-to-point send 1, and nothing over one rank. The planner's bytes, the executor's
+ * counters and calibrate's bus bandwidth all read it: the plan's bus bytes of a TP all-reduce of S over 4 ranks
+ * are floor(S x 1.5). */
+static void test_bus_factor(void)
+{
+    static const struct {
+        CommOp op;
+        uint64_t n;
+        double want;
+    } rows[] = {
+        {OP_ALL_REDUCE, 4, 1.5},       /* 2 x 3 / 4 */
+        {OP_ALL_REDUCE, 2, 1.0},       /* 2 x 1 / 2 */
+        {OP_ALL_GATHER, 4, 0.75},      /* 3 / 4 */
+        {OP_REDUCE_SCATTER, 8, 0.875}, /* 7 / 8 */
+        {OP_ALL_TO_ALL, 8, 0.875},     /* 7 / 8 */
+        {OP_SEND_RECV, 2, 1.0},        {OP_ALL_REDUCE, 1, 0.0}, {OP_SEND_RECV, 1, 0.0},
+    };
+    for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++)
+        CHECKF(comm_bus_factor(rows[i].op, rows[i].n) == rows[i].want, "row %u: %g, expected %g", i,
+               comm_bus_factor(rows[i].op, rows[i].n), rows[i].want);
+    /* the plan's integer bytes from the same factor: S = 1001 B over 4 ranks, 1001 x 1.5 = 1501.5 -> 1501 */
+    Ck ck = {0};
+    CHECK_EQ_U64(plan_bus_bytes(OP_ALL_REDUCE, 4, 1001, &ck), 1501);
+    CHECK_EQ_U64(plan_bus_bytes(OP_ALL_GATHER, 4, 1001, &ck), 750); /* 1001 x 0.75 = 750.75 */
+    CHECK_EQ_U64(plan_bus_bytes(OP_SEND_RECV, 2, 1001, &ck), 1001);
+    CHECK(!ck.ovf);
+}
+
 int main(void)
 {
     RUN(test_fp8_needs_an_fp8_peak);
@@ -410,5 +440,6 @@ int main(void)
     RUN(test_mfu_against_each_peak);
     RUN(test_compute_only_needs_wide_weights);
     RUN(test_nonfinite_figure_named);
+    RUN(test_bus_factor);
     return test_summary();
 }
