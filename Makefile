@@ -252,6 +252,12 @@ browser-deps:
 	$(call apt_install,echo "(the browser tests say skip without them)")
 
 # ---- rules -----------------------------------------------------------------------
+# Quiet by default, as kernel-style Makefiles are: the ~190 compile and link commands are not echoed (they
+# buried `make run`'s answer), while the compiler's warnings and errors still reach stderr; V=1 echoes every
+# command.
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+
 .PHONY: all run report test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-programs gpu-check gpu-pack \
         browser-deps mutate
 
@@ -259,11 +265,11 @@ all: $(BIN) $(CUDA_SO)
 
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(if $(findstring /cuda/,$<),-isystem $(CUDA_HOME)/include) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(if $(findstring /cuda/,$<),-isystem $(CUDA_HOME)/include) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.cu | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
 # test support (the NVIDIA host-conversion oracle) sees the CUDA headers when present
 $(SUPPORT_OBJ): CPPFLAGS += -isystem $(CUDA_HOME)/include
@@ -271,14 +277,14 @@ $(SUPPORT_OBJ): CPPFLAGS += -isystem $(CUDA_HOME)/include
 $(LIB): $(LIB_OBJ) $(TUI_STAMP)
 	@mkdir -p $(@D)
 	@rm -f $@
-	$(AR) rcs $@ $(LIB_OBJ)
+	$(Q)$(AR) rcs $@ $(LIB_OBJ)
 
 $(BIN): $(CLI_OBJ) $(LIB) $(TUI_STAMP)
-	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
+	$(Q)$(CC) $(LDFLAGS) $(CLI_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
 
 ifeq ($(HAVE_CUDA),1)
 $(CUDA_SO): $(call obj,$(CUDA_SRC))
-	$(CC) -shared $^ $(CUDA_LIBS) -o $@
+	$(Q)$(CC) -shared $^ $(CUDA_LIBS) -o $@
 
 # the programs that call the CUDA backend directly link the library itself
 CUDA_LINKED := $(BUILD)/tests/test_cuda_backend $(GPUS)
@@ -298,42 +304,42 @@ CLI_LIB_OBJ = $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJ))
 CLI_TESTS := $(BUILD)/tests/test_cli_faults $(BUILD)/tests/test_run_comms
 $(CLI_TESTS): $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(CLI_LIB_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(CLI_LIB_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(CLI_LIB_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
 
 $(BUILD)/slow/%: tests/slow/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
 
 $(BUILD)/bench/%: tests/bench/%.c $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
 
 # bench_exec_gemm runs it: OpenBLAS with its own threads, in a process of its own so they
 # never compete with the measured GEMMs
 $(ANCHOR): tests/bench/anchor_sgemm.c tests/bench/bench_time.h | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) -D_GNU_SOURCE -Itests -I$(BLAS_INC) -std=c11 $(OPT) $(WARN) $< -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -o $@
+	$(Q)$(CC) -D_GNU_SOURCE -Itests -I$(BLAS_INC) -std=c11 $(OPT) $(WARN) $< -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -o $@
 
 $(BUILD)/mpi/%: tests/mpi/%.c tests/test.h $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
 
 $(BUILD)/gpu/%: tests/gpu/%.c tests/gpu/gpu_common.h $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
 
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) -fsanitize=fuzzer,address,undefined \
+	$(Q)$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) -fsanitize=fuzzer,address,undefined \
 	  $< $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
 
 $(BUILD)/fuzz-replay/%: tests/fuzz/%.c tests/fuzz/replay_main.c $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< tests/fuzz/replay_main.c \
+	$(Q)$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< tests/fuzz/replay_main.c \
 	  $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
 
 # The benchmarks and slow tests are compiled with the tests (not run), so an API
@@ -399,12 +405,12 @@ gpu-check:
 # The seed's headline comparison: GPT-175B, TP8 x PP4 x DP4, micro-batch 1, seq 2048, H100 SXM,
 # distributed optimizer: Megatron BF16 vs Transformer Engine FP8 vs FP8-LM.
 run: $(BIN)
-	./$(BIN) compare --model gpt-175b --gpu h100-sxm --recipes megatron-bf16,te-fp8,fp8lm \
+	$(Q)./$(BIN) compare --model gpt-175b --gpu h100-sxm --recipes megatron-bf16,te-fp8,fp8lm \
 	  --tp 8 --pp 4 --dp 4 --mbs 1 --seq 2048 --dist-opt
 
 # The same run as a what-if report: one self-contained HTML page with charts, to open in a browser.
 report: $(BIN)
-	./$(BIN) report html -o fp8plan-report.html
+	$(Q)./$(BIN) report html -o fp8plan-report.html
 	@echo "wrote fp8plan-report.html; open it in a browser: xdg-open fp8plan-report.html (file://$(CURDIR)/fp8plan-report.html)"
 
 # ---- mutation testing (tests/mutate.py; CONTRIBUTING.md says when) -----------------------------

@@ -8,10 +8,12 @@
  *     interrupted run never leaves a half-written file; an existing file keeps
  *     its permission bits (and owner, where allowed), a new one is created
  *     0666 & ~umask;
- *   - a symbolic link is followed: its final target is replaced, never the link;
- *   - a character device or FIFO (-o /dev/null, -o /dev/stdout, a named pipe)
- *     is written in place, never replaced (a FIFO waits up to 10 s for a
- *     reader, then fails: never a hang);
+ *   - a symbolic link is followed: its final target is replaced, never the link
+ *     (a kernel link that names no file but opens, /proc/self/fd/1 -> "pipe:[N]"
+ *     behind /dev/stdout, is the object it opens);
+ *   - a character device, FIFO or pipe (-o /dev/null, -o /dev/stdout on a
+ *     terminal or a pipe, a named pipe) is written in place, never replaced (a
+ *     FIFO waits up to 10 s for a reader, then fails: never a hang);
  *   - a directory, block device or socket is refused with the reason.
  * Every write error is reported when the file is committed ("cannot write
  * /dev/full: No space left on device"). OUT_DURABLE (checkpoints) also fsyncs

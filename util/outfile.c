@@ -62,9 +62,19 @@ static Status resolve(const char *path, char out[PATH_CAP], struct stat *st, int
         ssize_t k = readlink(out, link, sizeof link - 1);
         if (k < 0) return err_set(e, ST_CANTCREAT, "cannot write %s: %s", path, strerror(errno));
         link[k] = '\0';
+        char next[PATH_CAP];
         dir_of(out, dir, sizeof dir);
-        int n = link[0] == '/' ? snprintf(out, PATH_CAP, "%s", link) : snprintf(out, PATH_CAP, "%s/%s", dir, link);
+        int n = link[0] == '/' ? snprintf(next, PATH_CAP, "%s", link) : snprintf(next, PATH_CAP, "%s/%s", dir, link);
         if (n >= PATH_CAP) return err_set(e, ST_CANTCREAT, "cannot write %s: its link target's path is too long", path);
+        /* a link whose text names nothing but which opens (the kernel's /proc/self/fd/1 -> "pipe:[123]" behind
+         * /dev/stdout) is the object it opens: stat follows it, and a pipe or device is written in place */
+        struct stat real;
+        if (lstat(next, &real) != 0 && errno == ENOENT && stat(out, &real) == 0) {
+            *st = real;
+            *exists = 1;
+            return ST_OK;
+        }
+        memcpy(out, next, PATH_CAP);
     }
 }
 

@@ -151,4 +151,22 @@ if [ -x /usr/local/cuda/bin/nvcc ] || [ -x "${CUDA_HOME:-/nonexistent}/bin/nvcc"
 else
     echo "skip - Makefile CUDA probes (no nvcc here)"
 fi
+
+# ---- the Makefile's own output: quiet by default (`make run` printed ~190 compile commands before its
+# answer), V=1 echoes the commands, the compiler's warnings and errors are shown either way (one object
+# each, compiled for real into a scratch build)
+mk=$TMP/mk5
+make --no-print-directory CUDA=0 TUI=0 BUILD="$mk" "$mk/obj/util/num.o" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+expect_rc "make of one object exits 0" 0
+if grep -q -- "-c util/num.c" "$TMP/out" "$TMP/err"; then fail "a quiet build echoes no compile command" "$(grep -- "-c util/num.c" "$TMP/out")"; else pass "a quiet build echoes no compile command"; fi
+make --no-print-directory CUDA=0 TUI=0 BUILD="$mk" V=1 "$mk/obj/util/text.o" >"$TMP/out" 2>"$TMP/err"
+if grep -q -- "-c util/text.c -o $mk/obj/util/text.o" "$TMP/out"; then pass "V=1 echoes the compile command"; else fail "V=1 echoes the compile command" "$(cat "$TMP/out")"; fi
+printf '#warning "the quiet build shows this warning"\n' >"$TMP/warn.h"
+make --no-print-directory CUDA=0 TUI=0 BUILD="$mk" CFLAGS="-include $TMP/warn.h" "$mk/obj/util/status.o" >"$TMP/out" 2>"$TMP/err"
+if grep -q "the quiet build shows this warning" "$TMP/err"; then pass "a quiet build shows the compiler's warnings"; else fail "a quiet build shows the compiler's warnings" "$(cat "$TMP/err")"; fi
+rm -f "$mk/obj/util/status.o"
+make --no-print-directory CUDA=0 TUI=0 BUILD="$mk" CFLAGS="-include $TMP/no-such-header.h" "$mk/obj/util/status.o" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+if [ $rc -ne 0 ] && grep -q "no-such-header.h" "$TMP/err"; then pass "a quiet build shows the compiler's errors and fails"; else fail "a quiet build shows the compiler's errors" "rc $rc: $(cat "$TMP/err")"; fi
 finish

@@ -36,6 +36,31 @@ rc=$(cat "$TMP/rc")
 if [ "$rc" -eq 0 ] || [ "$rc" -eq 74 ]; then pass "models | head -c 10: status $rc (0 or 74, never 141)"; else
     fail "models | head -c 10: status $rc" "stderr: $(head -c 300 "$TMP/err")"; fi
 
+# --- -o /dev/stdout and /dev/stderr on a pipe: written in place (/dev/stdout is /proc/self/fd/1, a kernel
+# link whose text "pipe:[N]" names no file; it used to be taken for a file to create there: exit 73)
+{
+    "$FP8PLAN" plan --model gpt-7b --gpu h100-sxm --recipe bf16 --format csv -o /dev/stdout 2>"$TMP/err"
+    echo $? >"$TMP/rc"
+} | cat >"$TMP/out"
+rc=$(cat "$TMP/rc")
+expect_rc "plan -o /dev/stdout into a pipe exits 0" 0
+expect_line "... and the CSV comes through the pipe" 'model,gpu,recipe,stack,.*'
+{
+    "$FP8PLAN" plan --model gpt-7b --gpu h100-sxm --recipe bf16 --format csv -o /dev/stderr 2>&1 >/dev/null
+    echo $? >"$TMP/rc"
+} | cat >"$TMP/out"
+rc=$(cat "$TMP/rc")
+expect_rc "plan -o /dev/stderr into a pipe exits 0" 0
+expect_line "... and the CSV comes through stderr's pipe" 'model,gpu,recipe,stack,.*'
+{
+    "$FP8PLAN" run --model gpt2-124m --layers 1 --hidden 32 --heads 2 --seq 16 --vocab 64 --recipe megatron-bf16 \
+        --steps 2 --quiet --loss-log /dev/stdout 2>"$TMP/err"
+    echo $? >"$TMP/rc"
+} | cat >"$TMP/out"
+rc=$(cat "$TMP/rc")
+expect_rc "run --loss-log /dev/stdout into a pipe exits 0" 0
+expect_line "... and the loss log comes through the pipe" 'step,loss'
+
 # --- an input FIFO without a writer: 66 after the 10 s wait, naming the file
 printf 'step,amax\n1,1\n2,640\n3,2\n' >"$TMP/trace.csv"
 mkfifo "$TMP/fifo"

@@ -197,6 +197,47 @@ static void test_fifo_is_written_in_place(void)
     CHECK_EQ_INT(entries(), 0);
 }
 
+/* An anonymous pipe (what stdout is in `fp8plan ... -o /dev/stdout | head`): /dev/stdout is a link to
+ * /proc/self/fd/1, itself a kernel link whose text "pipe:[inode]" names no file. Reached as /proc/self/fd/N
+ * and through a link to that (as /dev/stdout is), it is written in place: the bytes come out of the pipe's
+ * read end, and no file is created beside either link. */
+static void test_anonymous_pipe_is_written_in_place(void)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        CHECKF(0, "pipe: %s", strerror(errno));
+        return;
+    }
+    char proc[64], buf[64] = {0};
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fds[1]);
+    if (access(proc, F_OK) != 0) {
+        SKIP(test_anonymous_pipe_is_written_in_place, "no /proc/self/fd (not Linux)");
+        close(fds[0]), close(fds[1]);
+        return;
+    }
+    Err e = {0};
+    CHECKF(write_text(proc, "one\n", &e) == ST_OK, "%s", e.msg);
+    CHECK(symlink(proc, in_dir("stdout")) == 0);
+    CHECKF(write_text(in_dir("stdout"), "two\n", &e) == ST_OK, "%s", e.msg);
+    CHECK(outfile_check(in_dir("stdout"), &e) == ST_OK);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK); /* nothing written must fail the check, not hang on the read */
+    ssize_t n = read(fds[0], buf, sizeof buf - 1);
+    CHECK(n == 8 && !strcmp(buf, "one\ntwo\n"));
+    struct stat st;
+    CHECK(lstat(in_dir("stdout"), &st) == 0 && S_ISLNK(st.st_mode)); /* the link is left as it was */
+    unlink(in_dir("stdout"));
+    close(fds[0]), close(fds[1]);
+    CHECK_EQ_INT(entries(), 0);
+    /* a dangling link still names the file to create (the kernel's links are the ones that open) */
+    CHECK(symlink("missing", in_dir("dangling")) == 0);
+    CHECK(write_text(in_dir("dangling"), "new\n", &e) == ST_OK);
+    char *got = slurp(in_dir("missing"));
+    CHECK(got && !strcmp(got, "new\n"));
+    free(got);
+    unlink(in_dir("dangling")), unlink(in_dir("missing"));
+    CHECK_EQ_INT(entries(), 0);
+}
+
 static void test_refusals(void)
 {
     Err e;
@@ -288,6 +329,7 @@ int main(void)
     RUN(test_symlink_target_is_replaced_not_the_link);
     RUN(test_devices_are_written_in_place);
     RUN(test_fifo_is_written_in_place);
+    RUN(test_anonymous_pipe_is_written_in_place);
     RUN(test_refusals);
     RUN(test_same_file);
     RUN(test_durable_and_stdout);
