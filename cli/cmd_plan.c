@@ -138,9 +138,11 @@ int cmd_plan(int argc, char **argv)
     if (!(rc = plan_args_resolve(cmd, cat, &a, a.recipe)) && !(rc = build_one(cmd, &a.in, p))) {
         char trust[600];
         Job j = {p, 1, cli_unicode(a.ascii), NULL, trust};
-        if ((a.out.fmt == TABLE_TEXT || a.out.fmt == TABLE_HTML) && !a.view)
-            plan_trust_text(a.catalog, cat, &p->in, trust, sizeof trust);
-        if (a.out.fmt == TABLE_TEXT && !a.view) {
+        Err te;
+        if ((a.out.fmt == TABLE_TEXT || a.out.fmt == TABLE_HTML) && !a.view &&
+            plan_trust_text(a.catalog, cat, &p->in, trust, sizeof trust, &te)) {
+            rc = cli_fail(cmd, &te);
+        } else if (a.out.fmt == TABLE_TEXT && !a.view) {
             rc = cli_emit_page(cmd, &a.out, plan_text, &j);
         } else if (a.out.fmt == TABLE_HTML && !a.view) {
             rc = cli_emit_page(cmd, &a.out, plan_html, &j);
@@ -176,9 +178,13 @@ int cmd_compare(int argc, char **argv)
     Plan *plans = NULL;
     int n = 0;
     rc = plan_build_recipes(cmd, cat, &a, &plans, &n);
+    char trust[600];
+    Err te;
+    if (!rc && (a.out.fmt == TABLE_HTML || a.out.fmt == TABLE_TEXT) &&
+        plan_trust_text(a.catalog, cat, &plans[0].in, trust, sizeof trust, &te)) /* one line: the recipes share
+                                                                                 * stack, GPU and model */
+        rc = cli_fail(cmd, &te);
     if (!rc && a.out.fmt == TABLE_HTML) {
-        char trust[600];
-        plan_trust_text(a.catalog, cat, &plans[0].in, trust, sizeof trust);
         rc = cli_emit_page(cmd, &a.out, compare_html, &(Job){plans, n, 0, NULL, trust});
     } else if (!rc) {
         Table *t;
@@ -200,8 +206,6 @@ int cmd_compare(int argc, char **argv)
             for (int i = 0; t && i < n; i++) plan_summary_row(t, &plans[i], 0);
         }
         if (t && a.out.fmt == TABLE_TEXT) {
-            char trust[600]; /* the recipes share stack, GPU and model: one line for them all */
-            plan_trust_text(a.catalog, cat, &plans[0].in, trust, sizeof trust);
             rc = cli_emit_page(cmd, &a.out, compare_text, &(Job){plans, n, cli_unicode(a.ascii), t, trust});
             table_free(t);
         } else {

@@ -23,8 +23,8 @@ int plan_catalog_find(const char *cmd, const char *dir, char *found, size_t size
 
 /* "trust: ..." for the plans of `in` (reports/fidelity_report.h FidelityBand): the planner's error on the
  * runs of the catalog's measured.csv like it, or why there is none (no such run, no measured.csv, one that
- * does not read). Never fails: the plan stands without it. */
-void plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *in, char *buf, size_t size);
+ * does not read: the plan stands without it). Fails only when memory runs out (ST_NOMEM in *e). */
+Status plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *in, char *buf, size_t size, Err *e);
 
 /* The longest --seq the planner takes: 2^24 = 16,777,216 tokens (published training contexts reach
  * a few million; past that a plan's figures mean nothing). */

@@ -107,11 +107,11 @@ static int make_dir(const char *cmd, const char *dir)
     return 0;
 }
 
-void plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *in, char *buf, size_t size)
+Status plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *in, char *buf, size_t size, Err *e)
 {
     char dir[4096], path[4200];
     snprintf(buf, size, "trust: no catalog directory to read measured.csv from");
-    if (plan_catalog_find("plan", catdir, dir, sizeof dir)) return;
+    if (plan_catalog_find("plan", catdir, dir, sizeof dir)) return ST_OK;
     snprintf(path, sizeof path, "%s/measured.csv", dir);
     MeasuredRun *runs = calloc(MEASURED_MAX_RUNS, sizeof *runs);
     FidelityRow *rows = calloc(MEASURED_MAX_RUNS, sizeof *rows);
@@ -119,16 +119,20 @@ void plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *in
     char *text = NULL;
     size_t len;
     int n = 0;
-    Err e;
+    Err fe = {0};
+    Status st = ST_OK;
     if (!runs || !rows || !sum) {
-        snprintf(buf, size, "trust: out of memory reading measured.csv");
-    } else if (file_read_all(path, &text, &len, &e) && e.st == ST_NOINPUT && access(path, F_OK)) {
+        st = err_set(e, ST_NOMEM, "out of memory reading measured.csv");
+    } else if (file_read_all(path, &text, &len, &fe) && fe.st == ST_NOINPUT && access(path, F_OK)) {
         snprintf(buf, size,
                  "trust: the catalog has no measured.csv: this throughput is not checked against any "
                  "measurement");
-    } else if (text == NULL || measured_parse(cat, text, len, path, runs, &n, &e) ||
-               fidelity_evaluate(runs, n, NULL, 0, rows, sum, &e)) {
-        snprintf(buf, size, "trust: the published runs could not be read (%.300s)", e.msg);
+    } else if (text == NULL || measured_parse(cat, text, len, path, runs, &n, &fe) ||
+               fidelity_evaluate(runs, n, NULL, 0, rows, sum, &fe)) {
+        if (fe.st == ST_NOMEM)
+            st = err_set(e, ST_NOMEM, "%s", fe.msg);
+        else
+            snprintf(buf, size, "trust: the published runs could not be read (%.300s)", fe.msg);
     } else {
         FidelityBand b;
         fidelity_band(rows, n, in, &b);
@@ -138,6 +142,7 @@ void plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *in
     free(runs);
     free(rows);
     free(sum);
+    return st;
 }
 
 static Status fidelity_page(FILE *f, const void *ctx, Err *e) { return html_fidelity_page(f, ctx, e); }

@@ -494,8 +494,11 @@ int cmd_sweep(int argc, char **argv)
         for (int j = 0; j < i && !seen; j++) seen = f.plans[j].in.stack == f.plans[i].in.stack;
         if (seen) continue;
         char trust[600];
-        plan_trust_text(a.catalog, cat, &f.plans[i].in, trust, sizeof trust);
-        table_put_prose(info, "%s\n", trust);
+        Err te;
+        if (plan_trust_text(a.catalog, cat, &f.plans[i].in, trust, sizeof trust, &te))
+            rc = cli_fail(cmd, &te);
+        else
+            table_put_prose(info, "%s\n", trust);
     }
 done:
     table_free(f.points);

@@ -21,8 +21,11 @@ static Status check_states(const Recipe *r, const StateSet *s, int gemm, Err *e)
     int fp8 = recipe_fp8_gemm(r);
     if (w == DT_NONE && (!gemm || !fp8))
         return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s: %s working weights 'none' need FP8 GEMMs that read FP8 copies of the master", n,
-                       cls);
+                       "recipe %s: %s working weights 'none' need FP8 GEMMs that read FP8 copies of the master; "
+                       "the recipe's BF16 GEMMs would cast the master per op (FP8-LM's 16 B/param accounting, as "
+                       "FSDP's mixed precision does), which the executor does not: it keeps a BF16 working weight "
+                       "(megatron-bf16, 18 B/param, runs BF16)",
+                       n, cls);
     if (w != DT_NONE && !is_float(w))
         return err_set(e, ST_UNAVAILABLE, "recipe %s: %s working weights in %s are not supported", n, cls,
                        dtype_name(w));
