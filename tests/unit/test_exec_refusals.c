@@ -83,7 +83,10 @@ static void edit(Recipe *r, int change)
 
 static const RecipeCase RECIPES[] = {
     {"megatron-bf16", C_GEMM_W_NONE, ST_UNAVAILABLE,
-     "recipe megatron-bf16: linear-weight working weights 'none' need FP8 GEMMs that read FP8 copies of the master"},
+     "recipe megatron-bf16: linear-weight working weights 'none' need FP8 GEMMs that read FP8 copies of the master; "
+     "the recipe's BF16 GEMMs would cast the master per op (FP8-LM's 16 B/param accounting, as FSDP's mixed "
+     "precision does), which the executor does not: it keeps a BF16 working weight (megatron-bf16, 18 B/param, runs "
+     "BF16)"},
     /* the other parameters' 'none' is refused even under FP8 GEMMs: only the linears read FP8 copies */
     {"te-fp8", C_OTHER_W_E4M3, ST_UNAVAILABLE,
      "recipe te-fp8: other-parameter working weights in e4m3 are not supported"},
