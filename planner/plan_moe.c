@@ -50,6 +50,11 @@ static PlanReject modules_validate(const PlanInput *in, Err *e)
                 "--recompute-modules %s: modelled for mixture-of-experts, latent-attention and MTP models; %s is dense "
                 "(its attention core: --recompute selective or the core_attn module; whole layers: --recompute full)",
                 recompute_mod_names[ctz_u(path)], md->name);
+    else if (mods && in->recompute == RECOMPUTE_FULL)
+        err_set(e, ST_USAGE,
+                "--recompute-modules %s with --recompute full: full recompute already runs every layer's forward "
+                "again (the modules are Megatron's selective recompute)",
+                recompute_mod_names[ctz_u(mods)]);
     else if ((mods & RECOMPUTE_MOD_CORE_ATTN) && in->recompute == RECOMPUTE_OP)
         err_set(e, ST_USAGE,
                 "--recompute-modules core_attn with --recompute op: the op-level policy already decides "

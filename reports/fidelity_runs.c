@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "planner/catalog_cells.h"
+#include "util/num.h"
 
 const char *const measured_columns =
     "id,source_id,stack,model,gpu,gpus,tp,pp,vpp,cp,dp,mbs,gbs,seq,recipe,sharding,recompute,first_stage_layers,"
@@ -138,10 +139,14 @@ static Status note_overlap_ep(Cur *c, double *out)
     *out = -1;
     if (!p) return ST_OK;
     p += sizeof key - 1;
-    char *end;
-    double v = strtod(p, &end);
-    if (end == p || !(v >= 0 && v <= 1) || (*end && !strchr(" ;:,)\t", *end)))
-        return cell_bad(c, "notes", "'%s' must be followed by a fraction in [0, 1]", key);
+    char num[32];
+    size_t n = strcspn(p, " ;:,)\t");
+    double v;
+    Err ne;
+    if (!n || n >= sizeof num) return cell_bad(c, "notes", "'%s' must be followed by a fraction in [0, 1]", key);
+    memcpy(num, p, n), num[n] = '\0';
+    if (num_parse_double(num, NUM_FINITE_ONLY, &v, &ne) || !(v >= 0 && v <= 1))
+        return cell_bad(c, "notes", "'%s' must be followed by a fraction in [0, 1] (got '%s')", key, num);
     *out = v;
     return ST_OK;
 }

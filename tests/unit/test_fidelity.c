@@ -335,6 +335,8 @@ static void test_measured_errors(void)
         const char *note, *want;
     } badn[] = {{"ep=8 overlap_ep=1.5", "'overlap_ep=' must be followed by a fraction in [0, 1]"},
                 {"ep=8 overlap_ep=x", "'overlap_ep=' must be followed by a fraction in [0, 1]"},
+                {"ep=8 overlap_ep=0x1", "'overlap_ep=' must be followed by a fraction in [0, 1] (got '0x1')"},
+                {"ep=8 overlap_ep=inf", "(got 'inf')"},
                 {"ep=8 dualpipe=2", "'dualpipe=' must be 1"},
                 {"ep=8 ep_comm_sms=0", "'ep_comm_sms=' must be followed by a whole number"}};
     for (unsigned i = 0; i < sizeof badn / sizeof *badn; i++) {

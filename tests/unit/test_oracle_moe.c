@@ -539,6 +539,8 @@ static void test_recompute_modules_refused(void)
         {2, RECOMPUTE_NONE, RECOMPUTE_MOD_SHARED, "--recompute-modules shared_experts: oracle-moe has no shared"},
         {2, RECOMPUTE_NONE, RECOMPUTE_MOD_MLP, "--recompute-modules mlp: oracle-moe has no dense FFN layers"},
         {0, RECOMPUTE_OP, RECOMPUTE_MOD_CORE_ATTN, "core_attn with --recompute op"},
+        {1, RECOMPUTE_FULL, RECOMPUTE_MOD_MOE | RECOMPUTE_MOD_LAYERNORM,
+         "--recompute-modules layernorm with --recompute full: full recompute already runs"},
     };
     for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++) {
         ModelSpec m = rows[i].moe ? ox_moe(512) : ox_tiny(1000, 512);
