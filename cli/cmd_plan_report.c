@@ -121,8 +121,11 @@ Status plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *
     int n = 0;
     Err fe = {0};
     Status st = ST_OK;
+    struct stat sb;
     if (!runs || !rows || !sum) {
         st = err_set(e, ST_NOMEM, "out of memory reading measured.csv");
+    } else if (!stat(path, &sb) && !S_ISREG(sb.st_mode)) { /* a FIFO, a device, a directory: not waited on */
+        snprintf(buf, size, "trust: %.300s is not a regular file: the published runs are not read", path);
     } else if (file_read_all(path, &text, &len, &fe) && fe.st == ST_NOINPUT && access(path, F_OK)) {
         snprintf(buf, size,
                  "trust: the catalog has no measured.csv: this throughput is not checked against any "
