@@ -148,8 +148,8 @@ typedef struct {
  *                           padding 0 (xent_fwd_bwd's arithmetic, the sum split by shard)
  *   adamw, fp8_adam         see AdamWDesc / Fp8AdamDesc
  *   router_topk, router_bwd, router_aux_loss, moe_permute, moe_unpermute,
- *   moe_unpermute_bwd, grouped_gemm
- *                           a mixture-of-experts layer's pieces: see RouterDesc ... GroupedGemmDesc */
+ *   moe_unpermute_bwd, grouped_gemm, grouped_gemm_wgrad
+ *                           a mixture-of-experts layer's pieces: see RouterDesc ... GroupedWgradDesc */
 // clang-format off
 #define BACKEND_OPS(X, P)                                                                                             \
     X(P, gemm, (Backend * bk, const GemmDesc *g, Err *e), (bk, g, e))                                                \
@@ -206,7 +206,8 @@ typedef struct {
     X(P, moe_permute, (Backend * bk, const MoePermuteDesc *d, Err *e), (bk, d, e))                                   \
     X(P, moe_unpermute, (Backend * bk, const MoeUnpermuteDesc *d, Err *e), (bk, d, e))                               \
     X(P, moe_unpermute_bwd, (Backend * bk, const MoeUnpermuteBwdDesc *d, Err *e), (bk, d, e))                        \
-    X(P, grouped_gemm, (Backend * bk, const GroupedGemmDesc *d, Err *e), (bk, d, e))
+    X(P, grouped_gemm, (Backend * bk, const GroupedGemmDesc *d, Err *e), (bk, d, e))                                 \
+    X(P, grouped_gemm_wgrad, (Backend * bk, const GroupedWgradDesc *d, Err *e), (bk, d, e))
 
 // clang-format on
 

@@ -114,9 +114,27 @@ Status backend_check_moe_unpermute_bwd(Backend *bk, const MoeUnpermuteBwdDesc *d
     return need(d->row_of && d->weights && d->dout && d->in && d->din, e, "moe_unpermute_bwd", "missing pointer");
 }
 
-/* A grouped GEMM: its own shape and counts, then gemm's rules for its operands and their pairing, said by
- * a stand-in GemmDesc of all the rows (gemm_desc_check's messages, named grouped_gemm's), then what the
- * grouping adds: B packed, D a float without bias or scale, one per-tensor scale per group. */
+/* What both grouped GEMMs require beyond gemm's rules (said by `all`, a stand-in GemmDesc of all the
+ * rows, with gemm_desc_check's messages under the operation's name): counts, a float D without scale,
+ * one per-tensor scale per group. */
+static Status group_check(const char *op, const int32_t *counts, const GemmDesc *all, Err *e)
+{
+    if (!counts) return err_set(e, ST_USAGE, "%s: no counts (rows per group)", op);
+    if (all->d.scale || !is_float(all->d.dtype))
+        return err_set(e, ST_USAGE, "%s: output D is %s%s (expected fp32, fp16 or bf16, unscaled)", op,
+                       dtype_name(all->d.dtype), all->d.scale ? " with a scale" : "");
+    Err sub = {0};
+    if (gemm_desc_check(all, &sub)) return err_set(e, ST_USAGE, "%s: %s", op, sub.msg + sizeof "gemm: " - 1);
+    const GemmOperand *ops[2] = {&all->a, &all->b};
+    for (int i = 0; i < 2; i++)
+        if (dtype_is_fp8(ops[i]->dtype) && ops[i]->scale_gran != GRAN_TENSOR)
+            return err_set(e, ST_UNAVAILABLE,
+                           "%s: operand %s has %s scales; grouped GEMMs take one per-tensor scale per group so far", op,
+                           i ? "B" : "A", gran_name(ops[i]->scale_gran));
+    return ST_OK;
+}
+
+/* A grouped GEMM: its own shape, B packed (the groups' weights follow each other), then group_check. */
 Status backend_check_grouped_gemm(Backend *bk, const GroupedGemmDesc *d, Err *e)
 {
     (void)bk;
@@ -124,21 +142,25 @@ Status backend_check_grouped_gemm(Backend *bk, const GroupedGemmDesc *d, Err *e)
     if (!d->groups || !d->n || !d->k)
         return err_set(e, ST_USAGE, "grouped_gemm: empty shape groups=%u n=%llu k=%llu", d->groups,
                        (unsigned long long)d->n, (unsigned long long)d->k);
-    if (!d->counts) return err_set(e, ST_USAGE, "grouped_gemm: no counts (rows per group)");
-    if (d->b.ld) return err_set(e, ST_USAGE, "grouped_gemm: operand B must be packed (ld 0): groups follow each other");
-    if (d->d.scale || (d->d.dtype != DT_FP32 && d->d.dtype != DT_FP16 && d->d.dtype != DT_BF16))
-        return err_set(e, ST_USAGE, "grouped_gemm: output D is %s%s (expected fp32, fp16 or bf16, unscaled)",
-                       dtype_name(d->d.dtype), d->d.scale ? " with a scale" : "");
+    if (d->counts && d->b.ld)
+        return err_set(e, ST_USAGE, "grouped_gemm: operand B must be packed (ld 0): groups follow each other");
     GemmDesc all = {.m = d->rows ? d->rows : 1, .n = d->n, .k = d->k, .a = d->a, .b = d->b, .d = d->d};
     all.accum = d->accum;
-    Err sub = {0};
-    if (gemm_desc_check(&all, &sub)) return err_set(e, ST_USAGE, "grouped_gemm: %s", sub.msg + sizeof "gemm: " - 1);
-    const GemmOperand *ops[2] = {&d->a, &d->b};
-    for (int i = 0; i < 2; i++)
-        if (dtype_is_fp8(ops[i]->dtype) && ops[i]->scale_gran != GRAN_TENSOR)
-            return err_set(e, ST_UNAVAILABLE,
-                           "grouped_gemm: operand %s has %s scales; grouped GEMMs take one per-tensor scale per "
-                           "group so far",
-                           i ? "B" : "A", gran_name(ops[i]->scale_gran));
-    return ST_OK;
+    return group_check("grouped_gemm", d->counts, &all, e);
+}
+
+/* The weight gradient: its own shape, D packed (the groups' gradients follow each other), then group_check
+ * (K, the rows, ragged). */
+Status backend_check_grouped_gemm_wgrad(Backend *bk, const GroupedWgradDesc *d, Err *e)
+{
+    (void)bk;
+    if (!d) return err_set(e, ST_USAGE, "grouped_gemm_wgrad: no descriptor");
+    if (!d->groups || !d->m || !d->n)
+        return err_set(e, ST_USAGE, "grouped_gemm_wgrad: empty shape groups=%u m=%llu n=%llu", d->groups,
+                       (unsigned long long)d->m, (unsigned long long)d->n);
+    if (d->counts && d->d.ld)
+        return err_set(e, ST_USAGE, "grouped_gemm_wgrad: output D must be packed (ld 0): groups follow each other");
+    GemmDesc all = {.m = d->m, .n = d->n, .k = d->rows ? d->rows : 1, .a = d->a, .b = d->b, .d = d->d};
+    all.accum = d->accum;
+    return group_check("grouped_gemm_wgrad", d->counts, &all, e);
 }

@@ -307,7 +307,8 @@ typedef struct {
  * tokens, E experts and k experts per token:
  *   router_topk → moe_permute → grouped_gemm (FC1) → act_fwd (SwiGLU) →
  *   grouped_gemm (FC2) → moe_unpermute (weighted combine),
- * and back: moe_unpermute_bwd → grouped GEMMs' backward → moe_unpermute without
+ * and back: moe_unpermute_bwd → grouped GEMMs' backward (grouped_gemm for the
+ * input gradient, grouped_gemm_wgrad for the weights') → moe_unpermute without
  * weights (the permute's backward); router_bwd (with router_aux_loss's gradient).
  * Every reduction runs in a fixed order (the CPU backend's determinism). */
 
@@ -444,6 +445,28 @@ typedef struct {
     GemmAccum accum;
     GemmAccPrecision acc_precision;
 } GroupedGemmDesc;
+
+/* The grouped GEMM's weight gradient: the groups ragged along K. For group g,
+ *   D_g (M, N) = A_g (M, k_g) · B_g (N, k_g)ᵀ  [+ D_g if accumulate]
+ * with k_g = counts[g] (≥ 0, Σ k_g = rows, as grouped_gemm's counts), A_g and
+ * B_g the permuted rows [r_g, r_g + k_g): for an expert's dW = dYᵀ·X, A = dY
+ * stored (rows, M) and B = X stored (rows, N), both K_OUTER (gemm's wgrad in
+ * BF16), or their transposed copies (M, rows) and (N, rows) K_INNER (the form
+ * FP8 takes, one per-tensor scale per group as in grouped_gemm). D (G, M, N) is
+ * packed (d.ld 0), group g's at g·M·N; a group with k_g = 0 gets D_g = 0
+ * (overwrite) or keeps it (accumulate), as the sum over none of its rows. Each
+ * other group's D_g is bit-identical to gemm() with that group's GemmDesc;
+ * d.amax, when set, is max-combined over those groups. */
+typedef struct {
+    uint32_t groups;       /* G */
+    uint64_t rows, m, n;   /* rows = Σ k_g */
+    const int32_t *counts; // (G)
+    GemmOperand a;         // (rows, M) K_OUTER, or (M, rows) K_INNER
+    GemmOperand b;         // (rows, N) K_OUTER, or (N, rows) K_INNER
+    GemmOutput d;          // (G, M, N)
+    GemmAccum accum;
+    GemmAccPrecision acc_precision;
+} GroupedWgradDesc;
 
 #ifdef __cplusplus
 }

@@ -10,9 +10,14 @@
  * there, in its own buffers), and the pool spreads the groups; a large group
  * (from GROUP_SERIAL_FLOP on, or K longer than one chunk) runs as gemm() does,
  * its tiles spread over the pool. Which way a group goes is a function of its
- * shape alone, and neither way changes its bits. */
+ * shape alone, and neither way changes its bits.
+ *
+ * grouped_gemm_wgrad is the same machinery with the groups ragged along K (an
+ * expert's weight gradient sums over its rows); an expert without rows gets a
+ * zero gradient, or keeps the one it had when accumulating. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "exec/cpu/cpu_gemm.h"
 #include "exec/cpu/cpu_ops.h"
@@ -22,7 +27,7 @@
 #define GROUP_SERIAL_FLOP 64e6
 
 typedef struct {
-    GemmDesc g;
+    GemmDesc g;       /* m, n or k 0: an empty group */
     float amax;       /* the group's output amax (max-combined into the descriptor's at the end) */
     uint64_t need[2]; /* its serial buffers, 0 for a group run by gemm() */
     int serial;
@@ -43,10 +48,12 @@ static void group_task(void *ctx, uint64_t task, int worker)
     cpu_gemm_serial(g, sbuf, j->wbuf + (uint64_t)worker * j->wstride);
 }
 
-/* The GemmDesc of group x, whose rows start at row0 of A and D. */
+static uint64_t ld_or(uint64_t ld, uint64_t packed) { return ld ? ld : packed; }
+
+/* Group x of a grouped GEMM: rows [row0, row0 + m) of A and D. */
 static GemmDesc group_desc(const GroupedGemmDesc *d, uint32_t x, uint64_t row0, uint64_t m, float *amax)
 {
-    uint64_t lda = d->a.ld ? d->a.ld : (d->a.layout == GEMM_K_INNER ? d->k : d->rows), ldd = d->d.ld ? d->d.ld : d->n;
+    uint64_t lda = ld_or(d->a.ld, d->a.layout == GEMM_K_INNER ? d->k : d->rows), ldd = ld_or(d->d.ld, d->n);
     GemmDesc g = {.m = m, .n = d->n, .k = d->k, .a = d->a, .b = d->b, .d = d->d, .accum = d->accum};
     g.acc_precision = d->acc_precision;
     g.a.ptr = (const char *)d->a.ptr + (d->a.layout == GEMM_K_INNER ? row0 * lda : row0) * dtype_bytes(d->a.dtype);
@@ -60,37 +67,58 @@ static GemmDesc group_desc(const GroupedGemmDesc *d, uint32_t x, uint64_t row0, 
     return g;
 }
 
-Status cpu_grouped_gemm(Backend *bk, const GroupedGemmDesc *d, Err *e)
+/* Operand o's rows [k0, k0 + kg) along K, of `rows` in all, its M/N extent mn. */
+static GemmOperand k_slice(GemmOperand o, uint64_t rows, uint64_t mn, uint64_t k0, uint32_t x)
 {
-    uint32_t G = d->groups;
+    uint64_t ld = ld_or(o.ld, o.layout == GEMM_K_INNER ? rows : mn);
+    o.ptr = (const char *)o.ptr + (o.layout == GEMM_K_INNER ? k0 : k0 * ld) * dtype_bytes(o.dtype);
+    o.ld = ld;
+    if (o.scale_inv) o.scale_inv += x;
+    return o;
+}
+
+/* Group x of a weight gradient: K rows [k0, k0 + kg) of A and B, D_x at x·M·N. */
+static GemmDesc wgrad_desc(const GroupedWgradDesc *d, uint32_t x, uint64_t k0, uint64_t kg, float *amax)
+{
+    GemmDesc g = {.m = d->m, .n = d->n, .k = kg, .d = d->d, .accum = d->accum, .acc_precision = d->acc_precision};
+    g.a = k_slice(d->a, d->rows, d->m, k0, x);
+    g.b = k_slice(d->b, d->rows, d->n, k0, x);
+    g.d.ptr = (char *)d->d.ptr + (uint64_t)x * d->m * d->n * dtype_bytes(d->d.dtype);
+    g.d.amax = d->d.amax ? amax : NULL;
+    return g;
+}
+
+/* The counts: none negative, adding up to `rows`. */
+static Status counts_check(const int32_t *counts, uint32_t G, uint64_t rows, const char *op, Err *e)
+{
     uint64_t sum = 0;
     for (uint32_t x = 0; x < G; x++) {
-        if (d->counts[x] < 0) return err_set(e, ST_USAGE, "grouped_gemm: group %u has %d rows", x, (int)d->counts[x]);
-        sum += (uint64_t)d->counts[x];
+        if (counts[x] < 0) return err_set(e, ST_USAGE, "%s: group %u has %d rows", op, x, (int)counts[x]);
+        sum += (uint64_t)counts[x];
     }
-    if (sum != d->rows)
-        return err_set(e, ST_USAGE, "grouped_gemm: the counts add up to %llu rows, the descriptor has %llu",
-                       (unsigned long long)sum, (unsigned long long)d->rows);
-    if (!d->rows) return ST_OK;
-    Group *gr = calloc(G, sizeof *gr);
+    if (sum != rows)
+        return err_set(e, ST_USAGE, "%s: the counts add up to %llu rows, the descriptor has %llu", op,
+                       (unsigned long long)sum, (unsigned long long)rows);
+    return ST_OK;
+}
+
+/* Every non-empty group of gr: the large ones through gemm() one after the other, then the small ones
+ * one per pool task; their amax max-combined into *amax (when set), in group order. */
+static Status run_groups(Backend *bk, Group *gr, uint32_t G, float *amax, Err *e)
+{
     uint32_t *serial = calloc(G, sizeof *serial);
-    if (!gr || !serial) {
-        free(gr), free(serial);
-        return err_set(e, ST_NOMEM, "grouped_gemm: out of memory for %u groups", G);
-    }
+    if (!serial) return err_set(e, ST_NOMEM, "grouped gemm: out of memory for %u groups", G);
     Status st = ST_OK;
     uint32_t nserial = 0;
-    uint64_t need0 = 0, need1 = 0, row0 = 0;
+    uint64_t need0 = 0, need1 = 0;
     for (uint32_t x = 0; x < G && !st; x++) {
-        uint64_t m = (uint64_t)d->counts[x];
-        gr[x].g = group_desc(d, x, row0, m, &gr[x].amax);
-        row0 += m;
-        if (!m) continue;
+        const GemmDesc *g = &gr[x].g;
+        if (!g->m || !g->n || !g->k) continue;
         /* a group gemm() would refuse (sizes beyond uint64) goes to gemm() for its message */
-        gr[x].serial = 2.0 * (double)m * (double)d->n * (double)d->k < GROUP_SERIAL_FLOP &&
-                       cpu_gemm_serial_plan(&gr[x].g, gr[x].need, NULL) == ST_OK;
+        gr[x].serial = 2.0 * (double)g->m * (double)g->n * (double)g->k < GROUP_SERIAL_FLOP &&
+                       cpu_gemm_serial_plan(g, gr[x].need, NULL) == ST_OK;
         if (!gr[x].serial) {
-            st = cpu_gemm(bk, &gr[x].g, e); /* its tiles on the pool, in the backend's scratch */
+            st = cpu_gemm(bk, g, e); /* its tiles on the pool, in the backend's scratch */
             continue;
         }
         serial[nserial++] = x;
@@ -107,9 +135,39 @@ Status cpu_grouped_gemm(Backend *bk, const GroupedGemmDesc *d, Err *e)
         else
             par_tasks(nserial, group_task, &j);
     }
-    if (!st && d->d.amax)
+    if (!st && amax)
         for (uint32_t x = 0; x < G; x++)
-            if (d->counts[x]) *d->d.amax = fmaxf(*d->d.amax, gr[x].amax);
-    free(gr), free(serial);
+            if (gr[x].g.m && gr[x].g.n && gr[x].g.k) *amax = fmaxf(*amax, gr[x].amax);
+    free(serial);
+    return st;
+}
+
+Status cpu_grouped_gemm(Backend *bk, const GroupedGemmDesc *d, Err *e)
+{
+    Status st = counts_check(d->counts, d->groups, d->rows, "grouped_gemm", e);
+    if (st || !d->rows) return st;
+    Group *gr = calloc(d->groups, sizeof *gr);
+    if (!gr) return err_set(e, ST_NOMEM, "grouped_gemm: out of memory for %u groups", d->groups);
+    for (uint64_t x = 0, row0 = 0; x < d->groups; row0 += (uint64_t)d->counts[x], x++)
+        gr[x].g = group_desc(d, (uint32_t)x, row0, (uint64_t)d->counts[x], &gr[x].amax);
+    st = run_groups(bk, gr, d->groups, d->d.amax, e);
+    free(gr);
+    return st;
+}
+
+Status cpu_grouped_gemm_wgrad(Backend *bk, const GroupedWgradDesc *d, Err *e)
+{
+    Status st = counts_check(d->counts, d->groups, d->rows, "grouped_gemm_wgrad", e);
+    if (st) return st;
+    Group *gr = calloc(d->groups, sizeof *gr);
+    if (!gr) return err_set(e, ST_NOMEM, "grouped_gemm_wgrad: out of memory for %u groups", d->groups);
+    uint64_t bytes = d->m * d->n * dtype_bytes(d->d.dtype);
+    for (uint64_t x = 0, k0 = 0; x < d->groups; k0 += (uint64_t)d->counts[x], x++) {
+        gr[x].g = wgrad_desc(d, (uint32_t)x, k0, (uint64_t)d->counts[x], &gr[x].amax);
+        if (!d->counts[x] && d->accum == GEMM_OVERWRITE) /* the sum over no rows */
+            memset(gr[x].g.d.ptr, 0, (size_t)bytes);
+    }
+    st = run_groups(bk, gr, d->groups, d->d.amax, e);
+    free(gr);
     return st;
 }

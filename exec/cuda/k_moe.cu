@@ -1,6 +1,7 @@
 /* exec/cuda/k_moe.cu — the mixture-of-experts operations (exec/backend.h:
  * router_topk, router_bwd, router_aux_loss, moe_permute, moe_unpermute,
- * moe_unpermute_bwd, grouped_gemm). The executor does not run MoE models yet
+ * moe_unpermute_bwd, grouped_gemm, grouped_gemm_wgrad). The executor does not
+ * run MoE models yet
  * (fp8plan run refuses them); the CPU backend holds the reference of every
  * one, and these say so if called. */
 #include "exec/cuda/cuda_impl.h"
@@ -52,4 +53,10 @@ Status cuda_grouped_gemm(Backend *bk, const GroupedGemmDesc *d, Err *e)
 {
     (void)bk, (void)d;
     return not_yet("grouped_gemm", e);
+}
+
+Status cuda_grouped_gemm_wgrad(Backend *bk, const GroupedWgradDesc *d, Err *e)
+{
+    (void)bk, (void)d;
+    return not_yet("grouped_gemm_wgrad", e);
 }

@@ -9,6 +9,8 @@
  *   - the expert FFN at real-ish sizes: 1024 tokens routed top-8 over 64
  *     experts by router_topk, hidden 256, FFN 128 (FC1 to 2·128 for SwiGLU,
  *     FC2 back to 256), against the loop bit for bit.
+ *   - the weight gradient (grouped_gemm_wgrad, the groups ragged along K) by
+ *     hand with an empty group, and against the loop likewise.
  * The loop is the oracle because the issue asks for exactly that equality;
  * the hand case pins the values so both cannot be wrong together. */
 #include <math.h>
@@ -216,10 +218,144 @@ static void test_expert_ffn_sizes(void)
     bk->destroy(bk);
 }
 
+/* ---- the weight gradient: groups ragged along K ---------------------------------------------------- */
+
+/* Groups of 2, 0, 1 rows, M = N = 2, dY (3, 2) and X (3, 2) stored by rows (K-outer):
+ *   dY: (1, 2), (3, 4) [group 0]; (5, 6) [group 2].  X: (1, 0), (0, 1) [group 0]; (2, 2) [group 2].
+ *   dW_0 = Σ_r dY_rᵀ·X_r = (1, 2)ᵀ(1, 0) + (3, 4)ᵀ(0, 1) = ((1, 3), (2, 4));
+ *   dW_1 = 0 (no rows: D, filled with 7, is zeroed); dW_2 = (5, 6)ᵀ(2, 2) = ((10, 10), (12, 12)).
+ * amax 12. Accumulating the same again doubles groups 0 and 2 (group 1 stays 0): amax 24. */
+static void test_wgrad_by_hand(void)
+{
+    Backend *bk = cpu();
+    CHECK(bk != NULL);
+    if (!bk) return;
+    const int32_t counts[3] = {2, 0, 1};
+    const float dy[6] = {1, 2, 3, 4, 5, 6}, x[6] = {1, 0, 0, 1, 2, 2};
+    float d[12], amax = 0;
+    for (int i = 0; i < 12; i++) d[i] = 7;
+    GroupedWgradDesc g = {.groups = 3,
+                          .rows = 3,
+                          .m = 2,
+                          .n = 2,
+                          .counts = counts,
+                          .a = {.ptr = dy, .dtype = DT_FP32, .layout = GEMM_K_OUTER},
+                          .b = {.ptr = x, .dtype = DT_FP32, .layout = GEMM_K_OUTER},
+                          .d = {.ptr = d, .dtype = DT_FP32, .amax = &amax}};
+    Err e = {0};
+    CHECKF(bk->grouped_gemm_wgrad(bk, &g, &e) == ST_OK, "%s", e.msg);
+    const float want[12] = {1, 3, 2, 4, 0, 0, 0, 0, 10, 10, 12, 12};
+    CHECK(!memcmp(d, want, sizeof want));
+    CHECK(amax == 12.0f);
+    g.accum = GEMM_ACCUMULATE;
+    CHECKF(bk->grouped_gemm_wgrad(bk, &g, &e) == ST_OK, "%s", e.msg);
+    for (int i = 0; i < 12; i++) CHECK(d[i] == 2 * want[i]);
+    CHECK(amax == 24.0f);
+    bk->destroy(bk);
+}
+
+/* Operand o's K rows [k0, k0 + kg) as gemm() takes them: K-outer rows of ld (default mn), K-inner columns
+ * of ld (default rows). */
+static GemmOperand k_rows(GemmOperand o, uint64_t rows, uint64_t mn, uint64_t k0, uint32_t x)
+{
+    uint64_t ld = o.ld ? o.ld : (o.layout == GEMM_K_OUTER ? mn : rows);
+    o.ptr = (const char *)o.ptr + (o.layout == GEMM_K_OUTER ? k0 * ld : k0) * dtype_bytes(o.dtype);
+    o.ld = ld;
+    if (o.scale_inv) o.scale_inv += x;
+    return o;
+}
+
+/* grouped_gemm_wgrad(g) against gemm() per non-empty group (and a zeroed D_g for an empty one when
+ * overwriting); returns the differing bytes of D and the amax. */
+static uint64_t wgrad_vs_loop(Backend *bk, const GroupedWgradDesc *g, const void *d0)
+{
+    unsigned db = dtype_bytes(g->d.dtype);
+    uint64_t per = g->m * g->n * db, dbytes = g->groups * per, bad = 0;
+    char *d1 = malloc(dbytes), *d2 = malloc(dbytes);
+    CHECK(d1 && d2);
+    if (!d1 || !d2) goto out;
+    memcpy(d1, d0, dbytes), memcpy(d2, d0, dbytes);
+    float amax1 = 0, amax2 = 0;
+    GroupedWgradDesc gg = *g;
+    gg.d.ptr = d1, gg.d.amax = &amax1;
+    Err e = {0};
+    CHECKF(bk->grouped_gemm_wgrad(bk, &gg, &e) == ST_OK, "%s", e.msg);
+    for (uint64_t x = 0, k0 = 0; x < g->groups; k0 += (uint64_t)g->counts[x], x++) {
+        uint64_t kg = (uint64_t)g->counts[x];
+        if (!kg) {
+            if (g->accum == GEMM_OVERWRITE) memset(d2 + x * per, 0, per);
+            continue;
+        }
+        GemmDesc one = {.m = g->m, .n = g->n, .k = kg, .accum = g->accum};
+        one.a = k_rows(g->a, g->rows, g->m, k0, (uint32_t)x);
+        one.b = k_rows(g->b, g->rows, g->n, k0, (uint32_t)x);
+        one.d = (GemmOutput){.ptr = d2 + x * per, .dtype = g->d.dtype, .amax = &amax2};
+        CHECKF(bk->gemm(bk, &one, &e) == ST_OK, "group %llu: %s", (unsigned long long)x, e.msg);
+    }
+    for (uint64_t i = 0; i < dbytes; i++) bad += d1[i] != d2[i];
+    bad += memcmp(&amax1, &amax2, sizeof amax1) != 0;
+    CHECKF(amax1 > 0, "amax %g", (double)amax1);
+out:
+    free(d1), free(d2);
+    return bad;
+}
+
+/* The experts' weight gradients over the ragged groups above (a group of 700 rows: 2·256·192·700 flops
+ * > 64e6, its tiles on the pool), BF16 dY and X K-outer into FP32 accumulating (the main gradients) and
+ * into BF16, FP32, and FP8 transposed copies (E5M2 dYᵀ x E4M3 Xᵀ, K-inner, a scale per group). */
+static void test_wgrad_equals_loop(void)
+{
+    Backend *bk = cpu();
+    CHECK(bk != NULL);
+    if (!bk) return;
+    enum { G = 9, M = 256, N = 192 };
+    const int32_t counts[G] = {0, 1, 37, 0, 700, 1, 128, 3, 0};
+    uint64_t rows = 0;
+    for (int x = 0; x < G; x++) rows += (uint64_t)counts[x];
+    const struct {
+        Dtype a, b, d;
+        GemmLayout l;
+        GemmAccum acc;
+    } cases[] = {
+        {DT_BF16, DT_BF16, DT_FP32, GEMM_K_OUTER, GEMM_ACCUMULATE},
+        {DT_BF16, DT_BF16, DT_BF16, GEMM_K_OUTER, GEMM_OVERWRITE},
+        {DT_FP32, DT_FP32, DT_FP32, GEMM_K_OUTER, GEMM_OVERWRITE},
+        {DT_E5M2, DT_E4M3, DT_FP32, GEMM_K_INNER, GEMM_ACCUMULATE},
+    };
+    Rng r = {77};
+    float sa[G], sb[G];
+    for (int x = 0; x < G; x++) sa[x] = 0.25f + 0.125f * (float)x, sb[x] = 1.5f - 0.125f * (float)x;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        void *a = malloc(rows * M * 4), *b = malloc(rows * N * 4), *d0 = malloc((uint64_t)G * M * N * 4);
+        CHECK(a && b && d0);
+        if (a && b && d0) {
+            int fp8 = dtype_is_fp8(cases[c].a);
+            fill(&r, a, cases[c].a, rows * M, fp8 ? 4.0 : 1.0);
+            fill(&r, b, cases[c].b, rows * N, fp8 ? 4.0 : 1.0);
+            fill(&r, d0, cases[c].d, (uint64_t)G * M * N, 1.0);
+            GroupedWgradDesc g = {
+                .groups = G,
+                .rows = rows,
+                .m = M,
+                .n = N,
+                .counts = counts,
+                .a = {.ptr = a, .dtype = cases[c].a, .layout = cases[c].l, .scale_inv = fp8 ? sa : NULL},
+                .b = {.ptr = b, .dtype = cases[c].b, .layout = cases[c].l, .scale_inv = fp8 ? sb : NULL},
+                .d = {.dtype = cases[c].d},
+                .accum = cases[c].acc};
+            CHECKF(wgrad_vs_loop(bk, &g, d0) == 0, "case %zu differs from the per-group loop", c);
+        }
+        free(a), free(b), free(d0);
+    }
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_grouped_by_hand);
     RUN(test_grouped_equals_loop);
     RUN(test_expert_ffn_sizes);
+    RUN(test_wgrad_by_hand);
+    RUN(test_wgrad_equals_loop);
     return test_summary();
 }

@@ -195,10 +195,57 @@ static void test_grouped_gemm_refusals(void)
     bk->destroy(bk);
 }
 
+static void test_wgrad_refusals(void)
+{
+    Backend *bk = cpu();
+    CHECK(bk != NULL);
+    if (!bk) return;
+    Err e = {0};
+    enum { G = 2, M = 2, N = 3, ROWS = 4 };
+    int32_t counts[G] = {3, 1};
+    uint16_t a[ROWS * M] = {0}, b[ROWS * N] = {0}, d[G * M * N];
+    uint8_t a8[ROWS * M] = {0}, b8[ROWS * N] = {0};
+    float sc[G] = {1, 1};
+    GroupedWgradDesc ok = {.groups = G,
+                           .rows = ROWS,
+                           .m = M,
+                           .n = N,
+                           .counts = counts,
+                           .a = {.ptr = a, .dtype = DT_BF16, .layout = GEMM_K_OUTER},
+                           .b = {.ptr = b, .dtype = DT_BF16, .layout = GEMM_K_OUTER},
+                           .d = {.ptr = d, .dtype = DT_FP32}},
+                     g;
+    float d32[G * M * N];
+    ok.d.ptr = d32;
+    REFUSED(bk->grouped_gemm_wgrad(bk, NULL, &e), ST_USAGE, "grouped_gemm_wgrad: no descriptor");
+    g = ok, g.m = 0;
+    REFUSED(bk->grouped_gemm_wgrad(bk, &g, &e), ST_USAGE, "grouped_gemm_wgrad: empty shape groups=2 m=0 n=3");
+    g = ok, g.counts = NULL;
+    REFUSED(bk->grouped_gemm_wgrad(bk, &g, &e), ST_USAGE, "grouped_gemm_wgrad: no counts");
+    g = ok, g.d.ld = 4;
+    REFUSED(bk->grouped_gemm_wgrad(bk, &g, &e), ST_USAGE, "grouped_gemm_wgrad: output D must be packed");
+    g = ok, g.d.ptr = d, g.d.dtype = DT_E4M3;
+    REFUSED(bk->grouped_gemm_wgrad(bk, &g, &e), ST_USAGE, "grouped_gemm_wgrad: output D is e4m3");
+    g = ok, g.b.ld = 2; /* below N = 3, the packed length of a K-outer B's rows */
+    REFUSED(bk->grouped_gemm_wgrad(bk, &g, &e), ST_USAGE,
+            "grouped_gemm_wgrad: operand B leading dimension 2 is below its row length 3");
+    g = ok, g.a = (GemmOperand){.ptr = a8, .dtype = DT_E5M2, .layout = GEMM_K_OUTER, .scale_inv = sc};
+    g.b = (GemmOperand){.ptr = b8, .dtype = DT_E4M3, .scale_inv = sc};
+    REFUSED(bk->grouped_gemm_wgrad(bk, &g, &e), ST_USAGE, "grouped_gemm_wgrad: FP8 operand A is stored K-outer");
+    g.a.layout = GEMM_K_INNER; /* the transposed copies: legal */
+    CHECKF(bk->grouped_gemm_wgrad(bk, &g, &e) == ST_OK, "%s", e.msg);
+    g = ok, g.rows = 5;
+    REFUSED(bk->grouped_gemm_wgrad(bk, &g, &e), ST_USAGE,
+            "grouped_gemm_wgrad: the counts add up to 4 rows, the descriptor has 5");
+    CHECKF(bk->grouped_gemm_wgrad(bk, &ok, &e) == ST_OK, "%s", e.msg);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_router_refusals);
     RUN(test_permute_refusals);
     RUN(test_grouped_gemm_refusals);
+    RUN(test_wgrad_refusals);
     return test_summary();
 }

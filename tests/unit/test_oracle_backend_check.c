@@ -42,6 +42,7 @@ static void test_no_descriptor(void)
     e = (Err){0}, expect_refused(bk->moe_unpermute(bk, NULL, &e), &e, "moe_unpermute");
     e = (Err){0}, expect_refused(bk->moe_unpermute_bwd(bk, NULL, &e), &e, "moe_unpermute_bwd");
     e = (Err){0}, expect_refused(bk->grouped_gemm(bk, NULL, &e), &e, "grouped_gemm");
+    e = (Err){0}, expect_refused(bk->grouped_gemm_wgrad(bk, NULL, &e), &e, "grouped_gemm_wgrad");
     bk->destroy(bk);
 }
 
