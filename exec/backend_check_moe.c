@@ -47,6 +47,16 @@ Status backend_check_router_topk(Backend *bk, const RouterDesc *d, Err *e)
     if (!st) st = score_check(d->score, "router_topk", e);
     if (!st && !isfinite(d->weight_scale))
         st = err_set(e, ST_USAGE, "router_topk: weight_scale %g is not finite", (double)d->weight_scale);
+    if (!st && d->groups > 1) {
+        uint32_t g = d->groups, per = d->experts / g;
+        if (d->experts % g)
+            st = err_set(e, ST_USAGE, "router_topk: %u groups do not divide the %u experts", g, d->experts);
+        else if (!d->group_topk || d->group_topk > g)
+            st = err_set(e, ST_USAGE, "router_topk: group_topk %u must be in [1, %u] (the groups)", d->group_topk, g);
+        else if (d->k > d->group_topk * per)
+            st = err_set(e, ST_USAGE, "router_topk: top-%u exceeds the %u experts of the %u groups open to a token",
+                         d->k, d->group_topk * per, d->group_topk);
+    }
     if (st) return st;
     return need(d->logits && d->scores && d->ids && d->weights && d->counts, e, "router_topk", "missing pointer");
 }

@@ -322,19 +322,26 @@ typedef struct {
  *   w_j = (norm_topk ? s[id_j] / Σ_l s[id_l] : s[id_j]) · weight_scale   (sum in l order)
  * (norm_topk: DeepSeek-V3, Qwen3's norm_topk_prob; weight_scale: DeepSeek-V3's
  * routed_scaling_factor, 1 for none). counts[e] = the (token, slot) pairs routed to
- * e (overwritten; Σ counts = T·k). */
+ * e (overwritten; Σ counts = T·k).
+ * Group-limited routing (groups > 1; DeepSeek-V3: 8 groups, top 4, the catalog's
+ * router_groups and router_group_topk): the E experts form `groups` equal groups
+ * of consecutive ids; a group's score is the sum of its two largest keys (the
+ * largest alone without a bias, as DeepSeek-V3's reference code does for a gate
+ * without one); only the group_topk best groups (ties to the lower group id)
+ * are open to the top-k. groups 0 or 1: no grouping. */
 typedef struct {
     uint64_t tokens;     /* T */
     uint32_t experts, k; /* E, and 1 ≤ k ≤ E */
     RouterType score;    /* ROUTER_SOFTMAX or ROUTER_SIGMOID (planner/spec.h) */
     int norm_topk;
     float weight_scale;
-    const float *logits; // (T, E)
-    const float *bias;   // (E), or NULL
-    float *scores;       // (T, E) written: saved for router_bwd and router_aux_loss
-    int32_t *ids;        // (T, k) written
-    float *weights;      // (T, k) written
-    int32_t *counts;     // (E) written
+    uint32_t groups, group_topk; /* groups divides E; k ≤ group_topk · E / groups */
+    const float *logits;         // (T, E)
+    const float *bias;           // (E), or NULL
+    float *scores;               // (T, E) written: saved for router_bwd and router_aux_loss
+    int32_t *ids;                // (T, k) written
+    float *weights;              // (T, k) written
+    int32_t *counts;             // (E) written
 } RouterDesc;
 
 /* The router's backward: dlogits (T, E) (overwritten) from dweights (T, k), plus

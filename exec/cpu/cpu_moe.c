@@ -23,9 +23,42 @@ enum { ROUTE_TOKENS = 64 }; /* tokens per task */
 
 typedef struct {
     const RouterDesc *d;
-    float *buf; /* per worker: E selection keys */
+    float *buf; /* per worker: E selection keys, then a score per group */
     uint64_t stride;
 } RouteJob;
+
+/* The k-th pass marker: a key that is NaN is taken (or closed to the token). */
+#define CLOSED NAN
+
+/* Group-limited routing: close the experts of all but the group_topk best groups (a group's score: its
+ * two largest keys summed with a bias, its largest without; ties to the lower group id). */
+static void close_groups(const RouterDesc *d, float *key, float *gs)
+{
+    uint32_t G = d->groups, per = d->experts / G;
+    for (uint32_t g = 0; g < G; g++) {
+        float top1 = -INFINITY, top2 = -INFINITY;
+        for (uint32_t e = g * per; e < (g + 1) * per; e++) {
+            if (key[e] > top1) {
+                top2 = top1;
+                top1 = key[e];
+            } else if (key[e] > top2) {
+                top2 = key[e];
+            }
+        }
+        gs[g] = d->bias && per > 1 ? top1 + top2 : top1;
+        if (isnan(gs[g])) gs[g] = -INFINITY; /* -inf + inf: below every number */
+    }
+    for (uint32_t j = 0; j < d->group_topk; j++) { /* open groups are marked CLOSED in gs, i.e. taken */
+        uint32_t best = 0;
+        while (isnan(gs[best])) best++;
+        for (uint32_t g = best + 1; g < G; g++)
+            if (gs[g] > gs[best]) best = g;
+        gs[best] = CLOSED;
+    }
+    for (uint32_t g = 0; g < G; g++)
+        if (!isnan(gs[g]))
+            for (uint32_t e = g * per; e < (g + 1) * per; e++) key[e] = CLOSED;
+}
 
 /* The scores of one token's logits z (E) into s. */
 static void score_row(RouterType score, const float *z, float *s, uint32_t E)
@@ -57,6 +90,7 @@ static void route_tokens(void *ctx, uint64_t t0, uint64_t t1, int worker)
             key[e] = d->bias ? s[e] + d->bias[e] : s[e];
             if (isnan(key[e])) key[e] = -INFINITY; /* below every number, but still selectable */
         }
+        if (d->groups > 1) close_groups(d, key, key + E);
         /* k passes of an arg-max; a strict > keeps the lower id on a tie; a taken expert's key is NaN */
         for (uint32_t j2 = 0; j2 < k; j2++) {
             uint32_t best = 0;
@@ -64,7 +98,7 @@ static void route_tokens(void *ctx, uint64_t t0, uint64_t t1, int worker)
             for (uint32_t e = best + 1; e < E; e++)
                 if (key[e] > key[best]) best = e;
             ids[j2] = (int32_t)best;
-            key[best] = NAN;
+            key[best] = CLOSED;
         }
         float sum = 0.0f;
         for (uint32_t j2 = 0; j2 < k; j2++) sum += s[ids[j2]];
@@ -75,7 +109,7 @@ static void route_tokens(void *ctx, uint64_t t0, uint64_t t1, int worker)
 Status cpu_router_topk(Backend *bk, const RouterDesc *d, Err *e)
 {
     RouteJob j = {.d = d};
-    j.buf = cpu_scratch_workers(bk, 0, d->experts, &j.stride, e);
+    j.buf = cpu_scratch_workers(bk, 0, (uint64_t)d->experts + (d->groups > 1 ? d->groups : 0), &j.stride, e);
     if (!j.buf) return e ? e->st : ST_NOMEM;
     par_chunks(d->tokens, ROUTE_TOKENS, route_tokens, &j);
     memset(d->counts, 0, (size_t)d->experts * sizeof *d->counts);

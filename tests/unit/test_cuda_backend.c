@@ -73,7 +73,7 @@ static void test_gpu_backend_is_complete(void)
      * operation (the descriptor passes the shared check; nothing is read, so host memory will do) */
     float f8[8] = {0};
     int32_t ids[4], counts[4];
-    RouterDesc rd = {2, 4, 2, ROUTER_SOFTMAX, 1, 1.0f, f8, NULL, f8, ids, f8, counts};
+    RouterDesc rd = {2, 4, 2, ROUTER_SOFTMAX, 1, 1.0f, 0, 0, f8, NULL, f8, ids, f8, counts};
     CHECK_EQ_INT(bk->router_topk(bk, &rd, &e), ST_UNAVAILABLE);
     CHECK_CONTAINS(e.msg, "router_topk: the cuda backend has no mixture-of-experts kernels yet");
     CHECK(bk->destroy);

@@ -184,7 +184,7 @@ static void test_expert_ffn_sizes(void)
     if (z && s && w && ids && x && w1 && w2 && h) {
         Rng r = {1024};
         for (int i = 0; i < T * E; i++) z[i] = (float)rng_normal(&r);
-        RouterDesc rd = {T, E, K, ROUTER_SOFTMAX, 1, 1.0f, z, NULL, s, ids, w, counts};
+        RouterDesc rd = {T, E, K, ROUTER_SOFTMAX, 1, 1.0f, 0, 0, z, NULL, s, ids, w, counts};
         Err e = {0};
         CHECKF(bk->router_topk(bk, &rd, &e) == ST_OK, "%s", e.msg);
         int zero_or_one = 0;

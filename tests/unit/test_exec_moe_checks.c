@@ -36,7 +36,7 @@ static void test_router_refusals(void)
     Err e = {0};
     float z[T * E] = {0}, s[T * E], w[T * K];
     int32_t ids[T * K], counts[E];
-    RouterDesc ok = {T, E, K, ROUTER_SOFTMAX, 1, 1.0f, z, NULL, s, ids, w, counts}, d;
+    RouterDesc ok = {T, E, K, ROUTER_SOFTMAX, 1, 1.0f, 0, 0, z, NULL, s, ids, w, counts}, d;
     REFUSED(bk->router_topk(bk, NULL, &e), ST_USAGE, "router_topk: no descriptor");
     d = ok, d.k = E + 1;
     REFUSED(bk->router_topk(bk, &d, &e), ST_USAGE, "router_topk: top-k 5 must be in [1, 4]");
@@ -53,6 +53,19 @@ static void test_router_refusals(void)
     REFUSED(bk->router_topk(bk, &d, &e), ST_USAGE, "router_topk: unknown score function 0");
     d = ok, d.weight_scale = NAN;
     REFUSED(bk->router_topk(bk, &d, &e), ST_USAGE, "router_topk: weight_scale nan is not finite");
+    d = ok, d.groups = 3, d.group_topk = 1;
+    REFUSED(bk->router_topk(bk, &d, &e), ST_USAGE, "router_topk: 3 groups do not divide the 4 experts");
+    d = ok, d.groups = 2, d.group_topk = 0;
+    REFUSED(bk->router_topk(bk, &d, &e), ST_USAGE, "router_topk: group_topk 0 must be in [1, 2] (the groups)");
+    d.group_topk = 3;
+    REFUSED(bk->router_topk(bk, &d, &e), ST_USAGE, "router_topk: group_topk 3 must be in [1, 2] (the groups)");
+    d = ok, d.groups = 4, d.group_topk = 1;
+    REFUSED(bk->router_topk(bk, &d, &e), ST_USAGE,
+            "router_topk: top-2 exceeds the 1 experts of the 1 groups open to a token");
+    d.group_topk = 2; /* two groups of one expert each: top-2 fits */
+    CHECKF(bk->router_topk(bk, &d, &e) == ST_OK, "%s", e.msg);
+    d = ok, d.groups = 1, d.group_topk = 0; /* one group: no grouping, nothing checked */
+    CHECKF(bk->router_topk(bk, &d, &e) == ST_OK, "%s", e.msg);
     d = ok, d.counts = NULL;
     REFUSED(bk->router_topk(bk, &d, &e), ST_USAGE, "router_topk: missing pointer");
     d = ok, d.logits = NULL;

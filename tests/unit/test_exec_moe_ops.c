@@ -3,13 +3,15 @@
  * MoeUnpermuteBwdDesc), through the Backend table:
  *   - router_topk on 3 tokens, 4 experts, top-2, worked by hand: softmax with
  *     and without normalised weights, sigmoid with DeepSeek-V3's selection-only
- *     bias and routed scale 2.5, ties going to the lower expert id;
+ *     bias and routed scale 2.5, ties going to the lower expert id, and
+ *     group-limited routing with and without a bias;
  *   - router_aux_loss by hand (softmax and sigmoid's normalised scores);
  *   - router_bwd (with the aux loss's gradient) against central finite
  *     differences of the forward;
  *   - permute / unpermute / the combine's backward by hand, and round trips;
- *   - DeepSeek-V3's 256 experts, top-8, sigmoid with a bias, checked against
- *     the definition (every chosen key ≥ every other, ties to the lower id).
+ *   - DeepSeek-V3's routing (256 experts in 8 groups, 4 open, top-8, sigmoid
+ *     with a bias) checked against the definition (the open groups, every
+ *     chosen key ≥ every other open one, ties to the lower id).
  *
  * Tolerances, derived. Scores from logf/expf-made logits carry a few FP32
  * roundings each (logf's input rounding scales by |z| ≤ 1.4, expf ≤ 1 ulp,
@@ -125,6 +127,39 @@ static void test_router_sigmoid_bias_by_hand(void)
     bk->destroy(bk);
 }
 
+/* Group-limited routing, 1 token, 8 experts in 4 groups of 2, 2 groups open, top-3, sigmoid.
+ * With a bias: logits 0 (s = 1/2 each), bias (0.4, -0.5 | 0, 0 | 0.25, 0.25 | -0.25, -0.25): keys
+ * (0.9, 0 | 0.5, 0.5 | 0.75, 0.75 | 0.25, 0.25), group scores (two best keys) 0.9, 1, 1.5, 0.5: groups
+ * 2 and 1 open -> experts 4, 5 (0.75, a tie: 4 first), then 2 (0.5, tie with 3); weights 1/3 each.
+ * Ungrouped the choice would be 0, 4, 5.
+ * Without a bias a group scores its best key alone: logits (ln 3, -ln 3 | 0, ln 3 | -ln 3 ...): s =
+ * (3/4, 1/4 | 1/2, 3/4 | 1/4, 1/4 | 1/4, 1/4), one group open, top-2: groups 0 and 1 tie at 3/4 -> group
+ * 0 (the lower id; by sums group 1's 5/4 would win) -> experts 0, 1, weights 3/4, 1/4. */
+static void test_router_groups_by_hand(void)
+{
+    Backend *bk = cpu();
+    CHECK(bk != NULL);
+    if (!bk) return;
+    enum { E = 8 };
+    float z[E] = {0}, s[E], w[3], bias[E] = {0.4f, -0.5f, 0, 0, 0.25f, 0.25f, -0.25f, -0.25f};
+    int32_t ids[3], counts[E];
+    RouterDesc d = {1, E, 3, ROUTER_SIGMOID, 1, 1.0f, 4, 2, z, bias, s, ids, w, counts};
+    Err e = {0};
+    CHECKF(bk->router_topk(bk, &d, &e) == ST_OK, "%s", e.msg);
+    CHECK(ids[0] == 4 && ids[1] == 5 && ids[2] == 2);
+    for (int j = 0; j < 3; j++) CHECK_REL(w[j], 1.0 / 3.0, RTOL_SCORE);
+    d.groups = 0;
+    CHECKF(bk->router_topk(bk, &d, &e) == ST_OK, "%s", e.msg);
+    CHECK(ids[0] == 0 && ids[1] == 4 && ids[2] == 5);
+    float l3 = logf(3.0f), z2[E] = {l3, -l3, 0, l3, -l3, -l3, -l3, -l3};
+    RouterDesc u = {1, E, 2, ROUTER_SIGMOID, 1, 1.0f, 4, 1, z2, NULL, s, ids, w, counts};
+    CHECKF(bk->router_topk(bk, &u, &e) == ST_OK, "%s", e.msg);
+    CHECK(ids[0] == 0 && ids[1] == 1);
+    CHECK_REL(w[0], 0.75, RTOL_SCORE);
+    CHECK_REL(w[1], 0.25, RTOL_SCORE);
+    bk->destroy(bk);
+}
+
 /* The balance loss, coeff 1, on the scores above (typed in, so only the loss is under test):
  *   softmax: P = ((.25+.1+.3), (.25+.4+.3), (.25+.2+.2), (.25+.3+.2))/3, f = (2, 3, 0, 1)/6,
  *            loss = 4·Σ f·P = 4·(1.3 + 2.85 + 0.75)/18 = 49/45; d loss/d s[t][e] = 4·f_e/3 = (4/9, 2/3, 0, 2/9);
@@ -181,7 +216,7 @@ static double fd_loss(Backend *bk, const FdCase *c, const float *z, const float 
 {
     float w[FT * FK], loss = 0;
     int32_t counts[FE];
-    RouterDesc d = {FT, FE, FK, c->score, c->norm, c->scale, z, c->bias, s, ids, w, counts};
+    RouterDesc d = {FT, FE, FK, c->score, c->norm, c->scale, 0, 0, z, c->bias, s, ids, w, counts};
     RouterAuxDesc a = {FT, FE, FK, c->score, c->coeff, s, ids, &loss, 1.0f, NULL};
     Err e = {0};
     CHECKF(bk->router_topk(bk, &d, &e) == ST_OK && bk->router_aux_loss(bk, &a, &e) == ST_OK, "%s", e.msg);
@@ -310,9 +345,11 @@ static void test_round_trip_bf16(void)
 
 /* ---- DeepSeek-V3's routing at its real expert count -------------------------------------------- */
 
-/* 256 experts, top-8, sigmoid scores, a bias, weights normalised and scaled by 2.5, on 512 tokens:
- * checked against the definitions, not a second implementation: every chosen key ≥ every key left
- * out (a tie only with a higher id left out), keys descending, weights summing to 2.5, scores the
+/* 256 experts in 8 groups of which 4 are open to a token, top-8, sigmoid scores, a bias, weights
+ * normalised and scaled by 2.5, on 512 tokens: checked against the definitions, not a second
+ * implementation: every chosen expert in one of the 4 groups whose two best keys sum highest, every
+ * chosen key ≥ every key left out in those groups (a tie only with a higher id left out), keys
+ * descending, weights summing to 2.5, scores the
  * sigmoid of the logits (within 4·2^-24: expf, a sum, a quotient), counts adding up to 512·8; the permutation then puts every (token, slot)
  * in its expert's block, tokens increasing inside a block. */
 static void test_deepseek_v3_routing(void)
@@ -320,7 +357,7 @@ static void test_deepseek_v3_routing(void)
     Backend *bk = cpu();
     CHECK(bk != NULL);
     if (!bk) return;
-    enum { T = 512, E = 256, K = 8, C = 4 };
+    enum { T = 512, E = 256, K = 8, C = 4, NG = 8, NG_TOP = 4 };
     float *z = malloc(T * E * 4), *s = malloc(T * E * 4), bias[E], w[T * K];
     int32_t ids[T * K], counts[E], row_of[T * K];
     float *x = malloc(T * C * 4), *px = malloc(T * K * C * 4);
@@ -330,30 +367,51 @@ static void test_deepseek_v3_routing(void)
     for (int i = 0; i < T * E; i++) z[i] = (float)rng_normal(&r);
     for (int i = 0; i < E; i++) bias[i] = (float)(0.01 * (double)(i % 7)); /* ties among keys are possible */
     for (int i = 0; i < T * C; i++) x[i] = (float)(i / C);                 /* a row holds its token's index */
-    RouterDesc d = {T, E, K, ROUTER_SIGMOID, 1, 2.5f, z, bias, s, ids, w, counts};
+    RouterDesc d = {T, E, K, ROUTER_SIGMOID, 1, 2.5f, NG, NG_TOP, z, bias, s, ids, w, counts};
     Err e = {0};
     CHECKF(bk->router_topk(bk, &d, &e) == ST_OK, "%s", e.msg);
-    long total = 0, bad = 0;
+    long total = 0, bad = 0, regrouped = 0;
     for (int x2 = 0; x2 < E; x2++) total += counts[x2];
     CHECK_EQ_INT(total, T * K);
     for (int t = 0; t < T; t++) {
         double wsum = 0;
-        char chosen[E] = {0};
+        char chosen[E] = {0}, open[NG] = {0};
+        float gs[NG]; /* a group's score: its two largest keys summed */
+        for (int g = 0; g < NG; g++) {
+            float k1 = -INFINITY, k2 = -INFINITY;
+            for (int o = g * (E / NG); o < (g + 1) * (E / NG); o++) {
+                float ko = s[t * E + o] + bias[o];
+                if (ko > k1)
+                    k2 = k1, k1 = ko;
+                else if (ko > k2)
+                    k2 = ko;
+            }
+            gs[g] = k1 + k2;
+        }
+        for (int g = 0; g < NG; g++) { /* open: fewer than NG_TOP groups rank above it (ties to the lower id) */
+            int above = 0;
+            for (int h = 0; h < NG; h++) above += gs[h] > gs[g] || (gs[h] == gs[g] && h < g);
+            open[g] = above < NG_TOP;
+        }
         for (int j = 0; j < K; j++) {
             int id = ids[t * K + j];
             chosen[id] = 1;
             wsum += w[t * K + j];
+            bad += !open[id / (E / NG)];
             float kj = s[t * E + id] + bias[id];
             if (j && (kj > s[t * E + ids[t * K + j - 1]] + bias[ids[t * K + j - 1]])) bad++;
             for (int o = 0; o < E; o++) {
                 float ko = s[t * E + o] + bias[o];
-                bad += !chosen[o] && o != id && (ko > kj || (ko == kj && o < id));
+                int better = !chosen[o] && o != id && (ko > kj || (ko == kj && o < id));
+                bad += better && open[o / (E / NG)];
+                regrouped += better && j == 0; /* an expert of a closed group beats the token's best */
             }
         }
         CHECK_REL(wsum, 2.5, K * RTOL_SCORE);
         for (int o = 0; o < E; o++) bad += fabs(s[t * E + o] - 1.0 / (1.0 + exp(-(double)z[t * E + o]))) > 4 * 0x1p-24;
     }
     CHECK_EQ_INT(bad, 0);
+    CHECK(regrouped > 0); /* the grouping changed some token's choice, so the checks above saw it */
     MoePermuteDesc p = {T, E, K, C, DT_FP32, ids, x, px, row_of};
     CHECKF(bk->moe_permute(bk, &p, &e) == ST_OK, "%s", e.msg);
     int32_t start[E];
@@ -376,6 +434,7 @@ int main(void)
 {
     RUN(test_router_softmax_by_hand);
     RUN(test_router_sigmoid_bias_by_hand);
+    RUN(test_router_groups_by_hand);
     RUN(test_aux_loss_by_hand);
     RUN(test_router_bwd_finite_differences);
     RUN(test_permute_by_hand);
