@@ -9,7 +9,8 @@
  * The operations are declared once, in BACKEND_OPS below: that one list
  * generates the struct's pointers, each backend's declarations and its
  * pointer table, and puts every operation behind its shared descriptor check
- * (backend_check_<op>, exec/backend_check.c): a backend's table entry runs the
+ * (backend_check_<op>, exec/backend_check.c and, for the mixture-of-experts
+ * operations, exec/backend_check_moe.c): a backend's table entry runs the
  * check and then the backend's function, so no backend can skip or drift from
  * another's validation, and the implementations assume a valid descriptor.
  *
@@ -145,7 +146,10 @@ typedef struct {
  *                           the caller all-reduces SUM. Phase 2: losses (rows) = log(stats[1]) +
  *                           stats[0] − stats[2], logits overwritten with dloss · (softmax − one-hot),
  *                           padding 0 (xent_fwd_bwd's arithmetic, the sum split by shard)
- *   adamw, fp8_adam         see AdamWDesc / Fp8AdamDesc */
+ *   adamw, fp8_adam         see AdamWDesc / Fp8AdamDesc
+ *   router_topk, router_bwd, router_aux_loss, moe_permute, moe_unpermute,
+ *   moe_unpermute_bwd, grouped_gemm, grouped_gemm_wgrad
+ *                           a mixture-of-experts layer's pieces: see RouterDesc ... GroupedWgradDesc */
 // clang-format off
 #define BACKEND_OPS(X, P)                                                                                             \
     X(P, gemm, (Backend * bk, const GemmDesc *g, Err *e), (bk, g, e))                                                \
@@ -195,7 +199,15 @@ typedef struct {
        const int32_t *targets, float *stats, int phase, float dloss, float *losses, Err *e),                          \
       (bk, logits, rows, cols, first, vocab, targets, stats, phase, dloss, losses, e))                               \
     X(P, adamw, (Backend * bk, const AdamWDesc *d, Err *e), (bk, d, e))                                              \
-    X(P, fp8_adam, (Backend * bk, const Fp8AdamDesc *d, Err *e), (bk, d, e))
+    X(P, fp8_adam, (Backend * bk, const Fp8AdamDesc *d, Err *e), (bk, d, e))                                        \
+    X(P, router_topk, (Backend * bk, const RouterDesc *d, Err *e), (bk, d, e))                                       \
+    X(P, router_bwd, (Backend * bk, const RouterBwdDesc *d, Err *e), (bk, d, e))                                     \
+    X(P, router_aux_loss, (Backend * bk, const RouterAuxDesc *d, Err *e), (bk, d, e))                                \
+    X(P, moe_permute, (Backend * bk, const MoePermuteDesc *d, Err *e), (bk, d, e))                                   \
+    X(P, moe_unpermute, (Backend * bk, const MoeUnpermuteDesc *d, Err *e), (bk, d, e))                               \
+    X(P, moe_unpermute_bwd, (Backend * bk, const MoeUnpermuteBwdDesc *d, Err *e), (bk, d, e))                        \
+    X(P, grouped_gemm, (Backend * bk, const GroupedGemmDesc *d, Err *e), (bk, d, e))                                 \
+    X(P, grouped_gemm_wgrad, (Backend * bk, const GroupedWgradDesc *d, Err *e), (bk, d, e))
 
 // clang-format on
 

@@ -4,7 +4,8 @@
  * the same calls, with the same messages: ST_USAGE naming the operation and
  * the field. Empty work (n = 0, no rows) is legal where a backend can do
  * nothing for it. Data-dependent checks (token ids inside the vocabulary) stay
- * with the backends: the CPU reads the ids, the GPU finds them on the device. */
+ * with the backends: the CPU reads the ids, the GPU finds them on the device.
+ * The mixture-of-experts operations' checks are exec/backend_check_moe.c's. */
 #include <math.h>
 
 #include "exec/backend.h"

@@ -31,7 +31,9 @@
  * LM head's backward, K = vocabulary) is cut into KC chunks summed into an FP32
  * (M, N) accumulator. Panel sizes and chunks are functions of (M, N, K) only,
  * and a tile is computed by one thread, so D is bit-identical run to run and
- * for any thread count. */
+ * for any thread count — and whether the tiles are spread over the pool or
+ * all run on the calling thread (cpu_gemm_serial, for grouped_gemm's small
+ * groups, several of which run at once). */
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
@@ -76,7 +78,7 @@ typedef struct {
     View shared;     /* the shared operand's chunk */
     float *acc;      /* (M, N) FP32 accumulator when chunked */
     float *work;     /* per-worker buffers, work_floats each */
-    uint64_t work_floats, panel_floats, tile_floats;
+    uint64_t work_floats, panel_floats, tile_floats, bias_floats;
     const float *bias; /* (N) as FP32, or NULL */
     float tscale;      /* per-tensor scale_inv(A)·scale_inv(B), or 1 */
     int has_tscale;
@@ -275,63 +277,127 @@ void cpu_blas_init(void)
     pthread_once(&once, blas_single_thread);
 }
 
+/* Sets up gm for g: the tiling (a function of M, N and K only), the scale and
+ * the sizes of its buffers; need[0..2] are the floats of the three regions it
+ * uses with `workers` work buffers: the shared operand's chunk (0 for an FP32
+ * one, used in place), the bias plus the workers' buffers, the chunked (M, N)
+ * accumulator (0 when K is one chunk). */
+static void gemm_plan(const GemmDesc *g, int workers, Gm *gm, uint64_t need[3])
+{
+    uint64_t m = g->m, n = g->n, k = g->k;
+    *gm = (Gm){.g = g, .stream_b = n >= m, .blocked = cpu_gemm_blocked(g)};
+    gm->s = gm->stream_b ? n : m;
+    gm->r = gm->stream_b ? m : n;
+    gm->panel = panel_rows(g, gm->s);
+    gm->chunked = k > KC_MAX;
+    gm->nkb = (k + GEMM_SCALE_BLOCK - 1) / GEMM_SCALE_BLOCK;
+    gm->has_tscale = !gm->blocked && g->a.scale_inv;
+    gm->tscale = gm->has_tscale ? g->a.scale_inv[0] * g->b.scale_inv[0] : 1.0f;
+    uint64_t kc = gm->chunked ? KC : k;
+    const GemmOperand *sh = gm->stream_b ? &g->a : &g->b, *so = gm->stream_b ? &g->b : &g->a;
+    gm->panel_floats = so->dtype == DT_FP32 ? 0 : round_up(gm->panel * kc, ALIGN_FLOATS);
+    gm->tile_floats = round_up(gm->panel * gm->r, ALIGN_FLOATS);
+    gm->work_floats = gm->panel_floats + gm->tile_floats * (gm->blocked ? 2 : 1);
+    gm->bias_floats = g->bias ? round_up(n, ALIGN_FLOATS) : 0;
+    need[0] = sh->dtype == DT_FP32 ? 0 : gm->r * kc;
+    need[1] = gm->bias_floats + gm->work_floats * (uint64_t)workers + ALIGN_FLOATS;
+    need[2] = gm->chunked ? m * n : 0;
+}
+
+/* Runs the GEMM gm was planned for in the buffers of gemm_plan's sizes: its
+ * tiles on the pool, or (serial) all on the calling thread as worker 0 — the
+ * same tiles computed the same way, so the same D bit for bit. */
+static void gemm_exec(Gm *gm, float *sbuf, float *wbuf, float *acc, int serial)
+{
+    const GemmDesc *g = gm->g;
+    uint64_t m = g->m, n = g->n, k = g->k;
+    uint64_t kc = gm->chunked ? KC : k, ntiles = (gm->s + gm->panel - 1) / gm->panel;
+    const GemmOperand *sh = gm->stream_b ? &g->a : &g->b;
+    float *base = wbuf + (ALIGN_FLOATS - ((uintptr_t)wbuf / sizeof(float)) % ALIGN_FLOATS) % ALIGN_FLOATS;
+    if (g->bias) {
+        elem_load_run(g->bias, g->bias_dtype, 0, base, n);
+        gm->bias = base;
+    }
+    gm->work = base + gm->bias_floats;
+    gm->acc = acc;
+
+    if (gm->chunked && gm->blocked) memset(gm->acc, 0, (size_t)(m * n) * sizeof(float)); /* blocks add from 0 */
+    for (gm->k0 = 0; gm->k0 < k; gm->k0 += kc) {
+        gm->k1 = k - gm->k0 < kc ? k : gm->k0 + kc;
+        SharedJob sj = {sh, gm->r, k, gm->k0, gm->k1, !gm->stream_b, sbuf};
+        if (sbuf) { /* decode the shared chunk, split by its stored rows */
+            uint64_t srows = sh->layout == GEMM_K_INNER ? gm->r : gm->k1 - gm->k0;
+            uint64_t per_row = sh->layout == GEMM_K_INNER ? gm->k1 - gm->k0 : gm->r;
+            if (serial)
+                shared_task(&sj, 0, srows, 0);
+            else
+                par_chunks(srows, (1u << 16) / per_row + 1, shared_task, &sj);
+            gm->shared = (View){sbuf, sh->layout == GEMM_K_INNER ? gm->k1 - gm->k0 : gm->r, op_of(sh, !gm->stream_b)};
+        } else { /* FP32: in place, nothing decoded */
+            gm->shared = view_of(sh, gm->r, k, 0, gm->r, gm->k0, gm->k1, !gm->stream_b, NULL);
+        }
+        if (serial)
+            for (uint64_t t = 0; t < ntiles; t++) tile_task(gm, t, 0);
+        else
+            par_tasks(ntiles, tile_task, gm);
+    }
+    if (gm->chunked) {
+        if (serial)
+            epilogue_task(gm, 0, m, 0);
+        else
+            par_chunks(m, EPI_ROWS, epilogue_task, gm);
+    }
+    if (g->d.amax) {
+        float amax = 0.0f;
+        for (int w = 0; w < (serial ? 1 : par_threads()); w++) amax = gm->amax[w] > amax ? gm->amax[w] : amax;
+        *g->d.amax = fmaxf(*g->d.amax, amax);
+    }
+}
+
+/* Whether the BLAS's 32-bit sizes hold g (else the reference computes it). */
+static int blas_fits(const GemmDesc *g)
+{
+    uint64_t lda = g->a.ld ? g->a.ld : (g->a.layout == GEMM_K_INNER ? g->k : g->m);
+    uint64_t ldb = g->b.ld ? g->b.ld : (g->b.layout == GEMM_K_INNER ? g->k : g->n);
+    return g->m <= INT_MAX && g->n <= INT_MAX && g->k <= INT_MAX && lda <= INT_MAX && ldb <= INT_MAX;
+}
+
 Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e)
 {
     Status st = cpu_gemm_check(g, e);
     if (st) return st;
-    uint64_t m = g->m, n = g->n, k = g->k;
-    uint64_t lda = g->a.ld ? g->a.ld : (g->a.layout == GEMM_K_INNER ? k : m);
-    uint64_t ldb = g->b.ld ? g->b.ld : (g->b.layout == GEMM_K_INNER ? k : n);
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || lda > INT_MAX || ldb > INT_MAX)
-        return cpu_gemm_ref(bk, g, e); /* beyond the BLAS's 32-bit sizes */
-    Gm gm = {.g = g, .stream_b = n >= m, .blocked = cpu_gemm_blocked(g)};
-    gm.s = gm.stream_b ? n : m;
-    gm.r = gm.stream_b ? m : n;
-    gm.panel = panel_rows(g, gm.s);
-    gm.chunked = k > KC_MAX;
-    gm.nkb = (k + GEMM_SCALE_BLOCK - 1) / GEMM_SCALE_BLOCK;
-    gm.has_tscale = !gm.blocked && g->a.scale_inv;
-    gm.tscale = gm.has_tscale ? g->a.scale_inv[0] * g->b.scale_inv[0] : 1.0f;
-    uint64_t kc = gm.chunked ? KC : k, ntiles = (gm.s + gm.panel - 1) / gm.panel;
-    const GemmOperand *sh = gm.stream_b ? &g->a : &g->b, *so = gm.stream_b ? &g->b : &g->a;
-
+    if (!blas_fits(g)) return cpu_gemm_ref(bk, g, e); /* beyond the BLAS's 32-bit sizes */
+    Gm gm;
+    uint64_t need[3];
+    gemm_plan(g, par_threads(), &gm, need);
     /* scratch: 0 = the shared chunk, 1 = bias + per-worker buffers, 2 = the (M, N) accumulator */
-    int workers = par_threads();
-    gm.panel_floats = so->dtype == DT_FP32 ? 0 : round_up(gm.panel * kc, ALIGN_FLOATS);
-    gm.tile_floats = round_up(gm.panel * gm.r, ALIGN_FLOATS);
-    gm.work_floats = gm.panel_floats + gm.tile_floats * (gm.blocked ? 2 : 1);
-    uint64_t bias_floats = g->bias ? round_up(n, ALIGN_FLOATS) : 0;
-    float *sbuf = sh->dtype == DT_FP32 ? NULL : cpu_scratch(bk, 0, gm.r * kc, e);
-    float *wbuf = cpu_scratch(bk, 1, bias_floats + gm.work_floats * (uint64_t)workers + ALIGN_FLOATS, e);
-    gm.acc = gm.chunked && wbuf ? cpu_scratch(bk, 2, m * n, e) : NULL;
-    if ((sh->dtype != DT_FP32 && !sbuf) || !wbuf || (gm.chunked && !gm.acc)) return e ? e->st : ST_NOMEM;
-    float *base = wbuf + (ALIGN_FLOATS - ((uintptr_t)wbuf / sizeof(float)) % ALIGN_FLOATS) % ALIGN_FLOATS;
-    if (g->bias) {
-        elem_load_run(g->bias, g->bias_dtype, 0, base, n);
-        gm.bias = base;
-    }
-    gm.work = base + bias_floats;
-
-    if (gm.chunked && gm.blocked) memset(gm.acc, 0, (size_t)(m * n) * sizeof(float)); /* blocks add from 0 */
-    for (gm.k0 = 0; gm.k0 < k; gm.k0 += kc) {
-        gm.k1 = k - gm.k0 < kc ? k : gm.k0 + kc;
-        SharedJob sj = {sh, gm.r, k, gm.k0, gm.k1, !gm.stream_b, sbuf};
-        if (sbuf) { /* decode the shared chunk, split by its stored rows */
-            uint64_t srows = sh->layout == GEMM_K_INNER ? gm.r : gm.k1 - gm.k0;
-            uint64_t per_row = sh->layout == GEMM_K_INNER ? gm.k1 - gm.k0 : gm.r;
-            par_chunks(srows, (1u << 16) / per_row + 1, shared_task, &sj);
-        }
-        if (sbuf)
-            gm.shared = (View){sbuf, sh->layout == GEMM_K_INNER ? gm.k1 - gm.k0 : gm.r, op_of(sh, !gm.stream_b)};
-        else /* FP32: in place, nothing decoded */
-            gm.shared = view_of(sh, gm.r, k, 0, gm.r, gm.k0, gm.k1, !gm.stream_b, NULL);
-        par_tasks(ntiles, tile_task, &gm);
-    }
-    if (gm.chunked) par_chunks(m, EPI_ROWS, epilogue_task, &gm);
-    if (g->d.amax) {
-        float amax = 0.0f;
-        for (int w = 0; w < workers; w++) amax = gm.amax[w] > amax ? gm.amax[w] : amax;
-        *g->d.amax = fmaxf(*g->d.amax, amax);
-    }
+    float *sbuf = need[0] ? cpu_scratch(bk, 0, need[0], e) : NULL;
+    float *wbuf = cpu_scratch(bk, 1, need[1], e);
+    float *acc = need[2] && wbuf ? cpu_scratch(bk, 2, need[2], e) : NULL;
+    if ((need[0] && !sbuf) || !wbuf || (need[2] && !acc)) return e ? e->st : ST_NOMEM;
+    gemm_exec(&gm, sbuf, wbuf, acc, 0);
     return ST_OK;
+}
+
+Status cpu_gemm_serial_plan(const GemmDesc *g, uint64_t need[2], Err *e)
+{
+    Status st = cpu_gemm_check(g, e);
+    if (st) return st;
+    Gm gm;
+    uint64_t all[3];
+    gemm_plan(g, 1, &gm, all);
+    if (!blas_fits(g) || gm.chunked)
+        return err_set(e, ST_SOFTWARE, "cpu gemm: a %llux%llux%llu GEMM has no serial path", (unsigned long long)g->m,
+                       (unsigned long long)g->n, (unsigned long long)g->k);
+    need[0] = all[0];
+    need[1] = all[1];
+    return ST_OK;
+}
+
+void cpu_gemm_serial(const GemmDesc *g, float *sbuf, float *wbuf)
+{
+    Gm gm;
+    uint64_t need[3];
+    gemm_plan(g, 1, &gm, need);
+    gemm_exec(&gm, need[0] ? sbuf : NULL, wbuf, NULL, 1);
 }

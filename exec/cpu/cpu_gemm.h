@@ -23,4 +23,14 @@ float cpu_gemm_scale_at(const GemmOperand *o, uint64_t row, uint64_t kb, uint64_
  * in increasing order on one thread. */
 Status cpu_gemm_ref(Backend *bk, const GemmDesc *g, Err *e);
 
+/* The BLAS GEMM on the calling thread alone, for callers that run several
+ * GEMMs at once on the pool (grouped_gemm): the same tiles as gemm(), so the
+ * same D bit for bit. cpu_gemm_serial_plan checks g (cpu_gemm_check) and gives
+ * the floats of its two buffers, the shared operand's (need[0], 0 for none)
+ * and the work buffer (need[1]); ST_SOFTWARE for a GEMM that has no serial path
+ * (K longer than one chunk, or sizes beyond the BLAS's 32 bits): gemm() it.
+ * cpu_gemm_serial runs a GEMM so planned in buffers of those sizes. */
+Status cpu_gemm_serial_plan(const GemmDesc *g, uint64_t need[2], Err *e);
+void cpu_gemm_serial(const GemmDesc *g, float *sbuf, float *wbuf);
+
 #endif

@@ -106,7 +106,8 @@ Status cuda_amax_combine(CudaImpl *im, float *dst, const float *src, Err *e);
 /* The operations of the Backend table (cuda_gemm in gemm_lt.cu, the casts and
  * scaling in k_quant.cu, norms in k_norm.cu, attention in k_attn.cu, the
  * rotary embedding in k_rope.cu, element-wise ops and the loss in k_elem.cu,
- * the optimizers in k_optim.cu); backend_cuda.cu puts each behind its shared
+ * the optimizers in k_optim.cu, the mixture-of-experts ones in k_moe.cu, not
+ * implemented yet); backend_cuda.cu puts each behind its shared
  * check. */
 BACKEND_DECLARE(cuda)
 

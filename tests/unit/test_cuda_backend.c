@@ -69,6 +69,13 @@ static void test_gpu_backend_is_complete(void)
 #define HAS_OP(P, name, params, args) CHECKF(bk->name != NULL, "cuda backend lacks %s", #name);
     BACKEND_OPS(HAS_OP, _)
 #undef HAS_OP
+    /* the mixture-of-experts operations have no kernels yet: a clean refusal naming the backend and the
+     * operation (the descriptor passes the shared check; nothing is read, so host memory will do) */
+    float f8[8] = {0};
+    int32_t ids[4], counts[4];
+    RouterDesc rd = {2, 4, 2, ROUTER_SOFTMAX, 1, 1.0f, 0, 0, f8, NULL, f8, ids, f8, counts};
+    CHECK_EQ_INT(bk->router_topk(bk, &rd, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "router_topk: the cuda backend has no mixture-of-experts kernels yet");
     CHECK(bk->destroy);
     CHECK(bk->mem_info && bk->device_info && bk->mark && bk->elapsed && bk->op_times);
     CHECK_EQ_U64(bk->gemm_workspace_bytes, CUDA_LT_WORKSPACE_BYTES);

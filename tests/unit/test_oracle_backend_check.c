@@ -35,6 +35,14 @@ static void test_no_descriptor(void)
     e = (Err){0}, expect_refused(bk->act_bwd(bk, NULL, &e), &e, "act_bwd");
     e = (Err){0}, expect_refused(bk->adamw(bk, NULL, &e), &e, "adamw");
     e = (Err){0}, expect_refused(bk->fp8_adam(bk, NULL, &e), &e, "fp8_adam");
+    e = (Err){0}, expect_refused(bk->router_topk(bk, NULL, &e), &e, "router_topk");
+    e = (Err){0}, expect_refused(bk->router_bwd(bk, NULL, &e), &e, "router_bwd");
+    e = (Err){0}, expect_refused(bk->router_aux_loss(bk, NULL, &e), &e, "router_aux_loss");
+    e = (Err){0}, expect_refused(bk->moe_permute(bk, NULL, &e), &e, "moe_permute");
+    e = (Err){0}, expect_refused(bk->moe_unpermute(bk, NULL, &e), &e, "moe_unpermute");
+    e = (Err){0}, expect_refused(bk->moe_unpermute_bwd(bk, NULL, &e), &e, "moe_unpermute_bwd");
+    e = (Err){0}, expect_refused(bk->grouped_gemm(bk, NULL, &e), &e, "grouped_gemm");
+    e = (Err){0}, expect_refused(bk->grouped_gemm_wgrad(bk, NULL, &e), &e, "grouped_gemm_wgrad");
     bk->destroy(bk);
 }
 
