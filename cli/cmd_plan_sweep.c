@@ -50,9 +50,9 @@ static void progress(uint64_t done, uint64_t total, void *ctx)
     fflush(stderr);
 }
 
-/* Columns k.. of the current row: [stack,] recipe, tp, pp, vpp, cp, dp, mbs, [first/last,] [ep/etp,]
- * recompute, sharding, memory (GB). Returns the next column. */
-static int layout_cells(Table *t, int k, const Plan *p, int show_stack, int uneven, int experts)
+/* Columns k.. of the current row: [stack,] recipe, tp, pp, vpp, cp, dp, mbs, [first/last,] [ep/etp] — the
+ * layout; with `tail` also recompute, sharding and memory (GB). Returns the next column. */
+static int layout_cells(Table *t, int k, const Plan *p, int show_stack, int uneven, int experts, int tail)
 {
     if (show_stack) table_str(t, k++, p->in.stack ? p->in.stack->name : "none");
     table_str(t, k++, p->in.recipe->name);
@@ -69,14 +69,15 @@ static int layout_cells(Table *t, int k, const Plan *p, int show_stack, int unev
         snprintf(ep, sizeof ep, "%u/%u", p->in.ep, p->in.etp);
         table_str(t, k++, ep);
     }
+    if (!tail) return k;
     table_str(t, k++, recompute_name(p->in.recompute));
     table_str(t, k++, sharding_name(p->in.sharding));
     table_f64(t, k++, plan_gb(p->total_bytes));
     return k;
 }
 
-/* The layout columns of layout_cells. Returns how many. */
-static int layout_cols(TableCol *cols, int show_stack, int uneven, int experts)
+/* The columns of layout_cells. Returns how many. */
+static int layout_cols(TableCol *cols, int show_stack, int uneven, int experts, int tail)
 {
     int nc = 0;
     if (show_stack) cols[nc++] = (TableCol){"stack", NULL, NULL, TC_STR, 0, 0};
@@ -85,6 +86,7 @@ static int layout_cols(TableCol *cols, int show_stack, int uneven, int experts)
     for (int i = 0; i < 6; i++) cols[nc++] = (TableCol){ints[i], NULL, NULL, TC_U64, 0, 0};
     if (uneven) cols[nc++] = (TableCol){"ends", "first/last", "layers", TC_STR, 0, 0};
     if (experts) cols[nc++] = (TableCol){"experts", "ep/etp", NULL, TC_STR, 0, 0};
+    if (!tail) return nc;
     cols[nc++] = (TableCol){"recompute", NULL, NULL, TC_STR, 0, 0};
     cols[nc++] = (TableCol){"sharding", NULL, NULL, TC_STR, 0, 0};
     cols[nc++] = (TableCol){"memory", NULL, "GB", TC_F64, 2, 0};
@@ -114,13 +116,7 @@ static Table *top_table(const Plan *top, const uint32_t *variants, int n, int sh
 {
     int uneven = any_uneven(top, n), experts = any_experts(top, n);
     TableCol cols[24] = {{"rank", NULL, NULL, TC_U64, 0, TF_KEY}};
-    int nc = 1;
-    if (show_stack) cols[nc++] = (TableCol){"stack", NULL, NULL, TC_STR, 0, 0};
-    cols[nc++] = (TableCol){"recipe", NULL, NULL, TC_STR, 0, 0};
-    static const char *const ints[] = {"tp", "pp", "vpp", "cp", "dp", "mbs"};
-    for (int i = 0; i < 6; i++) cols[nc++] = (TableCol){ints[i], NULL, NULL, TC_U64, 0, 0};
-    if (uneven) cols[nc++] = (TableCol){"ends", "first/last", "layers", TC_STR, 0, 0};
-    if (experts) cols[nc++] = (TableCol){"experts", "ep/etp", NULL, TC_STR, 0, 0};
+    int nc = 1 + layout_cols(cols + 1, show_stack, uneven, experts, 0);
     cols[nc++] = (TableCol){"tokens_per_s", "tokens/s", NULL, TC_F64, 0, 0};
     cols[nc++] = (TableCol){"step_s", "step", "s", TC_F64, 3, 0};
     cols[nc++] = (TableCol){"memory", NULL, "GB", TC_F64, 2, 0};
@@ -136,21 +132,7 @@ static Table *top_table(const Plan *top, const uint32_t *variants, int n, int sh
         table_row(t);
         int k = 0;
         table_u64(t, k++, (uint64_t)i + 1);
-        if (show_stack) table_str(t, k++, p->in.stack ? p->in.stack->name : "none");
-        table_str(t, k++, p->in.recipe->name);
-        const uint32_t v[] = {p->in.tp, p->in.pp, p->in.vpp, p->in.cp, p->in.dp, p->in.mbs};
-        for (size_t j = 0; j < sizeof v / sizeof *v; j++) table_u64(t, k++, v[j]);
-        if (uneven) {
-            char ends[32] = "-";
-            if (p->in.first_stage_layers || p->in.last_stage_layers)
-                snprintf(ends, sizeof ends, "%u/%u", p->in.first_stage_layers, p->in.last_stage_layers);
-            table_str(t, k++, ends);
-        }
-        if (experts) {
-            char ep[32];
-            snprintf(ep, sizeof ep, "%u/%u", p->in.ep, p->in.etp);
-            table_str(t, k++, ep);
-        }
+        k = layout_cells(t, k, p, show_stack, uneven, experts, 0);
         /* headroom: what is left of the GPU's memory (capacity - total; negative past capacity) */
         double free_gb = plan_gb(p->capacity_bytes) - plan_gb(p->total_bytes);
         table_f64(t, k++, p->tokens_per_s);
@@ -186,7 +168,7 @@ static Table *nearest_table(const Plan *near, int n, int show_stack)
 {
     int uneven = any_uneven(near, n), experts = any_experts(near, n);
     TableCol cols[20];
-    int nc = layout_cols(cols, show_stack, uneven, experts);
+    int nc = layout_cols(cols, show_stack, uneven, experts, 1);
     cols[nc - 1].name = "needs"; /* the memory column: what the layout needs */
     cols[nc++] = (TableCol){"over", NULL, "GB", TC_F64, 2, 0};
     cols[nc++] = (TableCol){"largest_term", "largest term", NULL, TC_STR, 0, 0};
@@ -196,7 +178,7 @@ static Table *nearest_table(const Plan *near, int n, int show_stack)
         const Plan *p = &near[i];
         const MemTerm *m = largest_term(p);
         table_row(t);
-        int k = layout_cells(t, 0, p, show_stack, uneven, experts);
+        int k = layout_cells(t, 0, p, show_stack, uneven, experts, 1);
         table_f64(t, k++, over_gb(p));
         table_str(t, k++, m->name);
         table_f64(t, k++, plan_gb(m->bytes));

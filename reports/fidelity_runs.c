@@ -105,22 +105,30 @@ static Status note_u32(Cur *c, const char *key, uint32_t *out)
     return ST_OK;
 }
 
+/* The value of "KEY=value" in the notes, up to the first of `stops`, into buf: 1 found (0 absent); -1 when the
+ * value is empty or longer than buf holds. */
+static int note_value(Cur *c, const char *key, const char *stops, char *buf, size_t size)
+{
+    const char *p = strstr(cell_text(c, "notes"), key);
+    if (!p) return 0;
+    p += strlen(key);
+    size_t n = strcspn(p, stops);
+    if (!n || n >= size) return -1;
+    memcpy(buf, p, n), buf[n] = '\0';
+    return 1;
+}
+
 /* "... recompute_modules=mla_up_proj,mlp ..." in the notes: Megatron's --recompute-modules of the run (the
  * header has no column for it); the list ends at a space, ';' or the end. Absent: none. */
 static Status note_mods(Cur *c, unsigned *out)
 {
     static const char key[] = "recompute_modules=";
-    const char *p = strstr(cell_text(c, "notes"), key);
-    *out = 0;
-    if (!p) return ST_OK;
-    p += sizeof key - 1;
     char list[160];
-    size_t n = strcspn(p, " ;\t\n");
-    if (!n || n >= sizeof list)
-        return cell_bad(c, "notes", "'%s' must be followed by a comma-separated list of modules", key);
-    memcpy(list, p, n), list[n] = '\0';
+    int got = note_value(c, key, " ;\t\n", list, sizeof list);
+    *out = 0;
+    if (got < 0) return cell_bad(c, "notes", "'%s' must be followed by a comma-separated list of modules", key);
     size_t at, len;
-    if (recompute_mods_parse(list, out, &at, &len)) {
+    if (got && recompute_mods_parse(list, out, &at, &len)) {
         char known[160];
         recompute_mods_format(RECOMPUTE_MOD_ALL_, known, sizeof known);
         return cell_bad(c, "notes", "%s'%.60s': '%.*s' is not a module (known: %s)", key, list, (int)len, list + at,
@@ -135,16 +143,13 @@ static Status note_mods(Cur *c, unsigned *out)
 static Status note_overlap_ep(Cur *c, double *out)
 {
     static const char key[] = "overlap_ep=";
-    const char *p = strstr(cell_text(c, "notes"), key);
-    *out = -1;
-    if (!p) return ST_OK;
-    p += sizeof key - 1;
     char num[32];
-    size_t n = strcspn(p, " ;:,)\t");
+    int got = note_value(c, key, " ;:,)\t", num, sizeof num);
     double v;
     Err ne;
-    if (!n || n >= sizeof num) return cell_bad(c, "notes", "'%s' must be followed by a fraction in [0, 1]", key);
-    memcpy(num, p, n), num[n] = '\0';
+    *out = -1;
+    if (got < 0) return cell_bad(c, "notes", "'%s' must be followed by a fraction in [0, 1]", key);
+    if (!got) return ST_OK;
     if (num_parse_double(num, NUM_FINITE_ONLY, &v, &ne) || !(v >= 0 && v <= 1))
         return cell_bad(c, "notes", "'%s' must be followed by a fraction in [0, 1] (got '%s')", key, num);
     *out = v;
