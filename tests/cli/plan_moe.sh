@@ -51,6 +51,12 @@ run plan --model deepseek-v3 --gpu h800 --recipe deepseek-v3 --pp 16 --dp 128 --
 expect_rc "plan with recompute modules exits 0" 0
 expect_out "the layout line names the modules, in Megatron's spelling" "recompute none + modules mla_up_proj,layernorm,moe"
 
+# --overlap-ep sets the expert all-to-alls' overlap and nothing else: megatron-lm's TP overlap stays its 0 (a flag
+# shared with the optional TP overlap would give its tp_overlap_on, 1)
+run plan --model mixtral-8x7b --gpu h100-sxm --recipe te-fp8 --seq 4096 --dp 4 --ep 4 --stack megatron-lm --overlap-ep 0.5
+expect_rc "--overlap-ep with a stack exits 0" 0
+expect_out "--overlap-ep leaves the stack's TP overlap as it is" "hides them): TP 0.00,"
+
 # ---- bad input ----
 bad() { # name expected-rc expected-stderr args...
     n=$1 code=$2 msg=$3
