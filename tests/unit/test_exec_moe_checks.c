@@ -147,6 +147,9 @@ static void test_permute_refusals(void)
     REFUSED(bk->moe_unpermute_bwd(bk, &b, &e), ST_USAGE, "moe_unpermute_bwd: missing pointer");
     b = bok, b.row_of = bad_map;
     REFUSED(bk->moe_unpermute_bwd(bk, &b, &e), ST_USAGE, "moe_unpermute_bwd: token 1 slot 1 maps to row 4");
+    /* 2^30 tokens x top-2 = 2^31 rows pass int32 whatever the width (1 here): refused before the pointers */
+    b = bok, b.tokens = 1ull << 30, b.cols = 1, b.weights = NULL;
+    REFUSED(bk->moe_unpermute_bwd(bk, &b, &e), ST_USAGE, "moe_unpermute_bwd: 1073741824 tokens x top-2 exceed");
     bk->destroy(bk);
 }
 
