@@ -521,6 +521,11 @@ static void test_recompute_modules_collectives(void)
                "row %u: %llu forward gathers, expected %llu", i, (unsigned long long)p.coll[CO_TP_AG_FWD].calls,
                (unsigned long long)tp[i].fwd);
         CHECK_EQ_U64(p.coll[CO_TP_RS_BWD].calls, 4); /* the backward's are the layer's own */
+        /* every gather is a whole sequence's BF16 hidden states, 512 x 256 x 2 = 262,144 B (standard attention:
+         * the attention's and the FFNs' alike), so the mean per call is that too, forward and backward (the
+         * backward's: half output gradients, half re-gathered inputs, (262,144 + 262,144) / 2) */
+        CHECK_EQ_U64(p.coll[CO_TP_AG_FWD].payload_bytes, 262144);
+        CHECK_EQ_U64(p.coll[CO_TP_AG_BWD].payload_bytes, 262144);
     }
 }
 
