@@ -96,7 +96,7 @@ int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char
 void plan_args_keep_given(const PlanArgs *a, const PlanInput *given, PlanInput *in);
 
 /* The mixture-of-experts options that need more than a number (cli/cmd_plan_moe.c): which is 'i'
- * --moe-imbalance, 'c' --moe-capacity, 's' --ep-comm-sms, 'd' --dualpipe, 'r' --recompute-modules.
+ * --moe-imbalance, 'c' --moe-capacity, 's' --ep-comm-sms, 'd' --dualpipe, 'r' --recompute-modules, 'g' --cuda-graph-scope.
  * Returns 0 or the usage exit code after the message. */
 int plan_moe_option(const char *cmd, const char *name, int which, const char *arg, PlanInput *in);
 

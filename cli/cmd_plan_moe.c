@@ -17,6 +17,18 @@ static int modules(const char *cmd, const char *name, const char *arg, unsigned 
                      arg + at, known);
 }
 
+/* "attn,moe_router" -> GRAPH_* bits ("none" = 0). */
+static int scopes(const char *cmd, const char *name, const char *arg, unsigned *out)
+{
+    size_t at = 0, len = 0;
+    if (!graph_scope_parse(arg, out, &at, &len)) return 0;
+    char known[80];
+    graph_scope_format(GRAPH_SCOPE_ALL_, known, sizeof known);
+    if (!len) return cli_usage(cmd, "--%s '%s': an empty scope name (known: %s, or none)", name, arg, known);
+    return cli_usage(cmd, "--%s: '%.*s' is not a CUDA graph scope (known: %s, or none)", name, (int)len, arg + at,
+                     known);
+}
+
 int plan_moe_option(const char *cmd, const char *name, int which, const char *arg, PlanInput *in)
 {
     Err e;
@@ -24,6 +36,7 @@ int plan_moe_option(const char *cmd, const char *name, int which, const char *ar
     switch (which) {
     case 'd': in->dualpipe = 1; return 0;
     case 'r': return modules(cmd, name, arg, &in->recompute_mods);
+    case 'g': return scopes(cmd, name, arg, &in->graph_scope);
     case 's': {
         int n;
         if (num_parse_int_range(arg, 0, 1024, &n, &e)) return cli_usage(cmd, "--%s: %s", name, e.msg);

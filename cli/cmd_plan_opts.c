@@ -35,6 +35,8 @@ const char plan_layout_help[] =
     "  --recompute-modules LIST   Megatron's modules, recomputed in backward on top of --recompute:\n"
     "                     mla_up_proj, moe_act, layernorm (output-discarding), core_attn (= selective),\n"
     "                     mlp, moe, shared_experts (checkpointed); none\n"
+    "  --cuda-graph-scope LIST   parts of the layers replayed as CUDA graphs (Megatron's scopes): attn,\n"
+    "                     moe_router, moe_preprocess, full (whole layers: needs --moe-capacity); none\n"
     "  --vocab-pad N      pad the vocabulary to a multiple of N*tp (128)\n"
     "software stack (models/stacks.csv; each option below overrides the stack's value):\n"
     "  --stack NAME       megatron-core (default), torchtitan, llm-foundry, deepspeed, fp8plan, ...\n"
@@ -129,6 +131,7 @@ enum {
     O_EP_SMS,
     O_DUALPIPE,
     O_RC_MODS,
+    O_GRAPH_SCOPE,
 };
 
 static const struct option longopts[] = {
@@ -194,6 +197,7 @@ static const struct option longopts[] = {
     {"ep-comm-sms", required_argument, NULL, O_EP_SMS},
     {"dualpipe", no_argument, NULL, O_DUALPIPE},
     {"recompute-modules", required_argument, NULL, O_RC_MODS},
+    {"cuda-graph-scope", required_argument, NULL, O_GRAPH_SCOPE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -468,11 +472,13 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
         case O_EP_SMS:
         case O_DUALPIPE:
         case O_RC_MODS:
+        case O_GRAPH_SCOPE:
             rc = plan_moe_option(cmd, opt_name(c),
                                  c == O_MOE_IMBALANCE  ? 'i'
                                  : c == O_MOE_CAPACITY ? 'c'
                                  : c == O_EP_SMS       ? 's'
                                  : c == O_DUALPIPE     ? 'd'
+                                 : c == O_GRAPH_SCOPE  ? 'g'
                                                        : 'r',
                                  arg, in);
             break;

@@ -7,13 +7,20 @@
 const char *const catalog_stack_columns =
     "name,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,"
     "launch_us,loss_bytes,tp_overlap,tp_overlap_on,dp_overlap,pp_overlap,cp_overlap,ep_overlap,alloc_reserve,"
-    "calibrated,source";
+    "host_op_us,moe_host_ops,expert_host_ops,calibrated,source";
+
+/* A cell that may be blank (0: not modelled), else a number in [lo, hi]. */
+static Status opt_range(Cur *c, const char *col, double lo, double hi, double *out)
+{
+    *out = 0;
+    return *cell_text(c, col) ? cell_range(c, col, lo, hi, out) : ST_OK;
+}
 
 static Status parse_stack(Cur *c, void *row)
 {
     StackSpec *s = row;
     memset(s, 0, sizeof *s);
-    double us;
+    double us, hus;
     Status st;
     if ((st = cell_textcopy(c, "name", s->name, sizeof s->name, 1)) ||
         (st = cell_yesno(c, "sequence_parallel", &s->sequence_parallel)) ||
@@ -27,6 +34,9 @@ static Status parse_stack(Cur *c, void *row)
         (st = cell_range(c, "cp_overlap", 0, 1, &s->overlap_cp)) ||
         (st = cell_range(c, "ep_overlap", 0, 1, &s->overlap_ep)) ||
         (st = cell_range(c, "alloc_reserve", 0, 1, &s->alloc_reserve)) ||
+        (st = opt_range(c, "host_op_us", 0, 1000, &hus)) ||
+        (st = opt_range(c, "moe_host_ops", 0, 1e5, &s->moe_host_ops)) ||
+        (st = opt_range(c, "expert_host_ops", 0, 1000, &s->expert_host_ops)) ||
         (st = cell_yesno(c, "calibrated", &s->calibrated)) ||
         (st = cell_textcopy(c, "source", s->source, sizeof s->source, 0)))
         return st;
@@ -38,6 +48,7 @@ static Status parse_stack(Cur *c, void *row)
     if (fusion_parse(cell_text(c, "kernel_fusion"), &s->fusion))
         return cell_bad(c, "kernel_fusion", "'%s' is not te, compile, eager or fp8plan", cell_text(c, "kernel_fusion"));
     s->launch_s = us * 1e-6;
+    s->host_op_s = hus * 1e-6;
     return ST_OK;
 }
 

@@ -47,6 +47,7 @@ void plan_input_use_stack(PlanInput *in, const StackSpec *s)
     in->fusion = s->fusion;
     in->grad_acc_fusion = s->fusion == FUSE_TE;
     in->launch_s = s->launch_s;
+    in->host_op_s = s->host_op_s, in->moe_host_ops = s->moe_host_ops, in->expert_host_ops = s->expert_host_ops;
     in->loss_bytes = s->loss_bytes;
     in->overlap_tp = s->overlap_tp;
     in->overlap_dp = s->overlap_dp;
@@ -125,9 +126,13 @@ static int stage_split(const PlanInput *in, uint64_t L, uint64_t *lf, uint64_t *
     *lm = rest_stages ? udiv(L - f - l, rest_stages) : 0;
     *lf = f ? f : *lm;
     *ll = l ? l : *lm;
-    /* with virtual stages every chunk needs a layer (Megatron's account_for_embedding splits leave the end
-     * stages' first / last chunk one layer short: 15 = 7 x 2 + 1) */
-    if (v > 1 && (*lf < v || *ll < v || (rest_stages && *lm < v))) {
+    /* with virtual stages every chunk needs a layer, except the chunk that holds the embedding or the loss in
+     * Megatron's account_for_embedding / loss_in_pipeline_split (there an end stage is one layer short: 15 = 7 x 2
+     * + 1, and at s = vpp its first or last chunk holds the embedding or the loss alone: Qwen3-235B's 94 layers on
+     * pp 32 x vpp 3 as 2, 3 x 30, 2) */
+    uint64_t ends =
+        v > 1 && (!rest_stages || *lm >= v) && plan_vpp_split_ok(in->pp, in->vpp, *lf, *lm, *ll) ? v - 1 : v;
+    if (v > 1 && (*lf < ends || *ll < ends || (rest_stages && *lm < v))) {
         err_set(e, ST_USAGE, "--vpp %u: every stage needs at least vpp layers (first %llu, middle %llu, last %llu)",
                 in->vpp, (unsigned long long)*lf, (unsigned long long)*lm, (unsigned long long)*ll);
         return -1;

@@ -107,6 +107,19 @@ enum {
     RECOMPUTE_MOD_COUNT_ = 7,
     RECOMPUTE_MOD_ALL_ = (1u << RECOMPUTE_MOD_COUNT_) - 1
 };
+/* The parts of a MoE model's layers captured as CUDA graphs (Megatron-Core's --cuda-graph-scope, bit i named
+ * cuda_graph_scope_names[i]): a captured part is replayed with one launch instead of issuing its operations one by
+ * one from the host (plan_moe_time.c, the host-issue term). attn: the attention block; moe_router: the router;
+ * moe_preprocess: the dispatcher's preprocessing (token counts, permutation maps); full: whole layers, which
+ * Megatron can capture only when every shape is static: a capacity factor with padding (--moe-capacity). */
+enum {
+    GRAPH_ATTN = 1u << 0,
+    GRAPH_MOE_ROUTER = 1u << 1,
+    GRAPH_MOE_PREPROCESS = 1u << 2,
+    GRAPH_FULL = 1u << 3,
+    GRAPH_SCOPE_COUNT_ = 4,
+    GRAPH_SCOPE_ALL_ = (1u << GRAPH_SCOPE_COUNT_) - 1
+};
 /* Which training states are sharded over the DP x CP group. */
 typedef enum {
     SHARD_NONE = 0, /* plain data parallel: every state replicated */
@@ -157,6 +170,7 @@ typedef struct {
     int dualpipe;            /* DualPipe (DeepSeek-V3): bidirectional pipeline, two copies of the stage parameters,
                              all-to-alls hidden behind the paired chunk (plan_moe_time.c) */
     unsigned recompute_mods; /* RECOMPUTE_MOD_* bits: modules recomputed in backward on top of `recompute` */
+    unsigned graph_scope;    /* GRAPH_* bits: the parts of the layers captured as CUDA graphs (0: none) */
 
     /* the software stack (planner/stack.h): plan_input_use_stack() copies a row into the fields below */
     const StackSpec *stack; /* NULL: none applied (the neutral defaults of plan_input_defaults) */
@@ -168,7 +182,10 @@ typedef struct {
                                (Megatron --gradient-accumulation-fusion); 0 = a separate add every micro-batch (the
                                compile and eager lists always add with autograd, from the second micro-batch on) */
     double launch_s;        /* floor of one kernel launch, s */
-    uint32_t loss_bytes;    /* bytes per logit at the loss's peak (bf16 logits, fp32 copies, saved softmax, its grad) */
+    /* host issue of an eager MoE layer (the stack's; 0 = not modelled): the host's time per operation it issues,
+     * the operations of one MoE layer's forward and backward outside the experts' GEMMs, and those per local expert */
+    double host_op_s, moe_host_ops, expert_host_ops;
+    uint32_t loss_bytes; /* bytes per logit at the loss's peak (bf16 logits, fp32 copies, saved softmax, its grad) */
     double overlap_tp, overlap_dp, overlap_pp, overlap_cp; /* fraction of the concurrent compute that hides them */
 
     /* overheads (settable; bytes) */
@@ -370,6 +387,7 @@ typedef struct {
     double expert_gemm_s; /* grouped expert GEMMs (MoE; not in gemm_s) */
     double moe_route_s;   /* router, permutation, FP8 dispatch casts and expert activations (MoE) */
     double ep_comm_s;     /* exposed expert all-to-alls and expert-TP collectives (MoE) */
+    double moe_host_s;    /* MoE layers whose host issue outlasts their GPU work: the host's excess (MoE) */
     double step_s;
     double microbatch_s; /* one micro-batch through the reported stage, fwd + bwd */
     double fwd_s, bwd_s; /* the slowest stage's forward and backward (recompute included) over its micro-batches:
@@ -528,6 +546,12 @@ extern const char *const recompute_mod_names[RECOMPUTE_MOD_COUNT_];
 int recompute_mods_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len);
 /* The bits as a comma-separated list in bit order ("none" for 0), into buf[0..n). */
 void recompute_mods_format(unsigned mods, char *buf, size_t n);
+/* CUDA graph scope names as Megatron spells them: bit i of GRAPH_* is cuda_graph_scope_names[i]. */
+extern const char *const cuda_graph_scope_names[GRAPH_SCOPE_COUNT_];
+/* "attn,moe_router" -> GRAPH_* bits; "none" -> 0. -1 on an unknown or empty name, as recompute_mods_parse. */
+int graph_scope_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len);
+/* The bits as a comma-separated list in bit order ("none" for 0), into buf[0..n). */
+void graph_scope_format(unsigned scope, char *buf, size_t n);
 /* Does the plan recompute the attention core (--recompute selective, or the core_attn module)? */
 int recompute_attn_core(Recompute r, unsigned mods);
 int recompute_parse(const char *s, Recompute *out);

@@ -240,6 +240,7 @@ typedef struct {
     double xg_f, xg_b;                /* expert GEMMs (in gemm_f, gemm_b) */
     double route_f, route_b;          /* router, permutation and expert-activation kernels (in elem_f, elem_b) */
     double ep_f, ep_b, ep_raw;        /* exposed expert all-to-alls (and expert TP), and before overlap */
+    double host_f, host_b;            /* the host's issue time beyond the layer's GPU time (MoE layers) */
 } LayerT;
 
 static inline double maxd(double a, double b) { return a > b ? a : b; }

@@ -107,6 +107,31 @@ PlanReject moe_validate(const PlanInput *in, Err *e)
         err_set(e, ST_USAGE, "--recompute-modules: unknown module bits 0x%x", in->recompute_mods);
         return REJECT_KNOB;
     }
+    if (in->graph_scope & ~(unsigned)GRAPH_SCOPE_ALL_) {
+        err_set(e, ST_USAGE, "--cuda-graph-scope: unknown scope bits 0x%x", in->graph_scope);
+        return REJECT_KNOB;
+    }
+    if (in->graph_scope && !spec_is_moe(md)) {
+        err_set(e, ST_USAGE,
+                "--cuda-graph-scope %s: the host-issue term it changes is modelled for the MoE layers of models with "
+                "experts; %s has none",
+                cuda_graph_scope_names[ctz_u(in->graph_scope)], md->name);
+        return REJECT_KNOB;
+    }
+    if ((in->graph_scope & GRAPH_FULL) && !(in->moe_capacity > 0)) {
+        err_set(e, ST_USAGE,
+                "--cuda-graph-scope full: dropless routing gives every expert a data-dependent number of tokens, so "
+                "a MoE layer cannot be captured whole; Megatron-Core captures whole layers only with a capacity "
+                "factor and padding (--moe-capacity F)");
+        return REJECT_KNOB;
+    }
+    if (!(in->host_op_s >= 0 && in->host_op_s < 1e-3) || !(in->moe_host_ops >= 0 && in->moe_host_ops <= 1e5) ||
+        !(in->expert_host_ops >= 0 && in->expert_host_ops <= 1e3)) {
+        err_set(e, ST_USAGE,
+                "host issue: the time per operation must be in [0, 1000) us, the MoE layer's operations in [0, "
+                "100000] and those per local expert in [0, 1000]");
+        return REJECT_KNOB;
+    }
     if (!spec_is_moe(md)) {
         if (in->ep > 1 || in->etp > 1) {
             err_set(e, ST_USAGE, "--ep %u --etp %u: %s has no experts", in->ep, in->etp, md->name);

@@ -52,6 +52,12 @@
  *              compute of that direction up to overlap_ep; with DualPipe both
  *              directions behind the paired chunk (one micro-batch's forward with
  *              another's backward), fully.
+ *   host issue per MoE layer (a stack with host_op_us): the operations the host issues eagerly — the
+ *              layer's own (moe_host_ops, split forward / backward and by CUDA graph scope as measured; a
+ *              captured scope is one replay instead) and expert_host_ops per local expert — at host_op_us
+ *              each; the part that outlasts the layer's GPU time of that direction (GEMMs, attention,
+ *              kernels, exposed collectives, recompute) is added: the GPU waits for the host. Whole-layer
+ *              graphs (--cuda-graph-scope full, which needs a capacity factor) leave one replay.
  *   recompute  full: the forward again (GEMMs, attention, kernels, exposed TP and
  *              all-to-all); selective: the attention core; mla_up_proj: the
  *              q_up / kv_up forward GEMMs and K assembly; moe_act: the experts'
@@ -60,6 +66,18 @@
 
 #include "planner/arch.h"
 #include "planner/plan_internal.h"
+
+/* The host operations of one MoE layer and micro-batch, by part, as measured: Megatron-Core 0.15.3's MoE
+ * TransformerLayer (local spec, alltoall dispatcher, PyTorch 2.9 on CPU tensors) run under a dispatch-mode counter,
+ * counting the operations that launch a kernel, forward / backward: the attention block 52 / 78; the router with its auxiliary loss and the dispatcher's preprocessing (token counts, permutation)
+ * 36 / 32, split evenly between Megatron's moe_router and moe_preprocess graph scopes (the count does not separate
+ * them); dispatch, combine and the experts' fixed part 7 / 8; 95 / 118, 213 in all (the stack's moe_host_ops).
+ * Per local expert the stack's expert_host_ops, a third of them forward (a grouped GEMM that launches one GEMM per
+ * expert: fprop of FC1 and FC2 forward, their dgrad and wgrad backward). */
+static const double moe_host_ops_all[2] = {95.0, 118.0};
+/* captured by each scope (GRAPH_* order; full: all of them, and the experts' GEMMs too) */
+static const double moe_host_scope_ops[GRAPH_SCOPE_COUNT_][2] = {
+    {52.0, 78.0}, {18.0, 16.0}, {18.0, 16.0}, {95.0, 118.0}};
 
 typedef struct {
     double t, inv_bw, launch;
@@ -120,6 +138,25 @@ static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
     *fwd = f.t, *bwd = b.t, *mod = f.t - edge.t, *shared = sh.t;
 }
 
+/* The host issue of one MoE layer and micro-batch: the operations the host issues one by one (those of the parts not
+ * captured as CUDA graphs, and one replay per captured part), forward and backward, times its time per operation.
+ * What the GPU does meanwhile hides it: only the excess over the layer's GPU time of that direction counts. */
+static void moe_host(const PlanInput *in, double local_experts, LayerT *Lk)
+{
+    unsigned sc = in->graph_scope;
+    double left[2] = {moe_host_ops_all[0], moe_host_ops_all[1]}, xops = in->expert_host_ops * local_experts;
+    double replays = 0;
+    for (int i = 0; i < GRAPH_SCOPE_COUNT_; i++)
+        if (sc & (1u << i)) left[0] -= moe_host_scope_ops[i][0], left[1] -= moe_host_scope_ops[i][1], replays += 1;
+    if (sc & GRAPH_FULL) left[0] = left[1] = xops = 0, replays = 1; /* whole layers: one replay a direction */
+    double scale = in->moe_host_ops / (moe_host_ops_all[0] + moe_host_ops_all[1]);
+    double hf = (left[0] * scale + xops / 3.0 + replays) * in->host_op_s;
+    double hb = (left[1] * scale + xops * 2.0 / 3.0 + replays) * in->host_op_s;
+    double gf = Lk->gemm_f + Lk->attn_f + Lk->elem_f + Lk->tp_f + Lk->ep_f;
+    double gb = Lk->gemm_b + Lk->attn_b + Lk->elem_b + Lk->tp_b + Lk->ep_b + Lk->rc_gemm + Lk->rc_attn + Lk->rc_elem;
+    Lk->host_f = maxd(0.0, hf - gf), Lk->host_b = maxd(0.0, hb - gb);
+}
+
 void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, const Plan *p, LayerT L[XK_COUNT])
 {
     const Recipe *rc = in->recipe;
@@ -159,7 +196,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     for (int k = 0; k < XK_COUNT; k++) {
         LayerT *Lk = &L[k];
         memset(Lk, 0, sizeof *Lk);
-        double rcmla = 0, wq = 0, nq = 0, pf[XP_MOE + 1] = {0};
+        double rcmla = 0, wq = 0, nq = 0, pf[XP_MOE + 1] = {0}, local = 0;
         for (int i = 0; i < x->nlin[k]; i++) {
             const Lin *l = &x->lin[k][i];
             int q = l->kind != XL_ROUTER;
@@ -170,7 +207,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
             double tw = gemm_time(&gg, l->rows, l->cols, l->m, l->count, q && b8, wout);
             double tb = gemm_time(&gg, l->m, l->cols, l->rows, l->count, q && b8, 2) + tw;
             Lk->gemm_f += tf, Lk->gemm_b += tb, Lk->wg += tw;
-            if (l->kind == XL_EXPERT) Lk->xg_f += tf, Lk->xg_b += tb;
+            if (l->kind == XL_EXPERT) Lk->xg_f += tf, Lk->xg_b += tb, local = (double)l->count;
             if (l->up) rcmla += tf; /* MLA's q_up and kv_up */
             pf[l->part] += tf;
         }
@@ -235,6 +272,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
         } else if ((mods & RECOMPUTE_MOD_SHARED) && k == XK_MOE && x->Fs_t) {
             Lk->rc_gemm += pf[XP_SHARED], Lk->rc_elem += msh + Lk->tp_f / pairs;
         }
+        if (k == XK_MOE && in->host_op_s > 0) moe_host(in, local, Lk);
     }
 }
 

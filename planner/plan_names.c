@@ -83,7 +83,9 @@ int sharding_parse(const char *s, Sharding *out)
 const char *const recompute_mod_names[RECOMPUTE_MOD_COUNT_] = {"mla_up_proj", "moe_act", "layernorm",     "core_attn",
                                                                "mlp",         "moe",     "shared_experts"};
 
-int recompute_mods_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len)
+/* A comma-separated list of names from names[0..count) as bits (bit i = names[i]); "none" = 0. */
+static int bits_parse(const char *const *names, int count, const char *list, unsigned *out, size_t *bad_at,
+                      size_t *bad_len)
 {
     *out = 0;
     if (!strcasecmp(list, "none")) return 0;
@@ -91,10 +93,8 @@ int recompute_mods_parse(const char *list, unsigned *out, size_t *bad_at, size_t
         const char *q = strchr(p, ',');
         size_t n = q ? (size_t)(q - p) : strlen(p);
         int i = 0;
-        while (i < RECOMPUTE_MOD_COUNT_ &&
-               !(strlen(recompute_mod_names[i]) == n && !strncmp(recompute_mod_names[i], p, n)))
-            i++;
-        if (i == RECOMPUTE_MOD_COUNT_) {
+        while (i < count && !(strlen(names[i]) == n && !strncmp(names[i], p, n))) i++;
+        if (i == count) {
             *bad_at = (size_t)(p - list), *bad_len = n;
             return -1;
         }
@@ -104,17 +104,39 @@ int recompute_mods_parse(const char *list, unsigned *out, size_t *bad_at, size_t
     }
 }
 
-void recompute_mods_format(unsigned mods, char *buf, size_t n)
+static void bits_format(const char *const *names, int count, unsigned bits, char *buf, size_t n)
 {
     size_t k = 0;
     if (n) buf[0] = '\0';
-    for (int i = 0; i < RECOMPUTE_MOD_COUNT_ && n; i++)
-        if (mods & (1u << i)) {
-            int w = snprintf(buf + k, n - k, "%s%s", k ? "," : "", recompute_mod_names[i]);
+    for (int i = 0; i < count && n; i++)
+        if (bits & (1u << i)) {
+            int w = snprintf(buf + k, n - k, "%s%s", k ? "," : "", names[i]);
             if (w < 0 || (size_t)w >= n - k) return;
             k += (size_t)w;
         }
     if (!k && n) snprintf(buf, n, "none");
+}
+
+int recompute_mods_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len)
+{
+    return bits_parse(recompute_mod_names, RECOMPUTE_MOD_COUNT_, list, out, bad_at, bad_len);
+}
+
+void recompute_mods_format(unsigned mods, char *buf, size_t n)
+{
+    bits_format(recompute_mod_names, RECOMPUTE_MOD_COUNT_, mods, buf, n);
+}
+
+const char *const cuda_graph_scope_names[GRAPH_SCOPE_COUNT_] = {"attn", "moe_router", "moe_preprocess", "full"};
+
+int graph_scope_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len)
+{
+    return bits_parse(cuda_graph_scope_names, GRAPH_SCOPE_COUNT_, list, out, bad_at, bad_len);
+}
+
+void graph_scope_format(unsigned scope, char *buf, size_t n)
+{
+    bits_format(cuda_graph_scope_names, GRAPH_SCOPE_COUNT_, scope, buf, n);
 }
 
 int recompute_attn_core(Recompute r, unsigned mods)

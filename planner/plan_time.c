@@ -52,6 +52,7 @@
 typedef struct {
     double fwd, bwd, gemm, attn, tp, cp;
     double xgemm, route, ep, w; /* expert GEMMs, router/permutation kernels, exposed all-to-alls, wgrad GEMMs */
+    double host;                /* MoE layers' host issue beyond their GPU time */
 } StageT;
 
 static void attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L)
@@ -164,8 +165,10 @@ static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const 
         s.route += nk * (l->route_f + l->route_b);
         s.ep += nk * (l->ep_f + l->ep_b);
         s.w += nk * l->wg;
-        s.fwd += nk * (l->gemm_f + l->attn_f + l->elem_f + l->tp_f + l->ep_f);
-        s.bwd += nk * (l->gemm_b + l->attn_b + l->elem_b + l->tp_b + l->ep_b + l->rc_gemm + l->rc_attn + l->rc_elem);
+        s.host += nk * (l->host_f + l->host_b);
+        s.fwd += nk * (l->gemm_f + l->attn_f + l->elem_f + l->tp_f + l->ep_f + l->host_f);
+        s.bwd += nk * (l->gemm_b + l->attn_b + l->elem_b + l->tp_b + l->ep_b + l->rc_gemm + l->rc_attn + l->rc_elem +
+                       l->host_b);
     }
     /* of a layer's 3 K/V exchanges one is in the forward (the K/V gather) and two in the backward (the gather
      * again, the reduce-scatter of dK, dV) */
@@ -298,10 +301,11 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
         const StageT *b = one ? &sf : &sl;
         pair.fwd += b->fwd, pair.bwd += b->bwd, pair.gemm += b->gemm, pair.attn += b->attn, pair.tp += b->tp;
         pair.cp += b->cp, pair.xgemm += b->xgemm, pair.route += b->route, pair.ep += b->ep, pair.w += b->w;
+        pair.host += b->host;
         if (g->pp > 2 && 2 * tm > tf + tl) {
             pair = smid;
             pair.fwd *= 2, pair.bwd *= 2, pair.gemm *= 2, pair.attn *= 2, pair.tp *= 2, pair.cp *= 2;
-            pair.xgemm *= 2, pair.route *= 2, pair.ep *= 2, pair.w *= 2;
+            pair.xgemm *= 2, pair.route *= 2, pair.ep *= 2, pair.w *= 2, pair.host *= 2;
         }
         const StageT *big = tf >= tl && tf >= tm ? &sf : tl >= tm ? &sl : &smid;
         p2p = 0, reps = m / 2, tmax = pair.fwd + pair.bwd, slow = &pair;
@@ -317,7 +321,9 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     tb->cp_comm_s = slow->cp * reps;
     tb->ep_comm_s = slow->ep * reps;
     tb->moe_route_s = slow->route * reps;
-    tb->nongemm_s = maxd(0.0, (tmax - slow->gemm - slow->attn - slow->tp - slow->cp - slow->ep - slow->route) * reps);
+    tb->moe_host_s = slow->host * reps;
+    tb->nongemm_s =
+        maxd(0.0, (tmax - slow->gemm - slow->attn - slow->tp - slow->cp - slow->ep - slow->route - slow->host) * reps);
     tb->pp_comm_s = p2p * m;
     tb->bubble_s = bubble;
     tb->microbatch_s = in->dualpipe ? tmax / 2 : tmax + p2p;

@@ -53,6 +53,11 @@ typedef struct {
                               0: recast every micro-batch and saved per layer for backward */
     KernelFusion fusion;  /* the memory-bound kernel list */
     double launch_s;      /* floor of one kernel launch, seconds (launch latency or host dispatch) */
+    /* Host issue of an eager MoE layer (0 = not modelled): the host's time to issue one operation (Python,
+     * framework dispatch and launch), the operations one MoE layer issues per micro-batch, forward and backward,
+     * outside the experts' GEMMs, and the operations per local expert (a grouped GEMM that launches one GEMM per
+     * expert: fprop, dgrad and wgrad of FC1 and FC2). */
+    double host_op_s, moe_host_ops, expert_host_ops;
     uint32_t loss_bytes;  /* bytes per logit element at the loss's memory peak */
     double overlap_tp;    /* fraction of the concurrent GEMMs a TP collective can hide behind (0: exposed) */
     double overlap_tp_on; /* the same once the stack's optional TP overlap is switched on (TE userbuffers with

@@ -118,40 +118,38 @@ static int note_value(Cur *c, const char *key, const char *stops, char *buf, siz
     return 1;
 }
 
-/* "... recompute_modules=mla_up_proj,mlp ..." in the notes: Megatron's --recompute-modules of the run (the
- * header has no column for it); the list ends at a space, ';' or the end. Absent: none. */
-static Status note_mods(Cur *c, unsigned *out)
+/* "... KEY=a,b ..." in the notes: a list of names the planner parses into bits (parse, with format listing the
+ * known ones from all); the list ends at a space, ';' or the end. Absent: 0. */
+static Status note_bits(Cur *c, const char *key, const char *what,
+                        int (*parse)(const char *, unsigned *, size_t *, size_t *),
+                        void (*format)(unsigned, char *, size_t), unsigned all, unsigned *out)
 {
-    static const char key[] = "recompute_modules=";
     char list[160];
     int got = note_value(c, key, " ;\t\n", list, sizeof list);
     *out = 0;
-    if (got < 0) return cell_bad(c, "notes", "'%s' must be followed by a comma-separated list of modules", key);
+    if (got < 0) return cell_bad(c, "notes", "'%s' must be followed by a comma-separated list of %ss", key, what);
     size_t at, len;
-    if (got && recompute_mods_parse(list, out, &at, &len)) {
+    if (got && parse(list, out, &at, &len)) {
         char known[160];
-        recompute_mods_format(RECOMPUTE_MOD_ALL_, known, sizeof known);
-        return cell_bad(c, "notes", "%s'%.60s': '%.*s' is not a module (known: %s)", key, list, (int)len, list + at,
+        format(all, known, sizeof known);
+        return cell_bad(c, "notes", "%s'%.60s': '%.*s' is not a %s (known: %s)", key, list, (int)len, list + at, what,
                         known);
     }
     return ST_OK;
 }
 
-/* "... overlap_ep=1 ..." in the notes: the fraction of a MoE layer's compute that hides its all-to-alls
- * (plan --overlap-ep), for a run whose recipe overlapped them (Megatron's --overlap-moe-expert-parallel-comm,
- * Megatron-Bridge's moe_a2a_overlap); absent: the stack's. -1 when absent. */
-static Status note_overlap_ep(Cur *c, double *out)
+/* "... KEY=F ..." in the notes: a number in [lo, hi] (range: how a message says it); absent: *out = -1. */
+static Status note_range(Cur *c, const char *key, double lo, double hi, const char *range, double *out)
 {
-    static const char key[] = "overlap_ep=";
     char num[32];
     int got = note_value(c, key, " ;:,)\t", num, sizeof num);
     double v;
     Err ne;
     *out = -1;
-    if (got < 0) return cell_bad(c, "notes", "'%s' must be followed by a fraction in [0, 1]", key);
+    if (got < 0) return cell_bad(c, "notes", "'%s' must be followed by %s", key, range);
     if (!got) return ST_OK;
-    if (num_parse_double(num, NUM_FINITE_ONLY, &v, &ne) || !(v >= 0 && v <= 1))
-        return cell_bad(c, "notes", "'%s' must be followed by a fraction in [0, 1] (got '%s')", key, num);
+    if (num_parse_double(num, NUM_FINITE_ONLY, &v, &ne) || !(v >= lo && v <= hi))
+        return cell_bad(c, "notes", "'%s' must be followed by %s (got '%s')", key, range, num);
     *out = v;
     return ST_OK;
 }
@@ -208,7 +206,12 @@ static Status parse_run(Cur *c, void *row)
                         r->dp);
     r->ep = r->etp = 1;
     if ((st = note_u32(c, "ep=", &r->ep)) || (st = note_u32(c, "etp=", &r->etp)) ||
-        (st = note_mods(c, &r->recompute_mods)) || (st = note_overlap_ep(c, &r->overlap_ep)) ||
+        (st = note_bits(c, "recompute_modules=", "module", recompute_mods_parse, recompute_mods_format,
+                        RECOMPUTE_MOD_ALL_, &r->recompute_mods)) ||
+        (st = note_bits(c, "cuda_graph_scope=", "CUDA graph scope", graph_scope_parse, graph_scope_format,
+                        GRAPH_SCOPE_ALL_, &r->graph_scope)) ||
+        (st = note_range(c, "overlap_ep=", 0, 1, "a fraction in [0, 1]", &r->overlap_ep)) ||
+        (st = note_range(c, "moe_capacity=", 1e-3, 64, "a capacity factor in (0, 64]", &r->moe_capacity)) ||
         (st = note_u32(c, "dualpipe=", &r->dualpipe)) || (st = note_u32(c, "ep_comm_sms=", &r->ep_comm_sms)))
         return st;
     if (r->dualpipe > 1) return cell_bad(c, "notes", "'dualpipe=' must be 1 (DeepSeek-V3's DualPipe schedule)");
@@ -257,6 +260,8 @@ void measured_plan_input(const MeasuredRun *r, PlanInput *in)
     in->recompute_mods = r->recompute_mods;
     if (r->overlap_ep >= 0) in->overlap_ep = r->overlap_ep;
     in->dualpipe = r->dualpipe == 1, in->ep_comm_sms = r->ep_comm_sms;
+    in->graph_scope = r->graph_scope;
+    if (r->moe_capacity > 0) in->moe_capacity = r->moe_capacity;
     in->first_stage_layers = r->first;
     in->last_stage_layers = r->last;
     in->custom_pp_layout = r->custom_pp_layout;

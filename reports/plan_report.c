@@ -337,13 +337,14 @@ Table *plan_time_table(const Plan *p)
         {"optimizer", tb->optimizer_s},
         {"fp8_weight_cast", tb->weight_cast_s},
         {"amax_and_embedding_sync", tb->other_s}, /* and the TP-replicated gradients (the name kept stable) */
-        {"expert_gemm", tb->expert_gemm_s},       /* the MoE rows: only for models with experts */
+        {"expert_gemm", tb->expert_gemm_s},       /* the MoE rows (the last 4): only for models with experts */
         {"moe_route_permute", tb->moe_route_s},
         {"ep_comm_exposed", tb->ep_comm_s},
+        {"moe_host_issue", tb->moe_host_s},
     };
     Table *t = table_new(time_cols, TM_COUNT);
     if (!t) return NULL;
-    size_t n = sizeof items / sizeof *items - (plan_coll_applies(p, CO_EP_DISPATCH_FWD) ? 0 : 3);
+    size_t n = sizeof items / sizeof *items - (plan_coll_applies(p, CO_EP_DISPATCH_FWD) ? 0 : 4);
     for (size_t i = 0; i < n; i++) {
         table_row(t);
         table_str(t, TM_ITEM, items[i].name);

@@ -1,5 +1,6 @@
 /* reports/plan_report_moe.c — the mixture-of-experts lines of the plan's text report (see plan_report.h). */
 #include <stdio.h>
+#include <string.h>
 
 #include "reports/plan_report.h"
 #include "util/num.h"
@@ -31,5 +32,14 @@ int plan_moe_text(const Plan *p, int part, char *buf, size_t size)
              in->moe_capacity > 0 ? in->moe_capacity : in->moe_imbalance, dtype_name(in->recipe->comm_ep_dispatch),
              dtype_name(in->recipe->comm_ep_combine), in->dualpipe ? 1.0 : in->overlap_ep,
              in->dualpipe ? " (DualPipe)" : "", in->ep_comm_sms);
+    if (in->host_op_s > 0) {
+        char sc[80];
+        graph_scope_format(in->graph_scope, sc, sizeof sc);
+        size_t n = strlen(buf);
+        snprintf(buf + n, size > n ? size - n : 0,
+                 "         host issue per MoE layer and micro-batch: %.0f + %.0f x %u local experts operations at "
+                 "%.1f us; CUDA graphs: %s\n",
+                 in->moe_host_ops, in->expert_host_ops, md->experts / (in->ep ? in->ep : 1), in->host_op_s * 1e6, sc);
+    }
     return 1;
 }

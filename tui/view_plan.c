@@ -214,10 +214,11 @@ static void time_lines(const Plan *p, TuiLines *L)
         {"expert GEMMs", t->expert_gemm_s}, /* the MoE rows: only for models with experts */
         {"router + permute", t->moe_route_s},
         {"EP all-to-all (exp.)", t->ep_comm_s},
+        {"MoE host issue", t->moe_host_s},
     };
     char a[40];
     lines_section(L, "Step time");
-    size_t n = sizeof items / sizeof *items - (plan_coll_applies(p, CO_EP_DISPATCH_FWD) ? 0 : 3);
+    size_t n = sizeof items / sizeof *items - (plan_coll_applies(p, CO_EP_DISPATCH_FWD) ? 0 : 4);
     for (size_t i = 0; i < n; i++)
         lines_add(L, items[i].v > 0 ? SY_PLAIN : SY_DIM, "%-22s %10s %6.1f %%", items[i].name,
                   tui_fmt_seconds(items[i].v, a, sizeof a), t->step_s > 0 ? 100.0 * items[i].v / t->step_s : 0.0);

@@ -164,10 +164,18 @@ Status cal_stack_row(const StackSpec *s, const Calibration *c, char *buf, size_t
 {
     Buf b = {buf, size, 0, 0};
     double launch_us = c ? c->launch_s * 1e6 : s->launch_s * 1e6;
-    put(&b, "%s,%s,%s,%s,%s,%s,%s,%.6g,%u,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%s,", s->name, attn_name(s->attn),
+    put(&b, "%s,%s,%s,%s,%s,%s,%s,%.6g,%u,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,", s->name, attn_name(s->attn),
         yes(s->sequence_parallel), yes(s->fused_swiglu), main_grad_name(s->main_grad), yes(s->fp8_weight_cache),
         fusion_name(s->fusion), launch_us, s->loss_bytes, s->overlap_tp, s->overlap_tp_on, s->overlap_dp, s->overlap_pp,
-        s->overlap_cp, s->overlap_ep, s->alloc_reserve, yes(c ? 1 : s->calibrated));
+        s->overlap_cp, s->overlap_ep, s->alloc_reserve);
+    /* the MoE host-issue cells, blank when not modelled (a host profile measures none of them) */
+    const double host[3] = {s->host_op_s * 1e6, s->moe_host_ops, s->expert_host_ops};
+    for (int i = 0; i < 3; i++)
+        if (host[i] > 0)
+            put(&b, "%.9g,", host[i]);
+        else
+            put(&b, ",");
+    put(&b, "%s,", yes(c ? 1 : s->calibrated));
     if (c) {
         char src[STACK_SOURCE_MAX + 200];
         snprintf(src, sizeof src,

@@ -90,6 +90,31 @@ if grep -qE -- "--moe-imbalance|--moe-capacity|--overlap-ep" "$TMP/err"; then
     fail "... naming only the limit at fault" "$(cat "$TMP/err")"
 else pass "... naming only the limit at fault"; fi
 bad "moe tp without sp" 64 "need sequence parallelism" plan $M --tp 2 --dp 4 --ep 4 --no-sp
+bad "unknown CUDA graph scope" 64 "--cuda-graph-scope: 'mlp' is not a CUDA graph scope (known: attn,moe_router,moe_preprocess,full, or none)" \
+    plan $M --dp 4 --ep 4 --cuda-graph-scope attn,mlp
+bad "empty CUDA graph scope" 64 "--cuda-graph-scope 'attn,': an empty scope name" plan $M --dp 4 --ep 4 --cuda-graph-scope attn,
+bad "whole-layer graphs of dropless layers" 64 "--cuda-graph-scope full: dropless routing" \
+    plan $M --dp 4 --ep 4 --cuda-graph-scope full
+bad "CUDA graph scope on a dense model" 64 "--cuda-graph-scope attn: the host-issue term it changes is modelled for the MoE layers" \
+    plan --model llama3-8b --gpu h100-sxm --recipe bf16 --cuda-graph-scope attn
+
+# the host issue of eager MoE layers: megatron-core's row, named in the expert lines and the time table; whole-layer
+# graphs (a capacity factor makes the shapes static) replay it
+Q="--model qwen3-30b-a3b --gpu b200 --recipe mxfp8 --dp 8 --ep 8 --gbs 512 --seq 4096 --dist-opt"
+run plan $Q
+expect_rc "eager Qwen3-30B plan exits 0" 0
+tr -s '\n ' '  ' <"$TMP/out" >"$TMP/joined"
+expect_eq "states the host issue of a MoE layer" \
+    "$(grep -o 'host issue per MoE layer and micro-batch: [0-9]* + [0-9]* x 16 local experts operations' "$TMP/joined" | sed 's/: [0-9]* + [0-9]*/: N + N/')" \
+    "host issue per MoE layer and micro-batch: N + N x 16 local experts operations"
+expect_out "names the CUDA graph scope" "CUDA graphs: none"
+run plan $Q --view time --format csv
+eager=$(awk -F, '$1 == "moe_host_issue" { print $2 }' "$TMP/out")
+run plan $Q --moe-capacity 1 --cuda-graph-scope full --view time --format csv
+full=$(awk -F, '$1 == "moe_host_issue" { print $2 }' "$TMP/out")
+if awk -v e="$eager" -v f="$full" 'BEGIN { exit !(e > 0 && f == 0) }'; then
+    pass "eager layers wait on the host ($eager s); whole-layer graphs do not"
+else fail "host issue: eager $eager s, full graphs $full s"; fi
 
 # the executor runs dense GPT-2 and LLaMA decoders; a model with experts is planned, not run
 bad "run refuses a model with experts" 69 "planned (fp8plan plan) but not run" run --backend cpu --model deepseek-v3 --recipe te-fp8 --layers 2 --steps 1

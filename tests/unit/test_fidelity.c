@@ -67,13 +67,10 @@ static void test_pinned_figures(void)
     pin(&s.table5, "FP8-LM Table 5", 8, 6.84);
     pin(&s.mem_traced, "memory, allocator-traced", 27, 6.97);
     CHECK_EQ_INT(s.false_oom, 0); /* no run that really ran is predicted above its GPU's memory */
-    /* every run is a valid plan but the Megatron-Core MoE ModelZoo's PP 32 x VPP 3 Qwen3-235B run, whose end chunks
-     * hold the embedding or the loss alone (account_for_embedding/loss_in_pipeline_split): not modelled yet */
-    CHECK_EQ_INT(s.unplanned, 1);
-    for (int i = 0; i < n; i++)
-        if (!rows[i].planned)
-            CHECKF(!strcmp(runs[i].id, "zoo-qwen3-235b-bf16-h100-ep8-pp32-a2a") && strstr(rows[i].why, "--vpp 3"),
-                   "%s not planned: %s", runs[i].id, rows[i].why);
+    /* every run is a valid plan, the Megatron-Core MoE ModelZoo's PP 32 x VPP 3 Qwen3-235B run too: its end chunks
+     * hold the embedding or the loss alone (account_for_embedding/loss_in_pipeline_split: 2, 3 x 30, 2 layers) */
+    CHECK_EQ_INT(s.unplanned, 0);
+    for (int i = 0; i < n; i++) CHECKF(rows[i].planned, "%s not planned: %s", runs[i].id, rows[i].why);
     CHECK(s.over_limit <= 12); /* ran, but above 0.95 of capacity in the plan */
     /* row by row: FP8-LM Table 5 throughput within +-15 % (7 of 8: the micro-batch 4 row is -18 %) and
      * allocator-traced memory within +-8 % (20 of 29: the dense 27 and torchao's two MoE runs on 4 B200) */
@@ -105,12 +102,14 @@ static void test_pinned_figures(void)
     CHECK_EQ_INT(xk, s.moe.n);
     CHECK_REL(s.moe.mae, xsum / xk, 1e-12);
     /* the mixture-of-experts runs (Megatron-Bridge 25.09-26.06, NeMo 25.02-25.07, NeMo AutoModel, the Megatron-Core
-     * MoE ModelZoo, torchao/torchtitan, the DeepSeek-V3 report): pinned as measured, not fitted; the fine-grained
-     * Qwen3-30B-A3B rows are 2-3x over-predicted (not modelled yet) */
-    pin(&s.moe, "mixture of experts", 66, 36.21);
+     * MoE ModelZoo, torchao/torchtitan, the DeepSeek-V3 report): pinned as the planner gives them; the fine-grained
+     * Qwen3-30B-A3B rows wait on the host (plan_moe_time.c's host issue, its time per operation chosen on the dev
+     * rows) */
+    pin(&s.moe, "mixture of experts", 67, 23.08);
     /* the MoE runs split by the same hold-out list: Megatron-Bridge 25.11 and 26.02 held out */
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
-    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 59.79);
+    pin(&s.moe_dev, "mixture of experts, dev", 46, 20.19);
+    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 29.22);
     /* what FP8 buys over BF16: every configuration measured in both precisions (torchtitan 2412 x 2,
      * llm-foundry H100 x 5, FP8-LM x 4 with GPT-175B's TE and MS-AMP, torchao x 2) */
     static FidelityPair pairs[FIDELITY_MAX_PAIRS];

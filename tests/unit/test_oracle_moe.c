@@ -415,6 +415,47 @@ static void test_all_to_all_sms_only_with_ep(void)
  *   moe        router, shared FC1 and FC2, expert FC1 and FC2 5 + router scores and top-k 2, permute 1, (FC1 cast),
  *              SwiGLU 1, (FC2 cast), unpermute 1, shared SwiGLU 1 (+ cast) = 11 (14);
  *   mlp        FC1, FC2, norm2, SwiGLU (+ FC2 cast) = 4 (5) — the residual add after it is outside the module. */
+/* The host issue of the MoE layer (one of the model's two layers; the dense one has none), one micro-batch, GPU
+ * rates 1e30 and no launch floor, so the GPU takes no time and the host's whole issue time shows. 10 us an
+ * operation, the measured layer's 213 operations (95 forward, 118 backward), 6 per local expert (a third forward),
+ * ep 1: 8 local experts, 48 expert operations:
+ *   eager        forward (95 + 48/3) x 10 us = 1,110 us, backward (118 + 2 x 48/3) x 10 us = 1,500 us: 2,610 us
+ *   426 ops      the stack's count doubles the layer's own: (190 + 16) + (236 + 32) = 474 operations, 4,740 us
+ *   attn + moe_router + moe_preprocess captured: forward 95 - 52 - 18 - 18 = 7 left + 16 + 3 replays = 26,
+ *                backward 118 - 78 - 16 - 16 = 8 + 32 + 3 = 43: 690 us
+ *   full (capacity factor 1): one replay a direction: 20 us
+ * and the step grows by exactly that (pp 1: one micro-batch of every layer, nothing else changes). */
+static void test_host_issue(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    g.hbm_bw = g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.launch_s = 0, in.gbs = 1;
+    Plan p0, p;
+    if (!build(&in, &p0)) return;
+    CHECK_NEAR(p0.time.moe_host_s, 0, 0); /* a stack without the host columns: not modelled */
+    in.host_op_s = 10e-6, in.moe_host_ops = 213, in.expert_host_ops = 6;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_host_s - 2610e-6) < 1e-9, "eager: %.3f us, expected 2,610", p.time.moe_host_s * 1e6);
+    CHECKF(fabs(p.time.step_s - p0.time.step_s - 2610e-6) < 1e-9, "the step grows by %.3f us",
+           (p.time.step_s - p0.time.step_s) * 1e6);
+    in.moe_host_ops = 426;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_host_s - 4740e-6) < 1e-9, "426 ops: %.3f us, expected 4,740", p.time.moe_host_s * 1e6);
+    in.moe_host_ops = 213, in.graph_scope = GRAPH_ATTN | GRAPH_MOE_ROUTER | GRAPH_MOE_PREPROCESS;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_host_s - 690e-6) < 1e-9, "partial graphs: %.3f us, expected 690", p.time.moe_host_s * 1e6);
+    in.graph_scope = GRAPH_FULL, in.moe_capacity = 1;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_host_s - 20e-6) < 1e-9, "whole layers: %.3f us, expected 20", p.time.moe_host_s * 1e6);
+    /* a real GPU's work hides a host that issues faster than it runs: 1 ns an operation */
+    g = fx_gpu(), in.graph_scope = 0, in.moe_capacity = 0, in.host_op_s = 1e-9;
+    if (!build(&in, &p)) return;
+    CHECK_NEAR(p.time.moe_host_s, 0, 0);
+}
+
 static void test_recompute_modules(void)
 {
     static const struct {
@@ -586,6 +627,7 @@ int main(void)
     RUN(test_slowest_middle_stage_has_a_dense_layer);
     RUN(test_full_recompute_runs_expert_gemms_again);
     RUN(test_all_to_all_sms_only_with_ep);
+    RUN(test_host_issue);
     RUN(test_recompute_modules);
     RUN(test_recompute_modules_collectives);
     RUN(test_recompute_modules_refused);

@@ -133,6 +133,17 @@ static void test_uneven_stages(void)
     /* virtual stages: every stage needs at least vpp layers (1 < 2) */
     in.first_stage_layers = 1, in.last_stage_layers = 1, in.vpp = 2;
     CHECK(plan_validate(&in, NULL) == REJECT_LAYERS_PP);
+    /* ... except an end stage's chunk that holds the embedding or the loss alone (account_for_embedding / loss):
+     * 10 layers on pp 6 x vpp 2 as 1, 2 x 4, 1 = (10 + 2) / 6 = 2 slots a stage, the end stages one layer short */
+    in.pp = 6, in.world = 0, in.gbs = 60; /* 60 micro-batches: divisible by pp 6 and 10 */
+    CHECK_EQ_INT(plan_validate(&in, NULL), REJECT_NONE);
+    p = build(&in);
+    CHECK_EQ_INT(p.first_layers, 1);
+    CHECK_EQ_INT(p.mid_layers, 2);
+    CHECK_EQ_INT(p.last_layers, 1);
+    /* a middle stage below vpp is still refused: 10 on pp 10 x vpp 2 as 1, 1 x 8, 1 */
+    in.pp = 10;
+    CHECK(plan_validate(&in, NULL) == REJECT_LAYERS_PP);
 }
 
 static void test_memory_limit(void)
@@ -176,7 +187,8 @@ static void test_memory_limit(void)
 static const char stack_head[] =
     "name,ep_overlap,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,launch_us,loss_"
     "bytes,"
-    "tp_overlap,tp_overlap_on,dp_overlap,pp_overlap,cp_overlap,alloc_reserve,calibrated,source\n";
+    "tp_overlap,tp_overlap_on,dp_overlap,pp_overlap,cp_overlap,alloc_reserve,calibrated,source,host_op_us,moe_host_"
+    "ops,expert_host_ops\n";
 
 static Status parse(const char *row, Catalog *c, Err *e)
 {
@@ -189,7 +201,8 @@ static void test_stacks_csv(void)
 {
     Catalog *c = calloc(1, sizeof *c);
     Err e;
-    CHECK(parse("s1,0.25,flash3,yes,no,bf16,no,compile,3.5,12,0.5,0.75,1,0,1,0.1,no,\"a, b\"\n", c, &e) == ST_OK);
+    CHECK(parse("s1,0.25,flash3,yes,no,bf16,no,compile,3.5,12,0.5,0.75,1,0,1,0.1,no,\"a, b\",12.5,300,6\n", c, &e) ==
+          ST_OK);
     CHECK_EQ_INT(c->nstacks, 1);
     const StackSpec *s = catalog_stack(c, "s1");
     CHECK(s != NULL);
@@ -202,6 +215,9 @@ static void test_stacks_csv(void)
         CHECK_NEAR(s->overlap_tp_on, 0.75, 0);
         CHECK_NEAR(s->overlap_ep, 0.25, 0);
         CHECK_NEAR(s->alloc_reserve, 0.1, 0);
+        CHECK_NEAR(s->host_op_s, 12.5e-6, 1e-18);
+        CHECK_NEAR(s->moe_host_ops, 300, 0);
+        CHECK_NEAR(s->expert_host_ops, 6, 0);
         CHECK_STR(s->source, "a, b");
         PlanInput in;
         plan_input_defaults(&in);
@@ -210,24 +226,28 @@ static void test_stacks_csv(void)
         CHECK_NEAR(in.frag_frac, 0.1, 0);
         CHECK_NEAR(in.overlap_dp, 1, 0);
         CHECK_NEAR(in.overlap_ep, 0.25, 0);
+        CHECK(in.host_op_s == s->host_op_s && in.moe_host_ops == 300 && in.expert_host_ops == 6);
     }
     struct {
         const char *row, *want;
     } bad[] = {
-        {"s,0,flash9,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n", "row 2, column attention: 'flash9'"},
-        {"s,0,te,maybe,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n", "sequence_parallel"},
-        {"s,0,te,yes,no,fp16,no,te,3,12,0,0,0,0,0,0,no,x\n", "main_grad"},
-        {"s,0,te,yes,no,bf16,no,xla,3,12,0,0,0,0,0,0,no,x\n", "kernel_fusion"},
-        {"s,0,te,yes,no,bf16,no,te,-1,12,0,0,0,0,0,0,no,x\n", "launch_us"},
-        {"s,0,te,yes,no,bf16,no,te,3,1,0,0,0,0,0,0,no,x\n", "loss_bytes"},
-        {"s,0,te,yes,no,bf16,no,te,3,12,1.5,0,0,0,0,0,no,x\n", "tp_overlap"},
-        {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,nan,no,x\n", "alloc_reserve"},
-        {"s,0,te,yes,no,bf16,no,te,3,12,0,-0.5,0,0,0,0,no,x\n", "tp_overlap_on"},
-        {"s,2,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n", "column ep_overlap: '2' is out of range"},
+        {"s,0,flash9,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,,,\n", "row 2, column attention: 'flash9'"},
+        {"s,0,te,maybe,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,,,\n", "sequence_parallel"},
+        {"s,0,te,yes,no,fp16,no,te,3,12,0,0,0,0,0,0,no,x,,,\n", "main_grad"},
+        {"s,0,te,yes,no,bf16,no,xla,3,12,0,0,0,0,0,0,no,x,,,\n", "kernel_fusion"},
+        {"s,0,te,yes,no,bf16,no,te,-1,12,0,0,0,0,0,0,no,x,,,\n", "launch_us"},
+        {"s,0,te,yes,no,bf16,no,te,3,1,0,0,0,0,0,0,no,x,,,\n", "loss_bytes"},
+        {"s,0,te,yes,no,bf16,no,te,3,12,1.5,0,0,0,0,0,no,x,,,\n", "tp_overlap"},
+        {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,nan,no,x,,,\n", "alloc_reserve"},
+        {"s,0,te,yes,no,bf16,no,te,3,12,0,-0.5,0,0,0,0,no,x,,,\n", "tp_overlap_on"},
+        {"s,2,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,,,\n", "column ep_overlap: '2' is out of range"},
+        {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,-1,,\n", "column host_op_us: '-1'"},
+        {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,10,nan,\n", "column moe_host_ops: 'nan'"},
+        {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,10,300,1e9\n", "column expert_host_ops: '1e9'"},
         /* a name is a CLI word: letters, digits, '.', '_' and '-' only (a space would split it on the command line) */
-        {"my stack,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n",
+        {"my stack,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,,,\n",
          "row 2, column name: 'my stack' may only hold letters, digits, '.', '_' and '-'"},
-        {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\ns,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x\n",
+        {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,,,\ns,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,,,\n",
          "repeats row 2"},
     };
     for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
