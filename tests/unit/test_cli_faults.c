@@ -10,7 +10,10 @@
  * message naming memory on stderr, free every block it took and leave the
  * output folder empty: no report, no checkpoint, no temporary file. Without a
  * fault the command must exit 0 and write its -o (and --save) files, which
- * the sweep then removes. */
+ * the sweep then removes.
+ *
+ * tier: full (make test-full, which .ci/run runs): every allocation of every command line fails
+ * once, about 75 s. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
