@@ -52,6 +52,7 @@ build=$(cd "${1:-build}" && pwd) || exit 1
 FP8PLAN=$build/fp8plan
 export FP8PLAN
 root=$(cd "$(dirname "$0")/.." && pwd)
+self=$root/tests/run.sh # the workers below start it again, from the repository root
 export FP8PLAN_ROOT="$root"
 cd "$root" || exit 1 # tests read models/ and tests/ relative to the repository root
 ci=${CI:-false}
@@ -129,7 +130,7 @@ done | sort -k1,1nr -k2,2n | awk '{ print $2 }' >"$dir/order"
 
 echo "running $expected suites of tier $tier, $jobs at a time (TEST_JOBS)"
 w0=$(date +%s%N)
-xargs -P "$jobs" -n 1 sh "$0" --one "$dir" <"$dir/order"
+xargs -P "$jobs" -n 1 sh "$self" --one "$dir" <"$dir/order"
 w1=$(date +%s%N)
 
 i=0
