@@ -356,7 +356,7 @@ SKIP_OK := hardware$(if $(filter 1,$(HAVE_CUDA)),,$(comma)build)
 # make test runs the quick tier, make test-full every suite (the quick tier and the suites whose file says
 # `tier: full`: exhaustive sweeps, the browser pages, the heavier mpirun scripts); .ci/run runs test-full.
 # Suites run TEST_JOBS at a time (tests/run.sh; default the CPUs + 1).
-test: tests
+test: tests browser-deps
 	@FP8PLAN_SKIP_OK=$(SKIP_OK) TEST_TIER=quick sh tests/run.sh $(BUILD)
 
 test-full: tests browser-deps

@@ -239,7 +239,7 @@ def main():
     outdir = sys.argv[1]
     exe = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if not exe:
-        print("skip - browser rendering (no chromium: make test-full installs it as root, or: "
+        print("skip - browser rendering (no chromium: make test installs it as root, or: "
               "sudo apt-get install -y chromium)")
         return
     pages = P.generate(outdir)
