@@ -3,9 +3,11 @@
 #   make            build build/fp8plan (+ the CUDA backend when nvcc exists)
 #   make run        the headline comparison on the built-in default
 #   make report     the same as an HTML page with charts (fp8plan-report.html)
-#   make test       unit + CLI tests (the HTML reports in headless Chromium too), and compiles
-#                   the benchmarks and slow tests; ends with "N passed, M failed, K skipped"
-#   make test SAN=address,undefined   the same under ASan+UBSan (in build-san/)
+#   make test       the quick tier of the unit + CLI tests, several suites at a time (TEST_JOBS),
+#                   and compiles the benchmarks and slow tests; ends with "N passed, M failed, K skipped"
+#   make test-full  every suite: the quick tier and the full tier (exhaustive fault sweeps, the
+#                   HTML reports in headless Chromium, the heavier mpirun scripts); .ci/run runs it
+#   make test SAN=address,undefined   the same under ASan+UBSan (in build-san/; test-full too)
 #   make bench      benchmarks that print their figures
 #   make fuzz       libFuzzer targets for FUZZ_SECONDS each (fuzz-smoke: 5 s)
 #   make test-slow  opt-in exhaustive checks (all 2^32 floats)
@@ -234,7 +236,8 @@ else
 	@echo "note: CUDA parts skipped ($(if $(filter 0,$(CUDA)),CUDA=0 or a sanitizer/fuzz build,no nvcc at $(NVCC)))"
 endif
 
-$(TEST_DEPS_OK):
+# after $(DEPS_OK), so that make -j never runs two apt-get at once
+$(TEST_DEPS_OK): | $(DEPS_OK)
 	@missing=""; command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; $(call apt_install,exit 1)
 	@mkdir -p $(@D) && touch $@
 
@@ -258,7 +261,7 @@ browser-deps:
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
 
-.PHONY: all run report test test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-programs gpu-check gpu-pack \
+.PHONY: all run report test test-full test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-programs gpu-check gpu-pack \
         browser-deps mutate
 
 all: $(BIN) $(CUDA_SO)
@@ -350,8 +353,14 @@ tests: $(TEST_DEPS_OK) $(BIN) $(CUDA_SO) $(TESTS) $(MPI_TESTS) $(GPUS) $(REPLAYS
 # build leaves CUDA out (sanitizers, CUDA=0, no nvcc), whose parts the default build tests.
 SKIP_OK := hardware$(if $(filter 1,$(HAVE_CUDA)),,$(comma)build)
 
+# make test runs the quick tier, make test-full every suite (the quick tier and the suites whose file says
+# `tier: full`: exhaustive sweeps, the browser pages, the heavier mpirun scripts); .ci/run runs test-full.
+# Suites run TEST_JOBS at a time (tests/run.sh; default the CPUs + 1).
 test: tests browser-deps
-	@FP8PLAN_SKIP_OK=$(SKIP_OK) sh tests/run.sh $(BUILD)
+	@FP8PLAN_SKIP_OK=$(SKIP_OK) TEST_TIER=quick sh tests/run.sh $(BUILD)
+
+test-full: tests browser-deps
+	@FP8PLAN_SKIP_OK=$(SKIP_OK) TEST_TIER=full sh tests/run.sh $(BUILD)
 
 test-slow: $(BIN) $(SLOWS)
 	@set -e; for t in $(SLOWS); do echo "== $$t"; $$t; done

@@ -7,7 +7,7 @@
  * the process's threads: on a shared machine the wall clock says how much of
  * the machine the others left; the CPU time says how well it was used.
  *
- * Shapes: every GEMM of a training step of the README's CPU demo (2 layers,
+ * Shapes: every GEMM of a training step of the CPU demo of docs/executor.md (2 layers,
  * hidden 128, seq 64, micro-batch 1: 64 tokens) and of GPT-2 124M at seq 1024
  * (1024 tokens, hidden 768, FFN 3072), te-fp8: the block linears in FP8 (fprop
  * E4M3 x E4M3 to BF16 + bias, dgrad E5M2 x E4M3 to BF16, wgrad E5M2 x E4M3

@@ -3,7 +3,7 @@
  *      triad over arrays far larger than the caches), and the memory-bound
  *      kernels at the same sizes with their bytes moved per second;
  *   2. a full training step of GPT-2 124M (seq 1024, micro-batch 1, te-fp8;
- *      `bench_exec_step demo`: the README's 2-layer demo) with the share of
+ *      `bench_exec_step demo`: docs/executor.md's 2-layer demo) with the share of
  *      forward, backward and optimizer, and of every backend operation (each
  *      function pointer wrapped in a timer).
  *   bench_exec_step [demo | kernels]     (kernels: part 1 only)
@@ -307,7 +307,7 @@ static int step(Backend *bk, int demo)
         return 1;
     }
     printf("%s, seq %u, micro-batch 1, te-fp8: %llu params, model built in %.2f s\n",
-           demo ? "README demo (2 layers, hidden 128)" : "GPT-2 124M", g->seq,
+           demo ? "the docs/executor.md demo (2 layers, hidden 128)" : "GPT-2 124M", g->seq,
            (unsigned long long)model_weight_count(g), bench_now() - t0);
     uint64_t bt = model_step_tokens(g);
     int32_t *in = malloc(bt * sizeof *in), *tgt = malloc(bt * sizeof *tgt);

@@ -47,8 +47,8 @@ expect_err "the bad byte is named" "invalid UTF-8 byte 0xFC"
 # --- 200,000 rows (40 MB): refused at once; 20,000 rows (4 MB): stopped at the row limit while reading
 cat_copy "$TMP/big"
 rows() { # n: models.csv with n copies of its first row, renamed
-    awk -v n="$1" 'NR == 2 { for (i = 0; i < n; i++) { line = $0; sub(/^[^,]*/, "m" i, line); print line } next }
-        { print }' "$FP8PLAN_ROOT/models/models.csv" >"$TMP/big/models.csv"
+    awk -v n="$1" 'NR == 2 { tail = $0; sub(/^[^,]*/, "", tail); for (i = 0; i < n; i++) print "m" i tail; next }
+        { print }' "$FP8PLAN_ROOT/models/models.csv" >"$TMP/big/models.csv" # one sub(), not n: 71 s -> under 1
 }
 rows 200000
 start=$(date +%s)

@@ -93,7 +93,7 @@ done
 run plan $P --eff-net 0
 expect_rc "--eff-net 0 exits 64 (bandwidth needs an efficiency)" 64
 run plan $P --eff-bf16 0 --eff-fp8 0 --eff-attn 0 --format csv
-expect_rc "--eff-bf16/--eff-fp8/--eff-attn 0 = the model's (README), accepted" 0
+expect_rc "--eff-bf16/--eff-fp8/--eff-attn 0 = the model's (docs/planner.md), accepted" 0
 "$FP8PLAN" plan $P --format csv >"$TMP/default.csv" 2>&1
 expect_eq "0 gives the model's plan" "$(cat "$TMP/out")" "$(cat "$TMP/default.csv")"
 run plan $P --recipe te-fp8 --tp 8 --gpus 64 --eff-net 0.001 --eff-hbm 0.001 --eff-bf16 0.001 --eff-fp8 0.001 --eff-attn 0.001

@@ -1,7 +1,8 @@
 # tests/cli/html_browser.sh — every HTML report rendered in headless Chromium (html_browser.py):
 # no overflow at 1280 px, every chart laid out with its texts inside it, bars as long as their values
 # as rendered, each chart's pixels drawn, dark and print styles applied. Chromium and python3 come
-# from Debian (make test installs them as root); where they are missing the suite says so and skips.
+# from Debian (make test and make test-full install them as root); where they are missing the suite says so and skips.
+# tier: full (make test-full, which .ci/run runs): headless Chromium
 . "$FP8PLAN_ROOT/tests/lib.sh"
 
 if ! command -v python3 >/dev/null 2>&1; then

@@ -18,7 +18,7 @@ else
     echo "skip - the pages' structure and CSV cross-checks (no python3: sudo apt-get install -y python3)"
 fi
 
-# ---- the one command README gives a new user ----
+# ---- what `make report` runs (README's set-up, docs/build-and-test.md) ----
 (cd "$TMP" && "$FP8PLAN" report html -o fp8plan-report.html >out 2>err)
 rc=$?
 expect_rc "report html -o FILE exits 0" 0

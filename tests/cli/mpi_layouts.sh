@@ -12,6 +12,7 @@
 # Sizes used below, per block: linear weights QKV 3 x 32 x 32 + proj 32 x 32 + FC1 128 x 32 + FC2 32 x
 # 128 = 12,288 elements (6,144 a TP-2 rank); other: 2 LayerNorms (weight + bias) 128 and biases 96 + 32
 # + 128 + 32 = 288: 416 (TP 2: the column-parallel biases halve, QKV 48, FC1 64: 128 + 176 = 304).
+# tier: full (make test-full, which .ci/run runs): rank grids of up to 8 ranks, about 30 s alone
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 

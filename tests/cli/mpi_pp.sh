@@ -2,6 +2,7 @@
 # the 1F1B schedule on CPU ranks. tiny-gpt (mpi_run.sh's: 2 layers, hidden 32, FFN 128, 2 heads, seq
 # 16, vocab 64 padded to 128, tied, learned positions, biases) and tiny-llama (mpi_tp.sh's: untied,
 # RoPE, SwiGLU, GQA); micro-batch 2, global batch 8: 4 micro-batches a step, one layer per stage.
+# tier: full (make test-full, which .ci/run runs): MPI-heavy
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 

@@ -3,6 +3,7 @@
 # beside them (rank grids). Rank 0 writes the checkpoint; a ZeRO-1 state is gathered there (over the
 # DP group) and written whole (exec/ckpt.h), and on resume every rank takes its own elements; the
 # parts of the TP x PP places are written side by side, one per place (exec/ckpt_layout.h).
+# tier: full (make test-full, which .ci/run runs): 23 mpirun runs, about 50 s alone
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 

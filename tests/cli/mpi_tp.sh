@@ -3,6 +3,7 @@
 # FFN 128, 2 heads of 16, seq 16, vocab 64, LayerNorm/GELU/learned positions/tied/biases) and
 # tiny-llama (2 layers, hidden 32, FFN 96 SwiGLU, 4 heads of 8 with 2 KV heads, RMSNorm, RoPE,
 # untied, no biases); micro-batch 2, global batch 8: 4 micro-batches per step on every rank.
+# tier: full (make test-full, which .ci/run runs): MPI-heavy
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 

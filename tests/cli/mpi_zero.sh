@@ -2,6 +2,7 @@
 # distributed optimizer on CPU ranks. Master weights and Adam m, v sharded, gradients
 # reduce-scattered, the updated weights all-gathered (exec/model/model_shard.c); every rank's
 # persistent memory and bytes per collective against the plan; the -o rows per rank.
+# tier: full (make test-full, which .ci/run runs): 17 mpirun runs, about 20 s alone
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 

@@ -94,7 +94,7 @@ expect_line "... holding out its row" "throughput +hold-out +1 .*"
 run report fidelity --catalog "$TMP/cat" --holdout nosuch
 expect_rc "a --holdout naming no source of the file exits 64" 64
 expect_err "... listing the file's sources" "--holdout: unknown source 'nosuch' (known source ids: mine;"
-# --max-mem-frac sets the limit the over-limit count uses (README): a lower limit counts at least as many
+# --max-mem-frac sets the limit the over-limit count uses (docs/fidelity.md): a lower limit counts at least as many
 over() { sed -n 's/.*over the memory limit \([0-9]*\);.*/\1/p' "$TMP/out" | tr -d '\n'; }
 run report fidelity
 expect_rc "report fidelity exits 0 (default limit)" 0

@@ -4,7 +4,7 @@
  * (diagnostics go to stderr); arguments that would touch the file system (-o, --output, --catalog, --input) are dropped, as are
  * sizes that make a command legitimately slow (quant-error's --shape), since the output writer and the
  * readers have fuzzers of their own. Nothing may crash, hang, leak or trip a sanitizer, and every exit
- * code must be one README lists. */
+ * code must be one docs/cli.md lists. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const int listed[] = {0, 1, 64, 65, 66, 69, 70, 71, 73, 74};
     int ok = 0;
     for (size_t i = 0; i < sizeof listed / sizeof *listed; i++) ok |= rc == listed[i];
-    if (!ok) abort(); /* an exit code README does not list */
+    if (!ok) abort(); /* an exit code docs/cli.md does not list */
     free(buf);
     return 0;
 }

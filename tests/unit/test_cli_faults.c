@@ -6,11 +6,14 @@
  * C library's allocators wrapped (support/fault_inject.h; -Wl,--wrap in the
  * Makefile): each command line is run once to count the allocations the
  * project's code makes, then once per allocation with that one failing. Each
- * failing run must exit 71 (EX_OSERR, README's code for ST_NOMEM) with a
+ * failing run must exit 71 (EX_OSERR, docs/cli.md's code for ST_NOMEM) with a
  * message naming memory on stderr, free every block it took and leave the
  * output folder empty: no report, no checkpoint, no temporary file. Without a
  * fault the command must exit 0 and write its -o (and --save) files, which
- * the sweep then removes. */
+ * the sweep then removes.
+ *
+ * tier: full (make test-full, which .ci/run runs): every allocation of every command line fails
+ * once, about 75 s. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

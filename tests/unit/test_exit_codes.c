@@ -1,4 +1,4 @@
-/* tests/unit/test_exit_codes.c — README's list of exit codes names every code a Status maps to
+/* tests/unit/test_exit_codes.c — docs/cli.md's list of exit codes names every code a Status maps to
  * (run --hidden 65536 once exited 71, which the list lacked). */
 #include <regex.h>
 #include <stdlib.h>
@@ -7,11 +7,11 @@
 #include "util/fileio.h"
 #include "util/status.h"
 
-static void test_readme_lists_every_exit_code(void)
+static void test_docs_list_every_exit_code(void)
 {
     const char *root = getenv("FP8PLAN_ROOT");
     char path[4096];
-    snprintf(path, sizeof path, "%s/README.md", root ? root : ".");
+    snprintf(path, sizeof path, "%s/docs/cli.md", root ? root : ".");
     char *text = NULL;
     size_t len;
     Err e;
@@ -28,7 +28,7 @@ static void test_readme_lists_every_exit_code(void)
         snprintf(pat, sizeof pat, "(^|[ ,(])%d [a-z]", code); /* "71 out of memory" */
         regex_t re;
         CHECK(regcomp(&re, pat, REG_EXTENDED | REG_NEWLINE) == 0);
-        CHECKF(regexec(&re, list, 0, NULL, 0) == 0, "exit code %d (%s) is not in README's list", code,
+        CHECKF(regexec(&re, list, 0, NULL, 0) == 0, "exit code %d (%s) is not in docs/cli.md's list", code,
                status_str((Status)st));
         regfree(&re);
     }
@@ -37,6 +37,6 @@ static void test_readme_lists_every_exit_code(void)
 
 int main(void)
 {
-    RUN(test_readme_lists_every_exit_code);
+    RUN(test_docs_list_every_exit_code);
     return test_summary();
 }

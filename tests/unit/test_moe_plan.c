@@ -10,32 +10,12 @@
 #include "planner/plan.h"
 #include "planner/sweep.h"
 #include "support/fixtures.h"
+#include "support/oracle_fixtures.h"
 #include "test.h"
 
-/* 2 layers (the first dense), hidden 256, 2 heads of 128 (no GQA), dense FFN 512, vocab 1000, seq 512, RMSNorm,
- * SwiGLU, RoPE, untied; 8 experts of FFN 128, top 2, 1 shared, softmax router. */
-static ModelSpec moe_model(void)
-{
-    ModelSpec m = {.name = "tiny-moe",
-                   .layers = 2,
-                   .hidden = 256,
-                   .ffn_hidden = 512,
-                   .heads = 2,
-                   .kv_heads = 2,
-                   .head_dim = 128,
-                   .vocab = 1000,
-                   .seq_len = 512,
-                   .norm = NORM_RMSNORM,
-                   .mlp = MLP_SWIGLU,
-                   .pos = POS_ROPE,
-                   .experts = 8,
-                   .experts_per_token = 2,
-                   .shared_experts = 1,
-                   .expert_ffn = 128,
-                   .dense_layers = 1,
-                   .router = ROUTER_SOFTMAX};
-    return m;
-}
+/* The model: support/oracle_fixtures.h's ox_moe(512) — 2 layers (the first dense, FFN 512), hidden 256, 2 heads
+ * of 128 (no GQA), vocab 1000, seq 512, RMSNorm, SwiGLU, RoPE, untied; 8 experts of FFN 128, top 2, 1 shared,
+ * softmax router. */
 
 static Plan build(const PlanInput *in)
 {
@@ -48,7 +28,7 @@ static Plan build(const PlanInput *in)
 
 static void test_layout_checks(void)
 {
-    ModelSpec m = moe_model(), d = fx_tiny_model();
+    ModelSpec m = ox_moe(512), d = fx_tiny_model();
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
@@ -57,7 +37,7 @@ static void test_layout_checks(void)
     CHECK(plan_validate(&in, &e) == REJECT_NONE);
     in.ep = 3; /* 8 experts over 3 */
     CHECK(plan_validate(&in, &e) == REJECT_EP);
-    CHECK_CONTAINS(e.msg, "--ep 3 --etp 1: tiny-moe's 8 experts must be divisible by ep");
+    CHECK_CONTAINS(e.msg, "--ep 3 --etp 1: oracle-moe's 8 experts must be divisible by ep");
     in.ep = 8; /* ep * etp = 8 > tp * cp * dp = 4 */
     CHECK(plan_validate(&in, &e) == REJECT_EP);
     CHECK_CONTAINS(e.msg, "ep*etp = 8 must divide tp*cp*dp = 4");
@@ -121,7 +101,7 @@ static void test_layout_checks(void)
 
 static void test_expert_memory(void)
 {
-    ModelSpec m = moe_model();
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", (1u << STATE_MASTER) | (1u << STATE_M) | (1u << STATE_V));
     PlanInput in = fx_input(&m, &g, &r);
@@ -161,7 +141,7 @@ static void test_expert_memory(void)
 
 static void test_moe_activations(void)
 {
-    ModelSpec m = moe_model();
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
@@ -190,7 +170,7 @@ static void test_moe_activations(void)
 
 static void test_all_to_all(void)
 {
-    ModelSpec m = moe_model();
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
@@ -252,7 +232,7 @@ static void test_all_to_all(void)
  * residual 2 x 786,432: 6,471,680. 10,838,016 B per layer and micro-batch, 2 micro-batches. */
 static void test_moe_kernels(void)
 {
-    ModelSpec m = moe_model();
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
@@ -282,7 +262,7 @@ static void test_moe_kernels(void)
 
 static void test_expert_dp_and_etp(void)
 {
-    ModelSpec m = moe_model();
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", (1u << STATE_MASTER) | (1u << STATE_M) | (1u << STATE_V));
     PlanInput in = fx_input(&m, &g, &r);
@@ -316,7 +296,7 @@ static void test_expert_dp_and_etp(void)
 
 static void test_flops_and_dualpipe(void)
 {
-    ModelSpec m = moe_model();
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
@@ -338,7 +318,7 @@ static void test_flops_and_dualpipe(void)
 
 static void test_sweep_over_ep(void)
 {
-    ModelSpec m = moe_model();
+    ModelSpec m = ox_moe(512);
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     const Recipe *rs[1] = {&r};
@@ -480,7 +460,7 @@ static void test_mla_and_mtp(void)
  * anywhere else ([0, 2): 2 dense either way) would give the same bubble in both. */
 static void test_middle_stage_layers(void)
 {
-    ModelSpec m = moe_model();
+    ModelSpec m = ox_moe(512);
     m.layers = 6;
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", (1u << STATE_MASTER) | (1u << STATE_M) | (1u << STATE_V));
