@@ -40,6 +40,17 @@ static char *help_text(const char *head)
     return buf;
 }
 
+/* plan's help: the shared options, then the --unknown vocabulary from the planner's table. */
+static char *plan_help_text(void)
+{
+    char *buf = help_text(plan_help_head);
+    size_t n = strlen(buf), cap = 8192;
+    n += (size_t)snprintf(buf + n, cap - n, "--unknown names (each a saving some frameworks make):\n");
+    for (int i = 0; i < PLAN_UNK_COUNT_ && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "  %-17s %s\n", plan_unknowns[i].name, plan_unknowns[i].saving);
+    return buf;
+}
+
 static int emit(const char *cmd, Table *t, const CliOut *out)
 {
     if (!t) {
@@ -126,7 +137,7 @@ int cmd_plan(int argc, char **argv)
 {
     const char *cmd = "plan";
     PlanArgs a;
-    int rc = plan_args_parse(cmd, argc, argv, PO_RECIPE | PO_LAYOUT | PO_VIEW, help_text(plan_help_head), &a);
+    int rc = plan_args_parse(cmd, argc, argv, PO_RECIPE | PO_LAYOUT | PO_VIEW | PO_UNKNOWN, plan_help_text(), &a);
     if (rc) return rc < 0 ? 0 : rc;
     Catalog *cat;
     if ((rc = plan_catalog_load(cmd, a.catalog, &cat))) return rc;
@@ -149,8 +160,7 @@ int cmd_plan(int argc, char **argv)
         } else {
             Table *t = NULL;
             if (!a.view || !strcmp(a.view, "summary")) {
-                t = plan_summary_new(0);
-                if (t) plan_summary_row(t, p, 0);
+                t = plan_summary_table(p);
             } else if (!strcmp(a.view, "terms")) {
                 t = plan_terms_table(p);
             } else if (!strcmp(a.view, "collectives")) {

@@ -137,6 +137,25 @@ static Status note_mods(Cur *c, unsigned *out)
     return ST_OK;
 }
 
+/* "... unknown=fp8_weight_cache,attn_out ..." in the notes: the implementation choices the source leaves open
+ * (plan --unknown), planned at both ends; the list ends at a space, ';' or the end. Absent: none. */
+static Status note_unknown(Cur *c, unsigned *out)
+{
+    static const char key[] = "unknown=";
+    char list[160];
+    int got = note_value(c, key, " ;\t\n", list, sizeof list);
+    *out = 0;
+    if (got < 0) return cell_bad(c, "notes", "'%s' must be followed by a comma-separated list of choices", key);
+    size_t at, len;
+    if (got && plan_unknown_parse(list, out, &at, &len)) {
+        char known[160];
+        plan_unknown_format(PLAN_UNK_ALL_, known, sizeof known);
+        return cell_bad(c, "notes", "%s'%.60s': '%.*s' is not an implementation choice (known: %s)", key, list,
+                        (int)len, list + at, known);
+    }
+    return ST_OK;
+}
+
 /* "... overlap_ep=1 ..." in the notes: the fraction of a MoE layer's compute that hides its all-to-alls
  * (plan --overlap-ep), for a run whose recipe overlapped them (Megatron's --overlap-moe-expert-parallel-comm,
  * Megatron-Bridge's moe_a2a_overlap); absent: the stack's. -1 when absent. */
@@ -209,7 +228,8 @@ static Status parse_run(Cur *c, void *row)
     r->ep = r->etp = 1;
     if ((st = note_u32(c, "ep=", &r->ep)) || (st = note_u32(c, "etp=", &r->etp)) ||
         (st = note_mods(c, &r->recompute_mods)) || (st = note_overlap_ep(c, &r->overlap_ep)) ||
-        (st = note_u32(c, "dualpipe=", &r->dualpipe)) || (st = note_u32(c, "ep_comm_sms=", &r->ep_comm_sms)))
+        (st = note_unknown(c, &r->unknown)) || (st = note_u32(c, "dualpipe=", &r->dualpipe)) ||
+        (st = note_u32(c, "ep_comm_sms=", &r->ep_comm_sms)))
         return st;
     if (r->dualpipe > 1) return cell_bad(c, "notes", "'dualpipe=' must be 1 (DeepSeek-V3's DualPipe schedule)");
     r->custom_pp_layout = strstr(cell_text(c, "notes"), "pp_layout=custom") != NULL;
@@ -255,6 +275,7 @@ void measured_plan_input(const MeasuredRun *r, PlanInput *in)
     in->sharding = r->sharding;
     in->recompute = r->recompute;
     in->recompute_mods = r->recompute_mods;
+    in->mem_unknown = r->unknown;
     if (r->overlap_ep >= 0) in->overlap_ep = r->overlap_ep;
     in->dualpipe = r->dualpipe == 1, in->ep_comm_sms = r->ep_comm_sms;
     in->first_stage_layers = r->first;
