@@ -602,28 +602,38 @@ static void test_recompute_modules_refused(void)
  *   fp8_weight_cache: 512 weights a layer x 4 x 2 B = 4,096 (the cast QKV copy 192 x 2 = 384 stays below the
  *     loss too); with the stack's --fp8-weight-cache off the same 4,096 are the copies saved per layer and
  *     micro-batch (act_layer_fp8), which the saving drops as well.
- *   all three: 1,024 + 2,048 + 4,096 = 7,168. */
+ *   all three: 1,024 + 2,048 + 4,096 = 7,168.
+ *   Materialized attention keeps no BF16 output (nothing for attn_out; its fp32 d(probabilities) 16 x 2 x 16 x 4 B
+ *   = 2,048 grow the backward to 4,096 + 512 + 384, still below the loss): 4,096 + 0 + 2,048 = 6,144.
+ *   The BF16 recipe: no FP8 copy (nothing for fp8_weight_cache), the flash output is the out-projection's saved
+ *   input (nothing for attn_out), and dense_act keeps FC1's output in BF16 as it was and drops FC2's BF16 input,
+ *   16 x 16 x 2 = 512 a layer: 2,048. */
 static void test_unknown_band(void)
 {
     static const struct {
         int moe;      /* ox_moe(768), else ox_tiny(64, 16) */
         int cache;    /* the stack's fp8_weight_cache */
+        int bf16;     /* the BF16 recipe instead of the TE one */
+        int mat;      /* materialized attention */
         unsigned unk; /* --unknown */
         uint64_t each[PLAN_UNK_COUNT_], band;
     } rows[] = {
-        {1, 1, PLAN_UNK_ALL_, {2949120, 524288, 393216}, 3866624},
-        {1, 1, PLAN_UNK_ATTN_OUT, {0, 524288, 0}, 524288},
-        {1, 1, PLAN_UNK_DENSE_ACT | PLAN_UNK_FP8_WEIGHT_CACHE, {2949120, 0, 393216}, 3342336},
-        {0, 1, PLAN_UNK_ALL_, {4096, 1024, 2048}, 7168},
-        {0, 0, PLAN_UNK_FP8_WEIGHT_CACHE, {4096, 0, 0}, 4096},
-        {0, 1, 0, {0, 0, 0}, 0},
+        {1, 1, 0, 0, PLAN_UNK_ALL_, {2949120, 524288, 393216}, 3866624},
+        {1, 1, 0, 0, PLAN_UNK_ATTN_OUT, {0, 524288, 0}, 524288},
+        {1, 1, 0, 0, PLAN_UNK_DENSE_ACT | PLAN_UNK_FP8_WEIGHT_CACHE, {2949120, 0, 393216}, 3342336},
+        {0, 1, 0, 0, PLAN_UNK_ALL_, {4096, 1024, 2048}, 7168},
+        {0, 0, 0, 0, PLAN_UNK_FP8_WEIGHT_CACHE, {4096, 0, 0}, 4096},
+        {0, 1, 0, 1, PLAN_UNK_ALL_, {4096, 0, 2048}, 6144},
+        {0, 1, 1, 0, PLAN_UNK_ALL_, {0, 0, 2048}, 2048},
+        {0, 1, 0, 0, 0, {0, 0, 0}, 0},
     };
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         ModelSpec m = rows[i].moe ? ox_moe(768) : ox_tiny(64, 16);
         GpuSpec g = fx_gpu();
-        Recipe r = fx_te_recipe("te", 0);
+        Recipe r = rows[i].bf16 ? fx_bf16_recipe("bf16", 0) : fx_te_recipe("te", 0);
         PlanInput in = fx_input(&m, &g, &r);
         in.gbs = 1, in.frag_frac = 0, in.fp8_weight_cache = rows[i].cache, in.mem_unknown = rows[i].unk;
+        if (rows[i].mat) in.attn = ATTN_MATERIALIZED;
         Plan p, base;
         if (!build(&in, &p)) return;
         for (int k = 0; k < PLAN_UNK_COUNT_; k++)
