@@ -684,19 +684,20 @@ static void test_unknown_verdicts(void)
     uint64_t hi = p.total_bytes, lo = p.low_bytes;
     CHECK_EQ_U64(hi - lo, 3866624); /* test_unknown_band */
     static const struct {
-        int64_t cap_off; /* capacity = hi + cap_off (hi_side) or lo + cap_off */
+        int64_t cap_off; /* capacity = hi + cap_off (hi_side) or lo + cap_off; with frac 0.5 and cap_off 1:
+                            2 lo - 2 (limit lo - 1) */
         int hi_side;
         double frac;
         PlanVerdict want;
         int fits, may;
     } rows[] = {
         {0, 1, 1, PLAN_FITS, 1, 1}, {-1, 1, 1, PLAN_UNCERTAIN, 0, 1},   {0, 0, 1, PLAN_UNCERTAIN, 0, 1},
-        {-1, 0, 1, PLAN_OOM, 0, 0}, {1, 0, 0.5, PLAN_OVER_LIMIT, 0, 0},
-    };
+        {-1, 0, 1, PLAN_OOM, 0, 0}, {1, 0, 0.5, PLAN_OVER_LIMIT, 0, 0}, {0, 0, 0.5, PLAN_OVER_LIMIT, 0, 0},
+    }; /* the last: the low end exactly the capacity, above the limit (half of it): over the limit, not OOM */
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         uint64_t base = rows[i].hi_side ? hi : lo;
         g.hbm_bytes = (uint64_t)((int64_t)base + rows[i].cap_off);
-        if (rows[i].frac < 1) g.hbm_bytes = 2 * lo - 2; /* limit lo - 1, capacity above lo */
+        if (rows[i].frac < 1 && rows[i].cap_off) g.hbm_bytes = 2 * lo - 2; /* limit lo - 1, capacity above lo */
         in.max_mem_frac = rows[i].frac;
         if (!build(&in, &p)) return;
         CHECKF(p.verdict == rows[i].want, "row %zu: %s, expected %s", i, plan_verdict_name(p.verdict),
