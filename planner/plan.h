@@ -477,7 +477,8 @@ typedef struct {
     uint64_t reserved_bytes; /* alloc_bytes + the allocator's reserve */
     int fits;                /* total_bytes <= limit_bytes */
     /* open choices (in.mem_unknown): the band. total_bytes and the terms are the high end, every open saving off;
-     * low_bytes the total with all of them taken (its most-loaded stage low_stage, chosen again); unknown_bytes[i]
+     * low_bytes the total with all of them taken (its most-loaded stage low_stage, chosen again; never above
+     * total_bytes: a saving that would add bytes is taken as none); unknown_bytes[i]
      * what saving plan_unknowns[i] alone takes off total_bytes (0 when it is not open, or saves nothing here).
      * Without open choices low_bytes = total_bytes, low_stage = stage. Sweeps rank every plan whose low end fits
      * (plan_may_fit): an uncertain plan is ranked by its throughput beside the plans that fit, marked by verdict. */
