@@ -24,6 +24,8 @@ static const char plan_help_head[] =
     "  --model M  --gpu G  --recipe R     names from `fp8plan models`, `fp8plan gpus`, `fp8plan recipes`\n"
     "  --view summary|terms|collectives|time   rows for csv/json output (summary)\n";
 
+enum { PLAN_MASK = PO_RECIPE | PO_LAYOUT | PO_VIEW | PO_UNKNOWN }; /* the options plan takes */
+
 static const char compare_help_head[] =
     "usage: fp8plan compare --model M --gpu G --recipes R1,R2,... [layout options] [--format F] [-o FILE]\n"
     "\n"
@@ -33,10 +35,23 @@ static const char compare_help_head[] =
     "\n"
     "  --recipes R1,R2,...   two to sixteen recipe names\n";
 
-static char *help_text(const char *head)
+/* The head and the shared options the command takes (mask: PO_*). */
+static char *help_text(const char *head, unsigned mask)
 {
     static char buf[8192];
-    snprintf(buf, sizeof buf, "%s\n%s", head, plan_layout_help);
+    char opts[6144];
+    snprintf(buf, sizeof buf, "%s\n%s", head, plan_options_help(mask, opts, sizeof opts));
+    return buf;
+}
+
+/* plan's help: the shared options, then the --unknown vocabulary from the planner's table. */
+static char *plan_help_text(void)
+{
+    char *buf = help_text(plan_help_head, PLAN_MASK);
+    size_t n = strlen(buf), cap = 8192;
+    n += (size_t)snprintf(buf + n, cap - n, "--unknown names (each a saving some frameworks make):\n");
+    for (int i = 0; i < PLAN_UNK_COUNT_ && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "  %-17s %s\n", plan_unknowns[i].name, plan_unknowns[i].saving);
     return buf;
 }
 
@@ -126,7 +141,7 @@ int cmd_plan(int argc, char **argv)
 {
     const char *cmd = "plan";
     PlanArgs a;
-    int rc = plan_args_parse(cmd, argc, argv, PO_RECIPE | PO_LAYOUT | PO_VIEW, help_text(plan_help_head), &a);
+    int rc = plan_args_parse(cmd, argc, argv, PLAN_MASK, plan_help_text(), &a);
     if (rc) return rc < 0 ? 0 : rc;
     Catalog *cat;
     if ((rc = plan_catalog_load(cmd, a.catalog, &cat))) return rc;
@@ -149,8 +164,7 @@ int cmd_plan(int argc, char **argv)
         } else {
             Table *t = NULL;
             if (!a.view || !strcmp(a.view, "summary")) {
-                t = plan_summary_new(0);
-                if (t) plan_summary_row(t, p, 0);
+                t = plan_summary_table(p);
             } else if (!strcmp(a.view, "terms")) {
                 t = plan_terms_table(p);
             } else if (!strcmp(a.view, "collectives")) {
@@ -170,7 +184,8 @@ int cmd_compare(int argc, char **argv)
 {
     const char *cmd = "compare";
     PlanArgs a;
-    int rc = plan_args_parse(cmd, argc, argv, PO_RECIPES | PO_LAYOUT, help_text(compare_help_head), &a);
+    int rc = plan_args_parse(cmd, argc, argv, PO_RECIPES | PO_LAYOUT,
+                             help_text(compare_help_head, PO_RECIPES | PO_LAYOUT), &a);
     if (rc) return rc < 0 ? 0 : rc;
     if (!a.recipes) return cli_usage(cmd, "--recipes is required (e.g. --recipes megatron-bf16,te-fp8,fp8lm)");
     Catalog *cat;

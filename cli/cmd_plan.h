@@ -40,6 +40,7 @@ enum {
     PO_LAYOUT = 1 << 2,  /* --tp --pp --vpp --cp --dp --mbs --gbs --dist-opt --zero --recompute */
     PO_SWEEP = 1 << 3,   /* --top K, --stacks L, --per-recipe, --all; --gpus N becomes required */
     PO_VIEW = 1 << 4,    /* --view */
+    PO_UNKNOWN = 1 << 5, /* --unknown LIST (plan) */
 };
 
 /* Stack-backed fields the command line set explicitly (they win over the stack's row). */

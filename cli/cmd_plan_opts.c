@@ -52,6 +52,9 @@ const char plan_layout_help[] =
     "                     switches on the stack's optional TP overlap: TE userbuffers, torchtitan's async TP)\n"
     "memory limit:\n"
     "  --max-mem-frac F   a plan fits when it needs at most F of the GPU's memory (0.95)\n"
+    "  --unknown LIST     implementation choices your sources leave open (plan only; names below): the\n"
+    "                     terms are built without their savings, a low end with them; UNCERTAIN when only\n"
+    "                     the low end fits; none\n"
     "overheads and efficiencies:\n"
     "  --context BYTES    CUDA context (536870912)\n"
     "  --workspace BYTES  cuBLASLt workspace (33554432)\n"
@@ -132,6 +135,7 @@ enum {
     O_DUALPIPE,
     O_RC_MODS,
     O_GRAPH_SCOPE,
+    O_UNKNOWN,
 };
 
 static const struct option longopts[] = {
@@ -198,6 +202,7 @@ static const struct option longopts[] = {
     {"dualpipe", no_argument, NULL, O_DUALPIPE},
     {"recompute-modules", required_argument, NULL, O_RC_MODS},
     {"cuda-graph-scope", required_argument, NULL, O_GRAPH_SCOPE},
+    {"unknown", required_argument, NULL, O_UNKNOWN},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -228,6 +233,7 @@ static unsigned option_mask(int opt)
     case O_ALL:
     case O_STACKS: return PO_SWEEP;
     case O_VIEW: return PO_VIEW;
+    case O_UNKNOWN: return PO_UNKNOWN;
     default: return 0; /* always accepted */
     }
 }
@@ -315,6 +321,18 @@ static int get_eff(const char *cmd, int opt, const char *arg, int model_zero, do
 }
 
 static uint32_t in_or_1(uint32_t v) { return v ? v : 1; }
+
+/* --unknown "attn_out,dense_act" -> PLAN_UNK_* bits ("none" = 0): the planner's vocabulary. */
+static int unknown_list(const char *cmd, const char *arg, unsigned *out)
+{
+    size_t at = 0, len = 0;
+    if (!plan_unknown_parse(arg, out, &at, &len)) return 0;
+    char known[160];
+    plan_unknown_format(PLAN_UNK_ALL_, known, sizeof known);
+    if (!len) return cli_usage(cmd, "--unknown '%s': an empty name (known: %s, or none)", arg, known);
+    return cli_usage(cmd, "--unknown: '%.*s' is not an implementation choice the planner knows (known: %s, or none)",
+                     (int)len, arg + at, known);
+}
 
 int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a)
 {
@@ -464,6 +482,7 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
                 rc = get_frac(cmd, c, arg, 1, &in->overlap_dp);
             a->given |= PG_OV_DP;
             break;
+        case O_UNKNOWN: rc = unknown_list(cmd, arg, &in->mem_unknown); break;
         case O_EP: rc = get_u32(cmd, c, arg, &in->ep), a->layout_given[8] = 1; break;
         case O_ETP: rc = get_u32(cmd, c, arg, &in->etp), a->layout_given[9] = 1; break;
         case O_OV_EP: rc = get_frac(cmd, c, arg, 1, &in->overlap_ep), a->given |= PG_OV_EP; break;

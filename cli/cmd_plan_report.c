@@ -208,12 +208,19 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
                 100 * sum->all.mae, sum->all.n, 100 * sum->dev.mae, sum->dev.n, 100 * sum->holdout.mae, sum->holdout.n,
                 100 * sum->table5.mae, 100 * sum->mem_traced.mae, 100 * sum->mem_traced_max, sum->mem_traced.n,
                 sum->false_oom, sum->over_limit, sum->unplanned);
+            if (sum->uncertain) /* dense runs whose notes leave choices open (unknown=) */
+                table_put_prose(stdout,
+                                "uncertain %d (dense runs that fit only if savings their sources leave open "
+                                "hold)\n",
+                                sum->uncertain);
             if (sum->moe.n) /* runs of models with experts, apart from the dense figures above */
                 table_put_prose(stdout,
                                 "mixture of experts: throughput MAE %.1f %% (bias %+.1f %%) over %d runs (dev %.1f %% "
-                                "over %d, hold-out %.1f %% over %d); false OOMs %d\n",
+                                "over %d, hold-out %.1f %% over %d); false OOMs %d; uncertain %d (fit only if "
+                                "savings their sources leave open hold)\n",
                                 100 * sum->moe.mae, 100 * sum->moe.bias, sum->moe.n, 100 * sum->moe_dev.mae,
-                                sum->moe_dev.n, 100 * sum->moe_holdout.mae, sum->moe_holdout.n, sum->moe_false_oom);
+                                sum->moe_dev.n, 100 * sum->moe_holdout.mae, sum->moe_holdout.n, sum->moe_false_oom,
+                                sum->moe_uncertain);
             if (pall.n)
                 table_put_prose(stdout,
                                 "FP8 over BF16: planned speed-up error MAE %.1f %% (bias %+.1f %%) over %d pairs (dev "

@@ -56,7 +56,8 @@ int report_html(int argc, char **argv)
 {
     const char *cmd = "report html";
     static char help[12288];
-    snprintf(help, sizeof help, "%s\n%s", help_head, plan_layout_help);
+    char opts[6144];
+    snprintf(help, sizeof help, "%s\n%s", help_head, plan_options_help(PO_RECIPES | PO_LAYOUT, opts, sizeof opts));
     char **pargv = calloc((size_t)argc + 8, sizeof *pargv);
     if (!pargv) return cli_fail(cmd, &(Err){ST_NOMEM, "out of memory"});
     int pargc = 0, rc;

@@ -52,7 +52,9 @@ static const char tui_help_head[] =
 static char *help_text(void)
 {
     static char buf[12288];
-    snprintf(buf, sizeof buf, "%s\nplan options (as fp8plan plan):\n%s", tui_help_head, plan_layout_help);
+    char opts[6144];
+    snprintf(buf, sizeof buf, "%s\nplan options (as fp8plan plan):\n%s", tui_help_head,
+             plan_options_help(PO_RECIPE | PO_LAYOUT, opts, sizeof opts));
     return buf;
 }
 

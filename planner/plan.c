@@ -205,7 +205,8 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
         bad_frac(in->overlap_dp) || bad_frac(in->overlap_pp) || bad_frac(in->overlap_cp) ||
         !(in->launch_s >= 0 && in->launch_s < 1) || (unsigned)in->attn >= ATTN_COUNT_ ||
         (unsigned)in->main_grad >= MAIN_GRAD_COUNT_ || (unsigned)in->fusion >= FUSE_COUNT_ ||
-        (unsigned)in->recompute >= RECOMPUTE_COUNT_ || (unsigned)in->sharding >= SHARD_COUNT_) {
+        (unsigned)in->recompute >= RECOMPUTE_COUNT_ || (unsigned)in->sharding >= SHARD_COUNT_ ||
+        ((in->mem_savings | in->mem_unknown) & ~(unsigned)PLAN_UNK_ALL_)) {
         err_set(e, ST_USAGE,
                 "efficiencies must be in [0.001, 1] (GEMM and attention ones may be 0: the model's), overlaps and "
                 "the allocator reserve fractions in [0, 1], the memory limit in (0, 1], the launch floor in [0, 1) s");
@@ -402,6 +403,61 @@ static const char *nonfinite_figure(const Plan *p)
     return NULL;
 }
 
+/* The memory of the most-loaded stage (or of the stage asked for) into one of sm[0..4): returns it, *stage its
+ * index. Stage 0, the last stage and, where they can hold more, a middle one and the last middle one. */
+static const StageMem *stage_memory(const PlanInput *in, const Geo *g, Ck *ck, StageMem sm[4], uint32_t *stage)
+{
+    LayerAct la;
+    plan_layer_act(in, g, ck, &la);
+    plan_memory(in, g, &la, 0, &sm[0], ck, 0);
+    const StageMem *pick = &sm[0];
+    *stage = 0;
+    int uneven = g->Lf != g->Lm || g->Ll != g->Lm;
+    if (g->pp > 1) {
+        sm[1] = sm[0];
+        plan_memory(in, g, &la, (uint32_t)(g->pp - 1), &sm[1], ck, !uneven && !g->x.on);
+        if (sm[1].total > pick->total) pick = &sm[1], *stage = (uint32_t)(g->pp - 1);
+    }
+    if (g->pp > 2 && (uneven || g->x.on)) { /* a middle stage can hold more layers (or more MoE layers) than the ends */
+        plan_memory(in, g, &la, 1, &sm[2], ck, 0);
+        if (sm[2].total > pick->total) pick = &sm[2], *stage = 1;
+    }
+    /* the last middle stage: the first to hold only MoE layers when the first layers are dense */
+    if (g->x.on && g->pp > 3) {
+        plan_memory(in, g, &la, (uint32_t)(g->pp - 2), &sm[3], ck, 0);
+        if (sm[3].total > pick->total) pick = &sm[3], *stage = (uint32_t)(g->pp - 2);
+    }
+    if (in->stage_view) { /* the stage asked for, whatever its load */
+        *stage = in->stage_view - 1;
+        plan_memory(in, g, &la, *stage, &sm[3], ck, 0);
+        pick = &sm[3];
+    }
+    return pick;
+}
+
+/* The band of the open choices (in->mem_unknown less what mem_savings takes already): the low end with every
+ * one taken, and what each alone takes off the high end's total. */
+static void memory_band(const PlanInput *in, const Geo *g, Ck *ck, Plan *p)
+{
+    unsigned open = in->mem_unknown & ~in->mem_savings;
+    p->low_bytes = p->total_bytes, p->low_stage = p->stage;
+    memset(p->unknown_bytes, 0, sizeof p->unknown_bytes);
+    if (!open) return;
+    StageMem sm[4];
+    PlanInput v = *in;
+    v.mem_savings |= open;
+    const StageMem *lo = stage_memory(&v, g, ck, sm, &p->low_stage);
+    p->low_bytes = lo->total < p->total_bytes ? lo->total : p->total_bytes;
+    for (int i = 0; i < PLAN_UNK_COUNT_; i++) {
+        if (!(open & plan_unknowns[i].bit)) continue;
+        uint32_t st;
+        v = *in;
+        v.mem_savings |= plan_unknowns[i].bit;
+        uint64_t t = stage_memory(&v, g, ck, sm, &st)->total;
+        p->unknown_bytes[i] = p->total_bytes > t ? p->total_bytes - t : 0;
+    }
+}
+
 static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_first)
 {
     uint64_t seq = resolve_seq(in), gbs = resolve_gbs(in, seq);
@@ -409,32 +465,9 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_fi
     plan_geo(in, seq, gbs, &g);
     Ck ck = {0};
 
-    LayerAct la;
-    plan_layer_act(in, &g, &ck, &la);
-    StageMem s0, sl, sm;
-    plan_memory(in, &g, &la, 0, &s0, &ck, 0);
-    const StageMem *pick = &s0;
-    uint32_t stage = 0;
-    int uneven = g.Lf != g.Lm || g.Ll != g.Lm;
-    if (g.pp > 1) {
-        sl = s0;
-        plan_memory(in, &g, &la, (uint32_t)(g.pp - 1), &sl, &ck, !uneven && !g.x.on);
-        if (sl.total > s0.total) pick = &sl, stage = (uint32_t)(g.pp - 1);
-    }
-    if (g.pp > 2 && (uneven || g.x.on)) { /* a middle stage can hold more layers (or more MoE layers) than the ends */
-        plan_memory(in, &g, &la, 1, &sm, &ck, 0);
-        if (sm.total > pick->total) pick = &sm, stage = 1;
-    }
-    StageMem sx; /* the last middle stage: the first to hold only MoE layers when the first layers are dense */
-    if (g.x.on && g.pp > 3) {
-        plan_memory(in, &g, &la, (uint32_t)(g.pp - 2), &sx, &ck, 0);
-        if (sx.total > pick->total) pick = &sx, stage = (uint32_t)(g.pp - 2);
-    }
-    if (in->stage_view) { /* the stage asked for, whatever its load */
-        stage = in->stage_view - 1;
-        plan_memory(in, &g, &la, stage, &sx, &ck, 0);
-        pick = &sx;
-    }
+    StageMem sm[4];
+    uint32_t stage;
+    const StageMem *pick = stage_memory(in, &g, &ck, sm, &stage);
     if (ck.ovf) {
         *why = REJECT_OVERFLOW;
         return ST_OVERFLOW;
@@ -459,13 +492,22 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_fi
     double lim = (double)p->capacity_bytes * in->max_mem_frac;
     p->limit_bytes = lim >= (double)p->capacity_bytes ? p->capacity_bytes : (uint64_t)lim;
     p->fits = p->total_bytes <= p->limit_bytes;
+    memory_band(in, &g, &ck, p);
+    if (ck.ovf) {
+        *why = REJECT_OVERFLOW;
+        return ST_OVERFLOW;
+    }
+    p->verdict = p->fits                            ? PLAN_FITS
+                 : p->low_bytes <= p->limit_bytes   ? PLAN_UNCERTAIN
+                 : p->low_bytes > p->capacity_bytes ? PLAN_OOM
+                                                    : PLAN_OVER_LIMIT;
     p->reserved_bytes = p->total_bytes - p->mem[MT_CUDA_CONTEXT].bytes - p->mem[MT_COMM_BUFFER].bytes;
     p->alloc_bytes = p->reserved_bytes - p->mem[MT_FRAGMENTATION].bytes;
     p->params_gpu = pick->params;
     p->params_gemm_gpu = pick->params_gemm;
     p->params_expert_gpu = pick->params_expert;
     p->linear_tensors = LIN_COUNT * p->stage_layers;
-    if (memory_first && !p->fits) { /* plan_build_memory_first: the rest only for a plan that fits */
+    if (memory_first && !plan_may_fit(p)) { /* plan_build_memory_first: the rest only for a plan that may fit */
         *why = REJECT_NONE;
         return ST_OK;
     }

@@ -120,6 +120,42 @@ enum {
     GRAPH_SCOPE_COUNT_ = 4,
     GRAPH_SCOPE_ALL_ = (1u << GRAPH_SCOPE_COUNT_) - 1
 };
+/* Implementation choices a plan's sources may leave open (plan --unknown; the vocabulary is plan_unknowns, one
+ * table in plan_names.c). Each is a memory saving some training frameworks make and others do not:
+ *   fp8_weight_cache  no FP8 weight copy is held: each FP8 GEMM casts its weight operand from the working weight
+ *                     when it runs (forward, and again for the backward's transposed use), instead of caching
+ *                     the row-wise and column-wise copies for the step (or, --fp8-weight-cache off, saving them
+ *                     with every micro-batch's activations); one layer's largest linear's copies stay in the
+ *                     transient while its GEMM runs. Nothing changes under ZeRO-3 (its copies are per-layer
+ *                     transients already) or for a recipe without FP8 copies;
+ *   attn_out          the attention backward reads the out-projection's saved FP8 input (DeepSeek-V3 3.3.3:
+ *                     E5M6) instead of a BF16 attention output kept beside it (flash attention with FP8-saved
+ *                     inputs; with high-precision saved inputs the two are one tensor already);
+ *   dense_act         the dense layers' FFN keeps its activation input (FC1's output) in the saved-input dtype
+ *                     and rebuilds the activation output in backward, as --recompute-modules moe_act does for
+ *                     the routed experts: FC2's input is not kept, one layer's rebuilt FC2 input [tok, F/tp]
+ *                     BF16 joins the transient (a shared expert's FFN is left as it is).
+ * They change memory only: a plan's time is the one built without the open ones. */
+enum {
+    PLAN_UNK_FP8_WEIGHT_CACHE = 1u << 0,
+    PLAN_UNK_ATTN_OUT = 1u << 1,
+    PLAN_UNK_DENSE_ACT = 1u << 2,
+    PLAN_UNK_COUNT_ = 3,
+    PLAN_UNK_ALL_ = (1u << PLAN_UNK_COUNT_) - 1
+};
+typedef struct {
+    const char *name;   /* as --unknown and measured.csv's unknown= spell it */
+    unsigned bit;       /* PLAN_UNK_* */
+    const char *saving; /* what the saving does, one line */
+} PlanUnknown;
+/* The vocabulary, in bit order (plan_unknowns[i].bit == 1u << i). */
+extern const PlanUnknown plan_unknowns[PLAN_UNK_COUNT_];
+/* "attn_out,dense_act" -> PLAN_UNK_* bits; "none" -> 0. -1 on an unknown or empty name, with its offset in
+ * *bad_at (its length in *bad_len). */
+int plan_unknown_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len);
+/* The bits as a comma-separated list in bit order ("none" for 0), into buf[0..n). */
+void plan_unknown_format(unsigned bits, char *buf, size_t n);
+
 /* Which training states are sharded over the DP x CP group. */
 typedef enum {
     SHARD_NONE = 0, /* plain data parallel: every state replicated */
@@ -171,6 +207,11 @@ typedef struct {
                              all-to-alls hidden behind the paired chunk (plan_moe_time.c) */
     unsigned recompute_mods; /* RECOMPUTE_MOD_* bits: modules recomputed in backward on top of `recompute` */
     unsigned graph_scope;    /* GRAPH_* bits: the parts of the layers captured as CUDA graphs (0: none) */
+
+    /* implementation choices (PLAN_UNK_* bits, above): mem_savings are taken as facts (the terms are built with
+     * them); mem_unknown are open: the terms are built without them (the high end) and plan_build adds the
+     * low end with them taken (Plan.low_bytes, Plan.verdict). 0 and 0: the plan as before they existed. */
+    unsigned mem_savings, mem_unknown;
 
     /* the software stack (planner/stack.h): plan_input_use_stack() copies a row into the fields below */
     const StackSpec *stack; /* NULL: none applied (the neutral defaults of plan_input_defaults) */
@@ -418,6 +459,19 @@ const char *advice_text(AdviceId a);
 
 /* ---- the plan ----------------------------------------------------------------- */
 
+/* A plan's memory verdict. Without open choices (in.mem_unknown) the low end is the total, so a plan is FITS,
+ * OVER_LIMIT or OOM exactly as its total says. */
+typedef enum {
+    PLAN_FITS = 0,   /* total_bytes (the high end) within limit_bytes */
+    PLAN_UNCERTAIN,  /* the high end above the limit, the low end within it: it fits if the open savings that
+                        hold take at least total_bytes - limit_bytes off the total */
+    PLAN_OVER_LIMIT, /* the low end above the limit, within capacity */
+    PLAN_OOM,        /* the low end above capacity */
+    PLAN_VERDICT_COUNT_
+} PlanVerdict;
+/* "FITS", "UNCERTAIN", "OVER LIMIT", "OOM". */
+const char *plan_verdict_name(PlanVerdict v);
+
 typedef struct {
     PlanInput in;    /* copy of the input, gbs and seq resolved */
     int gbs_default; /* the input's gbs was 0: in.gbs is the default, about 2M tokens */
@@ -440,6 +494,16 @@ typedef struct {
     uint64_t alloc_bytes;    /* what the caching allocator hands out (states, copies, scales, activations, workspace) */
     uint64_t reserved_bytes; /* alloc_bytes + the allocator's reserve */
     int fits;                /* total_bytes <= limit_bytes */
+    /* open choices (in.mem_unknown): the band. total_bytes and the terms are the high end, every open saving off;
+     * low_bytes the total with all of them taken (its most-loaded stage low_stage, chosen again; never above
+     * total_bytes: a saving that would add bytes is taken as none); unknown_bytes[i]
+     * what saving plan_unknowns[i] alone takes off total_bytes (0 when it is not open, or saves nothing here).
+     * Without open choices low_bytes = total_bytes, low_stage = stage. Sweeps rank every plan whose low end fits
+     * (plan_may_fit): an uncertain plan is ranked by its throughput beside the plans that fit, marked by verdict. */
+    uint64_t low_bytes;
+    uint32_t low_stage;
+    uint64_t unknown_bytes[PLAN_UNK_COUNT_];
+    PlanVerdict verdict;
 
     Collective coll[CO_COUNT_];
     uint64_t dp_comm_bytes, tp_comm_bytes, pp_comm_bytes, cp_comm_bytes;
@@ -505,7 +569,10 @@ Status plan_build(const PlanInput *in, Plan *out, Err *e);
 /* Same, reporting the reject reason instead of a message (used by sweeps). */
 Status plan_build_fast(const PlanInput *in, Plan *out, PlanReject *why);
 
-/* As plan_build_fast, but a plan that does not fit (out->fits 0) stops after its memory: its memory
+/* 1 when the plan fits at its low end: FITS or UNCERTAIN. */
+static inline int plan_may_fit(const Plan *p) { return p->verdict == PLAN_FITS || p->verdict == PLAN_UNCERTAIN; }
+
+/* As plan_build_fast, but a plan that cannot fit (plan_may_fit 0) stops after its memory: its memory
  * terms, totals, limit and layout are filled, its collectives, time, rates and advice are not (left
  * unspecified), and a collective byte count or time figure that would overflow is not detected. A plan
  * that fits is complete. For sweeps, where most layouts of a large model do not fit. */

@@ -38,9 +38,9 @@ void plan_advise(const PlanInput *in, Plan *p)
 {
     const Recipe *r = in->recipe;
     uint32_t m = 0;
-    if (p->total_bytes > p->capacity_bytes)
+    if (p->verdict == PLAN_OOM) /* an uncertain plan says so in its verdict, not as an OOM or headroom line */
         m |= 1u << ADV_OOM;
-    else if (!p->fits)
+    else if (p->verdict == PLAN_OVER_LIMIT)
         m |= 1u << ADV_HEADROOM;
     int fp8 = recipe_fp8_gemm(r);
     if (fp8) {

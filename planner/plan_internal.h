@@ -181,7 +181,15 @@ void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a);
  * inputs; F_t = 0: the norm only). */
 void plan_saved_input(const Recipe *rc, Ck *ck, uint64_t rows, uint64_t cols, LayerAct *a, uint64_t *hp);
 void plan_attn_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a);
-void plan_ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, LayerAct *a);
+void plan_ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, int dense, LayerAct *a);
+/* The open implementation choices (plan.h PLAN_UNK_*) as the memory terms apply them, when in->mem_savings takes
+ * them: is the BF16 attention output dropped (attn_out, FP8-saved inputs only); are FP8 weight copies held, cached
+ * or saved per micro-batch (not under ZeRO-3, not with the fp8_weight_cache saving); bytes per parameter of the
+ * copies one linear's GEMM casts while it runs (the fp8_weight_cache saving; 0 otherwise). dense (plan_ffn_act):
+ * a dense layer's FFN, which the dense_act saving changes (a shared expert's FFN: 0). */
+int plan_attn_out_dropped(const PlanInput *in);
+int plan_fp8_copies_held(const PlanInput *in);
+uint64_t plan_fp8_cast_bytes_per_param(const PlanInput *in);
 void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *la, uint32_t stage, StageMem *sm, Ck *ck,
                  int reuse);
 /* Category sums, the allocator's reserve and the total of a stage whose terms are all written. */

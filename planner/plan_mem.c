@@ -145,9 +145,9 @@ static void attn_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
     int flash = in->attn != ATTN_MATERIALIZED;
     uint64_t hp = norm_act(in, g, ck, tok_r);
     hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_t + 2 * g->kv_t, 2));
-    if (flash) hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_t, 2));                     /* output kept by flash backward */
-    saved_input(rc, ck, tok_r, g->h, a, &hp);                                        /* QKV input */
-    if (dt_fp8(rc->saved_input) || !flash) saved_input(rc, ck, tok, g->q_t, a, &hp); /* proj input */
+    if (flash && !plan_attn_out_dropped(in)) hp = ck_add(ck, hp, ck_mul3(ck, tok, g->q_t, 2)); /* kept by flash bwd */
+    saved_input(rc, ck, tok_r, g->h, a, &hp);                                                  /* QKV input */
+    if (dt_fp8(rc->saved_input) || !flash) saved_input(rc, ck, tok, g->q_t, a, &hp);           /* proj input */
     a->hp = ck_add(ck, a->hp, hp);
     if (flash)
         a->attn = ck_mul3(ck, tok, ht, 4);
@@ -156,12 +156,15 @@ static void attn_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
     if (in->dropout) a->mask = ck_add(ck, a->mask, ck_mul(ck, tok_r, g->h));
 }
 
-static void ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, LayerAct *a)
+static void ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, int dense, LayerAct *a)
 {
     const Recipe *rc = in->recipe;
     uint64_t tok = g->tok, tok_r = g->tok_r;
     uint64_t hp = norm_act(in, g, ck, tok_r);
-    if (F_t) {
+    if (F_t && dense && (in->mem_savings & PLAN_UNK_DENSE_ACT)) {
+        saved_input(rc, ck, tok, g->k * F_t, a, &hp); /* FC1 output, kept as a GEMM input is; FC2's is rebuilt */
+        saved_input(rc, ck, tok_r, g->h, a, &hp);     /* FC1 input */
+    } else if (F_t) {
         hp = ck_add(ck, hp, ck_mul3(ck, tok, g->k * F_t, 2));
         if (g->k == 2 && !in->fused_swiglu) hp = ck_add(ck, hp, ck_mul3(ck, tok, F_t, 2)); /* silu(gate) kept too */
         saved_input(rc, ck, tok_r, g->h, a, &hp);                                          /* FC1 input */
@@ -176,7 +179,26 @@ void plan_saved_input(const Recipe *rc, Ck *ck, uint64_t rows, uint64_t cols, La
     saved_input(rc, ck, rows, cols, a, hp);
 }
 void plan_attn_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a) { attn_act(in, g, ck, a); }
-void plan_ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, LayerAct *a) { ffn_act(in, g, ck, F_t, a); }
+void plan_ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, int dense, LayerAct *a)
+{
+    ffn_act(in, g, ck, F_t, dense, a);
+}
+
+int plan_attn_out_dropped(const PlanInput *in)
+{
+    return (in->mem_savings & PLAN_UNK_ATTN_OUT) && dt_fp8(in->recipe->saved_input);
+}
+
+int plan_fp8_copies_held(const PlanInput *in)
+{
+    return in->sharding != SHARD_ZERO3 && !(in->mem_savings & PLAN_UNK_FP8_WEIGHT_CACHE);
+}
+
+uint64_t plan_fp8_cast_bytes_per_param(const PlanInput *in)
+{
+    if (in->sharding == SHARD_ZERO3 || !(in->mem_savings & PLAN_UNK_FP8_WEIGHT_CACHE)) return 0;
+    return recipe_fp8_copy_bytes_per_param(in->recipe);
+}
 
 /* Per layer and micro-batch activation bytes for recompute none/selective. */
 void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
@@ -186,7 +208,7 @@ void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
     memset(a, 0, sizeof *a);
     a->input = ck_mul3(ck, g->tok_r, h, 2);
     attn_act(in, g, ck, a);
-    ffn_act(in, g, ck, g->F_t, a);
+    ffn_act(in, g, ck, g->F_t, 1, a);
     /* op-level recompute (torchtitan _save_list policy): the layer input, the outputs of the 1st, 3rd, 5th
      * (and 7th) matmul of the layer — Q, V, FC1's gate (w1), and w2's output with SwiGLU (7 matmuls) — and
      * the attention output with its fp32 log-sum-exp; everything else is recomputed in backward. */
@@ -195,7 +217,7 @@ void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
     op = ck_add(ck, op, ck_mul3(ck, tok, g->F_t, 2));
     if (g->k == 2) op = ck_add(ck, op, ck_mul3(ck, tok, h, 2));
     a->op = op;
-    if (!in->fp8_weight_cache && in->sharding != SHARD_ZERO3)
+    if (!in->fp8_weight_cache && plan_fp8_copies_held(in))
         a->wcopy = ck_mul(ck, g->gemm_layer, recipe_fp8_copy_bytes_per_param(rc));
 }
 
@@ -259,7 +281,7 @@ static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck
                      MT_OPTIM_V_GEMM);
     /* ---- FP8 copies (per-layer transients under ZeRO-3) ---- */
     /* without caching (in->fp8_weight_cache 0) the copies are cast per micro-batch and saved with the activations */
-    int keep = !zero3 && in->fp8_weight_cache;
+    int keep = !zero3 && in->fp8_weight_cache && plan_fp8_copies_held(in);
     uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (rc->fp8_col != DT_NONE && keep) ? gemm : 0;
     plan_term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1, 1);
     plan_term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1, 1);
@@ -385,12 +407,17 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
         bwd = ck_add(ck, bwd, ck_add(ck, la.hp, la.fp8));
     if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 */
         bwd = ck_add(ck, bwd, ck_mul(ck, ck_mul3(ck, g->tok, g->heads / g->tp, g->seq), 4));
-    if (dtype_is_fp8(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) { /* a weight gradient in fp32 before its cast */
-        uint64_t lmax = 0;
+    int f8grad = dtype_is_fp8(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]));
+    uint64_t cast = plan_fp8_cast_bytes_per_param(in);
+    if (f8grad || cast) {
+        uint64_t lmax = 0; /* the largest linear weight of a layer */
         for (int i = 0; i < LIN_COUNT; i++)
             if (ck_mul(ck, g->lin_rows[i], g->lin_cols[i]) > lmax) lmax = g->lin_rows[i] * g->lin_cols[i];
-        bwd = ck_add(ck, bwd, ck_mul(ck, lmax, 4));
+        if (f8grad) bwd = ck_add(ck, bwd, ck_mul(ck, lmax, 4)); /* a weight gradient in fp32 before its cast */
+        bwd = ck_add(ck, bwd, ck_mul(ck, lmax, cast));          /* its FP8 copies, cast for the GEMM running */
     }
+    if ((in->mem_savings & PLAN_UNK_DENSE_ACT) && in->recompute != RECOMPUTE_FULL && in->recompute != RECOMPUTE_OP)
+        bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->F_t, 2)); /* FC2's input, rebuilt for its backward */
     if (zero3) {
         /* FSDP: a layer's gathered weights (the compute dtype: BF16 when the master is the state), its FP8
          * copies, and its unsharded gradient with the reduce-scatter input in the reduction dtype; for the

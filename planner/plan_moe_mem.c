@@ -76,8 +76,9 @@ static void mla_act(const PlanInput *in, const Geo *g, Ck *ck, int ln, LayerAct 
     hp = ck_add(ck, hp, ck_add(ck, ck_mul3(ck, tok, kl, 2), ck_mul(ck, tok, stat)));
     plan_saved_input(rc, ck, tok, kl, a, &hp); /* kv_up input */
     if (!(in->recompute_mods & RECOMPUTE_MOD_MLA_UP))
-        hp = ck_add(ck, hp, ck_mul3(ck, ck_mul(ck, tok, ht), 2 * x->dqk + x->dv, 2));         /* Q, K, V */
-    if (flash) hp = ck_add(ck, hp, ck_mul3(ck, ck_mul(ck, tok, ht), x->dv, 2));               /* attention output */
+        hp = ck_add(ck, hp, ck_mul3(ck, ck_mul(ck, tok, ht), 2 * x->dqk + x->dv, 2)); /* Q, K, V */
+    if (flash && !plan_attn_out_dropped(in))
+        hp = ck_add(ck, hp, ck_mul3(ck, ck_mul(ck, tok, ht), x->dv, 2));                      /* output */
     if (dt_fp8(rc->saved_input) || !flash) plan_saved_input(rc, ck, tok, ht * x->dv, a, &hp); /* out-proj input */
     a->hp = ck_add(ck, a->hp, hp);
     a->attn = flash ? ck_mul3(ck, tok, ht, 4) : ck_mul(ck, ck_mul3(ck, tok, ht, g->seq), in->dropout ? 5 : 2);
@@ -130,9 +131,9 @@ static void ffn_part(const PlanInput *in, const Geo *g, Ck *ck, int k, unsigned 
     uint64_t nout = ck_mul3(ck, g->tok_r, g->h, 2),
              sib = f8 ? 0 : ck_mul3(ck, g->tok_r, g->h, dt_bytes(rc->saved_input));
     LayerAct full = {0}, norm = {0};
-    plan_ffn_act(in, g, ck, k == XK_DENSE ? g->F_t : x->Fs_t, &full);
+    plan_ffn_act(in, g, ck, k == XK_DENSE ? g->F_t : x->Fs_t, k == XK_DENSE, &full);
     if (k == XK_MOE && x->E) full.moe = routed_act(in, g, ck, 0);
-    plan_ffn_act(in, g, ck, 0, &norm); /* norm2's saved input and statistics (and a dropout mask) */
+    plan_ffn_act(in, g, ck, 0, 0, &norm); /* norm2's saved input and statistics (and a dropout mask) */
     *f = full;
     if (k == XK_MOE && x->E) f->moe = routed_act(in, g, ck, ln);
     if (k == XK_DENSE && (mods & RECOMPUTE_MOD_MLP)) {
@@ -172,7 +173,7 @@ static void kind_acts(const PlanInput *in, const Geo *g, Ck *ck, LayerAct la[XK_
         a->hp = ck_add(ck, a->hp, f.hp), a->fp8 = ck_add(ck, a->fp8, f.fp8);
         a->fp8_elems = ck_add(ck, a->fp8_elems, f.fp8_elems), a->mask = ck_add(ck, a->mask, f.mask);
         a->moe = f.moe, a->rebuilt = ck_add(ck, a->rebuilt, f.rebuilt);
-        if (!in->fp8_weight_cache && in->sharding != SHARD_ZERO3)
+        if (!in->fp8_weight_cache && plan_fp8_copies_held(in))
             a->wcopy =
                 ck_mul(ck, x->gemm[k] + (k == XK_MOE ? x->expert : 0), recipe_fp8_copy_bytes_per_param(in->recipe));
     }
@@ -243,6 +244,9 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k)
     if (dt_fp8(rc->gemm_bwd)) b = ck_add(ck, b, 2 * hid);                         /* dY in FP8, both layouts */
     if (k == XK_MOE && x->E)                                                      /* dispatch / combine buffers */
         b = ck_add(ck, b, ck_mul3(ck, x->rows, h, dt_bytes(rc->comm_ep_dispatch) + dt_bytes(rc->comm_ep_combine)));
+    if (k == XK_DENSE && (in->mem_savings & PLAN_UNK_DENSE_ACT) && in->recompute != RECOMPUTE_FULL &&
+        !(in->recompute_mods & RECOMPUTE_MOD_MLP))
+        b = ck_add(ck, b, ck_mul3(ck, tok, g->F_t, 2)); /* FC2's input, rebuilt for its backward (dense_act) */
     return b;
 }
 
@@ -277,7 +281,7 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
                      MT_OPTIM_V_GEMM);
     plan_state_terms(in, ed, sm, ck, &rc->gemm, expert, MT_WEIGHT_EXPERT, MT_MASTER_EXPERT, MT_GRAD_EXPERT,
                      MT_OPTIM_M_EXPERT, MT_OPTIM_V_EXPERT);
-    int keep = !zero3 && in->fp8_weight_cache;
+    int keep = !zero3 && in->fp8_weight_cache && plan_fp8_copies_held(in);
     uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (rc->fp8_col != DT_NONE && keep) ? gemm : 0;
     plan_term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1, 1);
     plan_term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1, 1);
@@ -340,6 +344,18 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
                 if (ck_mul(ck, x->lin[k][i].rows, x->lin[k][i].cols) > lmax)
                     lmax = x->lin[k][i].rows * x->lin[k][i].cols;
         tr = ck_add(ck, tr, ck_mul(ck, lmax, 4));
+    }
+    uint64_t cast = plan_fp8_cast_bytes_per_param(in);
+    if (cast) { /* the fp8_weight_cache saving: the FP8 copies of the largest GEMM's weights (a grouped GEMM's local
+                   experts together), cast while it runs */
+        uint64_t wmax = 0;
+        for (int k = 0; k < XK_COUNT; k++)
+            for (int i = 0; i < x->nlin[k]; i++) {
+                const Lin *l = &x->lin[k][i];
+                uint64_t w = ck_mul3(ck, l->rows, l->cols, l->count);
+                if (hd.n[k] && l->kind != XL_ROUTER && w > wmax) wmax = w;
+            }
+        tr = ck_add(ck, tr, ck_mul(ck, wmax, cast));
     }
     if (zero3) { /* as for dense models (plan_mem.c), with the larger layer kind's weights */
         uint64_t lw = 0;

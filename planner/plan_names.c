@@ -83,19 +83,22 @@ int sharding_parse(const char *s, Sharding *out)
 const char *const recompute_mod_names[RECOMPUTE_MOD_COUNT_] = {"mla_up_proj", "moe_act", "layernorm",     "core_attn",
                                                                "mlp",         "moe",     "shared_experts"};
 
-/* A comma-separated list of names from names[0..count) as bits (bit i = names[i]); "none" = 0. */
-static int bits_parse(const char *const *names, int count, const char *list, unsigned *out, size_t *bad_at,
-                      size_t *bad_len)
+typedef const char *(*NameAt)(int i);
+static const char *mod_name(int i) { return recompute_mod_names[i]; }
+static const char *unknown_name(int i) { return plan_unknowns[i].name; }
+
+/* A comma-separated list of the names name(0 .. n-1) into bits (bit i for name(i)); "none" = 0. */
+static int parse_list(NameAt name, int n, const char *list, unsigned *out, size_t *bad_at, size_t *bad_len)
 {
     *out = 0;
     if (!strcasecmp(list, "none")) return 0;
     for (const char *p = list;;) {
         const char *q = strchr(p, ',');
-        size_t n = q ? (size_t)(q - p) : strlen(p);
+        size_t len = q ? (size_t)(q - p) : strlen(p);
         int i = 0;
-        while (i < count && !(strlen(names[i]) == n && !strncmp(names[i], p, n))) i++;
-        if (i == count) {
-            *bad_at = (size_t)(p - list), *bad_len = n;
+        while (i < n && !(strlen(name(i)) == len && !strncmp(name(i), p, len))) i++;
+        if (i == n) {
+            *bad_at = (size_t)(p - list), *bad_len = len;
             return -1;
         }
         *out |= 1u << i;
@@ -104,13 +107,13 @@ static int bits_parse(const char *const *names, int count, const char *list, uns
     }
 }
 
-static void bits_format(const char *const *names, int count, unsigned bits, char *buf, size_t n)
+static void format_list(NameAt name, int count, unsigned bits, char *buf, size_t n)
 {
     size_t k = 0;
     if (n) buf[0] = '\0';
     for (int i = 0; i < count && n; i++)
         if (bits & (1u << i)) {
-            int w = snprintf(buf + k, n - k, "%s%s", k ? "," : "", names[i]);
+            int w = snprintf(buf + k, n - k, "%s%s", k ? "," : "", name(i));
             if (w < 0 || (size_t)w >= n - k) return;
             k += (size_t)w;
         }
@@ -119,25 +122,50 @@ static void bits_format(const char *const *names, int count, unsigned bits, char
 
 int recompute_mods_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len)
 {
-    return bits_parse(recompute_mod_names, RECOMPUTE_MOD_COUNT_, list, out, bad_at, bad_len);
+    return parse_list(mod_name, RECOMPUTE_MOD_COUNT_, list, out, bad_at, bad_len);
 }
 
 void recompute_mods_format(unsigned mods, char *buf, size_t n)
 {
-    bits_format(recompute_mod_names, RECOMPUTE_MOD_COUNT_, mods, buf, n);
+    format_list(mod_name, RECOMPUTE_MOD_COUNT_, mods, buf, n);
 }
 
 const char *const cuda_graph_scope_names[GRAPH_SCOPE_COUNT_] = {"attn", "moe_router", "moe_preprocess", "full"};
+static const char *scope_name(int i) { return cuda_graph_scope_names[i]; }
 
 int graph_scope_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len)
 {
-    return bits_parse(cuda_graph_scope_names, GRAPH_SCOPE_COUNT_, list, out, bad_at, bad_len);
+    return parse_list(scope_name, GRAPH_SCOPE_COUNT_, list, out, bad_at, bad_len);
 }
 
 void graph_scope_format(unsigned scope, char *buf, size_t n)
 {
-    bits_format(cuda_graph_scope_names, GRAPH_SCOPE_COUNT_, scope, buf, n);
+    format_list(scope_name, GRAPH_SCOPE_COUNT_, scope, buf, n);
 }
+
+/* ---- implementation choices a plan's sources leave open (plan.h PLAN_UNK_*) ---------------------------- */
+
+const PlanUnknown plan_unknowns[PLAN_UNK_COUNT_] = {
+    {"fp8_weight_cache", PLAN_UNK_FP8_WEIGHT_CACHE, "no FP8 weight copy held: each GEMM casts its weight as it runs"},
+    {"attn_out", PLAN_UNK_ATTN_OUT, "no BF16 attention output beside the out-projection's FP8 input"},
+    {"dense_act", PLAN_UNK_DENSE_ACT, "dense FFN saves FC1's output like moe_act, rebuilds FC2's input"},
+};
+_Static_assert(sizeof plan_unknowns / sizeof *plan_unknowns == PLAN_UNK_COUNT_, "plan_unknowns");
+
+int plan_unknown_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len)
+{
+    return parse_list(unknown_name, PLAN_UNK_COUNT_, list, out, bad_at, bad_len);
+}
+
+void plan_unknown_format(unsigned bits, char *buf, size_t n)
+{
+    format_list(unknown_name, PLAN_UNK_COUNT_, bits, buf, n);
+}
+
+static const char *const verdict_names[] = {
+    [PLAN_FITS] = "FITS", [PLAN_UNCERTAIN] = "UNCERTAIN", [PLAN_OVER_LIMIT] = "OVER LIMIT", [PLAN_OOM] = "OOM"};
+_Static_assert(sizeof verdict_names / sizeof *verdict_names == PLAN_VERDICT_COUNT_, "verdict_names");
+NAME_FN(plan_verdict_name, PlanVerdict, verdict_names, PLAN_VERDICT_COUNT_)
 
 int recompute_attn_core(Recompute r, unsigned mods)
 {

@@ -193,7 +193,7 @@ static void visit(const PlanInput *in, void *vctx)
         st->rejected[why]++;
         return;
     }
-    if (!r->scratch.fits) {
+    if (!plan_may_fit(&r->scratch)) { /* an UNCERTAIN plan (base.mem_unknown) is ranked with the ones that fit */
         int keep = sweep_nearest_may_keep(&r->nearest, &r->scratch);
         if (keep && plan_build_fast(in, &r->scratch, &why)) {
             st->rejected[why]++;

@@ -15,7 +15,10 @@
  * layers and the first and last split the rest (Llama-3-405B's 126 layers on
  * 16 stages: 7 + 14 x 8 + 7). Invalid layouts are counted by reason, layouts
  * over the memory limit (base.max_mem_frac of capacity) as not fitting, and the
- * rest are ranked by predicted tokens/s; the best `k` are kept in the caller's
+ * rest are ranked by predicted tokens/s (with open choices, base.mem_unknown, a
+ * layout is over the limit when its low end is: an UNCERTAIN plan is ranked
+ * with the ones that fit, its verdict saying which it is; the nearest misses
+ * are ordered by their high end, total_bytes); the best `k` are kept in the caller's
  * array (only an index of k ints is allocated while the sweep runs). The global batch is fixed for the whole sweep
  * (base.gbs, or about 2M tokens when 0) so throughputs compare. */
 #ifndef FP8PLAN_PLANNER_SWEEP_H
@@ -49,7 +52,7 @@ typedef struct {
     uint32_t *variants; /* NULL, or room for k counts: near-duplicates folded into each kept plan */
     Plan *nearest;      /* NULL, or room for k_nearest plans that do not fit, the closest to fitting first */
     int k_nearest;
-    /* Optional: called with every plan that fits, in evaluation order (the HTML scatter of all of them). */
+    /* Optional: called with every plan that fits (or may: UNCERTAIN), in evaluation order (the HTML scatter). */
     void (*on_fit)(const Plan *p, void *ctx);
     void *on_fit_ctx;
 } SweepSpec;

@@ -60,7 +60,10 @@ Status term_memory_bars(FILE *f, const Plan *plans, int n, int unicode, Err *e)
         namew = l > namew ? l : namew;
         full = fmax(full, fmax((double)p->total_bytes, (double)p->capacity_bytes));
         l = snprintf(tail[i], sizeof tail[i], "  %.2f of %.2f GB  %s", (double)p->total_bytes / 1e9,
-                     (double)p->capacity_bytes / 1e9, p->fits ? "FITS" : "OOM");
+                     (double)p->capacity_bytes / 1e9,
+                     p->verdict == PLAN_UNCERTAIN ? "UNCERTAIN"
+                     : p->fits                    ? "FITS"
+                                                  : "OOM");
         tailw = l > tailw ? l : tailw;
     }
     if (namew > 20) namew = 20;

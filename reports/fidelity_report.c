@@ -124,17 +124,20 @@ Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, do
         o->total_gib = (double)p.total_bytes / GIB;
         o->pred_gib = kind_bytes(&p, r->mem_kind) / GIB;
         o->mem_err = o->pred_gib / o->meas_gib - 1.0;
-        o->oom = p.total_bytes > p.capacity_bytes;
-        o->over_limit = !p.fits;
+        o->oom = p.verdict == PLAN_OOM;
+        o->over_limit = !plan_may_fit(&p);
+        o->uncertain = p.verdict == PLAN_UNCERTAIN;
         if (r->model->experts) { /* mixture-of-experts runs: their own groups */
             add(&sum->moe, o->tok_err);
             add(o->holdout ? &sum->moe_holdout : &sum->moe_dev, o->tok_err);
             FidelityGroup *mg = group(sum->moe_source, &sum->nmoe_sources, r->source_id);
             if (mg) add(mg, o->tok_err);
             sum->moe_false_oom += o->oom;
+            sum->moe_uncertain += o->uncertain;
             continue;
         }
         sum->false_oom += o->oom;
+        sum->uncertain += o->uncertain;
         sum->over_limit += o->over_limit;
         add(&sum->all, o->tok_err);
         add(o->holdout ? &sum->holdout : &sum->dev, o->tok_err);
@@ -201,7 +204,12 @@ Table *fidelity_rows_table(const FidelityRow *rows, int n)
         const double m[] = {o->meas_gib, isnan(o->meas_gib) ? NAN : o->pred_gib, 100 * o->mem_err, o->total_gib};
         for (int j = 0; j < 4; j++, k++)
             if (!isnan(m[j])) table_f64(t, k, m[j]);
-        table_str(t, k++, !o->planned ? o->why : o->oom ? "OOM (ran)" : o->over_limit ? "over limit" : "fits");
+        table_str(t, k++,
+                  !o->planned     ? o->why
+                  : o->oom        ? "OOM (ran)"
+                  : o->over_limit ? "over limit"
+                  : o->uncertain  ? "uncertain"
+                                  : "fits");
     }
     return t;
 }

@@ -9,7 +9,9 @@
  * reserved (+ the allocator's reserve) or the device total (+ CUDA context and
  * NCCL buffers; also when the kind is not stated). A false OOM is a run that
  * really ran but whose predicted total exceeds the GPU's memory; "over the
- * limit" counts the ones above --max-mem-frac of it (0.95). Summaries: mean
+ * limit" counts the ones above --max-mem-frac of it (0.95). A run whose notes
+ * name choices its source leaves open (unknown=, plan --unknown) is judged at
+ * both ends: UNCERTAIN (counted apart) when only its low end fits. Summaries: mean
  * absolute throughput error overall, per stack, and on a hold-out set of
  * sources (runs whose errors were never looked at while choosing parameters),
  * FP8-LM Table 5's rows, and memory error over the allocator-traced rows. Runs of models
@@ -36,7 +38,8 @@ typedef struct {
     double meas_tok, pred_tok, tok_err; /* tokens/s per GPU; NAN when not published */
     double meas_gib, pred_gib, mem_err; /* memory of the published kind, GiB; NAN when not published */
     double total_gib;                   /* predicted device total */
-    int oom, over_limit;
+    int oom, over_limit; /* the plan's verdict OOM (above capacity at its low end); not FITS or UNCERTAIN */
+    int uncertain;       /* UNCERTAIN: it fits only if some of the choices the source leaves open (unknown=) save */
 } FidelityRow;
 
 enum { FIDELITY_MAX_GROUPS = 32 };
@@ -51,13 +54,13 @@ typedef struct {
     FidelityGroup all, dev, holdout, table5, mem_traced, mem_all; /* dense models' runs */
     FidelityGroup moe, moe_dev, moe_holdout;                      /* runs of models with experts, apart */
     FidelityGroup moe_source[FIDELITY_MAX_GROUPS];
-    int nmoe_sources, moe_false_oom;
+    int nmoe_sources, moe_false_oom, moe_uncertain;
     FidelityGroup stack[FIDELITY_MAX_GROUPS];
     int nstacks;
     FidelityGroup source[FIDELITY_MAX_GROUPS];
     int nsources;
-    int false_oom, over_limit, unplanned;
-    double mem_traced_max; /* largest |error| over the allocator-traced rows */
+    int false_oom, over_limit, unplanned, uncertain; /* uncertain rows are neither false OOMs nor over the limit */
+    double mem_traced_max;                           /* largest |error| over the allocator-traced rows */
 } FidelitySummary;
 
 /* Plan every run. holdout: a caller's list (--holdout), ST_USAGE naming the item and listing the known source

@@ -119,8 +119,10 @@ static int note_value(Cur *c, const char *key, const char *stops, char *buf, siz
 }
 
 /* "... KEY=a,b ..." in the notes: a list of names the planner parses into bits (parse, with format listing the
- * known ones from all); the list ends at a space, ';' or the end. Absent: 0. */
-static Status note_bits(Cur *c, const char *key, const char *what,
+ * known ones from all; `a` is the article a message puts before `what`); the list ends at a space, ';' or the
+ * end. Absent: 0. Keys: recompute_modules= (Megatron's --recompute-modules), cuda_graph_scope=, unknown= (the
+ * implementation choices the source leaves open, plan --unknown). */
+static Status note_bits(Cur *c, const char *key, const char *a, const char *what,
                         int (*parse)(const char *, unsigned *, size_t *, size_t *),
                         void (*format)(unsigned, char *, size_t), unsigned all, unsigned *out)
 {
@@ -132,8 +134,8 @@ static Status note_bits(Cur *c, const char *key, const char *what,
     if (got && parse(list, out, &at, &len)) {
         char known[160];
         format(all, known, sizeof known);
-        return cell_bad(c, "notes", "%s'%.60s': '%.*s' is not a %s (known: %s)", key, list, (int)len, list + at, what,
-                        known);
+        return cell_bad(c, "notes", "%s'%.60s': '%.*s' is not %s %s (known: %s)", key, list, (int)len, list + at, a,
+                        what, known);
     }
     return ST_OK;
 }
@@ -206,12 +208,14 @@ static Status parse_run(Cur *c, void *row)
                         r->dp);
     r->ep = r->etp = 1;
     if ((st = note_u32(c, "ep=", &r->ep)) || (st = note_u32(c, "etp=", &r->etp)) ||
-        (st = note_bits(c, "recompute_modules=", "module", recompute_mods_parse, recompute_mods_format,
+        (st = note_bits(c, "recompute_modules=", "a", "module", recompute_mods_parse, recompute_mods_format,
                         RECOMPUTE_MOD_ALL_, &r->recompute_mods)) ||
-        (st = note_bits(c, "cuda_graph_scope=", "CUDA graph scope", graph_scope_parse, graph_scope_format,
+        (st = note_bits(c, "cuda_graph_scope=", "a", "CUDA graph scope", graph_scope_parse, graph_scope_format,
                         GRAPH_SCOPE_ALL_, &r->graph_scope)) ||
         (st = note_range(c, "overlap_ep=", 0, 1, "a fraction in [0, 1]", &r->overlap_ep)) ||
         (st = note_range(c, "moe_capacity=", 1e-3, 64, "a capacity factor in (0, 64]", &r->moe_capacity)) ||
+        (st = note_bits(c, "unknown=", "an", "implementation choice", plan_unknown_parse, plan_unknown_format,
+                        PLAN_UNK_ALL_, &r->unknown)) ||
         (st = note_u32(c, "dualpipe=", &r->dualpipe)) || (st = note_u32(c, "ep_comm_sms=", &r->ep_comm_sms)))
         return st;
     if (r->dualpipe > 1) return cell_bad(c, "notes", "'dualpipe=' must be 1 (DeepSeek-V3's DualPipe schedule)");
@@ -258,6 +262,7 @@ void measured_plan_input(const MeasuredRun *r, PlanInput *in)
     in->sharding = r->sharding;
     in->recompute = r->recompute;
     in->recompute_mods = r->recompute_mods;
+    in->mem_unknown = r->unknown;
     if (r->overlap_ep >= 0) in->overlap_ep = r->overlap_ep;
     in->dualpipe = r->dualpipe == 1, in->ep_comm_sms = r->ep_comm_sms;
     in->graph_scope = r->graph_scope;

@@ -158,9 +158,9 @@ Status html_fidelity_page(FILE *f, const FidelityPage *pg, Err *e)
         html_p(&d,
                "Mixture-of-experts runs, summarised apart (the points below include them, under their stack): "
                "throughput MAE %.1f %% (bias %+.1f %%) over %d runs (dev %.1f %% over %d, hold-out %.1f %% over %d); "
-               "false OOMs %d.",
+               "false OOMs %d; uncertain %d (they fit only if savings their sources leave open hold).",
                100 * s->moe.mae, 100 * s->moe.bias, s->moe.n, 100 * s->moe_dev.mae, s->moe_dev.n,
-               100 * s->moe_holdout.mae, s->moe_holdout.n, s->moe_false_oom);
+               100 * s->moe_holdout.mae, s->moe_holdout.n, s->moe_false_oom, s->moe_uncertain);
     html_h2(&d, "throughput", "Throughput");
     throughput_chart(&d, pg);
     html_h2(&d, "mae", "Error per stack, source and group");

@@ -151,12 +151,27 @@ Status html_plan_page(FILE *f, const Plan *p, double headroom_frac, const char *
     html_p(&d,
            "%s: %.2f GB of %.2f GB (%.1f %% of capacity). %.0f tokens/s, %.1f TFLOP/s per GPU, MFU %.1f %% of "
            "the BF16 peak, %.1f %% of the FP8 peak.",
-           p->fits                              ? "FITS"
-           : p->total_bytes > p->capacity_bytes ? "OOM"
-                                                : "OVER LIMIT",
-           plan_gb(p->total_bytes), plan_gb(p->capacity_bytes),
+           plan_verdict_name(p->verdict), plan_gb(p->total_bytes), plan_gb(p->capacity_bytes),
            100.0 * (double)p->total_bytes / (double)p->capacity_bytes, p->tokens_per_s, p->tflops_per_gpu,
            p->mfu_bf16_pct, p->mfu_fp8_pct);
+    if (p->in.mem_unknown) { /* the open choices: the band, and what each saving alone takes off */
+        char list[160], each[512];
+        size_t k = 0;
+        each[0] = '\0';
+        for (int i = 0; i < PLAN_UNK_COUNT_ && k < sizeof each; i++)
+            if (p->in.mem_unknown & plan_unknowns[i].bit)
+                k += (size_t)snprintf(each + k, sizeof each - k, "%s%s %.2f GB", k ? ", " : "", plan_unknowns[i].name,
+                                      plan_gb(p->unknown_bytes[i]));
+        char need[128] = "";
+        if (p->verdict == PLAN_UNCERTAIN)
+            snprintf(need, sizeof need, " It fits if the savings that hold take at least %.2f GB off the total.",
+                     plan_gb(p->total_bytes - p->limit_bytes));
+        plan_unknown_format(p->in.mem_unknown, list, sizeof list);
+        html_p(&d,
+               "Open choices (--unknown %s): the terms below take none of their savings; with all of them the "
+               "plan needs %.2f GB (PP stage %u). Each alone takes off the total: %s.%s",
+               list, plan_gb(p->low_bytes), p->low_stage, each, need);
+    }
     if (trust) html_p(&d, "%s", trust); /* how far to trust that throughput (cli plan_trust_text) */
     html_plan_charts(&d, p, 1, headroom_frac);
     html_h2(&d, "terms", "Every memory term");

@@ -190,6 +190,36 @@ void plan_summary_row(Table *t, const Plan *p, int rank)
     table_u64(t, o + S_EPC, p->ep_comm_bytes);
 }
 
+Table *plan_summary_table(const Plan *p)
+{
+    if (!p->in.mem_unknown) {
+        Table *t = plan_summary_new(0);
+        if (t) plan_summary_row(t, p, 0);
+        return t;
+    }
+    static char names[PLAN_UNK_COUNT_][64];
+    TableCol cols[S_COUNT + 3 + PLAN_UNK_COUNT_];
+    memcpy(cols, summary_cols, sizeof summary_cols);
+    int n = S_COUNT;
+    cols[n++] = (TableCol){"unknown", NULL, NULL, TC_STR, 0, 0};
+    cols[n++] = (TableCol){"low_bytes", NULL, "B", TC_U64, 0, TF_GROUP};
+    cols[n++] = (TableCol){"verdict", NULL, NULL, TC_STR, 0, 0};
+    for (int i = 0; i < PLAN_UNK_COUNT_; i++) {
+        snprintf(names[i], sizeof names[i], "%s_saving_bytes", plan_unknowns[i].name);
+        cols[n++] = (TableCol){names[i], NULL, "B", TC_U64, 0, TF_GROUP};
+    }
+    Table *t = table_new(cols, n);
+    if (!t) return NULL;
+    plan_summary_row(t, p, 0);
+    char list[160];
+    plan_unknown_format(p->in.mem_unknown, list, sizeof list);
+    table_str(t, S_COUNT, list);
+    table_u64(t, S_COUNT + 1, p->low_bytes);
+    table_str(t, S_COUNT + 2, plan_verdict_name(p->verdict));
+    for (int i = 0; i < PLAN_UNK_COUNT_; i++) table_u64(t, S_COUNT + 3 + i, p->unknown_bytes[i]);
+    return t;
+}
+
 /* ---- per-term, per-collective and time tables -------------------------------------------------------- */
 
 enum { T_TERM, T_CAT, T_DTYPE, T_ELEM, T_BYTES, T_GB, T_SHARDS, T_PERSIST, T_COUNT };
@@ -228,6 +258,15 @@ Table *plan_terms_table(const Plan *p)
     Table *t = table_new(term_cols, T_COUNT);
     if (!t) return NULL;
     for (int i = 0; i < MT_COUNT_; i++) term_row(t, &p->mem[i], 1);
+    if (!p->in.mem_unknown) return t;
+    static char names[PLAN_UNK_COUNT_][64];
+    for (int i = 0; i <= PLAN_UNK_COUNT_; i++) { /* the open choices' rows, and the low end */
+        if (i < PLAN_UNK_COUNT_) snprintf(names[i], sizeof names[i], "unknown_%s", plan_unknowns[i].name);
+        uint64_t b = i < PLAN_UNK_COUNT_ ? p->unknown_bytes[i] : p->low_bytes;
+        MemTerm m = {.name = i < PLAN_UNK_COUNT_ ? names[i] : "low_total", .dtype = DT_NONE, .bytes = b, .shards = 1};
+        term_row(t, &m, 1);
+        table_str(t, T_CAT, "unknown");
+    }
     return t;
 }
 
@@ -379,6 +418,20 @@ static const char *frac(double v, char buf[24])
     return buf;
 }
 
+/* The open choices (--unknown) after the verdict: what each saving alone takes off the total, and the low end. */
+static Status band_text(const Plan *p, FILE *f)
+{
+    table_put_prose(f,
+                    "open choices (--unknown; the terms above take none): GB each saving alone takes off the total\n");
+    for (int i = 0; i < PLAN_UNK_COUNT_; i++)
+        if (p->in.mem_unknown & plan_unknowns[i].bit)
+            table_put_prose(f, "  %-16s %6.2f  %s\n", plan_unknowns[i].name, plan_gb(p->unknown_bytes[i]),
+                            plan_unknowns[i].saving);
+    table_put_prose(f, "  %-16s %6.2f  the low end: %.2f GB, on PP stage %u\n\n", "all of them",
+                    plan_gb(p->total_bytes - p->low_bytes), plan_gb(p->low_bytes), p->low_stage);
+    return ferror(f) ? ST_IO : ST_OK;
+}
+
 Status plan_write_text(const Plan *p, FILE *f, Err *e)
 {
     char fb[7][24];
@@ -413,17 +466,25 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
     table_put_prose(f, "\n");
     Status st = put_table(grouped_terms(p), f, e);
     if (st) return st;
-    int oom = p->total_bytes > p->capacity_bytes;
-    table_put_prose(f, "verdict: %s — %.2f GB of %.2f GB (%.1f %%; the limit is %.0f %%, %.2f GB)\n",
-                    oom       ? "OOM"
-                    : p->fits ? "FITS"
-                              : "OVER LIMIT",
-                    plan_gb(p->total_bytes), plan_gb(p->capacity_bytes),
-                    100.0 * (double)p->total_bytes / (double)p->capacity_bytes, 100 * in->max_mem_frac,
-                    plan_gb(p->limit_bytes));
+    if (p->low_bytes < p->total_bytes) /* open choices that save something: the band */
+        table_put_prose(f,
+                        "verdict: %s — %.2f to %.2f GB of %.2f GB (%.1f to %.1f %%; the limit is %.0f %%, %.2f GB)\n",
+                        plan_verdict_name(p->verdict), plan_gb(p->low_bytes), plan_gb(p->total_bytes),
+                        plan_gb(p->capacity_bytes), 100.0 * (double)p->low_bytes / (double)p->capacity_bytes,
+                        100.0 * (double)p->total_bytes / (double)p->capacity_bytes, 100 * in->max_mem_frac,
+                        plan_gb(p->limit_bytes));
+    else
+        table_put_prose(f, "verdict: %s — %.2f GB of %.2f GB (%.1f %%; the limit is %.0f %%, %.2f GB)\n",
+                        plan_verdict_name(p->verdict), plan_gb(p->total_bytes), plan_gb(p->capacity_bytes),
+                        100.0 * (double)p->total_bytes / (double)p->capacity_bytes, 100 * in->max_mem_frac,
+                        plan_gb(p->limit_bytes));
+    if (p->verdict == PLAN_UNCERTAIN)
+        table_put_prose(f, "         it fits if the open savings that hold take at least %.2f GB off the %.2f GB\n",
+                        plan_gb(p->total_bytes - p->limit_bytes), plan_gb(p->total_bytes));
     table_put_prose(
         f, "         allocated %.2f GB, reserved by the allocator %.2f GB (what torch.cuda max_memory_* report)\n\n",
         plan_gb(p->alloc_bytes), plan_gb(p->reserved_bytes));
+    if (in->mem_unknown && (st = band_text(p, f))) return err_set(e, st, "write error");
     table_put_prose(f, "collectives per step (bytes this GPU sends; ring factors as nccl-tests):\n");
     if ((st = put_table(plan_collectives_table(p), f, e))) return st;
     if (plan_moe_text(p, 1, moe, sizeof moe)) table_put_prose(f, "%s", moe);

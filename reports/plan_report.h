@@ -25,7 +25,14 @@ void plan_summary_row(Table *t, const Plan *p, int rank);
 /* The summary header as one comma-separated line (for the schema golden test). */
 const char *plan_summary_columns(void);
 
-/* One row per memory term / collective / time item. */
+/* `plan --view summary`: one plan's summary row. With open choices (in.mem_unknown) the columns go on:
+ * unknown (the list), low_bytes, verdict (FITS, UNCERTAIN, OVER LIMIT, OOM) and <name>_saving_bytes for every name
+ * of plan_unknowns (0 when not open); without them it is plan_summary_new + plan_summary_row. */
+Table *plan_summary_table(const Plan *p);
+
+/* One row per memory term / collective / time item. With open choices (in.mem_unknown) the terms table goes on
+ * with a row per name of plan_unknowns, unknown_<name> (category "unknown": what that saving alone takes off the
+ * total; 0 when not open), and low_total (the low end): not terms of the total. */
 Table *plan_terms_table(const Plan *p);
 Table *plan_collectives_table(const Plan *p);
 Table *plan_time_table(const Plan *p);

@@ -22,6 +22,30 @@ done <<LIST
 64|layernorm 
 64|moé
 LIST
+# --unknown lists: a name the planner does not know, an empty one, or a list for a command without a plan band
+while IFS='|' read -r want list; do
+    run plan $M --unknown "$list"
+    expect_rc "--unknown '$(printf '%.40s' "$list")': exit $want" "$want"
+    [ "$want" = 64 ] && expect_no_out "--unknown '$(printf '%.40s' "$list")': nothing printed"
+done <<LIST
+64|
+64|,
+64|attn_out,
+64|attn_out,,dense_act
+64|ATTN_OUT
+64|$long
+0|none
+0|attn_out,attn_out
+0|fp8_weight_cache,attn_out,dense_act
+LIST
+run plan $M --unknown attn_out,bogus
+expect_err "--unknown names the flag and the bad name" "--unknown: 'bogus' is not an implementation choice the planner knows (known: fp8_weight_cache,attn_out,dense_act, or none)"
+run plan $M --unknown ""
+expect_err "--unknown '': an empty name" "--unknown '': an empty name"
+run sweep --model qwen3-30b-a3b --gpu b200 --gpus 8 --recipes mxfp8 --unknown attn_out
+expect_rc "sweep refuses --unknown" 64
+expect_err "... saying it does not apply" "--unknown does not apply here"
+
 run plan $M --recompute full --recompute-modules moe,layernorm
 expect_rc "modules under --recompute full: refused" 64
 expect_err "... naming both" "--recompute-modules layernorm with --recompute full"
@@ -52,7 +76,17 @@ done <<NOTES
 65|recompute_modules=moe,attn
 0|recompute_modules=moe_act,layernorm
 0|pp_layout=custom
+65|unknown=
+65|unknown=;
+65|unknown=attn_out,bogus
+65|unknown=attn_out,
+0|unknown=attn_out,dense_act
 NOTES
+head -n 1 "$FP8PLAN_ROOT/models/measured.csv" >"$TMP/cat/measured.csv"
+echo "r,s,megatron-core,mixtral-8x7b,b200,16,1,2,,,8,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,\"ep=8 unknown=bogus\",s" \
+    >>"$TMP/cat/measured.csv"
+run report fidelity --catalog "$TMP/cat"
+expect_err "notes unknown=: names the bad choice and the known ones" "'bogus' is not an implementation choice (known: fp8_weight_cache,attn_out,dense_act)"
 
 # the trust line on catalogs whose measured.csv cannot be read: the plan stands and says so
 rm -f "$TMP/cat/measured.csv"

@@ -15,6 +15,13 @@ expect_eq "fidelity_runs.csv has one row per measured run" "$(($(wc -l <"$TMP/fi
     "$(($(wc -l <"$FP8PLAN_ROOT/models/measured.csv") - 1))"
 expect_eq "fidelity_summary.csv header" "$(head -n 1 "$TMP/fid/fidelity_summary.csv")" "kind,group,rows,mae_pct,bias_pct"
 expect_out "report fidelity splits the mixture-of-experts runs into dev and hold-out" "runs (dev "
+# DeepSeek-V3's report leaves three savings open (its notes' unknown=): uncertain, not a false OOM
+expect_eq "the DeepSeek-V3 report row is uncertain, not OOM (ran)" \
+    "$(grep '^deepseek-v3-report-pretrain-h800,' "$TMP/fid/fidelity_runs.csv" | awk -F, '{print $NF}')" "uncertain"
+tr -s '\n ' '  ' <"$TMP/out" >"$TMP/joined" # the summary lines wrap at 100 columns
+expect_eq "the mixture-of-experts line counts uncertain rows apart" \
+    "$(grep -o 'uncertain [0-9]* (fit only if savings their sources leave open hold)' "$TMP/joined")" \
+    "uncertain 1 (fit only if savings their sources leave open hold)"
 expect_out "report fidelity prints the planned FP8 speed-up error" "FP8 over BF16: planned speed-up error MAE"
 expect_eq "fidelity_pairs.csv header" "$(head -n 1 "$TMP/fid/fidelity_pairs.csv")" \
     "bf16_id,fp8_id,fp8_recipe,holdout,measured_speedup,predicted_speedup,speedup_error_pct"

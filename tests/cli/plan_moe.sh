@@ -30,6 +30,33 @@ run plan $DS --view collectives --format csv
 # 4096 tokens x (3.5 network + 7 NVLink copies) x (7168 + 56 x 4) B = 317,915,136 B per call
 expect_out "dispatch bytes per call" "ep_dispatch_fwd,ep,all-to-all,e4m3,64,inter,242221056,317915136,"
 
+# the README's command with the choices the report leaves open (--unknown): an uncertain verdict, not OOM.
+# attn_out alone: rank 0 holds 66 layer-micro-batches (stage 0: 4 layers x 16 in flight; stage 15: 1 layer + the
+# MTP layer, 1 each), each with a BF16 attention output of 4096 tokens x 128 heads x 128 x 2 B = 134,217,728:
+# 66 x 134,217,728 = 8,858,370,048 B. fp8_weight_cache alone: the copies 2,546,597,888 x 2 + 1,056,964,608 =
+# 6,150,160,384 B and their 128x128 block scales 1,502,848 B = 6,151,663,232 (the cast transient stays below the
+# loss's). The limit 0.95 x 85,520,809,984 = 81,244,769,484 B (81.24 GB); the plan needs 102.59 GB: 21.34 GB over.
+run plan $DS,layernorm --main-grad recipe --unknown fp8_weight_cache,attn_out,dense_act
+expect_rc "README command with --unknown exits 0" 0
+expect_line "the verdict is uncertain, with the band" \
+    "verdict: UNCERTAIN — 80\.30 to 102\.59 GB of 85\.52 GB \(93\.9 to 120\.0 %; the limit is 95 %, 81\.24 GB\)"
+expect_out "... and what must hold" "it fits if the open savings that hold take at least 21.34 GB off the 102.59 GB"
+expect_line "fp8_weight_cache's saving" "  fp8_weight_cache +6\.15  .*"
+expect_line "attn_out's saving" "  attn_out +8\.86  .*"
+expect_line "dense_act's saving" "  dense_act +9\.48  .*"
+expect_line "the low end and its stage" "  all of them +22\.28  the low end: 80\.30 GB, on PP stage 1"
+if grep -q "does not fit" "$TMP/out"; then fail "no OOM advice for an uncertain plan"; else pass "no OOM advice for an uncertain plan"; fi
+run plan $DS,layernorm --main-grad recipe --unknown fp8_weight_cache,attn_out,dense_act --format csv --view terms
+expect_out "terms: attn_out's row" "unknown_attn_out,unknown,-,0,8858370048,"
+expect_out "terms: fp8_weight_cache's row" "unknown_fp8_weight_cache,unknown,-,0,6151663232,"
+expect_out "terms: the low end" "low_total,unknown,-,0,80304926406,"
+run plan $DS,layernorm --main-grad recipe --unknown attn_out --format csv
+expect_out "summary: the appended columns" ",unknown,low_bytes,verdict,fp8_weight_cache_saving_bytes,attn_out_saving_bytes,dense_act_saving_bytes"
+# attn_out alone: 102,588,815,332 - 8,858,370,048 = 93,730,445,284 B, still above the 85.52 GB: OOM at both ends
+expect_out "summary: attn_out alone leaves the plan above capacity: OOM" ",attn_out,93730445284,OOM,0,8858370048,0"
+run plan $DS,layernorm --main-grad recipe
+expect_line "without --unknown the verdict stays OOM" "verdict: OOM — 102\.59 GB of 85\.52 GB \(120\.0 %; the limit is 95 %, 81\.24 GB\)"
+
 # a dense model lists no expert rows in its text report
 run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8
 expect_rc "dense plan exits 0" 0

@@ -150,6 +150,10 @@ static const Line PLAN_LINES[] = {
      .args = {"plan", "--model", "gpt-175b", "--gpu",  "h100-sxm", "--recipe", "fp8lm", "--tp", "8",           "--pp",
               "4",    "--dp",    "4",        "--view", "terms",    "--format", "csv",   "-o",   "@/terms.csv", NULL},
      .made = {"@/terms.csv"}},
+    {.fn = cmd_plan, /* --unknown: the band's summary columns */
+     .args = {"plan", "--model", "llama3-8b", "--gpu", "h100-sxm", "--recipe", "te-fp8", "--unknown",
+              "attn_out,dense_act", "--format", "csv", "-o", "@/band.csv", NULL},
+     .made = {"@/band.csv"}},
     {.fn = cmd_compare,
      .args = {"compare", "--model", "llama3-8b", "--gpu", "h100-sxm", "--recipes", "megatron-bf16,te-fp8,fp8lm",
               "--format", "json", "-o", "@/compare.json", NULL},

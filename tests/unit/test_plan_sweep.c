@@ -56,10 +56,50 @@ static void test_sweep_counts_and_ranking(void)
     CHECK_CONTAINS(e.msg, "--gpus 0");
 }
 
+/* Open choices (base.mem_unknown): a layout whose low end fits is ranked with the ones that fit, marked
+ * UNCERTAIN; without them the same layout is over the limit and not ranked. The GPU's memory is set to the
+ * low end of the fastest layout (recompute none) as plan_build gives it, limit = capacity, no reserve: that
+ * layout is uncertain by construction and comes first (nothing runs twice); full recompute keeps a layer's
+ * input only (16 x 1024 x 2 B = 32 KiB a layer of the 4 x 1024 x 16 x ~40 B the others keep), far below what
+ * the open choices save, so it fits. One GPU: TP = PP = CP = DP = 1, micro-batch 1. */
+static void test_sweep_ranks_uncertain(void)
+{
+    ModelSpec m = fx_tiny_model();
+    m.seq_len = 1024, m.hidden = 16, m.heads = 4;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te", 0);
+    const Recipe *recs[] = {&r};
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 8, in.frag_frac = 0, in.max_mem_frac = 1, in.mem_unknown = PLAN_UNK_ALL_;
+    Plan p;
+    Err e;
+    CHECK(plan_build(&in, &p, &e) == ST_OK);
+    CHECK(p.low_bytes < p.total_bytes);
+    g.hbm_bytes = p.low_bytes;
+    SweepSpec s = {.base = in, .recipes = recs, .nrecipes = 1, .gpus = 1, .max_mbs = 1};
+    Plan top[16];
+    int n_open = 0, n = 0, unc = 0, full_fits = 0;
+    SweepStats st_open, st;
+    CHECK(sweep_run(&s, top, 16, &n_open, &st_open, NULL, NULL, &e) == ST_OK);
+    CHECK(n_open > 1);
+    CHECK(top[0].verdict == PLAN_UNCERTAIN && top[0].in.recompute == RECOMPUTE_NONE && !top[0].fits);
+    for (int i = 0; i < n_open; i++) {
+        unc += top[i].verdict == PLAN_UNCERTAIN;
+        full_fits += top[i].in.recompute == RECOMPUTE_FULL && top[i].verdict == PLAN_FITS;
+    }
+    CHECK(full_fits > 0);
+    s.base.mem_unknown = 0;
+    CHECK(sweep_run(&s, top, 16, &n, &st, NULL, NULL, &e) == ST_OK);
+    CHECK_EQ_INT(n, n_open - unc); /* the uncertain layouts, now over the limit */
+    CHECK_EQ_U64(st.oom, st_open.oom + (uint64_t)unc);
+    for (int i = 0; i < n; i++) CHECK(top[i].verdict == PLAN_FITS && top[i].in.recompute != RECOMPUTE_NONE);
+}
+
 int main(void)
 {
     cat = fx_catalog();
     RUN(test_sweep_counts_and_ranking);
     free(cat);
+    RUN(test_sweep_ranks_uncertain);
     return test_summary();
 }
