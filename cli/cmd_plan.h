@@ -99,6 +99,16 @@ void plan_args_keep_given(const PlanArgs *a, const PlanInput *given, PlanInput *
 /* The mixture-of-experts options that need more than a number (cli/cmd_plan_moe.c): which is 'i'
  * --moe-imbalance, 'c' --moe-capacity, 's' --ep-comm-sms, 'd' --dualpipe, 'r' --recompute-modules, 'g' --cuda-graph-scope.
  * Returns 0 or the usage exit code after the message. */
+/* A --flag taking a comma-separated list of planner names (recompute modules, CUDA graph scopes, unknowns):
+ * parse into bits, or a usage error naming the flag and the bad (or empty) name with the known ones. */
+typedef struct {
+    int (*parse)(const char *, unsigned *, size_t *, size_t *);
+    void (*format)(unsigned, char *, size_t);
+    unsigned all;
+    const char *empty; /* "module name": what an empty entry is */
+    const char *what;  /* "a module the planner knows": what a bad entry is not */
+} PlanNameList;
+int plan_name_list(const char *cmd, const char *name, const char *arg, const PlanNameList *l, unsigned *out);
 int plan_moe_option(const char *cmd, const char *name, int which, const char *arg, PlanInput *in);
 
 /* Help text of the shared options, for the subcommands' --help. */

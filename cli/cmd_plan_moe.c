@@ -5,29 +5,20 @@
 #include "cli/cmd_plan.h"
 #include "util/num.h"
 
-/* "mla_up_proj,moe_act" -> RECOMPUTE_MOD_* bits ("none" = 0): the planner's list of names. */
-static int modules(const char *cmd, const char *name, const char *arg, unsigned *out)
+int plan_name_list(const char *cmd, const char *name, const char *arg, const PlanNameList *l, unsigned *out)
 {
     size_t at = 0, len = 0;
-    if (!recompute_mods_parse(arg, out, &at, &len)) return 0;
+    if (!l->parse(arg, out, &at, &len)) return 0;
     char known[160];
-    recompute_mods_format(RECOMPUTE_MOD_ALL_, known, sizeof known);
-    if (!len) return cli_usage(cmd, "--%s '%s': an empty module name (known: %s, or none)", name, arg, known);
-    return cli_usage(cmd, "--%s: '%.*s' is not a module the planner knows (known: %s, or none)", name, (int)len,
-                     arg + at, known);
+    l->format(l->all, known, sizeof known);
+    if (!len) return cli_usage(cmd, "--%s '%s': an empty %s (known: %s, or none)", name, arg, l->empty, known);
+    return cli_usage(cmd, "--%s: '%.*s' is not %s (known: %s, or none)", name, (int)len, arg + at, l->what, known);
 }
 
-/* "attn,moe_router" -> GRAPH_* bits ("none" = 0). */
-static int scopes(const char *cmd, const char *name, const char *arg, unsigned *out)
-{
-    size_t at = 0, len = 0;
-    if (!graph_scope_parse(arg, out, &at, &len)) return 0;
-    char known[80];
-    graph_scope_format(GRAPH_SCOPE_ALL_, known, sizeof known);
-    if (!len) return cli_usage(cmd, "--%s '%s': an empty scope name (known: %s, or none)", name, arg, known);
-    return cli_usage(cmd, "--%s: '%.*s' is not a CUDA graph scope (known: %s, or none)", name, (int)len, arg + at,
-                     known);
-}
+static const PlanNameList modules = {recompute_mods_parse, recompute_mods_format, RECOMPUTE_MOD_ALL_, "module name",
+                                     "a module the planner knows"};
+static const PlanNameList scopes = {graph_scope_parse, graph_scope_format, GRAPH_SCOPE_ALL_, "scope name",
+                                    "a CUDA graph scope"};
 
 int plan_moe_option(const char *cmd, const char *name, int which, const char *arg, PlanInput *in)
 {
@@ -35,8 +26,8 @@ int plan_moe_option(const char *cmd, const char *name, int which, const char *ar
     double v;
     switch (which) {
     case 'd': in->dualpipe = 1; return 0;
-    case 'r': return modules(cmd, name, arg, &in->recompute_mods);
-    case 'g': return scopes(cmd, name, arg, &in->graph_scope);
+    case 'r': return plan_name_list(cmd, name, arg, &modules, &in->recompute_mods);
+    case 'g': return plan_name_list(cmd, name, arg, &scopes, &in->graph_scope);
     case 's': {
         int n;
         if (num_parse_int_range(arg, 0, 1024, &n, &e)) return cli_usage(cmd, "--%s: %s", name, e.msg);

@@ -323,16 +323,8 @@ static int get_eff(const char *cmd, int opt, const char *arg, int model_zero, do
 static uint32_t in_or_1(uint32_t v) { return v ? v : 1; }
 
 /* --unknown "attn_out,dense_act" -> PLAN_UNK_* bits ("none" = 0): the planner's vocabulary. */
-static int unknown_list(const char *cmd, const char *arg, unsigned *out)
-{
-    size_t at = 0, len = 0;
-    if (!plan_unknown_parse(arg, out, &at, &len)) return 0;
-    char known[160];
-    plan_unknown_format(PLAN_UNK_ALL_, known, sizeof known);
-    if (!len) return cli_usage(cmd, "--unknown '%s': an empty name (known: %s, or none)", arg, known);
-    return cli_usage(cmd, "--unknown: '%.*s' is not an implementation choice the planner knows (known: %s, or none)",
-                     (int)len, arg + at, known);
-}
+static const PlanNameList unknowns = {plan_unknown_parse, plan_unknown_format, PLAN_UNK_ALL_, "name",
+                                      "an implementation choice the planner knows"};
 
 int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a)
 {
@@ -482,7 +474,7 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
                 rc = get_frac(cmd, c, arg, 1, &in->overlap_dp);
             a->given |= PG_OV_DP;
             break;
-        case O_UNKNOWN: rc = unknown_list(cmd, arg, &in->mem_unknown); break;
+        case O_UNKNOWN: rc = plan_name_list(cmd, "unknown", arg, &unknowns, &in->mem_unknown); break;
         case O_EP: rc = get_u32(cmd, c, arg, &in->ep), a->layout_given[8] = 1; break;
         case O_ETP: rc = get_u32(cmd, c, arg, &in->etp), a->layout_given[9] = 1; break;
         case O_OV_EP: rc = get_frac(cmd, c, arg, 1, &in->overlap_ep), a->given |= PG_OV_EP; break;
