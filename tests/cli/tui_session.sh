@@ -49,6 +49,15 @@ for term in master_gemm grad_gemm adam_m_gemm adam_v_gemm; do
 done
 screen_has "bytes per parameter: FP8-LM's 6" "B/param 6.00: weight 0 master 2 grad 1 m 1 v 2"
 
+# --- one plan, one bytes-per-parameter figure on every screen (issue 46: the plan screen read 18, the
+# compare screen 16). megatron-bf16 under megatron-core keeps main grads in BF16: weight 2 + master 4 +
+# grad 2 + m 4 + v 4 = 16 B/param; the recipe's own accounting (grad FP32: 4) is 18, shown beneath.
+tui "q" 80x24
+screen_has "plan screen: the plan's 16 B/param (grad 2, as the stack keeps it)" "B/param 16.00: weight 2 master 4 grad 2 m 4 v 4"
+screen_has "... the recipe's 18 beneath, said to be the recipe's" "recipe's grad 4: 18.00"
+tui "2q" 80x24
+screen_has "compare screen: the same 16 B/param" "state B/param    B       16.00"
+
 # --- TP past the head count: the validation message instead of a plan
 tui "<Down><Down><Down>++++" 80x24
 expect_rc "TP 128 session exits 0" 0
