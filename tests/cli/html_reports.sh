@@ -41,6 +41,23 @@ expect_err "the message says where the name goes" "name the report first"
 run report nope
 expect_err "unknown reports list html" "known: seed, fidelity, html"
 
+# ---- the memory chart's groups each look different (issue 46: weights and overheads shared the blue;
+# the optimizer's and the overheads' hatches, both blue diagonals, were hard to tell apart) ----
+# fills(page, key): "segment colour pattern" of every memory bar of that recipe (fill url(#mem-sC-P))
+fills() {
+    tr '<' '\n' <"$1" | sed -n 's/^rect class="bar".*fill="url(#mem-s\([0-9]*\)-\([0-9]*\))".*data-cat="'"$2"'".*data-seg="\([^"]*\)".*/\3|\1|\2/p'
+}
+run plan $L175 --recipe megatron-bf16 --format html -o "$TMP/plan.html"
+fills "$TMP/plan.html" megatron-bf16 >"$TMP/fills"
+expect_eq "plan page: the memory bar has its 9 groups" "$(wc -l <"$TMP/fills" | tr -d ' ')" 9
+expect_eq "... each group in a colour of its own" "$(cut -d'|' -f2 "$TMP/fills" | sort -u | wc -l | tr -d ' ')" 9
+expect_eq "... and a pattern of its own" "$(cut -d'|' -f3 "$TMP/fills" | sort -u | wc -l | tr -d ' ')" 9
+run compare $L175 --recipes megatron-bf16,te-fp8 --format html -o "$TMP/cmp.html"
+fills "$TMP/cmp.html" te-fp8 >"$TMP/fills"
+expect_eq "compare page: a recipe's 9 groups" "$(wc -l <"$TMP/fills" | tr -d ' ')" 9
+expect_eq "... each group in a colour and a pattern of its own" \
+    "$(cut -d'|' -f2 "$TMP/fills" | sort -u | wc -l | tr -d ' ') $(cut -d'|' -f3 "$TMP/fills" | sort -u | wc -l | tr -d ' ')" "9 9"
+
 # ---- formats ----
 run compare $L175 --recipes megatron-bf16,te-fp8 --format xml
 expect_rc "--format xml is a usage error" 64
