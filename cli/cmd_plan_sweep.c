@@ -260,7 +260,15 @@ static int emit_html(const char *cmd, const PlanArgs *a, Table *points, const Pl
              a->stacks     ? a->stacks
              : a->in.stack ? a->in.stack->name
                            : "none");
-    SweepPage pg = {points, top, n, stats, title, sub};
+    SweepPage pg = {points,
+                    top,
+                    n,
+                    stats,
+                    title,
+                    sub,
+                    n ? top[0].capacity_bytes : 0,
+                    n ? top[0].limit_bytes : 0,
+                    a->in.max_mem_frac};
     int rc = cli_emit_page(cmd, &a->out, sweep_html, &pg);
     free(stats);
     return rc;
