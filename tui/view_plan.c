@@ -139,6 +139,15 @@ static void summary(const TuiState *s, const TuiPaint *p, TuiRect r)
                     (double)pl->params_total / 1e9, tui_fmt_bytes(st_bytes, a, sizeof a));
     paint_textf(p, ++y, r.x, w, SY_PLAIN, "Step %s  %.2f samples/s  %.1f k tokens/s",
                 tui_fmt_seconds(pl->time.step_s, a, sizeof a), pl->samples_per_s, pl->tokens_per_s / 1e3);
+    char trust[160];
+    if (s->trust_rows) {
+        FidelityBand band;
+        fidelity_band(s->trust_rows, s->ntrust, &s->in, &band);
+        fidelity_band_short(&band, &s->in, trust, sizeof trust);
+    } else {
+        snprintf(trust, sizeof trust, "trust: %s", s->trust_note[0] ? "measured.csv not read" : "not computed");
+    }
+    paint_textf(p, ++y, r.x, w, SY_DIM, "%s", trust);
     paint_textf(p, ++y, r.x, w, SY_PLAIN, "MFU %.1f%% BF16 peak, %.1f%% FP8 peak; %.0f TFLOP/s", pl->mfu_bf16_pct,
                 pl->mfu_fp8_pct, pl->tflops_per_gpu);
     paint_textf(p, ++y, r.x, w, SY_PLAIN, "Sent/step DP %s  TP %s  PP %s", tui_fmt_bytes(pl->dp_comm_bytes, a, 40),
