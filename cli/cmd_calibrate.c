@@ -255,7 +255,9 @@ static int write_catalog(const Args *a, const char *src, const Catalog *cat, con
     if (!st && !(st = cal_gpu_row(c, a->name, row, sizeof row, &e))) snprintf(text + len, cap - len, "%s\n", row);
     if (!st) st = write_text(path, text, &e);
     if (!st) {
-        len = (size_t)snprintf(text, cap, "%s\n", catalog_stack_columns);
+        cal_stack_header(text, cap);
+        len = strlen(text);
+        len += (size_t)snprintf(text + len, cap - len, "\n");
         for (int i = 0; !st && i < cat->nstacks; i++) {
             const StackSpec *s = &cat->stacks[i];
             if (!(st = cal_stack_row(s, strcmp(s->name, "fp8plan") ? NULL : c, row, sizeof row, &e)))

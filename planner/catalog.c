@@ -442,7 +442,10 @@ static void names(const void *rows, size_t size, int n, char *buf, size_t bufsiz
 
 const StackSpec *catalog_stack(const Catalog *c, const char *name)
 {
-    return find(c->stacks, sizeof *c->stacks, c->nstacks, name);
+    const StackSpec *s = find(c->stacks, sizeof *c->stacks, c->nstacks, name);
+    for (int i = 0; !s && name && i < c->nstacks; i++)
+        if (*c->stacks[i].alias && !strcasecmp(c->stacks[i].alias, name)) s = &c->stacks[i];
+    return s;
 }
 
 void catalog_model_names(const Catalog *c, char *buf, size_t size)

@@ -76,6 +76,10 @@ for f in models gpus recipes stacks; do cp "$FP8PLAN_ROOT/models/$f.csv" "$TMP/n
 tui "q" 80x24 --catalog "$TMP/nomeasured"
 screen_has "... a catalog without measured.csv: said so" "trust: measured.csv not read"
 
+# --- a stack's alias is taken where its name is (issue 46)
+tui "q" 80x24 --stack megatron-lm-defaults
+screen_has "tui --stack megatron-lm-defaults plans megatron-lm" "stack          megatron-lm"
+
 # --- TP past the head count: the validation message instead of a plan
 tui "<Down><Down><Down>++++" 80x24
 expect_rc "TP 128 session exits 0" 0
