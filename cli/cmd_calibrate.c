@@ -291,6 +291,14 @@ int cmd_calibrate(int argc, char **argv)
     Catalog *cat = NULL;
     if ((rc = plan_catalog_find(CMD, a.catalog, src, sizeof src)) || (rc = plan_catalog_load(CMD, src, &cat)))
         return rc;
+    struct stat ob;
+    if (a.out && !stat(a.out, &ob) && !S_ISDIR(ob.st_mode)) { /* before measuring, not after */
+        free(cat);
+        return cli_fail(
+            CMD, (err_set(&e, ST_CANTCREAT,
+                          "-o %s: not a directory (calibrate writes a catalog: a directory of CSV files)", a.out),
+                  &e));
+    }
     /* refused before measuring: -o would silently put this machine's profile in place of a published GPU */
     if (a.out && !a.replace && catalog_gpu(cat, a.name)) {
         rc = cli_usage(CMD,

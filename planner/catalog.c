@@ -465,5 +465,12 @@ void catalog_recipe_names(const Catalog *c, char *buf, size_t size)
 
 void catalog_stack_names(const Catalog *c, char *buf, size_t size)
 {
-    names(c->stacks, sizeof *c->stacks, c->nstacks, buf, size);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < c->nstacks; i++) { /* "megatron-core = nvidia-recipes": either name is taken */
+        const StackSpec *s = &c->stacks[i];
+        int k =
+            snprintf(buf + used, size - used, "%s%s%s%s", used ? ", " : "", s->name, *s->alias ? " = " : "", s->alias);
+        if (k > 0 && used + (size_t)k < size) used += (size_t)k;
+    }
 }
