@@ -23,7 +23,7 @@ enum { CATALOG_FILE_MAX = 16 << 20 }; /* as fp8plan plan reads a catalog file */
 
 static const char help[] =
     "usage: fp8plan calibrate [--backend cpu|cuda] [--model M] [--layers N] [--hidden H] [--heads A] [--kv-heads K]\n"
-    "                         [--ffn F] [--seq S] [--vocab V] [--mbs B] [--reps N | --quick]\n"
+    "                         [--ffn F] [--seq S] [--vocab V] [--mbs B] [--gbs G] [--reps N | --quick]\n"
     "                         [--name NAME [--replace]] [--catalog DIR] [-o DIR]\n"
     "\n"
     "Measure this machine the way the planner describes a device, through the executor's own code:\n"
@@ -46,6 +46,9 @@ static const char help[] =
     "  --layers/--hidden/--heads/--kv-heads/--ffn/--seq/--vocab   its sizes, as fp8plan run takes them\n"
     "                       (layers: the parameters AdamW updates, up to 16 Mi)\n"
     "  --mbs B              sequences per micro-batch: the GEMMs have B x seq rows (default 1)\n"
+    "  --gbs G              taken as fp8plan run takes it (a multiple of --mbs, up to 1 Mi), so a run's\n"
+    "                       flags can be given: a step's G / B micro-batches each run the GEMMs measured\n"
+    "                       at B, so G changes no measurement\n"
     "  --reps N             repetitions per measurement, medians reported (default 7, 1..64)\n"
     "  --quick              --reps 3 (seconds; for tests)\n"
     "  --name NAME          the device row's name (default host; gpu with --backend cuda); with -o, a\n"
@@ -68,6 +71,7 @@ enum {
     OPT_SEQ,
     OPT_VOCAB,
     OPT_MBS,
+    OPT_GBS,
     OPT_REPS,
     OPT_QUICK,
     OPT_NAME,
@@ -85,6 +89,7 @@ static const struct option opts[] = {{"backend", required_argument, NULL, OPT_BA
                                      {"seq", required_argument, NULL, OPT_SEQ},
                                      {"vocab", required_argument, NULL, OPT_VOCAB},
                                      {"mbs", required_argument, NULL, OPT_MBS},
+                                     {"gbs", required_argument, NULL, OPT_GBS},
                                      {"reps", required_argument, NULL, OPT_REPS},
                                      {"quick", no_argument, NULL, OPT_QUICK},
                                      {"name", required_argument, NULL, OPT_NAME},
@@ -97,8 +102,8 @@ static const struct option opts[] = {{"backend", required_argument, NULL, OPT_BA
 typedef struct {
     const char *backend, *model, *name, *catalog, *out;
     ExecOverrides ov;
-    uint32_t mbs, reps;
-    int replace; /* --replace: -o may replace the catalog's row of the same name */
+    uint32_t mbs, gbs, reps; /* gbs: 0 when not given */
+    int replace;             /* --replace: -o may replace the catalog's row of the same name */
 } Args;
 
 static int flag_u32(const char *flag, const char *arg, long lo, long hi, uint32_t *out)
@@ -128,6 +133,7 @@ static int parse(int argc, char **argv, Args *a)
         case OPT_SEQ: rc = flag_u32("seq", optarg, 1, 1 << 20, &a->ov.seq); break;
         case OPT_VOCAB: rc = flag_u32("vocab", optarg, 2, INT32_MAX, &a->ov.vocab); break;
         case OPT_MBS: rc = flag_u32("mbs", optarg, 1, 1 << 16, &a->mbs); break;
+        case OPT_GBS: rc = flag_u32("gbs", optarg, 1, 1 << 20, &a->gbs); break;
         case OPT_REPS: rc = flag_u32("reps", optarg, 1, 64, &a->reps); break;
         case OPT_QUICK: a->reps = 3; break;
         case OPT_NAME: a->name = optarg, named = 1; break;
@@ -140,6 +146,9 @@ static int parse(int argc, char **argv, Args *a)
     }
     if (rc) return rc;
     if (optind < argc) return cli_no_operands(CMD, argc, argv);
+    if (a->gbs % a->mbs)
+        return cli_usage(CMD, "--gbs %u is not a multiple of --mbs %u (global batch = micro-batches x micro-batch)",
+                         a->gbs, a->mbs);
     if (strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda"))
         return cli_usage(CMD, "--backend: '%s' is not cpu or cuda", a->backend);
     if (!named && !strcmp(a->backend, "cuda")) a->name = "gpu";
@@ -246,7 +255,9 @@ static int write_catalog(const Args *a, const char *src, const Catalog *cat, con
     if (!st && !(st = cal_gpu_row(c, a->name, row, sizeof row, &e))) snprintf(text + len, cap - len, "%s\n", row);
     if (!st) st = write_text(path, text, &e);
     if (!st) {
-        len = (size_t)snprintf(text, cap, "%s\n", catalog_stack_columns);
+        cal_stack_header(text, cap);
+        len = strlen(text);
+        len += (size_t)snprintf(text + len, cap - len, "\n");
         for (int i = 0; !st && i < cat->nstacks; i++) {
             const StackSpec *s = &cat->stacks[i];
             if (!(st = cal_stack_row(s, strcmp(s->name, "fp8plan") ? NULL : c, row, sizeof row, &e)))
@@ -280,6 +291,14 @@ int cmd_calibrate(int argc, char **argv)
     Catalog *cat = NULL;
     if ((rc = plan_catalog_find(CMD, a.catalog, src, sizeof src)) || (rc = plan_catalog_load(CMD, src, &cat)))
         return rc;
+    struct stat ob;
+    if (a.out && !stat(a.out, &ob) && !S_ISDIR(ob.st_mode)) { /* before measuring, not after */
+        free(cat);
+        return cli_fail(
+            CMD, (err_set(&e, ST_CANTCREAT,
+                          "-o %s: not a directory (calibrate writes a catalog: a directory of CSV files)", a.out),
+                  &e));
+    }
     /* refused before measuring: -o would silently put this machine's profile in place of a published GPU */
     if (a.out && !a.replace && catalog_gpu(cat, a.name)) {
         rc = cli_usage(CMD,

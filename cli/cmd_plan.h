@@ -10,6 +10,7 @@
 #include "planner/catalog.h"
 #include "planner/plan.h"
 #include "planner/sweep.h"
+#include "reports/fidelity_report.h"
 
 /* Load models.csv, gpus.csv and recipes.csv from the catalog directory: `dir`
  * when given (--catalog), else $FP8PLAN_CATALOG, else ./models, else
@@ -25,6 +26,10 @@ int plan_catalog_find(const char *cmd, const char *dir, char *found, size_t size
  * runs of the catalog's measured.csv like it, or why there is none (no such run, no measured.csv, one that
  * does not read: the plan stands without it). Fails only when memory runs out (ST_NOMEM in *e). */
 Status plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *in, char *buf, size_t size, Err *e);
+/* The rows behind it, read once (the TUI bands each plan it draws): *rows (the caller frees it) and *n, or
+ * *rows NULL and note saying why there are none. Fails only when memory runs out. */
+Status plan_trust_rows(const char *catdir, const Catalog *cat, FidelityRow **rows, int *n, char *note, size_t size,
+                       Err *e);
 
 /* The longest --seq the planner takes: 2^24 = 16,777,216 tokens (published training contexts reach
  * a few million; past that a plan's figures mean nothing). */

@@ -109,11 +109,13 @@ static const char *const list_help[] = {
                      "\n"
                      "The precision recipes in recipes.csv: dtype of every state, FP8 copies, GEMM formats,\n"
                      "scaling, communication dtypes, minimum SM and source.\n" LIST_COLUMNS_HELP,
-    [LIST_STACKS] = "usage: fp8plan stacks [--format table|csv|json] [-o FILE] [--catalog DIR]\n"
-                    "\n"
-                    "The training software stacks in stacks.csv: attention kernel, SwiGLU fusion, main-gradient\n"
-                    "dtype, FP8 weight caching, kernel fusion and launch floor, overlaps, allocator reserve,\n"
-                    "whether the values are measured on a GPU, and source. --stack NAME picks one.\n" LIST_COLUMNS_HELP,
+    [LIST_STACKS] =
+        "usage: fp8plan stacks [--format table|csv|json] [-o FILE] [--catalog DIR]\n"
+        "\n"
+        "The training software stacks in stacks.csv: attention kernel, SwiGLU fusion, main-gradient\n"
+        "dtype, FP8 weight caching, kernel fusion and launch floor, overlaps, allocator reserve,\n"
+        "whether the values are measured on a GPU, and source; alias: a second name that says what the\n"
+        "row is (nvidia-recipes, megatron-lm-defaults). --stack NAME (or its alias) picks one.\n" LIST_COLUMNS_HELP,
 };
 
 static Table *models_table(const Catalog *c)
@@ -286,6 +288,7 @@ static Table *stacks_table(const Catalog *c)
 {
     const TableCol cols[] = {
         {"name", NULL, NULL, TC_STR, 0, 0},
+        {"alias", NULL, NULL, TC_STR, 0, 0},
         {"attention", NULL, NULL, TC_STR, 0, 0},
         {"sequence_parallel", "SP", NULL, TC_STR, 0, 0},
         {"fused_swiglu", "swiglu", NULL, TC_STR, 0, 0},
@@ -310,6 +313,7 @@ static Table *stacks_table(const Catalog *c)
         table_row(t);
         int k = 0;
         table_str(t, k++, s->name);
+        table_str(t, k++, s->alias);
         table_str(t, k++, attn_name(s->attn));
         table_str(t, k++, s->sequence_parallel ? "yes" : "no");
         table_str(t, k++, s->fused_swiglu ? "fused" : "unfused");

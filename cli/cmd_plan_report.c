@@ -107,14 +107,18 @@ static int make_dir(const char *cmd, const char *dir)
     return 0;
 }
 
-Status plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *in, char *buf, size_t size, Err *e)
+Status plan_trust_rows(const char *catdir, const Catalog *cat, FidelityRow **out, int *nout, char *note, size_t size,
+                       Err *e)
 {
     char dir[4096], path[4200];
-    snprintf(buf, size, "trust: no catalog directory to read measured.csv from");
+    *out = NULL, *nout = 0;
+    snprintf(note, size, "trust: no catalog directory to read measured.csv from");
     if (plan_catalog_find("plan", catdir, dir, sizeof dir)) return ST_OK;
     snprintf(path, sizeof path, "%s/measured.csv", dir);
-    MeasuredRun *runs = calloc(MEASURED_MAX_RUNS, sizeof *runs);
-    FidelityRow *rows = calloc(MEASURED_MAX_RUNS, sizeof *rows);
+    /* one block, the rows first: a row points at its run, so the runs live as long as the rows */
+    _Static_assert(sizeof(FidelityRow) % _Alignof(MeasuredRun) == 0, "the runs follow the rows aligned");
+    FidelityRow *rows = calloc(1, MEASURED_MAX_RUNS * (sizeof(FidelityRow) + sizeof(MeasuredRun)));
+    MeasuredRun *runs = rows ? (MeasuredRun *)(rows + MEASURED_MAX_RUNS) : NULL;
     FidelitySummary *sum = calloc(1, sizeof *sum);
     char *text = NULL;
     size_t len;
@@ -122,12 +126,12 @@ Status plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *
     Err fe = {0};
     Status st = ST_OK;
     struct stat sb;
-    if (!runs || !rows || !sum) {
+    if (!rows || !sum) {
         st = err_set(e, ST_NOMEM, "out of memory reading measured.csv");
     } else if (!stat(path, &sb) && !S_ISREG(sb.st_mode)) { /* a FIFO, a device, a directory: not waited on */
-        snprintf(buf, size, "trust: %.300s is not a regular file: the published runs are not read", path);
+        snprintf(note, size, "trust: %.300s is not a regular file: the published runs are not read", path);
     } else if (file_read_all(path, &text, &len, &fe) && fe.st == ST_NOINPUT && access(path, F_OK)) {
-        snprintf(buf, size,
+        snprintf(note, size,
                  "trust: the catalog has no measured.csv: this throughput is not checked against any "
                  "measurement");
     } else if (text == NULL || measured_parse(cat, text, len, path, runs, &n, &fe) ||
@@ -135,16 +139,28 @@ Status plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *
         if (fe.st == ST_NOMEM)
             st = err_set(e, ST_NOMEM, "%s", fe.msg);
         else
-            snprintf(buf, size, "trust: the published runs could not be read (%.300s)", fe.msg);
+            snprintf(note, size, "trust: the published runs could not be read (%.300s)", fe.msg);
     } else {
+        *out = rows, *nout = n, note[0] = '\0';
+        rows = NULL;
+    }
+    free(text);
+    free(rows);
+    free(sum);
+    return st;
+}
+
+Status plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *in, char *buf, size_t size, Err *e)
+{
+    FidelityRow *rows;
+    int n;
+    Status st = plan_trust_rows(catdir, cat, &rows, &n, buf, size, e);
+    if (!st && rows) {
         FidelityBand b;
         fidelity_band(rows, n, in, &b);
         fidelity_band_text(&b, in, buf, size);
     }
-    free(text);
-    free(runs);
     free(rows);
-    free(sum);
     return st;
 }
 

@@ -29,8 +29,8 @@ static const char sweep_help_head[] =
     "\n"
     "  --gpus N       GPUs to plan for (at most 1048576)\n"
     "  --recipes L    comma-separated recipe names (all)\n"
-    "  --stacks L     comma-separated stack names, or all (the one --stack names); options that set a\n"
-    "                 stack value (--attn, --overlap-tp, ...) apply over every stack\n"
+    "  --stacks L     comma-separated stack names (or aliases), or all (the one --stack names); options\n"
+    "                 that set a stack value (--attn, --overlap-tp, ...) apply over every stack\n"
     "  --top K        how many plans to keep (20; with --per-recipe: per recipe, 1)\n"
     "  --per-recipe   the best plan(s) of each recipe, ranked together\n"
     "  --all          list near-duplicates too instead of folding them\n"
@@ -246,7 +246,7 @@ static Status sweep_html(FILE *f, const void *ctx, Err *e) { return html_sweep_p
 static int emit_html(const char *cmd, const PlanArgs *a, Table *points, const Plan *top, int n, const SweepStats *st,
                      uint64_t gbs, uint32_t seq)
 {
-    char *stats = NULL, title[256], sub[256];
+    char *stats = NULL, title[256], sub[256], sl[STACK_LABEL_MAX];
     size_t len = 0;
     FILE *m = open_memstream(&stats, &len);
     if (!m) return cli_fail(cmd, &(Err){ST_NOMEM, "out of memory"});
@@ -256,11 +256,16 @@ static int emit_html(const char *cmd, const PlanArgs *a, Table *points, const Pl
     snprintf(sub, sizeof sub,
              "every TP x PP x VPP x CP x DP x micro-batch x recompute x distributed optimizer x recipe; "
              "global batch %llu sequences; stack %.80s",
-             (unsigned long long)gbs,
-             a->stacks     ? a->stacks
-             : a->in.stack ? a->in.stack->name
-                           : "none");
-    SweepPage pg = {points, top, n, stats, title, sub};
+             (unsigned long long)gbs, a->stacks ? a->stacks : stack_label(a->in.stack, sl, sizeof sl));
+    SweepPage pg = {points,
+                    top,
+                    n,
+                    stats,
+                    title,
+                    sub,
+                    n ? top[0].capacity_bytes : 0,
+                    n ? top[0].limit_bytes : 0,
+                    a->in.max_mem_frac};
     int rc = cli_emit_page(cmd, &a->out, sweep_html, &pg);
     free(stats);
     return rc;
@@ -425,17 +430,15 @@ int cmd_sweep(int argc, char **argv)
     if (a.out.fmt == TABLE_TEXT) {
         t = top_table(f.plans, f.variants, f.n, !a.all, nstk > 1);
         if (t) {
-            char title[512], stk[300] = "";
+            char title[512], stk[300] = "", sl[STACK_LABEL_MAX];
             if (nstk <= 1 && f.n) /* the ranking rests on what the stack hides: say it */
                 snprintf(stk, sizeof stk,
                          ", stack %s (compute hides TP %.2f, DP %.2f, PP %.2f, EP %.2f of its collectives)",
-                         f.plans[0].in.stack ? f.plans[0].in.stack->name : "none", f.plans[0].in.overlap_tp,
+                         stack_label(f.plans[0].in.stack, sl, sizeof sl), f.plans[0].in.overlap_tp,
                          f.plans[0].in.overlap_dp, f.plans[0].in.overlap_pp, f.plans[0].in.overlap_ep);
             else if (nstk <= 1)
                 snprintf(stk, sizeof stk, ", stack %s",
-                         nstk         ? ((const StackSpec *)stacks[0])->name
-                         : a.in.stack ? a.in.stack->name
-                                      : "none");
+                         stack_label(nstk ? (const StackSpec *)stacks[0] : a.in.stack, sl, sizeof sl));
             snprintf(title, sizeof title, "%s %d of %llu plans that fit: %s on %u x %s%s, ranked by tokens/s",
                      a.per_recipe ? "best per recipe," : "best", f.n, (unsigned long long)(f.st.valid - f.st.oom),
                      a.in.model->name, a.gpus, a.in.gpu->name, stk);

@@ -92,7 +92,9 @@ static const char help[] =
     "66 missing file; 69 backend unavailable (CUDA not built, no GPU, or a recipe the executor\n"
     "does not run); 71 out of memory (the model does not fit this machine); 73 an output cannot be\n"
     "created; 74 a write failed. SIGINT/SIGTERM (one rank): the step in flight ends, the report\n"
-    "covers the steps taken, exit 130/143; a failed step is reported the same way, with its code.\n";
+    "covers the steps taken, exit 130/143; a failed step is reported the same way, with its code.\n"
+    "The files (-o, --loss-log, --scaling-trace, --save) land together: all new, or (a second signal\n"
+    "while they are written, a failure) all as they were.\n";
 
 enum {
     OPT_BACKEND = 256,
@@ -399,6 +401,7 @@ int cmd_run(int argc, char **argv)
     DataStream d = {0};
     static Measurement ms;
     RunFiles sf = {0};
+    int grouped = 0, keep = 0; /* the output group begun; its files to be put in place */
     const ModelSpec *base;
     const GpuSpec *gpu;
     const Recipe *recipe;
@@ -455,6 +458,10 @@ int cmd_run(int argc, char **argv)
     measure_after_model(&ms, m);
     if (!a.quiet) print_header(&a, m, &d, &ms, plan, build_s);
     run_stop_on_signals(comm->size);
+    /* the run's files land together: loss log, trace, checkpoint and report all new, or all as they were
+     * (a second signal while they are written; a failure) */
+    outfile_group_begin();
+    grouped = 1;
     if ((rc = run_files_open(&a, m, &sf))) goto done;
     /* a run stopped by a signal or a failed step still reports the steps it
      * took (one rank: several are stopped together, see done) */
@@ -486,16 +493,18 @@ int cmd_run(int argc, char **argv)
         ranks_rc = run_rank_table(plan, comm, &ms, &rd);
     }
     if (!a.rank) rc = run_report(&a, plan, m, &ms, &d, comm->size > 1 ? &rd : NULL);
+    keep = !rc || rc == status_exit_code(ST_TOLERANCE); /* the report written: the set is whole */
     run_ranks_free(&rd);
     if (!rc && ranks_rc) rc = ranks_rc;
     if (stopped && (!rc || rc == 1)) rc = stopped; /* the stop's code, unless the report could not be written */
 done:
+    run_files_abort(&sf);
+    if (grouped && outfile_group_end(keep, &e) && keep) rc = run_fail(&e);
     if (rc && rc != 1 && comm && comm->size > 1) { /* never leave the other ranks waiting in a collective */
         fprintf(stderr, "fp8plan run: rank %d of %d failed (exit %d): stopping every rank\n", comm->rank, comm->size,
                 rc);
         comm_mpi_abort(comm, rc);
     }
-    run_files_abort(&sf);
     measure_free(&ms);
     data_free(&d);
     model_destroy(m);

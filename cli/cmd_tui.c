@@ -165,6 +165,16 @@ int cmd_tui(int argc, char **argv)
             tui_status(s, 0, "Welcome: Up/Down pick an input, Left/Right change it, ? all keys + walkthroughs");
     }
     if (!rc) rc = load_t5(cmd, a.catalog, s);
+    if (!rc) { /* the published runs, planned once: each plan drawn is banded against them */
+        FidelityRow *rows;
+        int n;
+        char note[400];
+        Err te;
+        if (plan_trust_rows(a.catalog, cat, &rows, &n, note, sizeof note, &te))
+            rc = cli_fail(cmd, &te);
+        else
+            tui_state_set_trust(s, rows, n, note);
+    }
     if (!rc) {
         setlocale(LC_CTYPE, ""); /* for UTF-8 glyphs; numbers stay in the C locale */
         if (!o.rows) o.rows = 24, o.cols = 80;

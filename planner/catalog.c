@@ -442,7 +442,10 @@ static void names(const void *rows, size_t size, int n, char *buf, size_t bufsiz
 
 const StackSpec *catalog_stack(const Catalog *c, const char *name)
 {
-    return find(c->stacks, sizeof *c->stacks, c->nstacks, name);
+    const StackSpec *s = find(c->stacks, sizeof *c->stacks, c->nstacks, name);
+    for (int i = 0; !s && name && i < c->nstacks; i++)
+        if (*c->stacks[i].alias && !strcasecmp(c->stacks[i].alias, name)) s = &c->stacks[i];
+    return s;
 }
 
 void catalog_model_names(const Catalog *c, char *buf, size_t size)
@@ -462,5 +465,12 @@ void catalog_recipe_names(const Catalog *c, char *buf, size_t size)
 
 void catalog_stack_names(const Catalog *c, char *buf, size_t size)
 {
-    names(c->stacks, sizeof *c->stacks, c->nstacks, buf, size);
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < c->nstacks; i++) { /* "megatron-core = nvidia-recipes": either name is taken */
+        const StackSpec *s = &c->stacks[i];
+        int k =
+            snprintf(buf + used, size - used, "%s%s%s%s", used ? ", " : "", s->name, *s->alias ? " = " : "", s->alias);
+        if (k > 0 && used + (size_t)k < size) used += (size_t)k;
+    }
 }

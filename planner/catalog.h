@@ -55,7 +55,7 @@ Status catalog_parse_stacks(Catalog *c, const char *text, size_t len, const char
 const ModelSpec *catalog_model(const Catalog *c, const char *name);
 const GpuSpec *catalog_gpu(const Catalog *c, const char *name);
 const Recipe *catalog_recipe(const Catalog *c, const char *name);
-const StackSpec *catalog_stack(const Catalog *c, const char *name);
+const StackSpec *catalog_stack(const Catalog *c, const char *name); /* by name or alias */
 
 /* "name1, name2, ..." of one kind into buf (for "unknown model 'x'; known: ..."). */
 void catalog_model_names(const Catalog *c, char *buf, size_t size);

@@ -1,5 +1,6 @@
 /* planner/catalog_stack.c — models/stacks.csv: one row per training software stack (see stack.h). */
 #include <string.h>
+#include <strings.h>
 
 #include "planner/catalog.h"
 #include "planner/catalog_cells.h"
@@ -7,7 +8,7 @@
 const char *const catalog_stack_columns =
     "name,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,"
     "launch_us,loss_bytes,tp_overlap,tp_overlap_on,dp_overlap,pp_overlap,cp_overlap,ep_overlap,alloc_reserve,"
-    "host_op_us,moe_host_ops,expert_host_ops,calibrated,source";
+    "host_op_us,moe_host_ops,expert_host_ops,calibrated,source,?alias";
 
 /* A cell that may be blank (0: not modelled), else a number in [lo, hi]. */
 static Status opt_range(Cur *c, const char *col, double lo, double hi, double *out)
@@ -38,7 +39,8 @@ static Status parse_stack(Cur *c, void *row)
         (st = opt_range(c, "moe_host_ops", 0, 1e5, &s->moe_host_ops)) ||
         (st = opt_range(c, "expert_host_ops", 0, 1000, &s->expert_host_ops)) ||
         (st = cell_yesno(c, "calibrated", &s->calibrated)) ||
-        (st = cell_textcopy(c, "source", s->source, sizeof s->source, 0)))
+        (st = cell_textcopy(c, "source", s->source, sizeof s->source, 0)) ||
+        (*cell_text(c, "alias") && (st = cell_textcopy(c, "alias", s->alias, sizeof s->alias, 1))))
         return st;
     if (attn_parse(cell_text(c, "attention"), &s->attn))
         return cell_bad(c, "attention", "'%s' is not flash2, flash3, cudnn, te or materialized",
@@ -54,6 +56,16 @@ static Status parse_stack(Cur *c, void *row)
 
 Status catalog_parse_stacks(Catalog *c, const char *text, size_t len, const char *fname, Err *e)
 {
-    return cell_parse_all(text, len, fname, catalog_stack_columns, "name", parse_stack, NULL, c->stacks,
-                          sizeof *c->stacks, CATALOG_MAX_STACKS, &c->nstacks, e);
+    Status st = cell_parse_all(text, len, fname, catalog_stack_columns, "name", parse_stack, NULL, c->stacks,
+                               sizeof *c->stacks, CATALOG_MAX_STACKS, &c->nstacks, e);
+    /* an alias names one row: never another row's name or alias */
+    for (int i = 0; !st && i < c->nstacks; i++)
+        for (int j = 0; !st && *c->stacks[i].alias && j < c->nstacks; j++)
+            if (!strcasecmp(c->stacks[i].alias, c->stacks[j].name) ||
+                (j != i && !strcasecmp(c->stacks[i].alias, c->stacks[j].alias)))
+                st = err_set(e, ST_DATA, "%s: row %d (%s), column alias: '%s' is already the %s of row %d (%s)", fname,
+                             i + 2, c->stacks[i].name, c->stacks[i].alias,
+                             strcasecmp(c->stacks[i].alias, c->stacks[j].name) ? "alias" : "name", j + 2,
+                             c->stacks[j].name);
+    return st;
 }

@@ -1,6 +1,7 @@
 /* planner/stack.c — names of the stack enums (see stack.h). */
 #include "planner/stack.h"
 
+#include <stdio.h>
 #include <strings.h>
 
 static const char *const attn_names[] = {[ATTN_FLASH] = "flash2",
@@ -24,6 +25,14 @@ static int find(const char *const *names, int n, const char *s)
 }
 
 const char *attn_name(AttnImpl a) { return (unsigned)a < ATTN_COUNT_ ? attn_names[a] : "?"; }
+const char *stack_label(const StackSpec *s, char *buf, size_t size)
+{
+    if (!s) return "none";
+    if (!*s->alias) return s->name;
+    snprintf(buf, size, "%s (%s)", s->name, s->alias);
+    return buf;
+}
+
 const char *main_grad_name(MainGrad g) { return (unsigned)g < MAIN_GRAD_COUNT_ ? main_grad_names[g] : "?"; }
 const char *fusion_name(KernelFusion f) { return (unsigned)f < FUSE_COUNT_ ? fusion_names[f] : "?"; }
 

@@ -12,6 +12,7 @@
 #ifndef FP8PLAN_PLANNER_STACK_H
 #define FP8PLAN_PLANNER_STACK_H
 
+#include <stddef.h>
 #include "planner/spec.h"
 
 #ifdef __cplusplus
@@ -69,8 +70,13 @@ typedef struct {
     double alloc_reserve; /* caching allocator: reserved bytes over allocated, fraction */
     int calibrated;       /* 0: the efficiency values are not yet measured on a GPU (fp8plan before calibrate) */
     char source[STACK_SOURCE_MAX];
+    char alias[SPEC_NAME_MAX]; /* a second name that says what the row is (optional column; "" none) */
 } StackSpec;
 
+/* "megatron-core (nvidia-recipes)": the row's name and, where it has one, the alias that says what it is;
+ * "none" for NULL. buf holds at least STACK_LABEL_MAX bytes. */
+enum { STACK_LABEL_MAX = 2 * SPEC_NAME_MAX + 4 };
+const char *stack_label(const StackSpec *s, char *buf, size_t size);
 const char *attn_name(AttnImpl a);
 int attn_parse(const char *s, AttnImpl *out); /* flash, flash2, flash3, cudnn, te, materialized */
 const char *main_grad_name(MainGrad g);

@@ -202,8 +202,8 @@ static void style_of(const Ctx *c, int k, int s, int *colour, int *pattern)
 {
     int many_keys = c->nkeys > 1, many_segs = c->nsegs > 1;
     int i = many_keys ? k : many_segs ? s : 0;
-    *colour = i % 8;
-    *pattern = many_keys && many_segs ? s % 8 : (i + i / 8) % 8;
+    *colour = i % SVG_NCOLOURS;
+    *pattern = many_keys && many_segs ? s % SVG_NPATTERNS : (i + i / SVG_NCOLOURS) % SVG_NPATTERNS;
 }
 
 static double ref_value(const Ctx *c, const Bar *b, int r, double *v)

@@ -225,6 +225,9 @@ void chart_xy(HtmlDoc *d, const XySpec *sp)
         double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
         ranges(&c, all, cols, n, sp->nseries, &x0, &x1, &y0, &y1); /* the front's rows are series rows too */
         if (!(x0 <= x1)) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+        for (int i = 0; i < sp->nlimits && i < 2; i++)
+            if (isfinite(sp->limits[i].x * c.xs) && (!sp->x_log || sp->limits[i].x > 0))
+                extend(sp->limits[i].x * c.xs, &x0, &x1);
         const double W = 960, H = 430, left = 78, right = 24, top = 12, base = H - 52;
         if (sp->x_log)
             axis_log(&c.ax, x0, x1, 8, left, W - right);
@@ -255,6 +258,15 @@ void chart_xy(HtmlDoc *d, const XySpec *sp)
             svg_put(&c.s, "</g>\n");
         }
         for (int i = 0; i < sp->nevents; i++) draw_events(&c, &sp->events[i], i ? 2 : 4, top, base);
+        for (int i = 0; i < sp->nlimits && i < 2; i++) {
+            double x = sp->limits[i].x * c.xs;
+            if (!isfinite(x) || (sp->x_log && x <= 0)) continue;
+            double px = axis_px(&c.ax, x);
+            char vx[40];
+            snprintf(vx, sizeof vx, "%.17g", sp->limits[i].x);
+            svg_put(&c.s, "<g class=\"limit\" data-x=\"%s\"><title>%s</title>", vx, sp->limits[i].label);
+            svg_put(&c.s, "<line class=\"ref%d\" x1=\"$\" y1=\"$\" x2=\"$\" y2=\"$\"/></g>\n", i, px, top, px, base);
+        }
         if (sp->mark.t) {
             int xc = find(&c, sp->mark.t, sp->mark.x_col), yc = find(&c, sp->mark.t, sp->mark.y_col);
             double x, y;
@@ -281,6 +293,8 @@ void chart_xy(HtmlDoc *d, const XySpec *sp)
         if (sp->front.t) legend_item(&c.s, SW_FRONT, NULL, 0, sp->front.label);
         for (int i = 0; i < sp->nevents; i++) legend_item(&c.s, SW_EVENT, NULL, i ? 2 : 4, sp->events[i].label);
         if (sp->mark.t) legend_item(&c.s, SW_RING, NULL, 0, sp->mark.label);
+        for (int i = 0; i < sp->nlimits && i < 2; i++)
+            legend_item(&c.s, i ? SW_REF1 : SW_REF0, NULL, 0, sp->limits[i].label);
         legend_end(&c.s);
         Err e;
         if (svg_status(&c.s, &e)) html_fail(d, &e);

@@ -2,7 +2,8 @@
  * linear or log axes, series as lines, steps or points (marker shape and
  * colour per series), event marks (rows whose status column is not "ok", e.g.
  * a saturating cast), a front (a line through chosen rows: the Pareto front)
- * and one marked point (the chosen plan).
+ * one marked point (the chosen plan) and up to two vertical limits (a
+ * sweep's memory capacity and limit).
  *
  * Points carry data-x / data-y (the cells exactly as the CSV writes them) and
  * a <title>; values a log axis cannot show (<= 0) and non-finite ones are
@@ -46,6 +47,11 @@ typedef struct {
 } XyMark;
 
 typedef struct {
+    double x;          /* table units (before x_scale) */
+    const char *label; /* legend and hover text (with the value: the chart does not know its unit) */
+} XyLimit;             /* a vertical line across the plot (a sweep's memory capacity and limit) */
+
+typedef struct {
     const char *id, *title, *desc;
     const char *x_axis, *y_axis; /* titles with units */
     int x_log, y_log;
@@ -57,6 +63,8 @@ typedef struct {
     int nevents;
     XySeries front; /* .t NULL: none; drawn as steps through its rows, in order */
     XyMark mark;
+    XyLimit limits[2]; /* the first solid, the second dashed (the bar charts' ref0/ref1 marks); x range covers them */
+    int nlimits;
     const Table *table; /* the table under the figure (NULL: the first series') */
     const char *table_caption;
     int collapse_after;

@@ -53,3 +53,16 @@ void fidelity_band_text(const FidelityBand *b, const PlanInput *in, char *buf, s
                  like, 100 * b->mae, 100 * b->bias, b->n, hold);
     }
 }
+
+void fidelity_band_short(const FidelityBand *b, const PlanInput *in, char *buf, size_t size)
+{
+    char hold[48] = "";
+    if (in->gpu->host)
+        snprintf(buf, size, "trust: a measured host profile");
+    else if (!b->n)
+        snprintf(buf, size, "trust: no published run like it (unchecked)");
+    else {
+        if (b->n_hold) snprintf(hold, sizeof hold, ", held out %.1f %%", 100 * b->mae_hold);
+        snprintf(buf, size, "trust +-%.1f %% on %d run%s like it%s", 100 * b->mae, b->n, b->n == 1 ? "" : "s", hold);
+    }
+}

@@ -105,5 +105,7 @@ void fidelity_band(const FidelityRow *rows, int n, const PlanInput *in, Fidelity
 /* One line: "trust: on published runs like this one (...) the planner's throughput is off by ..." or that
  * none is like it. */
 void fidelity_band_text(const FidelityBand *b, const PlanInput *in, char *buf, size_t size);
+/* The same in under 50 columns, for the TUI: "trust +-5.2 % on 14 runs like it, held out 8.9 %". */
+void fidelity_band_short(const FidelityBand *b, const PlanInput *in, char *buf, size_t size);
 
 #endif

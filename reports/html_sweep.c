@@ -186,12 +186,14 @@ Status html_sweep_page(FILE *f, const SweepPage *pg, Err *e)
     } else {
         char desc[640], chosen[256];
         int npoints = table_rows(pg->points);
-        snprintf(desc, sizeof desc,
-                 "The layouts that fit (%d), as memory per GPU against predicted tokens/s, one colour and marker "
-                 "shape per recipe: of each recipe the %d fastest in each of %d slices of the memory axis are drawn "
-                 "(%d points), and points of one recipe closer than a marker's size are drawn once (hover says how "
-                 "many). The line is the Pareto front of every layout; the ring is the chosen plan (rank 1).",
-                 npoints, THIN_K, THIN_BINS, table_rows(drawn));
+        snprintf(
+            desc, sizeof desc,
+            "The layouts that fit (%d), as memory per GPU against predicted tokens/s, one colour and marker "
+            "shape per recipe: of each recipe the %d fastest in each of %d slices of the memory axis are drawn "
+            "(%d points), and points of one recipe closer than a marker's size are drawn once (hover says how "
+            "many). The line is the Pareto front of every layout; the ring is the chosen plan (rank 1); the vertical "
+            "lines are the GPU's capacity and the memory limit a layout must stay under.",
+            npoints, THIN_K, THIN_BINS, table_rows(drawn));
         XySpec s = {
             .id = "sweep",
             .title = "Memory against throughput, every layout that fits",
@@ -230,6 +232,13 @@ Status html_sweep_page(FILE *f, const SweepPage *pg, Err *e)
                                              .tips = {"tp", "pp", "vpp", "cp", "dp", "mbs"}};
             s.nseries++;
         }
+        char limit[96], cap[64];
+        snprintf(cap, sizeof cap, "GPU capacity %.2f GB", (double)pg->capacity_bytes * 1e-9);
+        snprintf(limit, sizeof limit, "memory limit %.2f GB (%.0f %% of capacity)", (double)pg->limit_bytes * 1e-9,
+                 100 * pg->limit_frac);
+        if (pg->capacity_bytes) s.limits[s.nlimits++] = (XyLimit){(double)pg->capacity_bytes, cap};
+        if (pg->limit_bytes && pg->limit_bytes != pg->capacity_bytes)
+            s.limits[s.nlimits++] = (XyLimit){(double)pg->limit_bytes, limit};
         if (pg->ntop) {
             const PlanInput *in = &pg->top[0].in;
             snprintf(chosen, sizeof chosen, "chosen: %s TP%u PP%u CP%u DP%u mbs %u", in->recipe->name, in->tp, in->pp,

@@ -32,6 +32,8 @@ typedef struct {
     int ntop;
     const char *stats_text; /* what the text output says about the sweep (counts, invalid by reason) */
     const char *title, *subtitle;
+    uint64_t capacity_bytes, limit_bytes; /* the GPU's memory and the fitting limit (max_mem_frac of it), drawn */
+    double limit_frac;                    /* limit_bytes / capacity_bytes as the flag gave it, for the legend */
 } SweepPage;
 
 Status html_sweep_page(FILE *f, const SweepPage *pg, Err *e);

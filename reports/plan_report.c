@@ -437,8 +437,9 @@ Status plan_write_text(const Plan *p, FILE *f, Err *e)
     char fb[7][24];
     const PlanInput *in = &p->in;
     char b1[40], b2[40], b3[40];
+    char sl[STACK_LABEL_MAX];
     table_put_prose(f, "plan: %s on %s, recipe %s, stack %s\n", in->model->name, in->gpu->name, in->recipe->name,
-                    in->stack ? in->stack->name : "none");
+                    stack_label(in->stack, sl, sizeof sl));
     table_put_prose(f, "layout: TP %u x PP %u (vpp %u) x CP %u x DP %u = %u GPUs, seq %u\n", in->tp, in->pp, in->vpp,
                     in->cp, in->dp, p->world, p->seq);
     char dflt[64] = ""; /* the default: about 2M tokens, rounded up to a multiple of mbs x DP */

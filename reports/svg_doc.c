@@ -6,11 +6,13 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Okabe & Ito's colour-blind-safe set; black replaced by a grey that shows on dark pages too. */
-static const char *const colours[SVG_NCOLOURS] = {"#0072b2", "#e69f00", "#009e73", "#cc79a7",
-                                                  "#56b4e9", "#d55e00", "#f0e442", "#8c8c8c"};
+/* Okabe & Ito's colour-blind-safe set, black replaced by a grey that shows on dark pages too, then Tol's
+ * wine and olive: the plan's nine memory groups each get a colour of their own (with eight, overheads
+ * wrapped round to the weights' blue). */
+static const char *const colours[SVG_NCOLOURS] = {"#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9",
+                                                  "#d55e00", "#f0e442", "#8c8c8c", "#882255", "#999933"};
 /* dark colours get light pattern strokes, light ones dark strokes */
-static const int colour_dark[SVG_NCOLOURS] = {1, 0, 1, 0, 0, 1, 0, 0};
+static const int colour_dark[SVG_NCOLOURS] = {1, 0, 1, 0, 0, 1, 0, 0, 1, 0};
 
 const char *svg_colour(int colour) { return colours[(unsigned)colour % SVG_NCOLOURS]; }
 
@@ -130,6 +132,7 @@ static void pattern_def(Svg *s, int c, int p)
         "<path d=\"M0,0 l8,8 M8,0 l-8,8\"/>",                                         /* cross-hatch */
         "<path d=\"M2,0 v8 M6,0 v8\"/>",                                              /* vertical */
         "<path d=\"M0,4 h8 M4,0 v8\"/>",                                              /* grid */
+        "<path d=\"M0,6 l2,-4 l2,4 l2,-4 l2,4\"/>",                                   /* zigzag */
     };
     svg_put(s, "<pattern id=\"%s-s%d-%d\" patternUnits=\"userSpaceOnUse\" width=\"8\" height=\"8\">", s->id, c, p);
     svg_put(s, "<rect width=\"8\" height=\"8\" fill=\"%r\"/>", colours[c]);

@@ -20,7 +20,7 @@
 
 #include "util/status.h"
 
-enum { SVG_NCOLOURS = 8, SVG_NPATTERNS = 8, SVG_NMARKERS = 6 };
+enum { SVG_NCOLOURS = 10, SVG_NPATTERNS = 9, SVG_NMARKERS = 6 };
 
 typedef struct {
     FILE *f;

@@ -372,9 +372,10 @@ int tui_footer(const TuiState *s, int width, TuiHint *out, int max)
 static const char *const walkthroughs[] = {
     "Walkthroughs of the seed document (no flags needed):",
     "  Bytes per parameter (Table 1a): Plan screen, move to 'recipe' and press",
-    "    Left/Right. 'B/param' reads bf16 16, megatron-bf16 18, fp8lm 6; the bar",
-    "    and the master/gradient/Adam terms change by exactly those bytes (the",
-    "    stack's main-grad dtype, e.g. megatron-core's bf16, shows beneath it).",
+    "    Left/Right. With stack megatron-lm (FP32 main grads) 'B/param' reads bf16",
+    "    16, megatron-bf16 18, fp8lm 6; the bar and the master/gradient/Adam terms",
+    "    change by exactly those bytes. megatron-core keeps FP32 grads in BF16 (2",
+    "    less, as its plan counts them); the recipe's figure shows beneath it.",
     "  Scale granularity (Table 1b): screen 3. At 4096x4096 the FP8 payload is",
     "    50.000 % of BF16; per-channel scales 16,384 B; 1x32 E8M0 scales",
     "    524,288 B = 3.125 % of the payload, saving 48.438 %.",

@@ -42,7 +42,18 @@ TuiState *tui_state_new(const Catalog *cat, const PlanInput *in)
     return s;
 }
 
-void tui_state_free(TuiState *s) { free(s); }
+void tui_state_free(TuiState *s)
+{
+    if (s) free(s->trust_rows);
+    free(s);
+}
+
+void tui_state_set_trust(TuiState *s, FidelityRow *rows, int n, const char *note)
+{
+    free(s->trust_rows);
+    s->trust_rows = rows, s->ntrust = rows ? n : 0;
+    snprintf(s->trust_note, sizeof s->trust_note, "%s", note ? note : "");
+}
 
 void tui_status(TuiState *s, int is_error, const char *fmt, ...)
 {

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "fp8/codec.h"
+#include "reports/fidelity_report.h"
 #include "fp8/delayed.h"
 #include "planner/catalog.h"
 #include "planner/plan.h"
@@ -83,6 +84,9 @@ typedef struct {
     char cmp_err[TUI_MAX_SLOTS][160];
     TuiT5Row t5[TUI_T5_MAX];
     int nt5;
+    FidelityRow *trust_rows; /* measured.csv's runs, planned (owned; NULL: trust_note says why) */
+    int ntrust;
+    char trust_note[400];
     int t5_preset; /* the preset `t` applied last, -1 none */
 
     /* ---- Scales (Table 1b) */
@@ -127,6 +131,10 @@ typedef struct {
  * out of memory or when `in` lacks a model, GPU or recipe. */
 TuiState *tui_state_new(const Catalog *cat, const PlanInput *in);
 void tui_state_free(TuiState *s);
+
+/* The published runs the plan screen's trust line bands each plan against (plan_trust_rows); s takes rows
+ * (NULL: note says why there are none). */
+void tui_state_set_trust(TuiState *s, FidelityRow *rows, int n, const char *note);
 
 /* Read FP8-LM Table 5 rows from CSV text (models/fp8lm_table5.csv) into s->t5. */
 Status tui_state_load_t5(TuiState *s, const char *text, size_t len, const char *fname, Err *e);

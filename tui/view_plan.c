@@ -122,21 +122,32 @@ static void summary(const TuiState *s, const TuiPaint *p, TuiRect r)
             paint_text(p, y, r.x + used + 2, w - used - 2, SY_DIM, what);
         }
     }
-    double per[STATE_COUNT_];
+    /* The plan's own bytes per parameter (the stack's main-grad dtype applied), as the compare screen's
+     * 'state B/param' row reads it; the recipe's accounting beneath when the stack keeps another dtype. */
+    double per[STATE_COUNT_], kept[STATE_COUNT_];
     double bpp = recipe_state_bytes_per_param(&s->in.recipe->gemm, 0, 1, per);
+    double bpp_kept = plan_state_bytes_per_param(&s->in, kept);
     unsigned copies = recipe_fp8_copy_bytes_per_param(s->in.recipe);
-    paint_textf(p, ++y, r.x, w, SY_PLAIN, "B/param %.2f: weight %g master %g grad %g m %g v %g", bpp, per[STATE_WEIGHT],
-                per[STATE_MASTER], per[STATE_GRAD], per[STATE_M], per[STATE_V]);
-    double kept[STATE_COUNT_], bpp_kept = plan_state_bytes_per_param(&s->in, kept);
+    paint_textf(p, ++y, r.x, w, SY_PLAIN, "B/param %.2f: weight %g master %g grad %g m %g v %g", bpp_kept,
+                kept[STATE_WEIGHT], kept[STATE_MASTER], kept[STATE_GRAD], kept[STATE_M], kept[STATE_V]);
     uint64_t st_bytes = (uint64_t)llround((double)pl->params_total * bpp_kept);
     if (kept[STATE_GRAD] != per[STATE_GRAD]) /* the stack keeps main grads in another dtype */
-        paint_textf(p, ++y, r.x, w, SY_DIM, "  stack grad %g: %.2f x %.1fe9 = %s", kept[STATE_GRAD], bpp_kept,
-                    (double)pl->params_total / 1e9, tui_fmt_bytes(st_bytes, a, sizeof a));
+        paint_textf(p, ++y, r.x, w, SY_DIM, "  x %.1fe9 = %s; recipe's grad %g: %.2f", (double)pl->params_total / 1e9,
+                    tui_fmt_bytes(st_bytes, a, sizeof a), per[STATE_GRAD], bpp);
     else
         paint_textf(p, ++y, r.x, w, SY_DIM, "  +%u FP8 copies; x %.1fe9 params = %s", copies,
                     (double)pl->params_total / 1e9, tui_fmt_bytes(st_bytes, a, sizeof a));
     paint_textf(p, ++y, r.x, w, SY_PLAIN, "Step %s  %.2f samples/s  %.1f k tokens/s",
                 tui_fmt_seconds(pl->time.step_s, a, sizeof a), pl->samples_per_s, pl->tokens_per_s / 1e3);
+    char trust[160];
+    if (s->trust_rows) {
+        FidelityBand band;
+        fidelity_band(s->trust_rows, s->ntrust, &s->in, &band);
+        fidelity_band_short(&band, &s->in, trust, sizeof trust);
+    } else {
+        snprintf(trust, sizeof trust, "trust: %s", s->trust_note[0] ? "measured.csv not read" : "not computed");
+    }
+    paint_textf(p, ++y, r.x, w, SY_DIM, "%s", trust);
     paint_textf(p, ++y, r.x, w, SY_PLAIN, "MFU %.1f%% BF16 peak, %.1f%% FP8 peak; %.0f TFLOP/s", pl->mfu_bf16_pct,
                 pl->mfu_fp8_pct, pl->tflops_per_gpu);
     paint_textf(p, ++y, r.x, w, SY_PLAIN, "Sent/step DP %s  TP %s  PP %s", tui_fmt_bytes(pl->dp_comm_bytes, a, 40),

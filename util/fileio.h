@@ -66,6 +66,18 @@ Status outfile_open_flags(OutFile *o, const char *path, unsigned flags, Err *e);
  * target left untouched. Always closes o. */
 Status outfile_commit(OutFile *o, Err *e);
 
+/* A set of outputs that lands whole (a run's loss log, trace, checkpoint and
+ * report). After outfile_group_begin, outfile_commit of a file that is renamed
+ * into place writes, flushes (and syncs) it but keeps its temporary file;
+ * outfile_group_end(1, e) renames them all, in the order committed, while a
+ * fatal signal waits (the handler ends the process once the last is in place),
+ * and outfile_group_end(0, e) removes them. A signal before the renames
+ * removes every temporary file, as for any open file: the targets are all old
+ * or all new. A file written in place (stdout, a device, a FIFO) is not held
+ * back. At most 16 files; not nested. */
+void outfile_group_begin(void);
+Status outfile_group_end(int commit, Err *e);
+
 /* Close and remove the temporary file without touching the target. */
 void outfile_abort(OutFile *o);
 

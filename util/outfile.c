@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,10 +152,25 @@ int path_same_file(const char *a, const char *b)
 
 static OutSink *volatile live[MAX_LIVE];
 
+/* The group's phase, shared with the signal handlers of every thread: IDLE, RENAMING (outfile_group_end
+ * puts the set in place; a fatal signal waits for it) or DYING (a handler removes the temporary files:
+ * nothing may be renamed any more). */
+enum { PH_IDLE, PH_RENAMING, PH_DYING };
+static atomic_int phase = PH_IDLE;
+static volatile sig_atomic_t deferred_sig; /* a fatal signal that came while the set was renamed */
+
 void outfile_die_of_signal(int sig)
 {
-    for (int i = 0; i < MAX_LIVE; i++)
-        if (live[i] && live[i]->tmp[0]) unlink(live[i]->tmp);
+    int idle = PH_IDLE;
+    if (!atomic_compare_exchange_strong(&phase, &idle, PH_DYING)) {
+        if (atomic_load(&phase) == PH_RENAMING) {
+            deferred_sig = sig; /* outfile_group_end ends the process once the set is whole */
+            return;
+        }
+    } else {
+        for (int i = 0; i < MAX_LIVE; i++)
+            if (live[i] && live[i]->tmp[0]) unlink(live[i]->tmp);
+    }
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -329,6 +345,64 @@ static void release(OutFile *o)
     o->tmp[0] = '\0';
 }
 
+/* ---- a group of outputs put in place together ---------------------------------------------------------- */
+
+typedef struct {
+    OutSink *sink; /* still tracked: its temporary file is removed if a signal ends the process */
+    unsigned flags;
+    char target[PATH_CAP], path[PATH_CAP];
+} Pending;
+
+static struct {
+    int open, n;
+    Pending p[MAX_LIVE];
+} group;
+
+void outfile_group_begin(void) { group.open = 1, group.n = 0; }
+
+/* Keep o's finished temporary file for outfile_group_end. */
+static Status group_defer(OutFile *o, Err *e)
+{
+    if (group.n == MAX_LIVE) {
+        unlink(o->tmp);
+        release(o);
+        return err_set(e, ST_SOFTWARE, "cannot write %s: more than %d files in one group", o->path, MAX_LIVE);
+    }
+    Pending *p = &group.p[group.n++];
+    p->sink = o->sink, p->flags = o->flags;
+    snprintf(p->target, sizeof p->target, "%s", o->target);
+    snprintf(p->path, sizeof p->path, "%s", o->path);
+    o->sink = NULL, o->f = NULL, o->tmp[0] = '\0';
+    return ST_OK;
+}
+
+Status outfile_group_end(int commit, Err *e)
+{
+    int err = 0, k = 0, idle = PH_IDLE;
+    group.open = 0;
+    if (commit && !atomic_compare_exchange_strong(&phase, &idle, PH_RENAMING))
+        commit = 0; /* a signal is ending the process: its handler removes the temporary files */
+    for (; commit && !err && k < group.n; k++)
+        if (rename(group.p[k].sink->tmp, group.p[k].target) != 0) err = errno;
+    if (commit) {
+        for (int i = 0; i < k; i++) group.p[i].sink->tmp[0] = '\0'; /* in place: not a temporary any more */
+        atomic_store(&phase, PH_IDLE);
+        if (deferred_sig) outfile_die_of_signal(deferred_sig); /* the set is whole; the rest removed there */
+    }
+    for (int i = 0; i < group.n; i++) {
+        Pending *p = &group.p[i];
+        if (p->sink->tmp[0])
+            unlink(p->sink->tmp);
+        else if ((p->flags & OUT_DURABLE) && sync_dir(p->target) != 0 && !err)
+            err = errno;
+        track(p->sink, 0);
+        free(p->sink);
+    }
+    Status st = err ? err_set(e, ST_IO, "cannot write %s: %s", group.p[k ? k - 1 : 0].path, strerror(err)) : ST_OK;
+    group.n = 0;
+    return st;
+}
+
 Status outfile_commit(OutFile *o, Err *e)
 {
     if (!o->f) return err_set(e, ST_SOFTWARE, "outfile_commit on a closed file");
@@ -337,6 +411,7 @@ Status outfile_commit(OutFile *o, Err *e)
         return stdout_close_check(e);
     }
     int err = close_sink(o, fflush(o->f) == 0);
+    if (o->kind == OUT_RENAME && !err && group.open) return group_defer(o, e);
     if (o->kind == OUT_RENAME) {
         if (!err && rename(o->tmp, o->target) != 0) err = errno;
         if (err) unlink(o->tmp);

@@ -163,6 +163,9 @@ Status cal_gpu_row_of(const GpuSpec *g, char *buf, size_t size, Err *e);
 /* A stacks.csv row: s with launch_us replaced by the measured launch floor and
  * calibrated = yes (the "fp8plan" stack: this executor on this host). */
 Status cal_stack_row(const StackSpec *s, const Calibration *c, char *buf, size_t size, Err *e);
+/* stacks.csv's header line as cal_stack_row's rows need it: catalog_stack_columns with the optional
+ * columns' '?' dropped (no newline). */
+void cal_stack_header(char *buf, size_t size);
 
 #ifdef __cplusplus
 }

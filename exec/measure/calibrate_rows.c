@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "exec/measure/calibrate.h"
+#include "planner/catalog.h"
 
 const char *const cal_gpu_header =
     "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
@@ -160,6 +161,14 @@ Status cal_gpu_row_of(const GpuSpec *g, char *buf, size_t size, Err *e)
 
 static const char *yes(int v) { return v ? "yes" : "no"; }
 
+void cal_stack_header(char *buf, size_t size)
+{
+    size_t n = 0;
+    for (const char *h = catalog_stack_columns; *h && n + 1 < size; h++)
+        if (*h != '?') buf[n++] = *h;
+    if (size) buf[n] = '\0';
+}
+
 Status cal_stack_row(const StackSpec *s, const Calibration *c, char *buf, size_t size, Err *e)
 {
     Buf b = {buf, size, 0, 0};
@@ -186,5 +195,6 @@ Status cal_stack_row(const StackSpec *s, const Calibration *c, char *buf, size_t
     } else {
         put_quoted(&b, s->source);
     }
+    put(&b, ",%s", s->alias);
     return done(&b, "stacks.csv", e);
 }

@@ -15,8 +15,9 @@ cat="$TMP/cat"
 
 # ---- one rank ----
 start=$(date +%s)
-run calibrate --backend cpu $TINY --quick -o "$cat"
-expect_rc "calibrate --quick writes a catalog" 0
+# --gbs as run takes it (issue 46: calibrate refused it, so a run's flags could not be given)
+run calibrate --backend cpu $TINY --gbs 4 --quick -o "$cat"
+expect_rc "calibrate --quick writes a catalog (--gbs taken as run takes it)" 0
 took=$(($(date +%s) - start))
 if [ "$took" -le 30 ]; then pass "calibrate --quick takes seconds ($took s)"; else fail "calibrate --quick took $took s"; fi
 expect_out "collectives are not measured with one rank" "collectives: not measured (one rank"
@@ -69,6 +70,12 @@ esac
 run calibrate --reps 0
 expect_rc "--reps 0 refused" 64
 expect_err "... naming the flag" "--reps"
+run calibrate --mbs 2 --gbs 3
+expect_rc "--gbs not a multiple of --mbs refused" 64
+expect_err "... naming both flags and values" "--gbs 3 is not a multiple of --mbs 2"
+run calibrate --gbs 0
+expect_rc "--gbs 0 refused" 64
+expect_err "... naming the flag" "--gbs"
 run calibrate --reps 65
 expect_rc "--reps 65 refused" 64
 run calibrate --backend tpu

@@ -41,6 +41,35 @@ expect_err "the message says where the name goes" "name the report first"
 run report nope
 expect_err "unknown reports list html" "known: seed, fidelity, html"
 
+# ---- the memory chart's groups each look different (issue 46: weights and overheads shared the blue;
+# the optimizer's and the overheads' hatches, both blue diagonals, were hard to tell apart) ----
+# fills(page, key): "segment colour pattern" of every memory bar of that recipe (fill url(#mem-sC-P))
+fills() {
+    tr '<' '\n' <"$1" | sed -n 's/^rect class="bar".*fill="url(#mem-s\([0-9]*\)-\([0-9]*\))".*data-cat="'"$2"'".*data-seg="\([^"]*\)".*/\3|\1|\2/p'
+}
+run plan $L175 --recipe megatron-bf16 --format html -o "$TMP/plan.html"
+fills "$TMP/plan.html" megatron-bf16 >"$TMP/fills"
+expect_eq "plan page: the memory bar has its 9 groups" "$(wc -l <"$TMP/fills" | tr -d ' ')" 9
+expect_eq "... each group in a colour of its own" "$(cut -d'|' -f2 "$TMP/fills" | sort -u | wc -l | tr -d ' ')" 9
+expect_eq "... and a pattern of its own" "$(cut -d'|' -f3 "$TMP/fills" | sort -u | wc -l | tr -d ' ')" 9
+run compare $L175 --recipes megatron-bf16,te-fp8 --format html -o "$TMP/cmp.html"
+fills "$TMP/cmp.html" te-fp8 >"$TMP/fills"
+expect_eq "compare page: a recipe's 9 groups" "$(wc -l <"$TMP/fills" | tr -d ' ')" 9
+expect_eq "... each group in a colour and a pattern of its own" \
+    "$(cut -d'|' -f2 "$TMP/fills" | sort -u | wc -l | tr -d ' ') $(cut -d'|' -f3 "$TMP/fills" | sort -u | wc -l | tr -d ' ')" "9 9"
+
+# ---- the sweep chart marks the memory limit (issue 46): the GPU's capacity and 95 % of it, as vertical lines
+# at their bytes, every layout drawn left of the limit. h100-sxm: 85,520,809,984 B; x 0.95 = 81,244,769,484.8,
+# the plan's limit_bytes keeps the whole bytes: 81,244,769,484 ----
+run sweep --model llama3-70b --gpu h100-sxm --gpus 256 --format html -o "$TMP/sweep.html"
+expect_rc "sweep --format html exits 0" 0
+expect_eq "the sweep chart's two limit lines, capacity and limit, at their bytes" \
+    "$(grep -o '<g class="limit" data-x="[0-9]*"><title>[^<]*' "$TMP/sweep.html" | sed 's/.*data-x="\([0-9]*\)"><title>/\1 /' | tr '\n' '|')" \
+    "85520809984 GPU capacity 85.52 GB|81244769484 memory limit 81.24 GB (95 % of capacity)|"
+over=$(grep -o 'class="pt" data-x="[^"]*"' "$TMP/sweep.html" | sed 's/.*data-x="//; s/"//' | awk '$1 > 81244769484 { n++ } END { print n + 0 }')
+expect_eq "... no layout drawn past the limit" "$over" 0
+if grep -q '<line class="ref1"[^>]*/></svg>memory limit 81.24 GB' "$TMP/sweep.html"; then pass "... the legend names the limit"; else fail "... the legend names the limit"; fi
+
 # ---- formats ----
 run compare $L175 --recipes megatron-bf16,te-fp8 --format xml
 expect_rc "--format xml is a usage error" 64

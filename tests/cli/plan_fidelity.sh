@@ -164,7 +164,7 @@ run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack fp8plan
 expect_out "the fp8plan stack says it is not calibrated" "not yet measured on a GPU"
 run plan --model llama3-8b --gpu h100-sxm --recipe te-fp8 --dp 8 --stack nemo
 expect_rc "unknown --stack exits 64" 64
-expect_err "unknown --stack lists the stacks" "unknown stack 'nemo' (known: megatron-core, megatron-lm, torchtitan"
+expect_err "unknown --stack lists the stacks" "unknown stack 'nemo' (known: megatron-core = nvidia-recipes, megatron-lm = megatron-lm-defaults, torchtitan"
 run compare --model llama3-8b --gpu h100-sxm --recipes bf16,te-fp8 --dp 8 --stack llm-foundry
 expect_rc "compare --stack exits 0" 0
 run sweep --model llama3-8b --gpu h100-sxm --gpus 8 --recipes te-fp8 --stacks all --top 5

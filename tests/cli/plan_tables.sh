@@ -53,8 +53,42 @@ expect_rc "gpus csv exits 0" 0
 expect_out "gpus lists h100-sxm" "h100-sxm,9.0,85520809984,3350,989,1979,67,132,794.5,1453.4,nvlink,450,50,8,"
 run stacks --format csv
 expect_rc "stacks csv exits 0" 0
-expect_out "stacks lists megatron-core with its defaults" "megatron-core,te,yes,fused,bf16,yes,te,4,10,1,1,1,1,1,0.05,yes,"
-expect_out "stacks lists fp8plan as not calibrated" "fp8plan,materialized,no,fused,recipe,yes,fp8plan,3,10,0,0,0,0,0,0,no,"
+expect_out "stacks lists megatron-core with its alias and defaults" "megatron-core,nvidia-recipes,te,yes,fused,bf16,yes,te,4,10,1,1,1,1,1,0.05,yes,"
+expect_out "stacks lists fp8plan (no alias) as not calibrated" "fp8plan,,materialized,no,fused,recipe,yes,fp8plan,3,10,0,0,0,0,0,0,no,"
+
+# stack names that say what they are (issue 46): nvidia-recipes is megatron-core, megatron-lm-defaults is
+# megatron-lm; either name is taken wherever a stack is named, and a plan is the same byte for byte
+L70="--model llama3-70b --gpu h100-sxm --recipe te-fp8 --tp 4 --pp 2 --dp 8"
+for pair in megatron-core:nvidia-recipes megatron-lm:megatron-lm-defaults; do
+    old=${pair%%:*} new=${pair#*:}
+    "$FP8PLAN" plan $L70 --stack "$old" --format csv >"$TMP/old.csv" 2>&1
+    run plan $L70 --stack "$new" --format csv
+    expect_rc "plan --stack $new exits 0" 0
+    expect_eq "... the same plan as --stack $old, byte for byte" "$(cmp -s "$TMP/old.csv" "$TMP/out" && echo same)" same
+    run plan $L70 --stack "$new"
+    expect_line "... its header names both" "plan: llama3-70b on h100-sxm, recipe te-fp8, stack $old \($new\)"
+done
+run sweep --model llama3-70b --gpu h100-sxm --gpus 64 --recipes te-fp8 --stack megatron-lm-defaults --top 1
+expect_rc "sweep --stack megatron-lm-defaults exits 0" 0
+if tr '\n' ' ' <"$TMP/out" | tr -s ' ' | grep -q "stack megatron-lm (megatron-lm-defaults) (compute hides TP 0.00"; then
+    pass "... the sweep's header names both and the overlaps"
+else
+    fail "... the sweep's header names both" "$(head -n 3 "$TMP/out")"
+fi
+run sweep --model llama3-70b --gpu h100-sxm --gpus 64 --recipes te-fp8 --stacks megatron-core,nvidia-recipes
+expect_rc "sweep --stacks with a name and its alias refused" 64
+expect_err "... naming the alias" "--stacks: 'nvidia-recipes' is named twice"
+run plan $L70 --stack nvidia
+expect_rc "an unknown stack refused" 64
+expect_err "... the known names" "unknown"
+mkdir -p "$TMP/alias"
+for f in models gpus recipes; do cp "$FP8PLAN_ROOT/models/$f.csv" "$TMP/alias/"; done
+sed 's/,megatron-lm-defaults$/,megatron-core/' "$FP8PLAN_ROOT/models/stacks.csv" >"$TMP/alias/stacks.csv"
+run stacks --catalog "$TMP/alias"
+expect_rc "an alias that is another row's name refused" 65
+expect_err "... naming the file, row, column and both rows" "stacks.csv: row 3 (megatron-lm), column alias: 'megatron-core' is already the name of row 2 (megatron-core)"
+run plan --help
+expect_out "plan --help says what each name is" "megatron-core = nvidia-recipes (the default): NVIDIA's published performance"
 run recipes --format json
 expect_rc "recipes json exits 0" 0
 expect_out "recipes json names fp8lm with 6 B/param" '"name": "fp8lm", "state_bytes_per_param": 6'
@@ -95,7 +129,8 @@ expect_err "sweep counts what it dropped (stderr for csv)" "invalid: layers not 
 run sweep --model gpt-13b --gpu h100-sxm --gpus 32 --recipes megatron-bf16,fp8lm --top 3
 expect_out "sweep text ranks by tokens/s" "ranked by tokens/s"
 expect_out "sweep text prints the counts" "out of memory"
-expect_out "sweep text names the stack and what its compute hides" "stack megatron-core (compute hides TP 1.00,"
+expect_out "sweep text names the stack (and its alias) and what its compute hides" "stack megatron-core (nvidia-recipes)"
+expect_out "... what its compute hides (the title wraps)" "(compute hides TP 1.00,"
 expect_out "... the DP, PP and expert overlaps too (the title wraps)" "DP 1.00, PP 1.00, EP 0.00 of its collectives)"
 # the first column group: tokens/s, step, memory and the headroom left of the H100's 85.52 GB, by hand from
 # the row's own memory: free = 85.52 - memory, free % = 100 free / 85.52

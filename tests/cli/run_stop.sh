@@ -104,4 +104,31 @@ else
 fi
 no_temps "two SIGTERMs leave no temporary file"
 
+# a second SIGTERM while the run writes its files: the set (loss log, trace, checkpoint, report) is all
+# new or all as it was (issue 46: the new loss log and checkpoint were left beside the old report). The
+# report goes to a FIFO nobody reads, so the write-out waits there (up to 10 s) after the loss log, trace
+# and checkpoint were written; both signals land in that wait. The files held the previous run's bytes.
+mkfifo "$TMP/o/w.fifo"
+for f in w_loss.csv w_trace.csv w.ckpt; do echo "old $f" >"$TMP/o/$f"; done
+"$FP8PLAN" run $TINY --steps 2 -o "$TMP/o/w.fifo" --loss-log "$TMP/o/w_loss.csv" \
+    --scaling-trace "$TMP/o/w_trace.csv" --save "$TMP/o/w.ckpt" >"$TMP/o/w.out" 2>"$TMP/o/w.err" &
+pid=$!
+i=0
+while [ $i -lt 600 ] && ! grep -q '^step      2 ' "$TMP/o/w.out" 2>/dev/null; do
+    sleep 0.1
+    i=$((i + 1))
+done
+sleep 1 # the tiny model's report is rendered in well under 1 s; the FIFO waits 10
+kill -TERM $pid
+sleep 0.3
+kill -TERM $pid
+wait $pid
+rc=$?
+expect_eq "SIGTERM twice in the write-out: killed by the signal" "$rc" 143
+expect_eq "... the loss log, trace and checkpoint are all the old ones" \
+    "$(for f in w_loss.csv w_trace.csv w.ckpt; do head -c 20 "$TMP/o/$f" | head -n 1 | tr -cd '[:print:]'; echo; done | tr '\n' ' ')" \
+    "old w_loss.csv old w_trace.csv old w.ckpt "
+rm -f "$TMP/o/w.fifo"
+no_temps "SIGTERM twice in the write-out leaves no temporary file"
+
 finish

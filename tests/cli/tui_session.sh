@@ -49,6 +49,37 @@ for term in master_gemm grad_gemm adam_m_gemm adam_v_gemm; do
 done
 screen_has "bytes per parameter: FP8-LM's 6" "B/param 6.00: weight 0 master 2 grad 1 m 1 v 2"
 
+# --- one plan, one bytes-per-parameter figure on every screen (issue 46: the plan screen read 18, the
+# compare screen 16). megatron-bf16 under megatron-core keeps main grads in BF16: weight 2 + master 4 +
+# grad 2 + m 4 + v 4 = 16 B/param; the recipe's own accounting (grad FP32: 4) is 18, shown beneath.
+tui "q" 80x24
+screen_has "plan screen: the plan's 16 B/param (grad 2, as the stack keeps it)" "B/param 16.00: weight 2 master 4 grad 2 m 4 v 4"
+screen_has "... the recipe's 18 beneath, said to be the recipe's" "recipe's grad 4: 18.00"
+tui "2q" 80x24
+screen_has "compare screen: the same 16 B/param" "state B/param    B       16.00"
+
+# --- the trust line (issue 46: plan, compare and sweep said how far to trust the throughput, the TUI did
+# not): the same band as `plan` prints for the same inputs, in the TUI's short form
+"$FP8PLAN" plan $HEAD --recipe megatron-bf16 | tr '\n' ' ' | tr -s ' ' >"$TMP/plan.txt"
+band=$(sed -n 's/.*off by \([0-9.]*\) % on average (bias [-+0-9.]* %) over \([0-9]*\) runs; \([0-9.]*\) % over the [0-9]* of them held out.*/\1 % on \2 runs like it, held out \3 %/p' "$TMP/plan.txt")
+tui "q" 80x24
+screen_has "plan screen: the trust line, plan's band for the same plan" "trust +-${band:-?}"
+tui "q" 80x24 --gpu a100-sxm
+"$FP8PLAN" plan $HEAD --gpu a100-sxm --recipe megatron-bf16 | tr '\n' ' ' | tr -s ' ' >"$TMP/plan.txt"
+if grep -q "trust: no published run like this one" "$TMP/plan.txt"; then
+    screen_has "... no run like it: said so" "trust: no published run like it (unchecked)"
+else
+    fail "... no run like it" "plan finds runs like an a100-sxm plan: $(grep -o 'trust:.*' "$TMP/plan.txt" | head -c 200)"
+fi
+mkdir -p "$TMP/nomeasured"
+for f in models gpus recipes stacks; do cp "$FP8PLAN_ROOT/models/$f.csv" "$TMP/nomeasured/"; done
+tui "q" 80x24 --catalog "$TMP/nomeasured"
+screen_has "... a catalog without measured.csv: said so" "trust: measured.csv not read"
+
+# --- a stack's alias is taken where its name is (issue 46)
+tui "q" 80x24 --stack megatron-lm-defaults
+screen_has "tui --stack megatron-lm-defaults plans megatron-lm" "stack          megatron-lm"
+
 # --- TP past the head count: the validation message instead of a plan
 tui "<Down><Down><Down>++++" 80x24
 expect_rc "TP 128 session exits 0" 0

@@ -259,13 +259,19 @@ static void test_rows_parse(void)
                    .alloc_reserve = 0.0625};
     strcpy(s.name, "fp8plan");
     strcpy(s.source, "a \"quoted\" source");
+    strcpy(s.alias, "this-executor");
     CHECK(cal_stack_row(&s, &c, row, sizeof row, &e) == ST_OK);
-    snprintf(text, sizeof text, "%s\n%s\n", catalog_stack_columns, row);
+    char header[512];
+    cal_stack_header(header, sizeof header);
+    CHECK(!strchr(header, '?'));
+    snprintf(text, sizeof text, "%s\n%s\n", header, row);
     CHECKF(catalog_parse_stacks(cat, text, strlen(text), "stacks.csv", &e) == ST_OK, "%s", e.msg);
     const StackSpec *ps = catalog_stack(cat, "fp8plan");
     CHECK(ps && ps->calibrated && ps->fusion == FUSE_FP8PLAN && ps->attn == ATTN_MATERIALIZED);
     if (ps) CHECK_REL(ps->launch_s, 2e-6, 1e-9);
     if (ps) CHECK_CONTAINS(ps->source, "a \"quoted\" source");
+    if (ps) CHECK_STR(ps->alias, "this-executor"); /* the alias column written back */
+    CHECK(catalog_stack(cat, "this-executor") == ps);
     if (ps) {
         CHECK(ps->sequence_parallel == 1 && ps->fused_swiglu == 0 && ps->fp8_weight_cache == 1);
         CHECK(ps->main_grad == MAIN_GRAD_BF16);

@@ -317,6 +317,64 @@ static void test_signal_removes_the_temporary_file(void)
     CHECK_EQ_INT(entries(), 0);
 }
 
+/* A group lands whole: while it is open each commit keeps its temporary file (the targets stay old),
+ * outfile_group_end(1) puts them all in place, (0) removes them, and a fatal signal before the end
+ * removes them too (issue 46: a second SIGTERM during a run's write-out left a new loss log beside the
+ * old checkpoint and report). */
+static void test_group_lands_whole(void)
+{
+    Err e;
+    put(in_dir("loss.csv"), "old loss\n");
+    put(in_dir("report.csv"), "old report\n");
+    outfile_group_begin();
+    CHECK(write_text(in_dir("loss.csv"), "new loss\n", &e) == ST_OK);
+    CHECK(write_text(in_dir("report.csv"), "new report\n", &e) == ST_OK);
+    char *a = slurp(in_dir("loss.csv")), *b = slurp(in_dir("report.csv"));
+    CHECK_STR(a, "old loss\n"); /* committed to the group, not yet in place */
+    CHECK_STR(b, "old report\n");
+    free(a), free(b);
+    CHECK_EQ_INT(entries(), 4); /* two targets, two temporary files */
+    CHECK(outfile_group_end(0, &e) == ST_OK);
+    a = slurp(in_dir("loss.csv")), b = slurp(in_dir("report.csv"));
+    CHECK_STR(a, "old loss\n");
+    CHECK_STR(b, "old report\n");
+    free(a), free(b);
+    CHECK_EQ_INT(entries(), 2);
+
+    outfile_group_begin();
+    CHECK(write_text(in_dir("loss.csv"), "new loss\n", &e) == ST_OK);
+    CHECK(write_text(in_dir("report.csv"), "new report\n", &e) == ST_OK);
+    CHECK(outfile_group_end(1, &e) == ST_OK);
+    a = slurp(in_dir("loss.csv")), b = slurp(in_dir("report.csv"));
+    CHECK_STR(a, "new loss\n");
+    CHECK_STR(b, "new report\n");
+    free(a), free(b);
+    CHECK_EQ_INT(entries(), 2);
+    CHECK(write_text(in_dir("loss.csv"), "after\n", &e) == ST_OK); /* no group: in place at once */
+    a = slurp(in_dir("loss.csv"));
+    CHECK_STR(a, "after\n");
+    free(a);
+
+    pid_t pid = fork();
+    if (pid == 0) { /* a signal between the group's commits and its end: nothing new lands */
+        outfile_group_begin();
+        if (write_text(in_dir("loss.csv"), "killed\n", &e) || write_text(in_dir("report.csv"), "killed\n", &e))
+            _exit(2);
+        raise(SIGTERM);
+        _exit(3);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+    a = slurp(in_dir("loss.csv")), b = slurp(in_dir("report.csv"));
+    CHECK_STR(a, "after\n");
+    CHECK_STR(b, "new report\n");
+    free(a), free(b);
+    CHECK_EQ_INT(entries(), 2);
+    unlink(in_dir("loss.csv"));
+    unlink(in_dir("report.csv"));
+}
+
 static void test_nothing_left_behind(void) { CHECK(rmdir(dir) == 0); }
 
 int main(void)
@@ -334,6 +392,7 @@ int main(void)
     RUN(test_same_file);
     RUN(test_durable_and_stdout);
     RUN(test_signal_removes_the_temporary_file);
+    RUN(test_group_lands_whole);
     RUN(test_nothing_left_behind);
     return test_summary();
 }
