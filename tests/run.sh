@@ -12,8 +12,9 @@
 #    hang becomes "FAIL - suite timed out";
 #  - skipped tests are counted. Under CI=true a skip fails the run unless its
 #    reason is in a category FP8PLAN_SKIP_OK allows (comma-separated; default
-#    "hardware"; the Makefile adds "build" for builds without CUDA): a check a
+#    "hardware,load"; the Makefile adds "build" for builds without CUDA): a check a
 #    CPU machine can run (the NVIDIA-header codec oracles, tmux) must run in CI;
+#    a timing check too noisy to measure on a shared machine is a "load" skip;
 #  - UPDATE_GOLDEN (rewrite the golden screens) is refused under CI=true.
 set -u
 build=$(cd "${1:-build}" && pwd) || exit 1
@@ -24,7 +25,7 @@ export FP8PLAN_ROOT="$root"
 cd "$root" || exit 1 # tests read models/ and tests/ relative to the repository root
 limit=${TEST_TIMEOUT:-600}
 ci=${CI:-false}
-skip_ok=${FP8PLAN_SKIP_OK:-hardware}
+skip_ok=${FP8PLAN_SKIP_OK:-hardware,load}
 
 if [ "$ci" = true ] && [ -n "${UPDATE_GOLDEN:-}" ] && [ "${UPDATE_GOLDEN}" != 0 ]; then
     echo "FAIL - UPDATE_GOLDEN is set under CI=true: golden files are reviewed changes, never rewritten by CI"

@@ -119,7 +119,9 @@ static Status time_gemm(Backend *bk, Comm *comm, const Bufs *u, const Shape *s, 
     strncpy(out->what, s->what, sizeof out->what - 1);
     out->path = s->path, out->m = s->m, out->n = s->n, out->k = s->k;
     out->out_dtype = s->dd, out->accum = s->accum;
-    cal_median(t, reps, &out->seconds, &out->spread);
+    CalStat cs;
+    cal_stats(t, reps, &cs);
+    out->seconds = cs.median, out->spread = cs.spread, out->iqr = cs.iqr;
     return ST_OK;
 }
 
@@ -182,6 +184,7 @@ static Status gemms(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int
         flops[p] += 2.0 * (double)s[i].m * (double)s[i].n * (double)s[i].k;
         secs[p] += c->gemm[i].seconds;
         if (c->gemm[i].spread > c->rate_spread[p]) c->rate_spread[p] = c->gemm[i].spread;
+        if (!(c->gemm[i].iqr <= c->rate_iqr[p])) c->rate_iqr[p] = c->gemm[i].iqr; /* NaN kept */
     }
     bufs_free(bk, &u);
     c->ngemm = st ? 0 : n;
@@ -315,12 +318,15 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
         CalKernel *k = &c->kern[c->nkern++];
         strncpy(k->what, names[w], sizeof k->what - 1);
         k->bytes = kernel_bytes(m, &z, w);
-        cal_median(t, reps, &k->seconds, &k->spread);
+        CalStat cs;
+        cal_stats(t, reps, &cs);
+        k->seconds = cs.median, k->spread = cs.spread, k->iqr = cs.iqr;
         if (w == K_ADAM) {
-            c->mem_bw = k->bytes / k->seconds, c->mem_spread = k->spread;
+            c->mem_bw = k->bytes / k->seconds, c->mem_spread = k->spread, c->mem_iqr = k->iqr;
         } else {
             bytes += calls[w] * k->bytes, secs += calls[w] * k->seconds;
             if (k->spread > c->elem_spread) c->elem_spread = k->spread;
+            if (!(k->iqr <= c->elem_iqr)) c->elem_iqr = k->iqr;
         }
     }
     c->elem_bw = !st && secs > 0 ? bytes / secs : 0;
@@ -354,7 +360,31 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
     return st;
 }
 
+double cal_loadavg(void)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double l = -1;
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1 || !(l >= 0)) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
 Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out, Err *e)
+{
+    Status st = calibrate_compute(bk, comm, m, mbs, reps, out, e);
+    /* the link up to the model's gradient all-reduce (FP32 gradients: the largest collective of a DP run) */
+    uint64_t params = 0;
+    if (!st && comm && comm->size > 1 && model_param_count(m, &params))
+        st = err_set(e, ST_USAGE, "calibrate: the parameter count of %s passes 2^64", m->name);
+    if (!st && comm && comm->size > 1)
+        st = calibrate_link(bk, comm, params > CAL_LINK_TOP_MAX / 4 ? CAL_LINK_TOP_MAX : params * 4, reps, out, e);
+    out->ranks = comm ? comm->size : 1;
+    return st;
+}
+
+Status calibrate_compute(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out, Err *e)
 {
     memset(out, 0, sizeof *out);
     if (reps < 1 || reps > 64) return err_set(e, ST_USAGE, "calibrate: repetitions %d outside [1, 64]", reps);
@@ -372,12 +402,6 @@ Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs,
     }
     if (!st) st = gemms(bk, comm, m, T, reps, out, e);
     if (!st) st = kernels(bk, comm, m, T, reps, out, e);
-    /* the link up to the model's gradient all-reduce (FP32 gradients: the largest collective of a DP run) */
-    uint64_t params = 0;
-    if (!st && comm && comm->size > 1 && model_param_count(m, &params))
-        st = err_set(e, ST_USAGE, "calibrate: the parameter count of %s passes 2^64", m->name);
-    if (!st && comm && comm->size > 1)
-        st = calibrate_link(bk, comm, params > CAL_LINK_TOP_MAX / 4 ? CAL_LINK_TOP_MAX : params * 4, reps, out, e);
     out->ranks = comm ? comm->size : 1;
     return st;
 }

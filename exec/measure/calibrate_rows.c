@@ -71,6 +71,7 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
     const int gpu = is_gpu(c);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t per_node = gpu ? (uint32_t)c->ranks : (uint32_t)(cores > c->ranks ? cores : c->ranks);
+    if (!strncmp(c->judged, "NOISY", 5)) put(&s, "%s; ", c->judged); /* first: a user reading the row sees it */
     put(&s, "measured by fp8plan calibrate --backend %s%s%s (medians of %d repetitions%s): GEMM at one layer's shapes",
         gpu ? c->backend : "cpu", gpu ? " on " : "", gpu ? c->device : "", c->reps,
         gpu ? ", device time between CUDA events" : "");
@@ -112,6 +113,7 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
         put(&s, "link: not measured (one rank%s; run under mpirun -np 2 or more): no interconnect",
             gpu ? ": one GPU has no bus to measure" : "");
     }
+    if (c->judged[0] && strncmp(c->judged, "NOISY", 5)) put(&s, "; %s", c->judged);
     if (s.over) return done(&s, "source", e);
     /* rates: achieved, so peak = MAMF = measured and sustained 1; the BF16 column is the BF16 path */
     if (gpu)

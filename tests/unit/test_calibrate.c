@@ -190,6 +190,105 @@ static void test_median(void)
     CHECK(isnan(m));
 }
 
+/* The robust statistics by hand (Tukey's hinges: q1 and q3 the medians of the lower and upper halves, each
+ * holding the median when n is odd). */
+static void test_stats(void)
+{
+    CalStat st;
+    double v5[5] = {5, 1, 4, 2, 3}; /* sorted 1 2 3 4 5: median 3; q1 = 2 of {1 2 3}, q3 = 4 of {3 4 5} */
+    cal_stats(v5, 5, &st);
+    CHECK_NEAR(st.median, 3, 0);
+    CHECK_NEAR(st.spread, 4.0 / 3.0, 1e-15); /* (5 - 1) / 3 */
+    CHECK_NEAR(st.iqr, 2.0 / 3.0, 1e-15);    /* (4 - 2) / 3 */
+    double v4[4] = {10, 40, 20, 30};         /* sorted 10 20 30 40: median 25, q1 = 15 of {10 20}, q3 = 35 of {30 40} */
+    cal_stats(v4, 4, &st);
+    CHECK_NEAR(st.median, 25, 0);
+    CHECK_NEAR(st.spread, 1.2, 1e-15); /* (40 - 10) / 25 */
+    CHECK_NEAR(st.iqr, 0.8, 1e-15);    /* (35 - 15) / 25 */
+    /* one slow outlier among seven: sorted 10 10 10 11 11 12 100, median 11; lower half {10 10 10 11}: q1 = 10;
+     * upper {11 11 12 100}: q3 = (11 + 12) / 2 = 11.5; iqr 1.5 / 11 = 0.13636 (the range: 90 / 11 = 8.18) */
+    double v7[7] = {10, 10, 11, 10, 12, 11, 100};
+    cal_stats(v7, 7, &st);
+    CHECK_NEAR(st.median, 11, 0);
+    CHECK_NEAR(st.spread, 90.0 / 11.0, 1e-15);
+    CHECK_NEAR(st.iqr, 1.5 / 11.0, 1e-15);
+    CHECK(v7[6] == 100); /* the input is left as it was */
+    double one = 2;      /* one sample: q1 = q3 = median */
+    cal_stats(&one, 1, &st);
+    CHECK_NEAR(st.median, 2, 0);
+    CHECK_NEAR(st.iqr, 0, 0);
+    cal_stats(v5, 0, &st);
+    CHECK(isnan(st.median) && isnan(st.iqr));
+    double zero[3] = {0, 0, 0}; /* no median to divide by */
+    cal_stats(zero, 3, &st);
+    CHECK(isnan(st.iqr) && isnan(st.spread));
+}
+
+/* The bound on a figure's interquartile spread: 0.05 x 1.349 x sqrt(n) / 1.2533 (its median's standard error
+ * 5 %): n = 3: 0.06745 x 1.7320508 / 1.2533 = 0.0932154; n = 7: 0.06745 x 2.6457513 / 1.2533 = 0.1423888. */
+static void test_iqr_bound(void)
+{
+    CHECK_REL(cal_iqr_max(3), 0.0932154, 1e-6);
+    CHECK_REL(cal_iqr_max(7), 0.1423888, 1e-6);
+    CHECK_NEAR(cal_iqr_max(0), 0, 0);
+}
+
+/* Judging a profile: rates 40 / 50 / 20 GFLOP/s (FP8 / BF16 / FP32), 10 GB/s streamed, 4 GB/s element-wise,
+ * 7 repetitions (the bound 14.239 %). */
+static Calibration judged_figures(void)
+{
+    Calibration c;
+    memset(&c, 0, sizeof c);
+    c.reps = 7;
+    c.rate[CAL_PATH_FP8] = 40e9, c.rate[CAL_PATH_BF16] = 50e9, c.rate[CAL_PATH_FP32] = 20e9;
+    c.mem_bw = 10e9, c.elem_bw = 4e9;
+    for (int p = 0; p < CAL_PATHS; p++) c.rate_iqr[p] = 0.05;
+    c.mem_iqr = c.elem_iqr = 0.05;
+    return c;
+}
+
+static void test_judge(void)
+{
+    CalJudge j;
+    Calibration c = judged_figures(), again = judged_figures();
+    CHECK(cal_judge(&c, &again, &j) == 0); /* the same figures: the profile holds */
+    CHECK(j.worst_noisy == -1 && j.worst_drift == -1);
+    CHECK(cal_judge(&c, NULL, &j) == 0); /* spreads alone */
+    /* a re-measure 12 % slower on the BF16 path (44 / 50 - 1 = -0.12) and 5 % faster streaming (10.5 / 10 - 1):
+     * the first past +-10 %, the second not */
+    again.rate[CAL_PATH_BF16] = 44e9, again.mem_bw = 10.5e9;
+    CHECK(cal_judge(&c, &again, &j) == 1);
+    CHECK(j.drifted == 1 && j.noisy == 0 && j.worst_drift == CAL_FIG_BF16);
+    CHECK_NEAR(j.drift[CAL_FIG_BF16], -0.12, 1e-15);
+    CHECK_NEAR(j.drift[CAL_FIG_STREAM], 0.05, 1e-15);
+    /* noisy: the element-wise kernels' iqr 0.15 passes 0.1424 (by 1.053x), FP32's 0.143 too (by 1.004x): two
+     * figures, the worst the element-wise */
+    again = judged_figures();
+    c.elem_iqr = 0.15, c.rate_iqr[CAL_PATH_FP32] = 0.143;
+    CHECK(cal_judge(&c, &again, &j) == 2);
+    CHECK(j.noisy == 2 && j.worst_noisy == CAL_FIG_ELEM && j.drifted == 0);
+    /* the outlier refusal through the statistics: seven GEMM times with one slow outlier (the samples of
+     * test_stats: iqr 1.5 / 11 = 0.136 <= 0.1424) hold; with two slow ones, sorted 10 10 10 11 11 15 16:
+     * median 11, q1 = 10 of {10 10 10 11}, q3 = (11 + 15) / 2 = 13 of {11 11 15 16}, iqr 3 / 11 = 0.273: noisy */
+    CalStat st;
+    c = judged_figures();
+    double one_slow[7] = {10, 10, 11, 10, 12, 11, 100}, two_slow[7] = {16, 10, 11, 10, 15, 11, 10};
+    cal_stats(one_slow, 7, &st);
+    c.rate_iqr[CAL_PATH_BF16] = st.iqr;
+    CHECK(cal_judge(&c, NULL, &j) == 0);
+    cal_stats(two_slow, 7, &st);
+    CHECK_NEAR(st.iqr, 3.0 / 11.0, 1e-15);
+    c.rate_iqr[CAL_PATH_BF16] = st.iqr;
+    CHECK(cal_judge(&c, NULL, &j) == 1 && j.worst_noisy == CAL_FIG_BF16);
+    /* a figure not measured (rate 0, iqr NaN) is never a pass; a re-measure without it is a drift */
+    c = judged_figures(), again = judged_figures();
+    c.elem_bw = 0, c.elem_iqr = NAN;
+    CHECK(cal_judge(&c, &again, &j) == 2 && j.noisy == 1 && j.drifted == 1);
+    c = judged_figures();
+    again.mem_bw = 0;
+    CHECK(cal_judge(&c, &again, &j) == 1 && j.worst_drift == CAL_FIG_STREAM);
+}
+
 /* A calibration with round figures: GEMM 40 / 50 / 20 GFLOP/s (FP8 / BF16 / FP32), 10 GB/s streamed, 4 GB/s
  * element-wise, 2 us launch. */
 static Calibration round_figures(int ranks)
@@ -408,6 +507,9 @@ int main(void)
     RUN(test_link_sweep);
     RUN(test_link_reps);
     RUN(test_median);
+    RUN(test_stats);
+    RUN(test_iqr_bound);
+    RUN(test_judge);
     RUN(test_rows_parse);
     RUN(test_host_rows_refused);
     RUN(test_host_gemm_and_link);
