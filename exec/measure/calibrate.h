@@ -88,12 +88,12 @@ typedef struct {
     CalGemm gemm[CAL_MAX_GEMMS];
     int ngemm;
     double rate[CAL_PATHS], rate_spread[CAL_PATHS]; /* FLOP/s per path; the largest spread of its shapes */
-    double rate_iqr[CAL_PATHS];                     /* the largest (q3 - q1) / median of its shapes */
+    double rate_iqr[CAL_PATHS];                     /* its shapes' (q3 - q1) / median weighted by their median times */
     CalKernel kern[CAL_MAX_KERNELS];
     int nkern;
     double mem_bw, mem_spread;   /* bytes/s AdamW streams (hbm_gbps) */
     double elem_bw, elem_spread; /* bytes/s of the element-wise kernels, weighted by their calls (elem_gbps) */
-    double mem_iqr, elem_iqr;    /* (q3 - q1) / median: AdamW's; the largest of the element-wise kernels' */
+    double mem_iqr, elem_iqr;    /* (q3 - q1) / median: AdamW's; the element-wise kernels' weighted as elem_bw */
     double launch_s, launch_spread;
     int ranks; /* the communicator's */
     CalColl coll[CAL_MAX_SIZES];
@@ -193,7 +193,7 @@ extern const char *const cal_fig_names[CAL_FIGS];
 double cal_iqr_max(int n);
 
 /* A figure's rate per CAL_FIG_* and the interquartile spread its median was judged on (GEMM: its path's
- * largest over its shapes; element-wise: the largest of its kernels). */
+ * shapes' weighted by their median times; element-wise: its kernels' weighted by calls x time). */
 void cal_figures(const Calibration *c, double rate[CAL_FIGS], double iqr[CAL_FIGS]);
 
 typedef struct {

@@ -1,6 +1,7 @@
 /* exec/measure/calibrate_host.c — GEMM rates per dtype path, the element-wise
  * kernels' bandwidth and the launch floor of a backend, measured at the shapes
  * of one layer (see calibrate.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,7 +177,7 @@ static Status gemms(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int
     }
     Bufs u;
     Status st = bufs_make(bk, big * 4, &u, e);
-    double flops[CAL_PATHS] = {0}, secs[CAL_PATHS] = {0};
+    double flops[CAL_PATHS] = {0}, secs[CAL_PATHS] = {0}, wiqr[CAL_PATHS] = {0};
     for (int i = 0; !st && i < n; i++) {
         st = time_gemm(bk, comm, &u, &s[i], reps, &c->gemm[i], e);
         if (st) break;
@@ -184,11 +185,16 @@ static Status gemms(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int
         flops[p] += 2.0 * (double)s[i].m * (double)s[i].n * (double)s[i].k;
         secs[p] += c->gemm[i].seconds;
         if (c->gemm[i].spread > c->rate_spread[p]) c->rate_spread[p] = c->gemm[i].spread;
-        if (!(c->gemm[i].iqr <= c->rate_iqr[p])) c->rate_iqr[p] = c->gemm[i].iqr; /* NaN kept */
+        wiqr[p] += c->gemm[i].iqr * c->gemm[i].seconds;
     }
     bufs_free(bk, &u);
     c->ngemm = st ? 0 : n;
-    for (int p = 0; p < CAL_PATHS; p++) c->rate[p] = secs[p] > 0 ? flops[p] / secs[p] : 0;
+    /* a path's interquartile spread: its shapes' weighted by their median times — the rate is the FLOPs over
+     * the summed medians, whose relative spread is at most that weighted mean (NaN stays NaN: never judged ok) */
+    for (int p = 0; p < CAL_PATHS; p++) {
+        c->rate[p] = secs[p] > 0 ? flops[p] / secs[p] : 0;
+        c->rate_iqr[p] = secs[p] > 0 ? wiqr[p] / secs[p] : NAN;
+    }
     return st;
 }
 
@@ -301,7 +307,7 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
      * activation 2, residual add 4, FP8 cast 4 — forward and backward; the cross-entropy once); the streaming
      * rate: AdamW alone */
     const double calls[K_COUNT] = {4.0 * m->layers, 2.0 * m->layers, 4.0 * m->layers, 4.0 * m->layers, 1, 1};
-    double bytes = 0, secs = 0;
+    double bytes = 0, secs = 0, wiqr = 0;
     c->nkern = 0;
     for (int w = 0; !st && w < K_COUNT; w++) {
         double t[64];
@@ -326,10 +332,11 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
         } else {
             bytes += calls[w] * k->bytes, secs += calls[w] * k->seconds;
             if (k->spread > c->elem_spread) c->elem_spread = k->spread;
-            if (!(k->iqr <= c->elem_iqr)) c->elem_iqr = k->iqr;
+            wiqr += calls[w] * k->seconds * k->iqr;
         }
     }
     c->elem_bw = !st && secs > 0 ? bytes / secs : 0;
+    c->elem_iqr = !st && secs > 0 ? wiqr / secs : NAN; /* weighted by time, as the rate */
     /* the launch floor: the smallest calls a layer makes — a 16 x 16 x 16 BF16 GEMM, a residual add, a norm and
      * an activation of one 256-wide row — each LAUNCH_CALLS times; the median of all their times */
     double t[4 * LAUNCH_CALLS];

@@ -81,7 +81,7 @@ static void check_profile(const ModelSpec *m, const Want *w)
     g[n++] = (WantGemm){"head fprop", CAL_PATH_BF16, 16, 128, 32, DT_FP32, 0}; /* FP32 logits, written */
     g[n++] = (WantGemm){"head dgrad", CAL_PATH_BF16, 16, 32, 128, DT_BF16, 0};
     g[n++] = (WantGemm){"head wgrad", CAL_PATH_BF16, 128, 32, 16, DT_FP32, 1};
-    double secs[CAL_PATHS] = {0}, spread[CAL_PATHS] = {0};
+    double secs[CAL_PATHS] = {0}, spread[CAL_PATHS] = {0}, wiqr[CAL_PATHS] = {0};
     for (int i = 0; i < 39 && i < c->ngemm; i++) {
         const CalGemm *q = &c->gemm[i];
         char what[24];
@@ -100,12 +100,17 @@ static void check_profile(const ModelSpec *m, const Want *w)
         CHECKF(q->seconds > 0, "gemm %d (%s) timed %g s", i, what, q->seconds);
         secs[g[i].path] += q->seconds;
         if (q->spread > spread[g[i].path]) spread[g[i].path] = q->spread;
+        CHECKF(q->iqr >= 0 && q->iqr <= q->spread, "gemm %d (%s): iqr %g outside [0, spread %g]", i, what, q->iqr,
+               q->spread);
+        wiqr[g[i].path] += q->iqr * q->seconds;
     }
     /* rate = the path's FLOPs over the sum of its shapes' median times: rate x Σ seconds gives the FLOPs back */
     for (int p = 0; p < CAL_PATHS; p++) {
         CHECKF(c->rate[p] > 0, "path %d rate %g", p, c->rate[p]);
         CHECK_REL(c->rate[p] * secs[p], w->flops[p], 1e-12);
         CHECK_NEAR(c->rate_spread[p], spread[p], 0);
+        /* the spread the profile is judged on: the shapes' iqr weighted by their median times */
+        CHECK_REL(c->rate_iqr[p] * secs[p], wiqr[p], 1e-12);
     }
 
     /* the six kernels: names, bytes by hand; AdamW gives the streaming rate, the rest the weighted element rate */
@@ -113,20 +118,23 @@ static void check_profile(const ModelSpec *m, const Want *w)
                                          "cross-entropy", "adamw"};
     static const double calls[5] = {8, 4, 8, 8, 1};
     CHECK_EQ_INT(c->nkern, 6);
-    double ksecs = 0, kspread = 0;
+    double ksecs = 0, kspread = 0, kwiqr = 0;
     for (int k = 0; k < 6 && k < c->nkern; k++) {
         CHECK_STR(c->kern[k].what, kname[k]);
         CHECK_NEAR(c->kern[k].bytes, w->kbytes[k], 0);
         CHECKF(c->kern[k].seconds > 0, "kernel %s timed %g s", kname[k], c->kern[k].seconds);
         if (k < 5) {
             ksecs += calls[k] * c->kern[k].seconds;
+            kwiqr += calls[k] * c->kern[k].seconds * c->kern[k].iqr;
             if (c->kern[k].spread > kspread) kspread = c->kern[k].spread;
         }
     }
     if (c->nkern == 6) {
         CHECK_REL(c->mem_bw * c->kern[5].seconds, w->kbytes[5], 1e-12);
         CHECK_NEAR(c->mem_spread, c->kern[5].spread, 0);
+        CHECK_NEAR(c->mem_iqr, c->kern[5].iqr, 0);
     }
+    CHECK_REL(c->elem_iqr * ksecs, kwiqr, 1e-12);
     CHECK_REL(c->elem_bw * ksecs, w->weighted_elem, 1e-12);
     CHECK_NEAR(c->elem_spread, kspread, 0);
     CHECK(c->launch_s > 0);
