@@ -201,9 +201,9 @@ static void print_tables(const Calibration *c)
     for (int i = 0; i < c->nkern; i++)
         printf("  %-19s %12.0f bytes %9.3f ms %7.2f GB/s %6.0f%%\n", c->kern[i].what, c->kern[i].bytes,
                c->kern[i].seconds * 1e3, c->kern[i].bytes / c->kern[i].seconds * 1e-9, 100.0 * c->kern[i].spread);
-    printf("  stream (AdamW) %.2f GB/s; element-wise %.2f GB/s (weighted by calls per micro-batch); launch floor "
-           "%.2f us (spread %.0f%%)\n",
-           c->mem_bw * 1e-9, c->elem_bw * 1e-9, c->launch_s * 1e6, 100.0 * c->launch_spread);
+    printf("  stream (AdamW) %.2f GB/s; element-wise %.2f GB/s (weighted by calls per micro-batch); FP8-LM's scaled\n"
+           "  optimizer %.2f GB/s (17 B per parameter as the plan counts it); launch floor %.2f us (spread %.0f%%)\n",
+           c->mem_bw * 1e-9, c->elem_bw * 1e-9, c->scaled_optim_bw * 1e-9, c->launch_s * 1e6, 100.0 * c->launch_spread);
     const int gpu = strcmp(c->backend, "cpu") != 0;
     if (c->ranks < 2) {
         printf("collectives: not measured (one rank%s; run under mpirun -np 2 or more): no interconnect\n",
@@ -348,9 +348,10 @@ static void profile_of_row(const GpuSpec *g, const Calibration *now, Calibration
     p->reps = now->reps;
     p->rate[CAL_PATH_FP8] = g->flops_fp8, p->rate[CAL_PATH_BF16] = g->flops_bf16,
     p->rate[CAL_PATH_FP32] = g->flops_fp32;
-    p->mem_bw = g->hbm_bw, p->elem_bw = g->elem_bw > 0 ? g->elem_bw : g->hbm_bw;
+    p->mem_bw = g->hbm_bw, p->elem_bw = g->elem_bw;
     for (int i = 0; i < CAL_PATHS; i++) p->rate_iqr[i] = now->rate_iqr[i];
-    p->mem_iqr = now->mem_iqr, p->elem_iqr = now->elem_iqr;
+    p->scaled_optim_bw = g->scaled_optim_bw;
+    p->mem_iqr = now->mem_iqr, p->elem_iqr = now->elem_iqr, p->scaled_optim_iqr = now->scaled_optim_iqr;
 }
 
 /* The quick re-measure's repetitions: half the profile's, at least 3 (all of them below 3). */
@@ -389,6 +390,14 @@ int cmd_calibrate(int argc, char **argv)
     if (a.check && (!row || !row->host != !strcmp(a.backend, "cuda"))) {
         rc = cli_usage(CMD, "--check %s: %s/gpus.csv has no %s row '%s' to check (give --name)", a.check, src,
                        strcmp(a.backend, "cuda") ? "host" : "GPU", a.name);
+        free(cat);
+        return rc;
+    }
+    if (row && !(row->scaled_optim_bw > 0 && row->elem_bw > 0)) {
+        rc = cli_usage(CMD,
+                       "--check %s: row '%s' has no elem_gbps or scaled_optim_gbps (written by an older calibrate "
+                       "or by hand): calibrate it again",
+                       a.check, a.name);
         free(cat);
         return rc;
     }

@@ -20,6 +20,13 @@
  *              weighted by its calls per micro-batch (elem_gbps: a CPU's
  *              element-wise kernels are compute-bound — tanh, exp, FP8
  *              rounding — at a fraction of the stream's rate);
+ *   optimizer  FP8-LM's optimizer (fp8_adam: FP16 master, E4M3 m, FP16 v, E4M3
+ *              gradients, each state re-scaled: two passes) over the same
+ *              parameters: the planner's bytes of it (17 B per parameter:
+ *              gradient 1, master 2 + m 1 + v 2 read and written, the second
+ *              pass reading the four again) over its median time
+ *              (scaled_optim_gbps: what the planner times the FP8-LM and
+ *              MS-AMP optimizers at; a CPU's is compute-bound);
  *   launch     the median time of the smallest calls a layer makes (a
  *              16x16x16 GEMM, a 256-element add, norm and activation): the
  *              fixed cost of a call, the planner's launch floor;
@@ -93,7 +100,8 @@ typedef struct {
     int nkern;
     double mem_bw, mem_spread;   /* bytes/s AdamW streams (hbm_gbps) */
     double elem_bw, elem_spread; /* bytes/s of the element-wise kernels, weighted by their calls (elem_gbps) */
-    double mem_iqr, elem_iqr;    /* (q3 - q1) / median: AdamW's; the element-wise kernels' weighted as elem_bw */
+    double scaled_optim_bw, scaled_optim_spread, scaled_optim_iqr; /* FP8-LM's fp8_adam: the planner's bytes / s */
+    double mem_iqr, elem_iqr; /* (q3 - q1) / median: AdamW's; the element-wise kernels' weighted as elem_bw */
     double launch_s, launch_spread;
     int ranks; /* the communicator's */
     CalColl coll[CAL_MAX_SIZES];
@@ -175,9 +183,9 @@ void cal_stats(const double *v, int n, CalStat *s);
 /* ---- judging a profile (calibrate_judge.c; pure) ---- */
 
 /* The figures of a profile the planner times a step with, in the catalog's units of a rate: GEMM per path
- * (FLOP/s), AdamW's stream and the element-wise kernels (bytes/s). The launch floor (microseconds, the
+ * (FLOP/s), AdamW's stream, the element-wise kernels and the scaled-state optimizer (bytes/s). The launch floor (microseconds, the
  * stack's row) and the link (ranks > 1 only) are printed but not judged. */
-enum { CAL_FIG_FP8 = 0, CAL_FIG_BF16, CAL_FIG_FP32, CAL_FIG_STREAM, CAL_FIG_ELEM, CAL_FIGS };
+enum { CAL_FIG_FP8 = 0, CAL_FIG_BF16, CAL_FIG_FP32, CAL_FIG_STREAM, CAL_FIG_ELEM, CAL_FIG_SCALED_OPTIM, CAL_FIGS };
 extern const char *const cal_fig_names[CAL_FIGS];
 
 /* Bounds a written profile is held to.

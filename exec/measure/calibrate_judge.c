@@ -6,7 +6,8 @@
 
 #include "exec/measure/calibrate.h"
 
-const char *const cal_fig_names[CAL_FIGS] = {"gemm fp8", "gemm bf16", "gemm fp32", "stream (adamw)", "element-wise"};
+const char *const cal_fig_names[CAL_FIGS] = {"gemm fp8",       "gemm bf16",    "gemm fp32",
+                                             "stream (adamw)", "element-wise", "scaled optimizer"};
 
 double cal_iqr_max(int n) { return n > 0 ? CAL_SE_MAX * 1.349 * sqrt((double)n) / 1.2533 : 0; }
 
@@ -15,6 +16,7 @@ void cal_figures(const Calibration *c, double rate[CAL_FIGS], double iqr[CAL_FIG
     for (int p = 0; p < CAL_PATHS; p++) rate[CAL_FIG_FP8 + p] = c->rate[p], iqr[CAL_FIG_FP8 + p] = c->rate_iqr[p];
     rate[CAL_FIG_STREAM] = c->mem_bw, iqr[CAL_FIG_STREAM] = c->mem_iqr;
     rate[CAL_FIG_ELEM] = c->elem_bw, iqr[CAL_FIG_ELEM] = c->elem_iqr;
+    rate[CAL_FIG_SCALED_OPTIM] = c->scaled_optim_bw, iqr[CAL_FIG_SCALED_OPTIM] = c->scaled_optim_iqr;
 }
 
 int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j)

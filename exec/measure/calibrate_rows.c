@@ -11,7 +11,7 @@
 const char *const cal_gpu_header =
     "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
     "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,link_latency_us,"
-    "elem_gbps";
+    "elem_gbps,scaled_optim_gbps";
 
 typedef struct {
     char *p;
@@ -82,8 +82,10 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
     put(&s,
         "; memory: AdamW streams %.3g GB/s (spread %.0f %%); element-wise kernels (norm, activation, residual add, "
         "FP8 cast+transpose, cross-entropy; weighted by their calls per micro-batch) %.3g GB/s (spread up to %.0f "
-        "%%); launch floor %.3g us; ",
-        c->mem_bw * 1e-9, 100.0 * c->mem_spread, c->elem_bw * 1e-9, 100.0 * c->elem_spread, c->launch_s * 1e6);
+        "%%); FP8-LM's two-pass scaled-state optimizer %.3g GB/s of the planner's bytes (spread %.0f %%); launch floor "
+        "%.3g us; ",
+        c->mem_bw * 1e-9, 100.0 * c->mem_spread, c->elem_bw * 1e-9, 100.0 * c->elem_spread, c->scaled_optim_bw * 1e-9,
+        100.0 * c->scaled_optim_spread, c->launch_s * 1e6);
     if (c->ranks > 1) {
         const int n = c->ncoll;
         put(&s, "link: the executor's %s all-reduce over %d ranks", gpu ? "NCCL" : "MPI", c->ranks);
@@ -133,7 +135,7 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
         put(&b, ",%.6g", c->link_lat * 1e6);
     else
         put(&b, ",");
-    put(&b, ",%.6g", c->elem_bw * 1e-9);
+    put(&b, ",%.6g,%.6g", c->elem_bw * 1e-9, c->scaled_optim_bw * 1e-9);
     return done(&b, "gpus.csv", e);
 }
 
@@ -155,6 +157,10 @@ Status cal_gpu_row_of(const GpuSpec *g, char *buf, size_t size, Err *e)
         put(&b, ",");
     if (g->elem_bw > 0)
         put(&b, ",%.9g", g->elem_bw * 1e-9);
+    else
+        put(&b, ",");
+    if (g->scaled_optim_bw > 0)
+        put(&b, ",%.9g", g->scaled_optim_bw * 1e-9);
     else
         put(&b, ",");
     return done(&b, "gpus.csv", e);

@@ -234,16 +234,16 @@ static void test_iqr_bound(void)
 }
 
 /* Judging a profile: rates 40 / 50 / 20 GFLOP/s (FP8 / BF16 / FP32), 10 GB/s streamed, 4 GB/s element-wise,
- * 7 repetitions (the bound 14.239 %). */
+ * 2 GB/s the scaled optimizer, 7 repetitions (the bound 14.239 %). */
 static Calibration judged_figures(void)
 {
     Calibration c;
     memset(&c, 0, sizeof c);
     c.reps = 7;
     c.rate[CAL_PATH_FP8] = 40e9, c.rate[CAL_PATH_BF16] = 50e9, c.rate[CAL_PATH_FP32] = 20e9;
-    c.mem_bw = 10e9, c.elem_bw = 4e9;
+    c.mem_bw = 10e9, c.elem_bw = 4e9, c.scaled_optim_bw = 2e9;
     for (int p = 0; p < CAL_PATHS; p++) c.rate_iqr[p] = 0.05;
-    c.mem_iqr = c.elem_iqr = 0.05;
+    c.mem_iqr = c.elem_iqr = c.scaled_optim_iqr = 0.05;
     return c;
 }
 
@@ -297,7 +297,8 @@ static Calibration round_figures(int ranks)
     memset(&c, 0, sizeof c);
     c.reps = 3;
     c.rate[CAL_PATH_FP8] = 40e9, c.rate[CAL_PATH_BF16] = 50e9, c.rate[CAL_PATH_FP32] = 20e9;
-    c.mem_bw = 10e9, c.elem_bw = 4e9, c.launch_s = 2e-6, c.mem_bytes = 1ull << 34, c.ranks = ranks;
+    c.mem_bw = 10e9, c.elem_bw = 4e9, c.scaled_optim_bw = 1.5e9, c.launch_s = 2e-6, c.mem_bytes = 1ull << 34,
+    c.ranks = ranks;
     if (ranks > 1) c.link_bw = 3e9, c.link_lat = 0.5e-6;
     return c;
 }
@@ -328,6 +329,7 @@ static void test_rows_parse(void)
         CHECK_REL(g->flops_fp32, 20e9, 1e-6);
         CHECK_REL(g->hbm_bw, 10e9, 1e-6);
         CHECK_REL(g->elem_bw, 4e9, 1e-6);
+        CHECK_REL(g->scaled_optim_bw, 1.5e9, 1e-6);
         CHECK_REL(g->intra_bw, 3e9, 1e-6);
         CHECK_REL(g->link_lat, 0.5e-6, 1e-6);
         CHECK_REL(g->sustained, 1.0, 0);
@@ -383,17 +385,17 @@ static void test_host_rows_refused(void)
     Err e = {0};
     const char *bad[] = {
         /* a host whose link is not host */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,,\n",
         /* a GPU with a host link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,,\n",
         /* a measured link without its latency */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,,\n",
         /* one of the two bandwidths 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,,\n",
         /* a latency of 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,,\n",
         /* a GPU keeps its positive link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,,\n",
     };
     const char *col[] = {"intra_link",      "intra_link",      "link_latency_us",
                          "inter_node_gbps", "link_latency_us", "intra_node_gbps"};
@@ -499,6 +501,49 @@ static void test_elem_rate(void)
     free(a), free(b), free(z);
 }
 
+/* scaled_optim_gbps: FP8-LM's optimizer (its GEMM class two-pass: FP16 master, E4M3 m, FP16 v, E4M3 grads, no
+ * working weight) at its own rate, the other class (megatron-bf16's FP32 states) still streamed at hbm_gbps.
+ * The tiny model's GEMM weights: 2 layers x (QKV 8 x 24 + proj 8 x 8 + FC1 8 x 32 + FC2 32 x 8 = 192 + 64 +
+ * 256 + 256 = 768) = 1,536; their optimizer bytes 17 x 1,536 = 26,112 (grad 1, master 2 + m 1 + v 2 read and
+ * written 10, the second pass 6). At hbm_gbps / 4 (2.5 GB/s) the optimizer takes 26,112 x (1 / 2.5e9 -
+ * 1 / 10e9) = 26,112 x 3 / 10e9 = 7.8336 us longer; at hbm_gbps exactly what it takes without the column;
+ * a BF16 recipe (one pass) is not touched. */
+static void test_scaled_optim_rate(void)
+{
+    Catalog *cat = fx_catalog();
+    CHECK(cat != NULL);
+    if (!cat) return;
+    const Recipe *r8 = catalog_recipe(cat, "fp8lm"), *r16 = catalog_recipe(cat, "megatron-bf16");
+    CHECK(r8 != NULL && r16 != NULL);
+    GpuSpec g = host_gpu();
+    ModelSpec m = fx_tiny_model();
+    Plan *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b), *c = calloc(1, sizeof *c);
+    Err e = {0};
+    if (!a || !b || !c || !r8 || !r16) {
+        free(a), free(b), free(c), free(cat);
+        return;
+    }
+    PlanInput in = fx_input(&m, &g, r8);
+    in.mbs = 1, in.gbs = 1;
+    g.scaled_optim_bw = 0;
+    CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(a->params_gemm_gpu, 1536);
+    g.scaled_optim_bw = 10e9;
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(b->time.optimizer_s, a->time.optimizer_s, 1e-12);
+    g.scaled_optim_bw = 2.5e9;
+    CHECKF(plan_build(&in, c, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(c->time.optimizer_s - a->time.optimizer_s, 7.8336e-6, 1e-9);
+    in = fx_input(&m, &g, r16);
+    in.mbs = 1, in.gbs = 1;
+    g.scaled_optim_bw = 0;
+    CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
+    g.scaled_optim_bw = 2.5e9;
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    CHECK(b->time.optimizer_s == a->time.optimizer_s && b->time.step_s == a->time.step_s);
+    free(a), free(b), free(c), free(cat);
+}
+
 int main(void)
 {
     RUN(test_busbw);
@@ -515,5 +560,6 @@ int main(void)
     RUN(test_host_gemm_and_link);
     RUN(test_host_plans);
     RUN(test_elem_rate);
+    RUN(test_scaled_optim_rate);
     return test_summary();
 }
