@@ -9,7 +9,10 @@
  *          CPU reference against a host profile's plan (fp8plan calibrate:
  *          the catalog row of this machine, compute_capability cpu) — with
  *          the phases' planned times beside them (forward and backward of the
- *          plan's stage, the optimizer, the exposed collectives); shown only
+ *          plan's stage, the optimizer, the exposed collectives), each phase
+ *          checked within the step tolerance too (a step that agrees because
+ *          a slow forward cancels a fast optimizer is not a pass; the
+ *          communication phase only when the plan has collectives); shown only
  *          when the plan describes other hardware (a GPU plan for a CPU run,
  *          a host plan for a GPU run);
  *   <collective>.time   per planned collective of a host plan over 2 or more
@@ -104,11 +107,13 @@ void cmp_time_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, 
         if (ph == PHASE_COMM) plan_value(r, comm_planned);
         if (host && ph == PHASE_FWD) plan_value(r, tb->fwd_s);
         if (host && ph == PHASE_BWD) plan_value(r, tb->bwd_s);
-        note(r, host                                 ? "host clock; shown (the step is checked)"
-                : !gpu || !same_hardware(p, ms)      ? cpu
-                : ph == PHASE_FWD || ph == PHASE_BWD ? "phase not split in the plan"
-                : ms->phase_device                   ? "device time (timestamps)"
-                                                     : "host clock");
+        if (host && r && (ph != PHASE_COMM || comm_planned > 0)) r->mode = MEASURE_TOL, r->tol = tol->step_time;
+        note(r, host && ph == PHASE_COMM && !(comm_planned > 0) ? "host clock; shown (no collective planned)"
+                : host                                          ? "host clock; checked (each phase, as the step)"
+                : !gpu || !same_hardware(p, ms)                 ? cpu
+                : ph == PHASE_FWD || ph == PHASE_BWD            ? "phase not split in the plan"
+                : ms->phase_device                              ? "device time (timestamps)"
+                                                                : "host clock");
     }
     if (ms->steps && ms->cat_steps == ms->steps) {
         static const char *const cat_names[BK_OPCAT_COUNT] = {"gpu_gemm", "gpu_kernels", "gpu_optimizer", "gpu_comm"};
