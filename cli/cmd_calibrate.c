@@ -255,11 +255,11 @@ static void print_judge(const CalJudge *j, int reps, const char *again_what, dou
     printf("profile judged (interquartile spread (q3 - q1) / median at most %.1f %% at %d repetitions; %s within "
            "+-%.0f %%)\n",
            100.0 * cal_iqr_max(reps), reps, again_what, 100.0 * CAL_DRIFT_MAX);
-    printf("  %-15s %-8s %12s %7s %12s %8s  %s\n", "figure", "unit", "profile", "iqr", "again", "drift", "verdict");
+    printf("  %-16s %-8s %12s %7s %12s %8s  %s\n", "figure", "unit", "profile", "iqr", "again", "drift", "verdict");
     for (int f = 0; f < CAL_FIGS; f++) {
         int noisy = !(j->rate[f] > 0) || !(j->iqr[f] <= cal_iqr_max(reps));
         int moved = !(fabs(j->drift[f]) <= CAL_DRIFT_MAX);
-        printf("  %-15s %-8s %12.3f %6.1f%% %12.3f %+7.1f%%  %s\n", cal_fig_names[f], fig_unit_name(f),
+        printf("  %-16s %-8s %12.3f %6.1f%% %12.3f %+7.1f%%  %s\n", cal_fig_names[f], fig_unit_name(f),
                j->rate[f] * 1e-9, 100.0 * j->iqr[f], j->again[f] * 1e-9, 100.0 * j->drift[f],
                noisy   ? "NOISY"
                : moved ? "MOVED"
