@@ -12,7 +12,10 @@
  *          plan's stage, the optimizer, the exposed collectives), each phase
  *          checked within the step tolerance too (a step that agrees because
  *          a slow forward cancels a fast optimizer is not a pass; the
- *          communication phase only when the plan has collectives); shown only
+ *          communication phase is shown: TP's collectives run inside the
+ *          forward and backward, and each planned collective has its own
+ *          checked row; under pipeline parallelism only the step is checked,
+ *          a stage's phases interleave with waits for the others); shown only
  *          when the plan describes other hardware (a GPU plan for a CPU run,
  *          a host plan for a GPU run);
  *   <collective>.time   per planned collective of a host plan over 2 or more
@@ -107,13 +110,17 @@ void cmp_time_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, 
         if (ph == PHASE_COMM) plan_value(r, comm_planned);
         if (host && ph == PHASE_FWD) plan_value(r, tb->fwd_s);
         if (host && ph == PHASE_BWD) plan_value(r, tb->bwd_s);
-        if (host && r && (ph != PHASE_COMM || comm_planned > 0)) r->mode = MEASURE_TOL, r->tol = tol->step_time;
-        note(r, host && ph == PHASE_COMM && !(comm_planned > 0) ? "host clock; shown (no collective planned)"
-                : host                                          ? "host clock; checked (each phase, as the step)"
-                : !gpu || !same_hardware(p, ms)                 ? cpu
-                : ph == PHASE_FWD || ph == PHASE_BWD            ? "phase not split in the plan"
-                : ms->phase_device                              ? "device time (timestamps)"
-                                                                : "host clock");
+        /* a pipeline's schedule interleaves the stages' forward and backward work with waits for the other
+         * stages: a stage's phases are not the plan's, only their step is */
+        const int phased = host && p->in.pp <= 1 && ph != PHASE_COMM;
+        if (phased && r) r->mode = MEASURE_TOL, r->tol = tol->step_time;
+        note(r, host && ph == PHASE_COMM ? "host clock; shown (each planned collective is checked on its own row)"
+                : host && !phased        ? "host clock; shown (a pipeline stage: the step is checked)"
+                : host                   ? "host clock; checked (each phase, as the step)"
+                : !gpu || !same_hardware(p, ms)      ? cpu
+                : ph == PHASE_FWD || ph == PHASE_BWD ? "phase not split in the plan"
+                : ms->phase_device                   ? "device time (timestamps)"
+                                                     : "host clock");
     }
     if (ms->steps && ms->cat_steps == ms->steps) {
         static const char *const cat_names[BK_OPCAT_COUNT] = {"gpu_gemm", "gpu_kernels", "gpu_optimizer", "gpu_comm"};
