@@ -135,7 +135,11 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
         put(&b, ",%.6g", c->link_lat * 1e6);
     else
         put(&b, ",");
-    put(&b, ",%.6g,%.6g", c->elem_bw * 1e-9, c->scaled_optim_bw * 1e-9);
+    put(&b, ",%.6g", c->elem_bw * 1e-9);
+    if (c->scaled_optim_bw > 0) /* empty: not measured (the planner then streams it at hbm_gbps) */
+        put(&b, ",%.6g", c->scaled_optim_bw * 1e-9);
+    else
+        put(&b, ",");
     return done(&b, "gpus.csv", e);
 }
 
