@@ -351,7 +351,7 @@ tests: $(TEST_DEPS_OK) $(BIN) $(CUDA_SO) $(TESTS) $(MPI_TESTS) $(GPUS) $(REPLAYS
 
 # Skips that may pass under CI=true (tests/run.sh): hardware always; "build" where this
 # build leaves CUDA out (sanitizers, CUDA=0, no nvcc), whose parts the default build tests.
-SKIP_OK := hardware$(if $(filter 1,$(HAVE_CUDA)),,$(comma)build)
+SKIP_OK := hardware,load$(if $(filter 1,$(HAVE_CUDA)),,$(comma)build)
 
 # make test runs the quick tier, make test-full every suite (the quick tier and the suites whose file says
 # `tier: full`: exhaustive sweeps, the browser pages, the heavier mpirun scripts); .ci/run runs test-full.

@@ -3,6 +3,7 @@
  * catalog. Wiring only: flags, the backend and communicator, the tables, the
  * files (each through the atomic writer). */
 #include <errno.h>
+#include <math.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,8 @@ enum { CATALOG_FILE_MAX = 16 << 20 }; /* as fp8plan plan reads a catalog file */
 static const char help[] =
     "usage: fp8plan calibrate [--backend cpu|cuda] [--model M] [--layers N] [--hidden H] [--heads A] [--kv-heads K]\n"
     "                         [--ffn F] [--seq S] [--vocab V] [--mbs B] [--gbs G] [--reps N | --quick]\n"
-    "                         [--name NAME [--replace]] [--catalog DIR] [-o DIR]\n"
+    "                         [--name NAME [--replace]] [--catalog DIR] [-o DIR [--allow-noisy]]\n"
+    "       fp8plan calibrate --check DIR [--name NAME] [the model flags the profile was measured at]\n"
     "\n"
     "Measure this machine the way the planner describes a device, through the executor's own code:\n"
     "GEMM throughput per dtype path (FP8 emulated on the CPU, cuBLASLt FP8 on a GPU; BF16, FP32) at\n"
@@ -41,6 +43,15 @@ static const char help[] =
     "NAME ..., fp8plan run --backend cpu --catalog DIR --gpu NAME ... (step and collective times\n"
     "checked).\n"
     "\n"
+    "A profile is judged before it is written: every figure the planner times a step with (GEMM per\n"
+    "path, AdamW's stream, the element-wise kernels, FP8-LM's optimizer) must have an interquartile\n"
+    "spread (q3 - q1) / median of at most 0.0538 x sqrt(reps) (its median known to 5 %: 14.2 % at 7\n"
+    "repetitions) and a quick re-measure right after must agree within +-10 %; the load average\n"
+    "(/proc/loadavg) before and after is printed and quoted in the row. A profile past either bound is\n"
+    "not written (exit 75): measure again at a quieter moment, or --allow-noisy writes it with NOISY\n"
+    "PROFILE at the head of its source text. --check DIR re-measures those figures and says whether\n"
+    "DIR's row NAME still describes this machine (the link is not re-measured). docs/calibrate.md.\n"
+    "\n"
     "  --backend cpu|cuda   cpu (default); cuda: this rank's GPU (exit 69 without one)\n"
     "  --model M            the catalog model whose layer shapes are measured (default gpt2-124m)\n"
     "  --layers/--hidden/--heads/--kv-heads/--ffn/--seq/--vocab   its sizes, as fp8plan run takes them\n"
@@ -56,9 +67,14 @@ static const char help[] =
     "  --replace            with -o, replace the catalog's row of that name on purpose\n"
     "  --catalog DIR        the catalog to start from (default as fp8plan plan finds it)\n"
     "  -o DIR               write the calibrated catalog into DIR (created if missing)\n"
+    "  --allow-noisy        with -o, write a profile past the bounds, marked NOISY PROFILE\n"
+    "  --check DIR          re-measure and compare with DIR's row NAME (nothing written)\n"
     "\n"
-    "Exit status: 0 ok; 64 usage; 65 bad catalog data; 66 missing catalog; 69 backend unavailable;\n"
-    "73 an output cannot be created; 74 a write failed.\n";
+    "Exit status: 0 ok (--check: the profile holds); 1 --check: a figure moved past +-10 %; 64 usage;\n"
+    "65 bad catalog data; 66 missing catalog; 69 backend unavailable; 73 an output cannot be created;\n"
+    "74 a write failed; 75 the machine too noisy to write (or, with --check, to judge) a profile.\n";
+
+enum { EXIT_NOISY = 75 }; /* sysexits' EX_TEMPFAIL: measure again at a quieter moment */
 
 enum {
     OPT_BACKEND = 256,
@@ -76,7 +92,9 @@ enum {
     OPT_QUICK,
     OPT_NAME,
     OPT_REPLACE,
-    OPT_CATALOG
+    OPT_CATALOG,
+    OPT_ALLOW_NOISY,
+    OPT_CHECK
 };
 
 static const struct option opts[] = {{"backend", required_argument, NULL, OPT_BACKEND},
@@ -95,15 +113,18 @@ static const struct option opts[] = {{"backend", required_argument, NULL, OPT_BA
                                      {"name", required_argument, NULL, OPT_NAME},
                                      {"replace", no_argument, NULL, OPT_REPLACE},
                                      {"catalog", required_argument, NULL, OPT_CATALOG},
+                                     {"allow-noisy", no_argument, NULL, OPT_ALLOW_NOISY},
+                                     {"check", required_argument, NULL, OPT_CHECK},
                                      {"output", required_argument, NULL, 'o'},
                                      {"help", no_argument, NULL, 'h'},
                                      {NULL, 0, NULL, 0}};
 
 typedef struct {
-    const char *backend, *model, *name, *catalog, *out;
+    const char *backend, *model, *name, *catalog, *out, *check;
     ExecOverrides ov;
     uint32_t mbs, gbs, reps; /* gbs: 0 when not given */
     int replace;             /* --replace: -o may replace the catalog's row of the same name */
+    int allow_noisy;         /* --allow-noisy: -o writes a profile past the bounds, marked */
 } Args;
 
 static int flag_u32(const char *flag, const char *arg, long lo, long hi, uint32_t *out)
@@ -139,6 +160,8 @@ static int parse(int argc, char **argv, Args *a)
         case OPT_NAME: a->name = optarg, named = 1; break;
         case OPT_REPLACE: a->replace = 1; break;
         case OPT_CATALOG: a->catalog = optarg; break;
+        case OPT_ALLOW_NOISY: a->allow_noisy = 1; break;
+        case OPT_CHECK: a->check = optarg; break;
         case 'o': a->out = optarg; break;
         case 'h': cli_help(help); return -1;
         default: return cli_bad_option(CMD);
@@ -160,6 +183,12 @@ static int parse(int argc, char **argv, Args *a)
     if (a->out && !*a->out) return cli_usage(CMD, "-o: empty (give a directory)");
     if (a->replace && !a->out)
         return cli_usage(CMD, "--replace: only with -o DIR (it replaces a row of the catalog written)");
+    if (a->allow_noisy && !a->out)
+        return cli_usage(CMD, "--allow-noisy: only with -o DIR (it marks the profile written)");
+    if (a->check && (a->out || a->catalog))
+        return cli_usage(CMD, "--check %s: compares with that catalog and writes nothing (no -o, no --catalog)",
+                         a->check);
+    if (a->check && !*a->check) return cli_usage(CMD, "--check: empty (give the profile's catalog directory)");
     return 0;
 }
 
@@ -181,9 +210,9 @@ static void print_tables(const Calibration *c)
     for (int i = 0; i < c->nkern; i++)
         printf("  %-19s %12.0f bytes %9.3f ms %7.2f GB/s %6.0f%%\n", c->kern[i].what, c->kern[i].bytes,
                c->kern[i].seconds * 1e3, c->kern[i].bytes / c->kern[i].seconds * 1e-9, 100.0 * c->kern[i].spread);
-    printf("  stream (AdamW) %.2f GB/s; element-wise %.2f GB/s (weighted by calls per micro-batch); launch floor "
-           "%.2f us (spread %.0f%%)\n",
-           c->mem_bw * 1e-9, c->elem_bw * 1e-9, c->launch_s * 1e6, 100.0 * c->launch_spread);
+    printf("  stream (AdamW) %.2f GB/s; element-wise %.2f GB/s (weighted by calls per micro-batch); FP8-LM's scaled\n"
+           "  optimizer %.2f GB/s (17 B per parameter as the plan counts it); launch floor %.2f us (spread %.0f%%)\n",
+           c->mem_bw * 1e-9, c->elem_bw * 1e-9, c->scaled_optim_bw * 1e-9, c->launch_s * 1e6, 100.0 * c->launch_spread);
     const int gpu = strcmp(c->backend, "cpu") != 0;
     if (c->ranks < 2) {
         printf("collectives: not measured (one rank%s; run under mpirun -np 2 or more): no interconnect\n",
@@ -201,6 +230,51 @@ static void print_tables(const Calibration *c)
     printf("  link: latency %.3f us per ring step (the smallest size, at most any size's time), bus bandwidth %.3f\n"
            "  GB/s (the two largest; the largest is the model's gradient all-reduce, parameters x 4 B)\n",
            c->link_lat * 1e6, c->link_bw * 1e-9);
+}
+
+/* A rate's unit: GFLOP/s for GEMM, GB/s for memory (both printed x 1e-9). */
+static const char *fig_unit_name(int f) { return f <= CAL_FIG_FP32 ? "GFLOP/s" : "GB/s"; }
+
+static void put_load(char *buf, size_t size, double l)
+{
+    if (l >= 0)
+        snprintf(buf, size, "%.2f", l);
+    else
+        snprintf(buf, size, "unknown");
+}
+
+/* Why a profile fails its bounds, in one sentence fragment (the worst figure past each). */
+static void judge_reason(const CalJudge *j, int reps, const char *again_what, char *buf, size_t size)
+{
+    size_t n = 0;
+    buf[0] = 0;
+    if (j->worst_noisy >= 0)
+        n += (size_t)snprintf(buf, size, "%s's interquartile spread %.1f %% passes %.1f %% at %d repetitions",
+                              cal_fig_names[j->worst_noisy], 100.0 * j->iqr[j->worst_noisy], 100.0 * cal_iqr_max(reps),
+                              reps);
+    if (j->worst_drift >= 0 && n < size)
+        snprintf(buf + n, size - n, "%s%s of %s differs by %+.1f %% (bound +-%.0f %%)", n ? "; " : "", again_what,
+                 cal_fig_names[j->worst_drift], 100.0 * j->drift[j->worst_drift], 100.0 * CAL_DRIFT_MAX);
+}
+
+static void print_judge(const CalJudge *j, int reps, const char *again_what, double l0, double l1)
+{
+    char b0[16], b1[16];
+    put_load(b0, sizeof b0, l0), put_load(b1, sizeof b1, l1);
+    printf("profile judged (interquartile spread (q3 - q1) / median at most %.1f %% at %d repetitions; %s within "
+           "+-%.0f %%)\n",
+           100.0 * cal_iqr_max(reps), reps, again_what, 100.0 * CAL_DRIFT_MAX);
+    printf("  %-16s %-8s %12s %7s %12s %8s  %s\n", "figure", "unit", "profile", "iqr", "again", "drift", "verdict");
+    for (int f = 0; f < CAL_FIGS; f++) {
+        int noisy = !(j->rate[f] > 0) || !(j->iqr[f] <= cal_iqr_max(reps));
+        int moved = !(fabs(j->drift[f]) <= CAL_DRIFT_MAX);
+        printf("  %-16s %-8s %12.3f %6.1f%% %12.3f %+7.1f%%  %s\n", cal_fig_names[f], fig_unit_name(f),
+               j->rate[f] * 1e-9, 100.0 * j->iqr[f], j->again[f] * 1e-9, 100.0 * j->drift[f],
+               noisy   ? "NOISY"
+               : moved ? "MOVED"
+                       : "ok");
+    }
+    printf("  load average (1 min, /proc/loadavg): %s before, %s after\n", b0, b1);
 }
 
 static Status write_text(const char *path, const char *text, Err *e)
@@ -238,10 +312,6 @@ static int write_catalog(const Args *a, const char *src, const Catalog *cat, con
         return cli_fail(
             CMD, (err_set(&e, ST_CANTCREAT, "-o %s: cannot create the directory: %s", a->out, strerror(errno)), &e));
     snprintf(path, sizeof path, "%s/gpus.csv", a->out);
-    char other[4200];
-    snprintf(other, sizeof other, "%s/gpus.csv", src);
-    if (path_same_file(path, other))
-        return cli_usage(CMD, "-o %s: that is the catalog calibrate reads (give another directory)", a->out);
     size_t cap = (size_t)(cat->ngpus + cat->nstacks + 4) * sizeof row;
     char *text = malloc(cap);
     if (!text) return cli_fail(CMD, (err_set(&e, ST_NOMEM, "out of memory"), &e));
@@ -281,6 +351,23 @@ static Status make_comm(Backend *bk, Comm **comm, Err *e)
 }
 
 int cmd_calibrate(int argc, char **argv); /* listed in cli/commands.h */
+/* --check: the profile's figures as a Calibration (the catalog's row g), the spreads those of the re-measure
+ * now — so cal_judge(profile, now) says noisy when now cannot tell, moved when the machine changed. */
+static void profile_of_row(const GpuSpec *g, const Calibration *now, Calibration *p)
+{
+    memset(p, 0, sizeof *p);
+    p->reps = now->reps;
+    p->rate[CAL_PATH_FP8] = g->flops_fp8, p->rate[CAL_PATH_BF16] = g->flops_bf16,
+    p->rate[CAL_PATH_FP32] = g->flops_fp32;
+    p->mem_bw = g->hbm_bw, p->elem_bw = g->elem_bw;
+    for (int i = 0; i < CAL_PATHS; i++) p->rate_iqr[i] = now->rate_iqr[i];
+    p->scaled_optim_bw = g->scaled_optim_bw;
+    p->mem_iqr = now->mem_iqr, p->elem_iqr = now->elem_iqr, p->scaled_optim_iqr = now->scaled_optim_iqr;
+}
+
+/* The quick re-measure's repetitions: half the profile's, at least 3 (all of them below 3). */
+static int again_reps(int reps) { return reps < 3 ? reps : (reps + 1) / 2 < 3 ? 3 : (reps + 1) / 2; }
+
 int cmd_calibrate(int argc, char **argv)
 {
     Args a;
@@ -289,7 +376,8 @@ int cmd_calibrate(int argc, char **argv)
     Err e;
     char src[4096];
     Catalog *cat = NULL;
-    if ((rc = plan_catalog_find(CMD, a.catalog, src, sizeof src)) || (rc = plan_catalog_load(CMD, src, &cat)))
+    if ((rc = plan_catalog_find(CMD, a.check ? a.check : a.catalog, src, sizeof src)) ||
+        (rc = plan_catalog_load(CMD, src, &cat)))
         return rc;
     struct stat ob;
     if (a.out && !stat(a.out, &ob) && !S_ISDIR(ob.st_mode)) { /* before measuring, not after */
@@ -308,11 +396,36 @@ int cmd_calibrate(int argc, char **argv)
         free(cat);
         return rc;
     }
+    if (a.out) { /* refused before measuring, as the name clash below */
+        char mine[4200], theirs[4200];
+        snprintf(mine, sizeof mine, "%s/gpus.csv", a.out);
+        snprintf(theirs, sizeof theirs, "%s/gpus.csv", src);
+        if (path_same_file(mine, theirs)) {
+            free(cat);
+            return cli_usage(CMD, "-o %s: that is the catalog calibrate reads (give another directory)", a.out);
+        }
+    }
+    const GpuSpec *row = a.check ? catalog_gpu(cat, a.name) : NULL;
+    if (a.check && (!row || !row->host != !strcmp(a.backend, "cuda"))) {
+        rc = cli_usage(CMD, "--check %s: %s/gpus.csv has no %s row '%s' to check (give --name)", a.check, src,
+                       strcmp(a.backend, "cuda") ? "host" : "GPU", a.name);
+        free(cat);
+        return rc;
+    }
+    if (row && !(row->scaled_optim_bw > 0 && row->elem_bw > 0)) {
+        rc = cli_usage(CMD,
+                       "--check %s: row '%s' has no elem_gbps or scaled_optim_gbps (written by an older calibrate "
+                       "or by hand): calibrate it again",
+                       a.check, a.name);
+        free(cat);
+        return rc;
+    }
     const ModelSpec *base = catalog_model(cat, a.model);
     ModelSpec m;
     Backend *bk = NULL;
     Comm *comm = NULL;
-    Calibration *c = calloc(1, sizeof *c);
+    Calibration *c = calloc(2, sizeof *c), *again = c ? c + 1 : NULL;
+    double load0 = cal_loadavg(), load1 = -1;
     if (!base) {
         char names[2048];
         catalog_model_names(cat, names, sizeof names);
@@ -320,20 +433,75 @@ int cmd_calibrate(int argc, char **argv)
     } else if (!c) {
         rc = cli_fail(CMD, (err_set(&e, ST_NOMEM, "out of memory"), &e));
     } else if (exec_model(base, &a.ov, &m, &e) || backend_create(a.backend, &bk, &e) || make_comm(bk, &comm, &e) ||
-               calibrate_host(bk, comm, &m, a.mbs, (int)a.reps, c, &e)) {
+               (a.check ? calibrate_compute(bk, comm, &m, a.mbs, (int)a.reps, c, &e)
+                        : calibrate_host(bk, comm, &m, a.mbs, (int)a.reps, c, &e) ||
+                              calibrate_compute(bk, comm, &m, a.mbs, again_reps((int)a.reps), again, &e))) {
         rc = cli_fail(CMD, &e);
     } else if (!comm->rank) {
-        char row[8192];
+        char row_text[8192], why[512], b0[16], b1[16];
+        load1 = cal_loadavg();
+        put_load(b0, sizeof b0, load0), put_load(b1, sizeof b1, load1);
         printf("fp8plan calibrate: %s%s%s, one layer of %s (hidden %u, ffn %u, seq %u, mbs %u: %llu rows), %d rank%s\n",
                a.backend, c->device[0] ? " on " : "", c->device, m.name, m.hidden, m.ffn_hidden, m.seq_len, a.mbs,
                (unsigned long long)a.mbs * m.seq_len, c->ranks, c->ranks > 1 ? "s" : "");
         print_tables(c);
-        if (cal_gpu_row(c, a.name, row, sizeof row, &e)) {
+        CalJudge j;
+        if (a.check) {
+            Calibration *prof = again; /* the row's figures */
+            profile_of_row(row, c, prof);
+            cal_judge(prof, c, &j);
+            print_judge(&j, c->reps, "this machine now", load0, load1);
+            judge_reason(&j, c->reps, "a measurement now", why, sizeof why);
+            if (j.noisy) {
+                fprintf(stderr,
+                        "fp8plan calibrate: --check %s: cannot tell, this machine is too noisy now (%s; load average "
+                        "%s before, %s after): not judged, check again at a quieter moment\n",
+                        a.check, why, b0, b1);
+                rc = EXIT_NOISY;
+            } else if (j.drifted) {
+                fprintf(stderr, "fp8plan calibrate: --check %s: row %s no longer describes this machine: %s\n", a.check,
+                        a.name, why);
+                rc = 1;
+            } else {
+                printf("profile %s in %s still describes this machine (every figure within +-%.0f %%)\n", a.name,
+                       a.check, 100.0 * CAL_DRIFT_MAX);
+            }
+        } else {
+            int bad = cal_judge(c, again, &j);
+            char what[64];
+            snprintf(what, sizeof what, "a re-measure (%d repetitions)", again->reps);
+            print_judge(&j, c->reps, what, load0, load1);
+            judge_reason(&j, c->reps, what, why, sizeof why);
+            double worst = 0;
+            for (int f = 0; f < CAL_FIGS; f++)
+                if (fabs(j.drift[f]) > fabs(worst)) worst = j.drift[f];
+            if (bad && a.out && !a.allow_noisy) {
+                fprintf(stderr,
+                        "fp8plan calibrate: not writing %s: the profile does not hold (%s; load average %s before, "
+                        "%s after): measure again at a quieter moment, or --allow-noisy to write it marked NOISY\n",
+                        a.out, why, b0, b1);
+                rc = EXIT_NOISY;
+            } else if (bad) {
+                snprintf(c->judged, sizeof c->judged,
+                         "NOISY PROFILE (past its bounds: %.200s; load average %s before, %s after)", why, b0, b1);
+                fprintf(stderr, "fp8plan calibrate: WARNING: %s%s\n", c->judged,
+                        a.out ? ", written as asked by --allow-noisy" : "");
+            } else {
+                snprintf(c->judged, sizeof c->judged,
+                         "judged: interquartile spreads within %.1f %%, a re-measure within %+.1f %%; load average %s "
+                         "before, %s after",
+                         100.0 * cal_iqr_max(c->reps), 100.0 * worst, b0, b1);
+            }
+        }
+        if (rc || a.check) {
+            /* nothing more: --check writes nothing; a refused profile is not written */
+        } else if (cal_gpu_row(c, a.name, row_text, sizeof row_text, &e)) {
             rc = cli_fail(CMD, &e);
         } else {
-            printf("gpus.csv row:\n%s\n", row);
+            printf("gpus.csv row:\n%s\n", row_text);
             const StackSpec *own = catalog_stack(cat, "fp8plan");
-            if (own && !cal_stack_row(own, c, row, sizeof row, &e)) printf("stacks.csv row (fp8plan):\n%s\n", row);
+            if (own && !cal_stack_row(own, c, row_text, sizeof row_text, &e))
+                printf("stacks.csv row (fp8plan):\n%s\n", row_text);
             if (a.out) rc = write_catalog(&a, src, cat, c);
             if (!rc && a.out)
                 printf("catalog written to %s (fp8plan plan --catalog %s --gpu %s ...)\n", a.out, a.out, a.name);

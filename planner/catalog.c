@@ -19,7 +19,7 @@ const char *const catalog_model_columns =
 const char *const catalog_gpu_columns =
     "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,"
     "fp32_tflops,mamf_bf16_tflops,mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,"
-    "inter_node_gbps,gpus_per_node,source,?link_latency_us,?elem_gbps";
+    "inter_node_gbps,gpus_per_node,source,?link_latency_us,?elem_gbps,?scaled_optim_gbps";
 const char *const catalog_recipe_columns =
     "name,weight,fp8_rowwise,fp8_colwise,master,grad,adam_m,adam_v,dist_opt_shards,scaled_states,other_params,"
     "gemm_fwd,gemm_bwd,scaling,act_granularity,weight_granularity,amax_history,amax_reduce,dp_grad_comm,"
@@ -161,6 +161,16 @@ static Status elem_rate(Cur *c, GpuSpec *g)
     return st;
 }
 
+/* scaled_optim_gbps (optional column; empty: hbm_gbps): the two-pass scaled-state optimizer's rate. */
+static Status scaled_optim_rate(Cur *c, GpuSpec *g)
+{
+    double v = 0;
+    if (!*cell_text(c, "scaled_optim_gbps")) return ST_OK;
+    Status st = cell_rate(c, "scaled_optim_gbps", 0, &v);
+    g->scaled_optim_bw = v * 1e9;
+    return st;
+}
+
 /* link_latency_us (optional column; empty: NCCL's latency model): the measured latency of one ring step. */
 static Status link_latency(Cur *c, GpuSpec *g)
 {
@@ -189,7 +199,8 @@ static Status parse_gpu(Cur *c, void *row)
         (st = cell_range(c, "sustained", 0.05, 1, &g->sustained)) ||
         (st = cell_rate(c, "intra_node_gbps", g->host, &intra)) ||
         (st = cell_rate(c, "inter_node_gbps", g->host, &inter)) || (st = link_latency(c, g)) ||
-        (st = elem_rate(c, g)) || (st = cell_u32(c, "gpus_per_node", 1, 1u << 20, &g->gpus_per_node)) ||
+        (st = elem_rate(c, g)) || (st = scaled_optim_rate(c, g)) ||
+        (st = cell_u32(c, "gpus_per_node", 1, 1u << 20, &g->gpus_per_node)) ||
         (st = cell_textcopy(c, "source", g->source, sizeof g->source, 0)))
         return st;
     if (link_parse(cell_text(c, "intra_link"), &g->link))

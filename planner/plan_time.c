@@ -242,6 +242,17 @@ static double dp_exposed(const PlanInput *in, Plan *p, const StageT *me, double 
     return dp;
 }
 
+/* One class's optimizer bytes as plan_time counts them: gradient read, master, m and v read and written, the
+ * working weight's share written (wbytes), the second pass of scaled states. */
+static double optim_class_bytes(const Plan *p, MemTermId grad, MemTermId master, MemTermId m1, MemTermId v,
+                                double wbytes, const StateSet *s)
+{
+    const MemTerm *mt = p->mem;
+    return (double)mt[grad].bytes + 2.0 * (double)(mt[master].bytes + mt[m1].bytes + mt[v].bytes) + wbytes +
+           pb_optim_second_pass_bytes(s, (double)mt[grad].bytes, (double)mt[master].bytes, (double)mt[m1].bytes,
+                                      (double)mt[v].bytes);
+}
+
 void plan_time(const PlanInput *in, const Geo *g, Plan *p)
 {
     const Recipe *rc = in->recipe;
@@ -381,6 +392,26 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
                                        (double)mt[MT_OPTIM_M_EXPERT].bytes, (double)mt[MT_OPTIM_V_EXPERT].bytes);
     }
     tb->optimizer_s = ob / hbm;
+    /* a measured scaled-state optimizer (calibrate's scaled_optim_gbps): the two-pass classes' bytes at its rate,
+     * the rest streamed at hbm (without the column the sum above, unchanged) */
+    if (in->gpu->scaled_optim_bw > 0) {
+        double ob2 = 0;
+        const int two_g = pb_optim_two_pass(&rc->gemm), two_o = pb_optim_two_pass(&rc->other);
+        if (two_g)
+            ob2 += optim_class_bytes(p, MT_GRAD_GEMM, MT_MASTER_GEMM, MT_OPTIM_M_GEMM, MT_OPTIM_V_GEMM,
+                                     wfrac * (double)mt[MT_WEIGHT_GEMM].bytes, &rc->gemm);
+        if (two_o)
+            ob2 += optim_class_bytes(p, MT_GRAD_OTHER, MT_MASTER_OTHER, MT_OPTIM_M_OTHER, MT_OPTIM_V_OTHER,
+                                     wfrac * (double)mt[MT_WEIGHT_OTHER].bytes, &rc->other);
+        if (two_g && p->params_expert_gpu)
+            ob2 += optim_class_bytes(p, MT_GRAD_EXPERT, MT_MASTER_EXPERT, MT_OPTIM_M_EXPERT, MT_OPTIM_V_EXPERT,
+                                     (mt[MT_MASTER_EXPERT].elements
+                                          ? (double)mt[MT_MASTER_EXPERT].elements / (double)p->params_expert_gpu
+                                          : 1.0) *
+                                         (double)mt[MT_WEIGHT_EXPERT].bytes,
+                                     &rc->gemm);
+        tb->optimizer_s = (ob - ob2) / hbm + ob2 / in->gpu->scaled_optim_bw;
+    }
 
     /* FP8 main gradients committed from their FP32 staging buffer once per step (plan_bytes.h); MS-AMP requantizes
      * them every micro-batch instead (plan_kernels.c) */

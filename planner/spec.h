@@ -110,9 +110,12 @@ typedef struct {
      * scale them; its GEMMs have no tiles to quantize (arch_host). intra_bw 0: no interconnect measured
      * (one rank), plans of several ranks are refused. */
     int host;
-    double link_lat; /* measured latency per ring step of a collective, s (0: NCCL's model by link class) */
-    double elem_bw;  /* bytes/s the element-wise kernels (norms, activations, casts, softmax, loss) achieve where
+    double link_lat;        /* measured latency per ring step of a collective, s (0: NCCL's model by link class) */
+    double elem_bw;         /* bytes/s the element-wise kernels (norms, activations, casts, softmax, loss) achieve where
                         it differs from hbm_bw (a CPU's are compute-bound: tanh, exp, FP8 rounding); 0: hbm_bw */
+    double scaled_optim_bw; /* bytes/s (the planner's count of its bytes) of the two-pass scaled-state optimizer
+                               (FP8-LM, MS-AMP: FP8/FP16 states re-scaled each step) where measured — a CPU's is
+                               compute-bound (FP8 rounding, two passes), 3x slower than AdamW's stream; 0: hbm_bw */
     char source[SPEC_SOURCE_MAX];
 } GpuSpec;
 

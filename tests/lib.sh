@@ -16,10 +16,13 @@ pass() { passed=$((passed + 1)); echo "ok - $1"; }
 fail() { failed=$((failed + 1)); echo "FAIL - $1"; shift; for l in "$@"; do echo "  $l" >&2; done; }
 # skip NAME WHY: a check this machine cannot run for want of something a CPU machine can have (a tool):
 # CI fails on it. skip_hw NAME WHY: it needs other hardware (a GPU, or none); skip_build NAME WHY: this
-# build leaves the part out (a sanitizer build has no CUDA) and the default build runs it.
+# build leaves the part out (a sanitizer build has no CUDA) and the default build runs it. skip_load NAME
+# WHY: a timing check this shared machine was too busy to measure, after one retry (WHY names the load
+# average): never a pass, counted as a skip.
 skip() { skipped=$((skipped + 1)); echo "skip - $1 ($2)"; }
 skip_hw() { skip "$1" "hardware: $2"; }
 skip_build() { skip "$1" "build: $2"; }
+skip_load() { skip "$1" "load: $2"; }
 
 # run ARGS...: runs fp8plan, leaving stdout in $TMP/out, stderr in $TMP/err, status in $rc.
 run() { "$FP8PLAN" "$@" >"$TMP/out" 2>"$TMP/err"; rc=$?; }

@@ -20,6 +20,13 @@
  *              weighted by its calls per micro-batch (elem_gbps: a CPU's
  *              element-wise kernels are compute-bound — tanh, exp, FP8
  *              rounding — at a fraction of the stream's rate);
+ *   optimizer  FP8-LM's optimizer (fp8_adam: FP16 master, E4M3 m, FP16 v, E4M3
+ *              gradients, each state re-scaled: two passes) over the same
+ *              parameters: the planner's bytes of it (17 B per parameter:
+ *              gradient 1, master 2 + m 1 + v 2 read and written, the second
+ *              pass reading the four again) over its median time
+ *              (scaled_optim_gbps: what the planner times the FP8-LM and
+ *              MS-AMP optimizers at; a CPU's is compute-bound);
  *   launch     the median time of the smallest calls a layer makes (a
  *              16x16x16 GEMM, a 256-element add, norm and activation): the
  *              fixed cost of a call, the planner's launch floor;
@@ -66,12 +73,14 @@ typedef struct {
     Dtype out_dtype;        /* D's: BF16 (FP32 on the FP32 path), FP32 for a weight gradient and the logits */
     int accum;              /* 1: added into D (a weight gradient, as the executor accumulates), 0: D overwritten */
     double seconds, spread; /* median of one call, (max - min) / median */
+    double iqr;             /* (q3 - q1) / median (cal_stats) */
 } CalGemm;
 
 typedef struct {
     char what[24];
     double bytes;           /* read + written by one call */
     double seconds, spread; /* median of one call */
+    double iqr;             /* (q3 - q1) / median */
 } CalKernel;
 
 typedef struct {
@@ -86,10 +95,13 @@ typedef struct {
     CalGemm gemm[CAL_MAX_GEMMS];
     int ngemm;
     double rate[CAL_PATHS], rate_spread[CAL_PATHS]; /* FLOP/s per path; the largest spread of its shapes */
+    double rate_iqr[CAL_PATHS];                     /* its shapes' (q3 - q1) / median weighted by their median times */
     CalKernel kern[CAL_MAX_KERNELS];
     int nkern;
     double mem_bw, mem_spread;   /* bytes/s AdamW streams (hbm_gbps) */
     double elem_bw, elem_spread; /* bytes/s of the element-wise kernels, weighted by their calls (elem_gbps) */
+    double scaled_optim_bw, scaled_optim_spread, scaled_optim_iqr; /* FP8-LM's fp8_adam: the planner's bytes / s */
+    double mem_iqr, elem_iqr; /* (q3 - q1) / median: AdamW's; the element-wise kernels' weighted as elem_bw */
     double launch_s, launch_spread;
     int ranks; /* the communicator's */
     CalColl coll[CAL_MAX_SIZES];
@@ -101,7 +113,17 @@ typedef struct {
     char backend[8];
     char device[64];
     int cc_major, cc_minor, sms;
+    /* how the profile was judged, quoted in its source text (empty: not judged): the load average before
+     * and after, the quick re-measure's worst drift, a NOISY mark when written past the bounds on purpose */
+    char judged[320];
 } Calibration;
+
+/* Measure GEMM, memory and launch on bk at the shapes of one layer of m (calibrate_host without the link):
+ * the quick re-measure a profile is judged against, and what `calibrate --check` compares a profile with. */
+Status calibrate_compute(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out, Err *e);
+
+/* The 1-minute load average of this machine (/proc/loadavg's first field); -1 where it cannot be read. */
+double cal_loadavg(void);
 
 /* Measure GEMM, memory and launch on bk (the CPU or the CUDA backend) at the shapes of one
  * layer of m with tokens = mbs · seq rows, then the collectives when comm has
@@ -147,6 +169,53 @@ int cal_fit_link(const CalColl *c, int nc, int n, double *lat, double *bw);
 
 /* Median and (max − min) / median of v[0..n) (n <= 64); sorts a copy. */
 void cal_median(const double *v, int n, double *median, double *spread);
+
+/* The robust statistics of v[0..n) (n <= 64; NaN for all with n outside [1, 64] or a median <= 0): the
+ * median, (max − min) / median, and the interquartile spread (q3 − q1) / median with Tukey's hinges — q1
+ * the median of the lower half, q3 of the upper half, both halves holding the median when n is odd
+ * (n = 5 sorted {1, 2, 3, 4, 5}: q1 = 2 of {1, 2, 3}, q3 = 4 of {3, 4, 5}). One slow outlier among n >= 4
+ * moves q3 by one rank, not by its size: the spread a profile is judged on. */
+typedef struct {
+    double median, spread, iqr;
+} CalStat;
+void cal_stats(const double *v, int n, CalStat *s);
+
+/* ---- judging a profile (calibrate_judge.c; pure) ---- */
+
+/* The figures of a profile the planner times a step with, in the catalog's units of a rate: GEMM per path
+ * (FLOP/s), AdamW's stream, the element-wise kernels and the scaled-state optimizer (bytes/s). The launch floor (microseconds, the
+ * stack's row) and the link (ranks > 1 only) are printed but not judged. */
+enum { CAL_FIG_FP8 = 0, CAL_FIG_BF16, CAL_FIG_FP32, CAL_FIG_STREAM, CAL_FIG_ELEM, CAL_FIG_SCALED_OPTIM, CAL_FIGS };
+extern const char *const cal_fig_names[CAL_FIGS];
+
+/* Bounds a written profile is held to.
+ * CAL_DRIFT_MAX: a quick re-measure (or `calibrate --check`) may differ from a profile's figure by at most
+ *   10 %: the issue's target for successive profiles, and what leaves a run's per-part check (+-15 %) 5 points
+ *   for the plan's own error.
+ * CAL_SE_MAX: a figure's median must be known to 5 % (two standard errors inside the 10 % above): the
+ *   standard error of a median of n samples is 1.2533 σ / √n, with σ = IQR / 1.349 for a normal spread,
+ *   so its interquartile spread may be at most 0.05 · 1.349 · √n / 1.2533 = 0.0538 √n (cal_iqr_max:
+ *   n = 3: 9.3 %, n = 7: 14.2 %, n = 16: 21.5 %). */
+#define CAL_DRIFT_MAX 0.10
+#define CAL_SE_MAX    0.05
+double cal_iqr_max(int n);
+
+/* A figure's rate per CAL_FIG_* and the interquartile spread its median was judged on (GEMM: its path's
+ * shapes' weighted by their median times; element-wise: its kernels' weighted by calls x time). */
+void cal_figures(const Calibration *c, double rate[CAL_FIGS], double iqr[CAL_FIGS]);
+
+typedef struct {
+    double rate[CAL_FIGS], iqr[CAL_FIGS]; /* the profile's */
+    double again[CAL_FIGS];               /* the re-measure's rate (0: none) */
+    double drift[CAL_FIGS];               /* again / rate − 1 */
+    int noisy, drifted;                   /* figures past cal_iqr_max(reps), past CAL_DRIFT_MAX */
+    int worst_noisy, worst_drift;         /* the figure furthest past each bound (-1: none) */
+} CalJudge;
+
+/* Judge profile c (measured with c->reps repetitions) against a re-measure (NULL: spreads only):
+ * a figure is noisy when its iqr passes cal_iqr_max(c->reps), drifted when |again / rate − 1| passes
+ * CAL_DRIFT_MAX; returns the count of both (0: the profile holds). A rate <= 0 counts as noisy. */
+int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j);
 
 /* ---- the catalog rows (calibrate_rows.c) ---- */
 

@@ -77,16 +77,30 @@ static int cmp_double(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
-void cal_median(const double *v, int n, double *median, double *spread)
+/* The median of sorted s[0..n), n >= 1. */
+static double mid(const double *s, int n) { return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]); }
+
+void cal_stats(const double *v, int n, CalStat *st)
 {
     double s[64];
     if (n <= 0 || n > 64) {
-        *median = *spread = NAN;
+        st->median = st->spread = st->iqr = NAN;
         return;
     }
     memcpy(s, v, (size_t)n * sizeof *s);
     qsort(s, (size_t)n, sizeof *s, cmp_double);
-    double med = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    *median = med;
-    *spread = med > 0 ? (s[n - 1] - s[0]) / med : NAN;
+    double med = mid(s, n);
+    int half = (n + 1) / 2; /* Tukey's hinges: each half holds the median when n is odd */
+    double q1 = mid(s, half), q3 = mid(s + n - half, half);
+    st->median = med;
+    st->spread = med > 0 ? (s[n - 1] - s[0]) / med : NAN;
+    st->iqr = med > 0 ? (q3 - q1) / med : NAN;
+}
+
+void cal_median(const double *v, int n, double *median, double *spread)
+{
+    CalStat st;
+    cal_stats(v, n, &st);
+    *median = st.median;
+    *spread = st.spread;
 }

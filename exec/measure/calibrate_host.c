@@ -1,6 +1,7 @@
 /* exec/measure/calibrate_host.c — GEMM rates per dtype path, the element-wise
  * kernels' bandwidth and the launch floor of a backend, measured at the shapes
  * of one layer (see calibrate.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +120,9 @@ static Status time_gemm(Backend *bk, Comm *comm, const Bufs *u, const Shape *s, 
     strncpy(out->what, s->what, sizeof out->what - 1);
     out->path = s->path, out->m = s->m, out->n = s->n, out->k = s->k;
     out->out_dtype = s->dd, out->accum = s->accum;
-    cal_median(t, reps, &out->seconds, &out->spread);
+    CalStat cs;
+    cal_stats(t, reps, &cs);
+    out->seconds = cs.median, out->spread = cs.spread, out->iqr = cs.iqr;
     return ST_OK;
 }
 
@@ -174,7 +177,7 @@ static Status gemms(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int
     }
     Bufs u;
     Status st = bufs_make(bk, big * 4, &u, e);
-    double flops[CAL_PATHS] = {0}, secs[CAL_PATHS] = {0};
+    double flops[CAL_PATHS] = {0}, secs[CAL_PATHS] = {0}, wiqr[CAL_PATHS] = {0};
     for (int i = 0; !st && i < n; i++) {
         st = time_gemm(bk, comm, &u, &s[i], reps, &c->gemm[i], e);
         if (st) break;
@@ -182,19 +185,26 @@ static Status gemms(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int
         flops[p] += 2.0 * (double)s[i].m * (double)s[i].n * (double)s[i].k;
         secs[p] += c->gemm[i].seconds;
         if (c->gemm[i].spread > c->rate_spread[p]) c->rate_spread[p] = c->gemm[i].spread;
+        wiqr[p] += c->gemm[i].iqr * c->gemm[i].seconds;
     }
     bufs_free(bk, &u);
     c->ngemm = st ? 0 : n;
-    for (int p = 0; p < CAL_PATHS; p++) c->rate[p] = secs[p] > 0 ? flops[p] / secs[p] : 0;
+    /* a path's interquartile spread: its shapes' weighted by their median times — the rate is the FLOPs over
+     * the summed medians, whose relative spread is at most that weighted mean (NaN stays NaN: never judged ok) */
+    for (int p = 0; p < CAL_PATHS; p++) {
+        c->rate[p] = secs[p] > 0 ? flops[p] / secs[p] : 0;
+        c->rate_iqr[p] = secs[p] > 0 ? wiqr[p] / secs[p] : NAN;
+    }
     return st;
 }
 
-enum { K_NORM = 0, K_ACT, K_ADD, K_CAST, K_XENT, K_ADAM, K_COUNT };
+enum { K_NORM = 0, K_ACT, K_ADD, K_CAST, K_XENT, K_ADAM, K_FP8ADAM, K_COUNT };
 
 typedef struct {
     uint64_t T, h, F, Vp, n; /* rows, hidden, FFN, padded vocabulary, parameters updated */
     int32_t *targets;        /* (T) zeros */
     float *m, *v;            /* (n) Adam moments */
+    float *recs;             /* (3 x REC_FLOATS) FP8-LM's master, m and v scaling records */
 } KernelSizes;
 
 /* One kernel the step runs, at the step's sizes. */
@@ -236,6 +246,21 @@ static Status kernel_call(Backend *bk, const ModelSpec *m, const Bufs *u, const 
         return bk->xent_fwd_bwd(bk, u->a, DT_FP32, z->T, z->Vp, z->Vp, z->targets, 1.0f / (float)z->T, (float *)u->b,
                                 e);
     }
+    case K_FP8ADAM: { /* FP8-LM's states in the buffers AdamW used: master FP16 in a, m E4M3, v FP16, grad E4M3 */
+        Fp8AdamDesc d = {.n = z->n,
+                         .h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .step = 1, .grad_scale = 1.0f},
+                         .margin = 0,
+                         .master = u->a,
+                         .master_rec = z->recs,
+                         .m = z->m,
+                         .m_rec = z->recs + REC_FLOATS,
+                         .v = z->v,
+                         .v_rec = z->recs + 2 * REC_FLOATS,
+                         .grad = u->b,
+                         .grad_dtype = DT_E4M3,
+                         .grad_scale_inv = u->one};
+        return bk->fp8_adam(bk, &d, e);
+    }
     default: {
         AdamWDesc d = {.n = z->n,
                        .h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .step = 1, .grad_scale = 1.0f},
@@ -259,9 +284,13 @@ static double kernel_bytes(const ModelSpec *m, const KernelSizes *z, int which)
     case K_NORM: return 4.0 * x + 8.0 * T;                       /* read x, write y (2 + 2 B); mean and rstd */
     case K_ACT: return m->mlp == MLP_SWIGLU ? 6.0 * f : 4.0 * f; /* SwiGLU reads gate and up */
     case K_ADD: return 6.0 * x;                                  /* two reads, one write */
-    case K_CAST: return 4.0 * x;                  /* read 2 B, write the row-wise and transposed 1 B copies */
-    case K_XENT: return 16.0 * T * (double)z->Vp; /* FP32 logits read for the max, for the sum, read + written */
-    default: return 30.0 * (double)z->n;          /* grad 4, master, m, v read + written 24, BF16 weight 2 */
+    case K_CAST: return 4.0 * x; /* read 2 B, write the row-wise and transposed 1 B copies */
+    case K_XENT:
+        return 16.0 * T * (double)z->Vp; /* FP32 logits read for the max, for the sum, read + written */
+    /* as the planner counts FP8-LM's optimizer (planner/plan_time.c): E4M3 grad read 1, FP16 master 2, E4M3 m 1,
+     * FP16 v 2 read and written (10), no working weight; the second pass reads the four again (6) */
+    case K_FP8ADAM: return 17.0 * (double)z->n;
+    default: return 30.0 * (double)z->n; /* grad 4, master, m, v read + written 24, BF16 weight 2 */
     }
 }
 
@@ -270,7 +299,7 @@ enum { ADAM_MAX = 16 << 20 }; /* parameters updated at most: the bandwidth of a 
 static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int reps, Calibration *c, Err *e)
 {
     static const char *const names[K_COUNT] = {"norm",          "activation", "residual add", "fp8 cast+transpose",
-                                               "cross-entropy", "adamw"};
+                                               "cross-entropy", "adamw",      "fp8lm adam"};
     KernelSizes z = {.T = T, .h = m->hidden, .F = m->ffn_hidden, .Vp = (m->vocab + 127) / 128 * 128};
     uint64_t kF = m->mlp == MLP_SWIGLU ? 2 * z.F : z.F, n = z.Vp * z.h;
     for (int k = 0; k < LIN_COUNT; k++) {
@@ -284,24 +313,31 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
     if (z.n * 4 > big) big = z.n * 4;
     Bufs u;
     Status st = bufs_make(bk, big, &u, e);
-    void *tg = NULL, *mm = NULL, *vv = NULL;
+    void *tg = NULL, *mm = NULL, *vv = NULL, *rr = NULL;
+    if (!st) st = bk->alloc(bk, 3 * REC_FLOATS * sizeof(float), &rr, e);
     if (!st) st = bk->alloc(bk, T * sizeof(int32_t), &tg, e);
     if (!st) st = bk->alloc(bk, z.n * 4, &mm, e);
     if (!st) st = bk->alloc(bk, z.n * 4, &vv, e);
     if (!st) {
-        z.targets = tg, z.m = mm, z.v = vv;
-        st = bk->memset0(bk, tg, T * sizeof(int32_t), e);
+        z.targets = tg, z.m = mm, z.v = vv, z.recs = rr;
+        const float recs[3 * REC_FLOATS] = {1, 1, 0, 1, 1, 0, 1, 1, 0}; /* scale, scale_inv, amax */
+        st = bk->copy_to_device(bk, rr, recs, sizeof recs, e);
+        if (!st) st = bk->memset0(bk, tg, T * sizeof(int32_t), e);
         if (!st) st = bk->memset0(bk, mm, z.n * 4, e);
         if (!st) st = bk->memset0(bk, vv, z.n * 4, e);
     }
     /* the element-wise rate: the kernels weighted by their calls per micro-batch of a step (per layer: norm 4,
      * activation 2, residual add 4, FP8 cast 4 — forward and backward; the cross-entropy once); the streaming
      * rate: AdamW alone */
-    const double calls[K_COUNT] = {4.0 * m->layers, 2.0 * m->layers, 4.0 * m->layers, 4.0 * m->layers, 1, 1};
-    double bytes = 0, secs = 0;
+    const double calls[K_COUNT] = {4.0 * m->layers, 2.0 * m->layers, 4.0 * m->layers, 4.0 * m->layers, 1, 1, 1};
+    double bytes = 0, secs = 0, wiqr = 0;
     c->nkern = 0;
     for (int w = 0; !st && w < K_COUNT; w++) {
         double t[64];
+        /* FP8-LM's states: finite FP16 and E4M3 values (AdamW left FP32 bits in a), zero moments */
+        if (w == K_FP8ADAM && ((st = fill(bk, u.a, 0x38, z.n * 2, e)) || (st = bk->memset0(bk, mm, z.n * 4, e)) ||
+                               (st = bk->memset0(bk, vv, z.n * 4, e))))
+            break;
         for (int i = -1; !st && i < reps; i++) {
             double t0 = 0, dt = 0;
             /* finite logits (the previous call left gradients), before the clock starts */
@@ -315,15 +351,22 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
         CalKernel *k = &c->kern[c->nkern++];
         strncpy(k->what, names[w], sizeof k->what - 1);
         k->bytes = kernel_bytes(m, &z, w);
-        cal_median(t, reps, &k->seconds, &k->spread);
+        CalStat cs;
+        cal_stats(t, reps, &cs);
+        k->seconds = cs.median, k->spread = cs.spread, k->iqr = cs.iqr;
         if (w == K_ADAM) {
-            c->mem_bw = k->bytes / k->seconds, c->mem_spread = k->spread;
+            c->mem_bw = k->bytes / k->seconds, c->mem_spread = k->spread, c->mem_iqr = k->iqr;
+        } else if (w == K_FP8ADAM) {
+            c->scaled_optim_bw = k->bytes / k->seconds, c->scaled_optim_spread = k->spread;
+            c->scaled_optim_iqr = k->iqr;
         } else {
             bytes += calls[w] * k->bytes, secs += calls[w] * k->seconds;
             if (k->spread > c->elem_spread) c->elem_spread = k->spread;
+            wiqr += calls[w] * k->seconds * k->iqr;
         }
     }
     c->elem_bw = !st && secs > 0 ? bytes / secs : 0;
+    c->elem_iqr = !st && secs > 0 ? wiqr / secs : NAN; /* weighted by time, as the rate */
     /* the launch floor: the smallest calls a layer makes — a 16 x 16 x 16 BF16 GEMM, a residual add, a norm and
      * an activation of one 256-wide row — each LAUNCH_CALLS times; the median of all their times */
     double t[4 * LAUNCH_CALLS];
@@ -347,14 +390,38 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
         if (!st) st = tock(bk, t0, &t[i], e);
     }
     if (!st) cal_median(t, 4 * LAUNCH_CALLS, &c->launch_s, &c->launch_spread);
-    void *extra[3] = {tg, mm, vv};
-    for (int i = 0; i < 3; i++)
+    void *extra[4] = {tg, mm, vv, rr};
+    for (int i = 0; i < 4; i++)
         if (extra[i]) bk->free(bk, extra[i]);
     bufs_free(bk, &u);
     return st;
 }
 
+double cal_loadavg(void)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double l = -1;
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1 || !(l >= 0)) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
 Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out, Err *e)
+{
+    Status st = calibrate_compute(bk, comm, m, mbs, reps, out, e);
+    /* the link up to the model's gradient all-reduce (FP32 gradients: the largest collective of a DP run) */
+    uint64_t params = 0;
+    if (!st && comm && comm->size > 1 && model_param_count(m, &params))
+        st = err_set(e, ST_USAGE, "calibrate: the parameter count of %s passes 2^64", m->name);
+    if (!st && comm && comm->size > 1)
+        st = calibrate_link(bk, comm, params > CAL_LINK_TOP_MAX / 4 ? CAL_LINK_TOP_MAX : params * 4, reps, out, e);
+    out->ranks = comm ? comm->size : 1;
+    return st;
+}
+
+Status calibrate_compute(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out, Err *e)
 {
     memset(out, 0, sizeof *out);
     if (reps < 1 || reps > 64) return err_set(e, ST_USAGE, "calibrate: repetitions %d outside [1, 64]", reps);
@@ -372,12 +439,6 @@ Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs,
     }
     if (!st) st = gemms(bk, comm, m, T, reps, out, e);
     if (!st) st = kernels(bk, comm, m, T, reps, out, e);
-    /* the link up to the model's gradient all-reduce (FP32 gradients: the largest collective of a DP run) */
-    uint64_t params = 0;
-    if (!st && comm && comm->size > 1 && model_param_count(m, &params))
-        st = err_set(e, ST_USAGE, "calibrate: the parameter count of %s passes 2^64", m->name);
-    if (!st && comm && comm->size > 1)
-        st = calibrate_link(bk, comm, params > CAL_LINK_TOP_MAX / 4 ? CAL_LINK_TOP_MAX : params * 4, reps, out, e);
     out->ranks = comm ? comm->size : 1;
     return st;
 }

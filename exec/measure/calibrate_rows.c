@@ -12,7 +12,7 @@
 const char *const cal_gpu_header =
     "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
     "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,link_latency_us,"
-    "elem_gbps";
+    "elem_gbps,scaled_optim_gbps";
 
 typedef struct {
     char *p;
@@ -72,6 +72,7 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
     const int gpu = is_gpu(c);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t per_node = gpu ? (uint32_t)c->ranks : (uint32_t)(cores > c->ranks ? cores : c->ranks);
+    if (!strncmp(c->judged, "NOISY", 5)) put(&s, "%s; ", c->judged); /* first: a user reading the row sees it */
     put(&s, "measured by fp8plan calibrate --backend %s%s%s (medians of %d repetitions%s): GEMM at one layer's shapes",
         gpu ? c->backend : "cpu", gpu ? " on " : "", gpu ? c->device : "", c->reps,
         gpu ? ", device time between CUDA events" : "");
@@ -82,8 +83,10 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
     put(&s,
         "; memory: AdamW streams %.3g GB/s (spread %.0f %%); element-wise kernels (norm, activation, residual add, "
         "FP8 cast+transpose, cross-entropy; weighted by their calls per micro-batch) %.3g GB/s (spread up to %.0f "
-        "%%); launch floor %.3g us; ",
-        c->mem_bw * 1e-9, 100.0 * c->mem_spread, c->elem_bw * 1e-9, 100.0 * c->elem_spread, c->launch_s * 1e6);
+        "%%); FP8-LM's two-pass scaled-state optimizer %.3g GB/s of the planner's bytes (spread %.0f %%); launch floor "
+        "%.3g us; ",
+        c->mem_bw * 1e-9, 100.0 * c->mem_spread, c->elem_bw * 1e-9, 100.0 * c->elem_spread, c->scaled_optim_bw * 1e-9,
+        100.0 * c->scaled_optim_spread, c->launch_s * 1e6);
     if (c->ranks > 1) {
         const int n = c->ncoll;
         put(&s, "link: the executor's %s all-reduce over %d ranks", gpu ? "NCCL" : "MPI", c->ranks);
@@ -113,6 +116,7 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
         put(&s, "link: not measured (one rank%s; run under mpirun -np 2 or more): no interconnect",
             gpu ? ": one GPU has no bus to measure" : "");
     }
+    if (c->judged[0] && strncmp(c->judged, "NOISY", 5)) put(&s, "; %s", c->judged);
     if (s.over) return done(&s, "source", e);
     /* rates: achieved, so peak = MAMF = measured and sustained 1; the BF16 column is the BF16 path */
     if (gpu)
@@ -133,6 +137,10 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
     else
         put(&b, ",");
     put(&b, ",%.6g", c->elem_bw * 1e-9);
+    if (c->scaled_optim_bw > 0) /* empty: not measured (the planner then streams it at hbm_gbps) */
+        put(&b, ",%.6g", c->scaled_optim_bw * 1e-9);
+    else
+        put(&b, ",");
     return done(&b, "gpus.csv", e);
 }
 
@@ -154,6 +162,10 @@ Status cal_gpu_row_of(const GpuSpec *g, char *buf, size_t size, Err *e)
         put(&b, ",");
     if (g->elem_bw > 0)
         put(&b, ",%.9g", g->elem_bw * 1e-9);
+    else
+        put(&b, ",");
+    if (g->scaled_optim_bw > 0)
+        put(&b, ",%.9g", g->scaled_optim_bw * 1e-9);
     else
         put(&b, ",");
     return done(&b, "gpus.csv", e);

@@ -9,7 +9,13 @@
  *          CPU reference against a host profile's plan (fp8plan calibrate:
  *          the catalog row of this machine, compute_capability cpu) — with
  *          the phases' planned times beside them (forward and backward of the
- *          plan's stage, the optimizer, the exposed collectives); shown only
+ *          plan's stage, the optimizer, the exposed collectives), each phase
+ *          checked within the step tolerance too (a step that agrees because
+ *          a slow forward cancels a fast optimizer is not a pass; the
+ *          communication phase is shown: TP's collectives run inside the
+ *          forward and backward, and each planned collective has its own
+ *          checked row; under pipeline parallelism only the step is checked,
+ *          a stage's phases interleave with waits for the others); shown only
  *          when the plan describes other hardware (a GPU plan for a CPU run,
  *          a host plan for a GPU run);
  *   <collective>.time   per planned collective of a host plan over 2 or more
@@ -104,7 +110,13 @@ void cmp_time_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, 
         if (ph == PHASE_COMM) plan_value(r, comm_planned);
         if (host && ph == PHASE_FWD) plan_value(r, tb->fwd_s);
         if (host && ph == PHASE_BWD) plan_value(r, tb->bwd_s);
-        note(r, host                                 ? "host clock; shown (the step is checked)"
+        /* a pipeline's schedule interleaves the stages' forward and backward work with waits for the other
+         * stages: a stage's phases are not the plan's, only their step is */
+        const int phased = host && p->in.pp <= 1 && ph != PHASE_COMM;
+        if (phased && r) r->mode = MEASURE_TOL, r->tol = tol->step_time;
+        note(r, host && ph == PHASE_COMM ? "host clock; shown (each planned collective is checked on its own row)"
+                : host && !phased        ? "host clock; shown (a pipeline stage: the step is checked)"
+                : host                   ? "host clock; checked (each phase, as the step)"
                 : !gpu || !same_hardware(p, ms)      ? cpu
                 : ph == PHASE_FWD || ph == PHASE_BWD ? "phase not split in the plan"
                 : ms->phase_device                   ? "device time (timestamps)"

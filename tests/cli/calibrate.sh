@@ -5,8 +5,13 @@
 # against a GPU's plan still says the times are not comparable; bad flags are
 # named; under mpirun -np 2 the link is measured (64 B up to the model's
 # gradient all-reduce), a DP plan is made with it and each collective's time
-# gets a verdict. The arithmetic of the profile is
-# worked by hand in tests/unit/test_calibrate.c.
+# gets a verdict. A profile is judged before it is written (spreads, a quick
+# re-measure): on this shared machine a refusal (exit 75) is retried once, then
+# the judgement is reported skipped with the load average that caused it and
+# the catalog written marked NOISY (--allow-noisy) for the checks that read
+# its rows. --check says whether a profile still describes the machine; a row
+# doubled by hand never does. The arithmetic of the profile and of the
+# refusal is worked by hand in tests/unit/test_calibrate.c.
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
@@ -17,9 +22,56 @@ cat="$TMP/cat"
 start=$(date +%s)
 # --gbs as run takes it (issue 46: calibrate refused it, so a run's flags could not be given)
 run calibrate --backend cpu $TINY --gbs 4 --quick -o "$cat"
-expect_rc "calibrate --quick writes a catalog (--gbs taken as run takes it)" 0
+if [ "$rc" -eq 75 ]; then # the profile did not hold on this shared machine: once more
+    first=$(tail -n 1 "$TMP/err")
+    run calibrate --backend cpu $TINY --gbs 4 --quick -o "$cat"
+fi
+if [ "$rc" -eq 75 ]; then
+    load=$(sed -n 's/.*\(load average [0-9.]* before, [0-9.]* after\).*/\1/p' "$TMP/err" | head -n 1)
+    skip_load "calibrate --quick writes a judged profile" "refused twice on a noisy machine: $load; first: $first"
+    expect_err "... the refusal says why" "the profile does not hold ("
+    if [ -e "$cat/gpus.csv" ]; then fail "... a refused profile is not written" "$cat/gpus.csv exists"; else pass "... a refused profile is not written"; fi
+    run calibrate --backend cpu $TINY --quick -o "$cat" --allow-noisy
+    expect_rc "--allow-noisy writes it anyway" 0
+    if grep -q 'WARNING: NOISY PROFILE' "$TMP/err"; then want='^host,.*,"NOISY PROFILE \(past its bounds'; else want='^host,.*judged: interquartile'; fi
+    if grep -Eq "$want" "$cat/gpus.csv"; then
+        pass "... marked NOISY at the head of its source when it did not hold (else judged)"
+    else
+        fail "... marked NOISY" "$(grep '^host,' "$cat/gpus.csv" | head -c 600)"
+    fi
+else
+    expect_rc "calibrate --quick writes a catalog (--gbs taken as run takes it)" 0
+    if grep -q '^host,.*judged: interquartile spreads within 9.3 %, a re-measure within [-+][0-9.]* %; load average' "$cat/gpus.csv"; then
+        pass "the written profile says how it was judged, with the load"
+    else
+        fail "the written profile says how it was judged" "$(grep '^host,' "$cat/gpus.csv" | head -c 900)"
+    fi
+fi
 took=$(($(date +%s) - start))
-if [ "$took" -le 30 ]; then pass "calibrate --quick takes seconds ($took s)"; else fail "calibrate --quick took $took s"; fi
+if [ "$took" -le 60 ]; then pass "calibrate --quick takes seconds ($took s)"; else fail "calibrate --quick took $took s"; fi
+expect_line "the judgement's table" '  gemm bf16 +GFLOP/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +[-+][0-9.]+%  (ok|NOISY|MOVED)'
+expect_line "the load average printed" '  load average \(1 min, /proc/loadavg\): ([0-9.]+|unknown) before, ([0-9.]+|unknown) after'
+
+# --check: the profile against this machine now (0 holds, 1 moved, 75 cannot tell); a row whose BF16 rate is
+# doubled by hand (bf16_tflops, column 6) never holds: 1 naming gemm bf16, or 75 when too noisy to judge
+run calibrate $TINY --quick --check "$cat"
+case $rc in
+0) expect_out "--check: the profile holds" "profile host in $cat still describes this machine" ;;
+1) expect_err "--check: the profile moved, named" "row host no longer describes this machine" ;;
+75) expect_err "--check: too noisy, with the load" "cannot tell, this machine is too noisy now (" ;;
+*) fail "--check exits 0, 1 or 75" "exit $rc: $(cat "$TMP/err")" ;;
+esac
+mkdir -p "$TMP/doubled"
+cp "$cat"/*.csv "$TMP/doubled/"
+awk -F, 'BEGIN { OFS = "," } /^host,/ { $6 = $6 * 2 } { print }' "$cat/gpus.csv" >"$TMP/doubled/gpus.csv"
+run calibrate $TINY --quick --check "$TMP/doubled"
+if [ "$rc" -eq 75 ]; then
+    skip_load "--check: a doubled BF16 rate is caught" "too noisy to judge: $(grep -o 'load average [0-9.]* before, [0-9.]* after' "$TMP/err" | head -n 1)"
+else
+    expect_rc "--check: a doubled BF16 rate is caught" 1
+    expect_err "... saying so" "row host no longer describes this machine"
+    expect_line "... gemm bf16 moved by about -50 %" '  gemm bf16 +GFLOP/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +-[3-6][0-9]\.[0-9]%  MOVED'
+fi
 expect_out "collectives are not measured with one rank" "collectives: not measured (one rank"
 expect_line "the FP8 path's rate" '  path fp8 +[0-9.]+ GFLOP/s .*'
 for f in models.csv gpus.csv recipes.csv stacks.csv; do
@@ -106,10 +158,20 @@ expect_rc "--name of a catalog GPU with -o refused" 64
 expect_err "... naming the flag and value" "--name h100-sxm: the catalog already has a GPU row 'h100-sxm'"
 expect_no_out "... before measuring anything"
 if [ -e "$TMP/clash" ]; then fail "... nothing written" "$TMP/clash exists"; else pass "... nothing written"; fi
+run calibrate --allow-noisy
+expect_rc "--allow-noisy without -o refused" 64
+expect_err "... naming the flag" "--allow-noisy: only with -o DIR"
+run calibrate --check "$cat" -o "$TMP/x"
+expect_rc "--check with -o refused" 64
+run calibrate --check "$TMP/nowhere"
+expect_rc "--check of a missing catalog" 66
+run calibrate --check "$cat" --name h100-sxm
+expect_rc "--check of a GPU row on the CPU backend refused" 64
+expect_err "... naming the row" "has no host row 'h100-sxm'"
 run calibrate --replace
 expect_rc "--replace without -o refused" 64
 expect_err "... naming the flag" "--replace: only with -o DIR"
-run calibrate $TINY --quick --name h100-sxm --replace -o "$TMP/replaced"
+run calibrate $TINY --quick --name h100-sxm --replace --allow-noisy -o "$TMP/replaced"
 expect_rc "--replace replaces the row on purpose" 0
 expect_eq "one h100-sxm row, the measured one (compute capability cpu)" \
     "$(grep -c '^h100-sxm,' "$TMP/replaced/gpus.csv") $(grep '^h100-sxm,' "$TMP/replaced/gpus.csv" | cut -d, -f2)" "1 cpu"
@@ -120,7 +182,7 @@ if ! command -v mpirun >/dev/null 2>&1; then
     finish
     exit
 fi
-mpi_run 2 "$FP8PLAN" calibrate $TINY --quick -o "$TMP/cat2"
+mpi_run 2 "$FP8PLAN" calibrate $TINY --quick --allow-noisy -o "$TMP/cat2"
 expect_eq "calibrate under mpirun -np 2" "$rc" 0
 if grep -q '^  link: latency [0-9.]* us per ring step' "$TMP/out" && [ "$(grep -c '^fp8plan calibrate' "$TMP/out")" -eq 1 ]; then
     pass "the link measured, printed by rank 0 only"

@@ -190,6 +190,105 @@ static void test_median(void)
     CHECK(isnan(m));
 }
 
+/* The robust statistics by hand (Tukey's hinges: q1 and q3 the medians of the lower and upper halves, each
+ * holding the median when n is odd). */
+static void test_stats(void)
+{
+    CalStat st;
+    double v5[5] = {5, 1, 4, 2, 3}; /* sorted 1 2 3 4 5: median 3; q1 = 2 of {1 2 3}, q3 = 4 of {3 4 5} */
+    cal_stats(v5, 5, &st);
+    CHECK_NEAR(st.median, 3, 0);
+    CHECK_NEAR(st.spread, 4.0 / 3.0, 1e-15); /* (5 - 1) / 3 */
+    CHECK_NEAR(st.iqr, 2.0 / 3.0, 1e-15);    /* (4 - 2) / 3 */
+    double v4[4] = {10, 40, 20, 30};         /* sorted 10 20 30 40: median 25, q1 = 15 of {10 20}, q3 = 35 of {30 40} */
+    cal_stats(v4, 4, &st);
+    CHECK_NEAR(st.median, 25, 0);
+    CHECK_NEAR(st.spread, 1.2, 1e-15); /* (40 - 10) / 25 */
+    CHECK_NEAR(st.iqr, 0.8, 1e-15);    /* (35 - 15) / 25 */
+    /* one slow outlier among seven: sorted 10 10 10 11 11 12 100, median 11; lower half {10 10 10 11}: q1 = 10;
+     * upper {11 11 12 100}: q3 = (11 + 12) / 2 = 11.5; iqr 1.5 / 11 = 0.13636 (the range: 90 / 11 = 8.18) */
+    double v7[7] = {10, 10, 11, 10, 12, 11, 100};
+    cal_stats(v7, 7, &st);
+    CHECK_NEAR(st.median, 11, 0);
+    CHECK_NEAR(st.spread, 90.0 / 11.0, 1e-15);
+    CHECK_NEAR(st.iqr, 1.5 / 11.0, 1e-15);
+    CHECK(v7[6] == 100); /* the input is left as it was */
+    double one = 2;      /* one sample: q1 = q3 = median */
+    cal_stats(&one, 1, &st);
+    CHECK_NEAR(st.median, 2, 0);
+    CHECK_NEAR(st.iqr, 0, 0);
+    cal_stats(v5, 0, &st);
+    CHECK(isnan(st.median) && isnan(st.iqr));
+    double zero[3] = {0, 0, 0}; /* no median to divide by */
+    cal_stats(zero, 3, &st);
+    CHECK(isnan(st.iqr) && isnan(st.spread));
+}
+
+/* The bound on a figure's interquartile spread: 0.05 x 1.349 x sqrt(n) / 1.2533 (its median's standard error
+ * 5 %): n = 3: 0.06745 x 1.7320508 / 1.2533 = 0.0932154; n = 7: 0.06745 x 2.6457513 / 1.2533 = 0.1423888. */
+static void test_iqr_bound(void)
+{
+    CHECK_REL(cal_iqr_max(3), 0.0932154, 1e-6);
+    CHECK_REL(cal_iqr_max(7), 0.1423888, 1e-6);
+    CHECK_NEAR(cal_iqr_max(0), 0, 0);
+}
+
+/* Judging a profile: rates 40 / 50 / 20 GFLOP/s (FP8 / BF16 / FP32), 10 GB/s streamed, 4 GB/s element-wise,
+ * 2 GB/s the scaled optimizer, 7 repetitions (the bound 14.239 %). */
+static Calibration judged_figures(void)
+{
+    Calibration c;
+    memset(&c, 0, sizeof c);
+    c.reps = 7;
+    c.rate[CAL_PATH_FP8] = 40e9, c.rate[CAL_PATH_BF16] = 50e9, c.rate[CAL_PATH_FP32] = 20e9;
+    c.mem_bw = 10e9, c.elem_bw = 4e9, c.scaled_optim_bw = 2e9;
+    for (int p = 0; p < CAL_PATHS; p++) c.rate_iqr[p] = 0.05;
+    c.mem_iqr = c.elem_iqr = c.scaled_optim_iqr = 0.05;
+    return c;
+}
+
+static void test_judge(void)
+{
+    CalJudge j;
+    Calibration c = judged_figures(), again = judged_figures();
+    CHECK(cal_judge(&c, &again, &j) == 0); /* the same figures: the profile holds */
+    CHECK(j.worst_noisy == -1 && j.worst_drift == -1);
+    CHECK(cal_judge(&c, NULL, &j) == 0); /* spreads alone */
+    /* a re-measure 12 % slower on the BF16 path (44 / 50 - 1 = -0.12) and 5 % faster streaming (10.5 / 10 - 1):
+     * the first past +-10 %, the second not */
+    again.rate[CAL_PATH_BF16] = 44e9, again.mem_bw = 10.5e9;
+    CHECK(cal_judge(&c, &again, &j) == 1);
+    CHECK(j.drifted == 1 && j.noisy == 0 && j.worst_drift == CAL_FIG_BF16);
+    CHECK_NEAR(j.drift[CAL_FIG_BF16], -0.12, 1e-15);
+    CHECK_NEAR(j.drift[CAL_FIG_STREAM], 0.05, 1e-15);
+    /* noisy: the element-wise kernels' iqr 0.15 passes 0.1424 (by 1.053x), FP32's 0.143 too (by 1.004x): two
+     * figures, the worst the element-wise */
+    again = judged_figures();
+    c.elem_iqr = 0.15, c.rate_iqr[CAL_PATH_FP32] = 0.143;
+    CHECK(cal_judge(&c, &again, &j) == 2);
+    CHECK(j.noisy == 2 && j.worst_noisy == CAL_FIG_ELEM && j.drifted == 0);
+    /* the outlier refusal through the statistics: seven GEMM times with one slow outlier (the samples of
+     * test_stats: iqr 1.5 / 11 = 0.136 <= 0.1424) hold; with two slow ones, sorted 10 10 10 11 11 15 16:
+     * median 11, q1 = 10 of {10 10 10 11}, q3 = (11 + 15) / 2 = 13 of {11 11 15 16}, iqr 3 / 11 = 0.273: noisy */
+    CalStat st;
+    c = judged_figures();
+    double one_slow[7] = {10, 10, 11, 10, 12, 11, 100}, two_slow[7] = {16, 10, 11, 10, 15, 11, 10};
+    cal_stats(one_slow, 7, &st);
+    c.rate_iqr[CAL_PATH_BF16] = st.iqr;
+    CHECK(cal_judge(&c, NULL, &j) == 0);
+    cal_stats(two_slow, 7, &st);
+    CHECK_NEAR(st.iqr, 3.0 / 11.0, 1e-15);
+    c.rate_iqr[CAL_PATH_BF16] = st.iqr;
+    CHECK(cal_judge(&c, NULL, &j) == 1 && j.worst_noisy == CAL_FIG_BF16);
+    /* a figure not measured (rate 0, iqr NaN) is never a pass; a re-measure without it is a drift */
+    c = judged_figures(), again = judged_figures();
+    c.elem_bw = 0, c.elem_iqr = NAN;
+    CHECK(cal_judge(&c, &again, &j) == 2 && j.noisy == 1 && j.drifted == 1);
+    c = judged_figures();
+    again.mem_bw = 0;
+    CHECK(cal_judge(&c, &again, &j) == 1 && j.worst_drift == CAL_FIG_STREAM);
+}
+
 /* A calibration with round figures: GEMM 40 / 50 / 20 GFLOP/s (FP8 / BF16 / FP32), 10 GB/s streamed, 4 GB/s
  * element-wise, 2 us launch. */
 static Calibration round_figures(int ranks)
@@ -198,7 +297,8 @@ static Calibration round_figures(int ranks)
     memset(&c, 0, sizeof c);
     c.reps = 3;
     c.rate[CAL_PATH_FP8] = 40e9, c.rate[CAL_PATH_BF16] = 50e9, c.rate[CAL_PATH_FP32] = 20e9;
-    c.mem_bw = 10e9, c.elem_bw = 4e9, c.launch_s = 2e-6, c.mem_bytes = 1ull << 34, c.ranks = ranks;
+    c.mem_bw = 10e9, c.elem_bw = 4e9, c.scaled_optim_bw = 1.5e9, c.launch_s = 2e-6, c.mem_bytes = 1ull << 34,
+    c.ranks = ranks;
     if (ranks > 1) c.link_bw = 3e9, c.link_lat = 0.5e-6;
     return c;
 }
@@ -229,6 +329,7 @@ static void test_rows_parse(void)
         CHECK_REL(g->flops_fp32, 20e9, 1e-6);
         CHECK_REL(g->hbm_bw, 10e9, 1e-6);
         CHECK_REL(g->elem_bw, 4e9, 1e-6);
+        CHECK_REL(g->scaled_optim_bw, 1.5e9, 1e-6);
         CHECK_REL(g->intra_bw, 3e9, 1e-6);
         CHECK_REL(g->link_lat, 0.5e-6, 1e-6);
         CHECK_REL(g->sustained, 1.0, 0);
@@ -290,17 +391,17 @@ static void test_host_rows_refused(void)
     Err e = {0};
     const char *bad[] = {
         /* a host whose link is not host */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,,\n",
         /* a GPU with a host link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,,\n",
         /* a measured link without its latency */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,,\n",
         /* one of the two bandwidths 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,,\n",
         /* a latency of 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,,\n",
         /* a GPU keeps its positive link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,,\n",
     };
     const char *col[] = {"intra_link",      "intra_link",      "link_latency_us",
                          "inter_node_gbps", "link_latency_us", "intra_node_gbps"};
@@ -406,6 +507,49 @@ static void test_elem_rate(void)
     free(a), free(b), free(z);
 }
 
+/* scaled_optim_gbps: FP8-LM's optimizer (its GEMM class two-pass: FP16 master, E4M3 m, FP16 v, E4M3 grads, no
+ * working weight) at its own rate, the other class (megatron-bf16's FP32 states) still streamed at hbm_gbps.
+ * The tiny model's GEMM weights: 2 layers x (QKV 8 x 24 + proj 8 x 8 + FC1 8 x 32 + FC2 32 x 8 = 192 + 64 +
+ * 256 + 256 = 768) = 1,536; their optimizer bytes 17 x 1,536 = 26,112 (grad 1, master 2 + m 1 + v 2 read and
+ * written 10, the second pass 6). At hbm_gbps / 4 (2.5 GB/s) the optimizer takes 26,112 x (1 / 2.5e9 -
+ * 1 / 10e9) = 26,112 x 3 / 10e9 = 7.8336 us longer; at hbm_gbps exactly what it takes without the column;
+ * a BF16 recipe (one pass) is not touched. */
+static void test_scaled_optim_rate(void)
+{
+    Catalog *cat = fx_catalog();
+    CHECK(cat != NULL);
+    if (!cat) return;
+    const Recipe *r8 = catalog_recipe(cat, "fp8lm"), *r16 = catalog_recipe(cat, "megatron-bf16");
+    CHECK(r8 != NULL && r16 != NULL);
+    GpuSpec g = host_gpu();
+    ModelSpec m = fx_tiny_model();
+    Plan *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b), *c = calloc(1, sizeof *c);
+    Err e = {0};
+    if (!a || !b || !c || !r8 || !r16) {
+        free(a), free(b), free(c), free(cat);
+        return;
+    }
+    PlanInput in = fx_input(&m, &g, r8);
+    in.mbs = 1, in.gbs = 1;
+    g.scaled_optim_bw = 0;
+    CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(a->params_gemm_gpu, 1536);
+    g.scaled_optim_bw = 10e9;
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(b->time.optimizer_s, a->time.optimizer_s, 1e-12);
+    g.scaled_optim_bw = 2.5e9;
+    CHECKF(plan_build(&in, c, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(c->time.optimizer_s - a->time.optimizer_s, 7.8336e-6, 1e-9);
+    in = fx_input(&m, &g, r16);
+    in.mbs = 1, in.gbs = 1;
+    g.scaled_optim_bw = 0;
+    CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
+    g.scaled_optim_bw = 2.5e9;
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    CHECK(b->time.optimizer_s == a->time.optimizer_s && b->time.step_s == a->time.step_s);
+    free(a), free(b), free(c), free(cat);
+}
+
 int main(void)
 {
     RUN(test_busbw);
@@ -414,10 +558,14 @@ int main(void)
     RUN(test_link_sweep);
     RUN(test_link_reps);
     RUN(test_median);
+    RUN(test_stats);
+    RUN(test_iqr_bound);
+    RUN(test_judge);
     RUN(test_rows_parse);
     RUN(test_host_rows_refused);
     RUN(test_host_gemm_and_link);
     RUN(test_host_plans);
     RUN(test_elem_rate);
+    RUN(test_scaled_optim_rate);
     return test_summary();
 }

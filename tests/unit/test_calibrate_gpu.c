@@ -12,7 +12,8 @@
 #include "planner/catalog.h"
 #include "test.h"
 
-/* An H200-like profile: FP8 1.2e15, BF16 7e14, FP32 5e13 FLOP/s; AdamW 4e12 B/s, element-wise 3e12 B/s;
+/* An H200-like profile: FP8 1.2e15, BF16 7e14, FP32 5e13 FLOP/s; AdamW 4e12 B/s, element-wise 3e12 B/s, FP8-LM's
+ * optimizer 1.5e12 B/s;
  * launch 4 us; 150754820096 B of device memory; 132 SMs at compute capability 9.0. */
 static Calibration gpu_figures(int ranks)
 {
@@ -23,7 +24,8 @@ static Calibration gpu_figures(int ranks)
     snprintf(c.device, sizeof c.device, "NVIDIA H200");
     c.cc_major = 9, c.cc_minor = 0, c.sms = 132;
     c.rate[CAL_PATH_FP8] = 1.2e15, c.rate[CAL_PATH_BF16] = 7e14, c.rate[CAL_PATH_FP32] = 5e13;
-    c.mem_bw = 4e12, c.elem_bw = 3e12, c.launch_s = 4e-6, c.mem_bytes = 150754820096ull, c.ranks = ranks;
+    c.mem_bw = 4e12, c.elem_bw = 3e12, c.scaled_optim_bw = 1.5e12, c.launch_s = 4e-6, c.mem_bytes = 150754820096ull,
+    c.ranks = ranks;
     if (ranks > 1) c.link_bw = 3.5e11, c.link_lat = 5e-6;
     return c;
 }
@@ -41,15 +43,20 @@ static void test_gpu_row_text(void)
     CHECK_CONTAINS(row, "FP8 (cuBLASLt E4M3/E5M2) 1.2e+06 GFLOP/s");
     CHECK_CONTAINS(row, "one GPU has no bus to measure");
     CHECK(strstr(row, "decoded to FP32") == NULL); /* the host's FP8 path, not a GPU's */
-    /* the last two columns: no latency (one GPU), element-wise 3000 GB/s */
+    /* the last three columns: no latency (one GPU), element-wise 3000 GB/s, the scaled optimizer 1500 GB/s */
     const char *tail = strrchr(row, '"');
-    CHECK(tail && !strcmp(tail, "\",,3000"));
+    CHECK(tail && !strcmp(tail, "\",,3000,1500"));
+    Calibration none = gpu_figures(1); /* the scaled optimizer not measured: empty, not 0 (which no row takes) */
+    none.scaled_optim_bw = 0;
+    CHECKF(cal_gpu_row(&none, "gpu", row, sizeof row, &e) == ST_OK, "%s", e.msg);
+    tail = strrchr(row, '"');
+    CHECK(tail && !strcmp(tail, "\",,3000,"));
     Calibration two = gpu_figures(2);
     CHECKF(cal_gpu_row(&two, "gpu", row, sizeof row, &e) == ST_OK, "%s", e.msg);
     CHECK_CONTAINS(row, ",nvlink,350,350,2,\""); /* 3.5e11 B/s = 350 GB/s, two GPUs measured */
     CHECK_CONTAINS(row, "NCCL all-reduce over 2 ranks");
     tail = strrchr(row, '"');
-    CHECK(tail && !strcmp(tail, "\",5,3000")); /* latency 5 us */
+    CHECK(tail && !strcmp(tail, "\",5,3000,1500")); /* latency 5 us */
 }
 
 static void test_gpu_row_parses_as_gpu(void)
@@ -68,6 +75,7 @@ static void test_gpu_row_parses_as_gpu(void)
         CHECK(!g->host && g->link == LINK_NVLINK && g->sms == 132);
         CHECK_EQ_U64(g->hbm_bytes, 150754820096ull);
         CHECK_REL(g->flops_fp8, 1.2e15, 1e-6);
+        CHECK_REL(g->scaled_optim_bw, 1.5e12, 1e-6);
         CHECK_REL(g->mamf_fp8, 1.2e15, 1e-6);
         CHECK_REL(g->flops_bf16, 7e14, 1e-6);
         CHECK_REL(g->flops_fp32, 5e13, 1e-6);

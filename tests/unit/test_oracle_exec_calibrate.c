@@ -18,7 +18,10 @@
  * FC1 (96, 32), FC2 (32, 48): Σ = 2,048 + 1,024 + 3,072 + 1,536 = 7,680.
  *   6 x 16 x 7,680 = 737,280 FLOPs (FP8, FP32); BF16 + 393,216 = 1,130,496.
  *   SwiGLU reads gate and up: 6f = 6 x 768 = 4,608; AdamW 30 x (4,096 + 15,360 = 19,456) = 583,680;
- *   weighted 8 x 2,176 + 4 x 4,608 + 8 x 3,072 + 8 x 2,048 + 32,768 = 109,568 B. */
+ *   weighted 8 x 2,176 + 4 x 4,608 + 8 x 3,072 + 8 x 2,048 + 32,768 = 109,568 B.
+ * FP8-LM's optimizer over the same parameters, as the planner counts it: 17 B each (E4M3 grad 1, FP16
+ * master 2 + E4M3 m 1 + FP16 v 2 read and written 10, the second pass reading the four again 6):
+ *   GPT 17 x 28,672 = 487,424 B; LLaMA 17 x 19,456 = 330,752 B. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +45,7 @@ typedef struct {
 typedef struct {
     uint64_t lin[4][2];              /* (out, in) of QKV, proj, FC1, FC2 */
     double flops[CAL_PATHS];         /* per path */
-    double kbytes[6], weighted_elem; /* norm, act, add, cast, xent, adamw; the weighted element-wise sum */
+    double kbytes[7], weighted_elem; /* norm, act, add, cast, xent, adamw, fp8lm; the weighted element-wise sum */
 } Want;
 
 static void check_profile(const ModelSpec *m, const Want *w)
@@ -81,7 +84,7 @@ static void check_profile(const ModelSpec *m, const Want *w)
     g[n++] = (WantGemm){"head fprop", CAL_PATH_BF16, 16, 128, 32, DT_FP32, 0}; /* FP32 logits, written */
     g[n++] = (WantGemm){"head dgrad", CAL_PATH_BF16, 16, 32, 128, DT_BF16, 0};
     g[n++] = (WantGemm){"head wgrad", CAL_PATH_BF16, 128, 32, 16, DT_FP32, 1};
-    double secs[CAL_PATHS] = {0}, spread[CAL_PATHS] = {0};
+    double secs[CAL_PATHS] = {0}, spread[CAL_PATHS] = {0}, wiqr[CAL_PATHS] = {0};
     for (int i = 0; i < 39 && i < c->ngemm; i++) {
         const CalGemm *q = &c->gemm[i];
         char what[24];
@@ -100,33 +103,44 @@ static void check_profile(const ModelSpec *m, const Want *w)
         CHECKF(q->seconds > 0, "gemm %d (%s) timed %g s", i, what, q->seconds);
         secs[g[i].path] += q->seconds;
         if (q->spread > spread[g[i].path]) spread[g[i].path] = q->spread;
+        CHECKF(q->iqr >= 0 && q->iqr <= q->spread, "gemm %d (%s): iqr %g outside [0, spread %g]", i, what, q->iqr,
+               q->spread);
+        wiqr[g[i].path] += q->iqr * q->seconds;
     }
     /* rate = the path's FLOPs over the sum of its shapes' median times: rate x Σ seconds gives the FLOPs back */
     for (int p = 0; p < CAL_PATHS; p++) {
         CHECKF(c->rate[p] > 0, "path %d rate %g", p, c->rate[p]);
         CHECK_REL(c->rate[p] * secs[p], w->flops[p], 1e-12);
         CHECK_NEAR(c->rate_spread[p], spread[p], 0);
+        /* the spread the profile is judged on: the shapes' iqr weighted by their median times */
+        CHECK_REL(c->rate_iqr[p] * secs[p], wiqr[p], 1e-12);
     }
 
     /* the six kernels: names, bytes by hand; AdamW gives the streaming rate, the rest the weighted element rate */
-    static const char *const kname[6] = {"norm",          "activation", "residual add", "fp8 cast+transpose",
-                                         "cross-entropy", "adamw"};
+    static const char *const kname[7] = {"norm",          "activation", "residual add", "fp8 cast+transpose",
+                                         "cross-entropy", "adamw",      "fp8lm adam"};
     static const double calls[5] = {8, 4, 8, 8, 1};
-    CHECK_EQ_INT(c->nkern, 6);
-    double ksecs = 0, kspread = 0;
-    for (int k = 0; k < 6 && k < c->nkern; k++) {
+    CHECK_EQ_INT(c->nkern, 7);
+    double ksecs = 0, kspread = 0, kwiqr = 0;
+    for (int k = 0; k < 7 && k < c->nkern; k++) {
         CHECK_STR(c->kern[k].what, kname[k]);
         CHECK_NEAR(c->kern[k].bytes, w->kbytes[k], 0);
         CHECKF(c->kern[k].seconds > 0, "kernel %s timed %g s", kname[k], c->kern[k].seconds);
         if (k < 5) {
             ksecs += calls[k] * c->kern[k].seconds;
+            kwiqr += calls[k] * c->kern[k].seconds * c->kern[k].iqr;
             if (c->kern[k].spread > kspread) kspread = c->kern[k].spread;
         }
     }
-    if (c->nkern == 6) {
+    if (c->nkern == 7) {
+        CHECK_REL(c->scaled_optim_bw * c->kern[6].seconds, w->kbytes[6], 1e-12);
+        CHECK_NEAR(c->scaled_optim_spread, c->kern[6].spread, 0);
+        CHECK_NEAR(c->scaled_optim_iqr, c->kern[6].iqr, 0);
         CHECK_REL(c->mem_bw * c->kern[5].seconds, w->kbytes[5], 1e-12);
         CHECK_NEAR(c->mem_spread, c->kern[5].spread, 0);
+        CHECK_NEAR(c->mem_iqr, c->kern[5].iqr, 0);
     }
+    CHECK_REL(c->elem_iqr * ksecs, kwiqr, 1e-12);
     CHECK_REL(c->elem_bw * ksecs, w->weighted_elem, 1e-12);
     CHECK_NEAR(c->elem_spread, kspread, 0);
     CHECK(c->launch_s > 0);
@@ -139,7 +153,7 @@ static void test_gpt_profile(void)
     ModelSpec m = fx_gpt();
     Want w = {.lin = {{96, 32}, {32, 32}, {128, 32}, {32, 128}},
               .flops = {1179648, 1572864, 1179648},
-              .kbytes = {2176, 8192, 3072, 2048, 32768, 860160},
+              .kbytes = {2176, 8192, 3072, 2048, 32768, 860160, 487424},
               .weighted_elem = 123904};
     check_profile(&m, &w);
 }
@@ -149,7 +163,7 @@ static void test_llama_profile(void)
     ModelSpec m = fx_llama();
     Want w = {.lin = {{64, 32}, {32, 32}, {96, 32}, {32, 48}},
               .flops = {737280, 1130496, 737280},
-              .kbytes = {2176, 4608, 3072, 2048, 32768, 583680},
+              .kbytes = {2176, 4608, 3072, 2048, 32768, 583680, 330752},
               .weighted_elem = 109568};
     check_profile(&m, &w);
 }

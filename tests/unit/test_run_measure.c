@@ -331,8 +331,8 @@ static void test_cpu_has_no_device_rows(void)
     r.ms.steps = 3;
     CHECK_EQ_INT(c->failed, 0);
     CHECK(c->exact_ok);
-    /* planned on a host profile (calibrate --backend cpu): every phase has its own planned figure, the step is
-     * checked within the tolerance */
+    /* planned on a host profile (calibrate --backend cpu): every phase has its own planned figure and is checked
+     * within the step's tolerance, as the step (the communication phase shown: each collective has its row) */
     static GpuSpec hostg;
     static Comparison hc;
     const GpuSpec *was = r.plan.in.gpu;
@@ -346,8 +346,34 @@ static void test_cpu_has_no_device_rows(void)
     for (int k = 0; k < 4; k++) {
         const MeasureRow *x = fx_row(&hc, ph[k]);
         CHECKF(x->has_planned && x->planned == want[k], "%s: planned %g, expected %g", ph[k], x->planned, want[k]);
-        CHECK_STR(x->note, "host clock; shown (the step is checked)");
+        if (k < 3) {
+            CHECK_STR(x->note, "host clock; checked (each phase, as the step)");
+            CHECK(x->mode == MEASURE_TOL && x->tol == fx_row(&hc, "step")->tol);
+        } else {
+            CHECK(x->mode == MEASURE_INFO);
+            CHECK_STR(x->note, "host clock; shown (each planned collective is checked on its own row)");
+        }
     }
+    /* a step that agrees by cancellation is not a pass: every step's forward 30 % over the plan, its backward
+     * and optimizer as planned, the step exactly the plan's — the step ok, the forward OUTSIDE, the run failed */
+    static Measurement canc;
+    canc = r.ms;
+    for (uint32_t i = 0; i < canc.steps; i++) {
+        canc.phase[PHASE_FWD][i] = 1.3 * tb->fwd_s, canc.phase[PHASE_BWD][i] = tb->bwd_s;
+        canc.phase[PHASE_OPT][i] = tb->optimizer_s, canc.step_s[i] = tb->step_s;
+    }
+    compare(&r.plan, &canc, NULL, &hc);
+    CHECK(fx_row(&hc, "step")->verdict == VERDICT_OK);
+    CHECK(fx_row(&hc, "forward")->verdict == VERDICT_OUTSIDE);
+    CHECK(fx_row(&hc, "backward")->verdict == VERDICT_OK && fx_row(&hc, "optimizer")->verdict == VERDICT_OK);
+    CHECK(hc.failed >= 1);
+    /* a pipeline stage's phases are not the plan's (its schedule interleaves them with waits): only the step */
+    const uint32_t pp_was = r.plan.in.pp;
+    r.plan.in.pp = 2;
+    compare(&r.plan, &canc, NULL, &hc);
+    CHECK(fx_row(&hc, "forward")->mode == MEASURE_INFO && fx_row(&hc, "step")->mode == MEASURE_TOL);
+    CHECK_STR(fx_row(&hc, "forward")->note, "host clock; shown (a pipeline stage: the step is checked)");
+    r.plan.in.pp = pp_was;
     CHECK(fx_row(&hc, "step")->mode == MEASURE_TOL);
     r.plan.in.gpu = was;
     /* every persistent term of the plan is checked byte for byte against the arena */

@@ -1,0 +1,45 @@
+/* exec/measure/calibrate_judge.c — whether a host profile can be written: its
+ * figures' spreads and their agreement with a quick re-measure, against the
+ * bounds stated in calibrate.h. Pure arithmetic. */
+#include <math.h>
+#include <string.h>
+
+#include "exec/measure/calibrate.h"
+
+const char *const cal_fig_names[CAL_FIGS] = {"gemm fp8",       "gemm bf16",    "gemm fp32",
+                                             "stream (adamw)", "element-wise", "scaled optimizer"};
+
+double cal_iqr_max(int n) { return n > 0 ? CAL_SE_MAX * 1.349 * sqrt((double)n) / 1.2533 : 0; }
+
+void cal_figures(const Calibration *c, double rate[CAL_FIGS], double iqr[CAL_FIGS])
+{
+    for (int p = 0; p < CAL_PATHS; p++) rate[CAL_FIG_FP8 + p] = c->rate[p], iqr[CAL_FIG_FP8 + p] = c->rate_iqr[p];
+    rate[CAL_FIG_STREAM] = c->mem_bw, iqr[CAL_FIG_STREAM] = c->mem_iqr;
+    rate[CAL_FIG_ELEM] = c->elem_bw, iqr[CAL_FIG_ELEM] = c->elem_iqr;
+    rate[CAL_FIG_SCALED_OPTIM] = c->scaled_optim_bw, iqr[CAL_FIG_SCALED_OPTIM] = c->scaled_optim_iqr;
+}
+
+int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j)
+{
+    memset(j, 0, sizeof *j);
+    j->worst_noisy = j->worst_drift = -1;
+    double tmp[CAL_FIGS], bound = cal_iqr_max(c->reps), worst_n = 0, worst_d = 0;
+    cal_figures(c, j->rate, j->iqr);
+    if (again) cal_figures(again, j->again, tmp);
+    for (int f = 0; f < CAL_FIGS; f++) {
+        /* past the bound by: the ratio to it (a rate that is not positive: without bound) */
+        double over = j->rate[f] > 0 && isfinite(j->iqr[f]) ? j->iqr[f] / bound : INFINITY;
+        if (over > 1) {
+            j->noisy++;
+            if (over > worst_n) worst_n = over, j->worst_noisy = f;
+        }
+        if (!again) continue;
+        j->drift[f] = j->rate[f] > 0 && j->again[f] > 0 ? j->again[f] / j->rate[f] - 1 : INFINITY;
+        double d = fabs(j->drift[f]) / CAL_DRIFT_MAX;
+        if (d > 1) {
+            j->drifted++;
+            if (d > worst_d) worst_d = d, j->worst_drift = f;
+        }
+    }
+    return j->noisy + j->drifted;
+}
