@@ -131,4 +131,7 @@ void plan_args_headline(PlanArgs *a);
  * exit code after printing the message. */
 int plan_build_recipes(const char *cmd, const Catalog *cat, PlanArgs *a, Plan **plans, int *n);
 
+/* fp8plan check-log LOG --from CONFIG (cli/cmd_check_log.c). */
+int cmd_check_log(int argc, char **argv);
+
 #endif
