@@ -128,3 +128,12 @@ const ModelSpec *plan_from_model(const Catalog *c, const PlanArgs *a)
         if (same_dims(&c->models[i], &a->from.model)) return &c->models[i];
     return &a->from.model;
 }
+
+const char *plan_from_flag(const PlanArgs *a, const char *flag)
+{
+    const char *v = NULL;
+    if (!a->from_given) return NULL;
+    for (int i = 0; i + 1 < a->from.argc; i++)
+        if (!strcmp(a->from.argv[i], flag) && strncmp(a->from.argv[i + 1], "--", 2)) v = a->from.argv[i + 1];
+    return v;
+}

@@ -512,8 +512,10 @@ static int parse(const char *cmd, int argc, char **argv, unsigned mask, const ch
     }
     if ((rc = cli_no_operands(cmd, argc, argv))) return rc;
     if (dist_opt && zero >= 0) return cli_usage(cmd, "--dist-opt and --zero %d are alternatives; give one", zero);
-    if (a->from_given && !a->model)
-        a->model = a->from.have_model ? a->from.model.name : a->from.model_name[0] ? a->from.model_name : NULL;
+    /* the file's model unless --model was given (the TUI's and report html's default is not a choice) */
+    if (a->from_given && (!a->model || a->model == plan_headline_model) &&
+        (a->from.have_model || a->from.model_name[0]))
+        a->model = a->from.have_model ? a->from.model.name : a->from.model_name;
     if (!a->model) return cli_usage(cmd, "--model is required");
     if (!a->gpu) return cli_usage(cmd, "--gpu is required");
     if ((mask & PO_RECIPE) && !(mask & PO_RECIPES) && !a->recipe) return cli_usage(cmd, "--recipe is required");

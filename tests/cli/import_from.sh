@@ -72,6 +72,25 @@ same "bridge quantized override" "--from $D/mb_quantized_llama3_8b_pretrain_over
 same "flags override the file" "--from $D/tt_llama3_70b.toml $G --gpus 64 --tp 4 --recipe torchao-fp8-rowwise" \
     "--model llama3-70b --stack torchtitan --recipe torchao-fp8-rowwise --tp 4 --pp 1 --cp 1 --zero 3 --mbs 8 --gbs 128 --seq 8192 --recompute full --kernels eager --swiglu unfused $G --gpus 64"
 
+# Megatron-LM's defaults (arguments.py) where the file is silent: SwiGLU's FFN int(4h x 2/3 / 64) x 64 =
+# int(4 x 1000 x 2/3 / 64) = int(41.67) = 41 -> 2624; head_dim 1000 / 8 = 125; no global batch: micro-batch 1 x
+# DP 8 = 8 sequences (no accumulation)
+printf 'MODEL_ARGS:\n  --num-layers: 2\n  --hidden-size: 1000\n  --num-attention-heads: 8\n  --swiglu: true\n  --normalization: RMSNorm\n  --position-embedding-type: rope\n  --disable-bias-linear: true\n  --seq-length: 128\n  --max-position-embeddings: 128\n  --vocab-size: 1000\n  --bf16: true\n' >"$TMP/swiglu.yaml"
+echo "custom-2l-1000h,2,1000,2624,8,8,125,1000,128,rmsnorm,swiglu,rope,yes,no$E15,hand" >>"$cat/models.csv"
+same "Megatron defaults: SwiGLU FFN, head_dim, batch" "--from $TMP/swiglu.yaml $G --gpus 8" \
+    "--model custom-2l-1000h --catalog $cat --stack megatron-lm --recipe megatron-bf16 --seq 128 --gbs 8 $G --gpus 8"
+
+# report html and the TUI put their headline model first: the file's model wins over it, --model over the file
+run report html --from "$D/tt_llama3_8b.toml" $G --gpus 8 -o "$TMP/r.html"
+expect_rc "report html --from" 0
+if grep -q "llama3-8b" "$TMP/r.html" && ! grep -q "gpt-175b" "$TMP/r.html"; then
+    pass "report html plans the file's model"
+else
+    fail "report html plans the file's model" "$(grep -o 'gpt-175b\|llama3-8b' "$TMP/r.html" | sort | uniq -c)"
+fi
+run plan --from "$D/tt_llama3_8b.toml" $G --gpus 8 --model llama3-70b --format csv
+expect_out "--model wins over the file" "llama3-70b,h100-sxm,bf16,torchtitan"
+
 # --explain: every setting with its line, ignored ones said
 run plan --from "$D/mlm_gpt3_7b_tp1_pp4_memory_speed.yaml" $G --gpus 8 --explain
 expect_rc "--explain plans" 0
