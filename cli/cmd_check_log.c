@@ -15,6 +15,7 @@
 #include "cli/cmd_plan.h"
 #include "exec/measure/compare.h"
 #include "import/runlog.h"
+#include "reports/fidelity_runs.h"
 #include "reports/run_report.h"
 #include "util/num.h"
 
@@ -32,6 +33,8 @@ static const char help_head[] =
     "does, and every plan option (--gpu, --gpus, --model, ...) applies on top of it.\n"
     "\n"
     "  --warmup N         logged steps skipped before the median step time (a tenth of them, at least 1)\n"
+    "  --measured-row ID  write the run as a row of measured.csv instead (CSV, exit 0): append it to your\n"
+    "                     catalog copy's measured.csv and `report fidelity --catalog DIR` checks the planner on it\n"
     "\n"
     "Rows: step time (tolerance 15 %), max allocated (tolerance 8 %), max reserved, tokens/s and TFLOP/s\n"
     "per GPU (shown). Exit 1 when a checked row is outside its tolerance.\n\n";
@@ -97,6 +100,79 @@ static void row(Comparison *c, CompareSection sec, const char *name, const char 
     r->unit = unit;
 }
 
+/* The run as a row of measured.csv (reports/fidelity_runs.h's columns): what `report fidelity --catalog DIR`
+ * reads once the row is appended to DIR/measured.csv. Blank where the run keeps its stack's value. */
+static Table *measured_row(const PlanArgs *a, const Plan *p, const RunLog *l, const char *log, const char *id,
+                           double step_s, double tok_s_gpu, size_t used, size_t skipped)
+{
+    enum { NCOL = 35 };
+    TableCol cols[NCOL];
+    char names[NCOL][32];
+    const char *m = measured_columns;
+    int n = 0;
+    while (*m && n < NCOL) {
+        size_t k = strcspn(m, ",");
+        snprintf(names[n], sizeof names[n], "%.*s", (int)k, m);
+        cols[n] = (TableCol){names[n], NULL, NULL, TC_STR, 0, 0};
+        n++;
+        m += k + (m[k] == ',');
+    }
+    Table *t = n == NCOL && !*m ? table_new(cols, n) : NULL;
+    if (!t) return NULL;
+    const PlanInput *in = &p->in;
+    const char *yn[] = {"no", "yes"};
+    int i = 0;
+    table_row(t);
+    table_str(t, i++, id);
+    table_str(t, i++, "check-log");
+    table_str(t, i++, in->stack ? in->stack->name : "");
+    table_str(t, i++, in->model->name);
+    table_str(t, i++, in->gpu->name);
+    table_strf(t, i++, "%u", p->world);
+    table_strf(t, i++, "%u", in->tp);
+    table_strf(t, i++, "%u", in->pp);
+    table_strf(t, i++, "%u", in->vpp ? in->vpp : 1);
+    table_strf(t, i++, "%u", in->cp);
+    table_strf(t, i++, "%u", in->dp);
+    table_strf(t, i++, "%u", in->mbs);
+    table_strf(t, i++, "%llu", (unsigned long long)in->gbs);
+    table_strf(t, i++, "%u", p->seq);
+    table_str(t, i++, in->recipe->name);
+    table_str(t, i++, sharding_name(in->sharding));
+    table_str(t, i++, recompute_name(in->recompute));
+    if (in->first_stage_layers) table_strf(t, i, "%u", in->first_stage_layers);
+    i++;
+    if (in->last_stage_layers) table_strf(t, i, "%u", in->last_stage_layers);
+    i++;
+    table_str(t, i++, yn[in->sp != 0]);
+    table_str(t, i++, yn[in->dropout != 0]);
+    table_str(t, i++, attn_name(in->attn));
+    table_str(t, i++, fusion_name(in->fusion));
+    table_str(t, i++, yn[in->fused_swiglu != 0]);
+    if (a->given & PG_OV_TP_ON) table_str(t, i, "yes");
+    i++;
+    table_str(t, i++, main_grad_name(in->main_grad));
+    table_str(t, i++, yn[in->grad_acc_fusion != 0]);
+    table_strf(t, i++, "%.17g", tok_s_gpu);
+    table_strf(t, i++, "%.17g", step_s);
+    double tf = NAN;
+    for (size_t k = 0, seen = 0; k < l->n; k++) /* the last timed step's own figure, when the log gives one */
+        if (!isnan(l->steps[k].step_s) && seen++ >= skipped && !isnan(l->steps[k].tflops)) tf = l->steps[k].tflops;
+    if (!isnan(tf)) table_strf(t, i, "%.17g", tf);
+    i += 2; /* mfu_pct: blank */
+    int alloc = !isnan(l->max_alloc_bytes);
+    double mem = alloc ? l->max_alloc_bytes : l->max_reserved_bytes;
+    if (!isnan(mem)) {
+        table_strf(t, i, "%.17g", mem / 1073741824.0);
+        table_str(t, i + 1, alloc ? "allocated" : "reserved");
+    }
+    i += 2;
+    table_strf(t, i++, "check-log of %s: median of %zu steps after %zu warm-up; DP/PP overlap as the stack's row",
+               runlog_kind_name(l->kind), used, skipped);
+    table_str(t, i++, log);
+    return t;
+}
+
 int cmd_check_log(int argc, char **argv)
 {
     /* --warmup N is check-log's own; LOG is the first argument; the rest are plan options */
@@ -104,8 +180,17 @@ int cmd_check_log(int argc, char **argv)
     if (!pv) return cli_nomem(CMD, "the arguments");
     int pc = 0, warm_given = 0;
     uint32_t warmup = 0;
+    const char *row_id = NULL;
     pv[pc++] = argv[0];
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--measured-row")) {
+            if (i + 1 >= argc || !argv[i + 1][0] || strpbrk(argv[i + 1], ",\"\r\n") || strlen(argv[i + 1]) >= 64) {
+                free(pv);
+                return cli_usage(CMD, "--measured-row needs an id for the run (1 to 63 characters, no comma or quote)");
+            }
+            row_id = argv[++i];
+            continue;
+        }
         if (!strcmp(argv[i], "--warmup")) {
             Err ne;
             uint64_t v;
@@ -183,6 +268,18 @@ int cmd_check_log(int argc, char **argv)
         row(&c, CMP_RATE, "tflops_per_gpu", "rate", UNIT_VALUE, p->tflops_per_gpu, tf, MEASURE_INFO, 0,
             "the framework's FLOP count", "TFLOP/s");
         c.failed = measure_judge(c.rows, c.n);
+    }
+    if (!rc && row_id) {
+        Table *t = measured_row(&a, p, &l, log, row_id, median, tokens_step / median / p->world, used,
+                                (size_t)warmup < timed ? warmup : timed);
+        CliOut out = a.out;
+        if (out.fmt == TABLE_TEXT) out.fmt = TABLE_CSV;
+        rc = t ? cli_emit_table(CMD, t, &out) : cli_nomem(CMD, "the measured row");
+        table_free(t);
+        runlog_free(&l);
+        free(cat);
+        free(p);
+        return rc; /* the row is the product: no verdict exit */
     }
     if (!rc) {
         Page g = {p, &l, log, &c, used, (size_t)warmup < timed ? warmup : timed};

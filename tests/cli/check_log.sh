@@ -112,6 +112,26 @@ num "torchtitan log 2: reserved" memory,max_reserved 5 71844065443
 run check-log "$L/gpt3_7b_tp1_pp4_memory_speed__golden_values_dev_dgx_h100.json" --from "$D/mlm_gpt3_7b_tp1_pp4_memory_speed.yaml" --gpu h100-sxm --gpus 8
 expect_out "text: the skipped steps said" "12 logged steps, the first 1 skipped as warm-up, the median of 11 taken"
 
+# --measured-row: the run as a measured.csv row; appended to a catalog copy, report fidelity plans it.
+# Its tokens/s per GPU: 8 sequences x 8192 tokens / 1.15017 s / 8 GPUs = 7122.4253806 (8192 / 1.15017);
+# memory 60720852992 B / 2^30 = 56.5507011414 GiB, allocated
+cat="$TMP/cat"
+cp -r "$FP8PLAN_ROOT/models" "$cat"
+echo "custom-32l-4096h,32,4096,16384,32,8,128,131073,8192,layernorm,gelu,learned,no,yes,,,,,,,,,,,,,,,,hand" >>"$cat/models.csv"
+run check-log "$L/gpt3_7b_tp1_pp4_memory_speed__golden_values_dev_dgx_h100.json" --from "$D/mlm_gpt3_7b_tp1_pp4_memory_speed.yaml" --gpu h100-sxm --gpus 8 --catalog "$cat" --measured-row mine-7b -o "$TMP/row.csv"
+expect_rc "--measured-row writes the row" 0
+tail -n +2 "$TMP/row.csv" >>"$cat/measured.csv"
+run report fidelity --catalog "$cat" -o "$TMP/fid"
+expect_rc "report fidelity reads the check-log row" 0
+if grep -q '^mine-7b,megatron-lm,custom-32l-4096h,h100-sxm,8,megatron-bf16,no,7122.4253806,.*,allocated,56.5507011414,' "$TMP/fid/fidelity_runs.csv"; then
+    pass "fidelity row: the run's tokens/s and allocated GiB"
+else
+    fail "fidelity row: the run's tokens/s and allocated GiB" "$(grep mine-7b "$TMP/fid/fidelity_runs.csv")"
+fi
+if grep -q '^source,check-log,1,' "$TMP/fid/fidelity_summary.csv"; then pass "fidelity summary: a check-log source"; else fail "fidelity summary: a check-log source" "$(grep check-log "$TMP/fid/fidelity_summary.csv")"; fi
+run check-log "$L/torchtitan_pr2389.log" --model llama3-8b --gpu h100-sxm --recipe bf16 --gpus 8 --measured-row 'a,b'
+expect_rc "--measured-row refuses a comma" 64
+
 # hostile logs: file and line named, nothing written
 printf ' iteration        2/     100 | elapsed time per iteration (ms): 12x.5 |\n' >"$TMP/bad.log"
 run check-log "$TMP/bad.log" --model llama3-8b --gpu h100-sxm --recipe bf16 --gpus 8 -o "$TMP/o.csv" --format csv

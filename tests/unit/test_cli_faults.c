@@ -172,6 +172,11 @@ static const Line PLAN_LINES[] = {
               "--from", "tests/data/import/mlm_gpt3_7b_tp1_pp4_memory_speed.yaml", "--gpu", "h100-sxm", "--gpus", "8",
               "--format", "csv", "-o", "@/check.csv", NULL},
      .made = {"@/check.csv"}},
+    {.fn = cmd_check_log,
+     .args = {"check-log", "tests/data/import/logs/torchtitan_pr3393.log", "--from",
+              "tests/data/import/tt_llama3_8b.toml", "--gpu", "h100-sxm", "--gpus", "8", "--measured-row", "mine", "-o",
+              "@/row.csv", NULL},
+     .made = {"@/row.csv"}},
 };
 
 static void test_plan_faults(void)
