@@ -274,7 +274,7 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 # the one C++ file: import/read_toml.cpp, a shim over toml++ (Debian libtomlplusplus-dev, a shared library)
 $(BUILD)/obj/%.o: %.cpp | $(DEPS_OK)
 	@mkdir -p $(@D)
-	$(Q)$(CXX) $(CPPFLAGS) -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1 -std=c++17 $(OPT) $(filter-out -Wstrict-prototypes -Wmissing-prototypes,$(WARN)) $(SANFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(CXX) $(CPPFLAGS) -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1 -std=c++17 $(OPT) $(filter-out -Wstrict-prototypes -Wmissing-prototypes,$(WARN)) $(SANFLAGS) $(if $(SANFLAGS),-fno-sanitize=vptr) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.o: %.cu | $(DEPS_OK)
 	@mkdir -p $(@D)

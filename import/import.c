@@ -126,24 +126,31 @@ Status import_read(const char *path, ImportFormat fmt, ImportResult *r, Err *e)
     size_t len = 0;
     Status st = file_read_max(path, (size_t)16 << 20, &text, &len, e);
     if (st) return st;
-    if (memchr(text, '\0', len)) {
-        free(text);
-        return err_set(e, ST_DATA, "%s: a NUL byte: not a text configuration file", path);
-    }
+    st = import_parse(path, text, len, fmt, r, e);
+    free(text);
+    return st;
+}
+
+Status import_parse(const char *path, const char *text, size_t len, ImportFormat fmt, ImportResult *r, Err *e)
+{
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    if (memchr(text, '\0', len)) return err_set(e, ST_DATA, "%s: a NUL byte: not a text configuration file", path);
     int yaml = ends_with(path, ".yaml") || ends_with(path, ".yml");
     int toml = ends_with(path, ".toml");
     ImportKvList kv = {0};
+    Status st;
     if (fmt == IMPORT_TORCHTITAN || (fmt == IMPORT_AUTO && toml)) {
         st = import_read_toml(path, text, len, &kv, e);
         fmt = IMPORT_TORCHTITAN;
-    } else if (fmt == IMPORT_BRIDGE || yaml) {
+    } else if (fmt == IMPORT_BRIDGE || (fmt == IMPORT_AUTO && yaml) || (fmt == IMPORT_MEGATRON && yaml)) {
         st = import_read_yaml(path, text, len, &kv, e);
         if (!st && fmt == IMPORT_AUTO) fmt = has_key_prefix(&kv, "MODEL_ARGS.") ? IMPORT_MEGATRON : IMPORT_BRIDGE;
     } else {
         st = import_read_args(path, text, &kv, e);
         fmt = IMPORT_MEGATRON;
+        yaml = 0;
     }
-    free(text);
     r->fmt = fmt;
     if (!st) {
         if (fmt == IMPORT_TORCHTITAN)

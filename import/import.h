@@ -77,6 +77,8 @@ typedef struct {
  * setting: ST_NOINPUT (cannot read), ST_DATA (the file or a value), ST_USAGE never. */
 Status import_read(const char *path, ImportFormat fmt, ImportResult *r, Err *e);
 void import_free(ImportResult *r);
+/* The same on text already read (`path` names it and tells its kind under IMPORT_AUTO). */
+Status import_parse(const char *path, const char *text, size_t len, ImportFormat fmt, ImportResult *r, Err *e);
 
 /* The readers, each filling a flat key/value list (import/read_*.c); `path` only for messages. */
 Status import_read_args(const char *path, const char *text, ImportKvList *out, Err *e);

@@ -147,11 +147,20 @@ static Status golden(RunLog *l, const char *path, const char *text, size_t len, 
 Status runlog_read(const char *path, RunLog *l, Err *e)
 {
     memset(l, 0, sizeof *l);
-    l->max_alloc_bytes = l->max_reserved_bytes = NAN;
     char *text;
     size_t len;
     Status st = file_read_max(path, (size_t)256 << 20, &text, &len, e);
     if (st) return st;
+    st = runlog_parse(path, text, len, l, e);
+    free(text);
+    return st;
+}
+
+Status runlog_parse(const char *path, char *text, size_t len, RunLog *l, Err *e)
+{
+    memset(l, 0, sizeof *l);
+    l->max_alloc_bytes = l->max_reserved_bytes = NAN;
+    Status st = ST_OK;
     const char *first = text + strspn(text, " \t\r\n");
     if (memchr(text, '\0', len)) {
         st = err_set(e, ST_DATA, "%s: a NUL byte: not a text log", path);
@@ -172,7 +181,6 @@ Status runlog_read(const char *path, RunLog *l, Err *e)
                 strip_ansi(s), st = titan_line(l, path, ln, s, e);
         }
     }
-    free(text);
     if (!st && l->n == 0)
         st = err_set(e, ST_DATA,
                      "%s: no iteration lines (Megatron's 'iteration ... elapsed time per iteration (ms)', "

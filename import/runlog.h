@@ -41,6 +41,8 @@ typedef struct {
  * and line of a malformed figure, or "no iteration lines" when it holds none. */
 Status runlog_read(const char *path, RunLog *l, Err *e);
 void runlog_free(RunLog *l);
+/* The same on text already read: text[len] must be '\0'; the lines are cut in place. */
+Status runlog_parse(const char *path, char *text, size_t len, RunLog *l, Err *e);
 
 /* The steps after the first `warmup` logged steps with a step time (the warm-up, whose times include
  * compilation, allocator growth and NCCL set-up): their median step time in *median_s and their count
