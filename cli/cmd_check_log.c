@@ -222,7 +222,10 @@ int cmd_check_log(int argc, char **argv)
     if (!p) rc = cli_nomem(CMD, "the plan");
     if (!rc) rc = plan_catalog_load(CMD, a.catalog, &cat);
     if (!rc) rc = plan_args_resolve(CMD, cat, &a, a.recipe);
-    if (!rc && plan_build(&a.in, p, &e)) rc = e.st == ST_USAGE ? cli_usage(CMD, "%s", e.msg) : cli_fail(CMD, &e);
+    if (!rc && plan_build(&a.in, p, &e)) {
+        rc = e.st == ST_USAGE ? cli_usage(CMD, "%s", e.msg) : cli_fail(CMD, &e);
+        plan_from_blame(CMD, &a);
+    }
     double tokens_step = 0, median = NAN;
     size_t used = 0, timed = 0;
     if (!rc) {

@@ -95,6 +95,8 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
 int plan_from_expand(const char *cmd, int argc, char **argv, unsigned mask, PlanArgs *a, char ***out, int *outc);
 /* The model a->from describes: the catalog's row of the same dimensions, else a->from.model itself. */
 const ModelSpec *plan_from_model(const Catalog *c, const PlanArgs *a);
+/* After a plan of the file's recipe failed (a GPU without FP8): say which line of the file chose it. */
+void plan_from_blame(const char *cmd, const PlanArgs *a);
 /* The value the file gave `flag` ("--recipe"), or NULL. */
 const char *plan_from_flag(const PlanArgs *a, const char *flag);
 /* 1 when the shared option `name` (without "--") applies under mask (PO_*). */

@@ -137,3 +137,14 @@ const char *plan_from_flag(const PlanArgs *a, const char *flag)
         if (!strcmp(a->from.argv[i], flag) && strncmp(a->from.argv[i + 1], "--", 2)) v = a->from.argv[i + 1];
     return v;
 }
+
+void plan_from_blame(const char *cmd, const PlanArgs *a)
+{
+    const char *rec = plan_from_flag(a, "--recipe");
+    if (!a->from_given || !rec || !a->recipe || strcmp(a->recipe, rec)) return;
+    if (a->from.recipe_line)
+        fprintf(stderr, "fp8plan %s: the recipe %s is what %s:%d (%s) says: --recipe plans another\n", cmd, rec,
+                a->from.path, a->from.recipe_line, a->from.recipe_key);
+    else
+        fprintf(stderr, "fp8plan %s: the recipe %s is %s's default: --recipe plans another\n", cmd, rec, a->from.path);
+}

@@ -67,7 +67,9 @@ typedef struct {
     int model_line;                 /* where the dimensions start (the first of them) */
     char model_name[SPEC_NAME_MAX]; /* a catalog model's name the file names (torchtitan name + flavor) */
     int gbs_per_dp;                 /* no global batch in the file: it is micro-batch x DP (no accumulation) */
-    unsigned world;                 /* GPUs the file states (torchrun --nproc_per_node x --nnodes); 0: not said */
+    int recipe_line; /* where the recipe comes from (the precision setting), with its key; 0: a default */
+    char recipe_key[IMPORT_KEY_MAX];
+    unsigned world; /* GPUs the file states (torchrun --nproc_per_node x --nnodes); 0: not said */
     int world_line;
 } ImportResult;
 

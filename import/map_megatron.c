@@ -21,7 +21,7 @@ typedef struct {
     const ImportKv *tp_kv, *pp_kv, *cp_kv, *vstage_kv;
     int bf16, fp8_param;
     const char *fp8_format, *fp8_recipe;
-    const ImportKv *fp8_kv, *fp16_kv;
+    const ImportKv *fp8_kv, *fp16_kv, *bf16_kv;
     const char *rc_gran, *rc_method;
     unsigned rc_layers;
     const ImportKv *rc_kv;
@@ -218,7 +218,7 @@ static Status one(ImportResult *r, const ImportKv *kv, const char *a, Mg *m, Err
     }
     /* precision and recipe */
     if (!strcmp(a, "--bf16"))
-        return m->bf16 = switch_on(kv),
+        return m->bf16 = switch_on(kv), m->bf16_kv = kv,
                import_note(r, kv, !m->bf16, e, m->bf16 ? "BF16 (recipe below)" : "ignored: false");
     if (!strcmp(a, "--fp16")) {
         if (switch_on(kv)) m->fp16_kv = kv;
@@ -279,6 +279,8 @@ static Status finish_recipe(ImportResult *r, const Mg *m, Err *e)
     } else {
         return ST_OK; /* no precision flag: FP32 training, not a recipe here; --recipe from the command line */
     }
+    const ImportKv *src = m->fp8_format ? m->fp8_kv : m->bf16_kv;
+    if (src) r->recipe_line = src->line, snprintf(r->recipe_key, sizeof r->recipe_key, "%s", src->key);
     return import_flag(r, "--recipe", recipe, e);
 }
 

@@ -202,6 +202,10 @@ Status import_map_torchtitan(const ImportKvList *kv, ImportResult *r, Err *e)
     }
     if (t.fsdp_ag)
         TRY(import_note(r, t.fsdp_ag, !fp8, e, fp8 ? "--recipe %s" : "ignored: no float8 converter", recipe));
-    if (t.converters) TRY(import_note(r, t.converters, 0, e, "--recipe %s", recipe));
+    if (t.converters) {
+        TRY(import_note(r, t.converters, 0, e, "--recipe %s", recipe));
+        r->recipe_line = t.converters->line;
+        snprintf(r->recipe_key, sizeof r->recipe_key, "%s", t.converters->key);
+    }
     return import_flag(r, "--recipe", recipe, e);
 }

@@ -112,6 +112,15 @@ sed 's/--pipeline-model-parallel-size 16/--pipeline-model-parallel-size 1/' "$D/
 run plan --from "$TMP/175b.sh" $G
 expect_rc "an FP16 script is refused" 65
 expect_err "FP16: file, line, flag" "175b.sh:47: --fp16: FP16 mixed precision"
+# a recipe the GPU cannot run: the line of the file that chose it is named (the script's "--fp8-format hybrid"
+# array element is its line 108; the TOML's converters line 21)
+run plan --from "$D/mlm_train_llama3_8b_h100_fp8.sh" --gpu a100-sxm
+expect_rc "FP8 on an A100 is refused" 64
+expect_err "the FP8 line of the script" "the recipe te-fp8-param is what $D/mlm_train_llama3_8b_h100_fp8.sh:108 (--fp8-format) says"
+run plan --from "$D/tt_llama3_405b.toml" --gpu a100-sxm --gpus 128
+expect_err "the converters line of the TOML" "tt_llama3_405b.toml:21 (model.converters) says"
+run plan --from "$D/tt_llama3_405b.toml" --gpu a100-sxm --gpus 128 --recipe bf16
+expect_rc "--recipe plans another" 0
 run plan --from "$D/tt_llama3_8b.toml" --from-format megatron $G --gpus 8
 expect_rc "a TOML read as Megatron arguments" 65
 expect_err "another framework's file" "no Megatron-LM argument"
