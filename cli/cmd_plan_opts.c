@@ -5,6 +5,9 @@
 #include "cli/cmd_plan.h"
 #include "util/num.h"
 
+/* the options' loop, after --from put the file's flags first (plan_args_parse) */
+static int parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a);
+
 const char plan_layout_help[] =
     "layout:\n"
     "  --tp N --pp N --vpp N --cp N --dp N   tensor, pipeline (+ virtual stages), context and data parallel (1)\n"
@@ -327,8 +330,6 @@ static int get_eff(const char *cmd, int opt, const char *arg, int model_zero, do
 }
 
 static uint32_t in_or_1(uint32_t v) { return v ? v : 1; }
-
-static int parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a);
 
 int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a)
 {
