@@ -69,12 +69,7 @@ static const char *arg_of(const void *ctx, ImportKv *kv)
 {
     (void)ctx;
     /* mixed_precision given as a recipe name: "bf16_mixed", "bf16_with_fp8_delayed_scaling_mixed", ... */
-    if (!strcmp(kv->key, "mixed_precision")) {
-        if (strstr(kv->val, "fp16") && !strstr(kv->val, "bf16"))
-            return snprintf(kv->val, sizeof kv->val, "true"), "--fp16";
-        if (!strstr(kv->val, "fp8")) return snprintf(kv->val, sizeof kv->val, "true"), "--bf16";
-        return snprintf(kv->val, sizeof kv->val, "hybrid"), "--fp8-format"; /* the recipe: mixed_precision.fp8_recipe */
-    }
+    if (!strcmp(kv->key, "mixed_precision")) return "--bridge-mixed-precision"; /* a recipe name: map_megatron.c */
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         if (!strcmp(kv->key, fields[i].field)) {
             int t = import_true(kv->val);

@@ -232,6 +232,30 @@ static Status one(ImportResult *r, const ImportKv *kv, const char *a, Mg *m, Err
         return import_note(r, kv, 0, e, "FP8 (recipe below)%s",
                            strcmp(kv->val, "e4m3") ? "" : "; E4M3 gradients: the same bytes as hybrid's E5M2");
     }
+    if (!strcmp(a, "--bridge-mixed-precision")) { /* Megatron-Bridge's recipe names: bf16_mixed, fp16_mixed,
+                                                     * bf16_with_fp8_{delayed,current}_scaling_mixed,
+                                                     * bf16_with_mxfp8_mixed, bf16_with_fp8_subchannel_scaling_mixed */
+        const char *v = kv->val;
+        if (strstr(v, "fp16") && !strstr(v, "bf16")) {
+            m->fp16_kv = kv;
+            return import_note(r, kv, 0, e, "refused below");
+        }
+        m->bf16 = 1, m->bf16_kv = kv;
+        if (strstr(v, "fp8")) {
+            m->fp8_format = "hybrid", m->fp8_kv = kv;
+            m->fp8_recipe = strstr(v, "mxfp8")                                  ? "mxfp8"
+                            : strstr(v, "current")                              ? "tensorwise"
+                            : strstr(v, "subchannel") || strstr(v, "blockwise") ? "blockwise"
+                            : strstr(v, "delayed")                              ? "delayed"
+                                                                                : NULL;
+            if (!m->fp8_recipe)
+                return err_set(e, ST_DATA,
+                               "%s:%d: %s: '%s' names no FP8 scaling fp8plan knows (delayed, current, "
+                               "mxfp8, subchannel/blockwise)",
+                               r->path, kv->line, kv->key, v);
+        }
+        return import_note(r, kv, 0, e, "recipe below");
+    }
     if (!strcmp(a, "--fp8-recipe")) {
         TRY(needs_value(r, kv, e));
         m->fp8_recipe = kv->val;

@@ -3,6 +3,7 @@
  * "--flag value" array element), Megatron-LM's GPT defaults where the file is silent, the flags each
  * setting becomes, and errors naming the file, line and setting. The expected flags and dimensions are
  * read off the texts below by hand. */
+#include <stdio.h>
 #include <string.h>
 
 #include "import/import.h"
@@ -107,6 +108,28 @@ static void test_bridge_and_titan(void)
         CHECKF(!strcmp(joined(&r), "--stack megatron-core --seq 32 --grad-acc-fusion off --tp 2 --mbs 2 --gbs 16 "
                                    "--main-grad fp32 --recipe megatron-bf16"),
                "%s", joined(&r));
+        import_free(&r);
+    }
+    /* Megatron-Bridge's mixed-precision recipe names */
+    static const struct {
+        const char *name, *recipe;
+    } mp[] = {{"bf16_mixed", "megatron-bf16"},
+              {"bf16_with_fp8_delayed_scaling_mixed", "te-fp8"},
+              {"bf16_with_fp8_current_scaling_mixed", "te-fp8-current"},
+              {"bf16_with_mxfp8_mixed", "mxfp8"},
+              {"bf16_with_fp8_subchannel_scaling_mixed", "deepseek-v3"}};
+    for (size_t i = 0; i < sizeof mp / sizeof *mp; i++) {
+        char text[160];
+        snprintf(text, sizeof text, "train:\n  micro_batch_size: 1\nmixed_precision: %s\n", mp[i].name);
+        st = import_parse("mp.yaml", text, strlen(text), IMPORT_AUTO, &r, &e);
+        CHECKF(st == ST_OK, "%s: %s", mp[i].name, e.msg);
+        if (st) continue;
+        const char *rec = NULL;
+        for (int k = 0; k + 1 < r.argc; k++)
+            if (!strcmp(r.argv[k], "--recipe")) rec = r.argv[k + 1];
+        CHECKF(rec && !strcmp(rec, mp[i].recipe), "%s: recipe %s, want %s", mp[i].name, rec ? rec : "none",
+               mp[i].recipe);
+        CHECK_EQ_INT(r.recipe_line, 3);
         import_free(&r);
     }
     const char *toml = "[model]\nname = \"llama3\"\nflavor = \"70B\"\nconverters = [\"float8\"]\n"
