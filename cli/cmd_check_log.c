@@ -107,7 +107,7 @@ static Table *measured_row(const PlanArgs *a, const Plan *p, const RunLog *l, co
 {
     enum { NCOL = 35 };
     TableCol cols[NCOL];
-    char names[NCOL][32];
+    static char names[NCOL][32]; /* table_new copies the columns, not their names */
     const char *m = measured_columns;
     int n = 0;
     while (*m && n < NCOL) {
