@@ -25,7 +25,7 @@
 #define ALLOC_TOL 0.08
 
 static const char help_head[] =
-    "usage: fp8plan check-log LOG --from CONFIG [--warmup N] [plan options] [--format table|csv|json] [-o FILE]\n"
+    "usage: fp8plan check-log LOG --from CONFIG [--warmup N] [plan options] [--format table|csv|json|html] [-o FILE]\n"
     "\n"
     "A training run's log beside the plan of its configuration (docs/import.md). LOG is a Megatron-LM or\n"
     "Megatron-Bridge log (iteration and memory lines), a torchtitan log (step lines) or a Megatron-LM\n"
@@ -212,7 +212,6 @@ int cmd_check_log(int argc, char **argv)
     free(pv);
     if (rc) return rc < 0 ? 0 : rc;
     if (!log) return cli_usage(CMD, "LOG is required, as the first argument: fp8plan check-log LOG --from CONFIG");
-    if (a.out.fmt == TABLE_HTML) return cli_usage(CMD, "--format: table, csv or json");
     RunLog l;
     Err e;
     if (runlog_read(log, &l, &e)) return cli_fail(CMD, &e);

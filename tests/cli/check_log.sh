@@ -112,6 +112,15 @@ num "torchtitan log 2: reserved" memory,max_reserved 5 71844065443
 run check-log "$L/gpt3_7b_tp1_pp4_memory_speed__golden_values_dev_dgx_h100.json" --from "$D/mlm_gpt3_7b_tp1_pp4_memory_speed.yaml" --gpu h100-sxm --gpus 8
 expect_out "text: the skipped steps said" "12 logged steps, the first 1 skipped as warm-up, the median of 11 taken"
 
+# --format html: the rows as a page through the one writer
+run check-log "$L/gpt3_7b_tp1_pp4_memory_speed__golden_values_dev_dgx_h100.json" --from "$D/mlm_gpt3_7b_tp1_pp4_memory_speed.yaml" --gpu h100-sxm --gpus 8 --format html -o "$TMP/check.html"
+expect_rc "--format html" 0
+if grep -q '^<!DOCTYPE html>' "$TMP/check.html" && grep -q '60720852992\|60,720,852,992' "$TMP/check.html"; then
+    pass "the page holds the measured peak"
+else
+    fail "the page holds the measured peak" "$(head -c 200 "$TMP/check.html")"
+fi
+
 # --measured-row: the run as a measured.csv row; appended to a catalog copy, report fidelity plans it.
 # Its tokens/s per GPU: 8 sequences x 8192 tokens / 1.15017 s / 8 GPUs = 7122.4253806 (8192 / 1.15017);
 # memory 60720852992 B / 2^30 = 56.5507011414 GiB, allocated
