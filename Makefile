@@ -53,6 +53,7 @@ ifneq ($(SAN),)
   CUDA := 0
 else ifneq ($(FUZZ),)
   BUILD ?= build-fuzz
+  CXX := clang++
   SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
   CUDA := 0
 else
@@ -120,7 +121,7 @@ CPPFLAGS := -I. -D_GNU_SOURCE -isystem $(BLAS_INC)
 VECFLAGS := -fno-math-errno $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),,-fvect-cost-model=dynamic)
 CFLAGS := -std=c11 $(OPT) $(VECFLAGS) $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS := $(SANFLAGS)
-LDLIBS := -lcsv $(if $(filter 1,$(TUI)),-lncursesw) -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -lm -lpthread
+LDLIBS := -lcsv -lyaml -ltomlplusplus -lstdc++ $(if $(filter 1,$(TUI)),-lncursesw) -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -lm -lpthread
 # The CUDA backend is a shared library of its own, $(BUILD)/libfp8plan_cuda.so, loaded
 # by exec/cuda_lib.c only when a run asks for it: the CUDA runtime, cuBLASLt and NCCL
 # cost every process ~0.1 s of start-up, so only the library links them. Programs
@@ -155,8 +156,8 @@ LDLIBS = $(LDLIBS_BASE) $(MPI_LIBS)
 # (.cu with nvcc, .c with the CUDA headers) and is built only when HAVE_CUDA=1.
 # TUI=0 leaves tui/ out and links cli/notui/cmd_tui.c (a stub) instead of the
 # curses session: no ncurses needed (make gpu-build).
-LIB_DIRS := util fp8 planner reports exec $(if $(filter 1,$(TUI)),tui)
-LIB_SRC := $(sort $(shell find $(LIB_DIRS) -name '*.c' -not -path '*/cuda/*' 2>/dev/null))
+LIB_DIRS := util fp8 planner reports exec import $(if $(filter 1,$(TUI)),tui)
+LIB_SRC := $(sort $(shell find $(LIB_DIRS) \( -name '*.c' -o -name '*.cpp' \) -not -path '*/cuda/*' 2>/dev/null))
 CUDA_SRC := $(sort $(shell find $(LIB_DIRS) -path '*/cuda/*' \( -name '*.cu' -o -name '*.c' \) 2>/dev/null))
 CLI_SRC := $(if $(filter 1,$(TUI)),$(sort $(wildcard cli/*.c)),$(sort $(filter-out cli/cmd_tui.c,$(wildcard cli/*.c)) cli/notui/cmd_tui.c))
 SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
@@ -218,6 +219,9 @@ $(DEPS_OK): Makefile
 	$(if $(NCCL_ERR),$(error $(NCCL_ERR)))
 	@missing=""; \
 	[ -f /usr/include/csv.h ] || missing="$$missing libcsv-dev"; \
+	[ -f /usr/include/yaml.h ] || missing="$$missing libyaml-dev"; \
+	[ -f /usr/include/toml++/toml.h ] || missing="$$missing libtomlplusplus-dev"; \
+	command -v $(CXX) >/dev/null 2>&1 || missing="$$missing g++"; \
 	[ -f $(BLAS_INC)/cblas.h ] && [ -f $(BLAS_LIB)/libopenblas.so ] || missing="$$missing libopenblas-pthread-dev"; \
 	$(if $(filter 1,$(TUI)),[ -f /usr/include/ncursesw/ncurses.h ] || [ -f /usr/include/ncurses.h ] || missing="$$missing libncurses-dev";) \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
@@ -269,6 +273,11 @@ all: $(BIN) $(CUDA_SO)
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(if $(findstring /cuda/,$<),-isystem $(CUDA_HOME)/include) $(CFLAGS) -c $< -o $@
+
+# the one C++ file: import/read_toml.cpp, a shim over toml++ (Debian libtomlplusplus-dev, a shared library)
+$(BUILD)/obj/%.o: %.cpp | $(DEPS_OK)
+	@mkdir -p $(@D)
+	$(Q)$(CXX) $(CPPFLAGS) -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1 -std=c++17 $(OPT) $(filter-out -Wstrict-prototypes -Wmissing-prototypes,$(WARN)) $(SANFLAGS) $(if $(SANFLAGS),-fno-sanitize=vptr) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.o: %.cu | $(DEPS_OK)
 	@mkdir -p $(@D)
@@ -396,7 +405,7 @@ gpu-build:
 	@echo "gpu-build: $(BUILD)/fp8plan (no TUI) and $(BUILD)/gpu/*: CUDA $(NVCC), NCCL from $(NCCL_FROM) ($(NCCL_LIB))"
 
 gpu-programs: $(BIN) $(CUDA_SO) $(GPUS)
-	@mkdir -p $(BUILD)/lib && for l in $$(ldd $(BIN) | awk '/libcsv|libopenblas|libgfortran|libquadmath|libmpi|libopen-|libhwloc|libevent|libpmix|libudev|libltdl/ { print $$3 }'); do \
+	@mkdir -p $(BUILD)/lib && for l in $$(ldd $(BIN) | awk '/libcsv|libyaml|libtomlplusplus|libopenblas|libgfortran|libquadmath|libmpi|libopen-|libhwloc|libevent|libpmix|libudev|libltdl/ { print $$3 }'); do \
 	  cp -L "$$l" $(BUILD)/lib/; done
 
 # What a device run carries (under the device tool's 64 MiB): gpu-build's programs
@@ -447,7 +456,7 @@ mutate: $(MUTATE_WORK)/venv/bin/mutate
 	  --count $(MUTATE_COUNT) --seed $(MUTATE_SEED) --minutes $(MUTATE_MINUTES) --timeout $(MUTATE_TIMEOUT) \
 	  $(if $(filter 1,$(MUTATE_SAN)),--san)
 
-FMT_FILES = $(shell find util fp8 planner reports exec tui cli tests \( -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
+FMT_FILES = $(shell find util fp8 planner reports exec import tui cli tests \( -name '*.[ch]' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
 fmt:
 	clang-format -i $(FMT_FILES)

@@ -150,7 +150,8 @@ int cmd_plan(int argc, char **argv)
         free(cat);
         return cli_nomem(cmd, "the plan");
     }
-    if (!(rc = plan_args_resolve(cmd, cat, &a, a.recipe)) && !(rc = build_one(cmd, &a.in, p))) {
+    if (!(rc = plan_args_resolve(cmd, cat, &a, a.recipe)) && (rc = build_one(cmd, &a.in, p))) plan_from_blame(cmd, &a);
+    if (!rc) {
         char trust[600];
         Job j = {p, 1, cli_unicode(a.ascii), NULL, trust};
         Err te;

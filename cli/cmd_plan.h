@@ -7,6 +7,7 @@
 #include <getopt.h>
 
 #include "cli/cli.h"
+#include "import/import.h"
 #include "planner/catalog.h"
 #include "planner/plan.h"
 #include "planner/sweep.h"
@@ -85,12 +86,27 @@ typedef struct {
     int layout_given[10];    /* which of tp,pp,vpp,cp,dp,mbs,recompute,sharding,ep,etp were given */
     int ascii;               /* --ascii: ASCII memory bars in text output */
     CliOut out;
+    int from_given;    /* --from FILE was read (cli/cmd_plan_from.c) */
+    ImportResult from; /* its flags' text, model and batch rule (the notes are freed after --explain) */
 } PlanArgs;
 
 /* Parse argv for `cmd` accepting the options in `mask`. Returns 0 on success,
  * -1 when --help was printed (exit 0), or an exit code (64) after printing the
  * message. `help` is the subcommand's help text. */
 int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a);
+
+/* --from FILE [--from-format F] [--explain] (cli/cmd_plan_from.c): read the file into a->from and make
+ * *out = argv[0], the file's flags that `mask` takes, then the user's arguments but those three (a malloc'd
+ * array the caller frees; NULL without --from). Returns 0 or the exit code after the message. */
+int plan_from_expand(const char *cmd, int argc, char **argv, unsigned mask, PlanArgs *a, char ***out, int *outc);
+/* The model a->from describes: the catalog's row of the same dimensions, else a->from.model itself. */
+const ModelSpec *plan_from_model(const Catalog *c, const PlanArgs *a);
+/* After a plan of the file's recipe failed (a GPU without FP8): say which line of the file chose it. */
+void plan_from_blame(const char *cmd, const PlanArgs *a);
+/* The value the file gave `flag` ("--recipe"), or NULL. */
+const char *plan_from_flag(const PlanArgs *a, const char *flag);
+/* 1 when the shared option `name` (without "--") applies under mask (PO_*). */
+int plan_option_applies(const char *name, unsigned mask);
 
 /* Resolve --model, --gpu and --stack (the first time: its row is applied, then the
  * options given explicitly again) and one recipe name against the catalog into
@@ -134,5 +150,8 @@ void plan_args_headline(PlanArgs *a);
  * a's layout: *plans (calloc'd, the caller frees it even on failure) holds *n plans. Returns 0 or the
  * exit code after printing the message. */
 int plan_build_recipes(const char *cmd, const Catalog *cat, PlanArgs *a, Plan **plans, int *n);
+
+/* fp8plan check-log LOG --from CONFIG (cli/cmd_check_log.c). */
+int cmd_check_log(int argc, char **argv);
 
 #endif

@@ -5,6 +5,9 @@
 #include "cli/cmd_plan.h"
 #include "util/num.h"
 
+/* the options' loop, after --from put the file's flags first (plan_args_parse) */
+static int parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a);
+
 const char plan_layout_help[] =
     "layout:\n"
     "  --tp N --pp N --vpp N --cp N --dp N   tensor, pipeline (+ virtual stages), context and data parallel (1)\n"
@@ -74,7 +77,13 @@ const char plan_layout_help[] =
     "  --ascii            ASCII glyphs in the text output's memory bars (also under TERM=dumb or a\n"
     "                     locale that is not UTF-8)\n"
     "  -o FILE            write to FILE atomically instead of stdout\n"
-    "  --catalog DIR      directory holding models.csv, gpus.csv, recipes.csv, stacks.csv (./models)\n";
+    "  --catalog DIR      directory holding models.csv, gpus.csv, recipes.csv, stacks.csv (./models)\n"
+    "your own configuration (docs/import.md):\n"
+    "  --from FILE        a Megatron-LM argument list or launch script, a Megatron-LM model_config.yaml, a\n"
+    "                     Megatron-Bridge/NeMo 2 YAML or a torchtitan TOML: model, layout, recipe and stack\n"
+    "                     from the file; every option given here wins over it\n"
+    "  --from-format megatron|bridge|torchtitan   the file's kind when its name does not say it\n"
+    "  --explain          list on stderr every setting read, what it became, and what was ignored\n";
 
 enum {
     O_MODEL = 256,
@@ -249,6 +258,16 @@ static const char *opt_name(int opt)
     return "?";
 }
 
+int plan_option_applies(const char *name, unsigned mask)
+{
+    for (const struct option *o = longopts; o->name; o++)
+        if (!strcmp(o->name, name)) {
+            unsigned need = option_mask(o->val);
+            return !need || (mask & need);
+        }
+    return 0;
+}
+
 const char *plan_options_help(unsigned mask, char *buf, size_t cap)
 {
     size_t n = 0;
@@ -336,7 +355,18 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
     plan_input_defaults(&a->in);
     a->out.fmt = TABLE_TEXT;
     a->top = 20;
-    int c, rc = 0, zero = -1, dist_opt = 0;
+    char **fv;
+    int fc, rc = plan_from_expand(cmd, argc, argv, mask, a, &fv, &fc);
+    if (rc) return rc;
+    if (!fv) return parse(cmd, argc, argv, mask, help, a);
+    rc = parse(cmd, fc, fv, mask, help, a);
+    free(fv);
+    return rc;
+}
+
+static int parse(const char *cmd, int argc, char **argv, unsigned mask, const char *help, PlanArgs *a)
+{
+    int c, rc = 0, zero = -1, dist_opt = 0, gbs_given = 0;
     cli_getopt_reset(argc, argv); /* the tui hands over an argv of its own */
     while ((c = getopt_long(argc, argv, "ho:", longopts, NULL)) != -1) {
         if (c == 'h') return cli_help(help), -1;
@@ -370,6 +400,7 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
         case O_VOCAB_PAD: rc = get_u32(cmd, c, arg, &in->vocab_pad); break;
         case O_GBS: {
             Err e;
+            gbs_given = 1;
             if (num_parse_count(arg, &in->gbs, &e))
                 rc = cli_usage(cmd, "--gbs: %s", e.msg);
             else if (!in->gbs)
@@ -503,6 +534,10 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
     }
     if ((rc = cli_no_operands(cmd, argc, argv))) return rc;
     if (dist_opt && zero >= 0) return cli_usage(cmd, "--dist-opt and --zero %d are alternatives; give one", zero);
+    /* the file's model unless --model was given (the TUI's and report html's default is not a choice) */
+    if (a->from_given && (!a->model || a->model == plan_headline_model) &&
+        (a->from.have_model || a->from.model_name[0]))
+        a->model = a->from.have_model ? a->from.model.name : a->from.model_name;
     if (!a->model) return cli_usage(cmd, "--model is required");
     if (!a->gpu) return cli_usage(cmd, "--gpu is required");
     if ((mask & PO_RECIPE) && !(mask & PO_RECIPES) && !a->recipe) return cli_usage(cmd, "--recipe is required");
@@ -522,5 +557,7 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
                              in_or_1(a->in.tp), in_or_1(a->in.pp), in_or_1(a->in.cp), (unsigned long long)tpc);
         a->in.dp = (uint32_t)(a->gpus / tpc);
     }
+    if (a->from_given && a->from.gbs_per_dp && !gbs_given && (mask & PO_LAYOUT)) /* the file's loop: no accumulation */
+        a->in.gbs = (uint64_t)a->in.mbs * a->in.dp;
     return 0;
 }

@@ -35,9 +35,18 @@ static void apply_stack(PlanArgs *a, const StackSpec *st)
 int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe)
 {
     char names[2048];
-    a->in.model = catalog_model(c, a->model);
+    if (a->from_given && a->from.have_model && a->model == a->from.model.name)
+        a->in.model = plan_from_model(c, a);
+    else
+        a->in.model = catalog_model(c, a->model);
     if (!a->in.model) {
         catalog_model_names(c, names, sizeof names);
+        if (a->from_given && a->model == a->from.model_name) {
+            Err e;
+            err_set(&e, ST_DATA, "%s:%d: model.name and model.flavor: no catalog model '%s' (known: %s); give --model",
+                    a->from.path, a->from.model_line, a->model, names);
+            return cli_fail(cmd, &e);
+        }
         return cli_usage(cmd, "--model: unknown model '%s' (known: %s)", a->model, names);
     }
     if (a->in.seq > a->in.model->seq_len && a->in.model->pos != POS_LEARNED) /* learned: the planner refuses */

@@ -149,6 +149,7 @@ int cmd_tui(int argc, char **argv)
     if (rc) return rc < 0 ? 0 : rc;
     if (a.out.path || a.out.fmt != TABLE_TEXT)
         return cli_usage(cmd, "--format and -o do not apply (press e to export)");
+    if (a.recipe == drecipe && plan_from_flag(&a, "--recipe")) a.recipe = plan_from_flag(&a, "--recipe");
     plan_args_headline(&a); /* the seed's headline layout, unless a layout flag says otherwise */
     Catalog *cat;
     if ((rc = plan_catalog_load(cmd, a.catalog, &cat))) return rc;

@@ -12,6 +12,7 @@
     X("compare", cmd_compare, "several recipes side by side with their deltas") \
     X("tui", cmd_tui, "interactive what-if screens: plan, compare, Table 1b, delayed scaling, formats") \
     X("sweep", cmd_sweep, "every layout and recipe for N GPUs, ranked by predicted throughput") \
+    X("check-log", cmd_check_log, "a training log (Megatron, torchtitan, golden values) beside the plan of its --from config") \
     X("run", cmd_run, "train a GPT model with a recipe; measured versus planned memory, term by term") \
     X("calibrate", cmd_calibrate, "measure this machine (GEMM, memory, launch, MPI link) as a catalog device row") \
     X("bytes-per-param", cmd_bytes_per_param, "bytes per parameter of each training state (Table 1a)") \

@@ -169,6 +169,21 @@ static const Line PLAN_LINES[] = {
     {.fn = cmd_report,
      .args = {"report", "seed", "--format", "html", "-o", "@/seed.html", NULL},
      .made = {"@/seed.html"}},
+    /* a user's own configuration (--from, --explain) and a training log beside its plan (check-log) */
+    {.fn = cmd_plan,
+     .args = {"plan", "--from", "tests/data/import/mlm_gpt3_7b_tp4_pp1_memory_speed.yaml", "--gpu", "h100-sxm",
+              "--gpus", "8", "--explain", "-o", "@/from.txt", NULL},
+     .made = {"@/from.txt"}},
+    {.fn = cmd_check_log,
+     .args = {"check-log", "tests/data/import/logs/gpt3_7b_tp1_pp4_memory_speed__golden_values_dev_dgx_h100.json",
+              "--from", "tests/data/import/mlm_gpt3_7b_tp1_pp4_memory_speed.yaml", "--gpu", "h100-sxm", "--gpus", "8",
+              "--format", "csv", "-o", "@/check.csv", NULL},
+     .made = {"@/check.csv"}},
+    {.fn = cmd_check_log,
+     .args = {"check-log", "tests/data/import/logs/torchtitan_pr3393.log", "--from",
+              "tests/data/import/tt_llama3_8b.toml", "--gpu", "h100-sxm", "--gpus", "8", "--measured-row", "mine", "-o",
+              "@/row.csv", NULL},
+     .made = {"@/row.csv"}},
 };
 
 static void test_plan_faults(void)

@@ -1,0 +1,96 @@
+/* import/map_bridge.c — a Megatron-Bridge / NeMo 2 ConfigContainer (YAML) read as the Megatron-LM arguments
+ * its fields stand for: model.* are Megatron-Core TransformerConfig fields (model.num_layers is
+ * --num-layers), train.*, ddp.*, optimizer.* and comm_overlap.* the training loop's. NVIDIA's recipes are
+ * the megatron-core stack (models/stacks.csv); what the file switches off maps back to the option. */
+#include <stdio.h>
+#include <string.h>
+
+#include "import/import.h"
+
+/* {field, argument, 1 when false in the file means the argument is given} */
+static const struct {
+    const char *field, *arg;
+    int inverted;
+} fields[] = {
+    {"model.num_layers", "--num-layers", 0},
+    {"model.hidden_size", "--hidden-size", 0},
+    {"model.ffn_hidden_size", "--ffn-hidden-size", 0},
+    {"model.num_attention_heads", "--num-attention-heads", 0},
+    {"model.num_query_groups", "--num-query-groups", 0},
+    {"model.kv_channels", "--kv-channels", 0},
+    {"model.vocab_size", "--vocab-size", 0},
+    {"model.seq_length", "--seq-length", 0},
+    {"model.max_position_embeddings", "--max-position-embeddings", 0},
+    {"model.normalization", "--normalization", 0},
+    {"model.gated_linear_unit", "--swiglu", 0},
+    {"model.share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", 1},
+    {"model.add_bias_linear", "--disable-bias-linear", 1},
+    {"model.qk_layernorm", "--qk-layernorm", 0},
+    {"model.position_embedding_type", "--position-embedding-type", 0},
+    {"model.make_vocab_size_divisible_by", "--make-vocab-size-divisible-by", 0},
+    {"model.tensor_model_parallel_size", "--tensor-model-parallel-size", 0},
+    {"model.pipeline_model_parallel_size", "--pipeline-model-parallel-size", 0},
+    {"model.virtual_pipeline_model_parallel_size", "--virtual-pipeline-model-parallel-size", 0},
+    {"model.context_parallel_size", "--context-parallel-size", 0},
+    {"model.expert_model_parallel_size", "--expert-model-parallel-size", 0},
+    {"model.sequence_parallel", "--sequence-parallel", 0},
+    {"model.num_moe_experts", "--num-experts", 0},
+    {"model.multi_latent_attention", "--multi-latent-attention", 0},
+    {"model.recompute_granularity", "--recompute-granularity", 0},
+    {"model.recompute_method", "--recompute-method", 0},
+    {"model.recompute_num_layers", "--recompute-num-layers", 0},
+    {"model.gradient_accumulation_fusion", "--no-gradient-accumulation-fusion", 1},
+    {"model.tp_comm_overlap", "--tp-comm-overlap", 0},
+    {"model.bf16", "--bf16", 0},
+    {"model.fp16", "--fp16", 0},
+    {"model.fp8", "--fp8-format", 0},
+    {"model.fp8_recipe", "--fp8-recipe", 0},
+    {"model.fp8_param", "--fp8-param-gather", 0},
+    {"mixed_precision.bf16", "--bf16", 0},
+    {"mixed_precision.fp16", "--fp16", 0},
+    {"mixed_precision.fp8", "--fp8-format", 0},
+    {"mixed_precision.fp8_recipe", "--fp8-recipe", 0},
+    {"mixed_precision.fp8_param", "--fp8-param-gather", 0},
+    {"dataset.seq_length", "--seq-length", 0},
+    {"train.micro_batch_size", "--micro-batch-size", 0},
+    {"train.global_batch_size", "--global-batch-size", 0},
+    {"ddp.use_distributed_optimizer", "--use-distributed-optimizer", 0},
+    {"optimizer.use_distributed_optimizer", "--use-distributed-optimizer", 0},
+    {"ddp.overlap_grad_reduce", "--overlap-grad-reduce", 0},
+    {"ddp.overlap_param_gather", "--overlap-param-gather", 0},
+    {"ddp.grad_reduce_in_fp32", "--accumulate-allreduce-grads-in-fp32", 0},
+    {"comm_overlap.tp_comm_overlap", "--tp-comm-overlap", 0},
+    {"comm_overlap.overlap_p2p_comm", "--overlap-p2p-communication", 0},
+    {"comm_overlap.overlap_grad_reduce", "--overlap-grad-reduce", 0},
+    {"comm_overlap.overlap_param_gather", "--overlap-param-gather", 0},
+};
+
+static const char *arg_of(const void *ctx, ImportKv *kv)
+{
+    (void)ctx;
+    /* mixed_precision given as a recipe name: "bf16_mixed", "bf16_with_fp8_delayed_scaling_mixed", ... */
+    if (!strcmp(kv->key, "mixed_precision")) return "--bridge-mixed-precision"; /* a recipe name: map_megatron.c */
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        if (!strcmp(kv->key, fields[i].field)) {
+            int t = import_true(kv->val);
+            if (fields[i].inverted && t >= 0) snprintf(kv->val, sizeof kv->val, "%s", t ? "false" : "true");
+            /* YAML null / false for a value-taking field: not set */
+            if (!strcmp(kv->val, "null") || !strcmp(kv->val, "~") ||
+                (t == 0 &&
+                 (!strcmp(fields[i].arg, "--fp8-format") || !strcmp(fields[i].arg, "--recompute-granularity") ||
+                  !strcmp(fields[i].arg, "--num-experts"))))
+                return NULL;
+            if (!strcmp(fields[i].arg, "--fp8-recipe") && !strcmp(kv->val, "delayed")) return fields[i].arg;
+            if (!strcmp(fields[i].arg, "--fp8-recipe") && !strcmp(kv->val, "current"))
+                snprintf(kv->val, sizeof kv->val, "tensorwise");
+            if (!strcmp(fields[i].arg, "--accumulate-allreduce-grads-in-fp32") && t == 0)
+                return snprintf(kv->val, sizeof kv->val, "true"), "--grad-reduce-in-bf16";
+            return fields[i].arg;
+        }
+    return NULL;
+}
+
+Status import_map_bridge(const ImportKvList *kv, ImportResult *r, Err *e)
+{
+    return import_map_megatron_with(kv, "megatron-core", arg_of, NULL, r, e);
+}

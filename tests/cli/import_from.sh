@@ -1,0 +1,145 @@
+# tests/cli/import_from.sh — plan --from FILE: real configuration files (tests/data/import/README.md says
+# where each comes from) give the plan that the equivalent flags give, byte for byte. The equivalent
+# flags below are read off each file by hand (the file's line in the comment), never printed by
+# fp8plan; a model the catalog lacks is typed in as a models.csv row of its own (its dimensions from the
+# file and Megatron-LM's GPT defaults: LayerNorm, GeLU, FFN 4h, head_dim h/heads, learned positions,
+# biases). Hostile variants (another format, truncated, contradictory, huge) fail with the file, line
+# and setting named and nothing on stdout.
+. "$FP8PLAN_ROOT/tests/lib.sh"
+
+D="$FP8PLAN_ROOT/tests/data/import"
+cat="$TMP/cat"
+cp -r "$FP8PLAN_ROOT/models" "$cat"
+E15=",,,,,,,,,,,,,,,"
+# gpt3_7b_*_memory_speed: 32 layers, hidden 4096, 32 heads, 8 query groups, untied, vocab 131073 (NullTokenizer
+# --vocab-size), max positions 8192; FFN 4 x 4096 = 16384, head_dim 4096/32 = 128
+echo "custom-32l-4096h,32,4096,16384,32,8,128,131073,8192,layernorm,gelu,learned,no,yes$E15,hand" >>"$cat/models.csv"
+# gpt3_mcore_te_tp2_pp2_cp2: 12 layers, hidden 512, 8 heads, vocab 50257, 1024 positions, tied; FFN 2048, head_dim 64
+echo "custom-12l-512h,12,512,2048,8,8,64,50257,1024,layernorm,gelu,learned,yes,yes$E15,hand" >>"$cat/models.csv"
+
+# same NAME "FROM-ARGS" "FLAG-ARGS": the two plans (text and CSV) are equal byte for byte
+same() {
+    local name=$1 from=$2 flags=$3 fmt
+    for fmt in table csv; do
+        # shellcheck disable=SC2086
+        "$FP8PLAN" plan $from --format $fmt >"$TMP/a" 2>"$TMP/ae"
+        local ra=$?
+        # shellcheck disable=SC2086
+        "$FP8PLAN" plan $flags --format $fmt >"$TMP/b" 2>"$TMP/be"
+        local rb=$?
+        if [ $ra -ne 0 ] || [ $rb -ne 0 ]; then
+            fail "$name ($fmt)" "exit $ra / $rb" "$(head -c 300 "$TMP/ae")" "$(head -c 300 "$TMP/be")"
+        elif [ ! -s "$TMP/a" ]; then
+            fail "$name ($fmt)" "empty plan"
+        elif cmp -s "$TMP/a" "$TMP/b"; then
+            pass "$name ($fmt)"
+        else
+            fail "$name ($fmt)" "the plans differ: $(diff "$TMP/a" "$TMP/b" | head -5)"
+        fi
+    done
+}
+G="--gpu h100-sxm"
+# 1, 2. Megatron-LM model_config.yaml, 8 GPUs (the functional tests' DGX H100 node): tp 1, pp 4, 1 layer per
+# virtual stage (vpp 32/4/1 = 8), mbs 1, gbs 8, seq 8192, distributed optimizer, overlap-grad-reduce,
+# no gradient-accumulation fusion, --bf16 (megatron-bf16), Megatron-LM's own defaults (stack megatron-lm)
+M7="--model custom-32l-4096h --catalog $cat --stack megatron-lm --recipe megatron-bf16 --dist-opt --overlap-dp on --grad-acc-fusion off --seq 8192"
+same "7b tp1 pp4 yaml, ad-hoc model" "--from $D/mlm_gpt3_7b_tp1_pp4_memory_speed.yaml $G --gpus 8" "$M7 --tp 1 --pp 4 --vpp 8 --mbs 1 --gbs 8 $G --gpus 8"
+same "7b tp1 pp4 yaml, catalog row" "--from $D/mlm_gpt3_7b_tp1_pp4_memory_speed.yaml --catalog $cat $G --gpus 8" "$M7 --tp 1 --pp 4 --vpp 8 --mbs 1 --gbs 8 $G --gpus 8"
+same "7b tp4 pp1 yaml" "--from $D/mlm_gpt3_7b_tp4_pp1_memory_speed.yaml $G --gpus 8" "$M7 --tp 4 --pp 1 --mbs 2 --gbs 8 $G --gpus 8"
+# 3. tp 2, pp 2, cp 2, sequence parallel, mbs 4, gbs 32, seq 1024, flash attention, bf16, no dist-opt
+same "tp2 pp2 cp2 yaml" "--from $D/mlm_gpt3_mcore_te_tp2_pp2_cp2.yaml $G --gpus 8" \
+    "--model custom-12l-512h --catalog $cat --stack megatron-lm --recipe megatron-bf16 --tp 2 --pp 2 --cp 2 --sp --mbs 4 --gbs 32 --seq 1024 --grad-acc-fusion off --attn flash2 $G --gpus 8"
+# 4. Megatron-LM examples/llama/train_llama3_8b_h100_fp8.sh: llama3-8b's dimensions (32 x 4096, FFN 14336, 8 groups,
+# RMSNorm, SwiGLU, rope, untied, no bias, vocab 128256), 8 GPUs x 1 node (torchrun), tp 1 cp 1, sequence parallel,
+# mbs 1 gbs 128 seq 8192, fused attention (cudnn), --grad-reduce-in-bf16, fp8 hybrid + --fp8-param-gather
+# (te-fp8-param), dist-opt, overlap-grad-reduce
+same "llama3 8b fp8 launch script" "--from $D/mlm_train_llama3_8b_h100_fp8.sh $G" \
+    "--model llama3-8b --stack megatron-lm --recipe te-fp8-param --tp 1 --cp 1 --sp --mbs 1 --gbs 128 --seq 8192 --attn cudnn --main-grad bf16 --dist-opt --overlap-dp on $G --gpus 8"
+# 5-7. torchtitan TOMLs: llama3 + flavor, FSDP over the rest (zero 3), the eager kernels without [compile]
+same "torchtitan llama3 8b" "--from $D/tt_llama3_8b.toml $G --gpus 64" \
+    "--model llama3-8b --stack torchtitan --recipe bf16 --tp 1 --pp 1 --cp 1 --zero 3 --mbs 1 --gbs 64 --seq 8192 --recompute op --kernels eager --swiglu unfused $G --gpus 64"
+same "torchtitan llama3 70b" "--from $D/tt_llama3_70b.toml $G --gpus 64" \
+    "--model llama3-70b --stack torchtitan --recipe bf16 --tp 8 --pp 1 --cp 1 --zero 3 --mbs 8 --gbs 64 --seq 8192 --recompute full --kernels eager --swiglu unfused $G --gpus 64"
+# 405B: converters float8 with the FSDP float8 all-gather, async TP, compiled
+same "torchtitan llama3 405b" "--from $D/tt_llama3_405b.toml $G --gpus 128" \
+    "--model llama3-405b --stack torchtitan --recipe torchao-fp8-tensorwise-ag --tp 8 --pp 1 --cp 1 --zero 3 --mbs 2 --gbs 32 --seq 8192 --recompute full --overlap-tp on $G --gpus 128"
+# 8, 9. Megatron-Bridge override YAMLs (no model dimensions: --model given), stack megatron-core
+same "bridge llama32 1b pretrain" "--from $D/mb_llama32_1b_pretrain.yaml --model llama3-8b --recipe te-fp8 $G --gpus 8" \
+    "--model llama3-8b --stack megatron-core --recipe te-fp8 --tp 1 --pp 1 --cp 1 --mbs 1 --gbs 8 --seq 4096 $G --gpus 8"
+same "bridge quantized override" "--from $D/mb_quantized_llama3_8b_pretrain_override.yaml --model llama3-8b --recipe te-fp8 $G --gpus 8" \
+    "--model llama3-8b --stack megatron-core --recipe te-fp8 --tp 1 --cp 1 --grad-acc-fusion off --gbs 8 $G --gpus 8"
+# 10. the command line wins over the file
+same "flags override the file" "--from $D/tt_llama3_70b.toml $G --gpus 64 --tp 4 --recipe torchao-fp8-rowwise" \
+    "--model llama3-70b --stack torchtitan --recipe torchao-fp8-rowwise --tp 4 --pp 1 --cp 1 --zero 3 --mbs 8 --gbs 128 --seq 8192 --recompute full --kernels eager --swiglu unfused $G --gpus 64"
+
+# Megatron-LM's defaults (arguments.py) where the file is silent: SwiGLU's FFN int(4h x 2/3 / 64) x 64 =
+# int(4 x 1000 x 2/3 / 64) = int(41.67) = 41 -> 2624; head_dim 1000 / 8 = 125; no global batch: micro-batch 1 x
+# DP 8 = 8 sequences (no accumulation)
+printf 'MODEL_ARGS:\n  --num-layers: 2\n  --hidden-size: 1000\n  --num-attention-heads: 8\n  --swiglu: true\n  --normalization: RMSNorm\n  --position-embedding-type: rope\n  --disable-bias-linear: true\n  --seq-length: 128\n  --max-position-embeddings: 128\n  --vocab-size: 1000\n  --bf16: true\n' >"$TMP/swiglu.yaml"
+echo "custom-2l-1000h,2,1000,2624,8,8,125,1000,128,rmsnorm,swiglu,rope,yes,no$E15,hand" >>"$cat/models.csv"
+same "Megatron defaults: SwiGLU FFN, head_dim, batch" "--from $TMP/swiglu.yaml $G --gpus 8" \
+    "--model custom-2l-1000h --catalog $cat --stack megatron-lm --recipe megatron-bf16 --seq 128 --gbs 8 $G --gpus 8"
+
+# report html and the TUI put their headline model first: the file's model wins over it, --model over the file
+run report html --from "$D/tt_llama3_8b.toml" $G --gpus 8 -o "$TMP/r.html"
+expect_rc "report html --from" 0
+if grep -q "llama3-8b" "$TMP/r.html" && ! grep -q "gpt-175b" "$TMP/r.html"; then
+    pass "report html plans the file's model"
+else
+    fail "report html plans the file's model" "$(grep -o 'gpt-175b\|llama3-8b' "$TMP/r.html" | sort | uniq -c)"
+fi
+run plan --from "$D/tt_llama3_8b.toml" $G --gpus 8 --model llama3-70b --format csv
+expect_out "--model wins over the file" "llama3-70b,h100-sxm,bf16,torchtitan"
+
+# --explain: every setting with its line, ignored ones said
+run plan --from "$D/mlm_gpt3_7b_tp1_pp4_memory_speed.yaml" $G --gpus 8 --explain
+expect_rc "--explain plans" 0
+expect_err "--explain maps TP with its line" "   46  MODEL_ARGS.--tensor-model-parallel-size = 1  ->  --tp 1"
+expect_err "--explain says what it ignored" "MODEL_ARGS.--lr = 0.00015  ->  ignored: not modelled"
+expect_err "--explain names the format" "read as megatron; 63 settings"
+
+# compare and sweep take --from too
+run compare --from "$D/tt_llama3_8b.toml" $G --gpus 8 --recipes bf16,torchao-fp8-tensorwise --format csv
+expect_rc "compare --from" 0
+expect_out "compare --from plans llama3-8b" "llama3-8b,h100-sxm,torchao-fp8-tensorwise,torchtitan"
+
+# hostile inputs: file, line and setting named, nothing on stdout
+run plan --from "$D/mlm_train_gpt3_175b_distributed.sh" $G
+expect_rc "TP x PP beyond the world is refused" 65
+expect_err "world: file, line, the TP and PP lines" "mlm_train_gpt3_175b_distributed.sh:22: 8 GPUs is not a multiple of TP x PP x CP = 128 (lines 56, 57"
+expect_no_out "world: nothing on stdout"
+sed 's/--pipeline-model-parallel-size 16/--pipeline-model-parallel-size 1/' "$D/mlm_train_gpt3_175b_distributed.sh" >"$TMP/175b.sh"
+run plan --from "$TMP/175b.sh" $G
+expect_rc "an FP16 script is refused" 65
+expect_err "FP16: file, line, flag" "175b.sh:47: --fp16: FP16 mixed precision"
+# a recipe the GPU cannot run: the line of the file that chose it is named (the script's "--fp8-format hybrid"
+# array element is its line 108; the TOML's converters line 21)
+run plan --from "$D/mlm_train_llama3_8b_h100_fp8.sh" --gpu a100-sxm
+expect_rc "FP8 on an A100 is refused" 64
+expect_err "the FP8 line of the script" "the recipe te-fp8-param is what $D/mlm_train_llama3_8b_h100_fp8.sh:108 (--fp8-format) says"
+run plan --from "$D/tt_llama3_405b.toml" --gpu a100-sxm --gpus 128
+expect_err "the converters line of the TOML" "tt_llama3_405b.toml:21 (model.converters) says"
+run plan --from "$D/tt_llama3_405b.toml" --gpu a100-sxm --gpus 128 --recipe bf16
+expect_rc "--recipe plans another" 0
+run plan --from "$D/tt_llama3_8b.toml" --from-format megatron $G --gpus 8
+expect_rc "a TOML read as Megatron arguments" 65
+expect_err "another framework's file" "no Megatron-LM argument"
+head -c 700 "$D/tt_llama3_8b.toml" >"$TMP/trunc.toml"
+echo 'seq_len = ' >>"$TMP/trunc.toml"
+run plan --from "$TMP/trunc.toml" $G --gpus 8
+expect_rc "a truncated TOML" 65
+expect_err "truncated TOML: file and line" "trunc.toml:"
+printf 'MODEL_ARGS:\n  --num-layers: 99999999999\n  --hidden-size: 64\n' >"$TMP/huge.yaml"
+run plan --from "$TMP/huge.yaml" $G --gpus 8
+expect_rc "a huge value" 65
+expect_err "huge: file, line, setting" "huge.yaml:2: MODEL_ARGS.--num-layers: 99999999999 is out of range"
+printf 'MODEL_ARGS:\n  --num-layers: 2\n  --hidden-size: 64\n  --num-attention-heads: 4\n  --seq-length: 128\n  --vocab-size: 1000\n  --recompute-granularity: partial\n' >"$TMP/bad.yaml"
+run plan --from "$TMP/bad.yaml" $G --gpus 8 -o "$TMP/o.txt"
+expect_rc "a bad recompute value" 65
+expect_err "bad value: file, line, setting" "bad.yaml:7: MODEL_ARGS.--recompute-granularity: 'partial'"
+if [ -e "$TMP/o.txt" ]; then fail "nothing written on error" "o.txt exists"; else pass "nothing written on error"; fi
+run plan --from "$TMP/none.toml" $G
+expect_rc "a missing file" 66
+run plan --explain --model gpt-7b $G
+expect_rc "--explain without --from" 64
+finish
