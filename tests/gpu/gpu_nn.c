@@ -38,6 +38,10 @@ static const Tol TOL_GELU = {0x1p-7, 0x1p-19, 0x1p-8, "BF16 ulp, tanhf ulps wher
 static const Tol TOL_ATTN_BWD = {0x1p-7, 0x1p-12, 0x1p-7, "one BF16 ulp + 2^-8 sum|dS||K or Q| (dS rounded to BF16)",
                                  0.0};
 static const Tol TOL_LOSS = {0x1p-13, 0.0, 0x1p-13, "FP32 sum of V exponentials in another order", 0.0};
+/* FP32 softmax gradient: each element is exp(x − m)/Σ·dloss on both sides; CUDA's expf is within
+ * 2 ulp, glibc's 1, and the sum differs as TOL_LOSS's: the same 2^-13 relative. */
+static const Tol TOL_XENT_F32 = {0x1p-13, 0.0, 0x1p-13, "FP32 softmax with V exponentials summed in another order",
+                                 0.0};
 
 /* ---- layer norm ------------------------------------------------------------------------------- */
 
@@ -438,6 +442,38 @@ static void check_embed_xent(Gc *g)
     free(wte), free(wpe), free(dout), free(dwte_c), free(dwpe_c), free(dwte_g), free(lg), free(lg_g);
 }
 
+/* Cross-entropy at the benchmark's vocabulary (GPT-2's 50257 padded to 50304): the CUDA kernel
+ * reads each row once in 16-byte vectors with an online max/sum and keeps up to 112 KiB of the
+ * row in shared memory for the gradient pass. BF16 rows (100,608 B) fit that cache, and 50257 =
+ * 8·6282 + 1 leaves one element of the vocabulary outside the vectors; FP32 rows (201,216 B) do
+ * not fit, so the gradient pass re-reads the last 88,528 B of each row from device memory. The
+ * bounds are the V = 1000 case's: the loss is log Σ + max − x[t], and the online sum differs from
+ * the CPU's two-pass sum by the order of its additions (TOL_LOSS) plus at most 3·2^-24 of the sum
+ * per rescale by exp(m_old − m_new): with 512 threads each thread folds ⌈6283/512⌉ = 13 BF16
+ * vectors (FP32: 25) and the tree merges 9 times, ≤ 34 rescales = 6.1e-6 relative, 1/20 of
+ * TOL_LOSS's 2^-13 (tests/unit/test_cuda_math.c checks the online rule against the two-pass sum
+ * on the CPU). The gradient per element is km_xent_dlogit with that sum: one BF16 ulp. */
+static void check_xent_wide(Gc *g, Dtype dt)
+{
+    const uint64_t R = gc_n(g, 64, 8), V = 50257, VP = 50304, esz = dtype_bytes(dt);
+    int32_t *tgt = gc_halloc(R * sizeof(int32_t));
+    for (uint64_t i = 0; i < R; i++) tgt[i] = (int32_t)(i == 0 ? V - 1 : rng_below(&g->rng, V)); /* the tail's one */
+    void *lg = gc_randn(g, dt, R * VP, 2.0), *lg_g = gc_halloc(R * VP * esz);
+    float *loss_c = gc_halloc(R * 4), *loss_g = gc_halloc(R * 4);
+    void *dlg = gc_dup(g, lg, R * VP * esz), *dtg = gc_dup(g, tgt, R * sizeof(int32_t));
+    float *dloss = gc_dalloc(g, R * 4);
+    gc_poison(g, dloss, R * 4);
+    GC_OK(g, g->cpu->xent_fwd_bwd(g->cpu, lg, dt, R, V, VP, tgt, 1.0f / (float)R, loss_c, GE));
+    GC_OK(g, g->gpu->xent_fwd_bwd(g->gpu, dlg, dt, R, V, VP, dtg, 1.0f / (float)R, dloss, GE));
+    gc_get(g, lg_g, dlg, R * VP * esz);
+    gc_get(g, loss_g, dloss, R * 4);
+    const char *shape = dt == DT_FP32 ? "64 x 50257 (pad 50304) fp32" : "64 x 50257 (pad 50304) bf16";
+    gc_check(g, "xent loss", shape, DT_FP32, loss_g, loss_c, R, TOL_LOSS);
+    gc_check(g, "xent dlogits", shape, dt, lg_g, lg, R * VP, dt == DT_FP32 ? TOL_XENT_F32 : TOL_BF16_OUT);
+    gc_dfree(g, dlg), gc_dfree(g, dtg), gc_dfree(g, dloss);
+    free(tgt), free(lg), free(lg_g), free(loss_c), free(loss_g);
+}
+
 int main(int argc, char **argv)
 {
     gc_version_flag("gpu_nn", argc, argv);
@@ -451,5 +487,7 @@ int main(int argc, char **argv)
     check_elementwise(&g);
     check_swiglu(&g);
     check_embed_xent(&g);
+    check_xent_wide(&g, DT_BF16);
+    check_xent_wide(&g, DT_FP32);
     return gc_finish(&g);
 }
