@@ -160,9 +160,11 @@ typedef struct {
     uint64_t n, rows, cols;
     float *sc;
     int32_t *tok;
+    AdamWDesc *list; /* adamw_multi: the tensor list in host memory (f: its device copy) */
+    uint32_t count;
 } KCtx;
 
-enum { K_CAST, K_LN, K_GELU_F, K_GELU_B, K_ADAMW, K_FP8ADAM, K_XENT, K_ATTN, K_COUNT };
+enum { K_CAST, K_LN, K_GELU_F, K_GELU_B, K_ADAMW, K_ADAMW_MULTI, K_FP8ADAM, K_XENT, K_ATTN, K_COUNT };
 
 static void run_kernel(Gc *g, void *ctx)
 {
@@ -221,6 +223,11 @@ static void run_kernel(Gc *g, void *ctx)
                        .weight = k->e,
                        .weight_dtype = DT_BF16};
         GC_OK(g, bk->adamw(bk, &d, GE));
+        break;
+    }
+    case K_ADAMW_MULTI: {
+        AdamWMultiDesc d = {.count = k->count, .list = k->list, .list_dev = k->f};
+        GC_OK(g, bk->adamw_multi(bk, &d, GE));
         break;
     }
     case K_FP8ADAM: {
@@ -307,6 +314,24 @@ static void bench_kernels(Gc *g, FILE *csv, uint64_t tokens)
             k.d = filled(g, DT_FP32, NP), k.e = gc_dalloc(g, NP * 2), bytes = 30.0 * NP;
             snprintf(shape, sizeof shape, "%llu params", (unsigned long long)NP);
             break;
+        case K_ADAMW_MULTI: { /* adamw's bytes as 64 tensors: 32 of 5120 (norms, biases) and 32 large ones */
+            k.n = NP, k.a = filled(g, DT_FP32, NP), k.b = filled(g, DT_FP32, NP), k.c = filled_as(g, DT_FP32, NP, 1);
+            k.d = filled(g, DT_FP32, NP), k.e = gc_dalloc(g, NP * 2), bytes = 30.0 * NP;
+            k.count = 64, k.list = gc_halloc(64 * sizeof(AdamWDesc));
+            for (uint64_t t = 0, at = 0; t < 64; at += k.list[t].n, t++)
+                k.list[t] = (AdamWDesc){.n = t % 2 ? NP / 32 - 5120 : 5120,
+                                        .h = {1e-4f, 0.9f, 0.95f, 1e-8f, t % 2 ? 0.1f : 0.0f, 10, 1.0f},
+                                        .master = (float *)k.a + at,
+                                        .m = (float *)k.b + at,
+                                        .v = (float *)k.c + at,
+                                        .grad = (float *)k.d + at,
+                                        .grad_dtype = DT_FP32,
+                                        .weight = (uint16_t *)k.e + at,
+                                        .weight_dtype = DT_BF16};
+            k.f = gc_dup(g, k.list, 64 * sizeof(AdamWDesc));
+            snprintf(shape, sizeof shape, "%llu params, 64 tensors", (unsigned long long)NP);
+            break;
+        }
         case K_FP8ADAM: /* FP16 master, E4M3 m, FP16 v, E4M3 grad; two passes */
             k.n = NP, k.a = filled(g, DT_BF16, NP), k.c = filled_as(g, DT_BF16, NP, 1), k.e = gc_dalloc(g, NP * 2);
             k.b = gc_dalloc(g, NP), k.d = gc_dalloc(g, NP);
@@ -336,8 +361,9 @@ static void bench_kernels(Gc *g, FILE *csv, uint64_t tokens)
         }
         /* FP8 Adam's moments must start as valid codes: zeros are (and are not timed data) */
         Timing t = time_it(g, run_kernel, &k);
-        static const char *names[K_COUNT] = {"cast_transpose", "layernorm_fwd", "gelu_fwd",     "gelu_bwd",
-                                             "adamw",          "fp8_adam",      "xent_fwd_bwd", "attention_fwd+bwd"};
+        static const char *names[K_COUNT] = {"cast_transpose", "layernorm_fwd", "gelu_fwd",
+                                             "gelu_bwd",       "adamw",         "adamw_multi",
+                                             "fp8_adam",       "xent_fwd_bwd",  "attention_fwd+bwd"};
         double gbps = bytes / t.med * 1e-9, tf = flops / t.med * 1e-12;
         fprintf(csv, "%s,%s,%.4f,%.4f,%.4f,%.0f,%.1f,%.1f,%d\n", names[op], shape, t.med * 1e3, t.min * 1e3,
                 t.max * 1e3, bytes, gbps, tf, t.reps);
@@ -345,6 +371,7 @@ static void bench_kernels(Gc *g, FILE *csv, uint64_t tokens)
         void *bufs[] = {k.a, k.b, k.c, k.d, k.e, k.f, k.tok};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) gc_dfree(g, bufs[i]);
+        free(k.list);
     }
     gc_dfree(g, dsc);
 }
