@@ -142,6 +142,53 @@ static void check_norm(Gc *g, NormType norm)
     free(x), free(w), free(b), free(dy), free(din_c), free(din_g), free(dw_c), free(db_c), free(bg_c);
 }
 
+/* The forward at other widths: 5120 columns (GPT-13B's hidden; the vector kernel holds 5 vectors
+ * per thread) and 770 (not a whole number of 16-byte vectors: the warp kernel). The bounds are
+ * check_norm's: the statistics are FP32 sums in another order (TOL_STAT: at C = 5120 the sums'
+ * rounding walks to about √5120·2^-24 = 4.3e-6 of the sum, 1/28 of its 2^-13), the output one
+ * BF16 ulp after them. */
+static void check_norm_fwd_width(Gc *g, NormType norm, uint64_t C)
+{
+    const uint64_t R = gc_n(g, 64, 16);
+    const int ln = norm == NORM_LAYERNORM;
+    char name[64], shape[32];
+    snprintf(shape, sizeof shape, "%llux%llu", (unsigned long long)R, (unsigned long long)C);
+    uint16_t *x = gc_randn(g, DT_BF16, R * C, 1.0), *w = gc_randn(g, DT_BF16, C, 1.0);
+    uint16_t *b = gc_randn(g, DT_BF16, C, 0.5), *y_c = gc_halloc(R * C * 2), *y_g = gc_halloc(R * C * 2);
+    float *st_c = gc_halloc(2 * R * 4), *st_g = gc_halloc(2 * R * 4);
+    for (uint64_t i = 0; i < R * C; i++) elem_store(x, DT_BF16, i, elem_load(x, DT_BF16, i) + 1.0f); /* mean ≈ 1 */
+    NormFwdDesc f = {.norm = norm,
+                     .rows = R,
+                     .cols = C,
+                     .eps = 1e-5f,
+                     .act_dtype = DT_BF16,
+                     .weight_dtype = DT_BF16,
+                     .in = x,
+                     .weight = w,
+                     .bias = ln ? b : NULL,
+                     .out = y_c,
+                     .mean = ln ? st_c : NULL,
+                     .rstd = st_c + R};
+    GC_OK(g, g->cpu->norm_fwd(g->cpu, &f, GE));
+    void *dx = gc_dup(g, x, R * C * 2), *dwt = gc_dup(g, w, C * 2), *dbs = gc_dup(g, b, C * 2);
+    void *dyv = gc_dalloc(g, R * C * 2);
+    float *dst = gc_dalloc(g, 2 * R * 4);
+    gc_poison(g, dyv, R * C * 2);
+    gc_poison(g, dst, 2 * R * 4);
+    f.in = dx, f.weight = dwt, f.bias = ln ? dbs : NULL, f.out = dyv, f.mean = ln ? dst : NULL, f.rstd = dst + R;
+    GC_OK(g, g->gpu->norm_fwd(g->gpu, &f, GE));
+    gc_get(g, y_g, dyv, R * C * 2);
+    gc_get(g, st_g, dst, 2 * R * 4);
+    snprintf(name, sizeof name, "%s out", ln ? "layernorm_fwd" : "rmsnorm_fwd");
+    gc_check(g, name, shape, DT_BF16, y_g, y_c, R * C, TOL_BF16_OUT);
+    snprintf(name, sizeof name, "%s mean", ln ? "layernorm_fwd" : "rmsnorm_fwd");
+    if (ln) gc_check(g, name, shape, DT_FP32, st_g, st_c, R, TOL_STAT);
+    snprintf(name, sizeof name, "%s rstd", ln ? "layernorm_fwd" : "rmsnorm_fwd");
+    gc_check(g, name, shape, DT_FP32, st_g + R, st_c + R, R, TOL_STAT);
+    gc_dfree(g, dx), gc_dfree(g, dwt), gc_dfree(g, dbs), gc_dfree(g, dyv), gc_dfree(g, dst);
+    free(x), free(w), free(b), free(y_c), free(y_g), free(st_c), free(st_g);
+}
+
 /* ---- attention ------------------------------------------------------------------------------------ */
 
 typedef struct {
@@ -481,6 +528,9 @@ int main(int argc, char **argv)
     gc_init_check(&g, "gpu_nn", argc, argv);
     check_norm(&g, NORM_LAYERNORM);
     check_norm(&g, NORM_RMSNORM);
+    check_norm_fwd_width(&g, NORM_LAYERNORM, 5120);
+    check_norm_fwd_width(&g, NORM_RMSNORM, 5120);
+    check_norm_fwd_width(&g, NORM_LAYERNORM, 770);
     check_attention(&g, 4);
     check_attention(&g, 2);
     check_rope(&g);
