@@ -368,7 +368,7 @@ Status backend_check_adamw_multi(Backend *bk, const AdamWMultiDesc *d, Err *e)
 {
     if (!d) return err_set(e, ST_USAGE, "adamw_multi: no descriptor");
     if (!d->count) return ST_OK;
-    if (!d->list || !d->list_dev) return err_set(e, ST_USAGE, "adamw_multi: missing tensor list");
+    if (!d->list) return err_set(e, ST_USAGE, "adamw_multi: missing tensor list");
     const AdamHyper *h0 = &d->list[0].h;
     for (uint32_t i = 0; i < d->count; i++) {
         const AdamWDesc *t = &d->list[i];

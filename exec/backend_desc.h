@@ -270,14 +270,15 @@ typedef struct {
  * `list_dev` hold the same `count` AdamWDescs, the first in host memory (the
  * shared check and the CPU backend read it), the second in backend memory (the
  * GPU reads it; the caller copies it there once, as the arena's pointers do not
- * move). Every entry is a valid AdamWDesc whose lr, betas, eps and step equal
+ * move), or NULL: then the backend copies `list` itself, in stream order, before
+ * it returns (the caller may reuse `list` at once). Every entry is a valid AdamWDesc whose lr, betas, eps and step equal
  * the first's (the bias corrections are computed once); weight_decay,
  * grad_scale, dtypes and pointers are each tensor's own. The result is each
  * entry's adamw(), bit for bit. */
 typedef struct {
     uint32_t count;
     const AdamWDesc *list;     /* host memory */
-    const AdamWDesc *list_dev; /* backend memory: a copy of list */
+    const AdamWDesc *list_dev; /* backend memory: a copy of list, or NULL (the backend copies it) */
 } AdamWMultiDesc;
 
 /* A scaling record: float[3] = {scale, scale_inv, amax} of one scaled tensor

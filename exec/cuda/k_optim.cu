@@ -282,12 +282,19 @@ Status cuda_adamw_multi(Backend *bk, const AdamWMultiDesc *d, Err *e)
                        d->count);
     for (uint32_t i = 0; i < d->count; i++) total += d->list[i].n;
     if (!total) return ST_OK;
-    ST_TRY(cuda_scratch(im, ((size_t)d->count + 1) * sizeof(uint64_t), &scratch, e));
+    /* scratch: the starts, then (list_dev NULL) the backend's copy of the list, 256-byte aligned */
+    const size_t starts_bytes = (((size_t)d->count + 1) * sizeof(uint64_t) + 255) & ~(size_t)255;
+    const size_t list_bytes = d->list_dev ? 0 : (size_t)d->count * sizeof(AdamWDesc);
+    const AdamWDesc *list = d->list_dev;
+    ST_TRY(cuda_scratch(im, starts_bytes + list_bytes, &scratch, e));
+    if (!list) list = (const AdamWDesc *)((char *)scratch + starts_bytes);
     ST_TRY(cuda_op_begin(im, BK_OPCAT_OPTIM, e));
-    k_adamw_starts<<<1, MT_THREADS, 0, im->stream>>>(d->list_dev, d->count, (uint64_t *)scratch);
+    if (!d->list_dev) /* pageable: staged before the call returns, so the caller may reuse d->list */
+        CU_TRY(cudaMemcpyAsync((void *)list, d->list, list_bytes, cudaMemcpyHostToDevice, im->stream), e);
+    k_adamw_starts<<<1, MT_THREADS, 0, im->stream>>>(list, d->count, (uint64_t *)scratch);
     CU_LAUNCHED(e);
     k_adamw_multi<<<cuda_blocks(total, MT_CHUNK, (unsigned)im->info.sm_count * 8u), 256, 0, im->stream>>>(
-        d->list_dev, d->count, (const uint64_t *)scratch, km_of(&d->list[0].h));
+        list, d->count, (const uint64_t *)scratch, km_of(&d->list[0].h));
     CU_LAUNCHED(e);
     ST_TRY(cuda_op_end(im, e));
 done:

@@ -443,10 +443,12 @@ static void test_op_refusals(void)
     al[1] = al[0], al[1].h.weight_decay = 0.1f, al[1].h.grad_scale = 0.5f; /* each tensor's own: allowed */
     AdamWMultiDesc am = {.count = 2, .list = al, .list_dev = al};
     CHECKF(backend_check_adamw_multi(NULL, &am, &e) == ST_OK, "%s", e.msg);
-    am.list_dev = NULL;
+    am.list_dev = NULL; /* the backend copies the list */
+    CHECKF(backend_check_adamw_multi(NULL, &am, &e) == ST_OK, "%s", e.msg);
+    am.list = NULL;
     CHECK_EQ_INT(backend_check_adamw_multi(NULL, &am, &e), ST_USAGE);
     CHECK_STR(e.msg, "adamw_multi: missing tensor list");
-    am.list_dev = al, al[1].v = NULL;
+    am.list = al, al[1].v = NULL;
     CHECK_EQ_INT(backend_check_adamw_multi(NULL, &am, &e), ST_USAGE);
     CHECK_STR(e.msg, "adamw_multi: tensor 1: adamw: missing state");
     al[1].v = f, al[1].h.step = 2;
