@@ -282,14 +282,84 @@ done:
     return st;
 }
 
+/* The input gradient at bandwidth, as k_norm_fwd_vec: one block per row, x and dout held in
+ * registers (NF_CACHE vectors each per thread), the two row sums reduced from them, din read,
+ * added to and written as vectors; k_ln_bwd_dx's per-element arithmetic. */
+template <typename T>
+__global__ void __launch_bounds__(NF_THREADS)
+    k_norm_bwd_vec(const uint4 *in, const uint4 *dout, uint4 *din, const void *w, Dtype wdt, const float *mean_p,
+                   const float *rstd_p, uint64_t cols)
+{
+    const int V = 16 / sizeof(typename T::S);
+    __shared__ float sh[32];
+    const uint64_t r = blockIdx.x, nv = cols / V, base = r * nv;
+    const float mean = mean_p ? mean_p[r] : 0.0f, rstd = rstd_p[r];
+    NVec<T> cx[NF_CACHE], cd[NF_CACHE];
+    float s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NF_CACHE; k++) {
+        const uint64_t v = threadIdx.x + (uint64_t)k * NF_THREADS;
+        if (v < nv) {
+            cx[k].u = in[base + v];
+            cd[k].u = dout[base + v];
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                float xh = km_ln_norm(T::ld(cx[k].e[j]), mean, rstd);
+                float dxh = KM_MUL(dev_load(w, wdt, v * V + j), T::ld(cd[k].e[j]));
+                s1 += dxh;
+                s2 += dxh * xh;
+            }
+        }
+    }
+    const float m1 = KM_DIV(block_sum(s1, sh), (float)cols), m2 = KM_DIV(block_sum(s2, sh), (float)cols);
+#pragma unroll
+    for (int k = 0; k < NF_CACHE; k++) {
+        const uint64_t v = threadIdx.x + (uint64_t)k * NF_THREADS;
+        if (v < nv) {
+            NVec<T> o;
+            o.u = din[base + v];
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                float xh = km_ln_norm(T::ld(cx[k].e[j]), mean, rstd);
+                float dxh = KM_MUL(dev_load(w, wdt, v * V + j), T::ld(cd[k].e[j]));
+                float dx = mean_p ? km_ln_dx(dxh, m1, xh, m2, rstd) : km_rms_dx(dxh, xh, m2, rstd);
+                o.e[j] = T::st(KM_ADD(T::ld(o.e[j]), dx));
+            }
+            din[base + v] = o.u;
+        }
+    }
+}
+
+/* The vector backward for d, or 0 when its shape or alignment needs the warp kernel. */
+static int norm_bwd_vec(CudaImpl *im, const NormBwdDesc *d)
+{
+    const uint64_t V = 16 / dtype_bytes(d->act_dtype);
+    if (d->cols % V || d->cols / V > (uint64_t)NF_THREADS * NF_CACHE || d->rows > 0x7fffffffu) return 0;
+    if (((uintptr_t)d->in | (uintptr_t)d->dout | (uintptr_t)d->din) & 15u) return 0;
+    const unsigned rows = (unsigned)d->rows;
+    const uint4 *in = (const uint4 *)d->in, *dout = (const uint4 *)d->dout;
+    uint4 *din = (uint4 *)d->din;
+    if (d->act_dtype == DT_FP32)
+        k_norm_bwd_vec<NF32>
+            <<<rows, NF_THREADS, 0, im->stream>>>(in, dout, din, d->weight, d->weight_dtype, d->mean, d->rstd, d->cols);
+    else if (d->act_dtype == DT_BF16)
+        k_norm_bwd_vec<NBF16>
+            <<<rows, NF_THREADS, 0, im->stream>>>(in, dout, din, d->weight, d->weight_dtype, d->mean, d->rstd, d->cols);
+    else
+        k_norm_bwd_vec<NFP16>
+            <<<rows, NF_THREADS, 0, im->stream>>>(in, dout, din, d->weight, d->weight_dtype, d->mean, d->rstd, d->cols);
+    return 1;
+}
+
 Status cuda_norm_bwd(Backend *bk, const NormBwdDesc *d, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
     if (!d->rows) return ST_OK;
     ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
-    k_ln_bwd_dx<<<(unsigned)((d->rows + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK), LN_THREADS, 0, im->stream>>>(
-        d->in, d->dout, d->din, d->act_dtype, d->weight, d->weight_dtype, d->mean, d->rstd, d->rows, d->cols);
+    if (!norm_bwd_vec(im, d))
+        k_ln_bwd_dx<<<(unsigned)((d->rows + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK), LN_THREADS, 0, im->stream>>>(
+            d->in, d->dout, d->din, d->act_dtype, d->weight, d->weight_dtype, d->mean, d->rstd, d->rows, d->cols);
     CU_LAUNCHED(e);
     ST_TRY(col_sums(im, d->dout, d->act_dtype, d->rows, d->cols, d->in, d->mean, d->rstd, d->dbias, d->dweight, e));
     ST_TRY(cuda_op_end(im, e));

@@ -164,7 +164,7 @@ typedef struct {
     uint32_t count;
 } KCtx;
 
-enum { K_CAST, K_LN, K_GELU_F, K_GELU_B, K_ADAMW, K_ADAMW_MULTI, K_FP8ADAM, K_XENT, K_ATTN, K_COUNT };
+enum { K_CAST, K_LN, K_LN_BWD, K_GELU_F, K_GELU_B, K_ADAMW, K_ADAMW_MULTI, K_FP8ADAM, K_XENT, K_ATTN, K_COUNT };
 
 static void run_kernel(Gc *g, void *ctx)
 {
@@ -199,6 +199,23 @@ static void run_kernel(Gc *g, void *ctx)
                          .mean = (float *)k->d,
                          .rstd = (float *)k->d + k->rows};
         GC_OK(g, bk->norm_fwd(bk, &d, GE));
+        break;
+    }
+    case K_LN_BWD: { /* the input gradient and the column sums, from saved statistics */
+        NormBwdDesc d = {.norm = NORM_LAYERNORM,
+                         .rows = k->rows,
+                         .cols = k->cols,
+                         .act_dtype = DT_BF16,
+                         .weight_dtype = DT_BF16,
+                         .in = k->a,
+                         .weight = k->c,
+                         .mean = (const float *)k->d,
+                         .rstd = (const float *)k->d + k->rows,
+                         .dout = k->b,
+                         .din = k->e,
+                         .dweight = (float *)k->f,
+                         .dbias = (float *)k->f + k->cols};
+        GC_OK(g, bk->norm_bwd(bk, &d, GE));
         break;
     }
     case K_GELU_F: {
@@ -303,6 +320,12 @@ static void bench_kernels(Gc *g, FILE *csv, uint64_t tokens)
             k.c = filled(g, DT_BF16, C), k.d = gc_dalloc(g, 2 * M * 4), bytes = 4.0 * M * C;
             snprintf(shape, sizeof shape, "%llux%llu bf16", (unsigned long long)M, (unsigned long long)C);
             break;
+        case K_LN_BWD: /* reads x, dout and din, writes din (BF16): 8 bytes per element */
+            k.rows = M, k.cols = C, k.a = filled(g, DT_BF16, M * C), k.b = filled(g, DT_BF16, M * C);
+            k.c = filled(g, DT_BF16, C), k.d = filled_as(g, DT_FP32, 2 * M, 1), k.e = filled(g, DT_BF16, M * C);
+            k.f = filled(g, DT_FP32, 2 * C), bytes = 8.0 * M * C;
+            snprintf(shape, sizeof shape, "%llux%llu bf16", (unsigned long long)M, (unsigned long long)C);
+            break;
         case K_GELU_F:
         case K_GELU_B:
             k.n = M * F, k.a = filled(g, DT_BF16, M * F), k.b = filled(g, DT_BF16, M * F);
@@ -361,9 +384,9 @@ static void bench_kernels(Gc *g, FILE *csv, uint64_t tokens)
         }
         /* FP8 Adam's moments must start as valid codes: zeros are (and are not timed data) */
         Timing t = time_it(g, run_kernel, &k);
-        static const char *names[K_COUNT] = {"cast_transpose", "layernorm_fwd", "gelu_fwd",
-                                             "gelu_bwd",       "adamw",         "adamw_multi",
-                                             "fp8_adam",       "xent_fwd_bwd",  "attention_fwd+bwd"};
+        static const char *names[K_COUNT] = {
+            "cast_transpose", "layernorm_fwd", "layernorm_bwd", "gelu_fwd",     "gelu_bwd",
+            "adamw",          "adamw_multi",   "fp8_adam",      "xent_fwd_bwd", "attention_fwd+bwd"};
         double gbps = bytes / t.med * 1e-9, tf = flops / t.med * 1e-12;
         fprintf(csv, "%s,%s,%.4f,%.4f,%.4f,%.0f,%.1f,%.1f,%d\n", names[op], shape, t.med * 1e3, t.min * 1e3,
                 t.max * 1e3, bytes, gbps, tf, t.reps);

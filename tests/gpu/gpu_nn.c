@@ -142,7 +142,7 @@ static void check_norm(Gc *g, NormType norm)
     free(x), free(w), free(b), free(dy), free(din_c), free(din_g), free(dw_c), free(db_c), free(bg_c);
 }
 
-/* The forward at other widths: 5120 columns (GPT-13B's hidden; the vector kernel holds 5 vectors
+/* The forward and the input gradient at other widths: 5120 columns (GPT-13B's hidden; the vector kernel holds 5 vectors
  * per thread) and 770 (not a whole number of 16-byte vectors: the warp kernel). The bounds are
  * check_norm's: the statistics are FP32 sums in another order (TOL_STAT: at C = 5120 the sums'
  * rounding walks to about √5120·2^-24 = 4.3e-6 of the sum, 1/28 of its 2^-13), the output one
@@ -185,6 +185,36 @@ static void check_norm_fwd_width(Gc *g, NormType norm, uint64_t C)
     if (ln) gc_check(g, name, shape, DT_FP32, st_g, st_c, R, TOL_STAT);
     snprintf(name, sizeof name, "%s rstd", ln ? "layernorm_fwd" : "rmsnorm_fwd");
     gc_check(g, name, shape, DT_FP32, st_g + R, st_c + R, R, TOL_STAT);
+    /* the input gradient from the CPU's statistics on both sides (dout: the forward's output reused) */
+    uint16_t *din_c = gc_randn(g, DT_BF16, R * C, 1.0);
+    void *ddin = gc_dup(g, din_c, R * C * 2), *ddy = gc_dup(g, y_c, R * C * 2);
+    float *dwc = gc_halloc(C * 4), *dbc = gc_halloc(C * 4), *ddw = gc_dalloc(g, C * 4), *ddb = gc_dalloc(g, C * 4);
+    memset(dwc, 0, C * 4), memset(dbc, 0, C * 4);
+    GC_OK(g, g->gpu->memset0(g->gpu, ddw, C * 4, GE));
+    GC_OK(g, g->gpu->memset0(g->gpu, ddb, C * 4, GE));
+    gc_put(g, dst, st_c, 2 * R * 4);
+    NormBwdDesc bd = {.norm = norm,
+                      .rows = R,
+                      .cols = C,
+                      .act_dtype = DT_BF16,
+                      .weight_dtype = DT_BF16,
+                      .in = x,
+                      .weight = w,
+                      .mean = ln ? st_c : NULL,
+                      .rstd = st_c + R,
+                      .dout = y_c,
+                      .din = din_c,
+                      .dweight = dwc,
+                      .dbias = ln ? dbc : NULL};
+    GC_OK(g, g->cpu->norm_bwd(g->cpu, &bd, GE));
+    bd.in = dx, bd.weight = dwt, bd.mean = ln ? dst : NULL, bd.rstd = dst + R, bd.dout = ddy, bd.din = ddin;
+    bd.dweight = ddw, bd.dbias = ln ? ddb : NULL;
+    GC_OK(g, g->gpu->norm_bwd(g->gpu, &bd, GE));
+    gc_get(g, y_g, ddin, R * C * 2);
+    snprintf(name, sizeof name, "%s din (+=)", ln ? "layernorm_bwd" : "rmsnorm_bwd");
+    gc_check(g, name, shape, DT_BF16, y_g, din_c, R * C, TOL_BF16_OUT);
+    gc_dfree(g, ddin), gc_dfree(g, ddy), gc_dfree(g, ddw), gc_dfree(g, ddb);
+    free(din_c), free(dwc), free(dbc);
     gc_dfree(g, dx), gc_dfree(g, dwt), gc_dfree(g, dbs), gc_dfree(g, dyv), gc_dfree(g, dst);
     free(x), free(w), free(b), free(y_c), free(y_g), free(st_c), free(st_g);
 }
@@ -531,6 +561,7 @@ int main(int argc, char **argv)
     check_norm_fwd_width(&g, NORM_LAYERNORM, 5120);
     check_norm_fwd_width(&g, NORM_RMSNORM, 5120);
     check_norm_fwd_width(&g, NORM_LAYERNORM, 770);
+    check_norm_fwd_width(&g, NORM_RMSNORM, 770);
     check_attention(&g, 4);
     check_attention(&g, 2);
     check_rope(&g);
