@@ -147,6 +147,7 @@ typedef struct {
  *                           stats[0] − stats[2], logits overwritten with dloss · (softmax − one-hot),
  *                           padding 0 (xent_fwd_bwd's arithmetic, the sum split by shard)
  *   adamw, fp8_adam         see AdamWDesc / Fp8AdamDesc
+ *   adamw_multi             see AdamWMultiDesc: adamw over a list of tensors in at most two launches
  *   router_topk, router_bwd, router_aux_loss, moe_permute, moe_unpermute,
  *   moe_unpermute_bwd, grouped_gemm, grouped_gemm_wgrad
  *                           a mixture-of-experts layer's pieces: see RouterDesc ... GroupedWgradDesc */
@@ -199,6 +200,7 @@ typedef struct {
        const int32_t *targets, float *stats, int phase, float dloss, float *losses, Err *e),                          \
       (bk, logits, rows, cols, first, vocab, targets, stats, phase, dloss, losses, e))                               \
     X(P, adamw, (Backend * bk, const AdamWDesc *d, Err *e), (bk, d, e))                                              \
+    X(P, adamw_multi, (Backend * bk, const AdamWMultiDesc *d, Err *e), (bk, d, e))                                  \
     X(P, fp8_adam, (Backend * bk, const Fp8AdamDesc *d, Err *e), (bk, d, e))                                        \
     X(P, router_topk, (Backend * bk, const RouterDesc *d, Err *e), (bk, d, e))                                       \
     X(P, router_bwd, (Backend * bk, const RouterBwdDesc *d, Err *e), (bk, d, e))                                     \

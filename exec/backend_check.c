@@ -7,6 +7,7 @@
  * with the backends: the CPU reads the ids, the GPU finds them on the device.
  * The mixture-of-experts operations' checks are exec/backend_check_moe.c's. */
 #include <math.h>
+#include <stdio.h>
 
 #include "exec/backend.h"
 #include "fp8/codec.h"
@@ -360,6 +361,30 @@ Status backend_check_adamw(Backend *bk, const AdamWDesc *d, Err *e)
     if (!d->m || !d->v) return err_set(e, ST_USAGE, "adamw: missing state");
     if (!d->master && (!d->weight || d->weight_dtype != DT_FP32))
         return err_set(e, ST_USAGE, "adamw: without a master the working weight must be fp32");
+    return ST_OK;
+}
+
+Status backend_check_adamw_multi(Backend *bk, const AdamWMultiDesc *d, Err *e)
+{
+    if (!d) return err_set(e, ST_USAGE, "adamw_multi: no descriptor");
+    if (!d->count) return ST_OK;
+    if (!d->list) return err_set(e, ST_USAGE, "adamw_multi: missing tensor list");
+    const AdamHyper *h0 = &d->list[0].h;
+    for (uint32_t i = 0; i < d->count; i++) {
+        const AdamWDesc *t = &d->list[i];
+        Status st = backend_check_adamw(bk, t, e);
+        if (st) {
+            if (e) {
+                char msg[sizeof e->msg];
+                snprintf(msg, sizeof msg, "%s", e->msg);
+                err_set(e, st, "adamw_multi: tensor %u: %s", i, msg);
+            }
+            return st;
+        }
+        if (t->h.lr != h0->lr || t->h.beta1 != h0->beta1 || t->h.beta2 != h0->beta2 || t->h.eps != h0->eps ||
+            t->h.step != h0->step)
+            return err_set(e, ST_USAGE, "adamw_multi: tensor %u: lr, betas, eps and step must equal tensor 0's", i);
+    }
     return ST_OK;
 }
 

@@ -265,6 +265,22 @@ typedef struct {
     Dtype weight_dtype;
 } AdamWDesc;
 
+/* AdamW over many tensors at once (the multi-tensor optimizer: one update launch
+ * for a whole list, plus one that lays the tensors end to end). `list` and
+ * `list_dev` hold the same `count` AdamWDescs, the first in host memory (the
+ * shared check and the CPU backend read it), the second in backend memory (the
+ * GPU reads it; the caller copies it there once, as the arena's pointers do not
+ * move), or NULL: then the backend copies `list` itself, in stream order, before
+ * it returns (the caller may reuse `list` at once). Every entry is a valid AdamWDesc whose lr, betas, eps and step equal
+ * the first's (the bias corrections are computed once); weight_decay,
+ * grad_scale, dtypes and pointers are each tensor's own. The result is each
+ * entry's adamw(), bit for bit. */
+typedef struct {
+    uint32_t count;
+    const AdamWDesc *list;     /* host memory */
+    const AdamWDesc *list_dev; /* backend memory: a copy of list, or NULL (the backend copies it) */
+} AdamWMultiDesc;
+
 /* A scaling record: float[3] = {scale, scale_inv, amax} of one scaled tensor
  * (stored = value · scale; value = stored · scale_inv; amax of the values). */
 enum { REC_SCALE = 0, REC_SCALE_INV = 1, REC_AMAX = 2, REC_FLOATS = 3 };

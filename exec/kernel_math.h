@@ -182,6 +182,36 @@ KM_FN float km_xent_dlogit(float x, float mx, float sum, int is_target, float dl
     return KM_MUL(KM_SUB(p, is_target ? 1.0f : 0.0f), dloss);
 }
 
+/* ---- online softmax statistics (the CUDA cross-entropy's one read of a row) -----------------
+ * A running pair (m, s) = (max seen, Σ exp(x − m) over what was seen), so a row's max and
+ * sum come out of one pass: a larger maximum rescales the sum by exp(m_old − m_new).
+ * m starts at −inf with s = 0. An x of −inf adds exactly 0 (as exp(−inf − finite) does in
+ * the two-pass reference, and without the NaN of −inf − (−inf) while m is still −inf);
+ * NaN never becomes the maximum (fmaxf) and reaches s through expf, as in the reference.
+ * Against the two-pass sum each rescale costs expf's ≤ 2 ulp and one rounded product:
+ * ≤ 3·2^-24 relative per change of the maximum, besides the order of the additions. */
+KM_FN float km_online_term(float x, float m) { return x == -INFINITY ? 0.0f : expf(KM_SUB(x, m)); }
+
+/* Fold a group of k values (a 16-byte vector) into (m, s): one rescale per group. */
+KM_FN void km_online_add(float *m, float *s, const float *x, int k)
+{
+    float gm = *m;
+    for (int i = 0; i < k; i++) gm = fmaxf(gm, x[i]);
+    if (gm > *m) { /* *m == −inf leaves s = 0 (km_online_term's rule) */
+        *s = KM_MUL(*s, km_online_term(*m, gm));
+        *m = gm;
+    }
+    for (int i = 0; i < k; i++) *s = KM_ADD(*s, km_online_term(x[i], *m));
+}
+
+/* Merge (m2, s2) into (m, s): both sums brought to the larger maximum. */
+KM_FN void km_online_merge(float *m, float *s, float m2, float s2)
+{
+    float mm = fmaxf(*m, m2);
+    *s = KM_ADD(KM_MUL(*s, km_online_term(*m, mm)), KM_MUL(s2, km_online_term(m2, mm)));
+    *m = mm;
+}
+
 /* ---- AdamW ----------------------------------------------------------------------------------
  * Decoupled weight decay; bc1 = 1 − beta1^t and bc2 = 1 − beta2^t are computed once per
  * call on the host (powf), so both backends divide by the same floats. */

@@ -54,6 +54,16 @@ Status cpu_adamw(Backend *bk, const AdamWDesc *d, Err *e)
     return ST_OK;
 }
 
+/* Each tensor of the list in order, as adamw() (the oracle of the GPU's one-grid version). */
+Status cpu_adamw_multi(Backend *bk, const AdamWMultiDesc *d, Err *e)
+{
+    for (uint32_t i = 0; i < d->count; i++) {
+        Status st = cpu_adamw(bk, &d->list[i], e);
+        if (st) return st;
+    }
+    return ST_OK;
+}
+
 static float rec_scale(const float *rec) { return rec ? rec[REC_SCALE] : 1.0f; }
 
 static void rec_store(float *rec, float scale, float amax)

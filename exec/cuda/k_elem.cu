@@ -279,52 +279,110 @@ done:
 }
 
 /* ---- softmax cross-entropy ------------------------------------------------------------------
- * One block per row: max, Σ exp(x − max), loss = log Σ + max − x[target], then the
- * logits are overwritten by (softmax − onehot)·dloss and the padded columns by 0. */
-enum { XENT_THREADS = 512 };
+ * One block per row, the row read once and written once. Pass 1 reads the row in 16-byte
+ * vectors (the dtype a template parameter, as the element-wise kernels) and folds each
+ * vector into the thread's online (max, Σ exp) pair (kernel_math.h's km_online_*), so max
+ * and sum come out of one read; the block merges the pairs in a fixed tree (deterministic).
+ * The vectors also go to shared memory (up to XENT_SMEM bytes of the row: 2 blocks per SM
+ * on Hopper), and pass 2 computes (softmax − onehot)·dloss from there, re-reading from
+ * device memory only the part of a row beyond the cache; nothing else is materialized.
+ * loss = log Σ + max − x[target] (x[target] read before any write); padded columns get 0.
+ * Rows whose start is not 16-byte aligned (a vocab_padded · size that is not a multiple of
+ * 16, or an unaligned pointer) go element by element, through the same arithmetic. */
+enum { XENT_THREADS = 512, XENT_SMEM = 112 * 1024 };
 
-__global__ void __launch_bounds__(XENT_THREADS)
-    k_xent(void *logits, Dtype dt, uint64_t vocab, uint64_t vpad, const int32_t *targets, float dloss, float *losses,
-           DevSmall *rec)
+/* Block merge of the threads' (m, s) pairs; every thread gets the row's pair. sh holds 64 floats. */
+__device__ __forceinline__ void block_online(float *m, float *s, float *sh)
 {
-    __shared__ float red[32];
-    const uint64_t r = blockIdx.x, base = r * vpad;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int o = 16; o > 0; o >>= 1)
+        km_online_merge(m, s, __shfl_xor_sync(0xffffffffu, *m, o), __shfl_xor_sync(0xffffffffu, *s, o));
+    if (lane == 0) sh[w] = *m, sh[32 + w] = *s;
+    __syncthreads();
+    *m = lane < nw ? sh[lane] : -INFINITY;
+    *s = lane < nw ? sh[32 + lane] : 0.0f;
+    for (int o = 16; o > 0; o >>= 1)
+        km_online_merge(m, s, __shfl_xor_sync(0xffffffffu, *m, o), __shfl_xor_sync(0xffffffffu, *s, o));
+}
+
+template <typename T>
+__global__ void __launch_bounds__(XENT_THREADS, 2)
+    k_xent(typename T::S *logits, uint64_t vocab, uint64_t vpad, int vec, uint64_t cache_vecs, const int32_t *targets,
+           float dloss, float *losses, DevSmall *rec)
+{
+    typedef typename T::S S;
+    const int V = 16 / sizeof(S);
+    extern __shared__ uint4 xent_cache[];
+    __shared__ float sh[64];
+    const uint64_t r = blockIdx.x;
+    S *row = logits + r * vpad;
+    uint4 *rowv = (uint4 *)row;
     const int32_t tgt = targets[r];
-    const int bad = tgt < 0 || (uint64_t)tgt >= vocab;
-    if (bad) {
+    if (tgt < 0 || (uint64_t)tgt >= vocab) {
         if (threadIdx.x == 0) {
             record_bad(rec, DEV_ERR_TARGET, r, tgt, vocab);
             losses[r] = NAN;
         }
-        for (uint64_t i = threadIdx.x; i < vpad; i += blockDim.x) dev_store(logits, dt, base + i, 0.0f);
+        for (uint64_t i = threadIdx.x; i < vpad; i += blockDim.x) row[i] = T::st(0.0f);
         return; /* uniform: the whole block leaves */
     }
-    float mx = -INFINITY;
-    for (uint64_t i = threadIdx.x; i < vocab; i += blockDim.x) mx = fmaxf(mx, dev_load(logits, dt, base + i));
-    mx = block_max(mx, red);
-    float s = 0.0f;
-    for (uint64_t i = threadIdx.x; i < vocab; i += blockDim.x) s += expf(KM_SUB(dev_load(logits, dt, base + i), mx));
-    s = block_sum(s, red);
-    const float xt = dev_load(logits, dt, base + (uint64_t)tgt);
-    __syncthreads(); /* every thread has read x[target] before it is overwritten */
-    if (threadIdx.x == 0) losses[r] = KM_SUB(KM_ADD(logf(s), mx), xt);
-    for (uint64_t i = threadIdx.x; i < vocab; i += blockDim.x)
-        dev_store(logits, dt, base + i,
-                  km_xent_dlogit(dev_load(logits, dt, base + i), mx, s, i == (uint64_t)tgt, dloss));
-    for (uint64_t i = vocab + threadIdx.x; i < vpad; i += blockDim.x) dev_store(logits, dt, base + i, 0.0f);
+    const uint64_t nv = vec ? vocab / V : 0; /* whole vectors; the vocab's tail goes element by element */
+    float m = -INFINITY, s = 0.0f, x[16 / sizeof(S)];
+    for (uint64_t v = threadIdx.x; v < nv; v += blockDim.x) {
+        Vec16<T> u;
+        u.u = rowv[v];
+        if (v < cache_vecs) xent_cache[v] = u.u;
+#pragma unroll
+        for (int j = 0; j < V; j++) x[j] = T::ld(u.e[j]);
+        km_online_add(&m, &s, x, V);
+    }
+    for (uint64_t i = nv * V + threadIdx.x; i < vocab; i += blockDim.x) {
+        x[0] = T::ld(row[i]);
+        km_online_add(&m, &s, x, 1);
+    }
+    const float xt = threadIdx.x == 0 ? T::ld(row[tgt]) : 0.0f;
+    block_online(&m, &s, sh); /* its __syncthreads: every read of the row above precedes any write below */
+    if (threadIdx.x == 0) losses[r] = KM_SUB(KM_ADD(logf(s), m), xt);
+    for (uint64_t v = threadIdx.x; v < nv; v += blockDim.x) {
+        Vec16<T> u, o;
+        u.u = v < cache_vecs ? xent_cache[v] : rowv[v];
+#pragma unroll
+        for (int j = 0; j < V; j++)
+            o.e[j] = T::st(km_xent_dlogit(T::ld(u.e[j]), m, s, v * V + j == (uint64_t)tgt, dloss));
+        rowv[v] = o.u;
+    }
+    for (uint64_t i = nv * V + threadIdx.x; i < vocab; i += blockDim.x)
+        row[i] = T::st(km_xent_dlogit(T::ld(row[i]), m, s, i == (uint64_t)tgt, dloss));
+    for (uint64_t i = vocab + threadIdx.x; i < vpad; i += blockDim.x) row[i] = T::st(0.0f);
+}
+
+template <typename T>
+static Status launch_xent(CudaImpl *im, void *logits, uint64_t rows, uint64_t vocab, uint64_t vpad,
+                          const int32_t *targets, float dloss, float *losses, Err *e)
+{
+    typedef typename T::S S;
+    Status st = ST_OK;
+    const int vec = aligned16(logits) && (vpad * sizeof(S)) % 16 == 0;
+    const uint64_t nv = vec ? vocab / (16 / sizeof(S)) : 0;
+    const uint64_t cache_vecs = nv < XENT_SMEM / 16 ? nv : XENT_SMEM / 16;
+    const size_t smem = (size_t)cache_vecs * 16;
+    if (smem > 48 * 1024)
+        CU_TRY(cudaFuncSetAttribute(k_xent<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem), e);
+    CUDA_TIMED(BK_OPCAT_KERNEL, (k_xent<T><<<(unsigned)rows, XENT_THREADS, smem, im->stream>>>(
+                                    (S *)logits, vocab, vpad, vec, cache_vecs, targets, dloss, losses, im->small)));
+done:
+    return st;
 }
 
 Status cuda_xent_fwd_bwd(Backend *bk, void *logits, Dtype dtype, uint64_t rows, uint64_t vocab, uint64_t vocab_padded,
                          const int32_t *targets, float dloss, float *losses, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
-    Status st = ST_OK;
     if (!rows) return ST_OK;
     if (rows > 0x7fffffffu)
         return err_set(e, ST_UNAVAILABLE, "xent: %llu rows exceed one launch of the cuda backend",
                        (unsigned long long)rows);
-    CUDA_TIMED(BK_OPCAT_KERNEL, (k_xent<<<(unsigned)rows, XENT_THREADS, 0, im->stream>>>(
-                                    logits, dtype, vocab, vocab_padded, targets, dloss, losses, im->small)));
-done:
-    return st;
+    if (dtype == DT_FP32) return launch_xent<TF32>(im, logits, rows, vocab, vocab_padded, targets, dloss, losses, e);
+    if (dtype == DT_BF16) return launch_xent<TBF16>(im, logits, rows, vocab, vocab_padded, targets, dloss, losses, e);
+    return launch_xent<TFP16>(im, logits, rows, vocab, vocab_padded, targets, dloss, losses, e);
 }

@@ -62,6 +62,121 @@ __global__ void __launch_bounds__(LN_THREADS) k_rms_fwd(const void *in, Dtype ad
     if (lane == 0) rstd_o[r] = rstd;
 }
 
+/* ---- forward at bandwidth: one block per row, the row held in registers ----------------------
+ * Rows of up to NF_THREADS·NF_CACHE 16-byte vectors (BF16/FP16: 8192 columns, FP32: 4096) whose
+ * columns are a whole number of vectors and whose pointers are 16-byte aligned: each thread loads
+ * its vectors once (16 bytes per load, the activation dtype a template parameter), the block
+ * reduces the statistics from registers (layer norm: the sum, then Σ (x − mean)² — the CPU's two
+ * passes, in another order; RMSNorm: Σ x²), and the output is written as vectors. The per-element
+ * arithmetic is the warp kernels' (km_ln_norm, km_ln_out, km_rms_out). Other shapes take the warp
+ * kernels above. */
+enum { NF_THREADS = 128, NF_CACHE = 8 };
+
+struct NF32 {
+    typedef float S;
+    static __device__ __forceinline__ float ld(S x) { return x; }
+    static __device__ __forceinline__ S st(float x) { return x; }
+};
+struct NBF16 {
+    typedef uint16_t S;
+    static __device__ __forceinline__ float ld(S x) { return dev_bf16_to_f(x); }
+    static __device__ __forceinline__ S st(float x) { return dev_f_to_bf16(x); }
+};
+struct NFP16 {
+    typedef uint16_t S;
+    static __device__ __forceinline__ float ld(S x) { return dev_fp16_to_f(x); }
+    static __device__ __forceinline__ S st(float x) { return dev_f_to_fp16(x); }
+};
+
+template <typename T> union NVec {
+    uint4 u;
+    typename T::S e[16 / sizeof(typename T::S)];
+};
+
+template <typename T>
+__global__ void __launch_bounds__(NF_THREADS)
+    k_norm_fwd_vec(const uint4 *in, const void *w, const void *b, Dtype wdt, uint4 *out, float *mean_o, float *rstd_o,
+                   uint64_t cols, float eps, int layernorm)
+{
+    const int V = 16 / sizeof(typename T::S);
+    __shared__ float sh[32];
+    const uint64_t r = blockIdx.x, nv = cols / V;
+    const uint4 *rin = in + r * nv;
+    NVec<T> c[NF_CACHE];
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NF_CACHE; k++) {
+        const uint64_t v = threadIdx.x + (uint64_t)k * NF_THREADS;
+        if (v < nv) {
+            c[k].u = rin[v];
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                float x = T::ld(c[k].e[j]);
+                s += layernorm ? x : x * x;
+            }
+        }
+    }
+    s = block_sum(s, sh);
+    float mean = 0.0f;
+    if (layernorm) {
+        mean = KM_DIV(s, (float)cols);
+        s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < NF_CACHE; k++)
+            if (threadIdx.x + (uint64_t)k * NF_THREADS < nv)
+#pragma unroll
+                for (int j = 0; j < V; j++) {
+                    float x = KM_SUB(T::ld(c[k].e[j]), mean);
+                    s += x * x;
+                }
+        s = block_sum(s, sh);
+    }
+    const float rstd = KM_DIV(1.0f, KM_SQRT(KM_ADD(KM_DIV(s, (float)cols), eps)));
+    uint4 *rout = out + r * nv;
+#pragma unroll
+    for (int k = 0; k < NF_CACHE; k++) {
+        const uint64_t v = threadIdx.x + (uint64_t)k * NF_THREADS;
+        if (v < nv) {
+            NVec<T> o;
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                const uint64_t i = v * V + j;
+                float xh = km_ln_norm(T::ld(c[k].e[j]), mean, rstd);
+                o.e[j] = T::st(layernorm ? km_ln_out(xh, dev_load(w, wdt, i), dev_load(b, wdt, i))
+                                         : km_rms_out(xh, dev_load(w, wdt, i)));
+            }
+            rout[v] = o.u;
+        }
+    }
+    if (threadIdx.x == 0) {
+        if (layernorm) mean_o[r] = mean;
+        rstd_o[r] = rstd;
+    }
+}
+
+/* The vector kernel for d, or 0 when its shape or alignment needs the warp kernels. */
+static int norm_fwd_vec(CudaImpl *im, const NormFwdDesc *d)
+{
+    const uint64_t V = 16 / dtype_bytes(d->act_dtype);
+    if (d->cols % V || d->cols / V > (uint64_t)NF_THREADS * NF_CACHE || d->rows > 0x7fffffffu) return 0;
+    if (((uintptr_t)d->in | (uintptr_t)d->out) & 15u) return 0;
+    const int ln = d->norm == NORM_LAYERNORM;
+    const unsigned rows = (unsigned)d->rows;
+    if (d->act_dtype == DT_FP32)
+        k_norm_fwd_vec<NF32><<<rows, NF_THREADS, 0, im->stream>>>((const uint4 *)d->in, d->weight, d->bias,
+                                                                  d->weight_dtype, (uint4 *)d->out, d->mean, d->rstd,
+                                                                  d->cols, d->eps, ln);
+    else if (d->act_dtype == DT_BF16)
+        k_norm_fwd_vec<NBF16><<<rows, NF_THREADS, 0, im->stream>>>((const uint4 *)d->in, d->weight, d->bias,
+                                                                   d->weight_dtype, (uint4 *)d->out, d->mean, d->rstd,
+                                                                   d->cols, d->eps, ln);
+    else
+        k_norm_fwd_vec<NFP16><<<rows, NF_THREADS, 0, im->stream>>>((const uint4 *)d->in, d->weight, d->bias,
+                                                                   d->weight_dtype, (uint4 *)d->out, d->mean, d->rstd,
+                                                                   d->cols, d->eps, ln);
+    return 1;
+}
+
 Status cuda_norm_fwd(Backend *bk, const NormFwdDesc *d, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
@@ -69,12 +184,15 @@ Status cuda_norm_fwd(Backend *bk, const NormFwdDesc *d, Err *e)
     if (!d->rows) return ST_OK;
     const unsigned blocks = (unsigned)((d->rows + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK);
     ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
-    if (d->norm == NORM_LAYERNORM)
+    if (norm_fwd_vec(im, d)) {
+        /* launched: the row fits the vector kernel */
+    } else if (d->norm == NORM_LAYERNORM) {
         k_ln_fwd<<<blocks, LN_THREADS, 0, im->stream>>>(d->in, d->act_dtype, d->weight, d->bias, d->weight_dtype,
                                                         d->out, d->mean, d->rstd, d->rows, d->cols, d->eps);
-    else
+    } else {
         k_rms_fwd<<<blocks, LN_THREADS, 0, im->stream>>>(d->in, d->act_dtype, d->weight, d->weight_dtype, d->out,
                                                          d->rstd, d->rows, d->cols, d->eps);
+    }
     CU_LAUNCHED(e);
     ST_TRY(cuda_op_end(im, e));
 done:
@@ -164,14 +282,84 @@ done:
     return st;
 }
 
+/* The input gradient at bandwidth, as k_norm_fwd_vec: one block per row, x and dout held in
+ * registers (NF_CACHE vectors each per thread), the two row sums reduced from them, din read,
+ * added to and written as vectors; k_ln_bwd_dx's per-element arithmetic. */
+template <typename T>
+__global__ void __launch_bounds__(NF_THREADS)
+    k_norm_bwd_vec(const uint4 *in, const uint4 *dout, uint4 *din, const void *w, Dtype wdt, const float *mean_p,
+                   const float *rstd_p, uint64_t cols)
+{
+    const int V = 16 / sizeof(typename T::S);
+    __shared__ float sh[32];
+    const uint64_t r = blockIdx.x, nv = cols / V, base = r * nv;
+    const float mean = mean_p ? mean_p[r] : 0.0f, rstd = rstd_p[r];
+    NVec<T> cx[NF_CACHE], cd[NF_CACHE];
+    float s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NF_CACHE; k++) {
+        const uint64_t v = threadIdx.x + (uint64_t)k * NF_THREADS;
+        if (v < nv) {
+            cx[k].u = in[base + v];
+            cd[k].u = dout[base + v];
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                float xh = km_ln_norm(T::ld(cx[k].e[j]), mean, rstd);
+                float dxh = KM_MUL(dev_load(w, wdt, v * V + j), T::ld(cd[k].e[j]));
+                s1 += dxh;
+                s2 += dxh * xh;
+            }
+        }
+    }
+    const float m1 = KM_DIV(block_sum(s1, sh), (float)cols), m2 = KM_DIV(block_sum(s2, sh), (float)cols);
+#pragma unroll
+    for (int k = 0; k < NF_CACHE; k++) {
+        const uint64_t v = threadIdx.x + (uint64_t)k * NF_THREADS;
+        if (v < nv) {
+            NVec<T> o;
+            o.u = din[base + v];
+#pragma unroll
+            for (int j = 0; j < V; j++) {
+                float xh = km_ln_norm(T::ld(cx[k].e[j]), mean, rstd);
+                float dxh = KM_MUL(dev_load(w, wdt, v * V + j), T::ld(cd[k].e[j]));
+                float dx = mean_p ? km_ln_dx(dxh, m1, xh, m2, rstd) : km_rms_dx(dxh, xh, m2, rstd);
+                o.e[j] = T::st(KM_ADD(T::ld(o.e[j]), dx));
+            }
+            din[base + v] = o.u;
+        }
+    }
+}
+
+/* The vector backward for d, or 0 when its shape or alignment needs the warp kernel. */
+static int norm_bwd_vec(CudaImpl *im, const NormBwdDesc *d)
+{
+    const uint64_t V = 16 / dtype_bytes(d->act_dtype);
+    if (d->cols % V || d->cols / V > (uint64_t)NF_THREADS * NF_CACHE || d->rows > 0x7fffffffu) return 0;
+    if (((uintptr_t)d->in | (uintptr_t)d->dout | (uintptr_t)d->din) & 15u) return 0;
+    const unsigned rows = (unsigned)d->rows;
+    const uint4 *in = (const uint4 *)d->in, *dout = (const uint4 *)d->dout;
+    uint4 *din = (uint4 *)d->din;
+    if (d->act_dtype == DT_FP32)
+        k_norm_bwd_vec<NF32>
+            <<<rows, NF_THREADS, 0, im->stream>>>(in, dout, din, d->weight, d->weight_dtype, d->mean, d->rstd, d->cols);
+    else if (d->act_dtype == DT_BF16)
+        k_norm_bwd_vec<NBF16>
+            <<<rows, NF_THREADS, 0, im->stream>>>(in, dout, din, d->weight, d->weight_dtype, d->mean, d->rstd, d->cols);
+    else
+        k_norm_bwd_vec<NFP16>
+            <<<rows, NF_THREADS, 0, im->stream>>>(in, dout, din, d->weight, d->weight_dtype, d->mean, d->rstd, d->cols);
+    return 1;
+}
+
 Status cuda_norm_bwd(Backend *bk, const NormBwdDesc *d, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
     if (!d->rows) return ST_OK;
     ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
-    k_ln_bwd_dx<<<(unsigned)((d->rows + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK), LN_THREADS, 0, im->stream>>>(
-        d->in, d->dout, d->din, d->act_dtype, d->weight, d->weight_dtype, d->mean, d->rstd, d->rows, d->cols);
+    if (!norm_bwd_vec(im, d))
+        k_ln_bwd_dx<<<(unsigned)((d->rows + LN_ROWS_PER_BLOCK - 1) / LN_ROWS_PER_BLOCK), LN_THREADS, 0, im->stream>>>(
+            d->in, d->dout, d->din, d->act_dtype, d->weight, d->weight_dtype, d->mean, d->rstd, d->rows, d->cols);
     CU_LAUNCHED(e);
     ST_TRY(col_sums(im, d->dout, d->act_dtype, d->rows, d->cols, d->in, d->mean, d->rstd, d->dbias, d->dweight, e));
     ST_TRY(cuda_op_end(im, e));

@@ -177,6 +177,130 @@ done:
     return st;
 }
 
+/* ---- multi-tensor AdamW: the whole list in two launches -----------------------------------
+ * Launch 1 (one block) lays the tensors end to end: starts[i] = Σ n of the tensors before i,
+ * starts[count] = the total (each thread sums its run of entries, then a block scan). Launch 2
+ * strides over the flat range in chunks of MT_CHUNK elements: a chunk's first tensor is found
+ * by binary search over starts, and each thread walks forward through the tensors as its
+ * elements pass their ends (a chunk may span many small tensors). Per element it is k_adamw's
+ * update with the tensor's own weight decay, grad scale and dtypes, so each tensor's result
+ * is bit-identical to adamw() on it (and to the CPU reference). */
+enum { MT_THREADS = 1024, MT_CHUNK = 4096 };
+
+__global__ void __launch_bounds__(MT_THREADS) k_adamw_starts(const AdamWDesc *list, uint32_t count, uint64_t *starts)
+{
+    __shared__ uint64_t part[MT_THREADS];
+    const uint32_t per = (count + MT_THREADS - 1) / MT_THREADS, b = threadIdx.x * per;
+    uint64_t mine = 0;
+    for (uint32_t i = b; i < b + per && i < count; i++) mine += list[i].n;
+    part[threadIdx.x] = mine;
+    __syncthreads();
+    for (unsigned o = 1; o < MT_THREADS; o <<= 1) { /* inclusive scan (Hillis-Steele) */
+        uint64_t add = threadIdx.x >= o ? part[threadIdx.x - o] : 0;
+        __syncthreads();
+        part[threadIdx.x] += add;
+        __syncthreads();
+    }
+    uint64_t at = part[threadIdx.x] - mine; /* exclusive: the elements before this thread's run */
+    for (uint32_t i = b; i < b + per && i < count; i++) {
+        starts[i] = at;
+        at += list[i].n;
+    }
+    if (threadIdx.x == MT_THREADS - 1) starts[count] = part[threadIdx.x];
+}
+
+/* One tensor's pointers and factors in registers while a thread walks through it. */
+struct MtTensor {
+    KmAdam h;
+    float gs, *master, *m, *v;
+    const void *grad;
+    void *weight;
+    Dtype gdt, wdt;
+};
+
+__device__ __forceinline__ MtTensor mt_tensor(const AdamWDesc *d, KmAdam h0)
+{
+    MtTensor x;
+    x.h = h0;
+    x.h.weight_decay = d->h.weight_decay;
+    const int fp8 = d->grad_dtype == DT_E4M3 || d->grad_dtype == DT_E5M2;
+    x.gs = fp8 ? KM_MUL(d->h.grad_scale, *d->grad_scale_inv) : d->h.grad_scale;
+    x.master = d->master ? d->master : (float *)d->weight; /* no master: the FP32 working copy is it */
+    x.weight = d->master ? d->weight : NULL;
+    x.m = d->m, x.v = d->v, x.grad = d->grad, x.gdt = d->grad_dtype, x.wdt = d->weight_dtype;
+    return x;
+}
+
+__global__ void k_adamw_multi(const AdamWDesc *list, uint32_t count, const uint64_t *starts, KmAdam h0)
+{
+    __shared__ uint32_t first;
+    const uint64_t total = starts[count];
+    for (uint64_t c0 = (uint64_t)blockIdx.x * MT_CHUNK; c0 < total; c0 += (uint64_t)gridDim.x * MT_CHUNK) {
+        if (threadIdx.x == 0) { /* the last tensor starting at or before c0 */
+            uint32_t lo = 0, hi = count - 1;
+            while (lo < hi) {
+                uint32_t mid = (lo + hi + 1) / 2;
+                if (starts[mid] <= c0)
+                    lo = mid;
+                else
+                    hi = mid - 1;
+            }
+            first = lo;
+        }
+        __syncthreads();
+        uint32_t t = first;
+        __syncthreads(); /* everyone has read `first` before thread 0 writes the next chunk's */
+        uint64_t lo = starts[t], hi = starts[t + 1];
+        MtTensor x = mt_tensor(&list[t], h0);
+        const uint64_t end = c0 + MT_CHUNK < total ? c0 + MT_CHUNK : total;
+        for (uint64_t i = c0 + threadIdx.x; i < end; i += blockDim.x) {
+            if (i >= hi) { /* past this tensor (and any empty ones after it) */
+                do lo = hi, hi = starts[++t + 1];
+                while (i >= hi);
+                x = mt_tensor(&list[t], h0);
+            }
+            const uint64_t j = i - lo;
+            float g = KM_MUL(dev_load(x.grad, x.gdt, j), x.gs);
+            float mm = x.m[j], vv = x.v[j];
+            float w = km_adam(&x.h, x.master[j], g, &mm, &vv);
+            x.m[j] = mm;
+            x.v[j] = vv;
+            x.master[j] = w;
+            if (x.weight) dev_store(x.weight, x.wdt, j, w);
+        }
+    }
+}
+
+Status cuda_adamw_multi(Backend *bk, const AdamWMultiDesc *d, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    Status st = ST_OK;
+    uint64_t total = 0;
+    void *scratch = NULL;
+    if (d->count > (1u << 20))
+        return err_set(e, ST_UNAVAILABLE, "adamw_multi: %u tensors exceed the cuda backend's 1048576 per list",
+                       d->count);
+    for (uint32_t i = 0; i < d->count; i++) total += d->list[i].n;
+    if (!total) return ST_OK;
+    /* scratch: the starts, then (list_dev NULL) the backend's copy of the list, 256-byte aligned */
+    const size_t starts_bytes = (((size_t)d->count + 1) * sizeof(uint64_t) + 255) & ~(size_t)255;
+    const size_t list_bytes = d->list_dev ? 0 : (size_t)d->count * sizeof(AdamWDesc);
+    const AdamWDesc *list = d->list_dev;
+    ST_TRY(cuda_scratch(im, starts_bytes + list_bytes, &scratch, e));
+    if (!list) list = (const AdamWDesc *)((char *)scratch + starts_bytes);
+    ST_TRY(cuda_op_begin(im, BK_OPCAT_OPTIM, e));
+    if (!d->list_dev) /* pageable: staged before the call returns, so the caller may reuse d->list */
+        CU_TRY(cudaMemcpyAsync((void *)list, d->list, list_bytes, cudaMemcpyHostToDevice, im->stream), e);
+    k_adamw_starts<<<1, MT_THREADS, 0, im->stream>>>(list, d->count, (uint64_t *)scratch);
+    CU_LAUNCHED(e);
+    k_adamw_multi<<<cuda_blocks(total, MT_CHUNK, (unsigned)im->info.sm_count * 8u), 256, 0, im->stream>>>(
+        list, d->count, (const uint64_t *)scratch, km_of(&d->list[0].h));
+    CU_LAUNCHED(e);
+    ST_TRY(cuda_op_end(im, e));
+done:
+    return st;
+}
+
 Status cuda_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
 {
     if (d->amax_out || d->amax_in) /* sharded FP8-LM states: several ranks run on the cpu backend only */

@@ -69,8 +69,11 @@ static int agreed_states(const Model *m)
            m->recipe.gemm.dt[STATE_MASTER] == DT_FP16;
 }
 
-/* round 0: the whole update; 1: the FP8-LM first pass (amaxes into amax[3i ..]); 2: the rest. */
-static Status update(Model *m, ModelParam *p, uint32_t i, float lr, int round, float *amax, Err *e)
+/* round 0: the whole update; 1: the FP8-LM first pass (amaxes into amax[3i ..]); 2: the rest.
+ * With `queue` set, an AdamW update is not run but appended to queue[*queued] (the step runs
+ * the queue as one adamw_multi); FP8-LM updates always run here. */
+static Status update(Model *m, ModelParam *p, uint32_t i, float lr, int round, float *amax, AdamWDesc *queue,
+                     uint32_t *queued, Err *e)
 {
     const ModelHyper *h = &m->hyper;
     const StateSet *es = model_states(m, p);
@@ -118,6 +121,10 @@ static Status update(Model *m, ModelParam *p, uint32_t i, float lr, int round, f
                    .grad_scale_inv = ginv,
                    .weight = weight,
                    .weight_dtype = es->dt[STATE_WEIGHT]};
+    if (queue) {
+        queue[(*queued)++] = d;
+        return ST_OK;
+    }
     return m->bk->adamw(m->bk, &d, e);
 }
 
@@ -130,11 +137,25 @@ static Status optimizer(Model *m, Err *e)
     const int agree = agreed_states(m);
     float *amax = agree ? calloc(3 * (size_t)m->nparams + 1, sizeof *amax) : NULL;
     if (agree && !amax) return err_set(e, ST_NOMEM, "out of memory");
+    /* the AdamW tensors of the step go to the backend as one list (adamw_multi: the CUDA backend
+     * updates them all in two launches); the backend copies the list (list_dev NULL) */
+    AdamWDesc *queue = agree || !m->nparams ? NULL : malloc((size_t)m->nparams * sizeof *queue);
+    if (!agree && m->nparams && !queue) {
+        free(amax);
+        return err_set(e, ST_NOMEM, "out of memory");
+    }
+    uint32_t queued = 0;
     Status st = ST_OK;
     for (int round = agree ? 1 : 0; !st && round <= (agree ? 2 : 0); round++) {
         if (round == 2) st = model_shard_agree(m, amax, 3 * (uint64_t)m->nparams, e);
-        for (uint32_t i = 0; !st && i < m->nparams; i++) st = update(m, &m->params[i], i, lr, round, amax, e);
+        for (uint32_t i = 0; !st && i < m->nparams; i++)
+            st = update(m, &m->params[i], i, lr, round, amax, queue, &queued, e);
     }
+    if (!st && queued) {
+        AdamWMultiDesc md = {.count = queued, .list = queue, .list_dev = NULL};
+        st = m->bk->adamw_multi(m->bk, &md, e);
+    }
+    free(queue);
     free(amax);
     return st;
 }

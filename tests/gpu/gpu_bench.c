@@ -160,9 +160,11 @@ typedef struct {
     uint64_t n, rows, cols;
     float *sc;
     int32_t *tok;
+    AdamWDesc *list; /* adamw_multi: the tensor list in host memory (f: its device copy) */
+    uint32_t count;
 } KCtx;
 
-enum { K_CAST, K_LN, K_GELU_F, K_GELU_B, K_ADAMW, K_FP8ADAM, K_XENT, K_ATTN, K_COUNT };
+enum { K_CAST, K_LN, K_LN_BWD, K_GELU_F, K_GELU_B, K_ADAMW, K_ADAMW_MULTI, K_FP8ADAM, K_XENT, K_ATTN, K_COUNT };
 
 static void run_kernel(Gc *g, void *ctx)
 {
@@ -199,6 +201,23 @@ static void run_kernel(Gc *g, void *ctx)
         GC_OK(g, bk->norm_fwd(bk, &d, GE));
         break;
     }
+    case K_LN_BWD: { /* the input gradient and the column sums, from saved statistics */
+        NormBwdDesc d = {.norm = NORM_LAYERNORM,
+                         .rows = k->rows,
+                         .cols = k->cols,
+                         .act_dtype = DT_BF16,
+                         .weight_dtype = DT_BF16,
+                         .in = k->a,
+                         .weight = k->c,
+                         .mean = (const float *)k->d,
+                         .rstd = (const float *)k->d + k->rows,
+                         .dout = k->b,
+                         .din = k->e,
+                         .dweight = (float *)k->f,
+                         .dbias = (float *)k->f + k->cols};
+        GC_OK(g, bk->norm_bwd(bk, &d, GE));
+        break;
+    }
     case K_GELU_F: {
         ActFwdDesc d = {.mlp = MLP_GELU, .rows = 1, .cols = k->n, .dtype = DT_BF16, .in = k->a, .out = k->b};
         GC_OK(g, bk->act_fwd(bk, &d, GE));
@@ -221,6 +240,11 @@ static void run_kernel(Gc *g, void *ctx)
                        .weight = k->e,
                        .weight_dtype = DT_BF16};
         GC_OK(g, bk->adamw(bk, &d, GE));
+        break;
+    }
+    case K_ADAMW_MULTI: {
+        AdamWMultiDesc d = {.count = k->count, .list = k->list, .list_dev = k->f};
+        GC_OK(g, bk->adamw_multi(bk, &d, GE));
         break;
     }
     case K_FP8ADAM: {
@@ -296,6 +320,12 @@ static void bench_kernels(Gc *g, FILE *csv, uint64_t tokens)
             k.c = filled(g, DT_BF16, C), k.d = gc_dalloc(g, 2 * M * 4), bytes = 4.0 * M * C;
             snprintf(shape, sizeof shape, "%llux%llu bf16", (unsigned long long)M, (unsigned long long)C);
             break;
+        case K_LN_BWD: /* reads x, dout and din, writes din (BF16): 8 bytes per element */
+            k.rows = M, k.cols = C, k.a = filled(g, DT_BF16, M * C), k.b = filled(g, DT_BF16, M * C);
+            k.c = filled(g, DT_BF16, C), k.d = filled_as(g, DT_FP32, 2 * M, 1), k.e = filled(g, DT_BF16, M * C);
+            k.f = filled(g, DT_FP32, 2 * C), bytes = 8.0 * M * C;
+            snprintf(shape, sizeof shape, "%llux%llu bf16", (unsigned long long)M, (unsigned long long)C);
+            break;
         case K_GELU_F:
         case K_GELU_B:
             k.n = M * F, k.a = filled(g, DT_BF16, M * F), k.b = filled(g, DT_BF16, M * F);
@@ -307,6 +337,24 @@ static void bench_kernels(Gc *g, FILE *csv, uint64_t tokens)
             k.d = filled(g, DT_FP32, NP), k.e = gc_dalloc(g, NP * 2), bytes = 30.0 * NP;
             snprintf(shape, sizeof shape, "%llu params", (unsigned long long)NP);
             break;
+        case K_ADAMW_MULTI: { /* adamw's bytes as 64 tensors: 32 of 5120 (norms, biases) and 32 large ones */
+            k.n = NP, k.a = filled(g, DT_FP32, NP), k.b = filled(g, DT_FP32, NP), k.c = filled_as(g, DT_FP32, NP, 1);
+            k.d = filled(g, DT_FP32, NP), k.e = gc_dalloc(g, NP * 2), bytes = 30.0 * NP;
+            k.count = 64, k.list = gc_halloc(64 * sizeof(AdamWDesc));
+            for (uint64_t t = 0, at = 0; t < 64; at += k.list[t].n, t++)
+                k.list[t] = (AdamWDesc){.n = t % 2 ? NP / 32 - 5120 : 5120,
+                                        .h = {1e-4f, 0.9f, 0.95f, 1e-8f, t % 2 ? 0.1f : 0.0f, 10, 1.0f},
+                                        .master = (float *)k.a + at,
+                                        .m = (float *)k.b + at,
+                                        .v = (float *)k.c + at,
+                                        .grad = (float *)k.d + at,
+                                        .grad_dtype = DT_FP32,
+                                        .weight = (uint16_t *)k.e + at,
+                                        .weight_dtype = DT_BF16};
+            k.f = gc_dup(g, k.list, 64 * sizeof(AdamWDesc));
+            snprintf(shape, sizeof shape, "%llu params, 64 tensors", (unsigned long long)NP);
+            break;
+        }
         case K_FP8ADAM: /* FP16 master, E4M3 m, FP16 v, E4M3 grad; two passes */
             k.n = NP, k.a = filled(g, DT_BF16, NP), k.c = filled_as(g, DT_BF16, NP, 1), k.e = gc_dalloc(g, NP * 2);
             k.b = gc_dalloc(g, NP), k.d = gc_dalloc(g, NP);
@@ -336,8 +384,9 @@ static void bench_kernels(Gc *g, FILE *csv, uint64_t tokens)
         }
         /* FP8 Adam's moments must start as valid codes: zeros are (and are not timed data) */
         Timing t = time_it(g, run_kernel, &k);
-        static const char *names[K_COUNT] = {"cast_transpose", "layernorm_fwd", "gelu_fwd",     "gelu_bwd",
-                                             "adamw",          "fp8_adam",      "xent_fwd_bwd", "attention_fwd+bwd"};
+        static const char *names[K_COUNT] = {
+            "cast_transpose", "layernorm_fwd", "layernorm_bwd", "gelu_fwd",     "gelu_bwd",
+            "adamw",          "adamw_multi",   "fp8_adam",      "xent_fwd_bwd", "attention_fwd+bwd"};
         double gbps = bytes / t.med * 1e-9, tf = flops / t.med * 1e-12;
         fprintf(csv, "%s,%s,%.4f,%.4f,%.4f,%.0f,%.1f,%.1f,%d\n", names[op], shape, t.med * 1e3, t.min * 1e3,
                 t.max * 1e3, bytes, gbps, tf, t.reps);
@@ -345,6 +394,7 @@ static void bench_kernels(Gc *g, FILE *csv, uint64_t tokens)
         void *bufs[] = {k.a, k.b, k.c, k.d, k.e, k.f, k.tok};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
             if (bufs[i]) gc_dfree(g, bufs[i]);
+        free(k.list);
     }
     gc_dfree(g, dsc);
 }

@@ -38,6 +38,10 @@ static const Tol TOL_GELU = {0x1p-7, 0x1p-19, 0x1p-8, "BF16 ulp, tanhf ulps wher
 static const Tol TOL_ATTN_BWD = {0x1p-7, 0x1p-12, 0x1p-7, "one BF16 ulp + 2^-8 sum|dS||K or Q| (dS rounded to BF16)",
                                  0.0};
 static const Tol TOL_LOSS = {0x1p-13, 0.0, 0x1p-13, "FP32 sum of V exponentials in another order", 0.0};
+/* FP32 softmax gradient: each element is exp(x − m)/Σ·dloss on both sides; CUDA's expf is within
+ * 2 ulp, glibc's 1, and the sum differs as TOL_LOSS's: the same 2^-13 relative. */
+static const Tol TOL_XENT_F32 = {0x1p-13, 0.0, 0x1p-13, "FP32 softmax with V exponentials summed in another order",
+                                 0.0};
 
 /* ---- layer norm ------------------------------------------------------------------------------- */
 
@@ -136,6 +140,83 @@ static void check_norm(Gc *g, NormType norm)
     void *ptrs[] = {dx, dwt, dbs, dyv, dm, dr, ddy, ddin, ddw, ddb, dbg};
     for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) gc_dfree(g, ptrs[i]);
     free(x), free(w), free(b), free(dy), free(din_c), free(din_g), free(dw_c), free(db_c), free(bg_c);
+}
+
+/* The forward and the input gradient at other widths: 5120 columns (GPT-13B's hidden; the vector kernel holds 5 vectors
+ * per thread) and 770 (not a whole number of 16-byte vectors: the warp kernel). The bounds are
+ * check_norm's: the statistics are FP32 sums in another order (TOL_STAT: at C = 5120 the sums'
+ * rounding walks to about √5120·2^-24 = 4.3e-6 of the sum, 1/28 of its 2^-13), the output one
+ * BF16 ulp after them. */
+static void check_norm_fwd_width(Gc *g, NormType norm, uint64_t C)
+{
+    const uint64_t R = gc_n(g, 64, 16);
+    const int ln = norm == NORM_LAYERNORM;
+    char name[64], shape[32];
+    snprintf(shape, sizeof shape, "%llux%llu", (unsigned long long)R, (unsigned long long)C);
+    uint16_t *x = gc_randn(g, DT_BF16, R * C, 1.0), *w = gc_randn(g, DT_BF16, C, 1.0);
+    uint16_t *b = gc_randn(g, DT_BF16, C, 0.5), *y_c = gc_halloc(R * C * 2), *y_g = gc_halloc(R * C * 2);
+    float *st_c = gc_halloc(2 * R * 4), *st_g = gc_halloc(2 * R * 4);
+    for (uint64_t i = 0; i < R * C; i++) elem_store(x, DT_BF16, i, elem_load(x, DT_BF16, i) + 1.0f); /* mean ≈ 1 */
+    NormFwdDesc f = {.norm = norm,
+                     .rows = R,
+                     .cols = C,
+                     .eps = 1e-5f,
+                     .act_dtype = DT_BF16,
+                     .weight_dtype = DT_BF16,
+                     .in = x,
+                     .weight = w,
+                     .bias = ln ? b : NULL,
+                     .out = y_c,
+                     .mean = ln ? st_c : NULL,
+                     .rstd = st_c + R};
+    GC_OK(g, g->cpu->norm_fwd(g->cpu, &f, GE));
+    void *dx = gc_dup(g, x, R * C * 2), *dwt = gc_dup(g, w, C * 2), *dbs = gc_dup(g, b, C * 2);
+    void *dyv = gc_dalloc(g, R * C * 2);
+    float *dst = gc_dalloc(g, 2 * R * 4);
+    gc_poison(g, dyv, R * C * 2);
+    gc_poison(g, dst, 2 * R * 4);
+    f.in = dx, f.weight = dwt, f.bias = ln ? dbs : NULL, f.out = dyv, f.mean = ln ? dst : NULL, f.rstd = dst + R;
+    GC_OK(g, g->gpu->norm_fwd(g->gpu, &f, GE));
+    gc_get(g, y_g, dyv, R * C * 2);
+    gc_get(g, st_g, dst, 2 * R * 4);
+    snprintf(name, sizeof name, "%s out", ln ? "layernorm_fwd" : "rmsnorm_fwd");
+    gc_check(g, name, shape, DT_BF16, y_g, y_c, R * C, TOL_BF16_OUT);
+    snprintf(name, sizeof name, "%s mean", ln ? "layernorm_fwd" : "rmsnorm_fwd");
+    if (ln) gc_check(g, name, shape, DT_FP32, st_g, st_c, R, TOL_STAT);
+    snprintf(name, sizeof name, "%s rstd", ln ? "layernorm_fwd" : "rmsnorm_fwd");
+    gc_check(g, name, shape, DT_FP32, st_g + R, st_c + R, R, TOL_STAT);
+    /* the input gradient from the CPU's statistics on both sides (dout: the forward's output reused) */
+    uint16_t *din_c = gc_randn(g, DT_BF16, R * C, 1.0);
+    void *ddin = gc_dup(g, din_c, R * C * 2), *ddy = gc_dup(g, y_c, R * C * 2);
+    float *dwc = gc_halloc(C * 4), *dbc = gc_halloc(C * 4), *ddw = gc_dalloc(g, C * 4), *ddb = gc_dalloc(g, C * 4);
+    memset(dwc, 0, C * 4), memset(dbc, 0, C * 4);
+    GC_OK(g, g->gpu->memset0(g->gpu, ddw, C * 4, GE));
+    GC_OK(g, g->gpu->memset0(g->gpu, ddb, C * 4, GE));
+    gc_put(g, dst, st_c, 2 * R * 4);
+    NormBwdDesc bd = {.norm = norm,
+                      .rows = R,
+                      .cols = C,
+                      .act_dtype = DT_BF16,
+                      .weight_dtype = DT_BF16,
+                      .in = x,
+                      .weight = w,
+                      .mean = ln ? st_c : NULL,
+                      .rstd = st_c + R,
+                      .dout = y_c,
+                      .din = din_c,
+                      .dweight = dwc,
+                      .dbias = ln ? dbc : NULL};
+    GC_OK(g, g->cpu->norm_bwd(g->cpu, &bd, GE));
+    bd.in = dx, bd.weight = dwt, bd.mean = ln ? dst : NULL, bd.rstd = dst + R, bd.dout = ddy, bd.din = ddin;
+    bd.dweight = ddw, bd.dbias = ln ? ddb : NULL;
+    GC_OK(g, g->gpu->norm_bwd(g->gpu, &bd, GE));
+    gc_get(g, y_g, ddin, R * C * 2);
+    snprintf(name, sizeof name, "%s din (+=)", ln ? "layernorm_bwd" : "rmsnorm_bwd");
+    gc_check(g, name, shape, DT_BF16, y_g, din_c, R * C, TOL_BF16_OUT);
+    gc_dfree(g, ddin), gc_dfree(g, ddy), gc_dfree(g, ddw), gc_dfree(g, ddb);
+    free(din_c), free(dwc), free(dbc);
+    gc_dfree(g, dx), gc_dfree(g, dwt), gc_dfree(g, dbs), gc_dfree(g, dyv), gc_dfree(g, dst);
+    free(x), free(w), free(b), free(y_c), free(y_g), free(st_c), free(st_g);
 }
 
 /* ---- attention ------------------------------------------------------------------------------------ */
@@ -438,6 +519,38 @@ static void check_embed_xent(Gc *g)
     free(wte), free(wpe), free(dout), free(dwte_c), free(dwpe_c), free(dwte_g), free(lg), free(lg_g);
 }
 
+/* Cross-entropy at the benchmark's vocabulary (GPT-2's 50257 padded to 50304): the CUDA kernel
+ * reads each row once in 16-byte vectors with an online max/sum and keeps up to 112 KiB of the
+ * row in shared memory for the gradient pass. BF16 rows (100,608 B) fit that cache, and 50257 =
+ * 8·6282 + 1 leaves one element of the vocabulary outside the vectors; FP32 rows (201,216 B) do
+ * not fit, so the gradient pass re-reads the last 88,528 B of each row from device memory. The
+ * bounds are the V = 1000 case's: the loss is log Σ + max − x[t], and the online sum differs from
+ * the CPU's two-pass sum by the order of its additions (TOL_LOSS) plus at most 3·2^-24 of the sum
+ * per rescale by exp(m_old − m_new): with 512 threads each thread folds ⌈6283/512⌉ = 13 BF16
+ * vectors (FP32: 25) and the tree merges 9 times, ≤ 34 rescales = 6.1e-6 relative, 1/20 of
+ * TOL_LOSS's 2^-13 (tests/unit/test_cuda_math.c checks the online rule against the two-pass sum
+ * on the CPU). The gradient per element is km_xent_dlogit with that sum: one BF16 ulp. */
+static void check_xent_wide(Gc *g, Dtype dt)
+{
+    const uint64_t R = gc_n(g, 64, 8), V = 50257, VP = 50304, esz = dtype_bytes(dt);
+    int32_t *tgt = gc_halloc(R * sizeof(int32_t));
+    for (uint64_t i = 0; i < R; i++) tgt[i] = (int32_t)(i == 0 ? V - 1 : rng_below(&g->rng, V)); /* the tail's one */
+    void *lg = gc_randn(g, dt, R * VP, 2.0), *lg_g = gc_halloc(R * VP * esz);
+    float *loss_c = gc_halloc(R * 4), *loss_g = gc_halloc(R * 4);
+    void *dlg = gc_dup(g, lg, R * VP * esz), *dtg = gc_dup(g, tgt, R * sizeof(int32_t));
+    float *dloss = gc_dalloc(g, R * 4);
+    gc_poison(g, dloss, R * 4);
+    GC_OK(g, g->cpu->xent_fwd_bwd(g->cpu, lg, dt, R, V, VP, tgt, 1.0f / (float)R, loss_c, GE));
+    GC_OK(g, g->gpu->xent_fwd_bwd(g->gpu, dlg, dt, R, V, VP, dtg, 1.0f / (float)R, dloss, GE));
+    gc_get(g, lg_g, dlg, R * VP * esz);
+    gc_get(g, loss_g, dloss, R * 4);
+    const char *shape = dt == DT_FP32 ? "64 x 50257 (pad 50304) fp32" : "64 x 50257 (pad 50304) bf16";
+    gc_check(g, "xent loss", shape, DT_FP32, loss_g, loss_c, R, TOL_LOSS);
+    gc_check(g, "xent dlogits", shape, dt, lg_g, lg, R * VP, dt == DT_FP32 ? TOL_XENT_F32 : TOL_BF16_OUT);
+    gc_dfree(g, dlg), gc_dfree(g, dtg), gc_dfree(g, dloss);
+    free(tgt), free(lg), free(lg_g), free(loss_c), free(loss_g);
+}
+
 int main(int argc, char **argv)
 {
     gc_version_flag("gpu_nn", argc, argv);
@@ -445,11 +558,17 @@ int main(int argc, char **argv)
     gc_init_check(&g, "gpu_nn", argc, argv);
     check_norm(&g, NORM_LAYERNORM);
     check_norm(&g, NORM_RMSNORM);
+    check_norm_fwd_width(&g, NORM_LAYERNORM, 5120);
+    check_norm_fwd_width(&g, NORM_RMSNORM, 5120);
+    check_norm_fwd_width(&g, NORM_LAYERNORM, 770);
+    check_norm_fwd_width(&g, NORM_RMSNORM, 770);
     check_attention(&g, 4);
     check_attention(&g, 2);
     check_rope(&g);
     check_elementwise(&g);
     check_swiglu(&g);
     check_embed_xent(&g);
+    check_xent_wide(&g, DT_BF16);
+    check_xent_wide(&g, DT_FP32);
     return gc_finish(&g);
 }

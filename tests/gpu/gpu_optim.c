@@ -136,6 +136,94 @@ static void fp8_adam_case(Gc *g, const char *name, Dtype gdt, int scaled_w, int 
     free(master), free(m), free(v), free(wk), free(grad), free(r);
 }
 
+/* The multi-tensor AdamW (one launch lays the tensors end to end, one updates them all) against
+ * the CPU's adamw() on each tensor: the same km_adam per element with each tensor's weight decay,
+ * grad scale and dtypes, so bit-identical. The list goes as the executor hands it over (host
+ * memory only: the backend copies it; gpu_bench's timing passes a device copy). The sizes put
+ * tensor ends inside, at and across the kernel's 4096-element chunks, with an empty tensor and
+ * one-element ones among them. */
+static void check_adamw_multi(Gc *g)
+{
+    enum { NT = 8 };
+    static const uint64_t sizes[NT] = {5000, 0, 1, 4095, 4097, 3, 70001, 12};
+    static const struct {
+        Dtype gdt, wdt;
+        int master;
+        float decay, gscale;
+    } cfg[4] = {{DT_FP32, DT_BF16, 1, 0.1f, 0.5f},
+                {DT_BF16, DT_FP16, 1, 0.0f, 1.0f},
+                {DT_E5M2, DT_BF16, 1, 0.1f, 0.25f},
+                {DT_FP32, DT_FP32, 0, 0.1f, 0.5f}};
+    uint64_t total = 0, at = 0;
+    for (int t = 0; t < NT; t++) total += sizes[t];
+    float *flat_c = gc_halloc(3 * total * 4), *flat_g = gc_halloc(3 * total * 4), gsi = 1.0f / 4096.0f;
+    float *dgsi = gc_dup(g, &gsi, sizeof gsi);
+    AdamWDesc hl[NT], dl[NT];
+    void *hw[NT], *dw[NT], *dev[NT][5];
+    for (int t = 0; t < NT; t++) {
+        const uint64_t n = sizes[t], nb = n ? n : 1;
+        const int c = t % 4;
+        const Dtype gdt = cfg[c].gdt, wdt = cfg[c].wdt;
+        float *master = gc_randn(g, DT_FP32, nb, 0.05), *m = gc_randn(g, DT_FP32, nb, 1e-3),
+              *v = gc_randn(g, DT_FP32, nb, 1e-3);
+        for (uint64_t i = 0; i < nb; i++) v[i] *= v[i];
+        void *grad = gc_randn(g, gdt, nb, dtype_is_fp8(gdt) ? 40.0 : 0.01);
+        hw[t] = cfg[c].master ? gc_halloc(nb * dtype_bytes(wdt)) : NULL;
+        dev[t][0] = gc_dup(g, master, nb * 4), dev[t][1] = gc_dup(g, m, nb * 4), dev[t][2] = gc_dup(g, v, nb * 4);
+        dev[t][3] = gc_dup(g, grad, nb * dtype_bytes(gdt));
+        dev[t][4] = dw[t] = cfg[c].master ? gc_dalloc(g, nb * dtype_bytes(wdt)) : NULL;
+        if (dw[t]) gc_poison(g, dw[t], nb * dtype_bytes(wdt));
+        AdamHyper h = hyper(5, cfg[c].gscale);
+        h.weight_decay = cfg[c].decay;
+        hl[t] = (AdamWDesc){.n = n,
+                            .h = h,
+                            .master = cfg[c].master ? master : NULL,
+                            .m = m,
+                            .v = v,
+                            .grad = grad,
+                            .grad_dtype = gdt,
+                            .grad_scale_inv = &gsi,
+                            .weight = cfg[c].master ? hw[t] : master,
+                            .weight_dtype = wdt};
+        dl[t] = hl[t];
+        dl[t].master = cfg[c].master ? dev[t][0] : NULL;
+        dl[t].m = dev[t][1], dl[t].v = dev[t][2], dl[t].grad = dev[t][3], dl[t].grad_scale_inv = dgsi;
+        dl[t].weight = cfg[c].master ? dw[t] : dev[t][0];
+    }
+    AdamWMultiDesc dc = {.count = NT, .list = hl, .list_dev = hl};
+    GC_OK(g, g->cpu->adamw_multi(g->cpu, &dc, GE));
+    AdamWMultiDesc dg = {.count = NT, .list = dl, .list_dev = NULL}; /* the executor's way: the backend copies it */
+    GC_OK(g, g->gpu->adamw_multi(g->gpu, &dg, GE));
+    for (int t = 0; t < NT; t++) {
+        const uint64_t n = sizes[t];
+        float *cm = hl[t].master ? hl[t].master : (float *)hl[t].weight;
+        memcpy(flat_c + at, cm, n * 4), memcpy(flat_c + total + at, hl[t].m, n * 4);
+        memcpy(flat_c + 2 * total + at, hl[t].v, n * 4);
+        gc_get(g, flat_g + at, dev[t][0], n * 4), gc_get(g, flat_g + total + at, dev[t][1], n * 4);
+        gc_get(g, flat_g + 2 * total + at, dev[t][2], n * 4);
+        if (hw[t] && n) {
+            void *r = gc_halloc(n * dtype_bytes(hl[t].weight_dtype));
+            gc_get(g, r, dw[t], n * dtype_bytes(hl[t].weight_dtype));
+            char what[48];
+            snprintf(what, sizeof what, "tensor %d of 8 (%llu values)", t, (unsigned long long)n);
+            gc_check(g, "adamw_multi weight", what, hl[t].weight_dtype, r, hw[t], n, TOL_EXACT);
+            free(r);
+        }
+        at += n;
+    }
+    gc_check(g, "adamw_multi master", "8 tensors, 83,209 values", DT_FP32, flat_g, flat_c, total, TOL_EXACT);
+    gc_check(g, "adamw_multi m", "8 tensors", DT_FP32, flat_g + total, flat_c + total, total, TOL_EXACT);
+    gc_check(g, "adamw_multi v", "8 tensors", DT_FP32, flat_g + 2 * total, flat_c + 2 * total, total, TOL_EXACT);
+    for (int t = 0; t < NT; t++) {
+        for (int k = 0; k < 5; k++)
+            if (dev[t][k]) gc_dfree(g, dev[t][k]);
+        free(hl[t].master ? hl[t].master : hl[t].weight), free(hl[t].m), free(hl[t].v), free((void *)hl[t].grad);
+        free(hw[t]);
+    }
+    gc_dfree(g, dgsi);
+    free(flat_c), free(flat_g);
+}
+
 static void check_optimizers(Gc *g)
 {
     adamw_case(g, "fp32 grad, bf16 weight", DT_FP32, 1, DT_BF16);
@@ -144,6 +232,7 @@ static void check_optimizers(Gc *g)
     adamw_case(g, "no master: fp32 weight", DT_FP32, 0, DT_FP32);
     fp8_adam_case(g, "all scaled, e4m3 grad", DT_E4M3, 1, 1, 0);
     fp8_adam_case(g, "m scaled only, fp32 grad, margin 1", DT_FP32, 0, 0, 1);
+    check_adamw_multi(g);
 }
 
 /* ---- NCCL, one rank --------------------------------------------------------------------------- */

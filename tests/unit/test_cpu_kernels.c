@@ -381,6 +381,28 @@ static void test_optimizers(void)
         elem_store(wb0, DT_BF16, i, w0[i]);
     }
     CHECK(same(w, w0, NE * 4) && same(m, m0, NE * 4) && same(v, v0, NE * 4) && same(wb, wb0, NE * 2));
+    /* adamw_multi over three slices of the same arrays (sizes 1, NE/2 − 1, NE/2; each with its own decay and
+     * grad scale) is adamw on each slice: the reference copies w0/m0/v0 take the same steps by slice */
+    {
+        const uint64_t cut[4] = {0, 1, NE / 2, NE};
+        const float decay[3] = {0.0f, 0.1f, 0.01f}, gsc[3] = {1.0f, 0.5f, 2.0f};
+        AdamWDesc sl[3];
+        AdamHyper h4 = h;
+        h4.step = 4;
+        for (int k = 0; k < 3; k++) {
+            uint64_t b = cut[k], n = cut[k + 1] - b;
+            sl[k] = (AdamWDesc){n, h4, w + b, m + b, v + b, g + b, DT_FP32, NULL, (uint16_t *)wb + b, DT_BF16};
+            sl[k].h.weight_decay = decay[k], sl[k].h.grad_scale = gsc[k];
+            AdamWDesc one = sl[k];
+            one.master = w0 + b, one.m = m0 + b, one.v = v0 + b, one.weight = (uint16_t *)wb0 + b;
+            CHECK(!bk->adamw(bk, &one, &e));
+        }
+        AdamWMultiDesc md = {.count = 3, .list = sl, .list_dev = sl};
+        const float first = w[0], last = w[NE - 1];
+        CHECK(!bk->adamw_multi(bk, &md, &e));
+        CHECK(same(w, w0, NE * 4) && same(m, m0, NE * 4) && same(v, v0, NE * 4) && same(wb, wb0, NE * 2));
+        CHECK(w[0] != first && w[NE - 1] != last); /* the first and the last slice moved */
+    }
     /* FP8-LM: FP16 master, E4M3 m, FP16 v with power-of-two scales; two passes */
     void *mw = rand_buf(DT_FP16, NE, 23, 1.0), *mm = rand_buf(DT_E4M3, NE, 24, 8.0),
          *mv = rand_buf(DT_FP16, NE, 25, 1.0);

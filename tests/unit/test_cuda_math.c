@@ -202,6 +202,68 @@ static void test_xent_gradient_matches_cpu(void)
     bk->destroy(bk);
 }
 
+/* The CUDA cross-entropy's online (max, Σ exp) pair (km_online_*) against the two-pass max and
+ * sum of the CPU reference. Worked by hand first, then rows folded as the kernel folds them:
+ * NT threads, thread t takes the 8-wide vectors t, t + NT, ..., the vocabulary's tail one element
+ * at a time, then the butterfly merge (lane ^ 16, ..., lane ^ 1). The maximum is the same float;
+ * the sum may differ by the order of its additions — for n positive terms each order is within
+ * (n − 1)·2^-24 of the exact sum, so two orders are within 2(n − 1)·2^-24 of each other — plus
+ * 3·2^-24 (expf's ulp and one rounded product) per rescale on a thread's path: its groups
+ * (⌈125/32⌉ = 4 at V = 1001, one tail element more) and the 5 merges, R ≤ 10. Bound at
+ * V = 1001: (2·1000 + 3·10)·2^-24 = 2030·2^-24 = 1.21e-4 relative; a missing or wrong rescale
+ * is off by a factor of e^(m_old − m_new), far outside it. */
+static void test_online_softmax_matches_two_pass(void)
+{
+    /* {1, 3} then {3 − 1, −inf}: the first group sets m = 3 (s = 0 is rescaled by exp(−inf) = 0, no
+     * NaN), s = e^-2 + e^0; the second keeps m, adds e^-1 + 0: s = 1 + 0.36787944 + 0.13533528
+     * = 1.50321472. */
+    float m = -INFINITY, s = 0.0f, g1[2] = {1.0f, 3.0f}, g2[2] = {2.0f, -INFINITY};
+    km_online_add(&m, &s, g1, 2);
+    km_online_add(&m, &s, g2, 2);
+    CHECK(m == 3.0f && fabsf(s - 1.50321472f) <= 0x1p-21f * 1.5f);
+    /* (1, 2) merged with (3, 1): 2·e^-2 + 1·e^0 = 0.27067057 + 1 = 1.27067057 at m = 3 */
+    m = 1.0f, s = 2.0f;
+    km_online_merge(&m, &s, 3.0f, 1.0f);
+    CHECK(m == 3.0f && fabsf(s - 1.27067057f) <= 0x1p-21f * 1.3f);
+    /* an empty pair (−inf, 0) is neutral on either side, and two of them stay (−inf, 0), not NaN */
+    m = -INFINITY, s = 0.0f;
+    km_online_merge(&m, &s, -INFINITY, 0.0f);
+    CHECK(m == -INFINITY && s == 0.0f);
+    km_online_merge(&m, &s, 0.5f, 4.0f); /* 0·0 + 4·e^0 = 4 */
+    CHECK(m == 0.5f && s == 4.0f);
+    km_online_merge(&m, &s, -INFINITY, 0.0f);
+    CHECK(m == 0.5f && s == 4.0f);
+
+    enum { R = 4, V = 1001, NT = 32, W = 8, NV = V / W };
+    Rng r = {11};
+    float *x = randn(&r, (uint64_t)R * V, 3.0);
+    for (int v = NT - 1; v < NV; v += NT) /* row 1: thread 31's vectors all −inf (a masked range) */
+        for (int j = 0; j < W; j++) x[V + v * W + j] = -INFINITY;
+    int bad = 0;
+    for (int i = 0; i < R; i++) {
+        const float *row = x + (uint64_t)i * V;
+        float tm[NT], ts[NT], mx = -INFINITY, sum = 0.0f;
+        for (int j = 0; j < V; j++) mx = row[j] > mx ? row[j] : mx; /* the CPU reference's two passes */
+        for (int j = 0; j < V; j++) sum += expf(row[j] - mx);
+        for (int t = 0; t < NT; t++) {
+            tm[t] = -INFINITY, ts[t] = 0.0f;
+            for (int v = t; v < NV; v += NT) km_online_add(&tm[t], &ts[t], row + v * W, W);
+            for (int j = NV * W + t; j < V; j += NT) km_online_add(&tm[t], &ts[t], row + j, 1);
+        }
+        for (int o = NT / 2; o > 0; o >>= 1) {
+            float pm[NT], ps[NT];
+            memcpy(pm, tm, sizeof pm), memcpy(ps, ts, sizeof ps);
+            for (int t = 0; t < NT; t++) km_online_merge(&tm[t], &ts[t], pm[t ^ o], ps[t ^ o]);
+        }
+        for (int t = 0; t < NT; t++) {
+            bad += !same_bits(tm[t], mx);
+            bad += !(fabs((double)ts[t] - sum) <= 2030.0 * 0x1p-24 * sum);
+        }
+    }
+    CHECK_EQ_INT(bad, 0);
+    free(x);
+}
+
 static KmAdam km_hyper(const AdamHyper *h)
 {
     KmAdam k = {h->lr,
@@ -340,6 +402,7 @@ int main(void)
     RUN(test_gelu_matches_cpu_and_the_formula);
     RUN(test_layernorm_matches_cpu);
     RUN(test_xent_gradient_matches_cpu);
+    RUN(test_online_softmax_matches_two_pass);
     RUN(test_adamw_matches_cpu);
     RUN(test_fp8_adam_matches_cpu);
     return test_summary();

@@ -431,6 +431,31 @@ static void test_op_refusals(void)
     CHECK_STR(e.msg, "xent: vocab 3 must be in [1, 2]");
     CHECK_EQ_INT(backend_check_xent_fwd_bwd(NULL, f, DT_FP32, 2, 0, 2, tg, 0.5f, f, &e), ST_USAGE);
     CHECK_STR(e.msg, "xent: vocab 0 must be in [1, 2]");
+
+    /* adamw_multi: each entry is adamw's check, named by its index; lr, betas, eps and step are shared */
+    AdamWDesc al[2] = {{.n = 4,
+                        .h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .step = 1, .grad_scale = 1},
+                        .master = f,
+                        .m = f,
+                        .v = f,
+                        .grad = f,
+                        .grad_dtype = DT_FP32}};
+    al[1] = al[0], al[1].h.weight_decay = 0.1f, al[1].h.grad_scale = 0.5f; /* each tensor's own: allowed */
+    AdamWMultiDesc am = {.count = 2, .list = al, .list_dev = al};
+    CHECKF(backend_check_adamw_multi(NULL, &am, &e) == ST_OK, "%s", e.msg);
+    am.list_dev = NULL; /* the backend copies the list */
+    CHECKF(backend_check_adamw_multi(NULL, &am, &e) == ST_OK, "%s", e.msg);
+    am.list = NULL;
+    CHECK_EQ_INT(backend_check_adamw_multi(NULL, &am, &e), ST_USAGE);
+    CHECK_STR(e.msg, "adamw_multi: missing tensor list");
+    am.list = al, al[1].v = NULL;
+    CHECK_EQ_INT(backend_check_adamw_multi(NULL, &am, &e), ST_USAGE);
+    CHECK_STR(e.msg, "adamw_multi: tensor 1: adamw: missing state");
+    al[1].v = f, al[1].h.step = 2;
+    CHECK_EQ_INT(backend_check_adamw_multi(NULL, &am, &e), ST_USAGE);
+    CHECK_STR(e.msg, "adamw_multi: tensor 1: lr, betas, eps and step must equal tensor 0's");
+    CHECK_EQ_INT(backend_check_adamw_multi(NULL, NULL, &e), ST_USAGE);
+    CHECK_STR(e.msg, "adamw_multi: no descriptor");
 }
 
 /* model_check on a one-rank plan of fx_llama (4 heads of 8 over 2 KV heads, rotary positions) with one

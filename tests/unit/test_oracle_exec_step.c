@@ -1,7 +1,8 @@
 /* tests/unit/test_oracle_exec_step.c — what one training step hands the optimizer
  * (exec/model/model_step.c), watched at the backend's adamw: the learning rate of the linear warm-up
  * (lr · t / warmup for steps t <= warmup, lr after it), the 1-based step of the bias correction, the
- * betas and eps as given, weight decay on the matrices only, every parameter once per step.
+ * betas and eps as given, weight decay on the matrices only, every parameter once per step, all of them
+ * in one adamw_multi call (the multi-tensor optimizer) and none through adamw one by one.
  *
  * tests/support's tiny GPT (2 layers, C 32, FFN 128, T 16, V 64; tied embeddings, learned positions,
  * biases), megatron-bf16, one micro-batch of one sequence: 28 tensors (wte, wpe, per layer LN1 w+b, QKV
@@ -22,17 +23,19 @@
 #include "test.h"
 
 typedef struct {
-    uint32_t calls, decayed, steps_wrong, hyper_wrong;
+    uint32_t calls, single_calls, multi_calls, decayed, steps_wrong, hyper_wrong;
     uint64_t elems, decayed_elems;
     float lr_min, lr_max;
     uint32_t step;
 } Seen;
 
 static Status (*real_adamw)(Backend *bk, const AdamWDesc *d, Err *e);
+static Status (*real_adamw_multi)(Backend *bk, const AdamWMultiDesc *d, Err *e);
 static Seen seen;
 static AdamHyper want; /* betas, eps, weight decay to see */
 
-static Status spy_adamw(Backend *bk, const AdamWDesc *d, Err *e)
+/* One tensor's update as the optimizer hands it over. */
+static void see(const AdamWDesc *d)
 {
     if (!seen.calls) seen.lr_min = seen.lr_max = d->h.lr, seen.step = d->h.step;
     seen.calls++;
@@ -47,7 +50,20 @@ static Status spy_adamw(Backend *bk, const AdamWDesc *d, Err *e)
     }
     seen.hyper_wrong +=
         d->h.beta1 != want.beta1 || d->h.beta2 != want.beta2 || d->h.eps != want.eps || d->h.grad_scale != 1.0f;
+}
+
+static Status spy_adamw(Backend *bk, const AdamWDesc *d, Err *e)
+{
+    seen.single_calls++;
+    see(d);
     return real_adamw(bk, d, e);
+}
+
+static Status spy_adamw_multi(Backend *bk, const AdamWMultiDesc *d, Err *e)
+{
+    seen.multi_calls++;
+    for (uint32_t i = 0; i < d->count; i++) see(&d->list[i]);
+    return real_adamw_multi(bk, d, e);
 }
 
 /* Steps from `from` (the model's step count before the first), warm-up `warmup`; lr[i] expected at step i. */
@@ -71,8 +87,8 @@ static void run(uint32_t warmup, uint32_t from, int steps, const float *lr)
     Model *m = NULL;
     CHECKF(bk && comm && !fx_model(&s, &r, 1, 1, &h, bk, comm, &m, &e), "%s", e.msg);
     if (m) {
-        real_adamw = bk->adamw;
-        bk->adamw = spy_adamw;
+        real_adamw = bk->adamw, real_adamw_multi = bk->adamw_multi;
+        bk->adamw = spy_adamw, bk->adamw_multi = spy_adamw_multi;
         m->step = from;
         int32_t in[16], tgt[16];
         for (int i = 0; i < 16; i++) in[i] = (i * 5) % 64, tgt[i] = (i * 5 + 1) % 64;
@@ -86,12 +102,14 @@ static void run(uint32_t warmup, uint32_t from, int steps, const float *lr)
             CHECKF(seen.step == t && seen.steps_wrong == 0, "step %u: the optimizer saw step %u", t, seen.step);
             CHECK_EQ_INT(seen.hyper_wrong, 0);
             CHECK_EQ_INT(seen.calls, 28);
+            CHECK_EQ_INT(seen.multi_calls, 1);
+            CHECK_EQ_INT(seen.single_calls, 0);
             CHECK_EQ_U64(seen.elems, 28032);
             CHECK_EQ_INT(seen.decayed, 10);
             CHECK_EQ_U64(seen.decayed_elems, 27136);
             CHECK_EQ_INT(m->step, t);
         }
-        bk->adamw = real_adamw;
+        bk->adamw = real_adamw, bk->adamw_multi = real_adamw_multi;
         model_destroy(m);
     }
     if (comm) comm->destroy(comm);
