@@ -118,7 +118,7 @@ int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char
 void plan_args_keep_given(const PlanArgs *a, const PlanInput *given, PlanInput *in);
 
 /* The mixture-of-experts options that need more than a number (cli/cmd_plan_moe.c): which is 'i'
- * --moe-imbalance, 'c' --moe-capacity, 's' --ep-comm-sms, 'd' --dualpipe, 'r' --recompute-modules, 'g' --cuda-graph-scope.
+ * --moe-imbalance, 'c' --moe-capacity, 's' --ep-comm-sms, 'd' --dualpipe, 'r' --recompute-modules, 'g' --cuda-graph-scope, 'D' --moe-dispatcher.
  * Returns 0 or the usage exit code after the message. */
 /* A --flag taking a comma-separated list of planner names (recompute modules, CUDA graph scopes, unknowns):
  * parse into bits, or a usage error naming the flag and the bad (or empty) name with the known ones. */

@@ -28,6 +28,12 @@ int plan_moe_option(const char *cmd, const char *name, int which, const char *ar
     case 'd': in->dualpipe = 1; return 0;
     case 'r': return plan_name_list(cmd, name, arg, &modules, &in->recompute_mods);
     case 'g': return plan_name_list(cmd, name, arg, &scopes, &in->graph_scope);
+    case 'D':
+        if (!strcmp(arg, "alltoall") || !strcmp(arg, "deepep") || !strcmp(arg, "hybridep")) {
+            in->moe_dedup = strcmp(arg, "alltoall") != 0;
+            return 0;
+        }
+        return cli_usage(cmd, "--%s: '%s' is not alltoall, deepep or hybridep", name, arg);
     case 's': {
         int n;
         if (num_parse_int_range(arg, 0, 1024, &n, &e)) return cli_usage(cmd, "--%s: %s", name, e.msg);

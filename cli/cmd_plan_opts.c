@@ -38,6 +38,8 @@ const char plan_layout_help[] =
     "  --recompute-modules LIST   Megatron's modules, recomputed in backward on top of --recompute:\n"
     "                     mla_up_proj, moe_act, layernorm (output-discarding), core_attn (= selective),\n"
     "                     mlp, moe, shared_experts (checkpointed); none\n"
+    "  --moe-dispatcher alltoall|deepep|hybridep   how tokens reach their experts: one copy per (token,\n"
+    "                     expert) (alltoall, Megatron's default), or once per remote node, then NVLink\n"
     "  --cuda-graph-scope LIST   parts of the layers replayed as CUDA graphs (Megatron's scopes): attn,\n"
     "                     moe_router, moe_preprocess, full (whole layers: needs --moe-capacity); none\n"
     "  --vocab-pad N      pad the vocabulary to a multiple of N*tp (128)\n"
@@ -148,6 +150,7 @@ enum {
     O_DUALPIPE,
     O_RC_MODS,
     O_GRAPH_SCOPE,
+    O_DISPATCHER,
     O_UNKNOWN,
 };
 
@@ -215,6 +218,7 @@ static const struct option longopts[] = {
     {"dualpipe", no_argument, NULL, O_DUALPIPE},
     {"recompute-modules", required_argument, NULL, O_RC_MODS},
     {"cuda-graph-scope", required_argument, NULL, O_GRAPH_SCOPE},
+    {"moe-dispatcher", required_argument, NULL, O_DISPATCHER},
     {"unknown", required_argument, NULL, O_UNKNOWN},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -519,12 +523,14 @@ static int parse(const char *cmd, int argc, char **argv, unsigned mask, const ch
         case O_DUALPIPE:
         case O_RC_MODS:
         case O_GRAPH_SCOPE:
+        case O_DISPATCHER:
             rc = plan_moe_option(cmd, opt_name(c),
                                  c == O_MOE_IMBALANCE  ? 'i'
                                  : c == O_MOE_CAPACITY ? 'c'
                                  : c == O_EP_SMS       ? 's'
                                  : c == O_DUALPIPE     ? 'd'
                                  : c == O_GRAPH_SCOPE  ? 'g'
+                                 : c == O_DISPATCHER   ? 'D'
                                                        : 'r',
                                  arg, in);
             break;

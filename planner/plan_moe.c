@@ -118,6 +118,10 @@ PlanReject moe_validate(const PlanInput *in, Err *e)
                 cuda_graph_scope_names[ctz_u(in->graph_scope)], md->name);
         return REJECT_KNOB;
     }
+    if (in->moe_dedup && !spec_is_moe(md)) {
+        err_set(e, ST_USAGE, "--moe-dispatcher deepep: %s has no experts to dispatch to", md->name);
+        return REJECT_KNOB;
+    }
     if ((in->graph_scope & GRAPH_FULL) && !(in->moe_capacity > 0)) {
         err_set(e, ST_USAGE,
                 "--cuda-graph-scope full: dropless routing gives every expert a data-dependent number of tokens, so "

@@ -17,7 +17,11 @@
  *   node-limited routing with one expert group per node (router_groups = n, DeepSeek-
  *   V3's at most 4 nodes per token): each token crosses the network once per remote
  *   node it uses, M (n - 1)/n for M = router_group_topk, and is forwarded inside the
- *   node to its experts' GPUs, k (1 - 1/r) over NVLink (DeepSeek-V3 section 3.2.2).
+ *   node to its experts' GPUs, k (1 - 1/r) over NVLink (DeepSeek-V3 section 3.2.2);
+ *   a hierarchical dispatcher (DeepEP's normal kernels, HybridEP: plan --moe-dispatcher
+ *   deepep) does the same for any routing: once per remote node the token's experts use,
+ *   (n - 1)(1 - q) with q the chance a given node holds none of them (node_unused), then
+ *   k (1 - 1/r) over NVLink.
  * A call takes NCCL's latency of one grouped send/recv (base + one hop) plus the
  * longer of its network bytes at the NIC's rate and its NVLink bytes at the link's,
  * both at eff_net (the two run at once). payload_bytes is every copy (local ones
@@ -79,6 +83,18 @@ static void a2a(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dty
     c->exposed_s = c->time_s;
 }
 
+/* The chance that a token uses no expert on a given node of the n an expert group spans (uniform routing): with
+ * group-limited routing (M of G expert groups, G/n groups a node, each chosen group taking at least one of the
+ * token's experts) C(G - G/n, M) / C(G, M); otherwise k distinct experts of E, E/n a node: C(E - E/n, k) / C(E, k). */
+static double node_unused(const ModelSpec *md, const MoeGeo *x, uint64_t n)
+{
+    uint64_t G = md->router_groups, M = md->router_group_topk, E = x->E, k = x->topk;
+    if (G && M && !(G % n)) E = G, k = M;
+    double per = (double)E / (double)n, p = 1.0;
+    for (uint64_t i = 0; i < k; i++) p *= ((double)E - per - (double)i) / ((double)E - (double)i);
+    return p > 0 ? p : 0;
+}
+
 static void ep_collectives(const PlanInput *in, const Geo *g, Plan *p, const Held *hd, Ck *ck)
 {
     const MoeGeo *x = &g->x;
@@ -93,6 +109,8 @@ static void ep_collectives(const PlanInput *in, const Geo *g, Plan *p, const Hel
     if (md->router_groups && md->router_group_topk && md->router_groups == nodes && nodes > 1) {
         double M = (double)md->router_group_topk;
         cx = M * (double)(nodes - 1) / (double)nodes, cn = k * (1.0 - 1.0 / (double)r);
+    } else if (in->moe_dedup && nodes > 1) {
+        cx = (double)(nodes - 1) * (1.0 - node_unused(md, x, nodes)), cn = k * (1.0 - 1.0 / (double)r);
     } else {
         cx = k * (1.0 - (double)r / (double)x->ep), cn = k * (double)(r - 1) / (double)x->ep;
     }

@@ -25,9 +25,9 @@ static int same_config(const MeasuredRun *a, const MeasuredRun *b)
            a->ep == b->ep && a->etp == b->etp && a->gbs == b->gbs && a->sharding == b->sharding &&
            a->recompute == b->recompute && a->recompute_mods == b->recompute_mods && a->overlap_ep == b->overlap_ep &&
            a->dualpipe == b->dualpipe && a->ep_comm_sms == b->ep_comm_sms && a->graph_scope == b->graph_scope &&
-           a->moe_capacity == b->moe_capacity && a->sp == b->sp && a->dropout == b->dropout && a->swiglu == b->swiglu &&
-           a->tp_overlap == b->tp_overlap && a->grad_acc == b->grad_acc && a->attn == b->attn &&
-           a->fusion == b->fusion && a->main_grad == b->main_grad;
+           a->moe_dedup == b->moe_dedup && a->moe_capacity == b->moe_capacity && a->sp == b->sp &&
+           a->dropout == b->dropout && a->swiglu == b->swiglu && a->tp_overlap == b->tp_overlap &&
+           a->grad_acc == b->grad_acc && a->attn == b->attn && a->fusion == b->fusion && a->main_grad == b->main_grad;
 }
 
 /* A row both measured and planned (a throughput on each side). */

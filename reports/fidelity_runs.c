@@ -156,6 +156,22 @@ static Status note_range(Cur *c, const char *key, double lo, double hi, const ch
     return ST_OK;
 }
 
+/* "... dispatcher=deepep ..." in the notes: the run's MoE token dispatcher (plan --moe-dispatcher): alltoall,
+ * deepep or hybridep (the last two hierarchical: once per remote node); absent: alltoall. */
+static Status note_dispatcher(Cur *c, int *dedup)
+{
+    static const char key[] = "dispatcher=";
+    char v[32];
+    int got = note_value(c, key, " ;:,)\t", v, sizeof v);
+    *dedup = 0;
+    if (!got) return ST_OK;
+    if (got > 0 && (!strcmp(v, "alltoall") || !strcmp(v, "deepep") || !strcmp(v, "hybridep"))) {
+        *dedup = strcmp(v, "alltoall") != 0;
+        return ST_OK;
+    }
+    return cell_bad(c, "notes", "'%s' must be followed by alltoall, deepep or hybridep", key);
+}
+
 static Status parse_run(Cur *c, void *row)
 {
     const Catalog *cat = c->ctx;
@@ -214,6 +230,7 @@ static Status parse_run(Cur *c, void *row)
                         GRAPH_SCOPE_ALL_, &r->graph_scope)) ||
         (st = note_range(c, "overlap_ep=", 0, 1, "a fraction in [0, 1]", &r->overlap_ep)) ||
         (st = note_range(c, "moe_capacity=", 1e-3, 64, "a capacity factor in (0, 64]", &r->moe_capacity)) ||
+        (st = note_dispatcher(c, &r->moe_dedup)) ||
         (st = note_bits(c, "unknown=", "an", "implementation choice", plan_unknown_parse, plan_unknown_format,
                         PLAN_UNK_ALL_, &r->unknown)) ||
         (st = note_u32(c, "dualpipe=", &r->dualpipe)) || (st = note_u32(c, "ep_comm_sms=", &r->ep_comm_sms)))
@@ -265,7 +282,7 @@ void measured_plan_input(const MeasuredRun *r, PlanInput *in)
     in->mem_unknown = r->unknown;
     if (r->overlap_ep >= 0) in->overlap_ep = r->overlap_ep;
     in->dualpipe = r->dualpipe == 1, in->ep_comm_sms = r->ep_comm_sms;
-    in->graph_scope = r->graph_scope;
+    in->graph_scope = r->graph_scope, in->moe_dedup = r->moe_dedup;
     if (r->moe_capacity > 0) in->moe_capacity = r->moe_capacity;
     in->first_stage_layers = r->first;
     in->last_stage_layers = r->last;

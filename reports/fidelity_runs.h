@@ -38,6 +38,7 @@ typedef struct {
     double overlap_ep;   /* "overlap_ep=F" in the notes: plan --overlap-ep; -1 = the stack's */
     double moe_capacity; /* "moe_capacity=F": a capacity factor with padding (plan --moe-capacity); -1 = dropless */
     unsigned graph_scope; /* GRAPH_* from "cuda_graph_scope=LIST" (plan --cuda-graph-scope); 0 when absent */
+    int moe_dedup;        /* "dispatcher=deepep|hybridep" (1) or alltoall / absent (0): plan --moe-dispatcher */
     uint32_t dualpipe;    /* "dualpipe=1": DeepSeek-V3's DualPipe schedule (plan --dualpipe); 0 = 1F1B */
     uint32_t ep_comm_sms; /* "ep_comm_sms=N": SMs the all-to-all kernels hold (plan --ep-comm-sms); 0 */
     double tok_s_gpu, step_s, tflops, mfu_pct, mem_gib; /* NAN when blank */

@@ -122,8 +122,30 @@ bad "unknown CUDA graph scope" 64 "--cuda-graph-scope: 'mlp' is not a CUDA graph
 bad "empty CUDA graph scope" 64 "--cuda-graph-scope 'attn,': an empty scope name" plan $M --dp 4 --ep 4 --cuda-graph-scope attn,
 bad "whole-layer graphs of dropless layers" 64 "--cuda-graph-scope full: dropless routing" \
     plan $M --dp 4 --ep 4 --cuda-graph-scope full
+bad "unknown dispatcher" 64 "--moe-dispatcher: 'nccl' is not alltoall, deepep or hybridep" plan $M --dp 4 --ep 4 --moe-dispatcher nccl
+bad "a dispatcher for a dense model" 64 "--moe-dispatcher deepep: llama3-8b has no experts" \
+    plan --model llama3-8b --gpu h100-sxm --recipe bf16 --moe-dispatcher deepep
 bad "CUDA graph scope on a dense model" 64 "--cuda-graph-scope attn: the host-issue term it changes is modelled for the MoE layers" \
     plan --model llama3-8b --gpu h100-sxm --recipe bf16 --cuda-graph-scope attn
+
+# a hierarchical dispatcher sends a token once per remote node: Mixtral's 8 experts, top 2, over 2 nodes of 8 H100s
+# (ep 16 needs dp 16): fewer bytes leave the GPU than with one copy per (token, expert) (test_oracle_moe.c by hand)
+run plan $M --dp 16 --ep 8 --etp 1 --view collectives --format csv
+a2a=$(awk -F, '$1 == "ep_dispatch_fwd" && NR > 1 { print $8; exit }' "$TMP/out")
+run plan $M --dp 16 --ep 8 --moe-dispatcher deepep --view collectives --format csv
+dedup=$(awk -F, '$1 == "ep_dispatch_fwd" && NR > 1 { print $8; exit }' "$TMP/out")
+if [ -n "$a2a" ] && [ "$a2a" = "$dedup" ]; then pass "ep 8 in one node of 8: the same bytes either way ($a2a)"; else fail "one node" "$a2a vs $dedup"; fi
+
+Q16="--model qwen3-30b-a3b --gpu h100-sxm --recipe te-fp8 --dp 16 --ep 16 --seq 4096 --view collectives --format csv"
+run plan $Q16
+a2a=$(awk -F, '$1 == "ep_dispatch_fwd" && NR > 1 { print $12; exit }' "$TMP/out")
+run plan $Q16 --moe-dispatcher hybridep
+dedup=$(awk -F, '$1 == "ep_dispatch_fwd" && NR > 1 { print $12; exit }' "$TMP/out")
+# over 2 nodes a token's 8 experts use the other node almost always: ~1 network copy instead of 4 (k x 8/16),
+# forwarded inside the node over NVLink (more NVLink bytes, far fewer over the NIC): the calls take less time
+if awk -v d="$dedup" -v a="$a2a" 'BEGIN { exit !(d > 0 && d < a / 2) }'; then
+    pass "ep 16 over 2 nodes: hybridep's calls take under half the time ($dedup s < $a2a s)"
+else fail "ep 16 over 2 nodes" "$dedup vs $a2a"; fi
 
 # the host issue of eager MoE layers: megatron-core's row, named in the expert lines and the time table; whole-layer
 # graphs (a capacity factor makes the shapes static) replay it

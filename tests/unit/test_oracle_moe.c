@@ -456,6 +456,43 @@ static void test_host_issue(void)
     CHECK_NEAR(p.time.moe_host_s, 0, 0);
 }
 
+/* A hierarchical dispatcher (DeepEP, HybridEP) sends a token once to each remote node its experts use and forwards
+ * it inside the node; Megatron's all-to-all sends one copy per (token, expert). 8 experts, top 2, ep 4 over nodes
+ * of 2 GPUs (r = 2, n = 2 nodes: 4 experts a node), dp 4; 512 tokens a micro-batch, a copy 256 x 2 B = 512 B:
+ *   all-to-all:    network k (1 - r/ep) = 2 x 1/2 = 1, NVLink k (r - 1)/ep = 2 x 1/4 = 0.5:
+ *                  512 x 1.5 x 512 B = 393,216 B sent per call
+ *   hierarchical:  the other node holds none of a token's 2 experts with chance C(4, 2)/C(8, 2) = 6/28, so it is
+ *                  used 22/28 of the time: 22/28 network copies, then k (1 - 1/r) = 1 over NVLink:
+ *                  512 x (22/28 + 1) x 512 B = 468,114.29 -> 468,114 B
+ *   with 4 expert groups, top 2 groups (2 a node): the other node unused C(2, 2)/C(4, 2) = 1/6:
+ *                  512 x (5/6 + 1) x 512 B = 480,597.33 -> 480,597 B */
+static void test_hierarchical_dispatch(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    g.gpus_per_node = 2;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.dp = 4, in.gbs = 4, in.ep = 4;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 393216);
+    in.moe_dedup = 1;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 468114);
+    CHECK_EQ_U64(p.coll[CO_EP_COMBINE_BWD].bus_bytes, 468114);
+    m.router_groups = 4, m.router_group_topk = 2;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 480597);
+    /* inside one node nothing crosses the network: the same bytes either way */
+    g.gpus_per_node = 8, in.moe_dedup = 0, m.router_groups = m.router_group_topk = 0;
+    if (!build(&in, &p)) return;
+    uint64_t one = p.coll[CO_EP_DISPATCH_FWD].bus_bytes;
+    in.moe_dedup = 1;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, one);
+}
+
 static void test_recompute_modules(void)
 {
     static const struct {
@@ -786,6 +823,7 @@ int main(void)
     RUN(test_full_recompute_runs_expert_gemms_again);
     RUN(test_all_to_all_sms_only_with_ep);
     RUN(test_host_issue);
+    RUN(test_hierarchical_dispatch);
     RUN(test_recompute_modules);
     RUN(test_recompute_modules_collectives);
     RUN(test_recompute_modules_refused);
