@@ -91,7 +91,7 @@ if grep -qE -- "--moe-imbalance|--moe-capacity|--overlap-ep" "$TMP/err"; then
 else pass "... naming only the limit at fault"; fi
 bad "moe tp without sp" 64 "need sequence parallelism" plan $M --tp 2 --dp 4 --ep 4 --no-sp
 
-# the executor runs dense GPT-2 and LLaMA decoders; a model with experts is planned, not run
+# the executor runs dense decoders and MoE layers; latent attention (deepseek-v3) is planned, not run
 bad "run refuses a model with experts" 69 "planned (fp8plan plan) but not run" run --backend cpu --model deepseek-v3 --recipe te-fp8 --layers 2 --steps 1
 
 finish

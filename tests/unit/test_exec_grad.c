@@ -54,6 +54,7 @@ static void fd_fp32(const ModelSpec *spec)
     Model *g = make(spec, "fp32", bk, comm);
     CHECK(g != NULL);
     if (!g) return;
+    g->moe_aux_coeff = 0.0f; /* MoE: the loss model_loss reports is the cross-entropy alone */
     int32_t in[FD_TOKENS], tgt[FD_TOKENS];
     fx_tokens(g, 7, in, tgt);
     float loss;
@@ -109,6 +110,20 @@ static void test_fd_fp32(void)
 static void test_fd_fp32_llama(void)
 {
     ModelSpec m = fx_llama();
+    fd_fp32(&m);
+}
+
+/* A mixture-of-experts model (a dense block, then a MoE block with a shared expert, exec_fixtures.h's
+ * fx_moe): the router (softmax with normalised top-2 weights; sigmoid with the group-limited selection),
+ * the routed experts' grouped GEMMs, the combine and the shared expert against finite differences with
+ * the same tolerance. The selection is piecewise constant: no token's top-2 changes within h here (a
+ * change would show as a difference far above the tolerance). A sigmoid router's bias only steers the
+ * selection: its gradient is 0, and so is its difference. */
+static void test_fd_fp32_moe(void)
+{
+    ModelSpec m = fx_moe(ROUTER_SOFTMAX);
+    fd_fp32(&m);
+    m = fx_moe(ROUTER_SIGMOID);
     fd_fp32(&m);
 }
 
@@ -222,6 +237,7 @@ int main(void)
 {
     RUN(test_fd_fp32);
     RUN(test_fd_fp32_llama);
+    RUN(test_fd_fp32_moe);
     RUN(test_bf16_vs_fp32);
     RUN(test_accumulation_equals_the_whole_batch);
     return test_summary();
