@@ -13,6 +13,11 @@ for t in weight_expert master_expert grad_expert adam_m_expert adam_v_expert wei
     row=$(grep "^memory,$t," "$TMP/moe.csv")
     expect_eq "$t: verdict ok" "$(echo "$row" | awk -F, '{print $NF}')" "ok"
 done
+# routing of the last step: 32 tokens x top-2 = 64 rows per MoE layer, 64 / 8 = 8.00 per expert if uniform
+expect_out "routing: the plan's uniform expectation" "routing (last step, rows per expert; the plan's uniform expectation 8.00, most-loaded x1.00):"
+expect_line "routing: layer 0's rows" '  layer 0: 64 rows, min [0-9]+, max [0-9]+ per expert; most-loaded / mean [0-9.]+'
+expect_line "routing: layer 1's rows" '  layer 1: 64 rows, min [0-9]+, max [0-9]+ per expert; most-loaded / mean [0-9.]+'
+expect_line "softmax router: the auxiliary loss" '  auxiliary balance loss \(not in the loss above\): 0\.[0-9]{6}'
 # 8 experts x (2 x 224 x 64 + 64 x 224) x 2 layers = 688,128 BF16 weights = 1,376,256 B
 expect_eq "weight_expert bytes by hand" "$(grep '^memory,weight_expert,' "$TMP/moe.csv" | cut -d, -f5)" "1376256"
 
