@@ -206,7 +206,9 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
                      .norm_topk = 1,
                      .weight_scale = 1.0f,
                      .groups = s->router_groups ? s->router_groups : 1,
-                     .group_topk = s->router_groups ? s->router_group_topk : 1,
+                     .group_topk = !s->router_groups      ? 1
+                                   : s->router_group_topk ? s->router_group_topk
+                                                          : s->router_groups, /* 0: every group */
                      .logits = a->r_logits,
                      .bias = s->router == ROUTER_SIGMOID ? router_bias(m, l) : NULL,
                      .scores = la->r_scores,
