@@ -25,7 +25,8 @@
 static const char help[] =
     "usage: fp8plan run --model M --recipe R [--backend cpu|cuda] [--steps N]\n"
     "                   [--layers N] [--hidden H] [--heads A] [--kv-heads K] [--ffn F] [--seq S]\n"
-    "                   [--vocab V] [--mbs B] [--gbs G] [--dp N [--zero 0|1 | --dist-opt]] [--tp N]\n"
+    "                   [--vocab V] [--experts E] [--topk K] [--expert-ffn F] [--dense-layers N]\n"
+    "                   [--mbs B] [--gbs G] [--dp N [--zero 0|1 | --dist-opt]] [--tp N] [--ep N]\n"
     "                   [--pp N] [--gpu G] [--seed S] [--data FILE]\n"
     "                   [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
     "                   [--scaling-trace FILE] [--loss-log FILE] [--log-every N] [--quiet]\n"
@@ -50,6 +51,12 @@ static const char help[] =
     "  --layers/--hidden/--heads/--kv-heads/--ffn/--seq/--vocab   override the model's sizes (FFN\n"
     "                       follows --hidden and KV heads follow --heads at the model's ratios\n"
     "                       unless given)\n"
+    "  --experts/--topk/--expert-ffn/--dense-layers   a model with experts: routed experts, experts per\n"
+    "                       token, the expert FFN width (follows --hidden unless given), dense first\n"
+    "                       layers. MoE layers run on the cpu backend, one rank, BF16/FP32 GEMM\n"
+    "                       recipes (docs/executor-moe.md)\n"
+    "  --ep N               expert-parallel ranks: checked against the experts and the ranks before any\n"
+    "                       work (exit 64); expert parallelism itself is not run yet (exit 69)\n"
     "  --mbs B              micro-batch, sequences per forward and backward (default 1)\n"
     "  --gbs G              global batch, sequences per optimizer step: G / (B x DP) micro-batches per\n"
     "                       rank whose gradients accumulate (default B x DP: one)\n"
@@ -129,6 +136,11 @@ enum {
     OPT_PP,
     OPT_ZERO,
     OPT_DIST_OPT,
+    OPT_EXPERTS,
+    OPT_TOPK,
+    OPT_EXPERT_FFN,
+    OPT_DENSE_LAYERS,
+    OPT_EP,
 };
 
 static const struct option opts[] = {
@@ -141,12 +153,17 @@ static const struct option opts[] = {
     {"heads", required_argument, NULL, OPT_HEADS},
     {"kv-heads", required_argument, NULL, OPT_KV_HEADS},
     {"ffn", required_argument, NULL, OPT_FFN},
+    {"experts", required_argument, NULL, OPT_EXPERTS},
+    {"topk", required_argument, NULL, OPT_TOPK},
+    {"expert-ffn", required_argument, NULL, OPT_EXPERT_FFN},
+    {"dense-layers", required_argument, NULL, OPT_DENSE_LAYERS},
     {"seq", required_argument, NULL, OPT_SEQ},
     {"mbs", required_argument, NULL, OPT_MBS},
     {"gbs", required_argument, NULL, OPT_GBS},
     {"dp", required_argument, NULL, OPT_DP},
     {"tp", required_argument, NULL, OPT_TP},
     {"pp", required_argument, NULL, OPT_PP},
+    {"ep", required_argument, NULL, OPT_EP},
     {"zero", required_argument, NULL, OPT_ZERO},
     {"dist-opt", no_argument, NULL, OPT_DIST_OPT},
     {"vocab", required_argument, NULL, OPT_VOCAB},
@@ -239,12 +256,20 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_HEADS: rc = flag_u32("heads", optarg, 1, 1 << 16, &a->ov.heads); break;
         case OPT_KV_HEADS: rc = flag_u32("kv-heads", optarg, 1, 1 << 16, &a->ov.kv_heads); break;
         case OPT_FFN: rc = flag_u32("ffn", optarg, 1, 1 << 24, &a->ov.ffn); break;
+        case OPT_EXPERTS: rc = flag_u32("experts", optarg, 1, 1 << 16, &a->ov.experts); break;
+        case OPT_TOPK: rc = flag_u32("topk", optarg, 1, 1 << 16, &a->ov.topk); break;
+        case OPT_EXPERT_FFN: rc = flag_u32("expert-ffn", optarg, 1, 1 << 24, &a->ov.expert_ffn); break;
+        case OPT_DENSE_LAYERS:
+            rc = flag_u32("dense-layers", optarg, 0, 100000, &a->ov.dense_layers);
+            a->ov.dense_layers_set = 1;
+            break;
         case OPT_SEQ: rc = flag_u32("seq", optarg, 2, 1 << 20, &a->ov.seq); break;
         case OPT_MBS: rc = flag_u32("mbs", optarg, 1, 1 << 16, &a->mbs); break;
         case OPT_GBS: rc = flag_u32("gbs", optarg, 1, 1 << 20, &a->gbs); break;
         case OPT_DP: rc = flag_u32("dp", optarg, 1, 4096, &a->dp); break;
         case OPT_TP: rc = flag_u32("tp", optarg, 1, 4096, &a->tp); break;
         case OPT_PP: rc = flag_u32("pp", optarg, 1, 4096, &a->pp); break;
+        case OPT_EP: rc = flag_u32("ep", optarg, 1, 4096, &a->ep); break;
         case OPT_ZERO: rc = flag_zero(optarg, &zero); break;
         case OPT_DIST_OPT: dist_opt = 1; break;
         case OPT_VOCAB: rc = flag_u32("vocab", optarg, 2, INT32_MAX, &a->ov.vocab); break;
@@ -377,6 +402,7 @@ static int make_plans(const RunArgs *a, const Catalog *cat, const ModelSpec *mod
         in.comms_min = run_device_comms(comm);
         if (a->tp > 1) in.tp = a->tp, in.sp = 1; /* the executor's TP is sequence-parallel */
         if (a->pp > 1) in.pp = a->pp, in.stage_view = run_stage_of(a, a->rank) + 1; /* this rank's stage */
+        if (a->ep > 1) in.ep = a->ep; /* the planner checks it against the experts and the ranks */
         if (plan_build(&in, p[i], &e)) {
             err_prefix(&e, "plan");
             return run_fail(&e);

@@ -21,6 +21,7 @@ typedef struct {
     Sharding sharding; /* --zero 1 / --dist-opt (SHARD_NONE by default) */
     uint32_t tp;       /* --tp N (0 or 1: none) */
     uint32_t pp;       /* --pp N (0 or 1: none) */
+    uint32_t ep;       /* --ep N: expert-parallel ranks, planned and checked (0 or 1: none; > 1 not run yet) */
     int rank;          /* this process's rank; ranks other than 0 print and write nothing */
     ModelHyper hyper;
     int quiet;

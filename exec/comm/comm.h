@@ -102,6 +102,16 @@ struct Comm {
      * Counted as send and recv are. */
     Status (*sendrecv)(Comm *c, CollectiveId id, Backend *bk, const void *sendbuf, uint64_t scount, int to,
                        void *recvbuf, uint64_t rcount, int from, Dtype dtype, Err *e);
+    /* Optional (NULL: none yet; call it through comm_all_to_all_v, which says so). Uneven all-to-all (expert
+     * parallelism's dispatch and combine): send holds scounts[0] + … + scounts[size − 1] elements, the
+     * segment for rank j after those for ranks 0 … j − 1; recv receives rank j's segment for this rank at
+     * the same place in rcounts' layout. The ranks first exchange what they will send (counted
+     * COMM_UNPLANNED): a rank whose rcounts disagree with its peers' scounts makes every rank fail with
+     * ST_DATA naming the lowest such rank and the pair, before any payload moves (no rank waits on a
+     * transfer that will not come). Payload S = the bytes this rank sends, its own segment included; bus
+     * bytes = those that leave it (S minus its own segment). */
+    Status (*all_to_all_v)(Comm *c, CollectiveId id, Backend *bk, const void *send, const uint64_t *scounts, void *recv,
+                           const uint64_t *rcounts, Dtype dtype, Err *e);
     /* The MPI communicator over the same ranks when this one was bootstrapped through MPI (NCCL ranks
      * under mpirun: the report's host-side gathers and the abort use it); NULL otherwise. Owned: destroy
      * frees it after this communicator. */
@@ -125,6 +135,9 @@ void comm_wait(Comm *c, CollectiveId id, double seconds);
 /* The monotonic clock in seconds (CLOCK_MONOTONIC). */
 double comm_now_s(void);
 
+/* c->all_to_all_v, or ST_UNAVAILABLE naming the communicator when it has none. */
+Status comm_all_to_all_v(Comm *c, CollectiveId id, Backend *bk, const void *send, const uint64_t *scounts, void *recv,
+                         const uint64_t *rcounts, Dtype dtype, Err *e);
 /* c->reduce_scatter_v / c->all_gather_v, or ST_UNAVAILABLE naming the communicator when it has none. */
 Status comm_reduce_scatter_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const uint64_t *counts, Dtype dtype,
                              CommReduce op, Err *e);

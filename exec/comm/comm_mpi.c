@@ -398,6 +398,61 @@ static void mpi_destroy(Comm *c)
 
 static Status mpi_split(Comm *c, int color, int key, Comm **out, Err *e);
 
+/* Byte counts and displacements of an all-to-all's segments (MPI's int), or ST_UNAVAILABLE past INT_MAX. */
+static Status a2a_layout(const Comm *c, const uint64_t *counts, uint64_t eb, int *cnt, int *dsp, uint64_t *total,
+                         Err *e)
+{
+    uint64_t t = 0;
+    for (int j = 0; j < c->size; j++) {
+        uint64_t b = 0;
+        if (__builtin_mul_overflow(counts[j], eb, &b) || __builtin_add_overflow(t, b, &t) || t > (uint64_t)INT_MAX)
+            return err_set(e, ST_UNAVAILABLE, "mpi all_to_all_v: more bytes than one MPI call carries (%d)", INT_MAX);
+        cnt[j] = (int)b, dsp[j] = (int)(t - b);
+    }
+    *total = t;
+    return ST_OK;
+}
+
+static Status mpi_all_to_all_v(Comm *c, CollectiveId id, Backend *bk, const void *send, const uint64_t *scounts,
+                               void *recv, const uint64_t *rcounts, Dtype dt, Err *e)
+{
+    const int n = c->size;
+    double t0 = comm_now_s();
+    if (!scounts || !rcounts) return err_set(e, ST_USAGE, "mpi all_to_all_v: no counts");
+    Status st = check_call(c, "all_to_all_v", bk, 0, dt, e);
+    if (st) return st;
+    uint64_t *peer = calloc((size_t)n, sizeof *peer), eb = dtype_bytes(dt), sb = 0, rb = 0;
+    int *sc = calloc((size_t)n * 4, sizeof *sc);
+    if (!peer || !sc) {
+        free(peer), free(sc);
+        return err_set(e, ST_NOMEM, "out of memory");
+    }
+    int *sd = sc + n, *rc = sc + 2 * n, *rd = sc + 3 * n;
+    /* what each peer will send here, against what this rank expects; the lowest disagreeing rank, agreed */
+    int mr = MPI_Alltoall(scounts, 1, MPI_UINT64_T, peer, 1, MPI_UINT64_T, world(c));
+    if (mr != MPI_SUCCESS) st = mpi_fail(e, mr, "MPI_Alltoall");
+    comm_count(c, COMM_UNPLANNED, (uint64_t)n * sizeof(uint64_t), (double)(n - 1) / (double)n);
+    int mine = n, worst = n, from = -1;
+    for (int j = 0; !st && j < n && from < 0; j++)
+        if (peer[j] != rcounts[j]) mine = c->rank, from = j;
+    if (!st && (mr = MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MIN, world(c))) != MPI_SUCCESS)
+        st = mpi_fail(e, mr, "MPI_Allreduce");
+    if (!st && worst < n && from >= 0)
+        st = err_set(e, ST_DATA, "mpi all_to_all_v: rank %d expects %llu elements from rank %d, which sends %llu",
+                     c->rank, (unsigned long long)rcounts[from], from, (unsigned long long)peer[from]);
+    else if (!st && worst < n)
+        st = err_set(e, ST_DATA, "mpi all_to_all_v: rank %d's receive counts disagree with what its peers send", worst);
+    if (!st) st = a2a_layout(c, scounts, eb, sc, sd, &sb, e);
+    if (!st) st = a2a_layout(c, rcounts, eb, rc, rd, &rb, e);
+    if (!st && ((sb && !send) || (rb && !recv))) st = err_set(e, ST_USAGE, "mpi all_to_all_v: no buffer");
+    if (!st) st = arrive(c, id, &t0, e);
+    if (!st && (mr = MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, world(c))) != MPI_SUCCESS)
+        st = mpi_fail(e, mr, "MPI_Alltoallv");
+    if (!st) comm_count_s(c, id, sb, sb ? (double)(sb - (uint64_t)sc[c->rank]) / (double)sb : 0.0, comm_now_s() - t0);
+    free(peer), free(sc);
+    return st;
+}
+
 /* c's calls over MPI communicator mc (taken: freed on failure or by destroy). */
 static Status wrap(MPI_Comm mc, Comm **out, Err *e)
 {
@@ -420,6 +475,7 @@ static Status wrap(MPI_Comm mc, Comm **out, Err *e)
     c->broadcast = mpi_broadcast;
     c->reduce_scatter_v = mpi_reduce_scatter_v;
     c->all_gather_v = mpi_all_gather_v;
+    c->all_to_all_v = mpi_all_to_all_v;
     c->send = mpi_send;
     c->recv = mpi_recv;
     c->split = mpi_split;

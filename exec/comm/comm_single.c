@@ -84,6 +84,14 @@ Status comm_all_gather_v(Comm *c, CollectiveId id, Backend *bk, void *buf, const
     return c->all_gather_v(c, id, bk, buf, counts, dtype, e);
 }
 
+Status comm_all_to_all_v(Comm *c, CollectiveId id, Backend *bk, const void *send, const uint64_t *scounts, void *recv,
+                         const uint64_t *rcounts, Dtype dtype, Err *e)
+{
+    if (!c->all_to_all_v)
+        return err_set(e, ST_UNAVAILABLE, "communicator %s: no all-to-all (expert parallelism) yet", c->name);
+    return c->all_to_all_v(c, id, bk, send, scounts, recv, rcounts, dtype, e);
+}
+
 Status comm_split(Comm *c, int color, int key, Comm **out, Err *e)
 {
     *out = NULL;
@@ -186,6 +194,24 @@ static Status single_all_gather_v(Comm *c, CollectiveId id, Backend *bk, void *b
     return single_v(c, id, buf, counts, dtype, e);
 }
 
+/* One rank: its own segment copied; nothing leaves it. */
+static Status single_all_to_all_v(Comm *c, CollectiveId id, Backend *bk, const void *send, const uint64_t *scounts,
+                                  void *recv, const uint64_t *rcounts, Dtype dtype, Err *e)
+{
+    (void)bk;
+    if (!scounts || !rcounts) return err_set(e, ST_USAGE, "all_to_all_v: no counts");
+    if (scounts[0] != rcounts[0])
+        return err_set(e, ST_DATA, "all_to_all_v: rank 0 expects %llu elements from rank 0, which sends %llu",
+                       (unsigned long long)rcounts[0], (unsigned long long)scounts[0]);
+    uint64_t bytes = 0;
+    Status st = comm_payload(scounts[0], dtype, &bytes, e);
+    if (st) return st;
+    if (bytes && (!send || !recv)) return err_set(e, ST_USAGE, "all_to_all_v: no buffer");
+    if (bytes && send != recv) memmove(recv, send, bytes);
+    comm_count(c, id, bytes, 0.0);
+    return ST_OK;
+}
+
 /* One rank has no peer: every send or recv names a rank that does not exist. */
 static Status single_no_peer(const char *what, int peer, Err *e)
 {
@@ -229,6 +255,7 @@ Status comm_single_create(Comm **out, Err *e)
     c->broadcast = single_broadcast;
     c->reduce_scatter_v = single_reduce_scatter_v;
     c->all_gather_v = single_all_gather_v;
+    c->all_to_all_v = single_all_to_all_v;
     c->send = single_send;
     c->recv = single_recv;
     c->split = single_split;

@@ -53,8 +53,9 @@ static void memory_rows(const Plan *p, const Measurement *ms, Comparison *c)
         const char *note = NULL;
         if (held && m->persistent && !ws)
             mode = MEASURE_EXACT; /* states, copies, scales: byte for byte */
-        else if (i == MT_TRANSIENT)
-            mode = MEASURE_BOUND;
+        else if (i == MT_TRANSIENT || i == MT_ACT_MOE)
+            mode = MEASURE_BOUND; /* MoE: the plan counts per row a routing weight and two maps, the executor
+                                     keeps one map per (token, slot) and the counts (docs/executor-moe.md) */
         else if (m->cat == MC_ACTIVATION)
             mode = MEASURE_EXACT; /* the plan itemizes the saved tensors; the executor saves exactly those */
         else if (ws && ms->gemm_workspace_bytes)

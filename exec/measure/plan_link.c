@@ -21,10 +21,10 @@ Status exec_model(const ModelSpec *base, const ExecOverrides *o, ModelSpec *out,
 {
     *out = *base;
     const char *n = base->name;
-    if (spec_is_moe(base) || spec_is_mla(base) || base->mtp_layers || base->qk_norm)
+    if (spec_is_mla(base) || base->mtp_layers || base->qk_norm)
         return err_set(e, ST_UNAVAILABLE,
-                       "--model %s: experts, latent attention, multi-token prediction and q/k norms are planned "
-                       "(fp8plan plan) but not run by the executor",
+                       "--model %s: latent attention, multi-token prediction and q/k norms are planned "
+                       "(fp8plan plan) but not run by the executor (experts are)",
                        n);
     if (!base->heads || !base->hidden)
         return err_set(e, ST_USAGE, "--model %s: the catalog row has no heads or hidden size", n);
@@ -45,6 +45,33 @@ Status exec_model(const ModelSpec *base, const ExecOverrides *o, ModelSpec *out,
         }
     }
     if (o->ffn) out->ffn_hidden = o->ffn;
+    if (spec_is_moe(base)) { /* the experts: counts as given, their FFN width following the hidden size */
+        if (o->experts) out->experts = o->experts;
+        if (o->topk) out->experts_per_token = o->topk;
+        if (o->dense_layers_set) out->dense_layers = o->dense_layers;
+        if (o->expert_ffn)
+            out->expert_ffn = o->expert_ffn;
+        else if (o->hidden) {
+            uint64_t f = (uint64_t)base->expert_ffn * o->hidden / base->hidden;
+            if (f == 0 || (uint64_t)base->expert_ffn * o->hidden % base->hidden)
+                return err_set(e, ST_USAGE,
+                               "--hidden %u: the expert FFN width %u x %u / %u is not a whole number; give "
+                               "--expert-ffn",
+                               o->hidden, base->expert_ffn, o->hidden, base->hidden);
+            out->expert_ffn = (uint32_t)f;
+        }
+        if (!out->experts_per_token || out->experts_per_token > out->experts)
+            return err_set(e, ST_USAGE, "--topk %u: must be between 1 and the %u experts", out->experts_per_token,
+                           out->experts);
+        uint32_t g = out->router_groups;
+        if (g > 1 && (out->experts % g ||
+                      (uint64_t)out->experts_per_token > (uint64_t)out->router_group_topk * (out->experts / g))) {
+            /* a shrunk expert count that the catalog's groups do not fit: routing over all experts */
+            if (o->experts || o->topk) out->router_groups = out->router_group_topk = 0;
+        }
+    } else if (o->experts || o->topk || o->expert_ffn || o->dense_layers_set) {
+        return err_set(e, ST_USAGE, "--experts, --topk, --expert-ffn, --dense-layers: %s has no experts", n);
+    }
     if (o->seq) out->seq_len = o->seq;
     if (o->vocab) out->vocab = o->vocab;
     if (!out->layers || !out->hidden || !out->heads || !out->kv_heads || !out->ffn_hidden || !out->seq_len ||

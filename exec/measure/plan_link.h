@@ -16,6 +16,11 @@ extern "C" {
 typedef struct {
     uint32_t layers, hidden, heads, kv_heads, ffn, seq;
     uint32_t vocab;
+    /* models with experts: routed experts, top-k, the expert FFN width (else it follows the hidden size as
+     * ffn does) and the dense first layers (dense_layers_set: given, 0 allowed). Where the catalog's
+     * group-limited routing does not fit the experts and top-k given, it is dropped (every expert eligible). */
+    uint32_t experts, topk, expert_ffn, dense_layers;
+    int dense_layers_set;
 } ExecOverrides;
 
 /* The model the executor trains: `base` with the overrides applied, every

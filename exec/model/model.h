@@ -58,6 +58,12 @@ typedef enum {
     PK_NORMF_W,
     PK_NORMF_B,
     PK_LM_HEAD, /* (Vp, C) when untied */
+    /* mixture of experts (exec/model/model_moe.c), on the layers from dense_layers on; such a layer's
+     * PK_FC1_W / PK_FC2_W are its shared experts' (width S·Fe), absent without shared experts */
+    PK_ROUTER_W, /* (E, C) the router's logits */
+    PK_ROUTER_B, /* (E) sigmoid routers: the selection bias (DeepSeek-V3's aux-loss-free balancing) */
+    PK_XFC1_W,   /* (E · k·Fe, C) the routed experts' FC1, expert after expert */
+    PK_XFC2_W,   /* (E · C, Fe) their FC2 */
     PK_COUNT
 } ParamKind;
 
@@ -70,6 +76,7 @@ typedef struct {
     uint64_t numel;
     int decay;       /* AdamW weight decay applies (matrices) */
     int gemm;        /* a block linear weight: recipe.gemm states, FP8 copies */
+    int expert;      /* a routed experts' weight (also gemm): the plan's MT_*_EXPERT terms */
     void *weight;    /* working copy, or NULL when the recipe keeps none */
     void *master;    /* master copy, or NULL */
     void *grad;      /* main gradient (accumulated over the step's micro-batches) */
@@ -98,6 +105,16 @@ typedef struct {
     void *fc1;                 /* (B·T, k·F) the activation's input */
     void *act_in[LIN_COUNT];   /* saved GEMM inputs (B·T, K) or NULL */
     uint8_t *q_col[LIN_COUNT]; /* saved FP8 GEMM inputs (K, B·T) or NULL */
+    /* a MoE layer's routed part (exec/model/model_moe.c; NULL on dense layers); R = B·T·k rows */
+    float *r_scores;   /* (B·T, E) the router's scores */
+    int32_t *r_ids;    /* (B·T, k) the experts each token chose */
+    float *r_w;        /* (B·T, k) their combine weights */
+    int32_t *r_counts; /* (E) rows per expert */
+    int32_t *r_rowof;  /* (B·T, k) the permuted row of each (token, slot) */
+    void *r_in;        /* (B·T, C) norm 2's output when no shared FC1 saves it (else act_in[LIN_FC1]) */
+    void *x_in;        /* (R, C) the dispatched expert inputs */
+    void *x_fc1;       /* (R, k·Fe) the experts' FC1 output */
+    void *x_fc2in;     /* (R, Fe) the experts' activation output = FC2 input */
 } LayerActs;
 
 typedef struct {
@@ -136,7 +153,18 @@ typedef struct {
                         FP8 the transposed shards (tp, C, B·T/tp)) */
     uint8_t *tp_qloc; /* (B·T/tp, C) FP8 row-wise input shard for the forward's gather */
     float *tp_xstats; /* (3, B·T) the vocabulary-parallel cross-entropy's max, sum and target logit */
-    float *pp_xsinv;  /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
+    /* mixture of experts (exec/model/model_moe.c) */
+    float *r_logits; /* (B·T, E) FP32 router logits; in backward their gradient */
+    float *r_dw;     /* (B·T, k) FP32 d(combine weights) */
+    float *r_ds;     /* (B·T, E) FP32 d(scores) of the auxiliary loss */
+    void *r_dl;      /* (B·T, E) d(logits) in the activation dtype for the router's GEMMs */
+    void *x_y;       /* (R, C) the experts' outputs (forward; recomputed in backward), then d(expert inputs) */
+    void *x_dy;      /* (R, C) d(expert outputs) */
+    void *x_dh2;     /* (R, Fe) d(activation output) */
+    void *x_dh1;     /* (R, k·Fe) d(FC1 output) */
+    void *t_moe;     /* (B·T, C) the routed part's combined output (forward) */
+    void *d_moe;     /* (B·T, C) d(norm 2 output) through the routed experts and the router (backward) */
+    float *pp_xsinv; /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
                          inputs were cast with (exec/model/model_pp.c) */
 } ModelActs;
 
@@ -172,6 +200,13 @@ ModelHyper model_hyper_default(void);
 #define MODEL_ROPE_BASE 10000.0
 /* Norm epsilon (GPT-2's LayerNorm and LLaMA's RMSNorm both use 1e-5). */
 #define MODEL_NORM_EPS 1e-5f
+/* Mixture of experts. models.csv has no column for the balance terms: softmax routers train with the
+ * Switch Transformer's auxiliary loss at its coefficient 1e-2 (Fedus et al. 2021, section 2.2); sigmoid
+ * routers with DeepSeek-V3's aux-loss-free bias, moved by 1e-3 per step towards the mean load (the
+ * report's bias update speed, section 4.2: 0.001). Combine weights are the chosen scores normalised to
+ * sum 1, with no extra scale. */
+#define MODEL_MOE_AUX_COEFF  1e-2f
+#define MODEL_MOE_BIAS_SPEED 1e-3f
 
 /* Host copies of one scaling bank's state for the last micro-batch (scaling trace). */
 typedef struct {
@@ -244,6 +279,13 @@ typedef struct Model {
     void (*on_phase)(void *ctx, int phase);
     void *on_phase_ctx;
     int trace; /* model_trace_enable: fill tr_fwd / tr_bwd every micro-batch */
+    /* Mixture of experts: the last step's auxiliary balance loss (softmax routers: summed over the MoE
+     * layers, mean over micro-batches; not part of the reported loss) and the tokens each expert of each
+     * MoE layer received over the step (moe_counts: (MoE layers, E), host memory). */
+    double moe_aux;
+    float moe_aux_coeff; /* MODEL_MOE_AUX_COEFF (model_create); 0: no auxiliary loss (finite-difference tests) */
+    uint64_t *moe_counts;
+    uint32_t moe_layers;
     BankTrace tr_fwd, tr_bwd;
 } Model;
 

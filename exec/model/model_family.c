@@ -58,26 +58,16 @@ Status model_norm_bwd(Model *m, ParamKind wk, int layer, const void *in, const f
     return st;
 }
 
-Status model_act_fwd(Model *m, const void *fc1, void *out, Err *e)
+Status model_act_fwd(Model *m, uint64_t rows, uint64_t F, const void *fc1, void *out, Err *e)
 {
-    ActFwdDesc d = {.mlp = m->spec.mlp,
-                    .rows = model_tokens(m),
-                    .cols = m->spec.ffn_hidden,
-                    .dtype = m->act_dtype,
-                    .in = fc1,
-                    .out = out};
+    ActFwdDesc d = {.mlp = m->spec.mlp, .rows = rows, .cols = F, .dtype = m->act_dtype, .in = fc1, .out = out};
     return m->bk->act_fwd(m->bk, &d, e);
 }
 
-Status model_act_bwd(Model *m, const void *fc1, const void *dout, void *din, Err *e)
+Status model_act_bwd(Model *m, uint64_t rows, uint64_t F, const void *fc1, const void *dout, void *din, Err *e)
 {
-    ActBwdDesc d = {.mlp = m->spec.mlp,
-                    .rows = model_tokens(m),
-                    .cols = m->spec.ffn_hidden,
-                    .dtype = m->act_dtype,
-                    .in = fc1,
-                    .dout = dout,
-                    .din = din};
+    ActBwdDesc d = {
+        .mlp = m->spec.mlp, .rows = rows, .cols = F, .dtype = m->act_dtype, .in = fc1, .dout = dout, .din = din};
     return m->bk->act_bwd(m->bk, &d, e);
 }
 

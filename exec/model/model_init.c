@@ -58,7 +58,7 @@ typedef struct {
 static int init_normal(ParamKind k)
 {
     return k == PK_WTE || k == PK_WPE || k == PK_QKV_W || k == PK_PROJ_W || k == PK_FC1_W || k == PK_FC2_W ||
-           k == PK_LM_HEAD;
+           k == PK_LM_HEAD || k == PK_ROUTER_W || k == PK_XFC1_W || k == PK_XFC2_W;
 }
 
 /* w[b..e) = values, and the piece's amax. */
@@ -121,7 +121,8 @@ static Status init_param(Model *m, ModelParam *p, InitJob *j, Err *e)
     j->p = p;
     j->key = rng_key(m->hyper.seed, (uint64_t)p->kind << 32 | (uint32_t)(p->layer + 1));
     j->std = m->hyper.init_std;
-    if (p->kind == PK_PROJ_W || p->kind == PK_FC2_W) j->std /= sqrtf(2.0f * (float)m->layers_total);
+    if (p->kind == PK_PROJ_W || p->kind == PK_FC2_W || p->kind == PK_XFC2_W)
+        j->std /= sqrtf(2.0f * (float)m->layers_total);
     j->live = p->kind == PK_WTE || p->kind == PK_LM_HEAD ? (uint64_t)m->spec.vocab * p->cols : p->numel;
     if (m->tp > 1 && init_normal(p->kind) && p->kind != PK_WPE) { /* a TP shard: its slice of the whole */
         memset(j->amax, 0, sizeof j->amax);
@@ -227,12 +228,16 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     Model *m = calloc(1, sizeof *m);
     if (!m) return err_set(e, ST_NOMEM, "out of memory");
     m->hyper = h ? *h : model_hyper_default();
+    m->moe_aux_coeff = MODEL_MOE_AUX_COEFF;
     m->bk = bk;
     m->comm = comm;
     uint64_t planned[ARENA_TERMS];
     arena_planned(p, planned);
     st = model_layout_bind(m, p, &m->specs, e);
     if (!st) st = arena_carve(&m->arena, bk, &m->specs, planned, e);
+    for (uint32_t l = 0; !st && l < m->spec.layers; l++) m->moe_layers += (uint32_t)model_moe_layer(m, l);
+    if (!st && m->moe_layers && !(m->moe_counts = calloc((size_t)m->moe_layers * m->spec.experts, sizeof(uint64_t))))
+        st = err_set(e, ST_NOMEM, "out of memory");
     if (!st) model_shard_bind(m);
     for (uint32_t i = 0; !st && i < m->nparams; i++) /* the agreed scales' passes and recasts: host memory */
         if (model_shard_copies(m, &m->params[i]) && strcmp(bk->name, "cpu"))
@@ -283,6 +288,7 @@ void model_destroy(Model *m)
     free(m->act.layer);
     free(m->host_losses);
     free(m->step_losses);
+    free(m->moe_counts);
     BankTrace *t[2] = {&m->tr_fwd, &m->tr_bwd};
     for (int i = 0; i < 2; i++) {
         free(t[i]->amax);

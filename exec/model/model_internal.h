@@ -18,6 +18,21 @@ static inline uint64_t model_q_dim(const ModelSpec *s) { return (uint64_t)s->hea
 /* GEMM input width K and output width N of a block linear (spec_linear_shape at TP 1). */
 uint64_t model_linear_k(const ModelSpec *s, LinearKind k);
 uint64_t model_linear_n(const ModelSpec *s, LinearKind k);
+/* Mixture of experts: 1 when block l (of this stage) is a MoE layer (the model's layers from
+ * dense_layers on); its FFN width: ffn_hidden on a dense layer, the shared experts' S·Fe on a MoE
+ * layer (0: none); a linear's output and input widths on block l (FC1 and FC2 follow that width). */
+static inline int model_moe_layer(const Model *m, uint32_t l)
+{
+    return m->spec.experts > 0 && l + m->layer0 >= m->spec.dense_layers;
+}
+static inline uint64_t model_ffn_of(const Model *m, uint32_t l)
+{
+    return model_moe_layer(m, l) ? (uint64_t)m->spec.shared_experts * m->spec.expert_ffn : m->spec.ffn_hidden;
+}
+uint64_t model_lin_n(const Model *m, uint32_t l, LinearKind k);
+uint64_t model_lin_k(const Model *m, uint32_t l, LinearKind k);
+/* Rows a MoE layer's experts see per micro-batch: B·T·k (dropless, every token's k copies). */
+static inline uint64_t model_moe_rows(const Model *m) { return model_tokens(m) * m->spec.experts_per_token; }
 
 /* The state dtypes of a parameter's class (recipe.gemm or recipe.other). */
 static inline const StateSet *model_states(const Model *m, const ModelParam *p)
@@ -36,9 +51,9 @@ Status model_norm_fwd(Model *m, ParamKind w, int layer, const void *in, void *ou
 /* din = m->act.d_res += the input gradient; the weight (and bias) gradients accumulate. */
 Status model_norm_bwd(Model *m, ParamKind w, int layer, const void *in, const float *mean, const float *rstd,
                       const void *dout, Err *e);
-/* The MLP's activation: fc1 (B·T, k·F) → out (B·T, F), and back. */
-Status model_act_fwd(Model *m, const void *fc1, void *out, Err *e);
-Status model_act_bwd(Model *m, const void *fc1, const void *dout, void *din, Err *e);
+/* The MLP's activation: fc1 (rows, k·F) → out (rows, F), and back. */
+Status model_act_fwd(Model *m, uint64_t rows, uint64_t F, const void *fc1, void *out, Err *e);
+Status model_act_bwd(Model *m, uint64_t rows, uint64_t F, const void *fc1, const void *dout, void *din, Err *e);
 /* Rotary embedding of q and k in qkv (B·T, W) in place (inverse: of dq and dk);
  * nothing for learned or no positions. */
 Status model_pos_rope(Model *m, void *qkv, int inverse, Err *e);
@@ -119,6 +134,23 @@ Status model_copies_cast(Model *m, CollectiveId id, Err *e);
 Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, float dloss, Err *e);
 /* Backward from d(logits) into the main gradients (accumulating). */
 Status model_backward(Model *m, Err *e);
+
+/* ---- mixture of experts (model_moe.c) ---- */
+
+/* What the executor's MoE layers need of a plan (ST_OK for a dense model). */
+Status model_moe_check(const Plan *p, Err *e);
+/* The routed part of MoE block l: from norm 2's output x (B·T, C), out (B·T, C) = the experts' outputs
+ * combined with the router's weights; the auxiliary loss added to m->moe_aux. */
+Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e);
+/* Its backward from dout = d(out): m->act.d_moe = d(x) through the experts and the router; the
+ * router's and experts' gradients accumulate. x as in the forward. */
+Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err *e);
+/* After the optimizer step: a sigmoid router's bias moved towards the mean load (MODEL_MOE_BIAS_SPEED),
+ * from the step's counts. */
+Status model_moe_after_step(Model *m, Err *e);
+/* The routed part's saved activations and working buffers (nothing on a dense model). */
+void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t l, int li);
+void model_moe_transient(Model *m, int bind, ArenaSpecs *sp);
 
 /* ---- the rank grid (model_groups.c) ---- */
 

@@ -26,6 +26,7 @@ Status model_check(const Plan *p, Err *e)
                        "the executor materializes attention scores without recompute or dropout; plan it that way "
                        "(exec_plan_input)");
     Status st = exec_recipe_check(in->recipe, e);
+    if (!st) st = model_moe_check(p, e);
     if (!st) st = model_shard_check(p, e);
     if (st) return st;
     if ((unsigned)s->norm >= NORM_COUNT_ || (unsigned)s->mlp >= MLP_COUNT_ || (unsigned)s->pos >= POS_COUNT_)
@@ -77,6 +78,17 @@ uint64_t model_linear_k(const ModelSpec *s, LinearKind k)
     return cols;
 }
 
+uint64_t model_lin_n(const Model *m, uint32_t l, LinearKind k)
+{
+    if (k == LIN_FC1) return spec_fc1_k(&m->spec) * model_ffn_of(m, l);
+    return k == LIN_FC2 ? m->spec.hidden : model_linear_n(&m->spec, k);
+}
+
+uint64_t model_lin_k(const Model *m, uint32_t l, LinearKind k)
+{
+    return k == LIN_FC2 ? model_ffn_of(m, l) : model_linear_k(&m->spec, k);
+}
+
 static uint64_t max2(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* Fill the parameter table (shapes, flags, FP8 slots); no memory yet. */
@@ -85,7 +97,7 @@ static Status params_fill(Model *m, Err *e)
     const ModelSpec *s = &m->spec;
     const uint64_t C = s->hidden;
     const int ln = s->norm == NORM_LAYERNORM, bias = s->linear_bias;
-    uint32_t cap = 3 + 12 * s->layers + 3;
+    uint32_t cap = 3 + 16 * s->layers + 3;
     ModelParam *p = calloc(cap, sizeof *p);
     if (!p) return err_set(e, ST_NOMEM, "out of memory");
     uint32_t k = 0;
@@ -114,7 +126,17 @@ static Status params_fill(Model *m, Err *e)
                 ADD(nw, L, C, 1, 0, 0);
                 if (ln) ADD((ParamKind)(nw + 1), L, C, 1, 0, 0); /* PK_NORM1_B, PK_NORM2_B */
             }
-            uint64_t n = model_linear_n(s, (LinearKind)j), kk = model_linear_k(s, (LinearKind)j);
+            if (j == LIN_FC1 && model_moe_layer(m, l)) { /* the router, its bias, the routed experts */
+                uint64_t E = s->experts, Fe = s->expert_ffn;
+                ADD(PK_ROUTER_W, L, E, C, 1, 0);
+                if (s->router == ROUTER_SIGMOID) ADD(PK_ROUTER_B, L, E, 1, 0, 0);
+                ADD(PK_XFC1_W, L, E * spec_fc1_k(s) * Fe, C, 1, 1);
+                p[k - 1].expert = 1;
+                ADD(PK_XFC2_W, L, E * C, Fe, 1, 1);
+                p[k - 1].expert = 1;
+            }
+            if ((j == LIN_FC1 || j == LIN_FC2) && !model_ffn_of(m, l)) continue; /* no shared experts */
+            uint64_t n = model_lin_n(m, l, (LinearKind)j), kk = model_lin_k(m, l, (LinearKind)j);
             ADD(lw[j], L, n, kk, 1, 1);
             p[k - 1].wslot = model_slot_w(l, (LinearKind)j);
             if (bias) ADD(lb[j], L, n, 1, 0, 0);
@@ -132,8 +154,9 @@ static Status params_fill(Model *m, Err *e)
 const char *model_param_name(ParamKind k)
 {
     static const char *names[PK_COUNT] = {
-        "wte",     "wpe",   "norm1.w", "norm1.b", "qkv.w", "qkv.b",   "proj.w",  "proj.b",  "norm2.w",
-        "norm2.b", "fc1.w", "fc1.b",   "fc2.w",   "fc2.b", "normf.w", "normf.b", "lm_head",
+        "wte",     "wpe",     "norm1.w", "norm1.b",  "qkv.w",    "qkv.b",         "proj.w",
+        "proj.b",  "norm2.w", "norm2.b", "fc1.w",    "fc1.b",    "fc2.w",         "fc2.b",
+        "normf.w", "normf.b", "lm_head", "router.w", "router.b", "experts.fc1.w", "experts.fc2.w",
     };
     return (unsigned)k < PK_COUNT ? names[k] : "?";
 }
@@ -143,6 +166,8 @@ static const MemTermId gemm_terms[STATE_COUNT_] = {MT_WEIGHT_GEMM, MT_MASTER_GEM
                                                    MT_OPTIM_V_GEMM};
 static const MemTermId other_terms[STATE_COUNT_] = {MT_WEIGHT_OTHER, MT_MASTER_OTHER, MT_GRAD_OTHER, MT_OPTIM_M_OTHER,
                                                     MT_OPTIM_V_OTHER};
+static const MemTermId expert_terms[STATE_COUNT_] = {MT_WEIGHT_EXPERT, MT_MASTER_EXPERT, MT_GRAD_EXPERT,
+                                                     MT_OPTIM_M_EXPERT, MT_OPTIM_V_EXPERT};
 
 /* Persistent: per parameter, every state the recipe keeps, its FP8 copies and
  * scaling records; then the FP8 GEMMs' scaling banks. */
@@ -154,7 +179,7 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
         ModelParam *q = &m->params[i];
         const char *nm = model_param_name(q->kind);
         const StateSet *st = q->gemm ? &r->gemm : &r->other;
-        const MemTermId *tm = q->gemm ? gemm_terms : other_terms;
+        const MemTermId *tm = q->expert ? expert_terms : q->gemm ? gemm_terms : other_terms;
         void **dst[STATE_COUNT_] = {&q->weight, &q->master, &q->grad, &q->m, &q->v};
         for (int k = 0; k < STATE_COUNT_; k++) /* a sharded state: in the class's shard below */
             if (st->dt[k] != DT_NONE && !(m->shard_mask[model_class(q)] >> k & 1))
@@ -214,9 +239,13 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
         arena_add(sp, MT_ACT_LAYER_HP, A, BTs * C, la ? &la->res2 : NULL, "res2", li);
         if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm2_mean : NULL, "norm2.mean", li);
         arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm2_rstd : NULL, "norm2.rstd", li);
-        arena_add(sp, MT_ACT_LAYER_HP, A, BT * model_linear_n(s, LIN_FC1), la ? &la->fc1 : NULL, "fc1", li);
+        uint32_t l = (uint32_t)(sl % L);
+        if (model_ffn_of(m, l))
+            arena_add(sp, MT_ACT_LAYER_HP, A, BT * model_lin_n(m, l, LIN_FC1), la ? &la->fc1 : NULL, "fc1", li);
+        if (model_moe_layer(m, l)) model_moe_saved(m, bind, sp, la, l, li);
         for (int k = 0; k < LIN_COUNT; k++) {
-            uint64_t K = model_linear_k(s, (LinearKind)k);
+            uint64_t K = model_lin_k(m, l, (LinearKind)k);
+            if ((k == LIN_FC1 || k == LIN_FC2) && !model_ffn_of(m, l)) continue; /* MoE, no shared experts */
             uint64_t BTk = model_tp_col(m, (LinearKind)k) ? BTs : BT; /* the shard a column-parallel input keeps */
             if (save_fp8)
                 arena_add(sp, MT_ACT_LAYER_FP8, r->saved_input, K * BTk, la ? &la->q_col[k] : NULL, "input.fp8_col",
@@ -243,18 +272,21 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
 {
     const ModelSpec *s = &m->spec;
     const Recipe *r = &m->recipe;
-    const uint64_t B = m->batch, T = m->seq, C = s->hidden, F = s->ffn_hidden, H = s->heads, BT = B * T;
+    const uint64_t B = m->batch, T = m->seq, C = s->hidden, H = s->heads, BT = B * T;
     const uint64_t Vp = m->vocab_padded;
+    uint64_t F = 0; /* the widest FFN of the stage's layers */
+    for (uint32_t l = 0; l < s->layers; l++) F = max2(F, model_ffn_of(m, l));
     const Dtype A = m->act_dtype;
     const int fp8 = recipe_fp8_gemm(r), save_fp8 = fp8 && dtype_is_fp8(r->saved_input);
     /* gradients not kept in FP32 are summed in FP32 staging first: the linear weights' only
      * during the block backward, the other parameters' (norms, biases, final norm) throughout */
     int gemm_staged = r->gemm.dt[STATE_GRAD] != DT_FP32, other_staged = r->other.dt[STATE_GRAD] != DT_FP32;
     uint64_t wide = 0, dwide = 0; /* the widest GEMM input K and output N */
-    for (int k = 0; k < LIN_COUNT; k++) {
-        wide = max2(wide, model_linear_k(s, (LinearKind)k));
-        dwide = max2(dwide, model_linear_n(s, (LinearKind)k));
-    }
+    for (uint32_t l = 0; l < s->layers; l++)
+        for (int k = 0; k < LIN_COUNT; k++) {
+            wide = max2(wide, model_lin_k(m, l, (LinearKind)k));
+            dwide = max2(dwide, model_lin_n(m, l, (LinearKind)k));
+        }
     ModelActs *a = bind ? &m->act : NULL;
     /* d_res: the sequence-parallel tokens; d_b also the attention output's gradient (B·T, H·D) (TP: H/tp) */
     const uint64_t BTs = model_sp_tokens(m), qd = BT * model_q_dim(s);
@@ -281,8 +313,9 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
                         "dlogits");
     /* block backward */
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * dwide, a ? &a->d_a : NULL, "d_a");
-    if (s->mlp == MLP_SWIGLU)
+    if (s->mlp == MLP_SWIGLU && F)
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * F, a ? &a->d_act : NULL, "d_act");
+    model_moe_transient(m, bind, sp);
     if (fp8) {
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, r->gemm_bwd, BT * dwide, a ? &a->d_qrow : NULL, "d_qrow");
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, r->gemm_bwd, dwide * BT, a ? &a->d_qcol : NULL, "d_qcol");

@@ -142,8 +142,8 @@ typedef struct {
 static Lin lin_of(Model *m, uint32_t l, LinearKind k)
 {
     return (Lin){.M = model_tokens(m),
-                 .N = model_linear_n(&m->spec, k),
-                 .K = model_linear_k(&m->spec, k),
+                 .N = model_lin_n(m, l, k),
+                 .K = model_lin_k(m, l, k),
                  .A = m->act_dtype,
                  .w = weight_of(m, l, k),
                  .b = bias_of(m, l, k)};

@@ -61,13 +61,20 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
         if (!st) st = bk->attention_fwd(bk, &at, e);
         if (!st) st = model_linear_fwd(m, l, LIN_PROJ, at.out, a->t_out, e);
         if (!st) st = bk->add(bk, la->x, a->t_out, la->res2, A, BT * C, e);
-        in = model_linear_input(m, l, LIN_FC1);
+        const uint64_t F = model_ffn_of(m, l); /* a MoE layer: its shared experts' width (0: none) */
+        in = F ? model_linear_input(m, l, LIN_FC1) : la->r_in;
         if (!st) st = model_norm_fwd(m, PK_NORM2_W, (int)l, la->res2, in, la->norm2_mean, la->norm2_rstd, e);
-        if (!st) st = model_linear_fwd(m, l, LIN_FC1, in, la->fc1, e);
-        in = model_linear_input(m, l, LIN_FC2);
-        if (!st) st = model_act_fwd(m, la->fc1, in, e);
-        if (!st) st = model_linear_fwd(m, l, LIN_FC2, in, a->t_out, e);
-        if (!st) st = bk->add(bk, la->res2, a->t_out, next, A, BT * C, e);
+        if (F) {
+            void *h = model_linear_input(m, l, LIN_FC2);
+            if (!st) st = model_linear_fwd(m, l, LIN_FC1, in, la->fc1, e);
+            if (!st) st = model_act_fwd(m, model_tokens(m), F, la->fc1, h, e);
+            if (!st) st = model_linear_fwd(m, l, LIN_FC2, h, a->t_out, e);
+            if (!st) st = bk->add(bk, la->res2, a->t_out, next, A, BT * C, e);
+        }
+        if (model_moe_layer(m, l)) { /* the routed experts' combined output joins the residual */
+            if (!st) st = model_moe_fwd(m, l, in, a->t_moe, e);
+            if (!st) st = bk->add(bk, F ? next : la->res2, a->t_moe, next, A, BT * C, e);
+        }
     }
     if (!st && !last) return m->ppc->send(m->ppc, CO_PP_P2P, bk, a->t_out, BT * C, A, model_pp_peer(m, 1), e);
     if (!st) st = model_norm_fwd(m, PK_NORMF_W, -1, a->x_final, a->normf_out, a->normf_mean, a->normf_rstd, e);
@@ -107,9 +114,19 @@ static Status block_bwd(Model *m, uint32_t i, Err *e)
     /* GELU: d_a holds d(activation output), made d(FC1 output) in place; SwiGLU: d_act holds
      * d(activation output), d_a receives d(FC1 output) (twice as wide). d_b: C-wide input gradients */
     void *dact = s->mlp == MLP_SWIGLU ? a->d_act : a->d_a;
-    Status st = model_linear_bwd(m, i, LIN_FC2, a->d_res, dact, e);
-    if (!st) st = model_act_bwd(m, la->fc1, dact, a->d_a, e);
-    if (!st) st = model_linear_bwd(m, i, LIN_FC1, a->d_a, a->d_b, e);
+    const uint64_t F = model_ffn_of(m, i), BT = model_tokens(m), C = s->hidden;
+    Status st = ST_OK;
+    if (F) {
+        st = model_linear_bwd(m, i, LIN_FC2, a->d_res, dact, e);
+        if (!st) st = model_act_bwd(m, BT, F, la->fc1, dact, a->d_a, e);
+        if (!st) st = model_linear_bwd(m, i, LIN_FC1, a->d_a, a->d_b, e);
+    }
+    if (!st && model_moe_layer(m, i)) { /* d(norm 2 output) through the routed experts, added to the shared's */
+        const void *x = F ? model_linear_input(m, i, LIN_FC1) : la->r_in;
+        st = model_moe_bwd(m, i, x, a->d_res, e);
+        if (!st && F) st = bk->add(bk, a->d_b, a->d_moe, a->d_b, m->act_dtype, BT * C, e);
+        if (!st && !F) st = bk->convert(bk, a->d_moe, m->act_dtype, a->d_b, m->act_dtype, BT * C, NULL, e);
+    }
     if (!st) st = model_norm_bwd(m, PK_NORM2_W, (int)i, la->res2, la->norm2_mean, la->norm2_rstd, a->d_b, e);
     if (!st) st = model_linear_bwd(m, i, LIN_PROJ, a->d_res, a->d_b, e);
     if (!st) st = bk->attention_bwd(bk, &at, e);

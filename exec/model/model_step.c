@@ -296,6 +296,7 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     if (!st) phase_done(m, PHASE_COMM);
     if (!st) st = phase_begin(m, ev, 3, e);
     if (!st) st = optimizer(m, e);
+    if (!st) st = model_moe_after_step(m, e); /* a sigmoid router's bias, from the step's loads */
     if (!st && m->shard_ways == 1) st = model_copies_cast(m, COMM_UNPLANNED, e); /* FP8-LM: the new copies */
     if (!st) st = phase_end(m, ev, 3, &t[2], e);
     if (!st) phase_done(m, PHASE_OPT);

@@ -165,7 +165,7 @@ if awk -v e="$eager" -v f="$full" 'BEGIN { exit !(e > 0 && f == 0) }'; then
     pass "eager layers wait on the host ($eager s); whole-layer graphs do not"
 else fail "host issue: eager $eager s, full graphs $full s"; fi
 
-# the executor runs dense GPT-2 and LLaMA decoders; a model with experts is planned, not run
+# the executor runs dense decoders and MoE layers; latent attention (deepseek-v3) is planned, not run
 bad "run refuses a model with experts" 69 "planned (fp8plan plan) but not run" run --backend cpu --model deepseek-v3 --recipe te-fp8 --layers 2 --steps 1
 
 finish

@@ -153,6 +153,53 @@ static void test_all_gather_v(void)
     CHECK_NEAR(C->stats[CO_DP_PARAM_AG].bus_bytes, N == 2 ? 2.0 : 18.0, 0.0);
 }
 
+/* Uneven all-to-all (expert parallelism's dispatch): rank r sends r + j + 1 FP32 values to rank j, value
+ * i of them 100·r + j + i/2, and receives r + j + 1 from each rank j. Bytes rank r sends: the sum over j
+ * of r + j + 1 values = N·r + N(N−1)/2 + N, 4 B each — np 2: 2r + 3 (rank 0: 12 B, rank 1: 20 B), np 4:
+ * 4r + 10 (rank 0: 40 B … rank 3: 88 B); of those, its own segment (2r + 1 values) stays: bus bytes
+ * np 2: 4·(2r + 3 − 2r − 1) = 8 on both ranks, np 4: 4·(4r + 10 − 2r − 1) = 4·(2r + 9). */
+static void test_all_to_all_v(void)
+{
+    uint64_t sc[4], rc[4], ns = 0, nr = 0;
+    for (int j = 0; j < N; j++) sc[j] = rc[j] = (uint64_t)(R + j + 1), ns += sc[j], nr += rc[j];
+    float snd[32], rcv[32]; /* at most 4·3 + 10 = 22 values */
+    for (int j = 0, k = 0; j < N; j++)
+        for (uint64_t i = 0; i < sc[j]; i++) snd[k++] = 100.0f * (float)R + (float)j + 0.5f * (float)i;
+    for (uint64_t k = 0; k < nr; k++) rcv[k] = -1.0f;
+    Err e;
+    CHECK_EQ_INT(comm_all_to_all_v(C, CO_EP_DISPATCH_FWD, NULL, snd, sc, rcv, rc, DT_FP32, &e), ST_OK);
+    for (int j = 0, k = 0; j < N; j++) /* from rank j: 100·j + R + i/2 */
+        for (uint64_t i = 0; i < rc[j]; i++, k++) CHECK_NEAR(rcv[k], 100.0 * j + R + 0.5 * (double)i, 0.0);
+    uint64_t want = N == 2 ? 4 * (2 * (uint64_t)R + 3) : 4 * (4 * (uint64_t)R + 10);
+    double bus = N == 2 ? 8.0 : 4.0 * (2 * R + 9);
+    CHECK_EQ_U64(C->stats[CO_EP_DISPATCH_FWD].payload_bytes, want);
+    CHECK_REL(C->stats[CO_EP_DISPATCH_FWD].bus_bytes, bus, 1e-12); /* payload x (leaving / payload), in double */
+    CHECK_EQ_U64(C->stats[CO_EP_DISPATCH_FWD].calls, 1);
+}
+
+/* Counts that disagree (the last rank expects one value more from rank 0 than rank 0 sends): every rank
+ * fails with ST_DATA before any payload moves, the last rank naming the pair and the counts, the others
+ * naming it; nobody hangs, nothing is counted on the row, and the next call works. */
+static void test_all_to_all_v_disagree(void)
+{
+    uint64_t sc[4], rc[4];
+    for (int j = 0; j < N; j++) sc[j] = rc[j] = 1;
+    if (R == N - 1) rc[0] = 2;
+    float snd[4] = {1, 2, 3, 4}, rcv[5] = {0};
+    Err e = {0};
+    CHECK_EQ_INT(comm_all_to_all_v(C, CO_EP_COMBINE_FWD, NULL, snd, sc, rcv, rc, DT_FP32, &e), ST_DATA);
+    char want[160];
+    if (R == N - 1)
+        snprintf(want, sizeof want, "rank %d expects 2 elements from rank 0, which sends 1", N - 1);
+    else
+        snprintf(want, sizeof want, "rank %d's receive counts disagree with what its peers send", N - 1);
+    CHECK_CONTAINS(e.msg, want);
+    CHECK_EQ_U64(C->stats[CO_EP_COMBINE_FWD].calls, 0);
+    rc[0] = 1;
+    CHECK_EQ_INT(comm_all_to_all_v(C, CO_EP_COMBINE_FWD, NULL, snd, sc, rcv, rc, DT_FP32, &e), ST_OK);
+    for (int j = 0; j < N; j++) CHECK_NEAR(rcv[j], (double)R + 1.0, 0.0); /* rank j's value for R: snd[R] */
+}
+
 /* Broadcast from the last rank: everyone ends with its [7, 8, 9]·N. */
 static void test_broadcast(void)
 {
@@ -527,7 +574,7 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 17\n");
+    if (R == 0) printf("checks: 19\n");
     MRUN(test_all_reduce_fp32_rank_order);
     MRUN(test_all_reduce_bf16_rounds_once);
     MRUN(test_all_reduce_max);
@@ -546,6 +593,8 @@ int main(int argc, char **argv)
     MRUN(test_reduce_scatter_v);
     MRUN(test_all_gather_v);
     MRUN(test_reduce_scatter_fp8_v);
+    MRUN(test_all_to_all_v);
+    MRUN(test_all_to_all_v_disagree);
     int failed = test_failed_;
     C->destroy(C);
     MPI_Finalize();

@@ -95,6 +95,19 @@ static inline ModelSpec fx_llama(void)
     return m;
 }
 
+/* fx_llama with experts (exec/model/model_moe.c): block 0 dense (F=48), block 1 a MoE layer of 4 routed
+ * experts of Fe=16 (SwiGLU: FC1 32 wide), top-2, one shared expert (S·Fe = 16) and a router of
+ * type r (sigmoid: 2 groups, the top 1 group). */
+static inline ModelSpec fx_moe(RouterType r)
+{
+    ModelSpec m = fx_llama();
+    snprintf(m.name, sizeof m.name, "fx-moe-%s", r == ROUTER_SIGMOID ? "sigmoid" : "softmax");
+    m.experts = 4, m.experts_per_token = 2, m.shared_experts = 1, m.expert_ffn = 16, m.dense_layers = 1;
+    m.router = r;
+    if (r == ROUTER_SIGMOID) m.router_groups = 2, m.router_group_topk = 1;
+    return m;
+}
+
 /* The executor's plan of a fixture (B = mbs sequences, `micro` micro-batches
  * per step on each of dp ranks, states sharded as `sharding` says, tp
  * tensor-parallel ranks (sequence-parallel) and pp stages, the vocabulary

@@ -92,6 +92,13 @@ static void test_resume_megatron_bf16(void) { resume_case("megatron-bf16", fx_gp
 static void test_resume_te_fp8(void) { resume_case("te-fp8", fx_gpt()); }
 static void test_resume_fp8lm(void) { resume_case("fp8lm", fx_gpt()); }
 static void test_resume_llama_te_fp8(void) { resume_case("te-fp8", fx_llama()); }
+/* MoE layers: the router, the routed experts' states and a sigmoid router's bias (moved after every step from
+ * the step's loads) survive a checkpoint, so the resumed run routes every token as the continuous one */
+static void test_resume_moe_bf16(void)
+{
+    resume_case("megatron-bf16", fx_moe(ROUTER_SOFTMAX));
+    resume_case("megatron-bf16", fx_moe(ROUTER_SIGMOID));
+}
 
 /* Write `n` bytes of `src` (the good checkpoint) to path, optionally flipping byte `flip`. */
 static void write_variant(const char *path, const char *src, long n, long flip)
@@ -189,6 +196,7 @@ int main(void)
     RUN(test_resume_te_fp8);
     RUN(test_resume_fp8lm);
     RUN(test_resume_llama_te_fp8);
+    RUN(test_resume_moe_bf16);
     RUN(test_bad_checkpoints);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

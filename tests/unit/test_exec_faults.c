@@ -212,6 +212,7 @@ typedef struct {
     const char *dir;
     int tp, pp;  /* 0: 1 */
     int measure; /* through the measurement path (measure_step, then compare) as `fp8plan run` does */
+    int moe;     /* exec_fixtures.h's fx_moe instead: 1 softmax router, 2 sigmoid */
 } Job;
 
 static int32_t tin[1024], ttgt[1024];
@@ -231,7 +232,7 @@ static Status job_ckpt(const Job *j, Model *m, Err *e)
 static Status job_run(const Job *j, Err *e)
 {
     static Plan p;
-    ModelSpec s = j->llama ? fx_llama() : fx_gpt();
+    ModelSpec s = j->moe ? fx_moe(j->moe == 2 ? ROUTER_SIGMOID : ROUTER_SOFTMAX) : j->llama ? fx_llama() : fx_gpt();
     Recipe r = fx_recipe(j->recipe);
     if (!strcmp(j->recipe, "fp8lm")) /* recipes.csv's fp8lm row: E4M3 gradients and copies (ZeRO-1 needs them) */
         r.comm_dp_grad = r.comm_param_gather = DT_E4M3;
@@ -287,8 +288,11 @@ static Status job_op(const void *arg, Err *e) { return job_run(arg, e); }
 static void sweep_job(int kind, const Job *j)
 {
     char what[128];
-    snprintf(what, sizeof what, "%s %s dp %d tp %d pp %d, %d steps%s", j->recipe, j->llama ? "llama" : "gpt", j->dp,
-             j->tp ? j->tp : 1, j->pp ? j->pp : 1, j->steps,
+    snprintf(what, sizeof what, "%s %s dp %d tp %d pp %d, %d steps%s", j->recipe,
+             j->moe     ? "moe"
+             : j->llama ? "llama"
+                        : "gpt",
+             j->dp, j->tp ? j->tp : 1, j->pp ? j->pp : 1, j->steps,
              j->dir       ? ", checkpoint"
              : j->measure ? ", measured"
                           : "");
@@ -309,6 +313,8 @@ static void test_backend_faults(void)
         {.recipe = "te-fp8", .llama = 1, .dp = 1, .steps = 1, .dir = tmpdir, .tp = 2},
         {.recipe = "te-fp8", .dp = 1, .steps = 1, .pp = 2},
         {.recipe = "fp8lm", .dp = 1, .steps = 3, .measure = 1},
+        {.recipe = "megatron-bf16", .dp = 1, .steps = 2, .dir = tmpdir, .moe = 1},
+        {.recipe = "megatron-bf16", .dp = 1, .steps = 2, .measure = 1, .moe = 2},
     };
     for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++) sweep_job(K_BACKEND, &jobs[i]);
 }
@@ -334,6 +340,7 @@ static void test_alloc_faults(void)
         {.recipe = "megatron-bf16", .llama = 1, .dp = 1, .steps = 1, .dir = tmpdir, .tp = 2},
         {.recipe = "te-fp8", .dp = 1, .steps = 1, .pp = 2},
         {.recipe = "te-fp8", .dp = 2, .steps = 3, .measure = 1},
+        {.recipe = "megatron-bf16", .dp = 1, .steps = 2, .dir = tmpdir, .moe = 2},
     };
     for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++) sweep_job(K_MALLOC, &jobs[i]);
 }

@@ -54,6 +54,7 @@ static void fd_fp32(const ModelSpec *spec)
     Model *g = make(spec, "fp32", bk, comm);
     CHECK(g != NULL);
     if (!g) return;
+    g->moe_aux_coeff = 0.0f; /* MoE: the loss model_loss reports is the cross-entropy alone */
     int32_t in[FD_TOKENS], tgt[FD_TOKENS];
     fx_tokens(g, 7, in, tgt);
     float loss;
@@ -109,6 +110,20 @@ static void test_fd_fp32(void)
 static void test_fd_fp32_llama(void)
 {
     ModelSpec m = fx_llama();
+    fd_fp32(&m);
+}
+
+/* A mixture-of-experts model (a dense block, then a MoE block with a shared expert, exec_fixtures.h's
+ * fx_moe): the router (softmax with normalised top-2 weights; sigmoid with the group-limited selection),
+ * the routed experts' grouped GEMMs, the combine and the shared expert against finite differences with
+ * the same tolerance. The selection is piecewise constant: no token's top-2 changes within h here (a
+ * change would show as a difference far above the tolerance). A sigmoid router's bias only steers the
+ * selection: its gradient is 0, and so is its difference. */
+static void test_fd_fp32_moe(void)
+{
+    ModelSpec m = fx_moe(ROUTER_SOFTMAX);
+    fd_fp32(&m);
+    m = fx_moe(ROUTER_SIGMOID);
     fd_fp32(&m);
 }
 
@@ -169,20 +184,20 @@ static void test_bf16_vs_fp32(void)
  * 10^2 ulps of FP32. A main gradient kept in BF16 is rounded once per micro-batch instead of once: two
  * BF16 roundings (unit roundoff 2^-9 each) against one, 1 % covers it and fails a gradient that drops or
  * doubles a micro-batch (50 % off). */
-static void accumulation(const char *what, Recipe r, double tol)
+static void accumulation(const char *what, Recipe r, double tol, ModelSpec spec)
 {
     Backend *bk;
     Comm *comm;
     Err e;
     CHECK(!backend_cpu_create(&bk, &e));
     CHECK(!comm_single_create(&comm, &e));
-    ModelSpec spec = fx_llama();
     ModelHyper h = model_hyper_default();
     h.init_std = 0.1f;
     Model *acc = NULL, *one = NULL;
     CHECK(!fx_model(&spec, &r, 4, 2, &h, bk, comm, &acc, &e));
     CHECK(!fx_model(&spec, &r, 8, 1, &h, bk, comm, &one, &e));
     if (!acc || !one) return;
+    acc->moe_aux_coeff = one->moe_aux_coeff = 0.0f; /* MoE: the auxiliary loss is per micro-batch, not additive */
     CHECK_EQ_INT(acc->microbatches, 2);
     CHECK_EQ_U64(model_step_tokens(acc), model_step_tokens(one));
     int32_t in[8 * 16], tgt[8 * 16];
@@ -212,16 +227,21 @@ static void accumulation(const char *what, Recipe r, double tol)
 
 static void test_accumulation_equals_the_whole_batch(void)
 {
-    accumulation("fp32", fx_recipe("fp32"), 1e-5);
+    accumulation("fp32", fx_recipe("fp32"), 1e-5, fx_llama());
     Recipe r = fx_recipe("fp32");
     r.gemm.dt[STATE_GRAD] = r.other.dt[STATE_GRAD] = DT_BF16; /* main gradients in BF16: staged, stored back */
-    accumulation("bf16 grads", r, 1e-2);
+    accumulation("bf16 grads", r, 1e-2, fx_llama());
+    /* MoE: each token is routed alone, so two micro-batches route as the whole batch does; the routed
+     * experts' gradients accumulate over both (their groups' rows differ per micro-batch) */
+    accumulation("moe softmax fp32", fx_recipe("fp32"), 1e-5, fx_moe(ROUTER_SOFTMAX));
+    accumulation("moe sigmoid fp32", fx_recipe("fp32"), 1e-5, fx_moe(ROUTER_SIGMOID));
 }
 
 int main(void)
 {
     RUN(test_fd_fp32);
     RUN(test_fd_fp32_llama);
+    RUN(test_fd_fp32_moe);
     RUN(test_bf16_vs_fp32);
     RUN(test_accumulation_equals_the_whole_batch);
     return test_summary();

@@ -76,6 +76,28 @@ static void test_refusals(void)
     CHECK(c->total.bus_bytes == 0.0);
 }
 
+/* The single rank's all-to-all: its own segment copied (3 FP32 = 12 B payload, 0 bus bytes: nothing leaves),
+ * counts that disagree refused as bad data naming the pair, and the wrapper's refusal for a communicator
+ * without the call (NCCL today). */
+static void test_all_to_all_v(void)
+{
+    float x[3] = {1.5f, 2.5f, 3.5f}, y[4] = {0};
+    const uint64_t three[1] = {3}, four[1] = {4};
+    Err e = {0};
+    CommStats before = c->stats[CO_EP_DISPATCH_FWD];
+    CHECKF(comm_all_to_all_v(c, CO_EP_DISPATCH_FWD, bk, x, three, y, three, DT_FP32, &e) == ST_OK, "%s", e.msg);
+    CHECK(y[0] == 1.5f && y[1] == 2.5f && y[2] == 3.5f && y[3] == 0.0f);
+    CHECK_EQ_U64(c->stats[CO_EP_DISPATCH_FWD].calls - before.calls, 1);
+    CHECK_EQ_U64(c->stats[CO_EP_DISPATCH_FWD].payload_bytes - before.payload_bytes, 12);
+    CHECK(c->stats[CO_EP_DISPATCH_FWD].bus_bytes == before.bus_bytes);
+    expect(comm_all_to_all_v(c, CO_EP_DISPATCH_FWD, bk, x, three, y, four, DT_FP32, &e), &e, ST_DATA, "all_to_all_v",
+           "rank 0 expects 4 elements from rank 0, which sends 3");
+    Comm none = *c;
+    none.all_to_all_v = NULL, none.name = "nccl";
+    expect(comm_all_to_all_v(&none, CO_EP_DISPATCH_FWD, bk, x, three, y, three, DT_FP32, &e), &e, ST_UNAVAILABLE,
+           "all_to_all_v", "communicator nccl: no all-to-all (expert parallelism) yet");
+}
+
 int main(void)
 {
     Err e = {0};
@@ -84,6 +106,7 @@ int main(void)
         return 1;
     }
     RUN(test_refusals);
+    RUN(test_all_to_all_v);
     c->destroy(c);
     bk->destroy(bk);
     return test_summary();

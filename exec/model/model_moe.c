@@ -1,0 +1,367 @@
+/* exec/model/model_moe.c — the routed part of a mixture-of-experts layer on one
+ * rank, from the backend's MoE operations (exec/backend_check_moe.c):
+ *   logits (B·T, E) = x · Wrᵀ (FP32 out)        router [E, C]
+ *   scores, ids, weights, counts = router_topk  softmax (normalised top-k) or sigmoid + bias
+ *   x_in (R, C)      = permute(x)               R = B·T·k rows, expert by expert
+ *   x_fc1 (R, k·Fe)  = grouped_gemm(x_in, W1)   one call for the E experts
+ *   x_fc2in (R, Fe)  = act(x_fc1)               SwiGLU or GELU, as the dense FFN
+ *   x_y (R, C)       = grouped_gemm(x_fc2in, W2)
+ *   out (B·T, C)     = Σ_j weights[t][j] · x_y[row_of[t][j]]   (unpermute and combine)
+ * The experts' outputs are not kept: the backward recomputes x_y (one grouped
+ * GEMM) for the combine weights' gradient, so the saved tensors are the plan's
+ * MT_ACT_MOE items (planner/plan_moe_mem.c). Shared experts and norm 2 are the
+ * dense FFN path's (model_pass.c) with the shared width. Softmax routers add the
+ * auxiliary balance loss (MODEL_MOE_AUX_COEFF); sigmoid routers select with a
+ * bias moved after each step (MODEL_MOE_BIAS_SPEED), as DeepSeek-V3 does. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/model/model_internal.h"
+
+Status model_moe_check(const Plan *p, Err *e)
+{
+    const PlanInput *in = &p->in;
+    const ModelSpec *s = in->model;
+    if (!spec_is_moe(s)) return ST_OK;
+    const Recipe *r = in->recipe;
+    if (spec_is_mla(s) || s->mtp_layers || s->qk_norm)
+        return err_set(e, ST_UNAVAILABLE,
+                       "model %s: latent attention, multi-token prediction and q/k norms are not run by the "
+                       "executor yet (its experts are)",
+                       s->name);
+    if (!s->experts_per_token || s->experts_per_token > s->experts)
+        return err_set(e, ST_USAGE, "model %s: top-k %u must be between 1 and its %u experts", s->name,
+                       s->experts_per_token, s->experts);
+    if (!s->expert_ffn) return err_set(e, ST_USAGE, "model %s: expert_ffn_hidden is 0", s->name);
+    if (s->router != ROUTER_SOFTMAX && s->router != ROUTER_SIGMOID)
+        return err_set(e, ST_USAGE, "model %s: a model with experts needs router softmax or sigmoid", s->name);
+    if (s->linear_bias)
+        return err_set(e, ST_UNAVAILABLE, "model %s: linear biases with experts are not run by the executor", s->name);
+    if (recipe_fp8_gemm(r))
+        return err_set(e, ST_UNAVAILABLE,
+                       "recipe %s on model %s: FP8 expert GEMMs are not run by the executor yet (its MoE layers run "
+                       "with recipes whose GEMMs are BF16 or FP32, e.g. megatron-bf16)",
+                       r->name, s->name);
+    if (in->tp != 1 || in->pp != 1 || in->dp != 1 || in->ep != 1 || in->etp != 1 || in->sharding != SHARD_NONE)
+        return err_set(e, ST_UNAVAILABLE,
+                       "model %s: the executor runs MoE layers on one rank (tp %u, pp %u, dp %u, ep %u, etp %u "
+                       "given; expert parallelism is not implemented yet)",
+                       s->name, in->tp, in->pp, in->dp, in->ep, in->etp);
+    if (in->moe_capacity > 0)
+        return err_set(e, ST_UNAVAILABLE, "--moe-capacity %g: the executor's routing is dropless (0)",
+                       in->moe_capacity);
+    if (r->other.dt[STATE_WEIGHT] != exec_act_dtype(r))
+        return err_set(e, ST_UNAVAILABLE,
+                       "recipe %s: the router's weight (%s) must be in the activation dtype (%s) for its GEMMs",
+                       r->name, dtype_name(r->other.dt[STATE_WEIGHT]), dtype_name(exec_act_dtype(r)));
+    if (s->router == ROUTER_SIGMOID && r->other.dt[STATE_MASTER] != DT_FP32 && r->other.dt[STATE_WEIGHT] != DT_FP32)
+        return err_set(e, ST_UNAVAILABLE, "recipe %s: a sigmoid router's bias needs an FP32 master or weight", r->name);
+    uint32_t g = s->router_groups ? s->router_groups : 1, gk = s->router_group_topk ? s->router_group_topk : g;
+    if (s->experts % g || gk > g || (uint64_t)s->experts_per_token > (uint64_t)gk * (s->experts / g))
+        return err_set(e, ST_USAGE,
+                       "model %s: group-limited routing (%u groups, top %u groups) does not fit %u experts with "
+                       "top-k %u",
+                       s->name, g, gk, s->experts, s->experts_per_token);
+    return ST_OK;
+}
+
+void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t l, int li)
+{
+    const ModelSpec *s = &m->spec;
+    const uint64_t BT = model_tokens(m), E = s->experts, k = s->experts_per_token, R = model_moe_rows(m);
+    const uint64_t C = s->hidden, Fe = s->expert_ffn;
+    const Dtype A = m->act_dtype;
+    if (!bind) la = NULL;
+    arena_add(sp, MT_ACT_MOE, DT_FP32, BT * E, la ? &la->r_scores : NULL, "router.scores", li);
+    arena_add_i32(sp, MT_ACT_MOE, BT * k, la ? &la->r_ids : NULL, "router.ids", li);
+    arena_add(sp, MT_ACT_MOE, DT_FP32, BT * k, la ? &la->r_w : NULL, "router.weights", li);
+    arena_add_i32(sp, MT_ACT_MOE, E, la ? &la->r_counts : NULL, "router.counts", li);
+    arena_add_i32(sp, MT_ACT_MOE, BT * k, la ? &la->r_rowof : NULL, "moe.row_of", li);
+    if (!model_ffn_of(m, l)) /* no shared FC1 saves norm 2's output: the router's own copy */
+        arena_add(sp, MT_ACT_MOE, A, BT * C, la ? &la->r_in : NULL, "router.input", li);
+    arena_add(sp, MT_ACT_MOE, A, R * C, la ? &la->x_in : NULL, "experts.input", li);
+    arena_add(sp, MT_ACT_MOE, A, R * spec_fc1_k(s) * Fe, la ? &la->x_fc1 : NULL, "experts.fc1", li);
+    arena_add(sp, MT_ACT_MOE, A, R * Fe, la ? &la->x_fc2in : NULL, "experts.fc2_input", li);
+}
+
+void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
+{
+    const ModelSpec *s = &m->spec;
+    int any = 0;
+    for (uint32_t l = 0; l < s->layers; l++) any |= model_moe_layer(m, l);
+    if (!any) return;
+    const uint64_t BT = model_tokens(m), E = s->experts, k = s->experts_per_token, R = model_moe_rows(m);
+    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const Dtype A = m->act_dtype;
+    ModelActs *a = bind ? &m->act : NULL;
+    /* both passes: the logits (their gradient in backward) and the experts' outputs (recomputed) */
+    arena_add(sp, MT_TRANSIENT, DT_FP32, BT * E, a ? &a->r_logits : NULL, "router.logits", -1);
+    arena_add(sp, MT_TRANSIENT, A, R * C, a ? &a->x_y : NULL, "experts.out", -1);
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->t_moe : NULL, "moe.combined");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * C, a ? &a->d_moe : NULL, "moe.d_input");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, R * C, a ? &a->x_dy : NULL, "experts.d_out");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, R * Fe, a ? &a->x_dh2 : NULL, "experts.d_act");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, R * kf * Fe, a ? &a->x_dh1 : NULL, "experts.d_fc1");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, BT * k, a ? &a->r_dw : NULL, "router.d_weights");
+    if (s->router == ROUTER_SOFTMAX)
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, BT * E, a ? &a->r_ds : NULL, "router.d_scores");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * E, a ? &a->r_dl : NULL, "router.d_logits");
+}
+
+/* The index of MoE block l among the stage's MoE blocks (the row of m->moe_counts). */
+static uint32_t moe_index(const Model *m, uint32_t l)
+{
+    uint32_t i = 0;
+    for (uint32_t j = 0; j < l; j++) i += (uint32_t)model_moe_layer(m, j);
+    return i;
+}
+
+/* A sigmoid router's bias as the router reads it: FP32 (its master, or its weight when that is FP32). */
+static float *router_bias(Model *m, uint32_t l)
+{
+    ModelParam *b = model_find_param(m, PK_ROUTER_B, (int)(l + m->layer0));
+    if (!b) return NULL;
+    return model_states(m, b)->dt[STATE_WEIGHT] == DT_FP32 ? b->weight : b->master;
+}
+
+/* The grouped GEMM Y (R, N) = X (R, K) · W_gᵀ, W (E, N, K) packed, in the activation dtype. */
+static Status experts_gemm(Model *m, const LayerActs *la, const void *x, const void *w, uint64_t n, uint64_t k,
+                           GemmLayout wl, void *y, Err *e)
+{
+    const Dtype A = m->act_dtype;
+    GroupedGemmDesc d = {.groups = m->spec.experts,
+                         .rows = model_moe_rows(m),
+                         .n = n,
+                         .k = k,
+                         .counts = la->r_counts,
+                         .accum = GEMM_OVERWRITE};
+    d.a = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_INNER};
+    d.b = (GemmOperand){.ptr = w, .dtype = A, .layout = wl};
+    d.d = (GemmOutput){.ptr = y, .dtype = A};
+    return m->bk->grouped_gemm(m->bk, &d, e);
+}
+
+/* dW_g (M, N) += dY_gᵀ · X_g over each expert's rows: dY (R, M), X (R, N). */
+static Status experts_wgrad(Model *m, const LayerActs *la, ModelParam *w, const void *dy, uint64_t M, const void *x,
+                            uint64_t N, Err *e)
+{
+    const Dtype A = m->act_dtype;
+    Status st = model_grad_begin(m, w, 0, e);
+    GroupedWgradDesc d = {.groups = m->spec.experts,
+                          .rows = model_moe_rows(m),
+                          .m = M,
+                          .n = N,
+                          .counts = la->r_counts,
+                          .accum = GEMM_ACCUMULATE};
+    d.a = (GemmOperand){.ptr = dy, .dtype = A, .layout = GEMM_K_OUTER};
+    d.b = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_OUTER};
+    d.d = (GemmOutput){.ptr = model_grad_target(m, w, 0), .dtype = DT_FP32};
+    if (!st) st = m->bk->grouped_gemm_wgrad(m->bk, &d, e);
+    if (!st) st = model_grad_commit(m, w, 0, e);
+    return st;
+}
+
+/* The auxiliary balance loss of the routing in la (softmax routers): its value into *loss (host), and with
+ * ds its gradient at dloss into ds. */
+static Status aux_loss(Model *m, const LayerActs *la, float dloss, float *ds, float *loss, Err *e)
+{
+    const ModelSpec *s = &m->spec;
+    RouterAuxDesc d = {.tokens = model_tokens(m),
+                       .experts = s->experts,
+                       .k = s->experts_per_token,
+                       .score = s->router,
+                       .coeff = m->moe_aux_coeff,
+                       .scores = la->r_scores,
+                       .ids = la->r_ids,
+                       .loss = m->act.r_logits, /* dead here: the logits are scored / their gradient not yet made */
+                       .dloss = dloss,
+                       .dscores = ds};
+    Status st = m->bk->router_aux_loss(m->bk, &d, e);
+    if (!st) st = m->bk->copy_to_host(m->bk, loss, m->act.r_logits, sizeof *loss, e);
+    return st;
+}
+
+Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
+{
+    Backend *bk = m->bk;
+    const ModelSpec *s = &m->spec;
+    LayerActs *la = model_la(m, l);
+    ModelActs *a = &m->act;
+    const Dtype A = m->act_dtype;
+    const uint64_t BT = model_tokens(m), C = s->hidden, E = s->experts, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const int L = (int)(l + m->layer0);
+    ModelParam *wr = model_find_param(m, PK_ROUTER_W, L), *w1 = model_find_param(m, PK_XFC1_W, L),
+               *w2 = model_find_param(m, PK_XFC2_W, L);
+    if (!wr || !w1 || !w2) return err_set(e, ST_SOFTWARE, "MoE layer %d has no router or experts", L);
+    GemmDesc g = {.m = BT, .n = E, .k = C, .accum = GEMM_OVERWRITE}; /* the router in the activation dtype */
+    g.a = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_INNER};
+    g.b = (GemmOperand){.ptr = wr->weight, .dtype = A, .layout = GEMM_K_INNER};
+    g.d = (GemmOutput){.ptr = a->r_logits, .dtype = DT_FP32};
+    Status st = bk->gemm(bk, &g, e);
+    RouterDesc rd = {.tokens = BT,
+                     .experts = s->experts,
+                     .k = s->experts_per_token,
+                     .score = s->router,
+                     .norm_topk = 1,
+                     .weight_scale = 1.0f,
+                     .groups = s->router_groups ? s->router_groups : 1,
+                     .group_topk = !s->router_groups      ? 1
+                                   : s->router_group_topk ? s->router_group_topk
+                                                          : s->router_groups, /* 0: every group */
+                     .logits = a->r_logits,
+                     .bias = s->router == ROUTER_SIGMOID ? router_bias(m, l) : NULL,
+                     .scores = la->r_scores,
+                     .ids = la->r_ids,
+                     .weights = la->r_w,
+                     .counts = la->r_counts};
+    if (!st) st = bk->router_topk(bk, &rd, e);
+    /* the step's tokens per expert (host), and the softmax router's auxiliary loss */
+    uint32_t xi = moe_index(m, l);
+    if (!st && m->moe_counts) {
+        int32_t *c = malloc(E * sizeof *c);
+        if (!c) return err_set(e, ST_NOMEM, "out of memory");
+        st = bk->copy_to_host(bk, c, la->r_counts, E * sizeof *c, e);
+        uint64_t *row = m->moe_counts + (uint64_t)xi * E;
+        if (!st && m->mb == 0) memset(row, 0, E * sizeof *row);
+        for (uint64_t i = 0; !st && i < E; i++) row[i] += (uint64_t)c[i];
+        free(c);
+    }
+    if (!st && m->mb == 0 && xi == 0) m->moe_aux = 0.0;
+    if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
+        float v = 0.0f;
+        st = aux_loss(m, la, 0.0f, NULL, &v, e);
+        m->moe_aux += (double)v / m->microbatches;
+    }
+    MoePermuteDesc pd = {.tokens = BT,
+                         .experts = s->experts,
+                         .k = s->experts_per_token,
+                         .cols = C,
+                         .dtype = A,
+                         .ids = la->r_ids,
+                         .in = x,
+                         .out = la->x_in,
+                         .row_of = la->r_rowof};
+    if (!st) st = bk->moe_permute(bk, &pd, e);
+    if (!st) st = experts_gemm(m, la, la->x_in, w1->weight, kf * Fe, C, GEMM_K_INNER, la->x_fc1, e);
+    if (!st) st = model_act_fwd(m, model_moe_rows(m), Fe, la->x_fc1, la->x_fc2in, e);
+    if (!st) st = experts_gemm(m, la, la->x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, a->x_y, e);
+    MoeUnpermuteDesc ud = {.tokens = BT,
+                           .k = s->experts_per_token,
+                           .cols = C,
+                           .dtype = A,
+                           .row_of = la->r_rowof,
+                           .weights = la->r_w,
+                           .in = a->x_y,
+                           .out = out};
+    if (!st) st = bk->moe_unpermute(bk, &ud, e);
+    return st;
+}
+
+Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err *e)
+{
+    Backend *bk = m->bk;
+    const ModelSpec *s = &m->spec;
+    LayerActs *la = model_la(m, l);
+    ModelActs *a = &m->act;
+    const Dtype A = m->act_dtype;
+    const uint64_t BT = model_tokens(m), C = s->hidden, E = s->experts, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t R = model_moe_rows(m);
+    const int L = (int)(l + m->layer0);
+    ModelParam *wr = model_find_param(m, PK_ROUTER_W, L), *w1 = model_find_param(m, PK_XFC1_W, L),
+               *w2 = model_find_param(m, PK_XFC2_W, L);
+    if (!wr || !w1 || !w2) return err_set(e, ST_SOFTWARE, "MoE layer %d has no router or experts", L);
+    /* the experts' outputs again, for the combine weights' gradient */
+    Status st = experts_gemm(m, la, la->x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, a->x_y, e);
+    MoeUnpermuteBwdDesc ub = {.tokens = BT,
+                              .k = s->experts_per_token,
+                              .cols = C,
+                              .dtype = A,
+                              .row_of = la->r_rowof,
+                              .weights = la->r_w,
+                              .dout = dout,
+                              .in = a->x_y,
+                              .din = a->x_dy,
+                              .dweights = a->r_dw};
+    if (!st) st = bk->moe_unpermute_bwd(bk, &ub, e);
+    /* FC2: d(activation output) = dY · W2_g (W2_g stored (C, Fe): K_OUTER), dW2 += dYᵀ · h */
+    if (!st) st = experts_gemm(m, la, a->x_dy, w2->weight, Fe, C, GEMM_K_OUTER, a->x_dh2, e);
+    if (!st) st = experts_wgrad(m, la, w2, a->x_dy, C, la->x_fc2in, Fe, e);
+    if (!st) st = model_act_bwd(m, R, Fe, la->x_fc1, a->x_dh2, a->x_dh1, e);
+    /* FC1: d(expert inputs) into x_y (its outputs are spent), dW1 += d(FC1 out)ᵀ · inputs */
+    if (!st) st = experts_gemm(m, la, a->x_dh1, w1->weight, C, kf * Fe, GEMM_K_OUTER, a->x_y, e);
+    if (!st) st = experts_wgrad(m, la, w1, a->x_dh1, kf * Fe, la->x_in, C, e);
+    /* the copies' gradients summed back to their tokens */
+    MoeUnpermuteDesc ud = {.tokens = BT,
+                           .k = s->experts_per_token,
+                           .cols = C,
+                           .dtype = A,
+                           .row_of = la->r_rowof,
+                           .weights = NULL,
+                           .in = a->x_y,
+                           .out = a->d_moe};
+    if (!st) st = bk->moe_unpermute(bk, &ud, e);
+    /* the router: the auxiliary loss's d(scores) (mean over the step's micro-batches and ranks), then
+     * d(logits) through the top-k normalisation and the score function */
+    float *ds = NULL;
+    if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
+        float v;
+        ds = a->r_ds;
+        st = aux_loss(m, la, 1.0f / ((float)m->microbatches * (float)m->dp), ds, &v, e);
+    }
+    RouterBwdDesc rb = {.tokens = BT,
+                        .experts = s->experts,
+                        .k = s->experts_per_token,
+                        .score = s->router,
+                        .norm_topk = 1,
+                        .weight_scale = 1.0f,
+                        .scores = la->r_scores,
+                        .ids = la->r_ids,
+                        .dweights = a->r_dw,
+                        .dscores = ds,
+                        .dlogits = a->r_logits};
+    if (!st) st = bk->router_bwd(bk, &rb, e);
+    if (!st) st = bk->convert(bk, a->r_logits, DT_FP32, a->r_dl, A, BT * E, NULL, e);
+    /* d(x) += d(logits) · Wr (into x_dy, spent, then added); dWr += d(logits)ᵀ · x */
+    GemmDesc dg = {.m = BT, .n = C, .k = E, .accum = GEMM_OVERWRITE};
+    dg.a = (GemmOperand){.ptr = a->r_dl, .dtype = A, .layout = GEMM_K_INNER};
+    dg.b = (GemmOperand){.ptr = wr->weight, .dtype = A, .layout = GEMM_K_OUTER};
+    dg.d = (GemmOutput){.ptr = a->x_dy, .dtype = A};
+    if (!st) st = bk->gemm(bk, &dg, e);
+    if (!st) st = bk->add(bk, a->d_moe, a->x_dy, a->d_moe, A, BT * C, e);
+    if (!st) st = model_grad_begin(m, wr, 0, e);
+    GemmDesc wg = {.m = E, .n = C, .k = BT, .accum = GEMM_ACCUMULATE};
+    wg.a = (GemmOperand){.ptr = a->r_dl, .dtype = A, .layout = GEMM_K_OUTER};
+    wg.b = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_OUTER};
+    wg.d = (GemmOutput){.ptr = model_grad_target(m, wr, 0), .dtype = DT_FP32};
+    if (!st) st = bk->gemm(bk, &wg, e);
+    if (!st) st = model_grad_commit(m, wr, 0, e);
+    return st;
+}
+
+Status model_moe_after_step(Model *m, Err *e)
+{
+    const ModelSpec *s = &m->spec;
+    if (!spec_is_moe(s) || s->router != ROUTER_SIGMOID || !m->moe_counts) return ST_OK;
+    const uint64_t E = s->experts;
+    float *b = malloc(E * sizeof *b);
+    if (!b) return err_set(e, ST_NOMEM, "out of memory");
+    Status st = ST_OK;
+    for (uint32_t l = 0; !st && l < s->layers; l++) {
+        if (!model_moe_layer(m, l)) continue;
+        ModelParam *p = model_find_param(m, PK_ROUTER_B, (int)(l + m->layer0));
+        float *bias = router_bias(m, l);
+        const uint64_t *c = m->moe_counts + (uint64_t)moe_index(m, l) * E;
+        double mean = 0.0;
+        for (uint64_t i = 0; i < E; i++) mean += (double)c[i] / (double)E;
+        st = m->bk->copy_to_host(m->bk, b, bias, E * sizeof *b, e);
+        /* an under-loaded expert's bias rises, an over-loaded one's falls (DeepSeek-V3 section 2.1.2) */
+        for (uint64_t i = 0; !st && i < E; i++)
+            b[i] += (double)c[i] < mean ? MODEL_MOE_BIAS_SPEED : (double)c[i] > mean ? -MODEL_MOE_BIAS_SPEED : 0.0f;
+        if (!st) st = m->bk->copy_to_device(m->bk, bias, b, E * sizeof *b, e);
+        if (!st && bias != p->weight && p->weight) /* the working copy follows its FP32 master */
+            st = m->bk->convert(m->bk, bias, DT_FP32, p->weight, model_states(m, p)->dt[STATE_WEIGHT], E, NULL, e);
+    }
+    free(b);
+    return st;
+}

@@ -1,0 +1,54 @@
+# tests/cli/run_moe.sh — `fp8plan run` on a model with experts (CPU backend, one rank; docs/executor-moe.md).
+. "$FP8PLAN_ROOT/tests/lib.sh"
+. "$FP8PLAN_ROOT/tests/mpi_lib.sh"
+
+MOE="--model mixtral-8x7b --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256"
+
+# persistent terms exact against the plan's MoE terms; the transient term is over the plan's MoE bound
+# (the planner's MoE path, reported to its owner), so the run ends with the tolerance code 1
+run run $MOE --recipe megatron-bf16 --steps 3 -o "$TMP/moe.csv"
+expect_rc "mixtral shrunk: ends with the tolerance code (transient over the plan's MoE bound)" 1
+expect_out "mixtral shrunk: persistent terms match the plan" "every exact term matches the plan byte for byte"
+for t in weight_expert master_expert grad_expert adam_m_expert adam_v_expert weight_other act_layer_hp act_moe; do
+    row=$(grep "^memory,$t," "$TMP/moe.csv")
+    expect_eq "$t: verdict ok" "$(echo "$row" | awk -F, '{print $NF}')" "ok"
+done
+# routing of the last step: 32 tokens x top-2 = 64 rows per MoE layer, 64 / 8 = 8.00 per expert if uniform
+expect_out "routing: the plan's uniform expectation" "routing (last step, rows per expert; the plan's uniform expectation 8.00, most-loaded x1.00):"
+expect_line "routing: layer 0's rows" '  layer 0: 64 rows, min [0-9]+, max [0-9]+ per expert; most-loaded / mean [0-9.]+'
+expect_line "routing: layer 1's rows" '  layer 1: 64 rows, min [0-9]+, max [0-9]+ per expert; most-loaded / mean [0-9.]+'
+expect_line "softmax router: the auxiliary loss" '  auxiliary balance loss \(not in the loss above\): 0\.[0-9]{6}'
+# 8 experts x (2 x 224 x 64 + 64 x 224) x 2 layers = 688,128 BF16 weights = 1,376,256 B
+expect_eq "weight_expert bytes by hand" "$(grep '^memory,weight_expert,' "$TMP/moe.csv" | cut -d, -f5)" "1376256"
+
+# a real expert count: 64 experts, top-8
+run run $MOE --experts 64 --topk 8 --expert-ffn 16 --recipe megatron-bf16 --steps 2
+expect_out "64 experts top-8: persistent terms match the plan" "every exact term matches the plan byte for byte"
+
+# refused before any work
+run run $MOE --recipe te-fp8 --steps 1
+expect_rc "te-fp8 on experts: unavailable" 69
+expect_err "te-fp8: the reason" "FP8 expert GEMMs are not run by the executor yet"
+run run $MOE --topk 9 --recipe megatron-bf16 --steps 1
+expect_rc "top-k above the experts: usage" 64
+expect_err "top-k: the flag and value" "--topk 9: must be between 1 and the 8 experts"
+run run --model llama3-8b --layers 1 --hidden 32 --heads 4 --seq 16 --vocab 64 --experts 4 --recipe megatron-bf16 --steps 1
+expect_rc "--experts on a dense model: usage" 64
+expect_err "--experts on a dense model: the reason" "llama3-8b has no experts"
+
+# --ep: checked against the experts and the ranks before any work (the planner's checks), then refused
+run run $MOE --ep 3 --recipe megatron-bf16 --steps 1
+expect_rc "--ep 3 with 8 experts: usage" 64
+expect_err "--ep 3: the value and the experts" "--ep 3 --etp 1: mixtral-8x7b's 8 experts must be divisible by ep"
+run run $MOE --ep 2 --recipe megatron-bf16 --steps 1
+expect_rc "--ep 2 on one rank: usage" 64
+expect_err "--ep 2 on one rank: the ranks" "ep*etp = 2 must divide tp*cp*dp = 1"
+if command -v mpirun >/dev/null 2>&1; then
+    mpi_run 2 "$FP8PLAN" run $MOE --ep 2 --recipe megatron-bf16 --steps 1
+    expect_rc "mpirun -np 2 --ep 2: expert parallelism not run yet, every rank stops" 69
+    expect_err "--ep 2 under mpirun: the reason" "expert parallelism is not implemented yet"
+else
+    skip "--ep 2 under mpirun" "mpirun: install openmpi-bin (make installs it as root)"
+fi
+
+finish
