@@ -240,9 +240,24 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k)
              hid = k == XK_DENSE ? ck_mul(ck, tok, g->k * g->F_t) : ck_mul(ck, tok, g->k * x->Fs_t);
     if (k == XK_MOE) hid = ck_add(ck, hid, ck_mul(ck, x->rows, g->k * x->Fe_t));
     uint64_t b = ck_add(ck, 2 * ck_mul3(ck, g->tok_r, h, 2), ck_mul(ck, hid, 2)); /* dX, d(residual), d(hidden) */
-    if (g->rep > 1) b = ck_add(ck, b, ck_mul3(ck, tok, h, 2));                    /* SP re-gathered input */
-    if (dt_fp8(rc->gemm_bwd)) b = ck_add(ck, b, 2 * hid);                         /* dY in FP8, both layouts */
-    if (k == XK_MOE && x->E)                                                      /* dispatch / combine buffers */
+    if (g->k == 2) { /* SwiGLU: d(its output) is read while d(FC1 output) is written (as plan_mem.c) */
+        uint64_t act = k == XK_DENSE ? ck_mul(ck, tok, g->F_t) : ck_mul(ck, tok, x->Fs_t);
+        if (k == XK_MOE) act = ck_add(ck, act, ck_mul(ck, x->rows, x->Fe_t));
+        b = ck_add(ck, b, ck_mul(ck, act, 2));
+    }
+    if (k == XK_MOE && x->E) {
+        /* the router's backward: its logits and d(scores) fp32 and d(logits) BF16 a (token, expert), d(weights) fp32 a
+         * (token, slot); the MoE block's input gradient [tok_r, h] (router and combine summed before the residual) */
+        b = ck_add(ck, b, ck_mul(ck, g->tok_r, ck_add(ck, 10 * (uint64_t)x->E, 4 * (uint64_t)x->topk)));
+        b = ck_add(ck, b, ck_mul3(ck, g->tok_r, h, 2));
+        /* the attention's widest output gradient, d(QKV), which a layer without a dense FFN has not counted */
+        if (!x->mla) b = ck_add(ck, b, ck_mul3(ck, tok, g->lin_rows[LIN_QKV], 2));
+    }
+    if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 (as plan_mem.c) */
+        b = ck_add(ck, b, ck_mul(ck, ck_mul3(ck, tok, g->heads_t, g->seq), 4));
+    if (g->rep > 1) b = ck_add(ck, b, ck_mul3(ck, tok, h, 2)); /* SP re-gathered input */
+    if (dt_fp8(rc->gemm_bwd)) b = ck_add(ck, b, 2 * hid);      /* dY in FP8, both layouts */
+    if (k == XK_MOE && x->E)                                   /* dispatch / combine buffers */
         b = ck_add(ck, b, ck_mul3(ck, x->rows, h, dt_bytes(rc->comm_ep_dispatch) + dt_bytes(rc->comm_ep_combine)));
     if (k == XK_DENSE && (in->mem_savings & PLAN_UNK_DENSE_ACT) && in->recompute != RECOMPUTE_FULL &&
         !(in->recompute_mods & RECOMPUTE_MOD_MLP))

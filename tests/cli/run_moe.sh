@@ -4,10 +4,17 @@
 
 MOE="--model mixtral-8x7b --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256"
 
-# persistent terms exact against the plan's MoE terms; the transient term is over the plan's MoE bound
-# (the planner's MoE path, reported to its owner), so the run ends with the tolerance code 1
+# persistent terms exact against the plan's MoE terms, and the transient the plan's exactly: the MoE layer's
+# backward working set counts SwiGLU's d(output), the router's logits and gradients, the MoE input's gradient and
+# d(QKV) (planner/plan_moe_mem.c), so the run ends with 0
 run run $MOE --recipe megatron-bf16 --steps 3 -o "$TMP/moe.csv"
-expect_rc "mixtral shrunk: ends with the tolerance code (transient over the plan's MoE bound)" 1
+expect_rc "mixtral shrunk: every term within the plan (exit 0)" 0
+# 32 tokens, h 64, 64 routed rows, expert FFN 224, 8 experts top-2, 4 heads of 16 (one KV head): dX + d(residual)
+# 2 x 32 x 64 x 2 = 8,192 + d(FC1 output) 64 x 448 x 2 = 57,344 + d(SwiGLU output) 64 x 224 x 2 = 28,672 + dispatch
+# and combine 64 x 64 x 4 = 16,384 + router 32 x (8 x 10 + 2 x 4) = 2,816 + d(MoE input) 32 x 64 x 2 = 4,096 +
+# d(QKV) 32 x 96 x 2 = 6,144 + the materialized attention's d(probabilities) 32 x 4 x 32 x 4 = 16,384 = 140,032
+expect_eq "transient: planned and measured, 140,032 B by hand" "$(grep '^memory,transient,' "$TMP/moe.csv" | cut -d, -f4,5)" \
+    "140032,140032"
 expect_out "mixtral shrunk: persistent terms match the plan" "every exact term matches the plan byte for byte"
 for t in weight_expert master_expert grad_expert adam_m_expert adam_v_expert weight_other act_layer_hp act_moe; do
     row=$(grep "^memory,$t," "$TMP/moe.csv")

@@ -56,12 +56,14 @@ static void test_last_stage_output(void)
  *          786,432, other 512 + router 8 x 256 = 2,048: (262,144 + 98,304 + 786,432 + 2,560) x 8 = 9,195,520
  *   transient(ZeRO-3) - transient(ZeRO-2) = 2 x 27,267,072 = 54,534,144.
  * The ZeRO-2 transient itself: the larger backward working set of one layer,
- *   dense: dX and d(residual) 2 x 512 x 256 x 2 B = 524,288 + d(FC1 output) 512 x 8192 x 2 B = 8,388,608
- *          = 8,912,896
+ *   dense: dX and d(residual) 2 x 512 x 256 x 2 B = 524,288 + d(FC1 output) 512 x 8192 x 2 B = 8,388,608 + SwiGLU's
+ *          d(its output) read meanwhile 512 x 4096 x 2 B = 4,194,304 = 13,107,200
  *   MoE:   524,288 + d(shared FC1 output) 512 x 256 x 2 B = 262,144 + d(routed FC1 output) of 1024 rows
- *          (512 tokens x top 2) x 256 x 2 B = 524,288 + dispatch and combine buffers 1024 x 256 x (2 + 2) B =
- *          1,048,576 = 2,359,296
- *   and the loss's peak 512 x 1000 x (10 - 4) B = 3,072,000 is below both: 8,912,896. */
+ *          (512 tokens x top 2) x 256 x 2 B = 524,288 + SwiGLU's d(outputs) (512 + 1024) x 128 x 2 B = 393,216 +
+ *          dispatch and combine buffers 1024 x 256 x (2 + 2) B = 1,048,576 + the router's logits and d(scores)
+ *          fp32, d(logits) BF16 and d(weights) fp32 512 x (8 x 10 + 2 x 4) B = 45,056 + the MoE input's gradient
+ *          512 x 256 x 2 B = 262,144 + d(QKV) 512 x 768 x 2 B = 786,432 = 3,846,144
+ *   and the loss's peak 512 x 1000 x (10 - 4) B = 3,072,000 is below both: 13,107,200. */
 static void test_zero3_gathers_the_larger_kind(void)
 {
     ModelSpec m = ox_moe(4096);
@@ -73,7 +75,7 @@ static void test_zero3_gathers_the_larger_kind(void)
     if (!build(&in, &p2)) return;
     in.sharding = SHARD_ZERO3;
     if (!build(&in, &p3)) return;
-    CHECK_EQ_U64(p2.mem[MT_TRANSIENT].bytes, 8912896);
+    CHECK_EQ_U64(p2.mem[MT_TRANSIENT].bytes, 13107200);
     CHECK_EQ_U64(p3.mem[MT_TRANSIENT].bytes - p2.mem[MT_TRANSIENT].bytes, 54534144);
 }
 
@@ -220,13 +222,15 @@ static void test_optimizer_bytes_with_experts(void)
 }
 
 /* The transient of the one (last) stage, dense FFN 512, tokens 512, h 256, SwiGLU (2 FC1 outputs per FFN unit):
- *   dense layer: dX and d(residual) 2 x 512 x 256 x 2 = 524,288 + d(hidden) 512 x 2 x 512 x 2 = 524,288:
- *     1,572,864
+ *   dense layer: dX and d(residual) 2 x 512 x 256 x 2 = 524,288 + d(hidden) 512 x 2 x 512 x 2 = 1,048,576 +
+ *     SwiGLU's d(output) 512 x 512 x 2 = 524,288: 2,097,152
  *   MoE layer: 524,288 + d(hidden) of the shared expert 512 x 2 x 128 and of the routed rows (512 tokens x top
- *     2 = 1,024) 1,024 x 2 x 128: (131,072 + 262,144) x 2 = 786,432; dispatch and combine buffers 1,024 x 256 x
- *     (2 + 2) = 1,048,576: 2,359,296 (the larger)
+ *     2 = 1,024) 1,024 x 2 x 128: (131,072 + 262,144) x 2 = 786,432; SwiGLU's d(outputs) (512 + 1,024) x 128 x 2
+ *     = 393,216; dispatch and combine buffers 1,024 x 256 x (2 + 2) = 1,048,576; the router 512 x (8 x 10 +
+ *     2 x 4) = 45,056; the MoE input's gradient 512 x 256 x 2 = 262,144; d(QKV) 512 x 768 x 2 = 786,432:
+ *     3,846,144 (the larger)
  *   the loss beyond the saved softmax, (loss_bytes - 4) B per logit, 512 x 1000 logits: loss_bytes 4 -> 0, the
- *     transient is the MoE layer's 2,359,296; 10 (the default) -> 3,072,000, larger, so the transient */
+ *     transient is the MoE layer's 3,846,144; 12 -> 4,096,000, larger, so the transient */
 static void test_transient_loss_or_layer(void)
 {
     ModelSpec m = ox_moe(512);
@@ -236,10 +240,10 @@ static void test_transient_loss_or_layer(void)
     in.gbs = 1, in.loss_bytes = 4;
     Plan p;
     if (!build(&in, &p)) return;
-    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 2359296);
-    in.loss_bytes = 10;
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 3846144);
+    in.loss_bytes = 12;
     if (!build(&in, &p)) return;
-    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 3072000);
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 4096000);
 }
 
 /* 6 layers (the first `dense` of them dense, FFN dense_ffn), BF16, pp 4 with 1 layer on the first and the last
@@ -390,26 +394,27 @@ static void test_all_to_all_sms_only_with_ep(void)
  *   shared_experts  FC1 output and FC2 input go (their input stays: the module's input): hp -393,216
  *   moe             the FFN part keeps norm2's input, statistics and output: 919,552 - 526,336 = hp -393,216;
  *                   act_moe -1,347,584; the transient adds what one layer rebuilds, 919,552 + 1,347,584 -
- *                   526,336 = 1,740,800, to the MoE layer's working set 2,359,296 (test_zero3_gathers_the_
- *                   larger_kind): 4,100,096, above the loss's 3,072,000
+ *                   526,336 = 1,740,800, to the MoE layer's working set 3,846,144 (test_zero3_gathers_the_
+ *                   larger_kind; above the loss's 3,072,000, so the transient without a module): 5,586,944
  *   moe,layernorm   norm2's output goes too: hp -655,360; the layer rebuilds 919,552 + 1,347,584 - 264,192 =
- *                   2,002,944 (norm2's output once among it): transient 2,359,296 + 2,002,944 = 4,362,240
+ *                   2,002,944 (norm2's output once among it): transient 3,846,144 + 2,002,944 = 5,849,088
  *   mlp             the dense FFN keeps its input T h 2 = 262,144: hp -1,837,056; transient: the dense working
- *                   set dX, d(residual) 524,288 + d(FC1 output) T 1024 2 = 1,048,576 = 1,572,864, + 1,837,056 =
- *                   3,409,920
+ *                   set dX, d(residual) 524,288 + d(FC1 output) T 1024 2 = 1,048,576 + SwiGLU's d(output) T 512 2 =
+ *                   524,288 = 2,097,152, + 1,837,056 = 3,934,208 (now above the MoE layer's)
  *   core_attn       as --recompute selective: the flash statistics go, 2 layers T heads 4 = 8,192
  * FP8 recipe (TE: saved inputs E4M3, 1 B; the linears keep their own FP8 copies). The working sets: MoE layer
  * dX, d(residual) 524,288 + d(hidden) (T 2Fs + R 2Fe) 2 = 786,432 + those in FP8 in both layouts 786,432 +
- * dispatch and combine buffers R h (2 + 2) = 1,048,576: 3,145,728 (the transient without a module, above the
- * loss's 3,072,000); dense layer 524,288 + T 1024 (2 + 2) = 2,621,440.
+ * dispatch and combine buffers R h (2 + 2) = 1,048,576 + SwiGLU's d(outputs) 393,216 + the router 45,056 + the MoE
+ * input's gradient 262,144 + d(QKV) 786,432: 4,632,576 (the transient without a module, above the loss's
+ * 3,072,000); dense layer 524,288 + T 1024 (2 + 2) + T 512 2 = 3,145,728.
  *   layernorm       the router's BF16 input T h 2 = 262,144 goes from act_moe; hp and FP8 unchanged; rebuilt
- *                   262,144: transient 3,407,872
- *   shared_experts  hp -262,144 (FC1 output), FP8 -(T h + T Fs) = -196,608; transient + 458,752 = 3,604,480
+ *                   262,144: transient 4,894,720
+ *   shared_experts  hp -262,144 (FC1 output), FP8 -(T h + T Fs) = -196,608; transient + 458,752 = 5,091,328
  *   moe             hp unchanged (the module keeps norm2's output, which the router held in act_moe), FP8
  *                   -196,608, act_moe -(16,384 + 8,192 + 262,144 router input + R h 262,144 + 524,288 + R Fe
- *                   131,072 + 12,288) = -1,216,512; rebuilt 196,608 + 1,216,512: transient 4,558,848
+ *                   131,072 + 12,288) = -1,216,512; rebuilt 196,608 + 1,216,512: transient 6,045,696
  *   mlp             hp -(1,048,576 + 2,048) = -1,050,624 (its input, 262,144, stays), FP8 -(T h + T 512) =
- *                   -393,216; the dense layer's set is now the larger: 2,621,440 + 1,443,840 = 4,065,280
+ *                   -393,216; the dense layer's set 3,145,728 + 1,443,840 = 4,589,568 stays below the MoE layer's 4,632,576
  * Launches (rates 1e30, 1 us a kernel or GEMM), the forward a module runs again:
  *   layernorm  the pre-MLP norm 1;  shared_experts  FC1, FC2, SwiGLU (+ its FP8 cast) 3 (4);
  *   moe        router, shared FC1 and FC2, expert FC1 and FC2 5 + router scores and top-k 2, permute 1, (FC1 cast),
@@ -502,16 +507,16 @@ static void test_recompute_modules(void)
         uint64_t transient;        /* 0: the same as without */
         int launches;              /* extra kernels and GEMMs a step */
     } rows[] = {
-        {0, RECOMPUTE_MOD_LAYERNORM, -262144, 0, 0, 0, 0, 1},
-        {0, RECOMPUTE_MOD_SHARED, -393216, 0, 0, 0, 0, 3},
-        {0, RECOMPUTE_MOD_MOE, -393216, 0, -1347584, 0, 4100096, 11},
-        {0, RECOMPUTE_MOD_MOE | RECOMPUTE_MOD_LAYERNORM, -655360, 0, -1347584, 0, 4362240, 12},
-        {0, RECOMPUTE_MOD_MLP, -1837056, 0, 0, 0, 3409920, 4},
+        {0, RECOMPUTE_MOD_LAYERNORM, -262144, 0, 0, 0, 4108288, 1},
+        {0, RECOMPUTE_MOD_SHARED, -393216, 0, 0, 0, 4239360, 3},
+        {0, RECOMPUTE_MOD_MOE, -393216, 0, -1347584, 0, 5586944, 11},
+        {0, RECOMPUTE_MOD_MOE | RECOMPUTE_MOD_LAYERNORM, -655360, 0, -1347584, 0, 5849088, 12},
+        {0, RECOMPUTE_MOD_MLP, -1837056, 0, 0, 0, 3934208, 4},
         {0, RECOMPUTE_MOD_CORE_ATTN, 0, 0, 0, -8192, 0, -1}, /* -1: checked against --recompute selective */
-        {1, RECOMPUTE_MOD_LAYERNORM, 0, 0, -262144, 0, 3407872, 1},
-        {1, RECOMPUTE_MOD_SHARED, -262144, -196608, 0, 0, 3604480, 4},
-        {1, RECOMPUTE_MOD_MOE, 0, -196608, -1216512, 0, 4558848, 14},
-        {1, RECOMPUTE_MOD_MLP, -1050624, -393216, 0, 0, 4065280, 5},
+        {1, RECOMPUTE_MOD_LAYERNORM, 0, 0, -262144, 0, 4894720, 1},
+        {1, RECOMPUTE_MOD_SHARED, -262144, -196608, 0, 0, 5091328, 4},
+        {1, RECOMPUTE_MOD_MOE, 0, -196608, -1216512, 0, 6045696, 14},
+        {1, RECOMPUTE_MOD_MLP, -1050624, -393216, 0, 0, 4632576, 5},
     };
     for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++) {
         ModelSpec m = ox_moe(512);
@@ -660,17 +665,20 @@ static void test_recompute_modules_refused(void)
  * (FFN 768, SwiGLU) and one MoE layer; pp = 1 holds each layer once in flight (1 unit each).
  *   attn_out: each layer's BF16 attention output 512 x 256 x 2 B = 262,144, twice: 524,288.
  *   dense_act: the dense FFN's FC1 output 512 x 1536 x 2 B = 1,572,864 (BF16) and FC2's input 512 x 768 x 1 B
- *     = 393,216 (FP8) become FC1's output in FP8, 786,432: 1,179,648 less; the transient is the dense layer's
- *     backward, dX + d(residual) 2 x 512 x 256 x 2 = 524,288 + d(FC1 output) 512 x 1536 x 2 = 1,572,864 + its
- *     FP8 copies 2 x 786,432 = 1,572,864: 3,670,016 (the MoE layer's: 524,288 + 2 x 2 x (512 x 256 + 1024 x
- *     256) = 1,572,864 + dispatch and combine 1024 x 256 x 4 = 1,048,576: 3,145,728), and grows by the rebuilt
- *     FC2 input 512 x 768 x 2 B = 786,432: 1,179,648 - 786,432 = 393,216.
+ *     = 393,216 (FP8) become FC1's output in FP8, 786,432: 1,179,648 less; the transient is the MoE layer's
+ *     backward, 524,288 + 2 x 2 x (512 x 256 + 1024 x 256) = 1,572,864 + dispatch and combine 1024 x 256 x 4 =
+ *     1,048,576 + SwiGLU's d(outputs) (512 + 1024) x 128 x 2 = 393,216 + the router 512 x 88 = 45,056 + the MoE
+ *     input's gradient 262,144 + d(QKV) 512 x 768 x 2 = 786,432: 4,632,576 (the dense layer's: dX + d(residual)
+ *     2 x 512 x 256 x 2 = 524,288 + d(FC1 output) 512 x 1536 x 2 = 1,572,864 + its FP8 copies 2 x 786,432 =
+ *     1,572,864 + SwiGLU's d(output) 512 x 768 x 2 = 786,432: 4,456,448), and the rebuilt FC2 input 512 x 768 x
+ *     2 B = 786,432 makes the dense layer's 5,242,880 the larger: the transient grows by 610,304, so the saving
+ *     is 1,179,648 - 610,304 = 569,344.
  *   fp8_weight_cache: the copies held, 2 B a weight: dense-DP weights (dense layer QKV 768 x 256 = 196,608 +
  *     proj 65,536 + FC1 1536 x 256 = 393,216 + FC2 256 x 768 = 196,608 = 851,968; MoE layer attention 262,144 +
  *     shared FC1 256 x 256 = 65,536 + FC2 256 x 128 = 32,768 = 360,448) 1,212,416 x 2 = 2,424,832 and the 8
  *     experts' 8 x (256 x 256 + 256 x 128) = 786,432 x 2 = 1,572,864: 3,997,696; the largest GEMM's copies, the
  *     8 experts' FC1 grouped 8 x 256 x 256 = 524,288 x 2 = 1,048,576, join the transient: 2,949,120.
- *   all three: 524,288 + 393,216 + 2,949,120 = 3,866,624 (the dense layer's backward stays the larger).
+ *   all three: 524,288 + 569,344 + 2,949,120 = 4,042,752 (the dense layer's backward stays the larger).
  * The dense model ox_tiny(64, 16) (plan_mem.c's paths): 4 layers, tok = 16, h = q = 8, FFN 16 (GeLU), 4 units.
  *   attn_out: 16 x 8 x 2 B = 256 a layer, x 4 = 1,024.
  *   dense_act: FC1's output 16 x 16 x 2 = 512 (BF16) and FC2's input 16 x 16 x 1 = 256 become 16 x 16 x 1 = 256:
@@ -696,9 +704,9 @@ static void test_unknown_band(void)
         unsigned unk; /* --unknown */
         uint64_t each[PLAN_UNK_COUNT_], band;
     } rows[] = {
-        {1, 1, 0, 0, PLAN_UNK_ALL_, {2949120, 524288, 393216}, 3866624},
+        {1, 1, 0, 0, PLAN_UNK_ALL_, {2949120, 524288, 569344}, 4042752},
         {1, 1, 0, 0, PLAN_UNK_ATTN_OUT, {0, 524288, 0}, 524288},
-        {1, 1, 0, 0, PLAN_UNK_DENSE_ACT | PLAN_UNK_FP8_WEIGHT_CACHE, {2949120, 0, 393216}, 3342336},
+        {1, 1, 0, 0, PLAN_UNK_DENSE_ACT | PLAN_UNK_FP8_WEIGHT_CACHE, {2949120, 0, 569344}, 3518464},
         {0, 1, 0, 0, PLAN_UNK_ALL_, {4096, 1024, 2048}, 7168},
         {0, 0, 0, 0, PLAN_UNK_FP8_WEIGHT_CACHE, {4096, 0, 0}, 4096},
         {0, 1, 0, 1, PLAN_UNK_ALL_, {4096, 0, 2048}, 6144},
@@ -760,7 +768,7 @@ static void test_unknown_verdicts(void)
     Plan p;
     if (!build(&in, &p)) return;
     uint64_t hi = p.total_bytes, lo = p.low_bytes;
-    CHECK_EQ_U64(hi - lo, 3866624); /* test_unknown_band */
+    CHECK_EQ_U64(hi - lo, 4042752); /* test_unknown_band */
     static const struct {
         int64_t cap_off; /* capacity = hi + cap_off (hi_side) or lo + cap_off; with frac 0.5 and cap_off 1:
                             2 lo - 2 (limit lo - 1) */
