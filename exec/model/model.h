@@ -262,10 +262,12 @@ typedef struct Model {
     uint32_t nparams;
     ModelActs act;
     ModelScaling sc;
-    uint32_t step;      /* optimizer steps taken */
-    uint32_t mb;        /* the micro-batch being run (0 .. microbatches − 1) */
-    float *host_losses; /* (B·T) host copy */
-    float *step_losses; /* (dp · microbatches · B·T) the step's token losses, every rank's in global order */
+    uint32_t step;        /* optimizer steps taken */
+    uint32_t mb;          /* the micro-batch being run (0 .. microbatches − 1) */
+    float *host_losses;   /* (B·T) host copy */
+    AdamWDesc *opt_queue; /* (nparams) the step's AdamW updates, sent as one adamw_multi: allocated with the model,
+                             so a step allocates nothing */
+    float *step_losses;   /* (dp · microbatches · B·T) the step's token losses, every rank's in global order */
     /* Last step: forward, backward, optimizer, communication (seconds, summed
      * over the micro-batches). Device time between timestamps in the stream
      * when the backend has mark/elapsed (phase_device = 1; host gaps between

@@ -265,7 +265,8 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
         m->host_losses = malloc(model_tokens(m) * sizeof(float));
         m->step_losses =
             calloc(model_step_tokens(m) * m->dp, sizeof(float)); /* a pipeline stage before the last: zeros */
-        if (!m->host_losses || !m->step_losses) st = err_set(e, ST_NOMEM, "out of memory");
+        m->opt_queue = malloc(((size_t)m->nparams + 1) * sizeof *m->opt_queue);
+        if (!m->host_losses || !m->step_losses || !m->opt_queue) st = err_set(e, ST_NOMEM, "out of memory");
     }
     if (!st) st = upload_rope(m, e);
     if (!st) st = model_init_weights(m, e);
@@ -287,6 +288,7 @@ void model_destroy(Model *m)
     free(m->params);
     free(m->act.layer);
     free(m->host_losses);
+    free(m->opt_queue);
     free(m->step_losses);
     free(m->moe_counts);
     BankTrace *t[2] = {&m->tr_fwd, &m->tr_bwd};

@@ -138,12 +138,9 @@ static Status optimizer(Model *m, Err *e)
     float *amax = agree ? calloc(3 * (size_t)m->nparams + 1, sizeof *amax) : NULL;
     if (agree && !amax) return err_set(e, ST_NOMEM, "out of memory");
     /* the AdamW tensors of the step go to the backend as one list (adamw_multi: the CUDA backend
-     * updates them all in two launches); the backend copies the list (list_dev NULL) */
-    AdamWDesc *queue = agree || !m->nparams ? NULL : malloc((size_t)m->nparams * sizeof *queue);
-    if (!agree && m->nparams && !queue) {
-        free(amax);
-        return err_set(e, ST_NOMEM, "out of memory");
-    }
+     * updates them all in two launches); the backend copies the list (list_dev NULL). The list is the model's
+     * (allocated with it): a step allocates nothing, so a step cannot fail for memory */
+    AdamWDesc *queue = agree ? NULL : m->opt_queue;
     uint32_t queued = 0;
     Status st = ST_OK;
     for (int round = agree ? 1 : 0; !st && round <= (agree ? 2 : 0); round++) {
@@ -155,7 +152,6 @@ static Status optimizer(Model *m, Err *e)
         AdamWMultiDesc md = {.count = queued, .list = queue, .list_dev = NULL};
         st = m->bk->adamw_multi(m->bk, &md, e);
     }
-    free(queue);
     free(amax);
     return st;
 }
