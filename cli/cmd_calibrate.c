@@ -387,6 +387,20 @@ int cmd_calibrate(int argc, char **argv)
                           "-o %s: not a directory (calibrate writes a catalog: a directory of CSV files)", a.out),
                   &e));
     }
+    if (a.out && stat(a.out, &ob)) { /* a directory to create: its parent must exist (mkdir, not mkdir -p) */
+        char parent[4096];
+        snprintf(parent, sizeof parent, "%s", a.out);
+        size_t n = strlen(parent);
+        while (n > 1 && parent[n - 1] == '/') parent[--n] = '\0';
+        char *slash = strrchr(parent, '/');
+        if (slash) *(slash == parent ? slash + 1 : slash) = '\0';
+        if (slash && (stat(parent, &ob) || !S_ISDIR(ob.st_mode))) {
+            free(cat);
+            return cli_fail(CMD, (err_set(&e, ST_CANTCREAT, "-o %s: cannot create the directory: %s is not a directory",
+                                          a.out, parent),
+                                  &e));
+        }
+    }
     /* refused before measuring: -o would silently put this machine's profile in place of a published GPU */
     if (a.out && !a.replace && catalog_gpu(cat, a.name)) {
         rc = cli_usage(CMD,
