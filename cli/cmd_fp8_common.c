@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli/cmd_fp8.h"
-#include "planner/csv_table.h"
+#include "catalog/csv_table.h"
 #include "util/num.h"
 
 Status fp8cli_parse_f32(const char *s, int allow_nonfinite, float *out, Err *e)

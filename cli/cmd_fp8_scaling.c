@@ -8,7 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/cmd_fp8.h"
-#include "planner/csv_table.h"
+#include "catalog/csv_table.h"
 #include "fp8/delayed.h"
 #include "reports/scaling_report.h"
 #include "reports/html_fp8.h"

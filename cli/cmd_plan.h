@@ -8,7 +8,7 @@
 
 #include "cli/cli.h"
 #include "import/import.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "planner/sweep.h"
 #include "reports/fidelity_report.h"

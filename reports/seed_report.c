@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "fp8/granularity.h"
-#include "planner/csv_table.h"
+#include "catalog/csv_table.h"
 #include "planner/plan.h"
 #include "reports/plan_report.h"
 #include "util/num.h"

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/csv_table.h"
+#include "catalog/csv_table.h"
 #include "reports/scaling_report.h"
 #include "util/num.h"
 

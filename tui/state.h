@@ -20,7 +20,7 @@
 #include "fp8/codec.h"
 #include "reports/fidelity_report.h"
 #include "fp8/delayed.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "util/status.h"
 

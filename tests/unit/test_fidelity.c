@@ -245,7 +245,7 @@ static void test_measured_errors(void)
          "column main_grad: 'fp16'"},
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,on,100,,,,,,n,s\n",
          "column grad_acc_fusion: 'on'"},
-        /* physical bounds (reports/fidelity_runs.c says why): tokens/s per GPU [1e-3, 1e9], step_s [1e-6, 1e7],
+        /* physical bounds (catalog/measured.c says why): tokens/s per GPU [1e-3, 1e9], step_s [1e-6, 1e7],
          * tflops_per_gpu [1e-6, 1e5], mfu_pct [1e-6, 100], mem_gib [1e-6, 16384], gbs [1, 2^24]; a rate
          * derived from step_s as well: 128 x 8192 / 1e-6 s / 8 GPUs = 1.31072e11 tokens/s */
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,1e-300,,,,,,n,s\n",

@@ -4,7 +4,7 @@
  * stages, the memory limit (max_mem_frac), and models/stacks.csv parsing. */
 #include <stdlib.h>
 
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "support/fixtures.h"
 #include "test.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "planner/csv_table.h"
+#include "catalog/csv_table.h"
 #include "reports/table.h"
 #include "test.h"
 #include "util/text.h"

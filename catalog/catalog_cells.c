@@ -1,5 +1,5 @@
-/* planner/catalog_cells.c — strict cell readers shared by the catalog parsers (see catalog_cells.h). */
-#include "planner/catalog_cells.h"
+/* catalog/catalog_cells.c — strict cell readers shared by the catalog parsers (see catalog_cells.h). */
+#include "catalog/catalog_cells.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
-/* planner/catalog_stack.c — models/stacks.csv: one row per training software stack (see stack.h). */
+/* catalog/catalog_stack.c — models/stacks.csv: one row per training software stack (see stack.h). */
 #include <string.h>
 #include <strings.h>
 
-#include "planner/catalog.h"
-#include "planner/catalog_cells.h"
+#include "catalog/catalog.h"
+#include "catalog/catalog_cells.h"
 
 const char *const catalog_stack_columns =
     "name,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,"

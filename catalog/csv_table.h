@@ -1,12 +1,12 @@
-/* planner/csv_table.h — strict CSV text into rows of strings (libcsv).
+/* catalog/csv_table.h — strict CSV text into rows of strings (libcsv).
  *
  * The one reader of CSV text (catalog files, FP8-LM Table 5, delayed-scaling
  * traces use its checks). The text is parsed in libcsv's strict mode; a
  * UTF-8 byte-order mark is skipped; blank lines are ignored. Row 1 is the
  * header; every later row must have exactly as many fields as the header.
  * Errors name the file and the row (ST_DATA). */
-#ifndef FP8PLAN_PLANNER_CSV_TABLE_H
-#define FP8PLAN_PLANNER_CSV_TABLE_H
+#ifndef FP8PLAN_CATALOG_CSV_TABLE_H
+#define FP8PLAN_CATALOG_CSV_TABLE_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
-/* planner/catalog.c — models, GPUs and recipes from CSV text (see catalog.h). */
-#include "planner/catalog.h"
+/* catalog/catalog.c — models, GPUs and recipes from CSV text (see catalog.h). */
+#include "catalog/catalog.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,8 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "planner/catalog_cells.h"
-#include "planner/plan.h"
+#include "catalog/catalog_cells.h"
 #include "util/num.h"
 
 const char *const catalog_model_columns =

@@ -1,5 +1,5 @@
-/* planner/csv_table.c — strict CSV reader over a text buffer (see csv_table.h). */
-#include "planner/csv_table.h"
+/* catalog/csv_table.c — strict CSV reader over a text buffer (see csv_table.h). */
+#include "catalog/csv_table.h"
 
 #include <csv.h>
 #include <stdlib.h>

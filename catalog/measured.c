@@ -1,12 +1,12 @@
-/* reports/fidelity_runs.c — models/measured.csv into MeasuredRun rows (see fidelity_runs.h). */
-#include "reports/fidelity_runs.h"
+/* catalog/measured.c — models/measured.csv into MeasuredRun rows (see measured.h). */
+#include "catalog/measured.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "planner/catalog_cells.h"
+#include "catalog/catalog_cells.h"
 #include "util/num.h"
 
 const char *const measured_columns =
@@ -264,36 +264,4 @@ double measured_tokens(const MeasuredRun *r)
     if (!isnan(r->tok_s_gpu)) return r->tok_s_gpu;
     if (!isnan(r->step_s) && r->gbs) return (double)r->gbs * r->seq / r->step_s / r->gpus;
     return NAN;
-}
-
-void measured_plan_input(const MeasuredRun *r, PlanInput *in)
-{
-    plan_input_defaults(in);
-    plan_input_use_stack(in, r->stack);
-    in->model = r->model, in->gpu = r->gpu, in->recipe = r->recipe;
-    in->tp = r->tp, in->pp = r->pp, in->vpp = r->vpp, in->cp = r->cp, in->dp = r->dp;
-    in->world = r->gpus;
-    in->mbs = r->mbs ? r->mbs : 1;
-    in->gbs = r->gbs;
-    in->seq = r->seq;
-    in->sharding = r->sharding;
-    in->recompute = r->recompute;
-    in->recompute_mods = r->recompute_mods;
-    in->mem_unknown = r->unknown;
-    if (r->overlap_ep >= 0) in->overlap_ep = r->overlap_ep;
-    in->dualpipe = r->dualpipe == 1, in->ep_comm_sms = r->ep_comm_sms;
-    in->graph_scope = r->graph_scope, in->moe_dedup = r->moe_dedup;
-    if (r->moe_capacity > 0) in->moe_capacity = r->moe_capacity;
-    in->first_stage_layers = r->first;
-    in->last_stage_layers = r->last;
-    in->custom_pp_layout = r->custom_pp_layout;
-    if (r->sp >= 0) in->sp = r->sp;
-    if (r->dropout >= 0) in->dropout = r->dropout;
-    if (r->tp_overlap >= 0) in->overlap_tp = r->tp_overlap ? r->stack->overlap_tp_on : 0;
-    if (r->attn != ATTN_COUNT_) in->attn = r->attn;
-    if (r->main_grad != MAIN_GRAD_COUNT_) in->main_grad = r->main_grad;
-    if (r->fusion != FUSE_COUNT_) in->fusion = r->fusion, in->grad_acc_fusion = r->fusion == FUSE_TE;
-    if (r->swiglu >= 0) in->fused_swiglu = r->swiglu;
-    if (r->grad_acc >= 0) in->grad_acc_fusion = r->grad_acc;
-    in->ep = r->ep, in->etp = r->etp;
 }

@@ -1,13 +1,13 @@
-/* planner/catalog_cells.h — the strict cell readers of the catalog-style CSV
+/* catalog/catalog_cells.h — the strict cell readers of the catalog-style CSV
  * files (models, GPUs, recipes, stacks, measured runs). Every error names file,
  * row and column and quotes the value. */
-#ifndef FP8PLAN_PLANNER_CATALOG_CELLS_H
-#define FP8PLAN_PLANNER_CATALOG_CELLS_H
+#ifndef FP8PLAN_CATALOG_CATALOG_CELLS_H
+#define FP8PLAN_CATALOG_CATALOG_CELLS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "planner/csv_table.h"
+#include "catalog/csv_table.h"
 #include "util/status.h"
 
 typedef struct {
