@@ -114,8 +114,8 @@ Status cell_textcopy(Cur *c, const char *col, char *dst, size_t size, int name_l
 
 static Status check_unique(const CsvTable *t, const char *key, int max_rows, Err *e)
 {
-    int col = csv_table_col(t, key);
-    for (int i = 0; i < t->nrows; i++)
+    int col = key ? csv_table_col(t, key) : -1;
+    for (int i = 0; col >= 0 && i < t->nrows; i++)
         for (int j = 0; j < i; j++)
             if (!strcasecmp(t->cells[(long)i * t->ncols + col], t->cells[(long)j * t->ncols + col]))
                 return err_set(e, ST_DATA, "%s: row %d, column %s: '%s' repeats row %d", t->fname, csv_table_rowno(i),

@@ -39,7 +39,7 @@ Status cell_sm(Cur *c, const char *col, uint32_t *out);
 Status cell_textcopy(Cur *c, const char *col, char *dst, size_t size, int name_like);
 
 /* Parse the CSV, check the header names `columns`, the `key` column's values are
- * unique and there are at most max_rows, then call fn for each data row with
+ * unique (key NULL: no key column) and there are at most max_rows, then call fn for each data row with
  * rows + r * size. *n = rows parsed (0 on error). The caller frees t. */
 Status cell_parse_rows(const char *text, size_t len, const char *fname, const char *columns, const char *key,
                        Status (*fn)(Cur *, void *), const void *ctx, void *rows, size_t size, int max_rows, int *n,
