@@ -465,7 +465,8 @@ fmt:
 # catalog/, exec/, tui/, reports/, import/ or cli/). catalog/ reads models/ (its CSV files and their
 # finder): it prints nothing, never exits, and takes from planner/ only the type headers of what it
 # parses (spec.h, recipe.h, stack.h, layout.h), so the dependency is one way: planner/ never includes
-# catalog/, and catalog/ never includes plan.h (the planning engine).
+# catalog/, and catalog/ never includes plan.h (the planning engine). Only catalog/ includes its CSV
+# readers (csv_table.h, catalog_cells.h) or calls libcsv's parser.
 lint:
 	@clang-format --dry-run -Werror $(FMT_FILES)
 	@bad=$$(grep -nE '#include "(catalog|exec|tui|reports|import|cli)/' $$(find fp8 planner -name '*.[ch]' 2>/dev/null) /dev/null); \
@@ -475,6 +476,9 @@ lint:
 	@bad=$$(grep -nE '#include "(exec|tui|reports|import|cli)/|#include "planner/' $$(find catalog -name '*.[ch]' 2>/dev/null) /dev/null | \
 	  grep -vE '#include "planner/(spec|recipe|stack|layout)\.h"'); \
 	if [ -n "$$bad" ]; then echo "layering: catalog/ includes from planner/ only spec.h, recipe.h, stack.h and layout.h (never exec/, reports/, import/, tui/, cli/):"; echo "$$bad"; exit 1; fi
+	@bad=$$(grep -nE '#include "catalog/(csv_table|catalog_cells)\.h"|\b(csv_table_parse|csv_table_parse_max|cell_parse_all|cell_parse_rows|csv_parse)[[:space:]]*\(' \
+	  $$(find util fp8 planner reports exec import tui cli \( -name '*.[ch]' -o -name '*.cpp' \) 2>/dev/null) /dev/null); \
+	if [ -n "$$bad" ]; then echo "layering: only catalog/ parses CSV (catalog/csv_table.h, catalog/catalog_cells.h, libcsv):"; echo "$$bad"; exit 1; fi
 	@echo "lint: ok"
 
 clean:

@@ -22,8 +22,6 @@ typedef struct {
     Err bad;      /* the bad byte's message (stop == 3) */
 } Ctx;
 
-size_t csv_bom_len(const char *text, size_t len) { return len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0; }
-
 Status csv_cell_check(const char *cell, size_t len, const char *where, Err *e)
 {
     size_t at = text_bad_byte(cell, len);
@@ -151,7 +149,7 @@ Status csv_table_parse_max(const char *text, size_t len, const char *fname, int 
 {
     memset(t, 0, sizeof *t);
     t->fname = fname;
-    size_t bom = csv_bom_len(text, len);
+    size_t bom = utf8_bom_len(text, len);
     text += bom, len -= bom;
     struct csv_parser p;
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL))
