@@ -10,11 +10,6 @@
 #include "catalog/catalog_cells.h"
 #include "util/num.h"
 
-const char *const catalog_model_columns =
-    "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,"
-    "position,tied_embeddings,linear_bias,qk_norm,experts,experts_per_token,shared_experts,expert_ffn_hidden,"
-    "dense_layers,router,router_groups,router_group_topk,q_lora_rank,kv_lora_rank,qk_nope_head_dim,"
-    "qk_rope_head_dim,v_head_dim,mtp_layers,source";
 const char *const catalog_gpu_columns =
     "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,"
     "fp32_tflops,mamf_bf16_tflops,mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,"
@@ -27,33 +22,81 @@ const char *const catalog_recipe_columns =
 
 /* ---- models ------------------------------------------------------------------------------------------- */
 
+static Status cell_col_NORM(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size, (void)lo, (void)hi;
+    return norm_parse(cell_text(c, col), f) ? cell_bad(c, col, "'%s' is not layernorm or rmsnorm", cell_text(c, col))
+                                            : ST_OK;
+}
+static Status cell_col_MLP(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size, (void)lo, (void)hi;
+    return mlp_parse(cell_text(c, col), f) ? cell_bad(c, col, "'%s' is not gelu or swiglu", cell_text(c, col)) : ST_OK;
+}
+static Status cell_col_POS(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size, (void)lo, (void)hi;
+    return pos_parse(cell_text(c, col), f) ? cell_bad(c, col, "'%s' is not learned, rope or none", cell_text(c, col))
+                                           : ST_OK;
+}
+static Status cell_col_ROUTER(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size, (void)lo, (void)hi;
+    return router_parse(cell_text(c, col), f)
+               ? cell_bad(c, col, "'%s' is not none, softmax or sigmoid", cell_text(c, col))
+               : ST_OK;
+}
+
+/* models.csv's columns, in the file's order (catalog_cells.h: X(column, reader, field, lo, hi, opt)); the
+ * mixture-of-experts, latent-attention and multi-token-prediction ones may be empty (not used). The rules
+ * between columns follow the list (parse_model). */
+#define BIG   (1u << 30)
+#define SMALL (1u << 16)
+#define MODEL_COLUMNS(X)                                           \
+    X(name, NAME, name, 0, 0, "")                                  \
+    X(layers, U32, layers, 1, SMALL, "")                           \
+    X(hidden, U32, hidden, 1, BIG, "")                             \
+    X(ffn_hidden, U32, ffn_hidden, 1, BIG, "")                     \
+    X(heads, U32, heads, 1, SMALL, "")                             \
+    X(kv_heads, U32, kv_heads, 1, SMALL, "")                       \
+    X(head_dim, U32, head_dim, 1, SMALL, "")                       \
+    X(vocab, U32, vocab, 1, BIG, "")                               \
+    X(seq_len, U32, seq_len, 1, BIG, "")                           \
+    X(norm, NORM, norm, 0, 0, "")                                  \
+    X(mlp, MLP, mlp, 0, 0, "")                                     \
+    X(position, POS, pos, 0, 0, "")                                \
+    X(tied_embeddings, YESNO, tied_embeddings, 0, 0, "")           \
+    X(linear_bias, YESNO, linear_bias, 0, 0, "")                   \
+    X(qk_norm, YESNO_OR_NO, qk_norm, 0, 0, "")                     \
+    X(experts, U32_OR0, experts, 0, SMALL, "")                     \
+    X(experts_per_token, U32_OR0, experts_per_token, 0, SMALL, "") \
+    X(shared_experts, U32_OR0, shared_experts, 0, SMALL, "")       \
+    X(expert_ffn_hidden, U32_OR0, expert_ffn, 0, BIG, "")          \
+    X(dense_layers, U32_OR0, dense_layers, 0, SMALL, "")           \
+    X(router, ROUTER, router, 0, 0, "")                            \
+    X(router_groups, U32_OR0, router_groups, 0, SMALL, "")         \
+    X(router_group_topk, U32_OR0, router_group_topk, 0, SMALL, "") \
+    X(q_lora_rank, U32_OR0, q_lora_rank, 0, BIG, "")               \
+    X(kv_lora_rank, U32_OR0, kv_lora_rank, 0, BIG, "")             \
+    X(qk_nope_head_dim, U32_OR0, qk_nope_head_dim, 0, SMALL, "")   \
+    X(qk_rope_head_dim, U32_OR0, qk_rope_head_dim, 0, SMALL, "")   \
+    X(v_head_dim, U32_OR0, v_head_dim, 0, SMALL, "")               \
+    X(mtp_layers, U32_OR0, mtp_layers, 0, 16, "")                  \
+    X(source, TEXT, source, 0, 0, "")
+
+const char *const catalog_model_columns = MODEL_COLUMNS(CELL_COL_HEAD) + 1; /* past the first comma */
+
 /* A column that must be empty or 0 for this kind of model. */
 static Status must_be_unset(Cur *c, const char *col, uint32_t v, const char *why)
 {
     return v ? cell_bad(c, col, "'%s' is given, but %s", cell_text(c, col), why) : ST_OK;
 }
 
-/* The mixture-of-experts, latent-attention and multi-token-prediction columns (empty = not used). */
-static Status parse_model_ext(Cur *c, ModelSpec *m)
+/* The mixture-of-experts, latent-attention and multi-token-prediction columns (empty = not used): the
+ * rules between them. */
+static Status check_model_ext(Cur *c, const ModelSpec *m)
 {
-    const uint32_t BIG = 1u << 30, SMALL = 1u << 16;
     Status st;
-    if ((st = cell_yesno_or_no(c, "qk_norm", &m->qk_norm)) || (st = cell_u32_or0(c, "experts", SMALL, &m->experts)) ||
-        (st = cell_u32_or0(c, "experts_per_token", SMALL, &m->experts_per_token)) ||
-        (st = cell_u32_or0(c, "shared_experts", SMALL, &m->shared_experts)) ||
-        (st = cell_u32_or0(c, "expert_ffn_hidden", BIG, &m->expert_ffn)) ||
-        (st = cell_u32_or0(c, "dense_layers", SMALL, &m->dense_layers)) ||
-        (st = cell_u32_or0(c, "router_groups", SMALL, &m->router_groups)) ||
-        (st = cell_u32_or0(c, "router_group_topk", SMALL, &m->router_group_topk)) ||
-        (st = cell_u32_or0(c, "q_lora_rank", BIG, &m->q_lora_rank)) ||
-        (st = cell_u32_or0(c, "kv_lora_rank", BIG, &m->kv_lora_rank)) ||
-        (st = cell_u32_or0(c, "qk_nope_head_dim", SMALL, &m->qk_nope_head_dim)) ||
-        (st = cell_u32_or0(c, "qk_rope_head_dim", SMALL, &m->qk_rope_head_dim)) ||
-        (st = cell_u32_or0(c, "v_head_dim", SMALL, &m->v_head_dim)) ||
-        (st = cell_u32_or0(c, "mtp_layers", 16, &m->mtp_layers)))
-        return st;
-    if (router_parse(cell_text(c, "router"), &m->router))
-        return cell_bad(c, "router", "'%s' is not none, softmax or sigmoid", cell_text(c, "router"));
     if (!m->experts) {
         const char *dense = "experts is 0 (a dense model)";
         if ((st = must_be_unset(c, "experts_per_token", m->experts_per_token, dense)) ||
@@ -108,30 +151,13 @@ static Status parse_model_ext(Cur *c, ModelSpec *m)
 
 static Status parse_model(Cur *c, void *row)
 {
-    ModelSpec *m = row;
+    ModelSpec *rowp = row, *m = rowp;
     memset(m, 0, sizeof *m);
-    const uint32_t BIG = 1u << 30;
     Status st;
-    if ((st = cell_textcopy(c, "name", m->name, sizeof m->name, 1)) ||
-        (st = cell_u32(c, "layers", 1, 1u << 16, &m->layers)) || (st = cell_u32(c, "hidden", 1, BIG, &m->hidden)) ||
-        (st = cell_u32(c, "ffn_hidden", 1, BIG, &m->ffn_hidden)) ||
-        (st = cell_u32(c, "heads", 1, 1u << 16, &m->heads)) ||
-        (st = cell_u32(c, "kv_heads", 1, 1u << 16, &m->kv_heads)) ||
-        (st = cell_u32(c, "head_dim", 1, 1u << 16, &m->head_dim)) || (st = cell_u32(c, "vocab", 1, BIG, &m->vocab)) ||
-        (st = cell_u32(c, "seq_len", 1, BIG, &m->seq_len)) ||
-        (st = cell_yesno(c, "tied_embeddings", &m->tied_embeddings)) ||
-        (st = cell_yesno(c, "linear_bias", &m->linear_bias)) ||
-        (st = cell_textcopy(c, "source", m->source, sizeof m->source, 0)))
-        return st;
-    if (norm_parse(cell_text(c, "norm"), &m->norm))
-        return cell_bad(c, "norm", "'%s' is not layernorm or rmsnorm", cell_text(c, "norm"));
-    if (mlp_parse(cell_text(c, "mlp"), &m->mlp))
-        return cell_bad(c, "mlp", "'%s' is not gelu or swiglu", cell_text(c, "mlp"));
-    if (pos_parse(cell_text(c, "position"), &m->pos))
-        return cell_bad(c, "position", "'%s' is not learned, rope or none", cell_text(c, "position"));
+    MODEL_COLUMNS(CELL_COL_READ)
     if (m->kv_heads > m->heads || m->heads % m->kv_heads)
         return cell_bad(c, "kv_heads", "'%s' must divide heads (grouped-query attention)", cell_text(c, "kv_heads"));
-    if ((st = parse_model_ext(c, m))) return st;
+    if ((st = check_model_ext(c, m))) return st;
     ModelParams mp; /* every count a plan or listing makes from the row starts here: refuse it once, at load */
     if (model_params(m, &mp))
         return cell_bad(c, "hidden",

@@ -38,6 +38,27 @@ Status cell_sm(Cur *c, const char *col, uint32_t *out);
 /* Non-empty text shorter than size; name_like: letters, digits, '.', '_', '-' only. */
 Status cell_textcopy(Cur *c, const char *col, char *dst, size_t size, int name_like);
 
+/* Column lists. A file's columns are one X-macro list, X(column, reader, field, lo, hi, opt), in the
+ * file's order: CELL_COL_HEAD makes the header list (`LIST(CELL_COL_HEAD) + 1`: past the first comma; opt
+ * "?" marks a column the header may leave out), CELL_COL_READ reads each cell into the row, in order, with
+ * cell_col_<reader> (inside the row function: `Cur *c`, `Status st` and the row as `rowp`). Adding a column
+ * is its field plus one row. A reader reads column col into *field (size bytes when text; a number in
+ * [lo, hi]); a file adds its own (an enum's names) as static cell_col_<NAME>. */
+#define CELL_COL_HEAD(col, rd, field, lo, hi, opt) "," opt #col
+#define CELL_COL_READ(col, rd, field, lo, hi, opt) \
+    if ((st = cell_col_##rd(c, #col, &rowp->field, sizeof rowp->field, lo, hi))) return st;
+Status cell_col_NAME(Cur *c, const char *col, void *f, size_t size, double lo, double hi);        /* name-like text */
+Status cell_col_OPT_NAME(Cur *c, const char *col, void *f, size_t size, double lo, double hi);    /* blank: "" */
+Status cell_col_TEXT(Cur *c, const char *col, void *f, size_t size, double lo, double hi);        /* non-empty text */
+Status cell_col_YESNO(Cur *c, const char *col, void *f, size_t size, double lo, double hi);       /* int */
+Status cell_col_YESNO_OR_NO(Cur *c, const char *col, void *f, size_t size, double lo, double hi); /* blank: no */
+Status cell_col_U32(Cur *c, const char *col, void *f, size_t size, double lo, double hi);         /* uint32_t */
+Status cell_col_U32_OR0(Cur *c, const char *col, void *f, size_t size, double lo, double hi);     /* blank: 0 */
+Status cell_col_RANGE(Cur *c, const char *col, void *f, size_t size, double lo, double hi);       /* double */
+Status cell_col_OPT_RANGE(Cur *c, const char *col, void *f, size_t size, double lo, double hi);   /* blank: 0 */
+Status cell_col_US(Cur *c, const char *col, void *f, size_t size, double lo, double hi);     /* microseconds -> s */
+Status cell_col_OPT_US(Cur *c, const char *col, void *f, size_t size, double lo, double hi); /* blank: 0 */
+
 /* Parse the CSV, check the header names `columns`, the `key` column's values are
  * unique (key NULL: no key column) and there are at most max_rows, then call fn for each data row with
  * rows + r * size. *n = rows parsed (0 on error). The caller frees t. */

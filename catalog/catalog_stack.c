@@ -32,73 +32,23 @@
     X(source, TEXT, source, 0, 0, "")                           \
     X(alias, OPT_NAME, alias, 0, 0, "?")
 
-#define STACK_HEAD(col, rd, field, lo, hi, opt) "," opt #col
-const char *const catalog_stack_columns = STACK_COLUMNS(STACK_HEAD) + 1; /* past the first comma */
+const char *const catalog_stack_columns = STACK_COLUMNS(CELL_COL_HEAD) + 1; /* past the first comma */
 
-/* The readers: the cell of column col into *field (size bytes when text), in [lo, hi] when a number. */
-static Status rd_NAME(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)lo, (void)hi;
-    return cell_textcopy(c, col, f, size, 1);
-}
-static Status rd_OPT_NAME(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    return *cell_text(c, col) ? rd_NAME(c, col, f, size, lo, hi) : ST_OK; /* blank: none */
-}
-static Status rd_TEXT(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)lo, (void)hi;
-    return cell_textcopy(c, col, f, size, 0);
-}
-static Status rd_YESNO(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)size, (void)lo, (void)hi;
-    return cell_yesno(c, col, f);
-}
-static Status rd_U32(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)size;
-    return cell_u32(c, col, (uint32_t)lo, (uint32_t)hi, f);
-}
-static Status rd_RANGE(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)size;
-    return cell_range(c, col, lo, hi, f);
-}
-/* A cell that may be blank (0: not modelled), else a number in [lo, hi]. */
-static Status rd_OPT_RANGE(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    *(double *)f = 0;
-    return *cell_text(c, col) ? rd_RANGE(c, col, f, size, lo, hi) : ST_OK;
-}
-/* Microseconds in [lo, hi] into seconds. */
-static Status rd_US(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    double us;
-    Status st = rd_RANGE(c, col, &us, size, lo, hi);
-    *(double *)f = us * 1e-6;
-    return st;
-}
-static Status rd_OPT_US(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    *(double *)f = 0;
-    return *cell_text(c, col) ? rd_US(c, col, f, size, lo, hi) : ST_OK;
-}
-static Status rd_ATTN(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+static Status cell_col_ATTN(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
 {
     (void)size, (void)lo, (void)hi;
     if (attn_parse(cell_text(c, col), f))
         return cell_bad(c, col, "'%s' is not flash2, flash3, cudnn, te or materialized", cell_text(c, col));
     return ST_OK;
 }
-static Status rd_MAIN_GRAD(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+static Status cell_col_MAIN_GRAD(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
 {
     (void)size, (void)lo, (void)hi;
     if (main_grad_parse(cell_text(c, col), f))
         return cell_bad(c, col, "'%s' is not recipe, fp32 or bf16", cell_text(c, col));
     return ST_OK;
 }
-static Status rd_FUSION(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+static Status cell_col_FUSION(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
 {
     (void)size, (void)lo, (void)hi;
     if (fusion_parse(cell_text(c, col), f))
@@ -106,15 +56,12 @@ static Status rd_FUSION(Cur *c, const char *col, void *f, size_t size, double lo
     return ST_OK;
 }
 
-#define STACK_READ(col, rd, field, lo, hi, opt) \
-    if ((st = rd_##rd(c, #col, &s->field, sizeof s->field, lo, hi))) return st;
-
 static Status parse_stack(Cur *c, void *row)
 {
-    StackSpec *s = row;
-    memset(s, 0, sizeof *s);
+    StackSpec *rowp = row;
+    memset(rowp, 0, sizeof *rowp);
     Status st;
-    STACK_COLUMNS(STACK_READ)
+    STACK_COLUMNS(CELL_COL_READ)
     return ST_OK;
 }
 
