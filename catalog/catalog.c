@@ -22,30 +22,10 @@ const char *const catalog_recipe_columns =
 
 /* ---- models ------------------------------------------------------------------------------------------- */
 
-static Status cell_col_NORM(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)size, (void)lo, (void)hi;
-    return norm_parse(cell_text(c, col), f) ? cell_bad(c, col, "'%s' is not layernorm or rmsnorm", cell_text(c, col))
-                                            : ST_OK;
-}
-static Status cell_col_MLP(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)size, (void)lo, (void)hi;
-    return mlp_parse(cell_text(c, col), f) ? cell_bad(c, col, "'%s' is not gelu or swiglu", cell_text(c, col)) : ST_OK;
-}
-static Status cell_col_POS(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)size, (void)lo, (void)hi;
-    return pos_parse(cell_text(c, col), f) ? cell_bad(c, col, "'%s' is not learned, rope or none", cell_text(c, col))
-                                           : ST_OK;
-}
-static Status cell_col_ROUTER(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)size, (void)lo, (void)hi;
-    return router_parse(cell_text(c, col), f)
-               ? cell_bad(c, col, "'%s' is not none, softmax or sigmoid", cell_text(c, col))
-               : ST_OK;
-}
+CELL_COL_ENUM(NORM, norm_parse, "layernorm or rmsnorm")
+CELL_COL_ENUM(MLP, mlp_parse, "gelu or swiglu")
+CELL_COL_ENUM(POS, pos_parse, "learned, rope or none")
+CELL_COL_ENUM(ROUTER, router_parse, "none, softmax or sigmoid")
 
 /* models.csv's columns, in the file's order (catalog_cells.h: X(column, reader, field, lo, hi, opt)); the
  * mixture-of-experts, latent-attention and multi-token-prediction ones may be empty (not used). The rules

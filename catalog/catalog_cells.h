@@ -45,6 +45,13 @@ Status cell_textcopy(Cur *c, const char *col, char *dst, size_t size, int name_l
  * is its field plus one row. A reader reads column col into *field (size bytes when text; a number in
  * [lo, hi]); a file adds its own (an enum's names) as static cell_col_<NAME>. */
 #define CELL_COL_HEAD(col, rd, field, lo, hi, opt) "," opt #col
+/* A reader of an enum column: parse(text, field) returns 0 or -1; "'VALUE' is not <what>" when it fails. */
+#define CELL_COL_ENUM(rd, parse, what)                                                                         \
+    static Status cell_col_##rd(Cur *c, const char *col, void *f, size_t size, double lo, double hi)           \
+    {                                                                                                          \
+        (void)size, (void)lo, (void)hi;                                                                        \
+        return parse(cell_text(c, col), f) ? cell_bad(c, col, "'%s' is not " what, cell_text(c, col)) : ST_OK; \
+    }
 #define CELL_COL_READ(col, rd, field, lo, hi, opt) \
     if ((st = cell_col_##rd(c, #col, &rowp->field, sizeof rowp->field, lo, hi))) return st;
 Status cell_col_NAME(Cur *c, const char *col, void *f, size_t size, double lo, double hi);        /* name-like text */

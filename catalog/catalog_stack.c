@@ -34,27 +34,9 @@
 
 const char *const catalog_stack_columns = STACK_COLUMNS(CELL_COL_HEAD) + 1; /* past the first comma */
 
-static Status cell_col_ATTN(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)size, (void)lo, (void)hi;
-    if (attn_parse(cell_text(c, col), f))
-        return cell_bad(c, col, "'%s' is not flash2, flash3, cudnn, te or materialized", cell_text(c, col));
-    return ST_OK;
-}
-static Status cell_col_MAIN_GRAD(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)size, (void)lo, (void)hi;
-    if (main_grad_parse(cell_text(c, col), f))
-        return cell_bad(c, col, "'%s' is not recipe, fp32 or bf16", cell_text(c, col));
-    return ST_OK;
-}
-static Status cell_col_FUSION(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)size, (void)lo, (void)hi;
-    if (fusion_parse(cell_text(c, col), f))
-        return cell_bad(c, col, "'%s' is not te, compile, eager or fp8plan", cell_text(c, col));
-    return ST_OK;
-}
+CELL_COL_ENUM(ATTN, attn_parse, "flash2, flash3, cudnn, te or materialized")
+CELL_COL_ENUM(MAIN_GRAD, main_grad_parse, "recipe, fp32 or bf16")
+CELL_COL_ENUM(FUSION, fusion_parse, "te, compile, eager or fp8plan")
 
 static Status parse_stack(Cur *c, void *row)
 {
