@@ -156,23 +156,14 @@ static Status host_or_sm(Cur *c, GpuSpec *g)
     return cell_sm(c, "compute_capability", &g->sm);
 }
 
-/* elem_gbps (optional column; empty: hbm_gbps): what the element-wise kernels achieve. */
-static Status elem_rate(Cur *c, GpuSpec *g)
+/* An optional rate column in GB/s into bytes/s (empty: 0, the GPU's hbm_gbps is used): elem_gbps, what the
+ * element-wise kernels achieve; scaled_optim_gbps, the two-pass scaled-state optimizer's rate. */
+static Status opt_gbps(Cur *c, const char *col, double *bw)
 {
     double v = 0;
-    if (!*cell_text(c, "elem_gbps")) return ST_OK;
-    Status st = cell_rate(c, "elem_gbps", 0, &v);
-    g->elem_bw = v * 1e9;
-    return st;
-}
-
-/* scaled_optim_gbps (optional column; empty: hbm_gbps): the two-pass scaled-state optimizer's rate. */
-static Status scaled_optim_rate(Cur *c, GpuSpec *g)
-{
-    double v = 0;
-    if (!*cell_text(c, "scaled_optim_gbps")) return ST_OK;
-    Status st = cell_rate(c, "scaled_optim_gbps", 0, &v);
-    g->scaled_optim_bw = v * 1e9;
+    if (!*cell_text(c, col)) return ST_OK;
+    Status st = cell_rate(c, col, 0, &v);
+    *bw = v * 1e9;
     return st;
 }
 
@@ -204,7 +195,7 @@ static Status parse_gpu(Cur *c, void *row)
         (st = cell_range(c, "sustained", 0.05, 1, &g->sustained)) ||
         (st = cell_rate(c, "intra_node_gbps", g->host, &intra)) ||
         (st = cell_rate(c, "inter_node_gbps", g->host, &inter)) || (st = link_latency(c, g)) ||
-        (st = elem_rate(c, g)) || (st = scaled_optim_rate(c, g)) ||
+        (st = opt_gbps(c, "elem_gbps", &g->elem_bw)) || (st = opt_gbps(c, "scaled_optim_gbps", &g->scaled_optim_bw)) ||
         (st = cell_u32(c, "gpus_per_node", 1, 1u << 20, &g->gpus_per_node)) ||
         (st = cell_textcopy(c, "source", g->source, sizeof g->source, 0)))
         return st;

@@ -80,9 +80,13 @@ static Status parse_config(Cur *c, MeasuredRun *r)
     return ST_OK;
 }
 
-static Status name_of(Cur *c, const char *col, const void *found, const char *what, const char *list)
+/* found, or "'X' is not a WHAT in the catalog (known: ...)" with the names `names` lists. */
+static Status name_of(Cur *c, const char *col, const void *found, const char *what,
+                      void (*names)(const Catalog *, char *, size_t))
 {
     if (found) return ST_OK;
+    char list[1024];
+    names(c->ctx, list, sizeof list);
     return cell_bad(c, col, "'%.60s' is not a %s in the catalog (known: %.300s)", cell_text(c, col), what, list);
 }
 
@@ -178,22 +182,18 @@ static Status parse_run(Cur *c, void *row)
     MeasuredRun *r = row;
     memset(r, 0, sizeof *r);
     Status st;
-    char names[1024];
     if ((st = cell_textcopy(c, "id", r->id, sizeof r->id, 1)) ||
         (st = cell_textcopy(c, "source_id", r->source_id, sizeof r->source_id, 1)))
         return st;
     r->stack = catalog_stack(cat, cell_text(c, "stack"));
-    catalog_stack_names(cat, names, sizeof names);
-    if ((st = name_of(c, "stack", r->stack, "stack", names))) return st;
     r->model = catalog_model(cat, cell_text(c, "model"));
-    catalog_model_names(cat, names, sizeof names);
-    if ((st = name_of(c, "model", r->model, "model", names))) return st;
     r->gpu = catalog_gpu(cat, cell_text(c, "gpu"));
-    catalog_gpu_names(cat, names, sizeof names);
-    if ((st = name_of(c, "gpu", r->gpu, "GPU", names))) return st;
     r->recipe = catalog_recipe(cat, cell_text(c, "recipe"));
-    catalog_recipe_names(cat, names, sizeof names);
-    if ((st = name_of(c, "recipe", r->recipe, "recipe", names))) return st;
+    if ((st = name_of(c, "stack", r->stack, "stack", catalog_stack_names)) ||
+        (st = name_of(c, "model", r->model, "model", catalog_model_names)) ||
+        (st = name_of(c, "gpu", r->gpu, "GPU", catalog_gpu_names)) ||
+        (st = name_of(c, "recipe", r->recipe, "recipe", catalog_recipe_names)))
+        return st;
     const uint32_t BIG = 1u << 24;
     if ((st = cell_u32(c, "gpus", 1, BIG, &r->gpus)) || (st = cell_u32(c, "tp", 1, BIG, &r->tp)) ||
         (st = cell_u32(c, "pp", 1, BIG, &r->pp)) || (st = opt_u32(c, "vpp", 1, 1, BIG, &r->vpp)) ||

@@ -217,6 +217,13 @@ static void test_measured_errors(void)
         {"r,s,torchtitan,llama9,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n", "column model"},
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf99,none,none,,,,,,,,,,,100,,,,,,n,s\n",
          "column recipe"},
+        {"r,s,torchtitan,llama3-8b,h999,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n",
+         "row 2, column gpu: 'h999' is not a GPU in the catalog (known: "},
+        /* stack, model, GPU and recipe are judged in that order: the first unknown one is named */
+        {"r,s,megatron-x,llama9,h999,8,1,1,,,8,1,128,8192,bf99,none,none,,,,,,,,,,,100,,,,,,n,s\n",
+         "row 2, column stack: 'megatron-x' is not a stack in the catalog (known: "},
+        {"r,s,torchtitan,llama9,h999,8,1,1,,,8,1,128,8192,bf99,none,none,,,,,,,,,,,100,,,,,,n,s\n",
+         "row 2, column model: 'llama9' is not a model in the catalog (known: "},
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,4,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n",
          "tp*pp*cp*dp"},
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,zero9,none,,,,,,,,,,,100,,,,,,n,s\n", "sharding"},
