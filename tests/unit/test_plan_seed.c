@@ -166,11 +166,18 @@ static void test_table5_rows(void)
          "t.csv: row 2, column samples_per_s: 'nan' is not a positive number"},
         {"gpt-7b,1,1,32,2,2048,bf16,megatron-bf16,69.6,,,,maybe,s",
          "t.csv: row 2, column checked: 'maybe' is not yes or no"},
+        /* a name past the catalog's 47 characters is named whole */
+        {"gpt-7b-with-a-name-far-longer-than-any-catalog-name,1,1,32,2,2048,bf16,megatron-bf16,69.6,,,,yes,s",
+         "t.csv: row 2: unknown model 'gpt-7b-with-a-name-far-longer-than-any-catalog-name'"},
     };
+    /* the header the column list (fp8lm_table5.c's T5_COLUMNS) makes: the shipped file's */
+    CHECK_STR(t5_columns, "model,tp,pp,dp,mbs,seq,column,recipe,memory_gb,weight_comm_gb,samples_per_s,mfu_pct,checked,"
+                          "source");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[512];
         snprintf(text, sizeof text, "%s%s\n", head, cases[i].row);
-        T5Row rows[T5_MAX_ROWS];
+        T5Row *rows = calloc(T5_MAX_ROWS, sizeof *rows);
+        if (!rows) return;
         int n = -1;
         Err e = {0};
         Status st = t5_parse(cat, text, strlen(text), "t.csv", rows, &n, &e);
@@ -182,11 +189,13 @@ static void test_table5_rows(void)
             CHECK(rows[0].memory_gb == 69.6 && isnan(rows[0].weight_comm_gb) && isnan(rows[0].mfu_pct));
             CHECK(rows[0].checked == 1 && rows[0].rowno == 2 && rows[0].model == catalog_model(cat, "gpt-7b"));
             CHECK(!strcmp(rows[0].column, "bf16") && !strcmp(rows[0].recipe_name, "megatron-bf16"));
+            CHECK(!strcmp(rows[0].model_name, "gpt-7b") && !strcmp(rows[0].source, "s"));
         } else {
             CHECKF(st == ST_DATA, "case %zu", i);
             CHECK_EQ_INT(n, 0);
             CHECKF(!strcmp(e.msg, cases[i].msg), "case %zu: %s", i, e.msg);
         }
+        free(rows);
     }
 }
 
