@@ -2,95 +2,59 @@
 #include "catalog/fp8lm_table5.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "catalog/catalog_cells.h"
 #include "util/num.h"
 
+const char *const t5_columns =
+    "model,tp,pp,dp,mbs,seq,column,recipe,memory_gb,weight_comm_gb,samples_per_s,mfu_pct,checked,source";
+
 /* A published number, or NaN for an empty cell. */
-static Status cell_col_PUB_NUM(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+static Status t5_num(Cur *c, const char *col, double *out)
 {
-    (void)size, (void)lo, (void)hi;
     const char *s = cell_text(c, col);
-    double *out = f;
     if (!*s) return *out = NAN, ST_OK;
     if (num_parse_double(s, NUM_FINITE_ONLY, out, NULL) || *out <= 0)
         return cell_bad(c, col, "'%s' is not a positive number", s);
     return ST_OK;
 }
 
-static Status cell_col_POS_U32(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+static Status t5_u32(Cur *c, const char *col, uint32_t *out)
 {
-    (void)size, (void)lo, (void)hi;
     const char *s = cell_text(c, col);
     uint64_t v;
     if (num_parse_u64(s, &v, NULL) || v == 0 || v > UINT32_MAX)
         return cell_bad(c, col, "'%s' is not a positive whole number", s);
-    *(uint32_t *)f = (uint32_t)v;
+    *out = (uint32_t)v;
     return ST_OK;
 }
-
-/* Text as written (may be empty), refused past size - 1 bytes. */
-static Status cell_col_ANY_TEXT(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)lo, (void)hi;
-    const char *s = cell_text(c, col);
-    size_t n = strlen(s);
-    if (n >= size) return cell_bad(c, col, "'%.40s...' is longer than %zu characters", s, size - 1);
-    memcpy(f, s, n + 1);
-    return ST_OK;
-}
-
-/* A catalog name, judged after the list (an unknown one is named whole): kept only when it fits. */
-static Status cell_col_CAT_NAME(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)lo, (void)hi;
-    snprintf(f, size, "%s", strlen(cell_text(c, col)) < size ? cell_text(c, col) : "");
-    return ST_OK;
-}
-
-static Status cell_col_CHECKED(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
-{
-    (void)size, (void)lo, (void)hi;
-    const char *ck = cell_text(c, col);
-    if (strcmp(ck, "yes") && strcmp(ck, "no")) return cell_bad(c, col, "'%s' is not yes or no", ck);
-    *(int *)f = !strcmp(ck, "yes");
-    return ST_OK;
-}
-
-/* fp8lm_table5.csv's columns, in the file's order (catalog_cells.h: X(column, reader, field, lo, hi, opt)). */
-#define T5_COLUMNS(X)                                    \
-    X(model, CAT_NAME, model_name, 0, 0, "")             \
-    X(tp, POS_U32, tp, 0, 0, "")                         \
-    X(pp, POS_U32, pp, 0, 0, "")                         \
-    X(dp, POS_U32, dp, 0, 0, "")                         \
-    X(mbs, POS_U32, mbs, 0, 0, "")                       \
-    X(seq, POS_U32, seq, 0, 0, "")                       \
-    X(column, ANY_TEXT, column, 0, 0, "")                \
-    X(recipe, CAT_NAME, recipe_name, 0, 0, "")           \
-    X(memory_gb, PUB_NUM, memory_gb, 0, 0, "")           \
-    X(weight_comm_gb, PUB_NUM, weight_comm_gb, 0, 0, "") \
-    X(samples_per_s, PUB_NUM, samples_per_s, 0, 0, "")   \
-    X(mfu_pct, PUB_NUM, mfu_pct, 0, 0, "")               \
-    X(checked, CHECKED, checked, 0, 0, "")               \
-    X(source, ANY_TEXT, source, 0, 0, "")
-
-const char *const t5_columns = T5_COLUMNS(CELL_COL_HEAD) + 1; /* past the first comma */
 
 static Status parse_t5(Cur *c, void *row)
 {
     const Catalog *cat = c->ctx;
-    T5Row *rowp = row;
-    Status st;
-    T5_COLUMNS(CELL_COL_READ)
-    const char *mname = cell_text(c, "model"), *rname = cell_text(c, "recipe");
-    rowp->model = catalog_model(cat, mname);
-    rowp->recipe = catalog_recipe(cat, rname);
-    if (!rowp->model || !rowp->recipe)
+    T5Row *t = row;
+    const char *mname = cell_text(c, "model"), *rname = cell_text(c, "recipe"), *col = cell_text(c, "column");
+    t->model = catalog_model(cat, mname);
+    t->recipe = catalog_recipe(cat, rname);
+    if (!t->model || !t->recipe)
         return err_set(c->e, ST_DATA, "%s: row %d: unknown %s '%s'", c->t->fname, csv_table_rowno(c->r),
-                       rowp->model ? "recipe" : "model", rowp->model ? rname : mname);
-    rowp->rowno = csv_table_rowno(c->r);
+                       t->model ? "recipe" : "model", t->model ? rname : mname);
+    memcpy(t->model_name, mname, strlen(mname) + 1); /* a catalog name: shorter than SPEC_NAME_MAX */
+    memcpy(t->recipe_name, rname, strlen(rname) + 1);
+    if (strlen(col) >= sizeof t->column)
+        return cell_bad(c, "column", "'%.40s...' is longer than %zu characters", col, sizeof t->column - 1);
+    memcpy(t->column, col, strlen(col) + 1);
+    t->rowno = csv_table_rowno(c->r);
+    Status st;
+    if ((st = t5_u32(c, "tp", &t->tp)) || (st = t5_u32(c, "pp", &t->pp)) || (st = t5_u32(c, "dp", &t->dp)) ||
+        (st = t5_u32(c, "mbs", &t->mbs)) || (st = t5_u32(c, "seq", &t->seq)) ||
+        (st = t5_num(c, "memory_gb", &t->memory_gb)) || (st = t5_num(c, "weight_comm_gb", &t->weight_comm_gb)) ||
+        (st = t5_num(c, "samples_per_s", &t->samples_per_s)) || (st = t5_num(c, "mfu_pct", &t->mfu_pct)))
+        return st;
+    const char *ck = cell_text(c, "checked");
+    if (strcmp(ck, "yes") && strcmp(ck, "no")) return cell_bad(c, "checked", "'%s' is not yes or no", ck);
+    t->checked = !strcmp(ck, "yes");
     return ST_OK;
 }
 

@@ -26,13 +26,11 @@ typedef struct {
     double memory_gb, weight_comm_gb, samples_per_s, mfu_pct; /* NAN when blank (not published) */
     int checked;                                              /* the figures have a tolerance */
     int rowno;                                                /* the file row (the header is row 1) */
-    char source[SPEC_SOURCE_MAX];                             /* where the figures come from */
 } T5Row;
 
 extern const char *const t5_columns;
 
-/* Parse the text into rows (room for T5_MAX_ROWS, about 600 KB: allocate them); *n = rows parsed (0 on
- * error). */
+/* Parse the text into rows (room for T5_MAX_ROWS); *n = rows parsed (0 on error). */
 Status t5_parse(const Catalog *c, const char *text, size_t len, const char *fname, T5Row *rows, int *n, Err *e);
 
 #endif
