@@ -15,7 +15,7 @@
 #include "cli/cmd_plan.h"
 #include "exec/measure/compare.h"
 #include "import/runlog.h"
-#include "reports/fidelity_runs.h"
+#include "catalog/measured.h"
 #include "reports/run_report.h"
 #include "util/num.h"
 
@@ -100,7 +100,7 @@ static void row(Comparison *c, CompareSection sec, const char *name, const char 
     r->unit = unit;
 }
 
-/* The run as a row of measured.csv (reports/fidelity_runs.h's columns): what `report fidelity --catalog DIR`
+/* The run as a row of measured.csv (catalog/measured.h's columns): what `report fidelity --catalog DIR`
  * reads once the row is appended to DIR/measured.csv. Blank where the run keeps its stack's value. */
 static Table *measured_row(const PlanArgs *a, const Plan *p, const RunLog *l, const char *log, const char *id,
                            double step_s, double tok_s_gpu, size_t used, size_t skipped)

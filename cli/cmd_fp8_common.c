@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "cli/cmd_fp8.h"
-#include "planner/csv_table.h"
 #include "util/num.h"
+#include "util/text.h"
 
 Status fp8cli_parse_f32(const char *s, int allow_nonfinite, float *out, Err *e)
 {
@@ -19,7 +19,7 @@ Status fp8cli_parse_f32(const char *s, int allow_nonfinite, float *out, Err *e)
 
 Status fp8cli_each_line(char *text, size_t len, const char *name, Fp8LineFn fn, void *ctx, Err *e)
 {
-    size_t bom = csv_bom_len(text, len); /* a byte-order mark is skipped everywhere */
+    size_t bom = utf8_bom_len(text, len); /* a byte-order mark is skipped everywhere */
     text += bom, len -= bom;
     if (memchr(text, '\0', len)) {
         unsigned long line = 1;

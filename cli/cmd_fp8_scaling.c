@@ -1,14 +1,12 @@
 /* cli/cmd_fp8_scaling.c — `fp8plan scaling`: the delayed-scaling state machine
  * step by step, with where small and large values land at each step's scale. */
-#include <csv.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cli/cli.h"
 #include "cli/cmd_fp8.h"
-#include "planner/csv_table.h"
+#include "catalog/csv_column.h"
 #include "fp8/delayed.h"
 #include "reports/scaling_report.h"
 #include "reports/html_fp8.h"
@@ -88,61 +86,23 @@ static Status stdin_line(void *ctx, unsigned long lineno, const char *line, Err 
 typedef struct {
     const char *path;
     Amaxes *out;
-    unsigned long row; /* 1 = header */
-    long col, amax_col, ncols;
-    Err *e;
-    int failed;
 } TraceCtx;
 
-static void trace_field(void *s, size_t len, void *data)
+/* One cell of the 'amax' column (catalog/csv_column.h streams it). */
+static Status trace_amax(void *ctx, unsigned long row, const char *s, size_t len, Err *e)
 {
-    TraceCtx *t = data;
+    TraceCtx *t = ctx;
     char cell[128];
-    t->col++;
-    if (t->failed) return;
-    char where[4200];
-    snprintf(where, sizeof where, "%s:%lu: column %ld", t->path, t->row, t->col);
-    if (csv_cell_check(s, len, where, t->e)) { /* the catalog reader's rules: no control bytes, valid UTF-8 */
-        t->failed = 1;
-        return;
-    }
     size_t n = len < sizeof cell - 1 ? len : sizeof cell - 1;
     memcpy(cell, s, n);
     cell[n] = '\0';
     num_trim(cell);
-    if (t->row == 1) {
-        if (!strcasecmp(cell, "amax")) t->amax_col = t->col;
-        return;
-    }
-    if (t->col != t->amax_col) return;
     float v;
     Err sub;
-    if (len >= sizeof cell - 1 || parse_amax(cell, &v, &sub)) {
-        err_set(t->e, ST_DATA, "%s:%lu: column amax: %s", t->path, t->row,
-                len >= sizeof cell - 1 ? "value too long" : sub.msg);
-        t->failed = 1;
-    } else if (push(t->out, v, t->e)) {
-        t->failed = 1;
-    }
-}
-
-static void trace_row(int c, void *data)
-{
-    TraceCtx *t = data;
-    (void)c;
-    if (t->failed) return;
-    if (t->row == 1) {
-        t->ncols = t->col;
-        if (!t->amax_col) {
-            err_set(t->e, ST_DATA, "%s:1: no 'amax' column in the header row", t->path);
-            t->failed = 1;
-        }
-    } else if (t->col != t->ncols) {
-        err_set(t->e, ST_DATA, "%s:%lu: %ld fields, the header has %ld", t->path, t->row, t->col, t->ncols);
-        t->failed = 1;
-    }
-    t->row++;
-    t->col = 0;
+    if (len >= sizeof cell - 1 || parse_amax(cell, &v, &sub))
+        return err_set(e, ST_DATA, "%s:%lu: column amax: %s", t->path, row,
+                       len >= sizeof cell - 1 ? "value too long" : sub.msg);
+    return push(t->out, v, e);
 }
 
 static Status read_trace(const char *path, Amaxes *out, Err *e)
@@ -151,22 +111,12 @@ static Status read_trace(const char *path, Amaxes *out, Err *e)
     size_t len;
     Status st = file_read_text(path, FILE_READ_MAX, &text, &len, e);
     if (st) return st;
-    struct csv_parser p;
-    if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI)) {
-        free(text);
-        return err_set(e, ST_NOMEM, "out of memory reading %s", path);
-    }
-    TraceCtx t = {path, out, 1, 0, 0, 0, e, 0};
-    size_t bom = csv_bom_len(text, len); /* skipped as the catalog reader skips it */
-    if (csv_parse(&p, text + bom, len - bom, trace_field, trace_row, &t) != len - bom ||
-        csv_fini(&p, trace_field, trace_row, &t)) {
-        if (!t.failed) err_set(e, ST_DATA, "%s:%lu: %s", path, t.row, csv_strerror(csv_error(&p)));
-        t.failed = 1;
-    }
-    csv_free(&p);
+    TraceCtx t = {path, out};
+    unsigned long rows;
+    st = csv_column_each(text, len, path, "amax", trace_amax, &t, &rows, e);
     free(text);
-    if (t.failed) return e->st;
-    if (t.row == 1) return err_set(e, ST_DATA, "%s: empty file; expected a header row with an 'amax' column", path);
+    if (st) return st;
+    if (!rows) return err_set(e, ST_DATA, "%s: empty file; expected a header row with an 'amax' column", path);
     if (!out->n) return err_set(e, ST_DATA, "%s: a header row but no amax values", path);
     return ST_OK;
 }

@@ -8,14 +8,14 @@
 
 #include "cli/cli.h"
 #include "import/import.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "planner/sweep.h"
 #include "reports/fidelity_report.h"
 
-/* Load models.csv, gpus.csv and recipes.csv from the catalog directory: `dir`
- * when given (--catalog), else $FP8PLAN_CATALOG, else ./models, else
- * models/ next to the binary's parent directory (build/fp8plan -> models/).
+/* catalog_load (catalog/catalog_find.h) for subcommand `cmd`: models.csv, gpus.csv, recipes.csv and
+ * stacks.csv from the catalog directory (`dir` when given (--catalog), else $FP8PLAN_CATALOG, else
+ * ./models, else models/ next to the binary's parent directory (build/fp8plan -> models/)).
  * On failure prints "fp8plan CMD: ..." and returns the exit code (66 missing,
  * 65 bad data); on success *out is a calloc'd catalog the caller frees. */
 int plan_catalog_load(const char *cmd, const char *dir, Catalog **out);

@@ -1,91 +1,21 @@
-/* cli/cmd_plan_catalog.c — finding and loading models/, and `fp8plan models|gpus|recipes`. */
+/* cli/cmd_plan_catalog.c — finding and loading models/ (catalog/catalog_find.h) for a subcommand, and
+ * `fp8plan models|gpus|recipes|stacks`. */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "catalog/catalog_find.h"
 #include "cli/cmd_plan.h"
-#include "util/fileio.h"
-
-static int readable(const char *dir)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/models.csv", dir);
-    return access(path, R_OK) == 0;
-}
-
-/* models/ beside the directory holding the binary: build/fp8plan -> ./models. */
-static int exe_catalog(char *dir, size_t size)
-{
-    char exe[3072];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return 0;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash) return 0;
-    *slash = '\0';
-    slash = strrchr(exe, '/');
-    if (!slash) return 0;
-    *slash = '\0';
-    snprintf(dir, size, "%.3000s/models", exe);
-    return readable(dir);
-}
-
-enum { CATALOG_FILE_MAX = 16 << 20 }; /* bytes of one catalog file: 256 rows are a few hundred KB */
-
-static int load_one(const char *cmd, Catalog *c, const char *dir, const char *file,
-                    Status (*parse)(Catalog *, const char *, size_t, const char *, Err *))
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    char *buf;
-    size_t len;
-    Err e;
-    if (file_read_max(path, CATALOG_FILE_MAX, &buf, &len, &e)) return cli_fail(cmd, &e);
-    Status st = parse(c, buf, len, path, &e);
-    free(buf);
-    return st ? cli_fail(cmd, &e) : 0;
-}
 
 int plan_catalog_find(const char *cmd, const char *dir, char *found, size_t size)
 {
-    const char *env = getenv("FP8PLAN_CATALOG");
-    if (dir && !*dir) return cli_usage(cmd, "--catalog: empty (give a directory holding models.csv)");
-    if (dir) {
-        snprintf(found, size, "%s", dir);
-    } else if (env && *env) {
-        snprintf(found, size, "%s", env);
-    } else if (readable("models")) {
-        snprintf(found, size, "models");
-    } else if (!exe_catalog(found, size)) {
-        Err e;
-        err_set(&e, ST_NOINPUT,
-                "cannot find the catalog (models/models.csv); pass --catalog DIR or set FP8PLAN_CATALOG");
-        return cli_fail(cmd, &e);
-    }
-    return 0;
+    Err e;
+    return catalog_find(dir, found, size, &e) ? cli_fail(cmd, &e) : 0;
 }
 
 int plan_catalog_load(const char *cmd, const char *dir, Catalog **out)
 {
-    char found[4096];
-    int rc = plan_catalog_find(cmd, dir, found, sizeof found);
-    if (rc) return rc;
-    Catalog *c = calloc(1, sizeof *c);
-    if (!c) {
-        Err e;
-        err_set(&e, ST_NOMEM, "out of memory");
-        return cli_fail(cmd, &e);
-    }
-    rc = load_one(cmd, c, found, "models.csv", catalog_parse_models);
-    if (!rc) rc = load_one(cmd, c, found, "gpus.csv", catalog_parse_gpus);
-    if (!rc) rc = load_one(cmd, c, found, "recipes.csv", catalog_parse_recipes);
-    if (!rc) rc = load_one(cmd, c, found, "stacks.csv", catalog_parse_stacks);
-    if (rc) {
-        free(c);
-        return rc;
-    }
-    *out = c;
-    return 0;
+    Err e;
+    return catalog_load(dir, out, &e) ? cli_fail(cmd, &e) : 0;
 }
 
 /* ---- listings ----------------------------------------------------------------------------------------- */

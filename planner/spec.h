@@ -162,6 +162,21 @@ int norm_parse(const char *s, NormType *out);
 int mlp_parse(const char *s, MlpType *out);
 int pos_parse(const char *s, PosType *out);
 
+/* Parameters of the whole model (tp = 1, unpadded vocabulary, tied embedding
+ * counted once): the figure model cards quote (gpt2-124m: 124,439,808).
+ * Returns 0, or 1 when the count passes 2^64. Defined in planner/plan_params.c, declared beside ModelSpec
+ * so that catalog/ refuses a row whose count passes 2^64 without including plan.h. */
+int model_param_count(const ModelSpec *m, uint64_t *out);
+
+/* The same count itemized (planner/plan_params.c states every term): */
+typedef struct {
+    uint64_t total;     /* the main model, as model_param_count (DeepSeek-V3: 671,026,419,200) */
+    uint64_t active;    /* used per token: total less the routed experts a token skips (dense: total) */
+    uint64_t embedding; /* token embedding table (+ learned positions) */
+    uint64_t mtp;       /* multi-token-prediction modules, not in total (they share embedding and head) */
+} ModelParams;
+int model_params(const ModelSpec *m, ModelParams *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,10 +3,11 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fp8/granularity.h"
-#include "planner/csv_table.h"
+#include "catalog/fp8lm_table5.h"
 #include "planner/plan.h"
 #include "reports/plan_report.h"
 #include "util/num.h"
@@ -276,74 +277,30 @@ static void t5_row(Table *t, const char *model, const char *layout, const char *
     }
 }
 
-/* A published number, or NaN for an empty cell. */
-static Status t5_num(const CsvTable *ct, int r, const char *col, double *out, Err *e)
-{
-    const char *s = csv_table_cell(ct, r, col);
-    if (!*s) return *out = NAN, ST_OK;
-    Err sub;
-    if (num_parse_double(s, NUM_FINITE_ONLY, out, &sub) || *out <= 0)
-        return err_set(e, ST_DATA, "%s: row %d, column %s: '%s' is not a positive number", ct->fname,
-                       csv_table_rowno(r), col, s);
-    return ST_OK;
-}
-
-static Status t5_u32(const CsvTable *ct, int r, const char *col, uint32_t *out, Err *e)
-{
-    const char *s = csv_table_cell(ct, r, col);
-    uint64_t v;
-    Err sub;
-    if (num_parse_u64(s, &v, &sub) || v == 0 || v > UINT32_MAX)
-        return err_set(e, ST_DATA, "%s: row %d, column %s: '%s' is not a positive whole number", ct->fname,
-                       csv_table_rowno(r), col, s);
-    *out = (uint32_t)v;
-    return ST_OK;
-}
-
 Status seed_table5(const Catalog *c, const char *text, size_t len, const char *fname, Table **out, SeedCheck *chk,
                    Err *e)
 {
-    static const char columns[] = "model,tp,pp,dp,mbs,seq,column,recipe,memory_gb,weight_comm_gb,samples_per_s,mfu_pct,"
-                                  "checked,source";
     memset(chk, 0, sizeof *chk);
     *out = NULL;
-    CsvTable ct;
-    Status st = csv_table_parse(text, len, fname, &ct, e);
-    if (!st) st = csv_table_expect(&ct, columns, e);
+    int nrows = 0;
+    T5Row *rows = calloc(T5_MAX_ROWS, sizeof *rows);
+    Status st = rows ? t5_parse(c, text, len, fname, rows, &nrows, e) : err_set(e, ST_NOMEM, "out of memory");
     Table *t = st ? NULL : t5_new();
     if (!st && !t) st = err_set(e, ST_NOMEM, "out of memory");
     const GpuSpec *gpu = catalog_gpu(c, "h100-sxm");
     if (!st && !gpu) st = err_set(e, ST_DATA, "%s: the catalog has no h100-sxm (FP8-LM's GPU)", fname);
     double bf16_175 = NAN, te_175 = NAN, bf16_175_pub = NAN, te_175_pub = NAN;
     const StackSpec *stack = catalog_stack(c, SEED_T5_STACK);
-    for (int r = 0; !st && r < ct.nrows; r++) {
+    for (int r = 0; !st && r < nrows; r++) {
+        const T5Row *row = &rows[r];
         PlanInput in;
         plan_input_defaults(&in);
         if (stack) plan_input_use_stack(&in, stack);
-        const char *mname = csv_table_cell(&ct, r, "model"), *rname = csv_table_cell(&ct, r, "recipe");
-        const char *colname = csv_table_cell(&ct, r, "column");
-        in.model = catalog_model(c, mname);
-        in.recipe = catalog_recipe(c, rname);
-        in.gpu = gpu;
-        if (!in.model || !in.recipe) {
-            st = err_set(e, ST_DATA, "%s: row %d: unknown %s '%s'", fname, csv_table_rowno(r),
-                         in.model ? "recipe" : "model", in.model ? rname : mname);
-            break;
-        }
-        double mem, wc, sps, mfu;
-        if ((st = t5_u32(&ct, r, "tp", &in.tp, e)) || (st = t5_u32(&ct, r, "pp", &in.pp, e)) ||
-            (st = t5_u32(&ct, r, "dp", &in.dp, e)) || (st = t5_u32(&ct, r, "mbs", &in.mbs, e)) ||
-            (st = t5_u32(&ct, r, "seq", &in.seq, e)) || (st = t5_num(&ct, r, "memory_gb", &mem, e)) ||
-            (st = t5_num(&ct, r, "weight_comm_gb", &wc, e)) || (st = t5_num(&ct, r, "samples_per_s", &sps, e)) ||
-            (st = t5_num(&ct, r, "mfu_pct", &mfu, e)))
-            break;
-        const char *ck = csv_table_cell(&ct, r, "checked");
-        if (strcmp(ck, "yes") && strcmp(ck, "no")) {
-            st =
-                err_set(e, ST_DATA, "%s: row %d, column checked: '%s' is not yes or no", fname, csv_table_rowno(r), ck);
-            break;
-        }
-        double mtol = strcmp(ck, "yes") ? 0 : SEED_T5_MEMORY_TOL, ctol = strcmp(ck, "yes") ? 0 : SEED_T5_COMM_TOL;
+        const char *mname = row->model_name, *rname = row->recipe_name, *colname = row->column;
+        in.model = row->model, in.recipe = row->recipe, in.gpu = gpu;
+        in.tp = row->tp, in.pp = row->pp, in.dp = row->dp, in.mbs = row->mbs, in.seq = row->seq;
+        double mem = row->memory_gb, wc = row->weight_comm_gb, sps = row->samples_per_s, mfu = row->mfu_pct;
+        double mtol = row->checked ? SEED_T5_MEMORY_TOL : 0, ctol = row->checked ? SEED_T5_COMM_TOL : 0;
         /* the runs: Megatron-LM (2023) with the distributed optimizer, sequence parallelism, flash
          * attention and the weight-gradient accumulation in its own kernel (MS-AMP-Examples
          * gpt3/pretrain_*_megatron.sh: --use-distributed-optimizer --sequence-parallel --use-flash-attn
@@ -356,7 +313,7 @@ Status seed_table5(const Catalog *c, const char *text, size_t len, const char *f
         in.overlap_tp = in.overlap_dp = in.overlap_pp = 0;
         Plan p;
         if ((st = plan_build(&in, &p, e))) {
-            err_prefix(e, "%s: row %d", fname, csv_table_rowno(r));
+            err_prefix(e, "%s: row %d", fname, row->rowno);
             break;
         }
         char layout[96];
@@ -400,7 +357,7 @@ Status seed_table5(const Catalog *c, const char *text, size_t len, const char *f
         chk->checked++;
         chk->outside += !ok;
     }
-    csv_table_free(&ct);
+    free(rows);
     if (st) {
         table_free(t);
         return st;

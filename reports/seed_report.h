@@ -11,7 +11,7 @@
 #define FP8PLAN_REPORTS_SEED_REPORT_H
 
 #include "fp8/granularity.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "reports/table.h"
 
 /* Table 1a. only = NULL for every recipe. params > 0 adds the state bytes of

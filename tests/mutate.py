@@ -50,13 +50,14 @@ import subprocess
 import sys
 import time
 
-PROD_DIRS = ("util", "fp8", "planner", "reports", "exec", "tui", "cli")
+PROD_DIRS = ("util", "fp8", "planner", "catalog", "reports", "exec", "tui", "cli")
 
 # Unit tests run first for a file in this folder (the rest follow): a killed
 # mutant usually fails one of these, so most mutants cost one or two binaries.
 FIRST = {
     "fp8": ("test_fp8_", "test_quant", "test_granularity", "test_scaling", "test_oracle_"),
     "planner": ("test_oracle_", "test_plan", "test_catalog", "test_report_plan"),
+    "catalog": ("test_catalog", "test_oracle_catalog", "test_text", "test_report"),
     "exec": ("test_oracle_", "test_exec_", "test_run_", "test_cuda_math", "test_cuda_map"),
     "tui": ("test_oracle_tui", "test_tui"),
     "reports": ("test_report", "test_plan_seed"),

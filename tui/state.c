@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/csv_table.h"
+#include "catalog/fp8lm_table5.h"
 #include "reports/scaling_report.h"
-#include "util/num.h"
 
 static const Recipe *first_recipe(const Catalog *c, const char *name, int fallback)
 {
@@ -66,52 +65,22 @@ void tui_status(TuiState *s, int is_error, const char *fmt, ...)
 
 /* ---- FP8-LM Table 5 ------------------------------------------------------------------------------------ */
 
-static double t5_num(const char *cell)
-{
-    double v;
-    if (!*cell || num_parse_double(cell, NUM_FINITE_ONLY, &v, NULL)) return NAN;
-    return v;
-}
-
-static uint32_t t5_u32(const char *cell)
-{
-    uint64_t v;
-    if (num_parse_u64(cell, &v, NULL) || v > UINT32_MAX) return 0;
-    return (uint32_t)v;
-}
-
 Status tui_state_load_t5(TuiState *s, const char *text, size_t len, const char *fname, Err *e)
 {
-    CsvTable ct;
-    Status st = csv_table_parse(text, len, fname, &ct, e);
-    static const char *const need[] = {"model", "recipe", "column", "tp", "pp", "dp", "mbs", "seq"};
-    for (size_t i = 0; !st && i < sizeof need / sizeof *need; i++)
-        if (csv_table_col(&ct, need[i]) < 0) st = err_set(e, ST_DATA, "%s: no '%s' column", fname, need[i]);
     s->nt5 = 0;
-    for (int r = 0; !st && r < ct.nrows && s->nt5 < TUI_T5_MAX; r++) {
-        TuiT5Row *t = &s->t5[s->nt5];
-        snprintf(t->model, sizeof t->model, "%s", csv_table_cell(&ct, r, "model"));
-        snprintf(t->recipe, sizeof t->recipe, "%s", csv_table_cell(&ct, r, "recipe"));
-        snprintf(t->column, sizeof t->column, "%s", csv_table_cell(&ct, r, "column"));
-        t->tp = t5_u32(csv_table_cell(&ct, r, "tp"));
-        t->pp = t5_u32(csv_table_cell(&ct, r, "pp"));
-        t->dp = t5_u32(csv_table_cell(&ct, r, "dp"));
-        t->mbs = t5_u32(csv_table_cell(&ct, r, "mbs"));
-        t->seq = t5_u32(csv_table_cell(&ct, r, "seq"));
-        if (!t->tp || !t->pp || !t->dp || !t->mbs || !t->seq) {
-            st = err_set(e, ST_DATA, "%s: row %d: tp, pp, dp, mbs and seq must be positive whole numbers", fname,
-                         csv_table_rowno(r));
-            break;
-        }
-        int c = csv_table_col(&ct, "memory_gb");
-        t->memory_gb = c < 0 ? NAN : t5_num(csv_table_cell(&ct, r, "memory_gb"));
-        c = csv_table_col(&ct, "weight_comm_gb");
-        t->weight_comm_gb = c < 0 ? NAN : t5_num(csv_table_cell(&ct, r, "weight_comm_gb"));
-        c = csv_table_col(&ct, "samples_per_s");
-        t->samples_per_s = c < 0 ? NAN : t5_num(csv_table_cell(&ct, r, "samples_per_s"));
-        s->nt5++;
+    int n = 0;
+    T5Row *rows = calloc(T5_MAX_ROWS, sizeof *rows);
+    Status st = rows ? t5_parse(s->cat, text, len, fname, rows, &n, e) : err_set(e, ST_NOMEM, "out of memory");
+    for (int r = 0; !st && r < n && s->nt5 < TUI_T5_MAX; r++) {
+        const T5Row *row = &rows[r];
+        TuiT5Row *t = &s->t5[s->nt5++];
+        snprintf(t->model, sizeof t->model, "%s", row->model_name);
+        snprintf(t->recipe, sizeof t->recipe, "%s", row->recipe_name);
+        snprintf(t->column, sizeof t->column, "%s", row->column);
+        t->tp = row->tp, t->pp = row->pp, t->dp = row->dp, t->mbs = row->mbs, t->seq = row->seq;
+        t->memory_gb = row->memory_gb, t->weight_comm_gb = row->weight_comm_gb, t->samples_per_s = row->samples_per_s;
     }
-    csv_table_free(&ct);
+    free(rows);
     return st;
 }
 

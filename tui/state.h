@@ -20,7 +20,7 @@
 #include "fp8/codec.h"
 #include "reports/fidelity_report.h"
 #include "fp8/delayed.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "util/status.h"
 
@@ -136,7 +136,8 @@ void tui_state_free(TuiState *s);
  * (NULL: note says why there are none). */
 void tui_state_set_trust(TuiState *s, FidelityRow *rows, int n, const char *note);
 
-/* Read FP8-LM Table 5 rows from CSV text (models/fp8lm_table5.csv) into s->t5. */
+/* Read FP8-LM Table 5 rows from CSV text (models/fp8lm_table5.csv, read by catalog/fp8lm_table5.h: its
+ * models and recipes must be in s->cat) into s->t5, the first TUI_T5_MAX of them. */
 Status tui_state_load_t5(TuiState *s, const char *text, size_t len, const char *fname, Err *e);
 
 /* Recompute what `act` says changed (ACT_REPLAN, ACT_RESCALE, ...). */

@@ -30,6 +30,8 @@ int utf8_seq_len(const char *s, size_t n)
     return len;
 }
 
+size_t utf8_bom_len(const char *text, size_t len) { return len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0; }
+
 size_t text_width(const char *s)
 {
     size_t n = 0, len = strlen(s);

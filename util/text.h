@@ -14,6 +14,10 @@ extern "C" {
  * not one (a stray continuation byte, an overlong form, a surrogate, past U+10FFFF, cut short). */
 int utf8_seq_len(const char *s, size_t n);
 
+/* Length of a UTF-8 byte-order mark at the start of text[0..len): 3, or 0 when there is none (every
+ * reader of text from outside skips it). */
+size_t utf8_bom_len(const char *text, size_t len);
+
 /* Columns s takes on a terminal: its UTF-8 code points (an invalid byte counts one). */
 size_t text_width(const char *s);
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "exec/measure/calibrate.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 
 const char *const cal_gpu_header =
     "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"

@@ -26,7 +26,7 @@
 
 #include "exec/backend.h"
 #include "exec/model/model.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -23,7 +23,7 @@
 #include "exec/backend.h"
 #include "exec/comm/comm_mpi.h"
 #include "exec/measure/calibrate.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "util/fileio.h"
 
 enum { REPS = 9 };

@@ -9,7 +9,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/sweep.h"
 #include "util/fileio.h"
 

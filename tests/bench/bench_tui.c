@@ -15,7 +15,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "tui/fields.h"
 #include "tui/state.h"
 #include "tui/tui.h"

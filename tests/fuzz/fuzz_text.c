@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/csv_table.h"
+#include "catalog/csv_table.h"
 #include "reports/table.h"
 #include "util/text.h"
 

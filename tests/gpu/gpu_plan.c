@@ -14,7 +14,7 @@
 
 #include "exec/measure/plan_link.h"
 #include "gpu_common.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 
 static Catalog *load(void)
 {

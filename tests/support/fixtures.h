@@ -5,7 +5,7 @@
 #ifndef FP8PLAN_TESTS_SUPPORT_FIXTURES_H
 #define FP8PLAN_TESTS_SUPPORT_FIXTURES_H
 
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 
 /* models/models.csv, gpus.csv, recipes.csv and stacks.csv, read relative to the working

@@ -13,7 +13,7 @@
 
 #include "exec/measure/calibrate.h"
 #include "planner/arch.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan_internal.h"
 #include "support/fixtures.h"
 #include "test.h"

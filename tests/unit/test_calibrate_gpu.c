@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "exec/measure/calibrate.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "test.h"
 
 /* An H200-like profile: FP8 1.2e15, BF16 7e14, FP32 5e13 FLOP/s; AdamW 4e12 B/s, element-wise 3e12 B/s, FP8-LM's

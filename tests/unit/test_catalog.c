@@ -2,7 +2,7 @@
  * and strict CSV parsing: every bad cell names file, row and column. */
 #include <stdlib.h>
 
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "test.h"
 #include "util/fileio.h"

@@ -217,6 +217,13 @@ static void test_measured_errors(void)
         {"r,s,torchtitan,llama9,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n", "column model"},
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf99,none,none,,,,,,,,,,,100,,,,,,n,s\n",
          "column recipe"},
+        {"r,s,torchtitan,llama3-8b,h999,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n",
+         "row 2, column gpu: 'h999' is not a GPU in the catalog (known: "},
+        /* stack, model, GPU and recipe are judged in that order: the first unknown one is named */
+        {"r,s,megatron-x,llama9,h999,8,1,1,,,8,1,128,8192,bf99,none,none,,,,,,,,,,,100,,,,,,n,s\n",
+         "row 2, column stack: 'megatron-x' is not a stack in the catalog (known: "},
+        {"r,s,torchtitan,llama9,h999,8,1,1,,,8,1,128,8192,bf99,none,none,,,,,,,,,,,100,,,,,,n,s\n",
+         "row 2, column model: 'llama9' is not a model in the catalog (known: "},
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,4,1,128,8192,bf16,none,none,,,,,,,,,,,100,,,,,,n,s\n",
          "tp*pp*cp*dp"},
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,zero9,none,,,,,,,,,,,100,,,,,,n,s\n", "sharding"},
@@ -245,7 +252,7 @@ static void test_measured_errors(void)
          "column main_grad: 'fp16'"},
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,on,100,,,,,,n,s\n",
          "column grad_acc_fusion: 'on'"},
-        /* physical bounds (reports/fidelity_runs.c says why): tokens/s per GPU [1e-3, 1e9], step_s [1e-6, 1e7],
+        /* physical bounds (catalog/measured.c says why): tokens/s per GPU [1e-3, 1e9], step_s [1e-6, 1e7],
          * tflops_per_gpu [1e-6, 1e5], mfu_pct [1e-6, 100], mem_gib [1e-6, 16384], gbs [1, 2^24]; a rate
          * derived from step_s as well: 128 x 8192 / 1e-6 s / 8 GPUs = 1.31072e11 tokens/s */
         {"r,s,torchtitan,llama3-8b,h100-sxm,8,1,1,,,8,1,128,8192,bf16,none,none,,,,,,,,,,,1e-300,,,,,,n,s\n",

@@ -4,7 +4,7 @@
  * columns (every bad cell names file, row and column). */
 #include <stdlib.h>
 
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "support/fixtures.h"
 #include "test.h"

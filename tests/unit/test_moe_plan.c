@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "planner/sweep.h"
 #include "support/fixtures.h"

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/catalog.h"
-#include "planner/csv_table.h"
+#include "catalog/catalog.h"
+#include "catalog/csv_table.h"
 #include "test.h"
 
 static const char head[] = "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,position,"

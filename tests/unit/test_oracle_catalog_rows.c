@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "planner/arch.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "planner/sweep.h"
 #include "support/oracle_fixtures.h"
@@ -285,6 +285,8 @@ static void test_gpu_row_rules(void)
         {"intra_node_gbps=0", "", "column intra_node_gbps: '0' must be positive"},
         {"inter_node_gbps=0", "", "column inter_node_gbps: '0' must be positive"},
         {"elem_gbps=0", "", "column elem_gbps: '0' must be positive"},
+        {"scaled_optim_gbps=0", "", "column scaled_optim_gbps: '0' must be positive"},
+        {"link_latency_us=-1", "", "column link_latency_us: '-1' is out of range [0, 1e+06]"},
         {"fp8_tflops=-1", "", "column fp8_tflops: '-1' must not be negative"},
         {"mamf_fp8_tflops=-1", "", "column mamf_fp8_tflops: '-1' must not be negative"},
         {"hbm_bytes=0", "", "column hbm_bytes: '0' must be positive"},
@@ -478,8 +480,24 @@ static void test_recipe_consistency(void)
     CHECKF(parse_recipe_row(both, 8, &e) == ST_OK, "current scaling, no history: %s", e.msg);
 }
 
+/* The header lists models.csv and gpus.csv are read with, generated from their X-macro column lists
+ * (catalog/catalog.c MODEL_COLUMNS, GPU_COLUMNS): the shipped files' order, the optional GPU columns marked. */
+static void test_column_lists(void)
+{
+    CHECK_STR(catalog_model_columns,
+              "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,position,tied_embeddings,"
+              "linear_bias,qk_norm,experts,experts_per_token,shared_experts,expert_ffn_hidden,dense_layers,router,"
+              "router_groups,router_group_topk,q_lora_rank,kv_lora_rank,qk_nope_head_dim,qk_rope_head_dim,v_head_dim,"
+              "mtp_layers,source");
+    CHECK_STR(catalog_gpu_columns,
+              "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
+              "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,"
+              "?link_latency_us,?elem_gbps,?scaled_optim_gbps");
+}
+
 int main(void)
 {
+    RUN(test_column_lists);
     RUN(test_model_cell_ranges);
     RUN(test_dense_row_moe_cells);
     RUN(test_model_words);

@@ -29,7 +29,7 @@
 
 #include "exec/backend.h"
 #include "exec/measure/calibrate.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "support/exec_fixtures.h"
 #include "support/fixtures.h"
 #include "test.h"

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "support/oracle_fixtures.h"
 #include "test.h"

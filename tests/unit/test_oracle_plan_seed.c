@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "planner/arch.h"
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "planner/sweep.h"
 #include "support/oracle_fixtures.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "planner/plan_internal.h"
 #include "planner/sweep.h"

@@ -2,9 +2,12 @@
  * 16 / 6 / 18 (6 + 12/d) bytes per parameter, 175B x 16 B = 2,800 GB, the
  * 4096x4096 scale-storage table, and FP8-LM Table 5 within its tolerances
  * with TE above BF16 at 175B. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog/fp8lm_table5.h"
 #include "planner/plan.h"
 #include "reports/seed_report.h"
 #include "support/fixtures.h"
@@ -140,6 +143,62 @@ static void test_table5(void)
     CHECK_CONTAINS(e.msg, "t5.csv: row 1: missing column");
 }
 
+/* catalog/fp8lm_table5.c, the one reader of Table 5 (report seed and the TUI): one good row, then that row
+ * with one cell spoilt, each refused naming the file, the row (the header is row 1, so the row is 2) and
+ * the column, in the order the row is read (names, whole numbers, figures, checked). */
+static void test_table5_rows(void)
+{
+    static const char head[] =
+        "model,tp,pp,dp,mbs,seq,column,recipe,memory_gb,weight_comm_gb,samples_per_s,mfu_pct,checked,source\n";
+    static const struct {
+        const char *row, *msg; /* msg NULL: parses */
+    } cases[] = {
+        {"gpt-7b,1,1,32,2,2048,bf16,megatron-bf16,69.6,,159.2,,yes,s", NULL},
+        {"gpt-nope,1,1,32,2,2048,bf16,megatron-bf16,69.6,,,,yes,s", "t.csv: row 2: unknown model 'gpt-nope'"},
+        {"gpt-7b,1,1,32,2,2048,bf16,nope,69.6,,,,yes,s", "t.csv: row 2: unknown recipe 'nope'"},
+        {"gpt-7b,0,1,32,2,2048,bf16,megatron-bf16,69.6,,,,yes,s",
+         "t.csv: row 2, column tp: '0' is not a positive whole number"},
+        {"gpt-7b,1,1,32,2,4294967296,bf16,megatron-bf16,69.6,,,,yes,s", /* 2^32: past uint32 */
+         "t.csv: row 2, column seq: '4294967296' is not a positive whole number"},
+        {"gpt-7b,1,1,32,2,2048,bf16,megatron-bf16,-1,,,,yes,s",
+         "t.csv: row 2, column memory_gb: '-1' is not a positive number"},
+        {"gpt-7b,1,1,32,2,2048,bf16,megatron-bf16,69.6,,nan,,yes,s",
+         "t.csv: row 2, column samples_per_s: 'nan' is not a positive number"},
+        {"gpt-7b,1,1,32,2,2048,bf16,megatron-bf16,69.6,,,,maybe,s",
+         "t.csv: row 2, column checked: 'maybe' is not yes or no"},
+        /* a name past the catalog's 47 characters is named whole */
+        {"gpt-7b-with-a-name-far-longer-than-any-catalog-name,1,1,32,2,2048,bf16,megatron-bf16,69.6,,,,yes,s",
+         "t.csv: row 2: unknown model 'gpt-7b-with-a-name-far-longer-than-any-catalog-name'"},
+    };
+    /* the header the parser expects: the shipped file's */
+    CHECK_STR(t5_columns, "model,tp,pp,dp,mbs,seq,column,recipe,memory_gb,weight_comm_gb,samples_per_s,mfu_pct,checked,"
+                          "source");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s%s\n", head, cases[i].row);
+        T5Row *rows = calloc(T5_MAX_ROWS, sizeof *rows);
+        if (!rows) return;
+        int n = -1;
+        Err e = {0};
+        Status st = t5_parse(cat, text, strlen(text), "t.csv", rows, &n, &e);
+        if (!cases[i].msg) {
+            CHECKF(st == ST_OK, "%s", e.msg);
+            CHECK_EQ_INT(n, 1);
+            /* blank figures are NaN (not published); the names are the catalog's rows */
+            CHECK(rows[0].tp == 1 && rows[0].dp == 32 && rows[0].mbs == 2 && rows[0].seq == 2048);
+            CHECK(rows[0].memory_gb == 69.6 && isnan(rows[0].weight_comm_gb) && isnan(rows[0].mfu_pct));
+            CHECK(rows[0].checked == 1 && rows[0].rowno == 2 && rows[0].model == catalog_model(cat, "gpt-7b"));
+            CHECK(!strcmp(rows[0].column, "bf16") && !strcmp(rows[0].recipe_name, "megatron-bf16"));
+            CHECK(!strcmp(rows[0].model_name, "gpt-7b"));
+        } else {
+            CHECKF(st == ST_DATA, "case %zu", i);
+            CHECK_EQ_INT(n, 0);
+            CHECKF(!strcmp(e.msg, cases[i].msg), "case %zu: %s", i, e.msg);
+        }
+        free(rows);
+    }
+}
+
 static void test_hardware_gates(void)
 {
     PlanInput in;
@@ -168,6 +227,7 @@ int main(void)
     RUN(test_bytes_per_param);
     RUN(test_table1b);
     RUN(test_table5);
+    RUN(test_table5_rows);
     RUN(test_hardware_gates);
     free(cat);
     return test_summary();

@@ -4,7 +4,7 @@
  * stages, the memory limit (max_mem_frac), and models/stacks.csv parsing. */
 #include <stdlib.h>
 
-#include "planner/catalog.h"
+#include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "support/fixtures.h"
 #include "test.h"
@@ -244,6 +244,11 @@ static void test_stacks_csv(void)
         {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,-1,,\n", "column host_op_us: '-1'"},
         {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,10,nan,\n", "column moe_host_ops: 'nan'"},
         {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,10,300,1e9\n", "column expert_host_ops: '1e9'"},
+        {"s,0,te,yes,maybe,bf16,no,te,3,12,0,0,0,0,0,0,no,x,,,\n", "column fused_swiglu: 'maybe'"},
+        {"s,0,te,yes,no,bf16,maybe,te,3,12,0,0,0,0,0,0,no,x,,,\n", "column fp8_weight_cache: 'maybe'"},
+        {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,maybe,x,,,\n", "column calibrated: 'maybe'"},
+        {"s,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,,,,\n", "row 2, column source: empty value"},
+        {"s,0,te,yes,no,bf16,no,te,1001,12,0,0,0,0,0,0,no,x,,,\n", "column launch_us: '1001' is out of range"},
         /* a name is a CLI word: letters, digits, '.', '_' and '-' only (a space would split it on the command line) */
         {"my stack,0,te,yes,no,bf16,no,te,3,12,0,0,0,0,0,0,no,x,,,\n",
          "row 2, column name: 'my stack' may only hold letters, digits, '.', '_' and '-'"},
@@ -255,6 +260,11 @@ static void test_stacks_csv(void)
         CHECKF(parse(bad[i].row, c, &e) == ST_DATA, "row %u accepted", i);
         CHECKF(strstr(e.msg, "stacks.csv") && strstr(e.msg, bad[i].want), "row %u: %s", i, e.msg);
     }
+    /* the header the column list (catalog_stack.c's STACK_COLUMNS) makes: the shipped file's order, alias optional */
+    CHECK_STR(catalog_stack_columns,
+              "name,attention,sequence_parallel,fused_swiglu,main_grad,fp8_weight_cache,kernel_fusion,launch_us,"
+              "loss_bytes,tp_overlap,tp_overlap_on,dp_overlap,pp_overlap,cp_overlap,ep_overlap,alloc_reserve,"
+              "host_op_us,moe_host_ops,expert_host_ops,calibrated,source,?alias");
     memset(c, 0, sizeof *c);
     const char *missing = "name,attention\ns,te\n";
     CHECK(catalog_parse_stacks(c, missing, strlen(missing), "stacks.csv", &e) == ST_DATA);

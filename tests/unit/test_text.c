@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "planner/csv_table.h"
+#include "catalog/csv_table.h"
 #include "reports/table.h"
 #include "test.h"
 #include "util/text.h"
@@ -112,11 +112,11 @@ static void test_csv_header_names_each_column_once(void)
 static void test_bom_within_length(void)
 {
     static const char bom[] = "\xEF\xBB\xBFx";
-    CHECK_EQ_U64(csv_bom_len(bom, 3), 3);
-    CHECK_EQ_U64(csv_bom_len(bom, 4), 3);
-    CHECK_EQ_U64(csv_bom_len(bom, 2), 0);
-    CHECK_EQ_U64(csv_bom_len(bom, 0), 0);
-    CHECK_EQ_U64(csv_bom_len("x\xEF\xBB\xBF", 4), 0);
+    CHECK_EQ_U64(utf8_bom_len(bom, 3), 3);
+    CHECK_EQ_U64(utf8_bom_len(bom, 4), 3);
+    CHECK_EQ_U64(utf8_bom_len(bom, 2), 0);
+    CHECK_EQ_U64(utf8_bom_len(bom, 0), 0);
+    CHECK_EQ_U64(utf8_bom_len("x\xEF\xBB\xBF", 4), 0);
 }
 
 static void test_row_limit_while_reading(void)

@@ -1,12 +1,12 @@
-/* planner/csv_table.h — strict CSV text into rows of strings (libcsv).
+/* catalog/csv_table.h — strict CSV text into rows of strings (libcsv).
  *
  * The one reader of CSV text (catalog files, FP8-LM Table 5, delayed-scaling
  * traces use its checks). The text is parsed in libcsv's strict mode; a
  * UTF-8 byte-order mark is skipped; blank lines are ignored. Row 1 is the
  * header; every later row must have exactly as many fields as the header.
  * Errors name the file and the row (ST_DATA). */
-#ifndef FP8PLAN_PLANNER_CSV_TABLE_H
-#define FP8PLAN_PLANNER_CSV_TABLE_H
+#ifndef FP8PLAN_CATALOG_CSV_TABLE_H
+#define FP8PLAN_CATALOG_CSV_TABLE_H
 
 #include <stddef.h>
 
@@ -30,10 +30,9 @@ enum { CSV_TABLE_MAX_ROWS = 65536, CSV_TABLE_MAX_COLS = 1024 };
 Status csv_table_parse(const char *text, size_t len, const char *fname, CsvTable *t, Err *e);
 Status csv_table_parse_max(const char *text, size_t len, const char *fname, int max_rows, CsvTable *t, Err *e);
 
-/* The hygiene the parser applies, for readers that stream CSV themselves (scaling --trace): the length
- * of a UTF-8 byte-order mark at the start of text (3 or 0), and the check of one cell's bytes (the
- * message starts with `where`, e.g. "trace.csv: row 3, column amax"). */
-size_t csv_bom_len(const char *text, size_t len);
+/* The hygiene the parser applies (a byte-order mark is skipped with util/text.h's utf8_bom_len), for
+ * readers that stream CSV themselves (catalog/csv_column.h): the check of one cell's bytes (the message
+ * starts with `where`, e.g. "trace.csv: row 3, column amax"). */
 Status csv_cell_check(const char *cell, size_t len, const char *where, Err *e);
 void csv_table_free(CsvTable *t);
 

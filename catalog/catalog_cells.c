@@ -1,5 +1,5 @@
-/* planner/catalog_cells.c — strict cell readers shared by the catalog parsers (see catalog_cells.h). */
-#include "planner/catalog_cells.h"
+/* catalog/catalog_cells.c — strict cell readers shared by the catalog parsers (see catalog_cells.h). */
+#include "catalog/catalog_cells.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -112,10 +112,71 @@ Status cell_textcopy(Cur *c, const char *col, char *dst, size_t size, int name_l
     return ST_OK;
 }
 
+/* ---- the readers of X-macro column lists (see catalog_cells.h) ---- */
+
+Status cell_col_NAME(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)lo, (void)hi;
+    return cell_textcopy(c, col, f, size, 1);
+}
+Status cell_col_OPT_NAME(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    return *cell_text(c, col) ? cell_col_NAME(c, col, f, size, lo, hi) : ST_OK; /* blank: none */
+}
+Status cell_col_TEXT(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)lo, (void)hi;
+    return cell_textcopy(c, col, f, size, 0);
+}
+Status cell_col_YESNO(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size, (void)lo, (void)hi;
+    return cell_yesno(c, col, f);
+}
+Status cell_col_YESNO_OR_NO(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size, (void)lo, (void)hi;
+    return cell_yesno_or_no(c, col, f);
+}
+Status cell_col_U32_OR0(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size, (void)lo;
+    return cell_u32_or0(c, col, (uint32_t)hi, f);
+}
+Status cell_col_U32(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size;
+    return cell_u32(c, col, (uint32_t)lo, (uint32_t)hi, f);
+}
+Status cell_col_RANGE(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size;
+    return cell_range(c, col, lo, hi, f);
+}
+/* A cell that may be blank (0: not modelled), else a number in [lo, hi]. */
+Status cell_col_OPT_RANGE(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    *(double *)f = 0;
+    return *cell_text(c, col) ? cell_col_RANGE(c, col, f, size, lo, hi) : ST_OK;
+}
+/* Microseconds in [lo, hi] into seconds. */
+Status cell_col_US(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    double us;
+    Status st = cell_col_RANGE(c, col, &us, size, lo, hi);
+    *(double *)f = us * 1e-6;
+    return st;
+}
+Status cell_col_OPT_US(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    *(double *)f = 0;
+    return *cell_text(c, col) ? cell_col_US(c, col, f, size, lo, hi) : ST_OK;
+}
+
 static Status check_unique(const CsvTable *t, const char *key, int max_rows, Err *e)
 {
-    int col = csv_table_col(t, key);
-    for (int i = 0; i < t->nrows; i++)
+    int col = key ? csv_table_col(t, key) : -1;
+    for (int i = 0; col >= 0 && i < t->nrows; i++)
         for (int j = 0; j < i; j++)
             if (!strcasecmp(t->cells[(long)i * t->ncols + col], t->cells[(long)j * t->ncols + col]))
                 return err_set(e, ST_DATA, "%s: row %d, column %s: '%s' repeats row %d", t->fname, csv_table_rowno(i),

@@ -1,12 +1,12 @@
-/* reports/fidelity_runs.c — models/measured.csv into MeasuredRun rows (see fidelity_runs.h). */
-#include "reports/fidelity_runs.h"
+/* catalog/measured.c — models/measured.csv into MeasuredRun rows (see measured.h). */
+#include "catalog/measured.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "planner/catalog_cells.h"
+#include "catalog/catalog_cells.h"
 #include "util/num.h"
 
 const char *const measured_columns =
@@ -80,9 +80,13 @@ static Status parse_config(Cur *c, MeasuredRun *r)
     return ST_OK;
 }
 
-static Status name_of(Cur *c, const char *col, const void *found, const char *what, const char *list)
+/* found, or "'X' is not a WHAT in the catalog (known: ...)" with the names `names` lists. */
+static Status name_of(Cur *c, const char *col, const void *found, const char *what,
+                      void (*names)(const Catalog *, char *, size_t))
 {
     if (found) return ST_OK;
+    char list[1024];
+    names(c->ctx, list, sizeof list);
     return cell_bad(c, col, "'%.60s' is not a %s in the catalog (known: %.300s)", cell_text(c, col), what, list);
 }
 
@@ -178,22 +182,18 @@ static Status parse_run(Cur *c, void *row)
     MeasuredRun *r = row;
     memset(r, 0, sizeof *r);
     Status st;
-    char names[1024];
     if ((st = cell_textcopy(c, "id", r->id, sizeof r->id, 1)) ||
         (st = cell_textcopy(c, "source_id", r->source_id, sizeof r->source_id, 1)))
         return st;
     r->stack = catalog_stack(cat, cell_text(c, "stack"));
-    catalog_stack_names(cat, names, sizeof names);
-    if ((st = name_of(c, "stack", r->stack, "stack", names))) return st;
     r->model = catalog_model(cat, cell_text(c, "model"));
-    catalog_model_names(cat, names, sizeof names);
-    if ((st = name_of(c, "model", r->model, "model", names))) return st;
     r->gpu = catalog_gpu(cat, cell_text(c, "gpu"));
-    catalog_gpu_names(cat, names, sizeof names);
-    if ((st = name_of(c, "gpu", r->gpu, "GPU", names))) return st;
     r->recipe = catalog_recipe(cat, cell_text(c, "recipe"));
-    catalog_recipe_names(cat, names, sizeof names);
-    if ((st = name_of(c, "recipe", r->recipe, "recipe", names))) return st;
+    if ((st = name_of(c, "stack", r->stack, "stack", catalog_stack_names)) ||
+        (st = name_of(c, "model", r->model, "model", catalog_model_names)) ||
+        (st = name_of(c, "gpu", r->gpu, "GPU", catalog_gpu_names)) ||
+        (st = name_of(c, "recipe", r->recipe, "recipe", catalog_recipe_names)))
+        return st;
     const uint32_t BIG = 1u << 24;
     if ((st = cell_u32(c, "gpus", 1, BIG, &r->gpus)) || (st = cell_u32(c, "tp", 1, BIG, &r->tp)) ||
         (st = cell_u32(c, "pp", 1, BIG, &r->pp)) || (st = opt_u32(c, "vpp", 1, 1, BIG, &r->vpp)) ||
@@ -264,36 +264,4 @@ double measured_tokens(const MeasuredRun *r)
     if (!isnan(r->tok_s_gpu)) return r->tok_s_gpu;
     if (!isnan(r->step_s) && r->gbs) return (double)r->gbs * r->seq / r->step_s / r->gpus;
     return NAN;
-}
-
-void measured_plan_input(const MeasuredRun *r, PlanInput *in)
-{
-    plan_input_defaults(in);
-    plan_input_use_stack(in, r->stack);
-    in->model = r->model, in->gpu = r->gpu, in->recipe = r->recipe;
-    in->tp = r->tp, in->pp = r->pp, in->vpp = r->vpp, in->cp = r->cp, in->dp = r->dp;
-    in->world = r->gpus;
-    in->mbs = r->mbs ? r->mbs : 1;
-    in->gbs = r->gbs;
-    in->seq = r->seq;
-    in->sharding = r->sharding;
-    in->recompute = r->recompute;
-    in->recompute_mods = r->recompute_mods;
-    in->mem_unknown = r->unknown;
-    if (r->overlap_ep >= 0) in->overlap_ep = r->overlap_ep;
-    in->dualpipe = r->dualpipe == 1, in->ep_comm_sms = r->ep_comm_sms;
-    in->graph_scope = r->graph_scope, in->moe_dedup = r->moe_dedup;
-    if (r->moe_capacity > 0) in->moe_capacity = r->moe_capacity;
-    in->first_stage_layers = r->first;
-    in->last_stage_layers = r->last;
-    in->custom_pp_layout = r->custom_pp_layout;
-    if (r->sp >= 0) in->sp = r->sp;
-    if (r->dropout >= 0) in->dropout = r->dropout;
-    if (r->tp_overlap >= 0) in->overlap_tp = r->tp_overlap ? r->stack->overlap_tp_on : 0;
-    if (r->attn != ATTN_COUNT_) in->attn = r->attn;
-    if (r->main_grad != MAIN_GRAD_COUNT_) in->main_grad = r->main_grad;
-    if (r->fusion != FUSE_COUNT_) in->fusion = r->fusion, in->grad_acc_fusion = r->fusion == FUSE_TE;
-    if (r->swiglu >= 0) in->fused_swiglu = r->swiglu;
-    if (r->grad_acc >= 0) in->grad_acc_fusion = r->grad_acc;
-    in->ep = r->ep, in->etp = r->etp;
 }

@@ -1,18 +1,18 @@
-/* reports/fidelity_runs.h — published measured training runs (models/measured.csv).
+/* catalog/measured.h — published measured training runs (models/measured.csv).
  *
  * One row per run: which stack ran which model on which GPUs with which layout
  * and recipe, and what it measured (tokens/s per GPU or step time, memory with
  * its kind). The header must name exactly measured_columns; names must exist in
  * the catalog; numbers follow util/num.h; blank cells are "not published".
  * Errors name the file, row and column and quote the value (ST_DATA). */
-#ifndef FP8PLAN_REPORTS_FIDELITY_RUNS_H
-#define FP8PLAN_REPORTS_FIDELITY_RUNS_H
+#ifndef FP8PLAN_CATALOG_MEASURED_H
+#define FP8PLAN_CATALOG_MEASURED_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "planner/catalog.h"
-#include "planner/plan.h"
+#include "catalog/catalog.h"
+#include "planner/layout.h"
 #include "util/status.h"
 
 enum { MEASURED_MAX_RUNS = 512, MEASURED_ID_MAX = 64 };
@@ -62,8 +62,5 @@ Status measured_parse(const Catalog *c, const char *text, size_t len, const char
 
 /* The measured tokens/s per GPU: published, or gbs * seq / step_s / gpus; NAN when neither is there. */
 double measured_tokens(const MeasuredRun *r);
-
-/* A PlanInput for the run: its stack's row, model, GPU, recipe and layout. */
-void measured_plan_input(const MeasuredRun *r, PlanInput *in);
 
 #endif

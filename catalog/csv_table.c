@@ -1,5 +1,5 @@
-/* planner/csv_table.c — strict CSV reader over a text buffer (see csv_table.h). */
-#include "planner/csv_table.h"
+/* catalog/csv_table.c — strict CSV reader over a text buffer (see csv_table.h). */
+#include "catalog/csv_table.h"
 
 #include <csv.h>
 #include <stdlib.h>
@@ -21,8 +21,6 @@ typedef struct {
     int stop;     /* 1: too many rows, 2: too many columns, 3: a bad byte; reading stops */
     Err bad;      /* the bad byte's message (stop == 3) */
 } Ctx;
-
-size_t csv_bom_len(const char *text, size_t len) { return len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3) ? 3 : 0; }
 
 Status csv_cell_check(const char *cell, size_t len, const char *where, Err *e)
 {
@@ -151,7 +149,7 @@ Status csv_table_parse_max(const char *text, size_t len, const char *fname, int 
 {
     memset(t, 0, sizeof *t);
     t->fname = fname;
-    size_t bom = csv_bom_len(text, len);
+    size_t bom = utf8_bom_len(text, len);
     text += bom, len -= bom;
     struct csv_parser p;
     if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL))

@@ -1,4 +1,4 @@
-/* planner/catalog.h — models/, GPUs and recipes parsed from CSV text.
+/* catalog/catalog.h — models/, GPUs and recipes parsed from CSV text.
  *
  * The planner never opens files: the caller reads models/models.csv (etc.)
  * and hands the text and the file name (used only in error messages) to the
@@ -7,8 +7,8 @@
  * have as many fields as the header, numbers are parsed by util/num.h (no
  * "-1", "1e400", "nan", trailing junk), names are unique. Every error names the
  * file, the row (the header is row 1) and the column, and quotes the value. */
-#ifndef FP8PLAN_PLANNER_CATALOG_H
-#define FP8PLAN_PLANNER_CATALOG_H
+#ifndef FP8PLAN_CATALOG_CATALOG_H
+#define FP8PLAN_CATALOG_CATALOG_H
 
 #include <stddef.h>
 
@@ -48,7 +48,7 @@ extern const char *const catalog_stack_columns;
 Status catalog_parse_models(Catalog *c, const char *text, size_t len, const char *fname, Err *e);
 Status catalog_parse_gpus(Catalog *c, const char *text, size_t len, const char *fname, Err *e);
 Status catalog_parse_recipes(Catalog *c, const char *text, size_t len, const char *fname, Err *e);
-/* models/stacks.csv (planner/catalog_stack.c). */
+/* models/stacks.csv (catalog/catalog_stack.c). */
 Status catalog_parse_stacks(Catalog *c, const char *text, size_t len, const char *fname, Err *e);
 
 /* Lookup by exact (case-insensitive) name; NULL when absent. */

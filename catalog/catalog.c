@@ -1,5 +1,5 @@
-/* planner/catalog.c — models, GPUs and recipes from CSV text (see catalog.h). */
-#include "planner/catalog.h"
+/* catalog/catalog.c — models, GPUs and recipes from CSV text (see catalog.h). */
+#include "catalog/catalog.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,19 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "planner/catalog_cells.h"
-#include "planner/plan.h"
+#include "catalog/catalog_cells.h"
 #include "util/num.h"
 
-const char *const catalog_model_columns =
-    "name,layers,hidden,ffn_hidden,heads,kv_heads,head_dim,vocab,seq_len,norm,mlp,"
-    "position,tied_embeddings,linear_bias,qk_norm,experts,experts_per_token,shared_experts,expert_ffn_hidden,"
-    "dense_layers,router,router_groups,router_group_topk,q_lora_rank,kv_lora_rank,qk_nope_head_dim,"
-    "qk_rope_head_dim,v_head_dim,mtp_layers,source";
-const char *const catalog_gpu_columns =
-    "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,"
-    "fp32_tflops,mamf_bf16_tflops,mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,"
-    "inter_node_gbps,gpus_per_node,source,?link_latency_us,?elem_gbps,?scaled_optim_gbps";
 const char *const catalog_recipe_columns =
     "name,weight,fp8_rowwise,fp8_colwise,master,grad,adam_m,adam_v,dist_opt_shards,scaled_states,other_params,"
     "gemm_fwd,gemm_bwd,scaling,act_granularity,weight_granularity,amax_history,amax_reduce,dp_grad_comm,"
@@ -28,33 +18,61 @@ const char *const catalog_recipe_columns =
 
 /* ---- models ------------------------------------------------------------------------------------------- */
 
+CELL_COL_ENUM(NORM, norm_parse, "layernorm or rmsnorm")
+CELL_COL_ENUM(MLP, mlp_parse, "gelu or swiglu")
+CELL_COL_ENUM(POS, pos_parse, "learned, rope or none")
+CELL_COL_ENUM(ROUTER, router_parse, "none, softmax or sigmoid")
+
+/* models.csv's columns, in the file's order (catalog_cells.h: X(column, reader, field, lo, hi, opt)); the
+ * mixture-of-experts, latent-attention and multi-token-prediction ones may be empty (not used). The rules
+ * between columns follow the list (parse_model). */
+#define BIG   (1u << 30)
+#define SMALL (1u << 16)
+#define MODEL_COLUMNS(X)                                           \
+    X(name, NAME, name, 0, 0, "")                                  \
+    X(layers, U32, layers, 1, SMALL, "")                           \
+    X(hidden, U32, hidden, 1, BIG, "")                             \
+    X(ffn_hidden, U32, ffn_hidden, 1, BIG, "")                     \
+    X(heads, U32, heads, 1, SMALL, "")                             \
+    X(kv_heads, U32, kv_heads, 1, SMALL, "")                       \
+    X(head_dim, U32, head_dim, 1, SMALL, "")                       \
+    X(vocab, U32, vocab, 1, BIG, "")                               \
+    X(seq_len, U32, seq_len, 1, BIG, "")                           \
+    X(norm, NORM, norm, 0, 0, "")                                  \
+    X(mlp, MLP, mlp, 0, 0, "")                                     \
+    X(position, POS, pos, 0, 0, "")                                \
+    X(tied_embeddings, YESNO, tied_embeddings, 0, 0, "")           \
+    X(linear_bias, YESNO, linear_bias, 0, 0, "")                   \
+    X(qk_norm, YESNO_OR_NO, qk_norm, 0, 0, "")                     \
+    X(experts, U32_OR0, experts, 0, SMALL, "")                     \
+    X(experts_per_token, U32_OR0, experts_per_token, 0, SMALL, "") \
+    X(shared_experts, U32_OR0, shared_experts, 0, SMALL, "")       \
+    X(expert_ffn_hidden, U32_OR0, expert_ffn, 0, BIG, "")          \
+    X(dense_layers, U32_OR0, dense_layers, 0, SMALL, "")           \
+    X(router, ROUTER, router, 0, 0, "")                            \
+    X(router_groups, U32_OR0, router_groups, 0, SMALL, "")         \
+    X(router_group_topk, U32_OR0, router_group_topk, 0, SMALL, "") \
+    X(q_lora_rank, U32_OR0, q_lora_rank, 0, BIG, "")               \
+    X(kv_lora_rank, U32_OR0, kv_lora_rank, 0, BIG, "")             \
+    X(qk_nope_head_dim, U32_OR0, qk_nope_head_dim, 0, SMALL, "")   \
+    X(qk_rope_head_dim, U32_OR0, qk_rope_head_dim, 0, SMALL, "")   \
+    X(v_head_dim, U32_OR0, v_head_dim, 0, SMALL, "")               \
+    X(mtp_layers, U32_OR0, mtp_layers, 0, 16, "")                  \
+    X(source, TEXT, source, 0, 0, "")
+
+const char *const catalog_model_columns = MODEL_COLUMNS(CELL_COL_HEAD) + 1; /* past the first comma */
+
 /* A column that must be empty or 0 for this kind of model. */
 static Status must_be_unset(Cur *c, const char *col, uint32_t v, const char *why)
 {
     return v ? cell_bad(c, col, "'%s' is given, but %s", cell_text(c, col), why) : ST_OK;
 }
 
-/* The mixture-of-experts, latent-attention and multi-token-prediction columns (empty = not used). */
-static Status parse_model_ext(Cur *c, ModelSpec *m)
+/* The mixture-of-experts, latent-attention and multi-token-prediction columns (empty = not used): the
+ * rules between them. */
+static Status check_model_ext(Cur *c, const ModelSpec *m)
 {
-    const uint32_t BIG = 1u << 30, SMALL = 1u << 16;
     Status st;
-    if ((st = cell_yesno_or_no(c, "qk_norm", &m->qk_norm)) || (st = cell_u32_or0(c, "experts", SMALL, &m->experts)) ||
-        (st = cell_u32_or0(c, "experts_per_token", SMALL, &m->experts_per_token)) ||
-        (st = cell_u32_or0(c, "shared_experts", SMALL, &m->shared_experts)) ||
-        (st = cell_u32_or0(c, "expert_ffn_hidden", BIG, &m->expert_ffn)) ||
-        (st = cell_u32_or0(c, "dense_layers", SMALL, &m->dense_layers)) ||
-        (st = cell_u32_or0(c, "router_groups", SMALL, &m->router_groups)) ||
-        (st = cell_u32_or0(c, "router_group_topk", SMALL, &m->router_group_topk)) ||
-        (st = cell_u32_or0(c, "q_lora_rank", BIG, &m->q_lora_rank)) ||
-        (st = cell_u32_or0(c, "kv_lora_rank", BIG, &m->kv_lora_rank)) ||
-        (st = cell_u32_or0(c, "qk_nope_head_dim", SMALL, &m->qk_nope_head_dim)) ||
-        (st = cell_u32_or0(c, "qk_rope_head_dim", SMALL, &m->qk_rope_head_dim)) ||
-        (st = cell_u32_or0(c, "v_head_dim", SMALL, &m->v_head_dim)) ||
-        (st = cell_u32_or0(c, "mtp_layers", 16, &m->mtp_layers)))
-        return st;
-    if (router_parse(cell_text(c, "router"), &m->router))
-        return cell_bad(c, "router", "'%s' is not none, softmax or sigmoid", cell_text(c, "router"));
     if (!m->experts) {
         const char *dense = "experts is 0 (a dense model)";
         if ((st = must_be_unset(c, "experts_per_token", m->experts_per_token, dense)) ||
@@ -109,30 +127,13 @@ static Status parse_model_ext(Cur *c, ModelSpec *m)
 
 static Status parse_model(Cur *c, void *row)
 {
-    ModelSpec *m = row;
+    ModelSpec *rowp = row, *m = rowp;
     memset(m, 0, sizeof *m);
-    const uint32_t BIG = 1u << 30;
     Status st;
-    if ((st = cell_textcopy(c, "name", m->name, sizeof m->name, 1)) ||
-        (st = cell_u32(c, "layers", 1, 1u << 16, &m->layers)) || (st = cell_u32(c, "hidden", 1, BIG, &m->hidden)) ||
-        (st = cell_u32(c, "ffn_hidden", 1, BIG, &m->ffn_hidden)) ||
-        (st = cell_u32(c, "heads", 1, 1u << 16, &m->heads)) ||
-        (st = cell_u32(c, "kv_heads", 1, 1u << 16, &m->kv_heads)) ||
-        (st = cell_u32(c, "head_dim", 1, 1u << 16, &m->head_dim)) || (st = cell_u32(c, "vocab", 1, BIG, &m->vocab)) ||
-        (st = cell_u32(c, "seq_len", 1, BIG, &m->seq_len)) ||
-        (st = cell_yesno(c, "tied_embeddings", &m->tied_embeddings)) ||
-        (st = cell_yesno(c, "linear_bias", &m->linear_bias)) ||
-        (st = cell_textcopy(c, "source", m->source, sizeof m->source, 0)))
-        return st;
-    if (norm_parse(cell_text(c, "norm"), &m->norm))
-        return cell_bad(c, "norm", "'%s' is not layernorm or rmsnorm", cell_text(c, "norm"));
-    if (mlp_parse(cell_text(c, "mlp"), &m->mlp))
-        return cell_bad(c, "mlp", "'%s' is not gelu or swiglu", cell_text(c, "mlp"));
-    if (pos_parse(cell_text(c, "position"), &m->pos))
-        return cell_bad(c, "position", "'%s' is not learned, rope or none", cell_text(c, "position"));
+    MODEL_COLUMNS(CELL_COL_READ)
     if (m->kv_heads > m->heads || m->heads % m->kv_heads)
         return cell_bad(c, "kv_heads", "'%s' must divide heads (grouped-query attention)", cell_text(c, "kv_heads"));
-    if ((st = parse_model_ext(c, m))) return st;
+    if ((st = check_model_ext(c, m))) return st;
     ModelParams mp; /* every count a plan or listing makes from the row starts here: refuse it once, at load */
     if (model_params(m, &mp))
         return cell_bad(c, "hidden",
@@ -144,67 +145,112 @@ static Status parse_model(Cur *c, void *row)
 
 /* ---- GPUs --------------------------------------------------------------------------------------------- */
 
+/* The GpuSpec a reader's field belongs to (the readers that depend on compute_capability). */
+#define GPU_OF(f, field) ((GpuSpec *)((char *)(f)-offsetof(GpuSpec, field)))
+
 /* compute_capability: "9.0" style, or "cpu" for a host profile (GpuSpec.host). */
-static Status host_or_sm(Cur *c, GpuSpec *g)
+static Status cell_col_SM_OR_CPU(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
 {
-    if (!strcmp(cell_text(c, "compute_capability"), "cpu")) return g->host = 1, g->sm = 0, ST_OK;
-    return cell_sm(c, "compute_capability", &g->sm);
+    (void)size, (void)lo, (void)hi;
+    if (!strcmp(cell_text(c, col), "cpu")) return GPU_OF(f, sm)->host = 1, *(uint32_t *)f = 0, ST_OK;
+    return cell_sm(c, col, f);
 }
 
-/* elem_gbps (optional column; empty: hbm_gbps): what the element-wise kernels achieve. */
-static Status elem_rate(Cur *c, GpuSpec *g)
-{
-    double v = 0;
-    if (!*cell_text(c, "elem_gbps")) return ST_OK;
-    Status st = cell_rate(c, "elem_gbps", 0, &v);
-    g->elem_bw = v * 1e9;
-    return st;
-}
-
-/* scaled_optim_gbps (optional column; empty: hbm_gbps): the two-pass scaled-state optimizer's rate. */
-static Status scaled_optim_rate(Cur *c, GpuSpec *g)
+/* A rate in units of `unit` per second into per second: positive, or also 0 when allow_zero. */
+static Status rate(Cur *c, const char *col, int allow_zero, double unit, double *out)
 {
     double v = 0;
-    if (!*cell_text(c, "scaled_optim_gbps")) return ST_OK;
-    Status st = cell_rate(c, "scaled_optim_gbps", 0, &v);
-    g->scaled_optim_bw = v * 1e9;
+    Status st = cell_rate(c, col, allow_zero, &v);
+    *out = v * unit;
     return st;
 }
-
+/* GB/s and dense TFLOP/s; lo 1: 0 is allowed (a GPU without FP8 tensor cores). */
+static Status cell_col_GBPS(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size, (void)hi;
+    return rate(c, col, lo > 0, 1e9, f);
+}
+static Status cell_col_TFLOPS(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size, (void)hi;
+    return rate(c, col, lo > 0, 1e12, f);
+}
+/* The node links' GB/s: positive on a GPU; a host's may be 0 (no interconnect measured). */
+static Status cell_col_INTRA_GBPS(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size, (void)lo, (void)hi;
+    return rate(c, col, GPU_OF(f, intra_bw)->host, 1e9, f);
+}
+static Status cell_col_INTER_GBPS(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size, (void)lo, (void)hi;
+    return rate(c, col, GPU_OF(f, inter_bw)->host, 1e9, f);
+}
+/* An optional rate column in GB/s (empty: 0, the GPU's hbm_gbps is used): elem_gbps, what the element-wise
+ * kernels achieve; scaled_optim_gbps, the two-pass scaled-state optimizer's rate. */
+static Status cell_col_OPT_GBPS(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    return *cell_text(c, col) ? cell_col_GBPS(c, col, f, size, lo, hi) : ST_OK;
+}
+static Status cell_col_COUNT(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    (void)size, (void)lo, (void)hi;
+    return cell_count(c, col, f);
+}
 /* link_latency_us (optional column; empty: NCCL's latency model): the measured latency of one ring step. */
-static Status link_latency(Cur *c, GpuSpec *g)
+static Status cell_col_LATENCY(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
 {
     double us = 0;
-    if (!*cell_text(c, "link_latency_us")) return ST_OK;
-    Status st = cell_range(c, "link_latency_us", 0, 1e6, &us);
+    if (!*cell_text(c, col)) return ST_OK;
+    Status st = cell_col_RANGE(c, col, &us, size, lo, hi);
     if (st) return st;
-    if (!(us > 0))
-        return cell_bad(c, "link_latency_us", "'%s' must be positive (empty: NCCL's model)",
-                        cell_text(c, "link_latency_us"));
-    g->link_lat = us * 1e-6;
+    if (!(us > 0)) return cell_bad(c, col, "'%s' must be positive (empty: NCCL's model)", cell_text(c, col));
+    *(double *)f = us * 1e-6;
     return ST_OK;
+}
+CELL_COL_ENUM(LINK, link_parse, "nvlink, pcie or host")
+
+/* gpus.csv's columns, in the file's order (catalog_cells.h: X(column, reader, field, lo, hi, opt)). The
+ * rules between columns follow the list (parse_gpu). */
+#define GPU_COLUMNS(X)                                    \
+    X(name, NAME, name, 0, 0, "")                         \
+    X(compute_capability, SM_OR_CPU, sm, 0, 0, "")        \
+    X(sms, U32, sms, 1, 1u << 16, "")                     \
+    X(hbm_bytes, COUNT, hbm_bytes, 0, 0, "")              \
+    X(hbm_gbps, GBPS, hbm_bw, 0, 0, "")                   \
+    X(bf16_tflops, TFLOPS, flops_bf16, 0, 0, "")          \
+    X(fp8_tflops, TFLOPS, flops_fp8, 1, 0, "")            \
+    X(fp32_tflops, TFLOPS, flops_fp32, 0, 0, "")          \
+    X(mamf_bf16_tflops, TFLOPS, mamf_bf16, 0, 0, "")      \
+    X(mamf_fp8_tflops, TFLOPS, mamf_fp8, 1, 0, "")        \
+    X(sustained, RANGE, sustained, 0.05, 1, "")           \
+    X(intra_link, LINK, link, 0, 0, "")                   \
+    X(intra_node_gbps, INTRA_GBPS, intra_bw, 0, 0, "")    \
+    X(inter_node_gbps, INTER_GBPS, inter_bw, 0, 0, "")    \
+    X(gpus_per_node, U32, gpus_per_node, 1, 1u << 20, "") \
+    X(source, TEXT, source, 0, 0, "")                     \
+    X(link_latency_us, LATENCY, link_lat, 0, 1e6, "?")    \
+    X(elem_gbps, OPT_GBPS, elem_bw, 0, 0, "?")            \
+    X(scaled_optim_gbps, OPT_GBPS, scaled_optim_bw, 0, 0, "?")
+
+const char *const catalog_gpu_columns = GPU_COLUMNS(CELL_COL_HEAD) + 1; /* past the first comma */
+
+/* A number a reader took: its cell's value as written (the rules compare what the file says). */
+static double cell_value(Cur *c, const char *col)
+{
+    double v = 0;
+    return num_parse_double(cell_text(c, col), NUM_FINITE_ONLY, &v, NULL) ? 0 : v;
 }
 
 static Status parse_gpu(Cur *c, void *row)
 {
-    GpuSpec *g = row;
+    GpuSpec *rowp = row, *g = rowp;
     memset(g, 0, sizeof *g);
-    double hbm, bf16, fp8, fp32, mb, mf, intra, inter;
     Status st;
-    if ((st = cell_textcopy(c, "name", g->name, sizeof g->name, 1)) || (st = host_or_sm(c, g)) ||
-        (st = cell_u32(c, "sms", 1, 1u << 16, &g->sms)) || (st = cell_count(c, "hbm_bytes", &g->hbm_bytes)) ||
-        (st = cell_rate(c, "hbm_gbps", 0, &hbm)) || (st = cell_rate(c, "bf16_tflops", 0, &bf16)) ||
-        (st = cell_rate(c, "fp8_tflops", 1, &fp8)) || (st = cell_rate(c, "fp32_tflops", 0, &fp32)) ||
-        (st = cell_rate(c, "mamf_bf16_tflops", 0, &mb)) || (st = cell_rate(c, "mamf_fp8_tflops", 1, &mf)) ||
-        (st = cell_range(c, "sustained", 0.05, 1, &g->sustained)) ||
-        (st = cell_rate(c, "intra_node_gbps", g->host, &intra)) ||
-        (st = cell_rate(c, "inter_node_gbps", g->host, &inter)) || (st = link_latency(c, g)) ||
-        (st = elem_rate(c, g)) || (st = scaled_optim_rate(c, g)) ||
-        (st = cell_u32(c, "gpus_per_node", 1, 1u << 20, &g->gpus_per_node)) ||
-        (st = cell_textcopy(c, "source", g->source, sizeof g->source, 0)))
-        return st;
-    if (link_parse(cell_text(c, "intra_link"), &g->link))
-        return cell_bad(c, "intra_link", "'%s' is not nvlink, pcie or host", cell_text(c, "intra_link"));
+    GPU_COLUMNS(CELL_COL_READ)
+    double bf16 = cell_value(c, "bf16_tflops"), fp8 = cell_value(c, "fp8_tflops");
+    double mb = cell_value(c, "mamf_bf16_tflops"), mf = cell_value(c, "mamf_fp8_tflops");
+    double intra = cell_value(c, "intra_node_gbps"), inter = cell_value(c, "inter_node_gbps");
     if ((g->link == LINK_HOST) != g->host)
         return cell_bad(c, "intra_link", "'%s': the link is host exactly when compute_capability is cpu",
                         cell_text(c, "intra_link"));
@@ -214,14 +260,6 @@ static Status parse_gpu(Cur *c, void *row)
     if (g->host && intra > 0 && !(g->link_lat > 0))
         return cell_bad(c, "link_latency_us", "'%s': a host's measured link needs its measured latency",
                         cell_text(c, "link_latency_us"));
-    g->hbm_bw = hbm * 1e9;
-    g->flops_bf16 = bf16 * 1e12;
-    g->flops_fp8 = fp8 * 1e12;
-    g->flops_fp32 = fp32 * 1e12;
-    g->mamf_bf16 = mb * 1e12;
-    g->mamf_fp8 = mf * 1e12;
-    g->intra_bw = intra * 1e9;
-    g->inter_bw = inter * 1e9;
     if (fp8 > 0 && g->sm < 89 && !g->host)
         return cell_bad(c, "fp8_tflops", "'%s' is given for a GPU below SM 8.9, which has no FP8 tensor cores",
                         cell_text(c, "fp8_tflops"));
