@@ -131,7 +131,14 @@ while IFS='|' read -r want line; do
     [ -z "$line" ] && continue
     tried=$((tried + 1))
     eval "set -- $(echo "$line" | sed "s#OUT#$TMP/h#g")"
-    timeout 60 "$FP8PLAN" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    # run starts MPI even on one rank: under the sanitizers OpenMPI's plugins leak past MPI_Finalize where no
+    # suppression can name them (tests/mpi_lib.sh), so those lines run without the leak check (ASan's and UBSan's
+    # other checks stay on); every other line keeps it
+    if [ "$1" = run ]; then
+        ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" timeout 60 "$FP8PLAN" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    else
+        timeout 60 "$FP8PLAN" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    fi
     rc=$?
     if [ "$rc" -ge 124 ] && [ "$rc" != "$want" ]; then
         fail "$(printf '%.90s' "$line")" "$([ "$rc" -eq 124 ] && echo hang || echo "crash (exit $rc)")" "$(head -c 300 "$TMP/err")"
