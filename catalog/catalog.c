@@ -60,7 +60,7 @@ CELL_COL_ENUM(ROUTER, router_parse, "none, softmax or sigmoid")
     X(mtp_layers, U32_OR0, mtp_layers, 0, 16, "")                  \
     X(source, TEXT, source, 0, 0, "")
 
-const char *const catalog_model_columns = MODEL_COLUMNS(CELL_COL_HEAD) + 1; /* past the first comma */
+const char *const catalog_model_columns = &(MODEL_COLUMNS(CELL_COL_HEAD))[1]; /* past the first comma */
 
 /* A column that must be empty or 0 for this kind of model. */
 static Status must_be_unset(Cur *c, const char *col, uint32_t v, const char *why)
@@ -233,7 +233,7 @@ CELL_COL_ENUM(LINK, link_parse, "nvlink, pcie or host")
     X(elem_gbps, OPT_GBPS, elem_bw, 0, 0, "?")            \
     X(scaled_optim_gbps, OPT_GBPS, scaled_optim_bw, 0, 0, "?")
 
-const char *const catalog_gpu_columns = GPU_COLUMNS(CELL_COL_HEAD) + 1; /* past the first comma */
+const char *const catalog_gpu_columns = &(GPU_COLUMNS(CELL_COL_HEAD))[1]; /* past the first comma */
 
 /* A number a reader took: its cell's value as written (the rules compare what the file says). */
 static double cell_value(Cur *c, const char *col)

@@ -39,7 +39,7 @@ Status cell_sm(Cur *c, const char *col, uint32_t *out);
 Status cell_textcopy(Cur *c, const char *col, char *dst, size_t size, int name_like);
 
 /* Column lists. A file's columns are one X-macro list, X(column, reader, field, lo, hi, opt), in the
- * file's order: CELL_COL_HEAD makes the header list (`LIST(CELL_COL_HEAD) + 1`: past the first comma; opt
+ * file's order: CELL_COL_HEAD makes the header list (`&(LIST(CELL_COL_HEAD))[1]`: past the first comma; opt
  * "?" marks a column the header may leave out), CELL_COL_READ reads each cell into the row, in order, with
  * cell_col_<reader> (inside the row function: `Cur *c`, `Status st` and the row as `rowp`). Adding a column
  * is its field plus one row. A reader reads column col into *field (size bytes when text; a number in

@@ -32,7 +32,7 @@
     X(source, TEXT, source, 0, 0, "")                           \
     X(alias, OPT_NAME, alias, 0, 0, "?")
 
-const char *const catalog_stack_columns = STACK_COLUMNS(CELL_COL_HEAD) + 1; /* past the first comma */
+const char *const catalog_stack_columns = &(STACK_COLUMNS(CELL_COL_HEAD))[1]; /* past the first comma */
 
 CELL_COL_ENUM(ATTN, attn_parse, "flash2, flash3, cudnn, te or materialized")
 CELL_COL_ENUM(MAIN_GRAD, main_grad_parse, "recipe, fp32 or bf16")
