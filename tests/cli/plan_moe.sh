@@ -129,7 +129,7 @@ bad "CUDA graph scope on a dense model" 64 "--cuda-graph-scope attn: the host-is
     plan --model llama3-8b --gpu h100-sxm --recipe bf16 --cuda-graph-scope attn
 
 # a hierarchical dispatcher sends a token once per remote node: Mixtral's 8 experts, top 2, over 2 nodes of 8 H100s
-# (ep 16 needs dp 16): fewer bytes leave the GPU than with one copy per (token, expert) (test_oracle_moe.c by hand)
+# (ep 16 needs dp 16): fewer bytes leave the GPU than with one copy per (token, expert) (test_oracle_moe_time.c by hand)
 run plan $M --dp 16 --ep 8 --etp 1 --view collectives --format csv
 a2a=$(awk -F, '$1 == "ep_dispatch_fwd" && NR > 1 { print $8; exit }' "$TMP/out")
 run plan $M --dp 16 --ep 8 --moe-dispatcher deepep --view collectives --format csv

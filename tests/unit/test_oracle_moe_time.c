@@ -1,0 +1,103 @@
+/* tests/unit/test_oracle_moe_time.c — the mixture-of-experts time and dispatch terms added with the host-issue
+ * model, worked out by hand on the oracle model of test_oracle_moe.c (support/oracle_fixtures.h ox_moe): the host
+ * issue of an eager MoE layer (plan_moe_time.c) and the bytes a hierarchical dispatcher sends (plan_moe_comm.c).
+ * Every expected value is arithmetic in the comments, never a value the planner produced. */
+#include <math.h>
+#include <string.h>
+
+#include "planner/plan_internal.h"
+#include "support/oracle_fixtures.h"
+#include "test.h"
+
+static int build(const PlanInput *in, Plan *p)
+{
+    Err e = {0};
+    Status st = plan_build(in, p, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    return st == ST_OK;
+}
+
+/* The host issue of the MoE layer (one of the model's two layers; the dense one has none), one micro-batch, GPU
+ * rates 1e30 and no launch floor, so the GPU takes no time and the host's whole issue time shows. 10 us an
+ * operation, the measured layer's 213 operations (95 forward, 118 backward), 6 per local expert (a third forward),
+ * ep 1: 8 local experts, 48 expert operations:
+ *   eager        forward (95 + 48/3) x 10 us = 1,110 us, backward (118 + 2 x 48/3) x 10 us = 1,500 us: 2,610 us
+ *   426 ops      the stack's count doubles the layer's own: (190 + 16) + (236 + 32) = 474 operations, 4,740 us
+ *   attn + moe_router + moe_preprocess captured: forward 95 - 52 - 18 - 18 = 7 left + 16 + 3 replays = 26,
+ *                backward 118 - 78 - 16 - 16 = 8 + 32 + 3 = 43: 690 us
+ *   full (capacity factor 1): one replay a direction: 20 us
+ * and the step grows by exactly that (pp 1: one micro-batch of every layer, nothing else changes). */
+static void test_host_issue(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    g.hbm_bw = g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.launch_s = 0, in.gbs = 1;
+    Plan p0, p;
+    if (!build(&in, &p0)) return;
+    CHECK_NEAR(p0.time.moe_host_s, 0, 0); /* a stack without the host columns: not modelled */
+    in.host_op_s = 10e-6, in.moe_host_ops = 213, in.expert_host_ops = 6;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_host_s - 2610e-6) < 1e-9, "eager: %.3f us, expected 2,610", p.time.moe_host_s * 1e6);
+    CHECKF(fabs(p.time.step_s - p0.time.step_s - 2610e-6) < 1e-9, "the step grows by %.3f us",
+           (p.time.step_s - p0.time.step_s) * 1e6);
+    in.moe_host_ops = 426;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_host_s - 4740e-6) < 1e-9, "426 ops: %.3f us, expected 4,740", p.time.moe_host_s * 1e6);
+    in.moe_host_ops = 213, in.graph_scope = GRAPH_ATTN | GRAPH_MOE_ROUTER | GRAPH_MOE_PREPROCESS;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_host_s - 690e-6) < 1e-9, "partial graphs: %.3f us, expected 690", p.time.moe_host_s * 1e6);
+    in.graph_scope = GRAPH_FULL, in.moe_capacity = 1;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_host_s - 20e-6) < 1e-9, "whole layers: %.3f us, expected 20", p.time.moe_host_s * 1e6);
+    /* a real GPU's work hides a host that issues faster than it runs: 1 ns an operation */
+    g = fx_gpu(), in.graph_scope = 0, in.moe_capacity = 0, in.host_op_s = 1e-9;
+    if (!build(&in, &p)) return;
+    CHECK_NEAR(p.time.moe_host_s, 0, 0);
+}
+
+/* A hierarchical dispatcher (DeepEP, HybridEP) sends a token once to each remote node its experts use and forwards
+ * it inside the node; Megatron's all-to-all sends one copy per (token, expert). 8 experts, top 2, ep 4 over nodes
+ * of 2 GPUs (r = 2, n = 2 nodes: 4 experts a node), dp 4; 512 tokens a micro-batch, a copy 256 x 2 B = 512 B:
+ *   all-to-all:    network k (1 - r/ep) = 2 x 1/2 = 1, NVLink k (r - 1)/ep = 2 x 1/4 = 0.5:
+ *                  512 x 1.5 x 512 B = 393,216 B sent per call
+ *   hierarchical:  the other node holds none of a token's 2 experts with chance C(4, 2)/C(8, 2) = 6/28, so it is
+ *                  used 22/28 of the time: 22/28 network copies, then k (1 - 1/r) = 1 over NVLink:
+ *                  512 x (22/28 + 1) x 512 B = 468,114.29 -> 468,114 B
+ *   with 4 expert groups, top 2 groups (2 a node): the other node unused C(2, 2)/C(4, 2) = 1/6:
+ *                  512 x (5/6 + 1) x 512 B = 480,597.33 -> 480,597 B */
+static void test_hierarchical_dispatch(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    g.gpus_per_node = 2;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.dp = 4, in.gbs = 4, in.ep = 4;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 393216);
+    in.moe_dedup = 1;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 468114);
+    CHECK_EQ_U64(p.coll[CO_EP_COMBINE_BWD].bus_bytes, 468114);
+    m.router_groups = 4, m.router_group_topk = 2;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 480597);
+    /* inside one node nothing crosses the network: the same bytes either way */
+    g.gpus_per_node = 8, in.moe_dedup = 0, m.router_groups = m.router_group_topk = 0;
+    if (!build(&in, &p)) return;
+    uint64_t one = p.coll[CO_EP_DISPATCH_FWD].bus_bytes;
+    in.moe_dedup = 1;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, one);
+}
+
+int main(void)
+{
+    RUN(test_host_issue);
+    RUN(test_hierarchical_dispatch);
+    return test_summary();
+}
