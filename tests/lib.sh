@@ -35,6 +35,12 @@ expect_rc() { # name expected
 expect_out() { # name fixed-string expected in stdout (an empty string would match anything: refused)
     if [ -z "$2" ]; then fail "$1" "empty pattern"; elif grep -qF -- "$2" "$TMP/out"; then pass "$1"; else fail "$1" "stdout lacks: $2" "stdout: $(head -c 600 "$TMP/out")"; fi
 }
+expect_prose() { # name fixed-string expected in stdout read as prose: line breaks become spaces and runs of
+    # spaces one, so wrapped text (its breaks move with the length of a path in it) matches wherever it wraps
+    if [ -z "$2" ]; then fail "$1" "empty pattern"
+    elif tr '\n' ' ' <"$TMP/out" | tr -s ' ' | grep -qF -- "$2"; then pass "$1"
+    else fail "$1" "stdout (as prose) lacks: $2" "stdout: $(head -c 600 "$TMP/out")"; fi
+}
 expect_err() { # name fixed-string expected in stderr (an empty string is refused)
     if [ -z "$2" ]; then fail "$1" "empty pattern"; elif grep -qF -- "$2" "$TMP/err"; then pass "$1"; else fail "$1" "stderr lacks: $2" "stderr: $(head -c 600 "$TMP/err")"; fi
 }

@@ -110,7 +110,7 @@ num "torchtitan log 2: reserved" memory,max_reserved 5 71844065443
 
 # text output: the warm-up said
 run check-log "$L/gpt3_7b_tp1_pp4_memory_speed__golden_values_dev_dgx_h100.json" --from "$D/mlm_gpt3_7b_tp1_pp4_memory_speed.yaml" --gpu h100-sxm --gpus 8
-expect_out "text: the skipped steps said" "12 logged steps, the first 1 skipped as warm-up, the median of 11 taken"
+expect_prose "text: the skipped steps said" "12 logged steps, the first 1 skipped as warm-up, the median of 11 taken"
 
 # --format html: the rows as a page through the one writer
 run check-log "$L/gpt3_7b_tp1_pp4_memory_speed__golden_values_dev_dgx_h100.json" --from "$D/mlm_gpt3_7b_tp1_pp4_memory_speed.yaml" --gpu h100-sxm --gpus 8 --format html -o "$TMP/check.html"
