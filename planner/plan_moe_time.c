@@ -43,7 +43,12 @@
  *                         6); unpermute (R b_c + 2T) h; router backward 12 T E in 2;
  *                         shared 10 tok Fs + casts 4 tok (h + k Fs); norm2 6Th in 2;
  *                         residual 6Th;
- *              each at least one launch floor; counted in route_f / route_b.
+ *              each at least one launch floor; counted in route_f / route_b. Transformer Engine quantizes
+ *              the four expert inputs (FC1, FC2, the gradient, FC1's dY) one local expert at a time: 3 kernels
+ *              an expert and one more read for per-tensor current scaling, 1 for block scales, one fused kernel
+ *              for delayed scaling (expert_quant). A stack whose MoE layer was counted (moe_host_ops) adds one
+ *              launch floor for each small router and dispatcher kernel the list does not name (39 forward,
+ *              35 backward as measured).
  *   TP         per layer one all-gather / reduce-scatter pair for the attention and
  *              one for a dense FFN or the shared experts (per-call times from
  *              plan_moe_comm.c), hidden behind the kind's GEMMs up to overlap_tp.
@@ -105,6 +110,35 @@ static void mla_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
     *fwd = f.t, *bwd = b.t;
 }
 
+/* The kernels that quantize one FP8 input of the experts' GEMMs (FC1's or FC2's input, or an output gradient),
+ * for all local experts together, and the extra reads (elements read again, besides the cast's own read).
+ * Transformer Engine's GroupedLinear (fusion te) quantizes the m_splits of its input one expert at a time
+ * (transformer_engine/pytorch/csrc/extensions/cast.cpp, split_quantize -> multi_tensor_quantize_impl, v2.7-v2.12):
+ * delayed scaling, whose scales are known before the cast, goes through one fused multi-tensor cast-transpose
+ * kernel for all of them; per-tensor current scaling runs Float8CurrentScalingQuantizer::quantize per expert,
+ * three kernels (nvte_compute_amax, which reads the input once more, nvte_compute_scale_from_amax,
+ * nvte_quantize_v2); block scales (MXFP8's 1x32, DeepSeek's 1x128) one quantize kernel per expert. Other stacks
+ * quantize the grouped input as one tensor: one kernel. */
+static void expert_quant(const PlanInput *in, double local, double *kernels, double *reread)
+{
+    const Recipe *rc = in->recipe;
+    *kernels = 1.0, *reread = 0.0;
+    if (in->fusion != FUSE_TE || local < 1.0) return;
+    if (rc->scaling == SCALING_CURRENT && rc->act_gran == GRAN_TENSOR)
+        *kernels = 3.0 * local, *reread = 1.0;
+    else if (rc->scaling == SCALING_CURRENT)
+        *kernels = local;
+}
+
+/* The kernels of the router and the dispatcher that the list below does not name, as counted in Megatron-Core's
+ * MoE layer (models/sources/moe_host_ops: router, auxiliary loss and preprocessing 36 forward / 32 backward;
+ * dispatch, unpermute and combine 7 / 8), less the ones the list times (forward: scores, top-k, permute,
+ * unpermute; backward: permute, routing-weight gradient, unpermute, the router's two): 43 - 4 = 39 forward,
+ * 40 - 5 = 35 backward — token counts, sorts, index maps, the auxiliary loss's reductions, each a kernel of a few
+ * hundred elements that still occupies the GPU for one launch floor. Scaled with the stack's moe_host_ops as the
+ * host issue is (213 as measured). */
+static const double moe_small_kernels[2] = {39.0, 35.0};
+
 /* The MoE FFN's memory-bound kernels (route_f / route_b); *mod: the forward's kernels of the MoE module alone
  * (all but norm2 and the residual: what --recompute-modules moe runs again), *shared: the shared experts'
  * forward activation and cast (shared_experts). */
@@ -117,24 +151,30 @@ static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
     double Fe = (double)x->Fe_t, Fs = (double)x->Fs_t, tok = (double)g->tok;
     double bd = (double)dt_bytes(rc->comm_ep_dispatch), bc = (double)dt_bytes(rc->comm_ep_combine);
     int d8 = dt_fp8(rc->comm_ep_dispatch), f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd), sw = g->k == 2;
+    double qk, qr; /* an expert input's quantize kernels and re-read (expert_quant) */
+    expert_quant(in, (double)x->El, &qk, &qr);
     op(&f, 4 * T * h, 1), op(&edge, 4 * T * h, 1), op(&f, (8 * E + 8 * k) * T, 2);
     if (d8) op(&f, 3 * T * h, 1);
     op(&f, 2 * R * h * bd, 1);
-    if (f8 && !d8) op(&f, 4 * R * h, 1);
+    if (f8 && !d8) op(&f, (4 + 2 * qr) * R * h, qk);
     op(&f, (sw ? 6 : 4) * R * Fe, 1);
-    if (f8) op(&f, 4 * R * Fe, 1);
+    if (f8) op(&f, (4 + 2 * qr) * R * Fe, qk);
     op(&f, (R * bc + 2 * T) * h, 1);
     if (Fs > 0) op(&f, (sw ? 6 : 4) * tok * Fs, 1), op(&sh, (sw ? 6 : 4) * tok * Fs, 1);
     if (Fs > 0 && f8) op(&f, 4 * tok * Fs, 1), op(&sh, 4 * tok * Fs, 1);
     op(&f, 6 * T * h, 1), op(&edge, 6 * T * h, 1);
     if (d8) op(&b, 3 * T * h, 1);
     op(&b, 2 * R * h * bd, 1), op(&b, 4 * R * h, 1);
-    if (b8 && !d8) op(&b, 4 * R * h, 1);
-    if (b8) op(&b, 4 * R * (sw ? 2 : 1) * Fe, 1);
+    if (b8 && !d8) op(&b, (4 + 2 * qr) * R * h, qk);
+    if (b8) op(&b, (4 + 2 * qr) * R * (sw ? 2 : 1) * Fe, qk);
     op(&b, (sw ? 10 : 6) * R * Fe, 1), op(&b, (R * bc + 2 * T) * h, 1), op(&b, 12 * T * E, 2);
     if (Fs > 0) op(&b, (sw ? 10 : 6) * tok * Fs, 1);
     if (Fs > 0 && b8) op(&b, 4 * tok * (h + (sw ? 2 : 1) * Fs), 2);
     op(&b, 6 * T * h, 2), op(&b, 6 * T * h, 1);
+    if (in->moe_host_ops > 0) { /* the small kernels a measured stack's router and dispatcher add */
+        double scale = in->moe_host_ops / (moe_host_ops_all[0] + moe_host_ops_all[1]);
+        f.t += moe_small_kernels[0] * scale * in->launch_s, b.t += moe_small_kernels[1] * scale * in->launch_s;
+    }
     *fwd = f.t, *bwd = b.t, *mod = f.t - edge.t, *shared = sh.t;
 }
 

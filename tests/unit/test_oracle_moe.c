@@ -110,6 +110,31 @@ static void test_route_launches(void)
     if (!build(&in, &p)) return;
     CHECKF(fabs(p.time.moe_route_s - 20e-6) < 1e-12, "GeLU, no shared expert: %g us, expected 20",
            p.time.moe_route_s * 1e6);
+    /* Transformer Engine quantizes the experts' inputs one local expert at a time (ep 1: 8 local experts): the four
+     * casts of the experts' GEMM inputs (FC1's and FC2's forward, the gradient's and FC1's dY backward), 1 launch
+     * each above, become 3 x 8 = 24 each under per-tensor current scaling (amax, scale, cast): 25 + 4 x 23 = 117;
+     * 1 x 8 = 8 each with 1x128 block scales: 25 + 4 x 7 = 53. SwiGLU and the shared expert back. */
+    m.mlp = MLP_SWIGLU, m.shared_experts = 1;
+    r.scaling = SCALING_CURRENT, r.act_gran = GRAN_TENSOR;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 117e-6) < 1e-12, "per-tensor current scaling: %g us, expected 117",
+           p.time.moe_route_s * 1e6);
+    r.act_gran = GRAN_1X128;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 53e-6) < 1e-12, "1x128 blocks: %g us, expected 53", p.time.moe_route_s * 1e6);
+    /* another stack's grouped input is one tensor: one launch a cast, 25 */
+    in.fusion = FUSE_COMPILE;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 25e-6) < 1e-12, "compile: %g us, expected 25", p.time.moe_route_s * 1e6);
+    /* a stack whose router and dispatcher were counted (moe_host_ops 213: 39 small kernels forward and 35 backward
+     * besides the listed ones) adds a launch floor each: delayed scaling, TE, 25 + 74 = 99; twice the count
+     * (426) doubles them: 25 + 148 = 173 */
+    in.fusion = FUSE_TE, r.scaling = SCALING_DELAYED, r.act_gran = GRAN_TENSOR, in.moe_host_ops = 213;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 99e-6) < 1e-12, "small kernels: %g us, expected 99", p.time.moe_route_s * 1e6);
+    in.moe_host_ops = 426;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 173e-6) < 1e-12, "426 ops: %g us, expected 173", p.time.moe_route_s * 1e6);
 }
 
 /* The same kernels by bytes (launches free, HBM 1e12 B/s at efficiency 1: bytes x 1e-12 s). T = 512 tokens,
@@ -158,6 +183,13 @@ static void test_route_bytes(void)
     m.shared_experts = 1;
     if (!build(&in, &p)) return;
     CHECKF(fabs(p.time.moe_route_s - 13852672e-12) < 1e-18, "GeLU with a shared expert: %.0f B, expected 13,852,672",
+           p.time.moe_route_s * 1e12);
+    /* per-tensor current scaling in Transformer Engine reads each expert input once more for its amax (2 B an
+     * element), SwiGLU, BF16 dispatch: FC1 input 2Rh = 2 x 1024 x 256 = 524,288, FC2 input 2R Fe = 262,144, the
+     * gradient 2Rh = 524,288, FC1's dY 2R x 2Fe = 524,288: 15,818,752 + 1,835,008 = 17,653,760 B */
+    m.mlp = MLP_SWIGLU, r.scaling = SCALING_CURRENT, r.act_gran = GRAN_TENSOR;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 17653760e-12) < 1e-18, "current scaling: %.0f B, expected 17,653,760",
            p.time.moe_route_s * 1e12);
 }
 
