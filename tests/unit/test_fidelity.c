@@ -105,11 +105,14 @@ static void test_pinned_figures(void)
      * MoE ModelZoo, torchao/torchtitan, the DeepSeek-V3 report): pinned as the planner gives them; the fine-grained
      * Qwen3-30B-A3B rows wait on the host (plan_moe_time.c's host issue, its time per operation chosen on the dev
      * rows) */
-    pin(&s.moe, "mixture of experts", 67, 22.36);
+    pin(&s.moe, "mixture of experts", 67, 22.16);
     /* the MoE runs split by the same hold-out list: Megatron-Bridge 25.11 and 26.02 held out */
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
-    pin(&s.moe_dev, "mixture of experts, dev", 46, 19.23);
-    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 29.22);
+    pin(&s.moe_dev, "mixture of experts, dev", 46, 18.66);
+    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 29.82);
+    /* MoE runs that really trained but are planned above their GPU's memory (zoo-qwen3-235b-mxfp8-gb200: activation
+     * offloading not modelled; the two NeMo AutoModel DeepSeek-V3 rows; nemo-2507-llama4-scout-fp8cs-gb200) */
+    CHECK(s.moe_false_oom <= 4);
     /* what FP8 buys over BF16: every configuration measured in both precisions (torchtitan 2412 x 2,
      * llm-foundry H100 x 5, FP8-LM x 4 with GPT-175B's TE and MS-AMP, torchao x 2) */
     static FidelityPair pairs[FIDELITY_MAX_PAIRS];
