@@ -465,6 +465,15 @@ const char *plan_reject_name(PlanReject r);
  * applied, unsharded. per (optional, STATE_COUNT_ entries) receives each state's
  * share. */
 double plan_state_bytes_per_param(const PlanInput *in, double *per);
+/* Is the recipe's transposed FP8 weight copy (Recipe.fp8_col) needed on the plan's GPU? Hopper's FP8 GEMMs are TN-only,
+ * so dgrad reads a transposed copy; Blackwell's (SM 10.x, 11.x, 13.x) take every layout, and a per-tensor scale is the
+ * same for a tensor and its transpose, so the row-wise copy serves both GEMMs (Transformer Engine creates the
+ * transpose only where is_non_tn_fp8_gemm_supported() is false). Block and channel scales run along one axis: those
+ * recipes keep a column-wise copy on every GPU. */
+int plan_fp8_col_held(const PlanInput *in);
+/* Bytes per parameter of the FP8 copies of one linear weight the plan holds or casts: the row-wise copy, and the
+ * transposed one where plan_fp8_col_held. */
+uint64_t plan_fp8_copy_bytes_per_param(const PlanInput *in);
 
 /* Check the input without building. Returns the reason (REJECT_NONE when the
  * input can be planned) and, when e is non-NULL, fills it with a message naming

@@ -174,8 +174,7 @@ static void kind_acts(const PlanInput *in, const Geo *g, Ck *ck, LayerAct la[XK_
         a->fp8_elems = ck_add(ck, a->fp8_elems, f.fp8_elems), a->mask = ck_add(ck, a->mask, f.mask);
         a->moe = f.moe, a->rebuilt = ck_add(ck, a->rebuilt, f.rebuilt);
         if (!in->fp8_weight_cache && plan_fp8_copies_held(in))
-            a->wcopy =
-                ck_mul(ck, x->gemm[k] + (k == XK_MOE ? x->expert : 0), recipe_fp8_copy_bytes_per_param(in->recipe));
+            a->wcopy = ck_mul(ck, x->gemm[k] + (k == XK_MOE ? x->expert : 0), plan_fp8_copy_bytes_per_param(in));
     }
 }
 
@@ -211,7 +210,7 @@ static void scale_terms(const PlanInput *in, const Geo *g, const Held *hd, Stage
 {
     const Recipe *rc = in->recipe;
     const MoeGeo *x = &g->x;
-    int row = rc->fp8_row != DT_NONE && keep, col = rc->fp8_col != DT_NONE && keep;
+    int row = rc->fp8_row != DT_NONE && keep, col = plan_fp8_col_held(in) && keep;
     uint64_t ntens = hd->mtp, sbn = 0, sbb = 0, bb, nn;
     for (int k = 0; k < XK_COUNT; k++)
         for (int i = 0; i < x->nlin[k]; i++) {
@@ -297,10 +296,11 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
     plan_state_terms(in, ed, sm, ck, &rc->gemm, expert, MT_WEIGHT_EXPERT, MT_MASTER_EXPERT, MT_GRAD_EXPERT,
                      MT_OPTIM_M_EXPERT, MT_OPTIM_V_EXPERT);
     int keep = !zero3 && in->fp8_weight_cache && plan_fp8_copies_held(in);
-    uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (rc->fp8_col != DT_NONE && keep) ? gemm : 0;
+    uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (plan_fp8_col_held(in) && keep) ? gemm : 0;
     plan_term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1, 1);
     plan_term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1, 1);
-    uint64_t xcopies = (rc->fp8_row != DT_NONE) + (rc->fp8_col != DT_NONE), xe = keep ? ck_mul(ck, expert, xcopies) : 0;
+    uint64_t xcopies = (rc->fp8_row != DT_NONE) + (uint64_t)plan_fp8_col_held(in),
+             xe = keep ? ck_mul(ck, expert, xcopies) : 0;
     plan_term(sm, MT_FP8_EXPERT, MC_FP8_COPY, rc->fp8_row != DT_NONE ? rc->fp8_row : rc->fp8_col, xe,
               ck_mul(ck, xe, dt_bytes(rc->fp8_row != DT_NONE ? rc->fp8_row : rc->fp8_col)), 1, 1);
     scale_terms(in, g, &hd, sm, ck, keep);

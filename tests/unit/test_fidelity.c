@@ -111,8 +111,8 @@ static void test_pinned_figures(void)
     pin(&s.moe_dev, "mixture of experts, dev", 46, 18.66);
     pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 29.82);
     /* MoE runs that really trained but are planned above their GPU's memory (zoo-qwen3-235b-mxfp8-gb200: activation
-     * offloading not modelled; the two NeMo AutoModel DeepSeek-V3 rows; nemo-2507-llama4-scout-fp8cs-gb200) */
-    CHECK(s.moe_false_oom <= 4);
+     * offloading not modelled; the two NeMo AutoModel DeepSeek-V3 rows) */
+    CHECK(s.moe_false_oom <= 3);
     /* what FP8 buys over BF16: every configuration measured in both precisions (torchtitan 2412 x 2,
      * llm-foundry H100 x 5, FP8-LM x 4 with GPT-175B's TE and MS-AMP, torchao x 2) */
     static FidelityPair pairs[FIDELITY_MAX_PAIRS];
