@@ -41,6 +41,18 @@ enum {
     RECOMPUTE_MOD_COUNT_ = 7,
     RECOMPUTE_MOD_ALL_ = (1u << RECOMPUTE_MOD_COUNT_) - 1
 };
+/* Modules whose saved input Megatron-Core's fine-grained activation offloading (--fine-grained-activation-offloading
+ * --offload-modules; TransformerConfig.offload_modules documents them, names as there) copies to host memory after the
+ * module's forward and back before its backward. The planner models the routed experts' two:
+ *   expert_fc1  the dispatched tokens the experts' FC1 saves for its weight gradient;
+ *   moe_act     the activation's input, FC1's output (kept whole, or as --recompute-modules moe_act keeps it).
+ * Tensors under Megatron's min_offloaded_tensor_size (2^20 elements) stay on the GPU. */
+enum {
+    OFFLOAD_MOD_EXPERT_FC1 = 1u << 0,
+    OFFLOAD_MOD_MOE_ACT = 1u << 1,
+    OFFLOAD_MOD_COUNT_ = 2,
+    OFFLOAD_MOD_ALL_ = (1u << OFFLOAD_MOD_COUNT_) - 1
+};
 /* The parts of a MoE model's layers captured as CUDA graphs (Megatron-Core's --cuda-graph-scope, bit i named
  * cuda_graph_scope_names[i]): a captured part is replayed with one launch instead of issuing its operations one by
  * one from the host (plan_moe_time.c, the host-issue term). attn: the attention block; moe_router: the router;
@@ -108,6 +120,12 @@ extern const char *const recompute_mod_names[RECOMPUTE_MOD_COUNT_];
 int recompute_mods_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len);
 /* The bits as a comma-separated list in bit order ("none" for 0), into buf[0..n). */
 void recompute_mods_format(unsigned mods, char *buf, size_t n);
+/* Offload module names as Megatron spells them: bit i of OFFLOAD_MOD_* is offload_mod_names[i]. */
+extern const char *const offload_mod_names[OFFLOAD_MOD_COUNT_];
+/* "expert_fc1,moe_act" -> OFFLOAD_MOD_* bits; "none" -> 0. -1 on an unknown or empty name, as recompute_mods_parse. */
+int offload_mods_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len);
+/* The bits as a comma-separated list in bit order ("none" for 0), into buf[0..n). */
+void offload_mods_format(unsigned mods, char *buf, size_t n);
 /* CUDA graph scope names as Megatron spells them: bit i of GRAPH_* is cuda_graph_scope_names[i]. */
 extern const char *const cuda_graph_scope_names[GRAPH_SCOPE_COUNT_];
 /* "attn,moe_router" -> GRAPH_* bits; "none" -> 0. -1 on an unknown or empty name, as recompute_mods_parse. */

@@ -122,6 +122,7 @@ typedef struct {
                              all-to-alls hidden behind the paired chunk (plan_moe_time.c) */
     unsigned recompute_mods; /* RECOMPUTE_MOD_* bits: modules recomputed in backward on top of `recompute` */
     unsigned graph_scope;    /* GRAPH_* bits: the parts of the layers captured as CUDA graphs (0: none) */
+    unsigned offload_mods;   /* OFFLOAD_MOD_* bits: modules whose saved inputs wait in host memory (0: none) */
 
     /* implementation choices (PLAN_UNK_* bits, above): mem_savings are taken as facts (the terms are built with
      * them); mem_unknown are open: the terms are built without them (the high end) and plan_build adds the

@@ -491,6 +491,69 @@ static void test_recompute_modules(void)
     CHECK_REL(p1.time.step_s - p0.time.step_s, 524288.0 / 2.68e12, 1e-9);
 }
 
+/* --offload-modules: the saved inputs of expert_fc1 and moe_act wait in host memory between the MoE layer's forward
+ * and its backward; the GPU keeps two layers' worth (the layer whose backward runs and the next, reloaded ahead).
+ * Micro-batch 4 (T = 4 x 512 = 2048 tokens, R = 2 T = 4096 routed rows, ep 1), one micro-batch, pp 1: the one MoE
+ * layer holds one layer-micro-batch, so act_moe falls by the offloaded bytes and the transient (the MoE layer's
+ * working set, above the dense layer's and the loss's) grows by twice them.
+ *   expert_fc1  the dispatched FC1 inputs R h = 4096 x 256 = 1,048,576 elements (at Megatron's 2^20 threshold):
+ *               BF16 2,097,152 B, E4M3 (TE, per-tensor: no block scales) 1,048,576 B
+ *   moe_act     FC1's output R 2 Fe = 4096 x 256 = 1,048,576 elements: kept in BF16 2,097,152 B, or as
+ *               --recompute-modules moe_act keeps it, in the saved dtype: E4M3 1,048,576 B
+ * Micro-batch 2: R = 2048, both tensors 524,288 elements, under 2^20: nothing moves. */
+static void test_offload_modules(void)
+{
+    static const struct {
+        int fp8;
+        unsigned rc_mods, off_mods;
+        uint32_t mbs;
+        uint64_t off; /* bytes offloaded per MoE layer-micro-batch */
+    } rows[] = {
+        {0, 0, OFFLOAD_MOD_EXPERT_FC1, 4, 2097152},
+        {0, 0, OFFLOAD_MOD_MOE_ACT, 4, 2097152},
+        {0, 0, OFFLOAD_MOD_ALL_, 4, 4194304},
+        {1, 0, OFFLOAD_MOD_EXPERT_FC1, 4, 1048576},
+        {1, 0, OFFLOAD_MOD_MOE_ACT, 4, 2097152},
+        {1, RECOMPUTE_MOD_MOE_ACT, OFFLOAD_MOD_MOE_ACT, 4, 1048576},
+        {1, RECOMPUTE_MOD_MOE_ACT, OFFLOAD_MOD_ALL_, 4, 2097152},
+        {0, 0, OFFLOAD_MOD_ALL_, 2, 0},
+    };
+    for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++) {
+        ModelSpec m = ox_moe(512);
+        GpuSpec g = fx_gpu();
+        Recipe r = rows[i].fp8 ? fx_te_recipe("te", 0) : fx_bf16_recipe("bf16", 0);
+        PlanInput in = fx_input(&m, &g, &r);
+        in.mbs = rows[i].mbs, in.gbs = rows[i].mbs, in.recompute_mods = rows[i].rc_mods;
+        Plan p0, p1;
+        if (!build(&in, &p0)) return;
+        in.offload_mods = rows[i].off_mods;
+        if (!build(&in, &p1)) return;
+        CHECKF(p0.mem[MT_ACT_MOE].bytes - p1.mem[MT_ACT_MOE].bytes == rows[i].off,
+               "row %u: act_moe %llu -> %llu, expected %llu less", i, (unsigned long long)p0.mem[MT_ACT_MOE].bytes,
+               (unsigned long long)p1.mem[MT_ACT_MOE].bytes, (unsigned long long)rows[i].off);
+        CHECKF(p1.mem[MT_TRANSIENT].bytes - p0.mem[MT_TRANSIENT].bytes == 2 * rows[i].off,
+               "row %u: transient %llu -> %llu, expected %llu more", i, (unsigned long long)p0.mem[MT_TRANSIENT].bytes,
+               (unsigned long long)p1.mem[MT_TRANSIENT].bytes, (unsigned long long)(2 * rows[i].off));
+        CHECK_EQ_U64(p1.mem[MT_ACT_LAYER_HP].bytes, p0.mem[MT_ACT_LAYER_HP].bytes);
+        CHECK_EQ_U64(p1.mem[MT_ACT_LAYER_FP8].bytes, p0.mem[MT_ACT_LAYER_FP8].bytes);
+    }
+    /* refused: offloading inside a MoE layer the moe module rebuilds whole (as Megatron-Core), and on a dense model */
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.offload_mods = OFFLOAD_MOD_MOE_ACT, in.recompute_mods = RECOMPUTE_MOD_MOE;
+    Plan p;
+    Err e = {0};
+    CHECK(plan_build(&in, &p, &e) == ST_USAGE);
+    CHECKF(strstr(e.msg, "--offload-modules moe_act") && strstr(e.msg, "--recompute-modules moe"), "%s", e.msg);
+    ModelSpec d = ox_tiny(16, 4);
+    in = fx_input(&d, &g, &r);
+    in.gbs = 1, in.offload_mods = OFFLOAD_MOD_EXPERT_FC1;
+    CHECK(plan_build(&in, &p, &e) == ST_USAGE);
+    CHECKF(strstr(e.msg, "--offload-modules expert_fc1") && strstr(e.msg, "no experts"), "%s", e.msg);
+}
+
 /* The collectives a module runs again: the MoE module's forward all-to-alls (ep 2: dispatch and combine
  * forward, one MoE layer, one micro-batch: 1 -> 2 calls, backward 1), and the TP pairs of the FFN forwards
  * (tp 2 with SP: a pair per attention and per FFN, dense layer 2 + MoE layer 2 = 4 forward all-gathers; +1 for
@@ -592,6 +655,7 @@ int main(void)
     RUN(test_full_recompute_runs_expert_gemms_again);
     RUN(test_all_to_all_sms_only_with_ep);
     RUN(test_recompute_modules);
+    RUN(test_offload_modules);
     RUN(test_recompute_modules_collectives);
     RUN(test_recompute_modules_refused);
     return test_summary();
