@@ -391,14 +391,20 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
             }
         tr = ck_add(ck, tr, ck_mul(ck, wmax, cast));
     }
-    if (zero3) { /* as for dense models (plan_mem.c), with the larger layer kind's weights */
-        uint64_t lw = 0;
+    if (zero3) { /* as for dense models (plan_mem.c), with the larger layer kind's weights. The routed experts are
+                    left out where nothing is gathered or cast for them: an expert-data-parallel group of one (EP over
+                    every data-parallel rank of the stage) holding BF16 parameters keeps them whole, in the compute
+                    dtype, in their state terms (NeMo AutoModel's MoE parallelizer leaves them out of FSDP then: ep_shard
+                    1). An FP32 master is still cast to a BF16 copy each step, as FSDP2 does over a mesh of one. */
+        const StateSet *gs = &rc->gemm;
+        int whole = ed == 1 && gs->dt[STATE_WEIGHT] == DT_NONE && gs->dt[STATE_MASTER] == DT_BF16;
+        uint64_t lw = 0, xg = whole ? 0 : x->expert;
         for (int k = 0; k < XK_COUNT; k++) {
-            uint64_t w = plan_zero3_layer_bytes(in, x->gemm[k] + (k == XK_MOE ? x->expert : 0), x->other[k], ck);
+            uint64_t w = plan_zero3_layer_bytes(in, x->gemm[k] + (k == XK_MOE ? xg : 0), x->other[k], ck);
             if (hd.n[k] && w > lw) lw = w;
         }
         tr = ck_add(ck, tr, 2 * lw);
-        if (g->pp > 1) tr = ck_add(ck, tr, ck_mul(ck, sm->params, 2 + 2));
+        if (g->pp > 1) tr = ck_add(ck, tr, ck_mul(ck, whole ? sm->params - sm->params_expert : sm->params, 2 + 2));
     }
     if (hd.last) {
         uint64_t lb = in->loss_bytes > 4 ? in->loss_bytes - 4 : 0, lg = ck_mul(ck, logit_elems, lb);

@@ -110,9 +110,9 @@ static void test_pinned_figures(void)
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
     pin(&s.moe_dev, "mixture of experts, dev", 46, 18.66);
     pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 29.82);
-    /* MoE runs that really trained but are planned above their GPU's memory (the two NeMo AutoModel DeepSeek-V3
-     * rows) */
-    CHECK(s.moe_false_oom <= 2);
+    /* MoE runs that really trained but are planned above their GPU's memory (NeMo AutoModel's DeepSeek-V3 on 1,024
+     * H100: its configuration sets no activation checkpointing) */
+    CHECK(s.moe_false_oom <= 1);
     /* what FP8 buys over BF16: every configuration measured in both precisions (torchtitan 2412 x 2,
      * llm-foundry H100 x 5, FP8-LM x 4 with GPT-175B's TE and MS-AMP, torchao x 2) */
     static FidelityPair pairs[FIDELITY_MAX_PAIRS];
