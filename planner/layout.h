@@ -80,13 +80,17 @@ enum {
  *   dense_act         the dense layers' FFN keeps its activation input (FC1's output) in the saved-input dtype
  *                     and rebuilds the activation output in backward, as --recompute-modules moe_act does for
  *                     the routed experts: FC2's input is not kept, one layer's rebuilt FC2 input [tok, F/tp]
- *                     BF16 joins the transient (a shared expert's FFN is left as it is).
+ *                     BF16 joins the transient (a shared expert's FFN is left as it is);
+ *   act_ckpt          every layer checkpointed (--recompute full; PyTorch activation checkpointing of each block):
+ *                     only each layer's input is kept and one layer is rebuilt in its backward — for runs whose
+ *                     own configurations disagree on whether they checkpointed.
  * They change memory only: a plan's time is the one built without the open ones. */
 enum {
     PLAN_UNK_FP8_WEIGHT_CACHE = 1u << 0,
     PLAN_UNK_ATTN_OUT = 1u << 1,
     PLAN_UNK_DENSE_ACT = 1u << 2,
-    PLAN_UNK_COUNT_ = 3,
+    PLAN_UNK_ACT_CKPT = 1u << 3,
+    PLAN_UNK_COUNT_ = 4,
     PLAN_UNK_ALL_ = (1u << PLAN_UNK_COUNT_) - 1
 };
 typedef struct {

@@ -162,6 +162,7 @@ const PlanUnknown plan_unknowns[PLAN_UNK_COUNT_] = {
     {"fp8_weight_cache", PLAN_UNK_FP8_WEIGHT_CACHE, "no FP8 weight copy held: each GEMM casts its weight as it runs"},
     {"attn_out", PLAN_UNK_ATTN_OUT, "no BF16 attention output beside the out-projection's FP8 input"},
     {"dense_act", PLAN_UNK_DENSE_ACT, "dense FFN saves FC1's output like moe_act, rebuilds FC2's input"},
+    {"act_ckpt", PLAN_UNK_ACT_CKPT, "every layer checkpointed (as --recompute full): its input kept, rebuilt"},
 };
 _Static_assert(sizeof plan_unknowns / sizeof *plan_unknowns == PLAN_UNK_COUNT_, "plan_unknowns");
 

@@ -110,9 +110,11 @@ static void test_pinned_figures(void)
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
     pin(&s.moe_dev, "mixture of experts, dev", 46, 18.66);
     pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 29.82);
-    /* MoE runs that really trained but are planned above their GPU's memory (NeMo AutoModel's DeepSeek-V3 on 1,024
-     * H100: its configuration sets no activation checkpointing) */
-    CHECK(s.moe_false_oom <= 1);
+    /* no MoE run that really trained is planned above its GPU's memory; two are uncertain (the DeepSeek-V3 report's
+     * pre-training, and NeMo AutoModel's DeepSeek-V3 on 1,024 H100, whose configurations disagree on activation
+     * checkpointing: unknown=act_ckpt) */
+    CHECK_EQ_INT(s.moe_false_oom, 0);
+    CHECK_EQ_INT(s.moe_uncertain, 2);
     /* what FP8 buys over BF16: every configuration measured in both precisions (torchtitan 2412 x 2,
      * llm-foundry H100 x 5, FP8-LM x 4 with GPT-175B's TE and MS-AMP, torchao x 2) */
     static FidelityPair pairs[FIDELITY_MAX_PAIRS];
