@@ -124,8 +124,8 @@ static int note_value(Cur *c, const char *key, const char *stops, char *buf, siz
 
 /* "... KEY=a,b ..." in the notes: a list of names the planner parses into bits (parse, with format listing the
  * known ones from all; `a` is the article a message puts before `what`); the list ends at a space, ';' or the
- * end. Absent: 0. Keys: recompute_modules= (Megatron's --recompute-modules), cuda_graph_scope=, unknown= (the
- * implementation choices the source leaves open, plan --unknown). */
+ * end. Absent: 0. Keys: recompute_modules= (Megatron's --recompute-modules), cuda_graph_scope=, offload_modules=
+ * (Megatron's --offload-modules), unknown= (the implementation choices the source leaves open, plan --unknown). */
 static Status note_bits(Cur *c, const char *key, const char *a, const char *what,
                         int (*parse)(const char *, unsigned *, size_t *, size_t *),
                         void (*format)(unsigned, char *, size_t), unsigned all, unsigned *out)
@@ -228,6 +228,8 @@ static Status parse_run(Cur *c, void *row)
                         RECOMPUTE_MOD_ALL_, &r->recompute_mods)) ||
         (st = note_bits(c, "cuda_graph_scope=", "a", "CUDA graph scope", graph_scope_parse, graph_scope_format,
                         GRAPH_SCOPE_ALL_, &r->graph_scope)) ||
+        (st = note_bits(c, "offload_modules=", "an", "offload module", offload_mods_parse, offload_mods_format,
+                        OFFLOAD_MOD_ALL_, &r->offload_mods)) ||
         (st = note_range(c, "overlap_ep=", 0, 1, "a fraction in [0, 1]", &r->overlap_ep)) ||
         (st = note_range(c, "moe_capacity=", 1e-3, 64, "a capacity factor in (0, 64]", &r->moe_capacity)) ||
         (st = note_dispatcher(c, &r->moe_dedup)) ||

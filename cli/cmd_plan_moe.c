@@ -19,6 +19,8 @@ static const PlanNameList modules = {recompute_mods_parse, recompute_mods_format
                                      "a module the planner knows"};
 static const PlanNameList scopes = {graph_scope_parse, graph_scope_format, GRAPH_SCOPE_ALL_, "scope name",
                                     "a CUDA graph scope"};
+static const PlanNameList offloads = {offload_mods_parse, offload_mods_format, OFFLOAD_MOD_ALL_, "module name",
+                                      "a module the planner offloads"};
 
 int plan_moe_option(const char *cmd, const char *name, int which, const char *arg, PlanInput *in)
 {
@@ -28,6 +30,7 @@ int plan_moe_option(const char *cmd, const char *name, int which, const char *ar
     case 'd': in->dualpipe = 1; return 0;
     case 'r': return plan_name_list(cmd, name, arg, &modules, &in->recompute_mods);
     case 'g': return plan_name_list(cmd, name, arg, &scopes, &in->graph_scope);
+    case 'o': return plan_name_list(cmd, name, arg, &offloads, &in->offload_mods);
     case 'D':
         if (!strcmp(arg, "alltoall") || !strcmp(arg, "deepep") || !strcmp(arg, "hybridep")) {
             in->moe_dedup = strcmp(arg, "alltoall") != 0;

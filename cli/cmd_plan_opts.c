@@ -42,6 +42,9 @@ const char plan_layout_help[] =
     "                     expert) (alltoall, Megatron's default), or once per remote node, then NVLink\n"
     "  --cuda-graph-scope LIST   parts of the layers replayed as CUDA graphs (Megatron's scopes): attn,\n"
     "                     moe_router, moe_preprocess, full (whole layers: needs --moe-capacity); none\n"
+    "  --offload-modules LIST   Megatron's fine-grained activation offloading: the saved inputs of\n"
+    "                     expert_fc1 (dispatched tokens) and moe_act (FC1's output) wait in host memory\n"
+    "                     from forward to backward (2 layers' worth stay on the GPU); none\n"
     "  --vocab-pad N      pad the vocabulary to a multiple of N*tp (128)\n"
     "software stack (models/stacks.csv; each option below overrides the stack's value):\n"
     "  --stack NAME       megatron-core = nvidia-recipes (the default): NVIDIA's published performance\n"
@@ -150,6 +153,7 @@ enum {
     O_DUALPIPE,
     O_RC_MODS,
     O_GRAPH_SCOPE,
+    O_OFFLOAD_MODS,
     O_DISPATCHER,
     O_UNKNOWN,
 };
@@ -218,6 +222,7 @@ static const struct option longopts[] = {
     {"dualpipe", no_argument, NULL, O_DUALPIPE},
     {"recompute-modules", required_argument, NULL, O_RC_MODS},
     {"cuda-graph-scope", required_argument, NULL, O_GRAPH_SCOPE},
+    {"offload-modules", required_argument, NULL, O_OFFLOAD_MODS},
     {"moe-dispatcher", required_argument, NULL, O_DISPATCHER},
     {"unknown", required_argument, NULL, O_UNKNOWN},
     {"help", no_argument, NULL, 'h'},
@@ -523,6 +528,7 @@ static int parse(const char *cmd, int argc, char **argv, unsigned mask, const ch
         case O_DUALPIPE:
         case O_RC_MODS:
         case O_GRAPH_SCOPE:
+        case O_OFFLOAD_MODS:
         case O_DISPATCHER:
             rc = plan_moe_option(cmd, opt_name(c),
                                  c == O_MOE_IMBALANCE  ? 'i'
@@ -530,6 +536,7 @@ static int parse(const char *cmd, int argc, char **argv, unsigned mask, const ch
                                  : c == O_EP_SMS       ? 's'
                                  : c == O_DUALPIPE     ? 'd'
                                  : c == O_GRAPH_SCOPE  ? 'g'
+                                 : c == O_OFFLOAD_MODS ? 'o'
                                  : c == O_DISPATCHER   ? 'D'
                                                        : 'r',
                                  arg, in);

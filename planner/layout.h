@@ -41,6 +41,18 @@ enum {
     RECOMPUTE_MOD_COUNT_ = 7,
     RECOMPUTE_MOD_ALL_ = (1u << RECOMPUTE_MOD_COUNT_) - 1
 };
+/* Modules whose saved input Megatron-Core's fine-grained activation offloading (--fine-grained-activation-offloading
+ * --offload-modules; TransformerConfig.offload_modules documents them, names as there) copies to host memory after the
+ * module's forward and back before its backward. The planner models the routed experts' two:
+ *   expert_fc1  the dispatched tokens the experts' FC1 saves for its weight gradient;
+ *   moe_act     the activation's input, FC1's output (kept whole, or as --recompute-modules moe_act keeps it).
+ * Tensors under Megatron's min_offloaded_tensor_size (2^20 elements) stay on the GPU. */
+enum {
+    OFFLOAD_MOD_EXPERT_FC1 = 1u << 0,
+    OFFLOAD_MOD_MOE_ACT = 1u << 1,
+    OFFLOAD_MOD_COUNT_ = 2,
+    OFFLOAD_MOD_ALL_ = (1u << OFFLOAD_MOD_COUNT_) - 1
+};
 /* The parts of a MoE model's layers captured as CUDA graphs (Megatron-Core's --cuda-graph-scope, bit i named
  * cuda_graph_scope_names[i]): a captured part is replayed with one launch instead of issuing its operations one by
  * one from the host (plan_moe_time.c, the host-issue term). attn: the attention block; moe_router: the router;
@@ -68,13 +80,17 @@ enum {
  *   dense_act         the dense layers' FFN keeps its activation input (FC1's output) in the saved-input dtype
  *                     and rebuilds the activation output in backward, as --recompute-modules moe_act does for
  *                     the routed experts: FC2's input is not kept, one layer's rebuilt FC2 input [tok, F/tp]
- *                     BF16 joins the transient (a shared expert's FFN is left as it is).
+ *                     BF16 joins the transient (a shared expert's FFN is left as it is);
+ *   act_ckpt          every layer checkpointed (--recompute full; PyTorch activation checkpointing of each block):
+ *                     only each layer's input is kept and one layer is rebuilt in its backward — for runs whose
+ *                     own configurations disagree on whether they checkpointed.
  * They change memory only: a plan's time is the one built without the open ones. */
 enum {
     PLAN_UNK_FP8_WEIGHT_CACHE = 1u << 0,
     PLAN_UNK_ATTN_OUT = 1u << 1,
     PLAN_UNK_DENSE_ACT = 1u << 2,
-    PLAN_UNK_COUNT_ = 3,
+    PLAN_UNK_ACT_CKPT = 1u << 3,
+    PLAN_UNK_COUNT_ = 4,
     PLAN_UNK_ALL_ = (1u << PLAN_UNK_COUNT_) - 1
 };
 typedef struct {
@@ -108,6 +124,12 @@ extern const char *const recompute_mod_names[RECOMPUTE_MOD_COUNT_];
 int recompute_mods_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len);
 /* The bits as a comma-separated list in bit order ("none" for 0), into buf[0..n). */
 void recompute_mods_format(unsigned mods, char *buf, size_t n);
+/* Offload module names as Megatron spells them: bit i of OFFLOAD_MOD_* is offload_mod_names[i]. */
+extern const char *const offload_mod_names[OFFLOAD_MOD_COUNT_];
+/* "expert_fc1,moe_act" -> OFFLOAD_MOD_* bits; "none" -> 0. -1 on an unknown or empty name, as recompute_mods_parse. */
+int offload_mods_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len);
+/* The bits as a comma-separated list in bit order ("none" for 0), into buf[0..n). */
+void offload_mods_format(unsigned mods, char *buf, size_t n);
 /* CUDA graph scope names as Megatron spells them: bit i of GRAPH_* is cuda_graph_scope_names[i]. */
 extern const char *const cuda_graph_scope_names[GRAPH_SCOPE_COUNT_];
 /* "attn,moe_router" -> GRAPH_* bits; "none" -> 0. -1 on an unknown or empty name, as recompute_mods_parse. */

@@ -407,6 +407,12 @@ static const char *nonfinite_figure(const Plan *p)
  * index. Stage 0, the last stage and, where they can hold more, a middle one and the last middle one. */
 static const StageMem *stage_memory(const PlanInput *in, const Geo *g, Ck *ck, StageMem sm[4], uint32_t *stage)
 {
+    PlanInput full; /* the act_ckpt saving: the memory of --recompute full (the time stays the input's) */
+    if ((in->mem_savings & PLAN_UNK_ACT_CKPT) && in->recompute != RECOMPUTE_FULL) {
+        full = *in;
+        full.recompute = RECOMPUTE_FULL, full.recompute_mods = 0;
+        in = &full;
+    }
     LayerAct la;
     plan_layer_act(in, g, ck, &la);
     plan_memory(in, g, &la, 0, &sm[0], ck, 0);

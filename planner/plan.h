@@ -122,6 +122,7 @@ typedef struct {
                              all-to-alls hidden behind the paired chunk (plan_moe_time.c) */
     unsigned recompute_mods; /* RECOMPUTE_MOD_* bits: modules recomputed in backward on top of `recompute` */
     unsigned graph_scope;    /* GRAPH_* bits: the parts of the layers captured as CUDA graphs (0: none) */
+    unsigned offload_mods;   /* OFFLOAD_MOD_* bits: modules whose saved inputs wait in host memory (0: none) */
 
     /* implementation choices (PLAN_UNK_* bits, above): mem_savings are taken as facts (the terms are built with
      * them); mem_unknown are open: the terms are built without them (the high end) and plan_build adds the
@@ -465,6 +466,15 @@ const char *plan_reject_name(PlanReject r);
  * applied, unsharded. per (optional, STATE_COUNT_ entries) receives each state's
  * share. */
 double plan_state_bytes_per_param(const PlanInput *in, double *per);
+/* Is the recipe's transposed FP8 weight copy (Recipe.fp8_col) needed on the plan's GPU? Hopper's FP8 GEMMs are TN-only,
+ * so dgrad reads a transposed copy; Blackwell's (SM 10.x, 11.x, 13.x) take every layout, and a per-tensor scale is the
+ * same for a tensor and its transpose, so the row-wise copy serves both GEMMs (Transformer Engine creates the
+ * transpose only where is_non_tn_fp8_gemm_supported() is false). Block and channel scales run along one axis: those
+ * recipes keep a column-wise copy on every GPU. */
+int plan_fp8_col_held(const PlanInput *in);
+/* Bytes per parameter of the FP8 copies of one linear weight the plan holds or casts: the row-wise copy, and the
+ * transposed one where plan_fp8_col_held. */
+uint64_t plan_fp8_copy_bytes_per_param(const PlanInput *in);
 
 /* Check the input without building. Returns the reason (REJECT_NONE when the
  * input can be planned) and, when e is non-NULL, fills it with a message naming

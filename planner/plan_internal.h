@@ -124,6 +124,7 @@ typedef struct {
     uint64_t op;      /* everything op-level recompute keeps (layer input, odd matmul outputs, attention out + lse) */
     uint64_t wcopy;   /* FP8 weight copies a layer saves for backward when they are not cached */
     uint64_t moe;     /* a MoE layer's routing activations (MT_ACT_MOE) */
+    uint64_t moe_off; /* of which in host memory between forward and backward (--offload-modules) */
     uint64_t rebuilt; /* what --recompute-modules rebuilds of one layer before its backward (in the transient) */
 } LayerAct;
 

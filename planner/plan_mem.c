@@ -194,16 +194,28 @@ int plan_fp8_copies_held(const PlanInput *in)
     return in->sharding != SHARD_ZERO3 && !(in->mem_savings & PLAN_UNK_FP8_WEIGHT_CACHE);
 }
 
+int plan_fp8_col_held(const PlanInput *in)
+{
+    const Recipe *rc = in->recipe;
+    uint32_t sm = in->gpu && !in->gpu->host ? in->gpu->sm : 0;
+    int non_tn = (sm >= 100 && sm < 120) || sm >= 130;
+    return rc->fp8_col != DT_NONE && !(non_tn && rc->weight_gran == GRAN_TENSOR);
+}
+
+uint64_t plan_fp8_copy_bytes_per_param(const PlanInput *in)
+{
+    return dt_bytes(in->recipe->fp8_row) + (plan_fp8_col_held(in) ? dt_bytes(in->recipe->fp8_col) : 0);
+}
+
 uint64_t plan_fp8_cast_bytes_per_param(const PlanInput *in)
 {
     if (in->sharding == SHARD_ZERO3 || !(in->mem_savings & PLAN_UNK_FP8_WEIGHT_CACHE)) return 0;
-    return recipe_fp8_copy_bytes_per_param(in->recipe);
+    return plan_fp8_copy_bytes_per_param(in);
 }
 
 /* Per layer and micro-batch activation bytes for recompute none/selective. */
 void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
 {
-    const Recipe *rc = in->recipe;
     uint64_t tok = g->tok, h = g->h, ht = g->heads_t;
     memset(a, 0, sizeof *a);
     a->input = ck_mul3(ck, g->tok_r, h, 2);
@@ -218,7 +230,7 @@ void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a)
     if (g->k == 2) op = ck_add(ck, op, ck_mul3(ck, tok, h, 2));
     a->op = op;
     if (!in->fp8_weight_cache && plan_fp8_copies_held(in))
-        a->wcopy = ck_mul(ck, g->gemm_layer, recipe_fp8_copy_bytes_per_param(rc));
+        a->wcopy = ck_mul(ck, g->gemm_layer, plan_fp8_copy_bytes_per_param(in));
 }
 
 uint64_t plan_zero3_layer_bytes(const PlanInput *in, uint64_t gemm, uint64_t other, Ck *ck)
@@ -226,8 +238,7 @@ uint64_t plan_zero3_layer_bytes(const PlanInput *in, uint64_t gemm, uint64_t oth
     const Recipe *rc = in->recipe;
     Dtype wd = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : DT_BF16;
     Dtype od = rc->other.dt[STATE_WEIGHT] != DT_NONE ? rc->other.dt[STATE_WEIGHT] : DT_BF16;
-    uint64_t per =
-        dt_bytes(wd) + recipe_fp8_copy_bytes_per_param(rc) + 2 + dt_bytes(plan_grad_dt(in, rc->comm_dp_grad));
+    uint64_t per = dt_bytes(wd) + plan_fp8_copy_bytes_per_param(in) + 2 + dt_bytes(plan_grad_dt(in, rc->comm_dp_grad));
     return ck_add(ck, ck_mul(ck, gemm, per), ck_mul(ck, other, dt_bytes(od) + 2 + 4));
 }
 
@@ -282,7 +293,7 @@ static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck
     /* ---- FP8 copies (per-layer transients under ZeRO-3) ---- */
     /* without caching (in->fp8_weight_cache 0) the copies are cast per micro-batch and saved with the activations */
     int keep = !zero3 && in->fp8_weight_cache && plan_fp8_copies_held(in);
-    uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (rc->fp8_col != DT_NONE && keep) ? gemm : 0;
+    uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (plan_fp8_col_held(in) && keep) ? gemm : 0;
     plan_term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1, 1);
     plan_term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1, 1);
 

@@ -107,6 +107,22 @@ PlanReject moe_validate(const PlanInput *in, Err *e)
         err_set(e, ST_USAGE, "--recompute-modules: unknown module bits 0x%x", in->recompute_mods);
         return REJECT_KNOB;
     }
+    if (in->offload_mods & ~(unsigned)OFFLOAD_MOD_ALL_) {
+        err_set(e, ST_USAGE, "--offload-modules: unknown module bits 0x%x", in->offload_mods);
+        return REJECT_KNOB;
+    }
+    if (in->offload_mods && !spec_is_moe(md)) {
+        err_set(e, ST_USAGE, "--offload-modules %s: offloads the routed experts' inputs; %s has no experts",
+                offload_mod_names[ctz_u(in->offload_mods)], md->name);
+        return REJECT_KNOB;
+    }
+    if (in->offload_mods && (in->recompute_mods & RECOMPUTE_MOD_MOE) && in->recompute != RECOMPUTE_FULL) {
+        err_set(e, ST_USAGE,
+                "--offload-modules %s with --recompute-modules moe: the MoE layer is rebuilt whole in backward, so "
+                "nothing inside it is saved to offload (Megatron-Core refuses the pair too)",
+                offload_mod_names[ctz_u(in->offload_mods)]);
+        return REJECT_KNOB;
+    }
     if (in->graph_scope & ~(unsigned)GRAPH_SCOPE_ALL_) {
         err_set(e, ST_USAGE, "--cuda-graph-scope: unknown scope bits 0x%x", in->graph_scope);
         return REJECT_KNOB;

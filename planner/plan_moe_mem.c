@@ -38,6 +38,10 @@
  *              weight and two int32 permutation maps. The routing weights multiply the
  *              activation output (Megatron-Core's TEGroupedMLP weighted SwiGLU), so their
  *              gradient comes from FC2's backward and no expert output is kept.
+ *              --offload-modules expert_fc1 / moe_act (Megatron-Core's fine-grained activation
+ *              offloading) move the dispatched FC1 inputs / FC1's output, as saved, to host
+ *              memory after the forward when they reach 2^20 elements; the transient holds
+ *              two layers' worth (the backward running and the layer reloaded ahead of it).
  * In-flight layer-micro-batches follow the schedule (plan_inflight_layers). DualPipe
  * feeds half the micro-batches from each end, so each stage a GPU holds sees 1F1B's
  * count for that stage, pp - s (at most m / 2): rank r holds pp - r micro-batches of
@@ -85,25 +89,38 @@ static void mla_act(const PlanInput *in, const Geo *g, Ck *ck, int ln, LayerAct 
     if (in->dropout) a->mask = ck_add(ck, a->mask, ck_mul(ck, tr, g->h));
 }
 
+/* Megatron-Core's min_offloaded_tensor_size (TransformerConfig, default 1024 x 1024 elements): smaller saved tensors
+ * of an offloaded module stay on the GPU. */
+#define OFFLOAD_MIN_ELEMS (1024u * 1024u)
+
 /* The routed experts' activations of one MoE layer (MT_ACT_MOE); ln: the layernorm module drops the
- * pre-MLP norm's output the router saves. */
-static uint64_t routed_act(const PlanInput *in, const Geo *g, Ck *ck, int ln)
+ * pre-MLP norm's output the router saves. *off: of those, the bytes --offload-modules keeps in host memory
+ * between the layer's forward and its backward (expert_fc1: the dispatched FC1 inputs; moe_act: FC1's output,
+ * the activation's input, as it is saved). */
+static uint64_t routed_act(const PlanInput *in, const Geo *g, Ck *ck, int ln, uint64_t *off)
 {
     const Recipe *rc = in->recipe;
     const MoeGeo *x = &g->x;
-    uint64_t tr = g->tok_r, rows = x->rows, h = g->h, hp = 0;
+    uint64_t tr = g->tok_r, rows = x->rows, h = g->h, hp = 0, act_in;
     LayerAct s = {0};
     uint64_t b = ck_add(ck, ck_mul3(ck, tr, x->E, 4), ck_mul3(ck, tr, x->topk, 8)); /* probabilities, top-k */
     if (!ln && (dt_fp8(rc->saved_input) || !x->Fs_t)) b = ck_add(ck, b, ck_mul3(ck, tr, h, 2)); /* router input */
     plan_saved_input(rc, ck, rows, h, &s, &hp); /* dispatched FC1 inputs */
+    uint64_t fc1_in = ck_add(ck, s.fp8, hp);
     if (in->recompute_mods & RECOMPUTE_MOD_MOE_ACT) {
         plan_saved_input(rc, ck, rows, g->k * x->Fe_t, &s, &hp); /* FC1 output, kept as a GEMM input is */
+        act_in = ck_add(ck, s.fp8, hp) - fc1_in;
     } else {
-        b = ck_add(ck, b, ck_mul3(ck, rows, g->k * x->Fe_t, 2)); /* FC1 output, BF16 */
+        act_in = ck_mul3(ck, rows, g->k * x->Fe_t, 2); /* FC1 output, BF16 */
+        b = ck_add(ck, b, act_in);
         if (g->k == 2 && !in->fused_swiglu) b = ck_add(ck, b, ck_mul3(ck, rows, x->Fe_t, 2));
         plan_saved_input(rc, ck, rows, x->Fe_t, &s, &hp); /* FC2 input */
     }
     b = ck_add(ck, b, ck_mul(ck, rows, 4 + 8)); /* each row's routing weight, two int32 permutation maps */
+    *off = 0;
+    if ((in->offload_mods & OFFLOAD_MOD_EXPERT_FC1) && ck_mul(ck, rows, h) >= OFFLOAD_MIN_ELEMS) *off = fc1_in;
+    if ((in->offload_mods & OFFLOAD_MOD_MOE_ACT) && ck_mul(ck, rows, g->k * x->Fe_t) >= OFFLOAD_MIN_ELEMS)
+        *off = ck_add(ck, *off, act_in);
     return ck_add(ck, b, ck_add(ck, s.fp8, hp));
 }
 
@@ -132,10 +149,10 @@ static void ffn_part(const PlanInput *in, const Geo *g, Ck *ck, int k, unsigned 
              sib = f8 ? 0 : ck_mul3(ck, g->tok_r, g->h, dt_bytes(rc->saved_input));
     LayerAct full = {0}, norm = {0};
     plan_ffn_act(in, g, ck, k == XK_DENSE ? g->F_t : x->Fs_t, k == XK_DENSE, &full);
-    if (k == XK_MOE && x->E) full.moe = routed_act(in, g, ck, 0);
+    if (k == XK_MOE && x->E) full.moe = routed_act(in, g, ck, 0, &full.moe_off);
     plan_ffn_act(in, g, ck, 0, 0, &norm); /* norm2's saved input and statistics (and a dropout mask) */
     *f = full;
-    if (k == XK_MOE && x->E) f->moe = routed_act(in, g, ck, ln);
+    if (k == XK_MOE && x->E) f->moe = routed_act(in, g, ck, ln, &f->moe_off);
     if (k == XK_DENSE && (mods & RECOMPUTE_MOD_MLP)) {
         *f = (LayerAct){0};
         f->hp = nout, f->mask = norm.mask;
@@ -144,7 +161,7 @@ static void ffn_part(const PlanInput *in, const Geo *g, Ck *ck, int k, unsigned 
         if (!ln) f->hp = ck_add(ck, f->hp, nout);
     } else if (k == XK_MOE && x->Fs_t && (mods & RECOMPUTE_MOD_SHARED)) {
         *f = norm;
-        f->moe = full.moe;
+        f->moe = full.moe, f->moe_off = full.moe_off;
         if (!ln) f->hp = ck_add(ck, f->hp, sib);
     } else if (k == XK_MOE && x->Fs_t && ln) {
         f->hp -= sib;
@@ -172,10 +189,9 @@ static void kind_acts(const PlanInput *in, const Geo *g, Ck *ck, LayerAct la[XK_
         ffn_part(in, g, ck, k, mods, &f);
         a->hp = ck_add(ck, a->hp, f.hp), a->fp8 = ck_add(ck, a->fp8, f.fp8);
         a->fp8_elems = ck_add(ck, a->fp8_elems, f.fp8_elems), a->mask = ck_add(ck, a->mask, f.mask);
-        a->moe = f.moe, a->rebuilt = ck_add(ck, a->rebuilt, f.rebuilt);
+        a->moe = f.moe, a->moe_off = f.moe_off, a->rebuilt = ck_add(ck, a->rebuilt, f.rebuilt);
         if (!in->fp8_weight_cache && plan_fp8_copies_held(in))
-            a->wcopy =
-                ck_mul(ck, x->gemm[k] + (k == XK_MOE ? x->expert : 0), recipe_fp8_copy_bytes_per_param(in->recipe));
+            a->wcopy = ck_mul(ck, x->gemm[k] + (k == XK_MOE ? x->expert : 0), plan_fp8_copy_bytes_per_param(in));
     }
 }
 
@@ -211,7 +227,7 @@ static void scale_terms(const PlanInput *in, const Geo *g, const Held *hd, Stage
 {
     const Recipe *rc = in->recipe;
     const MoeGeo *x = &g->x;
-    int row = rc->fp8_row != DT_NONE && keep, col = rc->fp8_col != DT_NONE && keep;
+    int row = rc->fp8_row != DT_NONE && keep, col = plan_fp8_col_held(in) && keep;
     uint64_t ntens = hd->mtp, sbn = 0, sbb = 0, bb, nn;
     for (int k = 0; k < XK_COUNT; k++)
         for (int i = 0; i < x->nlin[k]; i++) {
@@ -297,10 +313,11 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
     plan_state_terms(in, ed, sm, ck, &rc->gemm, expert, MT_WEIGHT_EXPERT, MT_MASTER_EXPERT, MT_GRAD_EXPERT,
                      MT_OPTIM_M_EXPERT, MT_OPTIM_V_EXPERT);
     int keep = !zero3 && in->fp8_weight_cache && plan_fp8_copies_held(in);
-    uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (rc->fp8_col != DT_NONE && keep) ? gemm : 0;
+    uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (plan_fp8_col_held(in) && keep) ? gemm : 0;
     plan_term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1, 1);
     plan_term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1, 1);
-    uint64_t xcopies = (rc->fp8_row != DT_NONE) + (rc->fp8_col != DT_NONE), xe = keep ? ck_mul(ck, expert, xcopies) : 0;
+    uint64_t xcopies = (rc->fp8_row != DT_NONE) + (uint64_t)plan_fp8_col_held(in),
+             xe = keep ? ck_mul(ck, expert, xcopies) : 0;
     plan_term(sm, MT_FP8_EXPERT, MC_FP8_COPY, rc->fp8_row != DT_NONE ? rc->fp8_row : rc->fp8_col, xe,
               ck_mul(ck, xe, dt_bytes(rc->fp8_row != DT_NONE ? rc->fp8_row : rc->fp8_col)), 1, 1);
     scale_terms(in, g, &hd, sm, ck, keep);
@@ -320,7 +337,7 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
         const LayerAct *a = &la[k];
         uint64_t u = hd.units[k], ahp = a->hp, af8 = ck_add(ck, a->fp8, a->wcopy), af8e = a->fp8_elems;
         uint64_t aat = recompute_attn_core(in->recompute, in->recompute_mods) ? 0 : a->attn, amk = a->mask,
-                 amoe = a->moe;
+                 amoe = a->moe - a->moe_off; /* what --offload-modules moves to host memory leaves the GPU */
         if (in->recompute == RECOMPUTE_FULL) ahp = a->input, af8 = af8e = aat = amk = amoe = 0;
         hp = ck_add(ck, hp, ck_mul(ck, ahp, u)), f8 = ck_add(ck, f8, ck_mul(ck, af8, u));
         f8e = ck_add(ck, f8e, ck_mul(ck, af8e, u)), at = ck_add(ck, at, ck_mul(ck, aat, u));
@@ -332,6 +349,8 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
         if (in->recompute_mods & RECOMPUTE_MOD_MLA_UP) /* one layer's rebuilt Q, K, V */
             b = ck_add(ck, b, ck_mul3(ck, ck_mul(ck, g->tok, g->heads_t), 2 * x->dqk + x->dv, 2));
         b = ck_add(ck, b, a->rebuilt); /* what the other modules rebuild of one layer */
+        /* offloaded inputs on the GPU: the layer whose backward runs and the next one, reloaded ahead of it */
+        if (in->recompute != RECOMPUTE_FULL) b = ck_add(ck, b, 2 * a->moe_off);
         if (b > tr) tr = b;
     }
     /* embedding dropout: one mask per micro-batch in flight on stage 0 (as plan_mem.c; not one per layer) */
@@ -372,14 +391,20 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
             }
         tr = ck_add(ck, tr, ck_mul(ck, wmax, cast));
     }
-    if (zero3) { /* as for dense models (plan_mem.c), with the larger layer kind's weights */
-        uint64_t lw = 0;
+    if (zero3) { /* as for dense models (plan_mem.c), with the larger layer kind's weights. The routed experts are
+                    left out where nothing is gathered or cast for them: an expert-data-parallel group of one (EP over
+                    every data-parallel rank of the stage) holding BF16 parameters keeps them whole, in the compute
+                    dtype, in their state terms (NeMo AutoModel's MoE parallelizer leaves them out of FSDP then: ep_shard
+                    1). An FP32 master is still cast to a BF16 copy each step, as FSDP2 does over a mesh of one. */
+        const StateSet *gs = &rc->gemm;
+        int whole = ed == 1 && gs->dt[STATE_WEIGHT] == DT_NONE && gs->dt[STATE_MASTER] == DT_BF16;
+        uint64_t lw = 0, xg = whole ? 0 : x->expert;
         for (int k = 0; k < XK_COUNT; k++) {
-            uint64_t w = plan_zero3_layer_bytes(in, x->gemm[k] + (k == XK_MOE ? x->expert : 0), x->other[k], ck);
+            uint64_t w = plan_zero3_layer_bytes(in, x->gemm[k] + (k == XK_MOE ? xg : 0), x->other[k], ck);
             if (hd.n[k] && w > lw) lw = w;
         }
         tr = ck_add(ck, tr, 2 * lw);
-        if (g->pp > 1) tr = ck_add(ck, tr, ck_mul(ck, sm->params, 2 + 2));
+        if (g->pp > 1) tr = ck_add(ck, tr, ck_mul(ck, whole ? sm->params - sm->params_expert : sm->params, 2 + 2));
     }
     if (hd.last) {
         uint64_t lb = in->loss_bytes > 4 ? in->loss_bytes - 4 : 0, lg = ck_mul(ck, logit_elems, lb);

@@ -130,6 +130,19 @@ void recompute_mods_format(unsigned mods, char *buf, size_t n)
     format_list(mod_name, RECOMPUTE_MOD_COUNT_, mods, buf, n);
 }
 
+const char *const offload_mod_names[OFFLOAD_MOD_COUNT_] = {"expert_fc1", "moe_act"};
+static const char *offload_name(int i) { return offload_mod_names[i]; }
+
+int offload_mods_parse(const char *list, unsigned *out, size_t *bad_at, size_t *bad_len)
+{
+    return parse_list(offload_name, OFFLOAD_MOD_COUNT_, list, out, bad_at, bad_len);
+}
+
+void offload_mods_format(unsigned mods, char *buf, size_t n)
+{
+    format_list(offload_name, OFFLOAD_MOD_COUNT_, mods, buf, n);
+}
+
 const char *const cuda_graph_scope_names[GRAPH_SCOPE_COUNT_] = {"attn", "moe_router", "moe_preprocess", "full"};
 static const char *scope_name(int i) { return cuda_graph_scope_names[i]; }
 
@@ -149,6 +162,7 @@ const PlanUnknown plan_unknowns[PLAN_UNK_COUNT_] = {
     {"fp8_weight_cache", PLAN_UNK_FP8_WEIGHT_CACHE, "no FP8 weight copy held: each GEMM casts its weight as it runs"},
     {"attn_out", PLAN_UNK_ATTN_OUT, "no BF16 attention output beside the out-projection's FP8 input"},
     {"dense_act", PLAN_UNK_DENSE_ACT, "dense FFN saves FC1's output like moe_act, rebuilds FC2's input"},
+    {"act_ckpt", PLAN_UNK_ACT_CKPT, "every layer checkpointed (as --recompute full): its input kept, rebuilt"},
 };
 _Static_assert(sizeof plan_unknowns / sizeof *plan_unknowns == PLAN_UNK_COUNT_, "plan_unknowns");
 

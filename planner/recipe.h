@@ -64,7 +64,8 @@ typedef struct {
     Dtype other_comm_dp_grad;      /* DP gradient and parameter-gather dtypes of the other params */
     Dtype other_comm_param_gather; /* (copied from the other_params row) */
     Dtype fp8_row;                 /* cached FP8 copy of each linear weight as stored, [out, in] (DT_NONE: none) */
-    Dtype fp8_col;  /* cached FP8 transposed copy, [in, out]: Hopper FP8 GEMMs are TN-only, dgrad needs it */
+    Dtype fp8_col;  /* cached FP8 transposed copy, [in, out]: Hopper FP8 GEMMs are TN-only, dgrad needs it (not held
+                       where the GPU reads the row-wise copy transposed: plan_fp8_col_held) */
     Dtype gemm_fwd; /* format of x and w in FP8 GEMMs (DT_BF16: GEMMs stay BF16) */
     Dtype gemm_bwd; /* format of the output gradient dy in dgrad/wgrad */
     ScalingMode scaling;

@@ -127,7 +127,7 @@ static void summary(const TuiState *s, const TuiPaint *p, TuiRect r)
     double per[STATE_COUNT_], kept[STATE_COUNT_];
     double bpp = recipe_state_bytes_per_param(&s->in.recipe->gemm, 0, 1, per);
     double bpp_kept = plan_state_bytes_per_param(&s->in, kept);
-    unsigned copies = recipe_fp8_copy_bytes_per_param(s->in.recipe);
+    unsigned copies = (unsigned)plan_fp8_copy_bytes_per_param(&s->in);
     paint_textf(p, ++y, r.x, w, SY_PLAIN, "B/param %.2f: weight %g master %g grad %g m %g v %g", bpp_kept,
                 kept[STATE_WEIGHT], kept[STATE_MASTER], kept[STATE_GRAD], kept[STATE_M], kept[STATE_V]);
     uint64_t st_bytes = (uint64_t)llround((double)pl->params_total * bpp_kept);

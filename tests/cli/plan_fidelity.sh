@@ -19,9 +19,14 @@ expect_out "report fidelity splits the mixture-of-experts runs into dev and hold
 expect_eq "the DeepSeek-V3 report row is uncertain, not OOM (ran)" \
     "$(grep '^deepseek-v3-report-pretrain-h800,' "$TMP/fid/fidelity_runs.csv" | awk -F, '{print $NF}')" "uncertain"
 tr -s '\n ' '  ' <"$TMP/out" >"$TMP/joined" # the summary lines wrap at 100 columns
+# and NeMo AutoModel's DeepSeek-V3 on 1,024 H100, whose configurations disagree on checkpointing (unknown=act_ckpt)
+expect_eq "the AutoModel 1,024-GPU DeepSeek-V3 row is uncertain, not OOM (ran)" \
+    "$(grep '^automodel-2604-deepseek-v3-bf16-h100-1024,' "$TMP/fid/fidelity_runs.csv" | awk -F, '{print $NF}')" "uncertain"
 expect_eq "the mixture-of-experts line counts uncertain rows apart" \
     "$(grep -o 'uncertain [0-9]* (fit only if savings their sources leave open hold)' "$TMP/joined")" \
-    "uncertain 1 (fit only if savings their sources leave open hold)"
+    "uncertain 2 (fit only if savings their sources leave open hold)"
+expect_eq "no mixture-of-experts run that trained is a false OOM" \
+    "$(grep -o 'hold-out[^;]*; false OOMs [0-9]*' "$TMP/joined" | grep -o 'false OOMs [0-9]*' | tail -n 1)" "false OOMs 0"
 expect_out "report fidelity prints the planned FP8 speed-up error" "FP8 over BF16: planned speed-up error MAE"
 expect_eq "fidelity_pairs.csv header" "$(head -n 1 "$TMP/fid/fidelity_pairs.csv")" \
     "bf16_id,fp8_id,fp8_recipe,holdout,measured_speedup,predicted_speedup,speedup_error_pct"

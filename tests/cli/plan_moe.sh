@@ -125,6 +125,19 @@ bad "whole-layer graphs of dropless layers" 64 "--cuda-graph-scope full: droples
 bad "unknown dispatcher" 64 "--moe-dispatcher: 'nccl' is not alltoall, deepep or hybridep" plan $M --dp 4 --ep 4 --moe-dispatcher nccl
 bad "a dispatcher for a dense model" 64 "--moe-dispatcher deepep: llama3-8b has no experts" \
     plan --model llama3-8b --gpu h100-sxm --recipe bf16 --moe-dispatcher deepep
+bad "unknown offload module" 64 "--offload-modules: 'core_attn' is not a module the planner offloads (known: expert_fc1,moe_act, or none)" \
+    plan $M --dp 4 --ep 4 --offload-modules expert_fc1,core_attn
+bad "offload inside a MoE layer rebuilt whole" 64 "--offload-modules moe_act with --recompute-modules moe" \
+    plan $M --dp 4 --ep 4 --recompute-modules moe --offload-modules moe_act
+bad "offload on a dense model" 64 "--offload-modules expert_fc1: offloads the routed experts' inputs; llama3-8b has no experts" \
+    plan --model llama3-8b --gpu h100-sxm --recipe bf16 --offload-modules expert_fc1
+# offloaded: the routed activations leave act_moe (csv terms: term,category,dtype,elements,bytes,...)
+run plan $M --dp 4 --ep 4 --view terms --format csv
+moe_on=$(grep "^act_moe," "$TMP/out" | cut -d, -f5)
+run plan $M --dp 4 --ep 4 --offload-modules expert_fc1,moe_act --view terms --format csv
+expect_rc "offload modules: exit 0" 0
+moe_off=$(grep "^act_moe," "$TMP/out" | cut -d, -f5)
+expect_eq "offload modules: act_moe smaller" "$([ "${moe_off:-0}" -lt "${moe_on:-0}" ] && echo smaller)" smaller
 bad "CUDA graph scope on a dense model" 64 "--cuda-graph-scope attn: the host-issue term it changes is modelled for the MoE layers" \
     plan --model llama3-8b --gpu h100-sxm --recipe bf16 --cuda-graph-scope attn
 

@@ -105,11 +105,16 @@ static void test_pinned_figures(void)
      * MoE ModelZoo, torchao/torchtitan, the DeepSeek-V3 report): pinned as the planner gives them; the fine-grained
      * Qwen3-30B-A3B rows wait on the host (plan_moe_time.c's host issue, its time per operation chosen on the dev
      * rows) */
-    pin(&s.moe, "mixture of experts", 67, 20.76);
+    pin(&s.moe, "mixture of experts", 67, 20.52);
     /* the MoE runs split by the same hold-out list: Megatron-Bridge 25.11 and 26.02 held out */
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
-    pin(&s.moe_dev, "mixture of experts, dev", 46, 17.33);
-    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 28.26);
+    pin(&s.moe_dev, "mixture of experts, dev", 46, 16.73);
+    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 28.84);
+    /* no MoE run that really trained is planned above its GPU's memory; two are uncertain (the DeepSeek-V3 report's
+     * pre-training, and NeMo AutoModel's DeepSeek-V3 on 1,024 H100, whose configurations disagree on activation
+     * checkpointing: unknown=act_ckpt) */
+    CHECK_EQ_INT(s.moe_false_oom, 0);
+    CHECK_EQ_INT(s.moe_uncertain, 2);
     /* what FP8 buys over BF16: every configuration measured in both precisions (torchtitan 2412 x 2,
      * llm-foundry H100 x 5, FP8-LM x 4 with GPT-175B's TE and MS-AMP, torchao x 2) */
     static FidelityPair pairs[FIDELITY_MAX_PAIRS];
@@ -325,6 +330,19 @@ static void test_measured_errors(void)
     snprintf(text, sizeof text, "%s%s", head, moe);
     CHECK(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_DATA);
     CHECK_CONTAINS(e.msg, "row 2, column notes: recompute_modules='moe,attn': 'attn' is not a module");
+    /* Megatron's --offload-modules of a run: parsed the same way */
+    moe = "r,s,megatron-core,mixtral-8x7b,b200,16,1,1,,,16,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,"
+          "\"ep=8; offload_modules=expert_fc1,moe_act; GA 8\",s\n";
+    snprintf(text, sizeof text, "%s%s", head, moe);
+    CHECKF(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_OK, "%s", e.msg);
+    measured_plan_input(&runs[0], &in);
+    CHECK_EQ_INT(in.offload_mods, OFFLOAD_MOD_EXPERT_FC1 | OFFLOAD_MOD_MOE_ACT);
+    moe = "r,s,megatron-core,mixtral-8x7b,b200,16,1,1,,,16,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,"
+          "\"ep=8; offload_modules=expert_fc1,qkv_linear\",s\n";
+    snprintf(text, sizeof text, "%s%s", head, moe);
+    CHECK(measured_parse(c, text, strlen(text), "m.csv", runs, &n, &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "row 2, column notes: offload_modules='expert_fc1,qkv_linear': 'qkv_linear' is not an "
+                          "offload module");
     /* the schedule a MoE run used: its all-to-all overlap, DualPipe and the SMs its all-to-alls hold */
     moe = "r,s,megatron-core,mixtral-8x7b,b200,16,1,2,,,8,1,128,4096,te-fp8,none,none,,,,,,,,,,,100,,,,,,"
           "\"ep=8; overlap_ep=0.5: a2a overlap; dualpipe=1 ep_comm_sms=20\",s\n";

@@ -112,10 +112,15 @@ static void test_sharding_modes_dp3(void)
  * ZeRO-3 (FSDP) adds, for the current and the prefetched layer, its gathered weights (BF16 2 B), a BF16
  *   gradient (2 B) and the reduce-scatter input in the reduction dtype (FP32 4 B) per parameter:
  *   2 x (512 x 8 + 16 x (2 + 2 + 4)) = 2 x 4224 = 8448 B -> 320 + 8448 = 8768 B.
- * With FP8 copies (E4M3 row-wise and transposed) ZeRO-3 keeps none persistent; each gathered layer also
- *   holds its two copies (+2 B per linear weight: 512 x 10 + 128 = 5248 per layer, 10496 for two), and
- *   the widest FP8 output gradient (QKV's) in both layouts adds 2 x 4 x 24 = 192 B:
- *   320 + 192 + 10496 = 11008 B. */
+ * With FP8 copies (E4M3 row-wise and transposed) on Hopper (SM 9.0: FP8 GEMMs are TN-only, dgrad reads the
+ *   transposed copy) ZeRO-3 keeps none persistent; each gathered layer also holds its two copies (+2 B per
+ *   linear weight: 512 x 10 + 128 = 5248 per layer, 10496 for two), and the widest FP8 output gradient
+ *   (QKV's) in both layouts adds 2 x 4 x 24 = 192 B: 320 + 192 + 10496 = 11008 B.
+ * On Blackwell (SM 10.0: FP8 GEMMs in every layout) a per-tensor scale serves the weight and its transpose, so
+ *   the row-wise copy is the only one: ZeRO-2 holds LIN = 2048 B of it and no transposed copy; ZeRO-3's gathered
+ *   layer holds +1 B per linear weight: 2 x (512 x 9 + 128) = 2 x 4736 = 9472 -> 320 + 192 + 9472 = 9984 B.
+ *   A block-scaled weight (1 x 32 blocks along a row) cannot be read transposed: its column-wise copy stays,
+ *   LIN = 2048 B, on Blackwell too. */
 static void test_zero3_prefetch_transient(void)
 {
     ModelSpec m = ox_tiny(16, 4);
@@ -133,15 +138,29 @@ static void test_zero3_prefetch_transient(void)
     f.fp8_row = f.fp8_col = DT_E4M3, f.gemm_fwd = DT_E4M3, f.gemm_bwd = DT_E5M2;
     f.scaling = SCALING_DELAYED, f.amax_history = 4, f.amax_reduce = AMAX_ALL, f.min_sm = 89;
     in.recipe = &f;
-    in.sharding = SHARD_ZERO2;
-    CHECK(plan_build(&in, &p, NULL) == ST_OK);
-    CHECK_EQ_U64(p.mem[MT_FP8_ROWWISE].bytes, LIN); /* persistent copies, 1 B per linear weight */
-    CHECK_EQ_U64(p.mem[MT_FP8_COLWISE].bytes, LIN);
-    in.sharding = SHARD_ZERO3;
-    CHECK(plan_build(&in, &p, NULL) == ST_OK);
-    CHECK_EQ_U64(p.mem[MT_FP8_ROWWISE].bytes, 0);
-    CHECK_EQ_U64(p.mem[MT_FP8_COLWISE].bytes, 0);
-    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 11008);
+    static const struct {
+        uint32_t sm;
+        Granularity wg;
+        uint64_t col, zero3_transient;
+    } gpu_case[] = {
+        {90, GRAN_TENSOR, LIN, 11008}, /* Hopper: both copies */
+        {100, GRAN_TENSOR, 0, 9984},   /* Blackwell, per-tensor: the row-wise copy read both ways */
+        {100, GRAN_1X32, LIN, 0},      /* Blackwell, 1 x 32 blocks: the column-wise copy stays (ZeRO-2 only) */
+    };
+    for (size_t i = 0; i < sizeof gpu_case / sizeof *gpu_case; i++) {
+        g.sm = gpu_case[i].sm, f.weight_gran = gpu_case[i].wg;
+        in.sharding = SHARD_ZERO2;
+        CHECK(plan_build(&in, &p, NULL) == ST_OK);
+        CHECKF(p.mem[MT_FP8_ROWWISE].bytes == LIN && p.mem[MT_FP8_COLWISE].bytes == gpu_case[i].col,
+               "SM %u case %zu: row-wise %llu, column-wise %llu", gpu_case[i].sm, i,
+               (unsigned long long)p.mem[MT_FP8_ROWWISE].bytes, (unsigned long long)p.mem[MT_FP8_COLWISE].bytes);
+        if (!gpu_case[i].zero3_transient) continue;
+        in.sharding = SHARD_ZERO3;
+        CHECK(plan_build(&in, &p, NULL) == ST_OK);
+        CHECK_EQ_U64(p.mem[MT_FP8_ROWWISE].bytes, 0);
+        CHECK_EQ_U64(p.mem[MT_FP8_COLWISE].bytes, 0);
+        CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, gpu_case[i].zero3_transient);
+    }
 }
 
 /* The tied LM head. Vocabulary 1024 (so the last stage's logits make it the heavier stage), pp 2:

@@ -79,6 +79,51 @@ static void test_zero3_gathers_the_larger_kind(void)
     CHECK_EQ_U64(p3.mem[MT_TRANSIENT].bytes - p2.mem[MT_TRANSIENT].bytes, 54534144);
 }
 
+/* ZeRO-3 leaves the routed experts out where nothing is gathered or cast for them. dp 2 with ep 2 makes the
+ * expert-data-parallel group 1 x 1 x 2 / (2 x 1) = 1; with BF16 parameters (the master in BF16, no working copy:
+ * NeMo AutoModel's pure BF16, the recipe bf16-params) each rank keeps its 4 experts whole, in the compute dtype, and gathers only the rest;
+ * an FP32 master is still cast to a BF16 copy (rows 4 and 5). Gathered bytes per element 8, as above (BF16 2 + copy
+ * 2 + FP32 gradient 4); ox_moe(512):
+ *   dense layer (655,360 linear + 512 other) x 8 = 5,246,976
+ *   MoE layer without its experts (262,144 attention + 98,304 shared + 2,560 other) x 8 = 2,904,064 (with its 4
+ *   local experts, 393,216 more, it would be (360,448 + 393,216 + 2,560) x 8 = 6,049,792, the larger)
+ *   pp 1: transient(ZeRO-3) - transient(ZeRO-2) = 2 x 5,246,976 = 10,493,952 (the dense layer is now the larger).
+ * pp 2 (stage 1: the MoE layer, the final norm and the LM head; --stage-view 2): 2 x 2,904,064 = 5,808,128 for the
+ * gathered layer, and, FSDP keeping a stage's gathered BF16 weights and gradients under PP, 4 B for each parameter
+ * but the experts: 262,144 + 98,304 + 2,560 + norm 256 + LM head 1000 x 256 = 256,000 -> 619,264 x 4 = 2,477,056;
+ * 8,285,184 in all. With ep 1 (expert group 2) all 8 experts are local, sharded and gathered as before:
+ * 2 x (360,448 + 786,432 + 2,560) x 8 = 2 x 9,195,520 = 18,391,040. An FP32 master at ep 2: 2 x 6,049,792 =
+ * 12,099,584, and at pp 2 + (619,264 + 393,216) x 4 = 4,049,920: 16,149,504. */
+static void test_zero3_experts_whole_in_group_of_one(void)
+{
+    static const struct {
+        uint32_t pp, ep, stage_view;
+        Dtype master;
+        uint64_t more; /* transient(ZeRO-3) - transient(ZeRO-2) */
+    } rows[] = {
+        {1, 2, 0, DT_BF16, 10493952}, {2, 2, 2, DT_BF16, 8285184},  {1, 1, 0, DT_BF16, 18391040},
+        {1, 2, 0, DT_FP32, 12099584}, {2, 2, 2, DT_FP32, 16149504},
+    };
+    for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++) {
+        ModelSpec m = ox_moe(512);
+        GpuSpec g = fx_gpu();
+        Recipe r = fx_bf16_recipe("bf16", 0);
+        if (rows[i].master == DT_BF16) /* the parameter is the BF16 master: no working copy */
+            r.gemm.dt[STATE_MASTER] = DT_BF16, r.gemm.dt[STATE_WEIGHT] = DT_NONE;
+        PlanInput in = fx_input(&m, &g, &r);
+        in.dp = 2, in.gbs = 2, in.pp = rows[i].pp, in.ep = rows[i].ep, in.stage_view = rows[i].stage_view;
+        in.sharding = SHARD_ZERO2;
+        Plan p2, p3;
+        if (!build(&in, &p2)) return;
+        in.sharding = SHARD_ZERO3;
+        if (!build(&in, &p3)) return;
+        CHECKF(p3.mem[MT_TRANSIENT].bytes - p2.mem[MT_TRANSIENT].bytes == rows[i].more,
+               "row %u: ZeRO-3 adds %llu B to the transient, expected %llu", i,
+               (unsigned long long)(p3.mem[MT_TRANSIENT].bytes - p2.mem[MT_TRANSIENT].bytes),
+               (unsigned long long)rows[i].more);
+    }
+}
+
 /* The MoE FFN's memory-bound kernels (router, permutation, casts, expert activations: moe_route_s), counted at
  * the launch floor (HBM and FLOP rates 1e30, 1 us a launch), one micro-batch, one MoE layer. FP8 GEMMs (E4M3
  * forward, E5M2 backward), SwiGLU experts, a shared expert. BF16 dispatch:
@@ -523,6 +568,69 @@ static void test_recompute_modules(void)
     CHECK_REL(p1.time.step_s - p0.time.step_s, 524288.0 / 2.68e12, 1e-9);
 }
 
+/* --offload-modules: the saved inputs of expert_fc1 and moe_act wait in host memory between the MoE layer's forward
+ * and its backward; the GPU keeps two layers' worth (the layer whose backward runs and the next, reloaded ahead).
+ * Micro-batch 4 (T = 4 x 512 = 2048 tokens, R = 2 T = 4096 routed rows, ep 1), one micro-batch, pp 1: the one MoE
+ * layer holds one layer-micro-batch, so act_moe falls by the offloaded bytes and the transient (the MoE layer's
+ * working set, above the dense layer's and the loss's) grows by twice them.
+ *   expert_fc1  the dispatched FC1 inputs R h = 4096 x 256 = 1,048,576 elements (at Megatron's 2^20 threshold):
+ *               BF16 2,097,152 B, E4M3 (TE, per-tensor: no block scales) 1,048,576 B
+ *   moe_act     FC1's output R 2 Fe = 4096 x 256 = 1,048,576 elements: kept in BF16 2,097,152 B, or as
+ *               --recompute-modules moe_act keeps it, in the saved dtype: E4M3 1,048,576 B
+ * Micro-batch 2: R = 2048, both tensors 524,288 elements, under 2^20: nothing moves. */
+static void test_offload_modules(void)
+{
+    static const struct {
+        int fp8;
+        unsigned rc_mods, off_mods;
+        uint32_t mbs;
+        uint64_t off; /* bytes offloaded per MoE layer-micro-batch */
+    } rows[] = {
+        {0, 0, OFFLOAD_MOD_EXPERT_FC1, 4, 2097152},
+        {0, 0, OFFLOAD_MOD_MOE_ACT, 4, 2097152},
+        {0, 0, OFFLOAD_MOD_ALL_, 4, 4194304},
+        {1, 0, OFFLOAD_MOD_EXPERT_FC1, 4, 1048576},
+        {1, 0, OFFLOAD_MOD_MOE_ACT, 4, 2097152},
+        {1, RECOMPUTE_MOD_MOE_ACT, OFFLOAD_MOD_MOE_ACT, 4, 1048576},
+        {1, RECOMPUTE_MOD_MOE_ACT, OFFLOAD_MOD_ALL_, 4, 2097152},
+        {0, 0, OFFLOAD_MOD_ALL_, 2, 0},
+    };
+    for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++) {
+        ModelSpec m = ox_moe(512);
+        GpuSpec g = fx_gpu();
+        Recipe r = rows[i].fp8 ? fx_te_recipe("te", 0) : fx_bf16_recipe("bf16", 0);
+        PlanInput in = fx_input(&m, &g, &r);
+        in.mbs = rows[i].mbs, in.gbs = rows[i].mbs, in.recompute_mods = rows[i].rc_mods;
+        Plan p0, p1;
+        if (!build(&in, &p0)) return;
+        in.offload_mods = rows[i].off_mods;
+        if (!build(&in, &p1)) return;
+        CHECKF(p0.mem[MT_ACT_MOE].bytes - p1.mem[MT_ACT_MOE].bytes == rows[i].off,
+               "row %u: act_moe %llu -> %llu, expected %llu less", i, (unsigned long long)p0.mem[MT_ACT_MOE].bytes,
+               (unsigned long long)p1.mem[MT_ACT_MOE].bytes, (unsigned long long)rows[i].off);
+        CHECKF(p1.mem[MT_TRANSIENT].bytes - p0.mem[MT_TRANSIENT].bytes == 2 * rows[i].off,
+               "row %u: transient %llu -> %llu, expected %llu more", i, (unsigned long long)p0.mem[MT_TRANSIENT].bytes,
+               (unsigned long long)p1.mem[MT_TRANSIENT].bytes, (unsigned long long)(2 * rows[i].off));
+        CHECK_EQ_U64(p1.mem[MT_ACT_LAYER_HP].bytes, p0.mem[MT_ACT_LAYER_HP].bytes);
+        CHECK_EQ_U64(p1.mem[MT_ACT_LAYER_FP8].bytes, p0.mem[MT_ACT_LAYER_FP8].bytes);
+    }
+    /* refused: offloading inside a MoE layer the moe module rebuilds whole (as Megatron-Core), and on a dense model */
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.offload_mods = OFFLOAD_MOD_MOE_ACT, in.recompute_mods = RECOMPUTE_MOD_MOE;
+    Plan p;
+    Err e = {0};
+    CHECK(plan_build(&in, &p, &e) == ST_USAGE);
+    CHECKF(strstr(e.msg, "--offload-modules moe_act") && strstr(e.msg, "--recompute-modules moe"), "%s", e.msg);
+    ModelSpec d = ox_tiny(16, 4);
+    in = fx_input(&d, &g, &r);
+    in.gbs = 1, in.offload_mods = OFFLOAD_MOD_EXPERT_FC1;
+    CHECK(plan_build(&in, &p, &e) == ST_USAGE);
+    CHECKF(strstr(e.msg, "--offload-modules expert_fc1") && strstr(e.msg, "no experts"), "%s", e.msg);
+}
+
 /* The collectives a module runs again: the MoE module's forward all-to-alls (ep 2: dispatch and combine
  * forward, one MoE layer, one micro-batch: 1 -> 2 calls, backward 1), and the TP pairs of the FFN forwards
  * (tp 2 with SP: a pair per attention and per FFN, dense layer 2 + MoE layer 2 = 4 forward all-gathers; +1 for
@@ -614,6 +722,7 @@ int main(void)
 {
     RUN(test_last_stage_output);
     RUN(test_zero3_gathers_the_larger_kind);
+    RUN(test_zero3_experts_whole_in_group_of_one);
     RUN(test_route_launches);
     RUN(test_route_bytes);
     RUN(test_communicators);
@@ -624,6 +733,7 @@ int main(void)
     RUN(test_full_recompute_runs_expert_gemms_again);
     RUN(test_all_to_all_sms_only_with_ep);
     RUN(test_recompute_modules);
+    RUN(test_offload_modules);
     RUN(test_recompute_modules_collectives);
     RUN(test_recompute_modules_refused);
     return test_summary();

@@ -443,7 +443,11 @@ static void test_weight_copies_uncached(void)
  *   256 x 512 = 131,072 = 655,360; MoE layer attention 262,144 + shared FC1 256 x 256 = 65,536 + shared FC2
  *   256 x 128 = 32,768 = 360,448: 1,015,808 (the router stays BF16) -> one byte each per copy
  *   experts: 8 x (256 x 256 + 256 x 128) = 786,432, a copy each way: 1,572,864 B
- * Row-wise only: 1,015,808 / 0 / 786,432; column-wise only: 0 / 1,015,808 / 786,432. */
+ * Row-wise only: 1,015,808 / 0 / 786,432; column-wise only: 0 / 1,015,808 / 786,432 (on fx_gpu, SM 9.0).
+ * Both asked for on Blackwell (SM 10.0: FP8 GEMMs in every layout) with per-tensor scales: the row-wise copy serves
+ * dgrad too, 1,015,808 / 0 / 786,432; with 128 x 128 block scales the transposed copy stays (its blocks are
+ * another tensor's), 1,015,808 / 1,015,808 / 1,572,864; SM 12.0 (TN-only, as Transformer Engine's
+ * is_non_tn_fp8_gemm_supported says) keeps both as Hopper does. */
 static void test_fp8_copies_each_way(void)
 {
     ModelSpec m = ox_moe(512);
@@ -451,10 +455,16 @@ static void test_fp8_copies_each_way(void)
     Recipe r = fx_te_recipe("te", 0);
     PlanInput in = fx_input(&m, &g, &r);
     in.gbs = 1;
-    const Dtype row[3] = {DT_E4M3, DT_E4M3, DT_NONE}, col[3] = {DT_E4M3, DT_NONE, DT_E4M3};
-    const uint64_t want[3][3] = {{1015808, 1015808, 1572864}, {1015808, 0, 786432}, {0, 1015808, 786432}};
-    for (int i = 0; i < 3; i++) {
-        r.fp8_row = row[i], r.fp8_col = col[i];
+    enum { NCASE = 6 };
+    const Dtype row[NCASE] = {DT_E4M3, DT_E4M3, DT_NONE, DT_E4M3, DT_E4M3, DT_E4M3},
+                col[NCASE] = {DT_E4M3, DT_NONE, DT_E4M3, DT_E4M3, DT_E4M3, DT_E4M3};
+    const uint32_t sm[NCASE] = {90, 90, 90, 100, 100, 120};
+    const Granularity wg[NCASE] = {GRAN_TENSOR, GRAN_TENSOR, GRAN_TENSOR, GRAN_TENSOR, GRAN_128X128, GRAN_TENSOR};
+    const uint64_t want[NCASE][3] = {{1015808, 1015808, 1572864}, {1015808, 0, 786432},
+                                     {0, 1015808, 786432},        {1015808, 0, 786432},
+                                     {1015808, 1015808, 1572864}, {1015808, 1015808, 1572864}};
+    for (int i = 0; i < NCASE; i++) {
+        r.fp8_row = row[i], r.fp8_col = col[i], g.sm = sm[i], r.weight_gran = wg[i];
         Plan p;
         if (!build(&in, &p)) return;
         CHECKF(p.mem[MT_FP8_ROWWISE].bytes == want[i][0] && p.mem[MT_FP8_COLWISE].bytes == want[i][1] &&

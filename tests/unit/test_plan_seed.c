@@ -36,6 +36,8 @@ static void test_bytes_per_param(void)
     CHECK_NEAR(recipe_state_bytes_per_param(&catalog_recipe(cat, "megatron-bf16")->gemm, 0, 1, NULL), 18, 0);
     CHECK_NEAR(recipe_state_bytes_per_param(&catalog_recipe(cat, "msamp-o1")->gemm, 0, 1, NULL), 11, 0);
     CHECK_NEAR(recipe_state_bytes_per_param(&catalog_recipe(cat, "msamp-o3")->gemm, 0, 1, NULL), 7, 0);
+    /* pure BF16 (NeMo AutoModel's default: parameters, gradients, Adam m and v in BF16): 2 + 2 + 2 + 2 = 8 */
+    CHECK_NEAR(recipe_state_bytes_per_param(&catalog_recipe(cat, "bf16-params")->gemm, 0, 1, NULL), 8, 0);
     for (uint32_t d = 1; d <= 1024; d *= 2) {
         double per[STATE_COUNT_];
         double b = recipe_state_bytes_per_param(&catalog_recipe(cat, "megatron-bf16")->gemm, 1, d, per);
