@@ -1,0 +1,178 @@
+/* cli/opts.c — the one option parser: a table of rows (cli/opts.h) to getopt_long's array, each value
+ * read and range-checked by its row's kind, and the --help lines written from the same rows. */
+#include "cli/opts.h"
+
+#include <getopt.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/num.h"
+
+enum { MAX_ROWS = 192 }; /* flags of one command, blocks flattened */
+
+typedef struct {
+    const CliOpt *row[MAX_ROWS];
+    size_t off[MAX_ROWS]; /* the offset the row's block adds */
+    int n;
+} Flat;
+
+static void flatten(const CliOpt *opts, size_t off, Flat *f)
+{
+    for (const CliOpt *o = opts; o->kind != OPT_END; o++) {
+        if (o->kind == OPT_BLOCK) {
+            flatten(o->block, off + o->off, f);
+        } else if (o->kind != OPT_TEXT && f->n < MAX_ROWS) {
+            f->row[f->n] = o;
+            f->off[f->n++] = off;
+        }
+    }
+}
+
+const CliOpt *cli_opts_find(const CliOpt *opts, const char *name, size_t *off)
+{
+    Flat f = {.n = 0};
+    flatten(opts, 0, &f);
+    for (int i = 0; i < f.n; i++)
+        if (f.row[i]->name && !strcmp(f.row[i]->name, name)) {
+            if (off) *off = f.off[i];
+            return f.row[i];
+        }
+    return NULL;
+}
+
+int cli_opt_range(const CliParse *p, const CliOpt *o, const char *arg, double v, double lo, double hi)
+{
+    if (o->kind == OPT_U32 || o->kind == OPT_COUNT) {
+        if (v < lo) return cli_usage(p->cmd, "--%s: '%s' must be at least %.0f", o->name, arg, lo);
+        return cli_usage(p->cmd, "--%s: '%s' is too large (at most %.0f)", o->name, arg, hi);
+    }
+    return cli_usage(p->cmd, "--%s: '%s' must be in [%g, %g]", o->name, arg, lo, hi);
+}
+
+/* A whole number into the row's uint32_t or uint64_t. */
+static int read_whole(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    Err e;
+    uint64_t v;
+    Status st = o->kind == OPT_COUNT ? num_parse_count(arg, &v, &e) : num_parse_u64(arg, &v, &e);
+    if (st) return cli_usage(p->cmd, "--%s: %s", o->name, e.msg);
+    double hi = o->hi > 0 ? o->hi : o->kind == OPT_COUNT ? (double)UINT64_MAX : (double)UINT32_MAX;
+    if ((double)v < o->lo || (double)v > hi) return cli_opt_range(p, o, arg, (double)v, o->lo, hi);
+    if (o->kind == OPT_COUNT)
+        *(uint64_t *)t = v;
+    else
+        *(uint32_t *)t = (uint32_t)v;
+    return 0;
+}
+
+static int read_real(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    Err e;
+    double v;
+    if (num_parse_double(arg, NUM_FINITE_ONLY, &v, &e)) return cli_usage(p->cmd, "--%s: %s", o->name, e.msg);
+    if (v < o->lo || v > o->hi) return cli_opt_range(p, o, arg, v, o->lo, o->hi);
+    if (o->kind == OPT_F32)
+        *(float *)t = (float)v;
+    else
+        *(double *)t = v;
+    return 0;
+}
+
+static int apply(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    switch (o->kind) {
+    case OPT_FLAG: *(int *)t = o->set; return 0;
+    case OPT_STR: *(const char **)t = arg; return 0;
+    case OPT_U32:
+    case OPT_COUNT: return read_whole(p, o, arg, t);
+    case OPT_F64:
+    case OPT_F32: return read_real(p, o, arg, t);
+    case OPT_FN: return o->fn(p, o, arg, t);
+    default: return cli_bad_option(p->cmd);
+    }
+}
+
+static int takes_arg(const CliOpt *o) { return o->kind == OPT_FN ? o->has_arg : o->kind != OPT_FLAG; }
+
+/* getopt_long's array and short string for the flattened rows: a long flag returns 256 + its index. */
+static void build(const Flat *f, struct option *lo, char *shorts)
+{
+    int s = 0;
+    shorts[s++] = 'h';
+    for (int i = 0; i < f->n; i++) {
+        const CliOpt *o = f->row[i];
+        lo[i] = (struct option){o->name, takes_arg(o) ? required_argument : no_argument, NULL, 256 + i};
+        if (o->short_name) {
+            shorts[s++] = o->short_name;
+            if (takes_arg(o)) shorts[s++] = ':';
+        }
+    }
+    lo[f->n] = (struct option){"help", no_argument, NULL, 'h'};
+    lo[f->n + 1] = (struct option){NULL, 0, NULL, 0};
+    shorts[s] = '\0';
+}
+
+static int row_of(const Flat *f, int c)
+{
+    if (c >= 256 && c < 256 + f->n) return c - 256;
+    for (int i = 0; c > 0 && c < 256 && i < f->n; i++)
+        if (f->row[i]->short_name == c) return i;
+    return -1;
+}
+
+int cli_opts_parse(const CliParse *p, int argc, char **argv, void *base)
+{
+    Flat f = {.n = 0};
+    flatten(p->opts, 0, &f);
+    struct option lo[MAX_ROWS + 2];
+    char shorts[2 * MAX_ROWS + 2];
+    build(&f, lo, shorts);
+    cli_getopt_reset(argc, argv);
+    int c;
+    while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+        if (c == 'h') return cli_help(p->help), -1;
+        int i = row_of(&f, c);
+        if (i < 0) return cli_bad_option(p->cmd);
+        const CliOpt *o = f.row[i];
+        if (o->need && !(p->mask & o->need)) return cli_usage(p->cmd, "--%s does not apply here", o->name);
+        int rc = apply(p, o, optarg, (char *)base + f.off[i] + o->off);
+        if (rc) return rc;
+        if (o->given && p->given_off) *(unsigned *)((char *)base + p->given_off - 1) |= o->given;
+    }
+    return cli_no_operands(p->cmd, argc, argv);
+}
+
+/* One row's help: "  --name ARG" padded to the help column (or a line of its own when longer). */
+static size_t help_row(const CliParse *p, const CliOpt *o, char *buf, size_t cap)
+{
+    if (o->kind == OPT_TEXT) return (size_t)snprintf(buf, cap, "%s\n", o->help);
+    char head[96];
+    int n = snprintf(head, sizeof head, "  %s%s%s%s", o->short_name ? "-" : "--",
+                     o->short_name ? (char[2]){o->short_name, 0} : o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    int col = p->help_col > 0 ? p->help_col : 23;
+    if (n >= col) return (size_t)snprintf(buf, cap, "%s %s\n", head, o->help);
+    return (size_t)snprintf(buf, cap, "%-*s%s\n", col, head, o->help);
+}
+
+static size_t help_rows(const CliParse *p, const CliOpt *opts, char *buf, size_t cap, size_t n)
+{
+    for (const CliOpt *o = opts; o->kind != OPT_END && n + 1 < cap; o++) {
+        if ((o->need && !(p->mask & o->need)) || (p->mask & o->hide)) continue;
+        if (o->kind == OPT_BLOCK)
+            n = help_rows(p, o->block, buf, cap, n);
+        else if (o->help)
+            n += help_row(p, o, buf + n, cap - n);
+        if (n >= cap) n = cap - 1;
+    }
+    return n;
+}
+
+const char *cli_opts_help(const CliParse *p, char *buf, size_t cap)
+{
+    if (!cap) return buf;
+    buf[0] = '\0';
+    help_rows(p, p->opts, buf, cap, 0);
+    return buf;
+}
