@@ -13,18 +13,40 @@
 enum { MAX_ROWS = 192 }; /* flags of one command, blocks flattened */
 
 typedef struct {
-    const CliOpt *row[MAX_ROWS];
+    CliOpt row[MAX_ROWS]; /* a use resolved: the shared row with the command's range, help, offset */
     size_t off[MAX_ROWS]; /* the offset the row's block adds */
     int n;
 } Flat;
+
+static void flatten(const CliOpt *opts, size_t off, Flat *f);
+
+/* An OPT_USE row: the shared row of its name, narrowed and described by the command. */
+static void use(const CliOpt *u, size_t off, Flat *f)
+{
+    Flat shared = {.n = 0};
+    flatten(u->block, 0, &shared);
+    for (int i = 0; i < shared.n && f->n < MAX_ROWS; i++) {
+        CliOpt r = shared.row[i];
+        if (!r.name || strcmp(r.name, u->name)) continue;
+        if (u->hi > 0) r.lo = u->lo, r.hi = u->hi;
+        if (u->help) r.help = u->help;
+        if (u->arg) r.arg = u->arg;
+        r.need = 0; /* the command takes it by name */
+        f->row[f->n] = r;
+        f->off[f->n++] = off + u->off + shared.off[i];
+        return;
+    }
+}
 
 static void flatten(const CliOpt *opts, size_t off, Flat *f)
 {
     for (const CliOpt *o = opts; o->kind != OPT_END; o++) {
         if (o->kind == OPT_BLOCK) {
             flatten(o->block, off + o->off, f);
+        } else if (o->kind == OPT_USE) {
+            use(o, off, f);
         } else if (o->kind != OPT_TEXT && f->n < MAX_ROWS) {
-            f->row[f->n] = o;
+            f->row[f->n] = *o;
             f->off[f->n++] = off;
         }
     }
@@ -32,13 +54,20 @@ static void flatten(const CliOpt *opts, size_t off, Flat *f)
 
 const CliOpt *cli_opts_find(const CliOpt *opts, const char *name, size_t *off)
 {
-    Flat f = {.n = 0};
-    flatten(opts, 0, &f);
-    for (int i = 0; i < f.n; i++)
-        if (f.row[i]->name && !strcmp(f.row[i]->name, name)) {
-            if (off) *off = f.off[i];
-            return f.row[i];
+    for (const CliOpt *o = opts; o->kind != OPT_END; o++) {
+        const CliOpt *r = NULL;
+        size_t sub = 0;
+        if (o->kind == OPT_BLOCK || o->kind == OPT_USE) {
+            if (o->kind == OPT_USE && strcmp(o->name, name)) continue;
+            r = cli_opts_find(o->block, name, &sub);
+            sub += o->off;
+        } else if (o->kind != OPT_TEXT && o->name && !strcmp(o->name, name)) {
+            r = o;
         }
+        if (!r) continue;
+        if (off) *off = sub;
+        return r;
+    }
     return NULL;
 }
 
@@ -102,7 +131,7 @@ static void build(const Flat *f, struct option *lo, char *shorts)
     int s = 0;
     shorts[s++] = 'h';
     for (int i = 0; i < f->n; i++) {
-        const CliOpt *o = f->row[i];
+        const CliOpt *o = &f->row[i];
         lo[i] = (struct option){o->name, takes_arg(o) ? required_argument : no_argument, NULL, 256 + i};
         if (o->short_name) {
             shorts[s++] = o->short_name;
@@ -118,7 +147,7 @@ static int row_of(const Flat *f, int c)
 {
     if (c >= 256 && c < 256 + f->n) return c - 256;
     for (int i = 0; c > 0 && c < 256 && i < f->n; i++)
-        if (f->row[i]->short_name == c) return i;
+        if (f->row[i].short_name == c) return i;
     return -1;
 }
 
@@ -135,10 +164,12 @@ int cli_opts_parse(const CliParse *p, int argc, char **argv, void *base)
         if (c == 'h') return cli_help(p->help), -1;
         int i = row_of(&f, c);
         if (i < 0) return cli_bad_option(p->cmd);
-        const CliOpt *o = f.row[i];
+        const CliOpt *o = &f.row[i];
         if (o->need && !(p->mask & o->need)) return cli_usage(p->cmd, "--%s does not apply here", o->name);
-        int rc = apply(p, o, optarg, (char *)base + f.off[i] + o->off);
+        char *at = (char *)base + f.off[i];
+        int rc = apply(p, o, optarg, at + o->off);
         if (rc) return rc;
+        if (o->mark) *(int *)(at + o->mark - 1) = 1;
         if (o->given && p->given_off) *(unsigned *)((char *)base + p->given_off - 1) |= o->given;
     }
     return cli_no_operands(p->cmd, argc, argv);
@@ -160,10 +191,15 @@ static size_t help_rows(const CliParse *p, const CliOpt *opts, char *buf, size_t
 {
     for (const CliOpt *o = opts; o->kind != OPT_END && n + 1 < cap; o++) {
         if ((o->need && !(p->mask & o->need)) || (p->mask & o->hide)) continue;
-        if (o->kind == OPT_BLOCK)
+        if (o->kind == OPT_BLOCK) {
             n = help_rows(p, o->block, buf, cap, n);
-        else if (o->help)
+        } else if (o->kind == OPT_USE) {
+            Flat f = {.n = 0};
+            use(o, 0, &f);
+            if (f.n && f.row[0].help && *f.row[0].help) n += help_row(p, &f.row[0], buf + n, cap - n);
+        } else if (o->help && *o->help) {
             n += help_row(p, o, buf + n, cap - n);
+        }
         if (n >= cap) n = cap - 1;
     }
     return n;

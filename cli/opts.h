@@ -4,8 +4,9 @@
  *
  * A row's target is an offset into the struct the caller hands the parser (`base`), so a table is a
  * `static const` array. A row of kind OPT_BLOCK includes another table whose targets sit at an
- * offset of their own: the plan inputs (cli/plan_opts.h) are one such block, shared by every command
- * that plans or runs. Numbers are read with util/num.h; a bad value is a usage error (exit 64) that
+ * offset of their own; a row of kind OPT_USE takes one flag of a shared table by name, with the
+ * command's own range and help: the plan inputs (plan_flags, cli/cmd_plan.h) are such a table, read
+ * once for every command that plans or runs. Numbers are read with util/num.h; a bad value is a usage error (exit 64) that
  * names the flag and the value: "--mbs: '0' must be at least 1". A flag given twice keeps the last
  * value (a callback may refuse a second, different one).
  *
@@ -28,6 +29,9 @@ typedef struct CliParse CliParse;
  * after the message (cli_usage). */
 typedef int (*CliOptFn)(const CliParse *p, const CliOpt *o, const char *arg, void *target);
 
+/* The mark of a row: MARK(T, field) for an int field of T. */
+#define CLI_MARK(T, field) (offsetof(T, field) + 1)
+
 typedef enum {
     OPT_END = 0, /* ends a table */
     OPT_FLAG,    /* no value: the int at the target becomes o->set */
@@ -38,6 +42,9 @@ typedef enum {
     OPT_F32,     /* float, read as a double in [lo, hi] */
     OPT_FN,      /* o->fn reads it (enums, lists, words); o->has_arg says whether it takes a value */
     OPT_BLOCK,   /* the rows of o->block, their targets at o->off + their own offsets */
+    OPT_USE,     /* the row named o->name of the shared table o->block, its targets at o->off + its own
+                  * offsets: the command takes that flag, in [lo, hi] when hi > 0 (else the shared
+                  * row's range), described by o->help and o->arg when given (else the shared row's) */
     OPT_TEXT,    /* no flag: o->help is a line of the generated help as written (headings, groups) */
 } CliOptKind;
 
@@ -50,13 +57,15 @@ struct CliOpt {
     int has_arg;     /* OPT_FN: 1 when the flag takes a value */
     char short_name; /* 'o' for -o, else 0 */
     unsigned given;  /* bits or'd into the unsigned at the parser's given_off when the flag is read */
+    size_t mark;     /* offset + 1 (beside off) of an int set to 1 when the flag is read (0: none) */
     unsigned need;   /* the command must accept one of these bits (CliParse.mask), else "does not apply" */
     unsigned hide;   /* help: the line is left out when the command's mask has one of these bits */
     CliOptFn fn;
     const CliOpt *block;
     const char *arg;  /* the value's name in help: "N", "FILE" */
-    const char *help; /* the help line after the name (continuation lines indented in the text); NULL:
-                       * the flag is listed by an OPT_TEXT row of its group, or not at all */
+    const char *help; /* the help line after the name (continuation lines indented in the text); NULL or
+                       * "" (a use: "" only, NULL takes the shared row's): not listed, or listed by an
+                       * OPT_TEXT row of its group */
 };
 
 struct CliParse {
@@ -73,7 +82,7 @@ struct CliParse {
  * value, a value out of range or not a number, a flag the command's mask refuses, an operand. */
 int cli_opts_parse(const CliParse *p, int argc, char **argv, void *base);
 
-/* The row named `name` (blocks searched; *off gets the offset its block adds), or NULL. */
+/* The row named `name` (blocks and uses resolved; *off gets the offset its block adds), or NULL. */
 const CliOpt *cli_opts_find(const CliOpt *opts, const char *name, size_t *off);
 
 /* The option lines of --help: every row with help ("  --name ARG" padded to help_col, then the help)

@@ -16,6 +16,7 @@
 
 typedef struct {
     uint32_t n;
+    int seen; /* marked by --k */
 } Inner;
 
 typedef struct {
@@ -26,7 +27,8 @@ typedef struct {
     const char *name;
     int quiet, mode;
     unsigned given;
-    Inner in; /* the block's targets */
+    Inner in;  /* the block's targets */
+    Inner in2; /* the shared row's, through a use */
 } Args;
 
 static int read_mode(const CliParse *p, const CliOpt *o, const char *arg, void *t)
@@ -42,6 +44,13 @@ static const CliOpt inner_opts[] = {
     {0},
 };
 
+/* a shared table: --k in [1, 10] marks seen */
+static const CliOpt shared_opts[] = {
+    {"j", OPT_U32, offsetof(Inner, n), 1, 10, .arg = "J", .help = "not used by the command"},
+    {"k", OPT_U32, offsetof(Inner, n), 1, 10, .need = 16, .mark = CLI_MARK(Inner, seen), .arg = "K", .help = "k"},
+    {0},
+};
+
 static const CliOpt opts[] = {
     {.kind = OPT_TEXT, .help = "group:"},
     {"steps", OPT_U32, offsetof(Args, steps), 1, 1e8, .arg = "N", .help = "training steps"},
@@ -54,6 +63,7 @@ static const CliOpt opts[] = {
     {"mode", OPT_FN, offsetof(Args, mode), .has_arg = 1, .fn = read_mode, .given = 2},
     {"output", OPT_STR, offsetof(Args, name), .short_name = 'o', .arg = "FILE", .help = "short"},
     {"in", OPT_BLOCK, offsetof(Args, in), .block = inner_opts},
+    {"k", OPT_USE, offsetof(Args, in2), 1, 5, .block = shared_opts, .help = "k, at most 5 here"},
     {0},
 };
 
@@ -104,6 +114,8 @@ static void test_lines(void)
         {"--frac nan", 0, 64, "fp8plan t: --frac: "},
         {"--lr 11", 0, 64, "fp8plan t: --lr: '11' must be in [0, 10]"},
         {"--n 4097", 0, 64, "fp8plan t: --n: '4097' is too large (at most 4096)"},
+        {"--k 6", 0, 64, "fp8plan t: --k: '6' is too large (at most 5)"}, /* the use's range, not the shared 10 */
+        {"--j 1", 0, 64, "fp8plan t: unrecognized option '--j'"},         /* a shared row the command does not use */
         {"--colour red", 0, 64, "fp8plan t: unrecognized option '--colour'"},
         {"--steps", 0, 64, "fp8plan t: option '--steps' needs a value"},
         {"--quiet=1", 8, 64, "fp8plan t: option '--quiet' takes no value"},
@@ -138,6 +150,11 @@ static void test_values(void)
     CHECK_EQ_INT(a.mode, 'b');
     CHECK_EQ_U64(a.in.n, 4096);
     CHECK_EQ_U64(a.given, 1u | 2u | 4u); /* --frac 1, --mode 2, --n 4 */
+    CHECK(a.in2.seen == 0);
+    CHECK(parse("--k 5", 0, &a, err, sizeof err) == 0); /* the shared row's need (16) does not bind a use */
+    CHECK_EQ_U64(a.in2.n, 5);
+    CHECK_EQ_INT(a.in2.seen, 1);
+    CHECK_EQ_U64(a.in.n, 0);
     /* a repeated flag keeps the last value; a flag's set value, last one wins */
     CHECK(parse("--steps 3 --steps 5 --quiet --loud", 8, &a, err, sizeof err) == 0);
     CHECK_EQ_U64(a.steps, 5);
@@ -161,7 +178,8 @@ static void test_help(void)
                    "    continued\n"
                    "  --name a-very-long-metavar past the column\n"
                    "  -o FILE              short\n"
-                   "  --n N                a block's number\n");
+                   "  --n N                a block's number\n"
+                   "  --k K                k, at most 5 here\n");
     p.mask = 8, p.help_col = 10;
     cli_opts_help(&p, buf, sizeof buf);
     CHECK_CONTAINS(buf, "  --quiet needs mask bit 8\n  --loud  hidden under mask bit 2\n");
@@ -175,6 +193,9 @@ static void test_find(void)
     const CliOpt *o = cli_opts_find(opts, "n", &off);
     CHECK(o && o->kind == OPT_U32 && off == offsetof(Args, in));
     CHECK(cli_opts_find(opts, "nope", NULL) == NULL);
+    o = cli_opts_find(opts, "k", &off);
+    CHECK(o && o->hi == 10 && off == offsetof(Args, in2)); /* the shared row itself */
+    CHECK(cli_opts_find(opts, "j", NULL) == NULL);
 }
 
 int main(void)
