@@ -71,9 +71,9 @@ const CliOpt *cli_opts_find(const CliOpt *opts, const char *name, size_t *off)
     return NULL;
 }
 
-int cli_opt_range(const CliParse *p, const CliOpt *o, const char *arg, double v, double lo, double hi)
+int cli_opt_range(const CliParse *p, const CliOpt *o, const char *arg, double v, double lo, double hi, int whole)
 {
-    if (o->kind == OPT_U32 || o->kind == OPT_COUNT) {
+    if (whole) {
         if (v < lo) return cli_usage(p->cmd, "--%s: '%s' must be at least %.0f", o->name, arg, lo);
         return cli_usage(p->cmd, "--%s: '%s' is too large (at most %.0f)", o->name, arg, hi);
     }
@@ -87,9 +87,11 @@ static int read_whole(const CliParse *p, const CliOpt *o, const char *arg, void 
     uint64_t v;
     Status st = o->kind == OPT_COUNT ? num_parse_count(arg, &v, &e) : num_parse_u64(arg, &v, &e);
     if (st) return cli_usage(p->cmd, "--%s: %s", o->name, e.msg);
-    double hi = o->hi > 0 ? o->hi : o->kind == OPT_COUNT ? (double)UINT64_MAX : (double)UINT32_MAX;
-    if ((double)v < o->lo || (double)v > hi) return cli_opt_range(p, o, arg, (double)v, o->lo, hi);
-    if (o->kind == OPT_COUNT)
+    int wide = o->kind != OPT_U32;
+    double hi = o->hi > 0 ? o->hi : wide ? (double)UINT64_MAX : (double)UINT32_MAX;
+    if ((double)v < o->lo || ((!wide || o->hi > 0) && (double)v > hi)) /* a 64-bit one unbounded: any */
+        return cli_opt_range(p, o, arg, (double)v, o->lo, hi, 1);
+    if (wide)
         *(uint64_t *)t = v;
     else
         *(uint32_t *)t = (uint32_t)v;
@@ -101,7 +103,7 @@ static int read_real(const CliParse *p, const CliOpt *o, const char *arg, void *
     Err e;
     double v;
     if (num_parse_double(arg, NUM_FINITE_ONLY, &v, &e)) return cli_usage(p->cmd, "--%s: %s", o->name, e.msg);
-    if (v < o->lo || v > o->hi) return cli_opt_range(p, o, arg, v, o->lo, o->hi);
+    if (v < o->lo || v > o->hi) return cli_opt_range(p, o, arg, v, o->lo, o->hi, 0);
     if (o->kind == OPT_F32)
         *(float *)t = (float)v;
     else
@@ -115,6 +117,7 @@ static int apply(const CliParse *p, const CliOpt *o, const char *arg, void *t)
     case OPT_FLAG: *(int *)t = o->set; return 0;
     case OPT_STR: *(const char **)t = arg; return 0;
     case OPT_U32:
+    case OPT_U64:
     case OPT_COUNT: return read_whole(p, o, arg, t);
     case OPT_F64:
     case OPT_F32: return read_real(p, o, arg, t);

@@ -37,6 +37,7 @@ typedef enum {
     OPT_FLAG,    /* no value: the int at the target becomes o->set */
     OPT_STR,     /* const char *: the argument itself */
     OPT_U32,     /* uint32_t, a whole number in [lo, hi] */
+    OPT_U64,     /* uint64_t, a whole number in [lo, hi] */
     OPT_COUNT,   /* uint64_t, a whole number also written 2e6 (num_parse_count), in [lo, hi] */
     OPT_F64,     /* double in [lo, hi], finite */
     OPT_F32,     /* float, read as a double in [lo, hi] */
@@ -90,8 +91,9 @@ const CliOpt *cli_opts_find(const CliOpt *opts, const char *name, size_t *off);
  * has. Writes at most cap bytes with the NUL; returns buf. */
 const char *cli_opts_help(const CliParse *p, char *buf, size_t cap);
 
-/* "--NAME: 'ARG' must be at least LO" and the like for a number outside [lo, hi] (the readers' own
- * message, for an OPT_FN that reads a number first). Returns 64. */
-int cli_opt_range(const CliParse *p, const CliOpt *o, const char *arg, double v, double lo, double hi);
+/* The readers' message for a number v outside [lo, hi], for an OPT_FN that reads a number first: whole
+ * numbers "--NAME: 'ARG' must be at least LO" or "... is too large (at most HI)", else "--NAME: 'ARG'
+ * must be in [LO, HI]". Returns 64. */
+int cli_opt_range(const CliParse *p, const CliOpt *o, const char *arg, double v, double lo, double hi, int whole);
 
 #endif

@@ -22,7 +22,7 @@ static int read_seq(const CliParse *p, const CliOpt *o, const char *arg, void *t
         return cli_usage(p->cmd,
                          "--seq %llu: at most %u tokens (the longest published training contexts are a few million)",
                          (unsigned long long)v, PLAN_MAX_SEQ);
-    if ((double)v < o->lo || (double)v > o->hi) return cli_opt_range(p, o, arg, (double)v, o->lo, o->hi);
+    if ((double)v < o->lo || (double)v > o->hi) return cli_opt_range(p, o, arg, (double)v, o->lo, o->hi, 1);
     *(uint32_t *)t = (uint32_t)v;
     return 0;
 }
