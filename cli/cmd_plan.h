@@ -153,10 +153,8 @@ typedef struct {
 int plan_name_list(const char *cmd, const char *name, const char *arg, const PlanNameList *l, unsigned *out);
 int plan_moe_option(const char *cmd, const char *name, int which, const char *arg, PlanInput *in);
 
-/* Help text of the shared options, for the subcommands' --help. */
-extern const char plan_layout_help[];
-/* The same without the options plan_args_parse refuses under mask (PO_*): each
- * such option's line and the lines that continue it; buf returned. */
+/* The help of the options plan_args_parse takes under mask (PO_*), generated from its table (the lines
+ * of the options it refuses left out); buf returned. */
 const char *plan_options_help(unsigned mask, char *buf, size_t cap);
 
 /* The seed's headline run, the default of `tui` and `report html`: gpt-175b on h100-sxm, TP 8 x PP 4

@@ -31,7 +31,7 @@ static void use(const CliOpt *u, size_t off, Flat *f)
         if (u->hi > 0) r.lo = u->lo, r.hi = u->hi;
         if (u->help) r.help = u->help;
         if (u->arg) r.arg = u->arg;
-        r.need = 0; /* the command takes it by name */
+        r.need = u->need, r.hide = u->hide; /* which commands take it: the using table's say */
         f->row[f->n] = r;
         f->off[f->n++] = off + u->off + shared.off[i];
         return;
@@ -111,7 +111,7 @@ static int read_real(const CliParse *p, const CliOpt *o, const char *arg, void *
     return 0;
 }
 
-static int apply(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+int cli_opts_read(const CliParse *p, const CliOpt *o, const char *arg, void *t)
 {
     switch (o->kind) {
     case OPT_FLAG: *(int *)t = o->set; return 0;
@@ -170,7 +170,7 @@ int cli_opts_parse(const CliParse *p, int argc, char **argv, void *base)
         const CliOpt *o = &f.row[i];
         if (o->need && !(p->mask & o->need)) return cli_usage(p->cmd, "--%s does not apply here", o->name);
         char *at = (char *)base + f.off[i];
-        int rc = apply(p, o, optarg, at + o->off);
+        int rc = cli_opts_read(p, o, optarg, at + o->off);
         if (rc) return rc;
         if (o->mark) *(int *)(at + o->mark - 1) = 1;
         if (o->given && p->given_off) *(unsigned *)((char *)base + p->given_off - 1) |= o->given;

@@ -45,7 +45,8 @@ typedef enum {
     OPT_BLOCK,   /* the rows of o->block, their targets at o->off + their own offsets */
     OPT_USE,     /* the row named o->name of the shared table o->block, its targets at o->off + its own
                   * offsets: the command takes that flag, in [lo, hi] when hi > 0 (else the shared
-                  * row's range), described by o->help and o->arg when given (else the shared row's) */
+                  * row's range), described by o->help and o->arg when given (else the shared row's),
+                  * under o->need and o->hide (the shared row's are not used) */
     OPT_TEXT,    /* no flag: o->help is a line of the generated help as written (headings, groups) */
 } CliOptKind;
 
@@ -82,6 +83,10 @@ struct CliParse {
  * printed (exit 0), or the exit code (64) after the message: an unknown flag, a missing or extra
  * value, a value out of range or not a number, a flag the command's mask refuses, an operand. */
 int cli_opts_parse(const CliParse *p, int argc, char **argv, void *base);
+
+/* Read one value as row o says (its kind, range and messages) into target: for an OPT_FN that reads a
+ * number the way a row would. Returns 0 or the exit code after the message. */
+int cli_opts_read(const CliParse *p, const CliOpt *o, const char *arg, void *target);
 
 /* The row named `name` (blocks and uses resolved; *off gets the offset its block adds), or NULL. */
 const CliOpt *cli_opts_find(const CliOpt *opts, const char *name, size_t *off);

@@ -1,7 +1,8 @@
 /* cli/plan_flags.c — the plan inputs every command that plans or runs takes (plan, compare, sweep,
  * report, tui, check-log, run, calibrate): one row per flag, read into a PlanArgs. A command takes a
  * flag with an OPT_USE row of its own table (cli/opts.h), narrowing the range to what it can do (run's
- * --mbs at most 65,536) and saying what the flag means there; the reading and its messages are here. */
+ * --mbs at most 65,536) and saying what the flag means there (the help here is the planner's); the
+ * reading and its messages are here. */
 #include <stddef.h>
 #include <string.h>
 
@@ -45,26 +46,28 @@ static int read_zero(const CliParse *p, const CliOpt *o, const char *arg, void *
 const CliOpt plan_flags[] = {
     {"model", OPT_STR, offsetof(PlanArgs, model), .arg = "M"},
     {"gpu", OPT_STR, offsetof(PlanArgs, gpu), .arg = "G"},
-    {"recipe", OPT_STR, offsetof(PlanArgs, recipe), .need = PO_RECIPE, .arg = "R"},
-    {"recipes", OPT_STR, offsetof(PlanArgs, recipes), .need = PO_RECIPES, .arg = "R1,R2"},
+    {"recipe", OPT_STR, offsetof(PlanArgs, recipe), .arg = "R"},
+    {"recipes", OPT_STR, offsetof(PlanArgs, recipes), .arg = "R1,R2"},
     {"stack", OPT_STR, offsetof(PlanArgs, stack), .arg = "NAME"},
     {"catalog", OPT_STR, offsetof(PlanArgs, catalog), .arg = "DIR",
      .help = "directory holding models.csv, gpus.csv, recipes.csv, stacks.csv (./models)"},
-    {"tp", OPT_U32, IN(tp), 1, .need = PO_LAYOUT, .mark = GIVEN(0), .arg = "N"},
-    {"pp", OPT_U32, IN(pp), 1, .need = PO_LAYOUT, .mark = GIVEN(1), .arg = "N"},
-    {"vpp", OPT_U32, IN(vpp), 1, .need = PO_LAYOUT, .mark = GIVEN(2), .arg = "N"},
-    {"cp", OPT_U32, IN(cp), 1, .need = PO_LAYOUT, .mark = GIVEN(3), .arg = "N"},
-    {"dp", OPT_U32, IN(dp), 1, .need = PO_LAYOUT, .mark = GIVEN(4), .arg = "N"},
-    {"ep", OPT_U32, IN(ep), 1, .need = PO_LAYOUT, .mark = GIVEN(8), .arg = "N"},
-    {"etp", OPT_U32, IN(etp), 1, .need = PO_LAYOUT, .mark = GIVEN(9), .arg = "N"},
-    {"mbs", OPT_U32, IN(mbs), 1, .need = PO_LAYOUT, .mark = GIVEN(5), .arg = "N",
+    {"tp", OPT_U32, IN(tp), 1, .mark = GIVEN(0), .arg = "N"},
+    {"pp", OPT_U32, IN(pp), 1, .mark = GIVEN(1), .arg = "N"},
+    {"vpp", OPT_U32, IN(vpp), 1, .mark = GIVEN(2), .arg = "N"},
+    {"cp", OPT_U32, IN(cp), 1, .mark = GIVEN(3), .arg = "N"},
+    {"dp", OPT_U32, IN(dp), 1, .mark = GIVEN(4), .arg = "N"},
+    {"ep", OPT_U32, IN(ep), 1, .mark = GIVEN(8), .arg = "N"},
+    {"etp", OPT_U32, IN(etp), 1, .mark = GIVEN(9), .arg = "N"},
+    {"mbs", OPT_U32, IN(mbs), 1, .mark = GIVEN(5), .arg = "N",
      .help = "micro-batch size in sequences (1)"},
     {"gbs", OPT_COUNT, IN(gbs), 1, .mark = CLI_MARK(PlanArgs, gbs_given), .arg = "N",
      .help = "global batch in sequences (about 2M tokens, rounded up to a multiple of mbs*dp)"},
     {"seq", OPT_FN, IN(seq), 1, PLAN_MAX_SEQ, .has_arg = 1, .fn = read_seq, .arg = "N",
      .help = "sequence length (the model's; at most 16777216, a warning past its context)"},
-    {"zero", OPT_FN, 0, .has_arg = 1, .fn = read_zero, .need = PO_LAYOUT, .mark = GIVEN(7), .arg = "0|1|2|3"},
-    {"dist-opt", OPT_FLAG, offsetof(PlanArgs, dist_opt), .set = 1, .need = PO_LAYOUT, .mark = GIVEN(7),
+    {"zero", OPT_FN, 0, .has_arg = 1, .fn = read_zero, .mark = GIVEN(7), .arg = "0|1|2|3",
+     .help = "ZeRO stage instead (1: master and Adam, 2: + gradients, 3: + weights; not with\n"
+             "                     --dist-opt)"},
+    {"dist-opt", OPT_FLAG, offsetof(PlanArgs, dist_opt), .set = 1, .mark = GIVEN(7),
      .help = "Megatron distributed optimizer: shard the states the recipe lists over DP x CP"},
     {0},
 };
