@@ -106,6 +106,9 @@ extern const CliOpt plan_flags[];
 #define PLAN_FLAG(OFF, NAME, LO, HI, ARG, HELP) \
     {NAME, OPT_USE, OFF, .lo = LO, .hi = HI, .block = plan_flags, .arg = ARG, .help = HELP}
 // clang-format on
+/* An OPT_FN reader (cli/cmd_plan_opts.c): a fraction in (0, 1] into the double at t, [0, 1] when o->set
+ * (zero allowed); "--NAME: 'ARG' must be in (0, 1]" otherwise. */
+int plan_read_frac(const CliParse *p, const CliOpt *o, const char *arg, void *t);
 /* A PlanArgs before parsing: zeros, the planner's defaults in in, no --zero. */
 void plan_flags_defaults(PlanArgs *a);
 /* After parsing: refuse --dist-opt with --zero, apply --dist-opt. Returns 0 or 64 after the message. */

@@ -9,8 +9,7 @@
 
 /* ---- readers of the values that are more than a number ---- */
 
-/* A fraction in (0, 1] ([0, 1] when o->set: zero allowed). */
-static int read_frac(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+int plan_read_frac(const CliParse *p, const CliOpt *o, const char *arg, void *t)
 {
     Err e;
     double *out = t;
@@ -53,7 +52,7 @@ static int read_overlap(const CliParse *p, const CliOpt *o, const char *arg, voi
         return 0;
     }
     if (!strcmp(arg, "off")) return *v = 0, 0;
-    return read_frac(p, &(CliOpt){.name = o->name, .set = 1}, arg, v);
+    return plan_read_frac(p, &(CliOpt){.name = o->name, .set = 1}, arg, v);
 }
 
 static int read_launch(const CliParse *p, const CliOpt *o, const char *arg, void *t)
@@ -171,7 +170,7 @@ static const CliOpt plan_opts[] = {
     {USE("ep", L), .help = ""}, {USE("etp", L), .help = ""},
     {FN("moe-imbalance", read_moe, 'i', "F"), .help = "dropless routing: tokens of the busiest expert rank over the mean (1)"},
     {FN("moe-capacity", read_moe, 'c', "F"), .help = "capacity factor instead (token dropping; 0 = dropless)"},
-    {FN("overlap-ep", read_frac, 1, "F"), .off = IN(overlap_ep), .given = PG_OV_EP,
+    {FN("overlap-ep", plan_read_frac, 1, "F"), .off = IN(overlap_ep), .given = PG_OV_EP,
      .help = "fraction of the MoE layers' compute that hides the all-to-alls (the stack's)"},
     {FN("ep-comm-sms", read_moe, 's', "N"), .help = "SMs the all-to-all kernels take from the GEMMs while overlapping (0)"},
     {FLAG_FN("dualpipe", read_moe, 'd'), .need = L,
@@ -212,10 +211,10 @@ static const CliOpt plan_opts[] = {
          MORE "switches on the stack's optional TP overlap: TE userbuffers, torchtitan's async TP)"),
     {FN("overlap-tp", read_overlap, 0, NULL), .given = PG_OV_TP},
     {FN("overlap-dp", read_overlap, 0, NULL), .given = PG_OV_DP},
-    {FN("overlap-pp", read_frac, 1, NULL), .off = IN(overlap_pp), .given = PG_OV_PP},
-    {FN("overlap-cp", read_frac, 1, NULL), .off = IN(overlap_cp), .given = PG_OV_CP},
+    {FN("overlap-pp", plan_read_frac, 1, NULL), .off = IN(overlap_pp), .given = PG_OV_PP},
+    {FN("overlap-cp", plan_read_frac, 1, NULL), .off = IN(overlap_cp), .given = PG_OV_CP},
     TEXT(0, "memory limit:"),
-    {FN("max-mem-frac", read_frac, 0, "F"), .off = IN(max_mem_frac),
+    {FN("max-mem-frac", plan_read_frac, 0, "F"), .off = IN(max_mem_frac),
      .help = "a plan fits when it needs at most F of the GPU's memory (0.95)"},
     {FN("unknown", read_unknown, 0, "LIST"), .off = IN(mem_unknown), .need = PO_UNKNOWN,
      .help = "implementation choices your sources leave open (plan only; names below): the"
@@ -225,7 +224,7 @@ static const CliOpt plan_opts[] = {
     {"context", OPT_COUNT, IN(cuda_context_bytes), .arg = "BYTES", .help = "CUDA context (536870912)"},
     {"workspace", OPT_COUNT, IN(workspace_bytes), .arg = "BYTES", .help = "cuBLASLt workspace (33554432)"},
     {"nccl-mem", OPT_COUNT, IN(nccl_comm_bytes), .arg = "BYTES", .help = "NCCL buffers per communicator (616562688)"},
-    {FN("frag", read_frac, 1, "F"), .off = IN(frag_frac), .given = PG_RESERVE,
+    {FN("frag", plan_read_frac, 1, "F"), .off = IN(frag_frac), .given = PG_RESERVE,
      .help = "allocator reserve over allocated bytes (the stack's)"},
     TEXT(0, "  --eff-bf16 F --eff-fp8 F   saturated GEMM rate, fraction of the dense peak, 0.001-1 (0: the GPU's"
          MORE "measured MAMF, the default)"),

@@ -175,7 +175,7 @@ int cli_opts_parse(const CliParse *p, int argc, char **argv, void *base)
         if (o->mark) *(int *)(at + o->mark - 1) = 1;
         if (o->given && p->given_off) *(unsigned *)((char *)base + p->given_off - 1) |= o->given;
     }
-    return cli_no_operands(p->cmd, argc, argv);
+    return p->operands ? 0 : cli_no_operands(p->cmd, argc, argv);
 }
 
 /* One row's help: "  --name ARG" padded to the help column (or a line of its own when longer). */

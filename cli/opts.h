@@ -77,11 +77,13 @@ struct CliParse {
     unsigned mask;    /* the command's bits, for rows with need */
     size_t given_off; /* offset + 1 of the unsigned that collects the rows' given bits (0: none) */
     int help_col;     /* generated help: the column the help text starts at */
+    int operands;     /* 1: operands are the caller's, left at argv[optind..] (else refused) */
 };
 
 /* Parse argv[1..] (argv[0] names the command for getopt) into base. Returns 0, -1 after --help was
  * printed (exit 0), or the exit code (64) after the message: an unknown flag, a missing or extra
- * value, a value out of range or not a number, a flag the command's mask refuses, an operand. */
+ * value, a value out of range or not a number, a flag the command's mask refuses, an operand (unless
+ * p->operands). */
 int cli_opts_parse(const CliParse *p, int argc, char **argv, void *base);
 
 /* Read one value as row o says (its kind, range and messages) into target: for an OPT_FN that reads a

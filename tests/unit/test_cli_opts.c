@@ -3,6 +3,7 @@
  * refuses, an operand) with their exit code and message, a repeated flag, blocks at an offset, the
  * given bits, and the help lines generated from the rows. One table of command lines. */
 #include <fcntl.h>
+#include <getopt.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -187,6 +188,19 @@ static void test_help(void)
     CHECK_STR(cli_opts_help(&p, small, sizeof small), "group:\n"); /* cut to the buffer, NUL-terminated */
 }
 
+/* With operands allowed they stay for the caller, after the flags (getopt moves them last). */
+static void test_operands(void)
+{
+    char w0[] = "fp8plan t", w1[] = "seed", w2[] = "--steps", w3[] = "4", w4[] = "extra";
+    char *argv[] = {w0, w1, w2, w3, w4, NULL};
+    Args a;
+    memset(&a, 0, sizeof a);
+    CliParse p = {.cmd = "t", .opts = opts, .operands = 1};
+    CHECK(cli_opts_parse(&p, 5, argv, &a) == 0);
+    CHECK_EQ_U64(a.steps, 4);
+    CHECK(optind == 3 && !strcmp(argv[optind], "seed") && !strcmp(argv[optind + 1], "extra"));
+}
+
 static void test_find(void)
 {
     size_t off = 1;
@@ -203,6 +217,7 @@ int main(void)
     RUN(test_lines);
     RUN(test_values);
     RUN(test_help);
+    RUN(test_operands);
     RUN(test_find);
     return test_summary();
 }
