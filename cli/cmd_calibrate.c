@@ -115,10 +115,7 @@ static const CliOpt opts[] = {
 static const char *help_text(void)
 {
     static char buf[8192];
-    char lines[4096];
-    cli_opts_help(&(CliParse){.opts = opts}, lines, sizeof lines);
-    snprintf(buf, sizeof buf, "%s%s%s", help_head, lines, help_tail);
-    return buf;
+    return cli_opts_usage(&(CliParse){.opts = opts}, help_head, help_tail, buf, sizeof buf);
 }
 
 /* The flags' settings checked together. Returns 0 or 64 after the message. */

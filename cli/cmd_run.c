@@ -152,10 +152,7 @@ static const CliOpt opts[] = {
 static const char *help_text(void)
 {
     static char buf[12288];
-    char lines[8192];
-    cli_opts_help(&(CliParse){.opts = opts}, lines, sizeof lines);
-    snprintf(buf, sizeof buf, "%s%s%s", help_head, lines, help_tail);
-    return buf;
+    return cli_opts_usage(&(CliParse){.opts = opts}, help_head, help_tail, buf, sizeof buf);
 }
 
 /* The plan inputs into the run's settings: a layout flag not given is 0 (none; --dp: the ranks). */

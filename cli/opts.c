@@ -215,3 +215,14 @@ const char *cli_opts_help(const CliParse *p, char *buf, size_t cap)
     help_rows(p, p->opts, buf, cap, 0);
     return buf;
 }
+
+const char *cli_opts_usage(const CliParse *p, const char *head, const char *tail, char *buf, size_t cap)
+{
+    if (!cap) return buf;
+    snprintf(buf, cap, "%s", head);
+    size_t n = strlen(buf); /* < cap: each piece is cut to what is left */
+    cli_opts_help(p, buf + n, cap - n);
+    n += strlen(buf + n);
+    snprintf(buf + n, cap - n, "%s", tail);
+    return buf;
+}

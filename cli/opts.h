@@ -98,6 +98,9 @@ const CliOpt *cli_opts_find(const CliOpt *opts, const char *name, size_t *off);
  * has. Writes at most cap bytes with the NUL; returns buf. */
 const char *cli_opts_help(const CliParse *p, char *buf, size_t cap);
 
+/* A whole --help: head, the option lines (cli_opts_help), tail, into buf (cut to cap); buf returned. */
+const char *cli_opts_usage(const CliParse *p, const char *head, const char *tail, char *buf, size_t cap);
+
 /* The readers' message for a number v outside [lo, hi], for an OPT_FN that reads a number first: whole
  * numbers "--NAME: 'ARG' must be at least LO" or "... is too large (at most HI)", else "--NAME: 'ARG'
  * must be in [LO, HI]". Returns 64. */

@@ -184,6 +184,11 @@ static void test_help(void)
     p.mask = 8, p.help_col = 10;
     cli_opts_help(&p, buf, sizeof buf);
     CHECK_CONTAINS(buf, "  --quiet needs mask bit 8\n  --loud  hidden under mask bit 2\n");
+    char page[64];
+    p.mask = 0;
+    CHECK_STR(cli_opts_usage(&(CliParse){.opts = inner_opts}, "usage: t\n", "exit 0\n", page, sizeof page),
+              "usage: t\n  --n N                a block's number\nexit 0\n");
+    CHECK_STR(cli_opts_usage(&(CliParse){.opts = inner_opts}, "usage: t\n", "exit 0\n", page, 12), "usage: t\n  ");
     char small[8];
     CHECK_STR(cli_opts_help(&p, small, sizeof small), "group:\n"); /* cut to the buffer, NUL-terminated */
 }
