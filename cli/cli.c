@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <getopt.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,18 @@ int cli_out_option(const char *cmd, int o, const char *help, CliOut *out)
     default: return cli_bad_option(cmd);
     }
 }
+
+static int read_format(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    (void)o;
+    return cli_parse_format(p->cmd, arg, t);
+}
+
+const CliOpt cli_out_opts[] = {
+    {"format", OPT_FN, 0, .has_arg = 1, .fn = read_format},
+    {"output", OPT_STR, offsetof(CliOut, path), .short_name = 'o'},
+    {0},
+};
 
 int cli_unicode(int ascii)
 {

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 
+#include "cli/opts.h"
 #include "reports/table.h"
 #include "util/status.h"
 
@@ -55,6 +56,10 @@ typedef struct {
 
 /* Parse a --format value; on error prints usage and returns 64, else 0. */
 int cli_parse_format(const char *cmd, const char *arg, CliOut *out);
+
+/* The rows (cli/opts.h) of --format table|csv|json|html and -o/--output FILE into a CliOut: a command's
+ * table takes them as {"out", OPT_BLOCK, offsetof(Args, out), .block = cli_out_opts}. No help lines. */
+extern const CliOpt cli_out_opts[];
 
 /* The options of a subcommand that prints one table: --format table|csv|json,
  * -o/--output FILE and --help. They end its getopt_long option array:

@@ -113,12 +113,6 @@ static int read_moe(const CliParse *p, const CliOpt *o, const char *arg, void *t
     return plan_moe_option(p->cmd, o->name, o->set, arg, &((PlanArgs *)t)->in);
 }
 
-static int read_format(const CliParse *p, const CliOpt *o, const char *arg, void *t)
-{
-    (void)o;
-    return cli_parse_format(p->cmd, arg, t);
-}
-
 /* ---- the table: the order of --help ---- */
 
 #define IN(f)         offsetof(PlanArgs, in.f)
@@ -238,12 +232,11 @@ static const CliOpt plan_opts[] = {
     {FN("eff-net", read_eff, 0, NULL), .off = IN(eff_net)},
     TEXT(0, "output:"),
     TEXT(0, "  --format table|csv|json|html   (table; html: a self-contained page with charts)"),
-    {FN("format", read_format, 0, NULL), .off = offsetof(PlanArgs, out)},
+    {"out", OPT_BLOCK, offsetof(PlanArgs, out), .block = cli_out_opts}, /* --format, -o */
     {"ascii", OPT_FLAG, offsetof(PlanArgs, ascii), .set = 1,
      .help = "ASCII glyphs in the text output's memory bars (also under TERM=dumb or a"
              MORE "locale that is not UTF-8)"},
-    {"output", OPT_STR, offsetof(PlanArgs, out.path), .short_name = 'o', .arg = "FILE",
-     .help = "write to FILE atomically instead of stdout"},
+    TEXT(0, "  -o FILE            write to FILE atomically instead of stdout"),
     {USE("catalog", 0)},
     TEXT(0, "your own configuration (docs/import.md):"), /* read before the table: cli/cmd_plan_from.c */
     TEXT(0, "  --from FILE        a Megatron-LM argument list or launch script, a Megatron-LM model_config.yaml, a"
@@ -257,8 +250,11 @@ static const CliOpt plan_opts[] = {
 
 int plan_option_applies(const char *name, unsigned mask)
 {
-    for (const CliOpt *o = plan_opts; o->kind != OPT_END; o++)
-        if (o->kind != OPT_TEXT && !strcmp(o->name, name)) return !o->need || (mask & o->need);
+    for (const CliOpt *o = plan_opts; o->kind != OPT_END; o++) {
+        int here = o->kind == OPT_BLOCK ? cli_opts_find(o->block, name, NULL) != NULL
+                                        : o->kind != OPT_TEXT && !strcmp(o->name, name);
+        if (here) return !o->need || (mask & o->need);
+    }
     return 0;
 }
 
