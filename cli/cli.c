@@ -87,16 +87,6 @@ int cli_parse_format(const char *cmd, const char *arg, CliOut *out)
     return 0;
 }
 
-int cli_out_option(const char *cmd, int o, const char *help, CliOut *out)
-{
-    switch (o) {
-    case 'f': return cli_parse_format(cmd, optarg, out) ? status_exit_code(ST_USAGE) : CLI_NEXT_OPTION;
-    case 'o': out->path = optarg; return CLI_NEXT_OPTION;
-    case 'h': return cli_help(help);
-    default: return cli_bad_option(cmd);
-    }
-}
-
 static int read_format(const CliParse *p, const CliOpt *o, const char *arg, void *t)
 {
     (void)o;

@@ -1,6 +1,6 @@
 /* cli/cmd_fp8_cast.c — `fp8plan cast`: numbers on stdin -> FP8 / E8M0 codes. */
-#include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,58 +101,59 @@ static void cast_one(const CastCfg *c, const CastIn *in, FILE *out)
         fprintf(out, "%s,0x%02X,%.17g\n", in->text, code, decoded);
 }
 
+/* What cast's flags fill. */
+typedef struct {
+    CastCfg c;
+    const char *outpath;
+    int nosat, round, round_given, from; /* round: an index of rounds; from: of froms (1: f64) */
+} CastArgs;
+
+static const char *const rounds[] = {"ceil", "floor", NULL}, *const froms[] = {"f32", "f64", NULL};
+
+static int read_fmt(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    if (fp8cli_parse_elem(arg, 1, t)) return cli_usage(p->cmd, "--%s: '%s' is not e4m3, e5m2 or e8m0", o->name, arg);
+    return 0;
+}
+
+static int read_scale(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    Err e;
+    float *scale = t;
+    if (fp8cli_parse_f32(arg, 0, scale, &e)) return cli_usage(p->cmd, "--%s: %s", o->name, e.msg);
+    if (!(*scale > 0) || isinf(*scale))
+        return cli_usage(p->cmd, "--%s: '%s' must be positive and within fp32's range", o->name, arg);
+    return 0;
+}
+
+static const CliOpt opts[] = {
+    {"format", OPT_FN, offsetof(CastArgs, c.fmt), .has_arg = 1, .fn = read_fmt},
+    {"nosat", OPT_FLAG, offsetof(CastArgs, nosat), .set = 1},
+    {"scale", OPT_FN, offsetof(CastArgs, c.scale), .has_arg = 1, .fn = read_scale},
+    {"round", OPT_CHOICE, offsetof(CastArgs, round), .words = rounds, .mark = CLI_MARK(CastArgs, round_given)},
+    {"from", OPT_CHOICE, offsetof(CastArgs, from), .words = froms},
+    {"output", OPT_STR, offsetof(CastArgs, outpath), .short_name = 'o'},
+    {0},
+};
+
 int cmd_cast(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"format", required_argument, 0, 'f'}, {"nosat", no_argument, 0, 'n'},
-        {"scale", required_argument, 0, 's'},  {"round", required_argument, 0, 'r'},
-        {"from", required_argument, 0, 'p'},   {"output", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
-    };
-    const char *cmd = "cast", *outpath = NULL;
-    CastCfg c = {DT_E4M3, FP8_SATFINITE, E8M0_RP, 0, 1.0f};
-    int round_given = 0, o;
+    const char *cmd = "cast";
+    CastArgs a = {.c = {DT_E4M3, FP8_SATFINITE, E8M0_RP, 0, 1.0f}};
+    int rc = cli_opts_parse(&(CliParse){.cmd = cmd, .opts = opts, .help = HELP}, argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    CastCfg c = a.c;
+    if (a.nosat) c.sat = FP8_NOSAT;
+    c.rnd = a.round ? E8M0_RZ : E8M0_RP, c.f64 = a.from;
+    const char *outpath = a.outpath;
+    if (a.round_given && c.fmt != DT_E8M0) return cli_usage(cmd, "--round applies to --format e8m0 only");
     Err e;
-    while ((o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (o) {
-        case 'f':
-            if (fp8cli_parse_elem(optarg, 1, &c.fmt))
-                return cli_usage(cmd, "--format: '%s' is not e4m3, e5m2 or e8m0", optarg);
-            break;
-        case 'n': c.sat = FP8_NOSAT; break;
-        case 's':
-            if (fp8cli_parse_f32(optarg, 0, &c.scale, &e)) return cli_usage(cmd, "--scale: %s", e.msg);
-            if (!(c.scale > 0) || isinf(c.scale))
-                return cli_usage(cmd, "--scale: '%s' must be positive and within fp32's range", optarg);
-            break;
-        case 'r':
-            round_given = 1;
-            if (!strcmp(optarg, "ceil"))
-                c.rnd = E8M0_RP;
-            else if (!strcmp(optarg, "floor"))
-                c.rnd = E8M0_RZ;
-            else
-                return cli_usage(cmd, "--round: '%s' is not ceil or floor", optarg);
-            break;
-        case 'p':
-            if (strcmp(optarg, "f32") && strcmp(optarg, "f64"))
-                return cli_usage(cmd, "--from: '%s' is not f32 or f64", optarg);
-            c.f64 = !strcmp(optarg, "f64");
-            break;
-        case 'o': outpath = optarg; break;
-        case 'h': return cli_help(HELP);
-        default: return cli_bad_option(cmd);
-        }
-    }
-    if (cli_no_operands(cmd, argc, argv)) return 64;
-    if (round_given && c.fmt != DT_E8M0) return cli_usage(cmd, "--round applies to --format e8m0 only");
     /* read and check every line before writing anything */
     char *text;
     size_t len;
     if (stream_read_text(stdin, "stdin", &text, &len, &e)) return cli_fail(cmd, &e);
     CastList l = {NULL, 0, 0};
     OutFile of;
-    int rc = 0;
     if (fp8cli_each_line(text, len, "stdin", collect, &l, &e) || outfile_open(&of, outpath, &e)) {
         rc = cli_fail(cmd, &e);
     } else {

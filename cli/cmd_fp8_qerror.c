@@ -1,7 +1,7 @@
 /* cli/cmd_fp8_qerror.c — `fp8plan quant-error`: round-trip error of a tensor per
  * FP8 format and scale granularity. */
-#include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,63 +114,62 @@ static Status measure(const QuantCfg *cfg, const float *xq, const float *x, uint
     return st;
 }
 
+/* What quant-error's flags fill. */
+typedef struct {
+    const char *shape, *input;
+    uint64_t seed;
+    SynthDist dist;
+    E8m0Rule rule;
+    int fp8, blocks, nosat, have_dist; /* fp8: an index of fp8s; blocks: of block_scales */
+    CliOut out;
+} QerrArgs;
+
+static const char *const fp8s[] = {"e4m3", "e5m2", "both", NULL}, *const block_scales[] = {"pow2", "fp32", NULL};
+
+static int read_dist(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    if (synth_parse(arg, t)) return cli_usage(p->cmd, "--%s: '%s' is not normal, laplace or outliers", o->name, arg);
+    return 0;
+}
+
+static int read_rule(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    if (e8m0_rule_parse(arg, t)) return cli_usage(p->cmd, "--%s: '%s' is not ceil or floor", o->name, arg);
+    return 0;
+}
+
+static const CliOpt opts[] = {
+    {"shape", OPT_STR, offsetof(QerrArgs, shape), .arg = "RxC"},
+    {"dist", OPT_FN, offsetof(QerrArgs, dist), .has_arg = 1, .fn = read_dist, .mark = CLI_MARK(QerrArgs, have_dist)},
+    {"seed", OPT_U64, offsetof(QerrArgs, seed), .arg = "S"},
+    {"input", OPT_STR, offsetof(QerrArgs, input), .arg = "FILE"},
+    {"fp8", OPT_CHOICE, offsetof(QerrArgs, fp8), .words = fp8s},
+    {"block-scales", OPT_CHOICE, offsetof(QerrArgs, blocks), .words = block_scales},
+    {"mx-rule", OPT_FN, offsetof(QerrArgs, rule), .has_arg = 1, .fn = read_rule},
+    {"nosat", OPT_FLAG, offsetof(QerrArgs, nosat), .set = 1},
+    {"out", OPT_BLOCK, offsetof(QerrArgs, out), .block = cli_out_opts},
+    {0},
+};
+
 int cmd_quant_error(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"shape", required_argument, 0, 'S'},
-        {"dist", required_argument, 0, 'd'},
-        {"seed", required_argument, 0, 's'},
-        {"input", required_argument, 0, 'i'},
-        {"fp8", required_argument, 0, 'F'},
-        {"block-scales", required_argument, 0, 'b'},
-        {"mx-rule", required_argument, 0, 'r'},
-        {"nosat", no_argument, 0, 'n'},
-        CLI_OUT_OPTIONS,
-        {0, 0, 0, 0},
-    };
-    const char *cmd = "quant-error", *shape = "1024x4096", *input = NULL;
-    CliOut out = {TABLE_TEXT, NULL};
-    SynthDist dist = SYNTH_NORMAL;
-    uint64_t seed = 1, rows, cols;
-    int fmts = 3, block_pow2 = 0, nosat = 0, have_dist = 0, o, rc;
-    E8m0Rule rule = E8M0_RULE_CEIL;
+    const char *cmd = "quant-error";
+    QerrArgs a = {.shape = "1024x4096",
+                  .seed = 1,
+                  .dist = SYNTH_NORMAL,
+                  .rule = E8M0_RULE_CEIL,
+                  .fp8 = 2,
+                  .blocks = 1,
+                  .out = {TABLE_TEXT, NULL}};
+    int rc = cli_opts_parse(&(CliParse){.cmd = cmd, .opts = opts, .help = HELP}, argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    const char *shape = a.shape, *input = a.input;
+    CliOut out = a.out;
+    SynthDist dist = a.dist;
+    uint64_t seed = a.seed, rows, cols;
+    int fmts = a.fp8 + 1, block_pow2 = a.blocks == 0, nosat = a.nosat, have_dist = a.have_dist;
+    E8m0Rule rule = a.rule;
     Err e;
-    while ((o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (o) {
-        case 'S': shape = optarg; break;
-        case 'd':
-            if (synth_parse(optarg, &dist))
-                return cli_usage(cmd, "--dist: '%s' is not normal, laplace or outliers", optarg);
-            have_dist = 1;
-            break;
-        case 's':
-            if (num_parse_u64(optarg, &seed, &e)) return cli_usage(cmd, "--seed: %s", e.msg);
-            break;
-        case 'i': input = optarg; break;
-        case 'F':
-            if (!strcmp(optarg, "e4m3"))
-                fmts = 1;
-            else if (!strcmp(optarg, "e5m2"))
-                fmts = 2;
-            else if (!strcmp(optarg, "both"))
-                fmts = 3;
-            else
-                return cli_usage(cmd, "--fp8: '%s' is not e4m3, e5m2 or both", optarg);
-            break;
-        case 'b':
-            if (strcmp(optarg, "pow2") && strcmp(optarg, "fp32"))
-                return cli_usage(cmd, "--block-scales: '%s' is not pow2 or fp32", optarg);
-            block_pow2 = !strcmp(optarg, "pow2");
-            break;
-        case 'r':
-            if (e8m0_rule_parse(optarg, &rule)) return cli_usage(cmd, "--mx-rule: '%s' is not ceil or floor", optarg);
-            break;
-        case 'n': nosat = 1; break;
-        default:
-            if ((rc = cli_out_option(cmd, o, HELP, &out)) != CLI_NEXT_OPTION) return rc;
-        }
-    }
-    if (cli_no_operands(cmd, argc, argv)) return 64;
     if (input && have_dist) return cli_usage(cmd, "--input and --dist are alternatives; give one");
     Status st = num_parse_shape(shape, &rows, &cols, &e);
     if (st) return cli_usage(cmd, "--shape: %s", e.msg);

@@ -111,6 +111,21 @@ static int read_real(const CliParse *p, const CliOpt *o, const char *arg, void *
     return 0;
 }
 
+static int read_choice(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    int n = 0;
+    for (; o->words[n]; n++)
+        if (!strcmp(arg, o->words[n])) return *(int *)t = n, 0;
+    char known[256] = "";
+    for (int i = 0; i < n; i++) /* "a, b or c" */
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s",
+                 i == 0       ? ""
+                 : i == n - 1 ? " or "
+                              : ", ",
+                 o->words[i]);
+    return cli_usage(p->cmd, "--%s: '%s' is not %s", o->name, arg, known);
+}
+
 int cli_opts_read(const CliParse *p, const CliOpt *o, const char *arg, void *t)
 {
     switch (o->kind) {
@@ -121,6 +136,7 @@ int cli_opts_read(const CliParse *p, const CliOpt *o, const char *arg, void *t)
     case OPT_COUNT: return read_whole(p, o, arg, t);
     case OPT_F64:
     case OPT_F32: return read_real(p, o, arg, t);
+    case OPT_CHOICE: return read_choice(p, o, arg, t);
     case OPT_FN: return o->fn(p, o, arg, t);
     default: return cli_bad_option(p->cmd);
     }

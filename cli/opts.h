@@ -41,6 +41,8 @@ typedef enum {
     OPT_COUNT,   /* uint64_t, a whole number also written 2e6 (num_parse_count), in [lo, hi] */
     OPT_F64,     /* double in [lo, hi], finite */
     OPT_F32,     /* float, read as a double in [lo, hi] */
+    OPT_CHOICE,  /* int: the index of the argument in o->words (NULL-terminated), else "--NAME: 'ARG' is
+                  * not A, B or C" */
     OPT_FN,      /* o->fn reads it (enums, lists, words); o->has_arg says whether it takes a value */
     OPT_BLOCK,   /* the rows of o->block, their targets at o->off + their own offsets */
     OPT_USE,     /* the row named o->name of the shared table o->block, its targets at o->off + its own
@@ -64,8 +66,9 @@ struct CliOpt {
     unsigned hide;   /* help: the line is left out when the command's mask has one of these bits */
     CliOptFn fn;
     const CliOpt *block;
-    const char *arg;  /* the value's name in help: "N", "FILE" */
-    const char *help; /* the help line after the name (continuation lines indented in the text); NULL or
+    const char *const *words; /* OPT_CHOICE */
+    const char *arg;          /* the value's name in help: "N", "FILE" */
+    const char *help;         /* the help line after the name (continuation lines indented in the text); NULL or
                        * "" (a use: "" only, NULL takes the shared row's): not listed, or listed by an
                        * OPT_TEXT row of its group */
 };

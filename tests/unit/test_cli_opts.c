@@ -26,7 +26,7 @@ typedef struct {
     double frac;
     float lr;
     const char *name;
-    int quiet, mode;
+    int quiet, mode, pick;
     unsigned given;
     Inner in;  /* the block's targets */
     Inner in2; /* the shared row's, through a use */
@@ -63,6 +63,7 @@ static const CliOpt opts[] = {
     {"loud", OPT_FLAG, offsetof(Args, quiet), .set = 0, .hide = 2, .help = "hidden under mask bit 2"},
     {"mode", OPT_FN, offsetof(Args, mode), .has_arg = 1, .fn = read_mode, .given = 2},
     {"output", OPT_STR, offsetof(Args, name), .short_name = 'o', .arg = "FILE", .help = "short"},
+    {"pick", OPT_CHOICE, offsetof(Args, pick), .words = (const char *const[]){"ceil", "floor", "near", NULL}},
     {"in", OPT_BLOCK, offsetof(Args, in), .block = inner_opts},
     {"k", OPT_USE, offsetof(Args, in2), 1, 5, .block = shared_opts, .help = "k, at most 5 here"},
     {0},
@@ -123,6 +124,8 @@ static void test_lines(void)
         {"--quiet", 0, 64, "fp8plan t: --quiet does not apply here"},
         {"--quiet", 8, 0, ""},
         {"--mode c", 0, 64, ""}, /* the callback's own code (it printed nothing) */
+        {"--pick up", 0, 64, "fp8plan t: --pick: 'up' is not ceil, floor or near"},
+        {"--pick Ceil", 0, 64, "fp8plan t: --pick: 'Ceil' is not ceil, floor or near"},
         {"extra", 0, 64, "fp8plan t: unexpected argument 'extra'"},
         {"--help", 0, -1, ""},
     };
@@ -156,6 +159,10 @@ static void test_values(void)
     CHECK_EQ_U64(a.in2.n, 5);
     CHECK_EQ_INT(a.in2.seen, 1);
     CHECK_EQ_U64(a.in.n, 0);
+    CHECK(parse("--pick near", 0, &a, err, sizeof err) == 0);
+    CHECK_EQ_INT(a.pick, 2);
+    CHECK(parse("--pick near --pick ceil", 0, &a, err, sizeof err) == 0);
+    CHECK_EQ_INT(a.pick, 0);
     /* a repeated flag keeps the last value; a flag's set value, last one wins */
     CHECK(parse("--steps 3 --steps 5 --quiet --loud", 8, &a, err, sizeof err) == 0);
     CHECK_EQ_U64(a.steps, 5);
