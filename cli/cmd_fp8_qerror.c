@@ -151,6 +151,52 @@ static const CliOpt opts[] = {
     {0},
 };
 
+/* One row per format and granularity the flags ask for: x measured (xq: x with the non-finite values
+ * zeroed, or x itself); codes and y are (rows * cols) scratch. Returns 0 or the exit code. */
+static int fill_rows(const char *cmd, const QerrArgs *a, const float *xq, const float *x, uint64_t rows, uint64_t cols,
+                     uint8_t *codes, float *y, Table *t)
+{
+    int fmts = a->fp8 + 1, block_pow2 = a->blocks == 0;
+    E8m0Rule rule = a->rule;
+    Err e;
+    for (int f = 0; f < 2; f++) {
+        if (!(fmts & (1 << f))) continue;
+        Dtype fmt = f ? DT_E5M2 : DT_E4M3;
+        if (fmts == 3 && f == 1) table_rule(t);
+        for (int g = 0; g < GRAN_COUNT_; g++) {
+            QuantCfg cfg = quant_cfg(fmt, (Granularity)g);
+            cfg.sat = a->nosat ? FP8_NOSAT : FP8_SATFINITE;
+            cfg.rule = rule;
+            if (g == GRAN_1X128 || g == GRAN_128X128) cfg.pow2 = block_pow2;
+            QuantError q;
+            uint64_t sbytes;
+            if (measure(&cfg, xq, x, rows, cols, codes, y, &q, &sbytes, &e)) return cli_fail(cmd, &e);
+            table_row(t);
+            table_str(t, C_FMT, dtype_name(fmt));
+            table_str(t, C_GRAN, gran_name(cfg.gran));
+            table_str(t, C_SCALE,
+                      g == GRAN_1X32 ? (rule == E8M0_RULE_CEIL ? "e8m0 ceil" : "e8m0 floor")
+                      : cfg.pow2     ? "fp32 pow2"
+                                     : "fp32");
+            table_u64(t, C_SBYTES, sbytes);
+            table_f64(t, C_RELRMS, 100 * q.rel_rms);
+            table_f64(t, C_SNR, q.snr_db);
+            table_f64(t, C_MEANREL, 100 * q.mean_rel);
+            table_f64(t, C_FLUSH, 100 * q.flushed_frac);
+            table_f64(t, C_SAT, 100 * q.saturated_frac);
+            table_f64(t, C_MAXABS, q.max_abs);
+            table_u64(t, C_NONFIN, q.nonfinite);
+            if (q.nonfinite)
+                fprintf(stderr,
+                        "fp8plan %s: warning: %s %s: %llu finite inputs came back NaN or Inf (the dequantized value "
+                        "passes the float range); their error is infinite, so rel RMS, SNR, mean rel and max abs "
+                        "err are n/a\n",
+                        cmd, dtype_name(fmt), gran_name(cfg.gran), (unsigned long long)q.nonfinite);
+        }
+    }
+    return 0;
+}
+
 int cmd_quant_error(int argc, char **argv)
 {
     const char *cmd = "quant-error";
@@ -167,8 +213,7 @@ int cmd_quant_error(int argc, char **argv)
     CliOut out = a.out;
     SynthDist dist = a.dist;
     uint64_t seed = a.seed, rows, cols;
-    int fmts = a.fp8 + 1, block_pow2 = a.blocks == 0, nosat = a.nosat, have_dist = a.have_dist;
-    E8m0Rule rule = a.rule;
+    int have_dist = a.have_dist;
     Err e;
     if (input && have_dist) return cli_usage(cmd, "--input and --dist are alternatives; give one");
     Status st = num_parse_shape(shape, &rows, &cols, &e);
@@ -215,44 +260,7 @@ int cmd_quant_error(int argc, char **argv)
         snprintf(title, sizeof title, "quantization error: %llux%llu %s (seed %llu), current scaling",
                  (unsigned long long)rows, (unsigned long long)cols, synth_name(dist), (unsigned long long)seed);
     table_set_title(t, title);
-    for (int f = 0; f < 2; f++) {
-        if (!(fmts & (1 << f))) continue;
-        Dtype fmt = f ? DT_E5M2 : DT_E4M3;
-        if (fmts == 3 && f == 1) table_rule(t);
-        for (int g = 0; g < GRAN_COUNT_; g++) {
-            QuantCfg cfg = quant_cfg(fmt, (Granularity)g);
-            cfg.sat = nosat ? FP8_NOSAT : FP8_SATFINITE;
-            cfg.rule = rule;
-            if (g == GRAN_1X128 || g == GRAN_128X128) cfg.pow2 = block_pow2;
-            QuantError q;
-            uint64_t sbytes;
-            if ((st = measure(&cfg, xq ? xq : x, x, rows, cols, codes, y, &q, &sbytes, &e))) {
-                rc = cli_fail(cmd, &e);
-                goto done;
-            }
-            table_row(t);
-            table_str(t, C_FMT, dtype_name(fmt));
-            table_str(t, C_GRAN, gran_name(cfg.gran));
-            table_str(t, C_SCALE,
-                      g == GRAN_1X32 ? (rule == E8M0_RULE_CEIL ? "e8m0 ceil" : "e8m0 floor")
-                      : cfg.pow2     ? "fp32 pow2"
-                                     : "fp32");
-            table_u64(t, C_SBYTES, sbytes);
-            table_f64(t, C_RELRMS, 100 * q.rel_rms);
-            table_f64(t, C_SNR, q.snr_db);
-            table_f64(t, C_MEANREL, 100 * q.mean_rel);
-            table_f64(t, C_FLUSH, 100 * q.flushed_frac);
-            table_f64(t, C_SAT, 100 * q.saturated_frac);
-            table_f64(t, C_MAXABS, q.max_abs);
-            table_u64(t, C_NONFIN, q.nonfinite);
-            if (q.nonfinite)
-                fprintf(stderr,
-                        "fp8plan %s: warning: %s %s: %llu finite inputs came back NaN or Inf (the dequantized value "
-                        "passes the float range); their error is infinite, so rel RMS, SNR, mean rel and max abs "
-                        "err are n/a\n",
-                        cmd, dtype_name(fmt), gran_name(cfg.gran), (unsigned long long)q.nonfinite);
-        }
-    }
+    if ((rc = fill_rows(cmd, &a, xq ? xq : x, x, rows, cols, codes, y, t))) goto done;
     rc = cli_emit_charted(cmd, t, &out, html_qerror_page);
 done:
     free(x), free(y), free(xq), free(codes);
