@@ -16,6 +16,7 @@ typedef struct {
     CliOpt row[MAX_ROWS]; /* a use resolved: the shared row with the command's range, help, offset */
     size_t off[MAX_ROWS]; /* the offset the row's block adds */
     int n;
+    const char *bad; /* a use of a name its table lacks, or the row past MAX_ROWS: the table is wrong */
 } Flat;
 
 static void flatten(const CliOpt *opts, size_t off, Flat *f);
@@ -25,6 +26,7 @@ static void use(const CliOpt *u, size_t off, Flat *f)
 {
     Flat shared = {.n = 0};
     flatten(u->block, 0, &shared);
+    if (f->n == MAX_ROWS) f->bad = u->name;
     for (int i = 0; i < shared.n && f->n < MAX_ROWS; i++) {
         CliOpt r = shared.row[i];
         if (!r.name || strcmp(r.name, u->name)) continue;
@@ -36,6 +38,7 @@ static void use(const CliOpt *u, size_t off, Flat *f)
         f->off[f->n++] = off + u->off + shared.off[i];
         return;
     }
+    f->bad = u->name;
 }
 
 static void flatten(const CliOpt *opts, size_t off, Flat *f)
@@ -45,7 +48,9 @@ static void flatten(const CliOpt *opts, size_t off, Flat *f)
             flatten(o->block, off + o->off, f);
         } else if (o->kind == OPT_USE) {
             use(o, off, f);
-        } else if (o->kind != OPT_TEXT && f->n < MAX_ROWS) {
+        } else if (o->kind != OPT_TEXT && f->n == MAX_ROWS) {
+            f->bad = o->name;
+        } else if (o->kind != OPT_TEXT) {
             f->row[f->n] = *o;
             f->off[f->n++] = off;
         }
@@ -174,6 +179,11 @@ int cli_opts_parse(const CliParse *p, int argc, char **argv, void *base)
 {
     Flat f = {.n = 0};
     flatten(p->opts, 0, &f);
+    if (f.bad) { /* a defect of the command's table, not of the command line */
+        Err e;
+        err_set(&e, ST_SOFTWARE, "option table: --%s is not in its shared table, or past %d rows", f.bad, MAX_ROWS);
+        return cli_fail(p->cmd, &e);
+    }
     struct option lo[MAX_ROWS + 2];
     char shorts[2 * MAX_ROWS + 2];
     build(&f, lo, shorts);

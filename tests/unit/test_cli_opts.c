@@ -213,6 +213,26 @@ static void test_operands(void)
     CHECK(optind == 3 && !strcmp(argv[optind], "seed") && !strcmp(argv[optind + 1], "extra"));
 }
 
+/* A table that is wrong (a use of a name the shared table lacks, more rows than the parser holds) is the
+ * program's defect: exit 70 with a message, whatever the command line. */
+static void test_bad_tables(void)
+{
+    char w0[] = "fp8plan t";
+    char *argv[] = {w0, NULL};
+    Args a;
+    static const CliOpt lost[] = {{"nope", OPT_USE, 0, .block = shared_opts}, {0}};
+    CHECK_EQ_INT(cli_opts_parse(&(CliParse){.cmd = "t", .opts = lost}, 1, argv, &a), 70);
+    enum { N = 200 };
+    CliOpt *many = calloc(N + 1, sizeof *many);
+    CHECK(many != NULL);
+    if (!many) return;
+    for (int i = 0; i < N; i++) many[i] = (CliOpt){"steps", OPT_FLAG, offsetof(Args, quiet), .set = i};
+    CHECK_EQ_INT(cli_opts_parse(&(CliParse){.cmd = "t", .opts = many}, 1, argv, &a), 70);
+    many[192].kind = OPT_END; /* 192 rows: the most it holds */
+    CHECK_EQ_INT(cli_opts_parse(&(CliParse){.cmd = "t", .opts = many}, 1, argv, &a), 0);
+    free(many);
+}
+
 static void test_find(void)
 {
     size_t off = 1;
@@ -230,6 +250,7 @@ int main(void)
     RUN(test_values);
     RUN(test_help);
     RUN(test_operands);
+    RUN(test_bad_tables);
     RUN(test_find);
     return test_summary();
 }
