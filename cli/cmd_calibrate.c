@@ -111,13 +111,6 @@ static const CliOpt opts[] = {
 };
 // clang-format on
 
-/* The usage: the head, the option lines from the table, the exit codes. */
-static const char *help_text(void)
-{
-    static char buf[8192];
-    return cli_opts_usage(&(CliParse){.opts = opts}, help_head, help_tail, buf, sizeof buf);
-}
-
 /* The flags' settings checked together. Returns 0 or 64 after the message. */
 static int check_args(const Args *a)
 {
@@ -148,7 +141,8 @@ static int parse(int argc, char **argv, Args *a)
     Parsed f = {.a = {.backend = "cpu", .name = "host", .reps = 7}};
     plan_flags_defaults(&f.p);
     f.p.model = "gpt2-124m";
-    int rc = cli_opts_parse(&(CliParse){.cmd = CMD, .opts = opts, .help = help_text()}, argc, argv, &f);
+    int rc = cli_opts_parse(&(CliParse){.cmd = CMD, .opts = opts, .help = help_head, .help_tail = help_tail}, argc,
+                            argv, &f);
     if (rc) return rc;
     *a = f.a;
     a->model = f.p.model, a->catalog = f.p.catalog, a->ov.seq = f.p.in.seq;

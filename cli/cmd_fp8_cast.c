@@ -10,25 +10,15 @@
 #include "util/fileio.h"
 #include "util/num.h"
 
-static const char HELP[] =
+static const char HELP_HEAD[] =
     "usage: fp8plan cast [--format e4m3|e5m2|e8m0] [--nosat] [--scale S] [--round ceil|floor]\n"
     "                    [--from f32|f64] [-o FILE]\n"
     "\n"
     "Read one decimal number per line on stdin (blank lines are skipped; nan, inf, -inf\n"
     "are accepted) and print CSV: input,code,decoded.\n"
-    "\n"
-    "  --format F     e4m3 (default; OCP fn: max 448, no Inf), e5m2 (max 57344, IEEE Inf/NaN)\n"
-    "                 or e8m0 (MX scale: unsigned powers of two 2^-127..2^127, 0xFF NaN)\n"
-    "  --nosat        out-of-range values become NaN (e4m3) or Inf (e5m2) instead of +-max;\n"
-    "                 for e8m0, values past 2^127 rounded up become 0xFF instead of 0xFE\n"
-    "  --scale S      multiply each value by S before the cast (TE's quantization scale);\n"
-    "                 S > 0, rounded to the nearest fp32 (0.7 is 0.699999988079071)\n"
-    "  --round R      e8m0 only: ceil (default; round up, as cuBLAS/TE scales) or floor\n"
-    "                 (toward zero, the OCP MX rule)\n"
-    "  --from P       f32 (default): each input is rounded to fp32, the product x*S is\n"
-    "                 rounded to fp32 (as TE casts), then RNE-cast once to the format;\n"
-    "                 f64: input and x*S in double, then one RNE cast from double\n"
-    "  -o FILE        write the CSV to FILE (atomically) instead of stdout\n"
+    "\n";
+
+static const char HELP_TAIL[] =
     "\n"
     "code is the raw byte as 0xHH (sign in bit 7). decoded = value(code) / S, computed in\n"
     "double from the fp32 S and printed with 17 significant digits (with no --scale,\n"
@@ -127,12 +117,25 @@ static int read_scale(const CliParse *p, const CliOpt *o, const char *arg, void 
 }
 
 static const CliOpt opts[] = {
-    {"format", OPT_FN, offsetof(CastArgs, c.fmt), .has_arg = 1, .fn = read_fmt},
-    {"nosat", OPT_FLAG, offsetof(CastArgs, nosat), .set = 1},
-    {"scale", OPT_FN, offsetof(CastArgs, c.scale), .has_arg = 1, .fn = read_scale},
-    {"round", OPT_CHOICE, offsetof(CastArgs, round), .words = rounds, .mark = CLI_MARK(CastArgs, round_given)},
-    {"from", OPT_CHOICE, offsetof(CastArgs, from), .words = froms},
-    {"output", OPT_STR, offsetof(CastArgs, outpath), .short_name = 'o'},
+    {"format", OPT_FN, offsetof(CastArgs, c.fmt), .has_arg = 1, .fn = read_fmt, .arg = "F",
+     .help = "e4m3 (default; OCP fn: max 448, no Inf), e5m2 (max 57344, IEEE Inf/NaN)\n"
+             "                 or e8m0 (MX scale: unsigned powers of two 2^-127..2^127, 0xFF NaN)"},
+    {"nosat", OPT_FLAG, offsetof(CastArgs, nosat), .set = 1,
+     .help = "out-of-range values become NaN (e4m3) or Inf (e5m2) instead of +-max;\n"
+             "                 for e8m0, values past 2^127 rounded up become 0xFF instead of 0xFE"},
+    {"scale", OPT_FN, offsetof(CastArgs, c.scale), .has_arg = 1, .fn = read_scale, .arg = "S",
+     .help = "multiply each value by S before the cast (TE's quantization scale);\n"
+             "                 S > 0, rounded to the nearest fp32 (0.7 is 0.699999988079071)"},
+    {"round", OPT_CHOICE, offsetof(CastArgs, round), .words = rounds, .mark = CLI_MARK(CastArgs, round_given),
+     .arg = "R",
+     .help = "e8m0 only: ceil (default; round up, as cuBLAS/TE scales) or floor\n"
+             "                 (toward zero, the OCP MX rule)"},
+    {"from", OPT_CHOICE, offsetof(CastArgs, from), .words = froms, .arg = "P",
+     .help = "f32 (default): each input is rounded to fp32, the product x*S is\n"
+             "                 rounded to fp32 (as TE casts), then RNE-cast once to the format;\n"
+             "                 f64: input and x*S in double, then one RNE cast from double"},
+    {"output", OPT_STR, offsetof(CastArgs, outpath), .short_name = 'o', .arg = "FILE",
+     .help = "write the CSV to FILE (atomically) instead of stdout"},
     {0},
 };
 
@@ -140,7 +143,9 @@ int cmd_cast(int argc, char **argv)
 {
     const char *cmd = "cast";
     CastArgs a = {.c = {DT_E4M3, FP8_SATFINITE, E8M0_RP, 0, 1.0f}};
-    int rc = cli_opts_parse(&(CliParse){.cmd = cmd, .opts = opts, .help = HELP}, argc, argv, &a);
+    int rc =
+        cli_opts_parse(&(CliParse){.cmd = cmd, .opts = opts, .help = HELP_HEAD, .help_tail = HELP_TAIL, .help_col = 17},
+                       argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
     CastCfg c = a.c;
     if (a.nosat) c.sat = FP8_NOSAT;

@@ -14,7 +14,7 @@
 #include "util/fileio.h"
 #include "util/num.h"
 
-static const char HELP[] =
+static const char HELP_HEAD[] =
     "usage: fp8plan quant-error [--shape RxC] [--dist normal|laplace|outliers] [--seed S]\n"
     "                           [--input FILE] [--fp8 e4m3|e5m2|both] [--block-scales fp32|pow2]\n"
     "                           [--mx-rule ceil|floor] [--nosat] [--format table|csv|json|html] [-o FILE]\n"
@@ -22,22 +22,9 @@ static const char HELP[] =
     "Quantize one RxC tensor (default 1024x4096; rows = tokens, columns = features) to FP8\n"
     "at every scale granularity with current scaling (each block's own amax; TE's\n"
     "policies), dequantize, and compare with the input.\n"
-    "\n"
-    "  --dist D          synthetic input (default normal), seeded by --seed (default 1):\n"
-    "                    normal   N(0, 1)\n"
-    "                    laplace  Laplace with unit variance\n"
-    "                    outliers LLM-like activations: N(0, 1) body; outlier feature\n"
-    "                             channels (0.1% of columns, at least 1) scaled by 20, as\n"
-    "                             LLM.int8() reports (Dettmers et al. 2022); massive\n"
-    "                             activations (Sun et al. 2024) of random sign and magnitude\n"
-    "                             uniform in [500, 1000] (750-1500x the body's median |x|) in\n"
-    "                             the first two outlier channels at row 0 and every 1024th row\n"
-    "  --input FILE      raw little-endian float32, R*C values row-major (instead of --dist)\n"
-    "  --fp8 F           e4m3, e5m2 or both (default both)\n"
-    "  --block-scales B  1x128 / 128x128 scales: fp32 (default; plain FP32 scales, as DeepSeek-V3)\n"
-    "                    or pow2 (power-of-two scales, TE Float8BlockScaling's default)\n"
-    "  --mx-rule R       1x32 E8M0 scale rule: ceil (default; cuBLAS/TE) or floor (OCP MX)\n"
-    "  --nosat           out-of-range values become NaN/Inf instead of +-max\n"
+    "\n";
+
+static const char HELP_TAIL[] =
     "\n"
     "Columns: rel RMS = sqrt(sum (x-y)^2 / sum x^2); SNR = 10 log10(sum x^2 / sum (x-y)^2);\n"
     "mean rel = mean over nonzero x of |x-y|/|x|; flushed = nonzero values that became 0;\n"
@@ -140,13 +127,29 @@ static int read_rule(const CliParse *p, const CliOpt *o, const char *arg, void *
 
 static const CliOpt opts[] = {
     {"shape", OPT_STR, offsetof(QerrArgs, shape), .arg = "RxC"},
-    {"dist", OPT_FN, offsetof(QerrArgs, dist), .has_arg = 1, .fn = read_dist, .mark = CLI_MARK(QerrArgs, have_dist)},
+    {"dist", OPT_FN, offsetof(QerrArgs, dist), .has_arg = 1, .fn = read_dist, .mark = CLI_MARK(QerrArgs, have_dist),
+     .arg = "D",
+     .help = "synthetic input (default normal), seeded by --seed (default 1):\n"
+             "                    normal   N(0, 1)\n"
+             "                    laplace  Laplace with unit variance\n"
+             "                    outliers LLM-like activations: N(0, 1) body; outlier feature\n"
+             "                             channels (0.1% of columns, at least 1) scaled by 20, as\n"
+             "                             LLM.int8() reports (Dettmers et al. 2022); massive\n"
+             "                             activations (Sun et al. 2024) of random sign and magnitude\n"
+             "                             uniform in [500, 1000] (750-1500x the body's median |x|) in\n"
+             "                             the first two outlier channels at row 0 and every 1024th row"},
     {"seed", OPT_U64, offsetof(QerrArgs, seed), .arg = "S"},
-    {"input", OPT_STR, offsetof(QerrArgs, input), .arg = "FILE"},
-    {"fp8", OPT_CHOICE, offsetof(QerrArgs, fp8), .words = fp8s},
-    {"block-scales", OPT_CHOICE, offsetof(QerrArgs, blocks), .words = block_scales},
-    {"mx-rule", OPT_FN, offsetof(QerrArgs, rule), .has_arg = 1, .fn = read_rule},
-    {"nosat", OPT_FLAG, offsetof(QerrArgs, nosat), .set = 1},
+    {"input", OPT_STR, offsetof(QerrArgs, input), .arg = "FILE",
+     .help = "raw little-endian float32, R*C values row-major (instead of --dist)"},
+    {"fp8", OPT_CHOICE, offsetof(QerrArgs, fp8), .words = fp8s, .arg = "F",
+     .help = "e4m3, e5m2 or both (default both)"},
+    {"block-scales", OPT_CHOICE, offsetof(QerrArgs, blocks), .words = block_scales, .arg = "B",
+     .help = "1x128 / 128x128 scales: fp32 (default; plain FP32 scales, as DeepSeek-V3)\n"
+             "                    or pow2 (power-of-two scales, TE Float8BlockScaling's default)"},
+    {"mx-rule", OPT_FN, offsetof(QerrArgs, rule), .has_arg = 1, .fn = read_rule, .arg = "R",
+     .help = "1x32 E8M0 scale rule: ceil (default; cuBLAS/TE) or floor (OCP MX)"},
+    {"nosat", OPT_FLAG, offsetof(QerrArgs, nosat), .set = 1,
+     .help = "out-of-range values become NaN/Inf instead of +-max"},
     {"out", OPT_BLOCK, offsetof(QerrArgs, out), .block = cli_out_opts},
     {0},
 };
@@ -207,7 +210,9 @@ int cmd_quant_error(int argc, char **argv)
                   .fp8 = 2,
                   .blocks = 1,
                   .out = {TABLE_TEXT, NULL}};
-    int rc = cli_opts_parse(&(CliParse){.cmd = cmd, .opts = opts, .help = HELP}, argc, argv, &a);
+    int rc =
+        cli_opts_parse(&(CliParse){.cmd = cmd, .opts = opts, .help = HELP_HEAD, .help_tail = HELP_TAIL, .help_col = 20},
+                       argc, argv, &a);
     if (rc) return rc < 0 ? 0 : rc;
     const char *shape = a.shape, *input = a.input;
     CliOut out = a.out;

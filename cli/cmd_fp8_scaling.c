@@ -13,39 +13,34 @@
 #include "util/fileio.h"
 #include "util/num.h"
 
-static const char HELP[] =
+static const char HELP_HEAD[] =
     "usage: fp8plan scaling --history N --algo max|most_recent [--margin M] [--format e4m3|e5m2]\n"
     "                       [--trace FILE] [--format table|csv|json|html] [-o FILE]\n"
     "\n"
     "Run Transformer Engine's delayed scaling for one tensor over a sequence of observed\n"
     "amax values: one per line on stdin (nan and inf allowed), or the 'amax' column of a\n"
     "CSV file with a header row (--trace FILE).\n"
-    "\n"
-    "  --history N   amax history length (TE default 1024; Megatron-Core default 1)\n"
-    "  --algo A      max: the largest amax in the window (fmaxf, NaN ignored);\n"
-    "                most_recent: this step's amax\n"
-    "  --margin M    scale = fmax / amax / 2^M (default 0)\n"
-    "  --format F    e4m3 (default, fmax 448) or e5m2 (fmax 57344); --format also takes\n"
-    "                table|csv|json for the output, so it may be given twice\n"
-    "\n"
-    "Each step casts with the scale computed at the end of the previous step (1 at step\n"
-    "1), records its amax, computes the next scale from the window *including* this\n"
-    "amax, and then rotates the window (TE's order). When the window's amax is 0, Inf or\n"
-    "NaN the previous scale is kept; when fmax/amax overflows fp32 the scale is FLT_MAX.\n"
-    "\n"
-    "Columns, per step (magnitudes in the tensor's own units, at this step's scale S):\n"
-    "  amax, scale (S, the scale this step cast with), cast (ok, or 'saturates' when\n"
-    "  amax*S is beyond the format's range), next scale, window amax, update (ok, kept:\n"
-    "  zero|inf|nan, or tiny: FLT_MAX), flush <= ((min subnormal/2)/S: at or below it a\n"
-    "  value becomes 0), min sub < (min subnormal/S: below it a value is under the grid\n"
-    "  and becomes 0 or the minimum subnormal), saturates > (fmax/S: above it a value is\n"
-    "  clipped to fmax). Round-to-nearest-even decides the ties.\n"
-    "\n"
-    "example: printf '1\\n640\\n2\\n' | fp8plan scaling --history 4 --algo max\n"
-    "  step 3 casts with scale 448/640 = 0.7: values up to ~0.00140 flush to zero and\n"
-    "  values up to ~0.00279 become the minimum subnormal (the seed's worked example).\n"
-    "\n"
-    "exit status: 0 ok, 64 bad option, 65 a bad amax (named by line or row), 66 no file.\n";
+    "\n";
+
+static const char HELP_TAIL[] = "\n"
+                                "Each step casts with the scale computed at the end of the previous step (1 at step\n"
+                                "1), records its amax, computes the next scale from the window *including* this\n"
+                                "amax, and then rotates the window (TE's order). When the window's amax is 0, Inf or\n"
+                                "NaN the previous scale is kept; when fmax/amax overflows fp32 the scale is FLT_MAX.\n"
+                                "\n"
+                                "Columns, per step (magnitudes in the tensor's own units, at this step's scale S):\n"
+                                "  amax, scale (S, the scale this step cast with), cast (ok, or 'saturates' when\n"
+                                "  amax*S is beyond the format's range), next scale, window amax, update (ok, kept:\n"
+                                "  zero|inf|nan, or tiny: FLT_MAX), flush <= ((min subnormal/2)/S: at or below it a\n"
+                                "  value becomes 0), min sub < (min subnormal/S: below it a value is under the grid\n"
+                                "  and becomes 0 or the minimum subnormal), saturates > (fmax/S: above it a value is\n"
+                                "  clipped to fmax). Round-to-nearest-even decides the ties.\n"
+                                "\n"
+                                "example: printf '1\\n640\\n2\\n' | fp8plan scaling --history 4 --algo max\n"
+                                "  step 3 casts with scale 448/640 = 0.7: values up to ~0.00140 flush to zero and\n"
+                                "  values up to ~0.00279 become the minimum subnormal (the seed's worked example).\n"
+                                "\n"
+                                "exit status: 0 ok, 64 bad option, 65 a bad amax (named by line or row), 66 no file.\n";
 
 typedef struct {
     float *v;
@@ -157,11 +152,17 @@ static int read_format(const CliParse *p, const CliOpt *o, const char *arg, void
 
 static const CliOpt opts[] = {
     {"history", OPT_FN, offsetof(ScalingArgs, hist), 1, 1 << 24, .has_arg = 1, .fn = read_int,
-     .mark = CLI_MARK(ScalingArgs, have_hist)},
+     .mark = CLI_MARK(ScalingArgs, have_hist), .arg = "N",
+     .help = "amax history length (TE default 1024; Megatron-Core default 1)"},
     {"algo", OPT_FN, offsetof(ScalingArgs, cfg.algo), .has_arg = 1, .fn = read_algo,
-     .mark = CLI_MARK(ScalingArgs, have_algo)},
-    {"margin", OPT_FN, offsetof(ScalingArgs, cfg.margin), -64, 64, .has_arg = 1, .fn = read_int},
-    {"format", OPT_FN, 0, .has_arg = 1, .fn = read_format},
+     .mark = CLI_MARK(ScalingArgs, have_algo), .arg = "A",
+     .help = "max: the largest amax in the window (fmaxf, NaN ignored);\n"
+             "                most_recent: this step's amax"},
+    {"margin", OPT_FN, offsetof(ScalingArgs, cfg.margin), -64, 64, .has_arg = 1, .fn = read_int, .arg = "M",
+     .help = "scale = fmax / amax / 2^M (default 0)"},
+    {"format", OPT_FN, 0, .has_arg = 1, .fn = read_format, .arg = "F",
+     .help = "e4m3 (default, fmax 448) or e5m2 (fmax 57344); --format also takes\n"
+             "                table|csv|json for the output, so it may be given twice"},
     {"trace", OPT_STR, offsetof(ScalingArgs, trace), .arg = "FILE"},
     {"output", OPT_STR, offsetof(ScalingArgs, out.path), .short_name = 'o'},
     {0},
@@ -171,7 +172,9 @@ int cmd_scaling(int argc, char **argv)
 {
     const char *cmd = "scaling";
     ScalingArgs sa = {.cfg = {DT_E4M3, 0, AMAX_ALGO_MAX, 0}, .out = {TABLE_TEXT, NULL}};
-    int prc = cli_opts_parse(&(CliParse){.cmd = cmd, .opts = opts, .help = HELP}, argc, argv, &sa);
+    int prc =
+        cli_opts_parse(&(CliParse){.cmd = cmd, .opts = opts, .help = HELP_HEAD, .help_tail = HELP_TAIL, .help_col = 16},
+                       argc, argv, &sa);
     if (prc) return prc < 0 ? 0 : prc;
     DelayedCfg cfg = sa.cfg;
     cfg.hist_len = (uint32_t)sa.hist;

@@ -57,11 +57,9 @@ static Table *bpp_table(const char *cmd, const Catalog *cat, const Bpp *b, int *
 int cmd_bytes_per_param(int argc, char **argv)
 {
     const char *cmd = "bytes-per-param";
-    static char help[2048];
     Bpp b = {.out = {TABLE_TEXT, NULL}};
     plan_flags_defaults(&b.p); /* dp 1 */
-    CliParse p = {.cmd = cmd, .opts = opts, .help_col = 17};
-    p.help = cli_opts_usage(&p, help_head, "", help, sizeof help);
+    CliParse p = {.cmd = cmd, .opts = opts, .help = help_head, .help_tail = "", .help_col = 17};
     int rc = cli_opts_parse(&p, argc, argv, &b);
     if (rc) return rc < 0 ? 0 : rc;
     if (b.p.layout_given[4] && !b.p.dist_opt)

@@ -148,13 +148,6 @@ static const CliOpt opts[] = {
 };
 // clang-format on
 
-/* The usage: the head, the option lines from the table, the exit codes. */
-static const char *help_text(void)
-{
-    static char buf[12288];
-    return cli_opts_usage(&(CliParse){.opts = opts}, help_head, help_tail, buf, sizeof buf);
-}
-
 /* The plan inputs into the run's settings: a layout flag not given is 0 (none; --dp: the ranks). */
 static void take_plan_flags(const PlanArgs *p, RunArgs *a)
 {
@@ -173,7 +166,8 @@ static int parse(int argc, char **argv, RunArgs *a)
     Parsed f = {.a = {.backend = "cpu", .steps = 20, .log_every = 1, .hyper = model_hyper_default()}};
     f.a.out.fmt = TABLE_CSV;
     plan_flags_defaults(&f.p);
-    int rc = cli_opts_parse(&(CliParse){.cmd = RUN_CMD, .opts = opts, .help = help_text()}, argc, argv, &f);
+    int rc = cli_opts_parse(&(CliParse){.cmd = RUN_CMD, .opts = opts, .help = help_head, .help_tail = help_tail}, argc,
+                            argv, &f);
     if (rc || (rc = plan_flags_finish(RUN_CMD, &f.p))) return rc;
     *a = f.a;
     take_plan_flags(&f.p, a);

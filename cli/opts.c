@@ -175,6 +175,12 @@ static int row_of(const Flat *f, int c)
     return -1;
 }
 
+static void print_help(const CliParse *p)
+{
+    char buf[16384];
+    cli_help(p->help_tail ? cli_opts_usage(p, p->help, p->help_tail, buf, sizeof buf) : p->help);
+}
+
 int cli_opts_parse(const CliParse *p, int argc, char **argv, void *base)
 {
     Flat f = {.n = 0};
@@ -190,7 +196,7 @@ int cli_opts_parse(const CliParse *p, int argc, char **argv, void *base)
     cli_getopt_reset(argc, argv);
     int c;
     while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
-        if (c == 'h') return cli_help(p->help), -1;
+        if (c == 'h') return print_help(p), -1;
         int i = row_of(&f, c);
         if (i < 0) return cli_bad_option(p->cmd);
         const CliOpt *o = &f.row[i];

@@ -76,11 +76,12 @@ struct CliOpt {
 struct CliParse {
     const char *cmd; /* "run": names the command in messages */
     const CliOpt *opts;
-    const char *help; /* what --help prints */
-    unsigned mask;    /* the command's bits, for rows with need */
-    size_t given_off; /* offset + 1 of the unsigned that collects the rows' given bits (0: none) */
-    int help_col;     /* generated help: the column the help text starts at */
-    int operands;     /* 1: operands are the caller's, left at argv[optind..] (else refused) */
+    const char *help;      /* what --help prints: all of it, or (help_tail given) what comes first */
+    const char *help_tail; /* NULL, or --help prints help, the table's option lines, then this */
+    unsigned mask;         /* the command's bits, for rows with need */
+    size_t given_off;      /* offset + 1 of the unsigned that collects the rows' given bits (0: none) */
+    int help_col;          /* generated help: the column the help text starts at */
+    int operands;          /* 1: operands are the caller's, left at argv[optind..] (else refused) */
 };
 
 /* Parse argv[1..] (argv[0] names the command for getopt) into base. Returns 0, -1 after --help was
