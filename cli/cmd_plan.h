@@ -97,7 +97,8 @@ typedef struct {
 /* The plan inputs (cli/plan_flags.c): --model --gpu --recipe --recipes --stack --catalog --tp --pp --vpp
  * --cp --dp --ep --etp --mbs --gbs --seq --zero --dist-opt, read into a PlanArgs, one row each. Every
  * command that plans or runs takes them from here with OPT_USE rows (cli/opts.h): plan, compare, sweep,
- * report, tui and check-log (plan_args_parse), run and calibrate (into a PlanArgs of their own). */
+ * report html, tui and check-log (plan_args_parse), run, calibrate, report seed|fidelity, bytes-per-param
+ * and the catalog listings (into a PlanArgs of their own). A new plan input is a row there. */
 extern const CliOpt plan_flags[];
 /* A command's row (cli/opts.h) taking the plan input NAME from plan_flags into the PlanArgs at offset
  * OFF of what it parses, in [LO, HI] (HI 0: the planner's range), described by ARG and HELP (NULL: the

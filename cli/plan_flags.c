@@ -1,5 +1,6 @@
 /* cli/plan_flags.c — the plan inputs every command that plans or runs takes (plan, compare, sweep,
- * report, tui, check-log, run, calibrate): one row per flag, read into a PlanArgs. A command takes a
+ * report, tui, check-log, run, calibrate; bytes-per-param and the catalog listings some of them): one
+ * row per flag, read into a PlanArgs. A command takes a
  * flag with an OPT_USE row of its own table (cli/opts.h), narrowing the range to what it can do (run's
  * --mbs at most 65,536) and saying what the flag means there (the help here is the planner's); the
  * reading and its messages are here. */
