@@ -312,8 +312,8 @@ $(BUILD)/tests/test_exec_faults $(BUILD)/tests/test_cli_faults: LDFLAGS += $(FAU
 # test_par_no_threads refuses every thread the pool tries to start
 $(BUILD)/tests/test_par_no_threads: LDFLAGS += -Wl,--wrap=pthread_create
 CLI_LIB_OBJ = $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJ))
-# tests of the CLI's own functions (test_run_comms) link them the same way
-CLI_TESTS := $(BUILD)/tests/test_cli_faults $(BUILD)/tests/test_run_comms
+# tests of the CLI's own functions (test_run_comms, test_cli_opts) link them the same way
+CLI_TESTS := $(BUILD)/tests/test_cli_faults $(BUILD)/tests/test_run_comms $(BUILD)/tests/test_cli_opts
 $(CLI_TESTS): $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(CLI_LIB_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(CLI_LIB_OBJ) $(LINK_LIB) $(LDLIBS) -o $@

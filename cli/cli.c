@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <getopt.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,15 +87,17 @@ int cli_parse_format(const char *cmd, const char *arg, CliOut *out)
     return 0;
 }
 
-int cli_out_option(const char *cmd, int o, const char *help, CliOut *out)
+static int read_format(const CliParse *p, const CliOpt *o, const char *arg, void *t)
 {
-    switch (o) {
-    case 'f': return cli_parse_format(cmd, optarg, out) ? status_exit_code(ST_USAGE) : CLI_NEXT_OPTION;
-    case 'o': out->path = optarg; return CLI_NEXT_OPTION;
-    case 'h': return cli_help(help);
-    default: return cli_bad_option(cmd);
-    }
+    (void)o;
+    return cli_parse_format(p->cmd, arg, t);
 }
+
+const CliOpt cli_out_opts[] = {
+    {"format", OPT_FN, 0, .has_arg = 1, .fn = read_format},
+    {"output", OPT_STR, offsetof(CliOut, path), .short_name = 'o'},
+    {0},
+};
 
 int cli_unicode(int ascii)
 {

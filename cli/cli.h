@@ -1,9 +1,9 @@
 /* cli/cli.h — what every `fp8plan <subcommand>` entry point shares.
  *
  * A subcommand is one function `int cmd_NAME(int argc, char **argv)` listed in
- * cli/commands.h. It parses its own options with getopt_long (argv[0] is
- * "fp8plan NAME", so getopt's own messages name the subcommand), writes data to
- * stdout or -o FILE, diagnostics to stderr, and returns an exit code:
+ * cli/commands.h. It parses its options from a table of rows (cli/opts.h; argv[0]
+ * is "fp8plan NAME"), writes data to stdout or -o FILE, diagnostics to stderr,
+ * and returns an exit code:
  *   0 ok, 1 measured outside tolerance, 64 usage, 65 bad data, 66 no input,
  *   69 unavailable, 70 internal, 71 out of memory, 73 cannot create output, 74 i/o. */
 #ifndef FP8PLAN_CLI_CLI_H
@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 
+#include "cli/opts.h"
 #include "reports/table.h"
 #include "util/status.h"
 
@@ -56,23 +57,9 @@ typedef struct {
 /* Parse a --format value; on error prints usage and returns 64, else 0. */
 int cli_parse_format(const char *cmd, const char *arg, CliOut *out);
 
-/* The options of a subcommand that prints one table: --format table|csv|json,
- * -o/--output FILE and --help. They end its getopt_long option array:
- *   static const struct option opts[] = {{"shape", required_argument, 0, 's'}, CLI_OUT_OPTIONS, {0, 0, 0, 0}};
- * and cli_out_option() handles them in the switch's default case. */
-// clang-format off
-#define CLI_OUT_OPTIONS \
-    {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}
-// clang-format on
-
-enum { CLI_NEXT_OPTION = -1 };
-
-/* getopt_long's result o when the subcommand's own cases do not take it: 'f'
- * parses --format into out, 'o' sets out->path, 'h' prints help; anything else
- * is an unknown option. Returns CLI_NEXT_OPTION to go on parsing, or the exit
- * code to return now (0 after --help, 64 for a bad --format or an unknown
- * option, with the usage message printed). */
-int cli_out_option(const char *cmd, int o, const char *help, CliOut *out);
+/* The rows (cli/opts.h) of --format table|csv|json|html and -o/--output FILE into a CliOut: a command's
+ * table takes them as {"out", OPT_BLOCK, offsetof(Args, out), .block = cli_out_opts}. No help lines. */
+extern const CliOpt cli_out_opts[];
 
 /* Write t to out (atomically when a file); returns an exit code. */
 int cli_emit_table(const char *cmd, const Table *t, const CliOut *out);

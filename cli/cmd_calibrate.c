@@ -4,7 +4,7 @@
  * files (each through the atomic writer). */
 #include <errno.h>
 #include <math.h>
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +22,7 @@
 static const char *const CMD = "calibrate";
 enum { CATALOG_FILE_MAX = 16 << 20 }; /* as fp8plan plan reads a catalog file */
 
-static const char help[] =
+static const char help_head[] =
     "usage: fp8plan calibrate [--backend cpu|cuda] [--model M] [--layers N] [--hidden H] [--heads A] [--kv-heads K]\n"
     "                         [--ffn F] [--seq S] [--vocab V] [--mbs B] [--gbs G] [--reps N | --quick]\n"
     "                         [--name NAME [--replace]] [--catalog DIR] [-o DIR [--allow-noisy]]\n"
@@ -51,73 +51,15 @@ static const char help[] =
     "not written (exit 75): measure again at a quieter moment, or --allow-noisy writes it with NOISY\n"
     "PROFILE at the head of its source text. --check DIR re-measures those figures and says whether\n"
     "DIR's row NAME still describes this machine (the link is not re-measured). docs/calibrate.md.\n"
-    "\n"
-    "  --backend cpu|cuda   cpu (default); cuda: this rank's GPU (exit 69 without one)\n"
-    "  --model M            the catalog model whose layer shapes are measured (default gpt2-124m)\n"
-    "  --layers/--hidden/--heads/--kv-heads/--ffn/--seq/--vocab   its sizes, as fp8plan run takes them\n"
-    "                       (layers: the parameters AdamW updates, up to 16 Mi)\n"
-    "  --mbs B              sequences per micro-batch: the GEMMs have B x seq rows (default 1)\n"
-    "  --gbs G              taken as fp8plan run takes it (a multiple of --mbs, up to 1 Mi), so a run's\n"
-    "                       flags can be given: a step's G / B micro-batches each run the GEMMs measured\n"
-    "                       at B, so G changes no measurement\n"
-    "  --reps N             repetitions per measurement, medians reported (default 7, 1..64)\n"
-    "  --quick              --reps 3 (seconds; for tests)\n"
-    "  --name NAME          the device row's name (default host; gpu with --backend cuda); with -o, a\n"
-    "                       name the catalog already has is refused (exit 64)\n"
-    "  --replace            with -o, replace the catalog's row of that name on purpose\n"
-    "  --catalog DIR        the catalog to start from (default as fp8plan plan finds it)\n"
-    "  -o DIR               write the calibrated catalog into DIR (created if missing)\n"
-    "  --allow-noisy        with -o, write a profile past the bounds, marked NOISY PROFILE\n"
-    "  --check DIR          re-measure and compare with DIR's row NAME (nothing written)\n"
+    "\n";
+
+static const char help_tail[] =
     "\n"
     "Exit status: 0 ok (--check: the profile holds); 1 --check: a figure moved past +-10 %; 64 usage;\n"
     "65 bad catalog data; 66 missing catalog; 69 backend unavailable; 73 an output cannot be created;\n"
     "74 a write failed; 75 the machine too noisy to write (or, with --check, to judge) a profile.\n";
 
 enum { EXIT_NOISY = 75 }; /* sysexits' EX_TEMPFAIL: measure again at a quieter moment */
-
-enum {
-    OPT_BACKEND = 256,
-    OPT_MODEL,
-    OPT_LAYERS,
-    OPT_HIDDEN,
-    OPT_HEADS,
-    OPT_KV,
-    OPT_FFN,
-    OPT_SEQ,
-    OPT_VOCAB,
-    OPT_MBS,
-    OPT_GBS,
-    OPT_REPS,
-    OPT_QUICK,
-    OPT_NAME,
-    OPT_REPLACE,
-    OPT_CATALOG,
-    OPT_ALLOW_NOISY,
-    OPT_CHECK
-};
-
-static const struct option opts[] = {{"backend", required_argument, NULL, OPT_BACKEND},
-                                     {"model", required_argument, NULL, OPT_MODEL},
-                                     {"layers", required_argument, NULL, OPT_LAYERS},
-                                     {"hidden", required_argument, NULL, OPT_HIDDEN},
-                                     {"heads", required_argument, NULL, OPT_HEADS},
-                                     {"kv-heads", required_argument, NULL, OPT_KV},
-                                     {"ffn", required_argument, NULL, OPT_FFN},
-                                     {"seq", required_argument, NULL, OPT_SEQ},
-                                     {"vocab", required_argument, NULL, OPT_VOCAB},
-                                     {"mbs", required_argument, NULL, OPT_MBS},
-                                     {"gbs", required_argument, NULL, OPT_GBS},
-                                     {"reps", required_argument, NULL, OPT_REPS},
-                                     {"quick", no_argument, NULL, OPT_QUICK},
-                                     {"name", required_argument, NULL, OPT_NAME},
-                                     {"replace", no_argument, NULL, OPT_REPLACE},
-                                     {"catalog", required_argument, NULL, OPT_CATALOG},
-                                     {"allow-noisy", no_argument, NULL, OPT_ALLOW_NOISY},
-                                     {"check", required_argument, NULL, OPT_CHECK},
-                                     {"output", required_argument, NULL, 'o'},
-                                     {"help", no_argument, NULL, 'h'},
-                                     {NULL, 0, NULL, 0}};
 
 typedef struct {
     const char *backend, *model, *name, *catalog, *out, *check;
@@ -127,54 +69,56 @@ typedef struct {
     int allow_noisy;         /* --allow-noisy: -o writes a profile past the bounds, marked */
 } Args;
 
-static int flag_u32(const char *flag, const char *arg, long lo, long hi, uint32_t *out)
-{
-    Err e;
-    int v;
-    if (num_parse_int_range(arg, lo, hi, &v, &e)) return cli_usage(CMD, "--%s: %s", flag, e.msg);
-    *out = (uint32_t)v;
-    return 0;
-}
+/* What the flags fill: the command's own settings and the plan inputs it takes (cli/plan_flags.c). */
+typedef struct {
+    Args a;
+    PlanArgs p; /* --model --seq --mbs --gbs --catalog */
+    int named;  /* --name was given */
+} Parsed;
 
-static int parse(int argc, char **argv, Args *a)
+#define A(f)                      offsetof(Parsed, a.f)
+#define USE(n, lo, hi, arg, help) PLAN_FLAG(offsetof(Parsed, p), n, lo, hi, arg, help)
+#define IN23                      "\n                       " /* a help line's continuation */
+
+// clang-format off
+static const CliOpt opts[] = {
+    {"backend", OPT_STR, A(backend), .arg = "cpu|cuda", .help = "cpu (default); cuda: this rank's GPU (exit 69 without one)"},
+    USE("model", 0, 0, "M", "the catalog model whose layer shapes are measured (default gpt2-124m)"),
+    {.kind = OPT_TEXT, .help = "  --layers/--hidden/--heads/--kv-heads/--ffn/--seq/--vocab   its sizes, as fp8plan run takes them"
+                               IN23 "(layers: the parameters AdamW updates, up to 16 Mi)"},
+    {"layers", OPT_U32, A(ov.layers), .lo = 1, .hi = 1 << 16},
+    {"hidden", OPT_U32, A(ov.hidden), .lo = 1, .hi = 1 << 20},
+    {"heads", OPT_U32, A(ov.heads), .lo = 1, .hi = 1 << 16},
+    {"kv-heads", OPT_U32, A(ov.kv_heads), .lo = 1, .hi = 1 << 16},
+    {"ffn", OPT_U32, A(ov.ffn), .lo = 1, .hi = 1 << 24},
+    USE("seq", 1, 1 << 20, NULL, ""),
+    {"vocab", OPT_U32, A(ov.vocab), .lo = 2, .hi = INT32_MAX},
+    USE("mbs", 1, 1 << 16, "B", "sequences per micro-batch: the GEMMs have B x seq rows (default 1)"),
+    USE("gbs", 1, 1 << 20, "G", "taken as fp8plan run takes it (a multiple of --mbs, up to 1 Mi), so a run's"
+        IN23 "flags can be given: a step's G / B micro-batches each run the GEMMs measured"
+        IN23 "at B, so G changes no measurement"),
+    {"reps", OPT_U32, A(reps), .lo = 1, .hi = 64, .arg = "N", .help = "repetitions per measurement, medians reported (default 7, 1..64)"},
+    {"quick", OPT_FLAG, A(reps), .set = 3, .help = "--reps 3 (seconds; for tests)"},
+    {"name", OPT_STR, A(name), .mark = CLI_MARK(Parsed, named), .arg = "NAME",
+     .help = "the device row's name (default host; gpu with --backend cuda); with -o, a"
+             IN23 "name the catalog already has is refused (exit 64)"},
+    {"replace", OPT_FLAG, A(replace), .set = 1, .help = "with -o, replace the catalog's row of that name on purpose"},
+    USE("catalog", 0, 0, NULL, "the catalog to start from (default as fp8plan plan finds it)"),
+    {"output", OPT_STR, A(out), .short_name = 'o', .arg = "DIR", .help = "write the calibrated catalog into DIR (created if missing)"},
+    {"allow-noisy", OPT_FLAG, A(allow_noisy), .set = 1, .help = "with -o, write a profile past the bounds, marked NOISY PROFILE"},
+    {"check", OPT_STR, A(check), .arg = "DIR", .help = "re-measure and compare with DIR's row NAME (nothing written)"},
+    {0},
+};
+// clang-format on
+
+/* The flags' settings checked together. Returns 0 or 64 after the message. */
+static int check_args(const Args *a)
 {
-    memset(a, 0, sizeof *a);
-    a->backend = "cpu", a->model = "gpt2-124m", a->name = "host", a->mbs = 1, a->reps = 7;
-    cli_getopt_reset(argc, argv);
-    int o, rc = 0, named = 0;
-    while (!rc && (o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (o) {
-        case OPT_BACKEND: a->backend = optarg; break;
-        case OPT_MODEL: a->model = optarg; break;
-        case OPT_LAYERS: rc = flag_u32("layers", optarg, 1, 1 << 16, &a->ov.layers); break;
-        case OPT_HIDDEN: rc = flag_u32("hidden", optarg, 1, 1 << 20, &a->ov.hidden); break;
-        case OPT_HEADS: rc = flag_u32("heads", optarg, 1, 1 << 16, &a->ov.heads); break;
-        case OPT_KV: rc = flag_u32("kv-heads", optarg, 1, 1 << 16, &a->ov.kv_heads); break;
-        case OPT_FFN: rc = flag_u32("ffn", optarg, 1, 1 << 24, &a->ov.ffn); break;
-        case OPT_SEQ: rc = flag_u32("seq", optarg, 1, 1 << 20, &a->ov.seq); break;
-        case OPT_VOCAB: rc = flag_u32("vocab", optarg, 2, INT32_MAX, &a->ov.vocab); break;
-        case OPT_MBS: rc = flag_u32("mbs", optarg, 1, 1 << 16, &a->mbs); break;
-        case OPT_GBS: rc = flag_u32("gbs", optarg, 1, 1 << 20, &a->gbs); break;
-        case OPT_REPS: rc = flag_u32("reps", optarg, 1, 64, &a->reps); break;
-        case OPT_QUICK: a->reps = 3; break;
-        case OPT_NAME: a->name = optarg, named = 1; break;
-        case OPT_REPLACE: a->replace = 1; break;
-        case OPT_CATALOG: a->catalog = optarg; break;
-        case OPT_ALLOW_NOISY: a->allow_noisy = 1; break;
-        case OPT_CHECK: a->check = optarg; break;
-        case 'o': a->out = optarg; break;
-        case 'h': cli_help(help); return -1;
-        default: return cli_bad_option(CMD);
-        }
-    }
-    if (rc) return rc;
-    if (optind < argc) return cli_no_operands(CMD, argc, argv);
     if (a->gbs % a->mbs)
         return cli_usage(CMD, "--gbs %u is not a multiple of --mbs %u (global batch = micro-batches x micro-batch)",
                          a->gbs, a->mbs);
     if (strcmp(a->backend, "cpu") && strcmp(a->backend, "cuda"))
         return cli_usage(CMD, "--backend: '%s' is not cpu or cuda", a->backend);
-    if (!named && !strcmp(a->backend, "cuda")) a->name = "gpu";
     size_t n = strlen(a->name);
     if (!n || n >= SPEC_NAME_MAX ||
         strspn(a->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n)
@@ -190,6 +134,21 @@ static int parse(int argc, char **argv, Args *a)
                          a->check);
     if (a->check && !*a->check) return cli_usage(CMD, "--check: empty (give the profile's catalog directory)");
     return 0;
+}
+
+static int parse(int argc, char **argv, Args *a)
+{
+    Parsed f = {.a = {.backend = "cpu", .name = "host", .reps = 7}};
+    plan_flags_defaults(&f.p);
+    f.p.model = "gpt2-124m";
+    int rc = cli_opts_parse(&(CliParse){.cmd = CMD, .opts = opts, .help = help_head, .help_tail = help_tail}, argc,
+                            argv, &f);
+    if (rc) return rc;
+    *a = f.a;
+    a->model = f.p.model, a->catalog = f.p.catalog, a->ov.seq = f.p.in.seq;
+    a->mbs = f.p.in.mbs, a->gbs = (uint32_t)f.p.in.gbs; /* at most 2^20: the rows' range */
+    if (!f.named && !strcmp(a->backend, "cuda")) a->name = "gpu";
+    return check_args(a);
 }
 
 static void print_tables(const Calibration *c)

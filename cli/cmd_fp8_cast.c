@@ -1,6 +1,6 @@
 /* cli/cmd_fp8_cast.c — `fp8plan cast`: numbers on stdin -> FP8 / E8M0 codes. */
-#include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,25 +10,15 @@
 #include "util/fileio.h"
 #include "util/num.h"
 
-static const char HELP[] =
+static const char HELP_HEAD[] =
     "usage: fp8plan cast [--format e4m3|e5m2|e8m0] [--nosat] [--scale S] [--round ceil|floor]\n"
     "                    [--from f32|f64] [-o FILE]\n"
     "\n"
     "Read one decimal number per line on stdin (blank lines are skipped; nan, inf, -inf\n"
     "are accepted) and print CSV: input,code,decoded.\n"
-    "\n"
-    "  --format F     e4m3 (default; OCP fn: max 448, no Inf), e5m2 (max 57344, IEEE Inf/NaN)\n"
-    "                 or e8m0 (MX scale: unsigned powers of two 2^-127..2^127, 0xFF NaN)\n"
-    "  --nosat        out-of-range values become NaN (e4m3) or Inf (e5m2) instead of +-max;\n"
-    "                 for e8m0, values past 2^127 rounded up become 0xFF instead of 0xFE\n"
-    "  --scale S      multiply each value by S before the cast (TE's quantization scale);\n"
-    "                 S > 0, rounded to the nearest fp32 (0.7 is 0.699999988079071)\n"
-    "  --round R      e8m0 only: ceil (default; round up, as cuBLAS/TE scales) or floor\n"
-    "                 (toward zero, the OCP MX rule)\n"
-    "  --from P       f32 (default): each input is rounded to fp32, the product x*S is\n"
-    "                 rounded to fp32 (as TE casts), then RNE-cast once to the format;\n"
-    "                 f64: input and x*S in double, then one RNE cast from double\n"
-    "  -o FILE        write the CSV to FILE (atomically) instead of stdout\n"
+    "\n";
+
+static const char HELP_TAIL[] =
     "\n"
     "code is the raw byte as 0xHH (sign in bit 7). decoded = value(code) / S, computed in\n"
     "double from the fp32 S and printed with 17 significant digits (with no --scale,\n"
@@ -101,58 +91,74 @@ static void cast_one(const CastCfg *c, const CastIn *in, FILE *out)
         fprintf(out, "%s,0x%02X,%.17g\n", in->text, code, decoded);
 }
 
+/* What cast's flags fill. */
+typedef struct {
+    CastCfg c;
+    const char *outpath;
+    int nosat, round, round_given, from; /* round: an index of rounds; from: of froms (1: f64) */
+} CastArgs;
+
+static const char *const rounds[] = {"ceil", "floor", NULL}, *const froms[] = {"f32", "f64", NULL};
+
+static int read_fmt(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    if (fp8cli_parse_elem(arg, 1, t)) return cli_usage(p->cmd, "--%s: '%s' is not e4m3, e5m2 or e8m0", o->name, arg);
+    return 0;
+}
+
+static int read_scale(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    Err e;
+    float *scale = t;
+    if (fp8cli_parse_f32(arg, 0, scale, &e)) return cli_usage(p->cmd, "--%s: %s", o->name, e.msg);
+    if (!(*scale > 0) || isinf(*scale))
+        return cli_usage(p->cmd, "--%s: '%s' must be positive and within fp32's range", o->name, arg);
+    return 0;
+}
+
+static const CliOpt opts[] = {
+    {"format", OPT_FN, offsetof(CastArgs, c.fmt), .has_arg = 1, .fn = read_fmt, .arg = "F",
+     .help = "e4m3 (default; OCP fn: max 448, no Inf), e5m2 (max 57344, IEEE Inf/NaN)\n"
+             "                 or e8m0 (MX scale: unsigned powers of two 2^-127..2^127, 0xFF NaN)"},
+    {"nosat", OPT_FLAG, offsetof(CastArgs, nosat), .set = 1,
+     .help = "out-of-range values become NaN (e4m3) or Inf (e5m2) instead of +-max;\n"
+             "                 for e8m0, values past 2^127 rounded up become 0xFF instead of 0xFE"},
+    {"scale", OPT_FN, offsetof(CastArgs, c.scale), .has_arg = 1, .fn = read_scale, .arg = "S",
+     .help = "multiply each value by S before the cast (TE's quantization scale);\n"
+             "                 S > 0, rounded to the nearest fp32 (0.7 is 0.699999988079071)"},
+    {"round", OPT_CHOICE, offsetof(CastArgs, round), .words = rounds, .mark = CLI_MARK(CastArgs, round_given),
+     .arg = "R",
+     .help = "e8m0 only: ceil (default; round up, as cuBLAS/TE scales) or floor\n"
+             "                 (toward zero, the OCP MX rule)"},
+    {"from", OPT_CHOICE, offsetof(CastArgs, from), .words = froms, .arg = "P",
+     .help = "f32 (default): each input is rounded to fp32, the product x*S is\n"
+             "                 rounded to fp32 (as TE casts), then RNE-cast once to the format;\n"
+             "                 f64: input and x*S in double, then one RNE cast from double"},
+    {"output", OPT_STR, offsetof(CastArgs, outpath), .short_name = 'o', .arg = "FILE",
+     .help = "write the CSV to FILE (atomically) instead of stdout"},
+    {0},
+};
+
 int cmd_cast(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"format", required_argument, 0, 'f'}, {"nosat", no_argument, 0, 'n'},
-        {"scale", required_argument, 0, 's'},  {"round", required_argument, 0, 'r'},
-        {"from", required_argument, 0, 'p'},   {"output", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0},
-    };
-    const char *cmd = "cast", *outpath = NULL;
-    CastCfg c = {DT_E4M3, FP8_SATFINITE, E8M0_RP, 0, 1.0f};
-    int round_given = 0, o;
+    const char *cmd = "cast";
+    CastArgs a = {.c = {DT_E4M3, FP8_SATFINITE, E8M0_RP, 0, 1.0f}};
+    int rc =
+        cli_opts_parse(&(CliParse){.cmd = cmd, .opts = opts, .help = HELP_HEAD, .help_tail = HELP_TAIL, .help_col = 17},
+                       argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    CastCfg c = a.c;
+    if (a.nosat) c.sat = FP8_NOSAT;
+    c.rnd = a.round ? E8M0_RZ : E8M0_RP, c.f64 = a.from;
+    const char *outpath = a.outpath;
+    if (a.round_given && c.fmt != DT_E8M0) return cli_usage(cmd, "--round applies to --format e8m0 only");
     Err e;
-    while ((o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (o) {
-        case 'f':
-            if (fp8cli_parse_elem(optarg, 1, &c.fmt))
-                return cli_usage(cmd, "--format: '%s' is not e4m3, e5m2 or e8m0", optarg);
-            break;
-        case 'n': c.sat = FP8_NOSAT; break;
-        case 's':
-            if (fp8cli_parse_f32(optarg, 0, &c.scale, &e)) return cli_usage(cmd, "--scale: %s", e.msg);
-            if (!(c.scale > 0) || isinf(c.scale))
-                return cli_usage(cmd, "--scale: '%s' must be positive and within fp32's range", optarg);
-            break;
-        case 'r':
-            round_given = 1;
-            if (!strcmp(optarg, "ceil"))
-                c.rnd = E8M0_RP;
-            else if (!strcmp(optarg, "floor"))
-                c.rnd = E8M0_RZ;
-            else
-                return cli_usage(cmd, "--round: '%s' is not ceil or floor", optarg);
-            break;
-        case 'p':
-            if (strcmp(optarg, "f32") && strcmp(optarg, "f64"))
-                return cli_usage(cmd, "--from: '%s' is not f32 or f64", optarg);
-            c.f64 = !strcmp(optarg, "f64");
-            break;
-        case 'o': outpath = optarg; break;
-        case 'h': return cli_help(HELP);
-        default: return cli_bad_option(cmd);
-        }
-    }
-    if (cli_no_operands(cmd, argc, argv)) return 64;
-    if (round_given && c.fmt != DT_E8M0) return cli_usage(cmd, "--round applies to --format e8m0 only");
     /* read and check every line before writing anything */
     char *text;
     size_t len;
     if (stream_read_text(stdin, "stdin", &text, &len, &e)) return cli_fail(cmd, &e);
     CastList l = {NULL, 0, 0};
     OutFile of;
-    int rc = 0;
     if (fp8cli_each_line(text, len, "stdin", collect, &l, &e) || outfile_open(&of, outpath, &e)) {
         rc = cli_fail(cmd, &e);
     } else {

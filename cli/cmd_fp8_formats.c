@@ -1,7 +1,7 @@
 /* cli/cmd_fp8_formats.c — `fp8plan formats`: FP8 Formats Table 1 and the normal
  * ranges of FP8-LM Table 9, every figure computed from the codecs. */
-#include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -200,24 +200,27 @@ static int emit_both(const char *cmd, const Table *a, const Table *b, const CliO
     return outfile_finish(&of, st, &e) ? cli_fail(cmd, &e) : 0;
 }
 
+static const char *const tables[] = {"fp8", "ranges", NULL};
+
+typedef struct {
+    int table; /* --table: an index of tables, -1 both */
+    CliOut out;
+} FormatsArgs;
+
+static const CliOpt opts[] = {
+    {"table", OPT_CHOICE, offsetof(FormatsArgs, table), .words = tables},
+    {"out", OPT_BLOCK, offsetof(FormatsArgs, out), .block = cli_out_opts},
+    {0},
+};
+
 int cmd_formats(int argc, char **argv)
 {
-    static const struct option opts[] = {{"table", required_argument, 0, 't'}, CLI_OUT_OPTIONS, {0, 0, 0, 0}};
-    const char *cmd = "formats", *which = NULL;
-    CliOut out = {TABLE_TEXT, NULL};
-    int o, rc;
-    while ((o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (o) {
-        case 't':
-            if (strcmp(optarg, "fp8") && strcmp(optarg, "ranges"))
-                return cli_usage(cmd, "--table: '%s' is not fp8 or ranges", optarg);
-            which = optarg;
-            break;
-        default:
-            if ((rc = cli_out_option(cmd, o, HELP, &out)) != CLI_NEXT_OPTION) return rc;
-        }
-    }
-    if (cli_no_operands(cmd, argc, argv)) return 64;
+    const char *cmd = "formats";
+    FormatsArgs a = {-1, {TABLE_TEXT, NULL}};
+    int rc = cli_opts_parse(&(CliParse){.cmd = cmd, .opts = opts, .help = HELP}, argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    const char *which = a.table >= 0 ? tables[a.table] : NULL;
+    CliOut out = a.out;
     if (!which && out.fmt != TABLE_TEXT)
         return cli_usage(cmd, "--format csv/json writes one table: add --table fp8 or --table ranges");
     Table *t1 = !which || !strcmp(which, "fp8") ? fp8_table() : NULL;

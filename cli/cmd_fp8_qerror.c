@@ -1,7 +1,7 @@
 /* cli/cmd_fp8_qerror.c — `fp8plan quant-error`: round-trip error of a tensor per
  * FP8 format and scale granularity. */
-#include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,7 +14,7 @@
 #include "util/fileio.h"
 #include "util/num.h"
 
-static const char HELP[] =
+static const char HELP_HEAD[] =
     "usage: fp8plan quant-error [--shape RxC] [--dist normal|laplace|outliers] [--seed S]\n"
     "                           [--input FILE] [--fp8 e4m3|e5m2|both] [--block-scales fp32|pow2]\n"
     "                           [--mx-rule ceil|floor] [--nosat] [--format table|csv|json|html] [-o FILE]\n"
@@ -22,22 +22,9 @@ static const char HELP[] =
     "Quantize one RxC tensor (default 1024x4096; rows = tokens, columns = features) to FP8\n"
     "at every scale granularity with current scaling (each block's own amax; TE's\n"
     "policies), dequantize, and compare with the input.\n"
-    "\n"
-    "  --dist D          synthetic input (default normal), seeded by --seed (default 1):\n"
-    "                    normal   N(0, 1)\n"
-    "                    laplace  Laplace with unit variance\n"
-    "                    outliers LLM-like activations: N(0, 1) body; outlier feature\n"
-    "                             channels (0.1% of columns, at least 1) scaled by 20, as\n"
-    "                             LLM.int8() reports (Dettmers et al. 2022); massive\n"
-    "                             activations (Sun et al. 2024) of random sign and magnitude\n"
-    "                             uniform in [500, 1000] (750-1500x the body's median |x|) in\n"
-    "                             the first two outlier channels at row 0 and every 1024th row\n"
-    "  --input FILE      raw little-endian float32, R*C values row-major (instead of --dist)\n"
-    "  --fp8 F           e4m3, e5m2 or both (default both)\n"
-    "  --block-scales B  1x128 / 128x128 scales: fp32 (default; plain FP32 scales, as DeepSeek-V3)\n"
-    "                    or pow2 (power-of-two scales, TE Float8BlockScaling's default)\n"
-    "  --mx-rule R       1x32 E8M0 scale rule: ceil (default; cuBLAS/TE) or floor (OCP MX)\n"
-    "  --nosat           out-of-range values become NaN/Inf instead of +-max\n"
+    "\n";
+
+static const char HELP_TAIL[] =
     "\n"
     "Columns: rel RMS = sqrt(sum (x-y)^2 / sum x^2); SNR = 10 log10(sum x^2 / sum (x-y)^2);\n"
     "mean rel = mean over nonzero x of |x-y|/|x|; flushed = nonzero values that became 0;\n"
@@ -114,63 +101,125 @@ static Status measure(const QuantCfg *cfg, const float *xq, const float *x, uint
     return st;
 }
 
-int cmd_quant_error(int argc, char **argv)
+/* What quant-error's flags fill. */
+typedef struct {
+    const char *shape, *input;
+    uint64_t seed;
+    SynthDist dist;
+    E8m0Rule rule;
+    int fp8, blocks, nosat, have_dist; /* fp8: an index of fp8s; blocks: of block_scales */
+    CliOut out;
+} QerrArgs;
+
+static const char *const fp8s[] = {"e4m3", "e5m2", "both", NULL}, *const block_scales[] = {"pow2", "fp32", NULL};
+
+static int read_dist(const CliParse *p, const CliOpt *o, const char *arg, void *t)
 {
-    static const struct option opts[] = {
-        {"shape", required_argument, 0, 'S'},
-        {"dist", required_argument, 0, 'd'},
-        {"seed", required_argument, 0, 's'},
-        {"input", required_argument, 0, 'i'},
-        {"fp8", required_argument, 0, 'F'},
-        {"block-scales", required_argument, 0, 'b'},
-        {"mx-rule", required_argument, 0, 'r'},
-        {"nosat", no_argument, 0, 'n'},
-        CLI_OUT_OPTIONS,
-        {0, 0, 0, 0},
-    };
-    const char *cmd = "quant-error", *shape = "1024x4096", *input = NULL;
-    CliOut out = {TABLE_TEXT, NULL};
-    SynthDist dist = SYNTH_NORMAL;
-    uint64_t seed = 1, rows, cols;
-    int fmts = 3, block_pow2 = 0, nosat = 0, have_dist = 0, o, rc;
-    E8m0Rule rule = E8M0_RULE_CEIL;
+    if (synth_parse(arg, t)) return cli_usage(p->cmd, "--%s: '%s' is not normal, laplace or outliers", o->name, arg);
+    return 0;
+}
+
+static int read_rule(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    if (e8m0_rule_parse(arg, t)) return cli_usage(p->cmd, "--%s: '%s' is not ceil or floor", o->name, arg);
+    return 0;
+}
+
+static const CliOpt opts[] = {
+    {"shape", OPT_STR, offsetof(QerrArgs, shape), .arg = "RxC"},
+    {"dist", OPT_FN, offsetof(QerrArgs, dist), .has_arg = 1, .fn = read_dist, .mark = CLI_MARK(QerrArgs, have_dist),
+     .arg = "D",
+     .help = "synthetic input (default normal), seeded by --seed (default 1):\n"
+             "                    normal   N(0, 1)\n"
+             "                    laplace  Laplace with unit variance\n"
+             "                    outliers LLM-like activations: N(0, 1) body; outlier feature\n"
+             "                             channels (0.1% of columns, at least 1) scaled by 20, as\n"
+             "                             LLM.int8() reports (Dettmers et al. 2022); massive\n"
+             "                             activations (Sun et al. 2024) of random sign and magnitude\n"
+             "                             uniform in [500, 1000] (750-1500x the body's median |x|) in\n"
+             "                             the first two outlier channels at row 0 and every 1024th row"},
+    {"seed", OPT_U64, offsetof(QerrArgs, seed), .arg = "S"},
+    {"input", OPT_STR, offsetof(QerrArgs, input), .arg = "FILE",
+     .help = "raw little-endian float32, R*C values row-major (instead of --dist)"},
+    {"fp8", OPT_CHOICE, offsetof(QerrArgs, fp8), .words = fp8s, .arg = "F",
+     .help = "e4m3, e5m2 or both (default both)"},
+    {"block-scales", OPT_CHOICE, offsetof(QerrArgs, blocks), .words = block_scales, .arg = "B",
+     .help = "1x128 / 128x128 scales: fp32 (default; plain FP32 scales, as DeepSeek-V3)\n"
+             "                    or pow2 (power-of-two scales, TE Float8BlockScaling's default)"},
+    {"mx-rule", OPT_FN, offsetof(QerrArgs, rule), .has_arg = 1, .fn = read_rule, .arg = "R",
+     .help = "1x32 E8M0 scale rule: ceil (default; cuBLAS/TE) or floor (OCP MX)"},
+    {"nosat", OPT_FLAG, offsetof(QerrArgs, nosat), .set = 1,
+     .help = "out-of-range values become NaN/Inf instead of +-max"},
+    {"out", OPT_BLOCK, offsetof(QerrArgs, out), .block = cli_out_opts},
+    {0},
+};
+
+/* One row per format and granularity the flags ask for: x measured (xq: x with the non-finite values
+ * zeroed, or x itself); codes and y are (rows * cols) scratch. Returns 0 or the exit code. */
+static int fill_rows(const char *cmd, const QerrArgs *a, const float *xq, const float *x, uint64_t rows, uint64_t cols,
+                     uint8_t *codes, float *y, Table *t)
+{
+    int fmts = a->fp8 + 1, block_pow2 = a->blocks == 0;
+    E8m0Rule rule = a->rule;
     Err e;
-    while ((o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (o) {
-        case 'S': shape = optarg; break;
-        case 'd':
-            if (synth_parse(optarg, &dist))
-                return cli_usage(cmd, "--dist: '%s' is not normal, laplace or outliers", optarg);
-            have_dist = 1;
-            break;
-        case 's':
-            if (num_parse_u64(optarg, &seed, &e)) return cli_usage(cmd, "--seed: %s", e.msg);
-            break;
-        case 'i': input = optarg; break;
-        case 'F':
-            if (!strcmp(optarg, "e4m3"))
-                fmts = 1;
-            else if (!strcmp(optarg, "e5m2"))
-                fmts = 2;
-            else if (!strcmp(optarg, "both"))
-                fmts = 3;
-            else
-                return cli_usage(cmd, "--fp8: '%s' is not e4m3, e5m2 or both", optarg);
-            break;
-        case 'b':
-            if (strcmp(optarg, "pow2") && strcmp(optarg, "fp32"))
-                return cli_usage(cmd, "--block-scales: '%s' is not pow2 or fp32", optarg);
-            block_pow2 = !strcmp(optarg, "pow2");
-            break;
-        case 'r':
-            if (e8m0_rule_parse(optarg, &rule)) return cli_usage(cmd, "--mx-rule: '%s' is not ceil or floor", optarg);
-            break;
-        case 'n': nosat = 1; break;
-        default:
-            if ((rc = cli_out_option(cmd, o, HELP, &out)) != CLI_NEXT_OPTION) return rc;
+    for (int f = 0; f < 2; f++) {
+        if (!(fmts & (1 << f))) continue;
+        Dtype fmt = f ? DT_E5M2 : DT_E4M3;
+        if (fmts == 3 && f == 1) table_rule(t);
+        for (int g = 0; g < GRAN_COUNT_; g++) {
+            QuantCfg cfg = quant_cfg(fmt, (Granularity)g);
+            cfg.sat = a->nosat ? FP8_NOSAT : FP8_SATFINITE;
+            cfg.rule = rule;
+            if (g == GRAN_1X128 || g == GRAN_128X128) cfg.pow2 = block_pow2;
+            QuantError q;
+            uint64_t sbytes;
+            if (measure(&cfg, xq, x, rows, cols, codes, y, &q, &sbytes, &e)) return cli_fail(cmd, &e);
+            table_row(t);
+            table_str(t, C_FMT, dtype_name(fmt));
+            table_str(t, C_GRAN, gran_name(cfg.gran));
+            table_str(t, C_SCALE,
+                      g == GRAN_1X32 ? (rule == E8M0_RULE_CEIL ? "e8m0 ceil" : "e8m0 floor")
+                      : cfg.pow2     ? "fp32 pow2"
+                                     : "fp32");
+            table_u64(t, C_SBYTES, sbytes);
+            table_f64(t, C_RELRMS, 100 * q.rel_rms);
+            table_f64(t, C_SNR, q.snr_db);
+            table_f64(t, C_MEANREL, 100 * q.mean_rel);
+            table_f64(t, C_FLUSH, 100 * q.flushed_frac);
+            table_f64(t, C_SAT, 100 * q.saturated_frac);
+            table_f64(t, C_MAXABS, q.max_abs);
+            table_u64(t, C_NONFIN, q.nonfinite);
+            if (q.nonfinite)
+                fprintf(stderr,
+                        "fp8plan %s: warning: %s %s: %llu finite inputs came back NaN or Inf (the dequantized value "
+                        "passes the float range); their error is infinite, so rel RMS, SNR, mean rel and max abs "
+                        "err are n/a\n",
+                        cmd, dtype_name(fmt), gran_name(cfg.gran), (unsigned long long)q.nonfinite);
         }
     }
-    if (cli_no_operands(cmd, argc, argv)) return 64;
+    return 0;
+}
+
+int cmd_quant_error(int argc, char **argv)
+{
+    const char *cmd = "quant-error";
+    QerrArgs a = {.shape = "1024x4096",
+                  .seed = 1,
+                  .dist = SYNTH_NORMAL,
+                  .rule = E8M0_RULE_CEIL,
+                  .fp8 = 2,
+                  .blocks = 1,
+                  .out = {TABLE_TEXT, NULL}};
+    int rc =
+        cli_opts_parse(&(CliParse){.cmd = cmd, .opts = opts, .help = HELP_HEAD, .help_tail = HELP_TAIL, .help_col = 20},
+                       argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    const char *shape = a.shape, *input = a.input;
+    CliOut out = a.out;
+    SynthDist dist = a.dist;
+    uint64_t seed = a.seed, rows, cols;
+    int have_dist = a.have_dist;
+    Err e;
     if (input && have_dist) return cli_usage(cmd, "--input and --dist are alternatives; give one");
     Status st = num_parse_shape(shape, &rows, &cols, &e);
     if (st) return cli_usage(cmd, "--shape: %s", e.msg);
@@ -216,44 +265,7 @@ int cmd_quant_error(int argc, char **argv)
         snprintf(title, sizeof title, "quantization error: %llux%llu %s (seed %llu), current scaling",
                  (unsigned long long)rows, (unsigned long long)cols, synth_name(dist), (unsigned long long)seed);
     table_set_title(t, title);
-    for (int f = 0; f < 2; f++) {
-        if (!(fmts & (1 << f))) continue;
-        Dtype fmt = f ? DT_E5M2 : DT_E4M3;
-        if (fmts == 3 && f == 1) table_rule(t);
-        for (int g = 0; g < GRAN_COUNT_; g++) {
-            QuantCfg cfg = quant_cfg(fmt, (Granularity)g);
-            cfg.sat = nosat ? FP8_NOSAT : FP8_SATFINITE;
-            cfg.rule = rule;
-            if (g == GRAN_1X128 || g == GRAN_128X128) cfg.pow2 = block_pow2;
-            QuantError q;
-            uint64_t sbytes;
-            if ((st = measure(&cfg, xq ? xq : x, x, rows, cols, codes, y, &q, &sbytes, &e))) {
-                rc = cli_fail(cmd, &e);
-                goto done;
-            }
-            table_row(t);
-            table_str(t, C_FMT, dtype_name(fmt));
-            table_str(t, C_GRAN, gran_name(cfg.gran));
-            table_str(t, C_SCALE,
-                      g == GRAN_1X32 ? (rule == E8M0_RULE_CEIL ? "e8m0 ceil" : "e8m0 floor")
-                      : cfg.pow2     ? "fp32 pow2"
-                                     : "fp32");
-            table_u64(t, C_SBYTES, sbytes);
-            table_f64(t, C_RELRMS, 100 * q.rel_rms);
-            table_f64(t, C_SNR, q.snr_db);
-            table_f64(t, C_MEANREL, 100 * q.mean_rel);
-            table_f64(t, C_FLUSH, 100 * q.flushed_frac);
-            table_f64(t, C_SAT, 100 * q.saturated_frac);
-            table_f64(t, C_MAXABS, q.max_abs);
-            table_u64(t, C_NONFIN, q.nonfinite);
-            if (q.nonfinite)
-                fprintf(stderr,
-                        "fp8plan %s: warning: %s %s: %llu finite inputs came back NaN or Inf (the dequantized value "
-                        "passes the float range); their error is infinite, so rel RMS, SNR, mean rel and max abs "
-                        "err are n/a\n",
-                        cmd, dtype_name(fmt), gran_name(cfg.gran), (unsigned long long)q.nonfinite);
-        }
-    }
+    if ((rc = fill_rows(cmd, &a, xq ? xq : x, x, rows, cols, codes, y, t))) goto done;
     rc = cli_emit_charted(cmd, t, &out, html_qerror_page);
 done:
     free(x), free(y), free(xq), free(codes);

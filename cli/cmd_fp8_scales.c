@@ -1,5 +1,5 @@
 /* cli/cmd_fp8_scales.c — `fp8plan scales`: the seed's Table 1b for any shape. */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "cli/cli.h"
@@ -34,20 +34,25 @@ static const char HELP[] =
     "\n"
     "exit status: 0 ok, 64 bad shape or option, 65 byte counts past 2^64.\n";
 
+typedef struct {
+    const char *shape; /* --shape RxC */
+    CliOut out;
+} ScalesArgs;
+
+static const CliOpt opts[] = {
+    {"shape", OPT_STR, offsetof(ScalesArgs, shape), .arg = "RxC"},
+    {"out", OPT_BLOCK, offsetof(ScalesArgs, out), .block = cli_out_opts},
+    {0},
+};
+
 int cmd_scales(int argc, char **argv)
 {
-    static const struct option opts[] = {{"shape", required_argument, 0, 's'}, CLI_OUT_OPTIONS, {0, 0, 0, 0}};
-    const char *cmd = "scales", *shape = NULL;
-    CliOut out = {TABLE_TEXT, NULL};
-    int o, rc;
-    while ((o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (o) {
-        case 's': shape = optarg; break;
-        default:
-            if ((rc = cli_out_option(cmd, o, HELP, &out)) != CLI_NEXT_OPTION) return rc;
-        }
-    }
-    if (cli_no_operands(cmd, argc, argv)) return 64;
+    const char *cmd = "scales";
+    ScalesArgs a = {NULL, {TABLE_TEXT, NULL}};
+    int rc = cli_opts_parse(&(CliParse){.cmd = cmd, .opts = opts, .help = HELP}, argc, argv, &a);
+    if (rc) return rc < 0 ? 0 : rc;
+    const char *shape = a.shape;
+    CliOut out = a.out;
     if (!shape) return cli_usage(cmd, "--shape RxC is required (e.g. --shape 4096x4096)");
     uint64_t rows, cols;
     Err e;

@@ -1,6 +1,6 @@
 /* cli/cmd_fp8_scaling.c — `fp8plan scaling`: the delayed-scaling state machine
  * step by step, with where small and large values land at each step's scale. */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,39 +13,34 @@
 #include "util/fileio.h"
 #include "util/num.h"
 
-static const char HELP[] =
+static const char HELP_HEAD[] =
     "usage: fp8plan scaling --history N --algo max|most_recent [--margin M] [--format e4m3|e5m2]\n"
     "                       [--trace FILE] [--format table|csv|json|html] [-o FILE]\n"
     "\n"
     "Run Transformer Engine's delayed scaling for one tensor over a sequence of observed\n"
     "amax values: one per line on stdin (nan and inf allowed), or the 'amax' column of a\n"
     "CSV file with a header row (--trace FILE).\n"
-    "\n"
-    "  --history N   amax history length (TE default 1024; Megatron-Core default 1)\n"
-    "  --algo A      max: the largest amax in the window (fmaxf, NaN ignored);\n"
-    "                most_recent: this step's amax\n"
-    "  --margin M    scale = fmax / amax / 2^M (default 0)\n"
-    "  --format F    e4m3 (default, fmax 448) or e5m2 (fmax 57344); --format also takes\n"
-    "                table|csv|json for the output, so it may be given twice\n"
-    "\n"
-    "Each step casts with the scale computed at the end of the previous step (1 at step\n"
-    "1), records its amax, computes the next scale from the window *including* this\n"
-    "amax, and then rotates the window (TE's order). When the window's amax is 0, Inf or\n"
-    "NaN the previous scale is kept; when fmax/amax overflows fp32 the scale is FLT_MAX.\n"
-    "\n"
-    "Columns, per step (magnitudes in the tensor's own units, at this step's scale S):\n"
-    "  amax, scale (S, the scale this step cast with), cast (ok, or 'saturates' when\n"
-    "  amax*S is beyond the format's range), next scale, window amax, update (ok, kept:\n"
-    "  zero|inf|nan, or tiny: FLT_MAX), flush <= ((min subnormal/2)/S: at or below it a\n"
-    "  value becomes 0), min sub < (min subnormal/S: below it a value is under the grid\n"
-    "  and becomes 0 or the minimum subnormal), saturates > (fmax/S: above it a value is\n"
-    "  clipped to fmax). Round-to-nearest-even decides the ties.\n"
-    "\n"
-    "example: printf '1\\n640\\n2\\n' | fp8plan scaling --history 4 --algo max\n"
-    "  step 3 casts with scale 448/640 = 0.7: values up to ~0.00140 flush to zero and\n"
-    "  values up to ~0.00279 become the minimum subnormal (the seed's worked example).\n"
-    "\n"
-    "exit status: 0 ok, 64 bad option, 65 a bad amax (named by line or row), 66 no file.\n";
+    "\n";
+
+static const char HELP_TAIL[] = "\n"
+                                "Each step casts with the scale computed at the end of the previous step (1 at step\n"
+                                "1), records its amax, computes the next scale from the window *including* this\n"
+                                "amax, and then rotates the window (TE's order). When the window's amax is 0, Inf or\n"
+                                "NaN the previous scale is kept; when fmax/amax overflows fp32 the scale is FLT_MAX.\n"
+                                "\n"
+                                "Columns, per step (magnitudes in the tensor's own units, at this step's scale S):\n"
+                                "  amax, scale (S, the scale this step cast with), cast (ok, or 'saturates' when\n"
+                                "  amax*S is beyond the format's range), next scale, window amax, update (ok, kept:\n"
+                                "  zero|inf|nan, or tiny: FLT_MAX), flush <= ((min subnormal/2)/S: at or below it a\n"
+                                "  value becomes 0), min sub < (min subnormal/S: below it a value is under the grid\n"
+                                "  and becomes 0 or the minimum subnormal), saturates > (fmax/S: above it a value is\n"
+                                "  clipped to fmax). Round-to-nearest-even decides the ties.\n"
+                                "\n"
+                                "example: printf '1\\n640\\n2\\n' | fp8plan scaling --history 4 --algo max\n"
+                                "  step 3 casts with scale 448/640 = 0.7: values up to ~0.00140 flush to zero and\n"
+                                "  values up to ~0.00279 become the minimum subnormal (the seed's worked example).\n"
+                                "\n"
+                                "exit status: 0 ok, 64 bad option, 65 a bad amax (named by line or row), 66 no file.\n";
 
 typedef struct {
     float *v;
@@ -123,44 +118,70 @@ static Status read_trace(const char *path, Amaxes *out, Err *e)
 
 /* ---- the trace ---------------------------------------------------------------------- */
 
+/* What scaling's flags fill. */
+typedef struct {
+    DelayedCfg cfg;
+    const char *trace;
+    CliOut out;
+    int hist, have_hist, have_algo;
+} ScalingArgs;
+
+/* A whole number in [o->lo, o->hi] into an int (util/num.h's message). */
+static int read_int(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    Err e;
+    if (num_parse_int_range(arg, (long)o->lo, (long)o->hi, t, &e)) return cli_usage(p->cmd, "--%s: %s", o->name, e.msg);
+    return 0;
+}
+
+static int read_algo(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    if (amax_algo_parse(arg, t)) return cli_usage(p->cmd, "--%s: '%s' is not max or most_recent", o->name, arg);
+    return 0;
+}
+
+/* --format: the FP8 format scaled to, or the table's output format. */
+static int read_format(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    ScalingArgs *a = t;
+    Err e;
+    if (fp8cli_parse_elem(arg, 0, &a->cfg.fmt) && table_format_parse(arg, &a->out.fmt, &e))
+        return cli_usage(p->cmd, "--%s: '%s' is not e4m3, e5m2, table, csv, json or html", o->name, arg);
+    return 0;
+}
+
+static const CliOpt opts[] = {
+    {"history", OPT_FN, offsetof(ScalingArgs, hist), 1, 1 << 24, .has_arg = 1, .fn = read_int,
+     .mark = CLI_MARK(ScalingArgs, have_hist), .arg = "N",
+     .help = "amax history length (TE default 1024; Megatron-Core default 1)"},
+    {"algo", OPT_FN, offsetof(ScalingArgs, cfg.algo), .has_arg = 1, .fn = read_algo,
+     .mark = CLI_MARK(ScalingArgs, have_algo), .arg = "A",
+     .help = "max: the largest amax in the window (fmaxf, NaN ignored);\n"
+             "                most_recent: this step's amax"},
+    {"margin", OPT_FN, offsetof(ScalingArgs, cfg.margin), -64, 64, .has_arg = 1, .fn = read_int, .arg = "M",
+     .help = "scale = fmax / amax / 2^M (default 0)"},
+    {"format", OPT_FN, 0, .has_arg = 1, .fn = read_format, .arg = "F",
+     .help = "e4m3 (default, fmax 448) or e5m2 (fmax 57344); --format also takes\n"
+             "                table|csv|json for the output, so it may be given twice"},
+    {"trace", OPT_STR, offsetof(ScalingArgs, trace), .arg = "FILE"},
+    {"output", OPT_STR, offsetof(ScalingArgs, out.path), .short_name = 'o'},
+    {0},
+};
+
 int cmd_scaling(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"history", required_argument, 0, 'H'}, {"algo", required_argument, 0, 'a'},
-        {"margin", required_argument, 0, 'm'},  {"format", required_argument, 0, 'f'},
-        {"trace", required_argument, 0, 't'},   {"output", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
-    };
-    const char *cmd = "scaling", *trace = NULL;
-    CliOut out = {TABLE_TEXT, NULL};
-    DelayedCfg cfg = {DT_E4M3, 0, AMAX_ALGO_MAX, 0};
-    int have_hist = 0, have_algo = 0, o, v;
+    const char *cmd = "scaling";
+    ScalingArgs sa = {.cfg = {DT_E4M3, 0, AMAX_ALGO_MAX, 0}, .out = {TABLE_TEXT, NULL}};
+    int prc =
+        cli_opts_parse(&(CliParse){.cmd = cmd, .opts = opts, .help = HELP_HEAD, .help_tail = HELP_TAIL, .help_col = 16},
+                       argc, argv, &sa);
+    if (prc) return prc < 0 ? 0 : prc;
+    DelayedCfg cfg = sa.cfg;
+    cfg.hist_len = (uint32_t)sa.hist;
+    const char *trace = sa.trace;
+    CliOut out = sa.out;
+    int have_hist = sa.have_hist, have_algo = sa.have_algo;
     Err e;
-    while ((o = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (o) {
-        case 'H':
-            if (num_parse_int_range(optarg, 1, 1 << 24, &v, &e)) return cli_usage(cmd, "--history: %s", e.msg);
-            cfg.hist_len = (uint32_t)v, have_hist = 1;
-            break;
-        case 'a':
-            if (amax_algo_parse(optarg, &cfg.algo))
-                return cli_usage(cmd, "--algo: '%s' is not max or most_recent", optarg);
-            have_algo = 1;
-            break;
-        case 'm':
-            if (num_parse_int_range(optarg, -64, 64, &cfg.margin, &e)) return cli_usage(cmd, "--margin: %s", e.msg);
-            break;
-        case 'f':
-            if (fp8cli_parse_elem(optarg, 0, &cfg.fmt) && table_format_parse(optarg, &out.fmt, &e))
-                return cli_usage(cmd, "--format: '%s' is not e4m3, e5m2, table, csv, json or html", optarg);
-            break;
-        case 't': trace = optarg; break;
-        case 'o': out.path = optarg; break;
-        case 'h': return cli_help(HELP);
-        default: return cli_bad_option(cmd);
-        }
-    }
-    if (cli_no_operands(cmd, argc, argv)) return 64;
     if (!have_hist) return cli_usage(cmd, "--history N is required (TE's default is 1024, Megatron-Core's 1)");
     if (!have_algo) return cli_usage(cmd, "--algo max|most_recent is required");
     Amaxes a = {NULL, 0, 0};

@@ -7,6 +7,7 @@
 #include <getopt.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "import/import.h"
 #include "catalog/catalog.h"
 #include "planner/plan.h"
@@ -85,10 +86,34 @@ typedef struct {
     int all;                 /* sweep --all: list near-duplicates too */
     int layout_given[10];    /* which of tp,pp,vpp,cp,dp,mbs,recompute,sharding,ep,etp were given */
     int ascii;               /* --ascii: ASCII memory bars in text output */
+    int zero;                /* --zero's stage (-1: not given) */
+    int dist_opt;            /* --dist-opt */
+    int gbs_given;           /* --gbs was given */
     CliOut out;
     int from_given;    /* --from FILE was read (cli/cmd_plan_from.c) */
     ImportResult from; /* its flags' text, model and batch rule (the notes are freed after --explain) */
 } PlanArgs;
+
+/* The plan inputs (cli/plan_flags.c): --model --gpu --recipe --recipes --stack --catalog --tp --pp --vpp
+ * --cp --dp --ep --etp --mbs --gbs --seq --zero --dist-opt, read into a PlanArgs, one row each. Every
+ * command that plans or runs takes them from here with OPT_USE rows (cli/opts.h): plan, compare, sweep,
+ * report html, tui and check-log (plan_args_parse), run, calibrate, report seed|fidelity, bytes-per-param
+ * and the catalog listings (into a PlanArgs of their own). A new plan input is a row there. */
+extern const CliOpt plan_flags[];
+/* A command's row (cli/opts.h) taking the plan input NAME from plan_flags into the PlanArgs at offset
+ * OFF of what it parses, in [LO, HI] (HI 0: the planner's range), described by ARG and HELP (NULL: the
+ * shared row's words; "": listed by a line of the command's own). */
+// clang-format off
+#define PLAN_FLAG(OFF, NAME, LO, HI, ARG, HELP) \
+    {NAME, OPT_USE, OFF, .lo = LO, .hi = HI, .block = plan_flags, .arg = ARG, .help = HELP}
+// clang-format on
+/* An OPT_FN reader (cli/cmd_plan_opts.c): a fraction in (0, 1] into the double at t, [0, 1] when o->set
+ * (zero allowed); "--NAME: 'ARG' must be in (0, 1]" otherwise. */
+int plan_read_frac(const CliParse *p, const CliOpt *o, const char *arg, void *t);
+/* A PlanArgs before parsing: zeros, the planner's defaults in in, no --zero. */
+void plan_flags_defaults(PlanArgs *a);
+/* After parsing: refuse --dist-opt with --zero, apply --dist-opt. Returns 0 or 64 after the message. */
+int plan_flags_finish(const char *cmd, PlanArgs *a);
 
 /* Parse argv for `cmd` accepting the options in `mask`. Returns 0 on success,
  * -1 when --help was printed (exit 0), or an exit code (64) after printing the
@@ -132,10 +157,8 @@ typedef struct {
 int plan_name_list(const char *cmd, const char *name, const char *arg, const PlanNameList *l, unsigned *out);
 int plan_moe_option(const char *cmd, const char *name, int which, const char *arg, PlanInput *in);
 
-/* Help text of the shared options, for the subcommands' --help. */
-extern const char plan_layout_help[];
-/* The same without the options plan_args_parse refuses under mask (PO_*): each
- * such option's line and the lines that continue it; buf returned. */
+/* The help of the options plan_args_parse takes under mask (PO_*), generated from its table (the lines
+ * of the options it refuses left out); buf returned. */
 const char *plan_options_help(unsigned mask, char *buf, size_t cap);
 
 /* The seed's headline run, the default of `tui` and `report html`: gpt-175b on h100-sxm, TP 8 x PP 4

@@ -1,5 +1,6 @@
 /* cli/cmd_plan_catalog.c — finding and loading models/ (catalog/catalog_find.h) for a subcommand, and
  * `fp8plan models|gpus|recipes|stacks`. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -264,28 +265,28 @@ static Table *stacks_table(const Catalog *c)
     return t;
 }
 
+/* What a listing's flags fill. */
+typedef struct {
+    const char *columns; /* --columns A,B,... */
+    CliOut out;
+    PlanArgs p; /* --catalog (cli/plan_flags.c) */
+} ListArgs;
+
+static const CliOpt list_opts[] = {
+    {"columns", OPT_STR, offsetof(ListArgs, columns), .arg = "A,B,..."},
+    {"out", OPT_BLOCK, offsetof(ListArgs, out), .block = cli_out_opts},
+    PLAN_FLAG(offsetof(ListArgs, p), "catalog", 0, 0, NULL, NULL),
+    {0},
+};
+
 static int list(ListKind kind, const char *cmd, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"format", required_argument, NULL, 'f'},  {"output", required_argument, NULL, 'o'},
-        {"catalog", required_argument, NULL, 'c'}, {"columns", required_argument, NULL, 'C'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0}};
-    CliOut out = {TABLE_TEXT, NULL};
-    const char *dir = NULL, *columns = NULL;
-    int c, rc;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h': return cli_help(list_help[kind]);
-        case 'f':
-            if ((rc = cli_parse_format(cmd, optarg, &out))) return rc;
-            break;
-        case 'o': out.path = optarg; break;
-        case 'c': dir = optarg; break;
-        case 'C': columns = optarg; break;
-        default: return cli_bad_option(cmd);
-        }
-    }
-    if ((rc = cli_no_operands(cmd, argc, argv))) return rc;
+    ListArgs la = {.out = {TABLE_TEXT, NULL}};
+    plan_flags_defaults(&la.p);
+    int rc = cli_opts_parse(&(CliParse){.cmd = cmd, .opts = list_opts, .help = list_help[kind]}, argc, argv, &la);
+    if (rc) return rc < 0 ? 0 : rc;
+    const char *dir = la.p.catalog, *columns = la.columns;
+    CliOut out = la.out;
     Catalog *cat;
     if ((rc = plan_catalog_load(cmd, dir, &cat))) return rc;
     Table *t = kind == LIST_MODELS   ? models_table(cat)

@@ -1,6 +1,7 @@
 /* cli/cmd_plan_report.c — `fp8plan report seed [-o DIR]`: the seed's tables as CSV files;
  * `fp8plan report fidelity`: the planner against published measured runs. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -271,46 +272,53 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
     return rc;
 }
 
+/* What report seed and report fidelity take. */
+typedef struct {
+    const char *outdir, *holdout, *memfrac; /* -o DIR or FILE, --holdout LIST, --max-mem-frac as given */
+    double max_mem_frac;                    /* 0: each plan's own (0.95) */
+    CliOut fmt;
+    PlanArgs p; /* --catalog (cli/plan_flags.c) */
+} ReportArgs;
+
+static int read_format(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    (void)o;
+    CliOut *fmt = t;
+    int rc = cli_parse_format(p->cmd, arg, fmt);
+    if (!rc && fmt->fmt != TABLE_TEXT && fmt->fmt != TABLE_HTML)
+        rc = cli_usage(p->cmd,
+                       "--format %s: report seed and report fidelity print a table or write html (-o DIR writes CSV)",
+                       arg);
+    return rc;
+}
+
+static int read_memfrac(const CliParse *p, const CliOpt *o, const char *arg, void *t)
+{
+    ReportArgs *r = t;
+    r->memfrac = arg;
+    return plan_read_frac(p, o, arg, &r->max_mem_frac); /* o->set 0: in (0, 1] */
+}
+
+static const CliOpt report_opts[] = {
+    {"output", OPT_STR, offsetof(ReportArgs, outdir), .short_name = 'o'},
+    PLAN_FLAG(offsetof(ReportArgs, p), "catalog", 0, 0, NULL, NULL),
+    {"format", OPT_FN, offsetof(ReportArgs, fmt), .has_arg = 1, .fn = read_format},
+    {"holdout", OPT_STR, offsetof(ReportArgs, holdout), .arg = "LIST"},
+    {"max-mem-frac", OPT_FN, 0, .has_arg = 1, .fn = read_memfrac},
+    {0},
+};
+
 int cmd_report(int argc, char **argv)
 {
     const char *cmd = "report";
     if (argc > 1 && !strcmp(argv[1], "html")) return report_html(argc - 1, argv + 1);
-    static const struct option opts[] = {{"output", required_argument, NULL, 'o'},
-                                         {"catalog", required_argument, NULL, 'c'},
-                                         {"format", required_argument, NULL, 'f'},
-                                         {"holdout", required_argument, NULL, 'H'},
-                                         {"max-mem-frac", required_argument, NULL, 'M'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *outdir = NULL, *catdir = NULL, *holdout = NULL, *memfrac = NULL;
-    double max_mem_frac = 0; /* 0: each plan's own (0.95) */
-    CliOut fmt = {TABLE_TEXT, NULL};
-    int c, rc;
-    while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h': return cli_help(help);
-        case 'o': outdir = optarg; break;
-        case 'c': catdir = optarg; break;
-        case 'H': holdout = optarg; break;
-        case 'M': {
-            Err e;
-            memfrac = optarg;
-            if (num_parse_double(optarg, NUM_FINITE_ONLY, &max_mem_frac, &e))
-                return cli_usage(cmd, "--max-mem-frac: %s", e.msg);
-            if (!(max_mem_frac > 0 && max_mem_frac <= 1))
-                return cli_usage(cmd, "--max-mem-frac: '%s' must be in (0, 1]", optarg);
-            break;
-        }
-        case 'f':
-            if (cli_parse_format(cmd, optarg, &fmt)) return status_exit_code(ST_USAGE);
-            if (fmt.fmt != TABLE_TEXT && fmt.fmt != TABLE_HTML)
-                return cli_usage(
-                    cmd, "--format %s: report seed and report fidelity print a table or write html (-o DIR writes CSV)",
-                    optarg);
-            break;
-        default: return cli_bad_option(cmd);
-        }
-    }
+    ReportArgs r = {.fmt = {TABLE_TEXT, NULL}};
+    plan_flags_defaults(&r.p);
+    int rc = cli_opts_parse(&(CliParse){.cmd = cmd, .opts = report_opts, .help = help, .operands = 1}, argc, argv, &r);
+    if (rc) return rc < 0 ? 0 : rc;
+    const char *outdir = r.outdir, *catdir = r.p.catalog, *holdout = r.holdout, *memfrac = r.memfrac;
+    double max_mem_frac = r.max_mem_frac;
+    CliOut fmt = r.fmt;
     if (optind >= argc) return cli_usage(cmd, "which report? (seed, fidelity, html)");
     if (!strcmp(argv[optind], "html"))
         return cli_usage(cmd, "name the report first: fp8plan report html [-o FILE] [plan options]");

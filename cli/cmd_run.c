@@ -4,8 +4,8 @@
  * comparison (exec/measure/compare.h) and its rendering (reports/run_report.h). */
 #include "cli/cmd_run.h"
 
-#include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -22,7 +22,7 @@
 #include "util/fileio.h"
 #include "util/num.h"
 
-static const char help[] =
+static const char help_head[] =
     "usage: fp8plan run --model M --recipe R [--backend cpu|cuda] [--steps N]\n"
     "                   [--layers N] [--hidden H] [--heads A] [--kv-heads K] [--ffn F] [--seq S]\n"
     "                   [--vocab V] [--experts E] [--topk K] [--expert-ffn F] [--dense-layers N]\n"
@@ -43,57 +43,9 @@ static const char help[] =
     "NCCL buffers, what lies outside the arena), device time per category (GEMM, other kernels,\n"
     "optimizer, collectives), the step time within +-15 % of the plan's, and MFU against the\n"
     "device's BF16 and FP8 peaks.\n"
-    "\n"
-    "  --backend cpu|cuda   cpu: the C reference (FP8 emulated exactly); cuda: the GPU (default cpu)\n"
-    "  --model M            a row of models.csv (its norm, mlp, position, tied and bias columns)\n"
-    "  --recipe R           a row of recipes.csv: megatron-bf16, te-fp8, te-fp8-current, fp8lm, ...\n"
-    "  --steps N            training steps (default 20)\n"
-    "  --layers/--hidden/--heads/--kv-heads/--ffn/--seq/--vocab   override the model's sizes (FFN\n"
-    "                       follows --hidden and KV heads follow --heads at the model's ratios\n"
-    "                       unless given)\n"
-    "  --experts/--topk/--expert-ffn/--dense-layers   a model with experts: routed experts, experts per\n"
-    "                       token, the expert FFN width (follows --hidden unless given), dense first\n"
-    "                       layers. MoE layers run on the cpu backend, one rank, BF16/FP32 GEMM\n"
-    "                       recipes (docs/executor-moe.md)\n"
-    "  --ep N               expert-parallel ranks: checked against the experts and the ranks before any\n"
-    "                       work (exit 64); expert parallelism itself is not run yet (exit 69)\n"
-    "  --mbs B              micro-batch, sequences per forward and backward (default 1)\n"
-    "  --gbs G              global batch, sequences per optimizer step: G / (B x DP) micro-batches per\n"
-    "                       rank whose gradients accumulate (default B x DP: one)\n"
-    "  --dp N               data-parallel ranks (cpu backend): run under mpirun -np N; each rank takes its\n"
-    "                       share of the global batch, gradients are all-reduced in the recipe's dtype\n"
-    "                       (default: the ranks mpirun started, else 1; --dp 1 alone starts MPI as a\n"
-    "                       singleton). Rank 0 prints and writes; a rank that fails stops every rank\n"
-    "  --zero 0|1           ZeRO-1 over the dp ranks: master weights and Adam m, v sharded (each rank\n"
-    "                       holds ceil(elements / dp) of each class), gradients reduce-scattered, the\n"
-    "                       updated weights all-gathered (0: none, the default; 2 and 3 are planned only)\n"
-    "  --dist-opt           Megatron's distributed optimizer: shard the states the recipe lists\n"
-    "                       (recipes.csv dist_opt_shards); the same collectives\n"
-    "  --tp N               tensor-parallel ranks with sequence parallelism (cpu backend): column/row-\n"
-    "                       parallel linears, heads and FFN split over the ranks\n"
-    "  --pp N               pipeline stages, 1F1B (cpu backend); each stage an even share of the layers.\n"
-    "                       With --tp and --dp: mpirun -np tp x pp x dp (tp fastest, then dp, then pp)\n"
-    "  --stack NAME         the software stack the plan is made for (stacks.csv; default fp8plan, this\n"
-    "                       executor: another stack's plan predicts that stack, not this run)\n"
-    "  --gpu G              the GPU the plan is made for (default: the device's row of gpus.csv with\n"
-    "                       --backend cuda, else h100-sxm)\n"
-    "  --seed S             weights and synthetic data (default 1)\n"
-    "  --data FILE          train on the bytes of FILE (vocabulary 256 unless --vocab) instead of\n"
-    "                       the synthetic stream; the repository ships models/corpus/fp8-notes.txt\n"
-    "  --lr X --warmup N --wd X   AdamW learning rate (1e-3), linear warm-up steps (0), weight decay (0.1)\n"
-    "  --save FILE          write a checkpoint after the last step (atomically)\n"
-    "  --resume FILE        continue from a checkpoint of the same model, recipe and settings\n"
-    "  --scaling-trace FILE CSV of every FP8 tensor's amax and scales each step (FP8 recipes):\n"
-    "                       step,bank,layer,linear,operand,format,amax,scale_used,scale_next; one\n"
-    "                       tensor's amax column fed to `fp8plan scaling --trace` gives its scales\n"
-    "  --loss-log FILE      CSV of every step's loss (step,loss; full float precision)\n"
-    "  --log-every N        print every Nth step (default 1); --quiet prints only the report\n"
-    "  -o FILE              also write every row of the report to FILE (atomically)\n"
-    "  --format csv|json|html  what -o writes (default csv); html: one self-contained page with planned\n"
-    "                       against measured memory, time and collectives (accepted bands), the loss\n"
-    "                       curve and the time per phase of every step, and the CSV's rows\n"
-    "  --catalog DIR        the catalog directory (default: $FP8PLAN_CATALOG, ./models, models/ beside\n"
-    "                       the build directory)\n"
+    "\n";
+
+static const char help_tail[] =
     "\n"
     "Exit status: 0 ok; 1 a measured term outside its tolerance; 64 usage; 65 bad data or checkpoint;\n"
     "66 missing file; 69 backend unavailable (CUDA not built, no GPU, or a recipe the executor\n"
@@ -103,190 +55,122 @@ static const char help[] =
     "The files (-o, --loss-log, --scaling-trace, --save) land together: all new, or (a second signal\n"
     "while they are written, a failure) all as they were.\n";
 
-enum {
-    OPT_BACKEND = 256,
-    OPT_MODEL,
-    OPT_RECIPE,
-    OPT_STEPS,
-    OPT_LAYERS,
-    OPT_HIDDEN,
-    OPT_HEADS,
-    OPT_KV_HEADS,
-    OPT_FFN,
-    OPT_SEQ,
-    OPT_MBS,
-    OPT_GBS,
-    OPT_VOCAB,
-    OPT_GPU,
-    OPT_SEED,
-    OPT_DATA,
-    OPT_LR,
-    OPT_WARMUP,
-    OPT_WD,
-    OPT_SAVE,
-    OPT_RESUME,
-    OPT_LOG_EVERY,
-    OPT_QUIET,
-    OPT_CATALOG,
-    OPT_TRACE,
-    OPT_LOSS_LOG,
-    OPT_STACK,
-    OPT_DP,
-    OPT_TP,
-    OPT_PP,
-    OPT_ZERO,
-    OPT_DIST_OPT,
-    OPT_EXPERTS,
-    OPT_TOPK,
-    OPT_EXPERT_FFN,
-    OPT_DENSE_LAYERS,
-    OPT_EP,
-};
-
-static const struct option opts[] = {
-    {"backend", required_argument, NULL, OPT_BACKEND},
-    {"model", required_argument, NULL, OPT_MODEL},
-    {"recipe", required_argument, NULL, OPT_RECIPE},
-    {"steps", required_argument, NULL, OPT_STEPS},
-    {"layers", required_argument, NULL, OPT_LAYERS},
-    {"hidden", required_argument, NULL, OPT_HIDDEN},
-    {"heads", required_argument, NULL, OPT_HEADS},
-    {"kv-heads", required_argument, NULL, OPT_KV_HEADS},
-    {"ffn", required_argument, NULL, OPT_FFN},
-    {"experts", required_argument, NULL, OPT_EXPERTS},
-    {"topk", required_argument, NULL, OPT_TOPK},
-    {"expert-ffn", required_argument, NULL, OPT_EXPERT_FFN},
-    {"dense-layers", required_argument, NULL, OPT_DENSE_LAYERS},
-    {"seq", required_argument, NULL, OPT_SEQ},
-    {"mbs", required_argument, NULL, OPT_MBS},
-    {"gbs", required_argument, NULL, OPT_GBS},
-    {"dp", required_argument, NULL, OPT_DP},
-    {"tp", required_argument, NULL, OPT_TP},
-    {"pp", required_argument, NULL, OPT_PP},
-    {"ep", required_argument, NULL, OPT_EP},
-    {"zero", required_argument, NULL, OPT_ZERO},
-    {"dist-opt", no_argument, NULL, OPT_DIST_OPT},
-    {"vocab", required_argument, NULL, OPT_VOCAB},
-    {"gpu", required_argument, NULL, OPT_GPU},
-    {"seed", required_argument, NULL, OPT_SEED},
-    {"data", required_argument, NULL, OPT_DATA},
-    {"lr", required_argument, NULL, OPT_LR},
-    {"warmup", required_argument, NULL, OPT_WARMUP},
-    {"wd", required_argument, NULL, OPT_WD},
-    {"save", required_argument, NULL, OPT_SAVE},
-    {"resume", required_argument, NULL, OPT_RESUME},
-    {"log-every", required_argument, NULL, OPT_LOG_EVERY},
-    {"quiet", no_argument, NULL, OPT_QUIET},
-    {"catalog", required_argument, NULL, OPT_CATALOG},
-    {"stack", required_argument, NULL, OPT_STACK},
-    {"scaling-trace", required_argument, NULL, OPT_TRACE},
-    {"loss-log", required_argument, NULL, OPT_LOSS_LOG},
-    {"format", required_argument, NULL, 'f'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
 const char *const RUN_CMD = "run";
 
-/* A positive integer flag. */
-static int flag_u32(const char *flag, const char *arg, long lo, long hi, uint32_t *out)
-{
-    Err e;
-    int v;
-    if (num_parse_int_range(arg, lo, hi, &v, &e)) return cli_usage(RUN_CMD, "--%s: %s", flag, e.msg);
-    *out = (uint32_t)v;
-    return 0;
-}
+/* What the flags fill: the run's own settings and the plan inputs it takes (cli/plan_flags.c). */
+typedef struct {
+    RunArgs a;
+    PlanArgs p; /* --model --recipe --gpu --stack --catalog --seq --mbs --gbs --dp --tp --pp --ep --zero --dist-opt */
+} Parsed;
 
-static int flag_f32(const char *flag, const char *arg, double lo, double hi, float *out)
-{
-    Err e;
-    double v;
-    if (num_parse_double(arg, NUM_FINITE_ONLY, &v, &e)) return cli_usage(RUN_CMD, "--%s: %s", flag, e.msg);
-    if (v < lo || v > hi) return cli_usage(RUN_CMD, "--%s: %s is outside [%g, %g]", flag, arg, lo, hi);
-    *out = (float)v;
-    return 0;
-}
+#define A(f)                      offsetof(Parsed, a.f)
+#define USE(n, lo, hi, arg, help) PLAN_FLAG(offsetof(Parsed, p), n, lo, hi, arg, help)
+#define IN23                      "\n                       " /* a help line's continuation */
 
-/* --zero: a ZeRO stage 0..3 (2 and 3 are refused when the model is built: planned, not run). */
-static int flag_zero(const char *arg, int *out)
+/* --format: what -o writes (csv, json or html; not the text table). */
+static int read_format(const CliParse *p, const CliOpt *o, const char *arg, void *t)
 {
-    uint32_t z = 0;
-    int rc = flag_u32("zero", arg, 0, 3, &z);
-    if (!rc && *out >= 0 && (int)z != *out) return cli_usage(RUN_CMD, "--zero %d and --zero %u: give one", *out, z);
-    if (!rc) *out = (int)z;
+    (void)o;
+    int rc = cli_parse_format(p->cmd, arg, t);
+    if (!rc && ((CliOut *)t)->fmt == TABLE_TEXT) rc = cli_usage(p->cmd, "--format: -o FILE takes csv, json or html");
     return rc;
+}
+
+// clang-format off
+static const CliOpt opts[] = {
+    {"backend", OPT_STR, A(backend), .arg = "cpu|cuda", .help = "cpu: the C reference (FP8 emulated exactly); cuda: the GPU (default cpu)"},
+    USE("model", 0, 0, "M", "a row of models.csv (its norm, mlp, position, tied and bias columns)"),
+    USE("recipe", 0, 0, "R", "a row of recipes.csv: megatron-bf16, te-fp8, te-fp8-current, fp8lm, ..."),
+    {"steps", OPT_U32, A(steps), .lo = 1, .hi = 100000000, .arg = "N", .help = "training steps (default 20)"},
+    {.kind = OPT_TEXT, .help = "  --layers/--hidden/--heads/--kv-heads/--ffn/--seq/--vocab   override the model's sizes (FFN"
+        IN23 "follows --hidden and KV heads follow --heads at the model's ratios"
+        IN23 "unless given)"},
+    {"layers", OPT_U32, A(ov.layers), .lo = 1, .hi = 100000},
+    {"hidden", OPT_U32, A(ov.hidden), .lo = 1, .hi = 1 << 20},
+    {"heads", OPT_U32, A(ov.heads), .lo = 1, .hi = 1 << 16},
+    {"kv-heads", OPT_U32, A(ov.kv_heads), .lo = 1, .hi = 1 << 16},
+    {"ffn", OPT_U32, A(ov.ffn), .lo = 1, .hi = 1 << 24},
+    USE("seq", 2, 1 << 20, NULL, ""),
+    {"vocab", OPT_U32, A(ov.vocab), .lo = 2, .hi = INT32_MAX},
+    {.kind = OPT_TEXT, .help = "  --experts/--topk/--expert-ffn/--dense-layers   a model with experts: routed experts, experts per"
+        IN23 "token, the expert FFN width (follows --hidden unless given), dense first"
+        IN23 "layers. MoE layers run on the cpu backend, one rank, BF16/FP32 GEMM"
+        IN23 "recipes (docs/executor-moe.md)"},
+    {"experts", OPT_U32, A(ov.experts), .lo = 1, .hi = 1 << 16},
+    {"topk", OPT_U32, A(ov.topk), .lo = 1, .hi = 1 << 16},
+    {"expert-ffn", OPT_U32, A(ov.expert_ffn), .lo = 1, .hi = 1 << 24},
+    {"dense-layers", OPT_U32, A(ov.dense_layers), .lo = 0, .hi = 100000, .mark = CLI_MARK(Parsed, a.ov.dense_layers_set)},
+    USE("ep", 1, 4096, NULL, "expert-parallel ranks: checked against the experts and the ranks before any"
+        IN23 "work (exit 64); expert parallelism itself is not run yet (exit 69)"),
+    USE("mbs", 1, 1 << 16, "B", "micro-batch, sequences per forward and backward (default 1)"),
+    USE("gbs", 1, 1 << 20, "G", "global batch, sequences per optimizer step: G / (B x DP) micro-batches per"
+        IN23 "rank whose gradients accumulate (default B x DP: one)"),
+    USE("dp", 1, 4096, NULL, "data-parallel ranks (cpu backend): run under mpirun -np N; each rank takes its"
+        IN23 "share of the global batch, gradients are all-reduced in the recipe's dtype"
+        IN23 "(default: the ranks mpirun started, else 1; --dp 1 alone starts MPI as a"
+        IN23 "singleton). Rank 0 prints and writes; a rank that fails stops every rank"),
+    USE("zero", 0, 0, "0|1", "ZeRO-1 over the dp ranks: master weights and Adam m, v sharded (each rank"
+        IN23 "holds ceil(elements / dp) of each class), gradients reduce-scattered, the"
+        IN23 "updated weights all-gathered (0: none, the default; 2 and 3 are planned only)"),
+    USE("dist-opt", 0, 0, NULL, "Megatron's distributed optimizer: shard the states the recipe lists"
+        IN23 "(recipes.csv dist_opt_shards); the same collectives"),
+    USE("tp", 1, 4096, NULL, "tensor-parallel ranks with sequence parallelism (cpu backend): column/row-"
+        IN23 "parallel linears, heads and FFN split over the ranks"),
+    USE("pp", 1, 4096, NULL, "pipeline stages, 1F1B (cpu backend); each stage an even share of the layers."
+        IN23 "With --tp and --dp: mpirun -np tp x pp x dp (tp fastest, then dp, then pp)"),
+    USE("stack", 0, 0, NULL, "the software stack the plan is made for (stacks.csv; default fp8plan, this"
+        IN23 "executor: another stack's plan predicts that stack, not this run)"),
+    USE("gpu", 0, 0, NULL, "the GPU the plan is made for (default: the device's row of gpus.csv with"
+        IN23 "--backend cuda, else h100-sxm)"),
+    {"seed", OPT_U64, A(hyper.seed), .arg = "S", .help = "weights and synthetic data (default 1)"},
+    {"data", OPT_STR, A(data), .arg = "FILE", .help = "train on the bytes of FILE (vocabulary 256 unless --vocab) instead of"
+        IN23 "the synthetic stream; the repository ships models/corpus/fp8-notes.txt"},
+    {.kind = OPT_TEXT, .help = "  --lr X --warmup N --wd X   AdamW learning rate (1e-3), linear warm-up steps (0), weight decay (0.1)"},
+    {"lr", OPT_F32, A(hyper.lr), .lo = 0, .hi = 10},
+    {"warmup", OPT_U32, A(hyper.warmup), .lo = 0, .hi = 100000000},
+    {"wd", OPT_F32, A(hyper.weight_decay), .lo = 0, .hi = 10},
+    {"save", OPT_STR, A(save), .arg = "FILE", .help = "write a checkpoint after the last step (atomically)"},
+    {"resume", OPT_STR, A(resume), .arg = "FILE", .help = "continue from a checkpoint of the same model, recipe and settings"},
+    {"scaling-trace", OPT_STR, A(trace), .arg = "FILE", .help = "CSV of every FP8 tensor's amax and scales each step (FP8 recipes):"
+        IN23 "step,bank,layer,linear,operand,format,amax,scale_used,scale_next; one"
+        IN23 "tensor's amax column fed to `fp8plan scaling --trace` gives its scales"},
+    {"loss-log", OPT_STR, A(loss_log), .arg = "FILE", .help = "CSV of every step's loss (step,loss; full float precision)"},
+    {"log-every", OPT_U32, A(log_every), .lo = 1, .hi = 100000000, .arg = "N", .help = "print every Nth step (default 1); --quiet prints only the report"},
+    {"quiet", OPT_FLAG, A(quiet), .set = 1},
+    {"output", OPT_STR, A(out.path), .short_name = 'o', .arg = "FILE", .help = "also write every row of the report to FILE (atomically)"},
+    {"format", OPT_FN, A(out), .has_arg = 1, .fn = read_format},
+    {.kind = OPT_TEXT, .help = "  --format csv|json|html  what -o writes (default csv); html: one self-contained page with planned"
+        IN23 "against measured memory, time and collectives (accepted bands), the loss"
+        IN23 "curve and the time per phase of every step, and the CSV's rows"},
+    USE("catalog", 0, 0, NULL, "the catalog directory (default: $FP8PLAN_CATALOG, ./models, models/ beside"
+        IN23 "the build directory)"),
+    {0},
+};
+// clang-format on
+
+/* The plan inputs into the run's settings: a layout flag not given is 0 (none; --dp: the ranks). */
+static void take_plan_flags(const PlanArgs *p, RunArgs *a)
+{
+    a->model = p->model, a->recipe = p->recipe, a->gpu = p->gpu, a->stack = p->stack, a->catalog = p->catalog;
+    a->ov.seq = p->in.seq, a->mbs = p->in.mbs, a->gbs = (uint32_t)p->in.gbs; /* at most 2^20: the rows' range */
+    a->tp = p->layout_given[0] ? p->in.tp : 0;
+    a->pp = p->layout_given[1] ? p->in.pp : 0;
+    a->dp = p->layout_given[4] ? p->in.dp : 0;
+    a->ep = p->layout_given[8] ? p->in.ep : 0;
+    a->sharding = p->in.sharding;
 }
 
 /* 0 ok, -1 help printed, else an exit code. */
 static int parse(int argc, char **argv, RunArgs *a)
 {
-    memset(a, 0, sizeof *a);
-    a->backend = "cpu";
-    a->mbs = 1;
-    a->steps = 20;
-    a->log_every = 1;
-    a->hyper = model_hyper_default();
-    a->out.fmt = TABLE_CSV;
-    int c, rc = 0, zero = -1, dist_opt = 0;
-    Err e;
-    while (!rc && (c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h': cli_help(help); return -1;
-        case 'o': a->out.path = optarg; break;
-        case 'f':
-            if ((rc = cli_parse_format(RUN_CMD, optarg, &a->out))) break;
-            if (a->out.fmt == TABLE_TEXT) rc = cli_usage(RUN_CMD, "--format: -o FILE takes csv, json or html");
-            break;
-        case OPT_BACKEND: a->backend = optarg; break;
-        case OPT_MODEL: a->model = optarg; break;
-        case OPT_RECIPE: a->recipe = optarg; break;
-        case OPT_GPU: a->gpu = optarg; break;
-        case OPT_DATA: a->data = optarg; break;
-        case OPT_SAVE: a->save = optarg; break;
-        case OPT_RESUME: a->resume = optarg; break;
-        case OPT_CATALOG: a->catalog = optarg; break;
-        case OPT_STACK: a->stack = optarg; break;
-        case OPT_TRACE: a->trace = optarg; break;
-        case OPT_LOSS_LOG: a->loss_log = optarg; break;
-        case OPT_QUIET: a->quiet = 1; break;
-        case OPT_STEPS: rc = flag_u32("steps", optarg, 1, 100000000, &a->steps); break;
-        case OPT_LAYERS: rc = flag_u32("layers", optarg, 1, 100000, &a->ov.layers); break;
-        case OPT_HIDDEN: rc = flag_u32("hidden", optarg, 1, 1 << 20, &a->ov.hidden); break;
-        case OPT_HEADS: rc = flag_u32("heads", optarg, 1, 1 << 16, &a->ov.heads); break;
-        case OPT_KV_HEADS: rc = flag_u32("kv-heads", optarg, 1, 1 << 16, &a->ov.kv_heads); break;
-        case OPT_FFN: rc = flag_u32("ffn", optarg, 1, 1 << 24, &a->ov.ffn); break;
-        case OPT_EXPERTS: rc = flag_u32("experts", optarg, 1, 1 << 16, &a->ov.experts); break;
-        case OPT_TOPK: rc = flag_u32("topk", optarg, 1, 1 << 16, &a->ov.topk); break;
-        case OPT_EXPERT_FFN: rc = flag_u32("expert-ffn", optarg, 1, 1 << 24, &a->ov.expert_ffn); break;
-        case OPT_DENSE_LAYERS:
-            rc = flag_u32("dense-layers", optarg, 0, 100000, &a->ov.dense_layers);
-            a->ov.dense_layers_set = 1;
-            break;
-        case OPT_SEQ: rc = flag_u32("seq", optarg, 2, 1 << 20, &a->ov.seq); break;
-        case OPT_MBS: rc = flag_u32("mbs", optarg, 1, 1 << 16, &a->mbs); break;
-        case OPT_GBS: rc = flag_u32("gbs", optarg, 1, 1 << 20, &a->gbs); break;
-        case OPT_DP: rc = flag_u32("dp", optarg, 1, 4096, &a->dp); break;
-        case OPT_TP: rc = flag_u32("tp", optarg, 1, 4096, &a->tp); break;
-        case OPT_PP: rc = flag_u32("pp", optarg, 1, 4096, &a->pp); break;
-        case OPT_EP: rc = flag_u32("ep", optarg, 1, 4096, &a->ep); break;
-        case OPT_ZERO: rc = flag_zero(optarg, &zero); break;
-        case OPT_DIST_OPT: dist_opt = 1; break;
-        case OPT_VOCAB: rc = flag_u32("vocab", optarg, 2, INT32_MAX, &a->ov.vocab); break;
-        case OPT_LOG_EVERY: rc = flag_u32("log-every", optarg, 1, 100000000, &a->log_every); break;
-        case OPT_WARMUP: rc = flag_u32("warmup", optarg, 0, 100000000, &a->hyper.warmup); break;
-        case OPT_LR: rc = flag_f32("lr", optarg, 0.0, 10.0, &a->hyper.lr); break;
-        case OPT_WD: rc = flag_f32("wd", optarg, 0.0, 10.0, &a->hyper.weight_decay); break;
-        case OPT_SEED:
-            if (num_parse_u64(optarg, &a->hyper.seed, &e)) rc = cli_usage(RUN_CMD, "--seed: %s", e.msg);
-            break;
-        default: return cli_bad_option(RUN_CMD);
-        }
-    }
-    if (rc) return rc;
-    if ((rc = cli_no_operands(RUN_CMD, argc, argv))) return rc;
-    if (dist_opt && zero >= 0) return cli_usage(RUN_CMD, "--dist-opt and --zero %d are alternatives; give one", zero);
-    a->sharding = dist_opt ? SHARD_DIST_OPT : zero > 0 ? (Sharding)(SHARD_ZERO1 + zero - 1) : SHARD_NONE;
+    Parsed f = {.a = {.backend = "cpu", .steps = 20, .log_every = 1, .hyper = model_hyper_default()}};
+    f.a.out.fmt = TABLE_CSV;
+    plan_flags_defaults(&f.p);
+    int rc = cli_opts_parse(&(CliParse){.cmd = RUN_CMD, .opts = opts, .help = help_head, .help_tail = help_tail}, argc,
+                            argv, &f);
+    if (rc || (rc = plan_flags_finish(RUN_CMD, &f.p))) return rc;
+    *a = f.a;
+    take_plan_flags(&f.p, a);
     if (!a->model) return cli_usage(RUN_CMD, "--model is required (a row of models.csv, e.g. gpt2-124m)");
     if (!a->recipe)
         return cli_usage(RUN_CMD, "--recipe is required (e.g. megatron-bf16, te-fp8, te-fp8-current, fp8lm)");

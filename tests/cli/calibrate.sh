@@ -130,6 +130,10 @@ expect_rc "--gbs 0 refused" 64
 expect_err "... naming the flag" "--gbs"
 run calibrate --reps 65
 expect_rc "--reps 65 refused" 64
+expect_err "... naming the flag, the value and the bound" "--reps: '65' is too large (at most 64)"
+run calibrate --mbs 65537
+expect_rc "--mbs 65537 refused (the shared row, calibrate's bound)" 64
+expect_err "... naming the flag, the value and the bound" "--mbs: '65537' is too large (at most 65536)"
 run calibrate --backend tpu
 expect_rc "--backend tpu refused" 64
 expect_err "... naming the value" "'tpu' is not cpu or cuda"

@@ -28,6 +28,20 @@ ln -s notes.txt alias.txt
 quick "an output through a symlink to the input is refused" 64 run $TINY --scaling-trace alias.txt --data notes.txt
 quick "--scaling-trace X -o X (via ./X) is refused" 64 run $TINY --scaling-trace x.csv -o ./x.csv
 quick "-o - and --scaling-trace - are refused" 64 run $TINY -o - --scaling-trace -
+# the plan inputs run reads through the shared rows (cli/plan_flags.c), bounded by what the executor runs:
+# each refusal names the flag and the value
+while IFS='|' read -r flag value msg; do
+    quick "$flag $value is refused" 64 run $TINY "$flag" "$value"
+    expect_err "$flag $value: the flag, the value, the bound" "$msg"
+done <<'EOF'
+--mbs|65537|--mbs: '65537' is too large (at most 65536)
+--gbs|1048577|--gbs: '1048577' is too large (at most 1048576)
+--tp|4097|--tp: '4097' is too large (at most 4096)
+--dp|0|--dp: '0' must be at least 1
+--seq|1|--seq: '1' must be at least 2
+--zero|4|--zero: '4' is out of range [0, 3]
+--lr|11|--lr: '11' must be in [0, 10]
+EOF
 quick "an output in a missing directory: 73 before training" 73 run $TINY -o nodir/x.csv
 expect_err "the output's directory is named" "cannot write nodir/x.csv"
 quick "--save into a directory: 73" 73 run $TINY --save .
