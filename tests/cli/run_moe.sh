@@ -43,19 +43,13 @@ run run --model llama3-8b --layers 1 --hidden 32 --heads 4 --seq 16 --vocab 64 -
 expect_rc "--experts on a dense model: usage" 64
 expect_err "--experts on a dense model: the reason" "llama3-8b has no experts"
 
-# --ep: checked against the experts and the ranks before any work (the planner's checks), then refused
+# --ep: checked against the experts and the ranks before any work (the planner's checks; runs over ranks:
+# tests/cli/mpi_ep.sh)
 run run $MOE --ep 3 --recipe megatron-bf16 --steps 1
 expect_rc "--ep 3 with 8 experts: usage" 64
 expect_err "--ep 3: the value and the experts" "--ep 3 --etp 1: mixtral-8x7b's 8 experts must be divisible by ep"
 run run $MOE --ep 2 --recipe megatron-bf16 --steps 1
 expect_rc "--ep 2 on one rank: usage" 64
 expect_err "--ep 2 on one rank: the ranks" "ep*etp = 2 must divide tp*cp*dp = 1"
-if command -v mpirun >/dev/null 2>&1; then
-    mpi_run 2 "$FP8PLAN" run $MOE --ep 2 --recipe megatron-bf16 --steps 1
-    expect_rc "mpirun -np 2 --ep 2: expert parallelism not run yet, every rank stops" 69
-    expect_err "--ep 2 under mpirun: the reason" "expert parallelism is not implemented yet"
-else
-    skip "--ep 2 under mpirun" "mpirun: install openmpi-bin (make installs it as root)"
-fi
 
 finish
