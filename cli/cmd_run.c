@@ -511,12 +511,14 @@ int cmd_run(int argc, char **argv)
     RankData rd = {0};
     int ranks_rc = 0;
     if (comm->size > 1) {
-        if (run_ranks_gather(comm, plan, &ms, &rd, &e)) {
+        if (run_ranks_gather(comm, plan, &ms, &rd, &e) || run_ranks_gather_ep(comm, m, &rd, &e)) {
             run_ranks_free(&rd);
             rc = run_fail(&e);
             goto done;
         }
         ranks_rc = run_rank_table(plan, comm, &ms, &rd);
+        int ep_rc = run_rank_ep_table(plan, comm, &ms, &rd);
+        if (!ranks_rc) ranks_rc = ep_rc;
     }
     if (!a.rank) rc = run_report(&a, plan, m, &ms, &d, comm->size > 1 ? &rd : NULL);
     keep = !rc || rc == status_exit_code(ST_TOLERANCE); /* the report written: the set is whole */

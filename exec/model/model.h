@@ -304,6 +304,7 @@ typedef struct Model {
      * more than it sends to its next EP peer, so the peers' counts disagree. */
     struct MoeEp *moe_ep;
     uint64_t *ep_rows, ep_calls;
+    double ep_counts_bytes[2]; /* what the EP all-to-alls moved outside the plan's rows (the counts): payload, sent */
     int ep_fault;
     BankTrace tr_fwd, tr_bwd;
 } Model;

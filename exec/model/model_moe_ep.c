@@ -117,6 +117,22 @@ void model_ep_destroy(Model *m)
     m->moe_ep = NULL;
 }
 
+/* An all-to-all over the EP group under id; what it moves outside the plan's rows (the counts, and the
+ * communicator's agreement on the element counts before every call) added to m->ep_counts_bytes. */
+static Status a2a(Model *m, CollectiveId id, const void *send, const uint64_t *sc, void *recv, const uint64_t *rc,
+                  Dtype dt, Err *e)
+{
+    const Comm *root = m->comm;
+    const int planned = (unsigned)id < CO_COUNT_;
+    CommStats t0 = root->total, s0 = planned ? root->stats[id] : (CommStats){0};
+    Status st = comm_all_to_all_v(m->epc, id, m->bk, send, sc, recv, rc, dt, e);
+    const CommStats *t1 = &root->total, *s1 = planned ? &root->stats[id] : &s0;
+    m->ep_counts_bytes[0] +=
+        (double)(t1->payload_bytes - t0.payload_bytes) - (double)(s1->payload_bytes - s0.payload_bytes);
+    m->ep_counts_bytes[1] += (t1->bus_bytes - t0.bus_bytes) - (s1->bus_bytes - s0.bus_bytes);
+    return st;
+}
+
 static void *row_at(const Model *m, const void *base, uint64_t row, uint64_t cols)
 {
     return (char *)base + row * cols * dtype_bytes(m->act_dtype);
@@ -170,7 +186,7 @@ static Status to_experts(Model *m, const EpLayer *L, CollectiveId id, const void
     MoeEp *p = m->moe_ep;
     const uint64_t C = m->spec.hidden;
     a2a_counts(m, L, C);
-    Status st = comm_all_to_all_v(m->epc, id, m->bk, tok, p->scount, p->scr, p->rcount, m->act_dtype, e);
+    Status st = a2a(m, id, tok, p->scount, p->scr, p->rcount, m->act_dtype, e);
     return st ? st : sort_rows(m, L, p->scr, exp, 1, C, e);
 }
 
@@ -181,7 +197,7 @@ static Status to_tokens(Model *m, const EpLayer *L, CollectiveId id, const void 
     const uint64_t C = m->spec.hidden;
     a2a_counts(m, L, C);
     Status st = sort_rows(m, L, p->scr, (void *)exp, 0, C, e);
-    if (!st) st = comm_all_to_all_v(m->epc, id, m->bk, p->scr, p->rcount, tok, p->scount, m->act_dtype, e);
+    if (!st) st = a2a(m, id, p->scr, p->rcount, tok, p->scount, m->act_dtype, e);
     return st;
 }
 
@@ -203,7 +219,7 @@ static Status exchange_counts(Model *m, EpLayer *L, const LayerActs *la, Err *e)
         p->xsend[(m->ep_rank + 1) % ep * El]++;
     for (uint64_t j = 0; j < ep; j++) p->scount[j] = p->rcount[j] = El;
     /* int32 counts travel as 4-byte elements (MPI moves bytes); not a plan collective */
-    st = comm_all_to_all_v(m->epc, COMM_UNPLANNED, m->bk, p->xsend, p->scount, p->xrecv, p->rcount, DT_FP32, e);
+    st = a2a(m, COMM_UNPLANNED, p->xsend, p->scount, p->xrecv, p->rcount, DT_FP32, e);
     if (st) return st;
     int32_t *loc = p->hc; /* reused: (El) rows per local expert */
     L->rows = 0;
