@@ -66,8 +66,17 @@ static uint32_t fault_step(void)
     return v ? (uint32_t)strtoul(v, NULL, 10) : 0;
 }
 
+/* FP8PLAN_FAULT_EP_COUNTS=R (a test hook): with expert parallelism, rank R announces to its next EP peer one
+ * row more than it dispatches, so the peers' counts disagree (exec/model/model_moe_ep.c). */
+static int fault_ep_counts(const Model *m)
+{
+    const char *v = getenv("FP8PLAN_FAULT_EP_COUNTS");
+    return v && *v && m->comm && strtol(v, NULL, 10) == m->comm->rank;
+}
+
 int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFiles *sf)
 {
+    m->ep_fault = fault_ep_counts(m);
     /* every rank draws the whole global batch (dp x n tokens: the stream stays
      * the same on every rank, and in a checkpoint) and trains on its share */
     const uint64_t bt = (uint64_t)m->batch * m->seq, n = model_step_tokens(m), all = n * m->dp;

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "exec/model/model_internal.h"
+#include "planner/plan_routed.h"
 
 typedef struct {
     void *x_in, *x_fc1, *x_fc2in; /* expert side, (cap, C), (cap, k·Fe), (cap, Fe): saved for backward */
@@ -126,6 +127,11 @@ static Status a2a(Model *m, CollectiveId id, const void *send, const uint64_t *s
     const int planned = (unsigned)id < CO_COUNT_;
     CommStats t0 = root->total, s0 = planned ? root->stats[id] : (CommStats){0};
     Status st = comm_all_to_all_v(m->epc, id, m->bk, send, sc, recv, rc, dt, e);
+    if (st) { /* the group's ranks are its own 0 .. ep - 1: name the world's */
+        const uint32_t g0 = (uint32_t)m->comm->rank - m->ep_rank;
+        err_prefix(e, "expert parallelism, %s (EP group of ranks %u..%u; its rank j is rank %u + j)",
+                   planned ? ep_routed_names[id - CO_EP_DISPATCH_FWD + 1] : "counts", g0, g0 + m->ep - 1, g0);
+    }
     const CommStats *t1 = &root->total, *s1 = planned ? &root->stats[id] : &s0;
     m->ep_counts_bytes[0] +=
         (double)(t1->payload_bytes - t0.payload_bytes) - (double)(s1->payload_bytes - s0.payload_bytes);
