@@ -113,6 +113,7 @@ enum {
     O_FORMAT,
     O_CATALOG,
     O_VIEW,
+    O_ROUTING,
     O_CONTEXT,
     O_WORKSPACE,
     O_NCCL,
@@ -181,6 +182,7 @@ static const struct option longopts[] = {
     {"output", required_argument, NULL, 'o'},
     {"catalog", required_argument, NULL, O_CATALOG},
     {"view", required_argument, NULL, O_VIEW},
+    {"routing", required_argument, NULL, O_ROUTING},
     {"context", required_argument, NULL, O_CONTEXT},
     {"workspace", required_argument, NULL, O_WORKSPACE},
     {"nccl-mem", required_argument, NULL, O_NCCL},
@@ -249,7 +251,8 @@ static unsigned option_mask(int opt)
     case O_PER_RECIPE:
     case O_ALL:
     case O_STACKS: return PO_SWEEP;
-    case O_VIEW: return PO_VIEW;
+    case O_VIEW:
+    case O_ROUTING: return PO_VIEW;
     case O_UNKNOWN: return PO_UNKNOWN;
     default: return 0; /* always accepted */
     }
@@ -495,6 +498,7 @@ static int parse(const char *cmd, int argc, char **argv, unsigned mask, const ch
                 rc = cli_usage(cmd, "--view: '%s' is not summary, terms, collectives or time", arg);
             a->view = arg;
             break;
+        case O_ROUTING: a->routing = arg; break;
         case O_CONTEXT: rc = get_bytes(cmd, c, arg, &in->cuda_context_bytes); break;
         case O_WORKSPACE: rc = get_bytes(cmd, c, arg, &in->workspace_bytes); break;
         case O_NCCL: rc = get_bytes(cmd, c, arg, &in->nccl_comm_bytes); break;

@@ -87,6 +87,9 @@ static const char help[] =
     "                       step,bank,layer,linear,operand,format,amax,scale_used,scale_next; one\n"
     "                       tensor's amax column fed to `fp8plan scaling --trace` gives its scales\n"
     "  --loss-log FILE      CSV of every step's loss (step,loss; full float precision)\n"
+    "  --routing-log FILE   CSV of the routing every step took on every rank, a model with experts:\n"
+    "                       step,layer,rank,expert,token_copies (`fp8plan plan --routing FILE` gives each\n"
+    "                       rank's expert all-to-all bytes for it)\n"
     "  --log-every N        print every Nth step (default 1); --quiet prints only the report\n"
     "  -o FILE              also write every row of the report to FILE (atomically)\n"
     "  --format csv|json|html  what -o writes (default csv); html: one self-contained page with planned\n"
@@ -100,7 +103,7 @@ static const char help[] =
     "does not run); 71 out of memory (the model does not fit this machine); 73 an output cannot be\n"
     "created; 74 a write failed. SIGINT/SIGTERM (one rank): the step in flight ends, the report\n"
     "covers the steps taken, exit 130/143; a failed step is reported the same way, with its code.\n"
-    "The files (-o, --loss-log, --scaling-trace, --save) land together: all new, or (a second signal\n"
+    "The files (-o, --loss-log, --routing-log, --scaling-trace, --save) land together: all new, or (a second signal\n"
     "while they are written, a failure) all as they were.\n";
 
 enum {
@@ -130,6 +133,7 @@ enum {
     OPT_CATALOG,
     OPT_TRACE,
     OPT_LOSS_LOG,
+    OPT_ROUTING_LOG,
     OPT_STACK,
     OPT_DP,
     OPT_TP,
@@ -181,6 +185,7 @@ static const struct option opts[] = {
     {"stack", required_argument, NULL, OPT_STACK},
     {"scaling-trace", required_argument, NULL, OPT_TRACE},
     {"loss-log", required_argument, NULL, OPT_LOSS_LOG},
+    {"routing-log", required_argument, NULL, OPT_ROUTING_LOG},
     {"format", required_argument, NULL, 'f'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -249,6 +254,7 @@ static int parse(int argc, char **argv, RunArgs *a)
         case OPT_STACK: a->stack = optarg; break;
         case OPT_TRACE: a->trace = optarg; break;
         case OPT_LOSS_LOG: a->loss_log = optarg; break;
+        case OPT_ROUTING_LOG: a->routing_log = optarg, a->want_routing = 1; break;
         case OPT_QUIET: a->quiet = 1; break;
         case OPT_STEPS: rc = flag_u32("steps", optarg, 1, 100000000, &a->steps); break;
         case OPT_LAYERS: rc = flag_u32("layers", optarg, 1, 100000, &a->ov.layers); break;
@@ -496,7 +502,7 @@ int cmd_run(int argc, char **argv)
         rc = stopped;
         goto done;
     }
-    if ((rc = run_files_commit(&sf))) goto done;
+    if ((rc = run_routing_write(&a, m, &sf)) || (rc = run_files_commit(&sf))) goto done;
     measure_finish(&ms, m);
     if (stopped > 128 && a.save) fprintf(stderr, "fp8plan run: --save: the checkpoint is of step %u\n", m->step);
     /* rank 0 writes; with sharded states or TP/PP ranks every rank hands its part over (exec/ckpt.h) */

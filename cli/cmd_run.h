@@ -14,6 +14,8 @@
 
 typedef struct {
     const char *backend, *model, *gpu, *recipe, *data, *catalog, *resume, *save, *trace, *loss_log;
+    const char *routing_log; /* --routing-log FILE (rank 0 writes it; want_routing: every rank records its part) */
+    int want_routing;
     CliOut out;        /* -o FILE: the comparison's rows, --format csv (default), json or html (a page with charts) */
     const char *stack; /* --stack NAME (NULL: fp8plan) */
     ExecOverrides ov;
@@ -22,7 +24,7 @@ typedef struct {
     Sharding sharding; /* --zero 1 / --dist-opt (SHARD_NONE by default) */
     uint32_t tp;       /* --tp N (0 or 1: none) */
     uint32_t pp;       /* --pp N (0 or 1: none) */
-    uint32_t ep;       /* --ep N: expert-parallel ranks, planned and checked (0 or 1: none; > 1 not run yet) */
+    uint32_t ep;       /* --ep N: expert-parallel ranks (0 or 1: none) */
     int rank;          /* this process's rank; ranks other than 0 print and write nothing */
     ModelHyper hyper;
     int quiet;
@@ -40,12 +42,15 @@ double run_now_s(void);
 /* The run's CSV side files: the scaling trace and the loss log, written
  * atomically (open only when asked for). */
 typedef struct {
-    OutFile trace, loss;
-    int trace_open, loss_open;
+    OutFile trace, loss, routing;
+    int trace_open, loss_open, routing_open;
 } RunFiles;
 
 /* Open the files the flags ask for (a trace needs an FP8 recipe); an exit code. */
 int run_files_open(const RunArgs *a, Model *m, RunFiles *f);
+/* --routing-log: every rank's recorded routing gathered on rank 0 (every rank calls it after the steps) and
+ * written: step,layer,rank,expert,token_copies; an exit code. */
+int run_routing_write(const RunArgs *a, Model *m, RunFiles *f);
 /* Commit them (rename into place); an exit code. */
 int run_files_commit(RunFiles *f);
 /* Drop what is open (on a failure). */

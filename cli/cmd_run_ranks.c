@@ -67,7 +67,8 @@ int run_resolve_ranks(RunArgs *a, const Comm *comm)
                          a->gbs, a->mbs, n);
     if (a->rank) {
         a->quiet = 1;
-        a->out.path = a->trace = a->loss_log = NULL; /* --save stays: sharded states are gathered on rank 0 */
+        /* --save stays: sharded states are gathered on rank 0; want_routing too: each rank records its part */
+        a->out.path = a->trace = a->loss_log = a->routing_log = NULL;
     }
     return 0;
 }

@@ -305,6 +305,10 @@ typedef struct Model {
     struct MoeEp *moe_ep;
     uint64_t *ep_rows, ep_calls;
     double ep_counts_bytes[2]; /* what the EP all-to-alls moved outside the plan's rows (the counts): payload, sent */
+    /* The routing log (run --routing-log; NULL: none): per step taken, this rank's token copies per expert of
+     * each MoE layer (route_cap steps of moe_layers x E, route_steps filled), before the DP ranks' sum. */
+    uint64_t *route_log;
+    uint32_t route_cap, route_steps;
     int ep_fault;
     BankTrace tr_fwd, tr_bwd;
 } Model;

@@ -295,6 +295,7 @@ void model_destroy(Model *m)
     free(m->opt_queue);
     free(m->step_losses);
     free(m->moe_counts);
+    free(m->route_log);
     BankTrace *t[2] = {&m->tr_fwd, &m->tr_bwd};
     for (int i = 0; i < 2; i++) {
         free(t[i]->amax);

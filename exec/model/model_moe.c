@@ -381,6 +381,9 @@ Status model_moe_after_step(Model *m, Err *e)
 {
     const ModelSpec *s = &m->spec;
     if (!spec_is_moe(s) || !m->moe_counts) return ST_OK;
+    const uint64_t n = (uint64_t)m->moe_layers * s->experts;
+    if (m->route_log && m->route_steps < m->route_cap) /* this rank's own, before the sum */
+        memcpy(m->route_log + (uint64_t)m->route_steps++ * n, m->moe_counts, n * sizeof *m->moe_counts);
     Status st = sum_counts(m, e);
     if (st || s->router != ROUTER_SIGMOID) return st;
     const uint64_t E = s->experts;
