@@ -534,7 +534,8 @@ int cmd_run(int argc, char **argv)
 done:
     run_files_abort(&sf);
     if (grouped && outfile_group_end(keep, &e) && keep) rc = run_fail(&e);
-    if (rc && rc != 1 && comm && comm->size > 1) { /* never leave the other ranks waiting in a collective */
+    /* never leave the other ranks waiting in a collective (unless every rank failed at one agreed point) */
+    if (rc && rc != 1 && comm && comm->size > 1 && !(m && m->failed_together)) {
         fprintf(stderr, "fp8plan run: rank %d of %d failed (exit %d): stopping every rank\n", comm->rank, comm->size,
                 rc);
         comm_mpi_abort(comm, rc);

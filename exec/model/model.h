@@ -296,6 +296,7 @@ typedef struct Model {
     double moe_aux;
     float moe_aux_coeff; /* MODEL_MOE_AUX_COEFF (model_create); 0: no auxiliary loss (finite-difference tests) */
     uint64_t *moe_counts;
+    float *moe_scratch; /* (MoE layers, E) host floats the routing's bookkeeping reuses (a step allocates nothing) */
     uint32_t moe_layers;
     /* Expert parallelism's working state (model_moe_ep.c; NULL at ep 1), and what this rank routed since
      * the model was made: ep_rows (E) the token copies it sent to each expert, summed over MoE layers,
@@ -310,6 +311,8 @@ typedef struct Model {
     uint64_t *route_log;
     uint32_t route_cap, route_steps;
     int ep_fault;
+    int failed_together; /* a step failed on every rank at one agreed point (model_moe_ep.c): no rank waits in a
+                            collective, so they can end without MPI_Abort (and rank 0 removes its files) */
     BankTrace tr_fwd, tr_bwd;
 } Model;
 

@@ -238,7 +238,9 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     st = model_layout_bind(m, p, &m->specs, e);
     if (!st) st = arena_carve(&m->arena, bk, &m->specs, planned, e);
     for (uint32_t l = 0; !st && l < m->spec.layers; l++) m->moe_layers += (uint32_t)model_moe_layer(m, l);
-    if (!st && m->moe_layers && !(m->moe_counts = calloc((size_t)m->moe_layers * m->spec.experts, sizeof(uint64_t))))
+    if (!st && m->moe_layers &&
+        (!(m->moe_counts = calloc((size_t)m->moe_layers * m->spec.experts, sizeof(uint64_t))) ||
+         !(m->moe_scratch = calloc((size_t)m->moe_layers * m->spec.experts, sizeof(float)))))
         st = err_set(e, ST_NOMEM, "out of memory");
     if (!st) model_shard_bind(m);
     for (uint32_t i = 0; !st && i < m->nparams; i++) /* the agreed scales' passes and recasts: host memory */
@@ -295,6 +297,7 @@ void model_destroy(Model *m)
     free(m->opt_queue);
     free(m->step_losses);
     free(m->moe_counts);
+    free(m->moe_scratch);
     free(m->route_log);
     BankTrace *t[2] = {&m->tr_fwd, &m->tr_bwd};
     for (int i = 0; i < 2; i++) {

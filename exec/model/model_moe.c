@@ -210,13 +210,11 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
     /* the step's tokens per expert (host), and the softmax router's auxiliary loss */
     uint32_t xi = model_moe_index(m, l);
     if (!st && m->moe_counts) {
-        int32_t *c = malloc(E * sizeof *c);
-        if (!c) return err_set(e, ST_NOMEM, "out of memory");
+        int32_t *c = (int32_t *)m->moe_scratch; /* (E) host: a step allocates nothing */
         st = bk->copy_to_host(bk, c, la->r_counts, E * sizeof *c, e);
         uint64_t *row = m->moe_counts + (uint64_t)xi * E;
         if (!st && m->mb == 0) memset(row, 0, E * sizeof *row);
         for (uint64_t i = 0; !st && i < E; i++) row[i] += (uint64_t)c[i];
-        free(c);
     }
     if (!st && m->mb == 0 && xi == 0) m->moe_aux = 0.0;
     if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
@@ -360,8 +358,7 @@ static Status sum_counts(Model *m, Err *e)
 {
     const uint64_t n = (uint64_t)m->moe_layers * m->spec.experts;
     if (m->dp <= 1 || !n) return ST_OK;
-    float *f = malloc(n * sizeof *f);
-    if (!f) return err_set(e, ST_NOMEM, "out of memory");
+    float *f = m->moe_scratch; /* (MoE layers, E) */
     Status st = ST_OK;
     for (uint64_t i = 0; i < n; i++) {
         if (m->moe_counts[i] >= (1u << 24) / m->dp) {
@@ -373,7 +370,6 @@ static Status sum_counts(Model *m, Err *e)
     }
     if (!st) st = m->dpc->all_reduce(m->dpc, COMM_UNPLANNED, m->bk, f, n, DT_FP32, COMM_SUM, e);
     for (uint64_t i = 0; !st && i < n; i++) m->moe_counts[i] = (uint64_t)f[i];
-    free(f);
     return st;
 }
 
@@ -387,8 +383,7 @@ Status model_moe_after_step(Model *m, Err *e)
     Status st = sum_counts(m, e);
     if (st || s->router != ROUTER_SIGMOID) return st;
     const uint64_t E = s->experts;
-    float *b = malloc(E * sizeof *b);
-    if (!b) return err_set(e, ST_NOMEM, "out of memory");
+    float *b = m->moe_scratch; /* (E) */
     for (uint32_t l = 0; !st && l < s->layers; l++) {
         if (!model_moe_layer(m, l)) continue;
         ModelParam *p = model_find_param(m, PK_ROUTER_B, (int)(l + m->layer0));
@@ -404,6 +399,5 @@ Status model_moe_after_step(Model *m, Err *e)
         if (!st && bias != p->weight && p->weight) /* the working copy follows its FP32 master */
             st = m->bk->convert(m->bk, bias, DT_FP32, p->weight, model_states(m, p)->dt[STATE_WEIGHT], E, NULL, e);
     }
-    free(b);
     return st;
 }

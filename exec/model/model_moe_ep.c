@@ -253,11 +253,37 @@ static void rows_of(Model *m, const EpLayer *L, MoeRows *xr)
     xr->x_in = L->x_in, xr->x_fc1 = L->x_fc1, xr->x_fc2in = L->x_fc2in;
 }
 
+/* After the forward dispatch, where disagreeing counts show (the communicator checks them within the EP group
+ * before any payload moves): every rank of the world learns whether some rank failed, the lowest such rank
+ * (MIN over the ranks, one FP32 value, not a plan collective), so a failure in one EP group stops every group
+ * at this point instead of leaving the others waiting in their next collective. */
+static Status agree(Model *m, Status st, Err *e)
+{
+    if (m->comm->size == 1) return st;
+    float low = st ? (float)m->comm->rank : (float)m->comm->size;
+    Err ae;
+    Status as = m->comm->all_reduce(m->comm, COMM_UNPLANNED, m->bk, &low, 1, DT_FP32, COMM_MIN, &ae);
+    if (as) {
+        if (!st && e) *e = ae;
+        return st ? st : as;
+    }
+    if (low < (float)m->comm->size) {
+        m->failed_together = 1;
+        if (!st)
+            st = err_set(e, ST_DATA,
+                         "expert parallelism: rank %d's dispatch failed (its message says why); every rank "
+                         "stops",
+                         (int)low);
+    }
+    return st;
+}
+
 Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, MoeRows *xr, Err *e)
 {
     EpLayer *L = &m->moe_ep->layer[model_moe_index(m, l)];
     Status st = exchange_counts(m, L, la, e);
     if (!st) st = to_experts(m, L, CO_EP_DISPATCH_FWD, la->x_in, L->x_in, e);
+    st = agree(m, st, e);
     if (!st) rows_of(m, L, xr);
     return st;
 }

@@ -51,5 +51,16 @@ expect_err "--ep 3: the value and the experts" "--ep 3 --etp 1: mixtral-8x7b's 8
 run run $MOE --ep 2 --recipe megatron-bf16 --steps 1
 expect_rc "--ep 2 on one rank: usage" 64
 expect_err "--ep 2 on one rank: the ranks" "ep*etp = 2 must divide tp*cp*dp = 1"
+# two ranks, 4 experts each: persistent memory, the dense collectives and the all-to-alls (with the routing the
+# run measured) exact on both ranks, exit 0 (every layout: tests/cli/mpi_ep.sh)
+if command -v mpirun >/dev/null 2>&1; then
+    mpi_run 2 "$FP8PLAN" run $MOE --ep 2 --recipe megatron-bf16 --steps 2 --mbs 1 --gbs 2 --quiet
+    expect_rc "mpirun -np 2 --ep 2: every term as planned, exit 0" 0
+    expect_out "--ep 2: the all-to-alls" "every rank sent the plan's expert all-to-all bytes for the measured routing"
+    # 8 experts x (2 x 224 x 64 + 64 x 224) x 2 layers = 688,128 BF16 weights; 4 a rank: 688,128 B
+    expect_line "--ep 2: half the experts a rank" "  weight_expert +688128 +688128 +688128 +2/2 +exact"
+else
+    skip "--ep 2 under mpirun" "mpirun: install openmpi-bin (make installs it as root)"
+fi
 
 finish
