@@ -60,7 +60,7 @@ same_routing() { # NAME ONE EP STEPS: the EP log's copies summed over ranks = th
 # activation term the plan does not match, see below). same: 1 where the losses are one rank's bit for bit
 # (then the routing of every step is one rank's), 0 where they are within the bound (then step 1's routing
 # is, the weights being one rank's until the first update; measured: np 2 ep 2 routes one copy differently
-# from step 5, np 4 ep 4 from step 4)
+# from step 5, np 4 ep 4 too)
 while IFS='|' read -r np ep model recipe steps rc_want same <&3; do
     case "$np" in '' | '#'*) continue ;; esac
     tag="$model $recipe np $np ep $ep"
