@@ -23,7 +23,7 @@
 # BF16 weight can round the other way after a step (one BF16 step is 2^-8 relative); the routing, taken
 # before any of that, stays identical (checked), and the EP 2 x DP 2 layout of tiny-moe gives one rank's
 # bits.
-# tier: full (make test-full, which .ci/run runs): 25 mpirun runs, about 20 s alone (run_moe.sh keeps one
+# tier: full (make test-full, which .ci/run runs): 26 mpirun runs, about 20 s alone (run_moe.sh keeps one
 # expert-parallel run in the quick tier)
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
@@ -136,6 +136,9 @@ expect_err "--ep 3: the experts" "tiny-moe's 8 experts must be divisible by ep"
 mpi_run 4 "$FP8PLAN" $R --ep 2 --zero 1 $O
 expect_rc "--ep 2 --zero 1 exits 69" 69
 expect_err "--zero 1 with experts: the reason" "sharded states with experts are not implemented yet"
+mpi_run 2 "$FP8PLAN" $R --ep 2 $O --save "$TMP/no.ckpt"
+expect_rc "--ep 2 --save exits 69" 69
+expect_err "--save with experts split: the reason" "--save/--resume with --ep 2: each rank holds 4 of the 8 experts"
 expect_eq "refusals wrote nothing" "$(ls "$TMP"/no* 2>/dev/null | wc -l)" 0
 # the last row's log: 4 ranks, 5 steps of 2 MoE layers, 8 experts
 P="plan --catalog $cat --model tiny-moe --gpu h100-sxm --mbs 1 --gbs 4 --recipe megatron-bf16"
