@@ -460,6 +460,10 @@ int cmd_run(int argc, char **argv)
         rc = run_fail(&e);
         goto done;
     }
+    if (a.want_routing && !spec_is_moe(&model)) {
+        rc = cli_usage(RUN_CMD, "--routing-log: model %s has no experts", model.name);
+        goto done;
+    }
     if ((rc = make_plans(&a, cat, &model, gpu, recipe, comm, &built, &plan))) goto done;
     if (!a.rank) run_warn_model(&a, base, &model, built, bk->name);
     double t0 = run_now_s();

@@ -43,6 +43,25 @@ run run --model llama3-8b --layers 1 --hidden 32 --heads 4 --seq 16 --vocab 64 -
 expect_rc "--experts on a dense model: usage" 64
 expect_err "--experts on a dense model: the reason" "llama3-8b has no experts"
 
+# --routing-log: every step's token copies per MoE layer and expert (one rank: rank 0's), 2 steps x 2 layers x 8
+# experts = 32 rows, each step's layer summing to 32 tokens x top-2 = 64; refused on a dense model before any
+# work, and where it cannot be written
+run run $MOE --recipe megatron-bf16 --steps 2 --quiet --routing-log "$TMP/routing.csv"
+expect_rc "--routing-log exits 0" 0
+expect_eq "--routing-log: its header" "$(head -1 "$TMP/routing.csv")" "step,layer,rank,expert,token_copies"
+expect_eq "--routing-log: 32 rows" "$(tail -n +2 "$TMP/routing.csv" | wc -l)" 32
+expect_eq "--routing-log: 64 copies every step and layer" \
+    "$(awk -F, 'NR > 1 { s[$1 "," $2] += $5 } END { for (k in s) print s[k] }' "$TMP/routing.csv" | sort -u)" 64
+run run --model llama3-8b --layers 1 --hidden 32 --heads 4 --seq 16 --vocab 64 --recipe megatron-bf16 --steps 1 \
+    --routing-log "$TMP/no.csv"
+expect_rc "--routing-log on a dense model: usage" 64
+expect_err "--routing-log on a dense model: the reason" "--routing-log: model llama3-8b has no experts"
+expect_no_out "--routing-log on a dense model: nothing built"
+run run $MOE --recipe megatron-bf16 --steps 1 --routing-log "$TMP/no/such/r.csv"
+expect_rc "--routing-log into a missing folder: 73" 73
+expect_err "--routing-log: the flag and the path" "--routing-log: cannot write $TMP/no/such/r.csv"
+expect_eq "nothing written" "$(ls "$TMP"/no* 2>/dev/null | wc -l)" 0
+
 # --ep: checked against the experts and the ranks before any work (the planner's checks; runs over ranks:
 # tests/cli/mpi_ep.sh)
 run run $MOE --ep 3 --recipe megatron-bf16 --steps 1
