@@ -23,7 +23,7 @@
 # BF16 weight can round the other way after a step (one BF16 step is 2^-8 relative); the routing, taken
 # before any of that, stays identical (checked), and the EP 2 x DP 2 layout of tiny-moe gives one rank's
 # bits.
-# tier: full (make test-full, which .ci/run runs): 26 mpirun runs, about 20 s alone (run_moe.sh keeps one
+# tier: full (make test-full, which .ci/run runs): 27 mpirun runs, about 20 s alone (run_moe.sh keeps one
 # expert-parallel run in the quick tier)
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
@@ -101,6 +101,7 @@ done 3<<'EOF'
 4|4|tiny-moe-64|megatron-bf16|3|0|1
 2|2|tiny-moe-v|megatron-bf16|2|0|1
 4|2|tiny-ds|megatron-bf16|5|1|1
+2|2|tiny-moe|fp32-ref|5|1|1
 4|4|tiny-moe|fp32-ref|5|1|1
 EOF
 
