@@ -12,7 +12,10 @@
  * MT_ACT_MOE items (planner/plan_moe_mem.c). Shared experts and norm 2 are the
  * dense FFN path's (model_pass.c) with the shared width. Softmax routers add the
  * auxiliary balance loss (MODEL_MOE_AUX_COEFF); sigmoid routers select with a
- * bias moved after each step (MODEL_MOE_BIAS_SPEED), as DeepSeek-V3 does. */
+ * bias moved after each step (MODEL_MOE_BIAS_SPEED), as DeepSeek-V3 does.
+ * With expert parallelism (m->ep > 1) the rank holds E/ep experts: the permuted rows are dispatched to
+ * their experts' ranks and the outputs combined back around the grouped GEMMs, which run on the rows the
+ * EP peers sent (MoeRows; exec/model/model_moe_ep.c); the combined outputs are kept, not recomputed. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
