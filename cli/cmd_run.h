@@ -85,7 +85,7 @@ typedef struct {
     /* Expert parallelism (NULL ep_rows without it), on rank 0: every rank's routing over the run, ep_rows[r ·
      * experts + x] token copies rank r sent expert x, in ep_calls dispatches a rank, and the bytes its counts'
      * exchanges moved (ep_counts[2r] payload, [2r + 1] sent; cli/cmd_run_ranks_ep.c). */
-    uint64_t *ep_rows, ep_calls;
+    uint64_t *ep_rows, ep_calls, ep_buffer_bytes; /* ep_buffer_bytes: rank 0's EP buffers outside the arena */
     uint32_t experts;
     double *ep_counts;
 } RankData;

@@ -30,7 +30,7 @@ Status run_ranks_gather_ep(Comm *comm, const Model *m, RankData *rd, Err *e)
         if (calls[r] != calls[0])
             st = err_set(e, ST_SOFTWARE, "expert parallelism: rank %zu made %llu dispatches, rank 0 %llu", r,
                          (unsigned long long)calls[r], (unsigned long long)calls[0]);
-    if (!st) rd->ep_calls = calls[0];
+    if (!st) rd->ep_calls = calls[0], rd->ep_buffer_bytes = m->ep_buffer_bytes;
     free(calls);
     return st;
 }
@@ -58,8 +58,8 @@ int run_rank_ep_table(const Plan *p, const Comm *comm, const Measurement *ms, co
     Err e;
     int bad = 0;
     plan_ep_uniform(p, ms->steps, &up);
-    printf("\nExpert all-to-alls per rank (bytes over the run: %u steps, %llu dispatches a rank; planned: the plan "
-           "with the routing the run measured; uniform: the plan's uniform routing)\n",
+    printf("\nExpert all-to-alls per rank (bytes over the run: %u steps, %llu dispatches a rank)\n"
+           "  planned: the plan with the routing the run measured; uniform: the plan's uniform routing\n",
            ms->steps, (unsigned long long)rd->ep_calls);
     printf("  %4s %-17s %12s %12s %13s %13s %12s  %s\n", "rank", "collective", "planned_B", "sent_B", "planned_pay_B",
            "payload_B", "uniform_B", "verdict");
@@ -79,6 +79,9 @@ int run_rank_ep_table(const Plan *p, const Comm *comm, const Measurement *ms, co
     printf("  %s\n",
            bad ? "a rank's expert all-to-alls differ from the plan with the measured routing"
                : "every rank sent the plan's expert all-to-all bytes for the measured routing, byte for byte");
+    printf("  each rank also holds %llu B of expert-parallel buffers outside the arena, not in the plan's\n"
+           "  terms: its experts' rows for up to ep x tokens x top-k copies (dropless routing)\n",
+           (unsigned long long)rd->ep_buffer_bytes);
     fflush(stdout);
     return bad ? status_exit_code(ST_TOLERANCE) : 0;
 }

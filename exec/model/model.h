@@ -306,6 +306,7 @@ typedef struct Model {
     struct MoeEp *moe_ep;
     uint64_t *ep_rows, ep_calls;
     double ep_counts_bytes[2]; /* what the EP all-to-alls moved outside the plan's rows (the counts): payload, sent */
+    uint64_t ep_buffer_bytes;  /* the EP buffers allocated outside the arena (ep·R rows on the experts' side) */
     /* The routing log (run --routing-log; NULL: none): per step taken, this rank's token copies per expert of
      * each MoE layer (route_cap steps of moe_layers x E, route_steps filled), before the DP ranks' sum. */
     uint64_t *route_log;

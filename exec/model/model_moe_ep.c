@@ -55,7 +55,7 @@ static Status ep_alloc(Model *m, MoeEp *p, uint64_t bytes, void **out, Err *e)
 {
     if (p->nmem == p->capmem) return err_set(e, ST_SOFTWARE, "expert parallelism: more buffers than counted");
     Status st = m->bk->alloc(m->bk, bytes ? bytes : 1, out, e);
-    if (!st) p->mem[p->nmem++] = *out;
+    if (!st) p->mem[p->nmem++] = *out, m->ep_buffer_bytes += bytes;
     return st;
 }
 

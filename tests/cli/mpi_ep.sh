@@ -122,6 +122,11 @@ expect_line "expert gradients over the EDP group" "  edp_grad_allreduce +1376256
 expect_line "rank 0's counts as planned, by hand" "     0 ep_counts +224 +224 +448 +448 +224  exact"
 expect_line "rank 3's dispatch: the uniform plan's 16,384 beside" \
     "     3 ep_dispatch_fwd +[0-9]+ +[0-9]+ +32768 +32768 +16384  exact"
+# the buffers outside the arena, for ep x 64 = 128 rows on the experts' side, BF16: the rows in source order,
+# the outputs and d(inputs) 3 x 128 x 64 x 2 = 49,152, d(activation) 128 x 224 x 2 = 57,344, d(FC1 out)
+# 128 x 448 x 2 = 114,688; per MoE layer the saved inputs 16,384, FC1 out 114,688 and FC2 in 57,344, the
+# combined outputs 64 x 64 x 2 = 8,192 and 4 int32 counts: 196,624, x 2 layers: 221,184 + 393,248 = 614,432
+expect_out "the EP buffers outside the arena, by hand" "each rank also holds 614432 B of expert-parallel buffers"
 
 # ---- refused before any work, nothing written --------------------------------------------------------
 O="-o $TMP/no.csv --loss-log $TMP/no_loss.csv --routing-log $TMP/no_r.csv"
