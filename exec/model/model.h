@@ -296,7 +296,8 @@ typedef struct Model {
     double moe_aux;
     float moe_aux_coeff; /* MODEL_MOE_AUX_COEFF (model_create); 0: no auxiliary loss (finite-difference tests) */
     uint64_t *moe_counts;
-    float *moe_scratch; /* (MoE layers, E) host floats the routing's bookkeeping reuses (a step allocates nothing) */
+    float *moe_scratch; /* host memory the routing's bookkeeping reuses (a step allocates nothing): (MoE layers,
+                           E) floats, or the DP ranks' gathered counts, (dp, MoE layers, E) uint64 */
     uint32_t moe_layers;
     /* Expert parallelism's working state (model_moe_ep.c; NULL at ep 1), and what this rank routed since
      * the model was made: ep_rows (E) the token copies it sent to each expert, summed over MoE layers,

@@ -240,7 +240,8 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     for (uint32_t l = 0; !st && l < m->spec.layers; l++) m->moe_layers += (uint32_t)model_moe_layer(m, l);
     if (!st && m->moe_layers &&
         (!(m->moe_counts = calloc((size_t)m->moe_layers * m->spec.experts, sizeof(uint64_t))) ||
-         !(m->moe_scratch = calloc((size_t)m->moe_layers * m->spec.experts, sizeof(float)))))
+         !(m->moe_scratch =
+               calloc((size_t)m->moe_layers * m->spec.experts * (m->dp > 1 ? m->dp : 1), sizeof(uint64_t)))))
         st = err_set(e, ST_NOMEM, "out of memory");
     if (!st) model_shard_bind(m);
     for (uint32_t i = 0; !st && i < m->nparams; i++) /* the agreed scales' passes and recasts: host memory */

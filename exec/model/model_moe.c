@@ -354,25 +354,21 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
     return st;
 }
 
-/* With data parallelism, the step's counts of every DP rank summed (in FP32, exact below 2^24 rows; not a
- * plan collective), so the routing report and a sigmoid router's bias see the whole batch's loads, as one
- * rank does. */
+/* With data parallelism, the step's counts of every DP rank summed (gathered as bytes, summed exactly in a
+ * fixed rank order; not a plan collective), so the routing report and a sigmoid router's bias see the whole
+ * batch's loads, as one rank does. */
 static Status sum_counts(Model *m, Err *e)
 {
     const uint64_t n = (uint64_t)m->moe_layers * m->spec.experts;
     if (m->dp <= 1 || !n) return ST_OK;
-    float *f = m->moe_scratch; /* (MoE layers, E) */
-    Status st = ST_OK;
-    for (uint64_t i = 0; i < n; i++) {
-        if (m->moe_counts[i] >= (1u << 24) / m->dp) {
-            st = err_set(e, ST_UNAVAILABLE, "MoE routing: %llu rows for one expert in a step exceed the FP32 sum",
-                         (unsigned long long)m->moe_counts[i]);
-            break;
-        }
-        f[i] = (float)m->moe_counts[i];
+    uint64_t *all = (uint64_t *)m->moe_scratch; /* (dp, MoE layers, E) */
+    /* uint64 counts travel as pairs of 4-byte elements: a gather moves bytes, it adds nothing */
+    Status st = m->dpc->all_gather(m->dpc, COMM_UNPLANNED, m->bk, m->moe_counts, all, 2 * n, DT_FP32, e);
+    for (uint64_t i = 0; !st && i < n; i++) {
+        uint64_t sum = 0;
+        for (uint32_t r = 0; r < m->dp; r++) sum += all[(uint64_t)r * n + i];
+        m->moe_counts[i] = sum;
     }
-    if (!st) st = m->dpc->all_reduce(m->dpc, COMM_UNPLANNED, m->bk, f, n, DT_FP32, COMM_SUM, e);
-    for (uint64_t i = 0; !st && i < n; i++) m->moe_counts[i] = (uint64_t)f[i];
     return st;
 }
 
