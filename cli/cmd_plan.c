@@ -22,7 +22,9 @@ static const char plan_help_head[] =
     "collectives, time).\n"
     "\n"
     "  --model M  --gpu G  --recipe R     names from `fp8plan models`, `fp8plan gpus`, `fp8plan recipes`\n"
-    "  --view summary|terms|collectives|time   rows for csv/json output (summary)\n";
+    "  --view summary|terms|collectives|time   rows for csv/json output (summary)\n"
+    "  --routing FILE     instead: each rank's expert all-to-all bytes (sent and payload) for the routing a run\n"
+    "                     measured (`fp8plan run --routing-log FILE`), beside the plan's uniform routing\n";
 
 enum { PLAN_MASK = PO_RECIPE | PO_LAYOUT | PO_VIEW | PO_UNKNOWN }; /* the options plan takes */
 
@@ -151,7 +153,9 @@ int cmd_plan(int argc, char **argv)
         return cli_nomem(cmd, "the plan");
     }
     if (!(rc = plan_args_resolve(cmd, cat, &a, a.recipe)) && (rc = build_one(cmd, &a.in, p))) plan_from_blame(cmd, &a);
-    if (!rc) {
+    if (!rc && a.routing) {
+        rc = plan_routing_emit(cmd, p, a.routing, &a.out);
+    } else if (!rc) {
         char trust[600];
         Job j = {p, 1, cli_unicode(a.ascii), NULL, trust};
         Err te;

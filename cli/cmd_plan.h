@@ -76,6 +76,7 @@ typedef struct {
     const char *recipes;     /* --recipes, comma-separated */
     const char *catalog;     /* --catalog DIR */
     const char *view;        /* --view summary|terms|collectives|time */
+    const char *routing;     /* --routing FILE: a run's --routing-log (plan: each rank's expert all-to-alls) */
     const char *stack;       /* --stack NAME (NULL: CATALOG_DEFAULT_STACK) */
     const char *stacks;      /* --stacks L1,L2|all (sweep) */
     unsigned given;          /* PG_* bits */
@@ -156,6 +157,9 @@ typedef struct {
 } PlanNameList;
 int plan_name_list(const char *cmd, const char *name, const char *arg, const PlanNameList *l, unsigned *out);
 int plan_moe_option(const char *cmd, const char *name, int which, const char *arg, PlanInput *in);
+/* plan --routing FILE (cli/cmd_plan_routing.c): each rank's expert all-to-all bytes for the routing in FILE
+ * (`fp8plan run --routing-log`), as a table through out; an exit code (65 for a bad file, naming it). */
+int plan_routing_emit(const char *cmd, const Plan *p, const char *path, const CliOut *out);
 
 /* The help of the options plan_args_parse takes under mask (PO_*), generated from its table (the lines
  * of the options it refuses left out); buf returned. */

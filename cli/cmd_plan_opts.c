@@ -131,6 +131,7 @@ static int read_moe(const CliParse *p, const CliOpt *o, const char *arg, void *t
 static const CliOpt plan_opts[] = {
     {USE("model", 0)}, {USE("gpu", 0)}, {USE("recipe", PO_RECIPE)}, {USE("recipes", PO_RECIPES)},
     {FN("view", read_word, 'v', NULL), .need = PO_VIEW},
+    {"routing", OPT_STR, offsetof(PlanArgs, routing), .need = PO_VIEW}, /* plan's help head says it */
     {"top", OPT_U32, offsetof(PlanArgs, top), .lo = 1, .need = PO_SWEEP, .mark = CLI_MARK(PlanArgs, top_given)},
     {"per-recipe", OPT_FLAG, offsetof(PlanArgs, per_recipe), .set = 1, .need = PO_SWEEP},
     {"all", OPT_FLAG, offsetof(PlanArgs, all), .set = 1, .need = PO_SWEEP},

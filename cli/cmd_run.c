@@ -29,7 +29,8 @@ static const char help_head[] =
     "                   [--mbs B] [--gbs G] [--dp N [--zero 0|1 | --dist-opt]] [--tp N] [--ep N]\n"
     "                   [--pp N] [--gpu G] [--seed S] [--data FILE]\n"
     "                   [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
-    "                   [--scaling-trace FILE] [--loss-log FILE] [--log-every N] [--quiet]\n"
+    "                   [--scaling-trace FILE] [--loss-log FILE] [--routing-log FILE] [--log-every N]\n"
+    "                   [--quiet]\n"
     "                   [--stack NAME] [-o FILE [--format csv|json|html]] [--catalog DIR]\n"
     "\n"
     "Train a decoder of the catalog (a models/ entry: GPT-2 style or LLaMA style with RMSNorm,\n"
@@ -52,8 +53,8 @@ static const char help_tail[] =
     "does not run); 71 out of memory (the model does not fit this machine); 73 an output cannot be\n"
     "created; 74 a write failed. SIGINT/SIGTERM (one rank): the step in flight ends, the report\n"
     "covers the steps taken, exit 130/143; a failed step is reported the same way, with its code.\n"
-    "The files (-o, --loss-log, --scaling-trace, --save) land together: all new, or (a second signal\n"
-    "while they are written, a failure) all as they were.\n";
+    "The files (-o, --loss-log, --routing-log, --scaling-trace, --save) land together: all new, or (a\n"
+    "second signal while they are written, a failure) all as they were.\n";
 
 const char *const RUN_CMD = "run";
 
@@ -94,14 +95,15 @@ static const CliOpt opts[] = {
     {"vocab", OPT_U32, A(ov.vocab), .lo = 2, .hi = INT32_MAX},
     {.kind = OPT_TEXT, .help = "  --experts/--topk/--expert-ffn/--dense-layers   a model with experts: routed experts, experts per"
         IN23 "token, the expert FFN width (follows --hidden unless given), dense first"
-        IN23 "layers. MoE layers run on the cpu backend, one rank, BF16/FP32 GEMM"
-        IN23 "recipes (docs/executor-moe.md)"},
+        IN23 "layers. MoE layers run on the cpu backend with BF16/FP32 GEMM recipes, over"
+        IN23 "data and expert parallel ranks (docs/executor-moe.md)"},
     {"experts", OPT_U32, A(ov.experts), .lo = 1, .hi = 1 << 16},
     {"topk", OPT_U32, A(ov.topk), .lo = 1, .hi = 1 << 16},
     {"expert-ffn", OPT_U32, A(ov.expert_ffn), .lo = 1, .hi = 1 << 24},
     {"dense-layers", OPT_U32, A(ov.dense_layers), .lo = 0, .hi = 100000, .mark = CLI_MARK(Parsed, a.ov.dense_layers_set)},
-    USE("ep", 1, 4096, NULL, "expert-parallel ranks: checked against the experts and the ranks before any"
-        IN23 "work (exit 64); expert parallelism itself is not run yet (exit 69)"),
+    USE("ep", 1, 4096, NULL, "expert-parallel ranks (mpirun -np N x k): the experts split over N ranks,"
+        IN23 "tokens exchanged by all-to-all; N must divide the experts and the ranks"
+        IN23 "(exit 64 before any work)"),
     USE("mbs", 1, 1 << 16, "B", "micro-batch, sequences per forward and backward (default 1)"),
     USE("gbs", 1, 1 << 20, "G", "global batch, sequences per optimizer step: G / (B x DP) micro-batches per"
         IN23 "rank whose gradients accumulate (default B x DP: one)"),
@@ -135,6 +137,10 @@ static const CliOpt opts[] = {
         IN23 "step,bank,layer,linear,operand,format,amax,scale_used,scale_next; one"
         IN23 "tensor's amax column fed to `fp8plan scaling --trace` gives its scales"},
     {"loss-log", OPT_STR, A(loss_log), .arg = "FILE", .help = "CSV of every step's loss (step,loss; full float precision)"},
+    {"routing-log", OPT_STR, A(routing_log), .arg = "FILE", .mark = CLI_MARK(Parsed, a.want_routing),
+     .help = "CSV of the routing every step took on every rank, a model with experts:"
+        IN23 "step,layer,rank,expert,token_copies (`fp8plan plan --routing FILE` gives each"
+        IN23 "rank's expert all-to-all bytes for it)"},
     {"log-every", OPT_U32, A(log_every), .lo = 1, .hi = 100000000, .arg = "N", .help = "print every Nth step (default 1); --quiet prints only the report"},
     {"quiet", OPT_FLAG, A(quiet), .set = 1},
     {"output", OPT_STR, A(out.path), .short_name = 'o', .arg = "FILE", .help = "also write every row of the report to FILE (atomically)"},
@@ -336,6 +342,10 @@ int cmd_run(int argc, char **argv)
         rc = run_fail(&e);
         goto done;
     }
+    if (a.want_routing && !spec_is_moe(&model)) {
+        rc = cli_usage(RUN_CMD, "--routing-log: model %s has no experts", model.name);
+        goto done;
+    }
     if ((rc = make_plans(&a, cat, &model, gpu, recipe, comm, &built, &plan))) goto done;
     if (!a.rank) run_warn_model(&a, base, &model, built, bk->name);
     double t0 = run_now_s();
@@ -380,7 +390,7 @@ int cmd_run(int argc, char **argv)
         rc = stopped;
         goto done;
     }
-    if ((rc = run_files_commit(&sf))) goto done;
+    if ((rc = run_routing_write(&a, m, &sf)) || (rc = run_files_commit(&sf))) goto done;
     measure_finish(&ms, m);
     if (stopped > 128 && a.save) fprintf(stderr, "fp8plan run: --save: the checkpoint is of step %u\n", m->step);
     /* rank 0 writes; with sharded states or TP/PP ranks every rank hands its part over (exec/ckpt.h) */
@@ -395,12 +405,14 @@ int cmd_run(int argc, char **argv)
     RankData rd = {0};
     int ranks_rc = 0;
     if (comm->size > 1) {
-        if (run_ranks_gather(comm, plan, &ms, &rd, &e)) {
+        if (run_ranks_gather(comm, plan, &ms, &rd, &e) || run_ranks_gather_ep(comm, m, &rd, &e)) {
             run_ranks_free(&rd);
             rc = run_fail(&e);
             goto done;
         }
         ranks_rc = run_rank_table(plan, comm, &ms, &rd);
+        int ep_rc = run_rank_ep_table(plan, comm, &ms, &rd);
+        if (!ranks_rc) ranks_rc = ep_rc;
     }
     if (!a.rank) rc = run_report(&a, plan, m, &ms, &d, comm->size > 1 ? &rd : NULL);
     keep = !rc || rc == status_exit_code(ST_TOLERANCE); /* the report written: the set is whole */
@@ -410,7 +422,8 @@ int cmd_run(int argc, char **argv)
 done:
     run_files_abort(&sf);
     if (grouped && outfile_group_end(keep, &e) && keep) rc = run_fail(&e);
-    if (rc && rc != 1 && comm && comm->size > 1) { /* never leave the other ranks waiting in a collective */
+    /* never leave the other ranks waiting in a collective (unless every rank failed at one agreed point) */
+    if (rc && rc != 1 && comm && comm->size > 1 && !(m && m->failed_together)) {
         fprintf(stderr, "fp8plan run: rank %d of %d failed (exit %d): stopping every rank\n", comm->rank, comm->size,
                 rc);
         comm_mpi_abort(comm, rc);

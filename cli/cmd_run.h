@@ -8,11 +8,14 @@
 #include "exec/measure/measurement.h"
 #include "exec/measure/plan_link.h"
 #include "exec/model/model.h"
+#include "planner/plan_routed.h"
 #include "reports/table.h"
 #include "util/fileio.h"
 
 typedef struct {
     const char *backend, *model, *gpu, *recipe, *data, *catalog, *resume, *save, *trace, *loss_log;
+    const char *routing_log; /* --routing-log FILE (rank 0 writes it; want_routing: every rank records its part) */
+    int want_routing;
     CliOut out;        /* -o FILE: the comparison's rows, --format csv (default), json or html (a page with charts) */
     const char *stack; /* --stack NAME (NULL: fp8plan) */
     ExecOverrides ov;
@@ -21,7 +24,7 @@ typedef struct {
     Sharding sharding; /* --zero 1 / --dist-opt (SHARD_NONE by default) */
     uint32_t tp;       /* --tp N (0 or 1: none) */
     uint32_t pp;       /* --pp N (0 or 1: none) */
-    uint32_t ep;       /* --ep N: expert-parallel ranks, planned and checked (0 or 1: none; > 1 not run yet) */
+    uint32_t ep;       /* --ep N: expert-parallel ranks (0 or 1: none) */
     int rank;          /* this process's rank; ranks other than 0 print and write nothing */
     ModelHyper hyper;
     int quiet;
@@ -39,12 +42,15 @@ double run_now_s(void);
 /* The run's CSV side files: the scaling trace and the loss log, written
  * atomically (open only when asked for). */
 typedef struct {
-    OutFile trace, loss;
-    int trace_open, loss_open;
+    OutFile trace, loss, routing;
+    int trace_open, loss_open, routing_open;
 } RunFiles;
 
 /* Open the files the flags ask for (a trace needs an FP8 recipe); an exit code. */
 int run_files_open(const RunArgs *a, Model *m, RunFiles *f);
+/* --routing-log: every rank's recorded routing gathered on rank 0 (every rank calls it after the steps) and
+ * written: step,layer,rank,expert,token_copies; an exit code. */
+int run_routing_write(const RunArgs *a, Model *m, RunFiles *f);
 /* Commit them (rename into place); an exit code. */
 int run_files_commit(RunFiles *f);
 /* Drop what is open (on a failure). */
@@ -76,6 +82,12 @@ typedef struct {
     uint32_t
         stages; /* pipeline stages: rank r is stage r / (n / stages) (Megatron's order, exec/model/model_groups.c) */
     Plan *stage_plan; /* with stages > 1, on rank 0: stage s's plan (the run's plan with stage_view s + 1) */
+    /* Expert parallelism (NULL ep_rows without it), on rank 0: every rank's routing over the run, ep_rows[r ·
+     * experts + x] token copies rank r sent expert x, in ep_calls dispatches a rank, and the bytes its counts'
+     * exchanges moved (ep_counts[2r] payload, [2r + 1] sent; cli/cmd_run_ranks_ep.c). */
+    uint64_t *ep_rows, ep_calls, ep_buffer_bytes; /* ep_buffer_bytes: rank 0's EP buffers outside the arena */
+    uint32_t experts;
+    double *ep_counts;
 } RankData;
 
 /* Every rank takes part; rank 0's rd holds every rank's (the others' only their own) and, with
@@ -94,6 +106,16 @@ int run_rank_coll_listed(const Plan *p, const RankData *rd, int c);
 /* Rank 0 prints every rank's persistent memory terms and bytes per collective (and its payload)
  * beside the plan's, and the seconds per collective; an exit code, 1 when a rank differs. */
 int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const RankData *rd);
+/* Expert parallelism (cli/cmd_run_ranks_ep.c): every rank's routing and counts' bytes gathered on rank 0
+ * (nothing without experts split over ranks; every rank takes part); rank r's expert all-to-alls over the
+ * run as the plan has them with that routing (planner/plan_routed.h), as measured, and at the plan's
+ * uniform routing; rank 0 prints them (an exit code: 1 when a rank differs), after the per-rank tables,
+ * which leave these collectives to it. */
+Status run_ranks_gather_ep(Comm *comm, const Model *m, RankData *rd, Err *e);
+int run_rank_ep(const Plan *p, const RankData *rd, int r, EpRouted *planned, EpRouted *measured, Err *e);
+int run_rank_ep_table(const Plan *p, const Comm *comm, const Measurement *ms, const RankData *rd);
+/* Collective c is an expert all-to-all the EP table compares (rd holds the routing). */
+int run_rank_ep_coll(const RankData *rd, int c);
 /* The -o table of a multi-rank run (cli/cmd_run_ranks_csv.c): a leading rank column; rank 0's
  * comparison rows (rank 0), then per rank a rank_memory row per persistent term and rank_comm rows
  * per collective (bus bytes with the median seconds per step, and its payload). NULL: no memory. */

@@ -32,8 +32,13 @@ int run_check_paths(const RunArgs *a)
     const struct {
         const char *flag, *path;
         int output;
-    } p[] = {{"-o", a->out.path, 1},         {"--save", a->save, 1}, {"--scaling-trace", a->trace, 1},
-             {"--loss-log", a->loss_log, 1}, {"--data", a->data, 0}, {"--resume", a->resume, 0}};
+    } p[] = {{"-o", a->out.path, 1},
+             {"--save", a->save, 1},
+             {"--scaling-trace", a->trace, 1},
+             {"--loss-log", a->loss_log, 1},
+             {"--routing-log", a->routing_log, 1},
+             {"--data", a->data, 0},
+             {"--resume", a->resume, 0}};
     enum { N = sizeof p / sizeof *p };
     Err e;
     int rc;

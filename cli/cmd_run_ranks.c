@@ -67,7 +67,8 @@ int run_resolve_ranks(RunArgs *a, const Comm *comm)
                          a->gbs, a->mbs, n);
     if (a->rank) {
         a->quiet = 1;
-        a->out.path = a->trace = a->loss_log = NULL; /* --save stays: sharded states are gathered on rank 0 */
+        /* --save stays: sharded states are gathered on rank 0; want_routing too: each rank records its part */
+        a->out.path = a->trace = a->loss_log = a->routing_log = NULL;
     }
     return 0;
 }
@@ -128,6 +129,8 @@ static Status stage_plans(const Plan *p, RankData *rd, Err *e)
 
 void run_ranks_free(RankData *rd)
 {
+    free(rd->ep_rows);
+    free(rd->ep_counts);
     free(rd->stage_plan);
     free(rd->placed);
     free(rd->coll);
@@ -229,7 +232,7 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
         const Plan *ps = run_rank_plan(p, rd, idx[0]);
         stage_head(rd, ps, s, idx, k);
         for (int c = 0; c < CO_COUNT_; c++) {
-            if (!run_rank_coll_listed(p, rd, c)) continue;
+            if (!run_rank_coll_listed(p, rd, c) || run_rank_ep_coll(rd, c)) continue; /* EP: its own table */
             const Collective *pc = &ps->coll[c];
             char name[48];
             for (int i = 0; i < k; i++) v[i] = run_rank_bus(rd, idx[i], c);
@@ -239,7 +242,9 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
             bad |= line(name, pc->payload_bytes * pc->calls, v, k);
         }
     }
-    printf("  %s\n", bad ? "a rank's bytes differ from the plan's" : "every rank sent the plan's bytes, byte for byte");
+    printf("  %s%s\n",
+           bad ? "a rank's bytes differ from the plan's" : "every rank sent the plan's bytes, byte for byte",
+           rd->ep_rows ? " (the expert all-to-alls: below, with the measured routing)" : "");
     printf("  seconds per step inside each collective (median over steps %u..%u), rank 0 .. %d:\n",
            ms->first_step + measure_timed_from(ms) + 1, ms->first_step + ms->steps, n - 1);
     for (int c = 0; c < CO_COUNT_; c++) {

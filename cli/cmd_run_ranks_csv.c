@@ -57,8 +57,18 @@ Table *run_rank_csv(const Table *rows0, const Plan *p, const RankData *rd)
                 bytes_row(t, &c, r, "rank_memory", arena_term_name((ArenaTerm)m),
                           mem_category_name(mem_term_category((MemTermId)m)), (double)planned[m],
                           (double)rd->placed[(size_t)r * ARENA_TERMS + m]);
+        EpRouted pl, me;
+        Err e;
+        if (rd->ep_rows && !run_rank_ep(p, rd, r, &pl, &me, &e)) /* over the run, with the measured routing */
+            for (int i = 0; i < EPR_COUNT_; i++) {
+                char name[48];
+                bytes_row(t, &c, r, "rank_ep_routed", ep_routed_names[i], "comm", (double)pl.sent[i],
+                          (double)me.sent[i]);
+                snprintf(name, sizeof name, "%s.payload", ep_routed_names[i]);
+                bytes_row(t, &c, r, "rank_ep_routed", name, "comm", (double)pl.payload[i], (double)me.payload[i]);
+            }
         for (int k = 0; k < CO_COUNT_; k++) {
-            if (!run_rank_coll_listed(p, rd, k)) continue;
+            if (!run_rank_coll_listed(p, rd, k) || run_rank_ep_coll(rd, k)) continue;
             const Collective *pc = &pr->coll[k];
             char name[48];
             bytes_row(t, &c, r, "rank_comm", pc->name, "comm", (double)pc->step_bytes, run_rank_bus(rd, r, k));

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cmd_run.h"
+#include "exec/comm/comm_mpi.h"
 #include "cli/cmd_run_check.h"
 #include "exec/measure/compare.h"
 #include "reports/run_report.h"
@@ -66,8 +67,17 @@ static uint32_t fault_step(void)
     return v ? (uint32_t)strtoul(v, NULL, 10) : 0;
 }
 
+/* FP8PLAN_FAULT_EP_COUNTS=R (a test hook): with expert parallelism, rank R announces to its next EP peer one
+ * row more than it dispatches, so the peers' counts disagree (exec/model/model_moe_ep.c). */
+static int fault_ep_counts(const Model *m)
+{
+    const char *v = getenv("FP8PLAN_FAULT_EP_COUNTS");
+    return v && *v && m->comm && strtol(v, NULL, 10) == m->comm->rank;
+}
+
 int run_train(const RunArgs *a, Model *m, DataStream *d, Measurement *ms, RunFiles *sf)
 {
+    m->ep_fault = fault_ep_counts(m);
     /* every rank draws the whole global batch (dp x n tokens: the stream stays
      * the same on every rank, and in a checkpoint) and trains on its share */
     const uint64_t bt = (uint64_t)m->batch * m->seq, n = model_step_tokens(m), all = n * m->dp;
@@ -138,15 +148,53 @@ int run_files_open(const RunArgs *a, Model *m, RunFiles *sf)
         sf->loss_open = 1;
         fprintf(sf->loss.f, "step,loss\n");
     }
+    if (a->want_routing) { /* every rank records its routing */
+        if (!m->moe_layers) return cli_usage(RUN_CMD, "--routing-log: model %s has no MoE layers", m->spec.name);
+        uint64_t n = (uint64_t)m->moe_layers * m->spec.experts;
+        if (!(m->route_log = calloc((size_t)a->steps * n, sizeof *m->route_log)))
+            return run_fail((err_set(&e, ST_NOMEM, "out of memory for the routing log"), &e));
+        m->route_cap = a->steps;
+    }
+    if (a->routing_log) {
+        if (outfile_open(&sf->routing, a->routing_log, &e)) return run_fail(&e);
+        sf->routing_open = 1;
+        fprintf(sf->routing.f, "step,layer,rank,expert,token_copies\n");
+    }
+    return 0;
+}
+
+int run_routing_write(const RunArgs *a, Model *m, RunFiles *sf)
+{
+    if (!a->want_routing) return 0;
+    Err e;
+    const uint64_t E = m->spec.experts, n = (uint64_t)m->moe_layers * E, S = m->route_steps;
+    const int R = m->comm->size;
+    uint64_t *all = sf->routing_open ? calloc((size_t)R * S * n + 1, sizeof *all) : NULL;
+    if (sf->routing_open && !all) return run_fail((err_set(&e, ST_NOMEM, "out of memory for the routing log"), &e));
+    if (comm_gather_bytes(m->comm, m->route_log, S * n * sizeof *all, all, &e)) {
+        free(all);
+        return run_fail(&e);
+    }
+    for (uint64_t t = 0; sf->routing_open && t < S; t++)
+        for (uint32_t l = 0, i = 0; l < m->spec.layers; l++) {
+            if (l + m->layer0 < m->spec.dense_layers) continue; /* a dense layer */
+            for (int r = 0; r < R; r++)
+                for (uint64_t x = 0; x < E; x++)
+                    fprintf(sf->routing.f, "%llu,%u,%d,%llu,%llu\n", (unsigned long long)(m->step - S + t + 1),
+                            l + m->layer0, r, (unsigned long long)x,
+                            (unsigned long long)all[((uint64_t)r * S + t) * n + (uint64_t)i * E + x]);
+            i++;
+        }
+    free(all);
     return 0;
 }
 
 int run_files_commit(RunFiles *sf)
 {
     Err e;
-    OutFile *f[2] = {&sf->trace, &sf->loss};
-    int *open[2] = {&sf->trace_open, &sf->loss_open};
-    for (int i = 0; i < 2; i++) {
+    OutFile *f[3] = {&sf->trace, &sf->loss, &sf->routing};
+    int *open[3] = {&sf->trace_open, &sf->loss_open, &sf->routing_open};
+    for (int i = 0; i < 3; i++) {
         if (!*open[i]) continue;
         *open[i] = 0;
         if (outfile_commit(f[i], &e)) return run_fail(&e);
@@ -275,5 +323,6 @@ void run_files_abort(RunFiles *sf)
 {
     if (sf->trace_open) outfile_abort(&sf->trace);
     if (sf->loss_open) outfile_abort(&sf->loss);
-    sf->trace_open = sf->loss_open = 0;
+    if (sf->routing_open) outfile_abort(&sf->routing);
+    sf->trace_open = sf->loss_open = sf->routing_open = 0;
 }

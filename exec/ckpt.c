@@ -188,6 +188,11 @@ Status ckpt_image(Model *m, const DataState *data, char **img, size_t *len, Err 
 Status ckpt_check(const Model *m, Err *e)
 {
     const Recipe *r = &m->recipe;
+    if (m->ep > 1)
+        return err_set(e, ST_UNAVAILABLE,
+                       "--save/--resume with --ep %u: each rank holds %u of the %u experts, and a checkpoint that "
+                       "gathers them is not implemented (run it with --ep 1)",
+                       m->ep, m->spec.experts / m->ep, m->spec.experts);
     if (m->dp > 1 && r->scaling == SCALING_DELAYED && r->amax_reduce != AMAX_ALL)
         return err_set(e, ST_USAGE,
                        "--save/--resume: recipe %s reduces its delayed-scaling amaxes over '%s' only, so each of the "

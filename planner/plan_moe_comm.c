@@ -42,6 +42,7 @@
 #include "fp8/granularity.h"
 #include "planner/arch.h"
 #include "planner/plan_internal.h"
+#include "planner/plan_routed.h"
 
 /* Bytes of one token copy of h elements in dtype dt with the recipe's activation scales. */
 static double copy_bytes(const Recipe *rc, Dtype dt, uint64_t h)
@@ -208,4 +209,99 @@ void moe_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
                 if (x->lin[k][i].kind != XL_ROUTER) ntens = ck_add(ck, ntens, ck_mul(ck, x->lin[k][i].count, hd.n[k]));
         plan_coll_set(in, p, CO_AMAX_AR, DT_FP32, am->ranks, 1, ck_mul(ck, ntens, 3 * 4) / 2, am->calls, ck);
     }
+}
+
+/* ---- the expert all-to-alls under a measured routing (plan_routed.h) ---- */
+
+const char *const ep_routed_names[EPR_COUNT_] = {"ep_counts", "ep_dispatch_fwd", "ep_combine_fwd", "ep_dispatch_bwd",
+                                                 "ep_combine_bwd"};
+
+CollectiveId ep_routed_coll(int i)
+{
+    static const CollectiveId ids[EPR_COUNT_] = {CO_COUNT_, CO_EP_DISPATCH_FWD, CO_EP_COMBINE_FWD, CO_EP_DISPATCH_BWD,
+                                                 CO_EP_COMBINE_BWD};
+    return i >= 0 && i < EPR_COUNT_ ? ids[i] : CO_COUNT_;
+}
+
+/* A call's counts: E int32 counts (E/ep stay) and five agreements of ep uint64 element counts (one stays). */
+static void counts_row(uint64_t E, uint64_t ep, uint64_t calls, EpRouted *out, Ck *ck)
+{
+    uint64_t pay = ck_add(ck, ck_mul(ck, E, 4), ck_mul3(ck, 5, ep, 8));
+    uint64_t sent = ck_add(ck, ck_mul(ck, E - E / ep, 4), ck_mul3(ck, 5, ep - 1, 8));
+    out->payload[EPR_COUNTS] = ck_mul(ck, pay, calls);
+    out->sent[EPR_COUNTS] = ck_mul(ck, sent, calls);
+}
+
+/* Bytes of one row of h elements in dt with the recipe's activation scales (whole bytes: ST_USAGE when the
+ * scales make it a fraction). */
+static Status row_bytes(const Recipe *rc, Dtype dt, uint64_t h, uint64_t *out, Err *e)
+{
+    double b = copy_bytes(rc, dt, h);
+    *out = (uint64_t)b;
+    if ((double)*out != b)
+        return err_set(e, ST_USAGE, "a routed row of %llu elements is %g bytes, not whole", (unsigned long long)h, b);
+    return ST_OK;
+}
+
+Status plan_ep_routed(const Plan *p, const MoeRouting *rt, uint32_t rank, EpRouted *out, Err *e)
+{
+    const PlanInput *in = &p->in;
+    const ModelSpec *md = in->model;
+    memset(out, 0, sizeof *out);
+    if (!spec_is_moe(md) || in->ep <= 1 || in->tp != 1 || in->cp != 1 || in->etp != 1 || in->pp != 1)
+        return err_set(e, ST_USAGE,
+                       "measured routing: the plan must be of a model with experts at ep > 1 and tp, cp, etp, pp 1 "
+                       "(%s at ep %u, tp %u, cp %u, etp %u, pp %u)",
+                       md->name, in->ep, in->tp, in->cp, in->etp, in->pp);
+    const uint64_t E = md->experts, ep = in->ep, El = E / ep;
+    if (!rt || !rt->rows || rt->ranks != in->dp || rt->experts != E || rt->ranks % ep)
+        return err_set(e, ST_USAGE,
+                       "measured routing: %u ranks x %u experts given; the plan has dp %u and %llu experts",
+                       rt ? rt->ranks : 0, rt ? rt->experts : 0, in->dp, (unsigned long long)E);
+    if (rank >= rt->ranks) return err_set(e, ST_USAGE, "measured routing: rank %u of %u", rank, rt->ranks);
+    Ck ck = {0};
+    /* dropless: every rank routes each of its tokens' top-k copies, calls x mbs x seq x k */
+    const uint64_t want = ck_mul(&ck, ck_mul3(&ck, rt->calls, in->mbs, p->seq), md->experts_per_token);
+    for (uint32_t r = 0; r < rt->ranks; r++) {
+        uint64_t n = 0;
+        for (uint64_t x = 0; x < E; x++) n = ck_add(&ck, n, rt->rows[(uint64_t)r * E + x]);
+        if (n != want)
+            return err_set(e, ST_DATA,
+                           "measured routing: rank %u routed %llu token copies over %llu dispatches; %llu x %u tokens "
+                           "x top-%u = %llu expected",
+                           r, (unsigned long long)n, (unsigned long long)rt->calls, (unsigned long long)rt->calls,
+                           in->mbs * p->seq, md->experts_per_token, (unsigned long long)want);
+    }
+    const uint64_t g0 = rank / ep * ep, x0 = rank % ep * El;
+    uint64_t sent = 0, own = 0, recv = 0;
+    for (uint64_t x = 0; x < E; x++) sent = ck_add(&ck, sent, rt->rows[(uint64_t)rank * E + x]);
+    for (uint64_t x = x0; x < x0 + El; x++) {
+        own = ck_add(&ck, own, rt->rows[(uint64_t)rank * E + x]);
+        for (uint64_t s = g0; s < g0 + ep; s++) recv = ck_add(&ck, recv, rt->rows[s * E + x]);
+    }
+    uint64_t Sd, Sc;
+    Status st = row_bytes(in->recipe, in->recipe->comm_ep_dispatch, md->hidden, &Sd, e);
+    if (!st) st = row_bytes(in->recipe, in->recipe->comm_ep_combine, md->hidden, &Sc, e);
+    if (st) return st;
+    out->payload[EPR_DISPATCH_FWD] = out->payload[EPR_DISPATCH_BWD] = ck_mul(&ck, sent, Sd);
+    out->sent[EPR_DISPATCH_FWD] = out->sent[EPR_DISPATCH_BWD] = ck_mul(&ck, sent - own, Sd);
+    out->payload[EPR_COMBINE_FWD] = out->payload[EPR_COMBINE_BWD] = ck_mul(&ck, recv, Sc);
+    out->sent[EPR_COMBINE_FWD] = out->sent[EPR_COMBINE_BWD] = ck_mul(&ck, recv - own, Sc);
+    counts_row(E, ep, rt->calls, out, &ck);
+    if (ck.ovf) return err_set(e, ST_OVERFLOW, "measured routing: bytes past 2^64");
+    return ST_OK;
+}
+
+void plan_ep_uniform(const Plan *p, uint64_t steps, EpRouted *out)
+{
+    Ck ck = {0};
+    memset(out, 0, sizeof *out);
+    for (int i = EPR_DISPATCH_FWD; i < EPR_COUNT_; i++) {
+        const Collective *c = &p->coll[ep_routed_coll(i)];
+        out->payload[i] = ck_mul3(&ck, c->payload_bytes, c->calls, steps);
+        out->sent[i] = ck_mul(&ck, c->step_bytes, steps);
+    }
+    const uint64_t ep = p->in.ep ? p->in.ep : 1;
+    if (spec_is_moe(p->in.model) && ep > 1)
+        counts_row(p->in.model->experts, ep, ck_mul(&ck, p->coll[CO_EP_DISPATCH_FWD].calls, steps), out, &ck);
 }

@@ -209,6 +209,8 @@ ModelHyper model_hyper_default(void);
 #define MODEL_MOE_BIAS_SPEED 1e-3f
 
 /* Host copies of one scaling bank's state for the last micro-batch (scaling trace). */
+enum { MODEL_GROUPS_MAX = 7 }; /* sub-communicators a rank may own: TP, DP, PP, amax, embedding, EP, EDP */
+
 typedef struct {
     float *amax;       /* (n) amax each tensor's cast observed */
     float *scale_used; /* (n) the scale that cast used */
@@ -246,7 +248,14 @@ typedef struct Model {
      * every rank; sub-communicators (owned[]) otherwise. */
     uint32_t tp_rank, dp_rank;
     Comm *tpc, *dpc, *ppc, *amaxc, *embc;
-    Comm *owned[5];
+    /* Expert parallelism (exec/model/model_moe_ep.c), the planner's "MoE parallel folding" at tp 1: the
+     * stage's dp ranks regrouped as ep x edp (ep fastest), ep_rank = dp_rank mod ep. epc: the EP group
+     * (ep consecutive ranks, the same ⌊dp_rank / ep⌋), which exchanges tokens; edpc: the expert-data-
+     * parallel group (the same ep_rank, ep apart), which all-reduces the experts' gradients. This rank
+     * holds experts ep_rank·E/ep .. (ep_rank + 1)·E/ep − 1. ep 1: epc is a one-rank group, edpc = dpc. */
+    uint32_t ep, ep_rank;
+    Comm *epc, *edpc;
+    Comm *owned[MODEL_GROUPS_MAX];
     /* The distributed optimizer / ZeRO-1 (the plan's sharding over dp ranks; exec/model/model_shard.c):
      * shard_ways = dp when a state is sharded, else 1. Per class (MODEL_CLASS_GEMM: block linear
      * weights, MODEL_CLASS_OTHER: the rest, each in parameter-table order) the elements E, the shard
@@ -287,7 +296,25 @@ typedef struct Model {
     double moe_aux;
     float moe_aux_coeff; /* MODEL_MOE_AUX_COEFF (model_create); 0: no auxiliary loss (finite-difference tests) */
     uint64_t *moe_counts;
+    float *moe_scratch; /* host memory the routing's bookkeeping reuses (a step allocates nothing): (MoE layers,
+                           E) floats, or the DP ranks' gathered counts, (dp, MoE layers, E) uint64 */
     uint32_t moe_layers;
+    /* Expert parallelism's working state (model_moe_ep.c; NULL at ep 1), and what this rank routed since
+     * the model was made: ep_rows (E) the token copies it sent to each expert, summed over MoE layers,
+     * micro-batches and steps (the measured routing the planner's plan_ep_routed takes); ep_calls the
+     * dispatches (MoE layers x micro-batches x steps). ep_fault (a test hook): this rank announces one row
+     * more than it sends to its next EP peer, so the peers' counts disagree. */
+    struct MoeEp *moe_ep;
+    uint64_t *ep_rows, ep_calls;
+    double ep_counts_bytes[2]; /* what the EP all-to-alls moved outside the plan's rows (the counts): payload, sent */
+    uint64_t ep_buffer_bytes;  /* the EP buffers allocated outside the arena (ep·R rows on the experts' side) */
+    /* The routing log (run --routing-log; NULL: none): per step taken, this rank's token copies per expert of
+     * each MoE layer (route_cap steps of moe_layers x E, route_steps filled), before the DP ranks' sum. */
+    uint64_t *route_log;
+    uint32_t route_cap, route_steps;
+    int ep_fault;
+    int failed_together; /* a step failed on every rank at one agreed point (model_moe_ep.c): no rank waits in a
+                            collective, so they can end without MPI_Abort (and rank 0 removes its files) */
     BankTrace tr_fwd, tr_bwd;
 } Model;
 

@@ -12,7 +12,8 @@
  * optimizer over dpc, the pipeline's sends over ppc (peer stage ± 1), the tied
  * embedding's gradient over embc (first and last stage), an "all" amax over
  * amaxc (the stage's TP x DP ranks: never across stages, whose banks hold
- * other layers). A group of every rank is the world communicator itself; the
+ * other layers); with experts, epc and edpc (the EP and expert-data-parallel
+ * groups, model.h). A group of every rank is the world communicator itself; the
  * others are split from it (comm_split: MPI_Comm_split), and count their calls
  * in the world's statistics, so a rank's bytes per collective are one table. */
 #include <string.h>
@@ -22,8 +23,9 @@
 void model_groups_coords(const Plan *p, Model *m)
 {
     const uint32_t tp = m->tp ? m->tp : 1, dp = m->dp ? m->dp : 1;
+    m->ep = p->in.ep ? p->in.ep : 1;
     if (!m->comm) { /* no communicator (unit tests): the plan's stage, rank 0 of its groups */
-        m->tp_rank = m->dp_rank = 0;
+        m->tp_rank = m->dp_rank = m->ep_rank = 0;
         m->stage = p->in.pp > 1 ? p->stage : 0;
         return;
     }
@@ -31,12 +33,13 @@ void model_groups_coords(const Plan *p, Model *m)
     m->tp_rank = r % tp;
     m->dp_rank = r / tp % dp;
     m->stage = r / (tp * dp);
+    m->ep_rank = m->dp_rank % m->ep; /* the expert side ep x edp, ep fastest (the executor's EP runs at tp 1) */
 }
 
 /* A sub-communicator m owns: a free slot of m->owned, or NULL. */
 static Comm **slot(Model *m)
 {
-    for (int n = 0; n < 5; n++)
+    for (int n = 0; n < MODEL_GROUPS_MAX; n++)
         if (!m->owned[n]) return &m->owned[n];
     return NULL;
 }
@@ -51,7 +54,7 @@ static Status group(Model *m, uint32_t size, uint32_t want, int color, int key, 
         return ST_OK;
     }
     Comm **c = slot(m);
-    if (!c) return err_set(e, ST_SOFTWARE, "model: more than 5 rank groups");
+    if (!c) return err_set(e, ST_SOFTWARE, "model: more than %d rank groups", MODEL_GROUPS_MAX);
     Status st = size == 1 ? comm_single_create(c, e) : comm_split(m->comm, color, key, c, e);
     if (!st && size == 1) (*c)->parent = m->comm; /* its calls (none move bytes) counted in the world's */
     if (!st && (uint32_t)(*c)->size != want)
@@ -74,12 +77,20 @@ Status model_groups_create(Model *m, Err *e)
         m->embc = m->ppc; /* every stage is an end */
     else if (!st) /* the ends of each pipeline together; a middle stage alone (its color: past the pipelines') */
         st = group(m, 2, end ? 2 : 1, end ? (int)within : (int)(td + r), (int)m->stage, &m->embc, e);
+    /* expert parallelism (tp 1, one stage: the dp ranks): EP groups of ep consecutive ranks, EDP groups of the
+     * ranks holding the same experts */
+    const uint32_t ep = m->ep, edp = dp / ep;
+    if (!st) st = group(m, ep, ep, (int)(m->dp_rank / ep), (int)m->ep_rank, &m->epc, e);
+    if (!st && ep == 1)
+        m->edpc = m->dpc;
+    else if (!st)
+        st = group(m, edp, edp, (int)m->ep_rank, (int)(m->dp_rank / ep), &m->edpc, e);
     return st;
 }
 
 void model_groups_destroy(Model *m)
 {
-    for (int i = 5; i-- > 0;)
+    for (int i = MODEL_GROUPS_MAX; i-- > 0;)
         if (m->owned[i]) m->owned[i]->destroy(m->owned[i]);
     memset(m->owned, 0, sizeof m->owned);
 }

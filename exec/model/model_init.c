@@ -49,6 +49,7 @@ typedef struct {
     void *buf;     /* (numel) a state's bytes */
     uint64_t key;  /* the tensor's stream */
     uint64_t live; /* elements below this get values; the rest are padded vocabulary rows (0) */
+    uint64_t off;  /* the first element's index in the stream (a rank's experts: their place among all E) */
     float std;
     Dtype dt;    /* of buf */
     float scale; /* buf = dt(w · scale) */
@@ -69,7 +70,7 @@ static void fill_piece(void *ctx, int piece, uint64_t b, uint64_t e)
     ParamKind k = j->p->kind;
     if (init_normal(k)) {
         uint64_t live = e < j->live ? e : j->live;
-        if (b < live) rng_normal_fill(j->key, b, live, j->std, w + b);
+        if (b < live) rng_normal_fill(j->key, j->off + b, j->off + live, j->std, w + b);
         for (uint64_t i = live > b ? live : b; i < e; i++) w[i] = 0.0f;
         for (uint64_t i = b; i < e; i++) { /* the values are finite: no NaN to propagate */
             float a = fabsf(w[i]);
@@ -124,6 +125,7 @@ static Status init_param(Model *m, ModelParam *p, InitJob *j, Err *e)
     if (p->kind == PK_PROJ_W || p->kind == PK_FC2_W || p->kind == PK_XFC2_W)
         j->std /= sqrtf(2.0f * (float)m->layers_total);
     j->live = p->kind == PK_WTE || p->kind == PK_LM_HEAD ? (uint64_t)m->spec.vocab * p->cols : p->numel;
+    j->off = p->expert ? (uint64_t)m->ep_rank * p->numel : 0;     /* experts ep_rank·E/ep ..: one rank's values */
     if (m->tp > 1 && init_normal(p->kind) && p->kind != PK_WPE) { /* a TP shard: its slice of the whole */
         memset(j->amax, 0, sizeof j->amax);
         j->amax[0] = model_tp_fill(m, p, j->key, j->std, j->w);
@@ -236,7 +238,10 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     st = model_layout_bind(m, p, &m->specs, e);
     if (!st) st = arena_carve(&m->arena, bk, &m->specs, planned, e);
     for (uint32_t l = 0; !st && l < m->spec.layers; l++) m->moe_layers += (uint32_t)model_moe_layer(m, l);
-    if (!st && m->moe_layers && !(m->moe_counts = calloc((size_t)m->moe_layers * m->spec.experts, sizeof(uint64_t))))
+    if (!st && m->moe_layers &&
+        (!(m->moe_counts = calloc((size_t)m->moe_layers * m->spec.experts, sizeof(uint64_t))) ||
+         !(m->moe_scratch =
+               calloc((size_t)m->moe_layers * m->spec.experts * (m->dp > 1 ? m->dp : 1), sizeof(uint64_t)))))
         st = err_set(e, ST_NOMEM, "out of memory");
     if (!st) model_shard_bind(m);
     for (uint32_t i = 0; !st && i < m->nparams; i++) /* the agreed scales' passes and recasts: host memory */
@@ -261,6 +266,7 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
         st = err_set(e, ST_USAGE, "the plan's dp %u x tp %u x pp %u needs as many ranks; the communicator has %d",
                      m->dp, m->tp, m->pp, comm ? comm->size : 0);
     if (!st) st = model_groups_create(m, e);
+    if (!st) st = model_ep_create(m, e);
     if (!st) {
         m->host_losses = malloc(model_tokens(m) * sizeof(float));
         m->step_losses =
@@ -282,6 +288,7 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
 void model_destroy(Model *m)
 {
     if (!m) return;
+    model_ep_destroy(m);
     model_groups_destroy(m);
     arena_release(&m->arena, m->bk);
     arena_specs_free(&m->specs);
@@ -291,6 +298,8 @@ void model_destroy(Model *m)
     free(m->opt_queue);
     free(m->step_losses);
     free(m->moe_counts);
+    free(m->moe_scratch);
+    free(m->route_log);
     BankTrace *t[2] = {&m->tr_fwd, &m->tr_bwd};
     for (int i = 0; i < 2; i++) {
         free(t[i]->amax);

@@ -148,6 +148,48 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
 /* After the optimizer step: a sigmoid router's bias moved towards the mean load (MODEL_MOE_BIAS_SPEED),
  * from the step's counts. */
 Status model_moe_after_step(Model *m, Err *e);
+/* The index of MoE block l among the stage's MoE blocks (the row of m->moe_counts). */
+static inline uint32_t model_moe_index(const Model *m, uint32_t l)
+{
+    uint32_t i = 0;
+    for (uint32_t j = 0; j < l; j++) i += (uint32_t)model_moe_layer(m, j);
+    return i;
+}
+
+/* ---- expert parallelism (model_moe_ep.c; ep 1: none of it runs) ---- */
+
+typedef struct MoeEp MoeEp;
+
+/* The rows the grouped GEMMs of a MoE layer run over: one rank's E experts on its R permuted rows, or
+ * with expert parallelism this rank's E/ep experts on the rows its EP peers dispatched to it. */
+typedef struct {
+    uint32_t groups;              /* experts */
+    uint64_t rows;                /* Σ counts */
+    const int32_t *counts;        /* (groups) backend memory */
+    void *x_in, *x_fc1, *x_fc2in; /* (rows, C), (rows, k·Fe), (rows, Fe) saved for backward */
+} MoeRows;
+/* The expert side's backward buffers and the token side's kept expert outputs. */
+typedef struct {
+    const void *y_tok;         /* (R, C) the experts' outputs at their token copies (forward's combine) */
+    void *dy, *dh2, *dh1, *dx; /* expert side: d(outputs), d(activation out), d(FC1 out), d(inputs) */
+} MoeEpBwd;
+/* The EP buffers (ep·R rows on the experts' side, outside the arena) and m->ep_rows; nothing at ep 1. */
+Status model_ep_create(Model *m, Err *e);
+void model_ep_destroy(Model *m);
+/* Forward of MoE block l: the counts exchanged over the EP group, then la->x_in (R rows, permuted) to the
+ * local experts (CO_EP_DISPATCH_FWD); *xr the expert-side rows. */
+Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, MoeRows *xr, Err *e);
+/* The experts' outputs y (xr->rows, C) back to their token copies (CO_EP_COMBINE_FWD): tok (R, C), and kept. */
+Status model_ep_combine(Model *m, uint32_t l, const void *y, void *tok, Err *e);
+/* The expert-side output buffer of the forward (ep·R rows). */
+void *model_ep_fwd_out(Model *m);
+/* Backward of block l: the forward's rows and buffers. */
+Status model_ep_backward_rows(Model *m, uint32_t l, MoeRows *xr, MoeEpBwd *b);
+/* d(expert outputs) at the token copies (R, C) to the experts (CO_EP_DISPATCH_BWD), and d(expert inputs)
+ * back (CO_EP_COMBINE_BWD). */
+Status model_ep_dispatch_bwd(Model *m, uint32_t l, const void *dy_tok, void *dy, Err *e);
+Status model_ep_combine_bwd(Model *m, uint32_t l, const void *dx, void *dx_tok, Err *e);
+
 /* The routed part's saved activations and working buffers (nothing on a dense model). */
 void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t l, int li);
 void model_moe_transient(Model *m, int bind, ArenaSpecs *sp);

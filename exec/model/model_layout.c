@@ -127,12 +127,12 @@ static Status params_fill(Model *m, Err *e)
                 if (ln) ADD((ParamKind)(nw + 1), L, C, 1, 0, 0); /* PK_NORM1_B, PK_NORM2_B */
             }
             if (j == LIN_FC1 && model_moe_layer(m, l)) { /* the router, its bias, the routed experts */
-                uint64_t E = s->experts, Fe = s->expert_ffn;
+                uint64_t E = s->experts, El = E / (m->ep ? m->ep : 1), Fe = s->expert_ffn; /* El: this rank's */
                 ADD(PK_ROUTER_W, L, E, C, 1, 0);
                 if (s->router == ROUTER_SIGMOID) ADD(PK_ROUTER_B, L, E, 1, 0, 0);
-                ADD(PK_XFC1_W, L, E * spec_fc1_k(s) * Fe, C, 1, 1);
+                ADD(PK_XFC1_W, L, El * spec_fc1_k(s) * Fe, C, 1, 1);
                 p[k - 1].expert = 1;
-                ADD(PK_XFC2_W, L, E * C, Fe, 1, 1);
+                ADD(PK_XFC2_W, L, El * C, Fe, 1, 1);
                 p[k - 1].expert = 1;
             }
             if ((j == LIN_FC1 || j == LIN_FC2) && !model_ffn_of(m, l)) continue; /* no shared experts */

@@ -12,7 +12,10 @@
  * MT_ACT_MOE items (planner/plan_moe_mem.c). Shared experts and norm 2 are the
  * dense FFN path's (model_pass.c) with the shared width. Softmax routers add the
  * auxiliary balance loss (MODEL_MOE_AUX_COEFF); sigmoid routers select with a
- * bias moved after each step (MODEL_MOE_BIAS_SPEED), as DeepSeek-V3 does. */
+ * bias moved after each step (MODEL_MOE_BIAS_SPEED), as DeepSeek-V3 does.
+ * With expert parallelism (m->ep > 1) the rank holds E/ep experts: the permuted rows are dispatched to
+ * their experts' ranks and the outputs combined back around the grouped GEMMs, which run on the rows the
+ * EP peers sent (MoeRows; exec/model/model_moe_ep.c); the combined outputs are kept, not recomputed. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,11 +46,18 @@ Status model_moe_check(const Plan *p, Err *e)
                        "recipe %s on model %s: FP8 expert GEMMs are not run by the executor yet (its MoE layers run "
                        "with recipes whose GEMMs are BF16 or FP32, e.g. megatron-bf16)",
                        r->name, s->name);
-    if (in->tp != 1 || in->pp != 1 || in->dp != 1 || in->ep != 1 || in->etp != 1 || in->sharding != SHARD_NONE)
+    if (in->tp != 1 || in->pp != 1 || in->etp != 1 || in->sharding != SHARD_NONE)
         return err_set(e, ST_UNAVAILABLE,
-                       "model %s: the executor runs MoE layers on one rank (tp %u, pp %u, dp %u, ep %u, etp %u "
-                       "given; expert parallelism is not implemented yet)",
-                       s->name, in->tp, in->pp, in->dp, in->ep, in->etp);
+                       "model %s: the executor runs MoE layers over data and expert parallelism only (tp %u, pp %u, "
+                       "etp %u, sharding %s given; tensor, pipeline and expert-tensor parallelism and sharded states "
+                       "with experts are not implemented yet)",
+                       s->name, in->tp, in->pp, in->etp, sharding_name(in->sharding));
+    if (in->ep > 1 && (r->comm_ep_dispatch != exec_act_dtype(r) || r->comm_ep_combine != exec_act_dtype(r)))
+        return err_set(e, ST_UNAVAILABLE,
+                       "recipe %s with --ep %u: the all-to-alls carry the activations as they are (%s); its dispatch "
+                       "(%s) and combine (%s) dtypes differ",
+                       r->name, in->ep, dtype_name(exec_act_dtype(r)), dtype_name(r->comm_ep_dispatch),
+                       dtype_name(r->comm_ep_combine));
     if (in->moe_capacity > 0)
         return err_set(e, ST_UNAVAILABLE, "--moe-capacity %g: the executor's routing is dropless (0)",
                        in->moe_capacity);
@@ -109,14 +119,6 @@ void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * E, a ? &a->r_dl : NULL, "router.d_logits");
 }
 
-/* The index of MoE block l among the stage's MoE blocks (the row of m->moe_counts). */
-static uint32_t moe_index(const Model *m, uint32_t l)
-{
-    uint32_t i = 0;
-    for (uint32_t j = 0; j < l; j++) i += (uint32_t)model_moe_layer(m, j);
-    return i;
-}
-
 /* A sigmoid router's bias as the router reads it: FP32 (its master, or its weight when that is FP32). */
 static float *router_bias(Model *m, uint32_t l)
 {
@@ -125,17 +127,13 @@ static float *router_bias(Model *m, uint32_t l)
     return model_states(m, b)->dt[STATE_WEIGHT] == DT_FP32 ? b->weight : b->master;
 }
 
-/* The grouped GEMM Y (R, N) = X (R, K) · W_gᵀ, W (E, N, K) packed, in the activation dtype. */
-static Status experts_gemm(Model *m, const LayerActs *la, const void *x, const void *w, uint64_t n, uint64_t k,
+/* The grouped GEMM Y (rows, N) = X (rows, K) · W_gᵀ, W (groups, N, K) packed, in the activation dtype. */
+static Status experts_gemm(Model *m, const MoeRows *xr, const void *x, const void *w, uint64_t n, uint64_t k,
                            GemmLayout wl, void *y, Err *e)
 {
     const Dtype A = m->act_dtype;
-    GroupedGemmDesc d = {.groups = m->spec.experts,
-                         .rows = model_moe_rows(m),
-                         .n = n,
-                         .k = k,
-                         .counts = la->r_counts,
-                         .accum = GEMM_OVERWRITE};
+    GroupedGemmDesc d = {
+        .groups = xr->groups, .rows = xr->rows, .n = n, .k = k, .counts = xr->counts, .accum = GEMM_OVERWRITE};
     d.a = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_INNER};
     d.b = (GemmOperand){.ptr = w, .dtype = A, .layout = wl};
     d.d = (GemmOutput){.ptr = y, .dtype = A};
@@ -143,17 +141,13 @@ static Status experts_gemm(Model *m, const LayerActs *la, const void *x, const v
 }
 
 /* dW_g (M, N) += dY_gᵀ · X_g over each expert's rows: dY (R, M), X (R, N). */
-static Status experts_wgrad(Model *m, const LayerActs *la, ModelParam *w, const void *dy, uint64_t M, const void *x,
+static Status experts_wgrad(Model *m, const MoeRows *xr, ModelParam *w, const void *dy, uint64_t M, const void *x,
                             uint64_t N, Err *e)
 {
     const Dtype A = m->act_dtype;
     Status st = model_grad_begin(m, w, 0, e);
-    GroupedWgradDesc d = {.groups = m->spec.experts,
-                          .rows = model_moe_rows(m),
-                          .m = M,
-                          .n = N,
-                          .counts = la->r_counts,
-                          .accum = GEMM_ACCUMULATE};
+    GroupedWgradDesc d = {
+        .groups = xr->groups, .rows = xr->rows, .m = M, .n = N, .counts = xr->counts, .accum = GEMM_ACCUMULATE};
     d.a = (GemmOperand){.ptr = dy, .dtype = A, .layout = GEMM_K_OUTER};
     d.b = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_OUTER};
     d.d = (GemmOutput){.ptr = model_grad_target(m, w, 0), .dtype = DT_FP32};
@@ -217,15 +211,13 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
                      .counts = la->r_counts};
     if (!st) st = bk->router_topk(bk, &rd, e);
     /* the step's tokens per expert (host), and the softmax router's auxiliary loss */
-    uint32_t xi = moe_index(m, l);
+    uint32_t xi = model_moe_index(m, l);
     if (!st && m->moe_counts) {
-        int32_t *c = malloc(E * sizeof *c);
-        if (!c) return err_set(e, ST_NOMEM, "out of memory");
+        int32_t *c = (int32_t *)m->moe_scratch; /* (E) host: a step allocates nothing */
         st = bk->copy_to_host(bk, c, la->r_counts, E * sizeof *c, e);
         uint64_t *row = m->moe_counts + (uint64_t)xi * E;
         if (!st && m->mb == 0) memset(row, 0, E * sizeof *row);
         for (uint64_t i = 0; !st && i < E; i++) row[i] += (uint64_t)c[i];
-        free(c);
     }
     if (!st && m->mb == 0 && xi == 0) m->moe_aux = 0.0;
     if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
@@ -243,9 +235,19 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
                          .out = la->x_in,
                          .row_of = la->r_rowof};
     if (!st) st = bk->moe_permute(bk, &pd, e);
-    if (!st) st = experts_gemm(m, la, la->x_in, w1->weight, kf * Fe, C, GEMM_K_INNER, la->x_fc1, e);
-    if (!st) st = model_act_fwd(m, model_moe_rows(m), Fe, la->x_fc1, la->x_fc2in, e);
-    if (!st) st = experts_gemm(m, la, la->x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, a->x_y, e);
+    /* the experts: this rank's E on its rows, or (expert parallelism) its E/ep on the rows dispatched to it */
+    MoeRows xr = {.groups = s->experts,
+                  .rows = model_moe_rows(m),
+                  .counts = la->r_counts,
+                  .x_in = la->x_in,
+                  .x_fc1 = la->x_fc1,
+                  .x_fc2in = la->x_fc2in};
+    void *y = m->ep > 1 ? model_ep_fwd_out(m) : a->x_y;
+    if (!st && m->ep > 1) st = model_ep_dispatch(m, l, la, &xr, e);
+    if (!st) st = experts_gemm(m, &xr, xr.x_in, w1->weight, kf * Fe, C, GEMM_K_INNER, xr.x_fc1, e);
+    if (!st) st = model_act_fwd(m, xr.rows, Fe, xr.x_fc1, xr.x_fc2in, e);
+    if (!st) st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, y, e);
+    if (!st && m->ep > 1) st = model_ep_combine(m, l, y, a->x_y, e);
     MoeUnpermuteDesc ud = {.tokens = BT,
                            .k = s->experts_per_token,
                            .cols = C,
@@ -271,8 +273,18 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
     ModelParam *wr = model_find_param(m, PK_ROUTER_W, L), *w1 = model_find_param(m, PK_XFC1_W, L),
                *w2 = model_find_param(m, PK_XFC2_W, L);
     if (!wr || !w1 || !w2) return err_set(e, ST_SOFTWARE, "MoE layer %d has no router or experts", L);
-    /* the experts' outputs again, for the combine weights' gradient */
-    Status st = experts_gemm(m, la, la->x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, a->x_y, e);
+    MoeRows xr = {.groups = s->experts,
+                  .rows = R,
+                  .counts = la->r_counts,
+                  .x_in = la->x_in,
+                  .x_fc1 = la->x_fc1,
+                  .x_fc2in = la->x_fc2in};
+    MoeEpBwd b = {.y_tok = a->x_y, .dy = a->x_dy, .dh2 = a->x_dh2, .dh1 = a->x_dh1, .dx = a->x_y};
+    Status st = ST_OK;
+    if (m->ep > 1) /* the expert side's rows and buffers; the token side kept the outputs */
+        st = model_ep_backward_rows(m, l, &xr, &b);
+    else /* the experts' outputs again, for the combine weights' gradient */
+        st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, a->x_y, e);
     MoeUnpermuteBwdDesc ub = {.tokens = BT,
                               .k = s->experts_per_token,
                               .cols = C,
@@ -280,17 +292,20 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
                               .row_of = la->r_rowof,
                               .weights = la->r_w,
                               .dout = dout,
-                              .in = a->x_y,
+                              .in = b.y_tok,
                               .din = a->x_dy,
                               .dweights = a->r_dw};
     if (!st) st = bk->moe_unpermute_bwd(bk, &ub, e);
+    if (!st && m->ep > 1) st = model_ep_dispatch_bwd(m, l, a->x_dy, b.dy, e);
     /* FC2: d(activation output) = dY · W2_g (W2_g stored (C, Fe): K_OUTER), dW2 += dYᵀ · h */
-    if (!st) st = experts_gemm(m, la, a->x_dy, w2->weight, Fe, C, GEMM_K_OUTER, a->x_dh2, e);
-    if (!st) st = experts_wgrad(m, la, w2, a->x_dy, C, la->x_fc2in, Fe, e);
-    if (!st) st = model_act_bwd(m, R, Fe, la->x_fc1, a->x_dh2, a->x_dh1, e);
-    /* FC1: d(expert inputs) into x_y (its outputs are spent), dW1 += d(FC1 out)ᵀ · inputs */
-    if (!st) st = experts_gemm(m, la, a->x_dh1, w1->weight, C, kf * Fe, GEMM_K_OUTER, a->x_y, e);
-    if (!st) st = experts_wgrad(m, la, w1, a->x_dh1, kf * Fe, la->x_in, C, e);
+    if (!st) st = experts_gemm(m, &xr, b.dy, w2->weight, Fe, C, GEMM_K_OUTER, b.dh2, e);
+    if (!st) st = experts_wgrad(m, &xr, w2, b.dy, C, xr.x_fc2in, Fe, e);
+    if (!st) st = model_act_bwd(m, xr.rows, Fe, xr.x_fc1, b.dh2, b.dh1, e);
+    /* FC1: d(expert inputs) into x_y (its outputs are spent; expert parallelism: the expert side's, then
+     * back to the token copies), dW1 += d(FC1 out)ᵀ · inputs */
+    if (!st) st = experts_gemm(m, &xr, b.dh1, w1->weight, C, kf * Fe, GEMM_K_OUTER, b.dx, e);
+    if (!st) st = experts_wgrad(m, &xr, w1, b.dh1, kf * Fe, xr.x_in, C, e);
+    if (!st && m->ep > 1) st = model_ep_combine_bwd(m, l, b.dx, a->x_y, e);
     /* the copies' gradients summed back to their tokens */
     MoeUnpermuteDesc ud = {.tokens = BT,
                            .k = s->experts_per_token,
@@ -339,19 +354,40 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
     return st;
 }
 
+/* With data parallelism, the step's counts of every DP rank summed (gathered as bytes, summed exactly in a
+ * fixed rank order; not a plan collective), so the routing report and a sigmoid router's bias see the whole
+ * batch's loads, as one rank does. */
+static Status sum_counts(Model *m, Err *e)
+{
+    const uint64_t n = (uint64_t)m->moe_layers * m->spec.experts;
+    if (m->dp <= 1 || !n) return ST_OK;
+    uint64_t *all = (uint64_t *)m->moe_scratch; /* (dp, MoE layers, E) */
+    /* uint64 counts travel as pairs of 4-byte elements: a gather moves bytes, it adds nothing */
+    Status st = m->dpc->all_gather(m->dpc, COMM_UNPLANNED, m->bk, m->moe_counts, all, 2 * n, DT_FP32, e);
+    for (uint64_t i = 0; !st && i < n; i++) {
+        uint64_t sum = 0;
+        for (uint32_t r = 0; r < m->dp; r++) sum += all[(uint64_t)r * n + i];
+        m->moe_counts[i] = sum;
+    }
+    return st;
+}
+
 Status model_moe_after_step(Model *m, Err *e)
 {
     const ModelSpec *s = &m->spec;
-    if (!spec_is_moe(s) || s->router != ROUTER_SIGMOID || !m->moe_counts) return ST_OK;
+    if (!spec_is_moe(s) || !m->moe_counts) return ST_OK;
+    const uint64_t n = (uint64_t)m->moe_layers * s->experts;
+    if (m->route_log && m->route_steps < m->route_cap) /* this rank's own, before the sum */
+        memcpy(m->route_log + (uint64_t)m->route_steps++ * n, m->moe_counts, n * sizeof *m->moe_counts);
+    Status st = sum_counts(m, e);
+    if (st || s->router != ROUTER_SIGMOID) return st;
     const uint64_t E = s->experts;
-    float *b = malloc(E * sizeof *b);
-    if (!b) return err_set(e, ST_NOMEM, "out of memory");
-    Status st = ST_OK;
+    float *b = m->moe_scratch; /* (E) */
     for (uint32_t l = 0; !st && l < s->layers; l++) {
         if (!model_moe_layer(m, l)) continue;
         ModelParam *p = model_find_param(m, PK_ROUTER_B, (int)(l + m->layer0));
         float *bias = router_bias(m, l);
-        const uint64_t *c = m->moe_counts + (uint64_t)moe_index(m, l) * E;
+        const uint64_t *c = m->moe_counts + (uint64_t)model_moe_index(m, l) * E;
         double mean = 0.0;
         for (uint64_t i = 0; i < E; i++) mean += (double)c[i] / (double)E;
         st = m->bk->copy_to_host(m->bk, b, bias, E * sizeof *b, e);
@@ -362,6 +398,5 @@ Status model_moe_after_step(Model *m, Err *e)
         if (!st && bias != p->weight && p->weight) /* the working copy follows its FP32 master */
             st = m->bk->convert(m->bk, bias, DT_FP32, p->weight, model_states(m, p)->dt[STATE_WEIGHT], E, NULL, e);
     }
-    free(b);
     return st;
 }

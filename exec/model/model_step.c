@@ -201,11 +201,15 @@ static Status global_loss(Model *m, double local_sum, float *loss, Err *e)
  * FP8 gradients over several ranks with a scale agreed first (comm_all_reduce_fp8). */
 static Status reduce_grad(Model *m, ModelParam *p, Err *e)
 {
-    if (m->dp == 1 && m->comm->size > 1) return ST_OK; /* TP or PP alone (dp 1): no data-parallel group */
+    /* a routed expert's gradient over the ranks holding the same experts (edp = dp / ep: the plan's
+     * edp_grad_allreduce), every other one over the data-parallel group */
+    Comm *c = p->expert ? m->edpc : m->dpc;
+    CollectiveId id = p->expert ? CO_EDP_GRAD_AR : CO_DP_GRAD_AR;
+    if (c->size == 1 && m->comm->size > 1) return ST_OK; /* TP or PP alone (dp 1), EP alone: no such group */
     Dtype dt = model_states(m, p)->dt[STATE_GRAD];
-    if (dtype_is_fp8(dt) && p->grad_rec && m->dpc->size > 1)
-        return comm_all_reduce_fp8(m->dpc, CO_DP_GRAD_AR, m->bk, p->grad, p->grad_rec, p->numel, dt, e);
-    return m->dpc->all_reduce(m->dpc, CO_DP_GRAD_AR, m->bk, p->grad, p->numel, dt, COMM_SUM, e);
+    if (dtype_is_fp8(dt) && p->grad_rec && c->size > 1)
+        return comm_all_reduce_fp8(c, id, m->bk, p->grad, p->grad_rec, p->numel, dt, e);
+    return c->all_reduce(c, id, m->bk, p->grad, p->numel, dt, COMM_SUM, e);
 }
 
 static void phase_done(Model *m, int phase)

@@ -178,6 +178,27 @@ if awk -v e="$eager" -v f="$full" 'BEGIN { exit !(e > 0 && f == 0) }'; then
     pass "eager layers wait on the host ($eager s); whole-layer graphs do not"
 else fail "host issue: eager $eager s, full graphs $full s"; fi
 
+# --routing: each rank's expert all-to-alls for a routing a run measured (tests/data/routing/mixtral_dp2_ep2.csv:
+# mixtral-8x7b, dp 2 x ep 2, micro-batch 1 x 4096 tokens, 32 MoE layers x 2 steps = 64 dispatches a rank; rank 0
+# sends its 8,192 copies a layer 1,536/1,536/1,024/1,024 to its own experts 0-3 and 768 to each of 4-7, rank 1
+# 1,024 to each). A copy is 4096 x 2 = 8,192 B. Rank 0's dispatch: 3,072 copies leave, x 8,192 x 64 =
+# 1,610,612,736 B sent; its experts receive its 5,120 and rank 1's 4,096: combine payload 9,216 x 8,192 x 64 =
+# 4,831,838,208, 4,096 x 8,192 x 64 = 2,147,483,648 B leave. Counts: 8 int32 and 5 x 2 uint64 a dispatch, 112 B
+# (56 leave) x 64 = 7,168 (3,584). Uniform: 1 copy of 2 leaves per token, 4096 x 8,192 x 64 = 2,147,483,648.
+R="plan --model mixtral-8x7b --gpu h100-sxm --recipe megatron-bf16 --mbs 1 --gbs 2 --seq 4096 --dp 2 --ep 2"
+run $R --routing tests/data/routing/mixtral_dp2_ep2.csv --format csv
+expect_rc "plan --routing exits 0" 0
+expect_eq "rank 0's dispatch under the measured routing, by hand" "$(grep '^0,ep_dispatch_fwd,' "$TMP/out")" \
+    "0,ep_dispatch_fwd,1610612736,4294967296,2147483648,4294967296"
+expect_eq "rank 0's combine, by hand" "$(grep '^0,ep_combine_bwd,' "$TMP/out")" \
+    "0,ep_combine_bwd,2147483648,4831838208,2147483648,4294967296"
+expect_eq "rank 1's combine: 3,072 + 4,096 copies, 3,072 leave" "$(grep '^1,ep_combine_fwd,' "$TMP/out")" \
+    "1,ep_combine_fwd,1610612736,3758096384,2147483648,4294967296"
+expect_eq "the counts, by hand" "$(grep '^1,ep_counts,' "$TMP/out")" "1,ep_counts,3584,7168,3584,7168"
+bad "plan --routing: a routing log for other micro-batches" 65 "rank 0 routed 524288 token copies over 128 dispatches" \
+    $R --gbs 4 --routing tests/data/routing/mixtral_dp2_ep2.csv
+bad "plan --routing: no such file" 66 "no/such.csv" $R --routing no/such.csv
+
 # the executor runs dense decoders and MoE layers; latent attention (deepseek-v3) is planned, not run
 bad "run refuses a model with experts" 69 "planned (fp8plan plan) but not run" run --backend cpu --model deepseek-v3 --recipe te-fp8 --layers 2 --steps 1
 

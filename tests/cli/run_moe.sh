@@ -43,17 +43,41 @@ run run --model llama3-8b --layers 1 --hidden 32 --heads 4 --seq 16 --vocab 64 -
 expect_rc "--experts on a dense model: usage" 64
 expect_err "--experts on a dense model: the reason" "llama3-8b has no experts"
 
-# --ep: checked against the experts and the ranks before any work (the planner's checks), then refused
+# --routing-log: every step's token copies per MoE layer and expert (one rank: rank 0's), 2 steps x 2 layers x 8
+# experts = 32 rows, each step's layer summing to 32 tokens x top-2 = 64; refused on a dense model before any
+# work, and where it cannot be written
+run run $MOE --recipe megatron-bf16 --steps 2 --quiet --routing-log "$TMP/routing.csv"
+expect_rc "--routing-log exits 0" 0
+expect_eq "--routing-log: its header" "$(head -1 "$TMP/routing.csv")" "step,layer,rank,expert,token_copies"
+expect_eq "--routing-log: 32 rows" "$(tail -n +2 "$TMP/routing.csv" | wc -l)" 32
+expect_eq "--routing-log: 64 copies every step and layer" \
+    "$(awk -F, 'NR > 1 { s[$1 "," $2] += $5 } END { for (k in s) print s[k] }' "$TMP/routing.csv" | sort -u)" 64
+run run --model llama3-8b --layers 1 --hidden 32 --heads 4 --seq 16 --vocab 64 --recipe megatron-bf16 --steps 1 \
+    --routing-log "$TMP/no.csv"
+expect_rc "--routing-log on a dense model: usage" 64
+expect_err "--routing-log on a dense model: the reason" "--routing-log: model llama3-8b has no experts"
+expect_no_out "--routing-log on a dense model: nothing built"
+run run $MOE --recipe megatron-bf16 --steps 1 --routing-log "$TMP/no/such/r.csv"
+expect_rc "--routing-log into a missing folder: 73" 73
+expect_err "--routing-log: the flag and the path" "--routing-log: cannot write $TMP/no/such/r.csv"
+expect_eq "nothing written" "$(ls "$TMP"/no* 2>/dev/null | wc -l)" 0
+
+# --ep: checked against the experts and the ranks before any work (the planner's checks; runs over ranks:
+# tests/cli/mpi_ep.sh)
 run run $MOE --ep 3 --recipe megatron-bf16 --steps 1
 expect_rc "--ep 3 with 8 experts: usage" 64
 expect_err "--ep 3: the value and the experts" "--ep 3 --etp 1: mixtral-8x7b's 8 experts must be divisible by ep"
 run run $MOE --ep 2 --recipe megatron-bf16 --steps 1
 expect_rc "--ep 2 on one rank: usage" 64
 expect_err "--ep 2 on one rank: the ranks" "ep*etp = 2 must divide tp*cp*dp = 1"
+# two ranks, 4 experts each: persistent memory, the dense collectives and the all-to-alls (with the routing the
+# run measured) exact on both ranks, exit 0 (every layout: tests/cli/mpi_ep.sh)
 if command -v mpirun >/dev/null 2>&1; then
-    mpi_run 2 "$FP8PLAN" run $MOE --ep 2 --recipe megatron-bf16 --steps 1
-    expect_rc "mpirun -np 2 --ep 2: expert parallelism not run yet, every rank stops" 69
-    expect_err "--ep 2 under mpirun: the reason" "expert parallelism is not implemented yet"
+    mpi_run 2 "$FP8PLAN" run $MOE --ep 2 --recipe megatron-bf16 --steps 2 --mbs 1 --gbs 2 --quiet
+    expect_rc "mpirun -np 2 --ep 2: every term as planned, exit 0" 0
+    expect_out "--ep 2: the all-to-alls" "every rank sent the plan's expert all-to-all bytes for the measured routing"
+    # 8 experts x (2 x 224 x 64 + 64 x 224) x 2 layers = 688,128 BF16 weights; 4 a rank: 688,128 B
+    expect_line "--ep 2: half the experts a rank" "  weight_expert +688128 +688128 +688128 +2/2 +exact"
 else
     skip "--ep 2 under mpirun" "mpirun: install openmpi-bin (make installs it as root)"
 fi

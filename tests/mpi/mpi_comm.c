@@ -6,6 +6,7 @@
  * "ok - npN: name" / "FAIL - npN: name", then "checks: K" (the script counts
  * the lines against it) and the summary line. Expected values are worked by
  * hand in the comments. */
+#include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
 
@@ -198,6 +199,57 @@ static void test_all_to_all_v_disagree(void)
     rc[0] = 1;
     CHECK_EQ_INT(comm_all_to_all_v(C, CO_EP_COMBINE_FWD, NULL, snd, sc, rcv, rc, DT_FP32, &e), ST_OK);
     for (int j = 0; j < N; j++) CHECK_NEAR(rcv[j], (double)R + 1.0, 0.0); /* rank j's value for R: snd[R] */
+}
+
+/* Non-finite values arriving from any rank, through what expert parallelism moves and reduces: for each
+ * source rank s in turn, (1) the dispatch all-to-all (one value to every rank, s's a quiet NaN with payload
+ * 0x7fc00123 to even ranks and -Inf to odd ones) delivers s's bits unchanged and every other rank's finite
+ * value; (2) the expert-data-parallel all-reduce (SUM over the ranks of the same parity, a group split as
+ * model_groups.c splits EDP at ep 2) gives NaN on every rank of s's group when s sends NaN, +Inf for +Inf,
+ * NaN for +Inf beside another rank's -Inf (np 4), and the other group its finite sum; (3) the world's
+ * gradient all-reduce (DP, and the routing counts' FP32 sum) gives NaN everywhere when s sends NaN. */
+static void test_nonfinite_from_any_rank(void)
+{
+    Err e;
+    Comm *g = NULL;
+    CHECK_EQ_INT(comm_split(C, R % 2, R, &g, &e), ST_OK); /* ranks 0, 2 and 1, 3 (np 2: each alone) */
+    if (!g) return;
+    uint32_t qnan_bits = 0x7fc00123u;
+    float qnan;
+    memcpy(&qnan, &qnan_bits, sizeof qnan);
+    for (int s = 0; s < N; s++) {
+        uint64_t one[4] = {1, 1, 1, 1};
+        float snd[4], rcv[4];
+        for (int j = 0; j < N; j++) snd[j] = R == s ? (j % 2 ? -INFINITY : qnan) : (float)(10 * R + j);
+        CHECK_EQ_INT(comm_all_to_all_v(C, CO_EP_DISPATCH_FWD, NULL, snd, one, rcv, one, DT_FP32, &e), ST_OK);
+        for (int j = 0; j < N; j++) {
+            if (j != s)
+                CHECK_NEAR(rcv[j], 10.0 * j + R, 0.0);
+            else if (R % 2)
+                CHECKF(isinf(rcv[j]) && rcv[j] < 0, "np%d from rank %d: %a", N, s, (double)rcv[j]);
+            else
+                CHECKF(same_bits(rcv[j], qnan), "np%d from rank %d: NaN bits %a", N, s, (double)rcv[j]);
+        }
+        float x[3] = {R == s ? qnan : 1.0f, R == s ? INFINITY : 1.0f,
+                      R == s             ? INFINITY
+                      : R == (s + 2) % N ? -INFINITY
+                                         : 1.0f};
+        CHECK_EQ_INT(g->all_reduce(g, CO_EDP_GRAD_AR, NULL, x, 3, DT_FP32, COMM_SUM, &e), ST_OK);
+        const int mine = R % 2 == s % 2; /* s is in this rank's group */
+        const double n = (double)g->size;
+        if (mine) {
+            CHECKF(isnan(x[0]), "np%d EDP NaN from rank %d: %a", N, s, (double)x[0]);
+            CHECKF(isinf(x[1]) && x[1] > 0, "np%d EDP +Inf from rank %d: %a", N, s, (double)x[1]);
+            if (N == 4) CHECKF(isnan(x[2]), "np%d EDP +Inf - Inf: %a", N, (double)x[2]);
+        } else {
+            CHECK_NEAR(x[0], n, 0.0);
+            CHECK_NEAR(x[1], n, 0.0);
+        }
+        float y = R == s ? qnan : 2.0f;
+        CHECK_EQ_INT(C->all_reduce(C, CO_DP_GRAD_AR, NULL, &y, 1, DT_FP32, COMM_SUM, &e), ST_OK);
+        CHECKF(isnan(y), "np%d DP NaN from rank %d: %a", N, s, (double)y);
+    }
+    g->destroy(g);
 }
 
 /* Broadcast from the last rank: everyone ends with its [7, 8, 9]·N. */
@@ -574,7 +626,7 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 19\n");
+    if (R == 0) printf("checks: 20\n");
     MRUN(test_all_reduce_fp32_rank_order);
     MRUN(test_all_reduce_bf16_rounds_once);
     MRUN(test_all_reduce_max);
@@ -595,6 +647,7 @@ int main(int argc, char **argv)
     MRUN(test_reduce_scatter_fp8_v);
     MRUN(test_all_to_all_v);
     MRUN(test_all_to_all_v_disagree);
+    MRUN(test_nonfinite_from_any_rank);
     int failed = test_failed_;
     C->destroy(C);
     MPI_Finalize();

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "catalog/catalog.h"
+#include "catalog/routing.h"
 #include "planner/plan.h"
 #include "test.h"
 #include "util/fileio.h"
@@ -270,6 +271,60 @@ static void test_recipe_errors(void)
     }
 }
 
+/* A run's routing log (catalog/routing.h) summed per rank and expert over its steps and layers: 2 steps x 2 layers
+ * (0 and 3) x 2 ranks x 2 experts. Rank 0 sends expert 0 1 + 2 + 3 + 4 = 10 and expert 1 4 x 1 = 4; rank 1 expert 0
+ * 4 x 5 = 20 and expert 1 100 + 0 + 0 + 0. Then every way the file can be wrong, named by row and column. */
+static void test_routing_log(void)
+{
+    static const char good[] = "step,layer,rank,expert,token_copies\n"
+                               "7,0,0,0,1\n7,0,0,1,1\n7,0,1,0,5\n7,0,1,1,100\n"
+                               "7,3,0,0,2\n7,3,0,1,1\n7,3,1,0,5\n7,3,1,1,0\n"
+                               "8,0,0,0,3\n8,0,0,1,1\n8,0,1,0,5\n8,0,1,1,0\n"
+                               "8,3,0,0,4\n8,3,0,1,1\n8,3,1,0,5\n8,3,1,1,0\n";
+    RoutingLog r;
+    Err e = {0};
+    CHECKF(routing_log_parse(good, strlen(good), "r.csv", &r, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(r.steps, 2);
+    CHECK_EQ_INT(r.layers, 2);
+    CHECK_EQ_INT(r.ranks, 2);
+    CHECK_EQ_INT(r.experts, 2);
+    if (r.rows) {
+        CHECK_EQ_U64(r.rows[0], 10);
+        CHECK_EQ_U64(r.rows[1], 4);
+        CHECK_EQ_U64(r.rows[2], 20);
+        CHECK_EQ_U64(r.rows[3], 100);
+    }
+    routing_log_free(&r);
+    const struct {
+        const char *from, *to, *part;
+    } cases[] = {
+        {"8,3,1,1,0\n", "", "15 rows for 2 steps x 2 layers x 2 ranks x 2 experts (16)"},
+        {"8,3,1,1,0\n", "8,3,1,0,0\n", "row 17: step 8, layer 3, rank 1, expert 0 appears twice"},
+        {"7,0,1,1,100", "7,0,1,1,1e2", "row 5, column token_copies: '1e2'"},
+        {"7,0,1,1,100", "7,0,1,1,-1", "row 5, column token_copies: '-1'"},
+        {"7,0,1,1,100", "7,0,1,x,100", "row 5, column expert: 'x'"},
+        {"7,0,1,1,100", "7,0,4096,1,100", "row 5, column rank: '4096' is above 4095"},
+        {"step,layer,rank,expert,token_copies", "step,layer,rank,expert,copies", "copies"},
+        {"7,0,0,0,1\n", "7,0,0,0,18446744073709551615\n", "the token copies sum past 2^64"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[1024];
+        const char *at = strstr(good, cases[i].from);
+        CHECKF(at != NULL, "case %zu", i);
+        if (!at) continue;
+        snprintf(text, sizeof text, "%.*s%s%s", (int)(at - good), good, cases[i].to, at + strlen(cases[i].from));
+        Status st = routing_log_parse(text, strlen(text), "r.csv", &r, &e);
+        CHECKF(st == ST_DATA, "case %zu: status %d", i, st);
+        CHECKF(strstr(e.msg, "r.csv") && strstr(e.msg, cases[i].part), "case %zu: %s", i, e.msg);
+        CHECK(r.rows == NULL);
+        routing_log_free(&r);
+    }
+    CHECK_EQ_INT(routing_log_parse("step,layer,rank,expert,token_copies\n", 36, "r.csv", &r, &e), ST_DATA);
+    CHECK_CONTAINS(e.msg, "r.csv: no data rows after the header");
+    CHECK_EQ_INT(routing_log_load("no/such/routing.csv", &r, &e), ST_NOINPUT);
+    CHECK_CONTAINS(e.msg, "no/such/routing.csv");
+}
+
 int main(void)
 {
     cat = calloc(1, sizeof *cat);
@@ -278,6 +333,7 @@ int main(void)
     RUN(test_model_errors);
     RUN(test_gpu_errors);
     RUN(test_recipe_errors);
+    RUN(test_routing_log);
     free(cat);
     return test_summary();
 }

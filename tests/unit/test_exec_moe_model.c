@@ -162,9 +162,12 @@ static void test_refusals(void)
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
     CHECK_CONTAINS(e.msg, "FP8 expert GEMMs are not run by the executor yet");
     arena_specs_free(&sp);
-    CHECK(!fx_plan_dp(&s, &bf16, B, 1, 2, SHARD_NONE, &p, &e));
+    CHECK(!fx_plan_dp(&s, &bf16, B, 1, 2, SHARD_NONE, &p, &e)); /* data parallelism with experts runs */
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_OK);
+    arena_specs_free(&sp);
+    CHECK(!fx_plan_dp(&s, &bf16, B, 1, 2, SHARD_ZERO1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "the executor runs MoE layers on one rank (tp 1, pp 1, dp 2");
+    CHECK_CONTAINS(e.msg, "over data and expert parallelism only (tp 1, pp 1, etp 1, sharding zero1 given");
     arena_specs_free(&sp);
     ModelSpec m;
     ExecOverrides o = {.layers = 2, .hidden = 64, .heads = 8, .topk = 9};

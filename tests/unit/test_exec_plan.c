@@ -201,6 +201,19 @@ static void test_moe_terms_match_plan(void)
     CHECK_EQ_U64(have[MT_OPTIM_M_EXPERT], 2752512);
     CHECK_EQ_U64(have[MT_OPTIM_V_EXPERT], 2752512);
     CHECK_EQ_U64(have[MT_WEIGHT_GEMM], 40960);
+    /* expert parallelism, dp 4 x ep 2: 4 of the 8 experts a rank, 344,064 weights: BF16 688,128 B, FP32 master,
+     * gradient and moments 1,376,256 B each, as the plan's per-GPU terms; the router (8 x 64) stays whole */
+    exec_plan_dp(&in, 4, SHARD_NONE);
+    in.ep = 2;
+    CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
+    uint64_t other1 = have[MT_WEIGHT_OTHER];
+    CHECK(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e));
+    arena_specs_free(&specs);
+    CHECK_EQ_U64(have[MT_WEIGHT_EXPERT], 688128);
+    CHECK_EQ_U64(have[MT_MASTER_EXPERT], 1376256);
+    CHECK_EQ_U64(have[MT_OPTIM_V_EXPERT], 1376256);
+    CHECK_EQ_U64(have[MT_WEIGHT_OTHER], other1);
+    for (int t = MT_WEIGHT_EXPERT; t <= MT_OPTIM_V_EXPERT; t++) CHECK_EQ_U64(have[t], p.mem[t].bytes);
     CHECK_EQ_INT(compare(&m, "megatron-bf16", 1), 0);
     CHECK_EQ_INT(compare(&m, "megatron-bf16", 2), 0);
     static const struct {

@@ -1,0 +1,319 @@
+/* exec/model/model_moe_ep.c — expert parallelism: the routed experts of a MoE layer split over the ep
+ * ranks of an EP group (model.h: epc), tokens carried to their experts and back by all-to-alls.
+ *
+ * Per MoE layer and micro-batch, forward:
+ *   1. counts   every rank sends each EP peer j the rows it routed to j's experts, one int32 per
+ *               expert (El = E/ep of them; an all-to-all of counts, not a plan collective), so each
+ *               rank knows rc[s][e]: the rows source s sends its local expert e;
+ *   2. dispatch the permuted rows (R = B·T·k, expert by expert, so peer j's are one segment) go to
+ *               their experts' rank (CO_EP_DISPATCH_FWD), arriving source by source and sorted
+ *               into expert-major order (expert e's rows of every source together) for the grouped
+ *               GEMMs over the El local experts;
+ *   3. combine  the experts' outputs sorted back source by source and returned (CO_EP_COMBINE_FWD)
+ *               to the rows they came from; the token side keeps them (R, C) for the combine
+ *               weights' gradient (one rank recomputes them instead: here that would cost a second
+ *               combine the plan does not count).
+ * Backward mirrors it: d(expert outputs) out (CO_EP_DISPATCH_BWD), d(expert inputs) back
+ * (CO_EP_COMBINE_BWD). The recipe's ep_dispatch_comm / ep_combine_comm dtypes must be the activation
+ * dtype (model_moe_check); rows travel as they are.
+ *
+ * A rank may receive up to ep·R rows (every peer's tokens on its experts), so its expert-side tensors
+ * hold ep·R rows; they are the backend's allocations outside the arena (the plan's act_moe counts the
+ * uniform-routing rows times --moe-imbalance, a bound dropless routing does not keep). The rows this rank
+ * sends to each expert accumulate in m->ep_rows for the planner's bytes with the measured routing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/model/model_internal.h"
+#include "planner/plan_routed.h"
+
+typedef struct {
+    void *x_in, *x_fc1, *x_fc2in; /* expert side, (cap, C), (cap, k·Fe), (cap, Fe): saved for backward */
+    void *y_tok;                  /* (R, C) the experts' outputs back at their token copies */
+    int32_t *dcounts;             /* (El) backend memory: rows per local expert */
+    uint64_t *sent;               /* (E) host: rows this rank routed to each expert */
+    uint64_t *rc;                 /* (ep, El) host: rows source s sends local expert e */
+    uint64_t rows;                /* Σ rc: the expert-side rows */
+} EpLayer;
+
+struct MoeEp {
+    uint64_t cap;    /* ep·R rows */
+    EpLayer *layer;  /* (MoE layers of the stage) */
+    void *scr;       /* (cap, C) the rows in source order (the all-to-alls' side) */
+    void *ya, *yb;   /* (cap, C) the experts' outputs; in backward d(outputs) (ya) and d(inputs) (yb) */
+    void *dh2, *dh1; /* (cap, Fe), (cap, k·Fe) */
+    void **mem;      /* every allocation, for release */
+    uint32_t nmem, capmem;
+    int32_t *hc;      /* (E) host counts as the router wrote them */
+    int32_t *xsend;   /* (E) host: the counts sent, peer by peer */
+    int32_t *xrecv;   /* (ep·El) host: the counts received */
+    uint64_t *scount; /* (ep) elements per peer, this rank's side */
+    uint64_t *rcount; /* (ep) elements per peer, the experts' side */
+};
+
+static Status ep_alloc(Model *m, MoeEp *p, uint64_t bytes, void **out, Err *e)
+{
+    if (p->nmem == p->capmem) return err_set(e, ST_SOFTWARE, "expert parallelism: more buffers than counted");
+    Status st = m->bk->alloc(m->bk, bytes ? bytes : 1, out, e);
+    if (!st) p->mem[p->nmem++] = *out, m->ep_buffer_bytes += bytes;
+    return st;
+}
+
+Status model_ep_create(Model *m, Err *e)
+{
+    const ModelSpec *s = &m->spec;
+    if (m->ep <= 1 || !m->moe_layers) return ST_OK;
+    const uint64_t E = s->experts, El = E / m->ep, R = model_moe_rows(m), C = s->hidden, Fe = s->expert_ffn;
+    const uint64_t kf = spec_fc1_k(s), eb = dtype_bytes(m->act_dtype);
+    MoeEp *p = calloc(1, sizeof *p);
+    if (!p) return err_set(e, ST_NOMEM, "out of memory");
+    m->moe_ep = p;
+    p->cap = (uint64_t)m->ep * R;
+    p->capmem = 5 + 5 * m->moe_layers;
+    p->layer = calloc(m->moe_layers, sizeof *p->layer);
+    p->mem = calloc(p->capmem, sizeof *p->mem);
+    p->hc = malloc(E * sizeof *p->hc);
+    p->xsend = malloc(E * sizeof *p->xsend);
+    p->xrecv = malloc((size_t)m->ep * El * sizeof *p->xrecv);
+    p->scount = malloc((size_t)m->ep * 2 * sizeof *p->scount);
+    m->ep_rows = calloc(E, sizeof *m->ep_rows);
+    if (!p->layer || !p->mem || !p->hc || !p->xsend || !p->xrecv || !p->scount || !m->ep_rows)
+        return err_set(e, ST_NOMEM, "out of memory");
+    p->rcount = p->scount + m->ep;
+    const uint64_t cap = p->cap;
+    Status st = ep_alloc(m, p, cap * C * eb, &p->scr, e);
+    if (!st) st = ep_alloc(m, p, cap * C * eb, &p->ya, e);
+    if (!st) st = ep_alloc(m, p, cap * C * eb, &p->yb, e);
+    if (!st) st = ep_alloc(m, p, cap * Fe * eb, &p->dh2, e);
+    if (!st) st = ep_alloc(m, p, cap * kf * Fe * eb, &p->dh1, e);
+    for (uint32_t i = 0; !st && i < m->moe_layers; i++) {
+        EpLayer *L = &p->layer[i];
+        L->sent = calloc(E + (size_t)m->ep * El, sizeof *L->sent);
+        if (!L->sent) return err_set(e, ST_NOMEM, "out of memory");
+        L->rc = L->sent + E;
+        st = ep_alloc(m, p, cap * C * eb, &L->x_in, e);
+        if (!st) st = ep_alloc(m, p, cap * kf * Fe * eb, &L->x_fc1, e);
+        if (!st) st = ep_alloc(m, p, cap * Fe * eb, &L->x_fc2in, e);
+        if (!st) st = ep_alloc(m, p, R * C * eb, &L->y_tok, e);
+        if (!st) st = ep_alloc(m, p, El * sizeof(int32_t), (void **)&L->dcounts, e);
+    }
+    return st;
+}
+
+void model_ep_destroy(Model *m)
+{
+    MoeEp *p = m->moe_ep;
+    free(m->ep_rows);
+    m->ep_rows = NULL;
+    if (!p) return;
+    for (uint32_t i = 0; i < p->nmem; i++) m->bk->free(m->bk, p->mem[i]);
+    for (uint32_t i = 0; p->layer && i < m->moe_layers; i++) free(p->layer[i].sent);
+    free(p->layer);
+    free(p->mem);
+    free(p->hc);
+    free(p->xsend);
+    free(p->xrecv);
+    free(p->scount);
+    free(p);
+    m->moe_ep = NULL;
+}
+
+/* An all-to-all over the EP group under id; what it moves outside the plan's rows (the counts, and the
+ * communicator's agreement on the element counts before every call) added to m->ep_counts_bytes. */
+static Status a2a(Model *m, CollectiveId id, const void *send, const uint64_t *sc, void *recv, const uint64_t *rc,
+                  Dtype dt, Err *e)
+{
+    const Comm *root = m->comm;
+    const int planned = (unsigned)id < CO_COUNT_;
+    CommStats t0 = root->total, s0 = planned ? root->stats[id] : (CommStats){0};
+    Status st = comm_all_to_all_v(m->epc, id, m->bk, send, sc, recv, rc, dt, e);
+    if (st) { /* the group's ranks are its own 0 .. ep - 1: name the world's */
+        const uint32_t g0 = (uint32_t)m->comm->rank - m->ep_rank;
+        err_prefix(e, "expert parallelism, %s (EP group of ranks %u..%u; its rank j is rank %u + j)",
+                   planned ? ep_routed_names[id - CO_EP_DISPATCH_FWD + 1] : "counts", g0, g0 + m->ep - 1, g0);
+    }
+    const CommStats *t1 = &root->total, *s1 = planned ? &root->stats[id] : &s0;
+    m->ep_counts_bytes[0] +=
+        (double)(t1->payload_bytes - t0.payload_bytes) - (double)(s1->payload_bytes - s0.payload_bytes);
+    m->ep_counts_bytes[1] += (t1->bus_bytes - t0.bus_bytes) - (s1->bus_bytes - s0.bus_bytes);
+    return st;
+}
+
+static void *row_at(const Model *m, const void *base, uint64_t row, uint64_t cols)
+{
+    return (char *)base + row * cols * dtype_bytes(m->act_dtype);
+}
+
+/* Copy n rows of cols from src to dst (the activation dtype) through the backend. */
+static Status rows_copy(Model *m, const void *src, void *dst, uint64_t n, uint64_t cols, Err *e)
+{
+    if (!n) return ST_OK;
+    return m->bk->convert(m->bk, src, m->act_dtype, dst, m->act_dtype, n * cols, NULL, e);
+}
+
+/* Between the source-major order of the all-to-all (source s's rows, expert by expert) in src_order and the
+ * expert-major order of the grouped GEMMs (expert e's rows, source by source) in exp_order: to_exp 1 copies
+ * src_order → exp_order, 0 the other way. */
+static Status sort_rows(Model *m, const EpLayer *L, void *src_order, void *exp_order, int to_exp, uint64_t cols, Err *e)
+{
+    const uint64_t ep = m->ep, El = m->spec.experts / ep;
+    Status st = ST_OK;
+    uint64_t at = 0; /* expert-major row */
+    for (uint64_t x = 0; x < El; x++)
+        for (uint64_t s = 0; s < ep; s++) {
+            uint64_t from = 0; /* source-major row: s's segment, then its experts before x */
+            for (uint64_t t = 0; t < s; t++)
+                for (uint64_t y = 0; y < El; y++) from += L->rc[t * El + y];
+            for (uint64_t y = 0; y < x; y++) from += L->rc[s * El + y];
+            uint64_t n = L->rc[s * El + x];
+            void *a = row_at(m, src_order, from, cols), *b = row_at(m, exp_order, at, cols);
+            if (!st) st = rows_copy(m, to_exp ? a : b, to_exp ? b : a, n, cols, e);
+            at += n;
+        }
+    return st;
+}
+
+/* The element counts of the layer's all-to-alls: this rank's (token) side scount[j] = rows it routed to
+ * peer j's experts · cols, the experts' side rcount[s] = rows source s sends here · cols. */
+static void a2a_counts(Model *m, const EpLayer *L, uint64_t cols)
+{
+    MoeEp *p = m->moe_ep;
+    const uint64_t ep = m->ep, El = m->spec.experts / ep;
+    for (uint64_t j = 0; j < ep; j++) {
+        uint64_t sr = 0, rr = 0;
+        for (uint64_t x = 0; x < El; x++) sr += L->sent[j * El + x], rr += L->rc[j * El + x];
+        p->scount[j] = sr * cols, p->rcount[j] = rr * cols;
+    }
+}
+
+/* Token side (R, C) in global expert order → the experts' side (rows, C) in expert-major order. */
+static Status to_experts(Model *m, const EpLayer *L, CollectiveId id, const void *tok, void *exp, Err *e)
+{
+    MoeEp *p = m->moe_ep;
+    const uint64_t C = m->spec.hidden;
+    a2a_counts(m, L, C);
+    Status st = a2a(m, id, tok, p->scount, p->scr, p->rcount, m->act_dtype, e);
+    return st ? st : sort_rows(m, L, p->scr, exp, 1, C, e);
+}
+
+/* The experts' side (rows, C) → the token side (R, C): the mirror of to_experts. */
+static Status to_tokens(Model *m, const EpLayer *L, CollectiveId id, const void *exp, void *tok, Err *e)
+{
+    MoeEp *p = m->moe_ep;
+    const uint64_t C = m->spec.hidden;
+    a2a_counts(m, L, C);
+    Status st = sort_rows(m, L, p->scr, (void *)exp, 0, C, e);
+    if (!st) st = a2a(m, id, p->scr, p->rcount, tok, p->scount, m->act_dtype, e);
+    return st;
+}
+
+/* The layer's counts: what this rank routed (la->r_counts, E) into L->sent and m->ep_rows; the counts
+ * exchanged over the EP group into L->rc; the local experts' rows to the backend. */
+static Status exchange_counts(Model *m, EpLayer *L, const LayerActs *la, Err *e)
+{
+    MoeEp *p = m->moe_ep;
+    const uint64_t E = m->spec.experts, ep = m->ep, El = E / ep;
+    Status st = m->bk->copy_to_host(m->bk, p->hc, la->r_counts, E * sizeof *p->hc, e);
+    if (st) return st;
+    for (uint64_t i = 0; i < E; i++) {
+        L->sent[i] = (uint64_t)p->hc[i];
+        m->ep_rows[i] += (uint64_t)p->hc[i];
+        p->xsend[i] = p->hc[i];
+    }
+    m->ep_calls++;
+    if (m->ep_fault) /* the test hook: one row more announced to the next peer than the dispatch sends */
+        p->xsend[(m->ep_rank + 1) % ep * El]++;
+    for (uint64_t j = 0; j < ep; j++) p->scount[j] = p->rcount[j] = El;
+    /* int32 counts travel as 4-byte elements (MPI moves bytes); not a plan collective */
+    st = a2a(m, COMM_UNPLANNED, p->xsend, p->scount, p->xrecv, p->rcount, DT_FP32, e);
+    if (st) return st;
+    int32_t *loc = p->hc; /* reused: (El) rows per local expert */
+    L->rows = 0;
+    for (uint64_t x = 0; x < El; x++) loc[x] = 0;
+    for (uint64_t i = 0; i < ep * El; i++) {
+        if (p->xrecv[i] < 0)
+            return err_set(e, ST_DATA, "expert parallelism: rank %d announced %d rows for an expert of rank %d",
+                           (int)(i / El), p->xrecv[i], m->epc->rank);
+        L->rc[i] = (uint64_t)p->xrecv[i];
+        L->rows += L->rc[i];
+        loc[i % El] += p->xrecv[i];
+    }
+    if (L->rows > p->cap)
+        return err_set(e, ST_DATA,
+                       "expert parallelism: %llu rows announced to rank %d, more than the %llu its peers hold",
+                       (unsigned long long)L->rows, m->epc->rank, (unsigned long long)p->cap);
+    return m->bk->copy_to_device(m->bk, L->dcounts, loc, El * sizeof *loc, e);
+}
+
+static void rows_of(Model *m, const EpLayer *L, MoeRows *xr)
+{
+    xr->groups = m->spec.experts / m->ep;
+    xr->rows = L->rows;
+    xr->counts = L->dcounts;
+    xr->x_in = L->x_in, xr->x_fc1 = L->x_fc1, xr->x_fc2in = L->x_fc2in;
+}
+
+/* After the forward dispatch, where disagreeing counts show (the communicator checks them within the EP group
+ * before any payload moves): every rank of the world learns whether some rank failed, the lowest such rank
+ * (MIN over the ranks, one FP32 value, not a plan collective), so a failure in one EP group stops every group
+ * at this point instead of leaving the others waiting in their next collective. */
+static Status agree(Model *m, Status st, Err *e)
+{
+    if (m->comm->size == 1) return st;
+    float low = st ? (float)m->comm->rank : (float)m->comm->size;
+    Err ae;
+    Status as = m->comm->all_reduce(m->comm, COMM_UNPLANNED, m->bk, &low, 1, DT_FP32, COMM_MIN, &ae);
+    if (as) {
+        if (!st && e) *e = ae;
+        return st ? st : as;
+    }
+    if (low < (float)m->comm->size) {
+        m->failed_together = 1;
+        if (!st)
+            st = err_set(e, ST_DATA,
+                         "expert parallelism: rank %d's dispatch failed (its message says why); every rank "
+                         "stops",
+                         (int)low);
+    }
+    return st;
+}
+
+Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, MoeRows *xr, Err *e)
+{
+    EpLayer *L = &m->moe_ep->layer[model_moe_index(m, l)];
+    Status st = exchange_counts(m, L, la, e);
+    if (!st) st = to_experts(m, L, CO_EP_DISPATCH_FWD, la->x_in, L->x_in, e);
+    st = agree(m, st, e);
+    if (!st) rows_of(m, L, xr);
+    return st;
+}
+
+Status model_ep_combine(Model *m, uint32_t l, const void *y, void *tok, Err *e)
+{
+    EpLayer *L = &m->moe_ep->layer[model_moe_index(m, l)];
+    Status st = to_tokens(m, L, CO_EP_COMBINE_FWD, y, L->y_tok, e);
+    if (!st) st = rows_copy(m, L->y_tok, tok, model_moe_rows(m), m->spec.hidden, e);
+    return st;
+}
+
+Status model_ep_backward_rows(Model *m, uint32_t l, MoeRows *xr, MoeEpBwd *b)
+{
+    MoeEp *p = m->moe_ep;
+    EpLayer *L = &p->layer[model_moe_index(m, l)];
+    rows_of(m, L, xr);
+    b->y_tok = L->y_tok;
+    b->dy = p->ya, b->dh2 = p->dh2, b->dh1 = p->dh1, b->dx = p->yb;
+    return ST_OK;
+}
+
+Status model_ep_dispatch_bwd(Model *m, uint32_t l, const void *dy_tok, void *dy, Err *e)
+{
+    return to_experts(m, &m->moe_ep->layer[model_moe_index(m, l)], CO_EP_DISPATCH_BWD, dy_tok, dy, e);
+}
+
+Status model_ep_combine_bwd(Model *m, uint32_t l, const void *dx, void *dx_tok, Err *e)
+{
+    return to_tokens(m, &m->moe_ep->layer[model_moe_index(m, l)], CO_EP_COMBINE_BWD, dx, dx_tok, e);
+}
+
+void *model_ep_fwd_out(Model *m) { return m->moe_ep->ya; }

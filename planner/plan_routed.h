@@ -1,0 +1,60 @@
+/* planner/plan_routed.h — the expert all-to-alls one rank sends under a routing a run measured.
+ *
+ * The plan's expert collectives (plan_moe_comm.c) assume uniform routing: every rank sends and receives
+ * tokens x top-k x f rows per call. A run routes unevenly, and with its measured routing each rank's bytes
+ * are known exactly: given, for every data-parallel rank r of the stage and expert x, the token copies
+ * rows[r][x] that r routed to x over `calls` dispatches (MoE layers x micro-batches x steps), rank r of EP
+ * group ⌊r / ep⌋ (ranks ep apart regrouped as the planner's folding at tp 1: ep consecutive ranks, expert
+ * rank q = r mod ep holding experts q·E/ep .. (q + 1)·E/ep − 1) sends, over the calls:
+ *   dispatch (forward and backward, the recipe's ep_dispatch_comm dtype, Sd bytes a row):
+ *       payload Σ_x rows[r][x] · Sd, of which the rows for other ranks' experts leave it;
+ *   combine (forward and backward, ep_combine_comm, Sc bytes a row): the rows its experts received,
+ *       payload Σ_{s in its group} Σ_{x local} rows[s][x] · Sc, of which those of the other ranks leave;
+ *   counts: per call its E int32 counts (E/ep to each peer; its own E/ep stay) and, before each of the five
+ *       all-to-alls of a call (counts, two dispatches, two combines), one uint64 element count per peer
+ *       (the communicator's agreement, exec/comm/comm.h): E·4 + 5·ep·8 bytes, (E − E/ep)·4 + 5·(ep − 1)·8
+ *       leaving.
+ * Pure, as the rest of planner/. */
+#ifndef FP8PLAN_PLANNER_PLAN_ROUTED_H
+#define FP8PLAN_PLANNER_PLAN_ROUTED_H
+
+#include <stdint.h>
+
+#include "planner/plan.h"
+#include "util/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A run's routing: rows[r · experts + x] token copies rank r sent expert x over `calls` dispatches. */
+typedef struct {
+    uint32_t ranks, experts;
+    uint64_t calls;
+    const uint64_t *rows;
+} MoeRouting;
+
+enum { EPR_COUNTS = 0, EPR_DISPATCH_FWD, EPR_COMBINE_FWD, EPR_DISPATCH_BWD, EPR_COMBINE_BWD, EPR_COUNT_ };
+/* Bytes over the calls: payload (what the rank's calls carry, its own segment included) and sent (what
+ * leaves it: the plan's bus bytes of an all-to-all). */
+typedef struct {
+    uint64_t payload[EPR_COUNT_], sent[EPR_COUNT_];
+} EpRouted;
+/* "ep_counts", then the plan's names of the four all-to-alls. */
+extern const char *const ep_routed_names[EPR_COUNT_];
+/* The collective of row i (COMM_UNPLANNED-like CO_COUNT_ for the counts). */
+CollectiveId ep_routed_coll(int i);
+
+/* Rank `rank`'s bytes under routing rt for plan p (a MoE model at ep > 1, tp = cp = etp = pp = 1: the
+ * layouts the executor runs): ST_USAGE when the plan is not such a layout or rt's ranks, experts or rank
+ * do not fit it, ST_DATA naming the rank when a rank's copies are not calls x tokens x top-k (dropless
+ * routing), ST_OVERFLOW past 2^64. */
+Status plan_ep_routed(const Plan *p, const MoeRouting *rt, uint32_t rank, EpRouted *out, Err *e);
+/* The same collectives as the plan has them (uniform routing) over `steps` steps: payload_bytes x calls and
+ * step_bytes per step; the counts' row as plan_ep_routed's (it does not depend on the routing). */
+void plan_ep_uniform(const Plan *p, uint64_t steps, EpRouted *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,177 @@
+# tests/cli/mpi_ep.sh — `mpirun -np N fp8plan run --ep E`: expert parallelism on CPU ranks over MPI
+# (exec/model/model_moe_ep.c; docs/executor-moe.md). Every layout the executor accepts with experts is a row
+# of the table below, each against the one-rank run of the same model and batch: the losses within the
+# stated bound, the routing (token copies per step, MoE layer and expert, summed over the ranks) equal to
+# one rank's line for line, every rank's persistent memory and dense collectives as the plan's, and every
+# rank's expert all-to-alls exactly as the plan has them for the routing the run measured (the run's own
+# table, and `fp8plan plan --routing` on the log it wrote). Then the refusals and a rank whose counts
+# disagree.
+#
+# Models (added to the test catalog): tiny-moe is Mixtral shrunk — 2 layers, hidden 64, 4 heads of 16 and
+# 1 KV head, seq 32, vocab 256, RMSNorm, SwiGLU, RoPE, untied; 8 experts of FFN 224, top-2, softmax router.
+# tiny-moe-64 has 64 experts of FFN 16, top-8 (a real expert count). tiny-moe-v has Mixtral's 32,000-token
+# vocabulary. tiny-ds is DeepSeek-style without latent attention: 3 layers, the first dense (FFN 128),
+# 8 experts of FFN 32 top-2, a shared expert, a sigmoid router with 4 groups, top 2 groups. fp32-ref is a
+# recipe with every state and GEMM in FP32 (the executor's reference). Two rows exit 1 on one rank as on
+# the EP ranks, for a term outside expert parallelism: fp32-ref's activation terms (the planner counts them
+# BF16) and tiny-ds's transient (its dense first layer's working set, 83,712 B measured on one rank, above
+# the 72,448 B the planner's MoE transient holds); their per-rank tables are checked all the same.
+#
+# The bound, 1e-4 relative over the steps, is mpi_run.sh's for data parallelism, and for the same reason:
+# on the experts' rank a grouped weight-gradient GEMM sums the rows of every EP peer's tokens in one FP32
+# chain where one rank sums its own micro-batch's, so the expert gradients differ in the last bits and a
+# BF16 weight can round the other way after a step (one BF16 step is 2^-8 relative); the routing, taken
+# before any of that, stays identical (checked), and the EP 2 x DP 2 layout of tiny-moe gives one rank's
+# bits.
+# tier: full (make test-full, which .ci/run runs): 27 mpirun runs, about 20 s alone (run_moe.sh keeps one
+# expert-parallel run in the quick tier)
+. "$FP8PLAN_ROOT/tests/lib.sh"
+. "$FP8PLAN_ROOT/tests/mpi_lib.sh"
+
+mpi_require
+cat=$TMP/cat
+mpi_catalog "$cat"
+moe() { # name layers hidden ffn heads kv hd vocab seq experts topk shared eff dense router groups gtopk
+    echo "$1,$2,$3,$4,$5,$6,$7,$8,$9,rmsnorm,swiglu,rope,no,no,no,${10},${11},${12},${13},${14},${15},${16},${17},0,0,0,0,0,0,\"test model\"" >>"$cat/models.csv"
+}
+moe tiny-moe 2 64 224 4 1 16 256 32 8 2 0 224 0 softmax 0 0
+moe tiny-moe-64 2 64 224 4 1 16 256 32 64 8 0 16 0 softmax 0 0
+moe tiny-moe-v 2 64 224 4 1 16 32000 32 8 2 0 224 0 softmax 0 0
+moe tiny-ds 3 64 128 4 1 16 256 32 8 2 1 32 1 sigmoid 4 2
+echo 'fp32-ref,fp32,none,none,none,fp32,fp32,fp32,none,none,fp32-ref,fp32,fp32,none,tensor,tensor,0,none,fp32,fp32,fp32,fp32,fp32,fp32,fp32,none,8.0,"test recipe: every state and GEMM in FP32"' >>"$cat/recipes.csv"
+
+within() { # NAME LOGA LOGB BOUND STEPS: max relative difference of the losses at most BOUND over STEPS steps
+    local r
+    r=$(awk -F, -v s="$5" 'NR == FNR { if (FNR > 1) a[$1] = $2; next } FNR > 1 { n++; if (!($1 in a)) bad = 1; d = $2 - a[$1];
+        if (d < 0) d = -d; d /= a[$1]; if (d > m) m = d } END { if (bad || n != s) print "n/a"; else print m + 0 }' "$2" "$3")
+    if [ "$r" != n/a ] && awk -v r="$r" -v b="$4" 'BEGIN { exit !(r <= b) }'; then pass "$1 ($r)"; else fail "$1" "max relative difference: $r"; fi
+}
+same_routing() { # NAME ONE EP STEPS: the EP log's copies summed over ranks = the one-rank log, per step (up to
+    # STEPS), layer and expert
+    awk -F, -v n="$4" 'NR > 1 && $1 <= n { s[$1 "," $2 "," $4] += $5 } END { for (k in s) print k "," s[k] }' "$3" |
+        sort >"$TMP/ep.r"
+    awk -F, -v n="$4" 'NR > 1 && $1 <= n { print $1 "," $2 "," $4 "," $5 }' "$2" | sort >"$TMP/one.r"
+    if [ -s "$TMP/one.r" ] && cmp -s "$TMP/one.r" "$TMP/ep.r"; then pass "$1"; else fail "$1" "$(diff "$TMP/one.r" "$TMP/ep.r" | head -4)"; fi
+}
+
+# ---- every layout against one rank -----------------------------------------------------------------
+# np|ep|model|recipe|steps|rc|same: DP = np, EDP = np / ep; micro-batch 1 x 32 tokens, global batch 4
+# sequences (4 micro-batches on one rank, 4/np a rank here). rc: the runs' exit status (1: a one-rank
+# activation term the plan does not match, see below). same: 1 where the losses are one rank's bit for bit
+# (then the routing of every step is one rank's), 0 where they are within the bound (then step 1's routing
+# is, the weights being one rank's until the first update; measured: np 2 ep 2 routes one copy differently
+# from step 5, np 4 ep 4 too)
+while IFS='|' read -r np ep model recipe steps rc_want same <&3; do
+    case "$np" in '' | '#'*) continue ;; esac
+    tag="$model $recipe np $np ep $ep"
+    R="run --catalog $cat --model $model --mbs 1 --gbs 4 --quiet --recipe $recipe --steps $steps"
+    run $R --loss-log "$TMP/one.csv" --routing-log "$TMP/one_r.csv"
+    expect_rc "$model $recipe one rank exits $rc_want" "$rc_want"
+    mpi_run "$np" "$FP8PLAN" $R --ep "$ep" --loss-log "$TMP/ep.csv" --routing-log "$TMP/ep_r.csv" -o "$TMP/ep-o.csv"
+    expect_rc "$tag exits $rc_want" "$rc_want"
+    if [ "$same" = 1 ]; then
+        within "$tag: the one rank's losses bit for bit" "$TMP/one.csv" "$TMP/ep.csv" 0 "$steps"
+        same_routing "$tag: the one rank's routing, every step, layer and expert" "$TMP/one_r.csv" "$TMP/ep_r.csv" "$steps"
+    else
+        within "$tag: the one rank's losses within 1e-4" "$TMP/one.csv" "$TMP/ep.csv" 1e-4 "$steps"
+        same_routing "$tag: the one rank's routing of step 1, every layer and expert" "$TMP/one_r.csv" "$TMP/ep_r.csv" 1
+    fi
+    expect_out "$tag: persistent memory as planned" "every rank holds the plan's persistent bytes, byte for byte"
+    expect_out "$tag: dense collectives as planned" "every rank sent the plan's bytes, byte for byte"
+    if [ "$ep" = 1 ]; then # data parallelism alone: the experts' gradients over the EDP group = every rank
+        expect_line "$tag: expert gradients over every rank" "  edp_grad_allreduce( +[0-9]+){3} +$np/$np +exact"
+        continue
+    fi
+    expect_out "$tag: all-to-alls as planned for the measured routing" \
+        "every rank sent the plan's expert all-to-all bytes for the measured routing, byte for byte"
+    expect_eq "$tag -o: every rank's all-to-all rows ok" \
+        "$(grep -c ',rank_ep_routed,.*,exact,ok$' "$TMP/ep-o.csv")" "$((np * 10))"
+    # the planner, given the log: each rank's bytes as the run measured them (sent and payload)
+    run plan --catalog "$cat" --model "$model" --gpu h100-sxm --mbs 1 --gbs 4 --dp "$np" --ep "$ep" \
+        --recipe "$recipe" --stack fp8plan --routing "$TMP/ep_r.csv" --format csv
+    expect_rc "$tag: plan --routing exits 0" 0
+    awk -F, '$2 == "rank_ep_routed" && $3 !~ /payload/ { print $1 "," $3 "," $6 }' "$TMP/ep-o.csv" | sort >"$TMP/meas"
+    awk -F, 'NR > 1 { print $1 "," $2 "," $3 }' "$TMP/out" | sort >"$TMP/plan"
+    expect_eq "$tag: plan --routing gives every rank's measured bytes" "$(cmp -s "$TMP/meas" "$TMP/plan" && echo same)" same
+done 3<<'EOF'
+2|1|tiny-moe|megatron-bf16|5|0|1
+2|2|tiny-moe|megatron-bf16|5|0|0
+4|4|tiny-moe|megatron-bf16|5|0|0
+4|2|tiny-moe|megatron-bf16|5|0|1
+4|4|tiny-moe-64|megatron-bf16|3|0|1
+2|2|tiny-moe-v|megatron-bf16|2|0|1
+4|2|tiny-ds|megatron-bf16|5|1|1
+2|2|tiny-moe|fp32-ref|5|1|1
+4|4|tiny-moe|fp32-ref|5|1|1
+EOF
+
+# ---- bytes by hand: tiny-moe, dp 4 x ep 2, megatron-bf16, 2 steps ----------------------------------
+R="run --catalog $cat --model tiny-moe --mbs 1 --gbs 4 --quiet --recipe megatron-bf16 --steps 2"
+mpi_run 4 "$FP8PLAN" $R --ep 2
+expect_rc "tiny-moe dp 4 x ep 2 exits 0" 0
+# A rank's 4 experts: FC1 2 x 224 x 64 + FC2 64 x 224 = 43,008 each, 2 layers: 344,064 elements, BF16
+# 688,128 B, FP32 master 1,376,256 B (EP 1 would hold 8: twice that)
+expect_line "4 of 8 experts a rank: BF16 weights" "  weight_expert +688128 +688128 +688128 +4/4 +exact"
+expect_line "4 of 8 experts a rank: FP32 master" "  master_expert +1376256 +1376256 +1376256 +4/4 +exact"
+# their FP32 gradients all-reduced over the EDP group of 2 (ranks 0, 2 and 1, 3): S = 1,376,256 B, a rank
+# sends S x 2(2-1)/2 = S; the router (8 x 64), norms and attention over all 4 DP ranks
+expect_line "expert gradients over the EDP group" "  edp_grad_allreduce +1376256 +1376256 +1376256 +4/4 +exact"
+# the counts, per dispatch (2 MoE layers x 1 micro-batch a rank x 2 steps = 4): 8 int32 (4 to the peer) and
+# 5 agreements of 2 uint64 (one to the peer): payload 32 + 80 = 112, sent 16 + 40 = 56; over 4: 448, 224
+# (any routing); the uniform plan's dispatch: 32 tokens x top-2 x 1/2 leave x 128 B = 4,096 B a call: 16,384
+expect_line "rank 0's counts as planned, by hand" "     0 ep_counts +224 +224 +448 +448 +224  exact"
+expect_line "rank 3's dispatch: the uniform plan's 16,384 beside" \
+    "     3 ep_dispatch_fwd +[0-9]+ +[0-9]+ +32768 +32768 +16384  exact"
+# the buffers outside the arena, for ep x 64 = 128 rows on the experts' side, BF16: the rows in source order,
+# the outputs and d(inputs) 3 x 128 x 64 x 2 = 49,152, d(activation) 128 x 224 x 2 = 57,344, d(FC1 out)
+# 128 x 448 x 2 = 114,688; per MoE layer the saved inputs 16,384, FC1 out 114,688 and FC2 in 57,344, the
+# combined outputs 64 x 64 x 2 = 8,192 and 4 int32 counts: 196,624, x 2 layers: 221,184 + 393,248 = 614,432
+expect_out "the EP buffers outside the arena, by hand" "each rank also holds 614432 B of expert-parallel buffers"
+
+# ---- refused before any work, nothing written --------------------------------------------------------
+O="-o $TMP/no.csv --loss-log $TMP/no_loss.csv --routing-log $TMP/no_r.csv"
+mpi_run 2 "$FP8PLAN" $R --ep 4 $O
+expect_rc "--ep 4 on 2 ranks exits 64" 64
+expect_err "--ep 4 on 2 ranks: the reason" "ep*etp = 4 must divide tp*cp*dp = 2"
+mpi_run 3 "$FP8PLAN" $R --gbs 6 --ep 2 $O
+expect_rc "--ep 2 on 3 ranks exits 64" 64
+expect_err "--ep 2 on 3 ranks: the reason" "ep*etp = 2 must divide tp*cp*dp = 3"
+mpi_run 3 "$FP8PLAN" $R --gbs 6 --ep 3 $O
+expect_rc "--ep 3 with 8 experts exits 64" 64
+expect_err "--ep 3: the experts" "tiny-moe's 8 experts must be divisible by ep"
+mpi_run 4 "$FP8PLAN" $R --ep 2 --zero 1 $O
+expect_rc "--ep 2 --zero 1 exits 69" 69
+expect_err "--zero 1 with experts: the reason" "sharded states with experts are not implemented yet"
+mpi_run 2 "$FP8PLAN" $R --ep 2 $O --save "$TMP/no.ckpt"
+expect_rc "--ep 2 --save exits 69" 69
+expect_err "--save with experts split: the reason" "--save/--resume with --ep 2: each rank holds 4 of the 8 experts"
+expect_eq "refusals wrote nothing" "$(ls "$TMP"/no* 2>/dev/null | wc -l)" 0
+# the last row's log: 4 ranks, 5 steps of 2 MoE layers, 8 experts
+P="plan --catalog $cat --model tiny-moe --gpu h100-sxm --mbs 1 --gbs 4 --recipe megatron-bf16"
+run $P --dp 2 --ep 2 --routing "$TMP/ep_r.csv"
+expect_rc "plan --routing: a log of other ranks exits 64" 64
+expect_err "plan --routing: the ranks" "4 ranks x 8 experts given; the plan has dp 2 and 8 experts"
+sed 3d "$TMP/ep_r.csv" >"$TMP/short.csv"
+run $P --dp 4 --ep 2 --routing "$TMP/short.csv"
+expect_rc "plan --routing: a log missing a row exits 65" 65
+expect_err "plan --routing: the count" "319 rows for 5 steps x 2 layers x 4 ranks x 8 experts (320)"
+sed 's/^1,0,0,1,/1,0,0,0,/' "$TMP/ep_r.csv" >"$TMP/dup.csv"
+run $P --dp 4 --ep 2 --routing "$TMP/dup.csv"
+expect_rc "plan --routing: a row twice exits 65" 65
+expect_err "plan --routing: the row" "row 3: step 1, layer 0, rank 0, expert 0 appears twice"
+sed 's/^2,1,3,7,[0-9]*$/2,1,3,7,x/' "$TMP/ep_r.csv" >"$TMP/bad.csv"
+run $P --dp 4 --ep 2 --routing "$TMP/bad.csv"
+expect_rc "plan --routing: a bad number exits 65" 65
+expect_err "plan --routing: the cell" "column token_copies: 'x'"
+run $P --dp 4 --ep 1 --routing "$TMP/one_r.csv"
+expect_rc "plan --routing at ep 1 exits 64" 64
+expect_err "plan --routing at ep 1: the reason" "measured routing: the plan must be of a model with experts at ep > 1"
+
+# ---- a rank whose counts disagree with its peers: every rank stops, named, no hang, nothing written -----
+FP8PLAN_FAULT_EP_COUNTS=2 mpi_run 4 "$FP8PLAN" $R --ep 2 $O
+expect_rc "rank 2's counts disagree: exit 65" 65
+expect_err "the group and the collective" "expert parallelism, ep_dispatch_fwd (EP group of ranks 2..3; its rank j is rank 2 + j)"
+expect_err "the rank and the reason" "rank 1 expects"
+expect_err "every other rank stopped at the same point" "expert parallelism: rank 2's dispatch failed (its message says why); every rank stops"
+expect_eq "the failed run wrote nothing" "$(ls "$TMP"/no* 2>/dev/null | wc -l)" 0
+finish
