@@ -23,7 +23,7 @@ extern "C" {
 
 enum { CATALOG_MAX_ROWS = 256, CATALOG_MAX_STACKS = 32 };
 
-/* Caller-owned; about 400 KB, so allocate it (calloc) rather than put it on the stack. */
+/* Caller-owned; about 2.2 MB, so allocate it (calloc) rather than put it on the stack. */
 typedef struct {
     ModelSpec models[CATALOG_MAX_ROWS];
     int nmodels;
