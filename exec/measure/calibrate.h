@@ -157,7 +157,7 @@ Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibrati
 
 /* Every collective op the executor runs (all-reduce and reduce-scatter in FP32, BF16 and E4M3 — the MPI
  * reductions decode each element, so the path's cost differs —, all-gather, send/recv, broadcast, all-to-all)
- * swept over the link sweep's sizes up to top bytes, each call timed as the communicator counts it for a run
+ * swept over the link sweep's sizes up to top bytes (4 x reps calls per size, at most 64), each call timed as the communicator counts it for a run
  * after what precedes a run's per-layer collective: a kernel over layer_bytes (one of the layer's GEMMs'
  * operands and output; at most CAL_LINK_EVICT), the ranks together (calibrate_link.c says why not late), then
  * fitted (cal_fit_ranges) into out->sweep and out->range. Every rank calls it. */

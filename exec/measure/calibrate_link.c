@@ -184,6 +184,9 @@ static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, f
 Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_bytes, int reps, Calibration *out, Err *e)
 {
     const uint64_t evict_bytes = layer_bytes < CAL_LINK_EVICT ? layer_bytes / 4 * 4 : CAL_LINK_EVICT;
+    /* every size is fitted (not only the smallest and the two largest): 4 x reps each, at most 64 (at 7, the
+     * plan's TP all-gather from 3 profiles measured minutes apart at a quiet moment varied 2x) */
+    const int per_size = 4 * reps < CAL_LINK_REPS_MAX ? 4 * reps : CAL_LINK_REPS_MAX;
     uint64_t sizes[CAL_MAX_SIZES];
     const int n = cal_link_sizes(top, sizes);
     const uint64_t big = sizes[n - 1] + 64 * (uint64_t)comm->size; /* room for a size rounded up to whole shares */
@@ -206,7 +209,8 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
         for (int k = 0; !st && k < n; k++) {
             uint64_t S = carried(w, sizes[k], comm->size);
             if (s->n && S <= s->pt[s->n - 1].payload) continue; /* rounded onto the previous size */
-            if (!(st = sweep_size(bk, comm, w, buf, dst, sync, counts, evict, evict_bytes, S, reps, &s->pt[s->n], e)))
+            if (!(st = sweep_size(bk, comm, w, buf, dst, sync, counts, evict, evict_bytes, S, per_size, &s->pt[s->n],
+                                  e)))
                 s->n++;
         }
         if (st) break;

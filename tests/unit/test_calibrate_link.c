@@ -19,7 +19,7 @@
 
 /* What the backend was asked to do, in order. */
 enum { EV_ADD_EVICT = 1, EV_ADD_PAYLOAD, EV_MEMSET, EV_REDUCE, EV_SYNC };
-enum { MAX_EVENTS = 4096 };
+enum { MAX_EVENTS = 8192 };
 
 static struct {
     Backend *cpu;
@@ -257,7 +257,7 @@ static Status s_a2a(Comm *c, CollectiveId id, Backend *bk, const void *send, con
     return ST_OK;
 }
 
-/* A 4 KiB top, 3 reps, one layer of 1 MiB: 10 sweeps (all-reduce and reduce-scatter per dtype path, the byte
+/* A 4 KiB top, 3 reps (12 timed calls per size), one layer of 1 MiB: 10 sweeps (all-reduce and reduce-scatter per dtype path, the byte
  * movers once) of 64, 256, 1024, 4096 B; each timed call after one kernel over the layer's bytes and one over
  * the payload; the scripted lines recovered exactly, one range each: latency A(op) / steps (all-reduce 2 steps
  * over 2 ranks, the others 1), bandwidth B(op, dt). */
@@ -282,17 +282,18 @@ static void test_every_op(void)
     const uint64_t layer = 1 << 20;
     Status st = calibrate_links(&bk, &c, 4096, layer, 3, &cal, &e);
     CHECKF(st == ST_OK, "%s", e.msg);
+    CHECK(!rec.over);
     CHECK_EQ_INT(cal.nsweep, 10);
     CHECK_EQ_INT(cal.nrange, 10);
-    /* per call (1 warm-up + 3 timed) x 4 sizes x 10 sweeps = 160: the layer's kernel (2^18 floats) and the
+    /* per call (1 warm-up + 4 x 3 timed) x 4 sizes x 10 sweeps = 520: the layer's kernel (2^18 floats) and the
      * payload's (S / 4 floats) */
     int kernels = 0, payloads = 0;
     for (int i = 0; i < rec.n; i++) {
         kernels += rec.ev[i] == EV_ADD_PAYLOAD && rec.arg[i] == layer / 4;
         payloads += rec.ev[i] == EV_ADD_PAYLOAD && rec.arg[i] <= 1024;
     }
-    CHECK_EQ_INT(kernels, 160);
-    CHECK_EQ_INT(payloads, 160);
+    CHECK_EQ_INT(kernels, 520);
+    CHECK_EQ_INT(payloads, 520);
     static const Dtype want_dt[10] = {DT_FP32, DT_BF16, DT_E4M3, DT_FP32, DT_BF16,
                                       DT_E4M3, DT_BF16, DT_BF16, DT_BF16, DT_BF16};
     static const CommOp want_op[10] = {OP_ALL_REDUCE,     OP_ALL_REDUCE,     OP_ALL_REDUCE, OP_REDUCE_SCATTER,
