@@ -23,7 +23,7 @@ extern "C" {
 
 enum { CATALOG_MAX_ROWS = 256, CATALOG_MAX_STACKS = 32 };
 
-/* Caller-owned; about 400 KB, so allocate it (calloc) rather than put it on the stack. */
+/* Caller-owned; about 2.2 MB, so allocate it (calloc) rather than put it on the stack. */
 typedef struct {
     ModelSpec models[CATALOG_MAX_ROWS];
     int nmodels;
@@ -40,6 +40,7 @@ extern const char *const catalog_model_columns;
 extern const char *const catalog_gpu_columns;
 extern const char *const catalog_recipe_columns;
 extern const char *const catalog_stack_columns;
+extern const char *const catalog_link_columns;
 
 /* Parse `len` bytes of CSV text into the catalog (replacing what the same
  * kind held before). ST_DATA with a message naming fname:row and the column on
@@ -50,6 +51,10 @@ Status catalog_parse_gpus(Catalog *c, const char *text, size_t len, const char *
 Status catalog_parse_recipes(Catalog *c, const char *text, size_t len, const char *fname, Err *e);
 /* models/stacks.csv (catalog/catalog_stack.c). */
 Status catalog_parse_stacks(Catalog *c, const char *text, size_t len, const char *fname, Err *e);
+/* links.csv (catalog/catalog_links.c; optional): a host profile's collective fits, attached to the gpus.csv
+ * rows they name (parse gpus.csv first). ST_DATA naming the row and column for a format version other than 1,
+ * a device that is not a host row of gpus.csv, a range that overlaps another of the same op and path. */
+Status catalog_parse_links(Catalog *c, const char *text, size_t len, const char *fname, Err *e);
 
 /* Lookup by exact (case-insensitive) name; NULL when absent. */
 const ModelSpec *catalog_model(const Catalog *c, const char *name);

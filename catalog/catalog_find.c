@@ -76,6 +76,9 @@ Status catalog_load(const char *dir, Catalog **out, Err *e)
     if (!st) st = load_one(c, found, "gpus.csv", catalog_parse_gpus, e);
     if (!st) st = load_one(c, found, "recipes.csv", catalog_parse_recipes, e);
     if (!st) st = load_one(c, found, "stacks.csv", catalog_parse_stacks, e);
+    char links[4200]; /* optional: a host profile's collective fits (fp8plan calibrate under mpirun) */
+    snprintf(links, sizeof links, "%s/links.csv", found);
+    if (!st && access(links, F_OK) == 0) st = load_one(c, found, "links.csv", catalog_parse_links, e);
     if (st) {
         free(c);
         return st;

@@ -35,13 +35,16 @@ static const char help_head[] =
     "mpirun with 2 or more ranks the all-reduce's bus bandwidth and latency per message size, 64 B up\n"
     "to the model's gradient all-reduce, each call after the caches were evicted (over MPI one rank\n"
     "arrives late), as a run's calls meet it (MPI between CPU ranks, NCCL between GPUs, one GPU\n"
-    "per rank; one rank: not measured, written as no interconnect). A GPU is timed by CUDA events\n"
-    "around each call. Prints every measurement (medians, spreads) and the device row (gpus.csv) and the\n"
-    "fp8plan stack's row (stacks.csv, launch_us measured). With -o DIR writes a catalog the\n"
-    "planner reads with --catalog DIR: models.csv and recipes.csv copied, gpus.csv with the device\n"
-    "row added, stacks.csv with the fp8plan row measured. Then: fp8plan plan --catalog DIR --gpu\n"
-    "NAME ..., fp8plan run --backend cpu --catalog DIR --gpu NAME ... (step and collective times\n"
-    "checked).\n"
+    "per rank; one rank: not measured, written as no interconnect). Over MPI also every collective op\n"
+    "the executor runs (all-reduce and reduce-scatter per dtype path FP32/BF16/FP8, all-gather,\n"
+    "send/recv, broadcast, all-to-all), fitted as latency + bus bandwidth per payload range into\n"
+    "links.csv, which the planner times each op with. A GPU is timed by CUDA events around each\n"
+    "call. Prints every measurement (medians, spreads) and the device row (gpus.csv) and the fp8plan\n"
+    "stack's row (stacks.csv, launch_us measured). With -o DIR writes a catalog the planner reads\n"
+    "with --catalog DIR: models.csv and recipes.csv copied, gpus.csv with the device row added,\n"
+    "stacks.csv with the fp8plan row measured, links.csv (2 or more ranks over MPI). Then: fp8plan\n"
+    "plan --catalog DIR --gpu NAME ..., fp8plan run --backend cpu --catalog DIR --gpu NAME ... (step\n"
+    "and collective times checked).\n"
     "\n"
     "A profile is judged before it is written: every figure the planner times a step with (GEMM per\n"
     "path, AdamW's stream, the element-wise kernels, FP8-LM's optimizer) must have an interquartile\n"
@@ -189,6 +192,33 @@ static void print_tables(const Calibration *c)
     printf("  link: latency %.3f us per ring step (the smallest size, at most any size's time), bus bandwidth %.3f\n"
            "  GB/s (the two largest; the largest is the model's gradient all-reduce, parameters x 4 B)\n",
            c->link_lat * 1e6, c->link_bw * 1e-9);
+    if (!c->nsweep) return;
+    printf("every collective op (median of %d, the slowest rank's, timed as a run counts it; us per call at each\n"
+           "  payload in bytes)\n",
+           c->reps);
+    for (int k = 0; k < c->nsweep; k++) {
+        const CalSweep *s = &c->sweep[k];
+        printf("  %-14s %-4s", comm_op_name(s->op), dtype_name(s->dtype));
+        for (int i = 0; i < s->n; i++)
+            printf(" %llu:%.1f", (unsigned long long)s->pt[i].payload, s->pt[i].seconds * 1e6);
+        printf("\n");
+    }
+    printf("fits (links.csv: t = steps x latency + S x bus factor / bus bandwidth per payload range; one range unless\n"
+           "  a line misses a size by more than %.0f %%, then the small/large split with the least worst error)\n",
+           100.0 * CAL_FIT_ERR_MAX);
+    printf("  %-14s %-5s %10s %10s %12s %10s %9s\n", "op", "path", "from B", "to B", "latency us", "bus GB/s",
+           "max err");
+    for (int i = 0; i < c->nrange; i++) {
+        const CalRange *r = &c->range[i];
+        char to[24];
+        if (r->fit.to)
+            snprintf(to, sizeof to, "%llu", (unsigned long long)r->fit.to);
+        else
+            snprintf(to, sizeof to, "-");
+        printf("  %-14s %-5s %10llu %10s %12.3f %10.3f %8.1f%%\n", comm_op_name((CommOp)r->fit.op),
+               link_path_name((LinkPath)r->fit.path), (unsigned long long)r->fit.from, to, r->fit.lat * 1e6,
+               r->fit.bw * 1e-9, 100.0 * r->max_err);
+    }
 }
 
 /* A rate's unit: GFLOP/s for GEMM, GB/s for memory (both printed x 1e-9). */
@@ -271,7 +301,10 @@ static int write_catalog(const Args *a, const char *src, const Catalog *cat, con
         return cli_fail(
             CMD, (err_set(&e, ST_CANTCREAT, "-o %s: cannot create the directory: %s", a->out, strerror(errno)), &e));
     snprintf(path, sizeof path, "%s/gpus.csv", a->out);
-    size_t cap = (size_t)(cat->ngpus + cat->nstacks + 4) * sizeof row;
+    int nlinks = c->nrange; /* links.csv: this profile's fits and every other device's the catalog had */
+    for (int i = 0; i < cat->ngpus; i++)
+        if (strcmp(cat->gpus[i].name, a->name)) nlinks += cat->gpus[i].nlink_fit;
+    size_t cap = (size_t)(cat->ngpus + cat->nstacks + nlinks + 4) * sizeof row; /* a row each at most */
     char *text = malloc(cap);
     if (!text) return cli_fail(CMD, (err_set(&e, ST_NOMEM, "out of memory"), &e));
     size_t len = (size_t)snprintf(text, cap, "%s\n", cal_gpu_header);
@@ -293,6 +326,18 @@ static int write_catalog(const Args *a, const char *src, const Catalog *cat, con
                 len += (size_t)snprintf(text + len, cap - len, "%s\n", row);
         }
         snprintf(path, sizeof path, "%s/stacks.csv", a->out);
+        if (!st) st = write_text(path, text, &e);
+    }
+    if (!st && nlinks) { /* none (one rank, no catalog fits): no file, as before */
+        len = (size_t)snprintf(text, cap, "%s\n", cal_links_header);
+        for (int i = 0; !st && i < cat->ngpus; i++)
+            for (int k = 0; !st && strcmp(cat->gpus[i].name, a->name) && k < cat->gpus[i].nlink_fit; k++)
+                if (!(st = cal_link_row_of(&cat->gpus[i], k, row, sizeof row, &e)))
+                    len += (size_t)snprintf(text + len, cap - len, "%s\n", row);
+        for (int k = 0; !st && k < c->nrange; k++)
+            if (!(st = cal_link_row(c, k, a->name, row, sizeof row, &e)))
+                len += (size_t)snprintf(text + len, cap - len, "%s\n", row);
+        snprintf(path, sizeof path, "%s/links.csv", a->out);
         if (!st) st = write_text(path, text, &e);
     }
     free(text);

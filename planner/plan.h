@@ -260,7 +260,7 @@ typedef enum {
     GROUP_EDP, /* expert data parallel: edp ranks, ep * etp apart */
     GROUP_COUNT_
 } CommGroup;
-typedef enum { OP_ALL_REDUCE = 0, OP_ALL_GATHER, OP_REDUCE_SCATTER, OP_SEND_RECV, OP_ALL_TO_ALL, OP_COUNT_ } CommOp;
+/* CommOp: planner/spec.h (a host profile's fits name it). */
 
 typedef enum {
     CO_TP_AR_FWD = 0, /* TP without SP: all-reduce after proj and FC2 (forward) */
@@ -512,10 +512,23 @@ int plan_coll_applies(const Plan *p, CollectiveId id);
 /* Names for reports. */
 const char *mem_category_name(MemCategory c);
 const char *comm_group_name(CommGroup g);
-const char *comm_op_name(CommOp o);
 /* The bus factor of op over n ranks, as nccl-tests defines it (bus bytes = payload x factor): all-reduce
  * 2(n - 1)/n, all-gather, reduce-scatter and all-to-all (n - 1)/n, send/recv (and broadcast) 1; 0 for n <= 1. */
 double comm_bus_factor(CommOp op, uint64_t n);
+/* The latency steps of one call of op over n ranks: 2(n - 1) for an all-reduce (a ring's reduce-scatter then
+ * all-gather), 1 for send/recv, n - 1 for the others; 0 for n <= 1. */
+double comm_ring_steps(CommOp op, uint64_t n);
+/* The reduction path a call of op in dtype dt takes on a host profile's fits: the dtype's for the reducing
+ * ops (all-reduce, reduce-scatter: FP32, BF16 and FP16 as BF16, E4M3 and E5M2 as FP8, a mixed dtype as
+ * FP32), LINK_PATH_BYTES for the others. */
+LinkPath link_path_of(CommOp op, Dtype dt);
+/* The fit of gp's links.csv for one call of op in dtype dt with payload S: the row of (op, path, the range
+ * holding S); for a path the profile lacks, the op's FP32 row. NULL when gp has none for op. */
+const LinkFit *plan_link_fit(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S);
+/* Seconds of one call of op over n ranks with payload S bytes at fit f: comm_ring_steps(op, n) x f->lat +
+ * S x comm_bus_factor(op, n) / f->bw (no size term when f->bw is 0); *bw and *lat (optional) the parts. The one
+ * formula every collective of a plan made with a host profile's fits is timed by. */
+double plan_link_call(const LinkFit *f, CommOp op, uint64_t n, uint64_t S, double *bw, double *lat);
 /* 1 when state st of state set s is sharded over the DP x CP group under in->sharding (before the
  * group size is considered: over one rank nothing is): dist-opt the recipe's shard_mask; ZeRO-1/2
  * m and v, the master unless the GEMMs read it (recipe_master_is_compute), ZeRO-2 the gradient too;

@@ -95,6 +95,46 @@ double comm_bus_factor(CommOp op, uint64_t n)
     return k ? (double)k * (double)(n - 1) / (double)n : 1.0;
 }
 
+double comm_ring_steps(CommOp op, uint64_t n)
+{
+    if (n <= 1) return 0;
+    return op == OP_ALL_REDUCE ? 2.0 * (double)(n - 1) : op == OP_SEND_RECV ? 1.0 : (double)(n - 1);
+}
+
+LinkPath link_path_of(CommOp op, Dtype dt)
+{
+    if (op != OP_ALL_REDUCE && op != OP_REDUCE_SCATTER) return LINK_PATH_BYTES;
+    switch (dt) {
+    case DT_BF16:
+    case DT_FP16: return LINK_PATH_BF16;
+    case DT_E4M3:
+    case DT_E5M2: return LINK_PATH_FP8;
+    default: return LINK_PATH_FP32;
+    }
+}
+
+const LinkFit *plan_link_fit(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S)
+{
+    LinkPath want = link_path_of(op, dt);
+    for (int pass = 0; pass < 2; pass++) { /* the path's rows, then (a path not measured) the op's FP32 rows */
+        for (int i = 0; i < gp->nlink_fit; i++) {
+            const LinkFit *f = &gp->link_fit[i];
+            if (f->op == op && f->path == want && S >= f->from && (!f->to || S < f->to)) return f;
+        }
+        if (want == LINK_PATH_BYTES || want == LINK_PATH_FP32) break;
+        want = LINK_PATH_FP32;
+    }
+    return NULL;
+}
+
+double plan_link_call(const LinkFit *f, CommOp op, uint64_t n, uint64_t S, double *bw, double *lat)
+{
+    double l = comm_ring_steps(op, n) * f->lat, b = (double)S * comm_bus_factor(op, n);
+    if (bw) *bw = f->bw;
+    if (lat) *lat = l;
+    return l + (f->bw > 0 ? b / f->bw : 0);
+}
+
 /* S x the factor in whole bytes, rounded down: k S - ceil(k S / n) = floor(k S (n - 1) / n) without the product. */
 static uint64_t bus(CommOp op, uint64_t n, uint64_t S, Ck *ck)
 {
@@ -120,6 +160,14 @@ static uint64_t act_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t rows, uint6
 
 uint64_t plan_bus_bytes(CommOp op, uint64_t n, uint64_t S, Ck *ck) { return bus(op, n, S, ck); }
 
+double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S, Ck *ck,
+                      double *bw, double *lat)
+{
+    const LinkFit *fit = in->gpu->host ? plan_link_fit(in->gpu, op, dt, S) : NULL;
+    if (fit) return plan_link_call(fit, op, n, S, bw, lat); /* the op's own measured fit */
+    return plan_coll_call(in, op, n, stride, (double)bus(op, n, S, ck), bw, lat);
+}
+
 double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t stride, double b, double *bwo, double *lato)
 {
     const GpuSpec *gp = in->gpu;
@@ -132,12 +180,7 @@ double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t strid
         bw = nic < link ? nic : link;
     }
     bw *= gpu_net_eff(gp, in->eff_net);
-    double steps, isteps;
-    switch (op) {
-    case OP_ALL_REDUCE: steps = 2.0 * (double)(n - 1), isteps = 2.0 * (double)(nodes - 1); break;
-    case OP_SEND_RECV: steps = 1, isteps = nodes > 1; break;
-    default: steps = (double)(n - 1), isteps = (double)(nodes - 1); break;
-    }
+    double steps = comm_ring_steps(op, n), isteps = op == OP_SEND_RECV ? nodes > 1 : comm_ring_steps(op, nodes);
     if (gp->link_lat > 0) { /* a measured link: one protocol, its latency per ring step */
         double lat = steps * gp->link_lat;
         if (bwo) *bwo = bw;
@@ -172,8 +215,7 @@ void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint
     c->step_bytes = ck_mul(ck, c->bus_bytes, calls);
     c->bw = c->latency_s = c->time_s = 0;
     if (calls)
-        c->time_s =
-            (double)calls * plan_coll_call(in, c->op, ranks, stride, (double)c->bus_bytes, &c->bw, &c->latency_s);
+        c->time_s = (double)calls * plan_coll_time(in, c->op, dt, ranks, stride, payload, ck, &c->bw, &c->latency_s);
     c->exposed_s = c->time_s; /* plan_time decides what overlaps */
 }
 

@@ -104,15 +104,16 @@ void plan_comm_vocab(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
 }
 
 /* Seconds of one call of op over the TP group for payload S. */
-static double call(const PlanInput *in, const Geo *g, CommOp op, uint64_t S, Ck *ck)
+static double call(const PlanInput *in, const Geo *g, CommOp op, Dtype dt, uint64_t S, Ck *ck)
 {
-    return plan_coll_call(in, op, g->tp, 1, (double)plan_bus_bytes(op, g->tp, S, ck), NULL, NULL);
+    return plan_coll_time(in, op, dt, g->tp, 1, S, ck, NULL, NULL);
 }
 
 static double calls_s(const PlanInput *in, const Geo *g, VocabCalls v, uint64_t S, Ck *ck)
 {
-    return (double)v.ar * call(in, g, OP_ALL_REDUCE, S, ck) + (double)v.ag * call(in, g, OP_ALL_GATHER, S, ck) +
-           (double)v.rs * call(in, g, OP_REDUCE_SCATTER, S, ck);
+    Dtype dt = in->recipe->comm_tp_rs;
+    return (double)v.ar * call(in, g, OP_ALL_REDUCE, dt, S, ck) + (double)v.ag * call(in, g, OP_ALL_GATHER, dt, S, ck) +
+           (double)v.rs * call(in, g, OP_REDUCE_SCATTER, dt, S, ck);
 }
 
 void plan_vocab_time(const PlanInput *in, const Geo *g, int first, int last, double *fwd, double *bwd)
@@ -123,5 +124,5 @@ void plan_vocab_time(const PlanInput *in, const Geo *g, int first, int last, dou
     uint64_t S = ck_mul3(&ck, g->tok, g->h, dt_bytes(in->recipe->comm_tp_rs));
     *fwd = calls_s(in, g, vocab_calls(in, g, first, last, 1), S, &ck);
     *bwd = calls_s(in, g, vocab_calls(in, g, first, last, 0), S, &ck);
-    if (last) *fwd += 3 * call(in, g, OP_ALL_REDUCE, ck_mul(&ck, g->tok, 4), &ck);
+    if (last) *fwd += 3 * call(in, g, OP_ALL_REDUCE, DT_FP32, ck_mul(&ck, g->tok, 4), &ck);
 }

@@ -220,8 +220,14 @@ typedef struct {
 } Held;
 void moe_held(const PlanInput *in, const Geo *g, uint32_t stage, Ck *ck, Held *o);
 /* One collective call's time over n ranks (stride in the rank order) for bus bytes b: NCCL's ring
- * latency and the bandwidth the group's ranks share; *bw and *lat (optional) receive the parts. */
+ * latency (a host's measured link_lat) and the bandwidth the group's ranks share; *bw and *lat (optional)
+ * receive the parts. */
 double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t stride, double b, double *bw, double *lat);
+/* The time of one call of op in dtype dt with payload S, as every planned collective is timed: a host
+ * profile's own fit of the op (plan_link_fit, plan_link_call) where it has one, else plan_coll_call of its
+ * bus bytes. */
+double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S, Ck *ck,
+                      double *bw, double *lat);
 void plan_time(const PlanInput *in, const Geo *g, Plan *p);
 void plan_advise(const PlanInput *in, Plan *p);
 

@@ -15,11 +15,9 @@ static const char *const cat_names[] = {[MC_STATE] = "state",
 static const char *const group_names[] = {
     [GROUP_TP] = "tp",     [GROUP_CP] = "cp", [GROUP_DP] = "dp",   [GROUP_PP] = "pp",  [GROUP_EMB] = "emb",
     [GROUP_AMAX] = "amax", [GROUP_EP] = "ep", [GROUP_ETP] = "etp", [GROUP_EDP] = "edp"};
-static const char *const op_names[] = {[OP_ALL_REDUCE] = "all-reduce",
-                                       [OP_ALL_GATHER] = "all-gather",
-                                       [OP_REDUCE_SCATTER] = "reduce-scatter",
-                                       [OP_SEND_RECV] = "send/recv",
-                                       [OP_ALL_TO_ALL] = "all-to-all"};
+static const char *const op_names[] = {
+    [OP_ALL_REDUCE] = "all-reduce", [OP_ALL_GATHER] = "all-gather", [OP_REDUCE_SCATTER] = "reduce-scatter",
+    [OP_SEND_RECV] = "send/recv",   [OP_ALL_TO_ALL] = "all-to-all", [OP_BROADCAST] = "broadcast"};
 static const char *const recompute_names[] = {
     [RECOMPUTE_NONE] = "none", [RECOMPUTE_SELECTIVE] = "selective", [RECOMPUTE_FULL] = "full", [RECOMPUTE_OP] = "op"};
 static const char *const sharding_names[] = {[SHARD_NONE] = "none",

@@ -90,3 +90,8 @@ int pos_parse(const char *s, PosType *out)
     *out = (PosType)v;
     return 0;
 }
+
+static const char *const link_path_names[] = {
+    [LINK_PATH_BYTES] = "bytes", [LINK_PATH_FP32] = "fp32", [LINK_PATH_BF16] = "bf16", [LINK_PATH_FP8] = "fp8"};
+_Static_assert(sizeof link_path_names / sizeof *link_path_names == LINK_PATH_COUNT_, "link_path_names");
+const char *link_path_name(LinkPath p) { return (unsigned)p < LINK_PATH_COUNT_ ? link_path_names[p] : "?"; }

@@ -89,6 +89,38 @@ static inline int spec_is_mla(const ModelSpec *m) { return m->kv_lora_rank > 0; 
 /* LINK_HOST: the ranks of one machine (a measured host profile: fp8plan calibrate), exchanging through
  * shared memory; its latency is measured (link_lat), not NCCL's. */
 typedef enum { LINK_NVLINK = 0, LINK_PCIE, LINK_HOST, LINK_COUNT_ } IntraLink;
+
+/* A collective operation. OP_BROADCAST: no plan row uses it (the executor broadcasts only the loss,
+ * unplanned); calibrate fits it. */
+typedef enum {
+    OP_ALL_REDUCE = 0,
+    OP_ALL_GATHER,
+    OP_REDUCE_SCATTER,
+    OP_SEND_RECV,
+    OP_ALL_TO_ALL,
+    OP_BROADCAST,
+    OP_COUNT_
+} CommOp;
+/* "all-reduce", "all-gather", "reduce-scatter", "send/recv", "all-to-all", "broadcast". */
+const char *comm_op_name(CommOp o);
+
+/* A collective's measured cost on a host profile (fp8plan calibrate under mpirun; catalog links.csv): one
+ * operation, one reduction path, one range of payloads. A call of payload S over n ranks takes
+ * steps(op, n) x lat + S x comm_bus_factor(op, n) / bw (planner/plan.h plan_link_call). The path is the
+ * reduction's dtype where reducing costs differ (the executor's MPI reductions decode FP8 and BF16
+ * element by element); LINK_PATH_BYTES for the operations that only move bytes. */
+typedef enum { LINK_PATH_BYTES = 0, LINK_PATH_FP32, LINK_PATH_BF16, LINK_PATH_FP8, LINK_PATH_COUNT_ } LinkPath;
+typedef struct {
+    uint8_t op;        /* CommOp (planner/plan.h) */
+    uint8_t path;      /* LinkPath */
+    uint64_t from, to; /* payload bytes S in [from, to); to 0: no upper end */
+    double lat;        /* s per ring step */
+    double bw;         /* bus bytes/s (0: the range's time did not grow with its size: latency only) */
+} LinkFit;
+enum { GPU_LINK_FITS_MAX = 32 };
+/* "bytes", "fp32", "bf16", "fp8" (links.csv's path column). */
+const char *link_path_name(LinkPath p);
+
 typedef struct {
     char name[SPEC_NAME_MAX];
     uint32_t sm;        /* compute capability x 10: 80 = SM 8.0 (A100), 89, 90, 100 */
@@ -117,6 +149,9 @@ typedef struct {
                                (FP8-LM, MS-AMP: FP8/FP16 states re-scaled each step) where measured — a CPU's is
                                compute-bound (FP8 rounding, two passes), 3x slower than AdamW's stream; 0: hbm_bw */
     char source[SPEC_SOURCE_MAX];
+    LinkFit link_fit[GPU_LINK_FITS_MAX]; /* a host profile's per-collective fits (links.csv); none: every op at
+                                            link_lat and intra_bw, the all-reduce's */
+    int nlink_fit;
 } GpuSpec;
 
 /* The four linear layers of a block, in execution order (the planner's

@@ -90,6 +90,23 @@ typedef struct {
     double busbw;     /* bytes/s: S · 2(n−1)/n / seconds */
 } CalColl;
 
+/* One collective's sweep (calibrate_links): every op the executor runs, at the sizes of the all-reduce's sweep,
+ * per reduction path where reducing costs differ. */
+enum { CAL_MAX_SWEEPS = 10, CAL_MAX_FITS = GPU_LINK_FITS_MAX }; /* 10 sweeps x 3 ranges at most */
+typedef struct {
+    CommOp op;
+    Dtype dtype; /* the elements moved (a reduction's path: link_path_of) */
+    int n;
+    CalColl pt[CAL_MAX_SIZES]; /* payload, median of the slowest rank's time, spread, bus bandwidth (op's factor) */
+} CalSweep;
+
+/* A fitted range of one sweep (cal_fit_ranges): fit as the planner reads it, with what it was made from. */
+typedef struct {
+    LinkFit fit;
+    int first, count; /* the sweep's points it was fitted to */
+    double max_err;   /* the largest |fit / measured - 1| over them */
+} CalRange;
+
 typedef struct {
     int reps;
     CalGemm gemm[CAL_MAX_GEMMS];
@@ -106,8 +123,12 @@ typedef struct {
     int ranks; /* the communicator's */
     CalColl coll[CAL_MAX_SIZES];
     int ncoll;
-    double link_bw, link_lat; /* fitted: bytes/s of bus bytes, s per ring step (0 0 with one rank) */
-    uint64_t mem_bytes;       /* physical memory of the host; a GPU's device memory */
+    double link_bw, link_lat;       /* fitted: bytes/s of bus bytes, s per ring step (0 0 with one rank) */
+    CalSweep sweep[CAL_MAX_SWEEPS]; /* every collective op (calibrate_links; ranks > 1) */
+    int nsweep;
+    CalRange range[CAL_MAX_FITS]; /* their fits, per sweep one or two size ranges (links.csv) */
+    int nrange;
+    uint64_t mem_bytes; /* physical memory of the host; a GPU's device memory */
     /* the backend measured: "cpu" (a host profile) or "cuda" (a GPU's: its name, compute capability and
      * multiprocessors from the backend's device_info; timing by its stream's timestamps) */
     char backend[8];
@@ -134,7 +155,37 @@ Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs,
  * bytes (cal_link_sizes); fills out->coll, ncoll, link_bw, link_lat, ranks. */
 Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibration *out, Err *e);
 
+/* Every collective op the executor runs (all-reduce and reduce-scatter in FP32, BF16 and E4M3 — the MPI
+ * reductions decode each element, so the path's cost differs —, all-gather, send/recv, broadcast, all-to-all)
+ * swept over the link sweep's sizes up to top bytes (4 x reps calls per size, at most 64), each call timed as the communicator counts it for a run
+ * after what precedes a run's per-layer collective: a kernel over layer_bytes (one of the layer's GEMMs'
+ * operands and output; at most CAL_LINK_EVICT), the ranks together (calibrate_link.c says why not late), then
+ * fitted (cal_fit_ranges) into out->sweep and out->range. Every rank calls it. */
+Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_bytes, int reps, Calibration *out, Err *e);
+
 /* ---- the formulas (calibrate_fit.c; pure) ---- */
+
+/* The largest |fit / measured - 1| of one size range's line at which the sweep is kept in one range: 10 %,
+ * the drift a profile may have (CAL_DRIFT_MAX). Past it, cal_fit_ranges splits the sizes in two. */
+#define CAL_FIT_ERR_MAX 0.10
+
+/* A line t = a + b x through the points lo..hi-1 of (x, y), weighted 1 / y^2 (each point's relative error
+ * counts alike), held to a >= 0 and b >= 0: a negative slope (a range whose time does not grow with its
+ * size) gives b = 0 and a the weighted mean sum(w y) / sum(w); a negative intercept gives a = 0 and b =
+ * sum(w x y) / sum(w x^2) (a line through 0). *err = the largest |a + b x / y - 1| over the points. -1 when
+ * fewer than 2 points or a y <= 0. */
+int cal_fit_segment(const double *x, const double *y, int lo, int hi, double *a, double *b, double *err);
+
+/* The ranges of one sweep of op over n ranks (c: nc points, payloads increasing): bus bytes x = S x
+ * comm_bus_factor(op, n), the time per call t = steps x lat + x / bw (steps = comm_ring_steps(op, n)). One
+ * line over every size while it fits within CAL_FIT_ERR_MAX; else the range that misses most is split in
+ * two (each of 2 sizes or more) where the worse half has the least largest error, when that beats the range
+ * — [from, S_k) and [S_k, to), S_k the upper half's first size, the first range from 0 and the last with no
+ * end — up to CAL_FIT_RANGES_MAX ranges (small, medium, large: on a CPU the caches change the bandwidth).
+ * out (CAL_FIT_RANGES_MAX): op, path (link_path_of(op, dt)), from, to, lat = a / steps, bw = 1 / b (0 when b
+ * is 0). Returns the count, 0 when no line fits (fewer than 2 points, a time <= 0). */
+enum { CAL_FIT_RANGES_MAX = 3 };
+int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, CalRange *out);
 
 /* The payloads of the link sweep up to top bytes: 64 · 4^i below top, then top itself (clamped to
  * [CAL_LINK_TOP_MIN, CAL_LINK_TOP_MAX] and rounded up to whole FP32 elements) — so its two largest sizes,
@@ -218,6 +269,12 @@ typedef struct {
 int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j);
 
 /* ---- the catalog rows (calibrate_rows.c) ---- */
+
+/* links.csv's header and one row per fitted range of c (device name), for a catalog written with -o. */
+extern const char *const cal_links_header;
+Status cal_link_row(const Calibration *c, int i, const char *name, char *buf, size_t size, Err *e);
+/* A catalog's fit (a row of another device's links.csv) in the same columns. */
+Status cal_link_row_of(const GpuSpec *g, int i, char *buf, size_t size, Err *e);
 
 /* The gpus.csv header this writes (the catalog's columns with link_latency_us). */
 extern const char *const cal_gpu_header;

@@ -104,3 +104,87 @@ void cal_median(const double *v, int n, double *median, double *spread)
     *median = st.median;
     *spread = st.spread;
 }
+
+int cal_fit_segment(const double *x, const double *y, int lo, int hi, double *a, double *b, double *err)
+{
+    if (hi - lo < 2 || hi - lo > CAL_MAX_SIZES) return -1;
+    double w[CAL_MAX_SIZES] = {0};
+    for (int i = lo; i < hi; i++) {
+        if (!(y[i] > 0)) return -1;
+        w[i - lo] = 1.0 / (y[i] * y[i]);
+    }
+    double A = 0, B = 0;
+    if (cal_fit_line(x + lo, y + lo, w, hi - lo, &A, &B)) B = -1; /* the x all equal: a constant */
+    if (B < 0) {                                                  /* time not growing with size: the weighted mean */
+        double sw = 0, swy = 0;
+        for (int i = lo; i < hi; i++) sw += w[i - lo], swy += w[i - lo] * y[i];
+        A = swy / sw, B = 0;
+    } else if (A < 0) { /* a line through 0 */
+        double sxy = 0, sxx = 0;
+        for (int i = lo; i < hi; i++) sxy += w[i - lo] * x[i] * y[i], sxx += w[i - lo] * x[i] * x[i];
+        A = 0, B = sxx > 0 ? sxy / sxx : 0;
+    }
+    double worst = 0;
+    for (int i = lo; i < hi; i++) {
+        double r = fabs((A + B * x[i]) / y[i] - 1.0);
+        if (r > worst) worst = r;
+    }
+    *a = A, *b = B, *err = worst;
+    return 0;
+}
+
+/* One range of a sweep: points lo..hi-1 of (x, y), payloads [from, to). */
+static int one_range(const CalColl *c, const double *x, const double *y, int lo, int hi, CommOp op, Dtype dt, int n,
+                     CalRange *r)
+{
+    double a, b, err, steps = comm_ring_steps(op, (uint64_t)n);
+    if (cal_fit_segment(x, y, lo, hi, &a, &b, &err) || !(steps > 0)) return -1;
+    memset(r, 0, sizeof *r);
+    r->fit.op = (uint8_t)op, r->fit.path = (uint8_t)link_path_of(op, dt);
+    r->fit.from = lo ? c[lo].payload : 0;
+    r->fit.to = 0;
+    r->fit.lat = a / steps;
+    r->fit.bw = b > 0 ? 1.0 / b : 0;
+    r->first = lo, r->count = hi - lo, r->max_err = err;
+    return 0;
+}
+
+/* The best split of range r (points lo..hi-1) into two of 2 points or more: the one whose worse half has the
+ * least largest error, when that beats r's own; 0 and the halves in a, b, or -1. */
+static int best_split(const CalColl *c, const double *x, const double *y, const CalRange *r, CommOp op, Dtype dt, int n,
+                      CalRange *a, CalRange *b)
+{
+    int lo = r->first, hi = r->first + r->count, best = -1;
+    double best_err = r->max_err;
+    for (int k = lo + 2; k <= hi - 2; k++) {
+        CalRange s, l;
+        if (one_range(c, x, y, lo, k, op, dt, n, &s) || one_range(c, x, y, k, hi, op, dt, n, &l)) continue;
+        double worse = s.max_err > l.max_err ? s.max_err : l.max_err;
+        if (worse < best_err) best_err = worse, best = k;
+    }
+    if (best < 0) return -1;
+    one_range(c, x, y, lo, best, op, dt, n, a);
+    one_range(c, x, y, best, hi, op, dt, n, b);
+    a->fit.to = c[best].payload, b->fit.to = r->fit.to;
+    return 0;
+}
+
+int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, CalRange *out)
+{
+    if (nc < 2 || nc > CAL_MAX_SIZES || n < 2) return 0;
+    double x[CAL_MAX_SIZES], y[CAL_MAX_SIZES], f = comm_bus_factor(op, (uint64_t)n);
+    for (int i = 0; i < nc; i++) x[i] = (double)c[i].payload * f, y[i] = c[i].seconds;
+    if (one_range(c, x, y, 0, nc, op, dt, n, &out[0])) return 0;
+    int nr = 1;
+    while (nr < CAL_FIT_RANGES_MAX) { /* split the range that misses most, while one misses past the bound */
+        int w = 0;
+        for (int i = 1; i < nr; i++)
+            if (out[i].max_err > out[w].max_err) w = i;
+        CalRange a, b;
+        if (out[w].max_err <= CAL_FIT_ERR_MAX || best_split(c, x, y, &out[w], op, dt, n, &a, &b)) break;
+        memmove(&out[w + 2], &out[w + 1], (size_t)(nr - w - 1) * sizeof *out);
+        out[w] = a, out[w + 1] = b;
+        nr++;
+    }
+    return nr;
+}

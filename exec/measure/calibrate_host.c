@@ -415,8 +415,17 @@ Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs,
     uint64_t params = 0;
     if (!st && comm && comm->size > 1 && model_param_count(m, &params))
         st = err_set(e, ST_USAGE, "calibrate: the parameter count of %s passes 2^64", m->name);
-    if (!st && comm && comm->size > 1)
-        st = calibrate_link(bk, comm, params > CAL_LINK_TOP_MAX / 4 ? CAL_LINK_TOP_MAX : params * 4, reps, out, e);
+    const uint64_t top = params > CAL_LINK_TOP_MAX / 4 ? CAL_LINK_TOP_MAX : params * 4;
+    if (!st && comm && comm->size > 1) st = calibrate_link(bk, comm, top, reps, out, e);
+    /* what a run's per-layer collective follows: one of the layer's GEMMs (the largest BF16 one: A, B and D) */
+    uint64_t layer = 0;
+    for (int i = 0; i < out->ngemm; i++) {
+        const CalGemm *g = &out->gemm[i];
+        uint64_t b = (g->m * g->k + g->n * g->k + g->m * g->n) * 2;
+        if (g->path == CAL_PATH_BF16 && strncmp(g->what, "head", 4) && b > layer) layer = b;
+    }
+    if (!st && comm && comm->size > 1 && !strcmp(comm->name, "mpi"))
+        st = calibrate_links(bk, comm, top, layer, reps, out, e);
     out->ranks = comm ? comm->size : 1;
     return st;
 }

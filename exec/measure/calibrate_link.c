@@ -6,6 +6,7 @@
  * preceded by what precedes a run's (caches evicted, one rank late:
  * arrive_as_in_a_run), its bus bandwidth, and the latency + bandwidth line
  * fitted to the sweep. Every rank calls it and gets the same figures. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "exec/measure/calibrate.h"
@@ -88,4 +89,141 @@ Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibrati
         return err_set(e, ST_SOFTWARE, "calibrate: the all-reduce sweep over %d ranks gives no positive bandwidth",
                        comm->size);
     return ST_OK;
+}
+
+/* ---- every collective op (calibrate_links) ----
+ * Each call is timed warm and with the ranks together (the communicator's own arrival barrier, its wait
+ * counted apart as in a run), not after the eviction and late arrival above: a run's per-layer collectives
+ * follow a layer's kernels, not a 64 MiB working set, and back to back in the gradient reduction; and on
+ * this project's shared 2-core host the eviction and a rank's 20-40 ms wait in the barrier put 4-40 ms
+ * scheduler delays (multiples of the 4 ms tick) into half the calls of every op but the buffered send
+ * at a load average of 3, while warm calls at a load of 4 had none. A run's TP all-gather of 64 KiB took
+ * 14.7 us per call; warm, 8.2 us; after the eviction, tens of us. */
+
+/* The sweeps: op, the dtype its elements travel in, and the communicator's counter its calls are read from (a
+ * planner row of that op; the calibration's communicator counts nothing else there). The reductions in the
+ * three dtypes a run reduces in; the byte-moving ops in BF16 (their cost does not depend on the dtype). */
+static const struct {
+    CommOp op;
+    Dtype dt;
+    CollectiveId id;
+} sweeps[CAL_MAX_SWEEPS] = {
+    {OP_ALL_REDUCE, DT_FP32, CO_DP_GRAD_AR},    {OP_ALL_REDUCE, DT_BF16, CO_DP_GRAD_AR},
+    {OP_ALL_REDUCE, DT_E4M3, CO_DP_GRAD_AR},    {OP_REDUCE_SCATTER, DT_FP32, CO_TP_RS_FWD},
+    {OP_REDUCE_SCATTER, DT_BF16, CO_TP_RS_FWD}, {OP_REDUCE_SCATTER, DT_E4M3, CO_TP_RS_FWD},
+    {OP_ALL_GATHER, DT_BF16, CO_TP_AG_FWD},     {OP_SEND_RECV, DT_BF16, CO_PP_P2P},
+    {OP_BROADCAST, DT_BF16, CO_EMB_GRAD_AR},    {OP_ALL_TO_ALL, DT_BF16, CO_EP_DISPATCH_FWD},
+};
+
+/* One call of sweep w with payload S bytes (buf and out hold S bytes; counts: comm->size entries). The
+ * reduce-scatter and all-gather split S over the ranks (count = S / size / element: the payload nccl-tests
+ * counts is the whole array); send/recv pairs rank r with r ^ 1, each sending S then receiving S (the
+ * communicator counts the send: its copy and MPI_Isend; one direction only, the receiver already waiting,
+ * timed a 64 KiB send at 3 us against 14-21 us in a run's pipeline, both ways at 28 us); the all-to-all
+ * sends S / size to each rank. */
+static Status one_call(Backend *bk, Comm *comm, int w, void *buf, void *out, uint64_t *counts, uint64_t S, Err *e)
+{
+    const Dtype dt = sweeps[w].dt;
+    const CollectiveId id = sweeps[w].id;
+    const uint64_t b = dtype_bytes(dt), per = S / b / (uint64_t)comm->size;
+    switch (sweeps[w].op) {
+    case OP_ALL_REDUCE: return comm->all_reduce(comm, id, bk, buf, S / b, dt, COMM_SUM, e);
+    case OP_REDUCE_SCATTER: return comm->reduce_scatter(comm, id, bk, buf, out, per, dt, COMM_SUM, e);
+    case OP_ALL_GATHER: return comm->all_gather(comm, id, bk, buf, out, per, dt, e);
+    case OP_BROADCAST: return comm->broadcast(comm, id, bk, buf, S / b, dt, 0, e);
+    case OP_SEND_RECV: {
+        int peer = comm->rank ^ 1;
+        if (peer >= comm->size) return ST_OK; /* an odd rank out */
+        Status st = comm->send(comm, id, bk, buf, S / b, dt, peer, e);
+        return st ? st : comm->recv(comm, id, bk, out, S / b, dt, peer, e);
+    }
+    default:
+        for (int j = 0; j < comm->size; j++) counts[j] = per;
+        return comm_all_to_all_v(comm, id, bk, buf, counts, out, counts, dt, e);
+    }
+}
+
+/* The payload of sweep w nearest below S that its calls carry whole (elements, and for the split ops a whole
+ * share per rank); at least one element per rank. */
+static uint64_t carried(int w, uint64_t S, int size)
+{
+    uint64_t b = dtype_bytes(sweeps[w].dt), unit = b;
+    CommOp op = sweeps[w].op;
+    if (op == OP_REDUCE_SCATTER || op == OP_ALL_GATHER || op == OP_ALL_TO_ALL) unit *= (uint64_t)size;
+    return S >= unit ? S / unit * unit : unit;
+}
+
+static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, float *sync, uint64_t *counts,
+                         void *evict, uint64_t evict_bytes, uint64_t S, int reps, CalColl *c, Err *e)
+{
+    double t[64];
+    Status st = ST_OK;
+    const CollectiveId id = sweeps[w].id;
+    for (int i = -1; !st && i < reps; i++) {
+        float mine = 0, slowest = 0;
+        /* a layer's kernel first: x = x + x over its bytes (FP32), the payload's own buffer last */
+        st = bk->add(bk, evict, evict, evict, DT_FP32, evict_bytes / sizeof(float), e);
+        if (!st) st = bk->add(bk, buf, buf, buf, DT_FP32, S / sizeof(float), e);
+        if (!st) st = comm_settle(comm, e);
+        double t0 = comm->stats[id].seconds;
+        if (!st) st = one_call(bk, comm, w, buf, out, counts, S, e);
+        if (!st) st = comm_settle(comm, e);
+        mine = (float)(comm->stats[id].seconds - t0);
+        if (!st) st = bk->copy_to_device(bk, sync, &mine, sizeof mine, e);
+        if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, sync, 1, DT_FP32, COMM_MAX, e);
+        if (!st) st = bk->copy_to_host(bk, &slowest, sync, sizeof slowest, e);
+        if (i >= 0) t[i] = slowest;
+    }
+    if (st) return st;
+    c->payload = S;
+    cal_median(t, reps, &c->seconds, &c->spread);
+    c->busbw = c->seconds > 0 ? (double)S * comm_bus_factor(sweeps[w].op, (uint64_t)comm->size) / c->seconds : 0;
+    return ST_OK;
+}
+
+Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_bytes, int reps, Calibration *out, Err *e)
+{
+    const uint64_t evict_bytes = layer_bytes < CAL_LINK_EVICT ? layer_bytes / 4 * 4 : CAL_LINK_EVICT;
+    /* every size is fitted (not only the smallest and the two largest): 4 x reps each, at most 64 (at 7, the
+     * plan's TP all-gather from 3 profiles measured minutes apart at a quiet moment varied 2x) */
+    const int per_size = 4 * reps < CAL_LINK_REPS_MAX ? 4 * reps : CAL_LINK_REPS_MAX;
+    uint64_t sizes[CAL_MAX_SIZES];
+    const int n = cal_link_sizes(top, sizes);
+    const uint64_t big = sizes[n - 1] + 64 * (uint64_t)comm->size; /* room for a size rounded up to whole shares */
+    void *buf = NULL, *dst = NULL, *evict = NULL;
+    float *sync = NULL;
+    uint64_t *counts = calloc((size_t)comm->size, sizeof *counts);
+    Status st = counts ? ST_OK : err_set(e, ST_NOMEM, "calibrate: out of memory");
+    if (!st) st = bk->alloc(bk, big, &buf, e);
+    if (!st) st = bk->alloc(bk, big, &dst, e);
+    if (!st) st = bk->alloc(bk, evict_bytes + 4, &evict, e);
+    if (!st) st = bk->alloc(bk, 2 * sizeof(float), (void **)&sync, e);
+    if (!st) st = bk->memset0(bk, buf, big, e);
+    if (!st) st = bk->memset0(bk, dst, big, e);
+    if (!st) st = bk->memset0(bk, evict, evict_bytes + 4, e);
+    out->nsweep = out->nrange = 0;
+    for (int w = 0; !st && w < CAL_MAX_SWEEPS; w++) {
+        CalSweep *s = &out->sweep[out->nsweep];
+        memset(s, 0, sizeof *s);
+        s->op = sweeps[w].op, s->dtype = sweeps[w].dt;
+        for (int k = 0; !st && k < n; k++) {
+            uint64_t S = carried(w, sizes[k], comm->size);
+            if (s->n && S <= s->pt[s->n - 1].payload) continue; /* rounded onto the previous size */
+            if (!(st = sweep_size(bk, comm, w, buf, dst, sync, counts, evict, evict_bytes, S, per_size, &s->pt[s->n],
+                                  e)))
+                s->n++;
+        }
+        if (st) break;
+        out->nsweep++;
+        int got = cal_fit_ranges(s->pt, s->n, s->op, s->dtype, comm->size, &out->range[out->nrange]);
+        if (!got)
+            st = err_set(e, ST_SOFTWARE, "calibrate: the %s sweep (%s) over %d ranks gives no fit", comm_op_name(s->op),
+                         dtype_name(s->dtype), comm->size);
+        out->nrange += got;
+    }
+    void *mine[4] = {sync, evict, dst, buf};
+    for (int i = 0; i < 4; i++)
+        if (mine[i]) bk->free(bk, mine[i]);
+    free(counts);
+    return st;
 }

@@ -210,3 +210,46 @@ Status cal_stack_row(const StackSpec *s, const Calibration *c, char *buf, size_t
     put(&b, ",%s", s->alias);
     return done(&b, "stacks.csv", e);
 }
+
+const char *const cal_links_header = "version,device,op,path,from_bytes,to_bytes,latency_us,bus_gbps,source";
+
+/* One links.csv row of fit f (to 0: blank, no upper end). */
+static void put_link(Buf *b, const char *name, const LinkFit *f)
+{
+    put(b, "1,%s,%s,%s,%llu,", name, comm_op_name((CommOp)f->op), link_path_name((LinkPath)f->path),
+        (unsigned long long)f->from);
+    if (f->to) put(b, "%llu", (unsigned long long)f->to);
+    put(b, ",%.6g,%.6g,", f->lat * 1e6, f->bw * 1e-9);
+}
+
+Status cal_link_row(const Calibration *c, int i, const char *name, char *buf, size_t size, Err *e)
+{
+    Buf b = {buf, size, 0, 0};
+    const CalRange *r = &c->range[i];
+    const CalSweep *s = NULL;
+    for (int k = 0; k < c->nsweep; k++)
+        if (c->sweep[k].op == (CommOp)r->fit.op && link_path_of(c->sweep[k].op, c->sweep[k].dtype) == r->fit.path)
+            s = &c->sweep[k];
+    char src[320];
+    Buf t = {src, sizeof src, 0, 0};
+    put(&t, "fp8plan calibrate: the executor's MPI %s (%s) over %d ranks, ", comm_op_name((CommOp)r->fit.op),
+        s ? dtype_name(s->dtype) : "?", c->ranks);
+    if (s && r->count > 0 && r->first + r->count <= s->n) {
+        put_size(&t, s->pt[r->first].payload);
+        put(&t, "-");
+        put_size(&t, s->pt[r->first + r->count - 1].payload);
+    }
+    put(&t, " (%d sizes, medians of %d), largest error %.1f %%", r->count, c->reps, 100.0 * r->max_err);
+    if (t.over) return done(&t, "links.csv source", e);
+    put_link(&b, name, &r->fit);
+    put_quoted(&b, src);
+    return done(&b, "links.csv", e);
+}
+
+Status cal_link_row_of(const GpuSpec *g, int i, char *buf, size_t size, Err *e)
+{
+    Buf b = {buf, size, 0, 0};
+    put_link(&b, g->name, &g->link_fit[i]);
+    put_quoted(&b, "as the catalog's links.csv had it");
+    return done(&b, "links.csv", e);
+}

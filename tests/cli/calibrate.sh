@@ -5,7 +5,9 @@
 # against a GPU's plan still says the times are not comparable; bad flags are
 # named; under mpirun -np 2 the link is measured (64 B up to the model's
 # gradient all-reduce), a DP plan is made with it and each collective's time
-# gets a verdict. A profile is judged before it is written (spreads, a quick
+# gets a verdict; every collective op is fitted into links.csv and a TP 2
+# run's collectives are checked +-15 % against their own op's fit (retried
+# once, then skipped with the load); links.csv of another version is refused. A profile is judged before it is written (spreads, a quick
 # re-measure): on this shared machine a refusal (exit 75) is retried once, then
 # the judgement is reported skipped with the load average that caused it and
 # the catalog written marked NOISY (--allow-noisy) for the checks that read
@@ -222,4 +224,45 @@ else
     fail "the DP all-reduce's time row" "$ar"
 fi
 if grep -q '^0,time,collective_wait,' "$TMP/run2.csv"; then pass "the ranks' wait shown apart"; else fail "collective_wait row"; fi
+
+# ---- every collective op fitted (links.csv), each planned collective timed at its own op's fit ----
+ops=$(awk -F, 'NR > 1 { print $3 "/" $4 }' "$TMP/cat2/links.csv" | sort -u | tr '\n' ' ')
+expect_eq "links.csv fits every op the executor runs, the reductions per dtype path" "$ops" \
+    "all-gather/bytes all-reduce/bf16 all-reduce/fp32 all-reduce/fp8 all-to-all/bytes broadcast/bytes reduce-scatter/bf16 reduce-scatter/fp32 reduce-scatter/fp8 send/recv/bytes "
+if awk -F, 'NR == 1 { exit !($0 == "version,device,op,path,from_bytes,to_bytes,latency_us,bus_gbps,source") }
+    NR > 1 && !($1 == 1 && $2 == "host" && $7 + 0 >= 0 && $8 + 0 >= 0) { exit 1 }' "$TMP/cat2/links.csv"; then
+    pass "links.csv: version 1 rows of the host, latency and bandwidth not negative"
+else
+    fail "links.csv rows" "$(head -c 600 "$TMP/cat2/links.csv")"
+fi
+# a TP 2 run: each TP collective's time against the plan's (its own op's fit), +-15 %, against the profile
+# measured above; a miss is measured once more, then reported skipped with the load (never a pass)
+tp_check() {
+    mpi_run 2 "$FP8PLAN" run --backend cpu --catalog "$TMP/cat2" --gpu host $TINY --recipe megatron-bf16 --mbs 1 \
+        --gbs 2 --tp 2 --steps 6 --quiet -o "$TMP/tp2.csv"
+    tp_rows=$(grep -c '^0,time,tp_[a-z_]*\.time,' "$TMP/tp2.csv")
+    tp_out=$(awk -F, '$2 == "time" && $3 ~ /^tp_.*\.time$/ && $15 != "ok" { printf "%s %s%% ", $3, $13 }' "$TMP/tp2.csv")
+}
+tp_check
+if [ "$tp_rows" -ge 4 ] && [ -n "$tp_out" ]; then
+    first=$tp_out
+    tp_check
+fi
+if [ "$tp_rows" -lt 4 ]; then
+    fail "a TP 2 run has a time row per TP collective" "$(tail -c 600 "$TMP/err")"
+elif [ -z "$tp_out" ]; then
+    pass "a TP 2 run: every TP collective's time within +-15 % of its op's fit ($tp_rows rows)"
+else
+    skip_load "a TP 2 run: every TP collective within +-15 %" "outside twice (first: $first; again: $tp_out), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
+# an old binary's profile still plans (no links.csv: every op at the all-reduce's link); a newer format is
+# refused naming the row, the column and the version (exit 65)
+mkdir -p "$TMP/old" "$TMP/newer"
+for f in models gpus recipes stacks; do cp "$TMP/cat2/$f.csv" "$TMP/old/" && cp "$TMP/cat2/$f.csv" "$TMP/newer/"; done
+run plan --catalog "$TMP/old" --gpu host --model gpt2-124m --recipe megatron-bf16 --dp 2 --mbs 1 --seq 16
+expect_rc "a profile without links.csv (an older calibrate's) still plans" 0
+sed '2s/^1,/2,/' "$TMP/cat2/links.csv" >"$TMP/newer/links.csv"
+run plan --catalog "$TMP/newer" --gpu host --model gpt2-124m --recipe megatron-bf16 --dp 2 --mbs 1 --seq 16
+expect_rc "links.csv of another format version: exit 65" 65
+expect_err "the refusal names the file, row, column and version" "links.csv: row 2, column version: '2' is not a links.csv format this fp8plan reads (1)"
 finish

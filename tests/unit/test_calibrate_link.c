@@ -8,7 +8,9 @@
  * reps for the smallest size and the two largest, reps for the others), and
  * the figures: each
  * size's median time is the communicator's seconds for the timed call, its bus
- * bandwidth S x 2(n-1)/n / t. */
+ * bandwidth S x 2(n-1)/n / t. Every op's sweep (calibrate_links) against a
+ * scripted line per op and dtype: the kernel before each call, the sizes, the
+ * lines recovered as fits. */
 #include <math.h>
 #include <string.h>
 
@@ -17,7 +19,7 @@
 
 /* What the backend was asked to do, in order. */
 enum { EV_ADD_EVICT = 1, EV_ADD_PAYLOAD, EV_MEMSET, EV_REDUCE, EV_SYNC };
-enum { MAX_EVENTS = 4096 };
+enum { MAX_EVENTS = 8192 };
 
 static struct {
     Backend *cpu;
@@ -194,8 +196,132 @@ static void test_reps_capped(void)
     check_figures(&cal);
 }
 
+/* ---- every op (calibrate_links) against a scripted link: a call of op in dtype dt with payload S takes
+ * A(op) + S x comm_bus_factor(op, 2) / B(op, dt), counted in the stats of the row it names ---- */
+static double script_a(CommOp op) { return 1e-6 * (1.0 + (double)op); } /* 1, 2, 3, 4, 5, 6 us */
+static double script_b(CommOp op, Dtype dt) /* GB/s: op + 1, halved for BF16, quartered for E4M3 */
+{
+    double b = 1e9 * (1.0 + (double)op);
+    return dt == DT_BF16 ? b / 2 : dt == DT_E4M3 ? b / 4 : b;
+}
+static void script_call(Comm *c, CollectiveId id, CommOp op, Dtype dt, uint64_t S)
+{
+    c->stats[id].calls++;
+    c->stats[id].seconds += script_a(op) + (double)S * comm_bus_factor(op, 2) / script_b(op, dt);
+}
+static Status s_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t count, Dtype dt, CommReduce op,
+                           Err *e)
+{
+    (void)bk, (void)buf, (void)op, (void)e;
+    if (id != COMM_UNPLANNED) script_call(c, id, OP_ALL_REDUCE, dt, count * dtype_bytes(dt));
+    return ST_OK;
+}
+static Status s_rs(Comm *c, CollectiveId id, Backend *bk, const void *s, void *r, uint64_t n, Dtype dt, CommReduce op,
+                   Err *e)
+{
+    (void)bk, (void)s, (void)r, (void)op, (void)e;
+    script_call(c, id, OP_REDUCE_SCATTER, dt, 2 * n * dtype_bytes(dt));
+    return ST_OK;
+}
+static Status s_ag(Comm *c, CollectiveId id, Backend *bk, const void *s, void *r, uint64_t n, Dtype dt, Err *e)
+{
+    (void)bk, (void)s, (void)r, (void)e;
+    script_call(c, id, OP_ALL_GATHER, dt, 2 * n * dtype_bytes(dt));
+    return ST_OK;
+}
+static Status s_bcast(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int root, Err *e)
+{
+    (void)bk, (void)buf, (void)e;
+    CHECK(root == 0);
+    script_call(c, id, OP_BROADCAST, dt, n * dtype_bytes(dt));
+    return ST_OK;
+}
+static Status s_send(Comm *c, CollectiveId id, Backend *bk, const void *buf, uint64_t n, Dtype dt, int peer, Err *e)
+{
+    (void)bk, (void)buf, (void)e;
+    CHECK(peer == (c->rank ^ 1));
+    script_call(c, id, OP_SEND_RECV, dt, n * dtype_bytes(dt));
+    return ST_OK;
+}
+static Status s_recv(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int peer, Err *e)
+{
+    (void)c, (void)id, (void)bk, (void)buf, (void)n, (void)dt, (void)peer, (void)e;
+    return ST_OK; /* counted nothing, as a run's recv */
+}
+static Status s_a2a(Comm *c, CollectiveId id, Backend *bk, const void *send, const uint64_t *sc, void *recv,
+                    const uint64_t *rc, Dtype dt, Err *e)
+{
+    (void)bk, (void)send, (void)recv, (void)e;
+    CHECK(sc[0] == sc[1] && rc[0] == sc[0] && rc[1] == sc[1]); /* S / 2 to each rank */
+    script_call(c, id, OP_ALL_TO_ALL, dt, (sc[0] + sc[1]) * dtype_bytes(dt));
+    return ST_OK;
+}
+
+/* A 4 KiB top, 3 reps (12 timed calls per size), one layer of 1 MiB: 10 sweeps (all-reduce and reduce-scatter per dtype path, the byte
+ * movers once) of 64, 256, 1024, 4096 B; each timed call after one kernel over the layer's bytes and one over
+ * the payload; the scripted lines recovered exactly, one range each: latency A(op) / steps (all-reduce 2 steps
+ * over 2 ranks, the others 1), bandwidth B(op, dt). */
+static void test_every_op(void)
+{
+    Err e;
+    Backend *cpu = NULL;
+    if (backend_cpu_create(&cpu, &e)) {
+        CHECKF(0, "%s", e.msg);
+        return;
+    }
+    memset(&rec, 0, sizeof rec);
+    rec.cpu = cpu;
+    Backend bk = *cpu;
+    bk.add = r_add, bk.memset0 = r_memset0, bk.alloc = r_alloc, bk.free = r_free;
+    Comm c;
+    fake_comm(&c, "mpi", 0);
+    c.all_reduce = s_all_reduce, c.reduce_scatter = s_rs, c.all_gather = s_ag, c.broadcast = s_bcast;
+    c.send = s_send, c.recv = s_recv, c.all_to_all_v = s_a2a;
+    static Calibration cal;
+    memset(&cal, 0, sizeof cal);
+    const uint64_t layer = 1 << 20;
+    Status st = calibrate_links(&bk, &c, 4096, layer, 3, &cal, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    CHECK(!rec.over);
+    CHECK_EQ_INT(cal.nsweep, 10);
+    CHECK_EQ_INT(cal.nrange, 10);
+    /* per call (1 warm-up + 4 x 3 timed) x 4 sizes x 10 sweeps = 520: the layer's kernel (2^18 floats) and the
+     * payload's (S / 4 floats) */
+    int kernels = 0, payloads = 0;
+    for (int i = 0; i < rec.n; i++) {
+        kernels += rec.ev[i] == EV_ADD_PAYLOAD && rec.arg[i] == layer / 4;
+        payloads += rec.ev[i] == EV_ADD_PAYLOAD && rec.arg[i] <= 1024;
+    }
+    CHECK_EQ_INT(kernels, 520);
+    CHECK_EQ_INT(payloads, 520);
+    static const Dtype want_dt[10] = {DT_FP32, DT_BF16, DT_E4M3, DT_FP32, DT_BF16,
+                                      DT_E4M3, DT_BF16, DT_BF16, DT_BF16, DT_BF16};
+    static const CommOp want_op[10] = {OP_ALL_REDUCE,     OP_ALL_REDUCE,     OP_ALL_REDUCE, OP_REDUCE_SCATTER,
+                                       OP_REDUCE_SCATTER, OP_REDUCE_SCATTER, OP_ALL_GATHER, OP_SEND_RECV,
+                                       OP_BROADCAST,      OP_ALL_TO_ALL};
+    for (int k = 0; k < 10 && k < cal.nsweep; k++) {
+        const CalSweep *s = &cal.sweep[k];
+        CHECKF(s->op == want_op[k] && s->dtype == want_dt[k], "sweep %d: %s %s", k, comm_op_name(s->op),
+               dtype_name(s->dtype));
+        CHECK_EQ_INT(s->n, 4);
+        CHECK_EQ_INT((int)s->pt[3].payload, 4096);
+        const CalRange *r = &cal.range[k];
+        double steps = want_op[k] == OP_ALL_REDUCE ? 2 : 1;
+        CHECK(r->fit.op == want_op[k] && r->fit.from == 0 && r->fit.to == 0 && r->count == 4);
+        CHECK(r->fit.path == link_path_of(want_op[k], want_dt[k]));
+        /* the times pass through a float (the slowest-rank sync): relative 1e-5 */
+        CHECKF(fabs(r->fit.lat / (script_a(want_op[k]) / steps) - 1) < 1e-5, "sweep %d: latency %g", k, r->fit.lat);
+        CHECKF(fabs(r->fit.bw / script_b(want_op[k], want_dt[k]) - 1) < 1e-5, "sweep %d: bandwidth %g", k, r->fit.bw);
+    }
+    /* its four buffers (payload, destination, the layer's, the sync float), each given back */
+    CHECK_EQ_INT(rec.allocs, 4);
+    CHECK_EQ_INT(rec.frees, 4);
+    cpu->destroy(cpu);
+}
+
 int main(void)
 {
+    RUN(test_every_op);
     RUN(test_mpi_ranks);
     RUN(test_nccl_together);
     RUN(test_reps_capped);

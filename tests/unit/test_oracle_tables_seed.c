@@ -48,7 +48,8 @@ static void test_enum_names(void)
     NAMES(fp8_linear_name, Fp8Linear, LIN_IMPL_COUNT_, "none", "te", "torchao", "torchao-rowwise", "msamp");
     NAMES(mem_category_name, MemCategory, MC_COUNT_, "state", "fp8_copy", "scale", "activation", "overhead");
     NAMES(comm_group_name, CommGroup, GROUP_COUNT_, "tp", "cp", "dp", "pp", "emb", "amax", "ep", "etp", "edp");
-    NAMES(comm_op_name, CommOp, OP_COUNT_, "all-reduce", "all-gather", "reduce-scatter", "send/recv", "all-to-all");
+    NAMES(comm_op_name, CommOp, OP_COUNT_, "all-reduce", "all-gather", "reduce-scatter", "send/recv", "all-to-all",
+          "broadcast");
     NAMES(recompute_name, Recompute, RECOMPUTE_COUNT_, "none", "selective", "full", "op");
     NAMES(sharding_name, Sharding, SHARD_COUNT_, "none", "dist-opt", "zero1", "zero2", "zero3");
     NAMES(plan_reject_name, PlanReject, REJECT_COUNT_, "ok", "zero layout value",

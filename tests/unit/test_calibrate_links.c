@@ -1,0 +1,301 @@
+/* tests/unit/test_calibrate_links.c — a host profile's per-collective fits worked by hand: the weighted line of
+ * one size range (held to a >= 0, b >= 0), the split of a sweep into small / medium / large ranges
+ * (exec/measure/calibrate_fit.c), the one formula the planner times every op of a host profile with
+ * (steps x latency + S x bus factor / bus bandwidth: planner/plan_comm.c plan_link_call), which fit a call
+ * takes (op, dtype path, range), a plan's collective timed at its op's fit, links.csv read and refused
+ * (catalog/catalog_links.c) and written (calibrate_rows.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "catalog/catalog.h"
+#include "exec/measure/calibrate.h"
+#include "planner/plan.h"
+#include "support/fixtures.h"
+#include "test.h"
+
+static void test_fit_segment(void)
+{
+    double a = -1, b = -1, err = -1;
+    /* an exact line t = 1 + 0.01 x: a 1, b 0.01, no error */
+    const double x1[] = {100, 200, 400}, y1[] = {2, 3, 5};
+    CHECK(cal_fit_segment(x1, y1, 0, 3, &a, &b, &err) == 0);
+    CHECK_REL(a, 1, 1e-12);
+    CHECK_REL(b, 0.01, 1e-12);
+    CHECK(err < 1e-12);
+    /* (100, 1), (200, 3): the line 2x/100 - 1 has a < 0, so a line through 0 with weights 1/y^2 = 1, 1/9:
+     * b = (100 x 1 x 1 + 200 x 3 / 9) / (100^2 + 200^2 / 9) = (500/3) / (130000/9) = 3/260; its errors
+     * |100 b / 1 - 1| = 2/13 and |200 b / 3 - 1| = 3/13 */
+    const double x2[] = {100, 200}, y2[] = {1, 3};
+    CHECK(cal_fit_segment(x2, y2, 0, 2, &a, &b, &err) == 0);
+    CHECK(a == 0);
+    CHECK_REL(b, 3.0 / 260.0, 1e-12);
+    CHECK_REL(err, 3.0 / 13.0, 1e-12);
+    /* (100, 5), (200, 4): time falling with size: b = 0, a = (5/25 + 4/16) / (1/25 + 1/16) = 0.45 / 0.1025 =
+     * 180/41; errors |180/41/5 - 1| = 5/41 and |180/41/4 - 1| = 4/41 */
+    const double y3[] = {5, 4};
+    CHECK(cal_fit_segment(x2, y3, 0, 2, &a, &b, &err) == 0);
+    CHECK_REL(a, 180.0 / 41.0, 1e-12);
+    CHECK(b == 0);
+    CHECK_REL(err, 5.0 / 41.0, 1e-12);
+    /* a sub-range lo..hi: the last two of x1/y1 alone, still the exact line */
+    CHECK(cal_fit_segment(x1, y1, 1, 3, &a, &b, &err) == 0);
+    CHECK_REL(a, 1, 1e-12);
+    CHECK_REL(b, 0.01, 1e-12);
+    /* refused: one point, a time <= 0 */
+    CHECK(cal_fit_segment(x1, y1, 0, 1, &a, &b, &err) == -1);
+    const double y4[] = {1, 0};
+    CHECK(cal_fit_segment(x2, y4, 0, 2, &a, &b, &err) == -1);
+}
+
+/* Points of a sweep whose times are piecewise exact lines t = A + S f / B by payload. */
+static int sweep_of(const uint64_t *S, const double *A, const double *B, int n, double f, CalColl *c)
+{
+    for (int i = 0; i < n; i++) {
+        memset(&c[i], 0, sizeof c[i]);
+        c[i].payload = S[i];
+        c[i].seconds = A[i] + (double)S[i] * f / B[i];
+    }
+    return n;
+}
+
+static void test_fit_ranges(void)
+{
+    CalColl c[CAL_MAX_SIZES];
+    CalRange r[CAL_FIT_RANGES_MAX];
+    /* one range: an all-gather over 2 ranks (bus factor 1/2, 1 step) at 2 us + (S/2) / 1 GB/s: 2.032, 2.128,
+     * 2.512, 4.048 us — one line, latency 2 us per step, 1 GB/s, from 0 with no end, path bytes */
+    const uint64_t S1[] = {64, 256, 1024, 4096};
+    const double A1[] = {2e-6, 2e-6, 2e-6, 2e-6}, B1[] = {1e9, 1e9, 1e9, 1e9};
+    int n = sweep_of(S1, A1, B1, 4, 0.5, c);
+    CHECK_REL(c[3].seconds, 4.048e-6, 1e-12);
+    CHECK(cal_fit_ranges(c, n, OP_ALL_GATHER, DT_BF16, 2, r) == 1);
+    CHECK(r[0].fit.op == OP_ALL_GATHER && r[0].fit.path == LINK_PATH_BYTES);
+    CHECK(r[0].fit.from == 0 && r[0].fit.to == 0 && r[0].first == 0 && r[0].count == 4);
+    CHECK_REL(r[0].fit.lat, 2e-6, 1e-9);
+    CHECK_REL(r[0].fit.bw, 1e9, 1e-9);
+    CHECK(r[0].max_err < 1e-9);
+    /* three regimes of an FP32 all-reduce over 2 ranks (bus factor 1, 2 steps): small 4 us + S / 0.5 GB/s
+     * (4.128, 4.512, 6.048 us), medium 20 us + S / 1 GB/s (24.096, 36.384, 85.536 us), large 100 us +
+     * S / 0.25 GB/s (1148.576, 4294.304 us). No line holds them all within 10 %; split where each range is
+     * exact: [0, 4096) 2 us per step, 0.5 GB/s; [4096, 262144) 10 us, 1 GB/s; [262144, no end) 50 us,
+     * 0.25 GB/s */
+    const uint64_t S2[] = {64, 256, 1024, 4096, 16384, 65536, 262144, 1048576};
+    const double A2[] = {4e-6, 4e-6, 4e-6, 20e-6, 20e-6, 20e-6, 100e-6, 100e-6};
+    const double B2[] = {0.5e9, 0.5e9, 0.5e9, 1e9, 1e9, 1e9, 0.25e9, 0.25e9};
+    n = sweep_of(S2, A2, B2, 8, 1.0, c);
+    CHECK_REL(c[7].seconds, 4294.304e-6, 1e-12);
+    CHECK(cal_fit_ranges(c, n, OP_ALL_REDUCE, DT_FP32, 2, r) == 3);
+    const uint64_t from[] = {0, 4096, 262144}, to[] = {4096, 262144, 0};
+    const double lat[] = {2e-6, 10e-6, 50e-6}, bw[] = {0.5e9, 1e9, 0.25e9};
+    for (int i = 0; i < 3; i++) {
+        CHECKF(r[i].fit.from == from[i] && r[i].fit.to == to[i], "range %d: [%llu, %llu)", i,
+               (unsigned long long)r[i].fit.from, (unsigned long long)r[i].fit.to);
+        CHECK(r[i].fit.op == OP_ALL_REDUCE && r[i].fit.path == LINK_PATH_FP32);
+        CHECK_REL(r[i].fit.lat, lat[i], 1e-6);
+        CHECK_REL(r[i].fit.bw, bw[i], 1e-6);
+        CHECK(r[i].max_err < 1e-6);
+    }
+    /* the small and medium regimes alone: two ranges, split at 4096; the BF16 path */
+    CHECK(cal_fit_ranges(c, 6, OP_ALL_REDUCE, DT_BF16, 2, r) == 2);
+    CHECK(r[0].fit.to == 4096 && r[1].fit.from == 4096 && r[1].fit.to == 0 && r[1].fit.path == LINK_PATH_BF16);
+    /* nothing to fit: one point, one rank */
+    CHECK(cal_fit_ranges(c, 1, OP_ALL_REDUCE, DT_FP32, 2, r) == 0);
+    CHECK(cal_fit_ranges(c, 6, OP_ALL_REDUCE, DT_FP32, 1, r) == 0);
+}
+
+static void test_link_call(void)
+{
+    LinkFit f = {.op = OP_ALL_REDUCE, .path = LINK_PATH_FP32, .lat = 10e-6, .bw = 1e9};
+    double bw = 0, lat = 0;
+    /* all-reduce over 4 of 1e6 B: 2 x 3 = 6 steps x 10 us + 1e6 x 2 x 3/4 = 1.5e6 bus bytes / 1e9 = 1.56e-3 s */
+    CHECK_REL(plan_link_call(&f, OP_ALL_REDUCE, 4, 1000000, &bw, &lat), 1.56e-3, 1e-12);
+    CHECK_REL(lat, 60e-6, 1e-12);
+    CHECK(bw == 1e9);
+    /* all-gather over 4: 3 steps = 30 us + 1e6 x 3/4 / 1e9 = 7.5e-4: 7.8e-4 */
+    CHECK_REL(plan_link_call(&f, OP_ALL_GATHER, 4, 1000000, NULL, NULL), 7.8e-4, 1e-12);
+    /* send/recv (2 ranks): 1 step + every byte: 10 us + 1e-3 = 1.01e-3; all-to-all over 2: 10 us + 5e5 / 1e9 */
+    CHECK_REL(plan_link_call(&f, OP_SEND_RECV, 2, 1000000, NULL, NULL), 1.01e-3, 1e-12);
+    CHECK_REL(plan_link_call(&f, OP_ALL_TO_ALL, 2, 1000000, NULL, NULL), 5.1e-4, 1e-12);
+    /* a latency-only range (bw 0): reduce-scatter over 2, 1 step: 10 us whatever the size */
+    f.bw = 0;
+    CHECK_REL(plan_link_call(&f, OP_REDUCE_SCATTER, 2, 1000000, NULL, NULL), 10e-6, 1e-12);
+}
+
+/* A host row with fits: all-reduce FP32 [0, 4096) 1 us / 1 GB/s and [4096, no end) 5 us / 2 GB/s, BF16 one
+ * range 3 us / 0.5 GB/s; all-gather 2 us / 4 GB/s. */
+static GpuSpec host_with_fits(void)
+{
+    GpuSpec g = fx_gpu();
+    g.host = 1, g.sm = 0, g.sms = 1, g.link = LINK_HOST;
+    g.flops_bf16 = g.mamf_bf16 = 100e9, g.flops_fp8 = g.mamf_fp8 = 50e9, g.flops_fp32 = 100e9;
+    g.hbm_bw = 10e9, g.sustained = 1, g.intra_bw = g.inter_bw = 1e9, g.link_lat = 1e-6, g.gpus_per_node = 2;
+    const LinkFit f[] = {{OP_ALL_REDUCE, LINK_PATH_FP32, 0, 4096, 1e-6, 1e9},
+                         {OP_ALL_REDUCE, LINK_PATH_FP32, 4096, 0, 5e-6, 2e9},
+                         {OP_ALL_REDUCE, LINK_PATH_BF16, 0, 0, 3e-6, 0.5e9},
+                         {OP_ALL_GATHER, LINK_PATH_BYTES, 0, 0, 2e-6, 4e9}};
+    memcpy(g.link_fit, f, sizeof f);
+    g.nlink_fit = 4;
+    return g;
+}
+
+static void test_link_fit_choice(void)
+{
+    GpuSpec g = host_with_fits();
+    CHECK(link_path_of(OP_ALL_REDUCE, DT_FP32) == LINK_PATH_FP32);
+    CHECK(link_path_of(OP_REDUCE_SCATTER, DT_BF16) == LINK_PATH_BF16);
+    CHECK(link_path_of(OP_ALL_REDUCE, DT_FP16) == LINK_PATH_BF16);
+    CHECK(link_path_of(OP_ALL_REDUCE, DT_E5M2) == LINK_PATH_FP8);
+    CHECK(link_path_of(OP_ALL_REDUCE, DT_NONE) == LINK_PATH_FP32);
+    CHECK(link_path_of(OP_ALL_GATHER, DT_FP32) == LINK_PATH_BYTES);
+    CHECK(link_path_of(OP_SEND_RECV, DT_E4M3) == LINK_PATH_BYTES);
+    CHECK(plan_link_fit(&g, OP_ALL_REDUCE, DT_FP32, 4095) == &g.link_fit[0]);
+    CHECK(plan_link_fit(&g, OP_ALL_REDUCE, DT_FP32, 4096) == &g.link_fit[1]);
+    CHECK(plan_link_fit(&g, OP_ALL_REDUCE, DT_BF16, 1 << 30) == &g.link_fit[2]);
+    /* FP8 not measured: the op's FP32 row; a mixed dtype reduces as FP32 */
+    CHECK(plan_link_fit(&g, OP_ALL_REDUCE, DT_E4M3, 10) == &g.link_fit[0]);
+    CHECK(plan_link_fit(&g, OP_ALL_REDUCE, DT_NONE, 5000) == &g.link_fit[1]);
+    CHECK(plan_link_fit(&g, OP_ALL_GATHER, DT_FP32, 10) == &g.link_fit[3]);
+    /* no fit of the op: NULL (the all-reduce's link_lat and intra_bw serve) */
+    CHECK(plan_link_fit(&g, OP_REDUCE_SCATTER, DT_FP32, 10) == NULL);
+    CHECK(plan_link_fit(&g, OP_SEND_RECV, DT_BF16, 10) == NULL);
+}
+
+/* A plan on the host row: each collective at its own op's fit, the rest as before. */
+static void test_plan_times_each_op(void)
+{
+    GpuSpec g = host_with_fits();
+    ModelSpec m = fx_tiny_model();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.mbs = 1, in.gbs = 2, in.dp = 2;
+    Plan *p = calloc(1, sizeof *p);
+    CHECK(p != NULL);
+    if (!p) return;
+    Err e = {0};
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    /* DP 2, FP32 gradients of the tiny GPT's parameters: per layer QKV 24 x 8 + 24, proj 8 x 8 + 8, FC1 32 x 8
+     * + 32, FC2 8 x 32 + 8, two LayerNorms 2 x 16 = 872, two layers 1,744, + token embedding 10 x 8 (tied) +
+     * positions 4 x 8 + final norm 16 = 1,872 parameters x 4 B = 7,488 B in one all-reduce, at [4096, no end):
+     * 2 steps x 5 us + 7,488 / 2e9 = 1e-5 + 3.744e-6 */
+    const Collective *ar = &p->coll[CO_DP_GRAD_AR];
+    CHECK_EQ_U64(ar->payload_bytes, 7488);
+    CHECK_EQ_U64(ar->calls, 1);
+    CHECK_REL(ar->time_s, 1.3744e-5, 1e-12);
+    CHECK_REL(ar->latency_s, 1e-5, 1e-12);
+    CHECK(ar->bw == 2e9);
+    /* without fits: the all-reduce's link_lat and intra_bw: 2 x 1 us + 7,488 / 1e9 = 9.488e-6 */
+    g.nlink_fit = 0;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(p->coll[CO_DP_GRAD_AR].time_s, 9.488e-6, 1e-12);
+    free(p);
+}
+
+static const char links_head[] = "version,device,op,path,from_bytes,to_bytes,latency_us,bus_gbps,source\n";
+
+/* gpus.csv with a measured host ("h") and a GPU ("gpu"), then links text parsed into it. */
+static Status parse_links(Catalog *cat, const char *rows, Err *e)
+{
+    Calibration c;
+    memset(&c, 0, sizeof c);
+    c.reps = 3, c.ranks = 2, c.rate[CAL_PATH_BF16] = 1e11, c.rate[CAL_PATH_FP8] = 5e10, c.rate[CAL_PATH_FP32] = 1e11;
+    c.mem_bw = 1e10, c.elem_bw = 1e9, c.link_bw = 1e9, c.link_lat = 1e-6, c.mem_bytes = 1 << 30;
+    snprintf(c.backend, sizeof c.backend, "cpu");
+    char gpus[16384], row[8192], text[4096];
+    Status st = cal_gpu_row(&c, "h", row, sizeof row, e);
+    if (st) return st;
+    GpuSpec g = fx_gpu();
+    snprintf(g.name, sizeof g.name, "gpu");
+    g.sms = 132, g.mamf_bf16 = g.flops_bf16, g.mamf_fp8 = g.flops_fp8, g.sustained = 1;
+    snprintf(g.source, sizeof g.source, "typed in");
+    char grow[4096];
+    if ((st = cal_gpu_row_of(&g, grow, sizeof grow, e))) return st;
+    snprintf(gpus, sizeof gpus, "%s\n%s\n%s\n", cal_gpu_header, row, grow);
+    if ((st = catalog_parse_gpus(cat, gpus, strlen(gpus), "gpus.csv", e))) return st;
+    snprintf(text, sizeof text, "%s%s", links_head, rows);
+    return catalog_parse_links(cat, text, strlen(text), "links.csv", e);
+}
+
+static void test_links_csv(void)
+{
+    Catalog *cat = calloc(1, sizeof *cat);
+    CHECK(cat != NULL);
+    if (!cat) return;
+    Err e = {0};
+    /* two ranges of the FP32 all-reduce and an all-gather: read into the host's row */
+    Status st = parse_links(cat,
+                            "1,h,all-reduce,fp32,0,4096,1.5,0.25,\"a\"\n"
+                            "1,h,all-reduce,fp32,4096,,20,1.5,\"b\"\n"
+                            "1,h,all-gather,bytes,0,,2,4,\"c\"\n",
+                            &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    const GpuSpec *h = catalog_gpu(cat, "h");
+    CHECK(h && h->nlink_fit == 3);
+    if (h && h->nlink_fit == 3) {
+        CHECK(h->link_fit[0].op == OP_ALL_REDUCE && h->link_fit[0].path == LINK_PATH_FP32);
+        CHECK(h->link_fit[0].from == 0 && h->link_fit[0].to == 4096 && h->link_fit[1].to == 0);
+        CHECK_REL(h->link_fit[0].lat, 1.5e-6, 1e-12);
+        CHECK_REL(h->link_fit[0].bw, 0.25e9, 1e-12);
+        CHECK(h->link_fit[2].op == OP_ALL_GATHER && h->link_fit[2].path == LINK_PATH_BYTES);
+        /* written back in the same columns, the row reads the same */
+        char row[1024];
+        CHECK(cal_link_row_of(h, 1, row, sizeof row, &e) == ST_OK);
+        CHECK_CONTAINS(row, "1,h,all-reduce,fp32,4096,,20,1.5,");
+    }
+    /* refused, naming the column and the value (exit 65 from the command) */
+    static const struct {
+        const char *row, *col, *what;
+    } bad[] = {
+        {"2,h,all-reduce,fp32,0,,1,1,\"x\"\n", "version", "measure the profile again with fp8plan calibrate"},
+        {"1,nope,all-reduce,fp32,0,,1,1,\"x\"\n", "device", "'nope' is not a row of gpus.csv"},
+        {"1,gpu,all-reduce,fp32,0,,1,1,\"x\"\n", "device", "a GPU's row"},
+        {"1,h,gather,bytes,0,,1,1,\"x\"\n", "op", "'gather'"},
+        {"1,h,all-gather,fp32,0,,1,1,\"x\"\n", "path", "the other operations bytes"},
+        {"1,h,all-reduce,fp32,4096,64,1,1,\"x\"\n", "to_bytes", "must be above from_bytes"},
+        {"1,h,all-reduce,fp32,0,-1,1,1,\"x\"\n", "to_bytes", "'-1'"},
+        {"1,h,all-reduce,fp32,0,,1,1,\"x\"\n1,h,all-reduce,fp32,64,,1,1,\"y\"\n", "from_bytes", "overlaps"},
+    };
+    for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+        memset(&e, 0, sizeof e);
+        CHECKF(parse_links(cat, bad[i].row, &e) == ST_DATA, "row %u accepted", i);
+        CHECK_CONTAINS(e.msg, bad[i].col);
+        CHECK_CONTAINS(e.msg, bad[i].what);
+        CHECK_CONTAINS(e.msg, "links.csv");
+        CHECK(catalog_gpu(cat, "h") && catalog_gpu(cat, "h")->nlink_fit == 0); /* nothing half-read */
+    }
+    free(cat);
+}
+
+/* What calibrate writes for a fitted range: its columns and how it was measured. */
+static void test_link_row(void)
+{
+    Calibration *c = calloc(1, sizeof *c);
+    CHECK(c != NULL);
+    if (!c) return;
+    c->reps = 5, c->ranks = 2, c->nsweep = 1, c->nrange = 1;
+    c->sweep[0].op = OP_REDUCE_SCATTER, c->sweep[0].dtype = DT_BF16, c->sweep[0].n = 3;
+    const uint64_t S[] = {64, 1024, 65536};
+    for (int i = 0; i < 3; i++) c->sweep[0].pt[i].payload = S[i];
+    c->range[0] = (CalRange){
+        .fit = {OP_REDUCE_SCATTER, LINK_PATH_BF16, 1024, 0, 2.5e-6, 0.75e9}, .first = 1, .count = 2, .max_err = 0.031};
+    char row[1024];
+    Err e = {0};
+    CHECKF(cal_link_row(c, 0, "host", row, sizeof row, &e) == ST_OK, "%s", e.msg);
+    CHECK_CONTAINS(row, "1,host,reduce-scatter,bf16,1024,,2.5,0.75,\"");
+    CHECK_CONTAINS(row, "MPI reduce-scatter (bf16) over 2 ranks, 1 KiB-64 KiB (2 sizes, medians of 5), largest error "
+                        "3.1 %");
+    free(c);
+}
+
+int main(void)
+{
+    RUN(test_fit_segment);
+    RUN(test_fit_ranges);
+    RUN(test_link_call);
+    RUN(test_link_fit_choice);
+    RUN(test_plan_times_each_op);
+    RUN(test_links_csv);
+    RUN(test_link_row);
+    return test_summary();
+}
