@@ -54,7 +54,7 @@ static const char help[] =
     "  --experts/--topk/--expert-ffn/--dense-layers   a model with experts: routed experts, experts per\n"
     "                       token, the expert FFN width (follows --hidden unless given), dense first\n"
     "                       layers. MoE layers run on the cpu backend, one rank, BF16/FP32 GEMM\n"
-    "                       recipes (docs/executor-moe.md)\n"
+    "                       recipes and te-fp8 / te-fp8-current (docs/executor-moe.md)\n"
     "  --ep N               expert-parallel ranks: checked against the experts and the ranks before any\n"
     "                       work (exit 64); expert parallelism itself is not run yet (exit 69)\n"
     "  --mbs B              micro-batch, sequences per forward and backward (default 1)\n"

@@ -126,6 +126,9 @@ Status backend_check_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
         return err_set(e, ST_USAGE, "cast_transpose: needs an input and at least one output");
     /* FP8 input: codes recast (a transposed copy of an FP8 tensor, exec/model/model_shard.c) */
     Status st = dtype_is_fp8(c->in_dtype) ? ST_OK : need_float(c->in_dtype, "cast_transpose", "input", e);
+    if (!st && c->col_ld && (!c->out_col || c->col_ld < c->rows))
+        st = err_set(e, ST_USAGE, "cast_transpose: transposed copy's leading dimension %llu %s",
+                     (unsigned long long)c->col_ld, c->out_col ? "is below its rows" : "without a transposed copy");
     if (!st && (c->out_row || c->out_col) && (!dtype_is_fp8(c->out_dtype) || !c->scale))
         st = err_set(e, ST_USAGE, "cast_transpose: output dtype %s must be e4m3 or e5m2, with a scale",
                      dtype_name(c->out_dtype));

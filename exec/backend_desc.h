@@ -115,6 +115,8 @@ typedef struct {
     const float *scale; /* 1 float; NULL only for an amax-only call (no output), which leaves scale_inv as it is */
     float *scale_inv;   /* 1 float written, or NULL */
     float *amax;        /* 1 float max-combined, or NULL */
+    uint64_t col_ld;    /* elements between rows of out_col; 0 = rows (packed). A larger one writes the
+                           columns of a slice of a taller matrix: a MoE layer's experts, each its own scale */
 } CastDesc;
 
 /* ---- scaling state ------------------------------------------------------------

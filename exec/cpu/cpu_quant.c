@@ -51,7 +51,7 @@ static void cast_tile(void *ctx, uint64_t task, int worker)
     }
     if (c->out_col)
         for (uint64_t i = 0; i < cn; i++) {
-            uint8_t *col = (uint8_t *)c->out_col + (c0 + i) * R + r0;
+            uint8_t *col = (uint8_t *)c->out_col + (c0 + i) * (c->col_ld ? c->col_ld : R) + r0;
             for (uint64_t r = 0; r < rn; r++) col[r] = qb[r * CAST_TC + i];
         }
     j->amax[worker] = amax;

@@ -115,6 +115,10 @@ typedef struct {
     void *x_in;        /* (R, C) the dispatched expert inputs */
     void *x_fc1;       /* (R, k·Fe) the experts' FC1 output */
     void *x_fc2in;     /* (R, Fe) the experts' activation output = FC2 input */
+    /* FP8 recipes save the experts' GEMM inputs as transposed FP8 copies instead of x_in / x_fc2in
+     * (those NULL), each expert's columns [r_g, r_g + m_g) cast with its own scale */
+    uint8_t *q_xin; /* (C, R) */
+    uint8_t *q_xh;  /* (Fe, R) */
 } LayerActs;
 
 typedef struct {
@@ -164,6 +168,7 @@ typedef struct {
     void *x_dh1;     /* (R, k·Fe) d(FC1 output) */
     void *t_moe;     /* (B·T, C) the routed part's combined output (forward) */
     void *d_moe;     /* (B·T, C) d(norm 2 output) through the routed experts and the router (backward) */
+    void *x_h;       /* FP8 recipes: (R, Fe) the experts' activation output before its cast (forward) */
     float *pp_xsinv; /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
                          inputs were cast with (exec/model/model_pp.c) */
 } ModelActs;
@@ -172,16 +177,15 @@ typedef struct {
 enum { MODEL_PHASE_FWD = 1, MODEL_PHASE_HEAD = 2, MODEL_PHASE_BLOCKS = 3 };
 
 /* Scaling state of the FP8 GEMMs: the forward bank (inputs X and weights W of
- * every block linear, recipe.gemm_fwd) and the backward bank (output
- * gradients dY, recipe.gemm_bwd). Slots: fwd 2·(LIN_COUNT·l + k) + {0: X, 1: W},
- * bwd LIN_COUNT·l + k. */
+ * every FP8 linear tensor, recipe.gemm_fwd) and the backward bank (output
+ * gradients dY, recipe.gemm_bwd), one record set per tensor as the plan counts
+ * them (planner/plan_moe_mem.c: a grouped GEMM's experts one each, the router
+ * none). Block l's tensors are numbered from t0(l) = the tensors of the blocks
+ * before it: QKV 0, proj 1, then FC1 2 and FC2 3 where the block has a dense or
+ * shared FFN, then on a MoE block the routed experts (model_slot_expert). */
 typedef struct {
     ScalingBank fwd, bwd;
 } ModelScaling;
-
-static inline uint32_t model_slot_x(uint32_t layer, LinearKind k) { return 2 * (LIN_COUNT * layer + k); }
-static inline uint32_t model_slot_w(uint32_t layer, LinearKind k) { return 2 * (LIN_COUNT * layer + k) + 1; }
-static inline uint32_t model_slot_dy(uint32_t layer, LinearKind k) { return LIN_COUNT * layer + k; }
 
 /* Training hyper-parameters. */
 typedef struct {
@@ -360,6 +364,21 @@ void model_rope_table(uint32_t seq, uint32_t head_dim, double base, float *cos_s
  * bytes over the whole class (its E elements; exec/model/model_shard.c), *lo the byte offset of
  * this rank's shard in it; 0 for every other tensor. For checkpoints: they hold the whole state. */
 int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uint64_t *lo);
+
+/* Scaling-bank slots (ModelScaling) of block l's linear k, which the block
+ * must have: fwd 2·(t0 + k) + {0: X, 1: W}, bwd t0 + k. */
+uint32_t model_slot_x(const Model *m, uint32_t layer, LinearKind k);
+uint32_t model_slot_w(const Model *m, uint32_t layer, LinearKind k);
+uint32_t model_slot_dy(const Model *m, uint32_t layer, LinearKind k);
+/* 1 when block l has linear k (FC1 and FC2: a dense FFN or shared experts). */
+int model_has_linear(const Model *m, uint32_t layer, LinearKind k);
+/* The first of E consecutive slots of MoE block l's routed experts (expert g at
+ * the returned slot + g): fc2 0 for FC1, 1 for FC2; op 0 X, 1 W (forward bank),
+ * 2 dY (backward bank). After the block's linears: fwd 2·(t0 + n) + (2·fc2 +
+ * {0 X, 1 W})·E, bwd t0 + n + fc2·E, n the block's linears. */
+uint32_t model_slot_expert(const Model *m, uint32_t layer, int fc2, int op);
+/* FP8 linear tensors of the stage (the backward bank's n; the forward's is twice that). */
+uint32_t model_fp8_tensors(const Model *m);
 
 /* Parameter count (elements over all parameter tensors). */
 uint64_t model_weight_count(const Model *m);

@@ -156,7 +156,7 @@ static Lin lin_of(Model *m, uint32_t l, LinearKind k)
 static Status tp_fp8_input(Model *m, uint32_t l, LinearKind k, const void *x, uint64_t K, Err *e)
 {
     LayerActs *la = model_la(m, l);
-    Status st = cast(m, &m->sc.fwd, model_slot_x(l, k), x, m->act_dtype, NULL, model_sp_tokens(m), K, m->act.tp_qloc,
+    Status st = cast(m, &m->sc.fwd, model_slot_x(m, l, k), x, m->act_dtype, NULL, model_sp_tokens(m), K, m->act.tp_qloc,
                      la->q_col[k], e);
     if (!st) st = model_tp_gather(m, CO_TP_AG_FWD, m->act.tp_qloc, m->act.t_qrow, K, m->recipe.gemm_fwd, e);
     return st;
@@ -191,7 +191,7 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
         return st;
     }
     ScalingBank *fb = &m->sc.fwd;
-    uint32_t sx = model_slot_x(l, k), sw = model_slot_w(l, k);
+    uint32_t sx = model_slot_x(m, l, k), sw = model_slot_w(m, l, k);
     LayerActs *la = model_la(m, l);
     /* X: row-wise for this GEMM, transposed saved for wgrad (when saved in FP8); TP's
      * column-parallel input: the shard cast, its codes gathered (the shard is what is saved) */
@@ -286,7 +286,7 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
         wg.b = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_OUTER};
     } else {
         ScalingBank *fb = &m->sc.fwd, *bb = &m->sc.bwd;
-        uint32_t sx = model_slot_x(l, k), sw = model_slot_w(l, k), sd = model_slot_dy(l, k);
+        uint32_t sx = model_slot_x(m, l, k), sw = model_slot_w(m, l, k), sd = model_slot_dy(m, l, k);
         st = cast(m, bb, sd, dy, A, NULL, M, N, m->act.d_qrow, m->act.d_qcol, e);
         if (!st && !xcol) { /* saved in BF16: recast its transpose (no amax: the forward recorded it) */
             CastDesc c = {.in = la->act_in[k],

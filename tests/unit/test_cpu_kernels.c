@@ -346,7 +346,7 @@ static void test_casts(void)
         uint64_t rows = shapes[k][0], cols = shapes[k][1], n = rows * cols;
         float *x = rand_buf(DT_FP32, n, 14 + (uint64_t)k, 50.0), scale = 7.5f, sinv = 0, am = 0, am0 = 0, dq = 0.5f;
         uint8_t *row = malloc(n), *col = malloc(n), *row0 = malloc(n), *col0 = malloc(n);
-        CastDesc c = {x, DT_FP32, &dq, rows, cols, DT_E4M3, row, col, &scale, &sinv, &am};
+        CastDesc c = {x, DT_FP32, &dq, rows, cols, DT_E4M3, row, col, &scale, &sinv, &am, 0};
         Err e;
         CHECK(!bk->cast_transpose(bk, &c, &e));
         for (uint64_t r = 0; r < rows; r++)

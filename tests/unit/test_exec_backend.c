@@ -86,6 +86,28 @@ static void test_cast_transpose(void)
     CHECK(!bk->cast_transpose(bk, &c, &e));
     CHECK(amax3 == 1000.0f);
     CHECK(kept == 7.0f);
+    /* col_ld: rows 2..4 of x cast alone (a MoE expert's rows) into columns 2..4 of a (C, R) transposed copy,
+     * the other columns untouched: col[j·R + 2 + i] = fp8(x[(2 + i)·C + j]·scale), i < 3 */
+    memset(col, 0xAA, sizeof col);
+    c = (CastDesc){.in = x + 2 * C,
+                   .in_dtype = DT_FP32,
+                   .rows = 3,
+                   .cols = C,
+                   .out_dtype = DT_E4M3,
+                   .out_col = col + 2,
+                   .col_ld = R,
+                   .scale = &scale};
+    CHECK(!bk->cast_transpose(bk, &c, &e));
+    bad = 0;
+    for (int j = 0; j < C; j++)
+        for (int r = 0; r < R; r++) {
+            uint8_t want = r >= 2 && r < 5 ? fp8_encode_f32(DT_E4M3, x[r * C + j] * scale, FP8_SATFINITE) : 0xAA;
+            bad += col[j * R + r] != want;
+        }
+    CHECK_EQ_INT(bad, 0);
+    c.col_ld = 2; /* below its 3 rows */
+    CHECK_EQ_INT(bk->cast_transpose(bk, &c, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "cast_transpose: transposed copy's leading dimension 2 is below its rows");
     bk->destroy(bk);
 }
 

@@ -203,6 +203,28 @@ static void test_moe_terms_match_plan(void)
     CHECK_EQ_U64(have[MT_WEIGHT_GEMM], 40960);
     CHECK_EQ_INT(compare(&m, "megatron-bf16", 1), 0);
     CHECK_EQ_INT(compare(&m, "megatron-bf16", 2), 0);
+    /* te-fp8 (the experts in FP8, one scaling record set per expert, as the plan counts them): FP8 copies of
+     * the 688,128 expert weights in both layouts, 1 B each = 1,376,256 B (fp8_expert); of the 20,480 GEMM
+     * weights 20,480 B row-wise and 20,480 B transposed. FP8 tensors: 2 layers x (QKV + proj + 8 experts x
+     * (FC1, FC2)) = 36 (no shared experts: no FC1/FC2 records), each with x, w and dy records of scale,
+     * scale_inv and a 1024-row amax history: 36 x 3 x (2 + 1024) x 4 B = 443,232 B; te-fp8-current's history
+     * is one row: 36 x 3 x 3 x 4 = 1,296 B. */
+    static const struct {
+        const char *recipe;
+        uint64_t scale;
+    } f8[] = {{"te-fp8", 443232}, {"te-fp8-current", 1296}};
+    for (int i = 0; i < 2; i++) {
+        exec_plan_input(&in, &m, gpu, catalog_recipe(cat, f8[i].recipe), 1, 1, catalog_stack(cat, "fp8plan"));
+        CHECK(!plan_build(&in, &p, &e));
+        CHECK(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e));
+        arena_specs_free(&specs);
+        CHECK_EQ_U64(have[MT_FP8_EXPERT], 1376256);
+        CHECK_EQ_U64(have[MT_FP8_ROWWISE], 20480);
+        CHECK_EQ_U64(have[MT_FP8_COLWISE], 20480);
+        CHECK_EQ_U64(have[MT_SCALE_GEMM], f8[i].scale);
+        CHECK_EQ_INT(compare(&m, f8[i].recipe, 1), 0);
+        CHECK_EQ_INT(compare(&m, f8[i].recipe, 2), 0);
+    }
     static const struct {
         const char *model;
         uint32_t experts, topk;
@@ -212,6 +234,7 @@ static void test_moe_terms_match_plan(void)
         r.experts = real[i].experts, r.topk = real[i].topk;
         CHECKF(exec_model(catalog_model(cat, real[i].model), &r, &m, &e) == ST_OK, "%s: %s", real[i].model, e.msg);
         CHECKF(compare(&m, "megatron-bf16", 1) == 0, "%s, %u experts", real[i].model, m.experts);
+        CHECKF(compare(&m, "te-fp8", 1) == 0, "%s, %u experts, te-fp8", real[i].model, m.experts);
     }
     for (int r = ROUTER_SOFTMAX; r <= ROUTER_SIGMOID; r++) { /* a dense first layer, a shared expert */
         ExecOverrides d = {.layers = 3, .hidden = 32, .heads = 4, .seq = 16, .vocab = 64, .experts = 4, .topk = 2};
@@ -220,6 +243,8 @@ static void test_moe_terms_match_plan(void)
         m.shared_experts = 1, m.router = (RouterType)r;
         if (r == ROUTER_SIGMOID) m.router_groups = 2, m.router_group_topk = 1;
         CHECK_EQ_INT(compare_mb(&m, "megatron-bf16", 2, 2), 0);
+        CHECK_EQ_INT(compare_mb(&m, "te-fp8", 2, 2), 0); /* the shared expert's FP8 records too */
+        CHECK_EQ_INT(compare_mb(&m, "te-fp8-current", 2, 2), 0);
     }
 }
 
