@@ -146,6 +146,9 @@ int run_files_open(const RunArgs *a, Model *m, RunFiles *sf)
     if (a->trace) {
         if (!recipe_fp8_gemm(&m->recipe))
             return cli_usage(RUN_CMD, "--scaling-trace: recipe %s has no FP8 tensors", m->recipe.name);
+        if (exec_block_scaled(&m->recipe))
+            return cli_usage(RUN_CMD, "--scaling-trace: recipe %s scales per block; the trace lists per-tensor scales",
+                             m->recipe.name);
         if (model_trace_enable(m, &e) || outfile_open(&sf->trace, a->trace, &e)) return run_fail(&e);
         sf->trace_open = 1;
         fprintf(sf->trace.f, "step,bank,layer,linear,operand,format,amax,scale_used,scale_next\n");

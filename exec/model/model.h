@@ -74,15 +74,16 @@ typedef struct {
     int layer;           /* block index, −1 for embeddings / final norm / head */
     uint64_t rows, cols; /* GEMM weights (N, K); vectors (n, 1) */
     uint64_t numel;
-    int decay;       /* AdamW weight decay applies (matrices) */
-    int gemm;        /* a block linear weight: recipe.gemm states, FP8 copies */
-    int expert;      /* a routed experts' weight (also gemm): the plan's MT_*_EXPERT terms */
-    void *weight;    /* working copy, or NULL when the recipe keeps none */
-    void *master;    /* master copy, or NULL */
-    void *grad;      /* main gradient (accumulated over the step's micro-batches) */
-    void *m, *v;     /* Adam moments */
-    uint8_t *wq_row; /* (N, K) cached FP8 copy for fprop, or NULL */
-    uint8_t *wq_col; /* (K, N) cached FP8 transposed copy for dgrad, or NULL */
+    int decay;                  /* AdamW weight decay applies (matrices) */
+    int gemm;                   /* a block linear weight: recipe.gemm states, FP8 copies */
+    int expert;                 /* a routed experts' weight (also gemm): the plan's MT_*_EXPERT terms */
+    void *weight;               /* working copy, or NULL when the recipe keeps none */
+    void *master;               /* master copy, or NULL */
+    void *grad;                 /* main gradient (accumulated over the step's micro-batches) */
+    void *m, *v;                /* Adam moments */
+    uint8_t *wq_row;            /* (N, K) cached FP8 copy for fprop, or NULL */
+    uint8_t *wq_col;            /* (K, N) cached FP8 transposed copy for dgrad, or NULL */
+    float *wq_row_s, *wq_col_s; /* block scaling: the copies' 128x128 blocks' scale_inv (fp8/quant.h order) */
     /* scaling records {scale, scale_inv, amax} (REC_FLOATS) of scaled states, or NULL */
     float *master_rec, *grad_rec, *m_rec, *v_rec;
     uint32_t wslot; /* forward scaling-bank slot of the weight (gemm only) */
@@ -105,6 +106,7 @@ typedef struct {
     void *fc1;                 /* (B·T, k·F) the activation's input */
     void *act_in[LIN_COUNT];   /* saved GEMM inputs (B·T, K) or NULL */
     uint8_t *q_col[LIN_COUNT]; /* saved FP8 GEMM inputs (K, B·T) or NULL */
+    float *q_col_s[LIN_COUNT]; /* block scaling: their 1x128 tiles' scale_inv (K, ceil(B·T/128)) */
     /* a MoE layer's routed part (exec/model/model_moe.c; NULL on dense layers); R = B·T·k rows */
     float *r_scores;   /* (B·T, E) the router's scores */
     int32_t *r_ids;    /* (B·T, k) the experts each token chose */
@@ -131,19 +133,22 @@ typedef struct {
     void *normf_out; /* (B·T, C) */
     float *logits;   /* (B·T, Vp) FP32 (as Megatron's cross-entropy), overwritten by d(logits) */
     /* working buffers of one block, reused (not saved) */
-    void *dlogits;       /* (B·T, Vp) d(logits) in the activation dtype for the LM-head GEMMs */
-    void *t_in;          /* (B·T, F) GEMM input in the activation dtype when it is saved only in FP8 */
-    uint8_t *t_qrow;     /* (B·T, max K) FP8 row-wise GEMM input for fprop */
-    uint8_t *t_qcol;     /* (max K, B·T) FP8 transposed input when recast in backward */
-    uint8_t *t_wrow;     /* (max block weight) FP8 weight, row-wise, when the recipe does not keep copies */
-    uint8_t *t_wcol;     /* (max block weight) FP8 weight, transposed, likewise */
-    void *t_out;         /* (B·T, C) projection / FC2 output before the residual add */
-    void *d_res;         /* (B·T, C) residual-stream gradient */
-    void *d_a;           /* (B·T, max N) gradient of a GEMM output */
-    void *d_b;           /* (B·T, C) gradient of a C-wide GEMM input */
-    void *d_act;         /* (B·T, F) SwiGLU only: gradient of the activation's output */
-    uint8_t *d_qrow;     /* (B·T, max N) FP8 output gradient for dgrad */
-    uint8_t *d_qcol;     /* (max N, B·T) FP8 transposed output gradient for wgrad */
+    void *dlogits;   /* (B·T, Vp) d(logits) in the activation dtype for the LM-head GEMMs */
+    void *t_in;      /* (B·T, F) GEMM input in the activation dtype when it is saved only in FP8 */
+    uint8_t *t_qrow; /* (B·T, max K) FP8 row-wise GEMM input for fprop */
+    uint8_t *t_qcol; /* (max K, B·T) FP8 transposed input when recast in backward */
+    uint8_t *t_wrow; /* (max block weight) FP8 weight, row-wise, when the recipe does not keep copies */
+    uint8_t *t_wcol; /* (max block weight) FP8 weight, transposed, likewise */
+    void *t_out;     /* (B·T, C) projection / FC2 output before the residual add */
+    void *d_res;     /* (B·T, C) residual-stream gradient */
+    void *d_a;       /* (B·T, max N) gradient of a GEMM output */
+    void *d_b;       /* (B·T, C) gradient of a C-wide GEMM input */
+    void *d_act;     /* (B·T, F) SwiGLU only: gradient of the activation's output */
+    uint8_t *d_qrow; /* (B·T, max N) FP8 output gradient for dgrad */
+    uint8_t *d_qcol; /* (max N, B·T) FP8 transposed output gradient for wgrad */
+    /* block scaling: the 1x128 tiles' scale_inv of t_qrow (B·T, ceil(K/128)), d_qrow (B·T, ceil(N/128)) and
+     * d_qcol (N, ceil(B·T/128)) */
+    float *t_qrow_s, *d_qrow_s, *d_qcol_s;
     float *attn_scratch; /* (B, H, T, T) FP32 */
     float *attn_scores;  /* (H, T, T) FP32 raw scores of one sequence in the forward (phase FWD) */
     float *gstage;       /* FP32 staging of a gradient not kept in FP32: (max non-embedding param + C) */

@@ -26,6 +26,9 @@ Status model_check(const Plan *p, Err *e)
                        "the executor materializes attention scores without recompute or dropout; plan it that way "
                        "(exec_plan_input)");
     Status st = exec_recipe_check(in->recipe, e);
+    if (!st && exec_block_scaled(in->recipe) && (in->tp > 1 || in->pp > 1 || in->dp > 1))
+        st = err_set(e, ST_UNAVAILABLE, "recipe %s: block scaling runs on one rank so far (tp %u, pp %u, dp %u given)",
+                     in->recipe->name, in->tp, in->pp, in->dp);
     if (!st) st = model_moe_check(p, e);
     if (!st) st = model_shard_check(p, e);
     if (st) return st;
@@ -90,6 +93,13 @@ uint64_t model_lin_k(const Model *m, uint32_t l, LinearKind k)
 }
 
 static uint64_t max2(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* Scales of a (rows, cols) tensor quantized in g's blocks (partial blocks count). */
+static uint64_t blocks_of(Granularity g, uint64_t rows, uint64_t cols)
+{
+    uint64_t n = 0, bytes;
+    return gran_scale_count(g, rows, cols, &n, &bytes, NULL) ? 0 : n;
+}
 
 int model_has_linear(const Model *m, uint32_t l, LinearKind k)
 {
@@ -226,6 +236,11 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
         if (q->gemm && fp8 && r->fp8_col != DT_NONE)
             arena_add(sp, q->expert ? MT_FP8_EXPERT : MT_FP8_COLWISE, r->fp8_col, q->numel, bind ? &q->wq_col : NULL,
                       nm, q->layer);
+        if (q->gemm && exec_block_scaled(r)) { /* the copies' 128x128 blocks (fp8/granularity.h's counts) */
+            uint64_t nr = blocks_of(r->weight_gran, q->rows, q->cols), nc = blocks_of(r->weight_gran, q->cols, q->rows);
+            arena_add(sp, MT_SCALE_BLOCK, DT_FP32, nr, bind ? &q->wq_row_s : NULL, nm, q->layer);
+            arena_add(sp, MT_SCALE_BLOCK, DT_FP32, nc, bind ? &q->wq_col_s : NULL, nm, q->layer);
+        }
         float **rec[STATE_COUNT_] = {NULL, &q->master_rec, &q->grad_rec, &q->m_rec, &q->v_rec};
         for (int k = STATE_MASTER; k < STATE_COUNT_; k++)
             if (exec_state_scaled(st, (StateId)k))
@@ -242,7 +257,7 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
                 arena_add(sp, (c == MODEL_CLASS_GEMM ? gemm_terms : other_terms)[k],
                           (c == MODEL_CLASS_GEMM ? &r->gemm : &r->other)->dt[k], m->shard_elems[c],
                           bind ? &m->shard_buf[c][k] : NULL, shard_names[c][k], -1);
-    if (fp8) { /* scaling banks: forward (x, w per linear) and backward (dy per linear) */
+    if (fp8 && !exec_block_scaled(r)) { /* scaling banks: forward (x, w per linear) and backward (dy per linear) */
         uint64_t hist = exec_history_len(r), nb = model_fp8_tensors(m), nf = 2 * nb;
         ModelScaling *sc = bind ? &m->sc : NULL;
         arena_add(sp, MT_SCALE_GEMM, DT_FP32, hist * nf, sc ? &sc->fwd.amax_history : NULL, "fwd.amax_history", -1);
@@ -284,6 +299,9 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
             uint64_t K = model_lin_k(m, l, (LinearKind)k);
             if ((k == LIN_FC1 || k == LIN_FC2) && !model_ffn_of(m, l)) continue; /* MoE, no shared experts */
             uint64_t BTk = model_tp_col(m, (LinearKind)k) ? BTs : BT; /* the shard a column-parallel input keeps */
+            if (save_fp8 && exec_block_scaled(r)) /* its tiles along the tokens: (K, ceil(B·T/128)) */
+                arena_add(sp, MT_ACT_LAYER_FP8, DT_FP32, blocks_of(r->act_gran, K, BTk), la ? &la->q_col_s[k] : NULL,
+                          "input.fp8_col.scale_inv", li);
             if (save_fp8)
                 arena_add(sp, MT_ACT_LAYER_FP8, r->saved_input, K * BTk, la ? &la->q_col[k] : NULL, "input.fp8_col",
                           li);
@@ -347,6 +365,14 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
     if (fp8) arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, qrow, a ? &a->t_qrow : NULL, "t_qrow");
     if (fp8 && r->fp8_row == DT_NONE)
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, wmax, a ? &a->t_wrow : NULL, "t_wrow");
+    if (exec_block_scaled(r)) { /* the 1x128 tiles' scale_inv of the row-wise input and both output gradients */
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, blocks_of(r->act_gran, BT, wide),
+                        a ? &a->t_qrow_s : NULL, "t_qrow.scale_inv");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, blocks_of(r->act_gran, BT, dwide),
+                        a ? &a->d_qrow_s : NULL, "d_qrow.scale_inv");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, blocks_of(r->act_gran, dwide, BT),
+                        a ? &a->d_qcol_s : NULL, "d_qcol.scale_inv");
+    }
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->t_out : NULL, "t_out");
     /* the attention forward's FP32 scores, one sequence's heads at a time (a backend may use them) */
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, H * T * T, a ? &a->attn_scores : NULL, "attn_scores");

@@ -299,6 +299,11 @@ static void test_refusals(void)
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
     CHECK_CONTAINS(e.msg, "recipe fp8lm on model fx-moe-softmax: the executor runs FP8 expert GEMMs as Transformer "
                           "Engine's grouped linears");
+    Recipe ds = fx_recipe("deepseek-v3"); /* its dense linears run; block-scaled experts not yet */
+    CHECK(!fx_plan(&s, &ds, B, 1, &p, &e));
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "recipe deepseek-v3 on model fx-moe-softmax: block-scaled (1x128/128x128) expert GEMMs are "
+                          "not run by the executor yet");
     arena_specs_free(&sp);
     /* a backend other than the cpu's (the CUDA one has no MoE kernels): refused by name before any work */
     Backend *bk = NULL;
@@ -315,6 +320,12 @@ static void test_refusals(void)
         CHECK_CONTAINS(e.msg, "recipe te-fp8 on model fx-moe-softmax: the cuda backend runs no mixture-of-experts "
                               "layers yet (no router, permute or grouped expert GEMM kernels, nor the experts' "
                               "per-expert FP8 casts); the cpu backend does (--backend cpu)");
+        ModelSpec dense = fx_llama(); /* deepseek-v3's block scales on a dense model: likewise */
+        Recipe dsr = fx_recipe("deepseek-v3");
+        CHECK(!fx_plan(&dense, &dsr, B, 1, &p, &e));
+        CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
+        CHECK_CONTAINS(e.msg, "recipe deepseek-v3 on model fx-llama: the cuda backend runs no block-scaled "
+                              "(1x128/128x128) casts or GEMMs and no BF16 Adam moments yet; the cpu backend does");
         bk->name = name;
     }
     if (comm) comm->destroy(comm);

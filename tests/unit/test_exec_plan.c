@@ -18,7 +18,7 @@
 
 static Catalog *cat;
 
-static const char *const recipes[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm"};
+static const char *const recipes[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm", "deepseek-v3"};
 
 /* Compare one configuration (`micro` micro-batches per step); returns the number of mismatching terms. */
 static int compare_mb(const ModelSpec *m, const char *recipe, uint32_t mbs, uint32_t micro)
@@ -130,12 +130,12 @@ static void test_terms_match_plan(void)
     shapes[5].vocab = 1001;
     int configs = 0, bad = 0;
     for (int i = 0; i < 6; i++)
-        for (int r = 0; r < 4; r++)
+        for (int r = 0; r < 5; r++)
             for (uint32_t mbs = 1; mbs <= 3; mbs += 2) {
                 bad += compare(&shapes[i], recipes[r], mbs);
                 configs++;
             }
-    printf("  %d configurations (6 shapes x 4 recipes x mbs 1, 3)\n", configs);
+    printf("  %d configurations (6 shapes x 5 recipes x mbs 1, 3)\n", configs);
     CHECK_EQ_INT(bad, 0);
 }
 
@@ -152,7 +152,7 @@ static void test_llama_terms_match_plan(void)
     int configs = 0, bad = 0;
     for (int i = 0; i < 5; i++) {
         CHECK(shapes[i].norm == NORM_RMSNORM && shapes[i].mlp == MLP_SWIGLU && shapes[i].pos == POS_ROPE);
-        for (int r = 0; r < 4; r++)
+        for (int r = 0; r < 5; r++)
             for (uint32_t mbs = 1; mbs <= 2; mbs++) {
                 bad += compare(&shapes[i], recipes[r], mbs);
                 /* gradient accumulation: one micro-batch in flight, so every term is the same */
@@ -160,7 +160,7 @@ static void test_llama_terms_match_plan(void)
                 configs += 2;
             }
     }
-    printf("  %d configurations (5 LLaMA shapes x 4 recipes x mbs 1, 2 x 1 and 4 micro-batches)\n", configs);
+    printf("  %d configurations (5 LLaMA shapes x 5 recipes x mbs 1, 2 x 1 and 4 micro-batches)\n", configs);
     CHECK_EQ_INT(bad, 0);
 }
 
@@ -300,8 +300,7 @@ static void test_refusals(void)
     static const struct {
         const char *recipe, *why;
     } refused[] = {
-        {"deepseek-v3", "scale granularity is not run by the executor yet"},
-        {"mxfp8", "scale granularity is not run by the executor yet"},
+        {"mxfp8", "1x32/1x32 scale granularity is not run by the executor yet"},
         {"bf16", "working weights 'none' need FP8 GEMMs"},
         {"msamp-o1", "keep no master"},
         {"te-fp8-param", "working weights in e4m3 are not supported"},
@@ -315,6 +314,8 @@ static void test_refusals(void)
         CHECK_CONTAINS(e.msg, refused[i].recipe);
         CHECK_CONTAINS(e.msg, refused[i].why);
     }
+    const Recipe *ds = catalog_recipe(cat, "deepseek-v3"); /* block scales and BF16 moments run */
+    CHECK(ds && exec_recipe_check(ds, &e) == ST_OK);
     ModelSpec m;
     ExecOverrides none = {0};
     CHECK_EQ_INT(exec_model(catalog_model(cat, "llama3-8b"), &none, &m, &e), ST_OK); /* the LLaMA family runs */
