@@ -103,6 +103,12 @@ Status gemm_desc_check(const GemmDesc *g, Err *e)
         return err_set(e, ST_USAGE, "gemm: output D is %s but has a scale (only FP8 outputs are scaled)",
                        dtype_name(g->d.dtype));
     }
+    if (g->acc_precision != GEMM_ACC_SPLIT && g->acc_precision != GEMM_ACC_FAST && g->acc_precision != GEMM_ACC_TC14)
+        return err_set(e, ST_USAGE, "gemm: unknown accumulation precision %d", (int)g->acc_precision);
+    if (g->acc_precision == GEMM_ACC_TC14 &&
+        !(g->a.scale_inv && g->a.scale_gran != GRAN_TENSOR && g->b.scale_gran != GRAN_TENSOR))
+        return err_set(e, ST_USAGE, "gemm: the 14-bit block accumulation needs block-scaled FP8 operands (A %s, B %s)",
+                       gran_name(g->a.scale_gran), gran_name(g->b.scale_gran));
     if (g->accum != GEMM_OVERWRITE && g->accum != GEMM_ACCUMULATE)
         return err_set(e, ST_USAGE, "gemm: unknown accumulate mode %d", (int)g->accum);
     if (g->bias && !is_float(g->bias_dtype))

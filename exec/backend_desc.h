@@ -54,6 +54,11 @@ typedef enum {
 typedef enum {
     GEMM_ACC_SPLIT = 0, /* partial sums promoted to full FP32 (TE: dgrad, wgrad) */
     GEMM_ACC_FAST = 1,  /* FP8 fast accumulation allowed (TE: fprop); no effect on non-FP8 GEMMs or the CPU */
+    /* Block-scaled FP8 operands only (DeepSeek-V3): the H800 tensor core's limited accumulation as
+     * fp8/blockgemm.h models it — within each 128-wide K block a 14-significant-bit partial sum,
+     * truncated after every product added, promoted to FP32 at the block's end. The CPU computes
+     * exactly that; the cuBLASLt mapping (exec/lt_map.c) refuses block scales so far. */
+    GEMM_ACC_TC14 = 2,
 } GemmAccPrecision;
 
 typedef struct {

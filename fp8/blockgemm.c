@@ -18,15 +18,17 @@ float block_acc_truncate(float x, int frac)
     return x;
 }
 
-/* x (double) truncated toward zero to `bits` significant bits. The sum of a 14-bit partial sum and an
- * E4M3 x E4M3 product (8 significant bits, magnitudes 2^-18 .. 448^2) spans fewer than 53 bits, so the
- * double it is formed in holds it exactly. */
-static double trunc_sig(double x, int bits)
+/* The sum of a 14-bit partial sum and an E4M3 x E4M3 product (8 significant bits, magnitudes 2^-18 ..
+ * 448^2) spans fewer than 53 bits, so the double it is formed in holds it exactly; clearing the double's
+ * low 52 - 13 fraction bits truncates it toward zero to 14 significant bits. */
+float block_acc_tc14_add(float part, float p)
 {
-    if (x == 0.0 || !isfinite(x)) return x;
-    int ex;
-    double m = frexp(x, &ex); /* x = m · 2^ex, 0.5 ≤ |m| < 1 */
-    return ldexp(trunc(ldexp(m, bits)), ex - bits);
+    double s = (double)part + (double)p; /* exact (trunc_sig's note) */
+    uint64_t u;
+    memcpy(&u, &s, sizeof u);
+    u &= ~((UINT64_C(1) << (52 - TC14_FRAC)) - 1u); /* trunc_sig(s, 14) for a normal double, by its bits */
+    memcpy(&s, &u, sizeof u);
+    return (float)s;
 }
 
 Status block_gemm(const BlockGemm *g, float *d, Err *e)
@@ -54,7 +56,7 @@ Status block_gemm(const BlockGemm *g, float *d, Err *e)
                     if (g->acc == BLOCK_ACC_FP32) {
                         part += p;
                     } else { /* the exact sum, then truncated to 14 significant bits */
-                        part = (float)trunc_sig((double)part + (double)p, TC14_FRAC + 1);
+                        part = block_acc_tc14_add(part, p);
                     }
                 }
                 float s = g->a_scale_inv[i * nkb + kb] * g->b_scale_inv[(j / BLOCK_GEMM_K) * nkb + kb];

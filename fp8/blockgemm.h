@@ -57,6 +57,10 @@ typedef struct {
  * not FP8, a missing pointer or an unknown accumulation mode. */
 Status block_gemm(const BlockGemm *g, float *d, Err *e);
 
+/* One step of BLOCK_ACC_TC14's accumulator: part + p computed exactly, truncated toward zero to 14
+ * significant bits. */
+float block_acc_tc14_add(float part, float p);
+
 /* x truncated toward zero to `frac` fraction bits (FP32's exponent; ±0, Inf
  * and NaN as they are; frac ≥ 23 leaves x). BLOCK_ACC_TC14 uses frac 13. */
 float block_acc_truncate(float x, int frac);

@@ -226,7 +226,7 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
                             w->wq_col, w->wq_col_s, e);
         d.a = block_operand(m->act.t_qrow, f, m->act.t_qrow_s, r->act_gran);
         d.b = block_operand(w->wq_row, f, w->wq_row_s, r->weight_gran);
-        d.acc_precision = GEMM_ACC_FAST;
+        d.acc_precision = GEMM_ACC_TC14; /* the report's 14-bit accumulation, promoted every 128 of K */
         if (!st) st = bk->gemm(bk, &d, e);
         return st;
     }
@@ -335,6 +335,7 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
         dg.b = block_operand(w->wq_col, ff8, w->wq_col_s, r->weight_gran);
         wg.a = block_operand(a->d_qcol, fb8, a->d_qcol_s, r->act_gran);
         wg.b = block_operand(xcol, ff8, la->q_col_s[k], r->act_gran);
+        dg.acc_precision = wg.acc_precision = GEMM_ACC_TC14; /* all three GEMMs, as the report's */
     } else {
         ScalingBank *fb = &m->sc.fwd, *bb = &m->sc.bwd;
         uint32_t sx = model_slot_x(m, l, k), sw = model_slot_w(m, l, k), sd = model_slot_dy(m, l, k);

@@ -458,6 +458,18 @@ static void test_block_scaled_by_hand(void)
     d[0] = d[1] = -1.0f;
     CHECK(bk && !cpu_gemm_ref(bk, &g, &e));
     CHECKF(d[0] == 1030.484375f && d[1] == 0.0f, "reference: %.9g, %.9g", (double)d[0], (double)d[1]);
+    /* the 14-bit accumulation: block 0's partial sum stays 8192 (each + 0.125 truncated away at 2^13),
+     * 8192 x 0.125 + 4.5 = 1028.5, through gemm() (which hands it to the reference) and the reference */
+    g.acc_precision = GEMM_ACC_TC14;
+    d[0] = d[1] = -1.0f;
+    CHECK(bk && !bk->gemm(bk, &g, &e));
+    CHECKF(d[0] == 1028.5f && d[1] == 0.0f, "gemm, 14-bit: %.9g, %.9g", (double)d[0], (double)d[1]);
+    d[0] = -1.0f;
+    CHECK(bk && !cpu_gemm_ref(bk, &g, &e));
+    CHECK(d[0] == 1028.5f);
+    g.b.scale_gran = GRAN_TENSOR; /* a per-tensor operand: no 128-wide blocks to promote */
+    CHECK(bk && bk->gemm(bk, &g, &e) == ST_USAGE);
+    CHECK_CONTAINS(e.msg, "gemm: the 14-bit block accumulation needs block-scaled FP8 operands (A 1x128, B tensor)");
     if (bk) bk->destroy(bk);
 }
 
