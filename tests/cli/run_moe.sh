@@ -47,6 +47,13 @@ expect_eq "scale_gemm: planned and measured by hand" "$(grep '^memory,scale_gemm
 expect_eq "te-fp8 transient: planned and measured, 197,376 B by hand" \
     "$(grep '^memory,transient,' "$TMP/moe8.csv" | cut -d, -f4,5)" "197376,197376"
 
+# a real expert count in FP8: 64 experts top-8, each its own scaling records
+run run $MOE --experts 64 --topk 8 --expert-ffn 16 --recipe te-fp8 --steps 2 -o "$TMP/moe64.csv"
+expect_out "64 experts top-8, te-fp8: persistent terms match the plan" "every exact term matches the plan byte for byte"
+# 2 layers x (QKV, proj, 64 experts x (FC1, FC2)) = 260 FP8 tensors x 3 records x 1026 floats x 4 B = 3,201,120 B
+expect_eq "64 experts, te-fp8: scale_gemm by hand" "$(grep '^memory,scale_gemm,' "$TMP/moe64.csv" | cut -d, -f4,5)" \
+    "3201120,3201120"
+
 # the scaling trace: per step 2 layers x (QKV, proj) x 3 records = 12 rows + 2 layers x 2 x 8 experts x 3 = 96
 expect_eq "scaling trace: 108 rows a step, 3 steps and the header" "$(wc -l < "$TMP/trace8.csv" | tr -d ' ')" "325"
 expect_eq "scaling trace: one expert's dY record" \
