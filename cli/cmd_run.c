@@ -95,8 +95,9 @@ static const CliOpt opts[] = {
     {"vocab", OPT_U32, A(ov.vocab), .lo = 2, .hi = INT32_MAX},
     {.kind = OPT_TEXT, .help = "  --experts/--topk/--expert-ffn/--dense-layers   a model with experts: routed experts, experts per"
         IN23 "token, the expert FFN width (follows --hidden unless given), dense first"
-        IN23 "layers. MoE layers run on the cpu backend with BF16/FP32 GEMM recipes, over"
-        IN23 "data and expert parallel ranks (docs/executor-moe.md)"},
+        IN23 "layers. MoE layers run on the cpu backend: BF16/FP32 GEMM recipes over data"
+        IN23 "and expert parallel ranks, te-fp8 / te-fp8-current on one rank"
+        IN23 "(docs/executor-moe.md)"},
     {"experts", OPT_U32, A(ov.experts), .lo = 1, .hi = 1 << 16},
     {"topk", OPT_U32, A(ov.topk), .lo = 1, .hi = 1 << 16},
     {"expert-ffn", OPT_U32, A(ov.expert_ffn), .lo = 1, .hi = 1 << 24},

@@ -18,19 +18,36 @@ static void trace_rows(FILE *f, const Model *m)
 {
     for (uint32_t l = 0; l < m->spec.layers; l++)
         for (int k = 0; k < LIN_COUNT; k++) {
+            if (!model_has_linear(m, l, (LinearKind)k)) continue; /* a MoE block without shared experts */
             const struct {
                 const char *bank, *operand;
                 const ScalingBank *b;
                 const BankTrace *t;
                 uint32_t slot;
-            } r[3] = {{"fwd", "x", &m->sc.fwd, &m->tr_fwd, model_slot_x(l, (LinearKind)k)},
-                      {"fwd", "w", &m->sc.fwd, &m->tr_fwd, model_slot_w(l, (LinearKind)k)},
-                      {"bwd", "dy", &m->sc.bwd, &m->tr_bwd, model_slot_dy(l, (LinearKind)k)}};
+            } r[3] = {{"fwd", "x", &m->sc.fwd, &m->tr_fwd, model_slot_x(m, l, (LinearKind)k)},
+                      {"fwd", "w", &m->sc.fwd, &m->tr_fwd, model_slot_w(m, l, (LinearKind)k)},
+                      {"bwd", "dy", &m->sc.bwd, &m->tr_bwd, model_slot_dy(m, l, (LinearKind)k)}};
             for (int i = 0; i < 3; i++)
                 fprintf(f, "%u,%s,%u,%s,%s,%s,%.17g,%.17g,%.17g\n", m->step, r[i].bank, l, linear_name((LinearKind)k),
                         r[i].operand, dtype_name(r[i].b->fmt), (double)r[i].t->amax[r[i].slot],
                         (double)r[i].t->scale_used[r[i].slot], (double)r[i].t->scale_next[r[i].slot]);
         }
+    /* a MoE block's routed experts, one tensor each: linear experts.fc1.G / experts.fc2.G */
+    for (uint32_t l = 0; l < m->spec.layers; l++)
+        for (int f2 = 0; m->spec.experts && l + m->layer0 >= m->spec.dense_layers && f2 < 2; f2++)
+            for (uint32_t g = 0; g < m->spec.experts; g++)
+                for (int op = 0; op < 3; op++) {
+                    const ScalingBank *b = op < 2 ? &m->sc.fwd : &m->sc.bwd;
+                    const BankTrace *t = op < 2 ? &m->tr_fwd : &m->tr_bwd;
+                    uint32_t slot = model_slot_expert(m, l, f2, op) + g;
+                    fprintf(f, "%u,%s,%u,experts.fc%d.%u,%s,%s,%.17g,%.17g,%.17g\n", m->step, op < 2 ? "fwd" : "bwd", l,
+                            f2 + 1, g,
+                            op == 0   ? "x"
+                            : op == 1 ? "w"
+                                      : "dy",
+                            dtype_name(b->fmt), (double)t->amax[slot], (double)t->scale_used[slot],
+                            (double)t->scale_next[slot]);
+                }
 }
 
 /* SIGINT or SIGTERM asks a one-rank run to stop: the step in flight finishes
@@ -139,6 +156,9 @@ int run_files_open(const RunArgs *a, Model *m, RunFiles *sf)
     if (a->trace) {
         if (!recipe_fp8_gemm(&m->recipe))
             return cli_usage(RUN_CMD, "--scaling-trace: recipe %s has no FP8 tensors", m->recipe.name);
+        if (exec_block_scaled(&m->recipe))
+            return cli_usage(RUN_CMD, "--scaling-trace: recipe %s scales per block; the trace lists per-tensor scales",
+                             m->recipe.name);
         if (model_trace_enable(m, &e) || outfile_open(&sf->trace, a->trace, &e)) return run_fail(&e);
         sf->trace_open = 1;
         fprintf(sf->trace.f, "step,bank,layer,linear,operand,format,amax,scale_used,scale_next\n");

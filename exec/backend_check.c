@@ -103,6 +103,12 @@ Status gemm_desc_check(const GemmDesc *g, Err *e)
         return err_set(e, ST_USAGE, "gemm: output D is %s but has a scale (only FP8 outputs are scaled)",
                        dtype_name(g->d.dtype));
     }
+    if (g->acc_precision != GEMM_ACC_SPLIT && g->acc_precision != GEMM_ACC_FAST && g->acc_precision != GEMM_ACC_TC14)
+        return err_set(e, ST_USAGE, "gemm: unknown accumulation precision %d", (int)g->acc_precision);
+    if (g->acc_precision == GEMM_ACC_TC14 &&
+        !(g->a.scale_inv && g->a.scale_gran != GRAN_TENSOR && g->b.scale_gran != GRAN_TENSOR))
+        return err_set(e, ST_USAGE, "gemm: the 14-bit block accumulation needs block-scaled FP8 operands (A %s, B %s)",
+                       gran_name(g->a.scale_gran), gran_name(g->b.scale_gran));
     if (g->accum != GEMM_OVERWRITE && g->accum != GEMM_ACCUMULATE)
         return err_set(e, ST_USAGE, "gemm: unknown accumulate mode %d", (int)g->accum);
     if (g->bias && !is_float(g->bias_dtype))
@@ -126,6 +132,22 @@ Status backend_check_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
         return err_set(e, ST_USAGE, "cast_transpose: needs an input and at least one output");
     /* FP8 input: codes recast (a transposed copy of an FP8 tensor, exec/model/model_shard.c) */
     Status st = dtype_is_fp8(c->in_dtype) ? ST_OK : need_float(c->in_dtype, "cast_transpose", "input", e);
+    if (!st && c->col_ld && (!c->out_col || c->col_ld < c->rows))
+        st = err_set(e, ST_USAGE, "cast_transpose: transposed copy's leading dimension %llu %s",
+                     (unsigned long long)c->col_ld, c->out_col ? "is below its rows" : "without a transposed copy");
+    if (!st && c->gran != GRAN_TENSOR) {
+        if (c->gran != GRAN_1X128 && c->gran != GRAN_128X128)
+            return err_set(e, ST_USAGE, "cast_transpose: granularity %s (tensor, 1x128 or 128x128)",
+                           gran_name(c->gran));
+        if (!dtype_is_fp8(c->out_dtype) || dtype_is_fp8(c->in_dtype) || c->in_scale_inv || c->col_ld || c->amax)
+            return err_set(e, ST_USAGE,
+                           "cast_transpose: %s blocks cast a 16/32-bit input to FP8 with their own scales (no input "
+                           "scale, leading dimension or amax)",
+                           gran_name(c->gran));
+        if ((c->out_row && !c->row_scale_inv) || (c->out_col && !c->col_scale_inv) || (!c->out_row && !c->out_col))
+            return err_set(e, ST_USAGE, "cast_transpose: a block-scaled copy needs its scale_inv array");
+        return ST_OK;
+    }
     if (!st && (c->out_row || c->out_col) && (!dtype_is_fp8(c->out_dtype) || !c->scale))
         st = err_set(e, ST_USAGE, "cast_transpose: output dtype %s must be e4m3 or e5m2, with a scale",
                      dtype_name(c->out_dtype));
@@ -359,6 +381,8 @@ Status backend_check_adamw(Backend *bk, const AdamWDesc *d, Err *e)
     if (!st) st = tensors_check(d->grad, d->grad_dtype, d->grad_scale_inv, d->weight, d->weight_dtype, "adamw", e);
     if (st) return st;
     if (!d->m || !d->v) return err_set(e, ST_USAGE, "adamw: missing state");
+    if (d->moment_dtype != DT_NONE && d->moment_dtype != DT_FP32 && d->moment_dtype != DT_BF16)
+        return err_set(e, ST_USAGE, "adamw: moments in %s (fp32 or bf16)", dtype_name(d->moment_dtype));
     if (!d->master && (!d->weight || d->weight_dtype != DT_FP32))
         return err_set(e, ST_USAGE, "adamw: without a master the working weight must be fp32");
     return ST_OK;

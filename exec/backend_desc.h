@@ -54,6 +54,11 @@ typedef enum {
 typedef enum {
     GEMM_ACC_SPLIT = 0, /* partial sums promoted to full FP32 (TE: dgrad, wgrad) */
     GEMM_ACC_FAST = 1,  /* FP8 fast accumulation allowed (TE: fprop); no effect on non-FP8 GEMMs or the CPU */
+    /* Block-scaled FP8 operands only (DeepSeek-V3): the H800 tensor core's limited accumulation as
+     * fp8/blockgemm.h models it — within each 128-wide K block a 14-significant-bit partial sum,
+     * truncated after every product added, promoted to FP32 at the block's end. The CPU computes
+     * exactly that; the cuBLASLt mapping (exec/lt_map.c) refuses block scales so far. */
+    GEMM_ACC_TC14 = 2,
 } GemmAccPrecision;
 
 typedef struct {
@@ -115,6 +120,19 @@ typedef struct {
     const float *scale; /* 1 float; NULL only for an amax-only call (no output), which leaves scale_inv as it is */
     float *scale_inv;   /* 1 float written, or NULL */
     float *amax;        /* 1 float max-combined, or NULL */
+    uint64_t col_ld;    /* elements between rows of out_col; 0 = rows (packed). A larger one writes the
+                           columns of a slice of a taller matrix: a MoE layer's experts, each its own scale */
+    /* Block scaling (DeepSeek-V3; gran GRAN_1X128 or GRAN_128X128, GRAN_TENSOR = 0 above): each copy is
+     * quantized on its own, block by block, with the block's own amax (current scaling, computed online):
+     * scale = fmax / amax in FP32 (1 for an all-zero block), as fp8/quant.h's quant_tensor does without
+     * power-of-two rounding. The row-wise copy's blocks tile (rows, cols), its dequantization factors go
+     * to row_scale_inv (gran_scale_count(rows, cols) of them, fp8/quant.h's order); the transposed copy is
+     * tiled as the (cols, rows) tensor it is (1x128 activations re-tiled 128x1, as the report does for
+     * the backward), into col_scale_inv. scale, scale_inv, amax, in_scale_inv and col_ld are unused (NULL,
+     * 0); the input is 16/32-bit. */
+    Granularity gran;
+    float *row_scale_inv; /* with out_row */
+    float *col_scale_inv; /* with out_col */
 } CastDesc;
 
 /* ---- scaling state ------------------------------------------------------------
@@ -249,7 +267,9 @@ typedef struct {
     float grad_scale; /* gradients are multiplied by this first (e.g. 1/micro-batches) */
 } AdamHyper;
 
-/* AdamW with FP32 master, m and v (the BF16 recipes and TE's FP8 recipes). The
+/* AdamW with FP32 master and FP32 m and v (the BF16 recipes and TE's FP8
+ * recipes), or BF16 m and v (DeepSeek-V3's: moment_dtype DT_BF16; each moment
+ * is read to FP32, updated in FP32 as km_adamw does, stored back RNE). The
  * gradient is FP32/BF16, or FP8 with its scale_inv. After the update the
  * working copy (BF16/FP16) is rewritten from the new master (RNE) when `weight`
  * is set. Without a master (NULL) the FP32 working copy itself is updated. */
@@ -257,12 +277,13 @@ typedef struct {
     uint64_t n;
     AdamHyper h;
     float *master; /* (n) FP32, or NULL: then weight must be FP32 and is the master */
-    float *m, *v;  /* (n) FP32 */
+    void *m, *v;   /* (n) in moment_dtype */
     const void *grad;
     Dtype grad_dtype;            /* DT_FP32, DT_BF16, DT_E4M3, DT_E5M2 */
     const float *grad_scale_inv; /* FP8 grads: 1 float */
     void *weight;                /* working copy (n), or NULL */
     Dtype weight_dtype;
+    Dtype moment_dtype; /* DT_FP32, or DT_BF16; DT_NONE (0) reads as DT_FP32 */
 } AdamWDesc;
 
 /* AdamW over many tensors at once (the multi-tensor optimizer: one update launch

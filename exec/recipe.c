@@ -53,10 +53,10 @@ static Status check_states(const Recipe *r, const StateSet *s, int gemm, Err *e)
                            "recipe %s: an fp16 master runs with FP8-LM's optimizer only (m e4m3, v fp16; got m %s, "
                            "v %s)",
                            n, dtype_name(m), dtype_name(v));
-    } else if (m != DT_FP32 || v != DT_FP32) {
+    } else if (!(m == DT_FP32 && v == DT_FP32) && !(m == DT_BF16 && v == DT_BF16 && ma == DT_FP32)) {
         return err_set(e, ST_UNAVAILABLE,
                        "recipe %s: %s Adam states m %s, v %s need FP8-LM's optimizer (an fp16 master); with a %s "
-                       "master they must be fp32",
+                       "master they must be fp32 (or both bf16 with an fp32 master, as DeepSeek-V3's)",
                        n, cls, dtype_name(m), dtype_name(v), dtype_name(ma));
     }
     for (int i = 0; i < STATE_COUNT_; i++) {
@@ -75,10 +75,18 @@ Status exec_recipe_check(const Recipe *r, Err *e)
 {
     const char *n = r->name[0] ? r->name : "(unnamed)";
     const Dtype act = exec_act_dtype(r);
-    if (recipe_fp8_gemm(r) && (r->act_gran != GRAN_TENSOR || r->weight_gran != GRAN_TENSOR))
+    if (recipe_fp8_gemm(r) && (r->act_gran != GRAN_TENSOR || r->weight_gran != GRAN_TENSOR) &&
+        (r->act_gran != GRAN_1X128 || r->weight_gran != GRAN_128X128))
         return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s: %s/%s scale granularity is not run by the executor yet (per-tensor only)", n,
-                       gran_name(r->act_gran), gran_name(r->weight_gran));
+                       "recipe %s: %s/%s scale granularity is not run by the executor yet (per-tensor, or "
+                       "DeepSeek-V3's 1x128/128x128)",
+                       n, gran_name(r->act_gran), gran_name(r->weight_gran));
+    if (exec_block_scaled(r) && (r->scaling != SCALING_CURRENT || r->fp8_row == DT_NONE || r->fp8_col == DT_NONE ||
+                                 !dtype_is_fp8(r->saved_input)))
+        return err_set(e, ST_UNAVAILABLE,
+                       "recipe %s: block scales run with current scaling, kept FP8 weight copies in both layouts "
+                       "and FP8 saved inputs (DeepSeek-V3's combination)",
+                       n);
     Status st = check_states(r, &r->gemm, 1, e);
     if (!st) st = check_states(r, &r->other, 0, e);
     if (st) return st;

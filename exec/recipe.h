@@ -44,6 +44,14 @@ static inline int exec_state_scaled(const StateSet *s, StateId id)
     return s->dt[id] != DT_NONE && ((s->scaled_mask >> id) & 1u);
 }
 
+/* 1 for FP8 GEMMs with block scales (DeepSeek-V3: 1x128 activation and gradient tiles, 128x128 weight
+ * blocks, current scaling per block): no per-tensor scaling banks, each FP8 copy carries its blocks'
+ * scale_inv arrays. */
+static inline int exec_block_scaled(const Recipe *r)
+{
+    return recipe_fp8_gemm(r) && (r->act_gran != GRAN_TENSOR || r->weight_gran != GRAN_TENSOR);
+}
+
 /* ST_OK when the executor implements this combination; otherwise
  * ST_UNAVAILABLE (a legal recipe the executor does not run yet, e.g. block
  * scaling) or ST_USAGE (an inconsistent one), naming the recipe and the field. */

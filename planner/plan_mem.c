@@ -410,8 +410,14 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
     bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, dwide, 2)); /* d(widest output) */
     if (g->k == 2) /* SwiGLU: d(its output) (tok, F) is read while d(FC1 output) (tok, 2F) is written */
         bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->F_t, 2));
-    if (g->rep > 1) bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, h, 2));               /* SP re-gathered input */
-    if (dt_fp8(rc->gemm_bwd)) bwd = ck_add(ck, bwd, 2 * ck_mul(ck, g->tok, dwide)); /* dY in FP8, both layouts */
+    if (g->rep > 1) bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, h, 2)); /* SP re-gathered input */
+    if (dt_fp8(rc->gemm_bwd)) { /* dY in FP8, both layouts, and their block scales (the transposed copy's
+                                   tiles run along the tokens) */
+        uint64_t n1, n2, s1 = plan_block_scale_bytes(rc->act_gran, g->tok, dwide, &n1),
+                         s2 = plan_block_scale_bytes(rc->act_gran, dwide, g->tok, &n2);
+        if (n1 == UINT64_MAX || n2 == UINT64_MAX) ck->ovf = 1;
+        bwd = ck_add(ck, bwd, ck_add(ck, 2 * ck_mul(ck, g->tok, dwide), ck_add(ck, s1, s2)));
+    }
     if (in->recompute == RECOMPUTE_FULL)
         bwd = ck_add(ck, bwd, ck_add(ck, ck_add(ck, la.hp, la.fp8), ck_add(ck, la.attn, la.mask)));
     if (in->recompute == RECOMPUTE_OP) /* one layer's recomputed tensors while its backward runs */

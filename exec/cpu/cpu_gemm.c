@@ -366,7 +366,8 @@ Status cpu_gemm(Backend *bk, const GemmDesc *g, Err *e)
 {
     Status st = cpu_gemm_check(g, e);
     if (st) return st;
-    if (!blas_fits(g)) return cpu_gemm_ref(bk, g, e); /* beyond the BLAS's 32-bit sizes */
+    if (!blas_fits(g) || g->acc_precision == GEMM_ACC_TC14) /* beyond the BLAS's 32-bit sizes; the 14-bit */
+        return cpu_gemm_ref(bk, g, e);                      /* accumulator is the reference's alone */
     Gm gm;
     uint64_t need[3];
     gemm_plan(g, par_threads(), &gm, need);
@@ -386,7 +387,7 @@ Status cpu_gemm_serial_plan(const GemmDesc *g, uint64_t need[2], Err *e)
     Gm gm;
     uint64_t all[3];
     gemm_plan(g, 1, &gm, all);
-    if (!blas_fits(g) || gm.chunked)
+    if (!blas_fits(g) || gm.chunked || g->acc_precision == GEMM_ACC_TC14)
         return err_set(e, ST_SOFTWARE, "cpu gemm: a %llux%llux%llu GEMM has no serial path", (unsigned long long)g->m,
                        (unsigned long long)g->n, (unsigned long long)g->k);
     need[0] = all[0];

@@ -9,12 +9,15 @@
  *  - Per-tensor scales rescale the finished FP32 sum once, by
  *    scale_inv(A)·scale_inv(B) = 1/(sx·sw). Block scales (1x128, 128x128) rescale
  *    each 128-wide K block's partial sum before it is added to the FP32
- *    accumulator (DeepSeek-V3's promotion interval).
+ *    accumulator (DeepSeek-V3's promotion interval); with GEMM_ACC_TC14 that
+ *    partial sum is the 14-bit one of fp8/blockgemm.h (the BLAS GEMM sends
+ *    such descriptors here).
  *  - Epilogue in FP32: + D (accumulate), + bias, amax of the result, × D scale
  *    for an FP8 output, then one rounding to the output dtype (RNE; FP8
  *    saturating).
  * Each output element's sum runs over k in increasing order (one thread, plain
- * loops), so the result is a sequential dot product, independent of the
+ * loops; the 14-bit sums' rows are shared over the pool, each element still
+ * one thread's), so the result is a sequential dot product, independent of the
  * blocking below. */
 #include <math.h>
 #include <string.h>
@@ -22,6 +25,8 @@
 #include "exec/cpu/cpu_gemm.h"
 #include "exec/cpu/cpu_ops.h"
 #include "exec/elem.h"
+#include "exec/par.h"
+#include "fp8/blockgemm.h"
 #include "util/num.h"
 
 /* ---- shared with the BLAS GEMM (exec/cpu_gemm.h) ---------------------------- */
@@ -172,6 +177,33 @@ static void matmul_rows(const float *af, const float *bt, float *part, uint64_t 
     }
 }
 
+typedef struct {
+    const GemmDesc *g;
+    const float *af, *bt; /* (M, K), (N, K) raw FP8 values */
+    float *acc;           /* (M, N) from 0 */
+    uint64_t nkb;
+} Tc14Job;
+
+/* Rows [i0, i1) of GEMM_ACC_TC14: per 128-wide K block the 14-bit partial sum, promoted by its scales. */
+static void tc14_rows(void *ctx, uint64_t i0, uint64_t i1, int worker)
+{
+    (void)worker;
+    const Tc14Job *t = ctx;
+    const GemmDesc *g = t->g;
+    const uint64_t n = g->n, k = g->k;
+    for (uint64_t i = i0; i < i1; i++)
+        for (uint64_t j = 0; j < n; j++) {
+            const float *ar = t->af + i * k, *br = t->bt + j * k;
+            for (uint64_t k0 = 0, kb = 0; k0 < k; k0 += GEMM_SCALE_BLOCK, kb++) {
+                uint64_t k1 = k - k0 < GEMM_SCALE_BLOCK ? k : k0 + GEMM_SCALE_BLOCK;
+                float p = 0.0f;
+                for (uint64_t kk = k0; kk < k1; kk++) p = block_acc_tc14_add(p, ar[kk] * br[kk]);
+                t->acc[i * n + j] +=
+                    p * (cpu_gemm_scale_at(&g->a, i, kb, t->nkb) * cpu_gemm_scale_at(&g->b, j, kb, t->nkb));
+            }
+        }
+}
+
 Status cpu_gemm_ref(Backend *bk, const GemmDesc *g, Err *e)
 {
     Status st = cpu_gemm_check(g, e);
@@ -184,8 +216,9 @@ Status cpu_gemm_ref(Backend *bk, const GemmDesc *g, Err *e)
     float *bt = af ? cpu_scratch(bk, 1, nk, e) : NULL;
     float *acc = bt ? cpu_scratch(bk, 2, blocked ? 2 * mn : mn, e) : NULL;
     if (!acc) return e ? e->st : ST_NOMEM;
-    load_operand(&g->a, m, k, GEMM_K_INNER, af); /* (M, K) */
-    load_operand(&g->b, n, k, GEMM_K_OUTER, bt); /* (K, N) */
+    const int tc14 = g->acc_precision == GEMM_ACC_TC14;
+    load_operand(&g->a, m, k, GEMM_K_INNER, af);                       /* (M, K) */
+    load_operand(&g->b, n, k, tc14 ? GEMM_K_INNER : GEMM_K_OUTER, bt); /* (K, N); 14-bit sums: (N, K) */
 
     if (!blocked) {
         matmul_rows(af, bt, acc, n, k, 0, m, 0, k);
@@ -196,7 +229,12 @@ Status cpu_gemm_ref(Backend *bk, const GemmDesc *g, Err *e)
     } else {
         float *part = acc + mn;
         memset(acc, 0, (size_t)mn * sizeof(float));
-        for (uint64_t k0 = 0, kb = 0; k0 < k; k0 += kblk, kb++) {
+        if (tc14) { /* the 14-bit partial sums (fp8/blockgemm.h), rows in chunks on the pool: each element
+                       is summed by one thread in the same order whoever runs it */
+            Tc14Job j = {.g = g, .af = af, .bt = bt, .acc = acc, .nkb = nkb};
+            par_chunks(m, 8, tc14_rows, &j);
+        }
+        for (uint64_t k0 = 0, kb = 0; k0 < k && !tc14; k0 += kblk, kb++) {
             uint64_t k1 = k - k0 < kblk ? k : k0 + kblk;
             matmul_rows(af, bt, part, n, k, 0, m, k0, k1);
             for (uint64_t i = 0; i < m; i++) {

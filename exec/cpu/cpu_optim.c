@@ -31,11 +31,21 @@ static void adamw_chunk(void *ctx, uint64_t b, uint64_t e, int worker)
     uint64_t n = e - b;
     /* master, m, v and the gradient's copy are distinct arrays: restrict lets the loop vectorize */
     float *restrict g = j->buf + (uint64_t)worker * j->stride, *restrict w = j->master + b;
-    float *restrict m = d->m + b, *restrict v = d->v + b;
     const AdamHyper h = d->h;
     const float bc1 = j->bc1, bc2 = j->bc2, gs = j->gs;
     elem_load_run(d->grad, d->grad_dtype, b, g, n);
-    for (uint64_t i = 0; i < n; i++) w[i] = adam_update(&h, bc1, bc2, w[i], g[i] * gs, &m[i], &v[i]);
+    if (d->moment_dtype ==
+        DT_BF16) { /* the moments read to FP32 (the buffer's second and third CPU_CHUNK), stored RNE */
+        float *restrict m = g + CPU_CHUNK, *restrict v = m + CPU_CHUNK;
+        elem_load_run(d->m, DT_BF16, b, m, n);
+        elem_load_run(d->v, DT_BF16, b, v, n);
+        for (uint64_t i = 0; i < n; i++) w[i] = adam_update(&h, bc1, bc2, w[i], g[i] * gs, &m[i], &v[i]);
+        elem_store_run(d->m, DT_BF16, b, m, n);
+        elem_store_run(d->v, DT_BF16, b, v, n);
+    } else {
+        float *restrict m = (float *)d->m + b, *restrict v = (float *)d->v + b;
+        for (uint64_t i = 0; i < n; i++) w[i] = adam_update(&h, bc1, bc2, w[i], g[i] * gs, &m[i], &v[i]);
+    }
     if (d->weight && d->master) elem_store_run(d->weight, d->weight_dtype, b, w, n);
 }
 
@@ -48,7 +58,7 @@ Status cpu_adamw(Backend *bk, const AdamWDesc *d, Err *e)
                  .bc1 = 1.0f - powf(d->h.beta1, (float)d->h.step),
                  .bc2 = 1.0f - powf(d->h.beta2, (float)d->h.step)};
     if (!d->n) return ST_OK;
-    j.buf = cpu_scratch_workers(bk, 0, CPU_CHUNK, &j.stride, e);
+    j.buf = cpu_scratch_workers(bk, 0, d->moment_dtype == DT_BF16 ? 3 * CPU_CHUNK : CPU_CHUNK, &j.stride, e);
     if (!j.buf) return e ? e->st : ST_NOMEM;
     par_chunks(d->n, CPU_CHUNK, adamw_chunk, &j);
     return ST_OK;

@@ -13,6 +13,7 @@
 #include "exec/par.h"
 #include "exec/scaling.h"
 #include "fp8/codec.h"
+#include "fp8/quant.h"
 
 enum { CAST_TR = 32, CAST_TC = 2048 }; /* a cast tile: rows × columns */
 
@@ -51,14 +52,45 @@ static void cast_tile(void *ctx, uint64_t task, int worker)
     }
     if (c->out_col)
         for (uint64_t i = 0; i < cn; i++) {
-            uint8_t *col = (uint8_t *)c->out_col + (c0 + i) * R + r0;
+            uint8_t *col = (uint8_t *)c->out_col + (c0 + i) * (c->col_ld ? c->col_ld : R) + r0;
             for (uint64_t r = 0; r < rn; r++) col[r] = qb[r * CAST_TC + i];
         }
     j->amax[worker] = amax;
 }
 
+/* Block scaling: each copy through fp8/'s quantizer (quant_tensor, FP32 scales, not rounded to powers of
+ * two), from an FP32 copy of the input (transposed for the transposed copy). */
+static Status cast_blocks(Backend *bk, const CastDesc *c, Err *e)
+{
+    const uint64_t R = c->rows, C = c->cols, n = R * C;
+    if (!n) return ST_OK;
+    uint64_t ns = 0, ns2 = 0, nmax;
+    QuantCfg cfg = quant_cfg(c->out_dtype, c->gran);
+    cfg.pow2 = 0;
+    Status st = quant_scale_count(&cfg, R, C, &ns, e);
+    if (!st) st = quant_scale_count(&cfg, C, R, &ns2, e);
+    if (st) return st;
+    nmax = ns > ns2 ? ns : ns2;
+    float *x = cpu_scratch(bk, 0, 2 * n + nmax, e);
+    if (!x) return e ? e->st : ST_NOMEM;
+    float *xt = x + n, *sc = xt + n;
+    elem_load_run(c->in, c->in_dtype, 0, x, n);
+    if (c->out_row) {
+        QuantBufs b = {.codes = c->out_row, .scale = sc, .scale_inv = c->row_scale_inv};
+        st = quant_tensor(&cfg, x, R, C, &b, NULL, e);
+    }
+    if (!st && c->out_col) {
+        for (uint64_t r = 0; r < R; r++)
+            for (uint64_t j = 0; j < C; j++) xt[j * R + r] = x[r * C + j];
+        QuantBufs b = {.codes = c->out_col, .scale = sc, .scale_inv = c->col_scale_inv};
+        st = quant_tensor(&cfg, xt, C, R, &b, NULL, e);
+    }
+    return st;
+}
+
 Status cpu_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
 {
+    if (c->gran != GRAN_TENSOR) return cast_blocks(bk, c, e);
     CastJob j = {.c = c,
                  .scale = c->scale ? c->scale[0] : 1.0f,
                  .dq = c->in_scale_inv ? c->in_scale_inv[0] : 1.0f,

@@ -168,11 +168,12 @@ Status cuda_adamw(Backend *bk, const AdamWDesc *d, Err *e)
         master = (float *)d->weight;
         weight = NULL;
     }
+    if (d->moment_dtype == DT_BF16) return err_set(e, ST_UNAVAILABLE, "adamw: bf16 moments are cpu-only so far");
     if (!d->n) return ST_OK;
     CUDA_TIMED(BK_OPCAT_OPTIM,
                (k_adamw<<<opt_blocks(im, d->n), 256, 0, im->stream>>>(
                    d->n, km_of(&d->h), d->h.grad_scale, dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv : NULL, master,
-                   d->m, d->v, d->grad, d->grad_dtype, weight, d->weight_dtype)));
+                   (float *)d->m, (float *)d->v, d->grad, d->grad_dtype, weight, d->weight_dtype)));
 done:
     return st;
 }
@@ -227,7 +228,7 @@ __device__ __forceinline__ MtTensor mt_tensor(const AdamWDesc *d, KmAdam h0)
     x.gs = fp8 ? KM_MUL(d->h.grad_scale, *d->grad_scale_inv) : d->h.grad_scale;
     x.master = d->master ? d->master : (float *)d->weight; /* no master: the FP32 working copy is it */
     x.weight = d->master ? d->weight : NULL;
-    x.m = d->m, x.v = d->v, x.grad = d->grad, x.gdt = d->grad_dtype, x.wdt = d->weight_dtype;
+    x.m = (float *)d->m, x.v = (float *)d->v, x.grad = d->grad, x.gdt = d->grad_dtype, x.wdt = d->weight_dtype;
     return x;
 }
 
@@ -280,7 +281,11 @@ Status cuda_adamw_multi(Backend *bk, const AdamWMultiDesc *d, Err *e)
     if (d->count > (1u << 20))
         return err_set(e, ST_UNAVAILABLE, "adamw_multi: %u tensors exceed the cuda backend's 1048576 per list",
                        d->count);
-    for (uint32_t i = 0; i < d->count; i++) total += d->list[i].n;
+    for (uint32_t i = 0; i < d->count; i++) {
+        if (d->list[i].moment_dtype == DT_BF16)
+            return err_set(e, ST_UNAVAILABLE, "adamw_multi: tensor %u: bf16 moments are cpu-only so far", i);
+        total += d->list[i].n;
+    }
     if (!total) return ST_OK;
     /* scratch: the starts, then (list_dev NULL) the backend's copy of the list, 256-byte aligned */
     const size_t starts_bytes = (((size_t)d->count + 1) * sizeof(uint64_t) + 255) & ~(size_t)255;

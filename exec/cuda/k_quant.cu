@@ -187,6 +187,13 @@ Status cuda_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
     const uint64_t R = c->rows, C = c->cols, n = R * C;
     if (dtype_is_fp8(c->in_dtype)) /* recasting FP8 codes: the sharded FP8-LM copies, cpu ranks only */
         return err_set(e, ST_UNAVAILABLE, "cast_transpose: FP8 input is cpu-only");
+    if (c->gran != GRAN_TENSOR)
+        return err_set(e, ST_UNAVAILABLE, "cast_transpose: %s block scaling is cpu-only so far", gran_name(c->gran));
+    if (c->col_ld && c->col_ld != R) /* the MoE experts' column slices: their FP8 GEMMs are cpu-only too */
+        return err_set(e, ST_UNAVAILABLE,
+                       "cast_transpose: a transposed copy with leading dimension %llu (not its "
+                       "%llu rows) is cpu-only so far",
+                       (unsigned long long)c->col_ld, (unsigned long long)R);
     if (!n) return ST_OK;
     const unsigned esz = dtype_bytes(c->in_dtype);
     ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));

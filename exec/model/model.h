@@ -74,15 +74,16 @@ typedef struct {
     int layer;           /* block index, −1 for embeddings / final norm / head */
     uint64_t rows, cols; /* GEMM weights (N, K); vectors (n, 1) */
     uint64_t numel;
-    int decay;       /* AdamW weight decay applies (matrices) */
-    int gemm;        /* a block linear weight: recipe.gemm states, FP8 copies */
-    int expert;      /* a routed experts' weight (also gemm): the plan's MT_*_EXPERT terms */
-    void *weight;    /* working copy, or NULL when the recipe keeps none */
-    void *master;    /* master copy, or NULL */
-    void *grad;      /* main gradient (accumulated over the step's micro-batches) */
-    void *m, *v;     /* Adam moments */
-    uint8_t *wq_row; /* (N, K) cached FP8 copy for fprop, or NULL */
-    uint8_t *wq_col; /* (K, N) cached FP8 transposed copy for dgrad, or NULL */
+    int decay;                  /* AdamW weight decay applies (matrices) */
+    int gemm;                   /* a block linear weight: recipe.gemm states, FP8 copies */
+    int expert;                 /* a routed experts' weight (also gemm): the plan's MT_*_EXPERT terms */
+    void *weight;               /* working copy, or NULL when the recipe keeps none */
+    void *master;               /* master copy, or NULL */
+    void *grad;                 /* main gradient (accumulated over the step's micro-batches) */
+    void *m, *v;                /* Adam moments */
+    uint8_t *wq_row;            /* (N, K) cached FP8 copy for fprop, or NULL */
+    uint8_t *wq_col;            /* (K, N) cached FP8 transposed copy for dgrad, or NULL */
+    float *wq_row_s, *wq_col_s; /* block scaling: the copies' 128x128 blocks' scale_inv (fp8/quant.h order) */
     /* scaling records {scale, scale_inv, amax} (REC_FLOATS) of scaled states, or NULL */
     float *master_rec, *grad_rec, *m_rec, *v_rec;
     uint32_t wslot; /* forward scaling-bank slot of the weight (gemm only) */
@@ -105,6 +106,7 @@ typedef struct {
     void *fc1;                 /* (B·T, k·F) the activation's input */
     void *act_in[LIN_COUNT];   /* saved GEMM inputs (B·T, K) or NULL */
     uint8_t *q_col[LIN_COUNT]; /* saved FP8 GEMM inputs (K, B·T) or NULL */
+    float *q_col_s[LIN_COUNT]; /* block scaling: their 1x128 tiles' scale_inv (K, ceil(B·T/128)) */
     /* a MoE layer's routed part (exec/model/model_moe.c; NULL on dense layers); R = B·T·k rows */
     float *r_scores;   /* (B·T, E) the router's scores */
     int32_t *r_ids;    /* (B·T, k) the experts each token chose */
@@ -115,6 +117,10 @@ typedef struct {
     void *x_in;        /* (R, C) the dispatched expert inputs */
     void *x_fc1;       /* (R, k·Fe) the experts' FC1 output */
     void *x_fc2in;     /* (R, Fe) the experts' activation output = FC2 input */
+    /* FP8 recipes save the experts' GEMM inputs as transposed FP8 copies instead of x_in / x_fc2in
+     * (those NULL), each expert's columns [r_g, r_g + m_g) cast with its own scale */
+    uint8_t *q_xin; /* (C, R) */
+    uint8_t *q_xh;  /* (Fe, R) */
 } LayerActs;
 
 typedef struct {
@@ -127,19 +133,22 @@ typedef struct {
     void *normf_out; /* (B·T, C) */
     float *logits;   /* (B·T, Vp) FP32 (as Megatron's cross-entropy), overwritten by d(logits) */
     /* working buffers of one block, reused (not saved) */
-    void *dlogits;       /* (B·T, Vp) d(logits) in the activation dtype for the LM-head GEMMs */
-    void *t_in;          /* (B·T, F) GEMM input in the activation dtype when it is saved only in FP8 */
-    uint8_t *t_qrow;     /* (B·T, max K) FP8 row-wise GEMM input for fprop */
-    uint8_t *t_qcol;     /* (max K, B·T) FP8 transposed input when recast in backward */
-    uint8_t *t_wrow;     /* (max block weight) FP8 weight, row-wise, when the recipe does not keep copies */
-    uint8_t *t_wcol;     /* (max block weight) FP8 weight, transposed, likewise */
-    void *t_out;         /* (B·T, C) projection / FC2 output before the residual add */
-    void *d_res;         /* (B·T, C) residual-stream gradient */
-    void *d_a;           /* (B·T, max N) gradient of a GEMM output */
-    void *d_b;           /* (B·T, C) gradient of a C-wide GEMM input */
-    void *d_act;         /* (B·T, F) SwiGLU only: gradient of the activation's output */
-    uint8_t *d_qrow;     /* (B·T, max N) FP8 output gradient for dgrad */
-    uint8_t *d_qcol;     /* (max N, B·T) FP8 transposed output gradient for wgrad */
+    void *dlogits;   /* (B·T, Vp) d(logits) in the activation dtype for the LM-head GEMMs */
+    void *t_in;      /* (B·T, F) GEMM input in the activation dtype when it is saved only in FP8 */
+    uint8_t *t_qrow; /* (B·T, max K) FP8 row-wise GEMM input for fprop */
+    uint8_t *t_qcol; /* (max K, B·T) FP8 transposed input when recast in backward */
+    uint8_t *t_wrow; /* (max block weight) FP8 weight, row-wise, when the recipe does not keep copies */
+    uint8_t *t_wcol; /* (max block weight) FP8 weight, transposed, likewise */
+    void *t_out;     /* (B·T, C) projection / FC2 output before the residual add */
+    void *d_res;     /* (B·T, C) residual-stream gradient */
+    void *d_a;       /* (B·T, max N) gradient of a GEMM output */
+    void *d_b;       /* (B·T, C) gradient of a C-wide GEMM input */
+    void *d_act;     /* (B·T, F) SwiGLU only: gradient of the activation's output */
+    uint8_t *d_qrow; /* (B·T, max N) FP8 output gradient for dgrad */
+    uint8_t *d_qcol; /* (max N, B·T) FP8 transposed output gradient for wgrad */
+    /* block scaling: the 1x128 tiles' scale_inv of t_qrow (B·T, ceil(K/128)), d_qrow (B·T, ceil(N/128)) and
+     * d_qcol (N, ceil(B·T/128)) */
+    float *t_qrow_s, *d_qrow_s, *d_qcol_s;
     float *attn_scratch; /* (B, H, T, T) FP32 */
     float *attn_scores;  /* (H, T, T) FP32 raw scores of one sequence in the forward (phase FWD) */
     float *gstage;       /* FP32 staging of a gradient not kept in FP32: (max non-embedding param + C) */
@@ -164,6 +173,7 @@ typedef struct {
     void *x_dh1;     /* (R, k·Fe) d(FC1 output) */
     void *t_moe;     /* (B·T, C) the routed part's combined output (forward) */
     void *d_moe;     /* (B·T, C) d(norm 2 output) through the routed experts and the router (backward) */
+    void *x_h;       /* FP8 recipes: (R, Fe) the experts' activation output before its cast (forward) */
     float *pp_xsinv; /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
                          inputs were cast with (exec/model/model_pp.c) */
 } ModelActs;
@@ -172,16 +182,15 @@ typedef struct {
 enum { MODEL_PHASE_FWD = 1, MODEL_PHASE_HEAD = 2, MODEL_PHASE_BLOCKS = 3 };
 
 /* Scaling state of the FP8 GEMMs: the forward bank (inputs X and weights W of
- * every block linear, recipe.gemm_fwd) and the backward bank (output
- * gradients dY, recipe.gemm_bwd). Slots: fwd 2·(LIN_COUNT·l + k) + {0: X, 1: W},
- * bwd LIN_COUNT·l + k. */
+ * every FP8 linear tensor, recipe.gemm_fwd) and the backward bank (output
+ * gradients dY, recipe.gemm_bwd), one record set per tensor as the plan counts
+ * them (planner/plan_moe_mem.c: a grouped GEMM's experts one each, the router
+ * none). Block l's tensors are numbered from t0(l) = the tensors of the blocks
+ * before it: QKV 0, proj 1, then FC1 2 and FC2 3 where the block has a dense or
+ * shared FFN, then on a MoE block the routed experts (model_slot_expert). */
 typedef struct {
     ScalingBank fwd, bwd;
 } ModelScaling;
-
-static inline uint32_t model_slot_x(uint32_t layer, LinearKind k) { return 2 * (LIN_COUNT * layer + k); }
-static inline uint32_t model_slot_w(uint32_t layer, LinearKind k) { return 2 * (LIN_COUNT * layer + k) + 1; }
-static inline uint32_t model_slot_dy(uint32_t layer, LinearKind k) { return LIN_COUNT * layer + k; }
 
 /* Training hyper-parameters. */
 typedef struct {
@@ -387,6 +396,21 @@ void model_rope_table(uint32_t seq, uint32_t head_dim, double base, float *cos_s
  * bytes over the whole class (its E elements; exec/model/model_shard.c), *lo the byte offset of
  * this rank's shard in it; 0 for every other tensor. For checkpoints: they hold the whole state. */
 int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uint64_t *lo);
+
+/* Scaling-bank slots (ModelScaling) of block l's linear k, which the block
+ * must have: fwd 2·(t0 + k) + {0: X, 1: W}, bwd t0 + k. */
+uint32_t model_slot_x(const Model *m, uint32_t layer, LinearKind k);
+uint32_t model_slot_w(const Model *m, uint32_t layer, LinearKind k);
+uint32_t model_slot_dy(const Model *m, uint32_t layer, LinearKind k);
+/* 1 when block l has linear k (FC1 and FC2: a dense FFN or shared experts). */
+int model_has_linear(const Model *m, uint32_t layer, LinearKind k);
+/* The first of E consecutive slots of MoE block l's routed experts (expert g at
+ * the returned slot + g): fc2 0 for FC1, 1 for FC2; op 0 X, 1 W (forward bank),
+ * 2 dY (backward bank). After the block's linears: fwd 2·(t0 + n) + (2·fc2 +
+ * {0 X, 1 W})·E, bwd t0 + n + fc2·E, n the block's linears. */
+uint32_t model_slot_expert(const Model *m, uint32_t layer, int fc2, int op);
+/* FP8 linear tensors of the stage (the backward bank's n; the forward's is twice that). */
+uint32_t model_fp8_tensors(const Model *m);
 
 /* Parameter count (elements over all parameter tensors). */
 uint64_t model_weight_count(const Model *m);

@@ -186,7 +186,7 @@ Status model_init_weights(Model *m, Err *e)
     Status st = ST_OK;
     for (uint32_t i = 0; !st && i < m->nparams; i++) st = init_param(m, &m->params[i], j, e);
     free(j), free(w), free(buf);
-    if (st || !recipe_fp8_gemm(&m->recipe)) return st;
+    if (st || !recipe_fp8_gemm(&m->recipe) || exec_block_scaled(&m->recipe)) return st; /* blocks: no banks */
     /* every FP8 tensor starts with scale 1 and an empty history (TE) */
     ScalingBank *banks[2] = {&m->sc.fwd, &m->sc.bwd};
     for (int b = 0; !st && b < 2; b++) {
@@ -224,6 +224,17 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     *out = NULL;
     Status st = model_check(p, e);
     if (st) return st;
+    if (spec_is_moe(p->in.model) && strcmp(bk->name, "cpu")) /* before anything is allocated on the device */
+        return err_set(e, ST_UNAVAILABLE,
+                       "recipe %s on model %s: the %s backend runs no mixture-of-experts layers yet (no router, "
+                       "permute or grouped expert GEMM kernels%s); the cpu backend does (--backend cpu)",
+                       p->in.recipe->name, p->in.model->name, bk->name,
+                       recipe_fp8_gemm(p->in.recipe) ? ", nor the experts' per-expert FP8 casts" : "");
+    if (exec_block_scaled(p->in.recipe) && strcmp(bk->name, "cpu"))
+        return err_set(e, ST_UNAVAILABLE,
+                       "recipe %s on model %s: the %s backend runs no block-scaled (1x128/128x128) casts or GEMMs and "
+                       "no BF16 Adam moments yet; the cpu backend does (--backend cpu)",
+                       p->in.recipe->name, p->in.model->name, bk->name);
     /* the host rounds through the decoding tables (FP8-LM's FP16 master, model_init_weights)
      * whatever the backend: the CUDA backend makes none of its own */
     if (elem_init()) return err_set(e, ST_NOMEM, "out of memory for the decoding tables");
@@ -252,10 +263,10 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
                          m->recipe.name);
     if (!st) st = bk->memset0(bk, m->arena.base, m->arena.bytes, e);
     if (!st) arena_guard(&m->arena, &m->specs, bk); /* ASan builds: a tensor written past its end fails */
-    if (!st && recipe_fp8_gemm(&m->recipe)) {
+    if (!st && recipe_fp8_gemm(&m->recipe) && !exec_block_scaled(&m->recipe)) {
         ScalingBank *f = &m->sc.fwd, *b = &m->sc.bwd;
-        f->n = 2 * LIN_COUNT * m->spec.layers;
-        b->n = LIN_COUNT * m->spec.layers;
+        b->n = model_fp8_tensors(m);
+        f->n = 2 * b->n;
         f->history_len = b->history_len = exec_history_len(&m->recipe);
         f->algo = b->algo = EXEC_AMAX_ALGO;
         f->margin = b->margin = EXEC_FP8_MARGIN;

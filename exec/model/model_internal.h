@@ -145,6 +145,13 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e);
 /* Its backward from dout = d(out): m->act.d_moe = d(x) through the experts and the router; the
  * router's and experts' gradients accumulate. x as in the forward. */
 Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err *e);
+/* The routed experts' GEMMs under a per-tensor FP8 recipe (model_moe_fp8.c), one scaling record set per
+ * expert: the forward from the permuted inputs xin (R, C) (spent) to x_fc1 and m->act.x_y; the
+ * backward's recomputed expert outputs into x_y; the backward from x_dy to x_y = d(expert inputs), the
+ * experts' weight gradients accumulated. */
+Status model_moe_fp8_fwd(Model *m, uint32_t l, const void *xin, ModelParam *w1, ModelParam *w2, Err *e);
+Status model_moe_fp8_recompute(Model *m, uint32_t l, ModelParam *w2, Err *e);
+Status model_moe_fp8_bwd(Model *m, uint32_t l, ModelParam *w1, ModelParam *w2, Err *e);
 /* After the optimizer step: a sigmoid router's bias moved towards the mean load (MODEL_MOE_BIAS_SPEED),
  * from the step's counts. */
 Status model_moe_after_step(Model *m, Err *e);
@@ -229,7 +236,7 @@ Status model_update_bank(Model *m, ScalingBank *b, BankTrace *t, Err *e);
  * the latest forward's); at pp 1 the bank's. */
 static inline float *model_saved_sinv(Model *m, uint32_t l, LinearKind k)
 {
-    if (!m->act.pp_xsinv) return m->sc.fwd.scale_inv + model_slot_x(l, k);
+    if (!m->act.pp_xsinv) return m->sc.fwd.scale_inv + model_slot_x(m, l, k);
     return m->act.pp_xsinv + ((uint64_t)m->slot * m->spec.layers + l) * LIN_COUNT + k;
 }
 /* d(mean loss)/d(one token's loss) (model_step.c). */

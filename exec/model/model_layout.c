@@ -26,6 +26,9 @@ Status model_check(const Plan *p, Err *e)
                        "the executor materializes attention scores without recompute or dropout; plan it that way "
                        "(exec_plan_input)");
     Status st = exec_recipe_check(in->recipe, e);
+    if (!st && exec_block_scaled(in->recipe) && (in->tp > 1 || in->pp > 1 || in->dp > 1))
+        st = err_set(e, ST_UNAVAILABLE, "recipe %s: block scaling runs on one rank so far (tp %u, pp %u, dp %u given)",
+                     in->recipe->name, in->tp, in->pp, in->dp);
     if (!st) st = model_moe_check(p, e);
     if (!st) st = model_shard_check(p, e);
     if (st) return st;
@@ -91,6 +94,46 @@ uint64_t model_lin_k(const Model *m, uint32_t l, LinearKind k)
 
 static uint64_t max2(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
+/* Scales of a (rows, cols) tensor quantized in g's blocks (partial blocks count). */
+static uint64_t blocks_of(Granularity g, uint64_t rows, uint64_t cols)
+{
+    uint64_t n = 0, bytes;
+    return gran_scale_count(g, rows, cols, &n, &bytes, NULL) ? 0 : n;
+}
+
+int model_has_linear(const Model *m, uint32_t l, LinearKind k)
+{
+    return (k != LIN_FC1 && k != LIN_FC2) || model_ffn_of(m, l) > 0;
+}
+
+/* Block l's FP8 linear tensors: its linears, and 2·E routed experts on a MoE block. */
+static uint32_t block_tensors(const Model *m, uint32_t l)
+{
+    uint32_t n = model_ffn_of(m, l) ? LIN_COUNT : 2;
+    return n + (model_moe_layer(m, l) ? 2 * m->spec.experts : 0);
+}
+
+/* t0(l): the tensors of the blocks before l. */
+static uint32_t tensor0(const Model *m, uint32_t l)
+{
+    uint32_t t = 0;
+    for (uint32_t j = 0; j < l; j++) t += block_tensors(m, j);
+    return t;
+}
+
+uint32_t model_slot_x(const Model *m, uint32_t l, LinearKind k) { return 2 * (tensor0(m, l) + (uint32_t)k); }
+uint32_t model_slot_w(const Model *m, uint32_t l, LinearKind k) { return 2 * (tensor0(m, l) + (uint32_t)k) + 1; }
+uint32_t model_slot_dy(const Model *m, uint32_t l, LinearKind k) { return tensor0(m, l) + (uint32_t)k; }
+
+uint32_t model_slot_expert(const Model *m, uint32_t l, int fc2, int op)
+{
+    uint32_t t = tensor0(m, l) + (model_ffn_of(m, l) ? LIN_COUNT : 2), E = m->spec.experts;
+    if (op == 2) return t + (uint32_t)fc2 * E;
+    return 2 * t + (uint32_t)(2 * fc2 + op) * E;
+}
+
+uint32_t model_fp8_tensors(const Model *m) { return tensor0(m, m->spec.layers); }
+
 /* Fill the parameter table (shapes, flags, FP8 slots); no memory yet. */
 static Status params_fill(Model *m, Err *e)
 {
@@ -132,13 +175,15 @@ static Status params_fill(Model *m, Err *e)
                 if (s->router == ROUTER_SIGMOID) ADD(PK_ROUTER_B, L, E, 1, 0, 0);
                 ADD(PK_XFC1_W, L, El * spec_fc1_k(s) * Fe, C, 1, 1);
                 p[k - 1].expert = 1;
+                p[k - 1].wslot = model_slot_expert(m, l, 0, 1);
                 ADD(PK_XFC2_W, L, El * C, Fe, 1, 1);
                 p[k - 1].expert = 1;
+                p[k - 1].wslot = model_slot_expert(m, l, 1, 1);
             }
             if ((j == LIN_FC1 || j == LIN_FC2) && !model_ffn_of(m, l)) continue; /* no shared experts */
             uint64_t n = model_lin_n(m, l, (LinearKind)j), kk = model_lin_k(m, l, (LinearKind)j);
             ADD(lw[j], L, n, kk, 1, 1);
-            p[k - 1].wslot = model_slot_w(l, (LinearKind)j);
+            p[k - 1].wslot = model_slot_w(m, l, (LinearKind)j);
             if (bias) ADD(lb[j], L, n, 1, 0, 0);
         }
     }
@@ -184,10 +229,18 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
         for (int k = 0; k < STATE_COUNT_; k++) /* a sharded state: in the class's shard below */
             if (st->dt[k] != DT_NONE && !(m->shard_mask[model_class(q)] >> k & 1))
                 arena_add(sp, tm[k], st->dt[k], q->numel, bind ? dst[k] : NULL, nm, q->layer);
+        /* the routed experts' copies are the plan's MT_FP8_EXPERT (both layouts in one term) */
         if (q->gemm && fp8 && r->fp8_row != DT_NONE)
-            arena_add(sp, MT_FP8_ROWWISE, r->fp8_row, q->numel, bind ? &q->wq_row : NULL, nm, q->layer);
+            arena_add(sp, q->expert ? MT_FP8_EXPERT : MT_FP8_ROWWISE, r->fp8_row, q->numel, bind ? &q->wq_row : NULL,
+                      nm, q->layer);
         if (q->gemm && fp8 && r->fp8_col != DT_NONE)
-            arena_add(sp, MT_FP8_COLWISE, r->fp8_col, q->numel, bind ? &q->wq_col : NULL, nm, q->layer);
+            arena_add(sp, q->expert ? MT_FP8_EXPERT : MT_FP8_COLWISE, r->fp8_col, q->numel, bind ? &q->wq_col : NULL,
+                      nm, q->layer);
+        if (q->gemm && exec_block_scaled(r)) { /* the copies' 128x128 blocks (fp8/granularity.h's counts) */
+            uint64_t nr = blocks_of(r->weight_gran, q->rows, q->cols), nc = blocks_of(r->weight_gran, q->cols, q->rows);
+            arena_add(sp, MT_SCALE_BLOCK, DT_FP32, nr, bind ? &q->wq_row_s : NULL, nm, q->layer);
+            arena_add(sp, MT_SCALE_BLOCK, DT_FP32, nc, bind ? &q->wq_col_s : NULL, nm, q->layer);
+        }
         float **rec[STATE_COUNT_] = {NULL, &q->master_rec, &q->grad_rec, &q->m_rec, &q->v_rec};
         for (int k = STATE_MASTER; k < STATE_COUNT_; k++)
             if (exec_state_scaled(st, (StateId)k))
@@ -204,9 +257,8 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
                 arena_add(sp, (c == MODEL_CLASS_GEMM ? gemm_terms : other_terms)[k],
                           (c == MODEL_CLASS_GEMM ? &r->gemm : &r->other)->dt[k], m->shard_elems[c],
                           bind ? &m->shard_buf[c][k] : NULL, shard_names[c][k], -1);
-    if (fp8) { /* scaling banks: forward (x, w per linear) and backward (dy per linear) */
-        uint64_t hist = exec_history_len(r), L = m->spec.layers;
-        uint64_t nf = 2 * LIN_COUNT * L, nb = LIN_COUNT * L;
+    if (fp8 && !exec_block_scaled(r)) { /* scaling banks: forward (x, w per linear) and backward (dy per linear) */
+        uint64_t hist = exec_history_len(r), nb = model_fp8_tensors(m), nf = 2 * nb;
         ModelScaling *sc = bind ? &m->sc : NULL;
         arena_add(sp, MT_SCALE_GEMM, DT_FP32, hist * nf, sc ? &sc->fwd.amax_history : NULL, "fwd.amax_history", -1);
         arena_add(sp, MT_SCALE_GEMM, DT_FP32, nf, sc ? &sc->fwd.scale : NULL, "fwd.scale", -1);
@@ -247,6 +299,9 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
             uint64_t K = model_lin_k(m, l, (LinearKind)k);
             if ((k == LIN_FC1 || k == LIN_FC2) && !model_ffn_of(m, l)) continue; /* MoE, no shared experts */
             uint64_t BTk = model_tp_col(m, (LinearKind)k) ? BTs : BT; /* the shard a column-parallel input keeps */
+            if (save_fp8 && exec_block_scaled(r)) /* its tiles along the tokens: (K, ceil(B·T/128)) */
+                arena_add(sp, MT_ACT_LAYER_FP8, DT_FP32, blocks_of(r->act_gran, K, BTk), la ? &la->q_col_s[k] : NULL,
+                          "input.fp8_col.scale_inv", li);
             if (save_fp8)
                 arena_add(sp, MT_ACT_LAYER_FP8, r->saved_input, K * BTk, la ? &la->q_col[k] : NULL, "input.fp8_col",
                           li);
@@ -287,6 +342,13 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
             wide = max2(wide, model_lin_k(m, l, (LinearKind)k));
             dwide = max2(dwide, model_lin_n(m, l, (LinearKind)k));
         }
+    uint64_t qrow = BT * wide, dq = BT * dwide; /* FP8 copies of a GEMM input and of an output gradient */
+    for (uint32_t l = 0; l < s->layers; l++)
+        if (model_moe_layer(m, l)) { /* the experts' (exec/model/model_moe_fp8.c): R rows */
+            uint64_t R = model_moe_rows(m), Fe = s->expert_ffn;
+            qrow = max2(qrow, R * max2(C, Fe));
+            dq = max2(dq, R * max2(C, max2(spec_fc1_k(s) * Fe, Fe)));
+        }
     ModelActs *a = bind ? &m->act : NULL;
     /* d_res: the sequence-parallel tokens; d_b also the attention output's gradient (B·T, H·D) (TP: H/tp) */
     const uint64_t BTs = model_sp_tokens(m), qd = BT * model_q_dim(s);
@@ -300,10 +362,17 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
     }
     /* forward */
     if (save_fp8) arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * wide, a ? &a->t_in : NULL, "t_in");
-    if (fp8)
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, BT * wide, a ? &a->t_qrow : NULL, "t_qrow");
+    if (fp8) arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, qrow, a ? &a->t_qrow : NULL, "t_qrow");
     if (fp8 && r->fp8_row == DT_NONE)
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, wmax, a ? &a->t_wrow : NULL, "t_wrow");
+    if (exec_block_scaled(r)) { /* the 1x128 tiles' scale_inv of the row-wise input and both output gradients */
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, blocks_of(r->act_gran, BT, wide),
+                        a ? &a->t_qrow_s : NULL, "t_qrow.scale_inv");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, blocks_of(r->act_gran, BT, dwide),
+                        a ? &a->d_qrow_s : NULL, "d_qrow.scale_inv");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, blocks_of(r->act_gran, dwide, BT),
+                        a ? &a->d_qcol_s : NULL, "d_qcol.scale_inv");
+    }
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->t_out : NULL, "t_out");
     /* the attention forward's FP32 scores, one sequence's heads at a time (a backend may use them) */
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, H * T * T, a ? &a->attn_scores : NULL, "attn_scores");
@@ -317,8 +386,8 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * F, a ? &a->d_act : NULL, "d_act");
     model_moe_transient(m, bind, sp);
     if (fp8) {
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, r->gemm_bwd, BT * dwide, a ? &a->d_qrow : NULL, "d_qrow");
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, r->gemm_bwd, dwide * BT, a ? &a->d_qcol : NULL, "d_qcol");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, r->gemm_bwd, dq, a ? &a->d_qrow : NULL, "d_qrow");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, r->gemm_bwd, dq, a ? &a->d_qcol : NULL, "d_qcol");
     }
     if (fp8 && !save_fp8)
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, r->gemm_fwd, wide * BT, a ? &a->t_qcol : NULL, "t_qcol");

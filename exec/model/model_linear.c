@@ -132,6 +132,31 @@ static GemmOperand fp8_operand(const void *ptr, const ScalingBank *bank, uint32_
                          .scale_gran = GRAN_TENSOR};
 }
 
+/* Block scaling (DeepSeek-V3, exec_block_scaled): a (rows, cols) tensor cast into its row-wise copy and/or
+ * its transposed one, each with its own blocks of gran (1x128 tiles: the transposed copy re-tiled along
+ * the other dimension) and their scale_inv arrays. */
+static Status block_cast(Model *m, const void *in, Dtype dt, uint64_t rows, uint64_t cols, Granularity gran, Dtype fmt,
+                         uint8_t *row, float *row_s, uint8_t *col, float *col_s, Err *e)
+{
+    CastDesc c = {.in = in,
+                  .in_dtype = dt,
+                  .rows = rows,
+                  .cols = cols,
+                  .out_dtype = fmt,
+                  .out_row = row,
+                  .out_col = col,
+                  .gran = gran,
+                  .row_scale_inv = row_s,
+                  .col_scale_inv = col_s};
+    return m->bk->cast_transpose(m->bk, &c, e);
+}
+
+/* A block-scaled FP8 GEMM operand, K contiguous. */
+static GemmOperand block_operand(const void *ptr, Dtype fmt, const float *sinv, Granularity gran)
+{
+    return (GemmOperand){.ptr = ptr, .dtype = fmt, .layout = GEMM_K_INNER, .scale_inv = sinv, .scale_gran = gran};
+}
+
 /* One linear layer's GEMM sizes (Y (M, N) = X (M, K) · Wᵀ), activation dtype and parameters. */
 typedef struct {
     uint64_t M, N, K;
@@ -156,7 +181,7 @@ static Lin lin_of(Model *m, uint32_t l, LinearKind k)
 static Status tp_fp8_input(Model *m, uint32_t l, LinearKind k, const void *x, uint64_t K, Err *e)
 {
     LayerActs *la = model_la(m, l);
-    Status st = cast(m, &m->sc.fwd, model_slot_x(l, k), x, m->act_dtype, NULL, model_sp_tokens(m), K, m->act.tp_qloc,
+    Status st = cast(m, &m->sc.fwd, model_slot_x(m, l, k), x, m->act_dtype, NULL, model_sp_tokens(m), K, m->act.tp_qloc,
                      la->q_col[k], e);
     if (!st) st = model_tp_gather(m, CO_TP_AG_FWD, m->act.tp_qloc, m->act.t_qrow, K, m->recipe.gemm_fwd, e);
     return st;
@@ -190,9 +215,23 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
         if (!st && row) st = model_tp_scatter(m, CO_TP_RS_FWD, out, y, N, e);
         return st;
     }
-    ScalingBank *fb = &m->sc.fwd;
-    uint32_t sx = model_slot_x(l, k), sw = model_slot_w(l, k);
     LayerActs *la = model_la(m, l);
+    if (exec_block_scaled(&m->recipe)) { /* one rank (model_check): X 1x128 tiles, W 128x128 blocks, E4M3 */
+        const Recipe *r = &m->recipe;
+        const Dtype f = r->gemm_fwd;
+        ModelParam *w = L.w;
+        st = block_cast(m, x, A, M, K, r->act_gran, f, m->act.t_qrow, m->act.t_qrow_s, la->q_col[k], la->q_col_s[k], e);
+        if (!st)
+            st = block_cast(m, w->weight, r->gemm.dt[STATE_WEIGHT], N, K, r->weight_gran, f, w->wq_row, w->wq_row_s,
+                            w->wq_col, w->wq_col_s, e);
+        d.a = block_operand(m->act.t_qrow, f, m->act.t_qrow_s, r->act_gran);
+        d.b = block_operand(w->wq_row, f, w->wq_row_s, r->weight_gran);
+        d.acc_precision = GEMM_ACC_TC14; /* the report's 14-bit accumulation, promoted every 128 of K */
+        if (!st) st = bk->gemm(bk, &d, e);
+        return st;
+    }
+    ScalingBank *fb = &m->sc.fwd;
+    uint32_t sx = model_slot_x(m, l, k), sw = model_slot_w(m, l, k);
     /* X: row-wise for this GEMM, transposed saved for wgrad (when saved in FP8); TP's
      * column-parallel input: the shard cast, its codes gathered (the shard is what is saved) */
     if (col)
@@ -284,9 +323,22 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
         dg.b = (GemmOperand){.ptr = w->weight, .dtype = A, .layout = GEMM_K_OUTER};
         wg.a = (GemmOperand){.ptr = dy, .dtype = A, .layout = GEMM_K_OUTER};
         wg.b = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_OUTER};
+    } else if (exec_block_scaled(&m->recipe)) {
+        /* dY both layouts in 1x128 tiles (the transposed copy tiled along the tokens, wgrad's K); dgrad
+         * against the kept transposed weight (its 128x128 blocks transposed), wgrad against the saved input */
+        const Recipe *r = &m->recipe;
+        const Dtype fb8 = r->gemm_bwd, ff8 = r->gemm_fwd;
+        ModelActs *a = &m->act;
+        st = block_cast(m, dy, A, M, N, r->act_gran, fb8, a->d_qrow, a->d_qrow_s, a->d_qcol, a->d_qcol_s, e);
+        if (st) return st;
+        dg.a = block_operand(a->d_qrow, fb8, a->d_qrow_s, r->act_gran);
+        dg.b = block_operand(w->wq_col, ff8, w->wq_col_s, r->weight_gran);
+        wg.a = block_operand(a->d_qcol, fb8, a->d_qcol_s, r->act_gran);
+        wg.b = block_operand(xcol, ff8, la->q_col_s[k], r->act_gran);
+        dg.acc_precision = wg.acc_precision = GEMM_ACC_TC14; /* all three GEMMs, as the report's */
     } else {
         ScalingBank *fb = &m->sc.fwd, *bb = &m->sc.bwd;
-        uint32_t sx = model_slot_x(l, k), sw = model_slot_w(l, k), sd = model_slot_dy(l, k);
+        uint32_t sx = model_slot_x(m, l, k), sw = model_slot_w(m, l, k), sd = model_slot_dy(m, l, k);
         st = cast(m, bb, sd, dy, A, NULL, M, N, m->act.d_qrow, m->act.d_qcol, e);
         if (!st && !xcol) { /* saved in BF16: recast its transpose (no amax: the forward recorded it) */
             CastDesc c = {.in = la->act_in[k],

@@ -22,6 +22,8 @@
 
 #include "exec/model/model_internal.h"
 
+static int is_float16_32(Dtype t) { return t == DT_FP32 || t == DT_FP16 || t == DT_BF16; }
+
 Status model_moe_check(const Plan *p, Err *e)
 {
     const PlanInput *in = &p->in;
@@ -41,10 +43,17 @@ Status model_moe_check(const Plan *p, Err *e)
         return err_set(e, ST_USAGE, "model %s: a model with experts needs router softmax or sigmoid", s->name);
     if (s->linear_bias)
         return err_set(e, ST_UNAVAILABLE, "model %s: linear biases with experts are not run by the executor", s->name);
-    if (recipe_fp8_gemm(r))
+    if (exec_block_scaled(r))
         return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s on model %s: FP8 expert GEMMs are not run by the executor yet (its MoE layers run "
-                       "with recipes whose GEMMs are BF16 or FP32, e.g. megatron-bf16)",
+                       "recipe %s on model %s: block-scaled (1x128/128x128) expert GEMMs are not run by the executor "
+                       "yet (its dense linears are; the experts run te-fp8 and te-fp8-current)",
+                       r->name, s->name);
+    if (recipe_fp8_gemm(r) && (r->fp8_row == DT_NONE || r->fp8_col == DT_NONE || !dtype_is_fp8(r->saved_input) ||
+                               r->gemm.scaled_mask || !is_float16_32(r->gemm.dt[STATE_WEIGHT])))
+        return err_set(e, ST_UNAVAILABLE,
+                       "recipe %s on model %s: the executor runs FP8 expert GEMMs as Transformer Engine's grouped "
+                       "linears (a 16/32-bit working weight with its kept FP8 copies in both layouts, FP8 saved "
+                       "inputs, no scaled states: te-fp8, te-fp8-current); this recipe's weights or states differ",
                        r->name, s->name);
     if (in->tp != 1 || in->pp != 1 || in->etp != 1 || in->sharding != SHARD_NONE)
         return err_set(e, ST_UNAVAILABLE,
@@ -52,6 +61,12 @@ Status model_moe_check(const Plan *p, Err *e)
                        "etp %u, sharding %s given; tensor, pipeline and expert-tensor parallelism and sharded states "
                        "with experts are not implemented yet)",
                        s->name, in->tp, in->pp, in->etp, sharding_name(in->sharding));
+    if (recipe_fp8_gemm(r) && (in->dp > 1 || in->ep > 1))
+        return err_set(e, ST_UNAVAILABLE,
+                       "recipe %s on model %s: FP8 expert GEMMs run on one rank (dp %u, ep %u given; their per-expert "
+                       "scales are not reduced or exchanged across ranks yet): BF16/FP32 recipes run over data and "
+                       "expert parallel ranks",
+                       r->name, s->name, in->dp, in->ep);
     if (in->ep > 1 && (r->comm_ep_dispatch != exec_act_dtype(r) || r->comm_ep_combine != exec_act_dtype(r)))
         return err_set(e, ST_UNAVAILABLE,
                        "recipe %s with --ep %u: the all-to-alls carry the activations as they are (%s); its dispatch "
@@ -88,11 +103,19 @@ void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t
     arena_add(sp, MT_ACT_MOE, DT_FP32, BT * k, la ? &la->r_w : NULL, "router.weights", li);
     arena_add_i32(sp, MT_ACT_MOE, E, la ? &la->r_counts : NULL, "router.counts", li);
     arena_add_i32(sp, MT_ACT_MOE, BT * k, la ? &la->r_rowof : NULL, "moe.row_of", li);
-    if (!model_ffn_of(m, l)) /* no shared FC1 saves norm 2's output: the router's own copy */
+    const Recipe *r = &m->recipe;
+    const int f8 = recipe_fp8_gemm(r); /* model_moe_check: FP8 inputs saved in FP8 */
+    if (!model_ffn_of(m, l) || f8)     /* no shared FC1 saves norm 2's output in BF16: the router's own copy */
         arena_add(sp, MT_ACT_MOE, A, BT * C, la ? &la->r_in : NULL, "router.input", li);
-    arena_add(sp, MT_ACT_MOE, A, R * C, la ? &la->x_in : NULL, "experts.input", li);
+    if (f8)
+        arena_add(sp, MT_ACT_MOE, r->saved_input, C * R, la ? &la->q_xin : NULL, "experts.input.fp8_col", li);
+    else
+        arena_add(sp, MT_ACT_MOE, A, R * C, la ? &la->x_in : NULL, "experts.input", li);
     arena_add(sp, MT_ACT_MOE, A, R * spec_fc1_k(s) * Fe, la ? &la->x_fc1 : NULL, "experts.fc1", li);
-    arena_add(sp, MT_ACT_MOE, A, R * Fe, la ? &la->x_fc2in : NULL, "experts.fc2_input", li);
+    if (f8)
+        arena_add(sp, MT_ACT_MOE, r->saved_input, Fe * R, la ? &la->q_xh : NULL, "experts.fc2_input.fp8_col", li);
+    else
+        arena_add(sp, MT_ACT_MOE, A, R * Fe, la ? &la->x_fc2in : NULL, "experts.fc2_input", li);
 }
 
 void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
@@ -109,6 +132,8 @@ void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
     arena_add(sp, MT_TRANSIENT, DT_FP32, BT * E, a ? &a->r_logits : NULL, "router.logits", -1);
     arena_add(sp, MT_TRANSIENT, A, R * C, a ? &a->x_y : NULL, "experts.out", -1);
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->t_moe : NULL, "moe.combined");
+    if (recipe_fp8_gemm(&m->recipe)) /* the activation's output before its cast (FC2's input) */
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, R * Fe, a ? &a->x_h : NULL, "experts.act_out");
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * C, a ? &a->d_moe : NULL, "moe.d_input");
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, R * C, a ? &a->x_dy : NULL, "experts.d_out");
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, R * Fe, a ? &a->x_dh2 : NULL, "experts.d_act");
@@ -232,22 +257,26 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
                          .dtype = A,
                          .ids = la->r_ids,
                          .in = x,
-                         .out = la->x_in,
+                         .out = recipe_fp8_gemm(&m->recipe) ? a->x_y : la->x_in, /* FP8: cast, then spent */
                          .row_of = la->r_rowof};
     if (!st) st = bk->moe_permute(bk, &pd, e);
-    /* the experts: this rank's E on its rows, or (expert parallelism) its E/ep on the rows dispatched to it */
-    MoeRows xr = {.groups = s->experts,
-                  .rows = model_moe_rows(m),
-                  .counts = la->r_counts,
-                  .x_in = la->x_in,
-                  .x_fc1 = la->x_fc1,
-                  .x_fc2in = la->x_fc2in};
-    void *y = m->ep > 1 ? model_ep_fwd_out(m) : a->x_y;
-    if (!st && m->ep > 1) st = model_ep_dispatch(m, l, la, &xr, e);
-    if (!st) st = experts_gemm(m, &xr, xr.x_in, w1->weight, kf * Fe, C, GEMM_K_INNER, xr.x_fc1, e);
-    if (!st) st = model_act_fwd(m, xr.rows, Fe, xr.x_fc1, xr.x_fc2in, e);
-    if (!st) st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, y, e);
-    if (!st && m->ep > 1) st = model_ep_combine(m, l, y, a->x_y, e);
+    if (recipe_fp8_gemm(&m->recipe)) { /* the experts in FP8 on one rank (exec/model/model_moe_fp8.c) */
+        if (!st) st = model_moe_fp8_fwd(m, l, a->x_y, w1, w2, e);
+    } else {
+        /* the experts: this rank's E on its rows, or (expert parallelism) its E/ep on the rows dispatched to it */
+        MoeRows xr = {.groups = s->experts,
+                      .rows = model_moe_rows(m),
+                      .counts = la->r_counts,
+                      .x_in = la->x_in,
+                      .x_fc1 = la->x_fc1,
+                      .x_fc2in = la->x_fc2in};
+        void *y = m->ep > 1 ? model_ep_fwd_out(m) : a->x_y;
+        if (!st && m->ep > 1) st = model_ep_dispatch(m, l, la, &xr, e);
+        if (!st) st = experts_gemm(m, &xr, xr.x_in, w1->weight, kf * Fe, C, GEMM_K_INNER, xr.x_fc1, e);
+        if (!st) st = model_act_fwd(m, xr.rows, Fe, xr.x_fc1, xr.x_fc2in, e);
+        if (!st) st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, y, e);
+        if (!st && m->ep > 1) st = model_ep_combine(m, l, y, a->x_y, e);
+    }
     MoeUnpermuteDesc ud = {.tokens = BT,
                            .k = s->experts_per_token,
                            .cols = C,
@@ -280,10 +309,13 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
                   .x_fc1 = la->x_fc1,
                   .x_fc2in = la->x_fc2in};
     MoeEpBwd b = {.y_tok = a->x_y, .dy = a->x_dy, .dh2 = a->x_dh2, .dh1 = a->x_dh1, .dx = a->x_y};
+    const int f8 = recipe_fp8_gemm(&m->recipe); /* FP8 experts: one rank (model_moe_check) */
     Status st = ST_OK;
-    if (m->ep > 1) /* the expert side's rows and buffers; the token side kept the outputs */
+    if (f8) /* the experts' outputs again, for the combine weights' gradient */
+        st = model_moe_fp8_recompute(m, l, w2, e);
+    else if (m->ep > 1) /* the expert side's rows and buffers; the token side kept the outputs */
         st = model_ep_backward_rows(m, l, &xr, &b);
-    else /* the experts' outputs again, for the combine weights' gradient */
+    else
         st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, a->x_y, e);
     MoeUnpermuteBwdDesc ub = {.tokens = BT,
                               .k = s->experts_per_token,
@@ -296,16 +328,20 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
                               .din = a->x_dy,
                               .dweights = a->r_dw};
     if (!st) st = bk->moe_unpermute_bwd(bk, &ub, e);
-    if (!st && m->ep > 1) st = model_ep_dispatch_bwd(m, l, a->x_dy, b.dy, e);
-    /* FC2: d(activation output) = dY · W2_g (W2_g stored (C, Fe): K_OUTER), dW2 += dYᵀ · h */
-    if (!st) st = experts_gemm(m, &xr, b.dy, w2->weight, Fe, C, GEMM_K_OUTER, b.dh2, e);
-    if (!st) st = experts_wgrad(m, &xr, w2, b.dy, C, xr.x_fc2in, Fe, e);
-    if (!st) st = model_act_bwd(m, xr.rows, Fe, xr.x_fc1, b.dh2, b.dh1, e);
-    /* FC1: d(expert inputs) into x_y (its outputs are spent; expert parallelism: the expert side's, then
-     * back to the token copies), dW1 += d(FC1 out)ᵀ · inputs */
-    if (!st) st = experts_gemm(m, &xr, b.dh1, w1->weight, C, kf * Fe, GEMM_K_OUTER, b.dx, e);
-    if (!st) st = experts_wgrad(m, &xr, w1, b.dh1, kf * Fe, xr.x_in, C, e);
-    if (!st && m->ep > 1) st = model_ep_combine_bwd(m, l, b.dx, a->x_y, e);
+    if (f8) {
+        if (!st) st = model_moe_fp8_bwd(m, l, w1, w2, e); /* FC2 and FC1 as below, in FP8 */
+    } else {
+        if (!st && m->ep > 1) st = model_ep_dispatch_bwd(m, l, a->x_dy, b.dy, e);
+        /* FC2: d(activation output) = dY · W2_g (W2_g stored (C, Fe): K_OUTER), dW2 += dYᵀ · h */
+        if (!st) st = experts_gemm(m, &xr, b.dy, w2->weight, Fe, C, GEMM_K_OUTER, b.dh2, e);
+        if (!st) st = experts_wgrad(m, &xr, w2, b.dy, C, xr.x_fc2in, Fe, e);
+        if (!st) st = model_act_bwd(m, xr.rows, Fe, xr.x_fc1, b.dh2, b.dh1, e);
+        /* FC1: d(expert inputs) into x_y (its outputs are spent; expert parallelism: the expert side's, then
+         * back to the token copies), dW1 += d(FC1 out)ᵀ · inputs */
+        if (!st) st = experts_gemm(m, &xr, b.dh1, w1->weight, C, kf * Fe, GEMM_K_OUTER, b.dx, e);
+        if (!st) st = experts_wgrad(m, &xr, w1, b.dh1, kf * Fe, xr.x_in, C, e);
+        if (!st && m->ep > 1) st = model_ep_combine_bwd(m, l, b.dx, a->x_y, e);
+    }
     /* the copies' gradients summed back to their tokens */
     MoeUnpermuteDesc ud = {.tokens = BT,
                            .k = s->experts_per_token,

@@ -62,7 +62,7 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
         if (!st) st = model_linear_fwd(m, l, LIN_PROJ, at.out, a->t_out, e);
         if (!st) st = bk->add(bk, la->x, a->t_out, la->res2, A, BT * C, e);
         const uint64_t F = model_ffn_of(m, l); /* a MoE layer: its shared experts' width (0: none) */
-        in = F ? model_linear_input(m, l, LIN_FC1) : la->r_in;
+        in = la->r_in ? la->r_in : model_linear_input(m, l, LIN_FC1); /* r_in: a MoE router's own copy */
         if (!st) st = model_norm_fwd(m, PK_NORM2_W, (int)l, la->res2, in, la->norm2_mean, la->norm2_rstd, e);
         if (F) {
             void *h = model_linear_input(m, l, LIN_FC2);
@@ -122,7 +122,7 @@ static Status block_bwd(Model *m, uint32_t i, Err *e)
         if (!st) st = model_linear_bwd(m, i, LIN_FC1, a->d_a, a->d_b, e);
     }
     if (!st && model_moe_layer(m, i)) { /* d(norm 2 output) through the routed experts, added to the shared's */
-        const void *x = F ? model_linear_input(m, i, LIN_FC1) : la->r_in;
+        const void *x = la->r_in ? la->r_in : model_linear_input(m, i, LIN_FC1);
         st = model_moe_bwd(m, i, x, a->d_res, e);
         if (!st && F) st = bk->add(bk, a->d_b, a->d_moe, a->d_b, m->act_dtype, BT * C, e);
         if (!st && !F) st = bk->convert(bk, a->d_moe, m->act_dtype, a->d_b, m->act_dtype, BT * C, NULL, e);

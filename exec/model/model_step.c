@@ -46,7 +46,7 @@ Status model_update_bank(Model *m, ScalingBank *b, BankTrace *t, Err *e)
 
 Status model_trace_enable(Model *m, Err *e)
 {
-    if (!recipe_fp8_gemm(&m->recipe) || m->trace) return ST_OK;
+    if (!recipe_fp8_gemm(&m->recipe) || exec_block_scaled(&m->recipe) || m->trace) return ST_OK; /* no banks */
     BankTrace *t[2] = {&m->tr_fwd, &m->tr_bwd};
     uint32_t n[2] = {m->sc.fwd.n, m->sc.bwd.n};
     for (int i = 0; i < 2; i++) {
@@ -120,7 +120,8 @@ static Status update(Model *m, ModelParam *p, uint32_t i, float lr, int round, f
                    .grad_dtype = es->dt[STATE_GRAD],
                    .grad_scale_inv = ginv,
                    .weight = weight,
-                   .weight_dtype = es->dt[STATE_WEIGHT]};
+                   .weight_dtype = es->dt[STATE_WEIGHT],
+                   .moment_dtype = es->dt[STATE_M]};
     if (queue) {
         queue[(*queued)++] = d;
         return ST_OK;
@@ -253,7 +254,7 @@ static Status span(Model *m, int ev, uint32_t k, double ta, double tb, double *o
 /* Forward and backward of micro-batch m->mb, timed into ph[PHASE_FWD/BWD]; its losses into *sum. */
 static Status microbatch(Model *m, const int32_t *in, const int32_t *tgt, int ev, double *ph, double *sum, Err *e)
 {
-    int fp8 = recipe_fp8_gemm(&m->recipe);
+    int fp8 = recipe_fp8_gemm(&m->recipe) && !exec_block_scaled(&m->recipe); /* the per-tensor banks' updates */
     double t[3];
     t[0] = now_s();
     Status st = phase_begin(m, ev, 0, e);

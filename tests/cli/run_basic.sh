@@ -109,10 +109,22 @@ run run $TINY --recipe te-fp8 --backend tpu
 expect_rc "unknown backend exits 64" 64
 expect_err "unknown backend is named" "unknown backend 'tpu'"
 
+# DeepSeek-V3's recipe: 1x128 / 128x128 block scales, BF16 Adam moments; every term against the plan
+run run $TINY --recipe deepseek-v3 --steps 3 -o "$TMP/ds.csv"
+expect_rc "deepseek-v3: every term within the plan (exit 0)" 0
+# linear weights: QKV 96 x 32 + proj 32 x 32 + FC1 128 x 32 + FC2 32 x 128 = 12,288; BF16 m and v: 24,576 B each
+expect_eq "deepseek-v3: BF16 Adam m by hand" "$(grep '^memory,adam_m_gemm,' "$TMP/ds.csv" | cut -d, -f4,5)" "24576,24576"
+# each weight fits one 128x128 block: 4 weights x (row-wise + transposed copy) x 1 FP32 scale = 32 B
+expect_eq "deepseek-v3: block scales by hand" "$(grep '^memory,scale_block,' "$TMP/ds.csv" | cut -d, -f4,5)" "32,32"
+# saved FP8 inputs: 32 tokens x K (32 + 32 + 32 + 128 = 224) = 7,168 B, plus their tiles along the tokens,
+# 224 x ceil(32 / 128) = 224 FP32 scales = 896 B: 8,064 B
+expect_eq "deepseek-v3: saved FP8 inputs and their tiles by hand" \
+    "$(grep '^memory,act_layer_fp8,' "$TMP/ds.csv" | cut -d, -f4,5)" "8064,8064"
+
 # what the executor does not run, and bad input
-run run $TINY --recipe deepseek-v3 --steps 1
-expect_rc "block-scaled recipe exits 69" 69
-expect_err "block-scaled recipe: the reason" "scale granularity is not run by the executor yet"
+run run $TINY --recipe mxfp8 --gpu b200 --steps 1
+expect_rc "MXFP8's 1x32 blocks exit 69" 69
+expect_err "1x32 blocks: the reason" "recipe mxfp8: 1x32/1x32 scale granularity is not run by the executor yet"
 run run $TINY --recipe nope
 expect_rc "unknown recipe exits 64" 64
 expect_err "unknown recipe lists the known ones" "unknown recipe 'nope' (known:"

@@ -32,10 +32,37 @@ expect_eq "weight_expert bytes by hand" "$(grep '^memory,weight_expert,' "$TMP/m
 run run $MOE --experts 64 --topk 8 --expert-ffn 16 --recipe megatron-bf16 --steps 2
 expect_out "64 experts top-8: persistent terms match the plan" "every exact term matches the plan byte for byte"
 
+# te-fp8: the experts' grouped GEMMs in FP8 (exec/model/model_moe_fp8.c), one scaling record set per expert
+run run $MOE --recipe te-fp8 --steps 3 -o "$TMP/moe8.csv" --scaling-trace "$TMP/trace8.csv"
+expect_rc "te-fp8 on experts: every term within the plan (exit 0)" 0
+expect_out "te-fp8 on experts: persistent terms match the plan" "every exact term matches the plan byte for byte"
+# FP8 copies of the 688,128 expert weights, row-wise and transposed, 1 B each: 1,376,256 B
+expect_eq "fp8_expert: planned and measured by hand" "$(grep '^memory,fp8_expert,' "$TMP/moe8.csv" | cut -d, -f4,5)" \
+    "1376256,1376256"
+# 2 layers x (QKV, proj, 8 experts x (FC1, FC2)) = 36 FP8 tensors x 3 records (x, w, dy) x (scale, scale_inv,
+# 1024 history rows) x 4 B = 36 x 3 x 1026 x 4 = 443,232 B
+expect_eq "scale_gemm: planned and measured by hand" "$(grep '^memory,scale_gemm,' "$TMP/moe8.csv" | cut -d, -f4,5)" \
+    "443232,443232"
+# the BF16 run's 140,032 B + the FP8 output gradient of FC1 in both layouts, 2 x 64 rows x 448 x 1 B = 57,344
+expect_eq "te-fp8 transient: planned and measured, 197,376 B by hand" \
+    "$(grep '^memory,transient,' "$TMP/moe8.csv" | cut -d, -f4,5)" "197376,197376"
+
+# a real expert count in FP8: 64 experts top-8, each its own scaling records
+run run $MOE --experts 64 --topk 8 --expert-ffn 16 --recipe te-fp8 --steps 2 -o "$TMP/moe64.csv"
+expect_out "64 experts top-8, te-fp8: persistent terms match the plan" "every exact term matches the plan byte for byte"
+# 2 layers x (QKV, proj, 64 experts x (FC1, FC2)) = 260 FP8 tensors x 3 records x 1026 floats x 4 B = 3,201,120 B
+expect_eq "64 experts, te-fp8: scale_gemm by hand" "$(grep '^memory,scale_gemm,' "$TMP/moe64.csv" | cut -d, -f4,5)" \
+    "3201120,3201120"
+
+# the scaling trace: per step 2 layers x (QKV, proj) x 3 records = 12 rows + 2 layers x 2 x 8 experts x 3 = 96
+expect_eq "scaling trace: 108 rows a step, 3 steps and the header" "$(wc -l < "$TMP/trace8.csv" | tr -d ' ')" "325"
+expect_eq "scaling trace: one expert's dY record" \
+    "$(grep -c '^[0-9]*,bwd,1,experts\.fc2\.7,dy,e5m2,' "$TMP/trace8.csv")" "3"
+
 # refused before any work
-run run $MOE --recipe te-fp8 --steps 1
-expect_rc "te-fp8 on experts: unavailable" 69
-expect_err "te-fp8: the reason" "FP8 expert GEMMs are not run by the executor yet"
+run run $MOE --recipe fp8lm --steps 1
+expect_rc "fp8lm on experts: unavailable" 69
+expect_err "fp8lm: the reason" "recipe fp8lm on model mixtral-8x7b: the executor runs FP8 expert GEMMs as Transformer Engine's grouped linears"
 run run $MOE --topk 9 --recipe megatron-bf16 --steps 1
 expect_rc "top-k above the experts: usage" 64
 expect_err "top-k: the flag and value" "--topk 9: must be between 1 and the 8 experts"

@@ -31,7 +31,7 @@ static inline void fx_states(StateSet *s, Dtype w, Dtype master, Dtype grad, Dty
     s->scaled_mask = scaled;
 }
 
-/* "fp32", "megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm". */
+/* "fp32", "megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm", "deepseek-v3". */
 static inline Recipe fx_recipe(const char *name)
 {
     Recipe r;
@@ -65,6 +65,14 @@ static inline Recipe fx_recipe(const char *name)
                       1u << STATE_MASTER | 1u << STATE_GRAD | 1u << STATE_M | 1u << STATE_V);
             r.amax_history = 1;
         }
+    }
+    if (!strcmp(name, "deepseek-v3")) { /* E4M3 everywhere, 1x128 / 128x128 current scales, BF16 m and v */
+        r.gemm_fwd = r.gemm_bwd = r.saved_input = r.fp8_row = r.fp8_col = DT_E4M3;
+        r.act_gran = GRAN_1X128, r.weight_gran = GRAN_128X128;
+        r.scaling = SCALING_CURRENT;
+        r.amax_history = 1;
+        r.min_sm = 90;
+        fx_states(&r.gemm, DT_BF16, DT_FP32, DT_FP32, DT_BF16, DT_BF16, 0);
     }
     return r;
 }

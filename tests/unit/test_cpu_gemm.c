@@ -428,6 +428,51 @@ static void test_rejects_bad_descriptors(void)
     bk->destroy(bk);
 }
 
+/* DeepSeek-V3's block-scaled GEMM through the backend's gemm() and its reference, on the hand case of
+ * test_oracle_fp8.c's test_block_gemm_by_hand (fp8/blockgemm.h, FP32 partial sums): K = 130, A 1x128 tiles
+ * {0.5, 2} (row 1 all zero, {1, 1}), B 128x128 blocks {0.25, 0.5}; block 0 sums 256 x 32 + 127 x 0.125 =
+ * 8207.875 (every partial sum a multiple of 0.125 below 2^14: exact in any order), x 0.125 = 1025.984375,
+ * block 1 3 x 2 + 1.5 x -1 = 4.5, x 1: D = (1030.484375, 0). */
+static void test_block_scaled_by_hand(void)
+{
+    Backend *bk = cpu();
+    enum { K = 130 };
+    uint8_t a[2 * K] = {0}, b[K];
+    a[0] = fp8_encode_f32(DT_E4M3, 256.0f, FP8_SATFINITE);
+    b[0] = fp8_encode_f32(DT_E4M3, 32.0f, FP8_SATFINITE);
+    for (int k = 1; k < 128; k++) {
+        a[k] = fp8_encode_f32(DT_E4M3, 1.0f, FP8_SATFINITE);
+        b[k] = fp8_encode_f32(DT_E4M3, 0.125f, FP8_SATFINITE);
+    }
+    a[128] = fp8_encode_f32(DT_E4M3, 3.0f, FP8_SATFINITE), a[129] = fp8_encode_f32(DT_E4M3, 1.5f, FP8_SATFINITE);
+    b[128] = fp8_encode_f32(DT_E4M3, 2.0f, FP8_SATFINITE), b[129] = fp8_encode_f32(DT_E4M3, -1.0f, FP8_SATFINITE);
+    const float sa[4] = {0.5f, 2.0f, 1.0f, 1.0f}, sb[2] = {0.25f, 0.5f};
+    float d[2] = {-1.0f, -1.0f};
+    GemmDesc g = {.m = 2, .n = 1, .k = K};
+    g.a = (GemmOperand){.ptr = a, .dtype = DT_E4M3, .scale_inv = sa, .scale_gran = GRAN_1X128};
+    g.b = (GemmOperand){.ptr = b, .dtype = DT_E4M3, .scale_inv = sb, .scale_gran = GRAN_128X128};
+    g.d = (GemmOutput){.ptr = d, .dtype = DT_FP32};
+    Err e;
+    CHECK(bk && !bk->gemm(bk, &g, &e));
+    CHECKF(d[0] == 1030.484375f && d[1] == 0.0f, "gemm: %.9g, %.9g", (double)d[0], (double)d[1]);
+    d[0] = d[1] = -1.0f;
+    CHECK(bk && !cpu_gemm_ref(bk, &g, &e));
+    CHECKF(d[0] == 1030.484375f && d[1] == 0.0f, "reference: %.9g, %.9g", (double)d[0], (double)d[1]);
+    /* the 14-bit accumulation: block 0's partial sum stays 8192 (each + 0.125 truncated away at 2^13),
+     * 8192 x 0.125 + 4.5 = 1028.5, through gemm() (which hands it to the reference) and the reference */
+    g.acc_precision = GEMM_ACC_TC14;
+    d[0] = d[1] = -1.0f;
+    CHECK(bk && !bk->gemm(bk, &g, &e));
+    CHECKF(d[0] == 1028.5f && d[1] == 0.0f, "gemm, 14-bit: %.9g, %.9g", (double)d[0], (double)d[1]);
+    d[0] = -1.0f;
+    CHECK(bk && !cpu_gemm_ref(bk, &g, &e));
+    CHECK(d[0] == 1028.5f);
+    g.b.scale_gran = GRAN_TENSOR; /* a per-tensor operand: no 128-wide blocks to promote */
+    CHECK(bk && bk->gemm(bk, &g, &e) == ST_USAGE);
+    CHECK_CONTAINS(e.msg, "gemm: the 14-bit block accumulation needs block-scaled FP8 operands (A 1x128, B tensor)");
+    if (bk) bk->destroy(bk);
+}
+
 int main(int argc, char **argv)
 {
     self = argv[0];
@@ -444,5 +489,6 @@ int main(int argc, char **argv)
     RUN(test_same_bits_for_any_thread_count);
     RUN(test_blas_calls_from_the_pool);
     RUN(test_rejects_bad_descriptors);
+    RUN(test_block_scaled_by_hand);
     return test_summary();
 }

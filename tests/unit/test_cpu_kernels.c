@@ -346,7 +346,17 @@ static void test_casts(void)
         uint64_t rows = shapes[k][0], cols = shapes[k][1], n = rows * cols;
         float *x = rand_buf(DT_FP32, n, 14 + (uint64_t)k, 50.0), scale = 7.5f, sinv = 0, am = 0, am0 = 0, dq = 0.5f;
         uint8_t *row = malloc(n), *col = malloc(n), *row0 = malloc(n), *col0 = malloc(n);
-        CastDesc c = {x, DT_FP32, &dq, rows, cols, DT_E4M3, row, col, &scale, &sinv, &am};
+        CastDesc c = {.in = x,
+                      .in_dtype = DT_FP32,
+                      .in_scale_inv = &dq,
+                      .rows = rows,
+                      .cols = cols,
+                      .out_dtype = DT_E4M3,
+                      .out_row = row,
+                      .out_col = col,
+                      .scale = &scale,
+                      .scale_inv = &sinv,
+                      .amax = &am};
         Err e;
         CHECK(!bk->cast_transpose(bk, &c, &e));
         for (uint64_t r = 0; r < rows; r++)
@@ -371,7 +381,7 @@ static void test_optimizers(void)
     memcpy(w0, w, NE * 4), memcpy(m0, m, NE * 4), memcpy(v0, v, NE * 4);
     AdamHyper h = {
         .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .step = 3, .grad_scale = 0.5f};
-    AdamWDesc d = {NE, h, w, m, v, g, DT_FP32, NULL, wb, DT_BF16};
+    AdamWDesc d = {NE, h, w, m, v, g, DT_FP32, NULL, wb, DT_BF16, DT_FP32};
     Err e;
     CHECK(!bk->adamw(bk, &d, &e));
     float bc1 = 1.0f - powf(h.beta1, 3.0f), bc2 = 1.0f - powf(h.beta2, 3.0f);
@@ -391,7 +401,7 @@ static void test_optimizers(void)
         h4.step = 4;
         for (int k = 0; k < 3; k++) {
             uint64_t b = cut[k], n = cut[k + 1] - b;
-            sl[k] = (AdamWDesc){n, h4, w + b, m + b, v + b, g + b, DT_FP32, NULL, (uint16_t *)wb + b, DT_BF16};
+            sl[k] = (AdamWDesc){n, h4, w + b, m + b, v + b, g + b, DT_FP32, NULL, (uint16_t *)wb + b, DT_BF16, DT_FP32};
             sl[k].h.weight_decay = decay[k], sl[k].h.grad_scale = gsc[k];
             AdamWDesc one = sl[k];
             one.master = w0 + b, one.m = m0 + b, one.v = v0 + b, one.weight = (uint16_t *)wb0 + b;

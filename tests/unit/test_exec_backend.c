@@ -86,6 +86,74 @@ static void test_cast_transpose(void)
     CHECK(!bk->cast_transpose(bk, &c, &e));
     CHECK(amax3 == 1000.0f);
     CHECK(kept == 7.0f);
+    /* col_ld: rows 2..4 of x cast alone (a MoE expert's rows) into columns 2..4 of a (C, R) transposed copy,
+     * the other columns untouched: col[j·R + 2 + i] = fp8(x[(2 + i)·C + j]·scale), i < 3 */
+    memset(col, 0xAA, sizeof col);
+    c = (CastDesc){.in = x + 2 * C,
+                   .in_dtype = DT_FP32,
+                   .rows = 3,
+                   .cols = C,
+                   .out_dtype = DT_E4M3,
+                   .out_col = col + 2,
+                   .col_ld = R,
+                   .scale = &scale};
+    CHECK(!bk->cast_transpose(bk, &c, &e));
+    bad = 0;
+    for (int j = 0; j < C; j++)
+        for (int r = 0; r < R; r++) {
+            uint8_t want = r >= 2 && r < 5 ? fp8_encode_f32(DT_E4M3, x[r * C + j] * scale, FP8_SATFINITE) : 0xAA;
+            bad += col[j * R + r] != want;
+        }
+    CHECK_EQ_INT(bad, 0);
+    c.col_ld = 2; /* below its 3 rows */
+    CHECK_EQ_INT(bk->cast_transpose(bk, &c, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "cast_transpose: transposed copy's leading dimension 2 is below its rows");
+    bk->destroy(bk);
+}
+
+/* Block scaling (DeepSeek-V3) on a (2, 130) FP32 tensor, row 0 = {224, 1, 0 x 126, 0.75, -7}, row 1 zero:
+ *   1x128, row-wise: tiles along the row (test_oracle_fp8.c's hand case): scale_inv {0.5, 1/64, 1, 1},
+ *     codes 224 x 2 -> 0x7E, 1 x 2 -> 0x40, 0.75 x 64 -> 0x64, -7 x 64 -> 0xFE;
+ *   1x128, transposed (130, 2): each column of x is one tile of 2 values (re-tiled 128x1): column 0 {224, 0}
+ *     scale 2 (scale_inv 0.5), codes 0x7E, 0; column 1 {1, 0}: scale 448, 1 x 448 -> 0x7E, scale_inv
+ *     1/448; columns 2..127 zero: scale_inv 1; column 129 {-7, 0}: scale 64 -> 0xFE, scale_inv 1/64;
+ *   128x128: the blocks (rows 0-1, cols 0-127) amax 224 and (rows 0-1, cols 128-129) amax 7: scale_inv
+ *     {0.5, 1/64}; the transposed copy's blocks are the same values: its codes are the row-wise codes
+ *     transposed and its scale_inv {0.5, 1/64} (blocks (0, 0) and (1, 0) of the (130, 2) tensor). */
+static void test_cast_blocks(void)
+{
+    Backend *bk = cpu();
+    enum { R = 2, C = 130 };
+    static float x[R * C];
+    x[0] = 224.0f, x[1] = 1.0f, x[128] = 0.75f, x[129] = -7.0f;
+    uint8_t row[R * C], col[R * C];
+    float rs[4], cs[C];
+    CastDesc c = {.in = x,
+                  .in_dtype = DT_FP32,
+                  .rows = R,
+                  .cols = C,
+                  .out_dtype = DT_E4M3,
+                  .out_row = row,
+                  .out_col = col,
+                  .gran = GRAN_1X128,
+                  .row_scale_inv = rs,
+                  .col_scale_inv = cs};
+    Err e;
+    CHECK(!bk->cast_transpose(bk, &c, &e));
+    CHECK(rs[0] == 0.5f && rs[1] == 0.015625f && rs[2] == 1.0f && rs[3] == 1.0f);
+    CHECK(row[0] == 0x7E && row[1] == 0x40 && row[2] == 0 && row[128] == 0x64 && row[129] == 0xFE && row[C] == 0);
+    CHECK(col[0] == 0x7E && col[1] == 0 && col[2] == 0x7E && col[3] == 0 && col[2 * 129] == 0xFE);
+    CHECK(cs[0] == 0.5f && cs[1] == 1.0f / 448.0f && cs[2] == 1.0f && cs[127] == 1.0f && cs[129] == 0.015625f);
+    c.gran = GRAN_128X128;
+    CHECK(!bk->cast_transpose(bk, &c, &e));
+    CHECK(rs[0] == 0.5f && rs[1] == 0.015625f && cs[0] == 0.5f && cs[1] == 0.015625f);
+    int bad = 0;
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < C; j++) bad += col[j * R + r] != row[r * C + j];
+    CHECK_EQ_INT(bad, 0);
+    c.col_scale_inv = NULL;
+    CHECK_EQ_INT(bk->cast_transpose(bk, &c, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "cast_transpose: a block-scaled copy needs its scale_inv array");
     bk->destroy(bk);
 }
 
@@ -397,6 +465,7 @@ static void test_backend_by_name(void)
 int main(void)
 {
     RUN(test_cast_transpose);
+    RUN(test_cast_blocks);
     RUN(test_gemm_fp8_vs_direct);
     RUN(test_gemm_epilogue);
     RUN(test_gemm_fp8_output);

@@ -315,6 +315,9 @@ static void test_backend_faults(void)
         {.recipe = "fp8lm", .dp = 1, .steps = 3, .measure = 1},
         {.recipe = "megatron-bf16", .dp = 1, .steps = 2, .dir = tmpdir, .moe = 1},
         {.recipe = "megatron-bf16", .dp = 1, .steps = 2, .measure = 1, .moe = 2},
+        {.recipe = "te-fp8", .dp = 1, .steps = 2, .dir = tmpdir, .moe = 1}, /* the experts' FP8 GEMMs */
+        {.recipe = "te-fp8-current", .dp = 1, .steps = 1, .moe = 2},
+        {.recipe = "deepseek-v3", .llama = 1, .dp = 1, .steps = 2, .dir = tmpdir}, /* block scales, BF16 m, v */
     };
     for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++) sweep_job(K_BACKEND, &jobs[i]);
 }
@@ -341,6 +344,8 @@ static void test_alloc_faults(void)
         {.recipe = "te-fp8", .dp = 1, .steps = 1, .pp = 2},
         {.recipe = "te-fp8", .dp = 2, .steps = 3, .measure = 1},
         {.recipe = "megatron-bf16", .dp = 1, .steps = 2, .dir = tmpdir, .moe = 2},
+        {.recipe = "te-fp8", .dp = 1, .steps = 1, .measure = 1, .moe = 1},
+        {.recipe = "deepseek-v3", .dp = 1, .steps = 1, .measure = 1},
     };
     for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++) sweep_job(K_MALLOC, &jobs[i]);
 }

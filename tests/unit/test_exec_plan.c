@@ -18,7 +18,7 @@
 
 static Catalog *cat;
 
-static const char *const recipes[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm"};
+static const char *const recipes[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm", "deepseek-v3"};
 
 /* Compare one configuration (`micro` micro-batches per step); returns the number of mismatching terms. */
 static int compare_mb(const ModelSpec *m, const char *recipe, uint32_t mbs, uint32_t micro)
@@ -130,12 +130,12 @@ static void test_terms_match_plan(void)
     shapes[5].vocab = 1001;
     int configs = 0, bad = 0;
     for (int i = 0; i < 6; i++)
-        for (int r = 0; r < 4; r++)
+        for (int r = 0; r < 5; r++)
             for (uint32_t mbs = 1; mbs <= 3; mbs += 2) {
                 bad += compare(&shapes[i], recipes[r], mbs);
                 configs++;
             }
-    printf("  %d configurations (6 shapes x 4 recipes x mbs 1, 3)\n", configs);
+    printf("  %d configurations (6 shapes x 5 recipes x mbs 1, 3)\n", configs);
     CHECK_EQ_INT(bad, 0);
 }
 
@@ -152,7 +152,7 @@ static void test_llama_terms_match_plan(void)
     int configs = 0, bad = 0;
     for (int i = 0; i < 5; i++) {
         CHECK(shapes[i].norm == NORM_RMSNORM && shapes[i].mlp == MLP_SWIGLU && shapes[i].pos == POS_ROPE);
-        for (int r = 0; r < 4; r++)
+        for (int r = 0; r < 5; r++)
             for (uint32_t mbs = 1; mbs <= 2; mbs++) {
                 bad += compare(&shapes[i], recipes[r], mbs);
                 /* gradient accumulation: one micro-batch in flight, so every term is the same */
@@ -160,7 +160,7 @@ static void test_llama_terms_match_plan(void)
                 configs += 2;
             }
     }
-    printf("  %d configurations (5 LLaMA shapes x 4 recipes x mbs 1, 2 x 1 and 4 micro-batches)\n", configs);
+    printf("  %d configurations (5 LLaMA shapes x 5 recipes x mbs 1, 2 x 1 and 4 micro-batches)\n", configs);
     CHECK_EQ_INT(bad, 0);
 }
 
@@ -216,6 +216,28 @@ static void test_moe_terms_match_plan(void)
     for (int t = MT_WEIGHT_EXPERT; t <= MT_OPTIM_V_EXPERT; t++) CHECK_EQ_U64(have[t], p.mem[t].bytes);
     CHECK_EQ_INT(compare(&m, "megatron-bf16", 1), 0);
     CHECK_EQ_INT(compare(&m, "megatron-bf16", 2), 0);
+    /* te-fp8 (the experts in FP8, one scaling record set per expert, as the plan counts them): FP8 copies of
+     * the 688,128 expert weights in both layouts, 1 B each = 1,376,256 B (fp8_expert); of the 20,480 GEMM
+     * weights 20,480 B row-wise and 20,480 B transposed. FP8 tensors: 2 layers x (QKV + proj + 8 experts x
+     * (FC1, FC2)) = 36 (no shared experts: no FC1/FC2 records), each with x, w and dy records of scale,
+     * scale_inv and a 1024-row amax history: 36 x 3 x (2 + 1024) x 4 B = 443,232 B; te-fp8-current's history
+     * is one row: 36 x 3 x 3 x 4 = 1,296 B. */
+    static const struct {
+        const char *recipe;
+        uint64_t scale;
+    } f8[] = {{"te-fp8", 443232}, {"te-fp8-current", 1296}};
+    for (int i = 0; i < 2; i++) {
+        exec_plan_input(&in, &m, gpu, catalog_recipe(cat, f8[i].recipe), 1, 1, catalog_stack(cat, "fp8plan"));
+        CHECK(!plan_build(&in, &p, &e));
+        CHECK(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e));
+        arena_specs_free(&specs);
+        CHECK_EQ_U64(have[MT_FP8_EXPERT], 1376256);
+        CHECK_EQ_U64(have[MT_FP8_ROWWISE], 20480);
+        CHECK_EQ_U64(have[MT_FP8_COLWISE], 20480);
+        CHECK_EQ_U64(have[MT_SCALE_GEMM], f8[i].scale);
+        CHECK_EQ_INT(compare(&m, f8[i].recipe, 1), 0);
+        CHECK_EQ_INT(compare(&m, f8[i].recipe, 2), 0);
+    }
     static const struct {
         const char *model;
         uint32_t experts, topk;
@@ -225,6 +247,7 @@ static void test_moe_terms_match_plan(void)
         r.experts = real[i].experts, r.topk = real[i].topk;
         CHECKF(exec_model(catalog_model(cat, real[i].model), &r, &m, &e) == ST_OK, "%s: %s", real[i].model, e.msg);
         CHECKF(compare(&m, "megatron-bf16", 1) == 0, "%s, %u experts", real[i].model, m.experts);
+        CHECKF(compare(&m, "te-fp8", 1) == 0, "%s, %u experts, te-fp8", real[i].model, m.experts);
     }
     for (int r = ROUTER_SOFTMAX; r <= ROUTER_SIGMOID; r++) { /* a dense first layer, a shared expert */
         ExecOverrides d = {.layers = 3, .hidden = 32, .heads = 4, .seq = 16, .vocab = 64, .experts = 4, .topk = 2};
@@ -233,6 +256,8 @@ static void test_moe_terms_match_plan(void)
         m.shared_experts = 1, m.router = (RouterType)r;
         if (r == ROUTER_SIGMOID) m.router_groups = 2, m.router_group_topk = 1;
         CHECK_EQ_INT(compare_mb(&m, "megatron-bf16", 2, 2), 0);
+        CHECK_EQ_INT(compare_mb(&m, "te-fp8", 2, 2), 0); /* the shared expert's FP8 records too */
+        CHECK_EQ_INT(compare_mb(&m, "te-fp8-current", 2, 2), 0);
     }
 }
 
@@ -288,8 +313,7 @@ static void test_refusals(void)
     static const struct {
         const char *recipe, *why;
     } refused[] = {
-        {"deepseek-v3", "scale granularity is not run by the executor yet"},
-        {"mxfp8", "scale granularity is not run by the executor yet"},
+        {"mxfp8", "1x32/1x32 scale granularity is not run by the executor yet"},
         {"bf16", "working weights 'none' need FP8 GEMMs"},
         {"msamp-o1", "keep no master"},
         {"te-fp8-param", "working weights in e4m3 are not supported"},
@@ -303,6 +327,8 @@ static void test_refusals(void)
         CHECK_CONTAINS(e.msg, refused[i].recipe);
         CHECK_CONTAINS(e.msg, refused[i].why);
     }
+    const Recipe *ds = catalog_recipe(cat, "deepseek-v3"); /* block scales and BF16 moments run */
+    CHECK(ds && exec_recipe_check(ds, &e) == ST_OK);
     ModelSpec m;
     ExecOverrides none = {0};
     CHECK_EQ_INT(exec_model(catalog_model(cat, "llama3-8b"), &none, &m, &e), ST_OK); /* the LLaMA family runs */

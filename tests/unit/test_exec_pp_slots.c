@@ -60,12 +60,13 @@ static void test_no_pp_reads_the_bank(void)
     static float bank[LAYERS * LIN_COUNT * 8];
     static Model m;
     memset(&m, 0, sizeof m);
-    m.spec.layers = LAYERS, m.slots = 1;
+    m.spec.layers = LAYERS, m.spec.ffn_hidden = 8, m.slots = 1; /* dense: every block has its 4 linears */
     m.sc.fwd.scale_inv = bank;
     float *first = model_saved_sinv(&m, 1, LIN_FC1);
     m.slot = 2; /* not used without PP */
     CHECK(model_saved_sinv(&m, 1, LIN_FC1) == first);
-    CHECK(first == bank + model_slot_x(1, LIN_FC1));
+    CHECK(first == bank + 12); /* X of block 1's FC1: 2 x (block 0's 4 tensors + FC1's index 2) = 12 */
+    CHECK_EQ_INT(model_slot_x(&m, 1, LIN_FC1), 12);
 }
 
 int main(void)

@@ -36,6 +36,8 @@ enum {
     C_GEMM_GRAD_E5M2_UNSCALED,
     C_FP16_MASTER_M_FP32,
     C_FP32_MASTER_M_E4M3,
+    C_FP32_MASTER_MV_BF16, /* accepted: DeepSeek-V3's BF16 moments beside an FP32 master */
+    C_FP32_MASTER_M_BF16,  /* BF16 m with an FP32 v: one moment dtype only */
     C_OTHER_SCALED_M,
     C_GEMM_SCALED_FP32_M,
     C_GEMM_SCALED_WEIGHT,
@@ -65,6 +67,8 @@ static void edit(Recipe *r, int change)
     case C_GEMM_GRAD_E5M2_UNSCALED: r->gemm.dt[STATE_GRAD] = DT_E5M2; break;
     case C_FP16_MASTER_M_FP32: r->gemm.dt[STATE_M] = DT_FP32; break;
     case C_FP32_MASTER_M_E4M3: r->gemm.dt[STATE_M] = DT_E4M3; break;
+    case C_FP32_MASTER_MV_BF16: r->gemm.dt[STATE_M] = r->gemm.dt[STATE_V] = DT_BF16; break;
+    case C_FP32_MASTER_M_BF16: r->gemm.dt[STATE_M] = DT_BF16; break;
     case C_OTHER_SCALED_M: r->other.scaled_mask = 1u << STATE_M; break;
     case C_GEMM_SCALED_FP32_M: r->gemm.scaled_mask |= 1u << STATE_M; break;
     case C_GEMM_SCALED_WEIGHT: r->gemm.scaled_mask |= 1u << STATE_WEIGHT; break;
@@ -109,7 +113,11 @@ static const RecipeCase RECIPES[] = {
      "recipe fp8lm: an fp16 master runs with FP8-LM's optimizer only (m e4m3, v fp16; got m fp32, v fp16)"},
     {"te-fp8", C_FP32_MASTER_M_E4M3, ST_UNAVAILABLE,
      "recipe te-fp8: linear-weight Adam states m e4m3, v fp32 need FP8-LM's optimizer (an fp16 master); with a fp32 "
-     "master they must be fp32"},
+     "master they must be fp32 (or both bf16 with an fp32 master, as DeepSeek-V3's)"},
+    {"te-fp8", C_FP32_MASTER_MV_BF16, ST_OK, NULL},
+    {"te-fp8", C_FP32_MASTER_M_BF16, ST_UNAVAILABLE,
+     "recipe te-fp8: linear-weight Adam states m bf16, v fp32 need FP8-LM's optimizer (an fp16 master); with a fp32 "
+     "master they must be fp32 (or both bf16 with an fp32 master, as DeepSeek-V3's)"},
     {"te-fp8", C_OTHER_SCALED_M, ST_UNAVAILABLE,
      "recipe te-fp8: scaled m states of other parameters are not supported"},
     {"te-fp8", C_GEMM_SCALED_FP32_M, ST_UNAVAILABLE,
@@ -127,7 +135,8 @@ static const RecipeCase RECIPES[] = {
     {"te-fp8", C_SAVED_FP16, ST_USAGE, "recipe te-fp8: saved GEMM inputs in fp16 (bf16 or e4m3)"},
     {"te-fp8", C_SAVED_BF16, ST_OK, NULL},
     {"te-fp8", C_GRAN_CHANNEL, ST_UNAVAILABLE,
-     "recipe te-fp8: tensor/channel scale granularity is not run by the executor yet (per-tensor only)"},
+     "recipe te-fp8: tensor/channel scale granularity is not run by the executor yet (per-tensor, or DeepSeek-V3's "
+     "1x128/128x128)"},
 };
 
 /* Case i of a table: the status wanted and, when msg is set, the whole message. */

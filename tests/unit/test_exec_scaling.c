@@ -65,7 +65,8 @@ static void test_delayed_scaling_spike(void)
     DataStream d;
     CHECK(!data_synthetic(&d, s.vocab, 9, &e));
     ModelParam *w = model_find_param(g, PK_QKV_W, 0);
-    const uint32_t sw = model_slot_w(0, LIN_QKV), sx = model_slot_x(1, LIN_FC1), sd = model_slot_dy(1, LIN_FC2);
+    const uint32_t sw = model_slot_w(g, 0, LIN_QKV), sx = model_slot_x(g, 1, LIN_FC1),
+                   sd = model_slot_dy(g, 1, LIN_FC2);
     const uint32_t nf = g->sc.fwd.n, nb = g->sc.bwd.n;
     Seq qw, qx, qd;
     uint16_t saved_w = 0;

@@ -32,7 +32,8 @@
 #include "test.h"
 
 /* Scale granularity is a property of FP8 GEMMs: a BF16 recipe whose (unused) granularity columns say 1x128 /
- * 128x128 runs as it would with per-tensor ones; the same columns on te-fp8 are refused (per-tensor only). */
+ * 128x128 runs as it would with per-tensor ones; the same columns on te-fp8 are refused (block scales run
+ * with current scaling, DeepSeek-V3's combination), and so is MXFP8's 1x32. */
 static void test_recipe_granularity(void)
 {
     Err e = {0};
@@ -43,7 +44,12 @@ static void test_recipe_granularity(void)
     r.act_gran = GRAN_1X128, r.weight_gran = GRAN_128X128;
     e = (Err){0};
     CHECK_EQ_INT(exec_recipe_check(&r, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "1x128/128x128 scale granularity is not run by the executor yet");
+    CHECK_CONTAINS(e.msg, "recipe te-fp8: block scales run with current scaling");
+    r.scaling = SCALING_CURRENT;
+    CHECKF(exec_recipe_check(&r, &e) == ST_OK, "%s", e.msg);
+    r.act_gran = r.weight_gran = GRAN_1X32;
+    CHECK_EQ_INT(exec_recipe_check(&r, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "1x32/1x32 scale granularity is not run by the executor yet");
 }
 
 /* An amax history is what delayed scaling reads: delayed scaling with none is refused (ST_USAGE); current
@@ -224,7 +230,8 @@ static Status watch_adamw(Backend *bk, const AdamWDesc *d, Err *e)
 {
     if (cal_calls++ == 0) {
         cal_n = d->n;
-        for (uint64_t i = 0; i < d->n; i++) cal_nonzero += d->m[i] != 0.0f || d->v[i] != 0.0f;
+        for (uint64_t i = 0; i < d->n; i++)
+            cal_nonzero += ((const float *)d->m)[i] != 0.0f || ((const float *)d->v)[i] != 0.0f;
     }
     return cal_adamw(bk, d, e);
 }

@@ -8,7 +8,9 @@
  * loop changes them, and with them every "measured" quant-error figure. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "fp8/blockgemm.h"
 #include "fp8/codec.h"
 #include "fp8/delayed.h"
 #include "fp8/format.h"
@@ -330,6 +332,95 @@ static void test_is_nan_matches_decode(void)
     }
 }
 
+/* DeepSeek-V3's 1x128 tiles with FP32 (not power-of-two) scales, by hand, on a (2, 130) tensor: K = 130 is
+ * not a multiple of 128, so each row has a full tile and a 2-wide one; row 1 is all zeros.
+ *   row 0, tile 0: {224, 1, 0 x 126}: amax 224, scale 448 / 224 = 2, scale_inv 0.5;
+ *                  224 x 2 = 448 -> 0x7E (the largest finite code), 1 x 2 = 2 = 1.0 x 2^1 -> exponent field
+ *                  1 + 7 = 8, code 0 1000 000 = 0x40; 0 -> 0x00
+ *   row 0, tile 1: {0.75, -7}: amax 7, scale 448 / 7 = 64, scale_inv 1/64;
+ *                  0.75 x 64 = 48 = 1.5 x 2^5 -> 0 1100 100 = 0x64; -7 x 64 = -448 -> 0xFE
+ *   row 1, both tiles all zero: amax 0 -> scale 1 (the policy keeps 1, never 448 / 0), scale_inv 1, codes 0
+ * and every value dequantizes back exactly (code value x scale_inv). */
+static void test_block_quant_by_hand(void)
+{
+    enum { R = 2, C = 130 };
+    static float x[R * C], y[R * C];
+    x[0] = 224.0f, x[1] = 1.0f, x[128] = 0.75f, x[129] = -7.0f;
+    uint8_t q[R * C];
+    float scale[4], sinv[4], amax[4];
+    QuantCfg cfg = quant_cfg(DT_E4M3, GRAN_1X128);
+    cfg.pow2 = 0; /* DeepSeek-V3: plain FP32 scales */
+    QuantBufs b = {q, scale, sinv, NULL, amax};
+    uint64_t ns = 0;
+    CHECK(quant_scale_count(&cfg, R, C, &ns, NULL) == ST_OK);
+    CHECK_EQ_U64(ns, 4); /* 2 rows x ceil(130 / 128) */
+    CHECK(quant_tensor(&cfg, x, R, C, &b, NULL, NULL) == ST_OK);
+    static const float want_scale[4] = {2.0f, 64.0f, 1.0f, 1.0f}, want_sinv[4] = {0.5f, 0.015625f, 1.0f, 1.0f};
+    static const float want_amax[4] = {224.0f, 7.0f, 0.0f, 0.0f};
+    for (int i = 0; i < 4; i++)
+        CHECKF(scale[i] == want_scale[i] && sinv[i] == want_sinv[i] && amax[i] == want_amax[i],
+               "tile %d: scale %g, scale_inv %g, amax %g", i, (double)scale[i], (double)sinv[i], (double)amax[i]);
+    CHECK(q[0] == 0x7E && q[1] == 0x40 && q[2] == 0x00 && q[128] == 0x64 && q[129] == 0xFE);
+    int nz = 0;
+    for (int i = C; i < R * C; i++) nz += q[i] != 0;
+    CHECK_EQ_INT(nz, 0);
+    CHECK(quant_dequant(&cfg, &b, R, C, y, NULL) == ST_OK);
+    CHECK(!memcmp(x, y, sizeof x));
+}
+
+/* The block-scaled GEMM (fp8/blockgemm.h) by hand: M = 2, N = 1, K = 130 (a 128-wide block and a 2-wide one).
+ *   A row 0: a_0 = 256, a_1..a_127 = 1, a_128 = 3, a_129 = 1.5; 1x128 scale_inv {0.5, 2}
+ *   A row 1: all zero, scale_inv {1, 1} (what the quantizer gives an all-zero tile)
+ *   B row 0: b_0 = 32, b_1..b_127 = 0.125, b_128 = 2, b_129 = -1; 128x128 scale_inv {0.25, 0.5}
+ * Block 0's products: 256 x 32 = 8192 = 2^13, then 127 x 0.125; block 1's: 3 x 2 = 6, 1.5 x -1 = -1.5.
+ *   FP32 partial sums: block 0 = 8192 + 127 x 0.125 = 8207.875 (17 significant bits, exact), promoted by
+ *     0.5 x 0.25 = 0.125: 1025.984375; block 1 = 4.5, by 2 x 0.5 = 1: 4.5. D = 1030.484375.
+ *   14-bit accumulation: at 8192 = 2^13 the accumulator's last bit is 2^(13 - 13) = 1, so each + 0.125 is
+ *     truncated away: block 0 = 8192, promoted 1024; block 1 = 4.5 as before. D = 1028.5 — the 15.875
+ *     lost is the report's "limited accumulation precision", bounded by promoting every 128 products.
+ *   Row 1: every product 0, D = 0 (no 0 x Inf or NaN from the all-zero tile). */
+static void test_block_gemm_by_hand(void)
+{
+    enum { K = 130 };
+    uint8_t a[2 * K] = {0}, b[K];
+    a[0] = fp8_encode_f32(DT_E4M3, 256.0f, FP8_SATFINITE);
+    for (int k = 1; k < 128; k++) a[k] = fp8_encode_f32(DT_E4M3, 1.0f, FP8_SATFINITE);
+    a[128] = fp8_encode_f32(DT_E4M3, 3.0f, FP8_SATFINITE), a[129] = fp8_encode_f32(DT_E4M3, 1.5f, FP8_SATFINITE);
+    b[0] = fp8_encode_f32(DT_E4M3, 32.0f, FP8_SATFINITE);
+    for (int k = 1; k < 128; k++) b[k] = fp8_encode_f32(DT_E4M3, 0.125f, FP8_SATFINITE);
+    b[128] = fp8_encode_f32(DT_E4M3, 2.0f, FP8_SATFINITE), b[129] = fp8_encode_f32(DT_E4M3, -1.0f, FP8_SATFINITE);
+    CHECK(a[0] == 0x78 && b[1] == 0x20); /* 256 = 2^8: field 15, 0 1111 000; 0.125 = 2^-3: field 4, 0 0100 000 */
+    const float sa[4] = {0.5f, 2.0f, 1.0f, 1.0f}, sb[2] = {0.25f, 0.5f};
+    BlockGemm g = {.m = 2,
+                   .n = 1,
+                   .k = K,
+                   .a_fmt = DT_E4M3,
+                   .b_fmt = DT_E4M3,
+                   .a = a,
+                   .a_scale_inv = sa,
+                   .b = b,
+                   .b_scale_inv = sb,
+                   .acc = BLOCK_ACC_FP32};
+    float d[2] = {-1.0f, -1.0f};
+    CHECK(block_gemm(&g, d, NULL) == ST_OK);
+    CHECKF(d[0] == 1030.484375f && d[1] == 0.0f, "fp32: %.9g, %.9g", (double)d[0], (double)d[1]);
+    g.acc = BLOCK_ACC_TC14;
+    CHECK(block_gemm(&g, d, NULL) == ST_OK);
+    CHECKF(d[0] == 1028.5f && d[1] == 0.0f, "tc14: %.9g, %.9g", (double)d[0], (double)d[1]);
+    /* the accumulator's truncation alone: 13 fraction bits keep 1 + 2^-13, drop 1 + 2^-14, toward zero */
+    CHECK(block_acc_truncate(1.0f + 0x1p-13f, 13) == 1.0f + 0x1p-13f);
+    CHECK(block_acc_truncate(1.0f + 0x1p-14f, 13) == 1.0f);
+    CHECK(block_acc_truncate(-(1.0f + 0x1.8p-13f), 13) == -(1.0f + 0x1p-13f));
+    CHECK(block_acc_truncate(1.0f + 0x1p-14f, 23) == 1.0f + 0x1p-14f);
+    Err e;
+    g.a_fmt = DT_BF16;
+    CHECK(block_gemm(&g, d, &e) == ST_USAGE);
+    CHECK_CONTAINS(e.msg, "block_gemm: operands bf16 x e4m3 (expected e4m3 or e5m2)");
+    g.a_fmt = DT_E4M3, g.k = 0;
+    CHECK(block_gemm(&g, d, &e) == ST_USAGE);
+    CHECK_CONTAINS(e.msg, "block_gemm: empty shape m=2 n=1 k=0");
+}
+
 int main(void)
 {
     RUN(test_generator_stream);
@@ -342,5 +433,7 @@ int main(void)
     RUN(test_outlier_channel_count);
     RUN(test_qerror_zero_reference);
     RUN(test_is_nan_matches_decode);
+    RUN(test_block_quant_by_hand);
+    RUN(test_block_gemm_by_hand);
     return test_summary();
 }

@@ -127,6 +127,59 @@ static void test_adamw_two_steps(void)
     bk->destroy(bk);
 }
 
+/* AdamW with BF16 moments (DeepSeek-V3's states): the update in FP32, the moments stored RNE in BF16 (8
+ * significant bits). Step 1 as above (lr 0.125, beta1 0.5, beta2 0.75, eps 1, wd 0.5), w 2, gradient 2 x
+ * (1 + 2^-8) with grad_scale 0.5, so g = 1 + 2^-8 (exact):
+ *   m = 0.5 g = 0.5 (1 + 2^-8): halfway between BF16 0.5 and 0.5 (1 + 2^-7) -> to even, 0.5 = 0x3F00
+ *   v = 0.25 g^2 = 0.25 (1 + 2^-7 + 2^-16): 2^-16 is below half a BF16 step (2^-8) -> 0.25 (1 + 2^-7)
+ *       = 0.251953125 = 0x3E81
+ *   w (from the FP32 moments, before storing): m^ = 1 + 2^-8, v^ = (1 + 2^-8)^2, sqrt exact; 257 / 513 =
+ *       0.500974659 + 0.5 x 2 = 1.500974659; w = 2 - 0.125 x 1.500974659 = 1.812378168, the FP32-moment
+ *       update's bits exactly (the rounding touches only what is stored)
+ *   element 1: g = -2 x 0.5 = -1: m -0.5 (0xBF00), v 0.25 (0x3E80), exact. */
+static void test_adamw_bf16_moments(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    if (!bk) return;
+    const float w0[2] = {2, -4}, g[2] = {2.0f * (1.0f + 0x1p-8f), -2.0f}, zf[2] = {0, 0};
+    const uint16_t z16[2] = {0, 0};
+    float *master = dev(bk, w0, sizeof w0), *grad = dev(bk, g, sizeof g), *master32 = dev(bk, w0, sizeof w0);
+    uint16_t *m = dev(bk, z16, sizeof z16), *v = dev(bk, z16, sizeof z16);
+    float *m32 = dev(bk, zf, sizeof zf), *v32 = dev(bk, zf, sizeof zf);
+    CHECK(master && grad && master32 && m && v && m32 && v32);
+    if (!master || !grad || !master32 || !m || !v || !m32 || !v32) return;
+    AdamWDesc d = {.n = 2,
+                   .h = hyper(1, 0.5f),
+                   .master = master,
+                   .m = m,
+                   .v = v,
+                   .grad = grad,
+                   .grad_dtype = DT_FP32,
+                   .moment_dtype = DT_BF16};
+    CHECKF(bk->adamw(bk, &d, &e) == ST_OK, "%s", e.msg);
+    AdamWDesc d32 = d;
+    d32.master = master32, d32.m = m32, d32.v = v32, d32.moment_dtype = DT_FP32;
+    CHECKF(bk->adamw(bk, &d32, &e) == ST_OK, "%s", e.msg);
+    uint16_t mm[2], vv[2];
+    float w[2], w32[2];
+    host(bk, mm, m, sizeof mm), host(bk, vv, v, sizeof vv), host(bk, w, master, sizeof w);
+    host(bk, w32, master32, sizeof w32);
+    CHECK_EQ_U64(mm[0], 0x3F00);
+    CHECK_EQ_U64(vv[0], 0x3E81);
+    CHECK_EQ_U64(mm[1], 0xBF00);
+    CHECK_EQ_U64(vv[1], 0x3E80);
+    CHECK_REL(w[0], 1.812378168, F32_REL);
+    CHECK(!memcmp(w, w32, sizeof w));
+    d.moment_dtype = DT_E4M3;
+    CHECK_EQ_INT(bk->adamw(bk, &d, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "adamw: moments in e4m3 (fp32 or bf16)");
+    bk->free(bk, master), bk->free(bk, grad), bk->free(bk, master32), bk->free(bk, m), bk->free(bk, v);
+    bk->free(bk, m32), bk->free(bk, v32);
+    bk->destroy(bk);
+}
+
 /* FP8-LM's Adam (MS-AMP): master FP16, m E4M3, v FP16, each stored scaled by a power of two
  * chosen after the update from the new amax, scale = 2^floor(log2(fmax / amax)) (margin 0).
  * Elements 0 and 1 as above, starting from stored master 2, -4 with scale 1 and zero moments.
@@ -262,6 +315,7 @@ static void test_fp8lm_adam_unscaled(void)
 int main(void)
 {
     RUN(test_adamw_two_steps);
+    RUN(test_adamw_bf16_moments);
     RUN(test_fp8lm_adam_two_steps);
     RUN(test_fp8lm_adam_unscaled);
     return test_summary();

@@ -264,7 +264,9 @@ static void test_memory_first(void)
  * input under per-tensor scaling. The tiny model (2 layers) at PP 2, 4 micro-batches: stage 0 holds 1
  * layer and has min(pp - stage, m) = 2 micro-batches in flight: 2 x 1 x 4 linears x 4 B = 32 B in its
  * transient, nothing with block scales (their scales are not per tensor), nothing at PP 1 or with a
- * BF16 recipe (no saved FP8 inputs). */
+ * BF16 recipe (no saved FP8 inputs). Block scales add instead the 1x128 tiles of the FP8 output gradient
+ * in both layouts, at either PP: the widest output FC1's (4 tokens, 32): row-wise 4 x ceil(32 / 128) = 4
+ * scales, transposed 32 x ceil(4 / 128) = 32 scales, 36 x 4 B = 144 B. */
 static void test_pp_saved_scale_inv(void)
 {
     ModelSpec m = fx_tiny_model();
@@ -283,9 +285,9 @@ static void test_pp_saved_scale_inv(void)
             CHECK_EQ_INT(p.stage, 0);
             tr[i][k] = p.mem[MT_TRANSIENT].bytes;
         }
-    CHECK_EQ_U64(tr[0][1] - tr[1][1], 32); /* per tensor against block scales, at PP 2 */
-    CHECK_EQ_U64(tr[0][0], tr[1][0]);      /* PP 1: one micro-batch in flight, no copies */
-    CHECK_EQ_U64(tr[2][1], tr[2][0]);      /* BF16: none (one layer's working set at either PP) */
+    CHECK_EQ_U64(tr[1][1] - tr[0][1], 144 - 32); /* block scales against per tensor, at PP 2 */
+    CHECK_EQ_U64(tr[1][0] - tr[0][0], 144);      /* PP 1: one micro-batch in flight, no copies */
+    CHECK_EQ_U64(tr[2][1], tr[2][0]);            /* BF16: none (one layer's working set at either PP) */
 }
 
 static void test_recompute_cuts_activations(void)
