@@ -173,41 +173,137 @@ static Table *measured_row(const PlanArgs *a, const Plan *p, const RunLog *l, co
     return t;
 }
 
-int cmd_check_log(int argc, char **argv)
+/* check-log's own flags (--warmup N, --measured-row ID) taken out of argv; the rest, the program's name first,
+ * into pv for the plan options (pv holds argc + 1). An exit code, or 0. */
+typedef struct {
+    uint32_t warmup;
+    int warm_given;
+    const char *row_id;
+} OwnFlags;
+
+static int own_flags(int argc, char **argv, char **pv, int *pc, OwnFlags *f)
 {
-    /* --warmup N is check-log's own; LOG is the first argument; the rest are plan options */
-    char **pv = malloc(((size_t)argc + 1) * sizeof *pv);
-    if (!pv) return cli_nomem(CMD, "the arguments");
-    int pc = 0, warm_given = 0;
-    uint32_t warmup = 0;
-    const char *row_id = NULL;
-    pv[pc++] = argv[0];
+    *pc = 0;
+    pv[(*pc)++] = argv[0];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--measured-row")) {
-            if (i + 1 >= argc || !argv[i + 1][0] || strpbrk(argv[i + 1], ",\"\r\n") || strlen(argv[i + 1]) >= 64) {
-                free(pv);
+            if (i + 1 >= argc || !argv[i + 1][0] || strpbrk(argv[i + 1], ",\"\r\n") || strlen(argv[i + 1]) >= 64)
                 return cli_usage(CMD, "--measured-row needs an id for the run (1 to 63 characters, no comma or quote)");
-            }
-            row_id = argv[++i];
+            f->row_id = argv[++i];
             continue;
         }
         if (!strcmp(argv[i], "--warmup")) {
             Err ne;
             uint64_t v;
-            if (i + 1 >= argc || num_parse_u64(argv[i + 1], &v, &ne) || v > 1000000) {
-                free(pv);
+            if (i + 1 >= argc || num_parse_u64(argv[i + 1], &v, &ne) || v > 1000000)
                 return cli_usage(CMD, "--warmup needs a number of steps (0 to 1000000)");
-            }
-            warmup = (uint32_t)v, warm_given = 1, i++;
+            f->warmup = (uint32_t)v, f->warm_given = 1, i++;
             continue;
         }
-        pv[pc++] = argv[i];
+        pv[(*pc)++] = argv[i];
     }
-    pv[pc] = NULL;
-    const char *log = pc > 1 && pv[1][0] != '-' ? pv[1] : NULL;
+    pv[*pc] = NULL;
+    return 0;
+}
+
+/* The median of the framework's TFLOP/s over the logged steps after the warm-up (NAN: none logged). */
+static double median_tflops(const RunLog *l, uint32_t warmup, int *nomem)
+{
+    double tf = NAN;
+    size_t ntf = 0;
+    double *v = malloc((l->n ? l->n : 1) * sizeof *v);
+    *nomem = !v;
+    for (size_t i = 0, seen = 0; v && i < l->n; i++) {
+        if (isnan(l->steps[i].step_s)) continue;
+        if (seen++ < warmup) continue;
+        if (!isnan(l->steps[i].tflops)) v[ntf++] = l->steps[i].tflops;
+    }
+    if (ntf) { /* median, as the step time */
+        for (size_t i = 1; i < ntf; i++)
+            for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+                double t = v[j];
+                v[j] = v[j - 1], v[j - 1] = t;
+            }
+        tf = ntf % 2 ? v[ntf / 2] : (v[ntf / 2 - 1] + v[ntf / 2]) / 2;
+    }
+    free(v);
+    return tf;
+}
+
+/* The rows: the step (checked), the allocator's peak (checked), the reserve and the rates (shown). */
+static void fill_rows(Comparison *c, const Plan *p, const RunLog *l, double median, double tokens_step, double tf)
+{
+    c->n = 0;
+    row(c, CMP_TIME, "step", "time", UNIT_SECONDS, p->time.step_s, median, MEASURE_TOL,
+        compare_tolerances_default().step_time, "median after the warm-up", NULL);
+    row(c, CMP_MEMORY, "max_allocated", "device", UNIT_BYTES, (double)p->alloc_bytes, l->max_alloc_bytes, MEASURE_TOL,
+        ALLOC_TOL, "torch max_memory_allocated", NULL);
+    row(c, CMP_MEMORY, "max_reserved", "device", UNIT_BYTES, (double)p->reserved_bytes, l->max_reserved_bytes,
+        MEASURE_INFO, 0, "allocator reserve: the stack's convention", NULL);
+    row(c, CMP_RATE, "tokens_per_s", "rate", UNIT_VALUE, p->tokens_per_s, tokens_step / median, MEASURE_INFO, 0,
+        "follows from the step", "tok/s");
+    row(c, CMP_RATE, "tflops_per_gpu", "rate", UNIT_VALUE, p->tflops_per_gpu, tf, MEASURE_INFO, 0,
+        "the framework's FLOP count", "TFLOP/s");
+    c->failed = measure_judge(c->rows, c->n);
+}
+
+/* The step time each logged step took (torchtitan logs tokens/s per GPU: the step is the batch over all), the
+ * warm-up (a tenth of the timed steps, at least 1, unless given) and the median after it; an exit code. */
+static int step_median(const Plan *p, RunLog *l, const char *log, OwnFlags *f, double tokens_step, double *median,
+                       size_t *used, size_t *timed)
+{
+    Err e;
+    for (size_t i = 0; i < l->n; i++)
+        if (isnan(l->steps[i].step_s) && !isnan(l->steps[i].tps) && l->steps[i].tps > 0)
+            l->steps[i].step_s = tokens_step / (l->steps[i].tps * p->world);
+    for (size_t i = 0; i < l->n; i++) *timed += !isnan(l->steps[i].step_s);
+    if (!f->warm_given) f->warmup = *timed / 10 > 1 ? (uint32_t)(*timed / 10) : 1;
+    if (runlog_median_step(l, f->warmup, median, used, &e)) {
+        err_prefix(&e, "%s", log);
+        return cli_fail(CMD, &e);
+    }
+    return 0;
+}
+
+/* What the run is: --measured-row's one CSV row, or the page / table of rows with the verdict's exit. */
+static int emit(PlanArgs *a, const Plan *p, const RunLog *l, const char *log, const OwnFlags *f, Comparison *c,
+                double median, double tokens_step, size_t used, size_t timed)
+{
+    size_t skipped = (size_t)f->warmup < timed ? f->warmup : timed;
+    int rc;
+    if (f->row_id) {
+        Table *t = measured_row(a, p, l, log, f->row_id, median, tokens_step / median / p->world, used, skipped);
+        CliOut out = a->out;
+        if (out.fmt == TABLE_TEXT) out.fmt = TABLE_CSV;
+        rc = t ? cli_emit_table(CMD, t, &out) : cli_nomem(CMD, "the measured row");
+        table_free(t);
+        return rc; /* the row is the product: no verdict exit */
+    }
+    Page g = {p, l, log, c, used, skipped};
+    if (a->out.fmt == TABLE_TEXT) {
+        rc = cli_emit_page(CMD, &a->out, page, &g);
+    } else {
+        Table *t = run_report_table(c, RUN_TABLE_ALL);
+        rc = t ? cli_emit_table(CMD, t, &a->out) : cli_nomem(CMD, "the rows");
+        table_free(t);
+    }
+    if (rc) return rc;
+    return c->failed ? status_exit_code(ST_TOLERANCE) : 0;
+}
+
+int cmd_check_log(int argc, char **argv)
+{
+    /* --warmup N and --measured-row ID are check-log's own; LOG is the first argument; the rest are plan options */
+    char **pv = malloc(((size_t)argc + 1) * sizeof *pv);
+    if (!pv) return cli_nomem(CMD, "the arguments");
+    int pc;
+    OwnFlags f = {0};
+    int rc = own_flags(argc, argv, pv, &pc, &f);
+    const char *log = !rc && pc > 1 && pv[1][0] != '-' ? pv[1] : NULL;
     if (log) pv[1] = pv[0]; /* the plan options after it */
     PlanArgs a;
-    int rc = log ? plan_args_parse(CMD, pc - 1, pv + 1, PO_RECIPE | PO_LAYOUT, help_text(), &a)
+    if (!rc)
+        rc = log ? plan_args_parse(CMD, pc - 1, pv + 1, PO_RECIPE | PO_LAYOUT, help_text(), &a)
                  : plan_args_parse(CMD, pc, pv, PO_RECIPE | PO_LAYOUT, help_text(), &a);
     free(pv);
     if (rc) return rc < 0 ? 0 : rc;
@@ -227,75 +323,19 @@ int cmd_check_log(int argc, char **argv)
     }
     double tokens_step = 0, median = NAN;
     size_t used = 0, timed = 0;
+    if (!rc) tokens_step = (double)p->in.gbs * p->seq;
+    if (!rc) rc = step_median(p, &l, log, &f, tokens_step, &median, &used, &timed);
     if (!rc) {
-        tokens_step = (double)p->in.gbs * p->seq;
-        for (size_t i = 0; i < l.n; i++) /* torchtitan logs tokens/s per GPU: the step is the batch over all */
-            if (isnan(l.steps[i].step_s) && !isnan(l.steps[i].tps) && l.steps[i].tps > 0)
-                l.steps[i].step_s = tokens_step / (l.steps[i].tps * p->world);
-        for (size_t i = 0; i < l.n; i++) timed += !isnan(l.steps[i].step_s);
-        if (!warm_given) warmup = timed / 10 > 1 ? (uint32_t)(timed / 10) : 1;
-        if (runlog_median_step(&l, warmup, &median, &used, &e)) {
-            err_prefix(&e, "%s", log);
-            rc = cli_fail(CMD, &e);
-        }
+        int nomem;
+        double tf = median_tflops(&l, f.warmup, &nomem);
+        if (nomem)
+            rc = cli_nomem(CMD, "the rates");
+        else
+            fill_rows(&c, p, &l, median, tokens_step, tf);
     }
-    if (!rc) {
-        double tf = NAN;
-        size_t ntf = 0;
-        double *v = malloc((l.n ? l.n : 1) * sizeof *v);
-        if (!v) rc = cli_nomem(CMD, "the rates");
-        for (size_t i = 0, seen = 0; v && i < l.n; i++) {
-            if (isnan(l.steps[i].step_s)) continue;
-            if (seen++ < warmup) continue;
-            if (!isnan(l.steps[i].tflops)) v[ntf++] = l.steps[i].tflops;
-        }
-        if (ntf) { /* median, as the step time */
-            for (size_t i = 1; i < ntf; i++)
-                for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
-                    double t = v[j];
-                    v[j] = v[j - 1], v[j - 1] = t;
-                }
-            tf = ntf % 2 ? v[ntf / 2] : (v[ntf / 2 - 1] + v[ntf / 2]) / 2;
-        }
-        free(v);
-        c.n = 0;
-        row(&c, CMP_TIME, "step", "time", UNIT_SECONDS, p->time.step_s, median, MEASURE_TOL,
-            compare_tolerances_default().step_time, "median after the warm-up", NULL);
-        row(&c, CMP_MEMORY, "max_allocated", "device", UNIT_BYTES, (double)p->alloc_bytes, l.max_alloc_bytes,
-            MEASURE_TOL, ALLOC_TOL, "torch max_memory_allocated", NULL);
-        row(&c, CMP_MEMORY, "max_reserved", "device", UNIT_BYTES, (double)p->reserved_bytes, l.max_reserved_bytes,
-            MEASURE_INFO, 0, "allocator reserve: the stack's convention", NULL);
-        row(&c, CMP_RATE, "tokens_per_s", "rate", UNIT_VALUE, p->tokens_per_s, tokens_step / median, MEASURE_INFO, 0,
-            "follows from the step", "tok/s");
-        row(&c, CMP_RATE, "tflops_per_gpu", "rate", UNIT_VALUE, p->tflops_per_gpu, tf, MEASURE_INFO, 0,
-            "the framework's FLOP count", "TFLOP/s");
-        c.failed = measure_judge(c.rows, c.n);
-    }
-    if (!rc && row_id) {
-        Table *t = measured_row(&a, p, &l, log, row_id, median, tokens_step / median / p->world, used,
-                                (size_t)warmup < timed ? warmup : timed);
-        CliOut out = a.out;
-        if (out.fmt == TABLE_TEXT) out.fmt = TABLE_CSV;
-        rc = t ? cli_emit_table(CMD, t, &out) : cli_nomem(CMD, "the measured row");
-        table_free(t);
-        runlog_free(&l);
-        free(cat);
-        free(p);
-        return rc; /* the row is the product: no verdict exit */
-    }
-    if (!rc) {
-        Page g = {p, &l, log, &c, used, (size_t)warmup < timed ? warmup : timed};
-        if (a.out.fmt == TABLE_TEXT) {
-            rc = cli_emit_page(CMD, &a.out, page, &g);
-        } else {
-            Table *t = run_report_table(&c, RUN_TABLE_ALL);
-            rc = t ? cli_emit_table(CMD, t, &a.out) : cli_nomem(CMD, "the rows");
-            table_free(t);
-        }
-    }
+    if (!rc) rc = emit(&a, p, &l, log, &f, &c, median, tokens_step, used, timed);
     runlog_free(&l);
     free(cat);
     free(p);
-    if (rc) return rc;
-    return c.failed ? status_exit_code(ST_TOLERANCE) : 0;
+    return rc;
 }

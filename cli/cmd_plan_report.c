@@ -167,6 +167,56 @@ Status plan_trust_text(const char *catdir, const Catalog *cat, const PlanInput *
 
 static Status fidelity_page(FILE *f, const void *ctx, Err *e) { return html_fidelity_page(f, ctx, e); }
 
+/* The summary lines under the tables: dense, uncertain, mixture of experts, FP8 over BF16. */
+static void fidelity_prose(const FidelitySummary *sum, const FidelityGroup *pall, const FidelityGroup *pdev,
+                           const FidelityGroup *phold)
+{
+    table_put_prose(
+        stdout,
+        "throughput MAE %.1f %% over %d runs (dev %.1f %% over %d, hold-out %.1f %% over %d); FP8-LM Table 5 "
+        "MAE %.1f %%; allocator-traced memory MAE %.1f %% (worst %.1f %%) over %d; false OOMs %d (runs "
+        "that ran but are predicted above capacity), over the memory limit %d; not planned %d\n",
+        100 * sum->all.mae, sum->all.n, 100 * sum->dev.mae, sum->dev.n, 100 * sum->holdout.mae, sum->holdout.n,
+        100 * sum->table5.mae, 100 * sum->mem_traced.mae, 100 * sum->mem_traced_max, sum->mem_traced.n, sum->false_oom,
+        sum->over_limit, sum->unplanned);
+    if (sum->uncertain) /* dense runs whose notes leave choices open (unknown=) */
+        table_put_prose(stdout, "uncertain %d (dense runs that fit only if savings their sources leave open hold)\n",
+                        sum->uncertain);
+    if (sum->moe.n) /* runs of models with experts, apart from the dense figures above */
+        table_put_prose(stdout,
+                        "mixture of experts: throughput MAE %.1f %% (bias %+.1f %%) over %d runs (dev %.1f %% over %d, "
+                        "hold-out %.1f %% over %d); false OOMs %d; uncertain %d (fit only if savings their sources "
+                        "leave open hold)\n",
+                        100 * sum->moe.mae, 100 * sum->moe.bias, sum->moe.n, 100 * sum->moe_dev.mae, sum->moe_dev.n,
+                        100 * sum->moe_holdout.mae, sum->moe_holdout.n, sum->moe_false_oom, sum->moe_uncertain);
+    if (pall->n)
+        table_put_prose(stdout,
+                        "FP8 over BF16: planned speed-up error MAE %.1f %% (bias %+.1f %%) over %d pairs (dev %.1f %% "
+                        "over %d, hold-out %.1f %% over %d)\n",
+                        100 * pall->mae, 100 * pall->bias, pall->n, 100 * pdev->mae, pdev->n, 100 * phold->mae,
+                        phold->n);
+}
+
+/* -o DIR: the three tables as CSV files (write_csv frees what it is given; the others are freed here). */
+static int fidelity_csvs(const char *cmd, const char *outdir, Table **tr, Table **ts, Table **tp)
+{
+    int rc = make_dir(cmd, outdir);
+    if (rc) return rc;
+    rc = write_csv(cmd, outdir, "fidelity_runs.csv", *tr);
+    *tr = NULL;
+    if (!rc)
+        rc = write_csv(cmd, outdir, "fidelity_summary.csv", *ts);
+    else
+        table_free(*ts);
+    *ts = NULL;
+    if (!rc)
+        rc = write_csv(cmd, outdir, "fidelity_pairs.csv", *tp);
+    else
+        table_free(*tp);
+    *tp = NULL;
+    return rc;
+}
+
 static int report_fidelity(const char *cmd, const char *catdir, const char *outdir, const char *holdout,
                            double max_mem_frac, int html)
 {
@@ -217,47 +267,8 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
             rc = cli_emit_page(cmd, &out, fidelity_page, &pg);
         } else if (!(rc = cli_emit_table(cmd, tr, &so)) && !(rc = cli_emit_table(cmd, ts, &so)) &&
                    !(rc = cli_emit_table(cmd, tp, &so))) {
-            table_put_prose(
-                stdout,
-                "throughput MAE %.1f %% over %d runs (dev %.1f %% over %d, hold-out %.1f %% over %d); FP8-LM Table 5 "
-                "MAE %.1f %%; allocator-traced memory MAE %.1f %% (worst %.1f %%) over %d; false OOMs %d (runs "
-                "that ran but are predicted above capacity), over the memory limit %d; not planned %d\n",
-                100 * sum->all.mae, sum->all.n, 100 * sum->dev.mae, sum->dev.n, 100 * sum->holdout.mae, sum->holdout.n,
-                100 * sum->table5.mae, 100 * sum->mem_traced.mae, 100 * sum->mem_traced_max, sum->mem_traced.n,
-                sum->false_oom, sum->over_limit, sum->unplanned);
-            if (sum->uncertain) /* dense runs whose notes leave choices open (unknown=) */
-                table_put_prose(stdout,
-                                "uncertain %d (dense runs that fit only if savings their sources leave open "
-                                "hold)\n",
-                                sum->uncertain);
-            if (sum->moe.n) /* runs of models with experts, apart from the dense figures above */
-                table_put_prose(stdout,
-                                "mixture of experts: throughput MAE %.1f %% (bias %+.1f %%) over %d runs (dev %.1f %% "
-                                "over %d, hold-out %.1f %% over %d); false OOMs %d; uncertain %d (fit only if "
-                                "savings their sources leave open hold)\n",
-                                100 * sum->moe.mae, 100 * sum->moe.bias, sum->moe.n, 100 * sum->moe_dev.mae,
-                                sum->moe_dev.n, 100 * sum->moe_holdout.mae, sum->moe_holdout.n, sum->moe_false_oom,
-                                sum->moe_uncertain);
-            if (pall.n)
-                table_put_prose(stdout,
-                                "FP8 over BF16: planned speed-up error MAE %.1f %% (bias %+.1f %%) over %d pairs (dev "
-                                "%.1f %% over %d, hold-out %.1f %% over %d)\n",
-                                100 * pall.mae, 100 * pall.bias, pall.n, 100 * pdev.mae, pdev.n, 100 * phold.mae,
-                                phold.n);
-            if (outdir && !(rc = make_dir(cmd, outdir))) {
-                rc = write_csv(cmd, outdir, "fidelity_runs.csv", tr);
-                tr = NULL;
-                if (!rc)
-                    rc = write_csv(cmd, outdir, "fidelity_summary.csv", ts);
-                else
-                    table_free(ts); /* write_csv frees what it is given; this one it was not */
-                ts = NULL;
-                if (!rc)
-                    rc = write_csv(cmd, outdir, "fidelity_pairs.csv", tp);
-                else
-                    table_free(tp);
-                tp = NULL;
-            }
+            fidelity_prose(sum, &pall, &pdev, &phold);
+            if (outdir) rc = fidelity_csvs(cmd, outdir, &tr, &ts, &tp);
         }
     }
     table_free(tr);

@@ -382,6 +382,90 @@ static void rank_together(Found *f)
     }
 }
 
+/* The recipes (--recipes, or every one) and stacks (--stacks LIST|all, or none: the plan's) to sweep. */
+static int sweep_lists(const char *cmd, const Catalog *cat, const PlanArgs *a, const void **recs, int *nrec,
+                       const void **stacks, int *nstk)
+{
+    int rc;
+    *nrec = *nstk = 0;
+    if (a->recipes) {
+        if ((rc = name_list(cmd, cat, "recipes", a->recipes, find_recipe, catalog_recipe_names, recs, nrec))) return rc;
+    } else {
+        for (int i = 0; i < cat->nrecipes; i++) recs[(*nrec)++] = &cat->recipes[i];
+    }
+    if (a->stacks && !strcmp(a->stacks, "all")) {
+        for (int i = 0; i < cat->nstacks; i++) stacks[(*nstk)++] = &cat->stacks[i];
+    } else if (a->stacks) {
+        if ((rc = name_list(cmd, cat, "stacks", a->stacks, find_stack, catalog_stack_names, stacks, nstk))) return rc;
+    }
+    return 0;
+}
+
+/* The ranked plans as a table: text with its title (what was swept, the stack's overlaps the ranking rests on),
+ * or one summary row per plan (csv/json). NULL: out of memory. */
+static Table *result_table(const PlanArgs *a, const Found *f, const void *const *stacks, int nstk)
+{
+    Table *t;
+    if (a->out.fmt != TABLE_TEXT) {
+        t = plan_summary_new(1);
+        for (int i = 0; t && i < f->n; i++) plan_summary_row(t, &f->plans[i], i + 1);
+        return t;
+    }
+    t = top_table(f->plans, f->variants, f->n, !a->all, nstk > 1);
+    if (!t) return NULL;
+    char title[512], stk[300] = "", sl[STACK_LABEL_MAX];
+    if (nstk <= 1 && f->n) /* the ranking rests on what the stack hides: say it */
+        snprintf(stk, sizeof stk, ", stack %s (compute hides TP %.2f, DP %.2f, PP %.2f, EP %.2f of its collectives)",
+                 stack_label(f->plans[0].in.stack, sl, sizeof sl), f->plans[0].in.overlap_tp, f->plans[0].in.overlap_dp,
+                 f->plans[0].in.overlap_pp, f->plans[0].in.overlap_ep);
+    else if (nstk <= 1)
+        snprintf(stk, sizeof stk, ", stack %s",
+                 stack_label(nstk ? (const StackSpec *)stacks[0] : a->in.stack, sl, sizeof sl));
+    snprintf(title, sizeof title, "%s %d of %llu plans that fit: %s on %u x %s%s, ranked by tokens/s",
+             a->per_recipe ? "best per recipe," : "best", f->n, (unsigned long long)(f->st.valid - f->st.oom),
+             a->in.model->name, a->gpus, a->in.gpu->name, stk);
+    table_set_title(t, title);
+    return t;
+}
+
+/* After the table, on info: the recipes with no layout that fits (their closest), nothing valid, the sweep's
+ * counts and, once a stack, how far to trust its plans. An exit code. */
+static int sweep_tail(const char *cmd, FILE *info, const PlanArgs *a, const Catalog *cat, const Found *f, int nstk,
+                      uint64_t gbs, uint32_t seq)
+{
+    int rc = 0;
+    if ((f->nnear || f->ninvalid) && f->n && a->per_recipe) fprintf(info, "recipes with no layout that fits:\n");
+    if (f->nnear && (!f->n || a->per_recipe)) {
+        if (f->n || a->out.fmt != TABLE_TEXT || a->out.path) { /* the table went elsewhere, or some fit */
+            for (int i = 0; i < f->nnear; i++)
+                fprintf(info, "  %s: the closest (TP %u, PP %u, CP %u, DP %u, mbs %u) needs %.2f GB, %.2f GB over\n",
+                        f->near[i].in.recipe->name, f->near[i].in.tp, f->near[i].in.pp, f->near[i].in.cp,
+                        f->near[i].in.dp, f->near[i].in.mbs, plan_gb(f->near[i].total_bytes), over_gb(&f->near[i]));
+        } else if (print_nearest(info, f->near, f->nnear, a, nstk > 1)) {
+            Err e = {ST_IO, "write error"};
+            rc = cli_fail(cmd, &e);
+        }
+    } else if (!f->n && !f->nnear) {
+        fprintf(info, "nothing fits: no layout of %u GPUs is valid for %s (see the reasons below).\n", a->gpus,
+                a->in.model->name);
+    }
+    for (int i = 0; !rc && i < f->ninvalid; i++)
+        fprintf(info, "  %s: no valid layout (see the reasons below)\n", f->invalid[i]->name);
+    if (!rc) print_stats(info, &f->st, gbs, !a->in.gbs, seq);
+    for (int i = 0; !rc && a->out.fmt == TABLE_TEXT && i < f->n; i++) { /* how far to trust them: once a stack */
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = f->plans[j].in.stack == f->plans[i].in.stack;
+        if (seen) continue;
+        char trust[600];
+        Err te;
+        if (plan_trust_text(a->catalog, cat, &f->plans[i].in, trust, sizeof trust, &te))
+            rc = cli_fail(cmd, &te);
+        else
+            table_put_prose(info, "%s\n", trust);
+    }
+    return rc;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
     const char *cmd = "sweep";
@@ -402,16 +486,7 @@ int cmd_sweep(int argc, char **argv)
         goto done;
     }
     if ((rc = plan_args_resolve(cmd, cat, &a, NULL))) goto done;
-    if (a.recipes) {
-        if ((rc = name_list(cmd, cat, "recipes", a.recipes, find_recipe, catalog_recipe_names, recs, &nrec))) goto done;
-    } else {
-        for (int i = 0; i < cat->nrecipes; i++) recs[nrec++] = &cat->recipes[i];
-    }
-    if (a.stacks && !strcmp(a.stacks, "all")) {
-        for (int i = 0; i < cat->nstacks; i++) stacks[nstk++] = &cat->stacks[i];
-    } else if (a.stacks) {
-        if ((rc = name_list(cmd, cat, "stacks", a.stacks, find_stack, catalog_stack_names, stacks, &nstk))) goto done;
-    }
+    if ((rc = sweep_lists(cmd, cat, &a, recs, &nrec, stacks, &nstk))) goto done;
     if (a.out.fmt == TABLE_HTML && !(f.points = sweep_points_new())) {
         rc = cli_fail(cmd, &(Err){ST_NOMEM, "out of memory"});
         goto done;
@@ -426,28 +501,7 @@ int cmd_sweep(int argc, char **argv)
         rc = emit_html(cmd, &a, f.points, f.plans, f.n, &f.st, gbs, seq);
         goto done;
     }
-    Table *t;
-    if (a.out.fmt == TABLE_TEXT) {
-        t = top_table(f.plans, f.variants, f.n, !a.all, nstk > 1);
-        if (t) {
-            char title[512], stk[300] = "", sl[STACK_LABEL_MAX];
-            if (nstk <= 1 && f.n) /* the ranking rests on what the stack hides: say it */
-                snprintf(stk, sizeof stk,
-                         ", stack %s (compute hides TP %.2f, DP %.2f, PP %.2f, EP %.2f of its collectives)",
-                         stack_label(f.plans[0].in.stack, sl, sizeof sl), f.plans[0].in.overlap_tp,
-                         f.plans[0].in.overlap_dp, f.plans[0].in.overlap_pp, f.plans[0].in.overlap_ep);
-            else if (nstk <= 1)
-                snprintf(stk, sizeof stk, ", stack %s",
-                         stack_label(nstk ? (const StackSpec *)stacks[0] : a.in.stack, sl, sizeof sl));
-            snprintf(title, sizeof title, "%s %d of %llu plans that fit: %s on %u x %s%s, ranked by tokens/s",
-                     a.per_recipe ? "best per recipe," : "best", f.n, (unsigned long long)(f.st.valid - f.st.oom),
-                     a.in.model->name, a.gpus, a.in.gpu->name, stk);
-            table_set_title(t, title);
-        }
-    } else {
-        t = plan_summary_new(1);
-        for (int i = 0; t && i < f.n; i++) plan_summary_row(t, &f.plans[i], i + 1);
-    }
+    Table *t = result_table(&a, &f, stacks, nstk);
     if (!t) {
         Err e = {ST_NOMEM, "out of memory"};
         rc = cli_fail(cmd, &e);
@@ -456,35 +510,7 @@ int cmd_sweep(int argc, char **argv)
     if (f.n || a.out.fmt != TABLE_TEXT) rc = cli_emit_table(cmd, t, &a.out);
     table_free(t);
     FILE *info = a.out.fmt == TABLE_TEXT && !a.out.path ? stdout : stderr;
-    if (!rc && (f.nnear || f.ninvalid) && f.n && a.per_recipe) fprintf(info, "recipes with no layout that fits:\n");
-    if (!rc && f.nnear && (!f.n || a.per_recipe)) {
-        if (f.n || a.out.fmt != TABLE_TEXT || a.out.path) { /* the table went elsewhere, or some fit */
-            for (int i = 0; i < f.nnear; i++)
-                fprintf(info, "  %s: the closest (TP %u, PP %u, CP %u, DP %u, mbs %u) needs %.2f GB, %.2f GB over\n",
-                        f.near[i].in.recipe->name, f.near[i].in.tp, f.near[i].in.pp, f.near[i].in.cp, f.near[i].in.dp,
-                        f.near[i].in.mbs, plan_gb(f.near[i].total_bytes), over_gb(&f.near[i]));
-        } else if (print_nearest(info, f.near, f.nnear, &a, nstk > 1)) {
-            Err e = {ST_IO, "write error"};
-            rc = cli_fail(cmd, &e);
-        }
-    } else if (!rc && !f.n && !f.nnear) {
-        fprintf(info, "nothing fits: no layout of %u GPUs is valid for %s (see the reasons below).\n", a.gpus,
-                a.in.model->name);
-    }
-    for (int i = 0; !rc && i < f.ninvalid; i++)
-        fprintf(info, "  %s: no valid layout (see the reasons below)\n", f.invalid[i]->name);
-    if (!rc) print_stats(info, &f.st, gbs, !a.in.gbs, seq);
-    for (int i = 0; !rc && a.out.fmt == TABLE_TEXT && i < f.n; i++) { /* how far to trust them: once a stack */
-        int seen = 0;
-        for (int j = 0; j < i && !seen; j++) seen = f.plans[j].in.stack == f.plans[i].in.stack;
-        if (seen) continue;
-        char trust[600];
-        Err te;
-        if (plan_trust_text(a.catalog, cat, &f.plans[i].in, trust, sizeof trust, &te))
-            rc = cli_fail(cmd, &te);
-        else
-            table_put_prose(info, "%s\n", trust);
-    }
+    if (!rc) rc = sweep_tail(cmd, info, &a, cat, &f, nstk, gbs, seq);
 done:
     table_free(f.points);
     free(f.plans);
