@@ -201,6 +201,18 @@ static Status aux_loss(Model *m, const LayerActs *la, float dloss, float *ds, fl
     return st;
 }
 
+/* The experts' rows as this rank routed them: every expert, its own token copies (expert parallelism regroups
+ * them into the rows dispatched to its experts: model_ep_dispatch, model_ep_backward_rows). */
+static MoeRows token_rows(const Model *m, const LayerActs *la)
+{
+    return (MoeRows){.groups = m->spec.experts,
+                     .rows = model_moe_rows(m),
+                     .counts = la->r_counts,
+                     .x_in = la->x_in,
+                     .x_fc1 = la->x_fc1,
+                     .x_fc2in = la->x_fc2in};
+}
+
 Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
 {
     Backend *bk = m->bk;
@@ -264,12 +276,7 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
         if (!st) st = model_moe_fp8_fwd(m, l, a->x_y, w1, w2, e);
     } else {
         /* the experts: this rank's E on its rows, or (expert parallelism) its E/ep on the rows dispatched to it */
-        MoeRows xr = {.groups = s->experts,
-                      .rows = model_moe_rows(m),
-                      .counts = la->r_counts,
-                      .x_in = la->x_in,
-                      .x_fc1 = la->x_fc1,
-                      .x_fc2in = la->x_fc2in};
+        MoeRows xr = token_rows(m, la);
         void *y = m->ep > 1 ? model_ep_fwd_out(m) : a->x_y;
         if (!st && m->ep > 1) st = model_ep_dispatch(m, l, la, &xr, e);
         if (!st) st = experts_gemm(m, &xr, xr.x_in, w1->weight, kf * Fe, C, GEMM_K_INNER, xr.x_fc1, e);
@@ -297,17 +304,11 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
     ModelActs *a = &m->act;
     const Dtype A = m->act_dtype;
     const uint64_t BT = model_tokens(m), C = s->hidden, E = s->experts, Fe = s->expert_ffn, kf = spec_fc1_k(s);
-    const uint64_t R = model_moe_rows(m);
     const int L = (int)(l + m->layer0);
     ModelParam *wr = model_find_param(m, PK_ROUTER_W, L), *w1 = model_find_param(m, PK_XFC1_W, L),
                *w2 = model_find_param(m, PK_XFC2_W, L);
     if (!wr || !w1 || !w2) return err_set(e, ST_SOFTWARE, "MoE layer %d has no router or experts", L);
-    MoeRows xr = {.groups = s->experts,
-                  .rows = R,
-                  .counts = la->r_counts,
-                  .x_in = la->x_in,
-                  .x_fc1 = la->x_fc1,
-                  .x_fc2in = la->x_fc2in};
+    MoeRows xr = token_rows(m, la);
     MoeEpBwd b = {.y_tok = a->x_y, .dy = a->x_dy, .dh2 = a->x_dh2, .dh1 = a->x_dh1, .dx = a->x_y};
     const int f8 = recipe_fp8_gemm(&m->recipe); /* FP8 experts: one rank (model_moe_check) */
     Status st = ST_OK;

@@ -6,8 +6,12 @@
 #define FP8PLAN_TESTS_MPI_CHECK_H
 
 #include <mpi.h>
+#include <string.h>
 
 #include "test.h"
+
+/* A bit-exact float comparison (0.0 and -0.0 differ, a NaN's payload counts). */
+static inline int same_bits(float a, float b) { return !memcmp(&a, &b, sizeof a); }
 
 static int N, R; /* size, rank: set by the program once its communicator exists */
 

@@ -1,0 +1,140 @@
+/* tests/mpi/mpi_comm_a2a.c — what expert parallelism asks of the MPI communicator (exec/comm/comm_mpi.c) over
+ * 2 or 4 ranks: the uneven all-to-all, counts that disagree, and non-finite values arriving from any rank through
+ * the all-to-all and the all-reduces; run by tests/cli/mpi_comm.sh under mpirun -np 2 and -np 4, as mpi_comm.c
+ * is (rank 0 prints "ok - npN: name" / "FAIL - npN: name", "checks: K" and the summary line). Expected values are
+ * worked by hand in the comments. */
+#include <math.h>
+#include <mpi.h>
+#include <stdlib.h>
+
+#include "exec/backend.h"
+#include "exec/backend_desc.h"
+#include "exec/comm/comm_mpi.h"
+#include "exec/elem.h"
+#include "fp8/codec.h"
+#include "fp8/half.h"
+#include "mpi_check.h"
+
+static Comm *C;
+
+/* Uneven all-to-all (expert parallelism's dispatch): rank r sends r + j + 1 FP32 values to rank j, value
+ * i of them 100·r + j + i/2, and receives r + j + 1 from each rank j. Bytes rank r sends: the sum over j
+ * of r + j + 1 values = N·r + N(N−1)/2 + N, 4 B each — np 2: 2r + 3 (rank 0: 12 B, rank 1: 20 B), np 4:
+ * 4r + 10 (rank 0: 40 B … rank 3: 88 B); of those, its own segment (2r + 1 values) stays: bus bytes
+ * np 2: 4·(2r + 3 − 2r − 1) = 8 on both ranks, np 4: 4·(4r + 10 − 2r − 1) = 4·(2r + 9). */
+static void test_all_to_all_v(void)
+{
+    uint64_t sc[4], rc[4], ns = 0, nr = 0;
+    for (int j = 0; j < N; j++) sc[j] = rc[j] = (uint64_t)(R + j + 1), ns += sc[j], nr += rc[j];
+    float snd[32], rcv[32]; /* at most 4·3 + 10 = 22 values */
+    for (int j = 0, k = 0; j < N; j++)
+        for (uint64_t i = 0; i < sc[j]; i++) snd[k++] = 100.0f * (float)R + (float)j + 0.5f * (float)i;
+    for (uint64_t k = 0; k < nr; k++) rcv[k] = -1.0f;
+    Err e;
+    CHECK_EQ_INT(comm_all_to_all_v(C, CO_EP_DISPATCH_FWD, NULL, snd, sc, rcv, rc, DT_FP32, &e), ST_OK);
+    for (int j = 0, k = 0; j < N; j++) /* from rank j: 100·j + R + i/2 */
+        for (uint64_t i = 0; i < rc[j]; i++, k++) CHECK_NEAR(rcv[k], 100.0 * j + R + 0.5 * (double)i, 0.0);
+    uint64_t want = N == 2 ? 4 * (2 * (uint64_t)R + 3) : 4 * (4 * (uint64_t)R + 10);
+    double bus = N == 2 ? 8.0 : 4.0 * (2 * R + 9);
+    CHECK_EQ_U64(C->stats[CO_EP_DISPATCH_FWD].payload_bytes, want);
+    CHECK_REL(C->stats[CO_EP_DISPATCH_FWD].bus_bytes, bus, 1e-12); /* payload x (leaving / payload), in double */
+    CHECK_EQ_U64(C->stats[CO_EP_DISPATCH_FWD].calls, 1);
+}
+
+/* Counts that disagree (the last rank expects one value more from rank 0 than rank 0 sends): every rank
+ * fails with ST_DATA before any payload moves, the last rank naming the pair and the counts, the others
+ * naming it; nobody hangs, nothing is counted on the row, and the next call works. */
+static void test_all_to_all_v_disagree(void)
+{
+    uint64_t sc[4], rc[4];
+    for (int j = 0; j < N; j++) sc[j] = rc[j] = 1;
+    if (R == N - 1) rc[0] = 2;
+    float snd[4] = {1, 2, 3, 4}, rcv[5] = {0};
+    Err e = {0};
+    CHECK_EQ_INT(comm_all_to_all_v(C, CO_EP_COMBINE_FWD, NULL, snd, sc, rcv, rc, DT_FP32, &e), ST_DATA);
+    char want[160];
+    if (R == N - 1)
+        snprintf(want, sizeof want, "rank %d expects 2 elements from rank 0, which sends 1", N - 1);
+    else
+        snprintf(want, sizeof want, "rank %d's receive counts disagree with what its peers send", N - 1);
+    CHECK_CONTAINS(e.msg, want);
+    CHECK_EQ_U64(C->stats[CO_EP_COMBINE_FWD].calls, 0);
+    rc[0] = 1;
+    CHECK_EQ_INT(comm_all_to_all_v(C, CO_EP_COMBINE_FWD, NULL, snd, sc, rcv, rc, DT_FP32, &e), ST_OK);
+    for (int j = 0; j < N; j++) CHECK_NEAR(rcv[j], (double)R + 1.0, 0.0); /* rank j's value for R: snd[R] */
+}
+
+/* Non-finite values arriving from any rank, through what expert parallelism moves and reduces: for each
+ * source rank s in turn, (1) the dispatch all-to-all (one value to every rank, s's a quiet NaN with payload
+ * 0x7fc00123 to even ranks and -Inf to odd ones) delivers s's bits unchanged and every other rank's finite
+ * value; (2) the expert-data-parallel all-reduce (SUM over the ranks of the same parity, a group split as
+ * model_groups.c splits EDP at ep 2) gives NaN on every rank of s's group when s sends NaN, +Inf for +Inf,
+ * NaN for +Inf beside another rank's -Inf (np 4), and the other group its finite sum; (3) the world's
+ * gradient all-reduce (DP, and the routing counts' FP32 sum) gives NaN everywhere when s sends NaN. */
+static void test_nonfinite_from_any_rank(void)
+{
+    Err e;
+    Comm *g = NULL;
+    CHECK_EQ_INT(comm_split(C, R % 2, R, &g, &e), ST_OK); /* ranks 0, 2 and 1, 3 (np 2: each alone) */
+    if (!g) return;
+    uint32_t qnan_bits = 0x7fc00123u;
+    float qnan;
+    memcpy(&qnan, &qnan_bits, sizeof qnan);
+    for (int s = 0; s < N; s++) {
+        uint64_t one[4] = {1, 1, 1, 1};
+        float snd[4], rcv[4];
+        for (int j = 0; j < N; j++) snd[j] = R == s ? (j % 2 ? -INFINITY : qnan) : (float)(10 * R + j);
+        CHECK_EQ_INT(comm_all_to_all_v(C, CO_EP_DISPATCH_FWD, NULL, snd, one, rcv, one, DT_FP32, &e), ST_OK);
+        for (int j = 0; j < N; j++) {
+            if (j != s)
+                CHECK_NEAR(rcv[j], 10.0 * j + R, 0.0);
+            else if (R % 2)
+                CHECKF(isinf(rcv[j]) && rcv[j] < 0, "np%d from rank %d: %a", N, s, (double)rcv[j]);
+            else
+                CHECKF(same_bits(rcv[j], qnan), "np%d from rank %d: NaN bits %a", N, s, (double)rcv[j]);
+        }
+        float x[3] = {R == s ? qnan : 1.0f, R == s ? INFINITY : 1.0f,
+                      R == s             ? INFINITY
+                      : R == (s + 2) % N ? -INFINITY
+                                         : 1.0f};
+        CHECK_EQ_INT(g->all_reduce(g, CO_EDP_GRAD_AR, NULL, x, 3, DT_FP32, COMM_SUM, &e), ST_OK);
+        const int mine = R % 2 == s % 2; /* s is in this rank's group */
+        const double n = (double)g->size;
+        if (mine) {
+            CHECKF(isnan(x[0]), "np%d EDP NaN from rank %d: %a", N, s, (double)x[0]);
+            CHECKF(isinf(x[1]) && x[1] > 0, "np%d EDP +Inf from rank %d: %a", N, s, (double)x[1]);
+            if (N == 4) CHECKF(isnan(x[2]), "np%d EDP +Inf - Inf: %a", N, (double)x[2]);
+        } else {
+            CHECK_NEAR(x[0], n, 0.0);
+            CHECK_NEAR(x[1], n, 0.0);
+        }
+        float y = R == s ? qnan : 2.0f;
+        CHECK_EQ_INT(C->all_reduce(C, CO_DP_GRAD_AR, NULL, &y, 1, DT_FP32, COMM_SUM, &e), ST_OK);
+        CHECKF(isnan(y), "np%d DP NaN from rank %d: %a", N, s, (double)y);
+    }
+    g->destroy(g);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    Err e;
+    if (comm_mpi_create(&C, &e)) {
+        fprintf(stderr, "comm_mpi_create: %s\n", e.msg);
+        MPI_Abort(MPI_COMM_WORLD, 70);
+    }
+    N = C->size, R = C->rank;
+    if (N != 2 && N != 4) {
+        if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
+        MPI_Abort(MPI_COMM_WORLD, 64);
+    }
+    if (R == 0) printf("checks: 3\n");
+    MRUN(test_all_to_all_v);
+    MRUN(test_all_to_all_v_disagree);
+    MRUN(test_nonfinite_from_any_rank);
+    int failed = test_failed_;
+    C->destroy(C);
+    MPI_Finalize();
+    if (R == 0) printf("%d passed, %d failed, 0 skipped\n", test_passed_, test_failed_);
+    return failed ? 1 : 0;
+}
