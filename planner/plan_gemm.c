@@ -13,7 +13,18 @@
  * than one wave (split-K / stream-K), writing fp32 partial sums that one more
  * pass adds. The result is at least the HBM time of the operands and the
  * output (a roofline) and at least one kernel launch. No loop over tiles:
- * every count is closed-form. */
+ * every count is closed-form.
+ *
+ * Transformer Engine's grouped GEMM (GroupedLinear -> general_grouped_gemm ->
+ * nvte_multi_tensor_gemm) is no grouped kernel: multi_stream_cublas_gemm
+ * launches one cuBLAS GEMM per expert, expert i on compute stream i mod 4
+ * (transformer_engine/common/gemm/cublaslt_gemm.cu and util/multi_stream.cpp,
+ * get_num_compute_streams() = 4, v2.7-v2.12; the CUTLASS grouped kernel only
+ * on Hopper with NVTE_USE_CUTLASS_GROUPED_GEMM=1, off by default and set by
+ * neither Megatron-LM nor Megatron-Bridge). gemm_time_streams times that: at
+ * most `streams` GEMMs run at once, their tiles sharing the SMs in waves,
+ * each split over K as cuBLAS sizes it alone, count / streams rounds one
+ * after another (and one round of the rest). */
 #include "planner/arch.h"
 #include "planner/plan_internal.h"
 
@@ -49,18 +60,20 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
     gg->launch = in->launch_s;
 }
 
-double gemm_time(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, int fp8, double out_bytes)
+/* `batch` GEMMs whose tiles share the SMs; the split of K is chosen from the tiles of `sized` of them (the batch
+ * for one batched kernel, 1 for kernels launched one per GEMM, each sized by cuBLAS as if it ran alone). */
+static double gemm_run(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, uint64_t sized, int fp8,
+                       double out_bytes)
 {
-    if (!M || !N || !K || !batch) return 0;
     uint32_t a = gg->tm_sh, b = gg->tn_sh;
     uint64_t ma = (M + (1ull << a) - 1) >> a, nb = (N + (1ull << b) - 1) >> b;
     uint64_t mb = (M + (1ull << b) - 1) >> b, na = (N + (1ull << a) - 1) >> a;
     uint64_t t1 = ma * nb, t2 = mb * na;
-    double tiles = (double)(t1 < t2 ? t1 : t2) * (double)batch;
+    double one = (double)(t1 < t2 ? t1 : t2), tiles = one * (double)batch, seen = one * (double)sized;
     double k = (double)K, k0 = fp8 ? gg->k0_8 : gg->k0_16, rate = fp8 ? gg->sm_rate8 : gg->sm_rate16;
     double mn = (double)M * (double)N * (double)batch, extra = 0;
-    if (tiles < gg->sms) { /* less than one wave: split K over the idle SMs */
-        double split = (double)(uint64_t)(gg->sms / tiles), kmax = (double)(uint64_t)(k / SPLIT_MIN_K);
+    if (seen < gg->sms) { /* less than one wave: split K over the idle SMs */
+        double split = (double)(uint64_t)(gg->sms / seen), kmax = (double)(uint64_t)(k / SPLIT_MIN_K);
         if (split > kmax) split = kmax;
         if (split > 1) {
             tiles *= split;
@@ -77,4 +90,20 @@ double gemm_time(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t
     double tm = bytes * gg->inv_hbm;
     double t = tc > tm ? tc : tm;
     return t > gg->launch ? t : gg->launch;
+}
+
+double gemm_time(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, int fp8, double out_bytes)
+{
+    if (!M || !N || !K || !batch) return 0;
+    return gemm_run(gg, M, N, K, batch, batch, fp8, out_bytes);
+}
+
+double gemm_time_streams(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t count, uint64_t streams,
+                         int fp8, double out_bytes)
+{
+    if (!M || !N || !K || !count) return 0;
+    if (!streams) return gemm_run(gg, M, N, K, count, count, fp8, out_bytes);
+    uint64_t c = count < streams ? count : streams, rounds = count / c, rest = count % c;
+    double t = (double)rounds * gemm_run(gg, M, N, K, c, 1, fp8, out_bytes);
+    return rest ? t + gemm_run(gg, M, N, K, rest, 1, fp8, out_bytes) : t;
 }

@@ -276,6 +276,10 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg);
 /* Seconds for `batch` independent C[M,N] = A[M,K] B[K,N] with operands of in_bytes (1 or 2) and
  * out_bytes per element of C moved (2 for a BF16 output, 8 to read and write an fp32 accumulator). */
 double gemm_time(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, int fp8, double out_bytes);
+/* Seconds for `count` GEMMs of one shape launched one kernel each, round-robin on `streams` streams (Transformer
+ * Engine's grouped GEMM: 4): rounds of `streams` concurrent kernels; streams 0: one batched kernel (gemm_time). */
+double gemm_time_streams(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t count, uint64_t streams,
+                         int fp8, double out_bytes);
 /* The attention core of one layer and micro-batch into L->attn_f / attn_b (plan_time.c). */
 void plan_attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L);
 /* Both layer kinds of a MoE / MLA / MTP model (plan_moe_time.c). */

@@ -5,7 +5,8 @@
  *   GEMMs      every Lin of the kind (plan_moe.c), fprop [m x rows x cols],
  *              dgrad [m x cols x rows], wgrad [rows x cols x m], `count` of each in
  *              one grouped GEMM (the local experts: rows_e rows each, which carry
- *              the imbalance allowance), FP8 as the recipe says except the router's
+ *              the imbalance allowance) — under Transformer Engine one cuBLAS GEMM
+ *              per expert, 4 at a time (gemm_time_streams), FP8 as the recipe says except the router's
  *              (BF16). While the expert all-to-alls overlap compute, their kernels
  *              take ep_comm_sms of the GPU's SMs: the GEMMs and attention run on the
  *              rest (DeepSeek-V3: 20 of 132). A row-wise-scaled recipe's forward
@@ -139,6 +140,10 @@ static void expert_quant(const PlanInput *in, double local, double *kernels, dou
  * host issue is (213 as measured). */
 static const double moe_small_kernels[2] = {39.0, 35.0};
 
+/* Transformer Engine's compute streams for its grouped GEMM (util/multi_stream.cpp get_num_compute_streams,
+ * a constant 4 in v2.7-v2.12). */
+enum { TE_GEMM_STREAMS = 4 };
+
 /* The MoE FFN's memory-bound kernels (route_f / route_b); *mod: the forward's kernels of the MoE module alone
  * (all but norm2 and the residual: what --recompute-modules moe runs again), *shared: the shared experts'
  * forward activation and cast (shared_experts). */
@@ -213,6 +218,9 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     double gb = (double)dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]));
     double ob = (double)dt_bytes(plan_grad_dt(in, rc->other.dt[STATE_GRAD]));
     int te = in->fusion == FUSE_TE;
+    /* the local experts' GEMMs: Transformer Engine's GroupedLinear launches one cuBLAS GEMM per expert over its
+     * 4 compute streams (plan_gemm.c); other stacks run one grouped kernel (torch._grouped_mm) */
+    uint64_t streams = te ? TE_GEMM_STREAMS : 0;
     /* the weight-gradient accumulation as a kernel of its own, one per linear weight (plan_kernels.c) */
     int acc = te ? !in->grad_acc_fusion && rc->linear != LIN_MSAMP : g->m > 1;
     double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
@@ -242,10 +250,11 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
             int q = l->kind != XL_ROUTER;
             /* TE accumulates into the main grad in the epilogue (the router: its own hook, in BF16) */
             double wout = te && (!q || in->grad_acc_fusion) ? 2.0 * (q ? gb : ob) : 2.0;
-            double tf = gemm_time(&gg, l->m, l->rows, l->cols, l->count, q && f8, 2) * (q ? fslow : 1.0);
+            uint64_t st = l->kind == XL_EXPERT ? streams : 0;
+            double tf = gemm_time_streams(&gg, l->m, l->rows, l->cols, l->count, st, q && f8, 2) * (q ? fslow : 1.0);
             if (q) wq += (double)l->rows * (double)l->cols * (double)l->count, nq++;
-            double tw = gemm_time(&gg, l->rows, l->cols, l->m, l->count, q && b8, wout);
-            double tb = gemm_time(&gg, l->m, l->cols, l->rows, l->count, q && b8, 2) + tw;
+            double tw = gemm_time_streams(&gg, l->rows, l->cols, l->m, l->count, st, q && b8, wout);
+            double tb = gemm_time_streams(&gg, l->m, l->cols, l->rows, l->count, st, q && b8, 2) + tw;
             Lk->gemm_f += tf, Lk->gemm_b += tb, Lk->wg += tw;
             if (l->kind == XL_EXPERT) Lk->xg_f += tf, Lk->xg_b += tb, local = (double)l->count;
             if (l->up) rcmla += tf; /* MLA's q_up and kv_up */

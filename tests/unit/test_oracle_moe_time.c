@@ -1,6 +1,7 @@
 /* tests/unit/test_oracle_moe_time.c — the mixture-of-experts time and dispatch terms added with the host-issue
  * model, worked out by hand on the oracle model of test_oracle_moe.c (support/oracle_fixtures.h ox_moe): the host
- * issue of an eager MoE layer (plan_moe_time.c) and the bytes a hierarchical dispatcher sends (plan_moe_comm.c).
+ * issue of an eager MoE layer (plan_moe_time.c), the bytes a hierarchical dispatcher sends (plan_moe_comm.c) and
+ * Transformer Engine's grouped GEMM, one cuBLAS GEMM per expert on 4 streams (plan_gemm.c).
  * Every expected value is arithmetic in the comments, never a value the planner produced. */
 #include <math.h>
 #include <string.h>
@@ -95,9 +96,54 @@ static void test_hierarchical_dispatch(void)
     CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, one);
 }
 
+/* Transformer Engine's grouped GEMM: one cuBLAS GEMM per expert, 4 streams (plan_gemm.c). A GPU of 8 SMs, 128 x 256
+ * tiles, k0 = 128, 1e12 FLOP/s an SM, HBM and launch negligible. One expert's GEMM M 256, N 512, K 1024 has
+ * min(2 x 2, 1 x 4) = 4 tiles of 2 x 128 x 256 = 65,536 FLOP per unit of K:
+ *   one batched kernel, 8 experts: 32 tiles fill 8 SMs, no split: 4 waves x 65,536 x (1024 + 128) / 1e12
+ *                                  = 3.01989888e-4 s
+ *   per expert, 4 streams: each GEMM alone sees 4 tiles < 8 SMs: split K in min(8 / 4, 1024 / 256) = 2, so 8 tiles
+ *                          of K 512; 4 at once: 32 tiles, 4 waves x 65,536 x (512 + 128) / 1e12 = 1.6777216e-4 s a
+ *                          round, 8 / 4 = 2 rounds: 3.3554432e-4 s
+ *   6 experts, 4 streams:  one round of 4 (1.6777216e-4) and one of the other 2 (16 tiles, 2 waves: 8.388608e-5):
+ *                          2.5165824e-4 s; batched: 24 tiles, 3 waves x 65,536 x 1152 / 1e12 = 2.26492416e-4 s
+ *   2 experts, 4 streams:  one round of 2: 8.388608e-5 s */
+static void test_te_grouped_gemm_streams(void)
+{
+    GemmGpu gg = {0};
+    gg.sm_rate16 = gg.sm_rate8 = 1e12, gg.sms = 8, gg.inv_sms = 1.0 / 8, gg.tm_sh = 7, gg.tn_sh = 8;
+    gg.k0_16 = gg.k0_8 = 128, gg.inv_hbm = 1e-18, gg.launch = 1e-12;
+    CHECK_REL(gemm_time_streams(&gg, 256, 512, 1024, 8, 0, 0, 2), 3.01989888e-4, 1e-12);
+    CHECK_REL(gemm_time(&gg, 256, 512, 1024, 8, 0, 2), 3.01989888e-4, 1e-12);
+    CHECK_REL(gemm_time_streams(&gg, 256, 512, 1024, 8, 4, 0, 2), 3.3554432e-4, 1e-12);
+    CHECK_REL(gemm_time_streams(&gg, 256, 512, 1024, 6, 4, 0, 2), 2.5165824e-4, 1e-12);
+    CHECK_REL(gemm_time_streams(&gg, 256, 512, 1024, 6, 0, 0, 2), 2.26492416e-4, 1e-12);
+    CHECK_REL(gemm_time_streams(&gg, 256, 512, 1024, 2, 4, 0, 2), 8.388608e-5, 1e-12);
+    CHECK_NEAR(gemm_time_streams(&gg, 256, 512, 1024, 0, 4, 0, 2), 0, 0);
+}
+
+/* The plan times the experts' GEMMs that way under Transformer Engine only: the oracle MoE layer's expert GEMMs
+ * (8 local experts, a few rows each: each GEMM alone fills a few SMs) take longer than as one grouped kernel, which
+ * the other stacks run (torch._grouped_mm). */
+static void test_expert_gemms_per_stack(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.fusion = FUSE_TE;
+    Plan te, other;
+    if (!build(&in, &te)) return;
+    in.fusion = FUSE_COMPILE;
+    if (!build(&in, &other)) return;
+    CHECKF(te.time.expert_gemm_s > other.time.expert_gemm_s, "TE's per-expert GEMMs %g s, one grouped kernel %g s",
+           te.time.expert_gemm_s, other.time.expert_gemm_s);
+}
+
 int main(void)
 {
     RUN(test_host_issue);
     RUN(test_hierarchical_dispatch);
+    RUN(test_te_grouped_gemm_streams);
+    RUN(test_expert_gemms_per_stack);
     return test_summary();
 }
