@@ -161,7 +161,7 @@ static Status note_range(Cur *c, const char *key, double lo, double hi, const ch
 }
 
 /* "... dispatcher=deepep ..." in the notes: the run's MoE token dispatcher (plan --moe-dispatcher): alltoall,
- * deepep or hybridep (the last two hierarchical: once per remote node); absent: alltoall. */
+ * deepep or hybridep (the last two hierarchical: once per remote node; DeepEP once per GPU too); absent: alltoall. */
 static Status note_dispatcher(Cur *c, int *dedup)
 {
     static const char key[] = "dispatcher=";
@@ -170,7 +170,7 @@ static Status note_dispatcher(Cur *c, int *dedup)
     *dedup = 0;
     if (!got) return ST_OK;
     if (got > 0 && (!strcmp(v, "alltoall") || !strcmp(v, "deepep") || !strcmp(v, "hybridep"))) {
-        *dedup = strcmp(v, "alltoall") != 0;
+        *dedup = !strcmp(v, "deepep") ? MOE_DISPATCH_DEEPEP : !strcmp(v, "hybridep") ? MOE_DISPATCH_HYBRIDEP : 0;
         return ST_OK;
     }
     return cell_bad(c, "notes", "'%s' must be followed by alltoall, deepep or hybridep", key);

@@ -39,9 +39,9 @@ typedef struct {
     double moe_capacity; /* "moe_capacity=F": a capacity factor with padding (plan --moe-capacity); -1 = dropless */
     unsigned graph_scope;  /* GRAPH_* from "cuda_graph_scope=LIST" (plan --cuda-graph-scope); 0 when absent */
     unsigned offload_mods; /* OFFLOAD_MOD_* from "offload_modules=LIST" (plan --offload-modules); 0 when absent */
-    int moe_dedup;         /* "dispatcher=deepep|hybridep" (1) or alltoall / absent (0): plan --moe-dispatcher */
-    uint32_t dualpipe;     /* "dualpipe=1": DeepSeek-V3's DualPipe schedule (plan --dualpipe); 0 = 1F1B */
-    uint32_t ep_comm_sms;  /* "ep_comm_sms=N": SMs the all-to-all kernels hold (plan --ep-comm-sms); 0 */
+    int moe_dedup; /* "dispatcher=deepep|hybridep" (MOE_DISPATCH_*) or alltoall / absent (0): plan --moe-dispatcher */
+    uint32_t dualpipe;    /* "dualpipe=1": DeepSeek-V3's DualPipe schedule (plan --dualpipe); 0 = 1F1B */
+    uint32_t ep_comm_sms; /* "ep_comm_sms=N": SMs the all-to-all kernels hold (plan --ep-comm-sms); 0 */
     double tok_s_gpu, step_s, tflops, mfu_pct, mem_gib; /* NAN when blank */
     MemKind mem_kind;
     /* what the run's configuration sets where it differs from its stack's row (blank = the stack's):

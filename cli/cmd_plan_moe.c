@@ -33,7 +33,9 @@ int plan_moe_option(const char *cmd, const char *name, int which, const char *ar
     case 'o': return plan_name_list(cmd, name, arg, &offloads, &in->offload_mods);
     case 'D':
         if (!strcmp(arg, "alltoall") || !strcmp(arg, "deepep") || !strcmp(arg, "hybridep")) {
-            in->moe_dedup = strcmp(arg, "alltoall") != 0;
+            in->moe_dedup = !strcmp(arg, "deepep")     ? MOE_DISPATCH_DEEPEP
+                            : !strcmp(arg, "hybridep") ? MOE_DISPATCH_HYBRIDEP
+                                                       : MOE_DISPATCH_ALLTOALL;
             return 0;
         }
         return cli_usage(cmd, "--%s: '%s' is not alltoall, deepep or hybridep", name, arg);

@@ -175,7 +175,8 @@ static const CliOpt plan_opts[] = {
          MORE "mlp, moe, shared_experts (checkpointed); none"),
     {FN("recompute-modules", read_moe, 'r', NULL), .need = L},
     TEXT(0, "  --moe-dispatcher alltoall|deepep|hybridep   how tokens reach their experts: one copy per (token,"
-         MORE "expert) (alltoall, Megatron's default), or once per remote node, then NVLink"),
+         MORE "expert) (alltoall, Megatron's default), or once per remote node, then NVLink (DeepEP: once per "
+         MORE "GPU that holds one of the token's experts)"),
     {FN("moe-dispatcher", read_moe, 'D', NULL)},
     TEXT(0, "  --cuda-graph-scope LIST   parts of the layers replayed as CUDA graphs (Megatron's scopes): attn,"
          MORE "moe_router, moe_preprocess, full (whole layers: needs --moe-capacity); none"),

@@ -66,6 +66,10 @@ enum {
     GRAPH_SCOPE_COUNT_ = 4,
     GRAPH_SCOPE_ALL_ = (1u << GRAPH_SCOPE_COUNT_) - 1
 };
+/* How a MoE dispatcher sends a token's copies (plan --moe-dispatcher, measured.csv notes dispatcher=; PlanInput
+ * moe_dedup): Megatron's all-to-all one per (token, expert); HybridEP once per remote node, then one per (token,
+ * expert) over NVLink; DeepEP once per remote node and once per GPU that holds one of its experts (plan_moe_comm.c). */
+enum { MOE_DISPATCH_ALLTOALL = 0, MOE_DISPATCH_HYBRIDEP = 1, MOE_DISPATCH_DEEPEP = 2 };
 /* Implementation choices a plan's sources may leave open (plan --unknown; the vocabulary is plan_unknowns, one
  * table in plan_names.c). Each is a memory saving some training frameworks make and others do not:
  *   fp8_weight_cache  no FP8 weight copy is held: each FP8 GEMM casts its weight operand from the working weight

@@ -113,9 +113,10 @@ typedef struct {
     uint32_t ep, etp;
     double moe_imbalance;    /* dropless routing: tokens of the most-loaded expert rank / the mean (>= 1, default 1) */
     double moe_capacity;     /* capacity factor: each expert's buffer holds this x its even share (0 = dropless) */
-    int moe_dedup;           /* 1: a hierarchical dispatcher (DeepEP, HybridEP) sends a token once to each remote node
-                                its experts are on and forwards it inside the node over NVLink; 0: Megatron's all-to-all
-                                dispatcher, one copy per (token, expert) (plan_moe_comm.c) */
+    int moe_dedup;           /* MOE_DISPATCH_*: 0 Megatron's all-to-all dispatcher, one copy per (token, expert);
+                                HYBRIDEP: once to each remote node its experts are on, then forwarded inside the node
+                                over NVLink one copy per (token, expert); DEEPEP: once to each remote node and once to
+                                each GPU that holds one of its experts (plan_moe_comm.c) */
     double overlap_ep;       /* fraction of the concurrent compute that hides the expert all-to-alls (the stack's) */
     uint32_t ep_comm_sms;    /* SMs the all-to-all kernels take from the GEMMs while they overlap them (DeepSeek: 20) */
     int dualpipe;            /* DualPipe (DeepSeek-V3): bidirectional pipeline, two copies of the stage parameters,

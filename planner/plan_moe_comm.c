@@ -19,9 +19,18 @@
  *   node it uses, M (n - 1)/n for M = router_group_topk, and is forwarded inside the
  *   node to its experts' GPUs, k (1 - 1/r) over NVLink (DeepSeek-V3 section 3.2.2);
  *   a hierarchical dispatcher (DeepEP's normal kernels, HybridEP: plan --moe-dispatcher
- *   deepep) does the same for any routing: once per remote node the token's experts use,
- *   (n - 1)(1 - q) with q the chance a given node holds none of them (node_unused), then
- *   k (1 - 1/r) over NVLink.
+ *   deepep | hybridep) does the same for any routing: once per remote node the token's
+ *   experts use, (n - 1)(1 - q) with q the chance a given node holds none of them
+ *   (node_unused), then k (1 - 1/r) over NVLink;
+ *   DeepEP sends a token once to each GPU that holds one of its experts, not once per
+ *   expert: Megatron-Core's FusedDispatch (transformer/moe/fused_a2a.py, core_v0.15-0.16)
+ *   sizes it with buffer.get_dispatch_layout -> num_tokens_per_rank, is_token_in_rank
+ *   [tokens x ranks], the receiving GPU permutes the token to its local experts, and the
+ *   combine returns one row per (token, GPU), the local experts' outputs summed there.
+ *   Of the D = ep (1 - q_gpu) GPUs a token uses (q_gpu: a given GPU holds none of its
+ *   experts, node_unused over ep), the network copy lands on one GPU per remote node and
+ *   the rest are NVLink copies, D (1 - 1/r) (inside one node: D (ep - 1)/ep, the GPUs
+ *   other than its own). HybridEP keeps k (1 - 1/r): its wire format is not read here.
  * A call takes NCCL's latency of one grouped send/recv (base + one hop) plus the
  * longer of its network bytes at the NIC's rate and its NVLink bytes at the link's,
  * both at eff_net (the two run at once). payload_bytes is every copy (local ones
@@ -110,6 +119,9 @@ static void ep_collectives(const PlanInput *in, const Geo *g, Plan *p, const Hel
     if (md->router_groups && md->router_group_topk && md->router_groups == nodes && nodes > 1) {
         double M = (double)md->router_group_topk;
         cx = M * (double)(nodes - 1) / (double)nodes, cn = k * (1.0 - 1.0 / (double)r);
+    } else if (in->moe_dedup == MOE_DISPATCH_DEEPEP) { /* once per remote node, once per GPU holding its experts */
+        cx = nodes > 1 ? (double)(nodes - 1) * (1.0 - node_unused(md, x, nodes)) : 0.0;
+        cn = (double)x->ep * (1.0 - node_unused(md, x, x->ep)) * (1.0 - 1.0 / (double)r);
     } else if (in->moe_dedup && nodes > 1) {
         cx = (double)(nodes - 1) * (1.0 - node_unused(md, x, nodes)), cn = k * (1.0 - 1.0 / (double)r);
     } else {

@@ -147,7 +147,20 @@ run plan $M --dp 16 --ep 8 --etp 1 --view collectives --format csv
 a2a=$(awk -F, '$1 == "ep_dispatch_fwd" && NR > 1 { print $8; exit }' "$TMP/out")
 run plan $M --dp 16 --ep 8 --moe-dispatcher deepep --view collectives --format csv
 dedup=$(awk -F, '$1 == "ep_dispatch_fwd" && NR > 1 { print $8; exit }' "$TMP/out")
+# (one expert a GPU: DeepEP's one copy per GPU is one per expert too)
 if [ -n "$a2a" ] && [ "$a2a" = "$dedup" ]; then pass "ep 8 in one node of 8: the same bytes either way ($a2a)"; else fail "one node" "$a2a vs $dedup"; fi
+
+# 16 experts a GPU (Qwen3-30B-A3B, 128 experts top 8, ep 8 in one node): DeepEP sends a token once to each of the
+# D = 8 (1 - C(112, 8)/C(128, 8)) = 5.34 GPUs it uses, 4.67 of them remote, where HybridEP and the all-to-all send
+# 8 x 7/8 = 7 copies: 4.67/7 = 0.667 of the bytes
+Q8="--model qwen3-30b-a3b --gpu h100-sxm --recipe te-fp8 --dp 8 --ep 8 --seq 4096 --view collectives --format csv"
+run plan $Q8 --moe-dispatcher hybridep
+a2a=$(awk -F, '$1 == "ep_dispatch_fwd" && NR > 1 { print $8; exit }' "$TMP/out")
+run plan $Q8 --moe-dispatcher deepep
+dedup=$(awk -F, '$1 == "ep_dispatch_fwd" && NR > 1 { print $8; exit }' "$TMP/out")
+if awk -v d="$dedup" -v a="$a2a" 'BEGIN { r = d / a; exit !(a > 0 && r > 0.66 && r < 0.67) }'; then
+    pass "ep 8 in one node, 16 experts a GPU: deepep sends 4.67/7 of the bytes ($dedup of $a2a)"
+else fail "deepep in one node" "$dedup vs $a2a"; fi
 
 Q16="--model qwen3-30b-a3b --gpu h100-sxm --recipe te-fp8 --dp 16 --ep 16 --seq 4096 --view collectives --format csv"
 run plan $Q16

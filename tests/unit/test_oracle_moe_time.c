@@ -68,7 +68,13 @@ static void test_host_issue(void)
  *                  used 22/28 of the time: 22/28 network copies, then k (1 - 1/r) = 1 over NVLink:
  *                  512 x (22/28 + 1) x 512 B = 468,114.29 -> 468,114 B
  *   with 4 expert groups, top 2 groups (2 a node): the other node unused C(2, 2)/C(4, 2) = 1/6:
- *                  512 x (5/6 + 1) x 512 B = 480,597.33 -> 480,597 B */
+ *                  512 x (5/6 + 1) x 512 B = 480,597.33 -> 480,597 B
+ * HybridEP is modelled so (moe_dedup HYBRIDEP); DeepEP sends a token once per GPU that holds one of its experts
+ * (Megatron-Core's fused_a2a.py: DeepEP's get_dispatch_layout, is_token_in_rank): a GPU (2 experts) holds none of the
+ * token's 2 with chance C(6, 2)/C(8, 2) = 15/28, so it uses D = 4 x 13/28 = 52/28 GPUs, D (1 - 1/2) = 26/28 of them by
+ * NVLink: 512 x (22/28 + 26/28) x 512 B = 449,389.71 -> 449,389 B; with the 4 groups (one a GPU) a GPU is unused
+ * with chance C(3, 2)/C(4, 2) = 1/2: D = 2, 1 NVLink copy: 480,597 B as above; inside one node (8 GPUs a node):
+ * D (4 - 1)/4 = 39/28: 512 x 39/28 x 512 B = 365,129.14 -> 365,129 B, where the others send 512 x 1.5 x 512 B. */
 static void test_hierarchical_dispatch(void)
 {
     ModelSpec m = ox_moe(512);
@@ -80,20 +86,31 @@ static void test_hierarchical_dispatch(void)
     Plan p;
     if (!build(&in, &p)) return;
     CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 393216);
-    in.moe_dedup = 1;
+    in.moe_dedup = MOE_DISPATCH_HYBRIDEP;
     if (!build(&in, &p)) return;
     CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 468114);
     CHECK_EQ_U64(p.coll[CO_EP_COMBINE_BWD].bus_bytes, 468114);
+    in.moe_dedup = MOE_DISPATCH_DEEPEP;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 449389);
+    CHECK_EQ_U64(p.coll[CO_EP_COMBINE_BWD].bus_bytes, 449389);
     m.router_groups = 4, m.router_group_topk = 2;
     if (!build(&in, &p)) return;
     CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 480597);
-    /* inside one node nothing crosses the network: the same bytes either way */
+    in.moe_dedup = MOE_DISPATCH_HYBRIDEP;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 480597);
+    /* inside one node nothing crosses the network: HybridEP sends what the all-to-all does, DeepEP one copy a GPU */
     g.gpus_per_node = 8, in.moe_dedup = 0, m.router_groups = m.router_group_topk = 0;
     if (!build(&in, &p)) return;
-    uint64_t one = p.coll[CO_EP_DISPATCH_FWD].bus_bytes;
-    in.moe_dedup = 1;
+    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 393216);
+    in.moe_dedup = MOE_DISPATCH_HYBRIDEP;
     if (!build(&in, &p)) return;
-    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, one);
+    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 393216);
+    in.moe_dedup = MOE_DISPATCH_DEEPEP;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 365129);
+    CHECK_EQ_U64(p.coll[CO_EP_COMBINE_FWD].bus_bytes, 365129);
 }
 
 /* Transformer Engine's grouped GEMM: one cuBLAS GEMM per expert, 4 streams (plan_gemm.c). A GPU of 8 SMs, 128 x 256
