@@ -167,7 +167,9 @@ static const CliOpt plan_opts[] = {
     {FN("moe-capacity", read_moe, 'c', "F"), .help = "capacity factor instead (token dropping; 0 = dropless)"},
     {FN("overlap-ep", plan_read_frac, 1, "F"), .off = IN(overlap_ep), .given = PG_OV_EP,
      .help = "fraction of the MoE layers' compute that hides the all-to-alls (the stack's)"},
-    {FN("ep-comm-sms", read_moe, 's', "N"), .help = "SMs the all-to-all kernels take from the GEMMs while overlapping (0)"},
+    TEXT(0, "  --ep-comm-sms N    SMs the all-to-all kernels take from the GEMMs while overlapping (0: with"
+         MORE "--overlap-ep or --dualpipe the dispatcher's own, deepep 20, hybridep 16)"),
+    {FN("ep-comm-sms", read_moe, 's', NULL)},
     {FLAG_FN("dualpipe", read_moe, 'd'), .need = L,
      .help = "DeepSeek-V3's DualPipe schedule (even --pp, all-to-alls and p2p hidden)"},
     TEXT(L, "  --recompute-modules LIST   Megatron's modules, recomputed in backward on top of --recompute:"
@@ -175,8 +177,8 @@ static const CliOpt plan_opts[] = {
          MORE "mlp, moe, shared_experts (checkpointed); none"),
     {FN("recompute-modules", read_moe, 'r', NULL), .need = L},
     TEXT(0, "  --moe-dispatcher alltoall|deepep|hybridep   how tokens reach their experts: one copy per (token,"
-         MORE "expert) (alltoall, Megatron's default), or once per remote node, then NVLink (DeepEP: once per "
-         MORE "GPU that holds one of the token's experts)"),
+         MORE "expert) (alltoall, Megatron's default), or once per remote node, then NVLink"
+         MORE "(deepep: once per GPU that holds one of the token's experts)"),
     {FN("moe-dispatcher", read_moe, 'D', NULL)},
     TEXT(0, "  --cuda-graph-scope LIST   parts of the layers replayed as CUDA graphs (Megatron's scopes): attn,"
          MORE "moe_router, moe_preprocess, full (whole layers: needs --moe-capacity); none"),

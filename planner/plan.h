@@ -473,6 +473,9 @@ double plan_state_bytes_per_param(const PlanInput *in, double *per);
  * transpose only where is_non_tn_fp8_gemm_supported() is false). Block and channel scales run along one axis: those
  * recipes keep a column-wise copy on every GPU. */
 int plan_fp8_col_held(const PlanInput *in);
+/* The SMs the expert all-to-all kernels hold while they overlap compute: --ep-comm-sms, else with --overlap-ep or
+ * DualPipe the dispatcher's own (DeepEP 20, HybridEP 16), else 0 (plan_moe_time.c). */
+uint32_t plan_ep_comm_sms(const PlanInput *in);
 /* Bytes per parameter of the FP8 copies of one linear weight the plan holds or casts: the row-wise copy, and the
  * transposed one where plan_fp8_col_held. */
 uint64_t plan_fp8_copy_bytes_per_param(const PlanInput *in);

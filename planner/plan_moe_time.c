@@ -202,6 +202,21 @@ static void moe_host(const PlanInput *in, double local_experts, LayerT *Lk)
     Lk->host_f = maxd(0.0, hf - gf), Lk->host_b = maxd(0.0, hb - gb);
 }
 
+/* The SMs the expert all-to-all kernels hold while they overlap the GEMMs: the run's (--ep-comm-sms), else, when
+ * the all-to-alls overlap compute (--overlap-ep, DualPipe), the dispatcher's own: DeepEP's kernels run on
+ * moe_deepep_num_sms = 20 SMs, HybridEP's on moe_hybridep_num_sms = 16 (Megatron-Core TransformerConfig defaults,
+ * core_v0.16.0 transformer_config.py, passed to set_deepep_num_sms / the HybridEP buffer's num_sms_dispatch_api and
+ * num_sms_combine_api in token_dispatcher.py); NCCL's all-to-all: not modelled (0). */
+enum { DEEPEP_SMS = 20, HYBRIDEP_SMS = 16 };
+uint32_t plan_ep_comm_sms(const PlanInput *in)
+{
+    if (in->ep_comm_sms) return in->ep_comm_sms;
+    if (!(in->overlap_ep > 0) && !in->dualpipe) return 0;
+    return in->moe_dedup == MOE_DISPATCH_DEEPEP     ? DEEPEP_SMS
+           : in->moe_dedup == MOE_DISPATCH_HYBRIDEP ? HYBRIDEP_SMS
+                                                    : 0;
+}
+
 void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, const Plan *p, LayerT L[XK_COUNT])
 {
     const Recipe *rc = in->recipe;
@@ -209,10 +224,10 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     const Collective *c = p->coll;
     GemmGpu gg = *gg0;
     /* the all-to-all kernels' SMs (while they overlap compute: when ep > 1) */
-    double sm_frac = 1.0;
-    if (in->ep_comm_sms && x->ep > 1 && gg.sms > in->ep_comm_sms) {
-        sm_frac = (gg.sms - in->ep_comm_sms) / gg.sms;
-        gg.sms -= in->ep_comm_sms, gg.inv_sms = 1.0 / gg.sms;
+    double sm_frac = 1.0, csms = (double)plan_ep_comm_sms(in);
+    if (csms > 0 && x->ep > 1 && gg.sms > csms) {
+        sm_frac = (gg.sms - csms) / gg.sms;
+        gg.sms -= csms, gg.inv_sms = 1.0 / gg.sms;
     }
     int f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd);
     double gb = (double)dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]));

@@ -31,7 +31,7 @@ int plan_moe_text(const Plan *p, int part, char *buf, size_t size)
              in->moe_capacity > 0 ? "capacity factor" : "dropless, imbalance allowance",
              in->moe_capacity > 0 ? in->moe_capacity : in->moe_imbalance, dtype_name(in->recipe->comm_ep_dispatch),
              dtype_name(in->recipe->comm_ep_combine), in->dualpipe ? 1.0 : in->overlap_ep,
-             in->dualpipe ? " (DualPipe)" : "", in->ep_comm_sms);
+             in->dualpipe ? " (DualPipe)" : "", plan_ep_comm_sms(in));
     if (in->host_op_s > 0) {
         char sc[80];
         graph_scope_format(in->graph_scope, sc, sizeof sc);

@@ -1,7 +1,8 @@
 /* tests/unit/test_oracle_moe_time.c — the mixture-of-experts time and dispatch terms added with the host-issue
  * model, worked out by hand on the oracle model of test_oracle_moe.c (support/oracle_fixtures.h ox_moe): the host
  * issue of an eager MoE layer (plan_moe_time.c), the bytes a hierarchical dispatcher sends (plan_moe_comm.c) and
- * Transformer Engine's grouped GEMM, one cuBLAS GEMM per expert on 4 streams (plan_gemm.c).
+ * Transformer Engine's grouped GEMM, one cuBLAS GEMM per expert on 4 streams (plan_gemm.c), and the SMs DeepEP's and
+ * HybridEP's kernels hold while they overlap compute.
  * Every expected value is arithmetic in the comments, never a value the planner produced. */
 #include <math.h>
 #include <string.h>
@@ -156,11 +157,45 @@ static void test_expert_gemms_per_stack(void)
            te.time.expert_gemm_s, other.time.expert_gemm_s);
 }
 
+/* The SMs the dispatcher's own kernels hold while the all-to-alls overlap compute (plan_moe_time.c comm_sms:
+ * Megatron-Core's moe_deepep_num_sms 20, moe_hybridep_num_sms 16). 132 SMs, ep 2: the flash attention, whose time
+ * does not depend on the SM count, runs on the rest: DeepEP overlapped 132 / 112 = 33/28 times as long, HybridEP
+ * 132 / 116 = 33/29, an explicit --ep-comm-sms 10 132 / 122 = 66/61; not overlapped (nothing runs beside the
+ * GEMMs), or Megatron's NCCL all-to-all (not modelled), as long as without. */
+static void test_dispatcher_comm_sms(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    g.sms = 132;
+    Recipe r = fx_te_recipe("te", 0);
+    static const struct {
+        int dedup;
+        double overlap;
+        uint32_t sms;
+        double ratio;
+    } rows[] = {
+        {MOE_DISPATCH_DEEPEP, 1.0, 0, 33.0 / 28.0},  {MOE_DISPATCH_HYBRIDEP, 1.0, 0, 33.0 / 29.0},
+        {MOE_DISPATCH_DEEPEP, 1.0, 10, 66.0 / 61.0}, {MOE_DISPATCH_DEEPEP, 0.0, 0, 1.0},
+        {MOE_DISPATCH_ALLTOALL, 1.0, 0, 1.0},
+    };
+    for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++) {
+        PlanInput in = fx_input(&m, &g, &r);
+        in.dp = 2, in.gbs = 2, in.ep = 2, in.launch_s = 0, in.overlap_ep = rows[i].overlap;
+        Plan p0, p;
+        if (!build(&in, &p0)) return;
+        in.moe_dedup = rows[i].dedup, in.ep_comm_sms = rows[i].sms;
+        if (!build(&in, &p)) return;
+        CHECKF(fabs(p.time.attn_s / p0.time.attn_s - rows[i].ratio) < 1e-12,
+               "row %u: attention x %.12g, expected %.12g", i, p.time.attn_s / p0.time.attn_s, rows[i].ratio);
+    }
+}
+
 int main(void)
 {
     RUN(test_host_issue);
     RUN(test_hierarchical_dispatch);
     RUN(test_te_grouped_gemm_streams);
     RUN(test_expert_gemms_per_stack);
+    RUN(test_dispatcher_comm_sms);
     return test_summary();
 }
