@@ -135,7 +135,8 @@ PlanReject moe_validate(const PlanInput *in, Err *e)
         return REJECT_KNOB;
     }
     if (in->moe_dedup && !spec_is_moe(md)) {
-        err_set(e, ST_USAGE, "--moe-dispatcher deepep: %s has no experts to dispatch to", md->name);
+        err_set(e, ST_USAGE, "--moe-dispatcher %s: %s has no experts to dispatch to",
+                in->moe_dedup == MOE_DISPATCH_DEEPEP ? "deepep" : "hybridep", md->name);
         return REJECT_KNOB;
     }
     if ((in->graph_scope & GRAPH_FULL) && !(in->moe_capacity > 0)) {

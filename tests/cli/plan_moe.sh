@@ -125,6 +125,8 @@ bad "whole-layer graphs of dropless layers" 64 "--cuda-graph-scope full: droples
 bad "unknown dispatcher" 64 "--moe-dispatcher: 'nccl' is not alltoall, deepep or hybridep" plan $M --dp 4 --ep 4 --moe-dispatcher nccl
 bad "a dispatcher for a dense model" 64 "--moe-dispatcher deepep: llama3-8b has no experts" \
     plan --model llama3-8b --gpu h100-sxm --recipe bf16 --moe-dispatcher deepep
+bad "HybridEP for a dense model" 64 "--moe-dispatcher hybridep: llama3-8b has no experts" \
+    plan --model llama3-8b --gpu h100-sxm --recipe bf16 --moe-dispatcher hybridep
 bad "unknown offload module" 64 "--offload-modules: 'core_attn' is not a module the planner offloads (known: expert_fc1,moe_act, or none)" \
     plan $M --dp 4 --ep 4 --offload-modules expert_fc1,core_attn
 bad "offload inside a MoE layer rebuilt whole" 64 "--offload-modules moe_act with --recompute-modules moe" \
