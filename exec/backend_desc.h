@@ -191,13 +191,28 @@ typedef struct {
  *   θ_i = base^(−2i/D),
  * with c, s read from the table cos_sin (T, D/2, 2) in backend memory, so every
  * backend rotates by the same floats. inverse = 1 rotates by −θ: the backward
- * of the forward rotation (its transpose), applied to dq and dk. */
+ * of the forward rotation (its transpose), applied to dq and dk.
+ * With q/k norms (Qwen3's per-head RMSNorm before the rotation; qnorm_w set):
+ * the forward first replaces each q and k head's D values x by x·rstd·w (rstd
+ * = 1/√(mean(x²) + eps) in FP32, written to norm_rstd; w the q heads' or the k
+ * heads' D weights), then rotates. The inverse first undoes the rotation on
+ * dq, dk (= dy, the norm's output gradient), adds dy·x̂ to the weights' FP32
+ * gradients (x̂ = x·rstd with x read from norm_raw, the forward's input, and
+ * rstd the forward's; summed over tokens and heads in order) and replaces dy
+ * by the norm's input gradient (dx̂ − x̂·mean(dx̂·x̂))·rstd, dx̂ = w·dy. */
 typedef struct {
     uint32_t batch, seq, heads, kv_heads, head_dim; /* head_dim even */
     Dtype dtype;
     void *qkv;            /* (B, T, W), rotated in place */
     const float *cos_sin; /* (T, D/2, 2) */
     int inverse;
+    /* q/k norms, or all NULL */
+    const void *qnorm_w, *knorm_w; /* (D) each, dtype norm_wdt */
+    Dtype norm_wdt;
+    float eps;
+    const void *norm_raw;       /* inverse: (B, T, W) the forward's input laid out as qkv (its q, k heads read) */
+    float *norm_rstd;           /* (B·T, H + KV): the forward writes, the inverse reads */
+    float *qnorm_dw, *knorm_dw; /* (D) each, FP32, accumulated by the inverse */
 } RopeDesc;
 
 /* ---- normalization ----------------------------------------------------------

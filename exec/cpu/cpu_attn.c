@@ -1,6 +1,6 @@
 /* exec/cpu/cpu_attn.c — the CPU reference of causal self-attention with
  * materialized scores (multi-head and grouped-query) and of the rotary
- * position embedding. FP32 arithmetic on the loaded values; every stored
+ * position embedding (with the q/k norms before it: cpu_qknorm.c). FP32 arithmetic on the loaded values; every stored
  * output is rounded once to its dtype; every sum is computed in one fixed
  * order, whatever the thread count.
  *
@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "exec/cpu/cpu_ops.h"
+#include "exec/cpu/cpu_qknorm.h"
 #include "exec/elem.h"
 #include "exec/kernel_math.h"
 #include "exec/par.h"
@@ -236,7 +237,8 @@ static void rope_rows(void *ctx, uint64_t r0, uint64_t r1, int worker)
 
 Status cpu_rope(Backend *bk, const RopeDesc *d, Err *e)
 {
-    (void)bk, (void)e;
-    par_chunks((uint64_t)d->batch * d->seq, ROPE_ROWS, rope_rows, (void *)d);
-    return ST_OK;
+    Status st = d->qnorm_w && !d->inverse ? cpu_qknorm_fwd(bk, d, e) : ST_OK; /* q/k norms before the rotation */
+    if (!st) par_chunks((uint64_t)d->batch * d->seq, ROPE_ROWS, rope_rows, (void *)d);
+    if (!st && d->qnorm_w && d->inverse) st = cpu_qknorm_bwd(bk, d, e); /* and their backward after */
+    return st;
 }

@@ -284,6 +284,65 @@ static void test_rope(void)
     bk->destroy(bk);
 }
 
+/* q/k norms before the rotation (Qwen3), worked by hand at position 0 (cos 1, sin 0: the rotation is the
+ * identity, so only the norm shows). One token, one q head, one KV head, D 2, eps 1:
+ *   q = (0, 4):  mean(q²) + 1 = 9,   rstd 1/3, q̂ = (0, 4/3),   w_q = (1, 3) → (0, 4)
+ *   k = (4, 12): mean(k²) + 1 = 81,  rstd 1/9, k̂ = (4/9, 12/9), w_k = (9, 3) → (4, 4)
+ *   v = (5, 6) untouched; rstd (1/3, 1/9) written.
+ * Backward from dq = (0, 1), dk = (1, 0), dv = (7, 8), the forward's input read from norm_raw:
+ *   q: dx̂ = w·dy = (0, 3), mean(dx̂·x̂) = (0 + 3·4/3)/2 = 2, dx = (dx̂ − x̂·2)·rstd = (0, (3 − 8/3)/3) = (0, 1/9);
+ *      dw_q += dy·x̂ = (0, 4/3)
+ *   k: dx̂ = (9, 0), mean(dx̂·x̂) = (9·4/9)/2 = 2, dx = ((9 − 8/9)/9, (0 − 24/9)/9) = (73/81, −24/81);
+ *      dw_k += (4/9, 0)
+ *   dv stays (7, 8). */
+static void test_rope_qk_norm(void)
+{
+    Backend *bk = cpu();
+    if (!bk) return;
+    float cs[2], qkv[6] = {0, 4, 4, 12, 5, 6}, rstd[2], wq[2] = {1, 3}, wk[2] = {9, 3};
+    const float raw[6] = {0, 4, 4, 12, 5, 6};
+    float dwq[2] = {0, 0}, dwk[2] = {0, 0};
+    model_rope_table(1, 2, 10000.0, cs);
+    RopeDesc d = {.batch = 1,
+                  .seq = 1,
+                  .heads = 1,
+                  .kv_heads = 1,
+                  .head_dim = 2,
+                  .dtype = DT_FP32,
+                  .qkv = qkv,
+                  .cos_sin = cs,
+                  .qnorm_w = wq,
+                  .knorm_w = wk,
+                  .norm_wdt = DT_FP32,
+                  .eps = 1.0f,
+                  .norm_rstd = rstd};
+    Err e;
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_OK);
+    const float y[6] = {0, 4, 4, 4, 5, 6};
+    for (int i = 0; i < 6; i++) CHECK_NEAR(qkv[i], y[i], 4e-7);
+    CHECK_REL(rstd[0], 1.0 / 3.0, 1e-6);
+    CHECK_REL(rstd[1], 1.0 / 9.0, 1e-6);
+    float g[6] = {0, 1, 1, 0, 7, 8};
+    d.qkv = g, d.inverse = 1;
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_USAGE); /* the inverse needs the forward's input and the gradients */
+    CHECK_CONTAINS(e.msg, "missing q/k norm gradient or input");
+    d.norm_raw = raw, d.qnorm_dw = dwq, d.knorm_dw = dwk;
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_OK);
+    const double dx[6] = {0, 1.0 / 9.0, 73.0 / 81.0, -24.0 / 81.0, 7, 8};
+    for (int i = 0; i < 6; i++) CHECK_NEAR(g[i], dx[i], 1e-6);
+    CHECK_NEAR(dwq[0], 0.0, 1e-7);
+    CHECK_REL(dwq[1], 4.0 / 3.0, 1e-6);
+    CHECK_REL(dwk[0], 4.0 / 9.0, 1e-6);
+    CHECK_NEAR(dwk[1], 0.0, 1e-7);
+    d.knorm_w = NULL; /* one weight without the other */
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "missing q/k norm pointer");
+    d.knorm_w = wk, d.eps = 0.0f;
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "q/k norm epsilon 0 is not positive");
+    bk->destroy(bk);
+}
+
 /* ---- grouped-query attention ------------------------------------------------------------------ */
 
 enum { AB = 2, AT = 5, AH = 4, AKV = 2, AD = 4, AW = (AH + 2 * AKV) * AD, AC = AH * AD };
@@ -371,6 +430,7 @@ int main(void)
     RUN(test_rmsnorm);
     RUN(test_swiglu);
     RUN(test_rope);
+    RUN(test_rope_qk_norm);
     RUN(test_gqa_attention);
     return test_summary();
 }
