@@ -159,7 +159,11 @@ typedef struct {
  *   probs (B, H, T, T) = softmax(q·kᵀ/√D) over keys ≤ query (entries above the
  *   diagonal are written as 0); out (B, T, H·D) = probs · v. The softmax is
  *   computed in FP32; probs and out are stored in `dtype`. probs is saved for
- *   the backward pass. */
+ *   the backward pass.
+ * v_head_dim Dv (0: D) gives the value heads a width of their own, as latent
+ * attention's (q and k of qk_nope + qk_rope, v of v_head_dim): W = (H + KV)·D
+ * + KV·Dv, v head g at (H + KV)·D + g·Dv, out and dout (B, T, H·Dv); the
+ * scores' scale stays 1/√D. */
 typedef struct {
     uint32_t batch, seq, heads, kv_heads, head_dim;
     Dtype dtype;     /* of qkv, out, probs, dqkv, dout */
@@ -171,16 +175,18 @@ typedef struct {
      * backend that needs one uses private memory of its own (the CUDA backend:
      * a few heads at a time). The CPU backend ignores it. */
     float *scratch;
+    uint32_t v_head_dim; /* Dv, 0: head_dim */
 } AttnFwdDesc;
 
 typedef struct {
     uint32_t batch, seq, heads, kv_heads, head_dim;
     Dtype dtype;
-    const void *qkv;   /* (B, T, W) as in the forward */
-    const void *probs; /* (B, H, T, T) from the forward */
-    const void *dout;  /* (B, T, H·D) */
-    void *dqkv;        /* (B, T, W), overwritten (dk, dv summed over the query heads sharing them) */
-    float *scratch;    /* (B, H, T, T) FP32 workspace for d(probs) / d(scores) */
+    const void *qkv;     /* (B, T, W) as in the forward */
+    const void *probs;   /* (B, H, T, T) from the forward */
+    const void *dout;    /* (B, T, H·D) */
+    void *dqkv;          /* (B, T, W), overwritten (dk, dv summed over the query heads sharing them) */
+    float *scratch;      /* (B, H, T, T) FP32 workspace for d(probs) / d(scores) */
+    uint32_t v_head_dim; /* Dv, 0: head_dim */
 } AttnBwdDesc;
 
 /* ---- rotary position embedding -------------------------------------------------

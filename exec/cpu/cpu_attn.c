@@ -43,7 +43,7 @@ static void round_run(float *x, uint64_t n, Dtype dt)
 }
 
 typedef struct {
-    uint64_t B, T, H, KV, D, C, W, nblk;
+    uint64_t B, T, H, KV, D, Dv, C, W, nblk; /* Dv: a value head's width (D, or latent attention's own) */
     float scale;
     Dtype dt;
     const float *q;    /* qkv as FP32 (B·T, W) */
@@ -59,7 +59,7 @@ typedef struct {
 /* Column offsets of query head h's q, and of its KV head's k and v, within a qkv row. */
 static uint64_t col_q(const AttJob *j, uint64_t h) { return h * j->D; }
 static uint64_t col_k(const AttJob *j, uint64_t h) { return (j->H + h / (j->H / j->KV)) * j->D; }
-static uint64_t col_v(const AttJob *j, uint64_t h) { return (j->H + j->KV + h / (j->H / j->KV)) * j->D; }
+static uint64_t col_v(const AttJob *j, uint64_t h) { return (j->H + j->KV) * j->D + h / (j->H / j->KV) * j->Dv; }
 
 typedef struct {
     const void *src;
@@ -110,17 +110,19 @@ static void att_fwd_task(void *ctx, uint64_t task, int worker)
         elem_store_run(j->probs, j->dt, pbase, row, t1);
         memset((char *)j->probs + (pbase + t1) * esz, 0, (size_t)(T - t1) * esz); /* zero is all-zero bits */
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)tb, (int)D, (int)t1, 1.0f, S, (int)t1, V, (int)W, 0.0f,
-                O, (int)D);
-    for (uint64_t r = 0; r < tb; r++) elem_store_run(j->out, j->dt, (b * T + t0 + r) * j->C + h * D, O + r * D, D);
+    const uint64_t Dv = j->Dv;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)tb, (int)Dv, (int)t1, 1.0f, S, (int)t1, V, (int)W, 0.0f,
+                O, (int)Dv);
+    for (uint64_t r = 0; r < tb; r++) elem_store_run(j->out, j->dt, (b * T + t0 + r) * j->C + h * Dv, O + r * Dv, Dv);
 }
 
 /* The shapes of an attention call, and qkv as FP32 in scratch slot 0. */
-static Status att_begin(Backend *bk, AttJob *j, uint32_t B, uint32_t T, uint32_t H, uint32_t KV, uint32_t D, Dtype dt,
-                        const void *qkv, Err *e)
+static Status att_begin(Backend *bk, AttJob *j, uint32_t B, uint32_t T, uint32_t H, uint32_t KV, uint32_t D,
+                        uint32_t Dv, Dtype dt, const void *qkv, Err *e)
 {
-    *j = (AttJob){.B = B, .T = T, .H = H, .KV = KV, .D = D, .C = (uint64_t)H * D, .dt = dt};
-    j->W = ((uint64_t)H + 2 * (uint64_t)KV) * D;
+    if (!Dv) Dv = D;
+    *j = (AttJob){.B = B, .T = T, .H = H, .KV = KV, .D = D, .Dv = Dv, .C = (uint64_t)H * Dv, .dt = dt};
+    j->W = ((uint64_t)H + (uint64_t)KV) * D + (uint64_t)KV * Dv;
     j->nblk = (j->T + ATT_BLOCK - 1) / ATT_BLOCK;
     j->scale = 1.0f / sqrtf((float)D);
     if (j->T > INT32_MAX || j->W > INT32_MAX) return err_set(e, ST_USAGE, "attention: shape too large for the BLAS");
@@ -135,11 +137,12 @@ static Status att_begin(Backend *bk, AttJob *j, uint32_t B, uint32_t T, uint32_t
 Status cpu_attention_fwd(Backend *bk, const AttnFwdDesc *d, Err *e)
 {
     AttJob j;
-    Status st = att_begin(bk, &j, d->batch, d->seq, d->heads, d->kv_heads, d->head_dim, d->dtype, d->qkv, e);
+    Status st =
+        att_begin(bk, &j, d->batch, d->seq, d->heads, d->kv_heads, d->head_dim, d->v_head_dim, d->dtype, d->qkv, e);
     if (st) return st;
     j.probs = d->probs;
     j.out = d->out;
-    j.buf = cpu_scratch_workers(bk, 3, ATT_BLOCK * (j.T + j.D), &j.stride, e);
+    j.buf = cpu_scratch_workers(bk, 3, ATT_BLOCK * (j.T + j.Dv), &j.stride, e);
     if (!j.buf) return e ? e->st : ST_NOMEM;
     par_tasks(j.B * j.H * j.nblk, att_fwd_task, &j);
     return ST_OK;
@@ -151,13 +154,13 @@ Status cpu_attention_fwd(Backend *bk, const AttnFwdDesc *d, Err *e)
 static void att_bwd_queries(void *ctx, uint64_t task, int worker)
 {
     const AttJob *j = ctx;
-    uint64_t T = j->T, D = j->D, C = j->C, W = j->W, b = task / (j->H * j->nblk), h = task / j->nblk % j->H;
+    uint64_t T = j->T, D = j->D, Dv = j->Dv, C = j->C, W = j->W, b = task / (j->H * j->nblk), h = task / j->nblk % j->H;
     uint64_t t0 = task % j->nblk * ATT_BLOCK, t1 = T - t0 < ATT_BLOCK ? T : t0 + ATT_BLOCK, tb = t1 - t0;
     const float *row0 = j->q + b * T * W, *K = row0 + col_k(j, h), *V = row0 + col_v(j, h);
-    const float *dO = j->dout + b * T * C + h * D;
+    const float *dO = j->dout + b * T * C + h * Dv;
     float *dp = j->dp + (b * j->H + h) * T * T, *p = j->buf + (uint64_t)worker * j->stride;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tb, (int)t1, (int)D, 1.0f, dO + t0 * C, (int)C, V, (int)W,
-                0.0f, dp + t0 * T, (int)T);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)tb, (int)t1, (int)Dv, 1.0f, dO + t0 * C, (int)C, V,
+                (int)W, 0.0f, dp + t0 * T, (int)T);
     for (uint64_t t = t0; t < t1; t++) {
         float *row = dp + t * T, dsum = 0.0f;
         elem_load_run(j->probs, j->dt, ((b * j->H + h) * T + t) * T, p, t + 1);
@@ -175,17 +178,17 @@ static void att_bwd_queries(void *ctx, uint64_t task, int worker)
 static void att_bwd_keys(void *ctx, uint64_t task, int worker)
 {
     const AttJob *j = ctx;
-    uint64_t T = j->T, D = j->D, C = j->C, W = j->W, grp = j->H / j->KV;
+    uint64_t T = j->T, D = j->D, Dv = j->Dv, C = j->C, W = j->W, grp = j->H / j->KV;
     uint64_t b = task / (j->KV * j->nblk), g = task / j->nblk % j->KV;
     uint64_t s0 = task % j->nblk * ATT_BLOCK, s1 = T - s0 < ATT_BLOCK ? T : s0 + ATT_BLOCK, sb = s1 - s0, nt = T - s0;
     float *p = j->buf + (uint64_t)worker * j->stride, *dq = j->dq + (b * T + s0) * W;
     for (uint64_t h = g * grp; h < (g + 1) * grp; h++) {
-        const float *Q = j->q + b * T * W + col_q(j, h), *dO = j->dout + b * T * C + h * D;
+        const float *Q = j->q + b * T * W + col_q(j, h), *dO = j->dout + b * T * C + h * Dv;
         const float *dp = j->dp + (b * j->H + h) * T * T;
         float beta = h == g * grp ? 0.0f : 1.0f;
         for (uint64_t t = s0; t < T; t++)
             elem_load_run(j->probs, j->dt, ((b * j->H + h) * T + t) * T + s0, p + (t - s0) * sb, sb);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)sb, (int)D, (int)nt, 1.0f, p, (int)sb, dO + s0 * C,
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)sb, (int)Dv, (int)nt, 1.0f, p, (int)sb, dO + s0 * C,
                     (int)C, beta, dq + col_v(j, h), (int)W);
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)sb, (int)D, (int)nt, 1.0f, dp + s0 * T + s0, (int)T,
                     Q + s0 * W, (int)W, beta, dq + col_k(j, h), (int)W);
@@ -195,7 +198,8 @@ static void att_bwd_keys(void *ctx, uint64_t task, int worker)
 Status cpu_attention_bwd(Backend *bk, const AttnBwdDesc *d, Err *e)
 {
     AttJob j;
-    Status st = att_begin(bk, &j, d->batch, d->seq, d->heads, d->kv_heads, d->head_dim, d->dtype, d->qkv, e);
+    Status st =
+        att_begin(bk, &j, d->batch, d->seq, d->heads, d->kv_heads, d->head_dim, d->v_head_dim, d->dtype, d->qkv, e);
     if (st) return st;
     uint64_t nq = j.B * j.T * j.W, nd = j.B * j.T * j.C;
     float *dq = cpu_scratch(bk, 1, nq, e), *dout = dq ? cpu_scratch(bk, 2, nd, e) : NULL;

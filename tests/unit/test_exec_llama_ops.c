@@ -425,6 +425,85 @@ static void test_gqa_attention(void)
     bk->destroy(bk);
 }
 
+/* Value heads of their own width (latent attention: q and k of qk_nope + qk_rope, v of v_head_dim): D 6, Dv 4,
+ * 4 query heads on 2 KV heads. qkv rows are W = (4 + 2)·6 + 2·4 = 44 wide, v head g at 36 + 4g; out and dout
+ * 4·4 = 16. The forward against a direct evaluation (scores scaled by 1/√6), the backward against finite
+ * differences of every q, k and v. */
+enum { VB = 2, VT = 5, VH = 4, VKV = 2, VD = 6, VDV = 4, VW = (VH + VKV) * VD + VKV * VDV, VC = VH * VDV };
+
+static void vattn_fwd(Backend *bk, const float *qkv, float *probs, float *out)
+{
+    AttnFwdDesc d = {.batch = VB,
+                     .seq = VT,
+                     .heads = VH,
+                     .kv_heads = VKV,
+                     .head_dim = VD,
+                     .v_head_dim = VDV,
+                     .dtype = DT_FP32,
+                     .qkv = qkv,
+                     .probs = probs,
+                     .out = out};
+    Err e;
+    CHECK_EQ_INT(bk->attention_fwd(bk, &d, &e), ST_OK);
+}
+
+static void vattn_fd_fwd(Backend *bk, const void *ctx, const float *in, float *out)
+{
+    (void)ctx;
+    static float probs[VB * VH * VT * VT];
+    vattn_fwd(bk, in, probs, out);
+}
+
+static void test_attention_value_width(void)
+{
+    Backend *bk = cpu();
+    if (!bk) return;
+    Rng r = {17};
+    static float qkv[VB * VT * VW], probs[VB * VH * VT * VT], out[VB * VT * VC], dout[VB * VT * VC];
+    static float dqkv[VB * VT * VW], scratch[VB * VH * VT * VT];
+    randn(&r, qkv, VB * VT * VW, 1.0), randn(&r, dout, VB * VT * VC, 1.0);
+    vattn_fwd(bk, qkv, probs, out);
+    int bad = 0;
+    for (int b = 0; b < VB; b++)
+        for (int h = 0; h < VH; h++)
+            for (int t = 0; t < VT; t++) {
+                const int g = h / (VH / VKV);
+                double sc[VT], mx = -INFINITY, sum = 0.0;
+                for (int u = 0; u <= t; u++) {
+                    sc[u] = 0.0;
+                    for (int i = 0; i < VD; i++)
+                        sc[u] +=
+                            (double)qkv[(b * VT + t) * VW + h * VD + i] * qkv[(b * VT + u) * VW + VH * VD + g * VD + i];
+                    sc[u] /= sqrt((double)VD);
+                    mx = fmax(mx, sc[u]);
+                }
+                for (int u = 0; u <= t; u++) sum += exp(sc[u] - mx);
+                for (int i = 0; i < VDV; i++) {
+                    double o = 0.0;
+                    for (int u = 0; u <= t; u++)
+                        o += exp(sc[u] - mx) / sum * qkv[(b * VT + u) * VW + (VH + VKV) * VD + g * VDV + i];
+                    bad += fabs(out[(b * VT + t) * VC + h * VDV + i] - o) > 1e-5;
+                }
+            }
+    CHECK_EQ_INT(bad, 0);
+    AttnBwdDesc bd = {.batch = VB,
+                      .seq = VT,
+                      .heads = VH,
+                      .kv_heads = VKV,
+                      .head_dim = VD,
+                      .v_head_dim = VDV,
+                      .dtype = DT_FP32,
+                      .qkv = qkv,
+                      .probs = probs,
+                      .dout = dout,
+                      .dqkv = dqkv,
+                      .scratch = scratch};
+    Err e;
+    CHECK_EQ_INT(bk->attention_bwd(bk, &bd, &e), ST_OK);
+    CHECK_EQ_INT(fd_mismatches(bk, vattn_fd_fwd, NULL, qkv, VB * VT * VW, dout, VB * VT * VC, dqkv, 0, 1), 0);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_rmsnorm);
@@ -432,5 +511,6 @@ int main(void)
     RUN(test_rope);
     RUN(test_rope_qk_norm);
     RUN(test_gqa_attention);
+    RUN(test_attention_value_width);
     return test_summary();
 }
