@@ -198,6 +198,10 @@ typedef struct {
  * with c, s read from the table cos_sin (T, D/2, 2) in backend memory, so every
  * backend rotates by the same floats. inverse = 1 rotates by −θ: the backward
  * of the forward rotation (its transpose), applied to dq and dk.
+ * Latent attention's decoupled RoPE: rope_dim R (0: D) rotates only the last R
+ * columns of each q and k head, as a head of R (pairs (x_i, x_{i+R/2}) there,
+ * θ_i = base^(−2i/R), the table (T, R/2, 2)); v_head_dim Dv (0: D) is the value
+ * heads' width in the row, W = (H + KV)·D + KV·Dv (as AttnFwdDesc's).
  * With q/k norms (Qwen3's per-head RMSNorm before the rotation; qnorm_w set):
  * the forward first replaces each q and k head's D values x by x·rstd·w (rstd
  * = 1/√(mean(x²) + eps) in FP32, written to norm_rstd; w the q heads' or the k
@@ -210,8 +214,9 @@ typedef struct {
     uint32_t batch, seq, heads, kv_heads, head_dim; /* head_dim even */
     Dtype dtype;
     void *qkv;            /* (B, T, W), rotated in place */
-    const float *cos_sin; /* (T, D/2, 2) */
+    const float *cos_sin; /* (T, R/2, 2) */
     int inverse;
+    uint32_t rope_dim, v_head_dim; /* R (even, at most D) and Dv; 0: head_dim */
     /* q/k norms, or all NULL */
     const void *qnorm_w, *knorm_w; /* (D) each, dtype norm_wdt */
     Dtype norm_wdt;

@@ -222,12 +222,13 @@ static void rope_rows(void *ctx, uint64_t r0, uint64_t r1, int worker)
 {
     (void)worker;
     const RopeDesc *d = ctx;
-    const uint64_t T = d->seq, D = d->head_dim, half = D / 2, nh = (uint64_t)d->heads + d->kv_heads;
-    const uint64_t W = ((uint64_t)d->heads + 2 * (uint64_t)d->kv_heads) * D;
+    const uint64_t T = d->seq, D = d->head_dim, nh = (uint64_t)d->heads + d->kv_heads;
+    const uint64_t R = d->rope_dim ? d->rope_dim : D, half = R / 2, Dv = d->v_head_dim ? d->v_head_dim : D;
+    const uint64_t W = nh * D + (uint64_t)d->kv_heads * Dv; /* the rotated part: a head's last R columns */
     for (uint64_t r = r0; r < r1; r++) {
         const float *cs = d->cos_sin + (r % T) * half * 2;
         for (uint64_t h = 0; h < nh; h++) { /* q heads, then k heads: the first (H + KV)·D columns */
-            uint64_t base = r * W + h * D;
+            uint64_t base = r * W + h * D + D - R;
             for (uint64_t i = 0; i < half; i++) {
                 float c = cs[2 * i], s = d->inverse ? -cs[2 * i + 1] : cs[2 * i + 1], o1, o2;
                 km_rope_pair(elem_load(d->qkv, d->dtype, base + i), elem_load(d->qkv, d->dtype, base + half + i), c, s,

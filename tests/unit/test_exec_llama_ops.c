@@ -343,6 +343,44 @@ static void test_rope_qk_norm(void)
     bk->destroy(bk);
 }
 
+/* Latent attention's decoupled RoPE: only the last rope_dim columns of each q and k head rotate, and the value heads
+ * have a width of their own. D 4, R 2, Dv 3, one q head and one KV head: rows of W = 2·4 + 3 = 11. With R 2 the one
+ * frequency is base^0 = 1, so token 1 turns by 1 radian (c = cos 1, s = sin 1) and token 0 not at all:
+ *   token 1, q = (1, 2, 3, 4) → (1, 2, 3c − 4s, 4c + 3s); k = (5, 6, 7, 8) → (5, 6, 7c − 8s, 8c + 7s);
+ *   v = (9, 10, 11) untouched; token 0 unchanged. The inverse turns them back. */
+static void test_rope_partial(void)
+{
+    Backend *bk = cpu();
+    if (!bk) return;
+    float cs[4], x[22];
+    for (int i = 0; i < 22; i++) x[i] = (float)(1 + i % 11);
+    model_rope_table(2, 2, 10000.0, cs);
+    RopeDesc d = {.batch = 1,
+                  .seq = 2,
+                  .heads = 1,
+                  .kv_heads = 1,
+                  .head_dim = 4,
+                  .dtype = DT_FP32,
+                  .qkv = x,
+                  .cos_sin = cs,
+                  .rope_dim = 2,
+                  .v_head_dim = 3};
+    Err e;
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_OK);
+    const double c = cos(1.0), sn = sin(1.0);
+    const double want[22] = {
+        1, 2,  3, 4, 5, 6, 7, 8, 9, 10, 11, 1, 2, 3 * c - 4 * sn, 4 * c + 3 * sn, 5, 6, 7 * c - 8 * sn, 8 * c + 7 * sn,
+        9, 10, 11};
+    for (int i = 0; i < 22; i++) CHECK_NEAR(x[i], want[i], 2e-6);
+    d.inverse = 1;
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_OK);
+    for (int i = 0; i < 22; i++) CHECK_NEAR(x[i], 1 + i % 11, 4e-6);
+    d.rope_dim = 6; /* wider than the head */
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "rope: rope_dim 6 is odd or above head_dim 4");
+    bk->destroy(bk);
+}
+
 /* ---- grouped-query attention ------------------------------------------------------------------ */
 
 enum { AB = 2, AT = 5, AH = 4, AKV = 2, AD = 4, AW = (AH + 2 * AKV) * AD, AC = AH * AD };
@@ -510,6 +548,7 @@ int main(void)
     RUN(test_swiglu);
     RUN(test_rope);
     RUN(test_rope_qk_norm);
+    RUN(test_rope_partial);
     RUN(test_gqa_attention);
     RUN(test_attention_value_width);
     return test_summary();
