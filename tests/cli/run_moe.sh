@@ -86,6 +86,11 @@ expect_rc "qwen3, 151,936 tokens and 128 experts top-8: exit 0" 0
 expect_out "qwen3 real sizes: persistent terms match the plan" "every exact term matches the plan byte for byte"
 
 # refused before any work
+run run --model deepseek-v3 --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256 --recipe megatron-bf16 --steps 1
+expect_rc "deepseek-v3 (latent attention, MTP): unavailable" 69
+expect_err "deepseek-v3: the columns and their values" \
+    "--model deepseek-v3: latent attention (kv_lora_rank 512) and multi-token prediction (mtp_layers 1) are planned"
+expect_no_out "deepseek-v3: nothing run"
 run run $MOE --recipe fp8lm --steps 1
 expect_rc "fp8lm on experts: unavailable" 69
 expect_err "fp8lm: the reason" "recipe fp8lm on model mixtral-8x7b: the executor runs FP8 expert GEMMs as Transformer Engine's grouped linears"
