@@ -1,12 +1,13 @@
 /* exec/cpu/cpu_attn.c — the CPU reference of causal self-attention with
  * materialized scores (multi-head and grouped-query) and of the rotary
- * position embedding (with the q/k norms before it: cpu_qknorm.c). FP32 arithmetic on the loaded values; every stored
- * output is rounded once to its dtype; every sum is computed in one fixed
- * order, whatever the thread count.
+ * position embedding (with the q/k norms before it: cpu_qknorm.c). FP32
+ * arithmetic on the loaded values; every stored output is rounded once to its
+ * dtype; every sum is computed in one fixed order, whatever the thread count.
  *
- * Row layout of qkv (B, T, W), W = (H + 2·KV)·D: q head h at column h·D, k
- * head g at H·D + g·D, v head g at (H + KV)·D + g·D; query head h uses KV head
- * h / (H/KV). Descriptors arrive checked (exec/backend_check.c).
+ * Row layout of qkv (B, T, W), W = (H + KV)·D + KV·Dv (Dv = D but for latent
+ * attention's value heads): q head h at column h·D, k head g at H·D + g·D, v
+ * head g at (H + KV)·D + g·Dv; query head h uses KV head h / (H/KV).
+ * Descriptors arrive checked (exec/backend_check.c).
  *
  * Parallel on the thread pool (exec/par.h) in fixed pieces: per (sequence,
  * head) in blocks of ATT_BLOCK query rows, the scores of a block against keys
