@@ -264,8 +264,20 @@ Status backend_check_rope(Backend *bk, const RopeDesc *d, Err *e)
     if (!d) return err_set(e, ST_USAGE, "rope: no descriptor");
     Status st = heads_check(d->batch, d->seq, d->heads, d->kv_heads, d->head_dim, d->dtype, "rope", e);
     if (st) return st;
-    if (d->head_dim % 2) return err_set(e, ST_USAGE, "rope: head_dim %u is odd (pairs are rotated)", d->head_dim);
-    return need(d->qkv && d->cos_sin, e, "rope", "missing pointer");
+    if (!d->rope_dim && d->head_dim % 2)
+        return err_set(e, ST_USAGE, "rope: head_dim %u is odd (pairs are rotated)", d->head_dim);
+    if (d->rope_dim % 2 || d->rope_dim > d->head_dim)
+        return err_set(e, ST_USAGE, "rope: rope_dim %u is odd or above head_dim %u (pairs are rotated)", d->rope_dim,
+                       d->head_dim);
+    if (d->qnorm_w && (d->rope_dim || d->v_head_dim))
+        return err_set(e, ST_USAGE, "rope: q/k norms with a partial rotation or value heads of their own width");
+    st = need(d->qkv && d->cos_sin, e, "rope", "missing pointer");
+    if (st || (!d->qnorm_w && !d->knorm_w)) return st;
+    st = need(d->qnorm_w && d->knorm_w && d->norm_rstd, e, "rope", "missing q/k norm pointer");
+    if (!st && d->inverse)
+        st = need(d->qnorm_dw && d->knorm_dw && d->norm_raw, e, "rope", "missing q/k norm gradient or input");
+    if (!st && !(d->eps > 0.0f)) st = err_set(e, ST_USAGE, "rope: q/k norm epsilon %g is not positive", (double)d->eps);
+    return st ? st : need_float(d->norm_wdt, "rope", "q/k norm weight", e);
 }
 
 static Status act_check(MlpType mlp, Dtype dt, uint64_t rows, uint64_t cols, const char *op, Err *e)

@@ -159,7 +159,11 @@ typedef struct {
  *   probs (B, H, T, T) = softmax(q·kᵀ/√D) over keys ≤ query (entries above the
  *   diagonal are written as 0); out (B, T, H·D) = probs · v. The softmax is
  *   computed in FP32; probs and out are stored in `dtype`. probs is saved for
- *   the backward pass. */
+ *   the backward pass.
+ * v_head_dim Dv (0: D) gives the value heads a width of their own, as latent
+ * attention's (q and k of qk_nope + qk_rope, v of v_head_dim): W = (H + KV)·D
+ * + KV·Dv, v head g at (H + KV)·D + g·Dv, out and dout (B, T, H·Dv); the
+ * scores' scale stays 1/√D. */
 typedef struct {
     uint32_t batch, seq, heads, kv_heads, head_dim;
     Dtype dtype;     /* of qkv, out, probs, dqkv, dout */
@@ -171,16 +175,18 @@ typedef struct {
      * backend that needs one uses private memory of its own (the CUDA backend:
      * a few heads at a time). The CPU backend ignores it. */
     float *scratch;
+    uint32_t v_head_dim; /* Dv, 0: head_dim */
 } AttnFwdDesc;
 
 typedef struct {
     uint32_t batch, seq, heads, kv_heads, head_dim;
     Dtype dtype;
-    const void *qkv;   /* (B, T, W) as in the forward */
-    const void *probs; /* (B, H, T, T) from the forward */
-    const void *dout;  /* (B, T, H·D) */
-    void *dqkv;        /* (B, T, W), overwritten (dk, dv summed over the query heads sharing them) */
-    float *scratch;    /* (B, H, T, T) FP32 workspace for d(probs) / d(scores) */
+    const void *qkv;     /* (B, T, W) as in the forward */
+    const void *probs;   /* (B, H, T, T) from the forward */
+    const void *dout;    /* (B, T, H·D) */
+    void *dqkv;          /* (B, T, W), overwritten (dk, dv summed over the query heads sharing them) */
+    float *scratch;      /* (B, H, T, T) FP32 workspace for d(probs) / d(scores) */
+    uint32_t v_head_dim; /* Dv, 0: head_dim */
 } AttnBwdDesc;
 
 /* ---- rotary position embedding -------------------------------------------------
@@ -191,13 +197,33 @@ typedef struct {
  *   θ_i = base^(−2i/D),
  * with c, s read from the table cos_sin (T, D/2, 2) in backend memory, so every
  * backend rotates by the same floats. inverse = 1 rotates by −θ: the backward
- * of the forward rotation (its transpose), applied to dq and dk. */
+ * of the forward rotation (its transpose), applied to dq and dk.
+ * Latent attention's decoupled RoPE: rope_dim R (0: D) rotates only the last R
+ * columns of each q and k head, as a head of R (pairs (x_i, x_{i+R/2}) there,
+ * θ_i = base^(−2i/R), the table (T, R/2, 2)); v_head_dim Dv (0: D) is the value
+ * heads' width in the row, W = (H + KV)·D + KV·Dv (as AttnFwdDesc's).
+ * With q/k norms (Qwen3's per-head RMSNorm before the rotation; qnorm_w set):
+ * the forward first replaces each q and k head's D values x by x·rstd·w (rstd
+ * = 1/√(mean(x²) + eps) in FP32, written to norm_rstd; w the q heads' or the k
+ * heads' D weights), then rotates. The inverse first undoes the rotation on
+ * dq, dk (= dy, the norm's output gradient), adds dy·x̂ to the weights' FP32
+ * gradients (x̂ = x·rstd with x read from norm_raw, the forward's input, and
+ * rstd the forward's; summed over tokens and heads in order) and replaces dy
+ * by the norm's input gradient (dx̂ − x̂·mean(dx̂·x̂))·rstd, dx̂ = w·dy. */
 typedef struct {
     uint32_t batch, seq, heads, kv_heads, head_dim; /* head_dim even */
     Dtype dtype;
     void *qkv;            /* (B, T, W), rotated in place */
-    const float *cos_sin; /* (T, D/2, 2) */
+    const float *cos_sin; /* (T, R/2, 2) */
     int inverse;
+    uint32_t rope_dim, v_head_dim; /* R (even, at most D) and Dv; 0: head_dim */
+    /* q/k norms, or all NULL */
+    const void *qnorm_w, *knorm_w; /* (D) each, dtype norm_wdt */
+    Dtype norm_wdt;
+    float eps;
+    const void *norm_raw;       /* inverse: (B, T, W) the forward's input laid out as qkv (its q, k heads read) */
+    float *norm_rstd;           /* (B·T, H + KV): the forward writes, the inverse reads */
+    float *qnorm_dw, *knorm_dw; /* (D) each, FP32, accumulated by the inverse */
 } RopeDesc;
 
 /* ---- normalization ----------------------------------------------------------

@@ -182,6 +182,10 @@ void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a);
  * inputs; F_t = 0: the norm only). */
 void plan_saved_input(const Recipe *rc, Ck *ck, uint64_t rows, uint64_t cols, LayerAct *a, uint64_t *hp);
 void plan_attn_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a);
+/* q/k norms (qk_norm): one layer's working copy of the attention's normalized, rotated input [tok, q_t + 2 kv_t]
+ * (BF16) and the norms' fp32 rstd [tok, q and k heads of the rank], in the backward's working set (the saved
+ * Q, K, V are the norms' input; the backward rebuilds the copy). 0 without q/k norms. */
+uint64_t plan_qk_norm_bytes(const PlanInput *in, const Geo *g, Ck *ck);
 void plan_ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, int dense, LayerAct *a);
 /* The open implementation choices (plan.h PLAN_UNK_*) as the memory terms apply them, when in->mem_savings takes
  * them: is the BF16 attention output dropped (attn_out, FP8-saved inputs only); are FP8 weight copies held, cached

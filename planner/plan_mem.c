@@ -16,7 +16,10 @@
  *   dropout masks        2 x tok*h/r * 1 B when dropout is on
  * With recompute "selective" the attention row is recomputed (not stored); with
  * "full" only each layer's input tok*h*2/r is kept and one layer is rebuilt
- * during its backward (counted in the transient term). With dropout on, flash
+ * during its backward (counted in the transient term). q/k norms (qk_norm) add
+ * no saved tensor: Q, K, V is their input, and the backward rebuilds the
+ * normalized, rotated copy the attention reads, which the transient holds
+ * (plan_qk_norm_bytes). With dropout on, flash
  * off and BF16 inputs this is Korthikanti's sbh(34/t + 5as/(ht)) per layer. */
 #include <string.h>
 
@@ -179,6 +182,14 @@ void plan_saved_input(const Recipe *rc, Ck *ck, uint64_t rows, uint64_t cols, La
     saved_input(rc, ck, rows, cols, a, hp);
 }
 void plan_attn_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a) { attn_act(in, g, ck, a); }
+
+uint64_t plan_qk_norm_bytes(const PlanInput *in, const Geo *g, Ck *ck)
+{
+    const ModelSpec *md = in->model;
+    if (!md->qk_norm || !md->head_dim) return 0;
+    uint64_t w = g->q_t + 2 * g->kv_t, heads = (g->q_t + g->kv_t) / md->head_dim; /* a rank's q and k heads */
+    return ck_add(ck, ck_mul3(ck, g->tok, w, 2), ck_mul3(ck, g->tok, heads, 4));
+}
 void plan_ffn_act(const PlanInput *in, const Geo *g, Ck *ck, uint64_t F_t, int dense, LayerAct *a)
 {
     ffn_act(in, g, ck, F_t, dense, a);
@@ -424,6 +435,7 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
         bwd = ck_add(ck, bwd, ck_add(ck, la.hp, la.fp8));
     if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 */
         bwd = ck_add(ck, bwd, ck_mul(ck, ck_mul3(ck, g->tok, g->heads / g->tp, g->seq), 4));
+    bwd = ck_add(ck, bwd, plan_qk_norm_bytes(in, g, ck));
     int f8grad = dtype_is_fp8(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]));
     uint64_t cast = plan_fp8_cast_bytes_per_param(in);
     if (f8grad || cast) {

@@ -271,9 +271,10 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k)
     }
     if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 (as plan_mem.c) */
         b = ck_add(ck, b, ck_mul(ck, ck_mul3(ck, tok, g->heads_t, g->seq), 4));
-    if (g->rep > 1) b = ck_add(ck, b, ck_mul3(ck, tok, h, 2)); /* SP re-gathered input */
-    if (dt_fp8(rc->gemm_bwd)) b = ck_add(ck, b, 2 * hid);      /* dY in FP8, both layouts */
-    if (k == XK_MOE && x->E)                                   /* dispatch / combine buffers */
+    if (!x->mla) b = ck_add(ck, b, plan_qk_norm_bytes(in, g, ck)); /* q/k norms' rebuilt attention input */
+    if (g->rep > 1) b = ck_add(ck, b, ck_mul3(ck, tok, h, 2));     /* SP re-gathered input */
+    if (dt_fp8(rc->gemm_bwd)) b = ck_add(ck, b, 2 * hid);          /* dY in FP8, both layouts */
+    if (k == XK_MOE && x->E)                                       /* dispatch / combine buffers */
         b = ck_add(ck, b, ck_mul3(ck, x->rows, h, dt_bytes(rc->comm_ep_dispatch) + dt_bytes(rc->comm_ep_combine)));
     if (k == XK_DENSE && (in->mem_savings & PLAN_UNK_DENSE_ACT) && in->recompute != RECOMPUTE_FULL &&
         !(in->recompute_mods & RECOMPUTE_MOD_MLP))

@@ -272,6 +272,8 @@ Status cuda_attention_fwd(Backend *bk, const AttnFwdDesc *d, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
+    if (d->v_head_dim && d->v_head_dim != d->head_dim)
+        return err_set(e, ST_UNAVAILABLE, "attention_fwd: the cuda backend runs no value heads of their own width yet");
     if (d->kv_heads == d->heads) return mha_fwd(im, d, e);
     AttnFwdDesc m = *d;
     void *ex = NULL;
@@ -287,6 +289,8 @@ Status cuda_attention_bwd(Backend *bk, const AttnBwdDesc *d, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
+    if (d->v_head_dim && d->v_head_dim != d->head_dim)
+        return err_set(e, ST_UNAVAILABLE, "attention_bwd: the cuda backend runs no value heads of their own width yet");
     if (d->kv_heads == d->heads) return mha_bwd(im, d, d->dtype, e);
     const uint64_t w = (uint64_t)d->batch * d->seq * ((uint64_t)d->heads + 2 * d->kv_heads) * d->head_dim;
     AttnBwdDesc m = *d;

@@ -27,6 +27,10 @@ Status cuda_rope(Backend *bk, const RopeDesc *d, Err *e)
 {
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
+    if (d->qnorm_w)
+        return err_set(e, ST_UNAVAILABLE, "rope: the cuda backend runs no q/k norms (per-head RMSNorm) yet");
+    if ((d->rope_dim && d->rope_dim != d->head_dim) || (d->v_head_dim && d->v_head_dim != d->head_dim))
+        return err_set(e, ST_UNAVAILABLE, "rope: the cuda backend runs no partial (latent attention) rotation yet");
     const uint64_t rows = (uint64_t)d->batch * d->seq;
     const uint32_t nh = d->heads + d->kv_heads; /* the q heads, then the k heads */
     const uint64_t W = ((uint64_t)d->heads + 2 * (uint64_t)d->kv_heads) * d->head_dim;

@@ -21,11 +21,11 @@ Status exec_model(const ModelSpec *base, const ExecOverrides *o, ModelSpec *out,
 {
     *out = *base;
     const char *n = base->name;
-    if (spec_is_mla(base) || base->mtp_layers || base->qk_norm)
+    if (spec_is_mla(base) || base->mtp_layers)
         return err_set(e, ST_UNAVAILABLE,
-                       "--model %s: latent attention, multi-token prediction and q/k norms are planned "
-                       "(fp8plan plan) but not run by the executor (experts are)",
-                       n);
+                       "--model %s: latent attention (kv_lora_rank %u) and multi-token prediction (mtp_layers %u) "
+                       "are planned (fp8plan plan) but not run by the executor (experts and q/k norms are)",
+                       n, base->kv_lora_rank, base->mtp_layers);
     if (!base->heads || !base->hidden)
         return err_set(e, ST_USAGE, "--model %s: the catalog row has no heads or hidden size", n);
     if (o->layers) out->layers = o->layers;

@@ -64,6 +64,8 @@ typedef enum {
     PK_ROUTER_B, /* (E) sigmoid routers: the selection bias (DeepSeek-V3's aux-loss-free balancing) */
     PK_XFC1_W,   /* (E · k·Fe, C) the routed experts' FC1, expert after expert */
     PK_XFC2_W,   /* (E · C, Fe) their FC2 */
+    PK_QNORM_W,  /* (D) q/k norms (models.csv qk_norm, Qwen3): the RMSNorm weight of every query head */
+    PK_KNORM_W,  /* (D) and of every key head */
     PK_COUNT
 } ParamKind;
 
@@ -99,7 +101,8 @@ typedef struct {
 typedef struct {
     void *x;                        /* (B·T, C) block input = norm 1 input */
     float *norm1_mean, *norm1_rstd; /* (B·T); mean: LayerNorm only */
-    void *qkv;                      /* (B·T, (H + 2KV)·D), after the rotary embedding */
+    void *qkv;                      /* (B·T, (H + 2KV)·D), after the rotary embedding; with q/k norms the QKV
+                                       output (their input: the backward rebuilds the normalized, rotated q, k) */
     void *probs;                    /* (B, H, T, T) */
     void *res2;                     /* (B·T, C) x + attention branch = norm 2 input */
     float *norm2_mean, *norm2_rstd;
@@ -140,6 +143,10 @@ typedef struct {
     uint8_t *t_wrow; /* (max block weight) FP8 weight, row-wise, when the recipe does not keep copies */
     uint8_t *t_wcol; /* (max block weight) FP8 weight, transposed, likewise */
     void *t_out;     /* (B·T, C) projection / FC2 output before the residual add */
+    /* q/k norms: the attention's input (B·T, (H + 2KV)·D), normalized and rotated from the saved QKV output, and
+     * the norms' (B·T, H + KV) FP32 rstd, in the forward (t_) and rebuilt in the block backward (b_) */
+    void *t_qkv, *b_qkv;
+    float *t_qkrstd, *b_qkrstd;
     void *d_res;     /* (B·T, C) residual-stream gradient */
     void *d_a;       /* (B·T, max N) gradient of a GEMM output */
     void *d_b;       /* (B·T, C) gradient of a C-wide GEMM input */

@@ -77,7 +77,8 @@ static void fill_piece(void *ctx, int piece, uint64_t b, uint64_t e)
             amax = a > amax ? a : amax;
         }
     } else {
-        float v = k == PK_NORM1_W || k == PK_NORM2_W || k == PK_NORMF_W ? 1.0f : 0.0f;
+        float v =
+            k == PK_NORM1_W || k == PK_NORM2_W || k == PK_NORMF_W || k == PK_QNORM_W || k == PK_KNORM_W ? 1.0f : 0.0f;
         for (uint64_t i = b; i < e; i++) w[i] = v;
         amax = b < e ? v : 0.0f;
     }
@@ -230,6 +231,11 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
                        "permute or grouped expert GEMM kernels%s); the cpu backend does (--backend cpu)",
                        p->in.recipe->name, p->in.model->name, bk->name,
                        recipe_fp8_gemm(p->in.recipe) ? ", nor the experts' per-expert FP8 casts" : "");
+    if (p->in.model->qk_norm && strcmp(bk->name, "cpu"))
+        return err_set(e, ST_UNAVAILABLE,
+                       "model %s: the %s backend runs no q/k norms (per-head RMSNorm before RoPE) yet; the cpu backend "
+                       "does (--backend cpu)",
+                       p->in.model->name, bk->name);
     if (exec_block_scaled(p->in.recipe) && strcmp(bk->name, "cpu"))
         return err_set(e, ST_UNAVAILABLE,
                        "recipe %s on model %s: the %s backend runs no block-scaled (1x128/128x128) casts or GEMMs and "

@@ -57,6 +57,15 @@ Status model_act_bwd(Model *m, uint64_t rows, uint64_t F, const void *fc1, const
 /* Rotary embedding of q and k in qkv (B·T, W) in place (inverse: of dq and dk);
  * nothing for learned or no positions. */
 Status model_pos_rope(Model *m, void *qkv, int inverse, Err *e);
+/* The attention's input of block l (exec/model/model_qknorm.c), from its saved QKV output la->qkv: without
+ * q/k norms la->qkv itself, rotated in place by the forward (bwd 0; the backward finds it rotated); with them
+ * la->qkv copied into buf, its q and k heads normalized (FP32 rstd into rstd) and rotated there — in the
+ * forward, and again in the backward (bwd 1) for the attention's backward. *out: the attention's qkv. */
+Status model_attn_qkv(Model *m, uint32_t l, int bwd, void *buf, float *rstd, void **out, Err *e);
+/* The attention's input gradient dqkv (B·T, W) made d(QKV output) in place: the inverse rotation, then with q/k
+ * norms their backward (input la->qkv, rstd from model_attn_qkv's backward rebuild), their weights' gradients
+ * accumulated. */
+Status model_attn_qkv_bwd(Model *m, uint32_t l, void *dqkv, const float *rstd, Err *e);
 
 /* ---- block linears (model_linear.c) ---- */
 

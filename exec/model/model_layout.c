@@ -39,6 +39,12 @@ Status model_check(const Plan *p, Err *e)
                        s->heads, s->kv_heads, s->head_dim);
     if (s->pos == POS_ROPE && s->head_dim % 2)
         return err_set(e, ST_USAGE, "model %s: rotary positions need an even head_dim (got %u)", s->name, s->head_dim);
+    if (s->qk_norm && (s->pos != POS_ROPE || s->norm != NORM_RMSNORM || in->tp > 1))
+        return err_set(e, ST_UNAVAILABLE,
+                       "model %s: the executor runs q/k norms as RMSNorm before rotary positions on one tensor-"
+                       "parallel rank (norm %s, position %s, tp %u given)",
+                       s->name, s->norm == NORM_RMSNORM ? "rmsnorm" : "layernorm",
+                       s->pos == POS_ROPE ? "rope" : "not rope", in->tp);
     if (p->seq < 2) return err_set(e, ST_USAGE, "--seq must be at least 2");
     if (s->vocab < 2) return err_set(e, ST_USAGE, "the vocabulary must have at least 2 tokens");
     if (s->vocab > (uint32_t)INT32_MAX + 1) /* ids 0 .. vocab - 1 are int32 */
@@ -140,7 +146,7 @@ static Status params_fill(Model *m, Err *e)
     const ModelSpec *s = &m->spec;
     const uint64_t C = s->hidden;
     const int ln = s->norm == NORM_LAYERNORM, bias = s->linear_bias;
-    uint32_t cap = 3 + 16 * s->layers + 3;
+    uint32_t cap = 3 + 18 * s->layers + 3;
     ModelParam *p = calloc(cap, sizeof *p);
     if (!p) return err_set(e, ST_NOMEM, "out of memory");
     uint32_t k = 0;
@@ -185,6 +191,10 @@ static Status params_fill(Model *m, Err *e)
             ADD(lw[j], L, n, kk, 1, 1);
             p[k - 1].wslot = model_slot_w(m, l, (LinearKind)j);
             if (bias) ADD(lb[j], L, n, 1, 0, 0);
+            if (j == LIN_QKV && s->qk_norm) { /* the q/k norms: the plan's 2 x head_dim "other" weights */
+                ADD(PK_QNORM_W, L, s->head_dim, 1, 0, 0);
+                ADD(PK_KNORM_W, L, s->head_dim, 1, 0, 0);
+            }
         }
     }
     if (last) ADD(PK_NORMF_W, -1, C, 1, 0, 0);
@@ -199,9 +209,9 @@ static Status params_fill(Model *m, Err *e)
 const char *model_param_name(ParamKind k)
 {
     static const char *names[PK_COUNT] = {
-        "wte",     "wpe",     "norm1.w", "norm1.b",  "qkv.w",    "qkv.b",         "proj.w",
-        "proj.b",  "norm2.w", "norm2.b", "fc1.w",    "fc1.b",    "fc2.w",         "fc2.b",
-        "normf.w", "normf.b", "lm_head", "router.w", "router.b", "experts.fc1.w", "experts.fc2.w",
+        "wte",     "wpe",      "norm1.w",  "norm1.b",       "qkv.w",         "qkv.b",    "proj.w",   "proj.b",
+        "norm2.w", "norm2.b",  "fc1.w",    "fc1.b",         "fc2.w",         "fc2.b",    "normf.w",  "normf.b",
+        "lm_head", "router.w", "router.b", "experts.fc1.w", "experts.fc2.w", "q_norm.w", "k_norm.w",
     };
     return (unsigned)k < PK_COUNT ? names[k] : "?";
 }
@@ -374,6 +384,14 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
                         a ? &a->d_qcol_s : NULL, "d_qcol.scale_inv");
     }
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->t_out : NULL, "t_out");
+    if (s->qk_norm) { /* the attention's normalized, rotated input (the saved QKV output is the norms' input) */
+        uint64_t W = model_linear_n(s, LIN_QKV), nh = (uint64_t)s->heads + s->kv_heads;
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * W, a ? &a->t_qkv : NULL, "qk_norm.qkv");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, BT * nh, a ? &a->t_qkrstd : NULL, "qk_norm.rstd");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * W, a ? &a->b_qkv : NULL, "qk_norm.qkv");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, BT * nh, a ? &a->b_qkrstd : NULL,
+                        "qk_norm.rstd");
+    }
     /* the attention forward's FP32 scores, one sequence's heads at a time (a backend may use them) */
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, H * T * T, a ? &a->attn_scores : NULL, "attn_scores");
     /* LM-head backward: the last pipeline stage's (the others receive d(output) from the next stage) */

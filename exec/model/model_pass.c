@@ -57,7 +57,9 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
                           .scratch = a->attn_scores};
         st = model_norm_fwd(m, PK_NORM1_W, (int)l, la->x, in, la->norm1_mean, la->norm1_rstd, e);
         if (!st) st = model_linear_fwd(m, l, LIN_QKV, in, la->qkv, e);
-        if (!st) st = model_pos_rope(m, la->qkv, 0, e); /* saved rotated: attention's backward reads q, k so */
+        void *aq = NULL; /* rotated in place (saved so: attention's backward reads q, k so), or q/k norms' copy */
+        if (!st) st = model_attn_qkv(m, l, 0, a->t_qkv, a->t_qkrstd, &aq, e);
+        at.qkv = aq;
         if (!st) st = bk->attention_fwd(bk, &at, e);
         if (!st) st = model_linear_fwd(m, l, LIN_PROJ, at.out, a->t_out, e);
         if (!st) st = bk->add(bk, la->x, a->t_out, la->res2, A, BT * C, e);
@@ -129,8 +131,11 @@ static Status block_bwd(Model *m, uint32_t i, Err *e)
     }
     if (!st) st = model_norm_bwd(m, PK_NORM2_W, (int)i, la->res2, la->norm2_mean, la->norm2_rstd, a->d_b, e);
     if (!st) st = model_linear_bwd(m, i, LIN_PROJ, a->d_res, a->d_b, e);
+    void *aq = NULL; /* the attention's input: la->qkv, or with q/k norms rebuilt from it */
+    if (!st) st = model_attn_qkv(m, i, 1, a->b_qkv, a->b_qkrstd, &aq, e);
+    at.qkv = aq;
     if (!st) st = bk->attention_bwd(bk, &at, e);
-    if (!st) st = model_pos_rope(m, a->d_a, 1, e); /* d(rotated q, k) → d(q, k) */
+    if (!st) st = model_attn_qkv_bwd(m, i, a->d_a, a->b_qkrstd, e); /* d(rotated q, k) → d(q, k) (→ d(QKV out)) */
     if (!st) st = model_linear_bwd(m, i, LIN_QKV, a->d_a, a->d_b, e);
     if (!st) st = model_norm_bwd(m, PK_NORM1_W, (int)i, la->x, la->norm1_mean, la->norm1_rstd, a->d_b, e);
     return st;

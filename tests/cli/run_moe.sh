@@ -59,7 +59,38 @@ expect_eq "scaling trace: 108 rows a step, 3 steps and the header" "$(wc -l < "$
 expect_eq "scaling trace: one expert's dY record" \
     "$(grep -c '^[0-9]*,bwd,1,experts\.fc2\.7,dy,e5m2,' "$TMP/trace8.csv")" "3"
 
+# Qwen3's MoE row with its q/k norms (RMSNorm over each query and key head before RoPE), shrunk: 2 layers, hidden
+# 64, 4 heads of 16 (2 KV heads), 8 experts top-2 of FFN 32, no shared expert; 50 steps, the loss falls
+QWEN="--model qwen3-30b-a3b --layers 2 --hidden 64 --heads 4 --kv-heads 2 --seq 32 --vocab 256"
+run run $QWEN --experts 8 --topk 2 --expert-ffn 32 --recipe megatron-bf16 --mbs 4 --steps 50 --lr 3e-3 \
+    -o "$TMP/qwen.csv"
+expect_rc "qwen3 shrunk (q/k norms): every term within the plan (exit 0)" 0
+expect_out "qwen3 shrunk: persistent terms match the plan" "every exact term matches the plan byte for byte"
+expect_line "qwen3 shrunk: the loss falls" 'loss: first 5\.[0-9]{4}, final [12]\.[0-9]{4} \(mean of the last 10 steps\).*'
+# "other" weights, BF16: embedding and untied head 2 x 256 x 64 = 32,768, final norm 64, per layer norm1 64 +
+# norm2 64 + the q and k norms 16 + 16 + router 8 x 64 = 672, x 2 layers = 1,344: 34,176 x 2 B = 68,352
+expect_eq "qwen3: weight_other by hand, planned and measured" \
+    "$(grep '^memory,weight_other,' "$TMP/qwen.csv" | cut -d, -f4,5)" "68352,68352"
+# the transient, 128 tokens, 256 routed rows: dX + d(residual) 2 x 128 x 64 x 2 = 32,768 + d(FC1 output) 256 x 64
+# x 2 = 32,768 + d(SwiGLU output) 256 x 32 x 2 = 16,384 + router 128 x (8 x 10 + 2 x 4) = 11,264 + d(MoE input)
+# 128 x 64 x 2 = 16,384 + d(QKV) 128 x 128 x 2 = 32,768 + d(probabilities) 128 x 4 x 32 x 4 = 65,536 + dispatch
+# and combine 256 x 64 x 4 = 65,536 + the q/k norms' rebuilt attention input 128 x 128 x 2 = 32,768 and its rstd
+# 128 x 6 x 4 = 3,072 = 309,248; the saved activations are as without q/k norms (their input is the QKV output)
+expect_eq "qwen3: transient by hand, planned and measured" \
+    "$(grep '^memory,transient,' "$TMP/qwen.csv" | cut -d, -f4,5)" "309248,309248"
+
+# the row's real vocabulary (151,936) and experts (128, top-8) for 2 steps
+run run --model qwen3-30b-a3b --layers 2 --hidden 64 --heads 4 --kv-heads 2 --seq 32 --mbs 1 --expert-ffn 16 \
+    --recipe megatron-bf16 --steps 2 --quiet
+expect_rc "qwen3, 151,936 tokens and 128 experts top-8: exit 0" 0
+expect_out "qwen3 real sizes: persistent terms match the plan" "every exact term matches the plan byte for byte"
+
 # refused before any work
+run run --model deepseek-v3 --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256 --recipe megatron-bf16 --steps 1
+expect_rc "deepseek-v3 (latent attention, MTP): unavailable" 69
+expect_err "deepseek-v3: the columns and their values" \
+    "--model deepseek-v3: latent attention (kv_lora_rank 512) and multi-token prediction (mtp_layers 1) are planned"
+expect_no_out "deepseek-v3: nothing run"
 run run $MOE --recipe fp8lm --steps 1
 expect_rc "fp8lm on experts: unavailable" 69
 expect_err "fp8lm: the reason" "recipe fp8lm on model mixtral-8x7b: the executor runs FP8 expert GEMMs as Transformer Engine's grouped linears"

@@ -219,7 +219,15 @@ static void test_swiglu_and_rope(void)
     for (int i = 0; i < T * D / 2; i++) cs[2 * i] = cosf(0.1f * (float)i), cs[2 * i + 1] = sinf(0.1f * (float)i);
     memcpy(q0, q, BB * T * W * 2);
     for (int inv = 0; inv < 2; inv++) {
-        RopeDesc rd = {BB, T, H, KV, D, dt, q, cs, inv};
+        RopeDesc rd = {.batch = BB,
+                       .seq = T,
+                       .heads = H,
+                       .kv_heads = KV,
+                       .head_dim = D,
+                       .dtype = dt,
+                       .qkv = q,
+                       .cos_sin = cs,
+                       .inverse = inv};
         CHECK(!bk->rope(bk, &rd, &e));
         for (uint64_t r = 0; r < BB * T; r++)
             for (uint64_t h = 0; h < H + KV; h++) /* q and k heads; v untouched */

@@ -213,6 +213,7 @@ typedef struct {
     int tp, pp;  /* 0: 1 */
     int measure; /* through the measurement path (measure_step, then compare) as `fp8plan run` does */
     int moe;     /* exec_fixtures.h's fx_moe instead: 1 softmax router, 2 sigmoid */
+    int qk;      /* with q/k norms (Qwen3) */
 } Job;
 
 static int32_t tin[1024], ttgt[1024];
@@ -233,6 +234,7 @@ static Status job_run(const Job *j, Err *e)
 {
     static Plan p;
     ModelSpec s = j->moe ? fx_moe(j->moe == 2 ? ROUTER_SIGMOID : ROUTER_SOFTMAX) : j->llama ? fx_llama() : fx_gpt();
+    s.qk_norm = j->qk;
     Recipe r = fx_recipe(j->recipe);
     if (!strcmp(j->recipe, "fp8lm")) /* recipes.csv's fp8lm row: E4M3 gradients and copies (ZeRO-1 needs them) */
         r.comm_dp_grad = r.comm_param_gather = DT_E4M3;
@@ -288,11 +290,11 @@ static Status job_op(const void *arg, Err *e) { return job_run(arg, e); }
 static void sweep_job(int kind, const Job *j)
 {
     char what[128];
-    snprintf(what, sizeof what, "%s %s dp %d tp %d pp %d, %d steps%s", j->recipe,
+    snprintf(what, sizeof what, "%s %s%s dp %d tp %d pp %d, %d steps%s", j->recipe,
              j->moe     ? "moe"
              : j->llama ? "llama"
                         : "gpt",
-             j->dp, j->tp ? j->tp : 1, j->pp ? j->pp : 1, j->steps,
+             j->qk ? " q/k norms" : "", j->dp, j->tp ? j->tp : 1, j->pp ? j->pp : 1, j->steps,
              j->dir       ? ", checkpoint"
              : j->measure ? ", measured"
                           : "");
@@ -317,7 +319,8 @@ static void test_backend_faults(void)
         {.recipe = "megatron-bf16", .dp = 1, .steps = 2, .measure = 1, .moe = 2},
         {.recipe = "te-fp8", .dp = 1, .steps = 2, .dir = tmpdir, .moe = 1}, /* the experts' FP8 GEMMs */
         {.recipe = "te-fp8-current", .dp = 1, .steps = 1, .moe = 2},
-        {.recipe = "deepseek-v3", .llama = 1, .dp = 1, .steps = 2, .dir = tmpdir}, /* block scales, BF16 m, v */
+        {.recipe = "deepseek-v3", .llama = 1, .dp = 1, .steps = 2, .dir = tmpdir},   /* block scales, BF16 m, v */
+        {.recipe = "te-fp8", .dp = 1, .steps = 1, .dir = tmpdir, .moe = 1, .qk = 1}, /* q/k norms' rope and scratch */
     };
     for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++) sweep_job(K_BACKEND, &jobs[i]);
 }

@@ -43,6 +43,25 @@ static void add_scaled(Backend *bk, ModelParam *p, const float *u, float h)
     free(w);
 }
 
+/* The q/k norms' weights set to 1 + 0.25·N(0, 1) (they start at 1, where a backward that left the weight
+ * out of the input gradient would still agree with the differences). */
+static uint64_t jitter_seed = 0; /* 0: none */
+static void jitter_qk_norms(Model *g)
+{
+    if (!jitter_seed) return;
+    Rng rng = {.s = jitter_seed};
+    for (uint32_t i = 0; i < g->nparams; i++) {
+        ModelParam *p = &g->params[i];
+        if (p->kind != PK_QNORM_W && p->kind != PK_KNORM_W) continue;
+        float *w = malloc(p->numel * sizeof(float));
+        CHECK(w != NULL);
+        if (!w) return;
+        for (uint64_t j = 0; j < p->numel; j++) w[j] = 1.0f + 0.25f * (float)rng_normal(&rng);
+        g->bk->copy_to_device(g->bk, p->weight, w, p->numel * sizeof(float), NULL);
+        free(w);
+    }
+}
+
 /* Every parameter of one model against finite differences. */
 static void fd_fp32(const ModelSpec *spec)
 {
@@ -55,6 +74,7 @@ static void fd_fp32(const ModelSpec *spec)
     CHECK(g != NULL);
     if (!g) return;
     g->moe_aux_coeff = 0.0f; /* MoE: the loss model_loss reports is the cross-entropy alone */
+    jitter_qk_norms(g);
     int32_t in[FD_TOKENS], tgt[FD_TOKENS];
     fx_tokens(g, 7, in, tgt);
     float loss;
@@ -125,6 +145,25 @@ static void test_fd_fp32_moe(void)
     fd_fp32(&m);
     m = fx_moe(ROUTER_SIGMOID);
     fd_fp32(&m);
+}
+
+/* Qwen3's q/k norms (an RMSNorm over each query head's and each key head's D values before the rotary
+ * embedding, one weight vector for the query heads and one for the key heads): fx_llama's grouped-query
+ * attention and fx_moe's experts with them, every tensor — the two norm weights of each block included,
+ * jittered away from 1 — against finite differences with the same tolerance. The MoE model's jitter
+ * seed is one where no token's top-2 changes within h (as in test_fd_fp32_moe; seeds 5, 7 and 11 flip
+ * a selection, which shows as differences of ~3e-2, a thousand times the tolerance). */
+static void test_fd_fp32_qk_norm(void)
+{
+    ModelSpec m = fx_llama();
+    m.qk_norm = 1;
+    jitter_seed = 5;
+    fd_fp32(&m);
+    m = fx_moe(ROUTER_SOFTMAX);
+    m.qk_norm = 1;
+    jitter_seed = 6;
+    fd_fp32(&m);
+    jitter_seed = 0;
 }
 
 /* The BF16 path's gradients against the FP32 path's, from the same weights
@@ -242,6 +281,7 @@ int main(void)
     RUN(test_fd_fp32);
     RUN(test_fd_fp32_llama);
     RUN(test_fd_fp32_moe);
+    RUN(test_fd_fp32_qk_norm);
     RUN(test_bf16_vs_fp32);
     RUN(test_accumulation_equals_the_whole_batch);
     return test_summary();

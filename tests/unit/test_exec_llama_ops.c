@@ -284,6 +284,103 @@ static void test_rope(void)
     bk->destroy(bk);
 }
 
+/* q/k norms before the rotation (Qwen3), worked by hand at position 0 (cos 1, sin 0: the rotation is the
+ * identity, so only the norm shows). One token, one q head, one KV head, D 2, eps 1:
+ *   q = (0, 4):  mean(q²) + 1 = 9,   rstd 1/3, q̂ = (0, 4/3),   w_q = (1, 3) → (0, 4)
+ *   k = (4, 12): mean(k²) + 1 = 81,  rstd 1/9, k̂ = (4/9, 12/9), w_k = (9, 3) → (4, 4)
+ *   v = (5, 6) untouched; rstd (1/3, 1/9) written.
+ * Backward from dq = (0, 1), dk = (1, 0), dv = (7, 8), the forward's input read from norm_raw:
+ *   q: dx̂ = w·dy = (0, 3), mean(dx̂·x̂) = (0 + 3·4/3)/2 = 2, dx = (dx̂ − x̂·2)·rstd = (0, (3 − 8/3)/3) = (0, 1/9);
+ *      dw_q += dy·x̂ = (0, 4/3)
+ *   k: dx̂ = (9, 0), mean(dx̂·x̂) = (9·4/9)/2 = 2, dx = ((9 − 8/9)/9, (0 − 24/9)/9) = (73/81, −24/81);
+ *      dw_k += (4/9, 0)
+ *   dv stays (7, 8). */
+static void test_rope_qk_norm(void)
+{
+    Backend *bk = cpu();
+    if (!bk) return;
+    float cs[2], qkv[6] = {0, 4, 4, 12, 5, 6}, rstd[2], wq[2] = {1, 3}, wk[2] = {9, 3};
+    const float raw[6] = {0, 4, 4, 12, 5, 6};
+    float dwq[2] = {0, 0}, dwk[2] = {0, 0};
+    model_rope_table(1, 2, 10000.0, cs);
+    RopeDesc d = {.batch = 1,
+                  .seq = 1,
+                  .heads = 1,
+                  .kv_heads = 1,
+                  .head_dim = 2,
+                  .dtype = DT_FP32,
+                  .qkv = qkv,
+                  .cos_sin = cs,
+                  .qnorm_w = wq,
+                  .knorm_w = wk,
+                  .norm_wdt = DT_FP32,
+                  .eps = 1.0f,
+                  .norm_rstd = rstd};
+    Err e;
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_OK);
+    const float y[6] = {0, 4, 4, 4, 5, 6};
+    for (int i = 0; i < 6; i++) CHECK_NEAR(qkv[i], y[i], 4e-7);
+    CHECK_REL(rstd[0], 1.0 / 3.0, 1e-6);
+    CHECK_REL(rstd[1], 1.0 / 9.0, 1e-6);
+    float g[6] = {0, 1, 1, 0, 7, 8};
+    d.qkv = g, d.inverse = 1;
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_USAGE); /* the inverse needs the forward's input and the gradients */
+    CHECK_CONTAINS(e.msg, "missing q/k norm gradient or input");
+    d.norm_raw = raw, d.qnorm_dw = dwq, d.knorm_dw = dwk;
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_OK);
+    const double dx[6] = {0, 1.0 / 9.0, 73.0 / 81.0, -24.0 / 81.0, 7, 8};
+    for (int i = 0; i < 6; i++) CHECK_NEAR(g[i], dx[i], 1e-6);
+    CHECK_NEAR(dwq[0], 0.0, 1e-7);
+    CHECK_REL(dwq[1], 4.0 / 3.0, 1e-6);
+    CHECK_REL(dwk[0], 4.0 / 9.0, 1e-6);
+    CHECK_NEAR(dwk[1], 0.0, 1e-7);
+    d.knorm_w = NULL; /* one weight without the other */
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "missing q/k norm pointer");
+    d.knorm_w = wk, d.eps = 0.0f;
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "q/k norm epsilon 0 is not positive");
+    bk->destroy(bk);
+}
+
+/* Latent attention's decoupled RoPE: only the last rope_dim columns of each q and k head rotate, and the value heads
+ * have a width of their own. D 4, R 2, Dv 3, one q head and one KV head: rows of W = 2·4 + 3 = 11. With R 2 the one
+ * frequency is base^0 = 1, so token 1 turns by 1 radian (c = cos 1, s = sin 1) and token 0 not at all:
+ *   token 1, q = (1, 2, 3, 4) → (1, 2, 3c − 4s, 4c + 3s); k = (5, 6, 7, 8) → (5, 6, 7c − 8s, 8c + 7s);
+ *   v = (9, 10, 11) untouched; token 0 unchanged. The inverse turns them back. */
+static void test_rope_partial(void)
+{
+    Backend *bk = cpu();
+    if (!bk) return;
+    float cs[4], x[22];
+    for (int i = 0; i < 22; i++) x[i] = (float)(1 + i % 11);
+    model_rope_table(2, 2, 10000.0, cs);
+    RopeDesc d = {.batch = 1,
+                  .seq = 2,
+                  .heads = 1,
+                  .kv_heads = 1,
+                  .head_dim = 4,
+                  .dtype = DT_FP32,
+                  .qkv = x,
+                  .cos_sin = cs,
+                  .rope_dim = 2,
+                  .v_head_dim = 3};
+    Err e;
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_OK);
+    const double c = cos(1.0), sn = sin(1.0);
+    const double want[22] = {
+        1, 2,  3, 4, 5, 6, 7, 8, 9, 10, 11, 1, 2, 3 * c - 4 * sn, 4 * c + 3 * sn, 5, 6, 7 * c - 8 * sn, 8 * c + 7 * sn,
+        9, 10, 11};
+    for (int i = 0; i < 22; i++) CHECK_NEAR(x[i], want[i], 2e-6);
+    d.inverse = 1;
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_OK);
+    for (int i = 0; i < 22; i++) CHECK_NEAR(x[i], 1 + i % 11, 4e-6);
+    d.rope_dim = 6; /* wider than the head */
+    CHECK_EQ_INT(bk->rope(bk, &d, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "rope: rope_dim 6 is odd or above head_dim 4");
+    bk->destroy(bk);
+}
+
 /* ---- grouped-query attention ------------------------------------------------------------------ */
 
 enum { AB = 2, AT = 5, AH = 4, AKV = 2, AD = 4, AW = (AH + 2 * AKV) * AD, AC = AH * AD };
@@ -366,11 +463,93 @@ static void test_gqa_attention(void)
     bk->destroy(bk);
 }
 
+/* Value heads of their own width (latent attention: q and k of qk_nope + qk_rope, v of v_head_dim): D 6, Dv 4,
+ * 4 query heads on 2 KV heads. qkv rows are W = (4 + 2)·6 + 2·4 = 44 wide, v head g at 36 + 4g; out and dout
+ * 4·4 = 16. The forward against a direct evaluation (scores scaled by 1/√6), the backward against finite
+ * differences of every q, k and v. */
+enum { VB = 2, VT = 5, VH = 4, VKV = 2, VD = 6, VDV = 4, VW = (VH + VKV) * VD + VKV * VDV, VC = VH * VDV };
+
+static void vattn_fwd(Backend *bk, const float *qkv, float *probs, float *out)
+{
+    AttnFwdDesc d = {.batch = VB,
+                     .seq = VT,
+                     .heads = VH,
+                     .kv_heads = VKV,
+                     .head_dim = VD,
+                     .v_head_dim = VDV,
+                     .dtype = DT_FP32,
+                     .qkv = qkv,
+                     .probs = probs,
+                     .out = out};
+    Err e;
+    CHECK_EQ_INT(bk->attention_fwd(bk, &d, &e), ST_OK);
+}
+
+static void vattn_fd_fwd(Backend *bk, const void *ctx, const float *in, float *out)
+{
+    (void)ctx;
+    static float probs[VB * VH * VT * VT];
+    vattn_fwd(bk, in, probs, out);
+}
+
+static void test_attention_value_width(void)
+{
+    Backend *bk = cpu();
+    if (!bk) return;
+    Rng r = {17};
+    static float qkv[VB * VT * VW], probs[VB * VH * VT * VT], out[VB * VT * VC], dout[VB * VT * VC];
+    static float dqkv[VB * VT * VW], scratch[VB * VH * VT * VT];
+    randn(&r, qkv, VB * VT * VW, 1.0), randn(&r, dout, VB * VT * VC, 1.0);
+    vattn_fwd(bk, qkv, probs, out);
+    int bad = 0;
+    for (int b = 0; b < VB; b++)
+        for (int h = 0; h < VH; h++)
+            for (int t = 0; t < VT; t++) {
+                const int g = h / (VH / VKV);
+                double sc[VT], mx = -INFINITY, sum = 0.0;
+                for (int u = 0; u <= t; u++) {
+                    sc[u] = 0.0;
+                    for (int i = 0; i < VD; i++)
+                        sc[u] +=
+                            (double)qkv[(b * VT + t) * VW + h * VD + i] * qkv[(b * VT + u) * VW + VH * VD + g * VD + i];
+                    sc[u] /= sqrt((double)VD);
+                    mx = fmax(mx, sc[u]);
+                }
+                for (int u = 0; u <= t; u++) sum += exp(sc[u] - mx);
+                for (int i = 0; i < VDV; i++) {
+                    double o = 0.0;
+                    for (int u = 0; u <= t; u++)
+                        o += exp(sc[u] - mx) / sum * qkv[(b * VT + u) * VW + (VH + VKV) * VD + g * VDV + i];
+                    bad += fabs(out[(b * VT + t) * VC + h * VDV + i] - o) > 1e-5;
+                }
+            }
+    CHECK_EQ_INT(bad, 0);
+    AttnBwdDesc bd = {.batch = VB,
+                      .seq = VT,
+                      .heads = VH,
+                      .kv_heads = VKV,
+                      .head_dim = VD,
+                      .v_head_dim = VDV,
+                      .dtype = DT_FP32,
+                      .qkv = qkv,
+                      .probs = probs,
+                      .dout = dout,
+                      .dqkv = dqkv,
+                      .scratch = scratch};
+    Err e;
+    CHECK_EQ_INT(bk->attention_bwd(bk, &bd, &e), ST_OK);
+    CHECK_EQ_INT(fd_mismatches(bk, vattn_fd_fwd, NULL, qkv, VB * VT * VW, dout, VB * VT * VC, dqkv, 0, 1), 0);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_rmsnorm);
     RUN(test_swiglu);
     RUN(test_rope);
+    RUN(test_rope_qk_norm);
+    RUN(test_rope_partial);
     RUN(test_gqa_attention);
+    RUN(test_attention_value_width);
     return test_summary();
 }

@@ -326,6 +326,11 @@ static void test_refusals(void)
         CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
         CHECK_CONTAINS(e.msg, "recipe deepseek-v3 on model fx-llama: the cuda backend runs no block-scaled "
                               "(1x128/128x128) casts or GEMMs and no BF16 Adam moments yet; the cpu backend does");
+        dense.qk_norm = 1; /* q/k norms: likewise */
+        Recipe mb = fx_recipe("megatron-bf16");
+        CHECK(!fx_plan(&dense, &mb, B, 1, &p, &e));
+        CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
+        CHECK_CONTAINS(e.msg, "model fx-llama: the cuda backend runs no q/k norms (per-head RMSNorm before RoPE) yet");
         bk->name = name;
     }
     if (comm) comm->destroy(comm);

@@ -241,7 +241,7 @@ static void test_moe_terms_match_plan(void)
     static const struct {
         const char *model;
         uint32_t experts, topk;
-    } real[] = {{"mixtral-8x7b", 64, 8}, {"mixtral-8x7b", 128, 8}, {"gpt-oss-120b", 0, 0}};
+    } real[] = {{"mixtral-8x7b", 64, 8}, {"mixtral-8x7b", 128, 8}, {"gpt-oss-120b", 0, 0}, {"qwen3-30b-a3b", 0, 0}};
     for (size_t i = 0; i < sizeof real / sizeof *real; i++) {
         ExecOverrides r = {.layers = 2, .hidden = 64, .heads = 8, .seq = 16, .vocab = 256, .expert_ffn = 32};
         r.experts = real[i].experts, r.topk = real[i].topk;
@@ -259,6 +259,44 @@ static void test_moe_terms_match_plan(void)
         CHECK_EQ_INT(compare_mb(&m, "te-fp8", 2, 2), 0); /* the shared expert's FP8 records too */
         CHECK_EQ_INT(compare_mb(&m, "te-fp8-current", 2, 2), 0);
     }
+}
+
+/* q/k norms (Qwen3) on a dense LLaMA shape: the norms' 2 x head_dim weights per layer in the "other" states, no
+ * saved activation more, and the backward's rebuilt attention input in the transient, as the plan has them
+ * (planner/plan_mem.c, worked by hand in test_oracle_moe_terms.c); L2, C 256, H 8 (KV 2, D 32), T 128:
+ * 2 x 2 x 32 = 128 weights more (256 B in BF16); 128 x (256 + 2 x 64) x 2 + 128 x (8 + 2) x 4 = 98,304 + 5,120 =
+ * 103,424 B of transient more, planned and held: test_swiglu_transient's 1,183,744 B (V 256, so the backward's
+ * working set is the largest) + 103,424 = 1,287,168. Every recipe the dense model runs with; tensor parallelism is
+ * refused (the norms' gradients are not reduced over TP). */
+static void test_qk_norm_terms_match_plan(void)
+{
+    ModelSpec a = shaped_kv("llama3-8b", 2, 256, 8, 2, 688, 128), q;
+    a.vocab = 256;
+    q = a;
+    q.qk_norm = 1;
+    for (size_t i = 0; i < sizeof recipes / sizeof *recipes; i++) /* the file's five recipes */
+        CHECKF(compare(&q, recipes[i], 1) == 0, "%s", recipes[i]);
+    PlanInput in;
+    static Plan pa, pq;
+    Err e;
+    exec_plan_input(&in, &a, catalog_gpu(cat, "h100-sxm"), catalog_recipe(cat, "megatron-bf16"), 1, 1,
+                    catalog_stack(cat, "fp8plan"));
+    CHECK(!plan_build(&in, &pa, &e));
+    in.model = &q;
+    CHECK(!plan_build(&in, &pq, &e));
+    ArenaSpecs specs = {0};
+    uint64_t have[ARENA_TERMS];
+    CHECK(!model_layout(&pq, &specs, &e) && !arena_specs_bytes(&specs, have, &e));
+    arena_specs_free(&specs);
+    CHECK_EQ_U64(have[MT_WEIGHT_OTHER] - pa.mem[MT_WEIGHT_OTHER].bytes, 128 * 2);
+    CHECK_EQ_U64(have[MT_ACT_LAYER_HP], pa.mem[MT_ACT_LAYER_HP].bytes);
+    CHECK_EQ_U64(pq.mem[MT_TRANSIENT].bytes - pa.mem[MT_TRANSIENT].bytes, 103424);
+    CHECK_EQ_U64(have[MT_TRANSIENT], 1287168);
+    CHECK_EQ_U64(pq.mem[MT_TRANSIENT].bytes, 1287168);
+    in.tp = 2;
+    CHECK(!plan_build(&in, &pq, &e));
+    CHECK_EQ_INT(model_check(&pq, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "q/k norms as RMSNorm before rotary positions on one tensor-parallel rank");
 }
 
 static void test_one_vocabulary(void)
@@ -359,17 +397,18 @@ static void test_refusals(void)
     CHECK_EQ_INT(m.ffn_hidden, 375);
     CHECK_EQ_INT(m.head_dim, 24);
     /* what the planner models and the executor does not run, each alone on the LLaMA row that runs */
-    for (int k = 1; k < 4; k++) { /* experts alone run (test_moe_terms_match_plan) */
+    for (int k = 1; k < 3; k++) { /* experts and q/k norms run (test_moe_terms_match_plan, test_qk_norm_...) */
         ModelSpec b = *catalog_model(cat, "llama3-8b");
         snprintf(b.name, sizeof b.name, "llama-%d", k);
         if (k == 1) b.kv_lora_rank = 512;
         if (k == 2) b.mtp_layers = 1;
-        if (k == 3) b.qk_norm = 1;
         e = (Err){0};
         CHECKF(exec_model(&b, &none, &m, &e) == ST_UNAVAILABLE, "case %d: %s", k, e.msg);
         char want[160];
         snprintf(want, sizeof want,
-                 "--model llama-%d: latent attention, multi-token prediction and q/k norms are planned", k);
+                 "--model llama-%d: latent attention (kv_lora_rank %d) and multi-token prediction "
+                 "(mtp_layers %d) are planned",
+                 k, k == 1 ? 512 : 0, k == 2);
         CHECK_CONTAINS(e.msg, want);
     }
 }
@@ -381,6 +420,7 @@ int main(void)
     RUN(test_terms_match_plan);
     RUN(test_llama_terms_match_plan);
     RUN(test_moe_terms_match_plan);
+    RUN(test_qk_norm_terms_match_plan);
     RUN(test_one_vocabulary);
     RUN(test_swiglu_transient);
     RUN(test_refusals);

@@ -494,6 +494,33 @@ static void test_mla_layernorm_statistics(void)
     CHECK_EQ_U64(b.mem[MT_ACT_LAYER_HP].bytes - a.mem[MT_ACT_LAYER_HP].bytes, 12288);
 }
 
+/* q/k norms (Qwen3) save nothing more (Q, K, V is their input); the backward rebuilds the attention's normalized,
+ * rotated input: one layer's copy [tok, q + 2 kv] in BF16 and one FP32 rstd per (token, q or k head) join the
+ * transient. ox_moe (2 heads of 128, 2 KV heads, 512 tokens, one micro-batch):
+ *   tp 1: 512 x (256 + 2 x 256) x 2 = 786,432 B and 512 x (2 + 2) x 4 = 8,192 B: 794,624 B more;
+ *   tp 2: a rank's 1 query and 1 KV head: 512 x (128 + 2 x 128) x 2 + 512 x 2 x 4 = 397,312 B more.
+ * The norms' weights are 2 x 128 "other" parameters a layer (replicated over tp): 512 elements more. */
+static void test_qk_norm_transient(void)
+{
+    ModelSpec m = ox_moe(512), q = ox_moe(512);
+    q.qk_norm = 1;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    const uint64_t want[2] = {794624, 397312};
+    for (uint32_t tp = 1; tp <= 2; tp++) {
+        PlanInput in = fx_input(&m, &g, &r);
+        in.gbs = 1, in.tp = tp;
+        Plan a, b;
+        if (!build(&in, &a)) return;
+        in.model = &q;
+        if (!build(&in, &b)) return;
+        CHECKF(b.mem[MT_TRANSIENT].bytes - a.mem[MT_TRANSIENT].bytes == want[tp - 1], "tp %u: %llu more", tp,
+               (unsigned long long)(b.mem[MT_TRANSIENT].bytes - a.mem[MT_TRANSIENT].bytes));
+        CHECK_EQ_U64(b.mem[MT_ACT_LAYER_HP].bytes, a.mem[MT_ACT_LAYER_HP].bytes);
+        CHECK_EQ_U64(b.mem[MT_WEIGHT_OTHER].elements - a.mem[MT_WEIGHT_OTHER].elements, 512);
+    }
+}
+
 /* A capacity factor that makes the expert rows fractional rounds them up: ox_moe (512 tokens, top 2, ep 1) at
  * capacity 1.1 holds 512 x 2 x 1.1 = 1,126.4 -> 1,127 rows, at 1.125 exactly 1,152 and at 1.25 exactly 1,280.
  * The MoE activations are linear in the rows (every routed tensor is [rows, width]; the router's are per
@@ -560,6 +587,7 @@ int main(void)
     RUN(test_weight_copies_uncached);
     RUN(test_fp8_copies_each_way);
     RUN(test_mla_layernorm_statistics);
+    RUN(test_qk_norm_transient);
     RUN(test_fractional_rows_round_up);
     RUN(test_dualpipe_embedding_masks);
     return test_summary();
