@@ -3,7 +3,7 @@
 #define FP8PLAN_CLI_CMD_RUN_H
 
 #include "cli/cli.h"
-#include "exec/data.h"
+#include "exec/backend/data.h"
 #include "exec/measure/compare.h"
 #include "exec/measure/measurement.h"
 #include "exec/measure/plan_link.h"

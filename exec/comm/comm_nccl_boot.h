@@ -12,7 +12,7 @@
 #ifndef FP8PLAN_EXEC_COMM_COMM_NCCL_BOOT_H
 #define FP8PLAN_EXEC_COMM_COMM_NCCL_BOOT_H
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 
 #ifdef __cplusplus

@@ -24,9 +24,9 @@
 #include <string.h>
 
 #include "exec/cpu/cpu_ops.h"
-#include "exec/elem.h"
-#include "exec/kernel_math.h"
-#include "exec/par.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/kernel_math.h"
+#include "exec/backend/par.h"
 #include "fp8/half.h"
 
 enum {

@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include "exec/cpu/cpu_ops.h"
-#include "exec/elem.h"
-#include "exec/par.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/par.h"
 #include "util/num.h"
 
 enum { CPU_ALIGN = 256 };

@@ -42,8 +42,8 @@
 
 #include "exec/cpu/cpu_gemm.h"
 #include "exec/cpu/cpu_ops.h"
-#include "exec/elem.h"
-#include "exec/par.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/par.h"
 
 enum {
     KC_MAX = 8192,     /* K up to this is one chunk */

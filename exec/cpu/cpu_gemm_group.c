@@ -21,7 +21,7 @@
 
 #include "exec/cpu/cpu_gemm.h"
 #include "exec/cpu/cpu_ops.h"
-#include "exec/par.h"
+#include "exec/backend/par.h"
 
 /* From this many flops (2·m·N·K) a group's own tiles are spread over the pool. */
 #define GROUP_SERIAL_FLOP 64e6

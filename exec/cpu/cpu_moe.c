@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "exec/cpu/cpu_ops.h"
-#include "exec/elem.h"
-#include "exec/kernel_math.h"
-#include "exec/par.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/kernel_math.h"
+#include "exec/backend/par.h"
 
 enum { ROUTE_TOKENS = 64 }; /* tokens per task */
 

@@ -5,7 +5,7 @@
 #ifndef FP8PLAN_EXEC_CPU_CPU_OPS_H
 #define FP8PLAN_EXEC_CPU_CPU_OPS_H
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 
 /* Private FP32 scratch owned by the backend (like cuBLASLt's internal
  * workspace, it is not part of the arena): grown on demand, reused. */

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 
 #ifdef __cplusplus

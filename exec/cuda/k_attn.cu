@@ -21,7 +21,7 @@
  * per query head (the end of this file). */
 #include "exec/cuda/cuda_elem.cuh"
 #include "exec/cuda/cuda_impl.h"
-#include "exec/kernel_math.h"
+#include "exec/backend/kernel_math.h"
 
 #define GRID_STRIDE(i, n) \
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)

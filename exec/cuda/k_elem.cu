@@ -12,7 +12,7 @@
  * first bad one is recorded and reported by sync() (ST_USAGE). */
 #include "exec/cuda/cuda_elem.cuh"
 #include "exec/cuda/cuda_impl.h"
-#include "exec/kernel_math.h"
+#include "exec/backend/kernel_math.h"
 
 static unsigned grid_of(CudaImpl *im, uint64_t n) { return cuda_blocks(n, 256, (unsigned)im->info.sm_count * 16u); }
 

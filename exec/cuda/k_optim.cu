@@ -16,7 +16,7 @@
 #include "exec/cuda/cuda_elem.cuh"
 #include "fp8/codec.h"
 #include "exec/cuda/cuda_impl.h"
-#include "exec/kernel_math.h"
+#include "exec/backend/kernel_math.h"
 
 #define GRID_STRIDE(i, n) \
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)

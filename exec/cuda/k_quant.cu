@@ -22,7 +22,7 @@
 #include "exec/cuda/cuda_elem.cuh"
 #include "fp8/codec.h"
 #include "exec/cuda/cuda_impl.h"
-#include "exec/kernel_math.h"
+#include "exec/backend/kernel_math.h"
 
 enum { CT_TILE = 64, CT_THREADS = 256, CT_VEC = 16, CT_PITCH = CT_TILE + CT_VEC };
 

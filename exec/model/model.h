@@ -27,10 +27,10 @@
 
 #include <stdint.h>
 
-#include "exec/arena.h"
-#include "exec/backend.h"
+#include "exec/model/arena.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
-#include "exec/recipe.h"
+#include "exec/backend/recipe.h"
 #include "planner/plan.h"
 
 #ifdef __cplusplus

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "test.h"
 #ifdef FP8PLAN_HAVE_CUDA
 #include "exec/cuda/backend_cuda.h"

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/lt_map.h"
-#include "exec/rng.h"
+#include "exec/backend/lt_map.h"
+#include "exec/backend/rng.h"
 #include "test.h"
 
 /* The row-major reference: D[i][j] = Σ_k A(i,k)·B(j,k) over one batch. */

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/data.h"
+#include "exec/backend/data.h"
 #include "exec/model/model_internal.h"
 #include "fp8/codec.h"
 #include "fp8/half.h"

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/elem.h"
-#include "exec/par.h"
-#include "exec/rng.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/par.h"
+#include "exec/backend/rng.h"
 #include "test.h"
 #include "support/exec_fixtures.h"
 

@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
-#include "exec/kernel_math.h"
+#include "exec/backend/backend.h"
+#include "exec/backend/kernel_math.h"
 #include "exec/model/model.h"
-#include "exec/rng.h"
+#include "exec/backend/rng.h"
 #include "test.h"
 
 static Backend *cpu(void)

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "test.h"
 
 static Backend *cpu(void)

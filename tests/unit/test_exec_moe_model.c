@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/data.h"
+#include "exec/backend/data.h"
 #include "exec/model/model_internal.h"
 #include "support/exec_fixtures.h"
 #include "test.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "exec/model/model_internal.h"
-#include "exec/recipe.h"
+#include "exec/backend/recipe.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "exec/comm/comm.h"
-#include "exec/elem.h"
+#include "exec/backend/elem.h"
 #include "exec/model/model.h"
 #include "support/exec_fixtures.h"
 #include "test.h"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "test.h"
 
 static void expect_refused(Status st, const Err *e, const char *op)

@@ -24,8 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/ckpt.h"
-#include "exec/ckpt_layout.h"
+#include "exec/ckpt/ckpt.h"
+#include "exec/ckpt/ckpt_layout.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
 

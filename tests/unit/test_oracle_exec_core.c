@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/arena.h"
-#include "exec/backend.h"
-#include "exec/data.h"
+#include "exec/model/arena.h"
+#include "exec/backend/backend.h"
+#include "exec/backend/data.h"
 #include "exec/measure/compare.h"
 #include "exec/measure/device_measure.h"
 #include "exec/measure/measurement.h"

@@ -18,16 +18,16 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-#include "exec/arena.h"
-#include "exec/backend.h"
-#include "exec/ckpt.h"
+#include "exec/model/arena.h"
+#include "exec/backend/backend.h"
+#include "exec/ckpt/ckpt.h"
 #include "exec/cpu/cpu_ops.h"
 #include "exec/measure/calibrate.h"
 #include "exec/measure/compare.h"
 #include "exec/measure/measurement.h"
 #include "exec/model/model_internal.h"
-#include "exec/par.h"
-#include "exec/recipe.h"
+#include "exec/backend/par.h"
+#include "exec/backend/recipe.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
 

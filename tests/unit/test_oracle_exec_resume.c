@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/ckpt.h"
-#include "exec/ckpt_layout.h"
+#include "exec/ckpt/ckpt.h"
+#include "exec/ckpt/ckpt_layout.h"
 #include "exec/model/model_internal.h"
 #include "support/exec_fixtures.h"
 #include "test.h"

@@ -16,14 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 #include "exec/measure/compare.h"
 #include "exec/measure/device_measure.h"
 #include "exec/measure/measurement.h"
-#include "exec/elem.h"
+#include "exec/backend/elem.h"
 #include "exec/model/model_internal.h"
-#include "exec/par.h"
+#include "exec/backend/par.h"
 #include "reports/run_report.h"
 #include "support/exec_fixtures.h"
 #include "test.h"

@@ -27,7 +27,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "test.h"
 
 #define STEP2_W0 (1.8125 - 0.125 * (2.0 / 3.0 + 0.90625))          /* 1.6158854166... */

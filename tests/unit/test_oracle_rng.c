@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "exec/rng.h"
+#include "exec/backend/rng.h"
 #include "test.h"
 
 /* N = 2^22 = 4,194,304 draws of key (17, 3), in chunks. Two-sided tails from a table of Φ:

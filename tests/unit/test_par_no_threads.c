@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "exec/par.h"
+#include "exec/backend/par.h"
 #include "test.h"
 
 static atomic_int create_calls;

@@ -3,7 +3,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "exec/par.h"
+#include "exec/backend/par.h"
 #include "test.h"
 
 /* ---- the pool ---------------------------------------------------------------------- */

@@ -29,7 +29,7 @@
 
 #include <stddef.h>
 
-#include "exec/data.h"
+#include "exec/backend/data.h"
 #include "exec/model/model.h"
 
 enum { CKPT_LAYOUT_VERSION = 4 }; /* 4: one part per TP x PP place, dp in the header */

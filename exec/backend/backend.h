@@ -62,7 +62,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "exec/backend_desc.h"
+#include "exec/backend/backend_desc.h"
 #include "util/status.h"
 
 #ifdef __cplusplus

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 
 /* One delayed-scaling step for one tensor of a bank, whose history is
  * hist[j·stride], j < len (TE's (len, n) layout: row 0 = this step's amax of

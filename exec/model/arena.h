@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "planner/plan.h"
 
 #ifdef __cplusplus

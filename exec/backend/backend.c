@@ -1,13 +1,13 @@
 /* exec/backend.c — creating a backend by name (the CPU reference always; CUDA
  * when the build has it). What the backends share otherwise — every
  * operation's descriptor check — is exec/backend_check.c. */
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #ifdef FP8PLAN_HAVE_CUDA /* the Makefile defines it when it builds exec/cuda/ with nvcc */
-#include "exec/cuda_lib.h"
+#include "exec/backend/cuda_lib.h"
 #endif
 
 Status backend_new(const char *name, size_t impl_bytes, Backend **out, Err *e)

@@ -1,6 +1,6 @@
 /* exec/elem.c — the executor's element conversions, all through fp8/ (the
  * project's one codec): BF16/FP16 round to nearest even, FP8 saturates. */
-#include "exec/elem.h"
+#include "exec/backend/elem.h"
 
 #include <pthread.h>
 #include <stdlib.h>

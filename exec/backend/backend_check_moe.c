@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 
 static int is_float(Dtype t) { return t == DT_FP32 || t == DT_FP16 || t == DT_BF16; }
 

@@ -1,5 +1,5 @@
 /* exec/lt_map.c — GemmDesc → cuBLASLt call, and the heuristic cache (see lt_map.h). */
-#include "exec/lt_map.h"
+#include "exec/backend/lt_map.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "fp8/codec.h"
 
 static int is_float(Dtype t) { return t == DT_FP32 || t == DT_FP16 || t == DT_BF16; }

@@ -1,5 +1,5 @@
 /* exec/scaling.c — the executor's scale updates on fp8/'s policies (see scaling.h). */
-#include "exec/scaling.h"
+#include "exec/backend/scaling.h"
 
 #include <float.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* exec/cuda_lib.c — loading the CUDA backend's shared library (see cuda_lib.h). */
-#include "exec/cuda_lib.h"
+#include "exec/backend/cuda_lib.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

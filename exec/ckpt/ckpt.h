@@ -32,7 +32,7 @@
 #ifndef FP8PLAN_EXEC_CKPT_H
 #define FP8PLAN_EXEC_CKPT_H
 
-#include "exec/data.h"
+#include "exec/backend/data.h"
 #include "exec/model/model.h"
 
 #ifdef __cplusplus

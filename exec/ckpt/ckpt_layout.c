@@ -1,12 +1,12 @@
 /* exec/ckpt_layout.c — checkpoints of TP and PP ranks and their grids (format in ckpt_layout.h). */
-#include "exec/ckpt_layout.h"
+#include "exec/ckpt/ckpt_layout.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/ckpt.h"
-#include "exec/ckpt_stream.h"
+#include "exec/ckpt/ckpt.h"
+#include "exec/ckpt/ckpt_stream.h"
 #include "exec/comm/comm_mpi.h"
 #include "util/fileio.h"
 

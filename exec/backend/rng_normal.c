@@ -17,7 +17,7 @@
 #include <math.h>
 #include <pthread.h>
 
-#include "exec/rng.h"
+#include "exec/backend/rng.h"
 
 enum { ZIG_N = 128 };
 static const double ZIG_R = 3.442619855899;      /* where the tail starts */

@@ -1,5 +1,5 @@
 /* exec/ckpt_stream.c — the checkpoint byte stream (see ckpt_stream.h). */
-#include "exec/ckpt_stream.h"
+#include "exec/ckpt/ckpt_stream.h"
 
 #include <string.h>
 

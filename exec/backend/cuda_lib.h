@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 
 #define CUDA_LIB_NAME "libfp8plan_cuda.so"

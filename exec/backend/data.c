@@ -1,12 +1,12 @@
 /* exec/data.c — synthetic and byte-level token streams (see data.h). */
-#include "exec/data.h"
+#include "exec/backend/data.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/rng.h"
+#include "exec/backend/rng.h"
 #include "util/fileio.h"
 
 static uint64_t fnv1a(const void *p, size_t n)

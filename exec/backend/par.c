@@ -12,7 +12,7 @@
  * either the dispatcher sees the worker or the worker sees the closed job.
  * Between jobs a worker spins briefly (a training step issues kernels back to
  * back), then sleeps on a condition variable. */
-#include "exec/par.h"
+#include "exec/backend/par.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -1,5 +1,5 @@
 /* exec/arena.c — sizes first, one allocation, slices by term (see arena.h). */
-#include "exec/arena.h"
+#include "exec/model/arena.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,13 +1,13 @@
 /* exec/ckpt.c — checkpoint save and load (format in ckpt.h). */
-#include "exec/ckpt.h"
+#include "exec/ckpt/ckpt.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/ckpt_layout.h"
-#include "exec/ckpt_stream.h"
+#include "exec/ckpt/ckpt_layout.h"
+#include "exec/ckpt/ckpt_stream.h"
 #include "exec/comm/comm_mpi.h"
 #include "util/fileio.h"
 
