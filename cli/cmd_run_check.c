@@ -20,19 +20,19 @@ static int check_input(const char *flag, const char *path)
     if (stat(path, &st) != 0 || access(path, R_OK) != 0)
         return cli_fail(CMD, (err_set(&e, ST_NOINPUT, "%s %s: %s", flag, path, strerror(errno)), &e));
     if (S_ISDIR(st.st_mode)) return cli_fail(CMD, (err_set(&e, ST_NOINPUT, "%s %s: is a directory", flag, path), &e));
-    if (!strcmp(flag, "--resume") && !S_ISREG(st.st_mode)) /* exec/ckpt.c reads the header, then the file again */
+    if (!strcmp(flag, "--resume") && !S_ISREG(st.st_mode)) /* exec/ckpt/ckpt.c reads the header, then the file again */
         return cli_fail(
             CMD,
             (err_set(&e, ST_NOINPUT, "%s %s: a checkpoint must be a regular file (it is read twice)", flag, path), &e));
     return 0;
 }
 
-int run_check_paths(const RunArgs *a)
+int run_check_paths(const RunSpec *a)
 {
     const struct {
         const char *flag, *path;
         int output;
-    } p[] = {{"-o", a->out.path, 1},
+    } p[] = {{"-o", a->out, 1},
              {"--save", a->save, 1},
              {"--scaling-trace", a->trace, 1},
              {"--loss-log", a->loss_log, 1},
@@ -65,7 +65,7 @@ int run_check_paths(const RunArgs *a)
     return 0;
 }
 
-void run_warn_model(const RunArgs *a, const ModelSpec *base, const ModelSpec *m, const Plan *p, const char *backend)
+void run_warn_model(const RunSpec *a, const ModelSpec *base, const ModelSpec *m, const Plan *p, const char *backend)
 {
     if (a->ov.seq && a->ov.seq > base->seq_len)
         fprintf(stderr,

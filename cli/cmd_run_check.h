@@ -13,12 +13,12 @@
  * --resume can be read (66), no two outputs name the same file and no output names an input (64;
  * --save may name the --resume file: the checkpoint is replaced atomically after the run). Returns 0
  * or the exit code, the message printed. */
-int run_check_paths(const RunArgs *a);
+int run_check_paths(const RunSpec *a);
 
 /* Warnings on stderr once the model and plan are known: --seq beyond the catalog model's context
  * (learned positions: the run trains a longer position table than the catalog's model has), and a
  * CPU run long enough to take minutes (its GEMM work, and how to shrink it). */
-void run_warn_model(const RunArgs *a, const ModelSpec *base, const ModelSpec *m, const Plan *p, const char *backend);
+void run_warn_model(const RunSpec *a, const ModelSpec *base, const ModelSpec *m, const Plan *p, const char *backend);
 
 /* What the run is doing, on stderr when it is a terminal: the model build ("building ...") and one
  * line per step rewritten in place with the step time and the ETA, erased at the end. */

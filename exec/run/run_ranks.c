@@ -1,20 +1,21 @@
-/* cli/cmd_run_ranks.c — `fp8plan run` over several ranks: the communicator,
- * the ranks' checks, and what every rank measured gathered on rank 0 — its
- * persistent memory terms and its bytes and seconds per collective beside the
- * plan's, printed as two tables (the -o rows: cli/cmd_run_ranks_csv.c). */
+/* exec/run/run_ranks.c — a run over several ranks: the communicator, the
+ * ranks' checks, and what every rank measured gathered on rank 0 — its
+ * persistent memory terms and its bytes and seconds per collective, for the
+ * caller to set beside the plan's (cli/cmd_run_tables.c prints them, the -o
+ * rows: cli/cmd_run_ranks_csv.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cmd_run.h"
 #include "exec/comm/comm_mpi.h"
 #include "exec/comm/comm_nccl_boot.h"
+#include "exec/run/run.h"
 
 /* MPI for CPU ranks (under mpirun, or --dp given); NCCL for a GPU backend
  * (its buffers are part of what the run measures): under mpirun its ranks are
  * bootstrapped through MPI (one GPU per rank), otherwise one rank; the
  * single-rank copy when NCCL cannot start for one rank. */
-Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
+Status run_make_comm(const RunSpec *a, Backend *bk, Comm **comm, Err *e)
 {
     int ranks = a->dp || a->tp > 1 || a->pp > 1 || comm_mpi_launched();
     if ((a->tp > 1 || a->pp > 1) && strcmp(bk->name, "cpu"))
@@ -25,10 +26,10 @@ Status run_make_comm(const RunArgs *a, Backend *bk, Comm **comm, Err *e)
     Status st = comm_mpi_launched() ? comm_nccl_mpi_create(bk, comm, e) : comm_create("nccl", bk, comm, e);
     if (!st) { /* without mpirun, --dp > 1 is refused by run_resolve_ranks (one rank) */
         if (!a->quiet && !(*comm)->rank)
-            printf("  communicator: %s, %d rank%s\n", (*comm)->name, (*comm)->size, (*comm)->size > 1 ? "s" : "");
+            run_say("  communicator: %s, %d rank%s\n", (*comm)->name, (*comm)->size, (*comm)->size > 1 ? "s" : "");
         return ST_OK;
     }
-    if (!a->quiet) printf("  communicator: NCCL unavailable (%s); single-rank copies instead\n", e->msg);
+    if (!a->quiet) run_say("  communicator: NCCL unavailable (%s); single-rank copies instead\n", e->msg);
     return comm_single_create(comm, e); /* several ranks never get here: comm_nccl_mpi_create stopped them */
 }
 
@@ -38,42 +39,40 @@ uint32_t run_device_comms(const Comm *comm) { return comm && comm->name && !strn
  * rest; the global batch a multiple of mbs x dp (default mbs x dp). Ranks other
  * than 0 print and write nothing (with sharded states or TP/PP ranks they hand
  * their part to rank 0's checkpoint). An exit code. */
-int run_resolve_ranks(RunArgs *a, const Comm *comm)
+int run_resolve_ranks(RunSpec *a, const Comm *comm)
 {
     uint32_t n = (uint32_t)comm->size, t = (a->tp ? a->tp : 1) * (a->pp ? a->pp : 1);
     if (n % t && n == 1)
-        return cli_usage(RUN_CMD,
-                         "--tp %u --pp %u needs %u ranks or a multiple (mpirun -np %u fp8plan run ...); this run "
+        return run_usage("--tp %u --pp %u needs %u ranks or a multiple (mpirun -np %u fp8plan run ...); this run "
                          "has 1",
                          a->tp ? a->tp : 1, a->pp ? a->pp : 1, t, t);
     if (n % t)
-        return cli_usage(RUN_CMD, "--tp %u x --pp %u does not divide the %u ranks mpirun started", a->tp ? a->tp : 1,
+        return run_usage("--tp %u x --pp %u does not divide the %u ranks mpirun started", a->tp ? a->tp : 1,
                          a->pp ? a->pp : 1, n);
     n /= t; /* data-parallel ranks */
     if (a->dp && a->dp != n && t > 1)
-        return cli_usage(RUN_CMD, "--dp %u --tp %u --pp %u needs %u ranks (mpirun -np %u); this run has %d", a->dp,
+        return run_usage("--dp %u --tp %u --pp %u needs %u ranks (mpirun -np %u); this run has %d", a->dp,
                          a->tp ? a->tp : 1, a->pp ? a->pp : 1, a->dp * t, a->dp * t, comm->size);
     if (a->dp && a->dp != n)
-        return cli_usage(RUN_CMD, "--dp %u needs %u ranks (mpirun -np %u fp8plan run ...); this run has %u", a->dp,
-                         a->dp, a->dp, n);
+        return run_usage("--dp %u needs %u ranks (mpirun -np %u fp8plan run ...); this run has %u", a->dp, a->dp, a->dp,
+                         n);
     a->dp = n;
     a->rank = comm->rank;
     uint64_t unit = (uint64_t)a->mbs * n;
     if (!a->gbs) a->gbs = (uint32_t)unit;
     if (unit > (1u << 20) || a->gbs % unit)
-        return cli_usage(RUN_CMD,
-                         "--gbs %u is not a multiple of --mbs %u x dp %u (global batch = micro-batches x micro-batch "
+        return run_usage("--gbs %u is not a multiple of --mbs %u x dp %u (global batch = micro-batches x micro-batch "
                          "x data-parallel ranks)",
                          a->gbs, a->mbs, n);
     if (a->rank) {
         a->quiet = 1;
         /* --save stays: sharded states are gathered on rank 0; want_routing too: each rank records its part */
-        a->out.path = a->trace = a->loss_log = a->routing_log = NULL;
+        a->out = a->trace = a->loss_log = a->routing_log = NULL;
     }
     return 0;
 }
 
-uint32_t run_stage_of(const RunArgs *a, int r) { return (uint32_t)r / ((a->tp ? a->tp : 1) * a->dp); }
+uint32_t run_stage_of(const RunSpec *a, int r) { return (uint32_t)r / ((a->tp ? a->tp : 1) * a->dp); }
 
 /* Bytes this rank sent per step on collective c (bus bytes, nccl-tests' convention: what the plan's
  * step_bytes counts, in whole bytes) and the payload per step. */
@@ -159,102 +158,4 @@ Status run_ranks_gather(Comm *comm, const Plan *p, const Measurement *ms, RankDa
     if (!st) st = comm_gather_bytes(comm, med, sizeof med, rd->med_s, e);
     if (!st && comm->rank == 0) st = stage_plans(p, rd, e);
     return st;
-}
-
-/* "  name planned lo hi ok/n verdict" over the ranks' values v(r); 1 when a rank differs. */
-static int line(const char *name, uint64_t planned, const double *v, int n)
-{
-    int ok = 0;
-    double lo = v[0], hi = v[0];
-    for (int r = 0; r < n; r++) {
-        lo = v[r] < lo ? v[r] : lo, hi = v[r] > hi ? v[r] : hi;
-        ok += v[r] == (double)planned;
-    }
-    printf("  %-30s %12llu %12.0f %12.0f %5d/%-3d  %s\n", name, (unsigned long long)planned, lo, hi, ok, n,
-           ok == n ? "exact" : "DIFFERS");
-    return ok != n;
-}
-
-/* The ranks of stage s (all without stages) into idx; their count. */
-static int stage_ranks(const RankData *rd, uint32_t s, int *idx)
-{
-    int k = 0;
-    for (int r = 0; r < rd->n; r++)
-        if (run_rank_stage(rd, r) == s) idx[k++] = r;
-    return k;
-}
-
-/* "  stage s (ranks a..b, L layers):" before a stage's lines (nothing without stages). */
-static void stage_head(const RankData *rd, const Plan *ps, uint32_t s, const int *idx, int k)
-{
-    if (rd->stages > 1)
-        printf("  stage %u (ranks %d..%d, %u layers; the plan of stage %u):\n", s, idx[0], idx[k - 1], ps->stage_layers,
-               ps->stage);
-}
-
-int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const RankData *rd)
-{
-    if (comm->rank != 0) return 0;
-    const int n = rd->n;
-    double *v = calloc((size_t)n, sizeof *v);
-    int *idx = calloc((size_t)n, sizeof *idx);
-    if (!v || !idx) {
-        free(v);
-        free(idx);
-        return cli_nomem(RUN_CMD, "the table of ranks");
-    }
-    uint64_t planned[ARENA_TERMS];
-    int bad_mem = 0, bad = 0;
-    printf("\nPersistent memory per rank (the plan's per-GPU term at dp %u%s%s%s)\n", p->in.dp,
-           p->in.sharding != SHARD_NONE ? ", states sharded: " : "",
-           p->in.sharding != SHARD_NONE ? sharding_name(p->in.sharding) : "",
-           rd->stages > 1 ? "; each stage's ranks against that stage's plan" : "");
-    printf("  %-30s %12s %12s %12s %9s  %s\n", "term", "planned_B", "rank_min_B", "rank_max_B", "ranks_ok", "verdict");
-    for (uint32_t s = 0; s < rd->stages; s++) {
-        const int k = stage_ranks(rd, s, idx);
-        const Plan *ps = run_rank_plan(p, rd, idx[0]);
-        arena_planned(ps, planned);
-        stage_head(rd, ps, s, idx, k);
-        for (int t = 0; t < MT_COUNT_; t++) {
-            if (!run_rank_term_listed(ps, t)) continue;
-            for (int i = 0; i < k; i++) v[i] = (double)rd->placed[(size_t)idx[i] * ARENA_TERMS + t];
-            bad_mem |= line(arena_term_name((ArenaTerm)t), planned[t], v, k);
-        }
-    }
-    printf("  %s\n", bad_mem ? "a rank's persistent memory differs from the plan's"
-                             : "every rank holds the plan's persistent bytes, byte for byte");
-    printf("\nCollectives per rank (bytes each rank sent per step over %u steps; plan for dp %u; %s)\n", ms->steps,
-           p->in.dp, comm->name);
-    printf("  %-30s %12s %12s %12s %9s  %s\n", "collective", "planned_B", "rank_min_B", "rank_max_B", "ranks_ok",
-           "verdict");
-    for (uint32_t s = 0; s < rd->stages; s++) {
-        const int k = stage_ranks(rd, s, idx);
-        const Plan *ps = run_rank_plan(p, rd, idx[0]);
-        stage_head(rd, ps, s, idx, k);
-        for (int c = 0; c < CO_COUNT_; c++) {
-            if (!run_rank_coll_listed(p, rd, c) || run_rank_ep_coll(rd, c)) continue; /* EP: its own table */
-            const Collective *pc = &ps->coll[c];
-            char name[48];
-            for (int i = 0; i < k; i++) v[i] = run_rank_bus(rd, idx[i], c);
-            bad |= line(pc->name, pc->step_bytes, v, k);
-            for (int i = 0; i < k; i++) v[i] = run_rank_payload(rd, idx[i], c);
-            snprintf(name, sizeof name, "%s.payload", pc->name);
-            bad |= line(name, pc->payload_bytes * pc->calls, v, k);
-        }
-    }
-    printf("  %s%s\n",
-           bad ? "a rank's bytes differ from the plan's" : "every rank sent the plan's bytes, byte for byte",
-           rd->ep_rows ? " (the expert all-to-alls: below, with the measured routing)" : "");
-    printf("  seconds per step inside each collective (median over steps %u..%u), rank 0 .. %d:\n",
-           ms->first_step + measure_timed_from(ms) + 1, ms->first_step + ms->steps, n - 1);
-    for (int c = 0; c < CO_COUNT_; c++) {
-        if (!run_rank_coll_listed(p, rd, c)) continue;
-        printf("  %-30s", p->coll[c].name);
-        for (int r = 0; r < n; r++) printf(" %.6f", rd->med_s[(size_t)r * CO_COUNT_ + c]);
-        printf("\n");
-    }
-    fflush(stdout);
-    free(v);
-    free(idx);
-    return bad || bad_mem ? status_exit_code(ST_TOLERANCE) : 0;
 }

@@ -1,12 +1,12 @@
-/* cli/cmd_run_ranks_ep.c — `fp8plan run --ep E` over several ranks: every rank's expert all-to-alls over the
- * run against the plan given the routing the run measured (planner/plan_routed.h: exact, byte for byte),
- * with the plan's uniform-routing expectation beside them. */
+/* exec/run/run_ranks_ep.c — a run with --ep E over several ranks: every rank's routing gathered on rank 0,
+ * and each rank's expert all-to-alls over the run as measured and as the plan has them given the routing
+ * the run measured (planner/plan_routed.h: exact, byte for byte; printed by cli/cmd_run_tables.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cmd_run.h"
 #include "exec/comm/comm_mpi.h"
+#include "exec/run/run.h"
 
 int run_rank_ep_coll(const RankData *rd, int c)
 {
@@ -49,39 +49,4 @@ int run_rank_ep(const Plan *p, const RankData *rd, int r, EpRouted *planned, EpR
     measured->payload[EPR_COUNTS] = whole(rd->ep_counts[2 * r]);
     measured->sent[EPR_COUNTS] = whole(rd->ep_counts[2 * r + 1]);
     return plan_ep_routed(p, &rt, (uint32_t)r, planned, e) ? -1 : 0;
-}
-
-int run_rank_ep_table(const Plan *p, const Comm *comm, const Measurement *ms, const RankData *rd)
-{
-    if (comm->rank != 0 || !rd->ep_rows) return 0;
-    EpRouted up, pl, me;
-    Err e;
-    int bad = 0;
-    plan_ep_uniform(p, ms->steps, &up);
-    printf("\nExpert all-to-alls per rank (bytes over the run: %u steps, %llu dispatches a rank)\n"
-           "  planned: the plan with the routing the run measured; uniform: the plan's uniform routing\n",
-           ms->steps, (unsigned long long)rd->ep_calls);
-    printf("  %4s %-17s %12s %12s %13s %13s %12s  %s\n", "rank", "collective", "planned_B", "sent_B", "planned_pay_B",
-           "payload_B", "uniform_B", "verdict");
-    for (int r = 0; r < rd->n; r++) {
-        if (run_rank_ep(p, rd, r, &pl, &me, &e)) { /* the run's own routing does not fit its plan: a defect */
-            fprintf(stderr, "fp8plan run: rank %d: %s\n", r, e.msg);
-            return status_exit_code(ST_SOFTWARE);
-        }
-        for (int i = 0; i < EPR_COUNT_; i++) {
-            int ok = pl.sent[i] == me.sent[i] && pl.payload[i] == me.payload[i];
-            bad |= !ok;
-            printf("  %4d %-17s %12llu %12llu %13llu %13llu %12llu  %s\n", r, ep_routed_names[i],
-                   (unsigned long long)pl.sent[i], (unsigned long long)me.sent[i], (unsigned long long)pl.payload[i],
-                   (unsigned long long)me.payload[i], (unsigned long long)up.sent[i], ok ? "exact" : "DIFFERS");
-        }
-    }
-    printf("  %s\n",
-           bad ? "a rank's expert all-to-alls differ from the plan with the measured routing"
-               : "every rank sent the plan's expert all-to-all bytes for the measured routing, byte for byte");
-    printf("  each rank also holds %llu B of expert-parallel buffers outside the arena, not in the plan's\n"
-           "  terms: its experts' rows for up to ep x tokens x top-k copies (dropless routing)\n",
-           (unsigned long long)rd->ep_buffer_bytes);
-    fflush(stdout);
-    return bad ? status_exit_code(ST_TOLERANCE) : 0;
 }
