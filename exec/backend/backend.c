@@ -1,6 +1,6 @@
-/* exec/backend.c — creating a backend by name (the CPU reference always; CUDA
+/* exec/backend/backend.c — creating a backend by name (the CPU reference always; CUDA
  * when the build has it). What the backends share otherwise — every
- * operation's descriptor check — is exec/backend_check.c. */
+ * operation's descriptor check — is exec/backend/backend_check.c. */
 #include "exec/backend/backend.h"
 
 #include <stdlib.h>

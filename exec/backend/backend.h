@@ -1,4 +1,4 @@
-/* exec/backend.h — the executor's backend interface: one struct of function
+/* exec/backend/backend.h — the executor's backend interface: one struct of function
  * pointers that the training step calls for every piece of work.
  *
  * Two implementations plug in here: the CPU reference (exec/cpu/, in C11, the
@@ -9,8 +9,8 @@
  * The operations are declared once, in BACKEND_OPS below: that one list
  * generates the struct's pointers, each backend's declarations and its
  * pointer table, and puts every operation behind its shared descriptor check
- * (backend_check_<op>, exec/backend_check.c and, for the mixture-of-experts
- * operations, exec/backend_check_moe.c): a backend's table entry runs the
+ * (backend_check_<op>, exec/backend/backend_check.c and, for the mixture-of-experts
+ * operations, exec/backend/backend_check_moe.c): a backend's table entry runs the
  * check and then the backend's function, so no backend can skip or drift from
  * another's validation, and the implementations assume a valid descriptor.
  *
@@ -224,7 +224,7 @@ typedef struct {
     }
 #define BACKEND_OP_FILL_(P, name, params, args) bk->name = P##_##name##_checked_;
 
-/* The shared descriptor check of every operation (exec/backend_check.c):
+/* The shared descriptor check of every operation (exec/backend/backend_check.c):
  * ST_USAGE naming the operation and the field for a malformed call, ST_OK
  * otherwise. Data-dependent checks (token ids in range) are the backends'. */
 BACKEND_OPS(BACKEND_OP_DECLARE_, backend_check)

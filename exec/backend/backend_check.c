@@ -1,11 +1,11 @@
-/* exec/backend_check.c — the one descriptor check of every backend operation
- * (BACKEND_OPS in exec/backend.h). Each backend's table runs the check before
+/* exec/backend/backend_check.c — the one descriptor check of every backend operation
+ * (BACKEND_OPS in exec/backend/backend.h). Each backend's table runs the check before
  * its own function, so the CPU reference and the GPU accept and refuse exactly
  * the same calls, with the same messages: ST_USAGE naming the operation and
  * the field. Empty work (n = 0, no rows) is legal where a backend can do
  * nothing for it. Data-dependent checks (token ids inside the vocabulary) stay
  * with the backends: the CPU reads the ids, the GPU finds them on the device.
- * The mixture-of-experts operations' checks are exec/backend_check_moe.c's. */
+ * The mixture-of-experts operations' checks are exec/backend/backend_check_moe.c's. */
 #include <math.h>
 #include <stdio.h>
 

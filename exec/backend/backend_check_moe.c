@@ -1,6 +1,6 @@
-/* exec/backend_check_moe.c — the shared descriptor checks of the
- * mixture-of-experts operations (exec/backend.h: router_topk ... grouped_gemm;
- * the descriptors are exec/backend_desc.h's), as exec/backend_check.c does for
+/* exec/backend/backend_check_moe.c — the shared descriptor checks of the
+ * mixture-of-experts operations (exec/backend/backend.h: router_topk ... grouped_gemm;
+ * the descriptors are exec/backend/backend_desc.h's), as exec/backend/backend_check.c does for
  * the others: ST_USAGE naming the operation and the field (ST_UNAVAILABLE for
  * a legal request not implemented yet: block-scaled groups). What needs the data
  * (expert ids in range and distinct within a token, counts adding up to the

@@ -1,9 +1,9 @@
-/* exec/backend_desc.h — what the backend operations take: the descriptors of
+/* exec/backend/backend_desc.h — what the backend operations take: the descriptors of
  * the GEMM, the fused cast, the scaling banks, attention, the rotary
  * embedding, the norms, the MLP's activation, the optimizers and the
  * mixture-of-experts layer's pieces, with their semantics. The operations
  * themselves, and the conventions every backend follows (memory, layout,
- * scales, amax, ordering, errors), are exec/backend.h's. */
+ * scales, amax, ordering, errors), are exec/backend/backend.h's. */
 #ifndef FP8PLAN_EXEC_BACKEND_DESC_H
 #define FP8PLAN_EXEC_BACKEND_DESC_H
 
@@ -57,7 +57,7 @@ typedef enum {
     /* Block-scaled FP8 operands only (DeepSeek-V3): the H800 tensor core's limited accumulation as
      * fp8/blockgemm.h models it — within each 128-wide K block a 14-significant-bit partial sum,
      * truncated after every product added, promoted to FP32 at the block's end. The CPU computes
-     * exactly that; the cuBLASLt mapping (exec/lt_map.c) refuses block scales so far. */
+     * exactly that; the cuBLASLt mapping (exec/backend/lt_map.c) refuses block scales so far. */
     GEMM_ACC_TC14 = 2,
 } GemmAccPrecision;
 

@@ -1,4 +1,4 @@
-/* exec/cuda_lib.c — loading the CUDA backend's shared library (see cuda_lib.h). */
+/* exec/backend/cuda_lib.c — loading the CUDA backend's shared library (see cuda_lib.h). */
 #include "exec/backend/cuda_lib.h"
 
 #include <dlfcn.h>

@@ -1,4 +1,4 @@
-/* exec/cuda_lib.h — where the CUDA backend comes from: a shared library of its
+/* exec/backend/cuda_lib.h — where the CUDA backend comes from: a shared library of its
  * own, libfp8plan_cuda.so (exec/cuda/), beside the program or one folder up,
  * loaded the first time a run asks for --backend cuda or the nccl
  * communicator. Commands that never touch the GPU never load the CUDA runtime,

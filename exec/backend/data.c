@@ -1,4 +1,4 @@
-/* exec/data.c — synthetic and byte-level token streams (see data.h). */
+/* exec/backend/data.c — synthetic and byte-level token streams (see data.h). */
 #include "exec/backend/data.h"
 
 #include <math.h>

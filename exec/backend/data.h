@@ -1,4 +1,4 @@
-/* exec/data.h — token streams for the executor: deterministic synthetic text
+/* exec/backend/data.h — token streams for the executor: deterministic synthetic text
  * with learnable structure, or the bytes of a text file.
  *
  * Synthetic: K = min(V, 256) symbols, each mapped to a fixed random token of

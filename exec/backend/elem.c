@@ -1,4 +1,4 @@
-/* exec/elem.c — the executor's element conversions, all through fp8/ (the
+/* exec/backend/elem.c — the executor's element conversions, all through fp8/ (the
  * project's one codec): BF16/FP16 round to nearest even, FP8 saturates. */
 #include "exec/backend/elem.h"
 

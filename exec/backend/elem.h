@@ -1,4 +1,4 @@
-/* exec/elem.h — loading and storing one element of any executor dtype as a
+/* exec/backend/elem.h — loading and storing one element of any executor dtype as a
  * float, for the CPU reference backend and the host side of the executor.
  *
  * Every rounding goes through fp8/ (the project's one codec): BF16 and FP16

@@ -1,4 +1,4 @@
-/* exec/kernel_math.h — the per-element arithmetic of the executor's kernels, in
+/* exec/backend/kernel_math.h — the per-element arithmetic of the executor's kernels, in
  * one place for both backends: compiled as host C by the CPU reference and its
  * tests, and as __host__ __device__ code by nvcc for the CUDA kernels.
  *
@@ -11,7 +11,7 @@
  * that call tanhf/expf inherit the two libraries' differences (CUDA's tanhf and
  * expf are within 2 ulp, glibc's within 1), which the GPU tests bound.
  *
- * Conventions as in exec/backend.h: a scale is the quantization multiplier,
+ * Conventions as in exec/backend/backend.h: a scale is the quantization multiplier,
  * scale = fmax / amax / 2^margin. */
 #ifndef FP8PLAN_EXEC_KERNEL_MATH_H
 #define FP8PLAN_EXEC_KERNEL_MATH_H
@@ -44,7 +44,7 @@
 #define KM_FP16_MAX 65504.0f
 
 /* ---- scale rules (fp8/scale.h's policies: TE's delayed and current scaling,
- * MS-AMP's power of two), as exec/scaling.c applies them on the CPU ------------- */
+ * MS-AMP's power of two), as exec/backend/scaling.c applies them on the CPU ------------- */
 
 /* The largest power of two at or below a positive scale (fp8/'s
  * scale_pow2_floor: the float's bits & 0xFF800000). */

@@ -1,4 +1,4 @@
-/* exec/lt_map.c — GemmDesc → cuBLASLt call, and the heuristic cache (see lt_map.h). */
+/* exec/backend/lt_map.c — GemmDesc → cuBLASLt call, and the heuristic cache (see lt_map.h). */
 #include "exec/backend/lt_map.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* exec/lt_map.h — how one row-major GEMM of the backend interface becomes one
+/* exec/backend/lt_map.h — how one row-major GEMM of the backend interface becomes one
  * cuBLASLt call, and the key under which the CUDA backend caches that call's
  * descriptors and heuristic. Pure C with no CUDA header, so CI checks the
  * mapping and the cache without a GPU; exec/cuda/gemm_lt.cu is the one user.

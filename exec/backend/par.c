@@ -1,4 +1,4 @@
-/* exec/par.c — the persistent pool of host threads (see par.h).
+/* exec/backend/par.c — the persistent pool of host threads (see par.h).
  *
  * One job at a time. The dispatching thread publishes (fn, ctx, ntasks),
  * opens the job (a new job number with the open bit set in `state`) and wakes

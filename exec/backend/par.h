@@ -1,4 +1,4 @@
-/* exec/par.h — the executor's one pool of host threads: the CPU backend's
+/* exec/backend/par.h — the executor's one pool of host threads: the CPU backend's
  * GEMM tiles and kernels, and the weight initialization, all run on it. No
  * other code in fp8plan starts threads; the BLAS (OpenBLAS) is set to one
  * thread per call and driven tile by tile from here (the threads it starts

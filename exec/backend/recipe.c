@@ -1,4 +1,4 @@
-/* exec/recipe.c — which recipe combinations the executor runs (see recipe.h). */
+/* exec/backend/recipe.c — which recipe combinations the executor runs (see recipe.h). */
 #include "exec/backend/recipe.h"
 
 static int is_float(Dtype t) { return t == DT_FP32 || t == DT_FP16 || t == DT_BF16; }

@@ -1,4 +1,4 @@
-/* exec/recipe.h — which of the planner's recipes the executor runs.
+/* exec/backend/recipe.h — which of the planner's recipes the executor runs.
  *
  * A recipe is data: a row of models/recipes.csv, read by the planner into a
  * Recipe (planner/recipe.h). The executor uses that struct as it is — the

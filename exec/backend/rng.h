@@ -1,4 +1,4 @@
-/* exec/rng.h — small deterministic random sources: the same seed gives the same
+/* exec/backend/rng.h — small deterministic random sources: the same seed gives the same
  * numbers on every run, so recipes start from identical weights and resumes
  * line up.
  *
@@ -60,7 +60,7 @@ static inline uint64_t rng_at(uint64_t key, uint64_t i) { return rng_mix64(key +
 static inline uint64_t rng_key(uint64_t seed, uint64_t id) { return rng_mix64(seed ^ rng_mix64(id * RNG_GAMMA + 1)); }
 
 /* Standard normal number i of stream `key`, by a 128-layer ziggurat
- * (exec/rng_normal.c): about 99 % of the values cost one rng_at, a multiply
+ * (exec/backend/rng_normal.c): about 99 % of the values cost one rng_at, a multiply
  * and a compare; the rest retry from a second stream of element i, so the
  * value is still a pure function of (key, i). Exact in distribution up to the
  * 53-bit uniforms, tails included; rounded to float. */

@@ -1,4 +1,4 @@
-/* exec/rng_normal.c — standard normals as a pure function of (key, i): a
+/* exec/backend/rng_normal.c — standard normals as a pure function of (key, i): a
  * ziggurat over 128 strips of equal area (Marsaglia and Tsang's method; tables
  * built here from the density, constants R and V of the 128-strip layout).
  *

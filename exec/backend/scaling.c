@@ -1,4 +1,4 @@
-/* exec/scaling.c — the executor's scale updates on fp8/'s policies (see scaling.h). */
+/* exec/backend/scaling.c — the executor's scale updates on fp8/'s policies (see scaling.h). */
 #include "exec/backend/scaling.h"
 
 #include <float.h>

@@ -1,4 +1,4 @@
-/* exec/scaling.h — per-tensor scale updates of the executor's scaling state,
+/* exec/backend/scaling.h — per-tensor scale updates of the executor's scaling state,
  * built on fp8/'s scale policies (fp8/scale.h) so the CPU backend computes
  * exactly what `fp8plan scaling` and the fp8/ tests compute.
  *

@@ -1,4 +1,4 @@
-/* exec/ckpt.c — checkpoint save and load (format in ckpt.h). */
+/* exec/ckpt/ckpt.c — checkpoint save and load (format in ckpt.h). */
 #include "exec/ckpt/ckpt.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* exec/ckpt.h — checkpoints: save and resume a training run exactly.
+/* exec/ckpt/ckpt.h — checkpoints: save and resume a training run exactly.
  *
  * A checkpoint holds every persistent tensor of the model — working weights,
  * FP8 weight copies, master weights, main gradients, Adam m and v, and the
@@ -24,7 +24,7 @@
  *
  * Tensor- and pipeline-parallel ranks, with or without data-parallel ranks
  * beside them: one file with a part per TP x PP place (format version 4,
- * exec/ckpt_layout.h), resumed with the same layout only.
+ * exec/ckpt/ckpt_layout.h), resumed with the same layout only.
  *
  * Loading refuses, with a message naming the file and the difference, a
  * checkpoint of another recipe, shape or hyper-parameters, a truncated or

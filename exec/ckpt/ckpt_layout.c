@@ -1,4 +1,4 @@
-/* exec/ckpt_layout.c — checkpoints of TP and PP ranks and their grids (format in ckpt_layout.h). */
+/* exec/ckpt/ckpt_layout.c — checkpoints of TP and PP ranks and their grids (format in ckpt_layout.h). */
 #include "exec/ckpt/ckpt_layout.h"
 
 #include <errno.h>

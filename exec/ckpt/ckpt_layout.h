@@ -1,6 +1,6 @@
-/* exec/ckpt_layout.h — checkpoints of tensor- and pipeline-parallel runs and
+/* exec/ckpt/ckpt_layout.h — checkpoints of tensor- and pipeline-parallel runs and
  * their rank grids (format version 4; the one-model format, version 2, is
- * exec/ckpt.h's).
+ * exec/ckpt/ckpt.h's).
  *
  * A TP rank holds slices of the linears, embedding and head, a PP rank one
  * stage's layers (and its own copy of a tied head): no rank holds the model
@@ -11,7 +11,7 @@
  * place's rank with dp_rank 0 would write a one-model checkpoint of what it
  * holds (its own shape, tensors, scaling banks and records, step, data
  * position; a sharded state's record the whole state, its DP group's shards
- * gathered there, as exec/ckpt.h writes it for data parallelism alone):
+ * gathered there, as exec/ckpt/ckpt.h writes it for data parallelism alone):
  *   "FP8PCKPT", u32 version 4, u32 tp, u32 pp, u32 dp, u32 parts = tp·pp,
  *   then for part i = stage·tp + tp_rank, i = 0 .. parts − 1: u64 bytes and
  *   that part's version-2 image (its own magic .. checksum), and a final u64
@@ -49,7 +49,7 @@ Status ckpt_layout_peek(const char *path, const Model *m, uint32_t *version, Err
 /* Restore this rank's part of a version-3 file (after ckpt_layout_peek). */
 Status ckpt_layout_load(const char *path, Model *m, DataState *data, Err *e);
 
-/* From exec/ckpt.c: m's one-model image in memory (malloc'd, *len bytes; a
+/* From exec/ckpt/ckpt.c: m's one-model image in memory (malloc'd, *len bytes; a
  * sharded state's shards gathered from m's DP group, whose other ranks call
  * ckpt_hand_shards meanwhile), and the restore of such an image (path names
  * the file in messages). */

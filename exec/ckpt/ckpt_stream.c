@@ -1,4 +1,4 @@
-/* exec/ckpt_stream.c — the checkpoint byte stream (see ckpt_stream.h). */
+/* exec/ckpt/ckpt_stream.c — the checkpoint byte stream (see ckpt_stream.h). */
 #include "exec/ckpt/ckpt_stream.h"
 
 #include <string.h>

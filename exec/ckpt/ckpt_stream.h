@@ -1,6 +1,6 @@
-/* exec/ckpt_stream.h — the checkpoint files' byte stream: little-endian
+/* exec/ckpt/ckpt_stream.h — the checkpoint files' byte stream: little-endian
  * integers and floats over a FILE, with a running FNV-1a 64 checksum of every
- * byte written or read (exec/ckpt.c, exec/ckpt_layout.c). Internal to exec/. */
+ * byte written or read (exec/ckpt/ckpt.c, exec/ckpt/ckpt_layout.c). Internal to exec/. */
 #ifndef FP8PLAN_EXEC_CKPT_STREAM_H
 #define FP8PLAN_EXEC_CKPT_STREAM_H
 

@@ -2,7 +2,7 @@
  * table of operations implemented in cpu_gemm.c, cpu_nn.c, cpu_attn.c,
  * cpu_quant.c, cpu_optim.c, cpu_shard.c, cpu_moe.c and cpu_gemm_group.c, each
  * behind its shared check. Work runs synchronously (on the thread pool of
- * exec/par.h), so sync() has nothing to wait for. */
+ * exec/backend/par.h), so sync() has nothing to wait for. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>

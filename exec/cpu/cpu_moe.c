@@ -1,5 +1,5 @@
 /* exec/cpu/cpu_moe.c — the CPU reference of a mixture-of-experts layer's
- * routing and data movement (exec/backend_desc.h: RouterDesc ...
+ * routing and data movement (exec/backend/backend_desc.h: RouterDesc ...
  * MoeUnpermuteBwdDesc): the router's top-k and its backward, the auxiliary
  * balance loss, and the permutation of token rows into expert order and back
  * with the weighted combine. The experts' GEMMs are grouped_gemm

@@ -1,6 +1,6 @@
 /* exec/cpu/cpu_ops.h — the CPU reference backend's operations, shared by its
  * files (cpu_backend.c fills the Backend table with them, each behind its
- * shared check). Semantics are those of BACKEND_OPS in exec/backend.h.
+ * shared check). Semantics are those of BACKEND_OPS in exec/backend/backend.h.
  * Internal to exec/cpu/. */
 #ifndef FP8PLAN_EXEC_CPU_CPU_OPS_H
 #define FP8PLAN_EXEC_CPU_CPU_OPS_H

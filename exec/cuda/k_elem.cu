@@ -2,7 +2,7 @@
  * activation (GELU, SwiGLU) forward and backward, residual add, bias add
  * (after a GEMM), token (+ learned position) embeddings and their gradients,
  * and softmax cross-entropy with its gradient. Descriptors arrive checked
- * (exec/backend_check.c).
+ * (exec/backend/backend_check.c).
  *
  * Embedding backward is deterministic and sums in the CPU reference's order
  * without atomics: thread (channel i, slice s) walks every position in order

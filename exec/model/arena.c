@@ -1,4 +1,4 @@
-/* exec/arena.c — sizes first, one allocation, slices by term (see arena.h). */
+/* exec/model/arena.c — sizes first, one allocation, slices by term (see arena.h). */
 #include "exec/model/arena.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* exec/arena.h — one allocation, carved by memory term.
+/* exec/model/arena.h — one allocation, carved by memory term.
  *
  * The executor never allocates tensor by tensor. A pure layout function lists
  * every tensor (term, dtype, elements) first; arena_carve() then gives each

@@ -1,5 +1,5 @@
 /* tests/unit/test_cuda_map.c — the CUDA backend's GEMM mapping and heuristic
- * cache (exec/lt_map.c), checked without a GPU.
+ * cache (exec/backend/lt_map.c), checked without a GPU.
  *
  * The mapping is checked by meaning, not by restating it: a column-major GEMM
  * written from cuBLAS's documented definition (C = op(A)·op(B), element (i, j)

@@ -1,5 +1,5 @@
 /* tests/unit/test_cuda_math.c — the per-element arithmetic the CUDA kernels run
- * (exec/kernel_math.h, compiled here as host C) against the CPU reference
+ * (exec/backend/kernel_math.h, compiled here as host C) against the CPU reference
  * backend, the oracle of every GPU kernel.
  *
  * Each test rebuilds an operation the way the CUDA kernel does — the shared

@@ -1,5 +1,5 @@
 /* tests/unit/test_exec_grouped_gemm.c — the grouped GEMM of a mixture-of-experts
- * layer (GroupedGemmDesc, exec/backend_desc.h) on the CPU reference:
+ * layer (GroupedGemmDesc, exec/backend/backend_desc.h) on the CPU reference:
  *   - a tiny case worked by hand (three groups of 1, 0 and 2 rows);
  *   - bit for bit against a loop of the backend's gemm(), one call per group
  *     with that group's GemmDesc, over ragged groups (0 and 1 rows, one group

@@ -1,5 +1,5 @@
 /* tests/unit/test_oracle_backend_check.c — the shared check every backend
- * operation passes first (exec/backend_check.c, wired by BACKEND_OPS): an
+ * operation passes first (exec/backend/backend_check.c, wired by BACKEND_OPS): an
  * operation called without its descriptor is refused with ST_USAGE and a
  * message naming the operation, before any backend code reads it — never a
  * crash. Through the CPU backend's table, so the wiring is checked too. */

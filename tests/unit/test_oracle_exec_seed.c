@@ -1,5 +1,5 @@
 /* tests/unit/test_oracle_exec_seed.c — executor rules found unguarded by `make mutate` on fresh seeds, each
- * against a value or a verdict worked out by hand: the thread pool in a forked child (exec/par.c), the CPU
+ * against a value or a verdict worked out by hand: the thread pool in a forked child (exec/backend/par.c), the CPU
  * GEMM past the BLAS's 32-bit leading dimensions (exec/cpu/cpu_gemm.c), the section every row of a run's report
  * is printed under (exec/measure/compare.h, reports/run_report.c), every field of the device-memory rows of a
  * comparison (exec/measure/compare.c), the staged embedding gradients zeroed at every backward

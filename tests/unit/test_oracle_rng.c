@@ -2,7 +2,7 @@
  * distribution's printed table, with enough draws to see a wrong strip.
  *
  * An independent oracle: the expected tail masses are the two-sided tails
- * 2(1 − Φ(t)) of a standard normal table, not anything exec/rng_normal.c
+ * 2(1 − Φ(t)) of a standard normal table, not anything exec/backend/rng_normal.c
  * computes. test_exec_init.c checks moments and the KS distance of 2^18
  * draws; this check draws 2^22 and counts the tails, where the ziggurat's
  * wedges (the ≈ 1 % of draws that test a height against the density) carry
