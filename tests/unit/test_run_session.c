@@ -58,19 +58,11 @@ static int on_report(void *ctx, const RunSession *r)
     return s->report_rc;
 }
 
+/* Every hook, in run.h's order. */
 static RunHooks hooks_of(Seen *s)
 {
-    return (RunHooks){.ctx = s,
-                      .fail = on_fail,
-                      .note = on_note,
-                      .say = on_say,
-                      .planned = on_planned,
-                      .built = on_built,
-                      .started = on_started,
-                      .step_begin = on_step_begin,
-                      .step_end = on_step_end,
-                      .ranks = on_ranks,
-                      .report = on_report};
+    return (RunHooks){s,          on_fail,       on_note,     on_say,   on_planned, on_built,
+                      on_started, on_step_begin, on_step_end, on_ranks, on_report};
 }
 
 static RunSpec tiny(void)
