@@ -209,7 +209,6 @@ static void on_say(void *ctx, const char *text)
 static void on_planned(void *ctx, const RunSession *s)
 {
     (void)ctx;
-    if (!s->spec->rank) run_warn_model(s->spec, s->base, &s->model, s->built, s->bk->name);
     run_progress_build(&s->model, s->built, par_threads());
 }
 
@@ -284,7 +283,6 @@ int cmd_run(int argc, char **argv)
     CliOut out;
     int rc = parse(argc, argv, &a, &out);
     if (rc) return rc < 0 ? 0 : rc;
-    if ((rc = run_check_paths(&a))) return rc; /* before anything is built */
     const RunHooks hooks = {.ctx = &out,
                             .fail = on_fail,
                             .note = on_note,

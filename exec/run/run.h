@@ -111,6 +111,17 @@ const RunHooks *run_hooks(void);
 /* Seconds on the monotonic clock (for the progress line and the build time). */
 double run_now_s(void);
 
+/* Before anything is built (exec/run/run_check.c): -o, --save, --scaling-trace and --loss-log can be written (73 if not), --data and
+ * --resume can be read (66), no two outputs name the same file and no output names an input (64;
+ * --save may name the --resume file: the checkpoint is replaced atomically after the run). Returns 0
+ * or the exit code, the message shown. */
+int run_check_paths(const RunSpec *a);
+
+/* Warnings (notes) once the model and plan are known: --seq beyond the catalog model's context
+ * (learned positions: the run trains a longer position table than the catalog's model has), and a
+ * CPU run long enough to take minutes (its GEMM work, and how to shrink it). */
+void run_warn_model(const RunSpec *a, const ModelSpec *base, const ModelSpec *m, const Plan *p, const char *backend);
+
 /* Open the files the flags ask for (a trace needs an FP8 recipe); an exit code. */
 int run_files_open(const RunSpec *a, Model *m, RunFiles *f);
 /* --routing-log: every rank's recorded routing gathered on rank 0 (every rank calls it after the steps) and

@@ -151,6 +151,7 @@ static int open_plans(RunSpec *a, RunSession *s)
     int rc;
     const GpuSpec *gpu;
     const Recipe *recipe;
+    if ((rc = run_check_paths(a))) return rc; /* before anything is built */
     if (backend_create(a->backend, &s->bk, &e)) return run_fail(&e);
     /* a GPU: the device, and memory in use with the context up */
     if (measure_init(&s->ms, s->bk, a->steps, &e) || run_make_comm(a, s->bk, &s->comm, &e)) return run_fail(&e);
@@ -169,6 +170,7 @@ static int open_plans(RunSpec *a, RunSession *s)
 static int build_model(const RunSpec *a, RunSession *s)
 {
     Err e;
+    if (!a->rank) run_warn_model(a, s->base, &s->model, s->built, s->bk->name);
     if (hooks->planned) hooks->planned(hooks->ctx, s);
     double t0 = run_now_s();
     Status st = model_create(s->built, &a->hyper, s->bk, s->comm, &s->m, &e);
