@@ -107,7 +107,7 @@ endif
 # OpenBLAS (Debian libopenblas-pthread-dev, the default flavour of libopenblas-dev), from
 # its own directories so the reference libblas the alternatives system may point at is
 # never picked up. The CPU backend sets its thread count to 1 and calls sgemm from its own
-# thread pool (exec/par.c), one tile per call: the threaded build is the one that is safe
+# thread pool (exec/backend/par.c), one tile per call: the threaded build is the one that is safe
 # to call from several threads at once (Debian's serial build 0.3.21 is not: concurrent
 # small sgemm calls return wrong results). make bench's anchor runs it with its own threads.
 MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null)
@@ -123,10 +123,10 @@ CFLAGS := -std=c11 $(OPT) $(VECFLAGS) $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS := $(SANFLAGS)
 LDLIBS := -lcsv -lyaml -ltomlplusplus -lstdc++ $(if $(filter 1,$(TUI)),-lncursesw) -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -lm -lpthread
 # The CUDA backend is a shared library of its own, $(BUILD)/libfp8plan_cuda.so, loaded
-# by exec/cuda_lib.c only when a run asks for it: the CUDA runtime, cuBLASLt and NCCL
+# by exec/backend/cuda_lib.c only when a run asks for it: the CUDA runtime, cuBLASLt and NCCL
 # cost every process ~0.1 s of start-up, so only the library links them. Programs
 # carry all of libfp8plan.a (whole-archive: the library calls host code such as
-# exec/lt_map.c that a program itself may not) and export it (-rdynamic) for the
+# exec/backend/lt_map.c that a program itself may not) and export it (-rdynamic) for the
 # library to resolve against, and find it beside themselves or one folder up
 # (tests/, gpu/, bench/).
 ifeq ($(HAVE_CUDA),1)
@@ -312,8 +312,9 @@ $(BUILD)/tests/test_exec_faults $(BUILD)/tests/test_cli_faults: LDFLAGS += $(FAU
 # test_par_no_threads refuses every thread the pool tries to start
 $(BUILD)/tests/test_par_no_threads: LDFLAGS += -Wl,--wrap=pthread_create
 CLI_LIB_OBJ = $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJ))
-# tests of the CLI's own functions (test_run_comms, test_cli_opts) link them the same way
-CLI_TESTS := $(BUILD)/tests/test_cli_faults $(BUILD)/tests/test_run_comms $(BUILD)/tests/test_cli_opts
+# the test of the CLI's option tables (test_cli_opts) links them the same way; every other test, bench,
+# fuzz target and multi-rank program reaches what it tests below cli/ (a run: exec/run/run.h)
+CLI_TESTS := $(BUILD)/tests/test_cli_faults $(BUILD)/tests/test_cli_opts
 $(CLI_TESTS): $(BUILD)/tests/%: tests/unit/%.c $(SUPPORT_OBJ) $(CLI_LIB_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(SUPPORT_OBJ) $(CLI_LIB_OBJ) $(LINK_LIB) $(LDLIBS) -o $@
@@ -344,15 +345,20 @@ $(BUILD)/gpu/%: tests/gpu/%.c tests/gpu/gpu_common.h $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(LDFLAGS) $< $(LINK_LIB) $(LDLIBS) -o $@
 
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
+# fuzz_cli_opts fuzzes the CLI's option parser (cli/opts.c): the one target that links the CLI's objects
+FUZZ_CLI := $(BUILD)/fuzz/fuzz_cli_opts $(BUILD)/fuzz-replay/fuzz_cli_opts
+$(FUZZ_CLI): $(CLI_LIB_OBJ)
+$(FUZZ_CLI): FUZZ_CLI_OBJ = $(CLI_LIB_OBJ)
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) -fsanitize=fuzzer,address,undefined \
-	  $< $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
+	  $< $(FUZZ_CLI_OBJ) $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
 
-$(BUILD)/fuzz-replay/%: tests/fuzz/%.c tests/fuzz/replay_main.c $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
+$(BUILD)/fuzz-replay/%: tests/fuzz/%.c tests/fuzz/replay_main.c $(SUPPORT_OBJ) $(LIB) | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -Itests -isystem $(CUDA_HOME)/include $(CFLAGS) $(LDFLAGS) $< tests/fuzz/replay_main.c \
-	  $(CLI_LIB_OBJ) $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
+	  $(FUZZ_CLI_OBJ) $(SUPPORT_OBJ) $(LIB) $(LDLIBS) -o $@
 
 # The benchmarks and slow tests are compiled with the tests (not run), so an API
 # change that breaks them fails `make test`, in CI too.
@@ -466,7 +472,9 @@ fmt:
 # finder): it prints nothing, never exits, and takes from planner/ only the type headers of what it
 # parses (spec.h, recipe.h, stack.h, layout.h), so the dependency is one way: planner/ never includes
 # catalog/, and catalog/ never includes plan.h (the planning engine). Only catalog/ includes its CSV
-# readers (csv_table.h, catalog_cells.h) or calls libcsv's parser.
+# readers (csv_table.h, catalog_cells.h) or calls libcsv's parser. exec/ runs below the renderers: it
+# never includes reports/, tui/ or cli/, and a run's session (exec/run/) shows what it does only through
+# its caller's hooks (exec/run/run.h): it never writes to stdout or stderr.
 lint:
 	@clang-format --dry-run -Werror $(FMT_FILES)
 	@bad=$$(grep -nE '#include "(catalog|exec|tui|reports|import|cli)/' $$(find fp8 planner -name '*.[ch]' 2>/dev/null) /dev/null); \
@@ -479,6 +487,11 @@ lint:
 	@bad=$$(grep -nE '#include "catalog/(csv_table|catalog_cells)\.h"|\b(csv_table_parse|csv_table_parse_max|cell_parse_all|cell_parse_rows|csv_parse)[[:space:]]*\(' \
 	  $$(find util fp8 planner reports exec import tui cli \( -name '*.[ch]' -o -name '*.cpp' \) 2>/dev/null) /dev/null); \
 	if [ -n "$$bad" ]; then echo "layering: only catalog/ parses CSV (catalog/csv_table.h, catalog/catalog_cells.h, libcsv):"; echo "$$bad"; exit 1; fi
+	@bad=$$(grep -nE '#include "(reports|tui|cli)/' $$(find exec \( -name '*.[ch]' -o -name '*.cu' \) 2>/dev/null) /dev/null); \
+	if [ -n "$$bad" ]; then echo "layering: exec/ never includes reports/, tui/ or cli/:"; echo "$$bad"; exit 1; fi
+	@bad=$$(grep -nE '\b(printf|puts|perror)[[:space:]]*\(|\b(stdout|stderr)\b' $$(find exec/run -name '*.[ch]' 2>/dev/null) /dev/null | \
+	  grep -vE '^[^:]+:[0-9]+:[[:space:]]*(/\*|\*)|/\* .*\((stdout|stderr)\)'); \
+	if [ -n "$$bad" ]; then echo "layering: exec/run/ prints nothing (its caller's hooks show what it does):"; echo "$$bad"; exit 1; fi
 	@echo "lint: ok"
 
 clean:

@@ -12,10 +12,7 @@
 
 #include "cli/cli.h"
 #include "cli/cmd_plan.h"
-#include "exec/comm/comm_mpi.h"
-#include "exec/comm/comm_nccl_boot.h"
-#include "exec/measure/calibrate.h"
-#include "exec/measure/plan_link.h"
+#include "exec/run/run_calibrate.h"
 #include "util/fileio.h"
 #include "util/num.h"
 
@@ -346,31 +343,154 @@ static int write_catalog(const Args *a, const char *src, const Catalog *cat, con
     return st ? cli_fail(CMD, &e) : 0;
 }
 
-/* The ranks' communicator: MPI between CPU ranks, NCCL between GPU ranks (bootstrapped through MPI), under
- * mpirun; one rank otherwise (no link to measure). */
-static Status make_comm(Backend *bk, Comm **comm, Err *e)
+/* Refused before measuring: -o not a directory or one that cannot be created (mkdir, not mkdir -p), a
+ * name that would put this machine's profile in place of a published GPU, -o the catalog calibrate reads,
+ * An exit code. */
+static int check_out(const Args *a, const char *src, const Catalog *cat)
 {
-    if (!comm_mpi_launched()) return comm_single_create(comm, e);
-    return strcmp(bk->name, "cpu") ? comm_nccl_mpi_create(bk, comm, e) : comm_create("mpi", bk, comm, e);
+    Err e;
+    struct stat ob;
+    if (a->out && !stat(a->out, &ob) && !S_ISDIR(ob.st_mode))
+        return cli_fail(
+            CMD, (err_set(&e, ST_CANTCREAT,
+                          "-o %s: not a directory (calibrate writes a catalog: a directory of CSV files)", a->out),
+                  &e));
+    if (a->out && stat(a->out, &ob)) { /* a directory to create: its parent must exist */
+        char parent[4096];
+        snprintf(parent, sizeof parent, "%s", a->out);
+        size_t n = strlen(parent);
+        while (n > 1 && parent[n - 1] == '/') parent[--n] = '\0';
+        char *slash = strrchr(parent, '/');
+        if (slash) *(slash == parent ? slash + 1 : slash) = '\0';
+        if (slash && (stat(parent, &ob) || !S_ISDIR(ob.st_mode)))
+            return cli_fail(CMD, (err_set(&e, ST_CANTCREAT, "-o %s: cannot create the directory: %s is not a directory",
+                                          a->out, parent),
+                                  &e));
+    }
+    if (a->out && !a->replace && catalog_gpu(cat, a->name))
+        return cli_usage(CMD,
+                         "--name %s: the catalog already has a GPU row '%s' (-o would replace it with this machine's "
+                         "profile): give another --name, or --replace to replace it on purpose",
+                         a->name, a->name);
+    if (a->out) { /* refused before measuring, as the name clash above */
+        char mine[4200], theirs[4200];
+        snprintf(mine, sizeof mine, "%s/gpus.csv", a->out);
+        snprintf(theirs, sizeof theirs, "%s/gpus.csv", src);
+        if (path_same_file(mine, theirs))
+            return cli_usage(CMD, "-o %s: that is the catalog calibrate reads (give another directory)", a->out);
+    }
+    return 0;
+}
+
+/* --check: *row, the catalog's row to check, refused before measuring when there is none for this backend
+ * or it lacks figures a check compares; an exit code. */
+static int check_row(const Args *a, const char *src, const Catalog *cat, const GpuSpec **row)
+{
+    *row = a->check ? catalog_gpu(cat, a->name) : NULL;
+    if (a->check && (!*row || !(*row)->host != !strcmp(a->backend, "cuda")))
+        return cli_usage(CMD, "--check %s: %s/gpus.csv has no %s row '%s' to check (give --name)", a->check, src,
+                         strcmp(a->backend, "cuda") ? "host" : "GPU", a->name);
+    if (*row && !((*row)->scaled_optim_bw > 0 && (*row)->elem_bw > 0))
+        return cli_usage(CMD,
+                         "--check %s: row '%s' has no elem_gbps or scaled_optim_gbps (written by an older calibrate "
+                         "or by hand): calibrate it again",
+                         a->check, a->name);
+    return 0;
+}
+
+/* --check: the verdict on the row (s->again: its figures); 0 it holds, 1 moved, EXIT_NOISY. */
+static int say_check(const Args *a, CalSession *s, const GpuSpec *row, const char *b0, const char *b1)
+{
+    CalJudge j;
+    char why[512];
+    cal_session_judge(s, row, &j);
+    print_judge(&j, s->c->reps, "this machine now", s->load0, s->load1);
+    judge_reason(&j, s->c->reps, "a measurement now", why, sizeof why);
+    if (j.noisy) {
+        fprintf(stderr,
+                "fp8plan calibrate: --check %s: cannot tell, this machine is too noisy now (%s; load average "
+                "%s before, %s after): not judged, check again at a quieter moment\n",
+                a->check, why, b0, b1);
+        return EXIT_NOISY;
+    }
+    if (j.drifted) {
+        fprintf(stderr, "fp8plan calibrate: --check %s: row %s no longer describes this machine: %s\n", a->check,
+                a->name, why);
+        return 1;
+    }
+    printf("profile %s in %s still describes this machine (every figure within +-%.0f %%)\n", a->name, a->check,
+           100.0 * CAL_DRIFT_MAX);
+    return 0;
+}
+
+/* A new profile against its re-measure: the verdict, and c->judged quoted in the profile; EXIT_NOISY when
+ * -o would write a profile past its bounds (without --allow-noisy). */
+static int say_judged(const Args *a, CalSession *s, const char *b0, const char *b1)
+{
+    CalJudge j;
+    char why[512], what[64];
+    Calibration *c = s->c;
+    int bad = cal_session_judge(s, NULL, &j);
+    snprintf(what, sizeof what, "a re-measure (%d repetitions)", s->again->reps);
+    print_judge(&j, c->reps, what, s->load0, s->load1);
+    judge_reason(&j, c->reps, what, why, sizeof why);
+    double worst = 0;
+    for (int f = 0; f < CAL_FIGS; f++)
+        if (fabs(j.drift[f]) > fabs(worst)) worst = j.drift[f];
+    if (bad && a->out && !a->allow_noisy) {
+        fprintf(stderr,
+                "fp8plan calibrate: not writing %s: the profile does not hold (%s; load average %s before, "
+                "%s after): measure again at a quieter moment, or --allow-noisy to write it marked NOISY\n",
+                a->out, why, b0, b1);
+        return EXIT_NOISY;
+    }
+    if (bad) {
+        snprintf(c->judged, sizeof c->judged,
+                 "NOISY PROFILE (past its bounds: %.200s; load average %s before, %s after)", why, b0, b1);
+        fprintf(stderr, "fp8plan calibrate: WARNING: %s%s\n", c->judged,
+                a->out ? ", written as asked by --allow-noisy" : "");
+    } else {
+        snprintf(c->judged, sizeof c->judged,
+                 "judged: interquartile spreads within %.1f %%, a re-measure within %+.1f %%; load average %s "
+                 "before, %s after",
+                 100.0 * cal_iqr_max(c->reps), 100.0 * worst, b0, b1);
+    }
+    return 0;
+}
+
+/* The profile's rows (gpus.csv, stacks.csv's fp8plan) and, with -o, the catalog written; an exit code. */
+static int emit(const Args *a, const char *src, const Catalog *cat, const Calibration *c)
+{
+    Err e;
+    char row_text[8192];
+    if (cal_gpu_row(c, a->name, row_text, sizeof row_text, &e)) return cli_fail(CMD, &e);
+    printf("gpus.csv row:\n%s\n", row_text);
+    const StackSpec *own = catalog_stack(cat, "fp8plan");
+    if (own && !cal_stack_row(own, c, row_text, sizeof row_text, &e))
+        printf("stacks.csv row (fp8plan):\n%s\n", row_text);
+    int rc = a->out ? write_catalog(a, src, cat, c) : 0;
+    if (!rc && a->out)
+        printf("catalog written to %s (fp8plan plan --catalog %s --gpu %s ...)\n", a->out, a->out, a->name);
+    return rc;
+}
+
+/* Rank 0: what was measured and how it was judged, then the profile (not with --check); an exit code. */
+static int say_result(const Args *a, const char *src, const Catalog *cat, CalSession *s, const GpuSpec *row)
+{
+    char b0[16], b1[16];
+    const Calibration *c = s->c;
+    const ModelSpec *m = &s->m;
+    put_load(b0, sizeof b0, s->load0), put_load(b1, sizeof b1, s->load1);
+    printf("fp8plan calibrate: %s%s%s, one layer of %s (hidden %u, ffn %u, seq %u, mbs %u: %llu rows), %d rank%s\n",
+           a->backend, c->device[0] ? " on " : "", c->device, m->name, m->hidden, m->ffn_hidden, m->seq_len, a->mbs,
+           (unsigned long long)a->mbs * m->seq_len, c->ranks, c->ranks > 1 ? "s" : "");
+    print_tables(c);
+    if (a->check) return say_check(a, s, row, b0, b1); /* --check writes nothing */
+    int rc = say_judged(a, s, b0, b1);
+    return rc ? rc : emit(a, src, cat, c); /* a refused profile is not written */
 }
 
 int cmd_calibrate(int argc, char **argv); /* listed in cli/commands.h */
-/* --check: the profile's figures as a Calibration (the catalog's row g), the spreads those of the re-measure
- * now — so cal_judge(profile, now) says noisy when now cannot tell, moved when the machine changed. */
-static void profile_of_row(const GpuSpec *g, const Calibration *now, Calibration *p)
-{
-    memset(p, 0, sizeof *p);
-    p->reps = now->reps;
-    p->rate[CAL_PATH_FP8] = g->flops_fp8, p->rate[CAL_PATH_BF16] = g->flops_bf16,
-    p->rate[CAL_PATH_FP32] = g->flops_fp32;
-    p->mem_bw = g->hbm_bw, p->elem_bw = g->elem_bw;
-    for (int i = 0; i < CAL_PATHS; i++) p->rate_iqr[i] = now->rate_iqr[i];
-    p->scaled_optim_bw = g->scaled_optim_bw;
-    p->mem_iqr = now->mem_iqr, p->elem_iqr = now->elem_iqr, p->scaled_optim_iqr = now->scaled_optim_iqr;
-}
-
-/* The quick re-measure's repetitions: half the profile's, at least 3 (all of them below 3). */
-static int again_reps(int reps) { return reps < 3 ? reps : (reps + 1) / 2 < 3 ? 3 : (reps + 1) / 2; }
 
 int cmd_calibrate(int argc, char **argv)
 {
@@ -383,152 +503,20 @@ int cmd_calibrate(int argc, char **argv)
     if ((rc = plan_catalog_find(CMD, a.check ? a.check : a.catalog, src, sizeof src)) ||
         (rc = plan_catalog_load(CMD, src, &cat)))
         return rc;
-    struct stat ob;
-    if (a.out && !stat(a.out, &ob) && !S_ISDIR(ob.st_mode)) { /* before measuring, not after */
-        free(cat);
-        return cli_fail(
-            CMD, (err_set(&e, ST_CANTCREAT,
-                          "-o %s: not a directory (calibrate writes a catalog: a directory of CSV files)", a.out),
-                  &e));
-    }
-    if (a.out && stat(a.out, &ob)) { /* a directory to create: its parent must exist (mkdir, not mkdir -p) */
-        char parent[4096];
-        snprintf(parent, sizeof parent, "%s", a.out);
-        size_t n = strlen(parent);
-        while (n > 1 && parent[n - 1] == '/') parent[--n] = '\0';
-        char *slash = strrchr(parent, '/');
-        if (slash) *(slash == parent ? slash + 1 : slash) = '\0';
-        if (slash && (stat(parent, &ob) || !S_ISDIR(ob.st_mode))) {
-            free(cat);
-            return cli_fail(CMD, (err_set(&e, ST_CANTCREAT, "-o %s: cannot create the directory: %s is not a directory",
-                                          a.out, parent),
-                                  &e));
-        }
-    }
-    /* refused before measuring: -o would silently put this machine's profile in place of a published GPU */
-    if (a.out && !a.replace && catalog_gpu(cat, a.name)) {
-        rc = cli_usage(CMD,
-                       "--name %s: the catalog already has a GPU row '%s' (-o would replace it with this machine's "
-                       "profile): give another --name, or --replace to replace it on purpose",
-                       a.name, a.name);
-        free(cat);
-        return rc;
-    }
-    if (a.out) { /* refused before measuring, as the name clash below */
-        char mine[4200], theirs[4200];
-        snprintf(mine, sizeof mine, "%s/gpus.csv", a.out);
-        snprintf(theirs, sizeof theirs, "%s/gpus.csv", src);
-        if (path_same_file(mine, theirs)) {
-            free(cat);
-            return cli_usage(CMD, "-o %s: that is the catalog calibrate reads (give another directory)", a.out);
-        }
-    }
-    const GpuSpec *row = a.check ? catalog_gpu(cat, a.name) : NULL;
-    if (a.check && (!row || !row->host != !strcmp(a.backend, "cuda"))) {
-        rc = cli_usage(CMD, "--check %s: %s/gpus.csv has no %s row '%s' to check (give --name)", a.check, src,
-                       strcmp(a.backend, "cuda") ? "host" : "GPU", a.name);
-        free(cat);
-        return rc;
-    }
-    if (row && !(row->scaled_optim_bw > 0 && row->elem_bw > 0)) {
-        rc = cli_usage(CMD,
-                       "--check %s: row '%s' has no elem_gbps or scaled_optim_gbps (written by an older calibrate "
-                       "or by hand): calibrate it again",
-                       a.check, a.name);
-        free(cat);
-        return rc;
-    }
-    const ModelSpec *base = catalog_model(cat, a.model);
-    ModelSpec m;
-    Backend *bk = NULL;
-    Comm *comm = NULL;
-    Calibration *c = calloc(2, sizeof *c), *again = c ? c + 1 : NULL;
-    double load0 = cal_loadavg(), load1 = -1;
-    if (!base) {
+    const GpuSpec *row = NULL;
+    const ModelSpec *base = NULL;
+    if (!(rc = check_out(&a, src, cat)) && !(rc = check_row(&a, src, cat, &row)) &&
+        !(base = catalog_model(cat, a.model))) {
         char names[2048];
         catalog_model_names(cat, names, sizeof names);
         rc = cli_usage(CMD, "--model: unknown model '%s' (known: %s)", a.model, names);
-    } else if (!c) {
-        rc = cli_fail(CMD, (err_set(&e, ST_NOMEM, "out of memory"), &e));
-    } else if (exec_model(base, &a.ov, &m, &e) || backend_create(a.backend, &bk, &e) || make_comm(bk, &comm, &e) ||
-               (a.check ? calibrate_compute(bk, comm, &m, a.mbs, (int)a.reps, c, &e)
-                        : calibrate_host(bk, comm, &m, a.mbs, (int)a.reps, c, &e) ||
-                              calibrate_compute(bk, comm, &m, a.mbs, again_reps((int)a.reps), again, &e))) {
-        rc = cli_fail(CMD, &e);
-    } else if (!comm->rank) {
-        char row_text[8192], why[512], b0[16], b1[16];
-        load1 = cal_loadavg();
-        put_load(b0, sizeof b0, load0), put_load(b1, sizeof b1, load1);
-        printf("fp8plan calibrate: %s%s%s, one layer of %s (hidden %u, ffn %u, seq %u, mbs %u: %llu rows), %d rank%s\n",
-               a.backend, c->device[0] ? " on " : "", c->device, m.name, m.hidden, m.ffn_hidden, m.seq_len, a.mbs,
-               (unsigned long long)a.mbs * m.seq_len, c->ranks, c->ranks > 1 ? "s" : "");
-        print_tables(c);
-        CalJudge j;
-        if (a.check) {
-            Calibration *prof = again; /* the row's figures */
-            profile_of_row(row, c, prof);
-            cal_judge(prof, c, &j);
-            print_judge(&j, c->reps, "this machine now", load0, load1);
-            judge_reason(&j, c->reps, "a measurement now", why, sizeof why);
-            if (j.noisy) {
-                fprintf(stderr,
-                        "fp8plan calibrate: --check %s: cannot tell, this machine is too noisy now (%s; load average "
-                        "%s before, %s after): not judged, check again at a quieter moment\n",
-                        a.check, why, b0, b1);
-                rc = EXIT_NOISY;
-            } else if (j.drifted) {
-                fprintf(stderr, "fp8plan calibrate: --check %s: row %s no longer describes this machine: %s\n", a.check,
-                        a.name, why);
-                rc = 1;
-            } else {
-                printf("profile %s in %s still describes this machine (every figure within +-%.0f %%)\n", a.name,
-                       a.check, 100.0 * CAL_DRIFT_MAX);
-            }
-        } else {
-            int bad = cal_judge(c, again, &j);
-            char what[64];
-            snprintf(what, sizeof what, "a re-measure (%d repetitions)", again->reps);
-            print_judge(&j, c->reps, what, load0, load1);
-            judge_reason(&j, c->reps, what, why, sizeof why);
-            double worst = 0;
-            for (int f = 0; f < CAL_FIGS; f++)
-                if (fabs(j.drift[f]) > fabs(worst)) worst = j.drift[f];
-            if (bad && a.out && !a.allow_noisy) {
-                fprintf(stderr,
-                        "fp8plan calibrate: not writing %s: the profile does not hold (%s; load average %s before, "
-                        "%s after): measure again at a quieter moment, or --allow-noisy to write it marked NOISY\n",
-                        a.out, why, b0, b1);
-                rc = EXIT_NOISY;
-            } else if (bad) {
-                snprintf(c->judged, sizeof c->judged,
-                         "NOISY PROFILE (past its bounds: %.200s; load average %s before, %s after)", why, b0, b1);
-                fprintf(stderr, "fp8plan calibrate: WARNING: %s%s\n", c->judged,
-                        a.out ? ", written as asked by --allow-noisy" : "");
-            } else {
-                snprintf(c->judged, sizeof c->judged,
-                         "judged: interquartile spreads within %.1f %%, a re-measure within %+.1f %%; load average %s "
-                         "before, %s after",
-                         100.0 * cal_iqr_max(c->reps), 100.0 * worst, b0, b1);
-            }
-        }
-        if (rc || a.check) {
-            /* nothing more: --check writes nothing; a refused profile is not written */
-        } else if (cal_gpu_row(c, a.name, row_text, sizeof row_text, &e)) {
-            rc = cli_fail(CMD, &e);
-        } else {
-            printf("gpus.csv row:\n%s\n", row_text);
-            const StackSpec *own = catalog_stack(cat, "fp8plan");
-            if (own && !cal_stack_row(own, c, row_text, sizeof row_text, &e))
-                printf("stacks.csv row (fp8plan):\n%s\n", row_text);
-            if (a.out) rc = write_catalog(&a, src, cat, c);
-            if (!rc && a.out)
-                printf("catalog written to %s (fp8plan plan --catalog %s --gpu %s ...)\n", a.out, a.out, a.name);
-        }
     }
-    if (rc && comm && comm->size > 1) comm_mpi_abort(comm, rc);
-    if (comm) comm->destroy(comm);
-    if (bk) bk->destroy(bk);
-    free(c);
+    CalSession s = {0};
+    if (!rc && cal_session_measure(&s, a.backend, base, &a.ov, a.mbs, (int)a.reps, row, &e))
+        rc = cli_fail(CMD, &e);
+    else if (!rc && !s.comm->rank)
+        rc = say_result(&a, src, cat, &s, row);
+    cal_session_close(&s, rc);
     free(cat);
     return rc;
 }

@@ -1,25 +1,17 @@
 /* cli/cmd_run.c — `fp8plan run`: train a model of the catalog for N steps with a
  * recipe on a backend, then report measured versus planned, term by term.
- * Wiring only: the plan (planner/), the model and its measurement (exec/), the
- * comparison (exec/measure/compare.h) and its rendering (reports/run_report.h). */
+ * Wiring only: the flags into a RunSpec, the session (exec/run/run.h) and what
+ * it shows through its hooks: the header, the progress, the per-rank tables
+ * (cli/cmd_run_tables.c) and the report (cli/cmd_run_report.c). */
 #include "cli/cmd_run.h"
 
 #include <math.h>
 #include <stddef.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
+#include <stdio.h>
 
 #include "cli/cmd_plan.h"
 #include "cli/cmd_run_check.h"
-#include "exec/comm/comm_mpi.h"
-#include "exec/ckpt.h"
-#include "exec/data.h"
-#include "exec/measure/compare.h"
-#include "exec/par.h"
-#include "reports/run_report.h"
-#include "util/fileio.h"
+#include "exec/backend/par.h"
 #include "util/num.h"
 
 static const char help_head[] =
@@ -60,7 +52,8 @@ const char *const RUN_CMD = "run";
 
 /* What the flags fill: the run's own settings and the plan inputs it takes (cli/plan_flags.c). */
 typedef struct {
-    RunArgs a;
+    RunSpec a;
+    CliOut out; /* -o FILE (a.out) and what it holds: --format csv (default), json or html (a page with charts) */
     PlanArgs p; /* --model --recipe --gpu --stack --catalog --seq --mbs --gbs --dp --tp --pp --ep --zero --dist-opt */
 } Parsed;
 
@@ -144,8 +137,8 @@ static const CliOpt opts[] = {
         IN23 "rank's expert all-to-all bytes for it)"},
     {"log-every", OPT_U32, A(log_every), .lo = 1, .hi = 100000000, .arg = "N", .help = "print every Nth step (default 1); --quiet prints only the report"},
     {"quiet", OPT_FLAG, A(quiet), .set = 1},
-    {"output", OPT_STR, A(out.path), .short_name = 'o', .arg = "FILE", .help = "also write every row of the report to FILE (atomically)"},
-    {"format", OPT_FN, A(out), .has_arg = 1, .fn = read_format},
+    {"output", OPT_STR, A(out), .short_name = 'o', .arg = "FILE", .help = "also write every row of the report to FILE (atomically)"},
+    {"format", OPT_FN, offsetof(Parsed, out), .has_arg = 1, .fn = read_format},
     {.kind = OPT_TEXT, .help = "  --format csv|json|html  what -o writes (default csv); html: one self-contained page with planned"
         IN23 "against measured memory, time and collectives (accepted bands), the loss"
         IN23 "curve and the time per phase of every step, and the CSV's rows"},
@@ -156,7 +149,7 @@ static const CliOpt opts[] = {
 // clang-format on
 
 /* The plan inputs into the run's settings: a layout flag not given is 0 (none; --dp: the ranks). */
-static void take_plan_flags(const PlanArgs *p, RunArgs *a)
+static void take_plan_flags(const PlanArgs *p, RunSpec *a)
 {
     a->model = p->model, a->recipe = p->recipe, a->gpu = p->gpu, a->stack = p->stack, a->catalog = p->catalog;
     a->ov.seq = p->in.seq, a->mbs = p->in.mbs, a->gbs = (uint32_t)p->in.gbs; /* at most 2^20: the rows' range */
@@ -168,42 +161,79 @@ static void take_plan_flags(const PlanArgs *p, RunArgs *a)
 }
 
 /* 0 ok, -1 help printed, else an exit code. */
-static int parse(int argc, char **argv, RunArgs *a)
+static int parse(int argc, char **argv, RunSpec *a, CliOut *out)
 {
     Parsed f = {.a = {.backend = "cpu", .steps = 20, .log_every = 1, .hyper = model_hyper_default()}};
-    f.a.out.fmt = TABLE_CSV;
+    f.out.fmt = TABLE_CSV;
     plan_flags_defaults(&f.p);
     int rc = cli_opts_parse(&(CliParse){.cmd = RUN_CMD, .opts = opts, .help = help_head, .help_tail = help_tail}, argc,
                             argv, &f);
     if (rc || (rc = plan_flags_finish(RUN_CMD, &f.p))) return rc;
     *a = f.a;
+    *out = f.out;
+    out->path = a->out;
     take_plan_flags(&f.p, a);
     if (!a->model) return cli_usage(RUN_CMD, "--model is required (a row of models.csv, e.g. gpt2-124m)");
     if (!a->recipe)
         return cli_usage(RUN_CMD, "--recipe is required (e.g. megatron-bf16, te-fp8, te-fp8-current, fp8lm)");
     if (a->data && !a->ov.vocab) a->ov.vocab = 256; /* byte-level text */
-    if (a->out.fmt != TABLE_CSV && !a->out.path)
-        return cli_usage(RUN_CMD, "--format %s needs -o FILE", a->out.fmt == TABLE_HTML ? "html" : "json");
+    if (out->fmt != TABLE_CSV && !out->path)
+        return cli_usage(RUN_CMD, "--format %s needs -o FILE", out->fmt == TABLE_HTML ? "html" : "json");
     return 0;
 }
 
-/* ---- the run ---- */
+/* ---- what the session shows (exec/run/run.h's hooks) ---- */
 
-int run_fail(const Err *e) { return cli_fail(RUN_CMD, e); }
-
-double run_now_s(void)
+static void on_fail(void *ctx, Status st, const char *msg)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    (void)ctx;
+    Err e;
+    if (st == ST_USAGE)
+        cli_usage(RUN_CMD, "%s", msg); /* a list of the catalog's names may pass an Err's length */
+    else
+        cli_fail(RUN_CMD, (err_set(&e, st, "%s", msg), &e));
 }
 
-static void print_header(const RunArgs *a, const Model *m, const DataStream *d, const Measurement *ms, const Plan *p,
-                         double build_s)
+static void on_note(void *ctx, const char *msg)
 {
-    const ModelSpec *s = &m->spec;
+    (void)ctx;
+    fprintf(stderr, "fp8plan run: %s\n", msg);
+}
+
+static void on_say(void *ctx, const char *text)
+{
+    (void)ctx;
+    fputs(text, stdout);
+}
+
+static void on_planned(void *ctx, const RunSession *s)
+{
+    (void)ctx;
+    run_progress_build(&s->model, s->built, par_threads());
+}
+
+static void on_built(void *ctx)
+{
+    (void)ctx;
+    run_progress_end();
+}
+
+static void on_step_end(void *ctx, uint32_t done, uint32_t total, double elapsed_s)
+{
+    (void)ctx;
+    fflush(stdout); /* a step's line before the progress line on stderr */
+    run_progress_step(done, total, elapsed_s);
+}
+
+static void on_started(void *ctx, const RunSession *s)
+{
+    (void)ctx;
+    const RunSpec *a = s->spec;
+    const Model *m = s->m;
+    const Measurement *ms = &s->ms;
+    const ModelSpec *sp = &m->spec;
     printf("fp8plan run: %s on %s, recipe %s, plan for %s (stack %s)\n", a->model, m->bk->name, m->recipe.name,
-           p->in.gpu->name, p->in.stack ? p->in.stack->name : "none");
+           s->plan->in.gpu->name, s->plan->in.stack ? s->plan->in.stack->name : "none");
     if (ms->dev.have) {
         const BackendDeviceInfo *i = &ms->dev.info;
         printf("  device: %s, %d SMs, compute capability %d.%d, %.1f GiB; CUDA runtime %d, driver %d, GEMM library "
@@ -217,223 +247,52 @@ static void print_header(const RunArgs *a, const Model *m, const DataStream *d, 
     snprintf(line, sizeof line,
              "  model: %u layers, hidden %u, %u heads (%u KV), ffn %u, %s, %s, %s positions, %s, %s; seq %u, mbs "
              "%u%s, vocab %u (padded %llu), %s params",
-             s->layers, s->hidden, s->heads, s->kv_heads, s->ffn_hidden, norm_name(s->norm), mlp_name(s->mlp),
-             pos_name(s->pos), s->tied_embeddings ? "tied" : "untied", s->linear_bias ? "biases" : "no biases", m->seq,
-             m->batch, micro, s->vocab, (unsigned long long)m->vocab_padded,
+             sp->layers, sp->hidden, sp->heads, sp->kv_heads, sp->ffn_hidden, norm_name(sp->norm), mlp_name(sp->mlp),
+             pos_name(sp->pos), sp->tied_embeddings ? "tied" : "untied", sp->linear_bias ? "biases" : "no biases",
+             m->seq, m->batch, micro, sp->vocab, (unsigned long long)m->vocab_padded,
              num_fmt_grouped(model_weight_count(m), (char[32]){0}, 32));
     table_put_prose(stdout, "%s\n", line); /* wrapped at TABLE_WIDTH columns */
-    double floor = data_entropy_floor(d);
+    double floor = data_entropy_floor(&s->d);
     if (floor >= 0)
-        printf("  data: %s; entropy %.3f nats/token, ln V = %.3f\n", d->name, floor, log((double)s->vocab));
+        printf("  data: %s; entropy %.3f nats/token, ln V = %.3f\n", s->d.name, floor, log((double)sp->vocab));
     else
-        printf("  data: %s (%llu bytes); ln V = %.3f\n", d->name, (unsigned long long)d->len, log((double)s->vocab));
+        printf("  data: %s (%llu bytes); ln V = %.3f\n", s->d.name, (unsigned long long)s->d.len,
+               log((double)sp->vocab));
     printf("  arena: %s bytes in one allocation; model built in %.2f s (weights on %d host threads)\n",
-           num_fmt_grouped(m->arena.bytes, (char[32]){0}, 32), build_s, par_threads());
+           num_fmt_grouped(m->arena.bytes, (char[32]){0}, 32), s->build_s, par_threads());
     fflush(stdout);
 }
 
-/* The GPU the plan is for: --gpu, else the device's catalog row, else h100-sxm. */
-static const GpuSpec *plan_gpu(const RunArgs *a, const Catalog *cat, const Measurement *ms)
+/* Every rank's tables beside the plan (rank 0 prints them); 1 when a rank differs. */
+static int on_ranks(void *ctx, const RunSession *s)
 {
-    if (a->gpu) return catalog_gpu(cat, a->gpu);
-    if (ms->dev.have && ms->peak.gpu) return ms->peak.gpu;
-    if (ms->dev.have)
-        fprintf(stderr, "fp8plan run: %s matches no row of gpus.csv; the plan is for h100-sxm (--gpu G to choose)\n",
-                ms->dev.info.name);
-    return catalog_gpu(cat, "h100-sxm");
+    (void)ctx;
+    int rc = run_rank_table(s->plan, s->comm, &s->ms, &s->rd);
+    int ep_rc = run_rank_ep_table(s->plan, s->comm, &s->ms, &s->rd);
+    return rc ? rc : ep_rc;
 }
 
-/* The catalog rows the flags name; a usage exit code when one is unknown. */
-static int lookup(const RunArgs *a, const Catalog *cat, const Measurement *ms, const ModelSpec **base,
-                  const GpuSpec **gpu, const Recipe **recipe)
+static int on_report(void *ctx, const RunSession *s)
 {
-    char names[2048];
-    *base = catalog_model(cat, a->model);
-    *gpu = plan_gpu(a, cat, ms);
-    *recipe = catalog_recipe(cat, a->recipe);
-    if (!*base) {
-        catalog_model_names(cat, names, sizeof names);
-        return cli_usage(RUN_CMD, "--model: unknown model '%s' (known: %s)", a->model, names);
-    }
-    if (!*gpu) {
-        catalog_gpu_names(cat, names, sizeof names);
-        return cli_usage(RUN_CMD, "--gpu: unknown GPU '%s' (known: %s)", a->gpu ? a->gpu : "h100-sxm", names);
-    }
-    if (!*recipe) {
-        catalog_recipe_names(cat, names, sizeof names);
-        return cli_usage(RUN_CMD, "--recipe: unknown recipe '%s' (known: %s)", a->recipe, names);
-    }
-    return 0;
-}
-
-/* The plans of a run: *built, the one the executor lays its arena out from
- * (stacks.csv's fp8plan row: this executor), and *held, the one the run is
- * compared with — the same plan, or --stack's (which predicts that stack, so
- * the terms where the stacks differ are reported as differing). Both count the
- * communicator the process holds: a started NCCL one ("nccl 2.x.y") has its
- * buffers on the device even for one rank (578 MiB measured on an H200 against
- * the plan's 588 MiB per communicator); MPI and the local copies hold none there. */
-static int make_plans(const RunArgs *a, const Catalog *cat, const ModelSpec *model, const GpuSpec *gpu, const Recipe *r,
-                      const Comm *comm, const Plan **built, const Plan **held)
-{
-    static Plan own_plan, other_plan;
-    const StackSpec *own = catalog_stack(cat, "fp8plan"), *stack = a->stack ? catalog_stack(cat, a->stack) : own;
-    if (!stack && a->stack) {
-        char names[2048];
-        catalog_stack_names(cat, names, sizeof names);
-        return cli_usage(RUN_CMD, "--stack: unknown stack '%s' (known: %s)", a->stack, names);
-    }
-    Plan *p[2] = {&own_plan, &other_plan};
-    const StackSpec *st[2] = {own, stack};
-    for (int i = 0; i < (stack == own ? 1 : 2); i++) {
-        PlanInput in;
-        Err e;
-        exec_plan_input(&in, model, gpu, r, a->mbs, a->gbs / (a->mbs * a->dp), st[i]);
-        exec_plan_dp(&in, a->dp, a->sharding);
-        in.comms_min = run_device_comms(comm);
-        if (a->tp > 1) in.tp = a->tp, in.sp = 1; /* the executor's TP is sequence-parallel */
-        if (a->pp > 1) in.pp = a->pp, in.stage_view = run_stage_of(a, a->rank) + 1; /* this rank's stage */
-        if (a->ep > 1) in.ep = a->ep; /* the planner checks it against the experts and the ranks */
-        if (plan_build(&in, p[i], &e)) {
-            err_prefix(&e, "plan");
-            return run_fail(&e);
-        }
-    }
-    *built = &own_plan;
-    *held = stack == own ? &own_plan : &other_plan;
-    return 0;
+    return run_report(s->spec, ctx, s->plan, s->m, &s->ms, &s->d, s->comm->size > 1 ? &s->rd : NULL);
 }
 
 int cmd_run(int argc, char **argv)
 {
-    RunArgs a;
-    int rc = parse(argc, argv, &a);
+    RunSpec a;
+    CliOut out;
+    int rc = parse(argc, argv, &a, &out);
     if (rc) return rc < 0 ? 0 : rc;
-    if ((rc = run_check_paths(&a))) return rc; /* before anything is built */
-    Err e;
-    Backend *bk = NULL;
-    Comm *comm = NULL;
-    Catalog *cat = NULL;
-    Model *m = NULL;
-    DataStream d = {0};
-    static Measurement ms;
-    RunFiles sf = {0};
-    int grouped = 0, keep = 0; /* the output group begun; its files to be put in place */
-    const ModelSpec *base;
-    const GpuSpec *gpu;
-    const Recipe *recipe;
-    ModelSpec model;
-    const Plan *built = NULL, *plan = NULL; /* what the executor builds; what the run is held to */
-    memset(&ms, 0, sizeof ms);
-    if (backend_create(a.backend, &bk, &e)) return run_fail(&e);
-    if (measure_init(&ms, bk, a.steps, &e)) { /* a GPU: the device, and memory in use with the context up */
-        rc = run_fail(&e);
-        goto done;
-    }
-    if (run_make_comm(&a, bk, &comm, &e)) {
-        rc = run_fail(&e);
-        goto done;
-    }
-    measure_after_comm(&ms, bk);
-    if ((rc = run_resolve_ranks(&a, comm))) goto done;
-    if ((rc = plan_catalog_load(RUN_CMD, a.catalog, &cat))) goto done;
-    measure_match(&ms, cat);
-    if ((rc = lookup(&a, cat, &ms, &base, &gpu, &recipe))) goto done;
-    if (exec_model(base, &a.ov, &model, &e)) {
-        rc = run_fail(&e);
-        goto done;
-    }
-    if (a.want_routing && !spec_is_moe(&model)) {
-        rc = cli_usage(RUN_CMD, "--routing-log: model %s has no experts", model.name);
-        goto done;
-    }
-    if ((rc = make_plans(&a, cat, &model, gpu, recipe, comm, &built, &plan))) goto done;
-    if (!a.rank) run_warn_model(&a, base, &model, built, bk->name);
-    double t0 = run_now_s();
-    run_progress_build(&model, built, par_threads());
-    Status st = model_create(built, &a.hyper, bk, comm, &m, &e);
-    run_progress_end();
-    if (st) {
-        rc = run_fail(&e);
-        goto done;
-    }
-    double build_s = run_now_s() - t0;
-    if ((a.save || a.resume) && ckpt_check(m, &e)) { /* before the steps, not after them */
-        rc = run_fail(&e);
-        goto done;
-    }
-    st = a.data ? data_bytes_file(&d, a.data, model.vocab, built->seq, &e)
-                : data_synthetic(&d, model.vocab, a.hyper.seed, &e);
-    if (st) {
-        rc = run_fail(&e);
-        goto done;
-    }
-    if (a.resume) {
-        DataState ds;
-        if (ckpt_load(a.resume, m, &ds, &e) || data_restore(&d, &ds, &e)) {
-            rc = run_fail(&e);
-            goto done;
-        }
-        if (!a.quiet) printf("resumed from %s at step %u\n", a.resume, m->step);
-    }
-    measure_after_model(&ms, m);
-    if (!a.quiet) print_header(&a, m, &d, &ms, plan, build_s);
-    run_stop_on_signals(comm->size);
-    /* the run's files land together: loss log, trace, checkpoint and report all new, or all as they were
-     * (a second signal while they are written; a failure) */
-    outfile_group_begin();
-    grouped = 1;
-    if ((rc = run_files_open(&a, m, &sf))) goto done;
-    /* a run stopped by a signal or a failed step still reports the steps it
-     * took (one rank: several are stopped together, see done) */
-    int stopped = run_train(&a, m, &d, &ms, &sf);
-    if (stopped && (comm->size > 1 || !ms.steps)) {
-        rc = stopped;
-        goto done;
-    }
-    if ((rc = run_routing_write(&a, m, &sf)) || (rc = run_files_commit(&sf))) goto done;
-    measure_finish(&ms, m);
-    if (stopped > 128 && a.save) fprintf(stderr, "fp8plan run: --save: the checkpoint is of step %u\n", m->step);
-    /* rank 0 writes; with sharded states or TP/PP ranks every rank hands its part over (exec/ckpt.h) */
-    if (stopped && stopped < 128 && a.save)
-        fprintf(stderr, "fp8plan run: --save: no checkpoint (step %u failed)\n", m->step + 1);
-    else if (a.save && (!a.rank || ckpt_every_rank(m)) && ckpt_save(a.rank ? NULL : a.save, m, &d.st, &e)) {
-        rc = run_fail(&e);
-        goto done;
-    }
-    if (a.save && !a.quiet) printf("checkpoint: %s (step %u)\n", a.save, m->step);
-    if (ms.dev.st) fprintf(stderr, "fp8plan run: warning: a device measurement failed: %s\n", ms.dev.msg);
-    RankData rd = {0};
-    int ranks_rc = 0;
-    if (comm->size > 1) {
-        if (run_ranks_gather(comm, plan, &ms, &rd, &e) || run_ranks_gather_ep(comm, m, &rd, &e)) {
-            run_ranks_free(&rd);
-            rc = run_fail(&e);
-            goto done;
-        }
-        ranks_rc = run_rank_table(plan, comm, &ms, &rd);
-        int ep_rc = run_rank_ep_table(plan, comm, &ms, &rd);
-        if (!ranks_rc) ranks_rc = ep_rc;
-    }
-    if (!a.rank) rc = run_report(&a, plan, m, &ms, &d, comm->size > 1 ? &rd : NULL);
-    keep = !rc || rc == status_exit_code(ST_TOLERANCE); /* the report written: the set is whole */
-    run_ranks_free(&rd);
-    if (!rc && ranks_rc) rc = ranks_rc;
-    if (stopped && (!rc || rc == 1)) rc = stopped; /* the stop's code, unless the report could not be written */
-done:
-    run_files_abort(&sf);
-    if (grouped && outfile_group_end(keep, &e) && keep) rc = run_fail(&e);
-    /* never leave the other ranks waiting in a collective (unless every rank failed at one agreed point) */
-    if (rc && rc != 1 && comm && comm->size > 1 && !(m && m->failed_together)) {
-        fprintf(stderr, "fp8plan run: rank %d of %d failed (exit %d): stopping every rank\n", comm->rank, comm->size,
-                rc);
-        comm_mpi_abort(comm, rc);
-    }
-    measure_free(&ms);
-    data_free(&d);
-    model_destroy(m);
-    if (comm) comm->destroy(comm);
-    if (bk) bk->destroy(bk);
-    free(cat);
-    return rc;
+    const RunHooks hooks = {.ctx = &out,
+                            .fail = on_fail,
+                            .note = on_note,
+                            .say = on_say,
+                            .planned = on_planned,
+                            .built = on_built,
+                            .started = on_started,
+                            .step_begin = on_built,
+                            .step_end = on_step_end,
+                            .ranks = on_ranks,
+                            .report = on_report};
+    return run_session(&a, &hooks);
 }

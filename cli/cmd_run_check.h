@@ -1,24 +1,12 @@
-/* cli/cmd_run_check.h — what `fp8plan run` checks and says before and while it trains, kept apart from
- * the run itself: paths validated before any work, outputs that would overwrite each other or an input
- * refused, a sequence beyond the model's context and a long CPU run announced, and a progress line with
- * an ETA on a terminal. */
+/* cli/cmd_run_check.h — what `fp8plan run` shows while it builds and trains, kept apart from the run
+ * itself: a progress line with an ETA on a terminal. (What a run checks before any work and the warnings
+ * about its model: exec/run/run.h.) */
 #ifndef FP8PLAN_CLI_CMD_RUN_CHECK_H
 #define FP8PLAN_CLI_CMD_RUN_CHECK_H
 
 #include <stdint.h>
 
 #include "cli/cmd_run.h"
-
-/* Before anything is built: -o, --save, --scaling-trace and --loss-log can be written (73 if not), --data and
- * --resume can be read (66), no two outputs name the same file and no output names an input (64;
- * --save may name the --resume file: the checkpoint is replaced atomically after the run). Returns 0
- * or the exit code, the message printed. */
-int run_check_paths(const RunArgs *a);
-
-/* Warnings on stderr once the model and plan are known: --seq beyond the catalog model's context
- * (learned positions: the run trains a longer position table than the catalog's model has), and a
- * CPU run long enough to take minutes (its GEMM work, and how to shrink it). */
-void run_warn_model(const RunArgs *a, const ModelSpec *base, const ModelSpec *m, const Plan *p, const char *backend);
 
 /* What the run is doing, on stderr when it is a terminal: the model build ("building ...") and one
  * line per step rewritten in place with the step time and the ETA, erased at the end. */

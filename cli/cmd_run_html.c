@@ -139,8 +139,8 @@ typedef struct {
 
 static Status page(FILE *f, const void *ctx, Err *e) { return html_run_page(f, &((const Job *)ctx)->pg, e); }
 
-int run_html(const RunArgs *a, const Plan *p, const Model *m, const Measurement *l, const Comparison *c,
-             const Table *csv, const char *summary, const char *verdict)
+int run_html(const RunSpec *a, const CliOut *out, const Plan *p, const Model *m, const Measurement *l,
+             const Comparison *c, const Table *csv, const char *summary, const char *verdict)
 {
     char title[256], sub[256], *text = NULL;
     const ModelSpec *s = &m->spec;
@@ -159,8 +159,8 @@ int run_html(const RunArgs *a, const Plan *p, const Model *m, const Measurement 
     } else {
         snprintf(text, n, "%s\n%s", summary ? summary : "", verdict);
         Job j = {{title, sub, mem, tim, comm, steps, csv, text}};
-        CliOut out = {TABLE_HTML, a->out.path};
-        rc = cli_emit_page("run", &out, page, &j);
+        CliOut page_out = {TABLE_HTML, out->path};
+        rc = cli_emit_page("run", &page_out, page, &j);
     }
     free(text);
     table_free(mem), table_free(tim), table_free(steps), table_free(comm);

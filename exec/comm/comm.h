@@ -167,7 +167,7 @@ Status comm_payload(uint64_t count, Dtype dtype, uint64_t *payload, Err *e);
 /* FP8 all-reduce with a scale agreed first (MS-AMP's FP8 gradient
  * all-reduce): buf holds count codes of dtype (DT_E4M3 or DT_E5M2) that decode
  * to value · rec[REC_SCALE] on this rank (rec: {scale, scale_inv, amax},
- * backend memory; exec/backend_desc.h). The group's amax A (MAX over the
+ * backend memory; exec/backend/backend_desc.h). The group's amax A (MAX over the
  * ranks of |code| · scale_inv, counted COMM_UNPLANNED) gives the shared
  * scale s = fmax / (size · A) (1 when A is 0 or not finite), so a sum of size
  * values each at most A in magnitude stays within the format; each rank

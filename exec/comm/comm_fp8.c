@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
-#include "exec/elem.h"
+#include "exec/backend/elem.h"
 #include "fp8/codec.h"
 
 /* The largest |code| · inv of n codes (a NaN code makes it NaN). */

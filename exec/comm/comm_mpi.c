@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
-#include "exec/elem.h"
+#include "exec/backend/backend.h"
+#include "exec/backend/elem.h"
 
 /* A send in flight: MPI_Isend of a private copy of the caller's buffer. */
 typedef struct {

@@ -11,7 +11,7 @@
 #include "exec/comm/comm_nccl_rules.h"
 
 #ifdef FP8PLAN_HAVE_CUDA
-#include "exec/cuda_lib.h"
+#include "exec/backend/cuda_lib.h"
 #endif
 
 /* The MPI communicator started to find the local rank, kept for comm_nccl_mpi_create (which takes it);

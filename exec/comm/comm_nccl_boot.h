@@ -1,6 +1,6 @@
 /* exec/comm/comm_nccl_boot.h — NCCL ranks bootstrapped through MPI (mpirun
  * with --backend cuda): the MPI side, in C, so no CUDA translation unit sees
- * MPI and the CUDA library (exec/cuda/, loaded by exec/cuda_lib.c) needs no
+ * MPI and the CUDA library (exec/cuda/, loaded by exec/backend/cuda_lib.c) needs no
  * MPI of its own.
  *
  * The sequence (llm.c's "mpi" init method): each rank picks its GPU from its
@@ -12,7 +12,7 @@
 #ifndef FP8PLAN_EXEC_COMM_COMM_NCCL_BOOT_H
 #define FP8PLAN_EXEC_COMM_COMM_NCCL_BOOT_H
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 
 #ifdef __cplusplus

@@ -7,12 +7,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 #include "exec/comm/comm_mpi.h"
 
 #ifdef FP8PLAN_HAVE_CUDA /* the Makefile defines it when it builds exec/cuda/ with nvcc */
-#include "exec/cuda_lib.h"
+#include "exec/backend/cuda_lib.h"
 #endif
 
 /* The communicator a call is counted in: the root of the one it ran on. */

@@ -7,9 +7,9 @@
  * Row layout of qkv (B, T, W), W = (H + KV)·D + KV·Dv (Dv = D but for latent
  * attention's value heads): q head h at column h·D, k head g at H·D + g·D, v
  * head g at (H + KV)·D + g·Dv; query head h uses KV head h / (H/KV).
- * Descriptors arrive checked (exec/backend_check.c).
+ * Descriptors arrive checked (exec/backend/backend_check.c).
  *
- * Parallel on the thread pool (exec/par.h) in fixed pieces: per (sequence,
+ * Parallel on the thread pool (exec/backend/par.h) in fixed pieces: per (sequence,
  * head) in blocks of ATT_BLOCK query rows, the scores of a block against keys
  * [0, end of the block) are one sgemm (the part above the diagonal is computed
  * and ignored), the softmax runs row by row in FP32, and probs · V is one sgemm
@@ -26,9 +26,9 @@
 
 #include "exec/cpu/cpu_ops.h"
 #include "exec/cpu/cpu_qknorm.h"
-#include "exec/elem.h"
-#include "exec/kernel_math.h"
-#include "exec/par.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/kernel_math.h"
+#include "exec/backend/par.h"
 #include "fp8/half.h"
 
 enum {

@@ -2,14 +2,14 @@
  * table of operations implemented in cpu_gemm.c, cpu_nn.c, cpu_attn.c,
  * cpu_quant.c, cpu_optim.c, cpu_shard.c, cpu_moe.c and cpu_gemm_group.c, each
  * behind its shared check. Work runs synchronously (on the thread pool of
- * exec/par.h), so sync() has nothing to wait for. */
+ * exec/backend/par.h), so sync() has nothing to wait for. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "exec/cpu/cpu_ops.h"
-#include "exec/elem.h"
-#include "exec/par.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/par.h"
 #include "util/num.h"
 
 enum { CPU_ALIGN = 256 };

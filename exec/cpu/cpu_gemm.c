@@ -1,11 +1,11 @@
 /* exec/cpu/cpu_gemm.c — the CPU backend's GEMM, D (M,N) = A (M,K) · B (N,K)ᵀ, on
  * the BLAS: FP8/BF16/FP16 operands are decoded to FP32 panel by panel and
  * multiplied by OpenBLAS's sgemm, one call per tile, the tiles spread over the
- * pool of exec/par.h. OpenBLAS's own thread count is 1 (cpu_blas_init), so a
+ * pool of exec/backend/par.h. OpenBLAS's own thread count is 1 (cpu_blas_init), so a
  * call runs on the pool thread that makes it and several run at once; the
  * threads OpenBLAS starts when it loads stay idle.
  *
- * Arithmetic contract (that of exec/backend.h and of the reference,
+ * Arithmetic contract (that of exec/backend/backend.h and of the reference,
  * cpu_gemm_ref.c, except for the order of the sums):
  *  - Decoding is exact: every E4M3, E5M2, BF16 and FP16 value is an FP32
  *    value. No scale is applied to an operand.
@@ -42,8 +42,8 @@
 
 #include "exec/cpu/cpu_gemm.h"
 #include "exec/cpu/cpu_ops.h"
-#include "exec/elem.h"
-#include "exec/par.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/par.h"
 
 enum {
     KC_MAX = 8192,     /* K up to this is one chunk */

@@ -5,7 +5,7 @@
 #ifndef FP8PLAN_EXEC_CPU_CPU_GEMM_H
 #define FP8PLAN_EXEC_CPU_CPU_GEMM_H
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 
 enum { GEMM_SCALE_BLOCK = 128 }; /* K extent of one 1x128 / 128x128 scale block */
 

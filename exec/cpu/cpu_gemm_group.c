@@ -1,5 +1,5 @@
 /* exec/cpu/cpu_gemm_group.c — the CPU backend's grouped GEMM (GroupedGemmDesc
- * in exec/backend_desc.h): the experts' GEMMs of a mixture-of-experts layer in
+ * in exec/backend/backend_desc.h): the experts' GEMMs of a mixture-of-experts layer in
  * one call, each group exactly the GemmDesc a per-expert loop of gemm() would
  * pass, computed by the same BLAS tiles (cpu_gemm.c), so every group's D is
  * bit-identical to that loop's.
@@ -21,7 +21,7 @@
 
 #include "exec/cpu/cpu_gemm.h"
 #include "exec/cpu/cpu_ops.h"
-#include "exec/par.h"
+#include "exec/backend/par.h"
 
 /* From this many flops (2·m·N·K) a group's own tiles are spread over the pool. */
 #define GROUP_SERIAL_FLOP 64e6

@@ -24,8 +24,8 @@
 
 #include "exec/cpu/cpu_gemm.h"
 #include "exec/cpu/cpu_ops.h"
-#include "exec/elem.h"
-#include "exec/par.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/par.h"
 #include "fp8/blockgemm.h"
 #include "util/num.h"
 

@@ -1,5 +1,5 @@
 /* exec/cpu/cpu_moe.c — the CPU reference of a mixture-of-experts layer's
- * routing and data movement (exec/backend_desc.h: RouterDesc ...
+ * routing and data movement (exec/backend/backend_desc.h: RouterDesc ...
  * MoeUnpermuteBwdDesc): the router's top-k and its backward, the auxiliary
  * balance loss, and the permutation of token rows into expert order and back
  * with the weighted combine. The experts' GEMMs are grouped_gemm
@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "exec/cpu/cpu_ops.h"
-#include "exec/elem.h"
-#include "exec/kernel_math.h"
-#include "exec/par.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/kernel_math.h"
+#include "exec/backend/par.h"
 
 enum { ROUTE_TOKENS = 64 }; /* tokens per task */
 

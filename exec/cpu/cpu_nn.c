@@ -1,12 +1,12 @@
 /* exec/cpu/cpu_nn.c — the CPU reference of the memory-bound layers: layer norm
  * and RMSNorm, the MLP activations (GELU, SwiGLU), residual add, bias
  * gradient, embeddings and softmax cross-entropy. Inputs are read as float,
- * arithmetic is FP32 (per element through exec/kernel_math.h, as the GPU
+ * arithmetic is FP32 (per element through exec/backend/kernel_math.h, as the GPU
  * kernels do), and every stored output is rounded once to its dtype.
  * Reductions run in a fixed order (deterministic). Descriptors arrive checked
- * (exec/backend_check.c). Attention and the rotary embedding are cpu_attn.c's.
+ * (exec/backend/backend_check.c). Attention and the rotary embedding are cpu_attn.c's.
  *
- * Parallel on the thread pool (exec/par.h) in fixed pieces: rows for the row
+ * Parallel on the thread pool (exec/backend/par.h) in fixed pieces: rows for the row
  * operations, column chunks for the column sums (the norms' weight and bias
  * gradients, the bias gradient, the embedding gradients), so every sum keeps
  * one order whatever the thread count. Rows are loaded to and stored from
@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "exec/cpu/cpu_ops.h"
-#include "exec/elem.h"
-#include "exec/kernel_math.h"
-#include "exec/par.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/kernel_math.h"
+#include "exec/backend/par.h"
 
 enum {
     ROWS_PER_TASK = 16, /* rows of a row operation per task */

@@ -1,11 +1,11 @@
 /* exec/cpu/cpu_ops.h — the CPU reference backend's operations, shared by its
  * files (cpu_backend.c fills the Backend table with them, each behind its
- * shared check). Semantics are those of BACKEND_OPS in exec/backend.h.
+ * shared check). Semantics are those of BACKEND_OPS in exec/backend/backend.h.
  * Internal to exec/cpu/. */
 #ifndef FP8PLAN_EXEC_CPU_CPU_OPS_H
 #define FP8PLAN_EXEC_CPU_CPU_OPS_H
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 
 /* Private FP32 scratch owned by the backend (like cuBLASLt's internal
  * workspace, it is not part of the arena): grown on demand, reused. */

@@ -6,12 +6,12 @@
 #include <math.h>
 
 #include "exec/cpu/cpu_ops.h"
-#include "exec/elem.h"
-#include "exec/kernel_math.h"
-#include "exec/par.h"
-#include "exec/scaling.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/kernel_math.h"
+#include "exec/backend/par.h"
+#include "exec/backend/scaling.h"
 
-/* The AdamW update of one element in FP32 (exec/kernel_math.h, shared with the GPU). */
+/* The AdamW update of one element in FP32 (exec/backend/kernel_math.h, shared with the GPU). */
 static inline float adam_update(const AdamHyper *h, float bc1, float bc2, float w, float g, float *m, float *v)
 {
     return km_adamw(w, g, m, v, h->lr, h->beta1, h->beta2, h->eps, h->weight_decay, bc1, bc2);

@@ -3,16 +3,16 @@
  * over each query head's and key head's D values, one learned D-vector for the
  * query heads and one for the key heads). FP32 statistics on the loaded
  * values, every stored output rounded once to its dtype, the arithmetic of
- * exec/kernel_math.h's RMSNorm helpers (as cpu_nn.c's norms), and every sum in
+ * exec/backend/kernel_math.h's RMSNorm helpers (as cpu_nn.c's norms), and every sum in
  * one fixed order: rows are independent (tasks of QK_ROWS tokens), the weight
  * gradients are column tasks that sum over tokens, then heads, in order. */
 #include <math.h>
 
 #include "exec/cpu/cpu_ops.h"
 #include "exec/cpu/cpu_qknorm.h"
-#include "exec/elem.h"
-#include "exec/kernel_math.h"
-#include "exec/par.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/kernel_math.h"
+#include "exec/backend/par.h"
 
 enum {
     QK_ROWS = 16, /* tokens per task */

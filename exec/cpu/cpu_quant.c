@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "exec/cpu/cpu_ops.h"
-#include "exec/elem.h"
-#include "exec/par.h"
-#include "exec/scaling.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/par.h"
+#include "exec/backend/scaling.h"
 #include "fp8/codec.h"
 #include "fp8/quant.h"
 

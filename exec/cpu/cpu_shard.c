@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "exec/cpu/cpu_ops.h"
-#include "exec/elem.h"
-#include "exec/par.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/par.h"
 
 enum { SHARD_ROWS = 16, SHARD_COLS = 64 };
 

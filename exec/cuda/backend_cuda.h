@@ -1,10 +1,10 @@
-/* exec/cuda/backend_cuda.h — the CUDA backend of the executor (exec/backend.h):
+/* exec/cuda/backend_cuda.h — the CUDA backend of the executor (exec/backend/backend.h):
  * cuBLASLt GEMMs (FP8 E4M3/E5M2 with per-tensor scale_inv pointers, BF16),
  * fused cast + transpose + amax, delayed scaling for a whole bank in one
  * launch, layer norm, attention with materialized scores, GELU, embeddings,
  * cross-entropy, AdamW and FP8-LM's optimizer, and an NCCL Comm.
  *
- * Plain C declarations (no CUDA header), so exec/backend.c and the tests
+ * Plain C declarations (no CUDA header), so exec/backend/backend.c and the tests
  * include it from C. Built only where nvcc exists (FP8PLAN_HAVE_CUDA). */
 #ifndef FP8PLAN_EXEC_CUDA_BACKEND_CUDA_H
 #define FP8PLAN_EXEC_CUDA_BACKEND_CUDA_H
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 
 #ifdef __cplusplus

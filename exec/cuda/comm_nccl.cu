@@ -20,7 +20,7 @@
 #include "exec/comm/comm_wire.h"
 #include "exec/cuda/comm_nccl_impl.h"
 
-static_assert(sizeof(ncclUniqueId) == 128, "exec/cuda_lib.h's COMM_NCCL_ID_BYTES is 128");
+static_assert(sizeof(ncclUniqueId) == 128, "exec/backend/cuda_lib.h's COMM_NCCL_ID_BYTES is 128");
 
 static Status nccl_fail(Err *e, ncclComm_t comm, const char *file, int line, const char *call, ncclResult_t r)
 {

@@ -8,10 +8,10 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/cuda/backend_cuda.h"
 #include "exec/cuda/cuda_check.h"
-#include "exec/lt_map.h"
+#include "exec/backend/lt_map.h"
 
 /* Errors that kernels find in their inputs (the first one wins). */
 enum { DEV_ERR_NONE = 0, DEV_ERR_TOKEN = 1, DEV_ERR_TARGET = 2 };

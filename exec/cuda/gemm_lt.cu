@@ -1,6 +1,6 @@
 /* exec/cuda/gemm_lt.cu — GEMMs through cuBLASLt.
  *
- * exec/lt_map.c turns a GemmDesc into a column-major call (cuBLAS A = our B, so
+ * exec/backend/lt_map.c turns a GemmDesc into a column-major call (cuBLAS A = our B, so
  * both operands K-inner is "TN", Hopper's only FP8 layout). Per distinct call
  * shape (LtKey: sizes, types, transposes, leading dimensions, batch, epilogue,
  * fast accumulation, pointer alignments) the matmul descriptor, the four

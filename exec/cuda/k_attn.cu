@@ -14,14 +14,14 @@
  *   needs half of its FP32 row; each warp reads its row before it writes, from
  *   the top down, so no unread value is overwritten); then
  *   dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q straight into dqkv.
- * The per-element arithmetic is exec/kernel_math.h's; the GPU rounds dS to the
+ * The per-element arithmetic is exec/backend/kernel_math.h's; the GPU rounds dS to the
  * dtype before its GEMMs where the CPU reference keeps it in FP32 (one more
  * rounding of 2^-8 relative for BF16, bounded in the GPU tests).
  * Grouped-query attention (KV heads < heads) runs these on K and V repeated
  * per query head (the end of this file). */
 #include "exec/cuda/cuda_elem.cuh"
 #include "exec/cuda/cuda_impl.h"
-#include "exec/kernel_math.h"
+#include "exec/backend/kernel_math.h"
 
 #define GRID_STRIDE(i, n) \
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)

@@ -2,7 +2,7 @@
  * activation (GELU, SwiGLU) forward and backward, residual add, bias add
  * (after a GEMM), token (+ learned position) embeddings and their gradients,
  * and softmax cross-entropy with its gradient. Descriptors arrive checked
- * (exec/backend_check.c).
+ * (exec/backend/backend_check.c).
  *
  * Embedding backward is deterministic and sums in the CPU reference's order
  * without atomics: thread (channel i, slice s) walks every position in order
@@ -12,7 +12,7 @@
  * first bad one is recorded and reported by sync() (ST_USAGE). */
 #include "exec/cuda/cuda_elem.cuh"
 #include "exec/cuda/cuda_impl.h"
-#include "exec/kernel_math.h"
+#include "exec/backend/kernel_math.h"
 
 static unsigned grid_of(CudaImpl *im, uint64_t n) { return cuda_blocks(n, 256, (unsigned)im->info.sm_count * 16u); }
 

@@ -1,4 +1,4 @@
-/* exec/cuda/k_moe.cu — the mixture-of-experts operations (exec/backend.h:
+/* exec/cuda/k_moe.cu — the mixture-of-experts operations (exec/backend/backend.h:
  * router_topk, router_bwd, router_aux_loss, moe_permute, moe_unpermute,
  * moe_unpermute_bwd, grouped_gemm, grouped_gemm_wgrad). The executor does not
  * run MoE models yet

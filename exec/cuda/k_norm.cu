@@ -10,7 +10,7 @@
  * partials in order into the FP32 accumulators. */
 #include "exec/cuda/cuda_elem.cuh"
 #include "exec/cuda/cuda_impl.h"
-#include "exec/kernel_math.h"
+#include "exec/backend/kernel_math.h"
 
 enum { LN_THREADS = 256, LN_ROWS_PER_BLOCK = LN_THREADS / 32, COL_THREADS = 256, COL_SEGMENTS = 64 };
 

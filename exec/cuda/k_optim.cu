@@ -2,7 +2,7 @@
  * AdamW on an FP16 master, an FP8 E4M3 first moment and an FP16 second moment,
  * each with a per-tensor power-of-two scale (MS-AMP's two-kernel scheme).
  *
- * The update of one element is km_adam (exec/kernel_math.h) with the bias
+ * The update of one element is km_adam (exec/backend/kernel_math.h) with the bias
  * corrections computed once on the host, exactly as the CPU reference does, so
  * the new FP32 master weights are bit-identical to the CPU's.
  *
@@ -16,7 +16,7 @@
 #include "exec/cuda/cuda_elem.cuh"
 #include "fp8/codec.h"
 #include "exec/cuda/cuda_impl.h"
-#include "exec/kernel_math.h"
+#include "exec/backend/kernel_math.h"
 
 #define GRID_STRIDE(i, n) \
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)

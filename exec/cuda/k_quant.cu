@@ -22,7 +22,7 @@
 #include "exec/cuda/cuda_elem.cuh"
 #include "fp8/codec.h"
 #include "exec/cuda/cuda_impl.h"
-#include "exec/kernel_math.h"
+#include "exec/backend/kernel_math.h"
 
 enum { CT_TILE = 64, CT_THREADS = 256, CT_VEC = 16, CT_PITCH = CT_TILE + CT_VEC };
 
@@ -295,7 +295,7 @@ done:
  * over all len rows is taken (each chunk of rows is read before it is
  * overwritten, with a barrier between; fmaxf, so NaN is ignored), and the scale
  * is updated from it (or from row 0 alone for most_recent) by the shared rule.
- * A tensor whose row-0 amax is 0 is left alone (exec/scaling.h). scale_inv is
+ * A tensor whose row-0 amax is 0 is left alone (exec/backend/scaling.h). scale_inv is
  * left to the casts, as in TE. */
 __global__ void __launch_bounds__(256)
     k_delayed(float *hist, float *scale, uint32_t n, uint32_t len, int most_recent, float fmax, int margin)

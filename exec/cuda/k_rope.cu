@@ -2,10 +2,10 @@
  * heads of qkv (B·T, (H + 2·KV)·D): one thread per rotated pair
  * (x_i, x_{i+D/2}), with the cos/sin table the model computed on the host, so
  * the GPU rotates by the same floats as the CPU reference and does the same
- * per-element arithmetic (exec/kernel_math.h's km_rope_pair): bit-identical. */
+ * per-element arithmetic (exec/backend/kernel_math.h's km_rope_pair): bit-identical. */
 #include "exec/cuda/cuda_elem.cuh"
 #include "exec/cuda/cuda_impl.h"
-#include "exec/kernel_math.h"
+#include "exec/backend/kernel_math.h"
 
 __global__ void k_rope(void *qkv, Dtype dt, uint64_t rows, uint32_t T, uint32_t nh, uint64_t W, uint32_t D,
                        const float *cos_sin, int inverse)

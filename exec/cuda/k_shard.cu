@@ -1,5 +1,5 @@
 /* exec/cuda/k_shard.cu — the vocabulary-parallel operations of tensor
- * parallelism (exec/backend.h: embed_shard_fwd, embed_shard_bwd, xent_shard).
+ * parallelism (exec/backend/backend.h: embed_shard_fwd, embed_shard_bwd, xent_shard).
  * Tensor parallelism runs on the CPU backend only so far (fp8plan run refuses
  * --tp with --backend cuda, exit 69); these say so if called. */
 #include "exec/cuda/cuda_impl.h"

@@ -49,7 +49,7 @@
 
 #include <stdint.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 #include "planner/stack.h"
 

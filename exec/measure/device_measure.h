@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/model/model.h"
 #include "catalog/catalog.h"
 

@@ -19,7 +19,7 @@
  * Sizes first, then one allocation (llm.c's shape): model_layout() lists every
  * tensor with its memory term (the planner's MemTermId), dtype and element
  * count — a pure function — and model_create() carves them from one arena
- * sized by the Plan's terms (exec/arena.h). A step runs the plan's
+ * sized by the Plan's terms (exec/model/arena.h). A step runs the plan's
  * micro-batches (gradient accumulation) through a Backend, so the same
  * orchestration drives the CPU reference and the GPU. */
 #ifndef FP8PLAN_EXEC_MODEL_MODEL_H
@@ -27,10 +27,10 @@
 
 #include <stdint.h>
 
-#include "exec/arena.h"
-#include "exec/backend.h"
+#include "exec/model/arena.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
-#include "exec/recipe.h"
+#include "exec/backend/recipe.h"
 #include "planner/plan.h"
 
 #ifdef __cplusplus

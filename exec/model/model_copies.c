@@ -15,7 +15,7 @@
  *   - scale: the current-scaling rule (the bank's format: fmax / amax /
  *     2^margin), into the weight's forward slot; its amax-history row is left
  *     0, so the bank's delayed updates keep that scale all step (a tensor that
- *     did not run: exec/scaling.c);
+ *     did not run: exec/backend/scaling.c);
  *   - the copies: unsharded, the master cast into the row-wise and transposed
  *     copies; sharded, each rank casts its part into the row-wise copy (the
  *     codes the whole cast makes there: the cast is elementwise), all-gathered

@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/elem.h"
+#include "exec/backend/elem.h"
 #include "exec/model/model_internal.h"
-#include "exec/par.h"
-#include "exec/rng.h"
-#include "exec/scaling.h"
+#include "exec/backend/par.h"
+#include "exec/backend/rng.h"
+#include "exec/backend/scaling.h"
 
 ModelHyper model_hyper_default(void)
 {

@@ -1,5 +1,5 @@
 /* exec/model/model_moe.c — the routed part of a mixture-of-experts layer on one
- * rank, from the backend's MoE operations (exec/backend_check_moe.c):
+ * rank, from the backend's MoE operations (exec/backend/backend_check_moe.c):
  *   logits (B·T, E) = x · Wrᵀ (FP32 out)        router [E, C]
  *   scores, ids, weights, counts = router_topk  softmax (normalised top-k) or sigmoid + bias
  *   x_in (R, C)      = permute(x)               R = B·T·k rows, expert by expert

@@ -41,7 +41,7 @@
 #include <string.h>
 
 #include "exec/model/model_internal.h"
-#include "exec/rng.h"
+#include "exec/backend/rng.h"
 
 Status model_tp_check(const Plan *p, Err *e)
 {

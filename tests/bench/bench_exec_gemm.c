@@ -24,9 +24,9 @@
 
 #include "bench/bench_time.h"
 
-#include "exec/backend.h"
-#include "exec/par.h"
-#include "exec/rng.h"
+#include "exec/backend/backend.h"
+#include "exec/backend/par.h"
+#include "exec/backend/rng.h"
 #include "fp8/half.h"
 
 enum { REPS = 7, MAX_SHAPES = 32 };

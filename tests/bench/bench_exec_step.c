@@ -18,7 +18,7 @@
 #include "bench/bench_time.h"
 
 #include "exec/model/model.h"
-#include "exec/par.h"
+#include "exec/backend/par.h"
 #include "fp8/half.h"
 #include "support/exec_fixtures.h"
 

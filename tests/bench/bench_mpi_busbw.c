@@ -20,7 +20,7 @@
 
 #include "bench/bench_time.h"
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm_mpi.h"
 #include "exec/measure/calibrate.h"
 #include "catalog/catalog.h"

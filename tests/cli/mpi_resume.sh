@@ -1,8 +1,8 @@
 # tests/cli/mpi_resume.sh — a multi-rank run resumed from its checkpoint continues bit for bit, with
 # and without sharded states, with tensor or pipeline parallel ranks, and with data-parallel ranks
 # beside them (rank grids). Rank 0 writes the checkpoint; a ZeRO-1 state is gathered there (over the
-# DP group) and written whole (exec/ckpt.h), and on resume every rank takes its own elements; the
-# parts of the TP x PP places are written side by side, one per place (exec/ckpt_layout.h).
+# DP group) and written whole (exec/ckpt/ckpt.h), and on resume every rank takes its own elements; the
+# parts of the TP x PP places are written side by side, one per place (exec/ckpt/ckpt_layout.h).
 # tier: full (make test-full, which .ci/run runs): 23 mpirun runs, about 50 s alone
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
@@ -67,7 +67,7 @@ mpi_run 2 "$FP8PLAN" run --catalog "$cat" --model tiny-gpt --recipe megatron-bf1
     --steps 2 --zero 1 --save /dev/full
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ]; then pass "--zero 1 --save /dev/full ends the job (exit $rc)"; else fail "--zero 1 --save /dev/full ends the job" "exit status $rc"; fi
 expect_err "the failing rank named" "rank 0 of 2 failed (exit 74)"
-# tensor and pipeline parallelism (exec/ckpt_layout.h): rank 0 writes every rank's part, each as that
+# tensor and pipeline parallelism (exec/ckpt/ckpt_layout.h): rank 0 writes every rank's part, each as that
 # rank's own one-model image (TP slices, PP stages, their scaling banks and records); every rank
 # takes its part back. FP8 recipes too: the amax histories and scales come back with the weights.
 resumed 2 tiny-gpt te-fp8 --tp 2

@@ -20,10 +20,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/cuda/backend_cuda.h"
-#include "exec/elem.h"
-#include "exec/rng.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/rng.h"
 #include "gpu_tol.h"
 #include "util/fileio.h"
 

@@ -6,7 +6,7 @@
  *
  * Tolerances (gpu_common.h for the rule):
  *  - exact: casts, conversions, amax and the scaling updates run the same IEEE operations in the same order on both sides
- *    (exec/kernel_math.h; FP8/BF16 conversions are RNE on both), so values
+ *    (exec/backend/kernel_math.h; FP8/BF16 conversions are RNE on both), so values
  *    must be identical;
  *  - GEMM, BF16 output: both sides form exact products summed in FP32 (in
  *    different orders, a difference far below a BF16 ulp) and round once, so

@@ -4,7 +4,7 @@
  *   gpu_optim [CSV] [SEED]     exit 0 all pass, 1 a check failed, 69 no GPU
  *
  * Both optimizers must match the CPU bit for bit: the update of one element is
- * exec/kernel_math.h's km_adam / km_adam_scaled on both sides (unfused IEEE
+ * exec/backend/kernel_math.h's km_adam / km_adam_scaled on both sides (unfused IEEE
  * operations, bias corrections computed once on the host), the FP8/FP16/BF16
  * stores round to nearest even on both sides, and FP8-LM's new scales come from
  * amaxes that are exact maxima. A single-rank all-reduce, all-gather or

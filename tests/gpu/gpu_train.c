@@ -28,7 +28,7 @@
  *    missing. */
 #include <time.h>
 
-#include "exec/data.h"
+#include "exec/backend/data.h"
 #include "exec/model/model.h"
 #include "gpu_common.h"
 #include "support/exec_fixtures.h"

@@ -7,10 +7,10 @@
 #include <mpi.h>
 #include <stdlib.h>
 
-#include "exec/backend.h"
-#include "exec/backend_desc.h"
+#include "exec/backend/backend.h"
+#include "exec/backend/backend_desc.h"
 #include "exec/comm/comm_mpi.h"
-#include "exec/elem.h"
+#include "exec/backend/elem.h"
 #include "fp8/codec.h"
 #include "fp8/half.h"
 #include "mpi_check.h"

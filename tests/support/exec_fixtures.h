@@ -18,7 +18,7 @@
 #include "exec/measure/compare.h"
 #include "exec/measure/plan_link.h"
 #include "exec/model/model.h"
-#include "exec/rng.h"
+#include "exec/backend/rng.h"
 #include "test.h"
 
 static inline void fx_states(StateSet *s, Dtype w, Dtype master, Dtype grad, Dtype m, Dtype v, unsigned scaled)

@@ -23,7 +23,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "exec/elem.h"
+#include "exec/backend/elem.h"
 #include "support/fault_inject.h"
 #include "test.h"
 #include "util/fileio.h"

@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
-#include "exec/elem.h"
-#include "exec/rng.h"
+#include "exec/backend/backend.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/rng.h"
 #include "test.h"
 
 #define U 0x1p-24

@@ -25,11 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/cpu/cpu_gemm.h"
-#include "exec/elem.h"
-#include "exec/par.h"
-#include "exec/rng.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/par.h"
+#include "exec/backend/rng.h"
 #include "fp8/codec.h"
 #include "fp8/half.h"
 #include "test.h"

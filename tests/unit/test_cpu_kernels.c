@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/cpu/cpu_ops.h"
-#include "exec/elem.h"
-#include "exec/kernel_math.h"
-#include "exec/par.h"
-#include "exec/rng.h"
-#include "exec/scaling.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/kernel_math.h"
+#include "exec/backend/par.h"
+#include "exec/backend/rng.h"
+#include "exec/backend/scaling.h"
 #include "fp8/codec.h"
 #include "fp8/half.h"
 #include "test.h"

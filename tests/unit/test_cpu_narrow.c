@@ -19,8 +19,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "exec/backend.h"
-#include "exec/rng.h"
+#include "exec/backend/backend.h"
+#include "exec/backend/rng.h"
 #include "test.h"
 
 enum { ROWS = 3, MAXC = 70 };

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "test.h"
 #ifdef FP8PLAN_HAVE_CUDA
 #include "exec/cuda/backend_cuda.h"
@@ -65,7 +65,7 @@ static void test_gpu_backend_is_complete(void)
     if (st) return;
     CHECK_STR(bk->name, "cuda");
     CHECK(bk->alloc && bk->free && bk->memset0 && bk->copy_to_device && bk->copy_to_host && bk->sync);
-    /* every operation of the one list (exec/backend.h BACKEND_OPS) */
+    /* every operation of the one list (exec/backend/backend.h BACKEND_OPS) */
 #define HAS_OP(P, name, params, args) CHECKF(bk->name != NULL, "cuda backend lacks %s", #name);
     BACKEND_OPS(HAS_OP, _)
 #undef HAS_OP

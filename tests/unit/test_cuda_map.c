@@ -1,5 +1,5 @@
 /* tests/unit/test_cuda_map.c — the CUDA backend's GEMM mapping and heuristic
- * cache (exec/lt_map.c), checked without a GPU.
+ * cache (exec/backend/lt_map.c), checked without a GPU.
  *
  * The mapping is checked by meaning, not by restating it: a column-major GEMM
  * written from cuBLAS's documented definition (C = op(A)·op(B), element (i, j)
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/lt_map.h"
-#include "exec/rng.h"
+#include "exec/backend/lt_map.h"
+#include "exec/backend/rng.h"
 #include "test.h"
 
 /* The row-major reference: D[i][j] = Σ_k A(i,k)·B(j,k) over one batch. */

@@ -1,5 +1,5 @@
 /* tests/unit/test_cuda_math.c — the per-element arithmetic the CUDA kernels run
- * (exec/kernel_math.h, compiled here as host C) against the CPU reference
+ * (exec/backend/kernel_math.h, compiled here as host C) against the CPU reference
  * backend, the oracle of every GPU kernel.
  *
  * Each test rebuilds an operation the way the CUDA kernel does — the shared
@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
-#include "exec/kernel_math.h"
-#include "exec/rng.h"
-#include "exec/scaling.h"
+#include "exec/backend/backend.h"
+#include "exec/backend/kernel_math.h"
+#include "exec/backend/rng.h"
+#include "exec/backend/scaling.h"
 #include "fp8/codec.h"
 #include "fp8/half.h"
 #include "test.h"

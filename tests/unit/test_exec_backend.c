@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
-#include "exec/rng.h"
+#include "exec/backend/backend.h"
+#include "exec/backend/rng.h"
 #include "fp8/codec.h"
 #include "fp8/half.h"
 #include "test.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/ckpt.h"
+#include "exec/ckpt/ckpt.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
 

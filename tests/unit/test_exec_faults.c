@@ -23,9 +23,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/ckpt.h"
+#include "exec/ckpt/ckpt.h"
 #include "exec/comm/comm.h"
-#include "exec/data.h"
+#include "exec/backend/data.h"
 #include "exec/measure/compare.h"
 #include "exec/measure/measurement.h"
 #include "support/exec_fixtures.h"

@@ -25,7 +25,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/data.h"
+#include "exec/backend/data.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
 

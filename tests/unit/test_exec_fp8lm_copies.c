@@ -12,7 +12,7 @@
  *   0.5 x 112 = 56 = 1.75 x 2^5: 0 1100 110 = 0x66; zeros 0x00.
  * The transposed copy holds the same codes at (column, row). The slot's
  * amax-history row stays 0, so the bank's delayed update leaves the scale (a
- * tensor that did not run: exec/scaling.c), and a forward changes neither the
+ * tensor that did not run: exec/backend/scaling.c), and a forward changes neither the
  * copies nor the slot.
  *
  * After a step every linear's copies are the cast of its new master, each
@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/data.h"
+#include "exec/backend/data.h"
 #include "exec/model/model_internal.h"
 #include "fp8/codec.h"
 #include "fp8/half.h"

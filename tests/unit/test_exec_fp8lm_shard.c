@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 #include "exec/model/model_internal.h"
 #include "support/exec_fixtures.h"

@@ -4,7 +4,7 @@
  * the process loaded. */
 #include <string.h>
 
-#include "exec/arena.h"
+#include "exec/model/arena.h"
 #include "exec/comm/comm_wire.h"
 #include "test.h"
 

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 
 #include "exec/model/model_internal.h"
-#include "exec/elem.h"
-#include "exec/rng.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/rng.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
 

@@ -1,5 +1,5 @@
 /* tests/unit/test_exec_grouped_gemm.c — the grouped GEMM of a mixture-of-experts
- * layer (GroupedGemmDesc, exec/backend_desc.h) on the CPU reference:
+ * layer (GroupedGemmDesc, exec/backend/backend_desc.h) on the CPU reference:
  *   - a tiny case worked by hand (three groups of 1, 0 and 2 rows);
  *   - bit for bit against a loop of the backend's gemm(), one call per group
  *     with that group's GemmDesc, over ragged groups (0 and 1 rows, one group
@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
-#include "exec/elem.h"
-#include "exec/rng.h"
+#include "exec/backend/backend.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/rng.h"
 #include "test.h"
 
 static Backend *cpu(void)

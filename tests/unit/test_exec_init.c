@@ -1,5 +1,5 @@
 /* tests/unit/test_exec_init.c — initial weights from a counter-based stream
- * (exec/rng.h, exec/rng_normal.c, exec/model/gpt_init.c, exec/par.c): the normals
+ * (exec/backend/rng.h, exec/backend/rng_normal.c, exec/model/gpt_init.c, exec/backend/par.c): the normals
  * are standard normal, each value is a pure function of (seed, tensor, index)
  * whatever range or thread computes it, and the model's tensors hold exactly
  * those values (GPT-2's init: std 0.02, residual projections ÷ √(2L), LN 1,
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/elem.h"
-#include "exec/par.h"
-#include "exec/rng.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/par.h"
+#include "exec/backend/rng.h"
 #include "test.h"
 #include "support/exec_fixtures.h"
 

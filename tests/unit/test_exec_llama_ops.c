@@ -5,7 +5,7 @@
  *     (not from the code under test), and
  *   - its backward against central finite differences of L = Σ r·y for a
  *     random r (so dL/dy = r is what the backward gets as dout).
- * The per-element arithmetic the CUDA kernels share (exec/kernel_math.h) is
+ * The per-element arithmetic the CUDA kernels share (exec/backend/kernel_math.h) is
  * held bit for bit to the CPU's outputs where the CPU uses it element by
  * element (RMSNorm's output, SwiGLU, the rotation).
  *
@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
-#include "exec/kernel_math.h"
+#include "exec/backend/backend.h"
+#include "exec/backend/kernel_math.h"
 #include "exec/model/model.h"
-#include "exec/rng.h"
+#include "exec/backend/rng.h"
 #include "test.h"
 
 static Backend *cpu(void)

@@ -1,12 +1,12 @@
 /* tests/unit/test_exec_moe_checks.c — what the mixture-of-experts operations
  * refuse, through the CPU backend's table (the shared descriptor checks of
- * exec/backend_check.c, then the CPU's checks of the data): each malformed
+ * exec/backend/backend_check.c, then the CPU's checks of the data): each malformed
  * call is refused with its status and a message naming the operation and the
  * field or value at fault, and writes nothing. */
 #include <math.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "test.h"
 
 static Backend *cpu(void)

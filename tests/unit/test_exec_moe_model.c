@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/data.h"
+#include "exec/backend/data.h"
 #include "exec/model/model_internal.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
@@ -118,7 +118,7 @@ static void test_moe_trains(void)
 static Backend *loop_bk; /* the backend whose gemm() the loops call */
 
 /* Group g of a grouped GEMM as its own GemmDesc, built here from the descriptor's conventions
- * (exec/backend_desc.h), then gemm(). */
+ * (exec/backend/backend_desc.h), then gemm(). */
 static Status loop_grouped(Backend *bk, const GroupedGemmDesc *d, Err *e)
 {
     (void)bk;

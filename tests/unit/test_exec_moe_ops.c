@@ -1,5 +1,5 @@
 /* tests/unit/test_exec_moe_ops.c — a mixture-of-experts layer's routing and
- * data movement on the CPU reference (exec/backend_desc.h: RouterDesc ...
+ * data movement on the CPU reference (exec/backend/backend_desc.h: RouterDesc ...
  * MoeUnpermuteBwdDesc), through the Backend table:
  *   - router_topk on 3 tokens, 4 experts, top-2, worked by hand: softmax with
  *     and without normalised weights, sigmoid with DeepSeek-V3's selection-only
@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
-#include "exec/elem.h"
-#include "exec/rng.h"
+#include "exec/backend/backend.h"
+#include "exec/backend/elem.h"
+#include "exec/backend/rng.h"
 #include "test.h"
 
 #define RTOL_SCORE (8.0 * 0x1p-24)

@@ -2,7 +2,7 @@
  * executor refuses, with its status and its whole message, and the accepted
  * neighbour of each boundary.
  *
- * exec_recipe_check (exec/recipe.c) and model_tp_check (exec/model/model_tp.c)
+ * exec_recipe_check (exec/backend/recipe.c) and model_tp_check (exec/model/model_tp.c)
  * decide what `fp8plan run` runs. Each case below starts from a recipe the
  * executor runs (exec_fixtures.h: megatron-bf16, te-fp8, fp8lm) or a TP-2 plan
  * of fx_gpt, changes one thing, and states what must come back, message and
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "exec/model/model_internal.h"
-#include "exec/recipe.h"
+#include "exec/backend/recipe.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
 
@@ -220,7 +220,7 @@ static void test_tp_refusals(void)
     }
 }
 
-/* The shared descriptor check every backend runs first (exec/backend_check.c): one field of a valid FP8
+/* The shared descriptor check every backend runs first (exec/backend/backend_check.c): one field of a valid FP8
  * GEMM (E4M3 A and B, K contiguous, per-tensor scale_inv; BF16 output) changed at a time. The pointers
  * only have to be non-NULL: nothing is read. */
 static void test_gemm_refusals(void)

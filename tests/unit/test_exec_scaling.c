@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "exec/data.h"
+#include "exec/backend/data.h"
 #include "exec/model/model_internal.h"
 #include "support/exec_fixtures.h"
 #include "fp8/delayed.h"

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/data.h"
+#include "exec/backend/data.h"
 #include "exec/measure/plan_link.h"
 #include "support/exec_fixtures.h"
 #include "support/fixtures.h"

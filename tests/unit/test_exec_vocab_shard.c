@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/cpu/cpu_ops.h"
 #include "test.h"
 

@@ -9,7 +9,7 @@
  *    absolute term. */
 #include <stdlib.h>
 
-#include "exec/rng.h"
+#include "exec/backend/rng.h"
 #include "fp8/codec.h"
 #include "gpu/gpu_tol.h"
 #include "test.h"

@@ -1,5 +1,5 @@
 /* tests/unit/test_model_tables.c — model_create makes the host's decoding tables
- * (exec/elem.h) itself, before it touches the backend.
+ * (exec/backend/elem.h) itself, before it touches the backend.
  *
  * The host rounds through them whatever the backend: FP8-LM's FP16 master is
  * initialized as fp16(w · scale) and read back through elem_fp16_table
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "exec/comm/comm.h"
-#include "exec/elem.h"
+#include "exec/backend/elem.h"
 #include "exec/model/model.h"
 #include "support/exec_fixtures.h"
 #include "test.h"

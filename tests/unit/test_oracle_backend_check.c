@@ -1,12 +1,12 @@
 /* tests/unit/test_oracle_backend_check.c — the shared check every backend
- * operation passes first (exec/backend_check.c, wired by BACKEND_OPS): an
+ * operation passes first (exec/backend/backend_check.c, wired by BACKEND_OPS): an
  * operation called without its descriptor is refused with ST_USAGE and a
  * message naming the operation, before any backend code reads it — never a
  * crash. Through the CPU backend's table, so the wiring is checked too. */
 #include <stdio.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "test.h"
 
 static void expect_refused(Status st, const Err *e, const char *op)

@@ -1,8 +1,8 @@
 /* tests/unit/test_oracle_ckpt.c — every field of the checkpoint header, read
- * back from the bytes of the file at the offsets exec/ckpt.h specifies.
+ * back from the bytes of the file at the offsets exec/ckpt/ckpt.h specifies.
  *
  * An independent oracle: the layout below is written from the format comment
- * in exec/ckpt.h, the values are the ones the test put into the model, and
+ * in exec/ckpt/ckpt.h, the values are the ones the test put into the model, and
  * the checksum is recomputed here (FNV-1a 64). Then each field is changed in
  * a copy of the file (checksum fixed up, so only that field differs): a field
  * that must match the model is refused with a message naming it; the data
@@ -24,8 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/ckpt.h"
-#include "exec/ckpt_layout.h"
+#include "exec/ckpt/ckpt.h"
+#include "exec/ckpt/ckpt_layout.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
 

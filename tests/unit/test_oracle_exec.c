@@ -15,12 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 #include "fp8/codec.h"
-#include "exec/data.h"
-#include "exec/recipe.h"
-#include "exec/rng.h"
+#include "exec/backend/data.h"
+#include "exec/backend/recipe.h"
+#include "exec/backend/rng.h"
 #include "exec/model/model_internal.h" /* model_param_name */
 #include "support/exec_fixtures.h"
 #include "support/fixtures.h"

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/measure/calibrate.h"
 #include "catalog/catalog.h"
 #include "support/exec_fixtures.h"

@@ -5,7 +5,7 @@
  * count their payload (elements x dtype bytes) and no bus bytes (one rank moves nothing). */
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 #include "test.h"
 

@@ -1,6 +1,6 @@
 /* tests/unit/test_oracle_exec_core.c — the executor core's refusals and edge values, each worked
  * out by hand: the arena's per-term byte counts and what they read after an error
- * (exec/arena.c), a parameter kind outside the table (model_layout.c), the pipeline check on one
+ * (exec/model/arena.c), a parameter kind outside the table (model_layout.c), the pipeline check on one
  * stage and on pipelines it cannot run (model_pp.c), a checkpoint's data position checked against
  * the stream it resumes (data.c), and the activation check the backends share for an MLP kind that
  * does not exist (backend_check.c). */
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/arena.h"
-#include "exec/backend.h"
-#include "exec/data.h"
+#include "exec/model/arena.h"
+#include "exec/backend/backend.h"
+#include "exec/backend/data.h"
 #include "exec/measure/compare.h"
 #include "exec/measure/device_measure.h"
 #include "exec/measure/measurement.h"

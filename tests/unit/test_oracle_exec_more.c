@@ -1,12 +1,12 @@
 /* tests/unit/test_oracle_exec_more.c — more of the executor core's rules, each against a value or a
- * verdict worked out by hand: which recipes the executor runs (exec/recipe.c: granularity matters only
+ * verdict worked out by hand: which recipes the executor runs (exec/backend/recipe.c: granularity matters only
  * with FP8 GEMMs, an amax history only with delayed scaling), the delayed-scaling bank check
- * (exec/backend_check.c), what ZeRO-1 / the distributed optimizer refuse (exec/model/model_shard.c), the
+ * (exec/backend/backend_check.c), what ZeRO-1 / the distributed optimizer refuse (exec/model/model_shard.c), the
  * per-category memory totals of measured versus planned (exec/measure/compare.c), and the zeroed Adam
  * moments `fp8plan calibrate` times AdamW on (exec/measure/calibrate_host.c), and how the CPU backend cuts
  * a GEMM into panels (exec/cpu/cpu_gemm.c), seen through the per-worker scratch it sizes for them, and that a
- * pipeline checkpoint's save gives back every buffer it gathers into (exec/ckpt_layout.c); the arena's regions
- * and offsets (exec/arena.c), the CPU backend's aligned per-worker scratch and its refusal of an arena larger
+ * pipeline checkpoint's save gives back every buffer it gathers into (exec/ckpt/ckpt_layout.c); the arena's regions
+ * and offsets (exec/model/arena.c), the CPU backend's aligned per-worker scratch and its refusal of an arena larger
  * than the machine's memory (exec/cpu/cpu_backend.c). */
 #include <malloc.h>
 #include <math.h>
@@ -18,16 +18,16 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-#include "exec/arena.h"
-#include "exec/backend.h"
-#include "exec/ckpt.h"
+#include "exec/model/arena.h"
+#include "exec/backend/backend.h"
+#include "exec/ckpt/ckpt.h"
 #include "exec/cpu/cpu_ops.h"
 #include "exec/measure/calibrate.h"
 #include "exec/measure/compare.h"
 #include "exec/measure/measurement.h"
 #include "exec/model/model_internal.h"
-#include "exec/par.h"
-#include "exec/recipe.h"
+#include "exec/backend/par.h"
+#include "exec/backend/recipe.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
 

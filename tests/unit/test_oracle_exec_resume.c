@@ -1,5 +1,5 @@
 /* tests/unit/test_oracle_exec_resume.c — resuming a sharded optimizer state larger than the
- * loader's 1 MiB read chunk (exec/ckpt.c): each rank takes exactly its own bytes of the whole-class
+ * loader's 1 MiB read chunk (exec/ckpt/ckpt.c): each rank takes exactly its own bytes of the whole-class
  * record, written once each, nothing outside the persistent tensors written at all.
  *
  * Ranks without MPI, as tests/unit/test_exec_shard.c does: a single-rank communicator told it is rank
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/ckpt.h"
-#include "exec/ckpt_layout.h"
+#include "exec/ckpt/ckpt.h"
+#include "exec/ckpt/ckpt_layout.h"
 #include "exec/model/model_internal.h"
 #include "support/exec_fixtures.h"
 #include "test.h"

@@ -1,5 +1,5 @@
 /* tests/unit/test_oracle_exec_seed.c — executor rules found unguarded by `make mutate` on fresh seeds, each
- * against a value or a verdict worked out by hand: the thread pool in a forked child (exec/par.c), the CPU
+ * against a value or a verdict worked out by hand: the thread pool in a forked child (exec/backend/par.c), the CPU
  * GEMM past the BLAS's 32-bit leading dimensions (exec/cpu/cpu_gemm.c), the section every row of a run's report
  * is printed under (exec/measure/compare.h, reports/run_report.c), every field of the device-memory rows of a
  * comparison (exec/measure/compare.c), the staged embedding gradients zeroed at every backward
@@ -16,14 +16,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 #include "exec/measure/compare.h"
 #include "exec/measure/device_measure.h"
 #include "exec/measure/measurement.h"
-#include "exec/elem.h"
+#include "exec/backend/elem.h"
 #include "exec/model/model_internal.h"
-#include "exec/par.h"
+#include "exec/backend/par.h"
 #include "reports/run_report.h"
 #include "support/exec_fixtures.h"
 #include "test.h"

@@ -16,7 +16,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "exec/measure/measurement.h"
 #include "test.h"
 

@@ -2,10 +2,10 @@
  *
  * An independent oracle for the optimizers the backends run: the expected
  * weights, moments, stored codes and scaling records below are worked out in
- * the comments from the update rule of exec/backend.h,
+ * the comments from the update rule of exec/backend/backend.h,
  *   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
  *   w = w - lr ( (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) + wd w ),
- * never by calling exec/kernel_math.h (which both backends share). The
+ * never by calling exec/backend/kernel_math.h (which both backends share). The
  * hyper-parameters are chosen so that most quantities are exact in binary and
  * every bug below changes the result: weight decay dropped or coupled into the
  * gradient, bias correction dropped or off by one step, eps under the square
@@ -27,7 +27,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/backend.h"
+#include "exec/backend/backend.h"
 #include "test.h"
 
 #define STEP2_W0 (1.8125 - 0.125 * (2.0 / 3.0 + 0.90625))          /* 1.6158854166... */

@@ -2,7 +2,7 @@
  * distribution's printed table, with enough draws to see a wrong strip.
  *
  * An independent oracle: the expected tail masses are the two-sided tails
- * 2(1 − Φ(t)) of a standard normal table, not anything exec/rng_normal.c
+ * 2(1 − Φ(t)) of a standard normal table, not anything exec/backend/rng_normal.c
  * computes. test_exec_init.c checks moments and the KS distance of 2^18
  * draws; this check draws 2^22 and counts the tails, where the ziggurat's
  * wedges (the ≈ 1 % of draws that test a height against the density) carry
@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "exec/rng.h"
+#include "exec/backend/rng.h"
 #include "test.h"
 
 /* N = 2^22 = 4,194,304 draws of key (17, 3), in chunks. Two-sided tails from a table of Φ:

@@ -1,4 +1,4 @@
-/* tests/unit/test_par_no_threads.c — the thread pool (exec/par.c) when the
+/* tests/unit/test_par_no_threads.c — the thread pool (exec/backend/par.c) when the
  * system will not start a single worker thread (pthread_create fails with
  * EAGAIN, as at a process's thread limit): par_tasks still runs every task
  * exactly once, all on the calling thread as worker 0, and keeps doing so job
@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "exec/par.h"
+#include "exec/backend/par.h"
 #include "test.h"
 
 static atomic_int create_calls;

@@ -1,9 +1,9 @@
-/* tests/unit/test_par_pool.c — the one thread pool (exec/par.h): every task runs once on a valid
+/* tests/unit/test_par_pool.c — the one thread pool (exec/backend/par.h): every task runs once on a valid
  * worker, nested calls run inline, and chunks are cut by the problem's size, never by the thread count. */
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "exec/par.h"
+#include "exec/backend/par.h"
 #include "test.h"
 
 /* ---- the pool ---------------------------------------------------------------------- */

@@ -1,5 +1,5 @@
 /* tests/unit/test_run_comms.c — which communicator a run's plan counts on the device
- * (cli/cmd_run_ranks.c, run_device_comms -> PlanInput.comms_min).
+ * (exec/run/run_ranks.c, run_device_comms -> PlanInput.comms_min).
  *
  * A started NCCL communicator holds its buffers on the GPU even for one rank: the first H200
  * run measured 578.0 MiB of them beside a plan that counted none at one GPU (the small model's
@@ -9,8 +9,8 @@
  * none. */
 #include <string.h>
 
-#include "cli/cmd_run.h"
 #include "exec/comm/comm.h"
+#include "exec/run/run.h"
 #include "test.h"
 
 static void test_device_comms_by_name(void)

@@ -1,0 +1,60 @@
+/* exec/ckpt/ckpt_layout.h — checkpoints of tensor- and pipeline-parallel runs and
+ * their rank grids (format version 4; the one-model format, version 2, is
+ * exec/ckpt/ckpt.h's).
+ *
+ * A TP rank holds slices of the linears, embedding and head, a PP rank one
+ * stage's layers (and its own copy of a tied head): no rank holds the model
+ * whole, and the slices are not gathered into the one-rank layout. The data-
+ * parallel ranks beside them (a grid of tp x dp x pp ranks) hold what their
+ * DP group's rank 0 holds, except the shards of a sharded optimizer state.
+ * So the file keeps one part per place in the TP x PP layout, each as that
+ * place's rank with dp_rank 0 would write a one-model checkpoint of what it
+ * holds (its own shape, tensors, scaling banks and records, step, data
+ * position; a sharded state's record the whole state, its DP group's shards
+ * gathered there, as exec/ckpt/ckpt.h writes it for data parallelism alone):
+ *   "FP8PCKPT", u32 version 4, u32 tp, u32 pp, u32 dp, u32 parts = tp·pp,
+ *   then for part i = stage·tp + tp_rank, i = 0 .. parts − 1: u64 bytes and
+ *   that part's version-2 image (its own magic .. checksum), and a final u64
+ *   FNV-1a of everything before it.
+ * Rank 0 gathers the parts and writes the file atomically. Every rank reads
+ * the file (checksum over all of it) and restores the part of its (stage,
+ * tp_rank) through the version-2 loader, which checks it against the rank's
+ * model and takes the rank's own shard of a sharded record. A checkpoint
+ * resumes only with the layout that wrote it: a version-4 file in a run of
+ * another --tp/--pp/dp, or a version-2 file in a TP/PP run, is refused naming
+ * both layouts; another version (3: every rank's part, before grids) is
+ * refused naming the versions this fp8plan reads. */
+#ifndef FP8PLAN_EXEC_CKPT_LAYOUT_H
+#define FP8PLAN_EXEC_CKPT_LAYOUT_H
+
+#include <stddef.h>
+
+#include "exec/backend/data.h"
+#include "exec/model/model.h"
+
+enum { CKPT_LAYOUT_VERSION = 4 }; /* 4: one part per TP x PP place, dp in the header */
+
+/* 1 when m is a TP or PP rank (its checkpoint is version 3). */
+int ckpt_layout(const Model *m);
+
+/* Every rank calls it (rank 0 with the path, the others with NULL): the parts
+ * gathered on rank 0, which writes the file atomically. */
+Status ckpt_layout_save(const char *path, Model *m, const DataState *data, Err *e);
+
+/* The version of the file at path (0 when it cannot be opened or is not a
+ * checkpoint: the loader then says why); ST_DATA naming both layouts when the
+ * file's layout is not this run's. */
+Status ckpt_layout_peek(const char *path, const Model *m, uint32_t *version, Err *e);
+
+/* Restore this rank's part of a version-3 file (after ckpt_layout_peek). */
+Status ckpt_layout_load(const char *path, Model *m, DataState *data, Err *e);
+
+/* From exec/ckpt/ckpt.c: m's one-model image in memory (malloc'd, *len bytes; a
+ * sharded state's shards gathered from m's DP group, whose other ranks call
+ * ckpt_hand_shards meanwhile), and the restore of such an image (path names
+ * the file in messages). */
+Status ckpt_image(Model *m, const DataState *data, char **img, size_t *len, Err *e);
+Status ckpt_hand_shards(Model *m, Err *e);
+Status ckpt_load_image(const char *path, const void *img, size_t len, Model *m, DataState *data, Err *e);
+
+#endif
