@@ -156,7 +156,7 @@ LDLIBS = $(LDLIBS_BASE) $(MPI_LIBS)
 # (.cu with nvcc, .c with the CUDA headers) and is built only when HAVE_CUDA=1.
 # TUI=0 leaves tui/ out and links cli/notui/cmd_tui.c (a stub) instead of the
 # curses session: no ncurses needed (make gpu-build).
-LIB_DIRS := util fp8 planner catalog reports exec import $(if $(filter 1,$(TUI)),tui)
+LIB_DIRS := util fp8 planner catalog check reports exec import $(if $(filter 1,$(TUI)),tui)
 LIB_SRC := $(sort $(shell find $(LIB_DIRS) \( -name '*.c' -o -name '*.cpp' \) -not -path '*/cuda/*' 2>/dev/null))
 CUDA_SRC := $(sort $(shell find $(LIB_DIRS) -path '*/cuda/*' \( -name '*.cu' -o -name '*.c' \) 2>/dev/null))
 CLI_SRC := $(if $(filter 1,$(TUI)),$(sort $(wildcard cli/*.c)),$(sort $(filter-out cli/cmd_tui.c,$(wildcard cli/*.c)) cli/notui/cmd_tui.c))
@@ -456,7 +456,7 @@ mutate: $(MUTATE_WORK)/venv/bin/mutate
 	  --count $(MUTATE_COUNT) --seed $(MUTATE_SEED) --minutes $(MUTATE_MINUTES) --timeout $(MUTATE_TIMEOUT) \
 	  $(if $(filter 1,$(MUTATE_SAN)),--san)
 
-FMT_FILES = $(shell find util fp8 planner catalog reports exec import tui cli tests \( -name '*.[ch]' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
+FMT_FILES = $(shell find util fp8 planner catalog check reports exec import tui cli tests \( -name '*.[ch]' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
 fmt:
 	clang-format -i $(FMT_FILES)
@@ -477,7 +477,7 @@ lint:
 	  grep -vE '#include "planner/(spec|recipe|stack|layout)\.h"'); \
 	if [ -n "$$bad" ]; then echo "layering: catalog/ includes from planner/ only spec.h, recipe.h, stack.h and layout.h (never exec/, reports/, import/, tui/, cli/):"; echo "$$bad"; exit 1; fi
 	@bad=$$(grep -nE '#include "catalog/(csv_table|catalog_cells)\.h"|\b(csv_table_parse|csv_table_parse_max|cell_parse_all|cell_parse_rows|csv_parse)[[:space:]]*\(' \
-	  $$(find util fp8 planner reports exec import tui cli \( -name '*.[ch]' -o -name '*.cpp' \) 2>/dev/null) /dev/null); \
+	  $$(find util fp8 planner check reports exec import tui cli \( -name '*.[ch]' -o -name '*.cpp' \) 2>/dev/null) /dev/null); \
 	if [ -n "$$bad" ]; then echo "layering: only catalog/ parses CSV (catalog/csv_table.h, catalog/catalog_cells.h, libcsv):"; echo "$$bad"; exit 1; fi
 	@echo "lint: ok"
 

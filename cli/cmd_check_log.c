@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cli/cmd_plan.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "import/runlog.h"
 #include "catalog/measured.h"
 #include "reports/run_report.h"

@@ -16,7 +16,7 @@
 #include "exec/comm/comm_mpi.h"
 #include "exec/ckpt.h"
 #include "exec/data.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "exec/par.h"
 #include "reports/run_report.h"
 #include "util/fileio.h"

@@ -4,7 +4,7 @@
 
 #include "cli/cli.h"
 #include "exec/data.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "exec/measure/measurement.h"
 #include "exec/measure/plan_link.h"
 #include "exec/model/model.h"

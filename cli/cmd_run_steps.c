@@ -10,7 +10,7 @@
 #include "cli/cmd_run.h"
 #include "exec/comm/comm_mpi.h"
 #include "cli/cmd_run_check.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "reports/run_report.h"
 
 /* One CSV row per FP8 tensor of the step just taken (its last micro-batch). */

@@ -13,7 +13,7 @@
 
 #include <stdio.h>
 
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "reports/table.h"
 
 typedef enum {

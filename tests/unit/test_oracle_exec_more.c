@@ -23,7 +23,7 @@
 #include "exec/ckpt.h"
 #include "exec/cpu/cpu_ops.h"
 #include "exec/measure/calibrate.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "exec/measure/measurement.h"
 #include "exec/model/model_internal.h"
 #include "exec/par.h"

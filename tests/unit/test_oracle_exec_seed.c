@@ -18,7 +18,7 @@
 
 #include "exec/backend.h"
 #include "exec/comm/comm.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "exec/measure/device_measure.h"
 #include "exec/measure/measurement.h"
 #include "exec/elem.h"

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "exec/measure/plan_link.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "exec/measure/measurement.h"
 #include "reports/run_report.h"
 #include "test.h"

@@ -2,7 +2,7 @@
 #ifndef FP8PLAN_EXEC_MEASURE_COMPARE_INTERNAL_H
 #define FP8PLAN_EXEC_MEASURE_COMPARE_INTERNAL_H
 
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 
 /* Append a row (NULL when the comparison is full). */
 MeasureRow *cmp_row(Comparison *c, CompareSection sec, const char *name, const char *category, RowUnit kind,

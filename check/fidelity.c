@@ -1,5 +1,5 @@
 /* reports/fidelity_report.c — plan every measured run and summarise the errors (see fidelity_report.h). */
-#include "reports/fidelity_report.h"
+#include "check/fidelity.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "reports/fidelity_report.h"
+#include "check/fidelity.h"
 
 static int generation(const GpuSpec *g) { return (int)(g->sm / 10); }
 

@@ -31,7 +31,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "exec/measure/compare_internal.h"
+#include "check/compare_internal.h"
 
 static MeasureRow *time_row(Comparison *c, const char *name, const Measurement *ms, const double *v)
 {

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "reports/fidelity_report.h"
+#include "check/fidelity.h"
 
 static int gemm_fp8(const Recipe *rc) { return dtype_is_fp8(rc->gemm_fwd) || dtype_is_fp8(rc->gemm_bwd); }
 

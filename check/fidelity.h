@@ -20,7 +20,7 @@
 #ifndef FP8PLAN_REPORTS_FIDELITY_REPORT_H
 #define FP8PLAN_REPORTS_FIDELITY_REPORT_H
 
-#include "reports/fidelity_input.h"
+#include "check/fidelity_input.h"
 #include "reports/table.h"
 
 /* The sources held out (source_id, or source_id@gpu for one GPU's rows of a source). */

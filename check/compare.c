@@ -1,13 +1,13 @@
 /* exec/measure/compare.c — every row and verdict of measured versus planned
  * (see compare.h): memory terms and device memory, collectives, and the
  * judging rules. Time and rate rows are compare_time.c's. */
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "exec/measure/compare_internal.h"
+#include "check/compare_internal.h"
 
 Tolerances compare_tolerances_default(void)
 {
