@@ -1,7 +1,10 @@
-/* exec/measure/compare.h — measured versus planned: one function owns every row
- * and every verdict of `fp8plan run`.
+/* check/compare.h — planned versus observed: one row type (MeasureRow), one
+ * verdict enum, one set of checks (exact, bound, tolerance, info) and the one
+ * judge of them, for a run of the executor (check_run, below; exec/measure's
+ * compare() fills the Observed record and calls it), a user's training log
+ * (check-log) and FP8-LM Table 5 (reports/seed_report.c).
  *
- *   compare(plan, measurement, tolerances, &cmp)
+ *   check_run(plan, observed, tolerances, &cmp)
  *
  * Rows, by section:
  *   memory   every memory term of the Plan beside the bytes the arena placed for
@@ -33,12 +36,12 @@
  *                  the plan does not model, what follows from a checked row.
  * A run exits non-zero (ST_TOLERANCE, exit 1) when any checked row fails.
  * Pure: no I/O (reports/run_report.c renders the rows). */
-#ifndef FP8PLAN_EXEC_MEASURE_COMPARE_H
-#define FP8PLAN_EXEC_MEASURE_COMPARE_H
+#ifndef FP8PLAN_CHECK_COMPARE_H
+#define FP8PLAN_CHECK_COMPARE_H
 
 #include <stdint.h>
 
-#include "exec/measure/measurement.h"
+#include "check/observed.h"
 #include "planner/plan.h"
 
 #ifdef __cplusplus
@@ -70,7 +73,7 @@ typedef struct {
     MeasureMode mode;
     double tol;       /* MEASURE_TOL: relative tolerance */
     const char *note; /* why a row is INFO, or what the tolerance is */
-    Verdict verdict;  /* filled by compare (measure_judge) */
+    Verdict verdict;  /* filled by measure_judge */
     /* Rows measured once per step: how much the steps varied, (max − min) /
      * median over the timed steps (warm-up excluded). */
     int has_spread;
@@ -96,8 +99,8 @@ typedef struct Comparison {
     char notes[2][96]; /* storage for notes naming the plan's GPU */
 } Comparison;
 
-/* Every row of a finished run, verdicts filled. */
-void compare(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *out);
+/* Every row of a finished run, verdicts filled (tol NULL: the defaults). */
+void check_run(const Plan *p, const Observed *ob, const Tolerances *tol, Comparison *out);
 
 /* Fill every row's verdict; returns the number of failed rows. */
 int measure_judge(MeasureRow *rows, int n);

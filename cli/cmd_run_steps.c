@@ -248,7 +248,9 @@ typedef struct {
 static void summary_of(FILE *f, const void *ctx)
 {
     const ReportCtx *r = ctx;
-    run_report_summary(f, r->p, r->ms, data_entropy_floor(r->d));
+    Observed ob;
+    measure_observe(r->ms, &ob);
+    run_report_summary(f, r->p, &ob, data_entropy_floor(r->d));
 }
 
 static void verdict_of(FILE *f, const void *ctx) { run_report_verdict(f, ((const ReportCtx *)ctx)->cmp); }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check/compare.h"
+#include "exec/measure/measurement.h"
 #include "exec/measure/device_measure.h"
 #include "test.h"
 #include "util/fileio.h"

@@ -2,7 +2,7 @@
  * planned (exec/measure/compare.h), which decide `fp8plan run`'s exit status. */
 #include <math.h>
 
-#include "check/compare.h"
+#include "exec/measure/measurement.h"
 #include "test.h"
 
 static MeasureRow row(MeasureMode mode, double planned, double measured)
