@@ -1,4 +1,4 @@
-/* reports/fidelity_report.c — plan every measured run and summarise the errors (see fidelity_report.h). */
+/* check/fidelity.c — plan every measured run and summarise the errors (see fidelity.h). */
 #include "check/fidelity.h"
 
 #include <math.h>
@@ -162,93 +162,4 @@ Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, do
     snprintf(sum->moe_dev.name, sizeof sum->moe_dev.name, "dev (not held out)");
     snprintf(sum->moe_holdout.name, sizeof sum->moe_holdout.name, "hold-out");
     return ST_OK;
-}
-
-Table *fidelity_rows_table(const FidelityRow *rows, int n)
-{
-    const TableCol cols[] = {
-        {"id", NULL, NULL, TC_STR, 0, 0},
-        {"stack", NULL, NULL, TC_STR, 0, 0},
-        {"model", NULL, NULL, TC_STR, 0, 0},
-        {"gpu", NULL, NULL, TC_STR, 0, 0},
-        {"gpus", NULL, NULL, TC_U64, 0, 0},
-        {"recipe", NULL, NULL, TC_STR, 0, 0},
-        {"holdout", "held", NULL, TC_STR, 0, 0},
-        {"measured_tokens_per_s_per_gpu", "tok/s/GPU", "meas", TC_F64, 0, 0},
-        {"predicted_tokens_per_s_per_gpu", "tok/s/GPU", "pred", TC_F64, 0, 0},
-        {"tokens_error_pct", "err", "%", TC_F64, 1, 0},
-        {"mem_kind", "kind", NULL, TC_STR, 0, 0},
-        {"measured_mem_gib", "mem", "GiB meas", TC_F64, 1, 0},
-        {"predicted_mem_gib", "mem", "GiB pred", TC_F64, 1, 0},
-        {"mem_error_pct", "err", "%", TC_F64, 1, 0},
-        {"predicted_total_gib", "total", "GiB", TC_F64, 1, 0},
-        {"verdict", NULL, NULL, TC_STR, 0, 0},
-    };
-    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
-    for (int i = 0; t && i < n; i++) {
-        const FidelityRow *o = &rows[i];
-        const MeasuredRun *r = o->run;
-        table_row(t);
-        int k = 0;
-        table_str(t, k++, r->id);
-        table_str(t, k++, r->stack->name);
-        table_str(t, k++, r->model->name);
-        table_str(t, k++, r->gpu->name);
-        table_u64(t, k++, r->gpus);
-        table_str(t, k++, r->recipe->name);
-        table_str(t, k++, o->holdout ? "yes" : "no");
-        const double v[] = {o->meas_tok, o->pred_tok, 100 * o->tok_err};
-        for (int j = 0; j < 3; j++, k++)
-            if (!isnan(v[j])) table_f64(t, k, v[j]);
-        table_str(t, k++, isnan(o->meas_gib) ? "" : r->mem_kind == MEMK_NONE ? "total" : mem_kind_name(r->mem_kind));
-        const double m[] = {o->meas_gib, isnan(o->meas_gib) ? NAN : o->pred_gib, 100 * o->mem_err, o->total_gib};
-        for (int j = 0; j < 4; j++, k++)
-            if (!isnan(m[j])) table_f64(t, k, m[j]);
-        table_str(t, k++,
-                  !o->planned     ? o->why
-                  : o->oom        ? "OOM (ran)"
-                  : o->over_limit ? "over limit"
-                  : o->uncertain  ? "uncertain"
-                                  : "fits");
-    }
-    return t;
-}
-
-static void group_row(Table *t, const char *kind, const FidelityGroup *g)
-{
-    table_row(t);
-    table_str(t, 0, kind);
-    table_str(t, 1, g->name);
-    table_u64(t, 2, (uint64_t)g->n);
-    if (g->n) table_f64(t, 3, 100 * g->mae), table_f64(t, 4, 100 * g->bias);
-}
-
-Table *fidelity_summary_table(const FidelitySummary *s)
-{
-    const TableCol cols[] = {
-        {"kind", NULL, NULL, TC_STR, 0, 0},      {"group", NULL, NULL, TC_STR, 0, 0},
-        {"rows", NULL, NULL, TC_U64, 0, 0},      {"mae_pct", "MAE", "%", TC_F64, 1, 0},
-        {"bias_pct", "bias", "%", TC_F64, 1, 0},
-    };
-    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
-    if (!t) return NULL;
-    group_row(t, "throughput", &s->all);
-    group_row(t, "throughput", &s->dev);
-    group_row(t, "throughput", &s->holdout);
-    table_rule(t);
-    for (int i = 0; i < s->nstacks; i++) group_row(t, "stack", &s->stack[i]);
-    table_rule(t);
-    for (int i = 0; i < s->nsources; i++) group_row(t, "source", &s->source[i]);
-    table_rule(t);
-    group_row(t, "throughput", &s->table5);
-    group_row(t, "memory", &s->mem_traced);
-    group_row(t, "memory", &s->mem_all);
-    if (s->moe.n) {
-        table_rule(t);
-        group_row(t, "moe", &s->moe);
-        group_row(t, "moe", &s->moe_dev);
-        group_row(t, "moe", &s->moe_holdout);
-        for (int i = 0; i < s->nmoe_sources; i++) group_row(t, "moe source", &s->moe_source[i]);
-    }
-    return t;
 }

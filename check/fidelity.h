@@ -1,5 +1,5 @@
-/* reports/fidelity_report.h — the planner against published measured runs
- * (`fp8plan report fidelity`).
+/* check/fidelity.h — the planner against published measured runs (`fp8plan report fidelity`;
+ * reports/fidelity_report.h renders the rows, summaries and pairs as tables).
  *
  * Every run of models/measured.csv is planned with its stack, model, GPU,
  * recipe and layout. Throughput: predicted tokens/s per GPU against the
@@ -17,11 +17,10 @@
  * FP8-LM Table 5's rows, and memory error over the allocator-traced rows. Runs of models
  * with experts are summarised apart (overall and per source): the dense groups keep
  * the dense runs only. */
-#ifndef FP8PLAN_REPORTS_FIDELITY_REPORT_H
-#define FP8PLAN_REPORTS_FIDELITY_REPORT_H
+#ifndef FP8PLAN_CHECK_FIDELITY_H
+#define FP8PLAN_CHECK_FIDELITY_H
 
 #include "check/fidelity_input.h"
-#include "reports/table.h"
 
 /* The sources held out (source_id, or source_id@gpu for one GPU's rows of a source). */
 #define FIDELITY_DEFAULT_HOLDOUT                                                                            \
@@ -70,13 +69,7 @@ typedef struct {
 Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, double max_mem_frac, FidelityRow *rows,
                          FidelitySummary *sum, Err *e);
 
-/* One row per run (id, stack, model, GPU, GPUs, recipe, throughput measured / predicted / error, memory
- * kind / measured / predicted / error, fits). */
-Table *fidelity_rows_table(const FidelityRow *rows, int n);
-/* The summaries: one row per group (overall, dev, hold-out, each stack, each source, Table 5, memory). */
-Table *fidelity_summary_table(const FidelitySummary *s);
-
-/* What FP8 buys over BF16 (reports/fidelity_pairs.c): two planned runs with a measured throughput that
+/* What FP8 buys over BF16 (check/fidelity_pairs.c): two planned runs with a measured throughput that
  * one source measured in the same configuration, one with BF16 GEMMs and one with FP8 GEMMs. Speed-up =
  * FP8 tokens/s over BF16 tokens/s; err = predicted / measured speed-up - 1. */
 typedef struct {
@@ -91,10 +84,8 @@ int fidelity_pairs(const FidelityRow *rows, int n, FidelityPair *out, int cap);
 /* Speed-up MAE and bias over all pairs, the dev pairs and the held-out ones. */
 void fidelity_pairs_summary(const FidelityPair *p, int n, FidelityGroup *all, FidelityGroup *dev,
                             FidelityGroup *holdout);
-/* One row per pair (the BF16 and FP8 run ids, the FP8 recipe, held out, speed-up measured / predicted, error). */
-Table *fidelity_pairs_table(const FidelityPair *p, int n);
 
-/* How far to trust a plan's throughput (reports/fidelity_band.c): the planner's error on the planned runs
+/* How far to trust a plan's throughput (check/fidelity_band.c): the planner's error on the planned runs
  * with a published throughput like in's — the same stack, GPU generation (SM major) and model kind (dense
  * or with experts) — and on the held-out ones among them. */
 typedef struct {

@@ -1,5 +1,5 @@
-/* reports/fidelity_band.c — how far to trust a plan's throughput: the planner's own
- * error on the published runs most like it (see fidelity_report.h).
+/* check/fidelity_band.c — how far to trust a plan's throughput: the planner's own
+ * error on the published runs most like it (see fidelity.h).
  *
  * "Like it" is what decides whether the planner's physics has been checked there:
  * the same software stack, a GPU of the same generation (the compute capability's

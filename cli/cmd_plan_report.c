@@ -12,7 +12,7 @@
 #include "reports/html_fidelity.h"
 #include "reports/html_seed.h"
 #include "reports/plan_report.h"
-#include "check/fidelity.h"
+#include "reports/fidelity_report.h"
 #include "reports/scaling_report.h"
 #include "reports/seed_report.h"
 #include "util/fileio.h"

@@ -16,7 +16,7 @@
 
 #include <stdio.h>
 
-#include "check/fidelity.h"
+#include "reports/fidelity_report.h"
 #include "reports/html_page.h"
 
 typedef struct {

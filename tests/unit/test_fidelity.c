@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "check/fidelity.h"
+#include "reports/fidelity_report.h"
 #include "support/fixtures.h"
 #include "test.h"
 #include "util/fileio.h"
