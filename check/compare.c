@@ -198,11 +198,29 @@ void check_run(const Plan *p, const Observed *ob, const Tolerances *tol, Compari
 
 /* ---- judging ---------------------------------------------------------------------- */
 
+double check_rel_err(double value, double ref)
+{
+    if (ref == 0.0) return value == 0.0 ? 0.0 : NAN;
+    return value / ref - 1.0;
+}
+
+Verdict check_verdict(MeasureMode mode, double value, double ref, double tol)
+{
+    switch (mode) {
+    case MEASURE_EXACT: return value == ref ? VERDICT_OK : VERDICT_MISMATCH;
+    case MEASURE_BOUND: return value <= ref ? VERDICT_OK : VERDICT_OVER;
+    case MEASURE_TOL: {
+        double e = check_rel_err(value, ref);
+        return isfinite(e) && fabs(e) <= tol ? VERDICT_OK : VERDICT_OUTSIDE;
+    }
+    default: return VERDICT_INFO;
+    }
+}
+
 double measure_rel_err(const MeasureRow *r)
 {
     if (!r->has_planned || !r->has_measured) return NAN;
-    if (r->planned == 0.0) return r->measured == 0.0 ? 0.0 : NAN;
-    return (r->measured - r->planned) / r->planned;
+    return check_rel_err(r->measured, r->planned);
 }
 
 int measure_judge(MeasureRow *rows, int n)
@@ -212,16 +230,7 @@ int measure_judge(MeasureRow *rows, int n)
         MeasureRow *r = &rows[i];
         r->verdict = VERDICT_INFO;
         if (r->mode == MEASURE_INFO || !r->has_planned || !r->has_measured) continue;
-        switch (r->mode) {
-        case MEASURE_EXACT: r->verdict = r->measured == r->planned ? VERDICT_OK : VERDICT_MISMATCH; break;
-        case MEASURE_BOUND: r->verdict = r->measured <= r->planned ? VERDICT_OK : VERDICT_OVER; break;
-        case MEASURE_TOL: {
-            double e = measure_rel_err(r);
-            r->verdict = isfinite(e) && fabs(e) <= r->tol ? VERDICT_OK : VERDICT_OUTSIDE;
-            break;
-        }
-        default: break;
-        }
+        r->verdict = check_verdict(r->mode, r->measured, r->planned, r->tol);
         failed += r->verdict != VERDICT_OK && r->verdict != VERDICT_INFO;
     }
     return failed;

@@ -102,11 +102,23 @@ typedef struct Comparison {
 /* Every row of a finished run, verdicts filled (tol NULL: the defaults). */
 void check_run(const Plan *p, const Observed *ob, const Tolerances *tol, Comparison *out);
 
-/* Fill every row's verdict; returns the number of failed rows. */
+/* value / ref − 1: a figure's relative error against its reference — a run's measured value against
+ * the plan, a prediction against a published figure (models/measured.csv, FP8-LM Table 5). 0 when both
+ * are 0; NaN when either is NaN, or ref is 0 and value is not. */
+double check_rel_err(double value, double ref);
+
+/* The one judgement of a value against its reference: MEASURE_EXACT equal, MEASURE_BOUND at most ref,
+ * MEASURE_TOL |check_rel_err| within tol (NaN is outside); VERDICT_INFO for MEASURE_INFO. */
+Verdict check_verdict(MeasureMode mode, double value, double ref, double tol);
+
+/* The mean of n values and one more, x: (mean · n + x) / (n + 1) (errors summed up row by row). */
+static inline double check_mean_next(double mean, int n, double x) { return (mean * n + x) / (n + 1); }
+
+/* Fill every row's verdict (check_verdict of measured against planned; INFO where either is missing);
+ * returns the number of failed rows. */
 int measure_judge(MeasureRow *rows, int n);
 
-/* (measured − planned) / planned, or NaN when either is missing or planned is 0
- * with measured non-zero (0/0 gives 0). */
+/* check_rel_err(measured, planned), or NaN when either is missing. */
 double measure_rel_err(const MeasureRow *r);
 
 /* "ok", "MISMATCH", "OVER", "OUTSIDE", or the note for INFO rows. */

@@ -65,8 +65,8 @@ static Status check_holdout(const MeasuredRun *runs, int n, const char *list, Er
 static void add(FidelityGroup *g, double err)
 {
     if (isnan(err)) return;
-    g->mae = (g->mae * g->n + fabs(err)) / (g->n + 1);
-    g->bias = (g->bias * g->n + err) / (g->n + 1);
+    g->mae = check_mean_next(g->mae, g->n, fabs(err));
+    g->bias = check_mean_next(g->bias, g->n, err);
     g->n++;
 }
 
@@ -120,10 +120,10 @@ Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, do
         }
         o->planned = 1;
         o->pred_tok = p.tokens_per_s / (double)p.world;
-        o->tok_err = o->pred_tok / o->meas_tok - 1.0; /* NAN when not published */
+        o->tok_err = check_rel_err(o->pred_tok, o->meas_tok); /* NAN when not published */
         o->total_gib = (double)p.total_bytes / GIB;
         o->pred_gib = kind_bytes(&p, r->mem_kind) / GIB;
-        o->mem_err = o->pred_gib / o->meas_gib - 1.0;
+        o->mem_err = check_rel_err(o->pred_gib, o->meas_gib);
         o->oom = p.verdict == PLAN_OOM;
         o->over_limit = !plan_may_fit(&p);
         o->uncertain = p.verdict == PLAN_UNCERTAIN;

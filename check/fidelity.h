@@ -20,6 +20,7 @@
 #ifndef FP8PLAN_CHECK_FIDELITY_H
 #define FP8PLAN_CHECK_FIDELITY_H
 
+#include "check/compare.h"
 #include "check/fidelity_input.h"
 
 /* The sources held out (source_id, or source_id@gpu for one GPU's rows of a source). */

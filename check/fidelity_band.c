@@ -26,8 +26,8 @@ void fidelity_band(const FidelityRow *rows, int n, const PlanInput *in, Fidelity
             generation(r->gpu) != generation(in->gpu) || (r->model->experts > 0) != moe || in->gpu->host)
             continue;
         double e = o->tok_err;
-        b->mae = (b->mae * b->n + fabs(e)) / (b->n + 1), b->bias = (b->bias * b->n + e) / (b->n + 1), b->n++;
-        if (o->holdout) b->mae_hold = (b->mae_hold * b->n_hold + fabs(e)) / (b->n_hold + 1), b->n_hold++;
+        b->mae = check_mean_next(b->mae, b->n, fabs(e)), b->bias = check_mean_next(b->bias, b->n, e), b->n++;
+        if (o->holdout) b->mae_hold = check_mean_next(b->mae_hold, b->n_hold, fabs(e)), b->n_hold++;
     }
 }
 

@@ -51,7 +51,7 @@ int fidelity_pairs(const FidelityRow *rows, int n, FidelityPair *out, int cap)
                 p->bf16 = b, p->fp8 = f;
                 p->meas = f->meas_tok / b->meas_tok;
                 p->pred = f->pred_tok / b->pred_tok;
-                p->err = p->pred / p->meas - 1.0;
+                p->err = check_rel_err(p->pred, p->meas);
             }
             k++;
         }
@@ -73,8 +73,8 @@ void fidelity_pairs_summary(const FidelityPair *p, int n, FidelityGroup *all, Fi
         FidelityGroup *side = p[i].fp8->holdout ? holdout : dev;
         FidelityGroup *to[2] = {all, side};
         for (int g = 0; g < 2; g++) {
-            to[g]->mae = (to[g]->mae * to[g]->n + fabs(p[i].err)) / (to[g]->n + 1);
-            to[g]->bias = (to[g]->bias * to[g]->n + p[i].err) / (to[g]->n + 1);
+            to[g]->mae = check_mean_next(to[g]->mae, to[g]->n, fabs(p[i].err));
+            to[g]->bias = check_mean_next(to[g]->bias, to[g]->n, p[i].err);
             to[g]->n++;
         }
     }

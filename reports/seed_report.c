@@ -8,6 +8,7 @@
 
 #include "fp8/granularity.h"
 #include "catalog/fp8lm_table5.h"
+#include "check/compare.h"
 #include "planner/plan.h"
 #include "reports/plan_report.h"
 #include "util/num.h"
@@ -264,11 +265,10 @@ static void t5_row(Table *t, const char *model, const char *layout, const char *
     table_str(t, F_UNIT, unit);
     table_f64(t, F_PUB, pub);
     table_f64(t, F_PRED, pred);
-    double err = (pred - pub) / pub;
-    table_f64(t, F_ERR, 100.0 * err);
+    table_f64(t, F_ERR, 100.0 * check_rel_err(pred, pub));
     if (tol > 0) {
         table_f64(t, F_TOL, 100.0 * tol);
-        int ok = fabs(err) <= tol;
+        int ok = check_verdict(MEASURE_TOL, pred, pub, tol) == VERDICT_OK;
         table_str(t, F_WITHIN, ok ? "yes" : "no");
         chk->checked++;
         chk->outside += !ok;

@@ -1,8 +1,10 @@
-/* tests/unit/test_exec_measure.c — the verdict rules of measured versus
- * planned (exec/measure/compare.h), which decide `fp8plan run`'s exit status. */
+/* tests/unit/test_exec_measure.c — the verdict rules of planned versus observed
+ * (check/compare.h), which decide `fp8plan run`'s exit status, check-log's and
+ * FP8-LM Table 5's "within" column (reports/seed_report.c), and the relative
+ * errors and their means that `report fidelity` summarises. */
 #include <math.h>
 
-#include "exec/measure/measurement.h"
+#include "check/compare.h"
 #include "test.h"
 
 static MeasureRow row(MeasureMode mode, double planned, double measured)
@@ -39,8 +41,50 @@ static void test_verdicts(void)
     CHECK(isnan(measure_rel_err(&r[8])));
 }
 
+/* The one judgement, value against reference, as every caller uses it: a run (measured against the plan),
+ * a published figure (the prediction against it: Table 5's +-15 % memory and +-12 % communication bands).
+ * Relative errors by hand: 114 / 100 - 1 = 0.14; 116 / 100 - 1 = 0.16; 86 / 100 - 1 = -0.14;
+ * 87 / 100 - 1 = -0.13 (none on a band's edge, where rounding decides). */
+static void test_check_verdict(void)
+{
+    static const struct {
+        MeasureMode mode;
+        double value, ref, tol;
+        Verdict want;
+    } rows[] = {
+        {MEASURE_TOL, 114, 100, 0.15, VERDICT_OK},      /* Table 5 memory: +14 % of +-15 % */
+        {MEASURE_TOL, 116, 100, 0.15, VERDICT_OUTSIDE}, /* +16 % */
+        {MEASURE_TOL, 86, 100, 0.15, VERDICT_OK},       /* -14 % */
+        {MEASURE_TOL, 87, 100, 0.12, VERDICT_OUTSIDE},  /* communication: -13 % of +-12 % */
+        {MEASURE_TOL, NAN, 100, 0.15, VERDICT_OUTSIDE}, /* no figure: never within */
+        {MEASURE_TOL, 0, 0, 0.15, VERDICT_OK},          /* 0 against 0: no error */
+        {MEASURE_TOL, 1, 0, 0.15, VERDICT_OUTSIDE},     /* 1 against 0: no relative error */
+        {MEASURE_EXACT, 3, 3, 0, VERDICT_OK},           {MEASURE_EXACT, 4, 3, 0, VERDICT_MISMATCH},
+        {MEASURE_BOUND, 3, 3, 0, VERDICT_OK}, /* at the bound: "at most" holds */
+        {MEASURE_BOUND, 4, 3, 0, VERDICT_OVER},         {MEASURE_INFO, 99, 1, 0, VERDICT_INFO},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        Verdict v = check_verdict(rows[i].mode, rows[i].value, rows[i].ref, rows[i].tol);
+        CHECKF(v == rows[i].want, "row %zu: verdict %d, expected %d", i, v, rows[i].want);
+    }
+    CHECK_NEAR(check_rel_err(114, 100), 0.14, 1e-15);
+    CHECK_NEAR(check_rel_err(86, 100), -0.14, 1e-15);
+    CHECK_NEAR(check_rel_err(0, 0), 0.0, 0.0);
+    CHECK(isnan(check_rel_err(1, 0)));
+    CHECK(isnan(check_rel_err(NAN, 1)));
+    CHECK(isnan(check_rel_err(1, NAN)));
+    /* the mean of errors 0.1, -0.3, 0.2 row by row: |e| 0.1 -> (0.1 + 0.3) / 2 = 0.2 -> (0.4 + 0.2) / 3 = 0.2;
+     * signed 0.1 -> (0.1 - 0.3) / 2 = -0.1 -> (-0.2 + 0.2) / 3 = 0 */
+    const double err[3] = {0.1, -0.3, 0.2};
+    double mae = 0, bias = 0;
+    for (int n = 0; n < 3; n++) mae = check_mean_next(mae, n, fabs(err[n])), bias = check_mean_next(bias, n, err[n]);
+    CHECK_NEAR(mae, 0.2, 1e-15);
+    CHECK_NEAR(bias, 0.0, 1e-15);
+}
+
 int main(void)
 {
     RUN(test_verdicts);
+    RUN(test_check_verdict);
     return test_summary();
 }
