@@ -114,6 +114,13 @@ Verdict check_verdict(MeasureMode mode, double value, double ref, double tol);
 /* The mean of n values and one more, x: (mean · n + x) / (n + 1) (errors summed up row by row). */
 static inline double check_mean_next(double mean, int n, double x) { return (mean * n + x) / (n + 1); }
 
+/* Append a row, zeroed but for these (NULL when the comparison is full): the rows of a run and of a
+ * user's training log (check-log) are made the same way. */
+MeasureRow *cmp_row(Comparison *c, CompareSection sec, const char *name, const char *category, RowUnit kind,
+                    MeasureMode mode, const char *note);
+/* Set a row's values (r may be NULL). */
+void cmp_set(MeasureRow *r, int has_planned, double planned, int has_measured, double measured);
+
 /* Fill every row's verdict (check_verdict of measured against planned; INFO where either is missing);
  * returns the number of failed rows. */
 int measure_judge(MeasureRow *rows, int n);

@@ -84,20 +84,10 @@ static Status page(FILE *f, const void *ctx, Err *e)
 static void row(Comparison *c, CompareSection sec, const char *name, const char *cat, RowUnit kind, double planned,
                 double measured, MeasureMode mode, double tol, const char *note, const char *unit)
 {
-    MeasureRow *r = &c->rows[c->n++];
-    memset(r, 0, sizeof *r);
-    r->section = sec;
-    snprintf(r->name, sizeof r->name, "%s", name);
-    r->category = cat;
-    r->kind = kind;
-    r->has_planned = 1;
-    r->planned = planned;
-    r->has_measured = !isnan(measured);
-    r->measured = isnan(measured) ? 0 : measured;
-    r->mode = r->has_measured ? mode : MEASURE_INFO;
-    r->tol = tol;
-    r->note = r->has_measured ? note : "not in the log";
-    r->unit = unit;
+    const int have = !isnan(measured);
+    MeasureRow *r = cmp_row(c, sec, name, cat, kind, have ? mode : MEASURE_INFO, have ? note : "not in the log");
+    cmp_set(r, 1, planned, have, have ? measured : 0);
+    if (r) r->tol = tol, r->unit = unit;
 }
 
 /* The run as a row of measured.csv (catalog/measured.h's columns): what `report fidelity --catalog DIR`
