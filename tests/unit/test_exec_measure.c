@@ -3,8 +3,12 @@
  * FP8-LM Table 5's "within" column (reports/seed_report.c), and the relative
  * errors and their means that `report fidelity` summarises. */
 #include <math.h>
+#include <stdlib.h>
+
+#include <string.h>
 
 #include "check/compare.h"
+#include "support/fixtures.h"
 #include "test.h"
 
 static MeasureRow row(MeasureMode mode, double planned, double measured)
@@ -82,9 +86,58 @@ static void test_check_verdict(void)
     CHECK_NEAR(bias, 0.0, 1e-15);
 }
 
+/* check_run on an Observed record filled by hand — no executor: the headline plan (GPT-175B, TP8 PP4 DP4,
+ * te-fp8), every term the arena holds observed at the plan's bytes, every collective at the plan's bus
+ * bytes and payload, no steps taken. Every exact and bound row is ok; then one byte more in the master
+ * copy of the GEMM weights (master_gemm): that row is MISMATCH and so is the state total it adds to, so 2 rows fail and exact_ok is 0;
+ * an executor-only term ("io", 64 B) is a row shown, never judged. */
+static void test_check_run_observed(void)
+{
+    Catalog *cat = fx_catalog();
+    PlanInput in = fx_headline(cat, "te-fp8");
+    static Plan p;
+    CHECK(plan_build(&in, &p, NULL) == ST_OK);
+    static Observed ob;
+    memset(&ob, 0, sizeof ob);
+    ob.backend = "cpu", ob.comm = "single";
+    for (int i = 0; i < MT_COUNT_; i++) {
+        ob.held[i] = p.mem[i].cat != MC_OVERHEAD; /* what an arena carves: every term but the overheads */
+        ob.placed[i] = ob.held[i] ? p.mem[i].bytes : 0;
+    }
+    for (int i = 0; i < CO_COUNT_; i++) {
+        ob.coll[i].bus_step = (double)p.coll[i].step_bytes;
+        ob.coll[i].payload_bytes = p.coll[i].payload_bytes * p.coll[i].calls; /* no steps: counted as one */
+        ob.coll[i].calls = p.coll[i].calls;
+    }
+    ob.extra[0].name = "io", ob.extra[0].bytes = 64, ob.nextra = 1;
+    static Comparison c;
+    check_run(&p, &ob, NULL, &c);
+    CHECK_EQ_INT(c.failed, 0);
+    CHECK(c.exact_ok);
+    ob.placed[MT_MASTER_GEMM] += 1;
+    check_run(&p, &ob, NULL, &c);
+    CHECK_EQ_INT(c.failed, 2);
+    CHECK(!c.exact_ok);
+    int seen = 0;
+    for (int i = 0; i < c.n; i++) {
+        const MeasureRow *r = &c.rows[i];
+        if (!strcmp(r->name, "master_gemm") || !strcmp(r->name, "total_state")) {
+            CHECKF(r->verdict == VERDICT_MISMATCH, "%s: verdict %d", r->name, r->verdict);
+            seen++;
+        }
+        if (!strcmp(r->name, "io")) {
+            CHECK(r->mode == MEASURE_INFO && r->measured == 64);
+            seen++;
+        }
+    }
+    CHECK_EQ_INT(seen, 3);
+    free(cat);
+}
+
 int main(void)
 {
     RUN(test_verdicts);
     RUN(test_check_verdict);
+    RUN(test_check_run_observed);
     return test_summary();
 }
