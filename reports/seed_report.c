@@ -254,13 +254,10 @@ static Table *t5_new(void)
 /* One figure as a row: published, predicted, the error against the published figure, and the check. */
 static void t5_row(Table *t, const T5Figure *f)
 {
+    const char *keys[F_PUB] = {[F_MODEL] = f->model,   [F_LAYOUT] = f->layout, [F_COLUMN] = f->column,
+                               [F_RECIPE] = f->recipe, [F_METRIC] = f->metric, [F_UNIT] = f->unit};
     table_row(t);
-    table_str(t, F_MODEL, f->model);
-    table_str(t, F_LAYOUT, f->layout);
-    table_str(t, F_COLUMN, f->column);
-    table_str(t, F_RECIPE, f->recipe);
-    table_str(t, F_METRIC, f->metric);
-    table_str(t, F_UNIT, f->unit);
+    for (int k = 0; k < F_PUB; k++) table_str(t, k, keys[k]);
     table_f64(t, F_PUB, f->published);
     table_f64(t, F_PRED, f->predicted);
     if (f->derived) { /* a sign, not an error */

@@ -131,10 +131,8 @@ static void coll_observe(ObsColl *o, const CommStats *m, uint32_t steps)
 void measure_observe(const Measurement *ms, Observed *o)
 {
     memset(o, 0, sizeof *o);
-    o->backend = ms->backend;
-    o->on_device = ms->on_device;
-    o->gemm_workspace_bytes = ms->gemm_workspace_bytes;
-    o->arena_bytes = ms->arena_bytes;
+    o->backend = ms->backend, o->on_device = ms->on_device;
+    o->gemm_workspace_bytes = ms->gemm_workspace_bytes, o->arena_bytes = ms->arena_bytes;
     for (int i = 0; i < MT_COUNT_; i++) {
         o->placed[i] = ms->placed[i];
         o->held[i] = (unsigned char)arena_holds((MemTermId)i);
@@ -147,19 +145,15 @@ void measure_observe(const Measurement *ms, Observed *o)
     memcpy(o->dev.sampled, d->sampled, sizeof o->dev.sampled);
     memcpy(o->dev.grew, d->grew, sizeof o->dev.grew);
     o->dev.lazy = d->lazy;
-    o->dev.peak_bf16 = ms->peak.peak_bf16;
-    o->dev.peak_fp8 = ms->peak.peak_fp8;
-    o->dev.peak_why = ms->peak.why;
+    o->dev.peak_bf16 = ms->peak.peak_bf16, o->dev.peak_fp8 = ms->peak.peak_fp8, o->dev.peak_why = ms->peak.why;
     o->cap = ms->cap, o->steps = ms->steps, o->first_step = ms->first_step;
     o->tokens_per_step = ms->tokens_per_step;
     o->loss = ms->loss;
     for (int k = 0; k < PHASE_COUNT; k++) o->phase[k] = ms->phase[k];
     o->step_s = ms->step_s;
     for (int k = 0; k < OBS_CATS; k++) o->cat[k] = ms->cat[k];
-    o->cat_steps = ms->cat_steps;
-    o->phase_device = ms->phase_device;
-    o->comm = ms->comm;
-    o->ranks = ms->ranks;
+    o->cat_steps = ms->cat_steps, o->phase_device = ms->phase_device;
+    o->comm = ms->comm, o->ranks = ms->ranks;
     for (int c = 0; c < CO_COUNT_; c++) coll_observe(&o->coll[c], &ms->coll[c], ms->steps);
     coll_observe(&o->coll_total, &ms->coll_total, ms->steps);
     o->coll_s = ms->coll_s;
