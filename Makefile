@@ -156,7 +156,7 @@ LDLIBS = $(LDLIBS_BASE) $(MPI_LIBS)
 # (.cu with nvcc, .c with the CUDA headers) and is built only when HAVE_CUDA=1.
 # TUI=0 leaves tui/ out and links cli/notui/cmd_tui.c (a stub) instead of the
 # curses session: no ncurses needed (make gpu-build).
-LIB_DIRS := util fp8 planner catalog reports exec import $(if $(filter 1,$(TUI)),tui)
+LIB_DIRS := util fp8 planner catalog check reports exec import $(if $(filter 1,$(TUI)),tui)
 LIB_SRC := $(sort $(shell find $(LIB_DIRS) \( -name '*.c' -o -name '*.cpp' \) -not -path '*/cuda/*' 2>/dev/null))
 CUDA_SRC := $(sort $(shell find $(LIB_DIRS) -path '*/cuda/*' \( -name '*.cu' -o -name '*.c' \) 2>/dev/null))
 CLI_SRC := $(if $(filter 1,$(TUI)),$(sort $(wildcard cli/*.c)),$(sort $(filter-out cli/cmd_tui.c,$(wildcard cli/*.c)) cli/notui/cmd_tui.c))
@@ -462,7 +462,7 @@ mutate: $(MUTATE_WORK)/venv/bin/mutate
 	  --count $(MUTATE_COUNT) --seed $(MUTATE_SEED) --minutes $(MUTATE_MINUTES) --timeout $(MUTATE_TIMEOUT) \
 	  $(if $(filter 1,$(MUTATE_SAN)),--san)
 
-FMT_FILES = $(shell find util fp8 planner catalog reports exec import tui cli tests \( -name '*.[ch]' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
+FMT_FILES = $(shell find util fp8 planner catalog check reports exec import tui cli tests \( -name '*.[ch]' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 
 fmt:
 	clang-format -i $(FMT_FILES)
@@ -472,20 +472,27 @@ fmt:
 # finder): it prints nothing, never exits, and takes from planner/ only the type headers of what it
 # parses (spec.h, recipe.h, stack.h, layout.h), so the dependency is one way: planner/ never includes
 # catalog/, and catalog/ never includes plan.h (the planning engine). Only catalog/ includes its CSV
-# readers (csv_table.h, catalog_cells.h) or calls libcsv's parser. exec/ runs below the renderers: it
-# never includes reports/, tui/ or cli/, and a run's session (exec/run/) shows what it does only through
-# its caller's hooks (exec/run/run.h): it never writes to stdout or stderr.
+# readers (csv_table.h, catalog_cells.h) or calls libcsv's parser. check/ (planned versus observed) sits
+# between planner/ and exec/: it prints nothing, never exits, includes nothing from exec/, reports/,
+# tui/, import/ or cli/, and neither fp8/, planner/ nor catalog/ includes it; the executor hands it
+# an Observed record, so reports/ and tui/ need nothing from exec/ either. exec/ runs below the
+# renderers: it never includes reports/, tui/ or cli/, and a run's session (exec/run/) shows what it does
+# only through its caller's hooks (exec/run/run.h): it never writes to stdout or stderr.
 lint:
 	@clang-format --dry-run -Werror $(FMT_FILES)
-	@bad=$$(grep -nE '#include "(catalog|exec|tui|reports|import|cli)/' $$(find fp8 planner -name '*.[ch]' 2>/dev/null) /dev/null); \
+	@bad=$$(grep -nE '#include "(catalog|check|exec|tui|reports|import|cli)/' $$(find fp8 planner -name '*.[ch]' 2>/dev/null) /dev/null); \
 	if [ -n "$$bad" ]; then echo "layering: fp8/ and planner/ must not include these:"; echo "$$bad"; exit 1; fi
-	@bad=$$(grep -nE '\b(printf|fprintf|puts|fputs|fopen|fwrite|exit|abort)[[:space:]]*\(' $$(find fp8 planner catalog -name '*.[ch]' -not -path '*/cuda/*' 2>/dev/null) /dev/null); \
-	if [ -n "$$bad" ]; then echo "layering: fp8/, planner/ and catalog/ print nothing and never exit:"; echo "$$bad"; exit 1; fi
-	@bad=$$(grep -nE '#include "(exec|tui|reports|import|cli)/|#include "planner/' $$(find catalog -name '*.[ch]' 2>/dev/null) /dev/null | \
+	@bad=$$(grep -nE '\b(printf|fprintf|puts|fputs|fopen|fwrite|exit|abort)[[:space:]]*\(' $$(find fp8 planner catalog check -name '*.[ch]' -not -path '*/cuda/*' 2>/dev/null) /dev/null); \
+	if [ -n "$$bad" ]; then echo "layering: fp8/, planner/, catalog/ and check/ print nothing and never exit:"; echo "$$bad"; exit 1; fi
+	@bad=$$(grep -nE '#include "(check|exec|tui|reports|import|cli)/|#include "planner/' $$(find catalog -name '*.[ch]' 2>/dev/null) /dev/null | \
 	  grep -vE '#include "planner/(spec|recipe|stack|layout)\.h"'); \
-	if [ -n "$$bad" ]; then echo "layering: catalog/ includes from planner/ only spec.h, recipe.h, stack.h and layout.h (never exec/, reports/, import/, tui/, cli/):"; echo "$$bad"; exit 1; fi
+	if [ -n "$$bad" ]; then echo "layering: catalog/ includes from planner/ only spec.h, recipe.h, stack.h and layout.h (never check/, exec/, reports/, import/, tui/, cli/):"; echo "$$bad"; exit 1; fi
+	@bad=$$(grep -nE '#include "(exec|reports|tui|import|cli)/' $$(find check -name '*.[ch]' 2>/dev/null) /dev/null); \
+	if [ -n "$$bad" ]; then echo "layering: check/ sits below exec/ (it reads an Observed record) and includes nothing from exec/, reports/, tui/, import/ or cli/:"; echo "$$bad"; exit 1; fi
+	@bad=$$(grep -nE '#include "exec/' $$(find reports tui check planner catalog -name '*.[ch]' 2>/dev/null) /dev/null); \
+	if [ -n "$$bad" ]; then echo "layering: reports/ and tui/ render check/'s records and include nothing from exec/:"; echo "$$bad"; exit 1; fi
 	@bad=$$(grep -nE '#include "catalog/(csv_table|catalog_cells)\.h"|\b(csv_table_parse|csv_table_parse_max|cell_parse_all|cell_parse_rows|csv_parse)[[:space:]]*\(' \
-	  $$(find util fp8 planner reports exec import tui cli \( -name '*.[ch]' -o -name '*.cpp' \) 2>/dev/null) /dev/null); \
+	  $$(find util fp8 planner check reports exec import tui cli \( -name '*.[ch]' -o -name '*.cpp' \) 2>/dev/null) /dev/null); \
 	if [ -n "$$bad" ]; then echo "layering: only catalog/ parses CSV (catalog/csv_table.h, catalog/catalog_cells.h, libcsv):"; echo "$$bad"; exit 1; fi
 	@bad=$$(grep -nE '#include "(reports|tui|cli)/' $$(find exec \( -name '*.[ch]' -o -name '*.cu' \) 2>/dev/null) /dev/null); \
 	if [ -n "$$bad" ]; then echo "layering: exec/ never includes reports/, tui/ or cli/:"; echo "$$bad"; exit 1; fi

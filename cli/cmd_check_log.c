@@ -1,6 +1,6 @@
 /* cli/cmd_check_log.c — fp8plan check-log LOG --from CONFIG: a run someone did (a Megatron-LM or torchtitan
  * log, Megatron-LM's functional-test golden values) beside the plan of its configuration, with the verdict
- * columns of `fp8plan run` (exec/measure/compare.h's rows, reports/run_report.h's tables).
+ * columns of `fp8plan run` (check/compare.h's rows, reports/run_report.h's tables).
  *
  * Rows: the step time (median over the logged steps after the warm-up, checked against the plan within
  * the run's step-time tolerance, 15 %), the allocator's peaks (torch max_memory_allocated against the
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cli/cmd_plan.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "import/runlog.h"
 #include "catalog/measured.h"
 #include "reports/run_report.h"
@@ -84,20 +84,10 @@ static Status page(FILE *f, const void *ctx, Err *e)
 static void row(Comparison *c, CompareSection sec, const char *name, const char *cat, RowUnit kind, double planned,
                 double measured, MeasureMode mode, double tol, const char *note, const char *unit)
 {
-    MeasureRow *r = &c->rows[c->n++];
-    memset(r, 0, sizeof *r);
-    r->section = sec;
-    snprintf(r->name, sizeof r->name, "%s", name);
-    r->category = cat;
-    r->kind = kind;
-    r->has_planned = 1;
-    r->planned = planned;
-    r->has_measured = !isnan(measured);
-    r->measured = isnan(measured) ? 0 : measured;
-    r->mode = r->has_measured ? mode : MEASURE_INFO;
-    r->tol = tol;
-    r->note = r->has_measured ? note : "not in the log";
-    r->unit = unit;
+    const int have = !isnan(measured);
+    MeasureRow *r = cmp_row(c, sec, name, cat, kind, have ? mode : MEASURE_INFO, have ? note : "not in the log");
+    cmp_set(r, 1, planned, have, have ? measured : 0);
+    if (r) r->tol = tol, r->unit = unit;
 }
 
 /* The run as a row of measured.csv (catalog/measured.h's columns): what `report fidelity --catalog DIR`

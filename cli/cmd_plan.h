@@ -12,7 +12,7 @@
 #include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "planner/sweep.h"
-#include "reports/fidelity_report.h"
+#include "check/fidelity.h"
 
 /* catalog_load (catalog/catalog_find.h) for subcommand `cmd`: models.csv, gpus.csv, recipes.csv and
  * stacks.csv from the catalog directory (`dir` when given (--catalog), else $FP8PLAN_CATALOG, else

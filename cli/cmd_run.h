@@ -4,7 +4,7 @@
 #define FP8PLAN_CLI_CMD_RUN_H
 
 #include "cli/cli.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "exec/run/run.h"
 #include "reports/table.h"
 #include "util/fileio.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/cmd_run.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "reports/html_run.h"
 
 /* The interval a row's check accepts; 0 when the row is not checked. */

@@ -1,11 +1,11 @@
 /* cli/cmd_run_report.c — `fp8plan run`'s end-of-run report: the comparison of the measurement
- * (exec/measure/measurement.h) with the plan (exec/measure/compare.h), rendered by reports/run_report.h
+ * (exec/measure/measurement.h) with the plan (check/compare.h), rendered by reports/run_report.h
  * on stdout and to -o. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "cli/cmd_run.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "reports/run_report.h"
 
 /* The comparison: summary lines and tables on stdout, every row to -o. */
@@ -34,7 +34,9 @@ typedef struct {
 static void summary_of(FILE *f, const void *ctx)
 {
     const ReportCtx *r = ctx;
-    run_report_summary(f, r->p, r->ms, data_entropy_floor(r->d));
+    Observed ob;
+    measure_observe(r->ms, &ob);
+    run_report_summary(f, r->p, &ob, data_entropy_floor(r->d));
 }
 
 static void verdict_of(FILE *f, const void *ctx) { run_report_verdict(f, ((const ReportCtx *)ctx)->cmp); }

@@ -97,31 +97,31 @@ Table *run_report_table(const Comparison *cmp, RunTable which)
     return t;
 }
 
-void run_report_summary(FILE *f, const Plan *p, const Measurement *ms, double entropy)
+void run_report_summary(FILE *f, const Plan *p, const Observed *ob, double entropy)
 {
-    uint32_t from = measure_timed_from(ms), tail = ms->steps < 10 ? ms->steps : 10;
+    uint32_t from = check_timed_from(ob->steps), tail = ob->steps < 10 ? ob->steps : 10;
     double last = 0.0, step, spread;
-    for (uint32_t i = ms->steps - tail; i < ms->steps; i++) last += ms->loss[i] / tail;
-    measure_stats(ms->step_s, from, ms->steps, ms->sorted, &step, &spread);
+    for (uint32_t i = ob->steps - tail; i < ob->steps; i++) last += ob->loss[i] / tail;
+    measure_stats(ob->step_s, from, ob->steps, ob->sorted, &step, &spread);
     double lnv = log((double)p->in.model->vocab);
     char ent[48] = "", fell[48] = "";
     if (entropy >= 0) snprintf(ent, sizeof ent, ", data entropy %.4f", entropy);
-    if (ms->loss[0] > 0) snprintf(fell, sizeof fell, "; fell %.1f %%", 100.0 * (ms->loss[0] - last) / ms->loss[0]);
+    if (ob->loss[0] > 0) snprintf(fell, sizeof fell, "; fell %.1f %%", 100.0 * (ob->loss[0] - last) / ob->loss[0]);
     table_put_prose(f, "\nloss: first %.4f, final %.4f (mean of the last %u steps); ln V = %.4f%s%s\n",
-                    (double)ms->loss[0], last, tail, lnv, ent, fell);
+                    (double)ob->loss[0], last, tail, lnv, ent, fell);
     table_put_prose(f,
                     "throughput: %.0f tokens/s (median step %.3f ms over steps %u..%u, spread %.1f %%); plan for "
                     "%s: %.0f tokens/s\n",
-                    (double)ms->tokens_per_step / step, 1e3 * step, ms->first_step + from + 1,
-                    ms->first_step + ms->steps, 100.0 * spread, p->in.gpu->name, p->tokens_per_s);
-    const CommStats *cs = &ms->coll_total;
-    uint64_t steps = ms->steps ? ms->steps : 1;
+                    (double)ob->tokens_per_step / step, 1e3 * step, ob->first_step + from + 1,
+                    ob->first_step + ob->steps, 100.0 * spread, p->in.gpu->name, p->tokens_per_s);
+    const ObsColl *cs = &ob->coll_total;
+    uint64_t steps = ob->steps ? ob->steps : 1;
     uint64_t sent = p->dp_comm_bytes + p->tp_comm_bytes + p->pp_comm_bytes + p->cp_comm_bytes;
     char b1[32], b2[32];
     table_put_prose(f,
                     "collectives (%s, %d rank%s): %llu calls and %s payload bytes per step, %.0f bus bytes; plan: "
                     "%s bytes sent per GPU per step\n",
-                    ms->comm, ms->ranks, ms->ranks == 1 ? "" : "s", (unsigned long long)(cs->calls / steps),
+                    ob->comm, ob->ranks, ob->ranks == 1 ? "" : "s", (unsigned long long)(cs->calls / steps),
                     num_fmt_grouped(cs->payload_bytes / steps, b1, sizeof b1), cs->bus_bytes / (double)steps,
                     num_fmt_grouped(sent, b2, sizeof b2));
 }

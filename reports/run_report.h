@@ -1,6 +1,6 @@
 /* reports/run_report.h — a finished run rendered: the summary lines (loss,
  * throughput, collectives) and the rows of its comparison with the plan
- * (exec/measure/compare.h) as tables — text for the terminal, and every row
+ * (check/compare.h) as tables — text for the terminal, and every row
  * with every column for CSV and JSON.
  *
  * Columns of the full table (CSV header; the text tables show a subset):
@@ -13,7 +13,7 @@
 
 #include <stdio.h>
 
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "reports/table.h"
 
 typedef enum {
@@ -28,7 +28,7 @@ Table *run_report_table(const Comparison *c, RunTable which);
 /* Summary lines: first and final loss (mean of the last 10 steps) against ln V
  * and the data's entropy (entropy < 0: unknown), the median step's tokens/s
  * against the plan's, and what the communicator moved per step. */
-void run_report_summary(FILE *f, const Plan *p, const Measurement *ms, double entropy);
+void run_report_summary(FILE *f, const Plan *p, const Observed *ob, double entropy);
 
 /* The closing line: whether every exact term matched, and how many checked
  * rows failed. */

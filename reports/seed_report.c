@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "fp8/granularity.h"
-#include "catalog/fp8lm_table5.h"
 #include "planner/plan.h"
 #include "reports/plan_report.h"
 #include "util/num.h"
@@ -252,26 +251,23 @@ static Table *t5_new(void)
     return table_new(cols, F_COUNT);
 }
 
-static void t5_row(Table *t, const char *model, const char *layout, const char *column, const char *recipe,
-                   const char *metric, const char *unit, double pub, double pred, double tol, SeedCheck *chk)
+/* One figure as a row: published, predicted, the error against the published figure, and the check. */
+static void t5_row(Table *t, const T5Figure *f)
 {
+    const char *keys[F_PUB] = {[F_MODEL] = f->model,   [F_LAYOUT] = f->layout, [F_COLUMN] = f->column,
+                               [F_RECIPE] = f->recipe, [F_METRIC] = f->metric, [F_UNIT] = f->unit};
     table_row(t);
-    table_str(t, F_MODEL, model);
-    table_str(t, F_LAYOUT, layout);
-    table_str(t, F_COLUMN, column);
-    table_str(t, F_RECIPE, recipe);
-    table_str(t, F_METRIC, metric);
-    table_str(t, F_UNIT, unit);
-    table_f64(t, F_PUB, pub);
-    table_f64(t, F_PRED, pred);
-    double err = (pred - pub) / pub;
-    table_f64(t, F_ERR, 100.0 * err);
-    if (tol > 0) {
-        table_f64(t, F_TOL, 100.0 * tol);
-        int ok = fabs(err) <= tol;
-        table_str(t, F_WITHIN, ok ? "yes" : "no");
-        chk->checked++;
-        chk->outside += !ok;
+    for (int k = 0; k < F_PUB; k++) table_str(t, k, keys[k]);
+    table_f64(t, F_PUB, f->published);
+    table_f64(t, F_PRED, f->predicted);
+    if (f->derived) { /* a sign, not an error */
+        table_str(t, F_WITHIN, f->verdict == VERDICT_OK ? "yes (TE above BF16)" : "no");
+        return;
+    }
+    table_f64(t, F_ERR, 100.0 * check_rel_err(f->predicted, f->published));
+    if (f->tol > 0) {
+        table_f64(t, F_TOL, 100.0 * f->tol);
+        table_str(t, F_WITHIN, f->verdict == VERDICT_OK ? "yes" : "no");
     } else {
         table_str(t, F_WITHIN, "info");
     }
@@ -280,88 +276,15 @@ static void t5_row(Table *t, const char *model, const char *layout, const char *
 Status seed_table5(const Catalog *c, const char *text, size_t len, const char *fname, Table **out, SeedCheck *chk,
                    Err *e)
 {
-    memset(chk, 0, sizeof *chk);
     *out = NULL;
-    int nrows = 0;
-    T5Row *rows = calloc(T5_MAX_ROWS, sizeof *rows);
-    Status st = rows ? t5_parse(c, text, len, fname, rows, &nrows, e) : err_set(e, ST_NOMEM, "out of memory");
-    Table *t = st ? NULL : t5_new();
-    if (!st && !t) st = err_set(e, ST_NOMEM, "out of memory");
-    const GpuSpec *gpu = catalog_gpu(c, "h100-sxm");
-    if (!st && !gpu) st = err_set(e, ST_DATA, "%s: the catalog has no h100-sxm (FP8-LM's GPU)", fname);
-    double bf16_175 = NAN, te_175 = NAN, bf16_175_pub = NAN, te_175_pub = NAN;
-    const StackSpec *stack = catalog_stack(c, SEED_T5_STACK);
-    for (int r = 0; !st && r < nrows; r++) {
-        const T5Row *row = &rows[r];
-        PlanInput in;
-        plan_input_defaults(&in);
-        if (stack) plan_input_use_stack(&in, stack);
-        const char *mname = row->model_name, *rname = row->recipe_name, *colname = row->column;
-        in.model = row->model, in.recipe = row->recipe, in.gpu = gpu;
-        in.tp = row->tp, in.pp = row->pp, in.dp = row->dp, in.mbs = row->mbs, in.seq = row->seq;
-        double mem = row->memory_gb, wc = row->weight_comm_gb, sps = row->samples_per_s, mfu = row->mfu_pct;
-        double mtol = row->checked ? SEED_T5_MEMORY_TOL : 0, ctol = row->checked ? SEED_T5_COMM_TOL : 0;
-        /* the runs: Megatron-LM (2023) with the distributed optimizer, sequence parallelism, flash
-         * attention and the weight-gradient accumulation in its own kernel (MS-AMP-Examples
-         * gpt3/pretrain_*_megatron.sh: --use-distributed-optimizer --sequence-parallel --use-flash-attn
-         * --no-gradient-accumulation-fusion), no recompute, dropout 0, no overlap of the TP, DP and PP
-         * collectives (the megatron-lm stack's defaults); models/measured.csv's fp8lm-2023 rows say the same */
-        in.sharding = SHARD_DIST_OPT;
-        in.sp = 1;
-        in.attn = ATTN_FLASH;
-        in.grad_acc_fusion = 0;
-        in.overlap_tp = in.overlap_dp = in.overlap_pp = 0;
-        Plan p;
-        if ((st = plan_build(&in, &p, e))) {
-            err_prefix(e, "%s: row %d", fname, row->rowno);
-            break;
-        }
-        char layout[96];
-        snprintf(layout, sizeof layout, "TP%u PP%u DP%u mbs%u", in.tp, in.pp, in.dp, in.mbs);
-        if (!isnan(mem))
-            t5_row(t, mname, layout, colname, rname, "memory", "GB", mem, plan_gb(p.total_bytes), mtol, chk);
-        if (!isnan(wc))
-            t5_row(t, mname, layout, colname, rname, "weight_comm", "GB", wc, plan_gb(p.weight_comm_bytes), ctol, chk);
-        if (!isnan(sps))
-            t5_row(t, mname, layout, colname, rname, "throughput", "samples/s", sps, p.samples_per_s, 0, chk);
-        if (!isnan(mfu))
-            t5_row(t, mname, layout, colname, rname, "mfu", "% of own peak", mfu,
-                   dtype_is_fp8(in.recipe->gemm_fwd) ? p.mfu_fp8_pct : p.mfu_bf16_pct, 0, chk);
-        /* the 6 B/param recipe without MS-AMP's extra FP8 parameter copy, for reference (not checked) */
-        const Recipe *lean = catalog_recipe(c, "fp8lm");
-        if (!isnan(mem) && !strcmp(rname, "msamp-o3") && lean) {
-            PlanInput in2 = in;
-            in2.recipe = lean;
-            Plan p2;
-            if ((st = plan_build(&in2, &p2, e))) break;
-            t5_row(t, mname, layout, colname, "fp8lm", "memory", "GB", mem, plan_gb(p2.total_bytes), 0, chk);
-        }
-        if (!strcmp(mname, "gpt-175b") && in.mbs == 1 && !strcmp(colname, "bf16"))
-            bf16_175 = plan_gb(p.total_bytes), bf16_175_pub = mem;
-        if (!strcmp(mname, "gpt-175b") && in.mbs == 1 && !strcmp(colname, "te"))
-            te_175 = plan_gb(p.total_bytes), te_175_pub = mem;
-    }
-    if (!st && !isnan(bf16_175) && !isnan(te_175)) {
-        /* the effect the seed explains: TE's cached FP8 copies put it above BF16 */
-        table_row(t);
-        table_str(t, F_MODEL, "gpt-175b");
-        table_str(t, F_LAYOUT, "TP8 PP4 DP4 mbs1");
-        table_str(t, F_COLUMN, "te - bf16");
-        table_str(t, F_RECIPE, "te-fp8 - megatron-bf16");
-        table_str(t, F_METRIC, "memory_difference");
-        table_str(t, F_UNIT, "GB");
-        table_f64(t, F_PUB, te_175_pub - bf16_175_pub);
-        table_f64(t, F_PRED, te_175 - bf16_175);
-        int ok = (te_175 - bf16_175) > 0;
-        table_str(t, F_WITHIN, ok ? "yes (TE above BF16)" : "no");
-        chk->checked++;
-        chk->outside += !ok;
-    }
-    free(rows);
-    if (st) {
-        table_free(t);
-        return st;
-    }
+    T5Figure *f = NULL;
+    int n = 0;
+    Status st = check_table5(c, text, len, fname, &f, &n, chk, e);
+    if (st) return st;
+    Table *t = t5_new();
+    for (int i = 0; t && i < n; i++) t5_row(t, &f[i]);
+    free(f);
+    if (!t) return err_set(e, ST_NOMEM, "out of memory");
     *out = t;
     return ST_OK;
 }

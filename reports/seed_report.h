@@ -12,6 +12,7 @@
 
 #include "fp8/granularity.h"
 #include "catalog/catalog.h"
+#include "check/table5.h"
 #include "reports/table.h"
 
 /* Table 1a. only = NULL for every recipe. params > 0 adds the state bytes of
@@ -52,24 +53,10 @@ Table *seed_table1b(uint64_t rows, uint64_t cols, Err *e);
 /* Table 1c: one row per recipe and tensor of the step, in the seed's order. */
 Table *seed_table1c(const Catalog *c);
 
-/* Tolerances of the Table 5 check (relative). The published figures are single
- * measurements whose allocator slack, NCCL buffers and "GB" unit are not stated
- * (GB and GiB differ by 7.4 %); the acceptance bands are +-15 % for memory and
- * +-12 % for weight-related communication, whose payload is fixed by the
- * parameter count and dtypes and only the ring factor and bucketing vary. */
-#define SEED_T5_MEMORY_TOL 0.15
-/* The stack the FP8-LM runs used: Megatron-LM's defaults (stacks.csv); without that row, none. */
-#define SEED_T5_STACK    "megatron-lm"
-#define SEED_T5_COMM_TOL 0.12
-
-typedef struct {
-    int checked; /* figures with a tolerance */
-    int outside; /* of which outside it */
-} SeedCheck;
-
 /* Table 5 from the published rows (models/fp8lm_table5.csv text): one row per
- * figure with published, predicted, error and verdict; plus the derived check
- * that TE FP8 needs more memory than BF16 at 175B. */
+ * figure of check_table5 (check/table5.h) with published, predicted, error and
+ * verdict; plus the derived check that TE FP8 needs more memory than BF16 at
+ * 175B. */
 Status seed_table5(const Catalog *c, const char *text, size_t len, const char *fname, Table **out, SeedCheck *chk,
                    Err *e);
 

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "fp8/codec.h"
-#include "reports/fidelity_report.h"
+#include "check/fidelity.h"
 #include "fp8/delayed.h"
 #include "catalog/catalog.h"
 #include "planner/plan.h"

@@ -24,6 +24,7 @@
 
 #include <stdint.h>
 
+#include "check/observed.h"
 #include "exec/backend/backend.h"
 #include "exec/model/model.h"
 #include "catalog/catalog.h"
@@ -32,13 +33,7 @@
 extern "C" {
 #endif
 
-typedef enum {
-    DEVM_AFTER_BACKEND = 0, /* context, module images, library handles */
-    DEVM_AFTER_COMM,        /* + NCCL buffers made with the communicator */
-    DEVM_AFTER_MODEL,       /* + the arena */
-    DEVM_STEP,              /* during the steps: the peak of every sample */
-    DEVM_POINTS
-} DevmPoint;
+/* DevmPoint (DEVM_AFTER_BACKEND, DEVM_AFTER_COMM, DEVM_AFTER_MODEL, DEVM_STEP): check/observed.h. */
 
 typedef struct {
     int have; /* the backend has mem_info, device_info and op_times */

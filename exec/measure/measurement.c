@@ -7,10 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint32_t measure_timed_from(const Measurement *ms)
-{
-    return ms->steps > MEASURE_WARMUP_STEPS ? MEASURE_WARMUP_STEPS : 0;
-}
+/* The record's enums are the executor's: check/observed.h's device-time categories are BackendOpCat's
+ * order, and its executor-only terms have room for the arena's. */
+_Static_assert((int)OBS_CATS == (int)BK_OPCAT_COUNT && BK_OPCAT_GEMM == 0 && BK_OPCAT_KERNEL == 1 &&
+                   BK_OPCAT_OPTIM == 2 && BK_OPCAT_COMM == 3,
+               "check/observed.h's OBS_CATS follow BackendOpCat");
+_Static_assert((int)ARENA_TERMS - (int)MT_COUNT_ <= (int)OBS_EXTRA_TERMS,
+               "room for the executor-only terms in an Observed");
+
+uint32_t measure_timed_from(const Measurement *ms) { return check_timed_from(ms->steps); }
 
 void measure_free(Measurement *ms)
 {
@@ -114,19 +119,50 @@ Status measure_step(Measurement *ms, Model *m, const int32_t *inputs, const int3
     return ST_OK;
 }
 
-static int cmp_double(const void *x, const void *y)
+static void coll_observe(ObsColl *o, const CommStats *m, uint32_t steps)
 {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
+    o->calls = m->calls;
+    o->payload_bytes = m->payload_bytes;
+    o->bus_bytes = m->bus_bytes;
+    o->bus_step = comm_whole_bytes(m->bus_bytes / (steps ? (double)steps : 1.0));
+    o->wait_s = m->wait_s;
 }
 
-void measure_stats(const double *v, uint32_t from, uint32_t n, double *t, double *median, double *spread)
+void measure_observe(const Measurement *ms, Observed *o)
 {
-    *median = *spread = NAN;
-    if (n <= from) return;
-    uint32_t k = n - from;
-    memcpy(t, v + from, k * sizeof *t);
-    qsort(t, k, sizeof *t, cmp_double);
-    *median = k % 2 ? t[k / 2] : 0.5 * (t[k / 2 - 1] + t[k / 2]);
-    if (*median != 0.0) *spread = (t[k - 1] - t[0]) / *median;
+    memset(o, 0, sizeof *o);
+    o->backend = ms->backend, o->on_device = ms->on_device;
+    o->gemm_workspace_bytes = ms->gemm_workspace_bytes, o->arena_bytes = ms->arena_bytes;
+    for (int i = 0; i < MT_COUNT_; i++) {
+        o->placed[i] = ms->placed[i];
+        o->held[i] = (unsigned char)arena_holds((MemTermId)i);
+    }
+    for (ArenaTerm t = MT_COUNT_; t < ARENA_TERMS; t++)
+        if (ms->placed[t]) o->extra[o->nextra].name = arena_term_name(t), o->extra[o->nextra++].bytes = ms->placed[t];
+    const DevMeasure *d = &ms->dev;
+    o->dev.have = d->have;
+    memcpy(o->dev.used, d->used, sizeof o->dev.used);
+    memcpy(o->dev.sampled, d->sampled, sizeof o->dev.sampled);
+    memcpy(o->dev.grew, d->grew, sizeof o->dev.grew);
+    o->dev.lazy = d->lazy;
+    o->dev.peak_bf16 = ms->peak.peak_bf16, o->dev.peak_fp8 = ms->peak.peak_fp8, o->dev.peak_why = ms->peak.why;
+    o->cap = ms->cap, o->steps = ms->steps, o->first_step = ms->first_step;
+    o->tokens_per_step = ms->tokens_per_step;
+    o->loss = ms->loss;
+    for (int k = 0; k < PHASE_COUNT; k++) o->phase[k] = ms->phase[k];
+    o->step_s = ms->step_s;
+    for (int k = 0; k < OBS_CATS; k++) o->cat[k] = ms->cat[k];
+    o->cat_steps = ms->cat_steps, o->phase_device = ms->phase_device;
+    o->comm = ms->comm, o->ranks = ms->ranks;
+    for (int c = 0; c < CO_COUNT_; c++) coll_observe(&o->coll[c], &ms->coll[c], ms->steps);
+    coll_observe(&o->coll_total, &ms->coll_total, ms->steps);
+    o->coll_s = ms->coll_s;
+    o->sorted = ms->sorted;
+}
+
+void compare(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *out)
+{
+    Observed ob;
+    measure_observe(ms, &ob);
+    check_run(p, &ob, tol, out);
 }

@@ -1,5 +1,5 @@
 /* exec/measure/measurement.h — what a training run measured, in the plan's
- * vocabulary, filled by the executor and read by compare() (compare.h).
+ * vocabulary, filled by the executor and handed to check/ as an Observed record.
  *
  *   bytes per term      the arena's bytes per memory term (MemTermId, plus the
  *                       executor-only XT_* terms), the most live at once;
@@ -14,8 +14,10 @@
  *   communication       calls, payload and bus bytes per planner collective
  *                       (CollectiveId) over the measured steps;
  *   the loss of every step.
- * Nothing here prints or judges: compare() turns a Measurement and a Plan into
- * rows with verdicts; reports/run_report.c renders them.
+ * Nothing here prints or judges: measure_observe() copies it into the plain
+ * record of check/observed.h (the planner's vocabulary), check_run()
+ * (check/compare.h) turns that and a Plan into rows with verdicts, and
+ * reports/run_report.c renders them; compare() does the first two.
  *
  * Use:
  *   measure_init(&ms, bk, steps, e);        after the backend is created
@@ -23,12 +25,15 @@
  *   measure_after_model(&ms, model);        after model_create (the arena)
  *   measure_step(&ms, model, in, tgt, &loss, e)   each step
  *   measure_finish(&ms, model);             the communicator's counts
+ *   compare(plan, &ms, tol, &cmp);          rows and verdicts
  *   measure_free(&ms); */
 #ifndef FP8PLAN_EXEC_MEASURE_MEASUREMENT_H
 #define FP8PLAN_EXEC_MEASURE_MEASUREMENT_H
 
 #include <stdint.h>
 
+#include "check/compare.h"
+#include "check/observed.h"
 #include "exec/measure/device_measure.h"
 #include "exec/model/model.h"
 
@@ -50,7 +55,7 @@ typedef struct {
     uint32_t cap, steps, first_step; /* first_step: optimizer steps taken before the first (resume) */
     uint64_t tokens_per_step;        /* micro-batches · B · T */
     float *loss;                     /* (cap) mean loss of each step's tokens */
-    double *phase[4];                /* (cap) seconds per step of each phase (PHASE_*) */
+    double *phase[PHASE_COUNT];      /* (cap) seconds per step of each phase (PHASE_*) */
     double *step_s;                  /* (cap) the phases' sum */
     double *cat[BK_OPCAT_COUNT];     /* (cap) device seconds per step of each category (BackendOpCat) */
     uint32_t cat_steps;              /* steps for which the backend gave category times */
@@ -65,12 +70,7 @@ typedef struct {
     double *sorted; /* (cap) measure_stats' scratch: the medians need no allocation once the steps ran */
 } Measurement;
 
-/* Steps left out of the medians as warm-up when later steps exist: the first
- * step loads kernels, picks GEMM algorithms, connects NCCL and grows scratch
- * memory. */
-enum { MEASURE_WARMUP_STEPS = 1 };
-
-/* Index of the first timed step. */
+/* Index of the first timed step (check_timed_from: MEASURE_WARMUP_STEPS left out). */
 uint32_t measure_timed_from(const Measurement *ms);
 
 /* Room for `steps` steps, the backend's name, device memory with the context
@@ -91,10 +91,13 @@ void measure_match(Measurement *ms, const Catalog *c);
 /* What the communicator counted over the steps. */
 void measure_finish(Measurement *ms, const Model *m);
 
-/* Median of v[from..n) and its spread (max − min) / median; NaN for both when
- * the range is empty, spread NaN when the median is 0. scratch: room for
- * n − from values (a Measurement's `sorted`), overwritten. */
-void measure_stats(const double *v, uint32_t from, uint32_t n, double *scratch, double *median, double *spread);
+/* The run in the planner's vocabulary: the counts copied, the per-step arrays
+ * referred to (valid while ms lives; medians use ms->sorted as scratch). */
+void measure_observe(const Measurement *ms, Observed *out);
+
+/* Every row of a finished run, verdicts filled: measure_observe, then
+ * check_run (check/compare.h). */
+void compare(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *out);
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,7 @@
 #include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 #include "exec/backend/recipe.h"
+#include "check/observed.h"
 #include "planner/plan.h"
 
 #ifdef __cplusplus
@@ -233,7 +234,7 @@ typedef struct {
     float *scale_next; /* (n) the scale the next micro-batch will use (= scale_used for current scaling) */
 } BankTrace;
 
-enum { PHASE_FWD = 0, PHASE_BWD, PHASE_OPT, PHASE_COMM };
+/* PHASE_FWD, PHASE_BWD, PHASE_OPT, PHASE_COMM: check/observed.h (the parts of a step a run observes) */
 
 typedef struct Model {
     ModelSpec spec;        /* the architecture as run (the plan's model; layers = this stage's) */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "exec/measure/plan_link.h"
 #include "exec/model/model.h"
 #include "exec/backend/rng.h"

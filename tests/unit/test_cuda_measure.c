@@ -1,13 +1,13 @@
 /* tests/unit/test_cuda_measure.c — the device measurements of a GPU run
  * (exec/measure/device_measure.c) and their rows in the comparison
- * (exec/measure/compare.c), driven by a scripted backend whose hooks return
+ * (check/compare.c), driven by a scripted backend whose hooks return
  * known numbers, and the match of device names to the shipped GPU catalog
  * (its sms column for the SM share). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/measure/compare.h"
+#include "exec/measure/measurement.h"
 #include "exec/measure/device_measure.h"
 #include "test.h"
 #include "util/fileio.h"

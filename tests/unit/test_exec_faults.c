@@ -26,7 +26,7 @@
 #include "exec/ckpt/ckpt.h"
 #include "exec/comm/comm.h"
 #include "exec/backend/data.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "exec/measure/measurement.h"
 #include "support/exec_fixtures.h"
 #include "support/fixtures.h"

@@ -13,7 +13,7 @@
 #include "exec/model/arena.h"
 #include "exec/backend/backend.h"
 #include "exec/backend/data.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "exec/measure/device_measure.h"
 #include "exec/measure/measurement.h"
 #include "exec/model/model_internal.h"

@@ -2,7 +2,7 @@
  * verdict worked out by hand: which recipes the executor runs (exec/backend/recipe.c: granularity matters only
  * with FP8 GEMMs, an amax history only with delayed scaling), the delayed-scaling bank check
  * (exec/backend/backend_check.c), what ZeRO-1 / the distributed optimizer refuse (exec/model/model_shard.c), the
- * per-category memory totals of measured versus planned (exec/measure/compare.c), and the zeroed Adam
+ * per-category memory totals of measured versus planned (check/compare.c), and the zeroed Adam
  * moments `fp8plan calibrate` times AdamW on (exec/measure/calibrate_host.c), and how the CPU backend cuts
  * a GEMM into panels (exec/cpu/cpu_gemm.c), seen through the per-worker scratch it sizes for them, and that a
  * pipeline checkpoint's save gives back every buffer it gathers into (exec/ckpt/ckpt_layout.c); the arena's regions
@@ -23,7 +23,7 @@
 #include "exec/ckpt/ckpt.h"
 #include "exec/cpu/cpu_ops.h"
 #include "exec/measure/calibrate.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "exec/measure/measurement.h"
 #include "exec/model/model_internal.h"
 #include "exec/backend/par.h"

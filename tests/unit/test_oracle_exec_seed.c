@@ -1,10 +1,10 @@
 /* tests/unit/test_oracle_exec_seed.c — executor rules found unguarded by `make mutate` on fresh seeds, each
  * against a value or a verdict worked out by hand: the thread pool in a forked child (exec/backend/par.c), the CPU
  * GEMM past the BLAS's 32-bit leading dimensions (exec/cpu/cpu_gemm.c), the section every row of a run's report
- * is printed under (exec/measure/compare.h, reports/run_report.c), every field of the device-memory rows of a
- * comparison (exec/measure/compare.c), the staged embedding gradients zeroed at every backward
+ * is printed under (check/compare.h, reports/run_report.c), every field of the device-memory rows of a
+ * comparison (check/compare.c), the staged embedding gradients zeroed at every backward
  * (exec/model/model_grad.c), a model with its scaling trace given back whole (exec/model/model_init.c), how
- * each memory term of a comparison is checked (exec/measure/compare.c), the bound on a micro-batch's tokens
+ * each memory term of a comparison is checked (check/compare.c), the bound on a micro-batch's tokens
  * (exec/model/model_layout.c). */
 #include <malloc.h>
 #include <stdatomic.h>
@@ -18,7 +18,7 @@
 
 #include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "exec/measure/device_measure.h"
 #include "exec/measure/measurement.h"
 #include "exec/backend/elem.h"

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -117,9 +118,40 @@ static void test_measure_init_out_of_memory(void)
 }
 #endif
 
+/* measure_observe: the executor's log in the planner's vocabulary (check/observed.h). By hand: bus bytes
+ * 300.0000002 over 3 steps are 100.00000007 per step, 100 whole bytes (the communicator's rounding); the
+ * executor-only terms that held bytes are listed by name (io 64 B; rope_table held none, so it is left out);
+ * each plan term keeps its bytes, and "held" says what the arena carves (the weights: yes; the CUDA
+ * context, an overhead term the driver holds: no). */
+static void test_measure_observe(void)
+{
+    static Measurement ms;
+    memset(&ms, 0, sizeof ms);
+    ms.steps = 3, ms.cap = 4, ms.first_step = 7, ms.tokens_per_step = 96;
+    ms.placed[MT_WEIGHT_GEMM] = 4096, ms.placed[XT_IO] = 64;
+    ms.coll[CO_DP_GRAD_AR].calls = 6, ms.coll[CO_DP_GRAD_AR].payload_bytes = 1200;
+    ms.coll[CO_DP_GRAD_AR].bus_bytes = 300.0000002;
+    ms.dev.grew[PHASE_BWD] = 512;
+    snprintf(ms.comm, sizeof ms.comm, "single");
+    Observed ob;
+    measure_observe(&ms, &ob);
+    CHECK_EQ_U64(ob.placed[MT_WEIGHT_GEMM], 4096);
+    CHECK(ob.held[MT_WEIGHT_GEMM] == 1 && ob.held[MT_CUDA_CONTEXT] == 0);
+    CHECK_EQ_INT(ob.nextra, 1);
+    CHECK_STR(ob.extra[0].name, "io");
+    CHECK_EQ_U64(ob.extra[0].bytes, 64);
+    CHECK_EQ_U64(ob.coll[CO_DP_GRAD_AR].calls, 6);
+    CHECK_EQ_U64(ob.coll[CO_DP_GRAD_AR].payload_bytes, 1200);
+    CHECK(ob.coll[CO_DP_GRAD_AR].bus_step == 100.0);
+    CHECK_EQ_U64(ob.dev.grew[PHASE_BWD], 512);
+    CHECK(ob.steps == 3 && ob.cap == 4 && ob.first_step == 7 && ob.tokens_per_step == 96);
+    CHECK_STR(ob.comm, "single");
+}
+
 int main(void)
 {
     RUN(test_measure_frees_its_log);
+    RUN(test_measure_observe);
 #ifndef __SANITIZE_ADDRESS__
     RUN(test_measure_init_out_of_memory);
 #endif

@@ -1,6 +1,6 @@
 /* tests/unit/test_run_measure.c — the measurement path of `fp8plan run` on a
  * GPU (exec/measure/measurement.c with exec/measure/device_measure.c, judged by
- * exec/measure/compare.c), driven on the CPU: a "GPU" that is the CPU
+ * check/compare.c), driven on the CPU: a "GPU" that is the CPU
  * reference backend with scripted measurement hooks — device memory that
  * grows with what the backend allocates, timestamps whose phase durations
  * follow a script (a slow warm-up step, one slower timed step), and
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "exec/measure/plan_link.h"
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 #include "exec/measure/measurement.h"
 #include "reports/run_report.h"
 #include "test.h"

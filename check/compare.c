@@ -1,13 +1,13 @@
-/* exec/measure/compare.c — every row and verdict of measured versus planned
+/* check/compare.c — every row and verdict of measured versus planned
  * (see compare.h): memory terms and device memory, collectives, and the
  * judging rules. Time and rate rows are compare_time.c's. */
-#include "exec/measure/compare.h"
+#include "check/compare.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "exec/measure/compare_internal.h"
+#include "check/compare_internal.h"
 
 Tolerances compare_tolerances_default(void)
 {
@@ -41,14 +41,14 @@ void cmp_set(MeasureRow *r, int has_planned, double planned, int has_measured, d
 
 /* One row per plan memory term that applies to the model (no expert terms for a dense one), one total
  * per category (the high-water of what the run held), one per executor-only term. */
-static void memory_rows(const Plan *p, const Measurement *ms, Comparison *c)
+static void memory_rows(const Plan *p, const Observed *ob, Comparison *c)
 {
     int row[MT_COUNT_]; /* the row of each term, -1 where it does not apply */
     for (int i = 0; i < MT_COUNT_; i++) {
         const MemTerm *m = &p->mem[i];
         row[i] = -1;
         if (!plan_term_applies(p, (MemTermId)i)) continue;
-        int held = arena_holds((MemTermId)i), ws = i == MT_WORKSPACE;
+        int held = ob->held[i], ws = i == MT_WORKSPACE;
         MeasureMode mode = MEASURE_INFO;
         const char *note = NULL;
         if (held && m->persistent && !ws)
@@ -58,15 +58,15 @@ static void memory_rows(const Plan *p, const Measurement *ms, Comparison *c)
                                      keeps one map per (token, slot) and the counts (docs/executor-moe.md) */
         else if (m->cat == MC_ACTIVATION)
             mode = MEASURE_EXACT; /* the plan itemizes the saved tensors; the executor saves exactly those */
-        else if (ws && ms->gemm_workspace_bytes)
+        else if (ws && ob->gemm_workspace_bytes)
             mode = MEASURE_EXACT; /* the backend's workspace is carved from the arena */
         else
             note = ws               ? "n/a: backend has no GEMM workspace"
-                   : !ms->on_device ? "n/a on the cpu backend"
+                   : !ob->on_device ? "n/a on the cpu backend"
                                     : "not measured in the arena";
         MeasureRow *r = cmp_row(c, CMP_MEMORY, m->name, mem_category_name(m->cat), UNIT_BYTES, mode, note);
         row[i] = r ? (int)(r - c->rows) : -1;
-        cmp_set(r, 1, (double)m->bytes, mode != MEASURE_INFO, (double)ms->placed[i]);
+        cmp_set(r, 1, (double)m->bytes, mode != MEASURE_INFO, (double)ob->placed[i]);
     }
     for (int cat = 0; cat < MC_OVERHEAD; cat++) {
         double planned = 0.0, measured = 0.0;
@@ -87,11 +87,10 @@ static void memory_rows(const Plan *p, const Measurement *ms, Comparison *c)
                                 cat == MC_ACTIVATION ? MEASURE_BOUND : MEASURE_EXACT, NULL);
         cmp_set(r, 1, planned, 1, measured);
     }
-    for (ArenaTerm t = MT_COUNT_; t < ARENA_TERMS; t++) {
-        if (!ms->placed[t]) continue;
+    for (int k = 0; k < ob->nextra; k++) {
         MeasureRow *r =
-            cmp_row(c, CMP_MEMORY, arena_term_name(t), "activation", UNIT_BYTES, MEASURE_INFO, "not in the plan");
-        cmp_set(r, 0, 0.0, 1, (double)ms->placed[t]);
+            cmp_row(c, CMP_MEMORY, ob->extra[k].name, "activation", UNIT_BYTES, MEASURE_INFO, "not in the plan");
+        cmp_set(r, 0, 0.0, 1, (double)ob->extra[k].bytes);
     }
 }
 
@@ -99,9 +98,9 @@ static uint64_t minus(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 /* What the driver counted (a backend with hooks): context, communicator, arena,
  * outside the arena, the peak against the plan's total. */
-static void device_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *c)
+static void device_rows(const Plan *p, const Observed *ob, const Tolerances *tol, Comparison *c)
 {
-    const DevMeasure *m = &ms->dev;
+    const ObsDevice *m = &ob->dev;
     if (!m->have || !m->sampled[DEVM_AFTER_BACKEND]) return;
     const uint64_t *u = m->used;
     uint64_t comm_at = m->sampled[DEVM_AFTER_COMM] ? u[DEVM_AFTER_COMM] : u[DEVM_AFTER_BACKEND];
@@ -121,11 +120,11 @@ static void device_rows(const Plan *p, const Measurement *ms, const Tolerances *
     cmp_set(r, 1, (double)p->mem[MT_COMM_BUFFER].bytes, m->sampled[DEVM_AFTER_COMM], (double)comm);
     r = cmp_row(c, CMP_MEMORY, "device_arena", "device", UNIT_BYTES, MEASURE_INFO,
                 "added by allocating the arena, vs its size");
-    cmp_set(r, 1, (double)ms->arena_bytes, m->sampled[DEVM_AFTER_MODEL], (double)minus(u[DEVM_AFTER_MODEL], comm_at));
+    cmp_set(r, 1, (double)ob->arena_bytes, m->sampled[DEVM_AFTER_MODEL], (double)minus(u[DEVM_AFTER_MODEL], comm_at));
     r = cmp_row(c, CMP_MEMORY, "device_outside_arena", "device", UNIT_BYTES, MEASURE_INFO,
                 "peak - context - communicator - arena: scratch and slack");
     cmp_set(r, 1, (double)p->mem[MT_FRAGMENTATION].bytes, peak > 0,
-            (double)minus(peak, context + comm + ms->arena_bytes));
+            (double)minus(peak, context + comm + ob->arena_bytes));
     static const char *const grew_name[3] = {"device_grew_forward", "device_grew_backward", "device_grew_optimizer"};
     static const int grew_phase[3] = {PHASE_FWD, PHASE_BWD, PHASE_OPT};
     for (int k = 0; k < 3; k++) {
@@ -138,12 +137,12 @@ static void device_rows(const Plan *p, const Measurement *ms, const Tolerances *
 
 /* Per planner collective that either side has: bus bytes per step (checked),
  * calls and payload per step (shown). */
-static void comm_rows(const Plan *p, const Measurement *ms, Comparison *c)
+static void comm_rows(const Plan *p, const Observed *ob, Comparison *c)
 {
-    double steps = ms->steps ? (double)ms->steps : 1.0;
+    double steps = ob->steps ? (double)ob->steps : 1.0;
     for (int i = 0; i < CO_COUNT_; i++) {
         const Collective *pc = &p->coll[i];
-        const CommStats *m = &ms->coll[i];
+        const ObsColl *m = &ob->coll[i];
         if (!pc->calls && !m->calls) continue;
         const char *why = pc->ranks ? "per step" : "per step; the plan counts collectives over 2 or more ranks";
         /* an all-to-all's bytes follow the routing: the plan's here are its uniform expectation; the per-rank
@@ -153,7 +152,7 @@ static void comm_rows(const Plan *p, const Measurement *ms, Comparison *c)
         char name[40];
         MeasureRow *r = cmp_row(c, CMP_COMM, pc->name, "comm", UNIT_BYTES, routed ? MEASURE_INFO : MEASURE_EXACT,
                                 routed ? uniform : NULL);
-        cmp_set(r, 1, (double)pc->step_bytes, 1, comm_whole_bytes(m->bus_bytes / steps));
+        cmp_set(r, 1, (double)pc->step_bytes, 1, m->bus_step);
         snprintf(name, sizeof name, "%s.payload", pc->name); /* whole bytes: checked over 2 or more ranks */
         r = cmp_row(c, CMP_COMM, name, "comm", UNIT_BYTES, pc->ranks && !routed ? MEASURE_EXACT : MEASURE_INFO,
                     routed      ? uniform
@@ -169,26 +168,26 @@ static void comm_rows(const Plan *p, const Measurement *ms, Comparison *c)
 
 /* How many of the requested steps the rows cover (a run stopped by a signal or
  * a failed step still reports the steps it took). */
-static void steps_row(const Measurement *ms, Comparison *c)
+static void steps_row(const Observed *ob, Comparison *c)
 {
     MeasureRow *r = cmp_row(c, CMP_RATE, "completed_steps", "rate", UNIT_VALUE, MEASURE_INFO,
-                            ms->steps < ms->cap ? "STOPPED EARLY: every row covers only the steps taken"
+                            ob->steps < ob->cap ? "STOPPED EARLY: every row covers only the steps taken"
                                                 : "every requested step was taken");
-    cmp_set(r, 1, (double)ms->cap, 1, (double)ms->steps);
+    cmp_set(r, 1, (double)ob->cap, 1, (double)ob->steps);
     if (r) r->unit = "steps";
 }
 
-void compare(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *out)
+void check_run(const Plan *p, const Observed *ob, const Tolerances *tol, Comparison *out)
 {
     Tolerances def = compare_tolerances_default();
     if (!tol) tol = &def;
     memset(out, 0, sizeof *out);
-    memory_rows(p, ms, out);
-    device_rows(p, ms, tol, out);
-    cmp_time_rows(p, ms, tol, out);
-    cmp_rate_rows(p, ms, out);
-    steps_row(ms, out);
-    comm_rows(p, ms, out);
+    memory_rows(p, ob, out);
+    device_rows(p, ob, tol, out);
+    cmp_time_rows(p, ob, tol, out);
+    cmp_rate_rows(p, ob, out);
+    steps_row(ob, out);
+    comm_rows(p, ob, out);
     out->failed = measure_judge(out->rows, out->n);
     out->exact_ok = 1;
     for (int i = 0; i < out->n; i++)
@@ -199,11 +198,29 @@ void compare(const Plan *p, const Measurement *ms, const Tolerances *tol, Compar
 
 /* ---- judging ---------------------------------------------------------------------- */
 
+double check_rel_err(double value, double ref)
+{
+    if (ref == 0.0) return value == 0.0 ? 0.0 : NAN;
+    return value / ref - 1.0;
+}
+
+Verdict check_verdict(MeasureMode mode, double value, double ref, double tol)
+{
+    switch (mode) {
+    case MEASURE_EXACT: return value == ref ? VERDICT_OK : VERDICT_MISMATCH;
+    case MEASURE_BOUND: return value <= ref ? VERDICT_OK : VERDICT_OVER;
+    case MEASURE_TOL: {
+        double e = check_rel_err(value, ref);
+        return isfinite(e) && fabs(e) <= tol ? VERDICT_OK : VERDICT_OUTSIDE;
+    }
+    default: return VERDICT_INFO;
+    }
+}
+
 double measure_rel_err(const MeasureRow *r)
 {
     if (!r->has_planned || !r->has_measured) return NAN;
-    if (r->planned == 0.0) return r->measured == 0.0 ? 0.0 : NAN;
-    return (r->measured - r->planned) / r->planned;
+    return check_rel_err(r->measured, r->planned);
 }
 
 int measure_judge(MeasureRow *rows, int n)
@@ -213,16 +230,7 @@ int measure_judge(MeasureRow *rows, int n)
         MeasureRow *r = &rows[i];
         r->verdict = VERDICT_INFO;
         if (r->mode == MEASURE_INFO || !r->has_planned || !r->has_measured) continue;
-        switch (r->mode) {
-        case MEASURE_EXACT: r->verdict = r->measured == r->planned ? VERDICT_OK : VERDICT_MISMATCH; break;
-        case MEASURE_BOUND: r->verdict = r->measured <= r->planned ? VERDICT_OK : VERDICT_OVER; break;
-        case MEASURE_TOL: {
-            double e = measure_rel_err(r);
-            r->verdict = isfinite(e) && fabs(e) <= r->tol ? VERDICT_OK : VERDICT_OUTSIDE;
-            break;
-        }
-        default: break;
-        }
+        r->verdict = check_verdict(r->mode, r->measured, r->planned, r->tol);
         failed += r->verdict != VERDICT_OK && r->verdict != VERDICT_INFO;
     }
     return failed;

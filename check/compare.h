@@ -1,7 +1,10 @@
-/* exec/measure/compare.h — measured versus planned: one function owns every row
- * and every verdict of `fp8plan run`.
+/* check/compare.h — planned versus observed: one row type (MeasureRow), one
+ * verdict enum, one set of checks (exact, bound, tolerance, info) and the one
+ * judge of them, for a run of the executor (check_run, below; exec/measure's
+ * compare() fills the Observed record and calls it), a user's training log
+ * (check-log) and FP8-LM Table 5 (reports/seed_report.c).
  *
- *   compare(plan, measurement, tolerances, &cmp)
+ *   check_run(plan, observed, tolerances, &cmp)
  *
  * Rows, by section:
  *   memory   every memory term of the Plan beside the bytes the arena placed for
@@ -33,12 +36,12 @@
  *                  the plan does not model, what follows from a checked row.
  * A run exits non-zero (ST_TOLERANCE, exit 1) when any checked row fails.
  * Pure: no I/O (reports/run_report.c renders the rows). */
-#ifndef FP8PLAN_EXEC_MEASURE_COMPARE_H
-#define FP8PLAN_EXEC_MEASURE_COMPARE_H
+#ifndef FP8PLAN_CHECK_COMPARE_H
+#define FP8PLAN_CHECK_COMPARE_H
 
 #include <stdint.h>
 
-#include "exec/measure/measurement.h"
+#include "check/observed.h"
 #include "planner/plan.h"
 
 #ifdef __cplusplus
@@ -70,7 +73,7 @@ typedef struct {
     MeasureMode mode;
     double tol;       /* MEASURE_TOL: relative tolerance */
     const char *note; /* why a row is INFO, or what the tolerance is */
-    Verdict verdict;  /* filled by compare (measure_judge) */
+    Verdict verdict;  /* filled by measure_judge */
     /* Rows measured once per step: how much the steps varied, (max − min) /
      * median over the timed steps (warm-up excluded). */
     int has_spread;
@@ -96,14 +99,33 @@ typedef struct Comparison {
     char notes[2][96]; /* storage for notes naming the plan's GPU */
 } Comparison;
 
-/* Every row of a finished run, verdicts filled. */
-void compare(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *out);
+/* Every row of a finished run, verdicts filled (tol NULL: the defaults). */
+void check_run(const Plan *p, const Observed *ob, const Tolerances *tol, Comparison *out);
 
-/* Fill every row's verdict; returns the number of failed rows. */
+/* value / ref − 1: a figure's relative error against its reference — a run's measured value against
+ * the plan, a prediction against a published figure (models/measured.csv, FP8-LM Table 5). 0 when both
+ * are 0; NaN when either is NaN, or ref is 0 and value is not. */
+double check_rel_err(double value, double ref);
+
+/* The one judgement of a value against its reference: MEASURE_EXACT equal, MEASURE_BOUND at most ref,
+ * MEASURE_TOL |check_rel_err| within tol (NaN is outside); VERDICT_INFO for MEASURE_INFO. */
+Verdict check_verdict(MeasureMode mode, double value, double ref, double tol);
+
+/* The mean of n values and one more, x: (mean · n + x) / (n + 1) (errors summed up row by row). */
+static inline double check_mean_next(double mean, int n, double x) { return (mean * n + x) / (n + 1); }
+
+/* Append a row, zeroed but for these (NULL when the comparison is full): the rows of a run and of a
+ * user's training log (check-log) are made the same way. */
+MeasureRow *cmp_row(Comparison *c, CompareSection sec, const char *name, const char *category, RowUnit kind,
+                    MeasureMode mode, const char *note);
+/* Set a row's values (r may be NULL). */
+void cmp_set(MeasureRow *r, int has_planned, double planned, int has_measured, double measured);
+
+/* Fill every row's verdict (check_verdict of measured against planned; INFO where either is missing);
+ * returns the number of failed rows. */
 int measure_judge(MeasureRow *rows, int n);
 
-/* (measured − planned) / planned, or NaN when either is missing or planned is 0
- * with measured non-zero (0/0 gives 0). */
+/* check_rel_err(measured, planned), or NaN when either is missing. */
 double measure_rel_err(const MeasureRow *r);
 
 /* "ok", "MISMATCH", "OVER", "OUTSIDE", or the note for INFO rows. */

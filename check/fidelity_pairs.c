@@ -1,5 +1,5 @@
-/* reports/fidelity_pairs.c — what FP8 buys over BF16, measured against planned
- * (see fidelity_report.h).
+/* check/fidelity_pairs.c — what FP8 buys over BF16, measured against planned
+ * (see fidelity.h).
  *
  * A pair is two planned runs of measured.csv that one source measured in the same
  * configuration, once with a recipe whose GEMMs stay in BF16 (or FP16 / FP32) and
@@ -10,9 +10,10 @@
  * speed-up changes the micro-batch as well as the precision. One BF16 run pairs
  * with each FP8 run of its configuration (FP8-LM's GPT-175B: TE and MS-AMP). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "reports/fidelity_report.h"
+#include "check/fidelity.h"
 
 static int gemm_fp8(const Recipe *rc) { return dtype_is_fp8(rc->gemm_fwd) || dtype_is_fp8(rc->gemm_bwd); }
 
@@ -50,7 +51,7 @@ int fidelity_pairs(const FidelityRow *rows, int n, FidelityPair *out, int cap)
                 p->bf16 = b, p->fp8 = f;
                 p->meas = f->meas_tok / b->meas_tok;
                 p->pred = f->pred_tok / b->pred_tok;
-                p->err = p->pred / p->meas - 1.0;
+                p->err = check_rel_err(p->pred, p->meas);
             }
             k++;
         }
@@ -72,34 +73,9 @@ void fidelity_pairs_summary(const FidelityPair *p, int n, FidelityGroup *all, Fi
         FidelityGroup *side = p[i].fp8->holdout ? holdout : dev;
         FidelityGroup *to[2] = {all, side};
         for (int g = 0; g < 2; g++) {
-            to[g]->mae = (to[g]->mae * to[g]->n + fabs(p[i].err)) / (to[g]->n + 1);
-            to[g]->bias = (to[g]->bias * to[g]->n + p[i].err) / (to[g]->n + 1);
+            to[g]->mae = check_mean_next(to[g]->mae, to[g]->n, fabs(p[i].err));
+            to[g]->bias = check_mean_next(to[g]->bias, to[g]->n, p[i].err);
             to[g]->n++;
         }
     }
-}
-
-Table *fidelity_pairs_table(const FidelityPair *p, int n)
-{
-    const TableCol cols[] = {
-        {"bf16_id", "BF16 run", NULL, TC_STR, 0, 0},
-        {"fp8_id", "FP8 run", NULL, TC_STR, 0, 0},
-        {"fp8_recipe", "FP8 recipe", NULL, TC_STR, 0, 0},
-        {"holdout", "held", NULL, TC_STR, 0, 0},
-        {"measured_speedup", "speed-up", "meas", TC_F64, 3, 0},
-        {"predicted_speedup", "speed-up", "pred", TC_F64, 3, 0},
-        {"speedup_error_pct", "err", "%", TC_F64, 1, 0},
-    };
-    Table *t = table_new(cols, (int)(sizeof cols / sizeof *cols));
-    for (int i = 0; t && i < n; i++) {
-        table_row(t);
-        table_str(t, 0, p[i].bf16->run->id);
-        table_str(t, 1, p[i].fp8->run->id);
-        table_str(t, 2, p[i].fp8->run->recipe->name);
-        table_str(t, 3, p[i].fp8->holdout ? "yes" : "no");
-        table_f64(t, 4, p[i].meas);
-        table_f64(t, 5, p[i].pred);
-        table_f64(t, 6, 100 * p[i].err);
-    }
-    return t;
 }

@@ -1,7 +1,7 @@
-/* reports/fidelity_input.h — a published measured run (catalog/measured.h, models/measured.csv) as the
+/* check/fidelity_input.h — a published measured run (catalog/measured.h, models/measured.csv) as the
  * planner's input. */
-#ifndef FP8PLAN_REPORTS_FIDELITY_INPUT_H
-#define FP8PLAN_REPORTS_FIDELITY_INPUT_H
+#ifndef FP8PLAN_CHECK_FIDELITY_INPUT_H
+#define FP8PLAN_CHECK_FIDELITY_INPUT_H
 
 #include "catalog/measured.h"
 #include "planner/plan.h"

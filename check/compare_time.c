@@ -1,4 +1,4 @@
-/* exec/measure/compare_time.c — the time and throughput rows of measured
+/* check/compare_time.c — the time and throughput rows of measured
  * versus planned (see compare.h):
  *   forward, backward, communication, optimizer   the phases;
  *   gpu_gemm, gpu_kernels, gpu_optimizer, gpu_comm device time by category,
@@ -31,14 +31,14 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "exec/measure/compare_internal.h"
+#include "check/compare_internal.h"
 
-static MeasureRow *time_row(Comparison *c, const char *name, const Measurement *ms, const double *v)
+static MeasureRow *time_row(Comparison *c, const char *name, const Observed *ob, const double *v)
 {
     MeasureRow *r = cmp_row(c, CMP_TIME, name, "time", UNIT_SECONDS, MEASURE_INFO, NULL);
     if (!r) return NULL;
     double med, spread;
-    measure_stats(v, measure_timed_from(ms), ms->steps, ms->sorted, &med, &spread);
+    measure_stats(v, check_timed_from(ob->steps), ob->steps, ob->sorted, &med, &spread);
     r->has_measured = !isnan(med);
     r->measured = med;
     r->has_spread = !isnan(spread);
@@ -68,44 +68,44 @@ static const char *other_note(const Plan *p, Comparison *c)
 }
 
 /* The plan describes the hardware the run is on: a GPU's row for a GPU backend, a host profile for the CPU. */
-static int same_hardware(const Plan *p, const Measurement *ms) { return !ms->on_device == !!p->in.gpu->host; }
+static int same_hardware(const Plan *p, const Observed *ob) { return !ob->on_device == !!p->in.gpu->host; }
 
 /* Per collective of the plan over 2 or more ranks: seconds per step in its calls against the plan's, the median
  * over the timed steps as the step row's (the warm-up step's first calls set up MPI's connections). */
-static void coll_time_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *c)
+static void coll_time_rows(const Plan *p, const Observed *ob, const Tolerances *tol, Comparison *c)
 {
-    double steps = ms->steps ? (double)ms->steps : 1.0;
+    double steps = ob->steps ? (double)ob->steps : 1.0;
     for (int i = 0; i < CO_COUNT_; i++) {
         const Collective *pc = &p->coll[i];
         if (!pc->calls || pc->ranks < 2) continue;
         char name[40];
         snprintf(name, sizeof name, "%s.time", pc->name);
-        MeasureRow *r = time_row(c, name, ms, ms->coll_s + (size_t)i * ms->cap);
+        MeasureRow *r = time_row(c, name, ob, ob->coll_s + (size_t)i * ob->cap);
         if (!r) continue;
-        r->has_measured &= ms->coll[i].calls > 0;
+        r->has_measured &= ob->coll[i].calls > 0;
         plan_value(r, pc->time_s);
         r->mode = MEASURE_TOL;
         r->tol = tol->step_time;
         r->note = "per step, host clock, from the moment every rank arrived";
     }
-    if (ms->coll_total.calls && p->world > 1) {
+    if (ob->coll_total.calls && p->world > 1) {
         MeasureRow *r = cmp_row(c, CMP_TIME, "collective_wait", "time", UNIT_SECONDS, MEASURE_INFO,
                                 "mean per step: waiting for the other ranks to arrive (their skew; not in the plan)");
-        cmp_set(r, 0, 0, 1, ms->coll_total.wait_s / steps);
+        cmp_set(r, 0, 0, 1, ob->coll_total.wait_s / steps);
     }
 }
 
-void cmp_time_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, Comparison *c)
+void cmp_time_rows(const Plan *p, const Observed *ob, const Tolerances *tol, Comparison *c)
 {
     const char *cpu = other_note(p, c);
-    const int gpu = ms->on_device, host = !gpu && same_hardware(p, ms);
+    const int gpu = ob->on_device, host = !gpu && same_hardware(p, ob);
     const TimeBreakdown *tb = &p->time;
     const double comm_planned = tb->dp_comm_s + tb->tp_comm_s + tb->pp_comm_s + tb->cp_comm_s + tb->other_s;
     static const char *const names[4] = {"forward", "backward", "optimizer", "communication"};
     static const int order[4] = {PHASE_FWD, PHASE_BWD, PHASE_COMM, PHASE_OPT};
     for (int k = 0; k < 4; k++) {
         int ph = order[k];
-        MeasureRow *r = time_row(c, names[ph], ms, ms->phase[ph]);
+        MeasureRow *r = time_row(c, names[ph], ob, ob->phase[ph]);
         if (ph == PHASE_OPT) plan_value(r, tb->optimizer_s);
         if (ph == PHASE_COMM) plan_value(r, comm_planned);
         if (host && ph == PHASE_FWD) plan_value(r, tb->fwd_s);
@@ -117,33 +117,33 @@ void cmp_time_rows(const Plan *p, const Measurement *ms, const Tolerances *tol, 
         note(r, host && ph == PHASE_COMM ? "host clock; shown (each planned collective is checked on its own row)"
                 : host && !phased        ? "host clock; shown (a pipeline stage: the step is checked)"
                 : host                   ? "host clock; checked (each phase, as the step)"
-                : !gpu || !same_hardware(p, ms)      ? cpu
+                : !gpu || !same_hardware(p, ob)      ? cpu
                 : ph == PHASE_FWD || ph == PHASE_BWD ? "phase not split in the plan"
-                : ms->phase_device                   ? "device time (timestamps)"
+                : ob->phase_device                   ? "device time (timestamps)"
                                                      : "host clock");
     }
-    if (ms->steps && ms->cat_steps == ms->steps) {
-        static const char *const cat_names[BK_OPCAT_COUNT] = {"gpu_gemm", "gpu_kernels", "gpu_optimizer", "gpu_comm"};
-        static const char *const notes[BK_OPCAT_COUNT] = {
+    if (ob->steps && ob->cat_steps == ob->steps) {
+        static const char *const cat_names[OBS_CATS] = {"gpu_gemm", "gpu_kernels", "gpu_optimizer", "gpu_comm"};
+        static const char *const notes[OBS_CATS] = {
             "device time; plan: linear + head GEMMs (attention GEMMs are counted here)",
             "device time; plan: attention + other kernels + weight casts", "device time; plan: the optimizer step",
             "device time; plan: collectives"};
-        const double planned[BK_OPCAT_COUNT] = {tb->gemm_s, tb->attn_s + tb->nongemm_s + tb->weight_cast_s,
-                                                tb->optimizer_s, comm_planned};
-        for (int k = 0; k < BK_OPCAT_COUNT; k++) {
-            MeasureRow *r = time_row(c, cat_names[k], ms, ms->cat[k]);
+        const double planned[OBS_CATS] = {tb->gemm_s, tb->attn_s + tb->nongemm_s + tb->weight_cast_s, tb->optimizer_s,
+                                          comm_planned};
+        for (int k = 0; k < OBS_CATS; k++) {
+            MeasureRow *r = time_row(c, cat_names[k], ob, ob->cat[k]);
             plan_value(r, planned[k]);
             note(r, notes[k]);
         }
     }
-    MeasureRow *r = time_row(c, "step", ms, ms->step_s);
+    MeasureRow *r = time_row(c, "step", ob, ob->step_s);
     plan_value(r, tb->step_s);
-    if (host) coll_time_rows(p, ms, tol, c);
+    if (host) coll_time_rows(p, ob, tol, c);
     if (!r) return;
-    const int check = same_hardware(p, ms);
+    const int check = same_hardware(p, ob);
     r->mode = check ? MEASURE_TOL : MEASURE_INFO;
     r->tol = tol->step_time;
-    r->note = !check ? cpu : ms->phase_device ? "sum of the phases' device time" : "sum of the phases, host clock";
+    r->note = !check ? cpu : ob->phase_device ? "sum of the phases' device time" : "sum of the phases, host clock";
 }
 
 static MeasureRow *rate_row(Comparison *c, const char *name, const char *unit, double planned, double measured,
@@ -155,21 +155,21 @@ static MeasureRow *rate_row(Comparison *c, const char *name, const char *unit, d
     return r;
 }
 
-void cmp_rate_rows(const Plan *p, const Measurement *ms, Comparison *c)
+void cmp_rate_rows(const Plan *p, const Observed *ob, Comparison *c)
 {
     const char *cpu = c->notes[0]; /* cmp_time_rows wrote it */
-    const int gpu = same_hardware(p, ms);
+    const int gpu = same_hardware(p, ob);
     double step, spread;
-    measure_stats(ms->step_s, measure_timed_from(ms), ms->steps, ms->sorted, &step, &spread);
-    double tokens = (double)ms->tokens_per_step;
+    measure_stats(ob->step_s, check_timed_from(ob->steps), ob->steps, ob->sorted, &step, &spread);
+    double tokens = (double)ob->tokens_per_step;
     double flops = step > 0 ? p->model_flops_step / step : NAN; /* model FLOP/s of this GPU (world 1) */
     rate_row(c, "tokens_per_s", "tok/s", p->tokens_per_s, step > 0 ? tokens / step : NAN,
              gpu ? "tokens per step / median step" : cpu);
     rate_row(c, "model_tflops", "TFLOP/s", p->tflops_per_gpu, flops * 1e-12,
              gpu ? "plan's model FLOPs per step (6N + attention) / median step" : cpu);
-    if (!ms->dev.have) return;
-    const DevmPeak *peak = &ms->peak;
-    double bf16 = 100.0 * flops / peak->peak_bf16, fp8 = 100.0 * flops / peak->peak_fp8;
-    rate_row(c, "mfu_bf16", "%", p->mfu_bf16_pct, bf16, peak->why);
-    rate_row(c, "mfu_fp8", "%", p->in.gpu->flops_fp8 > 0 ? p->mfu_fp8_pct : NAN, fp8, peak->why);
+    if (!ob->dev.have) return;
+    const ObsDevice *d = &ob->dev;
+    double bf16 = 100.0 * flops / d->peak_bf16, fp8 = 100.0 * flops / d->peak_fp8;
+    rate_row(c, "mfu_bf16", "%", p->mfu_bf16_pct, bf16, d->peak_why);
+    rate_row(c, "mfu_fp8", "%", p->in.gpu->flops_fp8 > 0 ? p->mfu_fp8_pct : NAN, fp8, d->peak_why);
 }

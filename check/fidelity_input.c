@@ -1,5 +1,5 @@
-/* reports/fidelity_input.c — a published run (catalog/measured.h) as the planner's input (see fidelity_input.h). */
-#include "reports/fidelity_input.h"
+/* check/fidelity_input.c — a published run (catalog/measured.h) as the planner's input (see fidelity_input.h). */
+#include "check/fidelity_input.h"
 
 void measured_plan_input(const MeasuredRun *r, PlanInput *in)
 {

@@ -1,5 +1,5 @@
-/* reports/fidelity_band.c — how far to trust a plan's throughput: the planner's own
- * error on the published runs most like it (see fidelity_report.h).
+/* check/fidelity_band.c — how far to trust a plan's throughput: the planner's own
+ * error on the published runs most like it (see fidelity.h).
  *
  * "Like it" is what decides whether the planner's physics has been checked there:
  * the same software stack, a GPU of the same generation (the compute capability's
@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "reports/fidelity_report.h"
+#include "check/fidelity.h"
 
 static int generation(const GpuSpec *g) { return (int)(g->sm / 10); }
 
@@ -26,8 +26,8 @@ void fidelity_band(const FidelityRow *rows, int n, const PlanInput *in, Fidelity
             generation(r->gpu) != generation(in->gpu) || (r->model->experts > 0) != moe || in->gpu->host)
             continue;
         double e = o->tok_err;
-        b->mae = (b->mae * b->n + fabs(e)) / (b->n + 1), b->bias = (b->bias * b->n + e) / (b->n + 1), b->n++;
-        if (o->holdout) b->mae_hold = (b->mae_hold * b->n_hold + fabs(e)) / (b->n_hold + 1), b->n_hold++;
+        b->mae = check_mean_next(b->mae, b->n, fabs(e)), b->bias = check_mean_next(b->bias, b->n, e), b->n++;
+        if (o->holdout) b->mae_hold = check_mean_next(b->mae_hold, b->n_hold, fabs(e)), b->n_hold++;
     }
 }
 
