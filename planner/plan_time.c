@@ -93,9 +93,9 @@ void plan_attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT
  * behind their own GEMMs whatever the stack's TP overlap: the re-gather of the saved input (sequence parallel),
  * launched asynchronously before the dgrad GEMM and waited for before the wgrad GEMM, and the dgrad's reduce-scatter
  * (all-reduce without sequence parallel), launched before the wgrad GEMM (Megatron-Core tensor_parallel/layers.py
- * LinearWithGradAccumulationAndAsyncCommunication.backward, core_v0.14.0: async_op=True on both; Transformer
- * Engine pytorch/module/linear.py _Linear.backward, v2.7: "Tensor-parallel communication is overlapped with dgrad",
- * then the reduce-scatter or all-reduce with async_op=True before the wgrad GEMM). The re-gather moves what the
+ * LinearWithGradAccumulationAndAsyncCommunication.backward, core_v0.14.0 and Megatron-LM 23.08: async_op=True
+ * on both; Transformer Engine pytorch/module/linear.py _Linear.backward, v2.7: "Tensor-parallel communication is
+ * overlapped with dgrad", then the reduce-scatter or all-reduce with async_op=True before the wgrad GEMM). The re-gather moves what the
  * forward all-gather moved (same dtype and bytes: one CO_TP_AG_FWD call). Returns the time hidden, each
  * collective up to its own GEMM; 0 for other kernel sets (torchtitan's TP has no such overlap). */
 static double tp_bwd_async(const PlanInput *in, const Collective *c, const double *dg, const double *wg)
