@@ -18,7 +18,9 @@
  *              least one launch floor.
  *   TP / CP    the layer's collectives (plan_comm.c), hidden behind the layer's
  *              GEMMs (TP) or attention (CP) up to the stack's overlap fraction;
- *              the rest is exposed.
+ *              the rest is exposed. With Megatron's / TE's linears (the te
+ *              kernel list) the column-parallel QKV and FC1 hide two backward
+ *              collectives each behind their own GEMMs first (tp_bwd_async).
  * Recompute adds: full — the forward again (GEMMs, attention, kernels, TP);
  * selective — the attention core; op — the matmuls the policy does not save
  * (K projection, output projection, and FC1's up half with SwiGLU or FC2 with
@@ -87,6 +89,26 @@ static void attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, Laye
 
 void plan_attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L) { attention(in, g, gg, L); }
 
+/* The backward TP collectives that Megatron's and Transformer Engine's column-parallel linears (QKV, FC1) hide
+ * behind their own GEMMs whatever the stack's TP overlap: the re-gather of the saved input (sequence parallel),
+ * launched asynchronously before the dgrad GEMM and waited for before the wgrad GEMM, and the dgrad's reduce-scatter
+ * (all-reduce without sequence parallel), launched before the wgrad GEMM (Megatron-Core tensor_parallel/layers.py
+ * LinearWithGradAccumulationAndAsyncCommunication.backward, core_v0.14.0 and Megatron-LM 23.08: async_op=True
+ * on both; Transformer Engine pytorch/module/linear.py _Linear.backward, v2.7: "Tensor-parallel communication is
+ * overlapped with dgrad", then the reduce-scatter or all-reduce with async_op=True before the wgrad GEMM). The re-gather moves what the
+ * forward all-gather moved (same dtype and bytes: one CO_TP_AG_FWD call). Returns the time hidden, each
+ * collective up to its own GEMM; 0 for other kernel sets (torchtitan's TP has no such overlap). */
+static double tp_bwd_async(const PlanInput *in, const Collective *c, const double *dg, const double *wg)
+{
+    if (in->fusion != FUSE_TE) return 0;
+    static const LinearKind col[] = {LIN_QKV, LIN_FC1};
+    double ag = c[CO_TP_AR_BWD].calls ? 0 : call_s(&c[CO_TP_AG_FWD]);
+    double rs = c[CO_TP_AR_BWD].calls ? call_s(&c[CO_TP_AR_BWD]) : call_s(&c[CO_TP_RS_BWD]), t = 0;
+    for (unsigned i = 0; i < sizeof col / sizeof *col; i++)
+        t += (ag < dg[col[i]] ? ag : dg[col[i]]) + (rs < wg[col[i]] ? rs : wg[col[i]]);
+    return t;
+}
+
 /* One layer and micro-batch, and its recompute. */
 static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Plan *p, LayerT *L)
 {
@@ -98,15 +120,16 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     /* a row-wise-scaled forward GEMM runs PyTorch's CUTLASS kernel, slower than cuBLASLt's (arch.c) */
     double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
     uint64_t tok = g->tok;
-    double gf[LIN_COUNT];
+    double gf[LIN_COUNT], dg[LIN_COUNT], wg[LIN_COUNT];
     memset(L, 0, sizeof *L);
     for (int i = 0; i < LIN_COUNT; i++) {
         uint64_t N = g->lin_rows[i], K = g->lin_cols[i];
         gf[i] = gemm_time(gg, tok, N, K, 1, f8, 2) * fslow;
         L->gemm_f += gf[i];
-        double w = gemm_time(gg, N, K, tok, 1, b8, wout);
-        L->gemm_b += gemm_time(gg, tok, K, N, 1, b8, 2) + w;
-        L->wg += w;
+        wg[i] = gemm_time(gg, N, K, tok, 1, b8, wout);
+        dg[i] = gemm_time(gg, tok, K, N, 1, b8, 2);
+        L->gemm_b += dg[i] + wg[i];
+        L->wg += wg[i];
     }
     attention(in, g, gg, L);
     LayerElem le;
@@ -123,8 +146,9 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
         tpb = 4 * call_s(&c[CO_TP_AG_BWD]) + 2 * call_s(&c[CO_TP_RS_BWD]);
     }
     L->tp_raw = tpf + tpb;
+    double own = tp_bwd_async(in, c, dg, wg);
     L->tp_f = exposed(tpf, L->gemm_f, in->overlap_tp);
-    L->tp_b = exposed(tpb, L->gemm_b, in->overlap_tp);
+    L->tp_b = exposed(tpb - own, L->gemm_b - own, in->overlap_tp);
     L->cp = exposed(3 * call_s(&c[CO_CP_KV]), L->attn_f + L->attn_b, in->overlap_cp);
 
     L->rc_gemm = L->rc_attn = L->rc_elem = 0;

@@ -55,16 +55,16 @@ static void test_pinned_figures(void)
     Err e;
     CHECK(fidelity_evaluate(runs, n, FIDELITY_DEFAULT_HOLDOUT, 0, rows, &s, &e) == ST_OK);
     /* pinned from `fp8plan report fidelity` (throughput MAE, percent) */
-    pin(&s.all, "all", 110, 8.70);
-    pin(&s.dev, "dev", 72, 7.21);
-    pin(&s.holdout, "hold-out", 38, 11.53);
+    pin(&s.all, "all", 110, 8.30);
+    pin(&s.dev, "dev", 72, 6.92);
+    pin(&s.holdout, "hold-out", 38, 10.91);
     pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 18, 5.87);
-    pin(group(s.stack, s.nstacks, "megatron-lm"), "megatron-lm", 16, 10.05);
+    pin(group(s.stack, s.nstacks, "megatron-lm"), "megatron-lm", 16, 7.39);
     pin(group(s.stack, s.nstacks, "torchtitan"), "torchtitan", 27, 7.78);
     pin(group(s.stack, s.nstacks, "torchtitan-2025"), "torchtitan-2025", 2, 12.21);
     pin(group(s.stack, s.nstacks, "llm-foundry"), "llm-foundry", 44, 9.76);
     pin(group(s.stack, s.nstacks, "deepspeed"), "deepspeed", 3, 9.05);
-    pin(&s.table5, "FP8-LM Table 5", 8, 6.84);
+    pin(&s.table5, "FP8-LM Table 5", 8, 4.32);
     pin(&s.mem_traced, "memory, allocator-traced", 27, 6.97);
     CHECK_EQ_INT(s.false_oom, 0); /* no run that really ran is predicted above its GPU's memory */
     /* every run is a valid plan, the Megatron-Core MoE ModelZoo's PP 32 x VPP 3 Qwen3-235B run too: its end chunks
@@ -72,7 +72,7 @@ static void test_pinned_figures(void)
     CHECK_EQ_INT(s.unplanned, 0);
     for (int i = 0; i < n; i++) CHECKF(rows[i].planned, "%s not planned: %s", runs[i].id, rows[i].why);
     CHECK(s.over_limit <= 12); /* ran, but above 0.95 of capacity in the plan */
-    /* row by row: FP8-LM Table 5 throughput within +-15 % (7 of 8: the micro-batch 4 row is -18 %) and
+    /* row by row: FP8-LM Table 5 throughput within +-15 % (8 of 8: the micro-batch 4 row -11 %) and
      * allocator-traced memory within +-8 % (20 of 29: the dense 27 and torchao's two MoE runs on 4 B200) */
     int t5 = 0, t5_in = 0, mem = 0, mem_in = 0;
     for (int i = 0; i < n; i++) {
@@ -82,7 +82,7 @@ static void test_pinned_figures(void)
             mem++, mem_in += fabs(rows[i].mem_err) <= 0.08;
     }
     CHECK_EQ_INT(t5, 8);
-    CHECK(t5_in >= 7);
+    CHECK(t5_in >= 8);
     CHECK_EQ_INT(mem, 29);
     CHECK(mem_in >= 20);
     /* a row's error is predicted / measured - 1, and the MAE is the mean of |error| over the rows with
@@ -121,7 +121,7 @@ static void test_pinned_figures(void)
     int np = fidelity_pairs(rows, n, pairs, FIDELITY_MAX_PAIRS);
     FidelityGroup pa, pd, ph;
     fidelity_pairs_summary(pairs, np, &pa, &pd, &ph);
-    pin(&pa, "FP8/BF16 speed-up", 16, 7.34);
+    pin(&pa, "FP8/BF16 speed-up", 16, 7.48);
     CHECK_EQ_INT(ph.n, 3);       /* torchao's float8 README; Megatron-Bridge 25.11's DeepSeek-V3 on 256 GB300 */
     for (int i = 0; i < np; i++) /* the micro-batch-4 FP8-LM row changes more than the precision */
         CHECKF(strcmp(pairs[i].fp8->run->id, "fp8lm-gpt175b-fp8lm-mbs4"), "pair %d takes the mbs-4 row", i);
