@@ -247,6 +247,24 @@ const char *measure_verdict_text(const MeasureRow *r)
     }
 }
 
+int check_accepted(const MeasureRow *r, double *lo, double *hi)
+{
+    if (!r->has_planned) return 0;
+    switch (r->mode) {
+    case MEASURE_EXACT: *lo = *hi = r->planned; return 1;
+    case MEASURE_BOUND: *lo = 0, *hi = r->planned; return 1;
+    case MEASURE_TOL: *lo = r->planned * (1 - r->tol), *hi = r->planned * (1 + r->tol); return 1;
+    default: return 0;
+    }
+}
+
+const char *check_mode_text(const MeasureRow *r, char *buf, size_t size)
+{
+    if (r->mode != MEASURE_TOL) return r->mode == MEASURE_INFO ? "-" : measure_mode_name(r->mode);
+    snprintf(buf, size, "+-%g %%", 100.0 * r->tol);
+    return buf;
+}
+
 const char *measure_mode_name(MeasureMode m)
 {
     switch (m) {

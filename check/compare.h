@@ -134,6 +134,13 @@ const char *measure_verdict_text(const MeasureRow *r);
 /* "exact", "<= plan", "tolerance", "-". */
 const char *measure_mode_name(MeasureMode m);
 
+/* The interval a row's check accepts (exact: the planned value; bound: 0 up to the plan; tolerance: the plan
+ * within the row's tolerance); 0 when the row is not checked (info, or nothing planned). */
+int check_accepted(const MeasureRow *r, double *lo, double *hi);
+
+/* The check as a reader sees it: "exact", "<= plan", "+-T %" (in buf) or "-". */
+const char *check_mode_text(const MeasureRow *r, char *buf, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,28 +9,6 @@
 #include "check/compare.h"
 #include "reports/html_run.h"
 
-/* The interval a row's check accepts; 0 when the row is not checked. */
-static int accepted(const MeasureRow *r, double *lo, double *hi)
-{
-    if (!r->has_planned) return 0;
-    switch (r->mode) {
-    case MEASURE_EXACT: *lo = *hi = r->planned; return 1;
-    case MEASURE_BOUND: *lo = 0, *hi = r->planned; return 1;
-    case MEASURE_TOL: *lo = r->planned * (1 - r->tol), *hi = r->planned * (1 + r->tol); return 1;
-    default: return 0;
-    }
-}
-
-static const char *check_text(const MeasureRow *r, char *buf, size_t size)
-{
-    switch (r->mode) {
-    case MEASURE_EXACT: return "exact";
-    case MEASURE_BOUND: return "<= plan";
-    case MEASURE_TOL: snprintf(buf, size, "+-%g %%", 100.0 * r->tol); return buf;
-    default: return "-";
-    }
-}
-
 enum { R_TERM, R_CAT, R_PLAN, R_MEAS, R_LO, R_HI, R_SPREAD, R_CHECK, R_VERDICT, R_COUNT };
 
 /* The comparison's rows of one section, in bytes (memory) or seconds (time); with both_sides only the
@@ -69,9 +47,9 @@ static Table *rows_table(const Comparison *c, CompareSection sec, int both_sides
             if (r->has_planned) table_u64(t, R_PLAN, (uint64_t)r->planned);
             if (r->has_measured) table_u64(t, R_MEAS, (uint64_t)r->measured);
         }
-        if (accepted(r, &lo, &hi)) table_f64(t, R_LO, lo), table_f64(t, R_HI, hi);
+        if (check_accepted(r, &lo, &hi)) table_f64(t, R_LO, lo), table_f64(t, R_HI, hi);
         if (r->has_spread) table_f64(t, R_SPREAD, 100.0 * r->spread);
-        table_str(t, R_CHECK, check_text(r, buf, sizeof buf));
+        table_str(t, R_CHECK, check_mode_text(r, buf, sizeof buf));
         table_str(t, R_VERDICT, measure_verdict_text(r));
     }
     return t;

@@ -86,6 +86,35 @@ static void test_check_verdict(void)
     CHECK_NEAR(bias, 0.0, 1e-15);
 }
 
+/* The range each check accepts and how it reads, for a row planned at 100 (tolerance 0.15): tolerance
+ * [100 x 0.85, 100 x 1.15] = [85, 115] "+-15 %"; exact [100, 100]; bound [0, 100] "<= plan"; info and a row
+ * with nothing planned accept no range. */
+static void test_check_accepted(void)
+{
+    static const struct {
+        MeasureMode mode;
+        int has_planned, checked;
+        double lo, hi;
+        const char *text;
+    } rows[] = {
+        {MEASURE_TOL, 1, 1, 85, 115, "+-15 %"},   {MEASURE_EXACT, 1, 1, 100, 100, "exact"},
+        {MEASURE_BOUND, 1, 1, 0, 100, "<= plan"}, {MEASURE_INFO, 1, 0, 0, 0, "-"},
+        {MEASURE_EXACT, 0, 0, 0, 0, "exact"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        MeasureRow r = {0};
+        r.mode = rows[i].mode, r.has_planned = rows[i].has_planned, r.planned = 100, r.tol = 0.15;
+        double lo = -1, hi = -1;
+        char buf[32];
+        CHECKF(check_accepted(&r, &lo, &hi) == rows[i].checked, "row %zu", i);
+        if (rows[i].checked) {
+            CHECK_NEAR(lo, rows[i].lo, 1e-12);
+            CHECK_NEAR(hi, rows[i].hi, 1e-12);
+        }
+        CHECK_STR(check_mode_text(&r, buf, sizeof buf), rows[i].text);
+    }
+}
+
 /* check_run on an Observed record filled by hand — no executor: the headline plan (GPT-175B, TP8 PP4 DP4,
  * te-fp8), every term the arena holds observed at the plan's bytes, every collective at the plan's bus
  * bytes and payload, no steps taken. Every exact and bound row is ok; then one byte more in the master
@@ -138,6 +167,7 @@ int main(void)
 {
     RUN(test_verdicts);
     RUN(test_check_verdict);
+    RUN(test_check_accepted);
     RUN(test_check_run_observed);
     return test_summary();
 }
