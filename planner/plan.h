@@ -304,6 +304,7 @@ typedef enum {
     CO_EDP_GRAD_AR,     /* expert gradients all-reduced over the expert-data-parallel group */
     CO_EDP_GRAD_RS,     /* expert gradients reduce-scattered (sharded optimizer) */
     CO_EDP_PARAM_AG,    /* expert parameters all-gathered after the sharded step */
+    CO_EP_COUNTS,       /* the executor's token counts before each forward dispatch (E int32; host plans only) */
     CO_COUNT_
 } CollectiveId;
 
