@@ -231,6 +231,7 @@ static void test_plan_times_ep(void)
     CHECK_EQ_U64(n->calls, 1);
     CHECK_EQ_U64(n->ranks, 2);
     CHECK_REL(n->time_s, 1.016e-6, 1e-12);
+    CHECK(plan_coll_applies(p, CO_EP_COUNTS));
     /* the expert gradients over edp = 4 / 2 = 2 ranks: 4 local experts x (2 x 128 x 256 + 256 x 128) = 393,216
      * FP32 gradients, 1,572,864 B in one all-reduce at the FP32 [4096, no end) range: 2 steps x 5 us +
      * 1,572,864 x 2 x 1/2 / 2e9 = 1e-5 + 7.86432e-4 = 7.96432e-4 s */
@@ -242,6 +243,7 @@ static void test_plan_times_ep(void)
     g.host = 0, g.sm = 90;
     CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
     CHECK_EQ_U64(p->coll[CO_EP_COUNTS].calls, 0);
+    CHECK(!plan_coll_applies(p, CO_EP_COUNTS) && plan_coll_applies(p, CO_EP_DISPATCH_FWD));
     CHECK(fabs(p->coll[CO_EP_DISPATCH_FWD].time_s / 1.35072e-4 - 1) > 1e-3);
     free(p);
 }
