@@ -304,6 +304,7 @@ typedef enum {
     CO_EDP_GRAD_AR,     /* expert gradients all-reduced over the expert-data-parallel group */
     CO_EDP_GRAD_RS,     /* expert gradients reduce-scattered (sharded optimizer) */
     CO_EDP_PARAM_AG,    /* expert parameters all-gathered after the sharded step */
+    CO_EP_COUNTS,       /* the executor's token counts before each forward dispatch (E int32; host plans only) */
     CO_COUNT_
 } CollectiveId;
 
@@ -508,7 +509,8 @@ static inline int plan_may_fit(const Plan *p) { return p->verdict == PLAN_FITS |
 Status plan_build_memory_first(const PlanInput *in, Plan *out, PlanReject *why);
 
 /* Whether a memory term / collective exists for the plan's model: the expert terms (MT_*_EXPERT, MT_ACT_MOE)
- * and the expert collectives (GROUP_EP, GROUP_ETP, GROUP_EDP) only with experts. Text views list what
+ * and the expert collectives (GROUP_EP, GROUP_ETP, GROUP_EDP) only with experts, the count exchange
+ * (CO_EP_COUNTS) only on a host profile (gpu->host) too. Text views list what
  * applies; CSV / JSON views list every row (a stable schema). */
 int plan_term_applies(const Plan *p, MemTermId id);
 int plan_coll_applies(const Plan *p, CollectiveId id);

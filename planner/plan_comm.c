@@ -67,6 +67,7 @@ static const Collective blank[CO_COUNT_] = {
     C(CO_EDP_GRAD_AR, "edp_grad_allreduce", GROUP_EDP, OP_ALL_REDUCE),
     C(CO_EDP_GRAD_RS, "edp_grad_reducescatter", GROUP_EDP, OP_REDUCE_SCATTER),
     C(CO_EDP_PARAM_AG, "edp_param_allgather", GROUP_EDP, OP_ALL_GATHER),
+    C(CO_EP_COUNTS, "ep_counts", GROUP_EP, OP_ALL_TO_ALL),
 };
 #undef C
 

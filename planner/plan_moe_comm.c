@@ -34,7 +34,13 @@
  * A call takes NCCL's latency of one grouped send/recv (base + one hop) plus the
  * longer of its network bytes at the NIC's rate and its NVLink bytes at the link's,
  * both at eff_net (the two run at once). payload_bytes is every copy (local ones
- * included), bus_bytes the ones that leave the GPU.
+ * included), bus_bytes the ones that leave the GPU. On a host profile with an
+ * all-to-all fit (links.csv: fp8plan calibrate's MPI_Alltoallv sweep) a call is
+ * plan_link_call at its payload instead: (ep - 1) x latency + payload x (ep - 1)/ep /
+ * bus bandwidth, the uniform routing's share leaving. There the executor's count
+ * exchange is planned too (ep_counts: before each forward dispatch, per MoE layer and
+ * micro-batch, E int32 counts, E/ep of them staying, timed at the same fit); a GPU
+ * plan leaves it out.
  * Expert tensor parallelism (etp > 1): the dispatched rows [rows, h] are
  * all-gathered over etp before the experts and reduce-scattered after (and again in
  * backward for the gradients), in the dispatch / combine dtypes.
@@ -84,6 +90,12 @@ static void a2a(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dty
     c->bus_bytes = bx + bn >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)(bx + bn);
     c->calls = calls;
     c->step_bytes = ck_mul(ck, c->bus_bytes, calls);
+    const LinkFit *fit = gp->host ? plan_link_fit(gp, OP_ALL_TO_ALL, dt, c->payload_bytes) : NULL;
+    if (fit) { /* a host profile's all-to-all fit (the executor's MPI_Alltoallv), at each call's payload */
+        c->time_s = (double)calls * plan_link_call(fit, OP_ALL_TO_ALL, x->ep, c->payload_bytes, &c->bw, &c->latency_s);
+        c->exposed_s = c->time_s;
+        return;
+    }
     int hw = gp->link < LINK_COUNT_ ? (int)gp->link : LINK_NVLINK;
     c->latency_s = nccl_lat.base[NCCL_SIMPLE] + nccl_lat.hop[nodes > 1 ? LINK_COUNT_ : hw][NCCL_SIMPLE];
     double en = gpu_net_eff(gp, in->eff_net), tx = bx / (gp->inter_bw * en), tn = bn / (gp->intra_bw * en),
@@ -136,6 +148,12 @@ static void ep_collectives(const PlanInput *in, const Geo *g, Plan *p, const Hel
         a2a(in, g, p, CO_EP_COMBINE_FWD, rc->comm_ep_combine, cx, cn, fcalls, ck);
         a2a(in, g, p, CO_EP_DISPATCH_BWD, rc->comm_ep_dispatch, cx, cn, calls, ck);
         a2a(in, g, p, CO_EP_COMBINE_BWD, rc->comm_ep_combine, cx, cn, calls, ck);
+        if (in->gpu->host) { /* the executor's counts before each forward dispatch: E int32, E/ep of them stay */
+            plan_coll_set(in, p, CO_EP_COUNTS, DT_FP32, x->ep, 1, ck_mul(ck, x->E, 4), fcalls, ck);
+            Collective *c = &p->coll[CO_EP_COUNTS];
+            c->bus_bytes = ck_mul(ck, x->E - x->E / x->ep, 4);
+            c->step_bytes = ck_mul(ck, c->bus_bytes, fcalls);
+        }
     }
     if (x->etp > 1) {
         uint64_t Sd = ck_mul3(ck, x->rows, g->h, dt_bytes(rc->comm_ep_dispatch));

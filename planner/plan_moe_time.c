@@ -299,7 +299,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
 
         /* expert all-to-alls (+ expert TP), per MoE layer */
         if (k == XK_MOE) {
-            double ef = call_s(&c[CO_EP_DISPATCH_FWD]) + call_s(&c[CO_EP_COMBINE_FWD]);
+            double ef = call_s(&c[CO_EP_COUNTS]) + call_s(&c[CO_EP_DISPATCH_FWD]) + call_s(&c[CO_EP_COMBINE_FWD]);
             double eb = call_s(&c[CO_EP_DISPATCH_BWD]) + call_s(&c[CO_EP_COMBINE_BWD]);
             double et = call_s(&c[CO_ETP_AG]) + call_s(&c[CO_ETP_RS]); /* forward and backward calls alike */
             ef += et, eb += et;

@@ -193,6 +193,7 @@ int plan_term_applies(const Plan *p, MemTermId id)
 int plan_coll_applies(const Plan *p, CollectiveId id)
 {
     if ((unsigned)id >= CO_COUNT_) return 0;
+    if (id == CO_EP_COUNTS && !(p->in.gpu && p->in.gpu->host)) return 0; /* the executor's, on a host profile */
     CommGroup g = p->coll[id].group;
     return !(g == GROUP_EP || g == GROUP_ETP || g == GROUP_EDP) || (p->in.model && spec_is_moe(p->in.model));
 }

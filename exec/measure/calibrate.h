@@ -58,7 +58,7 @@ extern "C" {
 #endif
 
 enum { CAL_PATH_FP8 = 0, CAL_PATH_BF16, CAL_PATH_FP32, CAL_PATHS };
-enum { CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 8, CAL_MAX_SIZES = 16, CAL_LINK_REPS_MAX = 64 };
+enum { CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 8, CAL_MAX_SIZES = 20, CAL_LINK_REPS_MAX = 64 };
 /* The link sweep's largest payload, clamped (cal_link_sizes): at least 4 KiB (four sizes to fit), at most
  * 1 GiB (MPI counts bytes in an int); the buffer an element-wise kernel reads and writes before each call
  * to evict the caches: 64 MiB. */
@@ -160,8 +160,16 @@ Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibrati
  * swept over the link sweep's sizes up to top bytes (4 x reps calls per size, at most 64), each call timed as the communicator counts it for a run
  * after what precedes a run's per-layer collective: a kernel over layer_bytes (one of the layer's GEMMs'
  * operands and output; at most CAL_LINK_EVICT), the ranks together (calibrate_link.c says why not late), then
- * fitted (cal_fit_ranges) into out->sweep and out->range. Every rank calls it. */
-Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_bytes, int reps, Calibration *out, Err *e);
+ * fitted (cal_fit_ranges) into out->sweep and out->range. The all-to-all also at its smallest call and at the
+ * na2a payloads a2a (expert parallelism's calls of the model: cal_ep_sizes; a2a may be NULL when na2a is 0).
+ * Every rank calls it. */
+Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_bytes, const uint64_t *a2a, int na2a,
+                       int reps, Calibration *out, Err *e);
+
+/* The payloads a rank's expert all-to-alls carry for model m at micro-batch mbs under uniform routing, into
+ * out (2): the count exchange's E int32 (E x 4 B) and a dispatch's (or combine's) mbs x seq x top-k token copies
+ * of hidden BF16 elements (the executor's activations). Returns 2, or 0 for a model without experts. */
+int cal_ep_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out);
 
 /* ---- the formulas (calibrate_fit.c; pure) ---- */
 
@@ -192,6 +200,14 @@ int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, CalRang
  * which the bandwidth is fitted to, are the regime of the largest collective a run makes (calibrate passes
  * the model's FP32 gradient all-reduce: parameters x 4 B). sizes holds CAL_MAX_SIZES; returns the count. */
 int cal_link_sizes(uint64_t top, uint64_t *sizes);
+
+/* The all-to-all sweep's element counts on rank r of n for a payload of N elements a rank (N a multiple of
+ * n^2): uneven per peer, as expert parallelism's MPI_Alltoallv calls are, with the uniform routing's share
+ * leaving the rank. r keeps N/n; the (n - 1)/n that leave go to the peer at distance d = (j - r) mod n in
+ * proportion to d: scounts[j] = 2 d N / n^2 (the weights 1 .. n - 1 sum to n(n - 1)/2). Rank r receives
+ * from s what s sends to it, rcounts[s] = 2 ((r - s) mod n) N / n^2, so every rank sends and receives N
+ * elements. At n = 2 the one peer takes N/2: the even split. */
+void cal_a2a_counts(int r, int n, uint64_t N, uint64_t *scounts, uint64_t *rcounts);
 
 /* Repetitions of size s of an n-size link sweep at reps per size: the sizes whose figures every planned
  * collective is charged — the smallest (the latency) and the two largest (the bandwidth) — get 4 · reps,

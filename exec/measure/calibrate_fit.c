@@ -18,6 +18,24 @@ int cal_link_sizes(uint64_t top, uint64_t *sizes)
     return n;
 }
 
+int cal_ep_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out)
+{
+    if (!spec_is_moe(m)) return 0;
+    out[0] = (uint64_t)m->experts * 4;
+    out[1] = (uint64_t)mbs * m->seq_len * m->experts_per_token * m->hidden * 2;
+    return 2;
+}
+
+void cal_a2a_counts(int r, int n, uint64_t N, uint64_t *scounts, uint64_t *rcounts)
+{
+    const uint64_t nn = (uint64_t)n * (uint64_t)n, u = N / nn;
+    for (int j = 0; j < n; j++) {
+        uint64_t ds = (uint64_t)((j - r + n) % n), dr = (uint64_t)((r - j + n) % n);
+        scounts[j] = j == r ? N / (uint64_t)n : 2 * ds * u;
+        rcounts[j] = j == r ? N / (uint64_t)n : 2 * dr * u;
+    }
+}
+
 int cal_link_reps(int s, int n, int reps)
 {
     if (s != 0 && s < n - 2) return reps;

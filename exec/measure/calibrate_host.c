@@ -424,8 +424,10 @@ Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs,
         uint64_t b = (g->m * g->k + g->n * g->k + g->m * g->n) * 2;
         if (g->path == CAL_PATH_BF16 && strncmp(g->what, "head", 4) && b > layer) layer = b;
     }
-    if (!st && comm && comm->size > 1 && !strcmp(comm->name, "mpi"))
-        st = calibrate_links(bk, comm, top, layer, reps, out, e);
+    if (!st && comm && comm->size > 1 && !strcmp(comm->name, "mpi")) {
+        uint64_t a2a[2]; /* expert parallelism's count exchange and dispatch, for a model with experts */
+        st = calibrate_links(bk, comm, top, layer, a2a, cal_ep_sizes(m, mbs, a2a), reps, out, e);
+    }
     out->ranks = comm ? comm->size : 1;
     return st;
 }

@@ -115,12 +115,13 @@ static const struct {
     {OP_BROADCAST, DT_BF16, CO_EMB_GRAD_AR},    {OP_ALL_TO_ALL, DT_BF16, CO_EP_DISPATCH_FWD},
 };
 
-/* One call of sweep w with payload S bytes (buf and out hold S bytes; counts: comm->size entries). The
+/* One call of sweep w with payload S bytes (buf and out hold S bytes; counts: 2 x comm->size entries). The
  * reduce-scatter and all-gather split S over the ranks (count = S / size / element: the payload nccl-tests
  * counts is the whole array); send/recv pairs rank r with r ^ 1, each sending S then receiving S (the
  * communicator counts the send: its copy and MPI_Isend; one direction only, the receiver already waiting,
- * timed a 64 KiB send at 3 us against 14-21 us in a run's pipeline, both ways at 28 us); the all-to-all
- * sends S / size to each rank. */
+ * timed a 64 KiB send at 3 us against 14-21 us in a run's pipeline, both ways at 28 us); the all-to-all is
+ * expert parallelism's call (comm_all_to_all_v: the element counts agreed, then MPI_Alltoallv), S / size
+ * staying and the rest uneven over the peers (cal_a2a_counts). */
 static Status one_call(Backend *bk, Comm *comm, int w, void *buf, void *out, uint64_t *counts, uint64_t S, Err *e)
 {
     const Dtype dt = sweeps[w].dt;
@@ -138,18 +139,19 @@ static Status one_call(Backend *bk, Comm *comm, int w, void *buf, void *out, uin
         return st ? st : comm->recv(comm, id, bk, out, S / b, dt, peer, e);
     }
     default:
-        for (int j = 0; j < comm->size; j++) counts[j] = per;
-        return comm_all_to_all_v(comm, id, bk, buf, counts, out, counts, dt, e);
+        cal_a2a_counts(comm->rank, comm->size, S / b, counts, counts + comm->size);
+        return comm_all_to_all_v(comm, id, bk, buf, counts, out, counts + comm->size, dt, e);
     }
 }
 
 /* The payload of sweep w nearest below S that its calls carry whole (elements, and for the split ops a whole
- * share per rank); at least one element per rank. */
+ * share per rank, for the all-to-all size^2 elements: cal_a2a_counts); at least one such unit. */
 static uint64_t carried(int w, uint64_t S, int size)
 {
     uint64_t b = dtype_bytes(sweeps[w].dt), unit = b;
     CommOp op = sweeps[w].op;
-    if (op == OP_REDUCE_SCATTER || op == OP_ALL_GATHER || op == OP_ALL_TO_ALL) unit *= (uint64_t)size;
+    if (op == OP_REDUCE_SCATTER || op == OP_ALL_GATHER) unit *= (uint64_t)size;
+    if (op == OP_ALL_TO_ALL) unit *= (uint64_t)size * (uint64_t)size;
     return S >= unit ? S / unit * unit : unit;
 }
 
@@ -181,7 +183,29 @@ static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, f
     return ST_OK;
 }
 
-Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_bytes, int reps, Calibration *out, Err *e)
+/* The all-to-all's payloads: the sweep's sizes, its smallest call (a unit), and the run's (a2a), each carried
+ * whole, increasing, once each, at most CAL_MAX_SIZES. */
+static int a2a_sizes(int w, const uint64_t *sizes, int n, const uint64_t *a2a, int na2a, int size, uint64_t *out)
+{
+    uint64_t v[CAL_MAX_SIZES + 8];
+    int k = 0;
+    v[k++] = carried(w, 1, size);
+    for (int i = 0; i < n; i++) v[k++] = carried(w, sizes[i], size);
+    for (int i = 0; i < na2a && i < 4; i++)
+        if (a2a[i] <= sizes[n - 1]) v[k++] = carried(w, a2a[i], size);
+    for (int i = 1; i < k; i++) /* insertion sort: a handful of sizes */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            uint64_t t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    int m = 0;
+    for (int i = 0; i < k && m < CAL_MAX_SIZES; i++)
+        if (!m || v[i] > out[m - 1]) out[m++] = v[i];
+    return m;
+}
+
+Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_bytes, const uint64_t *a2a, int na2a,
+                       int reps, Calibration *out, Err *e)
 {
     const uint64_t evict_bytes = layer_bytes < CAL_LINK_EVICT ? layer_bytes / 4 * 4 : CAL_LINK_EVICT;
     /* every size is fitted (not only the smallest and the two largest): 4 x reps each, at most 64 (at 7, the
@@ -189,10 +213,11 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
     const int per_size = 4 * reps < CAL_LINK_REPS_MAX ? 4 * reps : CAL_LINK_REPS_MAX;
     uint64_t sizes[CAL_MAX_SIZES];
     const int n = cal_link_sizes(top, sizes);
-    const uint64_t big = sizes[n - 1] + 64 * (uint64_t)comm->size; /* room for a size rounded up to whole shares */
+    /* room for a size rounded up to whole shares (the all-to-all's: size^2 BF16 elements) */
+    const uint64_t big = sizes[n - 1] + 64 * (uint64_t)comm->size * (uint64_t)comm->size;
     void *buf = NULL, *dst = NULL, *evict = NULL;
     float *sync = NULL;
-    uint64_t *counts = calloc((size_t)comm->size, sizeof *counts);
+    uint64_t *counts = calloc(2 * (size_t)comm->size, sizeof *counts);
     Status st = counts ? ST_OK : err_set(e, ST_NOMEM, "calibrate: out of memory");
     if (!st) st = bk->alloc(bk, big, &buf, e);
     if (!st) st = bk->alloc(bk, big, &dst, e);
@@ -206,8 +231,13 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
         CalSweep *s = &out->sweep[out->nsweep];
         memset(s, 0, sizeof *s);
         s->op = sweeps[w].op, s->dtype = sweeps[w].dt;
-        for (int k = 0; !st && k < n; k++) {
-            uint64_t S = carried(w, sizes[k], comm->size);
+        /* the all-to-all from its smallest call up and at the run's payloads: expert parallelism's count
+         * exchange is a few int32 a peer (E x 4 B a rank: 32 B for 8 experts), below the sweep's 64 B, and its
+         * dispatch falls between the sweep's sizes, 4x apart */
+        uint64_t own[CAL_MAX_SIZES];
+        const int na = s->op == OP_ALL_TO_ALL ? a2a_sizes(w, sizes, n, a2a, na2a, comm->size, own) : 0;
+        for (int k = 0; !st && k < (na ? na : n); k++) {
+            uint64_t S = na ? own[k] : carried(w, sizes[k], comm->size);
             if (s->n && S <= s->pt[s->n - 1].payload) continue; /* rounded onto the previous size */
             if (!(st = sweep_size(bk, comm, w, buf, dst, sync, counts, evict, evict_bytes, S, per_size, &s->pt[s->n],
                                   e)))

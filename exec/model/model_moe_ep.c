@@ -3,7 +3,7 @@
  *
  * Per MoE layer and micro-batch, forward:
  *   1. counts   every rank sends each EP peer j the rows it routed to j's experts, one int32 per
- *               expert (El = E/ep of them; an all-to-all of counts, not a plan collective), so each
+ *               expert (El = E/ep of them; an all-to-all of counts, CO_EP_COUNTS: a host plan's), so each
  *               rank knows rc[s][e]: the rows source s sends its local expert e;
  *   2. dispatch the permuted rows (R = B·T·k, expert by expert, so peer j's are one segment) go to
  *               their experts' rank (CO_EP_DISPATCH_FWD), arriving source by source and sorted
@@ -119,12 +119,13 @@ void model_ep_destroy(Model *m)
 }
 
 /* An all-to-all over the EP group under id; what it moves outside the plan's rows (the counts, and the
- * communicator's agreement on the element counts before every call) added to m->ep_counts_bytes. */
+ * communicator's agreement on the element counts before every call) added to m->ep_counts_bytes. The counts'
+ * own call is counted under CO_EP_COUNTS too (its time: a host plan's ep_counts row). */
 static Status a2a(Model *m, CollectiveId id, const void *send, const uint64_t *sc, void *recv, const uint64_t *rc,
                   Dtype dt, Err *e)
 {
     const Comm *root = m->comm;
-    const int planned = (unsigned)id < CO_COUNT_;
+    const int planned = (unsigned)id < CO_COUNT_ && id != CO_EP_COUNTS; /* a payload row: dispatch or combine */
     CommStats t0 = root->total, s0 = planned ? root->stats[id] : (CommStats){0};
     Status st = comm_all_to_all_v(m->epc, id, m->bk, send, sc, recv, rc, dt, e);
     if (st) { /* the group's ranks are its own 0 .. ep - 1: name the world's */
@@ -224,8 +225,8 @@ static Status exchange_counts(Model *m, EpLayer *L, const LayerActs *la, Err *e)
     if (m->ep_fault) /* the test hook: one row more announced to the next peer than the dispatch sends */
         p->xsend[(m->ep_rank + 1) % ep * El]++;
     for (uint64_t j = 0; j < ep; j++) p->scount[j] = p->rcount[j] = El;
-    /* int32 counts travel as 4-byte elements (MPI moves bytes); not a plan collective */
-    st = a2a(m, COMM_UNPLANNED, p->xsend, p->scount, p->xrecv, p->rcount, DT_FP32, e);
+    /* int32 counts travel as 4-byte elements (MPI moves bytes); a host plan's ep_counts */
+    st = a2a(m, CO_EP_COUNTS, p->xsend, p->scount, p->xrecv, p->rcount, DT_FP32, e);
     if (st) return st;
     int32_t *loc = p->hc; /* reused: (El) rows per local expert */
     L->rows = 0;

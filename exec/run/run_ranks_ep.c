@@ -10,7 +10,7 @@
 
 int run_rank_ep_coll(const RankData *rd, int c)
 {
-    return rd->ep_rows && c >= CO_EP_DISPATCH_FWD && c <= CO_EP_COMBINE_BWD;
+    return rd->ep_rows && ((c >= CO_EP_DISPATCH_FWD && c <= CO_EP_COMBINE_BWD) || c == CO_EP_COUNTS);
 }
 
 Status run_ranks_gather_ep(Comm *comm, const Model *m, RankData *rd, Err *e)

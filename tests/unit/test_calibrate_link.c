@@ -280,20 +280,24 @@ static void test_every_op(void)
     static Calibration cal;
     memset(&cal, 0, sizeof cal);
     const uint64_t layer = 1 << 20;
-    Status st = calibrate_links(&bk, &c, 4096, layer, 3, &cal, &e);
+    /* the run's all-to-all payloads: 32 B (8 experts' counts, a size of the sweep's unit 8 B: kept) and 2,000 B
+     * (carried as 2,000: 250 units of 8 B) — and 8,192 B, past the sweep's top, dropped */
+    const uint64_t ep[3] = {32, 2000, 8192};
+    Status st = calibrate_links(&bk, &c, 4096, layer, ep, 3, 3, &cal, &e);
     CHECKF(st == ST_OK, "%s", e.msg);
     CHECK(!rec.over);
     CHECK_EQ_INT(cal.nsweep, 10);
     CHECK_EQ_INT(cal.nrange, 10);
-    /* per call (1 warm-up + 4 x 3 timed) x 4 sizes x 10 sweeps = 520: the layer's kernel (2^18 floats) and the
-     * payload's (S / 4 floats) */
+    /* per call (1 warm-up + 4 x 3 timed) x 4 sizes x 10 sweeps = 520, and the all-to-all's 3 more sizes (its
+     * smallest call, 8 B over 2 ranks: 2 x 2 BF16 elements; 32 B; 2,000 B) 39: 559; the layer's kernel (2^18
+     * floats) and the payload's (S / 4 floats) */
     int kernels = 0, payloads = 0;
     for (int i = 0; i < rec.n; i++) {
         kernels += rec.ev[i] == EV_ADD_PAYLOAD && rec.arg[i] == layer / 4;
         payloads += rec.ev[i] == EV_ADD_PAYLOAD && rec.arg[i] <= 1024;
     }
-    CHECK_EQ_INT(kernels, 520);
-    CHECK_EQ_INT(payloads, 520);
+    CHECK_EQ_INT(kernels, 559);
+    CHECK_EQ_INT(payloads, 559);
     static const Dtype want_dt[10] = {DT_FP32, DT_BF16, DT_E4M3, DT_FP32, DT_BF16,
                                       DT_E4M3, DT_BF16, DT_BF16, DT_BF16, DT_BF16};
     static const CommOp want_op[10] = {OP_ALL_REDUCE,     OP_ALL_REDUCE,     OP_ALL_REDUCE, OP_REDUCE_SCATTER,
@@ -303,11 +307,16 @@ static void test_every_op(void)
         const CalSweep *s = &cal.sweep[k];
         CHECKF(s->op == want_op[k] && s->dtype == want_dt[k], "sweep %d: %s %s", k, comm_op_name(s->op),
                dtype_name(s->dtype));
-        CHECK_EQ_INT(s->n, 4);
-        CHECK_EQ_INT((int)s->pt[3].payload, 4096);
+        const int a2a = want_op[k] == OP_ALL_TO_ALL, np = a2a ? 7 : 4;
+        CHECK_EQ_INT(s->n, np);
+        CHECK_EQ_INT((int)s->pt[np - 1].payload, 4096);
+        if (a2a) { /* 8, 32, 64, 256, 1024, 2000, 4096 */
+            static const int want_s[7] = {8, 32, 64, 256, 1024, 2000, 4096};
+            for (int i = 0; i < 7 && i < s->n; i++) CHECK_EQ_INT((int)s->pt[i].payload, want_s[i]);
+        }
         const CalRange *r = &cal.range[k];
         double steps = want_op[k] == OP_ALL_REDUCE ? 2 : 1;
-        CHECK(r->fit.op == want_op[k] && r->fit.from == 0 && r->fit.to == 0 && r->count == 4);
+        CHECK(r->fit.op == want_op[k] && r->fit.from == 0 && r->fit.to == 0 && r->count == np);
         CHECK(r->fit.path == link_path_of(want_op[k], want_dt[k]));
         /* the times pass through a float (the slowest-rank sync): relative 1e-5 */
         CHECKF(fabs(r->fit.lat / (script_a(want_op[k]) / steps) - 1) < 1e-5, "sweep %d: latency %g", k, r->fit.lat);

@@ -13,6 +13,7 @@
 #include "exec/measure/calibrate.h"
 #include "planner/plan.h"
 #include "support/fixtures.h"
+#include "support/oracle_fixtures.h"
 #include "test.h"
 
 static void test_fit_segment(void)
@@ -192,6 +193,86 @@ static void test_plan_times_each_op(void)
     free(p);
 }
 
+/* Expert parallelism on the host row with two all-to-all ranges: [0, 1024) 1 us / 1 GB/s, [1024, no end) 4 us /
+ * 2 GB/s. ox_moe (support/oracle_fixtures.h): hidden 256, seq 512, 8 experts top 2, one MoE layer (the first is
+ * dense); BF16 dispatch and combine; dp 4, ep 2, micro-batch 1, global batch 4: one micro-batch a step. */
+static void test_plan_times_ep(void)
+{
+    GpuSpec g = host_with_fits();
+    const LinkFit a2a[] = {{OP_ALL_TO_ALL, LINK_PATH_BYTES, 0, 1024, 1e-6, 1e9},
+                           {OP_ALL_TO_ALL, LINK_PATH_BYTES, 1024, 0, 4e-6, 2e9}};
+    memcpy(&g.link_fit[g.nlink_fit], a2a, sizeof a2a);
+    g.nlink_fit += 2;
+    ModelSpec m = ox_moe(512);
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.mbs = 1, in.gbs = 4, in.dp = 4, in.ep = 2;
+    Plan *p = calloc(1, sizeof *p);
+    CHECK(p != NULL);
+    if (!p) return;
+    Err e = {0};
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    /* each expert all-to-all: 512 tokens x top-2 x 256 x 2 B = 524,288 B a call, 1 MoE layer x 1 micro-batch = 1
+     * call a step, at [1024, no end): 1 step x 4 us + 524,288 x 1/2 / 2e9 = 4e-6 + 1.31072e-4 = 1.35072e-4 s */
+    for (int i = CO_EP_DISPATCH_FWD; i <= CO_EP_COMBINE_BWD; i++) {
+        const Collective *c = &p->coll[i];
+        CHECK_EQ_U64(c->payload_bytes, 524288);
+        CHECK_EQ_U64(c->calls, 1);
+        CHECKF(fabs(c->time_s / 1.35072e-4 - 1) < 1e-12, "%s %.9g s", c->name, c->time_s);
+        CHECK_REL(c->latency_s, 4e-6, 1e-12);
+        CHECK(c->bw == 2e9);
+    }
+    /* the counts before each forward dispatch: 8 int32 = 32 B a call, 4 of them leaving (16 B), at [0, 1024):
+     * 1 us + 32 x 1/2 / 1e9 = 1e-6 + 1.6e-8 = 1.016e-6 s */
+    const Collective *n = &p->coll[CO_EP_COUNTS];
+    CHECK_EQ_U64(n->payload_bytes, 32);
+    CHECK_EQ_U64(n->bus_bytes, 16);
+    CHECK_EQ_U64(n->step_bytes, 16);
+    CHECK_EQ_U64(n->calls, 1);
+    CHECK_EQ_U64(n->ranks, 2);
+    CHECK_REL(n->time_s, 1.016e-6, 1e-12);
+    CHECK(plan_coll_applies(p, CO_EP_COUNTS));
+    /* the expert gradients over edp = 4 / 2 = 2 ranks: 4 local experts x (2 x 128 x 256 + 256 x 128) = 393,216
+     * FP32 gradients, 1,572,864 B in one all-reduce at the FP32 [4096, no end) range: 2 steps x 5 us +
+     * 1,572,864 x 2 x 1/2 / 2e9 = 1e-5 + 7.86432e-4 = 7.96432e-4 s */
+    const Collective *ar = &p->coll[CO_EDP_GRAD_AR];
+    CHECK_EQ_U64(ar->payload_bytes, 1572864);
+    CHECK_EQ_U64(ar->calls, 1);
+    CHECK_REL(ar->time_s, 7.96432e-4, 1e-12);
+    /* a GPU's plan keeps NCCL's model of the all-to-alls and plans no count exchange */
+    g.host = 0, g.sm = 90;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(p->coll[CO_EP_COUNTS].calls, 0);
+    CHECK(!plan_coll_applies(p, CO_EP_COUNTS) && plan_coll_applies(p, CO_EP_DISPATCH_FWD));
+    CHECK(fabs(p->coll[CO_EP_DISPATCH_FWD].time_s / 1.35072e-4 - 1) > 1e-3);
+    free(p);
+}
+
+/* The all-to-all sweep's uneven counts (cal_a2a_counts) over 3 ranks, N = 18 elements a rank (u = 18 / 9 = 2):
+ * each rank keeps 18 / 3 = 6 and sends 2 x 1 x 2 = 4 to the peer 1 ahead and 2 x 2 x 2 = 8 to the peer 2 ahead.
+ * Rank 0 sends {6, 4, 8}; it receives from rank 1 (0 is 2 ahead of 1) 8 and from rank 2 (1 ahead) 4: {6, 8, 4}.
+ * Rank 1 sends {8, 6, 4}: to rank 0 the 8 rank 0 expects. Over 2 ranks, N = 8: 4 stay, 2 x 1 x 2 = 4 go. */
+static void test_a2a_counts(void)
+{
+    uint64_t s[3], r[3];
+    cal_a2a_counts(0, 3, 18, s, r);
+    CHECK(s[0] == 6 && s[1] == 4 && s[2] == 8);
+    CHECK(r[0] == 6 && r[1] == 8 && r[2] == 4);
+    cal_a2a_counts(1, 3, 18, s, r);
+    CHECK(s[0] == 8 && s[1] == 6 && s[2] == 4);
+    CHECK(r[0] == 4 && r[1] == 6 && r[2] == 8);
+    cal_a2a_counts(1, 2, 8, s, r);
+    CHECK(s[0] == 4 && s[1] == 4 && r[0] == 4 && r[1] == 4);
+    /* the run's payloads the sweep adds (cal_ep_sizes), ox_moe at micro-batch 1: the counts 8 x 4 = 32 B, a
+     * dispatch 1 x 512 tokens x top-2 x 256 x 2 B = 524,288 B; a dense model none */
+    ModelSpec m = ox_moe(512), d = fx_tiny_model();
+    uint64_t ep[2] = {0, 0};
+    CHECK_EQ_INT(cal_ep_sizes(&m, 1, ep), 2);
+    CHECK_EQ_U64(ep[0], 32);
+    CHECK_EQ_U64(ep[1], 524288);
+    CHECK_EQ_INT(cal_ep_sizes(&d, 1, ep), 0);
+}
+
 static const char links_head[] = "version,device,op,path,from_bytes,to_bytes,latency_us,bus_gbps,source\n";
 
 /* gpus.csv with a measured host ("h") and a GPU ("gpu"), then links text parsed into it. */
@@ -295,6 +376,8 @@ int main(void)
     RUN(test_link_call);
     RUN(test_link_fit_choice);
     RUN(test_plan_times_each_op);
+    RUN(test_plan_times_ep);
+    RUN(test_a2a_counts);
     RUN(test_links_csv);
     RUN(test_link_row);
     return test_summary();
