@@ -184,45 +184,6 @@ AttnImpl plan_attn_kernel(const PlanInput *in);
 /* ---- memory terms ------------------------------------------------------------- */
 
 typedef enum {
-    MT_WEIGHT_GEMM = 0,
-    MT_WEIGHT_OTHER,
-    MT_FP8_ROWWISE,
-    MT_FP8_COLWISE,
-    MT_MASTER_GEMM,
-    MT_MASTER_OTHER,
-    MT_GRAD_GEMM,
-    MT_GRAD_OTHER,
-    MT_OPTIM_M_GEMM,
-    MT_OPTIM_M_OTHER,
-    MT_OPTIM_V_GEMM,
-    MT_OPTIM_V_OTHER,
-    MT_SCALE_GEMM,
-    MT_SCALE_BLOCK,
-    MT_SCALE_STATE,
-    MT_ACT_LAYER_HP,  /* high-precision tensors the layers save for backward */
-    MT_ACT_LAYER_FP8, /* FP8 GEMM inputs the layers save (+ their block scales) */
-    MT_ACT_ATTN,      /* attention probabilities (+ dropout) when materialized; softmax stats with flash */
-    MT_ACT_MASK,      /* hidden/embedding dropout masks (1 B each) */
-    MT_ACT_OUTPUT,    /* final norm input/output and the FP32 softmax of the logits (last stage) */
-    MT_TRANSIENT,     /* peak working set: logits temporaries, backward temporaries (with materialized attention's
-                         fp32 d(probabilities) and an FP8 weight gradient's fp32 staging), recompute */
-    MT_COMM_BUFFER,   /* NCCL buffers, nccl_comm_bytes per communicator */
-    MT_WORKSPACE,     /* cuBLASLt workspace */
-    MT_CUDA_CONTEXT,  /* CUDA context, module images, library handles */
-    MT_FRAGMENTATION, /* allocator slack: frag_frac of the allocator-managed terms */
-    /* mixture of experts (0 for dense models): the routed experts' weights and states, held by ep x etp ranks
-     * and sharded over the expert-data-parallel group; their FP8 copies; the MoE layers' routing activations */
-    MT_WEIGHT_EXPERT,
-    MT_FP8_EXPERT, /* row-wise + transposed FP8 copies of the expert weights */
-    MT_MASTER_EXPERT,
-    MT_GRAD_EXPERT,
-    MT_OPTIM_M_EXPERT,
-    MT_OPTIM_V_EXPERT,
-    MT_ACT_MOE, /* router scores, dispatched expert inputs, expert FC1/FC2 activations, combine inputs, maps */
-    MT_COUNT_
-} MemTermId;
-
-typedef enum {
     MC_STATE = 0, /* weights, master, gradients, optimizer moments */
     MC_FP8_COPY,  /* cached FP8 weight copies */
     MC_SCALE,     /* scales, scale_inv, amax histories */
@@ -231,10 +192,72 @@ typedef enum {
     MC_COUNT_
 } MemCategory;
 
-/* A term's stable snake_case name ("weight_gemm", ..., "fragmentation") and
- * its category, without a Plan (the executor names its arena by these). */
+/* Every memory term, once: X(id, stable snake_case name, category, persistent: lives across steps). The
+ * enum, mem_term_name, mem_term_category and mem_term_persistent come from it, and the executor names its
+ * arena by these names: a new term is a row here, its formula (plan_mem.c, plan_moe_mem.c) and, where the
+ * executor holds it, its arena tag. The order is the reports' order. */
+#define MEM_TERMS(X)                                                                                    \
+    X(MT_WEIGHT_GEMM, "weight_gemm", MC_STATE, 1)                                                       \
+    X(MT_WEIGHT_OTHER, "weight_other", MC_STATE, 1)                                                     \
+    X(MT_FP8_ROWWISE, "fp8_rowwise", MC_FP8_COPY, 1)                                                    \
+    X(MT_FP8_COLWISE, "fp8_colwise", MC_FP8_COPY, 1)                                                    \
+    X(MT_MASTER_GEMM, "master_gemm", MC_STATE, 1)                                                       \
+    X(MT_MASTER_OTHER, "master_other", MC_STATE, 1)                                                     \
+    X(MT_GRAD_GEMM, "grad_gemm", MC_STATE, 1)                                                           \
+    X(MT_GRAD_OTHER, "grad_other", MC_STATE, 1)                                                         \
+    X(MT_OPTIM_M_GEMM, "adam_m_gemm", MC_STATE, 1)                                                      \
+    X(MT_OPTIM_M_OTHER, "adam_m_other", MC_STATE, 1)                                                    \
+    X(MT_OPTIM_V_GEMM, "adam_v_gemm", MC_STATE, 1)                                                      \
+    X(MT_OPTIM_V_OTHER, "adam_v_other", MC_STATE, 1)                                                    \
+    X(MT_SCALE_GEMM, "scale_gemm", MC_SCALE, 1)                                                         \
+    X(MT_SCALE_BLOCK, "scale_block", MC_SCALE, 1)                                                       \
+    X(MT_SCALE_STATE, "scale_state", MC_SCALE, 1)                                                       \
+    /* high-precision tensors the layers save for backward */                                           \
+    X(MT_ACT_LAYER_HP, "act_layer_hp", MC_ACTIVATION, 0)                                                \
+    /* FP8 GEMM inputs the layers save (+ their block scales) */                                        \
+    X(MT_ACT_LAYER_FP8, "act_layer_fp8", MC_ACTIVATION, 0)                                              \
+    /* attention probabilities (+ dropout) when materialized; softmax stats with flash */               \
+    X(MT_ACT_ATTN, "act_attention", MC_ACTIVATION, 0)                                                   \
+    /* hidden/embedding dropout masks (1 B each) */                                                     \
+    X(MT_ACT_MASK, "act_dropout_mask", MC_ACTIVATION, 0)                                                \
+    /* final norm input/output and the FP32 softmax of the logits (last stage) */                       \
+    X(MT_ACT_OUTPUT, "act_output", MC_ACTIVATION, 0)                                                    \
+    /* peak working set: logits temporaries, backward temporaries (with materialized attention's fp32 \
+     * d(probabilities) and an FP8 weight gradient's fp32 staging), recompute */ \
+    X(MT_TRANSIENT, "transient", MC_ACTIVATION, 0)                                                      \
+    /* NCCL buffers, nccl_comm_bytes per communicator */                                                \
+    X(MT_COMM_BUFFER, "comm_buffers", MC_OVERHEAD, 1)                                                   \
+    /* cuBLASLt workspace */                                                                            \
+    X(MT_WORKSPACE, "gemm_workspace", MC_OVERHEAD, 1)                                                   \
+    /* CUDA context, module images, library handles */                                                  \
+    X(MT_CUDA_CONTEXT, "cuda_context", MC_OVERHEAD, 1)                                                  \
+    /* allocator slack: frag_frac of the allocator-managed terms */                                     \
+    X(MT_FRAGMENTATION, "fragmentation", MC_OVERHEAD, 0)                                                \
+    /* mixture of experts (0 for dense models): the routed experts' weights and states, held by ep x \
+     * etp ranks and sharded over the expert-data-parallel group; their FP8 copies; the MoE layers' \
+     * routing activations */  \
+    X(MT_WEIGHT_EXPERT, "weight_expert", MC_STATE, 1)                                                   \
+    /* row-wise + transposed FP8 copies of the expert weights */                                        \
+    X(MT_FP8_EXPERT, "fp8_expert", MC_FP8_COPY, 1)                                                      \
+    X(MT_MASTER_EXPERT, "master_expert", MC_STATE, 1)                                                   \
+    X(MT_GRAD_EXPERT, "grad_expert", MC_STATE, 1)                                                       \
+    X(MT_OPTIM_M_EXPERT, "adam_m_expert", MC_STATE, 1)                                                  \
+    X(MT_OPTIM_V_EXPERT, "adam_v_expert", MC_STATE, 1)                                                  \
+    /* router scores, dispatched expert inputs, expert FC1/FC2 activations, combine inputs, maps */     \
+    X(MT_ACT_MOE, "act_moe", MC_ACTIVATION, 0)
+
+typedef enum {
+#define MT_ENUM_(id, name, cat, persistent) id,
+    MEM_TERMS(MT_ENUM_)
+#undef MT_ENUM_
+        MT_COUNT_
+} MemTermId;
+
+/* A term's row of MEM_TERMS, without a Plan: its name ("?" past the list), its category, whether it lives
+ * across steps. */
 const char *mem_term_name(MemTermId id);
 MemCategory mem_term_category(MemTermId id);
+int mem_term_persistent(MemTermId id);
 
 typedef struct {
     MemTermId id;
@@ -263,49 +286,79 @@ typedef enum {
 } CommGroup;
 /* CommOp: planner/spec.h (a host profile's fits name it). */
 
+/* Every collective the plan counts, once: X(id, stable name, group, op). The enum and the plan's blank
+ * table (names, groups, ops; plan_comm.c) come from it; the bytes, calls and time are the planner's. */
+#define COLLECTIVES(X)                                                                                        \
+    /* TP without SP: all-reduce after proj and FC2 (forward) */                                              \
+    X(CO_TP_AR_FWD, "tp_allreduce_fwd", GROUP_TP, OP_ALL_REDUCE)                                              \
+    /* TP without SP: all-reduce of the QKV/FC1 input gradients */                                            \
+    X(CO_TP_AR_BWD, "tp_allreduce_bwd", GROUP_TP, OP_ALL_REDUCE)                                              \
+    /* SP: all-gather before QKV and FC1 (forward) */                                                         \
+    X(CO_TP_AG_FWD, "tp_allgather_fwd", GROUP_TP, OP_ALL_GATHER)                                              \
+    /* SP: reduce-scatter after proj and FC2 (forward) */                                                     \
+    X(CO_TP_RS_FWD, "tp_reducescatter_fwd", GROUP_TP, OP_REDUCE_SCATTER)                                      \
+    /* SP: all-gather of proj/FC2 output gradients + re-gather of saved inputs */                             \
+    X(CO_TP_AG_BWD, "tp_allgather_bwd", GROUP_TP, OP_ALL_GATHER)                                              \
+    /* SP: reduce-scatter of QKV/FC1 input gradients */                                                       \
+    X(CO_TP_RS_BWD, "tp_reducescatter_bwd", GROUP_TP, OP_REDUCE_SCATTER)                                      \
+    /* TP outside the layers (planner/plan_comm_vocab.c), per micro-batch unless said. \
+     * Without SP: the vocabulary-parallel embedding's partial sums (forward) and the LM head's input gradient \
+     * (backward) all-reduced; with SP and learned positions the embedding's (Megatron adds the positions to \
+     * the whole, then splits it to the sequence shards): */                      \
+    X(CO_TP_VOCAB_AR, "tp_vocab_allreduce", GROUP_TP, OP_ALL_REDUCE)                                          \
+    /* SP: the LM head's input (forward, and again for its weight gradient) and the embedding's output \
+     * gradient (backward) all-gathered: */      \
+    X(CO_TP_VOCAB_AG, "tp_vocab_allgather", GROUP_TP, OP_ALL_GATHER)                                          \
+    /* SP: the embedding's partial sums to the sequence shards (forward, without learned positions) and the \
+     * LM head's input gradient (backward) reduce-scattered: */ \
+    X(CO_TP_VOCAB_RS, "tp_vocab_reducescatter", GROUP_TP, OP_REDUCE_SCATTER)                                  \
+    /* vocabulary-parallel cross-entropy: max logit (MAX), target logit and sum of exponentials (SUM), FP32 \
+     * [tokens] each: 3 calls: */ \
+    X(CO_TP_LOSS_AR, "tp_loss_allreduce", GROUP_TP, OP_ALL_REDUCE)                                            \
+    /* once per step, one coalesced all-reduce of the gradients of the parameters every TP rank holds whole \
+     * (with SP norms and row-parallel biases, MoE routers; q/k norms always): */ \
+    X(CO_TP_NORM_GRAD_AR, "tp_norm_grad_allreduce", GROUP_TP, OP_ALL_REDUCE)                                  \
+    /* CP: K,V exchange (forward, again in backward) and dK,dV reduce */                                      \
+    X(CO_CP_KV, "cp_kv_exchange", GROUP_CP, OP_ALL_GATHER)                                                    \
+    /* PP: activations forward, gradients backward, per micro-batch and chunk */                              \
+    X(CO_PP_P2P, "pp_send_recv", GROUP_PP, OP_SEND_RECV)                                                      \
+    /* DP: gradient all-reduce (no sharded gradients) */                                                      \
+    X(CO_DP_GRAD_AR, "dp_grad_allreduce", GROUP_DP, OP_ALL_REDUCE)                                            \
+    /* DP: gradient reduce-scatter (sharded optimizer) */                                                     \
+    X(CO_DP_GRAD_RS, "dp_grad_reducescatter", GROUP_DP, OP_REDUCE_SCATTER)                                    \
+    /* DP: parameter all-gather after the sharded step (twice per step at ZeRO-3) */                          \
+    X(CO_DP_PARAM_AG, "dp_param_allgather", GROUP_DP, OP_ALL_GATHER)                                          \
+    /* tied embedding gradient all-reduce between first and last stage */                                     \
+    X(CO_EMB_GRAD_AR, "emb_grad_allreduce", GROUP_EMB, OP_ALL_REDUCE)                                         \
+    /* amax reduction per micro-batch (forward and backward) */                                               \
+    X(CO_AMAX_AR, "amax_allreduce", GROUP_AMAX, OP_ALL_REDUCE)                                                \
+    /* mixture of experts, per MoE layer and micro-batch (plan_moe_comm.c) */                                 \
+    /* tokens to their experts (the recipe's ep_dispatch_comm: FP8 + scales for DeepSeek-V3) */               \
+    X(CO_EP_DISPATCH_FWD, "ep_dispatch_fwd", GROUP_EP, OP_ALL_TO_ALL)                                         \
+    /* expert outputs back (ep_combine_comm) */                                                               \
+    X(CO_EP_COMBINE_FWD, "ep_combine_fwd", GROUP_EP, OP_ALL_TO_ALL)                                           \
+    /* output gradients to the experts (dispatch dtype) */                                                    \
+    X(CO_EP_DISPATCH_BWD, "ep_dispatch_bwd", GROUP_EP, OP_ALL_TO_ALL)                                         \
+    /* input gradients back (combine dtype) */                                                                \
+    X(CO_EP_COMBINE_BWD, "ep_combine_bwd", GROUP_EP, OP_ALL_TO_ALL)                                           \
+    /* expert TP: the dispatched rows gathered over etp (forward; output gradients backward) */               \
+    X(CO_ETP_AG, "etp_allgather", GROUP_ETP, OP_ALL_GATHER)                                                   \
+    /* expert TP: expert outputs reduce-scattered over etp (forward; input gradients backward) */             \
+    X(CO_ETP_RS, "etp_reducescatter", GROUP_ETP, OP_REDUCE_SCATTER)                                           \
+    /* expert gradients all-reduced over the expert-data-parallel group */                                    \
+    X(CO_EDP_GRAD_AR, "edp_grad_allreduce", GROUP_EDP, OP_ALL_REDUCE)                                         \
+    /* expert gradients reduce-scattered (sharded optimizer) */                                               \
+    X(CO_EDP_GRAD_RS, "edp_grad_reducescatter", GROUP_EDP, OP_REDUCE_SCATTER)                                 \
+    /* expert parameters all-gathered after the sharded step */                                               \
+    X(CO_EDP_PARAM_AG, "edp_param_allgather", GROUP_EDP, OP_ALL_GATHER)                                       \
+    /* the executor's token counts before each forward dispatch (E int32; host plans only) */                 \
+    X(CO_EP_COUNTS, "ep_counts", GROUP_EP, OP_ALL_TO_ALL)
+
 typedef enum {
-    CO_TP_AR_FWD = 0, /* TP without SP: all-reduce after proj and FC2 (forward) */
-    CO_TP_AR_BWD,     /* TP without SP: all-reduce of the QKV/FC1 input gradients */
-    CO_TP_AG_FWD,     /* SP: all-gather before QKV and FC1 (forward) */
-    CO_TP_RS_FWD,     /* SP: reduce-scatter after proj and FC2 (forward) */
-    CO_TP_AG_BWD,     /* SP: all-gather of proj/FC2 output gradients + re-gather of saved inputs */
-    CO_TP_RS_BWD,     /* SP: reduce-scatter of QKV/FC1 input gradients */
-    /* TP outside the layers (planner/plan_comm_vocab.c), per micro-batch unless said.
-     * Without SP: the vocabulary-parallel embedding's partial sums (forward) and the LM head's input gradient
-     * (backward) all-reduced; with SP and learned positions the embedding's (Megatron adds the positions to
-     * the whole, then splits it to the sequence shards): */
-    CO_TP_VOCAB_AR,
-    /* SP: the LM head's input (forward, and again for its weight gradient) and the embedding's output
-     * gradient (backward) all-gathered: */
-    CO_TP_VOCAB_AG,
-    /* SP: the embedding's partial sums to the sequence shards (forward, without learned positions) and the
-     * LM head's input gradient (backward) reduce-scattered: */
-    CO_TP_VOCAB_RS,
-    /* vocabulary-parallel cross-entropy: max logit (MAX), target logit and sum of exponentials (SUM), FP32
-     * [tokens] each: 3 calls: */
-    CO_TP_LOSS_AR,
-    /* once per step, one coalesced all-reduce of the gradients of the parameters every TP rank holds whole
-     * (with SP norms and row-parallel biases, MoE routers; q/k norms always): */
-    CO_TP_NORM_GRAD_AR,
-    CO_CP_KV,       /* CP: K,V exchange (forward, again in backward) and dK,dV reduce */
-    CO_PP_P2P,      /* PP: activations forward, gradients backward, per micro-batch and chunk */
-    CO_DP_GRAD_AR,  /* DP: gradient all-reduce (no sharded gradients) */
-    CO_DP_GRAD_RS,  /* DP: gradient reduce-scatter (sharded optimizer) */
-    CO_DP_PARAM_AG, /* DP: parameter all-gather after the sharded step (twice per step at ZeRO-3) */
-    CO_EMB_GRAD_AR, /* tied embedding gradient all-reduce between first and last stage */
-    CO_AMAX_AR,     /* amax reduction per micro-batch (forward and backward) */
-    /* mixture of experts, per MoE layer and micro-batch (plan_moe_comm.c) */
-    CO_EP_DISPATCH_FWD, /* tokens to their experts (the recipe's ep_dispatch_comm: FP8 + scales for DeepSeek-V3) */
-    CO_EP_COMBINE_FWD,  /* expert outputs back (ep_combine_comm) */
-    CO_EP_DISPATCH_BWD, /* output gradients to the experts (dispatch dtype) */
-    CO_EP_COMBINE_BWD,  /* input gradients back (combine dtype) */
-    CO_ETP_AG,          /* expert TP: the dispatched rows gathered over etp (forward; output gradients backward) */
-    CO_ETP_RS,          /* expert TP: expert outputs reduce-scattered over etp (forward; input gradients backward) */
-    CO_EDP_GRAD_AR,     /* expert gradients all-reduced over the expert-data-parallel group */
-    CO_EDP_GRAD_RS,     /* expert gradients reduce-scattered (sharded optimizer) */
-    CO_EDP_PARAM_AG,    /* expert parameters all-gathered after the sharded step */
-    CO_EP_COUNTS,       /* the executor's token counts before each forward dispatch (E int32; host plans only) */
-    CO_COUNT_
+#define CO_ENUM_(id, name, group, op) id,
+    COLLECTIVES(CO_ENUM_)
+#undef CO_ENUM_
+        CO_COUNT_
 } CollectiveId;
 
 typedef struct {

@@ -38,37 +38,8 @@
 #include "planner/plan_internal.h"
 
 /* Every collective unused: names, groups and ops set, zero bytes (copied in one go per plan). */
-#define C(i, nm, g, o) [i] = {.id = i, .name = nm, .group = g, .op = o}
-static const Collective blank[CO_COUNT_] = {
-    C(CO_TP_AR_FWD, "tp_allreduce_fwd", GROUP_TP, OP_ALL_REDUCE),
-    C(CO_TP_AR_BWD, "tp_allreduce_bwd", GROUP_TP, OP_ALL_REDUCE),
-    C(CO_TP_AG_FWD, "tp_allgather_fwd", GROUP_TP, OP_ALL_GATHER),
-    C(CO_TP_RS_FWD, "tp_reducescatter_fwd", GROUP_TP, OP_REDUCE_SCATTER),
-    C(CO_TP_AG_BWD, "tp_allgather_bwd", GROUP_TP, OP_ALL_GATHER),
-    C(CO_TP_RS_BWD, "tp_reducescatter_bwd", GROUP_TP, OP_REDUCE_SCATTER),
-    C(CO_TP_VOCAB_AR, "tp_vocab_allreduce", GROUP_TP, OP_ALL_REDUCE),
-    C(CO_TP_VOCAB_AG, "tp_vocab_allgather", GROUP_TP, OP_ALL_GATHER),
-    C(CO_TP_VOCAB_RS, "tp_vocab_reducescatter", GROUP_TP, OP_REDUCE_SCATTER),
-    C(CO_TP_LOSS_AR, "tp_loss_allreduce", GROUP_TP, OP_ALL_REDUCE),
-    C(CO_TP_NORM_GRAD_AR, "tp_norm_grad_allreduce", GROUP_TP, OP_ALL_REDUCE),
-    C(CO_CP_KV, "cp_kv_exchange", GROUP_CP, OP_ALL_GATHER),
-    C(CO_PP_P2P, "pp_send_recv", GROUP_PP, OP_SEND_RECV),
-    C(CO_DP_GRAD_AR, "dp_grad_allreduce", GROUP_DP, OP_ALL_REDUCE),
-    C(CO_DP_GRAD_RS, "dp_grad_reducescatter", GROUP_DP, OP_REDUCE_SCATTER),
-    C(CO_DP_PARAM_AG, "dp_param_allgather", GROUP_DP, OP_ALL_GATHER),
-    C(CO_EMB_GRAD_AR, "emb_grad_allreduce", GROUP_EMB, OP_ALL_REDUCE),
-    C(CO_AMAX_AR, "amax_allreduce", GROUP_AMAX, OP_ALL_REDUCE),
-    C(CO_EP_DISPATCH_FWD, "ep_dispatch_fwd", GROUP_EP, OP_ALL_TO_ALL),
-    C(CO_EP_COMBINE_FWD, "ep_combine_fwd", GROUP_EP, OP_ALL_TO_ALL),
-    C(CO_EP_DISPATCH_BWD, "ep_dispatch_bwd", GROUP_EP, OP_ALL_TO_ALL),
-    C(CO_EP_COMBINE_BWD, "ep_combine_bwd", GROUP_EP, OP_ALL_TO_ALL),
-    C(CO_ETP_AG, "etp_allgather", GROUP_ETP, OP_ALL_GATHER),
-    C(CO_ETP_RS, "etp_reducescatter", GROUP_ETP, OP_REDUCE_SCATTER),
-    C(CO_EDP_GRAD_AR, "edp_grad_allreduce", GROUP_EDP, OP_ALL_REDUCE),
-    C(CO_EDP_GRAD_RS, "edp_grad_reducescatter", GROUP_EDP, OP_REDUCE_SCATTER),
-    C(CO_EDP_PARAM_AG, "edp_param_allgather", GROUP_EDP, OP_ALL_GATHER),
-    C(CO_EP_COUNTS, "ep_counts", GROUP_EP, OP_ALL_TO_ALL),
-};
+#define C(i, nm, g, o) [i] = {.id = i, .name = nm, .group = g, .op = o},
+static const Collective blank[CO_COUNT_] = {COLLECTIVES(C)};
 #undef C
 
 /* Bytes this GPU sends for one call of op over n ranks with payload S: the

@@ -143,8 +143,9 @@ typedef struct {
 void plan_layer_params(const ModelSpec *md, Ck *ck, LayerParams *o);
 
 /* ---- memory helpers (plan_mem.c), shared with plan_moe_mem.c ---- */
-void plan_term(StageMem *sm, MemTermId id, MemCategory cat, Dtype dt, uint64_t elements, uint64_t bytes,
-               uint32_t shards, int persistent);
+/* Sets term id of sm: its bytes, elements of dtype dt, sharded `shards` ways; name, category and whether it
+ * persists come from its MEM_TERMS row. */
+void plan_term(StageMem *sm, MemTermId id, Dtype dt, uint64_t elements, uint64_t bytes, uint32_t shards);
 /* The five states of `elems` elements of a state set, sharded over d ranks as the input's sharding says. */
 void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, const StateSet *s, uint64_t elems,
                       MemTermId w, MemTermId master, MemTermId grad, MemTermId mm, MemTermId vv);

@@ -26,63 +26,30 @@
 #include "fp8/granularity.h"
 #include "planner/plan_internal.h"
 
-static const char *const term_names[MT_COUNT_] = {
-    [MT_WEIGHT_GEMM] = "weight_gemm",      [MT_WEIGHT_OTHER] = "weight_other",
-    [MT_FP8_ROWWISE] = "fp8_rowwise",      [MT_FP8_COLWISE] = "fp8_colwise",
-    [MT_MASTER_GEMM] = "master_gemm",      [MT_MASTER_OTHER] = "master_other",
-    [MT_GRAD_GEMM] = "grad_gemm",          [MT_GRAD_OTHER] = "grad_other",
-    [MT_OPTIM_M_GEMM] = "adam_m_gemm",     [MT_OPTIM_M_OTHER] = "adam_m_other",
-    [MT_OPTIM_V_GEMM] = "adam_v_gemm",     [MT_OPTIM_V_OTHER] = "adam_v_other",
-    [MT_SCALE_GEMM] = "scale_gemm",        [MT_SCALE_BLOCK] = "scale_block",
-    [MT_SCALE_STATE] = "scale_state",      [MT_ACT_LAYER_HP] = "act_layer_hp",
-    [MT_ACT_LAYER_FP8] = "act_layer_fp8",  [MT_ACT_ATTN] = "act_attention",
-    [MT_ACT_MASK] = "act_dropout_mask",    [MT_ACT_OUTPUT] = "act_output",
-    [MT_TRANSIENT] = "transient",          [MT_COMM_BUFFER] = "comm_buffers",
-    [MT_WORKSPACE] = "gemm_workspace",     [MT_CUDA_CONTEXT] = "cuda_context",
-    [MT_FRAGMENTATION] = "fragmentation",  [MT_WEIGHT_EXPERT] = "weight_expert",
-    [MT_FP8_EXPERT] = "fp8_expert",        [MT_MASTER_EXPERT] = "master_expert",
-    [MT_GRAD_EXPERT] = "grad_expert",      [MT_OPTIM_M_EXPERT] = "adam_m_expert",
-    [MT_OPTIM_V_EXPERT] = "adam_v_expert", [MT_ACT_MOE] = "act_moe",
-};
+#define MT_ROW_(id, nm, c, pers) [id] = {nm, c, pers},
+static const struct {
+    const char *name;
+    MemCategory cat;
+    int persistent;
+} term_rows[MT_COUNT_] = {MEM_TERMS(MT_ROW_)};
+#undef MT_ROW_
 
-const char *mem_term_name(MemTermId id) { return (unsigned)id < MT_COUNT_ ? term_names[id] : "?"; }
+const char *mem_term_name(MemTermId id) { return (unsigned)id < MT_COUNT_ ? term_rows[id].name : "?"; }
+MemCategory mem_term_category(MemTermId id) { return (unsigned)id < MT_COUNT_ ? term_rows[id].cat : MC_OVERHEAD; }
+int mem_term_persistent(MemTermId id) { return (unsigned)id < MT_COUNT_ && term_rows[id].persistent; }
 
-MemCategory mem_term_category(MemTermId id)
-{
-    if (id >= MT_WEIGHT_EXPERT && id <= MT_OPTIM_V_EXPERT) return id == MT_FP8_EXPERT ? MC_FP8_COPY : MC_STATE;
-    if (id == MT_ACT_MOE) return MC_ACTIVATION;
-    if (id <= MT_OPTIM_V_OTHER) return id == MT_FP8_ROWWISE || id == MT_FP8_COLWISE ? MC_FP8_COPY : MC_STATE;
-    if (id <= MT_SCALE_STATE) return MC_SCALE;
-    return id <= MT_TRANSIENT ? MC_ACTIVATION : MC_OVERHEAD;
-}
-
-void plan_term(StageMem *sm, MemTermId id, MemCategory cat, Dtype dt, uint64_t elements, uint64_t bytes,
-               uint32_t shards, int persistent)
+void plan_term(StageMem *sm, MemTermId id, Dtype dt, uint64_t elements, uint64_t bytes, uint32_t shards)
 {
     MemTerm *t = &sm->mem[id];
     t->id = id;
-    t->name = term_names[id];
-    t->cat = cat;
+    t->name = term_rows[id].name;
+    t->cat = term_rows[id].cat;
     t->dtype = dt;
     t->elements = elements;
     t->bytes = bytes;
     t->shards = shards;
-    t->persistent = persistent;
+    t->persistent = term_rows[id].persistent;
 }
-
-/* The expert terms of a model without experts (MT_WEIGHT_EXPERT .. MT_ACT_MOE, in order). */
-#define NOX(i, nm, c, pers)                                                              \
-    {                                                                                    \
-        .id = i, .name = nm, .cat = c, .dtype = DT_NONE, .shards = 1, .persistent = pers \
-    }
-static const MemTerm no_experts[] = {
-    NOX(MT_WEIGHT_EXPERT, "weight_expert", MC_STATE, 1),  NOX(MT_FP8_EXPERT, "fp8_expert", MC_FP8_COPY, 1),
-    NOX(MT_MASTER_EXPERT, "master_expert", MC_STATE, 1),  NOX(MT_GRAD_EXPERT, "grad_expert", MC_STATE, 1),
-    NOX(MT_OPTIM_M_EXPERT, "adam_m_expert", MC_STATE, 1), NOX(MT_OPTIM_V_EXPERT, "adam_v_expert", MC_STATE, 1),
-    NOX(MT_ACT_MOE, "act_moe", MC_ACTIVATION, 0),
-};
-#undef NOX
-_Static_assert(sizeof no_experts / sizeof *no_experts == MT_ACT_MOE - MT_WEIGHT_EXPERT + 1, "no_experts");
 
 int plan_state_sharded(const PlanInput *in, const StateSet *s, StateId st)
 {
@@ -107,7 +74,7 @@ void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, con
         Dtype dt = st == STATE_GRAD ? plan_grad_dt(in, s->dt[st]) : s->dt[st];
         int sh = dt != DT_NONE && d > 1 && plan_state_sharded(in, s, (StateId)st);
         uint64_t n = dt == DT_NONE ? 0 : sh ? ceil_div(elems, d) : elems;
-        plan_term(sm, ids[st], MC_STATE, dt, n, ck_mul(ck, n, dt_bytes(dt)), sh ? (uint32_t)d : 1, 1);
+        plan_term(sm, ids[st], dt, n, ck_mul(ck, n, dt_bytes(dt)), sh ? (uint32_t)d : 1);
     }
 }
 
@@ -284,13 +251,13 @@ void plan_scale_terms(const PlanInput *in, StageMem *sm, Ck *ck, uint64_t ntens,
     if (rc->weight_gran == GRAN_TENSOR) recs += (uint64_t)fwd8;               /* w */
     uint64_t hist = rc->scaling == SCALING_DELAYED ? rc->amax_history : 1;
     uint64_t sg = recipe_fp8_gemm(rc) ? ck_mul3(ck, ntens, recs, 2 + hist) : 0;
-    plan_term(sm, MT_SCALE_GEMM, MC_SCALE, DT_FP32, sg, ck_mul(ck, sg, 4), 1, 1);
-    plan_term(sm, MT_SCALE_BLOCK, MC_SCALE, gran_scale_dtype(rc->weight_gran), block_n, block_b, 1, 1);
+    plan_term(sm, MT_SCALE_GEMM, DT_FP32, sg, ck_mul(ck, sg, 4), 1);
+    plan_term(sm, MT_SCALE_BLOCK, gran_scale_dtype(rc->weight_gran), block_n, block_b, 1);
     uint64_t nsc = 0;
     for (int st = 0; st < STATE_COUNT_; st++)
         if (((rc->gemm.scaled_mask >> st) & 1) && rc->gemm.dt[st] != DT_NONE) nsc++;
     uint64_t ss = ck_mul3(ck, ntens, nsc, 3);
-    plan_term(sm, MT_SCALE_STATE, MC_SCALE, DT_FP32, ss, ck_mul(ck, ss, 4), 1, 1);
+    plan_term(sm, MT_SCALE_STATE, DT_FP32, ss, ck_mul(ck, ss, 4), 1);
 }
 
 /* The stage-independent terms: linear-layer states, FP8 copies, scales and the
@@ -305,8 +272,8 @@ static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck
     /* without caching (in->fp8_weight_cache 0) the copies are cast per micro-batch and saved with the activations */
     int keep = !zero3 && in->fp8_weight_cache && plan_fp8_copies_held(in);
     uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (plan_fp8_col_held(in) && keep) ? gemm : 0;
-    plan_term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1, 1);
-    plan_term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1, 1);
+    plan_term(sm, MT_FP8_ROWWISE, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1);
+    plan_term(sm, MT_FP8_COLWISE, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1);
 
     /* ---- scales ---- */
     uint64_t sbn = 0, sbb = 0;
@@ -321,9 +288,9 @@ static void common_terms(const PlanInput *in, const Geo *g, StageMem *sm, Ck *ck
     /* ---- overheads ---- */
     uint64_t ncomm = (g->tp > 1) + (g->cp > 1) + (g->d > 1) + (g->pp > 1);
     if (ncomm < in->comms_min) ncomm = in->comms_min;
-    plan_term(sm, MT_COMM_BUFFER, MC_OVERHEAD, DT_NONE, 0, ck_mul(ck, ncomm, in->nccl_comm_bytes), 1, 1);
-    plan_term(sm, MT_WORKSPACE, MC_OVERHEAD, DT_NONE, 0, in->workspace_bytes, 1, 1);
-    plan_term(sm, MT_CUDA_CONTEXT, MC_OVERHEAD, DT_NONE, 0, in->cuda_context_bytes, 1, 1);
+    plan_term(sm, MT_COMM_BUFFER, DT_NONE, 0, ck_mul(ck, ncomm, in->nccl_comm_bytes), 1);
+    plan_term(sm, MT_WORKSPACE, DT_NONE, 0, in->workspace_bytes, 1);
+    plan_term(sm, MT_CUDA_CONTEXT, DT_NONE, 0, in->cuda_context_bytes, 1);
 }
 
 static void mem_sums(const PlanInput *in, StageMem *sm, Ck *ck, int experts)
@@ -353,7 +320,7 @@ static void mem_sums(const PlanInput *in, StageMem *sm, Ck *ck, int experts)
     uint64_t rest = ck_add(ck, ck_add(ck, ck_add(ck, st, cp), ck_add(ck, sc, ac)), ov);
     uint64_t cap = in->gpu->hbm_bytes;
     if (frag > (cap > rest ? cap - rest : 0)) frag = cap > rest ? cap - rest : 0;
-    plan_term(sm, MT_FRAGMENTATION, MC_OVERHEAD, DT_NONE, 0, frag, 1, 0);
+    plan_term(sm, MT_FRAGMENTATION, DT_NONE, 0, frag, 1);
     ov = ck_add(ck, ov, frag);
     sm->cat[MC_STATE] = st, sm->cat[MC_FP8_COPY] = cp, sm->cat[MC_SCALE] = sc, sm->cat[MC_ACTIVATION] = ac;
     sm->cat[MC_OVERHEAD] = ov;
@@ -400,17 +367,17 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
     uint64_t tok_r = g->tok_r, h = g->h;
     uint64_t mask = ck_mul(ck, mk, units);
     if (first && in->dropout) mask = ck_add(ck, mask, ck_mul3(ck, tok_r, h, mbs_in)); /* embedding dropout */
-    plan_term(sm, MT_ACT_LAYER_HP, MC_ACTIVATION, DT_NONE, 0, hpb, 1, 0); /* BF16 tensors + fp32 norm stats */
-    plan_term(sm, MT_ACT_LAYER_FP8, MC_ACTIVATION, rc->saved_input, ck_mul(ck, f8e, units), f8b, 1, 0);
-    plan_term(sm, MT_ACT_ATTN, MC_ACTIVATION, DT_NONE, 0, ck_mul(ck, at, units), 1, 0);
-    plan_term(sm, MT_ACT_MASK, MC_ACTIVATION, DT_NONE, mask, mask, 1, 0);
+    plan_term(sm, MT_ACT_LAYER_HP, DT_NONE, 0, hpb, 1); /* BF16 tensors + fp32 norm stats */
+    plan_term(sm, MT_ACT_LAYER_FP8, rc->saved_input, ck_mul(ck, f8e, units), f8b, 1);
+    plan_term(sm, MT_ACT_ATTN, DT_NONE, 0, ck_mul(ck, at, units), 1);
+    plan_term(sm, MT_ACT_MASK, DT_NONE, mask, mask, 1);
     uint64_t out = 0, logit_elems = ck_mul(ck, g->tok, g->Vp_t);
     uint64_t stat = md->norm == NORM_LAYERNORM ? 8 : 4;
     if (last) {
         out = ck_add(ck, 2 * ck_mul3(ck, tok_r, h, 2), ck_mul(ck, tok_r, stat)); /* final norm in, LM-head input */
         out = ck_add(ck, out, ck_mul(ck, logit_elems, 4));                       /* fp32 softmax of the logits */
     }
-    plan_term(sm, MT_ACT_OUTPUT, MC_ACTIVATION, DT_NONE, 0, out, 1, 0);
+    plan_term(sm, MT_ACT_OUTPUT, DT_NONE, 0, out, 1);
 
     /* transient peak working set */
     /* the widest column-parallel output's gradient: FC1's k x F, or QKV's (heads + 2 KV heads) x head_dim
@@ -468,8 +435,9 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
      * with (one FP32 per linear's input under per-tensor scaling) while later forwards recast the bank's:
      * 4 B x LIN_COUNT per in-flight layer, held the whole step */
     if (g->pp > 1 && f8e && rc->act_gran == GRAN_TENSOR) tr = ck_add(ck, tr, ck_mul(ck, units, 4 * LIN_COUNT));
-    plan_term(sm, MT_TRANSIENT, MC_ACTIVATION, DT_NONE, 0, tr, 1, 0);
-    memcpy(&sm->mem[MT_WEIGHT_EXPERT], no_experts, sizeof no_experts); /* the expert terms, empty */
+    plan_term(sm, MT_TRANSIENT, DT_NONE, 0, tr, 1);
+    for (int id = MT_WEIGHT_EXPERT; id <= MT_ACT_MOE; id++) /* the expert terms of a model without experts: empty */
+        plan_term(sm, (MemTermId)id, DT_NONE, 0, 0, 1);
     sm->params_expert = 0;
     mem_sums(in, sm, ck, 0);
 }

@@ -315,20 +315,20 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
                      MT_OPTIM_M_EXPERT, MT_OPTIM_V_EXPERT);
     int keep = !zero3 && in->fp8_weight_cache && plan_fp8_copies_held(in);
     uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (plan_fp8_col_held(in) && keep) ? gemm : 0;
-    plan_term(sm, MT_FP8_ROWWISE, MC_FP8_COPY, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1, 1);
-    plan_term(sm, MT_FP8_COLWISE, MC_FP8_COPY, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1, 1);
+    plan_term(sm, MT_FP8_ROWWISE, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1);
+    plan_term(sm, MT_FP8_COLWISE, rc->fp8_col, col, ck_mul(ck, col, dt_bytes(rc->fp8_col)), 1);
     uint64_t xcopies = (rc->fp8_row != DT_NONE) + (uint64_t)plan_fp8_col_held(in),
              xe = keep ? ck_mul(ck, expert, xcopies) : 0;
-    plan_term(sm, MT_FP8_EXPERT, MC_FP8_COPY, rc->fp8_row != DT_NONE ? rc->fp8_row : rc->fp8_col, xe,
-              ck_mul(ck, xe, dt_bytes(rc->fp8_row != DT_NONE ? rc->fp8_row : rc->fp8_col)), 1, 1);
+    plan_term(sm, MT_FP8_EXPERT, rc->fp8_row != DT_NONE ? rc->fp8_row : rc->fp8_col, xe,
+              ck_mul(ck, xe, dt_bytes(rc->fp8_row != DT_NONE ? rc->fp8_row : rc->fp8_col)), 1);
     scale_terms(in, g, &hd, sm, ck, keep);
 
     /* ---- overheads: a communicator per group the GPU takes part in ---- */
     uint64_t ncomm = (g->tp > 1) + (g->cp > 1) + (g->d > 1) + (g->pp > 1) + (x->ep > 1) + (x->etp > 1) + (x->edp > 1);
     if (ncomm < in->comms_min) ncomm = in->comms_min;
-    plan_term(sm, MT_COMM_BUFFER, MC_OVERHEAD, DT_NONE, 0, ck_mul(ck, ncomm, in->nccl_comm_bytes), 1, 1);
-    plan_term(sm, MT_WORKSPACE, MC_OVERHEAD, DT_NONE, 0, in->workspace_bytes, 1, 1);
-    plan_term(sm, MT_CUDA_CONTEXT, MC_OVERHEAD, DT_NONE, 0, in->cuda_context_bytes, 1, 1);
+    plan_term(sm, MT_COMM_BUFFER, DT_NONE, 0, ck_mul(ck, ncomm, in->nccl_comm_bytes), 1);
+    plan_term(sm, MT_WORKSPACE, DT_NONE, 0, in->workspace_bytes, 1);
+    plan_term(sm, MT_CUDA_CONTEXT, DT_NONE, 0, in->cuda_context_bytes, 1);
 
     /* ---- activations ---- */
     LayerAct la[XK_COUNT];
@@ -359,17 +359,17 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
         uint64_t mb0 = in->dualpipe ? (g->pp < g->m / 2 ? g->pp : g->m / 2) : plan_inflight_mbs(g, 0);
         mk = ck_add(ck, mk, ck_mul3(ck, g->tok_r, g->h, mb0));
     }
-    plan_term(sm, MT_ACT_LAYER_HP, MC_ACTIVATION, DT_NONE, 0, hp, 1, 0);
-    plan_term(sm, MT_ACT_LAYER_FP8, MC_ACTIVATION, rc->saved_input, f8e, f8, 1, 0);
-    plan_term(sm, MT_ACT_ATTN, MC_ACTIVATION, DT_NONE, 0, at, 1, 0);
-    plan_term(sm, MT_ACT_MASK, MC_ACTIVATION, DT_NONE, mk, mk, 1, 0);
-    plan_term(sm, MT_ACT_MOE, MC_ACTIVATION, DT_NONE, 0, moe, 1, 0);
+    plan_term(sm, MT_ACT_LAYER_HP, DT_NONE, 0, hp, 1);
+    plan_term(sm, MT_ACT_LAYER_FP8, rc->saved_input, f8e, f8, 1);
+    plan_term(sm, MT_ACT_ATTN, DT_NONE, 0, at, 1);
+    plan_term(sm, MT_ACT_MASK, DT_NONE, mk, mk, 1);
+    plan_term(sm, MT_ACT_MOE, DT_NONE, 0, moe, 1);
     uint64_t out = 0, logit_elems = ck_mul(ck, g->tok, g->Vp_t), stat = md->norm == NORM_LAYERNORM ? 8 : 4;
     if (hd.last) { /* final norm in, LM-head input, fp32 softmax of the logits; again per MTP depth */
         out = ck_add(ck, 2 * ck_mul3(ck, g->tok_r, g->h, 2), ck_mul(ck, g->tok_r, stat));
         out = ck_mul(ck, ck_add(ck, out, ck_mul(ck, logit_elems, 4)), 1 + hd.mtp);
     }
-    plan_term(sm, MT_ACT_OUTPUT, MC_ACTIVATION, DT_NONE, 0, out, 1, 0);
+    plan_term(sm, MT_ACT_OUTPUT, DT_NONE, 0, out, 1);
 
     /* ---- transient ---- */
     if (dtype_is_fp8(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) { /* a weight gradient in fp32 before its cast */
@@ -411,6 +411,6 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
         uint64_t lb = in->loss_bytes > 4 ? in->loss_bytes - 4 : 0, lg = ck_mul(ck, logit_elems, lb);
         if (lg > tr) tr = lg;
     }
-    plan_term(sm, MT_TRANSIENT, MC_ACTIVATION, DT_NONE, 0, tr, 1, 0);
+    plan_term(sm, MT_TRANSIENT, DT_NONE, 0, tr, 1);
     plan_mem_sums(in, sm, ck);
 }
