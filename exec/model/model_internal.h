@@ -152,6 +152,16 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
 Status model_moe_fp8_fwd(Model *m, uint32_t l, const void *xin, ModelParam *w1, ModelParam *w2, Err *e);
 Status model_moe_fp8_recompute(Model *m, uint32_t l, ModelParam *w2, Err *e);
 Status model_moe_fp8_bwd(Model *m, uint32_t l, ModelParam *w1, ModelParam *w2, Err *e);
+/* The same three under the deepseek-v3 recipe (model_moe_block.c): 1x128 activation tiles, each expert's
+ * 128x128 weight blocks, the 14-bit accumulation; model_moe_fp8_* call them for a block-scaled recipe. */
+Status model_moe_block_fwd(Model *m, uint32_t l, const void *xin, ModelParam *w1, ModelParam *w2, Err *e);
+Status model_moe_block_recompute(Model *m, uint32_t l, ModelParam *w2, Err *e);
+Status model_moe_block_bwd(Model *m, uint32_t l, ModelParam *w1, ModelParam *w2, Err *e);
+/* The most 1x128 tiles a column of a transposed (cols, rows) expert copy holds when rows are split among
+ * `experts` groups each tiled from its first row: min(E, R) + ⌊(R − min(E, R)) / 128⌋. */
+uint64_t model_moe_tiles(uint64_t rows, uint64_t experts);
+/* The router's counts of la on the host (E), malloc'd (NULL and e set when out of memory or the copy fails). */
+int32_t *model_moe_host_counts(Model *m, const LayerActs *la, Err *e);
 /* After the optimizer step: a sigmoid router's bias moved towards the mean load (MODEL_MOE_BIAS_SPEED),
  * from the step's counts. */
 Status model_moe_after_step(Model *m, Err *e);

@@ -236,8 +236,10 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
         if (q->gemm && fp8 && r->fp8_col != DT_NONE)
             arena_add(sp, q->expert ? MT_FP8_EXPERT : MT_FP8_COLWISE, r->fp8_col, q->numel, bind ? &q->wq_col : NULL,
                       nm, q->layer);
-        if (q->gemm && exec_block_scaled(r)) { /* the copies' 128x128 blocks (fp8/granularity.h's counts) */
-            uint64_t nr = blocks_of(r->weight_gran, q->rows, q->cols), nc = blocks_of(r->weight_gran, q->cols, q->rows);
+        if (q->gemm && exec_block_scaled(r)) { /* the copies' 128x128 blocks (fp8/granularity.h's counts); the
+                                                  routed experts' each of its own (N/G, K) weight */
+            const uint64_t G = q->expert ? m->spec.experts / m->ep : 1, n = q->rows / G;
+            uint64_t nr = G * blocks_of(r->weight_gran, n, q->cols), nc = G * blocks_of(r->weight_gran, q->cols, n);
             arena_add(sp, MT_SCALE_BLOCK, DT_FP32, nr, bind ? &q->wq_row_s : NULL, nm, q->layer);
             arena_add(sp, MT_SCALE_BLOCK, DT_FP32, nc, bind ? &q->wq_col_s : NULL, nm, q->layer);
         }
@@ -343,11 +345,17 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
             dwide = max2(dwide, model_lin_n(m, l, (LinearKind)k));
         }
     uint64_t qrow = BT * wide, dq = BT * dwide; /* FP8 copies of a GEMM input and of an output gradient */
+    /* block scaling: the tiles of the row-wise input and of both output gradients' copies */
+    uint64_t qrow_s = blocks_of(r->act_gran, BT, wide), dq_s = blocks_of(r->act_gran, BT, dwide),
+             dqc_s = blocks_of(r->act_gran, dwide, BT);
     for (uint32_t l = 0; l < s->layers; l++)
-        if (model_moe_layer(m, l)) { /* the experts' (exec/model/model_moe_fp8.c): R rows */
-            uint64_t R = model_moe_rows(m), Fe = s->expert_ffn;
+        if (model_moe_layer(m, l)) { /* the experts' (exec/model/model_moe_fp8.c, model_moe_block.c): R rows */
+            uint64_t R = model_moe_rows(m), Fe = s->expert_ffn, dmax = max2(C, max2(spec_fc1_k(s) * Fe, Fe));
             qrow = max2(qrow, R * max2(C, Fe));
-            dq = max2(dq, R * max2(C, max2(spec_fc1_k(s) * Fe, Fe)));
+            dq = max2(dq, R * dmax);
+            qrow_s = max2(qrow_s, max2(blocks_of(r->act_gran, R, C), blocks_of(r->act_gran, R, Fe)));
+            dq_s = max2(dq_s, blocks_of(r->act_gran, R, dmax));         /* the recomputed FC2 input's (R, Fe) too */
+            dqc_s = max2(dqc_s, dmax * model_moe_tiles(R, s->experts)); /* each expert tiled from its first row */
         }
     ModelActs *a = bind ? &m->act : NULL;
     /* d_res: the sequence-parallel tokens; d_b also the attention output's gradient (B·T, H·D) (TP: H/tp) */
@@ -366,12 +374,12 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
     if (fp8 && r->fp8_row == DT_NONE)
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, wmax, a ? &a->t_wrow : NULL, "t_wrow");
     if (exec_block_scaled(r)) { /* the 1x128 tiles' scale_inv of the row-wise input and both output gradients */
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, blocks_of(r->act_gran, BT, wide),
-                        a ? &a->t_qrow_s : NULL, "t_qrow.scale_inv");
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, blocks_of(r->act_gran, BT, dwide),
-                        a ? &a->d_qrow_s : NULL, "d_qrow.scale_inv");
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, blocks_of(r->act_gran, dwide, BT),
-                        a ? &a->d_qcol_s : NULL, "d_qcol.scale_inv");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, qrow_s, a ? &a->t_qrow_s : NULL,
+                        "t_qrow.scale_inv");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, dq_s, a ? &a->d_qrow_s : NULL,
+                        "d_qrow.scale_inv");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, dqc_s, a ? &a->d_qcol_s : NULL,
+                        "d_qcol.scale_inv");
     }
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->t_out : NULL, "t_out");
     /* the attention forward's FP32 scores, one sequence's heads at a time (a backend may use them) */

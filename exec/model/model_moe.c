@@ -43,11 +43,6 @@ Status model_moe_check(const Plan *p, Err *e)
         return err_set(e, ST_USAGE, "model %s: a model with experts needs router softmax or sigmoid", s->name);
     if (s->linear_bias)
         return err_set(e, ST_UNAVAILABLE, "model %s: linear biases with experts are not run by the executor", s->name);
-    if (exec_block_scaled(r))
-        return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s on model %s: block-scaled (1x128/128x128) expert GEMMs are not run by the executor "
-                       "yet (its dense linears are; the experts run te-fp8 and te-fp8-current)",
-                       r->name, s->name);
     if (recipe_fp8_gemm(r) && (r->fp8_row == DT_NONE || r->fp8_col == DT_NONE || !dtype_is_fp8(r->saved_input) ||
                                r->gemm.scaled_mask || !is_float16_32(r->gemm.dt[STATE_WEIGHT])))
         return err_set(e, ST_UNAVAILABLE,
@@ -107,15 +102,16 @@ void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t
     const int f8 = recipe_fp8_gemm(r); /* model_moe_check: FP8 inputs saved in FP8 */
     if (!model_ffn_of(m, l) || f8)     /* no shared FC1 saves norm 2's output in BF16: the router's own copy */
         arena_add(sp, MT_ACT_MOE, A, BT * C, la ? &la->r_in : NULL, "router.input", li);
-    if (f8)
-        arena_add(sp, MT_ACT_MOE, r->saved_input, C * R, la ? &la->q_xin : NULL, "experts.input.fp8_col", li);
-    else
-        arena_add(sp, MT_ACT_MOE, A, R * C, la ? &la->x_in : NULL, "experts.input", li);
+    const uint64_t nt = model_moe_tiles(R, E); /* block scaling: the transposed copies' tiles, at most */
+    if (f8) arena_add(sp, MT_ACT_MOE, r->saved_input, C * R, la ? &la->q_xin : NULL, "experts.input.fp8_col", li);
+    if (f8 && exec_block_scaled(r))
+        arena_add(sp, MT_ACT_MOE, DT_FP32, C * nt, la ? &la->q_xin_s : NULL, "experts.input.fp8_col.scale_inv", li);
+    if (!f8) arena_add(sp, MT_ACT_MOE, A, R * C, la ? &la->x_in : NULL, "experts.input", li);
     arena_add(sp, MT_ACT_MOE, A, R * spec_fc1_k(s) * Fe, la ? &la->x_fc1 : NULL, "experts.fc1", li);
-    if (f8)
-        arena_add(sp, MT_ACT_MOE, r->saved_input, Fe * R, la ? &la->q_xh : NULL, "experts.fc2_input.fp8_col", li);
-    else
-        arena_add(sp, MT_ACT_MOE, A, R * Fe, la ? &la->x_fc2in : NULL, "experts.fc2_input", li);
+    if (f8) arena_add(sp, MT_ACT_MOE, r->saved_input, Fe * R, la ? &la->q_xh : NULL, "experts.fc2_input.fp8_col", li);
+    if (f8 && exec_block_scaled(r))
+        arena_add(sp, MT_ACT_MOE, DT_FP32, Fe * nt, la ? &la->q_xh_s : NULL, "experts.fc2_input.fp8_col.scale_inv", li);
+    if (!f8) arena_add(sp, MT_ACT_MOE, A, R * Fe, la ? &la->x_fc2in : NULL, "experts.fc2_input", li);
 }
 
 void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)

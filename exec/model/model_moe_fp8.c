@@ -14,7 +14,8 @@
  * recomputed expert output (for the combine weights' gradient) casts the
  * activation's output again with the scale the forward used, so it equals the
  * forward's bit for bit. The router stays in the activation dtype (Megatron
- * keeps it out of FP8). */
+ * keeps it out of FP8). The deepseek-v3 recipe's block-scaled experts are
+ * model_moe_block.c's. */
 #include <stdlib.h>
 
 #include "exec/model/model_internal.h"
@@ -102,8 +103,7 @@ static Status wgrad(Model *m, const LayerActs *la, ModelParam *w, GemmOperand dy
     return st;
 }
 
-/* The router's counts on the host (E). */
-static int32_t *host_counts(Model *m, const LayerActs *la, Err *e)
+int32_t *model_moe_host_counts(Model *m, const LayerActs *la, Err *e)
 {
     int32_t *c = malloc((size_t)m->spec.experts * sizeof *c);
     if (!c) {
@@ -127,13 +127,14 @@ static Status cast_weight(Model *m, uint32_t l, int fc2, ModelParam *w, Err *e)
 
 Status model_moe_fp8_fwd(Model *m, uint32_t l, const void *xin, ModelParam *w1, ModelParam *w2, Err *e)
 {
+    if (exec_block_scaled(&m->recipe)) return model_moe_block_fwd(m, l, xin, w1, w2, e);
     const ModelSpec *s = &m->spec;
     LayerActs *la = model_la(m, l);
     ModelActs *a = &m->act;
     ScalingBank *fb = &m->sc.fwd;
     const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s), R = model_moe_rows(m);
     const Dtype A = m->act_dtype;
-    int32_t *cnt = host_counts(m, la, e);
+    int32_t *cnt = model_moe_host_counts(m, la, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
     const uint32_t x1 = model_slot_expert(m, l, 0, 0), wl1 = model_slot_expert(m, l, 0, 1);
     const uint32_t x2 = model_slot_expert(m, l, 1, 0), wl2 = model_slot_expert(m, l, 1, 1);
@@ -155,12 +156,13 @@ Status model_moe_fp8_fwd(Model *m, uint32_t l, const void *xin, ModelParam *w1, 
 
 Status model_moe_fp8_recompute(Model *m, uint32_t l, ModelParam *w2, Err *e)
 {
+    if (exec_block_scaled(&m->recipe)) return model_moe_block_recompute(m, l, w2, e);
     const ModelSpec *s = &m->spec;
     LayerActs *la = model_la(m, l);
     ModelActs *a = &m->act;
     ScalingBank *fb = &m->sc.fwd;
     const uint64_t C = s->hidden, Fe = s->expert_ffn, R = model_moe_rows(m);
-    int32_t *cnt = host_counts(m, la, e);
+    int32_t *cnt = model_moe_host_counts(m, la, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
     const uint32_t x2 = model_slot_expert(m, l, 1, 0), wl2 = model_slot_expert(m, l, 1, 1);
     /* the activation's output again (into x_dh2, free until FC2's dgrad), cast with the forward's scales
@@ -175,13 +177,14 @@ Status model_moe_fp8_recompute(Model *m, uint32_t l, ModelParam *w2, Err *e)
 
 Status model_moe_fp8_bwd(Model *m, uint32_t l, ModelParam *w1, ModelParam *w2, Err *e)
 {
+    if (exec_block_scaled(&m->recipe)) return model_moe_block_bwd(m, l, w1, w2, e);
     const ModelSpec *s = &m->spec;
     LayerActs *la = model_la(m, l);
     ModelActs *a = &m->act;
     ScalingBank *fb = &m->sc.fwd, *bb = &m->sc.bwd;
     const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s), R = model_moe_rows(m);
     const Dtype A = m->act_dtype;
-    int32_t *cnt = host_counts(m, la, e);
+    int32_t *cnt = model_moe_host_counts(m, la, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
     const uint32_t x1 = model_slot_expert(m, l, 0, 0), wl1 = model_slot_expert(m, l, 0, 1),
                    d1 = model_slot_expert(m, l, 0, 2);
