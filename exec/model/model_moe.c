@@ -56,12 +56,14 @@ Status model_moe_check(const Plan *p, Err *e)
                        "etp %u, sharding %s given; tensor, pipeline and expert-tensor parallelism and sharded states "
                        "with experts are not implemented yet)",
                        s->name, in->tp, in->pp, in->etp, sharding_name(in->sharding));
-    if (recipe_fp8_gemm(r) && (in->dp > 1 || in->ep > 1))
+    /* with ep 1 every rank holds every expert: its expert-data-parallel group is the data-parallel one, which
+     * the banks' amax all-reduce (model_update_bank, delayed scaling) already spans */
+    if (recipe_fp8_gemm(r) && in->ep > 1)
         return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s on model %s: FP8 expert GEMMs run on one rank (dp %u, ep %u given; their per-expert "
-                       "scales are not reduced or exchanged across ranks yet): BF16/FP32 recipes run over data and "
-                       "expert parallel ranks",
-                       r->name, s->name, in->dp, in->ep);
+                       "recipe %s on model %s: FP8 expert GEMMs run with ep 1 (ep %u given; the expert side's FP8 "
+                       "buffers and a delayed-scaling amax reduction over each expert's data-parallel group are not "
+                       "implemented yet): BF16/FP32 recipes run over expert parallel ranks",
+                       r->name, s->name, in->ep);
     if (in->ep > 1 && (r->comm_ep_dispatch != exec_act_dtype(r) || r->comm_ep_combine != exec_act_dtype(r)))
         return err_set(e, ST_UNAVAILABLE,
                        "recipe %s with --ep %u: the all-to-alls carry the activations as they are (%s); its dispatch "
