@@ -110,7 +110,7 @@ int model_has_linear(const Model *m, uint32_t l, LinearKind k)
 static uint32_t block_tensors(const Model *m, uint32_t l)
 {
     uint32_t n = model_ffn_of(m, l) ? LIN_COUNT : 2;
-    return n + (model_moe_layer(m, l) ? 2 * m->spec.experts : 0);
+    return n + (model_moe_layer(m, l) ? 2 * (m->spec.experts / m->ep) : 0); /* this rank's experts */
 }
 
 /* t0(l): the tensors of the blocks before l. */
@@ -127,7 +127,7 @@ uint32_t model_slot_dy(const Model *m, uint32_t l, LinearKind k) { return tensor
 
 uint32_t model_slot_expert(const Model *m, uint32_t l, int fc2, int op)
 {
-    uint32_t t = tensor0(m, l) + (model_ffn_of(m, l) ? LIN_COUNT : 2), E = m->spec.experts;
+    uint32_t t = tensor0(m, l) + (model_ffn_of(m, l) ? LIN_COUNT : 2), E = m->spec.experts / m->ep;
     if (op == 2) return t + (uint32_t)fc2 * E;
     return 2 * t + (uint32_t)(2 * fc2 + op) * E;
 }

@@ -57,12 +57,13 @@ Status model_moe_check(const Plan *p, Err *e)
                        "with experts are not implemented yet)",
                        s->name, in->tp, in->pp, in->etp, sharding_name(in->sharding));
     /* with ep 1 every rank holds every expert: its expert-data-parallel group is the data-parallel one, which
-     * the banks' amax all-reduce (model_update_bank, delayed scaling) already spans */
-    if (recipe_fp8_gemm(r) && in->ep > 1)
+     * the banks' amax all-reduce (model_update_bank, delayed scaling) already spans; with ep > 1 current scaling
+     * exchanges nothing (each cast's scale is its own tensor's) */
+    if (recipe_fp8_gemm(r) && in->ep > 1 && r->scaling == SCALING_DELAYED)
         return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s on model %s: FP8 expert GEMMs run with ep 1 (ep %u given; the expert side's FP8 "
-                       "buffers and a delayed-scaling amax reduction over each expert's data-parallel group are not "
-                       "implemented yet): BF16/FP32 recipes run over expert parallel ranks",
+                       "recipe %s on model %s: delayed-scaling FP8 expert GEMMs run with ep 1 (ep %u given; an amax "
+                       "all-reduce of each expert's records over its expert-data-parallel group is not implemented "
+                       "yet): te-fp8-current and the BF16/FP32 recipes run over expert parallel ranks",
                        r->name, s->name, in->ep);
     if (in->ep > 1 && (r->comm_ep_dispatch != exec_act_dtype(r) || r->comm_ep_combine != exec_act_dtype(r)))
         return err_set(e, ST_UNAVAILABLE,
@@ -270,18 +271,19 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
                          .out = recipe_fp8_gemm(&m->recipe) ? a->x_y : la->x_in, /* FP8: cast, then spent */
                          .row_of = la->r_rowof};
     if (!st) st = bk->moe_permute(bk, &pd, e);
-    if (recipe_fp8_gemm(&m->recipe)) { /* the experts in FP8 on one rank (exec/model/model_moe_fp8.c) */
-        if (!st) st = model_moe_fp8_fwd(m, l, a->x_y, w1, w2, e);
+    /* the experts: this rank's E on its rows, or (expert parallelism) its E/ep on the rows dispatched to it */
+    MoeRows xr = token_rows(m, la);
+    void *y = m->ep > 1 ? model_ep_fwd_out(m) : a->x_y;
+    if (!st && m->ep > 1) st = model_ep_dispatch(m, l, la, pd.out, &xr, e);
+    if (recipe_fp8_gemm(&m->recipe)) { /* in FP8 (exec/model/model_moe_fp8.c) */
+        MoeF8 v = m->ep > 1 ? model_ep_f8(m, l, &xr, 0) : model_moe_f8_tokens(m, l);
+        if (!st) st = model_moe_fp8_fwd(m, l, &v, w1, w2, e);
     } else {
-        /* the experts: this rank's E on its rows, or (expert parallelism) its E/ep on the rows dispatched to it */
-        MoeRows xr = token_rows(m, la);
-        void *y = m->ep > 1 ? model_ep_fwd_out(m) : a->x_y;
-        if (!st && m->ep > 1) st = model_ep_dispatch(m, l, la, &xr, e);
         if (!st) st = experts_gemm(m, &xr, xr.x_in, w1->weight, kf * Fe, C, GEMM_K_INNER, xr.x_fc1, e);
         if (!st) st = model_act_fwd(m, xr.rows, Fe, xr.x_fc1, xr.x_fc2in, e);
         if (!st) st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, y, e);
-        if (!st && m->ep > 1) st = model_ep_combine(m, l, y, a->x_y, e);
     }
+    if (!st && m->ep > 1) st = model_ep_combine(m, l, y, a->x_y, e);
     MoeUnpermuteDesc ud = {.tokens = BT,
                            .k = s->experts_per_token,
                            .cols = C,
@@ -308,12 +310,13 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
     if (!wr || !w1 || !w2) return err_set(e, ST_SOFTWARE, "MoE layer %d has no router or experts", L);
     MoeRows xr = token_rows(m, la);
     MoeEpBwd b = {.y_tok = a->x_y, .dy = a->x_dy, .dh2 = a->x_dh2, .dh1 = a->x_dh1, .dx = a->x_y};
-    const int f8 = recipe_fp8_gemm(&m->recipe); /* FP8 experts: one rank (model_moe_check) */
+    const int f8 = recipe_fp8_gemm(&m->recipe);
+    const MoeF8 tok = model_moe_f8_tokens(m, l);
     Status st = ST_OK;
-    if (f8) /* the experts' outputs again, for the combine weights' gradient */
-        st = model_moe_fp8_recompute(m, l, w2, e);
-    else if (m->ep > 1) /* the expert side's rows and buffers; the token side kept the outputs */
+    if (m->ep > 1) /* the expert side's rows and buffers; the token side kept the outputs */
         st = model_ep_backward_rows(m, l, &xr, &b);
+    else if (f8) /* the experts' outputs again, for the combine weights' gradient */
+        st = model_moe_fp8_recompute(m, l, &tok, w2, e);
     else
         st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, a->x_y, e);
     MoeUnpermuteBwdDesc ub = {.tokens = BT,
@@ -327,10 +330,11 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
                               .din = a->x_dy,
                               .dweights = a->r_dw};
     if (!st) st = bk->moe_unpermute_bwd(bk, &ub, e);
-    if (f8) {
-        if (!st) st = model_moe_fp8_bwd(m, l, w1, w2, e); /* FC2 and FC1 as below, in FP8 */
+    if (!st && m->ep > 1) st = model_ep_dispatch_bwd(m, l, a->x_dy, b.dy, e);
+    if (f8) { /* FC2 and FC1 as below, in FP8 */
+        MoeF8 v = m->ep > 1 ? model_ep_f8(m, l, &xr, 1) : tok;
+        if (!st) st = model_moe_fp8_bwd(m, l, &v, w1, w2, e);
     } else {
-        if (!st && m->ep > 1) st = model_ep_dispatch_bwd(m, l, a->x_dy, b.dy, e);
         /* FC2: d(activation output) = dY · W2_g (W2_g stored (C, Fe): K_OUTER), dW2 += dYᵀ · h */
         if (!st) st = experts_gemm(m, &xr, b.dy, w2->weight, Fe, C, GEMM_K_OUTER, b.dh2, e);
         if (!st) st = experts_wgrad(m, &xr, w2, b.dy, C, xr.x_fc2in, Fe, e);
@@ -339,8 +343,8 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
          * back to the token copies), dW1 += d(FC1 out)ᵀ · inputs */
         if (!st) st = experts_gemm(m, &xr, b.dh1, w1->weight, C, kf * Fe, GEMM_K_OUTER, b.dx, e);
         if (!st) st = experts_wgrad(m, &xr, w1, b.dh1, kf * Fe, xr.x_in, C, e);
-        if (!st && m->ep > 1) st = model_ep_combine_bwd(m, l, b.dx, a->x_y, e);
     }
+    if (!st && m->ep > 1) st = model_ep_combine_bwd(m, l, b.dx, a->x_y, e);
     /* the copies' gradients summed back to their tokens */
     MoeUnpermuteDesc ud = {.tokens = BT,
                            .k = s->experts_per_token,

@@ -12,7 +12,8 @@
  * expert or of all rows; the transposed copies (cols, R) hold expert g's rows as columns r_g.. and are
  * tiled from there: (cols, ceil(m_g/128)) scales at cols·t_g, t_g = Σ_{h<g} ceil(m_h/128) (the grouped
  * GEMMs' convention, exec/backend_desc.h). At most min(E, R) + ⌊(R − min(E, R))/128⌋ tiles a column:
- * model_moe_tiles, what the arena holds and the plan's act_moe counts. The forward saves the transposed
+ * model_moe_tiles, what the arena holds and the plan's act_moe counts. The experts and rows are a
+ * MoeF8 view's (one rank's, or the experts' side of expert parallelism). The forward saves the transposed
  * inputs of FC1 and FC2 with their tiles; the backward's recomputed expert output casts the activation's
  * output again, which gives the forward's bits (the scales are functions of the data). */
 #include <stdlib.h>
@@ -27,14 +28,14 @@ uint64_t model_moe_tiles(uint64_t rows, uint64_t experts)
     return n + (rows - n) / 128;                  /* n − 1 groups of one row, the rest in one */
 }
 
-/* Each expert's rows of in (R, cols), 1x128 tiles: the row-wise copy into row (R, cols) with row_s
- * (R, ceil(cols/128)), the transposed into col (cols, R) with col_s as above. NULL: that copy not made. */
-static Status cast_rows(Model *m, const int32_t *cnt, const void *in, uint64_t cols, Dtype fmt, uint8_t *row,
-                        float *row_s, uint8_t *col, float *col_s, Err *e)
+/* Each expert's rows of in (v->rows, cols), 1x128 tiles: the row-wise copy into row (rows, cols) with row_s
+ * (rows, ceil(cols/128)), the transposed into col (cols, rows) with col_s as above. NULL: that copy not made. */
+static Status cast_rows(Model *m, const MoeF8 *v, const int32_t *cnt, const void *in, uint64_t cols, Dtype fmt,
+                        uint8_t *row, float *row_s, uint8_t *col, float *col_s, Err *e)
 {
-    const uint64_t R = model_moe_rows(m), esz = dtype_bytes(m->act_dtype), nt = tiles(cols);
+    const uint64_t R = v->rows, esz = dtype_bytes(m->act_dtype), nt = tiles(cols);
     Status st = ST_OK;
-    for (uint64_t g = 0, r0 = 0, t0 = 0; !st && g < m->spec.experts; r0 += (uint64_t)cnt[g], g++) {
+    for (uint64_t g = 0, r0 = 0, t0 = 0; !st && g < v->groups; r0 += (uint64_t)cnt[g], g++) {
         const uint64_t rows = (uint64_t)cnt[g];
         if (!rows) continue;
         CastDesc c = {.in = (const char *)in + r0 * cols * esz,
@@ -54,14 +55,14 @@ static Status cast_rows(Model *m, const int32_t *cnt, const void *in, uint64_t c
     return st;
 }
 
-/* A weight's E experts (E·n, K), each (n, K) cast on its own into both kept copies with 128x128 blocks. */
-static Status cast_weight(Model *m, ModelParam *w, Err *e)
+/* A weight's local experts (G·n, K), each (n, K) cast on its own into both kept copies with 128x128 blocks. */
+static Status cast_weight(Model *m, const MoeF8 *v, ModelParam *w, Err *e)
 {
     const Recipe *r = &m->recipe;
-    const uint64_t E = m->spec.experts, n = w->rows / E, K = w->cols, esz = dtype_bytes(r->gemm.dt[STATE_WEIGHT]);
+    const uint64_t G = v->groups, n = w->rows / G, K = w->cols, esz = dtype_bytes(r->gemm.dt[STATE_WEIGHT]);
     const uint64_t nb = tiles(n) * tiles(K); /* 128x128 blocks of (n, K) and of (K, n) alike */
     Status st = ST_OK;
-    for (uint64_t g = 0; !st && g < E; g++) {
+    for (uint64_t g = 0; !st && g < G; g++) {
         CastDesc c = {.in = (const char *)w->weight + g * n * K * esz,
                       .in_dtype = r->gemm.dt[STATE_WEIGHT],
                       .rows = n,
@@ -82,15 +83,14 @@ static GemmOperand operand(const void *p, Dtype fmt, const float *s, Granularity
     return (GemmOperand){.ptr = p, .dtype = fmt, .layout = GEMM_K_INNER, .scale_inv = s, .scale_gran = gr};
 }
 
-/* Y (R, N) = A_g (m_g, K) · B_g (N, K)ᵀ for every expert, 14-bit partial sums promoted every 128 of K. */
-static Status grouped(Model *m, const LayerActs *la, GemmOperand a, GemmOperand b, uint64_t n, uint64_t k, void *y,
-                      Err *e)
+/* Y (rows, N) = A_g (m_g, K) · B_g (N, K)ᵀ for every expert, 14-bit partial sums promoted every 128 of K. */
+static Status grouped(Model *m, const MoeF8 *v, GemmOperand a, GemmOperand b, uint64_t n, uint64_t k, void *y, Err *e)
 {
-    GroupedGemmDesc d = {.groups = m->spec.experts,
-                         .rows = model_moe_rows(m),
+    GroupedGemmDesc d = {.groups = v->groups,
+                         .rows = v->rows,
                          .n = n,
                          .k = k,
-                         .counts = la->r_counts,
+                         .counts = v->counts,
                          .a = a,
                          .b = b,
                          .d = {.ptr = y, .dtype = m->act_dtype},
@@ -99,15 +99,15 @@ static Status grouped(Model *m, const LayerActs *la, GemmOperand a, GemmOperand 
     return m->bk->grouped_gemm(m->bk, &d, e);
 }
 
-/* dW_g (M, N) += dY_gᵀ · X_g from the transposed copies dyt (M, R) and xt (N, R), tiled per expert. */
-static Status wgrad(Model *m, const LayerActs *la, ModelParam *w, GemmOperand dyt, GemmOperand xt, uint64_t M,
-                    uint64_t N, Err *e)
+/* dW_g (M, N) += dY_gᵀ · X_g from the transposed copies dyt (M, rows) and xt (N, rows), tiled per expert. */
+static Status wgrad(Model *m, const MoeF8 *v, ModelParam *w, GemmOperand dyt, GemmOperand xt, uint64_t M, uint64_t N,
+                    Err *e)
 {
-    GroupedWgradDesc d = {.groups = m->spec.experts,
-                          .rows = model_moe_rows(m),
+    GroupedWgradDesc d = {.groups = v->groups,
+                          .rows = v->rows,
                           .m = M,
                           .n = N,
-                          .counts = la->r_counts,
+                          .counts = v->counts,
                           .a = dyt,
                           .b = xt,
                           .accum = GEMM_ACCUMULATE,
@@ -119,81 +119,75 @@ static Status wgrad(Model *m, const LayerActs *la, ModelParam *w, GemmOperand dy
     return st;
 }
 
-Status model_moe_block_fwd(Model *m, uint32_t l, const void *xin, ModelParam *w1, ModelParam *w2, Err *e)
+Status model_moe_block_fwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam *w2, Err *e)
 {
     const ModelSpec *s = &m->spec;
     const Recipe *r = &m->recipe;
-    LayerActs *la = model_la(m, l);
-    ModelActs *a = &m->act;
-    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s), R = model_moe_rows(m);
+    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
     const Dtype f = r->gemm_fwd;
-    int32_t *cnt = model_moe_host_counts(m, la, e);
+    int32_t *cnt = model_moe_host_counts(m, v, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
     /* FC1: the dispatched inputs row-wise now, transposed saved for wgrad */
-    Status st = cast_rows(m, cnt, xin, C, f, a->t_qrow, a->t_qrow_s, la->q_xin, la->q_xin_s, e);
-    if (!st) st = cast_weight(m, w1, e);
+    Status st = cast_rows(m, v, cnt, v->x_in, C, f, v->t_qrow, v->t_qrow_s, v->q_xin, v->q_xin_s, e);
+    if (!st) st = cast_weight(m, v, w1, e);
     if (!st)
-        st = grouped(m, la, operand(a->t_qrow, f, a->t_qrow_s, r->act_gran),
-                     operand(w1->wq_row, f, w1->wq_row_s, r->weight_gran), kf * Fe, C, la->x_fc1, e);
-    if (!st) st = model_act_fwd(m, R, Fe, la->x_fc1, a->x_h, e);
+        st = grouped(m, v, operand(v->t_qrow, f, v->t_qrow_s, r->act_gran),
+                     operand(w1->wq_row, f, w1->wq_row_s, r->weight_gran), kf * Fe, C, v->x_fc1, e);
+    if (!st) st = model_act_fwd(m, v->rows, Fe, v->x_fc1, v->x_h, e);
     /* FC2 */
-    if (!st) st = cast_rows(m, cnt, a->x_h, Fe, f, a->t_qrow, a->t_qrow_s, la->q_xh, la->q_xh_s, e);
-    if (!st) st = cast_weight(m, w2, e);
+    if (!st) st = cast_rows(m, v, cnt, v->x_h, Fe, f, v->t_qrow, v->t_qrow_s, v->q_xh, v->q_xh_s, e);
+    if (!st) st = cast_weight(m, v, w2, e);
     if (!st)
-        st = grouped(m, la, operand(a->t_qrow, f, a->t_qrow_s, r->act_gran),
-                     operand(w2->wq_row, f, w2->wq_row_s, r->weight_gran), C, Fe, a->x_y, e);
+        st = grouped(m, v, operand(v->t_qrow, f, v->t_qrow_s, r->act_gran),
+                     operand(w2->wq_row, f, w2->wq_row_s, r->weight_gran), C, Fe, v->y, e);
     free(cnt);
     return st;
 }
 
-Status model_moe_block_recompute(Model *m, uint32_t l, ModelParam *w2, Err *e)
+Status model_moe_block_recompute(Model *m, const MoeF8 *v, ModelParam *w2, Err *e)
 {
     const ModelSpec *s = &m->spec;
     const Recipe *r = &m->recipe;
-    LayerActs *la = model_la(m, l);
-    ModelActs *a = &m->act;
-    const uint64_t C = s->hidden, Fe = s->expert_ffn, R = model_moe_rows(m);
+    const uint64_t C = s->hidden, Fe = s->expert_ffn;
     const Dtype f = r->gemm_fwd;
-    int32_t *cnt = model_moe_host_counts(m, la, e);
+    int32_t *cnt = model_moe_host_counts(m, v, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
-    /* the activation's output again (into x_dh2, free until FC2's dgrad), cast row-wise into d_qrow (free until
+    /* the activation's output again (into dh2, free until FC2's dgrad), cast row-wise into d_qrow (free until
      * the output gradient's cast) with its tiles in d_qrow_s */
-    Status st = model_act_fwd(m, R, Fe, la->x_fc1, a->x_dh2, e);
-    if (!st) st = cast_rows(m, cnt, a->x_dh2, Fe, f, a->d_qrow, a->d_qrow_s, NULL, NULL, e);
+    Status st = model_act_fwd(m, v->rows, Fe, v->x_fc1, v->dh2, e);
+    if (!st) st = cast_rows(m, v, cnt, v->dh2, Fe, f, v->d_qrow, v->d_qrow_s, NULL, NULL, e);
     if (!st)
-        st = grouped(m, la, operand(a->d_qrow, f, a->d_qrow_s, r->act_gran),
-                     operand(w2->wq_row, f, w2->wq_row_s, r->weight_gran), C, Fe, a->x_y, e);
+        st = grouped(m, v, operand(v->d_qrow, f, v->d_qrow_s, r->act_gran),
+                     operand(w2->wq_row, f, w2->wq_row_s, r->weight_gran), C, Fe, v->y, e);
     free(cnt);
     return st;
 }
 
-Status model_moe_block_bwd(Model *m, uint32_t l, ModelParam *w1, ModelParam *w2, Err *e)
+Status model_moe_block_bwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam *w2, Err *e)
 {
     const ModelSpec *s = &m->spec;
     const Recipe *r = &m->recipe;
-    LayerActs *la = model_la(m, l);
-    ModelActs *a = &m->act;
-    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s), R = model_moe_rows(m);
+    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
     const Dtype fb = r->gemm_bwd, ff = r->gemm_fwd;
     const Granularity ga = r->act_gran, gw = r->weight_gran;
-    int32_t *cnt = model_moe_host_counts(m, la, e);
+    int32_t *cnt = model_moe_host_counts(m, v, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
-    /* FC2: dY (x_dy) both layouts; d(activation output) = dY · W2 (the kept transposed copy (Fe, C)) */
-    Status st = cast_rows(m, cnt, a->x_dy, C, fb, a->d_qrow, a->d_qrow_s, a->d_qcol, a->d_qcol_s, e);
+    /* FC2: dY both layouts; d(activation output) = dY · W2 (the kept transposed copy (Fe, C)) */
+    Status st = cast_rows(m, v, cnt, v->dy, C, fb, v->d_qrow, v->d_qrow_s, v->d_qcol, v->d_qcol_s, e);
     if (!st)
-        st = grouped(m, la, operand(a->d_qrow, fb, a->d_qrow_s, ga), operand(w2->wq_col, ff, w2->wq_col_s, gw), Fe, C,
-                     a->x_dh2, e);
+        st = grouped(m, v, operand(v->d_qrow, fb, v->d_qrow_s, ga), operand(w2->wq_col, ff, w2->wq_col_s, gw), Fe, C,
+                     v->dh2, e);
     if (!st)
-        st = wgrad(m, la, w2, operand(a->d_qcol, fb, a->d_qcol_s, ga), operand(la->q_xh, ff, la->q_xh_s, ga), C, Fe, e);
-    if (!st) st = model_act_bwd(m, R, Fe, la->x_fc1, a->x_dh2, a->x_dh1, e);
-    /* FC1: d(expert inputs) into x_y (its outputs are spent) */
-    if (!st) st = cast_rows(m, cnt, a->x_dh1, kf * Fe, fb, a->d_qrow, a->d_qrow_s, a->d_qcol, a->d_qcol_s, e);
+        st = wgrad(m, v, w2, operand(v->d_qcol, fb, v->d_qcol_s, ga), operand(v->q_xh, ff, v->q_xh_s, ga), C, Fe, e);
+    if (!st) st = model_act_bwd(m, v->rows, Fe, v->x_fc1, v->dh2, v->dh1, e);
+    /* FC1: d(expert inputs) into y (its outputs are spent) */
+    if (!st) st = cast_rows(m, v, cnt, v->dh1, kf * Fe, fb, v->d_qrow, v->d_qrow_s, v->d_qcol, v->d_qcol_s, e);
     if (!st)
-        st = grouped(m, la, operand(a->d_qrow, fb, a->d_qrow_s, ga), operand(w1->wq_col, ff, w1->wq_col_s, gw), C,
-                     kf * Fe, a->x_y, e);
+        st = grouped(m, v, operand(v->d_qrow, fb, v->d_qrow_s, ga), operand(w1->wq_col, ff, w1->wq_col_s, gw), C,
+                     kf * Fe, v->y, e);
     if (!st)
-        st = wgrad(m, la, w1, operand(a->d_qcol, fb, a->d_qcol_s, ga), operand(la->q_xin, ff, la->q_xin_s, ga), kf * Fe,
-                   C, e);
+        st = wgrad(m, v, w1, operand(v->d_qcol, fb, v->d_qcol_s, ga), operand(v->q_xin, ff, v->q_xin_s, ga), kf * Fe, C,
+                   e);
     free(cnt);
     return st;
 }

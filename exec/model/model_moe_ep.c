@@ -15,7 +15,10 @@
  *               combine the plan does not count).
  * Backward mirrors it: d(expert outputs) out (CO_EP_DISPATCH_BWD), d(expert inputs) back
  * (CO_EP_COMBINE_BWD). The recipe's ep_dispatch_comm / ep_combine_comm dtypes must be the activation
- * dtype (model_moe_check); rows travel as they are.
+ * dtype (model_moe_check); rows travel as they are. FP8 experts under current scaling (te-fp8-current)
+ * cast the dispatched rows on the experts' side with each local expert's own scale (model_ep_f8 gives
+ * model_moe_fp8.c the expert side's rows and buffers: the saved transposed FP8 inputs per layer, the
+ * working FP8 copies shared); nothing about the scales crosses ranks.
  *
  * A rank may receive up to ep·R rows (every peer's tokens on its experts), so its expert-side tensors
  * hold ep·R rows; they are the backend's allocations outside the arena (the plan's act_moe counts the
@@ -29,6 +32,7 @@
 
 typedef struct {
     void *x_in, *x_fc1, *x_fc2in; /* expert side, (cap, C), (cap, k·Fe), (cap, Fe): saved for backward */
+    uint8_t *q_xin, *q_xh;        /* FP8 experts: the saved transposed inputs (C, rows), (Fe, rows) */
     void *y_tok;                  /* (R, C) the experts' outputs back at their token copies */
     int32_t *dcounts;             /* (El) backend memory: rows per local expert */
     uint64_t *sent;               /* (E) host: rows this rank routed to each expert */
@@ -37,12 +41,13 @@ typedef struct {
 } EpLayer;
 
 struct MoeEp {
-    uint64_t cap;    /* ep·R rows */
-    EpLayer *layer;  /* (MoE layers of the stage) */
-    void *scr;       /* (cap, C) the rows in source order (the all-to-alls' side) */
-    void *ya, *yb;   /* (cap, C) the experts' outputs; in backward d(outputs) (ya) and d(inputs) (yb) */
-    void *dh2, *dh1; /* (cap, Fe), (cap, k·Fe) */
-    void **mem;      /* every allocation, for release */
+    uint64_t cap;                   /* ep·R rows */
+    EpLayer *layer;                 /* (MoE layers of the stage) */
+    void *scr;                      /* (cap, C) the rows in source order (the all-to-alls' side) */
+    void *ya, *yb;                  /* (cap, C) the experts' outputs; in backward d(outputs) (ya) and d(inputs) (yb) */
+    void *dh2, *dh1;                /* (cap, Fe), (cap, k·Fe) */
+    uint8_t *t_q, *d_qrow, *d_qcol; /* FP8 experts: the working copies (cap, max(C, Fe)), (cap, dmax) twice */
+    void **mem;                     /* every allocation, for release */
     uint32_t nmem, capmem;
     int32_t *hc;      /* (E) host counts as the router wrote them */
     int32_t *xsend;   /* (E) host: the counts sent, peer by peer */
@@ -69,7 +74,7 @@ Status model_ep_create(Model *m, Err *e)
     if (!p) return err_set(e, ST_NOMEM, "out of memory");
     m->moe_ep = p;
     p->cap = (uint64_t)m->ep * R;
-    p->capmem = 5 + 5 * m->moe_layers;
+    p->capmem = 8 + 7 * m->moe_layers;
     p->layer = calloc(m->moe_layers, sizeof *p->layer);
     p->mem = calloc(p->capmem, sizeof *p->mem);
     p->hc = malloc(E * sizeof *p->hc);
@@ -86,6 +91,11 @@ Status model_ep_create(Model *m, Err *e)
     if (!st) st = ep_alloc(m, p, cap * C * eb, &p->yb, e);
     if (!st) st = ep_alloc(m, p, cap * Fe * eb, &p->dh2, e);
     if (!st) st = ep_alloc(m, p, cap * kf * Fe * eb, &p->dh1, e);
+    const int f8 = recipe_fp8_gemm(&m->recipe); /* per-tensor scales only (model_moe_check) */
+    const uint64_t qw = C > Fe ? C : Fe, dmax = qw > kf * Fe ? qw : kf * Fe;
+    if (!st && f8) st = ep_alloc(m, p, cap * qw, (void **)&p->t_q, e);
+    if (!st && f8) st = ep_alloc(m, p, cap * dmax, (void **)&p->d_qrow, e);
+    if (!st && f8) st = ep_alloc(m, p, cap * dmax, (void **)&p->d_qcol, e);
     for (uint32_t i = 0; !st && i < m->moe_layers; i++) {
         EpLayer *L = &p->layer[i];
         L->sent = calloc(E + (size_t)m->ep * El, sizeof *L->sent);
@@ -96,6 +106,8 @@ Status model_ep_create(Model *m, Err *e)
         if (!st) st = ep_alloc(m, p, cap * Fe * eb, &L->x_fc2in, e);
         if (!st) st = ep_alloc(m, p, R * C * eb, &L->y_tok, e);
         if (!st) st = ep_alloc(m, p, El * sizeof(int32_t), (void **)&L->dcounts, e);
+        if (!st && f8) st = ep_alloc(m, p, cap * C, (void **)&L->q_xin, e);
+        if (!st && f8) st = ep_alloc(m, p, cap * Fe, (void **)&L->q_xh, e);
     }
     return st;
 }
@@ -278,11 +290,11 @@ static Status agree(Model *m, Status st, Err *e)
     return st;
 }
 
-Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, MoeRows *xr, Err *e)
+Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, const void *tok, MoeRows *xr, Err *e)
 {
     EpLayer *L = &m->moe_ep->layer[model_moe_index(m, l)];
     Status st = exchange_counts(m, L, la, e);
-    if (!st) st = to_experts(m, L, CO_EP_DISPATCH_FWD, la->x_in, L->x_in, e);
+    if (!st) st = to_experts(m, L, CO_EP_DISPATCH_FWD, tok, L->x_in, e);
     st = agree(m, st, e);
     if (!st) rows_of(m, L, xr);
     return st;
@@ -317,3 +329,24 @@ Status model_ep_combine_bwd(Model *m, uint32_t l, const void *dx, void *dx_tok, 
 }
 
 void *model_ep_fwd_out(Model *m) { return m->moe_ep->ya; }
+
+MoeF8 model_ep_f8(Model *m, uint32_t l, const MoeRows *xr, int bwd)
+{
+    MoeEp *p = m->moe_ep;
+    EpLayer *L = &p->layer[model_moe_index(m, l)];
+    return (MoeF8){.groups = xr->groups,
+                   .rows = xr->rows,
+                   .counts = xr->counts,
+                   .x_in = L->x_in,
+                   .x_fc1 = L->x_fc1,
+                   .x_h = L->x_fc2in, /* the activation's output before its cast */
+                   .y = bwd ? p->yb : p->ya,
+                   .dy = p->ya,
+                   .dh2 = p->dh2,
+                   .dh1 = p->dh1,
+                   .q_xin = L->q_xin,
+                   .q_xh = L->q_xh,
+                   .t_qrow = p->t_q,
+                   .d_qrow = p->d_qrow,
+                   .d_qcol = p->d_qcol};
+}

@@ -344,9 +344,10 @@ static void test_refusals(void)
     CHECK(!fx_plan_dp(&s, &te, B, 1, 2, SHARD_NONE, &p, &e)); /* FP8 experts over data parallelism: run */
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_OK);
     arena_specs_free(&sp);
-    p.in.ep = 2; /* expert parallelism: not yet */
+    p.in.ep = 2; /* expert parallelism: current scaling runs, delayed not yet */
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "recipe te-fp8 on model fx-moe-softmax: FP8 expert GEMMs run with ep 1 (ep 2 given");
+    CHECK_CONTAINS(e.msg, "recipe te-fp8 on model fx-moe-softmax: delayed-scaling FP8 expert GEMMs run with ep 1 (ep 2 "
+                          "given; an amax all-reduce of each expert's records over its expert-data-parallel group");
     arena_specs_free(&sp);
     CHECK(!fx_plan_dp(&s, &bf16, B, 1, 2, SHARD_ZERO1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
