@@ -161,6 +161,7 @@ typedef struct {
     float *q_xin_s, *q_xh_s;               /* block scaling: their tiles */
     uint8_t *t_qrow, *d_qrow, *d_qcol;     /* working FP8 copies */
     float *t_qrow_s, *d_qrow_s, *d_qcol_s; /* block scaling: their tiles */
+    int x_q, dy_q; /* t_qrow / d_qrow already hold x_in's / dy's row-wise copy (the FP8 dispatch's payload) */
 } MoeF8;
 /* One rank's view of MoE block l: the permuted inputs and outputs in m->act.x_y, the arena's buffers. */
 MoeF8 model_moe_f8_tokens(Model *m, uint32_t l);
@@ -228,6 +229,17 @@ Status model_ep_backward_rows(Model *m, uint32_t l, MoeRows *xr, MoeEpBwd *b);
  * back (CO_EP_COMBINE_BWD). */
 Status model_ep_dispatch_bwd(Model *m, uint32_t l, const void *dy_tok, void *dy, Err *e);
 Status model_ep_combine_bwd(Model *m, uint32_t l, const void *dx, void *dx_tok, Err *e);
+
+/* The FP8 dispatch payload (model_moe_ep_fp8.c; deepseek-v3): a row's bytes, C codes and ceil(C/128) FP32
+ * scale_inv; the token side's rows (R, C), peer j's rows[j] of them in turn, quantized into pay (peer j's
+ * segment: its codes, then its scales); the received segments scr (source s's rc[s][0..El) rows) copied to
+ * the host buffer `host` and sorted expert-major into codes q (rows, C) and scales qs (rows, ceil(C/128));
+ * and those dequantized into out (rows, C) in the activation dtype. */
+uint64_t model_ep_fp8_row_bytes(const Model *m);
+Status model_ep_fp8_pack(Model *m, const uint64_t *rows, const void *tok, uint8_t *pay, Err *e);
+Status model_ep_fp8_unpack(Model *m, const uint64_t *rc, const uint8_t *scr, uint8_t *host, uint8_t *q, float *qs,
+                           Err *e);
+Status model_ep_fp8_dequant(Model *m, const uint8_t *q, const float *qs, uint64_t rows, void *out, Err *e);
 
 /* The routed part's saved activations and working buffers (nothing on a dense model). */
 void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t l, int li);

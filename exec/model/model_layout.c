@@ -26,9 +26,11 @@ Status model_check(const Plan *p, Err *e)
                        "the executor materializes attention scores without recompute or dropout; plan it that way "
                        "(exec_plan_input)");
     Status st = exec_recipe_check(in->recipe, e);
-    if (!st && exec_block_scaled(in->recipe) && (in->tp > 1 || in->pp > 1 || in->dp > 1))
-        st = err_set(e, ST_UNAVAILABLE, "recipe %s: block scaling runs on one rank so far (tp %u, pp %u, dp %u given)",
-                     in->recipe->name, in->tp, in->pp, in->dp);
+    if (!st && exec_block_scaled(in->recipe) && (in->tp > 1 || in->pp > 1 || in->sharding != SHARD_NONE))
+        st = err_set(e, ST_UNAVAILABLE,
+                     "recipe %s: block scaling runs over data and expert parallelism only so far (tp %u, pp %u, "
+                     "sharding %s given)",
+                     in->recipe->name, in->tp, in->pp, sharding_name(in->sharding));
     if (!st) st = model_moe_check(p, e);
     if (!st) st = model_shard_check(p, e);
     if (st) return st;
@@ -354,8 +356,8 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
             qrow = max2(qrow, R * max2(C, Fe));
             dq = max2(dq, R * dmax);
             qrow_s = max2(qrow_s, max2(blocks_of(r->act_gran, R, C), blocks_of(r->act_gran, R, Fe)));
-            dq_s = max2(dq_s, blocks_of(r->act_gran, R, dmax));         /* the recomputed FC2 input's (R, Fe) too */
-            dqc_s = max2(dqc_s, dmax * model_moe_tiles(R, s->experts)); /* each expert tiled from its first row */
+            dq_s = max2(dq_s, blocks_of(r->act_gran, R, dmax)); /* the recomputed FC2 input's (R, Fe) too */
+            dqc_s = max2(dqc_s, dmax * model_moe_tiles(R, s->experts / m->ep)); /* each expert from its first row */
         }
     ModelActs *a = bind ? &m->act : NULL;
     /* d_res: the sequence-parallel tokens; d_b also the attention output's gradient (B·T, H·D) (TP: H/tp) */

@@ -65,12 +65,22 @@ Status model_moe_check(const Plan *p, Err *e)
                        "all-reduce of each expert's records over its expert-data-parallel group is not implemented "
                        "yet): te-fp8-current and the BF16/FP32 recipes run over expert parallel ranks",
                        r->name, s->name, in->ep);
-    if (in->ep > 1 && (r->comm_ep_dispatch != exec_act_dtype(r) || r->comm_ep_combine != exec_act_dtype(r)))
+    /* the dispatch in FP8 with its 1x128 scales (model_moe_ep_fp8.c): deepseek-v3's, whose experts take the
+     * row-wise tiles as they arrive; the combine always in the activation dtype */
+    const int fp8_dispatch = exec_block_scaled(r) && r->act_gran == GRAN_1X128 && r->comm_ep_dispatch == DT_E4M3;
+    if (in->ep > 1 &&
+        ((r->comm_ep_dispatch != exec_act_dtype(r) && !fp8_dispatch) || r->comm_ep_combine != exec_act_dtype(r)))
         return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s with --ep %u: the all-to-alls carry the activations as they are (%s); its dispatch "
-                       "(%s) and combine (%s) dtypes differ",
+                       "recipe %s with --ep %u: the all-to-alls carry the activations as they are (%s), or E4M3 with "
+                       "1x128 scales for a block-scaled recipe's dispatch; its dispatch (%s) and combine (%s) dtypes "
+                       "differ",
                        r->name, in->ep, dtype_name(exec_act_dtype(r)), dtype_name(r->comm_ep_dispatch),
                        dtype_name(r->comm_ep_combine));
+    if (in->ep > 1 && fp8_dispatch && s->hidden % 4)
+        return err_set(e, ST_UNAVAILABLE,
+                       "model %s: hidden %u with recipe %s's FP8 dispatch: a row's codes move as 4-byte words (hidden "
+                       "must be a multiple of 4)",
+                       s->name, s->hidden, r->name);
     if (in->moe_capacity > 0)
         return err_set(e, ST_UNAVAILABLE, "--moe-capacity %g: the executor's routing is dropless (0)",
                        in->moe_capacity);
@@ -105,7 +115,9 @@ void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t
     const int f8 = recipe_fp8_gemm(r); /* model_moe_check: FP8 inputs saved in FP8 */
     if (!model_ffn_of(m, l) || f8)     /* no shared FC1 saves norm 2's output in BF16: the router's own copy */
         arena_add(sp, MT_ACT_MOE, A, BT * C, la ? &la->r_in : NULL, "router.input", li);
-    const uint64_t nt = model_moe_tiles(R, E); /* block scaling: the transposed copies' tiles, at most */
+    /* block scaling: the transposed copies' tiles, at most (this rank's experts: with ep > 1 the experts' side
+     * holds its own in the EP buffers, and these are the plan's per-GPU rows) */
+    const uint64_t nt = model_moe_tiles(R, E / m->ep);
     if (f8) arena_add(sp, MT_ACT_MOE, r->saved_input, C * R, la ? &la->q_xin : NULL, "experts.input.fp8_col", li);
     if (f8 && exec_block_scaled(r))
         arena_add(sp, MT_ACT_MOE, DT_FP32, C * nt, la ? &la->q_xin_s : NULL, "experts.input.fp8_col.scale_inv", li);
@@ -212,6 +224,29 @@ static MoeRows token_rows(const Model *m, const LayerActs *la)
                      .x_fc2in = la->x_fc2in};
 }
 
+/* The step's tokens per expert (host), and the softmax router's auxiliary loss. */
+static Status count_routing(Model *m, uint32_t l, const LayerActs *la, Err *e)
+{
+    const ModelSpec *s = &m->spec;
+    const uint64_t E = s->experts;
+    const uint32_t xi = model_moe_index(m, l);
+    Status st = ST_OK;
+    if (m->moe_counts) {
+        int32_t *c = (int32_t *)m->moe_scratch; /* (E) host: a step allocates nothing */
+        st = m->bk->copy_to_host(m->bk, c, la->r_counts, E * sizeof *c, e);
+        uint64_t *row = m->moe_counts + (uint64_t)xi * E;
+        if (!st && m->mb == 0) memset(row, 0, E * sizeof *row);
+        for (uint64_t i = 0; !st && i < E; i++) row[i] += (uint64_t)c[i];
+    }
+    if (!st && m->mb == 0 && xi == 0) m->moe_aux = 0.0;
+    if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
+        float v = 0.0f;
+        st = aux_loss(m, la, 0.0f, NULL, &v, e);
+        m->moe_aux += (double)v / m->microbatches;
+    }
+    return st;
+}
+
 Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
 {
     Backend *bk = m->bk;
@@ -246,21 +281,7 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
                      .weights = la->r_w,
                      .counts = la->r_counts};
     if (!st) st = bk->router_topk(bk, &rd, e);
-    /* the step's tokens per expert (host), and the softmax router's auxiliary loss */
-    uint32_t xi = model_moe_index(m, l);
-    if (!st && m->moe_counts) {
-        int32_t *c = (int32_t *)m->moe_scratch; /* (E) host: a step allocates nothing */
-        st = bk->copy_to_host(bk, c, la->r_counts, E * sizeof *c, e);
-        uint64_t *row = m->moe_counts + (uint64_t)xi * E;
-        if (!st && m->mb == 0) memset(row, 0, E * sizeof *row);
-        for (uint64_t i = 0; !st && i < E; i++) row[i] += (uint64_t)c[i];
-    }
-    if (!st && m->mb == 0 && xi == 0) m->moe_aux = 0.0;
-    if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
-        float v = 0.0f;
-        st = aux_loss(m, la, 0.0f, NULL, &v, e);
-        m->moe_aux += (double)v / m->microbatches;
-    }
+    if (!st) st = count_routing(m, l, la, e);
     MoePermuteDesc pd = {.tokens = BT,
                          .experts = s->experts,
                          .k = s->experts_per_token,
@@ -296,6 +317,53 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
     return st;
 }
 
+/* The router's backward from d(weights) in m->act.r_dw: the auxiliary loss's d(scores) (mean over the step's
+ * micro-batches and ranks), d(logits) through the top-k normalisation and the score function, d(x) added to
+ * m->act.d_moe, and dWr += d(logits)ᵀ · x. */
+static Status router_bwd(Model *m, const LayerActs *la, ModelParam *wr, const void *x, Err *e)
+{
+    Backend *bk = m->bk;
+    const ModelSpec *s = &m->spec;
+    ModelActs *a = &m->act;
+    const Dtype A = m->act_dtype;
+    const uint64_t BT = model_tokens(m), C = s->hidden, E = s->experts;
+    Status st = ST_OK;
+    float *ds = NULL;
+    if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
+        float v;
+        ds = a->r_ds;
+        st = aux_loss(m, la, 1.0f / ((float)m->microbatches * (float)m->dp), ds, &v, e);
+    }
+    RouterBwdDesc rb = {.tokens = BT,
+                        .experts = s->experts,
+                        .k = s->experts_per_token,
+                        .score = s->router,
+                        .norm_topk = 1,
+                        .weight_scale = 1.0f,
+                        .scores = la->r_scores,
+                        .ids = la->r_ids,
+                        .dweights = a->r_dw,
+                        .dscores = ds,
+                        .dlogits = a->r_logits};
+    if (!st) st = bk->router_bwd(bk, &rb, e);
+    if (!st) st = bk->convert(bk, a->r_logits, DT_FP32, a->r_dl, A, BT * E, NULL, e);
+    /* d(x) += d(logits) · Wr (into x_dy, spent, then added); dWr += d(logits)ᵀ · x */
+    GemmDesc dg = {.m = BT, .n = C, .k = E, .accum = GEMM_OVERWRITE};
+    dg.a = (GemmOperand){.ptr = a->r_dl, .dtype = A, .layout = GEMM_K_INNER};
+    dg.b = (GemmOperand){.ptr = wr->weight, .dtype = A, .layout = GEMM_K_OUTER};
+    dg.d = (GemmOutput){.ptr = a->x_dy, .dtype = A};
+    if (!st) st = bk->gemm(bk, &dg, e);
+    if (!st) st = bk->add(bk, a->d_moe, a->x_dy, a->d_moe, A, BT * C, e);
+    if (!st) st = model_grad_begin(m, wr, 0, e);
+    GemmDesc wg = {.m = E, .n = C, .k = BT, .accum = GEMM_ACCUMULATE};
+    wg.a = (GemmOperand){.ptr = a->r_dl, .dtype = A, .layout = GEMM_K_OUTER};
+    wg.b = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_OUTER};
+    wg.d = (GemmOutput){.ptr = model_grad_target(m, wr, 0), .dtype = DT_FP32};
+    if (!st) st = bk->gemm(bk, &wg, e);
+    if (!st) st = model_grad_commit(m, wr, 0, e);
+    return st;
+}
+
 Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err *e)
 {
     Backend *bk = m->bk;
@@ -303,7 +371,7 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
     LayerActs *la = model_la(m, l);
     ModelActs *a = &m->act;
     const Dtype A = m->act_dtype;
-    const uint64_t BT = model_tokens(m), C = s->hidden, E = s->experts, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t BT = model_tokens(m), C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
     const int L = (int)(l + m->layer0);
     ModelParam *wr = model_find_param(m, PK_ROUTER_W, L), *w1 = model_find_param(m, PK_XFC1_W, L),
                *w2 = model_find_param(m, PK_XFC2_W, L);
@@ -355,41 +423,7 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
                            .in = a->x_y,
                            .out = a->d_moe};
     if (!st) st = bk->moe_unpermute(bk, &ud, e);
-    /* the router: the auxiliary loss's d(scores) (mean over the step's micro-batches and ranks), then
-     * d(logits) through the top-k normalisation and the score function */
-    float *ds = NULL;
-    if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
-        float v;
-        ds = a->r_ds;
-        st = aux_loss(m, la, 1.0f / ((float)m->microbatches * (float)m->dp), ds, &v, e);
-    }
-    RouterBwdDesc rb = {.tokens = BT,
-                        .experts = s->experts,
-                        .k = s->experts_per_token,
-                        .score = s->router,
-                        .norm_topk = 1,
-                        .weight_scale = 1.0f,
-                        .scores = la->r_scores,
-                        .ids = la->r_ids,
-                        .dweights = a->r_dw,
-                        .dscores = ds,
-                        .dlogits = a->r_logits};
-    if (!st) st = bk->router_bwd(bk, &rb, e);
-    if (!st) st = bk->convert(bk, a->r_logits, DT_FP32, a->r_dl, A, BT * E, NULL, e);
-    /* d(x) += d(logits) · Wr (into x_dy, spent, then added); dWr += d(logits)ᵀ · x */
-    GemmDesc dg = {.m = BT, .n = C, .k = E, .accum = GEMM_OVERWRITE};
-    dg.a = (GemmOperand){.ptr = a->r_dl, .dtype = A, .layout = GEMM_K_INNER};
-    dg.b = (GemmOperand){.ptr = wr->weight, .dtype = A, .layout = GEMM_K_OUTER};
-    dg.d = (GemmOutput){.ptr = a->x_dy, .dtype = A};
-    if (!st) st = bk->gemm(bk, &dg, e);
-    if (!st) st = bk->add(bk, a->d_moe, a->x_dy, a->d_moe, A, BT * C, e);
-    if (!st) st = model_grad_begin(m, wr, 0, e);
-    GemmDesc wg = {.m = E, .n = C, .k = BT, .accum = GEMM_ACCUMULATE};
-    wg.a = (GemmOperand){.ptr = a->r_dl, .dtype = A, .layout = GEMM_K_OUTER};
-    wg.b = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_OUTER};
-    wg.d = (GemmOutput){.ptr = model_grad_target(m, wr, 0), .dtype = DT_FP32};
-    if (!st) st = bk->gemm(bk, &wg, e);
-    if (!st) st = model_grad_commit(m, wr, 0, e);
+    if (!st) st = router_bwd(m, la, wr, x, e);
     return st;
 }
 

@@ -128,7 +128,8 @@ Status model_moe_block_fwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam 
     int32_t *cnt = model_moe_host_counts(m, v, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
     /* FC1: the dispatched inputs row-wise now, transposed saved for wgrad */
-    Status st = cast_rows(m, v, cnt, v->x_in, C, f, v->t_qrow, v->t_qrow_s, v->q_xin, v->q_xin_s, e);
+    uint8_t *row = v->x_q ? NULL : v->t_qrow; /* the FP8 dispatch delivered the row-wise copy */
+    Status st = cast_rows(m, v, cnt, v->x_in, C, f, row, v->t_qrow_s, v->q_xin, v->q_xin_s, e);
     if (!st) st = cast_weight(m, v, w1, e);
     if (!st)
         st = grouped(m, v, operand(v->t_qrow, f, v->t_qrow_s, r->act_gran),
@@ -173,7 +174,8 @@ Status model_moe_block_bwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam 
     int32_t *cnt = model_moe_host_counts(m, v, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
     /* FC2: dY both layouts; d(activation output) = dY · W2 (the kept transposed copy (Fe, C)) */
-    Status st = cast_rows(m, v, cnt, v->dy, C, fb, v->d_qrow, v->d_qrow_s, v->d_qcol, v->d_qcol_s, e);
+    uint8_t *row = v->dy_q ? NULL : v->d_qrow; /* the FP8 dispatch delivered the row-wise copy */
+    Status st = cast_rows(m, v, cnt, v->dy, C, fb, row, v->d_qrow_s, v->d_qcol, v->d_qcol_s, e);
     if (!st)
         st = grouped(m, v, operand(v->d_qrow, fb, v->d_qrow_s, ga), operand(w2->wq_col, ff, w2->wq_col_s, gw), Fe, C,
                      v->dh2, e);

@@ -33,6 +33,7 @@
 typedef struct {
     void *x_in, *x_fc1, *x_fc2in; /* expert side, (cap, C), (cap, k·Fe), (cap, Fe): saved for backward */
     uint8_t *q_xin, *q_xh;        /* FP8 experts: the saved transposed inputs (C, rows), (Fe, rows) */
+    float *q_xin_s, *q_xh_s;      /* block scaling: their tiles (model_moe_block.c) */
     void *y_tok;                  /* (R, C) the experts' outputs back at their token copies */
     int32_t *dcounts;             /* (El) backend memory: rows per local expert */
     uint64_t *sent;               /* (E) host: rows this rank routed to each expert */
@@ -47,7 +48,10 @@ struct MoeEp {
     void *ya, *yb;                  /* (cap, C) the experts' outputs; in backward d(outputs) (ya) and d(inputs) (yb) */
     void *dh2, *dh1;                /* (cap, Fe), (cap, k·Fe) */
     uint8_t *t_q, *d_qrow, *d_qcol; /* FP8 experts: the working copies (cap, max(C, Fe)), (cap, dmax) twice */
-    void **mem;                     /* every allocation, for release */
+    float *t_q_s, *d_qrow_s, *d_qcol_s; /* block scaling: their tiles */
+    uint8_t *pay;                       /* FP8 dispatch: the token side's payload (R rows of row_bytes) */
+    uint8_t *host;                      /* FP8 dispatch: the received payload on the host (cap rows) */
+    void **mem;                         /* every allocation, for release */
     uint32_t nmem, capmem;
     int32_t *hc;      /* (E) host counts as the router wrote them */
     int32_t *xsend;   /* (E) host: the counts sent, peer by peer */
@@ -74,7 +78,7 @@ Status model_ep_create(Model *m, Err *e)
     if (!p) return err_set(e, ST_NOMEM, "out of memory");
     m->moe_ep = p;
     p->cap = (uint64_t)m->ep * R;
-    p->capmem = 8 + 7 * m->moe_layers;
+    p->capmem = 12 + 9 * m->moe_layers;
     p->layer = calloc(m->moe_layers, sizeof *p->layer);
     p->mem = calloc(p->capmem, sizeof *p->mem);
     p->hc = malloc(E * sizeof *p->hc);
@@ -96,6 +100,17 @@ Status model_ep_create(Model *m, Err *e)
     if (!st && f8) st = ep_alloc(m, p, cap * qw, (void **)&p->t_q, e);
     if (!st && f8) st = ep_alloc(m, p, cap * dmax, (void **)&p->d_qrow, e);
     if (!st && f8) st = ep_alloc(m, p, cap * dmax, (void **)&p->d_qcol, e);
+    const int blk = exec_block_scaled(&m->recipe); /* 1x128 tiles: rows x ceil(cols/128), transposed per expert */
+    const uint64_t xt = model_moe_tiles(cap, El), t1 = (qw + 127) / 128, td = (dmax + 127) / 128;
+    if (!st && blk) st = ep_alloc(m, p, cap * t1 * 4, (void **)&p->t_q_s, e);
+    if (!st && blk) st = ep_alloc(m, p, cap * td * 4, (void **)&p->d_qrow_s, e);
+    if (!st && blk) st = ep_alloc(m, p, dmax * xt * 4, (void **)&p->d_qcol_s, e);
+    if (!st && dtype_is_fp8(m->recipe.comm_ep_dispatch)) {
+        st = ep_alloc(m, p, R * model_ep_fp8_row_bytes(m), (void **)&p->pay, e);
+        p->host = st ? NULL : malloc((size_t)(cap * model_ep_fp8_row_bytes(m)));
+        if (!st && !p->host) st = err_set(e, ST_NOMEM, "out of memory");
+        m->ep_buffer_bytes += p->host ? cap * model_ep_fp8_row_bytes(m) : 0; /* host memory, counted likewise */
+    }
     for (uint32_t i = 0; !st && i < m->moe_layers; i++) {
         EpLayer *L = &p->layer[i];
         L->sent = calloc(E + (size_t)m->ep * El, sizeof *L->sent);
@@ -108,6 +123,8 @@ Status model_ep_create(Model *m, Err *e)
         if (!st) st = ep_alloc(m, p, El * sizeof(int32_t), (void **)&L->dcounts, e);
         if (!st && f8) st = ep_alloc(m, p, cap * C, (void **)&L->q_xin, e);
         if (!st && f8) st = ep_alloc(m, p, cap * Fe, (void **)&L->q_xh, e);
+        if (!st && blk) st = ep_alloc(m, p, C * xt * 4, (void **)&L->q_xin_s, e);
+        if (!st && blk) st = ep_alloc(m, p, Fe * xt * 4, (void **)&L->q_xh_s, e);
     }
     return st;
 }
@@ -126,6 +143,7 @@ void model_ep_destroy(Model *m)
     free(p->xsend);
     free(p->xrecv);
     free(p->scount);
+    free(p->host);
     free(p);
     m->moe_ep = NULL;
 }
@@ -206,6 +224,26 @@ static Status to_experts(Model *m, const EpLayer *L, CollectiveId id, const void
     a2a_counts(m, L, C);
     Status st = a2a(m, id, tok, p->scount, p->scr, p->rcount, m->act_dtype, e);
     return st ? st : sort_rows(m, L, p->scr, exp, 1, C, e);
+}
+
+/* The FP8 dispatch (model_moe_ep_fp8.c): the token side (R, C) quantized peer by peer, its codes and scales
+ * moved as 4-byte words, sorted expert-major into q / qs on the experts' side and dequantized into exp. */
+static Status to_experts_fp8(Model *m, const EpLayer *L, CollectiveId id, const void *tok, void *exp, uint8_t *q,
+                             float *qs, Err *e)
+{
+    MoeEp *p = m->moe_ep;
+    const uint64_t ep = m->ep, El = m->spec.experts / ep, rb = model_ep_fp8_row_bytes(m);
+    uint64_t *rows = p->scount; /* rows per peer first, then its words */
+    for (uint64_t j = 0; j < ep; j++) {
+        rows[j] = 0;
+        for (uint64_t x = 0; x < El; x++) rows[j] += L->sent[j * El + x];
+    }
+    Status st = model_ep_fp8_pack(m, rows, tok, p->pay, e);
+    a2a_counts(m, L, rb / 4);
+    if (!st) st = a2a(m, id, p->pay, p->scount, p->scr, p->rcount, DT_FP32, e);
+    if (!st) st = model_ep_fp8_unpack(m, L->rc, p->scr, p->host, q, qs, e);
+    if (!st) st = model_ep_fp8_dequant(m, q, qs, L->rows, exp, e);
+    return st;
 }
 
 /* The experts' side (rows, C) → the token side (R, C): the mirror of to_experts. */
@@ -293,8 +331,12 @@ static Status agree(Model *m, Status st, Err *e)
 Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, const void *tok, MoeRows *xr, Err *e)
 {
     EpLayer *L = &m->moe_ep->layer[model_moe_index(m, l)];
+    MoeEp *p = m->moe_ep;
     Status st = exchange_counts(m, L, la, e);
-    if (!st) st = to_experts(m, L, CO_EP_DISPATCH_FWD, tok, L->x_in, e);
+    if (!st && p->pay)
+        st = to_experts_fp8(m, L, CO_EP_DISPATCH_FWD, tok, L->x_in, p->t_q, p->t_q_s, e);
+    else if (!st)
+        st = to_experts(m, L, CO_EP_DISPATCH_FWD, tok, L->x_in, e);
     st = agree(m, st, e);
     if (!st) rows_of(m, L, xr);
     return st;
@@ -320,7 +362,10 @@ Status model_ep_backward_rows(Model *m, uint32_t l, MoeRows *xr, MoeEpBwd *b)
 
 Status model_ep_dispatch_bwd(Model *m, uint32_t l, const void *dy_tok, void *dy, Err *e)
 {
-    return to_experts(m, &m->moe_ep->layer[model_moe_index(m, l)], CO_EP_DISPATCH_BWD, dy_tok, dy, e);
+    MoeEp *p = m->moe_ep;
+    EpLayer *L = &p->layer[model_moe_index(m, l)];
+    if (p->pay) return to_experts_fp8(m, L, CO_EP_DISPATCH_BWD, dy_tok, dy, p->d_qrow, p->d_qrow_s, e);
+    return to_experts(m, L, CO_EP_DISPATCH_BWD, dy_tok, dy, e);
 }
 
 Status model_ep_combine_bwd(Model *m, uint32_t l, const void *dx, void *dx_tok, Err *e)
@@ -346,7 +391,14 @@ MoeF8 model_ep_f8(Model *m, uint32_t l, const MoeRows *xr, int bwd)
                    .dh1 = p->dh1,
                    .q_xin = L->q_xin,
                    .q_xh = L->q_xh,
+                   .q_xin_s = L->q_xin_s,
+                   .q_xh_s = L->q_xh_s,
                    .t_qrow = p->t_q,
                    .d_qrow = p->d_qrow,
-                   .d_qcol = p->d_qcol};
+                   .d_qcol = p->d_qcol,
+                   .t_qrow_s = p->t_q_s,
+                   .d_qrow_s = p->d_qrow_s,
+                   .d_qcol_s = p->d_qcol_s,
+                   .x_q = p->pay != NULL,
+                   .dy_q = p->pay != NULL};
 }

@@ -130,6 +130,18 @@ if command -v mpirun >/dev/null 2>&1; then
     expect_out "--ep 2: the all-to-alls" "every rank sent the plan's expert all-to-all bytes for the measured routing"
     # 8 experts x (2 x 224 x 64 + 64 x 224) x 2 layers = 688,128 BF16 weights; 4 a rank: 688,128 B
     expect_line "--ep 2: half the experts a rank" "  weight_expert +688128 +688128 +688128 +2/2 +exact"
+    # deepseek-v3's FP8 dispatch (exec/model/model_moe_ep_fp8.c): a row is 64 E4M3 codes + one 1x128 FP32 scale
+    # = 68 B; a rank dispatches 2 steps x 2 micro-batches x 2 layers x 32 tokens x top-2 = 512 rows: 34,816 B of
+    # payload forward and backward alike, 17,408 leaving under uniform routing; the combine stays BF16. Exit 1:
+    # the plan's transient counts the token side's dispatch buffer in E4M3, the arena holds it in BF16 (4,096 B)
+    mpi_run 2 "$FP8PLAN" run $MOE --ep 2 --recipe deepseek-v3 --steps 2 --mbs 1 --gbs 4 --quiet
+    expect_rc "mpirun -np 2 --ep 2 deepseek-v3: exit 1 (the transient above)" 1
+    expect_out "deepseek-v3 --ep 2: the all-to-alls" \
+        "every rank sent the plan's expert all-to-all bytes for the measured routing"
+    expect_line "deepseek-v3 --ep 2: rank 0's FP8 dispatch, by hand" \
+        "     0 ep_dispatch_fwd +[0-9]+ +[0-9]+ +34816 +34816 +17408  exact"
+    expect_line "deepseek-v3 --ep 2: rank 1's FP8 output-gradient dispatch, by hand" \
+        "     1 ep_dispatch_bwd +[0-9]+ +[0-9]+ +34816 +34816 +17408  exact"
 else
     skip "--ep 2 under mpirun" "mpirun: install openmpi-bin (make installs it as root)"
 fi
