@@ -216,6 +216,11 @@ void model_ep_destroy(Model *m);
 /* Forward of MoE block l: the counts exchanged over the EP group, then tok (R rows, permuted: la->x_in, or
  * the FP8 path's m->act.x_y) to the local experts (CO_EP_DISPATCH_FWD); *xr the expert-side rows. */
 Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, const void *tok, MoeRows *xr, Err *e);
+/* Delayed scaling with expert parallelism: before bank b's amax all-reduce over the DP group, its local experts'
+ * records (row 0) MAX-reduced over the expert-data-parallel group into the EP buffers (begin); after it, put
+ * back over the records (end). Nothing at ep 1. */
+Status model_ep_amax_begin(Model *m, ScalingBank *b, Err *e);
+Status model_ep_amax_end(Model *m, ScalingBank *b, Err *e);
 /* The experts' side of block l as an FP8 view (model_moe_fp8.c) over xr's rows: outputs into the forward's
  * output buffer (bwd 0), or d(outputs) from and d(inputs) into the backward's (bwd 1). */
 MoeF8 model_ep_f8(Model *m, uint32_t l, const MoeRows *xr, int bwd);

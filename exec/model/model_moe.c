@@ -56,15 +56,15 @@ Status model_moe_check(const Plan *p, Err *e)
                        "etp %u, sharding %s given; tensor, pipeline and expert-tensor parallelism and sharded states "
                        "with experts are not implemented yet)",
                        s->name, in->tp, in->pp, in->etp, sharding_name(in->sharding));
-    /* with ep 1 every rank holds every expert: its expert-data-parallel group is the data-parallel one, which
-     * the banks' amax all-reduce (model_update_bank, delayed scaling) already spans; with ep > 1 current scaling
-     * exchanges nothing (each cast's scale is its own tensor's) */
-    if (recipe_fp8_gemm(r) && in->ep > 1 && r->scaling == SCALING_DELAYED)
+    /* FP8 experts over ranks: with ep 1 every rank holds every expert, so an expert's data-parallel group is the
+     * DP group the banks' amax all-reduce spans; with ep > 1 current scaling exchanges nothing, and delayed
+     * scaling reduces the experts' records over their EDP group (model_ep_amax_begin). The amax group must be
+     * the DP group for that ("all"; "tp"/"none" reduce nothing at tp 1). */
+    if (recipe_fp8_gemm(r) && in->ep > 1 && r->scaling == SCALING_DELAYED && r->amax_reduce != AMAX_ALL)
         return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s on model %s: delayed-scaling FP8 expert GEMMs run with ep 1 (ep %u given; an amax "
-                       "all-reduce of each expert's records over its expert-data-parallel group is not implemented "
-                       "yet): te-fp8-current and the BF16/FP32 recipes run over expert parallel ranks",
-                       r->name, s->name, in->ep);
+                       "recipe %s on model %s: delayed-scaling FP8 experts over --ep %u reduce their amaxes over the "
+                       "expert-data-parallel group beside the recipe's amax_reduce 'all'; this recipe's is '%s'",
+                       r->name, s->name, in->ep, amax_reduce_name(r->amax_reduce));
     /* the dispatch in FP8 with its 1x128 scales (model_moe_ep_fp8.c): deepseek-v3's, whose experts take the
      * row-wise tiles as they arrive; the combine always in the activation dtype */
     const int fp8_dispatch = exec_block_scaled(r) && r->act_gran == GRAN_1X128 && r->comm_ep_dispatch == DT_E4M3;

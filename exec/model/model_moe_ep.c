@@ -18,7 +18,11 @@
  * dtype (model_moe_check); rows travel as they are. FP8 experts under current scaling (te-fp8-current)
  * cast the dispatched rows on the experts' side with each local expert's own scale (model_ep_f8 gives
  * model_moe_fp8.c the expert side's rows and buffers: the saved transposed FP8 inputs per layer, the
- * working FP8 copies shared); nothing about the scales crosses ranks.
+ * working FP8 copies shared); nothing about the scales crosses ranks. Under delayed scaling (te-fp8) a
+ * local expert's amax records are MAX-reduced over its expert-data-parallel group (edpc: the ranks ep apart
+ * that hold a replica of that expert, as its gradients are) and over nothing else — the other DP ranks hold
+ * other experts in the same slots — around the bank's all-reduce over the DP group (model_ep_amax_begin/end:
+ * the experts' records are reduced over edpc first, then put back over what the DP reduction made of them).
  *
  * A rank may receive up to ep·R rows (every peer's tokens on its experts), so its expert-side tensors
  * hold ep·R rows; they are the backend's allocations outside the arena (the plan's act_moe counts the
@@ -51,6 +55,7 @@ struct MoeEp {
     float *t_q_s, *d_qrow_s, *d_qcol_s; /* block scaling: their tiles */
     uint8_t *pay;                       /* FP8 dispatch: the token side's payload (R rows of row_bytes) */
     uint8_t *host;                      /* FP8 dispatch: the received payload on the host (cap rows) */
+    float *amax;                        /* delayed scaling: the experts' current amaxes of a bank (4·El a layer) */
     void **mem;                         /* every allocation, for release */
     uint32_t nmem, capmem;
     int32_t *hc;      /* (E) host counts as the router wrote them */
@@ -105,6 +110,8 @@ Status model_ep_create(Model *m, Err *e)
     if (!st && blk) st = ep_alloc(m, p, cap * t1 * 4, (void **)&p->t_q_s, e);
     if (!st && blk) st = ep_alloc(m, p, cap * td * 4, (void **)&p->d_qrow_s, e);
     if (!st && blk) st = ep_alloc(m, p, dmax * xt * 4, (void **)&p->d_qcol_s, e);
+    if (!st && f8 && m->recipe.scaling == SCALING_DELAYED)
+        st = ep_alloc(m, p, (uint64_t)m->moe_layers * 4 * El * sizeof(float), (void **)&p->amax, e);
     if (!st && dtype_is_fp8(m->recipe.comm_ep_dispatch)) {
         st = ep_alloc(m, p, R * model_ep_fp8_row_bytes(m), (void **)&p->pay, e);
         p->host = st ? NULL : malloc((size_t)(cap * model_ep_fp8_row_bytes(m)));
@@ -401,4 +408,48 @@ MoeF8 model_ep_f8(Model *m, uint32_t l, const MoeRows *xr, int bwd)
                    .d_qcol_s = p->d_qcol_s,
                    .x_q = p->pay != NULL,
                    .dy_q = p->pay != NULL};
+}
+
+/* Row 0 of bank b's expert records of MoE block l: [*first, *first + *n) (model_slot_expert's order). */
+static void expert_slots(const Model *m, const ScalingBank *b, uint32_t l, uint32_t *first, uint32_t *n)
+{
+    const int bwd = b == &m->sc.bwd;
+    *first = model_slot_expert(m, l, 0, bwd ? 2 : 0);
+    *n = (bwd ? 2u : 4u) * (m->spec.experts / m->ep);
+}
+
+/* Copy the experts' records of bank b's row 0 to p->amax (to 1) or back (to 0), layer after layer. */
+static Status expert_amax_copy(Model *m, ScalingBank *b, int to, uint64_t *count, Err *e)
+{
+    MoeEp *p = m->moe_ep;
+    Status st = ST_OK;
+    uint64_t off = 0;
+    for (uint32_t l = 0; !st && l < m->spec.layers; l++) {
+        if (!model_moe_layer(m, l)) continue;
+        uint32_t first, n;
+        expert_slots(m, b, l, &first, &n);
+        float *rec = b->amax_history + first, *tmp = p->amax + off;
+        st = m->bk->convert(m->bk, to ? rec : tmp, DT_FP32, to ? tmp : rec, DT_FP32, n, NULL, e);
+        off += n;
+    }
+    *count = off;
+    return st;
+}
+
+Status model_ep_amax_begin(Model *m, ScalingBank *b, Err *e)
+{
+    if (m->ep <= 1 || !m->moe_ep || !m->moe_ep->amax) return ST_OK;
+    uint64_t n = 0;
+    Status st = expert_amax_copy(m, b, 1, &n, e);
+    /* not a plan collective yet: the plan counts the experts' records in the DP group's amax_allreduce */
+    if (!st && m->edpc->size > 1)
+        st = m->edpc->all_reduce(m->edpc, COMM_UNPLANNED, m->bk, m->moe_ep->amax, n, DT_FP32, COMM_MAX, e);
+    return st;
+}
+
+Status model_ep_amax_end(Model *m, ScalingBank *b, Err *e)
+{
+    if (m->ep <= 1 || !m->moe_ep || !m->moe_ep->amax) return ST_OK;
+    uint64_t n = 0;
+    return expert_amax_copy(m, b, 0, &n, e);
 }

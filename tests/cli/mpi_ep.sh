@@ -34,7 +34,8 @@
 # ones: both are casts to E4M3 with a scale covering the tensor, each off the exact value by at most E4M3's
 # unit roundoff 2^-4 in its own direction, so the two runs' losses are bounded by 2 x 2^-4 = 2^-3 relative
 # (measured: 4.6e-4 at np 2), and a token copy can route differently from step 1 on (measured: 1 in 64 per
-# layer), so the routing is not compared for those rows ('d'). With ep above 1 te-fp8-current exchanges
+# layer), so the routing is not compared for those rows ('d'); te-fp8 over EP ranks likewise (its experts'
+# records reduced over their EDP group: below). With ep above 1 te-fp8-current exchanges
 # nothing about its scales (each cast's comes from its own tensor), but an expert's tensor on its rank holds
 # the rows of every EP peer's micro-batch, so its per-tensor scale covers more rows than one rank's does and
 # its casts differ: the losses stay within the same 2^-3 (measured: 4.4e-4 at np 2 ep 2), MoE layer 0's
@@ -47,7 +48,7 @@
 # its ranks exit 1 ('0/1': one rank 0): the plan's MoE transient counts the token side's dispatch buffer in
 # E4M3 (64 x 64 x 1 B at 64 rows) where the executor's arena holds it in BF16 and the FP8 payload lies in the
 # EP buffers (4,096 B over; tiny-ds and tiny-moe-64 already exit 1 on one rank, above).
-# tier: full (make test-full, which .ci/run runs): 40 mpirun runs, about 20 s alone (run_moe.sh keeps one
+# tier: full (make test-full, which .ci/run runs): 47 mpirun runs, about 20 s alone (run_moe.sh keeps one
 # expert-parallel run in the quick tier)
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
@@ -145,6 +146,9 @@ done 3<<'EOF'
 4|4|tiny-moe|te-fp8-current|3|0|c
 4|2|tiny-moe|te-fp8-current|3|0|c
 4|4|tiny-moe-64|te-fp8-current|2|1|c
+2|2|tiny-moe|te-fp8|3|0|d
+4|2|tiny-moe|te-fp8|3|0|d
+4|4|tiny-moe|te-fp8|3|0|d
 2|1|tiny-moe|deepseek-v3|3|0|1
 2|2|tiny-moe|deepseek-v3|3|0/1|s
 4|4|tiny-moe|deepseek-v3|2|0/1|s
@@ -153,6 +157,41 @@ done 3<<'EOF'
 2|2|tiny-moe|fp32-ref|5|1|1
 4|4|tiny-moe|fp32-ref|5|1|1
 EOF
+
+# ---- delayed scaling's expert amax group ---------------------------------------------------------------
+# te-fp8 over EP ranks: a local expert's amax records are MAX-reduced over its expert-data-parallel group (the
+# ranks holding a replica of it) and nothing else (model_ep_amax_begin). Rank 0's --scaling-trace: at np 4
+# ep 4 that group is rank 0 alone, so every expert record's next scale is fmax (448 E4M3, 57344 E5M2) over
+# the largest amax the rank itself recorded for it so far (TE's max over a 1024-step history; one micro-batch
+# a step); at np 4 ep 2 (rank 0 with rank 2) never above that (its peer's amax can only raise the max). The
+# DP group's reduction applied to them instead (the planted bug: other experts share the slots) puts 49 of
+# rank 0's 72 records off at ep 4.
+own_scale() { # TRACE CMP: every expert record's scale_next against fmax / its own max amax so far
+    awk -F, -v cmp="$2" 'NR > 1 && $4 ~ /^experts/ && $7 > 0 { k = $3 "," $4 "," $5; if ($7 > h[k]) h[k] = $7
+        want = ($6 == "e5m2" ? 57344 : 448) / h[k]; d = ($9 - want) / want; n++
+        if (cmp == "eq" && (d > 1e-6 || d < -1e-6)) bad++; if (cmp == "le" && d > 1e-6) bad++ }
+        END { print n + 0 "," bad + 0 }' "$1"
+}
+R="run --catalog $cat --model tiny-moe --mbs 1 --gbs 4 --quiet --recipe te-fp8 --steps 3"
+mpi_run 4 "$FP8PLAN" $R --ep 4 --scaling-trace "$TMP/tr4.csv"
+expect_rc "te-fp8 np 4 ep 4 with --scaling-trace exits 0" 0
+# 2 layers x 2 linears x 2 local experts x 3 records x 3 steps = 72 rows, less those of an expert without rows
+r=$(own_scale "$TMP/tr4.csv" eq)
+expect_eq "te-fp8 ep 4: no expert record off its own amax (EDP group of one)" "${r#*,}" 0
+expect_eq "te-fp8 ep 4: the expert records traced" "$([ "${r%,*}" -gt 60 ] && echo yes)" yes
+mpi_run 4 "$FP8PLAN" $R --ep 2 --scaling-trace "$TMP/tr2.csv"
+expect_rc "te-fp8 np 4 ep 2 with --scaling-trace exits 0" 0
+# and an expert's amax is then the MAX over every token routed to it however the experts are split: at ep 4 its
+# one holder sees all 4 ranks' tokens, at ep 2 its two holders see 2 ranks' each and reduce over each other, so
+# np 4 ep 2 and np 4 ep 4 cast with the same scales and their losses agree bit for bit (measured over 5 steps;
+# the DP group's reduction would mix other experts' amaxes in at ep 2 and not at ep 4)
+mpi_run 4 "$FP8PLAN" $R --ep 4 --loss-log "$TMP/l4.csv"
+mpi_run 4 "$FP8PLAN" $R --ep 2 --loss-log "$TMP/l2.csv"
+within "te-fp8 np 4: ep 2's losses are ep 4's bit for bit" "$TMP/l4.csv" "$TMP/l2.csv" 0 3
+r=$(own_scale "$TMP/tr2.csv" le)
+expect_eq "te-fp8 ep 2: no expert scale above its own amax's (EDP group of 2)" "${r#*,}" 0
+expect_eq "te-fp8 ep 2: the trace names rank 0's 4 experts" \
+    "$(grep -c '^1,fwd,0,experts\.fc1\.[0-3],x,' "$TMP/tr2.csv"),$(grep -c '^1,fwd,0,experts\.fc1\.[4-7],' "$TMP/tr2.csv")" "4,0"
 
 # ---- bytes by hand: tiny-moe, dp 4 x ep 2, megatron-bf16, 2 steps ----------------------------------
 R="run --catalog $cat --model tiny-moe --mbs 1 --gbs 4 --quiet --recipe megatron-bf16 --steps 2"

@@ -99,7 +99,8 @@ static void test_fp8_payload_bits(void)
  * value; (2) the expert-data-parallel all-reduce (SUM over the ranks of the same parity, a group split as
  * model_groups.c splits EDP at ep 2) gives NaN on every rank of s's group when s sends NaN, +Inf for +Inf,
  * NaN for +Inf beside another rank's -Inf (np 4), and the other group its finite sum; (3) the world's
- * gradient all-reduce (DP, and the routing counts' FP32 sum) gives NaN everywhere when s sends NaN. */
+ * gradient all-reduce (DP, and the routing counts' FP32 sum) gives NaN everywhere when s sends NaN; (4) the
+ * experts' amax MAX over the EDP group carries s's NaN and +Inf to s's group only. */
 static void test_nonfinite_from_any_rank(void)
 {
     Err e;
@@ -140,6 +141,18 @@ static void test_nonfinite_from_any_rank(void)
         float y = R == s ? qnan : 2.0f;
         CHECK_EQ_INT(C->all_reduce(C, CO_DP_GRAD_AR, NULL, &y, 1, DT_FP32, COMM_SUM, &e), ST_OK);
         CHECKF(isnan(y), "np%d DP NaN from rank %d: %a", N, s, (double)y);
+        /* (4) delayed scaling's expert amax records, MAX over the same EDP group (model_ep_amax_begin): s's NaN
+         * and +Inf reach its group's ranks and no other; the other group keeps its max, 1 + its top rank */
+        float am[2] = {R == s ? qnan : (float)(R + 1), R == s ? INFINITY : (float)(R + 1)};
+        CHECK_EQ_INT(g->all_reduce(g, COMM_UNPLANNED, NULL, am, 2, DT_FP32, COMM_MAX, &e), ST_OK);
+        if (mine) {
+            CHECKF(isnan(am[0]), "np%d EDP amax NaN from rank %d: %a", N, s, (double)am[0]);
+            CHECKF(isinf(am[1]) && am[1] > 0, "np%d EDP amax +Inf from rank %d: %a", N, s, (double)am[1]);
+        } else { /* np 2: this rank alone (R + 1); np 4: ranks R % 2 and R % 2 + 2, max R % 2 + 3 */
+            const double top = N == 2 ? R + 1 : R % 2 + 3;
+            CHECK_NEAR(am[0], top, 0.0);
+            CHECK_NEAR(am[1], top, 0.0);
+        }
     }
     g->destroy(g);
 }

@@ -344,10 +344,16 @@ static void test_refusals(void)
     CHECK(!fx_plan_dp(&s, &te, B, 1, 2, SHARD_NONE, &p, &e)); /* FP8 experts over data parallelism: run */
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_OK);
     arena_specs_free(&sp);
-    p.in.ep = 2; /* expert parallelism: current scaling runs, delayed not yet */
+    /* with --ep, delayed scaling reduces the experts' amaxes over their EDP group beside a DP-wide amax group
+     * (tests/cli/mpi_ep.sh runs it), which a recipe without one does not have: refused before any work */
+    Recipe te_none = te;
+    te_none.amax_reduce = AMAX_NONE;
+    CHECK(!fx_plan_dp(&s, &te_none, B, 1, 2, SHARD_NONE, &p, &e));
+    p.in.ep = 2;
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "recipe te-fp8 on model fx-moe-softmax: delayed-scaling FP8 expert GEMMs run with ep 1 (ep 2 "
-                          "given; an amax all-reduce of each expert's records over its expert-data-parallel group");
+    CHECK_CONTAINS(e.msg, "recipe te-fp8 on model fx-moe-softmax: delayed-scaling FP8 experts over --ep 2 reduce their "
+                          "amaxes over the expert-data-parallel group beside the recipe's amax_reduce 'all'; this "
+                          "recipe's is 'none'");
     arena_specs_free(&sp);
     CHECK(!fx_plan_dp(&s, &bf16, B, 1, 2, SHARD_ZERO1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
