@@ -292,7 +292,9 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k)
     if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 (as plan_mem.c) */
         b = ck_add(ck, b, ck_mul(ck, ck_mul3(ck, tok, g->heads_t, g->seq), 4));
     if (g->rep > 1) b = ck_add(ck, b, ck_mul3(ck, tok, h, 2)); /* SP re-gathered input */
-    if (dt_fp8(rc->gemm_bwd)) b = ck_add(ck, b, 2 * hid);      /* dY in FP8, both layouts */
+    uint64_t hid8 = hid; /* the FP8 output gradients: a routed expert's widest is FC1's (k x Fe) or FC2's (h) */
+    if (k == XK_MOE && x->E && h > g->k * x->Fe_t) hid8 = ck_add(ck, hid8, ck_mul(ck, x->rows, h - g->k * x->Fe_t));
+    if (dt_fp8(rc->gemm_bwd)) b = ck_add(ck, b, 2 * hid8); /* dY in FP8, both layouts */
     if (k == XK_MOE && x->E && dt_fp8(rc->gemm_bwd) && rc->act_gran == GRAN_1X128) {
         /* the routed experts' dY tiles (the widest of their outputs: h or k x Fe), row-wise along it and in
          * the transposed copy along the rows, each expert's from its first row */

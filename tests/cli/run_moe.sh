@@ -29,7 +29,7 @@ expect_line "softmax router: the auxiliary loss" '  auxiliary balance loss \(not
 expect_eq "weight_expert bytes by hand" "$(grep '^memory,weight_expert,' "$TMP/moe.csv" | cut -d, -f5)" "1376256"
 
 # a real expert count: 64 experts, top-8
-run run $MOE --experts 64 --topk 8 --expert-ffn 16 --recipe megatron-bf16 --steps 2
+run run $MOE --experts 64 --topk 8 --expert-ffn 16 --recipe megatron-bf16 --steps 2 -o "$TMP/moe64b.csv"
 expect_out "64 experts top-8: persistent terms match the plan" "every exact term matches the plan byte for byte"
 
 # te-fp8: the experts' grouped GEMMs in FP8 (exec/model/model_moe_fp8.c), one scaling record set per expert
@@ -53,6 +53,11 @@ expect_out "64 experts top-8, te-fp8: persistent terms match the plan" "every ex
 # 2 layers x (QKV, proj, 64 experts x (FC1, FC2)) = 260 FP8 tensors x 3 records x 1026 floats x 4 B = 3,201,120 B
 expect_eq "64 experts, te-fp8: scale_gemm by hand" "$(grep '^memory,scale_gemm,' "$TMP/moe64.csv" | cut -d, -f4,5)" \
     "3201120,3201120"
+# its transient: the BF16 run's + the experts' FP8 output gradient in both layouts, whose widest is FC2's
+# (256 rows, hidden 64), not FC1's (256, 2 x 16 = 32): 2 x 256 x 64 x 1 B = 32,768 B, planned and measured
+t8=$(grep '^memory,transient,' "$TMP/moe64.csv" | cut -d, -f4,5)
+tb=$(grep '^memory,transient,' "$TMP/moe64b.csv" | cut -d, -f4)
+expect_eq "64 experts, te-fp8: transient = BF16's + 32,768 B, planned and measured" "$t8" "$((tb + 32768)),$((tb + 32768))"
 
 # deepseek-v3 on experts (exec/model/model_moe_block.c): E4M3 with 1x128 activation tiles, each expert's 128x128
 # weight blocks, the 14-bit accumulation; every term within the plan, exit 0
@@ -74,6 +79,7 @@ expect_eq "deepseek-v3 transient: planned and measured, 212,736 B by hand" \
 # a real expert count: 64 experts top-8 (expert FFN 16); per expert FC1 (32, 64) and FC2 (64, 16) one block a
 # copy: 4 x 64 x 2 layers = 512 + 8 = 520 scales, 2,080 B
 run run $MOE --experts 64 --topk 8 --expert-ffn 16 --recipe deepseek-v3 --steps 2 -o "$TMP/moeds64.csv"
+expect_rc "64 experts top-8, deepseek-v3: every term within the plan (exit 0)" 0
 expect_out "64 experts top-8, deepseek-v3: persistent terms match the plan" \
     "every exact term matches the plan byte for byte"
 expect_eq "64 experts, deepseek-v3: scale_block by hand" \
