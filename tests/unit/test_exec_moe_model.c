@@ -355,6 +355,16 @@ static void test_refusals(void)
                           "amaxes over the expert-data-parallel group beside the recipe's amax_reduce 'all'; this "
                           "recipe's is 'none'");
     arena_specs_free(&sp);
+    ModelSpec odd = s; /* deepseek-v3's FP8 dispatch moves a row's codes as 4-byte words: hidden 62 refused */
+    odd.hidden = 62;
+    Recipe dsv = fx_recipe("deepseek-v3");
+    dsv.comm_ep_dispatch = DT_E4M3, dsv.comm_ep_combine = DT_BF16; /* models/recipes.csv's deepseek-v3 row */
+    CHECK(!fx_plan_dp(&odd, &dsv, B, 1, 2, SHARD_NONE, &p, &e));
+    p.in.ep = 2;
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "model fx-moe-softmax: hidden 62 with recipe deepseek-v3's FP8 dispatch: a row's codes move "
+                          "as 4-byte words (hidden must be a multiple of 4)");
+    arena_specs_free(&sp);
     CHECK(!fx_plan_dp(&s, &bf16, B, 1, 2, SHARD_ZERO1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
     CHECK_CONTAINS(e.msg, "over data and expert parallelism only (tp 1, pp 1, etp 1, sharding zero1 given");
