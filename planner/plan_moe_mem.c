@@ -93,6 +93,26 @@ static void mla_act(const PlanInput *in, const Geo *g, Ck *ck, int ln, LayerAct 
  * of an offloaded module stay on the GPU. */
 #define OFFLOAD_MIN_ELEMS (1024u * 1024u)
 
+/* The most 1x128 tiles a column of an expert-grouped transposed copy (cols, rows) holds: each of the El
+ * local experts' rows is tiled from its own first row, so n = min(El, rows) groups hold at most
+ * n + floor((rows - n) / 128) tiles (n - 1 experts of one row and the rest in one reach it). */
+static uint64_t expert_tiles(uint64_t rows, uint64_t El)
+{
+    uint64_t n = El < rows ? El : rows;
+    return n + (rows - n) / 128;
+}
+
+/* A routed expert GEMM's saved input (rows, cols) as plan_saved_input counts it; with 1x128 tiles its
+ * transposed copy's FP32 scales are the expert-grouped tiles (expert_tiles) instead of ceil(rows / 128). */
+static void expert_saved_input(const Recipe *rc, Ck *ck, uint64_t rows, uint64_t cols, uint64_t El, LayerAct *a,
+                               uint64_t *hp)
+{
+    plan_saved_input(rc, ck, rows, cols, a, hp);
+    if (!dt_fp8(rc->saved_input) || rc->act_gran != GRAN_1X128) return;
+    uint64_t whole = ceil_div(rows, 128), t = expert_tiles(rows, El);
+    a->fp8 = ck_add(ck, a->fp8, ck_mul3(ck, cols, t - whole, 4)); /* t >= whole: a group's tiles cover its rows */
+}
+
 /* The routed experts' activations of one MoE layer (MT_ACT_MOE); ln: the layernorm module drops the
  * pre-MLP norm's output the router saves. *off: of those, the bytes --offload-modules keeps in host memory
  * between the layer's forward and its backward (expert_fc1: the dispatched FC1 inputs; moe_act: FC1's output,
@@ -105,16 +125,16 @@ static uint64_t routed_act(const PlanInput *in, const Geo *g, Ck *ck, int ln, ui
     LayerAct s = {0};
     uint64_t b = ck_add(ck, ck_mul3(ck, tr, x->E, 4), ck_mul3(ck, tr, x->topk, 8)); /* probabilities, top-k */
     if (!ln && (dt_fp8(rc->saved_input) || !x->Fs_t)) b = ck_add(ck, b, ck_mul3(ck, tr, h, 2)); /* router input */
-    plan_saved_input(rc, ck, rows, h, &s, &hp); /* dispatched FC1 inputs */
+    expert_saved_input(rc, ck, rows, h, x->El, &s, &hp); /* dispatched FC1 inputs */
     uint64_t fc1_in = ck_add(ck, s.fp8, hp);
     if (in->recompute_mods & RECOMPUTE_MOD_MOE_ACT) {
-        plan_saved_input(rc, ck, rows, g->k * x->Fe_t, &s, &hp); /* FC1 output, kept as a GEMM input is */
+        expert_saved_input(rc, ck, rows, g->k * x->Fe_t, x->El, &s, &hp); /* FC1 output, kept as a GEMM input is */
         act_in = ck_add(ck, s.fp8, hp) - fc1_in;
     } else {
         act_in = ck_mul3(ck, rows, g->k * x->Fe_t, 2); /* FC1 output, BF16 */
         b = ck_add(ck, b, act_in);
         if (g->k == 2 && !in->fused_swiglu) b = ck_add(ck, b, ck_mul3(ck, rows, x->Fe_t, 2));
-        plan_saved_input(rc, ck, rows, x->Fe_t, &s, &hp); /* FC2 input */
+        expert_saved_input(rc, ck, rows, x->Fe_t, x->El, &s, &hp); /* FC2 input */
     }
     b = ck_add(ck, b, ck_mul(ck, rows, 4 + 8)); /* each row's routing weight, two int32 permutation maps */
     *off = 0;
@@ -273,9 +293,24 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k)
         b = ck_add(ck, b, ck_mul(ck, ck_mul3(ck, tok, g->heads_t, g->seq), 4));
     if (!x->mla) b = ck_add(ck, b, plan_qk_norm_bytes(in, g, ck)); /* q/k norms' rebuilt attention input */
     if (g->rep > 1) b = ck_add(ck, b, ck_mul3(ck, tok, h, 2));     /* SP re-gathered input */
-    if (dt_fp8(rc->gemm_bwd)) b = ck_add(ck, b, 2 * hid);          /* dY in FP8, both layouts */
-    if (k == XK_MOE && x->E)                                       /* dispatch / combine buffers */
-        b = ck_add(ck, b, ck_mul3(ck, x->rows, h, dt_bytes(rc->comm_ep_dispatch) + dt_bytes(rc->comm_ep_combine)));
+    uint64_t hid8 = hid; /* the FP8 output gradients: a routed expert's widest is FC1's (k x Fe) or FC2's (h) */
+    if (k == XK_MOE && x->E && h > g->k * x->Fe_t) hid8 = ck_add(ck, hid8, ck_mul(ck, x->rows, h - g->k * x->Fe_t));
+    if (dt_fp8(rc->gemm_bwd)) b = ck_add(ck, b, 2 * hid8); /* dY in FP8, both layouts */
+    if (k == XK_MOE && x->E && dt_fp8(rc->gemm_bwd) && rc->act_gran == GRAN_1X128) {
+        /* the routed experts' dY tiles (the widest of their outputs: h or k x Fe), row-wise along it and in
+         * the transposed copy along the rows, each expert's from its first row */
+        uint64_t dw = h > g->k * x->Fe_t ? h : g->k * x->Fe_t;
+        b = ck_add(
+            ck, b,
+            ck_mul(ck, ck_add(ck, ck_mul(ck, x->rows, ceil_div(dw, 128)), ck_mul(ck, dw, expert_tiles(x->rows, x->El))),
+                   4));
+    }
+    if (k == XK_MOE && x->E) { /* dispatch / combine buffers; with ep 1 nothing crosses a wire and the permuted
+                                  rows stay in the activations' dtype (BF16) */
+        uint64_t disp = x->ep > 1 ? dt_bytes(rc->comm_ep_dispatch) : 2,
+                 comb = x->ep > 1 ? dt_bytes(rc->comm_ep_combine) : 2;
+        b = ck_add(ck, b, ck_mul3(ck, x->rows, h, disp + comb));
+    }
     if (k == XK_DENSE && (in->mem_savings & PLAN_UNK_DENSE_ACT) && in->recompute != RECOMPUTE_FULL &&
         !(in->recompute_mods & RECOMPUTE_MOD_MLP))
         b = ck_add(ck, b, ck_mul3(ck, tok, g->F_t, 2)); /* FC2's input, rebuilt for its backward (dense_act) */

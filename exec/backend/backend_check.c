@@ -139,10 +139,10 @@ Status backend_check_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
         if (c->gran != GRAN_1X128 && c->gran != GRAN_128X128)
             return err_set(e, ST_USAGE, "cast_transpose: granularity %s (tensor, 1x128 or 128x128)",
                            gran_name(c->gran));
-        if (!dtype_is_fp8(c->out_dtype) || dtype_is_fp8(c->in_dtype) || c->in_scale_inv || c->col_ld || c->amax)
+        if (!dtype_is_fp8(c->out_dtype) || dtype_is_fp8(c->in_dtype) || c->in_scale_inv || c->amax)
             return err_set(e, ST_USAGE,
                            "cast_transpose: %s blocks cast a 16/32-bit input to FP8 with their own scales (no input "
-                           "scale, leading dimension or amax)",
+                           "scale or amax)",
                            gran_name(c->gran));
         if ((c->out_row && !c->row_scale_inv) || (c->out_col && !c->col_scale_inv) || (!c->out_row && !c->out_col))
             return err_set(e, ST_USAGE, "cast_transpose: a block-scaled copy needs its scale_inv array");

@@ -126,8 +126,10 @@ Status backend_check_moe_unpermute_bwd(Backend *bk, const MoeUnpermuteBwdDesc *d
 
 /* What both grouped GEMMs require beyond gemm's rules (said by `all`, a stand-in GemmDesc of all the
  * rows, with gemm_desc_check's messages under the operation's name): counts, a float D without scale,
- * one per-tensor scale per group. */
-static Status group_check(const char *op, const int32_t *counts, const GemmDesc *all, Err *e)
+ * FP8 scales per group — per-tensor, or blocks that do not cross groups: the ragged operands (grouped_gemm's
+ * A, both of the weight gradient's, ragged along K) in 1x128 tiles, the packed weights in 1x128 or 128x128
+ * (ragged: which operands are cut into groups along their rows). */
+static Status group_check(const char *op, const int32_t *counts, const GemmDesc *all, int ragged_b, Err *e)
 {
     if (!counts) return err_set(e, ST_USAGE, "%s: no counts (rows per group)", op);
     if (all->d.scale || !is_float(all->d.dtype))
@@ -136,11 +138,14 @@ static Status group_check(const char *op, const int32_t *counts, const GemmDesc 
     Err sub = {0};
     if (gemm_desc_check(all, &sub)) return err_set(e, ST_USAGE, "%s: %s", op, sub.msg + sizeof "gemm: " - 1);
     const GemmOperand *ops[2] = {&all->a, &all->b};
-    for (int i = 0; i < 2; i++)
-        if (dtype_is_fp8(ops[i]->dtype) && ops[i]->scale_gran != GRAN_TENSOR)
-            return err_set(e, ST_UNAVAILABLE,
-                           "%s: operand %s has %s scales; grouped GEMMs take one per-tensor scale per group so far", op,
-                           i ? "B" : "A", gran_name(ops[i]->scale_gran));
+    for (int i = 0; i < 2; i++) {
+        Granularity gr = ops[i]->scale_gran;
+        if (dtype_is_fp8(ops[i]->dtype) && gr == GRAN_128X128 && (i == 0 || ragged_b))
+            return err_set(e, ST_USAGE,
+                           "%s: operand %s has 128x128 scales; its groups are ragged along %s, so its blocks "
+                           "would cross them (1x128 or per-tensor)",
+                           op, i ? "B" : "A", ragged_b ? "K" : "the rows");
+    }
     return ST_OK;
 }
 
@@ -156,7 +161,7 @@ Status backend_check_grouped_gemm(Backend *bk, const GroupedGemmDesc *d, Err *e)
         return err_set(e, ST_USAGE, "grouped_gemm: operand B must be packed (ld 0): groups follow each other");
     GemmDesc all = {.m = d->rows ? d->rows : 1, .n = d->n, .k = d->k, .a = d->a, .b = d->b, .d = d->d};
     all.accum = d->accum;
-    return group_check("grouped_gemm", d->counts, &all, e);
+    return group_check("grouped_gemm", d->counts, &all, 0, e);
 }
 
 /* The weight gradient: its own shape, D packed (the groups' gradients follow each other), then group_check
@@ -172,5 +177,5 @@ Status backend_check_grouped_gemm_wgrad(Backend *bk, const GroupedWgradDesc *d, 
         return err_set(e, ST_USAGE, "grouped_gemm_wgrad: output D must be packed (ld 0): groups follow each other");
     GemmDesc all = {.m = d->m, .n = d->n, .k = d->rows ? d->rows : 1, .a = d->a, .b = d->b, .d = d->d};
     all.accum = d->accum;
-    return group_check("grouped_gemm_wgrad", d->counts, &all, e);
+    return group_check("grouped_gemm_wgrad", d->counts, &all, 1, e);
 }

@@ -128,8 +128,9 @@ typedef struct {
      * power-of-two rounding. The row-wise copy's blocks tile (rows, cols), its dequantization factors go
      * to row_scale_inv (gran_scale_count(rows, cols) of them, fp8/quant.h's order); the transposed copy is
      * tiled as the (cols, rows) tensor it is (1x128 activations re-tiled 128x1, as the report does for
-     * the backward), into col_scale_inv. scale, scale_inv, amax, in_scale_inv and col_ld are unused (NULL,
-     * 0); the input is 16/32-bit. */
+     * the backward), into col_scale_inv; with col_ld its rows go col_ld apart as above, its tiles starting at
+     * its own first column (a MoE layer's expert). scale, scale_inv, amax and in_scale_inv are unused
+     * (NULL); the input is 16/32-bit. */
     Granularity gran;
     float *row_scale_inv; /* with out_row */
     float *col_scale_inv; /* with out_col */
@@ -502,7 +503,10 @@ typedef struct {
  * B holds the G weights one after the other, group g's at g·N·K elements (K_INNER:
  * (N, K), K_OUTER: (K, N), packed: b.ld is 0); D_g is rows [r_g, r_g + m_g) of D.
  * FP8 operands carry one per-tensor scale_inv per group: a.scale_inv and
- * b.scale_inv are (G) (GRAN_TENSOR only so far). D is FP32, FP16 or BF16, no
+ * b.scale_inv are (G); or block scales (DeepSeek-V3's experts): A in 1x128
+ * tiles, (rows, ceil(K/128)) as gemm's, so group g's are rows [r_g, r_g + m_g)
+ * of them; B in 1x128 or 128x128 blocks of each group's (N, K) on its own,
+ * the groups' scales one after the other. D is FP32, FP16 or BF16, no
  * bias; d.amax, when set, is max-combined over all groups. Each group's D is
  * bit-identical to gemm() called with that group's GemmDesc. */
 typedef struct {
@@ -522,7 +526,10 @@ typedef struct {
  * B_g the permuted rows [r_g, r_g + k_g): for an expert's dW = dYᵀ·X, A = dY
  * stored (rows, M) and B = X stored (rows, N), both K_OUTER (gemm's wgrad in
  * BF16), or their transposed copies (M, rows) and (N, rows) K_INNER (the form
- * FP8 takes, one per-tensor scale per group as in grouped_gemm). D (G, M, N) is
+ * FP8 takes, one per-tensor scale per group as in grouped_gemm, or 1x128 tiles
+ * along K that start at each group's first row: group g's scales are
+ * (M, ceil(k_g/128)) for A and (N, ceil(k_g/128)) for B, after the groups
+ * before it, at M·t_g and N·t_g with t_g = Σ_{h<g} ceil(k_h/128)). D (G, M, N) is
  * packed (d.ld 0), group g's at g·M·N; a group with k_g = 0 gets D_g = 0
  * (overwrite) or keeps it (accumulate), as the sum over none of its rows. Each
  * other group's D_g is bit-identical to gemm() with that group's GemmDesc;

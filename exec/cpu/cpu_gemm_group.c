@@ -50,6 +50,16 @@ static void group_task(void *ctx, uint64_t task, int worker)
 
 static uint64_t ld_or(uint64_t ld, uint64_t packed) { return ld ? ld : packed; }
 
+static uint64_t tiles(uint64_t n) { return (n + GEMM_SCALE_BLOCK - 1) / GEMM_SCALE_BLOCK; }
+
+/* Group x's first scale in a (G, N, K) weight operand: a per-tensor scale each, or its own blocks. */
+static const float *group_scales(const GemmOperand *o, uint32_t x, uint64_t n, uint64_t k)
+{
+    if (o->scale_gran == GRAN_1X128) return o->scale_inv + (uint64_t)x * n * tiles(k);
+    if (o->scale_gran == GRAN_128X128) return o->scale_inv + (uint64_t)x * tiles(n) * tiles(k);
+    return o->scale_inv + x;
+}
+
 /* Group x of a grouped GEMM: rows [row0, row0 + m) of A and D. */
 static GemmDesc group_desc(const GroupedGemmDesc *d, uint32_t x, uint64_t row0, uint64_t m, float *amax)
 {
@@ -59,30 +69,32 @@ static GemmDesc group_desc(const GroupedGemmDesc *d, uint32_t x, uint64_t row0, 
     g.a.ptr = (const char *)d->a.ptr + (d->a.layout == GEMM_K_INNER ? row0 * lda : row0) * dtype_bytes(d->a.dtype);
     g.a.ld = lda;
     g.b.ptr = (const char *)d->b.ptr + (uint64_t)x * d->n * d->k * dtype_bytes(d->b.dtype);
-    if (d->a.scale_inv) g.a.scale_inv = d->a.scale_inv + x;
-    if (d->b.scale_inv) g.b.scale_inv = d->b.scale_inv + x;
+    if (d->a.scale_inv) /* 1x128 tiles: rows [row0, row0 + m) of the (rows, ceil(K/128)) scales */
+        g.a.scale_inv = d->a.scale_inv + (d->a.scale_gran == GRAN_1X128 ? row0 * tiles(d->k) : x);
+    if (d->b.scale_inv) g.b.scale_inv = group_scales(&d->b, x, d->n, d->k);
     g.d.ptr = (char *)d->d.ptr + row0 * ldd * dtype_bytes(d->d.dtype);
     g.d.ld = ldd;
     g.d.amax = d->d.amax ? amax : NULL;
     return g;
 }
 
-/* Operand o's rows [k0, k0 + kg) along K, of `rows` in all, its M/N extent mn. */
-static GemmOperand k_slice(GemmOperand o, uint64_t rows, uint64_t mn, uint64_t k0, uint32_t x)
+/* Operand o's rows [k0, k0 + kg) along K, of `rows` in all, its M/N extent mn; t0 the 128-row tiles of the
+ * groups before (1x128: group x's (mn, ceil(kg/128)) scales follow theirs, at mn·t0). */
+static GemmOperand k_slice(GemmOperand o, uint64_t rows, uint64_t mn, uint64_t k0, uint64_t t0, uint32_t x)
 {
     uint64_t ld = ld_or(o.ld, o.layout == GEMM_K_INNER ? rows : mn);
     o.ptr = (const char *)o.ptr + (o.layout == GEMM_K_INNER ? k0 : k0 * ld) * dtype_bytes(o.dtype);
     o.ld = ld;
-    if (o.scale_inv) o.scale_inv += x;
+    if (o.scale_inv) o.scale_inv += o.scale_gran == GRAN_1X128 ? mn * t0 : x;
     return o;
 }
 
 /* Group x of a weight gradient: K rows [k0, k0 + kg) of A and B, D_x at x·M·N. */
-static GemmDesc wgrad_desc(const GroupedWgradDesc *d, uint32_t x, uint64_t k0, uint64_t kg, float *amax)
+static GemmDesc wgrad_desc(const GroupedWgradDesc *d, uint32_t x, uint64_t k0, uint64_t t0, uint64_t kg, float *amax)
 {
     GemmDesc g = {.m = d->m, .n = d->n, .k = kg, .d = d->d, .accum = d->accum, .acc_precision = d->acc_precision};
-    g.a = k_slice(d->a, d->rows, d->m, k0, x);
-    g.b = k_slice(d->b, d->rows, d->n, k0, x);
+    g.a = k_slice(d->a, d->rows, d->m, k0, t0, x);
+    g.b = k_slice(d->b, d->rows, d->n, k0, t0, x);
     g.d.ptr = (char *)d->d.ptr + (uint64_t)x * d->m * d->n * dtype_bytes(d->d.dtype);
     g.d.amax = d->d.amax ? amax : NULL;
     return g;
@@ -162,8 +174,9 @@ Status cpu_grouped_gemm_wgrad(Backend *bk, const GroupedWgradDesc *d, Err *e)
     Group *gr = calloc(d->groups, sizeof *gr);
     if (!gr) return err_set(e, ST_NOMEM, "grouped_gemm_wgrad: out of memory for %u groups", d->groups);
     uint64_t bytes = d->m * d->n * dtype_bytes(d->d.dtype);
-    for (uint64_t x = 0, k0 = 0; x < d->groups; k0 += (uint64_t)d->counts[x], x++) {
-        gr[x].g = wgrad_desc(d, (uint32_t)x, k0, (uint64_t)d->counts[x], &gr[x].amax);
+    for (uint64_t x = 0, k0 = 0, t0 = 0; x < d->groups;
+         k0 += (uint64_t)d->counts[x], t0 += tiles((uint64_t)d->counts[x]), x++) {
+        gr[x].g = wgrad_desc(d, (uint32_t)x, k0, t0, (uint64_t)d->counts[x], &gr[x].amax);
         if (!d->counts[x] && d->accum == GEMM_OVERWRITE) /* the sum over no rows */
             memset(gr[x].g.d.ptr, 0, (size_t)bytes);
     }

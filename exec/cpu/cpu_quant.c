@@ -59,7 +59,9 @@ static void cast_tile(void *ctx, uint64_t task, int worker)
 }
 
 /* Block scaling: each copy through fp8/'s quantizer (quant_tensor, FP32 scales, not rounded to powers of
- * two), from an FP32 copy of the input (transposed for the transposed copy). */
+ * two), from an FP32 copy of the input (transposed for the transposed copy). With col_ld the transposed
+ * copy is quantized packed, its tiles starting at its own first column, and its rows placed col_ld apart
+ * (a MoE layer's expert: its columns of the (cols, rows of all experts) copy). */
 static Status cast_blocks(Backend *bk, const CastDesc *c, Err *e)
 {
     const uint64_t R = c->rows, C = c->cols, n = R * C;
@@ -71,9 +73,11 @@ static Status cast_blocks(Backend *bk, const CastDesc *c, Err *e)
     if (!st) st = quant_scale_count(&cfg, C, R, &ns2, e);
     if (st) return st;
     nmax = ns > ns2 ? ns : ns2;
-    float *x = cpu_scratch(bk, 0, 2 * n + nmax, e);
+    const uint64_t ncode = c->col_ld ? (n + sizeof(float) - 1) / sizeof(float) : 0; /* the packed codes */
+    float *x = cpu_scratch(bk, 0, 2 * n + nmax + ncode, e);
     if (!x) return e ? e->st : ST_NOMEM;
     float *xt = x + n, *sc = xt + n;
+    uint8_t *packed = c->col_ld ? (uint8_t *)(sc + nmax) : c->out_col;
     elem_load_run(c->in, c->in_dtype, 0, x, n);
     if (c->out_row) {
         QuantBufs b = {.codes = c->out_row, .scale = sc, .scale_inv = c->row_scale_inv};
@@ -82,8 +86,10 @@ static Status cast_blocks(Backend *bk, const CastDesc *c, Err *e)
     if (!st && c->out_col) {
         for (uint64_t r = 0; r < R; r++)
             for (uint64_t j = 0; j < C; j++) xt[j * R + r] = x[r * C + j];
-        QuantBufs b = {.codes = c->out_col, .scale = sc, .scale_inv = c->col_scale_inv};
+        QuantBufs b = {.codes = packed, .scale = sc, .scale_inv = c->col_scale_inv};
         st = quant_tensor(&cfg, xt, C, R, &b, NULL, e);
+        for (uint64_t j = 0; !st && c->col_ld && j < C; j++)
+            memcpy((uint8_t *)c->out_col + j * c->col_ld, packed + j * R, (size_t)R);
     }
     return st;
 }

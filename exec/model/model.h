@@ -125,6 +125,9 @@ typedef struct {
      * (those NULL), each expert's columns [r_g, r_g + m_g) cast with its own scale */
     uint8_t *q_xin; /* (C, R) */
     uint8_t *q_xh;  /* (Fe, R) */
+    /* block scaling: their 1x128 tiles along the rows, each expert's from its first row (model_moe_block.c):
+     * (C, model_moe_tiles(R, E)) and (Fe, ...) at most */
+    float *q_xin_s, *q_xh_s;
 } LayerActs;
 
 typedef struct {

@@ -154,13 +154,43 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e);
 /* Its backward from dout = d(out): m->act.d_moe = d(x) through the experts and the router; the
  * router's and experts' gradients accumulate. x as in the forward. */
 Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err *e);
+/* The rows and buffers the routed experts' FP8 GEMMs work on: one rank's (every expert; the arena's
+ * tensors, model_moe_f8_tokens) or the experts' side of expert parallelism (its E/ep experts on the rows
+ * the EP peers dispatched; the EP buffers, model_ep_f8). Slots and weights index the local experts. */
+typedef struct {
+    uint32_t groups;                       /* local experts */
+    uint64_t rows;                         /* Σ counts */
+    const int32_t *counts;                 /* (groups) backend memory */
+    const void *x_in;                      /* (rows, C) the dispatched inputs (forward; spent) */
+    void *x_fc1;                           /* (rows, k·Fe) FC1's output, saved */
+    void *x_h;                             /* (rows, Fe) the activation's output before its cast */
+    void *y;                               /* (rows, C) the outputs; in backward d(inputs) */
+    void *dy, *dh2, *dh1;                  /* backward: d(outputs), d(activation out), d(FC1 out) */
+    uint8_t *q_xin, *q_xh;                 /* saved transposed FP8 inputs (C, rows), (Fe, rows) */
+    float *q_xin_s, *q_xh_s;               /* block scaling: their tiles */
+    uint8_t *t_qrow, *d_qrow, *d_qcol;     /* working FP8 copies */
+    float *t_qrow_s, *d_qrow_s, *d_qcol_s; /* block scaling: their tiles */
+    int x_q, dy_q; /* t_qrow / d_qrow already hold x_in's / dy's row-wise copy (the FP8 dispatch's payload) */
+} MoeF8;
+/* One rank's view of MoE block l: the permuted inputs and outputs in m->act.x_y, the arena's buffers. */
+MoeF8 model_moe_f8_tokens(Model *m, uint32_t l);
 /* The routed experts' GEMMs under a per-tensor FP8 recipe (model_moe_fp8.c), one scaling record set per
- * expert: the forward from the permuted inputs xin (R, C) (spent) to x_fc1 and m->act.x_y; the
- * backward's recomputed expert outputs into x_y; the backward from x_dy to x_y = d(expert inputs), the
- * experts' weight gradients accumulated. */
-Status model_moe_fp8_fwd(Model *m, uint32_t l, const void *xin, ModelParam *w1, ModelParam *w2, Err *e);
-Status model_moe_fp8_recompute(Model *m, uint32_t l, ModelParam *w2, Err *e);
-Status model_moe_fp8_bwd(Model *m, uint32_t l, ModelParam *w1, ModelParam *w2, Err *e);
+ * local expert: the forward from v->x_in to v->x_fc1 and v->y; the backward's recomputed expert outputs
+ * into v->y (one rank only); the backward from v->dy to v->y = d(expert inputs), the experts' weight
+ * gradients accumulated. */
+Status model_moe_fp8_fwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, ModelParam *w2, Err *e);
+Status model_moe_fp8_recompute(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w2, Err *e);
+Status model_moe_fp8_bwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, ModelParam *w2, Err *e);
+/* The same three under the deepseek-v3 recipe (model_moe_block.c): 1x128 activation tiles, each expert's
+ * 128x128 weight blocks, the 14-bit accumulation; model_moe_fp8_* call them for a block-scaled recipe. */
+Status model_moe_block_fwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam *w2, Err *e);
+Status model_moe_block_recompute(Model *m, const MoeF8 *v, ModelParam *w2, Err *e);
+Status model_moe_block_bwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam *w2, Err *e);
+/* The most 1x128 tiles a column of a transposed (cols, rows) expert copy holds when rows are split among
+ * `experts` groups each tiled from its first row: min(E, R) + ⌊(R − min(E, R)) / 128⌋. */
+uint64_t model_moe_tiles(uint64_t rows, uint64_t experts);
+/* A view's counts on the host (groups), malloc'd (NULL and e set when out of memory or the copy fails). */
+int32_t *model_moe_host_counts(Model *m, const MoeF8 *v, Err *e);
 /* After the optimizer step: a sigmoid router's bias moved towards the mean load (MODEL_MOE_BIAS_SPEED),
  * from the step's counts. */
 Status model_moe_after_step(Model *m, Err *e);
@@ -192,9 +222,17 @@ typedef struct {
 /* The EP buffers (ep·R rows on the experts' side, outside the arena) and m->ep_rows; nothing at ep 1. */
 Status model_ep_create(Model *m, Err *e);
 void model_ep_destroy(Model *m);
-/* Forward of MoE block l: the counts exchanged over the EP group, then la->x_in (R rows, permuted) to the
- * local experts (CO_EP_DISPATCH_FWD); *xr the expert-side rows. */
-Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, MoeRows *xr, Err *e);
+/* Forward of MoE block l: the counts exchanged over the EP group, then tok (R rows, permuted: la->x_in, or
+ * the FP8 path's m->act.x_y) to the local experts (CO_EP_DISPATCH_FWD); *xr the expert-side rows. */
+Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, const void *tok, MoeRows *xr, Err *e);
+/* Delayed scaling with expert parallelism: before bank b's amax all-reduce over the DP group, its local experts'
+ * records (row 0) MAX-reduced over the expert-data-parallel group into the EP buffers (begin); after it, put
+ * back over the records (end). Nothing at ep 1. */
+Status model_ep_amax_begin(Model *m, ScalingBank *b, Err *e);
+Status model_ep_amax_end(Model *m, ScalingBank *b, Err *e);
+/* The experts' side of block l as an FP8 view (model_moe_fp8.c) over xr's rows: outputs into the forward's
+ * output buffer (bwd 0), or d(outputs) from and d(inputs) into the backward's (bwd 1). */
+MoeF8 model_ep_f8(Model *m, uint32_t l, const MoeRows *xr, int bwd);
 /* The experts' outputs y (xr->rows, C) back to their token copies (CO_EP_COMBINE_FWD): tok (R, C), and kept. */
 Status model_ep_combine(Model *m, uint32_t l, const void *y, void *tok, Err *e);
 /* The expert-side output buffer of the forward (ep·R rows). */
@@ -205,6 +243,17 @@ Status model_ep_backward_rows(Model *m, uint32_t l, MoeRows *xr, MoeEpBwd *b);
  * back (CO_EP_COMBINE_BWD). */
 Status model_ep_dispatch_bwd(Model *m, uint32_t l, const void *dy_tok, void *dy, Err *e);
 Status model_ep_combine_bwd(Model *m, uint32_t l, const void *dx, void *dx_tok, Err *e);
+
+/* The FP8 dispatch payload (model_moe_ep_fp8.c; deepseek-v3): a row's bytes, C codes and ceil(C/128) FP32
+ * scale_inv; the token side's rows (R, C), peer j's rows[j] of them in turn, quantized into pay (peer j's
+ * segment: its codes, then its scales); the received segments scr (source s's rc[s][0..El) rows) copied to
+ * the host buffer `host` and sorted expert-major into codes q (rows, C) and scales qs (rows, ceil(C/128));
+ * and those dequantized into out (rows, C) in the activation dtype. */
+uint64_t model_ep_fp8_row_bytes(const Model *m);
+Status model_ep_fp8_pack(Model *m, const uint64_t *rows, const void *tok, uint8_t *pay, Err *e);
+Status model_ep_fp8_unpack(Model *m, const uint64_t *rc, const uint8_t *scr, uint8_t *host, uint8_t *q, float *qs,
+                           Err *e);
+Status model_ep_fp8_dequant(Model *m, const uint8_t *q, const float *qs, uint64_t rows, void *out, Err *e);
 
 /* The routed part's saved activations and working buffers (nothing on a dense model). */
 void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t l, int li);

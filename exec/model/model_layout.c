@@ -26,9 +26,11 @@ Status model_check(const Plan *p, Err *e)
                        "the executor materializes attention scores without recompute or dropout; plan it that way "
                        "(exec_plan_input)");
     Status st = exec_recipe_check(in->recipe, e);
-    if (!st && exec_block_scaled(in->recipe) && (in->tp > 1 || in->pp > 1 || in->dp > 1))
-        st = err_set(e, ST_UNAVAILABLE, "recipe %s: block scaling runs on one rank so far (tp %u, pp %u, dp %u given)",
-                     in->recipe->name, in->tp, in->pp, in->dp);
+    if (!st && exec_block_scaled(in->recipe) && (in->tp > 1 || in->pp > 1 || in->sharding != SHARD_NONE))
+        st = err_set(e, ST_UNAVAILABLE,
+                     "recipe %s: block scaling runs over data and expert parallelism only so far (tp %u, pp %u, "
+                     "sharding %s given)",
+                     in->recipe->name, in->tp, in->pp, sharding_name(in->sharding));
     if (!st) st = model_moe_check(p, e);
     if (!st) st = model_shard_check(p, e);
     if (st) return st;
@@ -116,7 +118,7 @@ int model_has_linear(const Model *m, uint32_t l, LinearKind k)
 static uint32_t block_tensors(const Model *m, uint32_t l)
 {
     uint32_t n = model_ffn_of(m, l) ? LIN_COUNT : 2;
-    return n + (model_moe_layer(m, l) ? 2 * m->spec.experts : 0);
+    return n + (model_moe_layer(m, l) ? 2 * (m->spec.experts / m->ep) : 0); /* this rank's experts */
 }
 
 /* t0(l): the tensors of the blocks before l. */
@@ -133,7 +135,7 @@ uint32_t model_slot_dy(const Model *m, uint32_t l, LinearKind k) { return tensor
 
 uint32_t model_slot_expert(const Model *m, uint32_t l, int fc2, int op)
 {
-    uint32_t t = tensor0(m, l) + (model_ffn_of(m, l) ? LIN_COUNT : 2), E = m->spec.experts;
+    uint32_t t = tensor0(m, l) + (model_ffn_of(m, l) ? LIN_COUNT : 2), E = m->spec.experts / m->ep;
     if (op == 2) return t + (uint32_t)fc2 * E;
     return 2 * t + (uint32_t)(2 * fc2 + op) * E;
 }
@@ -246,8 +248,10 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
         if (q->gemm && fp8 && r->fp8_col != DT_NONE)
             arena_add(sp, q->expert ? MT_FP8_EXPERT : MT_FP8_COLWISE, r->fp8_col, q->numel, bind ? &q->wq_col : NULL,
                       nm, q->layer);
-        if (q->gemm && exec_block_scaled(r)) { /* the copies' 128x128 blocks (fp8/granularity.h's counts) */
-            uint64_t nr = blocks_of(r->weight_gran, q->rows, q->cols), nc = blocks_of(r->weight_gran, q->cols, q->rows);
+        if (q->gemm && exec_block_scaled(r)) { /* the copies' 128x128 blocks (fp8/granularity.h's counts); the
+                                                  routed experts' each of its own (N/G, K) weight */
+            const uint64_t G = q->expert ? m->spec.experts / m->ep : 1, n = q->rows / G;
+            uint64_t nr = G * blocks_of(r->weight_gran, n, q->cols), nc = G * blocks_of(r->weight_gran, q->cols, n);
             arena_add(sp, MT_SCALE_BLOCK, DT_FP32, nr, bind ? &q->wq_row_s : NULL, nm, q->layer);
             arena_add(sp, MT_SCALE_BLOCK, DT_FP32, nc, bind ? &q->wq_col_s : NULL, nm, q->layer);
         }
@@ -353,11 +357,17 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
             dwide = max2(dwide, model_lin_n(m, l, (LinearKind)k));
         }
     uint64_t qrow = BT * wide, dq = BT * dwide; /* FP8 copies of a GEMM input and of an output gradient */
+    /* block scaling: the tiles of the row-wise input and of both output gradients' copies */
+    uint64_t qrow_s = blocks_of(r->act_gran, BT, wide), dq_s = blocks_of(r->act_gran, BT, dwide),
+             dqc_s = blocks_of(r->act_gran, dwide, BT);
     for (uint32_t l = 0; l < s->layers; l++)
-        if (model_moe_layer(m, l)) { /* the experts' (exec/model/model_moe_fp8.c): R rows */
-            uint64_t R = model_moe_rows(m), Fe = s->expert_ffn;
+        if (model_moe_layer(m, l)) { /* the experts' (exec/model/model_moe_fp8.c, model_moe_block.c): R rows */
+            uint64_t R = model_moe_rows(m), Fe = s->expert_ffn, dmax = max2(C, max2(spec_fc1_k(s) * Fe, Fe));
             qrow = max2(qrow, R * max2(C, Fe));
-            dq = max2(dq, R * max2(C, max2(spec_fc1_k(s) * Fe, Fe)));
+            dq = max2(dq, R * dmax);
+            qrow_s = max2(qrow_s, max2(blocks_of(r->act_gran, R, C), blocks_of(r->act_gran, R, Fe)));
+            dq_s = max2(dq_s, blocks_of(r->act_gran, R, dmax)); /* the recomputed FC2 input's (R, Fe) too */
+            dqc_s = max2(dqc_s, dmax * model_moe_tiles(R, s->experts / m->ep)); /* each expert from its first row */
         }
     ModelActs *a = bind ? &m->act : NULL;
     /* d_res: the sequence-parallel tokens; d_b also the attention output's gradient (B·T, H·D) (TP: H/tp) */
@@ -376,12 +386,12 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
     if (fp8 && r->fp8_row == DT_NONE)
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, wmax, a ? &a->t_wrow : NULL, "t_wrow");
     if (exec_block_scaled(r)) { /* the 1x128 tiles' scale_inv of the row-wise input and both output gradients */
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, blocks_of(r->act_gran, BT, wide),
-                        a ? &a->t_qrow_s : NULL, "t_qrow.scale_inv");
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, blocks_of(r->act_gran, BT, dwide),
-                        a ? &a->d_qrow_s : NULL, "d_qrow.scale_inv");
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, blocks_of(r->act_gran, dwide, BT),
-                        a ? &a->d_qcol_s : NULL, "d_qcol.scale_inv");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, qrow_s, a ? &a->t_qrow_s : NULL,
+                        "t_qrow.scale_inv");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, dq_s, a ? &a->d_qrow_s : NULL,
+                        "d_qrow.scale_inv");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, dqc_s, a ? &a->d_qcol_s : NULL,
+                        "d_qcol.scale_inv");
     }
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->t_out : NULL, "t_out");
     if (s->qk_norm) { /* the attention's normalized, rotated input (the saved QKV output is the norms' input) */

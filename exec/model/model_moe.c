@@ -43,11 +43,6 @@ Status model_moe_check(const Plan *p, Err *e)
         return err_set(e, ST_USAGE, "model %s: a model with experts needs router softmax or sigmoid", s->name);
     if (s->linear_bias)
         return err_set(e, ST_UNAVAILABLE, "model %s: linear biases with experts are not run by the executor", s->name);
-    if (exec_block_scaled(r))
-        return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s on model %s: block-scaled (1x128/128x128) expert GEMMs are not run by the executor "
-                       "yet (its dense linears are; the experts run te-fp8 and te-fp8-current)",
-                       r->name, s->name);
     if (recipe_fp8_gemm(r) && (r->fp8_row == DT_NONE || r->fp8_col == DT_NONE || !dtype_is_fp8(r->saved_input) ||
                                r->gemm.scaled_mask || !is_float16_32(r->gemm.dt[STATE_WEIGHT])))
         return err_set(e, ST_UNAVAILABLE,
@@ -61,18 +56,31 @@ Status model_moe_check(const Plan *p, Err *e)
                        "etp %u, sharding %s given; tensor, pipeline and expert-tensor parallelism and sharded states "
                        "with experts are not implemented yet)",
                        s->name, in->tp, in->pp, in->etp, sharding_name(in->sharding));
-    if (recipe_fp8_gemm(r) && (in->dp > 1 || in->ep > 1))
+    /* FP8 experts over ranks: with ep 1 every rank holds every expert, so an expert's data-parallel group is the
+     * DP group the banks' amax all-reduce spans; with ep > 1 current scaling exchanges nothing, and delayed
+     * scaling reduces the experts' records over their EDP group (model_ep_amax_begin). The amax group must be
+     * the DP group for that ("all"; "tp"/"none" reduce nothing at tp 1). */
+    if (recipe_fp8_gemm(r) && in->ep > 1 && r->scaling == SCALING_DELAYED && r->amax_reduce != AMAX_ALL)
         return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s on model %s: FP8 expert GEMMs run on one rank (dp %u, ep %u given; their per-expert "
-                       "scales are not reduced or exchanged across ranks yet): BF16/FP32 recipes run over data and "
-                       "expert parallel ranks",
-                       r->name, s->name, in->dp, in->ep);
-    if (in->ep > 1 && (r->comm_ep_dispatch != exec_act_dtype(r) || r->comm_ep_combine != exec_act_dtype(r)))
+                       "recipe %s on model %s: delayed-scaling FP8 experts over --ep %u reduce their amaxes over the "
+                       "expert-data-parallel group beside the recipe's amax_reduce 'all'; this recipe's is '%s'",
+                       r->name, s->name, in->ep, amax_reduce_name(r->amax_reduce));
+    /* the dispatch in FP8 with its 1x128 scales (model_moe_ep_fp8.c): deepseek-v3's, whose experts take the
+     * row-wise tiles as they arrive; the combine always in the activation dtype */
+    const int fp8_dispatch = exec_block_scaled(r) && r->act_gran == GRAN_1X128 && r->comm_ep_dispatch == DT_E4M3;
+    if (in->ep > 1 &&
+        ((r->comm_ep_dispatch != exec_act_dtype(r) && !fp8_dispatch) || r->comm_ep_combine != exec_act_dtype(r)))
         return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s with --ep %u: the all-to-alls carry the activations as they are (%s); its dispatch "
-                       "(%s) and combine (%s) dtypes differ",
+                       "recipe %s with --ep %u: the all-to-alls carry the activations as they are (%s), or E4M3 with "
+                       "1x128 scales for a block-scaled recipe's dispatch; its dispatch (%s) and combine (%s) dtypes "
+                       "differ",
                        r->name, in->ep, dtype_name(exec_act_dtype(r)), dtype_name(r->comm_ep_dispatch),
                        dtype_name(r->comm_ep_combine));
+    if (in->ep > 1 && fp8_dispatch && s->hidden % 4)
+        return err_set(e, ST_UNAVAILABLE,
+                       "model %s: hidden %u with recipe %s's FP8 dispatch: a row's codes move as 4-byte words (hidden "
+                       "must be a multiple of 4)",
+                       s->name, s->hidden, r->name);
     if (in->moe_capacity > 0)
         return err_set(e, ST_UNAVAILABLE, "--moe-capacity %g: the executor's routing is dropless (0)",
                        in->moe_capacity);
@@ -107,15 +115,18 @@ void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t
     const int f8 = recipe_fp8_gemm(r); /* model_moe_check: FP8 inputs saved in FP8 */
     if (!model_ffn_of(m, l) || f8)     /* no shared FC1 saves norm 2's output in BF16: the router's own copy */
         arena_add(sp, MT_ACT_MOE, A, BT * C, la ? &la->r_in : NULL, "router.input", li);
-    if (f8)
-        arena_add(sp, MT_ACT_MOE, r->saved_input, C * R, la ? &la->q_xin : NULL, "experts.input.fp8_col", li);
-    else
-        arena_add(sp, MT_ACT_MOE, A, R * C, la ? &la->x_in : NULL, "experts.input", li);
+    /* block scaling: the transposed copies' tiles, at most (this rank's experts: with ep > 1 the experts' side
+     * holds its own in the EP buffers, and these are the plan's per-GPU rows) */
+    const uint64_t nt = model_moe_tiles(R, E / m->ep);
+    if (f8) arena_add(sp, MT_ACT_MOE, r->saved_input, C * R, la ? &la->q_xin : NULL, "experts.input.fp8_col", li);
+    if (f8 && exec_block_scaled(r))
+        arena_add(sp, MT_ACT_MOE, DT_FP32, C * nt, la ? &la->q_xin_s : NULL, "experts.input.fp8_col.scale_inv", li);
+    if (!f8) arena_add(sp, MT_ACT_MOE, A, R * C, la ? &la->x_in : NULL, "experts.input", li);
     arena_add(sp, MT_ACT_MOE, A, R * spec_fc1_k(s) * Fe, la ? &la->x_fc1 : NULL, "experts.fc1", li);
-    if (f8)
-        arena_add(sp, MT_ACT_MOE, r->saved_input, Fe * R, la ? &la->q_xh : NULL, "experts.fc2_input.fp8_col", li);
-    else
-        arena_add(sp, MT_ACT_MOE, A, R * Fe, la ? &la->x_fc2in : NULL, "experts.fc2_input", li);
+    if (f8) arena_add(sp, MT_ACT_MOE, r->saved_input, Fe * R, la ? &la->q_xh : NULL, "experts.fc2_input.fp8_col", li);
+    if (f8 && exec_block_scaled(r))
+        arena_add(sp, MT_ACT_MOE, DT_FP32, Fe * nt, la ? &la->q_xh_s : NULL, "experts.fc2_input.fp8_col.scale_inv", li);
+    if (!f8) arena_add(sp, MT_ACT_MOE, A, R * Fe, la ? &la->x_fc2in : NULL, "experts.fc2_input", li);
 }
 
 void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
@@ -213,6 +224,29 @@ static MoeRows token_rows(const Model *m, const LayerActs *la)
                      .x_fc2in = la->x_fc2in};
 }
 
+/* The step's tokens per expert (host), and the softmax router's auxiliary loss. */
+static Status count_routing(Model *m, uint32_t l, const LayerActs *la, Err *e)
+{
+    const ModelSpec *s = &m->spec;
+    const uint64_t E = s->experts;
+    const uint32_t xi = model_moe_index(m, l);
+    Status st = ST_OK;
+    if (m->moe_counts) {
+        int32_t *c = (int32_t *)m->moe_scratch; /* (E) host: a step allocates nothing */
+        st = m->bk->copy_to_host(m->bk, c, la->r_counts, E * sizeof *c, e);
+        uint64_t *row = m->moe_counts + (uint64_t)xi * E;
+        if (!st && m->mb == 0) memset(row, 0, E * sizeof *row);
+        for (uint64_t i = 0; !st && i < E; i++) row[i] += (uint64_t)c[i];
+    }
+    if (!st && m->mb == 0 && xi == 0) m->moe_aux = 0.0;
+    if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
+        float v = 0.0f;
+        st = aux_loss(m, la, 0.0f, NULL, &v, e);
+        m->moe_aux += (double)v / m->microbatches;
+    }
+    return st;
+}
+
 Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
 {
     Backend *bk = m->bk;
@@ -247,21 +281,7 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
                      .weights = la->r_w,
                      .counts = la->r_counts};
     if (!st) st = bk->router_topk(bk, &rd, e);
-    /* the step's tokens per expert (host), and the softmax router's auxiliary loss */
-    uint32_t xi = model_moe_index(m, l);
-    if (!st && m->moe_counts) {
-        int32_t *c = (int32_t *)m->moe_scratch; /* (E) host: a step allocates nothing */
-        st = bk->copy_to_host(bk, c, la->r_counts, E * sizeof *c, e);
-        uint64_t *row = m->moe_counts + (uint64_t)xi * E;
-        if (!st && m->mb == 0) memset(row, 0, E * sizeof *row);
-        for (uint64_t i = 0; !st && i < E; i++) row[i] += (uint64_t)c[i];
-    }
-    if (!st && m->mb == 0 && xi == 0) m->moe_aux = 0.0;
-    if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
-        float v = 0.0f;
-        st = aux_loss(m, la, 0.0f, NULL, &v, e);
-        m->moe_aux += (double)v / m->microbatches;
-    }
+    if (!st) st = count_routing(m, l, la, e);
     MoePermuteDesc pd = {.tokens = BT,
                          .experts = s->experts,
                          .k = s->experts_per_token,
@@ -272,18 +292,19 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
                          .out = recipe_fp8_gemm(&m->recipe) ? a->x_y : la->x_in, /* FP8: cast, then spent */
                          .row_of = la->r_rowof};
     if (!st) st = bk->moe_permute(bk, &pd, e);
-    if (recipe_fp8_gemm(&m->recipe)) { /* the experts in FP8 on one rank (exec/model/model_moe_fp8.c) */
-        if (!st) st = model_moe_fp8_fwd(m, l, a->x_y, w1, w2, e);
+    /* the experts: this rank's E on its rows, or (expert parallelism) its E/ep on the rows dispatched to it */
+    MoeRows xr = token_rows(m, la);
+    void *y = m->ep > 1 ? model_ep_fwd_out(m) : a->x_y;
+    if (!st && m->ep > 1) st = model_ep_dispatch(m, l, la, pd.out, &xr, e);
+    if (recipe_fp8_gemm(&m->recipe)) { /* in FP8 (exec/model/model_moe_fp8.c) */
+        MoeF8 v = m->ep > 1 ? model_ep_f8(m, l, &xr, 0) : model_moe_f8_tokens(m, l);
+        if (!st) st = model_moe_fp8_fwd(m, l, &v, w1, w2, e);
     } else {
-        /* the experts: this rank's E on its rows, or (expert parallelism) its E/ep on the rows dispatched to it */
-        MoeRows xr = token_rows(m, la);
-        void *y = m->ep > 1 ? model_ep_fwd_out(m) : a->x_y;
-        if (!st && m->ep > 1) st = model_ep_dispatch(m, l, la, &xr, e);
         if (!st) st = experts_gemm(m, &xr, xr.x_in, w1->weight, kf * Fe, C, GEMM_K_INNER, xr.x_fc1, e);
         if (!st) st = model_act_fwd(m, xr.rows, Fe, xr.x_fc1, xr.x_fc2in, e);
         if (!st) st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, y, e);
-        if (!st && m->ep > 1) st = model_ep_combine(m, l, y, a->x_y, e);
     }
+    if (!st && m->ep > 1) st = model_ep_combine(m, l, y, a->x_y, e);
     MoeUnpermuteDesc ud = {.tokens = BT,
                            .k = s->experts_per_token,
                            .cols = C,
@@ -296,65 +317,17 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
     return st;
 }
 
-Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err *e)
+/* The router's backward from d(weights) in m->act.r_dw: the auxiliary loss's d(scores) (mean over the step's
+ * micro-batches and ranks), d(logits) through the top-k normalisation and the score function, d(x) added to
+ * m->act.d_moe, and dWr += d(logits)ᵀ · x. */
+static Status router_bwd(Model *m, const LayerActs *la, ModelParam *wr, const void *x, Err *e)
 {
     Backend *bk = m->bk;
     const ModelSpec *s = &m->spec;
-    LayerActs *la = model_la(m, l);
     ModelActs *a = &m->act;
     const Dtype A = m->act_dtype;
-    const uint64_t BT = model_tokens(m), C = s->hidden, E = s->experts, Fe = s->expert_ffn, kf = spec_fc1_k(s);
-    const int L = (int)(l + m->layer0);
-    ModelParam *wr = model_find_param(m, PK_ROUTER_W, L), *w1 = model_find_param(m, PK_XFC1_W, L),
-               *w2 = model_find_param(m, PK_XFC2_W, L);
-    if (!wr || !w1 || !w2) return err_set(e, ST_SOFTWARE, "MoE layer %d has no router or experts", L);
-    MoeRows xr = token_rows(m, la);
-    MoeEpBwd b = {.y_tok = a->x_y, .dy = a->x_dy, .dh2 = a->x_dh2, .dh1 = a->x_dh1, .dx = a->x_y};
-    const int f8 = recipe_fp8_gemm(&m->recipe); /* FP8 experts: one rank (model_moe_check) */
+    const uint64_t BT = model_tokens(m), C = s->hidden, E = s->experts;
     Status st = ST_OK;
-    if (f8) /* the experts' outputs again, for the combine weights' gradient */
-        st = model_moe_fp8_recompute(m, l, w2, e);
-    else if (m->ep > 1) /* the expert side's rows and buffers; the token side kept the outputs */
-        st = model_ep_backward_rows(m, l, &xr, &b);
-    else
-        st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, a->x_y, e);
-    MoeUnpermuteBwdDesc ub = {.tokens = BT,
-                              .k = s->experts_per_token,
-                              .cols = C,
-                              .dtype = A,
-                              .row_of = la->r_rowof,
-                              .weights = la->r_w,
-                              .dout = dout,
-                              .in = b.y_tok,
-                              .din = a->x_dy,
-                              .dweights = a->r_dw};
-    if (!st) st = bk->moe_unpermute_bwd(bk, &ub, e);
-    if (f8) {
-        if (!st) st = model_moe_fp8_bwd(m, l, w1, w2, e); /* FC2 and FC1 as below, in FP8 */
-    } else {
-        if (!st && m->ep > 1) st = model_ep_dispatch_bwd(m, l, a->x_dy, b.dy, e);
-        /* FC2: d(activation output) = dY · W2_g (W2_g stored (C, Fe): K_OUTER), dW2 += dYᵀ · h */
-        if (!st) st = experts_gemm(m, &xr, b.dy, w2->weight, Fe, C, GEMM_K_OUTER, b.dh2, e);
-        if (!st) st = experts_wgrad(m, &xr, w2, b.dy, C, xr.x_fc2in, Fe, e);
-        if (!st) st = model_act_bwd(m, xr.rows, Fe, xr.x_fc1, b.dh2, b.dh1, e);
-        /* FC1: d(expert inputs) into x_y (its outputs are spent; expert parallelism: the expert side's, then
-         * back to the token copies), dW1 += d(FC1 out)ᵀ · inputs */
-        if (!st) st = experts_gemm(m, &xr, b.dh1, w1->weight, C, kf * Fe, GEMM_K_OUTER, b.dx, e);
-        if (!st) st = experts_wgrad(m, &xr, w1, b.dh1, kf * Fe, xr.x_in, C, e);
-        if (!st && m->ep > 1) st = model_ep_combine_bwd(m, l, b.dx, a->x_y, e);
-    }
-    /* the copies' gradients summed back to their tokens */
-    MoeUnpermuteDesc ud = {.tokens = BT,
-                           .k = s->experts_per_token,
-                           .cols = C,
-                           .dtype = A,
-                           .row_of = la->r_rowof,
-                           .weights = NULL,
-                           .in = a->x_y,
-                           .out = a->d_moe};
-    if (!st) st = bk->moe_unpermute(bk, &ud, e);
-    /* the router: the auxiliary loss's d(scores) (mean over the step's micro-batches and ranks), then
-     * d(logits) through the top-k normalisation and the score function */
     float *ds = NULL;
     if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
         float v;
@@ -388,6 +361,69 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
     wg.d = (GemmOutput){.ptr = model_grad_target(m, wr, 0), .dtype = DT_FP32};
     if (!st) st = bk->gemm(bk, &wg, e);
     if (!st) st = model_grad_commit(m, wr, 0, e);
+    return st;
+}
+
+Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err *e)
+{
+    Backend *bk = m->bk;
+    const ModelSpec *s = &m->spec;
+    LayerActs *la = model_la(m, l);
+    ModelActs *a = &m->act;
+    const Dtype A = m->act_dtype;
+    const uint64_t BT = model_tokens(m), C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const int L = (int)(l + m->layer0);
+    ModelParam *wr = model_find_param(m, PK_ROUTER_W, L), *w1 = model_find_param(m, PK_XFC1_W, L),
+               *w2 = model_find_param(m, PK_XFC2_W, L);
+    if (!wr || !w1 || !w2) return err_set(e, ST_SOFTWARE, "MoE layer %d has no router or experts", L);
+    MoeRows xr = token_rows(m, la);
+    MoeEpBwd b = {.y_tok = a->x_y, .dy = a->x_dy, .dh2 = a->x_dh2, .dh1 = a->x_dh1, .dx = a->x_y};
+    const int f8 = recipe_fp8_gemm(&m->recipe);
+    const MoeF8 tok = model_moe_f8_tokens(m, l);
+    Status st = ST_OK;
+    if (m->ep > 1) /* the expert side's rows and buffers; the token side kept the outputs */
+        st = model_ep_backward_rows(m, l, &xr, &b);
+    else if (f8) /* the experts' outputs again, for the combine weights' gradient */
+        st = model_moe_fp8_recompute(m, l, &tok, w2, e);
+    else
+        st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, a->x_y, e);
+    MoeUnpermuteBwdDesc ub = {.tokens = BT,
+                              .k = s->experts_per_token,
+                              .cols = C,
+                              .dtype = A,
+                              .row_of = la->r_rowof,
+                              .weights = la->r_w,
+                              .dout = dout,
+                              .in = b.y_tok,
+                              .din = a->x_dy,
+                              .dweights = a->r_dw};
+    if (!st) st = bk->moe_unpermute_bwd(bk, &ub, e);
+    if (!st && m->ep > 1) st = model_ep_dispatch_bwd(m, l, a->x_dy, b.dy, e);
+    if (f8) { /* FC2 and FC1 as below, in FP8 */
+        MoeF8 v = m->ep > 1 ? model_ep_f8(m, l, &xr, 1) : tok;
+        if (!st) st = model_moe_fp8_bwd(m, l, &v, w1, w2, e);
+    } else {
+        /* FC2: d(activation output) = dY · W2_g (W2_g stored (C, Fe): K_OUTER), dW2 += dYᵀ · h */
+        if (!st) st = experts_gemm(m, &xr, b.dy, w2->weight, Fe, C, GEMM_K_OUTER, b.dh2, e);
+        if (!st) st = experts_wgrad(m, &xr, w2, b.dy, C, xr.x_fc2in, Fe, e);
+        if (!st) st = model_act_bwd(m, xr.rows, Fe, xr.x_fc1, b.dh2, b.dh1, e);
+        /* FC1: d(expert inputs) into x_y (its outputs are spent; expert parallelism: the expert side's, then
+         * back to the token copies), dW1 += d(FC1 out)ᵀ · inputs */
+        if (!st) st = experts_gemm(m, &xr, b.dh1, w1->weight, C, kf * Fe, GEMM_K_OUTER, b.dx, e);
+        if (!st) st = experts_wgrad(m, &xr, w1, b.dh1, kf * Fe, xr.x_in, C, e);
+    }
+    if (!st && m->ep > 1) st = model_ep_combine_bwd(m, l, b.dx, a->x_y, e);
+    /* the copies' gradients summed back to their tokens */
+    MoeUnpermuteDesc ud = {.tokens = BT,
+                           .k = s->experts_per_token,
+                           .cols = C,
+                           .dtype = A,
+                           .row_of = la->r_rowof,
+                           .weights = NULL,
+                           .in = a->x_y,
+                           .out = a->d_moe};
+    if (!st) st = bk->moe_unpermute(bk, &ud, e);
+    if (!st) st = router_bwd(m, la, wr, x, e);
     return st;
 }
 

@@ -15,7 +15,14 @@
  *               combine the plan does not count).
  * Backward mirrors it: d(expert outputs) out (CO_EP_DISPATCH_BWD), d(expert inputs) back
  * (CO_EP_COMBINE_BWD). The recipe's ep_dispatch_comm / ep_combine_comm dtypes must be the activation
- * dtype (model_moe_check); rows travel as they are.
+ * dtype (model_moe_check); rows travel as they are. FP8 experts under current scaling (te-fp8-current)
+ * cast the dispatched rows on the experts' side with each local expert's own scale (model_ep_f8 gives
+ * model_moe_fp8.c the expert side's rows and buffers: the saved transposed FP8 inputs per layer, the
+ * working FP8 copies shared); nothing about the scales crosses ranks. Under delayed scaling (te-fp8) a
+ * local expert's amax records are MAX-reduced over its expert-data-parallel group (edpc: the ranks ep apart
+ * that hold a replica of that expert, as its gradients are) and over nothing else — the other DP ranks hold
+ * other experts in the same slots — around the bank's all-reduce over the DP group (model_ep_amax_begin/end:
+ * the experts' records are reduced over edpc first, then put back over what the DP reduction made of them).
  *
  * A rank may receive up to ep·R rows (every peer's tokens on its experts), so its expert-side tensors
  * hold ep·R rows; they are the backend's allocations outside the arena (the plan's act_moe counts the
@@ -29,6 +36,8 @@
 
 typedef struct {
     void *x_in, *x_fc1, *x_fc2in; /* expert side, (cap, C), (cap, k·Fe), (cap, Fe): saved for backward */
+    uint8_t *q_xin, *q_xh;        /* FP8 experts: the saved transposed inputs (C, rows), (Fe, rows) */
+    float *q_xin_s, *q_xh_s;      /* block scaling: their tiles (model_moe_block.c) */
     void *y_tok;                  /* (R, C) the experts' outputs back at their token copies */
     int32_t *dcounts;             /* (El) backend memory: rows per local expert */
     uint64_t *sent;               /* (E) host: rows this rank routed to each expert */
@@ -37,12 +46,17 @@ typedef struct {
 } EpLayer;
 
 struct MoeEp {
-    uint64_t cap;    /* ep·R rows */
-    EpLayer *layer;  /* (MoE layers of the stage) */
-    void *scr;       /* (cap, C) the rows in source order (the all-to-alls' side) */
-    void *ya, *yb;   /* (cap, C) the experts' outputs; in backward d(outputs) (ya) and d(inputs) (yb) */
-    void *dh2, *dh1; /* (cap, Fe), (cap, k·Fe) */
-    void **mem;      /* every allocation, for release */
+    uint64_t cap;                   /* ep·R rows */
+    EpLayer *layer;                 /* (MoE layers of the stage) */
+    void *scr;                      /* (cap, C) the rows in source order (the all-to-alls' side) */
+    void *ya, *yb;                  /* (cap, C) the experts' outputs; in backward d(outputs) (ya) and d(inputs) (yb) */
+    void *dh2, *dh1;                /* (cap, Fe), (cap, k·Fe) */
+    uint8_t *t_q, *d_qrow, *d_qcol; /* FP8 experts: the working copies (cap, max(C, Fe)), (cap, dmax) twice */
+    float *t_q_s, *d_qrow_s, *d_qcol_s; /* block scaling: their tiles */
+    uint8_t *pay;                       /* FP8 dispatch: the token side's payload (R rows of row_bytes) */
+    uint8_t *host;                      /* FP8 dispatch: the received payload on the host (cap rows) */
+    float *amax;                        /* delayed scaling: the experts' current amaxes of a bank (4·El a layer) */
+    void **mem;                         /* every allocation, for release */
     uint32_t nmem, capmem;
     int32_t *hc;      /* (E) host counts as the router wrote them */
     int32_t *xsend;   /* (E) host: the counts sent, peer by peer */
@@ -69,7 +83,7 @@ Status model_ep_create(Model *m, Err *e)
     if (!p) return err_set(e, ST_NOMEM, "out of memory");
     m->moe_ep = p;
     p->cap = (uint64_t)m->ep * R;
-    p->capmem = 5 + 5 * m->moe_layers;
+    p->capmem = 12 + 9 * m->moe_layers;
     p->layer = calloc(m->moe_layers, sizeof *p->layer);
     p->mem = calloc(p->capmem, sizeof *p->mem);
     p->hc = malloc(E * sizeof *p->hc);
@@ -86,6 +100,24 @@ Status model_ep_create(Model *m, Err *e)
     if (!st) st = ep_alloc(m, p, cap * C * eb, &p->yb, e);
     if (!st) st = ep_alloc(m, p, cap * Fe * eb, &p->dh2, e);
     if (!st) st = ep_alloc(m, p, cap * kf * Fe * eb, &p->dh1, e);
+    const int f8 = recipe_fp8_gemm(&m->recipe); /* per-tensor scales only (model_moe_check) */
+    const uint64_t qw = C > Fe ? C : Fe, dmax = qw > kf * Fe ? qw : kf * Fe;
+    if (!st && f8) st = ep_alloc(m, p, cap * qw, (void **)&p->t_q, e);
+    if (!st && f8) st = ep_alloc(m, p, cap * dmax, (void **)&p->d_qrow, e);
+    if (!st && f8) st = ep_alloc(m, p, cap * dmax, (void **)&p->d_qcol, e);
+    const int blk = exec_block_scaled(&m->recipe); /* 1x128 tiles: rows x ceil(cols/128), transposed per expert */
+    const uint64_t xt = model_moe_tiles(cap, El), t1 = (qw + 127) / 128, td = (dmax + 127) / 128;
+    if (!st && blk) st = ep_alloc(m, p, cap * t1 * 4, (void **)&p->t_q_s, e);
+    if (!st && blk) st = ep_alloc(m, p, cap * td * 4, (void **)&p->d_qrow_s, e);
+    if (!st && blk) st = ep_alloc(m, p, dmax * xt * 4, (void **)&p->d_qcol_s, e);
+    if (!st && f8 && m->recipe.scaling == SCALING_DELAYED)
+        st = ep_alloc(m, p, (uint64_t)m->moe_layers * 4 * El * sizeof(float), (void **)&p->amax, e);
+    if (!st && dtype_is_fp8(m->recipe.comm_ep_dispatch)) {
+        st = ep_alloc(m, p, R * model_ep_fp8_row_bytes(m), (void **)&p->pay, e);
+        p->host = st ? NULL : malloc((size_t)(cap * model_ep_fp8_row_bytes(m)));
+        if (!st && !p->host) st = err_set(e, ST_NOMEM, "out of memory");
+        m->ep_buffer_bytes += p->host ? cap * model_ep_fp8_row_bytes(m) : 0; /* host memory, counted likewise */
+    }
     for (uint32_t i = 0; !st && i < m->moe_layers; i++) {
         EpLayer *L = &p->layer[i];
         L->sent = calloc(E + (size_t)m->ep * El, sizeof *L->sent);
@@ -96,6 +128,10 @@ Status model_ep_create(Model *m, Err *e)
         if (!st) st = ep_alloc(m, p, cap * Fe * eb, &L->x_fc2in, e);
         if (!st) st = ep_alloc(m, p, R * C * eb, &L->y_tok, e);
         if (!st) st = ep_alloc(m, p, El * sizeof(int32_t), (void **)&L->dcounts, e);
+        if (!st && f8) st = ep_alloc(m, p, cap * C, (void **)&L->q_xin, e);
+        if (!st && f8) st = ep_alloc(m, p, cap * Fe, (void **)&L->q_xh, e);
+        if (!st && blk) st = ep_alloc(m, p, C * xt * 4, (void **)&L->q_xin_s, e);
+        if (!st && blk) st = ep_alloc(m, p, Fe * xt * 4, (void **)&L->q_xh_s, e);
     }
     return st;
 }
@@ -114,6 +150,7 @@ void model_ep_destroy(Model *m)
     free(p->xsend);
     free(p->xrecv);
     free(p->scount);
+    free(p->host);
     free(p);
     m->moe_ep = NULL;
 }
@@ -195,6 +232,26 @@ static Status to_experts(Model *m, const EpLayer *L, CollectiveId id, const void
     a2a_counts(m, L, C);
     Status st = a2a(m, id, tok, p->scount, p->scr, p->rcount, m->act_dtype, e);
     return st ? st : sort_rows(m, L, p->scr, exp, 1, C, e);
+}
+
+/* The FP8 dispatch (model_moe_ep_fp8.c): the token side (R, C) quantized peer by peer, its codes and scales
+ * moved as 4-byte words, sorted expert-major into q / qs on the experts' side and dequantized into exp. */
+static Status to_experts_fp8(Model *m, const EpLayer *L, CollectiveId id, const void *tok, void *exp, uint8_t *q,
+                             float *qs, Err *e)
+{
+    MoeEp *p = m->moe_ep;
+    const uint64_t ep = m->ep, El = m->spec.experts / ep, rb = model_ep_fp8_row_bytes(m);
+    uint64_t *rows = p->scount; /* rows per peer first, then its words */
+    for (uint64_t j = 0; j < ep; j++) {
+        rows[j] = 0;
+        for (uint64_t x = 0; x < El; x++) rows[j] += L->sent[j * El + x];
+    }
+    Status st = model_ep_fp8_pack(m, rows, tok, p->pay, e);
+    a2a_counts(m, L, rb / 4);
+    if (!st) st = a2a(m, id, p->pay, p->scount, p->scr, p->rcount, DT_FP32, e);
+    if (!st) st = model_ep_fp8_unpack(m, L->rc, p->scr, p->host, q, qs, e);
+    if (!st) st = model_ep_fp8_dequant(m, q, qs, L->rows, exp, e);
+    return st;
 }
 
 /* The experts' side (rows, C) → the token side (R, C): the mirror of to_experts. */
@@ -279,11 +336,15 @@ static Status agree(Model *m, Status st, Err *e)
     return st;
 }
 
-Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, MoeRows *xr, Err *e)
+Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, const void *tok, MoeRows *xr, Err *e)
 {
     EpLayer *L = &m->moe_ep->layer[model_moe_index(m, l)];
+    MoeEp *p = m->moe_ep;
     Status st = exchange_counts(m, L, la, e);
-    if (!st) st = to_experts(m, L, CO_EP_DISPATCH_FWD, la->x_in, L->x_in, e);
+    if (!st && p->pay)
+        st = to_experts_fp8(m, L, CO_EP_DISPATCH_FWD, tok, L->x_in, p->t_q, p->t_q_s, e);
+    else if (!st)
+        st = to_experts(m, L, CO_EP_DISPATCH_FWD, tok, L->x_in, e);
     st = agree(m, st, e);
     if (!st) rows_of(m, L, xr);
     return st;
@@ -309,7 +370,10 @@ Status model_ep_backward_rows(Model *m, uint32_t l, MoeRows *xr, MoeEpBwd *b)
 
 Status model_ep_dispatch_bwd(Model *m, uint32_t l, const void *dy_tok, void *dy, Err *e)
 {
-    return to_experts(m, &m->moe_ep->layer[model_moe_index(m, l)], CO_EP_DISPATCH_BWD, dy_tok, dy, e);
+    MoeEp *p = m->moe_ep;
+    EpLayer *L = &p->layer[model_moe_index(m, l)];
+    if (p->pay) return to_experts_fp8(m, L, CO_EP_DISPATCH_BWD, dy_tok, dy, p->d_qrow, p->d_qrow_s, e);
+    return to_experts(m, L, CO_EP_DISPATCH_BWD, dy_tok, dy, e);
 }
 
 Status model_ep_combine_bwd(Model *m, uint32_t l, const void *dx, void *dx_tok, Err *e)
@@ -318,3 +382,75 @@ Status model_ep_combine_bwd(Model *m, uint32_t l, const void *dx, void *dx_tok, 
 }
 
 void *model_ep_fwd_out(Model *m) { return m->moe_ep->ya; }
+
+MoeF8 model_ep_f8(Model *m, uint32_t l, const MoeRows *xr, int bwd)
+{
+    MoeEp *p = m->moe_ep;
+    EpLayer *L = &p->layer[model_moe_index(m, l)];
+    return (MoeF8){.groups = xr->groups,
+                   .rows = xr->rows,
+                   .counts = xr->counts,
+                   .x_in = L->x_in,
+                   .x_fc1 = L->x_fc1,
+                   .x_h = L->x_fc2in, /* the activation's output before its cast */
+                   .y = bwd ? p->yb : p->ya,
+                   .dy = p->ya,
+                   .dh2 = p->dh2,
+                   .dh1 = p->dh1,
+                   .q_xin = L->q_xin,
+                   .q_xh = L->q_xh,
+                   .q_xin_s = L->q_xin_s,
+                   .q_xh_s = L->q_xh_s,
+                   .t_qrow = p->t_q,
+                   .d_qrow = p->d_qrow,
+                   .d_qcol = p->d_qcol,
+                   .t_qrow_s = p->t_q_s,
+                   .d_qrow_s = p->d_qrow_s,
+                   .d_qcol_s = p->d_qcol_s,
+                   .x_q = p->pay != NULL,
+                   .dy_q = p->pay != NULL};
+}
+
+/* Row 0 of bank b's expert records of MoE block l: [*first, *first + *n) (model_slot_expert's order). */
+static void expert_slots(const Model *m, const ScalingBank *b, uint32_t l, uint32_t *first, uint32_t *n)
+{
+    const int bwd = b == &m->sc.bwd;
+    *first = model_slot_expert(m, l, 0, bwd ? 2 : 0);
+    *n = (bwd ? 2u : 4u) * (m->spec.experts / m->ep);
+}
+
+/* Copy the experts' records of bank b's row 0 to p->amax (to 1) or back (to 0), layer after layer. */
+static Status expert_amax_copy(Model *m, ScalingBank *b, int to, uint64_t *count, Err *e)
+{
+    MoeEp *p = m->moe_ep;
+    Status st = ST_OK;
+    uint64_t off = 0;
+    for (uint32_t l = 0; !st && l < m->spec.layers; l++) {
+        if (!model_moe_layer(m, l)) continue;
+        uint32_t first, n;
+        expert_slots(m, b, l, &first, &n);
+        float *rec = b->amax_history + first, *tmp = p->amax + off;
+        st = m->bk->convert(m->bk, to ? rec : tmp, DT_FP32, to ? tmp : rec, DT_FP32, n, NULL, e);
+        off += n;
+    }
+    *count = off;
+    return st;
+}
+
+Status model_ep_amax_begin(Model *m, ScalingBank *b, Err *e)
+{
+    if (m->ep <= 1 || !m->moe_ep || !m->moe_ep->amax) return ST_OK;
+    uint64_t n = 0;
+    Status st = expert_amax_copy(m, b, 1, &n, e);
+    /* not a plan collective yet: the plan counts the experts' records in the DP group's amax_allreduce */
+    if (!st && m->edpc->size > 1)
+        st = m->edpc->all_reduce(m->edpc, COMM_UNPLANNED, m->bk, m->moe_ep->amax, n, DT_FP32, COMM_MAX, e);
+    return st;
+}
+
+Status model_ep_amax_end(Model *m, ScalingBank *b, Err *e)
+{
+    if (m->ep <= 1 || !m->moe_ep || !m->moe_ep->amax) return ST_OK;
+    uint64_t n = 0;
+    return expert_amax_copy(m, b, 0, &n, e);
+}

@@ -9,28 +9,56 @@
  *   dgrad  dX_g = dY_g·W_g    A = dY_g row-wise  E5M2   B = W_gᵀ (K, N) (the kept copy)
  *   wgrad  dW_g = dY_gᵀ·X_g   A = dYᵀ columns    E5M2   B = Xᵀ columns (saved)
  * The transposed copies of X and dY are (cols, R) with expert g's columns at
- * r_g (CastDesc.col_ld = R), the K_INNER form grouped_gemm_wgrad takes. The
+ * r_g (CastDesc.col_ld = R), the K_INNER form grouped_gemm_wgrad takes. R and
+ * the experts are a MoeF8 view's: one rank's every expert, or (expert
+ * parallelism) the local experts on the rows dispatched to them. The
  * forward saves only the transposed FP8 inputs (q_xin, q_xh); the backward's
  * recomputed expert output (for the combine weights' gradient) casts the
  * activation's output again with the scale the forward used, so it equals the
  * forward's bit for bit. The router stays in the activation dtype (Megatron
- * keeps it out of FP8). */
+ * keeps it out of FP8). The deepseek-v3 recipe's block-scaled experts are
+ * model_moe_block.c's. */
 #include <stdlib.h>
 
 #include "exec/model/model_internal.h"
 
-/* Cast each expert's part of `in`: ragged rows (cnt, the permuted tensors (R, cols); the transposed copy
- * (cols, R)) or, with cnt NULL, E equal weights (n, cols) one after the other (the transposed copies
- * (cols, n) likewise). Slot slot0 + g; record 1: the forward's cast (current scaling measures the amax
- * first; delayed records it into history row 0), 0: the scale as it is. */
-static Status cast_experts(Model *m, ScalingBank *b, uint32_t slot0, const int32_t *cnt, uint64_t n, const void *in,
-                           Dtype dt, uint64_t cols, uint8_t *row, uint8_t *col, int record, Err *e)
+MoeF8 model_moe_f8_tokens(Model *m, uint32_t l)
+{
+    LayerActs *la = model_la(m, l);
+    ModelActs *a = &m->act;
+    return (MoeF8){.groups = m->spec.experts,
+                   .rows = model_moe_rows(m),
+                   .counts = la->r_counts,
+                   .x_in = a->x_y,
+                   .x_fc1 = la->x_fc1,
+                   .x_h = a->x_h,
+                   .y = a->x_y,
+                   .dy = a->x_dy,
+                   .dh2 = a->x_dh2,
+                   .dh1 = a->x_dh1,
+                   .q_xin = la->q_xin,
+                   .q_xh = la->q_xh,
+                   .q_xin_s = la->q_xin_s,
+                   .q_xh_s = la->q_xh_s,
+                   .t_qrow = a->t_qrow,
+                   .d_qrow = a->d_qrow,
+                   .d_qcol = a->d_qcol,
+                   .t_qrow_s = a->t_qrow_s,
+                   .d_qrow_s = a->d_qrow_s,
+                   .d_qcol_s = a->d_qcol_s};
+}
+
+/* Cast each expert's part of `in`: ragged rows (cnt, the view's (rows, cols); the transposed copy
+ * (cols, rows)) or, with cnt NULL, the local experts' equal weights (n, cols) one after the other (the
+ * transposed copies (cols, n) likewise). Slot slot0 + g; record 1: the forward's cast (current scaling
+ * measures the amax first; delayed records it into history row 0), 0: the scale as it is. */
+static Status cast_experts(Model *m, const MoeF8 *v, ScalingBank *b, uint32_t slot0, const int32_t *cnt, uint64_t n,
+                           const void *in, Dtype dt, uint64_t cols, uint8_t *row, uint8_t *col, int record, Err *e)
 {
     Backend *bk = m->bk;
-    const uint32_t E = m->spec.experts;
-    const uint64_t R = model_moe_rows(m), esz = dtype_bytes(dt);
+    const uint64_t R = v->rows, esz = dtype_bytes(dt);
     Status st = ST_OK;
-    for (uint64_t g = 0, r0 = 0; !st && g < E; r0 += cnt ? (uint64_t)cnt[g] : n, g++) {
+    for (uint64_t g = 0, r0 = 0; !st && g < v->groups; r0 += cnt ? (uint64_t)cnt[g] : n, g++) {
         uint64_t rows = cnt ? (uint64_t)cnt[g] : n;
         if (!rows) continue; /* an expert without tokens: no cast, its history row stays 0 */
         const uint32_t s = slot0 + (uint32_t)g;
@@ -66,15 +94,15 @@ static GemmOperand operand(const void *p, const ScalingBank *b, uint32_t slot0)
                          .scale_gran = GRAN_TENSOR};
 }
 
-/* Y (R, N) = X_g · W_gᵀ from the FP8 row-wise copies a (R, K) with slots ax.. and w (E, N, K) with wx... */
-static Status grouped(Model *m, const LayerActs *la, GemmOperand a, GemmOperand w, uint64_t n, uint64_t k,
+/* Y (rows, N) = X_g · W_gᵀ from the FP8 row-wise copies a (rows, K) and w (groups, N, K). */
+static Status grouped(Model *m, const MoeF8 *v, GemmOperand a, GemmOperand w, uint64_t n, uint64_t k,
                       GemmAccPrecision acc, void *y, Err *e)
 {
-    GroupedGemmDesc d = {.groups = m->spec.experts,
-                         .rows = model_moe_rows(m),
+    GroupedGemmDesc d = {.groups = v->groups,
+                         .rows = v->rows,
                          .n = n,
                          .k = k,
-                         .counts = la->r_counts,
+                         .counts = v->counts,
                          .a = a,
                          .b = w,
                          .d = {.ptr = y, .dtype = m->act_dtype},
@@ -83,15 +111,15 @@ static Status grouped(Model *m, const LayerActs *la, GemmOperand a, GemmOperand 
     return m->bk->grouped_gemm(m->bk, &d, e);
 }
 
-/* dW_g (M, N) += dY_gᵀ · X_g from the transposed copies dyt (M, R) and xt (N, R). */
-static Status wgrad(Model *m, const LayerActs *la, ModelParam *w, GemmOperand dyt, GemmOperand xt, uint64_t M,
-                    uint64_t N, Err *e)
+/* dW_g (M, N) += dY_gᵀ · X_g from the transposed copies dyt (M, rows) and xt (N, rows). */
+static Status wgrad(Model *m, const MoeF8 *v, ModelParam *w, GemmOperand dyt, GemmOperand xt, uint64_t M, uint64_t N,
+                    Err *e)
 {
-    GroupedWgradDesc d = {.groups = m->spec.experts,
-                          .rows = model_moe_rows(m),
+    GroupedWgradDesc d = {.groups = v->groups,
+                          .rows = v->rows,
                           .m = M,
                           .n = N,
-                          .counts = la->r_counts,
+                          .counts = v->counts,
                           .a = dyt,
                           .b = xt,
                           .accum = GEMM_ACCUMULATE};
@@ -102,104 +130,99 @@ static Status wgrad(Model *m, const LayerActs *la, ModelParam *w, GemmOperand dy
     return st;
 }
 
-/* The router's counts on the host (E). */
-static int32_t *host_counts(Model *m, const LayerActs *la, Err *e)
+int32_t *model_moe_host_counts(Model *m, const MoeF8 *v, Err *e)
 {
-    int32_t *c = malloc((size_t)m->spec.experts * sizeof *c);
+    int32_t *c = malloc((size_t)v->groups * sizeof *c);
     if (!c) {
         err_set(e, ST_NOMEM, "out of memory");
         return NULL;
     }
-    if (m->bk->copy_to_host(m->bk, c, la->r_counts, (size_t)m->spec.experts * sizeof *c, e)) {
+    if (m->bk->copy_to_host(m->bk, c, v->counts, (size_t)v->groups * sizeof *c, e)) {
         free(c);
         return NULL;
     }
     return c;
 }
 
-/* A weight's E experts cast into its kept copies (the forward's cast: recorded). */
-static Status cast_weight(Model *m, uint32_t l, int fc2, ModelParam *w, Err *e)
+/* A weight's local experts cast into its kept copies (the forward's cast: recorded). */
+static Status cast_weight(Model *m, const MoeF8 *v, uint32_t l, int fc2, ModelParam *w, Err *e)
 {
-    const uint64_t n = w->rows / m->spec.experts;
-    return cast_experts(m, &m->sc.fwd, model_slot_expert(m, l, fc2, 1), NULL, n, w->weight,
+    const uint64_t n = w->rows / v->groups;
+    return cast_experts(m, v, &m->sc.fwd, model_slot_expert(m, l, fc2, 1), NULL, n, w->weight,
                         m->recipe.gemm.dt[STATE_WEIGHT], w->cols, w->wq_row, w->wq_col, 1, e);
 }
 
-Status model_moe_fp8_fwd(Model *m, uint32_t l, const void *xin, ModelParam *w1, ModelParam *w2, Err *e)
+Status model_moe_fp8_fwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, ModelParam *w2, Err *e)
 {
+    if (exec_block_scaled(&m->recipe)) return model_moe_block_fwd(m, v, w1, w2, e);
     const ModelSpec *s = &m->spec;
-    LayerActs *la = model_la(m, l);
-    ModelActs *a = &m->act;
     ScalingBank *fb = &m->sc.fwd;
-    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s), R = model_moe_rows(m);
+    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
     const Dtype A = m->act_dtype;
-    int32_t *cnt = host_counts(m, la, e);
+    int32_t *cnt = model_moe_host_counts(m, v, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
     const uint32_t x1 = model_slot_expert(m, l, 0, 0), wl1 = model_slot_expert(m, l, 0, 1);
     const uint32_t x2 = model_slot_expert(m, l, 1, 0), wl2 = model_slot_expert(m, l, 1, 1);
     /* FC1: the dispatched inputs, row-wise now, transposed saved for wgrad */
-    Status st = cast_experts(m, fb, x1, cnt, 0, xin, A, C, a->t_qrow, la->q_xin, 1, e);
-    if (!st) st = cast_weight(m, l, 0, w1, e);
+    Status st = cast_experts(m, v, fb, x1, cnt, 0, v->x_in, A, C, v->t_qrow, v->q_xin, 1, e);
+    if (!st) st = cast_weight(m, v, l, 0, w1, e);
     if (!st)
-        st = grouped(m, la, operand(a->t_qrow, fb, x1), operand(w1->wq_row, fb, wl1), kf * Fe, C, GEMM_ACC_FAST,
-                     la->x_fc1, e);
-    if (!st) st = model_act_fwd(m, R, Fe, la->x_fc1, a->x_h, e);
+        st = grouped(m, v, operand(v->t_qrow, fb, x1), operand(w1->wq_row, fb, wl1), kf * Fe, C, GEMM_ACC_FAST,
+                     v->x_fc1, e);
+    if (!st) st = model_act_fwd(m, v->rows, Fe, v->x_fc1, v->x_h, e);
     /* FC2 */
-    if (!st) st = cast_experts(m, fb, x2, cnt, 0, a->x_h, A, Fe, a->t_qrow, la->q_xh, 1, e);
-    if (!st) st = cast_weight(m, l, 1, w2, e);
+    if (!st) st = cast_experts(m, v, fb, x2, cnt, 0, v->x_h, A, Fe, v->t_qrow, v->q_xh, 1, e);
+    if (!st) st = cast_weight(m, v, l, 1, w2, e);
     if (!st)
-        st = grouped(m, la, operand(a->t_qrow, fb, x2), operand(w2->wq_row, fb, wl2), C, Fe, GEMM_ACC_FAST, a->x_y, e);
+        st = grouped(m, v, operand(v->t_qrow, fb, x2), operand(w2->wq_row, fb, wl2), C, Fe, GEMM_ACC_FAST, v->y, e);
     free(cnt);
     return st;
 }
 
-Status model_moe_fp8_recompute(Model *m, uint32_t l, ModelParam *w2, Err *e)
+Status model_moe_fp8_recompute(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w2, Err *e)
 {
+    if (exec_block_scaled(&m->recipe)) return model_moe_block_recompute(m, v, w2, e);
     const ModelSpec *s = &m->spec;
-    LayerActs *la = model_la(m, l);
-    ModelActs *a = &m->act;
     ScalingBank *fb = &m->sc.fwd;
-    const uint64_t C = s->hidden, Fe = s->expert_ffn, R = model_moe_rows(m);
-    int32_t *cnt = host_counts(m, la, e);
+    const uint64_t C = s->hidden, Fe = s->expert_ffn;
+    int32_t *cnt = model_moe_host_counts(m, v, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
     const uint32_t x2 = model_slot_expert(m, l, 1, 0), wl2 = model_slot_expert(m, l, 1, 1);
-    /* the activation's output again (into x_dh2, free until FC2's dgrad), cast with the forward's scales
+    /* the activation's output again (into dh2, free until FC2's dgrad), cast with the forward's scales
      * (not recorded) into d_qrow (free until the output gradient's cast) */
-    Status st = model_act_fwd(m, R, Fe, la->x_fc1, a->x_dh2, e);
-    if (!st) st = cast_experts(m, fb, x2, cnt, 0, a->x_dh2, m->act_dtype, Fe, a->d_qrow, NULL, 0, e);
+    Status st = model_act_fwd(m, v->rows, Fe, v->x_fc1, v->dh2, e);
+    if (!st) st = cast_experts(m, v, fb, x2, cnt, 0, v->dh2, m->act_dtype, Fe, v->d_qrow, NULL, 0, e);
     if (!st)
-        st = grouped(m, la, operand(a->d_qrow, fb, x2), operand(w2->wq_row, fb, wl2), C, Fe, GEMM_ACC_FAST, a->x_y, e);
+        st = grouped(m, v, operand(v->d_qrow, fb, x2), operand(w2->wq_row, fb, wl2), C, Fe, GEMM_ACC_FAST, v->y, e);
     free(cnt);
     return st;
 }
 
-Status model_moe_fp8_bwd(Model *m, uint32_t l, ModelParam *w1, ModelParam *w2, Err *e)
+Status model_moe_fp8_bwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, ModelParam *w2, Err *e)
 {
+    if (exec_block_scaled(&m->recipe)) return model_moe_block_bwd(m, v, w1, w2, e);
     const ModelSpec *s = &m->spec;
-    LayerActs *la = model_la(m, l);
-    ModelActs *a = &m->act;
     ScalingBank *fb = &m->sc.fwd, *bb = &m->sc.bwd;
-    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s), R = model_moe_rows(m);
+    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
     const Dtype A = m->act_dtype;
-    int32_t *cnt = host_counts(m, la, e);
+    int32_t *cnt = model_moe_host_counts(m, v, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
     const uint32_t x1 = model_slot_expert(m, l, 0, 0), wl1 = model_slot_expert(m, l, 0, 1),
                    d1 = model_slot_expert(m, l, 0, 2);
     const uint32_t x2 = model_slot_expert(m, l, 1, 0), wl2 = model_slot_expert(m, l, 1, 1),
                    d2 = model_slot_expert(m, l, 1, 2);
-    /* FC2: dY (x_dy) both layouts; d(activation output) = dY · W2 (the kept transposed copy (Fe, C)) */
-    Status st = cast_experts(m, bb, d2, cnt, 0, a->x_dy, A, C, a->d_qrow, a->d_qcol, 1, e);
+    /* FC2: dY both layouts; d(activation output) = dY · W2 (the kept transposed copy (Fe, C)) */
+    Status st = cast_experts(m, v, bb, d2, cnt, 0, v->dy, A, C, v->d_qrow, v->d_qcol, 1, e);
     if (!st)
-        st = grouped(m, la, operand(a->d_qrow, bb, d2), operand(w2->wq_col, fb, wl2), Fe, C, GEMM_ACC_SPLIT, a->x_dh2,
+        st = grouped(m, v, operand(v->d_qrow, bb, d2), operand(w2->wq_col, fb, wl2), Fe, C, GEMM_ACC_SPLIT, v->dh2, e);
+    if (!st) st = wgrad(m, v, w2, operand(v->d_qcol, bb, d2), operand(v->q_xh, fb, x2), C, Fe, e);
+    if (!st) st = model_act_bwd(m, v->rows, Fe, v->x_fc1, v->dh2, v->dh1, e);
+    /* FC1: d(expert inputs) into y (its outputs are spent) */
+    if (!st) st = cast_experts(m, v, bb, d1, cnt, 0, v->dh1, A, kf * Fe, v->d_qrow, v->d_qcol, 1, e);
+    if (!st)
+        st = grouped(m, v, operand(v->d_qrow, bb, d1), operand(w1->wq_col, fb, wl1), C, kf * Fe, GEMM_ACC_SPLIT, v->y,
                      e);
-    if (!st) st = wgrad(m, la, w2, operand(a->d_qcol, bb, d2), operand(la->q_xh, fb, x2), C, Fe, e);
-    if (!st) st = model_act_bwd(m, R, Fe, la->x_fc1, a->x_dh2, a->x_dh1, e);
-    /* FC1: d(expert inputs) into x_y (its outputs are spent) */
-    if (!st) st = cast_experts(m, bb, d1, cnt, 0, a->x_dh1, A, kf * Fe, a->d_qrow, a->d_qcol, 1, e);
-    if (!st)
-        st = grouped(m, la, operand(a->d_qrow, bb, d1), operand(w1->wq_col, fb, wl1), C, kf * Fe, GEMM_ACC_SPLIT,
-                     a->x_y, e);
-    if (!st) st = wgrad(m, la, w1, operand(a->d_qcol, bb, d1), operand(la->q_xin, fb, x1), kf * Fe, C, e);
+    if (!st) st = wgrad(m, v, w1, operand(v->d_qcol, bb, d1), operand(v->q_xin, fb, x1), kf * Fe, C, e);
     free(cnt);
     return st;
 }

@@ -37,8 +37,10 @@ Status model_update_bank(Model *m, ScalingBank *b, BankTrace *t, Err *e)
     /* the recipe's group: TP·DP ranks ("all") or TP ("tp") — never the pipeline stages, whose banks differ */
     uint32_t group = m->recipe.amax_reduce == AMAX_ALL ? m->tp * m->dp : m->recipe.amax_reduce == AMAX_TP ? m->tp : 1;
     Comm *c = m->recipe.amax_reduce == AMAX_ALL ? m->amaxc : m->tpc;
-    if (m->comm->size == 1 || group > 1)
+    st = model_ep_amax_begin(m, b, e); /* expert parallelism: the experts' records over their EDP group */
+    if (!st && (m->comm->size == 1 || group > 1))
         st = c->all_reduce(c, CO_AMAX_AR, m->bk, b->amax_history, b->n, DT_FP32, COMM_MAX, e);
+    if (!st) st = model_ep_amax_end(m, b, e);
     if (!st) st = m->bk->scaling_delayed_update(m->bk, b, e);
     if (!st && m->trace) st = m->bk->copy_to_host(m->bk, t->scale_next, b->scale, b->n * sizeof(float), e);
     return st;

@@ -28,16 +28,18 @@ static void trace_rows(FILE *f, const Model *m)
                         r[i].operand, dtype_name(r[i].b->fmt), (double)r[i].t->amax[r[i].slot],
                         (double)r[i].t->scale_used[r[i].slot], (double)r[i].t->scale_next[r[i].slot]);
         }
-    /* a MoE block's routed experts, one tensor each: linear experts.fc1.G / experts.fc2.G */
+    /* a MoE block's routed experts, one tensor each: linear experts.fc1.G / experts.fc2.G (G global; with
+     * expert parallelism this rank's E/ep) */
+    const uint32_t El = m->spec.experts / m->ep, g0 = m->ep_rank * El;
     for (uint32_t l = 0; l < m->spec.layers; l++)
         for (int f2 = 0; m->spec.experts && l + m->layer0 >= m->spec.dense_layers && f2 < 2; f2++)
-            for (uint32_t g = 0; g < m->spec.experts; g++)
+            for (uint32_t g = 0; g < El; g++)
                 for (int op = 0; op < 3; op++) {
                     const ScalingBank *b = op < 2 ? &m->sc.fwd : &m->sc.bwd;
                     const BankTrace *t = op < 2 ? &m->tr_fwd : &m->tr_bwd;
                     uint32_t slot = model_slot_expert(m, l, f2, op) + g;
                     fprintf(f, "%u,%s,%u,experts.fc%d.%u,%s,%s,%.17g,%.17g,%.17g\n", m->step, op < 2 ? "fwd" : "bwd", l,
-                            f2 + 1, g,
+                            f2 + 1, g0 + g,
                             op == 0   ? "x"
                             : op == 1 ? "w"
                                       : "dy",

@@ -64,6 +64,16 @@ expect_rc "fp8lm dp 4 exits 0" 0
 expect_line "fp8lm dp 4: FP8 gradient bytes" "  dp_grad_allreduce +69888 +69888 +69888 +4/4 +exact"
 expect_line "fp8lm dp 4: amax bytes" "  amax_allreduce +144 +144 +144 +4/4 +exact"
 
+# deepseek-v3 (block scales, current: nothing to exchange; FP32 gradients all-reduced; BF16 moments per rank)
+# over DP 4, one micro-batch a rank folded in the one rank's order: the one rank's losses bit for bit; its
+# gradient bytes are megatron-bf16's (FP32 gradients of the same parameters) and it makes no amax collective
+run $RUN --recipe deepseek-v3 --steps 5 --loss-log "$TMP/ds1.csv"
+mpi_run 4 "$FP8PLAN" $RUN --recipe deepseek-v3 --steps 5 --loss-log "$TMP/ds4.csv"
+expect_rc "deepseek-v3 dp 4 exits 0" 0
+expect_eq "deepseek-v3 dp 4: the one rank's losses bit for bit" "$(cmp -s "$TMP/ds1.csv" "$TMP/ds4.csv" && echo same)" same
+expect_line "deepseek-v3 dp 4: gradient bytes as megatron-bf16's" "  dp_grad_allreduce +180480 +180480 +180480 +4/4 +exact"
+expect_eq "deepseek-v3 dp 4: no amax collective" "$(grep -c 'amax_allreduce' "$TMP/out")" 0
+
 # te-fp8-current reduces amax over TP/CP only (recipes.csv: amax_reduce tp), as TE's current
 # scaling does: at tp 1 nothing crosses the DP ranks, and the plan counts no amax collective
 mpi_run 2 "$FP8PLAN" $RUN --recipe te-fp8-current --steps 2

@@ -29,7 +29,7 @@ expect_line "softmax router: the auxiliary loss" '  auxiliary balance loss \(not
 expect_eq "weight_expert bytes by hand" "$(grep '^memory,weight_expert,' "$TMP/moe.csv" | cut -d, -f5)" "1376256"
 
 # a real expert count: 64 experts, top-8
-run run $MOE --experts 64 --topk 8 --expert-ffn 16 --recipe megatron-bf16 --steps 2
+run run $MOE --experts 64 --topk 8 --expert-ffn 16 --recipe megatron-bf16 --steps 2 -o "$TMP/moe64b.csv"
 expect_out "64 experts top-8: persistent terms match the plan" "every exact term matches the plan byte for byte"
 
 # te-fp8: the experts' grouped GEMMs in FP8 (exec/model/model_moe_fp8.c), one scaling record set per expert
@@ -53,6 +53,37 @@ expect_out "64 experts top-8, te-fp8: persistent terms match the plan" "every ex
 # 2 layers x (QKV, proj, 64 experts x (FC1, FC2)) = 260 FP8 tensors x 3 records x 1026 floats x 4 B = 3,201,120 B
 expect_eq "64 experts, te-fp8: scale_gemm by hand" "$(grep '^memory,scale_gemm,' "$TMP/moe64.csv" | cut -d, -f4,5)" \
     "3201120,3201120"
+# its transient: the BF16 run's + the experts' FP8 output gradient in both layouts, whose widest is FC2's
+# (256 rows, hidden 64), not FC1's (256, 2 x 16 = 32): 2 x 256 x 64 x 1 B = 32,768 B, planned and measured
+t8=$(grep '^memory,transient,' "$TMP/moe64.csv" | cut -d, -f4,5)
+tb=$(grep '^memory,transient,' "$TMP/moe64b.csv" | cut -d, -f4)
+expect_eq "64 experts, te-fp8: transient = BF16's + 32,768 B, planned and measured" "$t8" "$((tb + 32768)),$((tb + 32768))"
+
+# deepseek-v3 on experts (exec/model/model_moe_block.c): E4M3 with 1x128 activation tiles, each expert's 128x128
+# weight blocks, the 14-bit accumulation; every term within the plan, exit 0
+run run $MOE --recipe deepseek-v3 --steps 2 -o "$TMP/moeds.csv"
+expect_rc "deepseek-v3 on experts: every term within the plan (exit 0)" 0
+expect_out "deepseek-v3 on experts: persistent terms match the plan" "every exact term matches the plan byte for byte"
+# each expert's weights blocked on their own: FC1 (448, 64) 4 blocks a copy, FC2 (64, 224) 2, both copies: 12 an
+# expert x 8 x 2 layers = 192, + QKV (96, 64) and proj (64, 64) 1 a copy, 4 a layer: 200 FP32 scales = 800 B
+expect_eq "deepseek-v3: scale_block by hand" "$(grep '^memory,scale_block,' "$TMP/moeds.csv" | cut -d, -f4,5)" "800,800"
+# act_moe a layer (32 tokens, 64 rows, 8 experts): probabilities 32x8x4 = 1,024, top-k 32x2x8 = 512, router input
+# 32x64x2 = 4,096, FC1 input 64x64 = 4,096 in FP8 + its transposed tiles 64 x (8 + floor(56/128) = 8) x 4 = 2,048,
+# FC1 output 64x448x2 = 57,344, FC2 input 64x224 = 14,336 + 224x8x4 = 7,168, a row's weight and maps 64x12 = 768:
+# 91,392, 2 layers 182,784; the run keeps one map a (token, slot) and 8 counts: 64x8 - 8x4 = 480 fewer a layer
+expect_eq "deepseek-v3: act_moe by hand" "$(grep '^memory,act_moe,' "$TMP/moeds.csv" | cut -d, -f4,5)" "182784,181824"
+# te-fp8's 197,376 B + dY's tiles, the widest expert output 448: row-wise 64 x ceil(448/128) x 4 = 1,024 and
+# transposed 448 x 8 x 4 = 14,336: 212,736
+expect_eq "deepseek-v3 transient: planned and measured, 212,736 B by hand" \
+    "$(grep '^memory,transient,' "$TMP/moeds.csv" | cut -d, -f4,5)" "212736,212736"
+# a real expert count: 64 experts top-8 (expert FFN 16); per expert FC1 (32, 64) and FC2 (64, 16) one block a
+# copy: 4 x 64 x 2 layers = 512 + 8 = 520 scales, 2,080 B
+run run $MOE --experts 64 --topk 8 --expert-ffn 16 --recipe deepseek-v3 --steps 2 -o "$TMP/moeds64.csv"
+expect_rc "64 experts top-8, deepseek-v3: every term within the plan (exit 0)" 0
+expect_out "64 experts top-8, deepseek-v3: persistent terms match the plan" \
+    "every exact term matches the plan byte for byte"
+expect_eq "64 experts, deepseek-v3: scale_block by hand" \
+    "$(grep '^memory,scale_block,' "$TMP/moeds64.csv" | cut -d, -f4,5)" "2080,2080"
 
 # the scaling trace: per step 2 layers x (QKV, proj) x 3 records = 12 rows + 2 layers x 2 x 8 experts x 3 = 96
 expect_eq "scaling trace: 108 rows a step, 3 steps and the header" "$(wc -l < "$TMP/trace8.csv" | tr -d ' ')" "325"
@@ -136,6 +167,18 @@ if command -v mpirun >/dev/null 2>&1; then
     expect_out "--ep 2: the all-to-alls" "every rank sent the plan's expert all-to-all bytes for the measured routing"
     # 8 experts x (2 x 224 x 64 + 64 x 224) x 2 layers = 688,128 BF16 weights; 4 a rank: 688,128 B
     expect_line "--ep 2: half the experts a rank" "  weight_expert +688128 +688128 +688128 +2/2 +exact"
+    # deepseek-v3's FP8 dispatch (exec/model/model_moe_ep_fp8.c): a row is 64 E4M3 codes + one 1x128 FP32 scale
+    # = 68 B; a rank dispatches 2 steps x 2 micro-batches x 2 layers x 32 tokens x top-2 = 512 rows: 34,816 B of
+    # payload forward and backward alike, 17,408 leaving under uniform routing; the combine stays BF16. Exit 1:
+    # the plan's transient counts the token side's dispatch buffer in E4M3, the arena holds it in BF16 (4,096 B)
+    mpi_run 2 "$FP8PLAN" run $MOE --ep 2 --recipe deepseek-v3 --steps 2 --mbs 1 --gbs 4 --quiet
+    expect_rc "mpirun -np 2 --ep 2 deepseek-v3: exit 1 (the transient above)" 1
+    expect_out "deepseek-v3 --ep 2: the all-to-alls" \
+        "every rank sent the plan's expert all-to-all bytes for the measured routing"
+    expect_line "deepseek-v3 --ep 2: rank 0's FP8 dispatch, by hand" \
+        "     0 ep_dispatch_fwd +[0-9]+ +[0-9]+ +34816 +34816 +17408  exact"
+    expect_line "deepseek-v3 --ep 2: rank 1's FP8 output-gradient dispatch, by hand" \
+        "     1 ep_dispatch_bwd +[0-9]+ +[0-9]+ +34816 +34816 +17408  exact"
 else
     skip "--ep 2 under mpirun" "mpirun: install openmpi-bin (make installs it as root)"
 fi

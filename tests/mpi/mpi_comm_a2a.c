@@ -1,6 +1,6 @@
 /* tests/mpi/mpi_comm_a2a.c — what expert parallelism asks of the MPI communicator (exec/comm/comm_mpi.c) over
- * 2 or 4 ranks: the uneven all-to-all, counts that disagree, and non-finite values arriving from any rank through
- * the all-to-all and the all-reduces; run by tests/cli/mpi_comm.sh under mpirun -np 2 and -np 4, as mpi_comm.c
+ * 2 or 4 ranks: the uneven all-to-all, counts that disagree, non-finite values arriving from any rank through
+ * the all-to-all and the all-reduces, and the FP8 dispatch payload's bits; run by tests/cli/mpi_comm.sh under mpirun -np 2 and -np 4, as mpi_comm.c
  * is (rank 0 prints "ok - npN: name" / "FAIL - npN: name", "checks: K" and the summary line). Expected values are
  * worked by hand in the comments. */
 #include <math.h>
@@ -64,13 +64,43 @@ static void test_all_to_all_v_disagree(void)
     for (int j = 0; j < N; j++) CHECK_NEAR(rcv[j], (double)R + 1.0, 0.0); /* rank j's value for R: snd[R] */
 }
 
+/* deepseek-v3's FP8 dispatch payload (exec/model/model_moe_ep_fp8.c): a row of 64 E4M3 codes and one FP32
+ * 1x128 scale_inv, 64 + 4 = 68 B, moved as 17 4-byte words. Rank r sends one row to every rank j: code k is
+ * (16r + 4j + k) & 0xff, except that codes 0..3 are 01 00 80 7f — read as a little-endian float, the
+ * signaling NaN 0x7f800001, which a float copy or an arithmetic step would quiet (0x7fc00001) — and code 4
+ * is 0x80 (E4M3's -0); the scale is (r + j + 1) / 4. Every row arrives bit for bit; rank r's payload is
+ * N x 68 B (np 2: 136, np 4: 272) and its bus bytes the (N - 1) rows that leave it (68, 204). */
+static void test_fp8_payload_bits(void)
+{
+    enum { ROW = 68, WORDS = ROW / 4 };
+    uint8_t snd[4 * ROW], rcv[4 * ROW], want[ROW];
+    uint64_t cnt[4] = {WORDS, WORDS, WORDS, WORDS};
+    for (int pass = 0; pass < 2; pass++) /* pass 0 builds the rows r sends, pass 1 those it expects */
+        for (int j = 0; j < N; j++) {
+            const int from = pass ? j : R, to = pass ? R : j;
+            uint8_t *row = pass ? want : snd + j * ROW;
+            for (int k = 0; k < 64; k++) row[k] = (uint8_t)((16 * from + 4 * to + k) & 0xff);
+            row[0] = 0x01, row[1] = 0x00, row[2] = 0x80, row[3] = 0x7f, row[4] = 0x80;
+            float sc = (float)(from + to + 1) / 4.0f;
+            memcpy(row + 64, &sc, sizeof sc);
+            if (pass) CHECKF(!memcmp(rcv + j * ROW, want, ROW), "np%d: the row from rank %d changed", N, j);
+            if (!pass && j == N - 1) {
+                Err e;
+                CHECK_EQ_INT(comm_all_to_all_v(C, CO_EP_DISPATCH_BWD, NULL, snd, cnt, rcv, cnt, DT_FP32, &e), ST_OK);
+            }
+        }
+    CHECK_EQ_U64(C->stats[CO_EP_DISPATCH_BWD].payload_bytes, (uint64_t)N * ROW);
+    CHECK_REL(C->stats[CO_EP_DISPATCH_BWD].bus_bytes, (double)(N - 1) * ROW, 1e-12);
+}
+
 /* Non-finite values arriving from any rank, through what expert parallelism moves and reduces: for each
  * source rank s in turn, (1) the dispatch all-to-all (one value to every rank, s's a quiet NaN with payload
  * 0x7fc00123 to even ranks and -Inf to odd ones) delivers s's bits unchanged and every other rank's finite
  * value; (2) the expert-data-parallel all-reduce (SUM over the ranks of the same parity, a group split as
  * model_groups.c splits EDP at ep 2) gives NaN on every rank of s's group when s sends NaN, +Inf for +Inf,
  * NaN for +Inf beside another rank's -Inf (np 4), and the other group its finite sum; (3) the world's
- * gradient all-reduce (DP, and the routing counts' FP32 sum) gives NaN everywhere when s sends NaN. */
+ * gradient all-reduce (DP, and the routing counts' FP32 sum) gives NaN everywhere when s sends NaN; (4) the
+ * experts' amax MAX over the EDP group carries s's NaN and +Inf to s's group only. */
 static void test_nonfinite_from_any_rank(void)
 {
     Err e;
@@ -111,6 +141,18 @@ static void test_nonfinite_from_any_rank(void)
         float y = R == s ? qnan : 2.0f;
         CHECK_EQ_INT(C->all_reduce(C, CO_DP_GRAD_AR, NULL, &y, 1, DT_FP32, COMM_SUM, &e), ST_OK);
         CHECKF(isnan(y), "np%d DP NaN from rank %d: %a", N, s, (double)y);
+        /* (4) delayed scaling's expert amax records, MAX over the same EDP group (model_ep_amax_begin): s's NaN
+         * and +Inf reach its group's ranks and no other; the other group keeps its max, 1 + its top rank */
+        float am[2] = {R == s ? qnan : (float)(R + 1), R == s ? INFINITY : (float)(R + 1)};
+        CHECK_EQ_INT(g->all_reduce(g, COMM_UNPLANNED, NULL, am, 2, DT_FP32, COMM_MAX, &e), ST_OK);
+        if (mine) {
+            CHECKF(isnan(am[0]), "np%d EDP amax NaN from rank %d: %a", N, s, (double)am[0]);
+            CHECKF(isinf(am[1]) && am[1] > 0, "np%d EDP amax +Inf from rank %d: %a", N, s, (double)am[1]);
+        } else { /* np 2: this rank alone (R + 1); np 4: ranks R % 2 and R % 2 + 2, max R % 2 + 3 */
+            const double top = N == 2 ? R + 1 : R % 2 + 3;
+            CHECK_NEAR(am[0], top, 0.0);
+            CHECK_NEAR(am[1], top, 0.0);
+        }
     }
     g->destroy(g);
 }
@@ -128,10 +170,11 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 3\n");
+    if (R == 0) printf("checks: 4\n");
     MRUN(test_all_to_all_v);
     MRUN(test_all_to_all_v_disagree);
     MRUN(test_nonfinite_from_any_rank);
+    MRUN(test_fp8_payload_bits);
     int failed = test_failed_;
     C->destroy(C);
     MPI_Finalize();

@@ -194,10 +194,14 @@ static void test_grouped_gemm_refusals(void)
     REFUSED(bk->grouped_gemm(bk, &g, &e), ST_USAGE, "grouped_gemm: FP8 operand A has no scale_inv");
     g.a.scale_inv = g.b.scale_inv = sc, g.b.layout = GEMM_K_OUTER;
     REFUSED(bk->grouped_gemm(bk, &g, &e), ST_USAGE, "grouped_gemm: FP8 operand B is stored K-outer");
-    g.b.layout = GEMM_K_INNER, g.a.scale_gran = GRAN_1X128;
-    REFUSED(bk->grouped_gemm(bk, &g, &e), ST_UNAVAILABLE,
-            "grouped_gemm: operand A has 1x128 scales; grouped GEMMs take one per-tensor scale per group so far");
-    g.a.scale_gran = GRAN_TENSOR;
+    g.b.layout = GEMM_K_INNER, g.a.scale_gran = GRAN_128X128, g.b.scale_gran = GRAN_1X128;
+    REFUSED(bk->grouped_gemm(bk, &g, &e), ST_USAGE,
+            "grouped_gemm: operand A has 128x128 scales; its groups are ragged along the rows, so its blocks would "
+            "cross them (1x128 or per-tensor)");
+    g.a.scale_gran = GRAN_TENSOR, g.b.scale_gran = GRAN_TENSOR;
+    CHECKF(bk->grouped_gemm(bk, &g, &e) == ST_OK, "%s", e.msg);
+    /* DeepSeek-V3's experts: A in 1x128 tiles (one scale a row here: K 4), B 128x128 (one block a group) */
+    g.a.scale_gran = GRAN_1X128, g.b.scale_gran = GRAN_128X128;
     CHECKF(bk->grouped_gemm(bk, &g, &e) == ST_OK, "%s", e.msg);
     /* the data: counts must add up to the rows, none negative */
     g = ok, g.rows = 4;
@@ -249,6 +253,14 @@ static void test_wgrad_refusals(void)
     g.b = (GemmOperand){.ptr = b8, .dtype = DT_E4M3, .scale_inv = sc};
     REFUSED(bk->grouped_gemm_wgrad(bk, &g, &e), ST_USAGE, "grouped_gemm_wgrad: FP8 operand A is stored K-outer");
     g.a.layout = GEMM_K_INNER; /* the transposed copies: legal */
+    CHECKF(bk->grouped_gemm_wgrad(bk, &g, &e) == ST_OK, "%s", e.msg);
+    /* DeepSeek-V3's experts: both in 1x128 tiles along K (the rows, one tile a group here: B (N, 2 tiles), 6
+     * scales); 128x128 blocks would cross the groups' K ranges */
+    float sc6[N * G] = {1, 1, 1, 1, 1, 1};
+    g.a.scale_inv = g.b.scale_inv = sc6, g.a.scale_gran = GRAN_1X128, g.b.scale_gran = GRAN_128X128;
+    REFUSED(bk->grouped_gemm_wgrad(bk, &g, &e), ST_USAGE,
+            "grouped_gemm_wgrad: operand B has 128x128 scales; its groups are ragged along K");
+    g.b.scale_gran = GRAN_1X128;
     CHECKF(bk->grouped_gemm_wgrad(bk, &g, &e) == ST_OK, "%s", e.msg);
     g = ok, g.rows = 5;
     REFUSED(bk->grouped_gemm_wgrad(bk, &g, &e), ST_USAGE,

@@ -238,6 +238,26 @@ static void test_moe_terms_match_plan(void)
         CHECK_EQ_INT(compare(&m, f8[i].recipe, 1), 0);
         CHECK_EQ_INT(compare(&m, f8[i].recipe, 2), 0);
     }
+    /* deepseek-v3 (block-scaled experts, model_moe_block.c): the same FP8 expert copies, 1,376,256 B; block
+     * scales of each expert's (N, K) on its own: FC1 (448, 64) 4 x 1 blocks and its transpose 4, FC2 (64, 224)
+     * 1 x 2 and 2: 12 per expert x 8 experts x 2 layers = 192, plus QKV (96, 64) and proj (64, 64) one block a
+     * copy: 4 a layer, 8: 200 FP32 scales, 800 B. act_moe per layer (B·T 128 tokens, R = 256 rows, E 8, C 64,
+     * Fe 224): the router's probabilities 128·8·4 = 4,096, top-k ids and weights 128·2·8 = 2,048, its BF16
+     * input 128·64·2 = 16,384, the FC1 input in FP8 256·64 = 16,384 with its tiles 64 x (8 + ⌊248/128⌋ = 9)
+     * x 4 = 2,304, FC1's BF16 output 256·448·2 = 229,376, the FC2 input 256·224 = 57,344 with 224·9·4 =
+     * 8,064, per row a weight and two maps 256·12 = 3,072: 339,072; 2 layers 678,144 planned. The executor
+     * keeps one map per (token, slot) and the 8 counts: 256·8 − 8·4 = 2,016 fewer a layer, 674,112. */
+    exec_plan_input(&in, &m, gpu, catalog_recipe(cat, "deepseek-v3"), 4, 1, catalog_stack(cat, "fp8plan"));
+    CHECK(!plan_build(&in, &p, &e));
+    CHECK(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e));
+    arena_specs_free(&specs);
+    CHECK_EQ_U64(have[MT_FP8_EXPERT], 1376256);
+    CHECK_EQ_U64(have[MT_SCALE_BLOCK], 800);
+    CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].bytes, 800);
+    CHECK_EQ_U64(p.mem[MT_ACT_MOE].bytes, 678144);
+    CHECK_EQ_U64(have[MT_ACT_MOE], 674112);
+    CHECK_EQ_U64(have[MT_TRANSIENT], p.mem[MT_TRANSIENT].bytes);
+    CHECK_EQ_INT(compare(&m, "deepseek-v3", 4), 0);
     static const struct {
         const char *model;
         uint32_t experts, topk;
@@ -248,6 +268,7 @@ static void test_moe_terms_match_plan(void)
         CHECKF(exec_model(catalog_model(cat, real[i].model), &r, &m, &e) == ST_OK, "%s: %s", real[i].model, e.msg);
         CHECKF(compare(&m, "megatron-bf16", 1) == 0, "%s, %u experts", real[i].model, m.experts);
         CHECKF(compare(&m, "te-fp8", 1) == 0, "%s, %u experts, te-fp8", real[i].model, m.experts);
+        CHECKF(compare(&m, "deepseek-v3", 1) == 0, "%s, %u experts, deepseek-v3", real[i].model, m.experts);
     }
     for (int r = ROUTER_SOFTMAX; r <= ROUTER_SIGMOID; r++) { /* a dense first layer, a shared expert */
         ExecOverrides d = {.layers = 3, .hidden = 32, .heads = 4, .seq = 16, .vocab = 64, .experts = 4, .topk = 2};
@@ -258,6 +279,7 @@ static void test_moe_terms_match_plan(void)
         CHECK_EQ_INT(compare_mb(&m, "megatron-bf16", 2, 2), 0);
         CHECK_EQ_INT(compare_mb(&m, "te-fp8", 2, 2), 0); /* the shared expert's FP8 records too */
         CHECK_EQ_INT(compare_mb(&m, "te-fp8-current", 2, 2), 0);
+        CHECK_EQ_INT(compare_mb(&m, "deepseek-v3", 2, 2), 0);
     }
 }
 

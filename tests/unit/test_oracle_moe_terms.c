@@ -54,6 +54,37 @@ static void test_block_scales_per_copy(void)
     CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].elements, 110);
 }
 
+/* 1x128 activation tiles (DeepSeek-V3): a routed expert's saved FP8 input is transposed (cols, rows) with its
+ * tiles along the rows, each expert's starting at its own first row, so a column holds up to
+ * n + floor((rows - n) / 128) tiles, n = min(local experts, rows) (n - 1 experts of one row, the rest in one):
+ * 1024 rows over 8 experts: 8 + floor(1016 / 128) = 8 + 7 = 15, not ceil(1024 / 128) = 8. The one MoE layer's
+ * routed saved inputs: FC1's (cols = hidden 256) 256 x 15 x 4 = 15,360 B, FC2's (cols = expert FFN 128)
+ * 128 x 15 x 4 = 7,680 B: act_moe grows by 23,040 B over per-tensor scaling (whose scales are records, not
+ * activations). With ep 2 (4 local experts, 1024 rows a rank at imbalance 1): 4 + floor(1020 / 128) = 11
+ * tiles, 384 x 11 x 4 = 16,896 B. (Tiles of the whole, 8 a column, would be 384 x 8 x 4 = 12,288 B.) */
+static void test_expert_tile_scales(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("te-blocks", 0);
+    r.weight_gran = GRAN_128X128;
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1;
+    Plan p;
+    const uint32_t ep[2] = {1, 2};
+    const uint64_t want[2] = {23040, 16896};
+    for (int i = 0; i < 2; i++) {
+        in.ep = ep[i], in.dp = ep[i], in.gbs = ep[i];
+        r.act_gran = GRAN_TENSOR;
+        if (!build(&in, &p)) return;
+        uint64_t tensor = p.mem[MT_ACT_MOE].bytes;
+        r.act_gran = GRAN_1X128;
+        if (!build(&in, &p)) return;
+        CHECKF(p.mem[MT_ACT_MOE].bytes - tensor == want[i], "ep %u: %llu B more, expected %llu", ep[i],
+               (unsigned long long)(p.mem[MT_ACT_MOE].bytes - tensor), (unsigned long long)want[i]);
+    }
+}
+
 /* An FP8 working weight's 128 x 128 block scales under ZeRO-3 are sharded with the weight: a non-expert
  * weight over d = dp = 4, an expert's over the expert-data-parallel group edp = dp / ep = 4 / 2 = 2, ceil per
  * tensor (no FP8 copies). ep 2: each GPU holds 4 of the 8 routed experts. Blocks (as above) and each rank's:
@@ -571,6 +602,7 @@ static void test_dualpipe_embedding_masks(void)
 int main(void)
 {
     RUN(test_block_scales_per_copy);
+    RUN(test_expert_tile_scales);
     RUN(test_zero3_block_scales_expert_group);
     RUN(test_full_recompute_transient);
     RUN(test_cp_exchange_exposed);
