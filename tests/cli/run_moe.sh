@@ -87,9 +87,9 @@ expect_out "qwen3 real sizes: persistent terms match the plan" "every exact term
 
 # refused before any work
 run run --model deepseek-v3 --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256 --recipe megatron-bf16 --steps 1
-expect_rc "deepseek-v3 (latent attention, MTP): unavailable" 69
-expect_err "deepseek-v3: the columns and their values" \
-    "--model deepseek-v3: latent attention (kv_lora_rank 512) and multi-token prediction (mtp_layers 1) are planned"
+expect_rc "deepseek-v3 (MTP): unavailable" 69
+expect_err "deepseek-v3: the column and its value; latent attention runs" \
+    "--model deepseek-v3: multi-token prediction (mtp_layers 1) is planned (fp8plan plan) but not run by the executor (latent attention, kv_lora_rank 512, experts and q/k norms are)"
 expect_no_out "deepseek-v3: nothing run"
 run run $MOE --recipe fp8lm --steps 1
 expect_rc "fp8lm on experts: unavailable" 69
