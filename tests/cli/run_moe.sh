@@ -79,6 +79,28 @@ expect_eq "qwen3: weight_other by hand, planned and measured" \
 expect_eq "qwen3: transient by hand, planned and measured" \
     "$(grep '^memory,transient,' "$TMP/qwen.csv" | cut -d, -f4,5)" "309248,309248"
 
+# latent attention (exec/model/model_mla.c): DeepSeek-V3's row without MTP, shrunk, as a row of a test catalog
+# (deepseek-v3 itself stops at its MTP, below): 2 layers, the first dense (FFN 128), hidden 64, 4 heads of qk_nope 8
+# + qk_rope 4 and values of 8, q latent 24, kv latent 16, 8 experts top-2 of FFN 32, a shared expert, sigmoid
+# router (4 groups, top 2); 50 steps, the loss falls; every state and saved activation as planned, byte for byte
+cp -r "$FP8PLAN_ROOT/models" "$TMP/mla"
+echo 'tiny-mla,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,0,"test model"' \
+    >>"$TMP/mla/models.csv"
+run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 50 --lr 3e-3 \
+    -o "$TMP/mla.csv"
+expect_rc "tiny-mla (latent attention): exit 1, its transient above the plan's" 1
+expect_out "tiny-mla: exact terms as planned, the transient and the activation total over" \
+    "every exact term matches the plan byte for byte; 2 terms outside tolerance"
+expect_line "tiny-mla: the loss falls" 'loss: first 5\.[0-9]{4}, final 1\.[0-9]{4} \(mean of the last 10 steps\).*'
+# GEMM weights by hand: per layer q_down 24 x 64 = 1,536, q_up 4 x 12 x 24 = 1,152, kv_down (16 + 4) x 64 = 1,280,
+# kv_up 4 x (8 + 8) x 16 = 1,024, out-projection 64 x 4 x 8 = 2,048 = 7,040; FFNs 3 x 128 x 64 (dense) + 3 x 32 x
+# 64 (shared expert) = 30,720: 44,800 x 2 B
+expect_eq "tiny-mla: weight_gemm by hand, planned and measured" \
+    "$(grep '^memory,weight_gemm,' "$TMP/mla.csv" | cut -d, -f4,5)" "89600,89600"
+# the planner counts no latent-attention backward rows and less for a dense first layer (docs/executor-moe.md)
+expect_eq "tiny-mla: the transient, planned and measured" \
+    "$(grep '^memory,transient,' "$TMP/mla.csv" | cut -d, -f4,5)" "66304,92160"
+
 # the row's real vocabulary (151,936) and experts (128, top-8) for 2 steps
 run run --model qwen3-30b-a3b --layers 2 --hidden 64 --heads 4 --kv-heads 2 --seq 32 --mbs 1 --expert-ffn 16 \
     --recipe megatron-bf16 --steps 2 --quiet
