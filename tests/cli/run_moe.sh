@@ -101,6 +101,17 @@ expect_eq "tiny-mla: weight_gemm by hand, planned and measured" \
 expect_eq "tiny-mla: the transient, planned and measured" \
     "$(grep '^memory,transient,' "$TMP/mla.csv" | cut -d, -f4,5)" "66304,92160"
 
+# in FP8 (te-fp8): 30 FP8 tensors — per layer q_down, q_up, kv_down, kv_up, the output projection, FC1 and FC2 (the
+# MoE layer's shared expert) and the MoE layer's 2 x 8 experts — each with x, w and dy records of scale, scale_inv
+# and a 1,024-row history: 30 x 3 x 1,026 x 4 = 369,360 B; the scaling trace names every one, 90 rows a step
+run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe te-fp8 --steps 3 \
+    --scaling-trace "$TMP/mla_tr.csv" -o "$TMP/mla8.csv"
+expect_rc "tiny-mla te-fp8: exit 1 (the transient)" 1
+expect_eq "tiny-mla te-fp8: scale_gemm by hand, planned and measured" \
+    "$(grep '^memory,scale_gemm,' "$TMP/mla8.csv" | cut -d, -f4,5)" "369360,369360"
+expect_eq "tiny-mla te-fp8: the trace's rows of step 3" "$(awk -F, '$1 == 3 { n++ } END { print n }' "$TMP/mla_tr.csv")" 90
+expect_eq "tiny-mla te-fp8: kv_up of layer 0 traced" "$(grep -c '^3,[a-z]*,0,kv_up,' "$TMP/mla_tr.csv")" 3
+
 # the row's real vocabulary (151,936) and experts (128, top-8) for 2 steps
 run run --model qwen3-30b-a3b --layers 2 --hidden 64 --heads 4 --kv-heads 2 --seq 32 --mbs 1 --expert-ffn 16 \
     --recipe megatron-bf16 --steps 2 --quiet

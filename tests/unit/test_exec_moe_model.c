@@ -115,15 +115,20 @@ static void test_moe_trains(void)
 }
 
 /* Latent attention trains (exec/model/model_mla.c): a dense model, one without a q latent and a DeepSeek-style
- * MoE model (sigmoid router, shared expert, dense first block), megatron-bf16 and the FP32 recipe, loss at
- * least 30 % down over 50 steps; BF16 within 5 % of FP32 (BF16's ~20 roundings of 2^-9 along a path, as
- * test_exec_grad's bound). */
+ * MoE model (sigmoid router, shared expert, dense first block), loss at least 30 % down over 50 steps: BF16
+ * within 5 % of FP32 (BF16's ~20 roundings of 2^-9 along a path, as test_exec_grad's bound); te-fp8,
+ * te-fp8-current and (dense) deepseek-v3's block scales within FP8_LOSS_REL of BF16 (defined above). */
 static void test_mla_trains(void)
 {
     const ModelSpec ms[3] = {fx_mla(0, 16), fx_mla(0, 0), fx_mla(1, 16)};
+    static const char *const fp8[] = {"te-fp8", "te-fp8-current", "deepseek-v3"};
     for (int i = 0; i < 3; i++) {
         double b = trains_spec(ms[i], "megatron-bf16"), f = trains_spec(ms[i], "fp32");
         CHECKF(fabs(b - f) <= 0.05 * f, "%s: BF16 %.4f vs FP32 %.4f", ms[i].name, b, f);
+        for (int j = 0; j < (i < 2 ? 3 : 2); j++) { /* block-scaled experts are not run yet */
+            double q = trains_spec(ms[i], fp8[j]);
+            CHECKF(fabs(q - b) <= FP8_LOSS_REL * b, "%s, %s: %.4f vs BF16 %.4f", ms[i].name, fp8[j], q, b);
+        }
     }
 }
 
@@ -364,12 +369,13 @@ static void test_refusals(void)
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
     CHECK_CONTAINS(e.msg, "over data and expert parallelism only (tp 1, pp 1, etp 1, sharding zero1 given");
     arena_specs_free(&sp);
-    ModelSpec mla = fx_mla(1, 16); /* latent attention: BF16/FP32 recipes, one rank of TP and PP; no MTP */
-    CHECK(!fx_plan(&mla, &te, B, 1, &p, &e));
+    ModelSpec mla = fx_mla(0, 16); /* latent attention: one rank of TP and PP; no MTP */
+    CHECK(!fx_plan_par(&mla, &bf16, B, 1, 2, 1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "recipe te-fp8 on model fx-mla-moe: the executor runs latent attention's linears in "
-                          "BF16/FP32 recipes so far");
+    CHECK_CONTAINS(e.msg, "model fx-mla: the executor runs latent attention on one tensor- and pipeline-parallel "
+                          "rank (tp 2, pp 1 given)");
     arena_specs_free(&sp);
+    mla = fx_mla(1, 16);
     mla.mtp_layers = 1;
     CHECK(!fx_plan(&mla, &bf16, B, 1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);

@@ -328,7 +328,30 @@ static void test_mla_terms_match_plan(void)
     CHECK_EQ_U64(have[MT_TRANSIENT], 49152 + 8448);
     m.q_lora_rank = 0; /* no q latent (DeepSeek-V2-Lite): q_up reads norm 1's output */
     CHECK_EQ_INT(compare(&m, "megatron-bf16", 1), 0);
-    CHECK_EQ_INT(compare(&dense, "te-fp8", 1), 1); /* refused: layout fails (FP8 latent attention not run) */
+    /* FP8: te-fp8's FP8 tensors, per layer q_down, q_up, kv_down, kv_up, the output projection, FC1 and FC2 (the
+     * MoE layer's shared expert), + 2 x 8 experts on the MoE layer: 7 + 23 = 30, each with x, w and dy records of
+     * scale, scale_inv and a 1024-row history: 30 x 3 x 1,026 x 4 = 369,360 B (te-fp8-current: one row, 30 x 3 x 3
+     * x 4 = 1,080 B); the GEMM weights' copies 44,800 B in each layout; the down-projections' inputs saved as two
+     * FP8 copies, as the plan counts them (each linear casts its own) */
+    m.q_lora_rank = 24;
+    static const struct {
+        const char *recipe;
+        uint64_t scale;
+    } f8[] = {{"te-fp8", 369360}, {"te-fp8-current", 1080}};
+    for (int i = 0; i < 2; i++) {
+        exec_plan_input(&in, &m, gpu, catalog_recipe(cat, f8[i].recipe), 1, 1, catalog_stack(cat, "fp8plan"));
+        CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
+        CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
+        arena_specs_free(&specs);
+        CHECK_EQ_U64(have[MT_SCALE_GEMM], f8[i].scale);
+        CHECK_EQ_U64(have[MT_FP8_ROWWISE], 44800);
+        CHECK_EQ_U64(have[MT_FP8_COLWISE], 44800);
+        CHECK_EQ_INT(compare(&m, f8[i].recipe, 1), 0);
+        CHECK_EQ_INT(compare(&m, f8[i].recipe, 2), 0);
+        CHECK_EQ_INT(compare(&dense, f8[i].recipe, 1), 0);
+    }
+    CHECK_EQ_INT(compare(&dense, "deepseek-v3", 1), 0); /* block scales: the dense linears' */
+    CHECK_EQ_INT(compare(&dense, "fp8lm", 1), 0);
 }
 
 /* q/k norms (Qwen3) on a dense LLaMA shape: the norms' 2 x head_dim weights per layer in the "other" states, no
