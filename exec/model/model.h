@@ -212,8 +212,10 @@ enum { MODEL_PHASE_FWD = 1, MODEL_PHASE_HEAD = 2, MODEL_PHASE_BLOCKS = 3 };
  * gradients dY, recipe.gemm_bwd), one record set per tensor as the plan counts
  * them (planner/plan_moe_mem.c: a grouped GEMM's experts one each, the router
  * none). Block l's tensors are numbered from t0(l) = the tensors of the blocks
- * before it: QKV 0, proj 1, then FC1 2 and FC2 3 where the block has a dense or
- * shared FFN, then on a MoE block the routed experts (model_slot_expert). */
+ * before it: its linears in execution order (model_block_linears: QKV 0, proj 1,
+ * then FC1 2 and FC2 3 where the block has a dense or shared FFN; latent attention
+ * q_down, q_up, kv_down, kv_up in QKV's place), then on a MoE block the routed
+ * experts (model_slot_expert). */
 typedef struct {
     ScalingBank fwd, bwd;
 } ModelScaling;
