@@ -19,7 +19,8 @@
  *
  * Activations per layer and micro-batch (recompute none):
  *   attention  standard: plan_attn_act. Latent: norm1 input and statistics; the
- *              down-projections' inputs [tok_r, h] (each saves its own); the latents
+ *              down-projections' input [tok_r, h] (one tensor they share in BF16; in FP8
+ *              each saves its own cast); the latents
  *              c_q [tok, q_lora] and c_kv [tok, kv_lora] with their norms' fp32
  *              statistics; the up-projections' inputs; Q, K [tok, heads/tp x dqk] and
  *              V [tok, heads/tp x dv] (dropped when the up-projections are recomputed:
@@ -69,9 +70,14 @@ static void mla_act(const PlanInput *in, const Geo *g, Ck *ck, int ln, LayerAct 
     uint64_t stat = md->norm == NORM_LAYERNORM ? 8 : 4;
     int flash = in->attn != ATTN_MATERIALIZED;
     uint64_t hp = ck_add(ck, ck_mul3(ck, tr, g->h, 2), ck_mul(ck, tr, stat)); /* norm1 */
-    if (!ln || dt_fp8(rc->saved_input)) {
+    /* q_down (or q_proj) and kv_down read the same tensor, the input norm's output (Megatron-Core's
+     * get_query_key_value_tensors passes hidden_states to both): in BF16 each linear saves that tensor as it is,
+     * one copy between them; in FP8 each casts and saves its own copy. */
+    if (dt_fp8(rc->saved_input)) {
         plan_saved_input(rc, ck, tr, g->h, a, &hp); /* q_down (or q_proj) input */
         plan_saved_input(rc, ck, tr, g->h, a, &hp); /* kv_down input */
+    } else if (!ln) {
+        plan_saved_input(rc, ck, tr, g->h, a, &hp); /* the one shared by q_down (or q_proj) and kv_down */
     }
     if (ql) {
         hp = ck_add(ck, hp, ck_add(ck, ck_mul3(ck, tok, ql, 2), ck_mul(ck, tok, stat)));

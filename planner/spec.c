@@ -15,10 +15,11 @@ _Static_assert(sizeof norm_names / sizeof *norm_names == NORM_COUNT_, "norm_name
 _Static_assert(sizeof mlp_names / sizeof *mlp_names == MLP_COUNT_, "mlp_names");
 _Static_assert(sizeof pos_names / sizeof *pos_names == POS_COUNT_, "pos_names");
 static const char *const linear_names[] = {
-    [LIN_QKV] = "qkv", [LIN_PROJ] = "proj", [LIN_FC1] = "fc1", [LIN_FC2] = "fc2"};
-_Static_assert(sizeof linear_names / sizeof *linear_names == LIN_COUNT, "linear_names");
+    [LIN_QKV] = "qkv",       [LIN_PROJ] = "proj", [LIN_FC1] = "fc1",         [LIN_FC2] = "fc2",
+    [LIN_Q_DOWN] = "q_down", [LIN_Q_UP] = "q_up", [LIN_KV_DOWN] = "kv_down", [LIN_KV_UP] = "kv_up"};
+_Static_assert(sizeof linear_names / sizeof *linear_names == LIN_KINDS, "linear_names");
 
-const char *linear_name(LinearKind k) { return (unsigned)k < LIN_COUNT ? linear_names[k] : "?"; }
+const char *linear_name(LinearKind k) { return (unsigned)k < LIN_KINDS ? linear_names[k] : "?"; }
 
 uint32_t spec_fc1_k(const ModelSpec *m) { return m->mlp == MLP_SWIGLU ? 2 : 1; }
 
@@ -26,10 +27,15 @@ void spec_linear_shape(const ModelSpec *m, LinearKind k, uint32_t tp, uint64_t *
 {
     uint64_t t = tp ? tp : 1, h = m->hidden, q = (uint64_t)m->heads * m->head_dim / t;
     uint64_t kv = (uint64_t)m->kv_heads * m->head_dim / t, f = (uint64_t)m->ffn_hidden / t;
+    uint64_t H = (uint64_t)m->heads / t, ql = m->q_lora_rank, kl = m->kv_lora_rank;
     switch (k) {
     case LIN_QKV: *rows = q + 2 * kv, *cols = h; break;
-    case LIN_PROJ: *rows = h, *cols = q; break;
+    case LIN_PROJ: *rows = h, *cols = spec_is_mla(m) ? H * m->v_head_dim : q; break;
     case LIN_FC1: *rows = spec_fc1_k(m) * f, *cols = h; break;
+    case LIN_Q_DOWN: *rows = ql, *cols = h; break;
+    case LIN_Q_UP: *rows = q, *cols = ql ? ql : h; break;
+    case LIN_KV_DOWN: *rows = kl + m->qk_rope_head_dim, *cols = h; break;
+    case LIN_KV_UP: *rows = H * ((uint64_t)m->qk_nope_head_dim + m->v_head_dim), *cols = kl; break;
     default: *rows = h, *cols = f; break;
     }
 }

@@ -154,11 +154,27 @@ typedef struct {
     int nlink_fit;
 } GpuSpec;
 
-/* The four linear layers of a block, in execution order (the planner's
- * itemization and the executor's tensors share these ids). */
-typedef enum { LIN_QKV = 0, LIN_PROJ, LIN_FC1, LIN_FC2, LIN_COUNT } LinearKind;
+/* The linear layers of a block (the planner's itemization and the executor's tensors share these ids): a
+ * standard-attention block's four in execution order, then latent attention's (DeepSeek-V2/V3), which take
+ * QKV's place — q down-projection to the q latent (absent with q_lora_rank 0), q up-projection from it (from
+ * the block input without a q latent), kv down-projection to the kv latent plus the RoPE key shared by the
+ * heads, kv up-projection from the kv latent to every head's k_nope and v — with PROJ their output projection
+ * (from heads x v_head_dim). */
+typedef enum {
+    LIN_QKV = 0,
+    LIN_PROJ,
+    LIN_FC1,
+    LIN_FC2,
+    LIN_Q_DOWN,
+    LIN_Q_UP,
+    LIN_KV_DOWN,
+    LIN_KV_UP,
+    LIN_KINDS
+} LinearKind;
+/* A standard-attention block's linears: QKV, PROJ, FC1, FC2. */
+enum { LIN_COUNT = LIN_Q_DOWN };
 
-/* "qkv", "proj", "fc1", "fc2". */
+/* "qkv", "proj", "fc1", "fc2", "q_down", "q_up", "kv_down", "kv_up". */
 const char *linear_name(LinearKind k);
 
 /* FC1's output rows per FFN unit: 2 for SwiGLU (gate and up fused in one
@@ -167,9 +183,12 @@ uint32_t spec_fc1_k(const ModelSpec *m);
 
 /* The weight of linear k on one of tp tensor-parallel ranks, stored [out, in]
  * = (*rows, *cols): QKV (heads + 2 kv_heads)·head_dim/tp x hidden, proj hidden
- * x heads·head_dim/tp, FC1 k·ffn/tp x hidden (k = 2: SwiGLU's fused gate and
- * up projections), FC2 hidden x ffn/tp. The GEMM's output width N is *rows,
- * its reduction width K is *cols. */
+ * x heads·head_dim/tp (latent attention: heads·v_head_dim/tp), FC1 k·ffn/tp x
+ * hidden (k = 2: SwiGLU's fused gate and up projections), FC2 hidden x ffn/tp;
+ * latent attention's q_down q_lora x hidden, q_up heads·head_dim/tp x q_lora
+ * (x hidden without a q latent), kv_down (kv_lora + qk_rope) x hidden (both
+ * down-projections whole on every rank), kv_up heads·(qk_nope + v_head_dim)/tp
+ * x kv_lora. The GEMM's output width N is *rows, its reduction width K is *cols. */
 void spec_linear_shape(const ModelSpec *m, LinearKind k, uint32_t tp, uint64_t *rows, uint64_t *cols);
 
 /* Names as written in models.csv ("layernorm", "swiglu", "rope", ...). */

@@ -121,6 +121,7 @@ typedef struct {
  *   norm_fwd, norm_bwd      see NormFwdDesc / NormBwdDesc
  *   attention_fwd, _bwd     see AttnFwdDesc / AttnBwdDesc
  *   rope                    see RopeDesc
+ *   strided_copy            see StridedCopyDesc
  *   act_fwd, act_bwd        see ActFwdDesc / ActBwdDesc
  *   add                     out = a + b (n values; out may alias a or b)
  *   bias_grad               dbias (N) FP32 += column sums of dout (M, N)
@@ -169,6 +170,7 @@ typedef struct {
     X(P, attention_fwd, (Backend * bk, const AttnFwdDesc *d, Err *e), (bk, d, e))                                    \
     X(P, attention_bwd, (Backend * bk, const AttnBwdDesc *d, Err *e), (bk, d, e))                                    \
     X(P, rope, (Backend * bk, const RopeDesc *d, Err *e), (bk, d, e))                                                \
+    X(P, strided_copy, (Backend * bk, const StridedCopyDesc *d, Err *e), (bk, d, e))                                 \
     X(P, act_fwd, (Backend * bk, const ActFwdDesc *d, Err *e), (bk, d, e))                                           \
     X(P, act_bwd, (Backend * bk, const ActBwdDesc *d, Err *e), (bk, d, e))                                           \
     X(P, add, (Backend * bk, const void *a, const void *b, void *out, Dtype dtype, uint64_t n, Err *e),              \

@@ -11,6 +11,7 @@
 
 #include "exec/backend/backend.h"
 #include "fp8/codec.h"
+#include "util/num.h"
 
 static int is_float(Dtype t) { return t == DT_FP32 || t == DT_FP16 || t == DT_BF16; }
 static int is_elem(Dtype t) { return is_float(t) || dtype_is_fp8(t); }
@@ -278,6 +279,38 @@ Status backend_check_rope(Backend *bk, const RopeDesc *d, Err *e)
         st = need(d->qnorm_dw && d->knorm_dw && d->norm_raw, e, "rope", "missing q/k norm gradient or input");
     if (!st && !(d->eps > 0.0f)) st = err_set(e, ST_USAGE, "rope: q/k norm epsilon %g is not positive", (double)d->eps);
     return st ? st : need_float(d->norm_wdt, "rope", "q/k norm weight", e);
+}
+
+/* The elements a strided operand spans past its first: (rows − 1)·ld + (reps − 1)·step + cols, and its row's
+ * reach (reps − 1)·step + cols within ld. */
+static Status span_check(uint64_t rows, uint64_t cols, uint64_t reps, uint64_t ld, uint64_t step, const char *which,
+                         Err *e)
+{
+    uint64_t reach;
+    if (u64_mul(reps - 1, step, &reach) || u64_add(reach, cols, &reach) || reach > ld)
+        return err_set(e, ST_USAGE, "strided_copy: %s row stride %llu is below a row's reach (%llu - 1) x %llu + %llu",
+                       which, (unsigned long long)ld, (unsigned long long)reps, (unsigned long long)step,
+                       (unsigned long long)cols);
+    uint64_t span;
+    if (u64_mul(rows - 1, ld, &span) || u64_add(span, reach, &span))
+        return err_set(e, ST_USAGE, "strided_copy: %s spans more than 2^64 elements", which);
+    return ST_OK;
+}
+
+Status backend_check_strided_copy(Backend *bk, const StridedCopyDesc *d, Err *e)
+{
+    (void)bk;
+    if (!d) return err_set(e, ST_USAGE, "strided_copy: no descriptor");
+    if (!d->rows || !d->cols || !d->reps)
+        return err_set(e, ST_USAGE, "strided_copy: empty shape rows=%llu cols=%llu reps=%llu",
+                       (unsigned long long)d->rows, (unsigned long long)d->cols, (unsigned long long)d->reps);
+    Status st = need_float(d->dtype, "strided_copy", "element", e);
+    if (!st && d->dst_step && d->dst_step < d->cols)
+        st = err_set(e, ST_USAGE, "strided_copy: destination blocks overlap (dst_step %llu below cols %llu)",
+                     (unsigned long long)d->dst_step, (unsigned long long)d->cols);
+    if (!st) st = span_check(d->rows, d->cols, d->reps, d->src_ld, d->src_step, "source", e);
+    if (!st) st = span_check(d->rows, d->cols, d->dst_step ? d->reps : 1, d->dst_ld, d->dst_step, "destination", e);
+    return st ? st : need(d->src && d->dst, e, "strided_copy", "missing pointer");
 }
 
 static Status act_check(MlpType mlp, Dtype dt, uint64_t rows, uint64_t cols, const char *op, Err *e)

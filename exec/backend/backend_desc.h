@@ -227,6 +227,28 @@ typedef struct {
     float *qnorm_dw, *knorm_dw; /* (D) each, FP32, accumulated by the inverse */
 } RopeDesc;
 
+/* ---- strided block copies: latent attention's q/k/v assembly ---------------------
+ * reps blocks of rows x cols elements, block b of row i read at src[i·src_ld + b·src_step + j]
+ * and written to dst[i·dst_ld + b·dst_step + j] (j < cols; lds and steps in elements):
+ *   dst_step > 0  block b to its own place: dst = src, or dst += src (accumulate);
+ *   dst_step = 0  every block summed into one: dst = Σ_b src_b, or dst += Σ_b src_b (the
+ *                 sum in FP32 in b order, from dst's value when accumulating, rounded once).
+ * src_step 0 reads the same block every time (a broadcast; its backward is dst_step 0).
+ * Latent attention (DeepSeek-V2/V3) builds the attention's rows (B·T, H·D + H·D + H·Dv) of
+ * q, k, v (D = nope + rope) from kv_up's output (B·T, H·(nope + Dv)) and kv_down's (B·T,
+ * kv_lora + rope): k's nope columns per head (reps H, src_step nope + Dv, dst_step D), its
+ * rope columns shared by the heads (src_step 0), v per head; and copies kv_down's latent
+ * columns out for their norm. src and dst must not overlap. */
+typedef struct {
+    uint64_t rows, cols, reps;
+    Dtype dtype; /* fp32, fp16 or bf16, of both */
+    const void *src;
+    uint64_t src_ld, src_step;
+    void *dst;
+    uint64_t dst_ld, dst_step;
+    int accumulate;
+} StridedCopyDesc;
+
 /* ---- normalization ----------------------------------------------------------
  * Over the last dimension C, statistics in FP32, by the planner's NormType:
  *   NORM_LAYERNORM  y = (x − mean)·rstd·weight + bias, rstd = 1/√(var + eps)

@@ -105,7 +105,8 @@ Status cuda_amax_combine(CudaImpl *im, float *dst, const float *src, Err *e);
 
 /* The operations of the Backend table (cuda_gemm in gemm_lt.cu, the casts and
  * scaling in k_quant.cu, norms in k_norm.cu, attention in k_attn.cu, the
- * rotary embedding in k_rope.cu, element-wise ops and the loss in k_elem.cu,
+ * rotary embedding in k_rope.cu (and strided_copy's refusal: latent attention is
+ * not run here), element-wise ops and the loss in k_elem.cu,
  * the optimizers in k_optim.cu, the mixture-of-experts ones in k_moe.cu, not
  * implemented yet); backend_cuda.cu puts each behind its shared
  * check. */

@@ -41,3 +41,13 @@ Status cuda_rope(Backend *bk, const RopeDesc *d, Err *e)
 done:
     return st;
 }
+
+/* Latent attention's q/k/v assembly: the executor refuses latent attention on this backend before anything
+ * is allocated; the cpu backend has the reference. */
+Status cuda_strided_copy(Backend *bk, const StridedCopyDesc *d, Err *e)
+{
+    (void)bk, (void)d;
+    return err_set(e, ST_UNAVAILABLE,
+                   "strided_copy: the cuda backend has no latent-attention q/k/v assembly yet (the cpu backend has the "
+                   "reference)");
+}

@@ -21,11 +21,11 @@ Status exec_model(const ModelSpec *base, const ExecOverrides *o, ModelSpec *out,
 {
     *out = *base;
     const char *n = base->name;
-    if (spec_is_mla(base) || base->mtp_layers)
+    if (base->mtp_layers)
         return err_set(e, ST_UNAVAILABLE,
-                       "--model %s: latent attention (kv_lora_rank %u) and multi-token prediction (mtp_layers %u) "
-                       "are planned (fp8plan plan) but not run by the executor (experts and q/k norms are)",
-                       n, base->kv_lora_rank, base->mtp_layers);
+                       "--model %s: multi-token prediction (mtp_layers %u) is planned (fp8plan plan) but not run by "
+                       "the executor (latent attention, kv_lora_rank %u, experts and q/k norms are)",
+                       n, base->mtp_layers, base->kv_lora_rank);
     if (!base->heads || !base->hidden)
         return err_set(e, ST_USAGE, "--model %s: the catalog row has no heads or hidden size", n);
     if (o->layers) out->layers = o->layers;
@@ -77,6 +77,11 @@ Status exec_model(const ModelSpec *base, const ExecOverrides *o, ModelSpec *out,
     if (!out->layers || !out->hidden || !out->heads || !out->kv_heads || !out->ffn_hidden || !out->seq_len ||
         !out->vocab)
         return err_set(e, ST_USAGE, "--model %s: sizes must be positive", n);
+    if (spec_is_mla(out)) { /* latent attention's heads keep the row's widths (qk_nope + qk_rope, v_head_dim) */
+        out->kv_heads = out->heads;
+        out->head_dim = out->qk_nope_head_dim + out->qk_rope_head_dim;
+        return ST_OK;
+    }
     if (out->hidden % out->heads)
         return err_set(e, ST_USAGE, "--hidden %u is not a multiple of --heads %u", out->hidden, out->heads);
     if (out->heads % out->kv_heads)

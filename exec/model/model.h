@@ -67,6 +67,14 @@ typedef enum {
     PK_XFC2_W,   /* (E · C, Fe) their FC2 */
     PK_QNORM_W,  /* (D) q/k norms (models.csv qk_norm, Qwen3): the RMSNorm weight of every query head */
     PK_KNORM_W,  /* (D) and of every key head */
+    /* latent attention (DeepSeek-V2/V3; exec/model/model_mla.c): its linears replace QKV, PK_PROJ_W reads
+     * heads x v_head_dim; RMSNorms over the two latents (Megatron-Core's q_layernorm / kv_layernorm) */
+    PK_QDOWN_W,  /* (q_lora, C) */
+    PK_QLAT_W,   /* (q_lora) the q latent's norm */
+    PK_QUP_W,    /* (H·D, q_lora), or (H·D, C) without a q latent; D = qk_nope + qk_rope */
+    PK_KVDOWN_W, /* (kv_lora + qk_rope, C) */
+    PK_KVLAT_W,  /* (kv_lora) the kv latent's norm */
+    PK_KVUP_W,   /* (H·(qk_nope + Dv), kv_lora) */
     PK_COUNT
 } ParamKind;
 
@@ -102,15 +110,20 @@ typedef struct {
 typedef struct {
     void *x;                        /* (B·T, C) block input = norm 1 input */
     float *norm1_mean, *norm1_rstd; /* (B·T); mean: LayerNorm only */
-    void *qkv;                      /* (B·T, (H + 2KV)·D), after the rotary embedding; with q/k norms the QKV
+    void *qkv;                      /* (B·T, (H + 2KV)·D) (latent attention: (B·T, 2H·D + H·Dv), assembled by
+                                       exec/model/model_mla.c), after the rotary embedding; with q/k norms the QKV
                                        output (their input: the backward rebuilds the normalized, rotated q, k) */
     void *probs;                    /* (B, H, T, T) */
     void *res2;                     /* (B·T, C) x + attention branch = norm 2 input */
     float *norm2_mean, *norm2_rstd;
     void *fc1;                 /* (B·T, k·F) the activation's input */
-    void *act_in[LIN_COUNT];   /* saved GEMM inputs (B·T, K) or NULL */
-    uint8_t *q_col[LIN_COUNT]; /* saved FP8 GEMM inputs (K, B·T) or NULL */
-    float *q_col_s[LIN_COUNT]; /* block scaling: their 1x128 tiles' scale_inv (K, ceil(B·T/128)) */
+    void *act_in[LIN_KINDS];   /* saved GEMM inputs (B·T, K) or NULL (latent attention in BF16: kv_down reads
+                                  the q projection's, model_linear_saved) */
+    uint8_t *q_col[LIN_KINDS]; /* saved FP8 GEMM inputs (K, B·T) or NULL */
+    float *q_col_s[LIN_KINDS]; /* block scaling: their 1x128 tiles' scale_inv (K, ceil(B·T/128)) */
+    /* latent attention: the latents as their projections wrote them (their norms' inputs) and the norms' rstd */
+    void *cq, *ckv;            /* (B·T, q_lora), (B·T, kv_lora) */
+    float *cq_rstd, *ckv_rstd; /* (B·T) each */
     /* a MoE layer's routed part (exec/model/model_moe.c; NULL on dense layers); R = B·T·k rows */
     float *r_scores;   /* (B·T, E) the router's scores */
     int32_t *r_ids;    /* (B·T, k) the experts each token chose */
@@ -133,7 +146,8 @@ typedef struct {
 typedef struct {
     int32_t *tokens, *targets; /* (B·T) of the micro-batch being run */
     float *losses;             /* (B·T) */
-    float *rope;               /* (T, D/2, 2) cos, sin of the rotary embedding, or NULL */
+    float *rope;               /* (T, R/2, 2) cos, sin of the rotary embedding (R: D, or latent attention's
+                                  qk_rope), or NULL */
     LayerActs *layer;          /* L blocks */
     void *x_final;             /* (B·T, C) last block output = final norm input */
     float *normf_mean, *normf_rstd;
@@ -185,7 +199,12 @@ typedef struct {
     void *t_moe;     /* (B·T, C) the routed part's combined output (forward) */
     void *d_moe;     /* (B·T, C) d(norm 2 output) through the routed experts and the router (backward) */
     void *x_h;       /* FP8 recipes: (R, Fe) the experts' activation output before its cast (forward) */
-    float *pp_xsinv; /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
+    /* latent attention's working rows (exec/model/model_mla.c): forward kv_down's output and an up-projection's;
+     * backward d(kv_down output), d(an up-projection's output or a down-projection's input) and two latents' */
+    void *m_kvd, *m_up;   /* (B·T, kv_lora + qk_rope), (B·T, max(H·D, H·(qk_nope + Dv))) */
+    void *d_kvd, *d_up;   /* (B·T, kv_lora + qk_rope), (B·T, max(H·D, H·(qk_nope + Dv), C)) */
+    void *d_lat, *d_lat2; /* (B·T, max(q_lora, kv_lora)) each */
+    float *pp_xsinv;      /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
                          inputs were cast with (exec/model/model_pp.c) */
 } ModelActs;
 
@@ -197,8 +216,10 @@ enum { MODEL_PHASE_FWD = 1, MODEL_PHASE_HEAD = 2, MODEL_PHASE_BLOCKS = 3 };
  * gradients dY, recipe.gemm_bwd), one record set per tensor as the plan counts
  * them (planner/plan_moe_mem.c: a grouped GEMM's experts one each, the router
  * none). Block l's tensors are numbered from t0(l) = the tensors of the blocks
- * before it: QKV 0, proj 1, then FC1 2 and FC2 3 where the block has a dense or
- * shared FFN, then on a MoE block the routed experts (model_slot_expert). */
+ * before it: its linears in execution order (model_block_linears: QKV 0, proj 1,
+ * then FC1 2 and FC2 3 where the block has a dense or shared FFN; latent attention
+ * q_down, q_up, kv_down, kv_up in QKV's place), then on a MoE block the routed
+ * experts (model_slot_expert). */
 typedef struct {
     ScalingBank fwd, bwd;
 } ModelScaling;

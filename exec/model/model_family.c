@@ -83,5 +83,7 @@ Status model_pos_rope(Model *m, void *qkv, int inverse, Err *e)
                   .qkv = qkv,
                   .cos_sin = m->act.rope,
                   .inverse = inverse};
+    if (model_mla(m)) /* latent attention's decoupled RoPE: each head's last qk_rope columns; v heads of Dv */
+        d.rope_dim = m->spec.qk_rope_head_dim, d.v_head_dim = m->spec.v_head_dim;
     return m->bk->rope(m->bk, &d, e);
 }

@@ -59,7 +59,8 @@ typedef struct {
 static int init_normal(ParamKind k)
 {
     return k == PK_WTE || k == PK_WPE || k == PK_QKV_W || k == PK_PROJ_W || k == PK_FC1_W || k == PK_FC2_W ||
-           k == PK_LM_HEAD || k == PK_ROUTER_W || k == PK_XFC1_W || k == PK_XFC2_W;
+           k == PK_LM_HEAD || k == PK_ROUTER_W || k == PK_XFC1_W || k == PK_XFC2_W || k == PK_QDOWN_W ||
+           k == PK_QUP_W || k == PK_KVDOWN_W || k == PK_KVUP_W;
 }
 
 /* w[b..e) = values, and the piece's amax. */
@@ -77,8 +78,10 @@ static void fill_piece(void *ctx, int piece, uint64_t b, uint64_t e)
             amax = a > amax ? a : amax;
         }
     } else {
-        float v =
-            k == PK_NORM1_W || k == PK_NORM2_W || k == PK_NORMF_W || k == PK_QNORM_W || k == PK_KNORM_W ? 1.0f : 0.0f;
+        float v = k == PK_NORM1_W || k == PK_NORM2_W || k == PK_NORMF_W || k == PK_QNORM_W || k == PK_KNORM_W ||
+                          k == PK_QLAT_W || k == PK_KVLAT_W
+                      ? 1.0f
+                      : 0.0f;
         for (uint64_t i = b; i < e; i++) w[i] = v;
         amax = b < e ? v : 0.0f;
     }
@@ -211,10 +214,11 @@ void model_rope_table(uint32_t seq, uint32_t head_dim, double base, float *cos_s
 static Status upload_rope(Model *m, Err *e)
 {
     if (m->spec.pos != POS_ROPE) return ST_OK;
-    uint64_t n = (uint64_t)m->seq * m->spec.head_dim;
+    const uint32_t R = model_rope_dim(&m->spec); /* latent attention: only its qk_rope columns turn */
+    uint64_t n = (uint64_t)m->seq * R;
     float *t = malloc(n * sizeof *t);
     if (!t) return err_set(e, ST_NOMEM, "out of memory for the rotary table");
-    model_rope_table(m->seq, m->spec.head_dim, MODEL_ROPE_BASE, t);
+    model_rope_table(m->seq, R, MODEL_ROPE_BASE, t);
     Status st = m->bk->copy_to_device(m->bk, m->act.rope, t, n * sizeof *t, e);
     free(t);
     return st;
@@ -236,6 +240,12 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
                        "model %s: the %s backend runs no q/k norms (per-head RMSNorm before RoPE) yet; the cpu backend "
                        "does (--backend cpu)",
                        p->in.model->name, bk->name);
+    if (spec_is_mla(p->in.model) && strcmp(bk->name, "cpu"))
+        return err_set(e, ST_UNAVAILABLE,
+                       "model %s: the %s backend runs no latent attention (kv_lora_rank %u) yet: no q/k/v assembly "
+                       "(strided_copy), partial rotation or value heads of their own width; the cpu backend does "
+                       "(--backend cpu)",
+                       p->in.model->name, bk->name, p->in.model->kv_lora_rank);
     if (exec_block_scaled(p->in.recipe) && strcmp(bk->name, "cpu"))
         return err_set(e, ST_UNAVAILABLE,
                        "recipe %s on model %s: the %s backend runs no block-scaled (1x128/128x128) casts or GEMMs and "

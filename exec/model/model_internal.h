@@ -67,7 +67,45 @@ Status model_attn_qkv(Model *m, uint32_t l, int bwd, void *buf, float *rstd, voi
  * accumulated. */
 Status model_attn_qkv_bwd(Model *m, uint32_t l, void *dqkv, const float *rstd, Err *e);
 
+/* ---- latent attention (model_mla.c; DeepSeek-V2/V3, models.csv kv_lora_rank > 0) ---- */
+static inline int model_mla(const Model *m) { return spec_is_mla(&m->spec); }
+/* The attention's row width W of q, k and v: (H + 2KV)·D, or latent attention's 2H·D + H·Dv. */
+static inline uint64_t model_attn_w(const ModelSpec *s)
+{
+    if (!spec_is_mla(s)) return ((uint64_t)s->heads + 2ull * s->kv_heads) * s->head_dim;
+    return (uint64_t)s->heads * (2ull * s->head_dim + s->v_head_dim);
+}
+/* The rotary table's width R: head_dim, or latent attention's qk_rope (only those columns turn). */
+static inline uint32_t model_rope_dim(const ModelSpec *s) { return spec_is_mla(s) ? s->qk_rope_head_dim : s->head_dim; }
+/* ST_UNAVAILABLE naming what the executor does not run with latent attention (ST_OK for other models). */
+Status model_mla_check(const Plan *p, Err *e);
+/* Block l's attention input projections: x (B·T, C) norm 1's output → the attention's rows la->qkv (B·T, W),
+ * not rotated: q from q_up (through q_down and the q latent's norm), k's nope part and v from kv_up (through
+ * the kv latent's norm), k's rope part kv_down's last qk_rope columns, the same in every head. */
+Status model_mla_fwd(Model *m, uint32_t l, const void *x, Err *e);
+/* Its backward: dqkv (B·T, W) d(the attention's rows, before rotation) → dx (B·T, C) d(norm 1 output)
+ * overwritten; the five weights' and the two norms' gradients accumulated. */
+Status model_mla_bwd(Model *m, uint32_t l, const void *dqkv, void *dx, Err *e);
+
 /* ---- block linears (model_linear.c) ---- */
+
+/* Block l's linears in execution order, their count: QKV, PROJ, FC1, FC2 — latent attention's Q_DOWN (with a
+ * q latent), Q_UP, KV_DOWN, KV_UP in QKV's place —, FC1 and FC2 left out on a MoE block without shared experts.
+ * A linear's FP8 tensor number in its block (its scaling slots) is its place here. */
+uint32_t model_block_linears(const Model *m, uint32_t l, LinearKind ks[LIN_KINDS]);
+/* The attention's first linear, the one norm 1's output is saved for: QKV, latent attention's Q_DOWN, or its
+ * Q_UP without a q latent. */
+static inline LinearKind model_attn_in(const Model *m)
+{
+    return !model_mla(m) ? LIN_QKV : m->spec.q_lora_rank ? LIN_Q_DOWN : LIN_Q_UP;
+}
+/* The saved input of linear k: la->act_in[k], but kv_down's is the q projection's (the same tensor, kept once:
+ * Megatron-Core's two down-projections read one hidden_states) when it has none of its own. */
+static inline void *model_linear_saved(const Model *m, LayerActs *la, LinearKind k)
+{
+    if (k == LIN_KV_DOWN && !la->act_in[k]) return la->act_in[model_attn_in(m)];
+    return la->act_in[k];
+}
 
 /* Where the input of linear k is written in the forward: its saved slot, or
  * the shared working buffer when only the FP8 copy is saved. */

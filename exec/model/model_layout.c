@@ -32,6 +32,7 @@ Status model_check(const Plan *p, Err *e)
                      "sharding %s given)",
                      in->recipe->name, in->tp, in->pp, sharding_name(in->sharding));
     if (!st) st = model_moe_check(p, e);
+    if (!st) st = model_mla_check(p, e);
     if (!st) st = model_shard_check(p, e);
     if (st) return st;
     if ((unsigned)s->norm >= NORM_COUNT_ || (unsigned)s->mlp >= MLP_COUNT_ || (unsigned)s->pos >= POS_COUNT_)
@@ -109,16 +110,41 @@ static uint64_t blocks_of(Granularity g, uint64_t rows, uint64_t cols)
     return gran_scale_count(g, rows, cols, &n, &bytes, NULL) ? 0 : n;
 }
 
+uint32_t model_block_linears(const Model *m, uint32_t l, LinearKind ks[LIN_KINDS])
+{
+    uint32_t n = 0;
+    if (!model_mla(m)) {
+        ks[n++] = LIN_QKV;
+    } else {
+        if (m->spec.q_lora_rank) ks[n++] = LIN_Q_DOWN;
+        ks[n++] = LIN_Q_UP, ks[n++] = LIN_KV_DOWN, ks[n++] = LIN_KV_UP;
+    }
+    ks[n++] = LIN_PROJ;
+    if (model_ffn_of(m, l)) ks[n++] = LIN_FC1, ks[n++] = LIN_FC2;
+    return n;
+}
+
+/* Linear k's place among block l's linears (model_block_linears); its count when the block has none. */
+static uint32_t lin_place(const Model *m, uint32_t l, LinearKind k)
+{
+    LinearKind ks[LIN_KINDS];
+    uint32_t n = model_block_linears(m, l, ks), i = 0;
+    while (i < n && ks[i] != k) i++;
+    return i;
+}
+
 int model_has_linear(const Model *m, uint32_t l, LinearKind k)
 {
-    return (k != LIN_FC1 && k != LIN_FC2) || model_ffn_of(m, l) > 0;
+    LinearKind ks[LIN_KINDS];
+    return lin_place(m, l, k) < model_block_linears(m, l, ks);
 }
 
 /* Block l's FP8 linear tensors: its linears, and 2·E routed experts on a MoE block. */
 static uint32_t block_tensors(const Model *m, uint32_t l)
 {
-    uint32_t n = model_ffn_of(m, l) ? LIN_COUNT : 2;
-    return n + (model_moe_layer(m, l) ? 2 * (m->spec.experts / m->ep) : 0); /* this rank's experts */
+    LinearKind ks[LIN_KINDS];
+    return model_block_linears(m, l, ks) +
+           (model_moe_layer(m, l) ? 2 * (m->spec.experts / m->ep) : 0); /* this rank's experts */
 }
 
 /* t0(l): the tensors of the blocks before l. */
@@ -129,13 +155,14 @@ static uint32_t tensor0(const Model *m, uint32_t l)
     return t;
 }
 
-uint32_t model_slot_x(const Model *m, uint32_t l, LinearKind k) { return 2 * (tensor0(m, l) + (uint32_t)k); }
-uint32_t model_slot_w(const Model *m, uint32_t l, LinearKind k) { return 2 * (tensor0(m, l) + (uint32_t)k) + 1; }
-uint32_t model_slot_dy(const Model *m, uint32_t l, LinearKind k) { return tensor0(m, l) + (uint32_t)k; }
+uint32_t model_slot_x(const Model *m, uint32_t l, LinearKind k) { return 2 * (tensor0(m, l) + lin_place(m, l, k)); }
+uint32_t model_slot_w(const Model *m, uint32_t l, LinearKind k) { return 2 * (tensor0(m, l) + lin_place(m, l, k)) + 1; }
+uint32_t model_slot_dy(const Model *m, uint32_t l, LinearKind k) { return tensor0(m, l) + lin_place(m, l, k); }
 
 uint32_t model_slot_expert(const Model *m, uint32_t l, int fc2, int op)
 {
-    uint32_t t = tensor0(m, l) + (model_ffn_of(m, l) ? LIN_COUNT : 2), E = m->spec.experts / m->ep;
+    LinearKind ks[LIN_KINDS];
+    uint32_t t = tensor0(m, l) + model_block_linears(m, l, ks), E = m->spec.experts / m->ep;
     if (op == 2) return t + (uint32_t)fc2 * E;
     return 2 * t + (uint32_t)(2 * fc2 + op) * E;
 }
@@ -148,7 +175,7 @@ static Status params_fill(Model *m, Err *e)
     const ModelSpec *s = &m->spec;
     const uint64_t C = s->hidden;
     const int ln = s->norm == NORM_LAYERNORM, bias = s->linear_bias;
-    uint32_t cap = 3 + 18 * s->layers + 3;
+    uint32_t cap = 3 + 24 * s->layers + 3;
     ModelParam *p = calloc(cap, sizeof *p);
     if (!p) return err_set(e, ST_NOMEM, "out of memory");
     uint32_t k = 0;
@@ -163,17 +190,25 @@ static Status params_fill(Model *m, Err *e)
         p[k].gemm = gemm_;                              \
         k++;                                            \
     } while (0)
-    static const ParamKind lw[LIN_COUNT] = {PK_QKV_W, PK_PROJ_W, PK_FC1_W, PK_FC2_W};
-    static const ParamKind lb[LIN_COUNT] = {PK_QKV_B, PK_PROJ_B, PK_FC1_B, PK_FC2_B};
+    static const ParamKind lw[LIN_KINDS] = {PK_QKV_W,   PK_PROJ_W, PK_FC1_W,    PK_FC2_W,
+                                            PK_QDOWN_W, PK_QUP_W,  PK_KVDOWN_W, PK_KVUP_W};
+    static const ParamKind lb[LIN_COUNT] = {PK_QKV_B, PK_PROJ_B, PK_FC1_B, PK_FC2_B}; /* (no biases with MLA) */
+    /* every kind a block may have, in execution order (those it lacks skipped below) */
+    static const LinearKind std_order[] = {LIN_QKV, LIN_PROJ, LIN_FC1, LIN_FC2};
+    static const LinearKind mla_order[] = {LIN_Q_DOWN, LIN_Q_UP, LIN_KV_DOWN, LIN_KV_UP, LIN_PROJ, LIN_FC1, LIN_FC2};
+    const LinearKind *order = model_mla(m) ? mla_order : std_order;
+    const int norder = model_mla(m) ? 7 : 4;
     const int first = model_first(m), last = model_last(m);
     if (first || (last && s->tied_embeddings)) /* the last stage's tied head: its own copy */
         ADD(PK_WTE, -1, model_vocab_rows(m), C, 1, 0);
     if (first && s->pos == POS_LEARNED) ADD(PK_WPE, -1, m->seq, C, 1, 0);
     for (uint32_t l = 0; l < s->layers; l++) {
         int L = (int)(l + m->layer0); /* the model's layer index (the initial values' stream) */
-        for (int j = 0; j < LIN_COUNT; j++) {
-            if (j == LIN_QKV || j == LIN_FC1) { /* the norm before QKV and before FC1 */
-                ParamKind nw = j == LIN_QKV ? PK_NORM1_W : PK_NORM2_W;
+        for (int oi = 0; oi < norder; oi++) {
+            const LinearKind j = order[oi];
+            if (j == LIN_Q_DOWN && !s->q_lora_rank) continue; /* no q latent: q_up reads the block input */
+            if (j == model_attn_in(m) || j == LIN_FC1) {      /* the norm before the attention and before FC1 */
+                ParamKind nw = j == LIN_FC1 ? PK_NORM2_W : PK_NORM1_W;
                 ADD(nw, L, C, 1, 0, 0);
                 if (ln) ADD((ParamKind)(nw + 1), L, C, 1, 0, 0); /* PK_NORM1_B, PK_NORM2_B */
             }
@@ -192,7 +227,9 @@ static Status params_fill(Model *m, Err *e)
             uint64_t n = model_lin_n(m, l, (LinearKind)j), kk = model_lin_k(m, l, (LinearKind)j);
             ADD(lw[j], L, n, kk, 1, 1);
             p[k - 1].wslot = model_slot_w(m, l, (LinearKind)j);
-            if (bias) ADD(lb[j], L, n, 1, 0, 0);
+            if (bias && (int)j < LIN_COUNT) ADD(lb[j], L, n, 1, 0, 0);
+            if (j == LIN_Q_DOWN) ADD(PK_QLAT_W, L, s->q_lora_rank, 1, 0, 0); /* the latents' norms */
+            if (j == LIN_KV_DOWN) ADD(PK_KVLAT_W, L, s->kv_lora_rank, 1, 0, 0);
             if (j == LIN_QKV && s->qk_norm) { /* the q/k norms: the plan's 2 x head_dim "other" weights */
                 ADD(PK_QNORM_W, L, s->head_dim, 1, 0, 0);
                 ADD(PK_KNORM_W, L, s->head_dim, 1, 0, 0);
@@ -211,9 +248,11 @@ static Status params_fill(Model *m, Err *e)
 const char *model_param_name(ParamKind k)
 {
     static const char *names[PK_COUNT] = {
-        "wte",     "wpe",      "norm1.w",  "norm1.b",       "qkv.w",         "qkv.b",    "proj.w",   "proj.b",
-        "norm2.w", "norm2.b",  "fc1.w",    "fc1.b",         "fc2.w",         "fc2.b",    "normf.w",  "normf.b",
-        "lm_head", "router.w", "router.b", "experts.fc1.w", "experts.fc2.w", "q_norm.w", "k_norm.w",
+        "wte",      "wpe",      "norm1.w",  "norm1.b",         "qkv.w",    "qkv.b",         "proj.w",
+        "proj.b",   "norm2.w",  "norm2.b",  "fc1.w",           "fc1.b",    "fc2.w",         "fc2.b",
+        "normf.w",  "normf.b",  "lm_head",  "router.w",        "router.b", "experts.fc1.w", "experts.fc2.w",
+        "q_norm.w", "k_norm.w", "q_down.w", "q_latent_norm.w", "q_up.w",   "kv_down.w",     "kv_latent_norm.w",
+        "kv_up.w",
     };
     return (unsigned)k < PK_COUNT ? names[k] : "?";
 }
@@ -300,7 +339,15 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
         arena_add(sp, MT_ACT_LAYER_HP, A, BTs * C, la ? &la->x : NULL, "x", li);
         if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm1_mean : NULL, "norm1.mean", li);
         arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm1_rstd : NULL, "norm1.rstd", li);
-        arena_add(sp, MT_ACT_LAYER_HP, A, BT * model_linear_n(s, LIN_QKV), la ? &la->qkv : NULL, "qkv", li);
+        arena_add(sp, MT_ACT_LAYER_HP, A, BT * model_attn_w(s), la ? &la->qkv : NULL, "qkv", li);
+        if (model_mla(m) && s->q_lora_rank) { /* the latents as projected (their norms' inputs) and the norms' rstd */
+            arena_add(sp, MT_ACT_LAYER_HP, A, BT * s->q_lora_rank, la ? &la->cq : NULL, "q_latent", li);
+            arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->cq_rstd : NULL, "q_latent_norm.rstd", li);
+        }
+        if (model_mla(m)) {
+            arena_add(sp, MT_ACT_LAYER_HP, A, BT * s->kv_lora_rank, la ? &la->ckv : NULL, "kv_latent", li);
+            arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->ckv_rstd : NULL, "kv_latent_norm.rstd", li);
+        }
         arena_add(sp, MT_ACT_ATTN, A, B * H * T * T, la ? &la->probs : NULL, "probs", li);
         arena_add(sp, MT_ACT_LAYER_HP, A, BTs * C, la ? &la->res2 : NULL, "res2", li);
         if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm2_mean : NULL, "norm2.mean", li);
@@ -309,9 +356,12 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
         if (model_ffn_of(m, l))
             arena_add(sp, MT_ACT_LAYER_HP, A, BT * model_lin_n(m, l, LIN_FC1), la ? &la->fc1 : NULL, "fc1", li);
         if (model_moe_layer(m, l)) model_moe_saved(m, bind, sp, la, l, li);
-        for (int k = 0; k < LIN_COUNT; k++) {
-            uint64_t K = model_lin_k(m, l, (LinearKind)k);
-            if ((k == LIN_FC1 || k == LIN_FC2) && !model_ffn_of(m, l)) continue; /* MoE, no shared experts */
+        LinearKind ks[LIN_KINDS];
+        uint32_t nk = model_block_linears(m, l, ks);
+        for (uint32_t ki = 0; ki < nk; ki++) {
+            const LinearKind k = ks[ki];
+            uint64_t K = model_lin_k(m, l, k);
+            if (k == LIN_KV_DOWN && !save_fp8) continue;              /* kv_down's BF16 input is the q projection's */
             uint64_t BTk = model_tp_col(m, (LinearKind)k) ? BTs : BT; /* the shard a column-parallel input keeps */
             if (save_fp8 && exec_block_scaled(r)) /* its tiles along the tokens: (K, ceil(B·T/128)) */
                 arena_add(sp, MT_ACT_LAYER_FP8, DT_FP32, blocks_of(r->act_gran, K, BTk), la ? &la->q_col_s[k] : NULL,
@@ -333,7 +383,8 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
     arena_add_i32(sp, XT_IO, BT * m->slots, a ? &a->tokens : NULL, "tokens", -1);
     arena_add_i32(sp, XT_IO, BT, a ? &a->targets : NULL, "targets", -1);
     arena_add(sp, XT_IO, DT_FP32, BT, a ? &a->losses : NULL, "losses", -1);
-    if (s->pos == POS_ROPE) arena_add(sp, XT_ROPE, DT_FP32, T * s->head_dim, a ? &a->rope : NULL, "rope.cos_sin", -1);
+    if (s->pos == POS_ROPE)
+        arena_add(sp, XT_ROPE, DT_FP32, T * model_rope_dim(s), a ? &a->rope : NULL, "rope.cos_sin", -1);
 }
 
 /* Working buffers: live for the whole backward, or only in one phase (overlaid). */
@@ -351,11 +402,14 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
      * during the block backward, the other parameters' (norms, biases, final norm) throughout */
     int gemm_staged = r->gemm.dt[STATE_GRAD] != DT_FP32, other_staged = r->other.dt[STATE_GRAD] != DT_FP32;
     uint64_t wide = 0, dwide = 0; /* the widest GEMM input K and output N */
-    for (uint32_t l = 0; l < s->layers; l++)
-        for (int k = 0; k < LIN_COUNT; k++) {
-            wide = max2(wide, model_lin_k(m, l, (LinearKind)k));
-            dwide = max2(dwide, model_lin_n(m, l, (LinearKind)k));
+    for (uint32_t l = 0; l < s->layers; l++) {
+        LinearKind ks[LIN_KINDS];
+        uint32_t nk = model_block_linears(m, l, ks);
+        for (uint32_t ki = 0; ki < nk; ki++) {
+            wide = max2(wide, model_lin_k(m, l, ks[ki]));
+            dwide = max2(dwide, model_lin_n(m, l, ks[ki]));
         }
+    }
     uint64_t qrow = BT * wide, dq = BT * dwide; /* FP8 copies of a GEMM input and of an output gradient */
     /* block scaling: the tiles of the row-wise input and of both output gradients' copies */
     uint64_t qrow_s = blocks_of(r->act_gran, BT, wide), dq_s = blocks_of(r->act_gran, BT, dwide),
@@ -371,7 +425,7 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
         }
     ModelActs *a = bind ? &m->act : NULL;
     /* d_res: the sequence-parallel tokens; d_b also the attention output's gradient (B·T, H·D) (TP: H/tp) */
-    const uint64_t BTs = model_sp_tokens(m), qd = BT * model_q_dim(s);
+    const uint64_t BTs = model_sp_tokens(m), qd = BT * max2(model_q_dim(s), model_lin_k(m, 0, LIN_PROJ));
     arena_add(sp, MT_TRANSIENT, A, BTs * C, a ? &a->d_res : NULL, "d_res", -1);
     arena_add(sp, MT_TRANSIENT, A, max2(BTs * C, qd), a ? &a->d_b : NULL, "d_b", -1);
     if (other_staged) {
@@ -409,7 +463,20 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * model_vocab_rows(m), a ? &a->dlogits : NULL,
                         "dlogits");
     /* block backward */
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * dwide, a ? &a->d_a : NULL, "d_a");
+    /* d_a: also d(the attention's q/k/v rows), wider than any linear's output with latent attention */
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * max2(dwide, model_attn_w(s)), a ? &a->d_a : NULL,
+                    "d_a");
+    if (model_mla(m)) { /* latent attention's working rows (exec/model/model_mla.c) */
+        const uint64_t kvd = (uint64_t)s->kv_lora_rank + s->qk_rope_head_dim,
+                       lat = max2(s->q_lora_rank, s->kv_lora_rank);
+        const uint64_t up = max2(model_lin_n(m, 0, LIN_Q_UP), model_lin_n(m, 0, LIN_KV_UP));
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * kvd, a ? &a->m_kvd : NULL, "mla.kv_down_out");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * up, a ? &a->m_up : NULL, "mla.up_out");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * kvd, a ? &a->d_kvd : NULL, "mla.d_kv_down_out");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * max2(up, C), a ? &a->d_up : NULL, "mla.d_up");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * lat, a ? &a->d_lat : NULL, "mla.d_latent");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * lat, a ? &a->d_lat2 : NULL, "mla.d_latent_in");
+    }
     if (s->mlp == MLP_SWIGLU && F)
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * F, a ? &a->d_act : NULL, "d_act");
     model_moe_transient(m, bind, sp);

@@ -102,7 +102,8 @@ static Status cast_weight(Model *m, ModelParam *w, uint32_t sw, void *row, void 
 
 static ModelParam *weight_of(Model *m, uint32_t l, LinearKind k)
 {
-    static const ParamKind w[LIN_COUNT] = {PK_QKV_W, PK_PROJ_W, PK_FC1_W, PK_FC2_W};
+    static const ParamKind w[LIN_KINDS] = {PK_QKV_W,   PK_PROJ_W, PK_FC1_W,    PK_FC2_W,
+                                           PK_QDOWN_W, PK_QUP_W,  PK_KVDOWN_W, PK_KVUP_W};
     return model_find_param(m, w[k], (int)l);
 }
 
@@ -110,13 +111,13 @@ static ModelParam *weight_of(Model *m, uint32_t l, LinearKind k)
 static ModelParam *bias_of(Model *m, uint32_t l, LinearKind k)
 {
     static const ParamKind b[LIN_COUNT] = {PK_QKV_B, PK_PROJ_B, PK_FC1_B, PK_FC2_B};
-    return m->spec.linear_bias ? model_find_param(m, b[k], (int)l) : NULL;
+    return m->spec.linear_bias && (int)k < LIN_COUNT ? model_find_param(m, b[k], (int)l) : NULL;
 }
 
 void *model_linear_input(Model *m, uint32_t layer, LinearKind k)
 {
-    LayerActs *la = model_la(m, layer);
-    return la->act_in[k] ? la->act_in[k] : m->act.t_in;
+    void *x = model_linear_saved(m, model_la(m, layer), k);
+    return x ? x : m->act.t_in;
 }
 
 static uint8_t *wrow(Model *m, ModelParam *w) { return w->wq_row ? w->wq_row : m->act.t_wrow; }
@@ -315,7 +316,7 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
     GemmDesc dg = {.m = M, .n = K, .k = N, .accum = GEMM_OVERWRITE, .d = {.ptr = dxg, .dtype = A}};
     GemmDesc wg = {.m = N, .n = K, .k = M, .accum = GEMM_ACCUMULATE};
     wgrad_target(m, w, &wg.d);
-    const void *x = la->act_in[k];
+    const void *x = model_linear_saved(m, la, k);
     const uint8_t *xcol = la->q_col[k]; /* TP column-parallel: the shard, replaced by tp_regather below */
     if (st) return st;
     if (!recipe_fp8_gemm(&m->recipe)) {
@@ -341,7 +342,7 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
         uint32_t sx = model_slot_x(m, l, k), sw = model_slot_w(m, l, k), sd = model_slot_dy(m, l, k);
         st = cast(m, bb, sd, dy, A, NULL, M, N, m->act.d_qrow, m->act.d_qcol, e);
         if (!st && !xcol) { /* saved in BF16: recast its transpose (no amax: the forward recorded it) */
-            CastDesc c = {.in = la->act_in[k],
+            CastDesc c = {.in = x,
                           .in_dtype = A,
                           .rows = M,
                           .cols = K,

@@ -30,11 +30,6 @@ Status model_moe_check(const Plan *p, Err *e)
     const ModelSpec *s = in->model;
     if (!spec_is_moe(s)) return ST_OK;
     const Recipe *r = in->recipe;
-    if (spec_is_mla(s) || s->mtp_layers)
-        return err_set(e, ST_UNAVAILABLE,
-                       "model %s: latent attention and multi-token prediction are not run by the executor yet (its "
-                       "experts and q/k norms are)",
-                       s->name);
     if (!s->experts_per_token || s->experts_per_token > s->experts)
         return err_set(e, ST_USAGE, "model %s: top-k %u must be between 1 and its %u experts", s->name,
                        s->experts_per_token, s->experts);

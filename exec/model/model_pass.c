@@ -44,19 +44,20 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
         LayerActs *la = model_la(m, l);
         /* the last block's output: the final norm's input, or (PP) what goes to the next stage */
         void *next = l + 1 < s->layers ? model_la(m, l + 1)->x : last ? a->x_final : a->t_out;
-        void *in = model_linear_input(m, l, LIN_QKV);
+        void *in = model_linear_input(m, l, model_attn_in(m)); /* norm 1's output, saved for QKV (or MLA's) */
         AttnFwdDesc at = {.batch = m->batch,
                           .seq = m->seq,
                           .heads = s->heads,
                           .kv_heads = s->kv_heads,
                           .head_dim = s->head_dim,
+                          .v_head_dim = model_mla(m) ? s->v_head_dim : 0,
                           .dtype = A,
                           .qkv = la->qkv,
                           .probs = la->probs,
                           .out = model_linear_input(m, l, LIN_PROJ),
                           .scratch = a->attn_scores};
         st = model_norm_fwd(m, PK_NORM1_W, (int)l, la->x, in, la->norm1_mean, la->norm1_rstd, e);
-        if (!st) st = model_linear_fwd(m, l, LIN_QKV, in, la->qkv, e);
+        if (!st) st = model_mla(m) ? model_mla_fwd(m, l, in, e) : model_linear_fwd(m, l, LIN_QKV, in, la->qkv, e);
         void *aq = NULL; /* rotated in place (saved so: attention's backward reads q, k so), or q/k norms' copy */
         if (!st) st = model_attn_qkv(m, l, 0, a->t_qkv, a->t_qkrstd, &aq, e);
         at.qkv = aq;
@@ -107,6 +108,7 @@ static Status block_bwd(Model *m, uint32_t i, Err *e)
                       .heads = s->heads,
                       .kv_heads = s->kv_heads,
                       .head_dim = s->head_dim,
+                      .v_head_dim = model_mla(m) ? s->v_head_dim : 0,
                       .dtype = m->act_dtype,
                       .qkv = la->qkv,
                       .probs = la->probs,
@@ -136,7 +138,8 @@ static Status block_bwd(Model *m, uint32_t i, Err *e)
     at.qkv = aq;
     if (!st) st = bk->attention_bwd(bk, &at, e);
     if (!st) st = model_attn_qkv_bwd(m, i, a->d_a, a->b_qkrstd, e); /* d(rotated q, k) → d(q, k) (→ d(QKV out)) */
-    if (!st) st = model_linear_bwd(m, i, LIN_QKV, a->d_a, a->d_b, e);
+    if (!st)
+        st = model_mla(m) ? model_mla_bwd(m, i, a->d_a, a->d_b, e) : model_linear_bwd(m, i, LIN_QKV, a->d_a, a->d_b, e);
     if (!st) st = model_norm_bwd(m, PK_NORM1_W, (int)i, la->x, la->norm1_mean, la->norm1_rstd, a->d_b, e);
     return st;
 }

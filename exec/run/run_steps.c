@@ -13,8 +13,8 @@
 static void trace_rows(FILE *f, const Model *m)
 {
     for (uint32_t l = 0; l < m->spec.layers; l++)
-        for (int k = 0; k < LIN_COUNT; k++) {
-            if (!model_has_linear(m, l, (LinearKind)k)) continue; /* a MoE block without shared experts */
+        for (int k = 0; k < LIN_KINDS; k++) {
+            if (!model_has_linear(m, l, (LinearKind)k)) continue; /* not this block's attention, or no FFN */
             const struct {
                 const char *bank, *operand;
                 const ScalingBank *b;

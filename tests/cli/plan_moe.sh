@@ -222,7 +222,7 @@ bad "plan --routing: a routing log for other micro-batches" 65 "rank 0 routed 52
     $R --gbs 4 --routing tests/data/routing/mixtral_dp2_ep2.csv
 bad "plan --routing: no such file" 66 "no/such.csv" $R --routing no/such.csv
 
-# the executor runs dense decoders and MoE layers; latent attention (deepseek-v3) is planned, not run
+# the executor runs dense decoders, MoE layers and latent attention; multi-token prediction (deepseek-v3) is planned, not run
 bad "run refuses a model with experts" 69 "planned (fp8plan plan) but not run" run --backend cpu --model deepseek-v3 --recipe te-fp8 --layers 2 --steps 1
 
 finish

@@ -110,6 +110,39 @@ expect_eq "qwen3: weight_other by hand, planned and measured" \
 expect_eq "qwen3: transient by hand, planned and measured" \
     "$(grep '^memory,transient,' "$TMP/qwen.csv" | cut -d, -f4,5)" "309248,309248"
 
+# latent attention (exec/model/model_mla.c): DeepSeek-V3's row without MTP, shrunk, as a row of a test catalog
+# (deepseek-v3 itself stops at its MTP, below): 2 layers, the first dense (FFN 128), hidden 64, 4 heads of qk_nope 8
+# + qk_rope 4 and values of 8, q latent 24, kv latent 16, 8 experts top-2 of FFN 32, a shared expert, sigmoid
+# router (4 groups, top 2); 50 steps, the loss falls; every state and saved activation as planned, byte for byte
+cp -r "$FP8PLAN_ROOT/models" "$TMP/mla"
+echo 'tiny-mla,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,0,"test model"' \
+    >>"$TMP/mla/models.csv"
+run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 50 --lr 3e-3 \
+    -o "$TMP/mla.csv"
+expect_rc "tiny-mla (latent attention): exit 1, its transient above the plan's" 1
+expect_out "tiny-mla: exact terms as planned, the transient and the activation total over" \
+    "every exact term matches the plan byte for byte; 2 terms outside tolerance"
+expect_line "tiny-mla: the loss falls" 'loss: first 5\.[0-9]{4}, final 1\.[0-9]{4} \(mean of the last 10 steps\).*'
+# GEMM weights by hand: per layer q_down 24 x 64 = 1,536, q_up 4 x 12 x 24 = 1,152, kv_down (16 + 4) x 64 = 1,280,
+# kv_up 4 x (8 + 8) x 16 = 1,024, out-projection 64 x 4 x 8 = 2,048 = 7,040; FFNs 3 x 128 x 64 (dense) + 3 x 32 x
+# 64 (shared expert) = 30,720: 44,800 x 2 B
+expect_eq "tiny-mla: weight_gemm by hand, planned and measured" \
+    "$(grep '^memory,weight_gemm,' "$TMP/mla.csv" | cut -d, -f4,5)" "89600,89600"
+# the planner counts no latent-attention backward rows and less for a dense first layer (docs/executor-moe.md)
+expect_eq "tiny-mla: the transient, planned and measured" \
+    "$(grep '^memory,transient,' "$TMP/mla.csv" | cut -d, -f4,5)" "66304,92160"
+
+# in FP8 (te-fp8): 30 FP8 tensors — per layer q_down, q_up, kv_down, kv_up, the output projection, FC1 and FC2 (the
+# MoE layer's shared expert) and the MoE layer's 2 x 8 experts — each with x, w and dy records of scale, scale_inv
+# and a 1,024-row history: 30 x 3 x 1,026 x 4 = 369,360 B; the scaling trace names every one, 90 rows a step
+run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe te-fp8 --steps 3 \
+    --scaling-trace "$TMP/mla_tr.csv" -o "$TMP/mla8.csv"
+expect_rc "tiny-mla te-fp8: exit 1 (the transient)" 1
+expect_eq "tiny-mla te-fp8: scale_gemm by hand, planned and measured" \
+    "$(grep '^memory,scale_gemm,' "$TMP/mla8.csv" | cut -d, -f4,5)" "369360,369360"
+expect_eq "tiny-mla te-fp8: the trace's rows of step 3" "$(awk -F, '$1 == 3 { n++ } END { print n }' "$TMP/mla_tr.csv")" 90
+expect_eq "tiny-mla te-fp8: kv_up of layer 0 traced" "$(grep -c '^3,[a-z]*,0,kv_up,' "$TMP/mla_tr.csv")" 3
+
 # the row's real vocabulary (151,936) and experts (128, top-8) for 2 steps
 run run --model qwen3-30b-a3b --layers 2 --hidden 64 --heads 4 --kv-heads 2 --seq 32 --mbs 1 --expert-ffn 16 \
     --recipe megatron-bf16 --steps 2 --quiet
@@ -118,9 +151,9 @@ expect_out "qwen3 real sizes: persistent terms match the plan" "every exact term
 
 # refused before any work
 run run --model deepseek-v3 --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256 --recipe megatron-bf16 --steps 1
-expect_rc "deepseek-v3 (latent attention, MTP): unavailable" 69
-expect_err "deepseek-v3: the columns and their values" \
-    "--model deepseek-v3: latent attention (kv_lora_rank 512) and multi-token prediction (mtp_layers 1) are planned"
+expect_rc "deepseek-v3 (MTP): unavailable" 69
+expect_err "deepseek-v3: the column and its value; latent attention runs" \
+    "--model deepseek-v3: multi-token prediction (mtp_layers 1) is planned (fp8plan plan) but not run by the executor (latent attention, kv_lora_rank 512, experts and q/k norms are)"
 expect_no_out "deepseek-v3: nothing run"
 run run $MOE --recipe fp8lm --steps 1
 expect_rc "fp8lm on experts: unavailable" 69

@@ -116,6 +116,18 @@ static inline ModelSpec fx_moe(RouterType r)
     return m;
 }
 
+/* Latent attention (DeepSeek-V2/V3, exec/model/model_mla.c) on fx_llama's blocks (or, moe: fx_moe's with the
+ * sigmoid router, DeepSeek's): 4 heads of qk_nope 6 + qk_rope 4 = 10 for q and k, values of 6, a q latent of 16
+ * (0 when q_lora is 0) and a kv latent of 12. */
+static inline ModelSpec fx_mla(int moe, uint32_t q_lora)
+{
+    ModelSpec m = moe ? fx_moe(ROUTER_SIGMOID) : fx_llama();
+    snprintf(m.name, sizeof m.name, "fx-mla%s", moe ? "-moe" : "");
+    m.kv_heads = m.heads, m.head_dim = 10;
+    m.q_lora_rank = q_lora, m.kv_lora_rank = 12, m.qk_nope_head_dim = 6, m.qk_rope_head_dim = 4, m.v_head_dim = 6;
+    return m;
+}
+
 /* The executor's plan of a fixture (B = mbs sequences, `micro` micro-batches
  * per step on each of dp ranks, states sharded as `sharding` says, tp
  * tensor-parallel ranks (sequence-parallel) and pp stages, the vocabulary

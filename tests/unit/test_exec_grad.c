@@ -52,7 +52,7 @@ static void jitter_qk_norms(Model *g)
     Rng rng = {.s = jitter_seed};
     for (uint32_t i = 0; i < g->nparams; i++) {
         ModelParam *p = &g->params[i];
-        if (p->kind != PK_QNORM_W && p->kind != PK_KNORM_W) continue;
+        if (p->kind != PK_QNORM_W && p->kind != PK_KNORM_W && p->kind != PK_QLAT_W && p->kind != PK_KVLAT_W) continue;
         float *w = malloc(p->numel * sizeof(float));
         CHECK(w != NULL);
         if (!w) return;
@@ -166,6 +166,22 @@ static void test_fd_fp32_qk_norm(void)
     jitter_seed = 0;
 }
 
+/* Latent attention (fx_mla): the five projections, the two latents' RMSNorms (jittered off 1), the q/k/v
+ * assembly with the RoPE key shared by the heads (its gradient the heads' sum) and the decoupled rotation, on a
+ * dense model with and without a q latent and on a DeepSeek-style MoE model (dense first block, sigmoid
+ * router, shared expert), every tensor against finite differences with the same tolerance. */
+static void test_fd_fp32_mla(void)
+{
+    jitter_seed = 3;
+    ModelSpec m = fx_mla(0, 16);
+    fd_fp32(&m);
+    m = fx_mla(0, 0);
+    fd_fp32(&m);
+    m = fx_mla(1, 16);
+    fd_fp32(&m);
+    jitter_seed = 0;
+}
+
 /* The BF16 path's gradients against the FP32 path's, from the same weights
  * (the BF16 model's weights are the FP32 ones rounded, so the comparison
  * includes that rounding). Tolerance, derived: BF16 keeps 8 significant bits
@@ -214,6 +230,8 @@ static void test_bf16_vs_fp32(void)
     ModelSpec m = fx_gpt();
     bf16_vs_fp32(&m);
     m = fx_llama();
+    bf16_vs_fp32(&m);
+    m = fx_mla(0, 16);
     bf16_vs_fp32(&m);
 }
 
@@ -282,6 +300,7 @@ int main(void)
     RUN(test_fd_fp32_llama);
     RUN(test_fd_fp32_moe);
     RUN(test_fd_fp32_qk_norm);
+    RUN(test_fd_fp32_mla);
     RUN(test_bf16_vs_fp32);
     RUN(test_accumulation_equals_the_whole_batch);
     return test_summary();

@@ -381,6 +381,94 @@ static void test_rope_partial(void)
     bk->destroy(bk);
 }
 
+/* Latent attention's q/k/v assembly by strided_copy, by hand: 2 tokens, 2 heads, nope 2, rope 1, Dv 1, kv_lora 2.
+ * kv_down's output (2, kv_lora + rope) = [1 2 | 3], [4 5 | 6]; kv_up's (2, 2 x (nope + Dv)) = [10 11 12 20 21 22],
+ * [30 31 32 40 41 42], per head k_nope (2) then v (1). The attention's rows (2, W = 2 x 3 + 2 x 3 + 2 x 1 = 14):
+ * q [0, 6) untouched (-1), k heads [6, 12) = [10 11 3 20 21 3] and [30 31 6 40 41 6] (the rope column 3 / 6
+ * shared by both heads), v [12, 14) = [12 22] and [32 42]. Backward of the shared rope column: the heads' k
+ * rope gradients summed, 3 + 3 = 6 and 6 + 6 = 12, onto 0.5 already there: 6.5 and 12.5. The latent copy for
+ * its norm: [1 2], [4 5]. BF16 sums round once: 256 + 1 + 1 = 258 (BF16 spaces 2 apart above 256; adding in
+ * BF16 would round 257 back to 256 twice and give 256). */
+static void test_strided_copy(void)
+{
+    Backend *bk = cpu();
+    if (!bk) return;
+    float down[6] = {1, 2, 3, 4, 5, 6}, up[12] = {10, 11, 12, 20, 21, 22, 30, 31, 32, 40, 41, 42}, qkv[28];
+    for (int i = 0; i < 28; i++) qkv[i] = -1;
+    StridedCopyDesc kn = {.rows = 2,
+                          .cols = 2,
+                          .reps = 2,
+                          .dtype = DT_FP32,
+                          .src = up,
+                          .src_ld = 6,
+                          .src_step = 3,
+                          .dst = qkv + 6,
+                          .dst_ld = 14,
+                          .dst_step = 3};
+    StridedCopyDesc kr = kn, v = kn;
+    kr.cols = 1, kr.src = down + 2, kr.src_ld = 3, kr.src_step = 0, kr.dst = qkv + 8;
+    v.cols = 1, v.src = up + 2, v.dst = qkv + 12, v.dst_step = 1;
+    Err e;
+    CHECK_EQ_INT(bk->strided_copy(bk, &kn, &e), ST_OK);
+    CHECK_EQ_INT(bk->strided_copy(bk, &kr, &e), ST_OK);
+    CHECK_EQ_INT(bk->strided_copy(bk, &v, &e), ST_OK);
+    const float want[28] = {-1, -1, -1, -1, -1, -1, 10, 11, 3, 20, 21, 3, 12, 22,
+                            -1, -1, -1, -1, -1, -1, 30, 31, 6, 40, 41, 6, 32, 42};
+    for (int i = 0; i < 28; i++) CHECKF(qkv[i] == want[i], "qkv[%d] = %g, want %g", i, qkv[i], want[i]);
+    float dr[2] = {0.5f, 0.5f}; /* d(k rope): the heads' columns 8 and 11 of each row summed into one */
+    StridedCopyDesc bw = {.rows = 2,
+                          .cols = 1,
+                          .reps = 2,
+                          .dtype = DT_FP32,
+                          .src = qkv + 8,
+                          .src_ld = 14,
+                          .src_step = 3,
+                          .dst = dr,
+                          .dst_ld = 1,
+                          .dst_step = 0,
+                          .accumulate = 1};
+    CHECK_EQ_INT(bk->strided_copy(bk, &bw, &e), ST_OK);
+    CHECK(dr[0] == 6.5f && dr[1] == 12.5f);
+    float lat[4];
+    StridedCopyDesc lc = {.rows = 2,
+                          .cols = 2,
+                          .reps = 1,
+                          .dtype = DT_FP32,
+                          .src = down,
+                          .src_ld = 3,
+                          .dst = lat,
+                          .dst_ld = 2,
+                          .dst_step = 2};
+    CHECK_EQ_INT(bk->strided_copy(bk, &lc, &e), ST_OK);
+    CHECK(lat[0] == 1 && lat[1] == 2 && lat[2] == 4 && lat[3] == 5);
+    uint16_t b3[3] = {0x4380, 0x3F80, 0x3F80}, bs = 0; /* BF16 256, 1, 1 */
+    StridedCopyDesc sb = {.rows = 1,
+                          .cols = 1,
+                          .reps = 3,
+                          .dtype = DT_BF16,
+                          .src = b3,
+                          .src_ld = 3,
+                          .src_step = 1,
+                          .dst = &bs,
+                          .dst_ld = 1};
+    CHECK_EQ_INT(bk->strided_copy(bk, &sb, &e), ST_OK);
+    CHECK_EQ_INT(bs, 0x4381); /* 258 */
+    StridedCopyDesc bad = kn;
+    bad.dst_step = 1;
+    CHECK_EQ_INT(bk->strided_copy(bk, &bad, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "strided_copy: destination blocks overlap (dst_step 1 below cols 2)");
+    bad = kn, bad.src_ld = 4;
+    CHECK_EQ_INT(bk->strided_copy(bk, &bad, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "strided_copy: source row stride 4 is below a row's reach (2 - 1) x 3 + 2");
+    bad = kn, bad.dtype = DT_E4M3;
+    CHECK_EQ_INT(bk->strided_copy(bk, &bad, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "strided_copy: element dtype e4m3 is not fp32, fp16 or bf16");
+    bad = kn, bad.reps = 0;
+    CHECK_EQ_INT(bk->strided_copy(bk, &bad, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "strided_copy: empty shape rows=2 cols=2 reps=0");
+    bk->destroy(bk);
+}
+
 /* ---- grouped-query attention ------------------------------------------------------------------ */
 
 enum { AB = 2, AT = 5, AH = 4, AKV = 2, AD = 4, AW = (AH + 2 * AKV) * AD, AC = AH * AD };
@@ -549,6 +637,7 @@ int main(void)
     RUN(test_rope);
     RUN(test_rope_qk_norm);
     RUN(test_rope_partial);
+    RUN(test_strided_copy);
     RUN(test_gqa_attention);
     RUN(test_attention_value_width);
     return test_summary();

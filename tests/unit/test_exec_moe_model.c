@@ -60,9 +60,8 @@ static void close_run(Run *r)
 
 /* 50 steps of the synthetic stream under `recipe`; the mean loss of the last 5 steps (NAN when the run
  * failed), at least 30 % below the first step's. */
-static double trains(RouterType rt, const char *recipe)
+static double trains_spec(ModelSpec s, const char *recipe)
 {
-    ModelSpec s = fx_moe(rt);
     Run r;
     CHECK(open_run(&r, &s, recipe, 1));
     DataStream d;
@@ -91,6 +90,8 @@ static double trains(RouterType rt, const char *recipe)
     return ok ? tail : NAN;
 }
 
+static double trains(RouterType rt, const char *recipe) { return trains_spec(fx_moe(rt), recipe); }
+
 /* Every recipe the executor runs on experts trains; the FP8 ones (the experts' grouped GEMMs in FP8,
  * exec/model/model_moe_fp8.c, as the dense linears) end within FP8_LOSS_REL of the BF16 run:
  *   FP8_LOSS_REL = 2^-4 = 0.0625, E4M3's unit roundoff (3 mantissa bits: a round-to-nearest cast is off
@@ -117,6 +118,24 @@ static void test_moe_trains(void)
             double f = trains(rts[i], fp8[j]), bound = j == 2 ? DS_LOSS_REL : FP8_LOSS_REL;
             CHECKF(fabs(f - bf16) <= bound * bf16, "%s: %.4f vs BF16 %.4f (%.2f %%)", fp8[j], f, bf16,
                    100 * fabs(f - bf16) / bf16);
+        }
+    }
+}
+
+/* Latent attention trains (exec/model/model_mla.c): a dense model, one without a q latent and a DeepSeek-style
+ * MoE model (sigmoid router, shared expert, dense first block), loss at least 30 % down over 50 steps: BF16
+ * within 5 % of FP32 (BF16's ~20 roundings of 2^-9 along a path, as test_exec_grad's bound); te-fp8,
+ * te-fp8-current and (dense) deepseek-v3's block scales within FP8_LOSS_REL of BF16 (defined above). */
+static void test_mla_trains(void)
+{
+    const ModelSpec ms[3] = {fx_mla(0, 16), fx_mla(0, 0), fx_mla(1, 16)};
+    static const char *const fp8[] = {"te-fp8", "te-fp8-current", "deepseek-v3"};
+    for (int i = 0; i < 3; i++) {
+        double b = trains_spec(ms[i], "megatron-bf16"), f = trains_spec(ms[i], "fp32");
+        CHECKF(fabs(b - f) <= 0.05 * f, "%s: BF16 %.4f vs FP32 %.4f", ms[i].name, b, f);
+        for (int j = 0; j < (i < 2 ? 3 : 2); j++) { /* block-scaled experts are not run yet */
+            double q = trains_spec(ms[i], fp8[j]);
+            CHECKF(fabs(q - b) <= FP8_LOSS_REL * b, "%s, %s: %.4f vs BF16 %.4f", ms[i].name, fp8[j], q, b);
         }
     }
 }
@@ -339,6 +358,10 @@ static void test_refusals(void)
         CHECK(!fx_plan(&dense, &mb, B, 1, &p, &e));
         CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
         CHECK_CONTAINS(e.msg, "model fx-llama: the cuda backend runs no q/k norms (per-head RMSNorm before RoPE) yet");
+        ModelSpec mla = fx_mla(0, 16); /* latent attention: likewise */
+        CHECK(!fx_plan(&mla, &mb, B, 1, &p, &e));
+        CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
+        CHECK_CONTAINS(e.msg, "model fx-mla: the cuda backend runs no latent attention (kv_lora_rank 12) yet");
         bk->name = name;
     }
     if (comm) comm->destroy(comm);
@@ -374,6 +397,23 @@ static void test_refusals(void)
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
     CHECK_CONTAINS(e.msg, "over data and expert parallelism only (tp 1, pp 1, etp 1, sharding zero1 given");
     arena_specs_free(&sp);
+    ModelSpec mla = fx_mla(0, 16); /* latent attention: one rank of TP and PP; no MTP */
+    CHECK(!fx_plan_par(&mla, &bf16, B, 1, 2, 1, &p, &e));
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "model fx-mla: the executor runs latent attention on one tensor- and pipeline-parallel "
+                          "rank (tp 2, pp 1 given)");
+    arena_specs_free(&sp);
+    mla = fx_mla(1, 16);
+    mla.mtp_layers = 1;
+    CHECK(!fx_plan(&mla, &bf16, B, 1, &p, &e));
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "model fx-mla-moe: multi-token prediction (mtp_layers 1) is planned but not run");
+    arena_specs_free(&sp);
+    mla.mtp_layers = 0, mla.qk_rope_head_dim = 3, mla.head_dim = 9; /* an odd rope part */
+    CHECK(!fx_plan(&mla, &bf16, B, 1, &p, &e));
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "model fx-mla-moe: latent attention needs qk_nope and an even qk_rope (6, 3 given)");
+    arena_specs_free(&sp);
     ModelSpec m;
     ExecOverrides o = {.layers = 2, .hidden = 64, .heads = 8, .topk = 9};
     ModelSpec base = fx_moe(ROUTER_SOFTMAX);
@@ -388,6 +428,7 @@ static void test_refusals(void)
 int main(void)
 {
     RUN(test_moe_trains);
+    RUN(test_mla_trains);
     RUN(test_fp8_grouped_equals_loop);
     RUN(test_routing_counts);
     RUN(test_sigmoid_bias_update);
