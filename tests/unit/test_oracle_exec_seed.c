@@ -411,7 +411,7 @@ static size_t heap_in_use(void)
 
 /* model_trace_enable (an FP8 recipe) allocates the scaling trace: per bank (forward: 2 x 4 linears x 2 layers =
  * 16 slots, backward 8) three float arrays, amax, scale_used and scale_next: 3 x (16 + 8) x 4 = 288 B a model.
- * model_destroy frees them all: 64 models of the GPT fixture (te-fp8) created, traced and destroyed after a first
+ * model_destroy frees them all: 64 models of the GPT fixture (te-fp8) created, traced and destroyed after the first 8
  * one must leave at most 4 KiB (allocator noise) more in use. Freeing only the forward amax would leave 64 x
  * (288 - 64) = 14,336 B; leaving both scale_next arrays, 64 x (64 + 32) = 6,144 B (malloc's chunk headers
  * besides). */
@@ -426,7 +426,7 @@ static void test_trace_freed(void)
     CHECKF(comm_single_create(&comm, &e) == ST_OK, "%s", e.msg);
     CHECK(bk && comm);
     size_t before = 0;
-    for (int i = 0; bk && comm && i < 65; i++) {
+    for (int i = 0; bk && comm && i < 72; i++) {
         Model *g = NULL;
         CHECKF(fx_model(&spec, &r, 1, 1, NULL, bk, comm, &g, &e) == ST_OK, "%s", e.msg);
         if (!g) break;
@@ -437,7 +437,9 @@ static void test_trace_freed(void)
         CHECKF(model_trace_enable(g, &e) == ST_OK, "%s", e.msg);
         CHECK(g->trace && g->tr_bwd.scale_next != NULL);
         model_destroy(g);
-        if (i == 0) before = heap_in_use(); /* after a first model: what stays for good */
+        /* after 8 models: what stays for good (measured: the heap grows by 4,416 B over the first 5 models as the
+         * CPU backend's and the C library's lazily sized buffers settle, then not at all over the next 60) */
+        if (i == 7) before = heap_in_use();
     }
     size_t after = heap_in_use();
     CHECKF(after <= before + 4096, "64 traced models: %zu bytes more in use (%zu -> %zu)", after - before, before,
