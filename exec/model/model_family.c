@@ -71,9 +71,8 @@ Status model_act_bwd(Model *m, uint64_t rows, uint64_t F, const void *fc1, const
     return m->bk->act_bwd(m->bk, &d, e);
 }
 
-Status model_pos_rope(Model *m, void *qkv, int inverse, Err *e)
+RopeDesc model_rope_desc(const Model *m, void *qkv, int inverse)
 {
-    if (m->spec.pos != POS_ROPE) return ST_OK;
     RopeDesc d = {.batch = m->batch,
                   .seq = m->seq,
                   .heads = m->spec.heads,
@@ -85,5 +84,12 @@ Status model_pos_rope(Model *m, void *qkv, int inverse, Err *e)
                   .inverse = inverse};
     if (model_mla(m)) /* latent attention's decoupled RoPE: each head's last qk_rope columns; v heads of Dv */
         d.rope_dim = m->spec.qk_rope_head_dim, d.v_head_dim = m->spec.v_head_dim;
+    return d;
+}
+
+Status model_pos_rope(Model *m, void *qkv, int inverse, Err *e)
+{
+    if (m->spec.pos != POS_ROPE) return ST_OK;
+    RopeDesc d = model_rope_desc(m, qkv, inverse);
     return m->bk->rope(m->bk, &d, e);
 }

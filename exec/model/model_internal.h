@@ -54,6 +54,8 @@ Status model_norm_bwd(Model *m, ParamKind w, int layer, const void *in, const fl
 /* The MLP's activation: fc1 (rows, k·F) → out (rows, F), and back. */
 Status model_act_fwd(Model *m, uint64_t rows, uint64_t F, const void *fc1, void *out, Err *e);
 Status model_act_bwd(Model *m, uint64_t rows, uint64_t F, const void *fc1, const void *dout, void *din, Err *e);
+/* The rotary descriptor of the model's attention over qkv (latent attention: the decoupled columns only). */
+RopeDesc model_rope_desc(const Model *m, void *qkv, int inverse);
 /* Rotary embedding of q and k in qkv (B·T, W) in place (inverse: of dq and dk);
  * nothing for learned or no positions. */
 Status model_pos_rope(Model *m, void *qkv, int inverse, Err *e);
@@ -219,6 +221,13 @@ MoeF8 model_moe_f8_tokens(Model *m, uint32_t l);
 Status model_moe_fp8_fwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, ModelParam *w2, Err *e);
 Status model_moe_fp8_recompute(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w2, Err *e);
 Status model_moe_fp8_bwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, ModelParam *w2, Err *e);
+/* The routed experts' grouped GEMMs over a view (model_moe_fp8.c), for both FP8 paths: Y (rows, n) = A_g ·
+ * B_gᵀ over K = k per expert, written in the activations' dtype; and dW_g (M, N) += dY_gᵀ · X_g from the
+ * transposed copies dyt (M, rows) and xt (N, rows) into w's gradient. acc: the recipe's accumulation. */
+Status model_moe_f8_grouped(Model *m, const MoeF8 *v, GemmOperand a, GemmOperand b, uint64_t n, uint64_t k,
+                            GemmAccPrecision acc, void *y, Err *e);
+Status model_moe_f8_wgrad(Model *m, const MoeF8 *v, ModelParam *w, GemmOperand dyt, GemmOperand xt, uint64_t M,
+                          uint64_t N, GemmAccPrecision acc, Err *e);
 /* The same three under the deepseek-v3 recipe (model_moe_block.c): 1x128 activation tiles, each expert's
  * 128x128 weight blocks, the 14-bit accumulation; model_moe_fp8_* call them for a block-scaled recipe. */
 Status model_moe_block_fwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam *w2, Err *e);

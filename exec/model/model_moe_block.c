@@ -83,42 +83,6 @@ static GemmOperand operand(const void *p, Dtype fmt, const float *s, Granularity
     return (GemmOperand){.ptr = p, .dtype = fmt, .layout = GEMM_K_INNER, .scale_inv = s, .scale_gran = gr};
 }
 
-/* Y (rows, N) = A_g (m_g, K) · B_g (N, K)ᵀ for every expert, 14-bit partial sums promoted every 128 of K. */
-static Status grouped(Model *m, const MoeF8 *v, GemmOperand a, GemmOperand b, uint64_t n, uint64_t k, void *y, Err *e)
-{
-    GroupedGemmDesc d = {.groups = v->groups,
-                         .rows = v->rows,
-                         .n = n,
-                         .k = k,
-                         .counts = v->counts,
-                         .a = a,
-                         .b = b,
-                         .d = {.ptr = y, .dtype = m->act_dtype},
-                         .accum = GEMM_OVERWRITE,
-                         .acc_precision = GEMM_ACC_TC14};
-    return m->bk->grouped_gemm(m->bk, &d, e);
-}
-
-/* dW_g (M, N) += dY_gᵀ · X_g from the transposed copies dyt (M, rows) and xt (N, rows), tiled per expert. */
-static Status wgrad(Model *m, const MoeF8 *v, ModelParam *w, GemmOperand dyt, GemmOperand xt, uint64_t M, uint64_t N,
-                    Err *e)
-{
-    GroupedWgradDesc d = {.groups = v->groups,
-                          .rows = v->rows,
-                          .m = M,
-                          .n = N,
-                          .counts = v->counts,
-                          .a = dyt,
-                          .b = xt,
-                          .accum = GEMM_ACCUMULATE,
-                          .acc_precision = GEMM_ACC_TC14};
-    Status st = model_grad_begin(m, w, 0, e);
-    d.d = (GemmOutput){.ptr = model_grad_target(m, w, 0), .dtype = DT_FP32};
-    if (!st) st = m->bk->grouped_gemm_wgrad(m->bk, &d, e);
-    if (!st) st = model_grad_commit(m, w, 0, e);
-    return st;
-}
-
 Status model_moe_block_fwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam *w2, Err *e)
 {
     const ModelSpec *s = &m->spec;
@@ -132,15 +96,16 @@ Status model_moe_block_fwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam 
     Status st = cast_rows(m, v, cnt, v->x_in, C, f, row, v->t_qrow_s, v->q_xin, v->q_xin_s, e);
     if (!st) st = cast_weight(m, v, w1, e);
     if (!st)
-        st = grouped(m, v, operand(v->t_qrow, f, v->t_qrow_s, r->act_gran),
-                     operand(w1->wq_row, f, w1->wq_row_s, r->weight_gran), kf * Fe, C, v->x_fc1, e);
+        st = model_moe_f8_grouped(m, v, operand(v->t_qrow, f, v->t_qrow_s, r->act_gran),
+                                  operand(w1->wq_row, f, w1->wq_row_s, r->weight_gran), kf * Fe, C, GEMM_ACC_TC14,
+                                  v->x_fc1, e);
     if (!st) st = model_act_fwd(m, v->rows, Fe, v->x_fc1, v->x_h, e);
     /* FC2 */
     if (!st) st = cast_rows(m, v, cnt, v->x_h, Fe, f, v->t_qrow, v->t_qrow_s, v->q_xh, v->q_xh_s, e);
     if (!st) st = cast_weight(m, v, w2, e);
     if (!st)
-        st = grouped(m, v, operand(v->t_qrow, f, v->t_qrow_s, r->act_gran),
-                     operand(w2->wq_row, f, w2->wq_row_s, r->weight_gran), C, Fe, v->y, e);
+        st = model_moe_f8_grouped(m, v, operand(v->t_qrow, f, v->t_qrow_s, r->act_gran),
+                                  operand(w2->wq_row, f, w2->wq_row_s, r->weight_gran), C, Fe, GEMM_ACC_TC14, v->y, e);
     free(cnt);
     return st;
 }
@@ -158,8 +123,8 @@ Status model_moe_block_recompute(Model *m, const MoeF8 *v, ModelParam *w2, Err *
     Status st = model_act_fwd(m, v->rows, Fe, v->x_fc1, v->dh2, e);
     if (!st) st = cast_rows(m, v, cnt, v->dh2, Fe, f, v->d_qrow, v->d_qrow_s, NULL, NULL, e);
     if (!st)
-        st = grouped(m, v, operand(v->d_qrow, f, v->d_qrow_s, r->act_gran),
-                     operand(w2->wq_row, f, w2->wq_row_s, r->weight_gran), C, Fe, v->y, e);
+        st = model_moe_f8_grouped(m, v, operand(v->d_qrow, f, v->d_qrow_s, r->act_gran),
+                                  operand(w2->wq_row, f, w2->wq_row_s, r->weight_gran), C, Fe, GEMM_ACC_TC14, v->y, e);
     free(cnt);
     return st;
 }
@@ -177,19 +142,20 @@ Status model_moe_block_bwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam 
     uint8_t *row = v->dy_q ? NULL : v->d_qrow; /* the FP8 dispatch delivered the row-wise copy */
     Status st = cast_rows(m, v, cnt, v->dy, C, fb, row, v->d_qrow_s, v->d_qcol, v->d_qcol_s, e);
     if (!st)
-        st = grouped(m, v, operand(v->d_qrow, fb, v->d_qrow_s, ga), operand(w2->wq_col, ff, w2->wq_col_s, gw), Fe, C,
-                     v->dh2, e);
+        st = model_moe_f8_grouped(m, v, operand(v->d_qrow, fb, v->d_qrow_s, ga),
+                                  operand(w2->wq_col, ff, w2->wq_col_s, gw), Fe, C, GEMM_ACC_TC14, v->dh2, e);
     if (!st)
-        st = wgrad(m, v, w2, operand(v->d_qcol, fb, v->d_qcol_s, ga), operand(v->q_xh, ff, v->q_xh_s, ga), C, Fe, e);
+        st = model_moe_f8_wgrad(m, v, w2, operand(v->d_qcol, fb, v->d_qcol_s, ga), operand(v->q_xh, ff, v->q_xh_s, ga),
+                                C, Fe, GEMM_ACC_TC14, e);
     if (!st) st = model_act_bwd(m, v->rows, Fe, v->x_fc1, v->dh2, v->dh1, e);
     /* FC1: d(expert inputs) into y (its outputs are spent) */
     if (!st) st = cast_rows(m, v, cnt, v->dh1, kf * Fe, fb, v->d_qrow, v->d_qrow_s, v->d_qcol, v->d_qcol_s, e);
     if (!st)
-        st = grouped(m, v, operand(v->d_qrow, fb, v->d_qrow_s, ga), operand(w1->wq_col, ff, w1->wq_col_s, gw), C,
-                     kf * Fe, v->y, e);
+        st = model_moe_f8_grouped(m, v, operand(v->d_qrow, fb, v->d_qrow_s, ga),
+                                  operand(w1->wq_col, ff, w1->wq_col_s, gw), C, kf * Fe, GEMM_ACC_TC14, v->y, e);
     if (!st)
-        st = wgrad(m, v, w1, operand(v->d_qcol, fb, v->d_qcol_s, ga), operand(v->q_xin, ff, v->q_xin_s, ga), kf * Fe, C,
-                   e);
+        st = model_moe_f8_wgrad(m, v, w1, operand(v->d_qcol, fb, v->d_qcol_s, ga),
+                                operand(v->q_xin, ff, v->q_xin_s, ga), kf * Fe, C, GEMM_ACC_TC14, e);
     free(cnt);
     return st;
 }

@@ -94,9 +94,8 @@ static GemmOperand operand(const void *p, const ScalingBank *b, uint32_t slot0)
                          .scale_gran = GRAN_TENSOR};
 }
 
-/* Y (rows, N) = X_g · W_gᵀ from the FP8 row-wise copies a (rows, K) and w (groups, N, K). */
-static Status grouped(Model *m, const MoeF8 *v, GemmOperand a, GemmOperand w, uint64_t n, uint64_t k,
-                      GemmAccPrecision acc, void *y, Err *e)
+Status model_moe_f8_grouped(Model *m, const MoeF8 *v, GemmOperand a, GemmOperand b, uint64_t n, uint64_t k,
+                            GemmAccPrecision acc, void *y, Err *e)
 {
     GroupedGemmDesc d = {.groups = v->groups,
                          .rows = v->rows,
@@ -104,16 +103,15 @@ static Status grouped(Model *m, const MoeF8 *v, GemmOperand a, GemmOperand w, ui
                          .k = k,
                          .counts = v->counts,
                          .a = a,
-                         .b = w,
+                         .b = b,
                          .d = {.ptr = y, .dtype = m->act_dtype},
                          .accum = GEMM_OVERWRITE,
                          .acc_precision = acc};
     return m->bk->grouped_gemm(m->bk, &d, e);
 }
 
-/* dW_g (M, N) += dY_gᵀ · X_g from the transposed copies dyt (M, rows) and xt (N, rows). */
-static Status wgrad(Model *m, const MoeF8 *v, ModelParam *w, GemmOperand dyt, GemmOperand xt, uint64_t M, uint64_t N,
-                    Err *e)
+Status model_moe_f8_wgrad(Model *m, const MoeF8 *v, ModelParam *w, GemmOperand dyt, GemmOperand xt, uint64_t M,
+                          uint64_t N, GemmAccPrecision acc, Err *e)
 {
     GroupedWgradDesc d = {.groups = v->groups,
                           .rows = v->rows,
@@ -122,7 +120,8 @@ static Status wgrad(Model *m, const MoeF8 *v, ModelParam *w, GemmOperand dyt, Ge
                           .counts = v->counts,
                           .a = dyt,
                           .b = xt,
-                          .accum = GEMM_ACCUMULATE};
+                          .accum = GEMM_ACCUMULATE,
+                          .acc_precision = acc};
     Status st = model_grad_begin(m, w, 0, e);
     d.d = (GemmOutput){.ptr = model_grad_target(m, w, 0), .dtype = DT_FP32};
     if (!st) st = m->bk->grouped_gemm_wgrad(m->bk, &d, e);
@@ -167,14 +166,15 @@ Status model_moe_fp8_fwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, M
     Status st = cast_experts(m, v, fb, x1, cnt, 0, v->x_in, A, C, v->t_qrow, v->q_xin, 1, e);
     if (!st) st = cast_weight(m, v, l, 0, w1, e);
     if (!st)
-        st = grouped(m, v, operand(v->t_qrow, fb, x1), operand(w1->wq_row, fb, wl1), kf * Fe, C, GEMM_ACC_FAST,
-                     v->x_fc1, e);
+        st = model_moe_f8_grouped(m, v, operand(v->t_qrow, fb, x1), operand(w1->wq_row, fb, wl1), kf * Fe, C,
+                                  GEMM_ACC_FAST, v->x_fc1, e);
     if (!st) st = model_act_fwd(m, v->rows, Fe, v->x_fc1, v->x_h, e);
     /* FC2 */
     if (!st) st = cast_experts(m, v, fb, x2, cnt, 0, v->x_h, A, Fe, v->t_qrow, v->q_xh, 1, e);
     if (!st) st = cast_weight(m, v, l, 1, w2, e);
     if (!st)
-        st = grouped(m, v, operand(v->t_qrow, fb, x2), operand(w2->wq_row, fb, wl2), C, Fe, GEMM_ACC_FAST, v->y, e);
+        st = model_moe_f8_grouped(m, v, operand(v->t_qrow, fb, x2), operand(w2->wq_row, fb, wl2), C, Fe, GEMM_ACC_FAST,
+                                  v->y, e);
     free(cnt);
     return st;
 }
@@ -193,7 +193,8 @@ Status model_moe_fp8_recompute(Model *m, uint32_t l, const MoeF8 *v, ModelParam 
     Status st = model_act_fwd(m, v->rows, Fe, v->x_fc1, v->dh2, e);
     if (!st) st = cast_experts(m, v, fb, x2, cnt, 0, v->dh2, m->act_dtype, Fe, v->d_qrow, NULL, 0, e);
     if (!st)
-        st = grouped(m, v, operand(v->d_qrow, fb, x2), operand(w2->wq_row, fb, wl2), C, Fe, GEMM_ACC_FAST, v->y, e);
+        st = model_moe_f8_grouped(m, v, operand(v->d_qrow, fb, x2), operand(w2->wq_row, fb, wl2), C, Fe, GEMM_ACC_FAST,
+                                  v->y, e);
     free(cnt);
     return st;
 }
@@ -214,15 +215,20 @@ Status model_moe_fp8_bwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, M
     /* FC2: dY both layouts; d(activation output) = dY · W2 (the kept transposed copy (Fe, C)) */
     Status st = cast_experts(m, v, bb, d2, cnt, 0, v->dy, A, C, v->d_qrow, v->d_qcol, 1, e);
     if (!st)
-        st = grouped(m, v, operand(v->d_qrow, bb, d2), operand(w2->wq_col, fb, wl2), Fe, C, GEMM_ACC_SPLIT, v->dh2, e);
-    if (!st) st = wgrad(m, v, w2, operand(v->d_qcol, bb, d2), operand(v->q_xh, fb, x2), C, Fe, e);
+        st = model_moe_f8_grouped(m, v, operand(v->d_qrow, bb, d2), operand(w2->wq_col, fb, wl2), Fe, C, GEMM_ACC_SPLIT,
+                                  v->dh2, e);
+    if (!st)
+        st = model_moe_f8_wgrad(m, v, w2, operand(v->d_qcol, bb, d2), operand(v->q_xh, fb, x2), C, Fe, GEMM_ACC_SPLIT,
+                                e);
     if (!st) st = model_act_bwd(m, v->rows, Fe, v->x_fc1, v->dh2, v->dh1, e);
     /* FC1: d(expert inputs) into y (its outputs are spent) */
     if (!st) st = cast_experts(m, v, bb, d1, cnt, 0, v->dh1, A, kf * Fe, v->d_qrow, v->d_qcol, 1, e);
     if (!st)
-        st = grouped(m, v, operand(v->d_qrow, bb, d1), operand(w1->wq_col, fb, wl1), C, kf * Fe, GEMM_ACC_SPLIT, v->y,
-                     e);
-    if (!st) st = wgrad(m, v, w1, operand(v->d_qcol, bb, d1), operand(v->q_xin, fb, x1), kf * Fe, C, e);
+        st = model_moe_f8_grouped(m, v, operand(v->d_qrow, bb, d1), operand(w1->wq_col, fb, wl1), C, kf * Fe,
+                                  GEMM_ACC_SPLIT, v->y, e);
+    if (!st)
+        st = model_moe_f8_wgrad(m, v, w1, operand(v->d_qcol, bb, d1), operand(v->q_xin, fb, x1), kf * Fe, C,
+                                GEMM_ACC_SPLIT, e);
     free(cnt);
     return st;
 }

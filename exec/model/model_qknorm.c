@@ -20,21 +20,9 @@
 static RopeDesc qk_desc(Model *m, uint32_t l, void *qkv, float *rstd, int inverse)
 {
     ModelParam *q = model_find_param(m, PK_QNORM_W, (int)l), *k = model_find_param(m, PK_KNORM_W, (int)l);
-    RopeDesc d = {.batch = m->batch,
-                  .seq = m->seq,
-                  .heads = m->spec.heads,
-                  .kv_heads = m->spec.kv_heads,
-                  .head_dim = m->spec.head_dim,
-                  .dtype = m->act_dtype,
-                  .qkv = qkv,
-                  .cos_sin = m->act.rope,
-                  .inverse = inverse,
-                  .qnorm_w = q->weight,
-                  .knorm_w = k->weight,
-                  .norm_wdt = m->recipe.other.dt[STATE_WEIGHT],
-                  .eps = MODEL_NORM_EPS,
-                  .norm_raw = model_la(m, l)->qkv,
-                  .norm_rstd = rstd};
+    RopeDesc d = model_rope_desc(m, qkv, inverse);
+    d.qnorm_w = q->weight, d.knorm_w = k->weight, d.norm_wdt = m->recipe.other.dt[STATE_WEIGHT];
+    d.eps = MODEL_NORM_EPS, d.norm_raw = model_la(m, l)->qkv, d.norm_rstd = rstd;
     return d;
 }
 
