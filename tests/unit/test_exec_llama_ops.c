@@ -469,17 +469,30 @@ static void test_strided_copy(void)
     bk->destroy(bk);
 }
 
-/* ---- grouped-query attention ------------------------------------------------------------------ */
+/* ---- attention: grouped-query heads, value heads of their own width ------------------------------------ */
 
-enum { AB = 2, AT = 5, AH = 4, AKV = 2, AD = 4, AW = (AH + 2 * AKV) * AD, AC = AH * AD };
+/* One attention shape: B sequences of T tokens, H query heads on KV key/value heads of width D (q, k) and Dv (v;
+ * 0: D). qkv rows are W = (H + KV)·D + KV·Dv wide, q head h at h·D, k head g at H·D + g·D, v head g at
+ * (H + KV)·D + g·Dv; out rows H·Dv. */
+typedef struct {
+    const char *name;
+    int B, T, H, KV, D, Dv;
+    uint64_t seed;
+} AttnShape;
 
-static void attn_fwd(Backend *bk, const float *qkv, float *probs, float *out)
+enum { ATT_MAXW = 64, ATT_MAXC = 16, ATT_MAXP = 2 * 4 * 5 * 5, ATT_MAXBT = 2 * 5 };
+
+static int att_dv(const AttnShape *s) { return s->Dv ? s->Dv : s->D; }
+static int att_w(const AttnShape *s) { return (s->H + s->KV) * s->D + s->KV * att_dv(s); }
+
+static void att_fwd(Backend *bk, const AttnShape *s, const float *qkv, float *probs, float *out)
 {
-    AttnFwdDesc d = {.batch = AB,
-                     .seq = AT,
-                     .heads = AH,
-                     .kv_heads = AKV,
-                     .head_dim = AD,
+    AttnFwdDesc d = {.batch = (uint32_t)s->B,
+                     .seq = (uint32_t)s->T,
+                     .heads = (uint32_t)s->H,
+                     .kv_heads = (uint32_t)s->KV,
+                     .head_dim = (uint32_t)s->D,
+                     .v_head_dim = (uint32_t)s->Dv,
                      .dtype = DT_FP32,
                      .qkv = qkv,
                      .probs = probs,
@@ -488,145 +501,83 @@ static void attn_fwd(Backend *bk, const float *qkv, float *probs, float *out)
     CHECK_EQ_INT(bk->attention_fwd(bk, &d, &e), ST_OK);
 }
 
-static void attn_fd_fwd(Backend *bk, const void *ctx, const float *in, float *out)
+static void att_fd_fwd(Backend *bk, const void *ctx, const float *in, float *out)
 {
-    (void)ctx;
-    static float probs[AB * AH * AT * AT];
-    attn_fwd(bk, in, probs, out);
+    static float probs[ATT_MAXP];
+    att_fwd(bk, ctx, in, probs, out);
 }
 
-static void test_gqa_attention(void)
+/* The forward against a direct causal evaluation (query head h attends with KV head h / (H/KV), scores scaled
+ * by 1/√D; the masked probabilities exactly 0): the count of outputs off by more than 1e-5. */
+static int att_direct_mismatches(const AttnShape *s, const float *qkv, const float *probs, const float *out)
 {
-    Backend *bk = cpu();
-    if (!bk) return;
-    Rng r = {13};
-    static float qkv[AB * AT * AW], probs[AB * AH * AT * AT], out[AB * AT * AC], dout[AB * AT * AC];
-    static float dqkv[AB * AT * AW], scratch[AB * AH * AT * AT];
-    randn(&r, qkv, AB * AT * AW, 1.0), randn(&r, dout, AB * AT * AC, 1.0);
-    attn_fwd(bk, qkv, probs, out);
-    /* direct: query head h attends with KV head h / (H/KV) = h / 2, causally */
+    const int W = att_w(s), Dv = att_dv(s), C = s->H * Dv, T = s->T;
     int bad = 0;
-    for (int b = 0; b < AB; b++)
-        for (int h = 0; h < AH; h++)
-            for (int t = 0; t < AT; t++) {
-                const int g = h / (AH / AKV);
-                double s[AT], mx = -INFINITY, sum = 0.0;
-                for (int u = 0; u <= t; u++) {
-                    s[u] = 0.0;
-                    for (int i = 0; i < AD; i++)
-                        s[u] +=
-                            (double)qkv[(b * AT + t) * AW + h * AD + i] * qkv[(b * AT + u) * AW + AH * AD + g * AD + i];
-                    s[u] /= sqrt((double)AD);
-                    mx = fmax(mx, s[u]);
-                }
-                for (int u = 0; u <= t; u++) sum += exp(s[u] - mx);
-                for (int i = 0; i < AD; i++) {
-                    double o = 0.0;
-                    for (int u = 0; u <= t; u++)
-                        o += exp(s[u] - mx) / sum * qkv[(b * AT + u) * AW + (AH + AKV) * AD + g * AD + i];
-                    bad += fabs(out[(b * AT + t) * AC + h * AD + i] - o) > 1e-5;
-                }
-                for (int u = t + 1; u < AT; u++) bad += probs[((b * AH + h) * AT + t) * AT + u] != 0.0f;
-            }
-    CHECK_EQ_INT(bad, 0);
-    AttnBwdDesc bd = {.batch = AB,
-                      .seq = AT,
-                      .heads = AH,
-                      .kv_heads = AKV,
-                      .head_dim = AD,
-                      .dtype = DT_FP32,
-                      .qkv = qkv,
-                      .probs = probs,
-                      .dout = dout,
-                      .dqkv = dqkv,
-                      .scratch = scratch};
-    Err e;
-    CHECK_EQ_INT(bk->attention_bwd(bk, &bd, &e), ST_OK);
-    /* every q, k (each shared by two query heads) and v */
-    int fd_bad = fd_mismatches(bk, attn_fd_fwd, NULL, qkv, AB * AT * AW, dout, AB * AT * AC, dqkv, 0, 1);
-    CHECK_EQ_INT(fd_bad, 0);
-    bd.kv_heads = 3; /* does not divide 4 */
-    CHECK_EQ_INT(bk->attention_bwd(bk, &bd, &e), ST_USAGE);
-    CHECK_CONTAINS(e.msg, "3 KV heads must be at least 1 and divide the 4 heads");
-    bk->destroy(bk);
-}
-
-/* Value heads of their own width (latent attention: q and k of qk_nope + qk_rope, v of v_head_dim): D 6, Dv 4,
- * 4 query heads on 2 KV heads. qkv rows are W = (4 + 2)·6 + 2·4 = 44 wide, v head g at 36 + 4g; out and dout
- * 4·4 = 16. The forward against a direct evaluation (scores scaled by 1/√6), the backward against finite
- * differences of every q, k and v. */
-enum { VB = 2, VT = 5, VH = 4, VKV = 2, VD = 6, VDV = 4, VW = (VH + VKV) * VD + VKV * VDV, VC = VH * VDV };
-
-static void vattn_fwd(Backend *bk, const float *qkv, float *probs, float *out)
-{
-    AttnFwdDesc d = {.batch = VB,
-                     .seq = VT,
-                     .heads = VH,
-                     .kv_heads = VKV,
-                     .head_dim = VD,
-                     .v_head_dim = VDV,
-                     .dtype = DT_FP32,
-                     .qkv = qkv,
-                     .probs = probs,
-                     .out = out};
-    Err e;
-    CHECK_EQ_INT(bk->attention_fwd(bk, &d, &e), ST_OK);
-}
-
-static void vattn_fd_fwd(Backend *bk, const void *ctx, const float *in, float *out)
-{
-    (void)ctx;
-    static float probs[VB * VH * VT * VT];
-    vattn_fwd(bk, in, probs, out);
-}
-
-static void test_attention_value_width(void)
-{
-    Backend *bk = cpu();
-    if (!bk) return;
-    Rng r = {17};
-    static float qkv[VB * VT * VW], probs[VB * VH * VT * VT], out[VB * VT * VC], dout[VB * VT * VC];
-    static float dqkv[VB * VT * VW], scratch[VB * VH * VT * VT];
-    randn(&r, qkv, VB * VT * VW, 1.0), randn(&r, dout, VB * VT * VC, 1.0);
-    vattn_fwd(bk, qkv, probs, out);
-    int bad = 0;
-    for (int b = 0; b < VB; b++)
-        for (int h = 0; h < VH; h++)
-            for (int t = 0; t < VT; t++) {
-                const int g = h / (VH / VKV);
-                double sc[VT], mx = -INFINITY, sum = 0.0;
+    for (int b = 0; b < s->B; b++)
+        for (int h = 0; h < s->H; h++)
+            for (int t = 0; t < T; t++) {
+                const int g = h / (s->H / s->KV);
+                double sc[8], mx = -INFINITY, sum = 0.0;
                 for (int u = 0; u <= t; u++) {
                     sc[u] = 0.0;
-                    for (int i = 0; i < VD; i++)
-                        sc[u] +=
-                            (double)qkv[(b * VT + t) * VW + h * VD + i] * qkv[(b * VT + u) * VW + VH * VD + g * VD + i];
-                    sc[u] /= sqrt((double)VD);
+                    for (int i = 0; i < s->D; i++)
+                        sc[u] += (double)qkv[(b * T + t) * W + h * s->D + i] *
+                                 qkv[(b * T + u) * W + s->H * s->D + g * s->D + i];
+                    sc[u] /= sqrt((double)s->D);
                     mx = fmax(mx, sc[u]);
                 }
                 for (int u = 0; u <= t; u++) sum += exp(sc[u] - mx);
-                for (int i = 0; i < VDV; i++) {
+                for (int i = 0; i < Dv; i++) {
                     double o = 0.0;
                     for (int u = 0; u <= t; u++)
-                        o += exp(sc[u] - mx) / sum * qkv[(b * VT + u) * VW + (VH + VKV) * VD + g * VDV + i];
-                    bad += fabs(out[(b * VT + t) * VC + h * VDV + i] - o) > 1e-5;
+                        o += exp(sc[u] - mx) / sum * qkv[(b * T + u) * W + (s->H + s->KV) * s->D + g * Dv + i];
+                    bad += fabs(out[(b * T + t) * C + h * Dv + i] - o) > 1e-5;
                 }
+                for (int u = t + 1; u < T; u++) bad += probs[((b * s->H + h) * T + t) * T + u] != 0.0f;
             }
-    CHECK_EQ_INT(bad, 0);
-    AttnBwdDesc bd = {.batch = VB,
-                      .seq = VT,
-                      .heads = VH,
-                      .kv_heads = VKV,
-                      .head_dim = VD,
-                      .v_head_dim = VDV,
-                      .dtype = DT_FP32,
-                      .qkv = qkv,
-                      .probs = probs,
-                      .dout = dout,
-                      .dqkv = dqkv,
-                      .scratch = scratch};
-    Err e;
-    CHECK_EQ_INT(bk->attention_bwd(bk, &bd, &e), ST_OK);
-    CHECK_EQ_INT(fd_mismatches(bk, vattn_fd_fwd, NULL, qkv, VB * VT * VW, dout, VB * VT * VC, dqkv, 0, 1), 0);
+    return bad;
+}
+
+/* Each shape: the forward against the direct evaluation, the backward against finite differences of every q,
+ * k (each shared by H/KV query heads) and v; then a KV head count that does not divide H is refused. Shapes:
+ * GQA, 4 query heads on 2 KV heads of 4 (W = (4 + 2)·4 + 2·4 = 32); latent attention's value heads of their
+ * own width, D 6, Dv 4 (W = (4 + 2)·6 + 2·4 = 44, out 4·4 = 16). */
+static void test_attention_shapes(void)
+{
+    static const AttnShape shapes[] = {
+        {"gqa", 2, 5, 4, 2, 4, 0, 13},
+        {"value width", 2, 5, 4, 2, 6, 4, 17},
+    };
+    Backend *bk = cpu();
+    if (!bk) return;
+    static float qkv[ATT_MAXBT * ATT_MAXW], probs[ATT_MAXP], out[ATT_MAXBT * ATT_MAXC], dout[ATT_MAXBT * ATT_MAXC];
+    static float dqkv[ATT_MAXBT * ATT_MAXW], scratch[ATT_MAXP];
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const AttnShape *s = &shapes[k];
+        const int BT = s->B * s->T, W = att_w(s), C = s->H * att_dv(s);
+        Rng r = {s->seed};
+        randn(&r, qkv, BT * W, 1.0), randn(&r, dout, BT * C, 1.0);
+        att_fwd(bk, s, qkv, probs, out);
+        CHECKF(att_direct_mismatches(s, qkv, probs, out) == 0, "%s: forward", s->name);
+        AttnBwdDesc bd = {.batch = (uint32_t)s->B,
+                          .seq = (uint32_t)s->T,
+                          .heads = (uint32_t)s->H,
+                          .kv_heads = (uint32_t)s->KV,
+                          .head_dim = (uint32_t)s->D,
+                          .v_head_dim = (uint32_t)s->Dv,
+                          .dtype = DT_FP32,
+                          .qkv = qkv,
+                          .probs = probs,
+                          .dout = dout,
+                          .dqkv = dqkv,
+                          .scratch = scratch};
+        Err e;
+        CHECK_EQ_INT(bk->attention_bwd(bk, &bd, &e), ST_OK);
+        CHECKF(fd_mismatches(bk, att_fd_fwd, s, qkv, BT * W, dout, BT * C, dqkv, 0, 1) == 0, "%s: backward", s->name);
+        bd.kv_heads = 3; /* does not divide 4 */
+        CHECK_EQ_INT(bk->attention_bwd(bk, &bd, &e), ST_USAGE);
+        CHECK_CONTAINS(e.msg, "3 KV heads must be at least 1 and divide the 4 heads");
+    }
     bk->destroy(bk);
 }
 
@@ -638,7 +589,6 @@ int main(void)
     RUN(test_rope_qk_norm);
     RUN(test_rope_partial);
     RUN(test_strided_copy);
-    RUN(test_gqa_attention);
-    RUN(test_attention_value_width);
+    RUN(test_attention_shapes);
     return test_summary();
 }
