@@ -127,6 +127,7 @@ typedef struct {
     Backend *bk;
     Comm *comm;
     Model *g;
+    ModelSpec spec; /* the plan's model: it outlives run() (plan.in.model points here) */
     Plan plan;
     Measurement ms;
     Comparison cmp;
@@ -147,15 +148,14 @@ static int run_tiny(Run *r, Backend *bk, uint32_t steps)
     }
     measure_match(&r->ms, cat);
     ExecOverrides ov = {.layers = 1, .hidden = 32, .heads = 2, .seq = 16, .vocab = 64};
-    ModelSpec m;
     PlanInput in;
     const GpuSpec *gpu = r->ms.peak.gpu ? r->ms.peak.gpu : catalog_gpu(cat, "h100-sxm");
     ModelHyper h = model_hyper_default();
-    if (exec_model(catalog_model(cat, "gpt2-124m"), &ov, &m, &e)) {
+    if (exec_model(catalog_model(cat, "gpt2-124m"), &ov, &r->spec, &e)) {
         CHECKF(0, "%s", e.msg);
         return -1;
     }
-    exec_plan_input(&in, &m, gpu, catalog_recipe(cat, "te-fp8"), 2, 1, catalog_stack(cat, "fp8plan"));
+    exec_plan_input(&in, &r->spec, gpu, catalog_recipe(cat, "te-fp8"), 2, 1, catalog_stack(cat, "fp8plan"));
     if (plan_build(&in, &r->plan, &e) || comm_single_create(&r->comm, &e)) {
         CHECKF(0, "%s", e.msg);
         return -1;
