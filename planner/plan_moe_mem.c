@@ -58,6 +58,7 @@
  * fp32 staging, ZeRO-3's gathered layers, or the loss on the last stage. */
 #include <string.h>
 
+#include "fp8/granularity.h"
 #include "planner/plan_internal.h"
 
 /* Latent attention's activations of one layer, into *a (recompute none; mla_up_proj drops Q, K, V; ln: the
@@ -345,6 +346,13 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k,
         uint64_t disp = x->ep > 1 ? dt_bytes(rc->comm_ep_dispatch) : 2,
                  comb = x->ep > 1 ? dt_bytes(rc->comm_ep_combine) : 2;
         b = ck_add(ck, b, ck_mul3(ck, x->rows, h, disp + comb));
+        /* an FP8 dispatch's rows carry their scales (1x128: one fp32 a 128 values), as the payload the collectives
+         * plan: DeepEP-style stacks quantize the hidden states into (codes, scales) and dispatch that pair (vLLM
+         * deepep_ht_prepare_finalize.py: moe_kernel_quantize_input, then Buffer.dispatch(x=(tokens, scales))) */
+        uint64_t n, sb;
+        if (x->ep > 1 && dt_fp8(rc->comm_ep_dispatch) && rc->act_gran != GRAN_TENSOR &&
+            !gran_scale_count(rc->act_gran, 1, h, &n, &sb, NULL))
+            b = ck_add(ck, b, ck_mul(ck, x->rows, sb));
     }
     if (k == XK_DENSE && (in->mem_savings & PLAN_UNK_DENSE_ACT) && in->recompute != RECOMPUTE_FULL &&
         !(in->recompute_mods & RECOMPUTE_MOD_MLP))

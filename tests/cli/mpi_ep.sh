@@ -47,9 +47,10 @@
 # and step 1's forward, loss and routing are one rank's bit for bit ('s'). Its wgrad reads transposed tiles
 # re-quantized from the dequantized rows (one rank: from the BF16 rows) and sums every peer's rows in one
 # chain, so later steps differ within twice deepseek-v3's 2^-4 + 2^-6 against exact arithmetic. At ep > 1
-# its ranks exit 1 ('0/1': one rank 0): the plan's MoE transient counts the token side's dispatch buffer in
-# E4M3 (64 x 64 x 1 B at 64 rows) where the executor's arena holds it in BF16 and the FP8 payload lies in the
-# EP buffers (4,096 B over at 64 rows).
+# its ranks exit 0 as one rank does: the token side quantizes its rows straight into the FP8 send buffer, in
+# the arena, which is the plan's dispatch buffer (64 rows x (64 codes + one fp32 scale) = 4,352 B at 64 rows),
+# and makes its d(expert outputs) in the combine buffer instead of a BF16 copy of its own (before, 4,096 B over
+# the plan: rank 0's transient of tiny-moe at np 2 is now 71,936 B planned and held).
 # tier: full (make test-full, which .ci/run runs): 49 mpirun runs, about 20 s alone (run_moe.sh keeps one
 # expert-parallel run in the quick tier)
 . "$FP8PLAN_ROOT/tests/lib.sh"
@@ -156,10 +157,10 @@ done 3<<'EOF'
 4|2|tiny-moe|te-fp8|3|0|d
 4|4|tiny-moe|te-fp8|3|0|d
 2|1|tiny-moe|deepseek-v3|3|0|1
-2|2|tiny-moe|deepseek-v3|3|0/1|s
-4|4|tiny-moe|deepseek-v3|2|0/1|s
+2|2|tiny-moe|deepseek-v3|3|0|s
+4|4|tiny-moe|deepseek-v3|2|0|s
 4|2|tiny-ds|deepseek-v3|2|0|s
-4|4|tiny-moe-64|deepseek-v3|2|0/1|s
+4|4|tiny-moe-64|deepseek-v3|2|0|s
 2|2|tiny-mla|megatron-bf16|5|0|1
 4|4|tiny-mla|megatron-bf16|5|0|1
 2|2|tiny-moe|fp32-ref|5|1|1

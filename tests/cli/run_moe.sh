@@ -213,10 +213,15 @@ if command -v mpirun >/dev/null 2>&1; then
     expect_line "--ep 2: half the experts a rank" "  weight_expert +688128 +688128 +688128 +2/2 +exact"
     # deepseek-v3's FP8 dispatch (exec/model/model_moe_ep_fp8.c): a row is 64 E4M3 codes + one 1x128 FP32 scale
     # = 68 B; a rank dispatches 2 steps x 2 micro-batches x 2 layers x 32 tokens x top-2 = 512 rows: 34,816 B of
-    # payload forward and backward alike, 17,408 leaving under uniform routing; the combine stays BF16. Exit 1:
-    # the plan's transient counts the token side's dispatch buffer in E4M3, the arena holds it in BF16 (4,096 B)
-    mpi_run 2 "$FP8PLAN" run $MOE --ep 2 --recipe deepseek-v3 --steps 2 --mbs 1 --gbs 4 --quiet
-    expect_rc "mpirun -np 2 --ep 2 deepseek-v3: exit 1 (the transient above)" 1
+    # payload forward and backward alike, 17,408 leaving under uniform routing; the combine stays BF16.
+    # The transient, rank 0: the one-rank deepseek-v3 run's 212,736 (above) with the token side's dispatch buffer
+    # the FP8 send buffer the rows are quantized into, 64 rows x 68 B = 4,352 where one rank counts them BF16
+    # (64 x 64 x 2 = 8,192): - 3,840; and the transposed dY tiles of 4 local experts, 448 x 4 x 4 = 7,168 where
+    # 8 held 14,336: - 7,168; 201,728 planned and held (before, the arena kept a BF16 copy: 4,096 B over)
+    mpi_run 2 "$FP8PLAN" run $MOE --ep 2 --recipe deepseek-v3 --steps 2 --mbs 1 --gbs 4 --quiet -o "$TMP/ep8.csv"
+    expect_rc "mpirun -np 2 --ep 2 deepseek-v3: exit 0" 0
+    expect_eq "deepseek-v3 --ep 2: rank 0's transient by hand, planned and measured" \
+        "$(grep '^0,memory,transient,' "$TMP/ep8.csv" | cut -d, -f5,6)" "201728,201728"
     expect_out "deepseek-v3 --ep 2: the all-to-alls" \
         "every rank sent the plan's expert all-to-all bytes for the measured routing"
     expect_line "deepseek-v3 --ep 2: rank 0's FP8 dispatch, by hand" \
