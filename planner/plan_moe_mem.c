@@ -52,11 +52,13 @@
  * Transient: the larger of the layer kinds' backward working sets (dX, d(residual),
  * d(FFN hidden) — for a MoE layer d(FC1 output) of its rows plus the shared experts' —,
  * the SP re-gathered input, FP8 output gradients in both layouts, and for a MoE layer
- * the dispatch receive and combine send buffers [rows, h]), plus one layer's
+ * the dispatch receive and combine send buffers [rows, h]; with latent attention its backward rows: d(kv_down
+ * output), the widest up-projection output gradient and a latent's two), plus one layer's
  * recomputed tensors (full recompute, or Q/K/V under mla_up_proj), an FP8 gradient's
  * fp32 staging, ZeRO-3's gathered layers, or the loss on the last stage. */
 #include <string.h>
 
+#include "fp8/granularity.h"
 #include "planner/plan_internal.h"
 
 /* Latent attention's activations of one layer, into *a (recompute none; mla_up_proj drops Q, K, V; ln: the
@@ -273,17 +275,26 @@ static void scale_terms(const PlanInput *in, const Geo *g, const Held *hd, Stage
     plan_scale_terms(in, sm, ck, ntens, sbn, sbb);
 }
 
-/* The backward working set of one layer of kind k (before recompute and staging). */
-static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k)
+/* The backward working set of one layer of kind k (before recompute and staging). dense_f: the FFN width of the
+ * dense layers the stage also holds (0 if none). */
+static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k, uint64_t dense_f)
 {
     const MoeGeo *x = &g->x;
     const Recipe *rc = in->recipe;
-    uint64_t h = g->h, tok = g->tok,
-             hid = k == XK_DENSE ? ck_mul(ck, tok, g->k * g->F_t) : ck_mul(ck, tok, g->k * x->Fs_t);
+    const ModelSpec *md = in->model;
+    /* the attention's output gradient d(Q, K, V): latent attention's heads are qk_nope + qk_rope wide for q and k,
+     * v_head_dim for v */
+    uint64_t att = x->mla ? ck_mul(ck, g->heads_t, 2 * x->dqk + x->dv) : g->lin_rows[LIN_QKV];
+    /* this executor (fp8plan run) keeps one set of block backward buffers for every layer of the stage, sized at
+     * its widest layer (exec/model/model_layout.c transient()): in a MoE layer the shared experts' d(FC1 output)
+     * and d(activation) are the dense layers' when those are wider. Real stacks allocate per layer. */
+    int one_set = in->fusion == FUSE_FP8PLAN && k == XK_MOE && dense_f > x->Fs_t;
+    uint64_t fs = one_set ? dense_f : x->Fs_t;
+    uint64_t h = g->h, tok = g->tok, hid = k == XK_DENSE ? ck_mul(ck, tok, g->k * g->F_t) : ck_mul(ck, tok, g->k * fs);
     if (k == XK_MOE) hid = ck_add(ck, hid, ck_mul(ck, x->rows, g->k * x->Fe_t));
     uint64_t b = ck_add(ck, 2 * ck_mul3(ck, g->tok_r, h, 2), ck_mul(ck, hid, 2)); /* dX, d(residual), d(hidden) */
     if (g->k == 2) { /* SwiGLU: d(its output) is read while d(FC1 output) is written (as plan_mem.c) */
-        uint64_t act = k == XK_DENSE ? ck_mul(ck, tok, g->F_t) : ck_mul(ck, tok, x->Fs_t);
+        uint64_t act = k == XK_DENSE ? ck_mul(ck, tok, g->F_t) : ck_mul(ck, tok, fs);
         if (k == XK_MOE) act = ck_add(ck, act, ck_mul(ck, x->rows, x->Fe_t));
         b = ck_add(ck, b, ck_mul(ck, act, 2));
     }
@@ -292,8 +303,27 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k)
          * (token, slot); the MoE block's input gradient [tok_r, h] (router and combine summed before the residual) */
         b = ck_add(ck, b, ck_mul(ck, g->tok_r, ck_add(ck, 10 * (uint64_t)x->E, 4 * (uint64_t)x->topk)));
         b = ck_add(ck, b, ck_mul3(ck, g->tok_r, h, 2));
-        /* the attention's widest output gradient, d(QKV), which a layer without a dense FFN has not counted */
-        if (!x->mla) b = ck_add(ck, b, ck_mul3(ck, tok, g->lin_rows[LIN_QKV], 2));
+        /* the attention's widest output gradient, d(QKV), which a layer without a dense FFN has not counted (with
+         * latent attention the up-projections' output gradients below); this executor's d(Q, K, V) is the buffer
+         * of d(FC1 output), counted above, and its columns beyond those */
+        if (in->fusion == FUSE_FP8PLAN && x->mla && att > g->k * fs)
+            b = ck_add(ck, b, ck_mul3(ck, tok, att - g->k * fs, 2));
+        else if (!x->mla)
+            b = ck_add(ck, b, ck_mul3(ck, tok, att, 2));
+    }
+    if (x->mla) {
+        /* latent attention's backward rows (Megatron-Core core_v0.16.0 multi_latent_attention.py,
+         * get_query_key_value_tensors: linear_kv_down_proj, torch.split into kv_compressed and k_pos_emb,
+         * kv_layernorm, linear_kv_up_proj, and q's linear_q_down_proj, q_layernorm, linear_q_up_proj; autograd
+         * holds each op's output gradient while the next one back runs): d(kv_down output) [tok, kv_lora + rope],
+         * the widest of d(q_up output), d(kv_up output) and the down-projections' input gradient [tok, h], and a
+         * latent's norm output and input gradients [tok, max(q_lora, kv_lora)] */
+        uint64_t up = ck_mul(ck, g->heads_t, x->dqk), kvu = ck_mul(ck, g->heads_t, md->qk_nope_head_dim + x->dv),
+                 lat = md->q_lora_rank > md->kv_lora_rank ? md->q_lora_rank : md->kv_lora_rank;
+        if (kvu > up) up = kvu;
+        if (h > up) up = h;
+        uint64_t rows = ck_add(ck, ck_add(ck, (uint64_t)md->kv_lora_rank + md->qk_rope_head_dim, up), 2 * lat);
+        b = ck_add(ck, b, ck_mul3(ck, tok, rows, 2));
     }
     if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 (as plan_mem.c) */
         b = ck_add(ck, b, ck_mul(ck, ck_mul3(ck, tok, g->heads_t, g->seq), 4));
@@ -316,6 +346,13 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k)
         uint64_t disp = x->ep > 1 ? dt_bytes(rc->comm_ep_dispatch) : 2,
                  comb = x->ep > 1 ? dt_bytes(rc->comm_ep_combine) : 2;
         b = ck_add(ck, b, ck_mul3(ck, x->rows, h, disp + comb));
+        /* an FP8 dispatch's rows carry their scales (1x128: one fp32 a 128 values), as the payload the collectives
+         * plan: DeepEP-style stacks quantize the hidden states into (codes, scales) and dispatch that pair (vLLM
+         * deepep_ht_prepare_finalize.py: moe_kernel_quantize_input, then Buffer.dispatch(x=(tokens, scales))) */
+        uint64_t n, sb;
+        if (x->ep > 1 && dt_fp8(rc->comm_ep_dispatch) && rc->act_gran != GRAN_TENSOR &&
+            !gran_scale_count(rc->act_gran, 1, h, &n, &sb, NULL))
+            b = ck_add(ck, b, ck_mul(ck, x->rows, sb));
     }
     if (k == XK_DENSE && (in->mem_savings & PLAN_UNK_DENSE_ACT) && in->recompute != RECOMPUTE_FULL &&
         !(in->recompute_mods & RECOMPUTE_MOD_MLP))
@@ -385,7 +422,7 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
         f8e = ck_add(ck, f8e, ck_mul(ck, af8e, u)), at = ck_add(ck, at, ck_mul(ck, aat, u));
         mk = ck_add(ck, mk, ck_mul(ck, amk, u)), moe = ck_add(ck, moe, ck_mul(ck, amoe, u));
         if (!hd.n[k]) continue;
-        uint64_t b = kind_transient(in, g, ck, k);
+        uint64_t b = kind_transient(in, g, ck, k, hd.n[XK_DENSE] ? g->F_t : 0);
         if (in->recompute == RECOMPUTE_FULL)
             b = ck_add(ck, b, ck_add(ck, ck_add(ck, a->hp, a->fp8), ck_add(ck, ck_add(ck, a->attn, a->mask), a->moe)));
         if (in->recompute_mods & RECOMPUTE_MOD_MLA_UP) /* one layer's rebuilt Q, K, V */

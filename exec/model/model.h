@@ -193,7 +193,8 @@ typedef struct {
     float *r_ds;     /* (B·T, E) FP32 d(scores) of the auxiliary loss */
     void *r_dl;      /* (B·T, E) d(logits) in the activation dtype for the router's GEMMs */
     void *x_y;       /* (R, C) the experts' outputs (forward; recomputed in backward), then d(expert inputs) */
-    void *x_dy;      /* (R, C) d(expert outputs) */
+    void *x_dy;      /* (R, C) d(expert outputs); none with expert parallelism's FP8 dispatch (x_y holds them) */
+    uint8_t *ep_pay; /* expert parallelism's FP8 dispatch: the token side's send buffer, R rows of codes + scales */
     void *x_dh2;     /* (R, Fe) d(activation output) */
     void *x_dh1;     /* (R, k·Fe) d(FC1 output) */
     void *t_moe;     /* (B·T, C) the routed part's combined output (forward) */

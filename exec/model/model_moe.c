@@ -124,6 +124,11 @@ void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t
     if (!f8) arena_add(sp, MT_ACT_MOE, A, R * Fe, la ? &la->x_fc2in : NULL, "experts.fc2_input", li);
 }
 
+/* Expert parallelism with an FP8 dispatch (deepseek-v3): the token side quantizes its rows straight into the send
+ * buffer, ep_pay, in the arena (the plan's dispatch buffer); its d(expert outputs) are made in x_y, free then (the
+ * outputs the combine's gradient reads are the EP buffers'), so it keeps no x_dy. */
+static int ep_fp8_dispatch(const Model *m) { return m->ep > 1 && dtype_is_fp8(m->recipe.comm_ep_dispatch); }
+
 void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
 {
     const ModelSpec *s = &m->spec;
@@ -141,7 +146,11 @@ void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
     if (recipe_fp8_gemm(&m->recipe)) /* the activation's output before its cast (FC2's input) */
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, R * Fe, a ? &a->x_h : NULL, "experts.act_out");
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * C, a ? &a->d_moe : NULL, "moe.d_input");
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, R * C, a ? &a->x_dy : NULL, "experts.d_out");
+    if (ep_fp8_dispatch(m)) /* both passes: the forward's rows, then the backward's d(outputs) */
+        arena_add_(sp, MT_TRANSIENT, DT_NONE, 1, R * model_ep_fp8_row_bytes(m), ADST_U8, a ? (void *)&a->ep_pay : NULL,
+                   "ep.dispatch_payload", -1);
+    else
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, R * C, a ? &a->x_dy : NULL, "experts.d_out");
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, R * Fe, a ? &a->x_dh2 : NULL, "experts.d_act");
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, R * kf * Fe, a ? &a->x_dh1 : NULL, "experts.d_fc1");
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, BT * k, a ? &a->r_dw : NULL, "router.d_weights");
@@ -342,13 +351,15 @@ static Status router_bwd(Model *m, const LayerActs *la, ModelParam *wr, const vo
                         .dlogits = a->r_logits};
     if (!st) st = bk->router_bwd(bk, &rb, e);
     if (!st) st = bk->convert(bk, a->r_logits, DT_FP32, a->r_dl, A, BT * E, NULL, e);
-    /* d(x) += d(logits) · Wr (into x_dy, spent, then added); dWr += d(logits)ᵀ · x */
+    /* d(x) += d(logits) · Wr (into x_dy, spent, then added; with the FP8 dispatch x_y, spent too); dWr +=
+     * d(logits)ᵀ · x */
+    void *dx = ep_fp8_dispatch(m) ? a->x_y : a->x_dy;
     GemmDesc dg = {.m = BT, .n = C, .k = E, .accum = GEMM_OVERWRITE};
     dg.a = (GemmOperand){.ptr = a->r_dl, .dtype = A, .layout = GEMM_K_INNER};
     dg.b = (GemmOperand){.ptr = wr->weight, .dtype = A, .layout = GEMM_K_OUTER};
-    dg.d = (GemmOutput){.ptr = a->x_dy, .dtype = A};
+    dg.d = (GemmOutput){.ptr = dx, .dtype = A};
     if (!st) st = bk->gemm(bk, &dg, e);
-    if (!st) st = bk->add(bk, a->d_moe, a->x_dy, a->d_moe, A, BT * C, e);
+    if (!st) st = bk->add(bk, a->d_moe, dx, a->d_moe, A, BT * C, e);
     if (!st) st = model_grad_begin(m, wr, 0, e);
     GemmDesc wg = {.m = E, .n = C, .k = BT, .accum = GEMM_ACCUMULATE};
     wg.a = (GemmOperand){.ptr = a->r_dl, .dtype = A, .layout = GEMM_K_OUTER};
@@ -382,6 +393,7 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
         st = model_moe_fp8_recompute(m, l, &tok, w2, e);
     else
         st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, a->x_y, e);
+    void *dy_tok = ep_fp8_dispatch(m) ? a->x_y : a->x_dy; /* the token side's d(expert outputs) */
     MoeUnpermuteBwdDesc ub = {.tokens = BT,
                               .k = s->experts_per_token,
                               .cols = C,
@@ -390,10 +402,10 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
                               .weights = la->r_w,
                               .dout = dout,
                               .in = b.y_tok,
-                              .din = a->x_dy,
+                              .din = dy_tok,
                               .dweights = a->r_dw};
     if (!st) st = bk->moe_unpermute_bwd(bk, &ub, e);
-    if (!st && m->ep > 1) st = model_ep_dispatch_bwd(m, l, a->x_dy, b.dy, e);
+    if (!st && m->ep > 1) st = model_ep_dispatch_bwd(m, l, dy_tok, b.dy, e);
     if (f8) { /* FC2 and FC1 as below, in FP8 */
         MoeF8 v = m->ep > 1 ? model_ep_f8(m, l, &xr, 1) : tok;
         if (!st) st = model_moe_fp8_bwd(m, l, &v, w1, w2, e);

@@ -53,7 +53,7 @@ struct MoeEp {
     void *dh2, *dh1;                /* (cap, Fe), (cap, k·Fe) */
     uint8_t *t_q, *d_qrow, *d_qcol; /* FP8 experts: the working copies (cap, max(C, Fe)), (cap, dmax) twice */
     float *t_q_s, *d_qrow_s, *d_qcol_s; /* block scaling: their tiles */
-    uint8_t *pay;                       /* FP8 dispatch: the token side's payload (R rows of row_bytes) */
+    uint8_t *pay;                       /* FP8 dispatch: the token side's payload (R rows of row_bytes; the arena's) */
     uint8_t *host;                      /* FP8 dispatch: the received payload on the host (cap rows) */
     float *amax;                        /* delayed scaling: the experts' current amaxes of a bank (4·El a layer) */
     void **mem;                         /* every allocation, for release */
@@ -113,7 +113,8 @@ Status model_ep_create(Model *m, Err *e)
     if (!st && f8 && m->recipe.scaling == SCALING_DELAYED)
         st = ep_alloc(m, p, (uint64_t)m->moe_layers * 4 * El * sizeof(float), (void **)&p->amax, e);
     if (!st && dtype_is_fp8(m->recipe.comm_ep_dispatch)) {
-        st = ep_alloc(m, p, R * model_ep_fp8_row_bytes(m), (void **)&p->pay, e);
+        p->pay = m->act.ep_pay; /* the arena's (model_moe_transient: the plan's dispatch buffer) */
+        if (!p->pay) st = err_set(e, ST_SOFTWARE, "expert parallelism: no FP8 dispatch buffer in the arena");
         p->host = st ? NULL : malloc((size_t)(cap * model_ep_fp8_row_bytes(m)));
         if (!st && !p->host) st = err_set(e, ST_NOMEM, "out of memory");
         m->ep_buffer_bytes += p->host ? cap * model_ep_fp8_row_bytes(m) : 0; /* host memory, counted likewise */

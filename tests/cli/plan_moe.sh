@@ -36,20 +36,27 @@ expect_out "dispatch bytes per call" "ep_dispatch_fwd,ep,all-to-all,e4m3,64,inte
 # 66 x 134,217,728 = 8,858,370,048 B. fp8_weight_cache alone: the copies 2,546,597,888 x 2 + 1,056,964,608 =
 # 6,150,160,384 B and their 128x128 block scales 1,502,848 B = 6,151,663,232 (the cast transient stays below the
 # loss's). The limit 0.95 x 85,520,809,984 = 81,244,769,484 B (81.24 GB); the plan needs 102.59 GB: 21.35 GB over.
+# Latent attention's backward rows in the MoE working set, a layer: 4096 tokens x (kv_lora 512 + rope 64 + the
+# widest up-projection output, kv_up's 128 x (128 + 128) = 32,768, + 2 latents of 1,536) = 36,416 x 2 B =
+# 298,319,872 B; and the FP8 dispatch buffer's scales, 32,768 rows x 56 x 4 B = 7,340,032: 305,659,904 B. Rank
+# 0's transient (the loss's) does not move; on stage 1 (MoE layers only) the MoE working set grows by it, which
+# dense_act's saving loses whole (9,039,106,436 - 305,659,904 = 8,733,446,532); the low end moves by it and the
+# stack's 5 % allocator allowance on it, 320,942,899: 80,772,823,340 to 81,093,766,240 B (rounding as printed);
+# fp8_weight_cache's saving from 6.15 to 5.98 GB as the planner prints it (not worked by hand).
 run plan $DS,layernorm --main-grad recipe --unknown fp8_weight_cache,attn_out,dense_act
 expect_rc "README command with --unknown exits 0" 0
 expect_line "the verdict is uncertain, with the band" \
-    "verdict: UNCERTAIN — 80\.77 to 102\.59 GB of 85\.52 GB \(94\.4 to 120\.0 %; the limit is 95 %, 81\.24 GB\)"
+    "verdict: UNCERTAIN — 81\.09 to 102\.59 GB of 85\.52 GB \(94\.8 to 120\.0 %; the limit is 95 %, 81\.24 GB\)"
 expect_out "... and what must hold" "it fits if the open savings that hold take at least 21.35 GB off the 102.59 GB"
-expect_line "fp8_weight_cache's saving" "  fp8_weight_cache +6\.15  .*"
+expect_line "fp8_weight_cache's saving" "  fp8_weight_cache +5\.98  .*"
 expect_line "attn_out's saving" "  attn_out +8\.86  .*"
-expect_line "dense_act's saving" "  dense_act +9\.04  .*"
-expect_line "the low end and its stage" "  all of them +21\.82  the low end: 80\.77 GB, on PP stage 1"
+expect_line "dense_act's saving" "  dense_act +8\.73  .*"
+expect_line "the low end and its stage" "  all of them +21\.50  the low end: 81\.09 GB, on PP stage 1"
 if grep -q "does not fit" "$TMP/out"; then fail "no OOM advice for an uncertain plan"; else pass "no OOM advice for an uncertain plan"; fi
 run plan $DS,layernorm --main-grad recipe --unknown fp8_weight_cache,attn_out,dense_act --format csv --view terms
 expect_out "terms: attn_out's row" "unknown_attn_out,unknown,-,0,8858370048,"
-expect_out "terms: fp8_weight_cache's row" "unknown_fp8_weight_cache,unknown,-,0,6151663232,"
-expect_out "terms: the low end" "low_total,unknown,-,0,80772823340,"
+expect_out "terms: fp8_weight_cache's row" "unknown_fp8_weight_cache,unknown,-,0,5977906816,"
+expect_out "terms: the low end" "low_total,unknown,-,0,81093766240,"
 run plan $DS,layernorm --main-grad recipe --unknown attn_out --format csv
 expect_out "summary: the appended columns" ",unknown,low_bytes,verdict,fp8_weight_cache_saving_bytes,attn_out_saving_bytes,dense_act_saving_bytes"
 # attn_out alone: 102,591,248,356 - 8,858,370,048 = 93,732,878,308 B, still above the 85.52 GB: OOM at both ends.

@@ -337,17 +337,34 @@ static void test_mla_terms_match_plan(void)
     dense.dense_layers = 0, dense.router = ROUTER_NONE, dense.router_groups = dense.router_group_topk = 0;
     dense.layers = 1;
     CHECK_EQ_INT(compare(&dense, "megatron-bf16", 1), 0);
-    /* its transient: the plan's dense working set (d_res, d_b 4,096 each, d_a 32 x 2 x 128 x 2 = 16,384, SwiGLU's
+    /* its transient: the dense working set (d_res, d_b 4,096 each, d_a 32 x 2 x 128 x 2 = 16,384, SwiGLU's
      * d(output) 8,192, the fp32 d(probabilities) 4 x 32 x 32 x 4 = 16,384: 49,152) and latent attention's
-     * backward rows, which the plan does not count: d(kv_down output) 32 x 20 x 2 = 1,280, d(an up-projection's
-     * output) 32 x 64 x 2 = 4,096 (the widest of q_up's 48, kv_up's 64 and C), two latents' 32 x 24 x 2 = 1,536
-     * each: 8,448 more */
+     * backward rows, which the plan counts as Megatron-Core's autograd holds them: d(kv_down output) 32 x 20 x 2 =
+     * 1,280, d(an up-projection's output) 32 x 64 x 2 = 4,096 (the widest of q_up's 48, kv_up's 64 and C), two
+     * latents' 32 x 24 x 2 = 1,536 each: 8,448 more, 57,600 planned and held */
     exec_plan_input(&in, &dense, gpu, rc, 1, 1, catalog_stack(cat, "fp8plan"));
     CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
     CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
     arena_specs_free(&specs);
-    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 49152);
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 49152 + 8448);
     CHECK_EQ_U64(have[MT_TRANSIENT], 49152 + 8448);
+    /* the two layers (dense, then MoE): the executor's one set of block buffers, sized at the widest layer, and
+     * the MoE layer's own. Held: always d_res, d_b 4,096 each, the router's fp32 logits 32 x 8 x 4 = 1,024 and the
+     * experts' output 64 rows x 64 x 2 = 8,192 (17,408); in the block backward d_a 16,384, the MLA rows 8,448,
+     * d_act 8,192, the MoE input's gradient 4,096, d(experts' output) 8,192, d(their activation) 64 x 32 x 2 =
+     * 4,096, d(FC1 output) 64 x 64 x 2 = 8,192, d(weights) 32 x 2 x 4 = 256, d(logits) 32 x 8 x 2 = 512 and
+     * d(probabilities) 16,384 (74,752): 92,160. Planned (the MoE layer's kind): dX, d(residual) 8,192; d(FC1
+     * output) of the shared expert at the dense width under this executor (fp8plan stack) 32 x 256 x 2 = 16,384
+     * and of the 64 rows 8,192; SwiGLU's d(output) 32 x 128 x 2 = 8,192 and 64 x 32 x 2 = 4,096; the router 32 x
+     * (10 x 8 + 4 x 2) = 2,816 (fp32 d(scores), which the sigmoid router's backward here does not keep: 1,024);
+     * the MoE input's gradient 4,096; d(Q, K, V) 32 x 4 x (2 x 12 + 8) x 2 = 8,192 is d_a's (not added); the MLA
+     * rows 8,448; d(probabilities) 16,384; the dispatch and combine buffers 64 x 64 x (2 + 2) = 16,384: 93,184 */
+    exec_plan_input(&in, &m, gpu, rc, 1, 1, catalog_stack(cat, "fp8plan"));
+    CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
+    CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
+    arena_specs_free(&specs);
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 93184);
+    CHECK_EQ_U64(have[MT_TRANSIENT], 92160);
     m.q_lora_rank = 0; /* no q latent (DeepSeek-V2-Lite): q_up reads norm 1's output */
     CHECK_EQ_INT(compare(&m, "megatron-bf16", 1), 0);
     /* FP8: te-fp8's FP8 tensors, per layer q_down, q_up, kv_down, kv_up, the output projection, FC1 and FC2 (the

@@ -525,6 +525,38 @@ static void test_mla_layernorm_statistics(void)
     CHECK_EQ_U64(b.mem[MT_ACT_LAYER_HP].bytes - a.mem[MT_ACT_LAYER_HP].bytes, 12288);
 }
 
+/* Latent attention's backward rows in the transient (Megatron-Core's MLASelfAttention: autograd holds the output
+ * gradient of kv_down, of an up-projection and of a latent's norm, output and input): tok x (kv_lora + rope + the
+ * widest of heads/tp x dqk, heads/tp x (nope + dv) and h, + 2 x max(q_lora, kv_lora)) x 2 B. mla_model(64, 32)
+ * (512 tokens, 2 heads, h 256, no q latent, kv_lora 128, dv 64):
+ *   kv_lora 128 -> 192: kv_down's output 160 -> 224 columns, the latents' 2 x 128 -> 2 x 192: 192 columns more,
+ *     512 x 192 x 2 = 196,608 B at tp 1 and tp 2 (the up-projections do not move);
+ *   dv 64 -> 128: tp 1, kv_up's output 2 x (64 + 64) = 256 -> 2 x (64 + 128) = 384, wider than h 256 and q's
+ *     2 x 96: 128 columns, 512 x 128 x 2 = 131,072 B more; tp 2, one head: 64 + 128 = 192, under h: 0.
+ * (loss_bytes 4: the loss keeps no working copy beyond the saved softmax, so the layers' working set is the peak.) */
+static void test_mla_backward_transient(void)
+{
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    const uint64_t kv_more[2] = {196608, 196608}, dv_more[2] = {131072, 0};
+    for (uint32_t tp = 1; tp <= 2; tp++) {
+        ModelSpec a = mla_model(64, 32), kv = a, dv = a;
+        kv.kv_lora_rank = 192, dv.v_head_dim = 128;
+        PlanInput in = fx_input(&a, &g, &r);
+        in.gbs = 1, in.tp = tp, in.loss_bytes = 4; /* no loss working copies: the layers' working set is the peak */
+        Plan pa, pk, pv;
+        if (!build(&in, &pa)) return;
+        in.model = &kv;
+        if (!build(&in, &pk)) return;
+        in.model = &dv;
+        if (!build(&in, &pv)) return;
+        CHECKF(pk.mem[MT_TRANSIENT].bytes - pa.mem[MT_TRANSIENT].bytes == kv_more[tp - 1], "tp %u: kv_lora: %llu more",
+               tp, (unsigned long long)(pk.mem[MT_TRANSIENT].bytes - pa.mem[MT_TRANSIENT].bytes));
+        CHECKF(pv.mem[MT_TRANSIENT].bytes - pa.mem[MT_TRANSIENT].bytes == dv_more[tp - 1], "tp %u: dv: %llu more", tp,
+               (unsigned long long)(pv.mem[MT_TRANSIENT].bytes - pa.mem[MT_TRANSIENT].bytes));
+    }
+}
+
 /* q/k norms (Qwen3) save nothing more (Q, K, V is their input); the backward rebuilds the attention's normalized,
  * rotated input: one layer's copy [tok, q + 2 kv] in BF16 and one FP32 rstd per (token, q or k head) join the
  * transient. ox_moe (2 heads of 128, 2 KV heads, 512 tokens, one micro-batch):
@@ -619,6 +651,7 @@ int main(void)
     RUN(test_weight_copies_uncached);
     RUN(test_fp8_copies_each_way);
     RUN(test_mla_layernorm_statistics);
+    RUN(test_mla_backward_transient);
     RUN(test_qk_norm_transient);
     RUN(test_fractional_rows_round_up);
     RUN(test_dualpipe_embedding_masks);
