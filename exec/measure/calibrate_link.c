@@ -33,6 +33,16 @@ static Status arrive_as_in_a_run(Backend *bk, const Comm *comm, void *evict, voi
 }
 
 /* One size: reps timed calls (after one warm-up), their median and spread into c. */
+
+/* The slowest rank's time of a call (each rank's own in `mine`), MAX-reduced through backend memory (sync, a
+ * GPU's for NCCL). */
+static Status slowest_rank(Backend *bk, Comm *comm, void *sync, float mine, float *slowest, Err *e)
+{
+    Status st = bk->copy_to_device(bk, sync, &mine, sizeof mine, e);
+    if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, sync, 1, DT_FP32, COMM_MAX, e);
+    if (!st) st = bk->copy_to_host(bk, slowest, sync, sizeof *slowest, e);
+    return st;
+}
 static Status one_size(Backend *bk, Comm *comm, void *buf, void *evict, float *sync, uint64_t S, int reps, CalColl *c,
                        Err *e)
 {
@@ -46,10 +56,7 @@ static Status one_size(Backend *bk, Comm *comm, void *buf, void *evict, float *s
         if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, buf, S / 4, DT_FP32, COMM_SUM, e);
         if (!st) st = comm_settle(comm, e); /* NCCL: the call's time from its events */
         mine = (float)(comm->total.seconds - t0);
-        /* the slowest rank's time, through backend memory (a GPU's for NCCL) */
-        if (!st) st = bk->copy_to_device(bk, sync, &mine, sizeof mine, e);
-        if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, sync, 1, DT_FP32, COMM_MAX, e);
-        if (!st) st = bk->copy_to_host(bk, &slowest, sync, sizeof slowest, e);
+        if (!st) st = slowest_rank(bk, comm, sync, mine, &slowest, e);
         if (i >= 0) t[i] = slowest;
     }
     if (st) return st;
@@ -171,9 +178,7 @@ static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, f
         if (!st) st = one_call(bk, comm, w, buf, out, counts, S, e);
         if (!st) st = comm_settle(comm, e);
         mine = (float)(comm->stats[id].seconds - t0);
-        if (!st) st = bk->copy_to_device(bk, sync, &mine, sizeof mine, e);
-        if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, sync, 1, DT_FP32, COMM_MAX, e);
-        if (!st) st = bk->copy_to_host(bk, &slowest, sync, sizeof slowest, e);
+        if (!st) st = slowest_rank(bk, comm, sync, mine, &slowest, e);
         if (i >= 0) t[i] = slowest;
     }
     if (st) return st;
