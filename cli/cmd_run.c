@@ -242,15 +242,16 @@ static void on_started(void *ctx, const RunSession *s)
                i->runtime_version, i->driver_version, (unsigned long long)i->gemm_library_version);
         printf("  peaks for MFU: %s\n", ms->peak.why);
     }
-    char line[512], micro[48] = "";
+    char line[512], micro[48] = "", mtp[48] = "";
     if (m->microbatches > 1) snprintf(micro, sizeof micro, " x %u micro-batches", m->microbatches);
+    if (m->mtp) snprintf(mtp, sizeof mtp, " + %u MTP depth (weight %g)", m->mtp, (double)m->mtp_weight);
     snprintf(line, sizeof line,
-             "  model: %u layers, hidden %u, %u heads (%u KV), ffn %u, %s, %s, %s positions, %s, %s; seq %u, mbs "
+             "  model: %u layers%s, hidden %u, %u heads (%u KV), ffn %u, %s, %s, %s positions, %s, %s; seq %u, mbs "
              "%u%s, vocab %u (padded %llu), %s params",
-             sp->layers, sp->hidden, sp->heads, sp->kv_heads, sp->ffn_hidden, norm_name(sp->norm), mlp_name(sp->mlp),
-             pos_name(sp->pos), sp->tied_embeddings ? "tied" : "untied", sp->linear_bias ? "biases" : "no biases",
-             m->seq, m->batch, micro, sp->vocab, (unsigned long long)m->vocab_padded,
-             num_fmt_grouped(model_weight_count(m), (char[32]){0}, 32));
+             sp->layers - m->mtp, mtp, sp->hidden, sp->heads, sp->kv_heads, sp->ffn_hidden, norm_name(sp->norm),
+             mlp_name(sp->mlp), pos_name(sp->pos), sp->tied_embeddings ? "tied" : "untied",
+             sp->linear_bias ? "biases" : "no biases", m->seq, m->batch, micro, sp->vocab,
+             (unsigned long long)m->vocab_padded, num_fmt_grouped(model_weight_count(m), (char[32]){0}, 32));
     table_put_prose(stdout, "%s\n", line); /* wrapped at TABLE_WIDTH columns */
     double floor = data_entropy_floor(&s->d);
     if (floor >= 0)

@@ -52,7 +52,9 @@ static void jitter_qk_norms(Model *g)
     Rng rng = {.s = jitter_seed};
     for (uint32_t i = 0; i < g->nparams; i++) {
         ModelParam *p = &g->params[i];
-        if (p->kind != PK_QNORM_W && p->kind != PK_KNORM_W && p->kind != PK_QLAT_W && p->kind != PK_KVLAT_W) continue;
+        if (p->kind != PK_QNORM_W && p->kind != PK_KNORM_W && p->kind != PK_QLAT_W && p->kind != PK_KVLAT_W &&
+            p->kind != PK_ENORM_W && p->kind != PK_HNORM_W && p->kind != PK_MTPNORM_W)
+            continue;
         float *w = malloc(p->numel * sizeof(float));
         CHECK(w != NULL);
         if (!w) return;
@@ -182,6 +184,31 @@ static void test_fd_fp32_mla(void)
     jitter_seed = 0;
 }
 
+/* Multi-token prediction depth 1 (model_mtp.c): enorm over the next tokens' embedding, hnorm over the main
+ * model's last block output, eh_proj over their concatenation, the depth's block, its final norm and the shared
+ * head, the masked cross-entropy two tokens ahead weighted 0.3 in the objective (model_loss reports main + 0.3 x
+ * MTP, the very objective model_grads differentiates). Every tensor against finite differences, the three MTP
+ * norms jittered off 1: GPT-2's pieces (LayerNorm with biases on the MTP norms, learned positions and a tied head:
+ * the embedding's gradient sums the main lookup, the MTP lookup and the head), LLaMA's (untied head) and the
+ * DeepSeek-style latent-attention MoE (the depth's block a MoE block). A gradient that left out the MTP branch
+ * (of the embedding, the head or x_final) would be off by its 0.3-weighted share, far above the tolerance. The
+ * MoE model's jitter seed is one where no token's selection changes within h (as in test_fd_fp32_qk_norm). */
+static void test_fd_fp32_mtp(void)
+{
+    jitter_seed = 3;
+    ModelSpec m = fx_gpt();
+    m.mtp_layers = 1;
+    fd_fp32(&m);
+    m = fx_llama();
+    m.mtp_layers = 1;
+    fd_fp32(&m);
+    m = fx_mla(1, 16);
+    m.mtp_layers = 1;
+    jitter_seed = 2; /* 1 and 4..15 flip a token's top-2 within h (differences of 6e-3..6e-2 on the routers) */
+    fd_fp32(&m);
+    jitter_seed = 0;
+}
+
 /* The BF16 path's gradients against the FP32 path's, from the same weights
  * (the BF16 model's weights are the FP32 ones rounded, so the comparison
  * includes that rounding). Tolerance, derived: BF16 keeps 8 significant bits
@@ -301,6 +328,7 @@ int main(void)
     RUN(test_fd_fp32_moe);
     RUN(test_fd_fp32_qk_norm);
     RUN(test_fd_fp32_mla);
+    RUN(test_fd_fp32_mtp);
     RUN(test_bf16_vs_fp32);
     RUN(test_accumulation_equals_the_whole_batch);
     return test_summary();
