@@ -125,6 +125,8 @@ static const CliOpt opts[] = {
     {"lr", OPT_F32, A(hyper.lr), .lo = 0, .hi = 10},
     {"warmup", OPT_U32, A(hyper.warmup), .lo = 0, .hi = 100000000},
     {"wd", OPT_F32, A(hyper.weight_decay), .lo = 0, .hi = 10},
+    {"mtp-weight", OPT_F32, A(mtp_weight), .lo = 0, .hi = 10, .arg = "X", .help = "weight of the multi-token-prediction loss"
+        IN23 "(mtp_layers rows; default 0.3, DeepSeek-V3's for its first 10T tokens)"},
     {"save", OPT_STR, A(save), .arg = "FILE", .help = "write a checkpoint after the last step (atomically)"},
     {"resume", OPT_STR, A(resume), .arg = "FILE", .help = "continue from a checkpoint of the same model, recipe and settings"},
     {"scaling-trace", OPT_STR, A(trace), .arg = "FILE", .help = "CSV of every FP8 tensor's amax and scales each step (FP8 recipes):"
@@ -163,7 +165,7 @@ static void take_plan_flags(const PlanArgs *p, RunSpec *a)
 /* 0 ok, -1 help printed, else an exit code. */
 static int parse(int argc, char **argv, RunSpec *a, CliOut *out)
 {
-    Parsed f = {.a = {.backend = "cpu", .steps = 20, .log_every = 1, .hyper = model_hyper_default()}};
+    Parsed f = {.a = {.backend = "cpu", .steps = 20, .log_every = 1, .hyper = model_hyper_default(), .mtp_weight = -1}};
     f.out.fmt = TABLE_CSV;
     plan_flags_defaults(&f.p);
     int rc = cli_opts_parse(&(CliParse){.cmd = RUN_CMD, .opts = opts, .help = help_head, .help_tail = help_tail}, argc,

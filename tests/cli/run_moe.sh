@@ -180,6 +180,14 @@ expect_rc "deepseek-v3 shrunk (MTP): exit 1, the transient" 1
 expect_out "deepseek-v3 shrunk: exact terms as planned" "every exact term matches the plan byte for byte"
 expect_eq "deepseek-v3 shrunk: weight_gemm by hand, planned and measured" \
     "$(grep '^memory,weight_gemm,' "$TMP/ds.csv" | cut -d, -f4,5)" "11321344,11321344"
+# --mtp-weight sets the MTP loss's weight; on a model without MTP it is refused before any work
+run run --catalog "$TMP/mla" --model tiny-mtp --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 1 --mtp-weight 0.1
+expect_line "--mtp-weight 0.1: the model line" "  model: 2 layers \+ 1 MTP depth \(weight 0\.1\), hidden 64,.*"
+run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 1 --mtp-weight 0.1 \
+    -o "$TMP/nomtp.csv"
+expect_rc "--mtp-weight without MTP: exit 64" 64
+expect_err "--mtp-weight without MTP: the reason" "--mtp-weight 0.1: model tiny-mla has no multi-token prediction (mtp_layers 0)"
+expect_eq "--mtp-weight without MTP: nothing written" "$(ls "$TMP"/nomtp.csv 2>/dev/null | wc -l)" 0
 # depth 2 is refused before any work
 echo 'tiny-mtp2,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,2,"test model"' \
     >>"$TMP/mla/models.csv"
