@@ -24,9 +24,11 @@ int plan_routing_emit(const char *cmd, const Plan *p, const char *path, const Cl
         routing_log_free(&rl);
         return cli_fail(cmd, &e);
     }
-    /* the layers the log names are the plan's MoE layers (one stage: the model's after its dense ones) */
+    /* the layers the log names are the plan's MoE layers (one stage: the model's after its dense ones, then each
+     * multi-token-prediction depth's, a MoE layer on a model with experts) */
     const ModelSpec *md = p->in.model;
-    const uint32_t moe = md->layers > md->dense_layers ? md->layers - md->dense_layers : 0;
+    const uint32_t moe =
+        (md->layers > md->dense_layers ? md->layers - md->dense_layers : 0) + (md->experts ? md->mtp_layers : 0);
     int rc = 0;
     if (rl.layers != moe) {
         err_set(&e, ST_DATA, "--routing %s: %u MoE layers logged; %s planned here has %u", path, rl.layers, md->name,

@@ -125,6 +125,8 @@ static const CliOpt opts[] = {
     {"lr", OPT_F32, A(hyper.lr), .lo = 0, .hi = 10},
     {"warmup", OPT_U32, A(hyper.warmup), .lo = 0, .hi = 100000000},
     {"wd", OPT_F32, A(hyper.weight_decay), .lo = 0, .hi = 10},
+    {"mtp-weight", OPT_F32, A(mtp_weight), .lo = 0, .hi = 10, .arg = "X", .help = "weight of the multi-token-prediction loss"
+        IN23 "(mtp_layers rows; default 0.3, DeepSeek-V3's for its first 10T tokens)"},
     {"save", OPT_STR, A(save), .arg = "FILE", .help = "write a checkpoint after the last step (atomically)"},
     {"resume", OPT_STR, A(resume), .arg = "FILE", .help = "continue from a checkpoint of the same model, recipe and settings"},
     {"scaling-trace", OPT_STR, A(trace), .arg = "FILE", .help = "CSV of every FP8 tensor's amax and scales each step (FP8 recipes):"
@@ -163,7 +165,7 @@ static void take_plan_flags(const PlanArgs *p, RunSpec *a)
 /* 0 ok, -1 help printed, else an exit code. */
 static int parse(int argc, char **argv, RunSpec *a, CliOut *out)
 {
-    Parsed f = {.a = {.backend = "cpu", .steps = 20, .log_every = 1, .hyper = model_hyper_default()}};
+    Parsed f = {.a = {.backend = "cpu", .steps = 20, .log_every = 1, .hyper = model_hyper_default(), .mtp_weight = -1}};
     f.out.fmt = TABLE_CSV;
     plan_flags_defaults(&f.p);
     int rc = cli_opts_parse(&(CliParse){.cmd = RUN_CMD, .opts = opts, .help = help_head, .help_tail = help_tail}, argc,
@@ -242,15 +244,16 @@ static void on_started(void *ctx, const RunSession *s)
                i->runtime_version, i->driver_version, (unsigned long long)i->gemm_library_version);
         printf("  peaks for MFU: %s\n", ms->peak.why);
     }
-    char line[512], micro[48] = "";
+    char line[512], micro[48] = "", mtp[48] = "";
     if (m->microbatches > 1) snprintf(micro, sizeof micro, " x %u micro-batches", m->microbatches);
+    if (m->mtp) snprintf(mtp, sizeof mtp, " + %u MTP depth (weight %g)", m->mtp, (double)m->mtp_weight);
     snprintf(line, sizeof line,
-             "  model: %u layers, hidden %u, %u heads (%u KV), ffn %u, %s, %s, %s positions, %s, %s; seq %u, mbs "
+             "  model: %u layers%s, hidden %u, %u heads (%u KV), ffn %u, %s, %s, %s positions, %s, %s; seq %u, mbs "
              "%u%s, vocab %u (padded %llu), %s params",
-             sp->layers, sp->hidden, sp->heads, sp->kv_heads, sp->ffn_hidden, norm_name(sp->norm), mlp_name(sp->mlp),
-             pos_name(sp->pos), sp->tied_embeddings ? "tied" : "untied", sp->linear_bias ? "biases" : "no biases",
-             m->seq, m->batch, micro, sp->vocab, (unsigned long long)m->vocab_padded,
-             num_fmt_grouped(model_weight_count(m), (char[32]){0}, 32));
+             sp->layers - m->mtp, mtp, sp->hidden, sp->heads, sp->kv_heads, sp->ffn_hidden, norm_name(sp->norm),
+             mlp_name(sp->mlp), pos_name(sp->pos), sp->tied_embeddings ? "tied" : "untied",
+             sp->linear_bias ? "biases" : "no biases", m->seq, m->batch, micro, sp->vocab,
+             (unsigned long long)m->vocab_padded, num_fmt_grouped(model_weight_count(m), (char[32]){0}, 32));
     table_put_prose(stdout, "%s\n", line); /* wrapped at TABLE_WIDTH columns */
     double floor = data_entropy_floor(&s->d);
     if (floor >= 0)

@@ -437,6 +437,19 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
         uint64_t mb0 = in->dualpipe ? (g->pp < g->m / 2 ? g->pp : g->m / 2) : plan_inflight_mbs(g, 0);
         mk = ck_add(ck, mk, ck_mul3(ck, g->tok_r, g->h, mb0));
     }
+    if (hd.mtp && in->recompute != RECOMPUTE_FULL) {
+        /* per MTP depth besides its layer (Megatron-Core core_v0.16.0 MultiTokenPredictionLayer: enorm of the
+         * next tokens' embedding, hnorm of the main model's output, eh_proj over their concatenation): enorm's
+         * input (tok x h BF16; hnorm's is the final norm's, counted in act_output), both norms' statistics, and
+         * eh_proj's saved input (tok x 2h, in the recipe's saved-input dtype) */
+        LayerAct ma;
+        memset(&ma, 0, sizeof ma);
+        uint64_t mst = md->norm == NORM_LAYERNORM ? 8 : 4;
+        uint64_t mh = ck_add(ck, ck_mul3(ck, g->tok_r, g->h, 2), ck_mul3(ck, g->tok_r, 2, mst));
+        plan_saved_input(rc, ck, g->tok_r, 2 * g->h, &ma, &mh);
+        hp = ck_add(ck, hp, ck_mul(ck, mh, hd.mtp)), f8 = ck_add(ck, f8, ck_mul(ck, ma.fp8, hd.mtp));
+        f8e = ck_add(ck, f8e, ck_mul(ck, ma.fp8_elems, hd.mtp));
+    }
     plan_term(sm, MT_ACT_LAYER_HP, DT_NONE, 0, hp, 1);
     plan_term(sm, MT_ACT_LAYER_FP8, rc->saved_input, f8e, f8, 1);
     plan_term(sm, MT_ACT_ATTN, DT_NONE, 0, at, 1);

@@ -15,8 +15,9 @@ _Static_assert(sizeof norm_names / sizeof *norm_names == NORM_COUNT_, "norm_name
 _Static_assert(sizeof mlp_names / sizeof *mlp_names == MLP_COUNT_, "mlp_names");
 _Static_assert(sizeof pos_names / sizeof *pos_names == POS_COUNT_, "pos_names");
 static const char *const linear_names[] = {
-    [LIN_QKV] = "qkv",       [LIN_PROJ] = "proj", [LIN_FC1] = "fc1",         [LIN_FC2] = "fc2",
-    [LIN_Q_DOWN] = "q_down", [LIN_Q_UP] = "q_up", [LIN_KV_DOWN] = "kv_down", [LIN_KV_UP] = "kv_up"};
+    [LIN_QKV] = "qkv",         [LIN_PROJ] = "proj",     [LIN_FC1] = "fc1",
+    [LIN_FC2] = "fc2",         [LIN_Q_DOWN] = "q_down", [LIN_Q_UP] = "q_up",
+    [LIN_KV_DOWN] = "kv_down", [LIN_KV_UP] = "kv_up",   [LIN_EH_PROJ] = "eh_proj"};
 _Static_assert(sizeof linear_names / sizeof *linear_names == LIN_KINDS, "linear_names");
 
 const char *linear_name(LinearKind k) { return (unsigned)k < LIN_KINDS ? linear_names[k] : "?"; }
@@ -36,6 +37,7 @@ void spec_linear_shape(const ModelSpec *m, LinearKind k, uint32_t tp, uint64_t *
     case LIN_Q_UP: *rows = q, *cols = ql ? ql : h; break;
     case LIN_KV_DOWN: *rows = kl + m->qk_rope_head_dim, *cols = h; break;
     case LIN_KV_UP: *rows = H * ((uint64_t)m->qk_nope_head_dim + m->v_head_dim), *cols = kl; break;
+    case LIN_EH_PROJ: *rows = h / t, *cols = 2 * h; break;
     default: *rows = h, *cols = f; break;
     }
 }

@@ -169,12 +169,13 @@ typedef enum {
     LIN_Q_UP,
     LIN_KV_DOWN,
     LIN_KV_UP,
+    LIN_EH_PROJ, /* multi-token prediction: [enorm(embedding); hnorm(hidden)] (2h) -> h */
     LIN_KINDS
 } LinearKind;
 /* A standard-attention block's linears: QKV, PROJ, FC1, FC2. */
 enum { LIN_COUNT = LIN_Q_DOWN };
 
-/* "qkv", "proj", "fc1", "fc2", "q_down", "q_up", "kv_down", "kv_up". */
+/* "qkv", "proj", "fc1", "fc2", "q_down", "q_up", "kv_down", "kv_up", "eh_proj". */
 const char *linear_name(LinearKind k);
 
 /* FC1's output rows per FFN unit: 2 for SwiGLU (gate and up fused in one

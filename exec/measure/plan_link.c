@@ -21,11 +21,6 @@ Status exec_model(const ModelSpec *base, const ExecOverrides *o, ModelSpec *out,
 {
     *out = *base;
     const char *n = base->name;
-    if (base->mtp_layers)
-        return err_set(e, ST_UNAVAILABLE,
-                       "--model %s: multi-token prediction (mtp_layers %u) is planned (fp8plan plan) but not run by "
-                       "the executor (latent attention, kv_lora_rank %u, experts and q/k norms are)",
-                       n, base->mtp_layers, base->kv_lora_rank);
     if (!base->heads || !base->hidden)
         return err_set(e, ST_USAGE, "--model %s: the catalog row has no heads or hidden size", n);
     if (o->layers) out->layers = o->layers;

@@ -75,6 +75,17 @@ typedef enum {
     PK_KVDOWN_W, /* (kv_lora + qk_rope, C) */
     PK_KVLAT_W,  /* (kv_lora) the kv latent's norm */
     PK_KVUP_W,   /* (H·(qk_nope + Dv), kv_lora) */
+    /* multi-token prediction depth 1 (exec/model/model_mtp.c; models.csv mtp_layers): the norms of the next
+     * token's embedding (enorm) and of the main model's last block output (hnorm), eh_proj over their
+     * concatenation, the depth's own final norm; its block is the stage's last block (layer L, the main
+     * model's L blocks before it) */
+    PK_ENORM_W, /* (C) */
+    PK_ENORM_B,
+    PK_HNORM_W,
+    PK_HNORM_B,
+    PK_EHPROJ_W, /* (C, 2C) */
+    PK_MTPNORM_W,
+    PK_MTPNORM_B,
     PK_COUNT
 } ParamKind;
 
@@ -205,7 +216,18 @@ typedef struct {
     void *m_kvd, *m_up;   /* (B·T, kv_lora + qk_rope), (B·T, max(H·D, H·(qk_nope + Dv))) */
     void *d_kvd, *d_up;   /* (B·T, kv_lora + qk_rope), (B·T, max(H·D, H·(qk_nope + Dv), C)) */
     void *d_lat, *d_lat2; /* (B·T, max(q_lora, kv_lora)) each */
-    float *pp_xsinv;      /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
+    /* multi-token prediction (exec/model/model_mtp.c; m->mtp): the next tokens (each sequence's last position
+     * token 0, its loss masked) and the tokens two ahead, enorm's input (their embedding) and both norms'
+     * statistics; the depth's block output, final norm and logits as the main model's */
+    int32_t *mtp_tok, *mtp_tgt; /* (B·T) */
+    float *mtp_losses;          /* (B·T), the masked positions 0 */
+    void *mtp_emb;              /* (B·T, C) */
+    float *mtp_e_mean, *mtp_e_rstd, *mtp_h_mean, *mtp_h_rstd;
+    void *mtp_x; /* (B·T, C) the depth's block output = its final norm input */
+    float *mtp_nf_mean, *mtp_nf_rstd;
+    void *mtp_nf_out;  /* (B·T, C) */
+    float *mtp_logits; /* (B·T, Vp) FP32, overwritten by d(logits) */
+    float *pp_xsinv;   /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
                          inputs were cast with (exec/model/model_pp.c) */
 } ModelActs;
 
@@ -247,6 +269,10 @@ ModelHyper model_hyper_default(void);
  * routers with DeepSeek-V3's aux-loss-free bias, moved by 1e-3 per step towards the mean load (the
  * report's bias update speed, section 4.2: 0.001). Combine weights are the chosen scores normalised to
  * sum 1, with no extra scale. */
+/* Multi-token prediction: the weight lambda of the MTP loss in the objective. models.csv has no column for it;
+ * DeepSeek-V3 trains with 0.3 for its first 10T tokens, then 0.1 (DeepSeek-V3 technical report, section 4.2,
+ * "MTP loss weight"): a short run is the start of training, 0.3. */
+#define MODEL_MTP_WEIGHT     0.3f
 #define MODEL_MOE_AUX_COEFF  1e-2f
 #define MODEL_MOE_BIAS_SPEED 1e-3f
 
@@ -358,6 +384,14 @@ typedef struct Model {
     int failed_together; /* a step failed on every rank at one agreed point (model_moe_ep.c): no rank waits in a
                             collective, so they can end without MPI_Abort (and rank 0 removes its files) */
     BankTrace tr_fwd, tr_bwd;
+    /* Multi-token prediction (exec/model/model_mtp.c): depths run (0 or 1; its block is the last of
+     * spec.layers, the main model's spec.layers − mtp before it), the weight of its loss in the objective
+     * (MODEL_MTP_WEIGHT) and the last step's mean MTP loss (the reported loss is the main model's) */
+    uint32_t mtp;
+    float mtp_weight;
+    double mtp_loss;
+    double mtp_sum;    /* the step's MTP token losses so far (model_add_losses) */
+    int32_t *mtp_host; /* (2, B·T) host memory: the shifted tokens and targets of a micro-batch */
 } Model;
 
 /* The backend timestamps model_step records (ids MODEL_MARK_FIRST ..

@@ -10,8 +10,7 @@
 static ModelParam *norm_bias(Model *m, ParamKind w, int layer)
 {
     if (m->spec.norm != NORM_LAYERNORM) return NULL;
-    ParamKind b = w == PK_NORM1_W ? PK_NORM1_B : w == PK_NORM2_W ? PK_NORM2_B : PK_NORMF_B;
-    return model_find_param(m, b, layer);
+    return model_find_param(m, (ParamKind)(w + 1), layer); /* every norm's bias follows its weight */
 }
 
 Status model_norm_fwd(Model *m, ParamKind wk, int layer, const void *in, void *out, float *mean, float *rstd, Err *e)

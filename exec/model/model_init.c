@@ -60,7 +60,7 @@ static int init_normal(ParamKind k)
 {
     return k == PK_WTE || k == PK_WPE || k == PK_QKV_W || k == PK_PROJ_W || k == PK_FC1_W || k == PK_FC2_W ||
            k == PK_LM_HEAD || k == PK_ROUTER_W || k == PK_XFC1_W || k == PK_XFC2_W || k == PK_QDOWN_W ||
-           k == PK_QUP_W || k == PK_KVDOWN_W || k == PK_KVUP_W;
+           k == PK_QUP_W || k == PK_KVDOWN_W || k == PK_KVUP_W || k == PK_EHPROJ_W;
 }
 
 /* w[b..e) = values, and the piece's amax. */
@@ -79,7 +79,7 @@ static void fill_piece(void *ctx, int piece, uint64_t b, uint64_t e)
         }
     } else {
         float v = k == PK_NORM1_W || k == PK_NORM2_W || k == PK_NORMF_W || k == PK_QNORM_W || k == PK_KNORM_W ||
-                          k == PK_QLAT_W || k == PK_KVLAT_W
+                          k == PK_QLAT_W || k == PK_KVLAT_W || k == PK_ENORM_W || k == PK_HNORM_W || k == PK_MTPNORM_W
                       ? 1.0f
                       : 0.0f;
         for (uint64_t i = b; i < e; i++) w[i] = v;
@@ -240,6 +240,12 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
                        "model %s: the %s backend runs no q/k norms (per-head RMSNorm before RoPE) yet; the cpu backend "
                        "does (--backend cpu)",
                        p->in.model->name, bk->name);
+    if (p->in.model->mtp_layers && strcmp(bk->name, "cpu"))
+        return err_set(e, ST_UNAVAILABLE,
+                       "model %s: the %s backend runs no multi-token prediction (mtp_layers %u) yet: its embedding "
+                       "shift, enorm/hnorm concatenation (strided_copy) and masked loss are the cpu backend's "
+                       "(--backend cpu)",
+                       p->in.model->name, bk->name, p->in.model->mtp_layers);
     if (spec_is_mla(p->in.model) && strcmp(bk->name, "cpu"))
         return err_set(e, ST_UNAVAILABLE,
                        "model %s: the %s backend runs no latent attention (kv_lora_rank %u) yet: no q/k/v assembly "
@@ -258,6 +264,7 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     if (!m) return err_set(e, ST_NOMEM, "out of memory");
     m->hyper = h ? *h : model_hyper_default();
     m->moe_aux_coeff = MODEL_MOE_AUX_COEFF;
+    m->mtp_weight = MODEL_MTP_WEIGHT;
     m->bk = bk;
     m->comm = comm;
     uint64_t planned[ARENA_TERMS];
@@ -296,10 +303,12 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     if (!st) st = model_ep_create(m, e);
     if (!st) {
         m->host_losses = malloc(model_tokens(m) * sizeof(float));
+        if (m->mtp) m->mtp_host = malloc(2 * model_tokens(m) * sizeof(int32_t)); /* the shifted tokens, targets */
         m->step_losses =
             calloc(model_step_tokens(m) * m->dp, sizeof(float)); /* a pipeline stage before the last: zeros */
         m->opt_queue = malloc(((size_t)m->nparams + 1) * sizeof *m->opt_queue);
-        if (!m->host_losses || !m->step_losses || !m->opt_queue) st = err_set(e, ST_NOMEM, "out of memory");
+        if (!m->host_losses || !m->step_losses || !m->opt_queue || (m->mtp && !m->mtp_host))
+            st = err_set(e, ST_NOMEM, "out of memory");
     }
     if (!st) st = upload_rope(m, e);
     if (!st) st = model_init_weights(m, e);
@@ -322,6 +331,7 @@ void model_destroy(Model *m)
     free(m->params);
     free(m->act.layer);
     free(m->host_losses);
+    free(m->mtp_host);
     free(m->opt_queue);
     free(m->step_losses);
     free(m->moe_counts);

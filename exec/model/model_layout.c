@@ -33,6 +33,7 @@ Status model_check(const Plan *p, Err *e)
                      in->recipe->name, in->tp, in->pp, sharding_name(in->sharding));
     if (!st) st = model_moe_check(p, e);
     if (!st) st = model_mla_check(p, e);
+    if (!st) st = model_mtp_check(p, e);
     if (!st) st = model_shard_check(p, e);
     if (st) return st;
     if ((unsigned)s->norm >= NORM_COUNT_ || (unsigned)s->mlp >= MLP_COUNT_ || (unsigned)s->pos >= POS_COUNT_)
@@ -74,6 +75,8 @@ static void model_from_plan(const Plan *p, Model *m)
     m->act_dtype = exec_act_dtype(&m->recipe);
     model_tp_spec(p, m);
     model_pp_stage(p, m);
+    m->mtp = p->in.model->mtp_layers; /* its block after the main model's (model_mtp_check: pp 1) */
+    m->spec.layers += m->mtp;
 }
 
 uint64_t model_linear_n(const ModelSpec *s, LinearKind k)
@@ -113,6 +116,7 @@ static uint64_t blocks_of(Granularity g, uint64_t rows, uint64_t cols)
 uint32_t model_block_linears(const Model *m, uint32_t l, LinearKind ks[LIN_KINDS])
 {
     uint32_t n = 0;
+    if (model_mtp_block(m, l)) ks[n++] = LIN_EH_PROJ; /* the MTP depth's input projection */
     if (!model_mla(m)) {
         ks[n++] = LIN_QKV;
     } else {
@@ -175,7 +179,7 @@ static Status params_fill(Model *m, Err *e)
     const ModelSpec *s = &m->spec;
     const uint64_t C = s->hidden;
     const int ln = s->norm == NORM_LAYERNORM, bias = s->linear_bias;
-    uint32_t cap = 3 + 24 * s->layers + 3;
+    uint32_t cap = 3 + 24 * s->layers + 3 + 7 * m->mtp;
     ModelParam *p = calloc(cap, sizeof *p);
     if (!p) return err_set(e, ST_NOMEM, "out of memory");
     uint32_t k = 0;
@@ -204,6 +208,14 @@ static Status params_fill(Model *m, Err *e)
     if (first && s->pos == POS_LEARNED) ADD(PK_WPE, -1, m->seq, C, 1, 0);
     for (uint32_t l = 0; l < s->layers; l++) {
         int L = (int)(l + m->layer0); /* the model's layer index (the initial values' stream) */
+        if (model_mtp_block(m, l)) {  /* the MTP depth's enorm, hnorm and eh_proj (C, 2C) */
+            for (ParamKind nw = PK_ENORM_W; nw <= PK_HNORM_W; nw = (ParamKind)(nw + 2)) {
+                ADD(nw, L, C, 1, 0, 0);
+                if (ln) ADD((ParamKind)(nw + 1), L, C, 1, 0, 0);
+            }
+            ADD(PK_EHPROJ_W, L, model_lin_n(m, l, LIN_EH_PROJ), model_lin_k(m, l, LIN_EH_PROJ), 1, 1);
+            p[k - 1].wslot = model_slot_w(m, l, LIN_EH_PROJ);
+        }
         for (int oi = 0; oi < norder; oi++) {
             const LinearKind j = order[oi];
             if (j == LIN_Q_DOWN && !s->q_lora_rank) continue; /* no q latent: q_up reads the block input */
@@ -239,6 +251,11 @@ static Status params_fill(Model *m, Err *e)
     if (last) ADD(PK_NORMF_W, -1, C, 1, 0, 0);
     if (last && ln) ADD(PK_NORMF_B, -1, C, 1, 0, 0);
     if (last && !s->tied_embeddings) ADD(PK_LM_HEAD, -1, model_vocab_rows(m), C, 1, 0);
+    for (uint32_t d = 0; d < m->mtp; d++) { /* the MTP depth's own final norm (the head is the model's) */
+        int L = (int)(s->layers - m->mtp + d + m->layer0);
+        ADD(PK_MTPNORM_W, L, C, 1, 0, 0);
+        if (ln) ADD(PK_MTPNORM_B, L, C, 1, 0, 0);
+    }
 #undef ADD
     m->params = p;
     m->nparams = k;
@@ -248,11 +265,42 @@ static Status params_fill(Model *m, Err *e)
 const char *model_param_name(ParamKind k)
 {
     static const char *names[PK_COUNT] = {
-        "wte",      "wpe",      "norm1.w",  "norm1.b",         "qkv.w",    "qkv.b",         "proj.w",
-        "proj.b",   "norm2.w",  "norm2.b",  "fc1.w",           "fc1.b",    "fc2.w",         "fc2.b",
-        "normf.w",  "normf.b",  "lm_head",  "router.w",        "router.b", "experts.fc1.w", "experts.fc2.w",
-        "q_norm.w", "k_norm.w", "q_down.w", "q_latent_norm.w", "q_up.w",   "kv_down.w",     "kv_latent_norm.w",
+        "wte",
+        "wpe",
+        "norm1.w",
+        "norm1.b",
+        "qkv.w",
+        "qkv.b",
+        "proj.w",
+        "proj.b",
+        "norm2.w",
+        "norm2.b",
+        "fc1.w",
+        "fc1.b",
+        "fc2.w",
+        "fc2.b",
+        "normf.w",
+        "normf.b",
+        "lm_head",
+        "router.w",
+        "router.b",
+        "experts.fc1.w",
+        "experts.fc2.w",
+        "q_norm.w",
+        "k_norm.w",
+        "q_down.w",
+        "q_latent_norm.w",
+        "q_up.w",
+        "kv_down.w",
+        "kv_latent_norm.w",
         "kv_up.w",
+        "mtp.enorm.w",
+        "mtp.enorm.b",
+        "mtp.hnorm.w",
+        "mtp.hnorm.b",
+        "mtp.eh_proj.w",
+        "mtp.final_norm.w",
+        "mtp.final_norm.b",
     };
     return (unsigned)k < PK_COUNT ? names[k] : "?";
 }
@@ -379,6 +427,7 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
         arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BTs, a ? &a->normf_rstd : NULL, "normf.rstd", -1);
         arena_add(sp, MT_ACT_OUTPUT, A, BTs * C, a ? &a->normf_out : NULL, "normf.out", -1);
         arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT * model_vocab_rows(m), a ? &a->logits : NULL, "logits", -1);
+        if (m->mtp) model_mtp_saved(m, bind, sp);
     }
     arena_add_i32(sp, XT_IO, BT * m->slots, a ? &a->tokens : NULL, "tokens", -1);
     arena_add_i32(sp, XT_IO, BT, a ? &a->targets : NULL, "targets", -1);
@@ -464,8 +513,9 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
                         "dlogits");
     /* block backward */
     /* d_a: also d(the attention's q/k/v rows), wider than any linear's output with latent attention */
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * max2(dwide, model_attn_w(s)), a ? &a->d_a : NULL,
-                    "d_a");
+    /* and MTP's d([enorm; hnorm]) (B·T, 2C) */
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A,
+                    BT * max2(max2(dwide, model_attn_w(s)), m->mtp ? 2 * C : 0), a ? &a->d_a : NULL, "d_a");
     if (model_mla(m)) { /* latent attention's working rows (exec/model/model_mla.c) */
         const uint64_t kvd = (uint64_t)s->kv_lora_rank + s->qk_rope_head_dim,
                        lat = max2(s->q_lora_rank, s->kv_lora_rank);

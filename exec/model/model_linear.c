@@ -102,8 +102,8 @@ static Status cast_weight(Model *m, ModelParam *w, uint32_t sw, void *row, void 
 
 static ModelParam *weight_of(Model *m, uint32_t l, LinearKind k)
 {
-    static const ParamKind w[LIN_KINDS] = {PK_QKV_W,   PK_PROJ_W, PK_FC1_W,    PK_FC2_W,
-                                           PK_QDOWN_W, PK_QUP_W,  PK_KVDOWN_W, PK_KVUP_W};
+    static const ParamKind w[LIN_KINDS] = {PK_QKV_W, PK_PROJ_W,   PK_FC1_W,  PK_FC2_W,   PK_QDOWN_W,
+                                           PK_QUP_W, PK_KVDOWN_W, PK_KVUP_W, PK_EHPROJ_W};
     return model_find_param(m, w[k], (int)l);
 }
 

@@ -140,10 +140,6 @@ Status model_mla_check(const Plan *p, Err *e)
 {
     const PlanInput *in = &p->in;
     const ModelSpec *s = in->model;
-    if (s->mtp_layers)
-        return err_set(e, ST_UNAVAILABLE,
-                       "model %s: multi-token prediction (mtp_layers %u) is planned but not run by the executor yet",
-                       s->name, s->mtp_layers);
     if (!spec_is_mla(s)) return ST_OK;
     if (!s->qk_nope_head_dim || !s->qk_rope_head_dim || s->qk_rope_head_dim % 2 || !s->v_head_dim ||
         s->head_dim != s->qk_nope_head_dim + s->qk_rope_head_dim || s->kv_heads != s->heads)

@@ -19,6 +19,72 @@ static const void *head_input(Model *m, void *buf, Status *st, Err *e)
 /* The weight of a parameter that may be absent (NULL then). */
 static void *weight_or_null(ModelParam *p) { return p ? p->weight : NULL; }
 
+/* Block l's forward from its saved input la->x to next (the following block's input, the final norm's, or
+ * what goes to the next stage). */
+static Status block_fwd(Model *m, uint32_t l, void *next, Err *e)
+{
+    Backend *bk = m->bk;
+    ModelActs *a = &m->act;
+    const ModelSpec *s = &m->spec;
+    const Dtype A = m->act_dtype;
+    const uint64_t BT = model_sp_tokens(m), C = s->hidden;
+    Status st = ST_OK;
+    LayerActs *la = model_la(m, l);
+    void *in = model_linear_input(m, l, model_attn_in(m)); /* norm 1's output, saved for QKV (or MLA's) */
+    AttnFwdDesc at = {.batch = m->batch,
+                      .seq = m->seq,
+                      .heads = s->heads,
+                      .kv_heads = s->kv_heads,
+                      .head_dim = s->head_dim,
+                      .v_head_dim = model_mla(m) ? s->v_head_dim : 0,
+                      .dtype = A,
+                      .qkv = la->qkv,
+                      .probs = la->probs,
+                      .out = model_linear_input(m, l, LIN_PROJ),
+                      .scratch = a->attn_scores};
+    st = model_norm_fwd(m, PK_NORM1_W, (int)l, la->x, in, la->norm1_mean, la->norm1_rstd, e);
+    if (!st) st = model_mla(m) ? model_mla_fwd(m, l, in, e) : model_linear_fwd(m, l, LIN_QKV, in, la->qkv, e);
+    void *aq = NULL; /* rotated in place (saved so: attention's backward reads q, k so), or q/k norms' copy */
+    if (!st) st = model_attn_qkv(m, l, 0, a->t_qkv, a->t_qkrstd, &aq, e);
+    at.qkv = aq;
+    if (!st) st = bk->attention_fwd(bk, &at, e);
+    if (!st) st = model_linear_fwd(m, l, LIN_PROJ, at.out, a->t_out, e);
+    if (!st) st = bk->add(bk, la->x, a->t_out, la->res2, A, BT * C, e);
+    const uint64_t F = model_ffn_of(m, l);                        /* a MoE layer: its shared experts' width (0: none) */
+    in = la->r_in ? la->r_in : model_linear_input(m, l, LIN_FC1); /* r_in: a MoE router's own copy */
+    if (!st) st = model_norm_fwd(m, PK_NORM2_W, (int)l, la->res2, in, la->norm2_mean, la->norm2_rstd, e);
+    if (F) {
+        void *h = model_linear_input(m, l, LIN_FC2);
+        if (!st) st = model_linear_fwd(m, l, LIN_FC1, in, la->fc1, e);
+        if (!st) st = model_act_fwd(m, model_tokens(m), F, la->fc1, h, e);
+        if (!st) st = model_linear_fwd(m, l, LIN_FC2, h, a->t_out, e);
+        if (!st) st = bk->add(bk, la->res2, a->t_out, next, A, BT * C, e);
+    }
+    if (model_moe_layer(m, l)) { /* the routed experts' combined output joins the residual */
+        if (!st) st = model_moe_fwd(m, l, in, a->t_moe, e);
+        if (!st) st = bk->add(bk, F ? next : la->res2, a->t_moe, next, A, BT * C, e);
+    }
+    return st;
+}
+
+/* The head's forward: the final norm (wk) of x into out, the LM head to logits (FP32). */
+static Status head_fwd(Model *m, ParamKind wk, int layer, void *x, float *mean, float *rstd, void *out, float *logits,
+                       Err *e)
+{
+    ModelActs *a = &m->act;
+    Status st = model_norm_fwd(m, wk, layer, x, out, mean, rstd, e);
+    const void *hx = st ? NULL : m->tp == 1 ? out : NULL;
+    if (!st && m->tp > 1) hx = head_input(m, a->tp_fwd, &st, e);
+    if (!st) { /* LM head in the activation dtype (TE keeps the output layer out of FP8), FP32 logits */
+        GemmDesc d = {.m = model_tokens(m), .n = model_vocab_rows(m), .k = m->spec.hidden, .accum = GEMM_OVERWRITE};
+        d.a = (GemmOperand){.ptr = hx, .dtype = m->act_dtype, .layout = GEMM_K_INNER};
+        d.b = (GemmOperand){.ptr = head(m)->weight, .dtype = m->act_dtype, .layout = GEMM_K_INNER};
+        d.d = (GemmOutput){.ptr = logits, .dtype = DT_FP32};
+        st = m->bk->gemm(m->bk, &d, e);
+    }
+    return st;
+}
+
 Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, float dloss, Err *e)
 {
     Backend *bk = m->bk;
@@ -40,59 +106,28 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
     else if (!st)
         st = bk->embed_fwd(bk, model_tok(m), m->batch, m->seq, s->vocab, C, model_find_param(m, PK_WTE, -1)->weight,
                            weight_or_null(model_find_param(m, PK_WPE, -1)), m->recipe.other.dt[STATE_WEIGHT], x0, A, e);
-    for (uint32_t l = 0; !st && l < s->layers; l++) {
-        LayerActs *la = model_la(m, l);
-        /* the last block's output: the final norm's input, or (PP) what goes to the next stage */
-        void *next = l + 1 < s->layers ? model_la(m, l + 1)->x : last ? a->x_final : a->t_out;
-        void *in = model_linear_input(m, l, model_attn_in(m)); /* norm 1's output, saved for QKV (or MLA's) */
-        AttnFwdDesc at = {.batch = m->batch,
-                          .seq = m->seq,
-                          .heads = s->heads,
-                          .kv_heads = s->kv_heads,
-                          .head_dim = s->head_dim,
-                          .v_head_dim = model_mla(m) ? s->v_head_dim : 0,
-                          .dtype = A,
-                          .qkv = la->qkv,
-                          .probs = la->probs,
-                          .out = model_linear_input(m, l, LIN_PROJ),
-                          .scratch = a->attn_scores};
-        st = model_norm_fwd(m, PK_NORM1_W, (int)l, la->x, in, la->norm1_mean, la->norm1_rstd, e);
-        if (!st) st = model_mla(m) ? model_mla_fwd(m, l, in, e) : model_linear_fwd(m, l, LIN_QKV, in, la->qkv, e);
-        void *aq = NULL; /* rotated in place (saved so: attention's backward reads q, k so), or q/k norms' copy */
-        if (!st) st = model_attn_qkv(m, l, 0, a->t_qkv, a->t_qkrstd, &aq, e);
-        at.qkv = aq;
-        if (!st) st = bk->attention_fwd(bk, &at, e);
-        if (!st) st = model_linear_fwd(m, l, LIN_PROJ, at.out, a->t_out, e);
-        if (!st) st = bk->add(bk, la->x, a->t_out, la->res2, A, BT * C, e);
-        const uint64_t F = model_ffn_of(m, l); /* a MoE layer: its shared experts' width (0: none) */
-        in = la->r_in ? la->r_in : model_linear_input(m, l, LIN_FC1); /* r_in: a MoE router's own copy */
-        if (!st) st = model_norm_fwd(m, PK_NORM2_W, (int)l, la->res2, in, la->norm2_mean, la->norm2_rstd, e);
-        if (F) {
-            void *h = model_linear_input(m, l, LIN_FC2);
-            if (!st) st = model_linear_fwd(m, l, LIN_FC1, in, la->fc1, e);
-            if (!st) st = model_act_fwd(m, model_tokens(m), F, la->fc1, h, e);
-            if (!st) st = model_linear_fwd(m, l, LIN_FC2, h, a->t_out, e);
-            if (!st) st = bk->add(bk, la->res2, a->t_out, next, A, BT * C, e);
-        }
-        if (model_moe_layer(m, l)) { /* the routed experts' combined output joins the residual */
-            if (!st) st = model_moe_fwd(m, l, in, a->t_moe, e);
-            if (!st) st = bk->add(bk, F ? next : la->res2, a->t_moe, next, A, BT * C, e);
-        }
-    }
+    const uint32_t Lm = model_main_layers(m);
+    for (uint32_t l = 0; !st && l < Lm; l++) /* the last main block's output: the final norm's input, or (PP) what
+                                                 goes to the next stage */
+        st = block_fwd(m, l, l + 1 < Lm ? model_la(m, l + 1)->x : last ? a->x_final : a->t_out, e);
     if (!st && !last) return m->ppc->send(m->ppc, CO_PP_P2P, bk, a->t_out, BT * C, A, model_pp_peer(m, 1), e);
-    if (!st) st = model_norm_fwd(m, PK_NORMF_W, -1, a->x_final, a->normf_out, a->normf_mean, a->normf_rstd, e);
-    const void *hx = head_input(m, a->tp_fwd, &st, e);
-    if (!st) { /* LM head in the activation dtype (TE keeps the output layer out of FP8), FP32 logits */
-        GemmDesc d = {.m = model_tokens(m), .n = model_vocab_rows(m), .k = C, .accum = GEMM_OVERWRITE};
-        d.a = (GemmOperand){.ptr = hx, .dtype = A, .layout = GEMM_K_INNER};
-        d.b = (GemmOperand){.ptr = head(m)->weight, .dtype = A, .layout = GEMM_K_INNER};
-        d.d = (GemmOutput){.ptr = a->logits, .dtype = DT_FP32};
-        st = bk->gemm(bk, &d, e);
-    }
+    if (!st) st = head_fwd(m, PK_NORMF_W, -1, a->x_final, a->normf_mean, a->normf_rstd, a->normf_out, a->logits, e);
     if (!st && m->tp > 1)
         st = model_tp_xent(m, dloss, e);
     else if (!st)
         st = bk->xent_fwd_bwd(bk, a->logits, DT_FP32, BT, s->vocab, m->vocab_padded, a->targets, dloss, a->losses, e);
+    if (st || !m->mtp) return st;
+    /* multi-token prediction (model_mtp.c): its input, its block, its own final norm, the shared head */
+    const uint32_t lm = s->layers - 1;
+    const int li = (int)(lm + m->layer0);
+    st = model_mtp_in_fwd(m, inputs, targets, e);
+    if (!st) st = block_fwd(m, lm, a->mtp_x, e);
+    if (!st)
+        st = head_fwd(m, PK_MTPNORM_W, li, a->mtp_x, a->mtp_nf_mean, a->mtp_nf_rstd, a->mtp_nf_out, a->mtp_logits, e);
+    if (!st)
+        st = bk->xent_fwd_bwd(bk, a->mtp_logits, DT_FP32, BT, s->vocab, m->vocab_padded, a->mtp_tgt, model_mtp_dloss(m),
+                              a->mtp_losses, e);
+    if (!st) st = model_mtp_mask(m, e);
     return st;
 }
 
@@ -144,8 +179,10 @@ static Status block_bwd(Model *m, uint32_t i, Err *e)
     return st;
 }
 
-/* The LM head's and the final norm's backward: d_res = d(last block output). */
-static Status head_bwd(Model *m, Err *e)
+/* The LM head's and a final norm's backward (wk of x, its statistics, its output nout, the d(logits) in
+ * logits): d_res += d(x). */
+static Status head_bwd(Model *m, ParamKind wk, int layer, const void *x, const float *mean, const float *rstd,
+                       const void *nout, const float *logits, Err *e)
 {
     Backend *bk = m->bk;
     ModelActs *a = &m->act;
@@ -153,8 +190,8 @@ static Status head_bwd(Model *m, Err *e)
     /* the head's rows are every token (M) with TP */
     const uint64_t C = m->spec.hidden, Vp = model_vocab_rows(m), M = model_tokens(m);
     /* d(logits) in the activation dtype for the two LM-head GEMMs */
-    Status st = bk->convert(bk, a->logits, DT_FP32, a->dlogits, A, M * Vp, NULL, e);
-    const void *hx = head_input(m, a->tp_head_x, &st, e); /* TP: gathered again */
+    Status st = bk->convert(bk, logits, DT_FP32, a->dlogits, A, M * Vp, NULL, e);
+    const void *hx = m->tp == 1 ? nout : head_input(m, a->tp_head_x, &st, e); /* TP: gathered again */
     if (!st) { /* LM head: d(normf_out) = dlogits · W;  dW += dlogitsᵀ · normf_out (TP: partial sums scattered) */
         ModelParam *w = head(m);
         GemmDesc dg = {.m = M, .n = C, .k = Vp, .accum = GEMM_OVERWRITE};
@@ -169,7 +206,7 @@ static Status head_bwd(Model *m, Err *e)
         if (!st) st = bk->gemm(bk, &wg, e);
         if (!st && m->tp > 1) st = model_tp_scatter(m, CO_TP_VOCAB_RS, a->tp_head_d, a->d_b, C, e);
     }
-    if (!st) st = model_norm_bwd(m, PK_NORMF_W, -1, a->x_final, a->normf_mean, a->normf_rstd, a->d_b, e);
+    if (!st) st = model_norm_bwd(m, wk, layer, x, mean, rstd, a->d_b, e);
     return st;
 }
 
@@ -184,12 +221,21 @@ Status model_backward(Model *m, Err *e)
     arena_enter_phase(&m->arena, &m->specs, MODEL_PHASE_HEAD);
     Status st = model_grads_begin(m, e);
     if (!st) st = bk->memset0(bk, a->d_res, BT * C * dtype_bytes(A), e);
+    if (!st && last && m->mtp) { /* the MTP depth first: its head, block and input leave d_res = d(x_final) */
+        const uint32_t lm = s->layers - 1;
+        st = head_bwd(m, PK_MTPNORM_W, (int)(lm + m->layer0), a->mtp_x, a->mtp_nf_mean, a->mtp_nf_rstd, a->mtp_nf_out,
+                      a->mtp_logits, e);
+        arena_enter_phase(&m->arena, &m->specs, MODEL_PHASE_BLOCKS);
+        if (!st) st = block_bwd(m, lm, e);
+        if (!st) st = model_mtp_in_bwd(m, e);
+        arena_enter_phase(&m->arena, &m->specs, MODEL_PHASE_HEAD);
+    }
     if (!st && last)
-        st = head_bwd(m, e);
+        st = head_bwd(m, PK_NORMF_W, -1, a->x_final, a->normf_mean, a->normf_rstd, a->normf_out, a->logits, e);
     else if (!st) /* PP: the gradient of this stage's output, from the next stage */
         st = m->ppc->recv(m->ppc, CO_PP_P2P, bk, a->d_res, BT * C, A, model_pp_peer(m, 1), e);
     arena_enter_phase(&m->arena, &m->specs, MODEL_PHASE_BLOCKS);
-    for (uint32_t i = s->layers; !st && i-- > 0;) st = block_bwd(m, i, e);
+    for (uint32_t i = model_main_layers(m); !st && i-- > 0;) st = block_bwd(m, i, e);
     ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
     if (!st && first && m->tp > 1)
         st = model_tp_embed_bwd(m, a->d_res, e);

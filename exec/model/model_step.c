@@ -169,10 +169,18 @@ Status model_add_losses(Model *m, double *sum, Err *e)
     for (uint64_t i = 0; i < BT; i++) *sum += m->host_losses[i];
     float *keep = m->step_losses + ((uint64_t)m->dp_rank * m->microbatches + m->mb) * BT;
     memcpy(keep, m->host_losses, BT * sizeof(float));
-    return ST_OK;
+    if (!m->mtp || !model_last(m)) return ST_OK;
+    /* the MTP depth's (masked positions 0) into m->mtp_sum, after the main losses' copy is kept */
+    if (m->mb == 0) m->mtp_sum = 0.0;
+    st = m->bk->copy_to_host(m->bk, m->host_losses, m->act.mtp_losses, BT * sizeof(float), e);
+    for (uint64_t i = 0; !st && i < BT; i++) m->mtp_sum += m->host_losses[i];
+    return st;
 }
 
 static float mean_of(const Model *m, double sum) { return (float)(sum / (double)model_step_tokens(m)); }
+
+/* This rank's mean MTP loss of the step: over its valid positions, B·(T − 1) a micro-batch. */
+static double mtp_mean(const Model *m) { return m->mtp_sum / ((double)m->batch * (m->seq - 1) * m->microbatches); }
 
 uint64_t model_step_tokens(const Model *m) { return model_tokens(m) * m->microbatches; }
 
@@ -313,6 +321,7 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     if (!st) st = global_loss(m, sum, loss, e);
     if (!st) st = model_pp_share_loss(m, loss, e);
     if (st) return st;
+    if (m->mtp) m->mtp_loss = mtp_mean(m); /* this rank's (not gathered: the reported loss is the main model's) */
     m->step++;
     memcpy(m->phase_s, ph, sizeof ph);
     m->phase_device = ev;
@@ -342,7 +351,8 @@ static Status passes(Model *m, const int32_t *inputs, const int32_t *targets, in
     m->mb = 0;
     if (!st) st = clear_amax_rows(m, e);
     if (!st) st = m->bk->sync(m->bk, e);
-    if (!st) *loss = mean_of(m, sum);
+    /* the objective the gradients are of: the main mean loss plus the weighted MTP mean */
+    if (!st) *loss = (float)((double)mean_of(m, sum) + (m->mtp ? (double)m->mtp_weight * mtp_mean(m) : 0.0));
     return st;
 }
 

@@ -33,6 +33,7 @@ typedef struct {
     uint32_t ep;       /* --ep N: expert-parallel ranks (0 or 1: none) */
     int rank;          /* this process's rank; ranks other than 0 print and write nothing */
     ModelHyper hyper;
+    float mtp_weight; /* --mtp-weight X: the MTP loss's weight (< 0: MODEL_MTP_WEIGHT, DeepSeek-V3's 0.3) */
     int quiet;
 } RunSpec;
 

@@ -171,11 +171,15 @@ static int build_model(const RunSpec *a, RunSession *s)
 {
     Err e;
     if (!a->rank) run_warn_model(a, s->base, &s->model, s->built, s->bk->name);
+    if (a->mtp_weight >= 0 && !s->built->in.model->mtp_layers)
+        return run_usage("--mtp-weight %g: model %s has no multi-token prediction (mtp_layers 0)",
+                         (double)a->mtp_weight, s->built->in.model->name);
     if (hooks->planned) hooks->planned(hooks->ctx, s);
     double t0 = run_now_s();
     Status st = model_create(s->built, &a->hyper, s->bk, s->comm, &s->m, &e);
     if (hooks->built) hooks->built(hooks->ctx);
     if (st) return run_fail(&e);
+    if (a->mtp_weight >= 0) s->m->mtp_weight = a->mtp_weight;
     s->build_s = run_now_s() - t0;
     if ((a->save || a->resume) && ckpt_check(s->m, &e)) return run_fail(&e); /* before the steps, not after them */
     st = a->data ? data_bytes_file(&s->d, a->data, s->model.vocab, s->built->seq, &e)

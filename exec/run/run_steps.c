@@ -139,7 +139,11 @@ int run_train(const RunSpec *a, Model *m, DataStream *d, Measurement *ms, RunFil
             break;
         }
         step_begin(); /* the progress line goes, the log line comes, the progress line returns */
-        if (!a->quiet && (i % a->log_every == 0 || i + 1 == a->steps))
+        if (!a->quiet && (i % a->log_every == 0 || i + 1 == a->steps) && m->mtp) /* this rank's MTP loss beside */
+            run_say("step %6u  loss %8.4f  mtp %7.4f  %9.0f tok/s  fwd %8.2f ms  bwd %8.2f ms  opt %7.2f ms\n", m->step,
+                    (double)loss, m->mtp_loss, (double)n / ms->step_s[i], 1e3 * m->phase_s[PHASE_FWD],
+                    1e3 * m->phase_s[PHASE_BWD], 1e3 * m->phase_s[PHASE_OPT]);
+        else if (!a->quiet && (i % a->log_every == 0 || i + 1 == a->steps))
             run_say("step %6u  loss %8.4f  %9.0f tok/s  fwd %8.2f ms  bwd %8.2f ms  opt %7.2f ms\n", m->step,
                     (double)loss, (double)n / ms->step_s[i], 1e3 * m->phase_s[PHASE_FWD], 1e3 * m->phase_s[PHASE_BWD],
                     1e3 * m->phase_s[PHASE_OPT]);

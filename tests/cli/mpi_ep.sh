@@ -15,7 +15,8 @@
 # Qwen3's MoE row shrunk: 4 heads of 16 with 2 KV heads and q/k norms, 8 experts of FFN 32 top-2. tiny-mla is
 # DeepSeek-V3 shrunk without MTP: 2 layers, the first dense (FFN 128), latent attention (4 heads of qk_nope 8 +
 # qk_rope 4, values 8, q latent 24, kv latent 16), 8 experts of FFN 32 top-2, a shared expert, a sigmoid router
-# with 4 groups, top 2 groups. fp32-ref is a
+# with 4 groups, top 2 groups. tiny-mtp is tiny-mla with DeepSeek-V3's multi-token prediction (mtp_layers 1:
+# its block a third, MoE, layer whose experts dispatch and combine like the others'; exec/model/model_mtp.c). fp32-ref is a
 # recipe with every state and GEMM in FP32 (the executor's reference). Its rows exit 1 on one rank as on
 # the EP ranks, for a term outside expert parallelism: its activation terms (the planner counts them BF16);
 # their per-rank tables are checked all the same. tiny-ds's and tiny-mla's transients are within the plan's
@@ -51,7 +52,9 @@
 # the arena, which is the plan's dispatch buffer (64 rows x (64 codes + one fp32 scale) = 4,352 B at 64 rows),
 # and makes its d(expert outputs) in the combine buffer instead of a BF16 copy of its own (before, 4,096 B over
 # the plan: rank 0's transient of tiny-moe at np 2 is now 71,936 B planned and held).
-# tier: full (make test-full, which .ci/run runs): 49 mpirun runs, about 20 s alone (run_moe.sh keeps one
+# tiny-mtp's BF16 rows are within the 1e-4 bound, not bit for bit (measured: 8.3e-6 at np 2 ep 2, 3.8e-6 at np 4
+# ep 4 over 5 steps), for the expert wgrad chains above; its plan --routing names 2 MoE layers (the MTP block's).
+# tier: full (make test-full, which .ci/run runs): 52 mpirun runs, about 20 s alone (run_moe.sh keeps one
 # expert-parallel run in the quick tier)
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
@@ -68,6 +71,7 @@ moe tiny-moe-v 2 64 224 4 1 16 32000 32 8 2 0 224 0 softmax 0 0
 moe tiny-ds 3 64 128 4 1 16 256 32 8 2 1 32 1 sigmoid 4 2
 moe tiny-qwen 2 64 192 4 2 16 256 32 8 2 0 32 0 softmax 0 0 yes
 echo 'tiny-mla,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,0,"test model"' >>"$cat/models.csv"
+echo 'tiny-mtp,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,1,"test model"' >>"$cat/models.csv"
 echo 'fp32-ref,fp32,none,none,none,fp32,fp32,fp32,none,none,fp32-ref,fp32,fp32,none,tensor,tensor,0,none,fp32,fp32,fp32,fp32,fp32,fp32,fp32,none,8.0,"test recipe: every state and GEMM in FP32"' >>"$cat/recipes.csv"
 
 within() { # NAME LOGA LOGB BOUND STEPS: max relative difference of the losses at most BOUND over STEPS steps
@@ -163,6 +167,9 @@ done 3<<'EOF'
 4|4|tiny-moe-64|deepseek-v3|2|0|s
 2|2|tiny-mla|megatron-bf16|5|0|1
 4|4|tiny-mla|megatron-bf16|5|0|1
+2|2|tiny-mtp|megatron-bf16|5|0|0
+4|4|tiny-mtp|megatron-bf16|5|0|0
+2|2|tiny-mtp|deepseek-v3|3|0|s
 2|2|tiny-moe|fp32-ref|5|1|1
 4|4|tiny-moe|fp32-ref|5|1|1
 EOF

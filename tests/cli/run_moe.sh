@@ -111,7 +111,7 @@ expect_eq "qwen3: transient by hand, planned and measured" \
     "$(grep '^memory,transient,' "$TMP/qwen.csv" | cut -d, -f4,5)" "309248,309248"
 
 # latent attention (exec/model/model_mla.c): DeepSeek-V3's row without MTP, shrunk, as a row of a test catalog
-# (deepseek-v3 itself stops at its MTP, below): 2 layers, the first dense (FFN 128), hidden 64, 4 heads of qk_nope 8
+# (with MTP: tiny-mtp and deepseek-v3 itself, below): 2 layers, the first dense (FFN 128), hidden 64, 4 heads of qk_nope 8
 # + qk_rope 4 and values of 8, q latent 24, kv latent 16, 8 experts top-2 of FFN 32, a shared expert, sigmoid
 # router (4 groups, top 2); 50 steps, the loss falls; every state and saved activation as planned, byte for byte
 cp -r "$FP8PLAN_ROOT/models" "$TMP/mla"
@@ -160,12 +160,59 @@ run run --model qwen3-30b-a3b --layers 2 --hidden 64 --heads 4 --kv-heads 2 --se
 expect_rc "qwen3, 151,936 tokens and 128 experts top-8: exit 0" 0
 expect_out "qwen3 real sizes: persistent terms match the plan" "every exact term matches the plan byte for byte"
 
-# refused before any work
-run run --model deepseek-v3 --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256 --recipe megatron-bf16 --steps 1
-expect_rc "deepseek-v3 (MTP): unavailable" 69
-expect_err "deepseek-v3: the column and its value; latent attention runs" \
-    "--model deepseek-v3: multi-token prediction (mtp_layers 1) is planned (fp8plan plan) but not run by the executor (latent attention, kv_lora_rank 512, experts and q/k norms are)"
-expect_no_out "deepseek-v3: nothing run"
+# multi-token prediction depth 1 (exec/model/model_mtp.c): tiny-mla with mtp_layers 1, 50 steps; the main and
+# the MTP loss fall, every state and saved activation as planned, the transient within the plan's (93,184 B
+# planned, 92,160 held: the MTP block's working set fits in the buffers the dense first layer sizes): exit 0
+echo 'tiny-mtp,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,1,"test model"' \
+    >>"$TMP/mla/models.csv"
+run run --catalog "$TMP/mla" --model tiny-mtp --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 50 --lr 3e-3 \
+    --log-every 49 -o "$TMP/mtp.csv"
+expect_rc "tiny-mtp: exit 0" 0
+expect_out "tiny-mtp: exact terms as planned, none outside" "every exact term matches the plan byte for byte; 0 terms outside tolerance"
+expect_line "tiny-mtp: the model line names the depth" "  model: 2 layers \+ 1 MTP depth \(weight 0\.3\), hidden 64,.*"
+expect_line "tiny-mtp: the loss falls" 'loss: first 5\.[0-9]{4}, final 1\.[0-9]{4} \(mean of the last 10 steps\).*'
+expect_line "tiny-mtp: the MTP loss falls too" 'step +50 +loss +1\.[0-9]{4} +mtp +1\.[0-9]{4} .*'
+# GEMM weights: tiny-mla's 44,800 + the depth's block (attention 7,040 + shared expert 3 x 32 x 64 = 6,144) +
+# eh_proj 64 x 128 = 8,192: 66,176 x 2 B
+expect_eq "tiny-mtp: weight_gemm by hand, planned and measured" \
+    "$(grep '^memory,weight_gemm,' "$TMP/mtp.csv" | cut -d, -f4,5)" "132352,132352"
+# the outputs twice: x_final and the final norm's output 2 x 32 x 64 x 2 = 8,192, rstd 128, logits 32 x 256 x 4 =
+# 32,768: 41,088, and the depth's again: 82,176
+expect_eq "tiny-mtp: act_output by hand, planned and measured" \
+    "$(grep '^memory,act_output,' "$TMP/mtp.csv" | cut -d, -f4,5)" "82176,82176"
+
+# deepseek-v3's own row (its MLA widths and latents are not shrunk by --hidden/--heads: head_dim 192, values 128,
+# latents 1,536 and 512), 3 steps. GEMM weights by hand: per layer q_down 1,536 x 64 = 98,304, q_up 4 x 192 x
+# 1,536 = 1,179,648, kv_down 576 x 64 = 36,864, kv_up 4 x 256 x 512 = 524,288, out-projection 64 x 512 = 32,768:
+# 1,871,872, x 3 (2 layers and the MTP block) + the dense FFN 3 x 128 x 64 = 24,576 + 2 shared experts 6,144 each
+# + eh_proj 8,192 = 5,660,672 x 2 B
+run run --model deepseek-v3 --layers 2 --hidden 64 --heads 4 --ffn 128 --seq 32 --vocab 256 --experts 8 --topk 2 \
+    --expert-ffn 32 --dense-layers 1 --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 3 --quiet -o "$TMP/ds.csv"
+# exit 1: its transient, 542,464 B held against 498,432 planned (+8.8 %; docs/executor-moe.md), the one term over
+expect_rc "deepseek-v3 shrunk (MTP): exit 1, the transient" 1
+expect_line "deepseek-v3 shrunk: the transient is the term over" 'memory +transient +activation +498,432 +542,464 .*'
+expect_out "deepseek-v3 shrunk: exact terms as planned" "every exact term matches the plan byte for byte"
+expect_eq "deepseek-v3 shrunk: weight_gemm by hand, planned and measured" \
+    "$(grep '^memory,weight_gemm,' "$TMP/ds.csv" | cut -d, -f4,5)" "11321344,11321344"
+# --mtp-weight sets the MTP loss's weight; on a model without MTP it is refused before any work
+run run --catalog "$TMP/mla" --model tiny-mtp --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 1 --mtp-weight 0.1
+expect_line "--mtp-weight 0.1: the model line" "  model: 2 layers \+ 1 MTP depth \(weight 0\.1\), hidden 64,.*"
+run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 1 --mtp-weight 0.1 \
+    -o "$TMP/nomtp.csv"
+expect_rc "--mtp-weight without MTP: exit 64" 64
+expect_err "--mtp-weight without MTP: the reason" "--mtp-weight 0.1: model tiny-mla has no multi-token prediction (mtp_layers 0)"
+expect_eq "--mtp-weight without MTP: nothing written" "$(ls "$TMP"/nomtp.csv 2>/dev/null | wc -l)" 0
+# depth 2 is refused before any work
+echo 'tiny-mtp2,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,2,"test model"' \
+    >>"$TMP/mla/models.csv"
+run run --catalog "$TMP/mla" --model tiny-mtp2 --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 1
+expect_rc "mtp_layers 2: unavailable" 69
+expect_err "mtp_layers 2: the reason" "model tiny-mtp2: the executor runs multi-token prediction of depth 1 (mtp_layers 2 given)"
+expect_no_out "mtp_layers 2: nothing run"
+# with its own recipe (block-scaled E4M3) on tiny-mtp: every exact term as planned
+run run --catalog "$TMP/mla" --model tiny-mtp --mbs 1 --gbs 4 --recipe deepseek-v3 --steps 2 --quiet
+expect_rc "tiny-mtp deepseek-v3: exit 0 (transient 120,064 B planned, 110,848 held)" 0
+expect_out "tiny-mtp deepseek-v3: exact terms as planned" "every exact term matches the plan byte for byte"
 run run $MOE --recipe fp8lm --steps 1
 expect_rc "fp8lm on experts: unavailable" 69
 expect_err "fp8lm: the reason" "recipe fp8lm on model mixtral-8x7b: the executor runs FP8 expert GEMMs as Transformer Engine's grouped linears"

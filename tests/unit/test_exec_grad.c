@@ -52,7 +52,9 @@ static void jitter_qk_norms(Model *g)
     Rng rng = {.s = jitter_seed};
     for (uint32_t i = 0; i < g->nparams; i++) {
         ModelParam *p = &g->params[i];
-        if (p->kind != PK_QNORM_W && p->kind != PK_KNORM_W && p->kind != PK_QLAT_W && p->kind != PK_KVLAT_W) continue;
+        if (p->kind != PK_QNORM_W && p->kind != PK_KNORM_W && p->kind != PK_QLAT_W && p->kind != PK_KVLAT_W &&
+            p->kind != PK_ENORM_W && p->kind != PK_HNORM_W && p->kind != PK_MTPNORM_W)
+            continue;
         float *w = malloc(p->numel * sizeof(float));
         CHECK(w != NULL);
         if (!w) return;
@@ -182,6 +184,78 @@ static void test_fd_fp32_mla(void)
     jitter_seed = 0;
 }
 
+/* Multi-token prediction depth 1 (model_mtp.c): enorm over the next tokens' embedding, hnorm over the main
+ * model's last block output, eh_proj over their concatenation, the depth's block, its final norm and the shared
+ * head, the masked cross-entropy two tokens ahead weighted 0.3 in the objective (model_loss reports main + 0.3 x
+ * MTP, the very objective model_grads differentiates). Every tensor against finite differences, the three MTP
+ * norms jittered off 1: GPT-2's pieces (LayerNorm with biases on the MTP norms, learned positions and a tied head:
+ * the embedding's gradient sums the main lookup, the MTP lookup and the head), LLaMA's (untied head) and the
+ * DeepSeek-style latent-attention MoE (the depth's block a MoE block). A gradient that left out the MTP branch
+ * (of the embedding, the head or x_final) would be off by its 0.3-weighted share, far above the tolerance. The
+ * MoE model's jitter seed is one where no token's selection changes within h (as in test_fd_fp32_qk_norm). */
+static void test_fd_fp32_mtp(void)
+{
+    jitter_seed = 3;
+    ModelSpec m = fx_gpt();
+    m.mtp_layers = 1;
+    fd_fp32(&m);
+    m = fx_llama();
+    m.mtp_layers = 1;
+    fd_fp32(&m);
+    m = fx_mla(1, 16);
+    m.mtp_layers = 1;
+    jitter_seed = 2; /* 1 and 4..15 flip a token's top-2 within h (differences of 6e-3..6e-2 on the routers) */
+    fd_fp32(&m);
+    jitter_seed = 0;
+}
+
+/* What the finite differences cannot see: which tokens the depth reads and predicts. fx_llama with a depth, 4
+ * sequences of 16: position i reads token i+1 (the last position token 0) and predicts the main model's target at
+ * i+1 (token i+2); the last position's loss is 0 and its d(logits) row zeroed; the loss model_loss reports is
+ * the main mean over 64 tokens + 0.3 x the MTP mean over the 4 x 15 = 60 valid positions. */
+static void test_mtp_shift_and_mask(void)
+{
+    Backend *bk;
+    Comm *comm;
+    Err e;
+    CHECK(!backend_cpu_create(&bk, &e));
+    CHECK(!comm_single_create(&comm, &e));
+    ModelSpec s = fx_llama();
+    s.mtp_layers = 1;
+    Model *g = make(&s, "fp32", bk, comm);
+    CHECK(g != NULL);
+    if (!g) return;
+    int32_t in[FD_TOKENS], tgt[FD_TOKENS];
+    fx_tokens(g, 7, in, tgt);
+    float loss;
+    CHECK(!model_loss(g, in, tgt, &loss, &e));
+    const uint32_t T = g->seq, B = g->batch, Vp = (uint32_t)g->vocab_padded;
+    CHECK_EQ_INT((int)(B * T), FD_TOKENS);
+    const ModelActs *a = &g->act; /* CPU backend: host memory */
+    int bad_tok = 0, bad_tgt = 0, bad_mask = 0;
+    double main = 0.0, mtp = 0.0;
+    for (uint32_t b = 0; b < B; b++)
+        for (uint32_t i = 0; i < T; i++) {
+            uint32_t r = b * T + i;
+            bad_tok += a->mtp_tok[r] != (i + 1 < T ? in[r + 1] : 0);
+            bad_tgt += a->mtp_tgt[r] != (i + 1 < T ? tgt[r + 1] : 0);
+            main += a->losses[r], mtp += a->mtp_losses[r];
+            if (i + 1 == T) {
+                bad_mask += a->mtp_losses[r] != 0.0f;
+                for (uint32_t v = 0; v < Vp; v++) bad_mask += a->mtp_logits[(uint64_t)r * Vp + v] != 0.0f;
+            } else {
+                bad_mask += !(a->mtp_losses[r] > 0.0f);
+            }
+        }
+    CHECK_EQ_INT(bad_tok, 0);
+    CHECK_EQ_INT(bad_tgt, 0);
+    CHECK_EQ_INT(bad_mask, 0);
+    CHECK_REL(loss, main / 64.0 + 0.3 * mtp / 60.0, 1e-6);
+    model_destroy(g);
+    comm->destroy(comm);
+    bk->destroy(bk);
+}
+
 /* The BF16 path's gradients against the FP32 path's, from the same weights
  * (the BF16 model's weights are the FP32 ones rounded, so the comparison
  * includes that rounding). Tolerance, derived: BF16 keeps 8 significant bits
@@ -232,6 +306,9 @@ static void test_bf16_vs_fp32(void)
     m = fx_llama();
     bf16_vs_fp32(&m);
     m = fx_mla(0, 16);
+    bf16_vs_fp32(&m);
+    m = fx_gpt(); /* with an MTP depth: a block, three norms, eh_proj and a second head pass more on the path */
+    m.mtp_layers = 1;
     bf16_vs_fp32(&m);
 }
 
@@ -301,6 +378,8 @@ int main(void)
     RUN(test_fd_fp32_moe);
     RUN(test_fd_fp32_qk_norm);
     RUN(test_fd_fp32_mla);
+    RUN(test_fd_fp32_mtp);
+    RUN(test_mtp_shift_and_mask);
     RUN(test_bf16_vs_fp32);
     RUN(test_accumulation_equals_the_whole_batch);
     return test_summary();

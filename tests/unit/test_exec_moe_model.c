@@ -404,10 +404,15 @@ static void test_refusals(void)
                           "rank (tp 2, pp 1 given)");
     arena_specs_free(&sp);
     mla = fx_mla(1, 16);
-    mla.mtp_layers = 1;
+    mla.mtp_layers = 1; /* multi-token prediction runs on one rank of TP and PP (model_mtp.c) */
     CHECK(!fx_plan(&mla, &bf16, B, 1, &p, &e));
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    arena_specs_free(&sp);
+    ModelSpec lm = fx_llama();
+    lm.mtp_layers = 1;
+    CHECK(!fx_plan_par(&lm, &bf16, B, 1, 1, 2, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "model fx-mla-moe: multi-token prediction (mtp_layers 1) is planned but not run");
+    CHECK_CONTAINS(e.msg, "multi-token prediction on one tensor- and pipeline-parallel rank (tp 1, pp 2 given)");
     arena_specs_free(&sp);
     mla.mtp_layers = 0, mla.qk_rope_head_dim = 3, mla.head_dim = 9; /* an odd rope part */
     CHECK(!fx_plan(&mla, &bf16, B, 1, &p, &e));

@@ -391,6 +391,41 @@ static void test_mla_terms_match_plan(void)
     }
     CHECK_EQ_INT(compare(&dense, "deepseek-v3", 1), 0); /* block scales: the dense linears' */
     CHECK_EQ_INT(compare(&dense, "fp8lm", 1), 0);
+    /* multi-token prediction depth 1 (DeepSeek-V3's mtp_layers 1): its block is a MoE layer like the last one,
+     * eh_proj a GEMM weight. weight_gemm: 89,600 + eh_proj 64 x 128 x 2 = 16,384 + the block's attention 7,040 and
+     * shared expert 2 x 32 x 64 + 64 x 32 = 6,144 weights x 2 = 26,368: 132,352 B; weight_other: + the block's
+     * norms 64 + 64, latents' norms 24 + 16, router 8 x 64 + bias 8, and enorm, hnorm, the depth's final norm 3 x
+     * 64: 880 weights, 1,760 B. Every other state and saved term as planned (the planner's MTP activations: enorm's
+     * input, both norms' rstd and eh_proj's input, test_moe_plan's test_mla_and_mtp), in BF16 and FP8 (eh_proj one
+     * FP8 tensor more: te-fp8's scale_gemm (30 + 23 + 1) x 3 x 1,026 x 4 = 664,848) */
+    ModelSpec t = m;
+    t.mtp_layers = 1;
+    for (int i = 0; i < 4; i++) {
+        const char *rn = i == 3 ? "deepseek-v3" : i ? f8[i - 1].recipe : "megatron-bf16";
+        exec_plan_input(&in, &t, gpu, catalog_recipe(cat, rn), 1, 1, catalog_stack(cat, "fp8plan"));
+        CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
+        CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
+        arena_specs_free(&specs);
+        if (i == 0) CHECK_EQ_U64(have[MT_WEIGHT_GEMM], 132352);
+        if (i == 0) CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].bytes - 67376, 1760);
+        if (i == 1) CHECK_EQ_U64(have[MT_SCALE_GEMM], 664848);
+        CHECKF(compare(&t, rn, 1) == 0, "%s", rn);
+        CHECKF(compare(&t, rn, 2) == 0, "%s", rn);
+    }
+    /* a dense GPT-2 shape (LayerNorm with biases, learned positions, tied head) with a depth: every recipe. Without
+     * linear biases: a model with MTP takes the planner's MoE path, whose layers count none (their 576 weights a
+     * layer here would be missing from the plan's "other" states) */
+    ModelSpec gm = shaped_kv("gpt2-124m", 2, 64, 4, 4, 256, 32);
+    gm.mtp_layers = 1, gm.linear_bias = 0;
+    for (size_t i = 0; i < sizeof recipes / sizeof *recipes; i++)
+        CHECKF(compare(&gm, recipes[i], 1) == 0, "%s", recipes[i]);
+    /* refused before any work: depth 2, and pipeline stages (the depth follows the last stage's layers) */
+    gm.mtp_layers = 2;
+    exec_plan_input(&in, &gm, gpu, rc, 1, 1, catalog_stack(cat, "fp8plan"));
+    CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
+    CHECK_EQ_INT(model_layout(&p, &specs, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "multi-token prediction of depth 1 (mtp_layers 2 given)");
+    arena_specs_free(&specs);
 }
 
 /* q/k norms (Qwen3) on a dense LLaMA shape: the norms' 2 x head_dim weights per layer in the "other" states, no
@@ -528,15 +563,13 @@ static void test_refusals(void)
     CHECK_EQ_INT(exec_model(&base, &frac, &m, &e), ST_OK);
     CHECK_EQ_INT(m.ffn_hidden, 375);
     CHECK_EQ_INT(m.head_dim, 24);
-    /* what the planner models and the executor does not run: multi-token prediction (latent attention, experts
-     * and q/k norms run: test_mla_terms_match_plan, test_moe_terms_match_plan, test_qk_norm_...) */
+    /* multi-token prediction is run (test_mla_terms_match_plan): the row keeps its depth */
     ModelSpec b = *catalog_model(cat, "llama3-8b");
     snprintf(b.name, sizeof b.name, "llama-mtp");
     b.mtp_layers = 1;
     e = (Err){0};
-    CHECK_EQ_INT(exec_model(&b, &none, &m, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "--model llama-mtp: multi-token prediction (mtp_layers 1) is planned (fp8plan plan) but not "
-                          "run by the executor (latent attention, kv_lora_rank 0,");
+    CHECK_EQ_INT(exec_model(&b, &none, &m, &e), ST_OK);
+    CHECK_EQ_INT(m.mtp_layers, 1);
 }
 
 int main(void)

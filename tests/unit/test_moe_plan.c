@@ -520,6 +520,15 @@ static void test_mla_and_mtp(void)
     CHECK_EQ_U64(pm.params_total, 45808);
     CHECK_EQ_U64(pm.params_gpu, 45808 + 41328);
     CHECK(pm.time.step_s > p.time.step_s);
+    /* its activations: the layer's again (49,920 + 65,792), and what Megatron-Core's MultiTokenPredictionLayer
+     * saves besides: enorm's input (the next tokens' embedding) 64 x 64 x 2 = 8192, enorm's and hnorm's rstd
+     * 2 x 64 x 4 = 512, eh_proj's input [enorm; hnorm] 64 x 128 x 2 = 16,384: 25,088 (hnorm's input is the final
+     * norm's, in act_output) -> 2 x 115,712 + 25,088 = 256,512 */
+    CHECK_EQ_U64(pm.mem[MT_ACT_LAYER_HP].bytes, 256512);
+    /* in FP8 eh_proj saves its E4M3 input, 64 x 128 = 8192 B beside the two layers' 2 x 25,600: 59,392 */
+    m.mtp_layers = 1;
+    Plan pfm = build(&inf);
+    CHECK_EQ_U64(pfm.mem[MT_ACT_LAYER_FP8].bytes, 59392);
     /* with latent attention and TP 2 + SP, the attention gathers its BF16 latents (32 + 16 + 8 per token) and the
      * FFN its input (64 per token): 64 tokens x (56 + 64) x 2 / 2 calls = 7680 B a call on average */
     m.mtp_layers = 0, in.tp = 2, in.sp = 1, in.gbs = 1; /* one micro-batch */

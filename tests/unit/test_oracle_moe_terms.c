@@ -313,7 +313,8 @@ static void test_tp_all_reduce_without_sp(void)
  * that stage holds pp - stage = 2 - 1 = 1 micro-batch of its 2 layers, so its layer activations are 2 layer units;
  * with vpp 2 (chunks of 1 layer) it runs (2 - 1 - 1) x 2 + (2 - 1) x 2 = 2 warm-up forwards and 1 more: 3 units.
  * The MTP depth adds one unit to either, the layer's own activations (MT_ACT_LAYER_HP / 2 at vpp 1 without MTP),
- * not the 2 micro-batches that the last stage's 3 chunks touch. */
+ * not the 2 micro-batches that the last stage's 3 chunks touch, and its input once (h 8, 4 tokens): enorm's input
+ * 4 x 8 x 2 = 64, the enorm and hnorm rstd 2 x 4 x 4 = 32, eh_proj's input 4 x 16 x 2 = 128: 224 B. */
 static void test_mtp_one_micro_batch_interleaved(void)
 {
     ModelSpec m = ox_tiny(16, 4);
@@ -333,8 +334,8 @@ static void test_mtp_one_micro_batch_interleaved(void)
     const uint64_t layer = hp[0][0] / 2;
     CHECK(layer > 0 && hp[0][0] == 2 * layer);
     CHECK_EQ_U64(hp[1][0], 3 * layer);
-    CHECK_EQ_U64(hp[0][1], 3 * layer);
-    CHECK_EQ_U64(hp[1][1], 4 * layer);
+    CHECK_EQ_U64(hp[0][1], 3 * layer + 224);
+    CHECK_EQ_U64(hp[1][1], 4 * layer + 224);
 }
 
 /* The metadata of every term of a MoE stage (plan.h): states (the expert ones included), FP8 copies and scales

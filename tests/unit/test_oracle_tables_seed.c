@@ -36,7 +36,8 @@ static void test_enum_names(void)
         type v_ = (type)(count);                                         \
         CHECKF(fn(up_, &v_) == 0 && v_ == (type)i_, "%s", up_);          \
     }
-    NAMES(linear_name, LinearKind, LIN_KINDS, "qkv", "proj", "fc1", "fc2", "q_down", "q_up", "kv_down", "kv_up");
+    NAMES(linear_name, LinearKind, LIN_KINDS, "qkv", "proj", "fc1", "fc2", "q_down", "q_up", "kv_down", "kv_up",
+          "eh_proj");
     NAMES(norm_name, NormType, NORM_COUNT_, "layernorm", "rmsnorm");
     NAMES(mlp_name, MlpType, MLP_COUNT_, "gelu", "swiglu");
     NAMES(pos_name, PosType, POS_COUNT_, "learned", "rope", "none");
