@@ -266,12 +266,42 @@ static void test_gemm_output_dtype(void)
 /* Parameter names as checkpoints and reports print them */
 static void test_param_names(void)
 {
-    static const char *const names[PK_COUNT] = {
-        "wte",      "wpe",      "norm1.w",  "norm1.b",         "qkv.w",    "qkv.b",         "proj.w",
-        "proj.b",   "norm2.w",  "norm2.b",  "fc1.w",           "fc1.b",    "fc2.w",         "fc2.b",
-        "normf.w",  "normf.b",  "lm_head",  "router.w",        "router.b", "experts.fc1.w", "experts.fc2.w",
-        "q_norm.w", "k_norm.w", "q_down.w", "q_latent_norm.w", "q_up.w",   "kv_down.w",     "kv_latent_norm.w",
-        "kv_up.w"};
+    static const char *const names[PK_COUNT] = {"wte",
+                                                "wpe",
+                                                "norm1.w",
+                                                "norm1.b",
+                                                "qkv.w",
+                                                "qkv.b",
+                                                "proj.w",
+                                                "proj.b",
+                                                "norm2.w",
+                                                "norm2.b",
+                                                "fc1.w",
+                                                "fc1.b",
+                                                "fc2.w",
+                                                "fc2.b",
+                                                "normf.w",
+                                                "normf.b",
+                                                "lm_head",
+                                                "router.w",
+                                                "router.b",
+                                                "experts.fc1.w",
+                                                "experts.fc2.w",
+                                                "q_norm.w",
+                                                "k_norm.w",
+                                                "q_down.w",
+                                                "q_latent_norm.w",
+                                                "q_up.w",
+                                                "kv_down.w",
+                                                "kv_latent_norm.w",
+                                                "kv_up.w",
+                                                "mtp.enorm.w",
+                                                "mtp.enorm.b",
+                                                "mtp.hnorm.w",
+                                                "mtp.hnorm.b",
+                                                "mtp.eh_proj.w",
+                                                "mtp.final_norm.w",
+                                                "mtp.final_norm.b"};
     for (int k = 0; k < PK_COUNT; k++) CHECK_STR(model_param_name((ParamKind)k), names[k]);
     CHECK_STR(model_param_name(PK_COUNT), "?");
 }

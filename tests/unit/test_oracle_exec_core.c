@@ -64,7 +64,7 @@ static void test_param_name_outside(void)
     CHECK_STR(model_param_name(PK_WTE), "wte");
     CHECK_STR(model_param_name(PK_LM_HEAD), "lm_head");
     CHECK_STR(model_param_name(PK_ROUTER_W), "router.w");
-    CHECK_STR(model_param_name((ParamKind)(PK_COUNT - 1)), "kv_up.w");
+    CHECK_STR(model_param_name((ParamKind)(PK_COUNT - 1)), "mtp.final_norm.b");
     CHECK_STR(model_param_name(PK_COUNT), "?");
     CHECK_STR(model_param_name((ParamKind)(PK_COUNT + 1)), "?");
     CHECK_STR(model_param_name((ParamKind)(PK_COUNT + 7)), "?");

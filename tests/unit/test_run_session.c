@@ -73,6 +73,7 @@ static RunSpec tiny(void)
                  .steps = 3,
                  .log_every = 1,
                  .mbs = 2,
+                 .mtp_weight = -1, /* not given (run.h): 0 would set the MTP loss's weight, refused without MTP */
                  .hyper = model_hyper_default()};
     a.ov.layers = 1, a.ov.hidden = 32, a.ov.heads = 2, a.ov.seq = 16, a.ov.vocab = 64;
     return a;
