@@ -30,7 +30,7 @@ int run_fail(const Err *e)
 typedef enum { SHOW_USAGE, SHOW_NOTE, SHOW_SAY } Show;
 
 /* fmt's text to the hook for kind (a list of the catalog's names may pass an Err's 512 bytes). */
-static void show(Show kind, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void show(Show kind, const char *fmt, va_list ap)
 {
     char text[sizeof((Err *)0)->msg * 2];
     vsnprintf(text, sizeof text, fmt, ap);
