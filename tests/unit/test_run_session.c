@@ -79,10 +79,10 @@ static RunSpec tiny(void)
     return a;
 }
 
-static char dir[64];
+static char dir[256];
 static const char *path_in(const char *name)
 {
-    static char p[128];
+    static char p[320];
     snprintf(p, sizeof p, "%s/%s", dir, name);
     return p;
 }
@@ -183,7 +183,8 @@ static void test_failed_step(void)
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/test_run_session.XXXXXX");
+    const char *td = getenv("TMPDIR"); /* the run's files: under $TMPDIR, else /tmp */
+    snprintf(dir, sizeof dir, "%s/fp8plan-run-session-XXXXXX", td && *td ? td : "/tmp");
     if (!mkdtemp(dir)) {
         fprintf(stderr, "FAIL - mkdtemp %s\n", dir);
         return 1;

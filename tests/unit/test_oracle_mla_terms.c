@@ -1,0 +1,197 @@
+/* tests/unit/test_oracle_mla_terms.c — a latent-attention (and q/k-norm) stage worked out by hand: the
+ * memory-bound kernels as the RoPE width changes, the latent-attention weights with and without a q latent,
+ * LayerNorm against RMSNorm statistics, the latent-attention backward rows and the q/k norms' rebuilt
+ * attention input in the working set.
+ *
+ * An independent oracle: every expected value is arithmetic on the models below, written out in the
+ * comments, never a value the planner produced. The MoE fixture (support/oracle_fixtures.h ox_moe) as in
+ * test_oracle_moe_terms.c: 2 layers, hidden 256, 2 heads of 128, vocabulary 1000, seq 512; latent attention
+ * on it through mla_model below. */
+#include <math.h>
+
+#include "planner/plan.h"
+#include "support/oracle_fixtures.h"
+#include "test.h"
+
+static int build(const PlanInput *in, Plan *p)
+{
+    Err e = {0};
+    Status st = plan_build(in, p, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    return st == ST_OK;
+}
+
+/* Latent attention's memory-bound kernels (plan_moe_time.c's list) as the RoPE width r grows by 32 while the
+ * no-position width shrinks by 32 (dqk = nope + r stays 96): per layer and micro-batch, tok = 512, heads 2,
+ * bytes change by
+ *   forward  RoPE on the rope dims 4 tok (heads + 1) r:                   + 4 x 512 x 3 x 32 = 196,608
+ *   backward RoPE and K 4 tok (heads (r + dqk) + r):                      + 4 x 512 x 3 x 32 = 196,608
+ *            up-projection dY casts 4 tok heads (dqk + nope + dv):         - 4 x 512 x 2 x 32 = 131,072
+ *            down-projection dY casts 4 tok (q_lora + kv_lora + r):        + 4 x 512 x 32     =  65,536
+ *   net + 327,680 B a layer, x 2 layers = 655,360 B, at HBM 1e12 B/s (efficiency 1, no launch floor):
+ *   the non-GEMM time grows by 655,360e-12 s. FLOP rates are 1e30 (GEMMs and attention take no time), one
+ * micro-batch, no experts (every layer dense), TE's fused gradient accumulation (no separate kernel whose bytes
+ * follow the weights). */
+static ModelSpec mla_model(uint32_t nope, uint32_t rope)
+{
+    ModelSpec m = ox_moe(512);
+    m.experts = m.experts_per_token = m.shared_experts = m.expert_ffn = m.dense_layers = 0;
+    m.head_dim = nope + rope, m.qk_nope_head_dim = nope, m.qk_rope_head_dim = rope;
+    m.v_head_dim = 64, m.kv_lora_rank = 128, m.q_lora_rank = 0;
+    return m;
+}
+
+/* The non-GEMM seconds of model b less those of model a, at 1e12 B/s with no launch floor and FLOP rates of 1e30
+ * (BF16, one micro-batch); NAN when a plan fails. */
+static double nongemm_more(const ModelSpec *a, const ModelSpec *b)
+{
+    GpuSpec g = fx_gpu();
+    g.hbm_bw = 1e12, g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(a, &g, &r);
+    in.gbs = 1, in.eff_hbm = 1, in.launch_s = 0;
+    Plan pa, pb;
+    if (!build(&in, &pa)) return NAN;
+    in.model = b;
+    if (!build(&in, &pb)) return NAN;
+    return pb.time.nongemm_s - pa.time.nongemm_s;
+}
+
+static void test_mla_kernel_bytes_in_rope(void)
+{
+    ModelSpec a = mla_model(64, 32), b = mla_model(32, 64);
+    double d = nongemm_more(&a, &b);
+    CHECKF(fabs(d - 655360e-12) < 1e-15, "non-GEMM time grew by %.1f B, expected 655,360", d * 1e12);
+}
+
+/* Latent attention's memory-bound kernels whole, against standard attention on the same layers: mla_model(64, 32)
+ * against the same model with kv_lora_rank 0 (standard attention: 2 heads of 96, no GQA, so Q = K = 512 x 192 =
+ * 98,304 elements). Everything else (FFN, norms, loss; GEMMs and attention take no time) is the same, so the
+ * non-GEMM time differs by the attention parts alone. tok 512, h 256, ht 2, H = Hf = 512 x 256 = 131,072 (tp 1),
+ * q_lora 0, kv_lora 128, r 32, nope 64, dqk 96, dv 64. BF16 (no casts), TE fusion, no dropout.
+ *   MLA forward:  4 H = 524,288; 4 tok (ql + kl) = 262,144; 4 tok (ht + 1) r = 196,608; 4 tok ht dqk = 393,216;
+ *                 4 tok ht dv = 262,144; 6 H = 786,432                                      -> 2,424,832
+ *   MLA backward: 4 Hf = 524,288; 4 tok (ht (r + dqk) + r) = 2,048 x 288 = 589,824;
+ *                 4 tok ht (dqk + nope + dv) = 4,096 x 224 = 917,504; 6 tok (ql + kl) = 393,216;
+ *                 4 tok (ql + kl + r) = 327,680; 6 H twice = 1,572,864                      -> 4,325,376
+ *   standard (TE): forward norm 4 H = 524,288, RoPE 4 (Q + K) = 786,432, residual 6 H = 786,432 -> 2,097,152;
+ *                  backward RoPE 786,432 + 6 H twice 1,572,864                               -> 2,359,296
+ *   per layer 6,750,208 - 4,456,448 = 2,293,760 B; 2 layers: 4,587,520 B at 1e12 B/s. */
+static void test_mla_kernel_bytes_whole(void)
+{
+    ModelSpec a = mla_model(64, 32), s = a;
+    s.kv_lora_rank = 0;
+    double d = nongemm_more(&s, &a);
+    CHECKF(fabs(d - 4587520e-12) < 1e-15, "latent attention's kernels moved %.1f B more, expected 4,587,520", d * 1e12);
+}
+
+/* Latent attention's linear weights per layer (tp 1: 2 heads), nope 64 + rope 32 = dqk 96, dv 64, kv_lora 128;
+ * the dense SwiGLU FFN 512: FC1 1024 x 256 = 262,144 + FC2 256 x 512 = 131,072 = 393,216.
+ *   without a q latent: q_proj [2 x 96 = 192, 256] = 49,152; kv_down [128 + 32, 256] = 40,960;
+ *     kv_up [2 x (64 + 64), 128] = 32,768; out [256, 2 x 64] = 32,768: 155,648 -> a layer 548,864, 2 layers 1,097,728
+ *   q_lora 64: q_down [64, 256] = 16,384 and q_up [192, 64] = 12,288 for q_proj: 135,168 -> a layer 528,384,
+ *     2 layers 1,056,768. */
+static void test_mla_weights(void)
+{
+    ModelSpec m = mla_model(64, 32);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.params_gemm_gpu, 1097728);
+    CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, 2 * 1097728ull);
+    m.q_lora_rank = 64;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.params_gemm_gpu, 1056768);
+}
+
+/* LayerNorm keeps a mean and a reciprocal standard deviation per row (8 B, FP32), RMSNorm the latter only (4 B).
+ * The latent-attention model above (no q latent, dense FFN, 2 layers, 512 tokens, tp 1, one micro-batch in
+ * flight): norms with saved statistics per layer are norm1 and the kv latent's norm (and norm2 before the FFN),
+ * 512 rows each: LayerNorm saves 3 x 512 x 4 = 6,144 B more a layer, 12,288 B in the 2 layers. */
+static void test_mla_layernorm_statistics(void)
+{
+    ModelSpec ln = mla_model(64, 32), rms = mla_model(64, 32);
+    ln.norm = NORM_LAYERNORM;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&rms, &g, &r);
+    in.gbs = 1;
+    Plan a, b;
+    if (!build(&in, &a)) return;
+    in.model = &ln;
+    if (!build(&in, &b)) return;
+    CHECK_EQ_U64(b.mem[MT_ACT_LAYER_HP].bytes - a.mem[MT_ACT_LAYER_HP].bytes, 12288);
+}
+
+/* Latent attention's backward rows in the transient (Megatron-Core's MLASelfAttention: autograd holds the output
+ * gradient of kv_down, of an up-projection and of a latent's norm, output and input): tok x (kv_lora + rope + the
+ * widest of heads/tp x dqk, heads/tp x (nope + dv) and h, + 2 x max(q_lora, kv_lora)) x 2 B. mla_model(64, 32)
+ * (512 tokens, 2 heads, h 256, no q latent, kv_lora 128, dv 64):
+ *   kv_lora 128 -> 192: kv_down's output 160 -> 224 columns, the latents' 2 x 128 -> 2 x 192: 192 columns more,
+ *     512 x 192 x 2 = 196,608 B at tp 1 and tp 2 (the up-projections do not move);
+ *   dv 64 -> 128: tp 1, kv_up's output 2 x (64 + 64) = 256 -> 2 x (64 + 128) = 384, wider than h 256 and q's
+ *     2 x 96: 128 columns, 512 x 128 x 2 = 131,072 B more; tp 2, one head: 64 + 128 = 192, under h: 0.
+ * (loss_bytes 4: the loss keeps no working copy beyond the saved softmax, so the layers' working set is the peak.) */
+static void test_mla_backward_transient(void)
+{
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    const uint64_t kv_more[2] = {196608, 196608}, dv_more[2] = {131072, 0};
+    for (uint32_t tp = 1; tp <= 2; tp++) {
+        ModelSpec a = mla_model(64, 32), kv = a, dv = a;
+        kv.kv_lora_rank = 192, dv.v_head_dim = 128;
+        PlanInput in = fx_input(&a, &g, &r);
+        in.gbs = 1, in.tp = tp, in.loss_bytes = 4; /* no loss working copies: the layers' working set is the peak */
+        Plan pa, pk, pv;
+        if (!build(&in, &pa)) return;
+        in.model = &kv;
+        if (!build(&in, &pk)) return;
+        in.model = &dv;
+        if (!build(&in, &pv)) return;
+        CHECKF(pk.mem[MT_TRANSIENT].bytes - pa.mem[MT_TRANSIENT].bytes == kv_more[tp - 1], "tp %u: kv_lora: %llu more",
+               tp, (unsigned long long)(pk.mem[MT_TRANSIENT].bytes - pa.mem[MT_TRANSIENT].bytes));
+        CHECKF(pv.mem[MT_TRANSIENT].bytes - pa.mem[MT_TRANSIENT].bytes == dv_more[tp - 1], "tp %u: dv: %llu more", tp,
+               (unsigned long long)(pv.mem[MT_TRANSIENT].bytes - pa.mem[MT_TRANSIENT].bytes));
+    }
+}
+
+/* q/k norms (Qwen3) save nothing more (Q, K, V is their input); the backward rebuilds the attention's normalized,
+ * rotated input: one layer's copy [tok, q + 2 kv] in BF16 and one FP32 rstd per (token, q or k head) join the
+ * transient. ox_moe (2 heads of 128, 2 KV heads, 512 tokens, one micro-batch):
+ *   tp 1: 512 x (256 + 2 x 256) x 2 = 786,432 B and 512 x (2 + 2) x 4 = 8,192 B: 794,624 B more;
+ *   tp 2: a rank's 1 query and 1 KV head: 512 x (128 + 2 x 128) x 2 + 512 x 2 x 4 = 397,312 B more.
+ * The norms' weights are 2 x 128 "other" parameters a layer (replicated over tp): 512 elements more. */
+static void test_qk_norm_transient(void)
+{
+    ModelSpec m = ox_moe(512), q = ox_moe(512);
+    q.qk_norm = 1;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    const uint64_t want[2] = {794624, 397312};
+    for (uint32_t tp = 1; tp <= 2; tp++) {
+        PlanInput in = fx_input(&m, &g, &r);
+        in.gbs = 1, in.tp = tp;
+        Plan a, b;
+        if (!build(&in, &a)) return;
+        in.model = &q;
+        if (!build(&in, &b)) return;
+        CHECKF(b.mem[MT_TRANSIENT].bytes - a.mem[MT_TRANSIENT].bytes == want[tp - 1], "tp %u: %llu more", tp,
+               (unsigned long long)(b.mem[MT_TRANSIENT].bytes - a.mem[MT_TRANSIENT].bytes));
+        CHECK_EQ_U64(b.mem[MT_ACT_LAYER_HP].bytes, a.mem[MT_ACT_LAYER_HP].bytes);
+        CHECK_EQ_U64(b.mem[MT_WEIGHT_OTHER].elements - a.mem[MT_WEIGHT_OTHER].elements, 512);
+    }
+}
+
+int main(void)
+{
+    RUN(test_mla_kernel_bytes_in_rope);
+    RUN(test_mla_kernel_bytes_whole);
+    RUN(test_mla_weights);
+    RUN(test_mla_layernorm_statistics);
+    RUN(test_mla_backward_transient);
+    RUN(test_qk_norm_transient);
+    return test_summary();
+}
