@@ -35,6 +35,27 @@ static void figure(Figures *fs, const char *recipe, const char *metric, const ch
     if (tol > 0) fs->chk->checked++, fs->chk->outside += f->verdict != VERDICT_OK;
 }
 
+void table5_plan_input(PlanInput *in, const Catalog *c, const ModelSpec *m, const Recipe *r, const GpuSpec *g,
+                       unsigned tp, unsigned pp, unsigned dp, unsigned mbs, unsigned seq)
+{
+    plan_input_defaults(in);
+    const StackSpec *stack = catalog_stack(c, SEED_T5_STACK);
+    if (stack) plan_input_use_stack(in, stack);
+    in->model = m, in->recipe = r, in->gpu = g;
+    in->tp = tp, in->pp = pp, in->dp = dp, in->mbs = mbs, in->seq = seq;
+    /* the runs: Megatron-LM (2023) with the distributed optimizer, sequence parallelism, flash attention
+     * and the weight-gradient accumulation in its own kernel (MS-AMP-Examples gpt3/pretrain_*_megatron.sh:
+     * --use-distributed-optimizer --sequence-parallel --use-flash-attn --no-gradient-accumulation-fusion),
+     * no recompute, dropout 0, no overlap of the TP, DP and PP collectives (the megatron-lm stack's
+     * defaults); models/measured.csv's fp8lm-2023 rows say the same */
+    in->sharding = SHARD_DIST_OPT;
+    in->recompute = RECOMPUTE_NONE;
+    in->sp = 1;
+    in->attn = ATTN_FLASH;
+    in->grad_acc_fusion = 0;
+    in->overlap_tp = in->overlap_dp = in->overlap_pp = 0;
+}
+
 Status check_table5(const Catalog *c, const char *text, size_t len, const char *fname, T5Figure **out, int *n,
                     SeedCheck *chk, Err *e)
 {
@@ -47,27 +68,13 @@ Status check_table5(const Catalog *c, const char *text, size_t len, const char *
     const GpuSpec *gpu = catalog_gpu(c, "h100-sxm");
     if (!st && !gpu) st = err_set(e, ST_DATA, "%s: the catalog has no h100-sxm (FP8-LM's GPU)", fname);
     double bf16_175 = NAN, te_175 = NAN, bf16_175_pub = NAN, te_175_pub = NAN;
-    const StackSpec *stack = catalog_stack(c, SEED_T5_STACK);
     for (int r = 0; !st && r < nrows; r++) {
         const T5Row *row = &rows[r];
         PlanInput in;
-        plan_input_defaults(&in);
-        if (stack) plan_input_use_stack(&in, stack);
+        table5_plan_input(&in, c, row->model, row->recipe, gpu, row->tp, row->pp, row->dp, row->mbs, row->seq);
         const char *mname = row->model_name, *rname = row->recipe_name, *colname = row->column;
-        in.model = row->model, in.recipe = row->recipe, in.gpu = gpu;
-        in.tp = row->tp, in.pp = row->pp, in.dp = row->dp, in.mbs = row->mbs, in.seq = row->seq;
         double mem = row->memory_gb, wc = row->weight_comm_gb, sps = row->samples_per_s, mfu = row->mfu_pct;
         double mtol = row->checked ? SEED_T5_MEMORY_TOL : 0, ctol = row->checked ? SEED_T5_COMM_TOL : 0;
-        /* the runs: Megatron-LM (2023) with the distributed optimizer, sequence parallelism, flash
-         * attention and the weight-gradient accumulation in its own kernel (MS-AMP-Examples
-         * gpt3/pretrain_*_megatron.sh: --use-distributed-optimizer --sequence-parallel --use-flash-attn
-         * --no-gradient-accumulation-fusion), no recompute, dropout 0, no overlap of the TP, DP and PP
-         * collectives (the megatron-lm stack's defaults); models/measured.csv's fp8lm-2023 rows say the same */
-        in.sharding = SHARD_DIST_OPT;
-        in.sp = 1;
-        in.attn = ATTN_FLASH;
-        in.grad_acc_fusion = 0;
-        in.overlap_tp = in.overlap_dp = in.overlap_pp = 0;
         Plan p;
         if ((st = plan_build(&in, &p, e))) {
             err_prefix(e, "%s: row %d", fname, row->rowno);

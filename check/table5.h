@@ -38,6 +38,14 @@ typedef struct {
     Verdict verdict; /* VERDICT_OK, VERDICT_OUTSIDE, or VERDICT_INFO */
 } T5Figure;
 
+/* The plan input of FP8-LM's runs for one Table 5 setup (the one place it is said; `fp8plan report seed`
+ * and the TUI's `t` key both plan with it): defaults, the megatron-lm stack's row where the catalog has
+ * one, then the runs' own settings (distributed optimizer, sequence parallelism, flash attention, the
+ * weight-gradient accumulation in its own kernel, no recompute, no collective overlapped), the model,
+ * recipe (may be NULL, set later), GPU and layout given. */
+void table5_plan_input(PlanInput *in, const Catalog *c, const ModelSpec *m, const Recipe *r, const GpuSpec *g,
+                       unsigned tp, unsigned pp, unsigned dp, unsigned mbs, unsigned seq);
+
 /* Every figure of the published rows (models/fp8lm_table5.csv text, named fname in errors), planned and
  * judged, in file order, then the derived check. *out (free it) has *n figures; chk counts the checked
  * ones and those outside. ST_DATA for a bad file or a catalog without h100-sxm, the planner's errors

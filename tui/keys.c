@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check/table5.h"
 #include "reports/seed_report.h"
 #include "tui/export.h"
 #include "tui/fields.h"
@@ -185,15 +186,7 @@ static unsigned a_t5(TuiState *s, int k)
     const GpuSpec *g = catalog_gpu(s->cat, "h100-sxm");
     if (!m || !g) return tui_status(s, 1, "Table 5 needs %s and h100-sxm in the catalog", row->model), ACT_REDRAW;
     s->t5_preset = p;
-    s->in.model = m, s->in.gpu = g;
-    s->in.tp = row->tp, s->in.pp = row->pp, s->in.dp = row->dp, s->in.mbs = row->mbs, s->in.seq = row->seq;
-    s->in.cp = s->in.vpp = 1, s->in.gbs = 0;
-    /* 2023 Megatron-LM as the seed check plans it (reports/seed_report.c): its stack's defaults, sequence
-     * parallelism and FlashAttention-2 on, no collective overlapped */
-    const StackSpec *st = catalog_stack(s->cat, SEED_T5_STACK);
-    if (st) plan_input_use_stack(&s->in, st);
-    s->in.sharding = SHARD_DIST_OPT, s->in.recompute = RECOMPUTE_NONE, s->in.sp = 1, s->in.attn = ATTN_FLASH;
-    s->in.overlap_tp = s->in.overlap_dp = s->in.overlap_pp = 0;
+    table5_plan_input(&s->in, s->cat, m, NULL, g, row->tp, row->pp, row->dp, row->mbs, row->seq);
     s->nslots = 0;
     for (int i = starts[p]; i < s->nt5 && s->nslots < TUI_MAX_SLOTS; i++) {
         const TuiT5Row *r = &s->t5[i];
