@@ -34,7 +34,7 @@ typedef struct {
     const char *metric, *unit;                        /* "memory" "GB", "weight_comm" "GB", ... */
     double published, predicted;
     double tol;      /* relative; 0: shown, not checked (MEASURE_INFO) */
-    int derived;     /* the memory difference TE FP8 - BF16 at 175B: checked for its sign (predicted > 0) */
+    int derived;     /* the memory difference TE FP8 - BF16 at 175B: a MEASURE_BOUND, BF16 at most TE */
     Verdict verdict; /* VERDICT_OK, VERDICT_OUTSIDE, or VERDICT_INFO */
 } T5Figure;
 
