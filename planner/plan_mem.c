@@ -384,7 +384,10 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
      * where the FFN is narrower than that (a small FFN); the row-parallel outputs' (tok, h) gradients are
      * dX / d(residual) and, with SP, the re-gathered (tok, h) buffer below */
     uint64_t dwide = g->lin_rows[LIN_FC1] > g->lin_rows[LIN_QKV] ? g->lin_rows[LIN_FC1] : g->lin_rows[LIN_QKV];
-    uint64_t bwd = 2 * ck_mul3(ck, tok_r, h, 2);          /* dX, d(residual) */
+    /* dX, d(residual); dX's buffer also holds the attention output's gradient [tok, heads/tp x head_dim] (the output
+     * projection's input gradient, which the attention's backward reads), wider where the heads are wider than h */
+    uint64_t dr = ck_mul(ck, tok_r, h), dx = ck_mul(ck, g->tok, g->lin_cols[LIN_PROJ]);
+    uint64_t bwd = ck_mul(ck, ck_add(ck, dr, dx > dr ? dx : dr), 2);
     bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, dwide, 2)); /* d(widest output) */
     if (g->k == 2) /* SwiGLU: d(its output) (tok, F) is read while d(FC1 output) (tok, 2F) is written */
         bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->F_t, 2));

@@ -49,9 +49,11 @@
  * stage r and r + 1 of stage pp - 1 - r, DualPipe's "PP + 1" (DeepSeek-V3 Table 2), split between
  * the dense and MoE layers of the stage in proportion to their counts; MTP layers add
  * one micro-batch each on the last stage, whose logits and final norm they repeat.
- * Transient: the larger of the layer kinds' backward working sets (dX, d(residual),
+ * Transient: the larger of the layer kinds' backward working sets (dX, in a buffer as wide as the attention
+ * output's gradient [tok, heads/tp x dv] where that is wider, d(residual),
  * d(FFN hidden) — for a MoE layer d(FC1 output) of its rows plus the shared experts' —,
- * the SP re-gathered input, FP8 output gradients in both layouts, and for a MoE layer
+ * the SP re-gathered input, FP8 output gradients in both layouts (at least the widest other linear output, with
+ * its 1x128 tiles), and for a MoE layer
  * the dispatch receive and combine send buffers [rows, h]; with latent attention its backward rows: d(kv_down
  * output), the widest up-projection output gradient and a latent's two), plus one layer's
  * recomputed tensors (full recompute, or Q/K/V under mla_up_proj), an FP8 gradient's
@@ -275,6 +277,28 @@ static void scale_terms(const PlanInput *in, const Geo *g, const Held *hd, Stage
     plan_scale_terms(in, sm, ck, ntens, sbn, sbb);
 }
 
+/* The widest output gradient of a layer kind's linears other than the router and the routed experts (elements),
+ * and the most 1x128 tile bytes one of them has in both layouts (row-wise along its output, transposed along the
+ * tokens), as that linear's backward casts it to FP8; fs > 0: this executor's shared FFN at that width. */
+static void other_dy(const PlanInput *in, const Geo *g, Ck *ck, int k, uint64_t fs, uint64_t *elems, uint64_t *tiles)
+{
+    const MoeGeo *x = &g->x;
+    uint64_t m[X_MAX_LIN + 1], n[X_MAX_LIN + 1];
+    int c = 0;
+    for (int i = 0; i < x->nlin[k]; i++)
+        if (x->lin[k][i].kind == XL_GEMM) m[c] = x->lin[k][i].m, n[c++] = x->lin[k][i].rows;
+    if (fs) m[c] = g->tok, n[c++] = g->k * fs;
+    *elems = *tiles = 0;
+    for (int i = 0; i < c; i++) {
+        uint64_t e = ck_mul(ck, m[i], n[i]), c1, c2;
+        uint64_t t = ck_add(ck, plan_block_scale_bytes(in->recipe->act_gran, m[i], n[i], &c1),
+                            plan_block_scale_bytes(in->recipe->act_gran, n[i], m[i], &c2));
+        if (c1 == UINT64_MAX || c2 == UINT64_MAX) ck->ovf = 1;
+        if (e > *elems) *elems = e;
+        if (t > *tiles) *tiles = t;
+    }
+}
+
 /* The backward working set of one layer of kind k (before recompute and staging). dense_f: the FFN width of the
  * dense layers the stage also holds (0 if none). */
 static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k, uint64_t dense_f)
@@ -292,7 +316,12 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k,
     uint64_t fs = one_set ? dense_f : x->Fs_t;
     uint64_t h = g->h, tok = g->tok, hid = k == XK_DENSE ? ck_mul(ck, tok, g->k * g->F_t) : ck_mul(ck, tok, g->k * fs);
     if (k == XK_MOE) hid = ck_add(ck, hid, ck_mul(ck, x->rows, g->k * x->Fe_t));
-    uint64_t b = ck_add(ck, 2 * ck_mul3(ck, g->tok_r, h, 2), ck_mul(ck, hid, 2)); /* dX, d(residual), d(hidden) */
+    /* dX, d(residual), d(hidden). dX's buffer also holds the attention output's gradient [tok, heads/tp x v head
+     * dim] (the output projection's input gradient, read by the attention's backward): wider than h where the
+     * heads are (latent attention's 128 x 128 against 7,168; Qwen3-30B-A3B's 32 x 128 against 2,048) */
+    uint64_t dx = ck_mul(ck, tok, ck_mul(ck, g->heads_t, x->dv)), dr = ck_mul(ck, g->tok_r, h);
+    if (dr > dx) dx = dr;
+    uint64_t b = ck_add(ck, ck_mul(ck, ck_add(ck, dr, dx), 2), ck_mul(ck, hid, 2));
     if (g->k == 2) { /* SwiGLU: d(its output) is read while d(FC1 output) is written (as plan_mem.c) */
         uint64_t act = k == XK_DENSE ? ck_mul(ck, tok, g->F_t) : ck_mul(ck, tok, fs);
         if (k == XK_MOE) act = ck_add(ck, act, ck_mul(ck, x->rows, x->Fe_t));
@@ -331,15 +360,22 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k,
     if (g->rep > 1) b = ck_add(ck, b, ck_mul3(ck, tok, h, 2));     /* SP re-gathered input */
     uint64_t hid8 = hid; /* the FP8 output gradients: a routed expert's widest is FC1's (k x Fe) or FC2's (h) */
     if (k == XK_MOE && x->E && h > g->k * x->Fe_t) hid8 = ck_add(ck, hid8, ck_mul(ck, x->rows, h - g->k * x->Fe_t));
+    /* or the layer's widest other linear output (the attention's projections: latent attention's q_down output,
+     * q_lora wide, is wider than a small FFN's), cast as that linear's backward runs */
+    uint64_t lw8 = 0, lt8 = 0;
+    other_dy(in, g, ck, k, one_set ? fs : 0, &lw8, &lt8);
+    if (lw8 > hid8) hid8 = lw8;
     if (dt_fp8(rc->gemm_bwd)) b = ck_add(ck, b, 2 * hid8); /* dY in FP8, both layouts */
-    if (k == XK_MOE && x->E && dt_fp8(rc->gemm_bwd) && rc->act_gran == GRAN_1X128) {
-        /* the routed experts' dY tiles (the widest of their outputs: h or k x Fe), row-wise along it and in
-         * the transposed copy along the rows, each expert's from its first row */
-        uint64_t dw = h > g->k * x->Fe_t ? h : g->k * x->Fe_t;
-        b = ck_add(
-            ck, b,
-            ck_mul(ck, ck_add(ck, ck_mul(ck, x->rows, ceil_div(dw, 128)), ck_mul(ck, dw, expert_tiles(x->rows, x->El))),
-                   4));
+    if (dt_fp8(rc->gemm_bwd) && rc->act_gran == GRAN_1X128) {
+        /* the dY tiles of the linear whose backward runs: the routed experts' (the widest of their outputs: h or
+         * k x Fe), row-wise along it and in the transposed copy along the rows, each expert's from its first row;
+         * or another linear's, whichever has more */
+        uint64_t dw = h > g->k * x->Fe_t ? h : g->k * x->Fe_t, xt = 0;
+        if (k == XK_MOE && x->E)
+            xt = ck_mul(
+                ck, ck_add(ck, ck_mul(ck, x->rows, ceil_div(dw, 128)), ck_mul(ck, dw, expert_tiles(x->rows, x->El))),
+                4);
+        b = ck_add(ck, b, xt > lt8 ? xt : lt8);
     }
     if (k == XK_MOE && x->E) { /* dispatch / combine buffers; with ep 1 nothing crosses a wire and the permuted
                                   rows stay in the activations' dtype (BF16) */

@@ -473,8 +473,10 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
             dqc_s = max2(dqc_s, dmax * model_moe_tiles(R, s->experts / m->ep)); /* each expert from its first row */
         }
     ModelActs *a = bind ? &m->act : NULL;
-    /* d_res: the sequence-parallel tokens; d_b also the attention output's gradient (B·T, H·D) (TP: H/tp) */
-    const uint64_t BTs = model_sp_tokens(m), qd = BT * max2(model_q_dim(s), model_lin_k(m, 0, LIN_PROJ));
+    /* d_res: the sequence-parallel tokens; d_b also the attention output's gradient (B·T, H·D) (TP: H/tp) —
+     * with latent attention the output projection's input, H·v_head_dim: its q and k heads (qk_nope + qk_rope)
+     * are wider than its value heads, and only those reach the output */
+    const uint64_t BTs = model_sp_tokens(m), qd = BT * (model_mla(m) ? model_lin_k(m, 0, LIN_PROJ) : model_q_dim(s));
     arena_add(sp, MT_TRANSIENT, A, BTs * C, a ? &a->d_res : NULL, "d_res", -1);
     arena_add(sp, MT_TRANSIENT, A, max2(BTs * C, qd), a ? &a->d_b : NULL, "d_b", -1);
     if (other_staged) {

@@ -54,7 +54,8 @@
 # the plan: rank 0's transient of tiny-moe at np 2 is now 71,936 B planned and held).
 # tiny-mtp's BF16 rows are within the 1e-4 bound, not bit for bit (measured: 8.3e-6 at np 2 ep 2, 3.8e-6 at np 4
 # ep 4 over 5 steps), for the expert wgrad chains above; its plan --routing names 2 MoE layers (the MTP block's).
-# tier: full (make test-full, which .ci/run runs): 52 mpirun runs, about 20 s alone (run_moe.sh keeps one
+# tier: full (make test-full, which .ci/run runs): 53 mpirun runs, about 20 s alone before the DeepSeek-V3 row's
+# (26 s more measured on 2 cores busy with other builds; run_moe.sh keeps one
 # expert-parallel run in the quick tier)
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
@@ -270,6 +271,22 @@ expect_err "plan --routing: the cell" "column token_copies: 'x'"
 run $P --dp 4 --ep 1 --routing "$TMP/one_r.csv"
 expect_rc "plan --routing at ep 1 exits 64" 64
 expect_err "plan --routing at ep 1: the reason" "measured routing: the plan must be of a model with experts at ep > 1"
+
+# ---- DeepSeek-V3's own row with its recipe (the README's run, at np 2 ep 2 and one step): latent attention at the
+# row's own widths (q latent 1,536, kv latent 512, heads of 192 and values of 128), MTP, the FP8 dispatch. Every term
+# within the plan, the exact ones byte for byte. Rank 0's transient by hand (docs/executor-moe.md): the one-rank
+# BF16 set 527,104 (run_moe.sh) less its BF16 dispatch and combine 16,384, + the FP8 dispatch with its 1x128 scales
+# and the BF16 combine 64 x 68 + 64 x 64 x 2 = 12,544, + the widest linear output's FP8 gradient, q_down's 32 x
+# 1,536, in both layouts 98,304 and its tiles (32 x 12 + 1,536 x 1) x 4 = 7,680: 629,248 planned; held the same
+# less the sigmoid router's fp32 d(scores) 32 x 8 x 4 = 1,024: 628,224
+mpi_run 2 "$FP8PLAN" run --model deepseek-v3 --recipe deepseek-v3 --ep 2 --layers 2 --hidden 64 --heads 4 --ffn 128 \
+    --seq 32 --vocab 256 --experts 8 --topk 2 --expert-ffn 32 --dense-layers 1 --mbs 1 --gbs 2 --steps 1 --quiet \
+    -o "$TMP/ds3.csv"
+expect_rc "deepseek-v3 shrunk, its recipe, np 2 ep 2: exit 0" 0
+expect_out "deepseek-v3 shrunk np 2 ep 2: every term within the plan" \
+    "every exact term matches the plan byte for byte; 0 terms outside tolerance"
+expect_eq "deepseek-v3 shrunk np 2 ep 2: rank 0's transient by hand, planned and measured" \
+    "$(grep '^0,memory,transient,' "$TMP/ds3.csv" | cut -d, -f5,6)" "629248,628224"
 
 # ---- a rank whose counts disagree with its peers: every rank stops, named, no hang, nothing written -----
 FP8PLAN_FAULT_EP_COUNTS=2 mpi_run 4 "$FP8PLAN" $R --ep 2 $O

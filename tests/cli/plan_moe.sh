@@ -49,21 +49,26 @@ expect_out "dispatch bytes per call" "ep_dispatch_fwd,ep,all-to-all,e4m3,64,inte
 # above = 8,852,754,820); the low end moves by it and the
 # stack's 5 % allocator allowance on it, 320,942,899: 80,772,823,340 to 81,093,766,240 B (rounding as printed);
 # fp8_weight_cache's saving from 6.15 to 5.98 GB as the planner prints it (not worked by hand).
+# The attention output's gradient in dX's buffer of the MoE working set (the output projection's input gradient,
+# 4096 tokens x 128 heads x v_head_dim 128, wider than dX's 7,168): 4096 x (16,384 - 7,168) x 2 = 75,497,472 B more
+# on stage 1; rank 0's transient (the loss's) does not move, dense_act's and fp8_weight_cache's savings lose it
+# (8,852,754,820 - 75,497,472 = 8,777,257,348; 5,977,906,816 - 75,497,472 = 5,902,409,344) and the low end gains it
+# with the 5 % allowance, 79,272,345 B: 81,093,766,240 + 79,272,345 = 81,173,038,585 (81.17 GB, still under 81.24)
 run plan $DS,layernorm --main-grad recipe --unknown fp8_weight_cache,attn_out,dense_act
 expect_rc "README command with --unknown exits 0" 0
 expect_line "the verdict is uncertain, with the band" \
-    "verdict: UNCERTAIN — 81\.09 to 102\.71 GB of 85\.52 GB \(94\.8 to 120\.1 %; the limit is 95 %, 81\.24 GB\)"
+    "verdict: UNCERTAIN — 81\.17 to 102\.71 GB of 85\.52 GB \(94\.9 to 120\.1 %; the limit is 95 %, 81\.24 GB\)"
 expect_out "... and what must hold" "it fits if the open savings that hold take at least 21.47 GB off the 102.71 GB"
-expect_line "fp8_weight_cache's saving" "  fp8_weight_cache +5\.98  .*"
+expect_line "fp8_weight_cache's saving" "  fp8_weight_cache +5\.90  .*"
 expect_line "attn_out's saving" "  attn_out +8\.86  .*"
-expect_line "dense_act's saving" "  dense_act +8\.85  .*"
-expect_line "the low end and its stage" "  all of them +21\.62  the low end: 81\.09 GB, on PP stage 1"
+expect_line "dense_act's saving" "  dense_act +8\.78  .*"
+expect_line "the low end and its stage" "  all of them +21\.54  the low end: 81\.17 GB, on PP stage 1"
 if grep -q "does not fit" "$TMP/out"; then fail "no OOM advice for an uncertain plan"; else pass "no OOM advice for an uncertain plan"; fi
 run plan $DS,layernorm --main-grad recipe --unknown fp8_weight_cache,attn_out,dense_act --format csv --view terms
 expect_out "terms: attn_out's row" "unknown_attn_out,unknown,-,0,8858370048,"
-expect_out "terms: dense_act's row" "unknown_dense_act,unknown,-,0,8852754820,"
-expect_out "terms: fp8_weight_cache's row" "unknown_fp8_weight_cache,unknown,-,0,5977906816,"
-expect_out "terms: the low end" "low_total,unknown,-,0,81093766240,"
+expect_out "terms: dense_act's row" "unknown_dense_act,unknown,-,0,8777257348,"
+expect_out "terms: fp8_weight_cache's row" "unknown_fp8_weight_cache,unknown,-,0,5902409344,"
+expect_out "terms: the low end" "low_total,unknown,-,0,81173038585,"
 run plan $DS,layernorm --main-grad recipe --unknown attn_out --format csv
 expect_out "summary: the appended columns" ",unknown,low_bytes,verdict,fp8_weight_cache_saving_bytes,attn_out_saving_bytes,dense_act_saving_bytes"
 # attn_out alone: 102,710,556,644 - 8,858,370,048 = 93,852,186,596 B, still above the 85.52 GB: OOM at both ends.

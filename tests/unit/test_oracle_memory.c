@@ -1,5 +1,6 @@
 /* tests/unit/test_oracle_memory.c — sharded training state, the tied LM head
- * on the last pipeline stage and TP-only amax reduction, worked by hand.
+ * on the last pipeline stage, TP-only amax reduction and the attention output's gradient in the working set,
+ * worked by hand.
  *
  * An independent oracle: every expected byte count is arithmetic on the model
  * written out in the comments, never a value the planner produced.
@@ -318,6 +319,37 @@ static void test_loss_transient(void)
     }
 }
 
+/* dX's buffer also holds the attention output's gradient [tok, heads/tp x head_dim] (the output projection's input
+ * gradient, which the attention's backward reads), so it is the wider of the two. Vocabulary 1000, 4 tokens,
+ * loss_bytes 4 (the layers' working set is the peak), heads of head_dim D:
+ *   D 4, tp 1: 2 x 4 = 8 = h: as test_loss_transient, 320;
+ *   D 8, tp 1: d(residual) 4 x 8 x 2 = 64 + dX's buffer 4 x 16 x 2 = 128 + the widest output's gradient, QKV's
+ *     6 x 8 = 48 (FC1 16) 4 x 48 x 2 = 384 -> 576 (512 with dX 8 wide);
+ *   D 8, tp 2 (sequence parallel, 2 tokens a rank): d(residual) 2 x 8 x 2 = 32 + dX's buffer, one head of 8 for the
+ *     4 tokens, 4 x 8 x 2 = 64 (dX 2 x 8) + QKV's 48 / 2 = 24 columns 4 x 24 x 2 = 192 + the re-gathered input
+ *     4 x 8 x 2 = 64 -> 352 (320 with dX 8 wide). */
+static void test_attention_output_transient(void)
+{
+    static const struct {
+        uint32_t head_dim, tp;
+        uint64_t want;
+    } rows[] = {{4, 1, 320}, {8, 1, 576}, {8, 2, 352}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        ModelSpec m = ox_tiny(1000, 4);
+        m.head_dim = rows[i].head_dim;
+        GpuSpec g = ox_big_gpu(1ull << 40);
+        Recipe r = ox_bf16(0);
+        PlanInput in = input(&m, &g, &r, 1, SHARD_NONE);
+        in.loss_bytes = 4, in.tp = rows[i].tp;
+        Plan p;
+        Err e = {0};
+        CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+        CHECKF(p.mem[MT_TRANSIENT].bytes == rows[i].want, "head_dim %u, tp %u: transient %llu, expected %llu",
+               rows[i].head_dim, rows[i].tp, (unsigned long long)p.mem[MT_TRANSIENT].bytes,
+               (unsigned long long)rows[i].want);
+    }
+}
+
 /* Memory is reported for the most-loaded stage. 7 layers on 3 stages as 2 + 3 + 2 (first and last given):
  *   stage 0: 2 layers x (512 + 16 norm) = 1,056 + token embedding 16 x 8 = 128 + positions 4 x 8 = 32 -> 1,216
  *   stage 1: 3 layers x 528 = 1,584
@@ -347,6 +379,7 @@ int main(void)
     RUN(test_block_scales);
     RUN(test_master_sharding_refused_on_any_row);
     RUN(test_loss_transient);
+    RUN(test_attention_output_transient);
     RUN(test_middle_stage_reported);
     return test_summary();
 }

@@ -1,7 +1,7 @@
 /* tests/unit/test_oracle_mla_terms.c — a latent-attention (and q/k-norm) stage worked out by hand: the
  * memory-bound kernels as the RoPE width changes, the latent-attention weights with and without a q latent,
- * LayerNorm against RMSNorm statistics, the latent-attention backward rows and the q/k norms' rebuilt
- * attention input in the working set.
+ * LayerNorm against RMSNorm statistics, the latent-attention backward rows, the attention output's gradient, the
+ * widest FP8 output gradient with its 1x128 tiles and the q/k norms' rebuilt attention input in the working set.
  *
  * An independent oracle: every expected value is arithmetic on the models below, written out in the
  * comments, never a value the planner produced. The MoE fixture (support/oracle_fixtures.h ox_moe) as in
@@ -158,6 +158,79 @@ static void test_mla_backward_transient(void)
     }
 }
 
+/* The attention output's gradient [tok, heads/tp x dv] (the output projection's input gradient, which the attention's
+ * backward reads) shares dX's buffer [tok_r, h], which is as wide as the wider of the two. mla_model(64, 32) (512
+ * tokens, 2 heads, h 256, kv_lora 128, no q latent; sequence parallelism on, so tok_r = 512 / tp), v_head_dim
+ * dv0 -> dv1, BF16; each row also moves kv_up's output gradient [tok, heads/tp x (64 + dv)] where that is the widest
+ * up-projection row (q_up's heads/tp x 96 and h 256 the others):
+ *   tp 1, dv 256 -> 320: attention output 2 x 256 = 512 -> 640 columns, above h: 128 x 512 x 2 = 131,072; kv_up
+ *     2 x 320 = 640 -> 768: 131,072 more: 262,144 B (131,072 before the attention output was counted);
+ *   tp 2, dv 256 -> 320: one head a rank, 256 -> 320 columns of 512 tokens (dX: 256 tokens x 256): 32,768 elements
+ *     more, 65,536 B; kv_up 320 -> 384: 64 x 512 x 2 = 65,536: 131,072 B;
+ *   tp 1, dv 96 -> 128: attention output 192 -> 256 columns, not above h (dX's 256 wide): 0; kv_up 2 x 160 = 320
+ *     -> 2 x 192 = 384, 64 x 512 x 2 = 65,536 B.
+ * (loss_bytes 4, as above.) */
+static void test_mla_attention_output_gradient(void)
+{
+    static const struct {
+        uint32_t tp, dv0, dv1;
+        uint64_t more;
+    } rows[] = {{1, 256, 320, 262144}, {2, 256, 320, 131072}, {1, 96, 128, 65536}};
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        ModelSpec a = mla_model(64, 32), b = a;
+        a.v_head_dim = rows[i].dv0, b.v_head_dim = rows[i].dv1;
+        PlanInput in = fx_input(&a, &g, &r);
+        in.gbs = 1, in.tp = rows[i].tp, in.loss_bytes = 4;
+        Plan pa, pb;
+        if (!build(&in, &pa)) return;
+        in.model = &b;
+        if (!build(&in, &pb)) return;
+        uint64_t more = pb.mem[MT_TRANSIENT].bytes - pa.mem[MT_TRANSIENT].bytes;
+        CHECKF(more == rows[i].more, "tp %u, dv %u -> %u: %llu B more, expected %llu", rows[i].tp, rows[i].dv0,
+               rows[i].dv1, (unsigned long long)more, (unsigned long long)rows[i].more);
+    }
+}
+
+/* The FP8 output gradient of the linear whose backward runs, in both layouts (E5M2, 1 B), is the widest of the
+ * layer's linear outputs, the attention's included — with a wide q latent q_down's [tok_r, q_lora], wider than the
+ * FFN's FC1 [tok, 2 x F / tp] — and under 1x128 activation tiles (DeepSeek-V3) its FP32 scales: row-wise
+ * rows x ceil(cols / 128), transposed cols x ceil(rows / 128). mla_model(64, 32) with a q latent, q_lora 1024 ->
+ * 1536 (the dense FFN 512: FC1 [tok, 1024]; the other outputs at most 256 wide), Transformer Engine's FP8 linears:
+ *   the latent rows: 2 x max(q_lora, kv_lora 128): 2 x 512 more columns of 512 tokens, 1,048,576 B (BF16);
+ *   tp 1: q_down [512, 1024] ties FC1 [512, 1024]; [512, 1536]: 512 x 512 x 2 layouts = 524,288 B; per-tensor
+ *     scaling 1,572,864 B more. 1x128 tiles: 512 x 8 + 1024 x 4 = 8,192 -> 512 x 12 + 1536 x 4 = 12,288, x 4 B:
+ *     16,384 more, 1,589,248 B;
+ *   tp 2 (sequence parallel: q_down's 256 rows; FC1 [512, 512]): 256 x 1024 ties 512 x 512; 256 x 1536: 131,072
+ *     elements x 2 = 262,144 B; tiles 256 x 8 + 1024 x 2 = 4,096 (FC1 512 x 4 + 512 x 4 = 4,096) -> 256 x 12 +
+ *     1536 x 2 = 6,144: 8,192 B; 1,048,576 + 262,144 + 8,192 = 1,318,912 B.
+ * (Before these were counted the FP8 terms followed the FFN alone: 1,048,576 B more at every row.) */
+static void test_mla_fp8_widest_output_gradient(void)
+{
+    static const struct {
+        uint32_t tp;
+        Granularity gran;
+        uint64_t more;
+    } rows[] = {{1, GRAN_TENSOR, 1572864}, {1, GRAN_1X128, 1589248}, {2, GRAN_1X128, 1318912}};
+    GpuSpec g = fx_gpu();
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        Recipe r = fx_te_recipe("te-tiles", 0);
+        r.act_gran = rows[i].gran;
+        ModelSpec a = mla_model(64, 32), b = a;
+        a.q_lora_rank = 1024, b.q_lora_rank = 1536;
+        PlanInput in = fx_input(&a, &g, &r);
+        in.gbs = 1, in.tp = rows[i].tp, in.loss_bytes = 4;
+        Plan pa, pb;
+        if (!build(&in, &pa)) return;
+        in.model = &b;
+        if (!build(&in, &pb)) return;
+        uint64_t more = pb.mem[MT_TRANSIENT].bytes - pa.mem[MT_TRANSIENT].bytes;
+        CHECKF(more == rows[i].more, "row %zu (tp %u): %llu B more, expected %llu", i, rows[i].tp,
+               (unsigned long long)more, (unsigned long long)rows[i].more);
+    }
+}
+
 /* q/k norms (Qwen3) save nothing more (Q, K, V is their input); the backward rebuilds the attention's normalized,
  * rotated input: one layer's copy [tok, q + 2 kv] in BF16 and one FP32 rstd per (token, q or k head) join the
  * transient. ox_moe (2 heads of 128, 2 KV heads, 512 tokens, one micro-batch):
@@ -192,6 +265,8 @@ int main(void)
     RUN(test_mla_weights);
     RUN(test_mla_layernorm_statistics);
     RUN(test_mla_backward_transient);
+    RUN(test_mla_attention_output_gradient);
+    RUN(test_mla_fp8_widest_output_gradient);
     RUN(test_qk_norm_transient);
     return test_summary();
 }
