@@ -332,7 +332,8 @@ static void test_refusals(void)
     CHECK_CONTAINS(e.msg, "recipe fp8lm on model fx-moe-softmax: the executor runs FP8 expert GEMMs as Transformer "
                           "Engine's grouped linears");
     arena_specs_free(&sp);
-    /* a backend other than the cpu's (the CUDA one has no MoE kernels): refused by name before any work */
+    /* a backend other than the cpu's: the CUDA one runs MoE layers with BF16 recipes at ep 1; FP8 expert
+     * GEMMs are refused by name before any work */
     Backend *bk = NULL;
     Comm *comm = NULL;
     Model *g = NULL;
@@ -344,9 +345,24 @@ static void test_refusals(void)
         bk->name = "cuda";
         CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
         CHECK(g == NULL);
-        CHECK_CONTAINS(e.msg, "recipe te-fp8 on model fx-moe-softmax: the cuda backend runs no mixture-of-experts "
-                              "layers yet (no router, permute or grouped expert GEMM kernels, nor the experts' "
-                              "per-expert FP8 casts); the cpu backend does (--backend cpu)");
+        CHECK_CONTAINS(e.msg, "recipe te-fp8 on model fx-moe-softmax: the cuda backend runs mixture-of-experts "
+                              "layers with BF16 recipes on one expert rank only so far (no per-expert FP8 casts");
+        CHECK_CONTAINS(e.msg, "the cpu backend does (--backend cpu)");
+        /* megatron-bf16 at ep 1 is not refused: the model is made (the cpu backend under the cuda name runs it) */
+        CHECK(!fx_plan(&s, &bf16, B, 1, &p, &e));
+        CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_OK);
+        CHECK(g != NULL);
+        if (g) model_destroy(g);
+        g = NULL;
+        Recipe bf16ep = bf16; /* models/recipes.csv's megatron-bf16 row moves its all-to-alls in BF16 */
+        bf16ep.comm_ep_dispatch = DT_BF16, bf16ep.comm_ep_combine = DT_BF16;
+        CHECK(!fx_plan_dp(&s, &bf16ep, B, 1, 2, SHARD_NONE, &p, &e)); /* over expert ranks: refused */
+        p.in.ep = 2;
+        CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
+        CHECK(g == NULL);
+        CHECK_CONTAINS(e.msg, "recipe megatron-bf16 on model fx-moe-softmax with --ep > 1: the cuda backend runs "
+                              "mixture-of-experts layers with BF16 recipes on one expert rank only so far (its NCCL "
+                              "communicator has no all-to-all");
         ModelSpec dense = fx_llama(); /* deepseek-v3's block scales on a dense model: likewise */
         Recipe dsr = fx_recipe("deepseek-v3");
         CHECK(!fx_plan(&dense, &dsr, B, 1, &p, &e));

@@ -1,0 +1,72 @@
+/* exec/cuda/gemm_group.cu — the grouped expert GEMMs (GroupedGemmDesc,
+ * GroupedWgradDesc in exec/backend/backend_desc.h) on the GPU: one cuBLASLt matmul per
+ * non-empty group, each the GemmDesc exec/backend/gemm_group.c builds for it and
+ * run through this backend's gemm() (its shared check, cuBLASLt mapping,
+ * cached descriptors and heuristic, FP8 scale staging, amax), so every group's
+ * D is bit-identical to gemm() with that group's descriptor, as the interface
+ * requires.
+ *
+ * Why not one library call for all groups: the CUDA 13.0 toolkit's cuBLASLt
+ * (13.1 headers) has no grouped matmul, only batches of one shape (strided or
+ * pointer-array), while the experts' row counts differ; cuBLAS's
+ * cublasGemmGroupedBatchedEx takes groups of different shapes but no FP8
+ * types and no scale pointers, and its shapes too are host arrays. So either
+ * way the counts come to the host first (one synchronisation per grouped
+ * GEMM), and the per-group cuBLASLt call serves the BF16 and the per-tensor
+ * FP8 (TN) recipes alike. Block-scaled FP8 groups are refused by the GEMM
+ * mapping (exec/backend/lt_map.c) as gemm() refuses them. Each distinct row count
+ * is a new cuBLASLt call shape: a heuristic query the first time, cached after. */
+#include <stdlib.h>
+
+#include "exec/backend/gemm_group.h"
+#include "exec/cuda/cuda_impl.h"
+
+/* The G counts from backend memory, after the work that wrote them. *out is malloc'd (NULL on error). */
+static Status counts_to_host(CudaImpl *im, const int32_t *dev, uint32_t groups, const char *op, int32_t **out, Err *e)
+{
+    Status st = ST_OK;
+    int32_t *h = (int32_t *)malloc(groups ? (size_t)groups * sizeof *h : 1);
+    if (!h) return err_set(e, ST_NOMEM, "%s: out of memory for %u counts", op, groups);
+    CU_TRY(cudaMemcpyAsync(h, dev, (size_t)groups * sizeof *h, cudaMemcpyDeviceToHost, im->stream), e);
+    CU_TRY(cudaStreamSynchronize(im->stream), e);
+done:
+    if (st) {
+        free(h);
+        h = NULL;
+    }
+    *out = h;
+    return st;
+}
+
+Status cuda_grouped_gemm(Backend *bk, const GroupedGemmDesc *d, Err *e)
+{
+    int32_t *c = NULL;
+    Status st = counts_to_host(cuda_impl(bk), d->counts, d->groups, "grouped_gemm", &c, e);
+    if (!st) st = gemm_group_counts_check(c, d->groups, d->rows, "grouped_gemm", e);
+    for (uint64_t x = 0, row0 = 0; !st && x < d->groups; row0 += (uint64_t)c[x], x++) {
+        if (!c[x]) continue;
+        GemmDesc g = gemm_group_desc(d, (uint32_t)x, row0, (uint64_t)c[x]);
+        st = bk->gemm(bk, &g, e);
+    }
+    free(c);
+    return st;
+}
+
+Status cuda_grouped_gemm_wgrad(Backend *bk, const GroupedWgradDesc *d, Err *e)
+{
+    CudaImpl *im = cuda_impl(bk);
+    int32_t *c = NULL;
+    Status st = counts_to_host(im, d->counts, d->groups, "grouped_gemm_wgrad", &c, e);
+    if (!st) st = gemm_group_counts_check(c, d->groups, d->rows, "grouped_gemm_wgrad", e);
+    const uint64_t bytes = d->m * d->n * dtype_bytes(d->d.dtype);
+    for (uint64_t x = 0, k0 = 0, t0 = 0; !st && x < d->groups;
+         k0 += (uint64_t)c[x], t0 += gemm_group_tiles((uint64_t)c[x]), x++) {
+        GemmDesc g = gemm_group_wgrad_desc(d, (uint32_t)x, k0, t0, (uint64_t)c[x]);
+        if (c[x])
+            st = bk->gemm(bk, &g, e);
+        else if (d->accum == GEMM_OVERWRITE) /* the sum over none of its rows */
+            st = bk->memset0(bk, g.d.ptr, bytes, e);
+    }
+    free(c);
+    return st;
+}
