@@ -230,16 +230,14 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     Status st = model_check(p, e);
     if (st) return st;
     /* before anything is allocated on the device. The CUDA backend has the MoE operations (router, permute,
-     * combine, grouped GEMMs: exec/cuda/k_moe*.cu, gemm_group.cu), run by BF16 recipes on one expert rank */
-    if (spec_is_moe(p->in.model) && strcmp(bk->name, "cpu") && (recipe_fp8_gemm(p->in.recipe) || p->in.ep > 1))
+     * combine, grouped GEMMs: exec/cuda/k_moe*.cu, gemm_group.cu), run on one expert rank with the BF16 and
+     * the per-tensor FP8 recipes (block scales are refused below, fp8lm's experts by model_layout) */
+    if (spec_is_moe(p->in.model) && strcmp(bk->name, "cpu") && p->in.ep > 1)
         return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s on model %s%s: the %s backend runs mixture-of-experts layers with BF16 recipes on "
-                       "one expert rank only so far (%s); the cpu backend does (--backend cpu)",
-                       p->in.recipe->name, p->in.model->name, p->in.ep > 1 ? " with --ep > 1" : "", bk->name,
-                       recipe_fp8_gemm(p->in.recipe)
-                           ? "no per-expert FP8 casts of the experts' column slices, and the FP8 weight gradients' "
-                             "group slices start at any row, which cuBLASLt's FP8 kernels need 16-byte aligned"
-                           : "its NCCL communicator has no all-to-all for the experts' dispatch and combine");
+                       "recipe %s on model %s with --ep %u: the %s backend runs mixture-of-experts layers on one "
+                       "expert rank only so far (its NCCL communicator has no all-to-all for the experts' dispatch "
+                       "and combine); the cpu backend does (--backend cpu)",
+                       p->in.recipe->name, p->in.model->name, p->in.ep, bk->name);
     if (p->in.model->qk_norm && strcmp(bk->name, "cpu"))
         return err_set(e, ST_UNAVAILABLE,
                        "model %s: the %s backend runs no q/k norms (per-head RMSNorm before RoPE) yet; the cpu backend "

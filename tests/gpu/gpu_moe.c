@@ -3,8 +3,9 @@
  * and sigmoid with DeepSeek-V3's bias, group-limited routing and normalised,
  * scaled weights), its backward, the auxiliary balance loss, the permutation of
  * token rows by expert and back with the weighted combine and its backward, and
- * the grouped expert GEMMs (fprop, dgrad, weight gradient; BF16 and per-tensor
- * E4M3) over ragged groups with an empty one.
+ * the experts' per-expert FP8 casts into column slices of one transposed copy,
+ * and the grouped expert GEMMs (fprop, dgrad, weight gradient; BF16 and
+ * per-tensor FP8) over ragged groups with an empty one.
  *
  *   gpu_moe [CSV] [SEED]     exit 0 all pass, 1 a check failed, 69 no GPU
  *
@@ -29,7 +30,11 @@
  *    counts are left out of their exact comparisons;
  *  - grouped GEMMs: as gpu_kernels.c's single GEMMs of the same dtypes (each
  *    group is one cuBLASLt matmul): one BF16 ulp after a rounding on each side;
- *    FP32 sums in another order ≤ 2^-12 rms; FP8 fast accumulation tol_fast. */
+ *    FP32 sums in another order ≤ 2^-12 rms; FP8 fast accumulation tol_fast;
+ *    the FP8 weight gradient (its groups staged into aligned, zero-padded
+ *    scratch on the GPU: exec/cuda/gemm_group.cu) tol_split_f32 at its widest
+ *    chunk, k = 128;
+ *  - the experts' casts: exact, as gpu_kernels.c's casts. */
 #include "gpu_common.h"
 
 #define U 0x1p-24
@@ -336,8 +341,91 @@ static void wgrad_case(Gc *g, uint32_t G, uint64_t M, uint64_t N)
     free(a), free(b), free(dc), free(dg);
 }
 
+/* The FP8 weight gradient: E5M2 dY and E4M3 X transposed copies (M, rows), (N, rows) K-inner, a scale per
+ * group, into FP32 (G, M, N), accumulating. Its groups start at any row: the GPU stages them aligned. */
+static void wgrad_fp8_case(Gc *g, uint32_t G, uint64_t M, uint64_t N)
+{
+    int32_t counts[16];
+    uint64_t rows = ragged_counts(g, counts, G, gc_n(g, 96, 12)), nd = (uint64_t)G * M * N;
+    float sa[16], sb[16];
+    void *a = gemm_operand(g, DT_E5M2, M * rows, G, sa), *b = gemm_operand(g, DT_E4M3, N * rows, G, sb);
+    float *d0 = gc_randn(g, DT_FP32, nd, 1.0), *dc = gc_halloc(nd * 4), *dg = gc_halloc(nd * 4);
+    memcpy(dc, d0, nd * 4);
+    GroupedWgradDesc d = {.groups = G, .rows = rows, .m = M, .n = N, .counts = counts, .accum = GEMM_ACCUMULATE};
+    d.a = (GemmOperand){.ptr = a, .dtype = DT_E5M2, .scale_inv = sa};
+    d.b = (GemmOperand){.ptr = b, .dtype = DT_E4M3, .scale_inv = sb};
+    d.d = (GemmOutput){.ptr = dc, .dtype = DT_FP32};
+    GC_OK(g, g->cpu->grouped_gemm_wgrad(g->cpu, &d, GE));
+    int32_t *d_counts = gc_dup(g, counts, G * 4);
+    void *d_a = gc_dup(g, a, M * rows), *d_b = gc_dup(g, b, N * rows);
+    float *d_d = gc_dup(g, d0, nd * 4), *d_sa = gc_dup(g, sa, sizeof sa), *d_sb = gc_dup(g, sb, sizeof sb);
+    d.counts = d_counts, d.a.ptr = d_a, d.b.ptr = d_b, d.d.ptr = d_d, d.a.scale_inv = d_sa, d.b.scale_inv = d_sb;
+    GC_OK(g, g->gpu->grouped_gemm_wgrad(g->gpu, &d, GE));
+    gc_get(g, dg, d_d, nd * 4);
+    char cas[160];
+    snprintf(cas, sizeof cas, "e5m2xe4m3 G=%u rows=%llu M=%llu N=%llu", G, (unsigned long long)rows,
+             (unsigned long long)M, (unsigned long long)N);
+    gc_check(g, "grouped wgrad fp8", cas, DT_FP32, dg, dc, nd, tol_split_f32(128)); /* the widest chunk */
+    gc_dfree(g, d_counts), gc_dfree(g, d_a), gc_dfree(g, d_b), gc_dfree(g, d_d), gc_dfree(g, d_sa);
+    gc_dfree(g, d_sb);
+    free(a), free(b), free(d0), free(dc), free(dg);
+}
+
+/* The experts' casts: each expert's rows [r_g, r_g + m_g) of a (R, C) tensor cast with its own scale, the
+ * row-wise copy in place and the transposed one as columns r_g.. of (C, R) (col_ld R). mult: the counts'
+ * multiple (16 with C a multiple of 16: the GPU's 16-byte path). Exact: the casts' arithmetic is shared. */
+static void cast_slices_case(Gc *g, uint32_t G, uint64_t C, int32_t mult)
+{
+    int32_t counts[16];
+    uint64_t R = 0;
+    for (uint32_t x = 0; x < G; x++) {
+        counts[x] = x == 1 ? 0 : (int32_t)(mult * (1 + (int32_t)rng_below(&g->rng, 6)));
+        R += (uint64_t)counts[x];
+    }
+    void *in = gc_randn(g, DT_BF16, R * C, 2.0);
+    uint8_t *rc = gc_halloc(R * C), *cc = gc_halloc(R * C), *rg = gc_halloc(R * C), *cg = gc_halloc(R * C);
+    float sc[3 * 16], sg[3 * 16]; /* scale, scale_inv, amax per expert */
+    memset(sc, 0, sizeof sc);
+    for (uint32_t x = 0; x < G; x++) sc[x] = 448.0f / (6.0f + (float)x);
+    void *d_in = gc_dup(g, in, R * C * 2), *d_r = gc_dalloc(g, R * C), *d_c = gc_dalloc(g, R * C);
+    float *d_sc = gc_dup(g, sc, sizeof sc);
+    memset(rc, 0xff, R * C), memset(cc, 0xff, R * C); /* the empty expert's nothing stays as it was */
+    gc_put(g, d_r, rc, R * C), gc_put(g, d_c, cc, R * C);
+    for (int side = 0; side < 2; side++) {
+        Backend *bk = side ? g->gpu : g->cpu;
+        const char *src = side ? d_in : in;
+        uint8_t *row = side ? d_r : rc, *col = side ? d_c : cc;
+        float *s = side ? d_sc : sc;
+        for (uint64_t x = 0, r0 = 0; x < G; r0 += (uint64_t)counts[x], x++) {
+            if (!counts[x]) continue;
+            CastDesc cd = {.in = src + r0 * C * 2,
+                           .in_dtype = DT_BF16,
+                           .rows = (uint64_t)counts[x],
+                           .cols = C,
+                           .out_dtype = DT_E4M3,
+                           .out_row = row + r0 * C,
+                           .out_col = col + r0,
+                           .col_ld = R,
+                           .scale = s + x,
+                           .scale_inv = s + 16 + x,
+                           .amax = s + 32 + x};
+            GC_OK(g, bk->cast_transpose(bk, &cd, GE));
+        }
+    }
+    gc_get(g, rg, d_r, R * C), gc_get(g, cg, d_c, R * C), gc_get(g, sg, d_sc, sizeof sg);
+    char cas[128];
+    snprintf(cas, sizeof cas, "bf16 G=%u R=%llu C=%llu -> e4m3", G, (unsigned long long)R, (unsigned long long)C);
+    gc_check(g, "expert cast row", cas, DT_E4M3, rg, rc, R * C, TOL_EXACT);
+    gc_check(g, "expert cast col (col_ld)", cas, DT_E4M3, cg, cc, R * C, TOL_EXACT);
+    gc_check(g, "expert cast scale_inv, amax", cas, DT_FP32, sg + 16, sc + 16, 32, TOL_EXACT);
+    gc_dfree(g, d_in), gc_dfree(g, d_r), gc_dfree(g, d_c), gc_dfree(g, d_sc);
+    free(in), free(rc), free(cc), free(rg), free(cg);
+}
+
 static void check_grouped(Gc *g)
 {
+    cast_slices_case(g, 6, 64, 16);
+    cast_slices_case(g, 5, 72, 7);
     const GroupCase cs[] = {
         {"bf16 fprop", DT_BF16, DT_BF16, GEMM_K_INNER, GEMM_ACC_SPLIT, TOL_GEMM_BF16},
         {"bf16 dgrad (B k-outer)", DT_BF16, DT_BF16, GEMM_K_OUTER, GEMM_ACC_SPLIT, TOL_GEMM_BF16},
@@ -347,6 +435,7 @@ static void check_grouped(Gc *g)
     };
     for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) grouped_case(g, &cs[i], 8, 128, 256);
     wgrad_case(g, 8, 128, 64);
+    wgrad_fp8_case(g, 8, 128, 64);
 }
 
 int main(int argc, char **argv)

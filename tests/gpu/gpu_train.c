@@ -12,7 +12,8 @@
  *    the same weights and tokens, for megatron-bf16, te-fp8, te-fp8-current and
  *    fp8lm; and the tiny LLaMA with a mixture-of-experts second block (4 experts
  *    of 32, top 2, a shared expert; softmax and grouped sigmoid routers) for
- *    megatron-bf16, the one recipe the CUDA backend runs experts with so far.
+ *    megatron-bf16, te-fp8 and te-fp8-current (the experts' FP8 GEMMs grouped,
+ *    a scaling record per expert).
  *    A routing near tie broken the other way moves one token's expert, far
  *    below the later steps' bound. Tolerance on each
  *    step's loss, relative: step 1 (the forward of identical weights) 2^-8, the
@@ -46,8 +47,9 @@ static double now_s(void)
 
 static const char *RECIPES[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm"};
 
-/* The recipes a mixture-of-experts model runs on the CUDA backend (model_create refuses FP8 experts there). */
-static const char *MOE_RECIPES[] = {"megatron-bf16"};
+/* The recipes a mixture-of-experts model runs on the CUDA backend (fp8lm has no FP8 experts anywhere; the
+ * block-scaled deepseek-v3 is the CPU's only). */
+static const char *MOE_RECIPES[] = {"megatron-bf16", "te-fp8", "te-fp8-current"};
 
 static void agreement(Gc *g, ModelSpec s, const char *const *recipes, size_t nrecipes)
 {
