@@ -4,13 +4,14 @@
  * run through this backend's gemm() (its shared check, cuBLASLt mapping,
  * cached descriptors and heuristic, FP8 scale staging, amax), so every group's
  * D is bit-identical to gemm() with that group's descriptor, as the interface
- * requires.
+ * requires (one exception, the FP8 weight gradient's unaligned groups: below).
  *
  * Why not one library call for all groups: the CUDA 13.0 toolkit's cuBLASLt
  * (13.1 headers) has no grouped matmul, only batches of one shape (strided or
  * pointer-array), while the experts' row counts differ; cuBLAS's
- * cublasGemmGroupedBatchedEx takes groups of different shapes but no FP8
- * types and no scale pointers, and its shapes too are host arrays. So either
+ * cublasGemmGroupedBatchedEx takes groups of different shapes, but its
+ * signature has no scale pointers (no per-tensor FP8), and its shapes too are
+ * host arrays. So either
  * way the counts come to the host first (one synchronisation per grouped
  * GEMM), and the per-group cuBLASLt call serves the BF16 and the per-tensor
  * FP8 (TN) recipes alike. Block-scaled FP8 groups are refused by the GEMM
