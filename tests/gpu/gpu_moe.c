@@ -14,15 +14,10 @@
  *    run the CPU's operations in the CPU's order (exec/cuda/k_moe*.cu, unfused
  *    kernel_math.h operations, doubles where the CPU sums in double), given
  *    the same inputs (the CPU's scores and ids are fed to both);
- *  - router scores: the one difference is expf (CUDA ≤ 2 ulp, glibc ≤ 1 ulp, an
- *    ulp ≤ 2u relative: the two exponentials ≤ 6u apart). Softmax: the sum of
- *    E positive terms in the same order moves by that plus 2u per addition
- *    whose roundings differ, the division by 2u more: (12 + 2E)u. Sigmoid:
- *    1 + e^-x within 8u, the quotient 10u;
- *  - combine weights: s_j / Σ_k s · c: twice the score bound (numerator and
- *    the sum of k scores) plus 2u for each of the k − 1 additions, the
- *    division and the product: 2δ + 2(k + 1)u (δ + 2u without the
- *    normalisation);
+ *  - router scores: the one difference is expf (CUDA ≤ 2 ulp, glibc ≤ 1 ulp):
+ *    softmax (12 + 2E)u, sigmoid 10u; combine weights 2δ + 2(k + 1)u (δ + 2u
+ *    without the normalisation), δ the scores' bound (gpu_tol.h derives them,
+ *    tests/unit/test_gpu_tol.c checks them on an emulation);
  *  - ids: identical, except where two experts' selection keys lie within the
  *    scores' bound of each other (a near tie, which either side may break):
  *    such a token passes when the keys of the experts it swapped are that
@@ -37,13 +32,8 @@
  *  - the experts' casts: exact, as gpu_kernels.c's casts. */
 #include "gpu_common.h"
 
-#define U 0x1p-24
-
 static const Tol TOL_GEMM_BF16 = {0x1p-7, 0x1p-7, 0x1p-8, "one BF16 ulp apart after one rounding on each side", 0.0};
 static const Tol TOL_GEMM_F32 = {0.0, 0x1p-12, 0x1p-14, "FP32 sums in another order, <= 2^-12 rms", 0.0};
-
-/* Relative bound between the two sides' router scores (see the head comment). */
-static double score_rel(RouterType score, uint32_t E) { return score == ROUTER_SIGMOID ? 10 * U : (12 + 2.0 * E) * U; }
 
 /* ---- router ------------------------------------------------------------------------------------- */
 
@@ -76,7 +66,7 @@ static void route_case(Gc *g, const RouteCase *c)
     GC_OK(g, g->gpu->router_topk(g->gpu, &d, GE));
     gc_get(g, sg, d.scores, TE * 4), gc_get(g, ig, d.ids, TK * 4), gc_get(g, wg, d.weights, TK * 4);
     gc_get(g, cg, d.counts, E * 4);
-    double rel = score_rel(c->score, E);
+    double rel = tol_router_score_rel(c->score == ROUTER_SIGMOID, E);
     char cas[160];
     snprintf(cas, sizeof cas, "%s T=%llu E=%u k=%u", c->name, (unsigned long long)T, E, k);
     gc_check(g, "router scores", cas, DT_FP32, sg, sc, TE, (Tol){rel, 0.0, rel, "expf's ulps through the sum", 0.0});
@@ -107,7 +97,7 @@ static void route_case(Gc *g, const RouteCase *c)
     char cas2[200];
     snprintf(cas2, sizeof cas2, "%s (%llu near ties)", cas, (unsigned long long)ties);
     gc_expect(g, "router ids", cas2, bad == 0, why);
-    double wrel = c->norm_topk ? 2 * rel + 2.0 * (k + 1) * U : rel + 2 * U;
+    double wrel = tol_router_weight_rel(rel, c->norm_topk, k);
     gc_check(g, "router weights", cas2, DT_FP32, wg, wc, kept * k,
              (Tol){wrel, 0.0, wrel, "the scores' bound through S", 0.0});
     uint64_t moved = 0;
