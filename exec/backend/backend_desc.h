@@ -554,7 +554,9 @@ typedef struct {
  * before it, at M·t_g and N·t_g with t_g = Σ_{h<g} ceil(k_h/128)). D (G, M, N) is
  * packed (d.ld 0), group g's at g·M·N; a group with k_g = 0 gets D_g = 0
  * (overwrite) or keeps it (accumulate), as the sum over none of its rows. Each
- * other group's D_g is bit-identical to gemm() with that group's GemmDesc;
+ * other group's D_g is bit-identical to gemm() with that group's GemmDesc (on
+ * the CUDA backend, an FP8 group whose slices start unaligned runs on an aligned,
+ * zero-padded copy: the same sum in another order, exec/cuda/gemm_group.cu);
  * d.amax, when set, is max-combined over those groups. */
 typedef struct {
     uint32_t groups;       /* G */

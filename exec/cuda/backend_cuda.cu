@@ -154,9 +154,18 @@ static Status cuda_sync(Backend *bk, Err *e)
     CU_TRY(cudaStreamSynchronize(im->stream), e);
     if (rec.code != DEV_ERR_NONE) {
         CU_TRY(cudaMemsetAsync(im->small, 0, sizeof rec, im->stream), e);
-        st = err_set(e, ST_USAGE, "%s: %s %lld at position %lld is outside the vocabulary [0, %lld)",
-                     rec.code == DEV_ERR_TOKEN ? "embedding" : "cross-entropy",
-                     rec.code == DEV_ERR_TOKEN ? "token" : "target", rec.value, rec.pos, rec.limit);
+        if (rec.code == DEV_ERR_EXPERT || rec.code == DEV_ERR_EXPERT_TWICE)
+            st = err_set(e, ST_USAGE, "mixture of experts: token %lld slot %lld: expert id %lld %s [0, %lld)",
+                         rec.pos / rec.limit2, rec.pos % rec.limit2, rec.value,
+                         rec.code == DEV_ERR_EXPERT ? "is outside" : "is picked twice; the ids must be distinct in",
+                         rec.limit);
+        else if (rec.code == DEV_ERR_ROW)
+            st = err_set(e, ST_USAGE, "mixture of experts: token %lld slot %lld maps to row %lld, outside [0, %lld)",
+                         rec.pos / rec.limit2, rec.pos % rec.limit2, rec.value, rec.limit);
+        else
+            st = err_set(e, ST_USAGE, "%s: %s %lld at position %lld is outside the vocabulary [0, %lld)",
+                         rec.code == DEV_ERR_TOKEN ? "embedding" : "cross-entropy",
+                         rec.code == DEV_ERR_TOKEN ? "token" : "target", rec.value, rec.pos, rec.limit);
     }
 done:
     return st;

@@ -13,14 +13,25 @@
 #include "exec/cuda/cuda_check.h"
 #include "exec/backend/lt_map.h"
 
-/* Errors that kernels find in their inputs (the first one wins). */
-enum { DEV_ERR_NONE = 0, DEV_ERR_TOKEN = 1, DEV_ERR_TARGET = 2 };
+/* Errors that kernels find in their inputs (the first one wins): a token or a
+ * target outside the vocabulary; an expert id outside [0, E) or picked twice by
+ * one token, a permuted row outside [0, T·k) (the mixture-of-experts kernels,
+ * which then skip the bad entry rather than read or write outside a tensor). */
+enum {
+    DEV_ERR_NONE = 0,
+    DEV_ERR_TOKEN = 1,
+    DEV_ERR_TARGET = 2,
+    DEV_ERR_EXPERT = 3,
+    DEV_ERR_EXPERT_TWICE = 4,
+    DEV_ERR_ROW = 5
+};
 
 typedef struct {
     int code; /* DEV_ERR_* */
     int pad_;
     long long pos, value; /* where, and the bad value */
-    long long limit;      /* the bound it broke (vocabulary size) */
+    long long limit;      /* the bound it broke (vocabulary size, experts, permuted rows) */
+    long long limit2;     /* the mixture-of-experts errors: slots per token (k), pos = token·k + slot */
     /* temporaries of one operation (amax partials, new optimizer scales) */
     float tmp[8];
     unsigned int umax[4]; /* amax as float bits for atomicMax */
@@ -107,9 +118,9 @@ Status cuda_amax_combine(CudaImpl *im, float *dst, const float *src, Err *e);
  * scaling in k_quant.cu, norms in k_norm.cu, attention in k_attn.cu, the
  * rotary embedding in k_rope.cu (and strided_copy's refusal: latent attention is
  * not run here), element-wise ops and the loss in k_elem.cu,
- * the optimizers in k_optim.cu, the mixture-of-experts ones in k_moe.cu, not
- * implemented yet); backend_cuda.cu puts each behind its shared
- * check. */
+ * the optimizers in k_optim.cu, the mixture-of-experts router in k_moe.cu, its
+ * permutation and combine in k_moe_perm.cu, its grouped GEMMs in gemm_group.cu);
+ * backend_cuda.cu puts each behind its shared check. */
 BACKEND_DECLARE(cuda)
 
 /* Private scratch slot 1 (slot 0 is cuda_scratch's): grown on demand. */

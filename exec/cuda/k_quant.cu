@@ -80,7 +80,8 @@ __device__ __forceinline__ uint4 pack16(const uint8_t *q)
 
 __global__ void __launch_bounds__(CT_THREADS)
     k_cast_transpose(const void *in, Dtype in_dt, const float *dq_p, uint64_t R, uint64_t C, uint8_t *orow,
-                     uint8_t *ocol, Dtype fmt, const float *scale_p, float *scale_inv, float *amax_p, int vec_ok)
+                     uint8_t *ocol, uint64_t ldc, Dtype fmt, const float *scale_p, float *scale_inv, float *amax_p,
+                     int vec_ok)
 {
     __shared__ __align__(16) uint8_t tile[CT_TILE * CT_PITCH + CT_TILE];
     __shared__ float red[32];
@@ -114,7 +115,7 @@ __global__ void __launch_bounds__(CT_THREADS)
                 uint8_t v[CT_VEC];
 #pragma unroll
                 for (int i = 0; i < CT_VEC; i++) v[i] = tile[ct_off(rc * CT_VEC + i, j)];
-                *(uint4 *)(ocol + (c0 + j) * R + r0 + (uint64_t)rc * CT_VEC) = pack16(v);
+                *(uint4 *)(ocol + (c0 + j) * ldc + r0 + (uint64_t)rc * CT_VEC) = pack16(v);
             }
         } else {
             for (int idx = threadIdx.x; idx < CT_TILE * CT_TILE; idx += blockDim.x) {
@@ -133,7 +134,7 @@ __global__ void __launch_bounds__(CT_THREADS)
                 for (int idx = threadIdx.x; idx < CT_TILE * CT_TILE; idx += blockDim.x) {
                     const int j = idx / CT_TILE, r = idx % CT_TILE; /* consecutive threads: consecutive rows */
                     if (r0 + r >= R || c0 + j >= C) continue;
-                    ocol[(c0 + j) * R + r0 + r] = tile[ct_off(r, j)];
+                    ocol[(c0 + j) * ldc + r0 + r] = tile[ct_off(r, j)];
                 }
             }
         }
@@ -189,11 +190,9 @@ Status cuda_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
         return err_set(e, ST_UNAVAILABLE, "cast_transpose: FP8 input is cpu-only");
     if (c->gran != GRAN_TENSOR)
         return err_set(e, ST_UNAVAILABLE, "cast_transpose: %s block scaling is cpu-only so far", gran_name(c->gran));
-    if (c->col_ld && c->col_ld != R) /* the MoE experts' column slices: their FP8 GEMMs are cpu-only too */
-        return err_set(e, ST_UNAVAILABLE,
-                       "cast_transpose: a transposed copy with leading dimension %llu (not its "
-                       "%llu rows) is cpu-only so far",
-                       (unsigned long long)c->col_ld, (unsigned long long)R);
+    /* the transposed copy's rows go ldc apart: a MoE layer's experts write their column slices of the
+     * permuted tensor's transposed copy (col_ld, past the shared check: at least R) */
+    const uint64_t ldc = c->col_ld ? c->col_ld : R;
     if (!n) return ST_OK;
     const unsigned esz = dtype_bytes(c->in_dtype);
     ST_TRY(cuda_op_begin(im, BK_OPCAT_KERNEL, e));
@@ -205,11 +204,11 @@ Status cuda_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
                                                            c->amax, vec_ok);
     } else {
         int vec_ok = aligned16(c->in) && aligned16(c->out_row) && aligned16(c->out_col) && C % CT_VEC == 0 &&
-                     R % CT_VEC == 0 && (C * esz) % 16 == 0;
+                     R % CT_VEC == 0 && ldc % CT_VEC == 0 && (C * esz) % 16 == 0;
         uint64_t tiles = ((R + CT_TILE - 1) / CT_TILE) * ((C + CT_TILE - 1) / CT_TILE);
         unsigned blocks = (unsigned)(tiles < (uint64_t)max_blocks(im) * 4 ? tiles : (uint64_t)max_blocks(im) * 4);
         k_cast_transpose<<<blocks, CT_THREADS, 0, im->stream>>>(c->in, c->in_dtype, c->in_scale_inv, R, C,
-                                                                (uint8_t *)c->out_row, (uint8_t *)c->out_col,
+                                                                (uint8_t *)c->out_row, (uint8_t *)c->out_col, ldc,
                                                                 c->out_dtype, c->scale, c->scale_inv, c->amax, vec_ok);
     }
     CU_LAUNCHED(e);

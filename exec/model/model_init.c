@@ -229,12 +229,15 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     *out = NULL;
     Status st = model_check(p, e);
     if (st) return st;
-    if (spec_is_moe(p->in.model) && strcmp(bk->name, "cpu")) /* before anything is allocated on the device */
+    /* before anything is allocated on the device. The CUDA backend has the MoE operations (router, permute,
+     * combine, grouped GEMMs: exec/cuda/k_moe*.cu, gemm_group.cu), run on one expert rank with the BF16 and
+     * the per-tensor FP8 recipes (block scales are refused below, fp8lm's experts by model_layout) */
+    if (spec_is_moe(p->in.model) && strcmp(bk->name, "cpu") && p->in.ep > 1)
         return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s on model %s: the %s backend runs no mixture-of-experts layers yet (no router, "
-                       "permute or grouped expert GEMM kernels%s); the cpu backend does (--backend cpu)",
-                       p->in.recipe->name, p->in.model->name, bk->name,
-                       recipe_fp8_gemm(p->in.recipe) ? ", nor the experts' per-expert FP8 casts" : "");
+                       "recipe %s on model %s with --ep %u: the %s backend runs mixture-of-experts layers on one "
+                       "expert rank only so far (its NCCL communicator has no all-to-all for the experts' dispatch "
+                       "and combine); the cpu backend does (--backend cpu)",
+                       p->in.recipe->name, p->in.model->name, p->in.ep, bk->name);
     if (p->in.model->qk_norm && strcmp(bk->name, "cpu"))
         return err_set(e, ST_UNAVAILABLE,
                        "model %s: the %s backend runs no q/k norms (per-head RMSNorm before RoPE) yet; the cpu backend "

@@ -36,7 +36,7 @@ else
     if [ -s "$checks" ]; then expect_eq "selftest: no check fails with the CPU standing in" "$n_fail" 0; else
         fail "selftest: no check fails with the CPU standing in" "no checks.csv to read"; fi
     if [ "$n_pass" -ge 100 ]; then pass "selftest: $n_pass checks ran"; else fail "selftest: only $n_pass checks ran"; fi
-    for p in gpu_kernels gpu_nn gpu_optim gpu_train; do
+    for p in gpu_kernels gpu_nn gpu_optim gpu_moe gpu_train; do
         if grep -q "^$p," "$checks" 2>/dev/null; then pass "selftest: $p reported"; else fail "selftest: no rows from $p"; fi
     done
     expect_out "selftest: summary printed last" "checks (kernels vs CPU reference, tiny-model losses): $n_pass passed, 0 failed"
@@ -104,7 +104,7 @@ else
         fail "CSVs after SIGTERM" "$(ls "$TMP")"
     fi
     # every program answers --version (the check's load test)
-    for p in gpu_kernels gpu_nn gpu_optim gpu_bench gpu_train gpu_plan; do
+    for p in gpu_kernels gpu_nn gpu_optim gpu_moe gpu_bench gpu_train gpu_plan; do
         if "$build/gpu/$p" --version 2>/dev/null | grep -q "^$p: cuda runtime built [0-9]"; then pass "$p --version"; else fail "$p --version"; fi
     done
 fi

@@ -4,7 +4,7 @@
 # On a machine with an NVIDIA GPU (H100/H200) it runs, in this order, each stage
 # under its own time limit so the whole stays under 8 minutes:
 #   1. checks   every CUDA kernel against the CPU reference on fresh random data
-#               (gpu_kernels, gpu_nn, gpu_optim) and a tiny model's losses, CPU
+#               (gpu_kernels, gpu_nn, gpu_optim, gpu_moe) and a tiny model's losses, CPU
 #               against GPU, for four recipes (gpu_train, first part)
 #   2. gemm     the cuBLASLt sweep, FP8 against BF16, at 4096³, 8192³ and one
 #               GPT-13B layer's twelve GEMMs, plus the memory-bound kernels (gpu_bench)
@@ -83,7 +83,7 @@ stop() { # code line: one clear line, nothing else runs
 }
 
 # ---- libraries and binaries ------------------------------------------------------------
-PROGS="gpu_kernels gpu_nn gpu_optim gpu_bench gpu_train gpu_plan"
+PROGS="gpu_kernels gpu_nn gpu_optim gpu_moe gpu_bench gpu_train gpu_plan"
 [ -d "$BUILD/lib" ] && export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 resolve_all() {
     for p in $PROGS fp8plan; do
@@ -162,7 +162,7 @@ run_stage() { # seconds name command... — the limit is cut to what is left of 
 
 # ---- 1. checks ----------------------------------------------------------------------------------
 stage "checks: kernels against the CPU reference, tiny-model losses"
-for p in gpu_kernels gpu_nn gpu_optim; do
+for p in gpu_kernels gpu_nn gpu_optim gpu_moe; do
     run_stage 90 "$p" "$BUILD/gpu/$p" "$OUTDIR/$p.csv" "$SEED"
 done
 run_stage 60 "gpu_train (tiny model)" "$BUILD/gpu/gpu_train" "$OUTDIR/train_loss.csv" - 0 "$TOKENS" "$STEPS" "$SEED"
@@ -276,9 +276,9 @@ fi
 # ---- merge the check tables (8 files at most come back from a device call) ------------------------------
 {
     head -n 1 "$OUTDIR/gpu_kernels.csv" 2>/dev/null
-    for f in gpu_kernels gpu_nn gpu_optim train_loss; do tail -n +2 "$OUTDIR/$f.csv" 2>/dev/null; done
+    for f in gpu_kernels gpu_nn gpu_optim gpu_moe train_loss; do tail -n +2 "$OUTDIR/$f.csv" 2>/dev/null; done
 } >"$OUTDIR/checks.csv"
-rm -f "$OUTDIR/gpu_kernels.csv" "$OUTDIR/gpu_nn.csv" "$OUTDIR/gpu_optim.csv" "$OUTDIR/train_loss.csv"
+rm -f "$OUTDIR/gpu_kernels.csv" "$OUTDIR/gpu_nn.csv" "$OUTDIR/gpu_optim.csv" "$OUTDIR/gpu_moe.csv" "$OUTDIR/train_loss.csv"
 [ -s "$OUTDIR/run.csv" ] || rm -f "$OUTDIR/run.csv"
 
 sh tests/gpu/gpu_summary.sh "$OUTDIR" "$(($(date +%s) - t_start))" >"$SUM" 2>>"$LOG"

@@ -96,4 +96,24 @@ static inline Tol tol_fp8_out(Dtype fmt)
     return t;
 }
 
+/* ---- router scores and combine weights (exec/cuda/k_moe.cu against exec/cpu/cpu_moe.c) -----------
+ * Both sides run the same float operations in the same order except expf (CUDA's within 2 ulp, glibc's
+ * within 1), so the two exponentials of one logit are at most 3 ulp apart, ≤ 6u relative (an ulp is at
+ * most 2u of the value, u = 2^-24). Softmax s_e = e_e / Σ e: the E positive terms' sum moves by at most
+ * 6u relative from its inputs plus 2u for each of the E − 1 additions whose roundings may differ, the
+ * quotient by its inputs' and 2u more: (6 + 6 + 2(E − 1) + 2)u = (12 + 2E)u. Sigmoid 1 / (1 + e^-x): the
+ * sum within 6u + 2u, the quotient 10u. The weights w_j = s_j / Σ_k s · c (norm_topk) add twice the
+ * scores' bound (numerator and sum) and 2u for each of the k − 1 additions, the division and the scaling:
+ * 2δ + 2(k + 1)u; without the normalisation δ + 2u. tests/unit/test_gpu_tol.c emulates the worst
+ * expf difference (3 ulp either way) and checks these bounds hold. */
+static inline double tol_router_score_rel(int sigmoid, uint32_t experts)
+{
+    return sigmoid ? 10 * 0x1p-24 : (12 + 2.0 * experts) * 0x1p-24;
+}
+
+static inline double tol_router_weight_rel(double score_rel, int norm_topk, uint32_t k)
+{
+    return norm_topk ? 2 * score_rel + 2.0 * (k + 1) * 0x1p-24 : score_rel + 2 * 0x1p-24;
+}
+
 #endif

@@ -10,7 +10,12 @@
  *    LLaMA (the same with 2 KV heads, SwiGLU F 172, RMSNorm, rotary positions,
  *    untied, no biases) train 6 steps on the CPU reference and on the GPU from
  *    the same weights and tokens, for megatron-bf16, te-fp8, te-fp8-current and
- *    fp8lm. Tolerance on each
+ *    fp8lm; and the tiny LLaMA with a mixture-of-experts second block (4 experts
+ *    of 32, top 2, a shared expert; softmax and grouped sigmoid routers) for
+ *    megatron-bf16, te-fp8 and te-fp8-current (the experts' FP8 GEMMs grouped,
+ *    a scaling record per expert).
+ *    A routing near tie broken the other way moves one token's expert, far
+ *    below the later steps' bound. Tolerance on each
  *    step's loss, relative: step 1 (the forward of identical weights) 2^-8, the
  *    unit roundoff of the BF16 activations the loss is computed from; later
  *    steps 2^-6, as the two runs' rounding differences (reduction order, one
@@ -42,11 +47,15 @@ static double now_s(void)
 
 static const char *RECIPES[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm"};
 
-static void agreement(Gc *g, ModelSpec s)
+/* The recipes a mixture-of-experts model runs on the CUDA backend (fp8lm has no FP8 experts anywhere; the
+ * block-scaled deepseek-v3 is the CPU's only). */
+static const char *MOE_RECIPES[] = {"megatron-bf16", "te-fp8", "te-fp8-current"};
+
+static void agreement(Gc *g, ModelSpec s, const char *const *recipes, size_t nrecipes)
 {
     enum { STEPS = 6, NT = 4 * 32 };
-    for (size_t ri = 0; ri < sizeof RECIPES / sizeof RECIPES[0]; ri++) {
-        Recipe r = fx_recipe(RECIPES[ri]);
+    for (size_t ri = 0; ri < nrecipes; ri++) {
+        Recipe r = fx_recipe(recipes[ri]);
         ModelHyper h = model_hyper_default();
         float loss[2][STEPS];
         for (int side = 0; side < 2; side++) {
@@ -69,7 +78,7 @@ static void agreement(Gc *g, ModelSpec s)
         }
         for (int k = 0; k < STEPS; k++) {
             char cas[160];
-            snprintf(cas, sizeof cas, "%s %s step %d (cpu %.6f)", s.name, RECIPES[ri], k + 1, loss[0][k]);
+            snprintf(cas, sizeof cas, "%s %s step %d (cpu %.6f)", s.name, recipes[ri], k + 1, loss[0][k]);
             Tol t = {k == 0 ? U_BF16 : 0x1p-6, 0.0, 1.0, k == 0 ? "BF16 activations" : "rounding fed back by updates",
                      0.0};
             gc_check(g, "tiny model loss", cas, DT_FP32, &loss[1][k], &loss[0][k], 1, t);
@@ -199,8 +208,16 @@ int main(int argc, char **argv)
         gpt.hidden = llama.hidden = 64, gpt.head_dim = llama.head_dim = 16, gpt.ffn_hidden = 256;
         gpt.seq_len = llama.seq_len = 32, gpt.vocab = llama.vocab = 256;
         llama.ffn_hidden = 176; /* SwiGLU: 2/3 of 4C, up to a multiple of 16 (FP8 GEMMs on tensor cores: FC1 352) */
-        agreement(&g, gpt);
-        agreement(&g, llama);
+        agreement(&g, gpt, RECIPES, sizeof RECIPES / sizeof RECIPES[0]);
+        agreement(&g, llama, RECIPES, sizeof RECIPES / sizeof RECIPES[0]);
+        /* the tiny LLaMA's second block as a MoE layer: 4 routed experts of 32 (top 2), one shared; softmax,
+         * and sigmoid with 2 groups (the top 1) */
+        for (int sig = 0; sig < 2; sig++) {
+            ModelSpec moe = fx_moe(sig ? ROUTER_SIGMOID : ROUTER_SOFTMAX);
+            moe.hidden = 64, moe.head_dim = 16, moe.seq_len = 32, moe.vocab = 256, moe.ffn_hidden = 176;
+            moe.expert_ffn = 32;
+            agreement(&g, moe, MOE_RECIPES, sizeof MOE_RECIPES / sizeof MOE_RECIPES[0]);
+        }
     }
     if (layers && !g.selftest) speed(&g, so.f, layers, tokens, steps);
     return gc_finish(&g); /* commits both CSVs */

@@ -69,13 +69,26 @@ static void test_gpu_backend_is_complete(void)
 #define HAS_OP(P, name, params, args) CHECKF(bk->name != NULL, "cuda backend lacks %s", #name);
     BACKEND_OPS(HAS_OP, _)
 #undef HAS_OP
-    /* the mixture-of-experts operations have no kernels yet: a clean refusal naming the backend and the
-     * operation (the descriptor passes the shared check; nothing is read, so host memory will do) */
-    float f8[8] = {0};
-    int32_t ids[4], counts[4];
-    RouterDesc rd = {2, 4, 2, ROUTER_SOFTMAX, 1, 1.0f, 0, 0, f8, NULL, f8, ids, f8, counts};
-    CHECK_EQ_INT(bk->router_topk(bk, &rd, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "router_topk: the cuda backend has no mixture-of-experts kernels yet");
+    /* the mixture-of-experts kernels check the expert ids they read: a bad one is skipped (nothing read or
+     * written outside a tensor) and reported by the next sync as a usage error naming token and slot */
+    {
+        int32_t ids[4] = {0, 1, 2, 7}; /* 2 tokens, k 2, 4 experts: token 1 slot 1 is outside */
+        void *dev = NULL;
+        CHECK_EQ_INT(bk->alloc(bk, 4096, &dev, &e), ST_OK);
+        if (dev) {
+            CHECK_EQ_INT(bk->copy_to_device(bk, dev, ids, sizeof ids, &e), ST_OK);
+            MoePermuteDesc pd = {.tokens = 2, .experts = 4, .k = 2, .cols = 8, .dtype = DT_BF16};
+            pd.ids = (const int32_t *)dev;
+            pd.in = (char *)dev + 256;
+            pd.out = (char *)dev + 512;
+            pd.row_of = (int32_t *)((char *)dev + 1024);
+            CHECK_EQ_INT(bk->moe_permute(bk, &pd, &e), ST_OK);
+            CHECK_EQ_INT(bk->sync(bk, &e), ST_USAGE);
+            CHECK_CONTAINS(e.msg, "token 1 slot 1: expert id 7 is outside [0, 4)");
+            CHECK_EQ_INT(bk->sync(bk, &e), ST_OK); /* reported once */
+            bk->free(bk, dev);
+        }
+    }
     CHECK(bk->destroy);
     CHECK(bk->mem_info && bk->device_info && bk->mark && bk->elapsed && bk->op_times);
     CHECK_EQ_U64(bk->gemm_workspace_bytes, CUDA_LT_WORKSPACE_BYTES);

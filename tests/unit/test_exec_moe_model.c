@@ -332,21 +332,33 @@ static void test_refusals(void)
     CHECK_CONTAINS(e.msg, "recipe fp8lm on model fx-moe-softmax: the executor runs FP8 expert GEMMs as Transformer "
                           "Engine's grouped linears");
     arena_specs_free(&sp);
-    /* a backend other than the cpu's (the CUDA one has no MoE kernels): refused by name before any work */
+    /* a backend other than the cpu's: the CUDA one runs MoE layers with the BF16 and per-tensor FP8 recipes
+     * on one expert rank; over expert ranks it is refused by name before any work */
     Backend *bk = NULL;
     Comm *comm = NULL;
     Model *g = NULL;
     CHECK(!backend_cpu_create(&bk, &e) && !comm_single_create(&comm, &e));
     Recipe te = fx_recipe("te-fp8");
-    CHECK(!fx_plan(&s, &te, B, 1, &p, &e));
     if (bk && comm) {
         const char *name = bk->name;
         bk->name = "cuda";
+        const Recipe *runs[2] = {&bf16, &te}; /* made (the cpu backend under the cuda name runs them) */
+        for (int i = 0; i < 2; i++) {
+            CHECK(!fx_plan(&s, runs[i], B, 1, &p, &e));
+            CHECKF(model_create(&p, NULL, bk, comm, &g, &e) == ST_OK, "%s", e.msg);
+            CHECK(g != NULL);
+            if (g) model_destroy(g);
+            g = NULL;
+        }
+        Recipe bf16ep = bf16; /* models/recipes.csv's megatron-bf16 row moves its all-to-alls in BF16 */
+        bf16ep.comm_ep_dispatch = DT_BF16, bf16ep.comm_ep_combine = DT_BF16;
+        CHECK(!fx_plan_dp(&s, &bf16ep, B, 1, 2, SHARD_NONE, &p, &e));
+        p.in.ep = 2;
         CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
         CHECK(g == NULL);
-        CHECK_CONTAINS(e.msg, "recipe te-fp8 on model fx-moe-softmax: the cuda backend runs no mixture-of-experts "
-                              "layers yet (no router, permute or grouped expert GEMM kernels, nor the experts' "
-                              "per-expert FP8 casts); the cpu backend does (--backend cpu)");
+        CHECK_CONTAINS(e.msg, "recipe megatron-bf16 on model fx-moe-softmax with --ep 2: the cuda backend runs "
+                              "mixture-of-experts layers on one expert rank only so far (its NCCL communicator has "
+                              "no all-to-all for the experts' dispatch and combine); the cpu backend does");
         ModelSpec dense = fx_llama(); /* deepseek-v3's block scales on a dense model: likewise */
         Recipe dsr = fx_recipe("deepseek-v3");
         CHECK(!fx_plan(&dense, &dsr, B, 1, &p, &e));

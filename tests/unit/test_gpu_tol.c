@@ -6,7 +6,11 @@
  *    must stay tight enough to catch a real error;
  *  - FP8 output: two FP32 sums a hair apart that straddle a rounding boundary,
  *    over every E4M3 and E5M2 code, including the subnormals that need the
- *    absolute term. */
+ *    absolute term;
+ *  - router scores and combine weights: the CPU's softmax and sigmoid (the
+ *    operations of exec/cpu/cpu_moe.c) against the same with every expf moved
+ *    by up to 3 ulp either way (CUDA's 2 + glibc's 1), at random and all one
+ *    way, for 8 to 256 experts: every score and weight inside the bounds. */
 #include <stdlib.h>
 
 #include "exec/backend/rng.h"
@@ -166,8 +170,94 @@ static void test_fp8_output_bound(void)
     CHECK(tol_element_ok(t, 448.0, 416.0, 0.0) && !tol_element_ok(t, 448.0, 384.0, 0.0));
 }
 
+/* f moved n ulps (n < 0: down). */
+static float nudge(float f, int n)
+{
+    for (; n > 0; n--) f = nextafterf(f, INFINITY);
+    for (; n < 0; n++) f = nextafterf(f, -INFINITY);
+    return f;
+}
+
+/* A token's scores as cpu_moe.c computes them, each exponential moved shift[e] ulps. */
+static void scores_em(int sigmoid, const float *z, uint32_t E, const int *shift, float *s)
+{
+    if (sigmoid) {
+        for (uint32_t e = 0; e < E; e++) s[e] = 1.0f / (1.0f + nudge(expf(-z[e]), shift[e]));
+        return;
+    }
+    float mx = -INFINITY, sum = 0.0f;
+    for (uint32_t e = 0; e < E; e++) mx = z[e] > mx ? z[e] : mx;
+    for (uint32_t e = 0; e < E; e++) {
+        s[e] = nudge(expf(z[e] - mx), shift[e]);
+        sum += s[e];
+    }
+    for (uint32_t e = 0; e < E; e++) s[e] /= sum;
+}
+
+/* The combine weights of the k largest scores (ids from ref), normalised or not, scaled by 2.5. */
+static void weights_em(const float *s, const float *ref, uint32_t E, uint32_t k, int norm, float *w)
+{
+    uint32_t ids[8];
+    for (uint32_t j = 0; j < k; j++) {
+        uint32_t best = UINT32_MAX;
+        for (uint32_t e = 0; e < E; e++) {
+            int taken = 0;
+            for (uint32_t l = 0; l < j; l++) taken |= ids[l] == e;
+            if (!taken && (best == UINT32_MAX || ref[e] > ref[best])) best = e;
+        }
+        ids[j] = best;
+    }
+    float sum = 0.0f;
+    for (uint32_t j = 0; j < k; j++) sum += s[ids[j]];
+    for (uint32_t j = 0; j < k; j++) w[j] = (norm ? s[ids[j]] / sum : s[ids[j]]) * 2.5f;
+}
+
+static void test_router_bounds(void)
+{
+    enum { TOKENS = 3000, KMAX = 8 };
+    const uint32_t Es[3] = {8, 64, 256};
+    Rng r = {.s = 5};
+    static float z[256], sc[256], sg[256];
+    static int zero[256], shift[256];
+    for (int sig = 0; sig < 2; sig++)
+        for (int ei = 0; ei < 3; ei++) {
+            const uint32_t E = Es[ei], k = E < KMAX ? E / 2 : KMAX;
+            const double tol = tol_router_score_rel(sig, E),
+                         tw[2] = {tol_router_weight_rel(tol, 0, k), tol_router_weight_rel(tol, 1, k)};
+            double worst = 0.0, worst_w[2] = {0.0, 0.0};
+            for (int t = 0; t < TOKENS; t++) {
+                for (uint32_t e = 0; e < E; e++) {
+                    z[e] = (float)(rng_normal(&r) * 2.0);
+                    /* a third of the tokens all +3, a third all -3, the rest at random in [-3, 3] */
+                    shift[e] = t % 3 == 0 ? 3 : t % 3 == 1 ? -3 : (int)rng_below(&r, 7) - 3;
+                }
+                scores_em(sig, z, E, zero, sc);
+                scores_em(sig, z, E, shift, sg);
+                for (uint32_t e = 0; e < E; e++) worst = fmax(worst, fabs((double)sg[e] - sc[e]) / sc[e]);
+                for (int norm = 0; norm < 2; norm++) {
+                    float wc[KMAX], wg[KMAX];
+                    weights_em(sc, sc, E, k, norm, wc);
+                    weights_em(sg, sc, E, k, norm, wg);
+                    for (uint32_t j = 0; j < k; j++)
+                        worst_w[norm] = fmax(worst_w[norm], fabs((double)wg[j] - wc[j]) / wc[j]);
+                }
+            }
+            CHECKF(worst <= tol, "%s E=%u: scores %.3g apart, bound %.3g", sig ? "sigmoid" : "softmax", E, worst, tol);
+            CHECKF(worst > 0.0, "the emulation moved nothing");
+            for (int norm = 0; norm < 2; norm++)
+                CHECKF(worst_w[norm] <= tw[norm], "%s E=%u norm %d: weights %.3g apart, bound %.3g",
+                       sig ? "sigmoid" : "softmax", E, norm, worst_w[norm], tw[norm]);
+        }
+    /* tight enough to catch a real error: a score rounded through BF16 (2^-9 relative) fails at 256 experts */
+    CHECK(tol_router_score_rel(0, 256) < 0x1p-9);
+    CHECK(tol_router_score_rel(0, 64) == 140 * 0x1p-24 && tol_router_score_rel(1, 64) == 10 * 0x1p-24);
+    CHECK(tol_router_weight_rel(1e-6, 1, 8) == 2e-6 + 18 * 0x1p-24 &&
+          tol_router_weight_rel(1e-6, 0, 8) == 1e-6 + 2 * 0x1p-24);
+}
+
 int main(void)
 {
+    RUN(test_router_bounds);
     RUN(test_fast_accumulation_bound);
     RUN(test_split_accumulation_bound);
     RUN(test_fp8_output_bound);
