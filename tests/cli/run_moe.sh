@@ -291,6 +291,18 @@ if command -v mpirun >/dev/null 2>&1; then
             "$(awk -F, 'NR == FNR { a[$1] = $3; next } FNR > 1 { d = ($3 - a[$1]) / a[$1]; if (d < 0) d = -d;
                 if (d > 1e-4 || $3 == "") bad++ } END { print bad + 0 }' "$TMP/mtp1.csv" "$TMP/mtp2.csv")" 0
     done
+    # --save/--resume over expert parallelism (a part per EP rank, exec/ckpt/ckpt_layout.h; every recipe and
+    # the refusals: tests/cli/mpi_resume.sh): 4 steps, and 2 + 2 through a checkpoint, give the same losses (MTP
+    # included) and the same checkpoint after step 4, byte for byte
+    mpi_run 2 "$FP8PLAN" $M --ep 2 --steps 4 --loss-log "$TMP/r4.csv" --save "$TMP/r4.ck"
+    expect_rc "tiny-mtp ep 2: 4 steps and --save exit 0" 0
+    mpi_run 2 "$FP8PLAN" $M --ep 2 --steps 2 --loss-log "$TMP/r2a.csv" --save "$TMP/r2.ck"
+    mpi_run 2 "$FP8PLAN" $M --ep 2 --steps 2 --loss-log "$TMP/r2b.csv" --resume "$TMP/r2.ck" --save "$TMP/r2b.ck"
+    expect_rc "tiny-mtp ep 2: --resume and 2 more exit 0" 0
+    expect_eq "tiny-mtp ep 2: 2 + 2 steps through a checkpoint = 4, bit for bit" \
+        "$({ cat "$TMP/r2a.csv"; tail -n +2 "$TMP/r2b.csv"; } | cmp -s - "$TMP/r4.csv" && echo same)" same
+    expect_eq "tiny-mtp ep 2: the checkpoints after step 4, byte for byte" \
+        "$(cmp -s "$TMP/r4.ck" "$TMP/r2b.ck" && echo same)" same
 else
     skip "--ep 2 under mpirun" "mpirun: install openmpi-bin (make installs it as root)"
 fi
