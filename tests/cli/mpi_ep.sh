@@ -54,7 +54,7 @@
 # the plan: rank 0's transient of tiny-moe at np 2 is now 71,936 B planned and held).
 # tiny-mtp's BF16 rows are within the 1e-4 bound, not bit for bit (measured: 8.3e-6 at np 2 ep 2, 3.8e-6 at np 4
 # ep 4 over 5 steps), for the expert wgrad chains above; its plan --routing names 2 MoE layers (the MTP block's).
-# tier: full (make test-full, which .ci/run runs): 52 mpirun runs, about 20 s alone (run_moe.sh keeps one
+# tier: full (make test-full, which .ci/run runs): 53 mpirun runs, about 20 s alone (run_moe.sh keeps one
 # expert-parallel run in the quick tier)
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
@@ -268,6 +268,34 @@ expect_err "plan --routing: the cell" "column token_copies: 'x'"
 run $P --dp 4 --ep 1 --routing "$TMP/one_r.csv"
 expect_rc "plan --routing at ep 1 exits 64" 64
 expect_err "plan --routing at ep 1: the reason" "measured routing: the plan must be of a model with experts at ep > 1"
+
+# ---- why the FP8 recipes part from one rank over EP ranks (docs/executor-moe.md) ---------------------------
+# One micro-batch a rank (--mbs 1 --gbs 2 at np 2 ep 2): an expert's tensor on its rank holds the rows of both
+# ranks' micro-batches, sorted source by source, which is the order one rank gives the same two sequences as ONE
+# micro-batch (--mbs 2 --gbs 2). BF16: the EP run is the one rank's with the same two micro-batches (--mbs 1),
+# 6 steps bit for bit, routing included (at this size: every expert's wgrad sums the rows in the same order).
+# te-fp8 (delayed scaling): step 1 casts at the initial scales on every rank, so the EP run's step 1 — its loss
+# and every layer's routing — is one rank's with both sequences in one micro-batch, bit for bit: the experts'
+# dispatch, per-expert casts and grouped GEMMs change no bit; what parts the runs is only which rows make a
+# micro-batch — one rank with two micro-batches casts the second at the scales the first's amaxes updated
+# (Transformer Engine updates after every forward and backward), the EP ranks cast theirs at once — and, from
+# step 2, the dense wgrad's association (two ranks' sums all-reduced, as data parallelism: the BF16 run with one
+# micro-batch of both sequences parts from the EP run at step 2 too). te-fp8-current cannot match either one-rank
+# run: its experts' scale is the amax over both sources' rows (one rank: one micro-batch's), its dense tensors'
+# each rank's own (current scaling's amax is reduced over TP only) — the 2^-3 bound of the table above.
+D="run --catalog $cat --model tiny-moe --quiet --steps 6"
+run $D --recipe megatron-bf16 --mbs 1 --gbs 2 --loss-log "$TMP/one.csv" --routing-log "$TMP/one_r.csv"
+mpi_run 2 "$FP8PLAN" $D --recipe megatron-bf16 --mbs 1 --gbs 2 --ep 2 --loss-log "$TMP/ep.csv" --routing-log "$TMP/ep_r.csv"
+expect_rc "bf16 np 2 ep 2, one micro-batch a rank: exit 0" 0
+within "bf16 ep 2 = one rank with the same micro-batches, 6 steps bit for bit" "$TMP/one.csv" "$TMP/ep.csv" 0 6
+same_routing "bf16 ep 2: one rank's routing, every step" "$TMP/one_r.csv" "$TMP/ep_r.csv" 6
+run $D --recipe te-fp8 --mbs 2 --gbs 2 --loss-log "$TMP/one.csv" --routing-log "$TMP/one_r.csv"
+mpi_run 2 "$FP8PLAN" $D --recipe te-fp8 --mbs 1 --gbs 2 --ep 2 --loss-log "$TMP/ep.csv" --routing-log "$TMP/ep_r.csv"
+expect_rc "te-fp8 np 2 ep 2, one micro-batch a rank: exit 0" 0
+expect_eq "te-fp8 ep 2: step 1's loss is one rank's with both sequences in one micro-batch, bit for bit" \
+    "$(grep '^1,' "$TMP/ep.csv")" "$(grep '^1,' "$TMP/one.csv")"
+same_routing "te-fp8 ep 2: step 1's routing, every layer, as that one rank's" "$TMP/one_r.csv" "$TMP/ep_r.csv" 1
+within "te-fp8 ep 2: within 2^-3 of it over 6 steps" "$TMP/one.csv" "$TMP/ep.csv" 0.125 6
 
 # ---- a rank whose counts disagree with its peers: every rank stops, named, no hang, nothing written -----
 FP8PLAN_FAULT_EP_COUNTS=2 mpi_run 4 "$FP8PLAN" $R --ep 2 $O
