@@ -132,7 +132,7 @@ static const CliOpt opts[] = {
     {"scaling-trace", OPT_STR, A(trace), .arg = "FILE", .help = "CSV of every FP8 tensor's amax and scales each step (FP8 recipes):"
         IN23 "step,bank,layer,linear,operand,format,amax,scale_used,scale_next; one"
         IN23 "tensor's amax column fed to `fp8plan scaling --trace` gives its scales"},
-    {"loss-log", OPT_STR, A(loss_log), .arg = "FILE", .help = "CSV of every step's loss (step,loss; full float precision)"},
+    {"loss-log", OPT_STR, A(loss_log), .arg = "FILE", .help = "CSV of every step's loss (step,loss; full float precision; with MTP a third column, mtp_loss)"},
     {"routing-log", OPT_STR, A(routing_log), .arg = "FILE", .mark = CLI_MARK(Parsed, a.want_routing),
      .help = "CSV of the routing every step took on every rank, a model with experts:"
         IN23 "step,layer,rank,expert,token_copies (`fp8plan plan --routing FILE` gives each"

@@ -21,13 +21,14 @@ typedef struct {
     uint64_t v;
 } Field;
 
-enum { NRECIPE_FIELDS = 22, NFIELDS = NRECIPE_FIELDS + 17 };
+enum { NRECIPE_FIELDS = 22, NFIELDS = NRECIPE_FIELDS + 34 };
 
 static void fields(const Model *m, Field f[NFIELDS])
 {
     const Recipe *r = &m->recipe;
     const ModelSpec *s = &m->spec;
     const StateSet *gs = &r->gemm, *os = &r->other;
+    const uint64_t ep = m->ep ? m->ep : 1;
     Field v[NFIELDS] = {
         {"linear weight dtype", gs->dt[STATE_WEIGHT]},
         {"linear master dtype", gs->dt[STATE_MASTER]},
@@ -68,6 +69,25 @@ static void fields(const Model *m, Field f[NFIELDS])
         {"tied embeddings", (uint64_t)s->tied_embeddings},
         {"linear biases", (uint64_t)s->linear_bias},
         {"rope base", (uint64_t)MODEL_ROPE_BASE},
+        /* version 5: mixture of experts, latent attention, q/k norms, multi-token prediction, and which experts
+         * the rank holds (expert parallelism: a layout checkpoint's part per EP rank, ckpt_layout.h) */
+        {"experts", s->experts},
+        {"experts per token", s->experts_per_token},
+        {"shared experts", s->shared_experts},
+        {"expert ffn", s->expert_ffn},
+        {"dense layers", s->dense_layers},
+        {"router", (uint64_t)s->router},
+        {"router groups", s->router_groups},
+        {"router group top-k", s->router_group_topk},
+        {"q latent", s->q_lora_rank},
+        {"kv latent", s->kv_lora_rank},
+        {"qk_nope_head_dim", s->qk_nope_head_dim},
+        {"qk_rope_head_dim", s->qk_rope_head_dim},
+        {"v_head_dim", s->v_head_dim},
+        {"q/k norms", (uint64_t)s->qk_norm},
+        {"MTP depths", m->mtp},
+        {"expert-parallel ranks (--ep)", ep},
+        {"first expert held", (uint64_t)m->ep_rank * (s->experts / ep)},
     };
     memcpy(f, v, sizeof v);
 }
@@ -90,6 +110,9 @@ static void put_hyper(Stream *s, const ModelHyper *h)
     stream_put_f32(s, h->init_std);
     stream_put_u64(s, h->seed);
 }
+
+/* version 5: the MTP loss's weight in the objective (--mtp-weight), after the hyper-parameters */
+static void put_mtp_weight(Stream *s, const Model *m) { stream_put_f32(s, m->mtp_weight); }
 
 static int persistent_spec(const ArenaSpec *p) { return arena_term_persistent(p->term); }
 
@@ -153,6 +176,7 @@ static Status write_image(FILE *f, Model *m, const DataState *data, int *ioerr, 
     put_name(&s, m->recipe.name, sizeof m->recipe.name);
     for (int i = 0; i < NFIELDS; i++) stream_put_u64(&s, fl[i].v);
     put_hyper(&s, &m->hyper);
+    put_mtp_weight(&s, m);
     stream_put_u32(&s, m->step);
     stream_put_u32(&s, data->kind);
     stream_put_u32(&s, data->prev);
@@ -188,11 +212,12 @@ Status ckpt_image(Model *m, const DataState *data, char **img, size_t *len, Err 
 Status ckpt_check(const Model *m, Err *e)
 {
     const Recipe *r = &m->recipe;
-    if (m->ep > 1)
-        return err_set(e, ST_UNAVAILABLE,
-                       "--save/--resume with --ep %u: each rank holds %u of the %u experts, and a checkpoint that "
-                       "gathers them is not implemented (run it with --ep 1)",
-                       m->ep, m->spec.experts / m->ep, m->spec.experts);
+    if (m->ep > 1 && m->shard_ways > 1) /* the parts' writers would each gather their DP group's shards */
+        return err_set(
+            e, ST_UNAVAILABLE,
+            "--save/--resume with --ep %u and sharded optimizer states: a checkpoint of each expert-parallel "
+            "rank's part with its DP group's shards is not implemented (run it without --zero/--dist-opt)",
+            m->ep);
     if (m->dp > 1 && r->scaling == SCALING_DELAYED && r->amax_reduce != AMAX_ALL)
         return err_set(e, ST_USAGE,
                        "--save/--resume: recipe %s reduces its delayed-scaling amaxes over '%s' only, so each of the "
@@ -285,6 +310,12 @@ static Status read_header(Stream *s, const char *path, Model *m, DataState *data
                        "wd %g, warmup %u, seed %llu (resume with the same settings)",
                        path, (double)h.lr, (double)h.weight_decay, h.warmup, (unsigned long long)h.seed, (double)mh->lr,
                        (double)mh->weight_decay, mh->warmup, (unsigned long long)mh->seed);
+    float mtp_weight = stream_get_f32(s);
+    if (!s->err && mtp_weight != m->mtp_weight)
+        return err_set(e, ST_DATA,
+                       "%s: checkpoint was trained with MTP weight %g (--mtp-weight); this run has %g (resume with the "
+                       "same settings)",
+                       path, (double)mtp_weight, (double)m->mtp_weight);
     *step = stream_get_u32(s);
     data->kind = stream_get_u32(s);
     data->prev = stream_get_u32(s);

@@ -8,7 +8,9 @@
  * shape continues the run bit-identically.
  *
  * Format (little-endian): "FP8PCKPT", u32 version, the recipe (name and every
- * field), the model's columns and run sizes, the hyper-parameters, u32 step, the DataState, u32
+ * field), the model's columns and run sizes (with experts, latent attention and
+ * MTP: their columns, the expert-parallel ranks and the first expert this rank
+ * holds), the hyper-parameters, f32 MTP weight, u32 step, the DataState, u32
  * tensor count, then per tensor {u32 term, u32 dtype, i32 layer, u64 bytes,
  * name (32 bytes), data}, and a final u64 FNV-1a checksum of everything
  * before it. Written through OutFile (temp file + rename): a failed or
@@ -22,9 +24,9 @@
  * every rank reads the file and takes its own elements [r·S, min((r+1)·S, E))
  * (r: the rank in the DP group).
  *
- * Tensor- and pipeline-parallel ranks, with or without data-parallel ranks
- * beside them: one file with a part per TP x PP place (format version 4,
- * exec/ckpt/ckpt_layout.h), resumed with the same layout only.
+ * Tensor-, pipeline- and expert-parallel ranks, with or without data-parallel
+ * ranks beside them: one file with a part per TP x PP x EP place (format
+ * version 6, exec/ckpt/ckpt_layout.h), resumed with the same layout only.
  *
  * Loading refuses, with a message naming the file and the difference, a
  * checkpoint of another recipe, shape or hyper-parameters, a truncated or
@@ -40,16 +42,20 @@ extern "C" {
 #endif
 
 #define CKPT_MAGIC "FP8PCKPT"
-enum { CKPT_VERSION = 2 }; /* 2: the planner's ids and model columns (norm, mlp, positions, KV heads) */
+enum {
+    CKPT_VERSION = 5
+}; /* 2: the planner's ids and model columns (norm, mlp, positions, KV heads); 5: the MoE,
+                              latent-attention, q/k-norm and MTP columns, the expert-parallel place, the MTP weight */
 
-/* 1 when every rank takes part in a save: sharded states (m->shard_ways > 1) or TP/PP ranks (with or
+/* 1 when every rank takes part in a save: sharded states (m->shard_ways > 1) or TP/PP/EP ranks (with or
  * without DP ranks beside them). */
 int ckpt_every_rank(const Model *m);
 
 /* ST_USAGE when m's state cannot be kept in a checkpoint: delayed scaling whose amaxes are not
  * reduced over the data-parallel ranks (amax_reduce "tp" or "none" at dp > 1) leaves each DP rank its
- * own amax histories, scales and FP8 copies, and a checkpoint holds one copy per DP group. ckpt_save
- * and ckpt_load call it; a run checks it before its steps. */
+ * own amax histories, scales and FP8 copies, and a checkpoint holds one copy per DP group.
+ * ST_UNAVAILABLE for expert parallelism with sharded states (not implemented). ckpt_save and
+ * ckpt_load call it; a run checks it before its steps. */
 Status ckpt_check(const Model *m, Err *e);
 
 /* When ckpt_every_rank(m) every rank calls it: rank 0 with the path, the others with NULL (they

@@ -1,4 +1,4 @@
-/* exec/ckpt/ckpt_layout.c — checkpoints of TP and PP ranks and their grids (format in ckpt_layout.h). */
+/* exec/ckpt/ckpt_layout.c — checkpoints of TP, PP and EP ranks and their grids (format in ckpt_layout.h). */
 #include "exec/ckpt/ckpt_layout.h"
 
 #include <errno.h>
@@ -15,14 +15,17 @@ enum { CHUNK = 1 << 20, MAX_RANKS = 1 << 16 };
 static uint32_t tp_of(const Model *m) { return m->tp ? m->tp : 1; }
 static uint32_t pp_of(const Model *m) { return m->pp ? m->pp : 1; }
 static uint32_t dp_of(const Model *m) { return m->dp ? m->dp : 1; }
+static uint32_t ep_of(const Model *m) { return m->ep ? m->ep : 1; }
+static uint32_t parts_of(const Model *m) { return tp_of(m) * pp_of(m) * ep_of(m); }
 
-int ckpt_layout(const Model *m) { return tp_of(m) > 1 || pp_of(m) > 1; }
+int ckpt_layout(const Model *m) { return tp_of(m) > 1 || pp_of(m) > 1 || ep_of(m) > 1; }
 
 int ckpt_every_rank(const Model *m) { return m->shard_ways > 1 || ckpt_layout(m); }
 
-/* 1 when world rank r writes a part: dp_rank 0 of its place (rank = tp_rank + tp·(dp_rank + dp·stage),
- * exec/model/model_groups.c), so in world rank order the parts come stage by stage, tp_rank fastest. */
-static int part_writer(const Model *m, uint32_t r) { return r / tp_of(m) % dp_of(m) == 0; }
+/* 1 when world rank r writes a part: the first rank of its place, dp_rank = ep_rank < ep (rank = tp_rank +
+ * tp·(dp_rank + dp·stage), exec/model/model_groups.c; ep_rank = dp_rank mod ep), so in world rank order the
+ * parts come stage by stage, then EP rank by EP rank, tp_rank fastest. */
+static int part_writer(const Model *m, uint32_t r) { return r / tp_of(m) % dp_of(m) < ep_of(m); }
 
 /* Rank 0 writes the header, every part and the checksum. */
 static Status write_parts(const char *path, const Model *m, const uint8_t *all, const uint64_t *lens, uint64_t max,
@@ -38,7 +41,8 @@ static Status write_parts(const char *path, const Model *m, const uint8_t *all, 
     stream_put_u32(&s, tp_of(m));
     stream_put_u32(&s, pp_of(m));
     stream_put_u32(&s, dp_of(m));
-    stream_put_u32(&s, tp_of(m) * pp_of(m));
+    stream_put_u32(&s, ep_of(m));
+    stream_put_u32(&s, parts_of(m));
     for (uint32_t r = 0; r < n; r++) {
         if (!part_writer(m, r)) continue;
         stream_put_u64(&s, lens[r]);
@@ -86,11 +90,11 @@ Status ckpt_layout_save(const char *path, Model *m, const DataState *data, Err *
     return st;
 }
 
-/* "--tp T --pp P --dp D (R ranks)" */
-static const char *layout_name(char *buf, size_t cap, uint32_t tp, uint32_t pp, uint32_t dp)
+/* "--tp T --pp P --dp D --ep E (R ranks)" */
+static const char *layout_name(char *buf, size_t cap, uint32_t tp, uint32_t pp, uint32_t dp, uint32_t ep)
 {
     uint64_t ranks = (uint64_t)tp * pp * dp;
-    snprintf(buf, cap, "--tp %u --pp %u --dp %u (%llu rank%s)", tp, pp, dp, (unsigned long long)ranks,
+    snprintf(buf, cap, "--tp %u --pp %u --dp %u --ep %u (%llu rank%s)", tp, pp, dp, ep, (unsigned long long)ranks,
              ranks == 1 ? "" : "s");
     return buf;
 }
@@ -104,33 +108,36 @@ Status ckpt_layout_peek(const char *path, const Model *m, uint32_t *version, Err
     char magic[8];
     stream_get(&s, magic, 8);
     uint32_t v = stream_get_u32(&s), tp = stream_get_u32(&s), pp = stream_get_u32(&s), dp = stream_get_u32(&s),
-             parts = stream_get_u32(&s);
+             ep = stream_get_u32(&s), parts = stream_get_u32(&s);
     fclose(fp);
     if (s.err || memcmp(magic, CKPT_MAGIC, 8)) return ST_OK; /* the loader says why */
     *version = v;
-    char have[96], want[96];
-    layout_name(want, sizeof want, tp_of(m), pp_of(m), dp_of(m));
+    char have[112], want[112];
+    layout_name(want, sizeof want, tp_of(m), pp_of(m), dp_of(m), ep_of(m));
     if (v != CKPT_VERSION && v != CKPT_LAYOUT_VERSION)
         return err_set(e, ST_DATA,
                        "%s: checkpoint format version %u; this fp8plan reads version %d (one model, or data-parallel "
-                       "ranks alone) and version %d (tensor or pipeline parallelism, with data-parallel ranks or "
-                       "without)%s",
+                       "ranks alone) and version %d (tensor, pipeline or expert parallelism, with data-parallel ranks "
+                       "or without)%s",
                        path, v, CKPT_VERSION, CKPT_LAYOUT_VERSION,
-                       v == 3 ? ": version 3, a part for every rank, came before rank grids; save it again" : "");
-    if (v == CKPT_LAYOUT_VERSION && (tp != tp_of(m) || pp != pp_of(m) || dp != dp_of(m)))
+                       v == 3   ? ": version 3, a part for every rank, came before rank grids; save it again"
+                       : v == 2 ? ": version 2 came before the experts' fields; save it again"
+                       : v == 4 ? ": version 4 came before expert-parallel parts; save it again"
+                                : "");
+    if (v == CKPT_LAYOUT_VERSION && (tp != tp_of(m) || pp != pp_of(m) || dp != dp_of(m) || ep != ep_of(m)))
         return err_set(e, ST_DATA,
-                       "%s: checkpoint (format version %d) of a %s run, each tensor/pipeline rank's part in that "
-                       "rank's layout; this run is %s: resume with the layout that wrote it",
-                       path, CKPT_LAYOUT_VERSION, layout_name(have, sizeof have, tp, pp, dp), want);
-    if (v == CKPT_LAYOUT_VERSION && parts != tp * pp)
+                       "%s: checkpoint (format version %d) of a %s run, each tensor/pipeline/expert-parallel rank's "
+                       "part in that rank's layout; this run is %s: resume with the layout that wrote it",
+                       path, CKPT_LAYOUT_VERSION, layout_name(have, sizeof have, tp, pp, dp, ep), want);
+    if (v == CKPT_LAYOUT_VERSION && (uint64_t)parts != (uint64_t)tp * pp * ep)
         return err_set(e, ST_DATA,
-                       "%s: the header says %u parts for --tp %u --pp %u (%u expected): the file is corrupted", path,
-                       parts, tp, pp, tp * pp);
+                       "%s: the header says %u parts for --tp %u --pp %u --ep %u (%u expected): the file is corrupted",
+                       path, parts, tp, pp, ep, tp * pp * ep);
     if (v == CKPT_VERSION && ckpt_layout(m))
         return err_set(e, ST_DATA,
-                       "%s: checkpoint (format version 2) of a run without tensor or pipeline parallelism; this run is "
-                       "%s: resume with the layout that wrote it",
-                       path, want);
+                       "%s: checkpoint (format version %d) of a run without tensor, pipeline or expert parallelism; "
+                       "this run is %s: resume with the layout that wrote it",
+                       path, CKPT_VERSION, want);
     return ST_OK;
 }
 
@@ -148,19 +155,22 @@ static Status read_part(const char *path, const Model *m, uint8_t **img, uint64_
     FILE *fp = fopen(path, "rb");
     if (!fp) return err_set(e, ST_NOINPUT, "%s: cannot open checkpoint: %s", path, strerror(errno));
     Stream s = {.f = fp, .fnv = STREAM_FNV_BASIS};
-    uint8_t head[28], *buf = malloc(CHUNK);
-    stream_get(&s, head, sizeof head); /* magic, version, tp, pp, dp, parts: ckpt_layout_peek checked them */
+    uint8_t head[32], *buf = malloc(CHUNK);
+    stream_get(&s, head, sizeof head); /* magic, version, tp, pp, dp, ep, parts: ckpt_layout_peek checked them */
     Status st = buf ? ST_OK : err_set(e, ST_NOMEM, "out of memory");
-    const uint32_t n = tp_of(m) * pp_of(m), me = m->stage * tp_of(m) + m->tp_rank;
+    const uint32_t n = parts_of(m), me = (m->stage * ep_of(m) + m->ep_rank) * tp_of(m) + m->tp_rank;
     uint64_t size = file_size(fp);
     for (uint32_t r = 0; !st && !s.err && r < n && r < MAX_RANKS; r++) {
         uint64_t bytes = stream_get_u64(&s);
         if (s.err) break;
         if (s.pos > size || bytes > size - s.pos) { /* a corrupted length: said before it is allocated */
+            char ep_rank[32] = "";
+            if (ep_of(m) > 1) snprintf(ep_rank, sizeof ep_rank, ", ep rank %u", r / tp_of(m) % ep_of(m));
             st = err_set(e, ST_DATA,
-                         "%s: part %u (stage %u, tp rank %u) is %llu bytes, past the file's end (%llu bytes): the "
+                         "%s: part %u (stage %u%s, tp rank %u) is %llu bytes, past the file's end (%llu bytes): the "
                          "file is corrupted or truncated",
-                         path, r, r / tp_of(m), r % tp_of(m), (unsigned long long)bytes, (unsigned long long)size);
+                         path, r, r / tp_of(m) / ep_of(m), ep_rank, r % tp_of(m), (unsigned long long)bytes,
+                         (unsigned long long)size);
             break;
         }
         if (r == me && (*img = malloc(bytes + 1)) == NULL) {
@@ -184,7 +194,9 @@ Status ckpt_layout_load(const char *path, Model *m, DataState *data, Err *e)
     uint8_t *img = NULL;
     uint64_t len = 0;
     Status st = read_part(path, m, &img, &len, e);
-    if (!st && !img) st = err_set(e, ST_DATA, "%s: no part for stage %u, tp rank %u", path, m->stage, m->tp_rank);
+    if (!st && !img)
+        st = err_set(e, ST_DATA, "%s: no part for stage %u, ep rank %u, tp rank %u", path, m->stage, m->ep_rank,
+                     m->tp_rank);
     if (!st) st = ckpt_load_image(path, img, (size_t)len, m, data, e);
     free(img);
     return st;

@@ -1,29 +1,34 @@
-/* exec/ckpt/ckpt_layout.h — checkpoints of tensor- and pipeline-parallel runs and
- * their rank grids (format version 4; the one-model format, version 2, is
- * exec/ckpt/ckpt.h's).
+/* exec/ckpt/ckpt_layout.h — checkpoints of tensor-, pipeline- and expert-parallel
+ * runs and their rank grids (format version 6; the one-model format, version 5,
+ * is exec/ckpt/ckpt.h's).
  *
  * A TP rank holds slices of the linears, embedding and head, a PP rank one
- * stage's layers (and its own copy of a tied head): no rank holds the model
- * whole, and the slices are not gathered into the one-rank layout. The data-
- * parallel ranks beside them (a grid of tp x dp x pp ranks) hold what their
- * DP group's rank 0 holds, except the shards of a sharded optimizer state.
- * So the file keeps one part per place in the TP x PP layout, each as that
- * place's rank with dp_rank 0 would write a one-model checkpoint of what it
- * holds (its own shape, tensors, scaling banks and records, step, data
- * position; a sharded state's record the whole state, its DP group's shards
- * gathered there, as exec/ckpt/ckpt.h writes it for data parallelism alone):
- *   "FP8PCKPT", u32 version 4, u32 tp, u32 pp, u32 dp, u32 parts = tp·pp,
- *   then for part i = stage·tp + tp_rank, i = 0 .. parts − 1: u64 bytes and
- *   that part's version-2 image (its own magic .. checksum), and a final u64
- *   FNV-1a of everything before it.
+ * stage's layers (and its own copy of a tied head), an EP rank its E/ep routed
+ * experts (their states, FP8 copies, block scales and scaling records) beside
+ * the rest of the model: no rank holds the model whole, and the parts are not
+ * gathered into the one-rank layout. The data-parallel ranks beside them (a
+ * grid of tp x dp x pp ranks, the DP ranks regrouped as ep x edp for the
+ * experts) hold what their place's first rank holds, except the shards of a
+ * sharded optimizer state. So the file keeps one part per place in the
+ * TP x PP x EP layout, each as that place's rank with dp_rank = ep_rank (< ep)
+ * would write a one-model checkpoint of what it holds (its own shape, tensors,
+ * scaling banks and records, step, data position; a sharded state's record
+ * the whole state, its DP group's shards gathered there, as exec/ckpt/ckpt.h
+ * writes it for data parallelism alone):
+ *   "FP8PCKPT", u32 version 6, u32 tp, u32 pp, u32 dp, u32 ep,
+ *   u32 parts = tp·pp·ep, then for part i = (stage·ep + ep_rank)·tp + tp_rank
+ *   (world rank order), i = 0 .. parts − 1: u64 bytes and that part's
+ *   version-5 image (its own magic .. checksum), and a final u64 FNV-1a of
+ *   everything before it.
  * Rank 0 gathers the parts and writes the file atomically. Every rank reads
  * the file (checksum over all of it) and restores the part of its (stage,
- * tp_rank) through the version-2 loader, which checks it against the rank's
- * model and takes the rank's own shard of a sharded record. A checkpoint
- * resumes only with the layout that wrote it: a version-4 file in a run of
- * another --tp/--pp/dp, or a version-2 file in a TP/PP run, is refused naming
- * both layouts; another version (3: every rank's part, before grids) is
- * refused naming the versions this fp8plan reads. */
+ * ep_rank, tp_rank) through the version-5 loader, which checks it against the
+ * rank's model (the experts it holds included) and takes the rank's own shard
+ * of a sharded record. A checkpoint resumes only with the layout that wrote
+ * it: a version-6 file in a run of another --tp/--pp/dp/--ep, or a version-5
+ * file in a TP/PP/EP run, is refused naming both layouts; another version
+ * (3: every rank's part, before grids; 2 and 4: before the experts' fields)
+ * is refused naming the versions this fp8plan reads. */
 #ifndef FP8PLAN_EXEC_CKPT_LAYOUT_H
 #define FP8PLAN_EXEC_CKPT_LAYOUT_H
 
@@ -32,9 +37,9 @@
 #include "exec/backend/data.h"
 #include "exec/model/model.h"
 
-enum { CKPT_LAYOUT_VERSION = 4 }; /* 4: one part per TP x PP place, dp in the header */
+enum { CKPT_LAYOUT_VERSION = 6 }; /* 4: one part per TP x PP place, dp in the header; 6: x EP, ep in the header */
 
-/* 1 when m is a TP or PP rank (its checkpoint is version 3). */
+/* 1 when m is a TP, PP or EP rank (its checkpoint is a layout checkpoint). */
 int ckpt_layout(const Model *m);
 
 /* Every rank calls it (rank 0 with the path, the others with NULL): the parts
@@ -46,7 +51,7 @@ Status ckpt_layout_save(const char *path, Model *m, const DataState *data, Err *
  * file's layout is not this run's. */
 Status ckpt_layout_peek(const char *path, const Model *m, uint32_t *version, Err *e);
 
-/* Restore this rank's part of a version-3 file (after ckpt_layout_peek). */
+/* Restore this rank's part of a layout file (after ckpt_layout_peek). */
 Status ckpt_layout_load(const char *path, Model *m, DataState *data, Err *e);
 
 /* From exec/ckpt/ckpt.c: m's one-model image in memory (malloc'd, *len bytes; a

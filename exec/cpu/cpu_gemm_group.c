@@ -14,7 +14,12 @@
  *
  * grouped_gemm_wgrad is the same machinery with the groups ragged along K (an
  * expert's weight gradient sums over its rows); an expert without rows gets a
- * zero gradient, or keeps the one it had when accumulating. */
+ * zero gradient, or keeps the one it had when accumulating.
+ *
+ * The group table (a Group per group, then the serial groups' indices) is the
+ * backend's kept scratch (CPU_SLOT_GROUPS): sized from the group count first,
+ * carved once, reused by every later call with as many groups or fewer — a MoE
+ * step after the first allocates nothing here. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,12 +119,26 @@ static Status counts_check(const int32_t *counts, uint32_t G, uint64_t rows, con
     return ST_OK;
 }
 
-/* Every non-empty group of gr: the large ones through gemm() one after the other, then the small ones
- * one per pool task; their amax max-combined into *amax (when set), in group order. */
-static Status run_groups(Backend *bk, Group *gr, uint32_t G, float *amax, Err *e)
+/* The group table of G groups in the backend's kept scratch: G Groups (zeroed), then room for G uint32
+ * indices at *serial. NULL and e set when it cannot grow. */
+static Group *group_table(Backend *bk, uint32_t G, uint32_t **serial, const char *op, Err *e)
 {
-    uint32_t *serial = calloc(G, sizeof *serial);
-    if (!serial) return err_set(e, ST_NOMEM, "grouped gemm: out of memory for %u groups", G);
+    const uint64_t bytes = (uint64_t)G * (sizeof(Group) + sizeof(uint32_t)); /* G < 2^32: no overflow */
+    Group *gr = (Group *)(void *)cpu_scratch(bk, CPU_SLOT_GROUPS, bytes / sizeof(float) + 1, e); /* 1: G = 0 */
+    if (!gr) {
+        err_prefix(e, "%s (%u groups)", op, G);
+        return NULL;
+    }
+    memset(gr, 0, (size_t)G * sizeof *gr);
+    *serial = (uint32_t *)(void *)(gr + G);
+    return gr;
+}
+
+/* Every non-empty group of gr: the large ones through gemm() one after the other, then the small ones
+ * one per pool task (their indices in serial, G slots); their amax max-combined into *amax (when set), in
+ * group order. */
+static Status run_groups(Backend *bk, Group *gr, uint32_t *serial, uint32_t G, float *amax, Err *e)
+{
     Status st = ST_OK;
     uint32_t nserial = 0;
     uint64_t need0 = 0, need1 = 0;
@@ -150,7 +169,6 @@ static Status run_groups(Backend *bk, Group *gr, uint32_t G, float *amax, Err *e
     if (!st && amax)
         for (uint32_t x = 0; x < G; x++)
             if (gr[x].g.m && gr[x].g.n && gr[x].g.k) *amax = fmaxf(*amax, gr[x].amax);
-    free(serial);
     return st;
 }
 
@@ -158,21 +176,21 @@ Status cpu_grouped_gemm(Backend *bk, const GroupedGemmDesc *d, Err *e)
 {
     Status st = counts_check(d->counts, d->groups, d->rows, "grouped_gemm", e);
     if (st || !d->rows) return st;
-    Group *gr = calloc(d->groups, sizeof *gr);
-    if (!gr) return err_set(e, ST_NOMEM, "grouped_gemm: out of memory for %u groups", d->groups);
+    uint32_t *serial = NULL;
+    Group *gr = group_table(bk, d->groups, &serial, "grouped_gemm", e);
+    if (!gr) return e ? e->st : ST_NOMEM;
     for (uint64_t x = 0, row0 = 0; x < d->groups; row0 += (uint64_t)d->counts[x], x++)
         gr[x].g = group_desc(d, (uint32_t)x, row0, (uint64_t)d->counts[x], &gr[x].amax);
-    st = run_groups(bk, gr, d->groups, d->d.amax, e);
-    free(gr);
-    return st;
+    return run_groups(bk, gr, serial, d->groups, d->d.amax, e);
 }
 
 Status cpu_grouped_gemm_wgrad(Backend *bk, const GroupedWgradDesc *d, Err *e)
 {
     Status st = counts_check(d->counts, d->groups, d->rows, "grouped_gemm_wgrad", e);
     if (st) return st;
-    Group *gr = calloc(d->groups, sizeof *gr);
-    if (!gr) return err_set(e, ST_NOMEM, "grouped_gemm_wgrad: out of memory for %u groups", d->groups);
+    uint32_t *serial = NULL;
+    Group *gr = group_table(bk, d->groups, &serial, "grouped_gemm_wgrad", e);
+    if (!gr) return e ? e->st : ST_NOMEM;
     uint64_t bytes = d->m * d->n * dtype_bytes(d->d.dtype);
     for (uint64_t x = 0, k0 = 0, t0 = 0; x < d->groups;
          k0 += (uint64_t)d->counts[x], t0 += tiles((uint64_t)d->counts[x]), x++) {
@@ -180,7 +198,5 @@ Status cpu_grouped_gemm_wgrad(Backend *bk, const GroupedWgradDesc *d, Err *e)
         if (!d->counts[x] && d->accum == GEMM_OVERWRITE) /* the sum over no rows */
             memset(gr[x].g.d.ptr, 0, (size_t)bytes);
     }
-    st = run_groups(bk, gr, d->groups, d->d.amax, e);
-    free(gr);
-    return st;
+    return run_groups(bk, gr, serial, d->groups, d->d.amax, e);
 }

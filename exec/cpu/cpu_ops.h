@@ -8,8 +8,11 @@
 #include "exec/backend/backend.h"
 
 /* Private FP32 scratch owned by the backend (like cuBLASLt's internal
- * workspace, it is not part of the arena): grown on demand, reused. */
-enum { CPU_SCRATCH_SLOTS = 4 };
+ * workspace, it is not part of the arena): grown on demand, reused. Slots 0-3
+ * are the kernels' working buffers; CPU_SLOT_GROUPS holds a grouped GEMM's
+ * group table (cpu_gemm_group.c), alive across the GEMMs it runs, so a MoE
+ * step allocates only when a call has more groups than any before it. */
+enum { CPU_SLOT_GROUPS = 4, CPU_SCRATCH_SLOTS = 5 };
 typedef struct {
     float *buf[CPU_SCRATCH_SLOTS];
     uint64_t cap[CPU_SCRATCH_SLOTS]; /* floats */

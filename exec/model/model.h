@@ -386,12 +386,14 @@ typedef struct Model {
     BankTrace tr_fwd, tr_bwd;
     /* Multi-token prediction (exec/model/model_mtp.c): depths run (0 or 1; its block is the last of
      * spec.layers, the main model's spec.layers − mtp before it), the weight of its loss in the objective
-     * (MODEL_MTP_WEIGHT) and the last step's mean MTP loss (the reported loss is the main model's) */
+     * (MODEL_MTP_WEIGHT) and the last step's mean MTP loss over the global batch (the DP ranks' token losses
+     * gathered and summed in global token order, as the main loss is; the reported loss is the main model's) */
     uint32_t mtp;
     float mtp_weight;
     double mtp_loss;
-    double mtp_sum;    /* the step's MTP token losses so far (model_add_losses) */
-    int32_t *mtp_host; /* (2, B·T) host memory: the shifted tokens and targets of a micro-batch */
+    float *step_mtp_losses; /* (dp · microbatches · B·T) the step's MTP token losses, every rank's in global order
+                               (the masked positions 0) */
+    int32_t *mtp_host;      /* (2, B·T) host memory: the shifted tokens and targets of a micro-batch */
 } Model;
 
 /* The backend timestamps model_step records (ids MODEL_MARK_FIRST ..

@@ -259,7 +259,8 @@ Status model_moe_block_bwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam 
 /* The most 1x128 tiles a column of a transposed (cols, rows) expert copy holds when rows are split among
  * `experts` groups each tiled from its first row: min(E, R) + ⌊(R − min(E, R)) / 128⌋. */
 uint64_t model_moe_tiles(uint64_t rows, uint64_t experts);
-/* A view's counts on the host (groups), malloc'd (NULL and e set when out of memory or the copy fails). */
+/* A view's counts on the host (groups), in m->moe_scratch (valid until its next user: the routing's bookkeeping
+ * between layers, the step's end); NULL and e set when the copy fails. */
 int32_t *model_moe_host_counts(Model *m, const MoeF8 *v, Err *e);
 /* After the optimizer step: a sigmoid router's bias moved towards the mean load (MODEL_MOE_BIAS_SPEED),
  * from the step's counts. */

@@ -106,7 +106,6 @@ Status model_moe_block_fwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam 
     if (!st)
         st = model_moe_f8_grouped(m, v, operand(v->t_qrow, f, v->t_qrow_s, r->act_gran),
                                   operand(w2->wq_row, f, w2->wq_row_s, r->weight_gran), C, Fe, GEMM_ACC_TC14, v->y, e);
-    free(cnt);
     return st;
 }
 
@@ -125,7 +124,6 @@ Status model_moe_block_recompute(Model *m, const MoeF8 *v, ModelParam *w2, Err *
     if (!st)
         st = model_moe_f8_grouped(m, v, operand(v->d_qrow, f, v->d_qrow_s, r->act_gran),
                                   operand(w2->wq_row, f, w2->wq_row_s, r->weight_gran), C, Fe, GEMM_ACC_TC14, v->y, e);
-    free(cnt);
     return st;
 }
 
@@ -156,6 +154,5 @@ Status model_moe_block_bwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam 
     if (!st)
         st = model_moe_f8_wgrad(m, v, w1, operand(v->d_qcol, fb, v->d_qcol_s, ga),
                                 operand(v->q_xin, ff, v->q_xin_s, ga), kf * Fe, C, GEMM_ACC_TC14, e);
-    free(cnt);
     return st;
 }

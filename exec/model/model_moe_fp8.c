@@ -131,15 +131,8 @@ Status model_moe_f8_wgrad(Model *m, const MoeF8 *v, ModelParam *w, GemmOperand d
 
 int32_t *model_moe_host_counts(Model *m, const MoeF8 *v, Err *e)
 {
-    int32_t *c = malloc((size_t)v->groups * sizeof *c);
-    if (!c) {
-        err_set(e, ST_NOMEM, "out of memory");
-        return NULL;
-    }
-    if (m->bk->copy_to_host(m->bk, c, v->counts, (size_t)v->groups * sizeof *c, e)) {
-        free(c);
-        return NULL;
-    }
+    int32_t *c = (int32_t *)(void *)m->moe_scratch; /* (groups ≤ E) of its (MoE layers, E) floats: no allocation */
+    if (m->bk->copy_to_host(m->bk, c, v->counts, (size_t)v->groups * sizeof *c, e)) return NULL;
     return c;
 }
 
@@ -175,7 +168,6 @@ Status model_moe_fp8_fwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, M
     if (!st)
         st = model_moe_f8_grouped(m, v, operand(v->t_qrow, fb, x2), operand(w2->wq_row, fb, wl2), C, Fe, GEMM_ACC_FAST,
                                   v->y, e);
-    free(cnt);
     return st;
 }
 
@@ -195,7 +187,6 @@ Status model_moe_fp8_recompute(Model *m, uint32_t l, const MoeF8 *v, ModelParam 
     if (!st)
         st = model_moe_f8_grouped(m, v, operand(v->d_qrow, fb, x2), operand(w2->wq_row, fb, wl2), C, Fe, GEMM_ACC_FAST,
                                   v->y, e);
-    free(cnt);
     return st;
 }
 
@@ -229,6 +220,5 @@ Status model_moe_fp8_bwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, M
     if (!st)
         st = model_moe_f8_wgrad(m, v, w1, operand(v->d_qcol, bb, d1), operand(v->q_xin, fb, x1), kf * Fe, C,
                                 GEMM_ACC_SPLIT, e);
-    free(cnt);
     return st;
 }

@@ -170,17 +170,21 @@ Status model_add_losses(Model *m, double *sum, Err *e)
     float *keep = m->step_losses + ((uint64_t)m->dp_rank * m->microbatches + m->mb) * BT;
     memcpy(keep, m->host_losses, BT * sizeof(float));
     if (!m->mtp || !model_last(m)) return ST_OK;
-    /* the MTP depth's (masked positions 0) into m->mtp_sum, after the main losses' copy is kept */
-    if (m->mb == 0) m->mtp_sum = 0.0;
-    st = m->bk->copy_to_host(m->bk, m->host_losses, m->act.mtp_losses, BT * sizeof(float), e);
-    for (uint64_t i = 0; !st && i < BT; i++) m->mtp_sum += m->host_losses[i];
-    return st;
+    /* the MTP depth's (masked positions 0), kept in this rank's part of step_mtp_losses */
+    keep = m->step_mtp_losses + ((uint64_t)m->dp_rank * m->microbatches + m->mb) * BT;
+    return m->bk->copy_to_host(m->bk, keep, m->act.mtp_losses, BT * sizeof(float), e);
 }
 
 static float mean_of(const Model *m, double sum) { return (float)(sum / (double)model_step_tokens(m)); }
 
-/* This rank's mean MTP loss of the step: over its valid positions, B·(T − 1) a micro-batch. */
-static double mtp_mean(const Model *m) { return m->mtp_sum / ((double)m->batch * (m->seq - 1) * m->microbatches); }
+/* This rank's mean MTP loss of its micro-batches: over the valid positions, B·(T − 1) a micro-batch. */
+static double mtp_mean(const Model *m)
+{
+    const uint64_t n = model_step_tokens(m);
+    double sum = 0.0;
+    for (uint64_t i = 0; i < n; i++) sum += m->step_mtp_losses[(uint64_t)m->dp_rank * n + i];
+    return sum / ((double)m->batch * (m->seq - 1) * m->microbatches);
+}
 
 uint64_t model_step_tokens(const Model *m) { return model_tokens(m) * m->microbatches; }
 
@@ -205,6 +209,23 @@ static Status global_loss(Model *m, double local_sum, float *loss, Err *e)
     double sum = 0.0;
     for (uint64_t i = 0; i < n * m->dp; i++) sum += m->step_losses[i];
     *loss = (float)(sum / (double)(n * m->dp));
+    return ST_OK;
+}
+
+/* The step's mean MTP loss over the global batch, as global_loss makes the main one: every DP rank's token
+ * losses gathered (not a plan collective) and summed in global token order in double, over the valid
+ * positions, B·(T − 1) a micro-batch (the masked last ones are 0). */
+static Status global_mtp_loss(Model *m, Err *e)
+{
+    const uint64_t n = model_step_tokens(m);
+    if (m->dp > 1) {
+        float *mine = m->step_mtp_losses + (uint64_t)m->dp_rank * n;
+        Status st = m->dpc->all_gather(m->dpc, COMM_UNPLANNED, m->bk, mine, m->step_mtp_losses, n, DT_FP32, e);
+        if (st) return st;
+    }
+    double sum = 0.0;
+    for (uint64_t i = 0; i < n * m->dp; i++) sum += m->step_mtp_losses[i];
+    m->mtp_loss = sum / ((double)m->batch * (m->seq - 1) * m->microbatches * m->dp);
     return ST_OK;
 }
 
@@ -320,8 +341,8 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     }
     if (!st) st = global_loss(m, sum, loss, e);
     if (!st) st = model_pp_share_loss(m, loss, e);
+    if (!st && m->mtp) st = global_mtp_loss(m, e);
     if (st) return st;
-    if (m->mtp) m->mtp_loss = mtp_mean(m); /* this rank's (not gathered: the reported loss is the main model's) */
     m->step++;
     memcpy(m->phase_s, ph, sizeof ph);
     m->phase_device = ev;

@@ -247,9 +247,7 @@ expect_err "--ep 3: the experts" "tiny-moe's 8 experts must be divisible by ep"
 mpi_run 4 "$FP8PLAN" $R --ep 2 --zero 1 $O
 expect_rc "--ep 2 --zero 1 exits 69" 69
 expect_err "--zero 1 with experts: the reason" "sharded states with experts are not implemented yet"
-mpi_run 2 "$FP8PLAN" $R --ep 2 $O --save "$TMP/no.ckpt"
-expect_rc "--ep 2 --save exits 69" 69
-expect_err "--save with experts split: the reason" "--save/--resume with --ep 2: each rank holds 4 of the 8 experts"
+# (--save/--resume with --ep: tests/cli/mpi_resume.sh)
 expect_eq "refusals wrote nothing" "$(ls "$TMP"/no* 2>/dev/null | wc -l)" 0
 # the last row's log: 4 ranks, 5 steps of 2 MoE layers, 8 experts
 P="plan --catalog $cat --model tiny-moe --gpu h100-sxm --mbs 1 --gbs 4 --recipe megatron-bf16"
@@ -287,6 +285,34 @@ expect_out "deepseek-v3 shrunk np 2 ep 2: every term within the plan" \
     "every exact term matches the plan byte for byte; 0 terms outside tolerance"
 expect_eq "deepseek-v3 shrunk np 2 ep 2: rank 0's transient by hand, planned and measured" \
     "$(grep '^0,memory,transient,' "$TMP/ds3.csv" | cut -d, -f5,6)" "629248,628224"
+
+# ---- why the FP8 recipes part from one rank over EP ranks (docs/executor-moe.md) ---------------------------
+# One micro-batch a rank (--mbs 1 --gbs 2 at np 2 ep 2): an expert's tensor on its rank holds the rows of both
+# ranks' micro-batches, sorted source by source, which is the order one rank gives the same two sequences as ONE
+# micro-batch (--mbs 2 --gbs 2). BF16: the EP run is the one rank's with the same two micro-batches (--mbs 1),
+# 6 steps bit for bit, routing included (at this size: every expert's wgrad sums the rows in the same order).
+# te-fp8 (delayed scaling): step 1 casts at the initial scales on every rank, so the EP run's step 1 — its loss
+# and every layer's routing — is one rank's with both sequences in one micro-batch, bit for bit: the experts'
+# dispatch, per-expert casts and grouped GEMMs change no bit; what parts the runs is only which rows make a
+# micro-batch — one rank with two micro-batches casts the second at the scales the first's amaxes updated
+# (Transformer Engine updates after every forward and backward), the EP ranks cast theirs at once — and, from
+# step 2, the dense wgrad's association (two ranks' sums all-reduced, as data parallelism: the BF16 run with one
+# micro-batch of both sequences parts from the EP run at step 2 too). te-fp8-current cannot match either one-rank
+# run: its experts' scale is the amax over both sources' rows (one rank: one micro-batch's), its dense tensors'
+# each rank's own (current scaling's amax is reduced over TP only) — the 2^-3 bound of the table above.
+D="run --catalog $cat --model tiny-moe --quiet --steps 6"
+run $D --recipe megatron-bf16 --mbs 1 --gbs 2 --loss-log "$TMP/one.csv" --routing-log "$TMP/one_r.csv"
+mpi_run 2 "$FP8PLAN" $D --recipe megatron-bf16 --mbs 1 --gbs 2 --ep 2 --loss-log "$TMP/ep.csv" --routing-log "$TMP/ep_r.csv"
+expect_rc "bf16 np 2 ep 2, one micro-batch a rank: exit 0" 0
+within "bf16 ep 2 = one rank with the same micro-batches, 6 steps bit for bit" "$TMP/one.csv" "$TMP/ep.csv" 0 6
+same_routing "bf16 ep 2: one rank's routing, every step" "$TMP/one_r.csv" "$TMP/ep_r.csv" 6
+run $D --recipe te-fp8 --mbs 2 --gbs 2 --loss-log "$TMP/one.csv" --routing-log "$TMP/one_r.csv"
+mpi_run 2 "$FP8PLAN" $D --recipe te-fp8 --mbs 1 --gbs 2 --ep 2 --loss-log "$TMP/ep.csv" --routing-log "$TMP/ep_r.csv"
+expect_rc "te-fp8 np 2 ep 2, one micro-batch a rank: exit 0" 0
+expect_eq "te-fp8 ep 2: step 1's loss is one rank's with both sequences in one micro-batch, bit for bit" \
+    "$(grep '^1,' "$TMP/ep.csv")" "$(grep '^1,' "$TMP/one.csv")"
+same_routing "te-fp8 ep 2: step 1's routing, every layer, as that one rank's" "$TMP/one_r.csv" "$TMP/ep_r.csv" 1
+within "te-fp8 ep 2: within 2^-3 of it over 6 steps" "$TMP/one.csv" "$TMP/ep.csv" 0.125 6
 
 # ---- a rank whose counts disagree with its peers: every rank stops, named, no hang, nothing written -----
 FP8PLAN_FAULT_EP_COUNTS=2 mpi_run 4 "$FP8PLAN" $R --ep 2 $O

@@ -3,7 +3,8 @@
 # beside them (rank grids). Rank 0 writes the checkpoint; a ZeRO-1 state is gathered there (over the
 # DP group) and written whole (exec/ckpt/ckpt.h), and on resume every rank takes its own elements; the
 # parts of the TP x PP places are written side by side, one per place (exec/ckpt/ckpt_layout.h).
-# tier: full (make test-full, which .ci/run runs): 23 mpirun runs, about 50 s alone
+# With experts: a part per expert-parallel rank, each holding its own experts, and multi-token prediction.
+# tier: full (make test-full, which .ci/run runs): 50 mpirun runs, about 90 s alone
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
@@ -75,26 +76,26 @@ resumed 2 tiny-gpt fp8lm --tp 2
 resumed 2 tiny-gpt te-fp8-current --pp 2
 resumed 2 tiny-gpt fp8lm --pp 2
 resumed 2 tiny-gpt megatron-bf16 --pp 2
-# the layout file (format version 4): "FP8PCKPT" (bytes 0-7), u32 version 4 at 8, tp at 12, pp at 16,
-# dp at 20, parts (tp x pp) at 24, then part 0's u64 length at 28 and its own image from 36 on, which
-# starts with the magic again
+# the layout file (format version 6): "FP8PCKPT" (bytes 0-7), u32 version 6 at 8, tp at 12, pp at 16,
+# dp at 20, ep at 24, parts (tp x pp x ep) at 28, then part 0's u64 length at 32 and its own image from 40
+# on, which starts with the magic again
 u32_at() { od -An -t u4 -j "$2" -N 4 "$1" | tr -d ' '; }
 u64_at() { od -An -t u8 -j "$2" -N 8 "$1" | tr -d ' '; }
-head_of() { echo "$(u32_at "$1" 8) $(u32_at "$1" 12) $(u32_at "$1" 16) $(u32_at "$1" 20) $(u32_at "$1" 24)"; }
-expect_eq "pp 2 file: version 4, tp 1, pp 2, dp 1, 2 parts" "$(head_of "$TMP/ck.bin")" "4 1 2 1 2"
-expect_eq "pp 2 file: part 0's image starts at byte 36" "$(dd if="$TMP/ck.bin" bs=1 skip=36 count=8 2>/dev/null)" FP8PCKPT
-# part 1 follows part 0: its length at 36 + len0, its image 8 bytes later
-len0=$(u64_at "$TMP/ck.bin" 28)
+head_of() { echo "$(u32_at "$1" 8) $(u32_at "$1" 12) $(u32_at "$1" 16) $(u32_at "$1" 20) $(u32_at "$1" 24) $(u32_at "$1" 28)"; }
+expect_eq "pp 2 file: version 6, tp 1, pp 2, dp 1, ep 1, 2 parts" "$(head_of "$TMP/ck.bin")" "6 1 2 1 1 2"
+expect_eq "pp 2 file: part 0's image starts at byte 40" "$(dd if="$TMP/ck.bin" bs=1 skip=40 count=8 2>/dev/null)" FP8PCKPT
+# part 1 follows part 0: its length at 40 + len0, its image 8 bytes later
+len0=$(u64_at "$TMP/ck.bin" 32)
 expect_eq "pp 2 file: part 1's image after part 0's" \
-    "$(dd if="$TMP/ck.bin" bs=1 skip=$((36 + len0 + 8)) count=8 2>/dev/null)" FP8PCKPT
-# part 1's image is the last stage's: the version-2 header holds that rank's layers (1 of 2), the
+    "$(dd if="$TMP/ck.bin" bs=1 skip=$((40 + len0 + 8)) count=8 2>/dev/null)" FP8PCKPT
+# part 1's image is the last stage's: the version-5 header holds that rank's layers (1 of 2), the
 # first field (recipe name 48 B after magic 8 and version 4: fields from 60) + 22 recipe fields
 # x 8 B = the layers field at image byte 60 + 176 = 236
-l1=$(u64_at "$TMP/ck.bin" $((36 + len0 + 8 + 236)))
+l1=$(u64_at "$TMP/ck.bin" $((40 + len0 + 8 + 236)))
 expect_eq "pp 2 file: part 1 holds its stage's 1 layer" "$l1" 1
-len1=$(u64_at "$TMP/ck.bin" $((36 + len0)))
+len1=$(u64_at "$TMP/ck.bin" $((40 + len0)))
 expect_eq "pp 2 file: header, two parts and the checksum, nothing more" "$(wc -c <"$TMP/ck.bin" | tr -d ' ')" \
-    $((28 + 8 + len0 + 8 + len1 + 8))
+    $((32 + 8 + len0 + 8 + len1 + 8))
 
 # a checkpoint resumes with the layout that wrote it: the parts are not gathered into the one-rank
 # layout, so another layout is refused naming both
@@ -102,24 +103,24 @@ cp "$TMP/ck.bin" "$TMP/pp2.bin"
 P="run --catalog $cat --model tiny-gpt --recipe megatron-bf16 --mbs 2 --gbs 8 --quiet --steps 1"
 run $P --resume "$TMP/pp2.bin"
 expect_rc "a pp 2 checkpoint on one rank: refused (65)" 65
-expect_err "the layouts named" "checkpoint (format version 4) of a --tp 1 --pp 2 --dp 1 (2 ranks) run"
-expect_err "this run's layout named" "this run is --tp 1 --pp 1 --dp 1 (1 rank): resume with the layout that wrote it"
+expect_err "the layouts named" "checkpoint (format version 6) of a --tp 1 --pp 2 --dp 1 --ep 1 (2 ranks) run"
+expect_err "this run's layout named" "this run is --tp 1 --pp 1 --dp 1 --ep 1 (1 rank): resume with the layout that wrote it"
 mpi_run 2 "$FP8PLAN" $P --tp 2 --resume "$TMP/pp2.bin"
 expect_rc "a pp 2 checkpoint in a tp 2 run: refused (65)" 65
-expect_err "tp 2 named" "this run is --tp 2 --pp 1 --dp 1 (2 ranks)"
+expect_err "tp 2 named" "this run is --tp 2 --pp 1 --dp 1 --ep 1 (2 ranks)"
 run $P --save "$TMP/one.bin"
 mpi_run 2 "$FP8PLAN" $P --pp 2 --resume "$TMP/one.bin"
 expect_rc "a one-rank checkpoint in a pp 2 run: refused (65)" 65
-expect_err "the one-model format named" "checkpoint (format version 2) of a run without tensor or pipeline parallelism"
+expect_err "the one-model format named" "checkpoint (format version 5) of a run without tensor, pipeline or expert parallelism"
 # one byte of part 1 changed: every rank reads the whole file, the checksum says so
 cp "$TMP/pp2.bin" "$TMP/bad.bin"
-printf 'X' | dd of="$TMP/bad.bin" bs=1 seek=$((36 + len0 + 8 + 300)) conv=notrunc 2>/dev/null
+printf 'X' | dd of="$TMP/bad.bin" bs=1 seek=$((40 + len0 + 8 + 300)) conv=notrunc 2>/dev/null
 mpi_run 2 "$FP8PLAN" $P --pp 2 --resume "$TMP/bad.bin"
 expect_rc "a corrupted layout checkpoint: refused (65)" 65
 expect_err "corruption named" "checksum mismatch"
-# part 0's length (bytes 28-35) made 2^64 - 1: refused before anything that size is allocated
+# part 0's length (bytes 32-39) made 2^64 - 1: refused before anything that size is allocated
 cp "$TMP/pp2.bin" "$TMP/bad.bin"
-printf '\377\377\377\377\377\377\377\377' | dd of="$TMP/bad.bin" bs=1 seek=28 conv=notrunc 2>/dev/null
+printf '\377\377\377\377\377\377\377\377' | dd of="$TMP/bad.bin" bs=1 seek=32 conv=notrunc 2>/dev/null
 mpi_run 2 "$FP8PLAN" $P --pp 2 --resume "$TMP/bad.bin"
 expect_rc "a part longer than the file: refused (65)" 65
 expect_err "the part named" "part 0 (stage 0, tp rank 0) is 18446744073709551615 bytes, past the file's end"
@@ -134,11 +135,11 @@ resumed 4 tiny-gpt te-fp8 --pp 2 --zero 1
 resumed 4 tiny-gpt fp8lm --tp 2 --zero 1
 resumed 4 tiny-gpt megatron-bf16 --tp 2 --zero 1
 # dp 2 x tp 2: two parts (TP ranks 0 and 1), none from the DP replicas
-expect_eq "dp 2 x tp 2 file: version 4, tp 2, pp 1, dp 2, 2 parts" "$(head_of "$TMP/ck.bin")" "4 2 1 2 2"
-len0=$(u64_at "$TMP/ck.bin" 28)
-len1=$(u64_at "$TMP/ck.bin" $((36 + len0)))
+expect_eq "dp 2 x tp 2 file: version 6, tp 2, pp 1, dp 2, ep 1, 2 parts" "$(head_of "$TMP/ck.bin")" "6 2 1 2 1 2"
+len0=$(u64_at "$TMP/ck.bin" 32)
+len1=$(u64_at "$TMP/ck.bin" $((40 + len0)))
 expect_eq "dp 2 x tp 2 file: two parts and the checksum, nothing more" "$(wc -c <"$TMP/ck.bin" | tr -d ' ')" \
-    $((28 + 8 + len0 + 8 + len1 + 8))
+    $((32 + 8 + len0 + 8 + len1 + 8))
 # a TP rank's linear weights: per layer QKV 96x32 + proj 32x32 + FC1 128x32 + FC2 32x128 = 12,288,
 # 2 layers = 24,576, half on each TP rank = 12,288 elements; FP32 master 49,152 B, each DP rank holding
 # half of it: the record holds the TP rank's whole class
@@ -147,7 +148,7 @@ expect_eq "dp 2 x tp 2 --zero 1: the master record is the DP group's whole class
 cp "$TMP/ck.bin" "$TMP/grid.bin"
 # 8 ranks: tp 2 x pp 2 x dp 2, ZeRO-1 over each place's DP group
 resumed 8 tiny-gpt megatron-bf16 --tp 2 --pp 2 --zero 1
-expect_eq "tp 2 x pp 2 x dp 2 file: version 4, tp 2, pp 2, dp 2, 4 parts" "$(head_of "$TMP/ck.bin")" "4 2 2 2 4"
+expect_eq "tp 2 x pp 2 x dp 2 file: version 6, tp 2, pp 2, dp 2, ep 1, 4 parts" "$(head_of "$TMP/ck.bin")" "6 2 2 2 1 4"
 # LLaMA-shaped (grouped-query attention: 6 heads, 2 KV heads, one per TP rank; SwiGLU, rotary, untied)
 resumed 4 llama3-8b te-fp8 --layers 2 --hidden 36 --heads 6 --kv-heads 2 --ffn 50 --seq 8 --vocab 70 --tp 2 --zero 1
 
@@ -156,46 +157,122 @@ G="run --catalog $cat --model tiny-gpt --recipe megatron-bf16 --mbs 2 --gbs 8 --
 mpi_run 2 "$FP8PLAN" $G --resume "$TMP/grid.bin"
 expect_rc "a dp 2 x tp 2 checkpoint in a tp 2 run: refused (65)" 65
 expect_err "both layouts named" \
-    "checkpoint (format version 4) of a --tp 2 --pp 1 --dp 2 (4 ranks) run, each tensor/pipeline rank's part in that rank's layout; this run is --tp 2 --pp 1 --dp 1 (2 ranks)"
+    "checkpoint (format version 6) of a --tp 2 --pp 1 --dp 2 --ep 1 (4 ranks) run, each tensor/pipeline/expert-parallel rank's part in that rank's layout; this run is --tp 2 --pp 1 --dp 1 --ep 1 (2 ranks)"
 # a grid checkpoint cut short (in part 1) or with a byte changed: refused naming the file
-head -c $((36 + len0 + 8 + len1 / 2)) "$TMP/grid.bin" >"$TMP/bad.bin"
+head -c $((40 + len0 + 8 + len1 / 2)) "$TMP/grid.bin" >"$TMP/bad.bin"
 mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
 expect_rc "a truncated grid checkpoint: refused (65)" 65
 expect_err "the file and the cut part named" "$TMP/bad.bin: part 1 (stage 0, tp rank 1) is $len1 bytes, past the file's end"
 # cut right after part 1: its length reaches exactly the file's end, which is not past it; what is
 # missing is the checksum
-head -c $((36 + len0 + 8 + len1)) "$TMP/grid.bin" >"$TMP/bad.bin"
+head -c $((40 + len0 + 8 + len1)) "$TMP/grid.bin" >"$TMP/bad.bin"
 mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
 expect_rc "a grid checkpoint without its checksum: refused (65)" 65
-expect_err "the missing checksum said" "$TMP/bad.bin: truncated checkpoint ($((36 + len0 + 8 + len1)) bytes read)"
-head -c $((36 + len0 + 8 + len1 + 4)) "$TMP/grid.bin" >"$TMP/bad.bin"
+expect_err "the missing checksum said" "$TMP/bad.bin: truncated checkpoint ($((40 + len0 + 8 + len1)) bytes read)"
+head -c $((40 + len0 + 8 + len1 + 4)) "$TMP/grid.bin" >"$TMP/bad.bin"
 mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
 expect_rc "a grid checkpoint without its whole checksum: refused (65)" 65
-expect_err "the file named" "$TMP/bad.bin: truncated checkpoint ($((36 + len0 + 8 + len1 + 4)) bytes read)"
+expect_err "the file named" "$TMP/bad.bin: truncated checkpoint ($((40 + len0 + 8 + len1 + 4)) bytes read)"
 # grid_patched OFFSET BYTES: bad.bin = grid.bin with BYTES (printf's escapes) written at OFFSET, resumed
 grid_patched() {
     cp "$TMP/grid.bin" "$TMP/bad.bin"
     printf "$2" | dd of="$TMP/bad.bin" bs=1 seek="$1" conv=notrunc 2>/dev/null
     mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
 }
-grid_patched $((36 + len0 + 8 + 400)) X
+grid_patched $((40 + len0 + 8 + 400)) X
 expect_rc "a corrupted grid checkpoint: refused (65)" 65
 expect_err "the file named, corruption said" "$TMP/bad.bin: checksum mismatch"
-# each header field read: dp (byte 20) made 3 is another layout; parts (byte 24) made 3 is not tp x pp
+# each header field read: dp (byte 20) and ep (byte 24) made 3 and 2 are other layouts; parts (byte 28) made 3
+# is not tp x pp x ep
 grid_patched 20 '\003'
 expect_rc "dp field 3: refused (65)" 65
-expect_err "dp field 3: the file's layout named" "of a --tp 2 --pp 1 --dp 3 (6 ranks) run"
-grid_patched 24 '\003'
+expect_err "dp field 3: the file's layout named" "of a --tp 2 --pp 1 --dp 3 --ep 1 (6 ranks) run"
+grid_patched 24 '\002'
+expect_rc "ep field 2: refused (65)" 65
+expect_err "ep field 2: the file's layout named" "of a --tp 2 --pp 1 --dp 2 --ep 2 (4 ranks) run"
+grid_patched 28 '\003'
 expect_rc "parts field 3: refused (65)" 65
-expect_err "parts field 3: said" "$TMP/bad.bin: the header says 3 parts for --tp 2 --pp 1 (2 expected): the file is corrupted"
-# format version 3 (a part for every rank, before grids) and 5: refused naming the versions read
+expect_err "parts field 3: said" "$TMP/bad.bin: the header says 3 parts for --tp 2 --pp 1 --ep 1 (2 expected): the file is corrupted"
+# format versions 3 (a part for every rank, before grids), 4 (before expert-parallel parts) and 7: refused
+# naming the versions read
 grid_patched 8 '\003'
 expect_rc "a version-3 checkpoint: refused (65)" 65
-expect_err "the versions named" "$TMP/bad.bin: checkpoint format version 3; this fp8plan reads version 2"
-expect_err "and version 4" "and version 4 (tensor or pipeline parallelism"
-grid_patched 8 '\005'
-expect_rc "a version-5 checkpoint: refused (65)" 65
-expect_err "a newer version named" "$TMP/bad.bin: checkpoint format version 5; this fp8plan reads"
+expect_err "the versions named" "$TMP/bad.bin: checkpoint format version 3; this fp8plan reads version 5"
+expect_err "and version 6" "and version 6 (tensor, pipeline or expert parallelism"
+grid_patched 8 '\004'
+expect_rc "a version-4 checkpoint: refused (65)" 65
+expect_err "version 4: save it again" "version 4 came before expert-parallel parts; save it again"
+grid_patched 8 '\007'
+expect_rc "a version-7 checkpoint: refused (65)" 65
+expect_err "a newer version named" "$TMP/bad.bin: checkpoint format version 7; this fp8plan reads"
+
+# ---- mixture of experts: expert parallelism, multi-token prediction ------------------------------------
+# An EP rank holds its own E/ep experts (their weights, master, Adam states, FP8 copies, block scales and
+# scaling records) beside a replica of the rest (a sigmoid router's aux-loss-free bias included): the file
+# keeps a part per EP rank (format version 6, parts = tp x pp x ep), each written by the place's first rank
+# (dp_rank = ep_rank) as its own one-model image, whose header names the experts it holds. A run of 6 steps and
+# one of 3 + 3 through a checkpoint must give the same losses (the MTP loss too, the loss log's third column)
+# and, saved at the end, the same checkpoint, byte for byte: every parameter, state and scaling record.
+# Models: tiny-moe is Mixtral shrunk (2 layers, hidden 64, 8 experts of FFN 224 top-2, softmax router);
+# tiny-ds DeepSeek-style (3 layers, the first dense, 8 experts of FFN 32 top-2, a shared expert, a sigmoid
+# router with 4 groups, top 2); tiny-mtp DeepSeek-V3 shrunk (latent attention, tiny-ds's experts, one MTP
+# depth). The same rows as mpi_ep.sh's.
+echo 'tiny-moe,2,64,224,4,1,16,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,0,224,0,softmax,0,0,0,0,0,0,0,0,"test model"' >>"$cat/models.csv"
+echo 'tiny-ds,3,64,128,4,1,16,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,0,0,0,0,0,0,"test model"' >>"$cat/models.csv"
+echo 'tiny-mtp,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,1,"test model"' >>"$cat/models.csv"
+# moe_resumed NP MODEL RECIPE [FLAGS]
+moe_resumed() {
+    local np=$1 model=$2 recipe=$3
+    shift 3
+    local tag="$np ranks, $model, $recipe${*:+ $*}"
+    local R="run --catalog $cat --model $model --recipe $recipe --mbs 1 --gbs 4 --quiet $*"
+    rm -f "$TMP/full.ck" "$TMP/end.ck"
+    mpi_run "$np" "$FP8PLAN" $R --steps 6 --loss-log "$TMP/full.csv" --save "$TMP/full.ck"
+    expect_rc "$tag: 6 steps and --save exit 0" 0
+    mpi_run "$np" "$FP8PLAN" $R --steps 3 --save "$TMP/ck.bin" --loss-log "$TMP/a.csv"
+    expect_rc "$tag: 3 steps and --save exit 0" 0
+    mpi_run "$np" "$FP8PLAN" $R --steps 3 --resume "$TMP/ck.bin" --loss-log "$TMP/b.csv" --save "$TMP/end.ck"
+    expect_rc "$tag: --resume, 3 more and --save exit 0" 0
+    { cat "$TMP/a.csv"; tail -n +2 "$TMP/b.csv"; } >"$TMP/joined.csv"
+    expect_eq "$tag: resumed = uninterrupted, bit for bit" "$(cmp -s "$TMP/full.csv" "$TMP/joined.csv" && echo same)" same
+    expect_eq "$tag: 6 steps logged" "$(tail -n +2 "$TMP/joined.csv" | wc -l | tr -d ' ')" 6
+    expect_eq "$tag: the checkpoints after step 6, byte for byte" "$(cmp -s "$TMP/full.ck" "$TMP/end.ck" && echo same)" same
+}
+moe_resumed 2 tiny-moe megatron-bf16 --ep 2
+moe_resumed 2 tiny-moe te-fp8 --ep 2
+moe_resumed 4 tiny-ds te-fp8-current --ep 2
+moe_resumed 1 tiny-mtp megatron-bf16
+expect_eq "tiny-mtp: the MTP loss logged" "$(head -1 "$TMP/joined.csv")" "step,loss,mtp_loss"
+moe_resumed 2 tiny-mtp te-fp8 --ep 2
+moe_resumed 2 tiny-mtp deepseek-v3 --ep 2
+# the ep 2 file: version 6, tp 1, pp 1, dp 2, ep 2, two parts (EP ranks 0 and 1); part 1's image holds experts
+# 4 .. 7: its "first expert held", the image's 56th field (60 + 55 x 8 = 500), is 4 (part 0's 0)
+expect_eq "ep 2 file: version 6, tp 1, pp 1, dp 2, ep 2, 2 parts" "$(head_of "$TMP/ck.bin")" "6 1 1 2 2 2"
+len0=$(u64_at "$TMP/ck.bin" 32)
+expect_eq "ep 2 file: part 0 holds from expert 0, part 1 from expert 4" \
+    "$(u64_at "$TMP/ck.bin" $((40 + 500))) $(u64_at "$TMP/ck.bin" $((40 + len0 + 8 + 500)))" "0 4"
+cp "$TMP/ck.bin" "$TMP/ep2.bin"
+# another --ep, or another expert count or top-k, is refused naming the checkpoint and the difference, exit 65
+E="run --catalog $cat --model tiny-mtp --recipe deepseek-v3 --mbs 1 --gbs 4 --quiet --steps 1"
+mpi_run 2 "$FP8PLAN" $E --resume "$TMP/ep2.bin"
+expect_rc "an ep 2 checkpoint at ep 1: refused (65)" 65
+expect_err "ep 2 at ep 1: both layouts named" "$TMP/ep2.bin: checkpoint (format version 6) of a --tp 1 --pp 1 --dp 2 --ep 2 (2 ranks) run, each tensor/pipeline/expert-parallel rank's part in that rank's layout; this run is --tp 1 --pp 1 --dp 2 --ep 1 (2 ranks)"
+mpi_run 4 "$FP8PLAN" $E --ep 4 --resume "$TMP/ep2.bin"
+expect_rc "an ep 2 checkpoint at ep 4: refused (65)" 65
+expect_err "ep 2 at ep 4: this run named" "this run is --tp 1 --pp 1 --dp 4 --ep 4 (4 ranks)"
+mpi_run 2 "$FP8PLAN" $E --ep 2 --experts 4 --resume "$TMP/ep2.bin"
+expect_rc "an 8-expert checkpoint with --experts 4: refused (65)" 65
+expect_err "the expert counts named" "$TMP/ep2.bin: checkpoint has experts 8, this run has 4"
+mpi_run 2 "$FP8PLAN" $E --ep 2 --topk 1 --resume "$TMP/ep2.bin"
+expect_rc "a top-2 checkpoint with --topk 1: refused (65)" 65
+expect_err "the top-k named" "$TMP/ep2.bin: checkpoint has experts per token 2, this run has 1"
+mpi_run 2 "$FP8PLAN" $E --ep 2 --mtp-weight 0.1 --resume "$TMP/ep2.bin"
+expect_rc "another --mtp-weight: refused (65)" 65
+expect_err "the MTP weight named" "$TMP/ep2.bin: checkpoint was trained with MTP weight 0.3 (--mtp-weight); this run has 0.1"
+run $E --save "$TMP/one.bin"
+mpi_run 2 "$FP8PLAN" $E --ep 2 --resume "$TMP/one.bin"
+expect_rc "a one-rank checkpoint at ep 2: refused (65)" 65
+expect_err "the one-model format named" "$TMP/one.bin: checkpoint (format version 5) of a run without tensor, pipeline or expert parallelism; this run is --tp 1 --pp 1 --dp 2 --ep 2 (2 ranks)"
 
 # delayed scaling whose amaxes are not reduced over the DP ranks leaves each DP rank its own histories
 # and scales, which a checkpoint (one copy per DP group) does not hold: refused before any step, and

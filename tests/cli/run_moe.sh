@@ -291,6 +291,34 @@ if command -v mpirun >/dev/null 2>&1; then
         "     0 ep_dispatch_fwd +[0-9]+ +[0-9]+ +34816 +34816 +17408  exact"
     expect_line "deepseek-v3 --ep 2: rank 1's FP8 output-gradient dispatch, by hand" \
         "     1 ep_dispatch_bwd +[0-9]+ +[0-9]+ +34816 +34816 +17408  exact"
+    # the MTP loss is the data-parallel mean, as the main loss is: every rank's MTP token losses gathered and
+    # summed in global token order (exec/model/model_step.c global_mtp_loss), so step 1 (the same weights on
+    # every rank) is one rank's bit for bit; before, each rank reported the mean of its own micro-batches
+    # (rank 0: 2 of the 4 sequences). The later steps within mpi_run.sh's DP bound, 1e-4 relative.
+    M="run --catalog $TMP/mla --model tiny-mtp --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 3 --quiet"
+    run $M --loss-log "$TMP/mtp1.csv"
+    expect_eq "tiny-mtp: the loss log's MTP column" "$(head -1 "$TMP/mtp1.csv")" "step,loss,mtp_loss"
+    for ep in 1 2; do
+        mpi_run 2 "$FP8PLAN" $M --ep $ep --loss-log "$TMP/mtp2.csv"
+        expect_rc "tiny-mtp np 2 ep $ep: exit 0" 0
+        expect_eq "tiny-mtp np 2 ep $ep: step 1's MTP loss is one rank's, bit for bit" \
+            "$(sed -n 2p "$TMP/mtp2.csv" | cut -d, -f3)" "$(sed -n 2p "$TMP/mtp1.csv" | cut -d, -f3)"
+        expect_eq "tiny-mtp np 2 ep $ep: every step's MTP loss within 1e-4 of one rank's" \
+            "$(awk -F, 'NR == FNR { a[$1] = $3; next } FNR > 1 { d = ($3 - a[$1]) / a[$1]; if (d < 0) d = -d;
+                if (d > 1e-4 || $3 == "") bad++ } END { print bad + 0 }' "$TMP/mtp1.csv" "$TMP/mtp2.csv")" 0
+    done
+    # --save/--resume over expert parallelism (a part per EP rank, exec/ckpt/ckpt_layout.h; every recipe and
+    # the refusals: tests/cli/mpi_resume.sh): 4 steps, and 2 + 2 through a checkpoint, give the same losses (MTP
+    # included) and the same checkpoint after step 4, byte for byte
+    mpi_run 2 "$FP8PLAN" $M --ep 2 --steps 4 --loss-log "$TMP/r4.csv" --save "$TMP/r4.ck"
+    expect_rc "tiny-mtp ep 2: 4 steps and --save exit 0" 0
+    mpi_run 2 "$FP8PLAN" $M --ep 2 --steps 2 --loss-log "$TMP/r2a.csv" --save "$TMP/r2.ck"
+    mpi_run 2 "$FP8PLAN" $M --ep 2 --steps 2 --loss-log "$TMP/r2b.csv" --resume "$TMP/r2.ck" --save "$TMP/r2b.ck"
+    expect_rc "tiny-mtp ep 2: --resume and 2 more exit 0" 0
+    expect_eq "tiny-mtp ep 2: 2 + 2 steps through a checkpoint = 4, bit for bit" \
+        "$({ cat "$TMP/r2a.csv"; tail -n +2 "$TMP/r2b.csv"; } | cmp -s - "$TMP/r4.csv" && echo same)" same
+    expect_eq "tiny-mtp ep 2: the checkpoints after step 4, byte for byte" \
+        "$(cmp -s "$TMP/r4.ck" "$TMP/r2b.ck" && echo same)" same
 else
     skip "--ep 2 under mpirun" "mpirun: install openmpi-bin (make installs it as root)"
 fi

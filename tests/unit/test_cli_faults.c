@@ -13,7 +13,7 @@
  * the sweep then removes.
  *
  * tier: full (make test-full, which .ci/run runs): every allocation of every command line fails
- * once, about 75 s. */
+ * once, about 75 s, and 25 s more for the MoE line (2,684 allocator calls). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +39,7 @@ static char dir[256]; /* the command lines' output folder */
  * writes before the report: training state is not thrown away because a report could not be made). */
 typedef struct {
     int (*fn)(int, char **);
-    const char *args[24];
+    const char *args[32];
     const char *made[3];
     const char *kept;
 } Line;
@@ -63,8 +63,8 @@ static int expand(const char *a, char *buf, size_t size)
 static Status line_op(const void *arg, Err *e)
 {
     const Line *l = arg;
-    static char store[24][512];
-    char *argv[25];
+    static char store[32][512];
+    char *argv[33];
     int argc = 0;
     for (; l->args[argc]; argc++) {
         if (!expand(l->args[argc], store[argc], sizeof store[argc])) return err_set(e, ST_SOFTWARE, "long argument");
@@ -237,10 +237,48 @@ static const Line RUN_HTML = {
              "-o",       "@/run.html", NULL},
     .made = {"@/run.html"}};
 
+/* A mixture-of-experts model (Mixtral's row shrunk: 4 experts of FFN 16, top-2) under te-fp8, its FP8 experts'
+ * grouped GEMMs and scaling records, with the routing log the run writes beside its comparison. */
+static const Line RUN_MOE = {.fn = cmd_run,
+                             .args = {"run",
+                                      "--backend",
+                                      "cpu",
+                                      "--model",
+                                      "mixtral-8x7b",
+                                      "--layers",
+                                      "1",
+                                      "--hidden",
+                                      "32",
+                                      "--heads",
+                                      "2",
+                                      "--kv-heads",
+                                      "1",
+                                      "--seq",
+                                      "16",
+                                      "--vocab",
+                                      "64",
+                                      "--experts",
+                                      "4",
+                                      "--topk",
+                                      "2",
+                                      "--expert-ffn",
+                                      "16",
+                                      "--steps",
+                                      "2",
+                                      "--recipe",
+                                      "te-fp8",
+                                      "-o",
+                                      "@/moe.csv",
+                                      "--routing-log",
+                                      "@/routing.csv",
+                                      NULL},
+                             .made = {"@/moe.csv", "@/routing.csv"}};
+
 static void test_run_faults(void)
 {
     sweep_line("run ... -o run.csv --save run.ckpt", &RUN_LINE);
     sweep_line("run ... --format html -o run.html", &RUN_HTML);
+    sweep_line("run mixtral (experts) ... -o moe.csv --routing-log routing.csv", &RUN_MOE);
 }
 
 int main(void)
@@ -267,6 +305,7 @@ int main(void)
         if (line_op(&PLAN_LINES[i], &e)) fprintf(stderr, "warm-up: %s\n", e.msg);
     if (line_op(&RUN_LINE, &e)) fprintf(stderr, "warm-up: %s\n", e.msg);
     if (line_op(&RUN_HTML, &e)) fprintf(stderr, "warm-up: %s\n", e.msg);
+    if (line_op(&RUN_MOE, &e)) fprintf(stderr, "warm-up: %s\n", e.msg);
     RUN(test_plan_faults);
     RUN(test_run_faults);
     free(kept_ref);

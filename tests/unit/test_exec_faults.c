@@ -353,6 +353,53 @@ static void test_alloc_faults(void)
     for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++) sweep_job(K_MALLOC, &jobs[i]);
 }
 
+/* A MoE step allocates nothing once the first has run: the grouped GEMMs' group tables come from the CPU
+ * backend's kept scratch (grown on the first call, reused), the FP8 experts' counts are read into the model's
+ * host scratch. Every malloc, calloc, realloc and aligned_alloc of steps 2 and 3 counted (the wrapped allocators,
+ * counting only): none, for the softmax and sigmoid routers, BF16 and every FP8 recipe the experts run, and
+ * latent attention with MTP's MoE block. Before, each grouped GEMM allocated its table (two blocks a call) and
+ * each FP8 expert pass its host counts: steps 2 and 3 made 56 allocations (megatron-bf16), 68 (each FP8 recipe),
+ * 112 (MLA with MTP). */
+static void test_moe_steps_allocate_nothing(void)
+{
+    static const struct {
+        const char *recipe;
+        RouterType router;
+        int mla;
+    } cases[] = {{"megatron-bf16", ROUTER_SOFTMAX, 0},
+                 {"te-fp8", ROUTER_SIGMOID, 0},
+                 {"te-fp8-current", ROUTER_SOFTMAX, 0},
+                 {"deepseek-v3", ROUTER_SIGMOID, 0},
+                 {"megatron-bf16", ROUTER_SIGMOID, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Err e = {0};
+        Backend *bk = NULL;
+        Comm *c = NULL;
+        Model *m = NULL;
+        ModelSpec s = cases[i].mla ? fx_mla(1, 16) : fx_moe(cases[i].router);
+        if (cases[i].mla) s.mtp_layers = 1; /* its depth's block is one more MoE layer */
+        Recipe r = fx_recipe(cases[i].recipe);
+        Status st = backend_cpu_create(&bk, &e);
+        if (!st) st = comm_single_create(&c, &e);
+        if (!st) st = fx_model(&s, &r, 2, 2, NULL, bk, c, &m, &e);
+        CHECKF(!st && m, "%s: %s", cases[i].recipe, e.msg);
+        CHECK(!m || model_step_tokens(m) <= sizeof tin / sizeof *tin);
+        float loss;
+        for (int k = 0; !st && m && k < 3; k++) {
+            fx_tokens(m, 5u + (unsigned)k, tin, ttgt);
+            if (k == 1) F.kind = K_MALLOC, F.at = -1, F.n = 0; /* count, from step 2 on */
+            st = model_step(m, tin, ttgt, &loss, &e);
+        }
+        F.kind = K_NONE;
+        CHECKF(!st, "%s: %s", cases[i].recipe, e.msg);
+        CHECKF(F.n == 0, "%s%s: steps 2 and 3 made %ld allocations", cases[i].recipe, cases[i].mla ? " (MLA, MTP)" : "",
+               F.n);
+        model_destroy(m);
+        if (c) c->destroy(c);
+        if (bk) bk->destroy(bk);
+    }
+}
+
 /* The catalog's four files parsed (csv_table over libcsv, then the rows checked), each into a fresh Catalog. */
 typedef struct {
     const char *path;
@@ -401,6 +448,7 @@ int main(void)
     RUN(test_backend_faults);
     RUN(test_comm_faults);
     RUN(test_alloc_faults);
+    RUN(test_moe_steps_allocate_nothing);
     RUN(test_catalog_alloc_faults);
     rmdir(tmpdir);
     return test_summary();

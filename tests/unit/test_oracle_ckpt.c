@@ -10,16 +10,18 @@
  *
  * Layout (little-endian):
  *   0    "FP8PCKPT"                      8 B
- *   8    u32 version = 2
+ *   8    u32 version = 5
  *   12   recipe name, NUL-padded        48 B
- *   60   39 x u64: 22 recipe fields, 17 model and run-size fields (FIELDS below, in order)
- *   372  f32 lr, beta1, beta2, eps, weight decay; u32 warm-up; f32 init std; u64 seed   (36 B)
- *   408  u32 step
- *   412  u32 data kind, u32 prev, u64 rng, u64 pos, u64 batches, u64 source           (40 B)
- *   452  u32 tensor count
- *   456  per tensor: u32 term, u32 dtype, i32 layer, u64 bytes, 32 B name, data
+ *   60   56 x u64: 22 recipe fields, 17 model and run-size fields, 17 of experts, latent attention,
+ *        q/k norms, MTP and the expert-parallel place (FIELDS below, in order)
+ *   508  f32 lr, beta1, beta2, eps, weight decay; u32 warm-up; f32 init std; u64 seed   (36 B)
+ *   544  f32 MTP weight
+ *   548  u32 step
+ *   552  u32 data kind, u32 prev, u64 rng, u64 pos, u64 batches, u64 source           (40 B)
+ *   592  u32 tensor count
+ *   596  per tensor: u32 term, u32 dtype, i32 layer, u64 bytes, 32 B name, data
  *   end  u64 FNV-1a of every byte before it
- * (60 + 39·8 = 372; 372 + 5·4 + 4 + 4 + 8 = 408; 412 + 4 + 4 + 4·8 = 452.) */
+ * (60 + 56·8 = 508; 508 + 5·4 + 4 + 4 + 8 = 544; 552 + 4 + 4 + 4·8 = 592.) */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,12 +35,13 @@ enum {
     OFF_VERSION = 8,
     OFF_NAME = 12,
     OFF_FIELDS = 60,
-    NFIELDS = 39,
-    OFF_HYPER = 372,
-    OFF_STEP = 408,
-    OFF_DATA = 412,
-    OFF_NTENSORS = 452,
-    OFF_TENSORS = 456
+    NFIELDS = 56,
+    OFF_HYPER = 508,
+    OFF_MTP_WEIGHT = 544,
+    OFF_STEP = 548,
+    OFF_DATA = 552,
+    OFF_NTENSORS = 592,
+    OFF_TENSORS = 596
 };
 
 static char dir[512];
@@ -121,10 +124,11 @@ static void test_header_fields(void)
     if (!b || n <= OFF_TENSORS + 8) return;
 
     CHECK(!memcmp(b, "FP8PCKPT", 8));
-    CHECK_EQ_U64(rd32(b + OFF_VERSION), 2);
+    CHECK_EQ_U64(rd32(b + OFF_VERSION), 5);
     char name[48] = "te-fp8"; /* NUL-padded to 48 bytes */
     CHECK(!memcmp(b + OFF_NAME, name, sizeof name));
-    /* the 39 fields that must match, in file order, with the values this model has */
+    /* the 56 fields that must match, in file order, with the values this model has (a dense GPT on one rank:
+     * no experts, latents, q/k norms or MTP; one expert-parallel rank, holding from expert 0) */
     const struct {
         const char *name;
         uint64_t v;
@@ -168,6 +172,23 @@ static void test_header_fields(void)
         {"tied embeddings", 1},
         {"linear biases", 1},
         {"rope base", 10000},
+        {"experts", 0},
+        {"experts per token", 0},
+        {"shared experts", 0},
+        {"expert ffn", 0},
+        {"dense layers", 0},
+        {"router", ROUTER_NONE},
+        {"router groups", 0},
+        {"router group top-k", 0},
+        {"q latent", 0},
+        {"kv latent", 0},
+        {"qk_nope_head_dim", 0},
+        {"qk_rope_head_dim", 0},
+        {"v_head_dim", 0},
+        {"q/k norms", 0},
+        {"MTP depths", 0},
+        {"expert-parallel ranks (--ep)", 1},
+        {"first expert held", 0},
     };
     for (int i = 0; i < NFIELDS; i++)
         CHECKF(rd64(b + OFF_FIELDS + 8 * i) == FIELDS[i].v, "field %d (%s) = %llu, expected %llu", i, FIELDS[i].name,
@@ -177,6 +198,7 @@ static void test_header_fields(void)
     CHECK_EQ_U64(rd32(b + OFF_HYPER + 20), 3);
     CHECK(rdf(b + OFF_HYPER + 24) == 0.03125f);
     CHECK_EQ_U64(rd64(b + OFF_HYPER + 28), 0x0123456789ABCDEFull);
+    CHECK(rdf(b + OFF_MTP_WEIGHT) == 0.3f); /* MODEL_MTP_WEIGHT, DeepSeek-V3's (written for every model) */
     CHECK_EQ_U64(rd32(b + OFF_STEP), 7);
     CHECK_EQ_U64(rd32(b + OFF_DATA), DATA_SYNTHETIC);
     CHECK_EQ_U64(rd32(b + OFF_DATA + 4), 0x11223344u);
@@ -220,7 +242,7 @@ static void test_header_fields(void)
     CHECK(got.kind == ds.kind && got.prev == ds.prev && got.rng == ds.rng && got.pos == ds.pos &&
           got.batches == ds.batches && got.source == ds.source);
 
-    /* each of the 39 fields, changed alone, is refused naming the field */
+    /* each of the 56 fields, changed alone, is refused naming the field */
     unsigned char *c = malloc(n);
     for (int i = 0; g2 && c && i < NFIELDS; i++) {
         memcpy(c, b, n);
@@ -230,8 +252,8 @@ static void test_header_fields(void)
         CHECKF(st == ST_DATA, "field %s changed: status %d", FIELDS[i].name, st);
         CHECKF(strstr(e.msg, FIELDS[i].name) != NULL, "field %s changed: '%s'", FIELDS[i].name, e.msg);
     }
-    /* each hyper-parameter, changed alone, is refused (resume with the same settings) */
-    const int hyper_off[] = {0, 4, 8, 12, 16, 20, 24, 28};
+    /* each hyper-parameter and the MTP weight, changed alone, is refused (resume with the same settings) */
+    const int hyper_off[] = {0, 4, 8, 12, 16, 20, 24, 28, 36};
     for (size_t i = 0; g2 && c && i < sizeof hyper_off / sizeof *hyper_off; i++) {
         memcpy(c, b, n);
         c[OFF_HYPER + hyper_off[i]] ^= 0x01;
@@ -249,7 +271,7 @@ static void test_header_fields(void)
         CHECK_CONTAINS(e.msg, "version 3");
         /* a layout checkpoint's part is read from memory without the file's peek: its own header refuses it */
         CHECK(ckpt_load_image("part", c, n, g2, &got, &e) == ST_DATA);
-        CHECK_CONTAINS(e.msg, "part: checkpoint format version 3, this fp8plan reads version 2");
+        CHECK_CONTAINS(e.msg, "part: checkpoint format version 3, this fp8plan reads version 5");
         memcpy(c, b, n);
         CHECKF(ckpt_load_image("part", c, n, g2, &got, &e) == ST_OK, "%s", e.msg); /* as written, it loads */
         memcpy(c, b, n), c[0] = 'X', spit(bad, c, n);
