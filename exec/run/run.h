@@ -60,6 +60,7 @@ typedef struct {
      * experts + x] token copies rank r sent expert x, in ep_calls dispatches a rank, and the bytes its counts'
      * exchanges moved (ep_counts[2r] payload, [2r + 1] sent; exec/run/run_ranks_ep.c). */
     uint64_t *ep_rows, ep_calls, ep_buffer_bytes; /* ep_buffer_bytes: rank 0's EP buffers outside the arena */
+    uint64_t *ep_rank_calls;                      /* (n) each rank's dispatches: its stage's MoE layers' */
     uint32_t experts;
     double *ep_counts;
 } RankData;

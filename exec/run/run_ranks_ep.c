@@ -26,12 +26,18 @@ Status run_ranks_gather_ep(Comm *comm, const Model *m, RankData *rd, Err *e)
     if (!st) st = comm_gather_bytes(comm, m->ep_rows, E * sizeof *m->ep_rows, rd->ep_rows, e);
     if (!st) st = comm_gather_bytes(comm, &m->ep_calls, sizeof m->ep_calls, calls, e);
     if (!st) st = comm_gather_bytes(comm, counts, sizeof counts, rd->ep_counts, e);
-    for (size_t r = 1; !st && comm->rank == 0 && r < n; r++)
-        if (calls[r] != calls[0])
-            st = err_set(e, ST_SOFTWARE, "expert parallelism: rank %zu made %llu dispatches, rank 0 %llu", r,
-                         (unsigned long long)calls[r], (unsigned long long)calls[0]);
-    if (!st) rd->ep_calls = calls[0], rd->ep_buffer_bytes = m->ep_buffer_bytes;
-    free(calls);
+    /* a stage's ranks dispatch alike (its MoE layers x micro-batches x steps); stages hold other layers */
+    const size_t per = n / (rd->stages > 1 ? rd->stages : 1);
+    for (size_t r = 1; !st && comm->rank == 0 && r < n; r++) {
+        size_t r0 = r / per * per; /* the stage's first rank */
+        if (calls[r] != calls[r0])
+            st = err_set(e, ST_SOFTWARE, "expert parallelism: rank %zu made %llu dispatches, rank %zu %llu", r,
+                         (unsigned long long)calls[r], r0, (unsigned long long)calls[r0]);
+    }
+    if (!st)
+        rd->ep_calls = calls[0], rd->ep_buffer_bytes = m->ep_buffer_bytes, rd->ep_rank_calls = calls;
+    else
+        free(calls);
     return st;
 }
 
@@ -39,7 +45,12 @@ static uint64_t whole(double x) { return x < 0 ? 0 : (uint64_t)llround(x); }
 
 int run_rank_ep(const Plan *p, const RankData *rd, int r, EpRouted *planned, EpRouted *measured, Err *e)
 {
-    MoeRouting rt = {.ranks = (uint32_t)rd->n, .experts = rd->experts, .calls = rd->ep_calls, .rows = rd->ep_rows};
+    /* rank r against its stage's plan and routing: the stage's ranks (tp 1: its DP ranks, consecutive) */
+    const uint32_t per = (uint32_t)rd->n / (rd->stages > 1 ? rd->stages : 1), r0 = (uint32_t)r / per * per;
+    MoeRouting rt = {.ranks = per,
+                     .experts = rd->experts,
+                     .calls = rd->ep_rank_calls[r0],
+                     .rows = rd->ep_rows + (uint64_t)r0 * rd->experts};
     memset(measured, 0, sizeof *measured);
     for (int i = EPR_DISPATCH_FWD; i < EPR_COUNT_; i++) {
         const CommStats *s = &rd->coll[(size_t)r * CO_COUNT_ + ep_routed_coll(i)];
@@ -48,5 +59,5 @@ int run_rank_ep(const Plan *p, const RankData *rd, int r, EpRouted *planned, EpR
     }
     measured->payload[EPR_COUNTS] = whole(rd->ep_counts[2 * r]);
     measured->sent[EPR_COUNTS] = whole(rd->ep_counts[2 * r + 1]);
-    return plan_ep_routed(p, &rt, (uint32_t)r, planned, e) ? -1 : 0;
+    return plan_ep_routed(run_rank_plan(p, rd, r), &rt, (uint32_t)r - r0, planned, e) ? -1 : 0;
 }
