@@ -30,7 +30,14 @@ int plan_routing_emit(const char *cmd, const Plan *p, const char *path, const Cl
     const uint32_t moe =
         (md->layers > md->dense_layers ? md->layers - md->dense_layers : 0) + (md->experts ? md->mtp_layers : 0);
     int rc = 0;
-    if (rl.layers != moe) {
+    if (p->in.pp > 1) { /* the log's rows are summed over every layer; a stage's ranks route its own layers only */
+        err_set(
+            &e, ST_USAGE,
+            "--routing %s with --pp %u: the log is read summed over the model's layers, not per stage yet (`fp8plan "
+            "run` compares each stage's ranks with their stage's plan itself)",
+            path, p->in.pp);
+        rc = cli_fail(cmd, &e);
+    } else if (rl.layers != moe) {
         err_set(&e, ST_DATA, "--routing %s: %u MoE layers logged; %s planned here has %u", path, rl.layers, md->name,
                 moe);
         rc = cli_fail(cmd, &e);
