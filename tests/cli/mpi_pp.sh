@@ -159,7 +159,16 @@ while IFS='|' read -r np layout model steps same <&3; do
         expect_out "$tag: all-to-alls as planned for the measured routing" \
             "every rank sent the plan's expert all-to-all bytes for the measured routing, byte for byte"
         expect_eq "$tag -o: every rank's all-to-all rows ok" \
-            "$(grep -c ',rank_ep_routed,.*,exact,ok$' "$TMP/pp-o.csv")" "$((np * 10))" ;;
+            "$(grep -c ',rank_ep_routed,.*,exact,ok$' "$TMP/pp-o.csv")" "$((np * 10))"
+        if [ "$model" = DS ]; then # a catalog row: the planner, given the log, gives each rank's bytes as measured
+            run plan --catalog "$cat" $DS --gpu h100-sxm --recipe megatron-bf16 --stack fp8plan --mbs 1 --gbs 4 \
+                --dp $((np / 2)) $layout --routing "$TMP/pp_r.csv" --format csv
+            expect_rc "$tag: plan --routing exits 0" 0
+            awk -F, '$2 == "rank_ep_routed" && $3 !~ /payload/ { print $1 "," $3 "," $6 }' "$TMP/pp-o.csv" | sort >"$TMP/meas"
+            awk -F, 'NR > 1 { print $1 "," $2 "," $3 }' "$TMP/out" | sort >"$TMP/plan"
+            expect_eq "$tag: plan --routing gives every rank's measured bytes, stage by stage" \
+                "$(cmp -s "$TMP/meas" "$TMP/plan" && [ -s "$TMP/meas" ] && echo same)" same
+        fi ;;
     esac
 done 3<<'EOF'
 2|--pp 2|MIX|5|1
@@ -209,7 +218,7 @@ expect_eq "DS stage 1: counts by hand" "$(grep -cE '^ +[23] ep_counts +1120 +112
 
 # refused before any work (exit 69, no -o file): FP8 experts over stages (one saved scale an expert, not one
 # per micro-batch in flight); latent attention and MTP over stages stay refused (tests/unit/test_exec_moe_model.c,
-# test_exec_plan.c); `plan --routing` with --pp (the log read summed over the model's layers): exit 64
+# test_exec_plan.c). `plan --routing` with --pp: a log of fewer layers than the model's MoE layers, exit 65
 rm -f "$TMP/f8.csv"
 mpi_run 2 "$FP8PLAN" run --catalog "$cat" $MIX --recipe te-fp8-current --mbs 1 --gbs 4 --steps 2 --pp 2 -o "$TMP/f8.csv"
 expect_rc "MoE te-fp8-current --pp 2 exits 69" 69
@@ -219,9 +228,10 @@ expect_eq "MoE te-fp8-current --pp 2: no -o file" "$([ -e "$TMP/f8.csv" ] && ech
 mpi_run 2 "$FP8PLAN" run --catalog "$cat" --model tiny-mla --recipe megatron-bf16 --mbs 1 --gbs 4 --steps 2 --pp 2
 expect_rc "latent attention --pp 2 exits 69" 69
 expect_err "latent attention --pp 2: the reason" "the executor runs latent attention on one tensor- and pipeline-parallel rank"
-run plan --catalog "$cat" --model mixtral-8x7b --gpu h100-sxm --recipe megatron-bf16 --mbs 1 --gbs 8 --dp 2 --ep 2 \
-    --pp 2 --routing "$FP8PLAN_ROOT/tests/data/routing/mixtral_dp2_ep2.csv"
-expect_rc "plan --routing with --pp 2 exits 64" 64
-expect_err "plan --routing with --pp 2: the reason" "with --pp 2: the log is read summed over the model's layers"
+awk -F, 'NR == 1 || $2 != 2' "$TMP/pp_r.csv" >"$TMP/pp_r1.csv" # tiny-ds's MoE layer 2 left out
+run plan --catalog "$cat" $DS --gpu h100-sxm --recipe megatron-bf16 --stack fp8plan --mbs 1 --gbs 4 --dp 2 --pp 2 \
+    --ep 2 --last-stage-layers 1 --routing "$TMP/pp_r1.csv"
+expect_rc "plan --routing with --pp 2: a log missing a layer exits 65" 65
+expect_err "plan --routing with --pp 2: the layers" "1 MoE layers logged; tiny-ds planned here has 2"
 
 finish
