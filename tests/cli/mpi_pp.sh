@@ -216,6 +216,29 @@ expect_eq "DS stage 1: dispatch payload by hand" \
     "$(grep -cE '^ +[23] ep_dispatch_fwd +[0-9]+ +[0-9]+ +163840 +163840 +81920 +exact' "$o")" 2
 expect_eq "DS stage 1: counts by hand" "$(grep -cE '^ +[23] ep_counts +1120 +1120 +2240 +2240 +1120 +exact' "$o")" 2
 
+# --save/--resume with experts over stages (ep 1; with --ep a checkpoint is refused, exec/ckpt/ckpt.c): a part
+# per stage holds its routers, their sigmoid bias and its experts; 3 + 3 steps give the 6 uninterrupted
+# steps' losses bit for bit (tiny-ds 1 + 2 layers at pp 2; Mixtral at pp 2 x dp 2)
+for c in "2|--pp 2 --first-stage-layers 1|DS" "4|--pp 2 --dp 2|MIX"; do
+    np=${c%%|*} rest=${c#*|}
+    layout=${rest%|*} model=${rest#*|}
+    eval "M=\$$model"
+    R="run --catalog $cat $M --recipe megatron-bf16 --mbs 1 --gbs 4 --quiet $layout"
+    mpi_run "$np" "$FP8PLAN" $R --steps 6 --loss-log "$TMP/ck_full.csv"
+    expect_rc "$model $layout: 6 steps exit 0" 0
+    mpi_run "$np" "$FP8PLAN" $R --steps 3 --save "$TMP/ck.bin"
+    expect_rc "$model $layout: 3 steps and --save exit 0" 0
+    mpi_run "$np" "$FP8PLAN" $R --steps 3 --resume "$TMP/ck.bin" --loss-log "$TMP/ck_res.csv"
+    expect_rc "$model $layout: --resume and 3 steps exit 0" 0
+    expect_eq "$model $layout: the resumed steps 4..6 are the uninterrupted run's, bit for bit" \
+        "$(tail -n +2 "$TMP/ck_res.csv")" "$(tail -n 3 "$TMP/ck_full.csv")"
+done
+# a checkpoint of the 1 + 2 split resumed as 2 + 1: its parts hold other layers, refused (exit 65)
+R="run --catalog $cat $DS --recipe megatron-bf16 --mbs 1 --gbs 4 --quiet --pp 2"
+mpi_run 2 "$FP8PLAN" $R --first-stage-layers 1 --steps 2 --save "$TMP/ck.bin"
+mpi_run 2 "$FP8PLAN" $R --last-stage-layers 1 --steps 2 --resume "$TMP/ck.bin"
+expect_rc "a 1 + 2 split's checkpoint resumed as 2 + 1 exits 65" 65
+expect_err "a 1 + 2 split's checkpoint resumed as 2 + 1: the layers" "checkpoint has layers"
 # refused before any work (exit 69, no -o file): FP8 experts over stages (one saved scale an expert, not one
 # per micro-batch in flight); latent attention and MTP over stages stay refused (tests/unit/test_exec_moe_model.c,
 # test_exec_plan.c). `plan --routing` with --pp: a log of fewer layers than the model's MoE layers, exit 65
