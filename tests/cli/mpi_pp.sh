@@ -233,6 +233,15 @@ for c in "2|--pp 2 --first-stage-layers 1|DS" "4|--pp 2 --dp 2|MIX"; do
     expect_eq "$model $layout: the resumed steps 4..6 are the uninterrupted run's, bit for bit" \
         "$(tail -n +2 "$TMP/ck_res.csv")" "$(tail -n 3 "$TMP/ck_full.csv")"
 done
+# a rank whose counts disagree with its peers' (the test hook: rank 2, stage 1, announces one row more than it
+# sends): its stage's ranks agree on the failure after the dispatch, the other stage is elsewhere in its
+# schedule, so the failed stage stops every rank (MPI_Abort): exit 65, no hang, no -o file
+rm -f "$TMP/fault.csv"
+FP8PLAN_FAULT_EP_COUNTS=2 mpi_run 4 "$FP8PLAN" run --catalog "$cat" $MIX --recipe megatron-bf16 --mbs 1 --gbs 4 \
+    --quiet --steps 2 --pp 2 --ep 2 -o "$TMP/fault.csv"
+expect_rc "pp 2 x ep 2, rank 2's counts off by one: exit 65" 65
+expect_err "pp 2 x ep 2, rank 2's counts off by one: the pair named" "(EP group of ranks 2..3; its rank j is rank 2 + j)"
+expect_eq "pp 2 x ep 2, rank 2's counts off by one: no -o file" "$([ -e "$TMP/fault.csv" ] && echo written || echo none)" none
 # a checkpoint of the 1 + 2 split resumed as 2 + 1: its parts hold other layers, refused (exit 65)
 R="run --catalog $cat $DS --recipe megatron-bf16 --mbs 1 --gbs 4 --quiet --pp 2"
 mpi_run 2 "$FP8PLAN" $R --first-stage-layers 1 --steps 2 --save "$TMP/ck.bin"
