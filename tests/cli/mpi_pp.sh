@@ -242,6 +242,14 @@ FP8PLAN_FAULT_EP_COUNTS=2 mpi_run 4 "$FP8PLAN" run --catalog "$cat" $MIX --recip
 expect_rc "pp 2 x ep 2, rank 2's counts off by one: exit 65" 65
 expect_err "pp 2 x ep 2, rank 2's counts off by one: the pair named" "(EP group of ranks 2..3; its rank j is rank 2 + j)"
 expect_eq "pp 2 x ep 2, rank 2's counts off by one: no -o file" "$([ -e "$TMP/fault.csv" ] && echo written || echo none)" none
+# an uneven split the layers do not allow: the plan's reason, exit 64 before any work
+run run --catalog "$cat" $DS --recipe megatron-bf16 --mbs 1 --gbs 4 --steps 1 --first-stage-layers 1
+expect_rc "--first-stage-layers without --pp exits 64" 64
+expect_err "--first-stage-layers without --pp: the reason" "--first-stage-layers 1 --last-stage-layers 0: with --pp 1"
+mpi_run 2 "$FP8PLAN" run --catalog "$cat" $DS --recipe megatron-bf16 --mbs 1 --gbs 4 --steps 1 --pp 2 \
+    --first-stage-layers 3
+expect_rc "--first-stage-layers 3 of 3 layers at pp 2 exits 64" 64
+expect_err "--first-stage-layers 3 of 3 layers at pp 2: the reason" "must share the remaining of tiny-ds's 3 layers"
 # a checkpoint of the 1 + 2 split resumed as 2 + 1: its parts hold other layers, refused (exit 65)
 R="run --catalog $cat $DS --recipe megatron-bf16 --mbs 1 --gbs 4 --quiet --pp 2"
 mpi_run 2 "$FP8PLAN" $R --first-stage-layers 1 --steps 2 --save "$TMP/ck.bin"
