@@ -242,6 +242,14 @@ FP8PLAN_FAULT_EP_COUNTS=2 mpi_run 4 "$FP8PLAN" run --catalog "$cat" $MIX --recip
 expect_rc "pp 2 x ep 2, rank 2's counts off by one: exit 65" 65
 expect_err "pp 2 x ep 2, rank 2's counts off by one: the pair named" "(EP group of ranks 2..3; its rank j is rank 2 + j)"
 expect_eq "pp 2 x ep 2, rank 2's counts off by one: no -o file" "$([ -e "$TMP/fault.csv" ] && echo written || echo none)" none
+# a dense model split unevenly (LLaMA's row shrunk to 3 layers, 2 + 1): one rank's losses bit for bit, each
+# stage as its plan
+G="run --model llama3-8b --layers 3 --hidden 64 --heads 4 --seq 32 --vocab 256 --recipe megatron-bf16 --mbs 1 --gbs 4 --steps 5 --quiet"
+run $G --loss-log "$TMP/d1.csv"
+mpi_run 2 "$FP8PLAN" $G --pp 2 --last-stage-layers 1 --loss-log "$TMP/d2.csv"
+expect_rc "dense 2 + 1 layers at pp 2 exits 0" 0
+expect_line "dense 2 + 1: stage 1's single layer" "  stage 1 \(ranks 1..1, 1 layers; the plan of stage 1\):"
+expect_eq "dense 2 + 1: one rank's 5 losses bit for bit" "$(cmp -s "$TMP/d1.csv" "$TMP/d2.csv" && wc -l <"$TMP/d2.csv")" 6
 # an uneven split the layers do not allow: the plan's reason, exit 64 before any work
 run run --catalog "$cat" $DS --recipe megatron-bf16 --mbs 1 --gbs 4 --steps 1 --first-stage-layers 1
 expect_rc "--first-stage-layers without --pp exits 64" 64
