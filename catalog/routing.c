@@ -14,6 +14,8 @@ static const char *const col_names[C_COUNT_] = {"step", "layer", "rank", "expert
 void routing_log_free(RoutingLog *r)
 {
     free(r->rows);
+    free(r->layer_rows);
+    free(r->layer_ids);
     memset(r, 0, sizeof *r);
 }
 
@@ -102,7 +104,10 @@ Status routing_log_parse(const char *text, size_t len, const char *fname, Routin
     }
     seen = calloc((size_t)cells, 1);
     out->rows = calloc((size_t)out->ranks * out->experts, sizeof *out->rows);
-    if (!seen || !out->rows) st = err_set(e, ST_NOMEM, "out of memory");
+    out->layer_rows = calloc((size_t)out->layers * out->ranks * out->experts, sizeof *out->layer_rows);
+    out->layer_ids = calloc(out->layers, sizeof *out->layer_ids);
+    if (!seen || !out->rows || !out->layer_rows || !out->layer_ids) st = err_set(e, ST_NOMEM, "out of memory");
+    for (uint32_t i = 0; !st && i < out->layers; i++) out->layer_ids[i] = (uint32_t)ls[i]; /* at most UINT32_MAX */
     for (int r = 0; !st && r < t.nrows; r++) {
         const uint64_t *x = &v[(size_t)r * C_COUNT_];
         uint64_t at =
@@ -112,11 +117,14 @@ Status routing_log_parse(const char *text, size_t len, const char *fname, Routin
                 out->experts +
             x[C_EXPERT];
         uint64_t *sum = &out->rows[x[C_RANK] * out->experts + x[C_EXPERT]];
+        uint64_t *lsum =
+            &out->layer_rows[((uint64_t)index_of(ls, out->layers, x[C_LAYER]) * out->ranks + x[C_RANK]) * out->experts +
+                             x[C_EXPERT]];
         if (seen[at]++)
             st = err_set(e, ST_DATA, "%s: row %d: step %llu, layer %llu, rank %llu, expert %llu appears twice", fname,
                          csv_table_rowno(r), (unsigned long long)x[C_STEP], (unsigned long long)x[C_LAYER],
                          (unsigned long long)x[C_RANK], (unsigned long long)x[C_EXPERT]);
-        else if (__builtin_add_overflow(*sum, x[C_COPIES], sum))
+        else if (__builtin_add_overflow(*sum, x[C_COPIES], sum) || __builtin_add_overflow(*lsum, x[C_COPIES], lsum))
             st = err_set(e, ST_DATA, "%s: row %d: the token copies sum past 2^64", fname, csv_table_rowno(r));
     }
     free(ls);
@@ -127,7 +135,10 @@ done:
     csv_table_free(&t);
     if (st) {
         free(out->rows);
-        out->rows = NULL;
+        free(out->layer_rows);
+        free(out->layer_ids);
+        out->rows = out->layer_rows = NULL;
+        out->layer_ids = NULL;
     }
     return st;
 }

@@ -18,7 +18,10 @@ enum { ROUTING_MAX_RANKS = 4096, ROUTING_MAX_EXPERTS = 4096, ROUTING_MAX_LAYERS 
 
 typedef struct {
     uint32_t steps, layers, ranks, experts;
-    uint64_t *rows; /* (ranks, experts): token copies summed over the steps and layers */
+    uint64_t *rows;       /* (ranks, experts): token copies summed over the steps and layers */
+    uint64_t *layer_rows; /* (layers, ranks, experts): summed over the steps alone (pipeline stages: a stage's
+                             ranks route its own layers) */
+    uint32_t *layer_ids;  /* (layers) the log's layer indices, ascending */
 } RoutingLog;
 
 /* Parse text (fname names it in errors) into *out (routing_log_free it, also after an error). */

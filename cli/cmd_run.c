@@ -114,6 +114,10 @@ static const CliOpt opts[] = {
         IN23 "parallel linears, heads and FFN split over the ranks"),
     USE("pp", 1, 4096, NULL, "pipeline stages, 1F1B (cpu backend); each stage an even share of the layers."
         IN23 "With --tp and --dp: mpirun -np tp x pp x dp (tp fastest, then dp, then pp)"),
+    {"first-stage-layers", OPT_U32, A(first_stage_layers), .lo = 1, .hi = 1u << 20, .arg = "N",
+     .help = "uneven pipeline (with --pp): layers on the first stage; --last-stage-layers N"
+        IN23 "those on the last; the other stages share the rest evenly (the plan's split)"},
+    {"last-stage-layers", OPT_U32, A(last_stage_layers), .lo = 1, .hi = 1u << 20, .arg = "N"},
     USE("stack", 0, 0, NULL, "the software stack the plan is made for (stacks.csv; default fp8plan, this"
         IN23 "executor: another stack's plan predicts that stack, not this run)"),
     USE("gpu", 0, 0, NULL, "the GPU the plan is made for (default: the device's row of gpus.csv with"

@@ -73,27 +73,32 @@ static int print_tables(const Plan *p, const Measurement *ms, const Comparison *
 /* A model with experts: the last step's routing per MoE layer — rows (token copies) per expert against the
  * plan's uniform expectation (micro-batches x B x T x top-k / E rows each, the most-loaded expert at
  * --moe-imbalance times the mean) — and the auxiliary loss. */
-static void print_routing(const Plan *p, const Model *m)
+static void print_routing(const Plan *p, const Model *m, const RankData *rd)
 {
     const ModelSpec *s = &m->spec;
-    if (!m->moe_counts || !s->experts) return;
-    const uint64_t E = s->experts, rows = (uint64_t)m->microbatches * m->batch * m->seq * s->experts_per_token;
+    const int stages = rd && rd->route_counts; /* pipeline stages: every stage's layers, gathered */
+    const uint64_t *counts = stages ? rd->route_counts : m->moe_counts;
+    const uint32_t n = stages ? rd->route_layers : m->moe_layers;
+    if (!counts || !s->experts) return;
+    /* the counts are the DP ranks' sum: the step's global batch (each rank's micro-batches x dp) */
+    const uint64_t E = s->experts,
+                   rows = (uint64_t)m->microbatches * (m->dp ? m->dp : 1) * m->batch * m->seq * s->experts_per_token;
     printf("routing (last step, rows per expert; the plan's uniform expectation %.2f, most-loaded x%.2f):\n",
            (double)rows / (double)E, p->in.moe_imbalance);
-    for (uint32_t l = 0, i = 0; l < s->layers; l++) {
-        if (l + m->layer0 < s->dense_layers) continue;
-        const uint64_t *c = m->moe_counts + (uint64_t)i++ * E;
+    for (uint32_t i = 0; i < n; i++) { /* MoE layer i is the model's layer dense_layers + i */
+        const uint64_t *c = counts + (uint64_t)i * E;
         uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
         for (uint64_t x = 0; x < E; x++) {
             lo = c[x] < lo ? c[x] : lo;
             hi = c[x] > hi ? c[x] : hi;
             sum += c[x];
         }
-        printf("  layer %u: %llu rows, min %llu, max %llu per expert; most-loaded / mean %.2f\n", l + m->layer0,
+        printf("  layer %u: %llu rows, min %llu, max %llu per expert; most-loaded / mean %.2f\n", s->dense_layers + i,
                (unsigned long long)sum, (unsigned long long)lo, (unsigned long long)hi,
                sum ? (double)hi * (double)E / (double)sum : 0.0);
     }
-    if (s->router == ROUTER_SOFTMAX) printf("  auxiliary balance loss (not in the loss above): %.6f\n", m->moe_aux);
+    if (s->router == ROUTER_SOFTMAX)
+        printf("  auxiliary balance loss (not in the loss above): %.6f\n", stages ? rd->moe_aux : m->moe_aux);
 }
 
 int run_report(const RunSpec *a, const CliOut *out, const Plan *p, const Model *m, const Measurement *ms,
@@ -106,7 +111,7 @@ int run_report(const RunSpec *a, const CliOut *out, const Plan *p, const Model *
     char *summary = captured(summary_of, &ctx), *verdict = captured(verdict_of, &ctx);
     int rc = summary && verdict ? 0 : cli_nomem(RUN_CMD, "the report's summary");
     if (!rc) fputs(summary, stdout);
-    if (!rc && m) print_routing(p, m);
+    if (!rc && m) print_routing(p, m, ranks);
     if (!rc) rc = print_tables(p, ms, &cmp);
     if (!rc && out->path) {
         Table *t = run_report_table(&cmp, RUN_TABLE_ALL);

@@ -112,13 +112,14 @@ int run_rank_ep_table(const Plan *p, const Comm *comm, const Measurement *ms, co
     EpRouted up, pl, me;
     Err e;
     int bad = 0;
-    plan_ep_uniform(p, ms->steps, &up);
-    printf("\nExpert all-to-alls per rank (bytes over the run: %u steps, %llu dispatches a rank)\n"
+    printf("\nExpert all-to-alls per rank (bytes over the run: %u steps, %llu dispatches a rank%s)\n"
            "  planned: the plan with the routing the run measured; uniform: the plan's uniform routing\n",
-           ms->steps, (unsigned long long)rd->ep_calls);
+           ms->steps, (unsigned long long)rd->ep_calls,
+           rd->stages > 1 ? " of stage 0; each stage against its plan" : "");
     printf("  %4s %-17s %12s %12s %13s %13s %12s  %s\n", "rank", "collective", "planned_B", "sent_B", "planned_pay_B",
            "payload_B", "uniform_B", "verdict");
     for (int r = 0; r < rd->n; r++) {
+        plan_ep_uniform(run_rank_plan(p, rd, r), ms->steps, &up); /* with stages, rank r's stage's */
         if (run_rank_ep(p, rd, r, &pl, &me, &e)) { /* the run's own routing does not fit its plan: a defect */
             fprintf(stderr, "fp8plan run: rank %d: %s\n", r, e.msg);
             return status_exit_code(ST_SOFTWARE);

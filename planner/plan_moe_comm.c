@@ -278,11 +278,11 @@ Status plan_ep_routed(const Plan *p, const MoeRouting *rt, uint32_t rank, EpRout
     const PlanInput *in = &p->in;
     const ModelSpec *md = in->model;
     memset(out, 0, sizeof *out);
-    if (!spec_is_moe(md) || in->ep <= 1 || in->tp != 1 || in->cp != 1 || in->etp != 1 || in->pp != 1)
+    if (!spec_is_moe(md) || in->ep <= 1 || in->tp != 1 || in->cp != 1 || in->etp != 1)
         return err_set(e, ST_USAGE,
-                       "measured routing: the plan must be of a model with experts at ep > 1 and tp, cp, etp, pp 1 "
-                       "(%s at ep %u, tp %u, cp %u, etp %u, pp %u)",
-                       md->name, in->ep, in->tp, in->cp, in->etp, in->pp);
+                       "measured routing: the plan must be of a model with experts at ep > 1 and tp, cp, etp 1 "
+                       "(%s at ep %u, tp %u, cp %u, etp %u)",
+                       md->name, in->ep, in->tp, in->cp, in->etp);
     const uint64_t E = md->experts, ep = in->ep, El = E / ep;
     if (!rt || !rt->rows || rt->ranks != in->dp || rt->experts != E || rt->ranks % ep)
         return err_set(e, ST_USAGE,

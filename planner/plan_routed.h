@@ -45,8 +45,9 @@ extern const char *const ep_routed_names[EPR_COUNT_];
 /* The collective of row i (COMM_UNPLANNED-like CO_COUNT_ for the counts). */
 CollectiveId ep_routed_coll(int i);
 
-/* Rank `rank`'s bytes under routing rt for plan p (a MoE model at ep > 1, tp = cp = etp = pp = 1: the
- * layouts the executor runs): ST_USAGE when the plan is not such a layout or rt's ranks, experts or rank
+/* Rank `rank`'s bytes under routing rt for plan p (a MoE model at ep > 1, tp = cp = etp = 1: the layouts the
+ * executor runs; with pipeline stages, p is one stage's plan, rt that stage's dp ranks and its calls that stage's
+ * MoE layers' dispatches, `rank` the DP rank): ST_USAGE when the plan is not such a layout or rt's ranks, experts or rank
  * do not fit it, ST_DATA naming the rank when a rank's copies are not calls x tokens x top-k (dropless
  * routing), ST_OVERFLOW past 2^64. */
 Status plan_ep_routed(const Plan *p, const MoeRouting *rt, uint32_t rank, EpRouted *out, Err *e);

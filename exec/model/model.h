@@ -367,6 +367,9 @@ typedef struct Model {
     float *moe_scratch; /* host memory the routing's bookkeeping reuses (a step allocates nothing): (MoE layers,
                            E) floats, or the DP ranks' gathered counts, (dp, MoE layers, E) uint64 */
     uint32_t moe_layers;
+    /* With pipeline stages: the model's MoE layers (every stage's; without stages moe_layers, the MTP block's
+     * included) and the index among them of this stage's first (0 without stages). */
+    uint32_t moe_layers_all, moe_first;
     /* Expert parallelism's working state (model_moe_ep.c; NULL at ep 1), and what this rank routed since
      * the model was made: ep_rows (E) the token copies it sent to each expert, summed over MoE layers,
      * micro-batches and steps (the measured routing the planner's plan_ep_routed takes); ep_calls the
@@ -377,7 +380,8 @@ typedef struct Model {
     double ep_counts_bytes[2]; /* what the EP all-to-alls moved outside the plan's rows (the counts): payload, sent */
     uint64_t ep_buffer_bytes;  /* the EP buffers allocated outside the arena (ep·R rows on the experts' side) */
     /* The routing log (run --routing-log; NULL: none): per step taken, this rank's token copies per expert of
-     * each MoE layer (route_cap steps of moe_layers x E, route_steps filled), before the DP ranks' sum. */
+     * each MoE layer (route_cap steps of moe_layers_all x E, route_steps filled; this stage's layers at
+     * moe_first, the other stages' rows 0), before the DP ranks' sum. */
     uint64_t *route_log;
     uint32_t route_cap, route_steps;
     int ep_fault;

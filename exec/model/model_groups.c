@@ -77,14 +77,15 @@ Status model_groups_create(Model *m, Err *e)
         m->embc = m->ppc; /* every stage is an end */
     else if (!st) /* the ends of each pipeline together; a middle stage alone (its color: past the pipelines') */
         st = group(m, 2, end ? 2 : 1, end ? (int)within : (int)(td + r), (int)m->stage, &m->embc, e);
-    /* expert parallelism (tp 1, one stage: the dp ranks): EP groups of ep consecutive ranks, EDP groups of the
-     * ranks holding the same experts */
+    /* expert parallelism (tp 1: a stage's dp ranks, Megatron's EP inside the DP group of a stage): EP groups of
+     * ep consecutive ranks, EDP groups of the ranks holding the same experts; the colors count the stages' groups
+     * apart (stage s's EP groups s·dp/ep .., its EDP groups s·ep ..) */
     const uint32_t ep = m->ep, edp = dp / ep;
-    if (!st) st = group(m, ep, ep, (int)(m->dp_rank / ep), (int)m->ep_rank, &m->epc, e);
+    if (!st) st = group(m, ep, ep, (int)(m->stage * edp + m->dp_rank / ep), (int)m->ep_rank, &m->epc, e);
     if (!st && ep == 1)
         m->edpc = m->dpc;
     else if (!st)
-        st = group(m, edp, edp, (int)m->ep_rank, (int)(m->dp_rank / ep), &m->edpc, e);
+        st = group(m, edp, edp, (int)(m->stage * ep + m->ep_rank), (int)(m->dp_rank / ep), &m->edpc, e);
     return st;
 }
 

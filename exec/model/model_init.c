@@ -275,6 +275,12 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     st = model_layout_bind(m, p, &m->specs, e);
     if (!st) st = arena_carve(&m->arena, bk, &m->specs, planned, e);
     for (uint32_t l = 0; !st && l < m->spec.layers; l++) m->moe_layers += (uint32_t)model_moe_layer(m, l);
+    m->moe_layers_all = m->moe_layers, m->moe_first = 0;
+    if (m->pp > 1 && m->spec.experts) { /* MoE layers are the model's from dense_layers on (no MTP with stages) */
+        const uint32_t d = m->spec.dense_layers;
+        m->moe_layers_all = m->layers_total > d ? m->layers_total - d : 0;
+        m->moe_first = m->layer0 > d ? m->layer0 - d : 0;
+    }
     if (!st && m->moe_layers &&
         (!(m->moe_counts = calloc((size_t)m->moe_layers * m->spec.experts, sizeof(uint64_t))) ||
          !(m->moe_scratch =

@@ -47,7 +47,8 @@ typedef struct {
 
 struct MoeEp {
     uint64_t cap;                   /* ep·R rows */
-    EpLayer *layer;                 /* (MoE layers of the stage) */
+    EpLayer *layer;                 /* (slots, MoE layers of the stage): a pipeline's in-flight micro-batches each */
+    uint32_t nlayer;                /* slots x MoE layers */
     void *scr;                      /* (cap, C) the rows in source order (the all-to-alls' side) */
     void *ya, *yb;                  /* (cap, C) the experts' outputs; in backward d(outputs) (ya) and d(inputs) (yb) */
     void *dh2, *dh1;                /* (cap, Fe), (cap, k·Fe) */
@@ -64,6 +65,13 @@ struct MoeEp {
     uint64_t *scount; /* (ep) elements per peer, this rank's side */
     uint64_t *rcount; /* (ep) elements per peer, the experts' side */
 };
+
+/* MoE block l's state for the micro-batch in flight in the current slot (its expert-side rows and counts are
+ * saved for its backward, which a pipeline runs after other micro-batches' forwards: model_pp.c). */
+static EpLayer *ep_layer(Model *m, uint32_t l)
+{
+    return &m->moe_ep->layer[(uint64_t)m->slot * m->moe_layers + model_moe_index(m, l)];
+}
 
 static Status ep_alloc(Model *m, MoeEp *p, uint64_t bytes, void **out, Err *e)
 {
@@ -83,8 +91,9 @@ Status model_ep_create(Model *m, Err *e)
     if (!p) return err_set(e, ST_NOMEM, "out of memory");
     m->moe_ep = p;
     p->cap = (uint64_t)m->ep * R;
-    p->capmem = 12 + 9 * m->moe_layers;
-    p->layer = calloc(m->moe_layers, sizeof *p->layer);
+    p->nlayer = (m->slots ? m->slots : 1) * m->moe_layers; /* model_pp_stage set the slots */
+    p->capmem = 12 + 9 * p->nlayer;
+    p->layer = calloc(p->nlayer, sizeof *p->layer);
     p->mem = calloc(p->capmem, sizeof *p->mem);
     p->hc = malloc(E * sizeof *p->hc);
     p->xsend = malloc(E * sizeof *p->xsend);
@@ -119,7 +128,7 @@ Status model_ep_create(Model *m, Err *e)
         if (!st && !p->host) st = err_set(e, ST_NOMEM, "out of memory");
         m->ep_buffer_bytes += p->host ? cap * model_ep_fp8_row_bytes(m) : 0; /* host memory, counted likewise */
     }
-    for (uint32_t i = 0; !st && i < m->moe_layers; i++) {
+    for (uint32_t i = 0; !st && i < p->nlayer; i++) {
         EpLayer *L = &p->layer[i];
         L->sent = calloc(E + (size_t)m->ep * El, sizeof *L->sent);
         if (!L->sent) return err_set(e, ST_NOMEM, "out of memory");
@@ -144,7 +153,7 @@ void model_ep_destroy(Model *m)
     m->ep_rows = NULL;
     if (!p) return;
     for (uint32_t i = 0; i < p->nmem; i++) m->bk->free(m->bk, p->mem[i]);
-    for (uint32_t i = 0; p->layer && i < m->moe_layers; i++) free(p->layer[i].sent);
+    for (uint32_t i = 0; p->layer && i < p->nlayer; i++) free(p->layer[i].sent);
     free(p->layer);
     free(p->mem);
     free(p->hc);
@@ -313,21 +322,25 @@ static void rows_of(Model *m, const EpLayer *L, MoeRows *xr)
 }
 
 /* After the forward dispatch, where disagreeing counts show (the communicator checks them within the EP group
- * before any payload moves): every rank of the world learns whether some rank failed, the lowest such rank
- * (MIN over the ranks, one FP32 value, not a plan collective), so a failure in one EP group stops every group
- * at this point instead of leaving the others waiting in their next collective. */
+ * before any payload moves): every rank of the stage (amaxc: its TP x DP ranks, the world without a pipeline)
+ * learns whether some rank failed, the lowest such world rank (MIN over the ranks, one FP32 value, not a plan
+ * collective), so a failure in one EP group stops every group of the stage at this point instead of leaving the
+ * others waiting in their next collective. Other stages run other micro-batches then and take no part: with a
+ * pipeline the failed stage's ranks stop the world (MPI_Abort, run_session.c; failed_together stays 0). */
 static Status agree(Model *m, Status st, Err *e)
 {
-    if (m->comm->size == 1) return st;
-    float low = st ? (float)m->comm->rank : (float)m->comm->size;
+    Comm *g = m->amaxc;
+    if (g->size == 1) return st;
+    const float none = (float)m->comm->size; /* no world rank failed */
+    float low = st ? (float)m->comm->rank : none;
     Err ae;
-    Status as = m->comm->all_reduce(m->comm, COMM_UNPLANNED, m->bk, &low, 1, DT_FP32, COMM_MIN, &ae);
+    Status as = g->all_reduce(g, COMM_UNPLANNED, m->bk, &low, 1, DT_FP32, COMM_MIN, &ae);
     if (as) {
         if (!st && e) *e = ae;
         return st ? st : as;
     }
-    if (low < (float)m->comm->size) {
-        m->failed_together = 1;
+    if (low < none) {
+        m->failed_together = m->pp == 1;
         if (!st)
             st = err_set(e, ST_DATA,
                          "expert parallelism: rank %d's dispatch failed (its message says why); every rank "
@@ -339,7 +352,7 @@ static Status agree(Model *m, Status st, Err *e)
 
 Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, const void *tok, MoeRows *xr, Err *e)
 {
-    EpLayer *L = &m->moe_ep->layer[model_moe_index(m, l)];
+    EpLayer *L = ep_layer(m, l);
     MoeEp *p = m->moe_ep;
     Status st = exchange_counts(m, L, la, e);
     if (!st && p->pay)
@@ -353,7 +366,7 @@ Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, const void *
 
 Status model_ep_combine(Model *m, uint32_t l, const void *y, void *tok, Err *e)
 {
-    EpLayer *L = &m->moe_ep->layer[model_moe_index(m, l)];
+    EpLayer *L = ep_layer(m, l);
     Status st = to_tokens(m, L, CO_EP_COMBINE_FWD, y, L->y_tok, e);
     if (!st) st = rows_copy(m, L->y_tok, tok, model_moe_rows(m), m->spec.hidden, e);
     return st;
@@ -362,7 +375,7 @@ Status model_ep_combine(Model *m, uint32_t l, const void *y, void *tok, Err *e)
 Status model_ep_backward_rows(Model *m, uint32_t l, MoeRows *xr, MoeEpBwd *b)
 {
     MoeEp *p = m->moe_ep;
-    EpLayer *L = &p->layer[model_moe_index(m, l)];
+    EpLayer *L = ep_layer(m, l);
     rows_of(m, L, xr);
     b->y_tok = L->y_tok;
     b->dy = p->ya, b->dh2 = p->dh2, b->dh1 = p->dh1, b->dx = p->yb;
@@ -372,14 +385,14 @@ Status model_ep_backward_rows(Model *m, uint32_t l, MoeRows *xr, MoeEpBwd *b)
 Status model_ep_dispatch_bwd(Model *m, uint32_t l, const void *dy_tok, void *dy, Err *e)
 {
     MoeEp *p = m->moe_ep;
-    EpLayer *L = &p->layer[model_moe_index(m, l)];
+    EpLayer *L = ep_layer(m, l);
     if (p->pay) return to_experts_fp8(m, L, CO_EP_DISPATCH_BWD, dy_tok, dy, p->d_qrow, p->d_qrow_s, e);
     return to_experts(m, L, CO_EP_DISPATCH_BWD, dy_tok, dy, e);
 }
 
 Status model_ep_combine_bwd(Model *m, uint32_t l, const void *dx, void *dx_tok, Err *e)
 {
-    return to_tokens(m, &m->moe_ep->layer[model_moe_index(m, l)], CO_EP_COMBINE_BWD, dx, dx_tok, e);
+    return to_tokens(m, ep_layer(m, l), CO_EP_COMBINE_BWD, dx, dx_tok, e);
 }
 
 void *model_ep_fwd_out(Model *m) { return m->moe_ep->ya; }
@@ -387,7 +400,7 @@ void *model_ep_fwd_out(Model *m) { return m->moe_ep->ya; }
 MoeF8 model_ep_f8(Model *m, uint32_t l, const MoeRows *xr, int bwd)
 {
     MoeEp *p = m->moe_ep;
-    EpLayer *L = &p->layer[model_moe_index(m, l)];
+    EpLayer *L = ep_layer(m, l);
     return (MoeF8){.groups = xr->groups,
                    .rows = xr->rows,
                    .counts = xr->counts,

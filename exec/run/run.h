@@ -30,8 +30,9 @@ typedef struct {
     Sharding sharding; /* --zero 1 / --dist-opt (SHARD_NONE by default) */
     uint32_t tp;       /* --tp N (0 or 1: none) */
     uint32_t pp;       /* --pp N (0 or 1: none) */
-    uint32_t ep;       /* --ep N: expert-parallel ranks (0 or 1: none) */
-    int rank;          /* this process's rank; ranks other than 0 print and write nothing */
+    uint32_t first_stage_layers, last_stage_layers; /* --first/--last-stage-layers N (0: an even share) */
+    uint32_t ep;                                    /* --ep N: expert-parallel ranks (0 or 1: none) */
+    int rank; /* this process's rank; ranks other than 0 print and write nothing */
     ModelHyper hyper;
     float mtp_weight; /* --mtp-weight X: the MTP loss's weight (< 0: MODEL_MTP_WEIGHT, DeepSeek-V3's 0.3) */
     int quiet;
@@ -60,6 +61,13 @@ typedef struct {
      * experts + x] token copies rank r sent expert x, in ep_calls dispatches a rank, and the bytes its counts'
      * exchanges moved (ep_counts[2r] payload, [2r + 1] sent; exec/run/run_ranks_ep.c). */
     uint64_t *ep_rows, ep_calls, ep_buffer_bytes; /* ep_buffer_bytes: rank 0's EP buffers outside the arena */
+    uint64_t *ep_rank_calls;                      /* (n) each rank's dispatches: its stage's MoE layers' */
+    /* With pipeline stages and experts, on rank 0: the last step's routing of every MoE layer of the model
+     * (route_layers x experts, each stage's DP-summed counts) and the auxiliary loss of rank 0's pipeline (its
+     * stages' DP rank 0, summed stage by stage); NULL route_counts without stages. */
+    uint64_t *route_counts;
+    uint32_t route_layers;
+    double moe_aux;
     uint32_t experts;
     double *ep_counts;
 } RankData;
@@ -165,6 +173,14 @@ int run_rank_coll_listed(const Plan *p, const RankData *rd, int c);
  * run as the plan has them with that routing (planner/plan_routed.h) and as measured (0, or -1 with e set
  * when the routing does not fit the plan). */
 Status run_ranks_gather_ep(Comm *comm, const Model *m, RankData *rd, Err *e);
+/* Every rank's routing of the last step and auxiliary loss into rd on rank 0 (pipeline stages with experts;
+ * nothing without stages). Every rank calls it. */
+Status run_ranks_gather_routing(Comm *comm, const Model *m, RankData *rd, Err *e);
+/* The whole model's counts from every rank's row (hdr: per rank its moe_first, moe_layers and DP rank; counts:
+ * per rank layers x experts, its stage's rows filled): each stage's rows from its DP rank 0, and the sum of those
+ * ranks' aux in rank order (a NaN or Inf of any of them stays in it). */
+void run_routing_stages(const uint64_t *hdr, const uint64_t *counts, const double *aux, int ranks, uint64_t layers,
+                        uint64_t experts, uint64_t *out, double *aux_out);
 int run_rank_ep(const Plan *p, const RankData *rd, int r, EpRouted *planned, EpRouted *measured, Err *e);
 /* Collective c is an expert all-to-all the EP table compares (rd holds the routing). */
 int run_rank_ep_coll(const RankData *rd, int c);

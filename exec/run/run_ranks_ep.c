@@ -15,23 +15,69 @@ int run_rank_ep_coll(const RankData *rd, int c)
 
 Status run_ranks_gather_ep(Comm *comm, const Model *m, RankData *rd, Err *e)
 {
-    if (!m->ep_rows) return ST_OK; /* the same on every rank: the plan's ep */
+    if (m->ep <= 1 || !m->moe_layers_all) return ST_OK; /* the same on every rank: the plan's ep, the model */
     const size_t n = (size_t)comm->size, E = m->spec.experts;
     double counts[2] = {m->ep_counts_bytes[0], m->ep_counts_bytes[1]};
-    uint64_t *calls = calloc(n, sizeof *calls);
+    uint64_t *calls = calloc(n, sizeof *calls), *none = m->ep_rows ? NULL : calloc(E, sizeof *none);
     rd->ep_rows = calloc(n * E, sizeof *rd->ep_rows);
     rd->ep_counts = calloc(n * 2, sizeof *rd->ep_counts);
     rd->experts = (uint32_t)E;
-    Status st = calls && rd->ep_rows && rd->ep_counts ? ST_OK : err_set(e, ST_NOMEM, "out of memory");
-    if (!st) st = comm_gather_bytes(comm, m->ep_rows, E * sizeof *m->ep_rows, rd->ep_rows, e);
+    Status st =
+        calls && rd->ep_rows && rd->ep_counts && (m->ep_rows || none) ? ST_OK : err_set(e, ST_NOMEM, "out of memory");
+    /* a stage of dense layers only routed nothing (no EP state: its rows 0) */
+    if (!st) st = comm_gather_bytes(comm, m->ep_rows ? m->ep_rows : none, E * sizeof *none, rd->ep_rows, e);
+    free(none);
     if (!st) st = comm_gather_bytes(comm, &m->ep_calls, sizeof m->ep_calls, calls, e);
     if (!st) st = comm_gather_bytes(comm, counts, sizeof counts, rd->ep_counts, e);
-    for (size_t r = 1; !st && comm->rank == 0 && r < n; r++)
-        if (calls[r] != calls[0])
-            st = err_set(e, ST_SOFTWARE, "expert parallelism: rank %zu made %llu dispatches, rank 0 %llu", r,
-                         (unsigned long long)calls[r], (unsigned long long)calls[0]);
-    if (!st) rd->ep_calls = calls[0], rd->ep_buffer_bytes = m->ep_buffer_bytes;
-    free(calls);
+    /* a stage's ranks dispatch alike (its MoE layers x micro-batches x steps); stages hold other layers */
+    const size_t per = n / (rd->stages > 1 ? rd->stages : 1);
+    for (size_t r = 1; !st && comm->rank == 0 && r < n; r++) {
+        size_t r0 = r / per * per; /* the stage's first rank */
+        if (calls[r] != calls[r0])
+            st = err_set(e, ST_SOFTWARE, "expert parallelism: rank %zu made %llu dispatches, rank %zu %llu", r,
+                         (unsigned long long)calls[r], r0, (unsigned long long)calls[r0]);
+    }
+    if (!st)
+        rd->ep_calls = calls[0], rd->ep_buffer_bytes = m->ep_buffer_bytes, rd->ep_rank_calls = calls;
+    else
+        free(calls);
+    return st;
+}
+
+void run_routing_stages(const uint64_t *hdr, const uint64_t *counts, const double *aux, int ranks, uint64_t layers,
+                        uint64_t experts, uint64_t *out, double *aux_out)
+{
+    const uint64_t N = layers * experts; /* a rank's row: every MoE layer of the model, its stage's filled */
+    *aux_out = 0.0;
+    for (int r = 0; r < ranks; r++) {
+        const uint64_t *h = hdr + 3 * (uint64_t)r; /* moe_first, moe_layers, dp_rank */
+        if (h[2]) continue;                        /* DP rank 0 of each stage: rank 0's pipeline */
+        *aux_out += aux[r];                        /* stage by stage, as one rank sums its layers */
+        for (uint64_t i = h[0] * experts; i < (h[0] + h[1]) * experts && i < N; i++) out[i] = counts[r * N + i];
+    }
+}
+
+Status run_ranks_gather_routing(Comm *comm, const Model *m, RankData *rd, Err *e)
+{
+    if (m->pp <= 1 || !m->moe_layers_all) return ST_OK; /* one stage: the model's own counts are the whole */
+    const size_t n = (size_t)comm->size, E = m->spec.experts, N = (size_t)m->moe_layers_all * E;
+    const uint64_t mine[3] = {m->moe_first, m->moe_layers, m->dp_rank};
+    uint64_t *row = calloc(N, sizeof *row), *hdr = calloc(n * 3, sizeof *hdr), *all = calloc(n * N, sizeof *all);
+    double *aux = calloc(n, sizeof *aux);
+    rd->route_counts = calloc(N, sizeof *rd->route_counts);
+    Status st = row && hdr && all && aux && rd->route_counts ? ST_OK : err_set(e, ST_NOMEM, "out of memory");
+    if (!st && m->moe_layers) memcpy(row + (size_t)m->moe_first * E, m->moe_counts, m->moe_layers * E * sizeof *row);
+    if (!st) st = comm_gather_bytes(comm, row, N * sizeof *row, all, e);
+    if (!st) st = comm_gather_bytes(comm, mine, sizeof mine, hdr, e);
+    if (!st) st = comm_gather_bytes(comm, &m->moe_aux, sizeof m->moe_aux, aux, e);
+    if (!st && comm->rank == 0) {
+        run_routing_stages(hdr, all, aux, comm->size, m->moe_layers_all, E, rd->route_counts, &rd->moe_aux);
+        rd->route_layers = m->moe_layers_all;
+    }
+    free(row);
+    free(hdr);
+    free(all);
+    free(aux);
     return st;
 }
 
@@ -39,7 +85,12 @@ static uint64_t whole(double x) { return x < 0 ? 0 : (uint64_t)llround(x); }
 
 int run_rank_ep(const Plan *p, const RankData *rd, int r, EpRouted *planned, EpRouted *measured, Err *e)
 {
-    MoeRouting rt = {.ranks = (uint32_t)rd->n, .experts = rd->experts, .calls = rd->ep_calls, .rows = rd->ep_rows};
+    /* rank r against its stage's plan and routing: the stage's ranks (tp 1: its DP ranks, consecutive) */
+    const uint32_t per = (uint32_t)rd->n / (rd->stages > 1 ? rd->stages : 1), r0 = (uint32_t)r / per * per;
+    MoeRouting rt = {.ranks = per,
+                     .experts = rd->experts,
+                     .calls = rd->ep_rank_calls[r0],
+                     .rows = rd->ep_rows + (uint64_t)r0 * rd->experts};
     memset(measured, 0, sizeof *measured);
     for (int i = EPR_DISPATCH_FWD; i < EPR_COUNT_; i++) {
         const CommStats *s = &rd->coll[(size_t)r * CO_COUNT_ + ep_routed_coll(i)];
@@ -48,5 +99,5 @@ int run_rank_ep(const Plan *p, const RankData *rd, int r, EpRouted *planned, EpR
     }
     measured->payload[EPR_COUNTS] = whole(rd->ep_counts[2 * r]);
     measured->sent[EPR_COUNTS] = whole(rd->ep_counts[2 * r + 1]);
-    return plan_ep_routed(p, &rt, (uint32_t)r, planned, e) ? -1 : 0;
+    return plan_ep_routed(run_rank_plan(p, rd, r), &rt, (uint32_t)r - r0, planned, e) ? -1 : 0;
 }

@@ -131,6 +131,7 @@ static int make_plans(const RunSpec *a, RunSession *s, const GpuSpec *gpu, const
         in.comms_min = run_device_comms(s->comm);
         if (a->tp > 1) in.tp = a->tp, in.sp = 1; /* the executor's TP is sequence-parallel */
         if (a->pp > 1) in.pp = a->pp, in.stage_view = run_stage_of(a, a->rank) + 1; /* this rank's stage */
+        in.first_stage_layers = a->first_stage_layers, in.last_stage_layers = a->last_stage_layers;
         if (a->ep > 1) in.ep = a->ep; /* the planner checks it against the experts and the ranks */
         if (plan_build(&in, p[i], &e)) {
             err_prefix(&e, "plan");
@@ -215,7 +216,8 @@ static int save(const RunSpec *a, RunSession *s, int stopped)
 static int gather_ranks(RunSession *s)
 {
     Err e;
-    if (run_ranks_gather(s->comm, s->plan, &s->ms, &s->rd, &e) || run_ranks_gather_ep(s->comm, s->m, &s->rd, &e))
+    if (run_ranks_gather(s->comm, s->plan, &s->ms, &s->rd, &e) || run_ranks_gather_ep(s->comm, s->m, &s->rd, &e) ||
+        run_ranks_gather_routing(s->comm, s->m, &s->rd, &e))
         return run_fail(&e);
     return 0;
 }

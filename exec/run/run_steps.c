@@ -178,8 +178,8 @@ int run_files_open(const RunSpec *a, Model *m, RunFiles *sf)
         fprintf(sf->loss.f, m->mtp ? "step,loss,mtp_loss\n" : "step,loss\n"); /* the MTP loss: its DP mean too */
     }
     if (a->want_routing) { /* every rank records its routing */
-        if (!m->moe_layers) return run_usage("--routing-log: model %s has no MoE layers", m->spec.name);
-        uint64_t n = (uint64_t)m->moe_layers * m->spec.experts;
+        if (!m->moe_layers_all) return run_usage("--routing-log: model %s has no MoE layers", m->spec.name);
+        uint64_t n = (uint64_t)m->moe_layers_all * m->spec.experts; /* every stage's layers: one length a rank */
         if (!(m->route_log = calloc((size_t)a->steps * n, sizeof *m->route_log)))
             return run_fail((err_set(&e, ST_NOMEM, "out of memory for the routing log"), &e));
         m->route_cap = a->steps;
@@ -192,30 +192,34 @@ int run_files_open(const RunSpec *a, Model *m, RunFiles *sf)
     return 0;
 }
 
+/* Rank 0 writes every rank's log: per step, MoE layer (the model's index: dense_layers + its index among the
+ * MoE layers) and rank of the stage holding it (its DP rank, as `plan --routing` counts ranks), the copies per
+ * expert. Every rank's log is moe_layers_all x E a step (its stage's rows at moe_first); a header says which. */
 int run_routing_write(const RunSpec *a, Model *m, RunFiles *sf)
 {
     if (!a->want_routing) return 0;
     Err e;
-    const uint64_t E = m->spec.experts, n = (uint64_t)m->moe_layers * E, S = m->route_steps;
+    const uint64_t E = m->spec.experts, n = (uint64_t)m->moe_layers_all * E, S = m->route_steps;
     const int R = m->comm->size;
+    const uint64_t mine[3] = {m->moe_first, m->moe_layers, m->dp_rank}; /* (tp 1 with experts) */
     uint64_t *all = sf->routing_open ? calloc((size_t)R * S * n + 1, sizeof *all) : NULL;
-    if (sf->routing_open && !all) return run_fail((err_set(&e, ST_NOMEM, "out of memory for the routing log"), &e));
-    if (comm_gather_bytes(m->comm, m->route_log, S * n * sizeof *all, all, &e)) {
-        free(all);
-        return run_fail(&e);
-    }
-    for (uint64_t t = 0; sf->routing_open && t < S; t++)
-        for (uint32_t l = 0, i = 0; l < m->spec.layers; l++) {
-            if (l + m->layer0 < m->spec.dense_layers) continue; /* a dense layer */
-            for (int r = 0; r < R; r++)
+    uint64_t *hdr = sf->routing_open ? calloc((size_t)R * 3, sizeof *hdr) : NULL;
+    Status st = sf->routing_open && (!all || !hdr) ? err_set(&e, ST_NOMEM, "out of memory for the routing log") : ST_OK;
+    if (!st) st = comm_gather_bytes(m->comm, m->route_log, S * n * sizeof *all, all, &e);
+    if (!st) st = comm_gather_bytes(m->comm, mine, sizeof mine, hdr, &e);
+    for (uint64_t t = 0; !st && sf->routing_open && t < S; t++)
+        for (uint64_t g = 0; g < m->moe_layers_all; g++)
+            for (int r = 0; r < R; r++) {
+                const uint64_t *h = hdr + 3 * (uint64_t)r;
+                if (g < h[0] || g >= h[0] + h[1]) continue; /* not a layer of r's stage */
                 for (uint64_t x = 0; x < E; x++)
-                    fprintf(sf->routing.f, "%llu,%u,%d,%llu,%llu\n", (unsigned long long)(m->step - S + t + 1),
-                            l + m->layer0, r, (unsigned long long)x,
-                            (unsigned long long)all[((uint64_t)r * S + t) * n + (uint64_t)i * E + x]);
-            i++;
-        }
+                    fprintf(sf->routing.f, "%llu,%llu,%llu,%llu,%llu\n", (unsigned long long)(m->step - S + t + 1),
+                            (unsigned long long)(m->spec.dense_layers + g), (unsigned long long)h[2],
+                            (unsigned long long)x, (unsigned long long)all[((uint64_t)r * S + t) * n + g * E + x]);
+            }
     free(all);
-    return 0;
+    free(hdr);
+    return st ? run_fail(&e) : 0;
 }
 
 int run_files_commit(RunFiles *sf)

@@ -106,4 +106,180 @@ for m in gpt2-124m llama3-8b; do
         'memory +transient +([-0-9.]+ +)?[0-9.]+ +<= plan +ok'
 done
 
+# ---- mixture of experts over pipeline stages ----------------------------------------------------------
+# Mixtral's row shrunk as issue 42 runs it (4 layers, hidden 64, 8 experts top-2 of FFN 32, micro-batch 1
+# x 32 tokens, global batch 4), 64 experts top-8 of FFN 16, and a DeepSeek-style row (tiny-ds: 3 layers,
+# the first dense, a shared expert, a sigmoid router with 4 groups, top-2 groups) split unevenly. Each
+# layout against one rank: same 1 where the losses are one rank's bit for bit (then every step's routing
+# is, summed over the ranks of each layer's stage), 0 where a DP rank takes 2 of the 4 micro-batches (their
+# FP32 weight-gradient chains associate differently, as for data parallelism: tests/cli/mpi_run.sh's 1e-4)
+# and step 1's routing is one rank's. Every rank's persistent terms against its stage's plan and every
+# collective (pp_send_recv, dp/edp_grad_allreduce, the expert all-to-alls for the measured routing) byte
+# for byte: the runs exit 0.
+echo 'tiny-ds,3,64,128,4,1,16,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,0,0,0,0,0,0,"test model"' \
+    >>"$cat/models.csv"
+echo 'tiny-mla,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,0,"test model"' \
+    >>"$cat/models.csv"
+MIX="--model mixtral-8x7b --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 256 --experts 8 --topk 2 --expert-ffn 32"
+MIX64="--model mixtral-8x7b --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256 --experts 64 --topk 8 --expert-ffn 16"
+DS="--model tiny-ds"
+moe_within() { # NAME LOGA LOGB BOUND STEPS
+    local r
+    r=$(awk -F, -v s="$5" 'NR == FNR { if (FNR > 1) a[$1] = $2; next } FNR > 1 { n++; if (!($1 in a)) bad = 1; d = $2 - a[$1];
+        if (d < 0) d = -d; d /= a[$1]; if (d > m) m = d } END { if (bad || n != s) print "n/a"; else print m + 0 }' "$2" "$3")
+    if [ "$r" != n/a ] && awk -v r="$r" -v b="$4" 'BEGIN { exit !(r <= b) }'; then pass "$1 ($r)"; else fail "$1" "max relative difference: $r"; fi
+}
+moe_routing() { # NAME ONE PP STEPS: the ranks' copies summed per (step, layer, expert) = the one rank's
+    awk -F, -v n="$4" 'NR > 1 && $1 <= n { s[$1 "," $2 "," $4] += $5 } END { for (k in s) print k "," s[k] }' "$3" |
+        sort >"$TMP/pp.r"
+    awk -F, -v n="$4" 'NR > 1 && $1 <= n { print $1 "," $2 "," $4 "," $5 }' "$2" | sort >"$TMP/one.r"
+    if [ -s "$TMP/one.r" ] && cmp -s "$TMP/one.r" "$TMP/pp.r"; then pass "$1"; else fail "$1" "$(diff "$TMP/one.r" "$TMP/pp.r" | head -4)"; fi
+}
+while IFS='|' read -r np layout model steps same <&3; do
+    case "$np" in '' | '#'*) continue ;; esac
+    eval "M=\$$model"
+    R="run --catalog $cat $M --recipe megatron-bf16 --mbs 1 --gbs 4 --quiet --steps $steps"
+    tag="$model np $np $layout"
+    run $R --loss-log "$TMP/one.csv" --routing-log "$TMP/one_r.csv"
+    expect_rc "$model one rank exits 0" 0
+    mpi_run "$np" "$FP8PLAN" $R $layout --loss-log "$TMP/pp.csv" --routing-log "$TMP/pp_r.csv" -o "$TMP/pp-o.csv"
+    expect_rc "$tag exits 0" 0
+    cp "$TMP/out" "$TMP/moe-$model-$np$(echo $layout | tr -d ' -')"
+    if [ "$same" = 1 ]; then
+        moe_within "$tag: the one rank's losses bit for bit" "$TMP/one.csv" "$TMP/pp.csv" 0 "$steps"
+        moe_routing "$tag: the one rank's routing, every step, layer and expert" "$TMP/one_r.csv" "$TMP/pp_r.csv" "$steps"
+    else
+        moe_within "$tag: the one rank's losses within 1e-4" "$TMP/one.csv" "$TMP/pp.csv" 1e-4 "$steps"
+        moe_routing "$tag: the one rank's routing of step 1, every layer and expert" "$TMP/one_r.csv" "$TMP/pp_r.csv" 1
+    fi
+    expect_out "$tag: every rank's persistent memory as its stage's plan" \
+        "every rank holds the plan's persistent bytes, byte for byte"
+    expect_out "$tag: every rank's collectives as planned" "every rank sent the plan's bytes, byte for byte"
+    case "$layout" in *--ep*)
+        expect_out "$tag: all-to-alls as planned for the measured routing" \
+            "every rank sent the plan's expert all-to-all bytes for the measured routing, byte for byte"
+        expect_eq "$tag -o: every rank's all-to-all rows ok" \
+            "$(grep -c ',rank_ep_routed,.*,exact,ok$' "$TMP/pp-o.csv")" "$((np * 10))"
+        if [ "$model" = DS ]; then # a catalog row: the planner, given the log, gives each rank's bytes as measured
+            run plan --catalog "$cat" $DS --gpu h100-sxm --recipe megatron-bf16 --stack fp8plan --mbs 1 --gbs 4 \
+                --dp $((np / 2)) $layout --routing "$TMP/pp_r.csv" --format csv
+            expect_rc "$tag: plan --routing exits 0" 0
+            awk -F, '$2 == "rank_ep_routed" && $3 !~ /payload/ { print $1 "," $3 "," $6 }' "$TMP/pp-o.csv" | sort >"$TMP/meas"
+            awk -F, 'NR > 1 { print $1 "," $2 "," $3 }' "$TMP/out" | sort >"$TMP/plan"
+            expect_eq "$tag: plan --routing gives every rank's measured bytes, stage by stage" \
+                "$(cmp -s "$TMP/meas" "$TMP/plan" && [ -s "$TMP/meas" ] && echo same)" same
+        fi ;;
+    esac
+done 3<<'EOF'
+2|--pp 2|MIX|5|1
+2|--pp 2 --first-stage-layers 3|MIX|5|1
+4|--pp 4|MIX|5|1
+4|--pp 2 --dp 2|MIX|5|1
+4|--pp 2 --ep 2|MIX|5|0
+8|--pp 2 --ep 2 --dp 4|MIX|3|1
+4|--pp 2 --ep 2|MIX64|3|1
+2|--pp 2 --first-stage-layers 1|DS|5|1
+2|--pp 2 --last-stage-layers 1|DS|5|1
+4|--pp 2 --ep 2 --first-stage-layers 1|DS|5|0
+4|--pp 2 --ep 2 --last-stage-layers 1|DS|5|0
+EOF
+
+# Bytes by hand. An expert is FC1 2 x 32 x 64 + FC2 64 x 32 = 6,144 weights; a micro-batch's activation or
+# gradient between the stages 32 x 64 BF16 = 4,096 B; a dispatched row 64 BF16 = 128 B, 32 tokens x top-2 =
+# 64 rows a dispatch. Mixtral at pp 2: 2 MoE layers a stage x 8 experts x 6,144 x 2 B = 196,608 B of expert
+# weights on each stage, and 4 micro-batches a step sent each way: 16,384 B.
+o="$TMP/moe-MIX-2pp2"
+expect_eq "MIX pp 2: both stages' expert weights by hand" \
+    "$(grep -cE '^  weight_expert +196608 +196608 +196608 +1/1 +exact' "$o")" 2
+expect_eq "MIX pp 2: both stages' sends by hand" "$(grep -cE '^  pp_send_recv +16384 +16384 +16384 +1/1 +exact' "$o")" 2
+# pp 2 x dp 4 x ep 2 (8 ranks): EP groups of 2 inside each stage's 4 DP ranks, so an expert has a replica
+# on 2 ranks of its stage (EDP 2): 2 layers x 4 experts x 6,144 = 49,152 FP32 gradients, 196,608 B, an
+# all-reduce over 2 ranks sending 2 x (2 - 1) / 2 x 196,608 = 196,608 B a step; 4,096 B sent each way a step
+# (one micro-batch a rank); 3 steps x 2 layers = 6 dispatches of 64 rows x 128 B = 49,152 B of payload a rank.
+o="$TMP/moe-MIX-8pp2ep2dp4"
+expect_eq "MIX pp 2 x dp 4 x ep 2: expert weights by hand, both stages" \
+    "$(grep -cE '^  weight_expert +98304 +98304 +98304 +4/4 +exact' "$o")" 2
+expect_eq "MIX pp 2 x dp 4 x ep 2: each stage's EDP gradient all-reduce by hand" \
+    "$(grep -cE '^  edp_grad_allreduce +196608 +196608 +196608 +4/4 +exact' "$o")" 2
+expect_eq "MIX pp 2 x dp 4 x ep 2: sends by hand" "$(grep -cE '^  pp_send_recv +4096 +4096 +4096 +4/4 +exact' "$o")" 2
+expect_eq "MIX pp 2 x dp 4 x ep 2: every rank's dispatch payload by hand" \
+    "$(grep -cE '^ +[0-7] ep_dispatch_fwd +[0-9]+ +[0-9]+ +49152 +49152 +24576 +exact' "$o")" 8
+# tiny-ds with its dense layer alone on stage 0: no experts, no all-to-alls there; stage 1's 2 MoE layers x
+# 4 experts a rank x 6,144 x 2 B = 98,304 B; 5 steps x 2 micro-batches a rank x 2 layers = 20 dispatches:
+# 20 x 64 x 128 = 163,840 B of payload, counts 20 x (8 x 4 + 5 x 2 x 8) = 2,240 B (20 x (4 x 4 + 5 x 8) =
+# 1,120 leave)
+o="$TMP/moe-DS-4pp2ep2firststagelayers1"
+expect_eq "DS dense stage 0: no expert weights" "$(grep -cE '^  weight_expert +0 +0 +0 +2/2 +exact' "$o")" 1
+expect_eq "DS stage 1: expert weights by hand" "$(grep -cE '^  weight_expert +98304 +98304 +98304 +2/2 +exact' "$o")" 1
+expect_eq "DS dense stage 0: no dispatch" "$(grep -cE '^ +[01] ep_dispatch_fwd +0 +0 +0 +0 +0 +exact' "$o")" 2
+expect_eq "DS stage 1: dispatch payload by hand" \
+    "$(grep -cE '^ +[23] ep_dispatch_fwd +[0-9]+ +[0-9]+ +163840 +163840 +81920 +exact' "$o")" 2
+expect_eq "DS stage 1: counts by hand" "$(grep -cE '^ +[23] ep_counts +1120 +1120 +2240 +2240 +1120 +exact' "$o")" 2
+
+# --save/--resume with experts over stages (ep 1; with --ep a checkpoint is refused, exec/ckpt/ckpt.c): a part
+# per stage holds its routers, their sigmoid bias and its experts; 3 + 3 steps give the 6 uninterrupted
+# steps' losses bit for bit (tiny-ds 1 + 2 layers at pp 2; Mixtral at pp 2 x dp 2)
+for c in "2|--pp 2 --first-stage-layers 1|DS" "4|--pp 2 --dp 2|MIX"; do
+    np=${c%%|*} rest=${c#*|}
+    layout=${rest%|*} model=${rest#*|}
+    eval "M=\$$model"
+    R="run --catalog $cat $M --recipe megatron-bf16 --mbs 1 --gbs 4 --quiet $layout"
+    mpi_run "$np" "$FP8PLAN" $R --steps 6 --loss-log "$TMP/ck_full.csv"
+    expect_rc "$model $layout: 6 steps exit 0" 0
+    mpi_run "$np" "$FP8PLAN" $R --steps 3 --save "$TMP/ck.bin"
+    expect_rc "$model $layout: 3 steps and --save exit 0" 0
+    mpi_run "$np" "$FP8PLAN" $R --steps 3 --resume "$TMP/ck.bin" --loss-log "$TMP/ck_res.csv"
+    expect_rc "$model $layout: --resume and 3 steps exit 0" 0
+    expect_eq "$model $layout: the resumed steps 4..6 are the uninterrupted run's, bit for bit" \
+        "$(tail -n +2 "$TMP/ck_res.csv")" "$(tail -n 3 "$TMP/ck_full.csv")"
+done
+# a rank whose counts disagree with its peers' (the test hook: rank 2, stage 1, announces one row more than it
+# sends): its stage's ranks agree on the failure after the dispatch, the other stage is elsewhere in its
+# schedule, so the failed stage stops every rank (MPI_Abort): exit 65, no hang, no -o file
+rm -f "$TMP/fault.csv"
+FP8PLAN_FAULT_EP_COUNTS=2 mpi_run 4 "$FP8PLAN" run --catalog "$cat" $MIX --recipe megatron-bf16 --mbs 1 --gbs 4 \
+    --quiet --steps 2 --pp 2 --ep 2 -o "$TMP/fault.csv"
+expect_rc "pp 2 x ep 2, rank 2's counts off by one: exit 65" 65
+expect_err "pp 2 x ep 2, rank 2's counts off by one: the pair named" "(EP group of ranks 2..3; its rank j is rank 2 + j)"
+expect_eq "pp 2 x ep 2, rank 2's counts off by one: no -o file" "$([ -e "$TMP/fault.csv" ] && echo written || echo none)" none
+# a dense model split unevenly (LLaMA's row shrunk to 3 layers, 2 + 1): one rank's losses bit for bit, each
+# stage as its plan
+G="run --model llama3-8b --layers 3 --hidden 64 --heads 4 --seq 32 --vocab 256 --recipe megatron-bf16 --mbs 1 --gbs 4 --steps 5 --quiet"
+run $G --loss-log "$TMP/d1.csv"
+mpi_run 2 "$FP8PLAN" $G --pp 2 --last-stage-layers 1 --loss-log "$TMP/d2.csv"
+expect_rc "dense 2 + 1 layers at pp 2 exits 0" 0
+expect_line "dense 2 + 1: stage 1's single layer" "  stage 1 \(ranks 1..1, 1 layers; the plan of stage 1\):"
+expect_eq "dense 2 + 1: one rank's 5 losses bit for bit" "$(cmp -s "$TMP/d1.csv" "$TMP/d2.csv" && wc -l <"$TMP/d2.csv")" 6
+# an uneven split the layers do not allow: the plan's reason, exit 64 before any work
+run run --catalog "$cat" $DS --recipe megatron-bf16 --mbs 1 --gbs 4 --steps 1 --first-stage-layers 1
+expect_rc "--first-stage-layers without --pp exits 64" 64
+expect_err "--first-stage-layers without --pp: the reason" "--first-stage-layers 1 --last-stage-layers 0: with --pp 1"
+mpi_run 2 "$FP8PLAN" run --catalog "$cat" $DS --recipe megatron-bf16 --mbs 1 --gbs 4 --steps 1 --pp 2 \
+    --first-stage-layers 3
+expect_rc "--first-stage-layers 3 of 3 layers at pp 2 exits 64" 64
+expect_err "--first-stage-layers 3 of 3 layers at pp 2: the reason" "must share the remaining of tiny-ds's 3 layers"
+# a checkpoint of the 1 + 2 split resumed as 2 + 1: its parts hold other layers, refused (exit 65)
+R="run --catalog $cat $DS --recipe megatron-bf16 --mbs 1 --gbs 4 --quiet --pp 2"
+mpi_run 2 "$FP8PLAN" $R --first-stage-layers 1 --steps 2 --save "$TMP/ck.bin"
+mpi_run 2 "$FP8PLAN" $R --last-stage-layers 1 --steps 2 --resume "$TMP/ck.bin"
+expect_rc "a 1 + 2 split's checkpoint resumed as 2 + 1 exits 65" 65
+expect_err "a 1 + 2 split's checkpoint resumed as 2 + 1: the layers" "checkpoint has layers"
+# refused before any work (exit 69, no -o file): FP8 experts over stages (one saved scale an expert, not one
+# per micro-batch in flight); latent attention and MTP over stages stay refused (tests/unit/test_exec_moe_model.c,
+# test_exec_plan.c). `plan --routing` with --pp: a log of fewer layers than the model's MoE layers, exit 65
+rm -f "$TMP/f8.csv"
+mpi_run 2 "$FP8PLAN" run --catalog "$cat" $MIX --recipe te-fp8-current --mbs 1 --gbs 4 --steps 2 --pp 2 -o "$TMP/f8.csv"
+expect_rc "MoE te-fp8-current --pp 2 exits 69" 69
+expect_err "MoE te-fp8-current --pp 2: the reason" \
+    "recipe te-fp8-current on model mixtral-8x7b with --pp 2: FP8 experts over pipeline stages are not run yet"
+expect_eq "MoE te-fp8-current --pp 2: no -o file" "$([ -e "$TMP/f8.csv" ] && echo written || echo none)" none
+mpi_run 2 "$FP8PLAN" run --catalog "$cat" --model tiny-mla --recipe megatron-bf16 --mbs 1 --gbs 4 --steps 2 --pp 2
+expect_rc "latent attention --pp 2 exits 69" 69
+expect_err "latent attention --pp 2: the reason" "the executor runs latent attention on one tensor- and pipeline-parallel rank"
+awk -F, 'NR == 1 || $2 != 2' "$TMP/pp_r.csv" >"$TMP/pp_r1.csv" # tiny-ds's MoE layer 2 left out
+run plan --catalog "$cat" $DS --gpu h100-sxm --recipe megatron-bf16 --stack fp8plan --mbs 1 --gbs 4 --dp 2 --pp 2 \
+    --ep 2 --last-stage-layers 1 --routing "$TMP/pp_r1.csv"
+expect_rc "plan --routing with --pp 2: a log missing a layer exits 65" 65
+expect_err "plan --routing with --pp 2: the layers" "1 MoE layers logged; tiny-ds planned here has 2"
+
 finish

@@ -294,6 +294,15 @@ static void test_routing_log(void)
         CHECK_EQ_U64(r.rows[2], 20);
         CHECK_EQ_U64(r.rows[3], 100);
     }
+    /* per layer (a pipeline stage's ranks route its own layers), summed over the 2 steps: layer 0 rank 0 1 + 3 = 4
+     * and 1 + 1 = 2, rank 1 5 + 5 = 10 and 100 + 0; layer 3 rank 0 2 + 4 = 6 and 2, rank 1 10 and 0 */
+    CHECK(r.layer_ids && r.layer_rows);
+    if (r.layer_ids && r.layer_rows) {
+        CHECK_EQ_INT(r.layer_ids[0], 0);
+        CHECK_EQ_INT(r.layer_ids[1], 3);
+        static const uint64_t want[8] = {4, 2, 10, 100, 6, 2, 10, 0};
+        for (int i = 0; i < 8; i++) CHECK_EQ_U64(r.layer_rows[i], want[i]);
+    }
     routing_log_free(&r);
     const struct {
         const char *from, *to, *part;

@@ -407,7 +407,13 @@ static void test_refusals(void)
     arena_specs_free(&sp);
     CHECK(!fx_plan_dp(&s, &bf16, B, 1, 2, SHARD_ZERO1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "over data and expert parallelism only (tp 1, pp 1, etp 1, sharding zero1 given");
+    CHECK_CONTAINS(e.msg, "over data, expert and pipeline parallelism only (tp 1, etp 1, sharding zero1 given");
+    arena_specs_free(&sp);
+    CHECK(!fx_plan(&s, &te, B, 1, &p, &e)); /* FP8 experts over pipeline stages: one saved scale an expert */
+    p.in.pp = 2;
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "recipe te-fp8 on model fx-moe-softmax with --pp 2: FP8 experts over pipeline stages are "
+                          "not run yet");
     arena_specs_free(&sp);
     ModelSpec mla = fx_mla(0, 16); /* latent attention: one rank of TP and PP; no MTP */
     CHECK(!fx_plan_par(&mla, &bf16, B, 1, 2, 1, &p, &e));

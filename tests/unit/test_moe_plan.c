@@ -230,6 +230,25 @@ static void test_ep_routed(void)
     rb.ranks = 2, rb.rows = rows;
     CHECK_EQ_INT(plan_ep_routed(&p, &rb, 0, &o, &e), ST_USAGE);
     CHECK_CONTAINS(e.msg, "2 ranks x 8 experts given; the plan has dp 4 and 8 experts");
+    /* two pipeline stages (dp 4 each): layer 0, dense, on stage 0 and the MoE layer 1 on stage 1. A stage's plan
+     * takes its own ranks' routing: stage 1's is the routing above (its one MoE layer x 2 micro-batches = the 2
+     * calls), so its ranks' bytes are the ones above; stage 0 holds no experts and dispatches nothing */
+    in.pp = 2, in.stage_view = 2;
+    Plan s1 = build(&in);
+    CHECK(!plan_ep_routed(&s1, &rt, 0, &o, &e));
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 524288);
+    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 524288);
+    CHECK_EQ_U64(o.payload[EPR_COUNTS], 224);
+    CHECK(!plan_ep_routed(&s1, &rt, 3, &o, &e));
+    CHECK_EQ_U64(o.sent[EPR_COMBINE_FWD], 524288);
+    plan_ep_uniform(&s1, 1, &o);
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 524288);
+    in.stage_view = 1;
+    Plan s0 = build(&in);
+    plan_ep_uniform(&s0, 1, &o);
+    CHECK_EQ_U64(o.payload[EPR_DISPATCH_FWD], 0);
+    CHECK_EQ_U64(o.payload[EPR_COUNTS], 0);
+    in.pp = 1, in.stage_view = 0;
     in.ep = 1;
     p = build(&in);
     CHECK_EQ_INT(plan_ep_routed(&p, &rt, 0, &o, &e), ST_USAGE);
