@@ -243,9 +243,9 @@ expect_err "--ep 2 on 3 ranks: the reason" "ep*etp = 2 must divide tp*cp*dp = 3"
 mpi_run 3 "$FP8PLAN" $R --gbs 6 --ep 3 $O
 expect_rc "--ep 3 with 8 experts exits 64" 64
 expect_err "--ep 3: the experts" "tiny-moe's 8 experts must be divisible by ep"
-mpi_run 4 "$FP8PLAN" $R --ep 2 --zero 1 $O
-expect_rc "--ep 2 --zero 1 exits 69" 69
-expect_err "--zero 1 with experts: the reason" "sharded states with experts are not implemented yet"
+mpi_run 4 "$FP8PLAN" $R --ep 2 --zero 2 $O # --zero 1 and --dist-opt run: mpi_zero.sh
+expect_rc "--ep 2 --zero 2 exits 69" 69
+expect_err "--zero 2 with experts: the reason" "--zero 2: the executor shards the optimizer states only"
 mpi_run 2 "$FP8PLAN" $R --ep 2 $O --save "$TMP/no.ckpt"
 expect_rc "--ep 2 --save exits 69" 69
 expect_err "--save with experts split: the reason" "--save/--resume with --ep 2: each rank holds 4 of the 8 experts"

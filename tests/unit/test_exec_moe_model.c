@@ -393,9 +393,12 @@ static void test_refusals(void)
     CHECK_CONTAINS(e.msg, "model fx-moe-softmax: hidden 62 with recipe deepseek-v3's FP8 dispatch: a row's codes move "
                           "as 4-byte words (hidden must be a multiple of 4)");
     arena_specs_free(&sp);
-    CHECK(!fx_plan_dp(&s, &bf16, B, 1, 2, SHARD_ZERO1, &p, &e));
+    CHECK(!fx_plan_par(&s, &bf16, B, 1, 2, 1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "over data and expert parallelism only (tp 1, pp 1, etp 1, sharding zero1 given");
+    CHECK_CONTAINS(e.msg, "over data and expert parallelism only (tp 2, pp 1, etp 1 given");
+    arena_specs_free(&sp);
+    CHECK(!fx_plan_dp(&s, &bf16, B, 1, 2, SHARD_ZERO1, &p, &e)); /* sharded states run (test_exec_shard) */
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
     arena_specs_free(&sp);
     ModelSpec mla = fx_mla(0, 16); /* latent attention: one rank of TP and PP; no MTP */
     CHECK(!fx_plan_par(&mla, &bf16, B, 1, 2, 1, &p, &e));
