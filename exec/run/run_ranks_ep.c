@@ -15,7 +15,8 @@ int run_rank_ep_coll(const RankData *rd, int c)
 
 Status run_ranks_gather_ep(Comm *comm, const Model *m, RankData *rd, Err *e)
 {
-    if (!m->ep_rows) return ST_OK; /* the same on every rank: the plan's ep */
+    rd->bias_whole_bytes = m->bias_whole_bytes; /* the same on every rank */
+    if (!m->ep_rows) return ST_OK;              /* the same on every rank: the plan's ep */
     const size_t n = (size_t)comm->size, E = m->spec.experts;
     double counts[2] = {m->ep_counts_bytes[0], m->ep_counts_bytes[1]};
     uint64_t *calls = calloc(n, sizeof *calls);

@@ -3,7 +3,7 @@
 # reduce-scattered, the updated weights all-gathered (exec/model/model_shard.c); every rank's
 # persistent memory and bytes per collective against the plan; the -o rows per rank; with experts, their
 # states sharded over the expert-data-parallel group.
-# tier: full (make test-full, which .ci/run runs): 48 mpirun runs, about 65 s alone on 2 shared cores
+# tier: full (make test-full, which .ci/run runs): 50 mpirun runs, about 65 s alone on 2 shared cores
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
@@ -179,6 +179,16 @@ expect_line "fp8lm uneven: E4M3 m shard 2,195 x 1 B" "  adam_m_gemm +2195 +2195 
 expect_line "fp8lm uneven: reduce-scatter bytes" "  dp_grad_reducescatter +21040 +21040 +21040 +4/4 +exact"
 expect_line "fp8lm uneven: all-gather bytes" "  dp_param_allgather +13812 +13812 +13812 +4/4 +exact"
 
+# deepseek-v3 (block-scaled FP8, BF16 Adam moments sharded beside the FP32 master): plain DP's losses bit for bit;
+# the moments' shards 12,288 x 2 B
+mpi_run 2 "$FP8PLAN" $G --recipe deepseek-v3 --steps 5 --loss-log "$TMP/v2.csv"
+expect_rc "deepseek-v3 dp 2 exits 0" 0
+mpi_run 2 "$FP8PLAN" $G --recipe deepseek-v3 --steps 5 --zero 1 --loss-log "$TMP/vz2.csv"
+expect_rc "deepseek-v3 dp 2 --zero 1 exits 0" 0
+expect_eq "deepseek-v3 dp 2 --zero 1: the plain dp 2 losses bit for bit" "$(same "$TMP/v2.csv" "$TMP/vz2.csv")" same
+expect_line "deepseek-v3 dp 2: BF16 Adam m shard 12,288 x 2 B" "  adam_m_gemm +24576 +24576 +24576 +2/2 +exact"
+expect_out "deepseek-v3 dp 2: every rank's memory verdict" "every rank holds the plan's persistent bytes, byte for byte"
+
 # ---- experts: the dense parameters' states over the DP group, the routed experts' over their EDP group ----
 # As Megatron-Core's distributed optimizer groups them (core_v0.16.0 DistributedDataParallel: expert-parallel
 # parameters in buffers of their own over the expert-data-parallel group; exec/model/model_shard.c). tiny-moe
@@ -256,6 +266,8 @@ expect_line "tiny-ds: EDP reduce-scatter" "  edp_grad_reducescatter +98304 +9830
 expect_line "tiny-ds: EDP reduce-scatter payload" "  edp_grad_reducescatter.payload +196608 +196608 +196608 +4/4 +exact"
 expect_line "tiny-ds: EDP all-gather" "  edp_param_allgather +49152 +49152 +49152 +4/4 +exact"
 expect_eq "tiny-ds --zero 1: no gradient all-reduce" "$(grep -c 'grad_allreduce' "$TMP/out")" 0
+# the sigmoid routers' FP32 biases kept whole beside their sharded masters: 2 MoE layers x 8 experts x 4 B
+expect_out "tiny-ds: the whole router biases outside the arena, by hand" "each rank also holds 64 B outside the arena"
 # tiny-moe at np 4 ep 2: 4 experts x (448 x 64 + 64 x 224) = 172,032 a layer, x 2 = 344,064; shards of
 # 172,032 (688,128 B); EDP reduce-scatter S = 1,376,256 (688,128 leaving), all-gather 688,128 (344,064)
 mpi_run 4 "$FP8PLAN" run --catalog "$cat" --model tiny-moe --mbs 1 --gbs 4 --quiet --recipe megatron-bf16 --steps 2 \
