@@ -3,7 +3,7 @@
 # reduce-scattered, the updated weights all-gathered (exec/model/model_shard.c); every rank's
 # persistent memory and bytes per collective against the plan; the -o rows per rank; with experts, their
 # states sharded over the expert-data-parallel group.
-# tier: full (make test-full, which .ci/run runs): 50 mpirun runs, about 65 s alone on 2 shared cores
+# tier: full (make test-full, which .ci/run runs): 52 mpirun runs, about 70 s alone on 2 shared cores
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
@@ -194,8 +194,8 @@ expect_out "deepseek-v3 dp 2: every rank's memory verdict" "every rank holds the
 # parameters in buffers of their own over the expert-data-parallel group; exec/model/model_shard.c). tiny-moe
 # (Mixtral shrunk, as mpi_ep.sh: 2 layers, hidden 64, 8 experts of FFN 224 top-2, softmax router), tiny-ds
 # (DeepSeek-style: 3 layers, the first dense FFN 128, 8 experts of FFN 32 top-2, a shared expert, a sigmoid
-# router with 4 groups, top 2) and tiny-moe-64 (64 experts of FFN 16, top-8). Each row runs the same layout
-# unsharded and sharded: the losses and the routing bit for bit (the reduce-scatters fold in the all-
+# router with 4 groups, top 2), tiny-moe-64 (64 experts of FFN 16, top-8) and tiny-mtp (below). Each row
+# runs the same layout unsharded and sharded: the losses and the routing bit for bit (the reduce-scatters fold in the all-
 # reduces' rank order, AdamW is elementwise, and a sigmoid router's bias moves by one rule from the same
 # summed counts on every rank; mpi_ep.sh holds the unsharded EP runs to the one rank's), every rank's
 # persistent terms and collectives (reduce-scatters and all-gathers over DP and EDP, all-to-alls for the
@@ -206,6 +206,8 @@ moe() { # name layers hidden ffn heads kv hd vocab seq experts topk shared eff d
 moe tiny-moe 2 64 224 4 1 16 256 32 8 2 0 224 0 softmax 0 0
 moe tiny-ds 3 64 128 4 1 16 256 32 8 2 1 32 1 sigmoid 4 2
 moe tiny-moe-64 2 64 224 4 1 16 256 32 64 8 0 16 0 softmax 0 0
+# tiny-mtp (mpi_ep.sh's): DeepSeek-V3 shrunk, latent attention, its first layer dense, one MTP depth
+echo 'tiny-mtp,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,1,"test model"' >>"$cat/models.csv"
 while IFS='|' read -r np ep model recipe steps shard <&3; do
     case "$np" in '' | '#'*) continue ;; esac
     tag="$model $recipe np $np ep $ep $shard"
@@ -244,6 +246,7 @@ done 3<<'EOF'
 4|2|tiny-ds|te-fp8|3|--zero 1
 4|2|tiny-ds|deepseek-v3|2|--zero 1
 2|2|tiny-moe|deepseek-v3|2|--dist-opt
+4|2|tiny-mtp|megatron-bf16|3|--zero 1
 EOF
 # By hand, tiny-ds at np 4 ep 2: a rank's 4 experts x (FC1 2 x 32 x 64 + FC2 64 x 32) = 24,576 elements a MoE
 # layer, x 2 = 49,152; edp 2: shards of 24,576 (FP32: 98,304 B), the FP32 gradients reduce-scattered (S =
