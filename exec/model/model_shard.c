@@ -1,13 +1,20 @@
 /* exec/model/model_shard.c — the distributed optimizer / ZeRO-1 over dp ranks,
- * as the plan shards it (planner/plan_mem.c plan_state_terms, plan_comm.c):
- *   - the parameters of a class (block linear weights; the others) in
- *     parameter-table order form one flat range of E elements; every rank
- *     holds S = ceil(E / dp) elements of each sharded state (master, Adam m and
- *     v: plan_state_sharded) — rank r owns [r·S, min((r+1)·S, E)), the last
- *     ranks' missing tail is padding that nothing reads, so every rank's
+ * as the plan shards it (planner/plan_mem.c plan_state_terms, plan_comm.c;
+ * with experts plan_moe_mem.c, plan_moe_comm.c):
+ *   - the parameters of a class (block linear weights; the others; the routed
+ *     experts' weights) in parameter-table order form one flat range of E
+ *     elements; every rank holds S = ceil(E / N) elements of each sharded state
+ *     (master, Adam m and v: plan_state_sharded), N the class's group — the DP
+ *     group, for the experts their expert-data-parallel group (dp / ep ranks ep
+ *     apart holding the same experts), as Megatron-Core's distributed optimizer
+ *     shards its expert-parallel buffers — place r owning [r·S, min((r+1)·S, E)),
+ *     the last places' missing tail padding that nothing reads, so every rank's
  *     persistent bytes are the plan's ceil-rounded term byte for byte;
  *   - after the micro-batches each gradient (whole on every rank: ZeRO-1)
- *     is reduce-scattered in place (CO_DP_GRAD_RS): the segment rank r owns
+ *     is reduce-scattered in place over its class's group (CO_DP_GRAD_RS; the
+ *     experts' CO_EDP_GRAD_RS, their weights CO_EDP_PARAM_AG; experts with
+ *     nothing sharded — edp 1, or --dist-opt leaving the linears whole — are
+ *     all-reduced whole over their group, model_step.c): the segment r owns
  *     becomes the sum over the ranks, folded in rank order like the
  *     all-reduce (exec/comm/comm_mpi.h), so the values are the DP all-reduce's;
  *   - the optimizer updates only the owned elements (master, m, v in the
@@ -16,7 +23,7 @@
  *     (CO_DP_PARAM_AG: the recipe's param_gather_comm, which model_shard_check
  *     requires to be the weight's dtype).
  * One call per parameter tensor (the plan counts one per step): the bytes per
- * step are the plan's, E · bytes · (dp − 1)/dp each.
+ * step are the plan's, E · bytes · (N − 1)/N each.
  *
  * FP8-LM's linears (per-tensor scaled FP16 master, E4M3 m, FP16 v and E4M3
  * gradient, no working weight) shard the same way, with every per-tensor scale
