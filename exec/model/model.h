@@ -277,6 +277,7 @@ ModelHyper model_hyper_default(void);
 #define MODEL_MOE_BIAS_SPEED 1e-3f
 
 /* Host copies of one scaling bank's state for the last micro-batch (scaling trace). */
+enum { MODEL_CLASSES = 3 };    /* parameter classes of the sharded states (model_internal.h) */
 enum { MODEL_GROUPS_MAX = 7 }; /* sub-communicators a rank may own: TP, DP, PP, amax, embedding, EP, EDP */
 
 typedef struct {
@@ -324,15 +325,26 @@ typedef struct Model {
     uint32_t ep, ep_rank;
     Comm *epc, *edpc;
     Comm *owned[MODEL_GROUPS_MAX];
-    /* The distributed optimizer / ZeRO-1 (the plan's sharding over dp ranks; exec/model/model_shard.c):
-     * shard_ways = dp when a state is sharded, else 1. Per class (MODEL_CLASS_GEMM: block linear
-     * weights, MODEL_CLASS_OTHER: the rest, each in parameter-table order) the elements E, the shard
-     * S = ceil(E / dp) every rank holds (rank r owns flat elements [r·S, min((r+1)·S, E)); the last
-     * ranks' tails are padding; S = 0 when nothing is sharded), the sharded states (bit 1u << StateId) and this rank's shard buffers. */
+    /* The distributed optimizer / ZeRO-1 (the plan's sharding; exec/model/model_shard.c), as Megatron-Core's
+     * distributed optimizer groups parameters: the dense ones over the DP group, the routed experts' over
+     * the expert-data-parallel group. shard_ways = dp when a state is sharded, else 1. Per class
+     * (MODEL_CLASS_GEMM: block linear weights but the routed experts', MODEL_CLASS_OTHER: the rest but the
+     * experts', MODEL_CLASS_EXPERT: the routed experts' weights, each in parameter-table order) the elements
+     * E, the ranks N its states are spread over (class_ways: dp, or edp = dp / ep for the experts; 1 when
+     * that group's gradients are all-reduced instead) and this rank's place among them (class_rank), the
+     * shard S = ceil(E / N) every rank holds (place r owns flat elements [r·S, min((r+1)·S, E)); the last
+     * places' tails are padding; S = 0 when N is 1), the sharded states (bit 1u << StateId) and this
+     * rank's shard buffers. */
     uint32_t shard_ways;
-    uint64_t class_elems[2], shard_elems[2];
-    unsigned shard_mask[2];
-    void *shard_buf[2][STATE_COUNT_];
+    uint64_t class_elems[MODEL_CLASSES], shard_elems[MODEL_CLASSES];
+    uint32_t class_ways[MODEL_CLASSES], class_rank[MODEL_CLASSES];
+    unsigned shard_mask[MODEL_CLASSES];
+    void *shard_buf[MODEL_CLASSES][STATE_COUNT_];
+    /* A sigmoid router's FP32 bias, whole, when its master (what the router reads) is sharded: (MoE layers,
+     * E), every rank moving it by the same rule (model_moe_after_step); a backend allocation outside the
+     * arena (bias_whole_bytes), NULL otherwise. */
+    float *bias_whole;
+    uint64_t bias_whole_bytes;
     Arena arena;
     ArenaSpecs specs;   /* every tensor with its term and offset (checkpoints walk it) */
     ModelParam *params; /* nparams */
@@ -469,6 +481,10 @@ void model_rope_table(uint32_t seq, uint32_t head_dim, double base, float *cos_s
  * bytes over the whole class (its E elements; exec/model/model_shard.c), *lo the byte offset of
  * this rank's shard in it; 0 for every other tensor. For checkpoints: they hold the whole state. */
 int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uint64_t *lo);
+/* After the sharded masters were restored (a resume): each rank's part of every sigmoid router bias's
+ * master gathered into the whole FP32 bias the router reads (m->bias_whole; an all-gather over the DP
+ * group, not a plan collective). Nothing without a sharded router bias. */
+Status model_shard_bias_sync(Model *m, Err *e);
 
 /* Scaling-bank slots (ModelScaling) of block l's linear k, which the block
  * must have: fwd 2·(t0 + k) + {0: X, 1: W}, bwd t0 + k. */

@@ -158,8 +158,14 @@ Status model_grad_commit(Model *m, ModelParam *p, int slot, Err *e);
 Status model_grads_begin(Model *m, Err *e);
 
 /* ---- sharded states: the distributed optimizer / ZeRO-1 (model_shard.c) ---- */
-enum { MODEL_CLASS_GEMM = 0, MODEL_CLASS_OTHER = 1 };
-static inline int model_class(const ModelParam *p) { return p->gemm ? MODEL_CLASS_GEMM : MODEL_CLASS_OTHER; }
+enum { MODEL_CLASS_GEMM = 0, MODEL_CLASS_OTHER = 1, MODEL_CLASS_EXPERT = 2 };
+static inline int model_class(const ModelParam *p)
+{
+    return p->expert ? MODEL_CLASS_EXPERT : p->gemm ? MODEL_CLASS_GEMM : MODEL_CLASS_OTHER;
+}
+/* 1 when p's gradient is reduce-scattered and its weight gathered (its class's states spread over ranks),
+ * 0 when it is all-reduced whole. */
+static inline int model_sharded(const Model *m, const ModelParam *p) { return m->class_ways[model_class(p)] > 1; }
 /* ST_OK when the executor shards the plan's states (sharding none, or zero1 / dist-opt for recipes
  * whose sharded classes keep a working weight gathered in its own dtype, unscaled states and
  * gradients reduced in their own dtype); ST_UNAVAILABLE naming what is not. */
@@ -175,9 +181,11 @@ uint64_t model_own(const Model *m, const ModelParam *p, uint64_t *lo);
 /* State st of p (its bound pointer `base`) at element model_own's lo: a sharded state's pointer
  * already is; a whole one is advanced by lo elements. NULL when base is. */
 void *model_state_at(const Model *m, const ModelParam *p, StateId st, void *base);
-/* Reduce-scatter every gradient (CO_DP_GRAD_RS; this rank's part reduced in place). */
+/* Reduce-scatter every sharded class's gradient (CO_DP_GRAD_RS over the DP group, the routed experts'
+ * CO_EDP_GRAD_RS over the expert-data-parallel group; this rank's part reduced in place). */
 Status model_shard_reduce(Model *m, Err *e);
-/* All-gather every working weight after the sharded update (CO_DP_PARAM_AG, in the weight's dtype;
+/* All-gather every sharded class's working weight after the update (CO_DP_PARAM_AG, the experts'
+ * CO_EDP_PARAM_AG; in the weight's dtype;
  * not FP8-LM's copies: model_copies_cast). */
 Status model_shard_gather(Model *m, Err *e);
 /* 1 for an FP8-LM linear whose master is sharded (no working weight: the GEMMs read the gathered
@@ -189,6 +197,12 @@ int model_shard_copies(const Model *m, const ModelParam *p);
 Status model_shard_copy(Model *m, ModelParam *w, CollectiveId id, Err *e);
 /* MAX all-reduce of n floats over the ranks (the sharded FP8-LM states' amaxes: COMM_UNPLANNED). */
 Status model_shard_agree(Model *m, float *amax, uint64_t n, Err *e);
+/* A sigmoid router's whole FP32 bias when its master is sharded (m->bias_whole; nothing otherwise):
+ * allocated zeroed (after the MoE layers are counted), freed, and set from a router bias's initial
+ * values w (numel; any other parameter: nothing). */
+Status model_shard_bias_create(Model *m, Err *e);
+void model_shard_bias_destroy(Model *m);
+Status model_shard_bias_init(Model *m, const ModelParam *p, const float *w, Err *e);
 
 /* ---- FP8-LM's FP8 weight copies, cast once per step (model_copies.c) ---- */
 /* 1 for a block linear whose GEMMs read kept FP8 copies of a scaled FP16 master, no working weight. */

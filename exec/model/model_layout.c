@@ -26,11 +26,11 @@ Status model_check(const Plan *p, Err *e)
                        "the executor materializes attention scores without recompute or dropout; plan it that way "
                        "(exec_plan_input)");
     Status st = exec_recipe_check(in->recipe, e);
-    if (!st && exec_block_scaled(in->recipe) && (in->tp > 1 || in->pp > 1 || in->sharding != SHARD_NONE))
+    if (!st && exec_block_scaled(in->recipe) && (in->tp > 1 || in->pp > 1))
         st = err_set(e, ST_UNAVAILABLE,
-                     "recipe %s: block scaling runs over data and expert parallelism only so far (tp %u, pp %u, "
-                     "sharding %s given)",
-                     in->recipe->name, in->tp, in->pp, sharding_name(in->sharding));
+                     "recipe %s: block scaling runs over data and expert parallelism only so far (tp %u, pp %u "
+                     "given)",
+                     in->recipe->name, in->tp, in->pp);
     if (!st) st = model_moe_check(p, e);
     if (!st) st = model_mla_check(p, e);
     if (!st) st = model_mtp_check(p, e);
@@ -349,14 +349,16 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
         if (q->gemm) *wmax = max2(*wmax, q->numel);
         if (q->kind != PK_WTE && q->kind != PK_WPE && q->kind != PK_LM_HEAD) *pmax = max2(*pmax, q->numel);
     }
-    static const char *const shard_names[2][STATE_COUNT_] = {
+    static const char *const shard_names[MODEL_CLASSES][STATE_COUNT_] = {
         {"", "master.shard", "grad.shard", "adam_m.shard", "adam_v.shard"},
-        {"", "other.master.shard", "other.grad.shard", "other.adam_m.shard", "other.adam_v.shard"}};
-    for (int c = 0; c < 2; c++) /* this rank's shard of each sharded state: ceil(E / dp) elements */
+        {"", "other.master.shard", "other.grad.shard", "other.adam_m.shard", "other.adam_v.shard"},
+        {"", "expert.master.shard", "expert.grad.shard", "expert.adam_m.shard", "expert.adam_v.shard"}};
+    const MemTermId *const class_terms[MODEL_CLASSES] = {gemm_terms, other_terms, expert_terms};
+    const StateSet *const class_set[MODEL_CLASSES] = {&r->gemm, &r->other, &r->gemm};
+    for (int c = 0; c < MODEL_CLASSES; c++) /* this rank's shard of each sharded state: ceil(E / N) elements */
         for (int k = 0; k < STATE_COUNT_; k++)
             if (m->shard_mask[c] >> k & 1)
-                arena_add(sp, (c == MODEL_CLASS_GEMM ? gemm_terms : other_terms)[k],
-                          (c == MODEL_CLASS_GEMM ? &r->gemm : &r->other)->dt[k], m->shard_elems[c],
+                arena_add(sp, class_terms[c][k], class_set[c]->dt[k], m->shard_elems[c],
                           bind ? &m->shard_buf[c][k] : NULL, shard_names[c][k], -1);
     if (fp8 && !exec_block_scaled(r)) { /* scaling banks: forward (x, w per linear) and backward (dy per linear) */
         uint64_t hist = exec_history_len(r), nb = model_fp8_tensors(m), nf = 2 * nb;

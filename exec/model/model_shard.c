@@ -1,13 +1,20 @@
 /* exec/model/model_shard.c — the distributed optimizer / ZeRO-1 over dp ranks,
- * as the plan shards it (planner/plan_mem.c plan_state_terms, plan_comm.c):
- *   - the parameters of a class (block linear weights; the others) in
- *     parameter-table order form one flat range of E elements; every rank
- *     holds S = ceil(E / dp) elements of each sharded state (master, Adam m and
- *     v: plan_state_sharded) — rank r owns [r·S, min((r+1)·S, E)), the last
- *     ranks' missing tail is padding that nothing reads, so every rank's
+ * as the plan shards it (planner/plan_mem.c plan_state_terms, plan_comm.c;
+ * with experts plan_moe_mem.c, plan_moe_comm.c):
+ *   - the parameters of a class (block linear weights; the others; the routed
+ *     experts' weights) in parameter-table order form one flat range of E
+ *     elements; every rank holds S = ceil(E / N) elements of each sharded state
+ *     (master, Adam m and v: plan_state_sharded), N the class's group — the DP
+ *     group, for the experts their expert-data-parallel group (dp / ep ranks ep
+ *     apart holding the same experts), as Megatron-Core's distributed optimizer
+ *     shards its expert-parallel buffers — place r owning [r·S, min((r+1)·S, E)),
+ *     the last places' missing tail padding that nothing reads, so every rank's
  *     persistent bytes are the plan's ceil-rounded term byte for byte;
  *   - after the micro-batches each gradient (whole on every rank: ZeRO-1)
- *     is reduce-scattered in place (CO_DP_GRAD_RS): the segment rank r owns
+ *     is reduce-scattered in place over its class's group (CO_DP_GRAD_RS; the
+ *     experts' CO_EDP_GRAD_RS, their weights CO_EDP_PARAM_AG; experts with
+ *     nothing sharded — edp 1, or --dist-opt leaving the linears whole — are
+ *     all-reduced whole over their group, model_step.c): the segment r owns
  *     becomes the sum over the ranks, folded in rank order like the
  *     all-reduce (exec/comm/comm_mpi.h), so the values are the DP all-reduce's;
  *   - the optimizer updates only the owned elements (master, m, v in the
@@ -16,7 +23,7 @@
  *     (CO_DP_PARAM_AG: the recipe's param_gather_comm, which model_shard_check
  *     requires to be the weight's dtype).
  * One call per parameter tensor (the plan counts one per step): the bytes per
- * step are the plan's, E · bytes · (dp − 1)/dp each.
+ * step are the plan's, E · bytes · (N − 1)/N each.
  *
  * FP8-LM's linears (per-tensor scaled FP16 master, E4M3 m, FP16 v and E4M3
  * gradient, no working weight) shard the same way, with every per-tensor scale
@@ -39,7 +46,7 @@
 
 #include "exec/model/model_internal.h"
 
-static const char *const class_name[2] = {"linear-weight", "other-parameter"};
+static const char *const class_name[2] = {"linear-weight", "other-parameter"}; /* the experts: linear */
 
 /* FP8-LM's block linears, what the executor shards of a class with scaled states: a scaled FP16
  * master (MS-AMP's Adam) and no working weight, so the GEMMs read FP8 copies, gathered in the forward
@@ -102,7 +109,8 @@ Status model_shard_check(const Plan *p, Err *e)
 void model_shard_plan(Model *m, const Plan *p)
 {
     const PlanInput *in = &p->in;
-    const StateSet *set[2] = {&m->recipe.gemm, &m->recipe.other};
+    const StateSet *set[MODEL_CLASSES] = {&m->recipe.gemm, &m->recipe.other, &m->recipe.gemm};
+    const uint32_t ep = m->ep ? m->ep : 1, edp = m->dp / ep;
     m->shard_ways = 1;
     memset(m->class_elems, 0, sizeof m->class_elems);
     for (uint32_t i = 0; i < m->nparams; i++) {
@@ -110,17 +118,29 @@ void model_shard_plan(Model *m, const Plan *p)
         q->flat = m->class_elems[model_class(q)];
         m->class_elems[model_class(q)] += q->numel;
     }
-    for (int c = 0; c < 2; c++) {
+    /* the dense classes over the DP group, the routed experts over their EDP group (planner/plan_moe_mem.c:
+     * plan_state_terms over d and over edp) */
+    for (int c = 0; c < MODEL_CLASSES; c++) {
+        const uint32_t n = c == MODEL_CLASS_EXPERT ? edp : m->dp;
         m->shard_mask[c] = 0;
-        for (int k = 0; m->dp > 1 && k < STATE_COUNT_; k++)
+        for (int k = 0; n > 1 && k < STATE_COUNT_; k++)
             if (set[c]->dt[k] != DT_NONE && plan_state_sharded(in, set[c], (StateId)k)) m->shard_mask[c] |= 1u << k;
-        if (m->shard_mask[c]) m->shard_ways = m->dp;
     }
-    for (int c = 0; c < 2; c++) /* ceil(E / dp): each rank's part of the class, held in its shard when sharded */
-        m->shard_elems[c] = m->shard_ways > 1 ? (m->class_elems[c] + m->dp - 1) / m->dp : 0;
+    /* a group reduce-scatters when any of its classes shards a state (the plan's shard_any; for the experts
+     * its edp_grad_reducescatter), else all-reduces */
+    const int dense = (m->shard_mask[MODEL_CLASS_GEMM] | m->shard_mask[MODEL_CLASS_OTHER]) != 0;
+    m->class_ways[MODEL_CLASS_GEMM] = m->class_ways[MODEL_CLASS_OTHER] = dense ? m->dp : 1;
+    m->class_ways[MODEL_CLASS_EXPERT] = m->shard_mask[MODEL_CLASS_EXPERT] ? edp : 1;
+    m->class_rank[MODEL_CLASS_GEMM] = m->class_rank[MODEL_CLASS_OTHER] = m->dp_rank;
+    m->class_rank[MODEL_CLASS_EXPERT] = m->dp_rank / ep; /* the EDP group's ranks are ep apart (model_groups.c) */
+    if (dense || m->shard_mask[MODEL_CLASS_EXPERT]) m->shard_ways = m->dp;
+    for (int c = 0; c < MODEL_CLASSES; c++) { /* ceil(E / N): each place's part of the class */
+        const uint64_t n = m->class_ways[c];
+        m->shard_elems[c] = n > 1 ? (m->class_elems[c] + n - 1) / n : 0;
+    }
 }
 
-/* Rank r's flat range [lo, hi) of class c. */
+/* Place r's flat range [lo, hi) of class c. */
 static void rank_range(const Model *m, int c, uint32_t r, uint64_t *lo, uint64_t *hi)
 {
     const uint64_t S = m->shard_elems[c], E = m->class_elems[c];
@@ -128,7 +148,7 @@ static void rank_range(const Model *m, int c, uint32_t r, uint64_t *lo, uint64_t
     *hi = *lo + S < E ? *lo + S : E;
 }
 
-/* Elements of p in rank r's range: [*a, *a + n) within p. */
+/* Elements of p in place r's range: [*a, *a + n) within p. */
 static uint64_t overlap(const Model *m, const ModelParam *p, uint32_t r, uint64_t *a)
 {
     uint64_t lo, hi, b = p->flat, e = p->flat + p->numel;
@@ -140,11 +160,11 @@ static uint64_t overlap(const Model *m, const ModelParam *p, uint32_t r, uint64_
 
 void model_shard_bind(Model *m)
 {
-    const uint32_t r = m->dp_rank; /* the rank in the DP group */
     for (uint32_t i = 0; i < m->nparams; i++) {
         ModelParam *q = &m->params[i];
         const int c = model_class(q);
-        if (m->shard_ways == 1) {
+        const uint32_t r = m->class_rank[c]; /* the place in the class's group */
+        if (m->class_ways[c] == 1) {
             q->own_lo = 0, q->own_n = q->numel;
             continue;
         }
@@ -160,21 +180,21 @@ void model_shard_bind(Model *m)
 
 uint64_t model_own(const Model *m, const ModelParam *p, uint64_t *lo)
 {
-    if (m->shard_ways == 1) return *lo = 0, p->numel;
+    if (!model_sharded(m, p)) return *lo = 0, p->numel;
     *lo = p->own_lo;
     return p->own_n;
 }
 
 void *model_state_at(const Model *m, const ModelParam *p, StateId st, void *base)
 {
-    if (!base || m->shard_ways == 1 || (m->shard_mask[model_class(p)] >> st & 1)) return base;
+    if (!base || !model_sharded(m, p) || (m->shard_mask[model_class(p)] >> st & 1)) return base;
     return (uint8_t *)base + p->own_lo * dtype_bytes(model_states(m, p)->dt[st]);
 }
 
-/* counts[r] = elements of p rank r owns (they lie in rank order). */
+/* counts[r] = elements of p place r of its class's group owns (they lie in rank order). */
 static void counts_of(const Model *m, const ModelParam *p, uint64_t *counts)
 {
-    for (uint32_t r = 0; r < m->dp; r++) {
+    for (uint32_t r = 0; r < m->class_ways[model_class(p)]; r++) {
         uint64_t a;
         counts[r] = overlap(m, p, r, &a);
     }
@@ -227,33 +247,37 @@ Status model_shard_copy(Model *m, ModelParam *w, CollectiveId id, Err *e)
     return st;
 }
 
-/* One collective per parameter over its state st: reduce-scatter or all-gather. */
-static Status each_param(Model *m, StateId st, CollectiveId id, Err *e)
+/* One collective per sharded parameter over its state st: reduce-scatter or all-gather, over the DP
+ * group (id) or, for a routed expert, its EDP group (xid). */
+static Status each_param(Model *m, StateId st, CollectiveId id, CollectiveId xid, Err *e)
 {
     uint64_t *counts = calloc((size_t)m->dp, sizeof *counts);
     if (!counts) return err_set(e, ST_NOMEM, "out of memory");
     Status s = ST_OK;
     for (uint32_t i = 0; !s && i < m->nparams; i++) {
         ModelParam *p = &m->params[i];
+        if (!model_sharded(m, p)) continue; /* all-reduced whole (model_step.c) */
         void *buf = st == STATE_GRAD ? p->grad : p->weight;
+        Comm *c = p->expert ? m->edpc : m->dpc;
+        const CollectiveId cid = p->expert ? xid : id;
         Dtype dt = model_states(m, p)->dt[st];
         counts_of(m, p, counts);
         if (st == STATE_WEIGHT && model_shard_copies(m, p)) { /* FP8-LM: its copies (model_copies_cast) */
             continue;
         } else if (st == STATE_GRAD && dtype_is_fp8(dt) && p->grad_rec) {
-            s = comm_reduce_scatter_fp8_v(m->dpc, id, m->bk, buf, p->grad_rec, counts, dt, e);
+            s = comm_reduce_scatter_fp8_v(c, cid, m->bk, buf, p->grad_rec, counts, dt, e);
         } else {
-            s = st == STATE_GRAD ? comm_reduce_scatter_v(m->dpc, id, m->bk, buf, counts, dt, COMM_SUM, e)
-                                 : comm_all_gather_v(m->dpc, id, m->bk, buf, counts, dt, e);
+            s = st == STATE_GRAD ? comm_reduce_scatter_v(c, cid, m->bk, buf, counts, dt, COMM_SUM, e)
+                                 : comm_all_gather_v(c, cid, m->bk, buf, counts, dt, e);
         }
     }
     free(counts);
     return s;
 }
 
-Status model_shard_reduce(Model *m, Err *e) { return each_param(m, STATE_GRAD, CO_DP_GRAD_RS, e); }
+Status model_shard_reduce(Model *m, Err *e) { return each_param(m, STATE_GRAD, CO_DP_GRAD_RS, CO_EDP_GRAD_RS, e); }
 
-Status model_shard_gather(Model *m, Err *e) { return each_param(m, STATE_WEIGHT, CO_DP_PARAM_AG, e); }
+Status model_shard_gather(Model *m, Err *e) { return each_param(m, STATE_WEIGHT, CO_DP_PARAM_AG, CO_EDP_PARAM_AG, e); }
 
 Status model_shard_agree(Model *m, float *amax, uint64_t n, Err *e)
 {
@@ -262,13 +286,66 @@ Status model_shard_agree(Model *m, float *amax, uint64_t n, Err *e)
 
 int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uint64_t *lo)
 {
-    for (int c = 0; c < 2; c++)
+    for (int c = 0; c < MODEL_CLASSES; c++)
         for (int k = 0; k < STATE_COUNT_; k++)
             if ((m->shard_mask[c] >> k & 1) && spec->dst.v == &m->shard_buf[c][k]) {
-                uint64_t b = dtype_bytes(spec->dtype), r = m->dp_rank;
+                uint64_t b = dtype_bytes(spec->dtype), r = m->class_rank[c];
                 *whole = m->class_elems[c] * b;
                 *lo = r * m->shard_elems[c] * b;
                 return 1;
             }
     return 0;
+}
+
+/* A sigmoid router reads its bias in FP32: from the master when the weight is not FP32. With that master
+ * sharded a rank holds only its part, so each rank keeps the whole bias beside it (Megatron-Core keeps
+ * the router's expert_bias as an FP32 buffer on every rank, outside the optimizer): moved by the same
+ * rule from the same summed counts on every rank, its part copied into the master shard (model_moe.c). */
+static int bias_whole_needed(const Model *m)
+{
+    return m->spec.router == ROUTER_SIGMOID && m->moe_layers && m->recipe.other.dt[STATE_WEIGHT] != DT_FP32 &&
+           (m->shard_mask[MODEL_CLASS_OTHER] >> STATE_MASTER & 1);
+}
+
+Status model_shard_bias_create(Model *m, Err *e)
+{
+    if (!bias_whole_needed(m)) return ST_OK;
+    const uint64_t bytes = (uint64_t)m->moe_layers * m->spec.experts * sizeof(float);
+    void *p = NULL;
+    Status st = m->bk->alloc(m->bk, bytes, &p, e);
+    if (st) return st;
+    m->bias_whole = p, m->bias_whole_bytes = bytes;
+    return m->bk->memset0(m->bk, p, bytes, e);
+}
+
+void model_shard_bias_destroy(Model *m)
+{
+    if (m->bias_whole) m->bk->free(m->bk, m->bias_whole);
+    m->bias_whole = NULL, m->bias_whole_bytes = 0;
+}
+
+Status model_shard_bias_init(Model *m, const ModelParam *p, const float *w, Err *e)
+{
+    if (!m->bias_whole || p->kind != PK_ROUTER_B) return ST_OK;
+    float *dst = m->bias_whole + (uint64_t)model_moe_index(m, (uint32_t)(p->layer - (int)m->layer0)) * m->spec.experts;
+    return m->bk->copy_to_device(m->bk, dst, w, p->numel * sizeof *w, e);
+}
+
+Status model_shard_bias_sync(Model *m, Err *e)
+{
+    if (!m->bias_whole) return ST_OK;
+    uint64_t *counts = calloc((size_t)m->dp, sizeof *counts);
+    if (!counts) return err_set(e, ST_NOMEM, "out of memory");
+    Status st = ST_OK;
+    for (uint32_t i = 0; !st && i < m->nparams; i++) {
+        const ModelParam *p = &m->params[i];
+        if (p->kind != PK_ROUTER_B) continue;
+        float *dst =
+            m->bias_whole + (uint64_t)model_moe_index(m, (uint32_t)(p->layer - (int)m->layer0)) * m->spec.experts;
+        if (p->own_n) st = m->bk->convert(m->bk, p->master, DT_FP32, dst + p->own_lo, DT_FP32, p->own_n, NULL, e);
+        counts_of(m, p, counts);
+        if (!st) st = comm_all_gather_v(m->dpc, COMM_UNPLANNED, m->bk, dst, counts, DT_FP32, e);
+    }
+    free(counts);
+    return st;
 }

@@ -323,7 +323,8 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     if (!st) st = model_tp_finish_grads(m, e);
     if (!st) st = model_pp_finish_grads(m, e);
     if (!st && m->shard_ways > 1) st = model_shard_reduce(m, e); /* the distributed optimizer: reduce-scatter */
-    for (uint32_t i = 0; !st && m->shard_ways == 1 && i < m->nparams; i++) st = reduce_grad(m, &m->params[i], e);
+    for (uint32_t i = 0; !st && i < m->nparams; i++) /* the classes not sharded (experts at edp 1): all-reduced */
+        if (!model_sharded(m, &m->params[i])) st = reduce_grad(m, &m->params[i], e);
     if (!st) st = phase_end(m, ev, 2, &t[1], e);
     if (!st) phase_done(m, PHASE_COMM);
     if (!st) st = phase_begin(m, ev, 3, e);

@@ -68,6 +68,7 @@ typedef struct {
     uint64_t *route_counts;
     uint32_t route_layers;
     double moe_aux;
+    uint64_t bias_whole_bytes; /* rank 0's sigmoid router biases kept whole beside a sharded master (model.h) */
     uint32_t experts;
     double *ep_counts;
 } RankData;
@@ -169,7 +170,8 @@ double run_rank_payload(const RankData *rd, int r, int c);
 int run_rank_term_listed(const Plan *p, int t);
 int run_rank_coll_listed(const Plan *p, const RankData *rd, int c);
 /* Expert parallelism (exec/run/run_ranks_ep.c): every rank's routing and counts' bytes gathered on rank 0
- * (nothing without experts split over ranks; every rank takes part); rank r's expert all-to-alls over the
+ * (nothing without experts split over ranks; every rank takes part), and the whole router biases' bytes
+ * outside the arena; rank r's expert all-to-alls over the
  * run as the plan has them with that routing (planner/plan_routed.h) and as measured (0, or -1 with e set
  * when the routing does not fit the plan). */
 Status run_ranks_gather_ep(Comm *comm, const Model *m, RankData *rd, Err *e);

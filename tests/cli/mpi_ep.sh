@@ -244,10 +244,18 @@ expect_err "--ep 2 on 3 ranks: the reason" "ep*etp = 2 must divide tp*cp*dp = 3"
 mpi_run 3 "$FP8PLAN" $R --gbs 6 --ep 3 $O
 expect_rc "--ep 3 with 8 experts exits 64" 64
 expect_err "--ep 3: the experts" "tiny-moe's 8 experts must be divisible by ep"
-mpi_run 4 "$FP8PLAN" $R --ep 2 --zero 1 $O
-expect_rc "--ep 2 --zero 1 exits 69" 69
-expect_err "--zero 1 with experts: the reason" "sharded states with experts are not implemented yet"
-# (--save/--resume with --ep: tests/cli/mpi_resume.sh)
+mpi_run 4 "$FP8PLAN" $R --ep 2 --zero 2 $O # --zero 1 and --dist-opt run: mpi_zero.sh
+expect_rc "--ep 2 --zero 2 exits 69" 69
+expect_err "--zero 2 with experts: the reason" "--zero 2: the executor shards the optimizer states only"
+# (--save/--resume with --ep: tests/cli/mpi_resume.sh; with --zero 1 alone: mpi_zero.sh) — the two together not yet
+mpi_run 4 "$FP8PLAN" $R --ep 2 --zero 1 $O --save "$TMP/no.ckpt"
+expect_rc "--ep 2 --zero 1 --save exits 69" 69
+expect_err "--save with --ep and sharded states: the reason" \
+    "--save/--resume with --ep 2 and sharded optimizer states: a checkpoint of each expert-parallel rank's part"
+mpi_run 4 "$FP8PLAN" $R --pp 2 --zero 1 $O # each runs with experts alone (mpi_pp.sh, mpi_zero.sh)
+expect_rc "--pp 2 --zero 1 with experts exits 69" 69
+expect_err "--pp with sharded states and experts: the reason" \
+    "sharded states (zero1) with experts over pipeline stages (--pp 2) are not run yet"
 expect_eq "refusals wrote nothing" "$(ls "$TMP"/no* 2>/dev/null | wc -l)" 0
 # the last row's log: 4 ranks, 5 steps of 2 MoE layers, 8 experts
 P="plan --catalog $cat --model tiny-moe --gpu h100-sxm --mbs 1 --gbs 4 --recipe megatron-bf16"

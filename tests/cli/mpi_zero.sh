@@ -1,8 +1,9 @@
 # tests/cli/mpi_zero.sh — `mpirun -np N fp8plan run --backend cpu --zero 1` (and --dist-opt): the
 # distributed optimizer on CPU ranks. Master weights and Adam m, v sharded, gradients
 # reduce-scattered, the updated weights all-gathered (exec/model/model_shard.c); every rank's
-# persistent memory and bytes per collective against the plan; the -o rows per rank.
-# tier: full (make test-full, which .ci/run runs): 17 mpirun runs, about 20 s alone
+# persistent memory and bytes per collective against the plan; the -o rows per rank; with experts, their
+# states sharded over the expert-data-parallel group.
+# tier: full (make test-full, which .ci/run runs): 52 mpirun runs, about 70 s alone on 2 shared cores
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
@@ -177,6 +178,122 @@ expect_line "fp8lm uneven: FP16 master shard 2,195 x 2 B" "  master_gemm +4390 +
 expect_line "fp8lm uneven: E4M3 m shard 2,195 x 1 B" "  adam_m_gemm +2195 +2195 +2195 +4/4 +exact"
 expect_line "fp8lm uneven: reduce-scatter bytes" "  dp_grad_reducescatter +21040 +21040 +21040 +4/4 +exact"
 expect_line "fp8lm uneven: all-gather bytes" "  dp_param_allgather +13812 +13812 +13812 +4/4 +exact"
+
+# deepseek-v3 (block-scaled FP8, BF16 Adam moments sharded beside the FP32 master): plain DP's losses bit for bit;
+# the moments' shards 12,288 x 2 B
+mpi_run 2 "$FP8PLAN" $G --recipe deepseek-v3 --steps 5 --loss-log "$TMP/v2.csv"
+expect_rc "deepseek-v3 dp 2 exits 0" 0
+mpi_run 2 "$FP8PLAN" $G --recipe deepseek-v3 --steps 5 --zero 1 --loss-log "$TMP/vz2.csv"
+expect_rc "deepseek-v3 dp 2 --zero 1 exits 0" 0
+expect_eq "deepseek-v3 dp 2 --zero 1: the plain dp 2 losses bit for bit" "$(same "$TMP/v2.csv" "$TMP/vz2.csv")" same
+expect_line "deepseek-v3 dp 2: BF16 Adam m shard 12,288 x 2 B" "  adam_m_gemm +24576 +24576 +24576 +2/2 +exact"
+expect_out "deepseek-v3 dp 2: every rank's memory verdict" "every rank holds the plan's persistent bytes, byte for byte"
+
+# ---- experts: the dense parameters' states over the DP group, the routed experts' over their EDP group ----
+# As Megatron-Core's distributed optimizer groups them (core_v0.16.0 DistributedDataParallel: expert-parallel
+# parameters in buffers of their own over the expert-data-parallel group; exec/model/model_shard.c). tiny-moe
+# (Mixtral shrunk, as mpi_ep.sh: 2 layers, hidden 64, 8 experts of FFN 224 top-2, softmax router), tiny-ds
+# (DeepSeek-style: 3 layers, the first dense FFN 128, 8 experts of FFN 32 top-2, a shared expert, a sigmoid
+# router with 4 groups, top 2), tiny-moe-64 (64 experts of FFN 16, top-8) and tiny-mtp (below). Each row
+# runs the same layout unsharded and sharded: the losses and the routing bit for bit (the reduce-scatters fold in the all-
+# reduces' rank order, AdamW is elementwise, and a sigmoid router's bias moves by one rule from the same
+# summed counts on every rank; mpi_ep.sh holds the unsharded EP runs to the one rank's), every rank's
+# persistent terms and collectives (reduce-scatters and all-gathers over DP and EDP, all-to-alls for the
+# measured routing) the plan's byte for byte.
+moe() { # name layers hidden ffn heads kv hd vocab seq experts topk shared eff dense router groups gtopk
+    echo "$1,$2,$3,$4,$5,$6,$7,$8,$9,rmsnorm,swiglu,rope,no,no,no,${10},${11},${12},${13},${14},${15},${16},${17},0,0,0,0,0,0,\"test model\"" >>"$cat/models.csv"
+}
+moe tiny-moe 2 64 224 4 1 16 256 32 8 2 0 224 0 softmax 0 0
+moe tiny-ds 3 64 128 4 1 16 256 32 8 2 1 32 1 sigmoid 4 2
+moe tiny-moe-64 2 64 224 4 1 16 256 32 64 8 0 16 0 softmax 0 0
+# tiny-mtp (mpi_ep.sh's): DeepSeek-V3 shrunk, latent attention, its first layer dense, one MTP depth
+echo 'tiny-mtp,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,1,"test model"' >>"$cat/models.csv"
+while IFS='|' read -r np ep model recipe steps shard <&3; do
+    case "$np" in '' | '#'*) continue ;; esac
+    tag="$model $recipe np $np ep $ep $shard"
+    X="run --catalog $cat --model $model --mbs 1 --gbs 4 --quiet --recipe $recipe --steps $steps --ep $ep"
+    mpi_run "$np" "$FP8PLAN" $X --loss-log "$TMP/x.csv" --routing-log "$TMP/x_r.csv"
+    expect_rc "$model $recipe np $np ep $ep exits 0" 0
+    mpi_run "$np" "$FP8PLAN" $X $shard --loss-log "$TMP/xz.csv" --routing-log "$TMP/xz_r.csv"
+    expect_rc "$tag exits 0" 0
+    expect_eq "$tag: the unsharded losses bit for bit" "$(same "$TMP/x.csv" "$TMP/xz.csv")" same
+    expect_eq "$tag: the unsharded routing, every step" "$(same "$TMP/x_r.csv" "$TMP/xz_r.csv")" same
+    expect_out "$tag: persistent memory as planned" "every rank holds the plan's persistent bytes, byte for byte"
+    expect_out "$tag: collectives as planned" "every rank sent the plan's bytes, byte for byte"
+    expect_line "$tag: the dense gradients reduce-scattered over DP" "  dp_grad_reducescatter( +[0-9]+){3} +$np/$np +exact"
+    expect_line "$tag: the dense weights gathered over DP" "  dp_param_allgather( +[0-9]+){3} +$np/$np +exact"
+    if [ "$np" -gt "$ep" ]; then # edp > 1: the experts' states sharded over their EDP group
+        expect_line "$tag: expert gradients reduce-scattered over EDP" "  edp_grad_reducescatter( +[0-9]+){3} +$np/$np +exact"
+        expect_line "$tag: expert weights gathered over EDP" "  edp_param_allgather( +[0-9]+){3} +$np/$np +exact"
+    else # edp 1: the experts' states whole, nothing to reduce
+        expect_eq "$tag: no expert collective" "$(grep -c '  edp_' "$TMP/out")" 0
+    fi
+    if [ "$ep" -gt 1 ]; then
+        expect_out "$tag: all-to-alls as planned for the measured routing" \
+            "every rank sent the plan's expert all-to-all bytes for the measured routing, byte for byte"
+    fi
+done 3<<'EOF'
+2|2|tiny-moe|megatron-bf16|5|--zero 1
+4|2|tiny-moe|megatron-bf16|5|--zero 1
+4|1|tiny-moe|megatron-bf16|3|--zero 1
+2|2|tiny-ds|megatron-bf16|5|--zero 1
+4|2|tiny-ds|megatron-bf16|5|--zero 1
+4|2|tiny-ds|megatron-bf16|3|--dist-opt
+4|2|tiny-moe-64|megatron-bf16|3|--zero 1
+4|4|tiny-moe-64|megatron-bf16|3|--zero 1
+4|2|tiny-ds|te-fp8-current|3|--zero 1
+2|2|tiny-moe|te-fp8|3|--zero 1
+4|2|tiny-ds|te-fp8|3|--zero 1
+4|2|tiny-ds|deepseek-v3|2|--zero 1
+2|2|tiny-moe|deepseek-v3|2|--dist-opt
+4|2|tiny-mtp|megatron-bf16|3|--zero 1
+EOF
+# By hand, tiny-ds at np 4 ep 2: a rank's 4 experts x (FC1 2 x 32 x 64 + FC2 64 x 32) = 24,576 elements a MoE
+# layer, x 2 = 49,152; edp 2: shards of 24,576 (FP32: 98,304 B), the FP32 gradients reduce-scattered (S =
+# 196,608, half leaving: 98,304) and the BF16 weights gathered (S = 98,304: 49,152). Dense linears: layer 0
+# QKV (64 + 2 x 16) x 64 = 6,144, proj 4,096, FC1 256 x 64 = 16,384, FC2 8,192; layers 1, 2 QKV 6,144, proj
+# 4,096, shared FC1 4,096, FC2 2,048: 67,584; dp 4: 16,896 (67,584 B). The others: embedding and head 2 x 256
+# x 64 = 32,768, norms 6 x 64 + 64 = 448, routers 2 x 8 x 64 = 1,024, their biases 16: 34,256; dp 4: 8,564
+# (34,256 B). Reduce-scatter S = (67,584 + 34,256) x 4 = 407,360 (3/4 leaving: 305,520), all-gather S =
+# 203,680 (152,760).
+mpi_run 4 "$FP8PLAN" run --catalog "$cat" --model tiny-ds --mbs 1 --gbs 4 --quiet --recipe megatron-bf16 --steps 2 \
+    --ep 2 --zero 1
+expect_rc "tiny-ds np 4 ep 2 --zero 1 exits 0" 0
+expect_line "tiny-ds: expert master shard 24,576 x 4 B" "  master_expert +98304 +98304 +98304 +4/4 +exact"
+expect_line "tiny-ds: expert gradients whole 49,152 x 4 B" "  grad_expert +196608 +196608 +196608 +4/4 +exact"
+expect_line "tiny-ds: dense master shard 16,896 x 4 B" "  master_gemm +67584 +67584 +67584 +4/4 +exact"
+expect_line "tiny-ds: other master shard 8,564 x 4 B" "  master_other +34256 +34256 +34256 +4/4 +exact"
+expect_line "tiny-ds: DP reduce-scatter" "  dp_grad_reducescatter +305520 +305520 +305520 +4/4 +exact"
+expect_line "tiny-ds: DP all-gather" "  dp_param_allgather +152760 +152760 +152760 +4/4 +exact"
+expect_line "tiny-ds: EDP reduce-scatter" "  edp_grad_reducescatter +98304 +98304 +98304 +4/4 +exact"
+expect_line "tiny-ds: EDP reduce-scatter payload" "  edp_grad_reducescatter.payload +196608 +196608 +196608 +4/4 +exact"
+expect_line "tiny-ds: EDP all-gather" "  edp_param_allgather +49152 +49152 +49152 +4/4 +exact"
+expect_eq "tiny-ds --zero 1: no gradient all-reduce" "$(grep -c 'grad_allreduce' "$TMP/out")" 0
+# the sigmoid routers' FP32 biases kept whole beside their sharded masters: 2 MoE layers x 8 experts x 4 B
+expect_out "tiny-ds: the whole router biases outside the arena, by hand" "each rank also holds 64 B outside the arena"
+# tiny-moe at np 4 ep 2: 4 experts x (448 x 64 + 64 x 224) = 172,032 a layer, x 2 = 344,064; shards of
+# 172,032 (688,128 B); EDP reduce-scatter S = 1,376,256 (688,128 leaving), all-gather 688,128 (344,064)
+mpi_run 4 "$FP8PLAN" run --catalog "$cat" --model tiny-moe --mbs 1 --gbs 4 --quiet --recipe megatron-bf16 --steps 2 \
+    --ep 2 --zero 1
+expect_line "tiny-moe: expert master shard 172,032 x 4 B" "  master_expert +688128 +688128 +688128 +4/4 +exact"
+expect_line "tiny-moe: EDP reduce-scatter" "  edp_grad_reducescatter +688128 +688128 +688128 +4/4 +exact"
+expect_line "tiny-moe: EDP all-gather" "  edp_param_allgather +344064 +344064 +344064 +4/4 +exact"
+# the planner lists the same for the layout
+run plan --catalog "$cat" --model tiny-ds --gpu h100-sxm --mbs 1 --gbs 4 --dp 4 --ep 2 --zero 1 \
+    --recipe megatron-bf16 --stack fp8plan --view terms --format csv
+expect_eq "plan --view terms: master_expert 24,576 elements, 98,304 B, 2 shards" \
+    "$(grep '^master_expert,' "$TMP/out" | cut -d, -f4,5,7)" "24576,98304,2"
+# a sharded sigmoid router bias through a checkpoint (ep 1: the experts' group is the DP group; --save with
+# experts split over --ep is refused, mpi_ep.sh): every rank's whole bias rebuilt from the masters' parts
+# (model_shard_bias_sync), 3 + 3 steps the 6 uninterrupted steps' losses bit for bit
+D="run --catalog $cat --model tiny-ds --mbs 1 --gbs 4 --quiet --recipe megatron-bf16 --zero 1"
+mpi_run 2 "$FP8PLAN" $D --steps 6 --loss-log "$TMP/r6.csv"
+mpi_run 2 "$FP8PLAN" $D --steps 3 --save "$TMP/r.ckpt"
+expect_rc "tiny-ds dp 2 --zero 1 --save exits 0" 0
+mpi_run 2 "$FP8PLAN" $D --steps 3 --resume "$TMP/r.ckpt" --loss-log "$TMP/r3.csv"
+expect_rc "tiny-ds dp 2 --zero 1 --resume exits 0" 0
+expect_eq "tiny-ds dp 2 --zero 1: 3 + 3 steps through a checkpoint, the 6 steps' losses" \
+    "$(sed 1d "$TMP/r3.csv")" "$(sed -n '5,7p' "$TMP/r6.csv")"
 
 # what is not run says so
 mpi_run 2 "$FP8PLAN" $G --recipe megatron-bf16 --steps 1 --zero 2

@@ -274,6 +274,13 @@ if command -v mpirun >/dev/null 2>&1; then
     expect_out "--ep 2: the all-to-alls" "every rank sent the plan's expert all-to-all bytes for the measured routing"
     # 8 experts x (2 x 224 x 64 + 64 x 224) x 2 layers = 688,128 BF16 weights; 4 a rank: 688,128 B
     expect_line "--ep 2: half the experts a rank" "  weight_expert +688128 +688128 +688128 +2/2 +exact"
+    # sharded states (quick tier; every layout: tests/cli/mpi_zero.sh): 4 ranks, ep 2, so each expert's states
+    # spread over its expert-data-parallel group of 2: 344,064 FP32 master elements a rank's experts, 172,032 a
+    # rank (688,128 B); their FP32 gradients reduce-scattered over that group, 1,376,256 B, half leaving
+    mpi_run 4 "$FP8PLAN" run $MOE --ep 2 --zero 1 --recipe megatron-bf16 --steps 2 --mbs 1 --gbs 4 --quiet
+    expect_rc "mpirun -np 4 --ep 2 --zero 1: every term as planned, exit 0" 0
+    expect_line "--ep 2 --zero 1: the experts' master sharded over EDP" "  master_expert +688128 +688128 +688128 +4/4 +exact"
+    expect_line "--ep 2 --zero 1: the experts' reduce-scatter" "  edp_grad_reducescatter +688128 +688128 +688128 +4/4 +exact"
     # deepseek-v3's FP8 dispatch (exec/model/model_moe_ep_fp8.c): a row is 64 E4M3 codes + one 1x128 FP32 scale
     # = 68 B; a rank dispatches 2 steps x 2 micro-batches x 2 layers x 32 tokens x top-2 = 512 rows: 34,816 B of
     # payload forward and backward alike, 17,408 leaving under uniform routing; the combine stays BF16.

@@ -321,6 +321,7 @@ static void test_backend_faults(void)
         {.recipe = "te-fp8-current", .dp = 1, .steps = 1, .moe = 2},
         {.recipe = "deepseek-v3", .llama = 1, .dp = 1, .steps = 2, .dir = tmpdir},   /* block scales, BF16 m, v */
         {.recipe = "te-fp8", .dp = 1, .steps = 1, .dir = tmpdir, .moe = 1, .qk = 1}, /* q/k norms' rope and scratch */
+        {.recipe = "megatron-bf16", .dp = 2, .steps = 1, .dir = tmpdir, .moe = 2}, /* sharded: the whole router bias */
     };
     for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++) sweep_job(K_BACKEND, &jobs[i]);
 }
@@ -332,7 +333,8 @@ static void test_comm_faults(void)
                         {.recipe = "fp8lm", .dp = 2, .steps = 2, .dir = tmpdir},
                         {.recipe = "te-fp8", .llama = 1, .dp = 1, .steps = 1, .tp = 2},
                         {.recipe = "megatron-bf16", .dp = 1, .steps = 1, .pp = 2},
-                        {.recipe = "te-fp8", .dp = 2, .steps = 3, .measure = 1}};
+                        {.recipe = "te-fp8", .dp = 2, .steps = 3, .measure = 1},
+                        {.recipe = "megatron-bf16", .dp = 2, .steps = 1, .dir = tmpdir, .moe = 2}};
     for (size_t i = 0; i < sizeof jobs / sizeof *jobs; i++) sweep_job(K_COMM, &jobs[i]);
 }
 

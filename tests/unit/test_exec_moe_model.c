@@ -405,9 +405,17 @@ static void test_refusals(void)
     CHECK_CONTAINS(e.msg, "model fx-moe-softmax: hidden 62 with recipe deepseek-v3's FP8 dispatch: a row's codes move "
                           "as 4-byte words (hidden must be a multiple of 4)");
     arena_specs_free(&sp);
-    CHECK(!fx_plan_dp(&s, &bf16, B, 1, 2, SHARD_ZERO1, &p, &e));
+    CHECK(!fx_plan_par(&s, &bf16, B, 1, 2, 1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "over data, expert and pipeline parallelism only (tp 1, etp 1, sharding zero1 given");
+    CHECK_CONTAINS(e.msg, "over data, expert and pipeline parallelism only (tp 2, etp 1 given");
+    arena_specs_free(&sp);
+    CHECK(!fx_plan_dp(&s, &bf16, B, 1, 2, SHARD_ZERO1, &p, &e)); /* sharded states run (test_exec_shard) */
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    arena_specs_free(&sp);
+    p.in.pp = 2; /* ... and pipeline stages run, but not the two together */
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "model fx-moe-softmax: sharded states (zero1) with experts over pipeline stages (--pp 2) are "
+                          "not run yet");
     arena_specs_free(&sp);
     CHECK(!fx_plan(&s, &te, B, 1, &p, &e)); /* FP8 experts over pipeline stages: one saved scale an expert */
     p.in.pp = 2;

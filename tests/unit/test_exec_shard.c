@@ -141,9 +141,86 @@ static void test_owned_ranges(void)
     bk->destroy(bk);
 }
 
+/* Experts (fx_moe, sigmoid router; megatron-bf16: BF16 weights, FP32 master, gradient, m and v), as
+ * Megatron-Core's distributed optimizer groups them: the dense parameters' states over the DP group,
+ * the routed experts' over their expert-data-parallel group. By hand:
+ *   experts (block 1, 4 of Fe 16, SwiGLU): FC1 (E/ep · 2·16, 32), FC2 (E/ep · 32, 16): at ep 2 a rank's 2
+ *   experts are 2,048 + 1,024 = 3,072 elements; dp 4 / ep 2 = edp 2: S = 1,536 (master 6,144 B), the
+ *   gradient whole (12,288 B), the weight whole (BF16, 6,144 B).
+ *   other linears: block 0 QKV (32 + 2·2·8 = 64, 32) 2,048, proj 1,024, FC1 (96, 32) 3,072, FC2 (32, 48)
+ *   1,536; block 1 QKV 2,048, proj 1,024, shared FC1 (32, 32) 1,024, FC2 (32, 16) 512: E = 12,288, dp 4:
+ *   S = 3,072 (12,288 B).
+ *   others: wte and lm_head 64 x 32 each 4,096, 4 norms of 32 and the final norm 160, router (4, 32) 128,
+ *   its bias 4: E = 4,388, S = 1,097 (4,388 B). */
+static void test_moe_layout(void)
+{
+    ModelSpec m = fx_moe(ROUTER_SIGMOID);
+    Recipe r = fx_recipe("megatron-bf16");
+    r.comm_ep_dispatch = r.comm_ep_combine = DT_BF16; /* models/recipes.csv's megatron-bf16 row */
+    static Plan p, q;
+    Err e;
+    CHECK_EQ_INT(fx_plan_dp(&m, &r, 2, 1, 4, SHARD_ZERO1, &p, &e), ST_OK);
+    PlanInput in = p.in;
+    in.ep = 2;
+    CHECKF(plan_build(&in, &q, &e) == ST_OK, "%s", e.msg);
+    ArenaSpecs s = {0};
+    uint64_t bytes[ARENA_TERMS];
+    CHECKF(model_layout(&q, &s, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(arena_specs_bytes(&s, bytes, &e), ST_OK);
+    const ArenaSpec *xm = spec_named(&s, "expert.master.shard"), *xv = spec_named(&s, "expert.adam_v.shard");
+    CHECK(xm && xm->elements == 1536 && xm->dtype == DT_FP32 && xv && xv->elements == 1536);
+    CHECK(spec_named(&s, "expert.grad.shard") == NULL); /* ZeRO-1: gradients whole */
+    static const struct {
+        MemTermId id;
+        uint64_t want;
+    } t[] = {{MT_MASTER_EXPERT, 6144}, {MT_OPTIM_M_EXPERT, 6144}, {MT_OPTIM_V_EXPERT, 6144},
+             {MT_GRAD_EXPERT, 12288},  {MT_WEIGHT_EXPERT, 6144},  {MT_MASTER_GEMM, 12288},
+             {MT_OPTIM_V_GEMM, 12288}, {MT_MASTER_OTHER, 4388},   {MT_OPTIM_M_OTHER, 4388}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        CHECKF(bytes[t[i].id] == t[i].want, "term %d: %llu B laid out, %llu by hand", (int)t[i].id,
+               (unsigned long long)bytes[t[i].id], (unsigned long long)t[i].want);
+        CHECK_EQ_U64(q.mem[t[i].id].bytes, t[i].want); /* the plan's term */
+    }
+    arena_specs_free(&s);
+}
+
+/* fx_moe at ep 1 over 4 ranks: the experts' group is the DP group (edp = dp), 4 experts, 6,144 elements
+ * (FC1 4,096 at flat 0, FC2 2,048 at 4,096), S = 1,536: rank 2 owns [3,072, 4,608) = FC1 from 3,072 (1,024
+ * elements) and FC2's first 512; the sigmoid router's FP32 bias whole beside its sharded master (4 floats,
+ * the initial values on every rank). */
+static void test_moe_owned(void)
+{
+    Backend *bk = NULL;
+    Err e;
+    CHECK_EQ_INT(backend_create("cpu", &bk, &e), ST_OK);
+    if (!bk) return;
+    ModelSpec ms = fx_moe(ROUTER_SIGMOID);
+    Recipe rc = fx_recipe("megatron-bf16");
+    Model *m = fx_rank_model(bk, &ms, &rc, 2, 4);
+    CHECK(m != NULL);
+    if (m) {
+        CHECK_EQ_U64(m->class_elems[MODEL_CLASS_EXPERT], 6144);
+        CHECK_EQ_U64(m->shard_elems[MODEL_CLASS_EXPERT], 1536);
+        CHECK(m->class_ways[MODEL_CLASS_EXPERT] == 4 && m->class_rank[MODEL_CLASS_EXPERT] == 2);
+        const ModelParam *x1 = model_find_param(m, PK_XFC1_W, 1), *x2 = model_find_param(m, PK_XFC2_W, 1);
+        CHECK(x1 && x1->own_lo == 3072 && x1->own_n == 1024);
+        CHECK(x2 && x2->own_lo == 0 && x2->own_n == 512);
+        CHECK(x2 && (float *)x2->master == (float *)m->shard_buf[MODEL_CLASS_EXPERT][STATE_MASTER] + 1024);
+        CHECK(m->bias_whole != NULL && m->bias_whole_bytes == 16);
+        const ModelParam *b = model_find_param(m, PK_ROUTER_B, 1);
+        float w[4] = {1, 1, 1, 1};
+        CHECK(b && b->weight && !bk->convert(bk, b->weight, DT_BF16, w, DT_FP32, 4, NULL, &e));
+        CHECK(m->bias_whole && !memcmp(m->bias_whole, w, sizeof w)); /* zeros: exact in BF16 */
+    }
+    drop(m);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_layout_dp4);
     RUN(test_owned_ranges);
+    RUN(test_moe_layout);
+    RUN(test_moe_owned);
     return test_summary();
 }
