@@ -120,10 +120,10 @@ void model_shard_plan(Model *m, const Plan *p)
     }
     /* the dense classes over the DP group, the routed experts over their EDP group (planner/plan_moe_mem.c:
      * plan_state_terms over d and over edp) */
-    for (int c = 0; c < MODEL_CLASSES; c++) {
+    for (int c = 0; c < MODEL_CLASSES; c++) { /* an empty class (a dense model's experts) holds no shard */
         const uint32_t n = c == MODEL_CLASS_EXPERT ? edp : m->dp;
         m->shard_mask[c] = 0;
-        for (int k = 0; n > 1 && k < STATE_COUNT_; k++)
+        for (int k = 0; n > 1 && m->class_elems[c] && k < STATE_COUNT_; k++)
             if (set[c]->dt[k] != DT_NONE && plan_state_sharded(in, set[c], (StateId)k)) m->shard_mask[c] |= 1u << k;
     }
     /* a group reduce-scatters when any of its classes shards a state (the plan's shard_any; for the experts
