@@ -311,6 +311,9 @@ typedef struct {
 } MergedLayer;
 /* The merged layer's time less its compute: the all-to-all time no partner piece hides (0 when each hides). */
 double plan_ep_merged(const MergedLayer *m);
+/* The share of the chunk micro-batches the merged schedule runs unmerged (warm-up forwards, cool-down backwards):
+ * on the first stage, of pp stages with vpp chunks each and m micro-batches (plan_moe_time.c). */
+double plan_unmerged_share(uint64_t pp, uint64_t vpp, uint64_t m);
 /* Model FLOPs per token of a MoE / MLA / MTP model (plan_moe_time.c): 6 x the weights a token multiplies + attention. */
 double moe_flops_per_token(const PlanInput *in, const Geo *g);
 

@@ -60,8 +60,9 @@
  *              whole. Overlapped: Megatron-Core's merged 1F1B (--overlap-moe-expert-
  *              parallel-comm), one micro-batch's forward layer beside another's backward
  *              layer, each all-to-all hidden behind its partner piece of compute only
- *              (plan_ep_merged); a fraction F in between: (1 - F) of them exposed whole,
- *              F as merged. With DualPipe both directions behind the paired chunk, fully.
+ *              (plan_ep_merged) but in the warm-up and cool-down micro-batches, which run
+ *              unmerged (plan_unmerged_share); a fraction F in between: (1 - F) of them
+ *              exposed whole, F as overlapped. With DualPipe both directions behind the paired chunk, fully.
  *   host issue per MoE layer (a stack with host_op_us): the operations the host issues eagerly — the
  *              layer's own (moe_host_ops, split forward / backward and by CUDA graph scope as measured; a
  *              captured scope is one replay instead) and expert_host_ops per local expert — at host_op_us
@@ -235,6 +236,18 @@ double plan_ep_merged(const MergedLayer *m)
     return t3 + maxd(m->cf, m->aB) - (m->aF + m->mB + m->mW + m->mF + m->aB);
 }
 
+/* Megatron-Core's warm-up count with the merged schedule (core_v0.15.0 pipeline_parallel/schedules.py,
+ * get_pp_rank_microbatches): interleaved, (pp - rank - 1) 2 + (vpp - 1) microbatch_group_size_per_vp_stage (pp by
+ * default) + 1 ("one extra micro-batch forward step before the 1f1b stages"), taken for rank 0, the stage with the
+ * most; without pipelining 1 (combined_1f1b.py: the first micro-batch's forward alone, the last one's backward
+ * alone); of the m x vpp chunk micro-batches, capped at all of them. */
+double plan_unmerged_share(uint64_t pp, uint64_t vpp, uint64_t m)
+{
+    double total = (double)m * (double)(vpp ? vpp : 1);
+    double w = pp > 1 ? 2.0 * (double)(pp - 1) + (double)((vpp ? vpp : 1) - 1) * (double)pp + 1.0 : 1.0;
+    return total > 0 && w < total ? w / total : 1.0;
+}
+
 void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, const Plan *p, LayerT L[XK_COUNT])
 {
     const Recipe *rc = in->recipe;
@@ -335,7 +348,9 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
                 ml.mF = pf[XP_MOE] + pf[XP_SHARED] + mmod, ml.aF = wf - ml.mF;
                 ml.mB = pb[XP_MOE] + pb[XP_SHARED] + mb, ml.mW = pw[XP_MOE] + pw[XP_SHARED];
                 ml.aB = wb - ml.mB - ml.mW;
-                double e = (1.0 - in->overlap_ep) * (ef + eb) + in->overlap_ep * plan_ep_merged(&ml);
+                double u = plan_unmerged_share(g->pp, g->vpp, g->m); /* warm-up and cool-down: not merged */
+                double e = u * (ef + eb) + (1.0 - u) * plan_ep_merged(&ml);
+                e = (1.0 - in->overlap_ep) * (ef + eb) + in->overlap_ep * e;
                 Lk->ep_f = ef + eb > 0 ? e * ef / (ef + eb) : 0, Lk->ep_b = e - Lk->ep_f;
             } else {
                 Lk->ep_f = ef, Lk->ep_b = eb;

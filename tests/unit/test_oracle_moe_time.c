@@ -2,7 +2,8 @@
  * model, worked out by hand on the oracle model of test_oracle_moe.c (support/oracle_fixtures.h ox_moe): the host
  * issue of an eager MoE layer (plan_moe_time.c), the bytes a hierarchical dispatcher sends (plan_moe_comm.c) and
  * Transformer Engine's grouped GEMM, one cuBLAS GEMM per expert on 4 streams (plan_gemm.c), the SMs DeepEP's and
- * HybridEP's kernels hold while they overlap compute, Megatron-Core's merged 1F1B all-to-all schedule and the TP
+ * HybridEP's kernels hold while they overlap compute, Megatron-Core's merged 1F1B all-to-all schedule (with its
+ * unmerged warm-up and cool-down) and the TP
  * overlap TE's userbuffers lose beside it on Hopper.
  * Every expected value is arithmetic in the comments, never a value the planner produced. */
 #include <math.h>
@@ -216,6 +217,25 @@ static void test_merged_1f1b(void)
     }
 }
 
+/* The merged schedule's unmerged share (plan_unmerged_share), rank 0's warm-up over m x vpp chunk micro-batches:
+ *   pp 1, 4 micro-batches: 1 / 4 (the first forward alone, the last backward alone)
+ *   pp 2, vpp 1, m 4: (2 - 1) 2 + 0 + 1 = 3 of 4
+ *   pp 8, vpp 4, m 128: 7 x 2 + 3 x 8 + 1 = 39 of 512
+ *   pp 2, vpp 12, m 128: 2 + 11 x 2 + 1 = 25 of 1,536
+ *   pp 4, vpp 2, m 2: 6 + 4 + 1 = 11, more than the 4 there are: all of them. */
+static void test_unmerged_share(void)
+{
+    static const struct {
+        uint64_t pp, vpp, m;
+        double share;
+    } rows[] = {
+        {1, 1, 4, 0.25}, {2, 1, 4, 0.75}, {8, 4, 128, 39.0 / 512.0}, {2, 12, 128, 25.0 / 1536.0}, {4, 2, 2, 1.0}};
+    for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++) {
+        double u = plan_unmerged_share(rows[i].pp, rows[i].vpp, rows[i].m);
+        CHECKF(fabs(u - rows[i].share) < 1e-15, "row %u: %.15g, expected %.15g", i, u, rows[i].share);
+    }
+}
+
 /* A plan whose GPU is slow (1e9 FLOP/s and B/s) and whose links are fast, so that every overlapped collective hides:
  * ox_moe, tp 2 with sequence parallelism, dp 2, ep 2, 4 micro-batches, TE kernels, the stack's TP overlap 1. */
 static PlanInput slow_gpu_input(const ModelSpec *m, GpuSpec *g, const Recipe *r)
@@ -227,15 +247,16 @@ static PlanInput slow_gpu_input(const ModelSpec *m, GpuSpec *g, const Recipe *r)
     return in;
 }
 
-/* --overlap-ep F between 0 and 1: (1 - F) of the all-to-alls exposed whole, F as the merged schedule leaves them;
- * behind the slow GPU the merged schedule hides them all, so at F = 0.25 each expert all-to-all row is exposed
- * 0.75 of its time, at F = 1 not at all, at F = 0 whole. */
+/* --overlap-ep F between 0 and 1: (1 - F) of the all-to-alls exposed whole, F as the overlapped schedule leaves
+ * them: the merged layers hide them all behind the slow GPU, the unmerged first forward and last backward (pp 1: 1
+ * of the 4 micro-batches) expose them whole. Each expert all-to-all row exposed, of its time: F = 0 whole; F = 0.25
+ * 0.75 + 0.25 x 1/4 = 0.8125; F = 1 1/4. */
 static void test_overlap_ep_fraction(void)
 {
     ModelSpec m = ox_moe(512);
     GpuSpec g;
     Recipe r = ox_bf16(0);
-    static const double frac[] = {0.0, 0.25, 1.0}, share[] = {1.0, 0.75, 0.0};
+    static const double frac[] = {0.0, 0.25, 1.0}, share[] = {1.0, 0.8125, 0.25};
     for (unsigned i = 0; i < 3; i++) {
         PlanInput in = slow_gpu_input(&m, &g, &r);
         in.overlap_ep = frac[i];
@@ -295,6 +316,7 @@ int main(void)
     RUN(test_expert_gemms_per_stack);
     RUN(test_dispatcher_comm_sms);
     RUN(test_merged_1f1b);
+    RUN(test_unmerged_share);
     RUN(test_overlap_ep_fraction);
     RUN(test_tp_overlap_beside_merged_a2a);
     return test_summary();
