@@ -166,7 +166,7 @@ static const CliOpt plan_opts[] = {
     {FN("moe-imbalance", read_moe, 'i', "F"), .help = "dropless routing: tokens of the busiest expert rank over the mean (1)"},
     {FN("moe-capacity", read_moe, 'c', "F"), .help = "capacity factor instead (token dropping; 0 = dropless)"},
     {FN("overlap-ep", plan_read_frac, 1, "F"), .off = IN(overlap_ep), .given = PG_OV_EP,
-     .help = "fraction of the MoE layers' compute that hides the all-to-alls (the stack's)"},
+     .help = "all-to-alls overlapped (1: Megatron's merged 1F1B; 0: none; the stack's)"},
     TEXT(0, "  --ep-comm-sms N    SMs the all-to-all kernels take from the GEMMs while overlapping (0: with"
          MORE "--overlap-ep or --dualpipe the dispatcher's own, deepep 20, hybridep 16)"),
     {FN("ep-comm-sms", read_moe, 's', NULL)},

@@ -234,6 +234,15 @@ double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t strid
 double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S, Ck *ck,
                       double *bw, double *lat);
 void plan_time(const PlanInput *in, const Geo *g, Plan *p);
+/* The fraction of the concurrent GEMMs that hides a TP collective: the stack's (in->overlap_tp), but none on a GPU
+ * before Blackwell (sm < 100) when Transformer Engine's userbuffers would overlap them beside Megatron's merged
+ * all-to-all schedule (overlap_ep > 0, ep > 1, tp > 1): Megatron-Bridge sets CUDA_DEVICE_MAX_CONNECTIONS=1 on Hopper
+ * for TP or CP only without overlap_moe_expert_parallel_comm (training/comm_overlap.py,
+ * _set_num_cuda_device_max_connections, v0.1.0rc4; scripts/performance/perf_plugins.py from v0.2.0; the MoE
+ * ModelZoo's sbatch_benchmarking.sh sets 32 with A2A_OVERLAP=1), and without it "the communication kernel will be
+ * pushed to the end of the GEMM kernel so failing to overlap" (the same code; docs/performance-guide.md, "Common
+ * reason for TP comm overlap failure at Hopper"). */
+double plan_tp_overlap(const PlanInput *in);
 void plan_advise(const PlanInput *in, Plan *p);
 
 /* in-flight layer-microbatch units on a stage (activations held at the peak) */
@@ -289,6 +298,22 @@ double gemm_time_streams(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, 
 void plan_attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L);
 /* Both layer kinds of a MoE / MLA / MTP model (plan_moe_time.c). */
 void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Plan *p, LayerT L[XK_COUNT]);
+/* One MoE layer of Megatron-Core's merged 1F1B schedule (--overlap-moe-expert-parallel-comm; core_v0.14.0-0.16.0
+ * models/common/model_chunk_schedule_plan.py, TransformerLayerSchedulePlan.run): one micro-batch's forward layer
+ * issued beside another's backward layer, the all-to-alls on a communication stream,
+ *   comm stream:    combine_bwd          | dispatch_fwd -> dispatch_bwd     | combine_fwd
+ *   compute stream: attn_fwd -> post_attn | mlp_bwd -> mlp_bwd_dw -> mlp_fwd | post_attn_bwd -> attn_bwd
+ * Seconds: aF attention and router forward, mB / mW the experts' dgrad and wgrad (with their kernels), mF the experts'
+ * forward, aB router and attention backward; df, cf, db, cb the dispatch and combine, forward and backward. */
+typedef struct {
+    double aF, mB, mW, mF, aB; /* compute */
+    double df, cf, db, cb;     /* all-to-alls */
+} MergedLayer;
+/* The merged layer's time less its compute: the all-to-all time no partner piece hides (0 when each hides). */
+double plan_ep_merged(const MergedLayer *m);
+/* The share of the chunk micro-batches the merged schedule runs unmerged (warm-up forwards, cool-down backwards):
+ * on the first stage, of pp stages with vpp chunks each and m micro-batches (plan_moe_time.c). */
+double plan_unmerged_share(uint64_t pp, uint64_t vpp, uint64_t m);
 /* Model FLOPs per token of a MoE / MLA / MTP model (plan_moe_time.c): 6 x the weights a token multiplies + attention. */
 double moe_flops_per_token(const PlanInput *in, const Geo *g);
 

@@ -52,12 +52,17 @@
  *              35 backward as measured).
  *   TP         per layer one all-gather / reduce-scatter pair for the attention and
  *              one for a dense FFN or the shared experts (per-call times from
- *              plan_moe_comm.c), hidden behind the kind's GEMMs up to overlap_tp.
+ *              plan_moe_comm.c), hidden behind the kind's GEMMs up to the TP overlap
+ *              (plan_tp_overlap: none for TE's userbuffers on Hopper beside the merged
+ *              all-to-all schedule).
  *   all-to-all per MoE layer: dispatch + combine forward (+ expert-TP gather and
- *              reduce-scatter), the same backward, hidden behind the layer's own
- *              compute of that direction up to overlap_ep; with DualPipe both
- *              directions behind the paired chunk (one micro-batch's forward with
- *              another's backward), fully.
+ *              reduce-scatter), the same backward. Not overlapped (overlap_ep 0): exposed
+ *              whole. Overlapped: Megatron-Core's merged 1F1B (--overlap-moe-expert-
+ *              parallel-comm), one micro-batch's forward layer beside another's backward
+ *              layer, each all-to-all hidden behind its partner piece of compute only
+ *              (plan_ep_merged) but in the warm-up and cool-down micro-batches, which run
+ *              unmerged (plan_unmerged_share); a fraction F in between: (1 - F) of them
+ *              exposed whole, F as overlapped. With DualPipe both directions behind the paired chunk, fully.
  *   host issue per MoE layer (a stack with host_op_us): the operations the host issues eagerly — the
  *              layer's own (moe_host_ops, split forward / backward and by CUDA graph scope as measured; a
  *              captured scope is one replay instead) and expert_host_ops per local expert — at host_op_us
@@ -217,6 +222,32 @@ uint32_t plan_ep_comm_sms(const PlanInput *in)
                                                     : 0;
 }
 
+/* What Megatron-Core's merged 1F1B layer leaves of its expert all-to-alls exposed (plan_internal.h). The phases as
+ * TransformerLayerSchedulePlan.run issues them, with their dependencies: phase 1 combine_bwd beside attn_fwd +
+ * post_attn; phase 2 dispatch_fwd (after post_attn) beside mlp_bwd (after combine_bwd), then dispatch_bwd (after
+ * mlp_bwd and dispatch_fwd) beside mlp_bwd_dw and mlp_fwd (after dispatch_fwd); phase 3 combine_fwd (after mlp_fwd
+ * and dispatch_bwd) beside post_attn_bwd + attn_bwd (after mlp_fwd and dispatch_bwd). */
+double plan_ep_merged(const MergedLayer *m)
+{
+    double t1 = maxd(m->cb, m->aF);
+    double dfe = t1 + m->df, mbe = t1 + m->mB, mwe = mbe + m->mW;
+    double dbe = maxd(dfe, mbe) + m->db, mfe = maxd(mwe, dfe) + m->mF;
+    double t3 = maxd(mfe, dbe);
+    return t3 + maxd(m->cf, m->aB) - (m->aF + m->mB + m->mW + m->mF + m->aB);
+}
+
+/* Megatron-Core's warm-up count with the merged schedule (core_v0.15.0 pipeline_parallel/schedules.py,
+ * get_pp_rank_microbatches): interleaved, (pp - rank - 1) 2 + (vpp - 1) microbatch_group_size_per_vp_stage (pp by
+ * default) + 1 ("one extra micro-batch forward step before the 1f1b stages"), taken for rank 0, the stage with the
+ * most; without pipelining 1 (combined_1f1b.py: the first micro-batch's forward alone, the last one's backward
+ * alone); of the m x vpp chunk micro-batches, capped at all of them. */
+double plan_unmerged_share(uint64_t pp, uint64_t vpp, uint64_t m)
+{
+    double total = (double)m * (double)(vpp ? vpp : 1);
+    double w = pp > 1 ? 2.0 * (double)(pp - 1) + (double)((vpp ? vpp : 1) - 1) * (double)pp + 1.0 : 1.0;
+    return total > 0 && w < total ? w / total : 1.0;
+}
+
 void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, const Plan *p, LayerT L[XK_COUNT])
 {
     const Recipe *rc = in->recipe;
@@ -260,6 +291,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
         LayerT *Lk = &L[k];
         memset(Lk, 0, sizeof *Lk);
         double rcmla = 0, wq = 0, nq = 0, pf[XP_MOE + 1] = {0}, local = 0;
+        double pb[XP_MOE + 1] = {0}, pw[XP_MOE + 1] = {0}; /* dgrad, wgrad by part */
         for (int i = 0; i < x->nlin[k]; i++) {
             const Lin *l = &x->lin[k][i];
             int q = l->kind != XL_ROUTER;
@@ -273,7 +305,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
             Lk->gemm_f += tf, Lk->gemm_b += tb, Lk->wg += tw;
             if (l->kind == XL_EXPERT) Lk->xg_f += tf, Lk->xg_b += tb, local = (double)l->count;
             if (l->up) rcmla += tf; /* MLA's q_up and kv_up */
-            pf[l->part] += tf;
+            pf[l->part] += tf, pb[l->part] += tb - tw, pw[l->part] += tw;
         }
         plan_attention(in, g, &gg, Lk);
         Lk->attn_f /= sm_frac, Lk->attn_b /= sm_frac;
@@ -293,8 +325,8 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
             tpb = pairs * (2 * call_s(&c[CO_TP_AG_BWD]) + call_s(&c[CO_TP_RS_BWD]));
         }
         Lk->tp_raw = tpf + tpb;
-        Lk->tp_f = exposed(tpf, Lk->gemm_f, in->overlap_tp);
-        Lk->tp_b = exposed(tpb, Lk->gemm_b, in->overlap_tp);
+        Lk->tp_f = exposed(tpf, Lk->gemm_f, plan_tp_overlap(in));
+        Lk->tp_b = exposed(tpb, Lk->gemm_b, plan_tp_overlap(in));
         Lk->cp = exposed(3 * call_s(&c[CO_CP_KV]), Lk->attn_f + Lk->attn_b, in->overlap_cp);
 
         /* expert all-to-alls (+ expert TP), per MoE layer */
@@ -308,8 +340,20 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
             if (in->dualpipe) { /* both directions behind the paired forward + backward chunk */
                 double e = exposed(ef + eb, wf + wb, 1.0);
                 Lk->ep_f = ef + eb > 0 ? e * ef / (ef + eb) : 0, Lk->ep_b = e - Lk->ep_f;
+            } else if (in->overlap_ep > 0) { /* merged 1F1B: one micro-batch's forward beside another's backward */
+                MergedLayer ml;
+                ml.cf = call_s(&c[CO_EP_COMBINE_FWD]) + call_s(&c[CO_ETP_RS]), ml.df = ef - ml.cf;
+                ml.db = call_s(&c[CO_EP_DISPATCH_BWD]) + call_s(&c[CO_ETP_AG]), ml.cb = eb - ml.db;
+                /* the experts (routed and shared) with the MoE block's kernels; the rest is attention and router */
+                ml.mF = pf[XP_MOE] + pf[XP_SHARED] + mmod, ml.aF = wf - ml.mF;
+                ml.mB = pb[XP_MOE] + pb[XP_SHARED] + mb, ml.mW = pw[XP_MOE] + pw[XP_SHARED];
+                ml.aB = wb - ml.mB - ml.mW;
+                double u = plan_unmerged_share(g->pp, g->vpp, g->m); /* warm-up and cool-down: not merged */
+                double e = u * (ef + eb) + (1.0 - u) * plan_ep_merged(&ml);
+                e = (1.0 - in->overlap_ep) * (ef + eb) + in->overlap_ep * e;
+                Lk->ep_f = ef + eb > 0 ? e * ef / (ef + eb) : 0, Lk->ep_b = e - Lk->ep_f;
             } else {
-                Lk->ep_f = exposed(ef, wf, in->overlap_ep), Lk->ep_b = exposed(eb, wb, in->overlap_ep);
+                Lk->ep_f = ef, Lk->ep_b = eb;
             }
         }
 

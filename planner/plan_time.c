@@ -109,6 +109,13 @@ static double tp_bwd_async(const PlanInput *in, const Collective *c, const doubl
     return t;
 }
 
+double plan_tp_overlap(const PlanInput *in)
+{
+    int merged_a2a = in->overlap_ep > 0 && !in->dualpipe && in->ep > 1 && in->model && spec_is_moe(in->model);
+    int hopper_ub = in->fusion == FUSE_TE && in->gpu && in->gpu->sm < 100 && in->tp > 1;
+    return merged_a2a && hopper_ub ? 0.0 : in->overlap_tp;
+}
+
 /* One layer and micro-batch, and its recompute. */
 static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Plan *p, LayerT *L)
 {
@@ -147,8 +154,8 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     }
     L->tp_raw = tpf + tpb;
     double own = tp_bwd_async(in, c, dg, wg);
-    L->tp_f = exposed(tpf, L->gemm_f, in->overlap_tp);
-    L->tp_b = exposed(tpb - own, L->gemm_b - own, in->overlap_tp);
+    L->tp_f = exposed(tpf, L->gemm_f, plan_tp_overlap(in));
+    L->tp_b = exposed(tpb - own, L->gemm_b - own, plan_tp_overlap(in));
     L->cp = exposed(3 * call_s(&c[CO_CP_KV]), L->attn_f + L->attn_b, in->overlap_cp);
 
     L->rc_gemm = L->rc_attn = L->rc_elem = 0;

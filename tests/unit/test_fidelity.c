@@ -104,12 +104,15 @@ static void test_pinned_figures(void)
     /* the mixture-of-experts runs (Megatron-Bridge 25.09-26.06, NeMo 25.02-25.07, NeMo AutoModel, the Megatron-Core
      * MoE ModelZoo, torchao/torchtitan, the DeepSeek-V3 report): pinned as the planner gives them; the fine-grained
      * Qwen3-30B-A3B rows wait on the host (plan_moe_time.c's host issue, its time per operation chosen on the dev
-     * rows) */
-    pin(&s.moe, "mixture of experts", 67, 19.91);
+     * rows); the runs whose release's preset overlaps the all-to-alls (moe_a2a_overlap, A2A_1F1B) say so in their notes
+     * (overlap_ep=1), which the hold-out figure pays for (28.60 -> 30.57: 25.11's Qwen3-30B-A3B on H100 +134 -> +176 %);
+     * overlapped, they run in the merged 1F1B schedule and, on H100 with TP, without TE's TP overlap (20.52 -> 20.29),
+     * its warm-up and cool-down unmerged (20.29 -> 19.95) */
+    pin(&s.moe, "mixture of experts", 67, 19.95);
     /* the MoE runs split by the same hold-out list: Megatron-Bridge 25.11 and 26.02 held out */
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
-    pin(&s.moe_dev, "mixture of experts, dev", 46, 15.93);
-    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 28.60);
+    pin(&s.moe_dev, "mixture of experts, dev", 46, 15.38);
+    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 29.95);
     /* no MoE run that really trained is planned above its GPU's memory; two are uncertain (the DeepSeek-V3 report's
      * pre-training, and NeMo AutoModel's DeepSeek-V3 on 1,024 H100, whose configurations disagree on activation
      * checkpointing: unknown=act_ckpt) */

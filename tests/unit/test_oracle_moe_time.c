@@ -1,8 +1,10 @@
 /* tests/unit/test_oracle_moe_time.c — the mixture-of-experts time and dispatch terms added with the host-issue
  * model, worked out by hand on the oracle model of test_oracle_moe.c (support/oracle_fixtures.h ox_moe): the host
  * issue of an eager MoE layer (plan_moe_time.c), the bytes a hierarchical dispatcher sends (plan_moe_comm.c) and
- * Transformer Engine's grouped GEMM, one cuBLAS GEMM per expert on 4 streams (plan_gemm.c), and the SMs DeepEP's and
- * HybridEP's kernels hold while they overlap compute.
+ * Transformer Engine's grouped GEMM, one cuBLAS GEMM per expert on 4 streams (plan_gemm.c), the SMs DeepEP's and
+ * HybridEP's kernels hold while they overlap compute, Megatron-Core's merged 1F1B all-to-all schedule (with its
+ * unmerged warm-up and cool-down) and the TP
+ * overlap TE's userbuffers lose beside it on Hopper.
  * Every expected value is arithmetic in the comments, never a value the planner produced. */
 #include <math.h>
 #include <string.h>
@@ -190,6 +192,122 @@ static void test_dispatcher_comm_sms(void)
     }
 }
 
+/* Megatron-Core's merged 1F1B layer (plan_ep_merged): each all-to-all hides behind its partner piece only. Compute
+ * aF 4, mB 3, mW 2, mF 3, aB 4 (16 in all), times in any unit:
+ *   all four all-to-alls 1: t1 = max(1, 4) = 4; dispatch_fwd ends 5, mlp_bwd 7, mlp_bwd_dw 9; dispatch_bwd
+ *     max(5, 7) + 1 = 8; mlp_fwd max(9, 5) + 3 = 12; phase 3 from max(12, 8) = 12: max(12 + 1, 12 + 4) = 16 -> 0
+ *   combine_bwd 6 against attn_fwd + post_attn 4: t1 = 6, everything after 2 later: 18 -> 2
+ *   dispatch_fwd 7 against mlp_bwd + mlp_bwd_dw 5: ends 11; mlp_fwd max(9, 11) + 3 = 14; 14 + 4 = 18 -> 2
+ *   dispatch_bwd 8 against mlp_bwd_dw + mlp_fwd 5: ends max(5, 7) + 8 = 15; phase 3 15 + 4 = 19 -> 3
+ *   combine_fwd 6 against post_attn_bwd + attn_bwd 4: 12 + 6 = 18 -> 2
+ *   no compute, all-to-alls 1, 2, 3, 4 (df, cf, db, cb): t1 = 4, dispatch_fwd 5, dispatch_bwd 8, combine_fwd
+ *     8 + 2 = 10 -> 10, every all-to-all exposed. */
+static void test_merged_1f1b(void)
+{
+    static const struct {
+        MergedLayer m;
+        double exposed;
+    } rows[] = {
+        {{4, 3, 2, 3, 4, 1, 1, 1, 1}, 0}, {{4, 3, 2, 3, 4, 1, 1, 1, 6}, 2}, {{4, 3, 2, 3, 4, 7, 1, 1, 1}, 2},
+        {{4, 3, 2, 3, 4, 1, 1, 8, 1}, 3}, {{4, 3, 2, 3, 4, 1, 6, 1, 1}, 2}, {{0, 0, 0, 0, 0, 1, 2, 3, 4}, 10},
+    };
+    for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++) {
+        double e = plan_ep_merged(&rows[i].m);
+        CHECKF(e == rows[i].exposed, "row %u: %g exposed, expected %g", i, e, rows[i].exposed);
+    }
+}
+
+/* The merged schedule's unmerged share (plan_unmerged_share), rank 0's warm-up over m x vpp chunk micro-batches:
+ *   pp 1, 4 micro-batches: 1 / 4 (the first forward alone, the last backward alone)
+ *   pp 2, vpp 1, m 4: (2 - 1) 2 + 0 + 1 = 3 of 4
+ *   pp 8, vpp 4, m 128: 7 x 2 + 3 x 8 + 1 = 39 of 512
+ *   pp 2, vpp 12, m 128: 2 + 11 x 2 + 1 = 25 of 1,536
+ *   pp 4, vpp 2, m 2: 6 + 4 + 1 = 11, more than the 4 there are: all of them. */
+static void test_unmerged_share(void)
+{
+    static const struct {
+        uint64_t pp, vpp, m;
+        double share;
+    } rows[] = {
+        {1, 1, 4, 0.25}, {2, 1, 4, 0.75}, {8, 4, 128, 39.0 / 512.0}, {2, 12, 128, 25.0 / 1536.0}, {4, 2, 2, 1.0}};
+    for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++) {
+        double u = plan_unmerged_share(rows[i].pp, rows[i].vpp, rows[i].m);
+        CHECKF(fabs(u - rows[i].share) < 1e-15, "row %u: %.15g, expected %.15g", i, u, rows[i].share);
+    }
+}
+
+/* A plan whose GPU is slow (1e9 FLOP/s and B/s) and whose links are fast, so that every overlapped collective hides:
+ * ox_moe, tp 2 with sequence parallelism, dp 2, ep 2, 4 micro-batches, TE kernels, the stack's TP overlap 1. */
+static PlanInput slow_gpu_input(const ModelSpec *m, GpuSpec *g, const Recipe *r)
+{
+    *g = fx_gpu();
+    g->flops_bf16 = g->flops_fp8 = g->flops_fp32 = 1e9, g->hbm_bw = 1e9, g->intra_bw = g->inter_bw = 1e18;
+    PlanInput in = fx_input(m, g, r);
+    in.tp = 2, in.sp = 1, in.dp = 2, in.ep = 2, in.gbs = 8, in.fusion = FUSE_TE, in.overlap_tp = 1;
+    return in;
+}
+
+/* --overlap-ep F between 0 and 1: (1 - F) of the all-to-alls exposed whole, F as the overlapped schedule leaves
+ * them: the merged layers hide them all behind the slow GPU, the unmerged first forward and last backward (pp 1: 1
+ * of the 4 micro-batches) expose them whole. Each expert all-to-all row exposed, of its time: F = 0 whole; F = 0.25
+ * 0.75 + 0.25 x 1/4 = 0.8125; F = 1 1/4. */
+static void test_overlap_ep_fraction(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g;
+    Recipe r = ox_bf16(0);
+    static const double frac[] = {0.0, 0.25, 1.0}, share[] = {1.0, 0.8125, 0.25};
+    for (unsigned i = 0; i < 3; i++) {
+        PlanInput in = slow_gpu_input(&m, &g, &r);
+        in.overlap_ep = frac[i];
+        Plan p;
+        if (!build(&in, &p)) return;
+        for (int id = CO_EP_DISPATCH_FWD; id <= CO_EP_COMBINE_BWD; id++) {
+            const Collective *c = &p.coll[id];
+            CHECKF(c->calls > 0 && c->time_s > 0, "collective %d: no calls", id);
+            CHECKF(fabs(c->exposed_s - share[i] * c->time_s) <= 1e-12 * c->time_s,
+                   "overlap %g, collective %d: %g of %g s exposed, expected %g of it", frac[i], id, c->exposed_s,
+                   c->time_s, share[i]);
+        }
+    }
+}
+
+/* TE's userbuffers hide the TP collectives behind the GEMMs (the stack's overlap 1: the slow GPU hides them all)
+ * unless the run overlaps its all-to-alls in the merged schedule on a GPU before Blackwell: then
+ * CUDA_DEVICE_MAX_CONNECTIONS is not 1 and every TP row is exposed whole. Not on sm 100, not with the all-to-alls
+ * not overlapped, not with the eager kernels (no userbuffers), not without expert parallelism. */
+static void test_tp_overlap_beside_merged_a2a(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g;
+    Recipe r = ox_bf16(0);
+    static const struct {
+        uint32_t sm, ep;
+        double overlap_ep;
+        KernelFusion fusion;
+        int exposed;
+    } rows[] = {
+        {90, 2, 1.0, FUSE_TE, 1}, {100, 2, 1.0, FUSE_TE, 0},   {90, 2, 0.0, FUSE_TE, 0},
+        {90, 2, 0.5, FUSE_TE, 1}, {90, 2, 1.0, FUSE_EAGER, 0}, {90, 1, 1.0, FUSE_TE, 0},
+    };
+    for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++) {
+        PlanInput in = slow_gpu_input(&m, &g, &r);
+        g.sm = rows[i].sm, in.ep = rows[i].ep, in.overlap_ep = rows[i].overlap_ep, in.fusion = rows[i].fusion;
+        Plan p;
+        if (!build(&in, &p)) return;
+        int n = 0;
+        for (int id = CO_TP_AR_FWD; id <= CO_TP_RS_BWD; id++) {
+            const Collective *c = &p.coll[id];
+            if (!c->calls) continue;
+            n++;
+            double want = rows[i].exposed ? c->time_s : 0.0;
+            CHECKF(fabs(c->exposed_s - want) <= 1e-12 * c->time_s, "row %u, collective %d: %g of %g s exposed", i, id,
+                   c->exposed_s, c->time_s);
+        }
+        CHECKF(n > 0, "row %u: no TP collective", i);
+    }
+}
+
 int main(void)
 {
     RUN(test_host_issue);
@@ -197,5 +315,9 @@ int main(void)
     RUN(test_te_grouped_gemm_streams);
     RUN(test_expert_gemms_per_stack);
     RUN(test_dispatcher_comm_sms);
+    RUN(test_merged_1f1b);
+    RUN(test_unmerged_share);
+    RUN(test_overlap_ep_fraction);
+    RUN(test_tp_overlap_beside_merged_a2a);
     return test_summary();
 }

@@ -163,11 +163,12 @@ static void test_optimizer_second_pass(void)
 /* ---- expert all-to-all exposure ------------------------------------------------------------------------- */
 
 /* Each expert all-to-all (and expert-TP) row's exposed time is its time times the share of the reported GPU's
- * expert communication the step exposes. Two ends follow by hand from exposed = max(0, t - overlap x window):
+ * expert communication the step exposes. Two ends follow by hand:
  *   - overlap_ep 0: nothing hides, every row with calls is exposed whole (exposed_s == time_s > 0), and the rows
  *     add up to the step's ep_comm_s (one GPU, pp 1: the step is m micro-batches of every layer);
- *   - overlap_ep 1 with a fast link behind a slow GPU: every row is hidden (exposed_s == 0) and so is the step's
- *     ep_comm_s.
+ *   - overlap_ep 1 with a fast link behind a slow GPU: every merged layer hides them, the unmerged first forward and
+ *     last backward (pp 1: 1 of the 4 micro-batches, plan_unmerged_share) do not: every row is exposed a quarter of
+ *     its time (exposed_s == time_s / 4), and the rows add up to the step's ep_comm_s as well.
  * ox_moe (1 dense + 1 MoE layer), dp 4, ep 2 and etp 2 (sequence parallel tp 2 x dp 2 = 4 ranks hold ep x etp =
  * 4), gbs 8: 4 micro-batches. */
 static void test_expert_exposure(void)
@@ -192,16 +193,14 @@ static void test_expert_exposure(void)
             CHECKF(c->calls > 0 && c->time_s > 0, "collective %d: %llu calls, %g s", id, (unsigned long long)c->calls,
                    c->time_s);
             if (hidden)
-                CHECKF(c->exposed_s == 0, "collective %d: %g s exposed behind a slow GPU", id, c->exposed_s);
+                CHECKF(fabs(c->exposed_s - c->time_s / 4) <= 1e-12 * c->time_s,
+                       "collective %d: %g of %g s exposed behind a slow GPU", id, c->exposed_s, c->time_s);
             else
                 CHECKF(c->exposed_s == c->time_s, "collective %d: %g of %g s exposed", id, c->exposed_s, c->time_s);
             sum += c->exposed_s, rows++;
         }
         CHECK_EQ_INT(rows, 6);
-        if (hidden)
-            CHECK(p.time.ep_comm_s == 0);
-        else
-            CHECK_REL(sum, p.time.ep_comm_s, 1e-12);
+        CHECK_REL(sum, p.time.ep_comm_s, 1e-12);
     }
 }
 
