@@ -601,6 +601,14 @@ double plan_a2a_msg(const GpuSpec *gp, uint64_t b);
  * the receiver's single copy), its own share folded into the fit (calibrate measured whole calls). *bw and
  * *lat (optional) the row's bandwidth and (n - 1) x its latency. -1 when gp has no per-message rows. */
 double plan_a2a_call(const GpuSpec *gp, uint64_t n, uint64_t S, double *bw, double *lat);
+/* Seconds of one all-to-all call of rank self over n ranks from its own messages: to[j] and from[j] elements of
+ * elem_bytes sent to and received from rank j. Each peer j != self counts half of its message to j and half of
+ * j's message to it, each at its own protocol's fit (plan_a2a_msg): an eager message is copied by both sides, a
+ * rendezvous one by the receiver, and calibrate's fit of a message is per pair of equal messages, one each way.
+ * Uneven routing makes the two sizes differ and puts messages on either side of the eager limit. -1 when gp has
+ * no per-message rows. */
+double plan_a2a_peers_s(const GpuSpec *gp, const uint64_t *to, const uint64_t *from, uint64_t elem_bytes, uint64_t n,
+                        uint64_t self);
 /* 1 when state st of state set s is sharded over the DP x CP group under in->sharding (before the
  * group size is considered: over one rank nothing is): dist-opt the recipe's shard_mask; ZeRO-1/2
  * m and v, the master unless the GEMMs read it (recipe_master_is_compute), ZeRO-2 the gradient too;

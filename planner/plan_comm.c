@@ -137,6 +137,19 @@ double plan_a2a_call(const GpuSpec *gp, uint64_t n, uint64_t S, double *bw, doub
     return peers * plan_a2a_msg(gp, b);
 }
 
+double plan_a2a_peers_s(const GpuSpec *gp, const uint64_t *to, const uint64_t *from, uint64_t elem_bytes, uint64_t n,
+                        uint64_t self)
+{
+    double t = 0;
+    for (uint64_t j = 0; j < n; j++) {
+        if (j == self) continue;
+        double a = plan_a2a_msg(gp, to[j] * elem_bytes), b = plan_a2a_msg(gp, from[j] * elem_bytes);
+        if (a < 0 || b < 0) return -1;
+        t += 0.5 * (a + b);
+    }
+    return t;
+}
+
 /* S x the factor in whole bytes, rounded down: k S - ceil(k S / n) = floor(k S (n - 1) / n) without the product. */
 static uint64_t bus(CommOp op, uint64_t n, uint64_t S, Ck *ck)
 {

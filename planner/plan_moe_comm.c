@@ -343,3 +343,11 @@ void plan_ep_uniform(const Plan *p, uint64_t steps, EpRouted *out)
     if (spec_is_moe(p->in.model) && ep > 1)
         counts_row(p->in.model->experts, ep, ck_mul(&ck, p->coll[CO_EP_DISPATCH_FWD].calls, steps), out, &ck);
 }
+
+void plan_ep_routed_times(Plan *p, const double call_s[EPR_COUNT_])
+{
+    for (int i = EPR_DISPATCH_FWD; i < EPR_COUNT_; i++) {
+        Collective *c = &p->coll[ep_routed_coll(i)];
+        if (call_s[i] > 0) c->time_s = c->exposed_s = call_s[i] * (double)c->calls;
+    }
+}

@@ -106,43 +106,6 @@ static void test_fit_ranges(void)
     CHECK(cal_fit_ranges(c, 6, OP_ALL_REDUCE, DT_FP32, 1, r) == 0);
 }
 
-/* The all-to-all's per-message fits (cal_fit_messages) over 3 ranks, eager limit L = 4000: a call sends 2 messages,
- * each eager at 1 us + b / 2 GB/s up to 4000 B, rendezvous at 10 us + b / 5 GB/s past it, so a call takes twice
- * that (sweep_of with A = 2 x lat, B = bw / 2): at 1000 B 2 x (1e-6 + 5e-7) = 3 us, at 8000 B 2 x (1e-5 + 1.6e-6) =
- * 23.2 us. Each protocol's line is exact: eager [0, 4001) 1 us, 2 GB/s; rendezvous [4001, no end) 10 us, 5 GB/s.
- * The sizes calibrate sends for L = 4040 and a run's messages of 16 B (8 experts' counts / 2 ranks) and 4096 B
- * (an 8 KiB dispatch / 2): L/16 = 252 (rounded down), L/4 = 1010, L/2 = 2020, L, L + 1 = 4041, 2L = 8080, 4L =
- * 16160, 16L = 64640, sorted with 16 and 4096; up to 10,000 B the last two go. */
-static void test_fit_messages(void)
-{
-    CalColl c[CAL_MAX_SIZES];
-    CalRange r[2];
-    const uint64_t S[] = {250, 1000, 2000, 4000, 4001, 8000, 16000};
-    const double A[] = {2e-6, 2e-6, 2e-6, 2e-6, 20e-6, 20e-6, 20e-6}, B[] = {1e9, 1e9, 1e9, 1e9, 2.5e9, 2.5e9, 2.5e9};
-    int n = sweep_of(S, A, B, 7, 1.0, c);
-    CHECK_REL(c[1].seconds, 3e-6, 1e-12);
-    CHECK_REL(c[5].seconds, 23.2e-6, 1e-12);
-    CHECK(cal_fit_messages(c, n, 4000, 3, r) == 2);
-    CHECK(r[0].fit.op == OP_ALL_TO_ALL && r[0].fit.path == LINK_PATH_EAGER && r[0].fit.from == 0);
-    CHECK(r[0].fit.to == 4001 && r[0].first == 0 && r[0].count == 4);
-    CHECK(r[1].fit.path == LINK_PATH_RENDEZVOUS && r[1].fit.from == 4001 && r[1].fit.to == 0);
-    CHECK(r[1].first == 4 && r[1].count == 3);
-    CHECK_REL(r[0].fit.lat, 1e-6, 1e-9);
-    CHECK_REL(r[0].fit.bw, 2e9, 1e-9);
-    CHECK_REL(r[1].fit.lat, 10e-6, 1e-9);
-    CHECK_REL(r[1].fit.bw, 5e9, 1e-9);
-    CHECK(r[0].max_err < 1e-9 && r[1].max_err < 1e-9);
-    /* one rendezvous point only, or one rank: no fit */
-    CHECK(cal_fit_messages(c, 5, 4000, 3, r) == 0);
-    CHECK(cal_fit_messages(c, n, 4000, 1, r) == 0);
-    uint64_t z[CAL_MAX_SIZES];
-    const uint64_t run[] = {16, 4096, 4040};
-    const uint64_t want[] = {16, 252, 1010, 2020, 4040, 4041, 4096, 8080, 16160, 64640};
-    CHECK_EQ_INT(cal_msg_sizes(4040, run, 3, 1 << 20, z), 10);
-    for (int i = 0; i < 10; i++) CHECKF(z[i] == want[i], "size %d: %llu", i, (unsigned long long)z[i]);
-    CHECK_EQ_INT(cal_msg_sizes(4040, run, 3, 10000, z), 8);
-}
-
 static void test_link_call(void)
 {
     LinkFit f = {.op = OP_ALL_REDUCE, .path = LINK_PATH_FP32, .lat = 10e-6, .bw = 1e9};
@@ -465,7 +428,6 @@ int main(void)
 {
     RUN(test_fit_segment);
     RUN(test_fit_ranges);
-    RUN(test_fit_messages);
     RUN(test_link_call);
     RUN(test_link_fit_choice);
     RUN(test_plan_times_each_op);
