@@ -1,6 +1,7 @@
 /* exec/comm/comm_mpi_eager.c — the eager limit of the MPI library between two ranks, measured by what its
  * protocol does rather than by how long it takes (comm_mpi_eager_limit, comm_mpi.h). */
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,18 +17,29 @@
         }                                      \
     } while (0)
 
-enum { EAGER_TAG_PROBE = 32001, EAGER_TAG_GO = 32002, EAGER_TESTS = 1000 };
+/* How long a probe waits for its send to complete: an eager send may complete only once the receiver's
+ * progress has taken the shared-memory fragment (Open MPI's vader: a message past its fast box, about 1 KiB,
+ * goes in a fragment the receiver hands back), and with more ranks than cores the receiver may be off its
+ * core for a few scheduler ticks (4 ms each); a rendezvous send never completes before its receive is
+ * posted, however long it waits. Measured here: 4 ranks on 2 cores with 1,000 tests and no yield found
+ * 1,023 B (the fast box); 2 ranks, 4,040 B. */
+#define EAGER_WAIT_S 0.05
+
+enum { EAGER_TAG_PROBE = 32001, EAGER_TAG_GO = 32002 };
 
 /* Rank 0's probe of b bytes: MPI_Isend to rank 1, which has not posted its receive (it waits for the "go"),
- * tested EAGER_TESTS times (MPI's progress); *eager = it completed. Then "go" (1: receive the probe) and the
- * send waited for. */
+ * tested (MPI's progress, the core yielded between tests) until it completes or EAGER_WAIT_S has passed;
+ * *eager = it completed. Then "go" (1: receive the probe) and the send waited for. */
 static Status eager_probe(MPI_Comm w, char *buf, uint64_t b, int *eager, Err *e)
 {
     Status st = ST_OK;
     MPI_Request rq = MPI_REQUEST_NULL;
     int flag = 0, go = 1;
     MPI_TRY(MPI_Isend(buf, (int)b, MPI_BYTE, 1, EAGER_TAG_PROBE, w, &rq));
-    for (int i = 0; i < EAGER_TESTS && !flag; i++) MPI_TRY(MPI_Test(&rq, &flag, MPI_STATUS_IGNORE));
+    for (double t0 = MPI_Wtime(); !flag && MPI_Wtime() - t0 < EAGER_WAIT_S;) {
+        MPI_TRY(MPI_Test(&rq, &flag, MPI_STATUS_IGNORE));
+        if (!flag) sched_yield();
+    }
     *eager = flag;
     MPI_TRY(MPI_Send(&go, 1, MPI_INT, 1, EAGER_TAG_GO, w));
     if (!flag) MPI_TRY(MPI_Wait(&rq, MPI_STATUS_IGNORE));
