@@ -2,7 +2,9 @@
  * and payload range (fp8plan calibrate under mpirun writes it beside gpus.csv; planner/spec.h LinkFit).
  * Optional: a catalog without it (every shipped GPU, a profile of one rank or from an older calibrate)
  * times every collective as before. A row names its format version; a version this build does not read is
- * refused, naming the row, so an old binary never misreads a newer profile. */
+ * refused, naming the row, so an old binary never misreads a newer profile. Version 1: a fit per call's payload
+ * range; version 2 (this build's calibrate, all-to-all only): a fit per message to one peer, paths eager and
+ * rendezvous, from / to a message's bytes (planner/spec.h). Both are read; a file may hold both. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,12 +24,13 @@ typedef struct {
 static Status cell_col_VERSION(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
 {
     (void)size, (void)lo, (void)hi;
-    if (strcmp(cell_text(c, col), "1"))
+    const char *v = cell_text(c, col);
+    if (strcmp(v, "1") && strcmp(v, "2"))
         return cell_bad(c, col,
-                        "'%s' is not a links.csv format this fp8plan reads (1): measure the profile again with "
+                        "'%s' is not a links.csv format this fp8plan reads (1, 2): measure the profile again with "
                         "fp8plan calibrate",
-                        cell_text(c, col));
-    *(uint32_t *)f = 1;
+                        v);
+    *(uint32_t *)f = (uint32_t)(v[0] - '0');
     return ST_OK;
 }
 
@@ -51,7 +54,7 @@ static Status cell_col_PATH(Cur *c, const char *col, void *f, size_t size, doubl
             *(uint8_t *)f = (uint8_t)p;
             return ST_OK;
         }
-    return cell_bad(c, col, "'%s' is not bytes, fp32, bf16 or fp8", cell_text(c, col));
+    return cell_bad(c, col, "'%s' is not bytes, fp32, bf16, fp8, eager or rendezvous", cell_text(c, col));
 }
 
 /* Bytes: a whole number >= 0; OPT_BYTES: blank reads 0 (no upper end). */
@@ -100,7 +103,15 @@ static Status parse_link(Cur *c, void *row)
     if (f->to && f->to <= f->from)
         return cell_bad(c, "to_bytes", "'%s' must be above from_bytes %s (blank: no upper end)",
                         cell_text(c, "to_bytes"), cell_text(c, "from_bytes"));
-    if ((f->op == OP_ALL_REDUCE || f->op == OP_REDUCE_SCATTER) != (f->path != LINK_PATH_BYTES))
+    const int per_msg = f->path == LINK_PATH_EAGER || f->path == LINK_PATH_RENDEZVOUS;
+    if (per_msg != (rowp->version == 2))
+        return cell_bad(c, "path",
+                        "'%s' in a version %u row: version 2 rows are an all-to-all's per-message fits (eager, "
+                        "rendezvous), version 1 rows the others",
+                        cell_text(c, "path"), rowp->version);
+    if (per_msg && f->op != OP_ALL_TO_ALL)
+        return cell_bad(c, "path", "'%s': per-message fits are an all-to-all's", cell_text(c, "path"));
+    if (!per_msg && (f->op == OP_ALL_REDUCE || f->op == OP_REDUCE_SCATTER) != (f->path != LINK_PATH_BYTES))
         return cell_bad(c, "path",
                         "'%s': a reduction (all-reduce, reduce-scatter) names fp32, bf16 or fp8, the other "
                         "operations bytes",

@@ -35,13 +35,14 @@ static const char help_head[] =
     "per rank; one rank: not measured, written as no interconnect). Over MPI also every collective op\n"
     "the executor runs (all-reduce and reduce-scatter per dtype path FP32/BF16/FP8, all-gather,\n"
     "send/recv, broadcast, all-to-all), fitted as latency + bus bandwidth per payload range into\n"
-    "links.csv, which the planner times each op with. A GPU is timed by CUDA events around each\n"
-    "call. Prints every measurement (medians, spreads) and the device row (gpus.csv) and the fp8plan\n"
-    "stack's row (stacks.csv, launch_us measured). With -o DIR writes a catalog the planner reads\n"
-    "with --catalog DIR: models.csv and recipes.csv copied, gpus.csv with the device row added,\n"
-    "stacks.csv with the fp8plan row measured, links.csv (2 or more ranks over MPI). Then: fp8plan\n"
-    "plan --catalog DIR --gpu NAME ..., fp8plan run --backend cpu --catalog DIR --gpu NAME ... (step\n"
-    "and collective times checked).\n"
+    "links.csv, which the planner times each op with; the all-to-all also per message to a peer (MPI's\n"
+    "eager limit measured, one fit for eager and one for rendezvous messages). A GPU is timed by CUDA\n"
+    "events around each call. Prints every measurement (medians, spreads) and the device row\n"
+    "(gpus.csv) and the fp8plan stack's row (stacks.csv, launch_us measured). With -o DIR writes a\n"
+    "catalog the planner reads with --catalog DIR: models.csv and recipes.csv copied, gpus.csv with\n"
+    "the device row added, stacks.csv with the fp8plan row measured, links.csv (2 or more ranks over\n"
+    "MPI). Then: fp8plan plan --catalog DIR --gpu NAME ..., fp8plan run --backend cpu --catalog DIR\n"
+    "--gpu NAME ... (step and collective times checked).\n"
     "\n"
     "A profile is judged before it is written: every figure the planner times a step with (GEMM per\n"
     "path, AdamW's stream, the element-wise kernels, FP8-LM's optimizer) must have an interquartile\n"
@@ -195,7 +196,12 @@ static void print_tables(const Calibration *c)
            c->reps);
     for (int k = 0; k < c->nsweep; k++) {
         const CalSweep *s = &c->sweep[k];
-        printf("  %-14s %-4s", comm_op_name(s->op), dtype_name(s->dtype));
+        if (s->per_msg)
+            printf("  all-to-all per message to a peer (eager limit %llu B; each call after %llu KiB of other data;\n"
+                   "    bytes a message:us a call)\n   ",
+                   (unsigned long long)c->eager_limit, (unsigned long long)(c->msg_evict >> 10));
+        else
+            printf("  %-14s %-4s", comm_op_name(s->op), dtype_name(s->dtype));
         for (int i = 0; i < s->n; i++)
             printf(" %llu:%.1f", (unsigned long long)s->pt[i].payload, s->pt[i].seconds * 1e6);
         printf("\n");
@@ -203,6 +209,7 @@ static void print_tables(const Calibration *c)
     printf("fits (links.csv: t = steps x latency + S x bus factor / bus bandwidth per payload range; one range unless\n"
            "  a line misses a size by more than %.0f %%, then the small/large split with the least worst error)\n",
            100.0 * CAL_FIT_ERR_MAX);
+    printf("  (eager and rendezvous: per message to one peer, from / to a message's bytes, latency a message)\n");
     printf("  %-14s %-5s %10s %10s %12s %10s %9s\n", "op", "path", "from B", "to B", "latency us", "bus GB/s",
            "max err");
     for (int i = 0; i < c->nrange; i++) {

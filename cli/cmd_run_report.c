@@ -105,7 +105,16 @@ int run_report(const RunSpec *a, const CliOut *out, const Plan *p, const Model *
                const DataStream *d, const RankData *ranks)
 {
     static Comparison cmp;
+    static Plan routed;
     Tolerances tol = compare_tolerances_default();
+    if (m && m->a2a_fits) { /* rank 0's expert all-to-alls planned from the messages its calls sent and received */
+        double call_s[EPR_COUNT_] = {0};
+        for (int i = EPR_DISPATCH_FWD; i < EPR_COUNT_; i++)
+            if (m->ep_msg_calls[i]) call_s[i] = m->ep_msg_s[i] / (double)m->ep_msg_calls[i];
+        routed = *p;
+        plan_ep_routed_times(&routed, call_s);
+        p = &routed;
+    }
     compare(p, ms, &tol, &cmp);
     ReportCtx ctx = {p, ms, d, &cmp};
     char *summary = captured(summary_of, &ctx), *verdict = captured(verdict_of, &ctx);

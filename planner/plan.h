@@ -588,6 +588,27 @@ const LinkFit *plan_link_fit(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S)
  * S x comm_bus_factor(op, n) / f->bw (no size term when f->bw is 0); *bw and *lat (optional) the parts. The one
  * formula every collective of a plan made with a host profile's fits is timed by. */
 double plan_link_call(const LinkFit *f, CommOp op, uint64_t n, uint64_t S, double *bw, double *lat);
+/* The per-message row (LINK_PATH_EAGER or LINK_PATH_RENDEZVOUS) of gp's all-to-all holding a message of b bytes;
+ * NULL when gp has none (a profile from an older calibrate, a GPU). */
+const LinkFit *plan_a2a_msg_fit(const GpuSpec *gp, uint64_t b);
+/* Seconds of one message of b bytes to one peer of an all-to-all: f->lat + b / f->bw at f = plan_a2a_msg_fit(gp,
+ * b) (no size term when f->bw is 0); 0 for b = 0 (no message: Open MPI's Alltoallv posts none for an empty
+ * count); -1 when gp has no per-message rows. */
+double plan_a2a_msg(const GpuSpec *gp, uint64_t b);
+/* Seconds of one all-to-all call over n ranks with payload S a rank, S/n to each rank (uniform routing), on a
+ * host profile with per-message rows: (n - 1) x plan_a2a_msg(gp, S / n) — the peers' messages one after
+ * another, as one rank's one thread copies them (eager: into and out of shared-memory fragments; rendezvous:
+ * the receiver's single copy), its own share folded into the fit (calibrate measured whole calls). *bw and
+ * *lat (optional) the row's bandwidth and (n - 1) x its latency. -1 when gp has no per-message rows. */
+double plan_a2a_call(const GpuSpec *gp, uint64_t n, uint64_t S, double *bw, double *lat);
+/* Seconds of one all-to-all call of rank self over n ranks from its own messages: to[j] and from[j] elements of
+ * elem_bytes sent to and received from rank j. Each peer j != self counts half of its message to j and half of
+ * j's message to it, each at its own protocol's fit (plan_a2a_msg): an eager message is copied by both sides, a
+ * rendezvous one by the receiver, and calibrate's fit of a message is per pair of equal messages, one each way.
+ * Uneven routing makes the two sizes differ and puts messages on either side of the eager limit. -1 when gp has
+ * no per-message rows. */
+double plan_a2a_peers_s(const GpuSpec *gp, const uint64_t *to, const uint64_t *from, uint64_t elem_bytes, uint64_t n,
+                        uint64_t self);
 /* 1 when state st of state set s is sharded over the DP x CP group under in->sharding (before the
  * group size is considered: over one rank nothing is): dist-opt the recipe's shard_mask; ZeRO-1/2
  * m and v, the master unless the GEMMs read it (recipe_master_is_compute), ZeRO-2 the gradient too;

@@ -107,6 +107,49 @@ double plan_link_call(const LinkFit *f, CommOp op, uint64_t n, uint64_t S, doubl
     return l + (f->bw > 0 ? b / f->bw : 0);
 }
 
+const LinkFit *plan_a2a_msg_fit(const GpuSpec *gp, uint64_t b)
+{
+    for (int i = 0; gp && i < gp->nlink_fit; i++) {
+        const LinkFit *f = &gp->link_fit[i];
+        if (f->op == OP_ALL_TO_ALL && (f->path == LINK_PATH_EAGER || f->path == LINK_PATH_RENDEZVOUS) && b >= f->from &&
+            (!f->to || b < f->to))
+            return f;
+    }
+    return NULL;
+}
+
+double plan_a2a_msg(const GpuSpec *gp, uint64_t b)
+{
+    const LinkFit *f = plan_a2a_msg_fit(gp, b);
+    if (!f) return -1;
+    if (!b) return 0;
+    return f->lat + (f->bw > 0 ? (double)b / f->bw : 0);
+}
+
+double plan_a2a_call(const GpuSpec *gp, uint64_t n, uint64_t S, double *bw, double *lat)
+{
+    const uint64_t b = n ? S / n : 0;
+    const LinkFit *f = plan_a2a_msg_fit(gp, b);
+    if (!f) return -1;
+    double peers = n > 1 ? (double)(n - 1) : 0.0;
+    if (bw) *bw = f->bw;
+    if (lat) *lat = b ? peers * f->lat : 0;
+    return peers * plan_a2a_msg(gp, b);
+}
+
+double plan_a2a_peers_s(const GpuSpec *gp, const uint64_t *to, const uint64_t *from, uint64_t elem_bytes, uint64_t n,
+                        uint64_t self)
+{
+    double t = 0;
+    for (uint64_t j = 0; j < n; j++) {
+        if (j == self) continue;
+        double a = plan_a2a_msg(gp, to[j] * elem_bytes), b = plan_a2a_msg(gp, from[j] * elem_bytes);
+        if (a < 0 || b < 0) return -1;
+        t += 0.5 * (a + b);
+    }
+    return t;
+}
+
 /* S x the factor in whole bytes, rounded down: k S - ceil(k S / n) = floor(k S (n - 1) / n) without the product. */
 static uint64_t bus(CommOp op, uint64_t n, uint64_t S, Ck *ck)
 {
@@ -135,6 +178,10 @@ uint64_t plan_bus_bytes(CommOp op, uint64_t n, uint64_t S, Ck *ck) { return bus(
 double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S, Ck *ck,
                       double *bw, double *lat)
 {
+    if (in->gpu->host && op == OP_ALL_TO_ALL) { /* per message, where the profile has those rows */
+        double t = plan_a2a_call(in->gpu, n, S, bw, lat);
+        if (t >= 0) return t;
+    }
     const LinkFit *fit = in->gpu->host ? plan_link_fit(in->gpu, op, dt, S) : NULL;
     if (fit) return plan_link_call(fit, op, n, S, bw, lat); /* the op's own measured fit */
     return plan_coll_call(in, op, n, stride, (double)bus(op, n, S, ck), bw, lat);

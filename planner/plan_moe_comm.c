@@ -37,7 +37,9 @@
  * included), bus_bytes the ones that leave the GPU. On a host profile with an
  * all-to-all fit (links.csv: fp8plan calibrate's MPI_Alltoallv sweep) a call is
  * plan_link_call at its payload instead: (ep - 1) x latency + payload x (ep - 1)/ep /
- * bus bandwidth, the uniform routing's share leaving. There the executor's count
+ * bus bandwidth, the uniform routing's share leaving; with the per-message fits of a newer calibrate (eager and
+ * rendezvous rows) (ep - 1) messages of payload / ep bytes each, each timed by its own protocol's fit
+ * (plan_a2a_call). There the executor's count
  * exchange is planned too (ep_counts: before each forward dispatch, per MoE layer and
  * micro-batch, E int32 counts, E/ep of them staying, timed at the same fit); a GPU
  * plan leaves it out.
@@ -90,6 +92,12 @@ static void a2a(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dty
     c->bus_bytes = bx + bn >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)(bx + bn);
     c->calls = calls;
     c->step_bytes = ck_mul(ck, c->bus_bytes, calls);
+    double pm = gp->host ? plan_a2a_call(gp, x->ep, c->payload_bytes, &c->bw, &c->latency_s) : -1;
+    if (pm >= 0) { /* a host profile's per-message fits: each peer's message (payload / ep) by its protocol */
+        c->time_s = (double)calls * pm;
+        c->exposed_s = c->time_s;
+        return;
+    }
     const LinkFit *fit = gp->host ? plan_link_fit(gp, OP_ALL_TO_ALL, dt, c->payload_bytes) : NULL;
     if (fit) { /* a host profile's all-to-all fit (the executor's MPI_Alltoallv), at each call's payload */
         c->time_s = (double)calls * plan_link_call(fit, OP_ALL_TO_ALL, x->ep, c->payload_bytes, &c->bw, &c->latency_s);
@@ -334,4 +342,12 @@ void plan_ep_uniform(const Plan *p, uint64_t steps, EpRouted *out)
     const uint64_t ep = p->in.ep ? p->in.ep : 1;
     if (spec_is_moe(p->in.model) && ep > 1)
         counts_row(p->in.model->experts, ep, ck_mul(&ck, p->coll[CO_EP_DISPATCH_FWD].calls, steps), out, &ck);
+}
+
+void plan_ep_routed_times(Plan *p, const double call_s[EPR_COUNT_])
+{
+    for (int i = EPR_DISPATCH_FWD; i < EPR_COUNT_; i++) {
+        Collective *c = &p->coll[ep_routed_coll(i)];
+        if (call_s[i] > 0) c->time_s = c->exposed_s = call_s[i] * (double)c->calls;
+    }
 }

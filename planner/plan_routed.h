@@ -40,6 +40,10 @@ enum { EPR_COUNTS = 0, EPR_DISPATCH_FWD, EPR_COMBINE_FWD, EPR_DISPATCH_BWD, EPR_
 typedef struct {
     uint64_t payload[EPR_COUNT_], sent[EPR_COUNT_];
 } EpRouted;
+/* p's four expert all-to-alls timed at call_s[i] (EPR_* order: the mean of plan_a2a_peers_s over the calls a run
+ * made, each from its own messages) x their calls a step, where call_s[i] > 0; the rest of p as it was (its
+ * step keeps the uniform routing's). */
+void plan_ep_routed_times(Plan *p, const double call_s[EPR_COUNT_]);
 /* "ep_counts", then the plan's names of the four all-to-alls. */
 extern const char *const ep_routed_names[EPR_COUNT_];
 /* The collective of row i (COMM_UNPLANNED-like CO_COUNT_ for the counts). */

@@ -100,6 +100,7 @@ int pos_parse(const char *s, PosType *out)
 }
 
 static const char *const link_path_names[] = {
-    [LINK_PATH_BYTES] = "bytes", [LINK_PATH_FP32] = "fp32", [LINK_PATH_BF16] = "bf16", [LINK_PATH_FP8] = "fp8"};
+    [LINK_PATH_BYTES] = "bytes", [LINK_PATH_FP32] = "fp32",   [LINK_PATH_BF16] = "bf16",
+    [LINK_PATH_FP8] = "fp8",     [LINK_PATH_EAGER] = "eager", [LINK_PATH_RENDEZVOUS] = "rendezvous"};
 _Static_assert(sizeof link_path_names / sizeof *link_path_names == LINK_PATH_COUNT_, "link_path_names");
 const char *link_path_name(LinkPath p) { return (unsigned)p < LINK_PATH_COUNT_ ? link_path_names[p] : "?"; }

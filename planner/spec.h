@@ -109,7 +109,22 @@ const char *comm_op_name(CommOp o);
  * steps(op, n) x lat + S x comm_bus_factor(op, n) / bw (planner/plan.h plan_link_call). The path is the
  * reduction's dtype where reducing costs differ (the executor's MPI reductions decode FP8 and BF16
  * element by element); LINK_PATH_BYTES for the operations that only move bytes. */
-typedef enum { LINK_PATH_BYTES = 0, LINK_PATH_FP32, LINK_PATH_BF16, LINK_PATH_FP8, LINK_PATH_COUNT_ } LinkPath;
+typedef enum {
+    LINK_PATH_BYTES = 0,
+    LINK_PATH_FP32,
+    LINK_PATH_BF16,
+    LINK_PATH_FP8,
+    LINK_PATH_EAGER,
+    LINK_PATH_RENDEZVOUS,
+    LINK_PATH_COUNT_
+} LinkPath;
+/* LINK_PATH_EAGER and LINK_PATH_RENDEZVOUS (all-to-all only; links.csv version 2) are per message, not per
+ * call: an MPI all-to-all on one node sends each peer its own message, and the message's size (not the call's
+ * payload) decides the protocol. Up to the MPI library's eager limit the sender copies the message into a
+ * shared-memory fragment and the receiver copies it out (eager); past it the sender announces it and the
+ * receiver copies it in one go from the sender's memory (rendezvous, Open MPI's single copy by CMA/XPMEM).
+ * Such a row's from / to are a message's bytes, lat the seconds of one message and bw its bytes/s: a call
+ * takes the sum over its peers' messages (plan_a2a_call). The eager row's to is the eager limit measured. */
 typedef struct {
     uint8_t op;        /* CommOp (planner/plan.h) */
     uint8_t path;      /* LinkPath */
@@ -118,7 +133,7 @@ typedef struct {
     double bw;         /* bus bytes/s (0: the range's time did not grow with its size: latency only) */
 } LinkFit;
 enum { GPU_LINK_FITS_MAX = 32 };
-/* "bytes", "fp32", "bf16", "fp8" (links.csv's path column). */
+/* "bytes", "fp32", "bf16", "fp8", "eager", "rendezvous" (links.csv's path column). */
 const char *link_path_name(LinkPath p);
 
 typedef struct {

@@ -93,6 +93,10 @@ struct Comm {
     Status (*split)(Comm *c, int color, int key, Comm **out, Err *e);
     Comm *parent; /* the communicator this one was split from; NULL for the root */
     void (*destroy)(Comm *c);
+    /* Optional (NULL: not known). The largest message, in bytes up to max, the library sends eagerly between
+     * two of c's ranks (MPI: comm_mpi_eager_limit); every rank calls it and gets the same value. Calibrate
+     * splits the all-to-all's per-message fits there. */
+    Status (*eager_limit)(Comm *c, uint64_t max, uint64_t *out, Err *e);
     /* Optional (NULL: nothing to do). Fold the times of calls that ran asynchronously into seconds (NCCL:
      * each call's start and end events, read once they are done); waits for the calls issued so far. A run
      * settles after each step, before it reads stats. */

@@ -1,6 +1,7 @@
 /* exec/comm/comm_mpi.c — the MPI communicator (see comm_mpi.h): data moves as
  * bytes through MPI, reductions happen here in rank order. */
 #include "exec/comm/comm_mpi.h"
+#include "exec/comm/comm_mpi_internal.h"
 
 #include <limits.h>
 #include <mpi.h>
@@ -28,7 +29,7 @@ static int live;       /* communicators not yet destroyed */
 
 int comm_mpi_launched(void) { return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_RANK"); }
 
-static Status mpi_fail(Err *e, int rc, const char *call)
+Status comm_mpi_fail(Err *e, int rc, const char *call)
 {
     char msg[MPI_MAX_ERROR_STRING] = "";
     int len = 0;
@@ -36,16 +37,17 @@ static Status mpi_fail(Err *e, int rc, const char *call)
     return err_set(e, ST_UNAVAILABLE, "mpi: %s failed: %s", call, msg);
 }
 
-#define MPI_TRY(call)                     \
-    do {                                  \
-        int mr_ = (call);                 \
-        if (mr_ != MPI_SUCCESS) {         \
-            st = mpi_fail(e, mr_, #call); \
-            goto done;                    \
-        }                                 \
+#define MPI_TRY(call)                          \
+    do {                                       \
+        int mr_ = (call);                      \
+        if (mr_ != MPI_SUCCESS) {              \
+            st = comm_mpi_fail(e, mr_, #call); \
+            goto done;                         \
+        }                                      \
     } while (0)
 
 static MPI_Comm world(const Comm *c) { return ((const MpiImpl *)c->impl)->comm; }
+MPI_Comm comm_mpi_handle(const Comm *c) { return world(c); }
 
 /* First element of rank r's slice of n elements: ⌊n·r/size⌋ without overflow
  * (n = q·size + m: q·r + ⌊m·r/size⌋, and m·r < size²). */
@@ -180,7 +182,7 @@ static Status arrive(Comm *c, CollectiveId id, double *t0, Err *e)
 {
     if (c->size > 1) {
         int mr = MPI_Barrier(world(c));
-        if (mr != MPI_SUCCESS) return mpi_fail(e, mr, "MPI_Barrier");
+        if (mr != MPI_SUCCESS) return comm_mpi_fail(e, mr, "MPI_Barrier");
     }
     double now = comm_now_s();
     comm_wait(c, id, now - *t0);
@@ -321,7 +323,7 @@ static Status reap(Comm *c, int all, Err *e)
         int done_ = 0;
         int mr =
             all ? MPI_Wait(&im->pend[i].req, MPI_STATUS_IGNORE) : MPI_Test(&im->pend[i].req, &done_, MPI_STATUS_IGNORE);
-        if (mr != MPI_SUCCESS && !st) st = mpi_fail(e, mr, all ? "MPI_Wait" : "MPI_Test");
+        if (mr != MPI_SUCCESS && !st) st = comm_mpi_fail(e, mr, all ? "MPI_Wait" : "MPI_Test");
         if (all || done_ || mr != MPI_SUCCESS)
             free(im->pend[i].copy);
         else
@@ -356,7 +358,7 @@ static Status mpi_send(Comm *c, CollectiveId id, Backend *bk, const void *buf, u
     int mr = MPI_Isend(copy, (int)bytes, MPI_BYTE, peer, (int)id, world(c), &im->pend[im->npend].req);
     if (mr != MPI_SUCCESS) {
         free(copy);
-        return mpi_fail(e, mr, "MPI_Isend");
+        return comm_mpi_fail(e, mr, "MPI_Isend");
     }
     im->pend[im->npend++].copy = copy;
     comm_count_s(c, id, bytes, comm_bus_factor(OP_SEND_RECV, 2), comm_now_s() - t0); /* to one peer */
@@ -430,13 +432,13 @@ static Status mpi_all_to_all_v(Comm *c, CollectiveId id, Backend *bk, const void
     int *sd = sc + n, *rc = sc + 2 * n, *rd = sc + 3 * n;
     /* what each peer will send here, against what this rank expects; the lowest disagreeing rank, agreed */
     int mr = MPI_Alltoall(scounts, 1, MPI_UINT64_T, peer, 1, MPI_UINT64_T, world(c));
-    if (mr != MPI_SUCCESS) st = mpi_fail(e, mr, "MPI_Alltoall");
+    if (mr != MPI_SUCCESS) st = comm_mpi_fail(e, mr, "MPI_Alltoall");
     comm_count(c, COMM_UNPLANNED, (uint64_t)n * sizeof(uint64_t), (double)(n - 1) / (double)n);
     int mine = n, worst = n, from = -1;
     for (int j = 0; !st && j < n && from < 0; j++)
         if (peer[j] != rcounts[j]) mine = c->rank, from = j;
     if (!st && (mr = MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MIN, world(c))) != MPI_SUCCESS)
-        st = mpi_fail(e, mr, "MPI_Allreduce");
+        st = comm_mpi_fail(e, mr, "MPI_Allreduce");
     if (!st && worst < n && from >= 0)
         st = err_set(e, ST_DATA, "mpi all_to_all_v: rank %d expects %llu elements from rank %d, which sends %llu",
                      c->rank, (unsigned long long)rcounts[from], from, (unsigned long long)peer[from]);
@@ -447,7 +449,7 @@ static Status mpi_all_to_all_v(Comm *c, CollectiveId id, Backend *bk, const void
     if (!st && ((sb && !send) || (rb && !recv))) st = err_set(e, ST_USAGE, "mpi all_to_all_v: no buffer");
     if (!st) st = arrive(c, id, &t0, e);
     if (!st && (mr = MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, world(c))) != MPI_SUCCESS)
-        st = mpi_fail(e, mr, "MPI_Alltoallv");
+        st = comm_mpi_fail(e, mr, "MPI_Alltoallv");
     if (!st) comm_count_s(c, id, sb, sb ? (double)(sb - (uint64_t)sc[c->rank]) / (double)sb : 0.0, comm_now_s() - t0);
     free(peer), free(sc);
     return st;
@@ -479,6 +481,7 @@ static Status wrap(MPI_Comm mc, Comm **out, Err *e)
     c->send = mpi_send;
     c->recv = mpi_recv;
     c->split = mpi_split;
+    c->eager_limit = comm_mpi_eager_limit;
     c->destroy = mpi_destroy;
     live++;
     *out = c;

@@ -52,6 +52,15 @@ Status comm_gather_bytes(Comm *c, const void *mine, size_t bytes, void *all, Err
  * For tests: a PP run's send copies must not pile up until destroy. */
 int comm_mpi_pending(Comm *c);
 
+/* The largest message, in bytes up to max, that MPI sends eagerly between ranks 0 and 1 of c (on one node: its
+ * shared-memory transport's eager limit less the headers it sends with the data): a send is eager when its
+ * MPI_Isend completes before the receiver has posted the receive (the library copied the message out);
+ * past the limit a send completes only once the receiver has matched it (rendezvous). Found by bisection
+ * over [1, max], about log2(max) probes; 0 when not even one byte goes eagerly, max when every size up to
+ * max does. Every rank of c calls it and gets the same value. ST_USAGE when c is not the MPI communicator
+ * over 2 or more ranks. */
+Status comm_mpi_eager_limit(Comm *c, uint64_t max, uint64_t *out, Err *e);
+
 /* Stop every rank with exit code `code` (MPI_Abort) when c is the MPI
  * communicator over two or more ranks, or has one as its host; otherwise return. The caller has
  * printed the rank and the reason. */

@@ -92,10 +92,12 @@ typedef struct {
 
 /* One collective's sweep (calibrate_links): every op the executor runs, at the sizes of the all-reduce's sweep,
  * per reduction path where reducing costs differ. */
-enum { CAL_MAX_SWEEPS = 10, CAL_MAX_FITS = GPU_LINK_FITS_MAX }; /* 10 sweeps x 3 ranges at most */
+/* 10 payload sweeps x 3 ranges at most, and the all-to-all's per-message sweep (eager, rendezvous: 2 fits) */
+enum { CAL_MAX_SWEEPS = 11, CAL_MAX_FITS = GPU_LINK_FITS_MAX };
 typedef struct {
     CommOp op;
     Dtype dtype; /* the elements moved (a reduction's path: link_path_of) */
+    int per_msg; /* 1: the all-to-all's per-message sweep (pt[].payload: the message to each peer, bytes) */
     int n;
     CalColl pt[CAL_MAX_SIZES]; /* payload, median of the slowest rank's time, spread, bus bandwidth (op's factor) */
 } CalSweep;
@@ -128,7 +130,9 @@ typedef struct {
     int nsweep;
     CalRange range[CAL_MAX_FITS]; /* their fits, per sweep one or two size ranges (links.csv) */
     int nrange;
-    uint64_t mem_bytes; /* physical memory of the host; a GPU's device memory */
+    uint64_t eager_limit; /* bytes: the largest message MPI sends eagerly (comm_mpi_eager_limit; 0: not found) */
+    uint64_t msg_evict;   /* bytes each per-message call followed (2 x the core's L2 cache) */
+    uint64_t mem_bytes;   /* physical memory of the host; a GPU's device memory */
     /* the backend measured: "cpu" (a host profile) or "cuda" (a GPU's: its name, compute capability and
      * multiprocessors from the backend's device_info; timing by its stream's timestamps) */
     char backend[8];
@@ -194,6 +198,20 @@ int cal_fit_segment(const double *x, const double *y, int lo, int hi, double *a,
  * is 0). Returns the count, 0 when no line fits (fewer than 2 points, a time <= 0). */
 enum { CAL_FIT_RANGES_MAX = 3 };
 int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, CalRange *out);
+
+/* The per-message fits of the all-to-all (c: nc points, payload = the message to each peer in bytes, increasing;
+ * seconds = one call over n ranks) with eager limit L bytes: a call sends n - 1 messages one after another, so
+ * t / (n - 1) = lat + b / bw, a line (cal_fit_segment, weighted 1/t^2, held to lat >= 0, bw >= 0) per protocol:
+ * eager through the points b <= L into out[0] (path LINK_PATH_EAGER, [0, L + 1)), rendezvous through b > L into
+ * out[1] (LINK_PATH_RENDEZVOUS, [L + 1, no end)); the message's own share of the call (the rank's segment to
+ * itself, one more message's bytes) is folded in. Returns 2, or 0 when a protocol has fewer than 2 points or
+ * n < 2. */
+int cal_fit_messages(const CalColl *c, int nc, uint64_t L, int n, CalRange *out);
+
+/* The per-message sweep's messages for eager limit L (> 0): L/16, L/4, L/2 and L (eager), L + 1, 2L, 4L and 16L
+ * (rendezvous), and each of the na run messages run[] (the model's expert all-to-alls' payload a rank / n), up to
+ * max bytes, increasing, once each, into out (CAL_MAX_SIZES); returns the count. */
+int cal_msg_sizes(uint64_t L, const uint64_t *run, int na, uint64_t max, uint64_t *out);
 
 /* The payloads of the link sweep up to top bytes: 64 · 4^i below top, then top itself (clamped to
  * [CAL_LINK_TOP_MIN, CAL_LINK_TOP_MAX] and rounded up to whole FP32 elements) — so its two largest sizes,

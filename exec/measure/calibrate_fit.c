@@ -206,3 +206,44 @@ int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, CalRang
     }
     return nr;
 }
+
+int cal_fit_messages(const CalColl *c, int nc, uint64_t L, int n, CalRange *out)
+{
+    if (n < 2 || nc < 4 || nc > CAL_MAX_SIZES) return 0;
+    double x[CAL_MAX_SIZES], y[CAL_MAX_SIZES];
+    int split = 0; /* the first point past L */
+    for (int i = 0; i < nc; i++) {
+        x[i] = (double)c[i].payload, y[i] = c[i].seconds / (double)(n - 1);
+        if (c[i].payload <= L) split = i + 1;
+    }
+    const int lo[2] = {0, split}, hi[2] = {split, nc};
+    for (int k = 0; k < 2; k++) {
+        double a, b, err;
+        if (cal_fit_segment(x, y, lo[k], hi[k], &a, &b, &err)) return 0;
+        CalRange *r = &out[k];
+        memset(r, 0, sizeof *r);
+        r->fit.op = OP_ALL_TO_ALL, r->fit.path = (uint8_t)(k ? LINK_PATH_RENDEZVOUS : LINK_PATH_EAGER);
+        r->fit.from = k ? L + 1 : 0, r->fit.to = k ? 0 : L + 1;
+        r->fit.lat = a, r->fit.bw = b > 0 ? 1.0 / b : 0;
+        r->first = lo[k], r->count = hi[k] - lo[k], r->max_err = err;
+    }
+    return 2;
+}
+
+int cal_msg_sizes(uint64_t L, const uint64_t *run, int na, uint64_t max, uint64_t *out)
+{
+    uint64_t v[CAL_MAX_SIZES];
+    int k = 0;
+    const uint64_t fixed[8] = {L / 16, L / 4, L / 2, L, L + 1, 2 * L, 4 * L, 16 * L};
+    for (int i = 0; i < 8; i++) v[k++] = fixed[i];
+    for (int i = 0; i < na && k < CAL_MAX_SIZES; i++) v[k++] = run[i];
+    for (int i = 1; i < k; i++) /* insertion sort: a handful of sizes */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            uint64_t t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    int m = 0;
+    for (int i = 0; i < k; i++)
+        if (v[i] && v[i] <= max && (!m || v[i] > out[m - 1])) out[m++] = v[i];
+    return m;
+}

@@ -213,10 +213,12 @@ Status cal_stack_row(const StackSpec *s, const Calibration *c, char *buf, size_t
 
 const char *const cal_links_header = "version,device,op,path,from_bytes,to_bytes,latency_us,bus_gbps,source";
 
-/* One links.csv row of fit f (to 0: blank, no upper end). */
+/* One links.csv row of fit f (to 0: blank, no upper end): version 2 for an all-to-all's per-message fit, 1 for
+ * the others (catalog/catalog_links.c). */
 static void put_link(Buf *b, const char *name, const LinkFit *f)
 {
-    put(b, "1,%s,%s,%s,%llu,", name, comm_op_name((CommOp)f->op), link_path_name((LinkPath)f->path),
+    const int per_msg = f->path == LINK_PATH_EAGER || f->path == LINK_PATH_RENDEZVOUS;
+    put(b, "%d,%s,%s,%s,%llu,", per_msg ? 2 : 1, name, comm_op_name((CommOp)f->op), link_path_name((LinkPath)f->path),
         (unsigned long long)f->from);
     if (f->to) put(b, "%llu", (unsigned long long)f->to);
     put(b, ",%.6g,%.6g,", f->lat * 1e6, f->bw * 1e-9);
@@ -227,13 +229,22 @@ Status cal_link_row(const Calibration *c, int i, const char *name, char *buf, si
     Buf b = {buf, size, 0, 0};
     const CalRange *r = &c->range[i];
     const CalSweep *s = NULL;
+    const int per_msg = r->fit.path == LINK_PATH_EAGER || r->fit.path == LINK_PATH_RENDEZVOUS;
     for (int k = 0; k < c->nsweep; k++)
-        if (c->sweep[k].op == (CommOp)r->fit.op && link_path_of(c->sweep[k].op, c->sweep[k].dtype) == r->fit.path)
+        if (c->sweep[k].op == (CommOp)r->fit.op && c->sweep[k].per_msg == per_msg &&
+            (per_msg || link_path_of(c->sweep[k].op, c->sweep[k].dtype) == r->fit.path))
             s = &c->sweep[k];
-    char src[320];
+    char src[400];
     Buf t = {src, sizeof src, 0, 0};
-    put(&t, "fp8plan calibrate: the executor's MPI %s (%s) over %d ranks, ", comm_op_name((CommOp)r->fit.op),
-        s ? dtype_name(s->dtype) : "?", c->ranks);
+    if (per_msg)
+        put(&t,
+            "fp8plan calibrate: MPI all-to-all over %d ranks, a message to a peer, %s (limit %llu B: the largest "
+            "MPI_Isend done before its receive), calls after %llu KiB of other data; ",
+            c->ranks, r->fit.path == LINK_PATH_EAGER ? "eager" : "rendezvous", (unsigned long long)c->eager_limit,
+            (unsigned long long)(c->msg_evict >> 10));
+    else
+        put(&t, "fp8plan calibrate: the executor's MPI %s (%s) over %d ranks, ", comm_op_name((CommOp)r->fit.op),
+            s ? dtype_name(s->dtype) : "?", c->ranks);
     if (s && r->count > 0 && r->first + r->count <= s->n) {
         put_size(&t, s->pt[r->first].payload);
         put(&t, "-");

@@ -390,7 +390,13 @@ typedef struct Model {
     struct MoeEp *moe_ep;
     uint64_t *ep_rows, ep_calls;
     double ep_counts_bytes[2]; /* what the EP all-to-alls moved outside the plan's rows (the counts): payload, sent */
-    uint64_t ep_buffer_bytes;  /* the EP buffers allocated outside the arena (ep·R rows on the experts' side) */
+    /* A host profile with the all-to-all's per-message fits (NULL: none; run_session sets it from the plan the
+     * run is held to): each dispatch and combine call planned from its own messages (plan_a2a_peers_s), summed
+     * in ep_msg_s over ep_msg_calls calls (EPR_* order: ep_msg_s[1] the forward dispatches) */
+    const GpuSpec *a2a_fits;
+    double ep_msg_s[5];
+    uint64_t ep_msg_calls[5];
+    uint64_t ep_buffer_bytes; /* the EP buffers allocated outside the arena (ep·R rows on the experts' side) */
     /* The routing log (run --routing-log; NULL: none): per step taken, this rank's token copies per expert of
      * each MoE layer (route_cap steps of moe_layers_all x E, route_steps filled; this stage's layers at
      * moe_first, the other stages' rows 0), before the DP ranks' sum. */

@@ -168,6 +168,7 @@ void model_ep_destroy(Model *m)
 /* An all-to-all over the EP group under id; what it moves outside the plan's rows (the counts, and the
  * communicator's agreement on the element counts before every call) added to m->ep_counts_bytes. The counts'
  * own call is counted under CO_EP_COUNTS too (its time: a host plan's ep_counts row). */
+_Static_assert(sizeof((Model *)0)->ep_msg_s / sizeof(double) == EPR_COUNT_, "ep_msg_s: one per EPR_* row");
 static Status a2a(Model *m, CollectiveId id, const void *send, const uint64_t *sc, void *recv, const uint64_t *rc,
                   Dtype dt, Err *e)
 {
@@ -175,6 +176,12 @@ static Status a2a(Model *m, CollectiveId id, const void *send, const uint64_t *s
     const int planned = (unsigned)id < CO_COUNT_ && id != CO_EP_COUNTS; /* a payload row: dispatch or combine */
     CommStats t0 = root->total, s0 = planned ? root->stats[id] : (CommStats){0};
     Status st = comm_all_to_all_v(m->epc, id, m->bk, send, sc, recv, rc, dt, e);
+    const double plan_s =
+        !st && planned && m->a2a_fits ? plan_a2a_peers_s(m->a2a_fits, sc, rc, dtype_bytes(dt), m->ep, m->ep_rank) : -1;
+    if (plan_s >= 0) { /* the plan of this call's own messages (the measured routing's), for the report */
+        m->ep_msg_s[id - CO_EP_DISPATCH_FWD + 1] += plan_s;
+        m->ep_msg_calls[id - CO_EP_DISPATCH_FWD + 1]++;
+    }
     if (st) { /* the group's ranks are its own 0 .. ep - 1: name the world's */
         const uint32_t g0 = (uint32_t)m->comm->rank - m->ep_rank;
         err_prefix(e, "expert parallelism, %s (EP group of ranks %u..%u; its rank j is rank %u + j)",

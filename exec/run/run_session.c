@@ -181,6 +181,7 @@ static int build_model(const RunSpec *a, RunSession *s)
     if (hooks->built) hooks->built(hooks->ctx);
     if (st) return run_fail(&e);
     if (a->mtp_weight >= 0) s->m->mtp_weight = a->mtp_weight;
+    if (s->plan->in.gpu->host && plan_a2a_msg_fit(s->plan->in.gpu, 0)) s->m->a2a_fits = s->plan->in.gpu;
     s->build_s = run_now_s() - t0;
     if ((a->save || a->resume) && ckpt_check(s->m, &e)) return run_fail(&e); /* before the steps, not after them */
     st = a->data ? data_bytes_file(&s->d, a->data, s->model.vocab, s->built->seq, &e)

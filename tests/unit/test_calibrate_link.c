@@ -328,9 +328,63 @@ static void test_every_op(void)
     cpu->destroy(cpu);
 }
 
+/* A communicator that knows its eager limit (scripted: 1,000 B) adds the all-to-all's per-message sweep after the
+ * ten: the run's messages are its payloads / 2 ranks (16, 1,000 and 4,096 B) beside L/16 = 62, L/4 = 250, L/2 =
+ * 500, L, L + 1, 2L, 4L and 16L = 16,000 B, each call one E4M3 message of b bytes a rank (the script: 5 us +
+ * 2b x 1/2 / (5 GB/s / 4)), so both protocols' lines come out at 5 us a message and 1.25 GB/s, split at 1,001 B. */
+static Status s_eager(Comm *c, uint64_t max, uint64_t *out, Err *e)
+{
+    (void)c, (void)e;
+    CHECK(max == (uint64_t)1 << 20);
+    *out = 1000;
+    return ST_OK;
+}
+static void test_per_message(void)
+{
+    Err e;
+    Backend *cpu = NULL;
+    if (backend_cpu_create(&cpu, &e)) {
+        CHECKF(0, "%s", e.msg);
+        return;
+    }
+    memset(&rec, 0, sizeof rec);
+    rec.cpu = cpu;
+    Backend bk = *cpu;
+    bk.add = r_add, bk.memset0 = r_memset0, bk.alloc = r_alloc, bk.free = r_free;
+    Comm c;
+    fake_comm(&c, "mpi", 0);
+    c.all_reduce = s_all_reduce, c.reduce_scatter = s_rs, c.all_gather = s_ag, c.broadcast = s_bcast;
+    c.send = s_send, c.recv = s_recv, c.all_to_all_v = s_a2a, c.eager_limit = s_eager;
+    static Calibration cal;
+    memset(&cal, 0, sizeof cal);
+    const uint64_t ep[3] = {32, 2000, 8192};
+    Status st = calibrate_links(&bk, &c, 4096, 1 << 20, ep, 3, 3, &cal, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(cal.nsweep, 11);
+    CHECK_EQ_INT(cal.nrange, 12);
+    CHECK(cal.eager_limit == 1000 && cal.msg_evict > 0);
+    const CalSweep *s = &cal.sweep[10];
+    CHECK(s->per_msg && s->op == OP_ALL_TO_ALL);
+    static const int want[10] = {16, 62, 250, 500, 1000, 1001, 2000, 4000, 4096, 16000};
+    CHECK_EQ_INT(s->n, 10);
+    for (int i = 0; i < 10 && i < s->n; i++) CHECK_EQ_INT((int)s->pt[i].payload, want[i]);
+    const CalRange *r = &cal.range[10];
+    CHECK(r[0].fit.path == LINK_PATH_EAGER && r[0].fit.from == 0 && r[0].fit.to == 1001 && r[0].count == 5);
+    CHECK(r[1].fit.path == LINK_PATH_RENDEZVOUS && r[1].fit.from == 1001 && r[1].fit.to == 0 && r[1].count == 5);
+    for (int k = 0; k < 2; k++) { /* the times pass through a float (the slowest-rank sync): relative 1e-5 */
+        CHECKF(fabs(r[k].fit.lat / 5e-6 - 1) < 1e-5, "range %d: latency %g", k, r[k].fit.lat);
+        CHECKF(fabs(r[k].fit.bw / 1.25e9 - 1) < 1e-5, "range %d: bandwidth %g", k, r[k].fit.bw);
+    }
+    /* the ten sweeps' four buffers and the per-message sweep's four, each given back */
+    CHECK_EQ_INT(rec.allocs, 8);
+    CHECK_EQ_INT(rec.frees, 8);
+    cpu->destroy(cpu);
+}
+
 int main(void)
 {
     RUN(test_every_op);
+    RUN(test_per_message);
     RUN(test_mpi_ranks);
     RUN(test_nccl_together);
     RUN(test_reps_capped);

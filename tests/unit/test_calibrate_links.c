@@ -239,6 +239,40 @@ static void test_plan_times_ep(void)
     CHECK_EQ_U64(ar->payload_bytes, 1572864);
     CHECK_EQ_U64(ar->calls, 1);
     CHECK_REL(ar->time_s, 7.96432e-4, 1e-12);
+    /* with per-message fits (links.csv version 2): eager [0, 4000) 1 us + b / 1 GB/s, rendezvous [4000, no end)
+     * 3 us + b / 2 GB/s. A call of 524,288 B over ep 2 sends one message of 524,288 / 2 = 262,144 B, rendezvous:
+     * 1 x (3e-6 + 262,144 / 2e9) = 3e-6 + 1.31072e-4 = 1.34072e-4 s; the counts' message 32 / 2 = 16 B, eager:
+     * 1e-6 + 16 / 1e9 = 1.016e-6 s (the same as the payload fit's by chance of the numbers: 1 x 1 us + 16 B / 1 GB/s) */
+    const LinkFit msg[] = {{OP_ALL_TO_ALL, LINK_PATH_EAGER, 0, 4000, 1e-6, 1e9},
+                           {OP_ALL_TO_ALL, LINK_PATH_RENDEZVOUS, 4000, 0, 3e-6, 2e9}};
+    memcpy(&g.link_fit[g.nlink_fit], msg, sizeof msg);
+    g.nlink_fit += 2;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    for (int i = CO_EP_DISPATCH_FWD; i <= CO_EP_COMBINE_BWD; i++) {
+        CHECKF(fabs(p->coll[i].time_s / 1.34072e-4 - 1) < 1e-12, "%s %.9g s", p->coll[i].name, p->coll[i].time_s);
+        CHECK_REL(p->coll[i].latency_s, 3e-6, 1e-12);
+        CHECK(p->coll[i].bw == 2e9);
+    }
+    CHECK_REL(p->coll[CO_EP_COUNTS].time_s, 1.016e-6, 1e-12);
+    /* the message's size, not the call's, picks the protocol: at seq 8 a call carries 8 x 2 x 256 x 2 = 8,192 B;
+     * over ep 4 (dp 4) each of the 3 peers gets 8,192 / 4 = 2,048 B, eager: 3 x (1e-6 + 2,048 / 1e9) = 3 x 3.048e-6
+     * = 9.144e-6 s, where the payload fit's [1024, no end) would give 3 x 4 us + 8,192 x 3/4 / 2e9 = 1.5072e-5; the
+     * counts' 32 / 4 = 8 B messages 3 x (1e-6 + 8e-9) = 3.024e-6 s */
+    ModelSpec m8 = ox_moe(512);
+    m8.seq_len = 8;
+    in.model = &m8, in.ep = 4;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(p->coll[CO_EP_DISPATCH_FWD].payload_bytes, 8192);
+    CHECK_REL(p->coll[CO_EP_DISPATCH_FWD].time_s, 9.144e-6, 1e-12);
+    CHECK_REL(p->coll[CO_EP_COMBINE_BWD].latency_s, 3e-6, 1e-12);
+    CHECK_REL(p->coll[CO_EP_COUNTS].time_s, 3.024e-6, 1e-12);
+    /* one message: nothing sent costs nothing, the boundary byte is rendezvous, no per-message rows: -1 */
+    CHECK(plan_a2a_msg(&g, 0) == 0);
+    CHECK_REL(plan_a2a_msg(&g, 3999), 1e-6 + 3999e-9, 1e-12);
+    CHECK_REL(plan_a2a_msg(&g, 4000), 3e-6 + 2e-6, 1e-12);
+    g.nlink_fit -= 2;
+    CHECK(plan_a2a_msg(&g, 4000) == -1 && plan_a2a_call(&g, 2, 8000, NULL, NULL) == -1);
+    in.model = &m, in.ep = 2;
     /* a GPU's plan keeps NCCL's model of the all-to-alls and plans no count exchange */
     g.host = 0, g.sm = 90;
     CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
@@ -324,11 +358,32 @@ static void test_links_csv(void)
         CHECK(cal_link_row_of(h, 1, row, sizeof row, &e) == ST_OK);
         CHECK_CONTAINS(row, "1,h,all-reduce,fp32,4096,,20,1.5,");
     }
+    /* version 2: an all-to-all's per-message fits, beside a version 1 row of the same op (another path) */
+    st = parse_links(cat,
+                     "1,h,all-to-all,bytes,0,,0.5,1,\"a\"\n"
+                     "2,h,all-to-all,eager,0,4032,1.25,2,\"b\"\n"
+                     "2,h,all-to-all,rendezvous,4032,,3,8,\"c\"\n",
+                     &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    h = catalog_gpu(cat, "h");
+    CHECK(h && h->nlink_fit == 3);
+    if (h && h->nlink_fit == 3) {
+        CHECK(h->link_fit[1].path == LINK_PATH_EAGER && h->link_fit[1].to == 4032);
+        CHECK(h->link_fit[2].path == LINK_PATH_RENDEZVOUS && h->link_fit[2].from == 4032);
+        CHECK(plan_a2a_msg_fit(h, 4031) == &h->link_fit[1] && plan_a2a_msg_fit(h, 4032) == &h->link_fit[2]);
+        char row[1024];
+        CHECK(cal_link_row_of(h, 2, row, sizeof row, &e) == ST_OK);
+        CHECK_CONTAINS(row, "2,h,all-to-all,rendezvous,4032,,3,8,");
+    }
     /* refused, naming the column and the value (exit 65 from the command) */
     static const struct {
         const char *row, *col, *what;
     } bad[] = {
-        {"2,h,all-reduce,fp32,0,,1,1,\"x\"\n", "version", "measure the profile again with fp8plan calibrate"},
+        {"3,h,all-reduce,fp32,0,,1,1,\"x\"\n", "version", "measure the profile again with fp8plan calibrate"},
+        {"2,h,all-reduce,fp32,0,,1,1,\"x\"\n", "path", "version 2 rows are an all-to-all's per-message fits"},
+        {"1,h,all-to-all,eager,0,4000,1,1,\"x\"\n", "path", "version 1 rows the others"},
+        {"2,h,all-gather,rendezvous,0,,1,1,\"x\"\n", "path", "per-message fits are an all-to-all's"},
+        {"2,h,all-to-all,eager,0,4000,1,1,\"x\"\n2,h,all-to-all,eager,64,,1,1,\"y\"\n", "from_bytes", "overlaps"},
         {"1,nope,all-reduce,fp32,0,,1,1,\"x\"\n", "device", "'nope' is not a row of gpus.csv"},
         {"1,gpu,all-reduce,fp32,0,,1,1,\"x\"\n", "device", "a GPU's row"},
         {"1,h,gather,bytes,0,,1,1,\"x\"\n", "op", "'gather'"},
