@@ -252,6 +252,19 @@ void moe_held(const PlanInput *in, const Geo *g, uint32_t stage, Ck *ck, Held *o
     }
 }
 
+/* With several micro-batches in flight (PP) under per-tensor FP8, each keeps the scale_inv its saved FP8 inputs
+ * were cast with while later forwards recast the bank's, held the whole step: as plan_mem.c, 4 B x LIN_COUNT per
+ * in-flight layer, and in a MoE layer 4 B for each local expert's FC1 and FC2 input; this executor (--stack
+ * fp8plan) recomputes the experts' outputs in the backward at ep 1 and keeps FC2's input scale for that too. */
+static uint64_t pp_saved_scales(const PlanInput *in, const Geo *g, const Held *hd, uint64_t f8e, Ck *ck)
+{
+    if (g->pp == 1 || !f8e || in->recipe->act_gran != GRAN_TENSOR) return 0;
+    const MoeGeo *x = &g->x;
+    uint64_t per = 2 + (in->fusion == FUSE_FP8PLAN && x->ep == 1);
+    uint64_t b = ck_mul(ck, ck_add(ck, hd->units[XK_DENSE], hd->units[XK_MOE]), 4 * LIN_COUNT);
+    return ck_add(ck, b, ck_mul3(ck, hd->units[XK_MOE], ck_mul(ck, x->El, per), 4));
+}
+
 /* Scale terms of the FP8 linear tensors the GPU holds (the router is BF16; an MTP depth adds eh_proj). */
 static void scale_terms(const PlanInput *in, const Geo *g, const Held *hd, StageMem *sm, Ck *ck, int keep)
 {
@@ -538,6 +551,7 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
         uint64_t lb = in->loss_bytes > 4 ? in->loss_bytes - 4 : 0, lg = ck_mul(ck, logit_elems, lb);
         if (lg > tr) tr = lg;
     }
+    tr = ck_add(ck, tr, pp_saved_scales(in, g, &hd, f8e, ck));
     plan_term(sm, MT_TRANSIENT, DT_NONE, 0, tr, 1);
     plan_mem_sums(in, sm, ck);
 }

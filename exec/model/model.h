@@ -229,6 +229,9 @@ typedef struct {
     float *mtp_logits; /* (B·T, Vp) FP32, overwritten by d(logits) */
     float *pp_xsinv;   /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
                          inputs were cast with (exec/model/model_pp.c) */
+    float *pp_xesc;    /* PP, FP8 experts: (slots, MoE layers, n, E/ep) each expert's FC1 and FC2 saved input
+                          scale_inv and (ep 1, n 3) the scale FC2's input was cast with, for the backward's
+                          recomputed expert outputs (exec/model/model_pp.c model_pp_expert_scales) */
 } ModelActs;
 
 /* Phases of the step whose working buffers share memory (arena overlay). */

@@ -382,6 +382,10 @@ static inline float *model_saved_sinv(Model *m, uint32_t l, LinearKind k)
     if (!m->act.pp_xsinv) return m->sc.fwd.scale_inv + model_slot_x(m, l, k);
     return m->act.pp_xsinv + ((uint64_t)m->slot * m->spec.layers + l) * LIN_COUNT + k;
 }
+/* PP with per-tensor FP8 experts: MoE block l's per-expert scales (E/ep floats) of the slot's micro-batch,
+ * as its forward cast them: which 0 FC1's input scale_inv, 1 FC2's input scale_inv, 2 (ep 1) FC2's input
+ * scale; NULL at pp 1 (the bank's serve). */
+float *model_pp_expert_scales(Model *m, uint32_t l, int which);
 /* d(mean loss)/d(one token's loss) (model_step.c). */
 float model_dloss(const Model *m);
 /* The micro-batch m->mb's token losses into *sum and step_losses (model_step.c). */

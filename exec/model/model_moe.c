@@ -56,14 +56,8 @@ Status model_moe_check(const Plan *p, Err *e)
                        "model %s: sharded states (%s) with experts over pipeline stages (--pp %u) are not run yet; "
                        "each runs alone",
                        s->name, sharding_name(in->sharding), in->pp);
-    /* A pipeline stage keeps several micro-batches in flight (1F1B); the experts' saved FP8 inputs would need
-     * their scale_inv per micro-batch as the dense linears keep theirs (model_pp.c pp_xsinv): not done yet */
-    if (recipe_fp8_gemm(r) && in->pp > 1)
-        return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s on model %s with --pp %u: FP8 experts over pipeline stages are not run yet (the "
-                       "experts' saved FP8 inputs keep one scale per expert, not one per micro-batch in flight); "
-                       "the BF16/FP32 recipes run them",
-                       r->name, s->name, in->pp);
+    /* FP8 experts over pipeline stages: each in-flight micro-batch keeps its experts' saved inputs' scales
+     * (model_pp.c pp_xesc), as the dense linears keep theirs; deepseek-v3 refuses --pp (model_layout.c) */
     /* FP8 experts over ranks: with ep 1 every rank holds every expert, so an expert's data-parallel group is the
      * DP group the banks' amax all-reduce spans; with ep > 1 current scaling exchanges nothing, and delayed
      * scaling reduces the experts' records over their EDP group (model_ep_amax_begin). The amax group must be

@@ -14,8 +14,8 @@
  * parallelism) the local experts on the rows dispatched to them. The
  * forward saves only the transposed FP8 inputs (q_xin, q_xh); the backward's
  * recomputed expert output (for the combine weights' gradient) casts the
- * activation's output again with the scale the forward used, so it equals the
- * forward's bit for bit. The router stays in the activation dtype (Megatron
+ * activation's output again with the bank's scale (on pipeline stages the
+ * micro-batch's own forward scale, kept per slot: model_pp_expert_scales). The router stays in the activation dtype (Megatron
  * keeps it out of FP8). The deepseek-v3 recipe's block-scaled experts are
  * model_moe_block.c's. */
 #include <stdlib.h>
@@ -51,9 +51,12 @@ MoeF8 model_moe_f8_tokens(Model *m, uint32_t l)
 /* Cast each expert's part of `in`: ragged rows (cnt, the view's (rows, cols); the transposed copy
  * (cols, rows)) or, with cnt NULL, the local experts' equal weights (n, cols) one after the other (the
  * transposed copies (cols, n) likewise). Slot slot0 + g; record 1: the forward's cast (current scaling
- * measures the amax first; delayed records it into history row 0), 0: the scale as it is. */
-static Status cast_experts(Model *m, const MoeF8 *v, ScalingBank *b, uint32_t slot0, const int32_t *cnt, uint64_t n,
-                           const void *in, Dtype dt, uint64_t cols, uint8_t *row, uint8_t *col, int record, Err *e)
+ * measures the amax first; delayed records it into history row 0), 0: the scale as it is. With sc
+ * non-NULL (record 0) expert g is cast with sc[g] and its scale_inv written to si[g] instead of the
+ * bank's (pipeline stages: a micro-batch's own, model_pp_expert_scales). */
+static Status cast_experts_at(Model *m, const MoeF8 *v, ScalingBank *b, uint32_t slot0, const int32_t *cnt, uint64_t n,
+                              const void *in, Dtype dt, uint64_t cols, uint8_t *row, uint8_t *col, int record,
+                              const float *sc, float *si, Err *e)
 {
     Backend *bk = m->bk;
     const uint64_t R = v->rows, esz = dtype_bytes(dt);
@@ -77,21 +80,43 @@ static Status cast_experts(Model *m, const MoeF8 *v, ScalingBank *b, uint32_t sl
                       .out_row = row ? row + r0 * cols : NULL,
                       .out_col = col ? col + (cnt ? r0 : r0 * cols) : NULL,
                       .col_ld = cnt && col ? R : 0,
-                      .scale = b->scale + s,
-                      .scale_inv = b->scale_inv + s,
+                      .scale = sc ? sc + g : b->scale + s,
+                      .scale_inv = sc ? si + g : b->scale_inv + s,
                       .amax = record && m->recipe.scaling != SCALING_CURRENT ? h0 : NULL};
         if (!st) st = bk->cast_transpose(bk, &c, e);
     }
     return st;
 }
 
+static Status cast_experts(Model *m, const MoeF8 *v, ScalingBank *b, uint32_t slot0, const int32_t *cnt, uint64_t n,
+                           const void *in, Dtype dt, uint64_t cols, uint8_t *row, uint8_t *col, int record, Err *e)
+{
+    return cast_experts_at(m, v, b, slot0, cnt, n, in, dt, cols, row, col, record, NULL, NULL, e);
+}
+
+/* An operand with the experts' scale_inv at sinv (expert g's at sinv + g). */
+static GemmOperand operand_at(const void *p, Dtype fmt, const float *sinv)
+{
+    return (GemmOperand){.ptr = p, .dtype = fmt, .layout = GEMM_K_INNER, .scale_inv = sinv, .scale_gran = GRAN_TENSOR};
+}
 static GemmOperand operand(const void *p, const ScalingBank *b, uint32_t slot0)
 {
-    return (GemmOperand){.ptr = p,
-                         .dtype = b->fmt,
-                         .layout = GEMM_K_INNER,
-                         .scale_inv = b->scale_inv + slot0,
-                         .scale_gran = GRAN_TENSOR};
+    return operand_at(p, b->fmt, b->scale_inv + slot0);
+}
+
+/* Pipeline stages: the bank's scales of the local experts' slots [s0, s0 + groups) into the slot's
+ * micro-batch's own (model_pp_expert_scales `which`), as its forward cast them. */
+static Status keep_scales(Model *m, const MoeF8 *v, uint32_t l, const float *bank, uint32_t s0, int which, Err *e)
+{
+    float *dst = model_pp_expert_scales(m, l, which);
+    if (!dst) return ST_OK;
+    return m->bk->convert(m->bk, bank + s0, DT_FP32, dst, DT_FP32, v->groups, NULL, e);
+}
+/* The scale_inv the backward reads for a saved input (slot x0's experts, `which` on pipeline stages). */
+static const float *saved_sinv(Model *m, uint32_t l, uint32_t x0, int which)
+{
+    const float *p = model_pp_expert_scales(m, l, which);
+    return p ? p : m->sc.fwd.scale_inv + x0;
 }
 
 Status model_moe_f8_grouped(Model *m, const MoeF8 *v, GemmOperand a, GemmOperand b, uint64_t n, uint64_t k,
@@ -157,6 +182,7 @@ Status model_moe_fp8_fwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, M
     const uint32_t x2 = model_slot_expert(m, l, 1, 0), wl2 = model_slot_expert(m, l, 1, 1);
     /* FC1: the dispatched inputs, row-wise now, transposed saved for wgrad */
     Status st = cast_experts(m, v, fb, x1, cnt, 0, v->x_in, A, C, v->t_qrow, v->q_xin, 1, e);
+    if (!st) st = keep_scales(m, v, l, fb->scale_inv, x1, 0, e);
     if (!st) st = cast_weight(m, v, l, 0, w1, e);
     if (!st)
         st = model_moe_f8_grouped(m, v, operand(v->t_qrow, fb, x1), operand(w1->wq_row, fb, wl1), kf * Fe, C,
@@ -164,6 +190,8 @@ Status model_moe_fp8_fwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, M
     if (!st) st = model_act_fwd(m, v->rows, Fe, v->x_fc1, v->x_h, e);
     /* FC2 */
     if (!st) st = cast_experts(m, v, fb, x2, cnt, 0, v->x_h, A, Fe, v->t_qrow, v->q_xh, 1, e);
+    if (!st) st = keep_scales(m, v, l, fb->scale_inv, x2, 1, e);
+    if (!st && m->ep == 1) st = keep_scales(m, v, l, fb->scale, x2, 2, e);
     if (!st) st = cast_weight(m, v, l, 1, w2, e);
     if (!st)
         st = model_moe_f8_grouped(m, v, operand(v->t_qrow, fb, x2), operand(w2->wq_row, fb, wl2), C, Fe, GEMM_ACC_FAST,
@@ -183,10 +211,14 @@ Status model_moe_fp8_recompute(Model *m, uint32_t l, const MoeF8 *v, ModelParam 
     /* the activation's output again (into dh2, free until FC2's dgrad), cast with the forward's scales
      * (not recorded) into d_qrow (free until the output gradient's cast) */
     Status st = model_act_fwd(m, v->rows, Fe, v->x_fc1, v->dh2, e);
-    if (!st) st = cast_experts(m, v, fb, x2, cnt, 0, v->dh2, m->act_dtype, Fe, v->d_qrow, NULL, 0, e);
+    /* pipeline stages: with the micro-batch's own scale (later forwards recast the bank's), its scale_inv
+     * written again where it was kept (1/scale: the same value) */
+    const float *sc = model_pp_expert_scales(m, l, 2);
+    float *si = model_pp_expert_scales(m, l, 1);
+    if (!st) st = cast_experts_at(m, v, fb, x2, cnt, 0, v->dh2, m->act_dtype, Fe, v->d_qrow, NULL, 0, sc, si, e);
     if (!st)
-        st = model_moe_f8_grouped(m, v, operand(v->d_qrow, fb, x2), operand(w2->wq_row, fb, wl2), C, Fe, GEMM_ACC_FAST,
-                                  v->y, e);
+        st = model_moe_f8_grouped(m, v, operand_at(v->d_qrow, fb->fmt, saved_sinv(m, l, x2, 1)),
+                                  operand(w2->wq_row, fb, wl2), C, Fe, GEMM_ACC_FAST, v->y, e);
     return st;
 }
 
@@ -209,8 +241,8 @@ Status model_moe_fp8_bwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, M
         st = model_moe_f8_grouped(m, v, operand(v->d_qrow, bb, d2), operand(w2->wq_col, fb, wl2), Fe, C, GEMM_ACC_SPLIT,
                                   v->dh2, e);
     if (!st)
-        st = model_moe_f8_wgrad(m, v, w2, operand(v->d_qcol, bb, d2), operand(v->q_xh, fb, x2), C, Fe, GEMM_ACC_SPLIT,
-                                e);
+        st = model_moe_f8_wgrad(m, v, w2, operand(v->d_qcol, bb, d2),
+                                operand_at(v->q_xh, fb->fmt, saved_sinv(m, l, x2, 1)), C, Fe, GEMM_ACC_SPLIT, e);
     if (!st) st = model_act_bwd(m, v->rows, Fe, v->x_fc1, v->dh2, v->dh1, e);
     /* FC1: d(expert inputs) into y (its outputs are spent) */
     if (!st) st = cast_experts(m, v, bb, d1, cnt, 0, v->dh1, A, kf * Fe, v->d_qrow, v->d_qcol, 1, e);
@@ -218,7 +250,7 @@ Status model_moe_fp8_bwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, M
         st = model_moe_f8_grouped(m, v, operand(v->d_qrow, bb, d1), operand(w1->wq_col, fb, wl1), C, kf * Fe,
                                   GEMM_ACC_SPLIT, v->y, e);
     if (!st)
-        st = model_moe_f8_wgrad(m, v, w1, operand(v->d_qcol, bb, d1), operand(v->q_xin, fb, x1), kf * Fe, C,
-                                GEMM_ACC_SPLIT, e);
+        st = model_moe_f8_wgrad(m, v, w1, operand(v->d_qcol, bb, d1),
+                                operand_at(v->q_xin, fb->fmt, saved_sinv(m, l, x1, 0)), kf * Fe, C, GEMM_ACC_SPLIT, e);
     return st;
 }

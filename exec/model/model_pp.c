@@ -25,7 +25,10 @@
  * inputs keep the scale_inv they were cast with (pp_xsinv, per slot: a later
  * forward recasts the bank's), while the weights' FP8 copies are the latest
  * forward's (a backward after another micro-batch's forward reads the weight
- * cast at that forward's scale: the one difference from one rank's order). */
+ * cast at that forward's scale: the one difference from one rank's order).
+ * The routed experts keep theirs likewise (pp_xesc: each expert's FC1 and FC2
+ * input scale_inv, and at ep 1 FC2's input scale, with which the backward casts
+ * the recomputed expert outputs as the forward did). */
 #include "exec/model/model_internal.h"
 
 #include <time.h>
@@ -62,11 +65,33 @@ void model_pp_stage(const Plan *p, Model *m)
     m->slot = 0;
 }
 
+/* The stage's first MoE block (the model's dense first layers come first) and the scales a MoE block keeps
+ * per expert and in-flight micro-batch: FC1's and FC2's saved input's scale_inv, and at ep 1 the scale FC2's
+ * input was cast with (the backward recomputes the experts' outputs there: model_moe_fp8_recompute). */
+static uint32_t moe_first(const Model *m)
+{
+    uint32_t d0 = m->spec.dense_layers > m->layer0 ? m->spec.dense_layers - m->layer0 : 0;
+    return d0 < m->spec.layers ? d0 : m->spec.layers;
+}
+static uint32_t expert_scales(const Model *m) { return 2 + (m->ep == 1); }
+
 void model_pp_layout(Model *m, int bind, ArenaSpecs *sp)
 {
     if (m->pp == 1 || !recipe_fp8_gemm(&m->recipe) || !dtype_is_fp8(m->recipe.saved_input)) return;
     arena_add(sp, MT_TRANSIENT, DT_FP32, (uint64_t)m->slots * m->spec.layers * LIN_COUNT,
               bind ? &m->act.pp_xsinv : NULL, "pp_saved_scale_inv", -1);
+    const uint32_t nmoe = m->spec.experts ? m->spec.layers - moe_first(m) : 0;
+    if (!nmoe || exec_block_scaled(&m->recipe)) return; /* per-tensor banks only (deepseek-v3 refuses --pp) */
+    arena_add(sp, MT_TRANSIENT, DT_FP32, (uint64_t)m->slots * nmoe * expert_scales(m) * (m->spec.experts / m->ep),
+              bind ? &m->act.pp_xesc : NULL, "pp_expert_scales", -1);
+}
+
+float *model_pp_expert_scales(Model *m, uint32_t l, int which)
+{
+    if (!m->act.pp_xesc) return NULL;
+    const uint64_t E = m->spec.experts / m->ep, n = expert_scales(m),
+                   blk = (uint64_t)m->slot * (m->spec.layers - moe_first(m)) + (l - moe_first(m));
+    return m->act.pp_xesc + (blk * n + (uint64_t)which) * E;
 }
 
 static double now_s(void)

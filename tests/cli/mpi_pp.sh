@@ -264,15 +264,53 @@ mpi_run 2 "$FP8PLAN" $R --first-stage-layers 1 --steps 2 --save "$TMP/ck.bin"
 mpi_run 2 "$FP8PLAN" $R --last-stage-layers 1 --steps 2 --resume "$TMP/ck.bin"
 expect_rc "a 1 + 2 split's checkpoint resumed as 2 + 1 exits 65" 65
 expect_err "a 1 + 2 split's checkpoint resumed as 2 + 1: the layers" "checkpoint has layers"
-# refused before any work (exit 69, no -o file): FP8 experts over stages (one saved scale an expert, not one
-# per micro-batch in flight); latent attention and MTP over stages stay refused (tests/unit/test_exec_moe_model.c,
-# test_exec_plan.c). `plan --routing` with --pp: a log of fewer layers than the model's MoE layers, exit 65
-rm -f "$TMP/f8.csv"
-mpi_run 2 "$FP8PLAN" run --catalog "$cat" $MIX --recipe te-fp8-current --mbs 1 --gbs 4 --steps 2 --pp 2 -o "$TMP/f8.csv"
-expect_rc "MoE te-fp8-current --pp 2 exits 69" 69
-expect_err "MoE te-fp8-current --pp 2: the reason" \
-    "recipe te-fp8-current on model mixtral-8x7b with --pp 2: FP8 experts over pipeline stages are not run yet"
-expect_eq "MoE te-fp8-current --pp 2: no -o file" "$([ -e "$TMP/f8.csv" ] && echo written || echo none)" none
+# FP8 experts over stages (te-fp8, te-fp8-current): each in-flight micro-batch keeps its experts' saved inputs'
+# scale_inv (and at ep 1 FC2's input scale, for the recomputed expert outputs). Stage 0 (rank 0's report) of the
+# Mixtral command, 2 layers with min(pp, 4) = 2 micro-batches in flight, keeps in its transient, by hand:
+#   the dense linears' 2 x 2 layers x 4 inputs x 4 B = 64 B (pp_saved_scale_inv), and
+#   pp 2:        2 micro-batches x 2 MoE layers x 8 experts x 3 (FC1, FC2 scale_inv, FC2 scale) x 4 B = 384 B
+#   pp 2 x ep 2: 2 x 2 x 4 local experts x 2 (FC1, FC2 scale_inv; no recompute there) x 4 B          = 128 B
+# planned and held: 74,944 B at pp 2 (448 B over the 74,496 B such a stage held before), 74,688 at pp 2 x ep 2.
+# Losses against one rank: PP runs every micro-batch on the same tokens and weights, and each stage's banks take
+# the micro-batches' amaxes in one rank's order (forwards 0, 1, ... after each forward, backwards likewise), so
+# every activation and gradient cast uses one rank's scale. Current scaling (each scale from its own tensor)
+# reproduces one rank bit for bit; delayed scaling differs where a backward reads a weight's FP8 copy cast at a
+# later forward's scale (stage 0's backward of micro-batch i after forward i + 1) and, on one rank at ep 1, where
+# its recomputed expert outputs take the bank's updated scale: E4M3 re-roundings, so 2 x 2^-4 = 2^-3 (each run's
+# casts off the exact values by at most 2^-4 in their own direction), as for EP; at pp 2 x ep 2 the same bound.
+for rec in te-fp8-current te-fp8; do
+    R="run --catalog $cat $MIX --recipe $rec --mbs 1 --gbs 4 --quiet --steps 5"
+    run $R --loss-log "$TMP/f8one.csv"
+    expect_rc "MoE $rec one rank exits 0" 0
+    for lay in "2|--pp 2|74,944" "4|--pp 2 --ep 2|74,688"; do
+        np=${lay%%|*} rest=${lay#*|} l=${rest%%|*} tb=${rest#*|}
+        mpi_run "$np" "$FP8PLAN" $R $l --loss-log "$TMP/f8pp.csv"
+        expect_rc "MoE $rec np $np $l exits 0 (every exact term as planned, the transient within)" 0
+        expect_out "MoE $rec np $np $l: every exact term byte for byte" \
+            "every exact term matches the plan byte for byte; 0 terms outside tolerance"
+        expect_eq "MoE $rec np $np $l: stage 0's transient planned and held, with the saved scales" \
+            "$(grep -cE "^memory +transient +activation +$tb +$tb " "$TMP/out")" 1
+        if [ "$rec" = te-fp8-current ] && [ "$np" = 2 ]; then
+            moe_within "MoE $rec pp 2: the one rank's losses bit for bit" "$TMP/f8one.csv" "$TMP/f8pp.csv" 0 5
+        else
+            moe_within "MoE $rec np $np $l: the one rank's losses within 2^-3" "$TMP/f8one.csv" "$TMP/f8pp.csv" 0.125 5
+        fi
+    done
+done
+# the order argument, tested: delayed scaling's forward bank on stage 0 (its 72 records: layers 0 and 1's QKV,
+# proj and 16 experts' x and w) takes step 1's amaxes, the scales they were cast with and the next scales exactly
+# as one rank's (rank 0's --scaling-trace holds stage 0's tensors). Its backward bank differs: the dY a backward
+# reads comes through the weight copies and recomputed outputs above.
+R="run --catalog $cat $MIX --recipe te-fp8 --mbs 1 --gbs 4 --quiet --steps 1"
+run $R --scaling-trace "$TMP/tr1.csv"
+mpi_run 2 "$FP8PLAN" $R --pp 2 --scaling-trace "$TMP/tr2.csv"
+awk -F, '$2 == "fwd" && $3 < 2' "$TMP/tr1.csv" | sort >"$TMP/tr1"
+awk -F, '$2 == "fwd"' "$TMP/tr2.csv" | sort >"$TMP/tr2"
+expect_eq "MoE te-fp8 pp 2: stage 0's forward amaxes and scales are one rank's (72 records)" \
+    "$(wc -l <"$TMP/tr1" | tr -d ' ')$(cmp -s "$TMP/tr1" "$TMP/tr2" && echo ' same')" "72 same"
+# refused before any work (exit 69): latent attention and MTP over stages stay refused, and deepseek-v3's block
+# scales (tests/unit/test_exec_moe_model.c, test_exec_plan.c). `plan --routing` with --pp: a log of fewer layers
+# than the model's MoE layers, exit 65
 mpi_run 2 "$FP8PLAN" run --catalog "$cat" --model tiny-mla --recipe megatron-bf16 --mbs 1 --gbs 4 --steps 2 --pp 2
 expect_rc "latent attention --pp 2 exits 69" 69
 expect_err "latent attention --pp 2: the reason" "the executor runs latent attention on one tensor- and pipeline-parallel rank"

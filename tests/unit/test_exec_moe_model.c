@@ -417,11 +417,27 @@ static void test_refusals(void)
     CHECK_CONTAINS(e.msg, "model fx-moe-softmax: sharded states (zero1) with experts over pipeline stages (--pp 2) are "
                           "not run yet");
     arena_specs_free(&sp);
-    CHECK(!fx_plan(&s, &te, B, 1, &p, &e)); /* FP8 experts over pipeline stages: one saved scale an expert */
-    p.in.pp = 2;
+    /* FP8 experts over pipeline stages run: 4 layers (the first dense) on 2 stages, 4 micro-batches, stage 0
+     * (rank 0) holds blocks 0 and 1 with min(pp - 0, 4) = 2 in flight. Each keeps its 2 layers x LIN_COUNT 4
+     * saved inputs' scale_inv: 2 x 2 x 4 = 16 floats; and MoE block 1's 4 experts' FC1 and FC2 input scale_inv
+     * and (ep 1: the backward recomputes the experts' outputs) FC2's input scale: 2 x 1 x 3 x 4 = 24 floats */
+    ModelSpec s4 = s;
+    s4.layers = 4;
+    CHECK(!fx_plan_par(&s4, &te, B, 4, 1, 2, &p, &e));
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    uint64_t xs = 0, es = 0;
+    for (uint32_t i = 0; i < sp.n; i++) {
+        if (!strcmp(sp.v[i].name, "pp_saved_scale_inv")) xs = sp.v[i].elements;
+        if (!strcmp(sp.v[i].name, "pp_expert_scales")) es = sp.v[i].elements;
+    }
+    CHECK_EQ_U64(xs, 16);
+    CHECK_EQ_U64(es, 24);
+    arena_specs_free(&sp);
+    Recipe dsv3 = fx_recipe("deepseek-v3"); /* block scales over stages: still refused */
+    CHECK(!fx_plan_par(&s4, &dsv3, B, 4, 1, 2, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "recipe te-fp8 on model fx-moe-softmax with --pp 2: FP8 experts over pipeline stages are "
-                          "not run yet");
+    CHECK_CONTAINS(e.msg, "recipe deepseek-v3: block scaling runs over data and expert parallelism only so far (tp 1, "
+                          "pp 2 given)");
     arena_specs_free(&sp);
     ModelSpec mla = fx_mla(0, 16); /* latent attention: one rank of TP and PP; no MTP */
     CHECK(!fx_plan_par(&mla, &bf16, B, 1, 2, 1, &p, &e));

@@ -469,6 +469,43 @@ static void test_dualpipe_embedding_masks(void)
     CHECK_EQ_U64(p6.mem[MT_ACT_MASK].bytes, 1048576);
 }
 
+/* With several micro-batches in flight (PP) under per-tensor FP8, every in-flight layer keeps the scale_inv of its
+ * saved FP8 inputs (4 B x LIN_COUNT = 4 linears: 16 B a layer-micro-batch, as plan_mem.c counts for dense models)
+ * and a MoE layer also each local expert's FC1 and FC2 input scale_inv (2 x 4 B), plus at ep 1 under this
+ * executor (--stack fp8plan) FC2's input scale, which its backward's recomputed expert outputs are cast with
+ * (4 B more). ox_moe with 4 layers (the first dense, FFN 512), te-fp8, pp 2, 4 micro-batches: stage 0 holds the
+ * dense layer and a MoE layer with min(pp - 0, 4) = 2 micro-batches in flight: 4 layer units, 2 of them MoE.
+ * Nothing else of stage 0's transient moves with pp (its backward working set is the same layers'; the loss is
+ * the last stage's, and at pp 1 the 512 x 1000 x 6 = 3,072,000 B loss is below the MoE layer's working set), so
+ * stage 0's transient at pp 2 less pp 1's is
+ *   TE's stack, ep 1:  4 x 16 + 2 x 8 experts x 2 x 4 = 64 + 128 = 192 B
+ *   fp8plan, ep 1:     4 x 16 + 2 x 8 x 3 x 4        = 64 + 192 = 256 B
+ *   fp8plan, ep 2 (dp 2; 4 local experts, no recompute there): 4 x 16 + 2 x 4 x 2 x 4 = 64 + 64 = 128 B
+ * and the BF16 recipe keeps none: 0 B. */
+static void test_pp_fp8_saved_scales(void)
+{
+    ModelSpec m = ox_moe(512);
+    m.layers = 4;
+    GpuSpec g = fx_gpu();
+    Recipe te = fx_te_recipe("te", 0), bf = fx_bf16_recipe("bf16", 0);
+    static const struct {
+        int fp8, fusion;
+        uint32_t ep;
+        uint64_t extra;
+    } rows[] = {{1, FUSE_TE, 1, 192}, {1, FUSE_FP8PLAN, 1, 256}, {1, FUSE_FP8PLAN, 2, 128}, {0, FUSE_FP8PLAN, 1, 0}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        PlanInput in = fx_input(&m, &g, rows[i].fp8 ? &te : &bf);
+        in.fusion = (KernelFusion)rows[i].fusion, in.ep = rows[i].ep, in.dp = rows[i].ep, in.gbs = 4 * rows[i].ep;
+        Plan p;
+        if (!build(&in, &p)) return;
+        uint64_t t1 = p.mem[MT_TRANSIENT].bytes;
+        in.pp = 2, in.stage_view = 1;
+        if (!build(&in, &p)) return;
+        CHECK_EQ_U64(p.stage, 0);
+        CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes - t1, rows[i].extra);
+    }
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -487,5 +524,6 @@ int main(void)
     RUN(test_fp8_copies_each_way);
     RUN(test_fractional_rows_round_up);
     RUN(test_dualpipe_embedding_masks);
+    RUN(test_pp_fp8_saved_scales);
     return test_summary();
 }
