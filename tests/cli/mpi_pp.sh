@@ -297,6 +297,17 @@ for rec in te-fp8-current te-fp8; do
         fi
     done
 done
+# the DeepSeek-style tiny-ds (its first layer dense, a shared expert, a sigmoid router) split 1 + 2 under
+# te-fp8-current: stage 0 holds the dense layer alone, 2 micro-batches x 1 layer x 4 linears x 4 B = 32 B of saved
+# scales and no expert's (its transient 65,568 B planned and held); stage 1's MoE layers are indexed from the
+# stage's first MoE block. One rank's 3 losses bit for bit, as for Mixtral.
+R="run --catalog $cat $DS --recipe te-fp8-current --mbs 1 --gbs 4 --quiet --steps 3"
+run $R --loss-log "$TMP/f8one.csv"
+mpi_run 2 "$FP8PLAN" $R --pp 2 --first-stage-layers 1 --loss-log "$TMP/f8pp.csv"
+expect_rc "tiny-ds te-fp8-current pp 2 (1 + 2) exits 0" 0
+expect_eq "tiny-ds te-fp8-current pp 2 (1 + 2): stage 0's transient with its 32 B of saved scales" \
+    "$(grep -cE '^memory +transient +activation +65,568 +65,568 ' "$TMP/out")" 1
+moe_within "tiny-ds te-fp8-current pp 2 (1 + 2): the one rank's losses bit for bit" "$TMP/f8one.csv" "$TMP/f8pp.csv" 0 3
 # the order argument, tested: delayed scaling's forward bank on stage 0 (its 72 records: layers 0 and 1's QKV,
 # proj and 16 experts' x and w) takes step 1's amaxes, the scales they were cast with and the next scales exactly
 # as one rank's (rank 0's --scaling-trace holds stage 0's tensors). Its backward bank differs: the dY a backward
