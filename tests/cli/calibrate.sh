@@ -191,6 +191,11 @@ if ! command -v mpirun >/dev/null 2>&1; then
 fi
 mpi_run 2 "$FP8PLAN" calibrate $TINY --quick --allow-noisy -o "$TMP/cat2"
 expect_eq "calibrate under mpirun -np 2" "$rc" 0
+# the all-to-all's per-message sweep is judged per protocol like the compute figures (its spread at 4 x 3 = 12
+# calls a size, bound 18.6 %, and the re-measure), with a verdict each
+expect_line "the all-to-all's eager messages judged" '  a2a eager msg +GB/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +[-+][0-9.]+%  (ok|NOISY|MOVED)'
+expect_line "... and its rendezvous messages" '  a2a rndv msg +GB/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +[-+][0-9.]+%  (ok|NOISY|MOVED)'
+expect_out "... at its own calls' bound" "its iqr bound 18.6 % at 12 calls a size"
 if grep -q '^  link: latency [0-9.]* us per ring step' "$TMP/out" && [ "$(grep -c '^fp8plan calibrate' "$TMP/out")" -eq 1 ]; then
     pass "the link measured, printed by rank 0 only"
 else
@@ -208,6 +213,20 @@ if grep -q 'all-reduce over 2 ranks, 64 B-120320 B (each call after the caches w
     pass "the host row's source names the sweep and how each call was timed"
 else
     fail "the host row's source names the sweep" "$(grep '^host,' "$TMP/cat2/gpus.csv" | head -c 900)"
+fi
+# --check re-measures them against the profile's fits: with the eager fit made 3x slower by hand (latency x 3,
+# bandwidth / 3: links.csv columns 7 and 8), this machine now is about 3x faster than the row, +200 %: MOVED (or,
+# when the messages are too noisy to tell now, skipped with the load)
+mkdir -p "$TMP/slow_a2a"
+cp "$TMP/cat2"/*.csv "$TMP/slow_a2a/"
+awk -F, 'BEGIN { OFS = "," } $3 == "all-to-all" && $4 == "eager" { $7 = $7 * 3; $8 = $8 / 3 } { print }' \
+    "$TMP/cat2/links.csv" >"$TMP/slow_a2a/links.csv"
+mpi_run 2 "$FP8PLAN" calibrate $TINY --quick --check "$TMP/slow_a2a"
+case $rc in 1 | 75) pass "--check of a slowed all-to-all row: moved or too noisy (exit $rc)" ;; *) fail "--check slowed a2a" "exit $rc: $(tail -c 600 "$TMP/err")" ;; esac
+if grep -qE '^  a2a eager msg .*  NOISY$' "$TMP/out"; then
+    skip_load "--check: a 3x slower eager fit is caught" "its messages too noisy now: $(grep -o 'load average (1 min, /proc/loadavg): [0-9.]* before, [0-9.]* after' "$TMP/out" | head -n 1)"
+else
+    expect_line "--check: a 3x slower eager fit is caught" '  a2a eager msg +GB/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +\+[1-4][0-9][0-9]\.[0-9]%  MOVED'
 fi
 run gpus --catalog "$TMP/cat2" --format csv --columns name,intra_node_gbps,inter_node_gbps
 row=$(grep '^host,' "$TMP/out")
