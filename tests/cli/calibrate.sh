@@ -307,6 +307,17 @@ if awk -F, -v t="$got" '$4 == "rendezvous" { hi = 2 * ($7 * 1e-6 + ($8 > 0 ? 819
 else
     fail "the dispatch planned from its messages, within the per-message fits' range" "$got s; $(grep rendezvous "$TMP/cat2/links.csv")"
 fi
+# every rank's expert all-to-all times against its own calls' plan (rank_ep_time rows), judged as rank 0's step
+# split: rank 0's planned seconds are its step split's, and at 2 ranks rank 1's are the same (each call of the one
+# pair plans half of rank 0's message and half of rank 1's, whichever rank makes it: test_calibrate_a2a.c)
+per_rank=$(awk -F, '$2 == "rank_ep_time" && $7 + 0 > 0 && $8 + 0 > 0 && $14 == "+-15 %" && ($15 == "ok" || $15 == "OUTSIDE") { n[$1]++ }
+    END { printf "%d %d", n[0], n[1] }' "$TMP/ep2.csv")
+expect_eq "an EP 2 run: each rank's 5 expert all-to-all time rows, planned, measured, judged" "$per_rank" "5 5"
+split0=$(awk -F, '$2 == "time" && $3 == "ep_dispatch_fwd.time" { print $7 }' "$TMP/ep2.csv")
+rank0=$(awk -F, '$1 == 0 && $2 == "rank_ep_time" && $3 == "ep_dispatch_fwd.time" { print $7 }' "$TMP/ep2.csv")
+rank1=$(awk -F, '$1 == 1 && $2 == "rank_ep_time" && $3 == "ep_dispatch_fwd.time" { print $7 }' "$TMP/ep2.csv")
+expect_eq "... rank 0's planned dispatch is its step split's" "$rank0" "$split0"
+expect_eq "... and rank 1's, planned from its own calls, the same at 2 ranks" "$rank1" "$split0"
 # an old binary's profile still plans (no links.csv: every op at the all-reduce's link); a newer format is
 # refused naming the row, the column and the version (exit 65)
 mkdir -p "$TMP/old" "$TMP/newer"

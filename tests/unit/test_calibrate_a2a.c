@@ -141,6 +141,10 @@ static void test_routed_messages(void)
     CHECK_REL(p->coll[CO_EP_DISPATCH_FWD].time_s, 8.096e-6, 1e-12);
     CHECK_REL(p->coll[CO_EP_COMBINE_BWD].exposed_s, 8.096e-6, 1e-12);
     CHECK(p->coll[CO_EP_COMBINE_FWD].time_s == before); /* no calls measured: the plan's */
+    /* one rank's row (run_rank_ep_times, every rank's report): 3 us a call x its 2 calls a step; none: the plan's */
+    CHECK_REL(plan_ep_routed_time(p, EPR_DISPATCH_BWD, 3e-6), 6e-6, 1e-12);
+    CHECK(plan_ep_routed_time(p, EPR_COMBINE_FWD, 0) == before);
+    CHECK(plan_ep_routed_time(p, EPR_COUNTS, 3e-6) == 0); /* the counts: no payload row */
     /* without per-message fits: -1 */
     g.nlink_fit = 0;
     CHECK(plan_a2a_peers_s(&g, to, from, 2, 2, 0) == -1);
