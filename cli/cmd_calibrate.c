@@ -45,13 +45,15 @@ static const char help_head[] =
     "--gpu NAME ... (step and collective times checked).\n"
     "\n"
     "A profile is judged before it is written: every figure the planner times a step with (GEMM per\n"
-    "path, AdamW's stream, the element-wise kernels, FP8-LM's optimizer) must have an interquartile\n"
+    "path, AdamW's stream, the element-wise kernels, FP8-LM's optimizer; under mpirun the all-to-all's\n"
+    "messages per protocol, its spread bound at its calls a size) must have an interquartile\n"
     "spread (q3 - q1) / median of at most 0.0538 x sqrt(reps) (its median known to 5 %: 14.2 % at 7\n"
     "repetitions) and a quick re-measure right after must agree within +-10 %; the load average\n"
     "(/proc/loadavg) before and after is printed and quoted in the row. A profile past either bound is\n"
     "not written (exit 75): measure again at a quieter moment, or --allow-noisy writes it with NOISY\n"
     "PROFILE at the head of its source text. --check DIR re-measures those figures and says whether\n"
-    "DIR's row NAME still describes this machine (the link is not re-measured). docs/calibrate.md.\n"
+    "DIR's row NAME still describes this machine (the link is not re-measured but for the all-to-all's\n"
+    "messages, under mpirun -np N with the profile's N ranks, against its fits). docs/calibrate.md.\n"
     "\n";
 
 static const char help_tail[] =
