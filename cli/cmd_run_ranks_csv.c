@@ -29,6 +29,24 @@ static void bytes_row(Table *t, const Cols *c, int rank, const char *section, co
     table_str(t, c->verdict, measured == planned ? "ok" : "MISMATCH");
 }
 
+/* One timed row: a rank's seconds a step against its plan, within the step split's tolerance. */
+static void time_row(Table *t, const Cols *c, int rank, const char *name, double planned, double measured)
+{
+    const double tol = compare_tolerances_default().step_time;
+    char term[48];
+    snprintf(term, sizeof term, "%s.time", name);
+    table_row(t);
+    table_strf(t, 0, "%d", rank);
+    table_str(t, c->section, "rank_ep_time");
+    table_str(t, c->term, term);
+    table_str(t, c->category, "comm");
+    table_f64(t, c->plan_s, planned);
+    table_f64(t, c->meas_s, measured);
+    table_f64(t, c->rel, 100.0 * check_rel_err(measured, planned));
+    table_strf(t, c->check, "+-%g %%", 100.0 * tol);
+    table_str(t, c->verdict, check_verdict(MEASURE_TOL, measured, planned, tol) == VERDICT_OK ? "ok" : "OUTSIDE");
+}
+
 Table *run_rank_csv(const Table *rows0, const Plan *p, const RankData *rd)
 {
     const int n0 = table_ncols(rows0);
@@ -67,6 +85,12 @@ Table *run_rank_csv(const Table *rows0, const Plan *p, const RankData *rd)
                 snprintf(name, sizeof name, "%s.payload", ep_routed_names[i]);
                 bytes_row(t, &c, r, "rank_ep_routed", name, "comm", (double)pl.payload[i], (double)me.payload[i]);
             }
+        double pls[EPR_COUNT_];
+        if (rd->ep_rows && run_rank_ep_times(p, rd, r, pls)) /* its own calls' plan, per step: as the report's */
+            for (int i = 0; i < EPR_COUNT_; i++)
+                if (pls[i] > 0)
+                    time_row(t, &c, r, ep_routed_names[i], pls[i],
+                             rd->med_s[(size_t)r * CO_COUNT_ + (i == EPR_COUNTS ? CO_EP_COUNTS : ep_routed_coll(i))]);
         for (int k = 0; k < CO_COUNT_; k++) {
             if (!run_rank_coll_listed(p, rd, k) || run_rank_ep_coll(rd, k)) continue;
             const Collective *pc = &pr->coll[k];

@@ -110,6 +110,34 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
     return bad || bad_mem ? status_exit_code(ST_TOLERANCE) : 0;
 }
 
+/* Every rank's expert all-to-all seconds a step (median over the timed steps) against its own plan: where the
+ * host profile has per-message fits, each call planned from the messages that rank's call sent and received
+ * (run_rank_ep_times), as rank 0's step split; checked within the step split's tolerance. 1 when one is outside. */
+static int ep_time_rows(const Plan *p, const Measurement *ms, const RankData *rd)
+{
+    const double tol = compare_tolerances_default().step_time;
+    int bad = 0, routed = 0;
+    double pl[EPR_COUNT_];
+    for (int r = 0; r < rd->n; r++) routed |= run_rank_ep_times(p, rd, r, pl);
+    if (!routed) return 0; /* no per-message fits: rank 0's step split has the uniform routing's rows */
+    printf("  seconds per step (median over steps %u..%u), each rank against its own calls' plan (+-%.0f %%):\n",
+           ms->first_step + measure_timed_from(ms) + 1, ms->first_step + ms->steps, 100.0 * tol);
+    printf("  %4s %-17s %12s %12s %9s  %s\n", "rank", "collective", "planned_s", "measured_s", "error", "verdict");
+    for (int r = 0; r < rd->n; r++) {
+        run_rank_ep_times(p, rd, r, pl);
+        for (int i = 0; i < EPR_COUNT_; i++) {
+            const int k = i == EPR_COUNTS ? CO_EP_COUNTS : (int)ep_routed_coll(i);
+            const double me = rd->med_s[(size_t)r * CO_COUNT_ + k];
+            if (!(pl[i] > 0)) continue; /* not planned (a GPU plan's counts) */
+            const Verdict v = check_verdict(MEASURE_TOL, me, pl[i], tol);
+            bad |= v != VERDICT_OK;
+            printf("  %4d %-17s %12.3e %12.3e %+8.1f%%  %s\n", r, ep_routed_names[i], pl[i], me,
+                   100.0 * check_rel_err(me, pl[i]), v == VERDICT_OK ? "ok" : "OUTSIDE");
+        }
+    }
+    return bad;
+}
+
 int run_rank_ep_table(const Plan *p, const Comm *comm, const Measurement *ms, const RankData *rd)
 {
     if (comm->rank != 0 || !rd->ep_rows) return 0;
@@ -142,6 +170,7 @@ int run_rank_ep_table(const Plan *p, const Comm *comm, const Measurement *ms, co
     printf("  each rank also holds %llu B of expert-parallel buffers outside the arena, not in the plan's\n"
            "  terms: its experts' rows for up to ep x tokens x top-k copies (dropless routing)\n",
            (unsigned long long)rd->ep_buffer_bytes);
+    bad |= ep_time_rows(p, ms, rd);
     fflush(stdout);
     return bad ? status_exit_code(ST_TOLERANCE) : 0;
 }

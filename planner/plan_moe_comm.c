@@ -344,10 +344,17 @@ void plan_ep_uniform(const Plan *p, uint64_t steps, EpRouted *out)
         counts_row(p->in.model->experts, ep, ck_mul(&ck, p->coll[CO_EP_DISPATCH_FWD].calls, steps), out, &ck);
 }
 
+double plan_ep_routed_time(const Plan *p, int i, double call_s)
+{
+    if (i < EPR_DISPATCH_FWD || i >= EPR_COUNT_) return 0; /* the counts have no payload row */
+    const Collective *c = &p->coll[ep_routed_coll(i)];
+    return call_s > 0 ? call_s * (double)c->calls : c->time_s;
+}
+
 void plan_ep_routed_times(Plan *p, const double call_s[EPR_COUNT_])
 {
     for (int i = EPR_DISPATCH_FWD; i < EPR_COUNT_; i++) {
         Collective *c = &p->coll[ep_routed_coll(i)];
-        if (call_s[i] > 0) c->time_s = c->exposed_s = call_s[i] * (double)c->calls;
+        if (call_s[i] > 0) c->time_s = c->exposed_s = plan_ep_routed_time(p, i, call_s[i]);
     }
 }

@@ -44,6 +44,9 @@ typedef struct {
  * made, each from its own messages) x their calls a step, where call_s[i] > 0; the rest of p as it was (its
  * step keeps the uniform routing's). */
 void plan_ep_routed_times(Plan *p, const double call_s[EPR_COUNT_]);
+/* One of them, per step: call_s x p's calls a step of row i (EPR_DISPATCH_FWD .. EPR_COMBINE_BWD), or p's own
+ * time where call_s <= 0; 0 for another i. */
+double plan_ep_routed_time(const Plan *p, int i, double call_s);
 /* "ep_counts", then the plan's names of the four all-to-alls. */
 extern const char *const ep_routed_names[EPR_COUNT_];
 /* The collective of row i (COMM_UNPLANNED-like CO_COUNT_ for the counts). */

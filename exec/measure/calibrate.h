@@ -88,6 +88,7 @@ typedef struct {
     double seconds;   /* median over reps, the slowest rank's */
     double spread;    /* (max - min) / median */
     double busbw;     /* bytes/s: S · 2(n−1)/n / seconds */
+    double iqr;       /* (q3 - q1) / median (cal_stats; the all-to-all's per-message sweep only, else 0) */
 } CalColl;
 
 /* One collective's sweep (calibrate_links): every op the executor runs, at the sizes of the all-reduce's sweep,
@@ -132,7 +133,11 @@ typedef struct {
     int nrange;
     uint64_t eager_limit; /* bytes: the largest message MPI sends eagerly (comm_mpi_eager_limit; 0: not found) */
     uint64_t msg_evict;   /* bytes each per-message call followed (2 x the core's L2 cache) */
-    uint64_t mem_bytes;   /* physical memory of the host; a GPU's device memory */
+    /* the per-message sweep judged as a figure per protocol (cal_msg_figures; a2a_judged 0: not measured — one
+     * rank, or no eager limit — and not judged): message bytes/s, and the interquartile spread it was judged on */
+    double a2a_bw[2], a2a_iqr[2];
+    int a2a_judged, a2a_reps; /* a2a_reps: the calls per message size its spreads are over (4 x reps, <= 64) */
+    uint64_t mem_bytes;       /* physical memory of the host; a GPU's device memory */
     /* the backend measured: "cpu" (a host profile) or "cuda" (a GPU's: its name, compute capability and
      * multiprocessors from the backend's device_info; timing by its stream's timestamps) */
     char backend[8];
@@ -213,6 +218,23 @@ int cal_fit_messages(const CalColl *c, int nc, uint64_t L, int n, CalRange *out)
  * max bytes, increasing, once each, into out (CAL_MAX_SIZES); returns the count. */
 int cal_msg_sizes(uint64_t L, const uint64_t *run, int na, uint64_t max, uint64_t *out);
 
+/* The per-message sweep (c: nc points, payload = a message's bytes, seconds = one call over n ranks, iqr its
+ * points') as two judged figures, as a GEMM path's rate is built from its shapes: per protocol k (0 eager: b <= L,
+ * 1 rendezvous: b > L) the message bytes the calls moved over their summed median times, bw[k] = sum b (n - 1) /
+ * sum t, and iqr[k] the points' iqr weighted by their median times. Returns 0, or -1 when a protocol has no point,
+ * a time is not positive or n < 2. */
+int cal_msg_figures(const CalColl *c, int nc, uint64_t L, int n, double bw[2], double iqr[2]);
+
+/* The times a profile's per-message fits (eager, rendezvous: links.csv version 2; fit[k].lat s a message, bw its
+ * bytes/s) give the sweep's points c[0..nc) over n ranks: seconds = (n - 1) x (lat + b / bw) of the protocol
+ * holding b (the inverse of cal_fit_messages), iqr 0 — what `calibrate --check` compares a re-measure with. */
+void cal_msg_predict(const LinkFit fit[2], int n, CalColl *c, int nc);
+
+/* Measure the per-message sweep at the ns message sizes (every rank calls it; reps calls each, at most 64):
+ * s->pt[] the median of the slowest rank's time with its spread and iqr, each call after what a run's follows
+ * (calibrate_link.c). s is the all-to-all's per-message sweep (per_msg 1). */
+Status calibrate_msg_sweep(Backend *bk, Comm *comm, const uint64_t *sizes, int ns, int reps, CalSweep *s, Err *e);
+
 /* The payloads of the link sweep up to top bytes: 64 · 4^i below top, then top itself (clamped to
  * [CAL_LINK_TOP_MIN, CAL_LINK_TOP_MAX] and rounded up to whole FP32 elements) — so its two largest sizes,
  * which the bandwidth is fitted to, are the regime of the largest collective a run makes (calibrate passes
@@ -270,7 +292,19 @@ void cal_stats(const double *v, int n, CalStat *s);
 /* The figures of a profile the planner times a step with, in the catalog's units of a rate: GEMM per path
  * (FLOP/s), AdamW's stream, the element-wise kernels and the scaled-state optimizer (bytes/s). The launch floor (microseconds, the
  * stack's row) and the link (ranks > 1 only) are printed but not judged. */
-enum { CAL_FIG_FP8 = 0, CAL_FIG_BF16, CAL_FIG_FP32, CAL_FIG_STREAM, CAL_FIG_ELEM, CAL_FIG_SCALED_OPTIM, CAL_FIGS };
+/* Over MPI ranks, also the all-to-all's per-message sweep per protocol (message bytes/s: cal_msg_figures), judged
+ * only where measured (Calibration.a2a_judged). */
+enum {
+    CAL_FIG_FP8 = 0,
+    CAL_FIG_BF16,
+    CAL_FIG_FP32,
+    CAL_FIG_STREAM,
+    CAL_FIG_ELEM,
+    CAL_FIG_SCALED_OPTIM,
+    CAL_FIG_A2A_EAGER,
+    CAL_FIG_A2A_RNDV,
+    CAL_FIGS
+};
 extern const char *const cal_fig_names[CAL_FIGS];
 
 /* Bounds a written profile is held to.
@@ -293,13 +327,18 @@ typedef struct {
     double rate[CAL_FIGS], iqr[CAL_FIGS]; /* the profile's */
     double again[CAL_FIGS];               /* the re-measure's rate (0: none) */
     double drift[CAL_FIGS];               /* again / rate − 1 */
+    int skip[CAL_FIGS];                   /* 1: not measured in the profile (the all-to-all's on one rank) */
+    double bound[CAL_FIGS];               /* the iqr bound: cal_iqr_max of the figure's repetitions */
     int noisy, drifted;                   /* figures past cal_iqr_max(reps), past CAL_DRIFT_MAX */
     int worst_noisy, worst_drift;         /* the figure furthest past each bound (-1: none) */
 } CalJudge;
 
 /* Judge profile c (measured with c->reps repetitions) against a re-measure (NULL: spreads only):
- * a figure is noisy when its iqr passes cal_iqr_max(c->reps), drifted when |again / rate − 1| passes
- * CAL_DRIFT_MAX; returns the count of both (0: the profile holds). A rate <= 0 counts as noisy. */
+ * a figure is noisy when its iqr passes cal_iqr_max(c->reps) (the all-to-all's: cal_iqr_max(c->a2a_reps), its
+ * calls per size), drifted when |again / rate − 1| passes
+ * CAL_DRIFT_MAX; returns the count of both (0: the profile holds). A rate <= 0 counts as noisy. The
+ * all-to-all's figures are skipped (j->skip) when c did not measure them (a2a_judged 0); measured in c and not
+ * in again, they count as drifted. */
 int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j);
 
 /* ---- the catalog rows (calibrate_rows.c) ---- */

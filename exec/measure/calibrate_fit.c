@@ -247,3 +247,31 @@ int cal_msg_sizes(uint64_t L, const uint64_t *run, int na, uint64_t max, uint64_
         if (v[i] && v[i] <= max && (!m || v[i] > out[m - 1])) out[m++] = v[i];
     return m;
 }
+
+int cal_msg_figures(const CalColl *c, int nc, uint64_t L, int n, double bw[2], double iqr[2])
+{
+    double bytes[2] = {0, 0}, secs[2] = {0, 0}, wiqr[2] = {0, 0};
+    if (n < 2) return -1;
+    for (int i = 0; i < nc; i++) {
+        const int k = c[i].payload > L;
+        if (!(c[i].seconds > 0)) return -1;
+        bytes[k] += (double)c[i].payload * (double)(n - 1), secs[k] += c[i].seconds;
+        wiqr[k] += c[i].iqr * c[i].seconds;
+    }
+    for (int k = 0; k < 2; k++) {
+        if (!(secs[k] > 0)) return -1;
+        bw[k] = bytes[k] / secs[k], iqr[k] = wiqr[k] / secs[k];
+    }
+    return 0;
+}
+
+void cal_msg_predict(const LinkFit fit[2], int n, CalColl *c, int nc)
+{
+    for (int i = 0; i < nc; i++) {
+        const uint64_t b = c[i].payload;
+        const LinkFit *f = &fit[fit[0].to && b >= fit[0].to]; /* the eager row ends at L + 1 */
+        c[i].seconds = (double)(n - 1) * (f->lat + (f->bw > 0 ? (double)b / f->bw : 0));
+        c[i].spread = c[i].iqr = 0;
+        c[i].busbw = c[i].seconds > 0 ? (double)b * (double)(n - 1) / c[i].seconds : 0;
+    }
+}

@@ -6,8 +6,9 @@
 
 #include "exec/measure/calibrate.h"
 
-const char *const cal_fig_names[CAL_FIGS] = {"gemm fp8",       "gemm bf16",    "gemm fp32",
-                                             "stream (adamw)", "element-wise", "scaled optimizer"};
+const char *const cal_fig_names[CAL_FIGS] = {"gemm fp8",     "gemm bf16",        "gemm fp32",     "stream (adamw)",
+                                             "element-wise", "scaled optimizer", "a2a eager msg", "a2a rndv msg"};
+_Static_assert(CAL_FIG_A2A_RNDV == CAL_FIG_A2A_EAGER + 1, "the all-to-all's figures: eager, then rendezvous");
 
 double cal_iqr_max(int n) { return n > 0 ? CAL_SE_MAX * 1.349 * sqrt((double)n) / 1.2533 : 0; }
 
@@ -17,16 +18,24 @@ void cal_figures(const Calibration *c, double rate[CAL_FIGS], double iqr[CAL_FIG
     rate[CAL_FIG_STREAM] = c->mem_bw, iqr[CAL_FIG_STREAM] = c->mem_iqr;
     rate[CAL_FIG_ELEM] = c->elem_bw, iqr[CAL_FIG_ELEM] = c->elem_iqr;
     rate[CAL_FIG_SCALED_OPTIM] = c->scaled_optim_bw, iqr[CAL_FIG_SCALED_OPTIM] = c->scaled_optim_iqr;
+    for (int k = 0; k < 2; k++) /* 0 0 where not measured */
+        rate[CAL_FIG_A2A_EAGER + k] = c->a2a_judged ? c->a2a_bw[k] : 0,
+                                 iqr[CAL_FIG_A2A_EAGER + k] = c->a2a_judged ? c->a2a_iqr[k] : 0;
 }
 
 int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j)
 {
     memset(j, 0, sizeof *j);
     j->worst_noisy = j->worst_drift = -1;
-    double tmp[CAL_FIGS], bound = cal_iqr_max(c->reps), worst_n = 0, worst_d = 0;
+    double tmp[CAL_FIGS], worst_n = 0, worst_d = 0;
     cal_figures(c, j->rate, j->iqr);
     if (again) cal_figures(again, j->again, tmp);
     for (int f = 0; f < CAL_FIGS; f++) {
+        const double bound = j->bound[f] = cal_iqr_max(f >= CAL_FIG_A2A_EAGER ? c->a2a_reps : c->reps);
+        if (f >= CAL_FIG_A2A_EAGER && !c->a2a_judged) {
+            j->skip[f] = 1;
+            continue;
+        }
         /* past the bound by: the ratio to it (a rate that is not positive: without bound) */
         double over = j->rate[f] > 0 && isfinite(j->iqr[f]) ? j->iqr[f] / bound : INFINITY;
         if (over > 1) {

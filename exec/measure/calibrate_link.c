@@ -253,14 +253,44 @@ static Status msg_call(Backend *bk, Comm *comm, void *buf, void *dst, float *syn
         if (i >= 0) t[i] = slowest;
     }
     if (st) return st;
-    c->payload = b;
-    cal_median(t, reps, &c->seconds, &c->spread);
+    CalStat q;
+    cal_stats(t, reps, &q);
+    c->payload = b, c->seconds = q.median, c->spread = q.spread, c->iqr = q.iqr;
     c->busbw = c->seconds > 0 ? (double)b * (double)(n - 1) / c->seconds : 0;
     return ST_OK;
 }
 
-/* The limit, the sweep and its two fits (out->eager_limit, a per-message CalSweep, two CalRange); nothing added
- * when MPI sends no byte eagerly or every probed size (up to 1 MiB) so. */
+Status calibrate_msg_sweep(Backend *bk, Comm *comm, const uint64_t *sizes, int ns, int reps, CalSweep *s, Err *e)
+{
+    const uint64_t n = (uint64_t)comm->size, evict_bytes = msg_evict_bytes();
+    if (ns < 1 || ns > CAL_MAX_SIZES || reps < 1 || reps > CAL_LINK_REPS_MAX)
+        return err_set(e, ST_SOFTWARE, "calibrate: %d message sizes at %d calls each", ns, reps);
+    const uint64_t big = n * sizes[ns - 1] + 64;
+    void *buf = NULL, *dst = NULL, *evict = NULL;
+    float *sync = NULL;
+    uint64_t *counts = calloc(2 * n, sizeof *counts);
+    Status st = counts ? ST_OK : err_set(e, ST_NOMEM, "calibrate: out of memory");
+    if (!st) st = bk->alloc(bk, big, &buf, e);
+    if (!st) st = bk->alloc(bk, big, &dst, e);
+    if (!st) st = bk->alloc(bk, evict_bytes, &evict, e);
+    if (!st) st = bk->alloc(bk, 2 * sizeof(float), (void **)&sync, e);
+    if (!st) st = bk->memset0(bk, buf, big, e);
+    if (!st) st = bk->memset0(bk, dst, big, e);
+    if (!st) st = bk->memset0(bk, evict, evict_bytes, e);
+    memset(s, 0, sizeof *s);
+    s->op = OP_ALL_TO_ALL, s->dtype = DT_E4M3, s->per_msg = 1, s->n = 0;
+    for (int k = 0; !st && k < ns; k++)
+        if (!(st = msg_call(bk, comm, buf, dst, sync, counts, evict, evict_bytes, sizes[k], reps, &s->pt[s->n], e)))
+            s->n++;
+    void *mine[4] = {sync, evict, dst, buf};
+    for (int i = 0; i < 4; i++)
+        if (mine[i]) bk->free(bk, mine[i]);
+    free(counts);
+    return st;
+}
+
+/* The limit, the sweep, its two fits (out->eager_limit, a per-message CalSweep, two CalRange) and its two judged
+ * figures (a2a_bw, a2a_iqr); nothing added when MPI sends no byte eagerly or every probed size (up to 1 MiB) so. */
 static Status calibrate_messages(Backend *bk, Comm *comm, const uint64_t *a2a, int na2a, int reps, Calibration *out,
                                  Err *e)
 {
@@ -274,36 +304,17 @@ static Status calibrate_messages(Backend *bk, Comm *comm, const uint64_t *a2a, i
     int na = 0;
     for (int i = 0; i < na2a && i < 4; i++) run[na++] = a2a[i] / n;
     const int ns = cal_msg_sizes(L, run, na, probe_max, sizes);
-    const uint64_t evict_bytes = msg_evict_bytes(), big = n * sizes[ns - 1] + 64;
     const int per_size = 4 * reps < CAL_LINK_REPS_MAX ? 4 * reps : CAL_LINK_REPS_MAX;
-    out->msg_evict = evict_bytes;
-    void *buf = NULL, *dst = NULL, *evict = NULL;
-    float *sync = NULL;
-    uint64_t *counts = calloc(2 * n, sizeof *counts);
-    if (!counts) st = err_set(e, ST_NOMEM, "calibrate: out of memory");
-    if (!st) st = bk->alloc(bk, big, &buf, e);
-    if (!st) st = bk->alloc(bk, big, &dst, e);
-    if (!st) st = bk->alloc(bk, evict_bytes, &evict, e);
-    if (!st) st = bk->alloc(bk, 2 * sizeof(float), (void **)&sync, e);
-    if (!st) st = bk->memset0(bk, buf, big, e);
-    if (!st) st = bk->memset0(bk, dst, big, e);
-    if (!st) st = bk->memset0(bk, evict, evict_bytes, e);
+    out->msg_evict = msg_evict_bytes();
     CalSweep *s = &out->sweep[out->nsweep];
-    memset(s, 0, sizeof *s);
-    s->op = OP_ALL_TO_ALL, s->dtype = DT_E4M3, s->per_msg = 1;
-    for (int k = 0; !st && k < ns; k++)
-        if (!(st = msg_call(bk, comm, buf, dst, sync, counts, evict, evict_bytes, sizes[k], per_size, &s->pt[s->n], e)))
-            s->n++;
-    void *mine[4] = {sync, evict, dst, buf};
-    for (int i = 0; i < 4; i++)
-        if (mine[i]) bk->free(bk, mine[i]);
-    free(counts);
-    if (st) return st;
+    if ((st = calibrate_msg_sweep(bk, comm, sizes, ns, per_size, s, e))) return st;
     out->nsweep++;
     if (cal_fit_messages(s->pt, s->n, L, comm->size, &out->range[out->nrange]) != 2)
         return err_set(e, ST_SOFTWARE, "calibrate: the all-to-all's per-message sweep over %d ranks gives no fit",
                        comm->size);
     out->nrange += 2;
+    out->a2a_reps = per_size;
+    out->a2a_judged = !cal_msg_figures(s->pt, s->n, L, comm->size, out->a2a_bw, out->a2a_iqr);
     return ST_OK;
 }
 

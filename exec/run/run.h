@@ -71,6 +71,10 @@ typedef struct {
     uint64_t bias_whole_bytes; /* rank 0's sigmoid router biases kept whole beside a sharded master (model.h) */
     uint32_t experts;
     double *ep_counts;
+    /* With a host profile's per-message all-to-all fits, on rank 0: ep_call_s[r · EPR_COUNT_ + i] rank r's mean
+     * planned seconds of one call of expert all-to-all i (EPR_*), each call planned from the messages it sent
+     * and received (plan_a2a_peers_s; 0: not planned per message); NULL without EP. */
+    double *ep_call_s;
 } RankData;
 
 /* A session while it runs: what the hooks are shown. */
@@ -184,6 +188,10 @@ Status run_ranks_gather_routing(Comm *comm, const Model *m, RankData *rd, Err *e
 void run_routing_stages(const uint64_t *hdr, const uint64_t *counts, const double *aux, int ranks, uint64_t layers,
                         uint64_t experts, uint64_t *out, double *aux_out);
 int run_rank_ep(const Plan *p, const RankData *rd, int r, EpRouted *planned, EpRouted *measured, Err *e);
+/* Rank r's expert all-to-alls' planned seconds a step (EPR_*; out[EPR_COUNTS] its stage plan's) from its own calls'
+ * messages (rd->ep_call_s, through plan_ep_routed_time on its stage's plan); 1 when they were planned so, 0 when
+ * out holds the uniform routing's plan (no per-message fits, or no EP). */
+int run_rank_ep_times(const Plan *p, const RankData *rd, int r, double out[EPR_COUNT_]);
 /* Collective c is an expert all-to-all the EP table compares (rd holds the routing). */
 int run_rank_ep_coll(const RankData *rd, int c);
 

@@ -18,18 +18,23 @@ Status run_ranks_gather_ep(Comm *comm, const Model *m, RankData *rd, Err *e)
     rd->bias_whole_bytes = m->bias_whole_bytes;         /* the same on every rank */
     if (m->ep <= 1 || !m->moe_layers_all) return ST_OK; /* the same on every rank: the plan's ep, the model */
     const size_t n = (size_t)comm->size, E = m->spec.experts;
-    double counts[2] = {m->ep_counts_bytes[0], m->ep_counts_bytes[1]};
+    double counts[2] = {m->ep_counts_bytes[0], m->ep_counts_bytes[1]}, call_s[EPR_COUNT_] = {0};
+    for (int i = EPR_DISPATCH_FWD; i < EPR_COUNT_; i++) /* this rank's calls, each planned from its own messages */
+        if (m->ep_msg_calls[i]) call_s[i] = m->ep_msg_s[i] / (double)m->ep_msg_calls[i];
     uint64_t *calls = calloc(n, sizeof *calls), *none = m->ep_rows ? NULL : calloc(E, sizeof *none);
     rd->ep_rows = calloc(n * E, sizeof *rd->ep_rows);
     rd->ep_counts = calloc(n * 2, sizeof *rd->ep_counts);
+    rd->ep_call_s = calloc(n * EPR_COUNT_, sizeof *rd->ep_call_s);
     rd->experts = (uint32_t)E;
-    Status st =
-        calls && rd->ep_rows && rd->ep_counts && (m->ep_rows || none) ? ST_OK : err_set(e, ST_NOMEM, "out of memory");
+    Status st = calls && rd->ep_rows && rd->ep_counts && rd->ep_call_s && (m->ep_rows || none)
+                    ? ST_OK
+                    : err_set(e, ST_NOMEM, "out of memory");
     /* a stage of dense layers only routed nothing (no EP state: its rows 0) */
     if (!st) st = comm_gather_bytes(comm, m->ep_rows ? m->ep_rows : none, E * sizeof *none, rd->ep_rows, e);
     free(none);
     if (!st) st = comm_gather_bytes(comm, &m->ep_calls, sizeof m->ep_calls, calls, e);
     if (!st) st = comm_gather_bytes(comm, counts, sizeof counts, rd->ep_counts, e);
+    if (!st) st = comm_gather_bytes(comm, call_s, sizeof call_s, rd->ep_call_s, e);
     /* a stage's ranks dispatch alike (its MoE layers x micro-batches x steps); stages hold other layers */
     const size_t per = n / (rd->stages > 1 ? rd->stages : 1);
     for (size_t r = 1; !st && comm->rank == 0 && r < n; r++) {
@@ -101,4 +106,17 @@ int run_rank_ep(const Plan *p, const RankData *rd, int r, EpRouted *planned, EpR
     measured->payload[EPR_COUNTS] = whole(rd->ep_counts[2 * r]);
     measured->sent[EPR_COUNTS] = whole(rd->ep_counts[2 * r + 1]);
     return plan_ep_routed(run_rank_plan(p, rd, r), &rt, (uint32_t)r - r0, planned, e) ? -1 : 0;
+}
+
+int run_rank_ep_times(const Plan *p, const RankData *rd, int r, double out[EPR_COUNT_])
+{
+    const Plan *pr = run_rank_plan(p, rd, r); /* with stages, rank r's stage's */
+    const double *call_s = rd->ep_call_s ? rd->ep_call_s + (size_t)r * EPR_COUNT_ : NULL;
+    int routed = 0;
+    for (int i = 0; i < EPR_COUNT_; i++) {
+        const double c = call_s && i != EPR_COUNTS ? call_s[i] : 0;
+        out[i] = i == EPR_COUNTS ? pr->coll[CO_EP_COUNTS].time_s : plan_ep_routed_time(pr, i, c);
+        routed |= c > 0;
+    }
+    return routed;
 }

@@ -191,6 +191,11 @@ if ! command -v mpirun >/dev/null 2>&1; then
 fi
 mpi_run 2 "$FP8PLAN" calibrate $TINY --quick --allow-noisy -o "$TMP/cat2"
 expect_eq "calibrate under mpirun -np 2" "$rc" 0
+# the all-to-all's per-message sweep is judged per protocol like the compute figures (its spread at 4 x 3 = 12
+# calls a size, bound 18.6 %, and the re-measure), with a verdict each
+expect_line "the all-to-all's eager messages judged" '  a2a eager msg +GB/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +[-+][0-9.]+%  (ok|NOISY|MOVED)'
+expect_line "... and its rendezvous messages" '  a2a rndv msg +GB/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +[-+][0-9.]+%  (ok|NOISY|MOVED)'
+expect_out "... at its own calls' bound" "its iqr bound 18.6 % at 12 calls a size"
 if grep -q '^  link: latency [0-9.]* us per ring step' "$TMP/out" && [ "$(grep -c '^fp8plan calibrate' "$TMP/out")" -eq 1 ]; then
     pass "the link measured, printed by rank 0 only"
 else
@@ -208,6 +213,20 @@ if grep -q 'all-reduce over 2 ranks, 64 B-120320 B (each call after the caches w
     pass "the host row's source names the sweep and how each call was timed"
 else
     fail "the host row's source names the sweep" "$(grep '^host,' "$TMP/cat2/gpus.csv" | head -c 900)"
+fi
+# --check re-measures them against the profile's fits: with the eager fit made 3x slower by hand (latency x 3,
+# bandwidth / 3: links.csv columns 7 and 8), this machine now is about 3x faster than the row, +200 %: MOVED (or,
+# when the messages are too noisy to tell now, skipped with the load)
+mkdir -p "$TMP/slow_a2a"
+cp "$TMP/cat2"/*.csv "$TMP/slow_a2a/"
+awk -F, 'BEGIN { OFS = "," } $3 == "all-to-all" && $4 == "eager" { $7 = $7 * 3; $8 = $8 / 3 } { print }' \
+    "$TMP/cat2/links.csv" >"$TMP/slow_a2a/links.csv"
+mpi_run 2 "$FP8PLAN" calibrate $TINY --quick --check "$TMP/slow_a2a"
+case $rc in 1 | 75) pass "--check of a slowed all-to-all row: moved or too noisy (exit $rc)" ;; *) fail "--check slowed a2a" "exit $rc: $(tail -c 600 "$TMP/err")" ;; esac
+if grep -qE '^  a2a eager msg .*  NOISY$' "$TMP/out"; then
+    skip_load "--check: a 3x slower eager fit is caught" "its messages too noisy now: $(grep -o 'load average (1 min, /proc/loadavg): [0-9.]* before, [0-9.]* after' "$TMP/out" | head -n 1)"
+else
+    expect_line "--check: a 3x slower eager fit is caught" '  a2a eager msg +GB/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +\+[1-4][0-9][0-9]\.[0-9]%  MOVED'
 fi
 run gpus --catalog "$TMP/cat2" --format csv --columns name,intra_node_gbps,inter_node_gbps
 row=$(grep '^host,' "$TMP/out")
@@ -288,6 +307,17 @@ if awk -F, -v t="$got" '$4 == "rendezvous" { hi = 2 * ($7 * 1e-6 + ($8 > 0 ? 819
 else
     fail "the dispatch planned from its messages, within the per-message fits' range" "$got s; $(grep rendezvous "$TMP/cat2/links.csv")"
 fi
+# every rank's expert all-to-all times against its own calls' plan (rank_ep_time rows), judged as rank 0's step
+# split: rank 0's planned seconds are its step split's, and at 2 ranks rank 1's are the same (each call of the one
+# pair plans half of rank 0's message and half of rank 1's, whichever rank makes it: test_calibrate_a2a.c)
+per_rank=$(awk -F, '$2 == "rank_ep_time" && $7 + 0 > 0 && $8 + 0 > 0 && $14 == "+-15 %" && ($15 == "ok" || $15 == "OUTSIDE") { n[$1]++ }
+    END { printf "%d %d", n[0], n[1] }' "$TMP/ep2.csv")
+expect_eq "an EP 2 run: each rank's 5 expert all-to-all time rows, planned, measured, judged" "$per_rank" "5 5"
+split0=$(awk -F, '$2 == "time" && $3 == "ep_dispatch_fwd.time" { print $7 }' "$TMP/ep2.csv")
+rank0=$(awk -F, '$1 == 0 && $2 == "rank_ep_time" && $3 == "ep_dispatch_fwd.time" { print $7 }' "$TMP/ep2.csv")
+rank1=$(awk -F, '$1 == 1 && $2 == "rank_ep_time" && $3 == "ep_dispatch_fwd.time" { print $7 }' "$TMP/ep2.csv")
+expect_eq "... rank 0's planned dispatch is its step split's" "$rank0" "$split0"
+expect_eq "... and rank 1's, planned from its own calls, the same at 2 ranks" "$rank1" "$split0"
 # an old binary's profile still plans (no links.csv: every op at the all-reduce's link); a newer format is
 # refused naming the row, the column and the version (exit 65)
 mkdir -p "$TMP/old" "$TMP/newer"

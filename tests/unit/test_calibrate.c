@@ -55,30 +55,33 @@ static void test_fit_link(void)
     /* 2 ranks: 2(n-1) = 2 ring steps, bus bytes = S. 64 B in 2 us: latency 1 us per step. The two largest,
      * 4 MiB and 16 MiB, at 2 us + S / 1e9: (4194304 + 16777216) / (4194304 + 16777216) x 1e9 = 1e9 B/s;
      * the middle size does not count. */
-    CalColl c[3] = {{64, 2e-6, 0, 0}, {4194304, 2e-6 + 4194304 / 1e9, 0, 0}, {16777216, 2e-6 + 16777216 / 1e9, 0, 0}};
+    CalColl c[3] = {
+        {64, 2e-6, 0, 0, 0}, {4194304, 2e-6 + 4194304 / 1e9, 0, 0, 0}, {16777216, 2e-6 + 16777216 / 1e9, 0, 0, 0}};
     double lat = 0, bw = 0;
     CHECK(cal_fit_link(c, 3, 2, &lat, &bw) == 0);
     CHECK_REL(lat, 1e-6, 1e-12);
     CHECK_REL(bw, 1e9, 1e-9);
     /* 4 ranks: 6 steps, bus bytes 1.5 S. 64 B in 6 us: 1 us per step; 5e5 B in 6e-6 + 0.75e6/2e9 and 1e6 B in
      * 6e-6 + 1.5e6/2e9: (0.75e6 + 1.5e6) / (3.75e-4 + 7.5e-4) = 2.25e6 / 1.125e-3 = 2e9 B/s */
-    CalColl d[4] = {
-        {64, 6e-6, 0, 0}, {1000, 5e-5, 0, 0}, {500000, 6e-6 + 3.75e-4, 0, 0}, {1000000, 6e-6 + 7.5e-4, 0, 0}};
+    CalColl d[4] = {{64, 6e-6, 0, 0, 0},
+                    {1000, 5e-5, 0, 0, 0},
+                    {500000, 6e-6 + 3.75e-4, 0, 0, 0},
+                    {1000000, 6e-6 + 7.5e-4, 0, 0, 0}};
     CHECK(cal_fit_link(d, 4, 4, &lat, &bw) == 0);
     CHECK_REL(lat, 1e-6, 1e-12);
     CHECK_REL(bw, 2e9, 1e-9);
     /* refused: one rank, two sizes, sizes not increasing, a time that leaves no bandwidth */
     CHECK(cal_fit_link(c, 3, 1, &lat, &bw) == -1);
     CHECK(cal_fit_link(c, 2, 2, &lat, &bw) == -1);
-    CalColl e[3] = {{64, 2e-6, 0, 0}, {16777216, 1e-3, 0, 0}, {4194304, 1e-3, 0, 0}};
+    CalColl e[3] = {{64, 2e-6, 0, 0, 0}, {16777216, 1e-3, 0, 0, 0}, {4194304, 1e-3, 0, 0, 0}};
     CHECK(cal_fit_link(e, 3, 2, &lat, &bw) == -1);
-    CalColl f[3] = {{64, 1e-3, 0, 0}, {4096, 1e-3, 0, 0}, {8192, 1e-3, 0, 0}}; /* all latency: 2 x 5e-4 */
+    CalColl f[3] = {{64, 1e-3, 0, 0, 0}, {4096, 1e-3, 0, 0, 0}, {8192, 1e-3, 0, 0, 0}}; /* all latency: 2 x 5e-4 */
     CHECK(cal_fit_link(f, 3, 2, &lat, &bw) == -1);
     /* the smallest's median above a larger size's (the ranks' arrival under load): 2 ranks, 64 B in 50 us,
      * 4 KiB in 10 us, 64 KiB in 40 us, 120,320 B in 60 us. The latency is at most the least time: 10 us / 2 =
      * 5 us per step (not 50 / 2 = 25, which leaves the two largest (40 - 50) + (60 - 50) = 0 s: no bandwidth);
      * bw = (65536 + 120320) / ((40 - 10) + (60 - 10)) us = 185856 / 80e-6 = 2.3232e9 B/s */
-    CalColl g[4] = {{64, 50e-6, 0, 0}, {4096, 10e-6, 0, 0}, {65536, 40e-6, 0, 0}, {120320, 60e-6, 0, 0}};
+    CalColl g[4] = {{64, 50e-6, 0, 0, 0}, {4096, 10e-6, 0, 0, 0}, {65536, 40e-6, 0, 0, 0}, {120320, 60e-6, 0, 0, 0}};
     CHECK(cal_fit_link(g, 4, 2, &lat, &bw) == 0);
     CHECK_REL(lat, 5e-6, 1e-12);
     CHECK_REL(bw, 185856.0 / 80e-6, 1e-9);

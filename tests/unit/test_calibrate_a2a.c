@@ -61,6 +61,36 @@ static void test_fit_messages(void)
     CHECK_EQ_INT(cal_msg_sizes(4040, run, 3, 10000, z), 8);
 }
 
+/* The judged figures (cal_msg_figures) over 3 ranks, L = 4000: eager points 1000 B in 3 us (iqr 10 %) and 4000 B in
+ * 6 us (iqr 4 %): 2 x (1000 + 4000) = 10,000 message bytes over 9 us = 1.1111 GB/s, iqr (0.1 x 3 + 0.04 x 6) / 9 =
+ * 6 %; rendezvous 8000 B in 23.2 us (iqr 20 %) and 16000 B in 26.4 us (iqr 0): 48,000 B over 49.6 us = 967.74 MB/s,
+ * iqr 0.2 x 23.2 / 49.6 = 9.355 %. The fits of test_fit_messages give back their own points (cal_msg_predict):
+ * eager 2 x (1 us + 1000 / 2 GB/s) = 3 us, rendezvous 2 x (10 us + 16000 / 5 GB/s) = 26.4 us. */
+static void test_msg_figures(void)
+{
+    CalColl c[4];
+    memset(c, 0, sizeof c);
+    const uint64_t S[4] = {1000, 4000, 8000, 16000};
+    const double t[4] = {3e-6, 6e-6, 23.2e-6, 26.4e-6}, q[4] = {0.10, 0.04, 0.20, 0};
+    for (int i = 0; i < 4; i++) c[i].payload = S[i], c[i].seconds = t[i], c[i].iqr = q[i];
+    double bw[2], iqr[2];
+    CHECK(cal_msg_figures(c, 4, 4000, 3, bw, iqr) == 0);
+    CHECK_REL(bw[0], 10000 / 9e-6, 1e-12);
+    CHECK_REL(iqr[0], 0.06, 1e-12);
+    CHECK_REL(bw[1], 48000 / 49.6e-6, 1e-12);
+    CHECK_REL(iqr[1], 0.2 * 23.2 / 49.6, 1e-12);
+    CHECK(cal_msg_figures(c, 2, 4000, 3, bw, iqr) == -1); /* no rendezvous point */
+    CHECK(cal_msg_figures(c, 4, 4000, 1, bw, iqr) == -1); /* one rank */
+    LinkFit fit[2] = {{OP_ALL_TO_ALL, LINK_PATH_EAGER, 0, 4001, 1e-6, 2e9},
+                      {OP_ALL_TO_ALL, LINK_PATH_RENDEZVOUS, 4001, 0, 10e-6, 5e9}};
+    cal_msg_predict(fit, 3, c, 4);
+    CHECK_REL(c[0].seconds, 3e-6, 1e-12);
+    CHECK_REL(c[1].seconds, 2 * (1e-6 + 4000 / 2e9), 1e-12); /* 4000 <= L: eager */
+    CHECK_REL(c[2].seconds, 23.2e-6, 1e-12);
+    CHECK_REL(c[3].seconds, 26.4e-6, 1e-12);
+    CHECK(c[0].iqr == 0 && c[3].iqr == 0);
+}
+
 /* A host whose all-to-all has per-message fits only: eager [0, 4000) 1 us + b / 1 GB/s, rendezvous [4000, no end)
  * 3 us + b / 2 GB/s. */
 static GpuSpec host_msgs(void)
@@ -111,6 +141,10 @@ static void test_routed_messages(void)
     CHECK_REL(p->coll[CO_EP_DISPATCH_FWD].time_s, 8.096e-6, 1e-12);
     CHECK_REL(p->coll[CO_EP_COMBINE_BWD].exposed_s, 8.096e-6, 1e-12);
     CHECK(p->coll[CO_EP_COMBINE_FWD].time_s == before); /* no calls measured: the plan's */
+    /* one rank's row (run_rank_ep_times, every rank's report): 3 us a call x its 2 calls a step; none: the plan's */
+    CHECK_REL(plan_ep_routed_time(p, EPR_DISPATCH_BWD, 3e-6), 6e-6, 1e-12);
+    CHECK(plan_ep_routed_time(p, EPR_COMBINE_FWD, 0) == before);
+    CHECK(plan_ep_routed_time(p, EPR_COUNTS, 3e-6) == 0); /* the counts: no payload row */
     /* without per-message fits: -1 */
     g.nlink_fit = 0;
     CHECK(plan_a2a_peers_s(&g, to, from, 2, 2, 0) == -1);
@@ -120,6 +154,7 @@ static void test_routed_messages(void)
 int main(void)
 {
     RUN(test_fit_messages);
+    RUN(test_msg_figures);
     RUN(test_routed_messages);
     return test_summary();
 }

@@ -375,16 +375,92 @@ static void test_per_message(void)
         CHECKF(fabs(r[k].fit.lat / 5e-6 - 1) < 1e-5, "range %d: latency %g", k, r[k].fit.lat);
         CHECKF(fabs(r[k].fit.bw / 1.25e9 - 1) < 1e-5, "range %d: bandwidth %g", k, r[k].fit.bw);
     }
+    /* judged per protocol (cal_msg_figures) at 4 x 3 = 12 calls a size: message bytes over summed call times, the
+     * script's constant times an iqr of 0. Eager: 16 + 62 + 250 + 500 + 1000 = 1,828 B over 5 x 5 us + 1,828 B /
+     * 1.25 GB/s = 26.4624 us: 69.079 MB/s; rendezvous: 1001 + 2000 + 4000 + 4096 + 16000 = 27,097 B over 25 us +
+     * 21.6776 us = 46.6776 us: 580.51 MB/s */
+    CHECK(cal.a2a_judged && cal.a2a_reps == 12);
+    CHECKF(fabs(cal.a2a_bw[0] / (1828 / 26.4624e-6) - 1) < 1e-5, "eager %g", cal.a2a_bw[0]);
+    CHECKF(fabs(cal.a2a_bw[1] / (27097 / 46.6776e-6) - 1) < 1e-5, "rendezvous %g", cal.a2a_bw[1]);
+    CHECK(cal.a2a_iqr[0] == 0 && cal.a2a_iqr[1] == 0);
     /* the ten sweeps' four buffers and the per-message sweep's four, each given back */
     CHECK_EQ_INT(rec.allocs, 8);
     CHECK_EQ_INT(rec.frees, 8);
     cpu->destroy(cpu);
 }
 
+/* A noisy clock: each size's 9 calls (1 warm-up, 8 timed) at the script's time x noise[call % 9]. With two slow
+ * calls {5 (warm-up), 1, 1, 1, 1.5, 1, 1, 1.5, 1} the 8 timed sort 1 1 1 1 1 1 1.5 1.5: median 1, q1 = 1 of the
+ * lower 4, q3 = (1 + 1.5) / 2 = 1.25 of the upper 4, iqr 0.25 / 1 = 25 %, past cal_iqr_max(8) = 15.2 %: the
+ * profile's eager figure is NOISY. With one slow call (1.5 at the end only), q3 = 1: iqr 0, it holds. A re-measure
+ * (the same sizes, all calls 1.2x slower) drifts by 1 / 1.2 - 1 = -16.7 %: past +-10 %. */
+static double noise[9];
+static int noise_calls;
+static Status s_a2a_noisy(Comm *c, CollectiveId id, Backend *bk, const void *send, const uint64_t *sc, void *recv,
+                          const uint64_t *rc, Dtype dt, Err *e)
+{
+    const double before = c->stats[id].seconds;
+    Status st = s_a2a(c, id, bk, send, sc, recv, rc, dt, e);
+    c->stats[id].seconds = before + (c->stats[id].seconds - before) * noise[noise_calls++ % 9];
+    return st;
+}
+static void noisy_sweep(const double *f, CalSweep *s, Calibration *cal)
+{
+    Err e;
+    Backend *cpu = NULL;
+    if (backend_cpu_create(&cpu, &e)) {
+        CHECKF(0, "%s", e.msg);
+        return;
+    }
+    Comm c;
+    fake_comm(&c, "mpi", 0);
+    c.all_to_all_v = s_a2a_noisy;
+    memcpy(noise, f, sizeof noise), noise_calls = 0;
+    const uint64_t sizes[4] = {100, 1000, 1001, 4000}; /* L = 1000: two eager, two rendezvous */
+    Status st = calibrate_msg_sweep(cpu, &c, sizes, 4, 8, s, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    CHECK_EQ_INT(noise_calls, 36);
+    memset(cal, 0, sizeof *cal);
+    cal->reps = 7, cal->eager_limit = 1000, cal->a2a_reps = 8;
+    cal->a2a_judged = !cal_msg_figures(s->pt, s->n, 1000, 2, cal->a2a_bw, cal->a2a_iqr);
+    cal->rate[CAL_PATH_FP8] = cal->rate[CAL_PATH_BF16] = cal->rate[CAL_PATH_FP32] = 1e9; /* the rest: steady */
+    cal->mem_bw = cal->elem_bw = cal->scaled_optim_bw = 1e9;
+    cpu->destroy(cpu);
+}
+static void test_msg_judged(void)
+{
+    static CalSweep s;
+    static Calibration cal, again;
+    CalJudge j;
+    const double two_slow[9] = {5, 1, 1, 1, 1.5, 1, 1, 1.5, 1}, one_slow[9] = {5, 1, 1, 1, 1, 1, 1, 1, 1.5};
+    noisy_sweep(two_slow, &s, &cal);
+    CHECK(cal.a2a_judged && s.n == 4);
+    CHECKF(fabs(s.pt[0].iqr - 0.25) < 1e-6, "iqr %g", s.pt[0].iqr); /* through a float: 1e-6 */
+    /* every point 25 %: the eager figure's iqr, weighted by the points' times, 25 % too */
+    CHECKF(fabs(cal.a2a_iqr[0] - 0.25) < 1e-6 && fabs(cal.a2a_iqr[1] - 0.25) < 1e-6, "%g %g", cal.a2a_iqr[0],
+           cal.a2a_iqr[1]);
+    CHECK(cal_judge(&cal, NULL, &j) == 2 && j.noisy == 2 && j.worst_noisy >= CAL_FIG_A2A_EAGER);
+    CHECK_REL(j.bound[CAL_FIG_A2A_EAGER], cal_iqr_max(8), 1e-15);
+    noisy_sweep(one_slow, &s, &cal);
+    CHECK(cal.a2a_iqr[0] == 0 && cal.a2a_iqr[1] == 0);
+    CHECK(cal_judge(&cal, NULL, &j) == 0);
+    const double slower[9] = {1.2, 1.2, 1.2, 1.2, 1.2, 1.2, 1.2, 1.2, 1.2};
+    noisy_sweep(slower, &s, &again);
+    CHECK(cal_judge(&cal, &again, &j) == 2 && j.drifted == 2 && j.noisy == 0);
+    CHECKF(fabs(j.drift[CAL_FIG_A2A_EAGER] - (1 / 1.2 - 1)) < 1e-6, "drift %g", j.drift[CAL_FIG_A2A_EAGER]);
+    /* not measured in the profile (one rank): skipped, whatever the re-measure says */
+    cal.a2a_judged = 0;
+    CHECK(cal_judge(&cal, &again, &j) == 0 && j.skip[CAL_FIG_A2A_EAGER] && j.skip[CAL_FIG_A2A_RNDV]);
+    /* measured in the profile, missing in the re-measure: drifted, never a pass */
+    cal.a2a_judged = 1, again.a2a_judged = 0;
+    CHECK(cal_judge(&cal, &again, &j) == 2 && j.drifted == 2);
+}
+
 int main(void)
 {
     RUN(test_every_op);
     RUN(test_per_message);
+    RUN(test_msg_judged);
     RUN(test_mpi_ranks);
     RUN(test_nccl_together);
     RUN(test_reps_capped);
