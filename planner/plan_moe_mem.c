@@ -255,12 +255,17 @@ void moe_held(const PlanInput *in, const Geo *g, uint32_t stage, Ck *ck, Held *o
 /* With several micro-batches in flight (PP) under per-tensor FP8, each keeps the scale_inv its saved FP8 inputs
  * were cast with while later forwards recast the bank's, held the whole step: as plan_mem.c, 4 B x LIN_COUNT per
  * in-flight layer, and in a MoE layer 4 B for each local expert's FC1 and FC2 input; this executor (--stack
- * fp8plan) recomputes the experts' outputs in the backward at ep 1 and keeps FC2's input scale for that too. */
+ * fp8plan) recomputes the experts' outputs in the backward at ep 1 and keeps FC2's input scale for that too.
+ * At pp 1 the bank's scale_inv stay the forward's until the backward (the update moves only the scales), so the
+ * one scale kept is that one, and only under delayed scaling (whose update after the forward moves it). */
 static uint64_t pp_saved_scales(const PlanInput *in, const Geo *g, const Held *hd, uint64_t f8e, Ck *ck)
 {
-    if (g->pp == 1 || !f8e || in->recipe->act_gran != GRAN_TENSOR) return 0;
+    if (!f8e || in->recipe->act_gran != GRAN_TENSOR) return 0;
     const MoeGeo *x = &g->x;
-    uint64_t per = 2 + (in->fusion == FUSE_FP8PLAN && x->ep == 1);
+    int recompute = in->fusion == FUSE_FP8PLAN && x->ep == 1;
+    if (g->pp == 1)
+        return recompute && in->recipe->scaling == SCALING_DELAYED ? ck_mul3(ck, hd->units[XK_MOE], x->El, 4) : 0;
+    uint64_t per = 2 + (uint64_t)recompute;
     uint64_t b = ck_mul(ck, ck_add(ck, hd->units[XK_DENSE], hd->units[XK_MOE]), 4 * LIN_COUNT);
     return ck_add(ck, b, ck_mul3(ck, hd->units[XK_MOE], ck_mul(ck, x->El, per), 4));
 }

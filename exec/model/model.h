@@ -231,7 +231,8 @@ typedef struct {
                          inputs were cast with (exec/model/model_pp.c) */
     float *pp_xesc;    /* PP, FP8 experts: (slots, MoE layers, n, E/ep) each expert's FC1 and FC2 saved input
                           scale_inv and (ep 1, n 3) the scale FC2's input was cast with, for the backward's
-                          recomputed expert outputs (exec/model/model_pp.c model_pp_expert_scales) */
+                          recomputed expert outputs (exec/model/model_pp.c model_pp_expert_scales); at pp 1,
+                          ep 1 under delayed scaling (1, MoE layers, 1, E) that scale alone */
 } ModelActs;
 
 /* Phases of the step whose working buffers share memory (arena overlay). */

@@ -368,7 +368,8 @@ static inline LayerActs *model_la(Model *m, uint32_t l)
 static inline int32_t *model_tok(Model *m) { return m->act.tokens + (uint64_t)m->slot * model_tokens(m); }
 /* The stage, its layers and the micro-batches in flight from the plan (pp 1: all, one). */
 void model_pp_stage(const Plan *p, Model *m);
-/* PP's working memory (transient): with FP8, the saved inputs' scale_inv per slot; nothing at pp 1. */
+/* PP's working memory (transient): with FP8, the saved inputs' scale_inv per slot; at pp 1 only, under delayed
+ * scaling at ep 1, the scale each expert's FC2 input was cast with (the backward's recompute). */
 void model_pp_layout(Model *m, int bind, ArenaSpecs *sp);
 /* What the executor's PP needs of a plan (ST_OK at pp 1). */
 Status model_pp_check(const Plan *p, Err *e);
@@ -382,9 +383,9 @@ static inline float *model_saved_sinv(Model *m, uint32_t l, LinearKind k)
     if (!m->act.pp_xsinv) return m->sc.fwd.scale_inv + model_slot_x(m, l, k);
     return m->act.pp_xsinv + ((uint64_t)m->slot * m->spec.layers + l) * LIN_COUNT + k;
 }
-/* PP with per-tensor FP8 experts: MoE block l's per-expert scales (E/ep floats) of the slot's micro-batch,
- * as its forward cast them: which 0 FC1's input scale_inv, 1 FC2's input scale_inv, 2 (ep 1) FC2's input
- * scale; NULL at pp 1 (the bank's serve). */
+/* Per-tensor FP8 experts: MoE block l's per-expert scales (E/ep floats) of the slot's micro-batch, as its
+ * forward cast them: which 0 FC1's input scale_inv, 1 FC2's input scale_inv, 2 (ep 1) FC2's input scale;
+ * NULL where the bank's serve (at pp 1 all but 2, and 2 too under current scaling). */
 float *model_pp_expert_scales(Model *m, uint32_t l, int which);
 /* d(mean loss)/d(one token's loss) (model_step.c). */
 float model_dloss(const Model *m);

@@ -14,8 +14,9 @@
  * parallelism) the local experts on the rows dispatched to them. The
  * forward saves only the transposed FP8 inputs (q_xin, q_xh); the backward's
  * recomputed expert output (for the combine weights' gradient) casts the
- * activation's output again with the bank's scale (on pipeline stages the
- * micro-batch's own forward scale, kept per slot: model_pp_expert_scales). The router stays in the activation dtype (Megatron
+ * activation's output again with the scale the forward cast it with (the
+ * micro-batch's own, kept per slot: model_pp_expert_scales; the bank's where
+ * nothing moved it, current scaling on one rank). The router stays in the activation dtype (Megatron
  * keeps it out of FP8). The deepseek-v3 recipe's block-scaled experts are
  * model_moe_block.c's. */
 #include <stdlib.h>
@@ -52,8 +53,8 @@ MoeF8 model_moe_f8_tokens(Model *m, uint32_t l)
  * (cols, rows)) or, with cnt NULL, the local experts' equal weights (n, cols) one after the other (the
  * transposed copies (cols, n) likewise). Slot slot0 + g; record 1: the forward's cast (current scaling
  * measures the amax first; delayed records it into history row 0), 0: the scale as it is. With sc
- * non-NULL (record 0) expert g is cast with sc[g] and its scale_inv written to si[g] instead of the
- * bank's (pipeline stages: a micro-batch's own, model_pp_expert_scales). */
+ * non-NULL (record 0) expert g is cast with sc[g] instead of the bank's scale, with si non-NULL its
+ * scale_inv written to si[g] instead of the bank's (a micro-batch's own: model_pp_expert_scales). */
 static Status cast_experts_at(Model *m, const MoeF8 *v, ScalingBank *b, uint32_t slot0, const int32_t *cnt, uint64_t n,
                               const void *in, Dtype dt, uint64_t cols, uint8_t *row, uint8_t *col, int record,
                               const float *sc, float *si, Err *e)
@@ -81,7 +82,7 @@ static Status cast_experts_at(Model *m, const MoeF8 *v, ScalingBank *b, uint32_t
                       .out_col = col ? col + (cnt ? r0 : r0 * cols) : NULL,
                       .col_ld = cnt && col ? R : 0,
                       .scale = sc ? sc + g : b->scale + s,
-                      .scale_inv = sc ? si + g : b->scale_inv + s,
+                      .scale_inv = si ? si + g : b->scale_inv + s,
                       .amax = record && m->recipe.scaling != SCALING_CURRENT ? h0 : NULL};
         if (!st) st = bk->cast_transpose(bk, &c, e);
     }
@@ -211,8 +212,9 @@ Status model_moe_fp8_recompute(Model *m, uint32_t l, const MoeF8 *v, ModelParam 
     /* the activation's output again (into dh2, free until FC2's dgrad), cast with the forward's scales
      * (not recorded) into d_qrow (free until the output gradient's cast) */
     Status st = model_act_fwd(m, v->rows, Fe, v->x_fc1, v->dh2, e);
-    /* pipeline stages: with the micro-batch's own scale (later forwards recast the bank's), its scale_inv
-     * written again where it was kept (1/scale: the same value) */
+    /* with the micro-batch's own forward scale (delayed updates and, on pipeline stages, later forwards move
+     * the bank's), its scale_inv written again where it was kept (1/scale: the same value; at pp 1 the bank's
+     * slot, which the forward's cast wrote and only a cast writes) */
     const float *sc = model_pp_expert_scales(m, l, 2);
     float *si = model_pp_expert_scales(m, l, 1);
     if (!st) st = cast_experts_at(m, v, fb, x2, cnt, 0, v->dh2, m->act_dtype, Fe, v->d_qrow, NULL, 0, sc, si, e);

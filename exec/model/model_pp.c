@@ -28,7 +28,8 @@
  * cast at that forward's scale: the one difference from one rank's order).
  * The routed experts keep theirs likewise (pp_xesc: each expert's FC1 and FC2
  * input scale_inv, and at ep 1 FC2's input scale, with which the backward casts
- * the recomputed expert outputs as the forward did). */
+ * the recomputed expert outputs as the forward did; at pp 1 under delayed
+ * scaling that scale alone: the update after the forward moves it). */
 #include "exec/model/model_internal.h"
 
 #include <time.h>
@@ -73,25 +74,30 @@ static uint32_t moe_first(const Model *m)
     uint32_t d0 = m->spec.dense_layers > m->layer0 ? m->spec.dense_layers - m->layer0 : 0;
     return d0 < m->spec.layers ? d0 : m->spec.layers;
 }
-static uint32_t expert_scales(const Model *m) { return 2 + (m->ep == 1); }
+static uint32_t expert_scales(const Model *m) { return m->pp == 1 ? 1 : 2 + (m->ep == 1); }
 
 void model_pp_layout(Model *m, int bind, ArenaSpecs *sp)
 {
-    if (m->pp == 1 || !recipe_fp8_gemm(&m->recipe) || !dtype_is_fp8(m->recipe.saved_input)) return;
-    arena_add(sp, MT_TRANSIENT, DT_FP32, (uint64_t)m->slots * m->spec.layers * LIN_COUNT,
-              bind ? &m->act.pp_xsinv : NULL, "pp_saved_scale_inv", -1);
+    if (!recipe_fp8_gemm(&m->recipe) || !dtype_is_fp8(m->recipe.saved_input)) return;
+    if (m->pp > 1)
+        arena_add(sp, MT_TRANSIENT, DT_FP32, (uint64_t)m->slots * m->spec.layers * LIN_COUNT,
+                  bind ? &m->act.pp_xsinv : NULL, "pp_saved_scale_inv", -1);
     const uint32_t nmoe = m->spec.experts ? m->spec.layers - moe_first(m) : 0;
     if (!nmoe || exec_block_scaled(&m->recipe)) return; /* per-tensor banks only (deepseek-v3 refuses --pp) */
+    /* pp 1: the bank's scale_inv stay the forward's until the backward (the update moves only the scales);
+     * the scale FC2's input was cast with is kept where the update after the forward moves it (delayed) and
+     * the backward recomputes the experts' outputs (ep 1) */
+    if (m->pp == 1 && (m->ep > 1 || m->recipe.scaling != SCALING_DELAYED)) return;
     arena_add(sp, MT_TRANSIENT, DT_FP32, (uint64_t)m->slots * nmoe * expert_scales(m) * (m->spec.experts / m->ep),
               bind ? &m->act.pp_xesc : NULL, "pp_expert_scales", -1);
 }
 
 float *model_pp_expert_scales(Model *m, uint32_t l, int which)
 {
-    if (!m->act.pp_xesc) return NULL;
+    if (!m->act.pp_xesc || (m->pp == 1 && which != 2)) return NULL;
     const uint64_t E = m->spec.experts / m->ep, n = expert_scales(m),
                    blk = (uint64_t)m->slot * (m->spec.layers - moe_first(m)) + (l - moe_first(m));
-    return m->act.pp_xesc + (blk * n + (uint64_t)which) * E;
+    return m->act.pp_xesc + (blk * n + (m->pp == 1 ? 0 : (uint64_t)which)) * E;
 }
 
 static double now_s(void)

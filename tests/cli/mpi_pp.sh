@@ -275,9 +275,10 @@ expect_err "a 1 + 2 split's checkpoint resumed as 2 + 1: the layers" "checkpoint
 # the micro-batches' amaxes in one rank's order (forwards 0, 1, ... after each forward, backwards likewise), so
 # every activation and gradient cast uses one rank's scale. Current scaling (each scale from its own tensor)
 # reproduces one rank bit for bit; delayed scaling differs where a backward reads a weight's FP8 copy cast at a
-# later forward's scale (stage 0's backward of micro-batch i after forward i + 1) and, on one rank at ep 1, where
-# its recomputed expert outputs take the bank's updated scale: E4M3 re-roundings, so 2 x 2^-4 = 2^-3 (each run's
-# casts off the exact values by at most 2^-4 in their own direction), as for EP; at pp 2 x ep 2 the same bound.
+# later forward's scale (stage 0's backward of micro-batch i after forward i + 1): E4M3 re-roundings, so
+# 2 x 2^-4 = 2^-3 (each run's casts off the exact values by at most 2^-4 in their own direction), as for EP; at
+# pp 2 x ep 2 the same bound. (One rank's recomputed expert outputs are cast with the forward's own scale too, kept
+# where the update after the forward moves the bank's; with one micro-batch a step, below, nothing differs.)
 for rec in te-fp8-current te-fp8; do
     R="run --catalog $cat $MIX --recipe $rec --mbs 1 --gbs 4 --quiet --steps 5"
     run $R --loss-log "$TMP/f8one.csv"
@@ -297,6 +298,14 @@ for rec in te-fp8-current te-fp8; do
         fi
     done
 done
+# te-fp8 with one micro-batch a step: no later forward recasts a weight before a backward, so pp 2 is one rank's
+# arithmetic and, the recomputed expert outputs cast with the forward's scale on both, its 5 losses bit for bit
+R="run --catalog $cat $MIX --recipe te-fp8 --mbs 1 --gbs 1 --quiet --steps 5"
+run $R --loss-log "$TMP/f8one.csv"
+mpi_run 2 "$FP8PLAN" $R --pp 2 --loss-log "$TMP/f8pp.csv"
+expect_rc "MoE te-fp8 pp 2, one micro-batch a step: exit 0" 0
+moe_within "MoE te-fp8 pp 2, one micro-batch a step: the one rank's losses bit for bit" "$TMP/f8one.csv" \
+    "$TMP/f8pp.csv" 0 5
 # the DeepSeek-style tiny-ds (its first layer dense, a shared expert, a sigmoid router) split 1 + 2 under
 # te-fp8-current: stage 0 holds the dense layer alone, 2 micro-batches x 1 layer x 4 linears x 4 B = 32 B of saved
 # scales and no expert's (its transient 65,568 B planned and held); stage 1's MoE layers are indexed from the

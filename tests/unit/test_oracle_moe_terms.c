@@ -479,7 +479,8 @@ static void test_dualpipe_embedding_masks(void)
  * the last stage's, and at pp 1 the 512 x 1000 x 6 = 3,072,000 B loss is below the MoE layer's working set), so
  * stage 0's transient at pp 2 less pp 1's is
  *   TE's stack, ep 1:  4 x 16 + 2 x 8 experts x 2 x 4 = 64 + 128 = 192 B
- *   fp8plan, ep 1:     4 x 16 + 2 x 8 x 3 x 4        = 64 + 192 = 256 B
+ *   fp8plan, ep 1:     4 x 16 + 2 x 8 x 3 x 4        = 64 + 192 = 256 B, less pp 1's own 3 MoE layers x 8
+ *                      experts x 4 B = 96 B of FC2 input scales (test_one_rank_fp8_recompute_scale): 160 B
  *   fp8plan, ep 2 (dp 2; 4 local experts, no recompute there): 4 x 16 + 2 x 4 x 2 x 4 = 64 + 64 = 128 B
  * and the BF16 recipe keeps none: 0 B. */
 static void test_pp_fp8_saved_scales(void)
@@ -492,7 +493,7 @@ static void test_pp_fp8_saved_scales(void)
         int fp8, fusion;
         uint32_t ep;
         uint64_t extra;
-    } rows[] = {{1, FUSE_TE, 1, 192}, {1, FUSE_FP8PLAN, 1, 256}, {1, FUSE_FP8PLAN, 2, 128}, {0, FUSE_FP8PLAN, 1, 0}};
+    } rows[] = {{1, FUSE_TE, 1, 192}, {1, FUSE_FP8PLAN, 1, 160}, {1, FUSE_FP8PLAN, 2, 128}, {0, FUSE_FP8PLAN, 1, 0}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         PlanInput in = fx_input(&m, &g, rows[i].fp8 ? &te : &bf);
         in.fusion = (KernelFusion)rows[i].fusion, in.ep = rows[i].ep, in.dp = rows[i].ep, in.gbs = 4 * rows[i].ep;
@@ -503,6 +504,36 @@ static void test_pp_fp8_saved_scales(void)
         if (!build(&in, &p)) return;
         CHECK_EQ_U64(p.stage, 0);
         CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes - t1, rows[i].extra);
+    }
+}
+
+/* One rank (pp 1) under delayed scaling: the update after the forward moves the scale FC2's input was cast
+ * with before the backward recomputes the experts' outputs (this executor, --stack fp8plan, ep 1), so each
+ * local expert's forward scale is kept, 4 B per expert and MoE layer; the bank's scale_inv stay the forward's
+ * (only a cast writes them), so nothing else. ox_moe with 4 layers (the first dense), pp 1: 3 MoE layers x 8
+ * experts x 4 B = 96 B beyond the same plan under current scaling (whose scale nothing moves before the
+ * backward). TE's stack recomputes nothing (0 B); at ep 2 (dp 2) the token side keeps the outputs (0 B). */
+static void test_one_rank_fp8_recompute_scale(void)
+{
+    ModelSpec m = ox_moe(512);
+    m.layers = 4;
+    GpuSpec g = fx_gpu();
+    Recipe dl = fx_te_recipe("te", 0), cur = fx_te_recipe("te-cur", 0);
+    cur.scaling = SCALING_CURRENT;
+    static const struct {
+        int fusion;
+        uint32_t ep;
+        uint64_t extra;
+    } rows[] = {{FUSE_FP8PLAN, 1, 96}, {FUSE_TE, 1, 0}, {FUSE_FP8PLAN, 2, 0}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        PlanInput in = fx_input(&m, &g, &cur);
+        in.fusion = (KernelFusion)rows[i].fusion, in.ep = rows[i].ep, in.dp = rows[i].ep, in.gbs = 4 * rows[i].ep;
+        Plan p;
+        if (!build(&in, &p)) return;
+        uint64_t tc = p.mem[MT_TRANSIENT].bytes;
+        in.recipe = &dl;
+        if (!build(&in, &p)) return;
+        CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes - tc, rows[i].extra);
     }
 }
 
@@ -525,5 +556,6 @@ int main(void)
     RUN(test_fractional_rows_round_up);
     RUN(test_dualpipe_embedding_masks);
     RUN(test_pp_fp8_saved_scales);
+    RUN(test_one_rank_fp8_recompute_scale);
     return test_summary();
 }
