@@ -109,11 +109,15 @@ static double call(const PlanInput *in, const Geo *g, CommOp op, Dtype dt, uint6
     return plan_coll_time(in, op, dt, g->tp, 1, S, ck, NULL, NULL);
 }
 
+/* An op with no calls adds +0.0 (a call's time is finite: plan_validate wants positive bandwidths), so it is
+ * not timed: a middle stage, which has none, times nothing. */
 static double calls_s(const PlanInput *in, const Geo *g, VocabCalls v, uint64_t S, Ck *ck)
 {
     Dtype dt = in->recipe->comm_tp_rs;
-    return (double)v.ar * call(in, g, OP_ALL_REDUCE, dt, S, ck) + (double)v.ag * call(in, g, OP_ALL_GATHER, dt, S, ck) +
-           (double)v.rs * call(in, g, OP_REDUCE_SCATTER, dt, S, ck);
+    double ar = v.ar ? (double)v.ar * call(in, g, OP_ALL_REDUCE, dt, S, ck) : 0;
+    double ag = v.ag ? (double)v.ag * call(in, g, OP_ALL_GATHER, dt, S, ck) : 0;
+    double rs = v.rs ? (double)v.rs * call(in, g, OP_REDUCE_SCATTER, dt, S, ck) : 0;
+    return ar + ag + rs;
 }
 
 void plan_vocab_time(const PlanInput *in, const Geo *g, int first, int last, double *fwd, double *bwd)
