@@ -213,7 +213,14 @@ uint64_t plan_bus_bytes(CommOp op, uint64_t n, uint64_t S, Ck *ck);
  * TP-replicated parameters' gradients (plan_comm_vocab.c); their seconds per micro-batch on a stage holding
  * the embedding (first) and/or the head (last), forward and backward, all on the critical path. */
 void plan_comm_vocab(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
-void plan_vocab_time(const PlanInput *in, const Geo *g, int first, int last, double *fwd, double *bwd);
+/* Seconds of one call over the TP group of the vocabulary-parallel all-reduce, all-gather and reduce-scatter
+ * ([tok, h]) and of the loss's all-reduce ([tok] FP32), timed once per plan: 0 for an op no stage calls. */
+typedef struct {
+    double ar, ag, rs, loss;
+} VocabCallT;
+void plan_vocab_call_times(const PlanInput *in, const Geo *g, VocabCallT *vt);
+void plan_vocab_time(const PlanInput *in, const Geo *g, const VocabCallT *vt, int first, int last, double *fwd,
+                     double *bwd);
 /* The collectives of a MoE / MLA / MTP model that differ from a dense model's (plan_moe_comm.c). */
 void moe_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
 /* What one GPU holds of the stages (s, and pp - 1 - s with DualPipe): plan_moe_mem.c. */

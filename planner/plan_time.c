@@ -178,8 +178,8 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
 
 /* One micro-batch through a stage with n[k] layers of each kind (dense models: kind 0 only) and `mtp`
  * multi-token-prediction depths (their layers are in n; here their projection, norms, head and loss). */
-static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const LayerT *L, const uint64_t *n, int first,
-                    int last, uint64_t mtp)
+static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const VocabCallT *vt, const LayerT *L,
+                    const uint64_t *n, int first, int last, uint64_t mtp)
 {
     StageT s;
     memset(&s, 0, sizeof s);
@@ -205,7 +205,7 @@ static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const 
      * again, the reduce-scatter of dK, dV) */
     s.fwd += s.cp / 3, s.bwd += s.cp * 2 / 3;
     double vf, vb; /* TP: vocabulary-parallel embedding, LM head and loss collectives, exposed */
-    plan_vocab_time(in, g, first, last, &vf, &vb);
+    plan_vocab_time(in, g, vt, first, last, &vf, &vb);
     s.fwd += vf, s.bwd += vb, s.tp += vf + vb;
     if (first) { /* embedding gather, and its scatter-add in backward */
         s.fwd += maxd(tok * h * 4 * ib, in->launch_s);
@@ -290,6 +290,8 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     TimeBreakdown *tb = &p->time;
     GemmGpu gg;
     gemm_gpu_init(in, &gg);
+    VocabCallT vt;
+    plan_vocab_call_times(in, g, &vt);
     LayerT L[XK_COUNT];
     const MoeGeo *x = &g->x;
     if (x->on) {
@@ -310,12 +312,13 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
         nl[mtk] += mtp;
         if (one) nf[mtk] += mtp;
     }
-    StageT sf = stage(in, g, &gg, L, nf, 1, one, one ? mtp : 0), sl = one ? sf : stage(in, g, &gg, L, nl, 0, 1, mtp);
-    StageT smid = g->pp > 2 ? stage(in, g, &gg, L, nm, 0, 0, 0) : sf;
+    StageT sf = stage(in, g, &gg, &vt, L, nf, 1, one, one ? mtp : 0),
+           sl = one ? sf : stage(in, g, &gg, &vt, L, nl, 0, 1, mtp);
+    StageT smid = g->pp > 2 ? stage(in, g, &gg, &vt, L, nm, 0, 0, 0) : sf;
     if (x->on && g->pp > 3) { /* the middle stages differ when the first layers are dense: the slower of 1 and pp-2 */
         uint64_t n1[XK_COUNT];
         moe_stage_kinds(in, g, 1, &n1[0], &n1[1]);
-        StageT s1 = stage(in, g, &gg, L, n1, 0, 0, 0);
+        StageT s1 = stage(in, g, &gg, &vt, L, n1, 0, 0, 0);
         if (s1.fwd + s1.bwd > smid.fwd + smid.bwd) smid = s1;
     }
     double tf = sf.fwd + sf.bwd, tl = sl.fwd + sl.bwd, tm = smid.fwd + smid.bwd;
