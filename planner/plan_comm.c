@@ -175,8 +175,9 @@ static uint64_t act_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t rows, uint6
 
 uint64_t plan_bus_bytes(CommOp op, uint64_t n, uint64_t S, Ck *ck) { return bus(op, n, S, ck); }
 
-double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S, Ck *ck,
-                      double *bw, double *lat)
+/* plan_coll_time, with the bus bytes of (op, n, S) when the caller has them (busb; NULL: counted here). */
+static double coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S,
+                        const uint64_t *busb, Ck *ck, double *bw, double *lat)
 {
     if (in->gpu->host && op == OP_ALL_TO_ALL) { /* per message, where the profile has those rows */
         double t = plan_a2a_call(in->gpu, n, S, bw, lat);
@@ -184,7 +185,13 @@ double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint
     }
     const LinkFit *fit = in->gpu->host ? plan_link_fit(in->gpu, op, dt, S) : NULL;
     if (fit) return plan_link_call(fit, op, n, S, bw, lat); /* the op's own measured fit */
-    return plan_coll_call(in, op, n, stride, (double)bus(op, n, S, ck), bw, lat);
+    return plan_coll_call(in, op, n, stride, (double)(busb ? *busb : bus(op, n, S, ck)), bw, lat);
+}
+
+double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S, Ck *ck,
+                      double *bw, double *lat)
+{
+    return coll_time(in, op, dt, n, stride, S, NULL, ck, bw, lat);
 }
 
 double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t stride, double b, double *bwo, double *lato)
@@ -234,7 +241,8 @@ void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint
     c->step_bytes = ck_mul(ck, c->bus_bytes, calls);
     c->bw = c->latency_s = c->time_s = 0;
     if (calls)
-        c->time_s = (double)calls * plan_coll_time(in, c->op, dt, ranks, stride, payload, ck, &c->bw, &c->latency_s);
+        c->time_s =
+            (double)calls * coll_time(in, c->op, dt, ranks, stride, payload, &c->bus_bytes, ck, &c->bw, &c->latency_s);
     c->exposed_s = c->time_s; /* plan_time decides what overlaps */
 }
 
