@@ -174,8 +174,13 @@ static inline uint64_t geo_layers(const Geo *g, uint32_t stage)
 {
     return stage == 0 ? g->Lf : stage == g->pp - 1 ? g->Ll : g->Lm;
 }
-/* The main-gradient dtype of a state set under the input's main_grad setting (FP8 gradients stay FP8). */
-Dtype plan_grad_dt(const PlanInput *in, Dtype recipe_dt);
+/* The main-gradient dtype of a state set under the input's main_grad setting (FP8 gradients stay FP8); inline:
+ * a plan asks it about a dozen times. */
+static inline Dtype plan_grad_dt(const PlanInput *in, Dtype recipe_dt)
+{
+    if (dt_fp8(recipe_dt) || recipe_dt == DT_NONE) return recipe_dt;
+    return in->main_grad == MAIN_GRAD_FP32 ? DT_FP32 : in->main_grad == MAIN_GRAD_BF16 ? DT_BF16 : recipe_dt;
+}
 void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a);
 /* Parts of plan_layer_act, added into *a: the input a linear saves for its weight gradient ([rows, cols] in the
  * recipe's saved dtype: FP8 + block scales into a->fp8, else into *hp); standard attention (norm1, Q/K/V, flash
