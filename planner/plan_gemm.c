@@ -57,6 +57,7 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
     gg->sm_rate16 = r16 * typ16 * (1.0 + gg->k0_16 / K_REF) * gg->inv_sms;
     gg->sm_rate8 = r8 * typ8 * (1.0 + gg->k0_8 / K_REF) * gg->inv_sms;
     gg->inv_hbm = 1.0 / gpu_mem_bw(gp, in->eff_hbm);
+    gg->inv_elem = 1.0 / gpu_elem_bw(gp, in->eff_hbm);
     gg->launch = in->launch_s;
 }
 

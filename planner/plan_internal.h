@@ -295,8 +295,9 @@ typedef struct {
     double inv_sms, sms;
     uint32_t tm_sh, tn_sh; /* log2 of the tile sides */
     double k0_16, k0_8;
-    double inv_hbm; /* s per byte at the achieved HBM bandwidth */
-    double launch;  /* floor of one kernel, s */
+    double inv_hbm;  /* s per byte at the achieved HBM bandwidth */
+    double inv_elem; /* s per byte of the element-wise kernels (gpu_elem_bw) */
+    double launch;   /* floor of one kernel, s */
 } GemmGpu;
 void gemm_gpu_init(const PlanInput *in, GemmGpu *gg);
 /* Seconds for `batch` independent C[M,N] = A[M,K] B[K,N] with operands of in_bytes (1 or 2) and

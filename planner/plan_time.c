@@ -183,7 +183,7 @@ static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const 
 {
     StageT s;
     memset(&s, 0, sizeof s);
-    double tok = (double)g->tok, h = (double)g->h, ib = 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm);
+    double tok = (double)g->tok, h = (double)g->h, ib = gg->inv_elem;
     for (int k = 0; k < XK_COUNT; k++) {
         if (!n[k]) continue; /* dense models: kind 0 only */
         const LayerT *l = &L[k];
