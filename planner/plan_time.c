@@ -127,14 +127,22 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     /* a row-wise-scaled forward GEMM runs PyTorch's CUTLASS kernel, slower than cuBLASLt's (arch.c) */
     double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
     uint64_t tok = g->tok;
-    double gf[LIN_COUNT], dg[LIN_COUNT], wg[LIN_COUNT];
+    double fp[LIN_COUNT], gf[LIN_COUNT], dg[LIN_COUNT], wg[LIN_COUNT];
     memset(L, 0, sizeof *L);
+    for (int i = 0; i < LIN_COUNT; i++) fp[i] = gemm_time(gg, tok, g->lin_rows[i], g->lin_cols[i], 1, f8, 2);
+    /* FC1 and FC2 of one output width (GeLU) are each other's transpose: at one precision, FC1's dgrad is the
+     * GEMM of FC2's forward ([tok x h x F/t]) and FC2's dgrad FC1's forward, timed there */
+    int fc_twins =
+        f8 == b8 && g->lin_rows[LIN_FC1] == g->lin_cols[LIN_FC2] && g->lin_cols[LIN_FC1] == g->lin_rows[LIN_FC2];
     for (int i = 0; i < LIN_COUNT; i++) {
         uint64_t N = g->lin_rows[i], K = g->lin_cols[i];
-        gf[i] = gemm_time(gg, tok, N, K, 1, f8, 2) * fslow;
+        gf[i] = fp[i] * fslow;
         L->gemm_f += gf[i];
         wg[i] = gemm_time(gg, N, K, tok, 1, b8, wout);
-        dg[i] = gemm_time(gg, tok, K, N, 1, b8, 2);
+        if (fc_twins && (i == LIN_FC1 || i == LIN_FC2))
+            dg[i] = fp[i == LIN_FC1 ? LIN_FC2 : LIN_FC1];
+        else
+            dg[i] = gemm_time(gg, tok, K, N, 1, b8, 2);
         L->gemm_b += dg[i] + wg[i];
         L->wg += wg[i];
     }
