@@ -30,12 +30,8 @@
 
 enum { K_REF = 2048, SPLIT_MIN_K = 256 };
 
-static uint32_t log2u(uint32_t x)
-{
-    uint32_t s = 0;
-    while ((1u << (s + 1)) <= x) s++;
-    return s;
-}
+/* floor(log2(x)), 0 for x <= 1: the highest set bit (no loop: gemm_gpu_init runs once per plan) */
+static uint32_t log2u(uint32_t x) { return x > 1 ? 31u - (uint32_t)__builtin_clz(x) : 0; }
 
 void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
 {
