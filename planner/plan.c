@@ -67,12 +67,6 @@ AttnImpl plan_attn_kernel(const PlanInput *in)
     }
 }
 
-Dtype plan_grad_dt(const PlanInput *in, Dtype recipe_dt)
-{
-    if (dt_fp8(recipe_dt) || recipe_dt == DT_NONE) return recipe_dt;
-    return in->main_grad == MAIN_GRAD_FP32 ? DT_FP32 : in->main_grad == MAIN_GRAD_BF16 ? DT_BF16 : recipe_dt;
-}
-
 double plan_state_bytes_per_param(const PlanInput *in, double *per)
 {
     StateSet s = in->recipe->gemm;

@@ -175,8 +175,9 @@ static uint64_t act_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t rows, uint6
 
 uint64_t plan_bus_bytes(CommOp op, uint64_t n, uint64_t S, Ck *ck) { return bus(op, n, S, ck); }
 
-double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S, Ck *ck,
-                      double *bw, double *lat)
+/* plan_coll_time, with the bus bytes of (op, n, S) when the caller has them (busb; NULL: counted here). */
+static double coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S,
+                        const uint64_t *busb, Ck *ck, double *bw, double *lat)
 {
     if (in->gpu->host && op == OP_ALL_TO_ALL) { /* per message, where the profile has those rows */
         double t = plan_a2a_call(in->gpu, n, S, bw, lat);
@@ -184,7 +185,13 @@ double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint
     }
     const LinkFit *fit = in->gpu->host ? plan_link_fit(in->gpu, op, dt, S) : NULL;
     if (fit) return plan_link_call(fit, op, n, S, bw, lat); /* the op's own measured fit */
-    return plan_coll_call(in, op, n, stride, (double)bus(op, n, S, ck), bw, lat);
+    return plan_coll_call(in, op, n, stride, (double)(busb ? *busb : bus(op, n, S, ck)), bw, lat);
+}
+
+double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S, Ck *ck,
+                      double *bw, double *lat)
+{
+    return coll_time(in, op, dt, n, stride, S, NULL, ck, bw, lat);
 }
 
 double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t stride, double b, double *bwo, double *lato)
@@ -220,8 +227,9 @@ double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t strid
     return best;
 }
 
-void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
-                   uint64_t payload, uint64_t calls, Ck *ck)
+/* Every field of plan_coll_set but the time (0): the collective, for its caller to time. */
+static Collective *coll_bytes(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
+                              uint64_t payload, uint64_t calls, Ck *ck)
 {
     Collective *c = &p->coll[id]; /* id, name, group and op come from blank[] */
     c->dtype = dt;
@@ -232,10 +240,36 @@ void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint
     c->bus_bytes = bus(c->op, ranks, payload, ck);
     c->calls = calls;
     c->step_bytes = ck_mul(ck, c->bus_bytes, calls);
-    c->bw = c->latency_s = c->time_s = 0;
-    if (calls)
-        c->time_s = (double)calls * plan_coll_time(in, c->op, dt, ranks, stride, payload, ck, &c->bw, &c->latency_s);
+    c->bw = c->latency_s = c->time_s = c->exposed_s = 0;
+    return c;
+}
+
+void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
+                   uint64_t payload, uint64_t calls, Ck *ck)
+{
+    Collective *c = coll_bytes(in, p, id, dt, ranks, stride, payload, calls, ck);
+    if (c->calls)
+        c->time_s = (double)c->calls *
+                    coll_time(in, c->op, dt, c->ranks, stride, payload, &c->bus_bytes, ck, &c->bw, &c->latency_s);
     c->exposed_s = c->time_s; /* plan_time decides what overlaps */
+}
+
+/* Two collectives of one op that make the same call (dtype, group, payload), each its own number of times (a
+ * layer's forward and backward reduce-scatters): as two plan_coll_set, the call timed once. */
+static void coll_set_twins(const PlanInput *in, Plan *p, CollectiveId a, CollectiveId b, Dtype dt, uint64_t ranks,
+                           uint64_t payload, uint64_t calls_a, uint64_t calls_b, Ck *ck)
+{
+    Collective *c[2] = {coll_bytes(in, p, a, dt, ranks, 1, payload, calls_a, ck),
+                        coll_bytes(in, p, b, dt, ranks, 1, payload, calls_b, ck)};
+    int timed = 0;
+    double t = 0, bw = 0, lat = 0;
+    for (int i = 0; i < 2; i++) {
+        if (!c[i]->calls) continue;
+        if (!timed) t = coll_time(in, c[i]->op, dt, c[i]->ranks, 1, payload, &c[i]->bus_bytes, ck, &bw, &lat);
+        timed = 1;
+        c[i]->bw = bw, c[i]->latency_s = lat;
+        c[i]->time_s = c[i]->exposed_s = (double)c[i]->calls * t;
+    }
 }
 
 void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
@@ -250,18 +284,18 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     uint64_t S_ag = act_bytes(ck, rc->comm_tp_ag, rc->act_gran, g->tok, h);
     uint64_t S_rs = act_bytes(ck, rc->comm_tp_rs, GRAN_TENSOR, g->tok, h);
     if (t > 1 && g->rep == 1) {
-        plan_coll_set(in, p, CO_TP_AR_FWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, full ? 4 : 2), ck);
-        plan_coll_set(in, p, CO_TP_AR_BWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, 2), ck);
+        coll_set_twins(in, p, CO_TP_AR_FWD, CO_TP_AR_BWD, rc->comm_tp_rs, t, S_rs,
+                       ck_mul(ck, per_layer_calls, full ? 4 : 2), ck_mul(ck, per_layer_calls, 2), ck);
     } else if (t > 1) {
         uint64_t f = full ? 4 : 2;
         plan_coll_set(in, p, CO_TP_AG_FWD, rc->comm_tp_ag, t, 1, S_ag, ck_mul(ck, per_layer_calls, f), ck);
-        plan_coll_set(in, p, CO_TP_RS_FWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, f), ck);
         /* backward gathers: 2 output gradients (comm_tp_rs dtype) + 2 saved-input re-gathers (comm_tp_ag) */
         uint64_t S_bag = ck_add(ck, S_rs, S_ag);
         plan_coll_set(in, p, CO_TP_AG_BWD, rc->comm_tp_rs == rc->comm_tp_ag ? rc->comm_tp_ag : DT_NONE, t, 1, S_bag / 2,
                       ck_mul(ck, per_layer_calls, 4), ck);
         p->coll[CO_TP_AG_BWD].payload_bytes = S_bag / 2; /* mean payload of the two kinds */
-        plan_coll_set(in, p, CO_TP_RS_BWD, rc->comm_tp_rs, t, 1, S_rs, ck_mul(ck, per_layer_calls, 2), ck);
+        coll_set_twins(in, p, CO_TP_RS_FWD, CO_TP_RS_BWD, rc->comm_tp_rs, t, S_rs, ck_mul(ck, per_layer_calls, f),
+                       ck_mul(ck, per_layer_calls, 2), ck);
     }
 
     plan_comm_vocab(in, g, p, ck); /* embedding, LM head, loss, TP-replicated gradients */

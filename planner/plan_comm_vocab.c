@@ -109,20 +109,37 @@ static double call(const PlanInput *in, const Geo *g, CommOp op, Dtype dt, uint6
     return plan_coll_time(in, op, dt, g->tp, 1, S, ck, NULL, NULL);
 }
 
-static double calls_s(const PlanInput *in, const Geo *g, VocabCalls v, uint64_t S, Ck *ck)
+/* Every op some stage calls: vocab_calls only adds calls for first or last, so a stage holding both ends calls
+ * each op any stage calls. */
+void plan_vocab_call_times(const PlanInput *in, const Geo *g, VocabCallT *vt)
 {
+    vt->ar = vt->ag = vt->rs = vt->loss = 0;
+    if (g->tp <= 1) return;
+    Ck ck = {0};
     Dtype dt = in->recipe->comm_tp_rs;
-    return (double)v.ar * call(in, g, OP_ALL_REDUCE, dt, S, ck) + (double)v.ag * call(in, g, OP_ALL_GATHER, dt, S, ck) +
-           (double)v.rs * call(in, g, OP_REDUCE_SCATTER, dt, S, ck);
+    uint64_t S = ck_mul3(&ck, g->tok, g->h, dt_bytes(dt));
+    VocabCalls f = vocab_calls(in, g, 1, 1, 1), b = vocab_calls(in, g, 1, 1, 0);
+    if (f.ar + b.ar) vt->ar = call(in, g, OP_ALL_REDUCE, dt, S, &ck);
+    if (f.ag + b.ag) vt->ag = call(in, g, OP_ALL_GATHER, dt, S, &ck);
+    if (f.rs + b.rs) vt->rs = call(in, g, OP_REDUCE_SCATTER, dt, S, &ck);
+    vt->loss = call(in, g, OP_ALL_REDUCE, DT_FP32, ck_mul(&ck, g->tok, 4), &ck);
 }
 
-void plan_vocab_time(const PlanInput *in, const Geo *g, int first, int last, double *fwd, double *bwd)
+/* An op with no calls adds +0.0 (a call's time is finite: plan_validate wants positive bandwidths). */
+static double calls_s(VocabCalls v, const VocabCallT *vt)
+{
+    double ar = v.ar ? (double)v.ar * vt->ar : 0;
+    double ag = v.ag ? (double)v.ag * vt->ag : 0;
+    double rs = v.rs ? (double)v.rs * vt->rs : 0;
+    return ar + ag + rs;
+}
+
+void plan_vocab_time(const PlanInput *in, const Geo *g, const VocabCallT *vt, int first, int last, double *fwd,
+                     double *bwd)
 {
     *fwd = *bwd = 0;
     if (g->tp <= 1) return;
-    Ck ck = {0};
-    uint64_t S = ck_mul3(&ck, g->tok, g->h, dt_bytes(in->recipe->comm_tp_rs));
-    *fwd = calls_s(in, g, vocab_calls(in, g, first, last, 1), S, &ck);
-    *bwd = calls_s(in, g, vocab_calls(in, g, first, last, 0), S, &ck);
-    if (last) *fwd += 3 * call(in, g, OP_ALL_REDUCE, DT_FP32, ck_mul(&ck, g->tok, 4), &ck);
+    *fwd = calls_s(vocab_calls(in, g, first, last, 1), vt);
+    *bwd = calls_s(vocab_calls(in, g, first, last, 0), vt);
+    if (last) *fwd += 3 * vt->loss;
 }

@@ -30,12 +30,8 @@
 
 enum { K_REF = 2048, SPLIT_MIN_K = 256 };
 
-static uint32_t log2u(uint32_t x)
-{
-    uint32_t s = 0;
-    while ((1u << (s + 1)) <= x) s++;
-    return s;
-}
+/* floor(log2(x)), 0 for x <= 1: the highest set bit (no loop: gemm_gpu_init runs once per plan) */
+static uint32_t log2u(uint32_t x) { return x > 1 ? 31u - (uint32_t)__builtin_clz(x) : 0; }
 
 void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
 {
@@ -57,6 +53,7 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
     gg->sm_rate16 = r16 * typ16 * (1.0 + gg->k0_16 / K_REF) * gg->inv_sms;
     gg->sm_rate8 = r8 * typ8 * (1.0 + gg->k0_8 / K_REF) * gg->inv_sms;
     gg->inv_hbm = 1.0 / gpu_mem_bw(gp, in->eff_hbm);
+    gg->inv_elem = 1.0 / gpu_elem_bw(gp, in->eff_hbm);
     gg->launch = in->launch_s;
 }
 

@@ -174,8 +174,13 @@ static inline uint64_t geo_layers(const Geo *g, uint32_t stage)
 {
     return stage == 0 ? g->Lf : stage == g->pp - 1 ? g->Ll : g->Lm;
 }
-/* The main-gradient dtype of a state set under the input's main_grad setting (FP8 gradients stay FP8). */
-Dtype plan_grad_dt(const PlanInput *in, Dtype recipe_dt);
+/* The main-gradient dtype of a state set under the input's main_grad setting (FP8 gradients stay FP8); inline:
+ * a plan asks it about a dozen times. */
+static inline Dtype plan_grad_dt(const PlanInput *in, Dtype recipe_dt)
+{
+    if (dt_fp8(recipe_dt) || recipe_dt == DT_NONE) return recipe_dt;
+    return in->main_grad == MAIN_GRAD_FP32 ? DT_FP32 : in->main_grad == MAIN_GRAD_BF16 ? DT_BF16 : recipe_dt;
+}
 void plan_layer_act(const PlanInput *in, const Geo *g, Ck *ck, LayerAct *a);
 /* Parts of plan_layer_act, added into *a: the input a linear saves for its weight gradient ([rows, cols] in the
  * recipe's saved dtype: FP8 + block scales into a->fp8, else into *hp); standard attention (norm1, Q/K/V, flash
@@ -213,7 +218,14 @@ uint64_t plan_bus_bytes(CommOp op, uint64_t n, uint64_t S, Ck *ck);
  * TP-replicated parameters' gradients (plan_comm_vocab.c); their seconds per micro-batch on a stage holding
  * the embedding (first) and/or the head (last), forward and backward, all on the critical path. */
 void plan_comm_vocab(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
-void plan_vocab_time(const PlanInput *in, const Geo *g, int first, int last, double *fwd, double *bwd);
+/* Seconds of one call over the TP group of the vocabulary-parallel all-reduce, all-gather and reduce-scatter
+ * ([tok, h]) and of the loss's all-reduce ([tok] FP32), timed once per plan: 0 for an op no stage calls. */
+typedef struct {
+    double ar, ag, rs, loss;
+} VocabCallT;
+void plan_vocab_call_times(const PlanInput *in, const Geo *g, VocabCallT *vt);
+void plan_vocab_time(const PlanInput *in, const Geo *g, const VocabCallT *vt, int first, int last, double *fwd,
+                     double *bwd);
 /* The collectives of a MoE / MLA / MTP model that differ from a dense model's (plan_moe_comm.c). */
 void moe_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
 /* What one GPU holds of the stages (s, and pp - 1 - s with DualPipe): plan_moe_mem.c. */
@@ -283,8 +295,9 @@ typedef struct {
     double inv_sms, sms;
     uint32_t tm_sh, tn_sh; /* log2 of the tile sides */
     double k0_16, k0_8;
-    double inv_hbm; /* s per byte at the achieved HBM bandwidth */
-    double launch;  /* floor of one kernel, s */
+    double inv_hbm;  /* s per byte at the achieved HBM bandwidth */
+    double inv_elem; /* s per byte of the element-wise kernels (gpu_elem_bw) */
+    double launch;   /* floor of one kernel, s */
 } GemmGpu;
 void gemm_gpu_init(const PlanInput *in, GemmGpu *gg);
 /* Seconds for `batch` independent C[M,N] = A[M,K] B[K,N] with operands of in_bytes (1 or 2) and

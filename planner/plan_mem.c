@@ -70,10 +70,12 @@ void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, con
                       MemTermId w, MemTermId master, MemTermId grad, MemTermId mm, MemTermId vv)
 {
     const MemTermId ids[STATE_COUNT_] = {w, master, grad, mm, vv};
+    /* a sharded state's elements on this rank, divided once for the states that share it */
+    uint64_t part = d > 1 && in->sharding != SHARD_NONE ? ceil_div(elems, d) : elems;
     for (int st = 0; st < STATE_COUNT_; st++) {
         Dtype dt = st == STATE_GRAD ? plan_grad_dt(in, s->dt[st]) : s->dt[st];
         int sh = dt != DT_NONE && d > 1 && plan_state_sharded(in, s, (StateId)st);
-        uint64_t n = dt == DT_NONE ? 0 : sh ? ceil_div(elems, d) : elems;
+        uint64_t n = dt == DT_NONE ? 0 : sh ? part : elems;
         plan_term(sm, ids[st], dt, n, ck_mul(ck, n, dt_bytes(dt)), sh ? (uint32_t)d : 1);
     }
 }

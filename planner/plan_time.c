@@ -127,14 +127,22 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     /* a row-wise-scaled forward GEMM runs PyTorch's CUTLASS kernel, slower than cuBLASLt's (arch.c) */
     double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
     uint64_t tok = g->tok;
-    double gf[LIN_COUNT], dg[LIN_COUNT], wg[LIN_COUNT];
+    double fp[LIN_COUNT], gf[LIN_COUNT], dg[LIN_COUNT], wg[LIN_COUNT];
     memset(L, 0, sizeof *L);
+    for (int i = 0; i < LIN_COUNT; i++) fp[i] = gemm_time(gg, tok, g->lin_rows[i], g->lin_cols[i], 1, f8, 2);
+    /* FC1 and FC2 of one output width (GeLU) are each other's transpose: at one precision, FC1's dgrad is the
+     * GEMM of FC2's forward ([tok x h x F/t]) and FC2's dgrad FC1's forward, timed there */
+    int fc_twins =
+        f8 == b8 && g->lin_rows[LIN_FC1] == g->lin_cols[LIN_FC2] && g->lin_cols[LIN_FC1] == g->lin_rows[LIN_FC2];
     for (int i = 0; i < LIN_COUNT; i++) {
         uint64_t N = g->lin_rows[i], K = g->lin_cols[i];
-        gf[i] = gemm_time(gg, tok, N, K, 1, f8, 2) * fslow;
+        gf[i] = fp[i] * fslow;
         L->gemm_f += gf[i];
         wg[i] = gemm_time(gg, N, K, tok, 1, b8, wout);
-        dg[i] = gemm_time(gg, tok, K, N, 1, b8, 2);
+        if (fc_twins && (i == LIN_FC1 || i == LIN_FC2))
+            dg[i] = fp[i == LIN_FC1 ? LIN_FC2 : LIN_FC1];
+        else
+            dg[i] = gemm_time(gg, tok, K, N, 1, b8, 2);
         L->gemm_b += dg[i] + wg[i];
         L->wg += wg[i];
     }
@@ -178,12 +186,12 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
 
 /* One micro-batch through a stage with n[k] layers of each kind (dense models: kind 0 only) and `mtp`
  * multi-token-prediction depths (their layers are in n; here their projection, norms, head and loss). */
-static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const LayerT *L, const uint64_t *n, int first,
-                    int last, uint64_t mtp)
+static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const VocabCallT *vt, const LayerT *L,
+                    const uint64_t *n, int first, int last, uint64_t mtp)
 {
     StageT s;
     memset(&s, 0, sizeof s);
-    double tok = (double)g->tok, h = (double)g->h, ib = 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm);
+    double tok = (double)g->tok, h = (double)g->h, ib = gg->inv_elem;
     for (int k = 0; k < XK_COUNT; k++) {
         if (!n[k]) continue; /* dense models: kind 0 only */
         const LayerT *l = &L[k];
@@ -205,7 +213,7 @@ static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const 
      * again, the reduce-scatter of dK, dV) */
     s.fwd += s.cp / 3, s.bwd += s.cp * 2 / 3;
     double vf, vb; /* TP: vocabulary-parallel embedding, LM head and loss collectives, exposed */
-    plan_vocab_time(in, g, first, last, &vf, &vb);
+    plan_vocab_time(in, g, vt, first, last, &vf, &vb);
     s.fwd += vf, s.bwd += vb, s.tp += vf + vb;
     if (first) { /* embedding gather, and its scatter-add in backward */
         s.fwd += maxd(tok * h * 4 * ib, in->launch_s);
@@ -290,6 +298,8 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     TimeBreakdown *tb = &p->time;
     GemmGpu gg;
     gemm_gpu_init(in, &gg);
+    VocabCallT vt;
+    plan_vocab_call_times(in, g, &vt);
     LayerT L[XK_COUNT];
     const MoeGeo *x = &g->x;
     if (x->on) {
@@ -310,12 +320,13 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
         nl[mtk] += mtp;
         if (one) nf[mtk] += mtp;
     }
-    StageT sf = stage(in, g, &gg, L, nf, 1, one, one ? mtp : 0), sl = one ? sf : stage(in, g, &gg, L, nl, 0, 1, mtp);
-    StageT smid = g->pp > 2 ? stage(in, g, &gg, L, nm, 0, 0, 0) : sf;
+    StageT sf = stage(in, g, &gg, &vt, L, nf, 1, one, one ? mtp : 0),
+           sl = one ? sf : stage(in, g, &gg, &vt, L, nl, 0, 1, mtp);
+    StageT smid = g->pp > 2 ? stage(in, g, &gg, &vt, L, nm, 0, 0, 0) : sf;
     if (x->on && g->pp > 3) { /* the middle stages differ when the first layers are dense: the slower of 1 and pp-2 */
         uint64_t n1[XK_COUNT];
         moe_stage_kinds(in, g, 1, &n1[0], &n1[1]);
-        StageT s1 = stage(in, g, &gg, L, n1, 0, 0, 0);
+        StageT s1 = stage(in, g, &gg, &vt, L, n1, 0, 0, 0);
         if (s1.fwd + s1.bwd > smid.fwd + smid.bwd) smid = s1;
     }
     double tf = sf.fwd + sf.bwd, tl = sl.fwd + sl.bwd, tm = smid.fwd + smid.bwd;
