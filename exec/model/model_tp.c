@@ -77,6 +77,30 @@ Status model_tp_check(const Plan *p, Err *e)
     return ST_OK;
 }
 
+Status model_tp_moe_check(const Plan *p, Err *e)
+{
+    const PlanInput *in = &p->in;
+    const ModelSpec *s = in->model;
+    const Recipe *r = in->recipe;
+    const char *why = NULL;
+    if (in->etp != 1)
+        why = "expert tensor parallelism (--etp) is not run: each expert stays whole on its rank";
+    else if (recipe_fp8_gemm(r))
+        why = "FP8 experts with tensor parallelism are not tested yet (the BF16/FP32 recipes run)";
+    else if (s->shared_experts)
+        why = "shared experts with tensor parallelism are not run yet (their FFN would split over TP)";
+    else if (s->router == ROUTER_SIGMOID)
+        why = "a sigmoid router with tensor parallelism is not run yet (its bias is a buffer in Megatron-Core; the "
+              "plan's tp_norm_grad_allreduce counts it)";
+    else if (in->pp > 1)
+        why = "experts with tensor parallelism over pipeline stages are not run yet";
+    else if (in->sharding != SHARD_NONE)
+        why = "sharded states with experts and tensor parallelism are not run yet";
+    if (!why) return ST_OK;
+    return err_set(e, ST_UNAVAILABLE, "model %s with --tp %u --ep %u --etp %u: %s", s->name, in->tp, in->ep, in->etp,
+                   why);
+}
+
 void model_tp_spec(const Plan *p, Model *m)
 {
     uint32_t t = p->in.tp ? p->in.tp : 1;
@@ -236,12 +260,13 @@ Status model_tp_xent(Model *m, float dloss, Err *e)
 
 /* ---- gradients after the step ---- */
 
-/* A parameter every rank holds whole whose gradient sums over this rank's tokens only: the norms and the
- * row-parallel biases (Megatron's `sequence_parallel` parameters). */
+/* A parameter every rank holds whole whose gradient sums over this rank's tokens only: the norms, the
+ * row-parallel biases and a MoE layer's router weight (Megatron's `sequence_parallel` parameters; the router
+ * runs on the sequence shard: planner/plan_moe.c counts it with the norms). */
 static int sp_replicated(ParamKind k)
 {
     return k == PK_NORM1_W || k == PK_NORM1_B || k == PK_NORM2_W || k == PK_NORM2_B || k == PK_NORMF_W ||
-           k == PK_NORMF_B || k == PK_PROJ_B || k == PK_FC2_B;
+           k == PK_NORMF_B || k == PK_PROJ_B || k == PK_FC2_B || k == PK_ROUTER_W;
 }
 
 /* Copy n floats (FP32 to FP32 through the backend: host or device memory alike). */
