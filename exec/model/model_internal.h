@@ -27,7 +27,10 @@ static inline int model_moe_layer(const Model *m, uint32_t l)
 }
 static inline uint64_t model_ffn_of(const Model *m, uint32_t l)
 {
-    return model_moe_layer(m, l) ? (uint64_t)m->spec.shared_experts * m->spec.expert_ffn : m->spec.ffn_hidden;
+    /* shared experts: column/row-parallel as the dense FFN, S·Fe/tp columns a TP rank (spec.ffn_hidden is already
+     * the rank's: model_tp_spec) */
+    return model_moe_layer(m, l) ? (uint64_t)m->spec.shared_experts * m->spec.expert_ffn / (m->tp ? m->tp : 1)
+                                 : m->spec.ffn_hidden;
 }
 uint64_t model_lin_n(const Model *m, uint32_t l, LinearKind k);
 uint64_t model_lin_k(const Model *m, uint32_t l, LinearKind k);
@@ -418,7 +421,7 @@ Status model_tp_amax(Model *m, float *amax, Err *e);
 /* What the executor's TP needs of a plan (ST_OK at tp 1). */
 Status model_tp_check(const Plan *p, Err *e);
 /* A model with experts at tp > 1 (model_moe_check): what the executor runs of it, or ST_UNAVAILABLE naming the
- * rest (etp, ep, FP8 recipes, shared experts, sigmoid routers, stages, sharded states). */
+ * rest (etp, FP8 recipes, a shared width tp does not divide, sigmoid routers, stages, sharded states). */
 Status model_tp_moe_check(const Plan *p, Err *e);
 /* This rank's share of the spec (heads, KV heads, FFN width / tp) and m->tp. */
 void model_tp_spec(const Plan *p, Model *m);

@@ -87,8 +87,8 @@ Status model_tp_moe_check(const Plan *p, Err *e)
         why = "expert tensor parallelism (--etp) is not run: each expert stays whole on its rank";
     else if (recipe_fp8_gemm(r))
         why = "FP8 experts with tensor parallelism are not tested yet (the BF16/FP32 recipes run)";
-    else if (s->shared_experts)
-        why = "shared experts with tensor parallelism are not run yet (their FFN would split over TP)";
+    else if (((uint64_t)s->shared_experts * s->expert_ffn) % in->tp)
+        why = "the shared experts' FFN width must be divisible by tp (it splits over TP as the dense FFN)";
     else if (s->router == ROUTER_SIGMOID)
         why = "a sigmoid router with tensor parallelism is not run yet (its bias is a buffer in Megatron-Core; the "
               "plan's tp_norm_grad_allreduce counts it)";
@@ -140,7 +140,8 @@ void model_tp_layout(Model *m, int bind, ArenaSpecs *sp)
 static void global_row(const Model *m, const ModelParam *p, uint64_t i, uint64_t *row, uint64_t *width, uint64_t *col0)
 {
     const uint64_t t = m->tp, r = (uint64_t)m->tp_rank, D = m->spec.head_dim;
-    const uint64_t q = m->spec.heads * D, kv = m->spec.kv_heads * D, F = m->spec.ffn_hidden; /* local widths */
+    const uint64_t q = m->spec.heads * D, kv = m->spec.kv_heads * D;             /* local widths */
+    const uint64_t F = p->kind == PK_FC1_W ? p->rows / spec_fc1_k(&m->spec) : 0; /* the dense FFN's or shared's */
     *width = p->cols, *col0 = 0, *row = i;
     switch (p->kind) {
     case PK_WTE:

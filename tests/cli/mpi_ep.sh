@@ -54,8 +54,10 @@
 # the plan: rank 0's transient of tiny-moe at np 2 is now 71,936 B planned and held).
 # Tensor parallelism (rows with a last column tp 2; sequence parallel, MoE folding at etp 1: the expert side is
 # the tp x dp ranks regrouped ep fastest; docs/executor-moe.md "With tensor parallelism"). tiny-moe-kv2 and
-# tiny-moe-64kv2 are tiny-moe and tiny-moe-64 with 2 KV heads (tp 2 must divide them). fp32-ref at tp 2 x
-# ep 1/2/4 gives one rank's losses and routing bit for bit over 5 steps: the layout adds no arithmetic. In
+# tiny-moe-64kv2 are tiny-moe and tiny-moe-64 with 2 KV heads (tp 2 must divide them); tiny-moe-sh has a dense
+# first layer (FFN 128) and a shared expert (FFN 32, split over TP as the dense FFN) beside 8 experts of FFN 32
+# top-2, softmax. fp32-ref at tp 2 x ep 1/2/4 gives one rank's losses and routing bit for bit over 5 steps
+# (tiny-moe-sh: 4): the layout adds no arithmetic. In
 # BF16 the row-parallel partial sums are rounded to BF16 before the reduce-scatter (one rank rounds the whole
 # sum once), as for dense TP (mpi_tp.sh), so MoE layer 1's router input can differ in its last bit and a near
 # tie routes a copy differently from step 1 on (measured: 1 copy of 256 in layer 1 at step 1); layer 0's
@@ -64,7 +66,7 @@
 # they are not compared ('t').
 # tiny-mtp's BF16 rows are within the 1e-4 bound, not bit for bit (measured: 8.3e-6 at np 2 ep 2, 3.8e-6 at np 4
 # ep 4 over 5 steps), for the expert wgrad chains above; its plan --routing names 2 MoE layers (the MTP block's).
-# tier: full (make test-full, which .ci/run runs): 75 mpirun runs (the 22 with tp 2 added: 2 m 16 s in all on 2 busy
+# tier: full (make test-full, which .ci/run runs): 81 mpirun runs (the 28 with tp 2 added: 2 m 16 s in all on 2 busy
 # cores), about 20 s alone before the DeepSeek-V3 row's
 # (26 s more measured on 2 cores busy with other builds; run_moe.sh keeps one
 # expert-parallel run in the quick tier)
@@ -84,6 +86,7 @@ moe tiny-ds 3 64 128 4 1 16 256 32 8 2 1 32 1 sigmoid 4 2
 moe tiny-qwen 2 64 192 4 2 16 256 32 8 2 0 32 0 softmax 0 0 yes
 moe tiny-moe-kv2 2 64 224 4 2 16 256 32 8 2 0 224 0 softmax 0 0
 moe tiny-moe-64kv2 2 64 224 4 2 16 256 32 64 8 0 16 0 softmax 0 0
+moe tiny-moe-sh 3 64 128 4 2 16 256 32 8 2 1 32 1 softmax 0 0
 echo 'tiny-mla,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,0,"test model"' >>"$cat/models.csv"
 echo 'tiny-mtp,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,1,"test model"' >>"$cat/models.csv"
 echo 'fp32-ref,fp32,none,none,none,fp32,fp32,fp32,none,none,fp32-ref,fp32,fp32,none,tensor,tensor,0,none,fp32,fp32,fp32,fp32,fp32,fp32,fp32,none,8.0,"test recipe: every state and GEMM in FP32"' >>"$cat/recipes.csv"
@@ -128,13 +131,15 @@ while IFS='|' read -r np ep model recipe steps rc_want same tp <&3; do
         expect_eq "$tag: the one rank's step 1 loss bit for bit" "$(grep '^1,' "$TMP/ep.csv")" "$(grep '^1,' "$TMP/one.csv")"
         within "$tag: the one rank's losses within 2 x (2^-4 + 2^-6)" "$TMP/one.csv" "$TMP/ep.csv" 0.15625 "$steps"
         same_routing "$tag: the one rank's routing of step 1, every layer and expert" "$TMP/one_r.csv" "$TMP/ep_r.csv" 1
-    elif [ "$same" = t ]; then # BF16 with tensor parallelism: see "Tensor parallelism" in the head comment
+    elif [ "$same" = t ] || [ "$same" = T ]; then # BF16 with TP: see "Tensor parallelism" in the head comment
         head -2 "$TMP/one.csv" >"$TMP/one1.csv"
         head -2 "$TMP/ep.csv" >"$TMP/ep1.csv"
         within "$tag: step 1's loss within 1e-4 of one rank's" "$TMP/one1.csv" "$TMP/ep1.csv" 1e-4 1
-        awk -F, 'NR == 1 || $2 == 0' "$TMP/one_r.csv" >"$TMP/one_r0.csv"
-        awk -F, 'NR == 1 || $2 == 0' "$TMP/ep_r.csv" >"$TMP/ep_r0.csv"
-        same_routing "$tag: the one rank's routing of step 1, MoE layer 0" "$TMP/one_r0.csv" "$TMP/ep_r0.csv" 1
+        if [ "$same" = t ]; then # 'T': no MoE layer 0 (a dense first layer, itself tensor-parallel, before)
+            awk -F, 'NR == 1 || $2 == 0' "$TMP/one_r.csv" >"$TMP/one_r0.csv"
+            awk -F, 'NR == 1 || $2 == 0' "$TMP/ep_r.csv" >"$TMP/ep_r0.csv"
+            same_routing "$tag: the one rank's routing of step 1, MoE layer 0" "$TMP/one_r0.csv" "$TMP/ep_r0.csv" 1
+        fi
     elif [ "$same" = c ]; then # current scaling over EP ranks: see the head comment
         within "$tag: the one rank's losses within 2^-3" "$TMP/one.csv" "$TMP/ep.csv" 0.125 "$steps"
         awk -F, 'NR == 1 || $2 == 0' "$TMP/one_r.csv" >"$TMP/one_r0.csv"
@@ -205,6 +210,9 @@ done 3<<'EOF'
 4|4|tiny-moe-kv2|megatron-bf16|3|0|t|2
 4|1|tiny-moe-64kv2|megatron-bf16|3|0|t|2
 4|4|tiny-moe-64kv2|megatron-bf16|3|0|t|2
+2|1|tiny-moe-sh|fp32-ref|4|1|1|2
+4|2|tiny-moe-sh|fp32-ref|4|1|1|2
+4|2|tiny-moe-sh|megatron-bf16|3|0|T|2
 2|2|tiny-moe|fp32-ref|5|1|1
 4|4|tiny-moe|fp32-ref|5|1|1
 EOF

@@ -405,11 +405,10 @@ static void test_refusals(void)
     CHECK_CONTAINS(e.msg, "model fx-moe-softmax: hidden 62 with recipe deepseek-v3's FP8 dispatch: a row's codes move "
                           "as 4-byte words (hidden must be a multiple of 4)");
     arena_specs_free(&sp);
-    CHECK(!fx_plan_par(&s, &bf16, B, 1, 2, 1, &p, &e)); /* TP with shared experts: not yet */
-    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "shared experts with tensor parallelism are not run yet");
+    CHECK(!fx_plan_par(&s, &bf16, B, 1, 2, 1, &p, &e)); /* TP 2 (SP) at ep 1, shared experts split over TP */
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
     arena_specs_free(&sp);
-    ModelSpec ns = s; /* without them TP 2 (SP) at ep 1 runs (tests/cli/mpi_ep.sh) */
+    ModelSpec ns = s; /* and without them (tests/cli/mpi_ep.sh runs both) */
     ns.shared_experts = 0;
     CHECK(!fx_plan_par(&ns, &bf16, B, 1, 2, 1, &p, &e));
     CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
