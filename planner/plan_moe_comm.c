@@ -286,29 +286,32 @@ Status plan_ep_routed(const Plan *p, const MoeRouting *rt, uint32_t rank, EpRout
     const PlanInput *in = &p->in;
     const ModelSpec *md = in->model;
     memset(out, 0, sizeof *out);
-    if (!spec_is_moe(md) || in->ep <= 1 || in->tp != 1 || in->cp != 1 || in->etp != 1)
+    if (!spec_is_moe(md) || in->ep <= 1 || in->cp != 1 || in->etp != 1)
         return err_set(e, ST_USAGE,
-                       "measured routing: the plan must be of a model with experts at ep > 1 and tp, cp, etp 1 "
-                       "(%s at ep %u, tp %u, cp %u, etp %u)",
-                       md->name, in->ep, in->tp, in->cp, in->etp);
-    const uint64_t E = md->experts, ep = in->ep, El = E / ep;
-    if (!rt || !rt->rows || rt->ranks != in->dp || rt->experts != E || rt->ranks % ep)
+                       "measured routing: the plan must be of a model with experts at ep > 1 and cp, etp 1 "
+                       "(%s at ep %u, cp %u, etp %u)",
+                       md->name, in->ep, in->cp, in->etp);
+    /* the stage's tp x dp ranks (tp fastest), regrouped ep x edp (ep fastest: MoE folding at etp 1); each routes
+     * its sequence-parallel shard, mbs x seq / tp tokens a micro-batch */
+    const uint64_t E = md->experts, ep = in->ep, El = E / ep, tp = in->tp ? in->tp : 1;
+    if (!rt || !rt->rows || rt->ranks != (uint64_t)in->dp * tp || rt->experts != E || rt->ranks % ep)
         return err_set(e, ST_USAGE,
-                       "measured routing: %u ranks x %u experts given; the plan has dp %u and %llu experts",
-                       rt ? rt->ranks : 0, rt ? rt->experts : 0, in->dp, (unsigned long long)E);
+                       "measured routing: %u ranks x %u experts given; the plan has tp %llu x dp %u and %llu experts",
+                       rt ? rt->ranks : 0, rt ? rt->experts : 0, (unsigned long long)tp, in->dp, (unsigned long long)E);
     if (rank >= rt->ranks) return err_set(e, ST_USAGE, "measured routing: rank %u of %u", rank, rt->ranks);
     Ck ck = {0};
-    /* dropless: every rank routes each of its tokens' top-k copies, calls x mbs x seq x k */
-    const uint64_t want = ck_mul(&ck, ck_mul3(&ck, rt->calls, in->mbs, p->seq), md->experts_per_token);
+    /* dropless: every rank routes each of its tokens' top-k copies, calls x mbs x seq / tp x k */
+    const uint64_t want = ck_mul(&ck, ck_mul(&ck, rt->calls, (uint64_t)in->mbs * p->seq / tp), md->experts_per_token);
     for (uint32_t r = 0; r < rt->ranks; r++) {
         uint64_t n = 0;
         for (uint64_t x = 0; x < E; x++) n = ck_add(&ck, n, rt->rows[(uint64_t)r * E + x]);
         if (n != want)
-            return err_set(e, ST_DATA,
-                           "measured routing: rank %u routed %llu token copies over %llu dispatches; %llu x %u tokens "
-                           "x top-%u = %llu expected",
-                           r, (unsigned long long)n, (unsigned long long)rt->calls, (unsigned long long)rt->calls,
-                           in->mbs * p->seq, md->experts_per_token, (unsigned long long)want);
+            return err_set(
+                e, ST_DATA,
+                "measured routing: rank %u routed %llu token copies over %llu dispatches; %llu x %llu tokens "
+                "x top-%u = %llu expected",
+                r, (unsigned long long)n, (unsigned long long)rt->calls, (unsigned long long)rt->calls,
+                (unsigned long long)((uint64_t)in->mbs * p->seq / tp), md->experts_per_token, (unsigned long long)want);
     }
     const uint64_t g0 = rank / ep * ep, x0 = rank % ep * El;
     uint64_t sent = 0, own = 0, recv = 0;

@@ -82,6 +82,7 @@ Status backend_check_router_aux_loss(Backend *bk, const RouterAuxDesc *d, Err *e
     if (!st && (!isfinite(d->coeff) || !isfinite(d->dloss)))
         st = err_set(e, ST_USAGE, "router_aux_loss: coeff %g or dloss %g is not finite", (double)d->coeff,
                      (double)d->dloss);
+    if (!st && d->counts && !d->shards) st = err_set(e, ST_USAGE, "router_aux_loss: counts of 0 shards");
     if (st) return st;
     return need(d->scores && d->ids && d->loss, e, "router_aux_loss", "missing pointer");
 }

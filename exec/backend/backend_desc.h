@@ -456,7 +456,12 @@ typedef struct {
  * softmax scores, p[t][e] = s[t][e] / Σ_f s[t][f] for sigmoid scores (DeepSeek-V3
  * normalises them in its sequence-wise balance loss). *loss (1 float) is
  * written; with dscores set, dscores (T, E) is written with dloss · d(loss)/d(s)
- * (f held constant). The CPU backend sums in double, tokens in order. */
+ * (f held constant). The CPU backend sums in double, tokens in order.
+ * Sequence parallelism (Megatron-Core's router over a tp x cp group): with
+ * counts set, the T tokens are one of `shards` equal shards of T·shards, f_e
+ * counts every shard's copies, n_e = Σ_s counts[s][e], and T·shards replaces T
+ * in f, P and the gradient: the loss is this shard's part (the shards' parts
+ * sum to the whole sequence's), its gradient the whole's. */
 typedef struct {
     uint64_t tokens;
     uint32_t experts, k;
@@ -466,7 +471,9 @@ typedef struct {
     const int32_t *ids;  // (T, k)
     float *loss;         // (1) written
     float dloss;
-    float *dscores; // (T, E) written, or NULL
+    float *dscores;        // (T, E) written, or NULL
+    const int32_t *counts; // (shards, E) every shard's copies per expert, or NULL (counted from ids)
+    uint32_t shards;       // with counts: at least 1
 } RouterAuxDesc;
 
 /* Permute: the k copies of every token's row, grouped by expert (stable: expert

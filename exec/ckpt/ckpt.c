@@ -218,6 +218,11 @@ Status ckpt_check(const Model *m, Err *e)
             "--save/--resume with --ep %u and sharded optimizer states: a checkpoint of each expert-parallel "
             "rank's part with its DP group's shards is not implemented (run it without --zero/--dist-opt)",
             m->ep);
+    if (m->tp > 1 && m->spec.experts) /* every TP rank holds the experts whole: whose part writes them is open */
+        return err_set(e, ST_UNAVAILABLE,
+                       "--save/--resume with experts and --tp %u: a checkpoint of the experts beside the TP slices is "
+                       "not implemented (run it without --tp, or without --save/--resume)",
+                       m->tp);
     if (m->dp > 1 && r->scaling == SCALING_DELAYED && r->amax_reduce != AMAX_ALL)
         return err_set(e, ST_USAGE,
                        "--save/--resume: recipe %s reduces its delayed-scaling amaxes over '%s' only, so each of the "

@@ -196,8 +196,11 @@ Status cpu_router_aux_loss(Backend *bk, const RouterAuxDesc *d, Err *e)
     double *f = (double *)(void *)cpu_scratch(bk, 0, 4 * (uint64_t)E, e), *P = f ? f + E : NULL;
     if (!f) return e ? e->st : ST_NOMEM;
     memset(f, 0, 2 * (size_t)E * sizeof *f);
-    for (uint64_t i = 0; i < T * k; i++) f[d->ids[i]] += 1.0;
-    for (uint32_t x = 0; x < E; x++) f[x] /= (double)T * (double)k;
+    for (uint64_t i = 0; !d->counts && i < T * k; i++) f[d->ids[i]] += 1.0;
+    const double Ta = d->counts ? (double)T * (double)d->shards : (double)T; /* the whole sequence's tokens */
+    for (uint32_t s = 0; d->counts && s < d->shards; s++)
+        for (uint32_t x = 0; x < E; x++) f[x] += (double)d->counts[(uint64_t)s * E + x];
+    for (uint32_t x = 0; x < E; x++) f[x] /= Ta * (double)k;
     int sig = d->score == ROUTER_SIGMOID;
     for (uint64_t t = 0; t < T; t++) {
         const float *s = d->scores + t * E;
@@ -209,11 +212,11 @@ Status cpu_router_aux_loss(Backend *bk, const RouterAuxDesc *d, Err *e)
         for (uint32_t x = 0; x < E; x++) P[x] += s[x] / sum;
     }
     double loss = 0.0;
-    for (uint32_t x = 0; x < E; x++) loss += f[x] * (P[x] / (double)T);
+    for (uint32_t x = 0; x < E; x++) loss += f[x] * (P[x] / Ta);
     *d->loss = (float)(d->coeff * (double)E * loss);
     if (!d->dscores) return ST_OK;
     /* dL/dp[t][e] = g_e = coeff·E·f_e/T; sigmoid: ds_e = (g_e − Σ_x g_x·s_x/S) / S */
-    double gk = d->coeff * (double)E / (double)T;
+    double gk = d->coeff * (double)E / Ta;
     for (uint64_t t = 0; t < T; t++) {
         const float *s = d->scores + t * E;
         float *ds = d->dscores + t * E;

@@ -219,16 +219,23 @@ __global__ void k_aux_token_sums(RouterAuxDesc d, double *tsum, DevSmall *rec)
     }
 }
 
+/* The whole sequence's tokens: T, or T·shards with every shard's counts given (backend_desc.h). */
+__device__ static double aux_tokens(const RouterAuxDesc *d)
+{
+    return d->counts ? __dmul_rn((double)d->tokens, (double)d->shards) : (double)d->tokens;
+}
+
 /* Per expert x: f_x = n_x / (T·k) and P_x = Σ_t s[t][x] / tsum[t], tokens in order. fp: f (E), then P (E). */
 __global__ void k_aux_expert(RouterAuxDesc d, const double *tsum, double *fp)
 {
     const uint32_t E = d.experts;
     for (uint32_t x = blockIdx.x * blockDim.x + threadIdx.x; x < E; x += gridDim.x * blockDim.x) {
         double f = 0.0, P = 0.0;
-        for (uint64_t i = 0; i < d.tokens * d.k; i++)
+        for (uint64_t i = 0; !d.counts && i < d.tokens * d.k; i++)
             if (d.ids[i] == (int32_t)x) f = __dadd_rn(f, 1.0);
+        for (uint32_t s = 0; d.counts && s < d.shards; s++) f = __dadd_rn(f, (double)d.counts[(uint64_t)s * E + x]);
         for (uint64_t t = 0; t < d.tokens; t++) P = __dadd_rn(P, __ddiv_rn((double)d.scores[t * E + x], tsum[t]));
-        fp[x] = __ddiv_rn(f, __dmul_rn((double)d.tokens, (double)d.k));
+        fp[x] = __ddiv_rn(f, __dmul_rn(aux_tokens(&d), (double)d.k));
         fp[E + x] = P;
     }
 }
@@ -237,7 +244,7 @@ __global__ void k_aux_loss(RouterAuxDesc d, const double *fp)
 {
     const uint32_t E = d.experts;
     double loss = 0.0;
-    for (uint32_t x = 0; x < E; x++) loss = __dadd_rn(loss, __dmul_rn(fp[x], __ddiv_rn(fp[E + x], (double)d.tokens)));
+    for (uint32_t x = 0; x < E; x++) loss = __dadd_rn(loss, __dmul_rn(fp[x], __ddiv_rn(fp[E + x], aux_tokens(&d))));
     *d.loss = __double2float_rn(__dmul_rn(__dmul_rn((double)d.coeff, (double)E), loss));
 }
 
@@ -245,7 +252,7 @@ __global__ void k_aux_loss(RouterAuxDesc d, const double *fp)
 __global__ void k_aux_dscores(RouterAuxDesc d, const double *tsum, const double *fp)
 {
     const uint32_t E = d.experts;
-    const double gk = __ddiv_rn(__dmul_rn((double)d.coeff, (double)E), (double)d.tokens);
+    const double gk = __ddiv_rn(__dmul_rn((double)d.coeff, (double)E), aux_tokens(&d));
     for (uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; t < d.tokens;
          t += (uint64_t)gridDim.x * blockDim.x) {
         const float *s = d.scores + t * E;

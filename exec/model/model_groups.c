@@ -33,7 +33,8 @@ void model_groups_coords(const Plan *p, Model *m)
     m->tp_rank = r % tp;
     m->dp_rank = r / tp % dp;
     m->stage = r / (tp * dp);
-    m->ep_rank = m->dp_rank % m->ep; /* the expert side ep x edp, ep fastest (the executor's EP runs at tp 1) */
+    /* the expert side ep x edp over the stage's tp x dp ranks, ep fastest (Megatron-Core's MoE folding at etp 1) */
+    m->ep_rank = (m->tp_rank + tp * m->dp_rank) % m->ep;
 }
 
 /* A sub-communicator m owns: a free slot of m->owned, or NULL. */
@@ -77,15 +78,15 @@ Status model_groups_create(Model *m, Err *e)
         m->embc = m->ppc; /* every stage is an end */
     else if (!st) /* the ends of each pipeline together; a middle stage alone (its color: past the pipelines') */
         st = group(m, 2, end ? 2 : 1, end ? (int)within : (int)(td + r), (int)m->stage, &m->embc, e);
-    /* expert parallelism (tp 1: a stage's dp ranks, Megatron's EP inside the DP group of a stage): EP groups of
-     * ep consecutive ranks, EDP groups of the ranks holding the same experts; the colors count the stages' groups
-     * apart (stage s's EP groups s·dp/ep .., its EDP groups s·ep ..) */
-    const uint32_t ep = m->ep, edp = dp / ep;
-    if (!st) st = group(m, ep, ep, (int)(m->stage * edp + m->dp_rank / ep), (int)m->ep_rank, &m->epc, e);
-    if (!st && ep == 1)
-        m->edpc = m->dpc;
+    /* expert parallelism (Megatron-Core's MoE folding at etp 1: the stage's tp x dp ranks regrouped as ep x edp,
+     * ep fastest): EP groups of ep consecutive ranks of the stage, EDP groups of the ranks holding the same
+     * experts; the colors count the stages' groups apart (stage s's EP groups s·edp .., its EDP groups s·ep ..) */
+    const uint32_t ep = m->ep, edp = td / ep;
+    if (!st) st = group(m, ep, ep, (int)(m->stage * edp + within / ep), (int)m->ep_rank, &m->epc, e);
+    if (!st && ep == 1) /* with TP every rank of the stage holds every expert and routes its own tokens */
+        m->edpc = tp > 1 ? m->amaxc : m->dpc;
     else if (!st)
-        st = group(m, edp, edp, (int)(m->stage * ep + m->ep_rank), (int)(m->dp_rank / ep), &m->edpc, e);
+        st = group(m, edp, edp, (int)(m->stage * ep + m->ep_rank), (int)(within / ep), &m->edpc, e);
     return st;
 }
 

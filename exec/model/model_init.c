@@ -129,8 +129,9 @@ static Status init_param(Model *m, ModelParam *p, InitJob *j, Err *e)
     if (p->kind == PK_PROJ_W || p->kind == PK_FC2_W || p->kind == PK_XFC2_W)
         j->std /= sqrtf(2.0f * (float)m->layers_total);
     j->live = p->kind == PK_WTE || p->kind == PK_LM_HEAD ? (uint64_t)m->spec.vocab * p->cols : p->numel;
-    j->off = p->expert ? (uint64_t)m->ep_rank * p->numel : 0;     /* experts ep_rank·E/ep ..: one rank's values */
-    if (m->tp > 1 && init_normal(p->kind) && p->kind != PK_WPE) { /* a TP shard: its slice of the whole */
+    j->off = p->expert ? (uint64_t)m->ep_rank * p->numel : 0; /* experts ep_rank·E/ep ..: one rank's values */
+    /* a TP shard: its slice of the whole (an expert is whole on its rank at etp 1: its offset above) */
+    if (m->tp > 1 && init_normal(p->kind) && p->kind != PK_WPE && !p->expert) {
         memset(j->amax, 0, sizeof j->amax);
         j->amax[0] = model_tp_fill(m, p, j->key, j->std, j->w);
     } else {
@@ -285,7 +286,8 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     if (!st && m->moe_layers &&
         (!(m->moe_counts = calloc((size_t)m->moe_layers * m->spec.experts, sizeof(uint64_t))) ||
          !(m->moe_scratch =
-               calloc((size_t)m->moe_layers * m->spec.experts * (m->dp > 1 ? m->dp : 1), sizeof(uint64_t)))))
+               calloc((size_t)m->moe_layers * m->spec.experts * (m->dp > 1 ? m->dp : 1) * (m->tp > 1 ? m->tp : 1),
+                      sizeof(uint64_t)))))
         st = err_set(e, ST_NOMEM, "out of memory");
     if (!st) model_shard_bind(m);
     for (uint32_t i = 0; !st && i < m->nparams; i++) /* the agreed scales' passes and recasts: host memory */

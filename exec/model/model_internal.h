@@ -27,12 +27,13 @@ static inline int model_moe_layer(const Model *m, uint32_t l)
 }
 static inline uint64_t model_ffn_of(const Model *m, uint32_t l)
 {
-    return model_moe_layer(m, l) ? (uint64_t)m->spec.shared_experts * m->spec.expert_ffn : m->spec.ffn_hidden;
+    /* shared experts: column/row-parallel as the dense FFN, S·Fe/tp columns a TP rank (spec.ffn_hidden is already
+     * the rank's: model_tp_spec) */
+    return model_moe_layer(m, l) ? (uint64_t)m->spec.shared_experts * m->spec.expert_ffn / (m->tp ? m->tp : 1)
+                                 : m->spec.ffn_hidden;
 }
 uint64_t model_lin_n(const Model *m, uint32_t l, LinearKind k);
 uint64_t model_lin_k(const Model *m, uint32_t l, LinearKind k);
-/* Rows a MoE layer's experts see per micro-batch: B·T·k (dropless, every token's k copies). */
-static inline uint64_t model_moe_rows(const Model *m) { return model_tokens(m) * m->spec.experts_per_token; }
 
 /* The state dtypes of a parameter's class (recipe.gemm or recipe.other). */
 static inline const StateSet *model_states(const Model *m, const ModelParam *p)
@@ -411,6 +412,11 @@ static inline int model_pp_peer(const Model *m, int dir) { return (int)m->stage 
 
 /* Tokens of the sequence-parallel regions on this rank: B·T/tp. */
 static inline uint64_t model_sp_tokens(const Model *m) { return model_tokens(m) / (m->tp ? m->tp : 1); }
+/* The tokens a MoE layer routes per micro-batch: the sequence-parallel shard, B·T/tp (Megatron-Core's router and
+ * experts run on each TP rank's own tokens; B·T at tp 1), and the rows its experts see, k copies of each
+ * (dropless). */
+static inline uint64_t model_moe_tokens(const Model *m) { return model_sp_tokens(m); }
+static inline uint64_t model_moe_rows(const Model *m) { return model_moe_tokens(m) * m->spec.experts_per_token; }
 static inline int model_tp_col(const Model *m, LinearKind k) { return m->tp > 1 && (k == LIN_QKV || k == LIN_FC1); }
 static inline int model_tp_row(const Model *m, LinearKind k) { return m->tp > 1 && (k == LIN_PROJ || k == LIN_FC2); }
 /* Current scaling with TP: the amax a cast just measured on this rank's shard
@@ -419,6 +425,9 @@ static inline int model_tp_row(const Model *m, LinearKind k) { return m->tp > 1 
 Status model_tp_amax(Model *m, float *amax, Err *e);
 /* What the executor's TP needs of a plan (ST_OK at tp 1). */
 Status model_tp_check(const Plan *p, Err *e);
+/* A model with experts at tp > 1 (model_moe_check): what the executor runs of it, or ST_UNAVAILABLE naming the
+ * rest (etp, FP8 recipes, a shared width tp does not divide, sigmoid routers, stages, sharded states). */
+Status model_tp_moe_check(const Plan *p, Err *e);
 /* This rank's share of the spec (heads, KV heads, FFN width / tp) and m->tp. */
 void model_tp_spec(const Plan *p, Model *m);
 /* Rows of the embedding and head shards: Vp/tp. */

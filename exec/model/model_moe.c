@@ -45,11 +45,10 @@ Status model_moe_check(const Plan *p, Err *e)
                        "linears (a 16/32-bit working weight with its kept FP8 copies in both layouts, FP8 saved "
                        "inputs, no scaled states: te-fp8, te-fp8-current); this recipe's weights or states differ",
                        r->name, s->name);
-    if (in->tp != 1 || in->etp != 1)
-        return err_set(e, ST_UNAVAILABLE,
-                       "model %s: the executor runs MoE layers over data, expert and pipeline parallelism only (tp %u, "
-                       "etp %u given; tensor and expert-tensor parallelism with experts are not implemented yet)",
-                       s->name, in->tp, in->etp);
+    if (in->tp != 1 || in->etp != 1) { /* attention tensor-parallel, experts on the sequence shards: model_tp.c */
+        Status st = model_tp_moe_check(p, e);
+        if (st) return st;
+    }
     /* sharded states and pipeline stages each run with experts; together they are not tested yet */
     if (in->pp > 1 && in->sharding != SHARD_NONE)
         return err_set(e, ST_UNAVAILABLE,
@@ -104,7 +103,7 @@ Status model_moe_check(const Plan *p, Err *e)
 void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t l, int li)
 {
     const ModelSpec *s = &m->spec;
-    const uint64_t BT = model_tokens(m), E = s->experts, k = s->experts_per_token, R = model_moe_rows(m);
+    const uint64_t BT = model_moe_tokens(m), E = s->experts, k = s->experts_per_token, R = model_moe_rows(m);
     const uint64_t C = s->hidden, Fe = s->expert_ffn;
     const Dtype A = m->act_dtype;
     if (!bind) la = NULL;
@@ -142,7 +141,7 @@ void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
     int any = 0;
     for (uint32_t l = 0; l < s->layers; l++) any |= model_moe_layer(m, l);
     if (!any) return;
-    const uint64_t BT = model_tokens(m), E = s->experts, k = s->experts_per_token, R = model_moe_rows(m);
+    const uint64_t BT = model_moe_tokens(m), E = s->experts, k = s->experts_per_token, R = model_moe_rows(m);
     const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
     const Dtype A = m->act_dtype;
     ModelActs *a = bind ? &m->act : NULL;
@@ -205,11 +204,24 @@ static Status experts_wgrad(Model *m, const MoeRows *xr, ModelParam *w, const vo
 }
 
 /* The auxiliary balance loss of the routing in la (softmax routers): its value into *loss (host), and with
- * ds its gradient at dloss into ds. */
+ * ds its gradient at dloss into ds. With sequence parallelism (tp > 1) as Megatron-Core's router computes it
+ * over the TP group: every TP rank's counts gathered (into x_y, free in both passes when this runs: the
+ * forward's before the permute, the backward's after the combine's gradient), so f is the whole sequence's
+ * and the gradient the one-rank run's; the value is this shard's part, summed over the group for the report. */
 static Status aux_loss(Model *m, const LayerActs *la, float dloss, float *ds, float *loss, Err *e)
 {
     const ModelSpec *s = &m->spec;
-    RouterAuxDesc d = {.tokens = model_tokens(m),
+    int32_t *all = NULL; /* (tp, E) */
+    Status st = ST_OK;
+    if (m->tp > 1) {
+        const uint64_t need = (uint64_t)m->tp * s->experts * sizeof *all;
+        if (need > model_moe_rows(m) * s->hidden * dtype_bytes(m->act_dtype))
+            return err_set(e, ST_SOFTWARE, "MoE auxiliary loss: %llu B of TP counts past the experts' output buffer",
+                           (unsigned long long)need);
+        all = m->act.x_y;
+        st = m->tpc->all_gather(m->tpc, COMM_UNPLANNED, m->bk, la->r_counts, all, s->experts, DT_FP32, e);
+    }
+    RouterAuxDesc d = {.tokens = model_moe_tokens(m),
                        .experts = s->experts,
                        .k = s->experts_per_token,
                        .score = s->router,
@@ -218,8 +230,12 @@ static Status aux_loss(Model *m, const LayerActs *la, float dloss, float *ds, fl
                        .ids = la->r_ids,
                        .loss = m->act.r_logits, /* dead here: the logits are scored / their gradient not yet made */
                        .dloss = dloss,
-                       .dscores = ds};
-    Status st = m->bk->router_aux_loss(m->bk, &d, e);
+                       .dscores = ds,
+                       .counts = all,
+                       .shards = all ? m->tp : 0};
+    if (!st) st = m->bk->router_aux_loss(m->bk, &d, e);
+    if (!st && all && !ds) /* the shards' parts: the whole sequence's loss */
+        st = m->tpc->all_reduce(m->tpc, COMM_UNPLANNED, m->bk, m->act.r_logits, 1, DT_FP32, COMM_SUM, e);
     if (!st) st = m->bk->copy_to_host(m->bk, loss, m->act.r_logits, sizeof *loss, e);
     return st;
 }
@@ -266,7 +282,7 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
     LayerActs *la = model_la(m, l);
     ModelActs *a = &m->act;
     const Dtype A = m->act_dtype;
-    const uint64_t BT = model_tokens(m), C = s->hidden, E = s->experts, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t BT = model_moe_tokens(m), C = s->hidden, E = s->experts, Fe = s->expert_ffn, kf = spec_fc1_k(s);
     ModelParam *wr = model_find_param(m, PK_ROUTER_W, (int)l), *w1 = model_find_param(m, PK_XFC1_W, (int)l),
                *w2 = model_find_param(m, PK_XFC2_W, (int)l);
     if (!wr || !w1 || !w2) return err_set(e, ST_SOFTWARE, "MoE layer %u has no router or experts", l + m->layer0);
@@ -337,7 +353,7 @@ static Status router_bwd(Model *m, const LayerActs *la, ModelParam *wr, const vo
     const ModelSpec *s = &m->spec;
     ModelActs *a = &m->act;
     const Dtype A = m->act_dtype;
-    const uint64_t BT = model_tokens(m), C = s->hidden, E = s->experts;
+    const uint64_t BT = model_moe_tokens(m), C = s->hidden, E = s->experts;
     Status st = ST_OK;
     float *ds = NULL;
     if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
@@ -384,7 +400,7 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
     LayerActs *la = model_la(m, l);
     ModelActs *a = &m->act;
     const Dtype A = m->act_dtype;
-    const uint64_t BT = model_tokens(m), C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t BT = model_moe_tokens(m), C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
     ModelParam *wr = model_find_param(m, PK_ROUTER_W, (int)l), *w1 = model_find_param(m, PK_XFC1_W, (int)l),
                *w2 = model_find_param(m, PK_XFC2_W, (int)l);
     if (!wr || !w1 || !w2) return err_set(e, ST_SOFTWARE, "MoE layer %u has no router or experts", l + m->layer0);
@@ -442,17 +458,20 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
 
 /* With data parallelism, the step's counts of every DP rank summed (gathered as bytes, summed exactly in a
  * fixed rank order; not a plan collective), so the routing report and a sigmoid router's bias see the whole
- * batch's loads, as one rank does. */
+ * batch's loads, as one rank does; with TP every TP rank routes its own sequence shard, so the group is the
+ * stage's TP x DP ranks. */
 static Status sum_counts(Model *m, Err *e)
 {
     const uint64_t n = (uint64_t)m->moe_layers * m->spec.experts;
-    if (m->dp <= 1 || !n) return ST_OK;
-    uint64_t *all = (uint64_t *)m->moe_scratch; /* (dp, MoE layers, E) */
+    Comm *c = m->tp > 1 ? m->amaxc : m->dpc;
+    const uint32_t ranks = m->dp * (m->tp > 1 ? m->tp : 1);
+    if (ranks <= 1 || !n) return ST_OK;
+    uint64_t *all = (uint64_t *)m->moe_scratch; /* (tp x dp, MoE layers, E) */
     /* uint64 counts travel as pairs of 4-byte elements: a gather moves bytes, it adds nothing */
-    Status st = m->dpc->all_gather(m->dpc, COMM_UNPLANNED, m->bk, m->moe_counts, all, 2 * n, DT_FP32, e);
+    Status st = c->all_gather(c, COMM_UNPLANNED, m->bk, m->moe_counts, all, 2 * n, DT_FP32, e);
     for (uint64_t i = 0; !st && i < n; i++) {
         uint64_t sum = 0;
-        for (uint32_t r = 0; r < m->dp; r++) sum += all[(uint64_t)r * n + i];
+        for (uint32_t r = 0; r < ranks; r++) sum += all[(uint64_t)r * n + i];
         m->moe_counts[i] = sum;
     }
     return st;

@@ -162,9 +162,10 @@ static Status block_bwd(Model *m, uint32_t i, Err *e)
     }
     if (!st && model_moe_layer(m, i)) { /* d(norm 2 output) through the routed experts, added to the shared's */
         const void *x = la->r_in ? la->r_in : model_linear_input(m, i, LIN_FC1);
+        const uint64_t n = model_moe_tokens(m) * C; /* the sequence-parallel shard's (d_b: reduce-scattered) */
         st = model_moe_bwd(m, i, x, a->d_res, e);
-        if (!st && F) st = bk->add(bk, a->d_b, a->d_moe, a->d_b, m->act_dtype, BT * C, e);
-        if (!st && !F) st = bk->convert(bk, a->d_moe, m->act_dtype, a->d_b, m->act_dtype, BT * C, NULL, e);
+        if (!st && F) st = bk->add(bk, a->d_b, a->d_moe, a->d_b, m->act_dtype, n, e);
+        if (!st && !F) st = bk->convert(bk, a->d_moe, m->act_dtype, a->d_b, m->act_dtype, n, NULL, e);
     }
     if (!st) st = model_norm_bwd(m, PK_NORM2_W, (int)i, la->res2, la->norm2_mean, la->norm2_rstd, a->d_b, e);
     if (!st) st = model_linear_bwd(m, i, LIN_PROJ, a->d_res, a->d_b, e);

@@ -77,6 +77,30 @@ Status model_tp_check(const Plan *p, Err *e)
     return ST_OK;
 }
 
+Status model_tp_moe_check(const Plan *p, Err *e)
+{
+    const PlanInput *in = &p->in;
+    const ModelSpec *s = in->model;
+    const Recipe *r = in->recipe;
+    const char *why = NULL;
+    if (in->etp != 1)
+        why = "expert tensor parallelism (--etp) is not run: each expert stays whole on its rank";
+    else if (recipe_fp8_gemm(r))
+        why = "FP8 experts with tensor parallelism are not tested yet (the BF16/FP32 recipes run)";
+    else if (((uint64_t)s->shared_experts * s->expert_ffn) % in->tp)
+        why = "the shared experts' FFN width must be divisible by tp (it splits over TP as the dense FFN)";
+    else if (s->router == ROUTER_SIGMOID)
+        why = "a sigmoid router with tensor parallelism is not run yet (its bias is a buffer in Megatron-Core; the "
+              "plan's tp_norm_grad_allreduce counts it)";
+    else if (in->pp > 1)
+        why = "experts with tensor parallelism over pipeline stages are not run yet";
+    else if (in->sharding != SHARD_NONE)
+        why = "sharded states with experts and tensor parallelism are not run yet";
+    if (!why) return ST_OK;
+    return err_set(e, ST_UNAVAILABLE, "model %s with --tp %u --ep %u --etp %u: %s", s->name, in->tp, in->ep, in->etp,
+                   why);
+}
+
 void model_tp_spec(const Plan *p, Model *m)
 {
     uint32_t t = p->in.tp ? p->in.tp : 1;
@@ -116,7 +140,8 @@ void model_tp_layout(Model *m, int bind, ArenaSpecs *sp)
 static void global_row(const Model *m, const ModelParam *p, uint64_t i, uint64_t *row, uint64_t *width, uint64_t *col0)
 {
     const uint64_t t = m->tp, r = (uint64_t)m->tp_rank, D = m->spec.head_dim;
-    const uint64_t q = m->spec.heads * D, kv = m->spec.kv_heads * D, F = m->spec.ffn_hidden; /* local widths */
+    const uint64_t q = m->spec.heads * D, kv = m->spec.kv_heads * D;             /* local widths */
+    const uint64_t F = p->kind == PK_FC1_W ? p->rows / spec_fc1_k(&m->spec) : 0; /* the dense FFN's or shared's */
     *width = p->cols, *col0 = 0, *row = i;
     switch (p->kind) {
     case PK_WTE:
@@ -236,12 +261,13 @@ Status model_tp_xent(Model *m, float dloss, Err *e)
 
 /* ---- gradients after the step ---- */
 
-/* A parameter every rank holds whole whose gradient sums over this rank's tokens only: the norms and the
- * row-parallel biases (Megatron's `sequence_parallel` parameters). */
+/* A parameter every rank holds whole whose gradient sums over this rank's tokens only: the norms, the
+ * row-parallel biases and a MoE layer's router weight (Megatron's `sequence_parallel` parameters; the router
+ * runs on the sequence shard: planner/plan_moe.c counts it with the norms). */
 static int sp_replicated(ParamKind k)
 {
     return k == PK_NORM1_W || k == PK_NORM1_B || k == PK_NORM2_W || k == PK_NORM2_B || k == PK_NORMF_W ||
-           k == PK_NORMF_B || k == PK_PROJ_B || k == PK_FC2_B;
+           k == PK_NORMF_B || k == PK_PROJ_B || k == PK_FC2_B || k == PK_ROUTER_W;
 }
 
 /* Copy n floats (FP32 to FP32 through the backend: host or device memory alike). */

@@ -193,7 +193,7 @@ int run_files_open(const RunSpec *a, Model *m, RunFiles *sf)
 }
 
 /* Rank 0 writes every rank's log: per step, MoE layer (the model's index: dense_layers + its index among the
- * MoE layers) and rank of the stage holding it (its DP rank, as `plan --routing` counts ranks), the copies per
+ * MoE layers) and rank of the stage holding it (tp_rank + tp x dp_rank, as `plan --routing` counts ranks), the copies per
  * expert. Every rank's log is moe_layers_all x E a step (its stage's rows at moe_first); a header says which. */
 int run_routing_write(const RunSpec *a, Model *m, RunFiles *sf)
 {
@@ -201,7 +201,9 @@ int run_routing_write(const RunSpec *a, Model *m, RunFiles *sf)
     Err e;
     const uint64_t E = m->spec.experts, n = (uint64_t)m->moe_layers_all * E, S = m->route_steps;
     const int R = m->comm->size;
-    const uint64_t mine[3] = {m->moe_first, m->moe_layers, m->dp_rank}; /* (tp 1 with experts) */
+    /* the rank's place in its stage, tp_rank + tp x dp_rank (its DP rank at tp 1): with TP each rank routes its
+     * own sequence shard */
+    const uint64_t mine[3] = {m->moe_first, m->moe_layers, (uint64_t)m->tp_rank + (uint64_t)m->tp * m->dp_rank};
     uint64_t *all = sf->routing_open ? calloc((size_t)R * S * n + 1, sizeof *all) : NULL;
     uint64_t *hdr = sf->routing_open ? calloc((size_t)R * 3, sizeof *hdr) : NULL;
     Status st = sf->routing_open && (!all || !hdr) ? err_set(&e, ST_NOMEM, "out of memory for the routing log") : ST_OK;

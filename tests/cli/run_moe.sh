@@ -277,6 +277,17 @@ if command -v mpirun >/dev/null 2>&1; then
     expect_out "--ep 2: the all-to-alls" "every rank sent the plan's expert all-to-all bytes for the measured routing"
     # 8 experts x (2 x 224 x 64 + 64 x 224) x 2 layers = 688,128 BF16 weights; 4 a rank: 688,128 B
     expect_line "--ep 2: half the experts a rank" "  weight_expert +688128 +688128 +688128 +2/2 +exact"
+    # tensor parallelism (quick tier; every layout: tests/cli/mpi_ep.sh): tp 2 x dp 2, ep 2 over the 4 ranks (MoE
+    # folding: EP groups {0, 1} and {2, 3}), 2 KV heads so tp 2 divides them. A rank's 4 experts as at ep 2 above
+    # (688,128 B); the router weight (8 x 64) is replicated and its gradient joins the norms' over TP: per layer
+    # 2 RMSNorms 128 + router 512, x 2 layers + the final norm 64 = 1,344 FP32 = 5,376 B, sent 5,376 x 2(2-1)/2;
+    # the expert gradients over the tp x dp / ep = 2 ranks holding the same experts: 344,064 x 4 = 1,376,256 B
+    mpi_run 4 "$FP8PLAN" run $MOE --kv-heads 2 --tp 2 --ep 2 --recipe megatron-bf16 --steps 2 --mbs 1 --gbs 2 --quiet
+    expect_rc "mpirun -np 4 --tp 2 --ep 2: every term as planned, exit 0" 0
+    expect_out "--tp 2 --ep 2: the all-to-alls" "every rank sent the plan's expert all-to-all bytes for the measured routing"
+    expect_line "--tp 2 --ep 2: 4 experts a rank" "  weight_expert +688128 +688128 +688128 +4/4 +exact"
+    expect_line "--tp 2 --ep 2: norms and router over TP, by hand" "  tp_norm_grad_allreduce +5376 +5376 +5376 +4/4 +exact"
+    expect_line "--tp 2 --ep 2: experts over their EDP group" "  edp_grad_allreduce +1376256 +1376256 +1376256 +4/4 +exact"
     # sharded states (quick tier; every layout: tests/cli/mpi_zero.sh): 4 ranks, ep 2, so each expert's states
     # spread over its expert-data-parallel group of 2: 344,064 FP32 master elements a rank's experts, 172,032 a
     # rank (688,128 B); their FP32 gradients reduce-scattered over that group, 1,376,256 B, half leaving

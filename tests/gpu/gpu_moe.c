@@ -152,7 +152,7 @@ static void route_bwd_case(Gc *g, const RouteCase *c)
     GC_OK(g, g->cpu->router_topk(g->cpu, &rd, GE));
     float *dw = gc_randn(g, DT_FP32, TK, 1.0), *dz_c = gc_halloc(TE * 4), *dz_g = gc_halloc(TE * 4);
     float *ds_c = gc_halloc(TE * 4), *ds_g = gc_halloc(TE * 4), loss_c[1], loss_g[1];
-    RouterAuxDesc ad = {T, E, k, c->score, 0.01f, s, ids, loss_c, 0.5f, ds_c};
+    RouterAuxDesc ad = {T, E, k, c->score, 0.01f, s, ids, loss_c, 0.5f, ds_c, NULL, 0};
     GC_OK(g, g->cpu->router_aux_loss(g->cpu, &ad, GE));
     RouterBwdDesc bd = {T, E, k, c->score, c->norm_topk, c->weight_scale, s, ids, dw, ds_c, dz_c};
     GC_OK(g, g->cpu->router_bwd(g->cpu, &bd, GE));

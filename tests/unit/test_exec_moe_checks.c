@@ -83,7 +83,7 @@ static void test_router_refusals(void)
     b = bok, b.ids = bad_ids;
     REFUSED(bk->router_bwd(bk, &b, &e), ST_USAGE, "router_bwd: token 1 slot 1: expert id 4 is outside [0, 4)");
 
-    RouterAuxDesc aok = {T, E, K, ROUTER_SOFTMAX, 0.01f, s, ids, &loss, 1.0f, NULL}, a;
+    RouterAuxDesc aok = {T, E, K, ROUTER_SOFTMAX, 0.01f, s, ids, &loss, 1.0f, NULL, NULL, 0}, a;
     REFUSED(bk->router_aux_loss(bk, NULL, &e), ST_USAGE, "router_aux_loss: no descriptor");
     a = aok, a.loss = NULL;
     REFUSED(bk->router_aux_loss(bk, &a, &e), ST_USAGE, "router_aux_loss: missing pointer");

@@ -405,9 +405,22 @@ static void test_refusals(void)
     CHECK_CONTAINS(e.msg, "model fx-moe-softmax: hidden 62 with recipe deepseek-v3's FP8 dispatch: a row's codes move "
                           "as 4-byte words (hidden must be a multiple of 4)");
     arena_specs_free(&sp);
-    CHECK(!fx_plan_par(&s, &bf16, B, 1, 2, 1, &p, &e));
+    CHECK(!fx_plan_par(&s, &bf16, B, 1, 2, 1, &p, &e)); /* TP 2 (SP) at ep 1, shared experts split over TP */
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    arena_specs_free(&sp);
+    ModelSpec ns = s; /* and without them (tests/cli/mpi_ep.sh runs both) */
+    ns.shared_experts = 0;
+    CHECK(!fx_plan_par(&ns, &bf16, B, 1, 2, 1, &p, &e));
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    arena_specs_free(&sp);
+    p.in.etp = 2; /* ... not expert tensor parallelism */
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "over data, expert and pipeline parallelism only (tp 2, etp 1 given");
+    CHECK_CONTAINS(e.msg, "model fx-moe-softmax with --tp 2 --ep 1 --etp 2: expert tensor parallelism (--etp) is "
+                          "not run");
+    arena_specs_free(&sp);
+    CHECK(!fx_plan_par(&ns, &te, B, 1, 2, 1, &p, &e)); /* ... nor FP8 experts with TP (refused before any work) */
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "--tp 2 --ep 1 --etp 1: FP8 experts with tensor parallelism are not tested yet");
     arena_specs_free(&sp);
     CHECK(!fx_plan_dp(&s, &bf16, B, 1, 2, SHARD_ZERO1, &p, &e)); /* sharded states run (test_exec_shard) */
     CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);

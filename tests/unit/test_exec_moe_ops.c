@@ -166,7 +166,8 @@ static void test_router_groups_by_hand(void)
  *   sigmoid: p = s / row sum: t0 (3/8, 1/4, 1/4, 1/8), t1 (2, 2, 1, 2)/7, t2 (1/9, 1/3, 2/9, 1/3);
  *            f = (2, 1, 3, 0)/6; loss = 4·(1/3·389/504 + 1/6·438/504 + 1/2·310/504)/3 = 1073/1134;
  *            t0's gradient: g = 4·f/3 = (4/9, 2/9, 2/3, 0), Σ g·s / S = (7/9)/2 = 7/18,
- *            ds = (g − 7/18)/2 = (1/36, −1/12, 5/36, −7/36). */
+ *            ds = (g − 7/18)/2 = (1/36, −1/12, 5/36, −7/36);
+ *   one sequence-parallel shard of two, the other's counts given: below. */
 static void test_aux_loss_by_hand(void)
 {
     Backend *bk = cpu();
@@ -197,6 +198,19 @@ static void test_aux_loss_by_hand(void)
     CHECK_REL(loss, 0.5 * 1073.0 / 1134.0, 4 * 0x1p-24);
     const double ds0[E4] = {1.0 / 36, -1.0 / 12, 5.0 / 36, -7.0 / 36}; /* coeff 1/2 · dloss 2 = 1 */
     for (int x = 0; x < E4; x++) CHECK_REL(ds[x], ds0[x], 4 * 0x1p-24);
+    /* sequence parallelism: the softmax tokens as shard 0 of 2, shard 1 routing (0, 1, 3, 2) copies; n = (2, 3, 0, 1)
+     * + (0, 1, 3, 2) = (2, 4, 3, 3) over 6 tokens, f = n/12; this shard's P sums (.65, .95, .65, .75);
+     * loss = 4·Σ f·P/6 = 4·(1.3 + 3.8 + 1.95 + 2.25)/72 = 31/60 (its part); gradient 4·f/6 = (1, 2, 1.5, 1.5)/9 */
+    const int32_t cnt[2 * E4] = {2, 3, 0, 1, 0, 1, 3, 2};
+    d.score = ROUTER_SOFTMAX, d.scores = soft, d.ids = ids_soft, d.coeff = 1.0f, d.dloss = 1.0f;
+    d.counts = cnt, d.shards = 2;
+    CHECKF(bk->router_aux_loss(bk, &d, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(loss, 31.0 / 60.0, 4 * 0x1p-24);
+    const double gs[E4] = {1.0 / 9, 2.0 / 9, 1.5 / 9, 1.5 / 9};
+    for (int t = 0; t < T3; t++)
+        for (int x = 0; x < E4; x++) CHECK_REL(ds[t * E4 + x], gs[x], 2 * 0x1p-24);
+    d.shards = 0;
+    CHECK(bk->router_aux_loss(bk, &d, &e) == ST_USAGE && strstr(e.msg, "counts of 0 shards"));
     bk->destroy(bk);
 }
 
@@ -217,7 +231,7 @@ static double fd_loss(Backend *bk, const FdCase *c, const float *z, const float 
     float w[FT * FK], loss = 0;
     int32_t counts[FE];
     RouterDesc d = {FT, FE, FK, c->score, c->norm, c->scale, 0, 0, z, c->bias, s, ids, w, counts};
-    RouterAuxDesc a = {FT, FE, FK, c->score, c->coeff, s, ids, &loss, 1.0f, NULL};
+    RouterAuxDesc a = {FT, FE, FK, c->score, c->coeff, s, ids, &loss, 1.0f, NULL, NULL, 0};
     Err e = {0};
     CHECKF(bk->router_topk(bk, &d, &e) == ST_OK && bk->router_aux_loss(bk, &a, &e) == ST_OK, "%s", e.msg);
     double L = loss;
@@ -232,7 +246,7 @@ static void fd_case(Backend *bk, const FdCase *c, Rng *r)
     for (int i = 0; i < FT * FE; i++) z[i] = (float)(2 * rng_unit(r) - 1);
     for (int i = 0; i < FT * FK; i++) g[i] = (float)(2 * rng_unit(r) - 1);
     fd_loss(bk, c, z, g, ids, s);
-    RouterAuxDesc a = {FT, FE, FK, c->score, c->coeff, s, ids, &loss, 1.0f, ds};
+    RouterAuxDesc a = {FT, FE, FK, c->score, c->coeff, s, ids, &loss, 1.0f, ds, NULL, 0};
     RouterBwdDesc b = {FT, FE, FK, c->score, c->norm, c->scale, s, ids, g, ds, dz};
     Err e = {0};
     CHECKF(bk->router_aux_loss(bk, &a, &e) == ST_OK && bk->router_bwd(bk, &b, &e) == ST_OK, "%s", e.msg);

@@ -229,7 +229,7 @@ static void test_ep_routed(void)
     CHECK_EQ_INT(plan_ep_routed(&p, &rt, 4, &o, &e), ST_USAGE);
     rb.ranks = 2, rb.rows = rows;
     CHECK_EQ_INT(plan_ep_routed(&p, &rb, 0, &o, &e), ST_USAGE);
-    CHECK_CONTAINS(e.msg, "2 ranks x 8 experts given; the plan has dp 4 and 8 experts");
+    CHECK_CONTAINS(e.msg, "2 ranks x 8 experts given; the plan has tp 1 x dp 4 and 8 experts");
     /* two pipeline stages (dp 4 each): layer 0, dense, on stage 0 and the MoE layer 1 on stage 1. A stage's plan
      * takes its own ranks' routing: stage 1's is the routing above (its one MoE layer x 2 micro-batches = the 2
      * calls), so its ranks' bytes are the ones above; stage 0 holds no experts and dispatches nothing */
@@ -249,6 +249,26 @@ static void test_ep_routed(void)
     CHECK_EQ_U64(o.payload[EPR_DISPATCH_FWD], 0);
     CHECK_EQ_U64(o.payload[EPR_COUNTS], 0);
     in.pp = 1, in.stage_view = 0;
+    /* tp 2 x dp 2, ep 2 (MoE folding at etp 1: the 4 ranks regrouped ep fastest, EP groups {0, 1} and {2, 3} as
+     * above): a rank routes its sequence shard, 512 / 2 = 256 tokens a micro-batch, 2 x 256 x 2 = 1,024 copies,
+     * so the table above (2,048) is refused and half of it gives half the bytes: rank 0 dispatches 1,024 copies
+     * (524,288 B), 512 leave (262,144 B); its experts get its own 512 (262,144 B), nothing leaves */
+    in.tp = 2, in.dp = 2;
+    p = build(&in);
+    CHECK_EQ_INT(plan_ep_routed(&p, &rt, 0, &o, &e), ST_DATA);
+    CHECK_CONTAINS(e.msg, "rank 0 routed 2048 token copies over 2 dispatches; 2 x 256 tokens x top-2 = 1024 expected");
+    uint64_t half[4 * 8];
+    for (int i = 0; i < 32; i++) half[i] = rows[i] / 2;
+    MoeRouting rh = {.ranks = 4, .experts = 8, .calls = 2, .rows = half};
+    CHECKF(!plan_ep_routed(&p, &rh, 0, &o, &e), "%s", e.msg);
+    CHECK_EQ_U64(o.payload[EPR_DISPATCH_FWD], 524288);
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 262144);
+    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 262144);
+    CHECK_EQ_U64(o.sent[EPR_COMBINE_FWD], 0);
+    rh.ranks = 2;
+    CHECK_EQ_INT(plan_ep_routed(&p, &rh, 0, &o, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "2 ranks x 8 experts given; the plan has tp 2 x dp 2 and 8 experts");
+    in.tp = 1, in.dp = 4;
     in.ep = 1;
     p = build(&in);
     CHECK_EQ_INT(plan_ep_routed(&p, &rt, 0, &o, &e), ST_USAGE);
