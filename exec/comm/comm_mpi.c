@@ -37,15 +37,6 @@ Status comm_mpi_fail(Err *e, int rc, const char *call)
     return err_set(e, ST_UNAVAILABLE, "mpi: %s failed: %s", call, msg);
 }
 
-#define MPI_TRY(call)                          \
-    do {                                       \
-        int mr_ = (call);                      \
-        if (mr_ != MPI_SUCCESS) {              \
-            st = comm_mpi_fail(e, mr_, #call); \
-            goto done;                         \
-        }                                      \
-    } while (0)
-
 static MPI_Comm world(const Comm *c) { return ((const MpiImpl *)c->impl)->comm; }
 MPI_Comm comm_mpi_handle(const Comm *c) { return world(c); }
 

@@ -8,15 +8,6 @@
 #include "exec/comm/comm_mpi.h"
 #include "exec/comm/comm_mpi_internal.h"
 
-#define MPI_TRY(call)                          \
-    do {                                       \
-        int mr_ = (call);                      \
-        if (mr_ != MPI_SUCCESS) {              \
-            st = comm_mpi_fail(e, mr_, #call); \
-            goto done;                         \
-        }                                      \
-    } while (0)
-
 /* How long a probe waits for its send to complete: an eager send may complete only once the receiver's
  * progress has taken the shared-memory fragment (Open MPI's vader: a message past its fast box, about 1 KiB,
  * goes in a fragment the receiver hands back), and with more ranks than cores the receiver may be off its

@@ -11,5 +11,14 @@
 MPI_Comm comm_mpi_handle(const Comm *c);
 /* ST_UNAVAILABLE "mpi: CALL failed: MPI's message" for MPI return code rc. */
 Status comm_mpi_fail(Err *e, int rc, const char *call);
+/* Runs an MPI call; on failure sets st from comm_mpi_fail (e in scope) and jumps to the caller's `done:`. */
+#define MPI_TRY(call)                          \
+    do {                                       \
+        int mr_ = (call);                      \
+        if (mr_ != MPI_SUCCESS) {              \
+            st = comm_mpi_fail(e, mr_, #call); \
+            goto done;                         \
+        }                                      \
+    } while (0)
 
 #endif
