@@ -526,11 +526,12 @@ int cmd_calibrate(int argc, char **argv)
         rc = cli_usage(CMD, "--model: unknown model '%s' (known: %s)", a.model, names);
     }
     CalSession s = {0};
+    int stuck = 0; /* a rank failed where its peers may still wait in a collective: every rank is stopped */
     if (!rc && cal_session_measure(&s, a.backend, base, &a.ov, a.mbs, (int)a.reps, row, &e))
-        rc = cli_fail(CMD, &e);
-    else if (!rc && !s.comm->rank)
-        rc = say_result(&a, src, cat, &s, row);
-    cal_session_close(&s, rc);
+        rc = cli_fail(CMD, &e), stuck = 1;
+    else if (!rc && !s.comm->rank) /* rank 0 alone, every rank past its last collective: a verdict (1, 75) or */
+        rc = say_result(&a, src, cat, &s, row); /* a write failure ends in a plain exit, MPI finalized */
+    cal_session_close(&s, stuck ? rc : 0);
     free(cat);
     return rc;
 }

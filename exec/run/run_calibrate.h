@@ -32,7 +32,8 @@ int cal_again_reps(int reps);
  * then holds the row's figures; without, the profile against its re-measure. 1 past the bounds. */
 int cal_session_judge(CalSession *s, const GpuSpec *check_row, CalJudge *j);
 
-/* Stop every rank when rc is a failure over several ranks, then free what s holds. */
+/* Stop every rank (MPI_Abort) when rc is a failure that may leave peers waiting in a collective, then free what s
+ * holds (MPI finalized: a verdict rank 0 gives after the last collective is a plain exit). */
 void cal_session_close(CalSession *s, int rc);
 
 #endif
