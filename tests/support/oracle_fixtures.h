@@ -7,6 +7,17 @@
 
 #include "planner/plan.h"
 #include "support/fixtures.h"
+#include "test.h"
+
+/* plan_build() of in; a failed check naming the planner's message when it refuses (the test's own counters:
+ * test.h's are per file). */
+static inline Plan ox_build(const PlanInput *in)
+{
+    Plan p;
+    Err e = {0};
+    CHECKF(plan_build(in, &p, &e) == ST_OK, "%s", e.msg);
+    return p;
+}
 
 /* A tiny GPT: 4 layers, hidden 8, 2 heads (2 kv heads) of 4, FFN 16 (GeLU), RMSNorm (8 weights),
  * learned positions (seq_len x 8), tied embeddings, no biases. At tp 1 its linear weights per layer

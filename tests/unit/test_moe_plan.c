@@ -1,14 +1,13 @@
 /* tests/unit/test_moe_plan.c — the mixture-of-experts planner worked by hand on a small
  * model: expert layout checks, per-GPU expert weights and states over the expert-data-
  * parallel group, the MoE activations, the all-to-all bytes and times (plain, across
- * nodes, node-limited, FP8 with 1x128 scales), expert-DP collectives, exposure, DualPipe's
+ * nodes, node-limited, FP8 with 1x128 scales; for a measured routing: test_moe_plan_routed.c), expert-DP collectives, exposure, DualPipe's
  * bubble, activated-parameter FLOPs, and the sweep over EP. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "catalog/catalog.h"
 #include "planner/plan.h"
-#include "planner/plan_routed.h"
 #include "planner/sweep.h"
 #include "support/fixtures.h"
 #include "support/oracle_fixtures.h"
@@ -17,15 +16,6 @@
 /* The model: support/oracle_fixtures.h's ox_moe(512) — 2 layers (the first dense, FFN 512), hidden 256, 2 heads
  * of 128 (no GQA), vocab 1000, seq 512, RMSNorm, SwiGLU, RoPE, untied; 8 experts of FFN 128, top 2, 1 shared,
  * softmax router. */
-
-static Plan build(const PlanInput *in)
-{
-    Plan p;
-    Err e = {0};
-    Status st = plan_build(in, &p, &e);
-    CHECKF(st == ST_OK, "%s", e.msg);
-    return p;
-}
 
 static void test_layout_checks(void)
 {
@@ -107,7 +97,7 @@ static void test_expert_memory(void)
     Recipe r = fx_bf16_recipe("bf16", (1u << STATE_MASTER) | (1u << STATE_M) | (1u << STATE_V));
     PlanInput in = fx_input(&m, &g, &r);
     in.dp = 4, in.ep = 4, in.sharding = SHARD_DIST_OPT;
-    Plan p = build(&in);
+    Plan p = ox_build(&in);
     /* per layer: QKV 768 x 256 = 196,608 + proj 256 x 256 = 65,536: 262,144; dense FFN 1024 x 256 + 256 x 512 =
      * 393,216; shared expert 256 x 256 + 256 x 128 = 98,304; one expert 98,304, 8 / 4 = 2 here: 196,608;
      * router 8 x 256 = 2,048. Linear (non-expert) weights: 2 x 262,144 + 393,216 + 98,304 = 1,015,808. Other:
@@ -123,7 +113,7 @@ static void test_expert_memory(void)
     CHECK_EQ_U64(p.mem[MT_MASTER_GEMM].elements, 253952); /* 1,015,808 / 4 */
     /* ep 2: 4 experts here (393,216), edp 2: master 196,608 each */
     in.ep = 2;
-    p = build(&in);
+    p = ox_build(&in);
     CHECK_EQ_U64(p.params_expert_gpu, 393216);
     CHECK_EQ_U64(p.mem[MT_MASTER_EXPERT].elements, 196608);
     CHECK_EQ_U64(p.mem[MT_MASTER_EXPERT].shards, 2);
@@ -147,7 +137,7 @@ static void test_moe_activations(void)
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
     in.dp = 4, in.ep = 4;
-    Plan p = build(&in);
+    Plan p = ox_build(&in);
     /* rows per rank per micro-batch = etp x tok_r x top-k x f = 1 x 512 x 2 x 1 = 1024. One MoE layer:
      * router probabilities 512 x 8 x 4 = 16,384, top-k indices and weights 512 x 2 x 8 = 8,192 (its BF16
      * input is the shared FC1's saved input: not again), dispatched FC1 inputs 1024 x 256 x 2 = 524,288, FC1
@@ -156,122 +146,17 @@ static void test_moe_activations(void)
     CHECK_EQ_U64(p.mem[MT_ACT_MOE].bytes, 1347584);
     /* twice the imbalance: the rows double (all but the router's 24,576) */
     in.moe_imbalance = 2;
-    Plan p2 = build(&in);
+    Plan p2 = ox_build(&in);
     CHECK_EQ_U64(p2.mem[MT_ACT_MOE].bytes, 24576 + 2 * (1347584 - 24576));
     /* moe_act recompute keeps FC1's output only (in the saved dtype, BF16 here): less FC2's input 262,144 */
     in.moe_imbalance = 1, in.recompute_mods = RECOMPUTE_MOD_MOE_ACT;
-    Plan p3 = build(&in);
+    Plan p3 = ox_build(&in);
     CHECK_EQ_U64(p3.mem[MT_ACT_MOE].bytes, 1347584 - 262144);
     /* full recompute keeps each layer's input only */
     in.recompute_mods = 0, in.recompute = RECOMPUTE_FULL;
-    Plan p4 = build(&in);
+    Plan p4 = ox_build(&in);
     CHECK_EQ_U64(p4.mem[MT_ACT_MOE].bytes, 0);
     CHECK_EQ_U64(p4.mem[MT_ACT_LAYER_HP].bytes, 2 * 512 * 256 * 2);
-}
-
-/* The expert all-to-alls of each rank under a routing a run measured (planner/plan_routed.h): dp 4, ep 2 (EP
- * groups {0, 1} and {2, 3}; expert ranks 0, 1, 0, 1 holding experts 0-3 and 4-7), 2 micro-batches of 512 tokens
- * top-2: 2 x 512 x 2 = 2,048 copies a rank over calls = 2 (one step). A copy is 256 x 2 = 512 B (BF16). */
-static void test_ep_routed(void)
-{
-    ModelSpec m = ox_moe(512);
-    GpuSpec g = fx_gpu();
-    Recipe r = fx_bf16_recipe("bf16", 0);
-    PlanInput in = fx_input(&m, &g, &r);
-    in.dp = 4, in.ep = 2, in.gbs = 8;
-    Plan p = build(&in);
-    static const uint64_t rows[4 * 8] = {
-        512,  512, 0,   0,   256,  256,  256, 256, /* rank 0: half to its own experts 0, 1 */
-        0,    0,   0,   0,   1024, 1024, 0,   0,   /* rank 1: all to its own 4, 5 */
-        256,  256, 256, 256, 256,  256,  256, 256, /* rank 2: uniform */
-        2048, 0,   0,   0,   0,    0,    0,   0,   /* rank 3: all to expert 0, rank 2's */
-    };
-    MoeRouting rt = {.ranks = 4, .experts = 8, .calls = 2, .rows = rows};
-    EpRouted o;
-    Err e;
-    /* rank 0: dispatch 2,048 copies (1,048,576 B), 1,024 to rank 1's experts leave (524,288 B); its experts 0-3 get
-     * its own 1,024 and rank 1's 0: combine payload 524,288, nothing leaves */
-    CHECK(!plan_ep_routed(&p, &rt, 0, &o, &e));
-    CHECK_EQ_U64(o.payload[EPR_DISPATCH_FWD], 1048576);
-    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 524288);
-    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 524288);
-    CHECK_EQ_U64(o.sent[EPR_COMBINE_FWD], 0);
-    CHECK_EQ_U64(o.sent[EPR_DISPATCH_BWD], 524288);
-    CHECK_EQ_U64(o.payload[EPR_COMBINE_BWD], 524288);
-    /* counts a call: 8 int32 (4 stay) + 5 agreements of 2 uint64 (1 stays): 32 + 80 = 112 B, 16 + 40 = 56 leave;
-     * 2 calls */
-    CHECK_EQ_U64(o.payload[EPR_COUNTS], 224);
-    CHECK_EQ_U64(o.sent[EPR_COUNTS], 112);
-    /* rank 1: nothing leaves in dispatch; its experts 4-7 get rank 0's 1,024 and its own 2,048: 3,072 x 512 =
-     * 1,572,864 B, rank 0's 1,024 x 512 = 524,288 B leave */
-    CHECK(!plan_ep_routed(&p, &rt, 1, &o, &e));
-    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 0);
-    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 1572864);
-    CHECK_EQ_U64(o.sent[EPR_COMBINE_BWD], 524288);
-    /* rank 3 (group {2, 3}): all 2,048 leave (1,048,576 B); its experts 4-7 get rank 2's 4 x 256 = 1,024 */
-    CHECK(!plan_ep_routed(&p, &rt, 3, &o, &e));
-    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 1048576);
-    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 524288);
-    CHECK_EQ_U64(o.sent[EPR_COMBINE_FWD], 524288);
-    /* the plan's uniform expectation over one step: r = 2 EP ranks in a node, k (r - 1)/ep = 1 copy a token
-     * leaves: 512 x 512 = 262,144 B a call, x 2; payload 512 x 2 x 512 x 2 = 1,048,576 */
-    plan_ep_uniform(&p, 1, &o);
-    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 524288);
-    CHECK_EQ_U64(o.payload[EPR_COMBINE_BWD], 1048576);
-    CHECK_EQ_U64(o.payload[EPR_COUNTS], 224);
-    /* a rank that routed fewer copies than dropless routing makes, a rank past the ranks, the wrong ranks */
-    uint64_t bad[4 * 8];
-    for (int i = 0; i < 32; i++) bad[i] = rows[i];
-    bad[8 + 4]--;
-    MoeRouting rb = {.ranks = 4, .experts = 8, .calls = 2, .rows = bad};
-    CHECK_EQ_INT(plan_ep_routed(&p, &rb, 0, &o, &e), ST_DATA);
-    CHECK_CONTAINS(e.msg, "rank 1 routed 2047 token copies over 2 dispatches; 2 x 512 tokens x top-2 = 2048 expected");
-    CHECK_EQ_INT(plan_ep_routed(&p, &rt, 4, &o, &e), ST_USAGE);
-    rb.ranks = 2, rb.rows = rows;
-    CHECK_EQ_INT(plan_ep_routed(&p, &rb, 0, &o, &e), ST_USAGE);
-    CHECK_CONTAINS(e.msg, "2 ranks x 8 experts given; the plan has tp 1 x dp 4 and 8 experts");
-    /* two pipeline stages (dp 4 each): layer 0, dense, on stage 0 and the MoE layer 1 on stage 1. A stage's plan
-     * takes its own ranks' routing: stage 1's is the routing above (its one MoE layer x 2 micro-batches = the 2
-     * calls), so its ranks' bytes are the ones above; stage 0 holds no experts and dispatches nothing */
-    in.pp = 2, in.stage_view = 2;
-    Plan s1 = build(&in);
-    CHECK(!plan_ep_routed(&s1, &rt, 0, &o, &e));
-    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 524288);
-    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 524288);
-    CHECK_EQ_U64(o.payload[EPR_COUNTS], 224);
-    CHECK(!plan_ep_routed(&s1, &rt, 3, &o, &e));
-    CHECK_EQ_U64(o.sent[EPR_COMBINE_FWD], 524288);
-    plan_ep_uniform(&s1, 1, &o);
-    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 524288);
-    in.stage_view = 1;
-    Plan s0 = build(&in);
-    plan_ep_uniform(&s0, 1, &o);
-    CHECK_EQ_U64(o.payload[EPR_DISPATCH_FWD], 0);
-    CHECK_EQ_U64(o.payload[EPR_COUNTS], 0);
-    in.pp = 1, in.stage_view = 0;
-    /* tp 2 x dp 2, ep 2 (MoE folding at etp 1: the 4 ranks regrouped ep fastest, EP groups {0, 1} and {2, 3} as
-     * above): a rank routes its sequence shard, 512 / 2 = 256 tokens a micro-batch, 2 x 256 x 2 = 1,024 copies,
-     * so the table above (2,048) is refused and half of it gives half the bytes: rank 0 dispatches 1,024 copies
-     * (524,288 B), 512 leave (262,144 B); its experts get its own 512 (262,144 B), nothing leaves */
-    in.tp = 2, in.dp = 2;
-    p = build(&in);
-    CHECK_EQ_INT(plan_ep_routed(&p, &rt, 0, &o, &e), ST_DATA);
-    CHECK_CONTAINS(e.msg, "rank 0 routed 2048 token copies over 2 dispatches; 2 x 256 tokens x top-2 = 1024 expected");
-    uint64_t half[4 * 8];
-    for (int i = 0; i < 32; i++) half[i] = rows[i] / 2;
-    MoeRouting rh = {.ranks = 4, .experts = 8, .calls = 2, .rows = half};
-    CHECKF(!plan_ep_routed(&p, &rh, 0, &o, &e), "%s", e.msg);
-    CHECK_EQ_U64(o.payload[EPR_DISPATCH_FWD], 524288);
-    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 262144);
-    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 262144);
-    CHECK_EQ_U64(o.sent[EPR_COMBINE_FWD], 0);
-    rh.ranks = 2;
-    CHECK_EQ_INT(plan_ep_routed(&p, &rh, 0, &o, &e), ST_USAGE);
-    CHECK_CONTAINS(e.msg, "2 ranks x 8 experts given; the plan has tp 2 x dp 2 and 8 experts");
-    in.tp = 1, in.dp = 4;
-    in.ep = 1;
-    p = build(&in);
-    CHECK_EQ_INT(plan_ep_routed(&p, &rt, 0, &o, &e), ST_USAGE);
 }
 
 static void test_all_to_all(void)
@@ -281,7 +166,7 @@ static void test_all_to_all(void)
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
     in.dp = 4, in.ep = 4, in.gbs = 8; /* 2 micro-batches */
-    Plan p = build(&in);
+    Plan p = ox_build(&in);
     /* 4 EP ranks in one node of 8: r = 4, one node. Per token k (r - 1)/ep = 2 x 3/4 = 1.5 copies leave the
      * GPU over NVLink, none over the network; a copy is 256 x 2 = 512 B. Per call: 512 tokens x 1.5 x 512 =
      * 393,216 B sent, 512 x 2 x 512 = 524,288 B payload; calls = 1 MoE layer x 2 micro-batches. */
@@ -305,7 +190,7 @@ static void test_all_to_all(void)
     GpuSpec g2 = g;
     g2.gpus_per_node = 2;
     in.gpu = &g2;
-    p = build(&in);
+    p = ox_build(&in);
     c = &p.coll[CO_EP_DISPATCH_FWD];
     CHECK(c->inter_node);
     CHECK_EQ_U64(c->bus_bytes, 512 * 1 * 512 + 512 * 512 / 2);
@@ -313,7 +198,7 @@ static void test_all_to_all(void)
     /* node-limited routing with one group per node (2 groups, top 1): once per remote node, M (n-1)/n = 1/2
      * copy over the network, the forward inside the node k (1 - 1/r) = 1 copy over NVLink */
     m.router_groups = 2, m.router_group_topk = 1;
-    p = build(&in);
+    p = ox_build(&in);
     c = &p.coll[CO_EP_DISPATCH_FWD];
     CHECK_EQ_U64(c->bus_bytes, 512 * 512 / 2 + 512 * 512);
     CHECK_REL(c->time_s / 2, 8.4e-6 + 9.6e-6 + 131072 / 40e9, 1e-12);
@@ -322,7 +207,7 @@ static void test_all_to_all(void)
     f8.comm_ep_dispatch = DT_E4M3, f8.comm_ep_combine = DT_BF16, f8.act_gran = GRAN_1X128;
     f8.weight_gran = GRAN_128X128, f8.scaling = SCALING_CURRENT, f8.amax_history = 1, f8.min_sm = 90;
     in.recipe = &f8;
-    p = build(&in);
+    p = ox_build(&in);
     CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_FWD].bus_bytes, 512 * 264 / 2 + 512 * 264);
     CHECK_EQ_U64(p.coll[CO_EP_DISPATCH_BWD].bus_bytes, 512 * 264 / 2 + 512 * 264);
     CHECK_EQ_U64(p.coll[CO_EP_COMBINE_FWD].bus_bytes, 512 * 512 / 2 + 512 * 512);
@@ -343,15 +228,15 @@ static void test_moe_kernels(void)
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
     in.dp = 4, in.ep = 4, in.gbs = 8;
-    Plan p = build(&in);
+    Plan p = ox_build(&in);
     CHECK_REL(p.time.moe_route_s, 2 * 10838016.0 / (3.35e12 * 0.8), 1e-12);
     /* the expert GEMMs grow with the imbalance allowance: 4 times the rows, about 4 times the time */
     in.moe_imbalance = 4;
-    Plan p4 = build(&in);
+    Plan p4 = ox_build(&in);
     CHECK(p4.time.expert_gemm_s > 3.0 * p.time.expert_gemm_s && p4.time.expert_gemm_s < 4.5 * p.time.expert_gemm_s);
     /* the all-to-alls hide behind the layer's compute with --overlap-ep 1 (the exposed part is what exceeds it) */
     in.moe_imbalance = 1, in.overlap_ep = 1;
-    Plan po = build(&in);
+    Plan po = ox_build(&in);
     CHECK(po.time.ep_comm_s < p.time.ep_comm_s);
     /* TE without gradient-accumulation fusion: main_grad += grad as kernels of their own, per linear weight of
      * each layer (2 B read of the BF16 gradient + 4 B read and 4 B write of the FP32 main gradient = 10 B): the
@@ -359,9 +244,9 @@ static void test_moe_kernels(void)
      * 2 local experts 2 x 98,304 (not the router's, which its own hook accumulates) = 557,056; (655,360 +
      * 557,056) x 10 = 12,124,160 B per micro-batch, 2 micro-batches */
     in.overlap_ep = 0, in.fusion = FUSE_TE, in.grad_acc_fusion = 1;
-    Plan pf = build(&in);
+    Plan pf = ox_build(&in);
     in.grad_acc_fusion = 0;
-    Plan pu = build(&in);
+    Plan pu = ox_build(&in);
     CHECK_REL(pu.time.nongemm_s - pf.time.nongemm_s, 2 * 12124160.0 / (3.35e12 * 0.8), 1e-9);
     CHECK(pu.time.gemm_s < pf.time.gemm_s); /* the weight-gradient GEMMs write BF16, not accumulate FP32 */
 }
@@ -373,7 +258,7 @@ static void test_expert_dp_and_etp(void)
     Recipe r = fx_bf16_recipe("bf16", (1u << STATE_MASTER) | (1u << STATE_M) | (1u << STATE_V));
     PlanInput in = fx_input(&m, &g, &r);
     in.dp = 8, in.ep = 2, in.sharding = SHARD_DIST_OPT;
-    Plan p = build(&in);
+    Plan p = ox_build(&in);
     /* edp = 8 / 2 = 4 ranks, 2 apart; 4 experts x 98,304 = 393,216 FP32 gradients: reduce-scattered
      * (1,572,864 B payload, 3/4 of it sent) and the BF16 parameters gathered (786,432 B, 3/4 sent) */
     const Collective *rs = &p.coll[CO_EDP_GRAD_RS], *ag = &p.coll[CO_EDP_PARAM_AG];
@@ -387,7 +272,7 @@ static void test_expert_dp_and_etp(void)
     /* expert TP: tp 2 with SP, etp 2, ep 2 over dp 4: the rows gathered [1024 rows x 2, 256] BF16 forward
      * and backward (rows = etp x tok_r x k = 2 x 256 x 2 = 1024) */
     in.tp = 2, in.dp = 4, in.etp = 2, in.sp = 1;
-    p = build(&in);
+    p = ox_build(&in);
     CHECK_EQ_U64(p.coll[CO_ETP_AG].ranks, 2);
     CHECK_EQ_U64(p.coll[CO_ETP_AG].payload_bytes, 1024 * 256 * 2);
     CHECK_EQ_U64(p.coll[CO_ETP_AG].calls, 2 * p.microbatches);
@@ -407,14 +292,14 @@ static void test_flops_and_dualpipe(void)
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
     in.dp = 4, in.ep = 4;
-    Plan p = build(&in);
+    Plan p = ox_build(&in);
     /* per token: dense layer 262,144 + 393,216 = 655,360; MoE layer 262,144 + shared 98,304 + 2 x 98,304 +
      * router 2,048 = 559,104; head 256,000: 6 x 1,470,464 = 8,822,784; attention 6 x 2 layers x 2 heads x 512 x
      * (128 + 128) = 3,145,728: 11,968,512 FLOPs per token */
     CHECK_REL(p.model_flops_step / ((double)p.in.gbs * 512), 11968512.0, 1e-12);
     /* DualPipe on 2 stages: (pp/2 - 1) = 0 bubble; the all-to-alls hidden behind the paired chunks */
     in.pp = 2, in.dp = 2, in.ep = 2, in.gbs = 8, in.dualpipe = 1, in.first_stage_layers = 1, in.last_stage_layers = 1;
-    p = build(&in);
+    p = ox_build(&in);
     CHECK_NEAR(p.time.bubble_s, 0, 0);
     CHECK_NEAR(p.time.pp_comm_s, 0, 0);
     CHECK(p.time.ep_comm_s < p.coll[CO_EP_DISPATCH_FWD].time_s + p.coll[CO_EP_COMBINE_FWD].time_s);
@@ -473,7 +358,7 @@ static void test_deepseek_v3_cost(void)
     const uint32_t ends[][2] = {{4, 1}, {3, 2}, {2, 3}, {1, 4}};
     for (int i = 0; i < 4; i++) {
         in.first_stage_layers = ends[i][0], in.last_stage_layers = ends[i][1];
-        Plan p = build(&in);
+        Plan p = ox_build(&in);
         double hours = 2048.0 * 1e12 / p.tokens_per_s / 3600.0; /* GPU hours per trillion tokens */
         CHECKF(hours > 0.85 * 180000 && hours < 1.15 * 180000, "first %u last %u: %.0f GPU hours per trillion tokens",
                ends[i][0], ends[i][1], hours);
@@ -487,7 +372,7 @@ static void test_deepseek_v3_cost(void)
     }
     /* without DualPipe the all-to-alls are exposed and the cost leaves the band */
     in.dualpipe = 0, in.ep_comm_sms = 0, in.first_stage_layers = 4, in.last_stage_layers = 1;
-    Plan p = build(&in);
+    Plan p = ox_build(&in);
     CHECK(2048.0 * 1e12 / p.tokens_per_s / 3600.0 > 1.15 * 180000);
     CHECK(p.time.ep_comm_s > 0);
     free(c);
@@ -525,7 +410,7 @@ static void test_mla_and_mtp(void)
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
-    Plan p = build(&in);
+    Plan p = ox_build(&in);
     /* params: q_down 64 x 32 = 2048, q_up 32 x 2 x 24 = 1536, kv_down 64 x 24 = 1536, kv_up 16 x 2 x 32 = 1024,
      * out 2 x 16 x 64 = 2048: 8192 + latent norms 48; FFN 3 x 128 x 64 = 24,576; norms 128; embedding + head
      * 12,800; final norm 64: 45,808 */
@@ -544,10 +429,10 @@ static void test_mla_and_mtp(void)
      * 64 x 64 = 4096, FC2 64 x 128 = 8192: 25,600 B of E4M3 (per-tensor: no block scales) */
     Recipe rf = fx_te_recipe("te", 0);
     PlanInput inf = fx_input(&m, &g, &rf);
-    Plan pf = build(&inf);
+    Plan pf = ox_build(&inf);
     CHECK_EQ_U64(pf.mem[MT_ACT_LAYER_FP8].bytes, 25600);
     in.recompute_mods = RECOMPUTE_MOD_MLA_UP; /* Q, K, V rebuilt from the latents */
-    Plan pr = build(&in);
+    Plan pr = ox_build(&in);
     CHECK_EQ_U64(pr.mem[MT_ACT_LAYER_HP].bytes, 49920 + 65792 - 16384);
     CHECK(pr.time.step_s > p.time.step_s); /* the up-projections run again in backward */
     /* FLOPs per token: 6 x (8192 + 24,576 + head 6400) = 235,008 + attention 6 x 1 x 2 x 64 x (24 + 16) = 30,720 */
@@ -555,7 +440,7 @@ static void test_mla_and_mtp(void)
     /* MTP depth 1 (a dense layer here) on the last (only) stage: eh_proj 64 x 128 = 8192, three norms 192, the
      * layer 8192 + 48 + 24,576 + 128 = 32,944: 41,328 more parameters, outside the published total */
     m.mtp_layers = 1, in.recompute_mods = 0;
-    Plan pm = build(&in);
+    Plan pm = ox_build(&in);
     CHECK_EQ_U64(pm.params_total, 45808);
     CHECK_EQ_U64(pm.params_gpu, 45808 + 41328);
     CHECK(pm.time.step_s > p.time.step_s);
@@ -566,12 +451,12 @@ static void test_mla_and_mtp(void)
     CHECK_EQ_U64(pm.mem[MT_ACT_LAYER_HP].bytes, 256512);
     /* in FP8 eh_proj saves its E4M3 input, 64 x 128 = 8192 B beside the two layers' 2 x 25,600: 59,392 */
     m.mtp_layers = 1;
-    Plan pfm = build(&inf);
+    Plan pfm = ox_build(&inf);
     CHECK_EQ_U64(pfm.mem[MT_ACT_LAYER_FP8].bytes, 59392);
     /* with latent attention and TP 2 + SP, the attention gathers its BF16 latents (32 + 16 + 8 per token) and the
      * FFN its input (64 per token): 64 tokens x (56 + 64) x 2 / 2 calls = 7680 B a call on average */
     m.mtp_layers = 0, in.tp = 2, in.sp = 1, in.gbs = 1; /* one micro-batch */
-    Plan pt = build(&in);
+    Plan pt = ox_build(&in);
     CHECK_EQ_U64(pt.coll[CO_TP_AG_FWD].payload_bytes, 7680);
     CHECK_EQ_U64(pt.coll[CO_TP_AG_FWD].calls, 2);
 }
@@ -590,9 +475,9 @@ static void test_middle_stage_layers(void)
     PlanInput in = fx_input(&m, &g, &r);
     in.pp = 3, in.mbs = 1, in.gbs = 8;
     m.dense_layers = 2;
-    Plan two = build(&in);
+    Plan two = ox_build(&in);
     m.dense_layers = 3;
-    Plan three = build(&in);
+    Plan three = ox_build(&in);
     CHECK(isfinite(two.time.bubble_s) && two.time.bubble_s > 0);
     CHECKF(three.time.bubble_s != two.time.bubble_s,
            "middle stage [2, 4): bubble %g s with 3 dense layers, %g s with 2", three.time.bubble_s, two.time.bubble_s);
@@ -613,9 +498,9 @@ static void test_mla_up_recompute(void)
     for (int q = 0; q < 2; q++) {
         m.q_lora_rank = q ? 16 : 0;
         in.recompute_mods = 0;
-        Plan base = build(&in);
+        Plan base = ox_build(&in);
         in.recompute_mods = RECOMPUTE_MOD_MLA_UP;
-        Plan rc = build(&in);
+        Plan rc = ox_build(&in);
         grow[q] = rc.time.step_s - base.time.step_s;
     }
     CHECK(grow[0] > 0);
@@ -632,7 +517,6 @@ int main(void)
     RUN(test_expert_memory);
     RUN(test_moe_activations);
     RUN(test_all_to_all);
-    RUN(test_ep_routed);
     RUN(test_moe_kernels);
     RUN(test_expert_dp_and_etp);
     RUN(test_flops_and_dualpipe);

@@ -7,17 +7,10 @@
 #include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "support/fixtures.h"
+#include "support/oracle_fixtures.h"
 #include "test.h"
 
 #define SH(x) (1u << STATE_##x)
-
-static Plan build(const PlanInput *in)
-{
-    Plan p;
-    Err e;
-    CHECKF(plan_build(in, &p, &e) == ST_OK, "%s", e.msg);
-    return p;
-}
 
 /* Linear weights 2 x 768 = 1536, other 336 (test_plan.c works both out). */
 static void test_main_grad_dtype(void)
@@ -27,7 +20,7 @@ static void test_main_grad_dtype(void)
     Recipe r = fx_bf16_recipe("megatron-bf16", 0); /* fp32 gradients */
     PlanInput in = fx_input(&m, &g, &r);
     in.main_grad = MAIN_GRAD_BF16; /* Megatron-Core with grad_reduce_in_fp32 off: a bf16 main_grad buffer */
-    Plan p = build(&in);
+    Plan p = ox_build(&in);
     CHECK_EQ_U64(p.mem[MT_GRAD_GEMM].bytes, 1536 * 2);
     CHECK_EQ_U64(p.mem[MT_GRAD_OTHER].bytes, 336 * 2);
     CHECK_EQ_U64(p.mem[MT_MASTER_GEMM].bytes, 1536 * 4);        /* the master stays fp32 */
@@ -38,13 +31,13 @@ static void test_main_grad_dtype(void)
     Recipe r16 = r;
     r16.gemm.dt[STATE_GRAD] = r16.other.dt[STATE_GRAD] = DT_BF16;
     in.recipe = &r16, in.main_grad = MAIN_GRAD_FP32;
-    p = build(&in);
+    p = ox_build(&in);
     CHECK_EQ_U64(p.mem[MT_GRAD_GEMM].bytes, 1536 * 4);
     /* FP8 gradients stay FP8 whatever the stack says */
     Recipe r8 = r;
     r8.gemm.dt[STATE_GRAD] = DT_E4M3;
     in.recipe = &r8, in.main_grad = MAIN_GRAD_BF16;
-    p = build(&in);
+    p = ox_build(&in);
     CHECK_EQ_U64(p.mem[MT_GRAD_GEMM].bytes, 1536 * 1);
 }
 
@@ -55,11 +48,11 @@ static void test_fp8_weight_cache(void)
     Recipe r = fx_te_recipe("te", 0);
     PlanInput in = fx_input(&m, &g, &r);
     in.gbs = 8; /* 8 micro-batches of 1 */
-    Plan on = build(&in);
+    Plan on = ox_build(&in);
     CHECK_EQ_U64(on.mem[MT_FP8_ROWWISE].bytes, 1536);
     CHECK_EQ_U64(on.mem[MT_FP8_COLWISE].bytes, 1536);
     in.fp8_weight_cache = 0;
-    Plan off = build(&in);
+    Plan off = ox_build(&in);
     /* not cached: no persistent copies; each layer saves its 768 x (1 + 1) B of copies for its backward,
      * 2 layers in flight: 3072 B more FP8 activations */
     CHECK_EQ_U64(off.mem[MT_FP8_ROWWISE].bytes, 0);
@@ -80,7 +73,7 @@ static void test_swiglu_and_op_recompute(void)
      * input 4 x 8 x 2 = 64, Q and V 4 x 16 x 2 = 128, the attention output 4 x 8 x 2 = 64 and its fp32
      * log-sum-exp 4 x 2 x 4 = 32, FC1's output 4 x 32 x 2 = 256: 544 B; two layers 1088 */
     in.recompute = RECOMPUTE_OP;
-    Plan p = build(&in);
+    Plan p = ox_build(&in);
     CHECK_EQ_U64(p.mem[MT_ACT_LAYER_HP].bytes, 2 * 544);
     CHECK_EQ_U64(p.mem[MT_ACT_ATTN].bytes, 0);
     CHECK_EQ_U64(p.mem[MT_ACT_LAYER_FP8].bytes, 0);
@@ -88,14 +81,14 @@ static void test_swiglu_and_op_recompute(void)
     ModelSpec sw = m;
     sw.mlp = MLP_SWIGLU;
     in.model = &sw;
-    p = build(&in);
+    p = ox_build(&in);
     CHECK_EQ_U64(p.mem[MT_ACT_LAYER_HP].bytes, 2 * 608);
     /* unfused SwiGLU keeps silu(gate) beside gate and up: + 4 x 32 x 2 = 256 per layer (8F vs 6F per token
      * in bytes: 2 x 32 x 2 = 128 fused, 3 x 32 x 2 = 192 unfused, per token) */
     in.recompute = RECOMPUTE_NONE;
-    Plan fused = build(&in);
+    Plan fused = ox_build(&in);
     in.fused_swiglu = 0;
-    Plan unfused = build(&in);
+    Plan unfused = ox_build(&in);
     CHECK_EQ_U64(unfused.mem[MT_ACT_LAYER_HP].bytes - fused.mem[MT_ACT_LAYER_HP].bytes, 2 * 256);
 }
 
@@ -113,7 +106,7 @@ static void test_uneven_stages(void)
     CHECK(strstr(e.msg, "--first-stage-layers") != NULL);
     /* 1 + 4 + 4 + 1: the middle stages hold the most and are reported */
     in.first_stage_layers = 1, in.last_stage_layers = 1;
-    p = build(&in);
+    p = ox_build(&in);
     CHECK_EQ_INT(p.first_layers, 1);
     CHECK_EQ_INT(p.mid_layers, 4);
     CHECK_EQ_INT(p.last_layers, 1);
@@ -121,7 +114,7 @@ static void test_uneven_stages(void)
     CHECK_EQ_U64(p.params_gemm_gpu, 4 * 768);
     /* only the first given: the other 3 share 9 evenly */
     in.first_stage_layers = 1, in.last_stage_layers = 0;
-    p = build(&in);
+    p = ox_build(&in);
     CHECK_EQ_INT(p.mid_layers, 3);
     CHECK_EQ_INT(p.last_layers, 3);
     /* counts that do not add up, and more than the model has */
@@ -137,7 +130,7 @@ static void test_uneven_stages(void)
      * 10 layers on pp 6 x vpp 2 as 1, 2 x 4, 1 = (10 + 2) / 6 = 2 slots a stage, the end stages one layer short */
     in.pp = 6, in.world = 0, in.gbs = 60; /* 60 micro-batches: divisible by pp 6 and 10 */
     CHECK_EQ_INT(plan_validate(&in, NULL), REJECT_NONE);
-    p = build(&in);
+    p = ox_build(&in);
     CHECK_EQ_INT(p.first_layers, 1);
     CHECK_EQ_INT(p.mid_layers, 2);
     CHECK_EQ_INT(p.last_layers, 1);
@@ -152,11 +145,11 @@ static void test_memory_limit(void)
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
     PlanInput in = fx_input(&m, &g, &r);
-    Plan p = build(&in);
+    Plan p = ox_build(&in);
     uint64_t total = p.total_bytes;
     /* a GPU whose memory the plan fills to 97 %: within capacity, above the 0.95 default limit */
     g.hbm_bytes = total * 100 / 97;
-    p = build(&in);
+    p = ox_build(&in);
     CHECK_EQ_U64(p.total_bytes, total);
     CHECK_EQ_U64(p.capacity_bytes, g.hbm_bytes);
     CHECK_EQ_U64(p.limit_bytes, (uint64_t)(0.95 * (double)g.hbm_bytes));
@@ -164,7 +157,7 @@ static void test_memory_limit(void)
     CHECK((p.advice_mask & (1u << ADV_HEADROOM)));
     CHECK(!(p.advice_mask & (1u << ADV_OOM)));
     in.max_mem_frac = 0.98;
-    p = build(&in);
+    p = ox_build(&in);
     CHECK(p.fits);
     CHECK(!(p.advice_mask & (1u << ADV_HEADROOM)));
     /* the allocator's reserve is released before an out-of-memory error (it shrinks into what is left): one
@@ -173,12 +166,12 @@ static void test_memory_limit(void)
     CHECK(frag > 0);
     g.hbm_bytes = total - 1;
     in.max_mem_frac = 1;
-    p = build(&in);
+    p = ox_build(&in);
     CHECK(p.fits);
     CHECK_EQ_U64(p.mem[MT_FRAGMENTATION].bytes, frag - 1);
     /* one byte short of what the plan needs without any reserve: out of memory */
     g.hbm_bytes = total - frag - 1;
-    p = build(&in);
+    p = ox_build(&in);
     CHECK(!p.fits);
     CHECK_EQ_U64(p.mem[MT_FRAGMENTATION].bytes, 0);
     CHECK((p.advice_mask & (1u << ADV_OOM)));

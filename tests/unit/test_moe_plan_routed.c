@@ -1,0 +1,125 @@
+/* tests/unit/test_moe_plan_routed.c — each rank's expert all-to-all bytes for a routing a run measured
+ * (planner/plan_routed.h: plan_ep_routed against plan_ep_uniform), worked by hand on the small MoE model of
+ * test_moe_plan.c; split from it (one concept a file). */
+#include <stdlib.h>
+
+#include "planner/plan.h"
+#include "planner/plan_routed.h"
+#include "support/fixtures.h"
+#include "support/oracle_fixtures.h"
+#include "test.h"
+
+/* The model: support/oracle_fixtures.h's ox_moe(512) — 2 layers (the first dense, FFN 512), hidden 256, 2 heads
+ * of 128 (no GQA), vocab 1000, seq 512, RMSNorm, SwiGLU, RoPE, untied; 8 experts of FFN 128, top 2, 1 shared,
+ * softmax router. */
+
+/* The expert all-to-alls of each rank under a routing a run measured (planner/plan_routed.h): dp 4, ep 2 (EP
+ * groups {0, 1} and {2, 3}; expert ranks 0, 1, 0, 1 holding experts 0-3 and 4-7), 2 micro-batches of 512 tokens
+ * top-2: 2 x 512 x 2 = 2,048 copies a rank over calls = 2 (one step). A copy is 256 x 2 = 512 B (BF16). */
+static void test_ep_routed(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.dp = 4, in.ep = 2, in.gbs = 8;
+    Plan p = ox_build(&in);
+    static const uint64_t rows[4 * 8] = {
+        512,  512, 0,   0,   256,  256,  256, 256, /* rank 0: half to its own experts 0, 1 */
+        0,    0,   0,   0,   1024, 1024, 0,   0,   /* rank 1: all to its own 4, 5 */
+        256,  256, 256, 256, 256,  256,  256, 256, /* rank 2: uniform */
+        2048, 0,   0,   0,   0,    0,    0,   0,   /* rank 3: all to expert 0, rank 2's */
+    };
+    MoeRouting rt = {.ranks = 4, .experts = 8, .calls = 2, .rows = rows};
+    EpRouted o;
+    Err e;
+    /* rank 0: dispatch 2,048 copies (1,048,576 B), 1,024 to rank 1's experts leave (524,288 B); its experts 0-3 get
+     * its own 1,024 and rank 1's 0: combine payload 524,288, nothing leaves */
+    CHECK(!plan_ep_routed(&p, &rt, 0, &o, &e));
+    CHECK_EQ_U64(o.payload[EPR_DISPATCH_FWD], 1048576);
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 524288);
+    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 524288);
+    CHECK_EQ_U64(o.sent[EPR_COMBINE_FWD], 0);
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_BWD], 524288);
+    CHECK_EQ_U64(o.payload[EPR_COMBINE_BWD], 524288);
+    /* counts a call: 8 int32 (4 stay) + 5 agreements of 2 uint64 (1 stays): 32 + 80 = 112 B, 16 + 40 = 56 leave;
+     * 2 calls */
+    CHECK_EQ_U64(o.payload[EPR_COUNTS], 224);
+    CHECK_EQ_U64(o.sent[EPR_COUNTS], 112);
+    /* rank 1: nothing leaves in dispatch; its experts 4-7 get rank 0's 1,024 and its own 2,048: 3,072 x 512 =
+     * 1,572,864 B, rank 0's 1,024 x 512 = 524,288 B leave */
+    CHECK(!plan_ep_routed(&p, &rt, 1, &o, &e));
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 0);
+    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 1572864);
+    CHECK_EQ_U64(o.sent[EPR_COMBINE_BWD], 524288);
+    /* rank 3 (group {2, 3}): all 2,048 leave (1,048,576 B); its experts 4-7 get rank 2's 4 x 256 = 1,024 */
+    CHECK(!plan_ep_routed(&p, &rt, 3, &o, &e));
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 1048576);
+    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 524288);
+    CHECK_EQ_U64(o.sent[EPR_COMBINE_FWD], 524288);
+    /* the plan's uniform expectation over one step: r = 2 EP ranks in a node, k (r - 1)/ep = 1 copy a token
+     * leaves: 512 x 512 = 262,144 B a call, x 2; payload 512 x 2 x 512 x 2 = 1,048,576 */
+    plan_ep_uniform(&p, 1, &o);
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 524288);
+    CHECK_EQ_U64(o.payload[EPR_COMBINE_BWD], 1048576);
+    CHECK_EQ_U64(o.payload[EPR_COUNTS], 224);
+    /* a rank that routed fewer copies than dropless routing makes, a rank past the ranks, the wrong ranks */
+    uint64_t bad[4 * 8];
+    for (int i = 0; i < 32; i++) bad[i] = rows[i];
+    bad[8 + 4]--;
+    MoeRouting rb = {.ranks = 4, .experts = 8, .calls = 2, .rows = bad};
+    CHECK_EQ_INT(plan_ep_routed(&p, &rb, 0, &o, &e), ST_DATA);
+    CHECK_CONTAINS(e.msg, "rank 1 routed 2047 token copies over 2 dispatches; 2 x 512 tokens x top-2 = 2048 expected");
+    CHECK_EQ_INT(plan_ep_routed(&p, &rt, 4, &o, &e), ST_USAGE);
+    rb.ranks = 2, rb.rows = rows;
+    CHECK_EQ_INT(plan_ep_routed(&p, &rb, 0, &o, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "2 ranks x 8 experts given; the plan has tp 1 x dp 4 and 8 experts");
+    /* two pipeline stages (dp 4 each): layer 0, dense, on stage 0 and the MoE layer 1 on stage 1. A stage's plan
+     * takes its own ranks' routing: stage 1's is the routing above (its one MoE layer x 2 micro-batches = the 2
+     * calls), so its ranks' bytes are the ones above; stage 0 holds no experts and dispatches nothing */
+    in.pp = 2, in.stage_view = 2;
+    Plan s1 = ox_build(&in);
+    CHECK(!plan_ep_routed(&s1, &rt, 0, &o, &e));
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 524288);
+    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 524288);
+    CHECK_EQ_U64(o.payload[EPR_COUNTS], 224);
+    CHECK(!plan_ep_routed(&s1, &rt, 3, &o, &e));
+    CHECK_EQ_U64(o.sent[EPR_COMBINE_FWD], 524288);
+    plan_ep_uniform(&s1, 1, &o);
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 524288);
+    in.stage_view = 1;
+    Plan s0 = ox_build(&in);
+    plan_ep_uniform(&s0, 1, &o);
+    CHECK_EQ_U64(o.payload[EPR_DISPATCH_FWD], 0);
+    CHECK_EQ_U64(o.payload[EPR_COUNTS], 0);
+    in.pp = 1, in.stage_view = 0;
+    /* tp 2 x dp 2, ep 2 (MoE folding at etp 1: the 4 ranks regrouped ep fastest, EP groups {0, 1} and {2, 3} as
+     * above): a rank routes its sequence shard, 512 / 2 = 256 tokens a micro-batch, 2 x 256 x 2 = 1,024 copies,
+     * so the table above (2,048) is refused and half of it gives half the bytes: rank 0 dispatches 1,024 copies
+     * (524,288 B), 512 leave (262,144 B); its experts get its own 512 (262,144 B), nothing leaves */
+    in.tp = 2, in.dp = 2;
+    p = ox_build(&in);
+    CHECK_EQ_INT(plan_ep_routed(&p, &rt, 0, &o, &e), ST_DATA);
+    CHECK_CONTAINS(e.msg, "rank 0 routed 2048 token copies over 2 dispatches; 2 x 256 tokens x top-2 = 1024 expected");
+    uint64_t half[4 * 8];
+    for (int i = 0; i < 32; i++) half[i] = rows[i] / 2;
+    MoeRouting rh = {.ranks = 4, .experts = 8, .calls = 2, .rows = half};
+    CHECKF(!plan_ep_routed(&p, &rh, 0, &o, &e), "%s", e.msg);
+    CHECK_EQ_U64(o.payload[EPR_DISPATCH_FWD], 524288);
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 262144);
+    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 262144);
+    CHECK_EQ_U64(o.sent[EPR_COMBINE_FWD], 0);
+    rh.ranks = 2;
+    CHECK_EQ_INT(plan_ep_routed(&p, &rh, 0, &o, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "2 ranks x 8 experts given; the plan has tp 2 x dp 2 and 8 experts");
+    in.tp = 1, in.dp = 4;
+    in.ep = 1;
+    p = ox_build(&in);
+    CHECK_EQ_INT(plan_ep_routed(&p, &rt, 0, &o, &e), ST_USAGE);
+}
+
+int main(void)
+{
+    RUN(test_ep_routed);
+    return test_summary();
+}
