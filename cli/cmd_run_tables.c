@@ -39,6 +39,36 @@ static void stage_head(const RankData *rd, const Plan *ps, uint32_t s, const int
                ps->stage);
 }
 
+/* "  each rank also holds N B <what>" (rd->outside[2r + which]); where the stages hold different amounts
+ * (their layers differ), each stage's: "  each rank of stage 0 also holds N B, of stage 1 M B <what>" (a..b
+ * where a stage's ranks differ). */
+static void outside_line(const RankData *rd, int which, const char *what)
+{
+    uint64_t lo = rd->outside[which], hi = lo;
+    for (int r = 0; r < rd->n; r++) {
+        const uint64_t v = rd->outside[2 * (size_t)r + (size_t)which];
+        lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+    }
+    if (lo == hi) {
+        printf("  each rank also holds %llu B %s", (unsigned long long)lo, what);
+        return;
+    }
+    printf("  each rank");
+    for (uint32_t s = 0; s < rd->stages; s++) {
+        uint64_t a = UINT64_MAX, b = 0;
+        for (int r = 0; r < rd->n; r++) {
+            const uint64_t v = rd->outside[2 * (size_t)r + (size_t)which];
+            if (run_rank_stage(rd, r) == s) a = v < a ? v : a, b = v > b ? v : b;
+        }
+        if (a == b)
+            printf("%s of stage %u%s %llu B", s ? "," : "", s, s ? "" : " also holds", (unsigned long long)a);
+        else
+            printf("%s of stage %u%s %llu..%llu B", s ? "," : "", s, s ? "" : " also holds", (unsigned long long)a,
+                   (unsigned long long)b);
+    }
+    printf(" %s", what);
+}
+
 int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const RankData *rd)
 {
     if (comm->rank != 0) return 0;
@@ -70,10 +100,12 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
     }
     printf("  %s\n", bad_mem ? "a rank's persistent memory differs from the plan's"
                              : "every rank holds the plan's persistent bytes, byte for byte");
-    if (rd->bias_whole_bytes)
-        printf("  each rank also holds %llu B outside the arena, not in the plan's terms: its sigmoid routers'\n"
-               "  FP32 biases whole beside their sharded masters (the router reads every expert's)\n",
-               (unsigned long long)rd->bias_whole_bytes);
+    int biases = 0;
+    for (int r = 0; rd->outside && r < rd->n; r++) biases |= rd->outside[2 * (size_t)r] != 0;
+    if (biases)
+        outside_line(rd, 0,
+                     "outside the arena, not in the plan's terms: its sigmoid routers'\n"
+                     "  FP32 biases whole beside their sharded masters (the router reads every expert's)\n");
     printf("\nCollectives per rank (bytes each rank sent per step over %u steps; plan for dp %u; %s)\n", ms->steps,
            p->in.dp, comm->name);
     printf("  %-30s %12s %12s %12s %9s  %s\n", "collective", "planned_B", "rank_min_B", "rank_max_B", "ranks_ok",
@@ -167,9 +199,10 @@ int run_rank_ep_table(const Plan *p, const Comm *comm, const Measurement *ms, co
     printf("  %s\n",
            bad ? "a rank's expert all-to-alls differ from the plan with the measured routing"
                : "every rank sent the plan's expert all-to-all bytes for the measured routing, byte for byte");
-    printf("  each rank also holds %llu B of expert-parallel buffers outside the arena, not in the plan's\n"
-           "  terms: its experts' rows for up to ep x tokens x top-k copies (dropless routing)\n",
-           (unsigned long long)rd->ep_buffer_bytes);
+    if (rd->outside)
+        outside_line(rd, 1,
+                     "of expert-parallel buffers outside the arena, not in the plan's\n"
+                     "  terms: its experts' rows for up to ep x tokens x top-k copies (dropless routing)\n");
     bad |= ep_time_rows(p, ms, rd);
     fflush(stdout);
     return bad ? status_exit_code(ST_TOLERANCE) : 0;

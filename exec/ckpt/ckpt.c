@@ -116,19 +116,33 @@ static void put_mtp_weight(Stream *s, const Model *m) { stream_put_f32(s, m->mtp
 
 static int persistent_spec(const ArenaSpec *p) { return arena_term_persistent(p->term); }
 
-/* A sharded state (ZeRO-1 / the distributed optimizer): every shard of the DP group gathered on its
- * rank 0 (the world's rank 0 with data parallelism alone), which writes the class's whole state, E
- * elements (the padding of the last shard is not written). */
+/* A sharded state (ZeRO-1 / the distributed optimizer): the shards of its group (the DP group; the routed
+ * experts' EDP group) gathered on each of the group's ranks that writes a part (ckpt_layout_root: the world's
+ * rank 0 with data parallelism alone; with --ep every EP rank's place, so a dense state goes to each of them),
+ * which writes the class's whole state, E elements (the padding of the last shard is not written). */
 static Status put_shard(Stream *s, Model *m, const ArenaSpec *p, uint64_t whole, Err *e)
 {
     const int writer = s->f != NULL;
-    uint8_t *mine = malloc(p->bytes + 1), *all = writer ? malloc(p->bytes * (uint64_t)m->dpc->size + 1) : NULL;
-    Status st = !mine || (writer && !all) ? err_set(e, ST_NOMEM, "out of memory for the shards of %s", p->name) : ST_OK;
+    Comm *c = model_shard_group(m, p);
+    int got = 0;
+    uint8_t *mine = malloc(p->bytes + 1), *all = NULL;
+    Status st = !c      ? err_set(e, ST_SOFTWARE, "checkpoint: %s is no sharded state", p->name)
+                : !mine ? err_set(e, ST_NOMEM, "out of memory for the shards of %s", p->name)
+                        : ST_OK;
     if (!st) st = m->bk->copy_to_host(m->bk, mine, (char *)m->arena.base + p->offset, p->bytes, e);
-    if (!st) st = comm_gather_bytes(m->dpc, mine, (size_t)p->bytes, all, e);
-    if (!st && writer) stream_put(s, all, (size_t)whole);
+    for (int j = 0; !st && j < c->size; j++) {
+        if (!ckpt_layout_root(m, c, j)) continue;
+        if (j == c->rank && (all = malloc(p->bytes * (uint64_t)c->size + 1)) == NULL)
+            st = err_set(e, ST_NOMEM, "out of memory for the shards of %s", p->name);
+        if (!st) st = comm_gather_bytes_at(c, mine, (size_t)p->bytes, all, j, e);
+        if (!st && j == c->rank && writer) stream_put(s, all, (size_t)whole), got = 1;
+        free(all);
+        all = NULL;
+    }
+    if (!st && writer && !got) /* a part writer no gather reached: the two rules disagree */
+        st = err_set(e, ST_SOFTWARE, "checkpoint: rank %d of the group of %s writes a part but gathers no shards",
+                     c->rank, p->name);
     free(mine);
-    free(all);
     return st;
 }
 
@@ -212,17 +226,6 @@ Status ckpt_image(Model *m, const DataState *data, char **img, size_t *len, Err 
 Status ckpt_check(const Model *m, Err *e)
 {
     const Recipe *r = &m->recipe;
-    if (m->ep > 1 && m->shard_ways > 1) /* the parts' writers would each gather their DP group's shards */
-        return err_set(
-            e, ST_UNAVAILABLE,
-            "--save/--resume with --ep %u and sharded optimizer states: a checkpoint of each expert-parallel "
-            "rank's part with its DP group's shards is not implemented (run it without --zero/--dist-opt)",
-            m->ep);
-    if (m->tp > 1 && m->spec.experts) /* every TP rank holds the experts whole: whose part writes them is open */
-        return err_set(e, ST_UNAVAILABLE,
-                       "--save/--resume with experts and --tp %u: a checkpoint of the experts beside the TP slices is "
-                       "not implemented (run it without --tp, or without --save/--resume)",
-                       m->tp);
     if (m->dp > 1 && r->scaling == SCALING_DELAYED && r->amax_reduce != AMAX_ALL)
         return err_set(e, ST_USAGE,
                        "--save/--resume: recipe %s reduces its delayed-scaling amaxes over '%s' only, so each of the "

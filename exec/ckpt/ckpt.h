@@ -25,8 +25,10 @@
  * (r: the rank in the DP group).
  *
  * Tensor-, pipeline- and expert-parallel ranks, with or without data-parallel
- * ranks beside them: one file with a part per TP x PP x EP place (format
- * version 6, exec/ckpt/ckpt_layout.h), resumed with the same layout only.
+ * ranks beside them: one file with a part per place, a distinct (stage, TP
+ * rank, EP rank) (format version 6, exec/ckpt/ckpt_layout.h), resumed with the
+ * same layout only; a sharded state's record there is its group's (the DP
+ * group's; the routed experts' EDP group's) whole state.
  *
  * Loading refuses, with a message naming the file and the difference, a
  * checkpoint of another recipe, shape or hyper-parameters, a truncated or
@@ -54,8 +56,7 @@ int ckpt_every_rank(const Model *m);
 /* ST_USAGE when m's state cannot be kept in a checkpoint: delayed scaling whose amaxes are not
  * reduced over the data-parallel ranks (amax_reduce "tp" or "none" at dp > 1) leaves each DP rank its
  * own amax histories, scales and FP8 copies, and a checkpoint holds one copy per DP group.
- * ST_UNAVAILABLE for expert parallelism with sharded states (not implemented). ckpt_save and
- * ckpt_load call it; a run checks it before its steps. */
+ * ckpt_save and ckpt_load call it; a run checks it before its steps. */
 Status ckpt_check(const Model *m, Err *e);
 
 /* When ckpt_every_rank(m) every rank calls it: rank 0 with the path, the others with NULL (they

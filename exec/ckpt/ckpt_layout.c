@@ -16,16 +16,33 @@ static uint32_t tp_of(const Model *m) { return m->tp ? m->tp : 1; }
 static uint32_t pp_of(const Model *m) { return m->pp ? m->pp : 1; }
 static uint32_t dp_of(const Model *m) { return m->dp ? m->dp : 1; }
 static uint32_t ep_of(const Model *m) { return m->ep ? m->ep : 1; }
-static uint32_t parts_of(const Model *m) { return tp_of(m) * pp_of(m) * ep_of(m); }
+/* The places of a stage: the distinct (tp_rank, ep_rank) pairs of its tp x dp ranks. Its rank `within` (= tp_rank +
+ * tp·dp_rank, exec/model/model_groups.c) holds tp_rank = within mod tp and, the expert side folded over the same
+ * ranks, ep_rank = within mod ep: both repeat with period lcm(tp, ep), which divides tp·dp (ep divides it), so
+ * the first lcm ranks of a stage are its places, one each (tp 1: the first ep DP ranks; ep 1: the TP group). */
+static uint32_t gcd_u32(uint32_t a, uint32_t b) { return b ? gcd_u32(b, a % b) : a; }
+static uint32_t places_of(const Model *m) { return tp_of(m) / gcd_u32(tp_of(m), ep_of(m)) * ep_of(m); }
+static uint32_t parts_of(const Model *m) { return pp_of(m) * places_of(m); }
 
 int ckpt_layout(const Model *m) { return tp_of(m) > 1 || pp_of(m) > 1 || ep_of(m) > 1; }
 
 int ckpt_every_rank(const Model *m) { return m->shard_ways > 1 || ckpt_layout(m); }
 
-/* 1 when world rank r writes a part: the first rank of its place, dp_rank = ep_rank < ep (rank = tp_rank +
- * tp·(dp_rank + dp·stage), exec/model/model_groups.c; ep_rank = dp_rank mod ep), so in world rank order the
- * parts come stage by stage, then EP rank by EP rank, tp_rank fastest. */
-static int part_writer(const Model *m, uint32_t r) { return r / tp_of(m) % dp_of(m) < ep_of(m); }
+/* 1 when world rank r writes a part: a stage's first places_of ranks, so in world rank order the parts come
+ * stage by stage, then by the rank within the stage: part i = stage·places + within. */
+static int part_writer(const Model *m, uint32_t r) { return r % (tp_of(m) * dp_of(m)) < places_of(m); }
+
+int ckpt_layout_root(const Model *m, const Comm *c, int j)
+{
+    uint32_t within; /* group rank j's rank within the stage (model_groups_create's keys) */
+    if (c == m->dpc)
+        within = m->tp_rank + tp_of(m) * (uint32_t)j;
+    else if (c == m->edpc && ep_of(m) > 1)
+        within = m->ep_rank + ep_of(m) * (uint32_t)j;
+    else /* ep 1: the EDP group is the DP group (tp 1) or the stage's tp x dp ranks */
+        within = (uint32_t)j;
+    return within < places_of(m);
+}
 
 /* Rank 0 writes the header, every part and the checksum. */
 static Status write_parts(const char *path, const Model *m, const uint8_t *all, const uint64_t *lens, uint64_t max,
@@ -129,10 +146,10 @@ Status ckpt_layout_peek(const char *path, const Model *m, uint32_t *version, Err
                        "%s: checkpoint (format version %d) of a %s run, each tensor/pipeline/expert-parallel rank's "
                        "part in that rank's layout; this run is %s: resume with the layout that wrote it",
                        path, CKPT_LAYOUT_VERSION, layout_name(have, sizeof have, tp, pp, dp, ep), want);
-    if (v == CKPT_LAYOUT_VERSION && (uint64_t)parts != (uint64_t)tp * pp * ep)
+    if (v == CKPT_LAYOUT_VERSION && parts != parts_of(m)) /* the layout is this run's (above) */
         return err_set(e, ST_DATA,
                        "%s: the header says %u parts for --tp %u --pp %u --ep %u (%u expected): the file is corrupted",
-                       path, parts, tp, pp, ep, tp * pp * ep);
+                       path, parts, tp, pp, ep, parts_of(m));
     if (v == CKPT_VERSION && ckpt_layout(m))
         return err_set(e, ST_DATA,
                        "%s: checkpoint (format version %d) of a run without tensor, pipeline or expert parallelism; "
@@ -158,19 +175,20 @@ static Status read_part(const char *path, const Model *m, uint8_t **img, uint64_
     uint8_t head[32], *buf = malloc(CHUNK);
     stream_get(&s, head, sizeof head); /* magic, version, tp, pp, dp, ep, parts: ckpt_layout_peek checked them */
     Status st = buf ? ST_OK : err_set(e, ST_NOMEM, "out of memory");
-    const uint32_t n = parts_of(m), me = (m->stage * ep_of(m) + m->ep_rank) * tp_of(m) + m->tp_rank;
+    const uint32_t L = places_of(m), n = parts_of(m);
+    const uint32_t me = m->stage * L + (m->tp_rank + tp_of(m) * m->dp_rank) % L;
     uint64_t size = file_size(fp);
     for (uint32_t r = 0; !st && !s.err && r < n && r < MAX_RANKS; r++) {
         uint64_t bytes = stream_get_u64(&s);
         if (s.err) break;
         if (s.pos > size || bytes > size - s.pos) { /* a corrupted length: said before it is allocated */
             char ep_rank[32] = "";
-            if (ep_of(m) > 1) snprintf(ep_rank, sizeof ep_rank, ", ep rank %u", r / tp_of(m) % ep_of(m));
-            st = err_set(e, ST_DATA,
-                         "%s: part %u (stage %u%s, tp rank %u) is %llu bytes, past the file's end (%llu bytes): the "
-                         "file is corrupted or truncated",
-                         path, r, r / tp_of(m) / ep_of(m), ep_rank, r % tp_of(m), (unsigned long long)bytes,
-                         (unsigned long long)size);
+            if (ep_of(m) > 1) snprintf(ep_rank, sizeof ep_rank, ", ep rank %u", r % L % ep_of(m));
+            st =
+                err_set(e, ST_DATA,
+                        "%s: part %u (stage %u%s, tp rank %u) is %llu bytes, past the file's end (%llu bytes): the "
+                        "file is corrupted or truncated",
+                        path, r, r / L, ep_rank, r % L % tp_of(m), (unsigned long long)bytes, (unsigned long long)size);
             break;
         }
         if (r == me && (*img = malloc(bytes + 1)) == NULL) {

@@ -9,20 +9,29 @@
  * gathered into the one-rank layout. The data-parallel ranks beside them (a
  * grid of tp x dp x pp ranks, the DP ranks regrouped as ep x edp for the
  * experts) hold what their place's first rank holds, except the shards of a
- * sharded optimizer state. So the file keeps one part per place in the
- * TP x PP x EP layout, each as that place's rank with dp_rank = ep_rank (< ep)
- * would write a one-model checkpoint of what it holds (its own shape, tensors,
- * scaling banks and records, step, data position; a sharded state's record
- * the whole state, its DP group's shards gathered there, as exec/ckpt/ckpt.h
- * writes it for data parallelism alone):
+ * sharded optimizer state. So the file keeps one part per place: a distinct
+ * (stage, tp_rank, ep_rank). The expert side folds over a stage's tp x dp
+ * ranks ep fastest (exec/model/model_groups.c), so a stage's rank `within` =
+ * tp_rank + tp·dp_rank holds tp_rank = within mod tp and ep_rank = within mod
+ * ep, and its places are its first L = lcm(tp, ep) ranks (tp 1: dp_rank =
+ * ep_rank < ep; ep 1: the TP group; tp 2 x ep 2: ranks 0 and 1, TP ranks that
+ * are EP ranks 0 and 1 too). Each place's rank writes the one-model checkpoint
+ * of what it holds (its own shape, tensors, scaling banks and records, step,
+ * data position; a sharded state's record the whole state of its group — the
+ * DP group, the routed experts' EDP group — gathered there, as exec/ckpt/ckpt.h
+ * writes it for data parallelism alone; with --ep every EP rank's place
+ * gathers the dense states too, so each part is whole):
  *   "FP8PCKPT", u32 version 6, u32 tp, u32 pp, u32 dp, u32 ep,
- *   u32 parts = tp·pp·ep, then for part i = (stage·ep + ep_rank)·tp + tp_rank
+ *   u32 parts = pp·lcm(tp, ep), then for part i = stage·lcm(tp, ep) + within
  *   (world rank order), i = 0 .. parts − 1: u64 bytes and that part's
  *   version-5 image (its own magic .. checksum), and a final u64 FNV-1a of
- *   everything before it.
+ *   everything before it. With tp or ep 1 that is parts = tp·pp·ep and part
+ *   i = (stage·ep + ep_rank)·tp + tp_rank, as version 6 first wrote them;
+ *   experts with tp > 1, and --ep with sharded states, were refused before, so
+ *   no earlier file reads another way.
  * Rank 0 gathers the parts and writes the file atomically. Every rank reads
- * the file (checksum over all of it) and restores the part of its (stage,
- * ep_rank, tp_rank) through the version-5 loader, which checks it against the
+ * the file (checksum over all of it) and restores the part of its place
+ * (stage, within mod lcm(tp, ep)) through the version-5 loader, which checks it against the
  * rank's model (the experts it holds included) and takes the rank's own shard
  * of a sharded record. A checkpoint resumes only with the layout that wrote
  * it: a version-6 file in a run of another --tp/--pp/dp/--ep, or a version-5
@@ -41,6 +50,11 @@ enum { CKPT_LAYOUT_VERSION = 6 }; /* 4: one part per TP x PP place, dp in the he
 
 /* 1 when m is a TP, PP or EP rank (its checkpoint is a layout checkpoint). */
 int ckpt_layout(const Model *m);
+
+/* 1 when rank j of c (m's DP or EDP group: a sharded state's group, model_shard_group) writes a part of m's
+ * checkpoint (a layout one, or at tp = pp = ep = 1 the one-model image rank 0 writes): that rank gathers the
+ * group's shards of each sharded state into its part. */
+int ckpt_layout_root(const Model *m, const Comm *c, int j);
 
 /* Every rank calls it (rank 0 with the path, the others with NULL): the parts
  * gathered on rank 0, which writes the file atomically. */

@@ -516,6 +516,11 @@ done:
 
 Status comm_gather_bytes(Comm *c, const void *mine, size_t bytes, void *all, Err *e)
 {
+    return comm_gather_bytes_at(c, mine, bytes, all, 0, e);
+}
+
+Status comm_gather_bytes_at(Comm *c, const void *mine, size_t bytes, void *all, int root, Err *e)
+{
     Status st = ST_OK;
     if (strcmp(c->name, "mpi") && c->host) c = c->host; /* NCCL ranks: gathered over the MPI they started with */
     if (strcmp(c->name, "mpi")) {
@@ -523,7 +528,7 @@ Status comm_gather_bytes(Comm *c, const void *mine, size_t bytes, void *all, Err
         return ST_OK;
     }
     if (bytes > (size_t)INT_MAX) return err_set(e, ST_UNAVAILABLE, "mpi gather: %zu bytes per rank is too many", bytes);
-    MPI_TRY(MPI_Gather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, 0, world(c)));
+    MPI_TRY(MPI_Gather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, root, world(c)));
 done:
     return st;
 }

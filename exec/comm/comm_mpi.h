@@ -45,6 +45,8 @@ Status comm_mpi_create(Comm **out, Err *e);
 Status comm_gather_stats(Comm *c, const CommStats *mine, int n, CommStats *all, Err *e);
 /* The same for any bytes: all[size · bytes] on rank 0 = every rank's mine[bytes] in rank order. */
 Status comm_gather_bytes(Comm *c, const void *mine, size_t bytes, void *all, Err *e);
+/* The same onto the group's rank root (all read there only; every rank of c calls it with the same root). */
+Status comm_gather_bytes_at(Comm *c, const void *mine, size_t bytes, void *all, int root, Err *e);
 
 /* The buffered sends of c still in flight: those that have completed are freed
  * first (MPI_Test on each), so after the peers have received everything the

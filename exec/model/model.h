@@ -491,6 +491,9 @@ void model_rope_table(uint32_t seq, uint32_t head_dim, double base, float *cos_s
  * bytes over the whole class (its E elements; exec/model/model_shard.c), *lo the byte offset of
  * this rank's shard in it; 0 for every other tensor. For checkpoints: they hold the whole state. */
 int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uint64_t *lo);
+/* The group whose ranks hold the shards of such a spec: the routed experts' EDP group (edpc), the DP group
+ * (dpc) for the others' (model_shard_spec 1; NULL for any other spec). */
+Comm *model_shard_group(const Model *m, const ArenaSpec *spec);
 /* After the sharded masters were restored (a resume): each rank's part of every sigmoid router bias's
  * master gathered into the whole FP32 bias the router reads (m->bias_whole; an all-gather over the DP
  * group, not a plan collective). Nothing without a sharded router bias. */

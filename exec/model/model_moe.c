@@ -49,12 +49,6 @@ Status model_moe_check(const Plan *p, Err *e)
         Status st = model_tp_moe_check(p, e);
         if (st) return st;
     }
-    /* sharded states and pipeline stages each run with experts; together they are not tested yet */
-    if (in->pp > 1 && in->sharding != SHARD_NONE)
-        return err_set(e, ST_UNAVAILABLE,
-                       "model %s: sharded states (%s) with experts over pipeline stages (--pp %u) are not run yet; "
-                       "each runs alone",
-                       s->name, sharding_name(in->sharding), in->pp);
     /* FP8 experts over pipeline stages: each in-flight micro-batch keeps its experts' saved inputs' scales
      * (model_pp.c pp_xesc), as the dense linears keep theirs; deepseek-v3 refuses --pp (model_layout.c) */
     /* FP8 experts over ranks: with ep 1 every rank holds every expert, so an expert's data-parallel group is the

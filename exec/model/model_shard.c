@@ -297,6 +297,15 @@ int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uin
     return 0;
 }
 
+Comm *model_shard_group(const Model *m, const ArenaSpec *spec)
+{
+    for (int c = 0; c < MODEL_CLASSES; c++)
+        for (int k = 0; k < STATE_COUNT_; k++)
+            if ((m->shard_mask[c] >> k & 1) && spec->dst.v == &m->shard_buf[c][k])
+                return c == MODEL_CLASS_EXPERT ? m->edpc : m->dpc;
+    return NULL;
+}
+
 /* A sigmoid router reads its bias in FP32: from the master when the weight is not FP32. With that master
  * sharded a rank holds only its part, so each rank keeps the whole bias beside it (Megatron-Core keeps
  * the router's expert_bias as an FP32 buffer on every rank, outside the optimizer): moved by the same

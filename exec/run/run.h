@@ -69,6 +69,9 @@ typedef struct {
     uint32_t route_layers;
     double moe_aux;
     uint64_t bias_whole_bytes; /* rank 0's sigmoid router biases kept whole beside a sharded master (model.h) */
+    /* (2n) each rank's bytes outside the arena, on rank 0: [2r] its sigmoid router biases kept whole, [2r + 1] its
+     * EP buffers (stages hold different layers, so different amounts) */
+    uint64_t *outside;
     uint32_t experts;
     double *ep_counts;
     /* With a host profile's per-message all-to-all fits, on rank 0: ep_call_s[r · EPR_COUNT_ + i] rank r's mean

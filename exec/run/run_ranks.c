@@ -132,6 +132,7 @@ void run_ranks_free(RankData *rd)
     free(rd->ep_counts);
     free(rd->ep_call_s);
     free(rd->ep_rank_calls);
+    free(rd->outside);
     free(rd->route_counts);
     free(rd->stage_plan);
     free(rd->placed);

@@ -298,23 +298,13 @@ expect_err "--ep 3: the experts" "tiny-moe's 8 experts must be divisible by ep"
 mpi_run 4 "$FP8PLAN" $R --ep 2 --zero 2 $O # --zero 1 and --dist-opt run: mpi_zero.sh
 expect_rc "--ep 2 --zero 2 exits 69" 69
 expect_err "--zero 2 with experts: the reason" "--zero 2: the executor shards the optimizer states only"
-# (--save/--resume with --ep: tests/cli/mpi_resume.sh; with --zero 1 alone: mpi_zero.sh) — the two together not yet
-mpi_run 4 "$FP8PLAN" $R --ep 2 --zero 1 $O --save "$TMP/no.ckpt"
-expect_rc "--ep 2 --zero 1 --save exits 69" 69
-expect_err "--save with --ep and sharded states: the reason" \
-    "--save/--resume with --ep 2 and sharded optimizer states: a checkpoint of each expert-parallel rank's part"
-mpi_run 4 "$FP8PLAN" $R --pp 2 --zero 1 $O # each runs with experts alone (mpi_pp.sh, mpi_zero.sh)
-expect_rc "--pp 2 --zero 1 with experts exits 69" 69
-expect_err "--pp with sharded states and experts: the reason" \
-    "sharded states (zero1) with experts over pipeline stages (--pp 2) are not run yet"
+# (--save/--resume with --ep, with sharded states and with --tp: tests/cli/mpi_resume.sh; sharded states over
+# pipeline stages: mpi_zero.sh)
 T="run --catalog $cat --model tiny-moe-kv2 --mbs 1 --gbs 4 --quiet --steps 2 --tp 2"
 mpi_run 2 "$FP8PLAN" $T --recipe te-fp8 $O # FP8 experts with TP: not tested yet
 expect_rc "te-fp8 with experts at --tp 2 exits 69" 69
 expect_err "te-fp8 with experts at --tp 2: the reason" \
     "model tiny-moe-kv2 with --tp 2 --ep 1 --etp 1: FP8 experts with tensor parallelism are not tested yet"
-mpi_run 2 "$FP8PLAN" $T --recipe megatron-bf16 $O --save "$TMP/no.ckpt"
-expect_rc "--save with experts at --tp 2 exits 69" 69
-expect_err "--save with experts at --tp 2: the reason" "--save/--resume with experts and --tp 2"
 expect_eq "refusals wrote nothing" "$(ls "$TMP"/no* 2>/dev/null | wc -l)" 0
 # the last row's log: 4 ranks, 5 steps of 2 MoE layers, 8 experts
 P="plan --catalog $cat --model tiny-moe --gpu h100-sxm --mbs 1 --gbs 4 --recipe megatron-bf16"

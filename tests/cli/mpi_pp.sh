@@ -216,7 +216,7 @@ expect_eq "DS stage 1: dispatch payload by hand" \
     "$(grep -cE '^ +[23] ep_dispatch_fwd +[0-9]+ +[0-9]+ +163840 +163840 +81920 +exact' "$o")" 2
 expect_eq "DS stage 1: counts by hand" "$(grep -cE '^ +[23] ep_counts +1120 +1120 +2240 +2240 +1120 +exact' "$o")" 2
 
-# --save/--resume with experts over stages (ep 1; with --ep a checkpoint is refused, exec/ckpt/ckpt.c): a part
+# --save/--resume with experts over stages (with --ep and sharded states too: mpi_resume.sh): a part
 # per stage holds its routers, their sigmoid bias and its experts; 3 + 3 steps give the 6 uninterrupted
 # steps' losses bit for bit (tiny-ds 1 + 2 layers at pp 2; Mixtral at pp 2 x dp 2)
 for c in "2|--pp 2 --first-stage-layers 1|DS" "4|--pp 2 --dp 2|MIX"; do

@@ -3,8 +3,10 @@
 # beside them (rank grids). Rank 0 writes the checkpoint; a ZeRO-1 state is gathered there (over the
 # DP group) and written whole (exec/ckpt/ckpt.h), and on resume every rank takes its own elements; the
 # parts of the TP x PP places are written side by side, one per place (exec/ckpt/ckpt_layout.h).
-# With experts: a part per expert-parallel rank, each holding its own experts, and multi-token prediction.
-# tier: full (make test-full, which .ci/run runs): 50 mpirun runs, about 90 s alone
+# With experts: a part per expert-parallel rank, each holding its own experts, and multi-token prediction;
+# with sharded states (the experts' gathered over their EDP group) and with --tp (a place per TP x EP pair).
+# tier: full (make test-full, which .ci/run runs): 77 mpirun runs, about 90 s alone before the 27 with experts
+# sharded or at tp 2; 5 m 33 s in all at load 10
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
@@ -220,6 +222,8 @@ expect_err "a newer version named" "$TMP/bad.bin: checkpoint format version 7; t
 echo 'tiny-moe,2,64,224,4,1,16,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,0,224,0,softmax,0,0,0,0,0,0,0,0,"test model"' >>"$cat/models.csv"
 echo 'tiny-ds,3,64,128,4,1,16,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,0,0,0,0,0,0,"test model"' >>"$cat/models.csv"
 echo 'tiny-mtp,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,1,"test model"' >>"$cat/models.csv"
+# tiny-moe-kv2: tiny-moe with 2 KV heads (tp 2 divides them), as in mpi_ep.sh
+echo 'tiny-moe-kv2,2,64,224,4,2,16,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,0,224,0,softmax,0,0,0,0,0,0,0,0,"test model"' >>"$cat/models.csv"
 # moe_resumed NP MODEL RECIPE [FLAGS]
 moe_resumed() {
     local np=$1 model=$2 recipe=$3
@@ -273,6 +277,87 @@ run $E --save "$TMP/one.bin"
 mpi_run 2 "$FP8PLAN" $E --ep 2 --resume "$TMP/one.bin"
 expect_rc "a one-rank checkpoint at ep 2: refused (65)" 65
 expect_err "the one-model format named" "$TMP/one.bin: checkpoint (format version 5) of a run without tensor, pipeline or expert parallelism; this run is --tp 1 --pp 1 --dp 2 --ep 2 (2 ranks)"
+
+# ---- experts with sharded states, and experts with tensor parallelism --------------------------------
+# --ep with --zero 1 / --dist-opt: each EP rank's place (dp_rank = ep_rank) writes its part, the dense states'
+# shards gathered there over the DP group and its experts' over its EDP group (exec/ckpt/ckpt.c put_shard), so
+# every part is whole; on resume each rank takes its own shard of its place's part. Over pipeline stages too.
+moe_resumed 4 tiny-ds megatron-bf16 --ep 2 --zero 1
+cp "$TMP/ck.bin" "$TMP/epz.bin"
+moe_resumed 4 tiny-moe te-fp8 --ep 2 --dist-opt
+moe_resumed 8 tiny-ds te-fp8 --pp 2 --ep 2 --zero 1 --first-stage-layers 1
+# parts PATH: each part's "first expert held" (image byte 500, above), one line; parts_len PATH: their lengths
+parts() {
+    local off=32 n i out=""
+    n=$(u32_at "$1" 28)
+    for i in $(seq 1 "$n"); do
+        out="$out${out:+ }$(u64_at "$1" $((off + 8 + 500)))"
+        off=$((off + 8 + $(u64_at "$1" "$off")))
+    done
+    echo "$out"
+}
+# tiny-ds at np 4 ep 2 --zero 1: two parts (EP ranks 0 and 1), each with the whole states of its groups: the
+# others' FP32 master 34,256 x 4 = 137,024 B (dp 4 ranks hold 34,256 B each) and the experts' 2 MoE layers x 4
+# experts x 6,144 = 49,152 x 4 = 196,608 B (edp 2 ranks hold 98,304 B each) — in both parts
+expect_eq "ep 2 --zero 1 file: version 6, tp 1, pp 1, dp 4, ep 2, 2 parts" "$(head_of "$TMP/epz.bin")" "6 1 1 4 2 2"
+expect_eq "ep 2 --zero 1 file: part 0 holds from expert 0, part 1 from expert 4" "$(parts "$TMP/epz.bin")" "0 4"
+rec_all() { # FILE NAME: the byte count of every record named NAME (one per part)
+    grep -abo "$2" "$1" | cut -d: -f1 | while read -r off; do od -An -t u8 -j $((off - 8)) -N 8 "$1" | tr -d ' '; done |
+        tr '\n' ' ' | sed 's/ $//'
+}
+expect_eq "ep 2 --zero 1 file: each part's other-parameter master is the DP group's whole, 34,256 x 4 B" \
+    "$(rec_all "$TMP/epz.bin" other.master.shard)" "137024 137024"
+expect_eq "ep 2 --zero 1 file: each part's expert master is its EDP group's whole, 49,152 x 4 B" \
+    "$(rec_all "$TMP/epz.bin" expert.master.shard)" "196608 196608"
+# ... resumed unsharded: the records are not the run's (refused, 65), nor at another dp
+Z="run --catalog $cat --model tiny-ds --recipe megatron-bf16 --mbs 1 --gbs 4 --quiet --steps 1"
+mpi_run 4 "$FP8PLAN" $Z --ep 2 --resume "$TMP/epz.bin"
+expect_rc "an ep 2 --zero 1 checkpoint resumed unsharded: refused (65)" 65
+expect_err "the records counted" "$TMP/epz.bin: checkpoint holds"
+mpi_run 2 "$FP8PLAN" $Z --ep 2 --zero 1 --resume "$TMP/epz.bin"
+expect_rc "an np 4 ep 2 --zero 1 checkpoint at np 2: refused (65)" 65
+expect_err "both layouts named" "of a --tp 1 --pp 1 --dp 4 --ep 2 (4 ranks) run"
+# Experts with --tp: a TP rank holds its attention slices and, sequence-parallel, the experts of its EP rank
+# (ep 1: all of them) whole. The expert side folds over the stage's tp x dp ranks ep fastest, so a stage's rank
+# within = tp_rank + tp x dp_rank is TP rank within mod tp and EP rank within mod ep: the places are the first
+# lcm(tp, ep) ranks of a stage, a part each (exec/ckpt/ckpt_layout.h). tp 2 at ep 1: the two TP ranks, each
+# with all 8 experts; tp 2 x ep 2: ranks 0 and 1 (TP ranks 0, 1 = EP ranks 0, 1), 2 parts; tp 2 x dp 2 x ep 4:
+# ranks 0..3 (TP ranks 0 1 0 1, EP ranks 0 1 2 3), 4 parts.
+moe_resumed 2 tiny-moe-kv2 megatron-bf16 --tp 2
+expect_eq "tp 2 file: version 6, tp 2, pp 1, dp 1, ep 1, 2 parts" "$(head_of "$TMP/ck.bin")" "6 2 1 1 1 2"
+expect_eq "tp 2 file: both parts hold every expert" "$(parts "$TMP/ck.bin")" "0 0"
+moe_resumed 2 tiny-moe-kv2 megatron-bf16 --tp 2 --ep 2
+expect_eq "tp 2 x ep 2 file: version 6, tp 2, pp 1, dp 1, ep 2, 2 parts" "$(head_of "$TMP/ck.bin")" "6 2 1 1 2 2"
+expect_eq "tp 2 x ep 2 file: parts from experts 0 and 4" "$(parts "$TMP/ck.bin")" "0 4"
+moe_resumed 4 tiny-moe-kv2 megatron-bf16 --tp 2 --ep 2
+expect_eq "tp 2 x dp 2 x ep 2 file: 2 parts (ranks 2, 3 replicas)" "$(head_of "$TMP/ck.bin")" "6 2 1 2 2 2"
+moe_resumed 4 tiny-moe-kv2 megatron-bf16 --tp 2 --ep 4
+expect_eq "tp 2 x dp 2 x ep 4 file: version 6, tp 2, pp 1, dp 2, ep 4, 4 parts" "$(head_of "$TMP/ck.bin")" "6 2 1 2 4 4"
+expect_eq "tp 2 x dp 2 x ep 4 file: parts from experts 0, 2, 4, 6" "$(parts "$TMP/ck.bin")" "0 2 4 6"
+cp "$TMP/ck.bin" "$TMP/tpep.bin"
+K="run --catalog $cat --model tiny-moe-kv2 --recipe megatron-bf16 --mbs 1 --gbs 4 --quiet --steps 1 --tp 2"
+mpi_run 4 "$FP8PLAN" $K --ep 2 --resume "$TMP/tpep.bin"
+expect_rc "a tp 2 x ep 4 checkpoint at ep 2: refused (65)" 65
+expect_err "both layouts named" "of a --tp 2 --pp 1 --dp 2 --ep 4 (4 ranks) run, each tensor/pipeline/expert-parallel rank's part in that rank's layout; this run is --tp 2 --pp 1 --dp 2 --ep 2 (4 ranks)"
+# part 2 (ep rank 2, tp rank 0) cut short: named so; the parts field made 8 (tp x pp x ep, not the 4 places)
+len0=$(u64_at "$TMP/tpep.bin" 32)
+len1=$(u64_at "$TMP/tpep.bin" $((40 + len0)))
+at2=$((40 + len0 + 8 + len1))
+len2=$(u64_at "$TMP/tpep.bin" "$at2")
+head -c $((at2 + 8 + len2 / 2)) "$TMP/tpep.bin" >"$TMP/bad.bin"
+mpi_run 4 "$FP8PLAN" $K --ep 4 --resume "$TMP/bad.bin"
+expect_rc "a truncated tp 2 x ep 4 checkpoint: refused (65)" 65
+expect_err "the cut part named" "$TMP/bad.bin: part 2 (stage 0, ep rank 2, tp rank 0) is $len2 bytes, past the file's end"
+cp "$TMP/tpep.bin" "$TMP/bad.bin"
+printf '\010' | dd of="$TMP/bad.bin" bs=1 seek=28 conv=notrunc 2>/dev/null
+mpi_run 4 "$FP8PLAN" $K --ep 4 --resume "$TMP/bad.bin"
+expect_rc "tp 2 x ep 4, parts field 8: refused (65)" 65
+expect_err "parts field 8: said" "$TMP/bad.bin: the header says 8 parts for --tp 2 --pp 1 --ep 4 (4 expected): the file is corrupted"
+cp "$TMP/tpep.bin" "$TMP/bad.bin"
+printf 'X' | dd of="$TMP/bad.bin" bs=1 seek=$((at2 + 8 + 600)) conv=notrunc 2>/dev/null
+mpi_run 4 "$FP8PLAN" $K --ep 4 --resume "$TMP/bad.bin"
+expect_rc "a corrupted tp 2 x ep 4 checkpoint: refused (65)" 65
+expect_err "corruption named" "$TMP/bad.bin: checksum mismatch"
 
 # delayed scaling whose amaxes are not reduced over the DP ranks leaves each DP rank its own histories
 # and scales, which a checkpoint (one copy per DP group) does not hold: refused before any step, and

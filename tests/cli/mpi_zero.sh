@@ -3,7 +3,8 @@
 # reduce-scattered, the updated weights all-gathered (exec/model/model_shard.c); every rank's
 # persistent memory and bytes per collective against the plan; the -o rows per rank; with experts, their
 # states sharded over the expert-data-parallel group.
-# tier: full (make test-full, which .ci/run runs): 52 mpirun runs, about 70 s alone on 2 shared cores
+# tier: full (make test-full, which .ci/run runs): 67 mpirun runs, about 70 s alone on 2 shared cores before the 15
+# pipeline runs; 2 m 17 s in all at load 10
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
@@ -208,10 +209,14 @@ moe tiny-ds 3 64 128 4 1 16 256 32 8 2 1 32 1 sigmoid 4 2
 moe tiny-moe-64 2 64 224 4 1 16 256 32 64 8 0 16 0 softmax 0 0
 # tiny-mtp (mpi_ep.sh's): DeepSeek-V3 shrunk, latent attention, its first layer dense, one MTP depth
 echo 'tiny-mtp,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,1,"test model"' >>"$cat/models.csv"
-while IFS='|' read -r np ep model recipe steps shard <&3; do
+# A last column, a pipeline layout, runs both over stages: each stage's DP and EDP groups shard that stage's states
+# (k = np / pp ranks a stage, each stage against its own plan; hand-worked bytes below the table).
+while IFS='|' read -r np ep model recipe steps shard layout <&3; do
     case "$np" in '' | '#'*) continue ;; esac
-    tag="$model $recipe np $np ep $ep $shard"
-    X="run --catalog $cat --model $model --mbs 1 --gbs 4 --quiet --recipe $recipe --steps $steps --ep $ep"
+    pp=$(echo "$layout" | sed -n 's/.*--pp \([0-9]*\).*/\1/p')
+    k=$((np / ${pp:-1}))
+    tag="$model $recipe np $np ep $ep $shard${layout:+ $layout}"
+    X="run --catalog $cat --model $model --mbs 1 --gbs 4 --quiet --recipe $recipe --steps $steps --ep $ep $layout"
     mpi_run "$np" "$FP8PLAN" $X --loss-log "$TMP/x.csv" --routing-log "$TMP/x_r.csv"
     expect_rc "$model $recipe np $np ep $ep exits 0" 0
     mpi_run "$np" "$FP8PLAN" $X $shard --loss-log "$TMP/xz.csv" --routing-log "$TMP/xz_r.csv"
@@ -220,11 +225,11 @@ while IFS='|' read -r np ep model recipe steps shard <&3; do
     expect_eq "$tag: the unsharded routing, every step" "$(same "$TMP/x_r.csv" "$TMP/xz_r.csv")" same
     expect_out "$tag: persistent memory as planned" "every rank holds the plan's persistent bytes, byte for byte"
     expect_out "$tag: collectives as planned" "every rank sent the plan's bytes, byte for byte"
-    expect_line "$tag: the dense gradients reduce-scattered over DP" "  dp_grad_reducescatter( +[0-9]+){3} +$np/$np +exact"
-    expect_line "$tag: the dense weights gathered over DP" "  dp_param_allgather( +[0-9]+){3} +$np/$np +exact"
-    if [ "$np" -gt "$ep" ]; then # edp > 1: the experts' states sharded over their EDP group
-        expect_line "$tag: expert gradients reduce-scattered over EDP" "  edp_grad_reducescatter( +[0-9]+){3} +$np/$np +exact"
-        expect_line "$tag: expert weights gathered over EDP" "  edp_param_allgather( +[0-9]+){3} +$np/$np +exact"
+    expect_line "$tag: the dense gradients reduce-scattered over DP" "  dp_grad_reducescatter( +[0-9]+){3} +$k/$k +exact"
+    expect_line "$tag: the dense weights gathered over DP" "  dp_param_allgather( +[0-9]+){3} +$k/$k +exact"
+    if [ "$k" -gt "$ep" ]; then # edp > 1: the experts' states sharded over their EDP group
+        expect_line "$tag: expert gradients reduce-scattered over EDP" "  edp_grad_reducescatter( +[0-9]+){3} +$k/$k +exact"
+        expect_line "$tag: expert weights gathered over EDP" "  edp_param_allgather( +[0-9]+){3} +$k/$k +exact"
     else # edp 1: the experts' states whole, nothing to reduce
         expect_eq "$tag: no expert collective" "$(grep -c '  edp_' "$TMP/out")" 0
     fi
@@ -247,6 +252,13 @@ done 3<<'EOF'
 4|2|tiny-ds|deepseek-v3|2|--zero 1
 2|2|tiny-moe|deepseek-v3|2|--dist-opt
 4|2|tiny-mtp|megatron-bf16|3|--zero 1
+4|1|tiny-moe|megatron-bf16|3|--zero 1|--pp 2
+8|2|tiny-moe|megatron-bf16|3|--zero 1|--pp 2
+8|2|tiny-moe|te-fp8|3|--dist-opt|--pp 2
+8|2|tiny-ds|megatron-bf16|3|--zero 1|--pp 2 --first-stage-layers 1
+8|2|tiny-ds|te-fp8|3|--zero 1|--pp 2 --last-stage-layers 1
+8|2|tiny-ds|te-fp8-current|3|--dist-opt|--pp 2 --first-stage-layers 1
+8|4|tiny-moe-64|megatron-bf16|2|--zero 1|--pp 2
 EOF
 # By hand, tiny-ds at np 4 ep 2: a rank's 4 experts x (FC1 2 x 32 x 64 + FC2 64 x 32) = 24,576 elements a MoE
 # layer, x 2 = 49,152; edp 2: shards of 24,576 (FP32: 98,304 B), the FP32 gradients reduce-scattered (S =
@@ -283,6 +295,43 @@ run plan --catalog "$cat" --model tiny-ds --gpu h100-sxm --mbs 1 --gbs 4 --dp 4 
     --recipe megatron-bf16 --stack fp8plan --view terms --format csv
 expect_eq "plan --view terms: master_expert 24,576 elements, 98,304 B, 2 shards" \
     "$(grep '^master_expert,' "$TMP/out" | cut -d, -f4,5,7)" "24576,98304,2"
+# over pipeline stages, by hand: tiny-ds at np 8, pp 2 x dp 4 x ep 2 (edp 2), its dense layer 0 alone on stage 0
+# (--first-stage-layers 1), --zero 1; each stage's ranks against that stage's plan (the planned column) and the
+# numbers below. Stage 0: linears QKV 6,144 + proj 4,096 + FC1 16,384 + FC2 8,192 = 34,816 (dp 4: 8,704 x 4 B =
+# 34,816 B); the others embedding 16,384 + 2 norms 128 = 16,512 (4,128 x 4 B = 16,512 B); no experts. Reduce-
+# scatter S = (34,816 + 16,512) x 4 = 205,312 (3/4 leaving: 153,984), all-gather S = 102,656 (76,992). Stage 1
+# (layers 1, 2): linears 2 x (6,144 + 4,096 + shared FC1 4,096 + FC2 2,048) = 32,768 (8,192 x 4 B = 32,768 B);
+# the others head 16,384 + norms 4 x 64 + 64 + routers 1,024 + biases 16 = 17,744 (4,436 x 4 B = 17,744 B);
+# experts 2 layers x 4 a rank x 6,144 = 49,152 (edp 2: 24,576 x 4 B = 98,304 B). S = (32,768 + 17,744) x 4 =
+# 202,048 (151,536), all-gather 101,024 (75,768); EDP 196,608 (98,304) and 98,304 (49,152).
+mpi_run 8 "$FP8PLAN" run --catalog "$cat" --model tiny-ds --mbs 1 --gbs 4 --quiet --recipe megatron-bf16 --steps 2 \
+    --ep 2 --zero 1 --pp 2 --first-stage-layers 1 -o "$TMP/pz.csv"
+expect_rc "tiny-ds pp 2 x dp 4 x ep 2 --zero 1 exits 0" 0
+pz() { # RANK TERM: planned and measured bytes of RANK's row
+    awk -F, -v r="$1" -v t="$2" '$1 == r && ($2 == "rank_memory" || $2 == "rank_comm") && $3 == t { print $5 "," $6 }' \
+        "$TMP/pz.csv"
+}
+# the sigmoid routers' FP32 biases kept whole beside their sharded masters: stage 1's 2 MoE layers x 8 x 4 B
+expect_out "pp 2: each stage's whole router biases outside the arena, by hand" \
+    "each rank of stage 0 also holds 0 B, of stage 1 64 B outside the arena"
+for r in 0 3; do
+    expect_eq "pp 2, stage 0 (rank $r): dense master shard 8,704 x 4 B" "$(pz $r master_gemm)" "34816,34816"
+    expect_eq "pp 2, stage 0 (rank $r): other master shard 4,128 x 4 B" "$(pz $r master_other)" "16512,16512"
+    expect_eq "pp 2, stage 0 (rank $r): no experts" "$(pz $r master_expert)" "0,0"
+    expect_eq "pp 2, stage 0 (rank $r): DP reduce-scatter" "$(pz $r dp_grad_reducescatter)" "153984,153984"
+    expect_eq "pp 2, stage 0 (rank $r): DP all-gather" "$(pz $r dp_param_allgather)" "76992,76992"
+    expect_eq "pp 2, stage 0 (rank $r): no EDP reduce-scatter" "$(pz $r edp_grad_reducescatter)" "0,0"
+done
+for r in 4 7; do
+    expect_eq "pp 2, stage 1 (rank $r): dense master shard 8,192 x 4 B" "$(pz $r master_gemm)" "32768,32768"
+    expect_eq "pp 2, stage 1 (rank $r): other master shard 4,436 x 4 B" "$(pz $r master_other)" "17744,17744"
+    expect_eq "pp 2, stage 1 (rank $r): expert master shard 24,576 x 4 B" "$(pz $r master_expert)" "98304,98304"
+    expect_eq "pp 2, stage 1 (rank $r): expert gradients whole 49,152 x 4 B" "$(pz $r grad_expert)" "196608,196608"
+    expect_eq "pp 2, stage 1 (rank $r): DP reduce-scatter" "$(pz $r dp_grad_reducescatter)" "151536,151536"
+    expect_eq "pp 2, stage 1 (rank $r): DP all-gather" "$(pz $r dp_param_allgather)" "75768,75768"
+    expect_eq "pp 2, stage 1 (rank $r): EDP reduce-scatter" "$(pz $r edp_grad_reducescatter)" "98304,98304"
+    expect_eq "pp 2, stage 1 (rank $r): EDP all-gather" "$(pz $r edp_param_allgather)" "49152,49152"
+done
 # a sharded sigmoid router bias through a checkpoint (ep 1: the experts' group is the DP group; --save with
 # experts split over --ep is refused, mpi_ep.sh): every rank's whole bias rebuilt from the masters' parts
 # (model_shard_bias_sync), 3 + 3 steps the 6 uninterrupted steps' losses bit for bit

@@ -340,6 +340,54 @@ static void test_term_names_and_persistence(void)
     CHECK_STR(arena_term_name(ARENA_TERMS), "?");
 }
 
+/* Which ranks of a sharded state's group gather its shards for a part (ckpt_layout_root), by hand. A stage's
+ * rank within = tp_rank + tp x dp_rank is TP rank within mod tp and EP rank within mod ep (exec/model/
+ * model_groups.c), so its places are the first L = lcm(tp, ep) ranks (exec/ckpt/ckpt_layout.h). Rank j of the
+ * DP group is within = tp_rank + tp x j; rank j of an EDP group (ep > 1) within = ep_rank + ep x j; at ep 1 the
+ * EDP group is the DP group (tp 1) or the stage's tp x dp ranks, rank j = within j. Only the group pointers and
+ * the coordinates are read. */
+static void test_part_roots(void)
+{
+    static const struct {
+        uint32_t tp, dp, ep, tp_rank, dp_rank, ep_rank;
+        const char *dp_roots, *edp_roots; /* '1' where group rank j writes a part */
+    } cases[] = {
+        /* tp 1 x dp 4 x ep 2 (L 2), dp_rank 3 (EP rank 1): DP ranks 0 and 1 are the two EP ranks' places;
+         * its EDP group {1, 3}: rank 0 (within 1 < 2), not rank 1 (within 3) */
+        {1, 4, 2, 0, 3, 1, "1100", "10"},
+        /* tp 2 x dp 2 x ep 4 (L 4), tp_rank 1, dp_rank 0 (within 1, EP rank 1): DP group within 1 and 3, both
+         * places; its EDP group (tp x dp / ep = 1 rank) is itself */
+        {2, 2, 4, 1, 0, 1, "11", "1"},
+        /* tp 2 x dp 2 at ep 1 (L 2), tp_rank 0, dp_rank 1 (within 2): DP group within 0 (a place) and 2; the
+         * EDP group is the stage's 4 ranks, within 0 and 1 the places */
+        {2, 2, 1, 0, 1, 0, "10", "1100"},
+        /* tp 2 x dp 4 x ep 2 (L 2), tp_rank 1, dp_rank 2 (within 5, EP rank 1): DP group within 1, 3, 5, 7, only
+         * 1 a place; EDP group within 1, 3, 5, 7 (ep_rank 1 + 2j) likewise */
+        {2, 4, 2, 1, 2, 1, "1000", "1000"},
+        /* plain data parallelism at dp 2 (L 1): DP rank 0, which is the world's rank 0 */
+        {1, 2, 1, 0, 1, 0, "10", "10"},
+    };
+    Model *m = calloc(1, sizeof *m);
+    Comm dpc = {0}, edpc = {0}, stage = {0};
+    if (!m) {
+        CHECK(m != NULL);
+        return;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        m->tp = cases[i].tp, m->dp = cases[i].dp, m->ep = cases[i].ep, m->pp = 1;
+        m->tp_rank = cases[i].tp_rank, m->dp_rank = cases[i].dp_rank, m->ep_rank = cases[i].ep_rank;
+        m->dpc = &dpc;
+        m->edpc = m->ep > 1 ? &edpc : m->tp > 1 ? &stage : &dpc; /* model_groups_create's */
+        char got[2][8] = {{0}};
+        for (int j = 0; j < (int)strlen(cases[i].dp_roots); j++) got[0][j] = ckpt_layout_root(m, m->dpc, j) ? '1' : '0';
+        for (int j = 0; j < (int)strlen(cases[i].edp_roots); j++)
+            got[1][j] = ckpt_layout_root(m, m->edpc, j) ? '1' : '0';
+        CHECKF(!strcmp(got[0], cases[i].dp_roots), "case %zu: DP roots %s, want %s", i, got[0], cases[i].dp_roots);
+        CHECKF(!strcmp(got[1], cases[i].edp_roots), "case %zu: EDP roots %s, want %s", i, got[1], cases[i].edp_roots);
+    }
+    free(m);
+}
+
 int main(void)
 {
     const char *tmp = getenv("TMPDIR");
@@ -350,6 +398,7 @@ int main(void)
     }
     RUN(test_header_fields);
     RUN(test_term_names_and_persistence);
+    RUN(test_part_roots);
     rmdir(dir);
     return test_summary();
 }
