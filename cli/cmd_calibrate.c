@@ -168,6 +168,15 @@ static void print_tables(const Calibration *c)
     }
     for (int p = 0; p < CAL_PATHS; p++)
         printf("  path %-4s %.2f GFLOP/s (the shapes' FLOPs over their summed medians)\n", paths[p], c->rate[p] * 1e-9);
+    for (int i = 0; i < c->nxgemm; i++) { /* a model with experts: its grouped GEMMs, m n k per group's rows */
+        const CalGemm *g = &c->xgemm[i];
+        printf("  %-17s %u groups, %6llu %6llu %6llu %10.3f ms %6.0f%%\n", g->what, c->xgroups,
+               (unsigned long long)g->m, (unsigned long long)g->n, (unsigned long long)g->k, g->seconds * 1e3,
+               100.0 * g->spread);
+    }
+    if (c->nxgemm)
+        printf("  grouped GEMM %.2f us per group beyond its FLOPs at the bf16 path's rate (group_gemm_us)\n",
+               c->group_s * 1e6);
     printf("memory-bound kernels (median of %d calls)\n", c->reps);
     for (int i = 0; i < c->nkern; i++)
         printf("  %-19s %12.0f bytes %9.3f ms %7.2f GB/s %6.0f%%\n", c->kern[i].what, c->kern[i].bytes,
