@@ -156,7 +156,7 @@ static int parse(int argc, char **argv, Args *a)
 }
 
 /* A rate's unit: GFLOP/s for GEMM, GB/s for memory (both printed x 1e-9). */
-static const char *fig_unit_name(int f) { return f <= CAL_FIG_FP32 ? "GFLOP/s" : "GB/s"; }
+static const char *fig_unit_name(int f) { return f <= CAL_FIG_FP32 || f == CAL_FIG_GROUP ? "GFLOP/s" : "GB/s"; }
 
 static void put_load(char *buf, size_t size, double l)
 {
@@ -172,9 +172,10 @@ static void judge_reason(const CalJudge *j, int reps, int a2a_reps, const char *
     size_t n = 0;
     buf[0] = 0;
     if (j->worst_noisy >= 0)
-        n += (size_t)snprintf(buf, size, "%s's interquartile spread %.1f %% passes %.1f %% at %d repetitions",
-                              cal_fig_names[j->worst_noisy], 100.0 * j->iqr[j->worst_noisy],
-                              100.0 * j->bound[j->worst_noisy], j->worst_noisy >= CAL_FIG_A2A_EAGER ? a2a_reps : reps);
+        n += (size_t)snprintf(
+            buf, size, "%s's interquartile spread %.1f %% passes %.1f %% at %d repetitions",
+            cal_fig_names[j->worst_noisy], 100.0 * j->iqr[j->worst_noisy], 100.0 * j->bound[j->worst_noisy],
+            j->worst_noisy == CAL_FIG_A2A_EAGER || j->worst_noisy == CAL_FIG_A2A_RNDV ? a2a_reps : reps);
     if (j->worst_drift >= 0 && n < size)
         snprintf(buf + n, size - n, "%s%s of %s differs by %+.1f %% (bound +-%.0f %%)", n ? "; " : "", again_what,
                  cal_fig_names[j->worst_drift], 100.0 * j->drift[j->worst_drift], 100.0 * CAL_DRIFT_MAX);
@@ -189,7 +190,7 @@ static void print_judge(const CalJudge *j, int reps, int a2a_reps, const char *a
            100.0 * cal_iqr_max(reps), reps, again_what, 100.0 * CAL_DRIFT_MAX);
     printf("  %-16s %-8s %12s %7s %12s %8s  %s\n", "figure", "unit", "profile", "iqr", "again", "drift", "verdict");
     for (int f = 0; f < CAL_FIGS; f++) {
-        if (j->skip[f]) continue; /* not measured: the all-to-all on one rank */
+        if (j->skip[f]) continue; /* not measured: the all-to-all on one rank, the experts of a dense model */
         int noisy = !(j->rate[f] > 0) || !(j->iqr[f] <= j->bound[f]);
         int moved = !(fabs(j->drift[f]) <= CAL_DRIFT_MAX);
         printf("  %-16s %-8s %12.3f %6.1f%% %12.3f %+7.1f%%  %s\n", cal_fig_names[f], fig_unit_name(f),

@@ -327,6 +327,7 @@ enum {
     CAL_FIG_SCALED_OPTIM,
     CAL_FIG_A2A_EAGER,
     CAL_FIG_A2A_RNDV,
+    CAL_FIG_GROUP, /* a MoE model's grouped expert GEMMs: their FLOPs over their summed medians (nxgemm 0: skipped) */
     CAL_FIGS
 };
 extern const char *const cal_fig_names[CAL_FIGS];

@@ -599,6 +599,20 @@ static void test_group_cost(void)
     CHECK_NEAR(cal_group_cost(g, 2, 0, 1e10), 0, 0);
     CHECK_NEAR(cal_group_cost(g, 2, 8, 0), 0, 0);
     CHECK_NEAR(cal_group_cost(g, 0, 8, 1e10), 0, 0);
+    /* judged as a figure: the two calls' FLOPs (m is all 8 groups' rows), 2 x 3,670,016, over their 1.1 ms:
+     * 7,340,032 / 1.1e-3 = 6.6727564e9 FLOP/s, with their weighted spread; a profile without experts skips it */
+    Calibration c;
+    memset(&c, 0, sizeof c);
+    c.nxgemm = 2, c.xgroups = 8, c.xgemm[0] = g[0], c.xgemm[1] = g[1], c.group_iqr = 0.05;
+    double rate[CAL_FIGS], iqr[CAL_FIGS];
+    cal_figures(&c, rate, iqr);
+    CHECK_REL(rate[CAL_FIG_GROUP], 7340032.0 / 1.1e-3, 1e-12);
+    CHECK_NEAR(iqr[CAL_FIG_GROUP], 0.05, 0);
+    CalJudge j;
+    c.nxgemm = 0;
+    cal_judge(&c, NULL, &j);
+    CHECK(j.skip[CAL_FIG_GROUP]);
+    CHECK_STR(cal_fig_names[CAL_FIG_GROUP], "gemm experts");
 }
 
 int main(void)
