@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/cmd_calibrate.h"
 #include "cli/cmd_plan.h"
 #include "exec/run/run_calibrate.h"
 #include "util/fileio.h"
@@ -154,81 +155,8 @@ static int parse(int argc, char **argv, Args *a)
     return check_args(a);
 }
 
-static void print_tables(const Calibration *c)
-{
-    static const char *const paths[CAL_PATHS] = {"fp8", "bf16", "fp32"};
-    printf("GEMM (median of %d calls; GFLOP/s = 2mnk / time)\n", c->reps);
-    printf("  %-11s %-4s %6s %6s %6s %10s %9s %7s\n", "gemm", "path", "m", "n", "k", "ms", "GFLOP/s", "spread");
-    for (int i = 0; i < c->ngemm; i++) {
-        const CalGemm *g = &c->gemm[i];
-        double fl = 2.0 * (double)g->m * (double)g->n * (double)g->k;
-        printf("  %-11s %-4s %6llu %6llu %6llu %10.3f %9.2f %6.0f%%\n", g->what, paths[g->path],
-               (unsigned long long)g->m, (unsigned long long)g->n, (unsigned long long)g->k, g->seconds * 1e3,
-               fl / g->seconds * 1e-9, 100.0 * g->spread);
-    }
-    for (int p = 0; p < CAL_PATHS; p++)
-        printf("  path %-4s %.2f GFLOP/s (the shapes' FLOPs over their summed medians)\n", paths[p], c->rate[p] * 1e-9);
-    printf("memory-bound kernels (median of %d calls)\n", c->reps);
-    for (int i = 0; i < c->nkern; i++)
-        printf("  %-19s %12.0f bytes %9.3f ms %7.2f GB/s %6.0f%%\n", c->kern[i].what, c->kern[i].bytes,
-               c->kern[i].seconds * 1e3, c->kern[i].bytes / c->kern[i].seconds * 1e-9, 100.0 * c->kern[i].spread);
-    printf("  stream (AdamW) %.2f GB/s; element-wise %.2f GB/s (weighted by calls per micro-batch); FP8-LM's scaled\n"
-           "  optimizer %.2f GB/s (17 B per parameter as the plan counts it); launch floor %.2f us (spread %.0f%%)\n",
-           c->mem_bw * 1e-9, c->elem_bw * 1e-9, c->scaled_optim_bw * 1e-9, c->launch_s * 1e6, 100.0 * c->launch_spread);
-    const int gpu = strcmp(c->backend, "cpu") != 0;
-    if (c->ranks < 2) {
-        printf("collectives: not measured (one rank%s; run under mpirun -np 2 or more): no interconnect\n",
-               gpu ? ": one GPU has no bus to measure" : "");
-        return;
-    }
-    printf("%s all-reduce over %d ranks (FP32, median of %d (the smallest and the two largest: %d), the slowest\n"
-           "  rank's, each call after the caches were evicted%s; busbw = S x 2(n-1)/n / t)\n",
-           gpu ? "NCCL" : "MPI", c->ranks, c->reps, cal_link_reps(0, c->ncoll, c->reps),
-           gpu ? "" : " and rank 0 arrived late");
-    printf("  %10s %10s %10s %7s\n", "bytes", "us", "busbw GB/s", "spread");
-    for (int i = 0; i < c->ncoll; i++)
-        printf("  %10llu %10.1f %10.3f %6.0f%%\n", (unsigned long long)c->coll[i].payload, c->coll[i].seconds * 1e6,
-               c->coll[i].busbw * 1e-9, 100.0 * c->coll[i].spread);
-    printf("  link: latency %.3f us per ring step (the smallest size, at most any size's time), bus bandwidth %.3f\n"
-           "  GB/s (the two largest; the largest is the model's gradient all-reduce, parameters x 4 B)\n",
-           c->link_lat * 1e6, c->link_bw * 1e-9);
-    if (!c->nsweep) return;
-    printf("every collective op (median of %d, the slowest rank's, timed as a run counts it; us per call at each\n"
-           "  payload in bytes)\n",
-           c->reps);
-    for (int k = 0; k < c->nsweep; k++) {
-        const CalSweep *s = &c->sweep[k];
-        if (s->per_msg)
-            printf("  all-to-all per message to a peer (eager limit %llu B; each call after %llu KiB of other data;\n"
-                   "    bytes a message:us a call)\n   ",
-                   (unsigned long long)c->eager_limit, (unsigned long long)(c->msg_evict >> 10));
-        else
-            printf("  %-14s %-4s", comm_op_name(s->op), dtype_name(s->dtype));
-        for (int i = 0; i < s->n; i++)
-            printf(" %llu:%.1f", (unsigned long long)s->pt[i].payload, s->pt[i].seconds * 1e6);
-        printf("\n");
-    }
-    printf("fits (links.csv: t = steps x latency + S x bus factor / bus bandwidth per payload range; one range unless\n"
-           "  a line misses a size by more than %.0f %%, then the small/large split with the least worst error)\n",
-           100.0 * CAL_FIT_ERR_MAX);
-    printf("  (eager and rendezvous: per message to one peer, from / to a message's bytes, latency a message)\n");
-    printf("  %-14s %-5s %10s %10s %12s %10s %9s\n", "op", "path", "from B", "to B", "latency us", "bus GB/s",
-           "max err");
-    for (int i = 0; i < c->nrange; i++) {
-        const CalRange *r = &c->range[i];
-        char to[24];
-        if (r->fit.to)
-            snprintf(to, sizeof to, "%llu", (unsigned long long)r->fit.to);
-        else
-            snprintf(to, sizeof to, "-");
-        printf("  %-14s %-5s %10llu %10s %12.3f %10.3f %8.1f%%\n", comm_op_name((CommOp)r->fit.op),
-               link_path_name((LinkPath)r->fit.path), (unsigned long long)r->fit.from, to, r->fit.lat * 1e6,
-               r->fit.bw * 1e-9, 100.0 * r->max_err);
-    }
-}
-
 /* A rate's unit: GFLOP/s for GEMM, GB/s for memory (both printed x 1e-9). */
-static const char *fig_unit_name(int f) { return f <= CAL_FIG_FP32 ? "GFLOP/s" : "GB/s"; }
+static const char *fig_unit_name(int f) { return f <= CAL_FIG_FP32 || f == CAL_FIG_GROUP ? "GFLOP/s" : "GB/s"; }
 
 static void put_load(char *buf, size_t size, double l)
 {
@@ -244,9 +172,10 @@ static void judge_reason(const CalJudge *j, int reps, int a2a_reps, const char *
     size_t n = 0;
     buf[0] = 0;
     if (j->worst_noisy >= 0)
-        n += (size_t)snprintf(buf, size, "%s's interquartile spread %.1f %% passes %.1f %% at %d repetitions",
-                              cal_fig_names[j->worst_noisy], 100.0 * j->iqr[j->worst_noisy],
-                              100.0 * j->bound[j->worst_noisy], j->worst_noisy >= CAL_FIG_A2A_EAGER ? a2a_reps : reps);
+        n += (size_t)snprintf(
+            buf, size, "%s's interquartile spread %.1f %% passes %.1f %% at %d repetitions",
+            cal_fig_names[j->worst_noisy], 100.0 * j->iqr[j->worst_noisy], 100.0 * j->bound[j->worst_noisy],
+            j->worst_noisy == CAL_FIG_A2A_EAGER || j->worst_noisy == CAL_FIG_A2A_RNDV ? a2a_reps : reps);
     if (j->worst_drift >= 0 && n < size)
         snprintf(buf + n, size - n, "%s%s of %s differs by %+.1f %% (bound +-%.0f %%)", n ? "; " : "", again_what,
                  cal_fig_names[j->worst_drift], 100.0 * j->drift[j->worst_drift], 100.0 * CAL_DRIFT_MAX);
@@ -261,7 +190,7 @@ static void print_judge(const CalJudge *j, int reps, int a2a_reps, const char *a
            100.0 * cal_iqr_max(reps), reps, again_what, 100.0 * CAL_DRIFT_MAX);
     printf("  %-16s %-8s %12s %7s %12s %8s  %s\n", "figure", "unit", "profile", "iqr", "again", "drift", "verdict");
     for (int f = 0; f < CAL_FIGS; f++) {
-        if (j->skip[f]) continue; /* not measured: the all-to-all on one rank */
+        if (j->skip[f]) continue; /* not measured: the all-to-all on one rank, the experts of a dense model */
         int noisy = !(j->rate[f] > 0) || !(j->iqr[f] <= j->bound[f]);
         int moved = !(fabs(j->drift[f]) <= CAL_DRIFT_MAX);
         printf("  %-16s %-8s %12.3f %6.1f%% %12.3f %+7.1f%%  %s\n", cal_fig_names[f], fig_unit_name(f),
@@ -498,7 +427,7 @@ static int say_result(const Args *a, const char *src, const Catalog *cat, CalSes
     printf("fp8plan calibrate: %s%s%s, one layer of %s (hidden %u, ffn %u, seq %u, mbs %u: %llu rows), %d rank%s\n",
            a->backend, c->device[0] ? " on " : "", c->device, m->name, m->hidden, m->ffn_hidden, m->seq_len, a->mbs,
            (unsigned long long)a->mbs * m->seq_len, c->ranks, c->ranks > 1 ? "s" : "");
-    print_tables(c);
+    cal_print_tables(c);
     if (a->check) return say_check(a, s, row, b0, b1); /* --check writes nothing */
     int rc = say_judged(a, s, b0, b1);
     return rc ? rc : emit(a, src, cat, c); /* a refused profile is not written */

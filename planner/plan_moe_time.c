@@ -222,6 +222,15 @@ uint32_t plan_ep_comm_sms(const PlanInput *in)
                                                     : 0;
 }
 
+/* A host profile's grouped GEMM (calibrate's group_gemm_us, measured on the BF16 path): each of `groups` experts
+ * is its own task of the CPU backend's pool, its weight decoded to FP32 and packed by the BLAS for a few rows, a
+ * cost per group beyond the FLOPs (exec/cpu/cpu_gemm_group.c); one call of `groups` groups. 0 on a GPU, for an
+ * FP8 call (not measured) and for a row without the column. */
+static double host_group_s(const PlanInput *in, uint64_t groups, int fp8)
+{
+    return in->gpu->host && !fp8 ? (double)groups * in->gpu->group_gemm_s : 0.0;
+}
+
 /* What Megatron-Core's merged 1F1B layer leaves of its expert all-to-alls exposed (plan_internal.h). The phases as
  * TransformerLayerSchedulePlan.run issues them, with their dependencies: phase 1 combine_bwd beside attn_fwd +
  * post_attn; phase 2 dispatch_fwd (after post_attn) beside mlp_bwd (after combine_bwd), then dispatch_bwd (after
@@ -269,6 +278,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     uint64_t streams = te ? TE_GEMM_STREAMS : 0;
     /* the weight-gradient accumulation as a kernel of its own, one per linear weight (plan_kernels.c) */
     int acc = te ? !in->grad_acc_fusion && rc->linear != LIN_MSAMP : g->m > 1;
+    const int fp8plan_ep1 = in->fusion == FUSE_FP8PLAN && x->ep == 1;
     double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
     Acc ak = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s};
     LayerElem le;
@@ -302,6 +312,13 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
             if (q) wq += (double)l->rows * (double)l->cols * (double)l->count, nq++;
             double tw = gemm_time_streams(&gg, l->rows, l->cols, l->m, l->count, st, q && b8, wout);
             double tb = gemm_time_streams(&gg, l->m, l->cols, l->rows, l->count, st, q && b8, 2) + tw;
+            if (l->kind == XL_EXPERT) { /* a host's grouped GEMM: its cost per group, where measured (BF16) */
+                tf += host_group_s(in, l->count, f8), tw += host_group_s(in, l->count, b8);
+                tb += host_group_s(in, l->count, b8) + host_group_s(in, l->count, b8);
+                /* this executor at ep 1 keeps no expert output: its backward runs FC2's forward again for the
+                 * combine weights' gradient (exec/model/model_moe.c; the last expert linear is FC2) */
+                if (fp8plan_ep1 && i == x->nlin[k] - 1) tb += tf;
+            }
             Lk->gemm_f += tf, Lk->gemm_b += tb, Lk->wg += tw;
             if (l->kind == XL_EXPERT) Lk->xg_f += tf, Lk->xg_b += tb, local = (double)l->count;
             if (l->up) rcmla += tf; /* MLA's q_up and kv_up */

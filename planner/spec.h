@@ -163,6 +163,9 @@ typedef struct {
     double scaled_optim_bw; /* bytes/s (the planner's count of its bytes) of the two-pass scaled-state optimizer
                                (FP8-LM, MS-AMP: FP8/FP16 states re-scaled each step) where measured — a CPU's is
                                compute-bound (FP8 rounding, two passes), 3x slower than AdamW's stream; 0: hbm_bw */
+    double group_gemm_s;    /* a host's grouped GEMM: its cost per group (expert) beyond the group's FLOPs at the
+                               BF16 rate, s (calibrate: each expert's GEMM is its own pool task, its weight decoded
+                               and packed for a few rows); 0: none (a GPU's grouped GEMM is timed by its tiles) */
     char source[SPEC_SOURCE_MAX];
     LinkFit link_fit[GPU_LINK_FITS_MAX]; /* a host profile's per-collective fits (links.csv); none: every op at
                                             link_lat and intra_bw, the all-reduce's */

@@ -58,7 +58,7 @@ extern "C" {
 #endif
 
 enum { CAL_PATH_FP8 = 0, CAL_PATH_BF16, CAL_PATH_FP32, CAL_PATHS };
-enum { CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 8, CAL_MAX_SIZES = 20, CAL_LINK_REPS_MAX = 64 };
+enum { CAL_EXPERT_GEMMS = 6, CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 8, CAL_MAX_SIZES = 20, CAL_LINK_REPS_MAX = 64 };
 /* The link sweep's largest payload, clamped (cal_link_sizes): at least 4 KiB (four sizes to fit), at most
  * 1 GiB (MPI counts bytes in an int); the buffer an element-wise kernel reads and writes before each call
  * to evict the caches: 64 MiB. */
@@ -116,6 +116,13 @@ typedef struct {
     int ngemm;
     double rate[CAL_PATHS], rate_spread[CAL_PATHS]; /* FLOP/s per path; the largest spread of its shapes */
     double rate_iqr[CAL_PATHS];                     /* its shapes' (q3 - q1) / median weighted by their median times */
+    /* a model with experts: the MoE layer's grouped expert GEMMs on the BF16 path (cal_expert_gemms), xgroups
+     * experts of the uniform routing's rows; group_s, their cost per group beyond their FLOPs at rate[BF16]
+     * (cal_group_cost: gpus.csv's group_gemm_us), group_iqr their (q3 - q1) / median weighted by their times */
+    CalGemm xgemm[CAL_EXPERT_GEMMS];
+    int nxgemm;
+    uint32_t xgroups;
+    double group_s, group_iqr;
     CalKernel kern[CAL_MAX_KERNELS];
     int nkern;
     double mem_bw, mem_spread;   /* bytes/s AdamW streams (hbm_gbps) */
@@ -180,7 +187,24 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
  * of hidden BF16 elements (the executor's activations). Returns 2, or 0 for a model without experts. */
 int cal_ep_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out);
 
+/* The grouped expert GEMMs of model m's MoE layer at micro-batch mbs, as the executor calls them
+ * (exec/model/model_moe.c: FC1 and FC2 fprop, dgrad with the weight K-outer, wgrad accumulated in FP32; BF16
+ * operands), at the uniform routing: *groups = the experts, *rows = mbs x seq x top-k token copies, each
+ * expert rows / experts of them. Fills s[0..6) (m, n, k as CalGemm reads them, seconds 0) and returns 6, or 0
+ * for a model without experts. */
+int cal_expert_shapes(const ModelSpec *m, uint32_t mbs, uint32_t *groups, uint64_t *rows, CalGemm *s);
+
+/* Time those six calls on bk (median of reps, one warm-up; the ranks start each call together) into
+ * c->xgemm and fit c->group_s from them with c->rate[CAL_PATH_BF16] (measured first: calibrate_compute);
+ * nothing (nxgemm 0) for a model without experts. */
+Status cal_expert_gemms(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *c, Err *e);
+
 /* ---- the formulas (calibrate_fit.c; pure) ---- */
+
+/* A grouped GEMM's cost per group beyond its FLOPs at rate (FLOP/s): over the n calls g[] of `groups` groups
+ * each, (sum of seconds - sum of 2 m n k / rate) / (n x groups), at least 0 (0 too for no calls, no groups or
+ * a rate <= 0). Worked by hand in tests/unit/test_calibrate.c. */
+double cal_group_cost(const CalGemm *g, int n, uint32_t groups, double rate);
 
 /* The largest |fit / measured - 1| of one size range's line at which the sweep is kept in one range: 10 %,
  * the drift a profile may have (CAL_DRIFT_MAX). Past it, cal_fit_ranges splits the sizes in two. */
@@ -303,6 +327,7 @@ enum {
     CAL_FIG_SCALED_OPTIM,
     CAL_FIG_A2A_EAGER,
     CAL_FIG_A2A_RNDV,
+    CAL_FIG_GROUP, /* a MoE model's grouped expert GEMMs: their FLOPs over their summed medians (nxgemm 0: skipped) */
     CAL_FIGS
 };
 extern const char *const cal_fig_names[CAL_FIGS];

@@ -36,6 +36,14 @@ void cal_a2a_counts(int r, int n, uint64_t N, uint64_t *scounts, uint64_t *rcoun
     }
 }
 
+double cal_group_cost(const CalGemm *g, int n, uint32_t groups, double rate)
+{
+    if (n <= 0 || !groups || !(rate > 0)) return 0;
+    double over = 0;
+    for (int i = 0; i < n; i++) over += g[i].seconds - 2.0 * (double)g[i].m * (double)g[i].n * (double)g[i].k / rate;
+    return over > 0 ? over / ((double)n * (double)groups) : 0;
+}
+
 int cal_link_reps(int s, int n, int reps)
 {
     if (s != 0 && s < n - 2) return reps;

@@ -450,6 +450,7 @@ Status calibrate_compute(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t m
     }
     if (!st) st = gemms(bk, comm, m, T, reps, out, e);
     if (!st) st = kernels(bk, comm, m, T, reps, out, e);
+    if (!st) st = cal_expert_gemms(bk, comm, m, mbs, reps, out, e);
     out->ranks = comm ? comm->size : 1;
     return st;
 }

@@ -6,8 +6,9 @@
 
 #include "exec/measure/calibrate.h"
 
-const char *const cal_fig_names[CAL_FIGS] = {"gemm fp8",     "gemm bf16",        "gemm fp32",     "stream (adamw)",
-                                             "element-wise", "scaled optimizer", "a2a eager msg", "a2a rndv msg"};
+const char *const cal_fig_names[CAL_FIGS] = {"gemm fp8",       "gemm bf16",    "gemm fp32",
+                                             "stream (adamw)", "element-wise", "scaled optimizer",
+                                             "a2a eager msg",  "a2a rndv msg", "gemm experts"};
 _Static_assert(CAL_FIG_A2A_RNDV == CAL_FIG_A2A_EAGER + 1, "the all-to-all's figures: eager, then rendezvous");
 
 double cal_iqr_max(int n) { return n > 0 ? CAL_SE_MAX * 1.349 * sqrt((double)n) / 1.2533 : 0; }
@@ -18,6 +19,11 @@ void cal_figures(const Calibration *c, double rate[CAL_FIGS], double iqr[CAL_FIG
     rate[CAL_FIG_STREAM] = c->mem_bw, iqr[CAL_FIG_STREAM] = c->mem_iqr;
     rate[CAL_FIG_ELEM] = c->elem_bw, iqr[CAL_FIG_ELEM] = c->elem_iqr;
     rate[CAL_FIG_SCALED_OPTIM] = c->scaled_optim_bw, iqr[CAL_FIG_SCALED_OPTIM] = c->scaled_optim_iqr;
+    double fl = 0, secs = 0; /* the grouped expert GEMMs (0 0 without experts) */
+    for (int i = 0; i < c->nxgemm; i++)
+        fl += 2.0 * (double)c->xgemm[i].m * (double)c->xgemm[i].n * (double)c->xgemm[i].k, /* m: all groups' rows */
+            secs += c->xgemm[i].seconds;
+    rate[CAL_FIG_GROUP] = secs > 0 ? fl / secs : 0, iqr[CAL_FIG_GROUP] = secs > 0 ? c->group_iqr : 0;
     for (int k = 0; k < 2; k++) /* 0 0 where not measured */
         rate[CAL_FIG_A2A_EAGER + k] = c->a2a_judged ? c->a2a_bw[k] : 0,
                                  iqr[CAL_FIG_A2A_EAGER + k] = c->a2a_judged ? c->a2a_iqr[k] : 0;
@@ -31,8 +37,9 @@ int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j)
     cal_figures(c, j->rate, j->iqr);
     if (again) cal_figures(again, j->again, tmp);
     for (int f = 0; f < CAL_FIGS; f++) {
-        const double bound = j->bound[f] = cal_iqr_max(f >= CAL_FIG_A2A_EAGER ? c->a2a_reps : c->reps);
-        if (f >= CAL_FIG_A2A_EAGER && !c->a2a_judged) {
+        const int a2a = f == CAL_FIG_A2A_EAGER || f == CAL_FIG_A2A_RNDV;
+        const double bound = j->bound[f] = cal_iqr_max(a2a ? c->a2a_reps : c->reps);
+        if ((a2a && !c->a2a_judged) || (f == CAL_FIG_GROUP && !c->nxgemm)) {
             j->skip[f] = 1;
             continue;
         }

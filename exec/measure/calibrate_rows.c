@@ -12,7 +12,7 @@
 const char *const cal_gpu_header =
     "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
     "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,link_latency_us,"
-    "elem_gbps,scaled_optim_gbps";
+    "elem_gbps,scaled_optim_gbps,group_gemm_us";
 
 typedef struct {
     char *p;
@@ -141,6 +141,10 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
         put(&b, ",%.6g", c->scaled_optim_bw * 1e-9);
     else
         put(&b, ",");
+    if (c->nxgemm && !gpu) /* a model with experts on a host: the grouped GEMM's cost per group (may be 0) */
+        put(&b, ",%.6g", c->group_s * 1e6);
+    else
+        put(&b, ",");
     return done(&b, "gpus.csv", e);
 }
 
@@ -166,6 +170,10 @@ Status cal_gpu_row_of(const GpuSpec *g, char *buf, size_t size, Err *e)
         put(&b, ",");
     if (g->scaled_optim_bw > 0)
         put(&b, ",%.9g", g->scaled_optim_bw * 1e-9);
+    else
+        put(&b, ",");
+    if (g->group_gemm_s > 0)
+        put(&b, ",%.9g", g->group_gemm_s * 1e6);
     else
         put(&b, ",");
     return done(&b, "gpus.csv", e);

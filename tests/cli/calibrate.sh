@@ -121,6 +121,34 @@ case "$step" in
 *) fail "a GPU plan for a CPU run: times not comparable" "$step" ;;
 esac
 
+# a model with experts: its grouped expert GEMMs timed at the uniform routing's rows (8 experts of 32 x 2 / 8 = 8
+# rows; FC1 2 x 224 wide) and their cost per group beyond the FLOPs written (group_gemm_us, the last column; a dense
+# model's row leaves it empty); a run of it against that profile gets its verdicts. Which verdict this shared machine
+# gives is a measurement (docs/calibrate.md), the arithmetic of the figure and of the plan's use of it
+# test_calibrate.c and test_oracle_moe_time.c.
+XMOE="--model mixtral-8x7b --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 256"
+run calibrate --backend cpu $XMOE --quick --allow-noisy -o "$TMP/xcat"
+expect_rc "calibrate of a MoE model" 0
+expect_line "... its grouped expert GEMMs timed at the uniform routing's rows" \
+    '  experts fc1 fprop +8 groups, +64 +448 +64 +[0-9.]+ ms +[0-9]+%'
+expect_line "... their cost per group printed" \
+    '  grouped GEMM [0-9.]+ us per group beyond its FLOPs at the bf16 path.s rate \(group_gemm_us\)'
+if head -n 1 "$TMP/xcat/gpus.csv" | grep -q ',group_gemm_us$' &&
+    grep '^host,' "$TMP/xcat/gpus.csv" | grep -Eq ',[0-9.e+-]+$' && grep '^host,' "$cat/gpus.csv" | grep -q ',$'; then
+    pass "... written as group_gemm_us (empty for a dense model's profile)"
+else
+    fail "group_gemm_us written" "$(head -n 1 "$TMP/xcat/gpus.csv" | tail -c 80) / $(grep '^host,' "$TMP/xcat/gpus.csv" | tail -c 80)"
+fi
+run run --backend cpu --catalog "$TMP/xcat" --gpu host $XMOE --recipe megatron-bf16 --steps 6 --quiet -o "$TMP/xrun.csv"
+case $rc in 0 | 1) pass "a MoE run against it finishes with a verdict (exit $rc)" ;; *) fail "MoE run --gpu host" "exit $rc: $(tail -c 600 "$TMP/err")" ;; esac
+xbad=$(awk -F, '/^time,(forward|backward|optimizer|step),/ && !($6 + 0 > 0 && $7 + 0 > 0 && $13 == "+-15 %" &&
+    ($14 == "ok" || $14 == "OUTSIDE")) { printf "%s ", $2 }' "$TMP/xrun.csv")
+if [ -z "$xbad" ] && [ "$(grep -cE '^time,(forward|backward|optimizer|step),' "$TMP/xrun.csv")" -eq 4 ]; then
+    pass "... forward, backward, optimizer and step planned, measured, checked +-15 %, a verdict"
+else
+    fail "MoE run's phase rows" "malformed: $xbad $(grep '^time,' "$TMP/xrun.csv" | head -c 600)"
+fi
+
 # ---- bad flags ----
 run calibrate --reps 0
 expect_rc "--reps 0 refused" 64

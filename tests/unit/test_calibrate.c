@@ -337,7 +337,14 @@ static void test_rows_parse(void)
         CHECK_REL(g->link_lat, 0.5e-6, 1e-6);
         CHECK_REL(g->sustained, 1.0, 0);
         CHECK_EQ_U64(g->hbm_bytes, 1ull << 34);
+        CHECK_NEAR(g->group_gemm_s, 0, 0); /* a model without experts: the column left empty */
     }
+    /* a model with experts: the grouped GEMM's 12.5 us a group, written in us, read back in seconds */
+    Calibration x = round_figures(2);
+    x.nxgemm = 6, x.group_s = 12.5e-6;
+    CHECKF(parse_row(&x, cat, &e) == ST_OK, "%s", e.msg);
+    g = catalog_gpu(cat, "host");
+    if (g) CHECK_REL(g->group_gemm_s, 12.5e-6, 1e-9);
     /* one rank: no interconnect (0 and 0, no latency) */
     Calibration one = round_figures(1);
     CHECKF(parse_row(&one, cat, &e) == ST_OK, "%s", e.msg);
@@ -394,20 +401,22 @@ static void test_host_rows_refused(void)
     Err e = {0};
     const char *bad[] = {
         /* a host whose link is not host */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,,,\n",
         /* a GPU with a host link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,,,\n",
         /* a measured link without its latency */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,,,\n",
         /* one of the two bandwidths 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,,,\n",
         /* a latency of 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,,,\n",
         /* a GPU keeps its positive link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,,,\n",
+        /* a grouped GEMM's cost per group below 0 */
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,0,0,2,src,,,,-1\n",
     };
-    const char *col[] = {"intra_link",      "intra_link",      "link_latency_us",
-                         "inter_node_gbps", "link_latency_us", "intra_node_gbps"};
+    const char *col[] = {"intra_link",      "intra_link",      "link_latency_us", "inter_node_gbps",
+                         "link_latency_us", "intra_node_gbps", "group_gemm_us"};
     for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
         char text[2048];
         snprintf(text, sizeof text, "%s\n%s", cal_gpu_header, bad[i]);
@@ -553,8 +562,62 @@ static void test_scaled_optim_rate(void)
     free(a), free(b), free(c), free(cat);
 }
 
+/* The MoE layer's grouped GEMMs calibrate times (cal_expert_shapes) and the cost per group fitted from them
+ * (cal_group_cost). A model of hidden 64, seq 32, 8 experts top-2 of FFN 224, SwiGLU, mbs 1: 32 x 2 = 64 rows;
+ * FC1 (2 x 224 = 448, 64), FC2 (64, 224):
+ *   fc1 fprop (64, 448, 64), dgrad (64, 64, 448), wgrad (448, 64, 64) accumulated; fc2 fprop (64, 64, 224),
+ *   dgrad (64, 224, 64), wgrad (64, 224, 64); GELU: FC1 224 wide.
+ * Cost per group: two calls of 2 x 64 x 448 x 64 = 3,670,016 FLOPs at 1e10 FLOP/s (367.0016 us each) that took
+ * 500 and 600 us, 8 groups: (500 + 600 - 2 x 367.0016) / (2 x 8) = 22.8748 us; calls faster than their FLOPs
+ * give 0, never a negative cost; no rate or no groups: 0. */
+static void test_group_cost(void)
+{
+    ModelSpec m = {.name = "x", .layers = 2, .hidden = 64, .ffn_hidden = 224, .heads = 4, .kv_heads = 4};
+    m.head_dim = 16, m.vocab = 256, m.seq_len = 32, m.mlp = MLP_SWIGLU, m.experts = 8, m.experts_per_token = 2;
+    m.expert_ffn = 224;
+    CalGemm s[CAL_EXPERT_GEMMS];
+    uint32_t G = 0;
+    uint64_t R = 0;
+    CHECK(cal_expert_shapes(&m, 1, &G, &R, s) == 6);
+    CHECK(G == 8 && R == 64);
+    const uint64_t want[6][3] = {{64, 448, 64}, {64, 64, 448}, {448, 64, 64},
+                                 {64, 64, 224}, {64, 224, 64}, {64, 224, 64}};
+    for (int i = 0; i < 6; i++) {
+        CHECKF(s[i].m == want[i][0] && s[i].n == want[i][1] && s[i].k == want[i][2], "%s: %llu %llu %llu", s[i].what,
+               (unsigned long long)s[i].m, (unsigned long long)s[i].n, (unsigned long long)s[i].k);
+        CHECK(s[i].accum == (i % 3 == 2) && s[i].path == CAL_PATH_BF16);
+    }
+    CHECK_STR(s[0].what, "experts fc1 fprop");
+    CHECK_STR(s[5].what, "experts fc2 wgrad");
+    m.mlp = MLP_GELU;
+    CHECK(cal_expert_shapes(&m, 2, &G, &R, s) == 6 && R == 128 && s[0].n == 224 && s[1].k == 224);
+    m.experts = 0;
+    CHECK(cal_expert_shapes(&m, 1, &G, &R, s) == 0);
+    CalGemm g[2] = {{.m = 64, .n = 448, .k = 64, .seconds = 500e-6}, {.m = 64, .n = 448, .k = 64, .seconds = 600e-6}};
+    CHECK_REL(cal_group_cost(g, 2, 8, 1e10), (1100e-6 - 2 * 367.0016e-6) / 16, 1e-12);
+    CHECK_NEAR(cal_group_cost(g, 2, 8, 1e9), 0, 0); /* 3.67 ms of FLOPs at 1e9: faster than that, 0 */
+    CHECK_NEAR(cal_group_cost(g, 2, 0, 1e10), 0, 0);
+    CHECK_NEAR(cal_group_cost(g, 2, 8, 0), 0, 0);
+    CHECK_NEAR(cal_group_cost(g, 0, 8, 1e10), 0, 0);
+    /* judged as a figure: the two calls' FLOPs (m is all 8 groups' rows), 2 x 3,670,016, over their 1.1 ms:
+     * 7,340,032 / 1.1e-3 = 6.6727564e9 FLOP/s, with their weighted spread; a profile without experts skips it */
+    Calibration c;
+    memset(&c, 0, sizeof c);
+    c.nxgemm = 2, c.xgroups = 8, c.xgemm[0] = g[0], c.xgemm[1] = g[1], c.group_iqr = 0.05;
+    double rate[CAL_FIGS], iqr[CAL_FIGS];
+    cal_figures(&c, rate, iqr);
+    CHECK_REL(rate[CAL_FIG_GROUP], 7340032.0 / 1.1e-3, 1e-12);
+    CHECK_NEAR(iqr[CAL_FIG_GROUP], 0.05, 0);
+    CalJudge j;
+    c.nxgemm = 0;
+    cal_judge(&c, NULL, &j);
+    CHECK(j.skip[CAL_FIG_GROUP]);
+    CHECK_STR(cal_fig_names[CAL_FIG_GROUP], "gemm experts");
+}
+
 int main(void)
 {
+    RUN(test_group_cost);
     RUN(test_busbw);
     RUN(test_fit_line);
     RUN(test_fit_link);

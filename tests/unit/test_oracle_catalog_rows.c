@@ -492,7 +492,7 @@ static void test_column_lists(void)
     CHECK_STR(catalog_gpu_columns,
               "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
               "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,"
-              "?link_latency_us,?elem_gbps,?scaled_optim_gbps");
+              "?link_latency_us,?elem_gbps,?scaled_optim_gbps,?group_gemm_us");
 }
 
 int main(void)

@@ -3,8 +3,9 @@
  * issue of an eager MoE layer (plan_moe_time.c), the bytes a hierarchical dispatcher sends (plan_moe_comm.c) and
  * Transformer Engine's grouped GEMM, one cuBLAS GEMM per expert on 4 streams (plan_gemm.c), the SMs DeepEP's and
  * HybridEP's kernels hold while they overlap compute, Megatron-Core's merged 1F1B all-to-all schedule (with its
- * unmerged warm-up and cool-down) and the TP
- * overlap TE's userbuffers lose beside it on Hopper.
+ * unmerged warm-up and cool-down), the TP
+ * overlap TE's userbuffers lose beside it on Hopper, and a host profile's grouped GEMM with this executor's
+ * recomputed expert output.
  * Every expected value is arithmetic in the comments, never a value the planner produced. */
 #include <math.h>
 #include <string.h>
@@ -308,9 +309,58 @@ static void test_tp_overlap_beside_merged_a2a(void)
     }
 }
 
+/* A host profile's grouped GEMM (plan_moe_time.c host_group_s, calibrate's group_gemm_us) and this executor's
+ * recomputed FC2 forward at ep 1, on the oracle MoE layer (hidden 256, 8 experts top-2 of FFN 128, SwiGLU: FC1 (256,
+ * 256), FC2 (256, 128)), one micro-batch of 512 tokens: 1,024 rows, 128 an expert. A host row at 1e10 FLOP/s on
+ * every path, memory 1e18 B/s and a launch floor of 1e-12 s, so each GEMM is its FLOPs:
+ *   FC2 forward  2 x 1,024 x 256 x 128 / 1e10 = 6.7108864e-3 s: what --stack fp8plan (FUSE_FP8PLAN) adds over a
+ *                stack that keeps the experts' outputs (FUSE_COMPILE) at ep 1 — the executor's backward runs it again
+ *   10 us a group, fp8plan at ep 1: 7 grouped calls (FC1 fprop, dgrad, wgrad; FC2 fprop, dgrad, wgrad and the
+ *                recomputed fprop) x 8 experts x 10 us = 5.6e-4 s more (one MoE layer, one micro-batch)
+ *   the same under an FP8 recipe: the group cost is measured on the BF16 path only, nothing added; on a GPU's row
+ *                (not a host): nothing added
+ *   ep 2 over dp 2 (the link at 1 us, 1e9 B/s): 4 local experts, no recompute (the combined outputs are kept):
+ *                6 x 4 x 10 us = 2.4e-4 s more */
+static void test_host_grouped_gemm(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = {.name = "host", .host = 1, .sms = 1, .hbm_bytes = 1ull << 40, .hbm_bw = 1e18, .flops_bf16 = 1e10};
+    g.flops_fp8 = g.flops_fp32 = g.mamf_bf16 = g.mamf_fp8 = 1e10, g.sustained = 1, g.link = LINK_HOST;
+    g.gpus_per_node = 4, g.elem_bw = 1e18;
+    Recipe r = ox_bf16(0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.mbs = 1, in.launch_s = 1e-12, in.fusion = FUSE_COMPILE;
+    Plan keep = ox_build(&in);
+    in.fusion = FUSE_FP8PLAN;
+    Plan again = ox_build(&in);
+    CHECK_REL(again.time.expert_gemm_s - keep.time.expert_gemm_s, 6.7108864e-3, 1e-9);
+    g.group_gemm_s = 10e-6;
+    Plan grouped = ox_build(&in);
+    CHECK_REL(grouped.time.expert_gemm_s - again.time.expert_gemm_s, 5.6e-4, 1e-9);
+    Recipe f8 = fx_te_recipe("te", 0);
+    in.recipe = &f8, g.group_gemm_s = 0;
+    Plan f0 = ox_build(&in);
+    g.group_gemm_s = 10e-6;
+    Plan f1 = ox_build(&in);
+    CHECK_NEAR(f1.time.expert_gemm_s - f0.time.expert_gemm_s, 0, 1e-15);
+    GpuSpec gpu = fx_gpu();
+    in.recipe = &r, in.gpu = &gpu;
+    Plan p0 = ox_build(&in);
+    gpu.group_gemm_s = 10e-6;
+    Plan p1 = ox_build(&in);
+    CHECK_NEAR(p1.time.expert_gemm_s - p0.time.expert_gemm_s, 0, 1e-15);
+    in.gpu = &g, in.dp = 2, in.ep = 2, in.gbs = 2;
+    g.intra_bw = g.inter_bw = 1e9, g.link_lat = 1e-6, g.group_gemm_s = 0;
+    Plan e0 = ox_build(&in);
+    g.group_gemm_s = 10e-6;
+    Plan e1 = ox_build(&in);
+    CHECK_REL(e1.time.expert_gemm_s - e0.time.expert_gemm_s, 2.4e-4, 1e-9);
+}
+
 int main(void)
 {
     RUN(test_host_issue);
+    RUN(test_host_grouped_gemm);
     RUN(test_hierarchical_dispatch);
     RUN(test_te_grouped_gemm_streams);
     RUN(test_expert_gemms_per_stack);
