@@ -73,8 +73,11 @@ static Status issue_a2a(NcclImpl *ni, const NcCall *k, Err *e)
     for (int j = 0; j < n; j++) {
         if (j == r) continue;
         if (sb[j])
-            NCCL_TRY(ni->comm, ncclSend((const char *)k->send + sd[j], (size_t)sb[j], ncclUint8, j, ni->comm, ni->ns->stream), e);
-        if (rb[j]) NCCL_TRY(ni->comm, ncclRecv((char *)k->recv + rd[j], (size_t)rb[j], ncclUint8, j, ni->comm, ni->ns->stream), e);
+            NCCL_TRY(ni->comm,
+                     ncclSend((const char *)k->send + sd[j], (size_t)sb[j], ncclUint8, j, ni->comm, ni->ns->stream), e);
+        if (rb[j])
+            NCCL_TRY(ni->comm, ncclRecv((char *)k->recv + rd[j], (size_t)rb[j], ncclUint8, j, ni->comm, ni->ns->stream),
+                     e);
     }
     NCCL_TRY(ni->comm, ncclGroupEnd(), e);
 done:

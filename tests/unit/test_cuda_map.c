@@ -500,6 +500,12 @@ static void test_block_scales(void)
     CHECK_EQ_U64(lt_scales_at(LT_SCALE_VEC128, 204, 5, 2), 413);
     CHECK_EQ_U64(lt_scales_at(LT_SCALE_BLK128, 4, 2, 1), 9);
     CHECK_EQ_INT(c.fast_accum, 0);
+    LtKey k14, ksplit; /* TC14 (the CPU's model of the tensor core) and SPLIT are the same cuBLASLt call */
+    lt_key_of(&c, &k14);
+    g.acc_precision = GEMM_ACC_SPLIT;
+    CHECK(!lt_map_gemm(&g, &c, &e));
+    lt_key_of(&c, &ksplit);
+    CHECK(lt_key_eq(&k14, &ksplit));
     g.acc_precision = GEMM_ACC_FAST;
     CHECK(!lt_map_gemm(&g, &c, &e));
     CHECK_EQ_INT(c.fast_accum, 0);
