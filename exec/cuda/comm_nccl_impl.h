@@ -9,7 +9,10 @@
  * stream waits for the end event, staging back. No host synchronisation per
  * call: the start/end pairs are kept and read by settle (once a step, or when
  * NCCL_PAIRS are pending), which adds each call's device time to the row of
- * its collective id. */
+ * its collective id (the root's: split groups share its stream and pairs).
+ * Two exceptions wait on the host, as MPI does: the all-to-all's counts and
+ * agreement come back before its payload moves (comm_nccl_a2a.cu), and a
+ * buffer in host memory is staged through a device buffer and waited for. */
 #ifndef FP8PLAN_EXEC_CUDA_COMM_NCCL_IMPL_H
 #define FP8PLAN_EXEC_CUDA_COMM_NCCL_IMPL_H
 
