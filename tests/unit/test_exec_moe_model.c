@@ -320,17 +320,6 @@ static void test_real_expert_count(void)
     close_run(&r);
 }
 
-/* A device for the block-scaling check: an H100 with the cuBLASLt version h100_lt. */
-static uint64_t h100_lt;
-static Status h100_info(Backend *bk, BackendDeviceInfo *out, Err *e)
-{
-    (void)bk, (void)e;
-    memset(out, 0, sizeof *out);
-    snprintf(out->name, sizeof out->name, "NVIDIA H100");
-    out->cc_major = 9, out->cc_minor = 0, out->gemm_library_version = h100_lt;
-    return ST_OK;
-}
-
 static void test_refusals(void)
 {
     ModelSpec s = fx_moe(ROUTER_SOFTMAX);
@@ -372,23 +361,8 @@ static void test_refusals(void)
         CHECK(g == NULL);
         CHECK_CONTAINS(e.msg, "recipe megatron-bf16 on model fx-moe-softmax with --ep 2: the nccl communicator has "
                               "no all-to-all for the experts' dispatch and combine");
-        /* deepseek-v3's block scales: the device's cuBLASLt decides (12.9 on compute capability 9.0) */
-        ModelSpec dense = fx_llama();
-        Recipe dsr = fx_recipe("deepseek-v3");
-        CHECK(!fx_plan(&dense, &dsr, B, 1, &p, &e));
-        Status (*info)(Backend *, BackendDeviceInfo *, Err *) = bk->device_info;
-        bk->device_info = h100_info, h100_lt = 120804;
-        CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
-        CHECK(g == NULL);
-        CHECK_CONTAINS(e.msg, "recipe deepseek-v3 on model fx-llama: the cuda backend's block-scaled FP8 GEMMs");
-        CHECK_CONTAINS(e.msg, "need cuBLASLt 12.9 or later on compute capability 9.0; this process loaded cuBLASLt "
-                              "12.8.4 on NVIDIA H100 (compute capability 9.0)");
-        h100_lt = 120900; /* made (the cpu backend under the cuda name runs it) */
-        CHECKF(model_create(&p, NULL, bk, comm, &g, &e) == ST_OK, "%s", e.msg);
-        if (g) model_destroy(g);
-        g = NULL;
-        bk->device_info = info;
-        dense.qk_norm = 1; /* q/k norms: likewise */
+        ModelSpec dense = fx_llama(); /* (deepseek-v3 there: the device's cuBLASLt decides, test_cuda_blocks.c) */
+        dense.qk_norm = 1;            /* q/k norms: refused by name */
         Recipe mb = fx_recipe("megatron-bf16");
         CHECK(!fx_plan(&dense, &mb, B, 1, &p, &e));
         CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
