@@ -26,12 +26,64 @@ unsigned lt_scale_stage(const LtCall *c)
     return m;
 }
 
-static Status fp8_rules(const GemmDesc *g, const LtCall *c, Err *e)
+void lt_scales_of(Granularity gran, const float *src, uint64_t rows, uint64_t k, LtScales *out)
 {
-    if (g->a.scale_gran != GRAN_TENSOR || g->b.scale_gran != GRAN_TENSOR)
-        return err_set(e, ST_UNAVAILABLE,
-                       "gemm: block-scaled FP8 (%s x %s) is not built in the CUDA backend yet; use per-tensor scales",
-                       gran_name(g->a.scale_gran), gran_name(g->b.scale_gran));
+    const uint64_t kb = (k + 127) / 128;
+    memset(out, 0, sizeof *out);
+    out->src = src;
+    out->kb = kb;
+    if (gran == GRAN_1X128) {
+        out->mode = LT_SCALE_VEC128, out->rows = rows, out->ld = (rows + 3) / 4 * 4, out->count = kb * out->ld;
+    } else if (gran == GRAN_128X128) {
+        out->mode = LT_SCALE_BLK128, out->rows = (rows + 127) / 128, out->ld = (kb + 3) / 4 * 4;
+        out->count = out->rows * out->ld;
+    } else {
+        out->mode = LT_SCALE_SCALAR, out->rows = 1, out->kb = 1, out->ld = 1, out->count = 1;
+    }
+}
+
+int lt_block_scales_ok(uint64_t lt_version, int cc_major, int cc_minor)
+{
+    return lt_version >= LT_BLOCK_SCALES_VERSION && cc_major == 9 && cc_minor == 0;
+}
+
+Status lt_block_scales_check(Backend *bk, Err *e)
+{
+    BackendDeviceInfo d;
+    if (!strcmp(bk->name, "cpu")) return ST_OK;
+    memset(&d, 0, sizeof d);
+    Status st = bk->device_info ? bk->device_info(bk, &d, e) : ST_OK;
+    if (st) return st;
+    if (lt_block_scales_ok(d.gemm_library_version, d.cc_major, d.cc_minor)) return ST_OK;
+    const uint64_t v = d.gemm_library_version, w = LT_BLOCK_SCALES_VERSION;
+    return err_set(e, ST_UNAVAILABLE,
+                   "the %s backend's block-scaled FP8 GEMMs (1x128 / 128x128 FP32 scales: cuBLASLt's VEC128_32F and "
+                   "BLK128x128_32F modes) need cuBLASLt %llu.%llu or later on compute capability 9.0; this process "
+                   "loaded cuBLASLt %llu.%llu.%llu on %s (compute capability %d.%d); the cpu backend runs them "
+                   "(--backend cpu)",
+                   bk->name, (unsigned long long)(w / 10000), (unsigned long long)(w / 100 % 100),
+                   (unsigned long long)(v / 10000), (unsigned long long)(v / 100 % 100), (unsigned long long)(v % 100),
+                   d.name[0] ? d.name : "an unnamed device", d.cc_major, d.cc_minor);
+}
+
+static Status fp8_rules(const GemmDesc *g, LtCall *c, Err *e)
+{
+    if (g->a.scale_gran != GRAN_TENSOR || g->b.scale_gran != GRAN_TENSOR) {
+        if (g->a.scale_gran == GRAN_TENSOR || g->b.scale_gran == GRAN_TENSOR)
+            return err_set(e, ST_UNAVAILABLE,
+                           "gemm: one block-scaled and one per-tensor FP8 operand (%s x %s) is not run here",
+                           gran_name(g->a.scale_gran), gran_name(g->b.scale_gran));
+        if (dtype_is_fp8(c->d_type))
+            return err_set(e, ST_UNAVAILABLE,
+                           "gemm: block-scaled FP8 (%s x %s) with an FP8 output (%s) is not run here",
+                           gran_name(g->a.scale_gran), gran_name(g->b.scale_gran), dtype_name(c->d_type));
+        lt_scales_of(g->b.scale_gran, g->b.scale_inv, g->n, g->k, &c->a_blk); /* cuBLAS A = our B */
+        lt_scales_of(g->a.scale_gran, g->a.scale_inv, g->m, g->k, &c->b_blk);
+        /* no fast accumulation with block scales (cuBLASLt promotes every block to apply its scale; PyTorch
+         * refuses FAST_ACCUM with them too); GEMM_ACC_TC14, the CPU's model of the tensor core's limited
+         * accumulation, is the hardware's own accumulation here */
+        c->fast_accum = 0;
+    }
     if (c->k % FP8_ALIGN_ELEMS || c->m % FP8_ALIGN_ELEMS)
         return err_set(e, ST_UNAVAILABLE,
                        "gemm: FP8 on tensor cores needs K and N in multiples of %d (got M=%llu N=%llu K=%llu); pad the "
@@ -156,6 +208,8 @@ void lt_key_of(const LtCall *c, LtKey *k)
     k->has_scales = (uint8_t)(c->a_scale_inv != NULL);
     k->has_d_scale = (uint8_t)(c->d_scale != NULL);
     k->amax_by_lt = (uint8_t)(c->amax && c->amax_by_lt);
+    k->a_mode = c->a_blk.mode;
+    k->b_mode = c->b_blk.mode;
     k->align_a = (uint16_t)lt_ptr_align(c->a);
     k->align_b = (uint16_t)lt_ptr_align(c->b);
     k->align_c = (uint16_t)(c->c ? lt_ptr_align(c->c) : 256);

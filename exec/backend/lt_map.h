@@ -26,6 +26,54 @@
 extern "C" {
 #endif
 
+/* An FP8 operand's scales as cuBLASLt reads them (cublasLtMatmulMatrixScale_t, cuBLAS 12.9 on Hopper):
+ *   LT_SCALE_SCALAR  one FP32 scale_inv for the tensor (CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F);
+ *   LT_SCALE_VEC128  one per 128 K-elements of each row (VEC128_32F): ours are (rows, kb) row-major
+ *                    (fp8/quant.h's 1x128 order), cuBLASLt's (kb, ld) with the rows contiguous,
+ *                    ld = rows rounded up to 4 (16 bytes): TE's "GEMM-ready" 1x128 layout;
+ *   LT_SCALE_BLK128  one per 128x128 block (BLK128x128_32F): ours are (ceil(rows/128), kb), cuBLASLt's
+ *                    the same order with ld = kb rounded up to 4 (TE's GEMM-ready 128x128 layout).
+ * kb = ceil(K/128). The CUDA backend copies ours into that layout before each block-scaled matmul
+ * (exec/cuda/gemm_lt.cu), the padding zero; lt_scales_at is the one place the index is computed.
+ * The layouts are what Transformer Engine hands cuBLASLt; the GPU check (make gpu-check: gpu_kernels'
+ * block GEMMs against the CPU reference) is what confirms them on a device. */
+typedef enum { LT_SCALE_SCALAR = 0, LT_SCALE_VEC128 = 1, LT_SCALE_BLK128 = 2 } LtScaleMode;
+
+typedef struct {
+    const float *src; /* ours (backend memory) */
+    uint8_t mode;     /* LtScaleMode */
+    uint64_t rows;    /* of the scale array ours: the operand's rows (VEC128) or its 128-row blocks (BLK128) */
+    uint64_t kb;      /* 128-wide K blocks */
+    uint64_t ld;      /* cuBLASLt's leading dimension (floats) */
+    uint64_t count;   /* floats of cuBLASLt's tensor: kb·ld (VEC128), rows·ld (BLK128) */
+} LtScales;
+
+#ifdef __CUDACC__
+#define LT_HD __host__ __device__
+#else
+#define LT_HD
+#endif
+/* Where our scale (i, j) — row (or row block) i, K block j, at src[i·kb + j] — sits in cuBLASLt's tensor. */
+static inline LT_HD uint64_t lt_scales_at(uint8_t mode, uint64_t ld, uint64_t i, uint64_t j)
+{
+    return mode == LT_SCALE_VEC128 ? j * ld + i : i * ld + j;
+}
+#undef LT_HD
+
+/* The layout of an operand of `rows` x k with scales of granularity gran at src (GRAN_1X128 → VEC128,
+ * GRAN_128X128 → BLK128; anything else SCALAR with count 1). */
+void lt_scales_of(Granularity gran, const float *src, uint64_t rows, uint64_t k, LtScales *out);
+
+/* cuBLASLt's block-scaled FP8 GEMMs (VEC128_32F / BLK128x128_32F scales) came with cuBLAS 12.9
+ * (cublasLtGetVersion() 120900) for compute capability 9.0 only (Hopper; Blackwell's block scaling is
+ * MXFP8's instead). */
+enum { LT_BLOCK_SCALES_VERSION = 120900 };
+int lt_block_scales_ok(uint64_t lt_version, int cc_major, int cc_minor);
+/* ST_OK when backend bk can run block-scaled FP8 GEMMs (the cpu backend always; another asked for its
+ * device and loaded GEMM library), else ST_UNAVAILABLE saying what the device and library are and what
+ * they would need to be. */
+Status lt_block_scales_check(Backend *bk, Err *e);
+
 /* How the bias is applied. */
 typedef enum {
     LT_BIAS_NONE = 0,
@@ -47,10 +95,11 @@ typedef struct {
     void *d;
     float alpha;
     int beta_one; /* accumulate into D */
-    /* FP8 (per-tensor): dequantization factors of cuBLAS A and B (our B and A). */
+    /* FP8: dequantization factors of cuBLAS A and B (our B and A): one each (per tensor), or blocks */
     const float *a_scale_inv, *b_scale_inv;
-    const float *d_scale; /* FP8 output: quantization multiplier */
-    int fast_accum;       /* CUBLASLT_MATMUL_DESC_FAST_ACCUM */
+    LtScales a_blk, b_blk; /* block scales (mode LT_SCALE_VEC128/BLK128): ours, relaid out before the call */
+    const float *d_scale;  /* FP8 output: quantization multiplier */
+    int fast_accum;        /* CUBLASLT_MATMUL_DESC_FAST_ACCUM */
     const void *bias;
     Dtype bias_type;
     LtBias bias_mode;
@@ -64,7 +113,7 @@ typedef struct {
 
 /* Fill *c from a validated descriptor (gemm_desc_check is called first).
  * ST_USAGE for a bad descriptor; ST_UNAVAILABLE for a legal one cuBLASLt cannot
- * run here: FP8 with block scales (not built yet), an FP8 operand whose leading
+ * run here: block scales with an FP8 output, an FP8 operand whose leading
  * dimension or K is not a multiple of 16 (tensor-core rule; pad the tensor), or
  * a bias cuBLASLt cannot add to an FP8 output. */
 Status lt_map_gemm(const GemmDesc *g, LtCall *c, Err *e);
@@ -90,7 +139,7 @@ typedef struct {
     int64_t stride_a, stride_b, stride_d;
     uint32_t batch;
     uint8_t trans_a, trans_b, a_type, b_type, c_type, d_type, bias_type, bias_mode;
-    uint8_t beta_one, fast_accum, has_scales, has_d_scale, amax_by_lt;
+    uint8_t beta_one, fast_accum, has_scales, has_d_scale, amax_by_lt, a_mode, b_mode;
     uint16_t align_a, align_b, align_c, align_d;
 } LtKey;
 

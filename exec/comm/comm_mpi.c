@@ -11,6 +11,7 @@
 
 #include "exec/backend/backend.h"
 #include "exec/backend/elem.h"
+#include "exec/comm/comm_nccl_rules.h"
 
 /* A send in flight: MPI_Isend of a private copy of the caller's buffer. */
 typedef struct {
@@ -424,10 +425,8 @@ static Status mpi_all_to_all_v(Comm *c, CollectiveId id, Backend *bk, const void
     /* what each peer will send here, against what this rank expects; the lowest disagreeing rank, agreed */
     int mr = MPI_Alltoall(scounts, 1, MPI_UINT64_T, peer, 1, MPI_UINT64_T, world(c));
     if (mr != MPI_SUCCESS) st = comm_mpi_fail(e, mr, "MPI_Alltoall");
-    comm_count(c, COMM_UNPLANNED, (uint64_t)n * sizeof(uint64_t), (double)(n - 1) / (double)n);
-    int mine = n, worst = n, from = -1;
-    for (int j = 0; !st && j < n && from < 0; j++)
-        if (peer[j] != rcounts[j]) mine = c->rank, from = j;
+    comm_count(c, COMM_UNPLANNED, comm_a2a_counts_payload(n), comm_a2a_counts_factor(n));
+    int worst = n, from = st ? -1 : comm_a2a_disagree(rcounts, peer, n), mine = from >= 0 ? c->rank : n;
     if (!st && (mr = MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MIN, world(c))) != MPI_SUCCESS)
         st = comm_mpi_fail(e, mr, "MPI_Allreduce");
     if (!st && worst < n && from >= 0)
@@ -441,7 +440,7 @@ static Status mpi_all_to_all_v(Comm *c, CollectiveId id, Backend *bk, const void
     if (!st) st = arrive(c, id, &t0, e);
     if (!st && (mr = MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, world(c))) != MPI_SUCCESS)
         st = comm_mpi_fail(e, mr, "MPI_Alltoallv");
-    if (!st) comm_count_s(c, id, sb, sb ? (double)(sb - (uint64_t)sc[c->rank]) / (double)sb : 0.0, comm_now_s() - t0);
+    if (!st) comm_count_s(c, id, sb, comm_a2a_factor(sb, (uint64_t)sc[c->rank]), comm_now_s() - t0);
     free(peer), free(sc);
     return st;
 }

@@ -54,3 +54,32 @@ int comm_nccl_order(int stage_in, int stage_out, NcclStep *out)
     if (stage_out) out[n++] = NCS_STAGE_OUT;
     return n;
 }
+
+Status comm_a2a_layout(const uint64_t *counts, int size, uint64_t eb, uint64_t *bytes, uint64_t *dsp, uint64_t *total,
+                       Err *e)
+{
+    uint64_t t = 0;
+    *total = 0;
+    if (!counts || size < 1) return err_set(e, ST_USAGE, "all_to_all_v: no counts for the %d ranks", size);
+    for (int j = 0; j < size; j++) {
+        uint64_t b = 0;
+        if (__builtin_mul_overflow(counts[j], eb, &b) || __builtin_add_overflow(t, b, &t))
+            return err_set(e, ST_OVERFLOW, "all_to_all_v: %llu elements of %llu bytes for rank %d overflow",
+                           (unsigned long long)counts[j], (unsigned long long)eb, j);
+        bytes[j] = b, dsp[j] = t - b;
+    }
+    *total = t;
+    return ST_OK;
+}
+
+double comm_a2a_factor(uint64_t sent, uint64_t own)
+{
+    return sent && own <= sent ? (double)(sent - own) / (double)sent : 0.0;
+}
+
+int comm_a2a_disagree(const uint64_t *rcounts, const uint64_t *peer_sends, int size)
+{
+    for (int j = 0; j < size; j++)
+        if (rcounts[j] != peer_sends[j]) return j;
+    return -1;
+}

@@ -46,6 +46,24 @@ typedef struct {
 } CommPad;
 Status comm_pad(const uint64_t *counts, int size, uint64_t *off, CommPad *out, Err *e);
 
+/* An uneven all-to-all (expert parallelism's dispatch and combine: comm.h all_to_all_v), as every
+ * communicator carries and counts it, so NCCL's bytes are MPI's to the byte:
+ *  - comm_a2a_layout: counts[0..size) elements of eb bytes per peer → bytes[j] and dsp[j] (byte
+ *    offsets, peer j's segment after those of peers 0 .. j − 1) and their sum *total; ST_USAGE without
+ *    counts, ST_OVERFLOW past 2^64;
+ *  - comm_a2a_factor: the bus factor of a call that sends `sent` bytes, `own` of them to itself: the
+ *    bytes that leave the rank, (sent − own) / sent (0 for an empty call);
+ *  - comm_a2a_disagree: the first peer j whose announced send to this rank (peer_sends[j], from the
+ *    counts' exchange) is not what this rank expects (rcounts[j]), or −1 when all agree. */
+Status comm_a2a_layout(const uint64_t *counts, int size, uint64_t eb, uint64_t *bytes, uint64_t *dsp, uint64_t *total,
+                       Err *e);
+double comm_a2a_factor(uint64_t sent, uint64_t own);
+int comm_a2a_disagree(const uint64_t *rcounts, const uint64_t *peer_sends, int size);
+/* The counts' own exchange before every all-to-all: one uint64 per peer, counted COMM_UNPLANNED as
+ * payload size·8 bytes with bus factor (size − 1)/size (MPI_Alltoall's). */
+static inline uint64_t comm_a2a_counts_payload(int size) { return (uint64_t)size * sizeof(uint64_t); }
+static inline double comm_a2a_counts_factor(int size) { return size > 0 ? (double)(size - 1) / (double)size : 0.0; }
+
 /* The steps of one NCCL call, in order (comm_nccl_order). */
 typedef enum {
     NCS_STAGE_IN = 1, /* compute stream: copy/convert into the staging buffer (padding, FP8 as BF16) */

@@ -78,6 +78,7 @@ static void impl_release(CudaImpl *im)
         if (im->ev[i]) (void)cudaEventDestroy(im->ev[i]);
     if (im->scratch) (void)cudaFree(im->scratch);
     if (im->scratch2) (void)cudaFree(im->scratch2);
+    if (im->scratch3) (void)cudaFree(im->scratch3);
     if (im->small) (void)cudaFree(im->small);
     if (im->ws) (void)cudaFree(im->ws);
     if (im->lt) (void)cublasLtDestroy(im->lt);
@@ -202,6 +203,11 @@ Status cuda_scratch2(CudaImpl *im, size_t bytes, void **out, Err *e)
     return grow(im, &im->scratch2, &im->scratch2_bytes, bytes, out, e);
 }
 
+Status cuda_scratch3(CudaImpl *im, size_t bytes, void **out, Err *e)
+{
+    return grow(im, &im->scratch3, &im->scratch3_bytes, bytes, out, e);
+}
+
 /* ---- measurement hooks ------------------------------------------------------------------ */
 
 static Status cuda_mem_info(Backend *bk, uint64_t *free_bytes, uint64_t *total_bytes, Err *e)
@@ -222,7 +228,7 @@ static Status cuda_device_info(Backend *bk, BackendDeviceInfo *out, Err *e)
     CudaImpl *im = cuda_impl(bk);
     *out = im->info;
     out->workspace_bytes = im->ws ? CUDA_LT_WORKSPACE_BYTES : 0; /* private only: an arena slice is counted there */
-    out->scratch_bytes = im->scratch_bytes + im->scratch2_bytes;
+    out->scratch_bytes = im->scratch_bytes + im->scratch2_bytes + im->scratch3_bytes;
     return ST_OK;
 }
 

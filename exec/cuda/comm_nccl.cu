@@ -22,7 +22,7 @@
 
 static_assert(sizeof(ncclUniqueId) == 128, "exec/backend/cuda_lib.h's COMM_NCCL_ID_BYTES is 128");
 
-static Status nccl_fail(Err *e, ncclComm_t comm, const char *file, int line, const char *call, ncclResult_t r)
+Status nccl_fail(Err *e, ncclComm_t comm, const char *file, int line, const char *call, ncclResult_t r)
 {
     const char *last = comm ? ncclGetLastError(comm) : NULL;
     const char *s = strrchr(file, '/');
@@ -31,15 +31,6 @@ static Status nccl_fail(Err *e, ncclComm_t comm, const char *file, int line, con
     return err_set(e, st, "%s:%d: %s failed: %s%s%s", s ? s + 1 : file, line, call, ncclGetErrorString(r),
                    last && *last ? ": " : "", last ? last : "");
 }
-
-#define NCCL_TRY(comm, call, e)                                            \
-    do {                                                                   \
-        ncclResult_t nc_r_ = (call);                                       \
-        if (nc_r_ != ncclSuccess) {                                        \
-            st = nccl_fail((e), (comm), __FILE__, __LINE__, #call, nc_r_); \
-            goto done;                                                     \
-        }                                                                  \
-    } while (0)
 
 static Status nccl_type(Dtype t, ncclDataType_t *out, Err *e)
 {
@@ -66,8 +57,36 @@ static Status nccl_op(CommReduce op, ncclRedOp_t *out, Err *e)
 }
 
 /* The call itself on the NCCL stream (or its one-rank local equivalent: a copy when out of place). */
+/* The all-to-all's segments (bytes): its own segment a copy on the NCCL stream, every other peer's send
+ * and receive in one group, so no rank waits on a peer that is waiting on it. */
+static Status issue_a2a(NcclImpl *ni, const NcCall *k, Err *e)
+{
+    Status st = ST_OK;
+    const int n = k->size, r = k->rank;
+    const uint64_t *sb = k->seg, *sd = sb + n, *rb = sd + n, *rd = rb + n;
+    if (sb[r])
+        CU_TRY(cudaMemcpyAsync((char *)k->recv + rd[r], (const char *)k->send + sd[r], (size_t)sb[r],
+                               cudaMemcpyDeviceToDevice, ni->ns->stream),
+               e);
+    if (!ni->comm) goto done; /* one rank: its own segment is all there is */
+    NCCL_TRY(ni->comm, ncclGroupStart(), e);
+    for (int j = 0; j < n; j++) {
+        if (j == r) continue;
+        if (sb[j])
+            NCCL_TRY(ni->comm,
+                     ncclSend((const char *)k->send + sd[j], (size_t)sb[j], ncclUint8, j, ni->comm, ni->ns->stream), e);
+        if (rb[j])
+            NCCL_TRY(ni->comm, ncclRecv((char *)k->recv + rd[j], (size_t)rb[j], ncclUint8, j, ni->comm, ni->ns->stream),
+                     e);
+    }
+    NCCL_TRY(ni->comm, ncclGroupEnd(), e);
+done:
+    return st;
+}
+
 static Status issue(NcclImpl *ni, const NcCall *k, Err *e)
 {
+    if (k->k == NC_A2A) return issue_a2a(ni, k, e);
     Status st = ST_OK;
     ncclDataType_t t = ncclFloat32;
     ncclRedOp_t o = ncclSum;
@@ -77,23 +96,25 @@ static Status issue(NcclImpl *ni, const NcCall *k, Err *e)
     if (reduces) ST_TRY(nccl_op(k->op, &o, e));
     if (!ni->comm) { /* one rank: in place is the result; out of place a copy of n elements */
         if (k->send != k->recv && n && k->recv)
-            CU_TRY(cudaMemcpyAsync(k->recv, k->send, n * dtype_bytes(k->wire), cudaMemcpyDeviceToDevice, ni->stream),
-                   e);
+            CU_TRY(
+                cudaMemcpyAsync(k->recv, k->send, n * dtype_bytes(k->wire), cudaMemcpyDeviceToDevice, ni->ns->stream),
+                e);
         goto done;
     }
     switch (k->k) {
-    case NC_AR: NCCL_TRY(ni->comm, ncclAllReduce(k->send, k->recv, n, t, o, ni->comm, ni->stream), e); break;
-    case NC_AG: NCCL_TRY(ni->comm, ncclAllGather(k->send, k->recv, n, t, ni->comm, ni->stream), e); break;
-    case NC_RS: NCCL_TRY(ni->comm, ncclReduceScatter(k->send, k->recv, n, t, o, ni->comm, ni->stream), e); break;
-    case NC_BC: NCCL_TRY(ni->comm, ncclBroadcast(k->send, k->recv, n, t, k->peer, ni->comm, ni->stream), e); break;
-    case NC_SEND: NCCL_TRY(ni->comm, ncclSend(k->send, n, t, k->peer, ni->comm, ni->stream), e); break;
-    case NC_RECV: NCCL_TRY(ni->comm, ncclRecv(k->recv, n, t, k->peer, ni->comm, ni->stream), e); break;
+    case NC_AR: NCCL_TRY(ni->comm, ncclAllReduce(k->send, k->recv, n, t, o, ni->comm, ni->ns->stream), e); break;
+    case NC_AG: NCCL_TRY(ni->comm, ncclAllGather(k->send, k->recv, n, t, ni->comm, ni->ns->stream), e); break;
+    case NC_RS: NCCL_TRY(ni->comm, ncclReduceScatter(k->send, k->recv, n, t, o, ni->comm, ni->ns->stream), e); break;
+    case NC_BC: NCCL_TRY(ni->comm, ncclBroadcast(k->send, k->recv, n, t, k->peer, ni->comm, ni->ns->stream), e); break;
+    case NC_SEND: NCCL_TRY(ni->comm, ncclSend(k->send, n, t, k->peer, ni->comm, ni->ns->stream), e); break;
+    case NC_RECV: NCCL_TRY(ni->comm, ncclRecv(k->recv, n, t, k->peer, ni->comm, ni->ns->stream), e); break;
     case NC_SENDRECV: /* one group: both ranks of an exchange post both halves before either waits */
         NCCL_TRY(ni->comm, ncclGroupStart(), e);
-        NCCL_TRY(ni->comm, ncclSend(k->send, n, t, k->peer, ni->comm, ni->stream), e);
-        NCCL_TRY(ni->comm, ncclRecv(k->recv, (size_t)k->n2, t, k->peer2, ni->comm, ni->stream), e);
+        NCCL_TRY(ni->comm, ncclSend(k->send, n, t, k->peer, ni->comm, ni->ns->stream), e);
+        NCCL_TRY(ni->comm, ncclRecv(k->recv, (size_t)k->n2, t, k->peer2, ni->comm, ni->ns->stream), e);
         NCCL_TRY(ni->comm, ncclGroupEnd(), e);
         break;
+    case NC_A2A: break; /* issue_a2a */
     }
 done:
     return st;
@@ -104,15 +125,16 @@ static Status nccl_settle(Comm *c, Err *e)
 {
     Status st = ST_OK;
     NcclImpl *ni = nccl_impl(c);
-    for (int i = 0; i < ni->pending; i++) {
+    while (c->parent) c = c->parent; /* a group's calls are counted in the root's rows (comm.h) */
+    for (int i = 0; i < ni->ns->pending; i++) {
         float ms = 0.0f;
-        CU_TRY(cudaEventSynchronize(ni->ev[2 * i + 1]), e);
-        CU_TRY(cudaEventElapsedTime(&ms, ni->ev[2 * i], ni->ev[2 * i + 1]), e);
-        if (ni->pair_id[i] == NCCL_UNCOUNTED) continue; /* a recv: its time is the sender's, as over MPI */
+        CU_TRY(cudaEventSynchronize(ni->ns->ev[2 * i + 1]), e);
+        CU_TRY(cudaEventElapsedTime(&ms, ni->ns->ev[2 * i], ni->ns->ev[2 * i + 1]), e);
+        if (ni->ns->pair_id[i] == NCCL_UNCOUNTED) continue; /* a recv: its time is the sender's, as over MPI */
         c->total.seconds += 1e-3 * (double)ms;
-        if ((unsigned)ni->pair_id[i] < CO_COUNT_) c->stats[ni->pair_id[i]].seconds += 1e-3 * (double)ms;
+        if ((unsigned)ni->ns->pair_id[i] < CO_COUNT_) c->stats[ni->ns->pair_id[i]].seconds += 1e-3 * (double)ms;
     }
-    ni->pending = 0;
+    ni->ns->pending = 0;
 done:
     return st;
 }
@@ -141,8 +163,8 @@ Status nccl_run(Comm *c, Backend *bk, CollectiveId id, const NcCall *call, const
     NcclStep steps[NCS_MAX];
     const int ns = comm_nccl_order(nin > 0, nout > 0, steps);
     int p = 0;
-    if (ni->pending == NCCL_PAIRS) ST_TRY(nccl_settle(c, e));
-    p = ni->pending;
+    if (ni->ns->pending == NCCL_PAIRS) ST_TRY(nccl_settle(c, e));
+    p = ni->ns->pending;
     for (int i = 0; i < ns; i++) {
         switch (steps[i]) {
         case NCS_STAGE_IN:
@@ -150,18 +172,18 @@ Status nccl_run(Comm *c, Backend *bk, CollectiveId id, const NcCall *call, const
             break;
         case NCS_READY: /* the compute stream's time of the call: from here to its wait for "done" */
             ST_TRY(cuda_op_begin(im, BK_OPCAT_COMM, e));
-            CU_TRY(cudaEventRecord(ni->ready, im->stream), e);
+            CU_TRY(cudaEventRecord(ni->ns->ready, im->stream), e);
             break;
-        case NCS_WAIT_READY: CU_TRY(cudaStreamWaitEvent(ni->stream, ni->ready, 0), e); break;
-        case NCS_START: CU_TRY(cudaEventRecord(ni->ev[2 * p], ni->stream), e); break;
+        case NCS_WAIT_READY: CU_TRY(cudaStreamWaitEvent(ni->ns->stream, ni->ns->ready, 0), e); break;
+        case NCS_START: CU_TRY(cudaEventRecord(ni->ns->ev[2 * p], ni->ns->stream), e); break;
         case NCS_ISSUE: ST_TRY(issue(ni, call, e)); break;
         case NCS_END:
-            CU_TRY(cudaEventRecord(ni->ev[2 * p + 1], ni->stream), e);
-            ni->pair_id[p] = call->k == NC_RECV ? NCCL_UNCOUNTED : (int)id;
-            ni->pending = p + 1;
+            CU_TRY(cudaEventRecord(ni->ns->ev[2 * p + 1], ni->ns->stream), e);
+            ni->ns->pair_id[p] = call->k == NC_RECV ? NCCL_UNCOUNTED : (int)id;
+            ni->ns->pending = p + 1;
             break;
         case NCS_WAIT_DONE:
-            CU_TRY(cudaStreamWaitEvent(im->stream, ni->ev[2 * p + 1], 0), e);
+            CU_TRY(cudaStreamWaitEvent(im->stream, ni->ns->ev[2 * p + 1], 0), e);
             ST_TRY(cuda_op_end(im, e));
             break;
         case NCS_STAGE_OUT:
@@ -179,12 +201,17 @@ static void nccl_destroy(Comm *c)
     if (!c) return;
     NcclImpl *ni = nccl_impl(c);
     if (ni) {
+        NcclStream *ns = ni->ns;
         (void)cudaSetDevice(ni->device);
-        if (ni->stream) (void)cudaStreamSynchronize(ni->stream);
+        if (ns && ns->stream) (void)cudaStreamSynchronize(ns->stream);
         if (ni->comm) (void)ncclCommDestroy(ni->comm);
-        for (int i = 0; i < ni->ev_made; i++) (void)cudaEventDestroy(ni->ev[i]);
-        if (ni->ready) (void)cudaEventDestroy(ni->ready);
-        if (ni->stream) (void)cudaStreamDestroy(ni->stream);
+        if (ni->dev) (void)cudaFree(ni->dev);
+        if (ns && ni->owns_ns) {
+            for (int i = 0; i < ns->ev_made; i++) (void)cudaEventDestroy(ns->ev[i]);
+            if (ns->ready) (void)cudaEventDestroy(ns->ready);
+            if (ns->stream) (void)cudaStreamDestroy(ns->stream);
+            free(ns);
+        }
     }
     Comm *host = c->host;
     free(ni);
@@ -210,11 +237,68 @@ static Status streams(NcclImpl *ni, CudaImpl *im, Err *e)
 {
     Status st = ST_OK;
     ni->device = im->device;
+    ni->ns = (NcclStream *)calloc(1, sizeof *ni->ns);
+    if (!ni->ns) return err_set(e, ST_NOMEM, "nccl: out of host memory");
+    ni->owns_ns = 1;
     CU_TRY(cudaSetDevice(im->device), e);
-    CU_TRY(cudaStreamCreateWithFlags(&ni->stream, cudaStreamNonBlocking), e);
-    CU_TRY(cudaEventCreateWithFlags(&ni->ready, cudaEventDisableTiming), e);
-    for (; ni->ev_made < 2 * NCCL_PAIRS; ni->ev_made++) CU_TRY(cudaEventCreate(&ni->ev[ni->ev_made]), e);
+    CU_TRY(cudaStreamCreateWithFlags(&ni->ns->stream, cudaStreamNonBlocking), e);
+    CU_TRY(cudaEventCreateWithFlags(&ni->ns->ready, cudaEventDisableTiming), e);
+    for (; ni->ns->ev_made < 2 * NCCL_PAIRS; ni->ns->ev_made++)
+        CU_TRY(cudaEventCreate(&ni->ns->ev[ni->ns->ev_made]), e);
 done:
+    return st;
+}
+
+/* A group of c's ranks (comm.h split: every rank of c calls it): ncclCommSplit (NCCL 2.18), its calls on
+ * the root's stream and counted in the root's rows. One rank without NCCL is its own group. */
+static Status nccl_split(Comm *c, int color, int key, Comm **out, Err *e)
+{
+    Status st = ST_OK;
+    NcclImpl *ni = nccl_impl(c), *gi = NULL;
+    ncclComm_t gc = NULL;
+    Comm *g = NULL;
+    int rank = 0, size = 1;
+    *out = NULL;
+    if (color < 0) return err_set(e, ST_USAGE, "nccl split: color %d (every rank joins a group)", color);
+#if NCCL_VERSION_CODE >= 21800
+    if (ni->comm) {
+        CU_TRY(cudaSetDevice(ni->device), e);
+        NCCL_TRY(ni->comm, ncclCommSplit(ni->comm, color, key, &gc, NULL), e);
+        NCCL_TRY(gc, ncclCommUserRank(gc, &rank), e);
+        NCCL_TRY(gc, ncclCommCount(gc, &size), e);
+    }
+#else
+    (void)key;
+    if (ni->comm)
+        return err_set(e, ST_UNAVAILABLE, "nccl split: this build's NCCL %d.%d has no ncclCommSplit (2.18 has)",
+                       NCCL_MAJOR, NCCL_MINOR);
+#endif
+    g = (Comm *)calloc(1, sizeof *g);
+    gi = (NcclImpl *)calloc(1, sizeof *gi);
+    if (!g || !gi) {
+        st = err_set(e, ST_NOMEM, "nccl: out of host memory");
+        goto done;
+    }
+    gi->comm = gc;
+    gi->loaded = ni->loaded;
+    gi->device = ni->device;
+    gi->ns = ni->ns;
+    snprintf(gi->name, sizeof gi->name, "%.150s (group of %d)", ni->name, size);
+    g->impl = gi;
+    g->name = gi->name;
+    g->rank = rank;
+    g->size = size;
+    g->parent = c;
+    g->settle = nccl_settle;
+    g->destroy = nccl_destroy;
+    g->split = nccl_split;
+    nccl_fill_ops(g);
+    *out = g;
+    return ST_OK;
+done:
+    if (gc) (void)ncclCommDestroy(gc);
+    free(g);
+    free(gi);
     return st;
 }
 
@@ -288,6 +372,7 @@ done:
     c->host = host;
     c->settle = nccl_settle;
     c->destroy = nccl_destroy;
+    c->split = nccl_split;
     nccl_fill_ops(c);
     *out = c;
     return ST_OK;

@@ -66,6 +66,32 @@ static Status stage(Backend *bk, Dtype dt, uint64_t na, uint64_t nb, void **a, v
 /* nccl-tests' bus factor of a collective over the communicator (planner/plan.h comm_bus_factor) */
 static double ring(const Comm *c, CommOp op) { return comm_bus_factor(op, (uint64_t)c->size); }
 
+static Status even(Comm *c, CollectiveId id, Backend *bk, NcKind k, const void *send, void *recv, uint64_t n,
+                   uint64_t nsend, uint64_t nrecv, Dtype dt, CommReduce op, int root, double factor, Err *e);
+
+/* An even collective whose buffer is host memory (the model's agreement on a failed rank: one float): the
+ * values copied into the communicator's device buffer on the compute stream, the collective run there,
+ * the result copied back and the compute stream waited for. */
+static Status even_host(Comm *c, CollectiveId id, Backend *bk, NcKind k, const void *send, void *recv, uint64_t n,
+                        uint64_t nsend, uint64_t nrecv, Dtype dt, CommReduce op, int root, double factor, Err *e)
+{
+    Status st = ST_OK;
+    CudaImpl *im = cuda_impl(bk);
+    const size_t bs = (size_t)(nsend * dtype_bytes(dt)), br = (size_t)(nrecv * dtype_bytes(dt));
+    const int in_place = send == recv;
+    void *buf = NULL;
+    ST_TRY(nccl_dev_buf(nccl_impl(c), (size_t)align256(bs) + (in_place ? 0 : br) + 1, &buf, e));
+    {
+        void *ds = buf, *dr = in_place ? buf : (char *)buf + align256(bs);
+        if (bs) CU_TRY(cudaMemcpyAsync(ds, send, bs, cudaMemcpyDefault, im->stream), e);
+        ST_TRY(even(c, id, bk, k, ds, dr, n, nsend, nrecv, dt, op, root, factor, e));
+        if (br) CU_TRY(cudaMemcpyAsync(recv, dr, br, cudaMemcpyDefault, im->stream), e);
+        CU_TRY(cudaStreamSynchronize(im->stream), e);
+    }
+done:
+    return st;
+}
+
 /* An even collective on dt: straight, or through staging in the wire dtype. nsend / nrecv: elements of the
  * send and receive buffers; n: NCCL's count. */
 static Status even(Comm *c, CollectiveId id, Backend *bk, NcKind k, const void *send, void *recv, uint64_t n,
@@ -74,8 +100,10 @@ static Status even(Comm *c, CollectiveId id, Backend *bk, NcKind k, const void *
     Status st = check(c, bk, dt, e);
     if (st) return st;
     if ((nsend && !send) || (nrecv && !recv)) return err_set(e, ST_USAGE, "nccl: missing buffer");
+    if ((nsend && nccl_host_side(send)) || (nrecv && nccl_host_side(recv)))
+        return even_host(c, id, bk, k, send, recv, n, nsend, nrecv, dt, op, root, factor, e);
     Dtype wire = wire_of(c, bk, dt, k == NC_AR || k == NC_RS);
-    NcCall call = {k, send, recv, n, 0, wire, op, root, 0};
+    NcCall call = {k, send, recv, n, 0, wire, op, root, 0, NULL, 0, 0};
     uint64_t payload = (k == NC_AR || k == NC_BC ? n : nrecv > nsend ? nrecv : nsend) * dtype_bytes(wire);
     if (wire == dt) return nccl_run(c, bk, id, &call, NULL, 0, NULL, 0, payload, factor, e);
     void *ws = NULL, *wr = NULL;
@@ -122,7 +150,7 @@ static Status p2p(Comm *c, CollectiveId id, Backend *bk, const void *sbuf, uint6
     if (st) return st;
     const NcKind k = sbuf && rbuf ? NC_SENDRECV : sbuf ? NC_SEND : NC_RECV;
     Dtype wire = wire_of(c, bk, dt, 0);
-    NcCall call = {k, sbuf, rbuf, sbuf ? scount : rcount, rcount, wire, COMM_SUM, sbuf ? to : from, from};
+    NcCall call = {k, sbuf, rbuf, sbuf ? scount : rcount, rcount, wire, COMM_SUM, sbuf ? to : from, from, NULL, 0, 0};
     const uint64_t payload = sbuf ? scount * dtype_bytes(wire) : 0;
     const double factor = sbuf ? 1.0 : 0.0;
     if (wire == dt) return nccl_run(c, bk, id, &call, NULL, 0, NULL, 0, payload, factor, e);
@@ -188,7 +216,8 @@ static Status uneven(Comm *c, CollectiveId id, Backend *bk, void *buf, const uin
     {
         NcMove mine = mv[r], back = {mine.dst, wire, (void *)mine.src, dt, mine.n};
         char *slot = (char *)stg + (uint64_t)r * pad.largest * w;
-        NcCall call = {rs ? NC_RS : NC_AG, rs ? stg : slot, rs ? slot : stg, pad.largest, 0, wire, op, 0, 0};
+        NcCall call = {
+            rs ? NC_RS : NC_AG, rs ? stg : slot, rs ? slot : stg, pad.largest, 0, wire, op, 0, 0, NULL, 0, 0};
         if (rs) {
             st = nccl_run(c, bk, id, &call, mv, n, &back, 1, pad.total * w, ring(c, OP_REDUCE_SCATTER), e);
         } else {
@@ -226,4 +255,5 @@ void nccl_fill_ops(Comm *c)
     c->sendrecv = nccl_sendrecv;
     c->reduce_scatter_v = nccl_reduce_scatter_v;
     c->all_gather_v = nccl_all_gather_v;
+    c->all_to_all_v = nccl_all_to_all_v;
 }

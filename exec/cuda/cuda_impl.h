@@ -57,6 +57,8 @@ typedef struct {
     size_t scratch_bytes;
     void *scratch2; /* a second one (grouped-query attention's expanded K/V) */
     size_t scratch2_bytes;
+    void *scratch3; /* a third: block-scaled GEMMs' scales relaid out for cuBLASLt */
+    size_t scratch3_bytes;
     DevSmall *small; /* device */
     cudaEvent_t marks[BACKEND_MARKS];
     uint64_t marked; /* bit i: mark i recorded */
@@ -125,5 +127,10 @@ BACKEND_DECLARE(cuda)
 
 /* Private scratch slot 1 (slot 0 is cuda_scratch's): grown on demand. */
 Status cuda_scratch2(CudaImpl *im, size_t bytes, void **out, Err *e);
+/* Slot 2: a block-scaled GEMM's scales in cuBLASLt's layout (gemm_lt.cu). */
+Status cuda_scratch3(CudaImpl *im, size_t bytes, void **out, Err *e);
+
+/* cast_transpose with block scales (CastDesc gran 1x128 / 128x128): k_quant_block.cu. */
+Status cuda_cast_blocks(CudaImpl *im, const CastDesc *c, Err *e);
 
 #endif

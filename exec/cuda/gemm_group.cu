@@ -13,9 +13,9 @@
  * signature has no scale pointers (no per-tensor FP8), and its shapes too are
  * host arrays. So either
  * way the counts come to the host first (one synchronisation per grouped
- * GEMM), and the per-group cuBLASLt call serves the BF16 and the per-tensor
- * FP8 (TN) recipes alike. Block-scaled FP8 groups are refused by the GEMM
- * mapping (exec/backend/lt_map.c) as gemm() refuses them. Each distinct row count
+ * GEMM), and the per-group cuBLASLt call serves the BF16, the per-tensor FP8
+ * (TN) and the block-scaled FP8 (DeepSeek-V3: each group's own 1x128 tiles and
+ * 128x128 blocks, gemm_group.c's pointers) recipes alike. Each distinct row count
  * is a new cuBLASLt call shape: a heuristic query the first time, cached after.
  *
  * One exception to "exactly gemm()'s call": Hopper's FP8 matmuls want 16-byte
@@ -25,7 +25,9 @@
  * copied into private scratch as (M, K') and (N, K'), K' = k_g rounded up to
  * 16, the padding zero: the products it adds are exact zeros, so the sums are
  * the same numbers, but the library call (and its summation order) is not
- * gemm()'s on the unaligned slices, which cuBLASLt would refuse. BF16 groups
+ * gemm()'s on the unaligned slices, which cuBLASLt would refuse. With block
+ * scales the padding stays inside the group's last 128-wide tile (K' ≤ 128·⌈k_g/128⌉),
+ * whose scale multiplies zero codes: the tiles and their scales are unchanged. BF16 groups
  * and aligned FP8 groups go to gemm() as they are. */
 #include <stdlib.h>
 
@@ -115,8 +117,8 @@ Status cuda_grouped_gemm_wgrad(Backend *bk, const GroupedWgradDesc *d, Err *e)
             if (d->accum == GEMM_OVERWRITE) st = bk->memset0(bk, g.d.ptr, bytes, e);
             continue;
         }
-        /* FP8 operands are K_INNER (the shared check); block scales are refused by gemm() (lt_map.c) */
-        if ((fp8_unaligned(&g.a) || fp8_unaligned(&g.b)) && g.a.scale_gran == GRAN_TENSOR) st = stage_group(im, &g, e);
+        /* FP8 operands are K_INNER (the shared check) */
+        if (fp8_unaligned(&g.a) || fp8_unaligned(&g.b)) st = stage_group(im, &g, e);
         if (!st) st = bk->gemm(bk, &g, e);
     }
     free(c);

@@ -10,7 +10,12 @@
  *
  * FP8: compute FP32, scale type FP32, A/B_SCALE_POINTER = scale_inv (the
  * dequantization factors), FAST_ACCUM only where the descriptor asks (TE: the
- * forward GEMM), D_SCALE_POINTER + AMAX_D_POINTER only for an FP8 output (C is
+ * forward GEMM). Block scales (DeepSeek-V3: our A in 1x128 tiles, B in 1x128 or
+ * 128x128 blocks) set A/B_SCALE_MODE to VEC128_32F / BLK128x128_32F (cuBLAS 12.9,
+ * Hopper; model_create checks the loaded library first: lt_block_scales_check)
+ * and point the scales at a copy in cuBLASLt's layout (lt_map.h LtScales: one
+ * kernel per operand on the stream, into private scratch slot 2), never fast
+ * accumulation. D_SCALE_POINTER + AMAX_D_POINTER only for an FP8 output (C is
  * then unused and typed as the bias, BF16, as TE does). AMAX_D is written, not
  * max-combined, so it goes to a private slot that a one-thread kernel folds
  * into the caller's amax. The workspace is the executor's arena slice
@@ -38,6 +43,15 @@ static cudaDataType_t lt_type(Dtype t)
     default: return CUDA_R_32F;
     }
 }
+
+#if defined(CUBLAS_VERSION) && CUBLAS_VERSION >= 120900
+static cublasLtMatmulMatrixScale_t scale_mode(uint8_t m)
+{
+    return m == LT_SCALE_VEC128   ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
+           : m == LT_SCALE_BLK128 ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
+                                  : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+}
+#endif
 
 static void entry_free(void *val, void *ctx)
 {
@@ -111,6 +125,16 @@ static Status entry_make(CudaImpl *im, const LtCall *c, const LtKey *key, LtEntr
     LT_TRY(cublasLtMatmulDescCreate(&en->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), e);
     LT_TRY(cublasLtMatmulDescSetAttribute(en->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), e);
     LT_TRY(cublasLtMatmulDescSetAttribute(en->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), e);
+    if (c->a_blk.mode != LT_SCALE_SCALAR) {
+#if defined(CUBLAS_VERSION) && CUBLAS_VERSION >= 120900
+        cublasLtMatmulMatrixScale_t ma = scale_mode(c->a_blk.mode), mb = scale_mode(c->b_blk.mode);
+        LT_TRY(cublasLtMatmulDescSetAttribute(en->op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &ma, sizeof ma), e);
+        LT_TRY(cublasLtMatmulDescSetAttribute(en->op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mb, sizeof mb), e);
+#else
+        st = err_set(e, ST_UNAVAILABLE, "gemm: this build's cuBLASLt headers predate block scales (cuBLAS 12.9)");
+        goto done;
+#endif
+    }
     if (fp8) {
         int8_t fast = (int8_t)(c->fast_accum != 0);
         LT_TRY(cublasLtMatmulDescSetAttribute(en->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast), e);
@@ -198,12 +222,51 @@ done:
     return st;
 }
 
+/* Our scales (i, j) at src[i·kb + j] → cuBLASLt's tensor at lt_scales_at(mode, ld, i, j); the padding is
+ * zeroed first. */
+__global__ void k_lt_scales(const float *src, uint8_t mode, uint64_t rows, uint64_t kb, uint64_t ld, float *dst)
+{
+    for (uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; t < rows * kb;
+         t += (uint64_t)gridDim.x * blockDim.x)
+        dst[lt_scales_at(mode, ld, t / kb, t % kb)] = src[t];
+}
+
+/* Both operands' block scales into cuBLASLt's layout (scratch slot 2); c is re-pointed at them. */
+static Status relayout_scales(CudaImpl *im, LtCall *c, Err *e)
+{
+    Status st = ST_OK;
+    void *buf = NULL;
+    const size_t na = ((size_t)c->a_blk.count * sizeof(float) + 255) & ~(size_t)255;
+    const size_t nb = (size_t)c->b_blk.count * sizeof(float);
+    const LtScales *s[2] = {&c->a_blk, &c->b_blk};
+    ST_TRY(cuda_scratch3(im, na + nb, &buf, e));
+    CU_TRY(cudaMemsetAsync(buf, 0, na + nb, im->stream), e);
+    for (int i = 0; i < 2; i++) {
+        float *dst = (float *)((char *)buf + (i ? na : 0));
+        const uint64_t n = s[i]->rows * s[i]->kb;
+        k_lt_scales<<<cuda_blocks(n, 256, 1024), 256, 0, im->stream>>>(s[i]->src, s[i]->mode, s[i]->rows, s[i]->kb,
+                                                                       s[i]->ld, dst);
+        CU_LAUNCHED(e);
+        if (i)
+            c->b_scale_inv = dst;
+        else
+            c->a_scale_inv = dst;
+    }
+done:
+    return st;
+}
+
 Status cuda_lt_call(CudaImpl *im, const LtCall *c, Err *e)
 {
     Status st = ST_OK;
     void *ws = NULL;
     LtKey key;
-    LtCall staged;
+    LtCall staged, blocks;
+    if (c->a_blk.mode != LT_SCALE_SCALAR) {
+        blocks = *c;
+        if ((st = relayout_scales(im, &blocks, e))) return st;
+        c = &blocks;
+    }
     unsigned sm = lt_scale_stage(c);
     if (sm) {
         staged = *c;

@@ -1,4 +1,4 @@
-/* exec/cuda/k_optim.cu — the optimizers: AdamW on FP32 master/m/v, and FP8-LM's
+/* exec/cuda/k_optim.cu — the optimizers: AdamW on an FP32 master with FP32 or BF16 (DeepSeek-V3) m/v, and FP8-LM's
  * AdamW on an FP16 master, an FP8 E4M3 first moment and an FP16 second moment,
  * each with a per-tensor power-of-two scale (MS-AMP's two-kernel scheme).
  *
@@ -21,18 +21,20 @@
 #define GRID_STRIDE(i, n) \
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (uint64_t)gridDim.x * blockDim.x)
 
-/* `master` is the FP32 master, or the FP32 working copy itself (then weight is NULL). */
-__global__ void k_adamw(uint64_t n, KmAdam h, float grad_scale, const float *gsi, float *master, float *m, float *v,
-                        const void *grad, Dtype gdt, void *weight, Dtype wdt)
+/* `master` is the FP32 master, or the FP32 working copy itself (then weight is NULL). The moments m and v
+ * are FP32, or BF16 (DeepSeek-V3: mdt DT_BF16): read exactly to FP32, updated by km_adam, stored back RNE,
+ * as the CPU reference does. */
+__global__ void k_adamw(uint64_t n, KmAdam h, float grad_scale, const float *gsi, float *master, void *m, void *v,
+                        Dtype mdt, const void *grad, Dtype gdt, void *weight, Dtype wdt)
 {
     const float gs = gsi ? KM_MUL(grad_scale, *gsi) : grad_scale;
     GRID_STRIDE(i, n)
     {
         float g = KM_MUL(dev_load(grad, gdt, i), gs);
-        float mm = m[i], vv = v[i];
+        float mm = dev_load(m, mdt, i), vv = dev_load(v, mdt, i);
         float w = km_adam(&h, master[i], g, &mm, &vv);
-        m[i] = mm;
-        v[i] = vv;
+        dev_store(m, mdt, i, mm);
+        dev_store(v, mdt, i, vv);
         master[i] = w;
         if (weight) dev_store(weight, wdt, i, w);
     }
@@ -156,6 +158,12 @@ static KmAdam km_of(const AdamHyper *h)
     return k;
 }
 
+/* The moments' dtype: BF16 (DeepSeek-V3), else FP32 (DT_NONE reads as FP32). */
+__host__ __device__ static inline Dtype moment_dt(const AdamWDesc *d)
+{
+    return d->moment_dtype == DT_BF16 ? DT_BF16 : DT_FP32;
+}
+
 static unsigned opt_blocks(CudaImpl *im, uint64_t n) { return cuda_blocks(n, 256, (unsigned)im->info.sm_count * 8u); }
 
 Status cuda_adamw(Backend *bk, const AdamWDesc *d, Err *e)
@@ -168,12 +176,11 @@ Status cuda_adamw(Backend *bk, const AdamWDesc *d, Err *e)
         master = (float *)d->weight;
         weight = NULL;
     }
-    if (d->moment_dtype == DT_BF16) return err_set(e, ST_UNAVAILABLE, "adamw: bf16 moments are cpu-only so far");
     if (!d->n) return ST_OK;
     CUDA_TIMED(BK_OPCAT_OPTIM,
                (k_adamw<<<opt_blocks(im, d->n), 256, 0, im->stream>>>(
                    d->n, km_of(&d->h), d->h.grad_scale, dtype_is_fp8(d->grad_dtype) ? d->grad_scale_inv : NULL, master,
-                   (float *)d->m, (float *)d->v, d->grad, d->grad_dtype, weight, d->weight_dtype)));
+                   d->m, d->v, moment_dt(d), d->grad, d->grad_dtype, weight, d->weight_dtype)));
 done:
     return st;
 }
@@ -213,10 +220,11 @@ __global__ void __launch_bounds__(MT_THREADS) k_adamw_starts(const AdamWDesc *li
 /* One tensor's pointers and factors in registers while a thread walks through it. */
 struct MtTensor {
     KmAdam h;
-    float gs, *master, *m, *v;
+    float gs, *master;
+    void *m, *v;
     const void *grad;
     void *weight;
-    Dtype gdt, wdt;
+    Dtype gdt, wdt, mdt;
 };
 
 __device__ __forceinline__ MtTensor mt_tensor(const AdamWDesc *d, KmAdam h0)
@@ -228,7 +236,8 @@ __device__ __forceinline__ MtTensor mt_tensor(const AdamWDesc *d, KmAdam h0)
     x.gs = fp8 ? KM_MUL(d->h.grad_scale, *d->grad_scale_inv) : d->h.grad_scale;
     x.master = d->master ? d->master : (float *)d->weight; /* no master: the FP32 working copy is it */
     x.weight = d->master ? d->weight : NULL;
-    x.m = (float *)d->m, x.v = (float *)d->v, x.grad = d->grad, x.gdt = d->grad_dtype, x.wdt = d->weight_dtype;
+    x.m = d->m, x.v = d->v, x.mdt = moment_dt(d);
+    x.grad = d->grad, x.gdt = d->grad_dtype, x.wdt = d->weight_dtype;
     return x;
 }
 
@@ -262,10 +271,10 @@ __global__ void k_adamw_multi(const AdamWDesc *list, uint32_t count, const uint6
             }
             const uint64_t j = i - lo;
             float g = KM_MUL(dev_load(x.grad, x.gdt, j), x.gs);
-            float mm = x.m[j], vv = x.v[j];
+            float mm = dev_load(x.m, x.mdt, j), vv = dev_load(x.v, x.mdt, j);
             float w = km_adam(&x.h, x.master[j], g, &mm, &vv);
-            x.m[j] = mm;
-            x.v[j] = vv;
+            dev_store(x.m, x.mdt, j, mm);
+            dev_store(x.v, x.mdt, j, vv);
             x.master[j] = w;
             if (x.weight) dev_store(x.weight, x.wdt, j, w);
         }
@@ -281,11 +290,7 @@ Status cuda_adamw_multi(Backend *bk, const AdamWMultiDesc *d, Err *e)
     if (d->count > (1u << 20))
         return err_set(e, ST_UNAVAILABLE, "adamw_multi: %u tensors exceed the cuda backend's 1048576 per list",
                        d->count);
-    for (uint32_t i = 0; i < d->count; i++) {
-        if (d->list[i].moment_dtype == DT_BF16)
-            return err_set(e, ST_UNAVAILABLE, "adamw_multi: tensor %u: bf16 moments are cpu-only so far", i);
-        total += d->list[i].n;
-    }
+    for (uint32_t i = 0; i < d->count; i++) total += d->list[i].n;
     if (!total) return ST_OK;
     /* scratch: the starts, then (list_dev NULL) the backend's copy of the list, 256-byte aligned */
     const size_t starts_bytes = (((size_t)d->count + 1) * sizeof(uint64_t) + 255) & ~(size_t)255;

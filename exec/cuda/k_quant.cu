@@ -188,8 +188,7 @@ Status cuda_cast_transpose(Backend *bk, const CastDesc *c, Err *e)
     const uint64_t R = c->rows, C = c->cols, n = R * C;
     if (dtype_is_fp8(c->in_dtype)) /* recasting FP8 codes: the sharded FP8-LM copies, cpu ranks only */
         return err_set(e, ST_UNAVAILABLE, "cast_transpose: FP8 input is cpu-only");
-    if (c->gran != GRAN_TENSOR)
-        return err_set(e, ST_UNAVAILABLE, "cast_transpose: %s block scaling is cpu-only so far", gran_name(c->gran));
+    if (c->gran != GRAN_TENSOR) return cuda_cast_blocks(im, c, e); /* DeepSeek-V3's: k_quant_block.cu */
     /* the transposed copy's rows go ldc apart: a MoE layer's experts write their column slices of the
      * permuted tensor's transposed copy (col_ld, past the shared check: at least R) */
     const uint64_t ldc = c->col_ld ? c->col_ld : R;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "exec/backend/elem.h"
+#include "exec/backend/lt_map.h"
 #include "exec/model/model_internal.h"
 #include "exec/backend/par.h"
 #include "exec/backend/rng.h"
@@ -231,15 +232,14 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     *out = NULL;
     Status st = model_check(p, e);
     if (st) return st;
-    /* before anything is allocated on the device. The CUDA backend has the MoE operations (router, permute,
-     * combine, grouped GEMMs: exec/cuda/k_moe*.cu, gemm_group.cu), run on one expert rank with the BF16 and
-     * the per-tensor FP8 recipes (block scales are refused below, fp8lm's experts by model_layout) */
-    if (spec_is_moe(p->in.model) && strcmp(bk->name, "cpu") && p->in.ep > 1)
+    /* before anything is allocated on the device. Expert parallelism needs the communicator's all-to-all
+     * (MPI's, and NCCL's: exec/cuda/comm_nccl_a2a.cu); the CUDA backend has the MoE operations (router,
+     * permute, combine, grouped GEMMs: exec/cuda/k_moe*.cu, gemm_group.cu) */
+    if (spec_is_moe(p->in.model) && p->in.ep > 1 && comm && !comm->all_to_all_v)
         return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s on model %s with --ep %u: the %s backend runs mixture-of-experts layers on one "
-                       "expert rank only so far (its NCCL communicator has no all-to-all for the experts' dispatch "
-                       "and combine); the cpu backend does (--backend cpu)",
-                       p->in.recipe->name, p->in.model->name, p->in.ep, bk->name);
+                       "recipe %s on model %s with --ep %u: the %s communicator has no all-to-all for the experts' "
+                       "dispatch and combine",
+                       p->in.recipe->name, p->in.model->name, p->in.ep, comm->name);
     if (p->in.model->qk_norm && strcmp(bk->name, "cpu"))
         return err_set(e, ST_UNAVAILABLE,
                        "model %s: the %s backend runs no q/k norms (per-head RMSNorm before RoPE) yet; the cpu backend "
@@ -257,11 +257,10 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
                        "(strided_copy), partial rotation or value heads of their own width; the cpu backend does "
                        "(--backend cpu)",
                        p->in.model->name, bk->name, p->in.model->kv_lora_rank);
-    if (exec_block_scaled(p->in.recipe) && strcmp(bk->name, "cpu"))
-        return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s on model %s: the %s backend runs no block-scaled (1x128/128x128) casts or GEMMs and "
-                       "no BF16 Adam moments yet; the cpu backend does (--backend cpu)",
-                       p->in.recipe->name, p->in.model->name, bk->name);
+    if (exec_block_scaled(p->in.recipe) && (st = lt_block_scales_check(bk, e))) { /* the loaded cuBLASLt's */
+        err_prefix(e, "recipe %s on model %s", p->in.recipe->name, p->in.model->name);
+        return st;
+    }
     /* the host rounds through the decoding tables (FP8-LM's FP16 master, model_init_weights)
      * whatever the backend: the CUDA backend makes none of its own */
     if (elem_init()) return err_set(e, ST_NOMEM, "out of memory for the decoding tables");

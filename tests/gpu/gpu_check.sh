@@ -16,6 +16,8 @@
 #               total, device time per phase and category, step time, tokens/s,
 #               TFLOP/s and MFU — in run.csv and as the summary's last table
 #               (gpu_train's timed steps where `run` is absent)
+#               and deepseek-v3 on a small mixture-of-experts model (block-scaled
+#               casts and GEMMs, BF16 moments), its block "# recipe deepseek-v3 (moe)"
 #   5. calibrate `fp8plan calibrate --backend cuda`: the GPU measured as the
 #               planner needs it (cuBLASLt GEMMs per dtype path at a layer's
 #               shapes, HBM and element-wise bandwidth, launch floor; one GPU
@@ -231,6 +233,21 @@ if "$BUILD/fp8plan" run --help >/dev/null 2>&1; then
             rm -f "$OUTDIR/run_$r.tmp"
         fi
     done
+    # deepseek-v3 on the GPU: a small mixture-of-experts model on one rank (4 experts, top 2): the block-scaled
+    # casts (k_quant_block.cu), cuBLASLt's VEC128/BLK128x128 GEMMs, the grouped expert GEMMs with their own tiles
+    # and the BF16 Adam moments inside training steps, every exact term against the plan. Not in the selftest:
+    # the CPU's 14-bit accumulation emulation takes minutes on it (tests/cli runs deepseek-v3 on the CPU).
+    if [ "$SELFTEST" = 1 ]; then
+        say "fp8plan run deepseek-v3 (moe): skipped in the selftest (the CPU standing in emulates the tensor core)"
+    else
+        run_stage 60 "fp8plan run deepseek-v3 (moe)" "$BUILD/fp8plan" run --backend cuda --model mixtral-8x7b \
+            --layers 2 --hidden 1024 --heads 8 --kv-heads 8 --seq 512 --vocab 4096 --experts 4 --topk 2 \
+            --expert-ffn 1024 --mbs 2 --recipe deepseek-v3 --steps "$STEPS" --seed "$SEED" -o "$OUTDIR/run_dsv3.tmp"
+        if [ -f "$OUTDIR/run_dsv3.tmp" ]; then
+            { echo "# recipe deepseek-v3 (moe)"; cat "$OUTDIR/run_dsv3.tmp"; } >>"$OUTDIR/run.csv"
+            rm -f "$OUTDIR/run_dsv3.tmp"
+        fi
+    fi
 else
     say "fp8plan run is not in this build: gpu_train times the steps (no plan comparison)"
     run_stage 300 "gpu_train (steps)" env FP8PLAN_GPU_TRAIN_SPEED_ONLY=1 "$BUILD/gpu/gpu_train" - "$OUTDIR/steps.csv" \

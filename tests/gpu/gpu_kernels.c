@@ -21,6 +21,8 @@
  *    tests/unit/test_gpu_tol.c);
  *  - FP8 GEMM without fast accumulation, FP32 output: the same running sum
  *    promoted to FP32 at least every k = 128 (tol_split_f32);
+ *  - block-scaled casts (1x128, 128x128): exact, codes and scales; block-scaled
+ *    FP8 GEMMs: tol_block_bf16 (BF16 output), tol_split_f32 (FP32 output);
  *  - FP8 output: one FP8 step where the FP32 sums straddle a rounding
  *    boundary — 2^-3 relative for normal E4M3 values, one subnormal step
  *    (2^-9) absolute below them; rare, so norm ≤ 2^-6 (tol_fp8_out). */
@@ -235,6 +237,121 @@ static void check_casts(Gc *g)
     cast_case(g, "amax only", DT_BF16, 333, 77, DT_E4M3, 0, 0, 1);
 }
 
+/* ---- block-scaled casts and GEMMs (DeepSeek-V3) ---------------------------------------------------------
+ * The casts (exec/cuda/k_quant_block.cu) must equal the CPU's block by block, codes and FP32 scales (exact:
+ * same amax, same division, same RNE). The GEMMs (cuBLASLt's VEC128_32F / BLK128x128_32F scales, from the
+ * scales relaid out in exec/cuda/gemm_lt.cu) against the CPU's FP32 block sums (GEMM_ACC_SPLIT, which the
+ * model's GEMM_ACC_TC14 maps to on the GPU: the tensor core's own accumulation): tol_block_bf16. */
+
+static uint64_t nscales(Granularity gr, uint64_t rows, uint64_t cols)
+{
+    return (gr == GRAN_128X128 ? (rows + 127) / 128 : rows) * ((cols + 127) / 128);
+}
+
+static void block_cast_case(Gc *g, const char *name, Dtype in_dt, uint64_t R, uint64_t C, Granularity gr, int row,
+                            int col, uint64_t col_ld)
+{
+    const uint64_t n = R * C, ib = dtype_bytes(in_dt), ldc = col_ld ? col_ld : R, ncol = C * ldc;
+    const uint64_t nr = nscales(gr, R, C), nc = nscales(gr, C, R);
+    float *x = gc_randn(g, DT_FP32, n, 3.0);
+    for (uint64_t j = 0; j < C && R > 2; j++) x[j] = 0.0f; /* a zero row: 1x128 tiles of scale 1 */
+    if (n > 300) x[n - 300] = INFINITY;                    /* an infinite amax: scale 1, saturated codes */
+    void *in = gc_halloc(n * ib);
+    for (uint64_t i = 0; i < n; i++) elem_store(in, in_dt, i, x[i]);
+    uint8_t *rc = gc_halloc(n), *cc = gc_halloc(ncol), *rg = gc_halloc(n), *cg = gc_halloc(ncol);
+    float *src = gc_halloc(nr * 4), *scc = gc_halloc(nc * 4), *srg = gc_halloc(nr * 4), *scg = gc_halloc(nc * 4);
+    memset(cc, 0, ncol);
+    CastDesc d = {
+        .in = in, .in_dtype = in_dt, .rows = R, .cols = C, .out_dtype = DT_E4M3, .col_ld = col_ld, .gran = gr};
+    d.out_row = row ? rc : NULL, d.out_col = col ? cc : NULL;
+    d.row_scale_inv = row ? src : NULL, d.col_scale_inv = col ? scc : NULL;
+    GC_OK(g, g->cpu->cast_transpose(g->cpu, &d, GE));
+    void *din = gc_dup(g, in, n * ib), *drow = gc_dalloc(g, n), *dcol = gc_dalloc(g, ncol);
+    float *dsr = gc_dalloc(g, nr * 4), *dsc = gc_dalloc(g, nc * 4);
+    gc_poison(g, drow, n);
+    gc_put(g, dcol, cc, ncol); /* the rows' padding past R stays as it was */
+    gc_poison(g, dsr, nr * 4);
+    gc_poison(g, dsc, nc * 4);
+    d.in = din, d.out_row = row ? drow : NULL, d.out_col = col ? dcol : NULL;
+    d.row_scale_inv = row ? dsr : NULL, d.col_scale_inv = col ? dsc : NULL;
+    GC_OK(g, g->gpu->cast_transpose(g->gpu, &d, GE));
+    char cas[96];
+    snprintf(cas, sizeof cas, "%s %s %llux%llu %s", name, dtype_name(in_dt), (unsigned long long)R,
+             (unsigned long long)C, gran_name(gr));
+    if (row) {
+        gc_get(g, rg, drow, n);
+        gc_get(g, srg, dsr, nr * 4);
+        gc_check(g, "block cast row", cas, DT_E4M3, rg, rc, n, TOL_EXACT);
+        gc_check(g, "block cast row scale_inv", cas, DT_FP32, srg, src, nr, TOL_EXACT);
+    }
+    if (col) {
+        gc_get(g, cg, dcol, ncol);
+        gc_get(g, scg, dsc, nc * 4);
+        gc_check(g, "block cast col", cas, DT_E4M3, cg, cc, ncol, TOL_EXACT);
+        gc_check(g, "block cast col scale_inv", cas, DT_FP32, scg, scc, nc, TOL_EXACT);
+    }
+    gc_dfree(g, din), gc_dfree(g, drow), gc_dfree(g, dcol), gc_dfree(g, dsr), gc_dfree(g, dsc);
+    free(x), free(in), free(rc), free(cc), free(rg), free(cg), free(src), free(scc), free(srg), free(scg);
+}
+
+/* An (rows, k) E4M3 operand of N(0,1) values with its block scales, quantized by the CPU reference. */
+static uint8_t *block_operand_of(Gc *g, uint64_t rows, uint64_t k, Granularity gr, float **sinv)
+{
+    float *x = gc_randn(g, DT_FP32, rows * k, 1.0);
+    uint8_t *q = gc_halloc(rows * k);
+    *sinv = gc_halloc(nscales(gr, rows, k) * 4);
+    CastDesc d = {.in = x,
+                  .in_dtype = DT_FP32,
+                  .rows = rows,
+                  .cols = k,
+                  .out_dtype = DT_E4M3,
+                  .out_row = q,
+                  .gran = gr,
+                  .row_scale_inv = *sinv};
+    GC_OK(g, g->cpu->cast_transpose(g->cpu, &d, GE));
+    free(x);
+    return q;
+}
+
+static void block_gemm_case(Gc *g, const char *name, uint64_t m, uint64_t n, uint64_t k, Granularity gb, Dtype td,
+                            GemmAccum acc, Tol tol)
+{
+    float *sa = NULL, *sb = NULL;
+    uint8_t *a = block_operand_of(g, m, k, GRAN_1X128, &sa), *b = block_operand_of(g, n, k, gb, &sb);
+    const uint64_t nd = m * n, bd = dtype_bytes(td), na = nscales(GRAN_1X128, m, k), nb = nscales(gb, n, k);
+    void *d_c = gc_randn(g, td, nd, 4.0), *d_g = gc_halloc(nd * bd);
+    void *da = gc_dup(g, a, m * k), *db = gc_dup(g, b, n * k), *dd = gc_dup(g, d_c, nd * bd);
+    float *dsa = gc_dup(g, sa, na * 4), *dsb = gc_dup(g, sb, nb * 4);
+    if (acc == GEMM_OVERWRITE) gc_poison(g, dd, nd * bd);
+    GemmDesc desc = {.m = m, .n = n, .k = k, .accum = acc, .acc_precision = GEMM_ACC_SPLIT};
+    desc.a = (GemmOperand){.ptr = a, .dtype = DT_E4M3, .scale_inv = sa, .scale_gran = GRAN_1X128};
+    desc.b = (GemmOperand){.ptr = b, .dtype = DT_E4M3, .scale_inv = sb, .scale_gran = gb};
+    desc.d = (GemmOutput){.ptr = d_c, .dtype = td};
+    GC_OK(g, g->cpu->gemm(g->cpu, &desc, GE));
+    desc.a.ptr = da, desc.a.scale_inv = dsa, desc.b.ptr = db, desc.b.scale_inv = dsb, desc.d.ptr = dd;
+    GC_OK(g, g->gpu->gemm(g->gpu, &desc, GE));
+    gc_get(g, d_g, dd, nd * bd);
+    char cas[128];
+    snprintf(cas, sizeof cas, "%s %llux%llux%llu 1x128 x %s -> %s%s", name, (unsigned long long)m,
+             (unsigned long long)n, (unsigned long long)k, gran_name(gb), dtype_name(td),
+             acc == GEMM_ACCUMULATE ? " +=" : "");
+    gc_check(g, "block gemm", cas, td, d_g, d_c, nd, tol);
+    gc_dfree(g, da), gc_dfree(g, db), gc_dfree(g, dd), gc_dfree(g, dsa), gc_dfree(g, dsb);
+    free(a), free(b), free(sa), free(sb), free(d_c), free(d_g);
+}
+
+static void check_blocks(Gc *g)
+{
+    block_cast_case(g, "tiles", DT_BF16, 256, 384, GRAN_1X128, 1, 1, 0);
+    block_cast_case(g, "edges", DT_FP32, 200, 300, GRAN_1X128, 1, 1, 0);
+    block_cast_case(g, "expert slice", DT_BF16, 72, 160, GRAN_1X128, 0, 1, 136); /* col_ld past the rows */
+    block_cast_case(g, "weight", DT_FP32, 384, 256, GRAN_128X128, 1, 1, 0);
+    block_cast_case(g, "weight edges", DT_BF16, 300, 260, GRAN_128X128, 1, 1, 0);
+    block_gemm_case(g, "fprop", 256, 384, 512, GRAN_128X128, DT_BF16, GEMM_OVERWRITE, tol_block_bf16(512));
+    block_gemm_case(g, "dgrad edges", 200, 272, 384, GRAN_128X128, DT_BF16, GEMM_OVERWRITE, tol_block_bf16(384));
+    block_gemm_case(g, "wgrad", 384, 128, 256, GRAN_1X128, DT_FP32, GEMM_ACCUMULATE, tol_split_f32(256));
+}
+
 /* ---- convert, amax ------------------------------------------------------------------------------ */
 
 static void convert_case(Gc *g, Dtype from, Dtype to, uint64_t n, float scale)
@@ -341,6 +458,7 @@ int main(int argc, char **argv)
     gc_init_check(&g, "gpu_kernels", argc, argv);
     check_gemms(&g);
     check_casts(&g);
+    check_blocks(&g);
     check_convert_amax(&g);
     check_scaling(&g);
     return gc_finish(&g);

@@ -24,18 +24,24 @@ static AdamHyper hyper(uint32_t step, float grad_scale)
     return h;
 }
 
-static void adamw_case(Gc *g, const char *name, Dtype gdt, int with_master, Dtype wdt)
+/* mdt: the moments' dtype (DT_FP32, or DT_BF16: DeepSeek-V3's, read exactly and stored back RNE). */
+static void adamw_case(Gc *g, const char *name, Dtype gdt, int with_master, Dtype wdt, Dtype mdt)
 {
-    const uint64_t n = gc_n(g, 1000007, 65537);
-    float *master = gc_randn(g, DT_FP32, n, 0.05), *m = gc_randn(g, DT_FP32, n, 1e-3),
-          *v = gc_randn(g, DT_FP32, n, 1e-3);
-    for (uint64_t i = 0; i < n; i++) v[i] *= v[i];
+    const uint64_t n = gc_n(g, 1000007, 65537), mb = n * dtype_bytes(mdt);
+    float *master = gc_randn(g, DT_FP32, n, 0.05), *m32 = gc_randn(g, DT_FP32, n, 1e-3),
+          *v32 = gc_randn(g, DT_FP32, n, 1e-3);
+    void *m = gc_halloc(mb), *v = gc_halloc(mb);
+    for (uint64_t i = 0; i < n; i++) {
+        elem_store(m, mdt, i, m32[i]);
+        elem_store(v, mdt, i, v32[i] * v32[i]);
+    }
     float gsi = dtype_is_fp8(gdt) ? 1.0f / 4096.0f : 1.0f;
     void *grad = gc_randn(g, gdt, n, dtype_is_fp8(gdt) ? 40.0 : 0.01);
     void *w = with_master ? gc_halloc(n * dtype_bytes(wdt)) : NULL;
     uint64_t wb = n * dtype_bytes(wdt);
     /* device copies before the CPU updates in place */
-    float *dmaster = gc_dup(g, master, n * 4), *dm = gc_dup(g, m, n * 4), *dv = gc_dup(g, v, n * 4);
+    float *dmaster = gc_dup(g, master, n * 4);
+    void *dm = gc_dup(g, m, mb), *dv = gc_dup(g, v, mb);
     void *dgrad = gc_dup(g, grad, n * dtype_bytes(gdt)), *dw = with_master ? gc_dalloc(g, wb) : NULL;
     float *dgsi = gc_dup(g, &gsi, sizeof gsi);
     if (dw) gc_poison(g, dw, wb);
@@ -48,7 +54,8 @@ static void adamw_case(Gc *g, const char *name, Dtype gdt, int with_master, Dtyp
                    .grad_dtype = gdt,
                    .grad_scale_inv = &gsi,
                    .weight = with_master ? w : master,
-                   .weight_dtype = with_master ? wdt : DT_FP32};
+                   .weight_dtype = with_master ? wdt : DT_FP32,
+                   .moment_dtype = mdt};
     GC_OK(g, g->cpu->adamw(g->cpu, &d, GE));
     d.master = with_master ? dmaster : NULL;
     d.m = dm;
@@ -60,17 +67,67 @@ static void adamw_case(Gc *g, const char *name, Dtype gdt, int with_master, Dtyp
     float *r = gc_halloc(n * 4);
     gc_get(g, r, dmaster, n * 4);
     gc_check(g, "adamw master", name, DT_FP32, r, master, n, TOL_EXACT);
-    gc_get(g, r, dm, n * 4);
-    gc_check(g, "adamw m", name, DT_FP32, r, m, n, TOL_EXACT);
-    gc_get(g, r, dv, n * 4);
-    gc_check(g, "adamw v", name, DT_FP32, r, v, n, TOL_EXACT);
+    gc_get(g, r, dm, mb);
+    gc_check(g, "adamw m", name, mdt, r, m, n, TOL_EXACT);
+    gc_get(g, r, dv, mb);
+    gc_check(g, "adamw v", name, mdt, r, v, n, TOL_EXACT);
     if (with_master) {
         gc_get(g, r, dw, wb);
         gc_check(g, "adamw weight", name, wdt, r, w, n, TOL_EXACT);
         gc_dfree(g, dw);
     }
     gc_dfree(g, dmaster), gc_dfree(g, dm), gc_dfree(g, dv), gc_dfree(g, dgrad), gc_dfree(g, dgsi);
-    free(master), free(m), free(v), free(grad), free(w), free(r);
+    free(master), free(m32), free(v32), free(m), free(v), free(grad), free(w), free(r);
+}
+
+/* adamw_multi with BF16 moments (DeepSeek-V3's): tensors ending inside, at and across the kernel's 4096-element
+ * chunks, each bit-identical to the CPU's adamw() on it — master (FP32) and both moments (BF16). */
+static void check_adamw_multi_bf16(Gc *g)
+{
+    enum { NT = 3 };
+    static const uint64_t sizes[NT] = {4095, 4097, 10};
+    AdamWDesc hl[NT], dl[NT];
+    void *dev[NT][4];
+    for (int t = 0; t < NT; t++) {
+        const uint64_t n = sizes[t];
+        float *master = gc_randn(g, DT_FP32, n, 0.05), *m32 = gc_randn(g, DT_FP32, n, 1e-3);
+        void *m = gc_halloc(n * 2), *v = gc_halloc(n * 2), *grad = gc_randn(g, DT_BF16, n, 0.01);
+        for (uint64_t i = 0; i < n; i++) {
+            elem_store(m, DT_BF16, i, m32[i]);
+            elem_store(v, DT_BF16, i, m32[i] * m32[i]);
+        }
+        dev[t][0] = gc_dup(g, master, n * 4), dev[t][1] = gc_dup(g, m, n * 2), dev[t][2] = gc_dup(g, v, n * 2);
+        dev[t][3] = gc_dup(g, grad, n * 2);
+        hl[t] = (AdamWDesc){.n = n,
+                            .h = hyper(3, 1.0f),
+                            .m = m,
+                            .v = v,
+                            .grad = grad,
+                            .grad_dtype = DT_BF16,
+                            .weight = master,
+                            .weight_dtype = DT_FP32,
+                            .moment_dtype = DT_BF16};
+        dl[t] = hl[t];
+        dl[t].weight = dev[t][0], dl[t].m = dev[t][1], dl[t].v = dev[t][2], dl[t].grad = dev[t][3];
+        free(m32);
+    }
+    AdamWMultiDesc dc = {.count = NT, .list = hl, .list_dev = hl}, dg = {.count = NT, .list = dl, .list_dev = NULL};
+    GC_OK(g, g->cpu->adamw_multi(g->cpu, &dc, GE));
+    GC_OK(g, g->gpu->adamw_multi(g->gpu, &dg, GE));
+    for (int t = 0; t < NT; t++) {
+        const uint64_t n = sizes[t];
+        float *r = gc_halloc(n * 4);
+        char what[64];
+        snprintf(what, sizeof what, "bf16 moments, tensor %d of 3 (%llu values)", t, (unsigned long long)n);
+        gc_get(g, r, dev[t][0], n * 4);
+        gc_check(g, "adamw_multi master", what, DT_FP32, r, hl[t].weight, n, TOL_EXACT);
+        gc_get(g, r, dev[t][1], n * 2);
+        gc_check(g, "adamw_multi m", what, DT_BF16, r, hl[t].m, n, TOL_EXACT);
+        gc_get(g, r, dev[t][2], n * 2);
+        gc_check(g, "adamw_multi v", what, DT_BF16, r, hl[t].v, n, TOL_EXACT);
+        for (int k = 0; k < 4; k++) gc_dfree(g, dev[t][k]);
+        free(r), free(hl[t].weight), free(hl[t].m), free(hl[t].v), free((void *)hl[t].grad);
+    }
 }
 
 static void fp8_adam_case(Gc *g, const char *name, Dtype gdt, int scaled_w, int scaled_v, int margin)
@@ -226,16 +283,61 @@ static void check_adamw_multi(Gc *g)
 
 static void check_optimizers(Gc *g)
 {
-    adamw_case(g, "fp32 grad, bf16 weight", DT_FP32, 1, DT_BF16);
-    adamw_case(g, "bf16 grad, fp16 weight", DT_BF16, 1, DT_FP16);
-    adamw_case(g, "e5m2 grad with scale_inv", DT_E5M2, 1, DT_BF16);
-    adamw_case(g, "no master: fp32 weight", DT_FP32, 0, DT_FP32);
+    adamw_case(g, "fp32 grad, bf16 weight", DT_FP32, 1, DT_BF16, DT_FP32);
+    adamw_case(g, "bf16 grad, fp16 weight", DT_BF16, 1, DT_FP16, DT_FP32);
+    adamw_case(g, "e5m2 grad with scale_inv", DT_E5M2, 1, DT_BF16, DT_FP32);
+    adamw_case(g, "no master: fp32 weight", DT_FP32, 0, DT_FP32, DT_FP32);
+    adamw_case(g, "bf16 moments, bf16 grad and weight", DT_BF16, 1, DT_BF16, DT_BF16);
     fp8_adam_case(g, "all scaled, e4m3 grad", DT_E4M3, 1, 1, 0);
     fp8_adam_case(g, "m scaled only, fp32 grad, margin 1", DT_FP32, 0, 0, 1);
     check_adamw_multi(g);
+    check_adamw_multi_bf16(g);
 }
 
 /* ---- NCCL, one rank --------------------------------------------------------------------------- */
+
+/* Expert parallelism's all-to-all over one NCCL rank (exec/cuda/comm_nccl_a2a.cu), in a group split from c
+ * (ncclCommSplit): E4M3 codes on the device (bytes: nothing converted, whatever NCCL this is) and the model's
+ * int32 counts in host memory, each arriving as sent; the counts' exchange counted COMM_UNPLANNED (8 bytes at
+ * factor 0 on one rank), the payload in the root's row as over MPI (S = the bytes sent, bus 0: its own
+ * segment); a receive count the peer does not announce fails with ST_DATA before any payload moves. More
+ * ranks need as many GPUs (NCCL refuses two ranks on one device): tests/cli/mpi_ep.sh runs the same
+ * bookkeeping over MPI. */
+static void check_a2a(Gc *g, Comm *c)
+{
+    Err e;
+    Comm *grp = NULL;
+    Status st = comm_split(c, 0, 0, &grp, &e);
+    if (!gc_expect(g, "nccl split", "one group of the one rank", st == ST_OK && grp && grp->size == 1, e.msg)) return;
+    const uint64_t n = 4099;
+    uint8_t *x = gc_halloc(n), *r = gc_halloc(n);
+    for (uint64_t i = 0; i < n; i++) x[i] = (uint8_t)(i * 37 + 11);
+    void *dx = gc_dup(g, x, n), *dy = gc_dalloc(g, n);
+    gc_poison(g, dy, n);
+    const CommStats t0 = c->total, s0 = c->stats[CO_EP_DISPATCH_FWD];
+    st = comm_all_to_all_v(grp, CO_EP_DISPATCH_FWD, g->gpu, dx, &n, dy, &n, DT_E4M3, &e);
+    if (gc_expect(g, "nccl all_to_all_v", "e4m3 codes, device buffers", st == ST_OK, e.msg)) {
+        gc_get(g, r, dy, n);
+        gc_expect(g, "nccl all_to_all_v data", "e4m3 codes arrive as sent", !memcmp(r, x, n), "bytes differ");
+    }
+    const CommStats *t1 = &c->total, *s1 = &c->stats[CO_EP_DISPATCH_FWD];
+    gc_expect(g, "nccl all_to_all_v stats", "the root's row: 1 call of 4099 B, 0 bus bytes; counts 8 B unplanned",
+              s1->calls == s0.calls + 1 && s1->payload_bytes == s0.payload_bytes + n && s1->bus_bytes == 0.0 &&
+                  t1->calls == t0.calls + 2 && t1->payload_bytes == t0.payload_bytes + n + 8,
+              "counts differ");
+    int32_t hc[3] = {5, -7, 1 << 30}, hr[3] = {0, 0, 0};
+    uint64_t k = 3;
+    st = comm_all_to_all_v(grp, CO_EP_COUNTS, g->gpu, hc, &k, hr, &k, DT_FP32, &e);
+    gc_expect(g, "nccl all_to_all_v host", "the model's int32 counts in host memory, staged",
+              st == ST_OK && !memcmp(hc, hr, sizeof hc), st ? e.msg : "counts differ");
+    uint64_t more = n + 1;
+    st = comm_all_to_all_v(grp, CO_EP_DISPATCH_FWD, g->gpu, dx, &n, dy, &more, DT_E4M3, &e);
+    gc_expect(g, "nccl all_to_all_v disagree", "4100 expected, 4099 announced: ST_DATA naming both",
+              st == ST_DATA && strstr(e.msg, "rank 0 expects 4100 elements from rank 0, which sends 4099"), e.msg);
+    gc_dfree(g, dx), gc_dfree(g, dy);
+    free(x), free(r);
+    grp->destroy(grp);
+}
 
 /* as_old: behave as NCCL 2.23 (FP8PLAN_NCCL_AS_VERSION), so FP8 takes the BF16 path on this GPU too. */
 static void check_comm(Gc *g, int as_old)
@@ -317,6 +419,7 @@ static void check_comm(Gc *g, int as_old)
     float one = 0;
     st = comm_sendrecv(c, CO_PP_P2P, g->gpu, &one, 1, 0, &one, 1, 0, DT_FP32, &e);
     gc_expect(g, "nccl sendrecv", "refused on one rank", st == ST_USAGE && strstr(e.msg, "peer 0"), e.msg);
+    check_a2a(g, c);
     c->destroy(c);
 }
 

@@ -79,6 +79,23 @@ static inline Tol tol_split_f32(uint64_t k)
     return t;
 }
 
+/* ---- block-scaled FP8 GEMM (DeepSeek-V3: 1x128 tiles x 128x128 or 1x128 blocks), BF16 output ------------
+ * cuBLASLt must apply each 128-wide K block's two scales before the block joins the FP32 sum, so the MMA's
+ * running sum is promoted at least every k = 128: tol_split_f32's walk and drift over c = min(K, 128),
+ * relative to the output rms, against the CPU's exact FP32 block sums (GEMM_ACC_SPLIT), plus one BF16 ulp of
+ * the output (2^-7 relative and 2^-7 of rms near zero; norm 2^-8). At K = 512: c = 128, walk = drift =
+ * 2^-12: per element 2^-7 + 10·2^-12 of rms, norm 2^-8 + 2·2^-12. */
+static inline Tol tol_block_bf16(uint64_t k)
+{
+    uint64_t c = k < 128 ? k : 128;
+    double w = tol_fp8_walk(c), d = tol_fp8_drift(c);
+    Tol t = {0x1p-7, 0x1p-7 + 6.0 * w + 4.0 * d, 0x1p-8 + w + d,
+             "BF16 ulp + the FP8 MMA's 13-bit running sum promoted at every 128-wide scale block (6 walk + 4 drift "
+             "over 128)",
+             0.0};
+    return t;
+}
+
 /* ---- FP8 output ---------------------------------------------------------------------
  * Both sides form FP32 sums (in other orders) and round once to FP8: where the
  * two sums straddle a rounding boundary the codes differ by one step. One step

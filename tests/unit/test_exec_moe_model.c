@@ -332,8 +332,9 @@ static void test_refusals(void)
     CHECK_CONTAINS(e.msg, "recipe fp8lm on model fx-moe-softmax: the executor runs FP8 expert GEMMs as Transformer "
                           "Engine's grouped linears");
     arena_specs_free(&sp);
-    /* a backend other than the cpu's: the CUDA one runs MoE layers with the BF16 and per-tensor FP8 recipes
-     * on one expert rank; over expert ranks it is refused by name before any work */
+    /* a backend other than the cpu's: the CUDA one runs MoE layers with the BF16 and per-tensor FP8 recipes,
+     * and deepseek-v3's where its cuBLASLt has block scales; expert parallelism wherever the communicator has
+     * an all-to-all (MPI's, NCCL's), refused by name before any work where it has none */
     Backend *bk = NULL;
     Comm *comm = NULL;
     Model *g = NULL;
@@ -353,19 +354,15 @@ static void test_refusals(void)
         Recipe bf16ep = bf16; /* models/recipes.csv's megatron-bf16 row moves its all-to-alls in BF16 */
         bf16ep.comm_ep_dispatch = DT_BF16, bf16ep.comm_ep_combine = DT_BF16;
         CHECK(!fx_plan_dp(&s, &bf16ep, B, 1, 2, SHARD_NONE, &p, &e));
-        p.in.ep = 2;
-        CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
+        p.in.ep = 2; /* expert parallelism over a communicator without an all-to-all: refused by name */
+        Comm none = *comm;
+        none.name = "nccl", none.all_to_all_v = NULL;
+        CHECK_EQ_INT(model_create(&p, NULL, bk, &none, &g, &e), ST_UNAVAILABLE);
         CHECK(g == NULL);
-        CHECK_CONTAINS(e.msg, "recipe megatron-bf16 on model fx-moe-softmax with --ep 2: the cuda backend runs "
-                              "mixture-of-experts layers on one expert rank only so far (its NCCL communicator has "
-                              "no all-to-all for the experts' dispatch and combine); the cpu backend does");
-        ModelSpec dense = fx_llama(); /* deepseek-v3's block scales on a dense model: likewise */
-        Recipe dsr = fx_recipe("deepseek-v3");
-        CHECK(!fx_plan(&dense, &dsr, B, 1, &p, &e));
-        CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
-        CHECK_CONTAINS(e.msg, "recipe deepseek-v3 on model fx-llama: the cuda backend runs no block-scaled "
-                              "(1x128/128x128) casts or GEMMs and no BF16 Adam moments yet; the cpu backend does");
-        dense.qk_norm = 1; /* q/k norms: likewise */
+        CHECK_CONTAINS(e.msg, "recipe megatron-bf16 on model fx-moe-softmax with --ep 2: the nccl communicator has "
+                              "no all-to-all for the experts' dispatch and combine");
+        ModelSpec dense = fx_llama(); /* (deepseek-v3 there: the device's cuBLASLt decides, test_cuda_blocks.c) */
+        dense.qk_norm = 1;            /* q/k norms: refused by name */
         Recipe mb = fx_recipe("megatron-bf16");
         CHECK(!fx_plan(&dense, &mb, B, 1, &p, &e));
         CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);

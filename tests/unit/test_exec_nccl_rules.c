@@ -181,12 +181,51 @@ static void test_sendrecv_and_settle(void)
     CHECK(!comm_settle(NULL, &e));
 }
 
+/* The all-to-all's bookkeeping, every communicator's (MPI's and NCCL's): counts {3, 0, 5, 2} BF16 elements
+ * (2 bytes) are bytes {6, 0, 10, 4} at offsets {0, 6, 6, 16}, 20 in all; on rank 2, whose own segment is
+ * 10 bytes, the bus factor is (20 − 10)/20 = 0.5 (what leaves the rank). The counts' exchange over 4 ranks:
+ * 4 · 8 = 32 bytes at (4 − 1)/4 = 0.75, 24 bus bytes; over one rank 8 bytes at 0. Disagreement: the
+ * first peer whose announced send differs from the expected count. */
+static void test_a2a(void)
+{
+    Err e;
+    uint64_t b[4], d[4], t = 0;
+    const uint64_t c4[4] = {3, 0, 5, 2};
+    CHECK(!comm_a2a_layout(c4, 4, 2, b, d, &t, &e));
+    const uint64_t wb[4] = {6, 0, 10, 4}, wd[4] = {0, 6, 6, 16};
+    for (int j = 0; j < 4; j++) {
+        CHECK_EQ_U64(b[j], wb[j]);
+        CHECK_EQ_U64(d[j], wd[j]);
+    }
+    CHECK_EQ_U64(t, 20);
+    CHECK(comm_a2a_factor(20, 10) == 0.5);
+    CHECK(comm_a2a_factor(20, 0) == 1.0);
+    CHECK(comm_a2a_factor(0, 0) == 0.0);
+    CHECK(comm_a2a_factor(7, 7) == 0.0); /* one rank: nothing leaves it */
+    CHECK_EQ_U64(comm_a2a_counts_payload(4), 32);
+    CHECK(comm_a2a_counts_factor(4) == 0.75);
+    CHECK_EQ_U64(comm_a2a_counts_payload(1), 8);
+    CHECK(comm_a2a_counts_factor(1) == 0.0);
+    const uint64_t want[3] = {1, 2, 3}, same[3] = {1, 2, 3}, off1[3] = {1, 9, 3}, off02[3] = {0, 2, 4};
+    CHECK_EQ_INT(comm_a2a_disagree(want, same, 3), -1);
+    CHECK_EQ_INT(comm_a2a_disagree(want, off1, 3), 1);
+    CHECK_EQ_INT(comm_a2a_disagree(want, off02, 3), 0);
+    /* refusals */
+    const uint64_t big[2] = {1ull << 62, 1};
+    CHECK_EQ_INT(comm_a2a_layout(big, 2, 8, b, d, &t, &e), ST_OVERFLOW); /* 2^62 · 8 */
+    CHECK(strstr(e.msg, "rank 0") != NULL);
+    const uint64_t sum[2] = {UINT64_MAX / 2, UINT64_MAX / 2 + 2};
+    CHECK_EQ_INT(comm_a2a_layout(sum, 2, 1, b, d, &t, &e), ST_OVERFLOW);
+    CHECK_EQ_INT(comm_a2a_layout(NULL, 2, 1, b, d, &t, &e), ST_USAGE);
+}
+
 int main(void)
 {
     RUN(test_device_of_rank);
     RUN(test_local_rank_env);
     RUN(test_pad);
     RUN(test_order);
+    RUN(test_a2a);
     RUN(test_sendrecv_and_settle);
     return test_summary();
 }

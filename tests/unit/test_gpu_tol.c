@@ -135,6 +135,20 @@ static void test_split_accumulation_bound(void)
     CHECK(big.abs_rms == c128.abs_rms && big.norm == c128.norm && big.abs_rms == 11 * 0x1p-12);
 }
 
+/* Block-scaled GEMM, BF16 output, by hand: K = 512 promotes every 128: walk = drift = 2^-12 (as above), so
+ * per element 2^-7 + 6 * 2^-12 + 4 * 2^-12 = 2^-7 + 10 * 2^-12 = 0.0102539...; norm 2^-8 + 2 * 2^-12; one BF16
+ * ulp (2^-7) relative. K = 64: one block of 64, walk = 2^-13 * sqrt(2), drift = 2^-13. */
+static void test_block_bound(void)
+{
+    Tol t = tol_block_bf16(512);
+    CHECK(t.rel == 0x1p-7 && t.abs == 0.0);
+    CHECK(t.abs_rms == 0x1p-7 + 10 * 0x1p-12);
+    CHECK(t.norm == 0x1p-8 + 2 * 0x1p-12);
+    t = tol_block_bf16(64);
+    CHECK(fabs(t.abs_rms - (0x1p-7 + 6.0 * sqrt(2.0) * 0x1p-13 + 4 * 0x1p-13)) < 1e-18);
+    CHECK(tol_block_bf16(4096).abs_rms == tol_block_bf16(128).abs_rms);
+}
+
 static void test_fp8_output_bound(void)
 {
     const Dtype fmts[2] = {DT_E4M3, DT_E5M2};
@@ -260,6 +274,7 @@ int main(void)
     RUN(test_router_bounds);
     RUN(test_fast_accumulation_bound);
     RUN(test_split_accumulation_bound);
+    RUN(test_block_bound);
     RUN(test_fp8_output_bound);
     return test_summary();
 }
