@@ -30,6 +30,25 @@
  *    (343 TFLOPS = 0.15 of B200's peak; stas00/ml-engineering: FA2 "very slow
  *    on Blackwell").
  *
+ * PyTorch's grouped GEMM on Blackwell: torch._grouped_mm in BF16 runs a CUTLASS
+ * grouped kernel (aten/src/ATen/native/cuda/GroupMM.cu, its SM 10.0 schedule
+ * since pytorch/pytorch PR 156203) with CUTLASS's example heuristics, not
+ * cuBLAS's (pytorch/pytorch issue 163425). torchao's microbenchmark of it on a
+ * B200 (torchao/prototype/moe_training/README.md at 838dcebb13be, torch
+ * 2.10.0a0+gitf6de195, benchmark_scaled_grouped_mm_dq.py --compile) times the
+ * forward and both backward GEMMs of (M 128,000, N 8,192, K 5,120) in 4 groups
+ * at 38,879.3 us (the 4 local experts of torchao's own 2-layer Llama 4 run);
+ * the plan's dense model times the same three GEMMs on the catalog's B200 at
+ * 26.91 ms: 26.91 / 38.88 = 0.69 (the table's 1, 2 and 8 groups: 0.67, 0.76,
+ * 0.75; at DeepSeek-V3's (M 128,000, N 2,048, K 7,168) 11,758 to 15,013 us
+ * against 9.65 ms: 0.64 to 0.82). Its MXFP8 counterpart
+ * (torch._scaled_grouped_mm) without torchao's quantization kernels, which the
+ * plan charges apart: the same README's kernel breakdown (at 2c2d40258,
+ * torch 2.11.0.dev20260101, torchao 0.16.0, B200 at 1,000 W, DeepSeek-V3
+ * shapes: M 131,072 in 8 groups, N 2,048, K 7,168) times the forward and dgrad
+ * 2D-3D GEMMs at 1,671.2 and 1,683.4 us and the wgrad 2D-2D at 2,103.3 us,
+ * 5,457.9 us against the plan's 4.866 ms: 0.89.
+ *
  * Row-wise-scaled FP8 GEMMs: torch._scaled_mm with row-wise scales runs a
  * CUTLASS kernel; with fast accumulation "most shapes are within 90-100 % of
  * tensor-wise efficiency, but there's a long tail going down to 50 %"
@@ -66,6 +85,9 @@ static const ArchRow rows[] = {
 /* clang-format on */
 
 const double arch_rowwise_gemm_rel = 0.90;
+
+const double arch_grouped_mm_bf16_rel_sm100 = 0.69;
+const double arch_grouped_mm_mxfp8_rel_sm100 = 0.89;
 
 /* A CPU: BLAS register and cache blocking leave no wave or tile quantization the model could see at
  * the granularity of a whole kernel, and its fixed costs per call are in the launch floor (the stack's

@@ -43,6 +43,11 @@ double arch_hd_factor(const AttnCurve *c, uint32_t head_dim);
  * cuBLASLt kernel on the same shape: the fraction of its rate. */
 extern const double arch_rowwise_gemm_rel;
 
+/* PyTorch's grouped GEMMs on Blackwell (SM 10.0 and later) against the plan's dense GEMM on the same shapes: the
+ * fraction of its rate (torchao's B200 benchmarks): BF16 torch._grouped_mm, MXFP8 torch._scaled_grouped_mm. */
+extern const double arch_grouped_mm_bf16_rel_sm100;
+extern const double arch_grouped_mm_mxfp8_rel_sm100;
+
 /* NCCL ring latency model (src/graph/tuning.cc): protocols LL and Simple. */
 enum { NCCL_LL = 0, NCCL_SIMPLE, NCCL_PROTOS };
 typedef struct {

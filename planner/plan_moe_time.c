@@ -280,6 +280,11 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     int acc = te ? !in->grad_acc_fusion && rc->linear != LIN_MSAMP : g->m > 1;
     const int fp8plan_ep1 = in->fusion == FUSE_FP8PLAN && x->ep == 1;
     double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
+    /* PyTorch's grouped kernels (compile and eager stacks: torch._grouped_mm, torch._scaled_grouped_mm) on
+     * Blackwell, at their measured fractions of the dense rate (planner/arch.c); elsewhere the dense rate */
+    int torch_gmm = (in->fusion == FUSE_COMPILE || in->fusion == FUSE_EAGER) && !in->gpu->host && in->gpu->sm >= 100;
+    double g16 = torch_gmm ? 1.0 / arch_grouped_mm_bf16_rel_sm100 : 1.0;
+    double g8 = torch_gmm ? 1.0 / arch_grouped_mm_mxfp8_rel_sm100 : 1.0;
     Acc ak = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s};
     LayerElem le;
     plan_layer_elem(in, g, &le);
@@ -308,10 +313,13 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
             /* TE accumulates into the main grad in the epilogue (the router: its own hook, in BF16) */
             double wout = te && (!q || in->grad_acc_fusion) ? 2.0 * (q ? gb : ob) : 2.0;
             uint64_t st = l->kind == XL_EXPERT ? streams : 0;
-            double tf = gemm_time_streams(&gg, l->m, l->rows, l->cols, l->count, st, q && f8, 2) * (q ? fslow : 1.0);
+            int xe = l->kind == XL_EXPERT;
+            double gf = xe ? (f8 ? g8 : g16) : 1.0, gbw = xe ? (b8 ? g8 : g16) : 1.0;
+            double tf =
+                gemm_time_streams(&gg, l->m, l->rows, l->cols, l->count, st, q && f8, 2) * (q ? fslow : 1.0) * gf;
             if (q) wq += (double)l->rows * (double)l->cols * (double)l->count, nq++;
-            double tw = gemm_time_streams(&gg, l->rows, l->cols, l->m, l->count, st, q && b8, wout);
-            double tb = gemm_time_streams(&gg, l->m, l->cols, l->rows, l->count, st, q && b8, 2) + tw;
+            double tw = gemm_time_streams(&gg, l->rows, l->cols, l->m, l->count, st, q && b8, wout) * gbw;
+            double tb = gemm_time_streams(&gg, l->m, l->cols, l->rows, l->count, st, q && b8, 2) * gbw + tw;
             if (l->kind == XL_EXPERT) { /* a host's grouped GEMM: its cost per group, where measured (BF16) */
                 tf += host_group_s(in, l->count, f8), tw += host_group_s(in, l->count, b8);
                 tb += host_group_s(in, l->count, b8) + host_group_s(in, l->count, b8);

@@ -107,12 +107,14 @@ static void test_pinned_figures(void)
      * rows); the runs whose release's preset overlaps the all-to-alls (moe_a2a_overlap, A2A_1F1B) say so in their notes
      * (overlap_ep=1), which the hold-out figure pays for (28.60 -> 30.57: 25.11's Qwen3-30B-A3B on H100 +134 -> +176 %);
      * overlapped, they run in the merged 1F1B schedule and, on H100 with TP, without TE's TP overlap (20.52 -> 20.29),
-     * its warm-up and cool-down unmerged (20.29 -> 19.95) */
-    pin(&s.moe, "mixture of experts", 67, 19.95);
+     * its warm-up and cool-down unmerged (20.29 -> 19.95); since then rows checked against their releases' presets
+     * and the host time re-chosen on the dev rows (-> 14.95, dev 14.72, hold-out 15.46), and PyTorch's grouped GEMMs
+     * on Blackwell at their measured rates (planner/arch.c: torchao's four runs, -> 14.74, dev 14.40) */
+    pin(&s.moe, "mixture of experts", 67, 14.74);
     /* the MoE runs split by the same hold-out list: Megatron-Bridge 25.11 and 26.02 held out */
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
-    pin(&s.moe_dev, "mixture of experts, dev", 46, 15.38);
-    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 29.95);
+    pin(&s.moe_dev, "mixture of experts, dev", 46, 14.40);
+    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 15.46);
     /* no MoE run that really trained is planned above its GPU's memory; two are uncertain (the DeepSeek-V3 report's
      * pre-training, and NeMo AutoModel's DeepSeek-V3 on 1,024 H100, whose configurations disagree on activation
      * checkpointing: unknown=act_ckpt) */
@@ -124,7 +126,8 @@ static void test_pinned_figures(void)
     int np = fidelity_pairs(rows, n, pairs, FIDELITY_MAX_PAIRS);
     FidelityGroup pa, pd, ph;
     fidelity_pairs_summary(pairs, np, &pa, &pd, &ph);
-    pin(&pa, "FP8/BF16 speed-up", 16, 7.48);
+    /* 7.70 -> 7.95 with PyTorch's grouped GEMMs on Blackwell: torchao's Llama 4 Scout pair on GB200 +4.9 -> +12.0 % */
+    pin(&pa, "FP8/BF16 speed-up", 16, 7.95);
     CHECK_EQ_INT(ph.n, 3);       /* torchao's float8 README; Megatron-Bridge 25.11's DeepSeek-V3 on 256 GB300 */
     for (int i = 0; i < np; i++) /* the micro-batch-4 FP8-LM row changes more than the precision */
         CHECKF(strcmp(pairs[i].fp8->run->id, "fp8lm-gpt175b-fp8lm-mbs4"), "pair %d takes the mbs-4 row", i);
