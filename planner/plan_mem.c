@@ -51,30 +51,34 @@ void plan_term(StageMem *sm, MemTermId id, Dtype dt, uint64_t elements, uint64_t
     t->persistent = term_rows[id].persistent;
 }
 
-int plan_state_sharded(const PlanInput *in, const StateSet *s, StateId st)
+/* The states of s that shard over the DP group (bit 1u << StateId): the rule is decided once for the five states,
+ * not once per state (plan_state_terms runs a few times per plan; plan_state_sharded reads one bit of it). */
+static unsigned shard_bits(const PlanInput *in, const StateSet *s)
 {
     switch (in->sharding) {
     case SHARD_NONE: return 0;
-    case SHARD_DIST_OPT: return (s->shard_mask >> st) & 1;
+    case SHARD_DIST_OPT: return s->shard_mask;
     case SHARD_ZERO1:
     case SHARD_ZERO2:
-        if (st == STATE_M || st == STATE_V) return 1;
-        if (st == STATE_MASTER) return !recipe_master_is_compute(s, in->recipe);
-        return st == STATE_GRAD && in->sharding == SHARD_ZERO2;
-    case SHARD_ZERO3: return 1;
+        return 1u << STATE_M | 1u << STATE_V | (recipe_master_is_compute(s, in->recipe) ? 0u : 1u << STATE_MASTER) |
+               (in->sharding == SHARD_ZERO2 ? 1u << STATE_GRAD : 0u);
+    case SHARD_ZERO3: return ~0u;
     default: return 0;
     }
 }
+
+int plan_state_sharded(const PlanInput *in, const StateSet *s, StateId st) { return (shard_bits(in, s) >> st) & 1; }
 
 void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, const StateSet *s, uint64_t elems,
                       MemTermId w, MemTermId master, MemTermId grad, MemTermId mm, MemTermId vv)
 {
     const MemTermId ids[STATE_COUNT_] = {w, master, grad, mm, vv};
+    unsigned bits = d > 1 ? shard_bits(in, s) : 0;
     /* a sharded state's elements on this rank, divided once for the states that share it */
     uint64_t part = d > 1 && in->sharding != SHARD_NONE ? ceil_div(elems, d) : elems;
     for (int st = 0; st < STATE_COUNT_; st++) {
         Dtype dt = st == STATE_GRAD ? plan_grad_dt(in, s->dt[st]) : s->dt[st];
-        int sh = dt != DT_NONE && d > 1 && plan_state_sharded(in, s, (StateId)st);
+        int sh = dt != DT_NONE && ((bits >> st) & 1);
         uint64_t n = dt == DT_NONE ? 0 : sh ? part : elems;
         plan_term(sm, ids[st], dt, n, ck_mul(ck, n, dt_bytes(dt)), sh ? (uint32_t)d : 1);
     }
