@@ -299,7 +299,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     GemmGpu gg;
     gemm_gpu_init(in, &gg);
     VocabCallT vt;
-    plan_vocab_call_times(in, g, &vt);
+    plan_vocab_call_times(in, g, p, &vt);
     LayerT L[XK_COUNT];
     const MoeGeo *x = &g->x;
     if (x->on) {
