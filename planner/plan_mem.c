@@ -69,19 +69,26 @@ static unsigned shard_bits(const PlanInput *in, const StateSet *s)
 
 int plan_state_sharded(const PlanInput *in, const StateSet *s, StateId st) { return (shard_bits(in, s) >> st) & 1; }
 
+/* One state's term: sh (sharded) holds part of the elements on this rank, d ways. */
+static inline void state_term(StageMem *sm, Ck *ck, MemTermId id, Dtype dt, unsigned sh, uint64_t part, uint64_t elems,
+                              uint64_t d)
+{
+    sh = sh && dt != DT_NONE;
+    uint64_t n = dt == DT_NONE ? 0 : sh ? part : elems;
+    plan_term(sm, id, dt, n, ck_mul(ck, n, dt_bytes(dt)), sh ? (uint32_t)d : 1);
+}
+
 void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, const StateSet *s, uint64_t elems,
                       MemTermId w, MemTermId master, MemTermId grad, MemTermId mm, MemTermId vv)
 {
-    const MemTermId ids[STATE_COUNT_] = {w, master, grad, mm, vv};
-    unsigned bits = d > 1 ? shard_bits(in, s) : 0;
+    unsigned b = d > 1 ? shard_bits(in, s) : 0;
     /* a sharded state's elements on this rank, divided once for the states that share it */
     uint64_t part = d > 1 && in->sharding != SHARD_NONE ? ceil_div(elems, d) : elems;
-    for (int st = 0; st < STATE_COUNT_; st++) {
-        Dtype dt = st == STATE_GRAD ? plan_grad_dt(in, s->dt[st]) : s->dt[st];
-        int sh = dt != DT_NONE && ((bits >> st) & 1);
-        uint64_t n = dt == DT_NONE ? 0 : sh ? part : elems;
-        plan_term(sm, ids[st], dt, n, ck_mul(ck, n, dt_bytes(dt)), sh ? (uint32_t)d : 1);
-    }
+    state_term(sm, ck, w, s->dt[STATE_WEIGHT], (b >> STATE_WEIGHT) & 1, part, elems, d);
+    state_term(sm, ck, master, s->dt[STATE_MASTER], (b >> STATE_MASTER) & 1, part, elems, d);
+    state_term(sm, ck, grad, plan_grad_dt(in, s->dt[STATE_GRAD]), (b >> STATE_GRAD) & 1, part, elems, d);
+    state_term(sm, ck, mm, s->dt[STATE_M], (b >> STATE_M) & 1, part, elems, d);
+    state_term(sm, ck, vv, s->dt[STATE_V], (b >> STATE_V) & 1, part, elems, d);
 }
 
 /* Scales of one FP8-stored R x C tensor at the weight granularity (0 for per-tensor). */
