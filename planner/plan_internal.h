@@ -116,6 +116,7 @@ typedef struct {
     uint64_t cat[MC_COUNT_];
     uint64_t total;
     uint64_t params, params_gemm, params_expert;
+    uint64_t layer_bwd; /* plan_memory: a layer's backward working set, the part of MT_TRANSIENT every stage has */
 } StageMem;
 
 /* Activation bytes of one layer and micro-batch (recompute none; plan_mem.c explains the items). */
