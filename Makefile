@@ -120,6 +120,10 @@ CPPFLAGS := -I. -D_GNU_SOURCE -isystem $(BLAS_INC)
 # No -ffast-math: floating-point results are the same as without vectorization.
 VECFLAGS := -fno-math-errno $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),,-fvect-cost-model=dynamic)
 CFLAGS := -std=c11 $(OPT) $(VECFLAGS) $(WARN) $(SANFLAGS) -MMD -MP
+# The planner runs a few thousand arithmetic steps per plan, millions of plans in a sweep: at -O3 GCC inlines and
+# unrolls more of them (make bench's mix: 12 % fewer instructions per plan, callgrind). Neither level reassociates
+# floating point, so the plans are the same bits. Only over the default -O2 (an -O0 or -O1 build stays as asked).
+PLANNER_OPT := $(if $(filter -O2,$(OPT)),-O3)
 LDFLAGS := $(SANFLAGS)
 LDLIBS := -lcsv -lyaml -ltomlplusplus -lstdc++ $(if $(filter 1,$(TUI)),-lncursesw) -L$(BLAS_LIB) -Wl,-rpath,$(BLAS_LIB) -lopenblas -lm -lpthread
 # The CUDA backend is a shared library of its own, $(BUILD)/libfp8plan_cuda.so, loaded
@@ -270,6 +274,7 @@ Q := $(if $(filter 1,$(V)),,@)
 
 all: $(BIN) $(CUDA_SO)
 
+$(BUILD)/obj/planner/%.o: CFLAGS += $(PLANNER_OPT)
 $(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(if $(findstring /cuda/,$<),-isystem $(CUDA_HOME)/include) $(CFLAGS) -c $< -o $@

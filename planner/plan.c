@@ -215,13 +215,15 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
             return REJECT_KNOB;
         }
     }
-    static const char *const names[] = {"--tp", "--pp", "--vpp", "--cp", "--dp", "--mbs"};
-    const uint32_t vals[] = {in->tp, in->pp, in->vpp, in->cp, in->dp, in->mbs};
-    for (int i = 0; i < 6; i++)
-        if (!vals[i]) {
-            err_set(e, ST_USAGE, "%s 0: must be at least 1", names[i]);
-            return REJECT_ZERO;
-        }
+    if (!in->tp || !in->pp || !in->vpp || !in->cp || !in->dp || !in->mbs) { /* which one, in this order */
+        static const char *const names[] = {"--tp", "--pp", "--vpp", "--cp", "--dp", "--mbs"};
+        const uint32_t vals[] = {in->tp, in->pp, in->vpp, in->cp, in->dp, in->mbs};
+        for (int i = 0; i < 6; i++)
+            if (!vals[i]) {
+                err_set(e, ST_USAGE, "%s 0: must be at least 1", names[i]);
+                return REJECT_ZERO;
+            }
+    }
     if (umod(md->heads, in->tp) || umod(md->kv_heads, in->tp)) {
         err_set(e, ST_USAGE, "--tp %u: %s has %u heads and %u kv_heads; both must be divisible by tp", in->tp, md->name,
                 md->heads, md->kv_heads);

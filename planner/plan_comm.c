@@ -254,6 +254,30 @@ void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint
     c->exposed_s = c->time_s; /* plan_time decides what overlaps */
 }
 
+double plan_coll_again(const PlanInput *in, const Collective *c, CommOp op, uint64_t n, uint64_t S)
+{
+    if (in->gpu->host || !c->calls || c->op != op || c->ranks != n || c->payload_bytes != S || !(c->bw > 0)) return -1;
+    return c->latency_s + (double)c->bus_bytes / c->bw;
+}
+
+void plan_coll_set_same(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
+                        uint64_t payload, uint64_t calls, Ck *ck, const CollectiveId *same, int nsame)
+{
+    Collective *c = coll_bytes(in, p, id, dt, ranks, stride, payload, calls, ck);
+    if (!c->calls) return;
+    for (int i = 0; i < nsame; i++) {
+        const Collective *s = &p->coll[same[i]];
+        double t = plan_coll_again(in, s, c->op, c->ranks, payload);
+        if (t >= 0) {
+            c->bw = s->bw, c->latency_s = s->latency_s;
+            c->time_s = c->exposed_s = (double)c->calls * t;
+            return;
+        }
+    }
+    c->time_s = c->exposed_s = (double)c->calls * coll_time(in, c->op, dt, c->ranks, stride, payload, &c->bus_bytes, ck,
+                                                            &c->bw, &c->latency_s);
+}
+
 /* Two collectives of one op that make the same call (dtype, group, payload), each its own number of times (a
  * layer's forward and backward reduce-scatters): as two plan_coll_set, the call timed once. */
 static void coll_set_twins(const PlanInput *in, Plan *p, CollectiveId a, CollectiveId b, Dtype dt, uint64_t ranks,

@@ -32,6 +32,13 @@ typedef struct {
 
 static int has_sp(const Geo *g) { return g->rep > 1; }
 
+/* The TP collectives (all over the TP group, stride 1) that may make a vocabulary call's [tok, h] call: the
+ * vocabulary one itself (plan_vocab_call_times runs after plan_comm_vocab), the layers' of the same op. */
+static const CollectiveId same_ar[] = {CO_TP_AR_FWD, CO_TP_AR_BWD, CO_TP_VOCAB_AR};
+static const CollectiveId same_ag[] = {CO_TP_AG_FWD, CO_TP_AG_BWD, CO_TP_VOCAB_AG};
+static const CollectiveId same_rs[] = {CO_TP_RS_FWD, CO_TP_RS_BWD, CO_TP_VOCAB_RS};
+static const CollectiveId same_loss[] = {CO_TP_LOSS_AR};
+
 /* Forward (fwd = 1) or backward calls per micro-batch of a stage holding the embedding and/or the head. */
 static VocabCalls vocab_calls(const PlanInput *in, const Geo *g, int first, int last, int fwd)
 {
@@ -94,24 +101,31 @@ void plan_comm_vocab(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     VocabCalls f = vocab_calls(in, g, first, last, 1), b = vocab_calls(in, g, first, last, 0);
     Dtype dt = rc->comm_tp_rs;
     uint64_t S = ck_mul3(ck, g->tok, g->h, dt_bytes(dt));
-    plan_coll_set(in, p, CO_TP_VOCAB_AR, dt, t, 1, S, ck_mul(ck, f.ar + b.ar, m), ck);
-    plan_coll_set(in, p, CO_TP_VOCAB_AG, dt, t, 1, S, ck_mul(ck, f.ag + b.ag, m), ck);
-    plan_coll_set(in, p, CO_TP_VOCAB_RS, dt, t, 1, S, ck_mul(ck, f.rs + b.rs, m), ck);
+    /* the layers' TP collectives over the same group (stride 1), timed already where their payload is the same */
+    plan_coll_set_same(in, p, CO_TP_VOCAB_AR, dt, t, 1, S, ck_mul(ck, f.ar + b.ar, m), ck, same_ar, 2);
+    plan_coll_set_same(in, p, CO_TP_VOCAB_AG, dt, t, 1, S, ck_mul(ck, f.ag + b.ag, m), ck, same_ag, 2);
+    plan_coll_set_same(in, p, CO_TP_VOCAB_RS, dt, t, 1, S, ck_mul(ck, f.rs + b.rs, m), ck, same_rs, 2);
     if (last) plan_coll_set(in, p, CO_TP_LOSS_AR, DT_FP32, t, 1, ck_mul(ck, g->tok, 4), ck_mul(ck, 3, m), ck);
     Dtype gd = plan_grad_dt(in, rc->other.dt[STATE_GRAD]);
     uint64_t e = replicated_elems(in, g, p->stage, last, ck);
     plan_coll_set(in, p, CO_TP_NORM_GRAD_AR, gd, t, 1, ck_mul(ck, e, dt_bytes(gd)), e ? 1 : 0, ck);
 }
 
-/* Seconds of one call of op over the TP group for payload S. */
-static double call(const PlanInput *in, const Geo *g, CommOp op, Dtype dt, uint64_t S, Ck *ck)
+/* Seconds of one call of op over the TP group for payload S: a collective of same[0..n) timed it already, or
+ * timed here. */
+static double call(const PlanInput *in, const Geo *g, const Plan *p, CommOp op, Dtype dt, uint64_t S, Ck *ck,
+                   const CollectiveId *same, int n)
 {
+    for (int i = 0; i < n; i++) {
+        double t = plan_coll_again(in, &p->coll[same[i]], op, g->tp, S);
+        if (t >= 0) return t;
+    }
     return plan_coll_time(in, op, dt, g->tp, 1, S, ck, NULL, NULL);
 }
 
 /* Every op some stage calls: vocab_calls only adds calls for first or last, so a stage holding both ends calls
  * each op any stage calls. */
-void plan_vocab_call_times(const PlanInput *in, const Geo *g, VocabCallT *vt)
+void plan_vocab_call_times(const PlanInput *in, const Geo *g, const Plan *p, VocabCallT *vt)
 {
     vt->ar = vt->ag = vt->rs = vt->loss = 0;
     if (g->tp <= 1) return;
@@ -119,10 +133,10 @@ void plan_vocab_call_times(const PlanInput *in, const Geo *g, VocabCallT *vt)
     Dtype dt = in->recipe->comm_tp_rs;
     uint64_t S = ck_mul3(&ck, g->tok, g->h, dt_bytes(dt));
     VocabCalls f = vocab_calls(in, g, 1, 1, 1), b = vocab_calls(in, g, 1, 1, 0);
-    if (f.ar + b.ar) vt->ar = call(in, g, OP_ALL_REDUCE, dt, S, &ck);
-    if (f.ag + b.ag) vt->ag = call(in, g, OP_ALL_GATHER, dt, S, &ck);
-    if (f.rs + b.rs) vt->rs = call(in, g, OP_REDUCE_SCATTER, dt, S, &ck);
-    vt->loss = call(in, g, OP_ALL_REDUCE, DT_FP32, ck_mul(&ck, g->tok, 4), &ck);
+    if (f.ar + b.ar) vt->ar = call(in, g, p, OP_ALL_REDUCE, dt, S, &ck, same_ar, 3);
+    if (f.ag + b.ag) vt->ag = call(in, g, p, OP_ALL_GATHER, dt, S, &ck, same_ag, 3);
+    if (f.rs + b.rs) vt->rs = call(in, g, p, OP_REDUCE_SCATTER, dt, S, &ck, same_rs, 3);
+    vt->loss = call(in, g, p, OP_ALL_REDUCE, DT_FP32, ck_mul(&ck, g->tok, 4), &ck, same_loss, 1);
 }
 
 /* An op with no calls adds +0.0 (a call's time is finite: plan_validate wants positive bandwidths). */

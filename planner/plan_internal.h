@@ -116,6 +116,7 @@ typedef struct {
     uint64_t cat[MC_COUNT_];
     uint64_t total;
     uint64_t params, params_gemm, params_expert;
+    uint64_t layer_bwd; /* plan_memory: a layer's backward working set, the part of MT_TRANSIENT every stage has */
 } StageMem;
 
 /* Activation bytes of one layer and micro-batch (recompute none; plan_mem.c explains the items). */
@@ -223,7 +224,7 @@ void plan_comm_vocab(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
 typedef struct {
     double ar, ag, rs, loss;
 } VocabCallT;
-void plan_vocab_call_times(const PlanInput *in, const Geo *g, VocabCallT *vt);
+void plan_vocab_call_times(const PlanInput *in, const Geo *g, const Plan *p, VocabCallT *vt);
 void plan_vocab_time(const PlanInput *in, const Geo *g, const VocabCallT *vt, int first, int last, double *fwd,
                      double *bwd);
 /* The collectives of a MoE / MLA / MTP model that differ from a dense model's (plan_moe_comm.c). */
@@ -245,6 +246,16 @@ double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t strid
  * bus bytes. */
 double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S, Ck *ck,
                       double *bw, double *lat);
+/* One call's seconds of a collective plan_coll_set has timed, for a caller about to time the same call (op, group
+ * size, payload; the group's stride is the caller's to match): its latency plus its bus bytes at its bandwidth,
+ * which is exactly what plan_coll_call returned for it (test_plan_time holds the two equal); -1 where that
+ * does not hold: c unused or another call, or a host profile (its measured fits time some ops). The ring model's
+ * time depends on op, group and bus bytes only, so a TP call of the same size is timed once per plan. */
+double plan_coll_again(const PlanInput *in, const Collective *c, CommOp op, uint64_t n, uint64_t S);
+/* plan_coll_set, with the call's time taken from the first of same[0..nsame) that made the same call over the same
+ * group (plan_coll_again), else timed. */
+void plan_coll_set_same(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
+                        uint64_t payload, uint64_t calls, Ck *ck, const CollectiveId *same, int nsame);
 void plan_time(const PlanInput *in, const Geo *g, Plan *p);
 /* The fraction of the concurrent GEMMs that hides a TP collective: the stack's (in->overlap_tp), but none on a GPU
  * before Blackwell (sm < 100) when Transformer Engine's userbuffers would overlap them beside Megatron's merged

@@ -51,33 +51,44 @@ void plan_term(StageMem *sm, MemTermId id, Dtype dt, uint64_t elements, uint64_t
     t->persistent = term_rows[id].persistent;
 }
 
-int plan_state_sharded(const PlanInput *in, const StateSet *s, StateId st)
+/* The states of s that shard over the DP group (bit 1u << StateId): the rule is decided once for the five states,
+ * not once per state (plan_state_terms runs a few times per plan; plan_state_sharded reads one bit of it). */
+static unsigned shard_bits(const PlanInput *in, const StateSet *s)
 {
     switch (in->sharding) {
     case SHARD_NONE: return 0;
-    case SHARD_DIST_OPT: return (s->shard_mask >> st) & 1;
+    case SHARD_DIST_OPT: return s->shard_mask;
     case SHARD_ZERO1:
     case SHARD_ZERO2:
-        if (st == STATE_M || st == STATE_V) return 1;
-        if (st == STATE_MASTER) return !recipe_master_is_compute(s, in->recipe);
-        return st == STATE_GRAD && in->sharding == SHARD_ZERO2;
-    case SHARD_ZERO3: return 1;
+        return 1u << STATE_M | 1u << STATE_V | (recipe_master_is_compute(s, in->recipe) ? 0u : 1u << STATE_MASTER) |
+               (in->sharding == SHARD_ZERO2 ? 1u << STATE_GRAD : 0u);
+    case SHARD_ZERO3: return ~0u;
     default: return 0;
     }
+}
+
+int plan_state_sharded(const PlanInput *in, const StateSet *s, StateId st) { return (shard_bits(in, s) >> st) & 1; }
+
+/* One state's term: sh (sharded) holds part of the elements on this rank, d ways. */
+static inline void state_term(StageMem *sm, Ck *ck, MemTermId id, Dtype dt, unsigned sh, uint64_t part, uint64_t elems,
+                              uint64_t d)
+{
+    sh = sh && dt != DT_NONE;
+    uint64_t n = dt == DT_NONE ? 0 : sh ? part : elems;
+    plan_term(sm, id, dt, n, ck_mul(ck, n, dt_bytes(dt)), sh ? (uint32_t)d : 1);
 }
 
 void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, const StateSet *s, uint64_t elems,
                       MemTermId w, MemTermId master, MemTermId grad, MemTermId mm, MemTermId vv)
 {
-    const MemTermId ids[STATE_COUNT_] = {w, master, grad, mm, vv};
+    unsigned b = d > 1 ? shard_bits(in, s) : 0;
     /* a sharded state's elements on this rank, divided once for the states that share it */
     uint64_t part = d > 1 && in->sharding != SHARD_NONE ? ceil_div(elems, d) : elems;
-    for (int st = 0; st < STATE_COUNT_; st++) {
-        Dtype dt = st == STATE_GRAD ? plan_grad_dt(in, s->dt[st]) : s->dt[st];
-        int sh = dt != DT_NONE && d > 1 && plan_state_sharded(in, s, (StateId)st);
-        uint64_t n = dt == DT_NONE ? 0 : sh ? part : elems;
-        plan_term(sm, ids[st], dt, n, ck_mul(ck, n, dt_bytes(dt)), sh ? (uint32_t)d : 1);
-    }
+    state_term(sm, ck, w, s->dt[STATE_WEIGHT], (b >> STATE_WEIGHT) & 1, part, elems, d);
+    state_term(sm, ck, master, s->dt[STATE_MASTER], (b >> STATE_MASTER) & 1, part, elems, d);
+    state_term(sm, ck, grad, plan_grad_dt(in, s->dt[STATE_GRAD]), (b >> STATE_GRAD) & 1, part, elems, d);
+    state_term(sm, ck, mm, s->dt[STATE_M], (b >> STATE_M) & 1, part, elems, d);
+    state_term(sm, ck, vv, s->dt[STATE_V], (b >> STATE_V) & 1, part, elems, d);
 }
 
 /* Scales of one FP8-stored R x C tensor at the weight granularity (0 for per-tensor). */
@@ -329,6 +340,57 @@ static void mem_sums(const PlanInput *in, StageMem *sm, Ck *ck, int experts)
     sm->total = ck_add(ck, ck_add(ck, ck_add(ck, st, cp), ck_add(ck, sc, ac)), ov);
 }
 
+/* The transient peak working set of one layer's backward, the same on every stage (plan_memory adds the
+ * stage's own: ZeRO-3's whole stage under PP, the loss on the last, per-tensor scales in flight). */
+static uint64_t layer_bwd(const PlanInput *in, const Geo *g, const LayerAct *la, Ck *ck)
+{
+    const Recipe *rc = in->recipe;
+    uint64_t h = g->h, tok_r = g->tok_r;
+    /* the widest column-parallel output's gradient: FC1's k x F, or QKV's (heads + 2 KV heads) x head_dim
+     * where the FFN is narrower than that (a small FFN); the row-parallel outputs' (tok, h) gradients are
+     * dX / d(residual) and, with SP, the re-gathered (tok, h) buffer below */
+    uint64_t dwide = g->lin_rows[LIN_FC1] > g->lin_rows[LIN_QKV] ? g->lin_rows[LIN_FC1] : g->lin_rows[LIN_QKV];
+    /* dX, d(residual); dX's buffer also holds the attention output's gradient [tok, heads/tp x head_dim] (the output
+     * projection's input gradient, which the attention's backward reads), wider where the heads are wider than h */
+    uint64_t dr = ck_mul(ck, tok_r, h), dx = ck_mul(ck, g->tok, g->lin_cols[LIN_PROJ]);
+    uint64_t bwd = ck_mul(ck, ck_add(ck, dr, dx > dr ? dx : dr), 2);
+    bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, dwide, 2)); /* d(widest output) */
+    if (g->k == 2) /* SwiGLU: d(its output) (tok, F) is read while d(FC1 output) (tok, 2F) is written */
+        bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->F_t, 2));
+    if (g->rep > 1) bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, h, 2)); /* SP re-gathered input */
+    if (dt_fp8(rc->gemm_bwd)) { /* dY in FP8, both layouts, and their block scales (the transposed copy's
+                                   tiles run along the tokens) */
+        uint64_t n1, n2, s1 = plan_block_scale_bytes(rc->act_gran, g->tok, dwide, &n1),
+                         s2 = plan_block_scale_bytes(rc->act_gran, dwide, g->tok, &n2);
+        if (n1 == UINT64_MAX || n2 == UINT64_MAX) ck->ovf = 1;
+        bwd = ck_add(ck, bwd, ck_add(ck, 2 * ck_mul(ck, g->tok, dwide), ck_add(ck, s1, s2)));
+    }
+    if (in->recompute == RECOMPUTE_FULL)
+        bwd = ck_add(ck, bwd, ck_add(ck, ck_add(ck, la->hp, la->fp8), ck_add(ck, la->attn, la->mask)));
+    if (in->recompute == RECOMPUTE_OP) /* one layer's recomputed tensors while its backward runs */
+        bwd = ck_add(ck, bwd, ck_add(ck, la->hp, la->fp8));
+    if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 */
+        bwd = ck_add(ck, bwd, ck_mul(ck, ck_mul3(ck, g->tok, g->heads / g->tp, g->seq), 4));
+    bwd = ck_add(ck, bwd, plan_qk_norm_bytes(in, g, ck));
+    int f8grad = dtype_is_fp8(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]));
+    uint64_t cast = plan_fp8_cast_bytes_per_param(in);
+    if (f8grad || cast) {
+        uint64_t lmax = 0; /* the largest linear weight of a layer */
+        for (int i = 0; i < LIN_COUNT; i++)
+            if (ck_mul(ck, g->lin_rows[i], g->lin_cols[i]) > lmax) lmax = g->lin_rows[i] * g->lin_cols[i];
+        if (f8grad) bwd = ck_add(ck, bwd, ck_mul(ck, lmax, 4)); /* a weight gradient in fp32 before its cast */
+        bwd = ck_add(ck, bwd, ck_mul(ck, lmax, cast));          /* its FP8 copies, cast for the GEMM running */
+    }
+    if ((in->mem_savings & PLAN_UNK_DENSE_ACT) && in->recompute != RECOMPUTE_FULL && in->recompute != RECOMPUTE_OP)
+        bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->F_t, 2)); /* FC2's input, rebuilt for its backward */
+    if (in->sharding == SHARD_ZERO3) /* FSDP: a layer's gathered weights (the compute dtype: BF16 when the master
+                                      * is the state), its FP8 copies, and its unsharded gradient with the
+                                      * reduce-scatter input in the reduction dtype; for the current and the
+                                      * prefetched layer */
+        bwd = ck_add(ck, bwd, 2 * plan_zero3_layer_bytes(in, g->gemm_layer, g->other_layer, ck));
+    return bwd;
+}
+
 /* All terms of one stage. With reuse, sm already holds another stage's terms and
  * only the stage-specific ones (other params, activations, fragmentation, sums)
  * are rewritten. */
@@ -381,54 +443,13 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
     }
     plan_term(sm, MT_ACT_OUTPUT, DT_NONE, 0, out, 1);
 
-    /* transient peak working set */
-    /* the widest column-parallel output's gradient: FC1's k x F, or QKV's (heads + 2 KV heads) x head_dim
-     * where the FFN is narrower than that (a small FFN); the row-parallel outputs' (tok, h) gradients are
-     * dX / d(residual) and, with SP, the re-gathered (tok, h) buffer below */
-    uint64_t dwide = g->lin_rows[LIN_FC1] > g->lin_rows[LIN_QKV] ? g->lin_rows[LIN_FC1] : g->lin_rows[LIN_QKV];
-    /* dX, d(residual); dX's buffer also holds the attention output's gradient [tok, heads/tp x head_dim] (the output
-     * projection's input gradient, which the attention's backward reads), wider where the heads are wider than h */
-    uint64_t dr = ck_mul(ck, tok_r, h), dx = ck_mul(ck, g->tok, g->lin_cols[LIN_PROJ]);
-    uint64_t bwd = ck_mul(ck, ck_add(ck, dr, dx > dr ? dx : dr), 2);
-    bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, dwide, 2)); /* d(widest output) */
-    if (g->k == 2) /* SwiGLU: d(its output) (tok, F) is read while d(FC1 output) (tok, 2F) is written */
-        bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->F_t, 2));
-    if (g->rep > 1) bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, h, 2)); /* SP re-gathered input */
-    if (dt_fp8(rc->gemm_bwd)) { /* dY in FP8, both layouts, and their block scales (the transposed copy's
-                                   tiles run along the tokens) */
-        uint64_t n1, n2, s1 = plan_block_scale_bytes(rc->act_gran, g->tok, dwide, &n1),
-                         s2 = plan_block_scale_bytes(rc->act_gran, dwide, g->tok, &n2);
-        if (n1 == UINT64_MAX || n2 == UINT64_MAX) ck->ovf = 1;
-        bwd = ck_add(ck, bwd, ck_add(ck, 2 * ck_mul(ck, g->tok, dwide), ck_add(ck, s1, s2)));
-    }
-    if (in->recompute == RECOMPUTE_FULL)
-        bwd = ck_add(ck, bwd, ck_add(ck, ck_add(ck, la.hp, la.fp8), ck_add(ck, la.attn, la.mask)));
-    if (in->recompute == RECOMPUTE_OP) /* one layer's recomputed tensors while its backward runs */
-        bwd = ck_add(ck, bwd, ck_add(ck, la.hp, la.fp8));
-    if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 */
-        bwd = ck_add(ck, bwd, ck_mul(ck, ck_mul3(ck, g->tok, g->heads / g->tp, g->seq), 4));
-    bwd = ck_add(ck, bwd, plan_qk_norm_bytes(in, g, ck));
-    int f8grad = dtype_is_fp8(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]));
-    uint64_t cast = plan_fp8_cast_bytes_per_param(in);
-    if (f8grad || cast) {
-        uint64_t lmax = 0; /* the largest linear weight of a layer */
-        for (int i = 0; i < LIN_COUNT; i++)
-            if (ck_mul(ck, g->lin_rows[i], g->lin_cols[i]) > lmax) lmax = g->lin_rows[i] * g->lin_cols[i];
-        if (f8grad) bwd = ck_add(ck, bwd, ck_mul(ck, lmax, 4)); /* a weight gradient in fp32 before its cast */
-        bwd = ck_add(ck, bwd, ck_mul(ck, lmax, cast));          /* its FP8 copies, cast for the GEMM running */
-    }
-    if ((in->mem_savings & PLAN_UNK_DENSE_ACT) && in->recompute != RECOMPUTE_FULL && in->recompute != RECOMPUTE_OP)
-        bwd = ck_add(ck, bwd, ck_mul3(ck, g->tok, g->F_t, 2)); /* FC2's input, rebuilt for its backward */
-    if (zero3) {
-        /* FSDP: a layer's gathered weights (the compute dtype: BF16 when the master is the state), its FP8
-         * copies, and its unsharded gradient with the reduce-scatter input in the reduction dtype; for the
-         * current and the prefetched layer */
-        bwd = ck_add(ck, bwd, 2 * plan_zero3_layer_bytes(in, g->gemm_layer, g->other_layer, ck));
-        /* with PP, FSDP keeps the stage's gathered weights from forward to backward and syncs gradients only
-         * on the last micro-batch (torchtitan apply_fsdp: no reshard_after_forward under PP), so the stage's
-         * BF16 weights and BF16 gradients stay whole all step */
-        if (g->pp > 1) bwd = ck_add(ck, bwd, ck_mul(ck, sm->params, 2 + 2));
-    }
+    /* transient peak working set: a layer's backward (computed once per plan: a reuse call takes sm's) */
+    uint64_t bwd = reuse ? sm->layer_bwd : layer_bwd(in, g, &la, ck);
+    sm->layer_bwd = bwd;
+    /* with PP, FSDP keeps the stage's gathered weights from forward to backward and syncs gradients only on the
+     * last micro-batch (torchtitan apply_fsdp: no reshard_after_forward under PP), so the stage's BF16 weights
+     * and BF16 gradients stay whole all step */
+    if (zero3 && g->pp > 1) bwd = ck_add(ck, bwd, ck_mul(ck, sm->params, 2 + 2));
     uint64_t tr = bwd;
     if (last) {
         /* the loss: bf16 logits and the stack's fp32 working copies beyond the saved softmax (loss_bytes) */

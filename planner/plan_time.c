@@ -184,14 +184,12 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     }
 }
 
-/* One micro-batch through a stage with n[k] layers of each kind (dense models: kind 0 only) and `mtp`
- * multi-token-prediction depths (their layers are in n; here their projection, norms, head and loss). */
-static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const VocabCallT *vt, const LayerT *L,
-                    const uint64_t *n, int first, int last, uint64_t mtp)
+/* The layers' part of a stage with n[k] layers of each kind (dense models: kind 0 only): stage_ends adds the
+ * embedding, head and loss of a first or last stage (stages of one layer count share this part). */
+static StageT stage_layers(const LayerT *L, const uint64_t *n)
 {
     StageT s;
     memset(&s, 0, sizeof s);
-    double tok = (double)g->tok, h = (double)g->h, ib = gg->inv_elem;
     for (int k = 0; k < XK_COUNT; k++) {
         if (!n[k]) continue; /* dense models: kind 0 only */
         const LayerT *l = &L[k];
@@ -212,6 +210,15 @@ static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const 
     /* of a layer's 3 K/V exchanges one is in the forward (the K/V gather) and two in the backward (the gather
      * again, the reduce-scatter of dK, dV) */
     s.fwd += s.cp / 3, s.bwd += s.cp * 2 / 3;
+    return s;
+}
+
+/* One micro-batch through a stage whose layers' part is s (stage_layers) with `mtp` multi-token-prediction depths
+ * (their layers are in s; here their projection, norms, head and loss). */
+static StageT stage_ends(const PlanInput *in, const Geo *g, const GemmGpu *gg, const VocabCallT *vt, StageT s,
+                         int first, int last, uint64_t mtp)
+{
+    double tok = (double)g->tok, h = (double)g->h, ib = gg->inv_elem;
     double vf, vb; /* TP: vocabulary-parallel embedding, LM head and loss collectives, exposed */
     plan_vocab_time(in, g, vt, first, last, &vf, &vb);
     s.fwd += vf, s.bwd += vb, s.tp += vf + vb;
@@ -249,6 +256,19 @@ static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const 
         }
     }
     return s;
+}
+
+static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const VocabCallT *vt, const LayerT *L,
+                    const uint64_t *n, int first, int last, uint64_t mtp)
+{
+    return stage_ends(in, g, gg, vt, stage_layers(L, n), first, last, mtp);
+}
+
+static int same_kinds(const uint64_t *a, const uint64_t *b)
+{
+    for (int k = 0; k < XK_COUNT; k++)
+        if (a[k] != b[k]) return 0;
+    return 1;
 }
 
 /* Spread an exposed total over the collectives of one group in proportion to their times. */
@@ -299,7 +319,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     GemmGpu gg;
     gemm_gpu_init(in, &gg);
     VocabCallT vt;
-    plan_vocab_call_times(in, g, &vt);
+    plan_vocab_call_times(in, g, p, &vt);
     LayerT L[XK_COUNT];
     const MoeGeo *x = &g->x;
     if (x->on) {
@@ -320,9 +340,10 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
         nl[mtk] += mtp;
         if (one) nf[mtk] += mtp;
     }
-    StageT sf = stage(in, g, &gg, &vt, L, nf, 1, one, one ? mtp : 0),
-           sl = one ? sf : stage(in, g, &gg, &vt, L, nl, 0, 1, mtp);
-    StageT smid = g->pp > 2 ? stage(in, g, &gg, &vt, L, nm, 0, 0, 0) : sf;
+    StageT lf = stage_layers(L, nf); /* an even split: every stage's layers' part is the first's */
+    StageT sf = stage_ends(in, g, &gg, &vt, lf, 1, one, one ? mtp : 0),
+           sl = one ? sf : stage_ends(in, g, &gg, &vt, same_kinds(nl, nf) ? lf : stage_layers(L, nl), 0, 1, mtp);
+    StageT smid = g->pp > 2 ? stage_ends(in, g, &gg, &vt, same_kinds(nm, nf) ? lf : stage_layers(L, nm), 0, 0, 0) : sf;
     if (x->on && g->pp > 3) { /* the middle stages differ when the first layers are dense: the slower of 1 and pp-2 */
         uint64_t n1[XK_COUNT];
         moe_stage_kinds(in, g, 1, &n1[0], &n1[1]);

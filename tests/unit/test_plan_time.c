@@ -172,6 +172,44 @@ static void test_nccl_alpha_beta(void)
     CHECK_REL(plan_coll_call(&in, OP_ALL_REDUCE, 8, 1, 1e8, NULL, &lat), 88.2e-6 + 1e8 / 360e9, 1e-9);
 }
 
+/* A collective timed once is timed for every other collective that makes the same call (plan_coll_again: the
+ * vocabulary-parallel calls a layer's TP collectives made already): one call's time back from what a Collective
+ * keeps, latency + bus bytes / bandwidth, is plan_coll_call's result exactly, on Simple and LL, inside a node and
+ * across nodes, on a measured link; -1 for another call, an unused collective or a host profile. */
+static void test_coll_again(void)
+{
+    GpuSpec g = fx_gpu();
+    PlanInput in;
+    plan_input_defaults(&in);
+    in.gpu = &g;
+    static const struct {
+        CommOp op;
+        uint64_t n, stride, S;
+    } cs[] = {{OP_ALL_REDUCE, 8, 1, 100000000},
+              {OP_ALL_REDUCE, 8, 1, 1000},
+              {OP_ALL_GATHER, 16, 8, 100000000},
+              {OP_REDUCE_SCATTER, 16, 2, 300000},
+              {OP_SEND_RECV, 2, 8, 1000000}};
+    for (int measured = 0; measured < 2; measured++) {
+        g.link_lat = measured ? 2e-6 : 0;
+        for (size_t i = 0; i < sizeof cs / sizeof *cs; i++) {
+            Ck ck = {0};
+            Collective c = {.op = cs[i].op, .ranks = (uint32_t)cs[i].n, .calls = 3, .payload_bytes = cs[i].S};
+            c.bus_bytes = plan_bus_bytes(cs[i].op, cs[i].n, cs[i].S, &ck);
+            double t = plan_coll_call(&in, cs[i].op, cs[i].n, cs[i].stride, (double)c.bus_bytes, &c.bw, &c.latency_s);
+            CHECKF(plan_coll_again(&in, &c, cs[i].op, cs[i].n, cs[i].S) == t, "case %zu, measured %d", i, measured);
+            CHECK(plan_coll_again(&in, &c, cs[i].op, cs[i].n, cs[i].S + 1) == -1);
+            CHECK(plan_coll_again(&in, &c, cs[i].op, cs[i].n * 2, cs[i].S) == -1);
+            CHECK(plan_coll_again(&in, &c, cs[i].op == OP_ALL_GATHER ? OP_ALL_REDUCE : OP_ALL_GATHER, cs[i].n,
+                                  cs[i].S) == -1);
+            g.host = 1; /* a host profile may time the op from its own fit */
+            CHECK(plan_coll_again(&in, &c, cs[i].op, cs[i].n, cs[i].S) == -1);
+            g.host = 0, c.calls = 0;
+            CHECK(plan_coll_again(&in, &c, cs[i].op, cs[i].n, cs[i].S) == -1);
+        }
+    }
+}
+
 /* TP collectives hide behind the layer's GEMMs up to the stack's overlap: at 0 only what Megatron's and TE's
  * column-parallel linears (QKV, FC1) overlap by themselves in backward — each one's input re-gather (a forward
  * all-gather's size) behind its dgrad GEMM and its dgrad's reduce-scatter behind its wgrad GEMM, 4 calls a layer
@@ -214,6 +252,7 @@ int main(void)
     RUN(test_gemm_ampere_and_overrides);
     RUN(test_attention_curves);
     RUN(test_nccl_alpha_beta);
+    RUN(test_coll_again);
     RUN(test_tp_overlap);
     return test_summary();
 }
