@@ -70,10 +70,6 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
     }
     printf("  %s\n", bad_mem ? "a rank's persistent memory differs from the plan's"
                              : "every rank holds the plan's persistent bytes, byte for byte");
-    if (rd->bias_whole_bytes)
-        printf("  each rank also holds %llu B outside the arena, not in the plan's terms: its sigmoid routers'\n"
-               "  FP32 biases whole beside their sharded masters (the router reads every expert's)\n",
-               (unsigned long long)rd->bias_whole_bytes);
     printf("\nCollectives per rank (bytes each rank sent per step over %u steps; plan for dp %u; %s)\n", ms->steps,
            p->in.dp, comm->name);
     printf("  %-30s %12s %12s %12s %9s  %s\n", "collective", "planned_B", "rank_min_B", "rank_max_B", "ranks_ok",

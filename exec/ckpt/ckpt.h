@@ -26,7 +26,7 @@
  *
  * Tensor-, pipeline- and expert-parallel ranks, with or without data-parallel
  * ranks beside them: one file with a part per TP x PP x EP place (format
- * version 6, exec/ckpt/ckpt_layout.h), resumed with the same layout only.
+ * version 8, exec/ckpt/ckpt_layout.h), resumed with the same layout only.
  *
  * Loading refuses, with a message naming the file and the difference, a
  * checkpoint of another recipe, shape or hyper-parameters, a truncated or
@@ -43,9 +43,10 @@ extern "C" {
 
 #define CKPT_MAGIC "FP8PCKPT"
 enum {
-    CKPT_VERSION = 5
+    CKPT_VERSION = 7
 }; /* 2: the planner's ids and model columns (norm, mlp, positions, KV heads); 5: the MoE,
-                              latent-attention, q/k-norm and MTP columns, the expert-parallel place, the MTP weight */
+                              latent-attention, q/k-norm and MTP columns, the expert-parallel place, the MTP weight;
+                              7: a sigmoid router's bias one FP32 buffer (router_bias), no parameter with states */
 
 /* 1 when every rank takes part in a save: sharded states (m->shard_ways > 1) or TP/PP/EP ranks (with or
  * without DP ranks beside them). */

@@ -68,7 +68,6 @@ typedef struct {
     uint64_t *route_counts;
     uint32_t route_layers;
     double moe_aux;
-    uint64_t bias_whole_bytes; /* rank 0's sigmoid router biases kept whole beside a sharded master (model.h) */
     uint32_t experts;
     double *ep_counts;
     /* With a host profile's per-message all-to-all fits, on rank 0: ep_call_s[r · EPR_COUNT_ + i] rank r's mean

@@ -15,7 +15,6 @@ int run_rank_ep_coll(const RankData *rd, int c)
 
 Status run_ranks_gather_ep(Comm *comm, const Model *m, RankData *rd, Err *e)
 {
-    rd->bias_whole_bytes = m->bias_whole_bytes;         /* the same on every rank */
     if (m->ep <= 1 || !m->moe_layers_all) return ST_OK; /* the same on every rank: the plan's ep, the model */
     const size_t n = (size_t)comm->size, E = m->spec.experts;
     double counts[2] = {m->ep_counts_bytes[0], m->ep_counts_bytes[1]}, call_s[EPR_COUNT_] = {0};

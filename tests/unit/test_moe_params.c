@@ -31,26 +31,28 @@ static void test_deepseek_v3(void)
      * out 128 x 128 x 7168 = 117,440,512; sum 187,105,280, + latent norms 1536 + 512 = 187,107,328.
      * Two RMSNorms 2 x 7168 = 14,336. Dense FFN 3 x 7168 x 18432 = 396,361,728.
      * One expert 3 x 7168 x 2048 = 44,040,192; 256 routed = 11,274,289,152; 1 shared = 44,040,192;
-     * router 256 x 7168 = 1,835,008 + 256 bias values.
+     * router 256 x 7168 = 1,835,008 (its 256 bias values are a buffer, not a parameter: plan_params.c).
      * Dense layer 187,107,328 + 14,336 + 396,361,728 = 583,483,392, x 3 = 1,750,450,176.
-     * MoE layer 187,107,328 + 14,336 + 11,274,289,152 + 44,040,192 + 1,835,264 = 11,507,286,272, x 58
-     *   = 667,422,603,776.
+     * MoE layer 187,107,328 + 14,336 + 11,274,289,152 + 44,040,192 + 1,835,008 = 11,507,286,016, x 58
+     *   = 667,422,588,928.
      * Embedding and head 2 x 129280 x 7168 = 1,853,358,080; final norm 7168.
-     * Total 1,750,450,176 + 667,422,603,776 + 1,853,358,080 + 7168 = 671,026,419,200 (the checkpoint's main-model
-     * count; "671B"). */
-    CHECK_EQ_U64(mp.total, 671026419200ull);
+     * Total 1,750,450,176 + 667,422,588,928 + 1,853,358,080 + 7168 = 671,026,404,352 ("671B"; the checkpoint's
+     * main model stores the 58 x 256 = 14,848 bias values besides: 671,026,419,200). */
+    CHECK_EQ_U64(mp.total, 671026404352ull);
     check_published("deepseek-v3 total", mp.total, 671e9, 1e9);
     /* activated: each MoE layer uses 8 of 256 routed experts: less 248 x 44,040,192 = 10,921,967,616 per layer,
-     * x 58 = 633,474,121,728; 671,026,419,200 - 633,474,121,728 = 37,552,297,472 ("37B activated"); without the
-     * embedding table (926,679,040) 36,625,618,432 (README_WEIGHTS.md's "36.6B including the output head"). */
-    CHECK_EQ_U64(mp.active, 37552297472ull);
+     * x 58 = 633,474,121,728; 671,026,404,352 - 633,474,121,728 = 37,552,282,624 ("37B activated"); without the
+     * embedding table (926,679,040) 36,625,603,584 (README_WEIGHTS.md's "36.6B including the output head"). */
+    CHECK_EQ_U64(mp.active, 37552282624ull);
     check_published("deepseek-v3 activated", mp.active, 37e9, 1e9);
     CHECK_EQ_U64(mp.embedding, 926679040ull);
     check_published("deepseek-v3 activated without the embedding", mp.active - mp.embedding, 36.6e9, 1e8);
     /* MTP depth 1: eh_proj 2 x 7168 x 7168 = 102,760,448, enorm + hnorm + final norm 3 x 7168 = 21,504, one MoE
-     * layer 11,507,286,272: 11,610,068,224; with the shared embedding and head stored again (1,853,358,080) the
-     * Hugging Face checkpoint holds 671,026,419,200 + 11,610,068,224 + 1,853,358,080 = 684,489,845,504 ("685B"). */
-    CHECK_EQ_U64(mp.mtp, 11610068224ull);
+     * layer 11,507,286,016: 11,610,067,968; with the shared embedding and head stored again (1,853,358,080) and
+     * the 59 layers' bias buffers (59 x 256 = 15,104) the Hugging Face checkpoint holds 671,026,404,352 +
+     * 11,610,067,968 + 1,853,358,080 + 15,104 = 684,489,845,504 ("685B"). */
+    CHECK_EQ_U64(mp.mtp, 11610067968ull);
+    CHECK_EQ_U64(mp.total + mp.mtp + 2 * mp.embedding + 59 * 256, 684489845504ull);
     check_published("deepseek-v3 on Hugging Face", mp.total + mp.mtp + 2 * mp.embedding, 685e9, 1e9);
     free(c);
 }
@@ -192,20 +194,23 @@ static void test_small_moe(void)
     ModelParams mp;
     CHECK(model_params(&m, &mp) == 0);
     /* attention 32 x (32 + 64) + 32 x 32 = 4096; norms 64; dense FFN 3 x 64 x 32 = 6144: dense layer 10,304.
-     * expert 3 x 16 x 32 = 1536, 8 routed = 12,288, shared 1536, router 8 x 32 + 8 = 264: MoE layer
-     * 4096 + 64 + 12,288 + 1536 + 264 = 18,248, x 3 = 54,744. Embedding + head 2 x 100 x 32 = 6400, final
-     * norm 32. Total 10,304 + 54,744 + 6400 + 32 = 71,480; active: 6 x 1536 x 3 = 27,648 fewer = 43,832.
-     * MTP: 2 x 32 x 32 = 2048 + 3 x 32 = 96 + 18,248 = 20,392. */
-    CHECK_EQ_U64(mp.total, 71480);
-    CHECK_EQ_U64(mp.active, 43832);
-    CHECK_EQ_U64(mp.mtp, 20392);
+     * expert 3 x 16 x 32 = 1536, 8 routed = 12,288, shared 1536, router 8 x 32 = 256 (the sigmoid router's 8
+     * bias values are a buffer, in no count): MoE layer 4096 + 64 + 12,288 + 1536 + 256 = 18,240, x 3 = 54,720.
+     * Embedding + head 2 x 100 x 32 = 6400, final norm 32. Total 10,304 + 54,720 + 6400 + 32 = 71,456; active:
+     * 6 x 1536 x 3 = 27,648 fewer = 43,808. MTP: 2 x 32 x 32 = 2048 + 3 x 32 = 96 + 18,240 = 20,384. */
+    CHECK_EQ_U64(mp.total, 71456);
+    CHECK_EQ_U64(mp.active, 43808);
+    CHECK_EQ_U64(mp.mtp, 20384);
     CHECK_EQ_U64(mp.embedding, 3200);
     /* the same with MLA: q_lora 16, kv_lora 8, nope 4, rope 4, v 8: q_down 32 x 16 = 512, q_up 16 x 4 x 8 = 512,
      * kv_down 32 x 12 = 384, kv_up 8 x 4 x 12 = 384, out 4 x 8 x 32 = 1024: 2816 + latent norms 24 = 2840,
-     * 1256 less than 4096 per layer: total 71,480 - 4 x 1256 = 66,456 */
+     * 1256 less than 4096 per layer: total 71,456 - 4 x 1256 = 66,432 */
     m.q_lora_rank = 16, m.kv_lora_rank = 8, m.qk_nope_head_dim = 4, m.qk_rope_head_dim = 4, m.v_head_dim = 8;
     CHECK(model_params(&m, &mp) == 0);
-    CHECK_EQ_U64(mp.total, 66456);
+    CHECK_EQ_U64(mp.total, 66432);
+    m.router = ROUTER_SOFTMAX; /* the router's kind changes no parameter count */
+    CHECK(model_params(&m, &mp) == 0);
+    CHECK_EQ_U64(mp.total, 66432);
 }
 
 int main(void)
