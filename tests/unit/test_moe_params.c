@@ -1,12 +1,14 @@
 /* tests/unit/test_moe_params.c — parameter counts of the mixture-of-experts and
  * latent-attention models, worked by hand from their config.json values, against the
- * published totals and activated counts; and the catalog's checks of the MoE/MLA
- * columns (every bad cell names file, row and column). */
+ * published totals and activated counts; the catalog's checks of the MoE/MLA
+ * columns (every bad cell names file, row and column); and a sigmoid router's bias,
+ * which is no parameter, planned as the FP32 buffer router_bias. */
 #include <stdlib.h>
 
 #include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "support/fixtures.h"
+#include "support/oracle_fixtures.h"
 #include "test.h"
 
 /* A published figure rounded to `unit` (1e9: "37B", 1e8: "12.9B"); the computed count must lie within one unit of
@@ -213,11 +215,54 @@ static void test_small_moe(void)
     CHECK_EQ_U64(mp.total, 66432);
 }
 
+/* A sigmoid router's per-expert bias (DeepSeek-V3's auxiliary-loss-free balancing) is a buffer, as Megatron-Core
+ * keeps expert_bias: FP32 on every rank, no master, gradient or Adam state, in no gradient collective. The plan of
+ * support/oracle_fixtures.h's ox_moe(512) (test_moe_plan.c's model: 2 layers, the first dense, hidden 256, 8
+ * experts of FFN 128, top 2, 1 shared) with a sigmoid router, dp 4 x ep 4, distributed optimizer: parameters as the softmax model's (1,015,808
+ * + 196,608 + 515,328; the router 8 x 256 = 2,048 without bias values); router_bias 1 MoE layer x 8 experts x
+ * 4 B = 32 B, whole (not over dp), the total 32 B above the softmax plan's; master_other, grad_other and the DP
+ * gradient reduce-scatter as the softmax plan's. At tp 2 x dp 2 with SP the TP norm-gradient all-reduce takes
+ * the norms and the router weight, FP32: dense layer 2 x 256 = 512, MoE layer 512 + 2,048 = 2,560, final norm
+ * 256: 3,328 values, 13,312 B, the softmax plan's (with the bias it would be 3,336 values, 13,344 B). */
+static void test_sigmoid_bias_buffer(void)
+{
+    ModelSpec soft = ox_moe(512), sig = soft;
+    sig.router = ROUTER_SIGMOID;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", (1u << STATE_MASTER) | (1u << STATE_M) | (1u << STATE_V));
+    PlanInput in = fx_input(&soft, &g, &r);
+    in.dp = 4, in.ep = 4, in.sharding = SHARD_DIST_OPT;
+    Plan a = ox_build(&in);
+    in.model = &sig;
+    Plan b = ox_build(&in);
+    CHECK_EQ_U64(b.params_gpu, 1015808 + 196608 + 515328);
+    CHECK_EQ_U64(b.mem[MT_ROUTER_BIAS].bytes, 32);
+    CHECK_EQ_U64(b.mem[MT_ROUTER_BIAS].elements, 8);
+    CHECK(b.mem[MT_ROUTER_BIAS].dtype == DT_FP32 && b.mem[MT_ROUTER_BIAS].shards <= 1);
+    CHECK(plan_term_applies(&b, MT_ROUTER_BIAS) && !plan_term_applies(&a, MT_ROUTER_BIAS));
+    CHECK_EQ_U64(a.mem[MT_ROUTER_BIAS].bytes, 0);
+    CHECK_EQ_U64(b.total_bytes, a.total_bytes + 32);
+    CHECK_EQ_U64(b.cat_bytes[MC_STATE], a.cat_bytes[MC_STATE] + 32);
+    CHECK_EQ_U64(b.mem[MT_MASTER_OTHER].bytes, a.mem[MT_MASTER_OTHER].bytes);
+    CHECK_EQ_U64(b.mem[MT_GRAD_OTHER].bytes, a.mem[MT_GRAD_OTHER].bytes);
+    CHECK_EQ_U64(b.mem[MT_OPTIM_V_OTHER].bytes, a.mem[MT_OPTIM_V_OTHER].bytes);
+    CHECK_EQ_U64(b.coll[CO_DP_GRAD_RS].payload_bytes, a.coll[CO_DP_GRAD_RS].payload_bytes);
+    in.dp = 2, in.tp = 2, in.sp = 1, in.ep = 1, in.sharding = SHARD_NONE;
+    b = ox_build(&in);
+    in.model = &soft;
+    a = ox_build(&in);
+    CHECK_EQ_U64(b.coll[CO_TP_NORM_GRAD_AR].payload_bytes, 13312);
+    CHECK_EQ_U64(a.coll[CO_TP_NORM_GRAD_AR].payload_bytes, 13312);
+    CHECK_EQ_U64(b.coll[CO_DP_GRAD_AR].payload_bytes, a.coll[CO_DP_GRAD_AR].payload_bytes);
+    CHECK_EQ_U64(b.mem[MT_ROUTER_BIAS].bytes, 32); /* whole on every TP rank */
+}
+
 int main(void)
 {
     RUN(test_deepseek_v3);
     RUN(test_mixtral_and_qwen3);
     RUN(test_catalog_checks);
     RUN(test_small_moe);
+    RUN(test_sigmoid_bias_buffer);
     return test_summary();
 }
