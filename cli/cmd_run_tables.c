@@ -39,14 +39,14 @@ static void stage_head(const RankData *rd, const Plan *ps, uint32_t s, const int
                ps->stage);
 }
 
-/* "  each rank also holds N B <what>" (rd->outside[2r + which]); where the stages hold different amounts
+/* "  each rank also holds N B <what>" (rd->outside[r]); where the stages hold different amounts
  * (their layers differ), each stage's: "  each rank of stage 0 also holds N B, of stage 1 M B <what>" (a..b
  * where a stage's ranks differ). */
-static void outside_line(const RankData *rd, int which, const char *what)
+static void outside_line(const RankData *rd, const char *what)
 {
-    uint64_t lo = rd->outside[which], hi = lo;
+    uint64_t lo = rd->outside[0], hi = lo;
     for (int r = 0; r < rd->n; r++) {
-        const uint64_t v = rd->outside[2 * (size_t)r + (size_t)which];
+        const uint64_t v = rd->outside[r];
         lo = v < lo ? v : lo, hi = v > hi ? v : hi;
     }
     if (lo == hi) {
@@ -57,7 +57,7 @@ static void outside_line(const RankData *rd, int which, const char *what)
     for (uint32_t s = 0; s < rd->stages; s++) {
         uint64_t a = UINT64_MAX, b = 0;
         for (int r = 0; r < rd->n; r++) {
-            const uint64_t v = rd->outside[2 * (size_t)r + (size_t)which];
+            const uint64_t v = rd->outside[r];
             if (run_rank_stage(rd, r) == s) a = v < a ? v : a, b = v > b ? v : b;
         }
         if (a == b)
@@ -100,12 +100,6 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
     }
     printf("  %s\n", bad_mem ? "a rank's persistent memory differs from the plan's"
                              : "every rank holds the plan's persistent bytes, byte for byte");
-    int biases = 0;
-    for (int r = 0; rd->outside && r < rd->n; r++) biases |= rd->outside[2 * (size_t)r] != 0;
-    if (biases)
-        outside_line(rd, 0,
-                     "outside the arena, not in the plan's terms: its sigmoid routers'\n"
-                     "  FP32 biases whole beside their sharded masters (the router reads every expert's)\n");
     printf("\nCollectives per rank (bytes each rank sent per step over %u steps; plan for dp %u; %s)\n", ms->steps,
            p->in.dp, comm->name);
     printf("  %-30s %12s %12s %12s %9s  %s\n", "collective", "planned_B", "rank_min_B", "rank_max_B", "ranks_ok",
@@ -200,8 +194,7 @@ int run_rank_ep_table(const Plan *p, const Comm *comm, const Measurement *ms, co
            bad ? "a rank's expert all-to-alls differ from the plan with the measured routing"
                : "every rank sent the plan's expert all-to-all bytes for the measured routing, byte for byte");
     if (rd->outside)
-        outside_line(rd, 1,
-                     "of expert-parallel buffers outside the arena, not in the plan's\n"
+        outside_line(rd, "of expert-parallel buffers outside the arena, not in the plan's\n"
                      "  terms: its experts' rows for up to ep x tokens x top-k copies (dropless routing)\n");
     bad |= ep_time_rows(p, ms, rd);
     fflush(stdout);

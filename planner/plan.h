@@ -57,6 +57,13 @@
  *                    linear weight for each state in recipe.gemm.scaled_mask that is kept
  *                    (e.g. FP8-LM's FP16 master, FP8 gradient and FP8 first moment);
  *                    replicated, not sharded.
+ *   MT_ROUTER_BIAS   a sigmoid router's per-expert selection bias (DeepSeek-V3's auxiliary-
+ *                    loss-free balancing): 4 bytes (FP32) x experts per MoE layer the GPU holds
+ *                    (an MTP depth's MoE layer included), whole on every rank, never sharded. A
+ *                    buffer, not a parameter: no master, gradient or Adam state, not in any
+ *                    gradient collective (Megatron-Core core_v0.15.0 moe/router.py registers
+ *                    expert_bias as an FP32 buffer; finalize_model_grads.py moves it from the
+ *                    step's token counts). 0 for other models.
  * Activations, workspace and overheads are predictions the executor measures
  * and compares within a tolerance. */
 #ifndef FP8PLAN_PLANNER_PLAN_H
@@ -244,7 +251,10 @@ typedef enum {
     X(MT_OPTIM_M_EXPERT, "adam_m_expert", MC_STATE, 1)                                                  \
     X(MT_OPTIM_V_EXPERT, "adam_v_expert", MC_STATE, 1)                                                  \
     /* router scores, dispatched expert inputs, expert FC1/FC2 activations, combine inputs, maps */     \
-    X(MT_ACT_MOE, "act_moe", MC_ACTIVATION, 0)
+    X(MT_ACT_MOE, "act_moe", MC_ACTIVATION, 0)                                                          \
+    /* a sigmoid router's expert bias: an FP32 buffer (E per MoE layer) whole on every rank, without \
+     * gradient or optimizer state (Megatron-Core's expert_bias) */  \
+    X(MT_ROUTER_BIAS, "router_bias", MC_STATE, 1)
 
 typedef enum {
 #define MT_ENUM_(id, name, cat, persistent) id,
@@ -562,7 +572,8 @@ static inline int plan_may_fit(const Plan *p) { return p->verdict == PLAN_FITS |
 Status plan_build_memory_first(const PlanInput *in, Plan *out, PlanReject *why);
 
 /* Whether a memory term / collective exists for the plan's model: the expert terms (MT_*_EXPERT, MT_ACT_MOE)
- * and the expert collectives (GROUP_EP, GROUP_ETP, GROUP_EDP) only with experts, the count exchange
+ * and the expert collectives (GROUP_EP, GROUP_ETP, GROUP_EDP) only with experts, MT_ROUTER_BIAS only with a
+ * sigmoid router, the count exchange
  * (CO_EP_COUNTS) only on a host profile (gpu->host) too. Text views list what
  * applies; CSV / JSON views list every row (a stable schema). */
 int plan_term_applies(const Plan *p, MemTermId id);

@@ -80,9 +80,10 @@ typedef struct {
     Lin lin[XK_COUNT][X_MAX_LIN];
     int nlin[XK_COUNT];
     uint64_t gemm[XK_COUNT], other[XK_COUNT]; /* per layer and rank: dense-DP linear weights, norms + router */
-    uint64_t expert;                          /* expert weights per MoE layer on this rank */
-    uint64_t mtp, mtp_gemm, mtp_other;        /* MTP depth; per depth besides its layer: eh_proj, three norms */
-    uint64_t nd[3], nx[3]; /* dense / MoE layers on the first, the MoE-heaviest middle and the last stage */
+    uint64_t rbias;  /* a sigmoid router's expert bias per MoE layer (E FP32 values, a buffer: not in other) */
+    uint64_t expert; /* expert weights per MoE layer on this rank */
+    uint64_t mtp, mtp_gemm, mtp_other; /* MTP depth; per depth besides its layer: eh_proj, three norms */
+    uint64_t nd[3], nx[3];             /* dense / MoE layers on the first, the MoE-heaviest middle and the last stage */
 } MoeGeo;
 
 typedef struct {
@@ -137,7 +138,8 @@ typedef struct {
     uint64_t dense_other; /* the layer's two norms + FFN biases */
     uint64_t expert;      /* one routed expert ((k + 1) Fe h) */
     uint64_t shared;      /* the shared experts' MLP */
-    uint64_t router;      /* router weight (+ sigmoid bias) */
+    uint64_t router;      /* router weight */
+    uint64_t router_bias; /* a sigmoid router's expert bias (E values): a buffer, not a parameter (plan_params.c) */
     uint64_t moe_other;   /* a MoE layer's two norms */
     uint64_t norm;        /* one norm */
 } LayerParams;

@@ -317,6 +317,7 @@ static void mem_sums(const PlanInput *in, StageMem *sm, Ck *ck, int experts)
         st = ck_add(ck, st, ck_add(ck, t[MT_WEIGHT_EXPERT].bytes, t[MT_MASTER_EXPERT].bytes));
         st = ck_add(ck, st, ck_add(ck, t[MT_GRAD_EXPERT].bytes, t[MT_OPTIM_M_EXPERT].bytes));
         st = ck_add(ck, st, t[MT_OPTIM_V_EXPERT].bytes);
+        st = ck_add(ck, st, t[MT_ROUTER_BIAS].bytes);
         cp = ck_add(ck, cp, t[MT_FP8_EXPERT].bytes), ac = t[MT_ACT_MOE].bytes;
     }
     uint64_t sc = ck_add(ck, ck_add(ck, t[MT_SCALE_GEMM].bytes, t[MT_SCALE_BLOCK].bytes), t[MT_SCALE_STATE].bytes);
@@ -462,7 +463,7 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
      * 4 B x LIN_COUNT per in-flight layer, held the whole step */
     if (g->pp > 1 && f8e && rc->act_gran == GRAN_TENSOR) tr = ck_add(ck, tr, ck_mul(ck, units, 4 * LIN_COUNT));
     plan_term(sm, MT_TRANSIENT, DT_NONE, 0, tr, 1);
-    for (int id = MT_WEIGHT_EXPERT; id <= MT_ACT_MOE; id++) /* the expert terms of a model without experts: empty */
+    for (int id = MT_WEIGHT_EXPERT; id <= MT_ROUTER_BIAS; id++) /* the expert terms of a model without experts: empty */
         plan_term(sm, (MemTermId)id, DT_NONE, 0, 0, 1);
     sm->params_expert = 0;
     mem_sums(in, sm, ck, 0);

@@ -287,7 +287,8 @@ void moe_geo(const PlanInput *in, Geo *g)
         lin(x, XK_MOE, g->k * x->Fe_t, h, x->El, x->rows_e, x->rows_e, XL_EXPERT);
         lin(x, XK_MOE, h, x->Fe_t, x->El, x->rows_e, x->rows_e, XL_EXPERT);
         x->lin[XK_MOE][x->nlin[XK_MOE] - 2].part = x->lin[XK_MOE][x->nlin[XK_MOE] - 1].part = XP_MOE;
-        x->other[XK_MOE] += x->E * h + (md->router == ROUTER_SIGMOID ? x->E : 0);
+        x->other[XK_MOE] += x->E * h; /* the router weight; a sigmoid router's bias is a buffer (x->rbias) */
+        x->rbias = md->router == ROUTER_SIGMOID ? x->E : 0;
     }
     for (int k = 0; k < XK_COUNT; k++)
         for (int i = 0; i < x->nlin[k]; i++) {

@@ -238,13 +238,18 @@ void moe_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
                       in->sharding == SHARD_ZERO3 ? ck_mul(ck, 2, g->m) : 1, ck);
     }
 
-    /* amax: one record set per FP8 linear tensor on the GPU */
+    /* amax: one record set per FP8 linear tensor on the GPU. Under current scaling the reduction only agrees the
+     * scale of a tensor split over the group (a sequence-parallel input gathered over TP, whose shards each rank
+     * casts): the routed experts' inputs are whole rows on their rank (dispatched, not gathered), so each cast
+     * takes its own tensor's amax and their records join no all-reduce (delayed scaling reduces every record) */
     Collective *am = &p->coll[CO_AMAX_AR];
     if (am->calls) {
         uint64_t ntens = hd.mtp;
+        const int current = in->recipe->scaling == SCALING_CURRENT;
         for (int k = 0; k < XK_COUNT; k++)
             for (int i = 0; i < x->nlin[k]; i++)
-                if (x->lin[k][i].kind != XL_ROUTER) ntens = ck_add(ck, ntens, ck_mul(ck, x->lin[k][i].count, hd.n[k]));
+                if (x->lin[k][i].kind != XL_ROUTER && !(current && x->lin[k][i].kind == XL_EXPERT))
+                    ntens = ck_add(ck, ntens, ck_mul(ck, x->lin[k][i].count, hd.n[k]));
         plan_coll_set(in, p, CO_AMAX_AR, DT_FP32, am->ranks, 1, ck_mul(ck, ntens, 3 * 4) / 2, am->calls, ck);
     }
 }

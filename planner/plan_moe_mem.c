@@ -445,6 +445,9 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
                      MT_OPTIM_V_GEMM);
     plan_state_terms(in, ed, sm, ck, &rc->gemm, expert, MT_WEIGHT_EXPERT, MT_MASTER_EXPERT, MT_GRAD_EXPERT,
                      MT_OPTIM_M_EXPERT, MT_OPTIM_V_EXPERT);
+    /* a sigmoid router's expert bias: FP32, whole on every rank, one per MoE layer held (plan.h MT_ROUTER_BIAS) */
+    uint64_t rb = ck_mul(ck, hd.n[XK_MOE], x->rbias);
+    plan_term(sm, MT_ROUTER_BIAS, DT_FP32, rb, ck_mul(ck, rb, 4), 1);
     int keep = !zero3 && in->fp8_weight_cache && plan_fp8_copies_held(in);
     uint64_t row = (rc->fp8_row != DT_NONE && keep) ? gemm : 0, col = (plan_fp8_col_held(in) && keep) ? gemm : 0;
     plan_term(sm, MT_FP8_ROWWISE, rc->fp8_row, row, ck_mul(ck, row, dt_bytes(rc->fp8_row)), 1);

@@ -187,7 +187,10 @@ int recompute_attn_core(Recompute r, unsigned mods)
 /* A plan put together by hand (an executor's measurement, a test) may name no model: a dense one. */
 int plan_term_applies(const Plan *p, MemTermId id)
 {
-    return (unsigned)id < MT_COUNT_ && (id < MT_WEIGHT_EXPERT || (p->in.model && spec_is_moe(p->in.model)));
+    if ((unsigned)id >= MT_COUNT_) return 0;
+    if (id < MT_WEIGHT_EXPERT) return 1;
+    const ModelSpec *md = p->in.model;
+    return md && spec_is_moe(md) && (id != MT_ROUTER_BIAS || md->router == ROUTER_SIGMOID);
 }
 
 int plan_coll_applies(const Plan *p, CollectiveId id)

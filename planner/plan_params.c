@@ -10,8 +10,15 @@
  *                       q_lora + kv_lora
  *   dense FFN           k F h + h F (+ biases)
  *   MoE FFN             experts x (k + 1) Fe h routed, (k + 1) shared Fe h shared, router
- *                       experts x h, + experts bias values for a sigmoid router
+ *                       experts x h
  *   two norms.
+ * A sigmoid router's per-expert bias (DeepSeek-V3's auxiliary-loss-free balancing, E values per MoE layer) is
+ * no parameter: Megatron-Core (core_v0.15.0 megatron/core/transformer/moe/router.py, TopKRouter.__init__)
+ * registers expert_bias as an FP32 buffer, moved without a gradient by moe_utils.py's get_updated_expert_bias
+ * from the step's summed token counts (distributed/finalize_model_grads.py _update_router_expert_bias), so it
+ * has no gradient, no optimizer state and no place in a gradient all-reduce. It is LayerParams.router_bias,
+ * outside every count here (the plan's router_bias memory term holds it; the Hugging Face checkpoint stores it
+ * beside the weights: E x MoE layers values more than these counts).
  * The model: layers, token embedding V h, LM head V h unless tied, learned positions
  * seq_len h, final norm. Activated parameters are the model less the routed experts a
  * token does not use ((experts - experts_per_token) x (k + 1) Fe h per MoE layer); the
@@ -40,7 +47,8 @@ void plan_layer_params(const ModelSpec *md, Ck *ck, LayerParams *o)
     o->dense_other = 2 * norm + (md->linear_bias ? k * F + h : 0);
     o->expert = ck_mul3(ck, k + 1, md->expert_ffn, h);
     o->shared = ck_mul(ck, o->expert, md->shared_experts);
-    o->router = ck_mul(ck, md->experts, h) + (md->router == ROUTER_SIGMOID ? md->experts : 0);
+    o->router = ck_mul(ck, md->experts, h);
+    o->router_bias = md->router == ROUTER_SIGMOID ? md->experts : 0;
     o->moe_other = 2 * norm;
     o->norm = norm;
 }

@@ -9,7 +9,8 @@ MemGroup mem_group_of(MemTermId id)
     switch (id) {
     case MT_WEIGHT_GEMM:
     case MT_WEIGHT_OTHER:
-    case MT_WEIGHT_EXPERT: return MG_WEIGHTS;
+    case MT_WEIGHT_EXPERT:
+    case MT_ROUTER_BIAS: return MG_WEIGHTS; /* a buffer beside the router's weight */
     case MT_FP8_ROWWISE:
     case MT_FP8_COLWISE:
     case MT_FP8_EXPERT: return MG_FP8_COPIES;

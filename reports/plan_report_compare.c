@@ -4,7 +4,9 @@
 
 #include <math.h>
 
-/* The two terms of a state (linear layers, other parameters) and the experts' (0 for dense models). */
+/* The two terms of a state (linear layers, other parameters) and the experts' (0 for dense models); the weights
+ * with a sigmoid router's FP32 bias buffer beside them (MT_ROUTER_BIAS, 0 for other models), as the charts group
+ * it. */
 uint64_t plan_state_sum(const Plan *p, MemTermId a, MemTermId b)
 {
     MemTermId x = a == MT_WEIGHT_GEMM    ? MT_WEIGHT_EXPERT
@@ -13,7 +15,8 @@ uint64_t plan_state_sum(const Plan *p, MemTermId a, MemTermId b)
                   : a == MT_GRAD_GEMM    ? MT_GRAD_EXPERT
                   : a == MT_OPTIM_M_GEMM ? MT_OPTIM_M_EXPERT
                                          : MT_OPTIM_V_EXPERT;
-    return p->mem[a].bytes + p->mem[b].bytes + p->mem[x].bytes;
+    return p->mem[a].bytes + p->mem[b].bytes + p->mem[x].bytes +
+           (a == MT_WEIGHT_GEMM ? p->mem[MT_ROUTER_BIAS].bytes : 0);
 }
 
 /* ---- compare ------------------------------------------------------------------------------------------ */

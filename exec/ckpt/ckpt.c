@@ -437,7 +437,6 @@ static Status load(const Src *src, Model *m, DataState *data, Err *e)
     Status st = pass(src, m, &d, &step, 0, &short_read, e);
     if (st == ST_DATA && !short_read && !src->img) st = explain(src->path, st, e);
     if (!st) st = pass(src, m, &d, &step, 1, &short_read, e);
-    if (!st) st = model_shard_bias_sync(m, e); /* a sharded router bias master's parts into the whole */
     if (st) return st;
     m->step = step;
     *data = d;

@@ -26,7 +26,7 @@
  *
  * Tensor-, pipeline- and expert-parallel ranks, with or without data-parallel
  * ranks beside them: one file with a part per place, a distinct (stage, TP
- * rank, EP rank) (format version 6, exec/ckpt/ckpt_layout.h), resumed with the
+ * rank, EP rank) (format version 8, exec/ckpt/ckpt_layout.h), resumed with the
  * same layout only; a sharded state's record there is its group's (the DP
  * group's; the routed experts' EDP group's) whole state.
  *
@@ -45,9 +45,10 @@ extern "C" {
 
 #define CKPT_MAGIC "FP8PCKPT"
 enum {
-    CKPT_VERSION = 5
+    CKPT_VERSION = 7
 }; /* 2: the planner's ids and model columns (norm, mlp, positions, KV heads); 5: the MoE,
-                              latent-attention, q/k-norm and MTP columns, the expert-parallel place, the MTP weight */
+                              latent-attention, q/k-norm and MTP columns, the expert-parallel place, the MTP weight;
+                              7: a sigmoid router's bias one FP32 buffer (router_bias), no parameter with states */
 
 /* 1 when every rank takes part in a save: sharded states (m->shard_ways > 1) or TP/PP/EP ranks (with or
  * without DP ranks beside them). */

@@ -140,7 +140,10 @@ Status ckpt_layout_peek(const char *path, const Model *m, uint32_t *version, Err
                        v == 3   ? ": version 3, a part for every rank, came before rank grids; save it again"
                        : v == 2 ? ": version 2 came before the experts' fields; save it again"
                        : v == 4 ? ": version 4 came before expert-parallel parts; save it again"
-                                : "");
+                       : v == 5 || v == 6
+                           ? ": versions 5 and 6 kept a sigmoid router's bias as a parameter with optimizer states, "
+                             "not the FP32 buffer it is now; save it again"
+                           : "");
     if (v == CKPT_LAYOUT_VERSION && (tp != tp_of(m) || pp != pp_of(m) || dp != dp_of(m) || ep != ep_of(m)))
         return err_set(e, ST_DATA,
                        "%s: checkpoint (format version %d) of a %s run, each tensor/pipeline/expert-parallel rank's "

@@ -1,5 +1,5 @@
 /* exec/ckpt/ckpt_layout.h — checkpoints of tensor-, pipeline- and expert-parallel
- * runs and their rank grids (format version 6; the one-model format, version 5,
+ * runs and their rank grids (format version 8; the one-model format, version 7,
  * is exec/ckpt/ckpt.h's).
  *
  * A TP rank holds slices of the linears, embedding and head, a PP rank one
@@ -21,23 +21,23 @@
  * DP group, the routed experts' EDP group — gathered there, as exec/ckpt/ckpt.h
  * writes it for data parallelism alone; with --ep every EP rank's place
  * gathers the dense states too, so each part is whole):
- *   "FP8PCKPT", u32 version 6, u32 tp, u32 pp, u32 dp, u32 ep,
+ *   "FP8PCKPT", u32 version 8, u32 tp, u32 pp, u32 dp, u32 ep,
  *   u32 parts = pp·lcm(tp, ep), then for part i = stage·lcm(tp, ep) + within
  *   (world rank order), i = 0 .. parts − 1: u64 bytes and that part's
- *   version-5 image (its own magic .. checksum), and a final u64 FNV-1a of
+ *   version-7 image (its own magic .. checksum), and a final u64 FNV-1a of
  *   everything before it. With tp or ep 1 that is parts = tp·pp·ep and part
- *   i = (stage·ep + ep_rank)·tp + tp_rank, as version 6 first wrote them;
- *   experts with tp > 1, and --ep with sharded states, were refused before, so
- *   no earlier file reads another way.
+ *   i = (stage·ep + ep_rank)·tp + tp_rank (versions 5 and 6, whose images
+ *   held a sigmoid router's bias as a parameter, are refused).
  * Rank 0 gathers the parts and writes the file atomically. Every rank reads
  * the file (checksum over all of it) and restores the part of its place
- * (stage, within mod lcm(tp, ep)) through the version-5 loader, which checks it against the
+ * (stage, within mod lcm(tp, ep)) through the version-7 loader, which checks it against the
  * rank's model (the experts it holds included) and takes the rank's own shard
  * of a sharded record. A checkpoint resumes only with the layout that wrote
- * it: a version-6 file in a run of another --tp/--pp/dp/--ep, or a version-5
+ * it: a version-8 file in a run of another --tp/--pp/dp/--ep, or a version-7
  * file in a TP/PP/EP run, is refused naming both layouts; another version
- * (3: every rank's part, before grids; 2 and 4: before the experts' fields)
- * is refused naming the versions this fp8plan reads. */
+ * (3: every rank's part, before grids; 2 and 4: before the experts' fields;
+ * 5 and 6: before a sigmoid router's bias became a buffer) is refused naming
+ * the versions this fp8plan reads. */
 #ifndef FP8PLAN_EXEC_CKPT_LAYOUT_H
 #define FP8PLAN_EXEC_CKPT_LAYOUT_H
 
@@ -46,7 +46,10 @@
 #include "exec/backend/data.h"
 #include "exec/model/model.h"
 
-enum { CKPT_LAYOUT_VERSION = 6 }; /* 4: one part per TP x PP place, dp in the header; 6: x EP, ep in the header */
+enum {
+    CKPT_LAYOUT_VERSION = 8
+}; /* 4: one part per TP x PP place, dp in the header; 6: x EP, ep in the header;
+                                     8: parts of one-model version 7 */
 
 /* 1 when m is a TP, PP or EP rank (its checkpoint is a layout checkpoint). */
 int ckpt_layout(const Model *m);

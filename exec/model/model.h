@@ -62,7 +62,8 @@ typedef enum {
     /* mixture of experts (exec/model/model_moe.c), on the layers from dense_layers on; such a layer's
      * PK_FC1_W / PK_FC2_W are its shared experts' (width S·Fe), absent without shared experts */
     PK_ROUTER_W, /* (E, C) the router's logits */
-    PK_ROUTER_B, /* (E) sigmoid routers: the selection bias (DeepSeek-V3's aux-loss-free balancing) */
+    PK_ROUTER_B, /* no parameter (kept: the values key random streams): a sigmoid router's bias is the buffer
+                    Model.expert_bias */
     PK_XFC1_W,   /* (E · k·Fe, C) the routed experts' FC1, expert after expert */
     PK_XFC2_W,   /* (E · C, Fe) their FC2 */
     PK_QNORM_W,  /* (D) q/k norms (models.csv qk_norm, Qwen3): the RMSNorm weight of every query head */
@@ -344,11 +345,12 @@ typedef struct Model {
     uint32_t class_ways[MODEL_CLASSES], class_rank[MODEL_CLASSES];
     unsigned shard_mask[MODEL_CLASSES];
     void *shard_buf[MODEL_CLASSES][STATE_COUNT_];
-    /* A sigmoid router's FP32 bias, whole, when its master (what the router reads) is sharded: (MoE layers,
-     * E), every rank moving it by the same rule (model_moe_after_step); a backend allocation outside the
-     * arena (bias_whole_bytes), NULL otherwise. */
-    float *bias_whole;
-    uint64_t bias_whole_bytes;
+    /* A sigmoid router's selection bias (DeepSeek-V3's auxiliary-loss-free balancing), as Megatron-Core keeps
+     * expert_bias: an FP32 buffer, not a parameter (no master, gradient or Adam state, in no gradient
+     * collective), whole on every rank: (MoE layers of this stage, E), zeros at the start, every rank moving
+     * it by the same rule from the same summed counts after each step (model_moe_after_step). In the arena
+     * (the plan's router_bias term; checkpoints keep it); NULL for other routers. */
+    float *expert_bias;
     Arena arena;
     ArenaSpecs specs;   /* every tensor with its term and offset (checkpoints walk it) */
     ModelParam *params; /* nparams */
@@ -494,10 +496,6 @@ int model_shard_spec(const Model *m, const ArenaSpec *spec, uint64_t *whole, uin
 /* The group whose ranks hold the shards of such a spec: the routed experts' EDP group (edpc), the DP group
  * (dpc) for the others' (model_shard_spec 1; NULL for any other spec). */
 Comm *model_shard_group(const Model *m, const ArenaSpec *spec);
-/* After the sharded masters were restored (a resume): each rank's part of every sigmoid router bias's
- * master gathered into the whole FP32 bias the router reads (m->bias_whole; an all-gather over the DP
- * group, not a plan collective). Nothing without a sharded router bias. */
-Status model_shard_bias_sync(Model *m, Err *e);
 
 /* Scaling-bank slots (ModelScaling) of block l's linear k, which the block
  * must have: fwd 2·(t0 + k) + {0: X, 1: W}, bwd t0 + k. */

@@ -156,7 +156,6 @@ static Status init_param(Model *m, ModelParam *p, InitJob *j, Err *e)
         uint64_t lo = 0, n = sh ? model_own(m, p, &lo) : p->numel;
         st = m->bk->copy_to_device(m->bk, p->master, j->w + lo, n * sizeof(float), e);
     }
-    if (!st) st = model_shard_bias_init(m, p, j->w, e); /* before upload: j->w still FP32 values */
     if (!st && p->weight) st = upload(m, j, p->weight, es->dt[STATE_WEIGHT], e);
     float one[REC_FLOATS] = {1.0f, 1.0f, 0.0f}; /* scale 1, empty amax */
     float *recs[3] = {p->grad_rec, p->m_rec, p->v_rec};
@@ -312,7 +311,6 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
                      m->dp, m->tp, m->pp, comm ? comm->size : 0);
     if (!st) st = model_groups_create(m, e);
     if (!st) st = model_ep_create(m, e);
-    if (!st) st = model_shard_bias_create(m, e);
     if (!st) {
         m->host_losses = malloc(model_tokens(m) * sizeof(float));
         if (m->mtp) m->mtp_host = malloc(2 * model_tokens(m) * sizeof(int32_t)); /* the shifted tokens, targets */
@@ -338,7 +336,6 @@ void model_destroy(Model *m)
 {
     if (!m) return;
     model_ep_destroy(m);
-    model_shard_bias_destroy(m);
     model_groups_destroy(m);
     arena_release(&m->arena, m->bk);
     arena_specs_free(&m->specs);

@@ -198,12 +198,6 @@ int model_shard_copies(const Model *m, const ModelParam *p);
 Status model_shard_copy(Model *m, ModelParam *w, CollectiveId id, Err *e);
 /* MAX all-reduce of n floats over the ranks (the sharded FP8-LM states' amaxes: COMM_UNPLANNED). */
 Status model_shard_agree(Model *m, float *amax, uint64_t n, Err *e);
-/* A sigmoid router's whole FP32 bias when its master is sharded (m->bias_whole; nothing otherwise):
- * allocated zeroed (after the MoE layers are counted), freed, and set from a router bias's initial
- * values w (numel; any other parameter: nothing). */
-Status model_shard_bias_create(Model *m, Err *e);
-void model_shard_bias_destroy(Model *m);
-Status model_shard_bias_init(Model *m, const ModelParam *p, const float *w, Err *e);
 
 /* ---- FP8-LM's FP8 weight copies, cast once per step (model_copies.c) ---- */
 /* 1 for a block linear whose GEMMs read kept FP8 copies of a scaled FP16 master, no working weight. */

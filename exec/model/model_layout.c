@@ -224,10 +224,10 @@ static Status params_fill(Model *m, Err *e)
                 ADD(nw, L, C, 1, 0, 0);
                 if (ln) ADD((ParamKind)(nw + 1), L, C, 1, 0, 0); /* PK_NORM1_B, PK_NORM2_B */
             }
-            if (j == LIN_FC1 && model_moe_layer(m, l)) { /* the router, its bias, the routed experts */
+            if (j == LIN_FC1 && model_moe_layer(m, l)) { /* the router, the routed experts (a sigmoid router's
+                                                            bias is a buffer: persistent() below) */
                 uint64_t E = s->experts, El = E / (m->ep ? m->ep : 1), Fe = s->expert_ffn; /* El: this rank's */
                 ADD(PK_ROUTER_W, L, E, C, 1, 0);
-                if (s->router == ROUTER_SIGMOID) ADD(PK_ROUTER_B, L, E, 1, 0, 0);
                 ADD(PK_XFC1_W, L, El * spec_fc1_k(s) * Fe, C, 1, 1);
                 p[k - 1].expert = 1;
                 p[k - 1].wslot = model_slot_expert(m, l, 0, 1);
@@ -314,7 +314,7 @@ static const MemTermId expert_terms[STATE_COUNT_] = {MT_WEIGHT_EXPERT, MT_MASTER
                                                      MT_OPTIM_M_EXPERT, MT_OPTIM_V_EXPERT};
 
 /* Persistent: per parameter, every state the recipe keeps, its FP8 copies and
- * scaling records; then the FP8 GEMMs' scaling banks. */
+ * scaling records; then the sharded states, a sigmoid router's bias buffer and the FP8 GEMMs' scaling banks. */
 static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint64_t *pmax)
 {
     const Recipe *r = &m->recipe;
@@ -360,6 +360,13 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
             if (m->shard_mask[c] >> k & 1)
                 arena_add(sp, class_terms[c][k], class_set[c]->dt[k], m->shard_elems[c],
                           bind ? &m->shard_buf[c][k] : NULL, shard_names[c][k], -1);
+    if (m->spec.router == ROUTER_SIGMOID) { /* the routers' biases: one FP32 buffer (MoE layers, E), every rank's */
+        uint64_t nx = 0;
+        for (uint32_t l = 0; l < m->spec.layers; l++) nx += (uint64_t)model_moe_layer(m, l);
+        if (nx)
+            arena_add(sp, MT_ROUTER_BIAS, DT_FP32, nx * m->spec.experts, bind ? &m->expert_bias : NULL,
+                      "router.expert_bias", -1);
+    }
     if (fp8 && !exec_block_scaled(r)) { /* scaling banks: forward (x, w per linear) and backward (dy per linear) */
         uint64_t hist = exec_history_len(r), nb = model_fp8_tensors(m), nf = 2 * nb;
         ModelScaling *sc = bind ? &m->sc : NULL;

@@ -83,8 +83,6 @@ Status model_moe_check(const Plan *p, Err *e)
         return err_set(e, ST_UNAVAILABLE,
                        "recipe %s: the router's weight (%s) must be in the activation dtype (%s) for its GEMMs",
                        r->name, dtype_name(r->other.dt[STATE_WEIGHT]), dtype_name(exec_act_dtype(r)));
-    if (s->router == ROUTER_SIGMOID && r->other.dt[STATE_MASTER] != DT_FP32 && r->other.dt[STATE_WEIGHT] != DT_FP32)
-        return err_set(e, ST_UNAVAILABLE, "recipe %s: a sigmoid router's bias needs an FP32 master or weight", r->name);
     uint32_t g = s->router_groups ? s->router_groups : 1, gk = s->router_group_topk ? s->router_group_topk : g;
     if (s->experts % g || gk > g || (uint64_t)s->experts_per_token > (uint64_t)gk * (s->experts / g))
         return err_set(e, ST_USAGE,
@@ -159,13 +157,11 @@ void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * E, a ? &a->r_dl : NULL, "router.d_logits");
 }
 
-/* A sigmoid router's bias as the router reads it: FP32 (its master, or its weight when that is FP32). */
+/* A sigmoid router's bias for the stage's block l: its E FP32 values in the buffer (m->expert_bias). */
 static float *router_bias(Model *m, uint32_t l)
 {
-    ModelParam *b = model_find_param(m, PK_ROUTER_B, (int)l); /* l: the stage's block (model_find_param adds layer0) */
-    if (!b) return NULL;
-    if (m->bias_whole) return m->bias_whole + (uint64_t)model_moe_index(m, l) * m->spec.experts; /* sharded master */
-    return model_states(m, b)->dt[STATE_WEIGHT] == DT_FP32 ? b->weight : b->master;
+    if (!m->expert_bias || !model_moe_layer(m, l)) return NULL;
+    return m->expert_bias + (uint64_t)model_moe_index(m, l) * m->spec.experts;
 }
 
 /* The grouped GEMM Y (rows, N) = X (rows, K) · W_gᵀ, W (groups, N, K) packed, in the activation dtype. */
@@ -490,7 +486,6 @@ Status model_moe_after_step(Model *m, Err *e)
     float *b = m->moe_scratch; /* (E) */
     for (uint32_t l = 0; !st && l < s->layers; l++) {
         if (!model_moe_layer(m, l)) continue;
-        ModelParam *p = model_find_param(m, PK_ROUTER_B, (int)l);
         float *bias = router_bias(m, l);
         const uint64_t *c = m->moe_counts + (uint64_t)model_moe_index(m, l) * E;
         double mean = 0.0;
@@ -500,10 +495,6 @@ Status model_moe_after_step(Model *m, Err *e)
         for (uint64_t i = 0; !st && i < E; i++)
             b[i] += (double)c[i] < mean ? MODEL_MOE_BIAS_SPEED : (double)c[i] > mean ? -MODEL_MOE_BIAS_SPEED : 0.0f;
         if (!st) st = m->bk->copy_to_device(m->bk, bias, b, E * sizeof *b, e);
-        if (!st && m->bias_whole && p->own_n) /* a sharded master: this rank's part of it follows the whole */
-            st = m->bk->copy_to_device(m->bk, p->master, b + p->own_lo, p->own_n * sizeof *b, e);
-        if (!st && bias != p->weight && p->weight) /* the working copy follows its FP32 master */
-            st = m->bk->convert(m->bk, bias, DT_FP32, p->weight, model_states(m, p)->dt[STATE_WEIGHT], E, NULL, e);
     }
     return st;
 }

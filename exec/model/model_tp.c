@@ -81,17 +81,15 @@ Status model_tp_moe_check(const Plan *p, Err *e)
 {
     const PlanInput *in = &p->in;
     const ModelSpec *s = in->model;
-    const Recipe *r = in->recipe;
     const char *why = NULL;
+    /* FP8 experts (te-fp8, te-fp8-current: model_moe_check) run on each rank's sequence shard as at dp > 1: their
+     * delayed-scaling records MAX-reduced over the stage's TP x DP ranks (amaxc) or, at ep > 1, their EDP group;
+     * a sigmoid router's bias is an FP32 buffer every rank moves alike from the TP x DP ranks' summed counts
+     * (model_moe_after_step), outside the TP norm-gradient all-reduce as the plan has it */
     if (in->etp != 1)
         why = "expert tensor parallelism (--etp) is not run: each expert stays whole on its rank";
-    else if (recipe_fp8_gemm(r))
-        why = "FP8 experts with tensor parallelism are not tested yet (the BF16/FP32 recipes run)";
     else if (((uint64_t)s->shared_experts * s->expert_ffn) % in->tp)
         why = "the shared experts' FFN width must be divisible by tp (it splits over TP as the dense FFN)";
-    else if (s->router == ROUTER_SIGMOID)
-        why = "a sigmoid router with tensor parallelism is not run yet (its bias is a buffer in Megatron-Core; the "
-              "plan's tp_norm_grad_allreduce counts it)";
     else if (in->pp > 1)
         why = "experts with tensor parallelism over pipeline stages are not run yet";
     else if (in->sharding != SHARD_NONE)

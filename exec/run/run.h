@@ -68,9 +68,8 @@ typedef struct {
     uint64_t *route_counts;
     uint32_t route_layers;
     double moe_aux;
-    uint64_t bias_whole_bytes; /* rank 0's sigmoid router biases kept whole beside a sharded master (model.h) */
-    /* (2n) each rank's bytes outside the arena, on rank 0: [2r] its sigmoid router biases kept whole, [2r + 1] its
-     * EP buffers (stages hold different layers, so different amounts) */
+    /* (n) each rank's bytes outside the arena, on rank 0: its EP buffers (stages hold different layers, so
+     * different amounts) */
     uint64_t *outside;
     uint32_t experts;
     double *ep_counts;

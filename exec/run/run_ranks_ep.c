@@ -15,11 +15,10 @@ int run_rank_ep_coll(const RankData *rd, int c)
 
 Status run_ranks_gather_ep(Comm *comm, const Model *m, RankData *rd, Err *e)
 {
-    rd->bias_whole_bytes = m->bias_whole_bytes;
     const size_t n = (size_t)comm->size, E = m->spec.experts;
-    uint64_t outside[2] = {m->bias_whole_bytes, m->ep_buffer_bytes}; /* per stage (its layers') */
-    if ((rd->outside = calloc(n * 2, sizeof *rd->outside)) == NULL) return err_set(e, ST_NOMEM, "out of memory");
-    Status st0 = comm_gather_bytes(comm, outside, sizeof outside, rd->outside, e);
+    uint64_t outside = m->ep_buffer_bytes; /* per stage (its layers') */
+    if ((rd->outside = calloc(n, sizeof *rd->outside)) == NULL) return err_set(e, ST_NOMEM, "out of memory");
+    Status st0 = comm_gather_bytes(comm, &outside, sizeof outside, rd->outside, e);
     if (st0 || m->ep <= 1 || !m->moe_layers_all) return st0; /* the same on every rank: the plan's ep, the model */
     double counts[2] = {m->ep_counts_bytes[0], m->ep_counts_bytes[1]}, call_s[EPR_COUNT_] = {0};
     for (int i = EPR_DISPATCH_FWD; i < EPR_COUNT_; i++) /* this rank's calls, each planned from its own messages */

@@ -135,7 +135,7 @@ def structure(pages):
 # ---- the charts' numbers against the CSV ---------------------------------------------------------------------
 
 GROUPS = {  # memory group -> terms (plan --view terms), as the seed's accounting groups them
-    "weight_bytes": ["weight_gemm", "weight_other", "weight_expert"],
+    "weight_bytes": ["weight_gemm", "weight_other", "weight_expert", "router_bias"],
     "fp8_weight_copy_bytes": ["fp8_rowwise", "fp8_colwise", "fp8_expert"],
     "master_bytes": ["master_gemm", "master_other", "master_expert"],
     "grad_bytes": ["grad_gemm", "grad_other", "grad_expert"],

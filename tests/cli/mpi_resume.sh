@@ -78,19 +78,19 @@ resumed 2 tiny-gpt fp8lm --tp 2
 resumed 2 tiny-gpt te-fp8-current --pp 2
 resumed 2 tiny-gpt fp8lm --pp 2
 resumed 2 tiny-gpt megatron-bf16 --pp 2
-# the layout file (format version 6): "FP8PCKPT" (bytes 0-7), u32 version 6 at 8, tp at 12, pp at 16,
+# the layout file (format version 8): "FP8PCKPT" (bytes 0-7), u32 version 8 at 8, tp at 12, pp at 16,
 # dp at 20, ep at 24, parts (tp x pp x ep) at 28, then part 0's u64 length at 32 and its own image from 40
 # on, which starts with the magic again
 u32_at() { od -An -t u4 -j "$2" -N 4 "$1" | tr -d ' '; }
 u64_at() { od -An -t u8 -j "$2" -N 8 "$1" | tr -d ' '; }
 head_of() { echo "$(u32_at "$1" 8) $(u32_at "$1" 12) $(u32_at "$1" 16) $(u32_at "$1" 20) $(u32_at "$1" 24) $(u32_at "$1" 28)"; }
-expect_eq "pp 2 file: version 6, tp 1, pp 2, dp 1, ep 1, 2 parts" "$(head_of "$TMP/ck.bin")" "6 1 2 1 1 2"
+expect_eq "pp 2 file: version 8, tp 1, pp 2, dp 1, ep 1, 2 parts" "$(head_of "$TMP/ck.bin")" "8 1 2 1 1 2"
 expect_eq "pp 2 file: part 0's image starts at byte 40" "$(dd if="$TMP/ck.bin" bs=1 skip=40 count=8 2>/dev/null)" FP8PCKPT
 # part 1 follows part 0: its length at 40 + len0, its image 8 bytes later
 len0=$(u64_at "$TMP/ck.bin" 32)
 expect_eq "pp 2 file: part 1's image after part 0's" \
     "$(dd if="$TMP/ck.bin" bs=1 skip=$((40 + len0 + 8)) count=8 2>/dev/null)" FP8PCKPT
-# part 1's image is the last stage's: the version-5 header holds that rank's layers (1 of 2), the
+# part 1's image is the last stage's: the version-7 header holds that rank's layers (1 of 2), the
 # first field (recipe name 48 B after magic 8 and version 4: fields from 60) + 22 recipe fields
 # x 8 B = the layers field at image byte 60 + 176 = 236
 l1=$(u64_at "$TMP/ck.bin" $((40 + len0 + 8 + 236)))
@@ -105,7 +105,7 @@ cp "$TMP/ck.bin" "$TMP/pp2.bin"
 P="run --catalog $cat --model tiny-gpt --recipe megatron-bf16 --mbs 2 --gbs 8 --quiet --steps 1"
 run $P --resume "$TMP/pp2.bin"
 expect_rc "a pp 2 checkpoint on one rank: refused (65)" 65
-expect_err "the layouts named" "checkpoint (format version 6) of a --tp 1 --pp 2 --dp 1 --ep 1 (2 ranks) run"
+expect_err "the layouts named" "checkpoint (format version 8) of a --tp 1 --pp 2 --dp 1 --ep 1 (2 ranks) run"
 expect_err "this run's layout named" "this run is --tp 1 --pp 1 --dp 1 --ep 1 (1 rank): resume with the layout that wrote it"
 mpi_run 2 "$FP8PLAN" $P --tp 2 --resume "$TMP/pp2.bin"
 expect_rc "a pp 2 checkpoint in a tp 2 run: refused (65)" 65
@@ -113,7 +113,7 @@ expect_err "tp 2 named" "this run is --tp 2 --pp 1 --dp 1 --ep 1 (2 ranks)"
 run $P --save "$TMP/one.bin"
 mpi_run 2 "$FP8PLAN" $P --pp 2 --resume "$TMP/one.bin"
 expect_rc "a one-rank checkpoint in a pp 2 run: refused (65)" 65
-expect_err "the one-model format named" "checkpoint (format version 5) of a run without tensor, pipeline or expert parallelism"
+expect_err "the one-model format named" "checkpoint (format version 7) of a run without tensor, pipeline or expert parallelism"
 # one byte of part 1 changed: every rank reads the whole file, the checksum says so
 cp "$TMP/pp2.bin" "$TMP/bad.bin"
 printf 'X' | dd of="$TMP/bad.bin" bs=1 seek=$((40 + len0 + 8 + 300)) conv=notrunc 2>/dev/null
@@ -137,7 +137,7 @@ resumed 4 tiny-gpt te-fp8 --pp 2 --zero 1
 resumed 4 tiny-gpt fp8lm --tp 2 --zero 1
 resumed 4 tiny-gpt megatron-bf16 --tp 2 --zero 1
 # dp 2 x tp 2: two parts (TP ranks 0 and 1), none from the DP replicas
-expect_eq "dp 2 x tp 2 file: version 6, tp 2, pp 1, dp 2, ep 1, 2 parts" "$(head_of "$TMP/ck.bin")" "6 2 1 2 1 2"
+expect_eq "dp 2 x tp 2 file: version 8, tp 2, pp 1, dp 2, ep 1, 2 parts" "$(head_of "$TMP/ck.bin")" "8 2 1 2 1 2"
 len0=$(u64_at "$TMP/ck.bin" 32)
 len1=$(u64_at "$TMP/ck.bin" $((40 + len0)))
 expect_eq "dp 2 x tp 2 file: two parts and the checksum, nothing more" "$(wc -c <"$TMP/ck.bin" | tr -d ' ')" \
@@ -150,7 +150,7 @@ expect_eq "dp 2 x tp 2 --zero 1: the master record is the DP group's whole class
 cp "$TMP/ck.bin" "$TMP/grid.bin"
 # 8 ranks: tp 2 x pp 2 x dp 2, ZeRO-1 over each place's DP group
 resumed 8 tiny-gpt megatron-bf16 --tp 2 --pp 2 --zero 1
-expect_eq "tp 2 x pp 2 x dp 2 file: version 6, tp 2, pp 2, dp 2, ep 1, 4 parts" "$(head_of "$TMP/ck.bin")" "6 2 2 2 1 4"
+expect_eq "tp 2 x pp 2 x dp 2 file: version 8, tp 2, pp 2, dp 2, ep 1, 4 parts" "$(head_of "$TMP/ck.bin")" "8 2 2 2 1 4"
 # LLaMA-shaped (grouped-query attention: 6 heads, 2 KV heads, one per TP rank; SwiGLU, rotary, untied)
 resumed 4 llama3-8b te-fp8 --layers 2 --hidden 36 --heads 6 --kv-heads 2 --ffn 50 --seq 8 --vocab 70 --tp 2 --zero 1
 
@@ -159,7 +159,7 @@ G="run --catalog $cat --model tiny-gpt --recipe megatron-bf16 --mbs 2 --gbs 8 --
 mpi_run 2 "$FP8PLAN" $G --resume "$TMP/grid.bin"
 expect_rc "a dp 2 x tp 2 checkpoint in a tp 2 run: refused (65)" 65
 expect_err "both layouts named" \
-    "checkpoint (format version 6) of a --tp 2 --pp 1 --dp 2 --ep 1 (4 ranks) run, each tensor/pipeline/expert-parallel rank's part in that rank's layout; this run is --tp 2 --pp 1 --dp 1 --ep 1 (2 ranks)"
+    "checkpoint (format version 8) of a --tp 2 --pp 1 --dp 2 --ep 1 (4 ranks) run, each tensor/pipeline/expert-parallel rank's part in that rank's layout; this run is --tp 2 --pp 1 --dp 1 --ep 1 (2 ranks)"
 # a grid checkpoint cut short (in part 1) or with a byte changed: refused naming the file
 head -c $((40 + len0 + 8 + len1 / 2)) "$TMP/grid.bin" >"$TMP/bad.bin"
 mpi_run 4 "$FP8PLAN" $G --resume "$TMP/bad.bin"
@@ -195,23 +195,26 @@ expect_err "ep field 2: the file's layout named" "of a --tp 2 --pp 1 --dp 2 --ep
 grid_patched 28 '\003'
 expect_rc "parts field 3: refused (65)" 65
 expect_err "parts field 3: said" "$TMP/bad.bin: the header says 3 parts for --tp 2 --pp 1 --ep 1 (2 expected): the file is corrupted"
-# format versions 3 (a part for every rank, before grids), 4 (before expert-parallel parts) and 7: refused
-# naming the versions read
+# format versions 3 (a part for every rank, before grids), 4 (before expert-parallel parts), 6 (before a sigmoid
+# router's bias became a buffer) and 9: refused naming the versions read
 grid_patched 8 '\003'
 expect_rc "a version-3 checkpoint: refused (65)" 65
-expect_err "the versions named" "$TMP/bad.bin: checkpoint format version 3; this fp8plan reads version 5"
-expect_err "and version 6" "and version 6 (tensor, pipeline or expert parallelism"
+expect_err "the versions named" "$TMP/bad.bin: checkpoint format version 3; this fp8plan reads version 7"
+expect_err "and version 8" "and version 8 (tensor, pipeline or expert parallelism"
 grid_patched 8 '\004'
 expect_rc "a version-4 checkpoint: refused (65)" 65
 expect_err "version 4: save it again" "version 4 came before expert-parallel parts; save it again"
-grid_patched 8 '\007'
-expect_rc "a version-7 checkpoint: refused (65)" 65
-expect_err "a newer version named" "$TMP/bad.bin: checkpoint format version 7; this fp8plan reads"
+grid_patched 8 '\006'
+expect_rc "a version-6 checkpoint: refused (65)" 65
+expect_err "version 6: save it again" "versions 5 and 6 kept a sigmoid router's bias as a parameter with optimizer states, not the FP32 buffer it is now; save it again"
+grid_patched 8 '\011'
+expect_rc "a version-9 checkpoint: refused (65)" 65
+expect_err "a newer version named" "$TMP/bad.bin: checkpoint format version 9; this fp8plan reads"
 
 # ---- mixture of experts: expert parallelism, multi-token prediction ------------------------------------
 # An EP rank holds its own E/ep experts (their weights, master, Adam states, FP8 copies, block scales and
 # scaling records) beside a replica of the rest (a sigmoid router's aux-loss-free bias included): the file
-# keeps a part per EP rank (format version 6, parts = tp x pp x ep), each written by the place's first rank
+# keeps a part per EP rank (format version 8, parts = tp x pp x ep), each written by the place's first rank
 # (dp_rank = ep_rank) as its own one-model image, whose header names the experts it holds. A run of 6 steps and
 # one of 3 + 3 through a checkpoint must give the same losses (the MTP loss too, the loss log's third column)
 # and, saved at the end, the same checkpoint, byte for byte: every parameter, state and scaling record.
@@ -249,9 +252,9 @@ moe_resumed 1 tiny-mtp megatron-bf16
 expect_eq "tiny-mtp: the MTP loss logged" "$(head -1 "$TMP/joined.csv")" "step,loss,mtp_loss"
 moe_resumed 2 tiny-mtp te-fp8 --ep 2
 moe_resumed 2 tiny-mtp deepseek-v3 --ep 2
-# the ep 2 file: version 6, tp 1, pp 1, dp 2, ep 2, two parts (EP ranks 0 and 1); part 1's image holds experts
+# the ep 2 file: version 8, tp 1, pp 1, dp 2, ep 2, two parts (EP ranks 0 and 1); part 1's image holds experts
 # 4 .. 7: its "first expert held", the image's 56th field (60 + 55 x 8 = 500), is 4 (part 0's 0)
-expect_eq "ep 2 file: version 6, tp 1, pp 1, dp 2, ep 2, 2 parts" "$(head_of "$TMP/ck.bin")" "6 1 1 2 2 2"
+expect_eq "ep 2 file: version 8, tp 1, pp 1, dp 2, ep 2, 2 parts" "$(head_of "$TMP/ck.bin")" "8 1 1 2 2 2"
 len0=$(u64_at "$TMP/ck.bin" 32)
 expect_eq "ep 2 file: part 0 holds from expert 0, part 1 from expert 4" \
     "$(u64_at "$TMP/ck.bin" $((40 + 500))) $(u64_at "$TMP/ck.bin" $((40 + len0 + 8 + 500)))" "0 4"
@@ -260,7 +263,7 @@ cp "$TMP/ck.bin" "$TMP/ep2.bin"
 E="run --catalog $cat --model tiny-mtp --recipe deepseek-v3 --mbs 1 --gbs 4 --quiet --steps 1"
 mpi_run 2 "$FP8PLAN" $E --resume "$TMP/ep2.bin"
 expect_rc "an ep 2 checkpoint at ep 1: refused (65)" 65
-expect_err "ep 2 at ep 1: both layouts named" "$TMP/ep2.bin: checkpoint (format version 6) of a --tp 1 --pp 1 --dp 2 --ep 2 (2 ranks) run, each tensor/pipeline/expert-parallel rank's part in that rank's layout; this run is --tp 1 --pp 1 --dp 2 --ep 1 (2 ranks)"
+expect_err "ep 2 at ep 1: both layouts named" "$TMP/ep2.bin: checkpoint (format version 8) of a --tp 1 --pp 1 --dp 2 --ep 2 (2 ranks) run, each tensor/pipeline/expert-parallel rank's part in that rank's layout; this run is --tp 1 --pp 1 --dp 2 --ep 1 (2 ranks)"
 mpi_run 4 "$FP8PLAN" $E --ep 4 --resume "$TMP/ep2.bin"
 expect_rc "an ep 2 checkpoint at ep 4: refused (65)" 65
 expect_err "ep 2 at ep 4: this run named" "this run is --tp 1 --pp 1 --dp 4 --ep 4 (4 ranks)"
@@ -276,7 +279,7 @@ expect_err "the MTP weight named" "$TMP/ep2.bin: checkpoint was trained with MTP
 run $E --save "$TMP/one.bin"
 mpi_run 2 "$FP8PLAN" $E --ep 2 --resume "$TMP/one.bin"
 expect_rc "a one-rank checkpoint at ep 2: refused (65)" 65
-expect_err "the one-model format named" "$TMP/one.bin: checkpoint (format version 5) of a run without tensor, pipeline or expert parallelism; this run is --tp 1 --pp 1 --dp 2 --ep 2 (2 ranks)"
+expect_err "the one-model format named" "$TMP/one.bin: checkpoint (format version 7) of a run without tensor, pipeline or expert parallelism; this run is --tp 1 --pp 1 --dp 2 --ep 2 (2 ranks)"
 
 # ---- experts with sharded states, and experts with tensor parallelism --------------------------------
 # --ep with --zero 1 / --dist-opt: each EP rank's place (dp_rank = ep_rank) writes its part, the dense states'

@@ -265,24 +265,25 @@ EOF
 # 196,608, half leaving: 98,304) and the BF16 weights gathered (S = 98,304: 49,152). Dense linears: layer 0
 # QKV (64 + 2 x 16) x 64 = 6,144, proj 4,096, FC1 256 x 64 = 16,384, FC2 8,192; layers 1, 2 QKV 6,144, proj
 # 4,096, shared FC1 4,096, FC2 2,048: 67,584; dp 4: 16,896 (67,584 B). The others: embedding and head 2 x 256
-# x 64 = 32,768, norms 6 x 64 + 64 = 448, routers 2 x 8 x 64 = 1,024, their biases 16: 34,256; dp 4: 8,564
-# (34,256 B). Reduce-scatter S = (67,584 + 34,256) x 4 = 407,360 (3/4 leaving: 305,520), all-gather S =
-# 203,680 (152,760).
+# x 64 = 32,768, norms 6 x 64 + 64 = 448, routers 2 x 8 x 64 = 1,024: 34,240; dp 4: 8,560 (34,240 B).
+# Reduce-scatter S = (67,584 + 34,240) x 4 = 407,296 (3/4 leaving: 305,472), all-gather S = 203,648
+# (152,736). The routers' biases are no parameters (no shard, no gradient): router_bias below.
 mpi_run 4 "$FP8PLAN" run --catalog "$cat" --model tiny-ds --mbs 1 --gbs 4 --quiet --recipe megatron-bf16 --steps 2 \
     --ep 2 --zero 1
 expect_rc "tiny-ds np 4 ep 2 --zero 1 exits 0" 0
 expect_line "tiny-ds: expert master shard 24,576 x 4 B" "  master_expert +98304 +98304 +98304 +4/4 +exact"
 expect_line "tiny-ds: expert gradients whole 49,152 x 4 B" "  grad_expert +196608 +196608 +196608 +4/4 +exact"
 expect_line "tiny-ds: dense master shard 16,896 x 4 B" "  master_gemm +67584 +67584 +67584 +4/4 +exact"
-expect_line "tiny-ds: other master shard 8,564 x 4 B" "  master_other +34256 +34256 +34256 +4/4 +exact"
-expect_line "tiny-ds: DP reduce-scatter" "  dp_grad_reducescatter +305520 +305520 +305520 +4/4 +exact"
-expect_line "tiny-ds: DP all-gather" "  dp_param_allgather +152760 +152760 +152760 +4/4 +exact"
+expect_line "tiny-ds: other master shard 8,560 x 4 B" "  master_other +34240 +34240 +34240 +4/4 +exact"
+expect_line "tiny-ds: DP reduce-scatter" "  dp_grad_reducescatter +305472 +305472 +305472 +4/4 +exact"
+expect_line "tiny-ds: DP all-gather" "  dp_param_allgather +152736 +152736 +152736 +4/4 +exact"
 expect_line "tiny-ds: EDP reduce-scatter" "  edp_grad_reducescatter +98304 +98304 +98304 +4/4 +exact"
 expect_line "tiny-ds: EDP reduce-scatter payload" "  edp_grad_reducescatter.payload +196608 +196608 +196608 +4/4 +exact"
 expect_line "tiny-ds: EDP all-gather" "  edp_param_allgather +49152 +49152 +49152 +4/4 +exact"
 expect_eq "tiny-ds --zero 1: no gradient all-reduce" "$(grep -c 'grad_allreduce' "$TMP/out")" 0
-# the sigmoid routers' FP32 biases kept whole beside their sharded masters: 2 MoE layers x 8 experts x 4 B
-expect_out "tiny-ds: the whole router biases outside the arena, by hand" "each rank also holds 64 B outside the arena"
+# the sigmoid routers' biases: one FP32 buffer whole on every rank (Megatron-Core's expert_bias), 2 MoE layers x
+# 8 experts x 4 B, in the arena and the plan's router_bias
+expect_line "tiny-ds: the router biases whole on every rank, by hand" "  router_bias +64 +64 +64 +4/4 +exact"
 # tiny-moe at np 4 ep 2: 4 experts x (448 x 64 + 64 x 224) = 172,032 a layer, x 2 = 344,064; shards of
 # 172,032 (688,128 B); EDP reduce-scatter S = 1,376,256 (688,128 leaving), all-gather 688,128 (344,064)
 mpi_run 4 "$FP8PLAN" run --catalog "$cat" --model tiny-moe --mbs 1 --gbs 4 --quiet --recipe megatron-bf16 --steps 2 \
@@ -301,9 +302,10 @@ expect_eq "plan --view terms: master_expert 24,576 elements, 98,304 B, 2 shards"
 # 34,816 B); the others embedding 16,384 + 2 norms 128 = 16,512 (4,128 x 4 B = 16,512 B); no experts. Reduce-
 # scatter S = (34,816 + 16,512) x 4 = 205,312 (3/4 leaving: 153,984), all-gather S = 102,656 (76,992). Stage 1
 # (layers 1, 2): linears 2 x (6,144 + 4,096 + shared FC1 4,096 + FC2 2,048) = 32,768 (8,192 x 4 B = 32,768 B);
-# the others head 16,384 + norms 4 x 64 + 64 + routers 1,024 + biases 16 = 17,744 (4,436 x 4 B = 17,744 B);
-# experts 2 layers x 4 a rank x 6,144 = 49,152 (edp 2: 24,576 x 4 B = 98,304 B). S = (32,768 + 17,744) x 4 =
-# 202,048 (151,536), all-gather 101,024 (75,768); EDP 196,608 (98,304) and 98,304 (49,152).
+# the others head 16,384 + norms 4 x 64 + 64 + routers 1,024 = 17,728 (4,432 x 4 B = 17,728 B; the sigmoid
+# routers' biases are FP32 buffers outside the optimizer: router_bias 2 layers x 8 x 4 B = 64 B, whole);
+# experts 2 layers x 4 a rank x 6,144 = 49,152 (edp 2: 24,576 x 4 B = 98,304 B). S = (32,768 + 17,728) x 4 =
+# 201,984 (151,488), all-gather 100,992 (75,744); EDP 196,608 (98,304) and 98,304 (49,152).
 mpi_run 8 "$FP8PLAN" run --catalog "$cat" --model tiny-ds --mbs 1 --gbs 4 --quiet --recipe megatron-bf16 --steps 2 \
     --ep 2 --zero 1 --pp 2 --first-stage-layers 1 -o "$TMP/pz.csv"
 expect_rc "tiny-ds pp 2 x dp 4 x ep 2 --zero 1 exits 0" 0
@@ -311,9 +313,6 @@ pz() { # RANK TERM: planned and measured bytes of RANK's row
     awk -F, -v r="$1" -v t="$2" '$1 == r && ($2 == "rank_memory" || $2 == "rank_comm") && $3 == t { print $5 "," $6 }' \
         "$TMP/pz.csv"
 }
-# the sigmoid routers' FP32 biases kept whole beside their sharded masters: stage 1's 2 MoE layers x 8 x 4 B
-expect_out "pp 2: each stage's whole router biases outside the arena, by hand" \
-    "each rank of stage 0 also holds 0 B, of stage 1 64 B outside the arena"
 for r in 0 3; do
     expect_eq "pp 2, stage 0 (rank $r): dense master shard 8,704 x 4 B" "$(pz $r master_gemm)" "34816,34816"
     expect_eq "pp 2, stage 0 (rank $r): other master shard 4,128 x 4 B" "$(pz $r master_other)" "16512,16512"
@@ -324,17 +323,18 @@ for r in 0 3; do
 done
 for r in 4 7; do
     expect_eq "pp 2, stage 1 (rank $r): dense master shard 8,192 x 4 B" "$(pz $r master_gemm)" "32768,32768"
-    expect_eq "pp 2, stage 1 (rank $r): other master shard 4,436 x 4 B" "$(pz $r master_other)" "17744,17744"
+    expect_eq "pp 2, stage 1 (rank $r): other master shard 4,432 x 4 B" "$(pz $r master_other)" "17728,17728"
+    expect_eq "pp 2, stage 1 (rank $r): router biases whole 16 x 4 B" "$(pz $r router_bias)" "64,64"
     expect_eq "pp 2, stage 1 (rank $r): expert master shard 24,576 x 4 B" "$(pz $r master_expert)" "98304,98304"
     expect_eq "pp 2, stage 1 (rank $r): expert gradients whole 49,152 x 4 B" "$(pz $r grad_expert)" "196608,196608"
-    expect_eq "pp 2, stage 1 (rank $r): DP reduce-scatter" "$(pz $r dp_grad_reducescatter)" "151536,151536"
-    expect_eq "pp 2, stage 1 (rank $r): DP all-gather" "$(pz $r dp_param_allgather)" "75768,75768"
+    expect_eq "pp 2, stage 1 (rank $r): DP reduce-scatter" "$(pz $r dp_grad_reducescatter)" "151488,151488"
+    expect_eq "pp 2, stage 1 (rank $r): DP all-gather" "$(pz $r dp_param_allgather)" "75744,75744"
     expect_eq "pp 2, stage 1 (rank $r): EDP reduce-scatter" "$(pz $r edp_grad_reducescatter)" "98304,98304"
     expect_eq "pp 2, stage 1 (rank $r): EDP all-gather" "$(pz $r edp_param_allgather)" "49152,49152"
 done
-# a sharded sigmoid router bias through a checkpoint (ep 1: the experts' group is the DP group; --save with
-# experts split over --ep is refused, mpi_ep.sh): every rank's whole bias rebuilt from the masters' parts
-# (model_shard_bias_sync), 3 + 3 steps the 6 uninterrupted steps' losses bit for bit
+# a sigmoid router's bias through a sharded checkpoint (ep 1: the experts' group is the DP group; --save with
+# experts split over --ep is refused, mpi_ep.sh): the FP32 buffer, whole in the file and restored on every rank
+# beside the sharded states, 3 + 3 steps the 6 uninterrupted steps' losses bit for bit
 D="run --catalog $cat --model tiny-ds --mbs 1 --gbs 4 --quiet --recipe megatron-bf16 --zero 1"
 mpi_run 2 "$FP8PLAN" $D --steps 6 --loss-log "$TMP/r6.csv"
 mpi_run 2 "$FP8PLAN" $D --steps 3 --save "$TMP/r.ckpt"

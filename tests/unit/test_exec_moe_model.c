@@ -285,10 +285,10 @@ static void test_sigmoid_bias_update(void)
     float loss, bias[4];
     Err e;
     CHECK(!model_step(r.g, in, tgt, &loss, &e));
-    ModelParam *b = model_find_param(r.g, PK_ROUTER_B, 1);
-    CHECK(b != NULL && b->master != NULL);
-    if (!b) return close_run(&r);
-    CHECK(!r.bk->copy_to_host(r.bk, bias, b->master, sizeof bias, &e));
+    CHECK(model_find_param(r.g, PK_ROUTER_B, 1) == NULL); /* a buffer, not a parameter */
+    CHECK(r.g->expert_bias != NULL);
+    if (!r.g->expert_bias) return close_run(&r);
+    CHECK(!r.bk->copy_to_host(r.bk, bias, r.g->expert_bias, sizeof bias, &e));
     const uint64_t *c = r.g->moe_counts;
     CHECK_EQ_U64(c[0] + c[1] + c[2] + c[3], 128); /* 4 x 16 tokens x top-2; mean 32 per expert */
     for (int i = 0; i < 4; i++) {
@@ -415,9 +415,16 @@ static void test_refusals(void)
     CHECK_CONTAINS(e.msg, "model fx-moe-softmax with --tp 2 --ep 1 --etp 2: expert tensor parallelism (--etp) is "
                           "not run");
     arena_specs_free(&sp);
-    CHECK(!fx_plan_par(&ns, &te, B, 1, 2, 1, &p, &e)); /* ... nor FP8 experts with TP (refused before any work) */
-    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "--tp 2 --ep 1 --etp 1: FP8 experts with tensor parallelism are not tested yet");
+    CHECK(!fx_plan_par(&ns, &te, B, 1, 2, 1, &p, &e)); /* FP8 experts with TP run (tests/cli/mpi_ep.sh) */
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    arena_specs_free(&sp);
+    ModelSpec sg = fx_moe(ROUTER_SIGMOID); /* and a sigmoid router: its bias the plan's router_bias, whole */
+    CHECK(!fx_plan_par(&sg, &te, B, 1, 2, 1, &p, &e));
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    const ArenaSpec *rb = NULL;
+    for (uint32_t i = 0; i < sp.n; i++)
+        if (sp.v[i].term == MT_ROUTER_BIAS) rb = &sp.v[i];
+    CHECK(rb && rb->elements == sg.experts && rb->bytes == p.mem[MT_ROUTER_BIAS].bytes);
     arena_specs_free(&sp);
     CHECK(!fx_plan_dp(&s, &bf16, B, 1, 2, SHARD_ZERO1, &p, &e)); /* sharded states run (test_exec_shard) */
     CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);

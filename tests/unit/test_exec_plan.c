@@ -167,9 +167,9 @@ static void test_llama_terms_match_plan(void)
 /* The planner's names and categories without a plan equal the plan's; the linear shapes the
  * executor lays out add up to the plan's linear-weight count. */
 /* Models with experts (exec/model/model_moe.c) on megatron-bf16, the MoE layers' recipe today: the expert
- * weights, their master, gradients and Adam moments in the plan's expert terms, the router (and a sigmoid
- * router's bias) among the other parameters, the shared experts and dense first layers among the GEMM
- * weights — byte for byte. The catalog's Mixtral (softmax, no shared experts) shrunk, at its 8 experts and
+ * weights, their master, gradients and Adam moments in the plan's expert terms, the router among the other
+ * parameters (a sigmoid router's bias in router_bias: an FP32 buffer, no states), the shared experts and dense
+ * first layers among the GEMM weights — byte for byte. The catalog's Mixtral (softmax, no shared experts) shrunk, at its 8 experts and
  * at a real expert count (64 and 128 experts, top-8), gpt-oss (128 experts, top-4), and the fixtures with
  * a dense first layer and a shared expert (softmax and sigmoid). Worked by hand for the first: hidden 64,
  * 4 heads of 16 with 1 KV head, expert FFN 14336 x 64 / 4096 = 224, 8 experts, 2 layers. Expert elements
@@ -394,8 +394,9 @@ static void test_mla_terms_match_plan(void)
     /* multi-token prediction depth 1 (DeepSeek-V3's mtp_layers 1): its block is a MoE layer like the last one,
      * eh_proj a GEMM weight. weight_gemm: 89,600 + eh_proj 64 x 128 x 2 = 16,384 + the block's attention 7,040 and
      * shared expert 2 x 32 x 64 + 64 x 32 = 6,144 weights x 2 = 26,368: 132,352 B; weight_other: + the block's
-     * norms 64 + 64, latents' norms 24 + 16, router 8 x 64 + bias 8, and enorm, hnorm, the depth's final norm 3 x
-     * 64: 880 weights, 1,760 B. Every other state and saved term as planned (the planner's MTP activations: enorm's
+     * norms 64 + 64, latents' norms 24 + 16, router 8 x 64, and enorm, hnorm, the depth's final norm 3 x 64: 872
+     * weights, 1,744 B over the model without the depth (67,360 B); the routers' biases are router_bias, FP32
+     * whatever the recipe: 8 experts x (MoE layer 1 + the depth's block) x 4 B = 64 B. Every other state and saved term as planned (the planner's MTP activations: enorm's
      * input, both norms' rstd and eh_proj's input, test_moe_plan's test_mla_and_mtp), in BF16 and FP8 (eh_proj one
      * FP8 tensor more: te-fp8's scale_gemm (30 + 23 + 1) x 3 x 1,026 x 4 = 664,848) */
     ModelSpec t = m;
@@ -407,7 +408,9 @@ static void test_mla_terms_match_plan(void)
         CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
         arena_specs_free(&specs);
         if (i == 0) CHECK_EQ_U64(have[MT_WEIGHT_GEMM], 132352);
-        if (i == 0) CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].bytes - 67376, 1760);
+        if (i == 0) CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].bytes - 67360, 1744);
+        CHECK_EQ_U64(p.mem[MT_ROUTER_BIAS].bytes, 64);
+        CHECK_EQ_U64(have[MT_ROUTER_BIAS], 64);
         if (i == 1) CHECK_EQ_U64(have[MT_SCALE_GEMM], 664848);
         CHECKF(compare(&t, rn, 1) == 0, "%s", rn);
         CHECKF(compare(&t, rn, 2) == 0, "%s", rn);

@@ -150,8 +150,10 @@ static void test_owned_ranges(void)
  *   other linears: block 0 QKV (32 + 2·2·8 = 64, 32) 2,048, proj 1,024, FC1 (96, 32) 3,072, FC2 (32, 48)
  *   1,536; block 1 QKV 2,048, proj 1,024, shared FC1 (32, 32) 1,024, FC2 (32, 16) 512: E = 12,288, dp 4:
  *   S = 3,072 (12,288 B).
- *   others: wte and lm_head 64 x 32 each 4,096, 4 norms of 32 and the final norm 160, router (4, 32) 128,
- *   its bias 4: E = 4,388, S = 1,097 (4,388 B). */
+ *   others: wte and lm_head 64 x 32 each 4,096, 4 norms of 32 and the final norm 160, router (4, 32) 128:
+ *   E = 4,384, S = 1,096 (4,384 B).
+ *   the router's bias: a buffer beside them, whole on every rank and in no class (4 experts x 1 MoE layer
+ *   x 4 B = 16 B of router_bias, FP32 whatever the recipe). */
 static void test_moe_layout(void)
 {
     ModelSpec m = fx_moe(ROUTER_SIGMOID);
@@ -170,12 +172,14 @@ static void test_moe_layout(void)
     const ArenaSpec *xm = spec_named(&s, "expert.master.shard"), *xv = spec_named(&s, "expert.adam_v.shard");
     CHECK(xm && xm->elements == 1536 && xm->dtype == DT_FP32 && xv && xv->elements == 1536);
     CHECK(spec_named(&s, "expert.grad.shard") == NULL); /* ZeRO-1: gradients whole */
+    const ArenaSpec *rb = spec_named(&s, "router.expert_bias");
+    CHECK(rb && rb->term == MT_ROUTER_BIAS && rb->dtype == DT_FP32 && rb->elements == 4);
     static const struct {
         MemTermId id;
         uint64_t want;
-    } t[] = {{MT_MASTER_EXPERT, 6144}, {MT_OPTIM_M_EXPERT, 6144}, {MT_OPTIM_V_EXPERT, 6144},
-             {MT_GRAD_EXPERT, 12288},  {MT_WEIGHT_EXPERT, 6144},  {MT_MASTER_GEMM, 12288},
-             {MT_OPTIM_V_GEMM, 12288}, {MT_MASTER_OTHER, 4388},   {MT_OPTIM_M_OTHER, 4388}};
+    } t[] = {{MT_MASTER_EXPERT, 6144}, {MT_OPTIM_M_EXPERT, 6144}, {MT_OPTIM_V_EXPERT, 6144}, {MT_GRAD_EXPERT, 12288},
+             {MT_WEIGHT_EXPERT, 6144}, {MT_MASTER_GEMM, 12288},   {MT_OPTIM_V_GEMM, 12288},  {MT_MASTER_OTHER, 4384},
+             {MT_OPTIM_M_OTHER, 4384}, {MT_ROUTER_BIAS, 16}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         CHECKF(bytes[t[i].id] == t[i].want, "term %d: %llu B laid out, %llu by hand", (int)t[i].id,
                (unsigned long long)bytes[t[i].id], (unsigned long long)t[i].want);
@@ -186,8 +190,8 @@ static void test_moe_layout(void)
 
 /* fx_moe at ep 1 over 4 ranks: the experts' group is the DP group (edp = dp), 4 experts, 6,144 elements
  * (FC1 4,096 at flat 0, FC2 2,048 at 4,096), S = 1,536: rank 2 owns [3,072, 4,608) = FC1 from 3,072 (1,024
- * elements) and FC2's first 512; the sigmoid router's FP32 bias whole beside its sharded master (4 floats,
- * the initial values on every rank). */
+ * elements) and FC2's first 512; the sigmoid router's bias no parameter (no sharded master): its FP32
+ * buffer whole on every rank (4 floats, zeros at the start). */
 static void test_moe_owned(void)
 {
     Backend *bk = NULL;
@@ -206,11 +210,10 @@ static void test_moe_owned(void)
         CHECK(x1 && x1->own_lo == 3072 && x1->own_n == 1024);
         CHECK(x2 && x2->own_lo == 0 && x2->own_n == 512);
         CHECK(x2 && (float *)x2->master == (float *)m->shard_buf[MODEL_CLASS_EXPERT][STATE_MASTER] + 1024);
-        CHECK(m->bias_whole != NULL && m->bias_whole_bytes == 16);
-        const ModelParam *b = model_find_param(m, PK_ROUTER_B, 1);
-        float w[4] = {1, 1, 1, 1};
-        CHECK(b && b->weight && !bk->convert(bk, b->weight, DT_BF16, w, DT_FP32, 4, NULL, &e));
-        CHECK(m->bias_whole && !memcmp(m->bias_whole, w, sizeof w)); /* zeros: exact in BF16 */
+        CHECK(model_find_param(m, PK_ROUTER_B, 1) == NULL);
+        CHECK(m->arena.placed[MT_ROUTER_BIAS] == 16);
+        const float zero[4] = {0};
+        CHECK(m->expert_bias && !memcmp(m->expert_bias, zero, sizeof zero));
     }
     drop(m);
     bk->destroy(bk);

@@ -1,12 +1,14 @@
 /* tests/unit/test_moe_params.c — parameter counts of the mixture-of-experts and
  * latent-attention models, worked by hand from their config.json values, against the
- * published totals and activated counts; and the catalog's checks of the MoE/MLA
- * columns (every bad cell names file, row and column). */
+ * published totals and activated counts; the catalog's checks of the MoE/MLA
+ * columns (every bad cell names file, row and column); and a sigmoid router's bias,
+ * which is no parameter, planned as the FP32 buffer router_bias. */
 #include <stdlib.h>
 
 #include "catalog/catalog.h"
 #include "planner/plan.h"
 #include "support/fixtures.h"
+#include "support/oracle_fixtures.h"
 #include "test.h"
 
 /* A published figure rounded to `unit` (1e9: "37B", 1e8: "12.9B"); the computed count must lie within one unit of
@@ -31,26 +33,28 @@ static void test_deepseek_v3(void)
      * out 128 x 128 x 7168 = 117,440,512; sum 187,105,280, + latent norms 1536 + 512 = 187,107,328.
      * Two RMSNorms 2 x 7168 = 14,336. Dense FFN 3 x 7168 x 18432 = 396,361,728.
      * One expert 3 x 7168 x 2048 = 44,040,192; 256 routed = 11,274,289,152; 1 shared = 44,040,192;
-     * router 256 x 7168 = 1,835,008 + 256 bias values.
+     * router 256 x 7168 = 1,835,008 (its 256 bias values are a buffer, not a parameter: plan_params.c).
      * Dense layer 187,107,328 + 14,336 + 396,361,728 = 583,483,392, x 3 = 1,750,450,176.
-     * MoE layer 187,107,328 + 14,336 + 11,274,289,152 + 44,040,192 + 1,835,264 = 11,507,286,272, x 58
-     *   = 667,422,603,776.
+     * MoE layer 187,107,328 + 14,336 + 11,274,289,152 + 44,040,192 + 1,835,008 = 11,507,286,016, x 58
+     *   = 667,422,588,928.
      * Embedding and head 2 x 129280 x 7168 = 1,853,358,080; final norm 7168.
-     * Total 1,750,450,176 + 667,422,603,776 + 1,853,358,080 + 7168 = 671,026,419,200 (the checkpoint's main-model
-     * count; "671B"). */
-    CHECK_EQ_U64(mp.total, 671026419200ull);
+     * Total 1,750,450,176 + 667,422,588,928 + 1,853,358,080 + 7168 = 671,026,404,352 ("671B"; the checkpoint's
+     * main model stores the 58 x 256 = 14,848 bias values besides: 671,026,419,200). */
+    CHECK_EQ_U64(mp.total, 671026404352ull);
     check_published("deepseek-v3 total", mp.total, 671e9, 1e9);
     /* activated: each MoE layer uses 8 of 256 routed experts: less 248 x 44,040,192 = 10,921,967,616 per layer,
-     * x 58 = 633,474,121,728; 671,026,419,200 - 633,474,121,728 = 37,552,297,472 ("37B activated"); without the
-     * embedding table (926,679,040) 36,625,618,432 (README_WEIGHTS.md's "36.6B including the output head"). */
-    CHECK_EQ_U64(mp.active, 37552297472ull);
+     * x 58 = 633,474,121,728; 671,026,404,352 - 633,474,121,728 = 37,552,282,624 ("37B activated"); without the
+     * embedding table (926,679,040) 36,625,603,584 (README_WEIGHTS.md's "36.6B including the output head"). */
+    CHECK_EQ_U64(mp.active, 37552282624ull);
     check_published("deepseek-v3 activated", mp.active, 37e9, 1e9);
     CHECK_EQ_U64(mp.embedding, 926679040ull);
     check_published("deepseek-v3 activated without the embedding", mp.active - mp.embedding, 36.6e9, 1e8);
     /* MTP depth 1: eh_proj 2 x 7168 x 7168 = 102,760,448, enorm + hnorm + final norm 3 x 7168 = 21,504, one MoE
-     * layer 11,507,286,272: 11,610,068,224; with the shared embedding and head stored again (1,853,358,080) the
-     * Hugging Face checkpoint holds 671,026,419,200 + 11,610,068,224 + 1,853,358,080 = 684,489,845,504 ("685B"). */
-    CHECK_EQ_U64(mp.mtp, 11610068224ull);
+     * layer 11,507,286,016: 11,610,067,968; with the shared embedding and head stored again (1,853,358,080) and
+     * the 59 layers' bias buffers (59 x 256 = 15,104) the Hugging Face checkpoint holds 671,026,404,352 +
+     * 11,610,067,968 + 1,853,358,080 + 15,104 = 684,489,845,504 ("685B"). */
+    CHECK_EQ_U64(mp.mtp, 11610067968ull);
+    CHECK_EQ_U64(mp.total + mp.mtp + 2 * mp.embedding + 59 * 256, 684489845504ull);
     check_published("deepseek-v3 on Hugging Face", mp.total + mp.mtp + 2 * mp.embedding, 685e9, 1e9);
     free(c);
 }
@@ -192,20 +196,65 @@ static void test_small_moe(void)
     ModelParams mp;
     CHECK(model_params(&m, &mp) == 0);
     /* attention 32 x (32 + 64) + 32 x 32 = 4096; norms 64; dense FFN 3 x 64 x 32 = 6144: dense layer 10,304.
-     * expert 3 x 16 x 32 = 1536, 8 routed = 12,288, shared 1536, router 8 x 32 + 8 = 264: MoE layer
-     * 4096 + 64 + 12,288 + 1536 + 264 = 18,248, x 3 = 54,744. Embedding + head 2 x 100 x 32 = 6400, final
-     * norm 32. Total 10,304 + 54,744 + 6400 + 32 = 71,480; active: 6 x 1536 x 3 = 27,648 fewer = 43,832.
-     * MTP: 2 x 32 x 32 = 2048 + 3 x 32 = 96 + 18,248 = 20,392. */
-    CHECK_EQ_U64(mp.total, 71480);
-    CHECK_EQ_U64(mp.active, 43832);
-    CHECK_EQ_U64(mp.mtp, 20392);
+     * expert 3 x 16 x 32 = 1536, 8 routed = 12,288, shared 1536, router 8 x 32 = 256 (the sigmoid router's 8
+     * bias values are a buffer, in no count): MoE layer 4096 + 64 + 12,288 + 1536 + 256 = 18,240, x 3 = 54,720.
+     * Embedding + head 2 x 100 x 32 = 6400, final norm 32. Total 10,304 + 54,720 + 6400 + 32 = 71,456; active:
+     * 6 x 1536 x 3 = 27,648 fewer = 43,808. MTP: 2 x 32 x 32 = 2048 + 3 x 32 = 96 + 18,240 = 20,384. */
+    CHECK_EQ_U64(mp.total, 71456);
+    CHECK_EQ_U64(mp.active, 43808);
+    CHECK_EQ_U64(mp.mtp, 20384);
     CHECK_EQ_U64(mp.embedding, 3200);
     /* the same with MLA: q_lora 16, kv_lora 8, nope 4, rope 4, v 8: q_down 32 x 16 = 512, q_up 16 x 4 x 8 = 512,
      * kv_down 32 x 12 = 384, kv_up 8 x 4 x 12 = 384, out 4 x 8 x 32 = 1024: 2816 + latent norms 24 = 2840,
-     * 1256 less than 4096 per layer: total 71,480 - 4 x 1256 = 66,456 */
+     * 1256 less than 4096 per layer: total 71,456 - 4 x 1256 = 66,432 */
     m.q_lora_rank = 16, m.kv_lora_rank = 8, m.qk_nope_head_dim = 4, m.qk_rope_head_dim = 4, m.v_head_dim = 8;
     CHECK(model_params(&m, &mp) == 0);
-    CHECK_EQ_U64(mp.total, 66456);
+    CHECK_EQ_U64(mp.total, 66432);
+    m.router = ROUTER_SOFTMAX; /* the router's kind changes no parameter count */
+    CHECK(model_params(&m, &mp) == 0);
+    CHECK_EQ_U64(mp.total, 66432);
+}
+
+/* A sigmoid router's per-expert bias (DeepSeek-V3's auxiliary-loss-free balancing) is a buffer, as Megatron-Core
+ * keeps expert_bias: FP32 on every rank, no master, gradient or Adam state, in no gradient collective. The plan of
+ * support/oracle_fixtures.h's ox_moe(512) (test_moe_plan.c's model: 2 layers, the first dense, hidden 256, 8
+ * experts of FFN 128, top 2, 1 shared) with a sigmoid router, dp 4 x ep 4, distributed optimizer: parameters as the softmax model's (1,015,808
+ * + 196,608 + 515,328; the router 8 x 256 = 2,048 without bias values); router_bias 1 MoE layer x 8 experts x
+ * 4 B = 32 B, whole (not over dp), the total 32 B above the softmax plan's; master_other, grad_other and the DP
+ * gradient reduce-scatter as the softmax plan's. At tp 2 x dp 2 with SP the TP norm-gradient all-reduce takes
+ * the norms and the router weight, FP32: dense layer 2 x 256 = 512, MoE layer 512 + 2,048 = 2,560, final norm
+ * 256: 3,328 values, 13,312 B, the softmax plan's (with the bias it would be 3,336 values, 13,344 B). */
+static void test_sigmoid_bias_buffer(void)
+{
+    ModelSpec soft = ox_moe(512), sig = soft;
+    sig.router = ROUTER_SIGMOID;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", (1u << STATE_MASTER) | (1u << STATE_M) | (1u << STATE_V));
+    PlanInput in = fx_input(&soft, &g, &r);
+    in.dp = 4, in.ep = 4, in.sharding = SHARD_DIST_OPT;
+    Plan a = ox_build(&in);
+    in.model = &sig;
+    Plan b = ox_build(&in);
+    CHECK_EQ_U64(b.params_gpu, 1015808 + 196608 + 515328);
+    CHECK_EQ_U64(b.mem[MT_ROUTER_BIAS].bytes, 32);
+    CHECK_EQ_U64(b.mem[MT_ROUTER_BIAS].elements, 8);
+    CHECK(b.mem[MT_ROUTER_BIAS].dtype == DT_FP32 && b.mem[MT_ROUTER_BIAS].shards <= 1);
+    CHECK(plan_term_applies(&b, MT_ROUTER_BIAS) && !plan_term_applies(&a, MT_ROUTER_BIAS));
+    CHECK_EQ_U64(a.mem[MT_ROUTER_BIAS].bytes, 0);
+    CHECK_EQ_U64(b.total_bytes, a.total_bytes + 32);
+    CHECK_EQ_U64(b.cat_bytes[MC_STATE], a.cat_bytes[MC_STATE] + 32);
+    CHECK_EQ_U64(b.mem[MT_MASTER_OTHER].bytes, a.mem[MT_MASTER_OTHER].bytes);
+    CHECK_EQ_U64(b.mem[MT_GRAD_OTHER].bytes, a.mem[MT_GRAD_OTHER].bytes);
+    CHECK_EQ_U64(b.mem[MT_OPTIM_V_OTHER].bytes, a.mem[MT_OPTIM_V_OTHER].bytes);
+    CHECK_EQ_U64(b.coll[CO_DP_GRAD_RS].payload_bytes, a.coll[CO_DP_GRAD_RS].payload_bytes);
+    in.dp = 2, in.tp = 2, in.sp = 1, in.ep = 1, in.sharding = SHARD_NONE;
+    b = ox_build(&in);
+    in.model = &soft;
+    a = ox_build(&in);
+    CHECK_EQ_U64(b.coll[CO_TP_NORM_GRAD_AR].payload_bytes, 13312);
+    CHECK_EQ_U64(a.coll[CO_TP_NORM_GRAD_AR].payload_bytes, 13312);
+    CHECK_EQ_U64(b.coll[CO_DP_GRAD_AR].payload_bytes, a.coll[CO_DP_GRAD_AR].payload_bytes);
+    CHECK_EQ_U64(b.mem[MT_ROUTER_BIAS].bytes, 32); /* whole on every TP rank */
 }
 
 int main(void)
@@ -214,5 +263,6 @@ int main(void)
     RUN(test_mixtral_and_qwen3);
     RUN(test_catalog_checks);
     RUN(test_small_moe);
+    RUN(test_sigmoid_bias_buffer);
     return test_summary();
 }

@@ -167,7 +167,7 @@ static void test_term_metadata(void)
         /* the expert terms (a dense model holds none of them) are states, an FP8 copy and activations */
         int expert = i >= MT_WEIGHT_EXPERT && i <= MT_OPTIM_V_EXPERT;
         int state = (i >= MT_WEIGHT_GEMM && i <= MT_OPTIM_V_OTHER && i != MT_FP8_ROWWISE && i != MT_FP8_COLWISE) ||
-                    (expert && i != MT_FP8_EXPERT);
+                    (expert && i != MT_FP8_EXPERT) || i == MT_ROUTER_BIAS;
         int copy = i == MT_FP8_ROWWISE || i == MT_FP8_COLWISE || i == MT_FP8_EXPERT;
         int scale = i >= MT_SCALE_GEMM && i <= MT_SCALE_STATE;
         int act = (i >= MT_ACT_LAYER_HP && i <= MT_TRANSIENT) || i == MT_ACT_MOE;
@@ -175,7 +175,8 @@ static void test_term_metadata(void)
         CHECKF(x->id == (MemTermId)i, "term %d has id %d", i, x->id);
         CHECKF(x->cat == want, "%s: category %d, expected %d", x->name, x->cat, want);
         CHECKF(x->persistent == !(act || i == MT_FRAGMENTATION), "%s: persistent %d", x->name, x->persistent);
-        if (expert || i == MT_ACT_MOE) { /* absent here: no bytes (their sharding: test_moe_plan) */
+        if (expert || i == MT_ACT_MOE ||
+            i == MT_ROUTER_BIAS) { /* absent here: no bytes (test_moe_plan, test_moe_params) */
             CHECKF(x->bytes == 0, "%s: %llu bytes in a dense model", x->name, (unsigned long long)x->bytes);
             continue;
         }

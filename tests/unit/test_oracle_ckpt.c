@@ -124,7 +124,7 @@ static void test_header_fields(void)
     if (!b || n <= OFF_TENSORS + 8) return;
 
     CHECK(!memcmp(b, "FP8PCKPT", 8));
-    CHECK_EQ_U64(rd32(b + OFF_VERSION), 5);
+    CHECK_EQ_U64(rd32(b + OFF_VERSION), 7);
     char name[48] = "te-fp8"; /* NUL-padded to 48 bytes */
     CHECK(!memcmp(b + OFF_NAME, name, sizeof name));
     /* the 56 fields that must match, in file order, with the values this model has (a dense GPT on one rank:
@@ -271,7 +271,7 @@ static void test_header_fields(void)
         CHECK_CONTAINS(e.msg, "version 3");
         /* a layout checkpoint's part is read from memory without the file's peek: its own header refuses it */
         CHECK(ckpt_load_image("part", c, n, g2, &got, &e) == ST_DATA);
-        CHECK_CONTAINS(e.msg, "part: checkpoint format version 3, this fp8plan reads version 5");
+        CHECK_CONTAINS(e.msg, "part: checkpoint format version 3, this fp8plan reads version 7");
         memcpy(c, b, n);
         CHECKF(ckpt_load_image("part", c, n, g2, &got, &e) == ST_OK, "%s", e.msg); /* as written, it loads */
         memcpy(c, b, n), c[0] = 'X', spit(bad, c, n);
@@ -322,17 +322,29 @@ static void test_header_fields(void)
  * checkpoint must hold). */
 static void test_term_names_and_persistence(void)
 {
-    static const char *const names[ARENA_TERMS] = {
-        "weight_gemm",      "weight_other",  "fp8_rowwise", "fp8_colwise",   "master_gemm",    "master_other",
-        "grad_gemm",        "grad_other",    "adam_m_gemm", "adam_m_other",  "adam_v_gemm",    "adam_v_other",
-        "scale_gemm",       "scale_block",   "scale_state", "act_layer_hp",  "act_layer_fp8",  "act_attention",
-        "act_dropout_mask", "act_output",    "transient",   "comm_buffers",  "gemm_workspace", "cuda_context",
-        "fragmentation",    "weight_expert", "fp8_expert",  "master_expert", "grad_expert",    "adam_m_expert",
-        "adam_v_expert",    "act_moe",       "io",          "rope_table"};
+    static const char *const names[ARENA_TERMS] = {"weight_gemm",      "weight_other",
+                                                   "fp8_rowwise",      "fp8_colwise",
+                                                   "master_gemm",      "master_other",
+                                                   "grad_gemm",        "grad_other",
+                                                   "adam_m_gemm",      "adam_m_other",
+                                                   "adam_v_gemm",      "adam_v_other",
+                                                   "scale_gemm",       "scale_block",
+                                                   "scale_state",      "act_layer_hp",
+                                                   "act_layer_fp8",    "act_attention",
+                                                   "act_dropout_mask", "act_output",
+                                                   "transient",        "comm_buffers",
+                                                   "gemm_workspace",   "cuda_context",
+                                                   "fragmentation",    "weight_expert",
+                                                   "fp8_expert",       "master_expert",
+                                                   "grad_expert",      "adam_m_expert",
+                                                   "adam_v_expert",    "act_moe",
+                                                   "router_bias",      "io",
+                                                   "rope_table"};
     /* the planner's terms in its order (the expert ones too: the executor holds none of them), then the
      * executor's own two; states, FP8 copies and scales persist across steps, the rest does not */
     for (ArenaTerm t = 0; t < ARENA_TERMS; t++) {
-        int persistent = t <= MT_SCALE_STATE || (t >= MT_WEIGHT_EXPERT && t <= MT_OPTIM_V_EXPERT);
+        int persistent =
+            t <= MT_SCALE_STATE || (t >= MT_WEIGHT_EXPERT && t <= MT_OPTIM_V_EXPERT) || t == MT_ROUTER_BIAS;
         CHECKF(names[t] && !strcmp(arena_term_name(t), names[t]), "term %u is '%s'", t, arena_term_name(t));
         CHECKF(arena_term_persistent(t) == persistent, "term %s persistence", names[t]);
     }

@@ -199,7 +199,12 @@ static void test_last_middle_stage_reported(void)
  * micro-batch: 2 calls over 2 ranks.
  *   ep 1: dense layer QKV, proj, FC1, FC2 = 4; MoE layer QKV, proj, shared FC1, FC2 + 8 + 8 experts = 20: 24
  *         tensors -> 144 B a call; an all-reduce over 2 sends 2 x 144 x 1/2 = 144 B; 288 B a step
- *   ep 2: 4 local experts: 4 + 4 + 4 + 4 = 16 tensors -> 96 B a call. */
+ *   ep 2: 4 local experts: 4 + 4 + 4 + 4 = 16 tensors -> 96 B a call.
+ * Current scaling (amax over TP: each sequence-parallel tensor's scale agreed over the ranks that cast its
+ * shards), tp 2 with SP, dp 1: the routed experts' inputs are whole rows on their rank, so their records join
+ * no reduction: dense layer 4 + MoE layer QKV, proj, shared FC1, FC2 4 = 8 tensors -> 48 B a call, 2 calls a
+ * micro-batch, 2 micro-batches (gbs 2 on one DP rank): 4 (delayed scaling's all-rank reduction keeps all 24:
+ * 144 B). */
 static void test_moe_amax_payload(void)
 {
     ModelSpec m = ox_moe(512);
@@ -219,6 +224,14 @@ static void test_moe_amax_payload(void)
     if (!build(&in, &p)) return;
     CHECK_EQ_U64(p.coll[CO_AMAX_AR].payload_bytes, 96);
     CHECK_EQ_U64(p.coll[CO_AMAX_AR].calls, 2);
+    in.ep = 1, in.dp = 1, in.tp = 2, in.sp = 1;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].payload_bytes, 144);
+    r.scaling = SCALING_CURRENT, r.amax_reduce = AMAX_TP, r.amax_history = 1;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].payload_bytes, 48);
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].calls, 4);
+    CHECK_EQ_U64(p.coll[CO_AMAX_AR].ranks, 2);
 }
 
 /* Tensor parallelism without sequence parallelism on a model the MoE path plans (a dense GPT with one MTP depth:
@@ -292,7 +305,7 @@ static void test_term_metadata(void)
         const MemTerm *x = &p.mem[i];
         int copy = i == MT_FP8_ROWWISE || i == MT_FP8_COLWISE || i == MT_FP8_EXPERT;
         int state = !copy && ((i >= MT_WEIGHT_GEMM && i <= MT_OPTIM_V_OTHER) ||
-                              (i >= MT_WEIGHT_EXPERT && i <= MT_OPTIM_V_EXPERT));
+                              (i >= MT_WEIGHT_EXPERT && i <= MT_OPTIM_V_EXPERT) || i == MT_ROUTER_BIAS);
         int scale = i >= MT_SCALE_GEMM && i <= MT_SCALE_STATE;
         int act = (i >= MT_ACT_LAYER_HP && i <= MT_TRANSIENT) || i == MT_ACT_MOE;
         MemCategory want = state ? MC_STATE : copy ? MC_FP8_COPY : scale ? MC_SCALE : act ? MC_ACTIVATION : MC_OVERHEAD;
