@@ -4,10 +4,12 @@
  * one rank of each stage with the same TP and DP coordinates).
  *
  * Stage s holds its layers (the plan's first, middle and last stage layers),
- * the first stage the embedding, the last the final norm, LM head and loss; a
- * tied head is the last stage's own copy of the embedding, initialised with
- * the same values, whose gradient the first and last stage sum after the step
- * (the plan's emb_grad_allreduce, over embc; a middle stage takes no part). A
+ * the first stage the embedding, the last the final norm, LM head and loss
+ * (and the MTP depth, Megatron-Core's mtp_process stage); a tied head, or the
+ * MTP depth's lookup, is the last stage's own copy of the embedding,
+ * initialised with the same values, whose gradient the first and last stage
+ * sum after the step (the plan's emb_grad_allreduce, over embc; a middle stage
+ * takes no part; Megatron-Core core_v0.16.0 _allreduce_word_embedding_grads). A
  * micro-batch's activations (the last block's output, B·T/tp x C in the
  * activation dtype) go to the next stage and its input gradient back
  * (pp_send_recv: one send a micro-batch each way: the end stages send m, a
