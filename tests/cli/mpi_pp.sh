@@ -387,6 +387,16 @@ done 3<<'EOF'
 2|--pp 2 --last-stage-layers 1|deepseek-v3|3|1
 4|--pp 2 --ep 2 --first-stage-layers 1|deepseek-v3|3|s
 EOF
+# --save/--resume with MTP over stages: stage 1's part holds the MTP depth and the embedding copy; 2 + 2 steps give
+# the 4 uninterrupted steps' losses and MTP losses bit for bit
+R="run --catalog $cat --model tiny-dsv3 --recipe megatron-bf16 --mbs 1 --gbs 4 --quiet --pp 2 --first-stage-layers 1"
+mpi_run 2 "$FP8PLAN" $R --steps 4 --loss-log "$TMP/v_full.csv"
+mpi_run 2 "$FP8PLAN" $R --steps 2 --save "$TMP/v_ck.bin"
+expect_rc "tiny-dsv3 pp 2: 2 steps and --save exit 0" 0
+mpi_run 2 "$FP8PLAN" $R --steps 2 --resume "$TMP/v_ck.bin" --loss-log "$TMP/v_res.csv"
+expect_rc "tiny-dsv3 pp 2: --resume and 2 steps exit 0" 0
+expect_eq "tiny-dsv3 pp 2: the resumed steps 3..4 are the uninterrupted run's, MTP losses too, bit for bit" \
+    "$(tail -n +2 "$TMP/v_res.csv")" "$(tail -n 2 "$TMP/v_full.csv")"
 # DeepSeek-V3's own row shrunk (docs/executor-moe.md: its latents and head widths, 5.8 M parameters), 1 + 1 layers,
 # BF16, 2 steps. By hand: stage 0's other weights are the embedding 256 x 64 = 16,384 and layer 0's norms 2 x 64,
 # q and kv latent norms 1,536 + 512: 18,560, BF16 37,120 B; stage 1's are layer 1's and the MTP block's 2 x (128 +
