@@ -446,40 +446,25 @@ static void test_refusals(void)
     CHECK_EQ_U64(xs, 16);
     CHECK_EQ_U64(es, 24);
     arena_specs_free(&sp);
-    /* block scales over stages run: a saved input's 1x128 tiles keep their scales beside its codes in the
-     * micro-batch's slot, so no per-tensor scale_inv is kept per slot (none planned: plan_mem.c, GRAN_TENSOR only);
-     * over TP still refused */
+    /* block scales, latent attention and MTP over stages: test_exec_pp_slots; over TP still refused */
     Recipe dsv3 = fx_recipe("deepseek-v3");
     ModelSpec lm = fx_llama();
-    CHECK(!fx_plan_par(&lm, &dsv3, B, 4, 1, 2, &p, &e));
-    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
-    xs = 0;
-    for (uint32_t i = 0; i < sp.n; i++)
-        if (!strcmp(sp.v[i].name, "pp_saved_scale_inv") || !strcmp(sp.v[i].name, "pp_expert_scales")) xs++;
-    CHECK_EQ_U64(xs, 0);
-    arena_specs_free(&sp);
     CHECK(!fx_plan_par(&lm, &dsv3, B, 4, 2, 1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
     CHECK_CONTAINS(e.msg, "recipe deepseek-v3: block scaling runs over data, pipeline and expert parallelism only so "
                           "far (tp 2 given)");
     arena_specs_free(&sp);
-    ModelSpec mla = fx_mla(0, 16); /* latent attention: one rank of TP (over stages: tests/cli/mpi_pp.sh) */
+    ModelSpec mla = fx_mla(0, 16); /* latent attention: one rank of TP */
     CHECK(!fx_plan_par(&mla, &bf16, B, 1, 2, 1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
     CHECK_CONTAINS(e.msg, "model fx-mla: the executor runs latent attention on one tensor-parallel rank (tp 2 given)");
-    arena_specs_free(&sp);
-    CHECK(!fx_plan_par(&mla, &bf16, B, 2, 1, 2, &p, &e));
-    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
     arena_specs_free(&sp);
     mla = fx_mla(1, 16);
     mla.mtp_layers = 1; /* multi-token prediction runs on one rank of TP (model_mtp.c) */
     CHECK(!fx_plan(&mla, &bf16, B, 1, &p, &e));
     CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
     arena_specs_free(&sp);
-    lm.mtp_layers = 1; /* over stages: the last stage's (tests/cli/mpi_pp.sh) */
-    CHECK(!fx_plan_par(&lm, &bf16, B, 2, 1, 2, &p, &e));
-    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
-    arena_specs_free(&sp);
+    lm.mtp_layers = 1;
     CHECK(!fx_plan_par(&lm, &bf16, B, 1, 2, 1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
     CHECK_CONTAINS(e.msg, "multi-token prediction on one tensor-parallel rank (tp 2 given)");
