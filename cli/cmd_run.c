@@ -250,7 +250,7 @@ static void on_started(void *ctx, const RunSession *s)
     }
     char line[512], micro[48] = "", mtp[48] = "";
     if (m->microbatches > 1) snprintf(micro, sizeof micro, " x %u micro-batches", m->microbatches);
-    if (m->mtp) snprintf(mtp, sizeof mtp, " + %u MTP depth (weight %g)", m->mtp, (double)m->mtp_weight);
+    if (m->mtp_model) snprintf(mtp, sizeof mtp, " + %u MTP depth (weight %g)", m->mtp_model, (double)m->mtp_weight);
     snprintf(line, sizeof line,
              "  model: %u layers%s, hidden %u, %u heads (%u KV), ffn %u, %s, %s, %s positions, %s, %s; seq %u, mbs "
              "%u%s, vocab %u (padded %llu), %s params",

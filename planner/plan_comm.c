@@ -360,8 +360,12 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
                       in->sharding == SHARD_ZERO3 ? ck_mul(ck, 2, m) : 1, ck);
     }
 
-    /* tied embedding: first and last stage sum their gradients (a middle stage holds neither copy) */
-    if (in->model->tied_embeddings && g->pp > 1 && boundary)
+    /* tied embedding: first and last stage sum their gradients (a middle stage holds neither copy). Multi-token
+     * prediction too, tied or not: the MTP depths sit on the last stage with their own copy of the embedding (their
+     * next tokens' lookup), kept in sync with the first stage's as a tied head is (Megatron-Core core_v0.16.0:
+     * GPTModel builds the embedding where mtp_process, shared_embedding_or_output_weight returns it, and
+     * finalize_model_grads' _allreduce_word_embedding_grads all-reduces it over the embedding group) */
+    if ((in->model->tied_embeddings || in->model->mtp_layers) && g->pp > 1 && boundary)
         plan_coll_set(in, p, CO_EMB_GRAD_AR, go, 2, g->world / g->pp * (g->pp - 1), ck_mul(ck, g->emb, dt_bytes(go)), 1,
                       ck);
 

@@ -358,6 +358,12 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k,
         else if (!x->mla)
             b = ck_add(ck, b, ck_mul3(ck, tok, att, 2));
     }
+    /* a dense layer: this executor's d(Q, K, V) is d(FC1 output)'s buffer too (exec/model/model_layout.c: d_a, the
+     * widest of both), so its columns beyond FC1's count where the attention's are wider — latent attention's
+     * 2 x 192 + 128 = 512 a head against a shrunk FFN's 2 x 128 (issue 42: DeepSeek-V3's dense first layer alone on
+     * a pipeline stage, where no head or MoE layer's larger transient hid it) */
+    if (k == XK_DENSE && in->fusion == FUSE_FP8PLAN && att > g->k * g->F_t)
+        b = ck_add(ck, b, ck_mul3(ck, tok, att - g->k * g->F_t, 2));
     if (x->mla) {
         /* latent attention's backward rows (Megatron-Core core_v0.16.0 multi_latent_attention.py,
          * get_query_key_value_tensors: linear_kv_down_proj, torch.split into kv_compressed and k_pos_emb,

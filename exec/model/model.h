@@ -415,8 +415,9 @@ typedef struct Model {
     /* Multi-token prediction (exec/model/model_mtp.c): depths run (0 or 1; its block is the last of
      * spec.layers, the main model's spec.layers − mtp before it), the weight of its loss in the objective
      * (MODEL_MTP_WEIGHT) and the last step's mean MTP loss over the global batch (the DP ranks' token losses
-     * gathered and summed in global token order, as the main loss is; the reported loss is the main model's) */
-    uint32_t mtp;
+     * gathered and summed in global token order, as the main loss is; the reported loss is the main model's).
+     * mtp_model: the model's depths; with PP only the last stage runs them (mtp 0 elsewhere: model_pp.c) */
+    uint32_t mtp, mtp_model;
     float mtp_weight;
     double mtp_loss;
     float *step_mtp_losses; /* (dp · microbatches · B·T) the step's MTP token losses, every rank's in global order

@@ -276,9 +276,10 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
     if (!st) st = arena_carve(&m->arena, bk, &m->specs, planned, e);
     for (uint32_t l = 0; !st && l < m->spec.layers; l++) m->moe_layers += (uint32_t)model_moe_layer(m, l);
     m->moe_layers_all = m->moe_layers, m->moe_first = 0;
-    if (m->pp > 1 && m->spec.experts) { /* MoE layers are the model's from dense_layers on (no MTP with stages) */
+    if (m->pp > 1 && m->spec.experts) { /* MoE layers are the model's from dense_layers on, then the MTP depth's
+                                           (the last stage's last block, a MoE block as at pp 1) */
         const uint32_t d = m->spec.dense_layers;
-        m->moe_layers_all = m->layers_total > d ? m->layers_total - d : 0;
+        m->moe_layers_all = (m->layers_total > d ? m->layers_total - d : 0) + m->mtp_model;
         m->moe_first = m->layer0 > d ? m->layer0 - d : 0;
     }
     if (!st && m->moe_layers &&

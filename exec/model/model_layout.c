@@ -26,11 +26,11 @@ Status model_check(const Plan *p, Err *e)
                        "the executor materializes attention scores without recompute or dropout; plan it that way "
                        "(exec_plan_input)");
     Status st = exec_recipe_check(in->recipe, e);
-    if (!st && exec_block_scaled(in->recipe) && (in->tp > 1 || in->pp > 1))
+    if (!st && exec_block_scaled(in->recipe) && in->tp > 1)
         st = err_set(e, ST_UNAVAILABLE,
-                     "recipe %s: block scaling runs over data and expert parallelism only so far (tp %u, pp %u "
+                     "recipe %s: block scaling runs over data, pipeline and expert parallelism only so far (tp %u "
                      "given)",
-                     in->recipe->name, in->tp, in->pp);
+                     in->recipe->name, in->tp);
     if (!st) st = model_moe_check(p, e);
     if (!st) st = model_mla_check(p, e);
     if (!st) st = model_mtp_check(p, e);
@@ -75,7 +75,9 @@ static void model_from_plan(const Plan *p, Model *m)
     m->act_dtype = exec_act_dtype(&m->recipe);
     model_tp_spec(p, m);
     model_pp_stage(p, m);
-    m->mtp = p->in.model->mtp_layers; /* its block after the main model's (model_mtp_check: pp 1) */
+    /* its block after the main model's; with PP the last stage's (Megatron-Core's mtp_process stage) */
+    m->mtp_model = p->in.model->mtp_layers;
+    m->mtp = model_last(m) ? m->mtp_model : 0;
     m->spec.layers += m->mtp;
 }
 
@@ -203,8 +205,8 @@ static Status params_fill(Model *m, Err *e)
     const LinearKind *order = model_mla(m) ? mla_order : std_order;
     const int norder = model_mla(m) ? 7 : 4;
     const int first = model_first(m), last = model_last(m);
-    if (first || (last && s->tied_embeddings)) /* the last stage's tied head: its own copy */
-        ADD(PK_WTE, -1, model_vocab_rows(m), C, 1, 0);
+    /* the last stage's tied head or MTP's lookup (pp > 1): its own copy of the embedding (model_pp.c) */
+    if (first || (last && (s->tied_embeddings || m->mtp))) ADD(PK_WTE, -1, model_vocab_rows(m), C, 1, 0);
     if (first && s->pos == POS_LEARNED) ADD(PK_WPE, -1, m->seq, C, 1, 0);
     for (uint32_t l = 0; l < s->layers; l++) {
         int L = (int)(l + m->layer0); /* the model's layer index (the initial values' stream) */

@@ -153,10 +153,9 @@ Status model_mla_check(const Plan *p, Err *e)
                        "model %s: the executor runs latent attention with RMSNorm, rotary positions, no q/k norms and "
                        "no linear biases (DeepSeek's)",
                        s->name);
-    if (in->tp > 1 || in->pp > 1)
+    if (in->tp > 1) /* over pipeline stages its layers are a stage's layers like any other (model_pp.c) */
         return err_set(e, ST_UNAVAILABLE,
-                       "model %s: the executor runs latent attention on one tensor- and pipeline-parallel rank (tp %u, "
-                       "pp %u given)",
-                       s->name, in->tp, in->pp);
+                       "model %s: the executor runs latent attention on one tensor-parallel rank (tp %u given)",
+                       s->name, in->tp);
     return ST_OK;
 }

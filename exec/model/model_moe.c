@@ -50,7 +50,7 @@ Status model_moe_check(const Plan *p, Err *e)
         if (st) return st;
     }
     /* FP8 experts over pipeline stages: each in-flight micro-batch keeps its experts' saved inputs' scales
-     * (model_pp.c pp_xesc), as the dense linears keep theirs; deepseek-v3 refuses --pp (model_layout.c) */
+     * (model_pp.c pp_xesc), as the dense linears keep theirs; deepseek-v3's tiles keep their own scales */
     /* FP8 experts over ranks: with ep 1 every rank holds every expert, so an expert's data-parallel group is the
      * DP group the banks' amax all-reduce spans; with ep > 1 current scaling exchanges nothing, and delayed
      * scaling reduces the experts' records over their EDP group (model_ep_amax_begin). The amax group must be

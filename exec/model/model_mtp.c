@@ -18,11 +18,10 @@ Status model_mtp_check(const Plan *p, Err *e)
         return err_set(e, ST_UNAVAILABLE,
                        "model %s: the executor runs multi-token prediction of depth 1 (mtp_layers %u given)", s->name,
                        s->mtp_layers);
-    if (in->tp > 1 || in->pp > 1)
+    if (in->tp > 1) /* over pipeline stages: the last stage's (model_pp.c) */
         return err_set(e, ST_UNAVAILABLE,
-                       "model %s: the executor runs multi-token prediction on one tensor- and pipeline-parallel rank "
-                       "(tp %u, pp %u given)",
-                       s->name, in->tp, in->pp);
+                       "model %s: the executor runs multi-token prediction on one tensor-parallel rank (tp %u given)",
+                       s->name, in->tp);
     return ST_OK;
 }
 
@@ -96,11 +95,9 @@ Status model_mtp_in_fwd(Model *m, const int32_t *inputs, const int32_t *targets,
         st = bk->embed_fwd(bk, a->mtp_tok, B, T, s->vocab, C, model_find_param(m, PK_WTE, -1)->weight,
                            wpe ? wpe->weight : NULL, m->recipe.other.dt[STATE_WEIGHT], a->mtp_emb, A, e);
     void *cat = model_linear_input(m, l, LIN_EH_PROJ); /* (B·T, 2C): [enorm | hnorm] */
-    if (!st)
-        st = model_norm_fwd(m, PK_ENORM_W, (int)(l + m->layer0), a->mtp_emb, a->t_out, a->mtp_e_mean, a->mtp_e_rstd, e);
+    if (!st) st = model_norm_fwd(m, PK_ENORM_W, (int)l, a->mtp_emb, a->t_out, a->mtp_e_mean, a->mtp_e_rstd, e);
     if (!st) st = copy_cols(m, a->t_out, C, cat, 2 * C, e);
-    if (!st)
-        st = model_norm_fwd(m, PK_HNORM_W, (int)(l + m->layer0), a->x_final, a->t_out, a->mtp_h_mean, a->mtp_h_rstd, e);
+    if (!st) st = model_norm_fwd(m, PK_HNORM_W, (int)l, a->x_final, a->t_out, a->mtp_h_mean, a->mtp_h_rstd, e);
     if (!st) st = copy_cols(m, a->t_out, C, at(cat, A, C), 2 * C, e);
     if (!st) st = model_linear_fwd(m, l, LIN_EH_PROJ, cat, model_la(m, l)->x, e);
     return st;
@@ -111,8 +108,8 @@ Status model_mtp_in_bwd(Model *m, Err *e)
     Backend *bk = m->bk;
     ModelActs *a = &m->act;
     const ModelSpec *s = &m->spec;
-    const uint32_t l = s->layers - 1;
-    const int li = (int)(l + m->layer0);
+    const int li = (int)(s->layers - 1); /* the stage's block index (model_find_param adds layer0) */
+    const uint32_t l = (uint32_t)li;
     const uint64_t BT = model_tokens(m), C = s->hidden;
     const Dtype A = m->act_dtype;
     /* d([enorm | hnorm]) into d_a, then each half through its norm (model_norm_bwd writes d_res) */

@@ -118,12 +118,12 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
         st = bk->xent_fwd_bwd(bk, a->logits, DT_FP32, BT, s->vocab, m->vocab_padded, a->targets, dloss, a->losses, e);
     if (st || !m->mtp) return st;
     /* multi-token prediction (model_mtp.c): its input, its block, its own final norm, the shared head */
-    const uint32_t lm = s->layers - 1;
-    const int li = (int)(lm + m->layer0);
+    const uint32_t lm = s->layers - 1; /* the stage's block index (model_find_param adds layer0) */
     st = model_mtp_in_fwd(m, inputs, targets, e);
     if (!st) st = block_fwd(m, lm, a->mtp_x, e);
     if (!st)
-        st = head_fwd(m, PK_MTPNORM_W, li, a->mtp_x, a->mtp_nf_mean, a->mtp_nf_rstd, a->mtp_nf_out, a->mtp_logits, e);
+        st = head_fwd(m, PK_MTPNORM_W, (int)lm, a->mtp_x, a->mtp_nf_mean, a->mtp_nf_rstd, a->mtp_nf_out, a->mtp_logits,
+                      e);
     if (!st)
         st = bk->xent_fwd_bwd(bk, a->mtp_logits, DT_FP32, BT, s->vocab, m->vocab_padded, a->mtp_tgt, model_mtp_dloss(m),
                               a->mtp_losses, e);
@@ -224,8 +224,8 @@ Status model_backward(Model *m, Err *e)
     if (!st) st = bk->memset0(bk, a->d_res, BT * C * dtype_bytes(A), e);
     if (!st && last && m->mtp) { /* the MTP depth first: its head, block and input leave d_res = d(x_final) */
         const uint32_t lm = s->layers - 1;
-        st = head_bwd(m, PK_MTPNORM_W, (int)(lm + m->layer0), a->mtp_x, a->mtp_nf_mean, a->mtp_nf_rstd, a->mtp_nf_out,
-                      a->mtp_logits, e);
+        st = head_bwd(m, PK_MTPNORM_W, (int)lm, a->mtp_x, a->mtp_nf_mean, a->mtp_nf_rstd, a->mtp_nf_out, a->mtp_logits,
+                      e);
         arena_enter_phase(&m->arena, &m->specs, MODEL_PHASE_BLOCKS);
         if (!st) st = block_bwd(m, lm, e);
         if (!st) st = model_mtp_in_bwd(m, e);

@@ -4,10 +4,12 @@
  * one rank of each stage with the same TP and DP coordinates).
  *
  * Stage s holds its layers (the plan's first, middle and last stage layers),
- * the first stage the embedding, the last the final norm, LM head and loss; a
- * tied head is the last stage's own copy of the embedding, initialised with
- * the same values, whose gradient the first and last stage sum after the step
- * (the plan's emb_grad_allreduce, over embc; a middle stage takes no part). A
+ * the first stage the embedding, the last the final norm, LM head and loss
+ * (and the MTP depth, Megatron-Core's mtp_process stage); a tied head, or the
+ * MTP depth's lookup, is the last stage's own copy of the embedding,
+ * initialised with the same values, whose gradient the first and last stage
+ * sum after the step (the plan's emb_grad_allreduce, over embc; a middle stage
+ * takes no part; Megatron-Core core_v0.16.0 _allreduce_word_embedding_grads). A
  * micro-batch's activations (the last block's output, B·T/tp x C in the
  * activation dtype) go to the next stage and its input gradient back
  * (pp_send_recv: one send a micro-batch each way: the end stages send m, a
@@ -32,6 +34,7 @@
  * scaling that scale alone: the update after the forward moves it). */
 #include "exec/model/model_internal.h"
 
+#include <string.h>
 #include <time.h>
 
 Status model_pp_check(const Plan *p, Err *e)
@@ -79,11 +82,14 @@ static uint32_t expert_scales(const Model *m) { return m->pp == 1 ? 1 : 2 + (m->
 void model_pp_layout(Model *m, int bind, ArenaSpecs *sp)
 {
     if (!recipe_fp8_gemm(&m->recipe) || !dtype_is_fp8(m->recipe.saved_input)) return;
+    /* block scales: a saved input's 1x128 tiles keep their scales beside its codes, in the micro-batch's own
+     * slot (model_layout.c's saved()), and no per-tensor bank moves between a forward and its backward */
+    if (exec_block_scaled(&m->recipe)) return;
     if (m->pp > 1)
         arena_add(sp, MT_TRANSIENT, DT_FP32, (uint64_t)m->slots * m->spec.layers * LIN_COUNT,
                   bind ? &m->act.pp_xsinv : NULL, "pp_saved_scale_inv", -1);
     const uint32_t nmoe = m->spec.experts ? m->spec.layers - moe_first(m) : 0;
-    if (!nmoe || exec_block_scaled(&m->recipe)) return; /* per-tensor banks only (deepseek-v3 refuses --pp) */
+    if (!nmoe) return;
     /* pp 1: the bank's scale_inv stay the forward's until the backward (the update moves only the scales);
      * the scale FC2's input was cast with is kept where the update after the forward moves it (delayed) and
      * the backward recomputes the experts' outputs (ep 1) */
@@ -140,8 +146,8 @@ Status model_pp_run(Model *m, const int32_t *inputs, const int32_t *targets, dou
 
 Status model_pp_finish_grads(Model *m, Err *e)
 {
-    if (m->pp == 1 || !m->spec.tied_embeddings || !(model_first(m) || model_last(m))) return ST_OK;
-    ModelParam *w = model_find_param(m, PK_WTE, -1); /* stage 0's embedding, the last stage's head copy */
+    if (m->pp == 1 || !(m->spec.tied_embeddings || m->mtp_model) || !(model_first(m) || model_last(m))) return ST_OK;
+    ModelParam *w = model_find_param(m, PK_WTE, -1); /* stage 0's embedding, the last stage's head or MTP copy */
     return m->embc->all_reduce(m->embc, CO_EMB_GRAD_AR, m->bk, w->grad, w->numel, model_states(m, w)->dt[STATE_GRAD],
                                COMM_SUM, e);
 }
@@ -149,8 +155,18 @@ Status model_pp_finish_grads(Model *m, Err *e)
 Status model_pp_share_loss(Model *m, float *loss, Err *e)
 {
     if (m->pp == 1) return ST_OK;
-    Status st = m->bk->copy_to_device(m->bk, m->act.losses, loss, sizeof *loss, e);
-    if (!st) st = m->ppc->broadcast(m->ppc, COMM_UNPLANNED, m->bk, m->act.losses, 1, DT_FP32, (int)m->pp - 1, e);
-    if (!st) st = m->bk->copy_to_host(m->bk, loss, m->act.losses, sizeof *loss, e);
+    /* the loss, then with MTP the last stage's MTP mean: its double's 8 bytes as two FP32 words (a broadcast
+     * moves bytes, no arithmetic), so every stage logs one rank's value; act.losses holds B·T >= 2 floats */
+    float w[2] = {*loss, 0.0f};
+    Status st = ST_OK;
+    for (int k = 0; !st && k < (m->mtp_model ? 2 : 1); k++) {
+        const uint64_t n = k ? 2 : 1;
+        if (k) memcpy(w, &m->mtp_loss, sizeof m->mtp_loss);
+        st = m->bk->copy_to_device(m->bk, m->act.losses, w, n * sizeof *w, e);
+        if (!st) st = m->ppc->broadcast(m->ppc, COMM_UNPLANNED, m->bk, m->act.losses, n, DT_FP32, (int)m->pp - 1, e);
+        if (!st) st = m->bk->copy_to_host(m->bk, w, m->act.losses, n * sizeof *w, e);
+        if (!st && !k) *loss = w[0];
+        if (!st && k) memcpy(&m->mtp_loss, w, sizeof m->mtp_loss);
+    }
     return st;
 }

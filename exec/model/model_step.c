@@ -341,8 +341,8 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
         ph[PHASE_COMM] += now_s() - t[2];
     }
     if (!st) st = global_loss(m, sum, loss, e);
-    if (!st) st = model_pp_share_loss(m, loss, e);
     if (!st && m->mtp) st = global_mtp_loss(m, e);
+    if (!st) st = model_pp_share_loss(m, loss, e); /* the last stage's losses, MTP's too, to every stage */
     if (st) return st;
     m->step++;
     memcpy(m->phase_s, ph, sizeof ph);

@@ -132,7 +132,7 @@ int run_train(const RunSpec *a, Model *m, DataStream *d, Measurement *ms, RunFil
             break;
         }
         if (sf->trace_open) trace_rows(sf->trace.f, m);
-        if (sf->loss_open && m->mtp)
+        if (sf->loss_open && m->mtp_model)
             fprintf(sf->loss.f, "%u,%.9g,%.9g\n", m->step, (double)loss, m->mtp_loss);
         else if (sf->loss_open)
             fprintf(sf->loss.f, "%u,%.9g\n", m->step, (double)loss);
@@ -142,7 +142,7 @@ int run_train(const RunSpec *a, Model *m, DataStream *d, Measurement *ms, RunFil
             break;
         }
         step_begin(); /* the progress line goes, the log line comes, the progress line returns */
-        if (!a->quiet && (i % a->log_every == 0 || i + 1 == a->steps) && m->mtp) /* the MTP loss beside */
+        if (!a->quiet && (i % a->log_every == 0 || i + 1 == a->steps) && m->mtp_model) /* the MTP loss beside */
             run_say("step %6u  loss %8.4f  mtp %7.4f  %9.0f tok/s  fwd %8.2f ms  bwd %8.2f ms  opt %7.2f ms\n", m->step,
                     (double)loss, m->mtp_loss, (double)n / ms->step_s[i], 1e3 * m->phase_s[PHASE_FWD],
                     1e3 * m->phase_s[PHASE_BWD], 1e3 * m->phase_s[PHASE_OPT]);
@@ -175,7 +175,7 @@ int run_files_open(const RunSpec *a, Model *m, RunFiles *sf)
     if (a->loss_log) {
         if (outfile_open(&sf->loss, a->loss_log, &e)) return run_fail(&e);
         sf->loss_open = 1;
-        fprintf(sf->loss.f, m->mtp ? "step,loss,mtp_loss\n" : "step,loss\n"); /* the MTP loss: its DP mean too */
+        fprintf(sf->loss.f, m->mtp_model ? "step,loss,mtp_loss\n" : "step,loss\n"); /* the MTP loss: its DP mean too */
     }
     if (a->want_routing) { /* every rank records its routing */
         if (!m->moe_layers_all) return run_usage("--routing-log: model %s has no MoE layers", m->spec.name);

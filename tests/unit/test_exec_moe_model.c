@@ -453,28 +453,28 @@ static void test_refusals(void)
     CHECK_EQ_U64(xs, 16);
     CHECK_EQ_U64(es, 24);
     arena_specs_free(&sp);
-    Recipe dsv3 = fx_recipe("deepseek-v3"); /* block scales over stages: still refused */
-    CHECK(!fx_plan_par(&s4, &dsv3, B, 4, 1, 2, &p, &e));
+    /* block scales, latent attention and MTP over stages: test_exec_pp_slots; over TP still refused */
+    Recipe dsv3 = fx_recipe("deepseek-v3");
+    ModelSpec lm = fx_llama();
+    CHECK(!fx_plan_par(&lm, &dsv3, B, 4, 2, 1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "recipe deepseek-v3: block scaling runs over data and expert parallelism only so far (tp 1, "
-                          "pp 2 given)");
+    CHECK_CONTAINS(e.msg, "recipe deepseek-v3: block scaling runs over data, pipeline and expert parallelism only so "
+                          "far (tp 2 given)");
     arena_specs_free(&sp);
-    ModelSpec mla = fx_mla(0, 16); /* latent attention: one rank of TP and PP; no MTP */
+    ModelSpec mla = fx_mla(0, 16); /* latent attention: one rank of TP */
     CHECK(!fx_plan_par(&mla, &bf16, B, 1, 2, 1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "model fx-mla: the executor runs latent attention on one tensor- and pipeline-parallel "
-                          "rank (tp 2, pp 1 given)");
+    CHECK_CONTAINS(e.msg, "model fx-mla: the executor runs latent attention on one tensor-parallel rank (tp 2 given)");
     arena_specs_free(&sp);
     mla = fx_mla(1, 16);
-    mla.mtp_layers = 1; /* multi-token prediction runs on one rank of TP and PP (model_mtp.c) */
+    mla.mtp_layers = 1; /* multi-token prediction runs on one rank of TP (model_mtp.c) */
     CHECK(!fx_plan(&mla, &bf16, B, 1, &p, &e));
     CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
     arena_specs_free(&sp);
-    ModelSpec lm = fx_llama();
     lm.mtp_layers = 1;
-    CHECK(!fx_plan_par(&lm, &bf16, B, 1, 1, 2, &p, &e));
+    CHECK(!fx_plan_par(&lm, &bf16, B, 1, 2, 1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "multi-token prediction on one tensor- and pipeline-parallel rank (tp 1, pp 2 given)");
+    CHECK_CONTAINS(e.msg, "multi-token prediction on one tensor-parallel rank (tp 2 given)");
     arena_specs_free(&sp);
     mla.mtp_layers = 0, mla.qk_rope_head_dim = 3, mla.head_dim = 9; /* an odd rope part */
     CHECK(!fx_plan(&mla, &bf16, B, 1, &p, &e));

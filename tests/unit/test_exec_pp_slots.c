@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "exec/model/model_internal.h"
-#include "test.h"
+#include "support/exec_fixtures.h"
 
 enum { SLOTS = 3, LAYERS = 4, B = 2, T = 5 };
 
@@ -69,9 +69,39 @@ static void test_no_pp_reads_the_bank(void)
     CHECK_EQ_INT(model_slot_x(&m, 1, LIN_FC1), 12);
 }
 
+/* Block scales, latent attention and MTP over stages (issue 42) lay out: under deepseek-v3 a saved input's 1x128
+ * tiles keep their scales beside its codes in the micro-batch's slot and no per-tensor bank moves between a
+ * forward and its backward, so no per-slot scale_inv is kept (the plan counts none: plan_mem.c and
+ * plan_moe_mem.c, GRAN_TENSOR only); te-fp8 keeps one for stage 0's 2 slots x 1 layer (of fx_llama's 2) x 4 linears = 8. Runs: mpi_pp.sh. */
+static void test_block_scales_mla_mtp_over_stages(void)
+{
+    static Plan p;
+    Err e;
+    ArenaSpecs sp = {0};
+    ModelSpec lm = fx_llama(), mla = fx_mla(1, 16);
+    lm.mtp_layers = 1;
+    const char *recs[2] = {"deepseek-v3", "te-fp8"};
+    for (int r = 0; r < 2; r++) {
+        Recipe rc = fx_recipe(recs[r]);
+        CHECK(!fx_plan_par(&lm, &rc, 2, 4, 1, 2, &p, &e));
+        CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+        uint64_t n = 0;
+        for (uint32_t i = 0; i < sp.n; i++)
+            if (!strcmp(sp.v[i].name, "pp_saved_scale_inv") || !strcmp(sp.v[i].name, "pp_expert_scales"))
+                n += sp.v[i].elements;
+        CHECK_EQ_U64(n, r ? 8 : 0);
+        arena_specs_free(&sp);
+    }
+    Recipe bf16 = fx_recipe("megatron-bf16");
+    CHECK(!fx_plan_par(&mla, &bf16, 2, 2, 1, 2, &p, &e));
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    arena_specs_free(&sp);
+}
+
 int main(void)
 {
     RUN(test_each_slot_its_own_storage);
     RUN(test_no_pp_reads_the_bank);
+    RUN(test_block_scales_mla_mtp_over_stages);
     return test_summary();
 }

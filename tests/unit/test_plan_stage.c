@@ -77,6 +77,38 @@ static void test_stage_sends(void)
     }
 }
 
+/* Multi-token prediction over stages (issue 42): the tiny GPT untied, rotary positions, one MTP depth. The depth
+ * sits on the last stage with its own copy of the embedding for its next tokens' lookup, kept in sync with the
+ * first stage's by the embedding group's all-reduce as a tied head is (Megatron-Core core_v0.16.0: GPTModel builds
+ * the embedding where mtp_process; finalize_model_grads' _allreduce_word_embedding_grads reduces it for
+ * mtp_num_layers > 0, tied or not). No linear biases (DeepSeek's). Other weights by hand (no positions with RoPE):
+ * a layer's two LayerNorms 32; stage 0 adds the embedding 80: 112 elements, BF16 224 B; a middle stage 32, 64 B;
+ * stage 3 its layer 32, the MTP depth's layer 32 and its enorm, hnorm and final LayerNorm 3 x 16 = 48, the final
+ * LayerNorm 16, the untied LM head 80 and the MTP lookup's embedding copy 80: 288, BF16 576 B (FP32 gradient
+ * 1,152 B). Linear weights on
+ * stage 3: 2 layers x 768 + eh_proj 8 x 16 = 1,664, BF16 3,328 B. The embedding gradient all-reduce: 80 FP32 =
+ * 320 B between stages 0 and 3 (2 ranks: 2 x (2 − 1)/2 x 320 = 320 B sent), once a step; none without MTP. */
+static void test_stage_mtp(void)
+{
+    const uint64_t other[4] = {224, 64, 64, 576};
+    for (int mtp = 0; mtp <= 1; mtp++)
+        for (int s = 0; s < 4; s++) {
+            PlanInput in = stage_input(s);
+            M.tied_embeddings = 0, M.linear_bias = 0, M.pos = POS_ROPE, M.mtp_layers = (uint32_t)mtp;
+            Plan p;
+            Err e;
+            CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+            const Collective *emb = &p.coll[CO_EMB_GRAD_AR];
+            int end = s == 0 || s == 3;
+            CHECK_EQ_U64(emb->calls, mtp && end ? 1 : 0);
+            CHECK_EQ_U64(emb->step_bytes, mtp && end ? 320 : 0);
+            if (!mtp) continue;
+            CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].bytes, other[s]);
+            CHECK_EQ_U64(p.mem[MT_GRAD_OTHER].bytes, 2 * other[s]);
+            CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, s == 3 ? 3328 : 1536);
+        }
+}
+
 /* A stage past the pipeline is refused with the stages there are. */
 static void test_stage_refused(void)
 {
@@ -91,6 +123,7 @@ int main(void)
 {
     RUN(test_stage_memory);
     RUN(test_stage_sends);
+    RUN(test_stage_mtp);
     RUN(test_stage_refused);
     return test_summary();
 }
