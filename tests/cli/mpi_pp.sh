@@ -400,8 +400,9 @@ expect_eq "tiny-dsv3 pp 2: the resumed steps 3..4 are the uninterrupted run's, M
 # DeepSeek-V3's own row shrunk (docs/executor-moe.md: its latents and head widths, 5.8 M parameters), 1 + 1 layers,
 # BF16, 2 steps. By hand: stage 0's other weights are the embedding 256 x 64 = 16,384 and layer 0's norms 2 x 64,
 # q and kv latent norms 1,536 + 512: 18,560, BF16 37,120 B; stage 1's are layer 1's and the MTP block's 2 x (128 +
-# 1,536 + 512 + router 8 x 64 + its bias 8) = 5,392, the MTP enorm, hnorm and final norm 3 x 64, the final norm 64,
-# the untied head 16,384 and the MTP lookup's embedding copy 16,384: 38,416, BF16 76,832 B. Sent a step: 4
+# 1,536 + 512 + router 8 x 64) = 5,376, the MTP enorm, hnorm and final norm 3 x 64, the final norm 64, the untied
+# head 16,384 and the MTP lookup's embedding copy 16,384: 38,400, BF16 76,800 B (the routers' biases are FP32
+# buffers, router_bias 2 x 8 x 4 = 64 B, stage 0 none). Sent a step: 4
 # micro-batches' activations (stage 0) or gradients (stage 1) of 32 x 64 BF16: 16,384 B; the embedding copy's
 # gradient 16,384 FP32 = 65,536 B over 2 ranks: 65,536 B. Stage 0's transient: its dense layer's d(Q, K, V)
 # (2 x 4 x 192 + 4 x 128 = 2,048 columns) is wider than d(FC1 output) (2 x 128): 32 x 1,792 x 2 = 114,688 B the plan
@@ -414,7 +415,9 @@ expect_rc "deepseek-v3 shrunk pp 2: exit 0" 0
 expect_eq "deepseek-v3 shrunk pp 2: one rank's 2 losses and MTP losses bit for bit" "$(cat "$TMP/v_pp.csv")" \
     "$(cat "$TMP/v_one.csv")"
 expect_eq "deepseek-v3 shrunk pp 2: the stages' other weights by hand" \
-    "$(grep -E '^[01],rank_memory,weight_other,' "$TMP/dsv3.csv" | cut -d, -f1,5,6 | tr '\n' ' ')" "0,37120,37120 1,76832,76832 "
+    "$(grep -E '^[01],rank_memory,weight_other,' "$TMP/dsv3.csv" | cut -d, -f1,5,6 | tr '\n' ' ')" "0,37120,37120 1,76800,76800 "
+expect_eq "deepseek-v3 shrunk pp 2: stage 1's router biases by hand" \
+    "$(grep -E '^1,rank_memory,router_bias,' "$TMP/dsv3.csv" | cut -d, -f5,6)" "64,64"
 expect_eq "deepseek-v3 shrunk pp 2: the sends by hand" \
     "$(grep -cE '^  pp_send_recv +16384 +16384 +16384 +1/1 +exact' "$TMP/out")" 2
 expect_eq "deepseek-v3 shrunk pp 2: the embedding copy's gradient by hand" \

@@ -300,16 +300,17 @@ parts() {
     echo "$out"
 }
 # tiny-ds at np 4 ep 2 --zero 1: two parts (EP ranks 0 and 1), each with the whole states of its groups: the
-# others' FP32 master 34,256 x 4 = 137,024 B (dp 4 ranks hold 34,256 B each) and the experts' 2 MoE layers x 4
+# others' FP32 master 34,240 x 4 = 136,960 B (dp 4 ranks hold 34,240 B each; the sigmoid routers' biases, 2 layers
+# x 8, are FP32 buffers beside it, whole in each part) and the experts' 2 MoE layers x 4
 # experts x 6,144 = 49,152 x 4 = 196,608 B (edp 2 ranks hold 98,304 B each) — in both parts
-expect_eq "ep 2 --zero 1 file: version 6, tp 1, pp 1, dp 4, ep 2, 2 parts" "$(head_of "$TMP/epz.bin")" "6 1 1 4 2 2"
+expect_eq "ep 2 --zero 1 file: version 8, tp 1, pp 1, dp 4, ep 2, 2 parts" "$(head_of "$TMP/epz.bin")" "8 1 1 4 2 2"
 expect_eq "ep 2 --zero 1 file: part 0 holds from expert 0, part 1 from expert 4" "$(parts "$TMP/epz.bin")" "0 4"
 rec_all() { # FILE NAME: the byte count of every record named NAME (one per part)
     grep -abo "$2" "$1" | cut -d: -f1 | while read -r off; do od -An -t u8 -j $((off - 8)) -N 8 "$1" | tr -d ' '; done |
         tr '\n' ' ' | sed 's/ $//'
 }
-expect_eq "ep 2 --zero 1 file: each part's other-parameter master is the DP group's whole, 34,256 x 4 B" \
-    "$(rec_all "$TMP/epz.bin" other.master.shard)" "137024 137024"
+expect_eq "ep 2 --zero 1 file: each part's other-parameter master is the DP group's whole, 34,240 x 4 B" \
+    "$(rec_all "$TMP/epz.bin" other.master.shard)" "136960 136960"
 expect_eq "ep 2 --zero 1 file: each part's expert master is its EDP group's whole, 49,152 x 4 B" \
     "$(rec_all "$TMP/epz.bin" expert.master.shard)" "196608 196608"
 # ... resumed unsharded: the records are not the run's (refused, 65), nor at another dp
@@ -327,15 +328,15 @@ expect_err "both layouts named" "of a --tp 1 --pp 1 --dp 4 --ep 2 (4 ranks) run"
 # with all 8 experts; tp 2 x ep 2: ranks 0 and 1 (TP ranks 0, 1 = EP ranks 0, 1), 2 parts; tp 2 x dp 2 x ep 4:
 # ranks 0..3 (TP ranks 0 1 0 1, EP ranks 0 1 2 3), 4 parts.
 moe_resumed 2 tiny-moe-kv2 megatron-bf16 --tp 2
-expect_eq "tp 2 file: version 6, tp 2, pp 1, dp 1, ep 1, 2 parts" "$(head_of "$TMP/ck.bin")" "6 2 1 1 1 2"
+expect_eq "tp 2 file: version 8, tp 2, pp 1, dp 1, ep 1, 2 parts" "$(head_of "$TMP/ck.bin")" "8 2 1 1 1 2"
 expect_eq "tp 2 file: both parts hold every expert" "$(parts "$TMP/ck.bin")" "0 0"
 moe_resumed 2 tiny-moe-kv2 megatron-bf16 --tp 2 --ep 2
-expect_eq "tp 2 x ep 2 file: version 6, tp 2, pp 1, dp 1, ep 2, 2 parts" "$(head_of "$TMP/ck.bin")" "6 2 1 1 2 2"
+expect_eq "tp 2 x ep 2 file: version 8, tp 2, pp 1, dp 1, ep 2, 2 parts" "$(head_of "$TMP/ck.bin")" "8 2 1 1 2 2"
 expect_eq "tp 2 x ep 2 file: parts from experts 0 and 4" "$(parts "$TMP/ck.bin")" "0 4"
 moe_resumed 4 tiny-moe-kv2 megatron-bf16 --tp 2 --ep 2
-expect_eq "tp 2 x dp 2 x ep 2 file: 2 parts (ranks 2, 3 replicas)" "$(head_of "$TMP/ck.bin")" "6 2 1 2 2 2"
+expect_eq "tp 2 x dp 2 x ep 2 file: 2 parts (ranks 2, 3 replicas)" "$(head_of "$TMP/ck.bin")" "8 2 1 2 2 2"
 moe_resumed 4 tiny-moe-kv2 megatron-bf16 --tp 2 --ep 4
-expect_eq "tp 2 x dp 2 x ep 4 file: version 6, tp 2, pp 1, dp 2, ep 4, 4 parts" "$(head_of "$TMP/ck.bin")" "6 2 1 2 4 4"
+expect_eq "tp 2 x dp 2 x ep 4 file: version 8, tp 2, pp 1, dp 2, ep 4, 4 parts" "$(head_of "$TMP/ck.bin")" "8 2 1 2 4 4"
 expect_eq "tp 2 x dp 2 x ep 4 file: parts from experts 0, 2, 4, 6" "$(parts "$TMP/ck.bin")" "0 2 4 6"
 cp "$TMP/ck.bin" "$TMP/tpep.bin"
 K="run --catalog $cat --model tiny-moe-kv2 --recipe megatron-bf16 --mbs 1 --gbs 4 --quiet --steps 1 --tp 2"
