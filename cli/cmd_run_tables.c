@@ -195,7 +195,7 @@ int run_rank_ep_table(const Plan *p, const Comm *comm, const Measurement *ms, co
                : "every rank sent the plan's expert all-to-all bytes for the measured routing, byte for byte");
     if (rd->outside)
         outside_line(rd, "of expert-parallel buffers outside the arena, not in the plan's\n"
-                     "  terms: its experts' rows for up to ep x tokens x top-k copies (dropless routing)\n");
+                         "  terms: its experts' rows for up to ep x tokens x top-k copies (dropless routing)\n");
     bad |= ep_time_rows(p, ms, rd);
     fflush(stdout);
     return bad ? status_exit_code(ST_TOLERANCE) : 0;
