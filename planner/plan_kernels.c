@@ -45,7 +45,8 @@
  *            host (row and column passes), proj dY cast 4Hf, RoPE inverse 4(Q+K) in 1, QKV dY cast 4(Q+2K),
  *            norm1 backward 12H in 3 (2); the residual adds are the norms' `din +=`; inputs saved in BF16
  *            recast transposed for wgrad 3(2Hf+Q+F) in 4 (model_linear.c model_linear_bwd); FP32 main
- *            gradients accumulate in the wgrad GEMM (beta 1: model_grad.c), nothing apart.
+ *            gradients accumulate in the wgrad GEMM (beta 1: model_grad.c), nothing apart; with linear
+ *            biases each linear's bias gradient reads its dY, 2(Q+2K+2Hf+kF), in 4 kernels (8 on a GPU).
  *   Its casts (model_linear.c cast): one cast_transpose writing the row-wise copy and, saved in FP8, the
  *   transposed one; current scaling memset0 + amax + scaling_from_amax before it: 4 kernels, 2 B more.
  * Current scaling reads each cast's input once more for its amax (one more
@@ -178,6 +179,8 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
         if (rope) op(&b, 4 * (Q + K), 1);                     /* rope inverse on d(q, k) */
         xcast(&b, Q + 2 * K, 2, b8, cur), op(&b, 12 * H, nk); /* QKV dY cast; norm_bwd */
         if (f8 && !saved8) op(&b, 3 * (2 * Hf + Q + F), 4);   /* model_linear_bwd's transposed recasts */
+        if (in->model->linear_bias) /* bias_grad: column sums of each dY (read 2 B), cpu_nn.c one pass, k_norm.cu 2 */
+            op(&b, 2 * (Q + 2 * K + 2 * Hf + kF), in->gpu->host ? 4 : 8);
         break;
     }
     default: { /* FUSE_EAGER */

@@ -107,7 +107,7 @@ static void test_eager_and_compile_launches(void)
 }
 
 /* fp8plan (this project's executor, exec/model/model_pass.c: one backend kernel per step), delayed scaling,
- * inputs saved in BF16, FP32 main gradients:
+ * inputs saved in BF16, FP32 main gradients, no linear biases (the fixture has them: set apart below):
  *   forward  norm_fwd 1, x cast 1, rope 1, proj cast 1, add 1 -> attention part 5; norm_fwd 1, x cast 1,
  *            SwiGLU 1, FC2 cast 1, add 1 -> 5; forward 10
  *   backward FC2 dY cast 1, SwiGLU backward 1, FC1 dY cast 1, norm_bwd 3 on a GPU (dx, column partials, column
@@ -115,6 +115,9 @@ static void test_eager_and_compile_launches(void)
  *            norm_bwd 3, transposed recasts of the 4 saved inputs 4 -> attention part 10; backward 16
  *   2 micro-batches: the FP32 main gradients accumulate in the wgrad GEMMs (beta 1): 0 apart, backward 16.
  *   On a host profile norm_bwd is 2 passes (rows, columns): backward 16 - 2 = 14, attention part 10 - 1 = 9.
+ *   Linear biases: bias_grad, the column sums of each linear's dY (4 linears), 2 kernels each on a GPU (column
+ *   partials, final sum): backward 16 + 8 = 24, attention part 10 + 8 = 18 (counted with the attention's,
+ *   after the QKV dY); on a host 1 pass each: 14 + 4 = 18, attention part 9 + 4 = 13.
  *   Main gradients in BF16, 2 micro-batches: staged apart as the other stacks' accumulation, one kernel per
  *   linear weight, 4.
  * Current scaling: every cast is memset0 + amax + scaling_from_amax + cast_transpose, 4 kernels (3 more):
@@ -123,6 +126,7 @@ static void test_eager_and_compile_launches(void)
 static void test_fp8plan_launches(void)
 {
     ModelSpec m = model();
+    m.linear_bias = 0; /* the fixture's biases: the case below */
     Recipe r = fx_te_recipe("te", 0);
     r.saved_input = DT_BF16;
     LayerElem le = elem(&m, &r, FUSE_FP8PLAN, 1);
@@ -135,6 +139,12 @@ static void test_fp8plan_launches(void)
     le = elem(&m, &r, FUSE_FP8PLAN, 2);
     check(&le, 10, 5, 20, 10, 4, "fp8plan, BF16 main gradients, 2 micro-batches");
     r.gemm.dt[STATE_GRAD] = DT_FP32;
+    m.linear_bias = 1;
+    le = elem(&m, &r, FUSE_FP8PLAN, 1);
+    check(&le, 10, 5, 24, 18, 0, "fp8plan, linear biases");
+    le = elem_on(&m, &r, FUSE_FP8PLAN, 1, 1);
+    check(&le, 10, 5, 18, 13, 0, "fp8plan, linear biases, host");
+    m.linear_bias = 0;
     r.scaling = SCALING_CURRENT;
     le = elem(&m, &r, FUSE_FP8PLAN, 1);
     check(&le, 22, 11, 28, 16, 0, "fp8plan, current scaling");
@@ -161,7 +171,7 @@ static void test_fp8plan_launches(void)
  *   backward dY casts 4Hf 128, SwiGLU backward 10F 1280, 4kF 1024, norm/residual backward 10H 320 -> 2752;
  *            dY casts 4Hf 128, RoPE 256, 4(Q + 2K) 384, norm/residual 320, input recasts 3(2Hf + Q + F) 672
  *            -> 1760; backward 4512
- * fp8plan, inputs saved in BF16 (its forward casts write the row-wise copy only: 3 B per element):
+ * fp8plan, no linear biases, inputs saved in BF16 (its forward casts write the row-wise copy only: 3 B per element):
  *   forward  norm_fwd 4H 128, x cast 3H 96, rope in place 4(Q + K) 256, proj cast 3Q 96, add 6H 192 -> 768;
  *            norm_fwd 128, x cast 96, SwiGLU 6F 768, FC2 cast 3F 384, add 192 -> 1568; forward 2336
  *   backward FC2 dY cast 4Hf 128, SwiGLU backward 10F 1280, FC1 dY cast 4kF 1024, norm_bwd 12H 384 -> 2816;
@@ -204,7 +214,11 @@ static void test_bytes(void)
     check_bytes(&in, FUSE_TE, (const double[4]){2304, 704, 3968, 1152}, "te");
     check_bytes(&in, FUSE_EAGER, (const double[4]){5920, 2816, 14176, 6816}, "eager");
     check_bytes(&in, FUSE_COMPILE, (const double[4]){2272, 576, 4512, 1760}, "compile");
+    m.linear_bias = 0;
     check_bytes(&in, FUSE_FP8PLAN, (const double[4]){2336, 768, 4640, 1824}, "fp8plan");
+    m.linear_bias = 1; /* + bias gradients 2(Q + 2K + 2Hf + kF) = 2 x (32 + 64 + 64 + 256) = 832: 5472, 2656 */
+    check_bytes(&in, FUSE_FP8PLAN, (const double[4]){2336, 768, 5472, 2656}, "fp8plan, linear biases");
+    m.linear_bias = 0;
     r.saved_input = DT_E4M3;
     check_bytes(&in, FUSE_EAGER, (const double[4]){6144, 2880, 13952, 6272}, "eager, FP8 saved");
     check_bytes(&in, FUSE_COMPILE, (const double[4]){2496, 640, 3840, 1088}, "compile, FP8 saved");
