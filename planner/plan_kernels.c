@@ -34,8 +34,21 @@
  *     for q and for k; SwiGLU silu + mul 2 kernels, 10F; casts as TE's separate
  *     ones): backward launches twice the forward's kernels and moves twice its
  *     bytes, plus the dY casts and the gradient accumulation.
- * fp8plan (this project's executor): the eager list (its kernels are one per step
- *     of the layer), until `fp8plan calibrate` measures it.
+ * fp8plan (this project's executor, exec/model/model_pass.c block_fwd/block_bwd: one fused
+ *     backend kernel per step, BF16 in and out, FP32 inside, no dropout):
+ *   forward  norm1 4H (norm_fwd: read x, write y), x cast, RoPE in place 4(Q+K) in 1 (rope), proj cast,
+ *            residual add 6H (add), norm2 4H, x cast, activation 6F (SwiGLU: read 2F, write F; GeLU 4F)
+ *            (act_fwd), FC2 cast, residual add 6H: one kernel each;
+ *   backward FC2 dY cast 4Hf, activation backward 10F (GeLU 6F) (act_bwd), FC1 dY cast 4kF, norm2 backward
+ *            12H (norm_bwd: read x, dy and the residual's gradient, write it back added, 8H; the weight's
+ *            column sums read x, dy again, 4H) in 3 kernels on a GPU (dx, column partials, final sum) or 2 on a
+ *            host (row and column passes), proj dY cast 4Hf, RoPE inverse 4(Q+K) in 1, QKV dY cast 4(Q+2K),
+ *            norm1 backward 12H in 3 (2); the residual adds are the norms' `din +=`; inputs saved in BF16
+ *            recast transposed for wgrad 3(2Hf+Q+F) in 4 (model_linear.c model_linear_bwd); FP32 main
+ *            gradients accumulate in the wgrad GEMM (beta 1: model_grad.c), nothing apart; with linear
+ *            biases each linear's bias gradient reads its dY, 2(Q+2K+2Hf+kF), in 4 kernels (8 on a GPU).
+ *   Its casts (model_linear.c cast): one cast_transpose writing the row-wise copy and, saved in FP8, the
+ *   transposed one; current scaling memset0 + amax + scaling_from_amax before it: 4 kernels, 2 B more.
  * Current scaling reads each cast's input once more for its amax (one more
  * kernel); dropout adds its masks. Bytes: BF16 activations 2 B, FP8 1 B.
  * The attention part (fwd_attn, bwd_attn: norm1 to the attention's residual, and
@@ -61,6 +74,13 @@ static void op(Acc *a, double bytes, double kernels)
 static void cast(Acc *a, double x, double w, int on, int cur)
 {
     if (on) op(a, (2.0 + w + 2.0 * cur) * x, 1.0 + cur);
+}
+
+/* An FP8 cast by the executor (exec/model/model_linear.c cast): delayed scaling one cast_transpose (read 2 B,
+ * write w copies of 1 B); current scaling first memset0, amax (read 2 B), scaling_from_amax: 3 kernels more. */
+static void xcast(Acc *a, double x, double w, int on, int cur)
+{
+    if (on) op(a, (2.0 + w + 2.0 * cur) * x, 1.0 + 3.0 * cur);
 }
 
 /* What a recipe's FP8 linear code moves beyond the stack's kernel list, per layer and micro-batch (recipe.h):
@@ -143,7 +163,27 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
         cast(&b, Q + 2 * K, 2, b8, cur), op(&b, 10 * H, 2);
         if (f8 && !saved8) op(&b, 3 * (2 * Hf + Q + F), 4);
         break;
-    default: { /* FUSE_EAGER, FUSE_FP8PLAN */
+    case FUSE_FP8PLAN: { /* exec/model/model_pass.c block_fwd, block_bwd; the kernels named in the header */
+        double w1 = saved8 ? 2 : 1, nk = in->gpu->host ? 2 : 3; /* norm_bwd: cpu_nn.c 2 passes, k_norm.cu 3 */
+        op(&f, 4 * H, 1), xcast(&f, H, w1, f8, cur);            /* norm_fwd; QKV input cast */
+        if (rope) op(&f, 4 * (Q + K), 1);                       /* rope (k_rope.cu / cpu_attn.c), in place */
+        xcast(&f, Q, w1, f8, cur), op(&f, 6 * H, 1);            /* proj input cast; add (cpu_nn.c cpu_add) */
+        fa = f.t;
+        op(&f, 4 * H, 1), xcast(&f, H, w1, f8, cur);   /* norm_fwd; FC1 input cast */
+        op(&f, act_f, 1), xcast(&f, F, w1, f8, cur);   /* act_fwd (swiglu_fwd_rows / k_swiglu_fwd); FC2 cast */
+        op(&f, 6 * H, 1);                              /* add */
+        xcast(&b, Hf, 2, b8, cur), op(&b, act_b, 1);   /* FC2 dY cast; act_bwd */
+        xcast(&b, kF, 2, b8, cur), op(&b, 12 * H, nk); /* FC1 dY cast; norm_bwd (din += : the residual) */
+        bm = b.t;
+        xcast(&b, Hf, 2, b8, cur);                            /* proj dY cast */
+        if (rope) op(&b, 4 * (Q + K), 1);                     /* rope inverse on d(q, k) */
+        xcast(&b, Q + 2 * K, 2, b8, cur), op(&b, 12 * H, nk); /* QKV dY cast; norm_bwd */
+        if (f8 && !saved8) op(&b, 3 * (2 * Hf + Q + F), 4);   /* model_linear_bwd's transposed recasts */
+        if (in->model->linear_bias) /* bias_grad: column sums of each dY (read 2 B), cpu_nn.c one pass, k_norm.cu 2 */
+            op(&b, 2 * (Q + 2 * K + 2 * Hf + kF), in->gpu->host ? 4 : 8);
+        break;
+    }
+    default: { /* FUSE_EAGER */
         double nb = rms ? 36 : 4, nk = rms ? 6 : 1;
         op(&f, nb * H, nk), cast(&f, H, saved8 ? 2 : 1, f8, cur);
         if (rope) op(&f, 20 * (Q + K), 10);
@@ -164,7 +204,10 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     }
     }
     double fx = f.t, bx = b.t;
-    if (in->fusion != FUSE_TE) op(&b, acc_b, acc_k);
+    /* fp8plan: an FP32 main gradient is the wgrad GEMM's own output (beta 1); one kept in BF16/FP8 is staged and
+     * stored back per micro-batch (model_grad.c), counted here as the others' separate accumulation */
+    int fused_acc = in->fusion == FUSE_FP8PLAN && plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]) == DT_FP32;
+    if (in->fusion != FUSE_TE && !fused_acc) op(&b, acc_b, acc_k);
     /* Megatron without --gradient-accumulation-fusion: main_grad.add_(grad) after every micro-batch's wgrad */
     if (in->fusion == FUSE_TE && !in->grad_acc_fusion && rc->linear != LIN_MSAMP)
         op(&b, (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))), 4);

@@ -25,10 +25,11 @@ static ModelSpec model(void)
 }
 
 /* One layer's LayerElem for micro-batches of 1 and gbs = m micro-batches, every op at its launch floor. */
-static LayerElem elem(const ModelSpec *m, const Recipe *r, KernelFusion fusion, uint32_t micro_batches)
+static LayerElem elem_on(const ModelSpec *m, const Recipe *r, KernelFusion fusion, uint32_t micro_batches, int host)
 {
     static GpuSpec gpu;
     gpu = fx_gpu();
+    gpu.host = host;
     gpu.hbm_bw = 1e30;
     PlanInput in = fx_input(m, &gpu, r);
     in.launch_s = US, in.fusion = fusion, in.dropout = 0;
@@ -37,6 +38,11 @@ static LayerElem elem(const ModelSpec *m, const Recipe *r, KernelFusion fusion, 
     LayerElem le;
     plan_layer_elem(&in, &g, &le);
     return le;
+}
+
+static LayerElem elem(const ModelSpec *m, const Recipe *r, KernelFusion fusion, uint32_t micro_batches)
+{
+    return elem_on(m, r, fusion, micro_batches, 0);
 }
 
 static void check(const LayerElem *le, double fwd, double fwd_attn, double bwd, double bwd_attn, double acc,
@@ -94,12 +100,54 @@ static void test_eager_and_compile_launches(void)
     r.saved_input = DT_BF16;
     LayerElem le = elem(&m, &r, FUSE_EAGER, 1);
     check(&le, 30, 19, 68, 44, 0, "eager");
-    le = elem(&m, &r, FUSE_FP8PLAN, 2);
-    check(&le, 30, 19, 72, 44, 4, "fp8plan's kernels (the eager list), 2 micro-batches");
     le = elem(&m, &r, FUSE_COMPILE, 1);
     check(&le, 9, 4, 14, 9, 0, "compile");
     le = elem(&m, &r, FUSE_COMPILE, 2);
     check(&le, 9, 4, 18, 9, 4, "compile, 2 micro-batches");
+}
+
+/* fp8plan (this project's executor, exec/model/model_pass.c: one backend kernel per step), delayed scaling,
+ * inputs saved in BF16, FP32 main gradients, no linear biases (the fixture has them: set apart below):
+ *   forward  norm_fwd 1, x cast 1, rope 1, proj cast 1, add 1 -> attention part 5; norm_fwd 1, x cast 1,
+ *            SwiGLU 1, FC2 cast 1, add 1 -> 5; forward 10
+ *   backward FC2 dY cast 1, SwiGLU backward 1, FC1 dY cast 1, norm_bwd 3 on a GPU (dx, column partials, column
+ *            sums; its din += is the residual) -> FFN part 6; proj dY cast 1, inverse rope 1, QKV dY cast 1,
+ *            norm_bwd 3, transposed recasts of the 4 saved inputs 4 -> attention part 10; backward 16
+ *   2 micro-batches: the FP32 main gradients accumulate in the wgrad GEMMs (beta 1): 0 apart, backward 16.
+ *   On a host profile norm_bwd is 2 passes (rows, columns): backward 16 - 2 = 14, attention part 10 - 1 = 9.
+ *   Linear biases: bias_grad, the column sums of each linear's dY (4 linears), 2 kernels each on a GPU (column
+ *   partials, final sum): backward 16 + 8 = 24, attention part 10 + 8 = 18 (counted with the attention's,
+ *   after the QKV dY); on a host 1 pass each: 14 + 4 = 18, attention part 9 + 4 = 13.
+ *   Main gradients in BF16, 2 micro-batches: staged apart as the other stacks' accumulation, one kernel per
+ *   linear weight, 4.
+ * Current scaling: every cast is memset0 + amax + scaling_from_amax + cast_transpose, 4 kernels (3 more):
+ *   forward 1 + 4 + 1 + 4 + 1 = 11 and 1 + 4 + 1 + 4 + 1 = 11 (22); backward 4 + 1 + 4 + 3 = 12 and
+ *   4 + 1 + 4 + 3 + 4 = 16 (28; the recasts use the forward's scale: 1 kernel each). */
+static void test_fp8plan_launches(void)
+{
+    ModelSpec m = model();
+    m.linear_bias = 0; /* the fixture's biases: the case below */
+    Recipe r = fx_te_recipe("te", 0);
+    r.saved_input = DT_BF16;
+    LayerElem le = elem(&m, &r, FUSE_FP8PLAN, 1);
+    check(&le, 10, 5, 16, 10, 0, "fp8plan");
+    le = elem(&m, &r, FUSE_FP8PLAN, 2);
+    check(&le, 10, 5, 16, 10, 0, "fp8plan, 2 micro-batches");
+    le = elem_on(&m, &r, FUSE_FP8PLAN, 1, 1);
+    check(&le, 10, 5, 14, 9, 0, "fp8plan on a host profile");
+    r.gemm.dt[STATE_GRAD] = DT_BF16;
+    le = elem(&m, &r, FUSE_FP8PLAN, 2);
+    check(&le, 10, 5, 20, 10, 4, "fp8plan, BF16 main gradients, 2 micro-batches");
+    r.gemm.dt[STATE_GRAD] = DT_FP32;
+    m.linear_bias = 1;
+    le = elem(&m, &r, FUSE_FP8PLAN, 1);
+    check(&le, 10, 5, 24, 18, 0, "fp8plan, linear biases");
+    le = elem_on(&m, &r, FUSE_FP8PLAN, 1, 1);
+    check(&le, 10, 5, 18, 13, 0, "fp8plan, linear biases, host");
+    m.linear_bias = 0;
+    r.scaling = SCALING_CURRENT;
+    le = elem(&m, &r, FUSE_FP8PLAN, 1);
+    check(&le, 22, 11, 28, 16, 0, "fp8plan, current scaling");
 }
 
 /* The same lists by bytes: launches free (launch_s 0), HBM at 1e12 B/s with efficiency 1, so every op takes
@@ -123,6 +171,12 @@ static void test_eager_and_compile_launches(void)
  *   backward dY casts 4Hf 128, SwiGLU backward 10F 1280, 4kF 1024, norm/residual backward 10H 320 -> 2752;
  *            dY casts 4Hf 128, RoPE 256, 4(Q + 2K) 384, norm/residual 320, input recasts 3(2Hf + Q + F) 672
  *            -> 1760; backward 4512
+ * fp8plan, no linear biases, inputs saved in BF16 (its forward casts write the row-wise copy only: 3 B per element):
+ *   forward  norm_fwd 4H 128, x cast 3H 96, rope in place 4(Q + K) 256, proj cast 3Q 96, add 6H 192 -> 768;
+ *            norm_fwd 128, x cast 96, SwiGLU 6F 768, FC2 cast 3F 384, add 192 -> 1568; forward 2336
+ *   backward FC2 dY cast 4Hf 128, SwiGLU backward 10F 1280, FC1 dY cast 4kF 1024, norm_bwd 12H 384 -> 2816;
+ *            proj dY cast 128, inverse rope 256, QKV dY cast 4(Q + 2K) 384, norm_bwd 384, transposed recasts
+ *            3(2Hf + Q + F) 672 -> 1824; backward 4640
  * Inputs saved in FP8 (E4M3): each forward cast of eager and compile writes the row-wise copy and the saved FP8
  * input, 4 B per element, and the backward recasts nothing (3(2Hf + Q + F) = 672 B fewer):
  *   compile  forward norm1 128, x cast 4H 128, RoPE 256, proj cast 4Q 128 -> 640; residual + norm2 256, x cast
@@ -130,7 +184,10 @@ static void test_eager_and_compile_launches(void)
  *            attention part 1760 - 672 = 1088
  *   eager    forward RMSNorm 1152, x cast 128, RoPE 1280, proj cast 128, residual 192 -> 2880; RMSNorm 1152, x cast
  *            128, silu + mul 1280, FC2 cast 512, residual 192 -> 3264; forward 6144; backward 2 x 6144 + 128 + 1024
- *            = 13440 (the FFN's 13440 - 2 x 2880 = 7680) + 128 + 384 = 13952, attention part 13952 - 7680 = 6272 */
+ *            = 13440 (the FFN's 13440 - 2 x 2880 = 7680) + 128 + 384 = 13952, attention part 13952 - 7680 = 6272
+ *   fp8plan  forward norm_fwd 128, x cast 4H 128, rope 256, proj cast 4Q 128, add 192 -> 832; norm_fwd 128, x cast
+ *            128, SwiGLU 768, FC2 cast 4F 512, add 192 -> 1728; forward 2560; backward 4640 - 672 = 3968,
+ *            attention part 1824 - 672 = 1152 */
 /* One layer's forward, forward attention part, backward and backward attention part, in bytes at 1e12 B/s. */
 static void check_bytes(PlanInput *in, KernelFusion fusion, const double want[4], const char *what)
 {
@@ -157,9 +214,15 @@ static void test_bytes(void)
     check_bytes(&in, FUSE_TE, (const double[4]){2304, 704, 3968, 1152}, "te");
     check_bytes(&in, FUSE_EAGER, (const double[4]){5920, 2816, 14176, 6816}, "eager");
     check_bytes(&in, FUSE_COMPILE, (const double[4]){2272, 576, 4512, 1760}, "compile");
+    m.linear_bias = 0;
+    check_bytes(&in, FUSE_FP8PLAN, (const double[4]){2336, 768, 4640, 1824}, "fp8plan");
+    m.linear_bias = 1; /* + bias gradients 2(Q + 2K + 2Hf + kF) = 2 x (32 + 64 + 64 + 256) = 832: 5472, 2656 */
+    check_bytes(&in, FUSE_FP8PLAN, (const double[4]){2336, 768, 5472, 2656}, "fp8plan, linear biases");
+    m.linear_bias = 0;
     r.saved_input = DT_E4M3;
     check_bytes(&in, FUSE_EAGER, (const double[4]){6144, 2880, 13952, 6272}, "eager, FP8 saved");
     check_bytes(&in, FUSE_COMPILE, (const double[4]){2496, 640, 3840, 1088}, "compile, FP8 saved");
+    check_bytes(&in, FUSE_FP8PLAN, (const double[4]){2560, 832, 3968, 1152}, "fp8plan, FP8 saved");
 }
 
 /* What an MTP depth adds beyond its transformer layer (in->model is m, 2 layers): (mtp 1, 2 layers) - (mtp 0,
@@ -225,6 +288,7 @@ int main(void)
 {
     RUN(test_te_launches);
     RUN(test_eager_and_compile_launches);
+    RUN(test_fp8plan_launches);
     RUN(test_bytes);
     RUN(test_mtp_depth_launches);
     RUN(test_mtp_depth_bytes);
