@@ -88,8 +88,9 @@ static const CliOpt opts[] = {
     {"vocab", OPT_U32, A(ov.vocab), .lo = 2, .hi = INT32_MAX},
     {.kind = OPT_TEXT, .help = "  --experts/--topk/--expert-ffn/--dense-layers   a model with experts: routed experts, experts per"
         IN23 "token, the expert FFN width (follows --hidden unless given), dense first"
-        IN23 "layers. MoE layers run on the cpu backend: BF16/FP32 GEMM recipes over data"
-        IN23 "and expert parallel ranks, te-fp8 / te-fp8-current on one rank"
+        IN23 "layers. MoE layers run on the cpu backend over data, expert, tensor and"
+        IN23 "pipeline parallel ranks (BF16/FP32, te-fp8, te-fp8-current, deepseek-v3 but"
+        IN23 "not at --tp); the cuda backend's MoE path is built but not yet run on a GPU"
         IN23 "(docs/executor-moe.md)"},
     {"experts", OPT_U32, A(ov.experts), .lo = 1, .hi = 1 << 16},
     {"topk", OPT_U32, A(ov.topk), .lo = 1, .hi = 1 << 16},
