@@ -1,0 +1,250 @@
+/* tests/unit/test_calibrate_plan.c — what the planner does with a host profile's
+ * row (compute_capability cpu), worked by hand: rows a host profile may not
+ * hold refused, GEMMs at the measured rate without tiles and a measured link's
+ * latency per ring step, whole host plans, the measured element-wise and
+ * scaled-optimizer rates, and the experts' grouped-GEMM cost per group
+ * (exec/measure/calibrate_moe.c). The fits and the rows themselves:
+ * test_calibrate.c. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/measure/calibrate.h"
+#include "planner/arch.h"
+#include "catalog/catalog.h"
+#include "planner/plan_internal.h"
+#include "support/fixtures.h"
+#include "test.h"
+
+static void test_host_rows_refused(void)
+{
+    Catalog *cat = calloc(1, sizeof *cat);
+    if (!cat) return;
+    Err e = {0};
+    const char *bad[] = {
+        /* a host whose link is not host */
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,,,\n",
+        /* a GPU with a host link */
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,,,\n",
+        /* a measured link without its latency */
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,,,\n",
+        /* one of the two bandwidths 0 */
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,,,\n",
+        /* a latency of 0 */
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,,,\n",
+        /* a GPU keeps its positive link */
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,,,\n",
+        /* a grouped GEMM's cost per group below 0 */
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,0,0,2,src,,,,-1\n",
+    };
+    const char *col[] = {"intra_link",      "intra_link",      "link_latency_us", "inter_node_gbps",
+                         "link_latency_us", "intra_node_gbps", "group_gemm_us"};
+    for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[2048];
+        snprintf(text, sizeof text, "%s\n%s", cal_gpu_header, bad[i]);
+        CHECKF(catalog_parse_gpus(cat, text, strlen(text), "gpus.csv", &e) == ST_DATA, "row %u accepted", i);
+        CHECK_CONTAINS(e.msg, col[i]);
+    }
+    free(cat);
+}
+
+/* A host row by hand: 100 GFLOP/s BF16, 50 FP8, 10 GB/s, a 2-rank link of 1 GB/s and 1 us per step. */
+static GpuSpec host_gpu(void)
+{
+    GpuSpec g = fx_gpu();
+    g.host = 1, g.sm = 0, g.sms = 1, g.link = LINK_HOST;
+    g.flops_bf16 = g.mamf_bf16 = 100e9, g.flops_fp8 = g.mamf_fp8 = 50e9, g.flops_fp32 = 100e9;
+    g.hbm_bw = 10e9, g.sustained = 1, g.intra_bw = g.inter_bw = 1e9, g.link_lat = 1e-6, g.gpus_per_node = 2;
+    return g;
+}
+
+static void test_host_gemm_and_link(void)
+{
+    GpuSpec g = host_gpu();
+    PlanInput in;
+    plan_input_defaults(&in); /* eff_hbm 0.8, eff_net 0.8: not applied to a host's achieved figures */
+    in.gpu = &g;
+    in.launch_s = 2e-6;
+    GemmGpu gg;
+    gemm_gpu_init(&in, &gg);
+    /* no tiles, no k0: 64 x 128 x 256 BF16 is 2 x 64 x 128 x 256 = 4,194,304 FLOP / 100e9 = 4.194304e-5 s;
+     * its bytes (64 x 256 + 256 x 128) x 2 + 64 x 128 x 2 = 114,688 / 10e9 = 1.14688e-5 s, below */
+    CHECK_REL(gemm_time(&gg, 64, 128, 256, 1, 0, 2), 4.194304e-5, 1e-12);
+    /* 65 rows: 2 x 65 x 128 x 256 / 100e9 = 4.25984e-5 (a GPU would pay a whole 128-row tile) */
+    CHECK_REL(gemm_time(&gg, 65, 128, 256, 1, 0, 2), 4.25984e-5, 1e-12);
+    /* FP8: 4,194,304 / 50e9 = 8.388608e-5 s */
+    CHECK_REL(gemm_time(&gg, 64, 128, 256, 1, 1, 2), 8.388608e-5, 1e-12);
+    /* operand-bound: 1 x 1 x 1e6: 2e6 FLOP / 100e9 = 2e-5 s; bytes (1e6 + 1e6) x 2 + 2 = 4,000,002 / 10e9 = 4.000002e-4 */
+    CHECK_REL(gemm_time(&gg, 1, 1, 1000000, 1, 0, 2), 4.000002e-4, 1e-12);
+    /* the launch floor: 2 x 4^3 = 128 FLOP is nanoseconds: 2 us */
+    CHECK_NEAR(gemm_time(&gg, 4, 4, 4, 1, 0, 2), 2e-6, 0);
+    /* the link: all-reduce over 2 ranks of 1e6 bus bytes: 2 steps x 1 us + 1e6 / 1e9 = 1.002e-3 s, no LL/Simple
+     * choice, no eff_net */
+    double bw = 0, lat = 0;
+    CHECK_REL(plan_coll_call(&in, OP_ALL_REDUCE, 2, 1, 1e6, &bw, &lat), 1.002e-3, 1e-12);
+    CHECK_REL(bw, 1e9, 0);
+    CHECK_REL(lat, 2e-6, 1e-12);
+    /* all-gather over 2: 1 step: 1e-6 + 5e5 / 1e9 = 5.01e-4 */
+    CHECK_REL(plan_coll_call(&in, OP_ALL_GATHER, 2, 1, 5e5, NULL, NULL), 5.01e-4, 1e-12);
+    /* the same row as a GPU (not host): eff_net 0.8 scales the bandwidth: 2e-6 + 1e6 / 0.8e9 = 1.252e-3 */
+    g.host = 0;
+    CHECK_REL(plan_coll_call(&in, OP_ALL_REDUCE, 2, 1, 1e6, NULL, NULL), 1.252e-3, 1e-12);
+}
+
+static void test_host_plans(void)
+{
+    GpuSpec g = host_gpu();
+    ModelSpec m = fx_tiny_model();
+    Recipe r = fx_te_recipe("te-fp8", 0); /* min_sm 89 */
+    PlanInput in = fx_input(&m, &g, &r);
+    in.mbs = 1, in.gbs = 2, in.dp = 2;
+    Plan *p = calloc(1, sizeof *p);
+    if (!p) return;
+    Err e = {0};
+    /* an FP8 recipe on a host (min_sm 89 against sm 0): emulated, planned */
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    CHECK(p->coll[CO_DP_GRAD_AR].calls > 0 && p->coll[CO_DP_GRAD_AR].time_s > 0);
+    CHECK(p->time.fwd_s > 0 && p->time.bwd_s > 0 && p->time.fwd_s + p->time.bwd_s <= p->time.step_s);
+    /* no interconnect measured: one rank plans, two are refused naming it */
+    g.intra_bw = g.inter_bw = 0, g.link_lat = 0;
+    CHECK(plan_build(&in, p, &e) == ST_USAGE);
+    CHECK_CONTAINS(e.msg, "no interconnect");
+    in.dp = 1, in.gbs = 1;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    free(p);
+}
+
+/* elem_gbps: the element-wise kernels at their own rate, the optimizer's stream at hbm_gbps. With no launch
+ * floor every element-wise op is bytes / rate, so halving elem_bw doubles the non-GEMM time exactly and leaves
+ * the optimizer (bytes / hbm_bw) as it was; 0 means hbm_bw (a GPU row's plan is unchanged). BF16 recipe: no FP8
+ * commit or weight casts. */
+static void test_elem_rate(void)
+{
+    GpuSpec g = host_gpu();
+    ModelSpec m = fx_tiny_model();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.mbs = 1, in.gbs = 1, in.launch_s = 0;
+    Plan *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b), *z = calloc(1, sizeof *z);
+    Err e = {0};
+    if (!a || !b || !z) return;
+    g.elem_bw = 10e9; /* = hbm_bw */
+    CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
+    g.elem_bw = 5e9;
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    g.elem_bw = 0;
+    CHECKF(plan_build(&in, z, &e) == ST_OK, "%s", e.msg);
+    CHECK(a->time.nongemm_s > 0);
+    CHECK_REL(b->time.nongemm_s, 2.0 * a->time.nongemm_s, 1e-12);
+    CHECK_REL(b->time.optimizer_s, a->time.optimizer_s, 0);
+    CHECK_REL(z->time.step_s, a->time.step_s, 0);
+    free(a), free(b), free(z);
+}
+
+/* scaled_optim_gbps: FP8-LM's optimizer (its GEMM class two-pass: FP16 master, E4M3 m, FP16 v, E4M3 grads, no
+ * working weight) at its own rate, the other class (megatron-bf16's FP32 states) still streamed at hbm_gbps.
+ * The tiny model's GEMM weights: 2 layers x (QKV 8 x 24 + proj 8 x 8 + FC1 8 x 32 + FC2 32 x 8 = 192 + 64 +
+ * 256 + 256 = 768) = 1,536; their optimizer bytes 17 x 1,536 = 26,112 (grad 1, master 2 + m 1 + v 2 read and
+ * written 10, the second pass 6). At hbm_gbps / 4 (2.5 GB/s) the optimizer takes 26,112 x (1 / 2.5e9 -
+ * 1 / 10e9) = 26,112 x 3 / 10e9 = 7.8336 us longer; at hbm_gbps exactly what it takes without the column;
+ * a BF16 recipe (one pass) is not touched. */
+static void test_scaled_optim_rate(void)
+{
+    Catalog *cat = fx_catalog();
+    CHECK(cat != NULL);
+    if (!cat) return;
+    const Recipe *r8 = catalog_recipe(cat, "fp8lm"), *r16 = catalog_recipe(cat, "megatron-bf16");
+    CHECK(r8 != NULL && r16 != NULL);
+    GpuSpec g = host_gpu();
+    ModelSpec m = fx_tiny_model();
+    Plan *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b), *c = calloc(1, sizeof *c);
+    Err e = {0};
+    if (!a || !b || !c || !r8 || !r16) {
+        free(a), free(b), free(c), free(cat);
+        return;
+    }
+    PlanInput in = fx_input(&m, &g, r8);
+    in.mbs = 1, in.gbs = 1;
+    g.scaled_optim_bw = 0;
+    CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(a->params_gemm_gpu, 1536);
+    g.scaled_optim_bw = 10e9;
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(b->time.optimizer_s, a->time.optimizer_s, 1e-12);
+    g.scaled_optim_bw = 2.5e9;
+    CHECKF(plan_build(&in, c, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(c->time.optimizer_s - a->time.optimizer_s, 7.8336e-6, 1e-9);
+    in = fx_input(&m, &g, r16);
+    in.mbs = 1, in.gbs = 1;
+    g.scaled_optim_bw = 0;
+    CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
+    g.scaled_optim_bw = 2.5e9;
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    CHECK(b->time.optimizer_s == a->time.optimizer_s && b->time.step_s == a->time.step_s);
+    free(a), free(b), free(c), free(cat);
+}
+
+/* The MoE layer's grouped GEMMs calibrate times (cal_expert_shapes) and the cost per group fitted from them
+ * (cal_group_cost). A model of hidden 64, seq 32, 8 experts top-2 of FFN 224, SwiGLU, mbs 1: 32 x 2 = 64 rows;
+ * FC1 (2 x 224 = 448, 64), FC2 (64, 224):
+ *   fc1 fprop (64, 448, 64), dgrad (64, 64, 448), wgrad (448, 64, 64) accumulated; fc2 fprop (64, 64, 224),
+ *   dgrad (64, 224, 64), wgrad (64, 224, 64); GELU: FC1 224 wide.
+ * Cost per group: two calls of 2 x 64 x 448 x 64 = 3,670,016 FLOPs at 1e10 FLOP/s (367.0016 us each) that took
+ * 500 and 600 us, 8 groups: (500 + 600 - 2 x 367.0016) / (2 x 8) = 22.8748 us; calls faster than their FLOPs
+ * give 0, never a negative cost; no rate or no groups: 0. */
+static void test_group_cost(void)
+{
+    ModelSpec m = {.name = "x", .layers = 2, .hidden = 64, .ffn_hidden = 224, .heads = 4, .kv_heads = 4};
+    m.head_dim = 16, m.vocab = 256, m.seq_len = 32, m.mlp = MLP_SWIGLU, m.experts = 8, m.experts_per_token = 2;
+    m.expert_ffn = 224;
+    CalGemm s[CAL_EXPERT_GEMMS];
+    uint32_t G = 0;
+    uint64_t R = 0;
+    CHECK(cal_expert_shapes(&m, 1, &G, &R, s) == 6);
+    CHECK(G == 8 && R == 64);
+    const uint64_t want[6][3] = {{64, 448, 64}, {64, 64, 448}, {448, 64, 64},
+                                 {64, 64, 224}, {64, 224, 64}, {64, 224, 64}};
+    for (int i = 0; i < 6; i++) {
+        CHECKF(s[i].m == want[i][0] && s[i].n == want[i][1] && s[i].k == want[i][2], "%s: %llu %llu %llu", s[i].what,
+               (unsigned long long)s[i].m, (unsigned long long)s[i].n, (unsigned long long)s[i].k);
+        CHECK(s[i].accum == (i % 3 == 2) && s[i].path == CAL_PATH_BF16);
+    }
+    CHECK_STR(s[0].what, "experts fc1 fprop");
+    CHECK_STR(s[5].what, "experts fc2 wgrad");
+    m.mlp = MLP_GELU;
+    CHECK(cal_expert_shapes(&m, 2, &G, &R, s) == 6 && R == 128 && s[0].n == 224 && s[1].k == 224);
+    m.experts = 0;
+    CHECK(cal_expert_shapes(&m, 1, &G, &R, s) == 0);
+    CalGemm g[2] = {{.m = 64, .n = 448, .k = 64, .seconds = 500e-6}, {.m = 64, .n = 448, .k = 64, .seconds = 600e-6}};
+    CHECK_REL(cal_group_cost(g, 2, 8, 1e10), (1100e-6 - 2 * 367.0016e-6) / 16, 1e-12);
+    CHECK_NEAR(cal_group_cost(g, 2, 8, 1e9), 0, 0); /* 3.67 ms of FLOPs at 1e9: faster than that, 0 */
+    CHECK_NEAR(cal_group_cost(g, 2, 0, 1e10), 0, 0);
+    CHECK_NEAR(cal_group_cost(g, 2, 8, 0), 0, 0);
+    CHECK_NEAR(cal_group_cost(g, 0, 8, 1e10), 0, 0);
+    /* judged as a figure: the two calls' FLOPs (m is all 8 groups' rows), 2 x 3,670,016, over their 1.1 ms:
+     * 7,340,032 / 1.1e-3 = 6.6727564e9 FLOP/s, with their weighted spread; a profile without experts skips it */
+    Calibration c;
+    memset(&c, 0, sizeof c);
+    c.nxgemm = 2, c.xgroups = 8, c.xgemm[0] = g[0], c.xgemm[1] = g[1], c.group_iqr = 0.05;
+    double rate[CAL_FIGS], iqr[CAL_FIGS];
+    cal_figures(&c, rate, iqr);
+    CHECK_REL(rate[CAL_FIG_GROUP], 7340032.0 / 1.1e-3, 1e-12);
+    CHECK_NEAR(iqr[CAL_FIG_GROUP], 0.05, 0);
+    CalJudge j;
+    c.nxgemm = 0;
+    cal_judge(&c, NULL, &j);
+    CHECK(j.skip[CAL_FIG_GROUP]);
+    CHECK_STR(cal_fig_names[CAL_FIG_GROUP], "gemm experts");
+}
+
+int main(void)
+{
+    RUN(test_host_rows_refused);
+    RUN(test_host_gemm_and_link);
+    RUN(test_host_plans);
+    RUN(test_elem_rate);
+    RUN(test_scaled_optim_rate);
+    RUN(test_group_cost);
+    return test_summary();
+}
