@@ -119,6 +119,7 @@ Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, do
             continue;
         }
         o->planned = 1;
+        o->time = p.time;
         o->pred_tok = p.tokens_per_s / (double)p.world;
         o->tok_err = check_rel_err(o->pred_tok, o->meas_tok); /* NAN when not published */
         o->total_gib = (double)p.total_bytes / GIB;
@@ -131,6 +132,8 @@ Status fidelity_evaluate(const MeasuredRun *runs, int n, const char *holdout, do
             add(&sum->moe, o->tok_err);
             add(o->holdout ? &sum->moe_holdout : &sum->moe_dev, o->tok_err);
             FidelityGroup *mg = group(sum->moe_source, &sum->nmoe_sources, r->source_id);
+            if (mg) add(mg, o->tok_err);
+            mg = o->holdout ? NULL : group(sum->moe_dev_gpu, &sum->nmoe_dev_gpus, r->gpu->name);
             if (mg) add(mg, o->tok_err);
             sum->moe_false_oom += o->oom;
             sum->moe_uncertain += o->uncertain;

@@ -40,6 +40,7 @@ typedef struct {
     double total_gib;                   /* predicted device total */
     int oom, over_limit; /* the plan's verdict OOM (above capacity at its low end); not FITS or UNCERTAIN */
     int uncertain;       /* UNCERTAIN: it fits only if some of the choices the source leaves open (unknown=) save */
+    TimeBreakdown time;  /* the plan's step and its terms (planned rows; zero otherwise): which term carries an error */
 } FidelityRow;
 
 enum { FIDELITY_MAX_GROUPS = 32 };
@@ -55,6 +56,8 @@ typedef struct {
     FidelityGroup moe, moe_dev, moe_holdout;                      /* runs of models with experts, apart */
     FidelityGroup moe_source[FIDELITY_MAX_GROUPS];
     int nmoe_sources, moe_false_oom, moe_uncertain;
+    FidelityGroup moe_dev_gpu[FIDELITY_MAX_GROUPS]; /* the MoE dev runs per GPU (hold-out rows never in them) */
+    int nmoe_dev_gpus;
     FidelityGroup stack[FIDELITY_MAX_GROUPS];
     int nstacks;
     FidelityGroup source[FIDELITY_MAX_GROUPS];

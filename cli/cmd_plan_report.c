@@ -33,14 +33,15 @@ static const char help[] =
     "error overall, per stack, per source, on the hold-out sources (--holdout: comma-separated source_id or\n"
     "source_id@gpu; default " FIDELITY_DEFAULT_HOLDOUT "),\n"
     "FP8-LM Table 5 and memory, and the runs that really ran but are predicted not to fit (false OOMs);\n"
-    "runs of models with experts apart (overall, dev, hold-out, per source). Then what FP8 buys over BF16:\n"
-    "every configuration a source measured with BF16 GEMMs and with FP8 GEMMs, nothing else changed, with\n"
-    "the measured and the predicted speed-up and the error of the prediction.\n"
+    "runs of models with experts apart (overall, dev, hold-out, per source, the dev runs per GPU). Then\n"
+    "what FP8 buys over BF16: every configuration a source measured with BF16 GEMMs and with FP8 GEMMs,\n"
+    "nothing else changed, with the measured and the predicted speed-up and the error of the prediction.\n"
     "--max-mem-frac F (0 < F <= 1; each plan's 0.95 by default) sets the limit the over-limit count uses.\n"
-    "With -o DIR: fidelity_runs.csv, fidelity_summary.csv and fidelity_pairs.csv. With --format html: one\n"
-    "self-contained page\n"
-    "(-o FILE, or stdout): predicted against measured tokens/s per run (one series per stack), the MAE per\n"
-    "stack, predicted against measured memory, and the tables they are drawn from.\n"
+    "With -o DIR: fidelity_runs.csv, fidelity_summary.csv, fidelity_pairs.csv and fidelity_terms.csv (each\n"
+    "planned run's step and its time terms as percentages of it: which term carries an error). With --format\n"
+    "html: one self-contained page (-o FILE, or stdout): predicted against measured tokens/s per run (one\n"
+    "series per stack), the MAE per stack, predicted against measured memory, and the tables they are drawn\n"
+    "from.\n"
     "\n"
     "seed: compute the seed document's tables with the planner. Prints FP8-LM Table 5 (published memory and\n"
     "weight-related communication next to the prediction and its error; throughput and MFU for\n"
@@ -197,8 +198,8 @@ static void fidelity_prose(const FidelitySummary *sum, const FidelityGroup *pall
                         phold->n);
 }
 
-/* -o DIR: the three tables as CSV files (write_csv frees what it is given; the others are freed here). */
-static int fidelity_csvs(const char *cmd, const char *outdir, Table **tr, Table **ts, Table **tp)
+/* -o DIR: the four tables as CSV files (write_csv frees what it is given; the others are freed here). */
+static int fidelity_csvs(const char *cmd, const char *outdir, Table **tr, Table **ts, Table **tp, Table **tt)
 {
     int rc = make_dir(cmd, outdir);
     if (rc) return rc;
@@ -214,6 +215,11 @@ static int fidelity_csvs(const char *cmd, const char *outdir, Table **tr, Table 
     else
         table_free(*tp);
     *tp = NULL;
+    if (!rc)
+        rc = write_csv(cmd, outdir, "fidelity_terms.csv", *tt);
+    else
+        table_free(*tt);
+    *tt = NULL;
     return rc;
 }
 
@@ -232,7 +238,7 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
     size_t len;
     int n = 0;
     Err e;
-    Table *tr = NULL, *ts = NULL, *tp = NULL;
+    Table *tr = NULL, *ts = NULL, *tp = NULL, *tt = NULL;
     FidelityPair *pairs = calloc(FIDELITY_MAX_PAIRS, sizeof *pairs);
     FidelityGroup pall, pdev, phold;
     int np = 0;
@@ -250,6 +256,7 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
         if (np > FIDELITY_MAX_PAIRS) np = FIDELITY_MAX_PAIRS; /* 256 BF16/FP8 pairs: more than 512 runs can hold */
         fidelity_pairs_summary(pairs, np, &pall, &pdev, &phold);
         tp = fidelity_pairs_table(pairs, np);
+        tt = fidelity_terms_table(rows, n);
         if (tp)
             table_set_title(tp, "FP8 over BF16: the same configuration measured in both precisions; speed-up = FP8 "
                                 "tokens/s / BF16 tokens/s, error = predicted / measured speed-up - 1");
@@ -258,7 +265,7 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
                             "measured runs (models/measured.csv) against the plan; error = predicted / measured - 1");
         if (ts) table_set_title(ts, "mean absolute error (MAE) and mean signed error (bias)");
         CliOut so = {TABLE_TEXT, NULL};
-        if (!tr || !ts || !tp) {
+        if (!tr || !ts || !tp || !tt) {
             err_set(&e, ST_NOMEM, "out of memory");
             rc = cli_fail(cmd, &e);
         } else if (html) {
@@ -268,12 +275,13 @@ static int report_fidelity(const char *cmd, const char *catdir, const char *outd
         } else if (!(rc = cli_emit_table(cmd, tr, &so)) && !(rc = cli_emit_table(cmd, ts, &so)) &&
                    !(rc = cli_emit_table(cmd, tp, &so))) {
             fidelity_prose(sum, &pall, &pdev, &phold);
-            if (outdir) rc = fidelity_csvs(cmd, outdir, &tr, &ts, &tp);
+            if (outdir) rc = fidelity_csvs(cmd, outdir, &tr, &ts, &tp, &tt);
         }
     }
     table_free(tr);
     table_free(ts);
     table_free(tp);
+    table_free(tt);
     free(pairs);
     free(text);
     free(runs);

@@ -88,6 +88,7 @@ Table *fidelity_summary_table(const FidelitySummary *s)
         group_row(t, "moe", &s->moe_dev);
         group_row(t, "moe", &s->moe_holdout);
         for (int i = 0; i < s->nmoe_sources; i++) group_row(t, "moe source", &s->moe_source[i]);
+        for (int i = 0; i < s->nmoe_dev_gpus; i++) group_row(t, "moe dev gpu", &s->moe_dev_gpu[i]);
     }
     return t;
 }
@@ -113,6 +114,46 @@ Table *fidelity_pairs_table(const FidelityPair *p, int n)
         table_f64(t, 4, p[i].meas);
         table_f64(t, 5, p[i].pred);
         table_f64(t, 6, 100 * p[i].err);
+    }
+    return t;
+}
+
+Table *fidelity_terms_table(const FidelityRow *rows, int n)
+{
+    /* the TimeBreakdown terms that add up to step_s (plan_time.c), in its order */
+    static const char *const names[] = {"gemm",    "attn",        "nongemm",   "tp_comm",   "cp_comm",
+                                        "pp_comm", "bubble",      "dp_comm",   "optimizer", "weight_cast",
+                                        "other",   "expert_gemm", "moe_route", "ep_comm",   "moe_host"};
+    enum { NT = sizeof names / sizeof *names, NC = 6 + NT };
+    TableCol cols[NC] = {
+        {"id", NULL, NULL, TC_STR, 0, 0},
+        {"gpu", NULL, NULL, TC_STR, 0, 0},
+        {"experts", "MoE", NULL, TC_STR, 0, 0},
+        {"holdout", "held", NULL, TC_STR, 0, 0},
+        {"tokens_error_pct", "err", "%", TC_F64, 1, 0},
+        {"step_s", "step", "s", TC_F64, 3, 0},
+    };
+    static char head[NT][32]; /* table_new keeps the pointers */
+    for (int j = 0; j < NT; j++) {
+        snprintf(head[j], sizeof head[j], "%s_pct", names[j]);
+        cols[6 + j] = (TableCol){head[j], names[j], "%", TC_F64, 1, 0};
+    }
+    Table *t = table_new(cols, NC);
+    for (int i = 0; t && i < n; i++) {
+        const FidelityRow *o = &rows[i];
+        if (!o->planned) continue;
+        const TimeBreakdown *b = &o->time;
+        const double v[NT] = {b->gemm_s,    b->attn_s,        b->nongemm_s,   b->tp_comm_s,   b->cp_comm_s,
+                              b->pp_comm_s, b->bubble_s,      b->dp_comm_s,   b->optimizer_s, b->weight_cast_s,
+                              b->other_s,   b->expert_gemm_s, b->moe_route_s, b->ep_comm_s,   b->moe_host_s};
+        table_row(t);
+        table_str(t, 0, o->run->id);
+        table_str(t, 1, o->run->gpu->name);
+        table_str(t, 2, o->run->model->experts ? "yes" : "no");
+        table_str(t, 3, o->holdout ? "yes" : "no");
+        if (!isnan(o->tok_err)) table_f64(t, 4, 100 * o->tok_err);
+        table_f64(t, 5, b->step_s);
+        for (int j = 0; j < NT; j++) table_f64(t, 6 + j, b->step_s > 0 ? 100 * v[j] / b->step_s : 0);
     }
     return t;
 }

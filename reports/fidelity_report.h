@@ -11,6 +11,11 @@
 Table *fidelity_rows_table(const FidelityRow *rows, int n);
 /* The summaries: one row per group (overall, dev, hold-out, each stack, each source, Table 5, memory). */
 Table *fidelity_summary_table(const FidelitySummary *s);
+/* One row per planned run: its id, GPU, whether its model has experts, held out, the throughput error, the planned
+ * step (s) and each term of it (TimeBreakdown, planner/plan.h) as a percentage of the step — the terms add up to the
+ * step, so the shares of a row add up to 100. Which term's share grows with the error across the dev rows is which
+ * term carries a bias. */
+Table *fidelity_terms_table(const FidelityRow *rows, int n);
 /* One row per pair (the BF16 and FP8 run ids, the FP8 recipe, held out, speed-up measured / predicted, error). */
 Table *fidelity_pairs_table(const FidelityPair *p, int n);
 

@@ -7,7 +7,7 @@ run report fidelity -o "$TMP/fid"
 expect_rc "report fidelity exits 0" 0
 expect_out "report fidelity prints the overall MAE line" "throughput MAE"
 expect_out "report fidelity counts false OOMs (none)" "false OOMs 0"
-expect_out "report fidelity has a row per stack" "stack       megatron-core"
+expect_out "report fidelity has a row per stack" "stack        megatron-core"
 expect_out "report fidelity reports FP8-LM Table 5" "FP8-LM Table 5"
 expect_out "report fidelity summarises the mixture-of-experts runs apart" "mixture of experts: throughput MAE"
 expect_eq "fidelity_runs.csv header" "$(head -n 1 "$TMP/fid/fidelity_runs.csv" | cut -d, -f1-4)" "id,stack,model,gpu"
@@ -35,6 +35,13 @@ expect_eq "fidelity_pairs.csv: 16 configurations measured in BF16 and FP8" \
 # torchao's float8 README: rowwise 6768 over BF16 6150 tokens/s = 1.1004878...
 expect_eq "fidelity_pairs.csv: the rowwise pair's measured speed-up" \
     "$(grep '^tao-l3-8b-bf16,tao-l3-8b-rowwise,' "$TMP/fid/fidelity_pairs.csv" | cut -d, -f5 | cut -c1-6)" "1.1004"
+# fidelity_terms.csv: each planned run's step and its time terms as shares of it, which add up to 100 %
+expect_eq "fidelity_terms.csv header" "$(head -n 1 "$TMP/fid/fidelity_terms.csv" | cut -d, -f1-7)" \
+    "id,gpu,experts,holdout,tokens_error_pct,step_s,gemm_pct"
+expect_eq "fidelity_terms.csv: a MoE row's shares add up to 100 %" \
+    "$(grep '^mbridge-2509-qwen3-30b-a3b-fp8cs-b200,' "$TMP/fid/fidelity_terms.csv" |
+        awk -F, '{s = 0; for (i = 7; i <= NF; i++) s += $i; printf "%.6f", s}')" "100.000000"
+expect_out "report fidelity prints the MoE dev runs per GPU" "moe dev gpu"
 run report fidelity --format html -o "$TMP/fid.html"
 expect_rc "report fidelity --format html exits 0" 0
 expect_eq "report fidelity --format html writes a page" "$(head -c 15 "$TMP/fid.html")" "<!DOCTYPE html>"

@@ -115,6 +115,28 @@ static void test_pinned_figures(void)
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
     pin(&s.moe_dev, "mixture of experts, dev", 46, 14.40);
     pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 15.46);
+    /* the MoE dev runs per GPU: every dev row in exactly one, no held-out row in any; pinned as the planner gives
+     * them (the Blackwell rows carry the bias: docs/fidelity.md) */
+    int ngpu = 0;
+    for (int i = 0; i < s.nmoe_dev_gpus; i++) ngpu += s.moe_dev_gpu[i].n;
+    CHECK_EQ_INT(ngpu, s.moe_dev.n);
+    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "h100-sxm"), "MoE dev on H100", 18, 11.36);
+    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "b200"), "MoE dev on B200", 14, 19.72);
+    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "gb200"), "MoE dev on GB200", 12, 13.72);
+    /* each planned row's time terms add up to its step (fidelity_terms.csv's shares to 100 %): no term is lost or
+     * counted twice between plan_time.c and the report */
+    for (int i = 0; i < n; i++) {
+        if (!rows[i].planned) continue;
+        const TimeBreakdown *b = &rows[i].time;
+        double terms = b->gemm_s + b->attn_s + b->nongemm_s + b->tp_comm_s + b->cp_comm_s + b->pp_comm_s + b->bubble_s +
+                       b->dp_comm_s + b->optimizer_s + b->weight_cast_s + b->other_s + b->expert_gemm_s +
+                       b->moe_route_s + b->ep_comm_s + b->moe_host_s;
+        CHECKF(fabs(terms / b->step_s - 1) < 1e-9, "%s: the terms add up to %.9g s, the step is %.9g s",
+               rows[i].run->id, terms, b->step_s);
+    }
+    Table *tt = fidelity_terms_table(rows, n);
+    CHECK(tt != NULL);
+    table_free(tt);
     /* no MoE run that really trained is planned above its GPU's memory; two are uncertain (the DeepSeek-V3 report's
      * pre-training, and NeMo AutoModel's DeepSeek-V3 on 1,024 H100, whose configurations disagree on activation
      * checkpointing: unknown=act_ckpt) */
