@@ -22,7 +22,8 @@
 # "1 2 4"; without mpirun only 1), TIME_SURVEY_PRIO (1: each command in a session of its own whose scheduling
 # group has nice -19 — Linux autogroups: a nice value counts only inside its group — so other users' processes
 # yield the cores to it; not a quiet machine, they still share the caches and the memory bus; root or
-# CAP_SYS_NICE; default 0). Exit status 0 when every command ran (targets
+# CAP_SYS_NICE; default 0), TIME_SURVEY_KEEP (an existing directory: every command's output kept there as
+# NNN.log, its command line first, and each run's CSV as NNN.csv). Exit status 0 when every command ran (targets
 # met or not), 70 when one failed or timed out (its row says which), 64 bad settings, 66 no catalog,
 # 69 no fp8plan binary, 73 the CSV cannot be created.
 set -u
@@ -46,6 +47,10 @@ for v in "TIME_SURVEY_REPS=$REPS" "TIME_SURVEY_STEPS=$STEPS" "TIME_SURVEY_TIMEOU
 done
 [ -x "$BIN" ] || die 69 "FP8PLAN=$BIN: no fp8plan binary there (make, or set FP8PLAN)"
 [ -f "$ROOT/models/models.csv" ] || die 66 "FP8PLAN_ROOT=$ROOT: no models/models.csv (the catalog) there"
+KEEP=${TIME_SURVEY_KEEP:-}
+if [ -n "$KEEP" ] && { [ ! -d "$KEEP" ] || [ ! -w "$KEEP" ]; }; then
+    die 73 "TIME_SURVEY_KEEP=$KEEP: not a writable directory"
+fi
 if [ -n "$CSV" ]; then
     d=$(dirname "$CSV")
     [ -d "$d" ] && [ -w "$d" ] || die 73 "CSV $CSV: its directory $d does not exist or is not writable"
@@ -71,12 +76,18 @@ log() { printf '%s  load %s  %s\n' "$(date +%H:%M:%S)" "$(load)" "$*" >&2; }
 PRIO=${TIME_SURVEY_PRIO:-0}
 case $PRIO in 0 | 1) ;; *) die 64 "TIME_SURVEY_PRIO=$PRIO: give 0 or 1" ;; esac
 printf '#!/bin/sh\necho -19 >/proc/self/autogroup || exit 77\nexec "$@"\n' >"$W/prio" && chmod +x "$W/prio"
+SEQ=0
 cmd() {
     np=$1 out=$2
     shift 2
+    SEQ=$((SEQ + 1))
     if [ "$np" -gt 1 ]; then set -- "$MPI" --oversubscribe -np "$np" "$BIN" "$@"; else set -- "$BIN" "$@"; fi
     [ "$PRIO" = 1 ] && set -- setsid -w "$W/prio" "$@"
-    timeout -k 5 "$TMO" "$@" >"$out" 2>&1
+    echo "$*" >"$out"
+    timeout -k 5 "$TMO" "$@" >>"$out" 2>&1
+    r=$?
+    [ -z "$KEEP" ] || cp "$out" "$KEEP/$(printf %03d "$SEQ").log"
+    return $r
 }
 
 # profile NP DIR TAG: a profile of NP ranks into DIR (written NOISY when the judge refuses it)
@@ -138,6 +149,7 @@ one() {
         return
     fi
     run_rows "$np" "$sec" "$cfg" "$bound" "$rep" "$l0" "$l1" "$W/run.csv"
+    [ -z "$KEEP" ] || cp "$W/run.csv" "$KEEP/$(printf %03d "$SEQ").csv"
     rm -f "$W/run.csv"
 }
 
