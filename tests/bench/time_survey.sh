@@ -8,9 +8,9 @@
 #     figure's spread around the five's median (target +-10 %), and how many the judge refused;
 #  2. REPS repetitions, interleaved (every configuration once per repetition), each run against a
 #     profile measured just before it: one rank, fp8plan run $G --gbs 2 --recipe R --gpu host --steps
-#     STEPS for R = megatron-bf16, te-fp8, te-fp8-current, fp8lm (a profile before each run); mpirun -np 2
-#     with --dp 2 (gbs 4), --tp 2 (gbs 2), --pp 2 (gbs 4) after one 2-rank profile, and mpirun -np 4
-#     --tp 2 --dp 2 (gbs 4) after a 4-rank profile. Rank 0's checked time rows: forward, backward,
+#     STEPS for R = megatron-bf16, te-fp8, te-fp8-current, fp8lm; mpirun -np 2 with --dp 2 (gbs 4),
+#     --tp 2 (gbs 2), --pp 2 (gbs 4); mpirun -np 4 --tp 2 --dp 2 (gbs 4); a profile of the run's ranks
+#     before each run. Rank 0's checked time rows: forward, backward,
 #     optimizer, step (kind part) and every planned collective (kind collective). Error = measured /
 #     planned - 1 per repetition; the row's verdict is its median error against the target: +-15 %,
 #     +-25 % at 4 ranks.
@@ -162,12 +162,13 @@ while [ "$rep" -le "$REPS" ]; do
         rm -rf "$W/c1"
     done
     if [ -n "$MPI" ] && has 2; then
-        if profile 2 "$W/c2" "before DP/TP/PP 2, repetition $rep"; then
-            one 2 "mpirun -np 2" "DP 2" 15 "$rep" "$W/c2" 4 --recipe megatron-bf16 --dp 2
-            one 2 "mpirun -np 2" "TP 2" 15 "$rep" "$W/c2" 2 --recipe megatron-bf16 --tp 2
-            one 2 "mpirun -np 2" "PP 2" 15 "$rep" "$W/c2" 4 --recipe megatron-bf16 --pp 2
-        fi
-        rm -rf "$W/c2"
+        for lay in "DP 2:4:--dp" "TP 2:2:--tp" "PP 2:4:--pp"; do
+            cfg=${lay%%:*} gbs=${lay#*:}
+            flag=${gbs#*:} gbs=${gbs%%:*}
+            profile 2 "$W/c2" "before $cfg, repetition $rep" &&
+                one 2 "mpirun -np 2" "$cfg" 15 "$rep" "$W/c2" "$gbs" --recipe megatron-bf16 "$flag" 2
+            rm -rf "$W/c2"
+        done
     fi
     if [ -n "$MPI" ] && has 4; then
         profile 4 "$W/c4" "before TP 2 x DP 2, repetition $rep" &&
