@@ -269,7 +269,7 @@ browser-deps:
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
 
-.PHONY: all run report test test-full test-slow bench fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-programs gpu-check gpu-pack \
+.PHONY: all run report test test-full test-slow bench time-survey fuzz fuzz-smoke fuzz-run fmt lint clean tests gpu-build gpu-programs gpu-check gpu-pack \
         browser-deps mutate
 
 all: $(BIN) $(CUDA_SO)
@@ -387,6 +387,11 @@ test-slow: $(BIN) $(SLOWS)
 
 bench: $(BIN) $(CUDA_SO) $(BENCHES) $(ANCHOR)
 	@set -e; for b in $(BENCHES); do echo "== $$b"; $$b; done
+
+# issue 47's timing targets measured end to end on this machine (a measurement, not a test; minutes):
+# tests/bench/time_survey.sh, docs/calibrate.md. TIME_SURVEY_CSV=PATH also writes its table as CSV.
+time-survey: $(BIN)
+	@FP8PLAN=$(abspath $(BIN)) FP8PLAN_ROOT=$(CURDIR) sh tests/bench/time_survey.sh $(TIME_SURVEY_CSV)
 
 # libFuzzer needs clang; each target's seed corpus is tests/fuzz/corpus/<name>.
 fuzz:

@@ -49,8 +49,9 @@ static const char help_head[] =
     "path, AdamW's stream, the element-wise kernels, FP8-LM's optimizer; under mpirun the all-to-all's\n"
     "messages per protocol, its spread bound at its calls a size) must have an interquartile\n"
     "spread (q3 - q1) / median of at most 0.0538 x sqrt(reps) (its median known to 5 %: 14.2 % at 7\n"
-    "repetitions) and a quick re-measure right after must agree within +-10 %; the load average\n"
-    "(/proc/loadavg) before and after is printed and quoted in the row. A profile past either bound is\n"
+    "repetitions) and a quick re-measure, taken interleaved with it after a warm-up that must settle\n"
+    "(GEMM rounds no longer speeding up), must agree within +-10 %; the load average\n"
+    "(/proc/loadavg) before and after is printed and quoted in the row. A profile past a bound is\n"
     "not written (exit 75): measure again at a quieter moment, or --allow-noisy writes it with NOISY\n"
     "PROFILE at the head of its source text. --check DIR re-measures those figures and says whether\n"
     "DIR's row NAME still describes this machine (the link is not re-measured but for the all-to-all's\n"
@@ -167,13 +168,20 @@ static void put_load(char *buf, size_t size, double l)
 }
 
 /* Why a profile fails its bounds, in one sentence fragment (the worst figure past each). */
-static void judge_reason(const CalJudge *j, int reps, int a2a_reps, const char *again_what, char *buf, size_t size)
+static void judge_reason(const CalJudge *j, const Calibration *w, int reps, int a2a_reps, const char *again_what,
+                         char *buf, size_t size)
 {
     size_t n = 0;
     buf[0] = 0;
-    if (j->worst_noisy >= 0)
+    if (j->cold)
+        n += (size_t)snprintf(buf, size,
+                              "the warm-up's GEMM rounds still sped up after %d (the last %.2f ms, the one before "
+                              "%.2f ms)%s",
+                              w->warm_rounds, 1e3 * w->warm_last_s, 1e3 * w->warm_prev_s,
+                              j->worst_noisy >= 0 || j->worst_drift >= 0 ? "; " : "");
+    if (j->worst_noisy >= 0 && n < size)
         n += (size_t)snprintf(
-            buf, size, "%s's interquartile spread %.1f %% passes %.1f %% at %d repetitions",
+            buf + n, size - n, "%s's interquartile spread %.1f %% passes %.1f %% at %d repetitions",
             cal_fig_names[j->worst_noisy], 100.0 * j->iqr[j->worst_noisy], 100.0 * j->bound[j->worst_noisy],
             j->worst_noisy == CAL_FIG_A2A_EAGER || j->worst_noisy == CAL_FIG_A2A_RNDV ? a2a_reps : reps);
     if (j->worst_drift >= 0 && n < size)
@@ -181,7 +189,8 @@ static void judge_reason(const CalJudge *j, int reps, int a2a_reps, const char *
                  cal_fig_names[j->worst_drift], 100.0 * j->drift[j->worst_drift], 100.0 * CAL_DRIFT_MAX);
 }
 
-static void print_judge(const CalJudge *j, int reps, int a2a_reps, const char *again_what, double l0, double l1)
+static void print_judge(const CalJudge *j, const Calibration *w, int reps, int a2a_reps, const char *again_what,
+                        double l0, double l1)
 {
     char b0[16], b1[16];
     put_load(b0, sizeof b0, l0), put_load(b1, sizeof b1, l1);
@@ -203,6 +212,10 @@ static void print_judge(const CalJudge *j, int reps, int a2a_reps, const char *a
         printf("  a2a ... msg: the all-to-all's per-message sweep, message bytes over summed call times; its iqr "
                "bound %.1f %% at %d calls a size\n",
                100.0 * j->bound[CAL_FIG_A2A_EAGER], a2a_reps);
+    if (w->warm_rounds)
+        printf("  warm-up: %d rounds of every layer GEMM once (the first %.2f ms, the last two %.2f and %.2f ms): %s\n",
+               w->warm_rounds, 1e3 * w->warm_first_s, 1e3 * w->warm_prev_s, 1e3 * w->warm_last_s,
+               j->cold ? "STILL SPEEDING UP (the last round more than 5 % below the one before)" : "warm");
     printf("  load average (1 min, /proc/loadavg): %s before, %s after\n", b0, b1);
 }
 
@@ -347,9 +360,9 @@ static int say_check(const Args *a, CalSession *s, const GpuSpec *row, const cha
     CalJudge j;
     char why[512];
     cal_session_judge(s, row, &j);
-    print_judge(&j, s->c->reps, s->c->a2a_reps, "this machine now", s->load0, s->load1);
-    judge_reason(&j, s->c->reps, s->c->a2a_reps, "a measurement now", why, sizeof why);
-    if (j.noisy) {
+    print_judge(&j, s->c, s->c->reps, s->c->a2a_reps, "this machine now", s->load0, s->load1);
+    judge_reason(&j, s->c, s->c->reps, s->c->a2a_reps, "a measurement now", why, sizeof why);
+    if (j.noisy || j.cold) {
         fprintf(stderr,
                 "fp8plan calibrate: --check %s: cannot tell, this machine is too noisy now (%s; load average "
                 "%s before, %s after): not judged, check again at a quieter moment\n",
@@ -374,9 +387,9 @@ static int say_judged(const Args *a, CalSession *s, const char *b0, const char *
     char why[512], what[64];
     Calibration *c = s->c;
     int bad = cal_session_judge(s, NULL, &j);
-    snprintf(what, sizeof what, "a re-measure (%d repetitions)", s->again->reps);
-    print_judge(&j, c->reps, c->a2a_reps, what, s->load0, s->load1);
-    judge_reason(&j, c->reps, c->a2a_reps, what, why, sizeof why);
+    snprintf(what, sizeof what, "a re-measure (%d repetitions, interleaved)", s->again->reps);
+    print_judge(&j, c, c->reps, c->a2a_reps, what, s->load0, s->load1);
+    judge_reason(&j, c, c->reps, c->a2a_reps, what, why, sizeof why);
     double worst = 0;
     for (int f = 0; f < CAL_FIGS; f++)
         if (fabs(j.drift[f]) > fabs(worst)) worst = j.drift[f];

@@ -3,7 +3,7 @@
  * multiplied by OpenBLAS's sgemm, one call per tile, the tiles spread over the
  * pool of exec/backend/par.h. OpenBLAS's own thread count is 1 (cpu_blas_init), so a
  * call runs on the pool thread that makes it and several run at once; the
- * threads OpenBLAS starts when it loads stay idle.
+ * threads OpenBLAS starts when it loads are stopped (cpu_blas_init).
  *
  * Arithmetic contract (that of exec/backend/backend.h and of the reference,
  * cpu_gemm_ref.c, except for the order of the sums):
@@ -269,7 +269,19 @@ static uint64_t panel_rows(const GemmDesc *g, uint64_t s)
     return p < s ? p : s;
 }
 
-static void blas_single_thread(void) { openblas_set_num_threads(1); }
+/* OpenBLAS's own call to stop its server threads (exported by its pthread and OpenMP builds, not declared in
+ * cblas.h). When the library loads it starts a server thread per core beyond the first, and each busy-waits
+ * (sched_yield) for about 0.1 s before it sleeps, whatever the thread count is set to: on a 2-core host an idle
+ * process's one server thread used 10 clock ticks of CPU in its first 100 ms, and the first GEMMs timed ran at
+ * half their rate against it (docs/calibrate.md, "The cold start"). At one thread OpenBLAS never hands work to
+ * a server, so stopped they stay stopped. */
+int blas_thread_shutdown_(void);
+
+static void blas_single_thread(void)
+{
+    openblas_set_num_threads(1);
+    blas_thread_shutdown_();
+}
 
 void cpu_blas_init(void)
 {

@@ -130,6 +130,12 @@ typedef struct {
     double scaled_optim_bw, scaled_optim_spread, scaled_optim_iqr; /* FP8-LM's fp8_adam: the planner's bytes / s */
     double mem_iqr, elem_iqr; /* (q3 - q1) / median: AdamW's; the element-wise kernels' weighted as elem_bw */
     double launch_s, launch_spread;
+    /* the checked warm-up before the GEMMs (calibrate_compute_again): rounds of every layer GEMM once, until a
+     * round's summed time is no more than CAL_SE_MAX below the previous round's (cal_warm_settled) on every rank,
+     * at most CAL_WARM_ROUNDS_MAX; warm_first_s / warm_prev_s / warm_last_s the first, next-to-last and last
+     * rounds' times (0 rounds: none made — an older profile, a catalog row) */
+    int warm_rounds, warm_settled;
+    double warm_first_s, warm_prev_s, warm_last_s;
     int ranks; /* the communicator's */
     CalColl coll[CAL_MAX_SIZES];
     int ncoll;
@@ -156,8 +162,15 @@ typedef struct {
 } Calibration;
 
 /* Measure GEMM, memory and launch on bk at the shapes of one layer of m (calibrate_host without the link):
- * the quick re-measure a profile is judged against, and what `calibrate --check` compares a profile with. */
+ * what `calibrate --check` compares a profile with. calibrate_compute_again(..., again_reps, again) also fills
+ * again (NULL: none) with again_reps repetitions (1..32) taken in the same session, interleaved with out's
+ * (cal_again_slot): the GEMMs in rounds, every shape once a round, after a checked warm-up (Calibration's
+ * warm_*, copied into again); each element-wise kernel's calls one after another, the two sets alternating;
+ * the grouped expert GEMMs (a model with experts) again after out's. So the profile and its quick re-measure
+ * see the same machine, and each shape's samples span the whole GEMM measurement, not one moment of it. */
 Status calibrate_compute(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out, Err *e);
+Status calibrate_compute_again(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out,
+                               int again_reps, Calibration *again, Err *e);
 
 /* The 1-minute load average of this machine (/proc/loadavg's first field); -1 where it cannot be read. */
 double cal_loadavg(void);
@@ -166,6 +179,9 @@ double cal_loadavg(void);
  * layer of m with tokens = mbs · seq rows, then the collectives when comm has
  * two or more ranks (every rank must call it; each measures the same things). */
 Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out, Err *e);
+/* The same with the quick re-measure of its compute figures in again (calibrate_compute_again). */
+Status calibrate_host_again(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out,
+                            int again_reps, Calibration *again, Err *e);
 
 /* The collective sweep alone (every rank calls it) up to a payload of top
  * bytes (cal_link_sizes); fills out->coll, ncoll, link_bw, link_lat, ranks. */
@@ -344,11 +360,26 @@ extern const char *const cal_fig_names[CAL_FIGS];
 #define CAL_SE_MAX    0.05
 double cal_iqr_max(int n);
 
+/* The checked warm-up (calibrate_compute_again): at least CAL_WARM_ROUNDS_MIN rounds, at most CAL_WARM_ROUNDS_MAX.
+ * A round is warm when its time last_s is no more than CAL_SE_MAX below the previous round's prev_s: last_s >=
+ * (1 - CAL_SE_MAX) prev_s — a machine still speeding up (a core's clock, a thread that still spins, pages still
+ * faulting in) gives rounds that keep getting faster; a loaded one gives rounds that differ either way, which is
+ * noise, left to the spread bound. 1 warm, 0 not (or a time that is not positive). */
+enum { CAL_WARM_ROUNDS_MIN = 2, CAL_WARM_ROUNDS_MAX = 16 };
+int cal_warm_settled(double prev_s, double last_s);
+
+/* The quick re-measure's repetitions taken among the profile's: of the reps + again samples in a row (k from 0),
+ * 1 when sample k goes to the re-measure, 0 when to the profile. The re-measure's j-th (j from 0) is sample
+ * floor((2j + 1) (reps + again) / (2 again)): spread evenly (reps 7, again 4: samples 1, 4, 6 and 9). 0 for
+ * again <= 0 or k outside [0, reps + again). */
+int cal_again_slot(int k, int reps, int again);
+
 /* A figure's rate per CAL_FIG_* and the interquartile spread its median was judged on (GEMM: its path's
  * shapes' weighted by their median times; element-wise: its kernels' weighted by calls x time). */
 void cal_figures(const Calibration *c, double rate[CAL_FIGS], double iqr[CAL_FIGS]);
 
 typedef struct {
+    int cold;                             /* 1: the warm-up did not settle (warm_settled 0 after warm_rounds) */
     double rate[CAL_FIGS], iqr[CAL_FIGS]; /* the profile's */
     double again[CAL_FIGS];               /* the re-measure's rate (0: none) */
     double drift[CAL_FIGS];               /* again / rate − 1 */
@@ -363,7 +394,8 @@ typedef struct {
  * calls per size), drifted when |again / rate − 1| passes
  * CAL_DRIFT_MAX; returns the count of both (0: the profile holds). A rate <= 0 counts as noisy. The
  * all-to-all's figures are skipped (j->skip) when c did not measure them (a2a_judged 0); measured in c and not
- * in again, they count as drifted. */
+ * in again, they count as drifted. A warm-up that did not settle (c's or again's: warm_rounds > 0, warm_settled
+ * 0) sets j->cold and counts once more: the figures were measured on a machine still speeding up. */
 int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j);
 
 /* ---- the catalog rows (calibrate_rows.c) ---- */

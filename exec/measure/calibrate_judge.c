@@ -13,6 +13,20 @@ _Static_assert(CAL_FIG_A2A_RNDV == CAL_FIG_A2A_EAGER + 1, "the all-to-all's figu
 
 double cal_iqr_max(int n) { return n > 0 ? CAL_SE_MAX * 1.349 * sqrt((double)n) / 1.2533 : 0; }
 
+int cal_warm_settled(double prev_s, double last_s)
+{
+    return prev_s > 0 && last_s > 0 && last_s >= (1.0 - CAL_SE_MAX) * prev_s;
+}
+
+int cal_again_slot(int k, int reps, int again)
+{
+    if (again <= 0 || reps < 0 || k < 0 || k >= reps + again) return 0;
+    const long n = (long)reps + again;
+    for (long j = 0; j < again; j++)
+        if ((2 * j + 1) * n / (2L * again) == k) return 1;
+    return 0;
+}
+
 void cal_figures(const Calibration *c, double rate[CAL_FIGS], double iqr[CAL_FIGS])
 {
     for (int p = 0; p < CAL_PATHS; p++) rate[CAL_FIG_FP8 + p] = c->rate[p], iqr[CAL_FIG_FP8 + p] = c->rate_iqr[p];
@@ -35,6 +49,7 @@ int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j)
     j->worst_noisy = j->worst_drift = -1;
     double tmp[CAL_FIGS], worst_n = 0, worst_d = 0;
     cal_figures(c, j->rate, j->iqr);
+    j->cold = (c->warm_rounds > 0 && !c->warm_settled) || (again && again->warm_rounds > 0 && !again->warm_settled);
     if (again) cal_figures(again, j->again, tmp);
     for (int f = 0; f < CAL_FIGS; f++) {
         const int a2a = f == CAL_FIG_A2A_EAGER || f == CAL_FIG_A2A_RNDV;
@@ -57,5 +72,5 @@ int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j)
             if (d > worst_d) worst_d = d, j->worst_drift = f;
         }
     }
-    return j->noisy + j->drifted;
+    return j->noisy + j->drifted + j->cold;
 }

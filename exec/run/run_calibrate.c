@@ -72,8 +72,8 @@ Status cal_session_measure(CalSession *s, const char *backend, const ModelSpec *
     if (!st) st = backend_create(backend, &s->bk, e);
     if (!st) st = make_comm(s->bk, &s->comm, e);
     if (!st && check_row) st = calibrate_compute(s->bk, s->comm, &s->m, mbs, reps, s->c, e);
-    if (!st && !check_row) st = calibrate_host(s->bk, s->comm, &s->m, mbs, reps, s->c, e);
-    if (!st && !check_row) st = calibrate_compute(s->bk, s->comm, &s->m, mbs, cal_again_reps(reps), s->again, e);
+    if (!st && !check_row) /* the profile and its quick re-measure, interleaved */
+        st = calibrate_host_again(s->bk, s->comm, &s->m, mbs, reps, s->c, cal_again_reps(reps), s->again, e);
     if (!st && check_row) st = msg_again(s, NULL, check_row, mbs, reps, s->c, e);
     if (!st && !check_row) st = msg_again(s, s->c, NULL, mbs, cal_again_reps(reps), s->again, e);
     if (!st) s->load1 = cal_loadavg();

@@ -18,8 +18,9 @@ typedef struct {
 } CalSession;
 
 /* Measure on backend at one layer of base (sized by ov) with mbs sequences a rank: with check_row NULL,
- * a profile (calibrate_host: compute, memory, launch and the links) at reps repetitions and a quick
- * re-measure (calibrate_compute) at again_reps(reps); with check_row, that re-measure alone at reps. Every
+ * a profile (calibrate_host_again: compute, memory, launch and the links) at reps repetitions and a quick
+ * re-measure of its compute figures at again_reps(reps), taken interleaved with the profile's (calibrate.h:
+ * calibrate_compute_again), the all-to-all's messages after it; with check_row, a measurement alone at reps. Every
  * rank calls it. Fills s (close it with cal_session_close even on failure). */
 Status cal_session_measure(CalSession *s, const char *backend, const ModelSpec *base, const ExecOverrides *ov,
                            uint32_t mbs, int reps, const GpuSpec *check_row, Err *e);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "exec/measure/calibrate.h"
+#include "exec/run/run_calibrate.h"
 #include "planner/arch.h"
 #include "catalog/catalog.h"
 #include "planner/plan_internal.h"
@@ -290,6 +291,79 @@ static void test_judge(void)
     CHECK(cal_judge(&c, &again, &j) == 1 && j.worst_drift == CAL_FIG_STREAM);
 }
 
+/* The checked warm-up's rule, last >= (1 - 0.05) prev, and the judge's use of it. */
+static void test_warm_settled(void)
+{
+    static const struct {
+        double prev, last;
+        int warm;
+    } cases[] = {
+        {100, 100, 1},  /* the same time: warm */
+        {100, 95.5, 1}, /* 4.5 % faster: within the 5 % a median is known to */
+        {100, 94.5, 0}, /* 5.5 % faster: still speeding up */
+        {100, 150, 1},  /* slower (load): not colder, left to the spread bound */
+        {20, 10, 0},    /* twice as fast */
+        {0, 100, 0},    /* no round before */
+        {100, 0, 0},    /* no time */
+        {100, NAN, 0},  /* not a time */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        CHECKF(cal_warm_settled(cases[i].prev, cases[i].last) == cases[i].warm, "prev %g last %g: want %d",
+               cases[i].prev, cases[i].last, cases[i].warm);
+    /* the judge: a warm-up that ran CAL_WARM_ROUNDS_MAX rounds without settling counts once (cold), alone; a
+     * settled one, or none made (a catalog row: 0 rounds), not at all; --check's measurement is the re-measure */
+    CalJudge j;
+    Calibration c = judged_figures(), again = judged_figures();
+    c.warm_rounds = CAL_WARM_ROUNDS_MAX, c.warm_settled = 0;
+    CHECK(cal_judge(&c, &again, &j) == 1 && j.cold == 1 && j.noisy == 0 && j.drifted == 0);
+    CHECK(cal_judge(&c, NULL, &j) == 1 && j.cold == 1);
+    c.warm_rounds = 3, c.warm_settled = 1;
+    CHECK(cal_judge(&c, &again, &j) == 0 && j.cold == 0);
+    c = judged_figures(), again.warm_rounds = CAL_WARM_ROUNDS_MAX, again.warm_settled = 0;
+    CHECK(cal_judge(&c, &again, &j) == 1 && j.cold == 1);
+}
+
+/* Which of reps + again samples go to the re-measure: the j-th at floor((2j + 1) n / (2 again)), n = reps + again. */
+static void test_again_slot(void)
+{
+    static const struct {
+        int reps, again;
+        const char *want; /* per sample k = 0 .. n - 1: 'a' re-measure, 'p' profile */
+    } cases[] = {
+        /* n 11: 11/8 = 1, 33/8 = 4, 55/8 = 6, 77/8 = 9 (the default: 7 and cal_again_reps(7) = 4) */
+        {7, 4, "pappapappap"},
+        /* n 6: 6/6 = 1, 18/6 = 3, 30/6 = 5 (--quick: 3 and 3): alternating */
+        {3, 3, "papapa"},
+        {1, 1, "pa"},       /* n 2: 2/2 = 1 */
+        {2, 2, "papa"},     /* n 4: 4/4 = 1, 12/4 = 3 */
+        {5, 3, "pappapap"}, /* n 8: 8/6 = 1, 24/6 = 4, 40/6 = 6 */
+        {4, 0, "pppp"},     /* no re-measure */
+        /* n 20: 20/14 = 1, 60/14 = 4, 100/14 = 7, 140/14 = 10, 180/14 = 12, 220/14 = 15, 260/14 = 18 */
+        {13, 7, "pappappappapappappap"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const int n = cases[i].reps + cases[i].again;
+        char got[128] = {0};
+        for (int k = 0; k < n; k++) got[k] = cal_again_slot(k, cases[i].reps, cases[i].again) ? 'a' : 'p';
+        CHECKF(!strcmp(got, cases[i].want), "reps %d again %d: %s, want %s", cases[i].reps, cases[i].again, got,
+               cases[i].want);
+        CHECK(cal_again_slot(-1, cases[i].reps, cases[i].again) == 0 &&
+              cal_again_slot(n, cases[i].reps, cases[i].again) == 0);
+    }
+    /* every count calibrate can ask for (reps 1..64, cal_again_reps of it): exactly `again` samples, never two
+     * re-measure samples where one profile sample is due between them at reps >= again */
+    for (int reps = 1; reps <= 64; reps++) {
+        const int again = cal_again_reps(reps);
+        int count = 0, run = 0, worst = 0;
+        for (int k = 0; k < reps + again; k++) {
+            const int x = cal_again_slot(k, reps, again);
+            count += x, run = x ? run + 1 : 0;
+            if (run > worst) worst = run;
+        }
+        CHECKF(count == again && worst == 1, "reps %d again %d: %d samples, %d in a row", reps, again, count, worst);
+    }
+}
+
 /* A calibration with round figures: GEMM 40 / 50 / 20 GFLOP/s (FP8 / BF16 / FP32), 10 GB/s streamed, 4 GB/s
  * element-wise, 2 us launch. */
 static Calibration round_figures(int ranks)
@@ -403,6 +477,8 @@ int main(void)
     RUN(test_stats);
     RUN(test_iqr_bound);
     RUN(test_judge);
+    RUN(test_warm_settled);
+    RUN(test_again_slot);
     RUN(test_rows_parse);
     return test_summary();
 }

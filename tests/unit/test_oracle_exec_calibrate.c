@@ -327,6 +327,93 @@ static void test_launch_floor(void)
     cpu->destroy(cpu);
 }
 
+/* The checked warm-up and the interleaved re-measure, on a backend whose timestamps give each layer GEMM a
+ * scripted time by its place in the session (wu.calls: the layer GEMMs timed so far; fx_gpt's 39 a round) and
+ * every other timed call 1 ms. */
+static struct {
+    Backend *cpu;
+    int calls, last_layer; /* layer GEMMs so far; the last timed call was one (its index) or -1 */
+    int mode;              /* 0: 8, 4, 2, 1 ms a call in rounds 0-3, 1 ms after; 1: 0.9^round ms (never warm);
+                            * 2: warm rounds 0-1 at 1 ms, then round k of the measurement at (k + 1) ms */
+} wu;
+
+static Status wu_gemm(Backend *bk, const GemmDesc *g, Err *e)
+{
+    wu.last_layer = g->m == 16 && g->n == 16 && g->k == 16 ? -1 : wu.calls++;
+    return wu.cpu->gemm(bk, g, e);
+}
+
+static Status wu_mark(Backend *bk, uint32_t slot, Err *e)
+{
+    (void)bk, (void)e;
+    if (slot == BACKEND_MARKS - 2) wu.last_layer = -1; /* a timed call starts */
+    return ST_OK;
+}
+
+static Status wu_elapsed(Backend *bk, uint32_t from, uint32_t to, double *seconds, Err *e)
+{
+    (void)bk, (void)from, (void)to, (void)e;
+    const int c = wu.last_layer, round = c / 39;
+    static const double first[4] = {8, 4, 2, 1};
+    double ms = 1;
+    if (c >= 0 && wu.mode == 0) ms = round < 4 ? first[round] : 1;
+    if (c >= 0 && wu.mode == 1) ms = pow(0.9, round);
+    if (c >= 0 && wu.mode == 2) ms = round < 2 ? 1 : round - 1;
+    *seconds = ms * 1e-3;
+    return ST_OK;
+}
+
+static void test_warm_up(void)
+{
+    Err e = {0};
+    Backend *cpu = NULL;
+    CHECKF(backend_cpu_create(&cpu, &e) == ST_OK, "%s", e.msg);
+    if (!cpu) return;
+    Backend bk = *cpu;
+    bk.gemm = wu_gemm, bk.mark = wu_mark, bk.elapsed = wu_elapsed;
+    ModelSpec m = fx_gpt();
+    Calibration *c = calloc(2, sizeof *c);
+    CalJudge j;
+    for (int mode = 0; c && mode < 3; mode++) {
+        memset(&wu, 0, sizeof wu);
+        wu.cpu = cpu, wu.mode = mode;
+        CHECKF(calibrate_host_again(&bk, NULL, &m, 1, 7, c, 4, c + 1, &e) == ST_OK, "%s", e.msg);
+        if (mode == 0) {
+            /* rounds of 39 calls: 312, 156, 78, 39, 39 ms; the fifth is the first within 5 % of the one before
+             * (39 >= 0.95 x 39): 5 rounds, warm; then 11 rounds of 1 ms a call, 7 and 4 */
+            CHECK(c->warm_rounds == 5 && c->warm_settled == 1);
+            CHECK_NEAR(c->warm_first_s, 0.312, 1e-12);
+            CHECK_NEAR(c->warm_prev_s, 0.039, 1e-12);
+            CHECK_NEAR(c->warm_last_s, 0.039, 1e-12);
+            CHECK_EQ_INT(wu.calls, 39 * (5 + 11));
+            CHECK(c[1].warm_rounds == 5 && c[1].warm_settled == 1 && c[1].reps == 4 && c->reps == 7);
+            CHECK_NEAR(c->gemm[0].seconds, 1e-3, 1e-15);
+            cal_judge(c, c + 1, &j); /* its other figures are the real kernels' times: only whether it is cold */
+            CHECK(j.cold == 0);
+        } else if (mode == 1) {
+            /* each round 10 % faster than the one before (0.9 < 0.95): still speeding up after all 16 rounds */
+            CHECK(c->warm_rounds == CAL_WARM_ROUNDS_MAX && c->warm_settled == 0);
+            CHECK_NEAR(c->warm_last_s / c->warm_prev_s, 0.9, 1e-12);
+            cal_judge(c, c + 1, &j);
+            CHECK(j.cold == 1);
+        } else {
+            /* warm after 2 rounds (39 = 39 ms); the machine then slows by 1 ms a call each round: round k of the
+             * measurement costs k + 1 ms a call. The profile's rounds are k = 0 2 3 5 7 8 10 (1 3 4 6 8 9 11 ms:
+             * median 6), the re-measure's k = 1 4 6 9 (2 5 7 10 ms: median (5 + 7) / 2 = 6): the same figure. Taken
+             * one after the other (the profile's 7, then 4) the medians would be 4 and 9.5 ms: a -58 % drift. */
+            CHECK(c->warm_rounds == 2 && c->warm_settled == 1);
+            for (int i = 0; i < c->ngemm; i++) {
+                CHECK_NEAR(c->gemm[i].seconds, 6e-3, 1e-15);
+                CHECK_NEAR(c[1].gemm[i].seconds, 6e-3, 1e-15);
+            }
+            cal_judge(c, c + 1, &j);
+            for (int f = CAL_FIG_FP8; f <= CAL_FIG_FP32; f++) CHECK_NEAR(j.drift[f], 0, 1e-12);
+        }
+    }
+    free(c);
+    cpu->destroy(cpu);
+}
+
 int main(void)
 {
     RUN(test_gpt_profile);
@@ -334,5 +421,6 @@ int main(void)
     RUN(test_reps_refused);
     RUN(test_gpu_row_back);
     RUN(test_launch_floor);
+    RUN(test_warm_up);
     return test_summary();
 }
