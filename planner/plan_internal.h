@@ -239,6 +239,11 @@ typedef struct {
     int first, last;
 } Held;
 void moe_held(const PlanInput *in, const Geo *g, uint32_t stage, Ck *ck, Held *o);
+/* The saved activations of one layer of each kind (recompute none / selective / modules applied inside; under full
+ * recompute the modules change nothing), and the bytes the modules rebuild of one layer (plan_moe_act.c). */
+void moe_kind_acts(const PlanInput *in, const Geo *g, Ck *ck, LayerAct la[XK_COUNT]);
+/* The most 1x128 tiles a column of an expert-grouped transposed copy (cols, rows) of El local experts holds. */
+uint64_t moe_expert_tiles(uint64_t rows, uint64_t El);
 /* One collective call's time over n ranks (stride in the rank order) for bus bytes b: NCCL's ring
  * latency (a host's measured link_lat) and the bandwidth the group's ranks share; *bw and *lat (optional)
  * receive the parts. */
