@@ -208,6 +208,14 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *la, uint32_t
                  int reuse);
 /* Category sums, the allocator's reserve and the total of a stage whose terms are all written. */
 void plan_mem_sums(const PlanInput *in, StageMem *sm, Ck *ck);
+/* The last stage's loss working set beyond the saved fp32 softmax (MT_ACT_OUTPUT), plan_mem.c: (loss_bytes - 4) B a
+ * logit [tok, Vp/tp]. Megatron's vocab-parallel cross entropy peaks in its forward (BF16 logits, an fp32 working
+ * copy), before any gradient buffer exists. This executor (fusion fp8plan) turns its fp32 logits into their gradient
+ * in place and peaks in the LM head's backward (exec/model/model_pass.c head_bwd): d(logits) in BF16 (loss_bytes 6)
+ * while the head's dgrad writes d(its input) into the dX buffer (dx elements, as wide as the layers'), beside
+ * d(residual) [tok_r, h] and, with sequence parallelism, the head's re-gathered input and its d(input) [tok, h]
+ * before the reduce-scatter (exec/model/model_tp.c), all BF16. */
+uint64_t plan_loss_bytes(const PlanInput *in, const Geo *g, uint64_t dx, Ck *ck);
 /* Every memory term of a stage of a MoE / MLA / MTP model (plan_moe_mem.c). */
 void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm, Ck *ck);
 void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);

@@ -374,8 +374,19 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
         tr = ck_add(ck, tr, 2 * lw);
         if (g->pp > 1) tr = ck_add(ck, tr, ck_mul(ck, whole ? sm->params - sm->params_expert : sm->params, 2 + 2));
     }
-    if (hd.last) {
-        uint64_t lb = in->loss_bytes > 4 ? in->loss_bytes - 4 : 0, lg = ck_mul(ck, logit_elems, lb);
+    if (hd.last) { /* the loss, or this executor's LM-head backward (plan_loss_bytes) */
+        uint64_t dr = ck_mul(ck, g->tok_r, g->h), dx = ck_mul(ck, g->tok, ck_mul(ck, g->heads_t, x->dv));
+        uint64_t lg = plan_loss_bytes(in, g, dx > dr ? dx : dr, ck);
+        if (in->fusion == FUSE_FP8PLAN && hd.n[XK_MOE] && x->E) {
+            /* this executor keeps one router-logit buffer [tok_r, experts] fp32 and one of the experts' output rows
+             * [rows, h] BF16 for every MoE layer's forward and backward, and an FP8 dispatch's payload (codes and
+             * 1x128 scales): live through the head's backward too (exec/model/model_moe.c model_moe_transient) */
+            lg = ck_add(ck, lg, ck_add(ck, ck_mul3(ck, g->tok_r, x->E, 4), ck_mul3(ck, x->rows, g->h, 2)));
+            uint64_t n, sb;
+            if (x->ep > 1 && dt_fp8(rc->comm_ep_dispatch) && rc->act_gran != GRAN_TENSOR &&
+                !gran_scale_count(rc->act_gran, 1, g->h, &n, &sb, NULL))
+                lg = ck_add(ck, lg, ck_mul(ck, x->rows, ck_add(ck, g->h, sb)));
+        }
         if (lg > tr) tr = lg;
     }
     tr = ck_add(ck, tr, pp_saved_scales(in, g, &hd, f8e, ck));
