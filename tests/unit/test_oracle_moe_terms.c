@@ -264,7 +264,13 @@ static void test_tp_all_reduce_without_sp(void)
  * with vpp 2 (chunks of 1 layer) it runs (2 - 1 - 1) x 2 + (2 - 1) x 2 = 2 warm-up forwards and 1 more: 3 units.
  * The MTP depth adds one unit to either, the layer's own activations (MT_ACT_LAYER_HP / 2 at vpp 1 without MTP),
  * not the 2 micro-batches that the last stage's 3 chunks touch, and its input once (h 8, 4 tokens): enorm's input
- * 4 x 8 x 2 = 64, the enorm and hnorm rstd 2 x 4 x 4 = 32, eh_proj's input 4 x 16 x 2 = 128: 224 B. */
+ * 4 x 8 x 2 = 64, the enorm and hnorm rstd 2 x 4 x 4 = 32, eh_proj's input 4 x 16 x 2 = 128: 224 B. Depth 2 adds
+ * as much again: 4 and 5 layer units + 448 B.
+ * Depth d at pp 1 (no bias, tied, vocabulary 16 unpadded): GEMM weights 4 layers x (QKV 24 x 8 + proj 8 x 8 + FC1
+ * 16 x 8 + FC2 8 x 16 = 512) = 2,048 + d x (eh_proj 8 x 16 = 128 + a layer 512) = 2,048 / 2,688 / 3,328 for d 0 /
+ * 1 / 2; other values 4 x 2 norms x 8 + embedding 16 x 8 + positions 4 x 8 + final norm 8 = 232 + d x (3 norms +
+ * the layer's 2) x 8 = 232 / 272 / 312; the outputs (final norm input and output 2 x 4 x 8 x 2 = 128, its rstd
+ * 4 x 4 = 16, the FP32 logits 4 x 16 x 4 = 256: 400 B) once per depth more: 400 / 800 / 1,200. */
 static void test_mtp_one_micro_batch_interleaved(void)
 {
     ModelSpec m = ox_tiny(16, 4);
@@ -273,9 +279,9 @@ static void test_mtp_one_micro_batch_interleaved(void)
     PlanInput in = fx_input(&m, &g, &r);
     in.pp = 2, in.gbs = 4, in.stage_view = 2;
     Plan p;
-    uint64_t hp[2][2]; /* [vpp 1, 2][no MTP, MTP] */
+    uint64_t hp[2][3]; /* [vpp 1, 2][MTP depth 0, 1, 2] */
     for (int v = 0; v < 2; v++)
-        for (int d = 0; d < 2; d++) {
+        for (int d = 0; d < 3; d++) {
             in.vpp = 1 + (uint32_t)v, m.mtp_layers = (uint32_t)d;
             if (!build(&in, &p)) return;
             CHECK_EQ_U64(p.stage, 1);
@@ -286,6 +292,16 @@ static void test_mtp_one_micro_batch_interleaved(void)
     CHECK_EQ_U64(hp[1][0], 3 * layer);
     CHECK_EQ_U64(hp[0][1], 3 * layer + 224);
     CHECK_EQ_U64(hp[1][1], 4 * layer + 224);
+    CHECK_EQ_U64(hp[0][2], 4 * layer + 448);
+    CHECK_EQ_U64(hp[1][2], 5 * layer + 448);
+    in.pp = 1, in.vpp = 1, in.gbs = 1, in.stage_view = 0;
+    for (uint32_t d = 0; d < 3; d++) {
+        m.mtp_layers = d;
+        if (!build(&in, &p)) return;
+        CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].elements, 2048 + 640 * d);
+        CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].elements, 232 + 40 * d);
+        CHECK_EQ_U64(p.mem[MT_ACT_OUTPUT].bytes, 400 * (1 + d));
+    }
 }
 
 /* The metadata of every term of a MoE stage (plan.h): states (the expert ones included), FP8 copies and scales
