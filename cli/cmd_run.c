@@ -18,6 +18,7 @@ static const char help_head[] =
     "usage: fp8plan run --model M --recipe R [--backend cpu|cuda] [--steps N]\n"
     "                   [--layers N] [--hidden H] [--heads A] [--kv-heads K] [--ffn F] [--seq S]\n"
     "                   [--vocab V] [--experts E] [--topk K] [--expert-ffn F] [--dense-layers N]\n"
+    "                   [--mtp-layers N]\n"
     "                   [--mbs B] [--gbs G] [--dp N [--zero 0|1 | --dist-opt]] [--tp N] [--ep N]\n"
     "                   [--pp N] [--gpu G] [--seed S] [--data FILE]\n"
     "                   [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
@@ -96,6 +97,9 @@ static const CliOpt opts[] = {
     {"topk", OPT_U32, A(ov.topk), .lo = 1, .hi = 1 << 16},
     {"expert-ffn", OPT_U32, A(ov.expert_ffn), .lo = 1, .hi = 1 << 24},
     {"dense-layers", OPT_U32, A(ov.dense_layers), .lo = 0, .hi = 100000, .mark = CLI_MARK(Parsed, a.ov.dense_layers_set)},
+    {"mtp-layers", OPT_U32, A(ov.mtp_layers), .lo = 0, .hi = 16, .arg = "N", .mark = CLI_MARK(Parsed, a.ov.mtp_layers_set),
+     .help = "multi-token prediction depths (default: the model's mtp_layers); the executor"
+        IN23 "runs 0 or 1 (depth 2 and more are planned, refused here: exit 69)"},
     USE("ep", 1, 4096, NULL, "expert-parallel ranks (mpirun -np N x k): the experts split over N ranks,"
         IN23 "tokens exchanged by all-to-all; N must divide the experts and the ranks"
         IN23 "(exit 64 before any work)"),

@@ -208,6 +208,14 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *la, uint32_t
                  int reuse);
 /* Category sums, the allocator's reserve and the total of a stage whose terms are all written. */
 void plan_mem_sums(const PlanInput *in, StageMem *sm, Ck *ck);
+/* The last stage's loss working set beyond the saved fp32 softmax (MT_ACT_OUTPUT), plan_mem.c: (loss_bytes - 4) B a
+ * logit [tok, Vp/tp]. Megatron's vocab-parallel cross entropy peaks in its forward (BF16 logits, an fp32 working
+ * copy), before any gradient buffer exists. This executor (fusion fp8plan) turns its fp32 logits into their gradient
+ * in place and peaks in the LM head's backward (exec/model/model_pass.c head_bwd): d(logits) in BF16 (loss_bytes 6)
+ * while the head's dgrad writes d(its input) into the dX buffer (dx elements, as wide as the layers'), beside
+ * d(residual) [tok_r, h] and, with sequence parallelism, the head's re-gathered input and its d(input) [tok, h]
+ * before the reduce-scatter (exec/model/model_tp.c), all BF16. */
+uint64_t plan_loss_bytes(const PlanInput *in, const Geo *g, uint64_t dx, Ck *ck);
 /* Every memory term of a stage of a MoE / MLA / MTP model (plan_moe_mem.c). */
 void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm, Ck *ck);
 void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
@@ -239,6 +247,11 @@ typedef struct {
     int first, last;
 } Held;
 void moe_held(const PlanInput *in, const Geo *g, uint32_t stage, Ck *ck, Held *o);
+/* The saved activations of one layer of each kind (recompute none / selective / modules applied inside; under full
+ * recompute the modules change nothing), and the bytes the modules rebuild of one layer (plan_moe_act.c). */
+void moe_kind_acts(const PlanInput *in, const Geo *g, Ck *ck, LayerAct la[XK_COUNT]);
+/* The most 1x128 tiles a column of an expert-grouped transposed copy (cols, rows) of El local experts holds. */
+uint64_t moe_expert_tiles(uint64_t rows, uint64_t El);
 /* One collective call's time over n ranks (stride in the rank order) for bus bytes b: NCCL's ring
  * latency (a host's measured link_lat) and the bandwidth the group's ranks share; *bw and *lat (optional)
  * receive the parts. */

@@ -392,6 +392,15 @@ static uint64_t layer_bwd(const PlanInput *in, const Geo *g, const LayerAct *la,
     return bwd;
 }
 
+uint64_t plan_loss_bytes(const PlanInput *in, const Geo *g, uint64_t dx, Ck *ck)
+{
+    uint64_t lb = in->loss_bytes > 4 ? in->loss_bytes - 4 : 0, b = ck_mul3(ck, g->tok, g->Vp_t, lb);
+    if (in->fusion != FUSE_FP8PLAN) return b;
+    b = ck_add(ck, b, ck_mul(ck, ck_add(ck, dx, ck_mul(ck, g->tok_r, g->h)), 2)); /* dX's buffer, d(residual) */
+    if (g->rep > 1) b = ck_add(ck, b, ck_mul3(ck, g->tok, g->h, 2 + 2)); /* SP: the head's input and d(input) */
+    return b;
+}
+
 /* All terms of one stage. With reuse, sm already holds another stage's terms and
  * only the stage-specific ones (other params, activations, fragmentation, sums)
  * are rewritten. */
@@ -452,10 +461,9 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
      * and BF16 gradients stay whole all step */
     if (zero3 && g->pp > 1) bwd = ck_add(ck, bwd, ck_mul(ck, sm->params, 2 + 2));
     uint64_t tr = bwd;
-    if (last) {
-        /* the loss: bf16 logits and the stack's fp32 working copies beyond the saved softmax (loss_bytes) */
-        uint64_t lb = in->loss_bytes > 4 ? in->loss_bytes - 4 : 0;
-        uint64_t lg = ck_mul(ck, logit_elems, lb);
+    if (last) { /* the loss, or this executor's LM-head backward, with dX's buffer as wide as a layer's */
+        uint64_t dr = ck_mul(ck, tok_r, h), dx = ck_mul(ck, g->tok, g->lin_cols[LIN_PROJ]);
+        uint64_t lg = plan_loss_bytes(in, g, dx > dr ? dx : dr, ck);
         if (lg > tr) tr = lg;
     }
     /* with several micro-batches in flight (PP), each keeps the scale_inv its saved FP8 inputs were cast

@@ -264,12 +264,17 @@ void moe_geo(const PlanInput *in, Geo *g)
             lin(x, k, g->lin_rows[LIN_QKV], h, 1, tok, tr, XL_GEMM);
             lin(x, k, h, g->q_t, 1, tok, tok, XL_GEMM);
             x->other[k] = 2 * g->norm_elems + (md->qk_norm ? 2ull * md->head_dim : 0);
+            /* linear biases (plan.c other_layer): QKV's column-parallel shard and the out-projection's whole h */
+            if (md->linear_bias) x->other[k] += g->lin_rows[LIN_QKV] + h;
         }
     }
     /* FFNs */
     lin(x, XK_DENSE, g->k * g->F_t, h, 1, tok, tr, XL_GEMM);
     lin(x, XK_DENSE, h, g->F_t, 1, tok, tok, XL_GEMM);
     x->lin[XK_DENSE][x->nlin[XK_DENSE] - 2].part = x->lin[XK_DENSE][x->nlin[XK_DENSE] - 1].part = XP_FFN;
+    /* a dense FFN's biases: FC1's shard k F / tp, FC2's whole h. A MoE layer's experts and shared experts have none
+     * (plan_params.c counts none: the executor refuses biases with experts, no MoE row of the catalog has them) */
+    if (md->linear_bias) x->other[XK_DENSE] += g->lin_rows[LIN_FC1] + h;
     if (spec_is_moe(md)) {
         x->E = md->experts, x->topk = md->experts_per_token, x->El = udiv(x->E, x->ep);
         x->Fe_t = udiv(md->expert_ffn, x->etp), x->Fs_t = udiv((uint64_t)md->shared_experts * md->expert_ffn, t);

@@ -69,6 +69,7 @@ Status exec_model(const ModelSpec *base, const ExecOverrides *o, ModelSpec *out,
     }
     if (o->seq) out->seq_len = o->seq;
     if (o->vocab) out->vocab = o->vocab;
+    if (o->mtp_layers_set) out->mtp_layers = o->mtp_layers;
     if (!out->layers || !out->hidden || !out->heads || !out->kv_heads || !out->ffn_hidden || !out->seq_len ||
         !out->vocab)
         return err_set(e, ST_USAGE, "--model %s: sizes must be positive", n);

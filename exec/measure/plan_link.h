@@ -21,6 +21,9 @@ typedef struct {
      * group-limited routing does not fit the experts and top-k given, it is dropped (every expert eligible). */
     uint32_t experts, topk, expert_ffn, dense_layers;
     int dense_layers_set;
+    /* multi-token prediction depths (mtp_layers_set: given, 0 allowed; 0 to 16 as the catalog's column) */
+    uint32_t mtp_layers;
+    int mtp_layers_set;
 } ExecOverrides;
 
 /* The model the executor trains: `base` with the overrides applied, every

@@ -54,7 +54,7 @@ expect_out "gpus lists h100-sxm" "h100-sxm,9.0,85520809984,3350,989,1979,67,132,
 run stacks --format csv
 expect_rc "stacks csv exits 0" 0
 expect_out "stacks lists megatron-core with its alias and defaults" "megatron-core,nvidia-recipes,te,yes,fused,bf16,yes,te,4,10,1,1,1,1,1,0.05,yes,"
-expect_out "stacks lists fp8plan (no alias) as not calibrated" "fp8plan,,materialized,no,fused,recipe,yes,fp8plan,3,10,0,0,0,0,0,0,no,"
+expect_out "stacks lists fp8plan (no alias) as not calibrated" "fp8plan,,materialized,no,fused,recipe,yes,fp8plan,3,6,0,0,0,0,0,0,no,"
 
 # stack names that say what they are (issue 46): nvidia-recipes is megatron-core, megatron-lm-defaults is
 # megatron-lm; either name is taken wherever a stack is named, and a plan is the same byte for byte

@@ -221,6 +221,17 @@ run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe megatron-
 expect_rc "--mtp-weight without MTP: exit 64" 64
 expect_err "--mtp-weight without MTP: the reason" "--mtp-weight 0.1: model tiny-mla has no multi-token prediction (mtp_layers 0)"
 expect_eq "--mtp-weight without MTP: nothing written" "$(ls "$TMP"/nomtp.csv 2>/dev/null | wc -l)" 0
+# a dense GPT row with linear biases and one MTP depth (the planner's MoE path): its "other" values by hand, LayerNorm
+# weights and biases 2 x 2 x 64 = 256 + biases QKV 192 + proj 64 + FC1 256 + FC2 64 = 832 a layer x 3 (2 layers and
+# the depth's) = 2,496 + the depth's 3 LayerNorms 384 + embedding 256 x 64 = 16,384 + positions 32 x 64 = 2,048 +
+# final norm 128 (tied head) = 21,440 x 2 B = 42,880 (the plan counted no bias there until this tree: 39,424)
+echo 'tiny-gpt-mtp,2,64,256,4,4,16,256,32,layernorm,gelu,learned,yes,yes,no,,,,,,,,,,,,,,1,"test model"' \
+    >>"$TMP/mla/models.csv"
+run run --catalog "$TMP/mla" --model tiny-gpt-mtp --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 2 -o "$TMP/gmtp.csv"
+expect_rc "tiny-gpt-mtp (biases): exit 0" 0
+expect_out "tiny-gpt-mtp (biases): exact terms as planned" "every exact term matches the plan byte for byte; 0 terms outside tolerance"
+expect_eq "tiny-gpt-mtp (biases): weight_other by hand, planned and measured" \
+    "$(grep '^memory,weight_other,' "$TMP/gmtp.csv" | cut -d, -f4,5)" "42880,42880"
 # depth 2 is refused before any work
 echo 'tiny-mtp2,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,2,"test model"' \
     >>"$TMP/mla/models.csv"
@@ -228,6 +239,22 @@ run run --catalog "$TMP/mla" --model tiny-mtp2 --mbs 1 --gbs 4 --recipe megatron
 expect_rc "mtp_layers 2: unavailable" 69
 expect_err "mtp_layers 2: the reason" "model tiny-mtp2: the executor runs multi-token prediction of depth 1 (mtp_layers 2 given)"
 expect_no_out "mtp_layers 2: nothing run"
+# --mtp-layers overrides the row's depth: 2 on tiny-mla (a row without MTP) is refused the same way, 17 is out of
+# the column's range, 1 runs tiny-mla with a depth (as tiny-mtp above) and 0 runs tiny-mtp without one
+run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 1 --mtp-layers 2
+expect_rc "--mtp-layers 2: unavailable" 69
+expect_err "--mtp-layers 2: the reason" "model tiny-mla: the executor runs multi-token prediction of depth 1 (mtp_layers 2 given)"
+expect_no_out "--mtp-layers 2: nothing run"
+run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 1 --mtp-layers 17
+expect_rc "--mtp-layers 17: usage" 64
+expect_err "--mtp-layers 17: the reason" "--mtp-layers: '17' is too large (at most 16)"
+run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 2 --mtp-layers 1
+expect_rc "tiny-mla --mtp-layers 1: exit 0" 0
+expect_line "tiny-mla --mtp-layers 1: the model line names the depth" "  model: 2 layers \+ 1 MTP depth \(weight 0\.3\), hidden 64,.*"
+expect_out "tiny-mla --mtp-layers 1: exact terms as planned" "every exact term matches the plan byte for byte; 0 terms outside tolerance"
+run run --catalog "$TMP/mla" --model tiny-mtp --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 2 --mtp-layers 0
+expect_rc "tiny-mtp --mtp-layers 0: exit 0" 0
+expect_line "tiny-mtp --mtp-layers 0: no depth" "  model: 2 layers, hidden 64,.*"
 # with its own recipe (block-scaled E4M3) on tiny-mtp: every exact term as planned
 run run --catalog "$TMP/mla" --model tiny-mtp --mbs 1 --gbs 4 --recipe deepseek-v3 --steps 2 --quiet
 expect_rc "tiny-mtp deepseek-v3: exit 0 (transient 120,064 B planned, 110,848 held)" 0

@@ -415,11 +415,15 @@ static void test_mla_terms_match_plan(void)
         CHECKF(compare(&t, rn, 1) == 0, "%s", rn);
         CHECKF(compare(&t, rn, 2) == 0, "%s", rn);
     }
-    /* a dense GPT-2 shape (LayerNorm with biases, learned positions, tied head) with a depth: every recipe. Without
-     * linear biases: a model with MTP takes the planner's MoE path, whose layers count none (their 576 weights a
-     * layer here would be missing from the plan's "other" states) */
+    /* a dense GPT-2 shape (LayerNorm with biases, learned positions, tied head) with a depth: every recipe. A model
+     * with MTP takes the planner's MoE path, which counts the biases as the dense path does (QKV 192 + proj 64 +
+     * FC1 256 + FC2 64 = 576 a layer, the depth's layer too; planner/plan_moe.c), and without them */
     ModelSpec gm = shaped_kv("gpt2-124m", 2, 64, 4, 4, 256, 32);
-    gm.mtp_layers = 1, gm.linear_bias = 0;
+    gm.mtp_layers = 1;
+    CHECK_EQ_INT(gm.linear_bias, 1);
+    for (size_t i = 0; i < sizeof recipes / sizeof *recipes; i++)
+        CHECKF(compare(&gm, recipes[i], 1) == 0, "%s with biases", recipes[i]);
+    gm.linear_bias = 0;
     for (size_t i = 0; i < sizeof recipes / sizeof *recipes; i++)
         CHECKF(compare(&gm, recipes[i], 1) == 0, "%s", recipes[i]);
     /* refused before any work: depth 2, and pipeline stages (the depth follows the last stage's layers) */

@@ -257,6 +257,50 @@ static void test_sigmoid_bias_buffer(void)
     CHECK_EQ_U64(b.mem[MT_ROUTER_BIAS].bytes, 32); /* whole on every TP rank */
 }
 
+/* Linear biases of a model the MoE path plans (any with experts, latent attention or MTP depths): the tiny GPT of
+ * support/oracle_fixtures.h (4 layers, hidden 8, FFN 16 GELU, 2 heads and 2 KV heads of 4, RMSNorm, learned
+ * positions, tied, vocabulary 16, seq 4) with one MTP depth, BF16 (2 B a weight, FP32 gradients reduced in FP32).
+ * A layer's biases: QKV (2 + 2 x 2) x 4 = 24, out-projection 8, FC1 16, FC2 8 = 56, on its 2 x 8 norm weights.
+ * tp 1: 4 layers x (16 + 56) = 288, the MTP depth 3 x 8 norms + its layer 72 = 96 (eh_proj 8 x 16 is a GEMM weight,
+ * without bias), embedding 16 x 8 = 128, positions 4 x 8 = 32, final norm 8: 552 "other" values, 1,104 B; without
+ * biases 552 - 5 x 56 = 272 (544 B). The plan without the MTP depth (the dense path) holds 552 - 96 = 456.
+ * dp 2: the gradient all-reduce carries the biases' FP32 gradients too, 5 x 56 x 4 = 1,120 B more.
+ * tp 2: the column-parallel biases are sharded (QKV 12, FC1 8), the row-parallel ones whole (8 + 8): 36 a layer,
+ * 5 x 36 = 180 values more than without biases. */
+static void test_mtp_linear_biases(void)
+{
+    static const struct {
+        uint32_t tp, dp, mtp, bias;
+        uint64_t other; /* MT_WEIGHT_OTHER values; 0: only the difference below is worked by hand */
+    } rows[] = {
+        {1, 1, 1, 1, 552}, {1, 1, 1, 0, 272}, {1, 1, 0, 1, 456}, {1, 2, 1, 1, 552}, {2, 1, 1, 1, 0}, {2, 1, 1, 0, 0},
+    };
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    uint64_t other[6] = {0}, grad_ar[6] = {0};
+    for (int i = 0; i < 6; i++) {
+        ModelSpec m = ox_tiny(16, 4);
+        m.mtp_layers = rows[i].mtp, m.linear_bias = (int)rows[i].bias;
+        PlanInput in = fx_input(&m, &g, &r);
+        in.tp = rows[i].tp, in.sp = rows[i].tp > 1, in.dp = rows[i].dp, in.gbs = rows[i].dp;
+        Plan p = ox_build(&in);
+        other[i] = p.mem[MT_WEIGHT_OTHER].elements, grad_ar[i] = p.coll[CO_DP_GRAD_AR].payload_bytes;
+        if (rows[i].other) {
+            CHECKF(other[i] == rows[i].other, "tp %u dp %u mtp %u bias %u: %llu other values, expected %llu",
+                   rows[i].tp, rows[i].dp, rows[i].mtp, rows[i].bias, (unsigned long long)other[i],
+                   (unsigned long long)rows[i].other);
+            CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].bytes, 2 * rows[i].other);
+        }
+    }
+    ModelSpec m = ox_tiny(16, 4);
+    m.mtp_layers = 1, m.linear_bias = 0;
+    PlanInput in = fx_input(&m, &g, &r);
+    in.dp = 2, in.gbs = 2;
+    Plan p = ox_build(&in);
+    CHECK_EQ_U64(grad_ar[3], p.coll[CO_DP_GRAD_AR].payload_bytes + 1120);
+    CHECK_EQ_U64(other[4], other[5] + 180);
+}
+
 int main(void)
 {
     RUN(test_deepseek_v3);
@@ -264,5 +308,6 @@ int main(void)
     RUN(test_catalog_checks);
     RUN(test_small_moe);
     RUN(test_sigmoid_bias_buffer);
+    RUN(test_mtp_linear_biases);
     return test_summary();
 }

@@ -300,22 +300,35 @@ static void test_master_sharding_refused_on_any_row(void)
  * beyond the saved softmax, (loss_bytes - 4) B per logit. Vocabulary 1000, 4 tokens (tp 1, micro-batch 1):
  *   backward set: dX and d(residual) 2 x 4 x 8 x 2 B = 128 + the widest output's gradient (QKV 24 > FC1
  *   16) 4 x 24 x 2 B = 192 -> 320
- *   loss_bytes 4: nothing beyond the softmax -> 320; 5: 4 x 1000 x 1 = 4,000; 10: 4 x 1000 x 6 = 24,000 */
+ *   loss_bytes 4: nothing beyond the softmax -> 320; 5: 4 x 1000 x 1 = 4,000; 10: 4 x 1000 x 6 = 24,000
+ * This executor's stack (fusion fp8plan, loss_bytes 6) peaks in the LM head's backward, with the BF16 d(logits)
+ * 4 x 1000 x 2 = 8,000, the dX buffer (heads 2 x 4 = 8 = h wide) and d(residual) 2 x 4 x 8 x 2 = 128: 8,128
+ * (loss_bytes 10 there: 24,000 + 128 = 24,128). tp 2 with sequence parallelism: d(logits) 4 x 500 x 2 = 4,000,
+ * dX 4 tokens x 1 head x 4 = 16 = d(residual)'s 2 tokens x 8: 2 x 16 x 2 = 64, the head's re-gathered input and
+ * its d(input) 2 x 4 x 8 x 2 = 128: 4,192 (the layer's set at tp 2 is 224: dX, d(residual) 64, QKV's 12 columns
+ * 4 x 12 x 2 = 96, the re-gathered input 64). */
 static void test_loss_transient(void)
 {
+    static const struct {
+        KernelFusion fusion;
+        uint32_t tp, lb;
+        uint64_t want;
+    } rows[] = {
+        {FUSE_TE, 1, 4, 320},       {FUSE_TE, 1, 5, 4000},        {FUSE_TE, 1, 10, 24000},
+        {FUSE_FP8PLAN, 1, 6, 8128}, {FUSE_FP8PLAN, 1, 10, 24128}, {FUSE_FP8PLAN, 2, 6, 4192},
+    };
     ModelSpec m = ox_tiny(1000, 4);
     GpuSpec g = ox_big_gpu(1ull << 40);
     Recipe r = ox_bf16(0);
-    PlanInput in = input(&m, &g, &r, 1, SHARD_NONE);
-    const uint32_t lb[3] = {4, 5, 10};
-    const uint64_t want[3] = {320, 4000, 24000};
-    for (int i = 0; i < 3; i++) {
-        in.loss_bytes = lb[i];
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        PlanInput in = input(&m, &g, &r, 1, SHARD_NONE);
+        in.fusion = rows[i].fusion, in.tp = rows[i].tp, in.sp = rows[i].tp > 1, in.loss_bytes = rows[i].lb;
         Plan p;
         Err e = {0};
         CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
-        CHECKF(p.mem[MT_TRANSIENT].bytes == want[i], "loss_bytes %u: transient %llu, expected %llu", lb[i],
-               (unsigned long long)p.mem[MT_TRANSIENT].bytes, (unsigned long long)want[i]);
+        CHECKF(p.mem[MT_TRANSIENT].bytes == rows[i].want,
+               "row %zu (tp %u, loss_bytes %u): transient %llu, expected %llu", i, rows[i].tp, rows[i].lb,
+               (unsigned long long)p.mem[MT_TRANSIENT].bytes, (unsigned long long)rows[i].want);
     }
 }
 

@@ -307,7 +307,12 @@ static void test_optimizer_bytes_with_experts(void)
  *     2 x 4) = 45,056; the MoE input's gradient 512 x 256 x 2 = 262,144; d(QKV) 512 x 768 x 2 = 786,432:
  *     3,846,144 (the larger)
  *   the loss beyond the saved softmax, (loss_bytes - 4) B per logit, 512 x 1000 logits: loss_bytes 4 -> 0, the
- *     transient is the MoE layer's 3,846,144; 12 -> 4,096,000, larger, so the transient */
+ *     transient is the MoE layer's 3,846,144; 12 -> 4,096,000, larger, so the transient
+ *   this executor's stack (fusion fp8plan, loss_bytes 6), vocabulary 8,000: the LM head's backward holds d(logits)
+ *     512 x 8,000 x 2 = 8,192,000, dX's buffer (2 heads x 128 = 256 = h wide) and d(residual) 2 x 512 x 256 x 2 =
+ *     524,288, and the buffers the executor keeps for every MoE layer's forward and backward: the router's logits
+ *     512 x 8 x 4 = 16,384 and the experts' output rows 1,024 x 256 x 2 = 524,288: 9,256,960 (its MoE layer, with
+ *     the dense layer's wider FFN in the one set of block buffers, is less: 5,025,792) */
 static void test_transient_loss_or_layer(void)
 {
     ModelSpec m = ox_moe(512);
@@ -321,6 +326,12 @@ static void test_transient_loss_or_layer(void)
     in.loss_bytes = 12;
     if (!build(&in, &p)) return;
     CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 4096000);
+    m.vocab = 8000, in.fusion = FUSE_FP8PLAN, in.loss_bytes = 6;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 9256960);
+    in.loss_bytes = 4; /* the head's backward then holds 1,064,960 B: the MoE layer's set is the peak */
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 5025792);
 }
 
 /* 6 layers (the first `dense` of them dense, FFN dense_ffn), BF16, pp 4 with 1 layer on the first and the last
