@@ -55,10 +55,10 @@ static void test_pinned_figures(void)
     Err e;
     CHECK(fidelity_evaluate(runs, n, FIDELITY_DEFAULT_HOLDOUT, 0, rows, &s, &e) == ST_OK);
     /* pinned from `fp8plan report fidelity` (throughput MAE, percent) */
-    pin(&s.all, "all", 110, 8.30);
-    pin(&s.dev, "dev", 72, 6.92);
-    pin(&s.holdout, "hold-out", 38, 10.91);
-    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 18, 5.87);
+    pin(&s.all, "all", 142, 8.48);
+    pin(&s.dev, "dev", 98, 7.62);
+    pin(&s.holdout, "hold-out", 44, 10.39);
+    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 50, 7.90);
     pin(group(s.stack, s.nstacks, "megatron-lm"), "megatron-lm", 16, 7.39);
     pin(group(s.stack, s.nstacks, "torchtitan"), "torchtitan", 27, 7.78);
     pin(group(s.stack, s.nstacks, "torchtitan-2025"), "torchtitan-2025", 2, 12.21);
@@ -71,7 +71,10 @@ static void test_pinned_figures(void)
      * hold the embedding or the loss alone (account_for_embedding/loss_in_pipeline_split: 2, 3 x 30, 2 layers) */
     CHECK_EQ_INT(s.unplanned, 0);
     for (int i = 0; i < n; i++) CHECKF(rows[i].planned, "%s not planned: %s", runs[i].id, rows[i].why);
-    CHECK(s.over_limit <= 12); /* ran, but above 0.95 of capacity in the plan */
+    /* ran, but above 0.95 of capacity in the plan: 11 dense and MoE runs, and 12 of the dense Blackwell runs added
+     * for the sustained-share fit (Llama 3.1 405B at PP 16 and Llama 3 70B under Megatron-FSDP on GB200, 405B MXFP8
+     * on B200: benchmark layouts that fill the GPU) */
+    CHECK(s.over_limit <= 23);
     /* row by row: FP8-LM Table 5 throughput within +-15 % (8 of 8: the micro-batch 4 row -11 %) and
      * allocator-traced memory within +-8 % (20 of 29: the dense 27 and torchao's two MoE runs on 4 B200) */
     int t5 = 0, t5_in = 0, mem = 0, mem_in = 0;
