@@ -15,6 +15,12 @@ expect_eq "fidelity_runs.csv has one row per measured run" "$(($(wc -l <"$TMP/fi
     "$(($(wc -l <"$FP8PLAN_ROOT/models/measured.csv") - 1))"
 expect_eq "fidelity_summary.csv header" "$(head -n 1 "$TMP/fid/fidelity_summary.csv")" "kind,group,rows,mae_pct,bias_pct"
 expect_out "report fidelity splits the mixture-of-experts runs into dev and hold-out" "runs (dev "
+# the dense Blackwell dev runs B200's and GB200's sustained share is fitted on (docs/fidelity.md, "Dense Blackwell
+# runs"): NeMo 25.02's 4 on B200, Megatron-Bridge 25.09's 8 dense rows (4 B200, 4 GB200), apart from their MoE rows
+expect_eq "fidelity_summary.csv: NeMo 25.02's dense B200 rows" \
+    "$(grep '^source,nemo-2502,' "$TMP/fid/fidelity_summary.csv" | cut -d, -f1-3)" "source,nemo-2502,4"
+expect_eq "fidelity_summary.csv: Megatron-Bridge 25.09's dense rows" \
+    "$(grep '^source,mbridge-2509,' "$TMP/fid/fidelity_summary.csv" | cut -d, -f1-3)" "source,mbridge-2509,8"
 # DeepSeek-V3's report leaves three savings open (its notes' unknown=): uncertain, not a false OOM
 expect_eq "the DeepSeek-V3 report row is uncertain, not OOM (ran)" \
     "$(grep '^deepseek-v3-report-pretrain-h800,' "$TMP/fid/fidelity_runs.csv" | awk -F, '{print $NF}')" "uncertain"

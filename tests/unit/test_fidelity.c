@@ -55,10 +55,10 @@ static void test_pinned_figures(void)
     Err e;
     CHECK(fidelity_evaluate(runs, n, FIDELITY_DEFAULT_HOLDOUT, 0, rows, &s, &e) == ST_OK);
     /* pinned from `fp8plan report fidelity` (throughput MAE, percent) */
-    pin(&s.all, "all", 110, 8.30);
-    pin(&s.dev, "dev", 72, 6.92);
-    pin(&s.holdout, "hold-out", 38, 10.91);
-    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 18, 5.87);
+    pin(&s.all, "all", 142, 7.75);
+    pin(&s.dev, "dev", 98, 6.75);
+    pin(&s.holdout, "hold-out", 44, 9.99);
+    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 50, 5.85);
     pin(group(s.stack, s.nstacks, "megatron-lm"), "megatron-lm", 16, 7.39);
     pin(group(s.stack, s.nstacks, "torchtitan"), "torchtitan", 27, 7.78);
     pin(group(s.stack, s.nstacks, "torchtitan-2025"), "torchtitan-2025", 2, 12.21);
@@ -71,7 +71,10 @@ static void test_pinned_figures(void)
      * hold the embedding or the loss alone (account_for_embedding/loss_in_pipeline_split: 2, 3 x 30, 2 layers) */
     CHECK_EQ_INT(s.unplanned, 0);
     for (int i = 0; i < n; i++) CHECKF(rows[i].planned, "%s not planned: %s", runs[i].id, rows[i].why);
-    CHECK(s.over_limit <= 12); /* ran, but above 0.95 of capacity in the plan */
+    /* ran, but above 0.95 of capacity in the plan: 11 dense and MoE runs, and 12 of the dense Blackwell runs added
+     * for the sustained-share fit (Llama 3.1 405B at PP 16 and Llama 3 70B under Megatron-FSDP on GB200, 405B MXFP8
+     * on B200: benchmark layouts that fill the GPU) */
+    CHECK(s.over_limit <= 23);
     /* row by row: FP8-LM Table 5 throughput within +-15 % (8 of 8: the micro-batch 4 row -11 %) and
      * allocator-traced memory within +-8 % (20 of 29: the dense 27 and torchao's two MoE runs on 4 B200) */
     int t5 = 0, t5_in = 0, mem = 0, mem_in = 0;
@@ -109,20 +112,22 @@ static void test_pinned_figures(void)
      * overlapped, they run in the merged 1F1B schedule and, on H100 with TP, without TE's TP overlap (20.52 -> 20.29),
      * its warm-up and cool-down unmerged (20.29 -> 19.95); since then rows checked against their releases' presets
      * and the host time re-chosen on the dev rows (-> 14.95, dev 14.72, hold-out 15.46), and PyTorch's grouped GEMMs
-     * on Blackwell at their measured rates (planner/arch.c: torchao's four runs, -> 14.74, dev 14.40) */
-    pin(&s.moe, "mixture of experts", 67, 14.74);
+     * on Blackwell at their measured rates (planner/arch.c: torchao's four runs, -> 14.74, dev 14.40); B200's and GB200's
+     * sustained shares fitted to their dense dev runs (gpus.csv: 0.66 -> 0.59 and 0.61; -> 12.34, dev 11.60, hold-out
+     * 13.95), no value chosen on a MoE row */
+    pin(&s.moe, "mixture of experts", 67, 12.34);
     /* the MoE runs split by the same hold-out list: Megatron-Bridge 25.11 and 26.02 held out */
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
-    pin(&s.moe_dev, "mixture of experts, dev", 46, 14.40);
-    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 15.46);
+    pin(&s.moe_dev, "mixture of experts, dev", 46, 11.60);
+    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 13.95);
     /* the MoE dev runs per GPU: every dev row in exactly one, no held-out row in any; pinned as the planner gives
      * them (the Blackwell rows carry the bias: docs/fidelity.md) */
     int ngpu = 0;
     for (int i = 0; i < s.nmoe_dev_gpus; i++) ngpu += s.moe_dev_gpu[i].n;
     CHECK_EQ_INT(ngpu, s.moe_dev.n);
     pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "h100-sxm"), "MoE dev on H100", 18, 11.36);
-    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "b200"), "MoE dev on B200", 14, 19.72);
-    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "gb200"), "MoE dev on GB200", 12, 13.72);
+    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "b200"), "MoE dev on B200", 14, 13.22);
+    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "gb200"), "MoE dev on GB200", 12, 10.58);
     /* each planned row's time terms add up to its step (fidelity_terms.csv's shares to 100 %): no term is lost or
      * counted twice between plan_time.c and the report */
     for (int i = 0; i < n; i++) {
