@@ -86,8 +86,8 @@ static const ArchRow rows[] = {
 
 const double arch_rowwise_gemm_rel = 0.90;
 
-const double arch_grouped_mm_bf16_rel_sm100 = 0.69;
-const double arch_grouped_mm_mxfp8_rel_sm100 = 0.89;
+const double arch_grouped_mm_bf16_rel_sm100 = 0.77;
+const double arch_grouped_mm_mxfp8_rel_sm100 = 1.00;
 
 /* A CPU: BLAS register and cache blocking leave no wave or tile quantization the model could see at
  * the granularity of a whole kernel, and its fixed costs per call are in the launch floor (the stack's
