@@ -19,7 +19,7 @@ static const char help_head[] =
     "                   [--layers N] [--hidden H] [--heads A] [--kv-heads K] [--ffn F] [--seq S]\n"
     "                   [--vocab V] [--experts E] [--topk K] [--expert-ffn F] [--dense-layers N]\n"
     "                   [--mbs B] [--gbs G] [--dp N [--zero 0|1 | --dist-opt]] [--tp N] [--ep N]\n"
-    "                   [--pp N] [--gpu G] [--seed S] [--data FILE]\n"
+    "                   [--etp N] [--pp N] [--gpu G] [--seed S] [--data FILE]\n"
     "                   [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
     "                   [--scaling-trace FILE] [--loss-log FILE] [--routing-log FILE] [--log-every N]\n"
     "                   [--quiet]\n"
