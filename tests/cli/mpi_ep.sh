@@ -82,7 +82,9 @@
 # rank covers its sequence shard's rows only ('c': 2^-3, MoE layer 0's step-1 routing one rank's; 'd' after a
 # dense first layer, whose TP partial sums round as in the 't' rows). The plan's amax all-reduce under current
 # scaling counts the TP-split tensors only (attention, shared experts), not the experts (planner/plan_moe_comm.c).
-# tier: full (make test-full, which .ci/run runs): 94 mpirun runs (13 added with sigmoid routers and FP8 at tp 2; the 28 with tp 2 added: 2 m 16 s in all on 2 busy
+# tier: full (make test-full, which .ci/run runs): 114 mpirun runs (18 added with experts at tp 2 over stages and sharded, the
+# last table rows but two (those stay last: the refusals below read the last row's log), and 2 --etp refusals: 5 m 38 s in all at load
+# 13-15; 13 added with sigmoid routers and FP8 at tp 2; the 28 with tp 2 added: 2 m 16 s in all on 2 busy
 # cores), about 20 s alone before the DeepSeek-V3 row's
 # (26 s more measured on 2 cores busy with other builds; run_moe.sh keeps one
 # expert-parallel run in the quick tier)
@@ -275,8 +277,6 @@ done 3<<'EOF'
 4|2|tiny-ds-kv2|te-fp8|3|0|d|2
 4|4|tiny-moe-64kv2|te-fp8-current|2|0|c|2
 4|2|tiny-ds-256|te-fp8-current|2|0|d|2
-2|2|tiny-moe|fp32-ref|5|1|1
-4|4|tiny-moe|fp32-ref|5|1|1
 4|1|tiny-moe-kv2|fp32-ref|5|1|1|2|--pp 2
 8|2|tiny-moe-kv2|fp32-ref|3|1|1|2|--pp 2
 4|2|tiny-ds-kv2|fp32-ref|4|1|1|2|--pp 2 --first-stage-layers 1
@@ -293,6 +293,8 @@ done 3<<'EOF'
 4|1|tiny-ds-kv2|te-fp8-current|3|0|d|2|--dist-opt
 8|2|tiny-ds-kv2|fp32-ref|3|1|1|2|--pp 2 --zero 1 --first-stage-layers 1
 4|1|tiny-moe-vkv2|megatron-bf16|2|0|t|2|--pp 2 --zero 1
+2|2|tiny-moe|fp32-ref|5|1|1
+4|4|tiny-moe|fp32-ref|5|1|1
 EOF
 
 # ---- delayed scaling's expert amax group ---------------------------------------------------------------

@@ -6,7 +6,7 @@
 # With experts: a part per expert-parallel rank, each holding its own experts, and multi-token prediction;
 # with sharded states (the experts' gathered over their EDP group) and with --tp (a place per TP x EP pair).
 # tier: full (make test-full, which .ci/run runs): 77 mpirun runs, about 90 s alone before the 27 with experts
-# sharded or at tp 2; 5 m 33 s in all at load 10
+# sharded or at tp 2; 5 m 33 s in all at load 10; 6 more with experts at tp 2, sharded and over stages
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 

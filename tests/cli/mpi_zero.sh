@@ -4,7 +4,8 @@
 # persistent memory and bytes per collective against the plan; the -o rows per rank; with experts, their
 # states sharded over the expert-data-parallel group.
 # tier: full (make test-full, which .ci/run runs): 67 mpirun runs, about 70 s alone on 2 shared cores before the 15
-# pipeline runs; 2 m 17 s in all at load 10
+# pipeline runs; 2 m 17 s in all at load 10; 14 more with experts at tp 2 (7 rows x sharded and not): 7 m 23 s in
+# all at load 13-17
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
