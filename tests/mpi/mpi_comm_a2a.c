@@ -164,7 +164,8 @@ static void test_nonfinite_from_any_rank(void)
  * segments by place (groups of 2: {1, 2}; of one: {3}); s sends a quiet NaN at even elements and +Inf at odd
  * ones, its group peer (if any) -Inf at odd ones, every other value 1. The owner of an element in s's group
  * gets NaN at even elements and at odd ones +Inf (a group of one) or NaN (+Inf - Inf); the other group its
- * finite sum, 2; elements a rank does not own keep its own values. */
+ * finite sum, 2; elements a rank does not own keep its own values. Then the same through the group's
+ * all-reduce (the experts' gradients unsharded: at tp 2 x pp 2 over the stage's TP ranks). */
 static void test_nonfinite_edp_reduce_scatter(int halves)
 {
     Err e;
@@ -197,6 +198,18 @@ static void test_nonfinite_edp_reduce_scatter(int halves)
             } else {
                 CHECKF(isinf(x[k]) && x[k] > 0, "np%d EDP reduce-scatter +Inf from rank %d: %a", N, s, (double)x[k]);
             }
+        }
+        /* the unsharded experts' gradient all-reduce over the same group (edp_grad_allreduce): s's NaN and +Inf
+         * reach every rank of its group (+Inf - Inf: NaN where the peer sends -Inf), the other group sums 1s */
+        float y[2] = {R == s ? qnan : 1.0f, R == s ? INFINITY : R == peer ? -INFINITY : 1.0f};
+        CHECK_EQ_INT(g->all_reduce(g, CO_EDP_GRAD_AR, NULL, y, 2, DT_FP32, COMM_SUM, &e), ST_OK);
+        if (!mine) {
+            CHECK_NEAR(y[0], (double)g->size, 0.0);
+            CHECK_NEAR(y[1], (double)g->size, 0.0);
+        } else {
+            CHECKF(isnan(y[0]), "np%d EDP all-reduce NaN from rank %d: %a", N, s, (double)y[0]);
+            CHECKF(g->size == 2 ? isnan(y[1]) : isinf(y[1]) && y[1] > 0, "np%d EDP all-reduce Inf from rank %d: %a", N,
+                   s, (double)y[1]);
         }
     }
     g->destroy(g);
