@@ -20,7 +20,7 @@ static const char help_head[] =
     "                   [--vocab V] [--experts E] [--topk K] [--expert-ffn F] [--dense-layers N]\n"
     "                   [--mtp-layers N]\n"
     "                   [--mbs B] [--gbs G] [--dp N [--zero 0|1 | --dist-opt]] [--tp N] [--ep N]\n"
-    "                   [--pp N] [--gpu G] [--seed S] [--data FILE]\n"
+    "                   [--etp N] [--pp N] [--gpu G] [--seed S] [--data FILE]\n"
     "                   [--lr X] [--warmup N] [--wd X] [--save FILE] [--resume FILE]\n"
     "                   [--scaling-trace FILE] [--loss-log FILE] [--routing-log FILE] [--log-every N]\n"
     "                   [--quiet]\n"
@@ -90,8 +90,9 @@ static const CliOpt opts[] = {
     {.kind = OPT_TEXT, .help = "  --experts/--topk/--expert-ffn/--dense-layers   a model with experts: routed experts, experts per"
         IN23 "token, the expert FFN width (follows --hidden unless given), dense first"
         IN23 "layers. MoE layers run on the cpu backend over data, expert, tensor and"
-        IN23 "pipeline parallel ranks (BF16/FP32, te-fp8, te-fp8-current, deepseek-v3 but"
-        IN23 "not at --tp); the cuda backend's MoE path is built but not yet run on a GPU"
+        IN23 "pipeline parallel ranks, states sharded or not (BF16/FP32, te-fp8,"
+        IN23 "te-fp8-current, deepseek-v3 but not at --tp; experts whole on their rank:"
+        IN23 "--etp 1); the cuda backend's MoE path is built but not yet run on a GPU"
         IN23 "(docs/executor-moe.md)"},
     {"experts", OPT_U32, A(ov.experts), .lo = 1, .hi = 1 << 16},
     {"topk", OPT_U32, A(ov.topk), .lo = 1, .hi = 1 << 16},
@@ -103,6 +104,9 @@ static const CliOpt opts[] = {
     USE("ep", 1, 4096, NULL, "expert-parallel ranks (mpirun -np N x k): the experts split over N ranks,"
         IN23 "tokens exchanged by all-to-all; N must divide the experts and the ranks"
         IN23 "(exit 64 before any work)"),
+    USE("etp", 1, 4096, NULL, "expert-tensor-parallel ranks (Megatron-Core's --expert-tensor-parallel-size):"
+        IN23 "planned (ep x etp must divide tp x dp), not run: each expert stays whole on"
+        IN23 "its rank (default 1; more is refused before any work, exit 69)"),
     USE("mbs", 1, 1 << 16, "B", "micro-batch, sequences per forward and backward (default 1)"),
     USE("gbs", 1, 1 << 20, "G", "global batch, sequences per optimizer step: G / (B x DP) micro-batches per"
         IN23 "rank whose gradients accumulate (default B x DP: one)"),
@@ -168,6 +172,7 @@ static void take_plan_flags(const PlanArgs *p, RunSpec *a)
     a->pp = p->layout_given[1] ? p->in.pp : 0;
     a->dp = p->layout_given[4] ? p->in.dp : 0;
     a->ep = p->layout_given[8] ? p->in.ep : 0;
+    a->etp = p->layout_given[9] ? p->in.etp : 0;
     a->sharding = p->in.sharding;
 }
 

@@ -332,10 +332,11 @@ typedef struct Model {
     Comm *owned[MODEL_GROUPS_MAX];
     /* The distributed optimizer / ZeRO-1 (the plan's sharding; exec/model/model_shard.c), as Megatron-Core's
      * distributed optimizer groups parameters: the dense ones over the DP group, the routed experts' over
-     * the expert-data-parallel group. shard_ways = dp when a state is sharded, else 1. Per class
+     * the expert-data-parallel group. shard_ways: the widest class_ways (dp, or edp where only the experts
+     * shard, e.g. tp 2 at dp 1), 1 when nothing is sharded. Per class
      * (MODEL_CLASS_GEMM: block linear weights but the routed experts', MODEL_CLASS_OTHER: the rest but the
      * experts', MODEL_CLASS_EXPERT: the routed experts' weights, each in parameter-table order) the elements
-     * E, the ranks N its states are spread over (class_ways: dp, or edp = dp / ep for the experts; 1 when
+     * E, the ranks N its states are spread over (class_ways: dp, or edp = tp·dp / ep for the experts; 1 when
      * that group's gradients are all-reduced instead) and this rank's place among them (class_rank), the
      * shard S = ceil(E / N) every rank holds (place r owns flat elements [r·S, min((r+1)·S, E)); the last
      * places' tails are padding; S = 0 when N is 1), the sharded states (bit 1u << StateId) and this

@@ -90,10 +90,6 @@ Status model_tp_moe_check(const Plan *p, Err *e)
         why = "expert tensor parallelism (--etp) is not run: each expert stays whole on its rank";
     else if (((uint64_t)s->shared_experts * s->expert_ffn) % in->tp)
         why = "the shared experts' FFN width must be divisible by tp (it splits over TP as the dense FFN)";
-    else if (in->pp > 1)
-        why = "experts with tensor parallelism over pipeline stages are not run yet";
-    else if (in->sharding != SHARD_NONE)
-        why = "sharded states with experts and tensor parallelism are not run yet";
     if (!why) return ST_OK;
     return err_set(e, ST_UNAVAILABLE, "model %s with --tp %u --ep %u --etp %u: %s", s->name, in->tp, in->ep, in->etp,
                    why);

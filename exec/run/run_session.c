@@ -132,7 +132,8 @@ static int make_plans(const RunSpec *a, RunSession *s, const GpuSpec *gpu, const
         if (a->tp > 1) in.tp = a->tp, in.sp = 1; /* the executor's TP is sequence-parallel */
         if (a->pp > 1) in.pp = a->pp, in.stage_view = run_stage_of(a, a->rank) + 1; /* this rank's stage */
         in.first_stage_layers = a->first_stage_layers, in.last_stage_layers = a->last_stage_layers;
-        if (a->ep > 1) in.ep = a->ep; /* the planner checks it against the experts and the ranks */
+        if (a->ep > 1) in.ep = a->ep;    /* the planner checks it against the experts and the ranks */
+        if (a->etp > 1) in.etp = a->etp; /* likewise (ep x etp | tp x dp); the model refuses it (model_tp.c) */
         if (plan_build(&in, p[i], &e)) {
             err_prefix(&e, "plan");
             return run_fail(&e);

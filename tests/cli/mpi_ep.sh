@@ -82,7 +82,9 @@
 # rank covers its sequence shard's rows only ('c': 2^-3, MoE layer 0's step-1 routing one rank's; 'd' after a
 # dense first layer, whose TP partial sums round as in the 't' rows). The plan's amax all-reduce under current
 # scaling counts the TP-split tensors only (attention, shared experts), not the experts (planner/plan_moe_comm.c).
-# tier: full (make test-full, which .ci/run runs): 94 mpirun runs (13 added with sigmoid routers and FP8 at tp 2; the 28 with tp 2 added: 2 m 16 s in all on 2 busy
+# tier: full (make test-full, which .ci/run runs): 114 mpirun runs (18 added with experts at tp 2 over stages and sharded, the
+# last table rows but two (those stay last: the refusals below read the last row's log), and 2 --etp refusals: 5 m 38 s in all at load
+# 13-15; 13 added with sigmoid routers and FP8 at tp 2; the 28 with tp 2 added: 2 m 16 s in all on 2 busy
 # cores), about 20 s alone before the DeepSeek-V3 row's
 # (26 s more measured on 2 cores busy with other builds; run_moe.sh keeps one
 # expert-parallel run in the quick tier)
@@ -107,6 +109,7 @@ moe() { # name layers hidden ffn heads kv hd vocab seq experts topk shared eff d
 moe tiny-moe 2 64 224 4 1 16 256 32 8 2 0 224 0 softmax 0 0
 moe tiny-moe-64 2 64 224 4 1 16 256 32 64 8 0 16 0 softmax 0 0
 moe tiny-moe-v 2 64 224 4 1 16 32000 32 8 2 0 224 0 softmax 0 0
+moe tiny-moe-vkv2 2 64 224 4 2 16 32000 32 8 2 0 224 0 softmax 0 0
 moe tiny-ds 3 64 128 4 1 16 256 32 8 2 1 32 1 sigmoid 4 2
 moe tiny-qwen 2 64 192 4 2 16 256 32 8 2 0 32 0 softmax 0 0 yes
 moe tiny-moe-kv2 2 64 224 4 2 16 256 32 8 2 0 224 0 softmax 0 0
@@ -138,16 +141,25 @@ same_routing() { # NAME ONE EP STEPS: the EP log's copies summed over ranks = th
 # activation term the plan does not match, see below). same: 1 where the losses are one rank's bit for bit
 # (then the routing of every step is one rank's), 0 where they are within the bound (then step 1's routing
 # is, the weights being one rank's until the first update; measured: np 2 ep 2 routes one copy differently
-# from step 5, np 4 ep 4 too)
-while IFS='|' read -r np ep model recipe steps rc_want same tp <&3; do
+# from step 5, np 4 ep 4 too). tp: a last-but-one column (above); more: a last one, further layout flags — pipeline
+# stages (even or uneven: each stage's k = np / pp ranks against its own plan) and sharded states (the experts'
+# over their EDP group of tp x dp / ep ranks of the stage, reduce-scattered there). Experts at tp 2 over stages
+# and with sharded states reproduce one rank as at tp 2 alone: fp32-ref bit for bit (uneven stages, ep 2, --zero 1
+# over stages too), BF16 step 1 within 1e-4, FP8 within 2^-3. An fp32-ref run over stages sends FP32 activations
+# between them, which the plan counts in BF16 (the one-rank activation terms above): those rows check every other
+# collective as planned and pp_send_recv at exactly twice the plan's.
+while IFS='|' read -r np ep model recipe steps rc_want same tp more <&3; do
     case "$np" in '' | '#'*) continue ;; esac
     tp=${tp:-1}
-    tag="$model $recipe np $np ep $ep tp $tp"
+    pp=$(echo "$more" | sed -n 's/.*--pp \([0-9]*\).*/\1/p')
+    k=$((np / ${pp:-1})) # a stage's ranks (each stage's against its own plan in the per-rank tables)
+    tag="$model $recipe np $np ep $ep tp $tp${more:+ $more}"
     R="run --catalog $cat --model $model --mbs 1 --gbs 4 --quiet --recipe $recipe --steps $steps"
     rc_one=${rc_want%/*} rc_ep=${rc_want#*/} # "a/b": one rank exits a, the ranks b
     run $R --loss-log "$TMP/one.csv" --routing-log "$TMP/one_r.csv"
     expect_rc "$model $recipe one rank exits $rc_one" "$rc_one"
-    mpi_run "$np" "$FP8PLAN" $R --ep "$ep" --tp "$tp" --loss-log "$TMP/ep.csv" --routing-log "$TMP/ep_r.csv" -o "$TMP/ep-o.csv"
+    mpi_run "$np" "$FP8PLAN" $R --ep "$ep" --tp "$tp" $more --loss-log "$TMP/ep.csv" --routing-log "$TMP/ep_r.csv" \
+        -o "$TMP/ep-o.csv"
     expect_rc "$tag exits $rc_ep" "$rc_ep"
     if [ "$same" = 1 ]; then
         within "$tag: the one rank's losses bit for bit" "$TMP/one.csv" "$TMP/ep.csv" 0 "$steps"
@@ -180,11 +192,21 @@ while IFS='|' read -r np ep model recipe steps rc_want same tp <&3; do
         same_routing "$tag: the one rank's routing of step 1, every layer and expert" "$TMP/one_r.csv" "$TMP/ep_r.csv" 1
     fi
     expect_out "$tag: persistent memory as planned" "every rank holds the plan's persistent bytes, byte for byte"
-    expect_out "$tag: dense collectives as planned" "every rank sent the plan's bytes, byte for byte"
-    if [ "$ep" = 1 ]; then # data parallelism alone: the experts' gradients over the EDP group = every rank
-        expect_line "$tag: expert gradients over every rank" "  edp_grad_allreduce( +[0-9]+){3} +$np/$np +exact"
+    if [ "$recipe" = fp32-ref ] && [ -n "$pp" ]; then # the stages send FP32 activations the plan counts BF16
+        expect_eq "$tag: every collective as planned but the FP32 sends between stages (2 x the plan's)" \
+            "$(awk '$NF == "DIFFERS" && !($1 ~ /^pp_send_recv/ && $3 == 2 * $2 && $4 == $3) { n++ } END { print n + 0 }' "$TMP/out")" 0
+    else
+        expect_out "$tag: dense collectives as planned" "every rank sent the plan's bytes, byte for byte"
+    fi
+    case "$more" in # sharded states: the experts' gradients reduce-scattered over their EDP group (tp x dp / ep)
+    *--zero* | *--dist-opt*) [ "$k" -gt "$ep" ] && expect_line "$tag: expert gradients reduce-scattered over EDP" \
+        "  edp_grad_reducescatter( +[0-9]+){3} +$k/$k +exact" ;;
+    *) [ "$ep" = 1 ] && expect_line "$tag: expert gradients over every rank of the stage" \
+        "  edp_grad_allreduce( +[0-9]+){3} +$k/$k +exact" ;;
+    esac
+    if [ "$ep" = 1 ]; then # data parallelism alone: the EDP group is every rank of the stage
         [ "$tp" = 1 ] || expect_line "$tag: the router's gradient with the norms' over TP" \
-            "  tp_norm_grad_allreduce( +[0-9]+){3} +$np/$np +exact"
+            "  tp_norm_grad_allreduce( +[0-9]+){3} +$k/$k +exact"
         continue
     fi
     expect_out "$tag: all-to-alls as planned for the measured routing" \
@@ -193,8 +215,8 @@ while IFS='|' read -r np ep model recipe steps rc_want same tp <&3; do
         "$(grep -c ',rank_ep_routed,.*,exact,ok$' "$TMP/ep-o.csv")" "$((np * 10))"
     # the planner, given the log: each rank's bytes as the run measured them (sent and payload)
     sp=; [ "$tp" = 1 ] || sp=--sp
-    run plan --catalog "$cat" --model "$model" --gpu h100-sxm --mbs 1 --gbs 4 --dp "$((np / tp))" --tp "$tp" $sp --ep "$ep" \
-        --recipe "$recipe" --stack fp8plan --routing "$TMP/ep_r.csv" --format csv
+    run plan --catalog "$cat" --model "$model" --gpu h100-sxm --mbs 1 --gbs 4 --dp "$((k / tp))" --tp "$tp" $sp --ep "$ep" \
+        $more --recipe "$recipe" --stack fp8plan --routing "$TMP/ep_r.csv" --format csv
     expect_rc "$tag: plan --routing exits 0" 0
     awk -F, '$2 == "rank_ep_routed" && $3 !~ /payload/ { print $1 "," $3 "," $6 }' "$TMP/ep-o.csv" | sort >"$TMP/meas"
     awk -F, 'NR > 1 { print $1 "," $2 "," $3 }' "$TMP/out" | sort >"$TMP/plan"
@@ -255,6 +277,22 @@ done 3<<'EOF'
 4|2|tiny-ds-kv2|te-fp8|3|0|d|2
 4|4|tiny-moe-64kv2|te-fp8-current|2|0|c|2
 4|2|tiny-ds-256|te-fp8-current|2|0|d|2
+4|1|tiny-moe-kv2|fp32-ref|5|1|1|2|--pp 2
+8|2|tiny-moe-kv2|fp32-ref|3|1|1|2|--pp 2
+4|2|tiny-ds-kv2|fp32-ref|4|1|1|2|--pp 2 --first-stage-layers 1
+4|2|tiny-ds-kv2|fp32-ref|4|1|1|2|--pp 2 --last-stage-layers 1
+4|1|tiny-moe-kv2|megatron-bf16|3|0|t|2|--pp 2
+4|2|tiny-ds-kv2|megatron-bf16|3|0|T|2|--pp 2 --last-stage-layers 1
+4|2|tiny-moe-kv2|te-fp8|3|0|d|2|--pp 2
+4|1|tiny-moe-kv2|te-fp8-current|3|0|c|2|--pp 2
+2|1|tiny-moe-kv2|fp32-ref|5|1|1|2|--zero 1
+4|2|tiny-ds-kv2|fp32-ref|4|1|1|2|--zero 1
+4|1|tiny-moe-kv2|megatron-bf16|3|0|t|2|--zero 1
+4|2|tiny-ds-kv2|megatron-bf16|3|0|T|2|--dist-opt
+4|2|tiny-moe-kv2|te-fp8|3|0|d|2|--zero 1
+4|1|tiny-ds-kv2|te-fp8-current|3|0|d|2|--dist-opt
+8|2|tiny-ds-kv2|fp32-ref|3|1|1|2|--pp 2 --zero 1 --first-stage-layers 1
+4|1|tiny-moe-vkv2|megatron-bf16|2|0|t|2|--pp 2 --zero 1
 2|2|tiny-moe|fp32-ref|5|1|1
 4|4|tiny-moe|fp32-ref|5|1|1
 EOF
@@ -333,11 +371,23 @@ expect_rc "--ep 2 --zero 2 exits 69" 69
 expect_err "--zero 2 with experts: the reason" "--zero 2: the executor shards the optimizer states only"
 # (--save/--resume with --ep, with sharded states and with --tp: tests/cli/mpi_resume.sh; sharded states over
 # pipeline stages: mpi_zero.sh)
+# (experts at --tp 2 over stages and with sharded states run: the table's rows with a last column)
+# expert tensor parallelism (Megatron-Core's --expert-tensor-parallel-size; the planner plans it) is not run: a
+# layout the planner accepts is refused by name before any work (69), one it rejects gets its reason (64)
 T="run --catalog $cat --model tiny-moe-kv2 --mbs 1 --gbs 4 --quiet --steps 2 --tp 2"
-mpi_run 4 "$FP8PLAN" $T --recipe te-fp8 --pp 2 $O # experts with TP over pipeline stages: not run yet
-expect_rc "te-fp8 with experts at --tp 2 --pp 2 exits 69" 69
-expect_err "experts at --tp 2 --pp 2: the reason" \
-    "model tiny-moe-kv2 with --tp 2 --ep 1 --etp 1: experts with tensor parallelism over pipeline stages are not run yet"
+mpi_run 4 "$FP8PLAN" $T --recipe te-fp8 --pp 2 --etp 2 $O
+expect_rc "--etp 2 at --tp 2 --pp 2 exits 69" 69
+expect_err "--etp 2: the flag and the reason" \
+    "model tiny-moe-kv2 with --tp 2 --ep 1 --etp 2: expert tensor parallelism (--etp) is not run: each expert stays whole on its rank"
+mpi_run 4 "$FP8PLAN" $T --recipe megatron-bf16 --ep 2 --etp 2 --zero 1 $O
+expect_rc "--ep 2 --etp 2 at --tp 2 x dp 2 exits 69" 69
+expect_err "--ep 2 --etp 2: the flag named" "--tp 2 --ep 2 --etp 2: expert tensor parallelism (--etp) is not run"
+mpi_run 2 "$FP8PLAN" $T --recipe megatron-bf16 --ep 2 --etp 2 $O
+expect_rc "--ep 2 --etp 2 on 2 ranks exits 64" 64
+expect_err "--ep 2 --etp 2 on 2 ranks: the reason" "ep*etp = 4 must divide tp*cp*dp = 2"
+run $T --recipe megatron-bf16 --etp 0 $O
+expect_rc "--etp 0 exits 64" 64
+expect_err "--etp 0: the flag named" "--etp: '0' must be at least 1"
 expect_eq "refusals wrote nothing" "$(ls "$TMP"/no* 2>/dev/null | wc -l)" 0
 # the last row's log: 4 ranks, 5 steps of 2 MoE layers, 8 experts
 P="plan --catalog $cat --model tiny-moe --gpu h100-sxm --mbs 1 --gbs 4 --recipe megatron-bf16"

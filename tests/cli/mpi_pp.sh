@@ -306,6 +306,37 @@ mpi_run 2 "$FP8PLAN" $R --pp 2 --loss-log "$TMP/f8pp.csv"
 expect_rc "MoE te-fp8 pp 2, one micro-batch a step: exit 0" 0
 moe_within "MoE te-fp8 pp 2, one micro-batch a step: the one rank's losses bit for bit" "$TMP/f8one.csv" \
     "$TMP/f8pp.csv" 0 5
+# experts at tp 2 over stages (issue 42's command): Mixtral shrunk to 2 layers with 2 KV heads (tp 2 must divide
+# them), one layer a stage, te-fp8, np 4 = tp 2 x pp 2. Each stage's experts fold its 2 TP ranks (ep 1: the EDP
+# group is the stage's TP x DP ranks). By hand, each stage: 8 experts x (FC1 2 x 32 x 64 + FC2 64 x 32 = 6,144) =
+# 49,152 weights, BF16 98,304 B, their FP8 copies (row- and column-wise) 2 x 49,152 = 98,304 B; the FP32 gradients
+# 196,608 B all-reduced over the 2 ranks (2 x 1/2 x 196,608 = 196,608 sent); the attention linears' TP slices QKV
+# (64 + 2 x 2 x 16) x 64 / 2 + proj 64 x 64 / 2 = 6,144, BF16 12,288 B; 4 micro-batches a step sent between the
+# stages, each the sequence shard 16 x 64 BF16 = 2,048 B: 8,192. Losses within 2^-3 of one rank's (TP casts each
+# sequence shard with the amaxes MAX-reduced over the ranks, as over DP/EP: mpi_ep.sh; measured 1.3e-4 over 5
+# steps). --zero 1: the experts' master and Adam states sharded over the same 2 ranks (98,304 B each), the gradients
+# reduce-scattered (98,304 sent) and the BF16 weights gathered (49,152 sent), the unsharded run's 5 losses bit for bit.
+MIXT="--model mixtral-8x7b --layers 2 --hidden 64 --heads 4 --kv-heads 2 --seq 32 --vocab 256 --experts 8 --topk 2 \
+    --expert-ffn 32 --recipe te-fp8 --mbs 1 --gbs 4 --quiet --steps 5"
+run run $MIXT --loss-log "$TMP/t_one.csv"
+expect_rc "Mixtral te-fp8 one rank exits 0" 0
+mpi_run 4 "$FP8PLAN" run $MIXT --tp 2 --pp 2 --loss-log "$TMP/t_pp.csv"
+expect_rc "Mixtral te-fp8 tp 2 x pp 2 exits 0 (every exact term as planned)" 0
+expect_out "tp 2 x pp 2: every rank's persistent memory as its stage's plan" \
+    "every rank holds the plan's persistent bytes, byte for byte"
+expect_out "tp 2 x pp 2: every rank's collectives as planned" "every rank sent the plan's bytes, byte for byte"
+for t in "weight_expert 98304" "fp8_expert 98304" "weight_gemm 12288" "edp_grad_allreduce 196608" "pp_send_recv 8192"; do
+    expect_eq "tp 2 x pp 2: ${t% *} by hand, both stages" \
+        "$(grep -cE "^  ${t% *} +${t#* } +${t#* } +${t#* } +2/2 +exact" "$TMP/out")" 2
+done
+moe_within "Mixtral te-fp8 tp 2 x pp 2: the one rank's losses within 2^-3" "$TMP/t_one.csv" "$TMP/t_pp.csv" 0.125 5
+mpi_run 4 "$FP8PLAN" run $MIXT --tp 2 --pp 2 --zero 1 --loss-log "$TMP/t_ppz.csv"
+expect_rc "Mixtral te-fp8 tp 2 x pp 2 --zero 1 exits 0" 0
+for t in "master_expert 98304" "adam_v_expert 98304" "edp_grad_reducescatter 98304" "edp_param_allgather 49152"; do
+    expect_eq "tp 2 x pp 2 --zero 1: ${t% *} by hand, both stages" \
+        "$(grep -cE "^  ${t% *} +${t#* } +${t#* } +${t#* } +2/2 +exact" "$TMP/out")" 2
+done
+moe_within "tp 2 x pp 2 --zero 1: the unsharded run's losses bit for bit" "$TMP/t_pp.csv" "$TMP/t_ppz.csv" 0 5
 # the DeepSeek-style tiny-ds (its first layer dense, a shared expert, a sigmoid router) split 1 + 2 under
 # te-fp8-current: stage 0 holds the dense layer alone, 2 micro-batches x 1 layer x 4 linears x 4 B = 32 B of saved
 # scales and no expert's (its transient 65,568 B planned and held); stage 1's MoE layers are indexed from the

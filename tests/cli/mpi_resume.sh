@@ -6,7 +6,7 @@
 # With experts: a part per expert-parallel rank, each holding its own experts, and multi-token prediction;
 # with sharded states (the experts' gathered over their EDP group) and with --tp (a place per TP x EP pair).
 # tier: full (make test-full, which .ci/run runs): 77 mpirun runs, about 90 s alone before the 27 with experts
-# sharded or at tp 2; 5 m 33 s in all at load 10
+# sharded or at tp 2; 5 m 33 s in all at load 10; 6 more with experts at tp 2, sharded and over stages
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
@@ -339,6 +339,10 @@ moe_resumed 4 tiny-moe-kv2 megatron-bf16 --tp 2 --ep 4
 expect_eq "tp 2 x dp 2 x ep 4 file: version 8, tp 2, pp 1, dp 2, ep 4, 4 parts" "$(head_of "$TMP/ck.bin")" "8 2 1 2 4 4"
 expect_eq "tp 2 x dp 2 x ep 4 file: parts from experts 0, 2, 4, 6" "$(parts "$TMP/ck.bin")" "0 2 4 6"
 cp "$TMP/ck.bin" "$TMP/tpep.bin"
+# with sharded states (the experts' over their EDP group of tp x dp / ep ranks: at tp 2 x dp 1 both TP ranks, whose
+# shards the parts gather) and over pipeline stages
+moe_resumed 2 tiny-moe-kv2 megatron-bf16 --tp 2 --zero 1
+moe_resumed 4 tiny-moe-kv2 te-fp8 --tp 2 --pp 2 --dist-opt
 K="run --catalog $cat --model tiny-moe-kv2 --recipe megatron-bf16 --mbs 1 --gbs 4 --quiet --steps 1 --tp 2"
 mpi_run 4 "$FP8PLAN" $K --ep 2 --resume "$TMP/tpep.bin"
 expect_rc "a tp 2 x ep 4 checkpoint at ep 2: refused (65)" 65

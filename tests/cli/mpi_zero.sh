@@ -4,7 +4,8 @@
 # persistent memory and bytes per collective against the plan; the -o rows per rank; with experts, their
 # states sharded over the expert-data-parallel group.
 # tier: full (make test-full, which .ci/run runs): 67 mpirun runs, about 70 s alone on 2 shared cores before the 15
-# pipeline runs; 2 m 17 s in all at load 10
+# pipeline runs; 2 m 17 s in all at load 10; 14 more with experts at tp 2 (7 rows x sharded and not): 7 m 23 s in
+# all at load 13-17
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
@@ -207,14 +208,22 @@ moe() { # name layers hidden ffn heads kv hd vocab seq experts topk shared eff d
 moe tiny-moe 2 64 224 4 1 16 256 32 8 2 0 224 0 softmax 0 0
 moe tiny-ds 3 64 128 4 1 16 256 32 8 2 1 32 1 sigmoid 4 2
 moe tiny-moe-64 2 64 224 4 1 16 256 32 64 8 0 16 0 softmax 0 0
+# with 2 KV heads (mpi_ep.sh's), for tensor parallelism
+moe tiny-moe-kv2 2 64 224 4 2 16 256 32 8 2 0 224 0 softmax 0 0
+moe tiny-ds-kv2 3 64 128 4 2 16 256 32 8 2 1 32 1 sigmoid 4 2
 # tiny-mtp (mpi_ep.sh's): DeepSeek-V3 shrunk, latent attention, its first layer dense, one MTP depth
 echo 'tiny-mtp,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,1,"test model"' >>"$cat/models.csv"
 # A last column, a pipeline layout, runs both over stages: each stage's DP and EDP groups shard that stage's states
-# (k = np / pp ranks a stage, each stage against its own plan; hand-worked bytes below the table).
+# (k = np / pp ranks a stage, each stage against its own plan; hand-worked bytes below the table). With --tp T
+# there: the stage's k ranks are T x dp, the dense states sharded over dp = k / T (none at dp 1), the experts' over
+# their EDP group of T x dp / ep ranks (Megatron-Core's expert-data-parallel group at etp 1, core_v0.16.0
+# parallel_state.py: world / (etp x ep x pp)), the expert side folding the stage's TP and DP ranks.
 while IFS='|' read -r np ep model recipe steps shard layout <&3; do
     case "$np" in '' | '#'*) continue ;; esac
     pp=$(echo "$layout" | sed -n 's/.*--pp \([0-9]*\).*/\1/p')
+    tp=$(echo "$layout" | sed -n 's/.*--tp \([0-9]*\).*/\1/p')
     k=$((np / ${pp:-1}))
+    d=$((k / ${tp:-1})) # the stage's DP ranks
     tag="$model $recipe np $np ep $ep $shard${layout:+ $layout}"
     X="run --catalog $cat --model $model --mbs 1 --gbs 4 --quiet --recipe $recipe --steps $steps --ep $ep $layout"
     mpi_run "$np" "$FP8PLAN" $X --loss-log "$TMP/x.csv" --routing-log "$TMP/x_r.csv"
@@ -225,8 +234,12 @@ while IFS='|' read -r np ep model recipe steps shard layout <&3; do
     expect_eq "$tag: the unsharded routing, every step" "$(same "$TMP/x_r.csv" "$TMP/xz_r.csv")" same
     expect_out "$tag: persistent memory as planned" "every rank holds the plan's persistent bytes, byte for byte"
     expect_out "$tag: collectives as planned" "every rank sent the plan's bytes, byte for byte"
-    expect_line "$tag: the dense gradients reduce-scattered over DP" "  dp_grad_reducescatter( +[0-9]+){3} +$k/$k +exact"
-    expect_line "$tag: the dense weights gathered over DP" "  dp_param_allgather( +[0-9]+){3} +$k/$k +exact"
+    if [ "$d" -gt 1 ]; then
+        expect_line "$tag: the dense gradients reduce-scattered over DP" "  dp_grad_reducescatter( +[0-9]+){3} +$k/$k +exact"
+        expect_line "$tag: the dense weights gathered over DP" "  dp_param_allgather( +[0-9]+){3} +$k/$k +exact"
+    else # dp 1 beside TP: the dense states whole, no DP collective
+        expect_eq "$tag: no DP collective" "$(grep -c '  dp_' "$TMP/out")" 0
+    fi
     if [ "$k" -gt "$ep" ]; then # edp > 1: the experts' states sharded over their EDP group
         expect_line "$tag: expert gradients reduce-scattered over EDP" "  edp_grad_reducescatter( +[0-9]+){3} +$k/$k +exact"
         expect_line "$tag: expert weights gathered over EDP" "  edp_param_allgather( +[0-9]+){3} +$k/$k +exact"
@@ -259,6 +272,13 @@ done 3<<'EOF'
 8|2|tiny-ds|te-fp8|3|--zero 1|--pp 2 --last-stage-layers 1
 8|2|tiny-ds|te-fp8-current|3|--dist-opt|--pp 2 --first-stage-layers 1
 8|4|tiny-moe-64|megatron-bf16|2|--zero 1|--pp 2
+2|1|tiny-moe-kv2|megatron-bf16|3|--zero 1|--tp 2
+4|2|tiny-ds-kv2|megatron-bf16|3|--dist-opt|--tp 2
+4|1|tiny-ds-kv2|te-fp8|3|--zero 1|--tp 2
+4|2|tiny-moe-kv2|te-fp8-current|2|--zero 1|--tp 2
+4|1|tiny-moe-kv2|megatron-bf16|3|--dist-opt|--tp 2 --pp 2
+8|2|tiny-ds-kv2|megatron-bf16|2|--zero 1|--tp 2 --pp 2 --last-stage-layers 1
+8|2|tiny-moe-kv2|te-fp8|2|--zero 1|--tp 2 --pp 2
 EOF
 # By hand, tiny-ds at np 4 ep 2: a rank's 4 experts x (FC1 2 x 32 x 64 + FC2 64 x 32) = 24,576 elements a MoE
 # layer, x 2 = 49,152; edp 2: shards of 24,576 (FP32: 98,304 B), the FP32 gradients reduce-scattered (S =
@@ -332,6 +352,21 @@ for r in 4 7; do
     expect_eq "pp 2, stage 1 (rank $r): EDP reduce-scatter" "$(pz $r edp_grad_reducescatter)" "98304,98304"
     expect_eq "pp 2, stage 1 (rank $r): EDP all-gather" "$(pz $r edp_param_allgather)" "49152,49152"
 done
+# with tensor parallelism, by hand: tiny-moe-kv2 at np 2, tp 2 (dp 1), --zero 1. The experts' EDP group is both TP
+# ranks (tp x dp / ep = 2): 2 layers x 8 experts x (FC1 448 x 64 + FC2 64 x 224 = 43,008) = 688,128 elements, each
+# rank's FP32 master shard 344,064 x 4 B = 1,376,256 B (Adam m and v the same), the FP32 gradients whole
+# (2,752,512 B) reduce-scattered (half leaves: 1,376,256 sent) and the BF16 weights gathered (1,376,256 B, half
+# sent: 688,128). The dense states stay whole (dp 1), each rank its TP slice: QKV (64 + 2 x 2 x 16) x 64 / 2 =
+# 4,096 and proj 64 x 64 / 2 = 2,048 a layer, 12,288 FP32 master = 49,152 B; no DP collective.
+mpi_run 2 "$FP8PLAN" run --catalog "$cat" --model tiny-moe-kv2 --mbs 1 --gbs 4 --quiet --recipe megatron-bf16 --steps 2 \
+    --tp 2 --zero 1
+expect_rc "tiny-moe-kv2 tp 2 --zero 1 exits 0" 0
+expect_line "tp 2: expert master shard 344,064 x 4 B" "  master_expert +1376256 +1376256 +1376256 +2/2 +exact"
+expect_line "tp 2: expert Adam m shard" "  adam_m_expert +1376256 +1376256 +1376256 +2/2 +exact"
+expect_line "tp 2: expert gradients whole" "  grad_expert +2752512 +2752512 +2752512 +2/2 +exact"
+expect_line "tp 2: dense master whole, a TP slice" "  master_gemm +49152 +49152 +49152 +2/2 +exact"
+expect_line "tp 2: EDP reduce-scatter over the TP ranks" "  edp_grad_reducescatter +1376256 +1376256 +1376256 +2/2 +exact"
+expect_line "tp 2: EDP all-gather over the TP ranks" "  edp_param_allgather +688128 +688128 +688128 +2/2 +exact"
 # a sigmoid router's bias through a sharded checkpoint (ep 1: the experts' group is the DP group; --save with
 # experts split over --ep is refused, mpi_ep.sh): the FP32 buffer, whole in the file and restored on every rank
 # beside the sharded states, 3 + 3 steps the 6 uninterrupted steps' losses bit for bit

@@ -158,17 +158,20 @@ static void test_nonfinite_from_any_rank(void)
 }
 
 /* Non-finite values from any rank through the sharded experts' gradient reduce-scatter over their EDP group
- * (model_shard.c: comm_reduce_scatter_v on the split model_groups.c makes at ep 2, ranks of one parity): for
- * each source rank s, 3 elements in uneven segments by place (np 4, groups of 2: {1, 2}; np 2, groups of
- * one: {3}); s sends a quiet NaN at even elements and +Inf at odd ones, at np 4 its group peer -Inf at odd
- * ones, every other value 1. The owner of an element in s's group gets NaN at even elements and at odd ones
- * +Inf (np 2) or NaN (np 4: +Inf - Inf); the other group its finite sum, 2; elements a rank does not own
- * keep its own values. */
-static void test_nonfinite_edp_reduce_scatter(void)
+ * (model_shard.c: comm_reduce_scatter_v on the splits model_groups.c makes): `halves` 0, the ranks of one
+ * parity (ep 2 over the world); 1, two consecutive ranks (a pipeline stage's tp 2 ranks at pp 2, ep 1, where
+ * the EDP group is the stage's TP x DP ranks; np 2: the world). For each source rank s, 3 elements in uneven
+ * segments by place (groups of 2: {1, 2}; of one: {3}); s sends a quiet NaN at even elements and +Inf at odd
+ * ones, its group peer (if any) -Inf at odd ones, every other value 1. The owner of an element in s's group
+ * gets NaN at even elements and at odd ones +Inf (a group of one) or NaN (+Inf - Inf); the other group its
+ * finite sum, 2; elements a rank does not own keep its own values. Then the same through the group's
+ * all-reduce (the experts' gradients unsharded: at tp 2 x pp 2 over the stage's TP ranks). */
+static void test_nonfinite_edp_reduce_scatter(int halves)
 {
     Err e;
     Comm *g = NULL;
-    CHECK_EQ_INT(comm_split(C, R % 2, R, &g, &e), ST_OK);
+    const int color = halves ? R / 2 : R % 2;
+    CHECK_EQ_INT(comm_split(C, color, R, &g, &e), ST_OK);
     if (!g) return;
     uint32_t qnan_bits = 0x7fc00123u;
     float qnan;
@@ -176,28 +179,45 @@ static void test_nonfinite_edp_reduce_scatter(void)
     const uint64_t counts[2] = {g->size == 1 ? 3 : 1, 2};
     const uint64_t lo = g->rank == 0 ? 0 : counts[0], n_own = counts[g->rank];
     for (int s = 0; s < N; s++) {
+        const int mine = (halves ? s / 2 : s % 2) == color;
+        const int peer = g->size == 1 ? -1 : halves ? s ^ 1 : (s + 2) % N; /* s's group peer */
         float x[3], x0[3];
         for (int k = 0; k < 3; k++) {
-            x[k] = R == s ? (k % 2 ? INFINITY : qnan) : N == 4 && R == (s + 2) % N && k % 2 ? -INFINITY : 1.0f;
+            x[k] = R == s ? (k % 2 ? INFINITY : qnan) : R == peer && k % 2 ? -INFINITY : 1.0f;
             x0[k] = x[k];
         }
         CHECK_EQ_INT(comm_reduce_scatter_v(g, CO_EDP_GRAD_RS, NULL, x, counts, DT_FP32, COMM_SUM, &e), ST_OK);
-        const int mine = R % 2 == s % 2;
         for (uint64_t k = 0; k < 3; k++) {
             if (k < lo || k >= lo + n_own) {
                 CHECKF(same_bits(x[k], x0[k]), "np%d from rank %d: element %d not owned changed", N, s, (int)k);
             } else if (!mine) {
                 CHECK_NEAR(x[k], (double)g->size, 0.0);
-            } else if (k % 2 == 0 || N == 4) {
+            } else if (k % 2 == 0 || g->size == 2) {
                 CHECKF(isnan(x[k]), "np%d EDP reduce-scatter NaN from rank %d, element %d: %a", N, s, (int)k,
                        (double)x[k]);
             } else {
                 CHECKF(isinf(x[k]) && x[k] > 0, "np%d EDP reduce-scatter +Inf from rank %d: %a", N, s, (double)x[k]);
             }
         }
+        /* the unsharded experts' gradient all-reduce over the same group (edp_grad_allreduce): s's NaN and +Inf
+         * reach every rank of its group (+Inf - Inf: NaN where the peer sends -Inf), the other group sums 1s */
+        float y[2] = {R == s ? qnan : 1.0f, R == s ? INFINITY : R == peer ? -INFINITY : 1.0f};
+        CHECK_EQ_INT(g->all_reduce(g, CO_EDP_GRAD_AR, NULL, y, 2, DT_FP32, COMM_SUM, &e), ST_OK);
+        if (!mine) {
+            CHECK_NEAR(y[0], (double)g->size, 0.0);
+            CHECK_NEAR(y[1], (double)g->size, 0.0);
+        } else {
+            CHECKF(isnan(y[0]), "np%d EDP all-reduce NaN from rank %d: %a", N, s, (double)y[0]);
+            CHECKF(g->size == 2 ? isnan(y[1]) : isinf(y[1]) && y[1] > 0, "np%d EDP all-reduce Inf from rank %d: %a", N,
+                   s, (double)y[1]);
+        }
     }
     g->destroy(g);
 }
+
+static void test_nonfinite_edp_reduce_scatter_ep(void) { test_nonfinite_edp_reduce_scatter(0); }
+
+static void test_nonfinite_edp_reduce_scatter_stage(void) { test_nonfinite_edp_reduce_scatter(1); }
 
 int main(int argc, char **argv)
 {
@@ -212,11 +232,12 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 5\n");
+    if (R == 0) printf("checks: 6\n");
     MRUN(test_all_to_all_v);
     MRUN(test_all_to_all_v_disagree);
     MRUN(test_nonfinite_from_any_rank);
-    MRUN(test_nonfinite_edp_reduce_scatter);
+    MRUN(test_nonfinite_edp_reduce_scatter_ep);
+    MRUN(test_nonfinite_edp_reduce_scatter_stage);
     MRUN(test_fp8_payload_bits);
     int failed = test_failed_;
     C->destroy(C);

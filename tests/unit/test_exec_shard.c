@@ -219,11 +219,56 @@ static void test_moe_owned(void)
     bk->destroy(bk);
 }
 
+/* The experts' group beside tensor parallelism (model_shard_plan over a plan of tp 2): the expert side folds a
+ * stage's tp x dp ranks, so the experts' states shard over edp = tp x dp / ep ranks and a rank's place among them
+ * is its rank within the stage, (tp_rank + tp x dp_rank) / ep (model_groups.c's EDP key); the dense classes over
+ * the dp ranks, at dp_rank. fx_moe's 6,144 expert elements (whole on a TP rank). Rows, by hand:
+ *   tp 2, dp 1, ep 1, rank (1, 0): edp 2 x 1 / 1 = 2, place 1 + 0 = 1, S = 3,072; dense dp 1: none; widest 2
+ *   tp 2, dp 2, ep 1, rank (1, 1): edp 4, place 1 + 2 = 3, S = 1,536; dense over 2, place 1; widest 4
+ *   tp 2, dp 2, ep 2, rank (1, 1): edp 2, place 3 / 2 = 1, S = 3,072; dense over 2, place 1; widest 2
+ *   tp 2, dp 2, ep 4, rank (0, 1): edp 1 (experts whole, all-reduce-free), dense over 2; widest 2 */
+static void test_moe_tp_groups(void)
+{
+    Backend *bk = NULL;
+    Err e;
+    CHECK_EQ_INT(backend_create("cpu", &bk, &e), ST_OK);
+    if (!bk) return;
+    ModelSpec ms = fx_moe(ROUTER_SIGMOID);
+    Recipe rc = fx_recipe("megatron-bf16");
+    Model *m = fx_rank_model(bk, &ms, &rc, 0, 1);
+    CHECK(m != NULL);
+    static const struct {
+        uint32_t dp, ep, tp_rank, dp_rank, ways, place, ways_gemm, place_gemm, widest;
+        uint64_t S;
+    } t[] = {{1, 1, 1, 0, 2, 1, 1, 0, 2, 3072},
+             {2, 1, 1, 1, 4, 3, 2, 1, 4, 1536},
+             {2, 2, 1, 1, 2, 1, 2, 1, 2, 3072},
+             {2, 4, 0, 1, 1, 1, 2, 1, 2, 0}};
+    for (size_t i = 0; m && i < sizeof t / sizeof t[0]; i++) {
+        static Plan p;
+        CHECKF(fx_plan_layout(&ms, &rc, 2, 1, t[i].dp, SHARD_ZERO1, 2, 1, &p, &e) == ST_OK, "%s", e.msg);
+        Model x = *m; /* the same parameter table (its flat offsets are recomputed alike) */
+        x.tp = 2, x.dp = t[i].dp, x.ep = t[i].ep, x.tp_rank = t[i].tp_rank, x.dp_rank = t[i].dp_rank;
+        model_shard_plan(&x, &p);
+        CHECK_EQ_U64(x.class_elems[MODEL_CLASS_EXPERT], 6144);
+        CHECKF(x.class_ways[MODEL_CLASS_EXPERT] == t[i].ways, "row %zu: experts over %u ranks, %u by hand", i,
+               x.class_ways[MODEL_CLASS_EXPERT], t[i].ways);
+        if (t[i].ways > 1) CHECK_EQ_INT((int)x.class_rank[MODEL_CLASS_EXPERT], (int)t[i].place);
+        CHECK_EQ_U64(x.shard_elems[MODEL_CLASS_EXPERT], t[i].S);
+        CHECK_EQ_INT((int)x.class_ways[MODEL_CLASS_GEMM], (int)t[i].ways_gemm);
+        CHECK_EQ_INT((int)x.class_rank[MODEL_CLASS_GEMM], (int)t[i].place_gemm);
+        CHECK_EQ_INT((int)x.shard_ways, (int)t[i].widest);
+    }
+    drop(m);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_layout_dp4);
     RUN(test_owned_ranges);
     RUN(test_moe_layout);
     RUN(test_moe_owned);
+    RUN(test_moe_tp_groups);
     return test_summary();
 }
