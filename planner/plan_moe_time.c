@@ -11,9 +11,10 @@
  *              take ep_comm_sms of the GPU's SMs: the GEMMs and attention run on the
  *              rest (DeepSeek-V3: 20 of 132). A row-wise-scaled recipe's forward
  *              GEMMs at arch_rowwise_gemm_rel; TE without gradient-accumulation
- *              fusion, and compile / eager with micro-batches to accumulate, add
- *              the main_grad += grad kernel per linear weight of the kind (w (2 +
- *              2 grad bytes) over its weights w). The recipe's FP8 linear extras
+ *              fusion, and compile / eager (fp8plan: a BF16 or FP8 main gradient
+ *              only; an FP32 one is the wgrad GEMM's own output) with micro-
+ *              batches to accumulate, add the main_grad += grad kernel per linear
+ *              weight of the kind (w (2 + 2 grad bytes) over its weights w). The recipe's FP8 linear extras
  *              (plan_kernels.c) are charged on dense layers only: the libraries
  *              behind them (MS-AMP, torchao's row-wise linear) have no grouped-
  *              expert path.
@@ -276,8 +277,12 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     /* the local experts' GEMMs: Transformer Engine's GroupedLinear launches one cuBLAS GEMM per expert over its
      * 4 compute streams (plan_gemm.c); other stacks run one grouped kernel (torch._grouped_mm) */
     uint64_t streams = te ? TE_GEMM_STREAMS : 0;
-    /* the weight-gradient accumulation as a kernel of its own, one per linear weight (plan_kernels.c) */
-    int acc = te ? !in->grad_acc_fusion && rc->linear != LIN_MSAMP : g->m > 1;
+    /* the weight-gradient accumulation as a kernel of its own, one per linear weight (plan_kernels.c): Megatron
+     * without --gradient-accumulation-fusion, PyTorch stacks with micro-batches to accumulate; the fp8plan stack
+     * accumulates an FP32 main gradient in the wgrad GEMM itself (beta 1, the grouped experts' too:
+     * exec/model/model_moe.c experts_wgrad) and stages only a BF16/FP8 one (model_grad.c), as for dense layers */
+    int fused_acc = in->fusion == FUSE_FP8PLAN && plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]) == DT_FP32;
+    int acc = te ? !in->grad_acc_fusion && rc->linear != LIN_MSAMP : g->m > 1 && !fused_acc;
     const int fp8plan_ep1 = in->fusion == FUSE_FP8PLAN && x->ep == 1;
     double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
     /* PyTorch's grouped kernels (compile and eager stacks: torch._grouped_mm, torch._scaled_grouped_mm) on
