@@ -150,43 +150,51 @@ static const double moe_small_kernels[2] = {39.0, 35.0};
  * a constant 4 in v2.7-v2.12). */
 enum { TE_GEMM_STREAMS = 4 };
 
+/* op on the direction's sum and on the part's. */
+static void op2(Acc *a, Acc *part, double bytes, double kernels) { op(a, bytes, kernels), op(part, bytes, kernels); }
+
 /* The MoE FFN's memory-bound kernels (route_f / route_b); *mod: the forward's kernels of the MoE module alone
  * (all but norm2 and the residual: what --recompute-modules moe runs again), *shared: the shared experts'
- * forward activation and cast (shared_experts). */
-static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *bwd, double *mod, double *shared)
+ * forward activation and cast (shared_experts); part (LayerT router_k, perm_k, act_k), forward and backward: the
+ * router's (scores and top-k, its backward, the small kernels), the permutes' (FP8 dispatch quantize, permute,
+ * routing-weight gradient, unpermute) and the experts' activation with their FP8 input and gradient casts. */
+static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *bwd, double *mod, double *shared,
+                        double part[3])
 {
     const Recipe *rc = in->recipe;
     const MoeGeo *x = &g->x;
-    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, b = f, edge = f, sh = f;
+    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, b = f, edge = f, sh = f, pr = f, pp = f, pa = f;
     double T = (double)g->tok_r, R = (double)x->rows, h = (double)g->h, E = (double)x->E, k = (double)x->topk;
     double Fe = (double)x->Fe_t, Fs = (double)x->Fs_t, tok = (double)g->tok;
     double bd = (double)dt_bytes(rc->comm_ep_dispatch), bc = (double)dt_bytes(rc->comm_ep_combine);
     int d8 = dt_fp8(rc->comm_ep_dispatch), f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd), sw = g->k == 2;
     double qk, qr; /* an expert input's quantize kernels and re-read (expert_quant) */
     expert_quant(in, (double)x->El, &qk, &qr);
-    op(&f, 4 * T * h, 1), op(&edge, 4 * T * h, 1), op(&f, (8 * E + 8 * k) * T, 2);
-    if (d8) op(&f, 3 * T * h, 1);
-    op(&f, 2 * R * h * bd, 1);
-    if (f8 && !d8) op(&f, (4 + 2 * qr) * R * h, qk);
-    op(&f, (sw ? 6 : 4) * R * Fe, 1);
-    if (f8) op(&f, (4 + 2 * qr) * R * Fe, qk);
-    op(&f, (R * bc + 2 * T) * h, 1);
+    op(&f, 4 * T * h, 1), op(&edge, 4 * T * h, 1), op2(&f, &pr, (8 * E + 8 * k) * T, 2);
+    if (d8) op2(&f, &pp, 3 * T * h, 1);
+    op2(&f, &pp, 2 * R * h * bd, 1);
+    if (f8 && !d8) op2(&f, &pa, (4 + 2 * qr) * R * h, qk);
+    op2(&f, &pa, (sw ? 6 : 4) * R * Fe, 1);
+    if (f8) op2(&f, &pa, (4 + 2 * qr) * R * Fe, qk);
+    op2(&f, &pp, (R * bc + 2 * T) * h, 1);
     if (Fs > 0) op(&f, (sw ? 6 : 4) * tok * Fs, 1), op(&sh, (sw ? 6 : 4) * tok * Fs, 1);
     if (Fs > 0 && f8) op(&f, 4 * tok * Fs, 1), op(&sh, 4 * tok * Fs, 1);
     op(&f, 6 * T * h, 1), op(&edge, 6 * T * h, 1);
-    if (d8) op(&b, 3 * T * h, 1);
-    op(&b, 2 * R * h * bd, 1), op(&b, 4 * R * h, 1);
-    if (b8 && !d8) op(&b, (4 + 2 * qr) * R * h, qk);
-    if (b8) op(&b, (4 + 2 * qr) * R * (sw ? 2 : 1) * Fe, qk);
-    op(&b, (sw ? 10 : 6) * R * Fe, 1), op(&b, (R * bc + 2 * T) * h, 1), op(&b, 12 * T * E, 2);
+    if (d8) op2(&b, &pp, 3 * T * h, 1);
+    op2(&b, &pp, 2 * R * h * bd, 1), op2(&b, &pp, 4 * R * h, 1);
+    if (b8 && !d8) op2(&b, &pa, (4 + 2 * qr) * R * h, qk);
+    if (b8) op2(&b, &pa, (4 + 2 * qr) * R * (sw ? 2 : 1) * Fe, qk);
+    op2(&b, &pa, (sw ? 10 : 6) * R * Fe, 1), op2(&b, &pp, (R * bc + 2 * T) * h, 1), op2(&b, &pr, 12 * T * E, 2);
     if (Fs > 0) op(&b, (sw ? 10 : 6) * tok * Fs, 1);
     if (Fs > 0 && b8) op(&b, 4 * tok * (h + (sw ? 2 : 1) * Fs), 2);
     op(&b, 6 * T * h, 2), op(&b, 6 * T * h, 1);
     if (in->moe_host_ops > 0) { /* the small kernels a measured stack's router and dispatcher add */
         double scale = in->moe_host_ops / (moe_host_ops_all[0] + moe_host_ops_all[1]);
         f.t += moe_small_kernels[0] * scale * in->launch_s, b.t += moe_small_kernels[1] * scale * in->launch_s;
+        pr.t += (moe_small_kernels[0] + moe_small_kernels[1]) * scale * in->launch_s;
     }
     *fwd = f.t, *bwd = b.t, *mod = f.t - edge.t, *shared = sh.t;
+    part[0] = pr.t, part[1] = pp.t, part[2] = pa.t;
 }
 
 /* The host issue of one MoE layer and micro-batch: the operations the host issues one by one (those of the parts not
@@ -298,8 +306,8 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
         mla_kernels(in, g, &af, &ab);
     else
         af = le.fwd_attn, ab = le.bwd_attn;
-    double mf = 0, mb = 0, mmod = 0, msh = 0;
-    if (x->E) moe_kernels(in, g, &mf, &mb, &mmod, &msh);
+    double mf = 0, mb = 0, mmod = 0, msh = 0, mpart[3] = {0};
+    if (x->E) moe_kernels(in, g, &mf, &mb, &mmod, &msh, mpart);
     unsigned mods = in->recompute == RECOMPUTE_FULL ? 0 : in->recompute_mods;
     /* a norm run again for the layernorm module: read its input, write its output (2 + 2 B an element) */
     Acc an = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, bda = an;
@@ -312,6 +320,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
         memset(Lk, 0, sizeof *Lk);
         double rcmla = 0, wq = 0, nq = 0, pf[XP_MOE + 1] = {0}, local = 0;
         double pb[XP_MOE + 1] = {0}, pw[XP_MOE + 1] = {0}; /* dgrad, wgrad by part */
+        double rg = 0;                                     /* the router's GEMMs, forward and backward */
         for (int i = 0; i < x->nlin[k]; i++) {
             const Lin *l = &x->lin[k][i];
             int q = l->kind != XL_ROUTER;
@@ -335,6 +344,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
             Lk->gemm_f += tf, Lk->gemm_b += tb, Lk->wg += tw;
             if (l->kind == XL_EXPERT) Lk->xg_f += tf, Lk->xg_b += tb, local = (double)l->count;
             if (l->up) rcmla += tf; /* MLA's q_up and kv_up */
+            if (l->kind == XL_ROUTER) rg += tf + tb;
             pf[l->part] += tf, pb[l->part] += tb - tw, pw[l->part] += tw;
         }
         plan_attention(in, g, &gg, Lk);
@@ -345,6 +355,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
         Lk->elem_f = af + (k == XK_DENSE ? le.fwd - le.fwd_attn : mf);
         Lk->elem_b = ab + ak.t + (k == XK_DENSE ? le.bwd - le.bwd_attn - le.acc_b : mb);
         if (k == XK_MOE) Lk->route_f = mf, Lk->route_b = mb;
+        if (k == XK_MOE) Lk->router_k = rg + mpart[0], Lk->perm_k = mpart[1], Lk->act_k = mpart[2];
 
         /* TP: one pair for the attention, one for a dense FFN or the shared experts */
         double pairs = 1.0 + (k == XK_DENSE || x->Fs_t ? 1.0 : 0.0), tpf, tpb;

@@ -55,6 +55,7 @@ typedef struct {
     double fwd, bwd, gemm, attn, tp, cp;
     double xgemm, route, ep, w; /* expert GEMMs, router/permutation kernels, exposed all-to-alls, wgrad GEMMs */
     double host;                /* MoE layers' host issue beyond their GPU time */
+    double router, perm, act;   /* MoE layers' router, permutes, expert activation and casts (LayerT router_k ...) */
 } StageT;
 
 static void attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L)
@@ -200,6 +201,7 @@ static StageT stage_layers(const LayerT *L, const uint64_t *n)
         s.cp += nk * l->cp;
         s.xgemm += nk * (l->xg_f + l->xg_b);
         s.route += nk * (l->route_f + l->route_b);
+        s.router += nk * l->router_k, s.perm += nk * l->perm_k, s.act += nk * l->act_k;
         s.ep += nk * (l->ep_f + l->ep_b);
         s.w += nk * l->wg;
         s.host += nk * (l->host_f + l->host_b);
@@ -375,11 +377,12 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
         const StageT *b = one ? &sf : &sl;
         pair.fwd += b->fwd, pair.bwd += b->bwd, pair.gemm += b->gemm, pair.attn += b->attn, pair.tp += b->tp;
         pair.cp += b->cp, pair.xgemm += b->xgemm, pair.route += b->route, pair.ep += b->ep, pair.w += b->w;
-        pair.host += b->host;
+        pair.host += b->host, pair.router += b->router, pair.perm += b->perm, pair.act += b->act;
         if (g->pp > 2 && 2 * tm > tf + tl) {
             pair = smid;
             pair.fwd *= 2, pair.bwd *= 2, pair.gemm *= 2, pair.attn *= 2, pair.tp *= 2, pair.cp *= 2;
             pair.xgemm *= 2, pair.route *= 2, pair.ep *= 2, pair.w *= 2, pair.host *= 2;
+            pair.router *= 2, pair.perm *= 2, pair.act *= 2;
         }
         const StageT *big = tf >= tl && tf >= tm ? &sf : tl >= tm ? &sl : &smid;
         p2p = 0, reps = m / 2, tmax = pair.fwd + pair.bwd, slow = &pair;
@@ -395,6 +398,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     tb->cp_comm_s = slow->cp * reps;
     tb->ep_comm_s = slow->ep * reps;
     tb->moe_route_s = slow->route * reps;
+    tb->moe_router_s = slow->router * reps, tb->moe_permute_s = slow->perm * reps, tb->moe_act_s = slow->act * reps;
     tb->moe_host_s = slow->host * reps;
     tb->nongemm_s =
         maxd(0.0, (tmax - slow->gemm - slow->attn - slow->tp - slow->cp - slow->ep - slow->route - slow->host) * reps);

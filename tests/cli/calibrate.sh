@@ -148,6 +148,21 @@ if [ -z "$xbad" ] && [ "$(grep -cE '^time,(forward|backward|optimizer|step),' "$
 else
     fail "MoE run's phase rows" "malformed: $xbad $(grep '^time,' "$TMP/xrun.csv" | head -c 600)"
 fi
+# the MoE layers' parts (host clock laps inside the layers, exec/model/model.h MoePart) beside the plan's terms of the
+# same work: rows, each with both numbers and a verdict; no expert parallelism at 1 rank (no ep_comm_exposed row),
+# no FP8 weight casts in BF16 (no moe_other row)
+xparts=$(awk -F, '$1 == "time" && $2 ~ /^(moe_|expert_gemm|ep_comm_exposed)/ { printf "%s ", $2 }' "$TMP/xrun.csv")
+xpbad=$(awk -F, '$1 == "time" && $2 ~ /^(moe_|expert_gemm)/ && !($6 + 0 > 0 && $7 + 0 > 0 && $13 == "+-15 %" &&
+    ($14 == "ok" || $14 == "OUTSIDE")) { printf "%s ", $2 }' "$TMP/xrun.csv")
+expect_eq "a MoE run: a time row per part of its MoE layers" "$xparts" "moe_router moe_permute expert_gemm moe_act_cast "
+if [ -z "$xpbad" ]; then
+    pass "... each planned, measured, checked +-15 %, a verdict"
+else
+    fail "MoE run's part rows" "malformed: $xpbad $(grep -E '^time,(moe_|expert_gemm)' "$TMP/xrun.csv" | head -c 600)"
+fi
+run run --backend cpu --catalog "$TMP/xcat" --gpu host $XMOE --recipe te-fp8 --steps 4 --quiet -o "$TMP/x8.csv"
+x8=$(awk -F, '$1 == "time" && $2 == "moe_other" && $7 + 0 > 0 && $13 == "-" { print "shown" }' "$TMP/x8.csv")
+expect_eq "an FP8 MoE run: the expert weights' casts shown apart (moe_other, not in a checked row)" "$x8" "shown"
 
 # ---- bad flags ----
 run calibrate --reps 0
@@ -323,6 +338,12 @@ if [ -z "$ep_bad" ]; then
 else
     fail "an EP 2 run: expert all-to-all time rows planned, measured and judged" "malformed: $ep_bad"
 fi
+# the MoE layers' exchange as the step spends it (never overlapped by this executor: all exposed) against the plan's
+# exposed all-to-alls, with the other parts
+ep_parts=$(awk -F, '$1 == 0 && $2 == "time" && $3 ~ /^(moe_|expert_gemm|ep_comm_exposed)/ && $7 + 0 > 0 && $8 + 0 > 0 &&
+    $14 == "+-15 %" && ($15 == "ok" || $15 == "OUTSIDE") { printf "%s ", $3 }' "$TMP/ep2.csv")
+expect_eq "an EP 2 run: rank 0's MoE parts and its exposed exchange planned, measured, a verdict" "$ep_parts" \
+    "moe_router moe_permute expert_gemm moe_act_cast ep_comm_exposed "
 # planned per message, from the messages the run's calls sent and received (the measured routing; the uniform
 # routing's plan is worked by hand in test_calibrate_links.c, a call from its messages in test_calibrate_a2a.c): the
 # dispatch's 2 calls a step (2 MoE layers x 1 micro-batch) each half its message out and half the one in, of 0 to
