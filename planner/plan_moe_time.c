@@ -93,6 +93,7 @@ static const double moe_host_scope_ops[GRAPH_SCOPE_COUNT_][2] = {
 
 typedef struct {
     double t, inv_bw, launch;
+    double kinv[ELEM_KINDS]; /* s per byte of each kind (gpu_kind_bw; moe_kernels only) */
 } Acc;
 
 static void op(Acc *a, double bytes, double kernels)
@@ -101,12 +102,19 @@ static void op(Acc *a, double bytes, double kernels)
     a->t += tb > tl ? tb : tl;
 }
 
+/* op for a kernel of kind k, at the kind's rate where the profile measured it apart. */
+static void opk(Acc *a, ElemKind k, double bytes, double kernels)
+{
+    double tb = bytes * a->kinv[k], tl = kernels * a->launch;
+    a->t += tb > tl ? tb : tl;
+}
+
 /* Latent attention's memory-bound kernels, forward and backward. */
 static void mla_kernels(const PlanInput *in, const Geo *g, double *fwd, double *bwd)
 {
     const ModelSpec *md = in->model;
     const MoeGeo *x = &g->x;
-    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, b = f;
+    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}}, b = f;
     double tok = (double)g->tok, H = (double)g->tok_r * (double)g->h, Hf = tok * (double)g->h, ht = (double)g->heads_t;
     double ql = md->q_lora_rank, kl = md->kv_lora_rank, r = md->qk_rope_head_dim, nope = md->qk_nope_head_dim;
     double dqk = (double)x->dqk, dv = (double)x->dv;
@@ -150,8 +158,12 @@ static const double moe_small_kernels[2] = {39.0, 35.0};
  * a constant 4 in v2.7-v2.12). */
 enum { TE_GEMM_STREAMS = 4 };
 
-/* op on the direction's sum and on the part's. */
+/* op (opk) on the direction's sum and on the part's. */
 static void op2(Acc *a, Acc *part, double bytes, double kernels) { op(a, bytes, kernels), op(part, bytes, kernels); }
+static void op2k(Acc *a, Acc *part, ElemKind k, double bytes, double kernels)
+{
+    opk(a, k, bytes, kernels), opk(part, k, bytes, kernels);
+}
 
 /* The MoE FFN's memory-bound kernels (route_f / route_b); *mod: the forward's kernels of the MoE module alone
  * (all but norm2 and the residual: what --recompute-modules moe runs again), *shared: the shared experts'
@@ -163,30 +175,33 @@ static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
 {
     const Recipe *rc = in->recipe;
     const MoeGeo *x = &g->x;
-    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, b = f, edge = f, sh = f, pr = f, pp = f, pa = f;
+    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}};
+    for (int i = 0; i < ELEM_KINDS; i++) f.kinv[i] = 1.0 / gpu_kind_bw(in->gpu, (ElemKind)i, in->eff_hbm);
+    Acc b = f, edge = f, sh = f, pr = f, pp = f, pa = f;
     double T = (double)g->tok_r, R = (double)x->rows, h = (double)g->h, E = (double)x->E, k = (double)x->topk;
     double Fe = (double)x->Fe_t, Fs = (double)x->Fs_t, tok = (double)g->tok;
     double bd = (double)dt_bytes(rc->comm_ep_dispatch), bc = (double)dt_bytes(rc->comm_ep_combine);
     int d8 = dt_fp8(rc->comm_ep_dispatch), f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd), sw = g->k == 2;
     double qk, qr; /* an expert input's quantize kernels and re-read (expert_quant) */
     expert_quant(in, (double)x->El, &qk, &qr);
-    op(&f, 4 * T * h, 1), op(&edge, 4 * T * h, 1), op2(&f, &pr, (8 * E + 8 * k) * T, 2);
+    /* the kinds a profile may rate apart (ElemKind): norm2, the activations' forward, the FP8 casts, the residual */
+    op2k(&f, &edge, ELEM_NORM, 4 * T * h, 1), op2(&f, &pr, (8 * E + 8 * k) * T, 2);
     if (d8) op2(&f, &pp, 3 * T * h, 1);
     op2(&f, &pp, 2 * R * h * bd, 1);
-    if (f8 && !d8) op2(&f, &pa, (4 + 2 * qr) * R * h, qk);
-    op2(&f, &pa, (sw ? 6 : 4) * R * Fe, 1);
-    if (f8) op2(&f, &pa, (4 + 2 * qr) * R * Fe, qk);
+    if (f8 && !d8) op2k(&f, &pa, ELEM_CAST, (4 + 2 * qr) * R * h, qk);
+    op2k(&f, &pa, ELEM_ACT, (sw ? 6 : 4) * R * Fe, 1);
+    if (f8) op2k(&f, &pa, ELEM_CAST, (4 + 2 * qr) * R * Fe, qk);
     op2(&f, &pp, (R * bc + 2 * T) * h, 1);
-    if (Fs > 0) op(&f, (sw ? 6 : 4) * tok * Fs, 1), op(&sh, (sw ? 6 : 4) * tok * Fs, 1);
-    if (Fs > 0 && f8) op(&f, 4 * tok * Fs, 1), op(&sh, 4 * tok * Fs, 1);
-    op(&f, 6 * T * h, 1), op(&edge, 6 * T * h, 1);
+    if (Fs > 0) op2k(&f, &sh, ELEM_ACT, (sw ? 6 : 4) * tok * Fs, 1);
+    if (Fs > 0 && f8) op2k(&f, &sh, ELEM_CAST, 4 * tok * Fs, 1);
+    op2k(&f, &edge, ELEM_ADD, 6 * T * h, 1);
     if (d8) op2(&b, &pp, 3 * T * h, 1);
     op2(&b, &pp, 2 * R * h * bd, 1), op2(&b, &pp, 4 * R * h, 1);
-    if (b8 && !d8) op2(&b, &pa, (4 + 2 * qr) * R * h, qk);
-    if (b8) op2(&b, &pa, (4 + 2 * qr) * R * (sw ? 2 : 1) * Fe, qk);
+    if (b8 && !d8) op2k(&b, &pa, ELEM_CAST, (4 + 2 * qr) * R * h, qk);
+    if (b8) op2k(&b, &pa, ELEM_CAST, (4 + 2 * qr) * R * (sw ? 2 : 1) * Fe, qk);
     op2(&b, &pa, (sw ? 10 : 6) * R * Fe, 1), op2(&b, &pp, (R * bc + 2 * T) * h, 1), op2(&b, &pr, 12 * T * E, 2);
     if (Fs > 0) op(&b, (sw ? 10 : 6) * tok * Fs, 1);
-    if (Fs > 0 && b8) op(&b, 4 * tok * (h + (sw ? 2 : 1) * Fs), 2);
+    if (Fs > 0 && b8) opk(&b, ELEM_CAST, 4 * tok * (h + (sw ? 2 : 1) * Fs), 2);
     op(&b, 6 * T * h, 2), op(&b, 6 * T * h, 1);
     if (in->moe_host_ops > 0) { /* the small kernels a measured stack's router and dispatcher add */
         double scale = in->moe_host_ops / (moe_host_ops_all[0] + moe_host_ops_all[1]);
@@ -298,7 +313,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     int torch_gmm = (in->fusion == FUSE_COMPILE || in->fusion == FUSE_EAGER) && !in->gpu->host && in->gpu->sm >= 100;
     double g16 = torch_gmm ? 1.0 / arch_grouped_mm_bf16_rel_sm100 : 1.0;
     double g8 = torch_gmm ? 1.0 / arch_grouped_mm_mxfp8_rel_sm100 : 1.0;
-    Acc ak = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s};
+    Acc ak = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}};
     LayerElem le;
     plan_layer_elem(in, g, &le);
     double af, ab;
@@ -310,7 +325,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     if (x->E) moe_kernels(in, g, &mf, &mb, &mmod, &msh, mpart);
     unsigned mods = in->recompute == RECOMPUTE_FULL ? 0 : in->recompute_mods;
     /* a norm run again for the layernorm module: read its input, write its output (2 + 2 B an element) */
-    Acc an = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, bda = an;
+    Acc an = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}}, bda = an;
     op(&an, 4.0 * (double)g->tok_r * (double)g->h, 1);
     /* the residual add after a dense FFN (6 B an element, one kernel): outside the MLP module (Megatron's
      * mlp_bda), so --recompute-modules mlp does not run it again */

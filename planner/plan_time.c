@@ -234,18 +234,21 @@ static StageT stage_ends(const PlanInput *in, const Geo *g, const GemmGpu *gg, c
         double gb = (double)dt_bytes(plan_grad_dt(in, in->recipe->other.dt[STATE_GRAD]));
         double head_w = gemm_time(gg, V, hh, t, 1, 0, 2.0 * gb), head_b = gemm_time(gg, t, hh, V, 1, 0, 2) + head_w;
         double ce = tok * (double)V * 8 * ib; /* logits to fp32, softmax, loss; its gradient */
-        double ce_f = ce, ce_b = ce;
+        /* the forward's loss kernel and final norm at their kinds' rates where the profile has them (ElemKind) */
+        double ibx = 1.0 / gpu_kind_bw(in->gpu, ELEM_XENT, in->eff_hbm);
+        double ibn = 1.0 / gpu_kind_bw(in->gpu, ELEM_NORM, in->eff_hbm);
+        double ce_f = tok * (double)V * 8 * ibx, ce_b = ce;
         if (in->fusion == FUSE_FP8PLAN) { /* the executor's loss kernel writes d(logits) in the forward (both
                                            * halves there); the backward converts that FP32 d(logits) to the
                                            * activation dtype for the head's two GEMMs (exec/model/model_pass.c) */
             Dtype w = in->recipe->other.dt[STATE_WEIGHT];
             double act = w == DT_FP32 || w == DT_FP16 || w == DT_BF16 ? (double)dt_bytes(w) : 2.0;
-            ce_f = 2 * ce, ce_b = tok * (double)V * (4 + act) * ib;
+            ce_f = 2 * ce_f, ce_b = tok * (double)V * (4 + act) * ib;
         }
-        double norm = tok * h * 4 * ib;
+        double norm = tok * h * 4 * ib, normf = tok * h * 4 * ibn;
         double reps = 1.0 + (double)mtp; /* each MTP depth has its own head, loss and final norm */
         s.gemm += reps * (head_f + head_b), s.w += reps * head_w;
-        s.fwd += reps * (head_f + maxd(ce_f, 3 * in->launch_s) + maxd(norm, in->launch_s));
+        s.fwd += reps * (head_f + maxd(ce_f, 3 * in->launch_s) + maxd(normf, in->launch_s));
         s.bwd += reps * (head_b + maxd(ce_b, 2 * in->launch_s) + maxd(1.5 * norm, 2 * in->launch_s));
         if (mtp) { /* per depth: embedding gather, enorm + hnorm, eh_proj [tok x h/tp x 2h] */
             int f8 = dt_fp8(in->recipe->gemm_fwd), b8 = dt_fp8(in->recipe->gemm_bwd);

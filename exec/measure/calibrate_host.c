@@ -360,6 +360,8 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
             c->scaled_optim_bw = k->bytes / k->seconds, c->scaled_optim_spread = k->spread;
             c->scaled_optim_iqr = k->iqr;
         } else {
+            static const ElemKind kind[K_ADAM] = {ELEM_NORM, ELEM_ACT, ELEM_ADD, ELEM_CAST, ELEM_XENT};
+            c->elem_kind_bw[kind[w]] = k->seconds > 0 ? k->bytes / k->seconds : 0; /* the kind's own rate */
             bytes += calls[w] * k->bytes, secs += calls[w] * k->seconds;
             if (k->spread > c->elem_spread) c->elem_spread = k->spread;
             wiqr += calls[w] * k->seconds * k->iqr;

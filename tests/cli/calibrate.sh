@@ -122,7 +122,7 @@ case "$step" in
 esac
 
 # a model with experts: its grouped expert GEMMs timed at the uniform routing's rows (8 experts of 32 x 2 / 8 = 8
-# rows; FC1 2 x 224 wide) and their cost per group beyond the FLOPs written (group_gemm_us, the last column; a dense
+# rows; FC1 2 x 224 wide) and their cost per group beyond the FLOPs written (group_gemm_us, before the kinds; a dense
 # model's row leaves it empty); a run of it against that profile gets its verdicts. Which verdict this shared machine
 # gives is a measurement (docs/calibrate.md), the arithmetic of the figure and of the plan's use of it
 # test_calibrate.c and test_oracle_moe_time.c.
@@ -133,9 +133,11 @@ expect_line "... its grouped expert GEMMs timed at the uniform routing's rows" \
     '  experts fc1 fprop +8 groups, +64 +448 +64 +[0-9.]+ ms +[0-9]+%'
 expect_line "... their cost per group printed" \
     '  grouped GEMM [0-9.]+ us per group beyond its FLOPs at the bf16 path.s rate \(group_gemm_us\)'
-if head -n 1 "$TMP/xcat/gpus.csv" | grep -q ',group_gemm_us$' &&
-    grep '^host,' "$TMP/xcat/gpus.csv" | grep -Eq ',[0-9.e+-]+$' && grep '^host,' "$cat/gpus.csv" | grep -q ',$'; then
-    pass "... written as group_gemm_us (empty for a dense model's profile)"
+# (the 5 element-wise kinds' rates follow it: elem_norm_gbps ... elem_xent_gbps, measured on every host profile)
+K5='(,[0-9.e+-]+){5}$'
+if head -n 1 "$TMP/xcat/gpus.csv" | grep -q ',group_gemm_us,elem_norm_gbps,elem_act_gbps,elem_add_gbps,elem_cast_gbps,elem_xent_gbps$' &&
+    grep '^host,' "$TMP/xcat/gpus.csv" | grep -Eq ",[0-9.e+-]+$K5" && grep '^host,' "$cat/gpus.csv" | grep -Eq ",$K5"; then
+    pass "... written as group_gemm_us (empty for a dense model's profile), each element-wise kind's rate after it"
 else
     fail "group_gemm_us written" "$(head -n 1 "$TMP/xcat/gpus.csv" | tail -c 80) / $(grep '^host,' "$TMP/xcat/gpus.csv" | tail -c 80)"
 fi
