@@ -184,22 +184,25 @@ static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
     int d8 = dt_fp8(rc->comm_ep_dispatch), f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd), sw = g->k == 2;
     double qk, qr; /* an expert input's quantize kernels and re-read (expert_quant) */
     expert_quant(in, (double)x->El, &qk, &qr);
-    /* the kinds a profile may rate apart (ElemKind): norm2, the activations' forward, the FP8 casts, the residual */
+    /* the kinds a profile may rate apart (ElemKind): norm2, the activations' forward, the FP8 casts (the dispatch's
+     * quantize too), the residual; the permutes, the routing-weight gradient and the unpermute move rows with at most
+     * a multiply-add an element, the residual add's kind (cpu_moe.c, k_moe_perm.cu) */
     op2k(&f, &edge, ELEM_NORM, 4 * T * h, 1), op2(&f, &pr, (8 * E + 8 * k) * T, 2);
-    if (d8) op2(&f, &pp, 3 * T * h, 1);
-    op2(&f, &pp, 2 * R * h * bd, 1);
+    if (d8) op2k(&f, &pp, ELEM_CAST, 3 * T * h, 1);
+    op2k(&f, &pp, ELEM_ADD, 2 * R * h * bd, 1);
     if (f8 && !d8) op2k(&f, &pa, ELEM_CAST, (4 + 2 * qr) * R * h, qk);
     op2k(&f, &pa, ELEM_ACT, (sw ? 6 : 4) * R * Fe, 1);
     if (f8) op2k(&f, &pa, ELEM_CAST, (4 + 2 * qr) * R * Fe, qk);
-    op2(&f, &pp, (R * bc + 2 * T) * h, 1);
+    op2k(&f, &pp, ELEM_ADD, (R * bc + 2 * T) * h, 1);
     if (Fs > 0) op2k(&f, &sh, ELEM_ACT, (sw ? 6 : 4) * tok * Fs, 1);
     if (Fs > 0 && f8) op2k(&f, &sh, ELEM_CAST, 4 * tok * Fs, 1);
     op2k(&f, &edge, ELEM_ADD, 6 * T * h, 1);
-    if (d8) op2(&b, &pp, 3 * T * h, 1);
-    op2(&b, &pp, 2 * R * h * bd, 1), op2(&b, &pp, 4 * R * h, 1);
+    if (d8) op2k(&b, &pp, ELEM_CAST, 3 * T * h, 1);
+    op2k(&b, &pp, ELEM_ADD, 2 * R * h * bd, 1), op2k(&b, &pp, ELEM_ADD, 4 * R * h, 1);
     if (b8 && !d8) op2k(&b, &pa, ELEM_CAST, (4 + 2 * qr) * R * h, qk);
     if (b8) op2k(&b, &pa, ELEM_CAST, (4 + 2 * qr) * R * (sw ? 2 : 1) * Fe, qk);
-    op2(&b, &pa, (sw ? 10 : 6) * R * Fe, 1), op2(&b, &pp, (R * bc + 2 * T) * h, 1), op2(&b, &pr, 12 * T * E, 2);
+    op2(&b, &pa, (sw ? 10 : 6) * R * Fe, 1), op2k(&b, &pp, ELEM_ADD, (R * bc + 2 * T) * h, 1),
+        op2(&b, &pr, 12 * T * E, 2);
     if (Fs > 0) op(&b, (sw ? 10 : 6) * tok * Fs, 1);
     if (Fs > 0 && b8) opk(&b, ELEM_CAST, 4 * tok * (h + (sw ? 2 : 1) * Fs), 2);
     op(&b, 6 * T * h, 2), op(&b, 6 * T * h, 1);
