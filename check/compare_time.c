@@ -18,6 +18,10 @@
  *          a stage's phases interleave with waits for the others); shown only
  *          when the plan describes other hardware (a GPU plan for a CPU run,
  *          a host plan for a GPU run);
+ *   moe_router, moe_permute, expert_gemm, moe_act_cast, ep_comm_exposed (expert parallelism), moe_other
+ *          the MoE layers' parts on the CPU reference against a host profile's plan, host clock laps inside
+ *          the MoE layers (exec/model/model.h MoePart), each but moe_other checked within the step tolerance
+ *          (a step that agrees while the experts' GEMMs are slow and the permutes fast is not a pass);
  *   <collective>.time   per planned collective of a host plan over 2 or more
  *          ranks: the seconds per step in the calls' transfers (the
  *          communicator's host clock from the moment every rank arrived),
@@ -95,6 +99,44 @@ static void coll_time_rows(const Plan *p, const Observed *ob, const Tolerances *
     }
 }
 
+/* The MoE layers' parts a CPU run times by host clock (OBS_MOE_*) beside the plan's terms of the same work, each
+ * checked within the step tolerance (shown under pipeline parallelism: a stage's layers are not the plan's slowest
+ * stage's); the rest (the FP8 expert weights' casts, planned as fp8_weight_cast) shown. */
+static void moe_part_rows(const Plan *p, const Observed *ob, const Tolerances *tol, Comparison *c)
+{
+    const TimeBreakdown *tb = &p->time;
+    const int ep = p->in.ep > 1, checked = p->in.pp <= 1;
+    const struct {
+        const char *name;
+        int part, show;
+        double planned;
+        const char *note;
+    } rows[] = {
+        {"moe_router", OBS_MOE_ROUTER, 1, tb->moe_router_s,
+         "host clock; plan: router GEMMs, score + top-k, its backward (in gemm, moe_route_permute)"},
+        {"moe_permute", OBS_MOE_PERMUTE, 1, tb->moe_permute_s,
+         "host clock; plan: permute, unpermute, their backward (in moe_route_permute)"},
+        {"expert_gemm", OBS_MOE_XGEMM, 1, tb->expert_gemm_s,
+         "host clock; plan: the grouped GEMMs, fprop + dgrad + wgrad (+ recomputed output)"},
+        {"moe_act_cast", OBS_MOE_ACT, 1, tb->moe_act_s,
+         "host clock; plan: the experts' activation and FP8 casts (in moe_route_permute)"},
+        {"ep_comm_exposed", OBS_MOE_EP, ep, tb->ep_comm_s,
+         "host clock; the exchange, its row sorting and waits for the peers, never overlapped here: all exposed"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        if (!rows[i].show) continue;
+        MeasureRow *r = time_row(c, rows[i].name, ob, ob->moe[rows[i].part]);
+        plan_value(r, rows[i].planned);
+        note(r, checked ? rows[i].note : "host clock; shown (a pipeline stage: the step is checked)");
+        if (r && checked) r->mode = MEASURE_TOL, r->tol = tol->step_time;
+    }
+    double other = 0;
+    for (uint32_t i = 0; i < ob->steps; i++) other += ob->moe[OBS_MOE_OTHER][i];
+    if (other > 0)
+        note(time_row(c, "moe_other", ob, ob->moe[OBS_MOE_OTHER]),
+             "host clock; shown: the FP8 expert weights' casts (plan: in fp8_weight_cast)");
+}
+
 void cmp_time_rows(const Plan *p, const Observed *ob, const Tolerances *tol, Comparison *c)
 {
     const char *cpu = other_note(p, c);
@@ -138,6 +180,7 @@ void cmp_time_rows(const Plan *p, const Observed *ob, const Tolerances *tol, Com
     }
     MeasureRow *r = time_row(c, "step", ob, ob->step_s);
     plan_value(r, tb->step_s);
+    if (host && ob->steps && ob->moe_steps == ob->steps && spec_is_moe(p->in.model)) moe_part_rows(p, ob, tol, c);
     if (host) coll_time_rows(p, ob, tol, c);
     if (!r) return;
     const int check = same_hardware(p, ob);

@@ -6,7 +6,8 @@
  *   device memory           the driver's counts at the points of a run (DevmPoint) and their rises
  *                           during each phase (a backend with memory hooks only), the device's peaks;
  *   seconds per part        per step: the four phases (PHASE_*) and, where the backend times its own
- *                           operations, device seconds per category (OBS_CATS);
+ *                           operations, device seconds per category (OBS_CATS); where it does not (the CPU
+ *                           backend), the MoE layers' parts by host clock (OBS_MOE_*);
  *   per collective          calls, payload and bus bytes per planner collective (CollectiveId) over
  *                           the measured steps;
  *   the loss of every step.
@@ -38,6 +39,11 @@ typedef enum {
     DEVM_STEP,              /* during the steps: the peak of every sample */
     DEVM_POINTS
 } DevmPoint;
+
+/* The MoE layers' parts the executor times by host clock on a backend without device timestamps (the CPU backend;
+ * exec/model/model.h MoePart, in this order): router, permutes, the experts' grouped GEMMs, their activation and
+ * FP8 casts, expert parallelism's exchange, the rest. */
+enum { OBS_MOE_ROUTER = 0, OBS_MOE_PERMUTE, OBS_MOE_XGEMM, OBS_MOE_ACT, OBS_MOE_EP, OBS_MOE_OTHER, OBS_MOE_PARTS };
 
 /* Executor-only memory terms (not in the plan) a record can carry. */
 enum { OBS_EXTRA_TERMS = 4 };
@@ -82,6 +88,8 @@ typedef struct {
     const double *step_s;             /* (cap) the phases' sum */
     const double *cat[OBS_CATS];      /* (cap) device seconds per step of each category */
     uint32_t cat_steps;               /* steps for which the backend gave category times */
+    const double *moe[OBS_MOE_PARTS]; /* (cap) host seconds per step of each MoE part */
+    uint32_t moe_steps;               /* steps that timed them */
     int phase_device;                 /* phases timed by the backend's timestamps (device time) */
     /* communication over the measured steps */
     const char *comm; /* "single", "mpi", "nccl" */

@@ -408,8 +408,12 @@ typedef struct {
     double other_s;       /* amax reductions, tied-embedding and TP-replicated gradient all-reduces */
     double expert_gemm_s; /* grouped expert GEMMs (MoE; not in gemm_s) */
     double moe_route_s;   /* router, permutation, FP8 dispatch casts and expert activations (MoE) */
-    double ep_comm_s;     /* exposed expert all-to-alls and expert-TP collectives (MoE) */
-    double moe_host_s;    /* MoE layers whose host issue outlasts their GPU work: the host's excess (MoE) */
+    /* of the MoE layers, forward + backward, without recompute (what run --gpu host times apart): the router (its
+     * GEMMs, in gemm_s, with its score / top-k and backward kernels, in moe_route_s), the permutes and the experts'
+     * activation with their FP8 casts (in moe_route_s) */
+    double moe_router_s, moe_permute_s, moe_act_s;
+    double ep_comm_s;  /* exposed expert all-to-alls and expert-TP collectives (MoE) */
+    double moe_host_s; /* MoE layers whose host issue outlasts their GPU work: the host's excess (MoE) */
     double step_s;
     double microbatch_s; /* one micro-batch through the reported stage, fwd + bwd */
     double fwd_s, bwd_s; /* the slowest stage's forward and backward (recompute included) over its micro-batches:

@@ -306,6 +306,8 @@ typedef struct {
     double wg;                        /* weight-gradient GEMMs (in gemm_b) */
     double xg_f, xg_b;                /* expert GEMMs (in gemm_f, gemm_b) */
     double route_f, route_b;          /* router, permutation and expert-activation kernels (in elem_f, elem_b) */
+    double router_k, perm_k, act_k;   /* forward + backward: the router (its GEMMs too), the permutes, the experts'
+                                         activation and FP8 casts (TimeBreakdown moe_router_s ...) */
     double ep_f, ep_b, ep_raw;        /* exposed expert all-to-alls (and expert TP), and before overlap */
     double host_f, host_b;            /* the host's issue time beyond the layer's GPU time (MoE layers) */
 } LayerT;

@@ -61,11 +61,19 @@
 typedef struct {
     double t; /* accumulated seconds */
     double inv_bw, launch;
+    double kinv[ELEM_KINDS]; /* s per byte of each kind of kernel (gpu_kind_bw) */
 } Acc;
 
 static void op(Acc *a, double bytes, double kernels)
 {
     double tb = bytes * a->inv_bw, tl = kernels * a->launch;
+    a->t += tb > tl ? tb : tl;
+}
+
+/* op for a kernel of kind k, at the kind's rate where the profile measured it apart. */
+static void opk(Acc *a, ElemKind k, double bytes, double kernels)
+{
+    double tb = bytes * a->kinv[k], tl = kernels * a->launch;
     a->t += tb > tl ? tb : tl;
 }
 
@@ -77,10 +85,11 @@ static void cast(Acc *a, double x, double w, int on, int cur)
 }
 
 /* An FP8 cast by the executor (exec/model/model_linear.c cast): delayed scaling one cast_transpose (read 2 B,
- * write w copies of 1 B); current scaling first memset0, amax (read 2 B), scaling_from_amax: 3 kernels more. */
+ * write w copies of 1 B); current scaling first memset0, amax (read 2 B), scaling_from_amax: 3 kernels more. At the
+ * cast's rate (ElemKind). */
 static void xcast(Acc *a, double x, double w, int on, int cur)
 {
-    if (on) op(a, (2.0 + w + 2.0 * cur) * x, 1.0 + 3.0 * cur);
+    if (on) opk(a, ELEM_CAST, (2.0 + w + 2.0 * cur) * x, 1.0 + 3.0 * cur);
 }
 
 /* What a recipe's FP8 linear code moves beyond the stack's kernel list, per layer and micro-batch (recipe.h):
@@ -124,7 +133,9 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     double acc_k = g->m > 1 ? 4.0 : 0.0; /* separate gradient accumulation: one kernel per linear weight */
     double acc_b =
         g->m > 1 ? (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) : 0.0;
-    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, b = f;
+    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}};
+    for (int k = 0; k < ELEM_KINDS; k++) f.kinv[k] = 1.0 / gpu_kind_bw(in->gpu, (ElemKind)k, in->eff_hbm);
+    Acc b = f;
     double fa = 0, bm = 0; /* the forward's attention part, the backward's FFN part */
     switch (in->fusion) {
     case FUSE_TE:
@@ -165,15 +176,16 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
         break;
     case FUSE_FP8PLAN: { /* exec/model/model_pass.c block_fwd, block_bwd; the kernels named in the header */
         double w1 = saved8 ? 2 : 1, nk = in->gpu->host ? 2 : 3; /* norm_bwd: cpu_nn.c 2 passes, k_norm.cu 3 */
-        op(&f, 4 * H, 1), xcast(&f, H, w1, f8, cur);            /* norm_fwd; QKV input cast */
-        if (rope) op(&f, 4 * (Q + K), 1);                       /* rope (k_rope.cu / cpu_attn.c), in place */
-        xcast(&f, Q, w1, f8, cur), op(&f, 6 * H, 1);            /* proj input cast; add (cpu_nn.c cpu_add) */
+        /* the kinds calibrate rates apart (ElemKind): norm_fwd, act_fwd, add, the casts; the rest at elem_bw */
+        opk(&f, ELEM_NORM, 4 * H, 1), xcast(&f, H, w1, f8, cur); /* norm_fwd; QKV input cast */
+        if (rope) op(&f, 4 * (Q + K), 1);                        /* rope (k_rope.cu / cpu_attn.c), in place */
+        xcast(&f, Q, w1, f8, cur), opk(&f, ELEM_ADD, 6 * H, 1);  /* proj input cast; add (cpu_nn.c cpu_add) */
         fa = f.t;
-        op(&f, 4 * H, 1), xcast(&f, H, w1, f8, cur);   /* norm_fwd; FC1 input cast */
-        op(&f, act_f, 1), xcast(&f, F, w1, f8, cur);   /* act_fwd (swiglu_fwd_rows / k_swiglu_fwd); FC2 cast */
-        op(&f, 6 * H, 1);                              /* add */
-        xcast(&b, Hf, 2, b8, cur), op(&b, act_b, 1);   /* FC2 dY cast; act_bwd */
-        xcast(&b, kF, 2, b8, cur), op(&b, 12 * H, nk); /* FC1 dY cast; norm_bwd (din += : the residual) */
+        opk(&f, ELEM_NORM, 4 * H, 1), xcast(&f, H, w1, f8, cur); /* norm_fwd; FC1 input cast */
+        opk(&f, ELEM_ACT, act_f, 1), xcast(&f, F, w1, f8, cur);  /* act_fwd (swiglu_fwd_rows / k_swiglu_fwd); FC2 */
+        opk(&f, ELEM_ADD, 6 * H, 1);                             /* add */
+        xcast(&b, Hf, 2, b8, cur), op(&b, act_b, 1);             /* FC2 dY cast; act_bwd */
+        xcast(&b, kF, 2, b8, cur), op(&b, 12 * H, nk);           /* FC1 dY cast; norm_bwd (din += : the residual) */
         bm = b.t;
         xcast(&b, Hf, 2, b8, cur);                            /* proj dY cast */
         if (rope) op(&b, 4 * (Q + K), 1);                     /* rope inverse on d(q, k) */

@@ -11,9 +11,10 @@
  *              take ep_comm_sms of the GPU's SMs: the GEMMs and attention run on the
  *              rest (DeepSeek-V3: 20 of 132). A row-wise-scaled recipe's forward
  *              GEMMs at arch_rowwise_gemm_rel; TE without gradient-accumulation
- *              fusion, and compile / eager with micro-batches to accumulate, add
- *              the main_grad += grad kernel per linear weight of the kind (w (2 +
- *              2 grad bytes) over its weights w). The recipe's FP8 linear extras
+ *              fusion, and compile / eager (fp8plan: a BF16 or FP8 main gradient
+ *              only; an FP32 one is the wgrad GEMM's own output) with micro-
+ *              batches to accumulate, add the main_grad += grad kernel per linear
+ *              weight of the kind (w (2 + 2 grad bytes) over its weights w). The recipe's FP8 linear extras
  *              (plan_kernels.c) are charged on dense layers only: the libraries
  *              behind them (MS-AMP, torchao's row-wise linear) have no grouped-
  *              expert path.
@@ -92,6 +93,7 @@ static const double moe_host_scope_ops[GRAPH_SCOPE_COUNT_][2] = {
 
 typedef struct {
     double t, inv_bw, launch;
+    double kinv[ELEM_KINDS]; /* s per byte of each kind (gpu_kind_bw; moe_kernels only) */
 } Acc;
 
 static void op(Acc *a, double bytes, double kernels)
@@ -100,12 +102,19 @@ static void op(Acc *a, double bytes, double kernels)
     a->t += tb > tl ? tb : tl;
 }
 
+/* op for a kernel of kind k, at the kind's rate where the profile measured it apart. */
+static void opk(Acc *a, ElemKind k, double bytes, double kernels)
+{
+    double tb = bytes * a->kinv[k], tl = kernels * a->launch;
+    a->t += tb > tl ? tb : tl;
+}
+
 /* Latent attention's memory-bound kernels, forward and backward. */
 static void mla_kernels(const PlanInput *in, const Geo *g, double *fwd, double *bwd)
 {
     const ModelSpec *md = in->model;
     const MoeGeo *x = &g->x;
-    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, b = f;
+    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}}, b = f;
     double tok = (double)g->tok, H = (double)g->tok_r * (double)g->h, Hf = tok * (double)g->h, ht = (double)g->heads_t;
     double ql = md->q_lora_rank, kl = md->kv_lora_rank, r = md->qk_rope_head_dim, nope = md->qk_nope_head_dim;
     double dqk = (double)x->dqk, dv = (double)x->dv;
@@ -149,43 +158,61 @@ static const double moe_small_kernels[2] = {39.0, 35.0};
  * a constant 4 in v2.7-v2.12). */
 enum { TE_GEMM_STREAMS = 4 };
 
+/* op (opk) on the direction's sum and on the part's. */
+static void op2(Acc *a, Acc *part, double bytes, double kernels) { op(a, bytes, kernels), op(part, bytes, kernels); }
+static void op2k(Acc *a, Acc *part, ElemKind k, double bytes, double kernels)
+{
+    opk(a, k, bytes, kernels), opk(part, k, bytes, kernels);
+}
+
 /* The MoE FFN's memory-bound kernels (route_f / route_b); *mod: the forward's kernels of the MoE module alone
  * (all but norm2 and the residual: what --recompute-modules moe runs again), *shared: the shared experts'
- * forward activation and cast (shared_experts). */
-static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *bwd, double *mod, double *shared)
+ * forward activation and cast (shared_experts); part (LayerT router_k, perm_k, act_k), forward and backward: the
+ * router's (scores and top-k, its backward, the small kernels), the permutes' (FP8 dispatch quantize, permute,
+ * routing-weight gradient, unpermute) and the experts' activation with their FP8 input and gradient casts. */
+static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *bwd, double *mod, double *shared,
+                        double part[3])
 {
     const Recipe *rc = in->recipe;
     const MoeGeo *x = &g->x;
-    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, b = f, edge = f, sh = f;
+    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}};
+    for (int i = 0; i < ELEM_KINDS; i++) f.kinv[i] = 1.0 / gpu_kind_bw(in->gpu, (ElemKind)i, in->eff_hbm);
+    Acc b = f, edge = f, sh = f, pr = f, pp = f, pa = f;
     double T = (double)g->tok_r, R = (double)x->rows, h = (double)g->h, E = (double)x->E, k = (double)x->topk;
     double Fe = (double)x->Fe_t, Fs = (double)x->Fs_t, tok = (double)g->tok;
     double bd = (double)dt_bytes(rc->comm_ep_dispatch), bc = (double)dt_bytes(rc->comm_ep_combine);
     int d8 = dt_fp8(rc->comm_ep_dispatch), f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd), sw = g->k == 2;
     double qk, qr; /* an expert input's quantize kernels and re-read (expert_quant) */
     expert_quant(in, (double)x->El, &qk, &qr);
-    op(&f, 4 * T * h, 1), op(&edge, 4 * T * h, 1), op(&f, (8 * E + 8 * k) * T, 2);
-    if (d8) op(&f, 3 * T * h, 1);
-    op(&f, 2 * R * h * bd, 1);
-    if (f8 && !d8) op(&f, (4 + 2 * qr) * R * h, qk);
-    op(&f, (sw ? 6 : 4) * R * Fe, 1);
-    if (f8) op(&f, (4 + 2 * qr) * R * Fe, qk);
-    op(&f, (R * bc + 2 * T) * h, 1);
-    if (Fs > 0) op(&f, (sw ? 6 : 4) * tok * Fs, 1), op(&sh, (sw ? 6 : 4) * tok * Fs, 1);
-    if (Fs > 0 && f8) op(&f, 4 * tok * Fs, 1), op(&sh, 4 * tok * Fs, 1);
-    op(&f, 6 * T * h, 1), op(&edge, 6 * T * h, 1);
-    if (d8) op(&b, 3 * T * h, 1);
-    op(&b, 2 * R * h * bd, 1), op(&b, 4 * R * h, 1);
-    if (b8 && !d8) op(&b, (4 + 2 * qr) * R * h, qk);
-    if (b8) op(&b, (4 + 2 * qr) * R * (sw ? 2 : 1) * Fe, qk);
-    op(&b, (sw ? 10 : 6) * R * Fe, 1), op(&b, (R * bc + 2 * T) * h, 1), op(&b, 12 * T * E, 2);
+    /* the kinds a profile may rate apart (ElemKind): norm2, the activations' forward, the FP8 casts (the dispatch's
+     * quantize too), the residual; the permutes, the routing-weight gradient and the unpermute move rows with at most
+     * a multiply-add an element, the residual add's kind (cpu_moe.c, k_moe_perm.cu) */
+    op2k(&f, &edge, ELEM_NORM, 4 * T * h, 1), op2(&f, &pr, (8 * E + 8 * k) * T, 2);
+    if (d8) op2k(&f, &pp, ELEM_CAST, 3 * T * h, 1);
+    op2k(&f, &pp, ELEM_ADD, 2 * R * h * bd, 1);
+    if (f8 && !d8) op2k(&f, &pa, ELEM_CAST, (4 + 2 * qr) * R * h, qk);
+    op2k(&f, &pa, ELEM_ACT, (sw ? 6 : 4) * R * Fe, 1);
+    if (f8) op2k(&f, &pa, ELEM_CAST, (4 + 2 * qr) * R * Fe, qk);
+    op2k(&f, &pp, ELEM_ADD, (R * bc + 2 * T) * h, 1);
+    if (Fs > 0) op2k(&f, &sh, ELEM_ACT, (sw ? 6 : 4) * tok * Fs, 1);
+    if (Fs > 0 && f8) op2k(&f, &sh, ELEM_CAST, 4 * tok * Fs, 1);
+    op2k(&f, &edge, ELEM_ADD, 6 * T * h, 1);
+    if (d8) op2k(&b, &pp, ELEM_CAST, 3 * T * h, 1);
+    op2k(&b, &pp, ELEM_ADD, 2 * R * h * bd, 1), op2k(&b, &pp, ELEM_ADD, 4 * R * h, 1);
+    if (b8 && !d8) op2k(&b, &pa, ELEM_CAST, (4 + 2 * qr) * R * h, qk);
+    if (b8) op2k(&b, &pa, ELEM_CAST, (4 + 2 * qr) * R * (sw ? 2 : 1) * Fe, qk);
+    op2(&b, &pa, (sw ? 10 : 6) * R * Fe, 1), op2k(&b, &pp, ELEM_ADD, (R * bc + 2 * T) * h, 1),
+        op2(&b, &pr, 12 * T * E, 2);
     if (Fs > 0) op(&b, (sw ? 10 : 6) * tok * Fs, 1);
-    if (Fs > 0 && b8) op(&b, 4 * tok * (h + (sw ? 2 : 1) * Fs), 2);
+    if (Fs > 0 && b8) opk(&b, ELEM_CAST, 4 * tok * (h + (sw ? 2 : 1) * Fs), 2);
     op(&b, 6 * T * h, 2), op(&b, 6 * T * h, 1);
     if (in->moe_host_ops > 0) { /* the small kernels a measured stack's router and dispatcher add */
         double scale = in->moe_host_ops / (moe_host_ops_all[0] + moe_host_ops_all[1]);
         f.t += moe_small_kernels[0] * scale * in->launch_s, b.t += moe_small_kernels[1] * scale * in->launch_s;
+        pr.t += (moe_small_kernels[0] + moe_small_kernels[1]) * scale * in->launch_s;
     }
     *fwd = f.t, *bwd = b.t, *mod = f.t - edge.t, *shared = sh.t;
+    part[0] = pr.t, part[1] = pp.t, part[2] = pa.t;
 }
 
 /* The host issue of one MoE layer and micro-batch: the operations the host issues one by one (those of the parts not
@@ -276,8 +303,12 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     /* the local experts' GEMMs: Transformer Engine's GroupedLinear launches one cuBLAS GEMM per expert over its
      * 4 compute streams (plan_gemm.c); other stacks run one grouped kernel (torch._grouped_mm) */
     uint64_t streams = te ? TE_GEMM_STREAMS : 0;
-    /* the weight-gradient accumulation as a kernel of its own, one per linear weight (plan_kernels.c) */
-    int acc = te ? !in->grad_acc_fusion && rc->linear != LIN_MSAMP : g->m > 1;
+    /* the weight-gradient accumulation as a kernel of its own, one per linear weight (plan_kernels.c): Megatron
+     * without --gradient-accumulation-fusion, PyTorch stacks with micro-batches to accumulate; the fp8plan stack
+     * accumulates an FP32 main gradient in the wgrad GEMM itself (beta 1, the grouped experts' too:
+     * exec/model/model_moe.c experts_wgrad) and stages only a BF16/FP8 one (model_grad.c), as for dense layers */
+    int fused_acc = in->fusion == FUSE_FP8PLAN && plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]) == DT_FP32;
+    int acc = te ? !in->grad_acc_fusion && rc->linear != LIN_MSAMP : g->m > 1 && !fused_acc;
     const int fp8plan_ep1 = in->fusion == FUSE_FP8PLAN && x->ep == 1;
     double fslow = rc->linear == LIN_TORCHAO_ROWWISE ? 1.0 / arch_rowwise_gemm_rel : 1.0;
     /* PyTorch's grouped kernels (compile and eager stacks: torch._grouped_mm, torch._scaled_grouped_mm) on
@@ -285,7 +316,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
     int torch_gmm = (in->fusion == FUSE_COMPILE || in->fusion == FUSE_EAGER) && !in->gpu->host && in->gpu->sm >= 100;
     double g16 = torch_gmm ? 1.0 / arch_grouped_mm_bf16_rel_sm100 : 1.0;
     double g8 = torch_gmm ? 1.0 / arch_grouped_mm_mxfp8_rel_sm100 : 1.0;
-    Acc ak = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s};
+    Acc ak = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}};
     LayerElem le;
     plan_layer_elem(in, g, &le);
     double af, ab;
@@ -293,11 +324,11 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
         mla_kernels(in, g, &af, &ab);
     else
         af = le.fwd_attn, ab = le.bwd_attn;
-    double mf = 0, mb = 0, mmod = 0, msh = 0;
-    if (x->E) moe_kernels(in, g, &mf, &mb, &mmod, &msh);
+    double mf = 0, mb = 0, mmod = 0, msh = 0, mpart[3] = {0};
+    if (x->E) moe_kernels(in, g, &mf, &mb, &mmod, &msh, mpart);
     unsigned mods = in->recompute == RECOMPUTE_FULL ? 0 : in->recompute_mods;
     /* a norm run again for the layernorm module: read its input, write its output (2 + 2 B an element) */
-    Acc an = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s}, bda = an;
+    Acc an = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}}, bda = an;
     op(&an, 4.0 * (double)g->tok_r * (double)g->h, 1);
     /* the residual add after a dense FFN (6 B an element, one kernel): outside the MLP module (Megatron's
      * mlp_bda), so --recompute-modules mlp does not run it again */
@@ -307,6 +338,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
         memset(Lk, 0, sizeof *Lk);
         double rcmla = 0, wq = 0, nq = 0, pf[XP_MOE + 1] = {0}, local = 0;
         double pb[XP_MOE + 1] = {0}, pw[XP_MOE + 1] = {0}; /* dgrad, wgrad by part */
+        double rg = 0;                                     /* the router's GEMMs, forward and backward */
         for (int i = 0; i < x->nlin[k]; i++) {
             const Lin *l = &x->lin[k][i];
             int q = l->kind != XL_ROUTER;
@@ -330,6 +362,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
             Lk->gemm_f += tf, Lk->gemm_b += tb, Lk->wg += tw;
             if (l->kind == XL_EXPERT) Lk->xg_f += tf, Lk->xg_b += tb, local = (double)l->count;
             if (l->up) rcmla += tf; /* MLA's q_up and kv_up */
+            if (l->kind == XL_ROUTER) rg += tf + tb;
             pf[l->part] += tf, pb[l->part] += tb - tw, pw[l->part] += tw;
         }
         plan_attention(in, g, &gg, Lk);
@@ -340,6 +373,7 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
         Lk->elem_f = af + (k == XK_DENSE ? le.fwd - le.fwd_attn : mf);
         Lk->elem_b = ab + ak.t + (k == XK_DENSE ? le.bwd - le.bwd_attn - le.acc_b : mb);
         if (k == XK_MOE) Lk->route_f = mf, Lk->route_b = mb;
+        if (k == XK_MOE) Lk->router_k = rg + mpart[0], Lk->perm_k = mpart[1], Lk->act_k = mpart[2];
 
         /* TP: one pair for the attention, one for a dense FFN or the shared experts */
         double pairs = 1.0 + (k == XK_DENSE || x->Fs_t ? 1.0 : 0.0), tpf, tpb;

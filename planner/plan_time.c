@@ -55,6 +55,7 @@ typedef struct {
     double fwd, bwd, gemm, attn, tp, cp;
     double xgemm, route, ep, w; /* expert GEMMs, router/permutation kernels, exposed all-to-alls, wgrad GEMMs */
     double host;                /* MoE layers' host issue beyond their GPU time */
+    double router, perm, act;   /* MoE layers' router, permutes, expert activation and casts (LayerT router_k ...) */
 } StageT;
 
 static void attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L)
@@ -200,6 +201,7 @@ static StageT stage_layers(const LayerT *L, const uint64_t *n)
         s.cp += nk * l->cp;
         s.xgemm += nk * (l->xg_f + l->xg_b);
         s.route += nk * (l->route_f + l->route_b);
+        s.router += nk * l->router_k, s.perm += nk * l->perm_k, s.act += nk * l->act_k;
         s.ep += nk * (l->ep_f + l->ep_b);
         s.w += nk * l->wg;
         s.host += nk * (l->host_f + l->host_b);
@@ -232,18 +234,21 @@ static StageT stage_ends(const PlanInput *in, const Geo *g, const GemmGpu *gg, c
         double gb = (double)dt_bytes(plan_grad_dt(in, in->recipe->other.dt[STATE_GRAD]));
         double head_w = gemm_time(gg, V, hh, t, 1, 0, 2.0 * gb), head_b = gemm_time(gg, t, hh, V, 1, 0, 2) + head_w;
         double ce = tok * (double)V * 8 * ib; /* logits to fp32, softmax, loss; its gradient */
-        double ce_f = ce, ce_b = ce;
+        /* the forward's loss kernel and final norm at their kinds' rates where the profile has them (ElemKind) */
+        double ibx = 1.0 / gpu_kind_bw(in->gpu, ELEM_XENT, in->eff_hbm);
+        double ibn = 1.0 / gpu_kind_bw(in->gpu, ELEM_NORM, in->eff_hbm);
+        double ce_f = tok * (double)V * 8 * ibx, ce_b = ce;
         if (in->fusion == FUSE_FP8PLAN) { /* the executor's loss kernel writes d(logits) in the forward (both
                                            * halves there); the backward converts that FP32 d(logits) to the
                                            * activation dtype for the head's two GEMMs (exec/model/model_pass.c) */
             Dtype w = in->recipe->other.dt[STATE_WEIGHT];
             double act = w == DT_FP32 || w == DT_FP16 || w == DT_BF16 ? (double)dt_bytes(w) : 2.0;
-            ce_f = 2 * ce, ce_b = tok * (double)V * (4 + act) * ib;
+            ce_f = 2 * ce_f, ce_b = tok * (double)V * (4 + act) * ib;
         }
-        double norm = tok * h * 4 * ib;
+        double norm = tok * h * 4 * ib, normf = tok * h * 4 * ibn;
         double reps = 1.0 + (double)mtp; /* each MTP depth has its own head, loss and final norm */
         s.gemm += reps * (head_f + head_b), s.w += reps * head_w;
-        s.fwd += reps * (head_f + maxd(ce_f, 3 * in->launch_s) + maxd(norm, in->launch_s));
+        s.fwd += reps * (head_f + maxd(ce_f, 3 * in->launch_s) + maxd(normf, in->launch_s));
         s.bwd += reps * (head_b + maxd(ce_b, 2 * in->launch_s) + maxd(1.5 * norm, 2 * in->launch_s));
         if (mtp) { /* per depth: embedding gather, enorm + hnorm, eh_proj [tok x h/tp x 2h] */
             int f8 = dt_fp8(in->recipe->gemm_fwd), b8 = dt_fp8(in->recipe->gemm_bwd);
@@ -375,11 +380,12 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
         const StageT *b = one ? &sf : &sl;
         pair.fwd += b->fwd, pair.bwd += b->bwd, pair.gemm += b->gemm, pair.attn += b->attn, pair.tp += b->tp;
         pair.cp += b->cp, pair.xgemm += b->xgemm, pair.route += b->route, pair.ep += b->ep, pair.w += b->w;
-        pair.host += b->host;
+        pair.host += b->host, pair.router += b->router, pair.perm += b->perm, pair.act += b->act;
         if (g->pp > 2 && 2 * tm > tf + tl) {
             pair = smid;
             pair.fwd *= 2, pair.bwd *= 2, pair.gemm *= 2, pair.attn *= 2, pair.tp *= 2, pair.cp *= 2;
             pair.xgemm *= 2, pair.route *= 2, pair.ep *= 2, pair.w *= 2, pair.host *= 2;
+            pair.router *= 2, pair.perm *= 2, pair.act *= 2;
         }
         const StageT *big = tf >= tl && tf >= tm ? &sf : tl >= tm ? &sl : &smid;
         p2p = 0, reps = m / 2, tmax = pair.fwd + pair.bwd, slow = &pair;
@@ -395,6 +401,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     tb->cp_comm_s = slow->cp * reps;
     tb->ep_comm_s = slow->ep * reps;
     tb->moe_route_s = slow->route * reps;
+    tb->moe_router_s = slow->router * reps, tb->moe_permute_s = slow->perm * reps, tb->moe_act_s = slow->act * reps;
     tb->moe_host_s = slow->host * reps;
     tb->nongemm_s =
         maxd(0.0, (tmax - slow->gemm - slow->attn - slow->tp - slow->cp - slow->ep - slow->route - slow->host) * reps);

@@ -136,6 +136,11 @@ enum { GPU_LINK_FITS_MAX = 32 };
 /* "bytes", "fp32", "bf16", "fp8", "eager", "rendezvous" (links.csv's path column). */
 const char *link_path_name(LinkPath p);
 
+/* The kinds of element-wise kernel a profile may rate apart (GpuSpec.elem_kind_bw, gpus.csv's elem_<kind>_gbps): a
+ * norm's forward, an activation's forward (SwiGLU, GeLU), an add, an FP8 cast (+ transpose), the loss's softmax
+ * cross-entropy; every other kernel (RoPE, permutes, router, conversions) keeps the one rate. */
+typedef enum { ELEM_NORM = 0, ELEM_ACT, ELEM_ADD, ELEM_CAST, ELEM_XENT, ELEM_KINDS } ElemKind;
+
 typedef struct {
     char name[SPEC_NAME_MAX];
     uint32_t sm;        /* compute capability x 10: 80 = SM 8.0 (A100), 89, 90, 100 */
@@ -163,7 +168,11 @@ typedef struct {
     double scaled_optim_bw; /* bytes/s (the planner's count of its bytes) of the two-pass scaled-state optimizer
                                (FP8-LM, MS-AMP: FP8/FP16 states re-scaled each step) where measured — a CPU's is
                                compute-bound (FP8 rounding, two passes), 3x slower than AdamW's stream; 0: hbm_bw */
-    double group_gemm_s;    /* a host's grouped GEMM: its cost per group (expert) beyond the group's FLOPs at the
+    /* bytes/s of each kind of element-wise kernel where measured apart (ElemKind; calibrate's elem_norm_gbps ...):
+     * a CPU's cost per byte differs by kind (SwiGLU's or GeLU's exp / tanh and FP8 rounding against a norm's or an
+     * add's stream); 0: elem_bw, the one rate (gpu_kind_bw) */
+    double elem_kind_bw[ELEM_KINDS];
+    double group_gemm_s; /* a host's grouped GEMM: its cost per group (expert) beyond the group's FLOPs at the
                                BF16 rate, s (calibrate: each expert's GEMM is its own pool task, its weight decoded
                                and packed for a few rows); 0: none (a GPU's grouped GEMM is timed by its tiles) */
     char source[SPEC_SOURCE_MAX];
@@ -228,6 +237,11 @@ static inline double gpu_net_eff(const GpuSpec *g, double eff_net) { return g->h
 static inline double gpu_elem_bw(const GpuSpec *g, double eff_hbm)
 {
     return g->elem_bw > 0 ? g->elem_bw : gpu_mem_bw(g, eff_hbm);
+}
+/* The bandwidth kernels of kind k are timed at: the kind's where measured, else gpu_elem_bw. */
+static inline double gpu_kind_bw(const GpuSpec *g, ElemKind k, double eff_hbm)
+{
+    return g->elem_kind_bw[k] > 0 ? g->elem_kind_bw[k] : gpu_elem_bw(g, eff_hbm);
 }
 int link_parse(const char *s, IntraLink *out);
 /* Parse those names (case-insensitive); 0 ok, -1 unknown. */

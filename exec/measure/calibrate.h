@@ -125,8 +125,9 @@ typedef struct {
     double group_s, group_iqr;
     CalKernel kern[CAL_MAX_KERNELS];
     int nkern;
-    double mem_bw, mem_spread;   /* bytes/s AdamW streams (hbm_gbps) */
-    double elem_bw, elem_spread; /* bytes/s of the element-wise kernels, weighted by their calls (elem_gbps) */
+    double mem_bw, mem_spread;       /* bytes/s AdamW streams (hbm_gbps) */
+    double elem_bw, elem_spread;     /* bytes/s of the element-wise kernels, weighted by their calls (elem_gbps) */
+    double elem_kind_bw[ELEM_KINDS]; /* bytes/s of each kind's kernel alone (elem_norm_gbps ...; ElemKind) */
     double scaled_optim_bw, scaled_optim_spread, scaled_optim_iqr; /* FP8-LM's fp8_adam: the planner's bytes / s */
     double mem_iqr, elem_iqr; /* (q3 - q1) / median: AdamW's; the element-wise kernels' weighted as elem_bw */
     double launch_s, launch_spread;

@@ -184,6 +184,8 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
                 cx->scaled_optim_bw = k->bytes / k->seconds, cx->scaled_optim_spread = k->spread;
                 cx->scaled_optim_iqr = k->iqr;
             } else {
+                static const ElemKind kind[K_ADAM] = {ELEM_NORM, ELEM_ACT, ELEM_ADD, ELEM_CAST, ELEM_XENT};
+                cx->elem_kind_bw[kind[w]] = k->seconds > 0 ? k->bytes / k->seconds : 0; /* the kind's own rate */
                 acc[x][0] += calls[w] * k->bytes, acc[x][1] += calls[w] * k->seconds;
                 if (k->spread > cx->elem_spread) cx->elem_spread = k->spread;
                 acc[x][2] += calls[w] * k->seconds * k->iqr;

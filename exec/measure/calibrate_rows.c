@@ -12,7 +12,8 @@
 const char *const cal_gpu_header =
     "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
     "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,link_latency_us,"
-    "elem_gbps,scaled_optim_gbps,group_gemm_us";
+    "elem_gbps,scaled_optim_gbps,group_gemm_us,elem_norm_gbps,elem_act_gbps,elem_add_gbps,elem_cast_gbps,"
+    "elem_xent_gbps";
 
 typedef struct {
     char *p;
@@ -145,6 +146,11 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
         put(&b, ",%.6g", c->group_s * 1e6);
     else
         put(&b, ",");
+    for (int k = 0; k < ELEM_KINDS; k++) /* each kind's rate (empty: not measured, elem_gbps then) */
+        if (c->elem_kind_bw[k] > 0)
+            put(&b, ",%.6g", c->elem_kind_bw[k] * 1e-9);
+        else
+            put(&b, ",");
     return done(&b, "gpus.csv", e);
 }
 
@@ -176,6 +182,11 @@ Status cal_gpu_row_of(const GpuSpec *g, char *buf, size_t size, Err *e)
         put(&b, ",%.9g", g->group_gemm_s * 1e6);
     else
         put(&b, ",");
+    for (int k = 0; k < ELEM_KINDS; k++)
+        if (g->elem_kind_bw[k] > 0)
+            put(&b, ",%.9g", g->elem_kind_bw[k] * 1e-9);
+        else
+            put(&b, ",");
     return done(&b, "gpus.csv", e);
 }
 

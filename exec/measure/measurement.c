@@ -12,6 +12,9 @@
 _Static_assert((int)OBS_CATS == (int)BK_OPCAT_COUNT && BK_OPCAT_GEMM == 0 && BK_OPCAT_KERNEL == 1 &&
                    BK_OPCAT_OPTIM == 2 && BK_OPCAT_COMM == 3,
                "check/observed.h's OBS_CATS follow BackendOpCat");
+_Static_assert((int)OBS_MOE_PARTS == (int)MOE_PARTS && MOE_PART_ROUTER == 0 && MOE_PART_PERMUTE == 1 &&
+                   MOE_PART_XGEMM == 2 && MOE_PART_ACT == 3 && MOE_PART_EP == 4 && MOE_PART_OTHER == 5,
+               "check/observed.h's OBS_MOE_* follow MoePart");
 _Static_assert((int)ARENA_TERMS - (int)MT_COUNT_ <= (int)OBS_EXTRA_TERMS,
                "room for the executor-only terms in an Observed");
 
@@ -23,6 +26,7 @@ void measure_free(Measurement *ms)
     free(ms->step_s);
     for (int i = 0; i < 4; i++) free(ms->phase[i]);
     for (int i = 0; i < BK_OPCAT_COUNT; i++) free(ms->cat[i]);
+    for (int i = 0; i < MOE_PARTS; i++) free(ms->moe[i]);
     free(ms->coll_s);
     free(ms->sorted);
     memset(ms, 0, sizeof *ms);
@@ -39,6 +43,7 @@ Status measure_init(Measurement *ms, Backend *bk, uint32_t steps, Err *e)
     int ok = ms->loss && ms->step_s && ms->coll_s && ms->sorted;
     for (int i = 0; i < 4; i++) ok &= (ms->phase[i] = calloc(n, sizeof(double))) != NULL;
     for (int i = 0; i < BK_OPCAT_COUNT; i++) ok &= (ms->cat[i] = calloc(n, sizeof(double))) != NULL;
+    for (int i = 0; i < MOE_PARTS; i++) ok &= (ms->moe[i] = calloc(n, sizeof(double))) != NULL;
     if (!ok) {
         measure_free(ms);
         return err_set(e, ST_NOMEM, "out of memory for a log of %u steps", steps);
@@ -116,6 +121,10 @@ Status measure_step(Measurement *ms, Model *m, const int32_t *inputs, const int3
         for (int k = 0; k < BK_OPCAT_COUNT; k++) ms->cat[k][i] = cat[k];
         ms->cat_steps++;
     }
+    if (m->moe_timed) {
+        for (int k = 0; k < MOE_PARTS; k++) ms->moe[k][i] = m->moe_part_s[k];
+        ms->moe_steps++;
+    }
     return ST_OK;
 }
 
@@ -153,6 +162,8 @@ void measure_observe(const Measurement *ms, Observed *o)
     o->step_s = ms->step_s;
     for (int k = 0; k < OBS_CATS; k++) o->cat[k] = ms->cat[k];
     o->cat_steps = ms->cat_steps, o->phase_device = ms->phase_device;
+    for (int k = 0; k < OBS_MOE_PARTS; k++) o->moe[k] = ms->moe[k];
+    o->moe_steps = ms->moe_steps;
     o->comm = ms->comm, o->ranks = ms->ranks;
     for (int c = 0; c < CO_COUNT_; c++) coll_observe(&o->coll[c], &ms->coll[c], ms->steps);
     coll_observe(&o->coll_total, &ms->coll_total, ms->steps);

@@ -59,6 +59,8 @@ typedef struct {
     double *step_s;                  /* (cap) the phases' sum */
     double *cat[BK_OPCAT_COUNT];     /* (cap) device seconds per step of each category (BackendOpCat) */
     uint32_t cat_steps;              /* steps for which the backend gave category times */
+    double *moe[MOE_PARTS];          /* (cap) host seconds per step of each MoE part (MoePart) */
+    uint32_t moe_steps;              /* steps that timed them (a backend without timestamps, MoE layers) */
     int phase_device;                /* phases timed by the backend's timestamps (device time) */
     /* communication over the measured steps */
     char comm[16]; /* "single", "nccl" */

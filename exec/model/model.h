@@ -293,6 +293,21 @@ typedef struct {
 
 /* PHASE_FWD, PHASE_BWD, PHASE_OPT, PHASE_COMM: check/observed.h (the parts of a step a run observes) */
 
+/* The parts of a MoE layer a step times (model_moe_lap; check/observed.h OBS_MOE_* in this order): the router (its
+ * GEMMs, score and top-k, the counts, its backward with the auxiliary loss), the permute and unpermute (forward
+ * and backward, the routing-weight gradient), the experts' grouped GEMMs (fprop, dgrad, wgrad, the recomputed
+ * output), the experts' activation with their FP8 input and gradient casts, expert parallelism's exchange (the
+ * all-to-alls with their local row sorting), and the rest (the FP8 expert weights' casts). */
+typedef enum {
+    MOE_PART_ROUTER = 0,
+    MOE_PART_PERMUTE,
+    MOE_PART_XGEMM,
+    MOE_PART_ACT,
+    MOE_PART_EP,
+    MOE_PART_OTHER,
+    MOE_PARTS
+} MoePart;
+
 typedef struct Model {
     ModelSpec spec;        /* the architecture as run (the plan's model; layers = this stage's) */
     Recipe recipe;         /* the plan's recipe row */
@@ -381,6 +396,11 @@ typedef struct Model {
      * layers, mean over micro-batches; not part of the reported loss) and the tokens each expert of each
      * MoE layer received over the step (moe_counts: (MoE layers, E), host memory). */
     double moe_aux;
+    /* The MoE layers' parts of the last step (MoePart), host clock, summed over its MoE layers and micro-batches:
+     * filled on a backend without device timestamps (the CPU backend, whose operations have finished when they
+     * return; moe_timed), else 0. moe_lap_s, moe_mark: the step's running sums and the last lap's clock. */
+    double moe_part_s[MOE_PARTS], moe_lap_s[MOE_PARTS], moe_mark;
+    int moe_timed;
     float moe_aux_coeff; /* MODEL_MOE_AUX_COEFF (model_create); 0: no auxiliary loss (finite-difference tests) */
     uint64_t *moe_counts;
     float *moe_scratch; /* host memory the routing's bookkeeping reuses (a step allocates nothing): (MoE layers,

@@ -222,6 +222,13 @@ Status model_backward(Model *m, Err *e);
 Status model_moe_check(const Plan *p, Err *e);
 /* The routed part of MoE block l: from norm 2's output x (B·T, C), out (B·T, C) = the experts' outputs
  * combined with the router's weights; the auxiliary loss added to m->moe_aux. */
+/* The host clock's time since the last lap (or model_moe_lap_start) charged to MoE part `part` of the step, on a
+ * backend whose operations have finished when they return (m->moe_timed; elsewhere nothing). Two clock reads a
+ * lap, a few dozen laps a MoE layer and micro-batch. */
+void model_moe_lap_start(Model *m);
+/* Charges the lap to `part` and passes st through: model_moe_lap(m, MOE_PART_ROUTER, bk->gemm(bk, &g, e)) times the
+ * operation (exec/model/model_step.c). */
+Status model_moe_lap(Model *m, MoePart part, Status st);
 Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e);
 /* Its backward from dout = d(out): m->act.d_moe = d(x) through the experts and the router; the
  * router's and experts' gradients accumulate. x as in the forward. */

@@ -174,7 +174,7 @@ static Status experts_gemm(Model *m, const MoeRows *xr, const void *x, const voi
     d.a = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_INNER};
     d.b = (GemmOperand){.ptr = w, .dtype = A, .layout = wl};
     d.d = (GemmOutput){.ptr = y, .dtype = A};
-    return m->bk->grouped_gemm(m->bk, &d, e);
+    return model_moe_lap(m, MOE_PART_XGEMM, m->bk->grouped_gemm(m->bk, &d, e));
 }
 
 /* dW_g (M, N) += dY_gᵀ · X_g over each expert's rows: dY (R, M), X (R, N). */
@@ -190,7 +190,7 @@ static Status experts_wgrad(Model *m, const MoeRows *xr, ModelParam *w, const vo
     d.d = (GemmOutput){.ptr = model_grad_target(m, w, 0), .dtype = DT_FP32};
     if (!st) st = m->bk->grouped_gemm_wgrad(m->bk, &d, e);
     if (!st) st = model_grad_commit(m, w, 0, e);
-    return st;
+    return model_moe_lap(m, MOE_PART_XGEMM, st);
 }
 
 /* The auxiliary balance loss of the routing in la (softmax routers): its value into *loss (host), and with
@@ -280,7 +280,8 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
     g.a = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_INNER};
     g.b = (GemmOperand){.ptr = wr->weight, .dtype = A, .layout = GEMM_K_INNER};
     g.d = (GemmOutput){.ptr = a->r_logits, .dtype = DT_FP32};
-    Status st = bk->gemm(bk, &g, e);
+    model_moe_lap_start(m);
+    Status st = model_moe_lap(m, MOE_PART_ROUTER, bk->gemm(bk, &g, e));
     RouterDesc rd = {.tokens = BT,
                      .experts = s->experts,
                      .k = s->experts_per_token,
@@ -298,7 +299,7 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
                      .weights = la->r_w,
                      .counts = la->r_counts};
     if (!st) st = bk->router_topk(bk, &rd, e);
-    if (!st) st = count_routing(m, l, la, e);
+    if (!st) st = model_moe_lap(m, MOE_PART_ROUTER, count_routing(m, l, la, e));
     MoePermuteDesc pd = {.tokens = BT,
                          .experts = s->experts,
                          .k = s->experts_per_token,
@@ -308,20 +309,20 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
                          .in = x,
                          .out = recipe_fp8_gemm(&m->recipe) ? a->x_y : la->x_in, /* FP8: cast, then spent */
                          .row_of = la->r_rowof};
-    if (!st) st = bk->moe_permute(bk, &pd, e);
+    if (!st) st = model_moe_lap(m, MOE_PART_PERMUTE, bk->moe_permute(bk, &pd, e));
     /* the experts: this rank's E on its rows, or (expert parallelism) its E/ep on the rows dispatched to it */
     MoeRows xr = token_rows(m, la);
     void *y = m->ep > 1 ? model_ep_fwd_out(m) : a->x_y;
-    if (!st && m->ep > 1) st = model_ep_dispatch(m, l, la, pd.out, &xr, e);
-    if (recipe_fp8_gemm(&m->recipe)) { /* in FP8 (exec/model/model_moe_fp8.c) */
+    if (!st && m->ep > 1) st = model_moe_lap(m, MOE_PART_EP, model_ep_dispatch(m, l, la, pd.out, &xr, e));
+    if (recipe_fp8_gemm(&m->recipe)) { /* in FP8 (exec/model/model_moe_fp8.c; its GEMMs lap themselves) */
         MoeF8 v = m->ep > 1 ? model_ep_f8(m, l, &xr, 0) : model_moe_f8_tokens(m, l);
-        if (!st) st = model_moe_fp8_fwd(m, l, &v, w1, w2, e);
+        if (!st) st = model_moe_lap(m, MOE_PART_ACT, model_moe_fp8_fwd(m, l, &v, w1, w2, e));
     } else {
         if (!st) st = experts_gemm(m, &xr, xr.x_in, w1->weight, kf * Fe, C, GEMM_K_INNER, xr.x_fc1, e);
-        if (!st) st = model_act_fwd(m, xr.rows, Fe, xr.x_fc1, xr.x_fc2in, e);
+        if (!st) st = model_moe_lap(m, MOE_PART_ACT, model_act_fwd(m, xr.rows, Fe, xr.x_fc1, xr.x_fc2in, e));
         if (!st) st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, y, e);
     }
-    if (!st && m->ep > 1) st = model_ep_combine(m, l, y, a->x_y, e);
+    if (!st && m->ep > 1) st = model_moe_lap(m, MOE_PART_EP, model_ep_combine(m, l, y, a->x_y, e));
     MoeUnpermuteDesc ud = {.tokens = BT,
                            .k = s->experts_per_token,
                            .cols = C,
@@ -330,7 +331,7 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
                            .weights = la->r_w,
                            .in = a->x_y,
                            .out = out};
-    if (!st) st = bk->moe_unpermute(bk, &ud, e);
+    if (!st) st = model_moe_lap(m, MOE_PART_PERMUTE, bk->moe_unpermute(bk, &ud, e));
     return st;
 }
 
@@ -399,10 +400,11 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
     const int f8 = recipe_fp8_gemm(&m->recipe);
     const MoeF8 tok = model_moe_f8_tokens(m, l);
     Status st = ST_OK;
+    model_moe_lap_start(m);
     if (m->ep > 1) /* the expert side's rows and buffers; the token side kept the outputs */
         st = model_ep_backward_rows(m, l, &xr, &b);
     else if (f8) /* the experts' outputs again, for the combine weights' gradient */
-        st = model_moe_fp8_recompute(m, l, &tok, w2, e);
+        st = model_moe_lap(m, MOE_PART_ACT, model_moe_fp8_recompute(m, l, &tok, w2, e));
     else
         st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, a->x_y, e);
     void *dy_tok = ep_fp8_dispatch(m) ? a->x_y : a->x_dy; /* the token side's d(expert outputs) */
@@ -416,22 +418,22 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
                               .in = b.y_tok,
                               .din = dy_tok,
                               .dweights = a->r_dw};
-    if (!st) st = bk->moe_unpermute_bwd(bk, &ub, e);
-    if (!st && m->ep > 1) st = model_ep_dispatch_bwd(m, l, dy_tok, b.dy, e);
+    if (!st) st = model_moe_lap(m, MOE_PART_PERMUTE, bk->moe_unpermute_bwd(bk, &ub, e));
+    if (!st && m->ep > 1) st = model_moe_lap(m, MOE_PART_EP, model_ep_dispatch_bwd(m, l, dy_tok, b.dy, e));
     if (f8) { /* FC2 and FC1 as below, in FP8 */
         MoeF8 v = m->ep > 1 ? model_ep_f8(m, l, &xr, 1) : tok;
-        if (!st) st = model_moe_fp8_bwd(m, l, &v, w1, w2, e);
+        if (!st) st = model_moe_lap(m, MOE_PART_ACT, model_moe_fp8_bwd(m, l, &v, w1, w2, e));
     } else {
         /* FC2: d(activation output) = dY · W2_g (W2_g stored (C, Fe): K_OUTER), dW2 += dYᵀ · h */
         if (!st) st = experts_gemm(m, &xr, b.dy, w2->weight, Fe, C, GEMM_K_OUTER, b.dh2, e);
         if (!st) st = experts_wgrad(m, &xr, w2, b.dy, C, xr.x_fc2in, Fe, e);
-        if (!st) st = model_act_bwd(m, xr.rows, Fe, xr.x_fc1, b.dh2, b.dh1, e);
+        if (!st) st = model_moe_lap(m, MOE_PART_ACT, model_act_bwd(m, xr.rows, Fe, xr.x_fc1, b.dh2, b.dh1, e));
         /* FC1: d(expert inputs) into x_y (its outputs are spent; expert parallelism: the expert side's, then
          * back to the token copies), dW1 += d(FC1 out)ᵀ · inputs */
         if (!st) st = experts_gemm(m, &xr, b.dh1, w1->weight, C, kf * Fe, GEMM_K_OUTER, b.dx, e);
         if (!st) st = experts_wgrad(m, &xr, w1, b.dh1, kf * Fe, xr.x_in, C, e);
     }
-    if (!st && m->ep > 1) st = model_ep_combine_bwd(m, l, b.dx, a->x_y, e);
+    if (!st && m->ep > 1) st = model_moe_lap(m, MOE_PART_EP, model_ep_combine_bwd(m, l, b.dx, a->x_y, e));
     /* the copies' gradients summed back to their tokens */
     MoeUnpermuteDesc ud = {.tokens = BT,
                            .k = s->experts_per_token,
@@ -441,8 +443,8 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
                            .weights = NULL,
                            .in = a->x_y,
                            .out = a->d_moe};
-    if (!st) st = bk->moe_unpermute(bk, &ud, e);
-    if (!st) st = router_bwd(m, la, wr, x, e);
+    if (!st) st = model_moe_lap(m, MOE_PART_PERMUTE, bk->moe_unpermute(bk, &ud, e));
+    if (!st) st = model_moe_lap(m, MOE_PART_ROUTER, router_bwd(m, la, wr, x, e));
     return st;
 }
 

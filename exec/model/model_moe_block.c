@@ -60,8 +60,8 @@ static Status cast_weight(Model *m, const MoeF8 *v, ModelParam *w, Err *e)
 {
     const Recipe *r = &m->recipe;
     const uint64_t G = v->groups, n = w->rows / G, K = w->cols, esz = dtype_bytes(r->gemm.dt[STATE_WEIGHT]);
-    const uint64_t nb = tiles(n) * tiles(K); /* 128x128 blocks of (n, K) and of (K, n) alike */
-    Status st = ST_OK;
+    const uint64_t nb = tiles(n) * tiles(K);           /* 128x128 blocks of (n, K) and of (K, n) alike */
+    Status st = model_moe_lap(m, MOE_PART_ACT, ST_OK); /* the casts before it; the weights' own: the rest */
     for (uint64_t g = 0; !st && g < G; g++) {
         CastDesc c = {.in = (const char *)w->weight + g * n * K * esz,
                       .in_dtype = r->gemm.dt[STATE_WEIGHT],
@@ -75,7 +75,7 @@ static Status cast_weight(Model *m, const MoeF8 *v, ModelParam *w, Err *e)
                       .col_scale_inv = w->wq_col_s + g * nb};
         st = m->bk->cast_transpose(m->bk, &c, e);
     }
-    return st;
+    return model_moe_lap(m, MOE_PART_OTHER, st);
 }
 
 static GemmOperand operand(const void *p, Dtype fmt, const float *s, Granularity gr)

@@ -133,7 +133,8 @@ Status model_moe_f8_grouped(Model *m, const MoeF8 *v, GemmOperand a, GemmOperand
                          .d = {.ptr = y, .dtype = m->act_dtype},
                          .accum = GEMM_OVERWRITE,
                          .acc_precision = acc};
-    return m->bk->grouped_gemm(m->bk, &d, e);
+    model_moe_lap(m, MOE_PART_ACT, ST_OK); /* the casts and activation before it */
+    return model_moe_lap(m, MOE_PART_XGEMM, m->bk->grouped_gemm(m->bk, &d, e));
 }
 
 Status model_moe_f8_wgrad(Model *m, const MoeF8 *v, ModelParam *w, GemmOperand dyt, GemmOperand xt, uint64_t M,
@@ -148,11 +149,12 @@ Status model_moe_f8_wgrad(Model *m, const MoeF8 *v, ModelParam *w, GemmOperand d
                           .b = xt,
                           .accum = GEMM_ACCUMULATE,
                           .acc_precision = acc};
+    model_moe_lap(m, MOE_PART_ACT, ST_OK); /* the casts before it */
     Status st = model_grad_begin(m, w, 0, e);
     d.d = (GemmOutput){.ptr = model_grad_target(m, w, 0), .dtype = DT_FP32};
     if (!st) st = m->bk->grouped_gemm_wgrad(m->bk, &d, e);
     if (!st) st = model_grad_commit(m, w, 0, e);
-    return st;
+    return model_moe_lap(m, MOE_PART_XGEMM, st);
 }
 
 int32_t *model_moe_host_counts(Model *m, const MoeF8 *v, Err *e)
@@ -166,8 +168,10 @@ int32_t *model_moe_host_counts(Model *m, const MoeF8 *v, Err *e)
 static Status cast_weight(Model *m, const MoeF8 *v, uint32_t l, int fc2, ModelParam *w, Err *e)
 {
     const uint64_t n = w->rows / v->groups;
-    return cast_experts(m, v, &m->sc.fwd, model_slot_expert(m, l, fc2, 1), NULL, n, w->weight,
-                        m->recipe.gemm.dt[STATE_WEIGHT], w->cols, w->wq_row, w->wq_col, 1, e);
+    model_moe_lap(m, MOE_PART_ACT, ST_OK);
+    return model_moe_lap(m, MOE_PART_OTHER,
+                         cast_experts(m, v, &m->sc.fwd, model_slot_expert(m, l, fc2, 1), NULL, n, w->weight,
+                                      m->recipe.gemm.dt[STATE_WEIGHT], w->cols, w->wq_row, w->wq_col, 1, e));
 }
 
 Status model_moe_fp8_fwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, ModelParam *w2, Err *e)

@@ -15,6 +15,20 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void model_moe_lap_start(Model *m)
+{
+    if (m->moe_timed) m->moe_mark = now_s();
+}
+
+Status model_moe_lap(Model *m, MoePart part, Status st)
+{
+    if (!m->moe_timed) return st;
+    double t = now_s();
+    m->moe_lap_s[part] += t - m->moe_mark;
+    m->moe_mark = t;
+    return st;
+}
+
 /* Copy a bank's row 0 (this step's amax) and scales to the trace. */
 static Status trace_before(Model *m, ScalingBank *b, BankTrace *t, Err *e)
 {
@@ -313,6 +327,8 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     double ph[4] = {0}, t[3], sum = 0.0;
     Status st = ST_OK;
     phase_done(m, -1);
+    m->moe_timed = !ev && m->moe_layers > 0; /* the MoE parts by host clock laps (a backend without timestamps) */
+    memset(m->moe_lap_s, 0, sizeof m->moe_lap_s);
     if (m->pp > 1) /* 1F1B (model_pp.c) */
         st = model_pp_run(m, inputs, targets, ph, &sum, e);
     for (m->mb = 0; !st && m->pp == 1 && m->mb < m->microbatches; m->mb++)
@@ -346,6 +362,7 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     if (st) return st;
     m->step++;
     memcpy(m->phase_s, ph, sizeof ph);
+    memcpy(m->moe_part_s, m->moe_lap_s, sizeof m->moe_part_s);
     m->phase_device = ev;
     return ST_OK;
 }

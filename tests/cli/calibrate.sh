@@ -122,7 +122,7 @@ case "$step" in
 esac
 
 # a model with experts: its grouped expert GEMMs timed at the uniform routing's rows (8 experts of 32 x 2 / 8 = 8
-# rows; FC1 2 x 224 wide) and their cost per group beyond the FLOPs written (group_gemm_us, the last column; a dense
+# rows; FC1 2 x 224 wide) and their cost per group beyond the FLOPs written (group_gemm_us, before the kinds; a dense
 # model's row leaves it empty); a run of it against that profile gets its verdicts. Which verdict this shared machine
 # gives is a measurement (docs/calibrate.md), the arithmetic of the figure and of the plan's use of it
 # test_calibrate.c and test_oracle_moe_time.c.
@@ -133,9 +133,11 @@ expect_line "... its grouped expert GEMMs timed at the uniform routing's rows" \
     '  experts fc1 fprop +8 groups, +64 +448 +64 +[0-9.]+ ms +[0-9]+%'
 expect_line "... their cost per group printed" \
     '  grouped GEMM [0-9.]+ us per group beyond its FLOPs at the bf16 path.s rate \(group_gemm_us\)'
-if head -n 1 "$TMP/xcat/gpus.csv" | grep -q ',group_gemm_us$' &&
-    grep '^host,' "$TMP/xcat/gpus.csv" | grep -Eq ',[0-9.e+-]+$' && grep '^host,' "$cat/gpus.csv" | grep -q ',$'; then
-    pass "... written as group_gemm_us (empty for a dense model's profile)"
+# (the 5 element-wise kinds' rates follow it: elem_norm_gbps ... elem_xent_gbps, measured on every host profile)
+K5='(,[0-9.e+-]+){5}$'
+if head -n 1 "$TMP/xcat/gpus.csv" | grep -q ',group_gemm_us,elem_norm_gbps,elem_act_gbps,elem_add_gbps,elem_cast_gbps,elem_xent_gbps$' &&
+    grep '^host,' "$TMP/xcat/gpus.csv" | grep -Eq ",[0-9.e+-]+$K5" && grep '^host,' "$cat/gpus.csv" | grep -Eq ",$K5"; then
+    pass "... written as group_gemm_us (empty for a dense model's profile), each element-wise kind's rate after it"
 else
     fail "group_gemm_us written" "$(head -n 1 "$TMP/xcat/gpus.csv" | tail -c 80) / $(grep '^host,' "$TMP/xcat/gpus.csv" | tail -c 80)"
 fi
@@ -148,6 +150,21 @@ if [ -z "$xbad" ] && [ "$(grep -cE '^time,(forward|backward|optimizer|step),' "$
 else
     fail "MoE run's phase rows" "malformed: $xbad $(grep '^time,' "$TMP/xrun.csv" | head -c 600)"
 fi
+# the MoE layers' parts (host clock laps inside the layers, exec/model/model.h MoePart) beside the plan's terms of the
+# same work: rows, each with both numbers and a verdict; no expert parallelism at 1 rank (no ep_comm_exposed row),
+# no FP8 weight casts in BF16 (no moe_other row)
+xparts=$(awk -F, '$1 == "time" && $2 ~ /^(moe_|expert_gemm|ep_comm_exposed)/ { printf "%s ", $2 }' "$TMP/xrun.csv")
+xpbad=$(awk -F, '$1 == "time" && $2 ~ /^(moe_|expert_gemm)/ && !($6 + 0 > 0 && $7 + 0 > 0 && $13 == "+-15 %" &&
+    ($14 == "ok" || $14 == "OUTSIDE")) { printf "%s ", $2 }' "$TMP/xrun.csv")
+expect_eq "a MoE run: a time row per part of its MoE layers" "$xparts" "moe_router moe_permute expert_gemm moe_act_cast "
+if [ -z "$xpbad" ]; then
+    pass "... each planned, measured, checked +-15 %, a verdict"
+else
+    fail "MoE run's part rows" "malformed: $xpbad $(grep -E '^time,(moe_|expert_gemm)' "$TMP/xrun.csv" | head -c 600)"
+fi
+run run --backend cpu --catalog "$TMP/xcat" --gpu host $XMOE --recipe te-fp8 --steps 4 --quiet -o "$TMP/x8.csv"
+x8=$(awk -F, '$1 == "time" && $2 == "moe_other" && $7 + 0 > 0 && $13 == "-" { print "shown" }' "$TMP/x8.csv")
+expect_eq "an FP8 MoE run: the expert weights' casts shown apart (moe_other, not in a checked row)" "$x8" "shown"
 
 # ---- bad flags ----
 run calibrate --reps 0
@@ -323,6 +340,12 @@ if [ -z "$ep_bad" ]; then
 else
     fail "an EP 2 run: expert all-to-all time rows planned, measured and judged" "malformed: $ep_bad"
 fi
+# the MoE layers' exchange as the step spends it (never overlapped by this executor: all exposed) against the plan's
+# exposed all-to-alls, with the other parts
+ep_parts=$(awk -F, '$1 == 0 && $2 == "time" && $3 ~ /^(moe_|expert_gemm|ep_comm_exposed)/ && $7 + 0 > 0 && $8 + 0 > 0 &&
+    $14 == "+-15 %" && ($15 == "ok" || $15 == "OUTSIDE") { printf "%s ", $3 }' "$TMP/ep2.csv")
+expect_eq "an EP 2 run: rank 0's MoE parts and its exposed exchange planned, measured, a verdict" "$ep_parts" \
+    "moe_router moe_permute expert_gemm moe_act_cast ep_comm_exposed "
 # planned per message, from the messages the run's calls sent and received (the measured routing; the uniform
 # routing's plan is worked by hand in test_calibrate_links.c, a call from its messages in test_calibrate_a2a.c): the
 # dispatch's 2 calls a step (2 MoE layers x 1 micro-batch) each half its message out and half the one in, of 0 to

@@ -1,8 +1,8 @@
 /* tests/unit/test_calibrate_plan.c — what the planner does with a host profile's
  * row (compute_capability cpu), worked by hand: rows a host profile may not
  * hold refused, GEMMs at the measured rate without tiles and a measured link's
- * latency per ring step, whole host plans, the measured element-wise and
- * scaled-optimizer rates, and the experts' grouped-GEMM cost per group
+ * latency per ring step, whole host plans, the measured element-wise rates
+ * (one, and per kind of kernel) and the scaled optimizer's, and the experts' grouped-GEMM cost per group
  * (exec/measure/calibrate_moe.c). The fits and the rows themselves:
  * test_calibrate.c. */
 #include <math.h>
@@ -24,19 +24,19 @@ static void test_host_rows_refused(void)
     Err e = {0};
     const char *bad[] = {
         /* a host whose link is not host */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,,,,,,,,\n",
         /* a GPU with a host link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,,,,,,,,\n",
         /* a measured link without its latency */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,,,,,,,,\n",
         /* one of the two bandwidths 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,,,,,,,,\n",
         /* a latency of 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,,,,,,,,\n",
         /* a GPU keeps its positive link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,,,,,,,,\n",
         /* a grouped GEMM's cost per group below 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,0,0,2,src,,,,-1\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,0,0,2,src,,,,-1,,,,,\n",
     };
     const char *col[] = {"intra_link",      "intra_link",      "link_latency_us", "inter_node_gbps",
                          "link_latency_us", "intra_node_gbps", "group_gemm_us"};
@@ -142,6 +142,52 @@ static void test_elem_rate(void)
     free(a), free(b), free(z);
 }
 
+/* elem_<kind>_gbps (GpuSpec.elem_kind_bw): a kind of element-wise kernel at its own rate, the others at elem_gbps.
+ * The tiny model (2 layers, hidden 8, FFN 32 GeLU, vocabulary 10, LayerNorm, learned positions), one micro-batch of
+ * 4 tokens, the fp8plan stack's kernel list, BF16 (no casts), no launch floor, elem_gbps 10 GB/s; one kind at 5 GB/s
+ * adds its forward kernels' bytes x (1 / 5e9 - 1 / 10e9) = bytes x 1e-10 s:
+ *   norm  2 norms a layer, 4 B x 4 x 8 = 128 B each, 2 layers: 512 B, the final norm 128 B: 640 B, 6.4e-8 s
+ *   act   GeLU 4 B x 4 x 32 = 512 B a layer: 1,024 B, 1.024e-7 s
+ *   add   2 residual adds a layer, 6 B x 32 = 192 B each: 768 B, 7.68e-8 s
+ *   cast  none in BF16: 0
+ *   xent  the loss's forward (the executor's kernel writes d(logits) too) 16 B x 4 x 10 = 640 B, 6.4e-8 s
+ * The optimizer is not touched. A row without the columns (an older calibrate's gpus.csv) loads with every kind 0:
+ * elem_gbps for all. */
+static void test_elem_kind_rates(void)
+{
+    GpuSpec g = host_gpu();
+    ModelSpec m = fx_tiny_model();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.mbs = 1, in.gbs = 1, in.launch_s = 0, in.fusion = FUSE_FP8PLAN, in.dropout = 0;
+    Plan *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    Catalog *cat = calloc(1, sizeof *cat);
+    Err e = {0};
+    if (!a || !b || !cat) goto out;
+    g.elem_bw = 10e9;
+    CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
+    static const double want[ELEM_KINDS] = {6.4e-8, 1.024e-7, 7.68e-8, 0, 6.4e-8};
+    for (int k = 0; k < ELEM_KINDS; k++) {
+        g.elem_kind_bw[k] = 5e9;
+        CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+        CHECKF(fabs(b->time.nongemm_s - a->time.nongemm_s - want[k]) < 1e-15, "kind %d: %g s more, want %g", k,
+               b->time.nongemm_s - a->time.nongemm_s, want[k]);
+        CHECK_REL(b->time.optimizer_s, a->time.optimizer_s, 0);
+        g.elem_kind_bw[k] = 0;
+    }
+    /* an older profile: the header and row as calibrate wrote them before the kinds */
+    const char *old = "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,"
+                      "mamf_bf16_tflops,mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,"
+                      "gpus_per_node,source,link_latency_us,elem_gbps,scaled_optim_gbps,group_gemm_us\n"
+                      "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,0,0,2,src,,2.5,,\n";
+    CHECKF(catalog_parse_gpus(cat, old, strlen(old), "gpus.csv", &e) == ST_OK, "%s", e.msg);
+    const GpuSpec *h = catalog_gpu(cat, "h");
+    CHECK(h != NULL);
+    for (int k = 0; h && k < ELEM_KINDS; k++) CHECK_REL(gpu_kind_bw(h, (ElemKind)k, 1.0), 2.5e9, 0);
+out:
+    free(a), free(b), free(cat);
+}
+
 /* scaled_optim_gbps: FP8-LM's optimizer (its GEMM class two-pass: FP16 master, E4M3 m, FP16 v, E4M3 grads, no
  * working weight) at its own rate, the other class (megatron-bf16's FP32 states) still streamed at hbm_gbps.
  * The tiny model's GEMM weights: 2 layers x (QKV 8 x 24 + proj 8 x 8 + FC1 8 x 32 + FC2 32 x 8 = 192 + 64 +
@@ -244,6 +290,7 @@ int main(void)
     RUN(test_host_gemm_and_link);
     RUN(test_host_plans);
     RUN(test_elem_rate);
+    RUN(test_elem_kind_rates);
     RUN(test_scaled_optim_rate);
     RUN(test_group_cost);
     return test_summary();

@@ -489,10 +489,12 @@ static void test_column_lists(void)
               "linear_bias,qk_norm,experts,experts_per_token,shared_experts,expert_ffn_hidden,dense_layers,router,"
               "router_groups,router_group_topk,q_lora_rank,kv_lora_rank,qk_nope_head_dim,qk_rope_head_dim,v_head_dim,"
               "mtp_layers,source");
-    CHECK_STR(catalog_gpu_columns,
-              "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
-              "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,"
-              "?link_latency_us,?elem_gbps,?scaled_optim_gbps,?group_gemm_us");
+    CHECK_STR(
+        catalog_gpu_columns,
+        "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
+        "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,"
+        "?link_latency_us,?elem_gbps,?scaled_optim_gbps,?group_gemm_us,?elem_norm_gbps,?elem_act_gbps,?elem_add_gbps,"
+        "?elem_cast_gbps,?elem_xent_gbps");
 }
 
 int main(void)

@@ -4,7 +4,8 @@
  * measure_free, checked through glibc's own accounting (mallinfo2) so that a
  * forgotten free fails this build, not only the sanitizer build (the medians'
  * scratch too); and the step statistics (median, spread), which sort a copy
- * in that scratch and leave the steps as they were.
+ * in that scratch and leave the steps as they were; the MoE parts' rows a CPU
+ * run gets against a host profile's plan.
  *
  * The expected figure is by hand: with 2^16 steps each array is at least
  * 2^16 x 4 B = 256 KiB, so one array left behind is 256 KiB or more of heap
@@ -19,6 +20,8 @@
 
 #include "exec/backend/backend.h"
 #include "exec/measure/measurement.h"
+#include "support/exec_fixtures.h"
+#include "support/oracle_fixtures.h"
 #include "test.h"
 
 static size_t in_use(void)
@@ -148,6 +151,68 @@ static void test_measure_observe(void)
     CHECK_STR(ob.comm, "single");
 }
 
+/* The MoE layers' parts (check/compare_time.c moe_part_rows): scripted per step, step 0 the warm-up, each part's
+ * median over steps 1-3 against the plan's term, checked within +-15 %. The oracle MoE model on a host row, the
+ * fp8plan stack, one rank, one micro-batch; each part measured as planned x (the scripted factor), steps 1-3 at
+ * x f, x f and x 3 f (median x f):
+ *   moe_router 1.10 (+10 %: ok), moe_permute 1.20 (+20 %: OUTSIDE), expert_gemm 0.90 (-10 %: ok), moe_act_cast
+ *   0.80 (-20 %: OUTSIDE); at 1 rank no ep_comm_exposed row; moe_other (the FP8 weights' casts) 0 in every step:
+ *   no row. A run whose steps were not lapped (a GPU backend: moe_steps 0) gets none of them. */
+static void test_moe_part_rows(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = {.name = "host", .host = 1, .sms = 1, .hbm_bytes = 1ull << 40, .hbm_bw = 1e11, .flops_bf16 = 1e10};
+    g.flops_fp8 = g.flops_fp32 = g.mamf_bf16 = g.mamf_fp8 = 1e10, g.sustained = 1, g.link = LINK_HOST;
+    g.gpus_per_node = 4, g.elem_bw = 1e9;
+    Recipe r = ox_bf16(0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.mbs = 1, in.fusion = FUSE_FP8PLAN;
+    static Plan p;
+    p = ox_build(&in);
+    Backend *cpu = NULL;
+    Err e;
+    static Measurement ms;
+    if (backend_cpu_create(&cpu, &e) || measure_init(&ms, cpu, 4, &e)) {
+        CHECKF(0, "setup: %s", e.msg);
+        if (cpu) cpu->destroy(cpu);
+        return;
+    }
+    const struct {
+        const char *name;
+        int part;
+        double planned, f;
+        Verdict v;
+    } rows[] = {{"moe_router", MOE_PART_ROUTER, p.time.moe_router_s, 1.10, VERDICT_OK},
+                {"moe_permute", MOE_PART_PERMUTE, p.time.moe_permute_s, 1.20, VERDICT_OUTSIDE},
+                {"expert_gemm", MOE_PART_XGEMM, p.time.expert_gemm_s, 0.90, VERDICT_OK},
+                {"moe_act_cast", MOE_PART_ACT, p.time.moe_act_s, 0.80, VERDICT_OUTSIDE}};
+    ms.steps = 4, ms.moe_steps = 4;
+    for (int i = 0; i < 4; i++) ms.step_s[i] = 1.0;
+    for (unsigned k = 0; k < sizeof rows / sizeof *rows; k++) {
+        const double v[4] = {9.0, rows[k].f, rows[k].f, 3.0 * rows[k].f};
+        for (int i = 0; i < 4; i++) ms.moe[rows[k].part][i] = v[i] * rows[k].planned;
+    }
+    static Comparison c;
+    compare(&p, &ms, NULL, &c);
+    for (unsigned k = 0; k < sizeof rows / sizeof *rows; k++) {
+        const MeasureRow *row = fx_row(&c, rows[k].name);
+        CHECKF(rows[k].planned > 0 && row->has_planned && row->planned == rows[k].planned, "%s planned %g",
+               rows[k].name, row->planned);
+        CHECK_REL(row->measured, rows[k].f * rows[k].planned, 1e-12);
+        CHECKF(row->mode == MEASURE_TOL && fabs(row->tol - 0.15) < 1e-12 && row->verdict == rows[k].v,
+               "%s: verdict %d, want %d", rows[k].name, (int)row->verdict, (int)rows[k].v);
+    }
+    int extra = 0;
+    for (int i = 0; i < c.n; i++)
+        extra += !strcmp(c.rows[i].name, "ep_comm_exposed") || !strcmp(c.rows[i].name, "moe_other");
+    CHECK_EQ_INT(extra, 0);
+    ms.moe_steps = 0;
+    compare(&p, &ms, NULL, &c);
+    for (int i = 0; i < c.n; i++) CHECKF(strcmp(c.rows[i].name, "moe_router"), "row %d: moe_router unlapped", i);
+    measure_free(&ms);
+    cpu->destroy(cpu);
+}
+
 int main(void)
 {
     RUN(test_measure_frees_its_log);
@@ -156,5 +221,6 @@ int main(void)
     RUN(test_measure_init_out_of_memory);
 #endif
     RUN(test_measure_stats);
+    RUN(test_moe_part_rows);
     return test_summary();
 }
