@@ -166,6 +166,21 @@ uint64_t plan_zero3_layer_bytes(const PlanInput *in, uint64_t gemm, uint64_t oth
 /* MT_SCALE_GEMM (per-tensor records of ntens FP8 tensors), MT_SCALE_BLOCK and MT_SCALE_STATE. */
 void plan_scale_terms(const PlanInput *in, StageMem *sm, Ck *ck, uint64_t ntens, uint64_t block_n, uint64_t block_b);
 
+/* The input's sequence length (its model's when 0) and global batch (about 2M tokens rounded up to mbs x dp
+ * when 0). */
+static inline uint64_t resolve_seq(const PlanInput *in) { return in->seq ? in->seq : in->model->seq_len; }
+
+static inline uint64_t resolve_gbs(const PlanInput *in, uint64_t seq)
+{
+    if (in->gbs) return in->gbs;
+    uint64_t unit = (uint64_t)in->mbs * in->dp;
+    uint64_t want = ceil_div(1ull << 21, seq ? seq : 1); /* about 2M tokens */
+    return ceil_div(want, unit ? unit : 1) * (unit ? unit : 1);
+}
+
+/* Layers per stage: the first and last as given (0 = an even share), the rest split evenly. Returns 0, or -1
+ * when the counts do not add up (e, when non-NULL, explains; plan_validate.c). */
+int plan_stage_split(const PlanInput *in, uint64_t L, uint64_t *lf, uint64_t *lm, uint64_t *ll, Err *e);
 void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g);
 /* The MoE/MLA checks of plan_validate (REJECT_NONE when the input fits) and geometry (fills g->x). */
 PlanReject moe_validate(const PlanInput *in, Err *e);
