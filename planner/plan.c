@@ -229,16 +229,18 @@ static void memory_band(const PlanInput *in, const Geo *g, Ck *ck, Plan *p)
     }
 }
 
-static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_first)
+/* Build a validated input. geo: NULL, or where its geometry is kept across calls; have_geo: *geo already holds
+ * it (plan_sweep_build). */
+static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_first, Geo *geo, int have_geo)
 {
     uint64_t seq = resolve_seq(in), gbs = resolve_gbs(in, seq);
-    Geo g;
-    plan_geo(in, seq, gbs, &g);
+    Geo local, *g = geo ? geo : &local;
+    if (!have_geo) plan_geo(in, seq, gbs, g);
     Ck ck = {0};
 
     StageMem sm[4];
     uint32_t stage;
-    const StageMem *pick = stage_memory(in, &g, &ck, sm, &stage);
+    const StageMem *pick = stage_memory(in, g, &ck, sm, &stage);
     if (ck.ovf) {
         *why = REJECT_OVERFLOW;
         return ST_OVERFLOW;
@@ -247,15 +249,15 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_fi
     p->in.seq = (uint32_t)seq;
     p->in.gbs = gbs;
     p->gbs_default = !in->gbs;
-    p->world = (uint32_t)g.world;
-    p->microbatches = (uint32_t)g.m;
+    p->world = (uint32_t)g->world;
+    p->microbatches = (uint32_t)g->m;
     p->seq = (uint32_t)seq;
-    p->vocab_padded = (uint32_t)g.Vp;
-    p->sp = g.rep > 1;
+    p->vocab_padded = (uint32_t)g->Vp;
+    p->sp = g->rep > 1;
     p->stage = stage;
-    p->stage_layers = (uint32_t)geo_layers(&g, stage);
-    p->first_layers = (uint32_t)g.Lf, p->mid_layers = (uint32_t)g.Lm, p->last_layers = (uint32_t)g.Ll;
-    p->shard_ways = (uint32_t)g.d;
+    p->stage_layers = (uint32_t)geo_layers(g, stage);
+    p->first_layers = (uint32_t)g->Lf, p->mid_layers = (uint32_t)g->Lm, p->last_layers = (uint32_t)g->Ll;
+    p->shard_ways = (uint32_t)g->d;
     memcpy(p->mem, pick->mem, sizeof p->mem);
     memcpy(p->cat_bytes, pick->cat, sizeof p->cat_bytes);
     p->total_bytes = pick->total;
@@ -263,7 +265,7 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_fi
     double lim = (double)p->capacity_bytes * in->max_mem_frac;
     p->limit_bytes = lim >= (double)p->capacity_bytes ? p->capacity_bytes : (uint64_t)lim;
     p->fits = p->total_bytes <= p->limit_bytes;
-    memory_band(in, &g, &ck, p);
+    memory_band(in, g, &ck, p);
     if (ck.ovf) {
         *why = REJECT_OVERFLOW;
         return ST_OVERFLOW;
@@ -287,12 +289,12 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_fi
     if (model_params(in->model, &mp)) ck.ovf = 1;
     p->params_total = mp.total, p->params_active = mp.active;
 
-    plan_comm(in, &g, p, &ck);
+    plan_comm(in, g, p, &ck);
     if (ck.ovf) {
         *why = REJECT_OVERFLOW;
         return ST_OVERFLOW;
     }
-    plan_time(in, &g, p);
+    plan_time(in, g, p);
     if (nonfinite_figure(p)) {
         *why = REJECT_NONFINITE;
         return ST_OVERFLOW;
@@ -310,7 +312,7 @@ static Status build_checked(const PlanInput *in, Plan *out, PlanReject *why, int
         *why = r;
         return (!in || !in->model || !in->gpu || !in->recipe) ? ST_SOFTWARE : ST_USAGE;
     }
-    return build(in, out, why, memory_first);
+    return build(in, out, why, memory_first, NULL, 0);
 }
 
 Status plan_build_fast(const PlanInput *in, Plan *out, PlanReject *why) { return build_checked(in, out, why, 0); }
@@ -320,13 +322,27 @@ Status plan_build_memory_first(const PlanInput *in, Plan *out, PlanReject *why)
     return build_checked(in, out, why, 1);
 }
 
+Status plan_sweep_build(const PlanInput *in, PlanSweepGeo *c, int same_layout, int memory_first, Plan *out,
+                        PlanReject *why)
+{
+    PlanReject r = plan_validate_tail(in, NULL);
+    if (r != REJECT_NONE) {
+        *why = r;
+        c->have = 0;
+        return ST_USAGE;
+    }
+    int have = same_layout && c->have;
+    c->have = 1;
+    return build(in, out, why, memory_first, &c->g, have);
+}
+
 Status plan_build(const PlanInput *in, Plan *out, Err *e)
 {
     Err local;
     PlanReject r = plan_validate(in, e ? e : &local);
     if (r != REJECT_NONE) return e ? e->st : local.st;
     PlanReject why;
-    Status st = build(in, out, &why, 0);
+    Status st = build(in, out, &why, 0, NULL, 0);
     if (st == ST_OVERFLOW && why == REJECT_NONFINITE)
         return err_set(e, ST_OVERFLOW,
                        "the %s of %s on %s with %s is not a finite positive number (a rate or efficiency of gpus.csv "
@@ -337,7 +353,7 @@ Status plan_build(const PlanInput *in, Plan *out, Err *e)
         PlanInput none = *in;
         none.cuda_context_bytes = none.workspace_bytes = none.nccl_comm_bytes = 0;
         PlanReject w2;
-        if (build(&none, out, &w2, 0) != ST_OVERFLOW)
+        if (build(&none, out, &w2, 0, NULL, 0) != ST_OVERFLOW)
             return err_set(e, ST_OVERFLOW,
                            "a byte count for %s on %s with %s passes 2^64 with the overheads given: --context %llu, "
                            "--workspace %llu, --nccl-mem %llu (bytes)",

@@ -178,6 +178,15 @@ uint64_t plan_fp8_copy_bytes_per_param(const PlanInput *in);
  * the flag and value (ST_USAGE; ST_OVERFLOW for REJECT_OVERFLOW). */
 PlanReject plan_validate(const PlanInput *in, Err *e);
 
+/* The first of plan_validate's checks, in its order (plan_validate runs it, then the rest): the model, the GPU,
+ * the settings (efficiencies, overlaps, fractions, launch floor, enums in range), the padded vocabulary, the layout
+ * sizes for 0, heads and FFN by tp, and the layers per stage (pp, vpp, first and last stage layers). Of cp, dp and mbs
+ * it reads only whether they are 0, of recompute and sharding only whether they are in range, and nothing of ep,
+ * etp, world, seq, gbs, stage_view or the MoE settings: when it rejects an input, plan_validate rejects for the same
+ * reason every input that differs from it only in those (sweep_run counts such a block of layouts at once).
+ * REJECT_NONE: the rest of plan_validate decides. */
+PlanReject plan_validate_head(const PlanInput *in, Err *e);
+
 /* 1 when Megatron-Core can interleave vpp virtual stages over pipeline stages holding first, middle (each
  * stage between, when pp > 2) and last layers: every count a multiple of vpp, or the account_for_embedding /
  * account_for_loss split (middle stages s layers, s a multiple of vpp, the end stages s or s - 1). */

@@ -181,7 +181,23 @@ static inline uint64_t resolve_gbs(const PlanInput *in, uint64_t seq)
 /* Layers per stage: the first and last as given (0 = an even share), the rest split evenly. Returns 0, or -1
  * when the counts do not add up (e, when non-NULL, explains; plan_validate.c). */
 int plan_stage_split(const PlanInput *in, uint64_t L, uint64_t *lf, uint64_t *lm, uint64_t *ll, Err *e);
+/* The geometry of an input: its model's sizes, layout and per-rank sizes. It reads nothing of the input's
+ * recompute or sharding, so inputs that differ only in those share it (plan_sweep_build). */
 void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g);
+/* The checks of plan_validate after plan_validate_head's (plan_validate runs both). */
+PlanReject plan_validate_tail(const PlanInput *in, Err *e);
+
+/* A sweep's geometry, kept from one row to the next (sweep.c). */
+typedef struct {
+    Geo g;
+    int have; /* g holds the geometry of the last row built */
+} PlanSweepGeo;
+/* plan_build_memory_first (memory_first 1) or plan_build_fast (0) for a sweep's row whose plan_validate_head the
+ * sweep has run on an input that differs from it only in what that does not read (REJECT_NONE): the rest of
+ * plan_validate, then the build. same_layout: the row differs from the last one given c only in recompute and
+ * sharding, so c's geometry is taken instead of built again (plan_geo reads neither). */
+Status plan_sweep_build(const PlanInput *in, PlanSweepGeo *c, int same_layout, int memory_first, Plan *out,
+                        PlanReject *why);
 /* The MoE/MLA checks of plan_validate (REJECT_NONE when the input fits) and geometry (fills g->x). */
 PlanReject moe_validate(const PlanInput *in, Err *e);
 void moe_geo(const PlanInput *in, Geo *g);

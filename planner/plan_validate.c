@@ -91,7 +91,7 @@ static const char *hw_reason(const Recipe *r)
     return "the recipe's min_sm";
 }
 
-PlanReject plan_validate(const PlanInput *in, Err *e)
+PlanReject plan_validate_head(const PlanInput *in, Err *e)
 {
     if (!in || !in->model || !in->gpu || !in->recipe) {
         err_set(e, ST_SOFTWARE, "plan input without a model, GPU or recipe");
@@ -99,7 +99,6 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
     }
     const ModelSpec *md = in->model;
     const GpuSpec *gp = in->gpu;
-    const Recipe *r = in->recipe;
     if (!md->layers || !md->hidden || !md->ffn_hidden || !md->heads || !md->kv_heads || !md->head_dim || !md->vocab ||
         !md->seq_len || md->heads % md->kv_heads) {
         err_set(e, ST_USAGE,
@@ -155,6 +154,21 @@ PlanReject plan_validate(const PlanInput *in, Err *e)
     }
     uint64_t lf, lm, ll;
     if (plan_stage_split(in, md->layers, &lf, &lm, &ll, e)) return REJECT_LAYERS_PP;
+    return REJECT_NONE;
+}
+
+PlanReject plan_validate(const PlanInput *in, Err *e)
+{
+    PlanReject head = plan_validate_head(in, e);
+    return head != REJECT_NONE ? head : plan_validate_tail(in, e);
+}
+
+PlanReject plan_validate_tail(const PlanInput *in, Err *e)
+{
+    const ModelSpec *md = in->model;
+    const GpuSpec *gp = in->gpu;
+    const Recipe *r = in->recipe;
+    int no_link = gp->host && !(gp->intra_bw > 0) && !(gp->inter_bw > 0); /* a host profile of one rank */
     if (in->stage_view > in->pp) {
         err_set(e, ST_USAGE, "stage %u: --pp %u has stages 0 .. %u", in->stage_view - 1, in->pp, in->pp - 1);
         return REJECT_LAYERS_PP;
