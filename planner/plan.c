@@ -229,8 +229,8 @@ static void memory_band(const PlanInput *in, const Geo *g, Ck *ck, Plan *p)
     }
 }
 
-/* Build a validated input. geo: NULL, or where its geometry is kept across calls; have_geo: *geo already holds
- * it (plan_sweep_build). */
+/* Build a validated input; memory_first 1: plan_build_memory_first's, 2: plan_sweep_build's. geo: NULL, or where
+ * its geometry is kept across calls; have_geo: *geo already holds it (plan_sweep_build). */
 static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_first, Geo *geo, int have_geo)
 {
     uint64_t seq = resolve_seq(in), gbs = resolve_gbs(in, seq);
@@ -245,21 +245,7 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_fi
         *why = REJECT_OVERFLOW;
         return ST_OVERFLOW;
     }
-    p->in = *in;
-    p->in.seq = (uint32_t)seq;
-    p->in.gbs = gbs;
-    p->gbs_default = !in->gbs;
-    p->world = (uint32_t)g->world;
-    p->microbatches = (uint32_t)g->m;
-    p->seq = (uint32_t)seq;
-    p->vocab_padded = (uint32_t)g->Vp;
-    p->sp = g->rep > 1;
     p->stage = stage;
-    p->stage_layers = (uint32_t)geo_layers(g, stage);
-    p->first_layers = (uint32_t)g->Lf, p->mid_layers = (uint32_t)g->Lm, p->last_layers = (uint32_t)g->Ll;
-    p->shard_ways = (uint32_t)g->d;
-    memcpy(p->mem, pick->mem, sizeof p->mem);
-    memcpy(p->cat_bytes, pick->cat, sizeof p->cat_bytes);
     p->total_bytes = pick->total;
     p->capacity_bytes = in->gpu->hbm_bytes;
     double lim = (double)p->capacity_bytes * in->max_mem_frac;
@@ -274,6 +260,24 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_fi
                  : p->low_bytes <= p->limit_bytes   ? PLAN_UNCERTAIN
                  : p->low_bytes > p->capacity_bytes ? PLAN_OOM
                                                     : PLAN_OVER_LIMIT;
+    if (memory_first == 2 && !plan_may_fit(p)) { /* plan_sweep_build: a sweep reads a miss's totals only */
+        *why = REJECT_NONE;
+        return ST_OK;
+    }
+    p->in = *in;
+    p->in.seq = (uint32_t)seq;
+    p->in.gbs = gbs;
+    p->gbs_default = !in->gbs;
+    p->world = (uint32_t)g->world;
+    p->microbatches = (uint32_t)g->m;
+    p->seq = (uint32_t)seq;
+    p->vocab_padded = (uint32_t)g->Vp;
+    p->sp = g->rep > 1;
+    p->stage_layers = (uint32_t)geo_layers(g, stage);
+    p->first_layers = (uint32_t)g->Lf, p->mid_layers = (uint32_t)g->Lm, p->last_layers = (uint32_t)g->Ll;
+    p->shard_ways = (uint32_t)g->d;
+    memcpy(p->mem, pick->mem, sizeof p->mem);
+    memcpy(p->cat_bytes, pick->cat, sizeof p->cat_bytes);
     p->reserved_bytes = p->total_bytes - p->mem[MT_CUDA_CONTEXT].bytes - p->mem[MT_COMM_BUFFER].bytes;
     p->alloc_bytes = p->reserved_bytes - p->mem[MT_FRAGMENTATION].bytes;
     p->params_gpu = pick->params;
@@ -333,7 +337,7 @@ Status plan_sweep_build(const PlanInput *in, PlanSweepGeo *c, int same_layout, i
     }
     int have = same_layout && c->have;
     c->have = 1;
-    return build(in, out, why, memory_first, &c->g, have);
+    return build(in, out, why, memory_first ? 2 : 0, &c->g, have);
 }
 
 Status plan_build(const PlanInput *in, Plan *out, Err *e)

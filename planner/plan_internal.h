@@ -192,10 +192,12 @@ typedef struct {
     Geo g;
     int have; /* g holds the geometry of the last row built */
 } PlanSweepGeo;
-/* plan_build_memory_first (memory_first 1) or plan_build_fast (0) for a sweep's row whose plan_validate_head the
- * sweep has run on an input that differs from it only in what that does not read (REJECT_NONE): the rest of
- * plan_validate, then the build. same_layout: the row differs from the last one given c only in recompute and
- * sharding, so c's geometry is taken instead of built again (plan_geo reads neither). */
+/* plan_build_fast (memory_first 0) for a sweep's row whose plan_validate_head the sweep has run on an input that
+ * differs from it only in what that does not read (REJECT_NONE): the rest of plan_validate, then the build.
+ * same_layout: the row differs from the last one given c only in recompute and sharding, so c's geometry is taken
+ * instead of built again (plan_geo reads neither). memory_first 1: as plan_build_memory_first, but a plan that
+ * cannot fit (plan_may_fit 0) has only what ranks a miss filled: total_bytes, capacity_bytes, limit_bytes, fits,
+ * low_bytes, low_stage, unknown_bytes, stage and verdict (the sweep builds a miss it keeps again, whole). */
 Status plan_sweep_build(const PlanInput *in, PlanSweepGeo *c, int same_layout, int memory_first, Plan *out,
                         PlanReject *why);
 /* The MoE/MLA checks of plan_validate (REJECT_NONE when the input fits) and geometry (fills g->x). */
