@@ -91,7 +91,7 @@ static const char *hw_reason(const Recipe *r)
     return "the recipe's min_sm";
 }
 
-PlanReject plan_validate_head(const PlanInput *in, Err *e)
+static inline PlanReject validate_head(const PlanInput *in, Err *e)
 {
     if (!in || !in->model || !in->gpu || !in->recipe) {
         err_set(e, ST_SOFTWARE, "plan input without a model, GPU or recipe");
@@ -157,13 +157,7 @@ PlanReject plan_validate_head(const PlanInput *in, Err *e)
     return REJECT_NONE;
 }
 
-PlanReject plan_validate(const PlanInput *in, Err *e)
-{
-    PlanReject head = plan_validate_head(in, e);
-    return head != REJECT_NONE ? head : plan_validate_tail(in, e);
-}
-
-PlanReject plan_validate_tail(const PlanInput *in, Err *e)
+static inline PlanReject validate_tail(const PlanInput *in, Err *e)
 {
     const ModelSpec *md = in->model;
     const GpuSpec *gp = in->gpu;
@@ -238,4 +232,14 @@ PlanReject plan_validate_tail(const PlanInput *in, Err *e)
         return REJECT_HW;
     }
     return REJECT_NONE;
+}
+
+/* one function each for the sweep (planner/sweep.c, plan_sweep_build), both in line in plan_validate */
+PlanReject plan_validate_head(const PlanInput *in, Err *e) { return validate_head(in, e); }
+PlanReject plan_validate_tail(const PlanInput *in, Err *e) { return validate_tail(in, e); }
+
+PlanReject plan_validate(const PlanInput *in, Err *e)
+{
+    PlanReject head = validate_head(in, e);
+    return head != REJECT_NONE ? head : validate_tail(in, e);
 }
