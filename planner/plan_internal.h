@@ -166,7 +166,40 @@ uint64_t plan_zero3_layer_bytes(const PlanInput *in, uint64_t gemm, uint64_t oth
 /* MT_SCALE_GEMM (per-tensor records of ntens FP8 tensors), MT_SCALE_BLOCK and MT_SCALE_STATE. */
 void plan_scale_terms(const PlanInput *in, StageMem *sm, Ck *ck, uint64_t ntens, uint64_t block_n, uint64_t block_b);
 
+/* The input's sequence length (its model's when 0) and global batch (about 2M tokens rounded up to mbs x dp
+ * when 0). */
+static inline uint64_t resolve_seq(const PlanInput *in) { return in->seq ? in->seq : in->model->seq_len; }
+
+static inline uint64_t resolve_gbs(const PlanInput *in, uint64_t seq)
+{
+    if (in->gbs) return in->gbs;
+    uint64_t unit = (uint64_t)in->mbs * in->dp;
+    uint64_t want = ceil_div(1ull << 21, seq ? seq : 1); /* about 2M tokens */
+    return ceil_div(want, unit ? unit : 1) * (unit ? unit : 1);
+}
+
+/* Layers per stage: the first and last as given (0 = an even share), the rest split evenly. Returns 0, or -1
+ * when the counts do not add up (e, when non-NULL, explains; plan_validate.c). */
+int plan_stage_split(const PlanInput *in, uint64_t L, uint64_t *lf, uint64_t *lm, uint64_t *ll, Err *e);
+/* The geometry of an input: its model's sizes, layout and per-rank sizes. It reads nothing of the input's
+ * recompute or sharding, so inputs that differ only in those share it (plan_sweep_build). */
 void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g);
+/* The checks of plan_validate after plan_validate_head's (plan_validate runs both). */
+PlanReject plan_validate_tail(const PlanInput *in, Err *e);
+
+/* A sweep's geometry, kept from one row to the next (sweep.c). */
+typedef struct {
+    Geo g;
+    int have; /* g holds the geometry of the last row built */
+} PlanSweepGeo;
+/* plan_build_fast (memory_first 0) for a sweep's row whose plan_validate_head the sweep has run on an input that
+ * differs from it only in what that does not read (REJECT_NONE): the rest of plan_validate, then the build.
+ * same_layout: the row differs from the last one given c only in recompute and sharding, so c's geometry is taken
+ * instead of built again (plan_geo reads neither). memory_first 1: as plan_build_memory_first, but a plan that
+ * cannot fit (plan_may_fit 0) has only what ranks a miss filled: total_bytes, capacity_bytes, limit_bytes, fits,
+ * low_bytes, low_stage, unknown_bytes, stage and verdict (the sweep builds a miss it keeps again, whole). */
+Status plan_sweep_build(const PlanInput *in, PlanSweepGeo *c, int same_layout, int memory_first, Plan *out,
+                        PlanReject *why);
 /* The MoE/MLA checks of plan_validate (REJECT_NONE when the input fits) and geometry (fills g->x). */
 PlanReject moe_validate(const PlanInput *in, Err *e);
 void moe_geo(const PlanInput *in, Geo *g);

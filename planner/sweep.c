@@ -1,6 +1,8 @@
 /* planner/sweep.c — layout enumeration and top-k ranking (see sweep.h). */
 #include "planner/sweep.h"
 
+#include "planner/plan_internal.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,10 +96,14 @@ static void expert_layouts(const ModelSpec *m, uint32_t side, uint32_t tp, Pair 
     if (!o->n) o->ep[0] = o->etp[0] = 1, o->n = 1; /* planned and rejected with its reason */
 }
 
-/* Walk the space; when `visit` is NULL only count. */
-typedef void (*Visit)(const PlanInput *in, void *ctx);
+/* Walk the space; when `visit` is NULL only count. same_layout: the row differs from the one visited before it
+ * only in recompute and sharding. A block of layouts that plan_validate_head rejects (every
+ * CP, expert layout, micro-batch, recompute and sharding of one stack, recipe, TP, PP, VPP and stage split) goes to
+ * `reject` as one call with its row count and reason, the reason plan_validate gives each of them. */
+typedef void (*Visit)(const PlanInput *in, int same_layout, void *ctx);
+typedef void (*Reject)(uint64_t rows, PlanReject why, void *ctx);
 
-static uint64_t walk(const SweepSpec *s, Visit visit, void *ctx)
+static uint64_t walk(const SweepSpec *s, Visit visit, Reject reject, void *ctx)
 {
     uint64_t n = 0;
     uint32_t max_tp = or_default(s->max_tp, s->base.gpu ? s->base.gpu->gpus_per_node : 8);
@@ -129,7 +135,27 @@ static uint64_t walk(const SweepSpec *s, Visit visit, void *ctx)
                     for (uint32_t vpp = 1; vpp <= (pp > 1 ? max_vpp : 1); vpp++) {
                         uint32_t fl[2], ll[2];
                         int nsplit = uneven(L, pp, vpp, fl, ll), nv = nsplit ? nsplit : 1;
-                        for (int u = 0; u < nv; u++)
+                        for (int u = 0; u < nv; u++) {
+                            in.tp = tp, in.pp = pp, in.vpp = vpp;
+                            in.first_stage_layers = nsplit ? fl[u] : 0;
+                            in.last_stage_layers = nsplit ? ll[u] : 0;
+                            if (visit) { /* the rows below differ only in what plan_validate_head does not read */
+                                in.cp = cps.v[0], in.dp = s->gpus / (tp * pp * cps.v[0]), in.mbs = mbss.v[0];
+                                in.recompute = RECOMPUTE_NONE, in.sharding = SHARD_NONE;
+                                PlanReject why = plan_validate_head(&in, NULL);
+                                if (why != REJECT_NONE) {
+                                    uint64_t rows = 0;
+                                    for (int c = 0; c < cps.n; c++) {
+                                        uint32_t cp = cps.v[c], dp = s->gpus / (tp * pp * cp);
+                                        Pair eps;
+                                        expert_layouts(s->base.model, tp * cp * dp, tp, &eps);
+                                        rows += (uint64_t)eps.n * (uint64_t)mbss.n * (uint64_t)nrc * 2;
+                                    }
+                                    n += rows;
+                                    reject(rows, why, ctx);
+                                    continue;
+                                }
+                            }
                             for (int c = 0; c < cps.n; c++) {
                                 uint32_t cp = cps.v[c], dp = s->gpus / (tp * pp * cp);
                                 Pair eps;
@@ -140,17 +166,16 @@ static uint64_t walk(const SweepSpec *s, Visit visit, void *ctx)
                                             for (int dist = 0; dist < 2; dist++) {
                                                 n++;
                                                 if (!visit) continue;
-                                                in.tp = tp, in.pp = pp, in.vpp = vpp, in.cp = cp, in.dp = dp;
+                                                in.cp = cp, in.dp = dp;
                                                 in.ep = eps.ep[x], in.etp = eps.etp[x];
-                                                in.first_stage_layers = nsplit ? fl[u] : 0;
-                                                in.last_stage_layers = nsplit ? ll[u] : 0;
                                                 in.mbs = mbss.v[d];
                                                 in.recompute = (Recompute)rc;
                                                 in.sharding = dist ? SHARD_DIST_OPT : SHARD_NONE;
                                                 in.world = s->gpus;
-                                                visit(&in, ctx);
+                                                visit(&in, rc || dist, ctx);
                                             }
                             }
+                        }
                     }
                 }
             }
@@ -159,7 +184,7 @@ static uint64_t walk(const SweepSpec *s, Visit visit, void *ctx)
     return n;
 }
 
-uint64_t sweep_size(const SweepSpec *s) { return walk(s, NULL, NULL); }
+uint64_t sweep_size(const SweepSpec *s) { return walk(s, NULL, NULL, NULL); }
 
 uint64_t sweep_gbs(const SweepSpec *s)
 {
@@ -175,12 +200,13 @@ typedef struct {
     int fold;
     SweepStats *st;
     Plan scratch;
+    PlanSweepGeo geo; /* the geometry of the last row built, for the rows that differ in recompute or sharding */
     SweepProgress progress;
     void *ctx;
     uint64_t total;
 } Run;
 
-static void visit(const PlanInput *in, void *vctx)
+static void visit(const PlanInput *in, int same_layout, void *vctx)
 {
     Run *r = vctx;
     SweepStats *st = r->st;
@@ -189,13 +215,13 @@ static void visit(const PlanInput *in, void *vctx)
     PlanReject why;
     /* most layouts of a large model do not fit: their collectives and time are built only when the
      * list of the nearest misses could keep them */
-    if (plan_build_memory_first(in, &r->scratch, &why)) {
+    if (plan_sweep_build(in, &r->geo, same_layout, 1, &r->scratch, &why)) {
         st->rejected[why]++;
         return;
     }
     if (!plan_may_fit(&r->scratch)) { /* an UNCERTAIN plan (base.mem_unknown) is ranked with the ones that fit */
         int keep = sweep_nearest_may_keep(&r->nearest, &r->scratch);
-        if (keep && plan_build_fast(in, &r->scratch, &why)) {
+        if (keep && plan_sweep_build(in, &r->geo, 1, 0, &r->scratch, &why)) {
             st->rejected[why]++;
             return;
         }
@@ -207,6 +233,17 @@ static void visit(const PlanInput *in, void *vctx)
     st->valid++;
     if (r->s->on_fit) r->s->on_fit(&r->scratch, r->s->on_fit_ctx);
     st->folded += (uint64_t)sweep_keep_best(&r->top, &r->scratch, r->fold);
+}
+
+static void reject_rows(uint64_t rows, PlanReject why, void *vctx)
+{
+    Run *r = vctx;
+    SweepStats *st = r->st;
+    uint64_t before = st->evaluated;
+    st->evaluated += rows;
+    st->rejected[why] += rows;
+    if (r->progress) /* what visit would have reported row by row: each multiple of 4,096 passed */
+        for (uint64_t m = (before >> 12) + 1; m <= st->evaluated >> 12; m++) r->progress(m << 12, r->total, r->ctx);
 }
 
 Status sweep_run(const SweepSpec *s, Plan *top, int k, int *n_top, SweepStats *stats, SweepProgress progress, void *ctx,
@@ -233,7 +270,7 @@ Status sweep_run(const SweepSpec *s, Plan *top, int k, int *n_top, SweepStats *s
     if (!r.top.order) return err_set(e, ST_NOMEM, "out of memory for the ranks of %d plans", kt + kn);
     r.nearest.order = r.top.order + kt;
     r.total = sweep_size(s);
-    walk(s, visit, &r);
+    walk(s, visit, reject_rows, &r);
     sweep_list_finish(&r.top);
     sweep_list_finish(&r.nearest);
     free(r.top.order);

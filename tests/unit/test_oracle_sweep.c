@@ -73,7 +73,7 @@ static void test_top_k_are_the_best(void)
 }
 
 /* Sweep the tiny model with `layers` layers over `gpus` GPUs (global batch gbs), every counter reset first. */
-static void sweep_layers(uint32_t layers, uint32_t gpus, uint32_t gbs)
+static SweepStats sweep_layers(uint32_t layers, uint32_t gpus, uint32_t gbs)
 {
     ModelSpec m = ox_tiny(16, 4);
     m.layers = layers;
@@ -88,6 +88,29 @@ static void sweep_layers(uint32_t layers, uint32_t gpus, uint32_t gbs)
     Err e = {0};
     nseen = uneven_2_3 = pp2_even = pp3_2_2 = pp3_2_3 = pp2_split = pp3_1_1 = pp3_1_2 = pp3_3_3_v2 = pp3_3_4_v2 = 0;
     CHECKF(sweep_run(&s, top, 1, &n, &st, NULL, NULL, &e) == ST_OK, "%s", e.msg);
+    return st;
+}
+
+/* The rows a sweep counts without planning each (a block plan_validate_head rejects: every CP, micro-batch,
+ * recompute and sharding of one TP, PP, VPP and stage split) are the rows planning each would reject, by
+ * reason. 5 layers, 2 heads on 4 GPUs (CP 1, micro-batch 1-2, 4 recomputes x 2 shardings = 16 rows a block):
+ *   tp 1: pp 1 (dp 4) 16 valid; pp 2 (dp 2) vpp 1: the split 2 + 3, offered twice (middle ceil 3 and floor 2
+ *         leave the same ends) 32 valid, vpp 2: no split Megatron interleaves, the even one is 5 / 4: 16
+ *         REJECT_LAYERS_PP; pp 4 (dp 1) vpp 1: middles of floor(5/4) = 1 leave 1 + 2 (ceil 2 leaves 0 + 1):
+ *         16 valid, vpp 2: 16 REJECT_LAYERS_PP;
+ *   tp 2: pp 1 (dp 2) 16 valid; pp 2 (dp 1) vpp 1: 32 valid, vpp 2: 16 REJECT_LAYERS_PP;
+ *   tp 4: 2 heads do not divide: pp 1, 16 REJECT_HEADS_TP.
+ * 176 rows: 112 valid, 48 + 16 rejected. */
+static void test_rejected_blocks_counted(void)
+{
+    SweepStats st = sweep_layers(5, 4, 16);
+    CHECK_EQ_U64(st.evaluated, 176);
+    CHECK_EQ_U64(st.valid, 112);
+    CHECK_EQ_U64(st.rejected[REJECT_LAYERS_PP], 48);
+    CHECK_EQ_U64(st.rejected[REJECT_HEADS_TP], 16);
+    uint64_t rej = 0;
+    for (int r = 0; r < REJECT_COUNT_; r++) rej += st.rejected[r];
+    CHECK_EQ_U64(rej, 64);
 }
 
 /* 5 layers on 2 stages do not divide: the middle stages (none here) hold ceil(5/2) = 3 or floor = 2, the
@@ -165,6 +188,7 @@ static void test_default_global_batch(void)
 int main(void)
 {
     RUN(test_top_k_are_the_best);
+    RUN(test_rejected_blocks_counted);
     RUN(test_uneven_split);
     RUN(test_uneven_split_both_middles);
     RUN(test_uneven_split_interleaves);

@@ -1,6 +1,8 @@
 /* tests/unit/test_plan_sweep.c — the layout sweep: counts, ranking, top-k. */
 #include <stdlib.h>
+#include <string.h>
 
+#include "planner/plan_internal.h"
 #include "planner/sweep.h"
 #include "support/fixtures.h"
 #include "test.h"
@@ -97,10 +99,75 @@ static void test_sweep_ranks_uncertain(void)
     for (int i = 0; i < n; i++) CHECK(top[i].verdict == PLAN_FITS && top[i].in.recompute != RECOMPUTE_NONE);
 }
 
+/* What the sweep shares between rows gives what planning each row alone gives, bit for bit: plan_sweep_build
+ * with the geometry of the row before (same_layout: the rows differ in recompute and sharding only) against
+ * plan_build_fast (memory_first 0) and plan_build_memory_first (1; a miss: the totals that rank it), over every
+ * recompute and sharding of dense
+ * and expert layouts (gpt-13b, mixtral-8x7b with EP 8), with a stack. plan_validate_head's reason is
+ * plan_validate's for inputs that differ in what it does not read (tp 3 divides neither model's heads: both
+ * REJECT_HEADS_TP whatever cp, dp, mbs, ep, recompute and sharding). */
+static void test_sweep_build_shares_exactly(void)
+{
+    static const struct {
+        const char *model;
+        uint32_t tp, pp, cp, dp, ep, mbs;
+    } rows[] = {{"gpt-13b", 1, 1, 1, 8, 1, 1},
+                {"gpt-13b", 2, 4, 1, 2, 1, 2},
+                {"gpt-13b", 8, 5, 2, 1, 1, 1},
+                {"mixtral-8x7b", 2, 4, 1, 8, 8, 1},
+                {"mixtral-8x7b", 1, 8, 1, 8, 8, 2}};
+    static Plan a, b;
+    int misses = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        for (int mf = 0; mf < 2; mf++) {
+            PlanInput in;
+            plan_input_defaults(&in);
+            plan_input_use_stack(&in, catalog_stack(cat, "megatron-core"));
+            in.model = catalog_model(cat, rows[i].model), in.gpu = catalog_gpu(cat, "h100-sxm");
+            in.recipe = catalog_recipe(cat, "te-fp8");
+            in.tp = rows[i].tp, in.pp = rows[i].pp, in.cp = rows[i].cp, in.dp = rows[i].dp, in.ep = rows[i].ep;
+            in.mbs = rows[i].mbs, in.gbs = 256;
+            PlanSweepGeo geo = {.have = 0};
+            int built = 0;
+            for (int rc = 0; rc < RECOMPUTE_COUNT_; rc++)
+                for (int sh = 0; sh < SHARD_COUNT_; sh++) {
+                    in.recompute = (Recompute)rc, in.sharding = (Sharding)sh;
+                    PlanReject wa, wb;
+                    memset(&a, 0, sizeof a), memset(&b, 0, sizeof b);
+                    Status sa = plan_sweep_build(&in, &geo, rc || sh, mf, &a, &wa);
+                    Status sb = mf ? plan_build_memory_first(&in, &b, &wb) : plan_build_fast(&in, &b, &wb);
+                    CHECKF(sa == sb, "%s row %zu rc %d sh %d", rows[i].model, i, rc, sh);
+                    if (sa != ST_OK) {
+                        CHECK(wa == wb);
+                        continue;
+                    }
+                    built++;
+                    if (mf && !plan_may_fit(&b)) { /* a miss: what ranks it */
+                        misses++;
+                        CHECK(a.total_bytes == b.total_bytes && a.limit_bytes == b.limit_bytes);
+                        CHECK(a.capacity_bytes == b.capacity_bytes && a.low_bytes == b.low_bytes);
+                        CHECK(a.fits == b.fits && a.verdict == b.verdict && a.stage == b.stage);
+                        continue;
+                    }
+                    CHECKF(!memcmp(&a, &b, sizeof a), "%s row %zu rc %d sh %d memory_first %d: plans differ",
+                           rows[i].model, i, rc, sh, mf);
+                }
+            CHECKF(built >= 8, "%s row %zu: %d built", rows[i].model, i, built);
+            in.tp = 3; /* heads do not divide: the head's reason, whatever the rest */
+            for (uint32_t k = 1; k <= 2; k++) {
+                in.cp = k, in.dp = 3 - k, in.mbs = k, in.ep = k, in.recompute = (Recompute)k, in.sharding = (Sharding)k;
+                CHECK(plan_validate_head(&in, NULL) == REJECT_HEADS_TP);
+                CHECK(plan_validate(&in, NULL) == REJECT_HEADS_TP);
+            }
+        }
+    CHECK(misses > 0); /* premise: some of these layouts do not fit 80 GB */
+}
+
 int main(void)
 {
     cat = fx_catalog();
     RUN(test_sweep_counts_and_ranking);
+    RUN(test_sweep_build_shares_exactly);
     free(cat);
     RUN(test_sweep_ranks_uncertain);
     return test_summary();
