@@ -71,7 +71,13 @@ static uint64_t replicated_elems(const PlanInput *in, const Geo *g, uint32_t sta
     if (g->x.on) {
         Held hd;
         moe_held(in, g, stage, ck, &hd);
-        for (int k = 0; k < XK_COUNT; k++) e = ck_add(ck, e, ck_mul(ck, hd.n[k], sp ? g->x.other[k] : qk));
+        /* latent attention's down-projections: duplicated over TP, each rank's gradient from its sequence shard
+         * (Megatron-Core core_v0.16.0 TELinear parallel_mode "duplicated" marks them sequence_parallel) */
+        uint64_t down = 0;
+        if (sp && g->x.mla)
+            down = ck_mul(ck, ck_add(ck, md->q_lora_rank, (uint64_t)md->kv_lora_rank + md->qk_rope_head_dim), g->h);
+        for (int k = 0; k < XK_COUNT; k++)
+            e = ck_add(ck, e, ck_mul(ck, hd.n[k], ck_add(ck, sp ? g->x.other[k] : qk, down)));
         if (sp) e = ck_add(ck, e, ck_mul(ck, hd.mtp, g->x.mtp_other));
     } else {
         uint64_t per = sp ? 2 * g->norm_elems + (md->linear_bias ? 2 * g->h : 0) + qk : qk;

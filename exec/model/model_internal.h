@@ -411,7 +411,18 @@ static inline uint64_t model_sp_tokens(const Model *m) { return model_tokens(m) 
  * (dropless). */
 static inline uint64_t model_moe_tokens(const Model *m) { return model_sp_tokens(m); }
 static inline uint64_t model_moe_rows(const Model *m) { return model_moe_tokens(m) * m->spec.experts_per_token; }
-static inline int model_tp_col(const Model *m, LinearKind k) { return m->tp > 1 && (k == LIN_QKV || k == LIN_FC1); }
+/* Column-parallel linears (their input gathered from the sequence shards): QKV, FC1 and latent attention's
+ * up-projections (q_up, kv_up); latent attention's down-projections (q_down, kv_down) are duplicated — every
+ * rank holds them whole and runs them on its sequence shard (model_tp_dup), as Megatron-Core's MLASelfAttention
+ * does (core_v0.16.0: TELinear parallel_mode "duplicated") */
+static inline int model_tp_col(const Model *m, LinearKind k)
+{
+    return m->tp > 1 && (k == LIN_QKV || k == LIN_FC1 || k == LIN_Q_UP || k == LIN_KV_UP);
+}
+static inline int model_tp_dup(const Model *m, LinearKind k)
+{
+    return m->tp > 1 && (k == LIN_Q_DOWN || k == LIN_KV_DOWN);
+}
 static inline int model_tp_row(const Model *m, LinearKind k) { return m->tp > 1 && (k == LIN_PROJ || k == LIN_FC2); }
 /* Current scaling with TP: the amax a cast just measured on this rank's shard
  * made the whole tensor's (MAX over the TP group, counted as the plan's

@@ -152,6 +152,8 @@ static void global_row(const Model *m, const ModelParam *p, uint64_t i, uint64_t
         else
             *row = t * q + t * kv + r * kv + (i - q - kv);
         break;
+    case PK_QUP_W: /* latent attention's up-projections: this rank's heads, [head 0 | head 1 | ...] */
+    case PK_KVUP_W: *row = r * p->rows + i; break;
     case PK_FC1_W: /* GELU: [F]; SwiGLU: [gate F | up F] of the whole */
         *row = i < F ? r * F + i : t * F + r * F + (i - F);
         break;
@@ -260,12 +262,14 @@ Status model_tp_xent(Model *m, float dloss, Err *e)
 /* ---- gradients after the step ---- */
 
 /* A parameter every rank holds whole whose gradient sums over this rank's tokens only: the norms, the
- * row-parallel biases and a MoE layer's router weight (Megatron's `sequence_parallel` parameters; the router
- * runs on the sequence shard: planner/plan_moe.c counts it with the norms). */
+ * row-parallel biases, a MoE layer's router weight, latent attention's latent norms and duplicated
+ * down-projections (Megatron's `sequence_parallel` parameters; the router runs on the sequence shard:
+ * planner/plan_moe.c counts it with the norms, planner/plan_comm_vocab.c the down-projections beside them). */
 static int sp_replicated(ParamKind k)
 {
     return k == PK_NORM1_W || k == PK_NORM1_B || k == PK_NORM2_W || k == PK_NORM2_B || k == PK_NORMF_W ||
-           k == PK_NORMF_B || k == PK_PROJ_B || k == PK_FC2_B || k == PK_ROUTER_W;
+           k == PK_NORMF_B || k == PK_PROJ_B || k == PK_FC2_B || k == PK_ROUTER_W || k == PK_QLAT_W ||
+           k == PK_KVLAT_W || k == PK_QDOWN_W || k == PK_KVDOWN_W;
 }
 
 /* Copy n floats (FP32 to FP32 through the backend: host or device memory alike). */
