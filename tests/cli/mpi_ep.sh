@@ -82,7 +82,16 @@
 # rank covers its sequence shard's rows only ('c': 2^-3, MoE layer 0's step-1 routing one rank's; 'd' after a
 # dense first layer, whose TP partial sums round as in the 't' rows). The plan's amax all-reduce under current
 # scaling counts the TP-split tensors only (attention, shared experts), not the experts (planner/plan_moe_comm.c).
-# tier: full (make test-full, which .ci/run runs): 94 mpirun runs (13 added with sigmoid routers and FP8 at tp 2; the 28 with tp 2 added: 2 m 16 s in all on 2 busy
+# Latent attention with tensor parallelism (tiny-mla, tiny-mla-v; docs/executor-moe.md "Latent attention with
+# tensor parallelism"): fp32-ref at tp 2 and tp 2 x ep 2 gives one rank's losses and routing bit for bit over 4
+# steps (the layout adds no arithmetic: the duplicated down-projections' FP32 weight gradients summed over the
+# two shards round as one rank's two halves of the K loop here); megatron-bf16 at tp 2 and tp 2 x ep 2 within
+# 1e-4 at step 1 (measured 1.5e-5: the row-parallel partial sums and the RoPE key's heads summed per rank are
+# rounded to BF16 before their reduce-scatters), 'T': its first layer is dense; te-fp8 and te-fp8-current at tp 2
+# within 2^-3 (measured 1.2e-4 and 1.0e-4 over 3 steps: each rank casts its shard of the duplicated
+# down-projections' inputs, and the MAX over the TP group's amaxes scales the rest, 'd'); the real vocabulary
+# within 1e-4 at step 1 (measured 5.0e-6).
+# tier: full (make test-full, which .ci/run runs): 101 mpirun runs (7 with latent attention at tp 2) (13 added with sigmoid routers and FP8 at tp 2; the 28 with tp 2 added: 2 m 16 s in all on 2 busy
 # cores), about 20 s alone before the DeepSeek-V3 row's
 # (26 s more measured on 2 cores busy with other builds; run_moe.sh keeps one
 # expert-parallel run in the quick tier)
@@ -116,6 +125,8 @@ moe tiny-ds-kv2 3 64 128 4 2 16 256 32 8 2 1 32 1 sigmoid 4 2
 moe tiny-ds-256 2 64 128 4 2 16 256 32 256 8 1 8 1 sigmoid 8 4
 echo 'tiny-mla,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,0,"test model"' >>"$cat/models.csv"
 echo 'tiny-mtp,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,1,"test model"' >>"$cat/models.csv"
+# tiny-mla at DeepSeek-V3's real vocabulary (129,280 tokens; Vp/tp = 64,640 rows a TP rank)
+echo 'tiny-mla-v,2,64,128,4,4,12,129280,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,0,"test model"' >>"$cat/models.csv"
 echo 'fp32-ref,fp32,none,none,none,fp32,fp32,fp32,none,none,fp32-ref,fp32,fp32,none,tensor,tensor,0,none,fp32,fp32,fp32,fp32,fp32,fp32,fp32,none,8.0,"test recipe: every state and GEMM in FP32"' >>"$cat/recipes.csv"
 
 within() { # NAME LOGA LOGB BOUND STEPS: max relative difference of the losses at most BOUND over STEPS steps
@@ -238,6 +249,13 @@ done 3<<'EOF'
 2|2|tiny-moe-kv2|megatron-bf16|3|0|t|2
 4|2|tiny-moe-kv2|megatron-bf16|3|0|t|2
 4|4|tiny-moe-kv2|megatron-bf16|3|0|t|2
+2|1|tiny-mla|fp32-ref|4|1|1|2
+4|2|tiny-mla|fp32-ref|4|1|1|2
+2|1|tiny-mla|megatron-bf16|3|0|T|2
+4|2|tiny-mla|megatron-bf16|3|0|T|2
+2|1|tiny-mla|te-fp8|3|0|d|2
+2|1|tiny-mla|te-fp8-current|3|0|d|2
+2|1|tiny-mla-v|megatron-bf16|2|0|T|2
 4|1|tiny-moe-64kv2|megatron-bf16|3|0|t|2
 4|4|tiny-moe-64kv2|megatron-bf16|3|0|t|2
 2|1|tiny-moe-sh|fp32-ref|4|1|1|2
