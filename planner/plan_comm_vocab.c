@@ -39,12 +39,22 @@ static const CollectiveId same_ag[] = {CO_TP_AG_FWD, CO_TP_AG_BWD, CO_TP_VOCAB_A
 static const CollectiveId same_rs[] = {CO_TP_RS_FWD, CO_TP_RS_BWD, CO_TP_VOCAB_RS};
 static const CollectiveId same_loss[] = {CO_TP_LOSS_AR};
 
-/* Forward (fwd = 1) or backward calls per micro-batch of a stage holding the embedding and/or the head. */
-static VocabCalls vocab_calls(const PlanInput *in, const Geo *g, int first, int last, int fwd)
+/* Forward (fwd = 1) or backward calls per micro-batch of a stage holding the embedding and/or the head; mtp:
+ * the MTP depths the last stage holds, each its own lookup of the shared embedding and its own pass through the
+ * shared head (Megatron-Core core_v0.16.0 MultiTokenPredictionLayer: embedding(input_ids rolled), output_layer). */
+static VocabCalls vocab_calls(const PlanInput *in, const Geo *g, int first, int last, int fwd, uint64_t mtp)
 {
     VocabCalls v = {0, 0, 0};
     int sp = has_sp(g), learned = in->model->pos == POS_LEARNED;
     if (g->tp <= 1) return v;
+    for (uint64_t d = 0; last && d < mtp; d++) {
+        if (fwd && sp && !learned) v.rs++; /* the depth's embedding */
+        if (fwd && (!sp || learned)) v.ar++;
+        if (!fwd && sp) v.ag++;
+        if (fwd && sp) v.ag++; /* its head */
+        if (!fwd && sp) v.ag++, v.rs++;
+        if (!fwd && !sp) v.ar++;
+    }
     if (first && fwd) {
         if (sp && !learned)
             v.rs++;
@@ -104,14 +114,16 @@ void plan_comm_vocab(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     if (t <= 1) return;
     int first, last;
     stage_ends(in, g, p->stage, ck, &first, &last);
-    VocabCalls f = vocab_calls(in, g, first, last, 1), b = vocab_calls(in, g, first, last, 0);
+    uint64_t mtp = last ? in->model->mtp_layers : 0;
+    VocabCalls f = vocab_calls(in, g, first, last, 1, mtp), b = vocab_calls(in, g, first, last, 0, mtp);
     Dtype dt = rc->comm_tp_rs;
     uint64_t S = ck_mul3(ck, g->tok, g->h, dt_bytes(dt));
     /* the layers' TP collectives over the same group (stride 1), timed already where their payload is the same */
     plan_coll_set_same(in, p, CO_TP_VOCAB_AR, dt, t, 1, S, ck_mul(ck, f.ar + b.ar, m), ck, same_ar, 2);
     plan_coll_set_same(in, p, CO_TP_VOCAB_AG, dt, t, 1, S, ck_mul(ck, f.ag + b.ag, m), ck, same_ag, 2);
     plan_coll_set_same(in, p, CO_TP_VOCAB_RS, dt, t, 1, S, ck_mul(ck, f.rs + b.rs, m), ck, same_rs, 2);
-    if (last) plan_coll_set(in, p, CO_TP_LOSS_AR, DT_FP32, t, 1, ck_mul(ck, g->tok, 4), ck_mul(ck, 3, m), ck);
+    if (last) /* the loss's three all-reduces, and each MTP depth's */
+        plan_coll_set(in, p, CO_TP_LOSS_AR, DT_FP32, t, 1, ck_mul(ck, g->tok, 4), ck_mul3(ck, 3, m, 1 + mtp), ck);
     Dtype gd = plan_grad_dt(in, rc->other.dt[STATE_GRAD]);
     uint64_t e = replicated_elems(in, g, p->stage, last, ck);
     plan_coll_set(in, p, CO_TP_NORM_GRAD_AR, gd, t, 1, ck_mul(ck, e, dt_bytes(gd)), e ? 1 : 0, ck);
@@ -138,7 +150,7 @@ void plan_vocab_call_times(const PlanInput *in, const Geo *g, const Plan *p, Voc
     Ck ck = {0};
     Dtype dt = in->recipe->comm_tp_rs;
     uint64_t S = ck_mul3(&ck, g->tok, g->h, dt_bytes(dt));
-    VocabCalls f = vocab_calls(in, g, 1, 1, 1), b = vocab_calls(in, g, 1, 1, 0);
+    VocabCalls f = vocab_calls(in, g, 1, 1, 1, 0), b = vocab_calls(in, g, 1, 1, 0, 0);
     if (f.ar + b.ar) vt->ar = call(in, g, p, OP_ALL_REDUCE, dt, S, &ck, same_ar, 3);
     if (f.ag + b.ag) vt->ag = call(in, g, p, OP_ALL_GATHER, dt, S, &ck, same_ag, 3);
     if (f.rs + b.rs) vt->rs = call(in, g, p, OP_REDUCE_SCATTER, dt, S, &ck, same_rs, 3);
@@ -159,7 +171,8 @@ void plan_vocab_time(const PlanInput *in, const Geo *g, const VocabCallT *vt, in
 {
     *fwd = *bwd = 0;
     if (g->tp <= 1) return;
-    *fwd = calls_s(vocab_calls(in, g, first, last, 1), vt);
-    *bwd = calls_s(vocab_calls(in, g, first, last, 0), vt);
-    if (last) *fwd += 3 * vt->loss;
+    uint64_t mtp = last ? in->model->mtp_layers : 0;
+    *fwd = calls_s(vocab_calls(in, g, first, last, 1, mtp), vt);
+    *bwd = calls_s(vocab_calls(in, g, first, last, 0, mtp), vt);
+    if (last) *fwd += 3 * (double)(1 + mtp) * vt->loss;
 }

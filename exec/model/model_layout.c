@@ -97,6 +97,7 @@ uint64_t model_linear_k(const ModelSpec *s, LinearKind k)
 
 uint64_t model_lin_n(const Model *m, uint32_t l, LinearKind k)
 {
+    if (k == LIN_EH_PROJ) return m->spec.hidden / (m->tp ? m->tp : 1); /* column-parallel (model_mtp.c) */
     if (k == LIN_FC1) return spec_fc1_k(&m->spec) * model_ffn_of(m, l);
     return k == LIN_FC2 ? m->spec.hidden : model_linear_n(&m->spec, k);
 }

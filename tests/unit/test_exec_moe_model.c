@@ -482,10 +482,17 @@ static void test_refusals(void)
     CHECK(!fx_plan(&mla, &bf16, B, 1, &p, &e));
     CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
     arena_specs_free(&sp);
-    lm.mtp_layers = 1;
+    lm.mtp_layers = 1; /* MTP at TP 2 (model_mtp.c): its saved terms on the sequence shard, the plan's */
     CHECK(!fx_plan_par(&lm, &bf16, B, 1, 2, 1, &p, &e));
-    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "multi-token prediction on one tensor-parallel rank (tp 2 given)");
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    CHECKF(!arena_specs_bytes(&sp, held, &e), "%s", e.msg);
+    CHECK_EQ_U64(held[MT_ACT_LAYER_HP], p.mem[MT_ACT_LAYER_HP].bytes);
+    CHECK_EQ_U64(held[MT_ACT_OUTPUT], p.mem[MT_ACT_OUTPUT].bytes);
+    arena_specs_free(&sp);
+    lm.hidden = 33; /* eh_proj is column-parallel over the hidden size */
+    CHECK(!fx_plan_par(&lm, &bf16, B, 1, 2, 1, &p, &e));
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "--tp 2 must divide the hidden size 33 of model");
     arena_specs_free(&sp);
     mla.mtp_layers = 0, mla.qk_rope_head_dim = 3, mla.head_dim = 9; /* an odd rope part */
     CHECK(!fx_plan(&mla, &bf16, B, 1, &p, &e));
