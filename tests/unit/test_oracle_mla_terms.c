@@ -1,7 +1,8 @@
 /* tests/unit/test_oracle_mla_terms.c — a latent-attention (and q/k-norm) stage worked out by hand: the
  * memory-bound kernels as the RoPE width changes, the latent-attention weights with and without a q latent,
  * LayerNorm against RMSNorm statistics, the latent-attention backward rows, the attention output's gradient, the
- * widest FP8 output gradient with its 1x128 tiles and the q/k norms' rebuilt attention input in the working set.
+ * widest FP8 output gradient with its 1x128 tiles, the q/k norms' rebuilt attention input in the working set, and
+ * latent attention's and an MTP depth's tensor-parallel collectives.
  *
  * An independent oracle: every expected value is arithmetic on the models below, written out in the
  * comments, never a value the planner produced. The MoE fixture (support/oracle_fixtures.h ox_moe) as in
@@ -313,6 +314,48 @@ static void test_mla_tp_bytes(void)
     }
 }
 
+/* The same model with an MTP depth at TP 2 (Megatron-Core core_v0.16.0 MultiTokenPredictionLayer with SP; no experts:
+ * the depth's block is a third dense layer), BF16. Per micro-batch (one):
+ *   forward gathers    3 layers x 475,136 (as above) + eh_proj's input 512 x 2 x 256 x 2 = 524,288 + its output
+ *                      gathered along h 512 x 256 x 2 = 262,144: 2,211,840 in 6 + 2 = 8 calls (276,480 each)
+ *   backward gathers   3 x (458,752 + 524,288) + eh_proj's input again 524,288 + the sequence split's backward
+ *                      262,144: 3,735,552 in 12 + 2 = 14 calls, mean 266,825 (the row's sum exact: half of it
+ *                      sent, 1,867,776)
+ *   backward scatters  3 x (212,992 + 262,144) + eh_proj's input gradient 524,288: 1,949,696 in 7 calls (278,528)
+ *   vocabulary         the depth's own lookup (a reduce-scatter forward, a gather backward) and pass through the
+ *                      head (a gather forward, a gather and a reduce-scatter backward) beside the model's:
+ *                      reduce-scatters 2 + 2 = 4, gathers 3 + 3 = 6, of 512 x 256 x 2 = 262,144; the loss's
+ *                      all-reduces 3 + 3 = 6 of 512 x 4 = 2,048
+ *   TP gradients       3 layers x 53,952 + the depth's enorm, hnorm and final norm 3 x 256 + the model's final
+ *                      norm 256 = 162,880 values, 651,520 B */
+static void test_mtp_tp_bytes(void)
+{
+    ModelSpec m = mla_model(80, 16);
+    m.q_lora_rank = 64, m.mtp_layers = 1;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.tp = 2, in.sp = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    const Collective *c = p.coll;
+    CHECK_EQ_U64(c[CO_TP_AG_FWD].calls, 8);
+    CHECK_EQ_U64(c[CO_TP_AG_FWD].payload_bytes, 276480);
+    CHECK_EQ_U64(plan_coll_step_payload(&c[CO_TP_AG_FWD]), 2211840);
+    CHECK_EQ_U64(c[CO_TP_AG_BWD].calls, 14);
+    CHECK_EQ_U64(c[CO_TP_AG_BWD].payload_bytes, 266825);
+    CHECK_EQ_U64(plan_coll_step_payload(&c[CO_TP_AG_BWD]), 3735552);
+    CHECK_EQ_U64(c[CO_TP_AG_BWD].step_bytes, 1867776);
+    CHECK_EQ_U64(c[CO_TP_RS_BWD].calls, 7);
+    CHECK_EQ_U64(c[CO_TP_RS_BWD].payload_bytes, 278528);
+    CHECK_EQ_U64(c[CO_TP_VOCAB_RS].calls, 4);
+    CHECK_EQ_U64(c[CO_TP_VOCAB_AG].calls, 6);
+    CHECK_EQ_U64(c[CO_TP_VOCAB_AG].payload_bytes, 262144);
+    CHECK_EQ_U64(c[CO_TP_LOSS_AR].calls, 6);
+    CHECK_EQ_U64(c[CO_TP_LOSS_AR].payload_bytes, 2048);
+    CHECK_EQ_U64(c[CO_TP_NORM_GRAD_AR].payload_bytes, 651520);
+}
+
 int main(void)
 {
     RUN(test_mla_kernel_bytes_in_rope);
@@ -324,5 +367,6 @@ int main(void)
     RUN(test_mla_fp8_widest_output_gradient);
     RUN(test_qk_norm_transient);
     RUN(test_mla_tp_bytes);
+    RUN(test_mtp_tp_bytes);
     return test_summary();
 }
