@@ -84,8 +84,8 @@
 # scaling counts the TP-split tensors only (attention, shared experts), not the experts (planner/plan_moe_comm.c).
 # Latent attention with tensor parallelism (tiny-mla, tiny-mla-v; docs/executor-moe.md "Latent attention with
 # tensor parallelism"): fp32-ref at tp 2 and tp 2 x ep 2 gives one rank's losses and routing bit for bit over 4
-# steps (the layout adds no arithmetic: the duplicated down-projections' FP32 weight gradients summed over the
-# two shards round as one rank's two halves of the K loop here); megatron-bf16 at tp 2 and tp 2 x ep 2 within
+# steps (measured; the duplicated down-projections' FP32 weight gradients are two shards' sums added, an
+# association one rank's GEMM need not share, yet agree at this size); megatron-bf16 at tp 2 and tp 2 x ep 2 within
 # 1e-4 at step 1 (measured 1.5e-5: the row-parallel partial sums and the RoPE key's heads summed per rank are
 # rounded to BF16 before their reduce-scatters), 'T': its first layer is dense; te-fp8 and te-fp8-current at tp 2
 # within 2^-3 (measured 1.2e-4 and 1.0e-4 over 3 steps: each rank casts its shard of the duplicated
