@@ -15,9 +15,12 @@
  *                              gradient (the shard is what is kept) and reduce-scatter of the input gradient
  *   cross-entropy              all-reduces of the max logit (MAX), the target logit and the sum of exponentials
  *                              (SUM), tok FP32 each: 3 calls
+ * An MTP depth on the last stage looks the next tokens up in the same embedding and passes through the same head:
+ * its own embedding and head calls as above, and three loss all-reduces more.
  * Per step, one coalesced all-reduce of the gradients of the parameters every TP rank holds whole but that see
  * only part of the work: with SP the norms and the row-parallel (proj, FC2) biases of each layer and the final
- * norm (MoE layers: the norms, latent norms and the router, x.other); q/k norms with or without SP (each rank
+ * norm (MoE layers: the norms, latent norms and the router, x.other; latent attention's duplicated q_down and
+ * kv_down; an MTP depth's three norms); q/k norms with or without SP (each rank
  * normalises its own heads). Megatron marks these `sequence_parallel` and reduces them in
  * finalize_model_grads; they travel in the other parameters' main-gradient dtype.
  * The embedding's collectives run on the first stage, the head's and the loss's on the last. Nothing hides
