@@ -50,9 +50,11 @@
  * with the parameters all-gathered after a sharded step, over the edp ranks (ep x etp
  * apart), as plan_comm.c does for the other weights over dp x cp.
  * Tensor parallelism with SP: per layer one all-gather / reduce-scatter pair for the
- * attention (latent attention gathers its BF16 latents, q_lora + kv_lora + rope per
- * token, instead of h) and one for the dense FFN or the shared experts (none for a
- * MoE layer without shared experts: the routed experts take the SP shards directly).
+ * attention (latent attention gathers its up-projections' inputs, q_lora + kv_lora per
+ * token, in the recipe's gather dtype, and its RoPE key, rope per token, instead of h,
+ * and reduce-scatters their gradients instead of an h-wide one: tp_collectives) and one
+ * for the dense FFN or the shared experts (none for a MoE layer without shared experts:
+ * the routed experts take the SP shards directly); an MTP depth's eh_proj adds its own.
  * Amax reductions count one record set per FP8 linear tensor. */
 #include <string.h>
 
