@@ -158,7 +158,7 @@ static void comm_rows(const Plan *p, const Observed *ob, Comparison *c)
                     routed      ? uniform
                     : pc->ranks ? NULL
                                 : why);
-        cmp_set(r, 1, (double)pc->payload_bytes * (double)pc->calls, 1, (double)m->payload_bytes / steps);
+        cmp_set(r, 1, (double)plan_coll_step_payload(pc), 1, (double)m->payload_bytes / steps);
         snprintf(name, sizeof name, "%s.calls", pc->name);
         r = cmp_row(c, CMP_COMM, name, "comm", UNIT_VALUE, MEASURE_INFO, why);
         cmp_set(r, 1, (double)pc->calls, 1, (double)m->calls / steps);

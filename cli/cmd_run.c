@@ -120,7 +120,10 @@ static const CliOpt opts[] = {
     USE("dist-opt", 0, 0, NULL, "Megatron's distributed optimizer: shard the states the recipe lists"
         IN23 "(recipes.csv dist_opt_shards); the same collectives"),
     USE("tp", 1, 4096, NULL, "tensor-parallel ranks with sequence parallelism (cpu backend): column/row-"
-        IN23 "parallel linears, heads and FFN split over the ranks"),
+        IN23 "parallel linears, heads and FFN split over the ranks; latent attention's"
+        IN23 "down-projections duplicated on each rank's sequence shard, its"
+        IN23 "up-projections column-parallel (Megatron-Core's MLA); an MTP depth's eh_proj"
+        IN23 "column-parallel (docs/executor-moe.md); not with deepseek-v3 yet"),
     USE("pp", 1, 4096, NULL, "pipeline stages, 1F1B (cpu backend); each stage an even share of the layers."
         IN23 "With --tp and --dp: mpirun -np tp x pp x dp (tp fastest, then dp, then pp)"),
     {"first-stage-layers", OPT_U32, A(first_stage_layers), .lo = 1, .hi = 1u << 20, .arg = "N",

@@ -99,7 +99,7 @@ Table *run_rank_csv(const Table *rows0, const Plan *p, const RankData *rd)
             table_f64(t, c.plan_s, pc->time_s);
             table_f64(t, c.meas_s, rd->med_s[(size_t)r * CO_COUNT_ + k]);
             snprintf(name, sizeof name, "%s.payload", pc->name);
-            bytes_row(t, &c, r, "rank_comm", name, "comm", (double)(pc->payload_bytes * pc->calls),
+            bytes_row(t, &c, r, "rank_comm", name, "comm", (double)plan_coll_step_payload(pc),
                       run_rank_payload(rd, r, k));
         }
     }

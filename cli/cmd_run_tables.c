@@ -116,7 +116,7 @@ int run_rank_table(const Plan *p, const Comm *comm, const Measurement *ms, const
             bad |= line(pc->name, pc->step_bytes, v, k);
             for (int i = 0; i < k; i++) v[i] = run_rank_payload(rd, idx[i], c);
             snprintf(name, sizeof name, "%s.payload", pc->name);
-            bad |= line(name, pc->payload_bytes * pc->calls, v, k);
+            bad |= line(name, plan_coll_step_payload(pc), v, k);
         }
     }
     printf("  %s%s\n",

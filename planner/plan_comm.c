@@ -240,6 +240,7 @@ static Collective *coll_bytes(const PlanInput *in, Plan *p, CollectiveId id, Dty
     c->bus_bytes = bus(c->op, ranks, payload, ck);
     c->calls = calls;
     c->step_bytes = ck_mul(ck, c->bus_bytes, calls);
+    c->step_payload = 0;
     c->bw = c->latency_s = c->time_s = c->exposed_s = 0;
     return c;
 }

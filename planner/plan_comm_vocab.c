@@ -15,9 +15,12 @@
  *                              gradient (the shard is what is kept) and reduce-scatter of the input gradient
  *   cross-entropy              all-reduces of the max logit (MAX), the target logit and the sum of exponentials
  *                              (SUM), tok FP32 each: 3 calls
+ * An MTP depth on the last stage looks the next tokens up in the same embedding and passes through the same head:
+ * its own embedding and head calls as above, and three loss all-reduces more.
  * Per step, one coalesced all-reduce of the gradients of the parameters every TP rank holds whole but that see
  * only part of the work: with SP the norms and the row-parallel (proj, FC2) biases of each layer and the final
- * norm (MoE layers: the norms, latent norms and the router, x.other); q/k norms with or without SP (each rank
+ * norm (MoE layers: the norms, latent norms and the router, x.other; latent attention's duplicated q_down and
+ * kv_down; an MTP depth's three norms); q/k norms with or without SP (each rank
  * normalises its own heads). Megatron marks these `sequence_parallel` and reduces them in
  * finalize_model_grads; they travel in the other parameters' main-gradient dtype.
  * The embedding's collectives run on the first stage, the head's and the loss's on the last. Nothing hides
@@ -39,12 +42,22 @@ static const CollectiveId same_ag[] = {CO_TP_AG_FWD, CO_TP_AG_BWD, CO_TP_VOCAB_A
 static const CollectiveId same_rs[] = {CO_TP_RS_FWD, CO_TP_RS_BWD, CO_TP_VOCAB_RS};
 static const CollectiveId same_loss[] = {CO_TP_LOSS_AR};
 
-/* Forward (fwd = 1) or backward calls per micro-batch of a stage holding the embedding and/or the head. */
-static VocabCalls vocab_calls(const PlanInput *in, const Geo *g, int first, int last, int fwd)
+/* Forward (fwd = 1) or backward calls per micro-batch of a stage holding the embedding and/or the head; mtp:
+ * the MTP depths the last stage holds, each its own lookup of the shared embedding and its own pass through the
+ * shared head (Megatron-Core core_v0.16.0 MultiTokenPredictionLayer: embedding(input_ids rolled), output_layer). */
+static VocabCalls vocab_calls(const PlanInput *in, const Geo *g, int first, int last, int fwd, uint64_t mtp)
 {
     VocabCalls v = {0, 0, 0};
     int sp = has_sp(g), learned = in->model->pos == POS_LEARNED;
     if (g->tp <= 1) return v;
+    for (uint64_t d = 0; last && d < mtp; d++) {
+        if (fwd && sp && !learned) v.rs++; /* the depth's embedding */
+        if (fwd && (!sp || learned)) v.ar++;
+        if (!fwd && sp) v.ag++;
+        if (fwd && sp) v.ag++; /* its head */
+        if (!fwd && sp) v.ag++, v.rs++;
+        if (!fwd && !sp) v.ar++;
+    }
     if (first && fwd) {
         if (sp && !learned)
             v.rs++;
@@ -71,7 +84,13 @@ static uint64_t replicated_elems(const PlanInput *in, const Geo *g, uint32_t sta
     if (g->x.on) {
         Held hd;
         moe_held(in, g, stage, ck, &hd);
-        for (int k = 0; k < XK_COUNT; k++) e = ck_add(ck, e, ck_mul(ck, hd.n[k], sp ? g->x.other[k] : qk));
+        /* latent attention's down-projections: duplicated over TP, each rank's gradient from its sequence shard
+         * (Megatron-Core core_v0.16.0 TELinear parallel_mode "duplicated" marks them sequence_parallel) */
+        uint64_t down = 0;
+        if (sp && g->x.mla)
+            down = ck_mul(ck, ck_add(ck, md->q_lora_rank, (uint64_t)md->kv_lora_rank + md->qk_rope_head_dim), g->h);
+        for (int k = 0; k < XK_COUNT; k++)
+            e = ck_add(ck, e, ck_mul(ck, hd.n[k], ck_add(ck, sp ? g->x.other[k] : qk, down)));
         if (sp) e = ck_add(ck, e, ck_mul(ck, hd.mtp, g->x.mtp_other));
     } else {
         uint64_t per = sp ? 2 * g->norm_elems + (md->linear_bias ? 2 * g->h : 0) + qk : qk;
@@ -98,14 +117,16 @@ void plan_comm_vocab(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     if (t <= 1) return;
     int first, last;
     stage_ends(in, g, p->stage, ck, &first, &last);
-    VocabCalls f = vocab_calls(in, g, first, last, 1), b = vocab_calls(in, g, first, last, 0);
+    uint64_t mtp = last ? in->model->mtp_layers : 0;
+    VocabCalls f = vocab_calls(in, g, first, last, 1, mtp), b = vocab_calls(in, g, first, last, 0, mtp);
     Dtype dt = rc->comm_tp_rs;
     uint64_t S = ck_mul3(ck, g->tok, g->h, dt_bytes(dt));
     /* the layers' TP collectives over the same group (stride 1), timed already where their payload is the same */
     plan_coll_set_same(in, p, CO_TP_VOCAB_AR, dt, t, 1, S, ck_mul(ck, f.ar + b.ar, m), ck, same_ar, 2);
     plan_coll_set_same(in, p, CO_TP_VOCAB_AG, dt, t, 1, S, ck_mul(ck, f.ag + b.ag, m), ck, same_ag, 2);
     plan_coll_set_same(in, p, CO_TP_VOCAB_RS, dt, t, 1, S, ck_mul(ck, f.rs + b.rs, m), ck, same_rs, 2);
-    if (last) plan_coll_set(in, p, CO_TP_LOSS_AR, DT_FP32, t, 1, ck_mul(ck, g->tok, 4), ck_mul(ck, 3, m), ck);
+    if (last) /* the loss's three all-reduces, and each MTP depth's */
+        plan_coll_set(in, p, CO_TP_LOSS_AR, DT_FP32, t, 1, ck_mul(ck, g->tok, 4), ck_mul3(ck, 3, m, 1 + mtp), ck);
     Dtype gd = plan_grad_dt(in, rc->other.dt[STATE_GRAD]);
     uint64_t e = replicated_elems(in, g, p->stage, last, ck);
     plan_coll_set(in, p, CO_TP_NORM_GRAD_AR, gd, t, 1, ck_mul(ck, e, dt_bytes(gd)), e ? 1 : 0, ck);
@@ -132,7 +153,7 @@ void plan_vocab_call_times(const PlanInput *in, const Geo *g, const Plan *p, Voc
     Ck ck = {0};
     Dtype dt = in->recipe->comm_tp_rs;
     uint64_t S = ck_mul3(&ck, g->tok, g->h, dt_bytes(dt));
-    VocabCalls f = vocab_calls(in, g, 1, 1, 1), b = vocab_calls(in, g, 1, 1, 0);
+    VocabCalls f = vocab_calls(in, g, 1, 1, 1, 0), b = vocab_calls(in, g, 1, 1, 0, 0);
     if (f.ar + b.ar) vt->ar = call(in, g, p, OP_ALL_REDUCE, dt, S, &ck, same_ar, 3);
     if (f.ag + b.ag) vt->ag = call(in, g, p, OP_ALL_GATHER, dt, S, &ck, same_ag, 3);
     if (f.rs + b.rs) vt->rs = call(in, g, p, OP_REDUCE_SCATTER, dt, S, &ck, same_rs, 3);
@@ -153,7 +174,8 @@ void plan_vocab_time(const PlanInput *in, const Geo *g, const VocabCallT *vt, in
 {
     *fwd = *bwd = 0;
     if (g->tp <= 1) return;
-    *fwd = calls_s(vocab_calls(in, g, first, last, 1), vt);
-    *bwd = calls_s(vocab_calls(in, g, first, last, 0), vt);
-    if (last) *fwd += 3 * vt->loss;
+    uint64_t mtp = last ? in->model->mtp_layers : 0;
+    *fwd = calls_s(vocab_calls(in, g, first, last, 1, mtp), vt);
+    *bwd = calls_s(vocab_calls(in, g, first, last, 0, mtp), vt);
+    if (last) *fwd += 3 * (double)(1 + mtp) * vt->loss;
 }

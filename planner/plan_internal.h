@@ -76,7 +76,7 @@ typedef struct {
     uint64_t Fe_t, Fs_t;                           /* expert FFN per ETP rank, shared-expert FFN per TP rank */
     uint64_t rows, rows_e; /* expert rows per micro-batch on this rank (all local experts), per local expert */
     uint64_t dqk, dv;      /* query/key and value head dims */
-    uint64_t latent;       /* MLA: q_lora + kv_lora + rope, the per-token latents SP gathers for attention */
+    uint64_t latent;       /* MLA: q_lora (h without one) + kv_lora, the up-projections' inputs SP gathers */
     Lin lin[XK_COUNT][X_MAX_LIN];
     int nlin[XK_COUNT];
     uint64_t gemm[XK_COUNT], other[XK_COUNT]; /* per layer and rank: dense-DP linear weights, norms + router */

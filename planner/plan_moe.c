@@ -249,16 +249,16 @@ void moe_geo(const PlanInput *in, Geo *g)
             uint64_t ql = md->q_lora_rank, kl = md->kv_lora_rank, r = md->qk_rope_head_dim;
             if (ql) {
                 lin(x, k, ql, h, 1, tr, tr, XL_GEMM);
-                lin(x, k, ht * x->dqk, ql, 1, tok, tok, XL_GEMM);
+                lin(x, k, ht * x->dqk, ql, 1, tok, tr, XL_GEMM);
                 x->lin[k][x->nlin[k] - 1].up = 1;
             } else {
                 lin(x, k, ht * x->dqk, h, 1, tok, tr, XL_GEMM);
             }
             lin(x, k, kl + r, h, 1, tr, tr, XL_GEMM);
-            lin(x, k, ht * (md->qk_nope_head_dim + x->dv), kl, 1, tok, tok, XL_GEMM);
+            lin(x, k, ht * (md->qk_nope_head_dim + x->dv), kl, 1, tok, tr, XL_GEMM);
             x->lin[k][x->nlin[k] - 1].up = 1;
             lin(x, k, h, ht * x->dv, 1, tok, tok, XL_GEMM);
-            x->latent = ql + kl + r;
+            x->latent = (ql ? ql : h) + kl;
             x->other[k] = 2 * g->norm_elems + ql + kl;
         } else {
             lin(x, k, g->lin_rows[LIN_QKV], h, 1, tok, tr, XL_GEMM);

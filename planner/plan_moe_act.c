@@ -54,12 +54,14 @@ static void mla_act(const PlanInput *in, const Geo *g, Ck *ck, int ln, LayerAct 
     } else if (!ln) {
         plan_saved_input(rc, ck, tr, g->h, a, &hp); /* the one shared by q_down (or q_proj) and kv_down */
     }
+    /* the latents, their norms and the up-projections' saved inputs on the sequence shard (tr): the
+     * down-projections run duplicated on it, and a column-parallel up-projection keeps the shard it gathers */
     if (ql) {
-        hp = ck_add(ck, hp, ck_add(ck, ck_mul3(ck, tok, ql, 2), ck_mul(ck, tok, stat)));
-        plan_saved_input(rc, ck, tok, ql, a, &hp); /* q_up input */
+        hp = ck_add(ck, hp, ck_add(ck, ck_mul3(ck, tr, ql, 2), ck_mul(ck, tr, stat)));
+        plan_saved_input(rc, ck, tr, ql, a, &hp); /* q_up input */
     }
-    hp = ck_add(ck, hp, ck_add(ck, ck_mul3(ck, tok, kl, 2), ck_mul(ck, tok, stat)));
-    plan_saved_input(rc, ck, tok, kl, a, &hp); /* kv_up input */
+    hp = ck_add(ck, hp, ck_add(ck, ck_mul3(ck, tr, kl, 2), ck_mul(ck, tr, stat)));
+    plan_saved_input(rc, ck, tr, kl, a, &hp); /* kv_up input */
     if (!(in->recompute_mods & RECOMPUTE_MOD_MLA_UP))
         hp = ck_add(ck, hp, ck_mul3(ck, ck_mul(ck, tok, ht), 2 * x->dqk + x->dv, 2)); /* Q, K, V */
     if (flash && !plan_attn_out_dropped(in))

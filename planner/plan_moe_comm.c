@@ -50,9 +50,11 @@
  * with the parameters all-gathered after a sharded step, over the edp ranks (ep x etp
  * apart), as plan_comm.c does for the other weights over dp x cp.
  * Tensor parallelism with SP: per layer one all-gather / reduce-scatter pair for the
- * attention (latent attention gathers its BF16 latents, q_lora + kv_lora + rope per
- * token, instead of h) and one for the dense FFN or the shared experts (none for a
- * MoE layer without shared experts: the routed experts take the SP shards directly).
+ * attention (latent attention gathers its up-projections' inputs, q_lora + kv_lora per
+ * token, in the recipe's gather dtype, and its RoPE key, rope per token, instead of h,
+ * and reduce-scatters their gradients instead of an h-wide one: tp_collectives) and one
+ * for the dense FFN or the shared experts (none for a MoE layer without shared experts:
+ * the routed experts take the SP shards directly); an MTP depth's eh_proj adds its own.
  * Amax reductions count one record set per FP8 linear tensor. */
 #include <string.h>
 
@@ -171,7 +173,18 @@ static void ep_collectives(const PlanInput *in, const Geo *g, Plan *p, const Hel
     }
 }
 
-/* The TP/SP collectives of the layers this GPU holds, per layer kind (payloads averaged per call). */
+/* An all-gather's or reduce-scatter's row over n ranks whose calls move `total` payload bytes a step in all: its
+ * payload and sent bytes per step exact ((n - 1)/n of the payload leaves the GPU), whatever the mean per call. */
+static void step_exact(Plan *p, CollectiveId id, uint64_t total, uint64_t n, Ck *ck)
+{
+    Collective *c = &p->coll[id];
+    if (!c->calls || total == ck_mul(ck, c->payload_bytes, c->calls)) return; /* the mean is every call's */
+    c->step_payload = total;
+    c->step_bytes = total - (total + n - 1) / n;
+}
+
+/* The TP/SP collectives of the layers this GPU holds, per layer kind (payloads averaged per call; the rows' bytes
+ * per step the exact sums). */
 static void tp_collectives(const PlanInput *in, const Geo *g, Plan *p, const Held *hd, Ck *ck)
 {
     const MoeGeo *x = &g->x;
@@ -186,33 +199,78 @@ static void tp_collectives(const PlanInput *in, const Geo *g, Plan *p, const Hel
         if (gran_scale_count(rc->act_gran, g->tok, h, &n, &sb, NULL)) ck->ovf = 1;
         S_ag = ck_add(ck, S_ag, sb);
     }
-    uint64_t S_lat = x->mla ? ck_mul3(ck, g->tok, x->latent, 2) : S_ag; /* what the attention gathers */
+    /* what the attention gathers forward (S_lat), gathers backward (S_latb: the output gradient, the inputs gathered
+     * again) and reduce-scatters backward (S_latr). Latent attention (Megatron-Core core_v0.16.0
+     * multi_latent_attention.py): the down-projections are duplicated TELinears on the sequence shard, the
+     * up-projections (q_proj without a q latent) column-parallel, so the up-projections' inputs, q_lora (or h) +
+     * kv_lora a token, are gathered as a column-parallel input is (the recipe's tp_allgather dtype, gathered again
+     * for the weight gradient, their input gradients reduce-scattered), and the RoPE key k_pos_emb, rope a token,
+     * by gather_from_sequence_parallel_region in the activations' dtype (its backward a reduce-scatter) */
+    uint64_t S_lat = S_ag, S_latb = ck_add(ck, S_rs, S_ag), S_latr = S_rs;
+    if (x->mla) {
+        uint64_t r = in->model->qk_rope_head_dim, S_up = ck_mul3(ck, g->tok, x->latent, dt_bytes(rc->comm_tp_ag));
+        if (dt_fp8(rc->comm_tp_ag) && rc->act_gran != GRAN_TENSOR) {
+            uint64_t n, sb;
+            if (gran_scale_count(rc->act_gran, g->tok, x->latent, &n, &sb, NULL)) ck->ovf = 1;
+            S_up = ck_add(ck, S_up, sb);
+        }
+        uint64_t S_rope = ck_mul3(ck, g->tok, r, dt_bytes(rc->comm_tp_rs));
+        S_lat = ck_add(ck, S_up, S_rope), S_latb = ck_add(ck, S_rs, S_up);
+        S_latr = ck_mul3(ck, g->tok, x->latent + r, dt_bytes(rc->comm_tp_rs));
+    }
     /* FFN pairs whose forward runs again for a module (mlp: a dense layer's; moe, shared_experts: the shared
      * experts'), not under full recompute, which repeats every pair */
     unsigned mods = full == 2 ? 0 : in->recompute_mods;
-    uint64_t pairs = 0, ag_bytes = 0, again = 0;
+    uint64_t pairs = 0, ag_bytes = 0, agb_bytes = 0, rsb_bytes = 0, again = 0;
     for (int k = 0; k < XK_COUNT; k++) {
         uint64_t n = ck_mul(ck, hd->n[k], m), ffn = k == XK_DENSE || x->Fs_t;
         pairs = ck_add(ck, pairs, ck_mul(ck, n, 1 + ffn));
         ag_bytes = ck_add(ck, ag_bytes, ck_mul(ck, n, ck_add(ck, S_lat, ffn ? S_ag : 0)));
+        agb_bytes = ck_add(ck, agb_bytes, ck_mul(ck, n, ck_add(ck, S_latb, ffn ? ck_add(ck, S_rs, S_ag) : 0)));
+        rsb_bytes = ck_add(ck, rsb_bytes, ck_mul(ck, n, ck_add(ck, S_latr, ffn ? S_rs : 0)));
         if ((k == XK_DENSE && (mods & RECOMPUTE_MOD_MLP)) ||
             (k == XK_MOE && x->Fs_t && (mods & (RECOMPUTE_MOD_MOE | RECOMPUTE_MOD_SHARED))))
             again = ck_add(ck, again, n);
     }
     if (!pairs) return;
-    uint64_t S_agm = ag_bytes / pairs, fpairs = ck_add(ck, ck_mul(ck, pairs, full), again);
-    uint64_t S_agf = ck_add(ck, ck_mul(ck, ag_bytes, full), ck_mul(ck, again, S_ag)) / fpairs;
+    uint64_t fpairs = ck_add(ck, ck_mul(ck, pairs, full), again);
+    /* an MTP depth (Megatron-Core core_v0.16.0 MultiTokenPredictionLayer._concat_embeddings, with SP): eh_proj is
+     * column-parallel over its [enorm; hnorm] input, tok x 2h gathered (the recipe's tp_allgather dtype; again for
+     * its weight gradient, its input gradient reduce-scattered), and its output, h/tp columns of every token, is
+     * all-gathered along the hidden dimension (gather_from_tensor_model_parallel_region) before
+     * scatter_to_sequence_parallel_region keeps the rank's tokens, whose backward all-gathers their gradient: per
+     * depth and micro-batch two forward gathers, two backward gathers and one backward reduce-scatter */
+    uint64_t nmtp = g->rep > 1 ? ck_mul(ck, hd->mtp, m) : 0;
+    uint64_t S_min = ck_mul3(ck, g->tok, 2 * h, dt_bytes(rc->comm_tp_ag)), S_mh = S_rs;
+    if (nmtp && dt_fp8(rc->comm_tp_ag) && rc->act_gran != GRAN_TENSOR) {
+        uint64_t n, sb;
+        if (gran_scale_count(rc->act_gran, g->tok, 2 * h, &n, &sb, NULL)) ck->ovf = 1;
+        S_min = ck_add(ck, S_min, sb);
+    }
+    uint64_t mtp_b = ck_mul(ck, nmtp, ck_add(ck, S_min, S_mh)), fcalls = ck_add(ck, fpairs, ck_mul3(ck, 2, nmtp, full));
+    uint64_t S_agf =
+        ck_add(ck, ck_add(ck, ck_mul(ck, ag_bytes, full), ck_mul(ck, again, S_ag)), ck_mul(ck, mtp_b, full));
+    S_agf /= fcalls;
+    agb_bytes = ck_add(ck, agb_bytes, mtp_b);
+    rsb_bytes = ck_add(ck, rsb_bytes, ck_mul(ck, nmtp, ck_mul3(ck, g->tok, 2 * h, dt_bytes(rc->comm_tp_rs))));
     if (g->rep == 1) {
         plan_coll_set(in, p, CO_TP_AR_FWD, rc->comm_tp_rs, g->tp, 1, S_rs, fpairs, ck);
         plan_coll_set(in, p, CO_TP_AR_BWD, rc->comm_tp_rs, g->tp, 1, S_rs, pairs, ck);
         return;
     }
-    plan_coll_set(in, p, CO_TP_AG_FWD, x->mla ? DT_NONE : rc->comm_tp_ag, g->tp, 1, S_agf, fpairs, ck);
+    plan_coll_set(in, p, CO_TP_AG_FWD, x->mla || nmtp ? DT_NONE : rc->comm_tp_ag, g->tp, 1, S_agf, fcalls, ck);
     plan_coll_set(in, p, CO_TP_RS_FWD, rc->comm_tp_rs, g->tp, 1, S_rs, fpairs, ck);
-    uint64_t S_bag = ck_add(ck, S_rs, S_agm); /* output-gradient gathers and saved-input re-gathers */
-    plan_coll_set(in, p, CO_TP_AG_BWD, DT_NONE, g->tp, 1, S_bag / 2, 2 * pairs, ck);
-    p->coll[CO_TP_AG_BWD].payload_bytes = S_bag / 2;
-    plan_coll_set(in, p, CO_TP_RS_BWD, rc->comm_tp_rs, g->tp, 1, S_rs, pairs, ck);
+    /* output-gradient gathers and saved-input re-gathers */
+    uint64_t bcalls = ck_add(ck, 2 * pairs, 2 * nmtp), S_bag = agb_bytes / bcalls;
+    plan_coll_set(in, p, CO_TP_AG_BWD, DT_NONE, g->tp, 1, S_bag, bcalls, ck);
+    p->coll[CO_TP_AG_BWD].payload_bytes = S_bag;
+    plan_coll_set(in, p, CO_TP_RS_BWD, rc->comm_tp_rs, g->tp, 1, rsb_bytes / (pairs + nmtp), pairs + nmtp, ck);
+    /* the rows whose calls differ in size: timed at their mean payload, their bytes the exact sums */
+    uint64_t agf_bytes =
+        ck_add(ck, ck_add(ck, ck_mul(ck, ag_bytes, full), ck_mul(ck, again, S_ag)), ck_mul(ck, mtp_b, full));
+    step_exact(p, CO_TP_AG_FWD, agf_bytes, g->tp, ck);
+    step_exact(p, CO_TP_AG_BWD, agb_bytes, g->tp, ck);
+    step_exact(p, CO_TP_RS_BWD, rsb_bytes, g->tp, ck);
 }
 
 void moe_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)

@@ -299,6 +299,9 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
         mk = ck_add(ck, mk, ck_mul(ck, amk, u)), moe = ck_add(ck, moe, ck_mul(ck, amoe, u));
         if (!hd.n[k]) continue;
         uint64_t b = kind_transient(in, g, ck, k, hd.n[XK_DENSE] ? g->F_t : 0);
+        /* an MTP depth's layer (this kind's) under SP: the input its eh_proj gathers, and its input gradient before
+         * the reduce-scatter, are 2h wide, not h (plan_moe_comm.c) */
+        if (hd.mtp && g->rep > 1 && k == (x->E ? XK_MOE : XK_DENSE)) b = ck_add(ck, b, ck_mul3(ck, g->tok, g->h, 2));
         if (in->recompute == RECOMPUTE_FULL)
             b = ck_add(ck, b, ck_add(ck, ck_add(ck, a->hp, a->fp8), ck_add(ck, ck_add(ck, a->attn, a->mask), a->moe)));
         if (in->recompute_mods & RECOMPUTE_MOD_MLA_UP) /* one layer's rebuilt Q, K, V */

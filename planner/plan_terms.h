@@ -250,6 +250,8 @@ typedef struct {
                                all-to-all: the copies that leave the GPU (plan_moe_comm.c) */
     uint64_t calls;         /* per step */
     uint64_t step_bytes;    /* bus_bytes * calls: what this GPU sends per step */
+    uint64_t step_payload;  /* 0: payload_bytes * calls; else the payload per step where calls of several sizes
+                               share the row (payload_bytes their mean): plan_coll_step_payload */
     double bw;              /* bus bandwidth one call achieves, B/s: NVLink inside a node, min(NVLink,
                                ranks per node x NIC) across nodes, x eff_net (NCCL's LL protocol: less) */
     double latency_s;       /* per call: NCCL's ring latency (base + per-step hop latencies); all-to-all: one
@@ -257,6 +259,12 @@ typedef struct {
     double time_s;          /* per step: calls x (latency + bus bytes / bw) */
     double exposed_s;       /* the part not hidden behind compute (the stack's overlap) */
 } Collective;
+
+/* The payload a collective's row moves per step. */
+static inline uint64_t plan_coll_step_payload(const Collective *c)
+{
+    return c->step_payload ? c->step_payload : c->payload_bytes * c->calls;
+}
 
 /* ---- time --------------------------------------------------------------------- */
 

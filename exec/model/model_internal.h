@@ -418,7 +418,18 @@ static inline uint64_t model_sp_tokens(const Model *m) { return model_tokens(m) 
  * (dropless). */
 static inline uint64_t model_moe_tokens(const Model *m) { return model_sp_tokens(m); }
 static inline uint64_t model_moe_rows(const Model *m) { return model_moe_tokens(m) * m->spec.experts_per_token; }
-static inline int model_tp_col(const Model *m, LinearKind k) { return m->tp > 1 && (k == LIN_QKV || k == LIN_FC1); }
+/* Column-parallel linears (their input gathered from the sequence shards): QKV, FC1, latent attention's
+ * up-projections (q_up, kv_up) and MTP's eh_proj (Megatron-Core's MultiTokenPredictionLayer); latent attention's down-projections (q_down, kv_down) are duplicated — every
+ * rank holds them whole and runs them on its sequence shard (model_tp_dup), as Megatron-Core's MLASelfAttention
+ * does (core_v0.16.0: TELinear parallel_mode "duplicated") */
+static inline int model_tp_col(const Model *m, LinearKind k)
+{
+    return m->tp > 1 && (k == LIN_QKV || k == LIN_FC1 || k == LIN_Q_UP || k == LIN_KV_UP || k == LIN_EH_PROJ);
+}
+static inline int model_tp_dup(const Model *m, LinearKind k)
+{
+    return m->tp > 1 && (k == LIN_Q_DOWN || k == LIN_KV_DOWN);
+}
 static inline int model_tp_row(const Model *m, LinearKind k) { return m->tp > 1 && (k == LIN_PROJ || k == LIN_FC2); }
 /* Current scaling with TP: the amax a cast just measured on this rank's shard
  * made the whole tensor's (MAX over the TP group, counted as the plan's
@@ -449,10 +460,15 @@ Status model_tp_scatter(Model *m, CollectiveId id, const void *full, void *local
  * B·T/tp tokens' gradient dout into the FP32 gradient targets. */
 Status model_tp_embed_fwd(Model *m, void *out, Err *e);
 Status model_tp_embed_bwd(Model *m, const void *dout, Err *e);
+/* The same for other token ids tok (B·T): MTP's next tokens. */
+Status model_tp_embed_tok_fwd(Model *m, const int32_t *tok, void *out, Err *e);
+Status model_tp_embed_tok_bwd(Model *m, const int32_t *tok, const void *dout, Err *e);
 /* Vocabulary-parallel cross-entropy of act.logits (B·T, Vp/tp): losses of
  * every token on every rank, logits replaced by their gradient (xent_shard
  * with the max and sums all-reduced over the ranks). */
 Status model_tp_xent(Model *m, float dloss, Err *e);
+/* The same over other logits (B·T, Vp/tp), targets and losses: MTP's. */
+Status model_tp_xent_of(Model *m, float *logits, const int32_t *targets, float *losses, float dloss, Err *e);
 /* After the step's micro-batches: the gradients of the parameters every rank
  * holds whole but sees only B·T/tp tokens of (norms, learned positions)
  * all-reduced. Not plan collectives (the plan counts none for them). */

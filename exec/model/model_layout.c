@@ -97,6 +97,7 @@ uint64_t model_linear_k(const ModelSpec *s, LinearKind k)
 
 uint64_t model_lin_n(const Model *m, uint32_t l, LinearKind k)
 {
+    if (k == LIN_EH_PROJ) return m->spec.hidden / (m->tp ? m->tp : 1); /* column-parallel (model_mtp.c) */
     if (k == LIN_FC1) return spec_fc1_k(&m->spec) * model_ffn_of(m, l);
     return k == LIN_FC2 ? m->spec.hidden : model_linear_n(&m->spec, k);
 }
@@ -400,12 +401,12 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
         arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->norm1_rstd : NULL, "norm1.rstd", li);
         arena_add(sp, MT_ACT_LAYER_HP, A, BT * model_attn_w(s), la ? &la->qkv : NULL, "qkv", li);
         if (model_mla(m) && s->q_lora_rank) { /* the latents as projected (their norms' inputs) and the norms' rstd */
-            arena_add(sp, MT_ACT_LAYER_HP, A, BT * s->q_lora_rank, la ? &la->cq : NULL, "q_latent", li);
-            arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->cq_rstd : NULL, "q_latent_norm.rstd", li);
+            arena_add(sp, MT_ACT_LAYER_HP, A, BTs * s->q_lora_rank, la ? &la->cq : NULL, "q_latent", li);
+            arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->cq_rstd : NULL, "q_latent_norm.rstd", li);
         }
-        if (model_mla(m)) {
-            arena_add(sp, MT_ACT_LAYER_HP, A, BT * s->kv_lora_rank, la ? &la->ckv : NULL, "kv_latent", li);
-            arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, la ? &la->ckv_rstd : NULL, "kv_latent_norm.rstd", li);
+        if (model_mla(m)) { /* TP: on the sequence shard, as the duplicated down-projections make them */
+            arena_add(sp, MT_ACT_LAYER_HP, A, BTs * s->kv_lora_rank, la ? &la->ckv : NULL, "kv_latent", li);
+            arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, la ? &la->ckv_rstd : NULL, "kv_latent_norm.rstd", li);
         }
         arena_add(sp, MT_ACT_ATTN, A, B * H * T * T, la ? &la->probs : NULL, "probs", li);
         arena_add(sp, MT_ACT_LAYER_HP, A, BTs * C, la ? &la->res2 : NULL, "res2", li);
@@ -420,8 +421,9 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
         for (uint32_t ki = 0; ki < nk; ki++) {
             const LinearKind k = ks[ki];
             uint64_t K = model_lin_k(m, l, k);
-            if (k == LIN_KV_DOWN && !save_fp8) continue;              /* kv_down's BF16 input is the q projection's */
-            uint64_t BTk = model_tp_col(m, (LinearKind)k) ? BTs : BT; /* the shard a column-parallel input keeps */
+            if (k == LIN_KV_DOWN && !save_fp8) continue; /* kv_down's BF16 input is the q projection's */
+            /* the shard a column-parallel input keeps, or a duplicated one runs on */
+            uint64_t BTk = model_tp_col(m, (LinearKind)k) || model_tp_dup(m, (LinearKind)k) ? BTs : BT;
             if (save_fp8 && exec_block_scaled(r)) /* its tiles along the tokens: (K, ceil(B·T/128)) */
                 arena_add(sp, MT_ACT_LAYER_FP8, DT_FP32, blocks_of(r->act_gran, K, BTk), la ? &la->q_col_s[k] : NULL,
                           "input.fp8_col.scale_inv", li);

@@ -167,7 +167,7 @@ typedef struct {
 
 static Lin lin_of(Model *m, uint32_t l, LinearKind k)
 {
-    return (Lin){.M = model_tokens(m),
+    return (Lin){.M = model_tp_dup(m, k) ? model_sp_tokens(m) : model_tokens(m), /* TP: a duplicated one's shard */
                  .N = model_lin_n(m, l, k),
                  .K = model_lin_k(m, l, k),
                  .A = m->act_dtype,

@@ -18,16 +18,16 @@ Status model_mtp_check(const Plan *p, Err *e)
         return err_set(e, ST_UNAVAILABLE,
                        "model %s: the executor runs multi-token prediction of depth 1 (mtp_layers %u given)", s->name,
                        s->mtp_layers);
-    if (in->tp > 1) /* over pipeline stages: the last stage's (model_pp.c) */
-        return err_set(e, ST_UNAVAILABLE,
-                       "model %s: the executor runs multi-token prediction on one tensor-parallel rank (tp %u given)",
-                       s->name, in->tp);
+    if (in->tp > 1 && s->hidden % in->tp) /* eh_proj is column-parallel over the hidden size */
+        return err_set(e, ST_USAGE, "--tp %u must divide the hidden size %u of model %s (MTP's eh_proj)", in->tp,
+                       s->hidden, s->name);
     return ST_OK;
 }
 
 void model_mtp_saved(Model *m, int bind, ArenaSpecs *sp)
 {
-    const uint64_t BT = model_tokens(m), C = m->spec.hidden;
+    /* BTs: the sequence-parallel tokens (TP: this rank's shard), as the main model's norms and x_final */
+    const uint64_t BT = model_tokens(m), BTs = model_sp_tokens(m), C = m->spec.hidden;
     const int ln = m->spec.norm == NORM_LAYERNORM, li = (int)(m->spec.layers - 1 + m->layer0);
     const Dtype A = m->act_dtype;
     ModelActs *a = bind ? &m->act : NULL;
@@ -36,16 +36,16 @@ void model_mtp_saved(Model *m, int bind, ArenaSpecs *sp)
     arena_add(sp, XT_IO, DT_FP32, BT, a ? &a->mtp_losses : NULL, "mtp.losses", -1);
     /* enorm's input (the next tokens' embedding) and both norms' statistics; hnorm's input is x_final, and
      * eh_proj's input [enorm; hnorm] is the block's saved linear input (model_layout.c's saved()) */
-    arena_add(sp, MT_ACT_LAYER_HP, A, BT * C, a ? &a->mtp_emb : NULL, "mtp.embedding", li);
-    if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, a ? &a->mtp_e_mean : NULL, "mtp.enorm.mean", li);
-    arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, a ? &a->mtp_e_rstd : NULL, "mtp.enorm.rstd", li);
-    if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, a ? &a->mtp_h_mean : NULL, "mtp.hnorm.mean", li);
-    arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BT, a ? &a->mtp_h_rstd : NULL, "mtp.hnorm.rstd", li);
+    arena_add(sp, MT_ACT_LAYER_HP, A, BTs * C, a ? &a->mtp_emb : NULL, "mtp.embedding", li);
+    if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, a ? &a->mtp_e_mean : NULL, "mtp.enorm.mean", li);
+    arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, a ? &a->mtp_e_rstd : NULL, "mtp.enorm.rstd", li);
+    if (ln) arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, a ? &a->mtp_h_mean : NULL, "mtp.hnorm.mean", li);
+    arena_add(sp, MT_ACT_LAYER_HP, DT_FP32, BTs, a ? &a->mtp_h_rstd : NULL, "mtp.hnorm.rstd", li);
     /* the depth's output as the main model's: final norm in and out, its statistics, the logits */
-    arena_add(sp, MT_ACT_OUTPUT, A, BT * C, a ? &a->mtp_x : NULL, "mtp.x_final", li);
-    if (ln) arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT, a ? &a->mtp_nf_mean : NULL, "mtp.normf.mean", li);
-    arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT, a ? &a->mtp_nf_rstd : NULL, "mtp.normf.rstd", li);
-    arena_add(sp, MT_ACT_OUTPUT, A, BT * C, a ? &a->mtp_nf_out : NULL, "mtp.normf.out", li);
+    arena_add(sp, MT_ACT_OUTPUT, A, BTs * C, a ? &a->mtp_x : NULL, "mtp.x_final", li);
+    if (ln) arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BTs, a ? &a->mtp_nf_mean : NULL, "mtp.normf.mean", li);
+    arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BTs, a ? &a->mtp_nf_rstd : NULL, "mtp.normf.rstd", li);
+    arena_add(sp, MT_ACT_OUTPUT, A, BTs * C, a ? &a->mtp_nf_out : NULL, "mtp.normf.out", li);
     arena_add(sp, MT_ACT_OUTPUT, DT_FP32, BT * model_vocab_rows(m), a ? &a->mtp_logits : NULL, "mtp.logits", li);
 }
 
@@ -55,11 +55,28 @@ float model_mtp_dloss(const Model *m)
     return m->mtp_weight / (float)valid;
 }
 
-/* rows (B·T) x C: src (ld sld) → dst (ld dld), both in the activation dtype. */
+/* rows x (reps blocks of cols): src (ld, step) → dst (ld, step), in the activation dtype. */
+static Status copy_blocks(Model *m, uint64_t rows, uint64_t cols, uint64_t reps, const void *src, uint64_t sld,
+                          uint64_t sstep, void *dst, uint64_t dld, uint64_t dstep, Err *e)
+{
+    StridedCopyDesc d = {.rows = rows,
+                         .cols = cols,
+                         .reps = reps,
+                         .dtype = m->act_dtype,
+                         .src = src,
+                         .src_ld = sld,
+                         .src_step = sstep,
+                         .dst = dst,
+                         .dst_ld = dld,
+                         .dst_step = dstep};
+    return m->bk->strided_copy(m->bk, &d, e);
+}
+
+/* rows (B·T, with TP this rank's B·T/tp) x C: src (ld sld) → dst (ld dld), both in the activation dtype. */
 static Status copy_cols(Model *m, const void *src, uint64_t sld, void *dst, uint64_t dld, Err *e)
 {
     const uint64_t C = m->spec.hidden;
-    StridedCopyDesc d = {.rows = model_tokens(m),
+    StridedCopyDesc d = {.rows = model_sp_tokens(m),
                          .cols = C,
                          .reps = 1,
                          .dtype = m->act_dtype,
@@ -91,7 +108,9 @@ Status model_mtp_in_fwd(Model *m, const int32_t *inputs, const int32_t *targets,
     Status st = bk->copy_to_device(bk, a->mtp_tok, tok, BT * sizeof(int32_t), e);
     if (!st) st = bk->copy_to_device(bk, a->mtp_tgt, tgt, BT * sizeof(int32_t), e);
     ModelParam *wpe = model_find_param(m, PK_WPE, -1);
-    if (!st)
+    if (!st && m->tp > 1) /* vocabulary-parallel, reduce-scattered to the sequence shards as the main model's */
+        st = model_tp_embed_tok_fwd(m, a->mtp_tok, a->mtp_emb, e);
+    else if (!st)
         st = bk->embed_fwd(bk, a->mtp_tok, B, T, s->vocab, C, model_find_param(m, PK_WTE, -1)->weight,
                            wpe ? wpe->weight : NULL, m->recipe.other.dt[STATE_WEIGHT], a->mtp_emb, A, e);
     void *cat = model_linear_input(m, l, LIN_EH_PROJ); /* (B·T, 2C): [enorm | hnorm] */
@@ -99,7 +118,17 @@ Status model_mtp_in_fwd(Model *m, const int32_t *inputs, const int32_t *targets,
     if (!st) st = copy_cols(m, a->t_out, C, cat, 2 * C, e);
     if (!st) st = model_norm_fwd(m, PK_HNORM_W, (int)l, a->x_final, a->t_out, a->mtp_h_mean, a->mtp_h_rstd, e);
     if (!st) st = copy_cols(m, a->t_out, C, at(cat, A, C), 2 * C, e);
-    if (!st) st = model_linear_fwd(m, l, LIN_EH_PROJ, cat, model_la(m, l)->x, e);
+    if (m->tp == 1) return st ? st : model_linear_fwd(m, l, LIN_EH_PROJ, cat, model_la(m, l)->x, e);
+    /* TP (Megatron-Core core_v0.16.0 MultiTokenPredictionLayer._concat_embeddings): eh_proj column-parallel (its
+     * input gathered) gives every token's C/tp columns (t_out); gather_from_tensor_model_parallel_region
+     * all-gathers them along the hidden dimension (tp_fwd: rank r's (B·T, C/tp) block r) and
+     * scatter_to_sequence_parallel_region keeps this rank's tokens: the block's input, (B·T/tp, C) */
+    const uint64_t t = m->tp, n = model_sp_tokens(m), Ct = C / t;
+    if (!st) st = model_linear_fwd(m, l, LIN_EH_PROJ, cat, a->t_out, e);
+    if (!st) st = model_tp_gather(m, CO_TP_AG_FWD, a->t_out, a->tp_fwd, C, A, e);
+    for (uint64_t r = 0; !st && r < t; r++) /* rank r's columns of this rank's tokens */
+        st = copy_blocks(m, n, Ct, 1, at(a->tp_fwd, A, (r * BT + (uint64_t)m->tp_rank * n) * Ct), Ct, Ct,
+                         at(model_la(m, l)->x, A, r * Ct), C, Ct, e);
     return st;
 }
 
@@ -113,15 +142,27 @@ Status model_mtp_in_bwd(Model *m, Err *e)
     const uint64_t BT = model_tokens(m), C = s->hidden;
     const Dtype A = m->act_dtype;
     /* d([enorm | hnorm]) into d_a, then each half through its norm (model_norm_bwd writes d_res) */
-    Status st = model_linear_bwd(m, l, LIN_EH_PROJ, a->d_res, a->d_a, e);
-    if (!st) st = bk->memset0(bk, a->d_res, BT * C * dtype_bytes(A), e);
+    const void *dy = a->d_res;
+    Status st = ST_OK;
+    if (m->tp > 1) { /* TP: the sequence split's backward gathers the tokens' gradient (tp_full), the hidden
+                      * gather's keeps this rank's C/tp columns of every token (d_b) */
+        const uint64_t Ct = C / m->tp;
+        st = model_tp_gather(m, CO_TP_AG_BWD, a->d_res, a->tp_full, C, A, e);
+        if (!st) st = copy_blocks(m, BT, Ct, 1, at(a->tp_full, A, (uint64_t)m->tp_rank * Ct), C, Ct, a->d_b, Ct, Ct, e);
+        dy = a->d_b;
+    }
+    if (!st) st = model_linear_bwd(m, l, LIN_EH_PROJ, dy, a->d_a, e);
+    const uint64_t n = model_sp_tokens(m); /* the shard's rows, d_res's */
+    if (!st) st = bk->memset0(bk, a->d_res, n * C * dtype_bytes(A), e);
     if (!st) st = copy_cols(m, a->d_a, 2 * C, a->d_b, C, e);
     if (!st) st = model_norm_bwd(m, PK_ENORM_W, li, a->mtp_emb, a->mtp_e_mean, a->mtp_e_rstd, a->d_b, e);
     ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
-    if (!st) /* the shared embedding's gradient: the next tokens' rows (committed with the main model's) */
+    if (!st && m->tp > 1) /* TP: the shards' gradient gathered, this rank's vocabulary rows */
+        st = model_tp_embed_tok_bwd(m, a->mtp_tok, a->d_res, e);
+    else if (!st) /* the shared embedding's gradient: the next tokens' rows (committed with the main model's) */
         st = bk->embed_bwd(bk, a->mtp_tok, m->batch, m->seq, s->vocab, C, a->d_res, A, model_grad_target(m, wte, 0),
                            wpe ? model_grad_target(m, wpe, 0) : NULL, e);
-    if (!st) st = bk->memset0(bk, a->d_res, BT * C * dtype_bytes(A), e);
+    if (!st) st = bk->memset0(bk, a->d_res, n * C * dtype_bytes(A), e);
     if (!st) st = copy_cols(m, at(a->d_a, A, C), 2 * C, a->d_b, C, e);
     if (!st) st = model_norm_bwd(m, PK_HNORM_W, li, a->x_final, a->mtp_h_mean, a->mtp_h_rstd, a->d_b, e);
     return st;

@@ -6,13 +6,13 @@
 
 static ModelParam *head(Model *m) { return model_find_param(m, m->spec.tied_embeddings ? PK_WTE : PK_LM_HEAD, -1); }
 
-/* The LM head's input: the final norm's output, with TP its B·T/tp token
- * shards gathered into buf (the head is vocabulary-parallel: every token, this
- * rank's Vp/tp rows; tp_vocab_allgather). */
-static const void *head_input(Model *m, void *buf, Status *st, Err *e)
+/* The LM head's input: a final norm's output nout (the model's or the MTP depth's), with TP its B·T/tp token
+ * shards gathered into buf (the head is vocabulary-parallel: every token, this rank's Vp/tp rows;
+ * tp_vocab_allgather). */
+static const void *head_input(Model *m, const void *nout, void *buf, Status *st, Err *e)
 {
-    if (*st || m->tp == 1) return m->act.normf_out;
-    *st = model_tp_gather(m, CO_TP_VOCAB_AG, m->act.normf_out, buf, m->spec.hidden, m->act_dtype, e);
+    if (*st || m->tp == 1) return nout;
+    *st = model_tp_gather(m, CO_TP_VOCAB_AG, nout, buf, m->spec.hidden, m->act_dtype, e);
     return buf;
 }
 
@@ -74,7 +74,7 @@ static Status head_fwd(Model *m, ParamKind wk, int layer, void *x, float *mean, 
     ModelActs *a = &m->act;
     Status st = model_norm_fwd(m, wk, layer, x, out, mean, rstd, e);
     const void *hx = st ? NULL : m->tp == 1 ? out : NULL;
-    if (!st && m->tp > 1) hx = head_input(m, a->tp_fwd, &st, e);
+    if (!st && m->tp > 1) hx = head_input(m, out, a->tp_fwd, &st, e);
     if (!st) { /* LM head in the activation dtype (TE keeps the output layer out of FP8), FP32 logits */
         GemmDesc d = {.m = model_tokens(m), .n = model_vocab_rows(m), .k = m->spec.hidden, .accum = GEMM_OVERWRITE};
         d.a = (GemmOperand){.ptr = hx, .dtype = m->act_dtype, .layout = GEMM_K_INNER};
@@ -124,7 +124,9 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
     if (!st)
         st = head_fwd(m, PK_MTPNORM_W, (int)lm, a->mtp_x, a->mtp_nf_mean, a->mtp_nf_rstd, a->mtp_nf_out, a->mtp_logits,
                       e);
-    if (!st)
+    if (!st && m->tp > 1)
+        st = model_tp_xent_of(m, a->mtp_logits, a->mtp_tgt, a->mtp_losses, model_mtp_dloss(m), e);
+    else if (!st)
         st = bk->xent_fwd_bwd(bk, a->mtp_logits, DT_FP32, BT, s->vocab, m->vocab_padded, a->mtp_tgt, model_mtp_dloss(m),
                               a->mtp_losses, e);
     if (!st) st = model_mtp_mask(m, e);
@@ -192,7 +194,7 @@ static Status head_bwd(Model *m, ParamKind wk, int layer, const void *x, const f
     const uint64_t C = m->spec.hidden, Vp = model_vocab_rows(m), M = model_tokens(m);
     /* d(logits) in the activation dtype for the two LM-head GEMMs */
     Status st = bk->convert(bk, logits, DT_FP32, a->dlogits, A, M * Vp, NULL, e);
-    const void *hx = m->tp == 1 ? nout : head_input(m, a->tp_head_x, &st, e); /* TP: gathered again */
+    const void *hx = m->tp == 1 ? nout : head_input(m, nout, a->tp_head_x, &st, e); /* TP: gathered again */
     if (!st) { /* LM head: d(normf_out) = dlogits · W;  dW += dlogitsᵀ · normf_out (TP: partial sums scattered) */
         ModelParam *w = head(m);
         GemmDesc dg = {.m = M, .n = C, .k = Vp, .accum = GEMM_OVERWRITE};

@@ -114,12 +114,14 @@ void model_tp_layout(Model *m, int bind, ArenaSpecs *sp)
     /* one (B·T, C) buffer per role and phase: the forward's gathered input / partial output, the head
      * backward's gathered input and partial input gradient, the blocks' gathered output gradient / partial
      * input gradient / the column-parallel input gathered again for wgrad (after the input gradient left) */
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * C, a ? &a->tp_fwd : NULL, "tp_fwd");
+    /* an MTP depth's eh_proj gathers its (B·T, 2C) input, and backward its input gradient and input again */
+    const uint64_t W = m->mtp ? 2 * C : C;
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * W, a ? &a->tp_fwd : NULL, "tp_fwd");
     if (model_last(m)) { /* the head and the loss: the last pipeline stage's */
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * C, a ? &a->tp_head_x : NULL, "tp_head_x");
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * C, a ? &a->tp_head_d : NULL, "tp_head_d");
     }
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * C, a ? &a->tp_full : NULL, "tp_full");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * W, a ? &a->tp_full : NULL, "tp_full");
     if (model_last(m))
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, 3 * BT, a ? &a->tp_xstats : NULL, "tp_xent_stats");
     if (recipe_fp8_gemm(r))
@@ -148,6 +150,9 @@ static void global_row(const Model *m, const ModelParam *p, uint64_t i, uint64_t
         else
             *row = t * q + t * kv + r * kv + (i - q - kv);
         break;
+    case PK_QUP_W:  /* latent attention's up-projections: this rank's heads, [head 0 | head 1 | ...] */
+    case PK_KVUP_W: /* (and MTP's eh_proj, column-parallel: this rank's C/tp output columns) */
+    case PK_EHPROJ_W: *row = r * p->rows + i; break;
     case PK_FC1_W: /* GELU: [F]; SwiGLU: [gate F | up F] of the whole */
         *row = i < F ? r * F + i : t * F + r * F + (i - F);
         break;
@@ -202,14 +207,16 @@ Status model_tp_scatter(Model *m, CollectiveId id, const void *full, void *local
 
 static uint64_t first_row(const Model *m) { return (uint64_t)m->tp_rank * model_vocab_rows(m); }
 
-Status model_tp_embed_fwd(Model *m, void *out, Err *e)
+Status model_tp_embed_fwd(Model *m, void *out, Err *e) { return model_tp_embed_tok_fwd(m, model_tok(m), out, e); }
+
+Status model_tp_embed_tok_fwd(Model *m, const int32_t *tok, void *out, Err *e)
 {
     const ModelSpec *s = &m->spec;
     const Dtype A = m->act_dtype;
     const uint64_t C = s->hidden, es = dtype_bytes(A);
     ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
     /* every token looked up in this rank's rows (0 for the others), summed over the ranks into the tokens' owners */
-    Status st = m->bk->embed_shard_fwd(m->bk, model_tok(m), model_tokens(m), first_row(m), wte->rows, C, wte->weight,
+    Status st = m->bk->embed_shard_fwd(m->bk, tok, model_tokens(m), first_row(m), wte->rows, C, wte->weight,
                                        m->recipe.other.dt[STATE_WEIGHT], m->act.tp_fwd, A, e);
     if (!wpe) return st ? st : model_tp_scatter(m, CO_TP_VOCAB_RS, m->act.tp_fwd, out, C, e);
     /* learned positions (model_tp_check: same dtype): the whole all-reduced, positions added, this rank's shard */
@@ -224,11 +231,16 @@ Status model_tp_embed_fwd(Model *m, void *out, Err *e)
 
 Status model_tp_embed_bwd(Model *m, const void *dout, Err *e)
 {
+    return model_tp_embed_tok_bwd(m, model_tok(m), dout, e);
+}
+
+Status model_tp_embed_tok_bwd(Model *m, const int32_t *tok, const void *dout, Err *e)
+{
     const uint64_t C = m->spec.hidden;
     ModelParam *wte = model_find_param(m, PK_WTE, -1), *wpe = model_find_param(m, PK_WPE, -1);
     Status st = model_tp_gather(m, CO_TP_VOCAB_AG, dout, m->act.tp_full, C, m->act_dtype, e);
     if (!st)
-        st = m->bk->embed_shard_bwd(m->bk, model_tok(m), model_tokens(m), first_row(m), wte->rows, C, m->act.tp_full,
+        st = m->bk->embed_shard_bwd(m->bk, tok, model_tokens(m), first_row(m), wte->rows, C, m->act.tp_full,
                                     m->act_dtype, model_grad_target(m, wte, 0), e);
     /* the positions' gradient: every token's, summed over the sequences (the same on every rank) */
     if (!st && wpe)
@@ -239,29 +251,37 @@ Status model_tp_embed_bwd(Model *m, const void *dout, Err *e)
 
 Status model_tp_xent(Model *m, float dloss, Err *e)
 {
+    return model_tp_xent_of(m, m->act.logits, m->act.targets, m->act.losses, dloss, e);
+}
+
+Status model_tp_xent_of(Model *m, float *logits, const int32_t *targets, float *losses, float dloss, Err *e)
+{
     Backend *bk = m->bk;
     ModelActs *a = &m->act;
     const uint64_t BT = model_tokens(m), V = model_vocab_rows(m), first = first_row(m);
     float *st3 = a->tp_xstats;
-    Status st = bk->xent_shard(bk, a->logits, BT, V, first, m->spec.vocab, a->targets, st3, 0, dloss, a->losses, e);
+    Status st = bk->xent_shard(bk, logits, BT, V, first, m->spec.vocab, targets, st3, 0, dloss, losses, e);
     /* Megatron's three all-reduces: max logit, then sum of exponentials and target logit */
     if (!st) st = m->tpc->all_reduce(m->tpc, CO_TP_LOSS_AR, bk, st3, BT, DT_FP32, COMM_MAX, e);
-    if (!st) st = bk->xent_shard(bk, a->logits, BT, V, first, m->spec.vocab, a->targets, st3, 1, dloss, a->losses, e);
+    if (!st) st = bk->xent_shard(bk, logits, BT, V, first, m->spec.vocab, targets, st3, 1, dloss, losses, e);
     if (!st) st = m->tpc->all_reduce(m->tpc, CO_TP_LOSS_AR, bk, st3 + BT, BT, DT_FP32, COMM_SUM, e);
     if (!st) st = m->tpc->all_reduce(m->tpc, CO_TP_LOSS_AR, bk, st3 + 2 * BT, BT, DT_FP32, COMM_SUM, e);
-    if (!st) st = bk->xent_shard(bk, a->logits, BT, V, first, m->spec.vocab, a->targets, st3, 2, dloss, a->losses, e);
+    if (!st) st = bk->xent_shard(bk, logits, BT, V, first, m->spec.vocab, targets, st3, 2, dloss, losses, e);
     return st;
 }
 
 /* ---- gradients after the step ---- */
 
 /* A parameter every rank holds whole whose gradient sums over this rank's tokens only: the norms, the
- * row-parallel biases and a MoE layer's router weight (Megatron's `sequence_parallel` parameters; the router
- * runs on the sequence shard: planner/plan_moe.c counts it with the norms). */
+ * row-parallel biases, a MoE layer's router weight, latent attention's latent norms and duplicated
+ * down-projections, an MTP depth's enorm, hnorm and final norm (Megatron's `sequence_parallel` parameters; the router runs on the sequence shard:
+ * planner/plan_moe.c counts it with the norms, planner/plan_comm_vocab.c the down-projections beside them). */
 static int sp_replicated(ParamKind k)
 {
     return k == PK_NORM1_W || k == PK_NORM1_B || k == PK_NORM2_W || k == PK_NORM2_B || k == PK_NORMF_W ||
-           k == PK_NORMF_B || k == PK_PROJ_B || k == PK_FC2_B || k == PK_ROUTER_W;
+           k == PK_NORMF_B || k == PK_PROJ_B || k == PK_FC2_B || k == PK_ROUTER_W || k == PK_QLAT_W ||
+           k == PK_KVLAT_W || k == PK_QDOWN_W || k == PK_KVDOWN_W || k == PK_ENORM_W || k == PK_ENORM_B ||
+           k == PK_HNORM_W || k == PK_HNORM_B || k == PK_MTPNORM_W || k == PK_MTPNORM_B;
 }
 
 /* Copy n floats (FP32 to FP32 through the backend: host or device memory alike). */

@@ -5,7 +5,7 @@
 # parts of the TP x PP places are written side by side, one per place (exec/ckpt/ckpt_layout.h).
 # With experts: a part per expert-parallel rank, each holding its own experts, and multi-token prediction;
 # with sharded states (the experts' gathered over their EDP group) and with --tp (a place per TP x EP pair).
-# tier: full (make test-full, which .ci/run runs): 77 mpirun runs, about 90 s alone before the 27 with experts
+# tier: full (make test-full, which .ci/run runs): 80 mpirun runs (3 of tiny-mtp at tp 2), about 90 s alone before the 27 with experts
 # sharded or at tp 2; 5 m 33 s in all at load 10; 6 more with experts at tp 2, sharded and over stages
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
@@ -259,6 +259,9 @@ len0=$(u64_at "$TMP/ck.bin" 32)
 expect_eq "ep 2 file: part 0 holds from expert 0, part 1 from expert 4" \
     "$(u64_at "$TMP/ck.bin" $((40 + 500))) $(u64_at "$TMP/ck.bin" $((40 + len0 + 8 + 500)))" "0 4"
 cp "$TMP/ck.bin" "$TMP/ep2.bin"
+# latent attention and MTP at tp 2 (each TP rank's part: its heads of q_up, kv_up and the output projection, its
+# eh_proj columns, the duplicated down-projections whole): 3 + 3 = 6 steps and the final checkpoint byte for byte
+moe_resumed 2 tiny-mtp megatron-bf16 --tp 2
 # another --ep, or another expert count or top-k, is refused naming the checkpoint and the difference, exit 65
 E="run --catalog $cat --model tiny-mtp --recipe deepseek-v3 --mbs 1 --gbs 4 --quiet --steps 1"
 mpi_run 2 "$FP8PLAN" $E --resume "$TMP/ep2.bin"

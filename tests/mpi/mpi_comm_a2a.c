@@ -219,6 +219,53 @@ static void test_nonfinite_edp_reduce_scatter_ep(void) { test_nonfinite_edp_redu
 
 static void test_nonfinite_edp_reduce_scatter_stage(void) { test_nonfinite_edp_reduce_scatter(1); }
 
+/* Latent attention at TP (exec/model/model_mla.c, model_tp.c): the RoPE key's gradient, each TP rank's heads' sum
+ * in the activations' BF16, reduce-scattered over the TP group (CO_TP_RS_BWD), and the duplicated
+ * down-projections' FP32 gradients all-reduced with the norms' (CO_TP_NORM_GRAD_AR). TP groups of 2 consecutive
+ * ranks (model_groups.c: tp fastest; np 2 one, np 4 {0, 1} and {2, 3}). For each source rank s: 4 BF16 values,
+ * 2 a rank's segment, s sending a quiet NaN at 0 and 2, +Inf at 1 and 3, its group peer -Inf at 3, every other
+ * value 1.5; the owner of a segment in s's group gets NaN at its first element and, at its second, +Inf (rank 0's
+ * segment: element 1, +Inf + 1.5) or NaN (element 3: +Inf - Inf); the other group (np 4) 3.0 everywhere. The FP32
+ * all-reduce of {s: NaN, +Inf; others 2}: NaN and +Inf in s's group, 4 in the other. */
+static void test_nonfinite_tp_mla(void)
+{
+    Err e;
+    Comm *g = NULL;
+    CHECK_EQ_INT(comm_split(C, R / 2, R, &g, &e), ST_OK);
+    if (!g) return;
+    uint32_t qnan_bits = 0x7fc00123u;
+    float qnan;
+    memcpy(&qnan, &qnan_bits, sizeof qnan);
+    for (int s = 0; s < N; s++) {
+        const int mine = R / 2 == s / 2, peer = mine && R != s;
+        uint16_t x[4], y[2];
+        for (int k = 0; k < 4; k++)
+            x[k] = bf16_encode(R == s ? (k % 2 ? INFINITY : qnan) : peer && k == 3 ? -INFINITY : 1.5f);
+        CHECK_EQ_INT(g->reduce_scatter(g, CO_TP_RS_BWD, NULL, x, y, 2, DT_BF16, COMM_SUM, &e), ST_OK);
+        float y0 = bf16_decode(y[0]), y1 = bf16_decode(y[1]);
+        if (!mine) {
+            CHECK_NEAR(y0, 3.0, 0.0);
+            CHECK_NEAR(y1, 3.0, 0.0);
+        } else {
+            CHECKF(isnan(y0), "np%d TP reduce-scatter NaN from rank %d: %a", N, s, (double)y0);
+            if (g->rank == 0)
+                CHECKF(isinf(y1) && y1 > 0, "np%d TP reduce-scatter +Inf from rank %d: %a", N, s, (double)y1);
+            else
+                CHECKF(isnan(y1), "np%d TP reduce-scatter +Inf - Inf from rank %d: %a", N, s, (double)y1);
+        }
+        float gr[2] = {R == s ? qnan : 2.0f, R == s ? INFINITY : 2.0f};
+        CHECK_EQ_INT(g->all_reduce(g, CO_TP_NORM_GRAD_AR, NULL, gr, 2, DT_FP32, COMM_SUM, &e), ST_OK);
+        if (mine) {
+            CHECKF(isnan(gr[0]), "np%d TP gradient NaN from rank %d: %a", N, s, (double)gr[0]);
+            CHECKF(isinf(gr[1]) && gr[1] > 0, "np%d TP gradient +Inf from rank %d: %a", N, s, (double)gr[1]);
+        } else {
+            CHECK_NEAR(gr[0], 4.0, 0.0);
+            CHECK_NEAR(gr[1], 4.0, 0.0);
+        }
+    }
+    g->destroy(g);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -232,13 +279,15 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 6\n");
+    if (R == 0) printf("checks: 7\n");
     MRUN(test_all_to_all_v);
     MRUN(test_all_to_all_v_disagree);
     MRUN(test_nonfinite_from_any_rank);
     MRUN(test_nonfinite_edp_reduce_scatter_ep);
     MRUN(test_nonfinite_edp_reduce_scatter_stage);
     MRUN(test_fp8_payload_bits);
+    MRUN(test_nonfinite_tp_mla);
+    MRUN(test_nonfinite_tp_mla);
     int failed = test_failed_;
     C->destroy(C);
     MPI_Finalize();

@@ -461,20 +461,38 @@ static void test_refusals(void)
     CHECK_CONTAINS(e.msg, "recipe deepseek-v3: block scaling runs over data, pipeline and expert parallelism only so "
                           "far (tp 2 given)");
     arena_specs_free(&sp);
-    ModelSpec mla = fx_mla(0, 16); /* latent attention: one rank of TP */
+    /* latent attention at TP 2 (model_mla.c): every saved term the plan's (the latents, their norms' rstd and the
+     * down- and up-projections' inputs on the sequence shard); with gradients not FP32 (fp8lm's E4M3 main gradient),
+     * refused: the duplicated down-projections' are all-reduced with the norms' in FP32 */
+    ModelSpec mla = fx_mla(0, 16);
     CHECK(!fx_plan_par(&mla, &bf16, B, 1, 2, 1, &p, &e));
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    uint64_t held[ARENA_TERMS];
+    CHECKF(!arena_specs_bytes(&sp, held, &e), "%s", e.msg);
+    CHECK_EQ_U64(held[MT_ACT_LAYER_HP], p.mem[MT_ACT_LAYER_HP].bytes);
+    CHECK_EQ_U64(held[MT_ACT_LAYER_FP8], p.mem[MT_ACT_LAYER_FP8].bytes);
+    arena_specs_free(&sp);
+    Recipe f8lm = fx_recipe("fp8lm");
+    CHECK(!fx_plan_par(&mla, &f8lm, B, 1, 2, 1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "model fx-mla: the executor runs latent attention on one tensor-parallel rank (tp 2 given)");
+    CHECK_CONTAINS(e.msg, "--tp 2 --recipe fp8lm: latent attention's duplicated down-projections need FP32 gradients");
     arena_specs_free(&sp);
     mla = fx_mla(1, 16);
     mla.mtp_layers = 1; /* multi-token prediction runs on one rank of TP (model_mtp.c) */
     CHECK(!fx_plan(&mla, &bf16, B, 1, &p, &e));
     CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
     arena_specs_free(&sp);
-    lm.mtp_layers = 1;
+    lm.mtp_layers = 1; /* MTP at TP 2 (model_mtp.c): its saved terms on the sequence shard, the plan's */
     CHECK(!fx_plan_par(&lm, &bf16, B, 1, 2, 1, &p, &e));
-    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "multi-token prediction on one tensor-parallel rank (tp 2 given)");
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    CHECKF(!arena_specs_bytes(&sp, held, &e), "%s", e.msg);
+    CHECK_EQ_U64(held[MT_ACT_LAYER_HP], p.mem[MT_ACT_LAYER_HP].bytes);
+    CHECK_EQ_U64(held[MT_ACT_OUTPUT], p.mem[MT_ACT_OUTPUT].bytes);
+    arena_specs_free(&sp);
+    lm.hidden = 33; /* eh_proj is column-parallel over the hidden size */
+    CHECK(!fx_plan_par(&lm, &bf16, B, 1, 2, 1, &p, &e));
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "--tp 2 must divide the hidden size 33 of model");
     arena_specs_free(&sp);
     mla.mtp_layers = 0, mla.qk_rope_head_dim = 3, mla.head_dim = 9; /* an odd rope part */
     CHECK(!fx_plan(&mla, &bf16, B, 1, &p, &e));

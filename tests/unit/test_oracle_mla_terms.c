@@ -1,7 +1,8 @@
 /* tests/unit/test_oracle_mla_terms.c — a latent-attention (and q/k-norm) stage worked out by hand: the
  * memory-bound kernels as the RoPE width changes, the latent-attention weights with and without a q latent,
  * LayerNorm against RMSNorm statistics, the latent-attention backward rows, the attention output's gradient, the
- * widest FP8 output gradient with its 1x128 tiles and the q/k norms' rebuilt attention input in the working set.
+ * widest FP8 output gradient with its 1x128 tiles, the q/k norms' rebuilt attention input in the working set, and
+ * latent attention's and an MTP depth's tensor-parallel collectives.
  *
  * An independent oracle: every expected value is arithmetic on the models below, written out in the
  * comments, never a value the planner produced. The MoE fixture (support/oracle_fixtures.h ox_moe) as in
@@ -258,6 +259,103 @@ static void test_qk_norm_transient(void)
     }
 }
 
+/* Latent attention at TP 2 with SP (Megatron-Core core_v0.16.0 MLASelfAttention: q_down and kv_down duplicated
+ * TELinears on the sequence shard, q_up and kv_up column-parallel, k_pos_emb gathered by
+ * gather_from_sequence_parallel_region, the output projection row-parallel). mla_model(80, 16) with a q latent
+ * of 64: 2 dense layers, h 256, FFN 512 (SwiGLU), 2 heads (1 a rank), kv_lora 128; seq 512, one micro-batch:
+ * tok 512, the shard tr 256. Per layer, BF16 (2 B):
+ *   forward gathers   the up-projections' inputs 512 x (64 + 128) x 2 = 196,608, the RoPE key 512 x 16 x 2 =
+ *                     16,384: 212,992; FC1's input 512 x 256 x 2 = 262,144 → 4 calls of (212,992 + 262,144) / 2
+ *                     = 237,568
+ *   forward scatters  proj, FC2: 262,144 each → 4 calls of 262,144
+ *   backward gathers  proj's d(output) 262,144 + the up-projections' inputs again 196,608 = 458,752; FC2's
+ *                     d(output) and FC1's input again 524,288 → 8 calls of (458,752 + 524,288) / 4 = 245,760
+ *   backward scatters the up-projections' and the RoPE key's input gradients 512 x (64 + 128 + 16) x 2 = 212,992
+ *                     (no h-wide one: the down-projections run on the shard); FC1's 262,144 → 4 calls of 237,568
+ * FP8 (fx_te_recipe: E4M3 gathers of the linears' inputs, the RoPE key and the gradients BF16): forward
+ * 512 x 192 + 16,384 = 114,688 and 131,072 → 122,880; backward gathers 262,144 + 98,304 = 360,448 and 262,144 +
+ * 131,072 = 393,216 → 8 calls of 188,416; backward scatters as BF16's.
+ * The gradients all-reduced over TP once a step (FP32): per layer 2 norms x 256 + the latents' norms 64 + 128 +
+ * the duplicated down-projections (64 + 128 + 16) x 256 = 53,248: 53,952, x 2 = 107,904, + the final norm 256 =
+ * 108,160 values, 432,640 B. Saved on the shard: with kv_lora 64 instead of 128, act_layer_hp falls by
+ * tr x 64 x 2 for c_kv and again for kv_up's input, 2 x 32,768 = 65,536 a layer, 131,072 (at full tokens: twice). */
+static void test_mla_tp_bytes(void)
+{
+    ModelSpec m = mla_model(80, 16);
+    m.q_lora_rank = 64;
+    GpuSpec g = fx_gpu();
+    static const struct {
+        int fp8;
+        uint64_t agf, agb, rsb;
+    } c[] = {{0, 237568, 245760, 237568}, {1, 122880, 188416, 237568}};
+    for (int i = 0; i < 2; i++) {
+        Recipe r = c[i].fp8 ? fx_te_recipe("te", 0) : fx_bf16_recipe("bf16", 0);
+        PlanInput in = fx_input(&m, &g, &r);
+        in.gbs = 1, in.tp = 2, in.sp = 1;
+        Plan p;
+        if (!build(&in, &p)) return;
+        CHECK_EQ_U64(p.coll[CO_TP_AG_FWD].calls, 4);
+        CHECK_EQ_U64(p.coll[CO_TP_AG_FWD].payload_bytes, c[i].agf);
+        CHECK_EQ_U64(p.coll[CO_TP_RS_FWD].calls, 4);
+        CHECK_EQ_U64(p.coll[CO_TP_RS_FWD].payload_bytes, 262144);
+        CHECK_EQ_U64(p.coll[CO_TP_AG_BWD].calls, 8);
+        CHECK_EQ_U64(p.coll[CO_TP_AG_BWD].payload_bytes, c[i].agb);
+        CHECK_EQ_U64(p.coll[CO_TP_RS_BWD].calls, 4);
+        CHECK_EQ_U64(p.coll[CO_TP_RS_BWD].payload_bytes, c[i].rsb);
+        CHECK_EQ_U64(p.coll[CO_TP_NORM_GRAD_AR].calls, 1);
+        CHECK_EQ_U64(p.coll[CO_TP_NORM_GRAD_AR].payload_bytes, 432640);
+        if (c[i].fp8) continue;
+        ModelSpec m2 = m;
+        m2.kv_lora_rank = 64;
+        Plan p2;
+        in.model = &m2;
+        if (!build(&in, &p2)) return;
+        CHECK_EQ_U64(p.mem[MT_ACT_LAYER_HP].bytes - p2.mem[MT_ACT_LAYER_HP].bytes, 131072);
+    }
+}
+
+/* The same model with an MTP depth at TP 2 (Megatron-Core core_v0.16.0 MultiTokenPredictionLayer with SP; no experts:
+ * the depth's block is a third dense layer), BF16. Per micro-batch (one):
+ *   forward gathers    3 layers x 475,136 (as above) + eh_proj's input 512 x 2 x 256 x 2 = 524,288 + its output
+ *                      gathered along h 512 x 256 x 2 = 262,144: 2,211,840 in 6 + 2 = 8 calls (276,480 each)
+ *   backward gathers   3 x (458,752 + 524,288) + eh_proj's input again 524,288 + the sequence split's backward
+ *                      262,144: 3,735,552 in 12 + 2 = 14 calls, mean 266,825 (the row's sum exact: half of it
+ *                      sent, 1,867,776)
+ *   backward scatters  3 x (212,992 + 262,144) + eh_proj's input gradient 524,288: 1,949,696 in 7 calls (278,528)
+ *   vocabulary         the depth's own lookup (a reduce-scatter forward, a gather backward) and pass through the
+ *                      head (a gather forward, a gather and a reduce-scatter backward) beside the model's:
+ *                      reduce-scatters 2 + 2 = 4, gathers 3 + 3 = 6, of 512 x 256 x 2 = 262,144; the loss's
+ *                      all-reduces 3 + 3 = 6 of 512 x 4 = 2,048
+ *   TP gradients       3 layers x 53,952 + the depth's enorm, hnorm and final norm 3 x 256 + the model's final
+ *                      norm 256 = 162,880 values, 651,520 B */
+static void test_mtp_tp_bytes(void)
+{
+    ModelSpec m = mla_model(80, 16);
+    m.q_lora_rank = 64, m.mtp_layers = 1;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.tp = 2, in.sp = 1;
+    Plan p;
+    if (!build(&in, &p)) return;
+    const Collective *c = p.coll;
+    CHECK_EQ_U64(c[CO_TP_AG_FWD].calls, 8);
+    CHECK_EQ_U64(c[CO_TP_AG_FWD].payload_bytes, 276480);
+    CHECK_EQ_U64(plan_coll_step_payload(&c[CO_TP_AG_FWD]), 2211840);
+    CHECK_EQ_U64(c[CO_TP_AG_BWD].calls, 14);
+    CHECK_EQ_U64(c[CO_TP_AG_BWD].payload_bytes, 266825);
+    CHECK_EQ_U64(plan_coll_step_payload(&c[CO_TP_AG_BWD]), 3735552);
+    CHECK_EQ_U64(c[CO_TP_AG_BWD].step_bytes, 1867776);
+    CHECK_EQ_U64(c[CO_TP_RS_BWD].calls, 7);
+    CHECK_EQ_U64(c[CO_TP_RS_BWD].payload_bytes, 278528);
+    CHECK_EQ_U64(c[CO_TP_VOCAB_RS].calls, 4);
+    CHECK_EQ_U64(c[CO_TP_VOCAB_AG].calls, 6);
+    CHECK_EQ_U64(c[CO_TP_VOCAB_AG].payload_bytes, 262144);
+    CHECK_EQ_U64(c[CO_TP_LOSS_AR].calls, 6);
+    CHECK_EQ_U64(c[CO_TP_LOSS_AR].payload_bytes, 2048);
+    CHECK_EQ_U64(c[CO_TP_NORM_GRAD_AR].payload_bytes, 651520);
+}
+
 int main(void)
 {
     RUN(test_mla_kernel_bytes_in_rope);
@@ -268,5 +366,7 @@ int main(void)
     RUN(test_mla_attention_output_gradient);
     RUN(test_mla_fp8_widest_output_gradient);
     RUN(test_qk_norm_transient);
+    RUN(test_mla_tp_bytes);
+    RUN(test_mtp_tp_bytes);
     return test_summary();
 }
