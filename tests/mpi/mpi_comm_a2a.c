@@ -287,7 +287,6 @@ int main(int argc, char **argv)
     MRUN(test_nonfinite_edp_reduce_scatter_stage);
     MRUN(test_fp8_payload_bits);
     MRUN(test_nonfinite_tp_mla);
-    MRUN(test_nonfinite_tp_mla);
     int failed = test_failed_;
     C->destroy(C);
     MPI_Finalize();
