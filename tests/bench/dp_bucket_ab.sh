@@ -6,7 +6,8 @@
 # one call per bucket (B).
 # Usage: dp_bucket_ab.sh FP8PLAN_A FP8PLAN_B [RECIPE] — settings: FP8PLAN_ROOT (the repository, default this
 # script's), AB_REPS (3), AB_STEPS (12), AB_PRIO (1: each command at autogroup nice -19 in a session of its own,
-# as TIME_SURVEY_PRIO in time_survey.sh; root or CAP_SYS_NICE). The profile is made by binary B.
+# as TIME_SURVEY_PRIO in time_survey.sh; root or CAP_SYS_NICE), AB_MODEL (the model flags, default the time
+# survey's GPT-2 demo). The profile is made by binary B.
 # Exit status 0, 64 bad usage, 69 no binary or no mpirun, 70 a command failed.
 set -u
 [ $# -ge 2 ] || { echo "usage: dp_bucket_ab.sh FP8PLAN_A FP8PLAN_B [RECIPE]" >&2; exit 64; }
@@ -15,7 +16,7 @@ for b in "$A" "$B"; do [ -x "$b" ] || { echo "dp_bucket_ab: $b: no fp8plan binar
 MPI=$(command -v mpirun) || { echo "dp_bucket_ab: mpirun not found (install openmpi-bin)" >&2; exit 69; }
 ROOT=${FP8PLAN_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 REPS=${AB_REPS:-3} STEPS=${AB_STEPS:-12} PRIO=${AB_PRIO:-0}
-G="--model gpt2-124m --layers 2 --hidden 256 --heads 4 --seq 64 --vocab 1024 --mbs 2"
+G=${AB_MODEL:-"--model gpt2-124m --layers 2 --hidden 256 --heads 4 --seq 64 --vocab 1024 --mbs 2"}
 export FP8PLAN_CATALOG="$ROOT/models" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 W=$(mktemp -d "${TMPDIR:-/tmp}/dp_bucket_ab.XXXXXX") || exit 73
 trap 'rm -rf "$W"' EXIT
@@ -44,8 +45,9 @@ while [ "$rep" -le "$REPS" ]; do
         awk -F, -v s="$side" -v k="$rep" -v l0="$l0" -v l1="$l1" '
             NR == 1 { o = ($1 == "rank"); next }
             o && $1 != 0 { next }
-            $(2+o) == "dp_grad_allreduce.calls" || $(2+o) == "dp_grad_allreduce.time" || $(2+o) == "step" ||
-            $(2+o) == "communication" { printf "%s,%d,%s,%s,%s,%s,%s\n", s, k, l0, l1, $(2+o), $(6+o), $(7+o) }
+            $(2+o) == "dp_grad_allreduce.calls" { printf "%s,%d,%s,%s,%s,%s,%s\n", s, k, l0, l1, $(2+o), $(9+o), $(10+o) }
+            $(2+o) == "dp_grad_allreduce.time" || $(2+o) == "step" || $(2+o) == "communication" {
+                printf "%s,%d,%s,%s,%s,%s,%s\n", s, k, l0, l1, $(2+o), $(6+o), $(7+o) }
             ' "$W/run.csv"
         rm -f "$W/run.csv"
     done
