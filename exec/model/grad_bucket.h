@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-typedef struct {
+typedef struct GradSpan {
     uint32_t param; /* the parameter's index */
     int group;      /* the communicator: 0 data-parallel, 1 expert data-parallel */
     int dtype;      /* the gradient's dtype (Dtype) */

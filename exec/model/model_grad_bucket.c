@@ -57,7 +57,8 @@ static Status reduce_bucket(Model *m, const GradSpan *v, uint32_t n, Err *e)
     return c->all_reduce(c, id, m->bk, p->grad, count, dt, COMM_SUM, e);
 }
 
-Status model_reduce_grads(Model *m, Err *e)
+/* The buckets, made once (the gradients stay where the arena put them): a step allocates nothing. */
+static Status make_buckets(Model *m, Err *e)
 {
     GradSpan *v = malloc(sizeof *v * (m->nparams ? m->nparams : 1));
     uint32_t *first = malloc(sizeof *first * (m->nparams + 1u)), n = 0;
@@ -77,10 +78,17 @@ Status model_reduce_grads(Model *m, Err *e)
                             .addr = (uintptr_t)p->grad,
                             .bytes = p->numel * dtype_bytes(dt)};
     }
-    uint32_t nb = grad_buckets(v, n, first);
-    first[nb] = n;
-    Status st = ST_OK;
-    for (uint32_t b = 0; !st && b < nb; b++) st = reduce_bucket(m, v + first[b], first[b + 1] - first[b], e);
-    free(v), free(first);
+    m->grad_buckets = grad_buckets(v, n, first);
+    first[m->grad_buckets] = n;
+    m->grad_spans = v, m->grad_first = first;
+    return ST_OK;
+}
+
+Status model_reduce_grads(Model *m, Err *e)
+{
+    Status st = m->grad_spans ? ST_OK : make_buckets(m, e);
+    const uint32_t *f = m->grad_first;
+    for (uint32_t b = 0; !st && b < m->grad_buckets; b++)
+        st = reduce_bucket(m, m->grad_spans + f[b], f[b + 1] - f[b], e);
     return st;
 }

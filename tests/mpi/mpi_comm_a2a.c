@@ -264,6 +264,7 @@ static void test_nonfinite_grad_buckets(void)
             CHECK_EQ_U64(C->stats[CO_EDP_GRAD_AR].payload_bytes - e0.payload_bytes, 8);
         }
     }
+    free(m.grad_spans), free(m.grad_first); /* the buckets model_reduce_grads made at its first call */
     g2->destroy(g2);
 }
 
