@@ -43,7 +43,7 @@ const char *arena_term_name(ArenaTerm t);
  * and scale categories (what a checkpoint holds). */
 int arena_term_persistent(ArenaTerm t);
 
-enum { ARENA_ALIGN = 256 };
+enum { ARENA_ALIGN = 256, ARENA_PACK = 16 }; /* ARENA_PACK: the gradient terms' tensors (arena.c) */
 
 typedef enum { ADST_VOID, ADST_FLOAT, ADST_U8, ADST_I32 } ArenaDstKind;
 

@@ -370,6 +370,10 @@ typedef struct Model {
     Arena arena;
     ArenaSpecs specs;   /* every tensor with its term and offset (checkpoints walk it) */
     ModelParam *params; /* nparams */
+    /* the gradient all-reduce's buckets (model_grad_bucket.c), made at the first step: spans (GradSpan, by
+     * group, dtype, address), bucket b's first at grad_first[b], grad_first[grad_buckets] their count */
+    struct GradSpan *grad_spans;
+    uint32_t *grad_first, grad_buckets;
     uint32_t nparams;
     ModelActs act;
     ModelScaling sc;

@@ -341,6 +341,8 @@ void model_destroy(Model *m)
     arena_release(&m->arena, m->bk);
     arena_specs_free(&m->specs);
     free(m->params);
+    free(m->grad_spans);
+    free(m->grad_first);
     free(m->act.layer);
     free(m->host_losses);
     free(m->mtp_host);

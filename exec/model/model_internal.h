@@ -185,6 +185,8 @@ void *model_state_at(const Model *m, const ModelParam *p, StateId st, void *base
 /* Reduce-scatter every sharded class's gradient (CO_DP_GRAD_RS over the DP group, the routed experts'
  * CO_EDP_GRAD_RS over the expert-data-parallel group; this rank's part reduced in place). */
 Status model_shard_reduce(Model *m, Err *e);
+/* The gradients not sharded all-reduced in buckets (model_grad_bucket.c). */
+Status model_reduce_grads(Model *m, Err *e);
 /* All-gather every sharded class's working weight after the update (CO_DP_PARAM_AG, the experts'
  * CO_EDP_PARAM_AG; in the weight's dtype;
  * not FP8-LM's copies: model_copies_cast). */

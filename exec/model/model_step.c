@@ -243,21 +243,6 @@ static Status global_mtp_loss(Model *m, Err *e)
     return ST_OK;
 }
 
-/* The gradient all-reduce of one parameter in the dtype the recipe keeps it:
- * FP8 gradients over several ranks with a scale agreed first (comm_all_reduce_fp8). */
-static Status reduce_grad(Model *m, ModelParam *p, Err *e)
-{
-    /* a routed expert's gradient over the ranks holding the same experts (edp = dp / ep: the plan's
-     * edp_grad_allreduce), every other one over the data-parallel group */
-    Comm *c = p->expert ? m->edpc : m->dpc;
-    CollectiveId id = p->expert ? CO_EDP_GRAD_AR : CO_DP_GRAD_AR;
-    if (c->size == 1 && m->comm->size > 1) return ST_OK; /* TP or PP alone (dp 1), EP alone: no such group */
-    Dtype dt = model_states(m, p)->dt[STATE_GRAD];
-    if (dtype_is_fp8(dt) && p->grad_rec && c->size > 1)
-        return comm_all_reduce_fp8(c, id, m->bk, p->grad, p->grad_rec, p->numel, dt, e);
-    return c->all_reduce(c, id, m->bk, p->grad, p->numel, dt, COMM_SUM, e);
-}
-
 static void phase_done(Model *m, int phase)
 {
     if (m->on_phase) m->on_phase(m->on_phase_ctx, phase);
@@ -339,8 +324,7 @@ Status model_step(Model *m, const int32_t *inputs, const int32_t *targets, float
     if (!st) st = model_tp_finish_grads(m, e);
     if (!st) st = model_pp_finish_grads(m, e);
     if (!st && m->shard_ways > 1) st = model_shard_reduce(m, e); /* the distributed optimizer: reduce-scatter */
-    for (uint32_t i = 0; !st && i < m->nparams; i++) /* the classes not sharded (experts at edp 1): all-reduced */
-        if (!model_sharded(m, &m->params[i])) st = reduce_grad(m, &m->params[i], e);
+    if (!st) st = model_reduce_grads(m, e); /* the classes not sharded (experts at edp 1): all-reduced in buckets */
     if (!st) st = phase_end(m, ev, 2, &t[1], e);
     if (!st) phase_done(m, PHASE_COMM);
     if (!st) st = phase_begin(m, ev, 3, e);

@@ -1,6 +1,7 @@
 /* tests/mpi/mpi_comm_a2a.c — what expert parallelism asks of the MPI communicator (exec/comm/comm_mpi.c) over
  * 2 or 4 ranks: the uneven all-to-all, counts that disagree, non-finite values arriving from any rank through
- * the all-to-all and the all-reduces, and the FP8 dispatch payload's bits; run by tests/cli/mpi_comm.sh under mpirun -np 2 and -np 4, as mpi_comm.c
+ * the all-to-all, the all-reduces and the gradient buckets (exec/model/model_grad_bucket.c), and the FP8
+ * dispatch payload's bits; run by tests/cli/mpi_comm.sh under mpirun -np 2 and -np 4, as mpi_comm.c
  * is (rank 0 prints "ok - npN: name" / "FAIL - npN: name", "checks: K" and the summary line). Expected values are
  * worked by hand in the comments. */
 #include <math.h>
@@ -11,6 +12,7 @@
 #include "exec/backend/backend_desc.h"
 #include "exec/comm/comm_mpi.h"
 #include "exec/backend/elem.h"
+#include "exec/model/model_internal.h"
 #include "fp8/codec.h"
 #include "fp8/half.h"
 #include "mpi_check.h"
@@ -266,6 +268,73 @@ static void test_nonfinite_tp_mla(void)
     g->destroy(g);
 }
 
+/* Non-finite values from any rank through the gradient all-reduce's buckets (model_reduce_grads): four FP32
+ * gradients, an "other" one g[0..3), a GEMM one g[3..7) right after it (one dtype, back to back: one bucket of 7
+ * elements), g[7] a gap no parameter holds, a GEMM one g[8..10) (its own bucket), and an expert one x[0..2)
+ * over the EDP group (ranks of one parity; np 2: each rank alone beside another, so not reduced). For each
+ * source rank s: s sends a quiet NaN at g[1], +Inf at g[4], -Inf at g[9] and NaN at x[0]; every other element is
+ * R + 1. Every rank gets NaN at g[1], +Inf at g[4], -Inf at g[9]; the other elements the sum of R + 1 over the
+ * ranks, N(N + 1)/2: np 2 3, np 4 10; the gap keeps 100 + R. The experts: np 4, NaN at x[0] in s's group and
+ * x[1] its group's sum (R % 2 + 1) + (R % 2 + 3) = 2·(R % 2) + 4, the other group both that; np 2 unchanged.
+ * Counted (on the world communicator, where a split group counts): 2 calls on dp_grad_allreduce, 9 x 4 = 36 B
+ * of payload; np 4 1 call of 2 x 4 = 8 B on edp_grad_allreduce. */
+static void test_nonfinite_grad_buckets(void)
+{
+    Err e;
+    Comm *g2 = NULL;
+    CHECK_EQ_INT(comm_split(C, R % 2, R, &g2, &e), ST_OK);
+    if (!g2) return;
+    static Model m; /* every field zero but the ones the reduction reads */
+    ModelParam p[4];
+    memset(p, 0, sizeof p);
+    float g[10], x[2];
+    m.params = p, m.nparams = 4, m.comm = C, m.dpc = C, m.edpc = g2, m.bk = NULL;
+    m.recipe.gemm.dt[STATE_GRAD] = DT_FP32, m.recipe.other.dt[STATE_GRAD] = DT_FP32;
+    p[0] = (ModelParam){.grad = g, .numel = 3};
+    p[1] = (ModelParam){.grad = g + 3, .numel = 4, .gemm = 1};
+    p[2] = (ModelParam){.grad = g + 8, .numel = 2, .gemm = 1};
+    p[3] = (ModelParam){.grad = x, .numel = 2, .gemm = 1, .expert = 1};
+    uint32_t qnan_bits = 0x7fc00123u;
+    float qnan;
+    memcpy(&qnan, &qnan_bits, sizeof qnan);
+    const double sum = N == 2 ? 3.0 : 10.0, esum = 2.0 * (R % 2) + 4.0;
+    for (int s = 0; s < N; s++) {
+        for (int k = 0; k < 10; k++) g[k] = (float)(R + 1);
+        g[7] = (float)(100 + R);
+        x[0] = x[1] = (float)(R + 1);
+        if (R == s) g[1] = qnan, g[4] = INFINITY, g[9] = -INFINITY, x[0] = qnan;
+        const CommStats d0 = C->stats[CO_DP_GRAD_AR], e0 = C->stats[CO_EDP_GRAD_AR];
+        CHECK_EQ_INT(model_reduce_grads(&m, &e), ST_OK);
+        for (int k = 0; k < 10; k++) {
+            if (k == 1)
+                CHECKF(isnan(g[k]), "np%d bucket NaN from rank %d: %a", N, s, (double)g[k]);
+            else if (k == 4)
+                CHECKF(isinf(g[k]) && g[k] > 0, "np%d bucket +Inf from rank %d: %a", N, s, (double)g[k]);
+            else if (k == 9)
+                CHECKF(isinf(g[k]) && g[k] < 0, "np%d bucket -Inf from rank %d: %a", N, s, (double)g[k]);
+            else
+                CHECK_NEAR(g[k], k == 7 ? 100.0 + R : sum, 0.0);
+        }
+        CHECK_EQ_U64(C->stats[CO_DP_GRAD_AR].calls - d0.calls, 2);
+        CHECK_EQ_U64(C->stats[CO_DP_GRAD_AR].payload_bytes - d0.payload_bytes, 36);
+        if (N == 2) {
+            CHECKF(R == s ? isnan(x[0]) : x[0] == (float)(R + 1), "np2 expert alone: %a", (double)x[0]);
+            CHECK_NEAR(x[1], R + 1.0, 0.0);
+            CHECK_EQ_U64(C->stats[CO_EDP_GRAD_AR].calls - e0.calls, 0);
+        } else {
+            if (R % 2 == s % 2)
+                CHECKF(isnan(x[0]), "np4 expert NaN from rank %d: %a", s, (double)x[0]);
+            else
+                CHECK_NEAR(x[0], esum, 0.0);
+            CHECK_NEAR(x[1], esum, 0.0);
+            CHECK_EQ_U64(C->stats[CO_EDP_GRAD_AR].calls - e0.calls, 1);
+            CHECK_EQ_U64(C->stats[CO_EDP_GRAD_AR].payload_bytes - e0.payload_bytes, 8);
+        }
+    }
+    free(m.grad_spans), free(m.grad_first); /* the buckets model_reduce_grads made at its first call */
+    g2->destroy(g2);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -279,7 +348,7 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 7\n");
+    if (R == 0) printf("checks: 8\n");
     MRUN(test_all_to_all_v);
     MRUN(test_all_to_all_v_disagree);
     MRUN(test_nonfinite_from_any_rank);
@@ -287,6 +356,7 @@ int main(int argc, char **argv)
     MRUN(test_nonfinite_edp_reduce_scatter_stage);
     MRUN(test_fp8_payload_bits);
     MRUN(test_nonfinite_tp_mla);
+    MRUN(test_nonfinite_grad_buckets);
     int failed = test_failed_;
     C->destroy(C);
     MPI_Finalize();
