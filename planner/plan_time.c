@@ -333,7 +333,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
         layer(in, g, &gg, p, &L[0]);
         memset(&L[1], 0, sizeof L[1]);
     }
-    double m = (double)g->m, hbm = gpu_mem_bw(in->gpu, in->eff_hbm), elem = gpu_elem_bw(in->gpu, in->eff_hbm);
+    double m = (double)g->m, hbm = gpu_mem_bw(in->gpu, in->eff_hbm);
 
     /* stages: first, last, a middle one (layers of each kind; MTP layers on the last) */
     int one = g->pp == 1;
@@ -504,11 +504,17 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
      * of an FP16 master with no working weight, cast once per step after the optimizer (exec/model/model_copies.c) */
     int once = in->fp8_weight_cache && (in->fusion != FUSE_FP8PLAN ||
                                         (rc->gemm.dt[STATE_WEIGHT] == DT_NONE && rc->gemm.dt[STATE_MASTER] == DT_FP16));
+    /* at the FP8 cast's rate (ElemKind ELEM_CAST; elem_bw where no profile measured it apart): the executor's
+     * weight casts are the cast_transpose (and, current scaling, amax) kernels its activation casts run */
+    double cast_bw = gpu_kind_bw(in->gpu, ELEM_CAST, in->eff_hbm);
     if (copies > 0)
-        wc = fp8w * (per + copies) / elem * (once ? 1.0 : m);
+        wc = fp8w * (per + copies) / cast_bw * (once ? 1.0 : m);
     else if (recipe_fp8_gemm(rc) && !dt_fp8(src))
-        wc = fp8w * 2.0 * (per + 1.0) / elem * m;
+        wc = fp8w * 2.0 * (per + 1.0) / cast_bw * m;
     tb->weight_cast_s = wc;
+    /* the fp8plan executor casts each weight in its linear's forward (exec/model/model_linear.c
+     * model_linear_fwd, cast_weight), every micro-batch: that time is the forward's (the step counts it once, as wc) */
+    if (in->fusion == FUSE_FP8PLAN && !once) tb->fwd_s += wc;
     tb->other_s = p->coll[CO_AMAX_AR].time_s + p->coll[CO_EMB_GRAD_AR].time_s + p->coll[CO_TP_NORM_GRAD_AR].time_s;
     p->coll[CO_AMAX_AR].exposed_s = p->coll[CO_AMAX_AR].time_s;
     p->coll[CO_EMB_GRAD_AR].exposed_s = p->coll[CO_EMB_GRAD_AR].time_s;

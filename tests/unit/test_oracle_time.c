@@ -263,9 +263,20 @@ static void test_fp8_gemm_rate_casts_and_amax(void)
     in.fusion = FUSE_FP8PLAN;
     CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
     CHECK_REL(p.time.weight_cast_s, 1.6384e-5, EXACT);
+    /* those casts run in each linear's forward (exec/model/model_linear.c model_linear_fwd): the forward phase
+     * holds them, 1.6384e-5 s more than the same plan whose copies are cast once per step after the optimizer
+     * (not in the forward); the step counts them once either way (its parts' sum: test_plan.c) */
+    double fwd_each = p.time.fwd_s;
+    /* at the FP8 cast's rate where a profile measured it apart (calibrate's "fp8 cast+transpose"): at 2.5e8 B/s,
+     * half of 5e8, the same 4 x 512 x 4 B take 8,192 / 2.5e8 = 3.2768e-5 s */
+    g.elem_kind_bw[ELEM_CAST] = 2.5e8;
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(p.time.weight_cast_s, 3.2768e-5, EXACT);
+    g.elem_kind_bw[ELEM_CAST] = 0;
     r.gemm.dt[STATE_WEIGHT] = DT_NONE, r.gemm.dt[STATE_MASTER] = DT_FP16;
     CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
     CHECK_REL(p.time.weight_cast_s, 4.096e-6, EXACT);
+    CHECK_REL(fwd_each - p.time.fwd_s, 1.6384e-5, 1e-9);
     /* an FP32 master with no working weight is cast every micro-batch: 4 x 512 x (4 + 2) / 5e8 = 2.4576e-5 */
     r.gemm.dt[STATE_MASTER] = DT_FP32;
     CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
