@@ -148,7 +148,7 @@ void cmp_time_rows(const Plan *p, const Observed *ob, const Tolerances *tol, Com
     for (int k = 0; k < 4; k++) {
         int ph = order[k];
         MeasureRow *r = time_row(c, names[ph], ob, ob->phase[ph]);
-        if (ph == PHASE_OPT) plan_value(r, tb->optimizer_s);
+        if (ph == PHASE_OPT) plan_value(r, tb->optimizer_s + tb->opt_cast_s); /* FP8-LM's copies cast there */
         if (ph == PHASE_COMM) plan_value(r, comm_planned);
         if (host && ph == PHASE_FWD) plan_value(r, tb->fwd_s);
         if (host && ph == PHASE_BWD) plan_value(r, tb->bwd_s);

@@ -279,6 +279,8 @@ typedef struct {
     double dp_comm_s;     /* exposed DP gradient/parameter collectives */
     double optimizer_s;   /* optimizer step, memory-bound */
     double weight_cast_s; /* per-step FP8 weight cast (+ transpose) of the cached copies */
+    double opt_cast_s;    /* of weight_cast_s, what the fp8plan executor casts in its optimizer phase (FP8-LM's
+                             copies, once per step, no state sharded); the per-micro-batch casts are in fwd_s */
     double other_s;       /* amax reductions, tied-embedding and TP-replicated gradient all-reduces */
     double expert_gemm_s; /* grouped expert GEMMs (MoE; not in gemm_s) */
     double moe_route_s;   /* router, permutation, FP8 dispatch casts and expert activations (MoE) */

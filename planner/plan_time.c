@@ -515,6 +515,13 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     /* the fp8plan executor casts each weight in its linear's forward (exec/model/model_linear.c
      * model_linear_fwd, cast_weight), every micro-batch: that time is the forward's (the step counts it once, as wc) */
     if (in->fusion == FUSE_FP8PLAN && !once) tb->fwd_s += wc;
+    /* FP8-LM's copies, cast once per step: after the optimizer, in its phase, when no state is sharded; after the
+     * parameter all-gather (the communication phase) when one is (exec/model/model_step.c) */
+    int sharded = 0;
+    for (int k = 0; p->shard_ways > 1 && k < STATE_COUNT_; k++)
+        sharded |= (rc->gemm.dt[k] != DT_NONE && plan_state_sharded(in, &rc->gemm, (StateId)k)) ||
+                   (rc->other.dt[k] != DT_NONE && plan_state_sharded(in, &rc->other, (StateId)k));
+    tb->opt_cast_s = in->fusion == FUSE_FP8PLAN && once && !sharded ? wc : 0;
     tb->other_s = p->coll[CO_AMAX_AR].time_s + p->coll[CO_EMB_GRAD_AR].time_s + p->coll[CO_TP_NORM_GRAD_AR].time_s;
     p->coll[CO_AMAX_AR].exposed_s = p->coll[CO_AMAX_AR].time_s;
     p->coll[CO_EMB_GRAD_AR].exposed_s = p->coll[CO_EMB_GRAD_AR].time_s;

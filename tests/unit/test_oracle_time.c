@@ -267,6 +267,7 @@ static void test_fp8_gemm_rate_casts_and_amax(void)
      * holds them, 1.6384e-5 s more than the same plan whose copies are cast once per step after the optimizer
      * (not in the forward); the step counts them once either way (its parts' sum: test_plan.c) */
     double fwd_each = p.time.fwd_s;
+    CHECK(p.time.opt_cast_s == 0.0);
     /* at the FP8 cast's rate where a profile measured it apart (calibrate's "fp8 cast+transpose"): at 2.5e8 B/s,
      * half of 5e8, the same 4 x 512 x 4 B take 8,192 / 2.5e8 = 3.2768e-5 s */
     g.elem_kind_bw[ELEM_CAST] = 2.5e8;
@@ -277,6 +278,14 @@ static void test_fp8_gemm_rate_casts_and_amax(void)
     CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
     CHECK_REL(p.time.weight_cast_s, 4.096e-6, EXACT);
     CHECK_REL(fwd_each - p.time.fwd_s, 1.6384e-5, 1e-9);
+    /* that cast runs in the executor's optimizer phase (run --gpu host's optimizer row plans 4.096e-6 s more);
+     * with the states sharded over the DP group (ZeRO-1 over dp 2) it follows the parameter all-gather instead */
+    CHECK_REL(p.time.opt_cast_s, 4.096e-6, EXACT);
+    in.sharding = SHARD_ZERO1, in.dp = 2;
+    CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(p.time.weight_cast_s, 4.096e-6, EXACT);
+    CHECK(p.time.opt_cast_s == 0.0);
+    in.sharding = SHARD_NONE, in.dp = 1;
     /* an FP32 master with no working weight is cast every micro-batch: 4 x 512 x (4 + 2) / 5e8 = 2.4576e-5 */
     r.gemm.dt[STATE_MASTER] = DT_FP32;
     CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);
