@@ -114,8 +114,12 @@ void model_tp_layout(Model *m, int bind, ArenaSpecs *sp)
     /* one (B·T, C) buffer per role and phase: the forward's gathered input / partial output, the head
      * backward's gathered input and partial input gradient, the blocks' gathered output gradient / partial
      * input gradient / the column-parallel input gathered again for wgrad (after the input gradient left) */
-    /* an MTP depth's eh_proj gathers its (B·T, 2C) input, and backward its input gradient and input again */
-    const uint64_t W = m->mtp ? 2 * C : C;
+    /* the widest column-parallel input: an MTP depth's eh_proj gathers its (B·T, 2C) input, and backward its input
+     * gradient and input again; latent attention's up-projections gather their latents (q_lora_rank,
+     * kv_lora_rank wide, which a shrunk hidden size does not shrink) */
+    uint64_t W = m->mtp ? 2 * C : C;
+    if (m->spec.q_lora_rank > W) W = m->spec.q_lora_rank;
+    if (m->spec.kv_lora_rank > W) W = m->spec.kv_lora_rank;
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * W, a ? &a->tp_fwd : NULL, "tp_fwd");
     if (model_last(m)) { /* the head and the loss: the last pipeline stage's */
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * C, a ? &a->tp_head_x : NULL, "tp_head_x");
@@ -125,7 +129,7 @@ void model_tp_layout(Model *m, int bind, ArenaSpecs *sp)
     if (model_last(m))
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, 3 * BT, a ? &a->tp_xstats : NULL, "tp_xent_stats");
     if (recipe_fp8_gemm(r))
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, model_sp_tokens(m) * C, a ? &a->tp_qloc : NULL,
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, model_sp_tokens(m) * W, a ? &a->tp_qloc : NULL,
                         "tp_q_local");
 }
 
