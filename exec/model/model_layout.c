@@ -11,56 +11,6 @@
 
 #include "exec/model/model_internal.h"
 
-Status model_check(const Plan *p, Err *e)
-{
-    const PlanInput *in = &p->in;
-    const ModelSpec *s = in->model;
-    if (in->cp != 1)
-        return err_set(e, ST_UNAVAILABLE,
-                       "the executor runs data, tensor and pipeline parallelism (cp %u given); context parallelism "
-                       "is not implemented yet",
-                       in->cp);
-    if (!in->dp) return err_set(e, ST_USAGE, "the plan's dp is 0");
-    if (in->attn != ATTN_MATERIALIZED || in->recompute != RECOMPUTE_NONE || in->dropout)
-        return err_set(e, ST_UNAVAILABLE,
-                       "the executor materializes attention scores without recompute or dropout; plan it that way "
-                       "(exec_plan_input)");
-    Status st = exec_recipe_check(in->recipe, e);
-    if (!st && exec_block_scaled(in->recipe) && in->tp > 1)
-        st = err_set(e, ST_UNAVAILABLE,
-                     "recipe %s: block scaling runs over data, pipeline and expert parallelism only so far (tp %u "
-                     "given)",
-                     in->recipe->name, in->tp);
-    if (!st) st = model_moe_check(p, e);
-    if (!st) st = model_mla_check(p, e);
-    if (!st) st = model_mtp_check(p, e);
-    if (!st) st = model_shard_check(p, e);
-    if (st) return st;
-    if ((unsigned)s->norm >= NORM_COUNT_ || (unsigned)s->mlp >= MLP_COUNT_ || (unsigned)s->pos >= POS_COUNT_)
-        return err_set(e, ST_USAGE, "model %s: unknown norm, mlp or position type", s->name);
-    if (!s->heads || !s->kv_heads || s->heads % s->kv_heads || !s->head_dim)
-        return err_set(e, ST_USAGE, "model %s: %u heads and %u KV heads of %u (KV heads must divide heads)", s->name,
-                       s->heads, s->kv_heads, s->head_dim);
-    if (s->pos == POS_ROPE && s->head_dim % 2)
-        return err_set(e, ST_USAGE, "model %s: rotary positions need an even head_dim (got %u)", s->name, s->head_dim);
-    if (s->qk_norm && (s->pos != POS_ROPE || s->norm != NORM_RMSNORM || in->tp > 1))
-        return err_set(e, ST_UNAVAILABLE,
-                       "model %s: the executor runs q/k norms as RMSNorm before rotary positions on one tensor-"
-                       "parallel rank (norm %s, position %s, tp %u given)",
-                       s->name, s->norm == NORM_RMSNORM ? "rmsnorm" : "layernorm",
-                       s->pos == POS_ROPE ? "rope" : "not rope", in->tp);
-    if (p->seq < 2) return err_set(e, ST_USAGE, "--seq must be at least 2");
-    if (s->vocab < 2) return err_set(e, ST_USAGE, "the vocabulary must have at least 2 tokens");
-    if (s->vocab > (uint32_t)INT32_MAX + 1) /* ids 0 .. vocab - 1 are int32 */
-        return err_set(e, ST_USAGE, "vocabulary %u does not fit int32 token ids (at most 2^31 tokens)", s->vocab);
-    if ((uint64_t)in->mbs * p->seq > UINT32_MAX)
-        return err_set(e, ST_USAGE, "--mbs x --seq = %llu tokens per micro-batch is too many",
-                       (unsigned long long)in->mbs * p->seq);
-    if (!p->microbatches) return err_set(e, ST_USAGE, "the plan has no micro-batches");
-    st = model_tp_check(p, e);
-    return st ? st : model_pp_check(p, e);
-}
-
 /* The run's sizes from the plan (no memory yet). */
 static void model_from_plan(const Plan *p, Model *m)
 {
@@ -81,32 +31,6 @@ static void model_from_plan(const Plan *p, Model *m)
     m->spec.layers += m->mtp;
 }
 
-uint64_t model_linear_n(const ModelSpec *s, LinearKind k)
-{
-    uint64_t rows, cols;
-    spec_linear_shape(s, k, 1, &rows, &cols);
-    return rows;
-}
-
-uint64_t model_linear_k(const ModelSpec *s, LinearKind k)
-{
-    uint64_t rows, cols;
-    spec_linear_shape(s, k, 1, &rows, &cols);
-    return cols;
-}
-
-uint64_t model_lin_n(const Model *m, uint32_t l, LinearKind k)
-{
-    if (k == LIN_EH_PROJ) return m->spec.hidden / (m->tp ? m->tp : 1); /* column-parallel (model_mtp.c) */
-    if (k == LIN_FC1) return spec_fc1_k(&m->spec) * model_ffn_of(m, l);
-    return k == LIN_FC2 ? m->spec.hidden : model_linear_n(&m->spec, k);
-}
-
-uint64_t model_lin_k(const Model *m, uint32_t l, LinearKind k)
-{
-    return k == LIN_FC2 ? model_ffn_of(m, l) : model_linear_k(&m->spec, k);
-}
-
 static uint64_t max2(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* Scales of a (rows, cols) tensor quantized in g's blocks (partial blocks count). */
@@ -115,66 +39,6 @@ static uint64_t blocks_of(Granularity g, uint64_t rows, uint64_t cols)
     uint64_t n = 0, bytes;
     return gran_scale_count(g, rows, cols, &n, &bytes, NULL) ? 0 : n;
 }
-
-uint32_t model_block_linears(const Model *m, uint32_t l, LinearKind ks[LIN_KINDS])
-{
-    uint32_t n = 0;
-    if (model_mtp_block(m, l)) ks[n++] = LIN_EH_PROJ; /* the MTP depth's input projection */
-    if (!model_mla(m)) {
-        ks[n++] = LIN_QKV;
-    } else {
-        if (m->spec.q_lora_rank) ks[n++] = LIN_Q_DOWN;
-        ks[n++] = LIN_Q_UP, ks[n++] = LIN_KV_DOWN, ks[n++] = LIN_KV_UP;
-    }
-    ks[n++] = LIN_PROJ;
-    if (model_ffn_of(m, l)) ks[n++] = LIN_FC1, ks[n++] = LIN_FC2;
-    return n;
-}
-
-/* Linear k's place among block l's linears (model_block_linears); its count when the block has none. */
-static uint32_t lin_place(const Model *m, uint32_t l, LinearKind k)
-{
-    LinearKind ks[LIN_KINDS];
-    uint32_t n = model_block_linears(m, l, ks), i = 0;
-    while (i < n && ks[i] != k) i++;
-    return i;
-}
-
-int model_has_linear(const Model *m, uint32_t l, LinearKind k)
-{
-    LinearKind ks[LIN_KINDS];
-    return lin_place(m, l, k) < model_block_linears(m, l, ks);
-}
-
-/* Block l's FP8 linear tensors: its linears, and 2·E routed experts on a MoE block. */
-static uint32_t block_tensors(const Model *m, uint32_t l)
-{
-    LinearKind ks[LIN_KINDS];
-    return model_block_linears(m, l, ks) +
-           (model_moe_layer(m, l) ? 2 * (m->spec.experts / m->ep) : 0); /* this rank's experts */
-}
-
-/* t0(l): the tensors of the blocks before l. */
-static uint32_t tensor0(const Model *m, uint32_t l)
-{
-    uint32_t t = 0;
-    for (uint32_t j = 0; j < l; j++) t += block_tensors(m, j);
-    return t;
-}
-
-uint32_t model_slot_x(const Model *m, uint32_t l, LinearKind k) { return 2 * (tensor0(m, l) + lin_place(m, l, k)); }
-uint32_t model_slot_w(const Model *m, uint32_t l, LinearKind k) { return 2 * (tensor0(m, l) + lin_place(m, l, k)) + 1; }
-uint32_t model_slot_dy(const Model *m, uint32_t l, LinearKind k) { return tensor0(m, l) + lin_place(m, l, k); }
-
-uint32_t model_slot_expert(const Model *m, uint32_t l, int fc2, int op)
-{
-    LinearKind ks[LIN_KINDS];
-    uint32_t t = tensor0(m, l) + model_block_linears(m, l, ks), E = m->spec.experts / m->ep;
-    if (op == 2) return t + (uint32_t)fc2 * E;
-    return 2 * t + (uint32_t)(2 * fc2 + op) * E;
-}
-
-uint32_t model_fp8_tensors(const Model *m) { return tensor0(m, m->spec.layers); }
 
 /* Fill the parameter table (shapes, flags, FP8 slots); no memory yet. */
 static Status params_fill(Model *m, Err *e)
