@@ -46,6 +46,17 @@ static void test_shipped_catalog_loads(void)
     CHECK(f->other.dt[STATE_GRAD] == DT_FP32); /* non-GEMM params on the BF16 path (megatron-bf16) */
     CHECK(f->other_comm_dp_grad == DT_FP32);
     CHECK(catalog_gpu(cat, "h100-sxm")->sm == 90);
+    /* the 96 GB 500 W H100's matmul ceilings: torchao's roofline (pytorch/ao d8af7d7b8 .. 104f01a85) takes one
+     * pct_achievable_gemm_tops, 0.78, for BF16 and FP8 alike: 989 x 0.78 = 771.42 -> 771.4 TFLOPS, 1979 x 0.78 =
+     * 1543.62 -> 1543.6; the ratio FP8 / BF16 is then the peaks' 1979 / 989 = 2.001, not 1543.6 / 682.4 = 2.262 */
+    const GpuSpec *tg = catalog_gpu(cat, "h100-hbm2e-96g");
+    CHECK(tg != NULL);
+    if (tg) {
+        CHECK_REL(tg->mamf_bf16, 771.4e12, 1e-9);
+        CHECK_REL(tg->mamf_fp8, 1543.6e12, 1e-9);
+        CHECK_NEAR(tg->mamf_bf16 / tg->flops_bf16, 0.78, 1e-4); /* 771.4 / 989 = 0.77998 */
+        CHECK_NEAR(tg->mamf_fp8 / tg->flops_fp8, 0.78, 1e-4);   /* 1543.6 / 1979 = 0.77999 */
+    }
     CHECK(catalog_gpu(cat, "a100-sxm")->flops_fp8 == 0);
     CHECK(catalog_recipe(cat, "mxfp8")->min_sm == 100);
 }
