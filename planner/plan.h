@@ -166,6 +166,10 @@ double plan_state_bytes_per_param(const PlanInput *in, double *per);
  * transpose only where is_non_tn_fp8_gemm_supported() is false). Block and channel scales run along one axis: those
  * recipes keep a column-wise copy on every GPU. */
 int plan_fp8_col_held(const PlanInput *in);
+/* Does the plan's GPU run FP8 GEMMs TN-only (SM 8.9, 9.x, 12.x: a GEMM that reads an operand along its other axis
+ * needs a transposed FP8 copy of it), as plan_fp8_col_held decides for the weights? 0 on Blackwell (SM 10.x, 11.x,
+ * 13.x) and on a host. */
+int plan_fp8_tn_only(const PlanInput *in);
 /* The SMs the expert all-to-all kernels hold while they overlap compute: --ep-comm-sms, else with --overlap-ep or
  * DualPipe the dispatcher's own (DeepEP 20, HybridEP 16), else 0 (plan_moe_time.c). */
 uint32_t plan_ep_comm_sms(const PlanInput *in);

@@ -19,6 +19,9 @@
  *            norm2 backward 6H in 2 kernels (dx, dgamma), residual 6H, proj dY cast
  *            4Hf, RoPE 4(Q+K) in 2, QKV dY cast 4(Q+2K), norm1 backward 6H in 2,
  *            residual 6H; weight gradients accumulate in the GEMM epilogue.
+ *   With sequence parallelism on a TN-only GPU (per-tensor scales, FP8 gather: te_sp_transpose) the norms
+ *   write the row-wise FP8 copy only, 3H each, and the backward transposes FC1's and QKV's re-gathered
+ *   FP8 input, 2Hf in 1 kernel each.
  * compile (torch.compile / inductor, torchao float8: the amax is fused into the
  *     producer, casts write the row-wise copy only, the high-precision input is
  *     saved and recast for the weight gradient):
@@ -120,6 +123,21 @@ static void fp8_linear_extra(const Recipe *rc, const Geo *g, double Hf, double H
     }
 }
 
+/* Transformer Engine's column-parallel norm + linear (LayerNormLinear for QKV, LayerNormMLP for FC1) under sequence
+ * parallelism, per-tensor FP8 scales, gathered in FP8, on a TN-only GPU: the all-gather carries the row-wise FP8 copy
+ * only, so the norm writes that one (1 B per element, not the row-wise and transposed 2 B), and the backward transposes
+ * the re-gathered input for the wgrad GEMM, 2 B per gathered element in one kernel. TE 2.x: Float8Quantizer and
+ * Float8CurrentScalingQuantizer supports_only_rowwise_all_gather() is True, so layernorm_linear.py / layernorm_mlp.py
+ * set the norm output's columnwise usage off "with_input_all_gather" / under sequence_parallel, and the backward's
+ * update_usage(columnwise_usage=True) makes the transpose; TE 1.x (2023): ln_out_total_t =
+ * tex.fp8_transpose(ln_out_total) before the wgrad fp8_gemm. MS-AMP's linear counts its own (fp8_linear_extra). */
+static int te_sp_transpose(const PlanInput *in, int f8)
+{
+    const Recipe *rc = in->recipe;
+    return f8 && rc->linear == LIN_TE && in->sp && in->tp > 1 && rc->act_gran == GRAN_TENSOR &&
+           dt_fp8(rc->comm_tp_ag) && plan_fp8_tn_only(in);
+}
+
 void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
 {
     const Recipe *rc = in->recipe;
@@ -138,26 +156,33 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     Acc b = f;
     double fa = 0, bm = 0; /* the forward's attention part, the backward's FFN part */
     switch (in->fusion) {
-    case FUSE_TE:
-        op(&f, 4 * H, 1 + (f8 && cur)); /* the norm writes the FP8 copies (2 B) in place of BF16 (2 B) */
+    case FUSE_TE: {
+        /* the norm writes the FP8 copies (2 B) in place of BF16 (2 B); gathered for sequence parallelism, the
+         * row-wise copy only (1 B), and QKV's and FC1's backward transposes the re-gathered input (sp_t) */
+        int sp_t = te_sp_transpose(in, f8);
+        double nw = sp_t ? 3.0 : 4.0;
+        op(&f, nw * H, 1 + (f8 && cur));
         if (rope) op(&f, 4 * (Q + K), 2);
         cast(&f, Q, 2, f8, cur);
         op(&f, (6 + drop) * H, 1);
         fa = f.t;
-        op(&f, 4 * H, 1 + (f8 && cur));
+        op(&f, nw * H, 1 + (f8 && cur));
         op(&f, act_f, 1);
         cast(&f, F, 2, f8, cur);
         op(&f, (6 + drop) * H, 1);
         cast(&b, Hf, 2, b8, cur);
         op(&b, act_b, 1);
         cast(&b, kF, 2, b8, cur);
+        if (sp_t) op(&b, 2 * Hf, 1); /* FC1's gathered FP8 input transposed for its wgrad (read 1 B, write 1 B) */
         op(&b, 6 * H, 2), op(&b, 6 * H, 1);
         bm = b.t;
         cast(&b, Hf, 2, b8, cur);
         if (rope) op(&b, 4 * (Q + K), 2);
         cast(&b, Q + 2 * K, 2, b8, cur);
+        if (sp_t) op(&b, 2 * Hf, 1); /* QKV's */
         op(&b, 6 * H, 2), op(&b, 6 * H, 1);
         break;
+    }
     case FUSE_COMPILE:
         op(&f, 4 * H, 1), cast(&f, H, saved8 ? 2 : 1, f8, cur);
         if (rope) op(&f, 4 * (Q + K), 1);

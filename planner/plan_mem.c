@@ -185,11 +185,17 @@ int plan_fp8_copies_held(const PlanInput *in)
     return in->sharding != SHARD_ZERO3 && !(in->mem_savings & PLAN_UNK_FP8_WEIGHT_CACHE);
 }
 
+int plan_fp8_tn_only(const PlanInput *in)
+{
+    uint32_t sm = in->gpu && !in->gpu->host ? in->gpu->sm : 0;
+    return sm && !((sm >= 100 && sm < 120) || sm >= 130);
+}
+
 int plan_fp8_col_held(const PlanInput *in)
 {
     const Recipe *rc = in->recipe;
     uint32_t sm = in->gpu && !in->gpu->host ? in->gpu->sm : 0;
-    int non_tn = (sm >= 100 && sm < 120) || sm >= 130;
+    int non_tn = sm && !plan_fp8_tn_only(in);
     return rc->fp8_col != DT_NONE && !(non_tn && rc->weight_gran == GRAN_TENSOR);
 }
 

@@ -225,6 +225,37 @@ static void test_bytes(void)
     check_bytes(&in, FUSE_FP8PLAN, (const double[4]){2560, 832, 3968, 1152}, "fp8plan, FP8 saved");
 }
 
+/* te at tp 2 with sequence parallelism (TE's norm + linear gathers the row-wise FP8 copy only, plan_kernels.c
+ * te_sp_transpose). Per TP rank, 4 tokens: H = 4 / 2 x 8 = 16 (the sequence shard), Hf = 4 x 8 = 32 (gathered),
+ * Q = K = 4 x 8 / 2 = 16, F = 4 x 32 / 2 = 64, kF = 128.
+ * On Blackwell (SM 10.0, FP8 GEMMs take every layout: nothing to transpose), the te list as it stands:
+ *   forward  norm1 4H 64, RoPE 4(Q + K) 128, proj cast 4Q 64, bias-dropout-add 6H 96 -> 352; norm2 64, SwiGLU
+ *            6F 384, FC2 cast 4F 256, bias-dropout-add 96 -> 800; forward 1152
+ *   backward FC2 dY cast 4Hf 128, SwiGLU backward 10F 640, FC1 dY cast 4kF 512, norm2 6H 96 + residual 96 -> 1472;
+ *            proj dY cast 128, RoPE 128, QKV dY cast 4(Q + 2K) 192, norm1 96 + residual 96 -> 640; backward 2112
+ * On Hopper (SM 9.0, TN-only): each norm writes the row-wise FP8 copy only, 3H = 48 (16 fewer), and FC1's and
+ * QKV's backward transpose the re-gathered FP8 input, 2Hf = 64 each:
+ *   forward 352 - 16 = 336 of which the attention part, 1152 - 32 = 1120; backward 1472 + 64 = 1536 (the FFN's),
+ *   attention part 640 + 64 = 704, backward 2240.
+ * The same on Hopper without sequence parallelism (nothing gathered: H = Hf = 32) is the te list of test_bytes at
+ * half the TP-split widths, not checked here; MS-AMP's linear counts its own transposes (fp8_linear_extra). */
+static void test_te_sp_transpose_bytes(void)
+{
+    ModelSpec m = model();
+    Recipe r = fx_te_recipe("te", 0);
+    GpuSpec gpu = fx_gpu();
+    gpu.hbm_bw = 1e12;
+    PlanInput in = fx_input(&m, &gpu, &r);
+    in.launch_s = 0, in.eff_hbm = 1, in.dropout = 0;
+    in.tp = 2, in.sp = 1;
+    gpu.sm = 100;
+    check_bytes(&in, FUSE_TE, (const double[4]){1152, 352, 2112, 640}, "te, tp 2 sp, Blackwell");
+    gpu.sm = 90;
+    check_bytes(&in, FUSE_TE, (const double[4]){1120, 336, 2240, 704}, "te, tp 2 sp, Hopper");
+    r.comm_tp_ag = DT_BF16; /* gathered in BF16: the norm writes both FP8 copies after no FP8 gather (as at sp off) */
+    check_bytes(&in, FUSE_TE, (const double[4]){1152, 352, 2112, 640}, "te, tp 2 sp, BF16 gather");
+}
+
 /* What an MTP depth adds beyond its transformer layer (in->model is m, 2 layers): (mtp 1, 2 layers) - (mtp 0,
  * 2 layers) - [(mtp 0, 3 layers) - (mtp 0, 2 layers)], of the micro-batch time or (nongemm) its memory-bound
  * share. NAN when a plan fails to build (after failing the check). */
@@ -290,6 +321,7 @@ int main(void)
     RUN(test_eager_and_compile_launches);
     RUN(test_fp8plan_launches);
     RUN(test_bytes);
+    RUN(test_te_sp_transpose_bytes);
     RUN(test_mtp_depth_launches);
     RUN(test_mtp_depth_bytes);
     return test_summary();
