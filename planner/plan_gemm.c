@@ -33,6 +33,13 @@ enum { K_REF = 2048, SPLIT_MIN_K = 256 };
 /* floor(log2(x)), 0 for x <= 1: the highest set bit (no loop: gemm_gpu_init runs once per plan) */
 static uint32_t log2u(uint32_t x) { return x > 1 ? 31u - (uint32_t)__builtin_clz(x) : 0; }
 
+int plan_mx_gemm(const PlanInput *in)
+{
+    const Recipe *rc = in->recipe;
+    return rc && recipe_fp8_gemm(rc) && rc->act_gran == GRAN_1X32 && rc->weight_gran == GRAN_1X32 && in->gpu &&
+           !in->gpu->host && in->gpu->sm >= 100;
+}
+
 void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
 {
     const GpuSpec *gp = in->gpu;

@@ -361,6 +361,8 @@ typedef struct {
     double launch;   /* floor of one kernel, s */
 } GemmGpu;
 void gemm_gpu_init(const PlanInput *in, GemmGpu *gg);
+/* 1 when the plan's FP8 GEMMs are MXFP8 block-scaled GEMMs (1x32 scales) on a Blackwell GPU. */
+int plan_mx_gemm(const PlanInput *in);
 /* Seconds for `batch` independent C[M,N] = A[M,K] B[K,N] with operands of in_bytes (1 or 2) and
  * out_bytes per element of C moved (2 for a BF16 output, 8 to read and write an fp32 accumulator). */
 double gemm_time(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, int fp8, double out_bytes);
