@@ -334,7 +334,9 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
      * Blackwell, at their measured fractions of the dense rate (planner/arch.c); elsewhere the dense rate */
     int torch_gmm = (in->fusion == FUSE_COMPILE || in->fusion == FUSE_EAGER) && !in->gpu->host && in->gpu->sm >= 100;
     double g16 = torch_gmm ? 1.0 / arch_grouped_mm_bf16_rel_sm100 : 1.0;
-    double g8 = torch_gmm ? 1.0 / arch_grouped_mm_mxfp8_rel_sm100 : 1.0;
+    /* (measured against the per-tensor FP8 rate: gemm_gpu_init's MXFP8 fraction is taken out again) */
+    double g8 =
+        torch_gmm ? (plan_mx_gemm(in) ? plan_mx_gemm_rel(in->gpu) : 1.0) / arch_grouped_mm_mxfp8_rel_sm100 : 1.0;
     Acc ak = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}};
     LayerElem le;
     plan_layer_elem(in, g, &le);
