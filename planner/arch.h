@@ -48,6 +48,10 @@ extern const double arch_rowwise_gemm_rel;
 extern const double arch_grouped_mm_bf16_rel_sm100;
 extern const double arch_grouped_mm_mxfp8_rel_sm100;
 
+/* A cuBLASLt MXFP8 GEMM (1x32 E8M0 block scales on the block-scaled tensor cores) against the per-tensor FP8 GEMM
+ * on the same shape on SM 10.x: the fraction of its rate (arch.c: fitted on the paired FP8-CS / MXFP8 dev runs). */
+extern const double arch_mxfp8_gemm_rel_sm100;
+
 /* NCCL ring latency model (src/graph/tuning.cc): protocols LL and Simple. */
 enum { NCCL_LL = 0, NCCL_SIMPLE, NCCL_PROTOS };
 typedef struct {

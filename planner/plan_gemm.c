@@ -33,6 +33,15 @@ enum { K_REF = 2048, SPLIT_MIN_K = 256 };
 /* floor(log2(x)), 0 for x <= 1: the highest set bit (no loop: gemm_gpu_init runs once per plan) */
 static uint32_t log2u(uint32_t x) { return x > 1 ? 31u - (uint32_t)__builtin_clz(x) : 0; }
 
+int plan_mx_gemm(const PlanInput *in)
+{
+    const Recipe *rc = in->recipe;
+    return rc && recipe_fp8_gemm(rc) && rc->act_gran == GRAN_1X32 && rc->weight_gran == GRAN_1X32 && in->gpu &&
+           !in->gpu->host && in->gpu->sm >= 100;
+}
+
+double plan_mx_gemm_rel(const GpuSpec *g) { return g->mx_gemm_rel > 0 ? g->mx_gemm_rel : arch_mxfp8_gemm_rel_sm100; }
+
 void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
 {
     const GpuSpec *gp = in->gpu;
@@ -44,6 +53,8 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
                 : gp->mamf_fp8 > 0   ? gp->mamf_fp8
                                      : gp->flops_fp8;
     if (!(r8 > 0)) r8 = r16; /* no FP8 tensor cores: plan_validate rejects FP8 recipes before this matters */
+    /* MXFP8's GEMMs run cuBLASLt's block-scaled kernels, at their fraction of the per-tensor FP8 rate (arch.c) */
+    if (!(in->eff_gemm_fp8 > 0) && plan_mx_gemm(in)) r8 *= plan_mx_gemm_rel(gp);
     gg->sms = gp->sms ? (double)gp->sms : 1.0; /* unknown SM count: one "SM" with the whole rate, no quantization */
     gg->inv_sms = 1.0 / gg->sms;
     gg->tm_sh = log2u(a->tile_m), gg->tn_sh = log2u(a->tile_n);

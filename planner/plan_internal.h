@@ -361,6 +361,12 @@ typedef struct {
     double launch;   /* floor of one kernel, s */
 } GemmGpu;
 void gemm_gpu_init(const PlanInput *in, GemmGpu *gg);
+/* 1 when the plan's FP8 GEMMs are MXFP8 block-scaled GEMMs (1x32 scales) on a Blackwell GPU, which
+ * gemm_gpu_init rates at plan_mx_gemm_rel of the per-tensor FP8 rate. */
+int plan_mx_gemm(const PlanInput *in);
+/* The GPU's MXFP8 GEMM rate as a fraction of its per-tensor FP8 rate: GpuSpec.mx_gemm_rel where set (the fit of
+ * tests/unit/test_fidelity_fit.c varies it), else arch_mxfp8_gemm_rel_sm100. */
+double plan_mx_gemm_rel(const GpuSpec *g);
 /* Seconds for `batch` independent C[M,N] = A[M,K] B[K,N] with operands of in_bytes (1 or 2) and
  * out_bytes per element of C moved (2 for a BF16 output, 8 to read and write an fp32 accumulator). */
 double gemm_time(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, int fp8, double out_bytes);

@@ -65,6 +65,7 @@ typedef struct {
     double t; /* accumulated seconds */
     double inv_bw, launch;
     double kinv[ELEM_KINDS]; /* s per byte of each kind of kernel (gpu_kind_bw) */
+    int mx;                  /* casts are MXFP8 quantizes (mx_cast): 0 none, 1 both layouts in one pass, 2 one each */
 } Acc;
 
 static void op(Acc *a, double bytes, double kernels)
@@ -80,11 +81,48 @@ static void opk(Acc *a, ElemKind k, double bytes, double kernels)
     a->t += tb > tl ? tb : tl;
 }
 
+/* One E8M0 scale byte per 32 elements of each MXFP8 layout (OCP MX v1.0 block size 32). */
+static const double MX_SCALE_B = 1.0 / 32.0;
+
+/* An MXFP8 quantize of x elements into w layouts (2: row-wise and column-wise, 1: row-wise): each layout 1 B an
+ * element and one E8M0 scale per 32 (MX_SCALE_B); the block amax is taken in registers, so no amax pass. Transformer
+ * Engine (a->mx 1) writes both layouts from one read of the BF16 input (cast_mxfp8_2D_kernel with ROWWISE_SCALING and
+ * COLWISE_SCALING: transformer_engine/common/util/cast_kernels.cuh, v2.7-v2.12); torchao (a->mx 2) casts along dim 0
+ * in the compiled graph and along dim 1 in a kernel of its own (torchao/prototype/mx_formats mx_linear.py,
+ * MXFP8Dim1CastKernelChoice), each reading the input. */
+static void mx_cast(Acc *a, double x, double w)
+{
+    double out = w * (1.0 + MX_SCALE_B);
+    if (a->mx == 1)
+        op(a, (2.0 + out) * x, 1.0);
+    else
+        op(a, (2.0 * w + out) * x, w);
+}
+
 /* An FP8 cast of x elements when `on`: read 2 B, write the copies (w = 2: row-wise + transposed; 1: row-wise);
- * current scaling reads the input once more for its amax, in one more kernel. */
+ * current scaling reads the input once more for its amax, in one more kernel. MXFP8: mx_cast. */
 static void cast(Acc *a, double x, double w, int on, int cur)
 {
-    if (on) op(a, (2.0 + w + 2.0 * cur) * x, 1.0 + cur);
+    if (on && a->mx)
+        mx_cast(a, x, w);
+    else if (on)
+        op(a, (2.0 + w + 2.0 * cur) * x, 1.0 + cur);
+}
+
+/* A Transformer Engine norm over x elements that feeds an FP8 GEMM when `on`: per-tensor scaling writes the FP8
+ * copies in place of the BF16 output (current scaling one kernel more); MXFP8 is not fused into TE's norm kernels
+ * unless NVTE_NORM_FWD_USE_CUDNN is set (transformer_engine/pytorch/csrc/extensions/normalization.cpp, rmsnorm_fwd and
+ * layernorm_fwd: force_unfused_kernel for MXFP8 quantizers, v2.7-v2.12), so the norm writes BF16 and the quantize
+ * reads it again (mx_cast). w: the bytes a per-tensor-scaled norm moves per element (4: read 2 B, write the
+ * row-wise and transposed FP8 copies; 3 when only the row-wise copy is gathered, te_sp_transpose). */
+static void te_norm(Acc *a, double x, int on, int cur, double w)
+{
+    if (on && a->mx) {
+        op(a, 4 * x, 1);
+        mx_cast(a, x, 2);
+    } else {
+        op(a, w * x, 1 + (on && cur));
+    }
 }
 
 /* An FP8 cast by the executor (exec/model/model_linear.c cast): delayed scaling one cast_transpose (read 2 B,
@@ -138,6 +176,24 @@ static int te_sp_transpose(const PlanInput *in, int f8)
            dt_fp8(rc->comm_tp_ag) && plan_fp8_tn_only(in);
 }
 
+/* Transformer Engine's scale swizzles for MXFP8 GEMMs, per layer and micro-batch: before every cuBLAS GEMM it
+ * rewrites both operands' E8M0 scales into the 128x4 tiled layout the block-scaled tensor cores read, one kernel per
+ * operand (transformer_engine/pytorch/csrc/extensions/gemm.cpp generic_gemm: swizzle_scaling_factors(A) and (B) ->
+ * nvte_swizzle_scaling_factors, v2.7-v2.12), reading and writing each scale byte. Linear i with T tokens, N = rows,
+ * K = cols: fprop swizzles x's and w's row-wise scales (T K + N K) / 32; dgrad dY's row-wise and w's column-wise
+ * (T N + N K) / 32; wgrad x's and dY's column-wise (K T + N T) / 32. Forward 2 kernels a linear, backward 4. The
+ * attention's linears (QKV, proj) into *fa, *ba as well. */
+static void mx_swizzle(const Geo *g, Acc *f, Acc *b, double *fa, double *ba)
+{
+    double T = (double)g->tok;
+    for (int i = 0; i < LIN_COUNT; i++) {
+        double N = (double)g->lin_rows[i], K = (double)g->lin_cols[i], f0 = f->t, b0 = b->t;
+        op(f, 2.0 * MX_SCALE_B * (T * K + N * K), 2);
+        op(b, 2.0 * MX_SCALE_B * (2.0 * T * N + N * K + K * T), 4);
+        if (i == LIN_QKV || i == LIN_PROJ) *fa += f->t - f0, *ba += b->t - b0;
+    }
+}
+
 void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
 {
     const Recipe *rc = in->recipe;
@@ -151,8 +207,10 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     double acc_k = g->m > 1 ? 4.0 : 0.0; /* separate gradient accumulation: one kernel per linear weight */
     double acc_b =
         g->m > 1 ? (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) : 0.0;
-    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}};
+    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}, 0};
     for (int k = 0; k < ELEM_KINDS; k++) f.kinv[k] = 1.0 / gpu_kind_bw(in->gpu, (ElemKind)k, in->eff_hbm);
+    /* MXFP8 (1x32 E8M0 scales): TE quantizes both layouts in one pass, other stacks one layout a kernel */
+    f.mx = rc->act_gran == GRAN_1X32 && (f8 || b8) ? (in->fusion == FUSE_TE ? 1 : 2) : 0;
     Acc b = f;
     double fa = 0, bm = 0; /* the forward's attention part, the backward's FFN part */
     switch (in->fusion) {
@@ -161,12 +219,12 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
          * row-wise copy only (1 B), and QKV's and FC1's backward transposes the re-gathered input (sp_t) */
         int sp_t = te_sp_transpose(in, f8);
         double nw = sp_t ? 3.0 : 4.0;
-        op(&f, nw * H, 1 + (f8 && cur));
+        te_norm(&f, H, f8, cur, nw);
         if (rope) op(&f, 4 * (Q + K), 2);
         cast(&f, Q, 2, f8, cur);
         op(&f, (6 + drop) * H, 1);
         fa = f.t;
-        op(&f, nw * H, 1 + (f8 && cur));
+        te_norm(&f, H, f8, cur, nw);
         op(&f, act_f, 1);
         cast(&f, F, 2, f8, cur);
         op(&f, (6 + drop) * H, 1);
@@ -250,10 +308,12 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
         op(&b, (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))), 4);
     double ba = b.t;
     fp8_linear_extra(rc, g, Hf, H, Q, K, F, kF, &f, &b);
+    double sa_f = 0, sa_b = 0; /* the attention linears' scale swizzles */
+    if (f.mx && in->fusion == FUSE_TE) mx_swizzle(g, &f, &b, &sa_f, &sa_b);
     out->fwd = f.t;
     out->bwd = b.t;
-    out->fwd_attn = fa;
-    out->bwd_attn = bx - bm;
+    out->fwd_attn = fa + sa_f;
+    out->bwd_attn = bx - bm + sa_b;
     out->acc_b = ba - bx;
     out->lin_f = f.t - fx, out->lin_b = b.t - ba;
 }

@@ -145,6 +145,24 @@ static void expert_quant(const PlanInput *in, double local, double *kernels, dou
         *kernels = local;
 }
 
+/* Transformer Engine's scale swizzles for the experts' MXFP8 grouped GEMMs, per layer and micro-batch: before each
+ * grouped call (FC1 and FC2; fprop, dgrad, wgrad) it rewrites all local experts' A scales in one kernel and their B
+ * scales in another (transformer_engine/pytorch/csrc/extensions/gemm.cpp te_general_grouped_gemm:
+ * multi_tensor_swizzle_scaling_factors, v2.7-v2.12), reading and writing each E8M0 byte (one per 32 elements). With
+ * R routed rows over El local experts, a linear of N rows and K columns: fprop (R K + El N K) / 32 scales, dgrad
+ * (R N + El N K) / 32, wgrad (K R + N R) / 32 (plan_kernels.c mx_swizzle for the dense linears). */
+static void mx_expert_swizzle(const Geo *g, double kfe, Acc *f, Acc *b, Acc *part)
+{
+    const MoeGeo *x = &g->x;
+    double R = (double)x->rows, El = (double)x->El, h = (double)g->h, Fe = (double)x->Fe_t;
+    const double N[2] = {kfe, h}, K[2] = {h, Fe}; /* FC1, FC2 */
+    for (int i = 0; i < 2; i++) {
+        double fb = 2.0 / 32.0 * (R * K[i] + El * N[i] * K[i]),
+               bb = 2.0 / 32.0 * (2 * R * N[i] + El * N[i] * K[i] + K[i] * R);
+        op(f, fb, 2), op(part, fb, 2), op(b, bb, 4), op(part, bb, 4);
+    }
+}
+
 /* The kernels of the router and the dispatcher that the list below does not name, as counted in Megatron-Core's
  * MoE layer (models/sources/moe_host_ops: router, auxiliary loss and preprocessing 36 forward / 32 backward;
  * dispatch, unpermute and combine 7 / 8), less the ones the list times (forward: scores, top-k, permute,
@@ -206,6 +224,7 @@ static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
     if (Fs > 0) op(&b, (sw ? 10 : 6) * tok * Fs, 1);
     if (Fs > 0 && b8) opk(&b, ELEM_CAST, 4 * tok * (h + (sw ? 2 : 1) * Fs), 2);
     op(&b, 6 * T * h, 2), op(&b, 6 * T * h, 1);
+    if (in->fusion == FUSE_TE && plan_mx_gemm(in) && E > 0) mx_expert_swizzle(g, (sw ? 2 : 1) * Fe, &f, &b, &pa);
     if (in->moe_host_ops > 0) { /* the small kernels a measured stack's router and dispatcher add */
         double scale = in->moe_host_ops / (moe_host_ops_all[0] + moe_host_ops_all[1]);
         f.t += moe_small_kernels[0] * scale * in->launch_s, b.t += moe_small_kernels[1] * scale * in->launch_s;
@@ -315,7 +334,9 @@ void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg0, cons
      * Blackwell, at their measured fractions of the dense rate (planner/arch.c); elsewhere the dense rate */
     int torch_gmm = (in->fusion == FUSE_COMPILE || in->fusion == FUSE_EAGER) && !in->gpu->host && in->gpu->sm >= 100;
     double g16 = torch_gmm ? 1.0 / arch_grouped_mm_bf16_rel_sm100 : 1.0;
-    double g8 = torch_gmm ? 1.0 / arch_grouped_mm_mxfp8_rel_sm100 : 1.0;
+    /* (measured against the per-tensor FP8 rate: gemm_gpu_init's MXFP8 fraction is taken out again) */
+    double g8 =
+        torch_gmm ? (plan_mx_gemm(in) ? plan_mx_gemm_rel(in->gpu) : 1.0) / arch_grouped_mm_mxfp8_rel_sm100 : 1.0;
     Acc ak = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}};
     LayerElem le;
     plan_layer_elem(in, g, &le);

@@ -148,6 +148,7 @@ typedef struct {
     double mamf_bf16;   /* maximum achievable BF16 matmul FLOP/s (0: the BF16 peak) */
     double mamf_fp8;    /* maximum achievable FP8 matmul FLOP/s (0: the FP8 peak) */
     double sustained;   /* share of the kernel benchmarks (MAMF, attention) a training step sustains (0: 1) */
+    double mx_gemm_rel; /* MXFP8 GEMM rate / per-tensor FP8 rate (0: the architecture's, planner/arch.c) */
     IntraLink link;     /* what joins the GPUs of a node (NCCL's latency class) */
     uint64_t hbm_bytes; /* device memory capacity, bytes */
     double hbm_bw;      /* bytes/s */

@@ -55,10 +55,10 @@ static void test_pinned_figures(void)
     Err e;
     CHECK(fidelity_evaluate(runs, n, FIDELITY_DEFAULT_HOLDOUT, 0, rows, &s, &e) == ST_OK);
     /* pinned from `fp8plan report fidelity` (throughput MAE, percent) */
-    pin(&s.all, "all", 142, 7.75);
-    pin(&s.dev, "dev", 98, 6.75);
-    pin(&s.holdout, "hold-out", 44, 9.99);
-    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 50, 5.85);
+    pin(&s.all, "all", 142, 7.63);
+    pin(&s.dev, "dev", 98, 6.66);
+    pin(&s.holdout, "hold-out", 44, 9.78);
+    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 50, 5.47);
     pin(group(s.stack, s.nstacks, "megatron-lm"), "megatron-lm", 16, 7.39);
     pin(group(s.stack, s.nstacks, "torchtitan"), "torchtitan", 27, 7.78);
     pin(group(s.stack, s.nstacks, "torchtitan-2025"), "torchtitan-2025", 2, 12.21);
@@ -114,20 +114,26 @@ static void test_pinned_figures(void)
      * and the host time re-chosen on the dev rows (-> 14.95, dev 14.72, hold-out 15.46), and PyTorch's grouped GEMMs
      * on Blackwell at their measured rates (planner/arch.c: torchao's four runs, -> 14.74, dev 14.40); B200's and GB200's
      * sustained shares fitted to their dense dev runs (gpus.csv: 0.66 -> 0.59 and 0.61; -> 12.34, dev 11.60, hold-out
-     * 13.95), no value chosen on a MoE row */
-    pin(&s.moe, "mixture of experts", 67, 12.34);
+     * 13.95), no value chosen on a MoE row; MXFP8's quantize and scale-swizzle kernels as Transformer Engine runs
+     * them (plan_kernels.c, plan_moe_time.c) and GB200's share refitted by the rule (0.61 -> 0.60; -> 12.28, dev
+     * 11.56, hold-out 13.86; MoE dev on B200 13.22 -> 13.37, on GB200 10.58 -> 10.11); MXFP8's GEMMs at 0.90 of the
+     * per-tensor FP8 rate (fitted on the dense FP8-CS / MXFP8 dev pairs: test_fidelity_fit.c) and B200's and GB200's
+     * shares refitted by the rule on their dense dev runs (0.59 -> 0.62, 0.60 -> 0.64: the MXFP8 rows no longer pull
+     * them down) -> 12.94, dev 12.57, hold-out 13.74: the Blackwell MoE rows, too fast already, get faster with the
+     * shares (MoE dev on B200 -> 15.55, GB200 -> 11.19; docs/fidelity.md) */
+    pin(&s.moe, "mixture of experts", 67, 12.94);
     /* the MoE runs split by the same hold-out list: Megatron-Bridge 25.11 and 26.02 held out */
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
-    pin(&s.moe_dev, "mixture of experts, dev", 46, 11.60);
-    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 13.95);
+    pin(&s.moe_dev, "mixture of experts, dev", 46, 12.57);
+    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 13.74);
     /* the MoE dev runs per GPU: every dev row in exactly one, no held-out row in any; pinned as the planner gives
      * them (the Blackwell rows carry the bias: docs/fidelity.md) */
     int ngpu = 0;
     for (int i = 0; i < s.nmoe_dev_gpus; i++) ngpu += s.moe_dev_gpu[i].n;
     CHECK_EQ_INT(ngpu, s.moe_dev.n);
     pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "h100-sxm"), "MoE dev on H100", 18, 11.36);
-    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "b200"), "MoE dev on B200", 14, 13.22);
-    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "gb200"), "MoE dev on GB200", 12, 10.58);
+    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "b200"), "MoE dev on B200", 14, 15.55);
+    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "gb200"), "MoE dev on GB200", 12, 11.19);
     /* each planned row's time terms add up to its step (fidelity_terms.csv's shares to 100 %): no term is lost or
      * counted twice between plan_time.c and the report */
     for (int i = 0; i < n; i++) {
@@ -153,8 +159,9 @@ static void test_pinned_figures(void)
     int np = fidelity_pairs(rows, n, pairs, FIDELITY_MAX_PAIRS);
     FidelityGroup pa, pd, ph;
     fidelity_pairs_summary(pairs, np, &pa, &pd, &ph);
-    /* 7.70 -> 7.95 with PyTorch's grouped GEMMs on Blackwell: torchao's Llama 4 Scout pair on GB200 +4.9 -> +12.0 % */
-    pin(&pa, "FP8/BF16 speed-up", 16, 7.95);
+    /* 7.70 -> 7.95 with PyTorch's grouped GEMMs on Blackwell: torchao's Llama 4 Scout pair on GB200 +4.9 -> +12.0 %;
+     * -> 7.49 with MXFP8's GEMMs rated apart (DeepSeek-V3 on 256 GB300 +22.2 -> +16.9 %, Scout +11.3 -> +9.2 %) */
+    pin(&pa, "FP8/BF16 speed-up", 16, 7.49);
     CHECK_EQ_INT(ph.n, 3);       /* torchao's float8 README; Megatron-Bridge 25.11's DeepSeek-V3 on 256 GB300 */
     for (int i = 0; i < np; i++) /* the micro-batch-4 FP8-LM row changes more than the precision */
         CHECKF(strcmp(pairs[i].fp8->run->id, "fp8lm-gpt175b-fp8lm-mbs4"), "pair %d takes the mbs-4 row", i);

@@ -256,6 +256,53 @@ static void test_te_sp_transpose_bytes(void)
     check_bytes(&in, FUSE_TE, (const double[4]){1152, 352, 2112, 640}, "te, tp 2 sp, BF16 gather");
 }
 
+/* MXFP8 (1x32 E8M0 scales, E4M3, current scaling as the mxfp8 recipe) by bytes, as test_bytes. An MXFP8 quantize
+ * of x elements into both layouts reads 2 B and writes 2 x (1 + 1/32) B: 4.0625 x, and no amax pass.
+ * te: the norms are not fused with it (norm 4H 128, then the quantize 4.0625H 130: 258); the other casts 4.0625 x;
+ *   forward  norm1 258, RoPE 256, proj-input quantize 4.0625Q 130, bias-dropout-add 192 -> 836; norm2 258, SwiGLU
+ *            768, FC2-input quantize 4.0625F 520, bias-dropout-add 192 -> 1738; 2574
+ *   backward FC2 dY 4.0625Hf 130, SwiGLU backward 1280, FC1 dY 4.0625kF 1040, norm2 192 + residual 192 -> 2834;
+ *            proj dY 130, RoPE 256, QKV dY 4.0625(Q + 2K) 390, norm1 192 + residual 192 -> 1160; 3994
+ *   scale swizzles before every GEMM, each reading and writing the operands' scales (2 B per 32 elements: 1/16 B),
+ *   T = 4 tokens, linear (N rows, K cols): QKV (24, 8), proj (8, 8), FC1 (64, 8), FC2 (8, 32);
+ *     forward (T K + N K) / 16: QKV (32 + 192) / 16 = 14, proj (32 + 64) / 16 = 6, FC1 (32 + 512) / 16 = 34,
+ *             FC2 (128 + 256) / 16 = 24 -> 78, attention's 20
+ *     backward (2 T N + N K + K T) / 16: QKV (192 + 192 + 32) / 16 = 26, proj (64 + 64 + 32) / 16 = 10,
+ *             FC1 (512 + 512 + 32) / 16 = 66, FC2 (64 + 256 + 128) / 16 = 28 -> 130, attention's 36
+ *   -> forward 2652, attention 856; backward 4124, attention 1196
+ * compile (torchao: one layout a kernel, each reading the input; inputs saved in BF16, so the forward casts write the
+ * row-wise layout only, (2 + 1.03125) x; the dY casts both, (4 + 2.0625) x; no swizzle kernels): against the delayed
+ * per-tensor list of test_bytes (forward casts 3 x, dY casts 4 x): forward + 0.03125 (H + Q + H + F) = + 7 -> 2279,
+ * attention + 0.03125 (H + Q) = + 2 -> 578; backward + 2.0625 (Hf + kF + Hf + Q + 2K) = + 858 -> 5370, attention
+ * + 2.0625 (Hf + Q + 2K) = + 264 -> 2024 */
+static void test_mxfp8_bytes(void)
+{
+    ModelSpec m = model();
+    Recipe r = fx_te_recipe("mxfp8", 0);
+    r.saved_input = DT_BF16, r.gemm_bwd = DT_E4M3, r.scaling = SCALING_CURRENT;
+    r.act_gran = r.weight_gran = GRAN_1X32;
+    GpuSpec gpu = fx_gpu();
+    gpu.hbm_bw = 1e12, gpu.sm = 100;
+    PlanInput in = fx_input(&m, &gpu, &r);
+    in.launch_s = 0, in.eff_hbm = 1, in.dropout = 0;
+    check_bytes(&in, FUSE_TE, (const double[4]){2652, 856, 4124, 1196}, "te, MXFP8");
+    check_bytes(&in, FUSE_COMPILE, (const double[4]){2279, 578, 5370, 2024}, "compile, MXFP8");
+}
+
+/* MXFP8 at the launch floor, te: the norms' quantizes are kernels of their own, no amax kernels: forward norm1 1 +
+ * quantize 1, RoPE 2, proj quantize 1, bias-dropout-add 1 -> 6; norm2 1 + 1, SwiGLU 1, FC2 quantize 1, bias-dropout-
+ * add 1 -> 5; 11. Backward as delayed scaling, 13 (attention 7). Scale swizzles: 2 a linear forward (8, attention's
+ * 4), 4 backward (16, attention's 8): forward 19, attention 10; backward 29, attention 15. */
+static void test_mxfp8_launches(void)
+{
+    ModelSpec m = model();
+    Recipe r = fx_te_recipe("mxfp8", 0);
+    r.saved_input = DT_BF16, r.gemm_bwd = DT_E4M3, r.scaling = SCALING_CURRENT;
+    r.act_gran = r.weight_gran = GRAN_1X32;
+    LayerElem le = elem(&m, &r, FUSE_TE, 1);
+    check(&le, 19, 10, 29, 15, 0, "te, MXFP8");
+}
+
 /* What an MTP depth adds beyond its transformer layer (in->model is m, 2 layers): (mtp 1, 2 layers) - (mtp 0,
  * 2 layers) - [(mtp 0, 3 layers) - (mtp 0, 2 layers)], of the micro-batch time or (nongemm) its memory-bound
  * share. NAN when a plan fails to build (after failing the check). */
@@ -322,6 +369,8 @@ int main(void)
     RUN(test_fp8plan_launches);
     RUN(test_bytes);
     RUN(test_te_sp_transpose_bytes);
+    RUN(test_mxfp8_bytes);
+    RUN(test_mxfp8_launches);
     RUN(test_mtp_depth_launches);
     RUN(test_mtp_depth_bytes);
     return test_summary();

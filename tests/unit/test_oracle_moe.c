@@ -180,6 +180,13 @@ static void test_route_launches(void)
     in.moe_host_ops = 426;
     if (!build(&in, &p)) return;
     CHECKF(fabs(p.time.moe_route_s - 173e-6) < 1e-12, "426 ops: %g us, expected 173", p.time.moe_route_s * 1e6);
+    /* MXFP8 (1x32 scales) on an SM 10.0 GPU: one quantize kernel per local expert, as 1x128 blocks (53), and TE's
+     * scale swizzles before each grouped call, one kernel for all experts' A scales and one for B: FC1 and FC2, 2
+     * forward and 4 backward each, 12: 65 */
+    in.moe_host_ops = 0, r.scaling = SCALING_CURRENT, r.gemm_bwd = DT_E4M3, r.act_gran = r.weight_gran = GRAN_1X32;
+    g.sm = 100;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 65e-6) < 1e-12, "MXFP8: %g us, expected 65", p.time.moe_route_s * 1e6);
 }
 
 /* The same kernels by bytes (launches free, HBM 1e12 B/s at efficiency 1: bytes x 1e-12 s). T = 512 tokens,
@@ -235,6 +242,16 @@ static void test_route_bytes(void)
     m.mlp = MLP_SWIGLU, r.scaling = SCALING_CURRENT, r.act_gran = GRAN_TENSOR;
     if (!build(&in, &p)) return;
     CHECKF(fabs(p.time.moe_route_s - 17653760e-12) < 1e-18, "current scaling: %.0f B, expected 17,653,760",
+           p.time.moe_route_s * 1e12);
+    /* MXFP8 (1x32 scales, SM 10.0): the expert casts as delayed scaling's (no amax pass, 15,818,752) and TE's scale
+     * swizzles of the grouped GEMMs, reading and writing each scale (1/16 B per scaled element), El = 8 local
+     * experts: FC1 (N 2Fe = 256, K h = 256) forward (R K + El N K) / 16 = (262,144 + 524,288) / 16 = 49,152, backward
+     * (2 R N + El N K + K R) / 16 = (524,288 + 524,288 + 262,144) / 16 = 81,920; FC2 (N h = 256, K Fe = 128) forward
+     * (131,072 + 262,144) / 16 = 24,576, backward (524,288 + 262,144 + 131,072) / 16 = 57,344: 212,992 more,
+     * 16,031,744 B */
+    r.gemm_bwd = DT_E4M3, r.act_gran = r.weight_gran = GRAN_1X32, g.sm = 100;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 16031744e-12) < 1e-18, "MXFP8: %.0f B, expected 16,031,744",
            p.time.moe_route_s * 1e12);
 }
 
