@@ -58,7 +58,7 @@ extern "C" {
 #endif
 
 enum { CAL_PATH_FP8 = 0, CAL_PATH_BF16, CAL_PATH_FP32, CAL_PATHS };
-enum { CAL_EXPERT_GEMMS = 6, CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 8, CAL_MAX_SIZES = 20, CAL_LINK_REPS_MAX = 64 };
+enum { CAL_EXPERT_GEMMS = 6, CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 10, CAL_MAX_SIZES = 20, CAL_LINK_REPS_MAX = 64 };
 /* The link sweep's largest payload, clamped (cal_link_sizes): at least 4 KiB (four sizes to fit), at most
  * 1 GiB (MPI counts bytes in an int); the buffer an element-wise kernel reads and writes before each call
  * to evict the caches: 64 MiB. */
