@@ -274,6 +274,7 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
                 static const ElemKind kind[K_ADAM] = {ELEM_NORM, ELEM_ACT,  ELEM_ADD,     ELEM_CAST,
                                                       ELEM_XENT, ELEM_AMAX, ELEM_CAST_ROW};
                 cx->elem_kind_bw[kind[w]] = k->seconds > 0 ? k->bytes / k->seconds : 0; /* the kind's own rate */
+                cx->elem_kind_iqr[kind[w]] = k->iqr;
                 acc[x][0] += calls[w] * k->bytes, acc[x][1] += calls[w] * k->seconds;
                 if (calls[w] > 0 && k->spread > cx->elem_spread) cx->elem_spread = k->spread;
                 acc[x][2] += calls[w] * k->seconds * k->iqr;
