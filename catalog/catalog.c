@@ -237,7 +237,9 @@ CELL_COL_ENUM(LINK, link_parse, "nvlink, pcie or host")
     X(elem_act_gbps, OPT_GBPS, elem_kind_bw[ELEM_ACT], 0, 0, "?")   \
     X(elem_add_gbps, OPT_GBPS, elem_kind_bw[ELEM_ADD], 0, 0, "?")   \
     X(elem_cast_gbps, OPT_GBPS, elem_kind_bw[ELEM_CAST], 0, 0, "?") \
-    X(elem_xent_gbps, OPT_GBPS, elem_kind_bw[ELEM_XENT], 0, 0, "?")
+    X(elem_xent_gbps, OPT_GBPS, elem_kind_bw[ELEM_XENT], 0, 0, "?") \
+    X(elem_amax_gbps, OPT_GBPS, elem_kind_bw[ELEM_AMAX], 0, 0, "?") \
+    X(elem_cast_row_gbps, OPT_GBPS, elem_kind_bw[ELEM_CAST_ROW], 0, 0, "?")
 
 const char *const catalog_gpu_columns = &(GPU_COLUMNS(CELL_COL_HEAD))[1]; /* past the first comma */
 

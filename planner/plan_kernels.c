@@ -65,6 +65,7 @@ typedef struct {
     double t; /* accumulated seconds */
     double inv_bw, launch;
     double kinv[ELEM_KINDS]; /* s per byte of each kind of kernel (gpu_kind_bw) */
+    int amax_apart;          /* the profile rates current scaling's amax read apart (ELEM_AMAX measured) */
     int mx;                  /* casts are MXFP8 quantizes (mx_cast): 0 none, 1 both layouts in one pass, 2 one each */
 } Acc;
 
@@ -127,10 +128,19 @@ static void te_norm(Acc *a, double x, int on, int cur, double w)
 
 /* An FP8 cast by the executor (exec/model/model_linear.c cast): delayed scaling one cast_transpose (read 2 B,
  * write w copies of 1 B); current scaling first memset0, amax (read 2 B), scaling_from_amax: 3 kernels more. At the
- * cast's rate (ElemKind). */
+ * cast's rate (ElemKind); where the profile rates the amax apart (ELEM_AMAX: a host's amax is a streaming max, its
+ * cast bound by the rounding of every element) the amax read at its own rate, memset0 and scaling_from_amax a
+ * launch each. */
 static void xcast(Acc *a, double x, double w, int on, int cur)
 {
-    if (on) opk(a, ELEM_CAST, (2.0 + w + 2.0 * cur) * x, 1.0 + 3.0 * cur);
+    if (!on) return;
+    if (!cur || !a->amax_apart) {
+        opk(a, ELEM_CAST, (2.0 + w + 2.0 * cur) * x, 1.0 + 3.0 * cur);
+        return;
+    }
+    opk(a, ELEM_CAST, (2.0 + w) * x, 1.0);
+    opk(a, ELEM_AMAX, 2.0 * x, 1.0);
+    op(a, 0.0, 2.0);
 }
 
 /* What a recipe's FP8 linear code moves beyond the stack's kernel list, per layer and micro-batch (recipe.h):
@@ -207,7 +217,7 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     double acc_k = g->m > 1 ? 4.0 : 0.0; /* separate gradient accumulation: one kernel per linear weight */
     double acc_b =
         g->m > 1 ? (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) : 0.0;
-    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}, 0};
+    Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}, in->gpu->elem_kind_bw[ELEM_AMAX] > 0, 0};
     for (int k = 0; k < ELEM_KINDS; k++) f.kinv[k] = 1.0 / gpu_kind_bw(in->gpu, (ElemKind)k, in->eff_hbm);
     /* MXFP8 (1x32 E8M0 scales): TE quantizes both layouts in one pass, other stacks one layout a kernel */
     f.mx = rc->act_gran == GRAN_1X32 && (f8 || b8) ? (in->fusion == FUSE_TE ? 1 : 2) : 0;

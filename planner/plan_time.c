@@ -486,13 +486,28 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     /* FP8 main gradients committed from their FP32 staging buffer once per step (plan_bytes.h); MS-AMP requantizes
      * them every micro-batch instead (plan_kernels.c) */
     double fp8w = (double)(p->params_gemm_gpu + p->params_expert_gpu); /* linear weights the GEMMs cast */
-    double commit =
-        rc->linear == LIN_MSAMP ? 0.0 : pb_grad_commit_bytes(fp8w, plan_grad_dt(in, rc->gemm.dt[STATE_GRAD])) / hbm;
+    const Dtype gd = plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]);
+    double commit = rc->linear == LIN_MSAMP ? 0.0 : pb_grad_commit_bytes(fp8w, gd) / hbm;
+    /* the fp8plan executor commits an FP8 main gradient after every micro-batch's backward, in that phase
+     * (exec/model/model_grad.c): its FP32 staging zeroed (the first micro-batch: write 4 B) or loaded with the sum so
+     * far (the later ones: convert, read 1 B, write 4 B), the amax of the finished sum (read 4 B), the row-wise cast
+     * (read 4 B, write 1 B) — each at its kind's rate (ElemKind: the host's cast is bound by its rounding, its amax
+     * by the stream), the staging at hbm, the convert at the element-wise rate */
+    double commit_bwd = 0;
+    if (in->fusion == FUSE_FP8PLAN && rc->linear != LIN_MSAMP && dt_fp8(gd)) {
+        commit_bwd = fp8w * (4.0 / hbm + (m - 1.0) * 5.0 / gpu_elem_bw(in->gpu, in->eff_hbm) +
+                             m * (4.0 / gpu_kind_bw(in->gpu, ELEM_AMAX, in->eff_hbm) +
+                                  5.0 / gpu_kind_bw(in->gpu, ELEM_CAST_ROW, in->eff_hbm)));
+    }
     if (in->fusion == FUSE_FP8PLAN) /* the executor zeroes its FP32 main gradients once per step, at the first
                                      * micro-batch's backward (exec/model/model_grad.c): one write of them */
-        commit += ((plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]) == DT_FP32 ? (double)mt[MT_GRAD_GEMM].bytes : 0) +
-                   (plan_grad_dt(in, rc->other.dt[STATE_GRAD]) == DT_FP32 ? (double)mt[MT_GRAD_OTHER].bytes : 0)) /
-                  hbm;
+        commit_bwd += ((plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]) == DT_FP32 ? (double)mt[MT_GRAD_GEMM].bytes : 0) +
+                       (plan_grad_dt(in, rc->other.dt[STATE_GRAD]) == DT_FP32 ? (double)mt[MT_GRAD_OTHER].bytes : 0)) /
+                      hbm;
+    if (in->fusion == FUSE_FP8PLAN) { /* all of it in the backward phase, where the executor does it */
+        commit = commit_bwd;
+        tb->bwd_s += commit_bwd;
+    }
     tb->nongemm_s += commit;
 
     /* FP8 weight casts: cached copies once per step, uncached ones every micro-batch; recipes without copies
@@ -507,7 +522,10 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     /* at the FP8 cast's rate (ElemKind ELEM_CAST; elem_bw where no profile measured it apart): the executor's
      * weight casts are the cast_transpose (and, current scaling, amax) kernels its activation casts run */
     double cast_bw = gpu_kind_bw(in->gpu, ELEM_CAST, in->eff_hbm);
-    if (copies > 0)
+    if (copies > 0 && rc->scaling == SCALING_CURRENT && in->gpu->elem_kind_bw[ELEM_AMAX] > 0) /* the amax apart */
+        wc = fp8w * ((double)dt_bytes(src) + copies) / cast_bw * (once ? 1.0 : m) +
+             fp8w * (double)dt_bytes(src) / in->gpu->elem_kind_bw[ELEM_AMAX] * (once ? 1.0 : m);
+    else if (copies > 0)
         wc = fp8w * (per + copies) / cast_bw * (once ? 1.0 : m);
     else if (recipe_fp8_gemm(rc) && !dt_fp8(src))
         wc = fp8w * 2.0 * (per + 1.0) / cast_bw * m;

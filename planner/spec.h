@@ -138,8 +138,10 @@ const char *link_path_name(LinkPath p);
 
 /* The kinds of element-wise kernel a profile may rate apart (GpuSpec.elem_kind_bw, gpus.csv's elem_<kind>_gbps): a
  * norm's forward, an activation's forward (SwiGLU, GeLU), an add, an FP8 cast (+ transpose), the loss's softmax
- * cross-entropy; every other kernel (RoPE, permutes, router, conversions) keeps the one rate. */
-typedef enum { ELEM_NORM = 0, ELEM_ACT, ELEM_ADD, ELEM_CAST, ELEM_XENT, ELEM_KINDS } ElemKind;
+ * cross-entropy, current scaling's amax read (a max over the input, nothing written), an FP8 cast of FP32 values to
+ * the row-wise copy alone (the FP8 main gradient's commit: no transpose); every other kernel (RoPE, permutes,
+ * router, conversions) keeps the one rate. */
+typedef enum { ELEM_NORM = 0, ELEM_ACT, ELEM_ADD, ELEM_CAST, ELEM_XENT, ELEM_AMAX, ELEM_CAST_ROW, ELEM_KINDS } ElemKind;
 
 typedef struct {
     char name[SPEC_NAME_MAX];

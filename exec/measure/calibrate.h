@@ -58,7 +58,7 @@ extern "C" {
 #endif
 
 enum { CAL_PATH_FP8 = 0, CAL_PATH_BF16, CAL_PATH_FP32, CAL_PATHS };
-enum { CAL_EXPERT_GEMMS = 6, CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 8, CAL_MAX_SIZES = 20, CAL_LINK_REPS_MAX = 64 };
+enum { CAL_EXPERT_GEMMS = 6, CAL_MAX_GEMMS = 48, CAL_MAX_KERNELS = 10, CAL_MAX_SIZES = 20, CAL_LINK_REPS_MAX = 64 };
 /* The link sweep's largest payload, clamped (cal_link_sizes): at least 4 KiB (four sizes to fit), at most
  * 1 GiB (MPI counts bytes in an int); the buffer an element-wise kernel reads and writes before each call
  * to evict the caches: 64 MiB. */
@@ -125,9 +125,10 @@ typedef struct {
     double group_s, group_iqr;
     CalKernel kern[CAL_MAX_KERNELS];
     int nkern;
-    double mem_bw, mem_spread;       /* bytes/s AdamW streams (hbm_gbps) */
-    double elem_bw, elem_spread;     /* bytes/s of the element-wise kernels, weighted by their calls (elem_gbps) */
-    double elem_kind_bw[ELEM_KINDS]; /* bytes/s of each kind's kernel alone (elem_norm_gbps ...; ElemKind) */
+    double mem_bw, mem_spread;        /* bytes/s AdamW streams (hbm_gbps) */
+    double elem_bw, elem_spread;      /* bytes/s of the element-wise kernels, weighted by their calls (elem_gbps) */
+    double elem_kind_bw[ELEM_KINDS];  /* bytes/s of each kind's kernel alone (elem_norm_gbps ...; ElemKind) */
+    double elem_kind_iqr[ELEM_KINDS]; /* and its (q3 - q1) / median */
     double scaled_optim_bw, scaled_optim_spread, scaled_optim_iqr; /* FP8-LM's fp8_adam: the planner's bytes / s */
     double mem_iqr, elem_iqr; /* (q3 - q1) / median: AdamW's; the element-wise kernels' weighted as elem_bw */
     double launch_s, launch_spread;
@@ -345,7 +346,9 @@ enum {
     CAL_FIG_A2A_EAGER,
     CAL_FIG_A2A_RNDV,
     CAL_FIG_GROUP, /* a MoE model's grouped expert GEMMs: their FLOPs over their summed medians (nxgemm 0: skipped) */
-    CAL_FIGS
+    CAL_FIG_KIND,  /* each element-wise kind's own rate (ElemKind order: elem_norm_gbps ...), the plan times its
+                      kernels at; skipped where not measured (0: a row of an older calibrate under --check) */
+    CAL_FIGS = CAL_FIG_KIND + ELEM_KINDS
 };
 extern const char *const cal_fig_names[CAL_FIGS];
 

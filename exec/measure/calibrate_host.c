@@ -9,19 +9,92 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec/backend/elem.h"
+#include "exec/backend/rng.h"
 #include "exec/measure/calibrate_bufs.h"
+#include "exec/model/model.h"
 #include "planner/plan.h"
 
 enum { LAUNCH_ELEMS = 256, LAUNCH_CALLS = 16 }; /* 4 x 16 = 64 calls: cal_median's limit */
 
-enum { K_NORM = 0, K_ACT, K_ADD, K_CAST, K_XENT, K_ADAM, K_FP8ADAM, K_COUNT };
+enum { K_NORM = 0, K_ACT, K_ADD, K_CAST, K_XENT, K_AMAX, K_CAST_ROW, K_ADAM, K_FP8ADAM, K_COUNT };
 
 typedef struct {
     uint64_t T, h, F, Vp, n; /* rows, hidden, FFN, padded vocabulary, parameters updated */
+    uint64_t wgrad;          /* elements of the FP8 main gradient the row-wise cast commits: FC1's (hidden x FFN) */
     int32_t *targets;        /* (T) zeros */
     float *m, *v;            /* (n) Adam moments */
     float *recs;             /* (3 x REC_FLOATS) FP8-LM's master, m and v scaling records */
+    float *scale;            /* 2 floats: the FP8 cast's scale, 448 / amax of its input (run_values); the amax's */
 } KernelSizes;
+
+/* n values of dtype dt at p (backend memory, through a host copy): mul x standard normals of stream key, their
+ * magnitudes when `abs`; *amax (optional) the largest magnitude stored. */
+static Status fill_normal(Backend *bk, void *p, Dtype dt, uint64_t n, float mul, int abs, uint64_t key, float *amax,
+                          Err *e)
+{
+    float *f = malloc(n * sizeof *f);
+    uint8_t *h = malloc(n * dtype_bytes(dt));
+    Status st =
+        !f || !h ? err_set(e, ST_NOMEM, "calibrate: out of memory for %llu values", (unsigned long long)n) : ST_OK;
+    if (!st) {
+        rng_normal_fill(key, 0, n, mul, f);
+        if (abs)
+            for (uint64_t i = 0; i < n; i++) f[i] = fabsf(f[i]);
+        elem_store_run(h, dt, 0, f, n);
+        elem_load_run(h, dt, 0, f, n); /* the values as stored (rounded) */
+        float a = 0;
+        for (uint64_t i = 0; i < n; i++) a = fmaxf(a, fabsf(f[i]));
+        if (amax) *amax = a;
+        st = bk->copy_to_device(bk, p, h, n * dtype_bytes(dt), e);
+    }
+    free(f);
+    free(h);
+    return st;
+}
+
+/* The inputs of the kernels whose time depends on the values, drawn as a run's are (bufs_make's 0x38 bytes take
+ * one branch every element, which the CPU predicts every time). FP8 rounding (fp8/codec.c encode_f32) branches on
+ * each value's range (normal, subnormal, past the largest) and FP16's the same; GeLU's tanhf and SwiGLU's expf on
+ * the argument's magnitude (tanhf returns a tiny argument as it is, a larger one costs an expm1f). So: the norm's
+ * and the cast's BF16 input standard normals, the activation's FC1's output at initialization (below), the cast's
+ * scale 448 / amax of it as delayed and current scaling make it
+ * (the E4M3 codes then span the format's range, as in a run); FP8-LM's optimizer a weight-like FP16 master
+ * (0.02 x normal), E4M3 gradient and first moment spanning E4M3 (64 x normal), FP16 second moment (1e-4 x
+ * |normal|), each re-scaled by the optimizer's own amax from the first call on. AdamW (FP32, no branch on the
+ * values), the add and the cross-entropy keep the 0x38 bytes. */
+static Status run_values(Backend *bk, const ModelSpec *m, const Bufs *u, const KernelSizes *z, int which, Err *e)
+{
+    const uint64_t key = 0xCA11B7A7Eull;
+    uint64_t x = z->T * (m->mlp == MLP_SWIGLU ? 2 * z->F : z->F); /* the activation's input (SwiGLU: gate and up) */
+    float amax = 0;
+    switch (which) {
+    case K_NORM: return fill_normal(bk, u->a, DT_BF16, z->T * z->h, 1.0f, 0, key, NULL, e);
+    case K_ACT: { /* FC1's output at the executor's initialization: a normalized input (1 a value) through weights of
+                   * N(0, init_std): N(0, init_std^2 x hidden) */
+        const float sd = model_hyper_default().init_std * sqrtf((float)z->h);
+        return fill_normal(bk, u->a, DT_BF16, x, sd, 0, key, NULL, e);
+    }
+    case K_CAST: {
+        Status st = fill_normal(bk, u->a, DT_BF16, z->T * z->h, 1.0f, 0, key, &amax, e);
+        const float s = amax > 0 ? 448.0f / amax : 1.0f;
+        return st ? st : bk->copy_to_device(bk, z->scale, &s, sizeof s, e);
+    }
+    case K_AMAX: return fill_normal(bk, u->a, DT_BF16, z->T * z->h, 1.0f, 0, key, NULL, e);
+    case K_CAST_ROW: { /* a weight gradient's FP32 values, scaled as the commit's current scaling does */
+        Status st = fill_normal(bk, u->a, DT_FP32, z->wgrad, 1e-3f, 0, key, &amax, e);
+        const float s = amax > 0 ? 448.0f / amax : 1.0f;
+        return st ? st : bk->copy_to_device(bk, z->scale, &s, sizeof s, e);
+    }
+    case K_FP8ADAM: {
+        Status st = fill_normal(bk, u->a, DT_FP16, z->n, 0.02f, 0, key, NULL, e);
+        if (!st) st = fill_normal(bk, u->b, DT_E4M3, z->n, 64.0f, 0, key + 1, NULL, e);
+        if (!st) st = fill_normal(bk, z->m, DT_E4M3, z->n, 64.0f, 0, key + 2, NULL, e);
+        return st ? st : fill_normal(bk, z->v, DT_FP16, z->n, 1e-4f, 1, key + 3, NULL, e);
+    }
+    default: return ST_OK;
+    }
+}
 
 /* One kernel the step runs, at the step's sizes. */
 static Status kernel_call(Backend *bk, const ModelSpec *m, const Bufs *u, const KernelSizes *z, int which, Err *e)
@@ -47,6 +120,17 @@ static Status kernel_call(Backend *bk, const ModelSpec *m, const Bufs *u, const 
         return bk->act_fwd(bk, &d, e);
     }
     case K_ADD: return bk->add(bk, u->a, u->b, u->d, DT_BF16, z->T * z->h, e);
+    case K_AMAX: return bk->amax(bk, u->a, DT_BF16, z->T * z->h, z->scale + 1, e); /* current scaling's amax read */
+    case K_CAST_ROW: { /* the FP8 main gradient's commit (exec/model/model_grad.c): FP32 in, the row-wise copy out */
+        CastDesc d = {.in = u->a,
+                      .in_dtype = DT_FP32,
+                      .rows = 1,
+                      .cols = z->wgrad,
+                      .out_dtype = DT_E4M3,
+                      .out_row = u->b,
+                      .scale = z->scale};
+        return bk->cast_transpose(bk, &d, e);
+    }
     case K_CAST: {
         CastDesc d = {.in = u->a,
                       .in_dtype = DT_BF16,
@@ -55,7 +139,7 @@ static Status kernel_call(Backend *bk, const ModelSpec *m, const Bufs *u, const 
                       .out_dtype = DT_E4M3,
                       .out_row = u->b,
                       .out_col = u->d,
-                      .scale = u->one};
+                      .scale = z->scale};
         return bk->cast_transpose(bk, &d, e);
     }
     case K_XENT: {
@@ -100,7 +184,9 @@ static double kernel_bytes(const ModelSpec *m, const KernelSizes *z, int which)
     case K_NORM: return 4.0 * x + 8.0 * T;                       /* read x, write y (2 + 2 B); mean and rstd */
     case K_ACT: return m->mlp == MLP_SWIGLU ? 6.0 * f : 4.0 * f; /* SwiGLU reads gate and up */
     case K_ADD: return 6.0 * x;                                  /* two reads, one write */
-    case K_CAST: return 4.0 * x; /* read 2 B, write the row-wise and transposed 1 B copies */
+    case K_CAST: return 4.0 * x;                    /* read 2 B, write the row-wise and transposed 1 B copies */
+    case K_AMAX: return 2.0 * x;                    /* read 2 B */
+    case K_CAST_ROW: return 5.0 * (double)z->wgrad; /* read 4 B, write 1 B */
     case K_XENT:
         return 16.0 * T * (double)z->Vp; /* FP32 logits read for the max, for the sum, read + written */
     /* as the planner counts FP8-LM's optimizer (planner/plan_time.c): E4M3 grad read 1, FP16 master 2, E4M3 m 1,
@@ -115,8 +201,9 @@ enum { ADAM_MAX = 16 << 20 }; /* parameters updated at most: the bandwidth of a 
 static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int reps, Calibration *c, int again_reps,
                       Calibration *again, Err *e)
 {
-    static const char *const names[K_COUNT] = {"norm",          "activation", "residual add", "fp8 cast+transpose",
-                                               "cross-entropy", "adamw",      "fp8lm adam"};
+    static const char *const names[K_COUNT] = {"norm",          "activation", "residual add",      "fp8 cast+transpose",
+                                               "cross-entropy", "amax",       "fp8 cast fp32 row", "adamw",
+                                               "fp8lm adam"};
     KernelSizes z = {.T = T, .h = m->hidden, .F = m->ffn_hidden, .Vp = (m->vocab + 127) / 128 * 128};
     uint64_t kF = m->mlp == MLP_SWIGLU ? 2 * z.F : z.F, n = z.Vp * z.h;
     for (int k = 0; k < LIN_COUNT; k++) {
@@ -125,18 +212,19 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
         n += r * cl * m->layers;
     }
     z.n = n < ADAM_MAX ? n : ADAM_MAX;
+    z.wgrad = z.h * z.F < z.n ? z.h * z.F : z.n;
     uint64_t big = T * (kF > z.h ? kF : z.h) * 4 + 16 * T;
     if (T * z.Vp * 4 > big) big = T * z.Vp * 4;
     if (z.n * 4 > big) big = z.n * 4;
     Bufs u;
     Status st = bufs_make(bk, big, &u, e);
     void *tg = NULL, *mm = NULL, *vv = NULL, *rr = NULL;
-    if (!st) st = bk->alloc(bk, 3 * REC_FLOATS * sizeof(float), &rr, e);
+    if (!st) st = bk->alloc(bk, (3 * REC_FLOATS + 2) * sizeof(float), &rr, e); /* the records, the cast's scale, amax */
     if (!st) st = bk->alloc(bk, T * sizeof(int32_t), &tg, e);
     if (!st) st = bk->alloc(bk, z.n * 4, &mm, e);
     if (!st) st = bk->alloc(bk, z.n * 4, &vv, e);
     if (!st) {
-        z.targets = tg, z.m = mm, z.v = vv, z.recs = rr;
+        z.targets = tg, z.m = mm, z.v = vv, z.recs = rr, z.scale = (float *)rr + 3 * REC_FLOATS;
         const float recs[3 * REC_FLOATS] = {1, 1, 0, 1, 1, 0, 1, 1, 0}; /* scale, scale_inv, amax */
         st = bk->copy_to_device(bk, rr, recs, sizeof recs, e);
         if (!st) st = bk->memset0(bk, tg, T * sizeof(int32_t), e);
@@ -146,7 +234,7 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
     /* the element-wise rate: the kernels weighted by their calls per micro-batch of a step (per layer: norm 4,
      * activation 2, residual add 4, FP8 cast 4 — forward and backward; the cross-entropy once); the streaming
      * rate: AdamW alone */
-    const double calls[K_COUNT] = {4.0 * m->layers, 2.0 * m->layers, 4.0 * m->layers, 4.0 * m->layers, 1, 1, 1};
+    const double calls[K_COUNT] = {4.0 * m->layers, 2.0 * m->layers, 4.0 * m->layers, 4.0 * m->layers, 1, 0, 0, 1, 1};
     Calibration *to[2] = {c, again};
     double acc[2][3] = {{0}}; /* per calibration: the element-wise bytes, seconds and iqr x seconds, weighted */
     const int ra = again ? again_reps : 0;
@@ -155,10 +243,8 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
     for (int w = 0; !st && w < K_COUNT; w++) {
         double t[2][64];
         int got[2] = {0, 0};
-        /* FP8-LM's states: finite FP16 and E4M3 values (AdamW left FP32 bits in a), zero moments */
-        if (w == K_FP8ADAM && ((st = fill(bk, u.a, 0x38, z.n * 2, e)) || (st = bk->memset0(bk, mm, z.n * 4, e)) ||
-                               (st = bk->memset0(bk, vv, z.n * 4, e))))
-            break;
+        /* values as a run's where the time depends on them (FP8-LM's states also replace the FP32 bits AdamW left) */
+        if ((st = run_values(bk, m, &u, &z, w, e))) break;
         /* one warm-up call, then the profile's and the re-measure's calls alternating (cal_again_slot) */
         for (int i = -1; !st && i < reps + ra; i++) {
             double t0 = 0, dt = 0;
@@ -184,10 +270,13 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
                 cx->scaled_optim_bw = k->bytes / k->seconds, cx->scaled_optim_spread = k->spread;
                 cx->scaled_optim_iqr = k->iqr;
             } else {
-                static const ElemKind kind[K_ADAM] = {ELEM_NORM, ELEM_ACT, ELEM_ADD, ELEM_CAST, ELEM_XENT};
+                /* the amax and the row-wise cast are rated apart, not in the weighted elem_gbps (calls 0) */
+                static const ElemKind kind[K_ADAM] = {ELEM_NORM, ELEM_ACT,  ELEM_ADD,     ELEM_CAST,
+                                                      ELEM_XENT, ELEM_AMAX, ELEM_CAST_ROW};
                 cx->elem_kind_bw[kind[w]] = k->seconds > 0 ? k->bytes / k->seconds : 0; /* the kind's own rate */
+                cx->elem_kind_iqr[kind[w]] = k->iqr;
                 acc[x][0] += calls[w] * k->bytes, acc[x][1] += calls[w] * k->seconds;
-                if (k->spread > cx->elem_spread) cx->elem_spread = k->spread;
+                if (calls[w] > 0 && k->spread > cx->elem_spread) cx->elem_spread = k->spread;
                 acc[x][2] += calls[w] * k->seconds * k->iqr;
             }
         }

@@ -6,9 +6,11 @@
 
 #include "exec/measure/calibrate.h"
 
-const char *const cal_fig_names[CAL_FIGS] = {"gemm fp8",       "gemm bf16",    "gemm fp32",
-                                             "stream (adamw)", "element-wise", "scaled optimizer",
-                                             "a2a eager msg",  "a2a rndv msg", "gemm experts"};
+const char *const cal_fig_names[CAL_FIGS] = {"gemm fp8",     "gemm bf16",        "gemm fp32",     "stream (adamw)",
+                                             "element-wise", "scaled optimizer", "a2a eager msg", "a2a rndv msg",
+                                             "gemm experts", "elem norm",        "elem act",      "elem add",
+                                             "elem cast",    "elem xent",        "elem amax",     "elem cast row"};
+_Static_assert(ELEM_KINDS == 7, "a name for each element-wise kind's figure");
 _Static_assert(CAL_FIG_A2A_RNDV == CAL_FIG_A2A_EAGER + 1, "the all-to-all's figures: eager, then rendezvous");
 
 double cal_iqr_max(int n) { return n > 0 ? CAL_SE_MAX * 1.349 * sqrt((double)n) / 1.2533 : 0; }
@@ -38,6 +40,9 @@ void cal_figures(const Calibration *c, double rate[CAL_FIGS], double iqr[CAL_FIG
         fl += 2.0 * (double)c->xgemm[i].m * (double)c->xgemm[i].n * (double)c->xgemm[i].k, /* m: all groups' rows */
             secs += c->xgemm[i].seconds;
     rate[CAL_FIG_GROUP] = secs > 0 ? fl / secs : 0, iqr[CAL_FIG_GROUP] = secs > 0 ? c->group_iqr : 0;
+    for (int k = 0; k < ELEM_KINDS; k++) /* 0 where not measured */
+        rate[CAL_FIG_KIND + k] = c->elem_kind_bw[k],
+                            iqr[CAL_FIG_KIND + k] = c->elem_kind_bw[k] > 0 ? c->elem_kind_iqr[k] : 0;
     for (int k = 0; k < 2; k++) /* 0 0 where not measured */
         rate[CAL_FIG_A2A_EAGER + k] = c->a2a_judged ? c->a2a_bw[k] : 0,
                                  iqr[CAL_FIG_A2A_EAGER + k] = c->a2a_judged ? c->a2a_iqr[k] : 0;
@@ -54,7 +59,7 @@ int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j)
     for (int f = 0; f < CAL_FIGS; f++) {
         const int a2a = f == CAL_FIG_A2A_EAGER || f == CAL_FIG_A2A_RNDV;
         const double bound = j->bound[f] = cal_iqr_max(a2a ? c->a2a_reps : c->reps);
-        if ((a2a && !c->a2a_judged) || (f == CAL_FIG_GROUP && !c->nxgemm)) {
+        if ((a2a && !c->a2a_judged) || (f == CAL_FIG_GROUP && !c->nxgemm) || (f >= CAL_FIG_KIND && !(j->rate[f] > 0))) {
             j->skip[f] = 1;
             continue;
         }

@@ -93,6 +93,8 @@ static void profile_of_row(const GpuSpec *g, const Calibration *now, int n, Cali
     for (int i = 0; i < CAL_PATHS; i++) p->rate_iqr[i] = now->rate_iqr[i];
     p->scaled_optim_bw = g->scaled_optim_bw;
     p->mem_iqr = now->mem_iqr, p->elem_iqr = now->elem_iqr, p->scaled_optim_iqr = now->scaled_optim_iqr;
+    for (int k = 0; k < ELEM_KINDS; k++) /* each kind the row rates (0: an older row, the figure skipped) */
+        p->elem_kind_bw[k] = g->elem_kind_bw[k], p->elem_kind_iqr[k] = now->elem_kind_iqr[k];
     /* the all-to-all: the row's fits at the sizes measured now, with now's spreads */
     const CalSweep *w = now->nsweep ? &now->sweep[now->nsweep - 1] : NULL;
     if (!now->a2a_judged || !w || !w->per_msg || row_msg_fits(g, fit)) return;

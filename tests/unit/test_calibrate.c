@@ -289,6 +289,17 @@ static void test_judge(void)
     c = judged_figures();
     again.mem_bw = 0;
     CHECK(cal_judge(&c, &again, &j) == 1 && j.worst_drift == CAL_FIG_STREAM);
+    /* the element-wise kinds: judged where measured (the profile's rate > 0), skipped where not (an older row
+     * under --check). The cast at 1 GB/s (iqr 0.05), its re-measure 0.85 GB/s: 0.85 / 1 - 1 = -15 %, past +-10 %;
+     * the amax's iqr 0.2 passes 0.1424; the other five kinds 0: skipped, not failed */
+    c = judged_figures(), again = judged_figures();
+    c.elem_kind_bw[ELEM_CAST] = 1e9, c.elem_kind_iqr[ELEM_CAST] = 0.05, again.elem_kind_bw[ELEM_CAST] = 0.85e9;
+    CHECK(cal_judge(&c, &again, &j) == 1 && j.worst_drift == CAL_FIG_KIND + ELEM_CAST);
+    CHECK_NEAR(j.drift[CAL_FIG_KIND + ELEM_CAST], -0.15, 1e-15);
+    CHECK(j.skip[CAL_FIG_KIND + ELEM_NORM] && j.skip[CAL_FIG_KIND + ELEM_AMAX] && !j.skip[CAL_FIG_KIND + ELEM_CAST]);
+    c.elem_kind_bw[ELEM_AMAX] = again.elem_kind_bw[ELEM_AMAX] = 5e9, c.elem_kind_iqr[ELEM_AMAX] = 0.2;
+    CHECK(cal_judge(&c, &again, &j) == 2 && j.noisy == 1 && j.worst_noisy == CAL_FIG_KIND + ELEM_AMAX);
+    CHECK_STR(cal_fig_names[CAL_FIG_KIND + ELEM_CAST_ROW], "elem cast row");
 }
 
 /* The checked warm-up's rule, last >= (1 - 0.05) prev, and the judge's use of it. */

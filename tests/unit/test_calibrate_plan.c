@@ -24,19 +24,19 @@ static void test_host_rows_refused(void)
     Err e = {0};
     const char *bad[] = {
         /* a host whose link is not host */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,,,,,,,,,,\n",
         /* a GPU with a host link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,,,,,,,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,,,,,,,,,,\n",
         /* a measured link without its latency */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,,,,,,,,,,\n",
         /* one of the two bandwidths 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,,,,,,,,,,\n",
         /* a latency of 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,,,,,,,,,,\n",
         /* a GPU keeps its positive link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,,,,,,,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,,,,,,,,,,\n",
         /* a grouped GEMM's cost per group below 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,0,0,2,src,,,,-1,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,0,0,2,src,,,,-1,,,,,,,\n",
     };
     const char *col[] = {"intra_link",      "intra_link",      "link_latency_us", "inter_node_gbps",
                          "link_latency_us", "intra_node_gbps", "group_gemm_us"};
@@ -151,6 +151,7 @@ static void test_elem_rate(void)
  *   add   2 residual adds a layer, 6 B x 32 = 192 B each: 768 B, 7.68e-8 s
  *   cast  none in BF16: 0
  *   xent  the loss's forward (the executor's kernel writes d(logits) too) 16 B x 4 x 10 = 640 B, 6.4e-8 s
+ *   amax, cast_row  none in BF16 (no current scaling, no FP8 main gradient): 0
  * The optimizer is not touched. A row without the columns (an older calibrate's gpus.csv) loads with every kind 0:
  * elem_gbps for all. */
 static void test_elem_kind_rates(void)
@@ -166,7 +167,7 @@ static void test_elem_kind_rates(void)
     if (!a || !b || !cat) goto out;
     g.elem_bw = 10e9;
     CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
-    static const double want[ELEM_KINDS] = {6.4e-8, 1.024e-7, 7.68e-8, 0, 6.4e-8};
+    static const double want[ELEM_KINDS] = {6.4e-8, 1.024e-7, 7.68e-8, 0, 6.4e-8, 0, 0};
     for (int k = 0; k < ELEM_KINDS; k++) {
         g.elem_kind_bw[k] = 5e9;
         CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
@@ -231,6 +232,65 @@ static void test_scaled_optim_rate(void)
     free(a), free(b), free(c), free(cat);
 }
 
+/* elem_amax_gbps and elem_cast_row_gbps (ElemKind ELEM_AMAX, ELEM_CAST_ROW) on the fp8plan stack, the tiny model
+ * (2 layers, hidden 8, FFN 32 GeLU; 1,536 GEMM weights, test_scaled_optim_rate), 4 tokens a micro-batch, no launch
+ * floor, elem_gbps = hbm_gbps = 10 GB/s; a kind at 5 GB/s costs 1 / 5e9 - 1 / 10e9 = 1e-10 s a byte more:
+ *   te-fp8-current, the amax at 5 GB/s. Per layer the casts' inputs, forward H + Q + H + F = 32 + 32 + 32 + 128 =
+ *     224 elements, backward Hf + kF + Hf + (Q + 2K) = 32 + 128 + 32 + 96 = 288; 2 layers: 448 and 576, their amax
+ *     reads 2 B each: forward 896 B -> 8.96e-8 s, backward 1,152 B -> 1.152e-7 s. The weight casts' amax reads the
+ *     BF16 weights, 1,536 x 2 = 3,072 B -> 3.072e-7 s, in the forward (the executor casts them there, every
+ *     micro-batch): forward 8.96e-8 + 3.072e-7 = 3.968e-7 s more, backward 1.152e-7. Without the column the amax
+ *     bytes are the cast's (at its rate, elem_gbps here): the plan is the same to the bit at amax = elem.
+ *   fp8lm, the FP8 main gradient's row-wise cast (read 4 B, write 1 B) at 2.5 GB/s: 1 / 2.5e9 - 1 / 10e9 = 3e-10 s
+ *     a byte more, 1,536 x 5 x 3e-10 = 2.304e-6 s in the backward and the step (once); its amax (read 4 B) at
+ *     5 GB/s, 1,536 x 4 x 1e-10 = 6.144e-7 s in the backward (delayed scaling: no other amax); 2 micro-batches
+ *     commit twice: 4.608e-6 and 1.2288e-6 s. */
+static void test_amax_and_commit_kinds(void)
+{
+    Catalog *cat = fx_catalog();
+    CHECK(cat != NULL);
+    if (!cat) return;
+    const Recipe *cur = catalog_recipe(cat, "te-fp8-current"), *lm = catalog_recipe(cat, "fp8lm");
+    GpuSpec g = host_gpu();
+    ModelSpec m = fx_tiny_model();
+    Plan *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    Err e = {0};
+    CHECK(cur != NULL && lm != NULL);
+    if (!a || !b || !cur || !lm) goto out;
+    g.elem_bw = 10e9;
+    PlanInput in = fx_input(&m, &g, cur);
+    in.mbs = 1, in.gbs = 1, in.launch_s = 0, in.fusion = FUSE_FP8PLAN, in.dropout = 0;
+    CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
+    g.elem_kind_bw[ELEM_AMAX] = 10e9; /* measured, at the cast's rate: the same plan */
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(b->time.fwd_s, a->time.fwd_s, 1e-12);
+    CHECK_REL(b->time.bwd_s, a->time.bwd_s, 1e-12);
+    g.elem_kind_bw[ELEM_AMAX] = 5e9;
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(b->time.fwd_s - a->time.fwd_s, 3.968e-7, 1e-9);
+    CHECK_REL(b->time.bwd_s - a->time.bwd_s, 1.152e-7, 1e-9);
+    CHECK_REL(b->time.weight_cast_s - a->time.weight_cast_s, 3.072e-7, 1e-9);
+    g.elem_kind_bw[ELEM_AMAX] = 0;
+    for (uint32_t mb = 1; mb <= 2; mb++) {
+        in = fx_input(&m, &g, lm);
+        in.mbs = 1, in.gbs = mb, in.launch_s = 0, in.fusion = FUSE_FP8PLAN, in.dropout = 0;
+        CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
+        g.elem_kind_bw[ELEM_AMAX] = 5e9; /* delayed scaling: only the commit's amax read, 4 B */
+        CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+        CHECK_REL(b->time.bwd_s - a->time.bwd_s, mb * 6.144e-7, 1e-9);
+        CHECK_REL(b->time.fwd_s, a->time.fwd_s, 0);
+        g.elem_kind_bw[ELEM_AMAX] = 0;
+        g.elem_kind_bw[ELEM_CAST_ROW] = 2.5e9;
+        CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+        CHECK_REL(b->time.bwd_s - a->time.bwd_s, mb * 2.304e-6, 1e-9);
+        CHECK_REL(b->time.step_s - a->time.step_s, mb * 2.304e-6, 1e-9);
+        CHECK_REL(b->time.fwd_s, a->time.fwd_s, 0);
+        g.elem_kind_bw[ELEM_CAST_ROW] = 0;
+    }
+out:
+    free(a), free(b), free(cat);
+}
+
 /* The MoE layer's grouped GEMMs calibrate times (cal_expert_shapes) and the cost per group fitted from them
  * (cal_group_cost). A model of hidden 64, seq 32, 8 experts top-2 of FFN 224, SwiGLU, mbs 1: 32 x 2 = 64 rows;
  * FC1 (2 x 224 = 448, 64), FC2 (64, 224):
@@ -292,6 +352,7 @@ int main(void)
     RUN(test_elem_rate);
     RUN(test_elem_kind_rates);
     RUN(test_scaled_optim_rate);
+    RUN(test_amax_and_commit_kinds);
     RUN(test_group_cost);
     return test_summary();
 }

@@ -45,7 +45,8 @@ typedef struct {
 typedef struct {
     uint64_t lin[4][2];              /* (out, in) of QKV, proj, FC1, FC2 */
     double flops[CAL_PATHS];         /* per path */
-    double kbytes[7], weighted_elem; /* norm, act, add, cast, xent, adamw, fp8lm; the weighted element-wise sum */
+    double kbytes[9], weighted_elem; /* norm, act, add, cast, xent, amax, cast_row, adamw, fp8lm; the weighted sum of
+                                        the first five */
 } Want;
 
 static void check_profile(const ModelSpec *m, const Want *w)
@@ -116,13 +117,16 @@ static void check_profile(const ModelSpec *m, const Want *w)
         CHECK_REL(c->rate_iqr[p] * secs[p], wiqr[p], 1e-12);
     }
 
-    /* the six kernels: names, bytes by hand; AdamW gives the streaming rate, the rest the weighted element rate */
-    static const char *const kname[7] = {"norm",          "activation", "residual add", "fp8 cast+transpose",
-                                         "cross-entropy", "adamw",      "fp8lm adam"};
+    /* the nine kernels: names, bytes by hand; AdamW gives the streaming rate, FP8-LM's the scaled optimizer's, the
+     * first five the weighted element rate, the amax and the row-wise cast only their own (elem_kind_bw) */
+    static const char *const kname[9] = {"norm",          "activation", "residual add",      "fp8 cast+transpose",
+                                         "cross-entropy", "amax",       "fp8 cast fp32 row", "adamw",
+                                         "fp8lm adam"};
     static const double calls[5] = {8, 4, 8, 8, 1};
-    CHECK_EQ_INT(c->nkern, 7);
+    static const ElemKind kind[7] = {ELEM_NORM, ELEM_ACT, ELEM_ADD, ELEM_CAST, ELEM_XENT, ELEM_AMAX, ELEM_CAST_ROW};
+    CHECK_EQ_INT(c->nkern, 9);
     double ksecs = 0, kspread = 0, kwiqr = 0;
-    for (int k = 0; k < 7 && k < c->nkern; k++) {
+    for (int k = 0; k < 9 && k < c->nkern; k++) {
         CHECK_STR(c->kern[k].what, kname[k]);
         CHECK_NEAR(c->kern[k].bytes, w->kbytes[k], 0);
         CHECKF(c->kern[k].seconds > 0, "kernel %s timed %g s", kname[k], c->kern[k].seconds);
@@ -131,14 +135,16 @@ static void check_profile(const ModelSpec *m, const Want *w)
             kwiqr += calls[k] * c->kern[k].seconds * c->kern[k].iqr;
             if (c->kern[k].spread > kspread) kspread = c->kern[k].spread;
         }
+        if (k < 7 && c->kern[k].seconds > 0)
+            CHECK_REL(c->elem_kind_bw[kind[k]] * c->kern[k].seconds, w->kbytes[k], 1e-12);
     }
-    if (c->nkern == 7) {
-        CHECK_REL(c->scaled_optim_bw * c->kern[6].seconds, w->kbytes[6], 1e-12);
-        CHECK_NEAR(c->scaled_optim_spread, c->kern[6].spread, 0);
-        CHECK_NEAR(c->scaled_optim_iqr, c->kern[6].iqr, 0);
-        CHECK_REL(c->mem_bw * c->kern[5].seconds, w->kbytes[5], 1e-12);
-        CHECK_NEAR(c->mem_spread, c->kern[5].spread, 0);
-        CHECK_NEAR(c->mem_iqr, c->kern[5].iqr, 0);
+    if (c->nkern == 9) {
+        CHECK_REL(c->scaled_optim_bw * c->kern[8].seconds, w->kbytes[8], 1e-12);
+        CHECK_NEAR(c->scaled_optim_spread, c->kern[8].spread, 0);
+        CHECK_NEAR(c->scaled_optim_iqr, c->kern[8].iqr, 0);
+        CHECK_REL(c->mem_bw * c->kern[7].seconds, w->kbytes[7], 1e-12);
+        CHECK_NEAR(c->mem_spread, c->kern[7].spread, 0);
+        CHECK_NEAR(c->mem_iqr, c->kern[7].iqr, 0);
     }
     CHECK_REL(c->elem_iqr * ksecs, kwiqr, 1e-12);
     CHECK_REL(c->elem_bw * ksecs, w->weighted_elem, 1e-12);
@@ -153,7 +159,8 @@ static void test_gpt_profile(void)
     ModelSpec m = fx_gpt();
     Want w = {.lin = {{96, 32}, {32, 32}, {128, 32}, {32, 128}},
               .flops = {1179648, 1572864, 1179648},
-              .kbytes = {2176, 8192, 3072, 2048, 32768, 860160, 487424},
+              /* amax 2 x 16 x 32 = 1,024 B; the row-wise cast of FC1's gradient 5 x 32 x 128 = 20,480 B */
+              .kbytes = {2176, 8192, 3072, 2048, 32768, 1024, 20480, 860160, 487424},
               .weighted_elem = 123904};
     check_profile(&m, &w);
 }
@@ -163,7 +170,8 @@ static void test_llama_profile(void)
     ModelSpec m = fx_llama();
     Want w = {.lin = {{64, 32}, {32, 32}, {96, 32}, {32, 48}},
               .flops = {737280, 1130496, 737280},
-              .kbytes = {2176, 4608, 3072, 2048, 32768, 583680, 330752},
+              /* amax 2 x 16 x 32 = 1,024 B; the row-wise cast of FC1's gradient 5 x 32 x 48 = 7,680 B */
+              .kbytes = {2176, 4608, 3072, 2048, 32768, 1024, 7680, 583680, 330752},
               .weighted_elem = 109568};
     check_profile(&m, &w);
 }
