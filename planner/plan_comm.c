@@ -297,6 +297,30 @@ static void coll_set_twins(const PlanInput *in, Plan *p, CollectiveId a, Collect
     }
 }
 
+void plan_dp_buckets(const PlanInput *in, uint64_t eg, uint64_t eo, uint64_t ntens, uint64_t *rs, uint64_t *ag)
+{
+    const Recipe *rc = in->recipe;
+    Dtype gg = rc->comm_dp_grad;
+    if (in->main_grad != MAIN_GRAD_RECIPE) gg = plan_grad_dt(in, gg);
+    const int fp8_grads = dt_fp8(gg) && (rc->gemm.scaled_mask >> STATE_GRAD & 1);
+    const int copies = rc->gemm.dt[STATE_WEIGHT] == DT_NONE && plan_state_sharded(in, &rc->gemm, STATE_MASTER);
+    *rs = (eg ? (fp8_grads ? ntens : 1) : 0) + (eo != 0);
+    *ag = (eg ? (copies ? ntens : 1) : 0) + (eo != 0);
+}
+
+/* A DP reduce-scatter's or all-gather's row of `calls` buckets that move `total` payload bytes a step: each call
+ * timed at their mean payload (latency + bytes / bandwidth, linear in the bytes, sums to the calls' own), the
+ * payload and the sent bytes per step exact: (n - 1)/n of the payload leaves, S - ceil(S / n) as bus() rounds. */
+static void dp_bucketed(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t n, uint64_t stride,
+                        uint64_t total, uint64_t calls, Ck *ck)
+{
+    plan_coll_set(in, p, id, dt, n, stride, calls ? total / calls : 0, calls, ck);
+    Collective *c = &p->coll[id];
+    if (!c->calls) return;
+    c->step_payload = total;
+    c->step_bytes = total - ceil_div(total, n); /* not bus(mean) x calls: that rounds once per call */
+}
+
 void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
 {
     const Recipe *rc = in->recipe;
@@ -354,6 +378,11 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     if (in->sharding == SHARD_DIST_OPT) shard_any = (rc->gemm.shard_mask | rc->other.shard_mask) != 0;
     if (d > 1 && !shard_any) {
         plan_coll_set(in, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, 1, ck);
+    } else if (d > 1 && in->fusion == FUSE_FP8PLAN && (in->sharding == SHARD_ZERO1 || in->sharding == SHARD_DIST_OPT)) {
+        uint64_t rs, ag; /* the executor's buckets (exec/model/model_shard.c) */
+        plan_dp_buckets(in, eg, eo, p->linear_tensors, &rs, &ag);
+        dp_bucketed(in, p, CO_DP_GRAD_RS, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, rs, ck);
+        dp_bucketed(in, p, CO_DP_PARAM_AG, pg == po ? pg : DT_NONE, d, stride_dp, S_par, ag, ck);
     } else if (d > 1) {
         int per_mb = in->sharding == SHARD_ZERO2 || in->sharding == SHARD_ZERO3;
         plan_coll_set(in, p, CO_DP_GRAD_RS, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, per_mb ? m : 1, ck);

@@ -87,11 +87,12 @@ typedef struct {
 
 static uint64_t align_up(uint64_t x) { return (x + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
 
-/* Where a term's next tensor may start: the gradients back to back at 16 bytes (one contiguous buffer per
- * class, as Megatron-Core's grad buffer: the all-reduce's buckets, exec/model/model_grad_bucket.c), every other
- * tensor at ARENA_ALIGN. */
-static uint64_t term_align(ArenaTerm t, uint64_t x)
+/* Where a term's next tensor may start: a packed term's right after the last (arena.h), the gradients back to
+ * back at 16 bytes (one contiguous buffer per class, as Megatron-Core's grad buffer: the all-reduce's buckets,
+ * exec/model/model_grad_bucket.c), every other tensor at ARENA_ALIGN. */
+static uint64_t term_align(const ArenaSpecs *s, ArenaTerm t, uint64_t x)
 {
+    if (s->packed[t]) return x;
     if (t == MT_GRAD_GEMM || t == MT_GRAD_OTHER || t == MT_GRAD_EXPERT)
         return (x + ARENA_PACK - 1) / ARENA_PACK * ARENA_PACK;
     return align_up(x);
@@ -110,7 +111,7 @@ static Status term_use(const ArenaSpecs *s, TermUse u[ARENA_TERMS], Err *e)
         uint64_t *b = p->phase ? &t->phase[p->phase] : &t->base;
         uint64_t *x = p->phase ? &t->phase_ext[p->phase] : &t->base_ext;
         if (u64_add(*b, p->bytes, b) || p->bytes > UINT64_MAX - ARENA_ALIGN ||
-            u64_add(term_align(p->term, *x), p->bytes, x))
+            u64_add(term_align(s, p->term, *x), p->bytes, x))
             return err_set(e, ST_OVERFLOW, "term %s overflows 2^64 bytes", arena_term_name(p->term));
     }
     return ST_OK;
@@ -175,7 +176,7 @@ Status arena_carve(Arena *a, Backend *bk, ArenaSpecs *specs, const uint64_t plan
     for (uint32_t i = 0; i < specs->n; i++) {
         ArenaSpec *p = &specs->v[i];
         uint64_t *u0 = &used[p->term][p->phase];
-        uint64_t at = term_align(p->term, *u0);
+        uint64_t at = term_align(specs, p->term, *u0);
         p->offset = a->region_offset[p->term] + (p->phase ? overlay[p->term] : 0) + at;
         *u0 = at + p->bytes;
         a->tensors[p->term]++;

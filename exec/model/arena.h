@@ -70,6 +70,9 @@ typedef struct {
     ArenaSpec *v;
     uint32_t n, cap;
     Status st; /* first error while adding (ST_NOMEM / ST_OVERFLOW), reported by arena_carve */
+    /* 1: the term's tensors back to back, no gap (a sharded class's gradients and working weights: one
+     * contiguous buffer, reduce-scattered and all-gathered in one call, exec/model/model_shard.c) */
+    uint8_t packed[ARENA_TERMS];
 } ArenaSpecs;
 
 /* Append one tensor. dst is a pointer to the field that receives the address

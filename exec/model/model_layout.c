@@ -222,6 +222,8 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
         {"", "expert.master.shard", "expert.grad.shard", "expert.adam_m.shard", "expert.adam_v.shard"}};
     const MemTermId *const class_terms[MODEL_CLASSES] = {gemm_terms, other_terms, expert_terms};
     const StateSet *const class_set[MODEL_CLASSES] = {&r->gemm, &r->other, &r->gemm};
+    for (int c = 0; c < MODEL_CLASSES; c++) /* a sharded class's gradients and weights: one buffer each */
+        if (m->class_ways[c] > 1) sp->packed[class_terms[c][STATE_GRAD]] = sp->packed[class_terms[c][STATE_WEIGHT]] = 1;
     for (int c = 0; c < MODEL_CLASSES; c++) /* this rank's shard of each sharded state: ceil(E / N) elements */
         for (int k = 0; k < STATE_COUNT_; k++)
             if (m->shard_mask[c] >> k & 1)

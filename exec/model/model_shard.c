@@ -22,7 +22,9 @@
  *   - every working weight is all-gathered in place in its own dtype
  *     (CO_DP_PARAM_AG: the recipe's param_gather_comm, which model_shard_check
  *     requires to be the weight's dtype).
- * One call per parameter tensor (the plan counts one per step): the bytes per
+ * One call per class and state (a bucket: the class's gradients, or its working
+ * weights, lie back to back in one buffer, arena.h's packed terms; the plan
+ * counts the same calls, planner/plan_comm.c plan_dp_buckets): the bytes per
  * step are the plan's, E · bytes · (N − 1)/N each.
  *
  * FP8-LM's linears (per-tensor scaled FP16 master, E4M3 m, FP16 v and E4M3
@@ -250,37 +252,86 @@ Status model_shard_copy(Model *m, ModelParam *w, CollectiveId id, Err *e)
     return st;
 }
 
-/* One collective per sharded parameter over its state st: reduce-scatter or all-gather, over the DP
- * group (id) or, for a routed expert, its EDP group (xid). */
-static Status each_param(Model *m, StateId st, CollectiveId id, CollectiveId xid, Err *e)
+/* The class's first parameter (flat 0) and whether every parameter of it lies at base + flat elements of dtype
+ * dt in state st's buffer (model_layout packs a sharded class's gradients and weights: arena.h). */
+static ModelParam *class_base(Model *m, int c, StateId st, Dtype dt, int *contiguous)
+{
+    ModelParam *first = NULL;
+    *contiguous = 1;
+    for (uint32_t i = 0; i < m->nparams; i++) {
+        ModelParam *p = &m->params[i];
+        if (model_class(p) != c) continue;
+        if (!first) first = p;
+        const uint8_t *b = st == STATE_GRAD ? first->grad : first->weight, *a = st == STATE_GRAD ? p->grad : p->weight;
+        if (a != b + p->flat * dtype_bytes(dt)) *contiguous = 0;
+    }
+    return first;
+}
+
+/* One bucket: class c's whole buffer of state st (its gradients or its working weights), reduce-scattered or
+ * all-gathered in one call over the class's group, place r's segment its flat range [r·S, min((r+1)·S, E)) —
+ * Megatron-Core's distributed optimizer (core_v0.16.0 megatron/core/distributed/param_and_grad_buffer.py,
+ * _ParamAndGradBuffer: the parameters of a buffer lie back to back in one contiguous grad and one param buffer,
+ * cut into buckets of bucket_size elements — None, one bucket per buffer, when overlap_grad_reduce is off, as
+ * here —, each bucket padded to divide by the DP size and shard_buffer giving rank r the r-th of dp equal slices;
+ * reduce_scatter_tensor over the grad bucket, all_gather_into_tensor over the param bucket). Our buffers are the
+ * state classes (their shards are the plan's per-class terms); the last place's missing tail is padding in its
+ * shard (model_shard_plan), not in the whole buffer. */
+static Status bucket(Model *m, int c, StateId st, CollectiveId id, uint64_t *counts, Err *e)
+{
+    const StateSet *s = c == MODEL_CLASS_OTHER ? &m->recipe.other : &m->recipe.gemm;
+    const Dtype dt = s->dt[st];
+    int contiguous;
+    ModelParam *p = class_base(m, c, st, dt, &contiguous);
+    if (!p) return ST_OK;
+    if (!contiguous)
+        return err_set(e, ST_SOFTWARE, "the %s class's %s are not one buffer (model_layout packs them)",
+                       c == MODEL_CLASS_EXPERT ? "expert" : class_name[c], st == STATE_GRAD ? "gradients" : "weights");
+    Comm *cm = c == MODEL_CLASS_EXPERT ? m->edpc : m->dpc;
+    for (uint32_t r = 0; r < m->class_ways[c]; r++) {
+        uint64_t lo, hi;
+        rank_range(m, c, r, &lo, &hi);
+        counts[r] = hi - lo;
+    }
+    return st == STATE_GRAD ? comm_reduce_scatter_v(cm, id, m->bk, p->grad, counts, dt, COMM_SUM, e)
+                            : comm_all_gather_v(cm, id, m->bk, p->weight, counts, dt, e);
+}
+
+/* Each sharded class's buffer of state st in one call (bucket), over the DP group (id) or, for the routed
+ * experts, their EDP group (xid); one call per tensor where each tensor carries its own scale: FP8-LM's E4M3
+ * gradients (comm_reduce_scatter_fp8_v agrees on each one's scale first) — its FP8 weight copies are gathered
+ * per tensor after their casts (model_shard_copy). */
+static Status each_class(Model *m, StateId st, CollectiveId id, CollectiveId xid, Err *e)
 {
     uint64_t *counts = calloc((size_t)m->shard_ways, sizeof *counts);
     if (!counts) return err_set(e, ST_NOMEM, "out of memory");
     Status s = ST_OK;
-    for (uint32_t i = 0; !s && i < m->nparams; i++) {
-        ModelParam *p = &m->params[i];
-        if (!model_sharded(m, p)) continue; /* all-reduced whole (model_step.c) */
-        void *buf = st == STATE_GRAD ? p->grad : p->weight;
-        Comm *c = p->expert ? m->edpc : m->dpc;
-        const CollectiveId cid = p->expert ? xid : id;
-        Dtype dt = model_states(m, p)->dt[st];
-        counts_of(m, p, counts);
-        if (st == STATE_WEIGHT && model_shard_copies(m, p)) { /* FP8-LM: its copies (model_copies_cast) */
-            continue;
-        } else if (st == STATE_GRAD && dtype_is_fp8(dt) && p->grad_rec) {
-            s = comm_reduce_scatter_fp8_v(c, cid, m->bk, buf, p->grad_rec, counts, dt, e);
-        } else {
-            s = st == STATE_GRAD ? comm_reduce_scatter_v(c, cid, m->bk, buf, counts, dt, COMM_SUM, e)
-                                 : comm_all_gather_v(c, cid, m->bk, buf, counts, dt, e);
+    for (int c = 0; !s && c < MODEL_CLASSES; c++) {
+        if (m->class_ways[c] <= 1 || !m->class_elems[c]) continue; /* all-reduced whole (model_step.c) */
+        const CollectiveId cid = c == MODEL_CLASS_EXPERT ? xid : id;
+        int alone = 0;
+        for (uint32_t i = 0; !s && i < m->nparams; i++) {
+            ModelParam *p = &m->params[i];
+            if (model_class(p) != c) continue;
+            Dtype dt = model_states(m, p)->dt[st];
+            if (st == STATE_WEIGHT && model_shard_copies(m, p)) { /* FP8-LM: its copies (model_copies_cast) */
+                alone = 1;
+            } else if (st == STATE_GRAD && dtype_is_fp8(dt) && p->grad_rec) {
+                alone = 1;
+                counts_of(m, p, counts);
+                s = comm_reduce_scatter_fp8_v(c == MODEL_CLASS_EXPERT ? m->edpc : m->dpc, cid, m->bk, p->grad,
+                                              p->grad_rec, counts, dt, e);
+            }
         }
+        if (!s && !alone) s = bucket(m, c, st, cid, counts, e);
     }
     free(counts);
     return s;
 }
 
-Status model_shard_reduce(Model *m, Err *e) { return each_param(m, STATE_GRAD, CO_DP_GRAD_RS, CO_EDP_GRAD_RS, e); }
+Status model_shard_reduce(Model *m, Err *e) { return each_class(m, STATE_GRAD, CO_DP_GRAD_RS, CO_EDP_GRAD_RS, e); }
 
-Status model_shard_gather(Model *m, Err *e) { return each_param(m, STATE_WEIGHT, CO_DP_PARAM_AG, CO_EDP_PARAM_AG, e); }
+Status model_shard_gather(Model *m, Err *e) { return each_class(m, STATE_WEIGHT, CO_DP_PARAM_AG, CO_EDP_PARAM_AG, e); }
 
 Status model_shard_agree(Model *m, float *amax, uint64_t n, Err *e)
 {

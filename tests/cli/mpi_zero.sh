@@ -24,6 +24,9 @@ same() { cmp -s "$1" "$2" && echo same || echo differ; }
 # 11,008 B); dp 4: 6,144 and 1,376 (24,576 and 5,504 B).
 # Collectives per step: gradients (FP32) reduce-scattered, S = 4 x 30,080 = 120,320, each rank sends
 # S (n-1)/n: dp 2 60,160, dp 4 90,240; weights (BF16) all-gathered, S = 60,160: 30,080 / 45,120.
+# Calls per step, one bucket per state class (exec/model/model_shard.c: a class's gradients, and its weights,
+# one buffer): the linear weights' 8 tensors and the other 20 parameters' each in one call, 2 reduce-scatters
+# and 2 all-gathers (28 + 28 before the buckets, one per tensor); the plan counts the same, checked exactly.
 
 # megatron-bf16, dp 2: ZeRO-1 trains exactly as plain data parallelism (the reduce-scatter folds in
 # the all-reduce's rank order and AdamW is elementwise): the same losses bit for bit over 50 steps
@@ -38,6 +41,8 @@ expect_line "dp 2: gradients whole (24,576 x 4 B)" "  grad_gemm +98304 +98304 +9
 expect_line "dp 2: reduce-scatter bytes" "  dp_grad_reducescatter +60160 +60160 +60160 +2/2 +exact"
 expect_line "dp 2: reduce-scatter payload" "  dp_grad_reducescatter.payload +120320 +120320 +120320 +2/2 +exact"
 expect_line "dp 2: all-gather bytes" "  dp_param_allgather +30080 +30080 +30080 +2/2 +exact"
+expect_line "dp 2: 2 reduce-scatters a step (a bucket per class), as planned" "dp_grad_reducescatter.calls +calls +2 +2 +ok"
+expect_line "dp 2: 2 all-gathers a step, as planned" "dp_param_allgather.calls +calls +2 +2 +ok"
 expect_out "dp 2: every rank's memory verdict" "every rank holds the plan's persistent bytes, byte for byte"
 if grep -q dp_grad_allreduce "$TMP/out"; then fail "dp 2 --zero 1: no all-reduce of gradients" "$(grep dp_grad_allreduce "$TMP/out")"; else pass "dp 2 --zero 1: no all-reduce of gradients"; fi
 # --dist-opt: megatron-bf16's dist_opt_shards are master+m+v, ZeRO-1's states: the same run
@@ -54,11 +59,14 @@ expect_eq "dp 4 --zero 1: the one rank's losses bit for bit" "$(same "$TMP/one.c
 expect_line "dp 4: master shard (6,144 x 4 B)" "  master_gemm +24576 +24576 +24576 +4/4 +exact"
 expect_line "dp 4: reduce-scatter bytes" "  dp_grad_reducescatter +90240 +90240 +90240 +4/4 +exact"
 expect_line "dp 4: all-gather bytes" "  dp_param_allgather +45120 +45120 +45120 +4/4 +exact"
+expect_line "dp 4: 2 reduce-scatters a step, as planned" "dp_grad_reducescatter.calls +calls +2 +2 +ok"
 # the planner's own listing of the same layout says the same
 run plan --catalog "$cat" --model tiny-gpt --gpu h100-sxm --mbs 2 --gbs 8 --dp 4 --zero 1 --recipe megatron-bf16 \
     --stack fp8plan --view collectives --format csv
 expect_eq "plan --zero 1 --view collectives: reduce-scatter sent/step at dp 4" \
     "$(grep '^dp_grad_reducescatter,' "$TMP/out" | cut -d, -f10)" 90240
+expect_eq "plan --zero 1 --view collectives: the executor's 2 reduce-scatter buckets (a class each) a step" \
+    "$(grep '^dp_grad_reducescatter,' "$TMP/out" | cut -d, -f9)" 2
 expect_eq "plan --zero 1 --view collectives: all-gather sent/step at dp 4" \
     "$(grep '^dp_param_allgather,' "$TMP/out" | cut -d, -f10)" 45120
 run plan --catalog "$cat" --model tiny-gpt --gpu h100-sxm --mbs 2 --gbs 8 --dp 4 --zero 1 --recipe megatron-bf16 \
@@ -152,8 +160,15 @@ expect_out "fp8lm dp 2: every rank's memory verdict" "every rank holds the plan'
 # copies' amax agreement (1), the loss gather (1) = 19: 79 calls. Payload: 46,592 + 35,584 + 192
 # planned = 82,368; 16 x 4 B + 3 x 28 parameters x 4 B + 8 x 4 B + 2 ranks x 64 tokens x 4 B = 64 +
 # 336 + 32 + 512 = 944 not: 83,312 (with the re-gathers 108,026 over 30 steps).
+# With the buckets (exec/model/model_shard.c) the 20 other parameters' FP32 gradients are one reduce-scatter and
+# their BF16 weights one all-gather; each E4M3 gradient keeps its call (its scale agreed first) and each FP8 copy
+# its gather (cast with its own scale): planned 8 + 1 + 8 + 1 + 4 = 22, with the 19 not planned 41 calls, the
+# same 83,312 bytes.
 expect_out "fp8lm dp 2 --zero 1: every call of a step, no copy gathered again" \
-    "collectives (mpi, 2 ranks): 79 calls and 83,312 payload bytes per step"
+    "collectives (mpi, 2 ranks): 41 calls and 83,312 payload bytes per step"
+expect_line "fp8lm dp 2: 9 reduce-scatters (8 E4M3 gradients + 1 bucket), as planned" \
+    "dp_grad_reducescatter.calls +calls +9 +9 +ok"
+expect_line "fp8lm dp 2: 9 all-gathers (8 FP8 copies + 1 bucket), as planned" "dp_param_allgather.calls +calls +9 +9 +ok"
 # dp 4 (one micro-batch per rank), --dist-opt (fp8lm's dist_opt_shards are master+m+v): bus bytes
 # S - ceil(S / 4): 46,592 - 11,648 = 34,944 and 35,584 - 8,896 = 26,688; shards of 6,144
 mpi_run 4 "$FP8PLAN" $G --recipe fp8lm --steps 20 --loss-log "$TMP/f4.csv"
@@ -163,10 +178,10 @@ expect_eq "fp8lm dp 4 --dist-opt: the plain dp 4 losses bit for bit" "$(same "$T
 expect_line "fp8lm dp 4: FP16 master shard 6,144 x 2 B" "  master_gemm +12288 +12288 +12288 +4/4 +exact"
 expect_line "fp8lm dp 4: reduce-scatter bytes" "  dp_grad_reducescatter +34944 +34944 +34944 +4/4 +exact"
 expect_line "fp8lm dp 4: all-gather bytes" "  dp_param_allgather +26688 +26688 +26688 +4/4 +exact"
-# one micro-batch per rank: 2 amax all-reduces (96 B) planned, so 58 + 19 = 77 calls and 82,272 +
+# one micro-batch per rank: 2 amax all-reduces (96 B) planned, so 9 + 9 + 2 + 19 = 39 calls and 82,272 +
 # 944 = 83,216 B (the loss gather: 4 ranks x 32 tokens x 4 B = 512 B)
 expect_out "fp8lm dp 4 --dist-opt: every call of a step, no copy gathered again" \
-    "collectives (mpi, 4 ranks): 77 calls and 83,216 payload bytes per step"
+    "collectives (mpi, 4 ranks): 39 calls and 83,216 payload bytes per step"
 # tiny-odd dp 4: 8,778 linear elements, shards of ceil(8,778 / 4) = 2,195 (FP16 4,390 B, E4M3
 # 2,195 B); the last rank owns 2,193 and FC2's 2,211 elements lie on ranks 2 and 3 only, so a rank
 # holds none of some tensors and still takes their agreed scales. Payloads 8,778 + 4,819 x 4 =
@@ -237,15 +252,26 @@ while IFS='|' read -r np ep model recipe steps shard layout <&3; do
     if [ "$d" -gt 1 ]; then
         expect_line "$tag: the dense gradients reduce-scattered over DP" "  dp_grad_reducescatter( +[0-9]+){3} +$k/$k +exact"
         expect_line "$tag: the dense weights gathered over DP" "  dp_param_allgather( +[0-9]+){3} +$k/$k +exact"
+        # a bucket per class: the linear weights and the others, one reduce-scatter and one all-gather each
+        expect_line "$tag: 2 DP reduce-scatters a step, as planned" "dp_grad_reducescatter.calls +calls +2 +2 +ok"
+        expect_line "$tag: 2 DP all-gathers a step, as planned" "dp_param_allgather.calls +calls +2 +2 +ok"
     else # dp 1 beside TP: the dense states whole, no DP collective
         expect_eq "$tag: no DP collective" "$(grep -c '  dp_' "$TMP/out")" 0
     fi
     if [ "$k" -gt "$ep" ]; then # edp > 1: the experts' states sharded over their EDP group
         expect_line "$tag: expert gradients reduce-scattered over EDP" "  edp_grad_reducescatter( +[0-9]+){3} +$k/$k +exact"
         expect_line "$tag: expert weights gathered over EDP" "  edp_param_allgather( +[0-9]+){3} +$k/$k +exact"
+        if [ -z "$pp" ] || ! echo "$layout" | grep -q first-stage-layers; then # rank 0's stage holds experts
+            expect_line "$tag: 1 EDP reduce-scatter a step (the experts' bucket), as planned" \
+                "edp_grad_reducescatter.calls +calls +1 +1 +ok"
+            expect_line "$tag: 1 EDP all-gather a step, as planned" "edp_param_allgather.calls +calls +1 +1 +ok"
+        fi
     else # edp 1: the experts' states whole, nothing to reduce
         expect_eq "$tag: no expert collective" "$(grep -c '  edp_' "$TMP/out")" 0
     fi
+    # rank 0's calls of the distributed optimizer's collectives, each the plan's (checked exactly by run)
+    expect_eq "$tag: every bucketed collective's calls as planned" \
+        "$(awk '/^e?dp_(grad_reducescatter|param_allgather)\.calls / && $NF != "ok" { n++ } END { print n + 0 }' "$TMP/out")" 0
     if [ "$ep" -gt 1 ]; then
         expect_out "$tag: all-to-alls as planned for the measured routing" \
             "every rank sent the plan's expert all-to-all bytes for the measured routing, byte for byte"

@@ -335,6 +335,87 @@ static void test_nonfinite_grad_buckets(void)
     g2->destroy(g2);
 }
 
+/* Non-finite values from any rank through the distributed optimizer's buckets (model_shard_reduce, then
+ * model_shard_gather): a class's gradients in one buffer, one reduce-scatter each, rank r's segment its flat
+ * range. The GEMM class: two FP32 gradients back to back, g[0..3) and g[3..7), E = 7; the others one, o[0..3),
+ * E = 3. S = ceil(E / N): np 2 4 and 2 (rank 1 owns g[4..7), o[2..3)); np 4 2 and 1 (rank 3 owns g[6..7) and
+ * nothing of o). For each source rank s: s sends a quiet NaN at g[1], +Inf at g[5], -Inf at o[2]; every other
+ * element is R + 1. The owner of g[1], g[5], o[2] gets NaN, +Inf, -Inf; every other owned element the sum,
+ * N(N + 1)/2; an element a rank does not own keeps its value. Counted: 2 calls on dp_grad_reducescatter
+ * (one per class), (7 + 3) x 4 = 40 B. Then the weights (BF16, their own buffer): rank s writes NaN into
+ * every element it owns, every other rank its own rank; after the 2 all-gathers every rank holds s's NaN
+ * in s's segments and rank r's value in r's. */
+static void test_nonfinite_shard_buckets(void)
+{
+    Err e;
+    static Model m; /* every field zero but the ones the reduce-scatter and the all-gather read */
+    ModelParam p[3];
+    memset(p, 0, sizeof p);
+    float g[7], o[3];
+    uint16_t w[7], wo[3];
+    m.params = p, m.nparams = 3, m.comm = C, m.dpc = C, m.edpc = C, m.bk = NULL, m.shard_ways = (uint32_t)N;
+    m.recipe.gemm.dt[STATE_GRAD] = m.recipe.other.dt[STATE_GRAD] = DT_FP32;
+    m.recipe.gemm.dt[STATE_WEIGHT] = m.recipe.other.dt[STATE_WEIGHT] = DT_BF16;
+    p[0] = (ModelParam){.grad = g, .weight = w, .numel = 3, .gemm = 1, .flat = 0};
+    p[1] = (ModelParam){.grad = g + 3, .weight = w + 3, .numel = 4, .gemm = 1, .flat = 3};
+    p[2] = (ModelParam){.grad = o, .weight = wo, .numel = 3, .flat = 0};
+    m.class_elems[MODEL_CLASS_GEMM] = 7, m.class_elems[MODEL_CLASS_OTHER] = 3;
+    m.class_ways[MODEL_CLASS_GEMM] = m.class_ways[MODEL_CLASS_OTHER] = (uint32_t)N;
+    m.class_ways[MODEL_CLASS_EXPERT] = 1;
+    m.shard_elems[MODEL_CLASS_GEMM] = N == 2 ? 4 : 2, m.shard_elems[MODEL_CLASS_OTHER] = N == 2 ? 2 : 1;
+    uint32_t qnan_bits = 0x7fc00123u;
+    float qnan;
+    memcpy(&qnan, &qnan_bits, sizeof qnan);
+    const uint64_t Sg = m.shard_elems[MODEL_CLASS_GEMM], So = m.shard_elems[MODEL_CLASS_OTHER];
+    const double sum = N * (N + 1) / 2.0;
+    for (int s = 0; s < N; s++) {
+        for (int k = 0; k < 7; k++) g[k] = (float)(R + 1);
+        for (int k = 0; k < 3; k++) o[k] = (float)(R + 1);
+        if (R == s) g[1] = qnan, g[5] = INFINITY, o[2] = -INFINITY;
+        float g0[7], o0[3];
+        memcpy(g0, g, sizeof g), memcpy(o0, o, sizeof o);
+        const CommStats d0 = C->stats[CO_DP_GRAD_RS];
+        CHECK_EQ_INT(model_shard_reduce(&m, &e), ST_OK);
+        for (uint64_t k = 0; k < 7; k++) {
+            if (k / Sg != (uint64_t)R) {
+                CHECKF(same_bits(g[k], g0[k]), "np%d from rank %d: gradient %d not owned changed", N, s, (int)k);
+            } else if (k == 1) {
+                CHECKF(isnan(g[k]), "np%d bucket reduce-scatter NaN from rank %d: %a", N, s, (double)g[k]);
+            } else if (k == 5) {
+                CHECKF(isinf(g[k]) && g[k] > 0, "np%d bucket reduce-scatter +Inf from rank %d: %a", N, s, (double)g[k]);
+            } else {
+                CHECK_NEAR(g[k], sum, 0.0);
+            }
+        }
+        for (uint64_t k = 0; k < 3; k++) {
+            if (k / So != (uint64_t)R)
+                CHECKF(same_bits(o[k], o0[k]), "np%d from rank %d: gradient o%d not owned changed", N, s, (int)k);
+            else if (k == 2)
+                CHECKF(isinf(o[k]) && o[k] < 0, "np%d bucket reduce-scatter -Inf from rank %d: %a", N, s, (double)o[k]);
+            else
+                CHECK_NEAR(o[k], sum, 0.0);
+        }
+        CHECK_EQ_U64(C->stats[CO_DP_GRAD_RS].calls - d0.calls, 2);
+        CHECK_EQ_U64(C->stats[CO_DP_GRAD_RS].payload_bytes - d0.payload_bytes, 40);
+        /* the weights: each rank's own segments written, then gathered */
+        const uint16_t nan16 = bf16_encode(qnan), mine = R == s ? nan16 : bf16_encode((float)R);
+        for (uint64_t k = 0; k < 7; k++) w[k] = k / Sg == (uint64_t)R ? mine : 0;
+        for (uint64_t k = 0; k < 3; k++) wo[k] = k / So == (uint64_t)R ? mine : 0;
+        const CommStats a0 = C->stats[CO_DP_PARAM_AG];
+        CHECK_EQ_INT(model_shard_gather(&m, &e), ST_OK);
+        for (uint64_t k = 0; k < 10; k++) {
+            const uint64_t owner = k < 7 ? k / Sg : (k - 7) / So;
+            const float v = bf16_decode(k < 7 ? w[k] : wo[k - 7]);
+            if ((int)owner == s)
+                CHECKF(isnan(v), "np%d bucket all-gather NaN from rank %d, element %d: %a", N, s, (int)k, (double)v);
+            else
+                CHECK_NEAR(v, (double)owner, 0.0);
+        }
+        CHECK_EQ_U64(C->stats[CO_DP_PARAM_AG].calls - a0.calls, 2);
+        CHECK_EQ_U64(C->stats[CO_DP_PARAM_AG].payload_bytes - a0.payload_bytes, 20);
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -348,7 +429,7 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 8\n");
+    if (R == 0) printf("checks: 9\n");
     MRUN(test_all_to_all_v);
     MRUN(test_all_to_all_v_disagree);
     MRUN(test_nonfinite_from_any_rank);
@@ -357,6 +438,7 @@ int main(int argc, char **argv)
     MRUN(test_fp8_payload_bits);
     MRUN(test_nonfinite_tp_mla);
     MRUN(test_nonfinite_grad_buckets);
+    MRUN(test_nonfinite_shard_buckets);
     int failed = test_failed_;
     C->destroy(C);
     MPI_Finalize();
