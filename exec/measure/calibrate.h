@@ -93,7 +93,7 @@ typedef struct {
 
 /* One collective's sweep (calibrate_links): every op the executor runs, at the sizes of the all-reduce's sweep,
  * per reduction path where reducing costs differ. */
-/* 10 payload sweeps x 3 ranges at most, and the all-to-all's per-message sweep (eager, rendezvous: 2 fits) */
+/* 10 payload sweeps x CAL_FIT_RANGES_MAX (5) ranges at most, and the all-to-all's per-message sweep (eager, rendezvous: 2 fits) */
 enum { CAL_MAX_SWEEPS = 11, CAL_MAX_FITS = GPU_LINK_FITS_MAX };
 typedef struct {
     CommOp op;
@@ -143,7 +143,7 @@ typedef struct {
     double link_bw, link_lat;       /* fitted: bytes/s of bus bytes, s per ring step (0 0 with one rank) */
     CalSweep sweep[CAL_MAX_SWEEPS]; /* every collective op (calibrate_links; ranks > 1) */
     int nsweep;
-    CalRange range[CAL_MAX_FITS]; /* their fits, per sweep one or two size ranges (links.csv) */
+    CalRange range[CAL_MAX_FITS]; /* their fits, per sweep 1..CAL_FIT_RANGES_MAX size ranges (links.csv) */
     int nrange;
     uint64_t eager_limit; /* bytes: the largest message MPI sends eagerly (comm_mpi_eager_limit; 0: not found) */
     uint64_t msg_evict;   /* bytes each per-message call followed (2 x the core's L2 cache) */
@@ -236,13 +236,19 @@ int cal_fit_segment(const double *x, const double *y, int lo, int hi, double *a,
 
 /* The ranges of one sweep of op over n ranks (c: nc points, payloads increasing): bus bytes x = S x
  * comm_bus_factor(op, n), the time per call t = steps x lat + x / bw (steps = comm_ring_steps(op, n)). One
- * line over every size while it fits within CAL_FIT_ERR_MAX; else the range that misses most is split in
+ * line over every size while it fits within CAL_FIT_ERR_MAX; else the range that misses most (of those a split
+ * improves: one of 3 sizes or fewer, or whose every split misses as much, is kept and the next one tried) is split in
  * two (each of 2 sizes or more) where the worse half has the least largest error, when that beats the range
  * — [from, S_k) and [S_k, to), S_k the upper half's first size, the first range from 0 and the last with no
- * end — up to CAL_FIT_RANGES_MAX ranges (small, medium, large: on a CPU the caches change the bandwidth).
+ * end — up to CAL_FIT_RANGES_MAX ranges (on a CPU the caches change the bandwidth: L2, L3, memory; and the
+ * MPI transport changes protocol at its eager limit). Three ranges were not enough: on this project's 2-core
+ * host the FP32 all-reduce's [64 B, 256 KiB) line missed 512 B by 22 % and the FP32 reduce-scatter's by 26-35 %,
+ * which the plan of TP's small all-reduces (the loss's, the norms' gradients) inherited.
  * out (CAL_FIT_RANGES_MAX): op, path (link_path_of(op, dt)), from, to, lat = a / steps, bw = 1 / b (0 when b
  * is 0). Returns the count, 0 when no line fits (fewer than 2 points, a time <= 0). */
-enum { CAL_FIT_RANGES_MAX = 3 };
+enum { CAL_FIT_RANGES_MAX = 5 };
+_Static_assert((CAL_MAX_SWEEPS - 1) * CAL_FIT_RANGES_MAX + 2 <= CAL_MAX_FITS,
+               "links.csv holds every payload sweep's ranges and the two per-message fits");
 int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, CalRange *out);
 
 /* The per-message fits of the all-to-all (c: nc points, payload = the message to each peer in bytes, increasing;
