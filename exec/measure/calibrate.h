@@ -88,7 +88,7 @@ typedef struct {
     double seconds;   /* median over reps, the slowest rank's */
     double spread;    /* (max - min) / median */
     double busbw;     /* bytes/s: S · 2(n−1)/n / seconds */
-    double iqr;       /* (q3 - q1) / median (cal_stats; the all-to-all's per-message sweep only, else 0) */
+    double iqr;       /* (q3 - q1) / median (cal_stats; calibrate_link's all-reduce sweep: 0) */
 } CalColl;
 
 /* One collective's sweep (calibrate_links): every op the executor runs, at the sizes of the all-reduce's sweep,
@@ -151,6 +151,7 @@ typedef struct {
      * rank, or no eager limit — and not judged): message bytes/s, and the interquartile spread it was judged on */
     double a2a_bw[2], a2a_iqr[2];
     int a2a_judged, a2a_reps; /* a2a_reps: the calls per message size its spreads are over (4 x reps, <= 64) */
+    int link_reps;            /* the calls per size of every op's payload sweep (4 x reps, <= 64; 0: none, one rank) */
     uint64_t mem_bytes;       /* physical memory of the host; a GPU's device memory */
     /* the backend measured: "cpu" (a host profile) or "cuda" (a GPU's: its name, compute capability and
      * multiprocessors from the backend's device_info; timing by its stream's timestamps) */
@@ -394,7 +395,18 @@ typedef struct {
     double bound[CAL_FIGS];               /* the iqr bound: cal_iqr_max of the figure's repetitions */
     int noisy, drifted;                   /* figures past cal_iqr_max(reps), past CAL_DRIFT_MAX */
     int worst_noisy, worst_drift;         /* the figure furthest past each bound (-1: none) */
+    /* every op's payload sweep (c->sweep, not the per-message one) judged on its spread alone (cal_sweep_iqr
+     * against link_bound = cal_iqr_max(c->link_reps)): the plan times each collective with its fit, so a sweep a
+     * load burst spread is as wrong a profile as a noisy GEMM; link_noisy of them past the bound (counted in
+     * noisy too), worst_link the sweep furthest past it (-1: none) */
+    double link_iqr[CAL_MAX_SWEEPS], link_bound;
+    int link_noisy, worst_link;
 } CalJudge;
+
+/* A payload sweep's interquartile spread: its sizes' (q3 - q1) / median weighted by their median times, as a
+ * figure's rate is built from summed medians (the largest calls weigh most: the DP gradient all-reduce); NAN when
+ * it has no positive time. */
+double cal_sweep_iqr(const CalSweep *s);
 
 /* Judge profile c (measured with c->reps repetitions) against a re-measure (NULL: spreads only):
  * a figure is noisy when its iqr passes cal_iqr_max(c->reps) (the all-to-all's: cal_iqr_max(c->a2a_reps), its
@@ -402,7 +414,9 @@ typedef struct {
  * CAL_DRIFT_MAX; returns the count of both (0: the profile holds). A rate <= 0 counts as noisy. The
  * all-to-all's figures are skipped (j->skip) when c did not measure them (a2a_judged 0); measured in c and not
  * in again, they count as drifted. A warm-up that did not settle (c's or again's: warm_rounds > 0, warm_settled
- * 0) sets j->cold and counts once more: the figures were measured on a machine still speeding up. */
+ * 0) sets j->cold and counts once more: the figures were measured on a machine still speeding up. Each payload
+ * sweep of c (c->link_reps > 0) whose cal_sweep_iqr passes cal_iqr_max(c->link_reps) counts as noisy too
+ * (j->link_noisy, worst_link); it has no re-measure. */
 int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j);
 
 /* ---- the catalog rows (calibrate_rows.c) ---- */
