@@ -93,7 +93,8 @@ typedef struct {
 
 /* One collective's sweep (calibrate_links): every op the executor runs, at the sizes of the all-reduce's sweep,
  * per reduction path where reducing costs differ. */
-/* 10 payload sweeps x CAL_FIT_RANGES_MAX (5) ranges at most, and the all-to-all's per-message sweep (eager, rendezvous: 2 fits) */
+/* 10 payload sweeps x CAL_FIT_RANGES_MAX (5) ranges at most, and the all-to-all's per-message sweep (eager,
+ * rendezvous: 2 fits) */
 enum { CAL_MAX_SWEEPS = 11, CAL_MAX_FITS = GPU_LINK_FITS_MAX };
 typedef struct {
     CommOp op;
@@ -243,8 +244,9 @@ int cal_fit_segment(const double *x, const double *y, int lo, int hi, double *a,
  * — [from, S_k) and [S_k, to), S_k the upper half's first size, the first range from 0 and the last with no
  * end — up to CAL_FIT_RANGES_MAX ranges (on a CPU the caches change the bandwidth: L2, L3, memory; and the
  * MPI transport changes protocol at its eager limit). Three ranges were not enough: on this project's 2-core
- * host the FP32 all-reduce's [64 B, 256 KiB) line missed 512 B by 22 % and the FP32 reduce-scatter's by 26-35 %,
- * which the plan of TP's small all-reduces (the loss's, the norms' gradients) inherited.
+ * host the FP32 all-reduce's [0, 256 KiB) line missed a size by 23 % (and put 512 B at 2.6 us, below the sweep's
+ * 3.1 us at 256 B), the FP32 reduce-scatter's ranges by 26 and 35 %, and the plan of TP's small all-reduces (the
+ * loss's, the norms' gradients) inherited it.
  * out (CAL_FIT_RANGES_MAX): op, path (link_path_of(op, dt)), from, to, lat = a / steps, bw = 1 / b (0 when b
  * is 0). Returns the count, 0 when no line fits (fewer than 2 points, a time <= 0). */
 enum { CAL_FIT_RANGES_MAX = 5 };
