@@ -363,7 +363,7 @@ static Status parse_links(Catalog *cat, const char *rows, Err *e)
     c.reps = 3, c.ranks = 2, c.rate[CAL_PATH_BF16] = 1e11, c.rate[CAL_PATH_FP8] = 5e10, c.rate[CAL_PATH_FP32] = 1e11;
     c.mem_bw = 1e10, c.elem_bw = 1e9, c.link_bw = 1e9, c.link_lat = 1e-6, c.mem_bytes = 1 << 30;
     snprintf(c.backend, sizeof c.backend, "cpu");
-    char gpus[16384], row[8192], text[4096];
+    char gpus[16384], row[8192], text[8192];
     Status st = cal_gpu_row(&c, "h", row, sizeof row, e);
     if (st) return st;
     GpuSpec g = fx_gpu();
@@ -421,6 +421,43 @@ static void test_links_csv(void)
         CHECK(cal_link_row_of(h, 2, row, sizeof row, &e) == ST_OK);
         CHECK_CONTAINS(row, "2,h,all-to-all,rendezvous,4032,,3,8,");
     }
+    /* a profile of this calibrate: ten payload sweeps of five ranges each ([0, 64), [64, 4096), [4096, 65536),
+     * [65536, 1 MiB), [1 MiB, no end)), 50 rows, and the two per-message fits: 52 rows, past the 32 a row held
+     * before; each call is timed at its own range (an all-reduce of 100,000 B in BF16: the fourth, latency 4 us) */
+    static const char *const ops[10][2] = {
+        {"all-reduce", "fp32"},     {"all-reduce", "bf16"},    {"all-reduce", "fp8"},   {"reduce-scatter", "fp32"},
+        {"reduce-scatter", "bf16"}, {"reduce-scatter", "fp8"}, {"all-gather", "bytes"}, {"send/recv", "bytes"},
+        {"broadcast", "bytes"},     {"all-to-all", "bytes"}};
+    static const char *const cuts[6] = {"0", "64", "4096", "65536", "1048576", ""};
+    char many[4096];
+    size_t k = 0;
+    for (int o = 0; o < 10; o++)
+        for (int r = 0; r < 5; r++)
+            k += (size_t)snprintf(many + k, sizeof many - k, "1,h,%s,%s,%s,%s,%d,1,\"x\"\n", ops[o][0], ops[o][1],
+                                  cuts[r], cuts[r + 1], r + 1);
+    k += (size_t)snprintf(many + k, sizeof many - k,
+                          "2,h,all-to-all,eager,0,4041,1,1,\"e\"\n2,h,all-to-all,rendezvous,4041,,2,2,\"r\"\n");
+    CHECK(k < sizeof many);
+    st = parse_links(cat, many, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    h = catalog_gpu(cat, "h");
+    CHECK(h && h->nlink_fit == 52);
+    if (h && h->nlink_fit == 52) {
+        const LinkFit *f = plan_link_fit(h, OP_ALL_REDUCE, DT_BF16, 100000);
+        CHECK(f == &h->link_fit[8] && f->from == 65536 && f->to == 1048576);
+        CHECK_REL(f->lat, 4e-6, 1e-12);
+    }
+    /* seven ranges a sweep, 70 rows: the 65th is more than links.csv holds */
+    static const char *const cuts7[8] = {"0", "64", "256", "1024", "4096", "65536", "1048576", ""};
+    k = 0;
+    for (int o = 0; o < 10; o++)
+        for (int r = 0; r < 7; r++)
+            k += (size_t)snprintf(many + k, sizeof many - k, "1,h,%s,%s,%s,%s,1,1,\"x\"\n", ops[o][0], ops[o][1],
+                                  cuts7[r], cuts7[r + 1]);
+    CHECK(k < sizeof many);
+    memset(&e, 0, sizeof e);
+    CHECK(parse_links(cat, many, &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "more than 64 fits");
     /* refused, naming the column and the value (exit 65 from the command) */
     static const struct {
         const char *row, *col, *what;
