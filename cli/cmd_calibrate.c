@@ -414,7 +414,7 @@ static int say_judged(const Args *a, CalSession *s, const char *b0, const char *
     }
     if (bad) {
         snprintf(c->judged, sizeof c->judged,
-                 "NOISY PROFILE (past its bounds: %.200s; load average %s before, %s after)", why, b0, b1);
+                 "NOISY PROFILE (past its bounds: %.360s; load average %s before, %s after)", why, b0, b1);
         fprintf(stderr, "fp8plan calibrate: WARNING: %s%s\n", c->judged,
                 a->out ? ", written as asked by --allow-noisy" : "");
     } else {

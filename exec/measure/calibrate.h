@@ -161,7 +161,7 @@ typedef struct {
     int cc_major, cc_minor, sms;
     /* how the profile was judged, quoted in its source text (empty: not judged): the load average before
      * and after, the quick re-measure's worst drift, a NOISY mark when written past the bounds on purpose */
-    char judged[320];
+    char judged[480];
 } Calibration;
 
 /* Measure GEMM, memory and launch on bk at the shapes of one layer of m (calibrate_host without the link):
