@@ -184,6 +184,13 @@ static void judge_reason(const CalJudge *j, const Calibration *w, int reps, int 
             buf + n, size - n, "%s's interquartile spread %.1f %% passes %.1f %% at %d repetitions",
             cal_fig_names[j->worst_noisy], 100.0 * j->iqr[j->worst_noisy], 100.0 * j->bound[j->worst_noisy],
             j->worst_noisy == CAL_FIG_A2A_EAGER || j->worst_noisy == CAL_FIG_A2A_RNDV ? a2a_reps : reps);
+    if (j->worst_link >= 0 && n < size) {
+        const CalSweep *s = &w->sweep[j->worst_link];
+        n += (size_t)snprintf(buf + n, size - n,
+                              "%sthe %s sweep's (%s) interquartile spread %.1f %% passes %.1f %% at %d calls a size",
+                              n && buf[n - 1] != ' ' ? "; " : "", comm_op_name(s->op), dtype_name(s->dtype),
+                              100.0 * j->link_iqr[j->worst_link], 100.0 * j->link_bound, w->link_reps);
+    }
     if (j->worst_drift >= 0 && n < size)
         snprintf(buf + n, size - n, "%s%s of %s differs by %+.1f %% (bound +-%.0f %%)", n ? "; " : "", again_what,
                  cal_fig_names[j->worst_drift], 100.0 * j->drift[j->worst_drift], 100.0 * CAL_DRIFT_MAX);
@@ -212,6 +219,11 @@ static void print_judge(const CalJudge *j, const Calibration *w, int reps, int a
         printf("  a2a ... msg: the all-to-all's per-message sweep, message bytes over summed call times; its iqr "
                "bound %.1f %% at %d calls a size\n",
                100.0 * j->bound[CAL_FIG_A2A_EAGER], a2a_reps);
+    for (int k = 0; w->link_reps > 0 && k < w->nsweep; k++)
+        if (!w->sweep[k].per_msg)
+            printf("  %-14s %-4s interquartile spread %6.1f%% (bound %.1f %% at %d calls a size)  %s\n",
+                   comm_op_name(w->sweep[k].op), dtype_name(w->sweep[k].dtype), 100.0 * j->link_iqr[k],
+                   100.0 * j->link_bound, w->link_reps, j->link_iqr[k] <= j->link_bound ? "ok" : "NOISY");
     if (w->warm_rounds)
         printf("  warm-up: %d rounds of every layer GEMM once (the first %.2f ms, the last two %.2f and %.2f ms): %s\n",
                w->warm_rounds, 1e3 * w->warm_first_s, 1e3 * w->warm_prev_s, 1e3 * w->warm_last_s,
@@ -402,7 +414,7 @@ static int say_judged(const Args *a, CalSession *s, const char *b0, const char *
     }
     if (bad) {
         snprintf(c->judged, sizeof c->judged,
-                 "NOISY PROFILE (past its bounds: %.200s; load average %s before, %s after)", why, b0, b1);
+                 "NOISY PROFILE (past its bounds: %.360s; load average %s before, %s after)", why, b0, b1);
         fprintf(stderr, "fp8plan calibrate: WARNING: %s%s\n", c->judged,
                 a->out ? ", written as asked by --allow-noisy" : "");
     } else {

@@ -69,8 +69,9 @@ void cal_print_tables(const Calibration *c)
         printf("\n");
     }
     printf("fits (links.csv: t = steps x latency + S x bus factor / bus bandwidth per payload range; one range unless\n"
-           "  a line misses a size by more than %.0f %%, then the small/large split with the least worst error)\n",
-           100.0 * CAL_FIT_ERR_MAX);
+           "  a line misses a size by more than %.0f %%, then the range that misses most split where its worse half "
+           "misses least, up to %d ranges)\n",
+           100.0 * CAL_FIT_ERR_MAX, CAL_FIT_RANGES_MAX);
     printf("  (eager and rendezvous: per message to one peer, from / to a message's bytes, latency a message)\n");
     printf("  %-14s %-5s %10s %10s %12s %10s %9s\n", "op", "path", "from B", "to B", "latency us", "bus GB/s",
            "max err");

@@ -132,7 +132,7 @@ typedef struct {
     double lat;        /* s per ring step */
     double bw;         /* bus bytes/s (0: the range's time did not grow with its size: latency only) */
 } LinkFit;
-enum { GPU_LINK_FITS_MAX = 32 };
+enum { GPU_LINK_FITS_MAX = 64 }; /* 10 sweeps x CAL_FIT_RANGES_MAX (5) + the 2 per-message fits */
 /* "bytes", "fp32", "bf16", "fp8", "eager", "rendezvous" (links.csv's path column). */
 const char *link_path_name(LinkPath p);
 

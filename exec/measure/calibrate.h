@@ -88,12 +88,13 @@ typedef struct {
     double seconds;   /* median over reps, the slowest rank's */
     double spread;    /* (max - min) / median */
     double busbw;     /* bytes/s: S · 2(n−1)/n / seconds */
-    double iqr;       /* (q3 - q1) / median (cal_stats; the all-to-all's per-message sweep only, else 0) */
+    double iqr;       /* (q3 - q1) / median (cal_stats; calibrate_link's all-reduce sweep: 0) */
 } CalColl;
 
 /* One collective's sweep (calibrate_links): every op the executor runs, at the sizes of the all-reduce's sweep,
  * per reduction path where reducing costs differ. */
-/* 10 payload sweeps x 3 ranges at most, and the all-to-all's per-message sweep (eager, rendezvous: 2 fits) */
+/* 10 payload sweeps x CAL_FIT_RANGES_MAX (5) ranges at most, and the all-to-all's per-message sweep (eager,
+ * rendezvous: 2 fits) */
 enum { CAL_MAX_SWEEPS = 11, CAL_MAX_FITS = GPU_LINK_FITS_MAX };
 typedef struct {
     CommOp op;
@@ -144,7 +145,7 @@ typedef struct {
     double link_bw, link_lat;       /* fitted: bytes/s of bus bytes, s per ring step (0 0 with one rank) */
     CalSweep sweep[CAL_MAX_SWEEPS]; /* every collective op (calibrate_links; ranks > 1) */
     int nsweep;
-    CalRange range[CAL_MAX_FITS]; /* their fits, per sweep one or two size ranges (links.csv) */
+    CalRange range[CAL_MAX_FITS]; /* their fits, per sweep 1..CAL_FIT_RANGES_MAX size ranges (links.csv) */
     int nrange;
     uint64_t eager_limit; /* bytes: the largest message MPI sends eagerly (comm_mpi_eager_limit; 0: not found) */
     uint64_t msg_evict;   /* bytes each per-message call followed (2 x the core's L2 cache) */
@@ -152,6 +153,7 @@ typedef struct {
      * rank, or no eager limit — and not judged): message bytes/s, and the interquartile spread it was judged on */
     double a2a_bw[2], a2a_iqr[2];
     int a2a_judged, a2a_reps; /* a2a_reps: the calls per message size its spreads are over (4 x reps, <= 64) */
+    int link_reps;            /* the calls per size of every op's payload sweep (4 x reps, <= 64; 0: none, one rank) */
     uint64_t mem_bytes;       /* physical memory of the host; a GPU's device memory */
     /* the backend measured: "cpu" (a host profile) or "cuda" (a GPU's: its name, compute capability and
      * multiprocessors from the backend's device_info; timing by its stream's timestamps) */
@@ -160,7 +162,7 @@ typedef struct {
     int cc_major, cc_minor, sms;
     /* how the profile was judged, quoted in its source text (empty: not judged): the load average before
      * and after, the quick re-measure's worst drift, a NOISY mark when written past the bounds on purpose */
-    char judged[320];
+    char judged[480];
 } Calibration;
 
 /* Measure GEMM, memory and launch on bk at the shapes of one layer of m (calibrate_host without the link):
@@ -237,13 +239,20 @@ int cal_fit_segment(const double *x, const double *y, int lo, int hi, double *a,
 
 /* The ranges of one sweep of op over n ranks (c: nc points, payloads increasing): bus bytes x = S x
  * comm_bus_factor(op, n), the time per call t = steps x lat + x / bw (steps = comm_ring_steps(op, n)). One
- * line over every size while it fits within CAL_FIT_ERR_MAX; else the range that misses most is split in
+ * line over every size while it fits within CAL_FIT_ERR_MAX; else the range that misses most (of those a split
+ * improves: one of 3 sizes or fewer, or whose every split misses as much, is kept and the next one tried) is split in
  * two (each of 2 sizes or more) where the worse half has the least largest error, when that beats the range
  * — [from, S_k) and [S_k, to), S_k the upper half's first size, the first range from 0 and the last with no
- * end — up to CAL_FIT_RANGES_MAX ranges (small, medium, large: on a CPU the caches change the bandwidth).
+ * end — up to CAL_FIT_RANGES_MAX ranges (on a CPU the caches change the bandwidth: L2, L3, memory; and the
+ * MPI transport changes protocol at its eager limit). Three ranges were not enough: on this project's 2-core
+ * host the FP32 all-reduce's [0, 256 KiB) line missed a size by 23 % (and put 512 B at 2.6 us, below the sweep's
+ * 3.1 us at 256 B), the FP32 reduce-scatter's ranges by 26 and 35 %, and the plan of TP's small all-reduces (the
+ * loss's, the norms' gradients) inherited it.
  * out (CAL_FIT_RANGES_MAX): op, path (link_path_of(op, dt)), from, to, lat = a / steps, bw = 1 / b (0 when b
  * is 0). Returns the count, 0 when no line fits (fewer than 2 points, a time <= 0). */
-enum { CAL_FIT_RANGES_MAX = 3 };
+enum { CAL_FIT_RANGES_MAX = 5 };
+_Static_assert((CAL_MAX_SWEEPS - 1) * CAL_FIT_RANGES_MAX + 2 <= CAL_MAX_FITS,
+               "links.csv holds every payload sweep's ranges and the two per-message fits");
 int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, CalRange *out);
 
 /* The per-message fits of the all-to-all (c: nc points, payload = the message to each peer in bytes, increasing;
@@ -391,7 +400,18 @@ typedef struct {
     double bound[CAL_FIGS];               /* the iqr bound: cal_iqr_max of the figure's repetitions */
     int noisy, drifted;                   /* figures past cal_iqr_max(reps), past CAL_DRIFT_MAX */
     int worst_noisy, worst_drift;         /* the figure furthest past each bound (-1: none) */
+    /* every op's payload sweep (c->sweep, not the per-message one) judged on its spread alone (cal_sweep_iqr
+     * against link_bound = cal_iqr_max(c->link_reps)): the plan times each collective with its fit, so a sweep a
+     * load burst spread is as wrong a profile as a noisy GEMM; link_noisy of them past the bound (counted in
+     * noisy too), worst_link the sweep furthest past it (-1: none) */
+    double link_iqr[CAL_MAX_SWEEPS], link_bound;
+    int link_noisy, worst_link;
 } CalJudge;
+
+/* A payload sweep's interquartile spread: its sizes' (q3 - q1) / median weighted by their median times, as a
+ * figure's rate is built from summed medians (the largest calls weigh most: the DP gradient all-reduce); NAN when
+ * it has no positive time. */
+double cal_sweep_iqr(const CalSweep *s);
 
 /* Judge profile c (measured with c->reps repetitions) against a re-measure (NULL: spreads only):
  * a figure is noisy when its iqr passes cal_iqr_max(c->reps) (the all-to-all's: cal_iqr_max(c->a2a_reps), its
@@ -399,7 +419,9 @@ typedef struct {
  * CAL_DRIFT_MAX; returns the count of both (0: the profile holds). A rate <= 0 counts as noisy. The
  * all-to-all's figures are skipped (j->skip) when c did not measure them (a2a_judged 0); measured in c and not
  * in again, they count as drifted. A warm-up that did not settle (c's or again's: warm_rounds > 0, warm_settled
- * 0) sets j->cold and counts once more: the figures were measured on a machine still speeding up. */
+ * 0) sets j->cold and counts once more: the figures were measured on a machine still speeding up. Each payload
+ * sweep of c (c->link_reps > 0) whose cal_sweep_iqr passes cal_iqr_max(c->link_reps) counts as noisy too
+ * (j->link_noisy, worst_link); it has no re-measure. */
 int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j);
 
 /* ---- the catalog rows (calibrate_rows.c) ---- */

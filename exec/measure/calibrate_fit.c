@@ -201,15 +201,20 @@ int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, CalRang
     double x[CAL_MAX_SIZES], y[CAL_MAX_SIZES], f = comm_bus_factor(op, (uint64_t)n);
     for (int i = 0; i < nc; i++) x[i] = (double)c[i].payload * f, y[i] = c[i].seconds;
     if (one_range(c, x, y, 0, nc, op, dt, n, &out[0])) return 0;
-    int nr = 1;
-    while (nr < CAL_FIT_RANGES_MAX) { /* split the range that misses most, while one misses past the bound */
-        int w = 0;
-        for (int i = 1; i < nr; i++)
-            if (out[i].max_err > out[w].max_err) w = i;
+    int nr = 1, stuck[CAL_FIT_RANGES_MAX] = {0}; /* stuck: no split of that range beats it */
+    while (nr < CAL_FIT_RANGES_MAX) {            /* split the range that misses most, while one misses past the bound */
+        int w = -1;
+        for (int i = 0; i < nr; i++)
+            if (!stuck[i] && out[i].max_err > CAL_FIT_ERR_MAX && (w < 0 || out[i].max_err > out[w].max_err)) w = i;
+        if (w < 0) break;
         CalRange a, b;
-        if (out[w].max_err <= CAL_FIT_ERR_MAX || best_split(c, x, y, &out[w], op, dt, n, &a, &b)) break;
+        if (best_split(c, x, y, &out[w], op, dt, n, &a, &b)) { /* the next worst may still split */
+            stuck[w] = 1;
+            continue;
+        }
         memmove(&out[w + 2], &out[w + 1], (size_t)(nr - w - 1) * sizeof *out);
-        out[w] = a, out[w + 1] = b;
+        memmove(&stuck[w + 2], &stuck[w + 1], (size_t)(nr - w - 1) * sizeof *stuck);
+        out[w] = a, out[w + 1] = b, stuck[w] = stuck[w + 1] = 0;
         nr++;
     }
     return nr;

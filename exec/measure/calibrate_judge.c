@@ -48,6 +48,31 @@ void cal_figures(const Calibration *c, double rate[CAL_FIGS], double iqr[CAL_FIG
                                  iqr[CAL_FIG_A2A_EAGER + k] = c->a2a_judged ? c->a2a_iqr[k] : 0;
 }
 
+double cal_sweep_iqr(const CalSweep *s)
+{
+    double secs = 0, w = 0;
+    for (int i = 0; i < s->n; i++) secs += s->pt[i].seconds, w += s->pt[i].iqr * s->pt[i].seconds;
+    return secs > 0 ? w / secs : NAN;
+}
+
+/* Each payload sweep's spread against its bound (j->link_*); the count past it. */
+static int judge_links(const Calibration *c, CalJudge *j)
+{
+    double worst = 0;
+    j->worst_link = -1;
+    j->link_bound = cal_iqr_max(c->link_reps);
+    for (int k = 0; c->link_reps > 0 && k < c->nsweep; k++) {
+        if (c->sweep[k].per_msg) continue; /* judged as the two a2a figures */
+        const double q = j->link_iqr[k] = cal_sweep_iqr(&c->sweep[k]);
+        const double over = isfinite(q) ? q / j->link_bound : INFINITY;
+        if (over > 1) {
+            j->link_noisy++;
+            if (over > worst) worst = over, j->worst_link = k;
+        }
+    }
+    return j->link_noisy;
+}
+
 int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j)
 {
     memset(j, 0, sizeof *j);
@@ -77,5 +102,6 @@ int cal_judge(const Calibration *c, const Calibration *again, CalJudge *j)
             if (d > worst_d) worst_d = d, j->worst_drift = f;
         }
     }
+    j->noisy += judge_links(c, j);
     return j->noisy + j->drifted + j->cold;
 }

@@ -183,8 +183,9 @@ static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, f
         if (i >= 0) t[i] = slowest;
     }
     if (st) return st;
-    c->payload = S;
-    cal_median(t, reps, &c->seconds, &c->spread);
+    CalStat q;
+    cal_stats(t, reps, &q);
+    c->payload = S, c->seconds = q.median, c->spread = q.spread, c->iqr = q.iqr;
     c->busbw = c->seconds > 0 ? (double)S * comm_bus_factor(sweeps[w].op, (uint64_t)comm->size) / c->seconds : 0;
     return ST_OK;
 }
@@ -341,6 +342,7 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
     if (!st) st = bk->memset0(bk, dst, big, e);
     if (!st) st = bk->memset0(bk, evict, evict_bytes + 4, e);
     out->nsweep = out->nrange = 0;
+    out->link_reps = per_size;
     for (int w = 0; !st && w < CAL_MAX_SWEEPS - 1; w++) {
         CalSweep *s = &out->sweep[out->nsweep];
         memset(s, 0, sizeof *s);

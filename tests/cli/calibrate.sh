@@ -241,6 +241,11 @@ expect_eq "calibrate under mpirun -np 2" "$rc" 0
 expect_line "the all-to-all's eager messages judged" '  a2a eager msg +GB/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +[-+][0-9.]+%  (ok|NOISY|MOVED)'
 expect_line "... and its rendezvous messages" '  a2a rndv msg +GB/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +[-+][0-9.]+%  (ok|NOISY|MOVED)'
 expect_out "... at its own calls' bound" "its iqr bound 18.6 % at 12 calls a size"
+# every op's payload sweep judged on its spread (its sizes' iqr weighted by their times) at the same 12 calls a
+# size: the ten sweeps (all-reduce and reduce-scatter in three dtypes, all-gather, send/recv, broadcast,
+# all-to-all), each with a verdict
+n=$(grep -cE '^  [a-z/-]+ +[a-z0-9]+ +interquartile spread +[0-9.]+% \(bound 18\.6 % at 12 calls a size\)  (ok|NOISY)$' "$TMP/out")
+expect_eq "every op's sweep judged on its spread" "$n" 10
 if grep -q '^  link: latency [0-9.]* us per ring step' "$TMP/out" && [ "$(grep -c '^fp8plan calibrate' "$TMP/out")" -eq 1 ]; then
     pass "the link measured, printed by rank 0 only"
 else

@@ -300,6 +300,33 @@ static void test_judge(void)
     c.elem_kind_bw[ELEM_AMAX] = again.elem_kind_bw[ELEM_AMAX] = 5e9, c.elem_kind_iqr[ELEM_AMAX] = 0.2;
     CHECK(cal_judge(&c, &again, &j) == 2 && j.noisy == 1 && j.worst_noisy == CAL_FIG_KIND + ELEM_AMAX);
     CHECK_STR(cal_fig_names[CAL_FIG_KIND + ELEM_CAST_ROW], "elem cast row");
+    /* every op's payload sweep, judged on its spread, at 28 calls a size (4 x 7): bound 0.06745 x sqrt(28) /
+     * 1.2533 = 0.06745 x 5.2915026 / 1.2533 = 0.2847776. An FP32 all-reduce of 3 sizes at 10 us, 100 us, 5 ms
+     * with iqrs 0.5, 0.3, 0.1: weighted by time (0.5 x 10 + 0.3 x 100 + 0.1 x 5000) / 5110 = 535 / 5110 =
+     * 0.1046967: ok (the small calls' spread weighs little). A send of 2 sizes at 2 us, 1 ms with iqrs 0.1,
+     * 0.4: (0.2 + 400) / 1002 = 0.3994012: past the bound (1.4025x), noisy, the profile's one count. The
+     * per-message sweep (per_msg) is the a2a figures' and not judged here, whatever its spread. */
+    c = judged_figures();
+    c.link_reps = 28, c.nsweep = 3;
+    c.sweep[0] = (CalSweep){.op = OP_ALL_REDUCE, .dtype = DT_FP32, .n = 3};
+    const double t0[] = {10e-6, 100e-6, 5e-3}, q0[] = {0.5, 0.3, 0.1};
+    for (int i = 0; i < 3; i++) c.sweep[0].pt[i].seconds = t0[i], c.sweep[0].pt[i].iqr = q0[i];
+    c.sweep[1] = (CalSweep){.op = OP_SEND_RECV, .dtype = DT_BF16, .n = 2};
+    c.sweep[1].pt[0].seconds = 2e-6, c.sweep[1].pt[0].iqr = 0.1;
+    c.sweep[1].pt[1].seconds = 1e-3, c.sweep[1].pt[1].iqr = 0.4;
+    c.sweep[2] = (CalSweep){.op = OP_ALL_TO_ALL, .dtype = DT_E4M3, .per_msg = 1, .n = 1};
+    c.sweep[2].pt[0].seconds = 1e-6, c.sweep[2].pt[0].iqr = 5;
+    CHECK(cal_judge(&c, NULL, &j) == 1);
+    CHECK(j.noisy == 1 && j.link_noisy == 1 && j.worst_link == 1 && j.worst_noisy == -1);
+    CHECK_REL(j.link_bound, 0.2847776, 1e-6);
+    CHECK_REL(j.link_iqr[0], 535.0 / 5110.0, 1e-12);
+    CHECK_REL(j.link_iqr[1], 400.2 / 1002.0, 1e-12);
+    /* the send's large calls within the bound (iqr 0.2: 200.2 / 1002 = 0.1998): the profile holds */
+    c.sweep[1].pt[1].iqr = 0.2;
+    CHECK(cal_judge(&c, NULL, &j) == 0 && j.worst_link == -1);
+    /* without link_reps (one rank; --check's measurement) nothing is judged */
+    c.sweep[1].pt[1].iqr = 0.4, c.link_reps = 0;
+    CHECK(cal_judge(&c, NULL, &j) == 0);
 }
 
 /* The checked warm-up's rule, last >= (1 - 0.05) prev, and the judge's use of it. */

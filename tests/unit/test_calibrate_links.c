@@ -98,6 +98,52 @@ static void test_fit_ranges(void)
         CHECK_REL(r[i].fit.bw, bw[i], 1e-6);
         CHECK(r[i].max_err < 1e-6);
     }
+    /* a fourth regime past the last-level cache, 2000 us + S / 0.1 GB/s at 4 MiB and 16 MiB: 2000 + 41943.04 =
+     * 43943.04 us and 2000 + 167772.16 = 169772.16 us. The third regime's line would give 100 + 16777.216 =
+     * 16877.216 us at 4 MiB (-61.6 %), past 10 %: a fourth range [4194304, no end), 1000 us per step (2 steps),
+     * 0.1 GB/s, and the three before it unchanged, their last now ending at 4 MiB. (Three ranges at most, as
+     * calibrate had before, left a size 20-35 % off its line on this project's host.) */
+    const uint64_t S3[] = {64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216};
+    const double A3[] = {4e-6, 4e-6, 4e-6, 20e-6, 20e-6, 20e-6, 100e-6, 100e-6, 2000e-6, 2000e-6};
+    const double B3[] = {0.5e9, 0.5e9, 0.5e9, 1e9, 1e9, 1e9, 0.25e9, 0.25e9, 0.1e9, 0.1e9};
+    n = sweep_of(S3, A3, B3, 10, 1.0, c);
+    CHECK_REL(c[8].seconds, 43943.04e-6, 1e-12);
+    CHECK_REL(c[9].seconds, 169772.16e-6, 1e-12);
+    CHECK(cal_fit_ranges(c, n, OP_ALL_REDUCE, DT_FP32, 2, r) == 4);
+    const uint64_t from4[] = {0, 4096, 262144, 4194304}, to4[] = {4096, 262144, 4194304, 0};
+    const double lat4[] = {2e-6, 10e-6, 50e-6, 1000e-6}, bw4[] = {0.5e9, 1e9, 0.25e9, 0.1e9};
+    for (int i = 0; i < 4; i++) {
+        CHECKF(r[i].fit.from == from4[i] && r[i].fit.to == to4[i], "range %d of 4: [%llu, %llu)", i,
+               (unsigned long long)r[i].fit.from, (unsigned long long)r[i].fit.to);
+        CHECK_REL(r[i].fit.lat, lat4[i], 1e-6);
+        CHECK_REL(r[i].fit.bw, bw4[i], 1e-6);
+        CHECK(r[i].max_err < 1e-6);
+    }
+    /* a range no split improves does not stop the others': 64, 256, 1024 B at 10, 2, 10 us (a scheduler's delay
+     * at both ends), 4096 and 16384 B at 20 us + S / 1 GB/s (24.096, 36.384 us), 65536 ... 1048576 B at 100 us +
+     * S / 0.25 GB/s (362.144, 1148.576, 4294.304 us). The first split is at 1024: [0, 1024) holds 10 and 2 us,
+     * whose line would fall (a negative slope), so it is their mean weighted 1/t^2, (10/100 + 2/4) / (1/100 + 1/4)
+     * = 2.3077 us, 1.1538 us per step (2 steps), bandwidth 0 (latency only), 76.9 % off 10 us; two sizes cannot be
+     * split. It misses most, and the loop used to stop there: [1024, no end) stayed one line. Now the next worst
+     * is split, [1024, 65536) (10 us at 1024 does not fit a line with the two after it, and three sizes cannot be
+     * split further) and [65536, no end), exact: 100 us / 2 steps = 50 us per step, 0.25 GB/s. */
+    const uint64_t S5[] = {64, 256, 1024, 4096, 16384, 65536, 262144, 1048576};
+    const double A5[] = {
+        10e-6 - 64 / 0.5e9, 2e-6 - 256 / 0.5e9, 10e-6 - 1024 / 0.5e9, 20e-6, 20e-6, 100e-6, 100e-6, 100e-6};
+    const double B5[] = {0.5e9, 0.5e9, 0.5e9, 1e9, 1e9, 0.25e9, 0.25e9, 0.25e9};
+    n = sweep_of(S5, A5, B5, 8, 1.0, c);
+    CHECK_REL(c[1].seconds, 2e-6, 1e-12);
+    CHECK(cal_fit_ranges(c, n, OP_ALL_REDUCE, DT_FP32, 2, r) == 3);
+    CHECK(r[0].fit.from == 0 && r[0].fit.to == 1024 && r[0].count == 2);
+    CHECK_REL(r[0].fit.lat, 0.6e-6 / 0.26 / 2, 1e-9);
+    CHECK(r[0].fit.bw == 0);
+    CHECK_REL(r[0].max_err, 1 - 0.6 / 0.26 / 10, 1e-9);
+    CHECK(r[1].fit.from == 1024 && r[1].fit.to == 65536 && r[1].count == 3 && r[1].max_err > CAL_FIT_ERR_MAX);
+    CHECK(r[2].fit.from == 65536 && r[2].fit.to == 0 && r[2].count == 3 && r[2].max_err < 1e-9);
+    CHECK_REL(r[2].fit.lat, 50e-6, 1e-6);
+    CHECK_REL(r[2].fit.bw, 0.25e9, 1e-6);
+    /* back to the three regimes: */
+    n = sweep_of(S2, A2, B2, 8, 1.0, c);
     /* the small and medium regimes alone: two ranges, split at 4096; the BF16 path */
     CHECK(cal_fit_ranges(c, 6, OP_ALL_REDUCE, DT_BF16, 2, r) == 2);
     CHECK(r[0].fit.to == 4096 && r[1].fit.from == 4096 && r[1].fit.to == 0 && r[1].fit.path == LINK_PATH_BF16);
@@ -317,7 +363,7 @@ static Status parse_links(Catalog *cat, const char *rows, Err *e)
     c.reps = 3, c.ranks = 2, c.rate[CAL_PATH_BF16] = 1e11, c.rate[CAL_PATH_FP8] = 5e10, c.rate[CAL_PATH_FP32] = 1e11;
     c.mem_bw = 1e10, c.elem_bw = 1e9, c.link_bw = 1e9, c.link_lat = 1e-6, c.mem_bytes = 1 << 30;
     snprintf(c.backend, sizeof c.backend, "cpu");
-    char gpus[16384], row[8192], text[4096];
+    char gpus[16384], row[8192], text[8192];
     Status st = cal_gpu_row(&c, "h", row, sizeof row, e);
     if (st) return st;
     GpuSpec g = fx_gpu();
@@ -375,6 +421,43 @@ static void test_links_csv(void)
         CHECK(cal_link_row_of(h, 2, row, sizeof row, &e) == ST_OK);
         CHECK_CONTAINS(row, "2,h,all-to-all,rendezvous,4032,,3,8,");
     }
+    /* a profile of this calibrate: ten payload sweeps of five ranges each ([0, 64), [64, 4096), [4096, 65536),
+     * [65536, 1 MiB), [1 MiB, no end)), 50 rows, and the two per-message fits: 52 rows, past the 32 a row held
+     * before; each call is timed at its own range (an all-reduce of 100,000 B in BF16: the fourth, latency 4 us) */
+    static const char *const ops[10][2] = {
+        {"all-reduce", "fp32"},     {"all-reduce", "bf16"},    {"all-reduce", "fp8"},   {"reduce-scatter", "fp32"},
+        {"reduce-scatter", "bf16"}, {"reduce-scatter", "fp8"}, {"all-gather", "bytes"}, {"send/recv", "bytes"},
+        {"broadcast", "bytes"},     {"all-to-all", "bytes"}};
+    static const char *const cuts[6] = {"0", "64", "4096", "65536", "1048576", ""};
+    char many[4096];
+    size_t k = 0;
+    for (int o = 0; o < 10; o++)
+        for (int r = 0; r < 5; r++)
+            k += (size_t)snprintf(many + k, sizeof many - k, "1,h,%s,%s,%s,%s,%d,1,\"x\"\n", ops[o][0], ops[o][1],
+                                  cuts[r], cuts[r + 1], r + 1);
+    k += (size_t)snprintf(many + k, sizeof many - k,
+                          "2,h,all-to-all,eager,0,4041,1,1,\"e\"\n2,h,all-to-all,rendezvous,4041,,2,2,\"r\"\n");
+    CHECK(k < sizeof many);
+    st = parse_links(cat, many, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    h = catalog_gpu(cat, "h");
+    CHECK(h && h->nlink_fit == 52);
+    if (h && h->nlink_fit == 52) {
+        const LinkFit *f = plan_link_fit(h, OP_ALL_REDUCE, DT_BF16, 100000);
+        CHECK(f == &h->link_fit[8] && f->from == 65536 && f->to == 1048576);
+        CHECK_REL(f->lat, 4e-6, 1e-12);
+    }
+    /* seven ranges a sweep, 70 rows: the 65th is more than links.csv holds */
+    static const char *const cuts7[8] = {"0", "64", "256", "1024", "4096", "65536", "1048576", ""};
+    k = 0;
+    for (int o = 0; o < 10; o++)
+        for (int r = 0; r < 7; r++)
+            k += (size_t)snprintf(many + k, sizeof many - k, "1,h,%s,%s,%s,%s,1,1,\"x\"\n", ops[o][0], ops[o][1],
+                                  cuts7[r], cuts7[r + 1]);
+    CHECK(k < sizeof many);
+    memset(&e, 0, sizeof e);
+    CHECK(parse_links(cat, many, &e) == ST_DATA);
+    CHECK_CONTAINS(e.msg, "more than 64 fits");
     /* refused, naming the column and the value (exit 65 from the command) */
     static const struct {
         const char *row, *col, *what;
