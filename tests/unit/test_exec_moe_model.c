@@ -371,6 +371,13 @@ static void test_refusals(void)
         CHECK(!fx_plan(&mla, &mb, B, 1, &p, &e));
         CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
         CHECK_CONTAINS(e.msg, "model fx-mla: the cuda backend runs no latent attention (kv_lora_rank 12) yet");
+        ModelSpec lb = fx_llama(); /* deepseek-v3 over TP with whole blocks (model_tp_block.c): the cpu backend's */
+        lb.head_dim = 64, lb.kv_heads = 4, lb.ffn_hidden = 256;
+        Recipe ds = fx_recipe("deepseek-v3");
+        CHECK(!fx_plan_par(&lb, &ds, B, 4, 2, 1, &p, &e));
+        CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
+        CHECK_CONTAINS(e.msg, "--tp 2 --recipe deepseek-v3: the cuda backend's block-scaled GEMMs over the gathered "
+                              "shards (a rank's codes, then its scales) are not checked against the CPU reference yet");
         bk->name = name;
     }
     if (comm) comm->destroy(comm);
