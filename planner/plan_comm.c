@@ -175,6 +175,19 @@ static uint64_t act_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t rows, uint6
 
 uint64_t plan_bus_bytes(CommOp op, uint64_t n, uint64_t S, Ck *ck) { return bus(op, n, S, ck); }
 
+uint64_t plan_tp_regather_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t tok, uint64_t cols, uint64_t tp)
+{
+    uint64_t b = ck_mul3(ck, tok, cols, dt_bytes(dt));
+    if (dt_fp8(dt) && gr != GRAN_TENSOR && tp) { /* each rank's transposed (cols, tok/tp) tiles, from its first token */
+        uint64_t n, sb;
+        if (gran_scale_count(gr, cols, tok / tp, &n, &sb, NULL))
+            ck->ovf = 1;
+        else
+            b = ck_add(ck, b, ck_mul(ck, sb, tp));
+    }
+    return b;
+}
+
 /* plan_coll_time, with the bus bytes of (op, n, S) when the caller has them (busb; NULL: counted here). */
 static double coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S,
                         const uint64_t *busb, Ck *ck, double *bw, double *lat)
@@ -338,8 +351,9 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     } else if (t > 1) {
         uint64_t f = full ? 4 : 2;
         plan_coll_set(in, p, CO_TP_AG_FWD, rc->comm_tp_ag, t, 1, S_ag, ck_mul(ck, per_layer_calls, f), ck);
-        /* backward gathers: 2 output gradients (comm_tp_rs dtype) + 2 saved-input re-gathers (comm_tp_ag) */
-        uint64_t S_bag = ck_add(ck, S_rs, S_ag);
+        /* backward gathers: 2 output gradients (comm_tp_rs dtype) + 2 saved-input re-gathers (comm_tp_ag; the
+         * saved copy is the transposed one, block scales tiled along each rank's tokens) */
+        uint64_t S_bag = ck_add(ck, S_rs, plan_tp_regather_bytes(ck, rc->comm_tp_ag, rc->act_gran, g->tok, h, t));
         plan_coll_set(in, p, CO_TP_AG_BWD, rc->comm_tp_rs == rc->comm_tp_ag ? rc->comm_tp_ag : DT_NONE, t, 1, S_bag / 2,
                       ck_mul(ck, per_layer_calls, 4), ck);
         p->coll[CO_TP_AG_BWD].payload_bytes = S_bag / 2; /* mean payload of the two kinds */

@@ -264,6 +264,11 @@ void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint
                    uint64_t payload, uint64_t calls, Ck *ck);
 /* Bytes one GPU sends for one call of op over n ranks with payload S (nccl-tests' bus bytes; plan_comm.c). */
 uint64_t plan_bus_bytes(CommOp op, uint64_t n, uint64_t S, Ck *ck);
+/* The bytes of a column-parallel input's saved shards gathered again for its weight gradient over tp ranks:
+ * tok x cols in dt, and under block scaling (FP8 dt, gr not per-tensor) the transposed copies' scales, each
+ * rank's (cols, tok/tp) tiled from its first token — what Transformer Engine's blockwise all-gather moves for
+ * the columnwise data (exec/model/model_tp_block.c). */
+uint64_t plan_tp_regather_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t tok, uint64_t cols, uint64_t tp);
 /* The TP collectives outside the layers: vocabulary-parallel embedding, LM head and loss, the all-reduce of the
  * TP-replicated parameters' gradients (plan_comm_vocab.c); their seconds per micro-batch on a stage holding
  * the embedding (first) and/or the head (last), forward and backward, all on the critical path. */

@@ -369,6 +369,11 @@ static uint64_t layer_bwd(const PlanInput *in, const Geo *g, const LayerAct *la,
                                    tiles run along the tokens) */
         uint64_t n1, n2, s1 = plan_block_scale_bytes(rc->act_gran, g->tok, dwide, &n1),
                          s2 = plan_block_scale_bytes(rc->act_gran, dwide, g->tok, &n2);
+        if (g->rep > 1) { /* SP: a column-parallel wgrad's copy tiled along each rank's tokens from its first */
+            uint64_t n3, s3 = ck_mul(ck, plan_block_scale_bytes(rc->act_gran, dwide, g->tok / g->rep, &n3), g->rep);
+            if (n3 == UINT64_MAX) ck->ovf = 1;
+            s2 = s3 > s2 ? s3 : s2;
+        }
         if (n1 == UINT64_MAX || n2 == UINT64_MAX) ck->ovf = 1;
         bwd = ck_add(ck, bwd, ck_add(ck, 2 * ck_mul(ck, g->tok, dwide), ck_add(ck, s1, s2)));
     }

@@ -206,16 +206,22 @@ static void tp_collectives(const PlanInput *in, const Geo *g, Plan *p, const Hel
      * kv_lora a token, are gathered as a column-parallel input is (the recipe's tp_allgather dtype, gathered again
      * for the weight gradient, their input gradients reduce-scattered), and the RoPE key k_pos_emb, rope a token,
      * by gather_from_sequence_parallel_region in the activations' dtype (its backward a reduce-scatter) */
-    uint64_t S_lat = S_ag, S_latb = ck_add(ck, S_rs, S_ag), S_latr = S_rs;
+    /* the saved inputs gathered again: the transposed copies (their block scales tiled along each rank's tokens) */
+    const uint64_t S_agT = plan_tp_regather_bytes(ck, rc->comm_tp_ag, rc->act_gran, g->tok, h, g->tp);
+    uint64_t S_lat = S_ag, S_latb = ck_add(ck, S_rs, S_agT), S_latr = S_rs;
     if (x->mla) {
         uint64_t r = in->model->qk_rope_head_dim, S_up = ck_mul3(ck, g->tok, x->latent, dt_bytes(rc->comm_tp_ag));
-        if (dt_fp8(rc->comm_tp_ag) && rc->act_gran != GRAN_TENSOR) {
-            uint64_t n, sb;
-            if (gran_scale_count(rc->act_gran, g->tok, x->latent, &n, &sb, NULL)) ck->ovf = 1;
-            S_up = ck_add(ck, S_up, sb);
+        if (dt_fp8(rc->comm_tp_ag) && rc->act_gran != GRAN_TENSOR) { /* two tensors, each row's tiles its own */
+            uint64_t kl = in->model->kv_lora_rank, n, sq, sk;
+            if (gran_scale_count(rc->act_gran, g->tok, x->latent - kl, &n, &sq, NULL) ||
+                gran_scale_count(rc->act_gran, g->tok, kl, &n, &sk, NULL))
+                ck->ovf = 1;
+            else
+                S_up = ck_add(ck, S_up, ck_add(ck, sq, sk));
         }
         uint64_t S_rope = ck_mul3(ck, g->tok, r, dt_bytes(rc->comm_tp_rs));
-        S_lat = ck_add(ck, S_up, S_rope), S_latb = ck_add(ck, S_rs, S_up);
+        S_lat = ck_add(ck, S_up, S_rope);
+        S_latb = ck_add(ck, S_rs, plan_tp_regather_bytes(ck, rc->comm_tp_ag, rc->act_gran, g->tok, x->latent, g->tp));
         S_latr = ck_mul3(ck, g->tok, x->latent + r, dt_bytes(rc->comm_tp_rs));
     }
     /* FFN pairs whose forward runs again for a module (mlp: a dense layer's; moe, shared_experts: the shared
@@ -226,7 +232,7 @@ static void tp_collectives(const PlanInput *in, const Geo *g, Plan *p, const Hel
         uint64_t n = ck_mul(ck, hd->n[k], m), ffn = k == XK_DENSE || x->Fs_t;
         pairs = ck_add(ck, pairs, ck_mul(ck, n, 1 + ffn));
         ag_bytes = ck_add(ck, ag_bytes, ck_mul(ck, n, ck_add(ck, S_lat, ffn ? S_ag : 0)));
-        agb_bytes = ck_add(ck, agb_bytes, ck_mul(ck, n, ck_add(ck, S_latb, ffn ? ck_add(ck, S_rs, S_ag) : 0)));
+        agb_bytes = ck_add(ck, agb_bytes, ck_mul(ck, n, ck_add(ck, S_latb, ffn ? ck_add(ck, S_rs, S_agT) : 0)));
         rsb_bytes = ck_add(ck, rsb_bytes, ck_mul(ck, n, ck_add(ck, S_latr, ffn ? S_rs : 0)));
         if ((k == XK_DENSE && (mods & RECOMPUTE_MOD_MLP)) ||
             (k == XK_MOE && x->Fs_t && (mods & (RECOMPUTE_MOD_MOE | RECOMPUTE_MOD_SHARED))))
@@ -248,10 +254,13 @@ static void tp_collectives(const PlanInput *in, const Geo *g, Plan *p, const Hel
         S_min = ck_add(ck, S_min, sb);
     }
     uint64_t mtp_b = ck_mul(ck, nmtp, ck_add(ck, S_min, S_mh)), fcalls = ck_add(ck, fpairs, ck_mul3(ck, 2, nmtp, full));
+    /* backward: the gradient gathered, and the input again (its transposed copy's tiles, as the layers') */
+    uint64_t mtp_bk = ck_mul(
+        ck, nmtp, ck_add(ck, S_mh, plan_tp_regather_bytes(ck, rc->comm_tp_ag, rc->act_gran, g->tok, 2 * h, g->tp)));
     uint64_t S_agf =
         ck_add(ck, ck_add(ck, ck_mul(ck, ag_bytes, full), ck_mul(ck, again, S_ag)), ck_mul(ck, mtp_b, full));
     S_agf /= fcalls;
-    agb_bytes = ck_add(ck, agb_bytes, mtp_b);
+    agb_bytes = ck_add(ck, agb_bytes, mtp_bk);
     rsb_bytes = ck_add(ck, rsb_bytes, ck_mul(ck, nmtp, ck_mul3(ck, g->tok, 2 * h, dt_bytes(rc->comm_tp_rs))));
     if (g->rep == 1) {
         plan_coll_set(in, p, CO_TP_AR_FWD, rc->comm_tp_rs, g->tp, 1, S_rs, fpairs, ck);

@@ -123,6 +123,13 @@ static void other_dy(const PlanInput *in, const Geo *g, Ck *ck, int k, uint64_t 
         uint64_t e = ck_mul(ck, m[i], n[i]), c1, c2;
         uint64_t t = ck_add(ck, plan_block_scale_bytes(in->recipe->act_gran, m[i], n[i], &c1),
                             plan_block_scale_bytes(in->recipe->act_gran, n[i], m[i], &c2));
+        if (g->rep > 1 && m[i] == g->tok) { /* SP: a column-parallel wgrad's copy tiled along each rank's tokens */
+            uint64_t c3,
+                t3 = ck_mul(ck, plan_block_scale_bytes(in->recipe->act_gran, n[i], m[i] / g->rep, &c3), g->rep);
+            if (c3 == UINT64_MAX) ck->ovf = 1;
+            t3 = ck_add(ck, t3, plan_block_scale_bytes(in->recipe->act_gran, m[i], n[i], &c3));
+            if (t3 > t) t = t3;
+        }
         if (c1 == UINT64_MAX || c2 == UINT64_MAX) ck->ovf = 1;
         if (e > *elems) *elems = e;
         if (t > *tiles) *tiles = t;

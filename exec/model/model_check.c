@@ -21,11 +21,7 @@ Status model_check(const Plan *p, Err *e)
                        "the executor materializes attention scores without recompute or dropout; plan it that way "
                        "(exec_plan_input)");
     Status st = exec_recipe_check(in->recipe, e);
-    if (!st && exec_block_scaled(in->recipe) && in->tp > 1)
-        st = err_set(e, ST_UNAVAILABLE,
-                     "recipe %s: block scaling runs over data, pipeline and expert parallelism only so far (tp %u "
-                     "given)",
-                     in->recipe->name, in->tp);
+    if (!st) st = model_tp_block_check(p, e); /* block scaling over TP: shards on block boundaries */
     if (!st) st = model_moe_check(p, e);
     if (!st) st = model_mla_check(p, e);
     if (!st) st = model_mtp_check(p, e);

@@ -256,6 +256,12 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
                        "(strided_copy), partial rotation or value heads of their own width; the cpu backend does "
                        "(--backend cpu)",
                        p->in.model->name, bk->name, p->in.model->kv_lora_rank);
+    if (exec_block_scaled(p->in.recipe) && p->in.tp > 1 && strcmp(bk->name, "cpu"))
+        return err_set(e, ST_UNAVAILABLE,
+                       "--tp %u --recipe %s: the %s backend's block-scaled GEMMs over the gathered shards (a rank's "
+                       "codes, then its scales) are not checked against the CPU reference yet; the cpu backend runs "
+                       "them (--backend cpu)",
+                       p->in.tp, p->in.recipe->name, bk->name);
     if (exec_block_scaled(p->in.recipe) && (st = lt_block_scales_check(bk, e))) { /* the loaded cuBLASLt's */
         err_prefix(e, "recipe %s on model %s", p->in.recipe->name, p->in.model->name);
         return st;

@@ -476,4 +476,20 @@ Status model_tp_xent_of(Model *m, float *logits, const int32_t *targets, float *
  * all-reduced. Not plan collectives (the plan counts none for them). */
 Status model_tp_finish_grads(Model *m, Err *e);
 
+/* ---- block-scaled FP8 over TP (model_tp_block.c) ---- */
+/* ST_UNAVAILABLE naming the flag and model column when a shard boundary (tokens, a sharded weight's rows or
+ * columns) misses the recipe's 128 boundaries; ST_OK at tp 1 or without block scaling. */
+Status model_tp_block_check(const Plan *p, Err *e);
+/* Bytes of a (rows, cols) tensor's E4M3 codes followed by its 1x128 tiles' FP32 scales. */
+uint64_t model_tp_block_seg(uint64_t rows, uint64_t cols);
+/* A column-parallel linear's saved transposed shard's scales: after its codes (model_layout.c). */
+float *model_tp_block_saved_s(Model *m, uint32_t l, LinearKind k);
+/* A column-parallel forward: x, this rank's tokens, cast and gathered, the GEMM d (b set) run over the ranks'
+ * rows into d->d. */
+Status model_tp_block_fwd(Model *m, uint32_t l, LinearKind k, const void *x, GemmDesc *d, Err *e);
+/* dY (B·T, N)'s transposed copy, each rank's tokens tiled on their own: (tp, N, B·T/tp) and their scales. */
+Status model_tp_block_dy_col(Model *m, const void *dy, uint64_t N, uint8_t *col, float *col_s, Err *e);
+/* A column-parallel wgrad (wg's a: model_tp_block_dy_col's copy): the saved shards gathered, rank by rank. */
+Status model_tp_block_wgrad(Model *m, uint32_t l, LinearKind k, GemmDesc *wg, Err *e);
+
 #endif

@@ -290,6 +290,11 @@ static void saved(Model *m, int bind, ArenaSpecs *sp)
             if (k == LIN_KV_DOWN && !save_fp8) continue; /* kv_down's BF16 input is the q projection's */
             /* the shard a column-parallel input keeps, or a duplicated one runs on */
             uint64_t BTk = model_tp_col(m, (LinearKind)k) || model_tp_dup(m, (LinearKind)k) ? BTs : BT;
+            if (save_fp8 && exec_block_scaled(r) && model_tp_col(m, k)) { /* TP: codes, then their scales */
+                arena_add(sp, MT_ACT_LAYER_FP8, r->saved_input, model_tp_block_seg(K, BTk), la ? &la->q_col[k] : NULL,
+                          "input.fp8_col+scale_inv", li);
+                continue;
+            }
             if (save_fp8 && exec_block_scaled(r)) /* its tiles along the tokens: (K, ceil(B·T/128)) */
                 arena_add(sp, MT_ACT_LAYER_FP8, DT_FP32, blocks_of(r->act_gran, K, BTk), la ? &la->q_col_s[k] : NULL,
                           "input.fp8_col.scale_inv", li);
@@ -342,6 +347,8 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
     /* block scaling: the tiles of the row-wise input and of both output gradients' copies */
     uint64_t qrow_s = blocks_of(r->act_gran, BT, wide), dq_s = blocks_of(r->act_gran, BT, dwide),
              dqc_s = blocks_of(r->act_gran, dwide, BT);
+    if (m->tp > 1) /* TP: each rank's tokens tiled from their first (model_tp_block_dy_col) */
+        dqc_s = max2(dqc_s, m->tp * blocks_of(r->act_gran, dwide, model_sp_tokens(m)));
     for (uint32_t l = 0; l < s->layers; l++)
         if (model_moe_layer(m, l)) { /* the experts' (exec/model/model_moe_fp8.c, model_moe_block.c): R rows */
             uint64_t R = model_moe_rows(m), Fe = s->expert_ffn, dmax = max2(C, max2(spec_fc1_k(s) * Fe, Fe));

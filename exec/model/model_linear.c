@@ -217,18 +217,24 @@ Status model_linear_fwd(Model *m, uint32_t l, LinearKind k, const void *x, void 
         return st;
     }
     LayerActs *la = model_la(m, l);
-    if (exec_block_scaled(&m->recipe)) { /* one rank (model_check): X 1x128 tiles, W 128x128 blocks, E4M3 */
+    if (exec_block_scaled(&m->recipe)) { /* X 1x128 tiles, W 128x128 blocks, E4M3 (TP: model_tp_block.c) */
         const Recipe *r = &m->recipe;
         const Dtype f = r->gemm_fwd;
         ModelParam *w = L.w;
-        st = block_cast(m, x, A, M, K, r->act_gran, f, m->act.t_qrow, m->act.t_qrow_s, la->q_col[k], la->q_col_s[k], e);
-        if (!st)
-            st = block_cast(m, w->weight, r->gemm.dt[STATE_WEIGHT], N, K, r->weight_gran, f, w->wq_row, w->wq_row_s,
-                            w->wq_col, w->wq_col_s, e);
-        d.a = block_operand(m->act.t_qrow, f, m->act.t_qrow_s, r->act_gran);
+        st = block_cast(m, w->weight, r->gemm.dt[STATE_WEIGHT], N, K, r->weight_gran, f, w->wq_row, w->wq_row_s,
+                        w->wq_col, w->wq_col_s, e);
         d.b = block_operand(w->wq_row, f, w->wq_row_s, r->weight_gran);
         d.acc_precision = GEMM_ACC_TC14; /* the report's 14-bit accumulation, promoted every 128 of K */
+        if (col) {                       /* the shard's tiles cast, their codes and scales gathered */
+            d.a = block_operand(NULL, f, NULL, r->act_gran);
+            return st ? st : model_tp_block_fwd(m, l, k, x, &d, e);
+        }
+        if (!st)
+            st = block_cast(m, x, A, M, K, r->act_gran, f, m->act.t_qrow, m->act.t_qrow_s, la->q_col[k], la->q_col_s[k],
+                            e);
+        d.a = block_operand(m->act.t_qrow, f, m->act.t_qrow_s, r->act_gran);
         if (!st) st = bk->gemm(bk, &d, e);
+        if (!st && row) st = model_tp_scatter(m, CO_TP_RS_FWD, out, y, N, e);
         return st;
     }
     ScalingBank *fb = &m->sc.fwd;
@@ -330,7 +336,10 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
         const Recipe *r = &m->recipe;
         const Dtype fb8 = r->gemm_bwd, ff8 = r->gemm_fwd;
         ModelActs *a = &m->act;
-        st = block_cast(m, dy, A, M, N, r->act_gran, fb8, a->d_qrow, a->d_qrow_s, a->d_qcol, a->d_qcol_s, e);
+        /* TP column-parallel: dY's transposed copy cast rank piece by rank piece (model_tp_block_wgrad) */
+        st = block_cast(m, dy, A, M, N, r->act_gran, fb8, a->d_qrow, a->d_qrow_s, col ? NULL : a->d_qcol,
+                        col ? NULL : a->d_qcol_s, e);
+        if (!st && col) st = model_tp_block_dy_col(m, dy, N, a->d_qcol, a->d_qcol_s, e);
         if (st) return st;
         dg.a = block_operand(a->d_qrow, fb8, a->d_qrow_s, r->act_gran);
         dg.b = block_operand(w->wq_col, ff8, w->wq_col_s, r->weight_gran);
@@ -367,9 +376,13 @@ Status model_linear_bwd(Model *m, uint32_t l, LinearKind k, const void *dy, void
     }
     if (dx) st = bk->gemm(bk, &dg, e);
     if (!st && dx && col) st = model_tp_scatter(m, CO_TP_RS_BWD, dxg, dx, K, e);
-    if (!st && col) st = tp_regather(m, l, k, K, &wg.b, e);
+    const int blk = exec_block_scaled(&m->recipe);
+    if (!st && col && !blk) st = tp_regather(m, l, k, K, &wg.b, e);
     if (!st) st = model_grad_begin(m, w, 0, e);
-    if (!st) st = col && recipe_fp8_gemm(&m->recipe) ? tp_wgrad(m, &wg, e) : bk->gemm(bk, &wg, e);
+    if (!st && col && blk)
+        st = model_tp_block_wgrad(m, l, k, &wg, e); /* the saved shards gathered again, wgrad rank by rank */
+    else if (!st)
+        st = col && recipe_fp8_gemm(&m->recipe) ? tp_wgrad(m, &wg, e) : bk->gemm(bk, &wg, e);
     if (!st) st = model_grad_commit(m, w, 0, e);
     if (!st && b) st = model_grad_begin(m, b, 0, e);
     if (!st && b) st = bk->bias_grad(bk, dy_bias, A, M_bias, N, model_grad_target(m, b, 0), e);

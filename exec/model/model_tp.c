@@ -120,17 +120,22 @@ void model_tp_layout(Model *m, int bind, ArenaSpecs *sp)
     uint64_t W = m->mtp ? 2 * C : C;
     if (m->spec.q_lora_rank > W) W = m->spec.q_lora_rank;
     if (m->spec.kv_lora_rank > W) W = m->spec.kv_lora_rank;
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * W, a ? &a->tp_fwd : NULL, "tp_fwd");
+    /* block scaling: the gathered codes and scales of the widest input (model_tp_block.c), bytes as A's */
+    const int blk = exec_block_scaled(r);
+    const uint64_t seg = model_tp_block_seg(model_sp_tokens(m), W), ab = dtype_bytes(A);
+    uint64_t fw = BT * W;
+    if (blk && (seg * m->tp + ab - 1) / ab > fw) fw = (seg * m->tp + ab - 1) / ab;
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, fw, a ? &a->tp_fwd : NULL, "tp_fwd");
     if (model_last(m)) { /* the head and the loss: the last pipeline stage's */
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * C, a ? &a->tp_head_x : NULL, "tp_head_x");
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_HEAD, A, BT * C, a ? &a->tp_head_d : NULL, "tp_head_d");
     }
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * W, a ? &a->tp_full : NULL, "tp_full");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, fw, a ? &a->tp_full : NULL, "tp_full");
     if (model_last(m))
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, DT_FP32, 3 * BT, a ? &a->tp_xstats : NULL, "tp_xent_stats");
     if (recipe_fp8_gemm(r))
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, model_sp_tokens(m) * W, a ? &a->tp_qloc : NULL,
-                        "tp_q_local");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, blk ? seg : model_sp_tokens(m) * W,
+                        a ? &a->tp_qloc : NULL, "tp_q_local");
 }
 
 /* ---- initial values: this rank's slice of the one-rank tensor ---- */

@@ -201,7 +201,41 @@ mpi_run 2 "$FP8PLAN" $LLAMA --recipe fp8lm --steps 3 --tp 2
 expect_rc "tiny-llama fp8lm tp 2 exits 0 (every memory term within the plan)" 0
 expect_out "tiny-llama fp8lm tp 2: the verdict" "every rank sent the plan's bytes, byte for byte"
 
+# ---- deepseek-v3 (E4M3, 1x128 activation tiles, 128x128 weight blocks) at tp 2 -------------------
+# (exec/model/model_tp_block.c; docs/executor-moe.md "Block scaling with tensor parallelism"). tiny-llama-b:
+# hidden 256, FFN 256 SwiGLU, 4 heads of 64 and 4 KV heads, seq 16: a rank's 2 x 64 = 128 query, key and value
+# rows, 128 output-projection columns and 256 / 2 = 128 FFN columns, whole 128x128 blocks. By hand, per rank
+# and step (2 layers x 4 micro-batches of 32 tokens, 16 a rank; bus bytes = half the payload at 2 ranks):
+#   forward: QKV's and FC1's input gathered as E4M3 codes with their FP32 scales, 32 x 256 + 32 x
+#     ceil(256/128) x 4 = 8,448 B each: 2 x 8,448 x 8 / 2 = 67,584;
+#   backward: proj's and FC2's output gradient in BF16, 32 x 256 x 2 = 16,384 B each, and QKV's and FC1's
+#     saved transposed shards again, 256 x 32 codes + each rank's 256 x ceil(16/128) scales x 4 x 2 ranks
+#     = 10,240 B each: 2 x (16,384 + 10,240) x 8 / 2 = 212,992.
+# Against one rank: at step 1 the weights are one rank's and a row-wise tile is the one-rank cast's, so the
+# forward differs only by the row-parallel partial sums rounded to BF16 before their reduce-scatter (as
+# megatron-bf16's, ~2^-8 of a partial sum), which can move an E4M3 code at a rounding boundary: step 1 within
+# 1e-3 (measured 4.8e-5); the transposed copies are tiled along each rank's 16 tokens (one rank: 32), so the
+# weight gradients are cast with other tiles' scales from step 1 on: later steps within twice deepseek-v3's
+# 2^-4 + 2^-6 (0.15625, mpi_ep.sh's bound for its rows over EP ranks; measured 3.2e-4 over 3 steps).
+echo 'tiny-llama-b,2,256,256,4,4,64,256,16,rmsnorm,swiglu,rope,no,no,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
+LB="run --catalog $cat --model tiny-llama-b --mbs 2 --gbs 8 --quiet --recipe deepseek-v3 --steps 3"
+run $LB --loss-log "$TMP/b1.csv"
+expect_rc "tiny-llama-b deepseek-v3 one rank exits 0" 0
+mpi_run 2 "$FP8PLAN" $LB --tp 2 --loss-log "$TMP/b2.csv"
+expect_rc "tiny-llama-b deepseek-v3 tp 2 exits 0 (every term within the plan)" 0
+expect_line "deepseek-v3 tp 2: forward gathers E4M3 codes with their scales" \
+    "  tp_allgather_fwd +67584 +67584 +67584 +2/2 +exact"
+expect_line "deepseek-v3 tp 2: backward gathers, the transposed shards' tiles" \
+    "  tp_allgather_bwd +212992 +212992 +212992 +2/2 +exact"
+expect_out "deepseek-v3 tp 2: persistent memory as planned" "every rank holds the plan's persistent bytes, byte for byte"
+expect_out "deepseek-v3 tp 2: every collective as planned" "every rank sent the plan's bytes, byte for byte"
+within "tiny-llama-b deepseek-v3 tp 2 tracks one rank" "$TMP/b1.csv" "$TMP/b2.csv" 3 1e-3 0.15625
+
 # ---- refusals ---------------------------------------------------------------------------------
+mpi_run 2 "$FP8PLAN" $LLAMA --recipe deepseek-v3 --steps 1 --tp 2
+expect_rc "deepseek-v3 tp 2 with 8-wide heads: exits 69" 69
+expect_err "deepseek-v3 tp 2 with 8-wide heads: the flag and the column" \
+    "--tp 2 --recipe deepseek-v3: a shard of QKV's query rows and the output projection's columns (heads x head_dim / --tp) is 16 wide, not a multiple of the recipe's 128-wide blocks (model tiny-llama)"
 mpi_run 2 "$FP8PLAN" $GPT --recipe te-fp8-bf16in --steps 1 --tp 2
 expect_rc "FP8 GEMM inputs saved in BF16, tp 2: exits 69" 69
 expect_err "FP8 GEMM inputs saved in BF16, tp 2: the reason" "--tp 2 --recipe te-fp8-bf16in: FP8 tensor parallelism runs recipes that save FP8 GEMM inputs only"

@@ -371,6 +371,13 @@ static void test_refusals(void)
         CHECK(!fx_plan(&mla, &mb, B, 1, &p, &e));
         CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
         CHECK_CONTAINS(e.msg, "model fx-mla: the cuda backend runs no latent attention (kv_lora_rank 12) yet");
+        ModelSpec lb = fx_llama(); /* deepseek-v3 over TP with whole blocks (model_tp_block.c): the cpu backend's */
+        lb.head_dim = 64, lb.kv_heads = 4, lb.ffn_hidden = 256;
+        Recipe ds = fx_recipe("deepseek-v3");
+        CHECK(!fx_plan_par(&lb, &ds, B, 4, 2, 1, &p, &e));
+        CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
+        CHECK_CONTAINS(e.msg, "--tp 2 --recipe deepseek-v3: the cuda backend's block-scaled GEMMs over the gathered "
+                              "shards (a rank's codes, then its scales) are not checked against the CPU reference yet");
         bk->name = name;
     }
     if (comm) comm->destroy(comm);
@@ -453,13 +460,30 @@ static void test_refusals(void)
     CHECK_EQ_U64(xs, 16);
     CHECK_EQ_U64(es, 24);
     arena_specs_free(&sp);
-    /* block scales, latent attention and MTP over stages: test_exec_pp_slots; over TP still refused */
+    /* block scales, latent attention and MTP over stages: test_exec_pp_slots. Over TP (model_tp_block.c): fx_llama's
+     * 4 heads of 8 give a rank 2 x 8 = 16 query rows, not a whole 128-row block: refused (every case:
+     * test_exec_refusals' test_tp_block_refusals) */
     Recipe dsv3 = fx_recipe("deepseek-v3");
     ModelSpec lm = fx_llama();
     CHECK(!fx_plan_par(&lm, &dsv3, B, 4, 2, 1, &p, &e));
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "recipe deepseek-v3: block scaling runs over data, pipeline and expert parallelism only so "
-                          "far (tp 2 given)");
+    CHECK_CONTAINS(e.msg, "--tp 2 --recipe deepseek-v3: a shard of QKV's query rows and the output projection's "
+                          "columns (heads x head_dim / --tp) is 16 wide");
+    arena_specs_free(&sp);
+    /* with heads of 64, 4 KV heads and an FFN of 256 every shard is whole blocks (2 x 64 = 128 query, key and
+     * value rows, 256 / 2 = 128 FFN columns) and it lays out: a column-parallel input's saved transposed shard
+     * is one tensor, its (K, B·T/tp) = (32, 4 x 16 / 2 = 32) codes and then their 32 x ceil(32/128) = 32 FP32
+     * scales: 32 x 32 + 4 x 32 = 1,152 bytes (QKV and FC1 of each layer: 4 of them) */
+    lm.head_dim = 64, lm.kv_heads = 4, lm.ffn_hidden = 256;
+    CHECK(!fx_plan_par(&lm, &dsv3, B, 4, 2, 1, &p, &e));
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    uint32_t nsaved = 0;
+    for (uint32_t i = 0; i < sp.n; i++)
+        if (!strcmp(sp.v[i].name, "input.fp8_col+scale_inv")) {
+            nsaved++;
+            CHECK_EQ_U64(sp.v[i].bytes, 1152);
+        }
+    CHECK_EQ_U64(nsaved, 4);
     arena_specs_free(&sp);
     /* latent attention at TP 2 (model_mla.c): every saved term the plan's (the latents, their norms' rstd and the
      * down- and up-projections' inputs on the sequence shard); with gradients not FP32 (fp8lm's E4M3 main gradient),

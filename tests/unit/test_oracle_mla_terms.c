@@ -275,6 +275,13 @@ static void test_qk_norm_transient(void)
  * FP8 (fx_te_recipe: E4M3 gathers of the linears' inputs, the RoPE key and the gradients BF16): forward
  * 512 x 192 + 16,384 = 114,688 and 131,072 → 122,880; backward gathers 262,144 + 98,304 = 360,448 and 262,144 +
  * 131,072 = 393,216 → 8 calls of 188,416; backward scatters as BF16's.
+ * Block-scaled (fx_te_recipe with 1x128 activation tiles, DeepSeek-V3's; exec/model/model_tp_block.c): the gathers
+ * carry the FP32 scales beside the codes. Forward, each row's tiles its own tensor's: the latents 98,304 codes + 512
+ * x ceil(64/128) x 4 = 2,048 + 512 x ceil(128/128) x 4 = 2,048, the RoPE key 16,384: 118,784; FC1's input 131,072 +
+ * 512 x 2 x 4 = 4,096: 135,168 → 4 calls of 126,976. Backward, the saved transposed shards (cols, tr) tiled along a
+ * rank's 256 tokens, 2 ranks x cols x ceil(256/128) x 4: the latents 98,304 + 192 x 16 = 3,072, with proj's
+ * d(output) 262,144: 363,520; FC1's input 131,072 + 256 x 16 = 4,096 with FC2's d(output): 397,312 → 8 calls of
+ * (363,520 + 397,312) / 4 = 190,208 (row-wise tiles would have made the re-gathers 2,048 + 2,048 and 4,096).
  * The gradients all-reduced over TP once a step (FP32): per layer 2 norms x 256 + the latents' norms 64 + 128 +
  * the duplicated down-projections (64 + 128 + 16) x 256 = 53,248: 53,952, x 2 = 107,904, + the final norm 256 =
  * 108,160 values, 432,640 B. Saved on the shard: with kv_lora 64 instead of 128, act_layer_hp falls by
@@ -287,9 +294,10 @@ static void test_mla_tp_bytes(void)
     static const struct {
         int fp8;
         uint64_t agf, agb, rsb;
-    } c[] = {{0, 237568, 245760, 237568}, {1, 122880, 188416, 237568}};
-    for (int i = 0; i < 2; i++) {
+    } c[] = {{0, 237568, 245760, 237568}, {1, 122880, 188416, 237568}, {2, 126976, 190208, 237568}};
+    for (int i = 0; i < 3; i++) {
         Recipe r = c[i].fp8 ? fx_te_recipe("te", 0) : fx_bf16_recipe("bf16", 0);
+        if (c[i].fp8 == 2) r.act_gran = GRAN_1X128, r.weight_gran = GRAN_128X128;
         PlanInput in = fx_input(&m, &g, &r);
         in.gbs = 1, in.tp = 2, in.sp = 1;
         Plan p;
