@@ -371,7 +371,7 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
                       ck);
 
     /* amax: x and w maxima forward, dy backward, per micro-batch */
-    if (recipe_fp8_gemm(rc) && rc->amax_reduce != AMAX_NONE) {
+    if (rc_fp8_gemm(rc) && rc->amax_reduce != AMAX_NONE) {
         uint64_t n = rc->amax_reduce == AMAX_TP ? t * g->cp : t * g->cp * g->dp;
         uint64_t S = ck_mul(ck, LIN_COUNT * Ls, 3 * 4) / 2; /* mean of 2 (fwd) and 1 (bwd) fp32 per linear */
         plan_coll_set(in, p, CO_AMAX_AR, DT_FP32, n, 1, S, ck_mul(ck, 2, m), ck);

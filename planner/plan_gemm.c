@@ -47,6 +47,7 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
     gg->sms = gp->sms ? (double)gp->sms : 1.0; /* unknown SM count: one "SM" with the whole rate, no quantization */
     gg->inv_sms = 1.0 / gg->sms;
     gg->tm_sh = log2u(a->tile_m), gg->tn_sh = log2u(a->tile_n);
+    gg->tile2 = 2.0 * (double)(1ull << (gg->tm_sh + gg->tn_sh));
     gg->k0_16 = a->k0_16, gg->k0_8 = a->k0_8;
     double sus = gpu_sustained(gp);
     double typ16 = in->eff_gemm_bf16 > 0 ? 1.0 : sus, typ8 = in->eff_gemm_fp8 > 0 ? 1.0 : sus;
@@ -70,7 +71,9 @@ static double gemm_run(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, ui
     double k = (double)K, k0 = fp8 ? gg->k0_8 : gg->k0_16, rate = fp8 ? gg->sm_rate8 : gg->sm_rate16;
     double mn = (double)M * (double)N * (double)batch, extra = 0;
     if (seen < gg->sms) { /* less than one wave: split K over the idle SMs */
-        double split = (double)(uint64_t)(gg->sms / seen), kmax = (double)(uint64_t)(k / SPLIT_MIN_K);
+        /* whole parts through int64 (one instruction each way; uint64's conversions branch): sms / seen is at most
+         * the SM count (seen >= 1), k / 256 below 2^56 */
+        double split = (double)(int64_t)(gg->sms / seen), kmax = (double)(int64_t)(k / SPLIT_MIN_K);
         if (split > kmax) split = kmax;
         if (split > 1) {
             tiles *= split;
@@ -78,9 +81,9 @@ static double gemm_run(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, ui
             extra = mn * 4.0 * 2.0 * split; /* fp32 partials written, then read by the reduction */
         }
     }
-    double w = tiles * gg->inv_sms, waves = (double)(uint64_t)w;
+    double w = tiles * gg->inv_sms, waves = w < 0x1p63 ? (double)(int64_t)w : (double)(uint64_t)w;
     if (waves < w) waves += 1.0;
-    double tile_flops = 2.0 * (double)(1ull << (a + b)) * (k + k0);
+    double tile_flops = gg->tile2 * (k + k0);
     double tc = waves * tile_flops / rate;
     double ib = fp8 ? 1.0 : 2.0;
     double bytes = ((double)M * (double)K + (double)K * (double)N) * (double)batch * ib + mn * out_bytes + extra;

@@ -55,6 +55,9 @@ static inline uint64_t dt_bytes(Dtype d)
     }
 }
 static inline int dt_fp8(Dtype d) { return d == DT_E4M3 || d == DT_E5M2; }
+/* recipe_fp8_gemm and recipe_fp8_copy_bytes_per_param inline, for the same reason. */
+static inline int rc_fp8_gemm(const Recipe *r) { return dt_fp8(r->gemm_fwd) || dt_fp8(r->gemm_bwd); }
+static inline uint64_t rc_copy_bytes(const Recipe *r) { return dt_bytes(r->fp8_row) + dt_bytes(r->fp8_col); }
 
 /* ---- mixture of experts, latent attention and multi-token prediction (plan_moe*.c) ---- */
 
@@ -146,12 +149,18 @@ typedef struct {
 void plan_layer_params(const ModelSpec *md, Ck *ck, LayerParams *o);
 
 /* ---- memory helpers (plan_mem.c), shared with plan_moe_mem.c ---- */
-/* Sets term id of sm: its bytes, elements of dtype dt, sharded `shards` ways; name, category and whether it
- * persists come from its MEM_TERMS row. */
+/* Sets term id of sm: its bytes, elements of dtype dt, sharded `shards` ways; its name, category and whether it
+ * persists are plan_mem_labels' (from its MEM_TERMS row). */
 void plan_term(StageMem *sm, MemTermId id, Dtype dt, uint64_t elements, uint64_t bytes, uint32_t shards);
+/* Labels every term of sm (id, name, category, persistence; the rest empty) before a stage's plan_memory writes
+ * them: plan_term writes only a term's dtype, elements, bytes and shards. */
+void plan_mem_labels(StageMem *sm);
 /* The five states of `elems` elements of a state set, sharded over d ranks as the input's sharding says. */
 void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, const StateSet *s, uint64_t elems,
                       MemTermId w, MemTermId master, MemTermId grad, MemTermId mm, MemTermId vv);
+/* The states of s that it has (dtype not DT_NONE) and that shard over the DP group (bit 1u << StateId): the bits of
+ * plan_state_sharded, all at once. */
+unsigned plan_state_shard_bits(const PlanInput *in, const StateSet *s);
 /* Scales of one FP8-stored R x C tensor at granularity gr (0 for per-tensor; *count UINT64_MAX on overflow). */
 uint64_t plan_block_scale_bytes(Granularity gr, uint64_t rows, uint64_t cols, uint64_t *count);
 
@@ -355,6 +364,7 @@ typedef struct {
     double sm_rate16, sm_rate8; /* saturated FLOP/s of one SM, 16-bit and FP8 operands */
     double inv_sms, sms;
     uint32_t tm_sh, tn_sh; /* log2 of the tile sides */
+    double tile2;          /* 2 x a tile's outputs: its FLOPs per unit of K */
     double k0_16, k0_8;
     double inv_hbm;  /* s per byte at the achieved HBM bandwidth */
     double inv_elem; /* s per byte of the element-wise kernels (gpu_elem_bw) */

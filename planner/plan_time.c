@@ -497,7 +497,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
 
     /* FP8 weight casts: cached copies once per step, uncached ones every micro-batch; recipes without copies
      * (casts in the GEMM call, torchao-style) cast forward and again backward */
-    double wc = 0, copies = (double)recipe_fp8_copy_bytes_per_param(rc);
+    double wc = 0, copies = (double)rc_copy_bytes(rc);
     Dtype src = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : rc->gemm.dt[STATE_MASTER];
     double per = (double)dt_bytes(src) * (rc->scaling == SCALING_CURRENT ? 2.0 : 1.0);
     /* the fp8plan stack keeps its copies in memory but casts them again every micro-batch, except FP8-LM's copies
@@ -509,7 +509,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     double cast_bw = gpu_kind_bw(in->gpu, ELEM_CAST, in->eff_hbm);
     if (copies > 0)
         wc = fp8w * (per + copies) / cast_bw * (once ? 1.0 : m);
-    else if (recipe_fp8_gemm(rc) && !dt_fp8(src))
+    else if (rc_fp8_gemm(rc) && !dt_fp8(src))
         wc = fp8w * 2.0 * (per + 1.0) / cast_bw * m;
     tb->weight_cast_s = wc;
     /* the fp8plan executor casts each weight in its linear's forward (exec/model/model_linear.c
@@ -517,10 +517,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     if (in->fusion == FUSE_FP8PLAN && !once) tb->fwd_s += wc;
     /* FP8-LM's copies, cast once per step: after the optimizer, in its phase, when no state is sharded; after the
      * parameter all-gather (the communication phase) when one is (exec/model/model_step.c) */
-    int sharded = 0;
-    for (int k = 0; p->shard_ways > 1 && k < STATE_COUNT_; k++)
-        sharded |= (rc->gemm.dt[k] != DT_NONE && plan_state_sharded(in, &rc->gemm, (StateId)k)) ||
-                   (rc->other.dt[k] != DT_NONE && plan_state_sharded(in, &rc->other, (StateId)k));
+    int sharded = p->shard_ways > 1 && (plan_state_shard_bits(in, &rc->gemm) | plan_state_shard_bits(in, &rc->other));
     tb->opt_cast_s = in->fusion == FUSE_FP8PLAN && once && !sharded ? wc : 0;
     tb->other_s = p->coll[CO_AMAX_AR].time_s + p->coll[CO_EMB_GRAD_AR].time_s + p->coll[CO_TP_NORM_GRAD_AR].time_s;
     p->coll[CO_AMAX_AR].exposed_s = p->coll[CO_AMAX_AR].time_s;
