@@ -175,26 +175,9 @@ static uint64_t act_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t rows, uint6
 
 uint64_t plan_bus_bytes(CommOp op, uint64_t n, uint64_t S, Ck *ck) { return bus(op, n, S, ck); }
 
-/* plan_coll_time, with the bus bytes of (op, n, S) when the caller has them (busb; NULL: counted here). */
-static double coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S,
-                        const uint64_t *busb, Ck *ck, double *bw, double *lat)
-{
-    if (in->gpu->host && op == OP_ALL_TO_ALL) { /* per message, where the profile has those rows */
-        double t = plan_a2a_call(in->gpu, n, S, bw, lat);
-        if (t >= 0) return t;
-    }
-    const LinkFit *fit = in->gpu->host ? plan_link_fit(in->gpu, op, dt, S) : NULL;
-    if (fit) return plan_link_call(fit, op, n, S, bw, lat); /* the op's own measured fit */
-    return plan_coll_call(in, op, n, stride, (double)(busb ? *busb : bus(op, n, S, ck)), bw, lat);
-}
-
-double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S, Ck *ck,
-                      double *bw, double *lat)
-{
-    return coll_time(in, op, dt, n, stride, S, NULL, ck, bw, lat);
-}
-
-double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t stride, double b, double *bwo, double *lato)
+/* plan_coll_call, inline in this file: every planned collective is timed through it */
+static inline __attribute__((always_inline)) double coll_call(const PlanInput *in, CommOp op, uint64_t n,
+                                                              uint64_t stride, double b, double *bwo, double *lato)
 {
     const GpuSpec *gp = in->gpu;
     uint64_t gpn = gp->gpus_per_node, r = stride >= gpn ? 1 : udiv(gpn, stride);
@@ -225,6 +208,31 @@ double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t strid
     if (bwo) *bwo = bbw;
     if (lato) *lato = blat;
     return best;
+}
+
+/* plan_coll_time, with the bus bytes of (op, n, S) when the caller has them (busb; NULL: counted here). */
+static inline __attribute__((always_inline)) double coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n,
+                                                              uint64_t stride, uint64_t S, const uint64_t *busb, Ck *ck,
+                                                              double *bw, double *lat)
+{
+    if (in->gpu->host && op == OP_ALL_TO_ALL) { /* per message, where the profile has those rows */
+        double t = plan_a2a_call(in->gpu, n, S, bw, lat);
+        if (t >= 0) return t;
+    }
+    const LinkFit *fit = in->gpu->host ? plan_link_fit(in->gpu, op, dt, S) : NULL;
+    if (fit) return plan_link_call(fit, op, n, S, bw, lat); /* the op's own measured fit */
+    return coll_call(in, op, n, stride, (double)(busb ? *busb : bus(op, n, S, ck)), bw, lat);
+}
+
+double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S, Ck *ck,
+                      double *bw, double *lat)
+{
+    return coll_time(in, op, dt, n, stride, S, NULL, ck, bw, lat);
+}
+
+double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t stride, double b, double *bwo, double *lato)
+{
+    return coll_call(in, op, n, stride, b, bwo, lato);
 }
 
 /* Every field of plan_coll_set but the time (0): the collective, for its caller to time. */

@@ -60,8 +60,8 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
 
 /* `batch` GEMMs whose tiles share the SMs; the split of K is chosen from the tiles of `sized` of them (the batch
  * for one batched kernel, 1 for kernels launched one per GEMM, each sized by cuBLAS as if it ran alone). */
-static double gemm_run(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, uint64_t sized, int fp8,
-                       double out_bytes)
+static inline __attribute__((always_inline)) double gemm_run(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K,
+                                                             uint64_t batch, uint64_t sized, int fp8, double out_bytes)
 {
     uint32_t a = gg->tm_sh, b = gg->tn_sh;
     uint64_t ma = (M + (1ull << a) - 1) >> a, nb = (N + (1ull << b) - 1) >> b;
@@ -106,4 +106,16 @@ double gemm_time_streams(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, 
     uint64_t c = count < streams ? count : streams, rounds = count / c, rest = count % c;
     double t = (double)rounds * gemm_run(gg, M, N, K, c, 1, fp8, out_bytes);
     return rest ? t + gemm_run(gg, M, N, K, rest, 1, fp8, out_bytes) : t;
+}
+
+void gemm_time_linears(const GemmGpu *gg, uint64_t tok, const uint64_t *rows, const uint64_t *cols, int n, int f8,
+                       int b8, double wout, unsigned no_dgrad, double *fp, double *dg, double *wg)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t N = rows[i], K = cols[i];
+        int any = tok && N && K; /* gemm_time's zero sizes: 0 s */
+        fp[i] = any ? gemm_run(gg, tok, N, K, 1, 1, f8, 2) : 0;
+        wg[i] = any ? gemm_run(gg, N, K, tok, 1, 1, b8, wout) : 0;
+        if (!((no_dgrad >> i) & 1)) dg[i] = any ? gemm_run(gg, tok, K, N, 1, 1, b8, 2) : 0;
+    }
 }

@@ -374,6 +374,11 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg);
 /* Seconds for `batch` independent C[M,N] = A[M,K] B[K,N] with operands of in_bytes (1 or 2) and
  * out_bytes per element of C moved (2 for a BF16 output, 8 to read and write an fp32 accumulator). */
 double gemm_time(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, int fp8, double out_bytes);
+/* A layer's n linears (weight rows[i] x cols[i], tok rows of input): fp[i] the forward GEMM (f8: FP8 operands,
+ * a BF16 output), wg[i] the weight gradient's (b8, wout bytes per output element), dg[i] the input gradient's
+ * (b8, BF16 output; not written where bit i of no_dgrad is set), each gemm_time's. */
+void gemm_time_linears(const GemmGpu *gg, uint64_t tok, const uint64_t *rows, const uint64_t *cols, int n, int f8,
+                       int b8, double wout, unsigned no_dgrad, double *fp, double *dg, double *wg);
 /* Seconds for `count` GEMMs of one shape launched one kernel each, round-robin on `streams` streams (Transformer
  * Engine's grouped GEMM: 4): rounds of `streams` concurrent kernels; streams 0: one batched kernel (gemm_time). */
 double gemm_time_streams(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t count, uint64_t streams,

@@ -75,9 +75,10 @@ int plan_state_sharded(const PlanInput *in, const StateSet *s, StateId st) { ret
 
 unsigned plan_state_shard_bits(const PlanInput *in, const StateSet *s)
 {
-    unsigned held = 0; /* the states the set has */
+    unsigned b = shard_bits(in, s), held = 0; /* the states the set has */
+    if (!b) return 0;
     for (int k = 0; k < STATE_COUNT_; k++) held |= (unsigned)(s->dt[k] != DT_NONE) << k;
-    return shard_bits(in, s) & held;
+    return b & held;
 }
 
 /* One state's term: sh (sharded) holds part of the elements on this rank, d ways. */

@@ -130,20 +130,16 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     uint64_t tok = g->tok;
     double fp[LIN_COUNT], gf[LIN_COUNT], dg[LIN_COUNT], wg[LIN_COUNT];
     memset(L, 0, sizeof *L);
-    for (int i = 0; i < LIN_COUNT; i++) fp[i] = gemm_time(gg, tok, g->lin_rows[i], g->lin_cols[i], 1, f8, 2);
     /* FC1 and FC2 of one output width (GeLU) are each other's transpose: at one precision, FC1's dgrad is the
      * GEMM of FC2's forward ([tok x h x F/t]) and FC2's dgrad FC1's forward, timed there */
     int fc_twins =
         f8 == b8 && g->lin_rows[LIN_FC1] == g->lin_cols[LIN_FC2] && g->lin_cols[LIN_FC1] == g->lin_rows[LIN_FC2];
+    gemm_time_linears(gg, tok, g->lin_rows, g->lin_cols, LIN_COUNT, f8, b8, wout,
+                      fc_twins ? 1u << LIN_FC1 | 1u << LIN_FC2 : 0u, fp, dg, wg);
+    if (fc_twins) dg[LIN_FC1] = fp[LIN_FC2], dg[LIN_FC2] = fp[LIN_FC1];
     for (int i = 0; i < LIN_COUNT; i++) {
-        uint64_t N = g->lin_rows[i], K = g->lin_cols[i];
         gf[i] = fp[i] * fslow;
         L->gemm_f += gf[i];
-        wg[i] = gemm_time(gg, N, K, tok, 1, b8, wout);
-        if (fc_twins && (i == LIN_FC1 || i == LIN_FC2))
-            dg[i] = fp[i == LIN_FC1 ? LIN_FC2 : LIN_FC1];
-        else
-            dg[i] = gemm_time(gg, tok, K, N, 1, b8, 2);
         L->gemm_b += dg[i] + wg[i];
         L->wg += wg[i];
     }
