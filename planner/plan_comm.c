@@ -391,6 +391,7 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     int n = g->x.on ? CO_COUNT_ : CO_EP_DISPATCH_FWD; /* the expert collectives are unused without experts */
     for (int i = 0; i < n; i++) {
         const Collective *c = &p->coll[i];
+        if (!c->step_bytes) continue; /* unused (or empty): adds nothing */
         switch (c->group) {
         case GROUP_TP: p->tp_comm_bytes = ck_add(ck, p->tp_comm_bytes, c->step_bytes); break;
         case GROUP_CP: p->cp_comm_bytes = ck_add(ck, p->cp_comm_bytes, c->step_bytes); break;
