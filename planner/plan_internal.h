@@ -356,6 +356,12 @@ typedef struct {
 
 static inline double maxd(double a, double b) { return a > b ? a : b; }
 static inline double exposed(double comm, double window, double ov) { return maxd(0.0, comm - ov * window); }
+/* 1 / gpu_kind_bw(g, k, eff_hbm), given inv_elem = 1 / gpu_elem_bw(g, eff_hbm): a kind without a rate of its own
+ * runs at the element-wise one, whose inverse the caller has (the same bits, no division). */
+static inline double kind_inv(const GpuSpec *g, ElemKind k, double inv_elem)
+{
+    return g->elem_kind_bw[k] > 0 ? 1.0 / g->elem_kind_bw[k] : inv_elem;
+}
 /* Time of one call of collective c (0 when unused). */
 static inline double call_s(const Collective *c) { return c->calls ? c->time_s / (double)c->calls : 0; }
 

@@ -134,7 +134,7 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     double acc_b =
         g->m > 1 ? (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) : 0.0;
     Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}};
-    for (int k = 0; k < ELEM_KINDS; k++) f.kinv[k] = 1.0 / gpu_kind_bw(in->gpu, (ElemKind)k, in->eff_hbm);
+    for (int k = 0; k < ELEM_KINDS; k++) f.kinv[k] = kind_inv(in->gpu, (ElemKind)k, f.inv_bw);
     Acc b = f;
     double fa = 0, bm = 0; /* the forward's attention part, the backward's FFN part */
     switch (in->fusion) {

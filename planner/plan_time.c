@@ -226,13 +226,13 @@ static StageT stage_ends(const PlanInput *in, const Geo *g, const GemmGpu *gg, c
     }
     if (last) {
         uint64_t V = g->Vp_t, t = g->tok, hh = g->h;
-        double head_f = gemm_time(gg, t, V, hh, 1, 0, 2);
         double gb = (double)dt_bytes(plan_grad_dt(in, in->recipe->other.dt[STATE_GRAD]));
-        double head_w = gemm_time(gg, V, hh, t, 1, 0, 2.0 * gb), head_b = gemm_time(gg, t, hh, V, 1, 0, 2) + head_w;
+        double head_f, head_d, head_w; /* the LM head [Vp/tp, h] as a BF16 linear: forward, dgrad, wgrad */
+        gemm_time_linears(gg, t, &V, &hh, 1, 0, 0, 2.0 * gb, 0, &head_f, &head_d, &head_w);
+        double head_b = head_d + head_w;
         double ce = tok * (double)V * 8 * ib; /* logits to fp32, softmax, loss; its gradient */
         /* the forward's loss kernel and final norm at their kinds' rates where the profile has them (ElemKind) */
-        double ibx = 1.0 / gpu_kind_bw(in->gpu, ELEM_XENT, in->eff_hbm);
-        double ibn = 1.0 / gpu_kind_bw(in->gpu, ELEM_NORM, in->eff_hbm);
+        double ibx = kind_inv(in->gpu, ELEM_XENT, ib), ibn = kind_inv(in->gpu, ELEM_NORM, ib);
         double ce_f = tok * (double)V * 8 * ibx, ce_b = ce;
         if (in->fusion == FUSE_FP8PLAN) { /* the executor's loss kernel writes d(logits) in the forward (both
                                            * halves there); the backward converts that FP32 d(logits) to the
