@@ -42,13 +42,13 @@ void plan_advise(const PlanInput *in, Plan *p)
         m |= 1u << ADV_OOM;
     else if (p->verdict == PLAN_OVER_LIMIT)
         m |= 1u << ADV_HEADROOM;
-    int fp8 = recipe_fp8_gemm(r);
+    int fp8 = rc_fp8_gemm(r);
     if (fp8) {
         int hp_states = 1;
         for (int s = 0; s < STATE_COUNT_; s++)
-            if (r->gemm.dt[s] != DT_NONE && dtype_bytes(r->gemm.dt[s]) < 2) hp_states = 0;
-        if (r->gemm.dt[STATE_MASTER] != DT_NONE && dtype_bytes(r->gemm.dt[STATE_MASTER]) < 4) hp_states = 0;
-        if (hp_states && recipe_fp8_copy_bytes_per_param(r)) { /* which, as the plan holds the copies or not */
+            if (r->gemm.dt[s] != DT_NONE && dt_bytes(r->gemm.dt[s]) < 2) hp_states = 0;
+        if (r->gemm.dt[STATE_MASTER] != DT_NONE && dt_bytes(r->gemm.dt[STATE_MASTER]) < 4) hp_states = 0;
+        if (hp_states && rc_copy_bytes(r)) { /* which, as the plan holds the copies or not */
             uint64_t held = p->mem[MT_FP8_ROWWISE].bytes + p->mem[MT_FP8_COLWISE].bytes + p->mem[MT_FP8_EXPERT].bytes;
             m |= 1u << (held ? ADV_COMPUTE_ONLY : ADV_COMPUTE_ONLY_CAST);
         }
@@ -63,6 +63,6 @@ void plan_advise(const PlanInput *in, Plan *p)
         if (gd == DT_FP32 && p->shard_ways > 1) m |= 1u << ADV_FP32_GRAD_COMM;
         if (gd == DT_BF16 && p->shard_ways > 1) m |= 1u << ADV_BF16_GRAD_COMM;
     }
-    if (dtype_is_fp8(r->gemm.dt[STATE_V])) m |= 1u << ADV_FP8_SECOND_MOMENT;
+    if (dt_fp8(r->gemm.dt[STATE_V])) m |= 1u << ADV_FP8_SECOND_MOMENT;
     p->advice_mask = m;
 }

@@ -188,26 +188,9 @@ uint64_t plan_tp_regather_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t tok, 
     return b;
 }
 
-/* plan_coll_time, with the bus bytes of (op, n, S) when the caller has them (busb; NULL: counted here). */
-static double coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S,
-                        const uint64_t *busb, Ck *ck, double *bw, double *lat)
-{
-    if (in->gpu->host && op == OP_ALL_TO_ALL) { /* per message, where the profile has those rows */
-        double t = plan_a2a_call(in->gpu, n, S, bw, lat);
-        if (t >= 0) return t;
-    }
-    const LinkFit *fit = in->gpu->host ? plan_link_fit(in->gpu, op, dt, S) : NULL;
-    if (fit) return plan_link_call(fit, op, n, S, bw, lat); /* the op's own measured fit */
-    return plan_coll_call(in, op, n, stride, (double)(busb ? *busb : bus(op, n, S, ck)), bw, lat);
-}
-
-double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S, Ck *ck,
-                      double *bw, double *lat)
-{
-    return coll_time(in, op, dt, n, stride, S, NULL, ck, bw, lat);
-}
-
-double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t stride, double b, double *bwo, double *lato)
+/* plan_coll_call, inline in this file: every planned collective is timed through it */
+static inline __attribute__((always_inline)) double coll_call(const PlanInput *in, CommOp op, uint64_t n,
+                                                              uint64_t stride, double b, double *bwo, double *lato)
 {
     const GpuSpec *gp = in->gpu;
     uint64_t gpn = gp->gpus_per_node, r = stride >= gpn ? 1 : udiv(gpn, stride);
@@ -238,6 +221,31 @@ double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t strid
     if (bwo) *bwo = bbw;
     if (lato) *lato = blat;
     return best;
+}
+
+/* plan_coll_time, with the bus bytes of (op, n, S) when the caller has them (busb; NULL: counted here). */
+static inline __attribute__((always_inline)) double coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n,
+                                                              uint64_t stride, uint64_t S, const uint64_t *busb, Ck *ck,
+                                                              double *bw, double *lat)
+{
+    if (in->gpu->host && op == OP_ALL_TO_ALL) { /* per message, where the profile has those rows */
+        double t = plan_a2a_call(in->gpu, n, S, bw, lat);
+        if (t >= 0) return t;
+    }
+    const LinkFit *fit = in->gpu->host ? plan_link_fit(in->gpu, op, dt, S) : NULL;
+    if (fit) return plan_link_call(fit, op, n, S, bw, lat); /* the op's own measured fit */
+    return coll_call(in, op, n, stride, (double)(busb ? *busb : bus(op, n, S, ck)), bw, lat);
+}
+
+double plan_coll_time(const PlanInput *in, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S, Ck *ck,
+                      double *bw, double *lat)
+{
+    return coll_time(in, op, dt, n, stride, S, NULL, ck, bw, lat);
+}
+
+double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t stride, double b, double *bwo, double *lato)
+{
+    return coll_call(in, op, n, stride, b, bwo, lato);
 }
 
 /* Every field of plan_coll_set but the time (0): the collective, for its caller to time. */
@@ -414,7 +422,7 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
                       ck);
 
     /* amax: x and w maxima forward, dy backward, per micro-batch */
-    if (recipe_fp8_gemm(rc) && rc->amax_reduce != AMAX_NONE) {
+    if (rc_fp8_gemm(rc) && rc->amax_reduce != AMAX_NONE) {
         uint64_t n = rc->amax_reduce == AMAX_TP ? t * g->cp : t * g->cp * g->dp;
         uint64_t S = ck_mul(ck, LIN_COUNT * Ls, 3 * 4) / 2; /* mean of 2 (fwd) and 1 (bwd) fp32 per linear */
         plan_coll_set(in, p, CO_AMAX_AR, DT_FP32, n, 1, S, ck_mul(ck, 2, m), ck);
@@ -426,6 +434,7 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     int n = g->x.on ? CO_COUNT_ : CO_EP_DISPATCH_FWD; /* the expert collectives are unused without experts */
     for (int i = 0; i < n; i++) {
         const Collective *c = &p->coll[i];
+        if (!c->step_bytes) continue; /* unused (or empty): adds nothing */
         switch (c->group) {
         case GROUP_TP: p->tp_comm_bytes = ck_add(ck, p->tp_comm_bytes, c->step_bytes); break;
         case GROUP_CP: p->cp_comm_bytes = ck_add(ck, p->cp_comm_bytes, c->step_bytes); break;

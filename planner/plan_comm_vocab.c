@@ -173,7 +173,7 @@ void plan_vocab_time(const PlanInput *in, const Geo *g, const VocabCallT *vt, in
                      double *bwd)
 {
     *fwd = *bwd = 0;
-    if (g->tp <= 1) return;
+    if (g->tp <= 1 || (!first && !last)) return; /* a middle stage makes no vocabulary call */
     uint64_t mtp = last ? in->model->mtp_layers : 0;
     *fwd = calls_s(vocab_calls(in, g, first, last, 1, mtp), vt);
     *bwd = calls_s(vocab_calls(in, g, first, last, 0, mtp), vt);

@@ -58,6 +58,7 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
     gg->sms = gp->sms ? (double)gp->sms : 1.0; /* unknown SM count: one "SM" with the whole rate, no quantization */
     gg->inv_sms = 1.0 / gg->sms;
     gg->tm_sh = log2u(a->tile_m), gg->tn_sh = log2u(a->tile_n);
+    gg->tile2 = 2.0 * (double)(1ull << (gg->tm_sh + gg->tn_sh));
     gg->k0_16 = a->k0_16, gg->k0_8 = a->k0_8;
     double sus = gpu_sustained(gp);
     double typ16 = in->eff_gemm_bf16 > 0 ? 1.0 : sus, typ8 = in->eff_gemm_fp8 > 0 ? 1.0 : sus;
@@ -70,8 +71,8 @@ void gemm_gpu_init(const PlanInput *in, GemmGpu *gg)
 
 /* `batch` GEMMs whose tiles share the SMs; the split of K is chosen from the tiles of `sized` of them (the batch
  * for one batched kernel, 1 for kernels launched one per GEMM, each sized by cuBLAS as if it ran alone). */
-static double gemm_run(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, uint64_t sized, int fp8,
-                       double out_bytes)
+static inline __attribute__((always_inline)) double gemm_run(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K,
+                                                             uint64_t batch, uint64_t sized, int fp8, double out_bytes)
 {
     uint32_t a = gg->tm_sh, b = gg->tn_sh;
     uint64_t ma = (M + (1ull << a) - 1) >> a, nb = (N + (1ull << b) - 1) >> b;
@@ -81,7 +82,9 @@ static double gemm_run(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, ui
     double k = (double)K, k0 = fp8 ? gg->k0_8 : gg->k0_16, rate = fp8 ? gg->sm_rate8 : gg->sm_rate16;
     double mn = (double)M * (double)N * (double)batch, extra = 0;
     if (seen < gg->sms) { /* less than one wave: split K over the idle SMs */
-        double split = (double)(uint64_t)(gg->sms / seen), kmax = (double)(uint64_t)(k / SPLIT_MIN_K);
+        /* whole parts through int64 (one instruction each way; uint64's conversions branch): sms / seen is at most
+         * the SM count (seen >= 1), k / 256 below 2^56 */
+        double split = (double)(int64_t)(gg->sms / seen), kmax = (double)(int64_t)(k / SPLIT_MIN_K);
         if (split > kmax) split = kmax;
         if (split > 1) {
             tiles *= split;
@@ -89,9 +92,9 @@ static double gemm_run(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, ui
             extra = mn * 4.0 * 2.0 * split; /* fp32 partials written, then read by the reduction */
         }
     }
-    double w = tiles * gg->inv_sms, waves = (double)(uint64_t)w;
+    double w = tiles * gg->inv_sms, waves = w < 0x1p63 ? (double)(int64_t)w : (double)(uint64_t)w;
     if (waves < w) waves += 1.0;
-    double tile_flops = 2.0 * (double)(1ull << (a + b)) * (k + k0);
+    double tile_flops = gg->tile2 * (k + k0);
     double tc = waves * tile_flops / rate;
     double ib = fp8 ? 1.0 : 2.0;
     double bytes = ((double)M * (double)K + (double)K * (double)N) * (double)batch * ib + mn * out_bytes + extra;
@@ -114,4 +117,16 @@ double gemm_time_streams(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, 
     uint64_t c = count < streams ? count : streams, rounds = count / c, rest = count % c;
     double t = (double)rounds * gemm_run(gg, M, N, K, c, 1, fp8, out_bytes);
     return rest ? t + gemm_run(gg, M, N, K, rest, 1, fp8, out_bytes) : t;
+}
+
+void gemm_time_linears(const GemmGpu *gg, uint64_t tok, const uint64_t *rows, const uint64_t *cols, int n, int f8,
+                       int b8, double wout, unsigned no_dgrad, double *fp, double *dg, double *wg)
+{
+    for (int i = 0; i < n; i++) {
+        uint64_t N = rows[i], K = cols[i];
+        int any = tok && N && K; /* gemm_time's zero sizes: 0 s */
+        fp[i] = any ? gemm_run(gg, tok, N, K, 1, 1, f8, 2) : 0;
+        wg[i] = any ? gemm_run(gg, N, K, tok, 1, 1, b8, wout) : 0;
+        if (!((no_dgrad >> i) & 1)) dg[i] = any ? gemm_run(gg, tok, K, N, 1, 1, b8, 2) : 0;
+    }
 }

@@ -55,6 +55,9 @@ static inline uint64_t dt_bytes(Dtype d)
     }
 }
 static inline int dt_fp8(Dtype d) { return d == DT_E4M3 || d == DT_E5M2; }
+/* recipe_fp8_gemm and recipe_fp8_copy_bytes_per_param inline, for the same reason. */
+static inline int rc_fp8_gemm(const Recipe *r) { return dt_fp8(r->gemm_fwd) || dt_fp8(r->gemm_bwd); }
+static inline uint64_t rc_copy_bytes(const Recipe *r) { return dt_bytes(r->fp8_row) + dt_bytes(r->fp8_col); }
 
 /* ---- mixture of experts, latent attention and multi-token prediction (plan_moe*.c) ---- */
 
@@ -146,12 +149,18 @@ typedef struct {
 void plan_layer_params(const ModelSpec *md, Ck *ck, LayerParams *o);
 
 /* ---- memory helpers (plan_mem.c), shared with plan_moe_mem.c ---- */
-/* Sets term id of sm: its bytes, elements of dtype dt, sharded `shards` ways; name, category and whether it
- * persists come from its MEM_TERMS row. */
+/* Sets term id of sm: its bytes, elements of dtype dt, sharded `shards` ways; its name, category and whether it
+ * persists are plan_mem_labels' (from its MEM_TERMS row). */
 void plan_term(StageMem *sm, MemTermId id, Dtype dt, uint64_t elements, uint64_t bytes, uint32_t shards);
+/* Labels every term of sm (id, name, category, persistence; the rest empty) before a stage's plan_memory writes
+ * them: plan_term writes only a term's dtype, elements, bytes and shards. */
+void plan_mem_labels(StageMem *sm);
 /* The five states of `elems` elements of a state set, sharded over d ranks as the input's sharding says. */
 void plan_state_terms(const PlanInput *in, uint64_t d, StageMem *sm, Ck *ck, const StateSet *s, uint64_t elems,
                       MemTermId w, MemTermId master, MemTermId grad, MemTermId mm, MemTermId vv);
+/* The states of s that it has (dtype not DT_NONE) and that shard over the DP group (bit 1u << StateId): the bits of
+ * plan_state_sharded, all at once. */
+unsigned plan_state_shard_bits(const PlanInput *in, const StateSet *s);
 /* Scales of one FP8-stored R x C tensor at granularity gr (0 for per-tensor; *count UINT64_MAX on overflow). */
 uint64_t plan_block_scale_bytes(Granularity gr, uint64_t rows, uint64_t cols, uint64_t *count);
 
@@ -358,6 +367,12 @@ typedef struct {
 
 static inline double maxd(double a, double b) { return a > b ? a : b; }
 static inline double exposed(double comm, double window, double ov) { return maxd(0.0, comm - ov * window); }
+/* 1 / gpu_kind_bw(g, k, eff_hbm), given inv_elem = 1 / gpu_elem_bw(g, eff_hbm): a kind without a rate of its own
+ * runs at the element-wise one, whose inverse the caller has (the same bits, no division). */
+static inline double kind_inv(const GpuSpec *g, ElemKind k, double inv_elem)
+{
+    return g->elem_kind_bw[k] > 0 ? 1.0 / g->elem_kind_bw[k] : inv_elem;
+}
 /* Time of one call of collective c (0 when unused). */
 static inline double call_s(const Collective *c) { return c->calls ? c->time_s / (double)c->calls : 0; }
 
@@ -366,6 +381,7 @@ typedef struct {
     double sm_rate16, sm_rate8; /* saturated FLOP/s of one SM, 16-bit and FP8 operands */
     double inv_sms, sms;
     uint32_t tm_sh, tn_sh; /* log2 of the tile sides */
+    double tile2;          /* 2 x a tile's outputs: its FLOPs per unit of K */
     double k0_16, k0_8;
     double inv_hbm;  /* s per byte at the achieved HBM bandwidth */
     double inv_elem; /* s per byte of the element-wise kernels (gpu_elem_bw) */
@@ -381,6 +397,11 @@ double plan_mx_gemm_rel(const GpuSpec *g);
 /* Seconds for `batch` independent C[M,N] = A[M,K] B[K,N] with operands of in_bytes (1 or 2) and
  * out_bytes per element of C moved (2 for a BF16 output, 8 to read and write an fp32 accumulator). */
 double gemm_time(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t batch, int fp8, double out_bytes);
+/* A layer's n linears (weight rows[i] x cols[i], tok rows of input): fp[i] the forward GEMM (f8: FP8 operands,
+ * a BF16 output), wg[i] the weight gradient's (b8, wout bytes per output element), dg[i] the input gradient's
+ * (b8, BF16 output; not written where bit i of no_dgrad is set), each gemm_time's. */
+void gemm_time_linears(const GemmGpu *gg, uint64_t tok, const uint64_t *rows, const uint64_t *cols, int n, int f8,
+                       int b8, double wout, unsigned no_dgrad, double *fp, double *dg, double *wg);
 /* Seconds for `count` GEMMs of one shape launched one kernel each, round-robin on `streams` streams (Transformer
  * Engine's grouped GEMM: 4): rounds of `streams` concurrent kernels; streams 0: one batched kernel (gemm_time). */
 double gemm_time_streams(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t count, uint64_t streams,

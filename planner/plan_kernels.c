@@ -218,7 +218,7 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     double acc_b =
         g->m > 1 ? (double)g->gemm_layer * (2.0 + 2.0 * dt_bytes(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) : 0.0;
     Acc f = {0, 1.0 / gpu_elem_bw(in->gpu, in->eff_hbm), in->launch_s, {0}, in->gpu->elem_kind_bw[ELEM_AMAX] > 0, 0};
-    for (int k = 0; k < ELEM_KINDS; k++) f.kinv[k] = 1.0 / gpu_kind_bw(in->gpu, (ElemKind)k, in->eff_hbm);
+    for (int k = 0; k < ELEM_KINDS; k++) f.kinv[k] = kind_inv(in->gpu, (ElemKind)k, f.inv_bw);
     /* MXFP8 (1x32 E8M0 scales): TE quantizes both layouts in one pass, other stacks one layout a kernel */
     f.mx = rc->act_gran == GRAN_1X32 && (f8 || b8) ? (in->fusion == FUSE_TE ? 1 : 2) : 0;
     Acc b = f;

@@ -38,17 +38,21 @@ const char *mem_term_name(MemTermId id) { return (unsigned)id < MT_COUNT_ ? term
 MemCategory mem_term_category(MemTermId id) { return (unsigned)id < MT_COUNT_ ? term_rows[id].cat : MC_OVERHEAD; }
 int mem_term_persistent(MemTermId id) { return (unsigned)id < MT_COUNT_ && term_rows[id].persistent; }
 
+/* Every term labelled (id, name, category, persistence from its MEM_TERMS row), empty: plan_mem_labels copies it
+ * once per stage, so plan_term writes only what a stage decides. */
+#define MT_BLANK_(i, nm, c, pers) [i] = {.id = i, .name = nm, .cat = c, .persistent = pers, .shards = 1},
+static const MemTerm blank_terms[MT_COUNT_] = {MEM_TERMS(MT_BLANK_)};
+#undef MT_BLANK_
+
+void plan_mem_labels(StageMem *sm) { memcpy(sm->mem, blank_terms, sizeof sm->mem); }
+
 void plan_term(StageMem *sm, MemTermId id, Dtype dt, uint64_t elements, uint64_t bytes, uint32_t shards)
 {
     MemTerm *t = &sm->mem[id];
-    t->id = id;
-    t->name = term_rows[id].name;
-    t->cat = term_rows[id].cat;
     t->dtype = dt;
     t->elements = elements;
     t->bytes = bytes;
     t->shards = shards;
-    t->persistent = term_rows[id].persistent;
 }
 
 /* The states of s that shard over the DP group (bit 1u << StateId): the rule is decided once for the five states,
@@ -68,6 +72,14 @@ static unsigned shard_bits(const PlanInput *in, const StateSet *s)
 }
 
 int plan_state_sharded(const PlanInput *in, const StateSet *s, StateId st) { return (shard_bits(in, s) >> st) & 1; }
+
+unsigned plan_state_shard_bits(const PlanInput *in, const StateSet *s)
+{
+    unsigned b = shard_bits(in, s), held = 0; /* the states the set has */
+    if (!b) return 0;
+    for (int k = 0; k < STATE_COUNT_; k++) held |= (unsigned)(s->dt[k] != DT_NONE) << k;
+    return b & held;
+}
 
 /* One state's term: sh (sharded) holds part of the elements on this rank, d ways. */
 static inline void state_term(StageMem *sm, Ck *ck, MemTermId id, Dtype dt, unsigned sh, uint64_t part, uint64_t elems,
@@ -269,7 +281,7 @@ void plan_scale_terms(const PlanInput *in, StageMem *sm, Ck *ck, uint64_t ntens,
     if (rc->act_gran == GRAN_TENSOR) recs += (uint64_t)fwd8 + (uint64_t)bwd8; /* x, dy */
     if (rc->weight_gran == GRAN_TENSOR) recs += (uint64_t)fwd8;               /* w */
     uint64_t hist = rc->scaling == SCALING_DELAYED ? rc->amax_history : 1;
-    uint64_t sg = recipe_fp8_gemm(rc) ? ck_mul3(ck, ntens, recs, 2 + hist) : 0;
+    uint64_t sg = rc_fp8_gemm(rc) ? ck_mul3(ck, ntens, recs, 2 + hist) : 0;
     plan_term(sm, MT_SCALE_GEMM, DT_FP32, sg, ck_mul(ck, sg, 4), 1);
     plan_term(sm, MT_SCALE_BLOCK, gran_scale_dtype(rc->weight_gran), block_n, block_b, 1);
     uint64_t nsc = 0;
@@ -384,7 +396,7 @@ static uint64_t layer_bwd(const PlanInput *in, const Geo *g, const LayerAct *la,
     if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 */
         bwd = ck_add(ck, bwd, ck_mul(ck, ck_mul3(ck, g->tok, g->heads / g->tp, g->seq), 4));
     bwd = ck_add(ck, bwd, plan_qk_norm_bytes(in, g, ck));
-    int f8grad = dtype_is_fp8(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]));
+    int f8grad = dt_fp8(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]));
     uint64_t cast = plan_fp8_cast_bytes_per_param(in);
     if (f8grad || cast) {
         uint64_t lmax = 0; /* the largest linear weight of a layer */

@@ -349,7 +349,7 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
     plan_term(sm, MT_ACT_OUTPUT, DT_NONE, 0, out, 1);
 
     /* ---- transient ---- */
-    if (dtype_is_fp8(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) { /* a weight gradient in fp32 before its cast */
+    if (dt_fp8(plan_grad_dt(in, rc->gemm.dt[STATE_GRAD]))) { /* a weight gradient in fp32 before its cast */
         uint64_t lmax = 0;
         for (int k = 0; k < XK_COUNT; k++)
             for (int i = 0; i < x->nlin[k]; i++)

@@ -130,20 +130,16 @@ static void layer(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Pl
     uint64_t tok = g->tok;
     double fp[LIN_COUNT], gf[LIN_COUNT], dg[LIN_COUNT], wg[LIN_COUNT];
     memset(L, 0, sizeof *L);
-    for (int i = 0; i < LIN_COUNT; i++) fp[i] = gemm_time(gg, tok, g->lin_rows[i], g->lin_cols[i], 1, f8, 2);
     /* FC1 and FC2 of one output width (GeLU) are each other's transpose: at one precision, FC1's dgrad is the
      * GEMM of FC2's forward ([tok x h x F/t]) and FC2's dgrad FC1's forward, timed there */
     int fc_twins =
         f8 == b8 && g->lin_rows[LIN_FC1] == g->lin_cols[LIN_FC2] && g->lin_cols[LIN_FC1] == g->lin_rows[LIN_FC2];
+    gemm_time_linears(gg, tok, g->lin_rows, g->lin_cols, LIN_COUNT, f8, b8, wout,
+                      fc_twins ? 1u << LIN_FC1 | 1u << LIN_FC2 : 0u, fp, dg, wg);
+    if (fc_twins) dg[LIN_FC1] = fp[LIN_FC2], dg[LIN_FC2] = fp[LIN_FC1];
     for (int i = 0; i < LIN_COUNT; i++) {
-        uint64_t N = g->lin_rows[i], K = g->lin_cols[i];
         gf[i] = fp[i] * fslow;
         L->gemm_f += gf[i];
-        wg[i] = gemm_time(gg, N, K, tok, 1, b8, wout);
-        if (fc_twins && (i == LIN_FC1 || i == LIN_FC2))
-            dg[i] = fp[i == LIN_FC1 ? LIN_FC2 : LIN_FC1];
-        else
-            dg[i] = gemm_time(gg, tok, K, N, 1, b8, 2);
         L->gemm_b += dg[i] + wg[i];
         L->wg += wg[i];
     }
@@ -230,13 +226,13 @@ static StageT stage_ends(const PlanInput *in, const Geo *g, const GemmGpu *gg, c
     }
     if (last) {
         uint64_t V = g->Vp_t, t = g->tok, hh = g->h;
-        double head_f = gemm_time(gg, t, V, hh, 1, 0, 2);
         double gb = (double)dt_bytes(plan_grad_dt(in, in->recipe->other.dt[STATE_GRAD]));
-        double head_w = gemm_time(gg, V, hh, t, 1, 0, 2.0 * gb), head_b = gemm_time(gg, t, hh, V, 1, 0, 2) + head_w;
+        double head_f, head_d, head_w; /* the LM head [Vp/tp, h] as a BF16 linear: forward, dgrad, wgrad */
+        gemm_time_linears(gg, t, &V, &hh, 1, 0, 0, 2.0 * gb, 0, &head_f, &head_d, &head_w);
+        double head_b = head_d + head_w;
         double ce = tok * (double)V * 8 * ib; /* logits to fp32, softmax, loss; its gradient */
         /* the forward's loss kernel and final norm at their kinds' rates where the profile has them (ElemKind) */
-        double ibx = 1.0 / gpu_kind_bw(in->gpu, ELEM_XENT, in->eff_hbm);
-        double ibn = 1.0 / gpu_kind_bw(in->gpu, ELEM_NORM, in->eff_hbm);
+        double ibx = kind_inv(in->gpu, ELEM_XENT, ib), ibn = kind_inv(in->gpu, ELEM_NORM, ib);
         double ce_f = tok * (double)V * 8 * ibx, ce_b = ce;
         if (in->fusion == FUSE_FP8PLAN) { /* the executor's loss kernel writes d(logits) in the forward (both
                                            * halves there); the backward converts that FP32 d(logits) to the
@@ -512,7 +508,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
 
     /* FP8 weight casts: cached copies once per step, uncached ones every micro-batch; recipes without copies
      * (casts in the GEMM call, torchao-style) cast forward and again backward */
-    double wc = 0, copies = (double)recipe_fp8_copy_bytes_per_param(rc);
+    double wc = 0, copies = (double)rc_copy_bytes(rc);
     Dtype src = rc->gemm.dt[STATE_WEIGHT] != DT_NONE ? rc->gemm.dt[STATE_WEIGHT] : rc->gemm.dt[STATE_MASTER];
     double per = (double)dt_bytes(src) * (rc->scaling == SCALING_CURRENT ? 2.0 : 1.0);
     /* the fp8plan stack keeps its copies in memory but casts them again every micro-batch, except FP8-LM's copies
@@ -527,7 +523,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
              fp8w * (double)dt_bytes(src) / in->gpu->elem_kind_bw[ELEM_AMAX] * (once ? 1.0 : m);
     else if (copies > 0)
         wc = fp8w * (per + copies) / cast_bw * (once ? 1.0 : m);
-    else if (recipe_fp8_gemm(rc) && !dt_fp8(src))
+    else if (rc_fp8_gemm(rc) && !dt_fp8(src))
         wc = fp8w * 2.0 * (per + 1.0) / cast_bw * m;
     tb->weight_cast_s = wc;
     /* the fp8plan executor casts each weight in its linear's forward (exec/model/model_linear.c
@@ -535,10 +531,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     if (in->fusion == FUSE_FP8PLAN && !once) tb->fwd_s += wc;
     /* FP8-LM's copies, cast once per step: after the optimizer, in its phase, when no state is sharded; after the
      * parameter all-gather (the communication phase) when one is (exec/model/model_step.c) */
-    int sharded = 0;
-    for (int k = 0; p->shard_ways > 1 && k < STATE_COUNT_; k++)
-        sharded |= (rc->gemm.dt[k] != DT_NONE && plan_state_sharded(in, &rc->gemm, (StateId)k)) ||
-                   (rc->other.dt[k] != DT_NONE && plan_state_sharded(in, &rc->other, (StateId)k));
+    int sharded = p->shard_ways > 1 && (plan_state_shard_bits(in, &rc->gemm) | plan_state_shard_bits(in, &rc->other));
     tb->opt_cast_s = in->fusion == FUSE_FP8PLAN && once && !sharded ? wc : 0;
     tb->other_s = p->coll[CO_AMAX_AR].time_s + p->coll[CO_EMB_GRAD_AR].time_s + p->coll[CO_TP_NORM_GRAD_AR].time_s;
     p->coll[CO_AMAX_AR].exposed_s = p->coll[CO_AMAX_AR].time_s;

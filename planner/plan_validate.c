@@ -226,7 +226,7 @@ static inline PlanReject validate_tail(const PlanInput *in, Err *e)
         return REJECT_VPP;
     }
     /* a host emulates FP8 exactly: every recipe runs there, at its measured FP8-path rate */
-    if ((!gp->host && r->min_sm > gp->sm) || (recipe_fp8_gemm(r) && !(gp->flops_fp8 > 0))) {
+    if ((!gp->host && r->min_sm > gp->sm) || (rc_fp8_gemm(r) && !(gp->flops_fp8 > 0))) {
         err_set(e, ST_USAGE, "recipe %s needs SM %u.%u, %s is SM %u.%u: %s", r->name, r->min_sm / 10, r->min_sm % 10,
                 gp->name, gp->sm / 10, gp->sm % 10, hw_reason(r));
         return REJECT_HW;

@@ -134,6 +134,7 @@ static void test_te_grouped_gemm_streams(void)
     GemmGpu gg = {0};
     gg.sm_rate16 = gg.sm_rate8 = 1e12, gg.sms = 8, gg.inv_sms = 1.0 / 8, gg.tm_sh = 7, gg.tn_sh = 8;
     gg.k0_16 = gg.k0_8 = 128, gg.inv_hbm = 1e-18, gg.launch = 1e-12;
+    gg.tile2 = 65536; /* a tile's FLOPs per unit of K, as gemm_gpu_init sets it: 2 x 128 x 256 */
     CHECK_REL(gemm_time_streams(&gg, 256, 512, 1024, 8, 0, 0, 2), 3.01989888e-4, 1e-12);
     CHECK_REL(gemm_time(&gg, 256, 512, 1024, 8, 0, 2), 3.01989888e-4, 1e-12);
     CHECK_REL(gemm_time_streams(&gg, 256, 512, 1024, 8, 4, 0, 2), 3.3554432e-4, 1e-12);

@@ -74,6 +74,21 @@ static void test_gemm_waves(void)
     /* batched: 8 independent 4096^3 GEMMs are 4096 tiles, ceil(4096/132) = 32 waves (not 8 x 4 = 32: equal) */
     CHECK_REL(gemm_time(&gg, 4096, 4096, 4096, 8, 0, 2), 32 * 276824064.0 * 132 / 850e12, 1e-9);
     CHECK_NEAR(gemm_time(&gg, 0, 4096, 4096, 1, 0, 2), 0, 0);
+    /* a layer's linears at once (gemm_time_linears): each GEMM the one above, bit for bit. Weights 4096 x 4096
+     * (forward, dgrad and wgrad all the 4096^3 of 1.71956595e-4 s in BF16) and 1408 x 4096 (forward [4096 x 1408 x
+     * 4096], dgrad [4096 x 4096 x 1408], wgrad [1408 x 4096 x 4096]), FP8 forward, BF16 backward, wgrad writing
+     * 8 B an output; linear 1's dgrad left alone (bit 1 of no_dgrad), as are a zero-row weight's GEMMs: 0 s */
+    uint64_t rows[] = {4096, 1408, 0}, cols[] = {4096, 4096, 4096};
+    double fp[3], dg[3] = {-1, -1, -1}, wg[3];
+    gemm_time_linears(&gg, 4096, rows, cols, 3, 1, 0, 8, 1u << 1, fp, dg, wg);
+    for (int i = 0; i < 3; i++) {
+        CHECK(fp[i] == gemm_time(&gg, 4096, rows[i], cols[i], 1, 1, 2));
+        CHECK(wg[i] == gemm_time(&gg, rows[i], cols[i], 4096, 1, 0, 8));
+        if (i != 1) CHECK(dg[i] == gemm_time(&gg, 4096, cols[i], rows[i], 1, 0, 2));
+    }
+    CHECK_REL(dg[0], 1.7195659505e-4, 1e-9);
+    CHECK_REL(fp[0], 1.029690877e-4, 1e-9);
+    CHECK(dg[1] == -1 && fp[2] == 0 && wg[2] == 0 && dg[2] == 0);
 }
 
 static void test_gemm_ampere_and_overrides(void)
