@@ -406,8 +406,10 @@ void gemm_time_linears(const GemmGpu *gg, uint64_t tok, const uint64_t *rows, co
  * Engine's grouped GEMM: 4): rounds of `streams` concurrent kernels; streams 0: one batched kernel (gemm_time). */
 double gemm_time_streams(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, uint64_t count, uint64_t streams,
                          int fp8, double out_bytes);
-/* The attention core of one layer and micro-batch into L->attn_f / attn_b (plan_time.c). */
+/* The attention core of one layer and micro-batch into L->attn_f / attn_b (plan_layer_time.c). */
 void plan_attention(const PlanInput *in, const Geo *g, const GemmGpu *gg, LayerT *L);
+/* A dense layer and micro-batch, and its recompute, into L (plan_layer_time.c). */
+void plan_layer_time(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Plan *p, LayerT *L);
 /* Both layer kinds of a MoE / MLA / MTP model (plan_moe_time.c). */
 void moe_layer_times(const PlanInput *in, const Geo *g, const GemmGpu *gg, const Plan *p, LayerT L[XK_COUNT]);
 /* One MoE layer of Megatron-Core's merged 1F1B schedule (--overlap-moe-expert-parallel-comm; core_v0.14.0-0.16.0
