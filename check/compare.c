@@ -160,10 +160,11 @@ static void comm_rows(const Plan *p, const Observed *ob, Comparison *c)
                                 : why);
         cmp_set(r, 1, (double)plan_coll_step_payload(pc), 1, (double)m->payload_bytes / steps);
         snprintf(name, sizeof name, "%s.calls", pc->name);
-        /* the distributed optimizer's buckets are the plan's calls exactly (planner/plan_comm.c plan_dp_buckets,
-         * exec/model/model_shard.c); the other collectives' calls are shown */
-        const int buckets =
-            pc->ranks && (i == CO_DP_GRAD_RS || i == CO_DP_PARAM_AG || i == CO_EDP_GRAD_RS || i == CO_EDP_PARAM_AG);
+        /* the gradient all-reduce's and the distributed optimizer's buckets are the plan's calls exactly
+         * (planner/plan_comm.c plan_dp_buckets, exec/model/model_grad_bucket.c, model_shard.c); the other
+         * collectives' calls are shown */
+        const int buckets = pc->ranks && (i == CO_DP_GRAD_AR || i == CO_DP_GRAD_RS || i == CO_DP_PARAM_AG ||
+                                          i == CO_EDP_GRAD_AR || i == CO_EDP_GRAD_RS || i == CO_EDP_PARAM_AG);
         r = cmp_row(c, CMP_COMM, name, "comm", UNIT_VALUE, buckets ? MEASURE_EXACT : MEASURE_INFO,
                     buckets ? NULL : why);
         cmp_set(r, 1, (double)pc->calls, 1, (double)m->calls / steps);

@@ -329,9 +329,10 @@ void plan_dp_buckets(const PlanInput *in, uint64_t eg, uint64_t eo, uint64_t nte
     *ag = (eg ? (copies ? ntens : 1) : 0) + (eo != 0);
 }
 
-/* A DP reduce-scatter's or all-gather's row of `calls` buckets that move `total` payload bytes a step: each call
- * timed at their mean payload (latency + bytes / bandwidth, linear in the bytes, sums to the calls' own), the
- * payload and the sent bytes per step exact: (n - 1)/n of the payload leaves, S - ceil(S / n) as bus() rounds. */
+/* A DP all-reduce's, reduce-scatter's or all-gather's row of `calls` buckets that move `total` payload bytes a
+ * step: each call timed at their mean payload (latency + bytes / bandwidth, linear in the bytes, sums to the calls'
+ * own), the payload and the sent bytes per step exact: bus() of the step's payload, k S - ceil(k S / n) (k = 2 for
+ * the all-reduce, 1 for the others), as the executor counts k (n - 1)/n of each call's payload. */
 static void dp_bucketed(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t n, uint64_t stride,
                         uint64_t total, uint64_t calls, Ck *ck)
 {
@@ -339,7 +340,7 @@ static void dp_bucketed(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt,
     Collective *c = &p->coll[id];
     if (!c->calls) return;
     c->step_payload = total;
-    c->step_bytes = total - ceil_div(total, n); /* not bus(mean) x calls: that rounds once per call */
+    c->step_bytes = bus(c->op, n, total, ck); /* not bus(mean) x calls: that rounds once per call */
 }
 
 void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
@@ -398,7 +399,11 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     uint64_t S_par = ck_add(ck, ck_mul(ck, eg, dt_bytes(pg)), ck_mul(ck, eo, dt_bytes(po)));
     int shard_any = in->sharding != SHARD_NONE;
     if (in->sharding == SHARD_DIST_OPT) shard_any = (rc->gemm.shard_mask | rc->other.shard_mask) != 0;
-    if (d > 1 && !shard_any) {
+    if (d > 1 && !shard_any && in->fusion == FUSE_FP8PLAN) {
+        uint64_t ar, ag; /* the executor's buckets (exec/model/model_grad_bucket.c): a class each, FP8-LM's alone */
+        plan_dp_buckets(in, eg, eo, p->linear_tensors, &ar, &ag);
+        dp_bucketed(in, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, ar, ck);
+    } else if (d > 1 && !shard_any) {
         plan_coll_set(in, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, 1, ck);
     } else if (d > 1 && in->fusion == FUSE_FP8PLAN && (in->sharding == SHARD_ZERO1 || in->sharding == SHARD_DIST_OPT)) {
         uint64_t rs, ag; /* the executor's buckets (exec/model/model_shard.c) */

@@ -87,16 +87,10 @@ typedef struct {
 
 static uint64_t align_up(uint64_t x) { return (x + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
 
-/* Where a term's next tensor may start: a packed term's right after the last (arena.h), the gradients back to
- * back at 16 bytes (one contiguous buffer per class, as Megatron-Core's grad buffer: the all-reduce's buckets,
- * exec/model/model_grad_bucket.c), every other tensor at ARENA_ALIGN. */
-static uint64_t term_align(const ArenaSpecs *s, ArenaTerm t, uint64_t x)
-{
-    if (s->packed[t]) return x;
-    if (t == MT_GRAD_GEMM || t == MT_GRAD_OTHER || t == MT_GRAD_EXPERT)
-        return (x + ARENA_PACK - 1) / ARENA_PACK * ARENA_PACK;
-    return align_up(x);
-}
+/* Where a term's next tensor may start: a packed term's right after the last (arena.h: the gradient terms, one
+ * contiguous buffer per class as Megatron-Core's grad buffer, exec/model/model_grad_bucket.c; a sharded class's
+ * working weights), every other tensor at ARENA_ALIGN. */
+static uint64_t term_align(const ArenaSpecs *s, ArenaTerm t, uint64_t x) { return s->packed[t] ? x : align_up(x); }
 
 static Status term_use(const ArenaSpecs *s, TermUse u[ARENA_TERMS], Err *e)
 {

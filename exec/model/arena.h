@@ -43,7 +43,7 @@ const char *arena_term_name(ArenaTerm t);
  * and scale categories (what a checkpoint holds). */
 int arena_term_persistent(ArenaTerm t);
 
-enum { ARENA_ALIGN = 256, ARENA_PACK = 16 }; /* ARENA_PACK: the gradient terms' tensors (arena.c) */
+enum { ARENA_ALIGN = 256 };
 
 typedef enum { ADST_VOID, ADST_FLOAT, ADST_U8, ADST_I32 } ArenaDstKind;
 
@@ -70,8 +70,9 @@ typedef struct {
     ArenaSpec *v;
     uint32_t n, cap;
     Status st; /* first error while adding (ST_NOMEM / ST_OVERFLOW), reported by arena_carve */
-    /* 1: the term's tensors back to back, no gap (a sharded class's gradients and working weights: one
-     * contiguous buffer, reduce-scattered and all-gathered in one call, exec/model/model_shard.c) */
+    /* 1: the term's tensors back to back, no gap (every class's gradients: one contiguous buffer, all-reduced or
+     * reduce-scattered in one call, exec/model/model_grad_bucket.c and model_shard.c; a sharded class's working
+     * weights, all-gathered in one call) */
     uint8_t packed[ARENA_TERMS];
 } ArenaSpecs;
 

@@ -1,12 +1,14 @@
 /* exec/model/model_grad_bucket.c — the data-parallel gradient all-reduce in buckets, as Megatron-Core's DDP makes
- * it: the gradients of one communicator and one dtype lie back to back in one buffer (the arena's gradient term
- * of each class, in parameter order), and one call reduces every run of them that is contiguous in memory. The
- * executor reduces after the backward, with no overlap: Megatron then keeps one bucket per buffer
- * (megatron/training/training.py, get_model: bucket_size is set to None when overlap_grad_reduce is off;
- * core_v0.7.0), so a run is not cut at any size. An FP8 gradient with its own scaling record is reduced alone
- * (comm_all_reduce_fp8 agrees on its scale first). Every element is summed in rank order whatever call it
- * travels in (comm_mpi.c's all-reduce folds each slice rank by rank), so the buckets leave the sums bit for bit
- * as one call per tensor made them. */
+ * it: the gradients of one class (the block linear weights, the others, the routed experts) lie back to back in
+ * one buffer (the arena's packed gradient term of the class, in parameter order, no gap: exec/model/model_layout.c),
+ * and one call reduces each class's buffer. The executor reduces after the backward, with no overlap: Megatron
+ * then keeps one bucket per buffer (megatron/training/training.py, get_model: bucket_size is set to None when
+ * overlap_grad_reduce is off; core_v0.7.0), so a buffer is not cut at any size. The classes stay apart even when
+ * their dtypes agree (Megatron's one buffer per dtype would join them), as the distributed optimizer's buckets do
+ * (model_shard.c); the plan counts the same calls (planner/plan_comm.c plan_dp_buckets). An FP8 gradient with its
+ * own scaling record is reduced alone (comm_all_reduce_fp8 agrees on its scale first). Every element is summed in
+ * rank order whatever call it travels in (comm_mpi.c's all-reduce folds each slice rank by rank), so the buckets
+ * leave the sums bit for bit as one call per tensor made them. */
 #include "exec/model/grad_bucket.h"
 
 #include <stdlib.h>
@@ -17,6 +19,7 @@ static int span_order(const void *a, const void *b)
 {
     const GradSpan *x = a, *y = b;
     if (x->group != y->group) return x->group - y->group;
+    if (x->cls != y->cls) return x->cls - y->cls;
     if (x->dtype != y->dtype) return x->dtype - y->dtype;
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
@@ -27,8 +30,8 @@ uint32_t grad_buckets(GradSpan *v, uint32_t n, uint32_t *first)
     uint32_t nb = 0;
     for (uint32_t k = 0; k < n; k++) {
         const GradSpan *p = k ? &v[k - 1] : NULL;
-        int joins = p && !p->alone && !v[k].alone && p->group == v[k].group && p->dtype == v[k].dtype &&
-                    p->addr + p->bytes == v[k].addr;
+        int joins = p && !p->alone && !v[k].alone && p->group == v[k].group && p->cls == v[k].cls &&
+                    p->dtype == v[k].dtype && p->addr + p->bytes == v[k].addr;
         if (!joins) first[nb++] = k;
     }
     return nb;
@@ -73,6 +76,7 @@ static Status make_buckets(Model *m, Err *e)
         Dtype dt = model_states(m, p)->dt[STATE_GRAD];
         v[n++] = (GradSpan){.param = i,
                             .group = p->expert,
+                            .cls = (int)model_class(p),
                             .dtype = (int)dt,
                             .alone = dtype_is_fp8(dt) && p->grad_rec && c->size > 1,
                             .addr = (uintptr_t)p->grad,

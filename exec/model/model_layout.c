@@ -222,8 +222,16 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
         {"", "expert.master.shard", "expert.grad.shard", "expert.adam_m.shard", "expert.adam_v.shard"}};
     const MemTermId *const class_terms[MODEL_CLASSES] = {gemm_terms, other_terms, expert_terms};
     const StateSet *const class_set[MODEL_CLASSES] = {&r->gemm, &r->other, &r->gemm};
-    for (int c = 0; c < MODEL_CLASSES; c++) /* a sharded class's gradients and weights: one buffer each */
-        if (m->class_ways[c] > 1) sp->packed[class_terms[c][STATE_GRAD]] = sp->packed[class_terms[c][STATE_WEIGHT]] = 1;
+    /* Every class's gradients back to back: one buffer, one all-reduce (or reduce-scatter) call, as Megatron-Core's
+     * grad buffer. A tensor stays 16 B aligned (the CUDA kernels' vector loads) when the bytes before it in its
+     * class are a multiple of 16: every gradient of a model whose dimensions FP8 tensor cores accept (multiples of
+     * 16) is; an odd one's (tiny-odd) take the kernels' element-wise paths, which each vector kernel keeps for an
+     * unaligned pointer (k_elem, k_norm, k_quant, k_moe_perm; cuBLASLt is told each pointer's alignment). A sharded
+     * class's working weights too: one buffer, one all-gather. */
+    for (int c = 0; c < MODEL_CLASSES; c++) {
+        sp->packed[class_terms[c][STATE_GRAD]] = 1;
+        if (m->class_ways[c] > 1) sp->packed[class_terms[c][STATE_WEIGHT]] = 1;
+    }
     for (int c = 0; c < MODEL_CLASSES; c++) /* this rank's shard of each sharded state: ceil(E / N) elements */
         for (int k = 0; k < STATE_COUNT_; k++)
             if (m->shard_mask[c] >> k & 1)

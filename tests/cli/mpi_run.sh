@@ -44,6 +44,10 @@ fi
 expect_line "dp 2: each rank sent the plan's gradient bytes" \
     "  dp_grad_allreduce +120320 +120320 +120320 +2/2 +exact"
 expect_out "dp 2: the verdict" "every rank sent the plan's bytes, byte for byte"
+# calls a step, a bucket per class (exec/model/model_grad_bucket.c: each class's gradients back to back): the 8
+# linear weights' in one, the other 20 parameters' in another; the plan counts the same, checked exactly
+expect_line "dp 2: 2 gradient all-reduces a step (a bucket per class), as planned" \
+    "dp_grad_allreduce.calls +calls +2 +2 +ok"
 mpi_run 4 "$FP8PLAN" $RUN --recipe megatron-bf16 --steps 50 --loss-log "$TMP/dp4.csv"
 expect_rc "megatron-bf16 dp 4 exits 0" 0
 expect_eq "megatron-bf16 dp 4: the one rank's losses bit for bit" "$(cmp -s "$TMP/one.csv" "$TMP/dp4.csv" && echo same)" same
@@ -62,6 +66,8 @@ expect_eq "fp8plan plan --view collectives: dp_grad_allreduce sent/step at dp 4"
 mpi_run 4 "$FP8PLAN" $RUN --recipe fp8lm --steps 3
 expect_rc "fp8lm dp 4 exits 0" 0
 expect_line "fp8lm dp 4: FP8 gradient bytes" "  dp_grad_allreduce +69888 +69888 +69888 +4/4 +exact"
+# each E4M3 gradient alone (its scale agreed first), the others' FP32 bucket: 8 + 1 calls, as planned
+expect_line "fp8lm dp 4: 9 gradient all-reduces a step, as planned" "dp_grad_allreduce.calls +calls +9 +9 +ok"
 expect_line "fp8lm dp 4: amax bytes" "  amax_allreduce +144 +144 +144 +4/4 +exact"
 
 # deepseek-v3 (block scales, current: nothing to exchange; FP32 gradients all-reduced; BF16 moments per rank)

@@ -82,6 +82,12 @@ expect_eq "plan --zero 1 --view terms: master_gemm 6,144 elements, 24,576 B, 4 s
 # 40,791) and 2 x 13,597 = 27,194 (bus 20,395.5: the plan keeps the whole bytes, 20,395).
 mpi_run 4 "$FP8PLAN" $O --recipe te-fp8 --steps 20 --loss-log "$TMP/o4.csv"
 expect_rc "te-fp8 tiny-odd dp 4 exits 0" 0
+# plain DP's all-reduce of the same FP32 gradients: bus 2 x 54,388 - ceil(2 x 54,388 / 4) = 108,776 - 27,194 =
+# 81,582; 2 calls, a class each, its gradients back to back although no tensor's bytes are a multiple of 16 (15
+# calls when each gradient started at the next 16 B: the gaps cut the runs)
+expect_line "tiny-odd dp 4: all-reduce bytes" "  dp_grad_allreduce +81582 +81582 +81582 +4/4 +exact"
+expect_line "tiny-odd dp 4: 2 gradient all-reduces a step (a bucket per class), as planned" \
+    "dp_grad_allreduce.calls +calls +2 +2 +ok"
 mpi_run 4 "$FP8PLAN" $O --recipe te-fp8 --steps 20 --zero 1 --loss-log "$TMP/oz4.csv" -o "$TMP/ranks.csv"
 expect_rc "te-fp8 tiny-odd dp 4 --zero 1 exits 0" 0
 expect_eq "tiny-odd dp 4 --zero 1: the plain dp 4 losses bit for bit" "$(same "$TMP/o4.csv" "$TMP/oz4.csv")" same
@@ -188,6 +194,11 @@ expect_out "fp8lm dp 4 --dist-opt: every call of a step, no copy gathered again"
 # 28,054 (bus 28,054 - 7,014 = 21,040) and 8,778 + 4,819 x 2 = 18,416 (bus 18,416 - 4,604 =
 # 13,812).
 mpi_run 4 "$FP8PLAN" $O --recipe fp8lm --steps 20 --loss-log "$TMP/fo4.csv"
+expect_rc "fp8lm tiny-odd dp 4 exits 0" 0
+# plain DP: the 4 E4M3 gradients alone and the others' FP32 bucket, 5 calls of 28,054 B in all; bus 56,108 -
+# ceil(56,108 / 4) = 56,108 - 14,027 = 42,081
+expect_line "fp8lm tiny-odd dp 4: all-reduce bytes" "  dp_grad_allreduce +42081 +42081 +42081 +4/4 +exact"
+expect_line "fp8lm tiny-odd dp 4: 5 gradient all-reduces a step, as planned" "dp_grad_allreduce.calls +calls +5 +5 +ok"
 mpi_run 4 "$FP8PLAN" $O --recipe fp8lm --steps 20 --zero 1 --loss-log "$TMP/foz4.csv"
 expect_rc "fp8lm tiny-odd dp 4 --zero 1 exits 0" 0
 expect_eq "fp8lm tiny-odd dp 4 --zero 1: the plain dp 4 losses bit for bit" "$(same "$TMP/fo4.csv" "$TMP/foz4.csv")" same

@@ -269,9 +269,9 @@ static void test_nonfinite_tp_mla(void)
 }
 
 /* Non-finite values from any rank through the gradient all-reduce's buckets (model_reduce_grads): four FP32
- * gradients, an "other" one g[0..3), a GEMM one g[3..7) right after it (one dtype, back to back: one bucket of 7
- * elements), g[7] a gap no parameter holds, a GEMM one g[8..10) (its own bucket), and an expert one x[0..2)
- * over the EDP group (ranks of one parity; np 2: each rank alone beside another, so not reduced). For each
+ * gradients, a GEMM one g[0..3), another g[3..7) right after it (one class and dtype, back to back: one bucket of
+ * 7 elements; an "other" one there would be its own class's bucket), g[7] a gap no parameter holds, a GEMM one
+ * g[8..10) (its own bucket), and an expert one x[0..2) over the EDP group (ranks of one parity; np 2: each rank alone beside another, so not reduced). For each
  * source rank s: s sends a quiet NaN at g[1], +Inf at g[4], -Inf at g[9] and NaN at x[0]; every other element is
  * R + 1. Every rank gets NaN at g[1], +Inf at g[4], -Inf at g[9]; the other elements the sum of R + 1 over the
  * ranks, N(N + 1)/2: np 2 3, np 4 10; the gap keeps 100 + R. The experts: np 4, NaN at x[0] in s's group and
@@ -290,7 +290,7 @@ static void test_nonfinite_grad_buckets(void)
     float g[10], x[2];
     m.params = p, m.nparams = 4, m.comm = C, m.dpc = C, m.edpc = g2, m.bk = NULL;
     m.recipe.gemm.dt[STATE_GRAD] = DT_FP32, m.recipe.other.dt[STATE_GRAD] = DT_FP32;
-    p[0] = (ModelParam){.grad = g, .numel = 3};
+    p[0] = (ModelParam){.grad = g, .numel = 3, .gemm = 1};
     p[1] = (ModelParam){.grad = g + 3, .numel = 4, .gemm = 1};
     p[2] = (ModelParam){.grad = g + 8, .numel = 2, .gemm = 1};
     p[3] = (ModelParam){.grad = x, .numel = 2, .gemm = 1, .expert = 1};

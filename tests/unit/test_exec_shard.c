@@ -263,15 +263,18 @@ static void test_moe_tp_groups(void)
     bk->destroy(bk);
 }
 
-/* The buckets (exec/model/model_shard.c) and the plan's count of them (planner/plan_comm.c plan_dp_buckets), on
- * the odd model at dp 4 (the head comment's numbers): each class's gradients and working weights lie back to back
- * (the arena's packed terms: QKV's 3,267 FP32 gradients end at 13,068 B, not a multiple of 16, and proj's start
- * there), one reduce-scatter and one all-gather per class. By hand, per step:
- *   megatron-bf16: 2 reduce-scatters of (8,778 + 2,707) x 4 = 45,940 B in all (mean 22,970), each rank sending
- *   45,940 - ceil(45,940 / 4) = 45,940 - 11,485 = 34,455 B; 2 all-gathers of 11,485 x 2 = 22,970 B (mean
+/* The buckets (exec/model/model_grad_bucket.c, model_shard.c) and the plan's count of them (planner/plan_comm.c
+ * plan_dp_buckets), on the odd model at dp 4 (the head comment's numbers): each class's gradients lie back to back
+ * (the arena's packed gradient terms: QKV's 3,267 FP32 gradients end at 13,068 B, not a multiple of 16, and proj's
+ * start there), and under ZeRO-1 its working weights too. By hand, per step:
+ *   megatron-bf16, ZeRO-1: 2 reduce-scatters of (8,778 + 2,707) x 4 = 45,940 B in all (mean 22,970), each rank
+ *   sending 45,940 - ceil(45,940 / 4) = 45,940 - 11,485 = 34,455 B; 2 all-gathers of 11,485 x 2 = 22,970 B (mean
  *   11,485), 22,970 - ceil(5,742.5) = 17,227 B sent;
- *   fp8lm (per-tensor scaled E4M3 gradients, FP8 copies and no working weight for the 4 linears): 4 + 1
+ *   fp8lm, ZeRO-1 (per-tensor scaled E4M3 gradients, FP8 copies and no working weight for the 4 linears): 4 + 1
  *   reduce-scatters of 8,778 x 1 + 2,707 x 4 = 19,606 B, and 4 + 1 all-gathers of 8,778 + 2,707 x 2 = 14,192 B;
+ *   megatron-bf16, no sharding: 2 all-reduces (a class each, both FP32: the classes stay apart) of 45,940 B in
+ *   all, each rank sending 2 x 45,940 - ceil(2 x 45,940 / 4) = 91,880 - 22,970 = 68,910 B;
+ *   fp8lm, no sharding: 4 + 1 all-reduces of 19,606 B, 39,212 - ceil(39,212 / 4) = 39,212 - 9,803 = 29,409 B sent;
  *   a GPU stack's plan (the planner's default kernels, not the executor's): one call each, as Megatron-Core
  *   makes with overlap off (one bucket per buffer). */
 static void test_buckets(void)
@@ -280,21 +283,26 @@ static void test_buckets(void)
     static const struct {
         const char *recipe;
         KernelFusion fusion;
-        uint64_t rs_calls, rs_payload, rs_sent, ag_calls, ag_payload;
-    } t[] = {{"megatron-bf16", FUSE_FP8PLAN, 2, 45940, 34455, 2, 22970},
-             {"fp8lm", FUSE_FP8PLAN, 5, 19606, 19606 - 4902, 5, 14192},
-             {"megatron-bf16", FUSE_TE, 1, 45940, 34455, 1, 22970}};
+        Sharding sharding;
+        uint64_t rs_calls, rs_payload, rs_sent, ag_calls, ag_payload; /* rs: the all-reduce when not sharded */
+    } t[] = {{"megatron-bf16", FUSE_FP8PLAN, SHARD_ZERO1, 2, 45940, 34455, 2, 22970},
+             {"fp8lm", FUSE_FP8PLAN, SHARD_ZERO1, 5, 19606, 19606 - 4902, 5, 14192},
+             {"megatron-bf16", FUSE_TE, SHARD_ZERO1, 1, 45940, 34455, 1, 22970},
+             {"megatron-bf16", FUSE_FP8PLAN, SHARD_NONE, 2, 45940, 68910, 0, 0},
+             {"fp8lm", FUSE_FP8PLAN, SHARD_NONE, 5, 19606, 29409, 0, 0},
+             {"megatron-bf16", FUSE_TE, SHARD_NONE, 1, 45940, 68910, 0, 0}};
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         Recipe r = fx_recipe(t[i].recipe);
         if (!strcmp(t[i].recipe, "fp8lm")) /* models/recipes.csv's row: reduced and gathered in E4M3 */
             r.comm_dp_grad = r.comm_param_gather = DT_E4M3;
         static Plan p, q;
         Err e;
-        CHECKF(fx_plan_dp(&ms, &r, 2, 1, 4, SHARD_ZERO1, &p, &e) == ST_OK, "%s", e.msg);
+        CHECKF(fx_plan_dp(&ms, &r, 2, 1, 4, t[i].sharding, &p, &e) == ST_OK, "%s", e.msg);
         PlanInput in = p.in;
         in.fusion = t[i].fusion;
         CHECKF(plan_build(&in, &q, &e) == ST_OK, "%s", e.msg);
-        const Collective *rs = &q.coll[CO_DP_GRAD_RS], *ag = &q.coll[CO_DP_PARAM_AG];
+        const Collective *rs = &q.coll[t[i].sharding == SHARD_NONE ? CO_DP_GRAD_AR : CO_DP_GRAD_RS],
+                         *ag = &q.coll[CO_DP_PARAM_AG];
         CHECKF(rs->calls == t[i].rs_calls && ag->calls == t[i].ag_calls, "row %zu: %llu and %llu calls", i,
                (unsigned long long)rs->calls, (unsigned long long)ag->calls);
         CHECK_EQ_U64(plan_coll_step_payload(rs), t[i].rs_payload);
@@ -302,25 +310,28 @@ static void test_buckets(void)
         CHECK_EQ_U64(plan_coll_step_payload(ag), t[i].ag_payload);
         CHECK_EQ_U64(ag->step_bytes, t[i].ag_payload - (t[i].ag_payload + 3) / 4);
     }
-    /* the executor's buffers: rank 1 of 4, every parameter of a class at its flat offset from the class's first */
+    /* the executor's buffers: one rank (nothing sharded: the all-reduce's buckets) and rank 1 of 4 (ZeRO-1),
+     * every parameter of a class at its flat offset from the class's first */
     Backend *bk = NULL;
     Err e;
     CHECK_EQ_INT(backend_create("cpu", &bk, &e), ST_OK);
     if (!bk) return;
-    Model *m = rank_model(bk, 1, 4);
-    CHECK(m != NULL);
-    const uint8_t *g0[MODEL_CLASSES] = {0}, *w0[MODEL_CLASSES] = {0};
-    for (uint32_t i = 0; m && i < m->nparams; i++) {
-        const ModelParam *q = &m->params[i];
-        const int c = model_class(q);
-        if (!g0[c]) g0[c] = q->grad, w0[c] = q->weight;
-        CHECKF((const uint8_t *)q->grad == g0[c] + q->flat * 4, "%s: gradient not at flat %llu",
-               model_param_name(q->kind), (unsigned long long)q->flat);
-        CHECK((const uint8_t *)q->weight == w0[c] + q->flat * 2);
+    for (int dp = 1; dp <= 4; dp += 3) {
+        Model *m = rank_model(bk, dp == 1 ? 0 : 1, (uint32_t)dp);
+        CHECK(m != NULL);
+        const uint8_t *g0[MODEL_CLASSES] = {0}, *w0[MODEL_CLASSES] = {0};
+        for (uint32_t i = 0; m && i < m->nparams; i++) {
+            const ModelParam *q = &m->params[i];
+            const int c = model_class(q);
+            if (!g0[c]) g0[c] = q->grad, w0[c] = q->weight;
+            CHECKF((const uint8_t *)q->grad == g0[c] + q->flat * 4, "dp %d %s: gradient not at flat %llu", dp,
+                   model_param_name(q->kind), (unsigned long long)q->flat);
+            if (dp > 1) CHECK((const uint8_t *)q->weight == w0[c] + q->flat * 2); /* unsharded: at 256 B each */
+        }
+        const ModelParam *proj = m ? model_find_param(m, PK_PROJ_W, 0) : NULL;
+        CHECK(proj && proj->flat == 3267); /* right after QKV's 13,068 B: no 16-byte gap */
+        drop(m);
     }
-    const ModelParam *proj = m ? model_find_param(m, PK_PROJ_W, 0) : NULL;
-    CHECK(proj && proj->flat == 3267); /* right after QKV's 13,068 B: no 16-byte gap */
-    drop(m);
     bk->destroy(bk);
 }
 
