@@ -72,7 +72,10 @@ struct Comm {
      * the data is there; send may return before the peer receives (MPI: a
      * buffered copy, so two ranks may send to each other at once), the caller's
      * buffer free for reuse either way. A send counts S · 1 (bytes this rank
-     * sends), a recv counts nothing. */
+     * sends) and its seconds; a recv no call and no bytes, but (MPI) its time
+     * waiting for the peer's send apart (wait_s: the peer stage's compute, a
+     * pipeline bubble) and the seconds its bytes then take to arrive in the
+     * row's seconds: a row's seconds are both ends of its messages. */
     Status (*send)(Comm *c, CollectiveId id, Backend *bk, const void *buf, uint64_t count, Dtype dtype, int peer,
                    Err *e);
     Status (*recv)(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t count, Dtype dtype, int peer, Err *e);
@@ -134,6 +137,8 @@ Status comm_sendrecv(Comm *c, CollectiveId id, Backend *bk, const void *sendbuf,
 void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor);
 /* The same with the call's seconds (comm_now_s() at its start to its end). */
 void comm_count_s(Comm *c, CollectiveId id, uint64_t payload, double factor, double seconds);
+/* Add seconds to c's total and row id without a call or bytes (a recv's share of its message's transfer). */
+void comm_add_s(Comm *c, CollectiveId id, double seconds);
 /* Add the seconds one call waited for the other ranks to c's total and row id (as comm_count). */
 void comm_wait(Comm *c, CollectiveId id, double seconds);
 /* The monotonic clock in seconds (CLOCK_MONOTONIC). */

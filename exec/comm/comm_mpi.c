@@ -357,6 +357,10 @@ static Status mpi_send(Comm *c, CollectiveId id, Backend *bk, const void *buf, u
     return ST_OK;
 }
 
+/* Two parts timed apart: MPI_Probe returns once the peer's send has reached this rank (its envelope: the
+ * eager bytes, or the rendezvous request), the wait for the peer's compute (a pipeline bubble: comm_wait, as
+ * a collective's arrival); MPI_Recv then moves the bytes (over Open MPI's shared memory, the receiver copies
+ * them, past the eager size straight from the sender's buffer), the message's receiving end (comm_add_s). */
 static Status mpi_recv(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int peer, Err *e)
 {
     Status st = check_call(c, "recv", bk, n, dt, e);
@@ -365,7 +369,12 @@ static Status mpi_recv(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_
     const uint64_t bytes = n * dtype_bytes(dt);
     MPI_Status ms;
     int got = 0;
+    double t0 = comm_now_s();
+    MPI_TRY(MPI_Probe(peer, (int)id, world(c), &ms));
+    double t1 = comm_now_s();
+    comm_wait(c, id, t1 - t0);
     MPI_TRY(MPI_Recv(buf, (int)bytes, MPI_BYTE, peer, (int)id, world(c), &ms));
+    comm_add_s(c, id, comm_now_s() - t1);
     MPI_TRY(MPI_Get_count(&ms, MPI_BYTE, &got));
     if ((uint64_t)got != bytes)
         st = err_set(e, ST_SOFTWARE, "mpi recv: rank %d sent %d bytes, rank %d expected %llu", peer, got, c->rank,

@@ -40,6 +40,13 @@ void comm_count(Comm *c, CollectiveId id, uint64_t payload, double factor)
     comm_count_s(c, id, payload, factor, 0.0);
 }
 
+void comm_add_s(Comm *c, CollectiveId id, double seconds)
+{
+    c = root_of(c);
+    c->total.seconds += seconds;
+    if ((unsigned)id < CO_COUNT_) c->stats[id].seconds += seconds;
+}
+
 void comm_wait(Comm *c, CollectiveId id, double seconds)
 {
     c = root_of(c);

@@ -126,8 +126,8 @@ static const struct {
 /* One call of sweep w with payload S bytes (buf and out hold S bytes; counts: 2 x comm->size entries). The
  * reduce-scatter and all-gather split S over the ranks (count = S / size / element: the payload nccl-tests
  * counts is the whole array); send/recv pairs rank r with r ^ 1, each sending S then receiving S (the
- * communicator counts the send: its copy and MPI_Isend; one direction only, the receiver already waiting,
- * timed a 64 KiB send at 3 us against 14-21 us in a run's pipeline, both ways at 28 us); the all-to-all is
+ * communicator counts both ends of a message as a run's pipeline does: the send's copy and MPI_Isend, and the
+ * recv's transfer after its probe, the probe's wait apart); the all-to-all is
  * expert parallelism's call (comm_all_to_all_v: the element counts agreed, then MPI_Alltoallv), S / size
  * staying and the rest uneven over the peers (cal_a2a_counts). */
 static Status one_call(Backend *bk, Comm *comm, int w, void *buf, void *out, uint64_t *counts, uint64_t S, Err *e)

@@ -397,7 +397,8 @@ float model_dloss(const Model *m);
 Status model_add_losses(Model *m, double *sum, Err *e);
 /* The step's micro-batches on this stage in the 1F1B order (warm-up forwards, one forward one
  * backward, cool-down backwards), activations from the previous stage and gradients from the next
- * received (the plan's pp_send_recv), forward and backward seconds added to ph[PHASE_FWD/BWD]. */
+ * received (the plan's pp_send_recv: both ends' transfers; a recv's wait for the other stage in
+ * collective_wait), forward and backward seconds added to ph[PHASE_FWD/BWD]. */
 Status model_pp_run(Model *m, const int32_t *inputs, const int32_t *targets, double *ph, double *sum, Err *e);
 /* After the micro-batches: the tied embedding's gradient summed between the first and last stage
  * (the plan's emb_grad_allreduce). */

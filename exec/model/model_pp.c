@@ -13,7 +13,9 @@
  * micro-batch's activations (the last block's output, B·T/tp x C in the
  * activation dtype) go to the next stage and its input gradient back
  * (pp_send_recv: one send a micro-batch each way: the end stages send m, a
- * middle stage, which receives and sends both ways, 2m). Stage s runs min(pp − s − 1, m) warm-up forwards, then
+ * middle stage, which receives and sends both ways, 2m; the row's seconds are
+ * the sends' and the recvs' transfers, a recv's wait for the other stage
+ * counted apart in collective_wait: exec/comm/comm_mpi.c). Stage s runs min(pp − s − 1, m) warm-up forwards, then
  * one forward and one backward at a time, then the remaining backwards, so at
  * most pp − s micro-batches are in flight: their saved activations live in
  * that many slots (the plan's in-flight micro-batches). Receives block; sends

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "exec/backend/backend.h"
 #include "exec/backend/backend_desc.h"
@@ -315,6 +316,44 @@ static void test_send_recv_empty(void)
     CHECK_EQ_U64(C->total.payload_bytes - total.payload_bytes, 12);
 }
 
+/* A recv's wait for its peer's send is counted apart from its transfer: pairs (2k, 2k + 1), the even rank
+ * sleeps 200 ms after a barrier and sends 1,024 FP32 (4 KiB); the odd rank receives at once. Its row gains no
+ * call and no byte (the send is counted at the sender), wait_s at least 100 ms (the 200 ms sleep less what
+ * the barrier's exit skew could take from it), and seconds less than 100 ms: the sleep is not in the
+ * transfer (4 KiB copied in microseconds). The sender's wait_s does not move (a send waits for nobody). */
+static void test_recv_wait_apart(void)
+{
+    enum { NEL = 1024 };
+    static float buf[NEL];
+    const int peer = R ^ 1;
+    const CommStats row = C->stats[CO_PP_P2P];
+    Err e = {0};
+    for (int i = 0; i < NEL; i++) buf[i] = (float)(R + i);
+    MPI_Barrier(MPI_COMM_WORLD);
+    Status st;
+    if (R % 2 == 0) {
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        st = C->send(C, CO_PP_P2P, NULL, buf, NEL, DT_FP32, peer, &e);
+    } else {
+        st = C->recv(C, CO_PP_P2P, NULL, buf, NEL, DT_FP32, peer, &e);
+    }
+    CHECKF(st == ST_OK, "%s: %s", R % 2 ? "recv" : "send", e.msg);
+    const CommStats *now = &C->stats[CO_PP_P2P];
+    if (R % 2) {
+        CHECK_NEAR(buf[7], (double)(peer + 7), 0.0);
+        CHECK_EQ_U64(now->calls - row.calls, 0);
+        CHECK_EQ_U64(now->payload_bytes - row.payload_bytes, 0);
+        CHECKF(now->wait_s - row.wait_s >= 0.1, "recv waited %.6f s for a send 200 ms late", now->wait_s - row.wait_s);
+        CHECKF(now->seconds - row.seconds >= 0 && now->seconds - row.seconds < 0.1,
+               "recv's transfer counted %.6f s (the wait in it?)", now->seconds - row.seconds);
+    } else {
+        CHECK_EQ_U64(now->calls - row.calls, 1);
+        CHECK_NEAR(now->wait_s - row.wait_s, 0.0, 0.0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* Buffered sends are freed as they complete, not only at destroy: rank r sends K = 3 messages of 1 MiB
  * (2^18 FP32) to r + 1, and every rank receives its K after a barrier. Before the receives some or all of
  * the sends may be in flight (MPI may also have buffered them: no count is asserted there). Once every
@@ -525,7 +564,7 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 17\n");
+    if (R == 0) printf("checks: 18\n");
     MRUN(test_all_reduce_fp32_rank_order);
     MRUN(test_all_reduce_bf16_rounds_once);
     MRUN(test_all_reduce_max);
@@ -537,6 +576,7 @@ int main(int argc, char **argv)
     MRUN(test_send_recv_ring);
     MRUN(test_send_recv_empty);
     MRUN(test_send_copies_freed);
+    MRUN(test_recv_wait_apart);
     MRUN(test_all_reduce_fp8_shared_scale);
     MRUN(test_reproducible);
     MRUN(test_split);
