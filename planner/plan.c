@@ -168,8 +168,18 @@ static const char *nonfinite_figure(const Plan *p)
     return NULL;
 }
 
-/* The memory of the most-loaded stage (or of the stage asked for) into one of sm[0..4): returns it, *stage its
- * index. Stage 0, the last stage and, where they can hold more, a middle one and the last middle one. */
+/* sm[1] as sm[0]: its terms copied into its own storage. */
+static void stage_copy(StageMem *dst, const StageMem *src)
+{
+    MemTerm *mem = dst->mem;
+    *dst = *src;
+    dst->mem = mem;
+    memcpy(mem, src->mem, MT_COUNT_ * sizeof *mem);
+}
+
+/* The memory of the most-loaded stage (or of the stage asked for) into one of sm[0..4) (their terms where each
+ * sm[i].mem points): returns it, *stage its index. Stage 0, the last stage and, where they can hold more, a middle
+ * one and the last middle one. */
 static const StageMem *stage_memory(const PlanInput *in, const Geo *g, Ck *ck, StageMem sm[4], uint32_t *stage)
 {
     PlanInput full; /* the act_ckpt saving: the memory of --recompute full (the time stays the input's) */
@@ -186,7 +196,7 @@ static const StageMem *stage_memory(const PlanInput *in, const Geo *g, Ck *ck, S
     *stage = 0;
     int uneven = g->Lf != g->Lm || g->Ll != g->Lm;
     if (g->pp > 1) {
-        sm[1] = sm[0];
+        stage_copy(&sm[1], &sm[0]);
         plan_memory(in, g, &la, (uint32_t)(g->pp - 1), &sm[1], ck, !uneven && !g->x.on);
         if (sm[1].total > pick->total) pick = &sm[1], *stage = (uint32_t)(g->pp - 1);
     }
@@ -219,6 +229,8 @@ static void memory_band(const PlanInput *in, const Geo *g, Ck *ck, Plan *p)
     memset(p->unknown_bytes, 0, sizeof p->unknown_bytes);
     if (!open) return;
     StageMem sm[4];
+    MemTerm terms[4][MT_COUNT_];
+    for (int i = 0; i < 4; i++) sm[i].mem = terms[i];
     PlanInput v = *in;
     v.mem_savings |= open;
     const StageMem *lo = stage_memory(&v, g, ck, sm, &p->low_stage);
@@ -243,6 +255,9 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_fi
     Ck ck = {0};
 
     StageMem sm[4];
+    MemTerm terms[3][MT_COUNT_];
+    sm[0].mem = p->mem; /* stage 0's terms in the plan's own: not copied again when it is the largest */
+    for (int i = 1; i < 4; i++) sm[i].mem = terms[i - 1];
     uint32_t stage;
     const StageMem *pick = stage_memory(in, g, &ck, sm, &stage);
     if (ck.ovf) {
@@ -280,7 +295,7 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_fi
     p->stage_layers = (uint32_t)geo_layers(g, stage);
     p->first_layers = (uint32_t)g->Lf, p->mid_layers = (uint32_t)g->Lm, p->last_layers = (uint32_t)g->Ll;
     p->shard_ways = (uint32_t)g->d;
-    memcpy(p->mem, pick->mem, sizeof p->mem);
+    if (pick->mem != p->mem) memcpy(p->mem, pick->mem, sizeof p->mem);
     memcpy(p->cat_bytes, pick->cat, sizeof p->cat_bytes);
     p->reserved_bytes = p->total_bytes - p->mem[MT_CUDA_CONTEXT].bytes - p->mem[MT_COMM_BUFFER].bytes;
     p->alloc_bytes = p->reserved_bytes - p->mem[MT_FRAGMENTATION].bytes;

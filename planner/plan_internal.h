@@ -114,9 +114,11 @@ typedef struct {
 /* Index of a stage in MoeGeo.nd / nx: 0 first, 2 last (also when pp = 1: both), 1 a middle one. */
 static inline int x_stage(const Geo *g, uint32_t stage) { return stage == 0 ? 0 : stage == g->pp - 1 ? 2 : 1; }
 
-/* Stage-specific memory (both stage 0 and the last stage are built; the larger is reported). */
+/* Stage-specific memory (both stage 0 and the last stage are built; the larger is reported). mem: MT_COUNT_ terms
+ * where the caller points it (plan_build: stage 0's are the plan's own, so a plan whose stage 0 is the largest is
+ * not copied again). */
 typedef struct {
-    MemTerm mem[MT_COUNT_];
+    MemTerm *mem;
     uint64_t cat[MC_COUNT_];
     uint64_t total;
     uint64_t params, params_gemm, params_expert;

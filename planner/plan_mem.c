@@ -44,7 +44,7 @@ int mem_term_persistent(MemTermId id) { return (unsigned)id < MT_COUNT_ && term_
 static const MemTerm blank_terms[MT_COUNT_] = {MEM_TERMS(MT_BLANK_)};
 #undef MT_BLANK_
 
-void plan_mem_labels(StageMem *sm) { memcpy(sm->mem, blank_terms, sizeof sm->mem); }
+void plan_mem_labels(StageMem *sm) { memcpy(sm->mem, blank_terms, sizeof blank_terms); }
 
 void plan_term(StageMem *sm, MemTermId id, Dtype dt, uint64_t elements, uint64_t bytes, uint32_t shards)
 {
@@ -494,8 +494,8 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
      * 4 B x LIN_COUNT per in-flight layer, held the whole step */
     if (g->pp > 1 && f8e && rc->act_gran == GRAN_TENSOR) tr = ck_add(ck, tr, ck_mul(ck, units, 4 * LIN_COUNT));
     plan_term(sm, MT_TRANSIENT, DT_NONE, 0, tr, 1);
-    for (int id = MT_WEIGHT_EXPERT; id <= MT_ROUTER_BIAS; id++) /* the expert terms of a model without experts: empty */
-        plan_term(sm, (MemTermId)id, DT_NONE, 0, 0, 1);
+    /* the expert terms of a model without experts stay as plan_mem_labels wrote them: empty (DT_NONE, 0 elements,
+     * 0 bytes, 1 shard; a reuse call's sm is a copy of such a stage) */
     sm->params_expert = 0;
     mem_sums(in, sm, ck, 0);
 }

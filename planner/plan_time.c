@@ -180,8 +180,7 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     if (x->on) {
         moe_layer_times(in, g, &gg, p, L);
     } else {
-        plan_layer_time(in, g, &gg, p, &L[0]);
-        memset(&L[1], 0, sizeof L[1]);
+        plan_layer_time(in, g, &gg, p, &L[0]); /* L[1] stays unwritten: no stage holds a layer of kind 1 (n[1] = 0) */
     }
     double m = (double)g->m, hbm = gpu_mem_bw(in->gpu, in->eff_hbm);
 
@@ -385,7 +384,8 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     if (in->fusion == FUSE_FP8PLAN && !once) tb->fwd_s += wc;
     /* FP8-LM's copies, cast once per step: after the optimizer, in its phase, when no state is sharded; after the
      * parameter all-gather (the communication phase) when one is (exec/model/model_step.c) */
-    int sharded = p->shard_ways > 1 && (plan_state_shard_bits(in, &rc->gemm) | plan_state_shard_bits(in, &rc->other));
+    int sharded = in->fusion == FUSE_FP8PLAN && once && p->shard_ways > 1 && /* read only there */
+                  (plan_state_shard_bits(in, &rc->gemm) | plan_state_shard_bits(in, &rc->other));
     tb->opt_cast_s = in->fusion == FUSE_FP8PLAN && once && !sharded ? wc : 0;
     tb->other_s = p->coll[CO_AMAX_AR].time_s + p->coll[CO_EMB_GRAD_AR].time_s + p->coll[CO_TP_NORM_GRAD_AR].time_s;
     p->coll[CO_AMAX_AR].exposed_s = p->coll[CO_AMAX_AR].time_s;
