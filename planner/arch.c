@@ -145,6 +145,7 @@ double arch_hd_factor(const AttnCurve *c, uint32_t head_dim)
 {
     if (head_dim <= 64) return c->hd64;
     if (head_dim >= 256) return c->hd256;
-    double x = log2((double)head_dim) - 7.0; /* -1 at 64, 0 at 128, +1 at 256 */
+    /* -1 at 64, 0 at 128, +1 at 256; a power of two's log2 is its exponent exactly, without the libm call */
+    double x = (head_dim & (head_dim - 1) ? log2((double)head_dim) : (double)__builtin_ctz(head_dim)) - 7.0;
     return x < 0 ? 1.0 + x * (1.0 - c->hd64) : 1.0 + x * (c->hd256 - 1.0);
 }

@@ -70,6 +70,7 @@ static void test_head_dim_interpolation(void)
 {
     const AttnCurve *c = &arch_row(90)->cudnn;
     CHECK_NEAR(arch_hd_factor(c, 128), 1.0, 1e-15);
+    CHECK(arch_hd_factor(c, 128) == 1.0); /* 2^7: x = 7 - 7 = 0 exactly (the exponent, no log2 call) */
     CHECK_NEAR(arch_hd_factor(c, 32), c->hd64, 1e-15);
     CHECK_NEAR(arch_hd_factor(c, 64), c->hd64, 1e-15);
     CHECK_NEAR(arch_hd_factor(c, 256), c->hd256, 1e-15);
