@@ -22,6 +22,8 @@ typedef struct {
     MPI_Comm comm; /* a duplicate of MPI_COMM_WORLD (or a split of one), errors returned */
     Pending *pend; /* sends not known to be complete */
     int npend, cap;
+    void *scratch; /* comm_mpi_scratch: the reductions' receive buffer, scratch_bytes */
+    uint64_t scratch_bytes;
 } MpiImpl;
 
 static int owned_init; /* this file called MPI_Init_thread */
@@ -39,6 +41,16 @@ Status comm_mpi_fail(Err *e, int rc, const char *call)
 
 static MPI_Comm world(const Comm *c) { return ((const MpiImpl *)c->impl)->comm; }
 MPI_Comm comm_mpi_handle(const Comm *c) { return world(c); }
+
+void *comm_mpi_scratch(Comm *c, uint64_t bytes)
+{
+    MpiImpl *im = c->impl;
+    if (bytes <= im->scratch_bytes && im->scratch) return im->scratch;
+    free(im->scratch); /* nothing in it is kept: no realloc's copy */
+    im->scratch = bytes < SIZE_MAX ? malloc((size_t)bytes + 1) : NULL;
+    im->scratch_bytes = im->scratch ? bytes : 0;
+    return im->scratch;
+}
 
 static Status check_peer(const Comm *c, const char *what, int peer, Err *e)
 {
@@ -134,6 +146,7 @@ static void mpi_destroy(Comm *c)
         Err e;
         reap(c, 1, &e); /* every send received before the communicator goes */
         free(im->pend);
+        free(im->scratch);
     }
     if (im && im->comm != MPI_COMM_NULL) MPI_Comm_free(&im->comm);
     free(im);

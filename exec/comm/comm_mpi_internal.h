@@ -14,6 +14,10 @@ Status comm_mpi_fail(Err *e, int rc, const char *call);
 /* The checks every call makes (what: the call's name for the message): host memory (the cpu backend's, or bk
  * NULL), a sized dtype, and total elements (what the largest buffer holds) within MPI's int byte counts. */
 Status comm_mpi_check_call(const Comm *c, const char *what, Backend *bk, uint64_t total, Dtype dt, Err *e);
+/* c's scratch buffer of at least bytes (its contents not kept from one call to the next), or NULL out of memory:
+ * the reductions receive every rank's values of their segment there. Owned by the communicator, grown to the
+ * largest call and freed by destroy, so a call allocates nothing. */
+void *comm_mpi_scratch(Comm *c, uint64_t bytes);
 /* c's collectives (comm_mpi_coll.c): all-reduce, all-gather, reduce-scatter, broadcast, their uneven forms and
  * the all-to-all. */
 void comm_mpi_set_collectives(Comm *c);
