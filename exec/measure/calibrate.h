@@ -197,10 +197,26 @@ Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibrati
  * after what precedes a run's per-layer collective: a kernel over layer_bytes (one of the layer's GEMMs'
  * operands and output; at most CAL_LINK_EVICT), the ranks together (calibrate_link.c says why not late), then
  * fitted (cal_fit_ranges) into out->sweep and out->range. The all-to-all also at its smallest call and at the
- * na2a payloads a2a (expert parallelism's calls of the model: cal_ep_sizes; a2a may be NULL when na2a is 0).
- * Every rank calls it. */
+ * na2a payloads a2a (expert parallelism's calls of the model: cal_ep_sizes), every other op also at the nrun
+ * payloads run (tensor parallelism's calls: cal_tp_sizes); cal_sweep_sizes merges them. a2a or run may be NULL
+ * when its count is 0. Every rank calls it. */
 Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_bytes, const uint64_t *a2a, int na2a,
-                       int reps, Calibration *out, Err *e);
+                       const uint64_t *run, int nrun, int reps, Calibration *out, Err *e);
+
+/* The payloads, into out (3), of the tensor-parallel collectives a run of model m at micro-batch mbs makes with
+ * tok = mbs x seq tokens a micro-batch: the loss's all-reduces (tok FP32 statistics: tok x 4 B), an FP8
+ * activation's all-gather (tok x hidden x 1 B) and a BF16 activation's reduce-scatter, all-gather or
+ * all-reduce (tok x hidden x 2 B: the layers' and the vocabulary-parallel embedding's and head's). Each is the
+ * whole payload S of a call, whatever the TP size (planner/plan_comm.c, plan_comm_vocab.c). Returns 3. */
+int cal_tp_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out);
+
+/* A payload sweep's sizes: the n link sizes (cal_link_sizes, increasing) and the first 4 of the nrun run
+ * payloads no larger than the largest link size, each rounded down to whole units (the bytes a call carries
+ * whole: unit_of in calibrate_link.c; a size below one unit becomes one), with from_unit the unit itself (the
+ * op's smallest call), increasing and once each into out (at most CAL_MAX_SIZES). Returns the count (0 when n
+ * is outside [1, CAL_MAX_SIZES] or unit is 0). */
+int cal_sweep_sizes(const uint64_t *sizes, int n, const uint64_t *run, int nrun, uint64_t unit, int from_unit,
+                    uint64_t *out);
 
 /* The payloads a rank's expert all-to-alls carry for model m at micro-batch mbs under uniform routing, into
  * out (2): the count exchange's E int32 (E x 4 B) and a dispatch's (or combine's) mbs x seq x top-k token copies

@@ -26,6 +26,36 @@ int cal_ep_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out)
     return 2;
 }
 
+int cal_tp_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out)
+{
+    const uint64_t tok = (uint64_t)mbs * m->seq_len;
+    out[0] = tok * 4;             /* the loss's all-reduces: an FP32 statistic a token */
+    out[1] = tok * m->hidden;     /* an FP8 activation's gather: a byte an element */
+    out[2] = tok * m->hidden * 2; /* a BF16 activation: the layers' and the vocabulary's calls */
+    return 3;
+}
+
+int cal_sweep_sizes(const uint64_t *sizes, int n, const uint64_t *run, int nrun, uint64_t unit, int from_unit,
+                    uint64_t *out)
+{
+    uint64_t v[CAL_MAX_SIZES + 5];
+    int k = 0;
+    if (n < 1 || n > CAL_MAX_SIZES || !unit) return 0;
+    if (from_unit) v[k++] = unit;
+    for (int i = 0; i < n; i++) v[k++] = sizes[i] >= unit ? sizes[i] / unit * unit : unit;
+    for (int i = 0; i < nrun && i < 4; i++)
+        if (run[i] <= sizes[n - 1]) v[k++] = run[i] >= unit ? run[i] / unit * unit : unit;
+    for (int i = 1; i < k; i++) /* insertion sort: a handful of sizes */
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            uint64_t t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    int m = 0;
+    for (int i = 0; i < k && m < CAL_MAX_SIZES; i++)
+        if (!m || v[i] > out[m - 1]) out[m++] = v[i];
+    return m;
+}
+
 void cal_a2a_counts(int r, int n, uint64_t N, uint64_t *scounts, uint64_t *rcounts)
 {
     const uint64_t nn = (uint64_t)n * (uint64_t)n, u = N / nn;

@@ -350,8 +350,9 @@ Status calibrate_host_again(Backend *bk, Comm *comm, const ModelSpec *m, uint32_
         if (g->path == CAL_PATH_BF16 && strncmp(g->what, "head", 4) && b > layer) layer = b;
     }
     if (!st && comm && comm->size > 1 && !strcmp(comm->name, "mpi")) {
-        uint64_t a2a[2]; /* expert parallelism's count exchange and dispatch, for a model with experts */
-        st = calibrate_links(bk, comm, top, layer, a2a, cal_ep_sizes(m, mbs, a2a), reps, out, e);
+        uint64_t a2a[2], tp[3]; /* expert parallelism's count exchange and dispatch (a model with experts); TP's */
+        st = calibrate_links(bk, comm, top, layer, a2a, cal_ep_sizes(m, mbs, a2a), tp, cal_tp_sizes(m, mbs, tp), reps,
+                             out, e);
     }
     out->ranks = comm ? comm->size : 1;
     return st;

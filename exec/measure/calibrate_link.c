@@ -152,15 +152,15 @@ static Status one_call(Backend *bk, Comm *comm, int w, void *buf, void *out, uin
     }
 }
 
-/* The payload of sweep w nearest below S that its calls carry whole (elements, and for the split ops a whole
- * share per rank, for the all-to-all size^2 elements: cal_a2a_counts); at least one such unit. */
-static uint64_t carried(int w, uint64_t S, int size)
+/* The bytes sweep w's calls carry whole: an element, for the split ops a whole share per rank, for the
+ * all-to-all size^2 elements (cal_a2a_counts). */
+static uint64_t unit_of(int w, int size)
 {
-    uint64_t b = dtype_bytes(sweeps[w].dt), unit = b;
+    uint64_t unit = dtype_bytes(sweeps[w].dt);
     CommOp op = sweeps[w].op;
     if (op == OP_REDUCE_SCATTER || op == OP_ALL_GATHER) unit *= (uint64_t)size;
     if (op == OP_ALL_TO_ALL) unit *= (uint64_t)size * (uint64_t)size;
-    return S >= unit ? S / unit * unit : unit;
+    return unit;
 }
 
 static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, float *sync, uint64_t *counts,
@@ -179,6 +179,9 @@ static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, f
         if (!st) st = one_call(bk, comm, w, buf, out, counts, S, e);
         if (!st) st = comm_settle(comm, e);
         mine = (float)(comm->stats[id].seconds - t0);
+        /* and a layer's kernel after it, as in a run: a rank whose call ends first computes on the cores while
+         * its peers' calls end (their fold, their copies), not waits in the next call's barrier */
+        if (!st) st = bk->add(bk, evict, evict, evict, DT_FP32, evict_bytes / sizeof(float), e);
         if (!st) st = slowest_rank(bk, comm, sync, mine, &slowest, e);
         if (i >= 0) t[i] = slowest;
     }
@@ -188,27 +191,6 @@ static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, f
     c->payload = S, c->seconds = q.median, c->spread = q.spread, c->iqr = q.iqr;
     c->busbw = c->seconds > 0 ? (double)S * comm_bus_factor(sweeps[w].op, (uint64_t)comm->size) / c->seconds : 0;
     return ST_OK;
-}
-
-/* The all-to-all's payloads: the sweep's sizes, its smallest call (a unit), and the run's (a2a), each carried
- * whole, increasing, once each, at most CAL_MAX_SIZES. */
-static int a2a_sizes(int w, const uint64_t *sizes, int n, const uint64_t *a2a, int na2a, int size, uint64_t *out)
-{
-    uint64_t v[CAL_MAX_SIZES + 8];
-    int k = 0;
-    v[k++] = carried(w, 1, size);
-    for (int i = 0; i < n; i++) v[k++] = carried(w, sizes[i], size);
-    for (int i = 0; i < na2a && i < 4; i++)
-        if (a2a[i] <= sizes[n - 1]) v[k++] = carried(w, a2a[i], size);
-    for (int i = 1; i < k; i++) /* insertion sort: a handful of sizes */
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            uint64_t t = v[j];
-            v[j] = v[j - 1], v[j - 1] = t;
-        }
-    int m = 0;
-    for (int i = 0; i < k && m < CAL_MAX_SIZES; i++)
-        if (!m || v[i] > out[m - 1]) out[m++] = v[i];
-    return m;
 }
 
 /* ---- the all-to-all per message (calibrate_messages) ----
@@ -320,7 +302,7 @@ static Status calibrate_messages(Backend *bk, Comm *comm, const uint64_t *a2a, i
 }
 
 Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_bytes, const uint64_t *a2a, int na2a,
-                       int reps, Calibration *out, Err *e)
+                       const uint64_t *run, int nrun, int reps, Calibration *out, Err *e)
 {
     const uint64_t evict_bytes = layer_bytes < CAL_LINK_EVICT ? layer_bytes / 4 * 4 : CAL_LINK_EVICT;
     /* every size is fitted (not only the smallest and the two largest): 4 x reps each, at most 64 (at 7, the
@@ -347,14 +329,17 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
         CalSweep *s = &out->sweep[out->nsweep];
         memset(s, 0, sizeof *s);
         s->op = sweeps[w].op, s->dtype = sweeps[w].dt;
-        /* the all-to-all from its smallest call up and at the run's payloads: expert parallelism's count
-         * exchange is a few int32 a peer (E x 4 B a rank: 32 B for 8 experts), below the sweep's 64 B, and its
-         * dispatch falls between the sweep's sizes, 4x apart */
+        /* the sweep's sizes and the run's own payloads, which fall between them (4x apart): the all-to-all's
+         * from its smallest call up (expert parallelism's count exchange is a few int32 a peer, E x 4 B a rank:
+         * 32 B for 8 experts, below the sweep's 64 B) and at its dispatch; every other op at tensor
+         * parallelism's calls (cal_tp_sizes), so the fit of the range holding a run's call passes through a
+         * measurement of that call, not between two sizes 4x apart */
         uint64_t own[CAL_MAX_SIZES];
-        const int na = s->op == OP_ALL_TO_ALL ? a2a_sizes(w, sizes, n, a2a, na2a, comm->size, own) : 0;
-        for (int k = 0; !st && k < (na ? na : n); k++) {
-            uint64_t S = na ? own[k] : carried(w, sizes[k], comm->size);
-            if (s->n && S <= s->pt[s->n - 1].payload) continue; /* rounded onto the previous size */
+        const int a2a_op = s->op == OP_ALL_TO_ALL;
+        const int na =
+            cal_sweep_sizes(sizes, n, a2a_op ? a2a : run, a2a_op ? na2a : nrun, unit_of(w, comm->size), a2a_op, own);
+        for (int k = 0; !st && k < na; k++) {
+            uint64_t S = own[k];
             if (!(st = sweep_size(bk, comm, w, buf, dst, sync, counts, evict, evict_bytes, S, per_size, &s->pt[s->n],
                                   e)))
                 s->n++;

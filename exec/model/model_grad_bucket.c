@@ -7,7 +7,7 @@
  * their dtypes agree (Megatron's one buffer per dtype would join them), as the distributed optimizer's buckets do
  * (model_shard.c); the plan counts the same calls (planner/plan_comm.c plan_dp_buckets). An FP8 gradient with its
  * own scaling record is reduced alone (comm_all_reduce_fp8 agrees on its scale first). Every element is summed in
- * rank order whatever call it travels in (comm_mpi.c's all-reduce folds each slice rank by rank), so the buckets
+ * rank order whatever call it travels in (comm_mpi_coll.c's all-reduce folds each slice rank by rank), so the buckets
  * leave the sums bit for bit as one call per tensor made them. */
 #include "exec/model/grad_bucket.h"
 

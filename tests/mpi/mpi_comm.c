@@ -498,6 +498,56 @@ static void test_reproducible(void)
     CHECK(!memcmp(a, ref, sizeof a));
 }
 
+/* The fold of every dtype and reduction, over more elements than it takes at a time (1001 = 3 x 256 + 233, the
+ * all-reduce's slices uneven: 500 and 501 at np 2, 250 and 251 at np 4): the bytes of element k are those of
+ * rank 0's value of k decoded to FP32, folded with rank 1's, 2's, ... in FP32 (SUM: added; MAX/MIN: the larger /
+ * smaller, a NaN wins and stays) and rounded once to the dtype (elem_store: BF16/FP16 RNE, FP8 saturating), the
+ * reference written here one element at a time. Rank N-1 holds a NaN at element 700 (a MAX/MIN keeps it, a SUM
+ * too). The reduce-scatter folds the same way: count 1001 per rank, rank r keeps its block's reference. */
+static void test_fold_dtypes(void)
+{
+    enum { K = 1001, NAN_AT = 700 };
+    static const Dtype dts[] = {DT_FP32, DT_BF16, DT_FP16, DT_E4M3, DT_E5M2};
+    static const CommReduce ops[] = {COMM_SUM, COMM_MAX, COMM_MIN};
+    static uint8_t mine[4 * K * 4], want[4 * K * 4], ref[4 * K], got[4 * K];
+    static float acc[4 * K];
+    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
+        const Dtype dt = dts[d];
+        const uint64_t b = dtype_bytes(dt);
+        for (size_t o = 0; o < sizeof ops / sizeof *ops; o++) {
+            const CommReduce op = ops[o];
+            for (int r = 0; r < N; r++) { /* rank r's N blocks of K values; the reference folded over r */
+                uint32_t s = 4242u + 131u * (uint32_t)r;
+                for (int k = 0; k < N * K; k++) {
+                    s = s * 1664525u + 1013904223u;
+                    float x = ldexpf((float)(s >> 16) - 32768.0f, -10 - (int)(s % 5));
+                    if (r == N - 1 && k % K == NAN_AT) x = NAN;
+                    uint8_t q[4];
+                    elem_store(q, dt, 0, x);
+                    if (r == R) memcpy(mine + (uint64_t)k * b, q, b);
+                    float v = elem_load(q, dt, 0);
+                    if (r == 0)
+                        acc[k] = v;
+                    else if (op == COMM_SUM)
+                        acc[k] = acc[k] + v;
+                    else if (v != v || (op == COMM_MAX ? v > acc[k] : v < acc[k]))
+                        acc[k] = v;
+                }
+            }
+            for (int k = 0; k < N * K; k++) elem_store(want, dt, (uint64_t)k, acc[k]);
+            Err e;
+            memcpy(got, mine, K * b);
+            CHECK_EQ_INT(C->all_reduce(C, COMM_UNPLANNED, NULL, got, K, dt, op, &e), ST_OK);
+            memcpy(ref, want, K * b);
+            CHECKF(!memcmp(got, ref, K * b), "all_reduce %s op %d: bytes differ from the rank-order fold",
+                   dtype_name(dt), (int)op);
+            CHECK_EQ_INT(C->reduce_scatter(C, COMM_UNPLANNED, NULL, mine, got, K, dt, op, &e), ST_OK);
+            CHECKF(!memcmp(got, want + (uint64_t)R * K * b, K * b),
+                   "reduce_scatter %s op %d: bytes differ from the rank-order fold", dtype_name(dt), (int)op);
+        }
+    }
+}
+
 /* Sub-communicators: the even and the odd ranks (color r mod 2, key −r: the highest rank first). np 2:
  * two groups of one; np 4: {2, 0} and {3, 1}, this rank's place (N/2 − 1 − ⌊r/2⌋). An all-reduce of
  * r + 1 over a group: np 4 evens 1 + 3 = 4, odds 2 + 4 = 6; np 2 alone: r + 1. Its bytes count in the
@@ -564,7 +614,7 @@ int main(int argc, char **argv)
         if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
         MPI_Abort(MPI_COMM_WORLD, 64);
     }
-    if (R == 0) printf("checks: 18\n");
+    if (R == 0) printf("checks: 19\n");
     MRUN(test_all_reduce_fp32_rank_order);
     MRUN(test_all_reduce_bf16_rounds_once);
     MRUN(test_all_reduce_max);
@@ -579,6 +629,7 @@ int main(int argc, char **argv)
     MRUN(test_recv_wait_apart);
     MRUN(test_all_reduce_fp8_shared_scale);
     MRUN(test_reproducible);
+    MRUN(test_fold_dtypes);
     MRUN(test_split);
     memset(C->stats, 0, sizeof C->stats); /* the uneven calls count on rows of their own */
     MRUN(test_reduce_scatter_v);

@@ -258,9 +258,10 @@ static Status s_a2a(Comm *c, CollectiveId id, Backend *bk, const void *send, con
 }
 
 /* A 4 KiB top, 3 reps (12 timed calls per size), one layer of 1 MiB: 10 sweeps (all-reduce and reduce-scatter per dtype path, the byte
- * movers once) of 64, 256, 1024, 4096 B; each timed call after one kernel over the layer's bytes and one over
- * the payload; the scripted lines recovered exactly, one range each: latency A(op) / steps (all-reduce 2 steps
- * over 2 ranks, the others 1), bandwidth B(op, dt). */
+ * movers once) of 64, 256, 1024, 4096 B and the run's TP payloads 512 and 3,000 B (8,192 B, past the top,
+ * dropped); each timed call after one kernel over the layer's bytes and one over the payload, and followed by
+ * another kernel over the layer's bytes; the scripted lines recovered exactly, one range each: latency A(op) /
+ * steps (all-reduce 2 steps over 2 ranks, the others 1), bandwidth B(op, dt). */
 static void test_every_op(void)
 {
     Err e;
@@ -283,21 +284,25 @@ static void test_every_op(void)
     /* the run's all-to-all payloads: 32 B (8 experts' counts, a size of the sweep's unit 8 B: kept) and 2,000 B
      * (carried as 2,000: 250 units of 8 B) — and 8,192 B, past the sweep's top, dropped */
     const uint64_t ep[3] = {32, 2000, 8192};
-    Status st = calibrate_links(&bk, &c, 4096, layer, ep, 3, 3, &cal, &e);
+    /* the run's TP payloads: 512 B and 3,000 B (a whole unit of every sweep but the all-to-all's: 3,000 = 375 x 8 B,
+     * the FP32 reduce-scatter's share of 2 ranks x 4 B) between the link sizes, and 8,192 B past the top */
+    const uint64_t tp[3] = {512, 3000, 8192};
+    Status st = calibrate_links(&bk, &c, 4096, layer, ep, 3, tp, 3, 3, &cal, &e);
     CHECKF(st == ST_OK, "%s", e.msg);
     CHECK(!rec.over);
     CHECK_EQ_INT(cal.nsweep, 10);
     CHECK_EQ_INT(cal.nrange, 10);
-    /* per call (1 warm-up + 4 x 3 timed) x 4 sizes x 10 sweeps = 520, and the all-to-all's 3 more sizes (its
-     * smallest call, 8 B over 2 ranks: 2 x 2 BF16 elements; 32 B; 2,000 B) 39: 559; the layer's kernel (2^18
-     * floats) and the payload's (S / 4 floats) */
+    /* calls (1 warm-up + 4 x 3 timed = 13 a size): 9 sweeps x 6 sizes (64, 256, 512, 1024, 3000, 4096) = 54 and the
+     * all-to-all's 7 (its smallest call, 8 B over 2 ranks: 2 x 2 BF16 elements; 32 B; 64, 256, 1024; 2,000 B;
+     * 4096) = 61 sizes, 793 calls; each the payload's kernel (S / 4 floats) once and the layer's (2^18 floats)
+     * twice, before and after: 1,586 */
     int kernels = 0, payloads = 0;
     for (int i = 0; i < rec.n; i++) {
         kernels += rec.ev[i] == EV_ADD_PAYLOAD && rec.arg[i] == layer / 4;
         payloads += rec.ev[i] == EV_ADD_PAYLOAD && rec.arg[i] <= 1024;
     }
-    CHECK_EQ_INT(kernels, 559);
-    CHECK_EQ_INT(payloads, 559);
+    CHECK_EQ_INT(kernels, 1586);
+    CHECK_EQ_INT(payloads, 793);
     static const Dtype want_dt[10] = {DT_FP32, DT_BF16, DT_E4M3, DT_FP32, DT_BF16,
                                       DT_E4M3, DT_BF16, DT_BF16, DT_BF16, DT_BF16};
     static const CommOp want_op[10] = {OP_ALL_REDUCE,     OP_ALL_REDUCE,     OP_ALL_REDUCE, OP_REDUCE_SCATTER,
@@ -307,13 +312,12 @@ static void test_every_op(void)
         const CalSweep *s = &cal.sweep[k];
         CHECKF(s->op == want_op[k] && s->dtype == want_dt[k], "sweep %d: %s %s", k, comm_op_name(s->op),
                dtype_name(s->dtype));
-        const int a2a = want_op[k] == OP_ALL_TO_ALL, np = a2a ? 7 : 4;
+        const int a2a = want_op[k] == OP_ALL_TO_ALL, np = a2a ? 7 : 6;
         CHECK_EQ_INT(s->n, np);
         CHECK_EQ_INT((int)s->pt[np - 1].payload, 4096);
-        if (a2a) { /* 8, 32, 64, 256, 1024, 2000, 4096 */
-            static const int want_s[7] = {8, 32, 64, 256, 1024, 2000, 4096};
-            for (int i = 0; i < 7 && i < s->n; i++) CHECK_EQ_INT((int)s->pt[i].payload, want_s[i]);
-        }
+        static const int want_a2a[7] = {8, 32, 64, 256, 1024, 2000, 4096},
+                         want_tp[6] = {64, 256, 512, 1024, 3000, 4096};
+        for (int i = 0; i < np && i < s->n; i++) CHECK_EQ_INT((int)s->pt[i].payload, a2a ? want_a2a[i] : want_tp[i]);
         const CalRange *r = &cal.range[k];
         double steps = want_op[k] == OP_ALL_REDUCE ? 2 : 1;
         CHECK(r->fit.op == want_op[k] && r->fit.from == 0 && r->fit.to == 0 && r->count == np);
@@ -358,7 +362,7 @@ static void test_per_message(void)
     static Calibration cal;
     memset(&cal, 0, sizeof cal);
     const uint64_t ep[3] = {32, 2000, 8192};
-    Status st = calibrate_links(&bk, &c, 4096, 1 << 20, ep, 3, 3, &cal, &e);
+    Status st = calibrate_links(&bk, &c, 4096, 1 << 20, ep, 3, NULL, 0, 3, &cal, &e);
     CHECKF(st == ST_OK, "%s", e.msg);
     CHECK_EQ_INT(cal.nsweep, 11);
     CHECK_EQ_INT(cal.nrange, 12);

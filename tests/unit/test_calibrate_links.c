@@ -353,6 +353,66 @@ static void test_a2a_counts(void)
     CHECK_EQ_INT(cal_ep_sizes(&d, 1, ep), 0);
 }
 
+/* The payload sweeps' sizes (cal_sweep_sizes) with the run's own calls between the link sizes, worked by hand.
+ * The TP payloads (cal_tp_sizes) of the survey's demo (hidden 256, seq 64) at micro-batch 2: tok = 2 x 64 = 128,
+ * the loss 128 x 4 = 512 B, an FP8 gather 128 x 256 = 32,768 B, a BF16 activation 128 x 256 x 2 = 65,536 B.
+ * The demo's link sizes (cal_link_sizes of its FP32 gradient, 1,858,560 x 4 = 7,434,240 B): 64 x 4^i below it, then
+ * it. An op's own payloads already on a link size (65,536 = 64 x 4^5) are kept once; one past the top is left out;
+ * each rounds down to whole units (a size under one unit becomes one). */
+static void test_sweep_sizes(void)
+{
+    ModelSpec m = fx_tiny_model();
+    m.hidden = 256, m.seq_len = 64;
+    uint64_t tp[3] = {0, 0, 0}, link[CAL_MAX_SIZES], out[CAL_MAX_SIZES];
+    CHECK_EQ_INT(cal_tp_sizes(&m, 2, tp), 3);
+    CHECK(tp[0] == 512 && tp[1] == 32768 && tp[2] == 65536);
+    const int nl = cal_link_sizes(7434240, link);
+    CHECK_EQ_INT(nl, 10);
+    static const struct {
+        const char *what;
+        uint64_t top, unit;
+        int from_unit, nrun;
+        uint64_t run[4];
+        int n;
+        uint64_t want[CAL_MAX_SIZES];
+    } cases[] = {
+        /* FP32 all-reduce (unit 4 B) or BF16 reduce-scatter over 2 ranks (2 B x 2): 512 and 32,768 added */
+        {"fp32 all-reduce, TP sizes",
+         7434240,
+         4,
+         0,
+         3,
+         {512, 32768, 65536},
+         12,
+         {64, 256, 512, 1024, 4096, 16384, 32768, 65536, 262144, 1048576, 4194304, 7434240}},
+        /* the all-to-all (BF16, 2 ranks: 2 x 2^2 = 8 B a unit) from its smallest call, at EP's 32 B counts and
+         * 524,288 B dispatch */
+        {"all-to-all, EP sizes",
+         7434240,
+         8,
+         1,
+         2,
+         {32, 524288},
+         13,
+         {8, 32, 64, 256, 1024, 4096, 16384, 65536, 262144, 524288, 1048576, 4194304, 7434240}},
+        /* FP32 reduce-scatter over 3 ranks (unit 12 B), top 4,096 (link sizes 64, 256, 1,024, 4,096): 64 -> 60,
+         * 256 -> 252, 1,024 -> 1,020, 4,096 -> 4,092; run 5 -> 12 (one unit), 512 -> 504, 8,192 past the top */
+        {"rounded to units", 4096, 12, 0, 3, {5, 512, 8192}, 6, {12, 60, 252, 504, 1020, 4092}},
+        /* no run payloads: the link sizes as they are */
+        {"link sizes only", 4096, 4, 0, 0, {0}, 4, {64, 256, 1024, 4096}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const int n = cal_link_sizes(cases[i].top, link);
+        const int got = cal_sweep_sizes(link, n, cases[i].run, cases[i].nrun, cases[i].unit, cases[i].from_unit, out);
+        CHECKF(got == cases[i].n, "%s: %d sizes, want %d", cases[i].what, got, cases[i].n);
+        for (int k = 0; k < got && k < cases[i].n; k++)
+            CHECKF(out[k] == cases[i].want[k], "%s: size %d is %llu, want %llu", cases[i].what, k,
+                   (unsigned long long)out[k], (unsigned long long)cases[i].want[k]);
+    }
+    CHECK_EQ_INT(cal_sweep_sizes(link, 0, NULL, 0, 4, 0, out), 0);  /* no link sizes */
+    CHECK_EQ_INT(cal_sweep_sizes(link, nl, NULL, 0, 0, 0, out), 0); /* no unit */
+}
+
 static const char links_head[] = "version,device,op,path,from_bytes,to_bytes,latency_us,bus_gbps,source\n";
 
 /* gpus.csv with a measured host ("h") and a GPU ("gpu"), then links text parsed into it. */
@@ -516,6 +576,7 @@ int main(void)
     RUN(test_plan_times_each_op);
     RUN(test_plan_times_ep);
     RUN(test_a2a_counts);
+    RUN(test_sweep_sizes);
     RUN(test_links_csv);
     RUN(test_link_row);
     return test_summary();
