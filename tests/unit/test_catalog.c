@@ -32,8 +32,9 @@ static void test_shipped_catalog_loads(void)
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) CHECKF(catalog_model(cat, models[i]), "%s", models[i]);
     const char *gpus[] = {"h100-sxm", "h100-pcie", "h200", "h800", "a100-sxm", "l40s", "b200"};
     for (size_t i = 0; i < sizeof gpus / sizeof *gpus; i++) CHECKF(catalog_gpu(cat, gpus[i]), "%s", gpus[i]);
-    const char *recipes[] = {"bf16",     "megatron-bf16", "te-fp8",   "te-fp8-current", "te-fp8-param",
-                             "msamp-o1", "fp8lm",         "msamp-o3", "deepseek-v3",    "mxfp8"};
+    const char *recipes[] = {"bf16",         "megatron-bf16", "te-fp8",      "te-fp8-current",
+                             "te-fp8-param", "msamp-o1",      "fp8lm",       "msamp-o3",
+                             "deepseek-v3",  "mxfp8",         "mxfp8-param", "te-fp8-current-param"};
     for (size_t i = 0; i < sizeof recipes / sizeof *recipes; i++)
         CHECKF(catalog_recipe(cat, recipes[i]), "%s", recipes[i]);
     CHECK(catalog_model(cat, "GPT-7B") != NULL); /* names are case-insensitive */
@@ -59,6 +60,15 @@ static void test_shipped_catalog_loads(void)
     }
     CHECK(catalog_gpu(cat, "a100-sxm")->flops_fp8 == 0);
     CHECK(catalog_recipe(cat, "mxfp8")->min_sm == 100);
+    /* Megatron-Bridge's FP8 parameters (fp8_param_gather): the working weight is the FP8 tensor, no BF16 copy, and the
+     * parameters are all-gathered in FP8; scaling as the recipe they derive from */
+    static const char *const fp8_params[][2] = {{"mxfp8-param", "mxfp8"}, {"te-fp8-current-param", "te-fp8-current"}};
+    for (int i = 0; i < 2; i++) {
+        const Recipe *p = catalog_recipe(cat, fp8_params[i][0]), *b = catalog_recipe(cat, fp8_params[i][1]);
+        CHECK(p->gemm.dt[STATE_WEIGHT] == DT_E4M3 && b->gemm.dt[STATE_WEIGHT] == DT_BF16);
+        CHECK(p->comm_param_gather == DT_E4M3 && b->comm_param_gather == DT_BF16);
+        CHECK(p->scaling == b->scaling && p->act_gran == b->act_gran && p->min_sm == b->min_sm);
+    }
 }
 
 /* Parameter counts the model cards publish. */
