@@ -74,6 +74,7 @@ typedef struct {
     int accum;              /* 1: added into D (a weight gradient, as the executor accumulates), 0: D overwritten */
     double seconds, spread; /* median of one call, (max - min) / median */
     double iqr;             /* (q3 - q1) / median (cal_stats) */
+    int calls;              /* calls a sample's mean is over (cal_sample_calls; 0: one, a call per sample) */
 } CalGemm;
 
 typedef struct {
@@ -81,6 +82,7 @@ typedef struct {
     double bytes;           /* read + written by one call */
     double seconds, spread; /* median of one call */
     double iqr;             /* (q3 - q1) / median */
+    int calls;              /* calls a sample's mean is over (cal_sample_calls) */
 } CalKernel;
 
 typedef struct {
@@ -380,6 +382,21 @@ double cal_iqr_max(int n);
  * noise, left to the spread bound. 1 warm, 0 not (or a time that is not positive). */
 enum { CAL_WARM_ROUNDS_MIN = 2, CAL_WARM_ROUNDS_MAX = 16 };
 int cal_warm_settled(double prev_s, double last_s);
+
+/* A timed sample: one call is short on a CPU (an element-wise kernel of one layer 0.02-1 ms, a GEMM 0.2-3 ms)
+ * beside what a shared 2-core host does to it: the pool's worker either runs beside the caller or is waiting for a
+ * core (a call then takes ~2x, all on the caller), and the scheduler hands a core out in slices of
+ * 0.75 ms x (1 + log2 CPUs) = 1.5 ms here (Linux EEVDF's base slice). Single calls therefore come in two modes,
+ * and a median of 7 of them flips between the modes from one profile to the next (a te-fp8 cast rate 1.8x apart).
+ * So a sample is the mean of cal_sample_calls back-to-back calls lasting at least CAL_SAMPLE_S (the GEMMs:
+ * CAL_GEMM_SAMPLE_S, 13 of them a path a round): several scheduler slices, 10^3 pool wake-ups (~10 us), 10^5 clock
+ * reads (~30 ns). A run's phases are such sums too (a forward sums 16 casts a step). */
+#define CAL_SAMPLE_S      0.010
+#define CAL_GEMM_SAMPLE_S 0.002
+enum { CAL_SAMPLE_CALLS_MAX = 1024 };
+/* The calls a sample of at least min_s takes at call_s seconds a call: ceil(min_s / call_s), in
+ * [1, CAL_SAMPLE_CALLS_MAX] (CAL_SAMPLE_CALLS_MAX for a call_s <= 0 or not a number: below the clock). */
+int cal_sample_calls(double call_s, double min_s);
 
 /* The quick re-measure's repetitions taken among the profile's: of the reps + again samples in a row (k from 0),
  * 1 when sample k goes to the re-measure, 0 when to the profile. The re-measure's j-th (j from 0) is sample

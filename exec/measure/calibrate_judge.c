@@ -20,6 +20,13 @@ int cal_warm_settled(double prev_s, double last_s)
     return prev_s > 0 && last_s > 0 && last_s >= (1.0 - CAL_SE_MAX) * prev_s;
 }
 
+int cal_sample_calls(double call_s, double min_s)
+{
+    if (!(call_s > 0)) return CAL_SAMPLE_CALLS_MAX;
+    const double k = ceil(min_s / call_s);
+    return !(k >= 1) ? 1 : k > CAL_SAMPLE_CALLS_MAX ? CAL_SAMPLE_CALLS_MAX : (int)k;
+}
+
 int cal_again_slot(int k, int reps, int again)
 {
     if (again <= 0 || reps < 0 || k < 0 || k >= reps + again) return 0;

@@ -361,6 +361,30 @@ static void test_warm_settled(void)
     CHECK(cal_judge(&c, &again, &j) == 1 && j.cold == 1);
 }
 
+/* The calls a timed sample takes, ceil(min_s / call_s) in [1, 1024]. */
+static void test_sample_calls(void)
+{
+    static const struct {
+        double call_s, min_s;
+        int want;
+    } cases[] = {
+        {0.3e-3, CAL_SAMPLE_S, 34},     /* a te-fp8 cast of 128 x 256: 10 / 0.3 = 33.3 -> 34 (10.2 ms) */
+        {0.08e-3, CAL_SAMPLE_S, 125},   /* a norm: 10 / 0.08 = 125 exactly */
+        {1.25e-3, CAL_SAMPLE_S, 8},     /* 10 / 1.25 = 8 exactly */
+        {7.3e-3, CAL_SAMPLE_S, 2},      /* AdamW under load: 1.37 -> 2 */
+        {60e-3, CAL_SAMPLE_S, 1},       /* FP8-LM's optimizer: one call is a sample */
+        {1e-6, CAL_SAMPLE_S, 1024},     /* 10,000 calls of 1 us: at most 1,024 */
+        {0.7e-3, CAL_GEMM_SAMPLE_S, 3}, /* a GEMM: 2 / 0.7 = 2.86 -> 3 */
+        {2.5e-3, CAL_GEMM_SAMPLE_S, 1}, /* longer than the sample: 1 */
+        {0, CAL_SAMPLE_S, 1024},        /* below the clock */
+        {NAN, CAL_SAMPLE_S, 1024},      /* not a time */
+        {INFINITY, CAL_SAMPLE_S, 1},    /* never finished: one */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        CHECKF(cal_sample_calls(cases[i].call_s, cases[i].min_s) == cases[i].want, "%g s a call, %g s: %d, want %d",
+               cases[i].call_s, cases[i].min_s, cal_sample_calls(cases[i].call_s, cases[i].min_s), cases[i].want);
+}
+
 /* Which of reps + again samples go to the re-measure: the j-th at floor((2j + 1) n / (2 again)), n = reps + again. */
 static void test_again_slot(void)
 {
@@ -517,6 +541,7 @@ int main(void)
     RUN(test_judge);
     RUN(test_warm_settled);
     RUN(test_again_slot);
+    RUN(test_sample_calls);
     RUN(test_rows_parse);
     return test_summary();
 }
