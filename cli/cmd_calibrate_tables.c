@@ -8,8 +8,7 @@
 void cal_print_tables(const Calibration *c)
 {
     static const char *const paths[CAL_PATHS] = {"fp8", "bf16", "fp32"};
-    printf("GEMM (median of %d samples, each the mean of `calls` calls one after another; GFLOP/s = 2mnk / time)\n",
-           c->reps);
+    printf("GEMM (median of %d samples, each the median of `calls` calls in a row; GFLOP/s = 2mnk / time)\n", c->reps);
     printf("  %-11s %-4s %6s %6s %6s %10s %9s %7s %5s\n", "gemm", "path", "m", "n", "k", "ms", "GFLOP/s", "spread",
            "calls");
     for (int i = 0; i < c->ngemm; i++) {
@@ -30,7 +29,7 @@ void cal_print_tables(const Calibration *c)
     if (c->nxgemm)
         printf("  grouped GEMM %.2f us per group beyond its FLOPs at the bf16 path's rate (group_gemm_us)\n",
                c->group_s * 1e6);
-    printf("memory-bound kernels (median of %d samples in rounds of every kernel, each the mean of `calls` calls)\n",
+    printf("memory-bound kernels (median of %d samples in rounds of every kernel, each the median of `calls` calls)\n",
            c->reps);
     for (int i = 0; i < c->nkern; i++)
         printf("  %-19s %12.0f bytes %9.3f ms %7.2f GB/s %6.0f%% %5d calls\n", c->kern[i].what, c->kern[i].bytes,

@@ -388,15 +388,20 @@ int cal_warm_settled(double prev_s, double last_s);
  * core (a call then takes ~2x, all on the caller), and the scheduler hands a core out in slices of
  * 0.75 ms x (1 + log2 CPUs) = 1.5 ms here (Linux EEVDF's base slice). Single calls therefore come in two modes,
  * and a median of 7 of them flips between the modes from one profile to the next (a te-fp8 cast rate 1.8x apart).
- * So a sample is the mean of cal_sample_calls back-to-back calls lasting at least CAL_SAMPLE_S (the GEMMs:
- * CAL_GEMM_SAMPLE_S, 13 of them a path a round): several scheduler slices, 10^3 pool wake-ups (~10 us), 10^5 clock
- * reads (~30 ns). A run's phases are such sums too (a forward sums 16 casts a step). */
+ * So a sample is the median (cal_sample_median) of cal_sample_calls back-to-back calls lasting at least
+ * CAL_SAMPLE_S (the GEMMs: CAL_GEMM_SAMPLE_S, 13 shapes a path a round): several scheduler slices, 10^3 pool
+ * wake-ups (~10 us), 10^5 clock reads (~30 ns). A call a slice of another process lands in is one of many, not
+ * the sample; the figure is the median of reps such samples taken in rounds (calibrate_compute_again), its
+ * spread theirs. A mean would put the slices' share in every sample: tried, its profiles spread as widely. */
 #define CAL_SAMPLE_S      0.010
 #define CAL_GEMM_SAMPLE_S 0.002
 enum { CAL_SAMPLE_CALLS_MAX = 1024 };
 /* The calls a sample of at least min_s takes at call_s seconds a call: ceil(min_s / call_s), in
  * [1, CAL_SAMPLE_CALLS_MAX] (CAL_SAMPLE_CALLS_MAX for a call_s <= 0 or not a number: below the clock). */
 int cal_sample_calls(double call_s, double min_s);
+/* The median of a sample's n call times t (sorted in place; the mean of the two middle ones for an even n): NaN
+ * for n < 1. */
+double cal_sample_median(double *t, int n);
 
 /* The quick re-measure's repetitions taken among the profile's: of the reps + again samples in a row (k from 0),
  * 1 when sample k goes to the re-measure, 0 when to the profile. The re-measure's j-th (j from 0) is sample

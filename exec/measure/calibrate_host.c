@@ -255,20 +255,21 @@ static void kind_free(Backend *bk, KindBufs *k)
 }
 
 /* One sample of kind w: k->calls calls one after another (finite logits before each cross-entropy: the previous
- * call left gradients; the ranks start each call together), each on the clock: their mean into *s. */
+ * call left gradients; the ranks start each call together), each on the clock: their median into *s
+ * (cal_sample_median). */
 static Status kind_sample(Backend *bk, Comm *comm, const ModelSpec *m, KindBufs *k, int w, double *s, Err *e)
 {
-    double sum = 0;
+    double t[CAL_SAMPLE_CALLS_MAX];
     Status st = ST_OK;
     for (int j = 0; !st && j < k->calls; j++) {
-        double t0 = 0, dt = 0;
+        double t0 = 0;
+        t[j] = 0;
         if (w == K_XENT && (st = bk->memset0(bk, k->u.a, k->z.T * k->z.Vp * 4, e))) break;
         if ((st = together(comm, bk, k->u.sync, e)) || (st = tick(bk, &t0, e))) break;
         st = kernel_call(bk, m, &k->u, &k->z, w, e);
-        if (!st) st = tock(bk, t0, &dt, e);
-        sum += dt;
+        if (!st) st = tock(bk, t0, &t[j], e);
     }
-    *s = sum / (double)k->calls;
+    *s = cal_sample_median(t, k->calls);
     return st;
 }
 

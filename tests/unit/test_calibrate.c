@@ -385,6 +385,41 @@ static void test_sample_calls(void)
                cases[i].call_s, cases[i].min_s, cal_sample_calls(cases[i].call_s, cases[i].min_s), cases[i].want);
 }
 
+/* A sample's median over its calls (sorted in place), and why a sample is a median of many calls: single calls of
+ * a bimodal machine (the pool's worker beside the caller: 1 ms; waiting for a core: 1.8 ms) whose median of 7 flips
+ * with one call more or less in the slow mode, against samples of 20 calls each. */
+static void test_sample_median(void)
+{
+    double a[] = {3, 1, 2};
+    CHECK_NEAR(cal_sample_median(a, 3), 2, 0);
+    CHECK(a[0] == 1 && a[1] == 2 && a[2] == 3); /* sorted */
+    double b[] = {4, 1, 3, 2};                  /* even: (2 + 3) / 2 */
+    CHECK_NEAR(cal_sample_median(b, 4), 2.5, 0);
+    double c[] = {7};
+    CHECK_NEAR(cal_sample_median(c, 1), 7, 0);
+    CHECK(isnan(cal_sample_median(c, 0)));
+    /* 7 single calls, 3 slow then 4 slow: the median goes from 1 to 1.8 ms (+80 %) */
+    double p1[] = {1, 1.8, 1, 1.8, 1, 1.8, 1}, p2[] = {1, 1.8, 1.8, 1.8, 1, 1.8, 1};
+    CalStat s1, s2;
+    cal_stats(p1, 7, &s1);
+    cal_stats(p2, 7, &s2);
+    CHECK_NEAR(s1.median, 1, 0);
+    CHECK_NEAR(s2.median, 1.8, 0);
+    /* the same machine in samples of 20 calls, 3 to 9 of them slow in each: every sample's median is 1 ms (the
+     * 10th and 11th of 20 sorted are fast while at most 9 are slow), so 7 such samples give 1 ms with spread 0 */
+    double med[7];
+    for (int k = 0; k < 7; k++) {
+        double t[20];
+        for (int j = 0; j < 20; j++) t[j] = j < 3 + k ? 1.8 : 1;
+        med[k] = cal_sample_median(t, 20);
+    }
+    CalStat sm;
+    cal_stats(med, 7, &sm);
+    CHECK_NEAR(sm.median, 1, 0);
+    CHECK_NEAR(sm.iqr, 0, 0);
+    CHECK_NEAR(sm.spread, 0, 0);
+}
+
 /* Which of reps + again samples go to the re-measure: the j-th at floor((2j + 1) n / (2 again)), n = reps + again. */
 static void test_again_slot(void)
 {
@@ -542,6 +577,7 @@ int main(void)
     RUN(test_warm_settled);
     RUN(test_again_slot);
     RUN(test_sample_calls);
+    RUN(test_sample_median);
     RUN(test_rows_parse);
     return test_summary();
 }

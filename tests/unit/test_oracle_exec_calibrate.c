@@ -407,7 +407,7 @@ static void test_warm_up(void)
             CHECK(j.cold == 1);
         } else {
             /* warm after 2 rounds (39 = 39 ms); the machine then slows by 1 ms a call every 39 calls (c / 39 - 1
-             * ms for call c >= 78). A sample is 2 calls (cal_sample_calls(1 ms, 2 ms)): in round k of the
+             * ms for call c >= 78). A sample is the median of 2 calls (cal_sample_calls(1 ms, 2 ms): their mean): in round k of the
              * measurement shape i's are calls 78 + 78 k + 2 i and the next, at 2k + 1 ms (shapes 0-18, both in the
              * round's first 39 calls), 2k + 1.5 (shape 19: calls 38 and 39 of the round) or 2k + 2 (shapes 20-38).
              * Shape 0: the profile's rounds k = 0 2 3 5 7 8 10 (1 5 7 11 15 17 21 ms: median 11), the
