@@ -171,9 +171,10 @@ typedef struct {
  * what `calibrate --check` compares a profile with. calibrate_compute_again(..., again_reps, again) also fills
  * again (NULL: none) with again_reps repetitions (1..32) taken in the same session, interleaved with out's
  * (cal_again_slot): the GEMMs in rounds, every shape once a round, after a checked warm-up (Calibration's
- * warm_*, copied into again); each element-wise kernel's calls one after another, the two sets alternating;
- * the grouped expert GEMMs (a model with experts) again after out's. So the profile and its quick re-measure
- * see the same machine, and each shape's samples span the whole GEMM measurement, not one moment of it. */
+ * warm_*, copied into again); the element-wise kernels and the optimizers the same way, in rounds of one sample of
+ * every kind (each kind its own buffers); every sample the median of cal_sample_calls calls in a row; the grouped
+ * expert GEMMs (a model with experts) again after out's. So the profile and its quick re-measure see the same
+ * machine, and each shape's or kind's samples span the whole measurement, not one moment of it. */
 Status calibrate_compute(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out, Err *e);
 Status calibrate_compute_again(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out,
                                int again_reps, Calibration *again, Err *e);
