@@ -37,12 +37,13 @@ static Status time_gemm(Backend *bk, Comm *comm, const Bufs *u, const GemmDesc *
     return st ? st : tock(bk, t0, dt, e);
 }
 
-/* One sample of g: the median of `calls` timed calls one after another (cal_sample_calls, cal_sample_median). */
+/* One sample of g: the median of `calls` timed calls one after another (cal_sample_calls, cal_sample_median), the
+ * ranks starting the sample together. */
 static Status sample_gemm(Backend *bk, Comm *comm, const Bufs *u, const GemmDesc *g, int calls, double *s, Err *e)
 {
     double t[CAL_SAMPLE_CALLS_MAX];
-    Status st = ST_OK;
-    for (int j = 0; !st && j < calls; j++) st = time_gemm(bk, comm, u, g, &t[j], e);
+    Status st = together(comm, bk, u->sync, e);
+    for (int j = 0; !st && j < calls; j++) st = time_gemm(bk, NULL, u, g, &t[j], e);
     *s = st ? 0 : cal_sample_median(t, calls);
     return st;
 }

@@ -228,7 +228,9 @@ static Status kind_make(Backend *bk, const ModelSpec *m, const KernelSizes *z, i
 {
     memset(k, 0, sizeof *k);
     k->z = *z;
-    const int optim = w == K_ADAM || w == K_FP8ADAM;
+    /* Adam moments for the optimizers (every kind but the element-wise ones: a kind added later gets them) */
+    const int optim =
+        w != K_NORM && w != K_ACT && w != K_ADD && w != K_CAST && w != K_XENT && w != K_AMAX && w != K_CAST_ROW;
     Status st = bufs_make(bk, kind_bytes(m, z, w, big), &k->u, e);
     if (!st) st = bk->alloc(bk, (3 * REC_FLOATS + 2) * sizeof(float), &k->rr, e);
     if (!st) st = bk->alloc(bk, z->T * sizeof(int32_t), &k->tg, e);
@@ -255,17 +257,18 @@ static void kind_free(Backend *bk, KindBufs *k)
 }
 
 /* One sample of kind w: k->calls calls one after another (finite logits before each cross-entropy: the previous
- * call left gradients; the ranks start each call together), each on the clock: their median into *s
- * (cal_sample_median). */
+ * call left gradients), each on the clock: their median into *s (cal_sample_median). The ranks start the sample
+ * together (one agreement a call would cost more than the calls under mpirun on a loaded host: 2-rank profiles
+ * passed 120 s at a load of 20). */
 static Status kind_sample(Backend *bk, Comm *comm, const ModelSpec *m, KindBufs *k, int w, double *s, Err *e)
 {
     double t[CAL_SAMPLE_CALLS_MAX];
-    Status st = ST_OK;
+    Status st = together(comm, bk, k->u.sync, e);
     for (int j = 0; !st && j < k->calls; j++) {
         double t0 = 0;
         t[j] = 0;
         if (w == K_XENT && (st = bk->memset0(bk, k->u.a, k->z.T * k->z.Vp * 4, e))) break;
-        if ((st = together(comm, bk, k->u.sync, e)) || (st = tick(bk, &t0, e))) break;
+        if ((st = tick(bk, &t0, e))) break;
         st = kernel_call(bk, m, &k->u, &k->z, w, e);
         if (!st) st = tock(bk, t0, &t[j], e);
     }
@@ -298,20 +301,20 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
     for (; !st && made < K_COUNT; made++) st = kind_make(bk, m, &z, made, big, &kb[made], e);
     /* the warm-up: per kind a call (pages touched, caches filled), then two on the clock; the faster sets the
      * calls a sample takes, the most any rank needs (the ranks make every call together) */
-    int calls[K_COUNT];
+    int per_sample[K_COUNT];
     for (int w = 0; !st && w < K_COUNT; w++) {
         double best = INFINITY, dt = 0;
         kb[w].calls = 1;
         for (int i = 0; !st && i < 3; i++)
             if (!(st = kind_sample(bk, comm, m, &kb[w], w, &dt, e)) && i && dt < best) best = dt;
-        calls[w] = cal_sample_calls(best, CAL_SAMPLE_S);
+        per_sample[w] = cal_sample_calls(best, CAL_SAMPLE_S);
     }
-    if (!st) st = agree_max(comm, bk, calls, K_COUNT, e);
-    for (int w = 0; !st && w < K_COUNT; w++) kb[w].calls = calls[w];
+    if (!st) st = agree_max(comm, bk, per_sample, K_COUNT, e);
+    for (int w = 0; !st && w < K_COUNT; w++) kb[w].calls = per_sample[w];
     /* the element-wise rate: the kernels weighted by their calls per micro-batch of a step (per layer: norm 4,
      * activation 2, residual add 4, FP8 cast 4 — forward and backward; the cross-entropy once); the streaming
      * rate: AdamW alone */
-    const double wcalls[K_COUNT] = {4.0 * m->layers, 2.0 * m->layers, 4.0 * m->layers, 4.0 * m->layers, 1, 0, 0, 1, 1};
+    const double calls[K_COUNT] = {4.0 * m->layers, 2.0 * m->layers, 4.0 * m->layers, 4.0 * m->layers, 1, 0, 0, 1, 1};
     Calibration *to[2] = {c, again};
     double acc[2][3] = {{0}}; /* per calibration: the element-wise bytes, seconds and iqr x seconds, weighted */
     const int ra = again ? again_reps : 0;
@@ -346,9 +349,9 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
                                                       ELEM_XENT, ELEM_AMAX, ELEM_CAST_ROW};
                 cx->elem_kind_bw[kind[w]] = k->seconds > 0 ? k->bytes / k->seconds : 0; /* the kind's own rate */
                 cx->elem_kind_iqr[kind[w]] = k->iqr;
-                acc[x][0] += wcalls[w] * k->bytes, acc[x][1] += wcalls[w] * k->seconds;
-                if (wcalls[w] > 0 && k->spread > cx->elem_spread) cx->elem_spread = k->spread;
-                acc[x][2] += wcalls[w] * k->seconds * k->iqr;
+                acc[x][0] += calls[w] * k->bytes, acc[x][1] += calls[w] * k->seconds;
+                if (calls[w] > 0 && k->spread > cx->elem_spread) cx->elem_spread = k->spread;
+                acc[x][2] += calls[w] * k->seconds * k->iqr;
             }
         }
     }
