@@ -272,7 +272,7 @@ static Status kind_sample(Backend *bk, Comm *comm, const ModelSpec *m, KindBufs 
         st = kernel_call(bk, m, &k->u, &k->z, w, e);
         if (!st) st = tock(bk, t0, &t[j], e);
     }
-    *s = cal_sample_median(t, k->calls);
+    *s = st ? 0 : cal_sample_median(t, k->calls);
     return st;
 }
 
@@ -300,7 +300,7 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
     int made = 0;
     for (; !st && made < K_COUNT; made++) st = kind_make(bk, m, &z, made, big, &kb[made], e);
     /* the warm-up: per kind a call (pages touched, caches filled), then two on the clock; the faster sets the
-     * calls a sample takes, the most any rank needs (the ranks make every call together) */
+     * calls a sample takes, the most any rank needs (the ranks start every sample together) */
     int per_sample[K_COUNT];
     for (int w = 0; !st && w < K_COUNT; w++) {
         double best = INFINITY, dt = 0;
