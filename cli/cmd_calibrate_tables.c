@@ -8,14 +8,15 @@
 void cal_print_tables(const Calibration *c)
 {
     static const char *const paths[CAL_PATHS] = {"fp8", "bf16", "fp32"};
-    printf("GEMM (median of %d calls; GFLOP/s = 2mnk / time)\n", c->reps);
-    printf("  %-11s %-4s %6s %6s %6s %10s %9s %7s\n", "gemm", "path", "m", "n", "k", "ms", "GFLOP/s", "spread");
+    printf("GEMM (median of %d samples, each the median of `calls` calls in a row; GFLOP/s = 2mnk / time)\n", c->reps);
+    printf("  %-11s %-4s %6s %6s %6s %10s %9s %7s %5s\n", "gemm", "path", "m", "n", "k", "ms", "GFLOP/s", "spread",
+           "calls");
     for (int i = 0; i < c->ngemm; i++) {
         const CalGemm *g = &c->gemm[i];
         double fl = 2.0 * (double)g->m * (double)g->n * (double)g->k;
-        printf("  %-11s %-4s %6llu %6llu %6llu %10.3f %9.2f %6.0f%%\n", g->what, paths[g->path],
+        printf("  %-11s %-4s %6llu %6llu %6llu %10.3f %9.2f %6.0f%% %5d\n", g->what, paths[g->path],
                (unsigned long long)g->m, (unsigned long long)g->n, (unsigned long long)g->k, g->seconds * 1e3,
-               fl / g->seconds * 1e-9, 100.0 * g->spread);
+               fl / g->seconds * 1e-9, 100.0 * g->spread, g->calls);
     }
     for (int p = 0; p < CAL_PATHS; p++)
         printf("  path %-4s %.2f GFLOP/s (the shapes' FLOPs over their summed medians)\n", paths[p], c->rate[p] * 1e-9);
@@ -28,10 +29,12 @@ void cal_print_tables(const Calibration *c)
     if (c->nxgemm)
         printf("  grouped GEMM %.2f us per group beyond its FLOPs at the bf16 path's rate (group_gemm_us)\n",
                c->group_s * 1e6);
-    printf("memory-bound kernels (median of %d calls)\n", c->reps);
+    printf("memory-bound kernels (median of %d samples in rounds of every kernel, each the median of `calls` calls)\n",
+           c->reps);
     for (int i = 0; i < c->nkern; i++)
-        printf("  %-19s %12.0f bytes %9.3f ms %7.2f GB/s %6.0f%%\n", c->kern[i].what, c->kern[i].bytes,
-               c->kern[i].seconds * 1e3, c->kern[i].bytes / c->kern[i].seconds * 1e-9, 100.0 * c->kern[i].spread);
+        printf("  %-19s %12.0f bytes %9.3f ms %7.2f GB/s %6.0f%% %5d calls\n", c->kern[i].what, c->kern[i].bytes,
+               c->kern[i].seconds * 1e3, c->kern[i].bytes / c->kern[i].seconds * 1e-9, 100.0 * c->kern[i].spread,
+               c->kern[i].calls);
     printf("  stream (AdamW) %.2f GB/s; element-wise %.2f GB/s (weighted by calls per micro-batch); FP8-LM's scaled\n"
            "  optimizer %.2f GB/s (17 B per parameter as the plan counts it); launch floor %.2f us (spread %.0f%%)\n",
            c->mem_bw * 1e-9, c->elem_bw * 1e-9, c->scaled_optim_bw * 1e-9, c->launch_s * 1e6, 100.0 * c->launch_spread);

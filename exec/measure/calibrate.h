@@ -74,6 +74,7 @@ typedef struct {
     int accum;              /* 1: added into D (a weight gradient, as the executor accumulates), 0: D overwritten */
     double seconds, spread; /* median of one call, (max - min) / median */
     double iqr;             /* (q3 - q1) / median (cal_stats) */
+    int calls;              /* calls a sample's mean is over (cal_sample_calls; 0: one, a call per sample) */
 } CalGemm;
 
 typedef struct {
@@ -81,6 +82,7 @@ typedef struct {
     double bytes;           /* read + written by one call */
     double seconds, spread; /* median of one call */
     double iqr;             /* (q3 - q1) / median */
+    int calls;              /* calls a sample's mean is over (cal_sample_calls) */
 } CalKernel;
 
 typedef struct {
@@ -169,9 +171,10 @@ typedef struct {
  * what `calibrate --check` compares a profile with. calibrate_compute_again(..., again_reps, again) also fills
  * again (NULL: none) with again_reps repetitions (1..32) taken in the same session, interleaved with out's
  * (cal_again_slot): the GEMMs in rounds, every shape once a round, after a checked warm-up (Calibration's
- * warm_*, copied into again); each element-wise kernel's calls one after another, the two sets alternating;
- * the grouped expert GEMMs (a model with experts) again after out's. So the profile and its quick re-measure
- * see the same machine, and each shape's samples span the whole GEMM measurement, not one moment of it. */
+ * warm_*, copied into again); the element-wise kernels and the optimizers the same way, in rounds of one sample of
+ * every kind (each kind its own buffers); every sample the median of cal_sample_calls calls in a row; the grouped
+ * expert GEMMs (a model with experts) again after out's. So the profile and its quick re-measure see the same
+ * machine, and each shape's or kind's samples span the whole measurement, not one moment of it. */
 Status calibrate_compute(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out, Err *e);
 Status calibrate_compute_again(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out,
                                int again_reps, Calibration *again, Err *e);
@@ -396,6 +399,26 @@ double cal_iqr_max(int n);
  * noise, left to the spread bound. 1 warm, 0 not (or a time that is not positive). */
 enum { CAL_WARM_ROUNDS_MIN = 2, CAL_WARM_ROUNDS_MAX = 16 };
 int cal_warm_settled(double prev_s, double last_s);
+
+/* A timed sample: one call is short on a CPU (an element-wise kernel of one layer 0.02-1 ms, a GEMM 0.2-3 ms)
+ * beside what a shared 2-core host does to it: the pool's worker either runs beside the caller or is waiting for a
+ * core (a call then takes ~2x, all on the caller), and the scheduler hands a core out in slices of
+ * 0.75 ms x (1 + log2 CPUs) = 1.5 ms here (Linux EEVDF's base slice). Single calls therefore come in two modes,
+ * and a median of 7 of them flips between the modes from one profile to the next (a te-fp8 cast rate 1.8x apart).
+ * So a sample is the median (cal_sample_median) of cal_sample_calls back-to-back calls lasting at least
+ * CAL_SAMPLE_S (the GEMMs: CAL_GEMM_SAMPLE_S, 13 shapes a path a round): several scheduler slices, 10^3 pool
+ * wake-ups (~10 us), 10^5 clock reads (~30 ns). A call a slice of another process lands in is one of many, not
+ * the sample; the figure is the median of reps such samples taken in rounds (calibrate_compute_again), its
+ * spread theirs. A mean would put the slices' share in every sample: tried, its profiles spread as widely. */
+#define CAL_SAMPLE_S      0.010
+#define CAL_GEMM_SAMPLE_S 0.002
+enum { CAL_SAMPLE_CALLS_MAX = 1024 };
+/* The calls a sample of at least min_s takes at call_s seconds a call: ceil(min_s / call_s), in
+ * [1, CAL_SAMPLE_CALLS_MAX] (CAL_SAMPLE_CALLS_MAX for a call_s <= 0 or not a number: below the clock). */
+int cal_sample_calls(double call_s, double min_s);
+/* The median of a sample's n call times t (sorted in place; the mean of the two middle ones for an even n): NaN
+ * for n < 1. */
+double cal_sample_median(double *t, int n);
 
 /* The quick re-measure's repetitions taken among the profile's: of the reps + again samples in a row (k from 0),
  * 1 when sample k goes to the re-measure, 0 when to the profile. The re-measure's j-th (j from 0) is sample

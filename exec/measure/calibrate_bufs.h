@@ -45,6 +45,24 @@ static inline Status together(Comm *comm, Backend *bk, float *f, Err *e)
     return comm && comm->size > 1 ? comm->all_reduce(comm, COMM_UNPLANNED, bk, f, 1, DT_FP32, COMM_SUM, e) : ST_OK;
 }
 
+/* Every rank's v[0..n) (n <= 64: counts below 2^24, exact in a float) replaced by their largest, so the ranks make
+ * the same calls (each starts together); one rank: unchanged. */
+static inline Status agree_max(Comm *comm, Backend *bk, int *v, int n, Err *e)
+{
+    if (!comm || comm->size < 2) return ST_OK;
+    float f[64];
+    void *d = NULL;
+    if (n < 1 || n > 64) return err_set(e, ST_USAGE, "calibrate: %d counts to agree on (1..64)", n);
+    for (int i = 0; i < n; i++) f[i] = (float)v[i];
+    Status st = bk->alloc(bk, (uint64_t)n * sizeof *f, &d, e);
+    if (!st) st = bk->copy_to_device(bk, d, f, (uint64_t)n * sizeof *f, e);
+    if (!st) st = comm->all_reduce(comm, COMM_UNPLANNED, bk, d, (uint64_t)n, DT_FP32, COMM_MAX, e);
+    if (!st) st = bk->copy_to_host(bk, f, d, (uint64_t)n * sizeof *f, e);
+    if (d) bk->free(bk, d);
+    for (int i = 0; !st && i < n; i++) v[i] = (int)f[i];
+    return st;
+}
+
 /* bytes of backend memory at p = byte v (through a host copy: the memory may be a GPU's). */
 static inline Status fill(Backend *bk, void *p, int v, uint64_t bytes, Err *e)
 {

@@ -37,6 +37,17 @@ static Status time_gemm(Backend *bk, Comm *comm, const Bufs *u, const GemmDesc *
     return st ? st : tock(bk, t0, dt, e);
 }
 
+/* One sample of g: the median of `calls` timed calls one after another (cal_sample_calls, cal_sample_median), the
+ * ranks starting the sample together. */
+static Status sample_gemm(Backend *bk, Comm *comm, const Bufs *u, const GemmDesc *g, int calls, double *s, Err *e)
+{
+    double t[CAL_SAMPLE_CALLS_MAX];
+    Status st = together(comm, bk, u->sync, e);
+    for (int j = 0; !st && j < calls; j++) st = time_gemm(bk, NULL, u, g, &t[j], e);
+    *s = st ? 0 : cal_sample_median(t, calls);
+    return st;
+}
+
 /* The ranks' flags summed into *all (one rank: its own): whether any rank's warm-up goes on. f: u->sync, left 0
  * for together(). */
 static Status agree(Comm *comm, Backend *bk, float *f, float mine, float *all, Err *e)
@@ -88,8 +99,8 @@ static int head_shapes(const ModelSpec *m, uint64_t T, Shape *s)
     return 3;
 }
 
-/* Shape s's row of c from its n samples t. */
-static void gemm_row(const Shape *s, const double *t, int n, CalGemm *out)
+/* Shape s's row of c from its n samples t (each the mean of `calls` calls). */
+static void gemm_row(const Shape *s, const double *t, int n, int calls, CalGemm *out)
 {
     memset(out, 0, sizeof *out);
     strncpy(out->what, s->what, sizeof out->what - 1);
@@ -97,15 +108,15 @@ static void gemm_row(const Shape *s, const double *t, int n, CalGemm *out)
     out->out_dtype = s->dd, out->accum = s->accum;
     CalStat cs;
     cal_stats(t, n, &cs);
-    out->seconds = cs.median, out->spread = cs.spread, out->iqr = cs.iqr;
+    out->seconds = cs.median, out->spread = cs.spread, out->iqr = cs.iqr, out->calls = calls;
 }
 
 /* c's GEMM rows and per-path rates from the samples t[i * stride + r] (shape i, its r-th of n). */
-static void gemm_figures(const Shape *s, int ns, const double *t, int stride, int n, Calibration *c)
+static void gemm_figures(const Shape *s, int ns, const double *t, int stride, int n, const int *calls, Calibration *c)
 {
     double flops[CAL_PATHS] = {0}, secs[CAL_PATHS] = {0}, wiqr[CAL_PATHS] = {0};
     for (int i = 0; i < ns; i++) {
-        gemm_row(&s[i], t + (size_t)i * (size_t)stride, n, &c->gemm[i]);
+        gemm_row(&s[i], t + (size_t)i * (size_t)stride, n, calls[i], &c->gemm[i]);
         int p = s[i].path;
         flops[p] += 2.0 * (double)s[i].m * (double)s[i].n * (double)s[i].k;
         secs[p] += c->gemm[i].seconds;
@@ -122,15 +133,16 @@ static void gemm_figures(const Shape *s, int ns, const double *t, int stride, in
 }
 
 /* The checked warm-up: rounds of every shape once until one is warm (cal_warm_settled) on every rank. */
-static Status warm_up(Backend *bk, Comm *comm, const Bufs *u, const GemmDesc *g, int ns, Calibration *c, Err *e)
+static Status warm_up(Backend *bk, Comm *comm, const Bufs *u, const GemmDesc *g, int ns, double *last, Calibration *c,
+                      Err *e)
 {
     Status st = ST_OK;
     float going = 1;
     double prev = 0;
     for (int r = 0; !st && going > 0 && r < CAL_WARM_ROUNDS_MAX; r++) {
-        double sum = 0, dt = 0;
+        double sum = 0;
         for (int i = 0; !st && i < ns; i++)
-            if (!(st = time_gemm(bk, comm, u, &g[i], &dt, e))) sum += dt;
+            if (!(st = time_gemm(bk, comm, u, &g[i], &last[i], e))) sum += last[i];
         int warm = r + 1 >= CAL_WARM_ROUNDS_MIN && cal_warm_settled(prev, sum);
         if (!st) st = agree(comm, bk, u->sync, warm ? 0.0f : 1.0f, &going, e);
         c->warm_rounds = r + 1, c->warm_settled = going <= 0;
@@ -163,17 +175,22 @@ Status cal_gemms(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int re
     Bufs u;
     Status st = bufs_make(bk, big * 4, &u, e);
     for (int i = 0; !st && i < n; i++) g[i] = gemm_desc(&u, &s[i]);
-    if (!st) st = warm_up(bk, comm, &u, g, n, c, e);
+    /* the calls a sample takes per shape, from its time in the warm-up's last round (the most any rank needs) */
+    double last[CAL_MAX_GEMMS];
+    int calls[CAL_MAX_GEMMS];
+    if (!st) st = warm_up(bk, comm, &u, g, n, last, c, e);
+    for (int i = 0; !st && i < n; i++) calls[i] = cal_sample_calls(last[i], CAL_GEMM_SAMPLE_S);
+    if (!st) st = agree_max(comm, bk, calls, n, e);
     for (int k = 0, im = 0, ia = 0; !st && k < reps + ra; k++) {
         const int to_again = cal_again_slot(k, reps, ra);
         for (int i = 0; !st && i < n; i++)
-            st = time_gemm(bk, comm, &u, &g[i], to_again ? &ta[i * stride + ia] : &t[i * stride + im], e);
+            st = sample_gemm(bk, comm, &u, &g[i], calls[i], to_again ? &ta[i * stride + ia] : &t[i * stride + im], e);
         to_again ? ia++ : im++;
     }
     bufs_free(bk, &u);
-    if (!st) gemm_figures(s, n, t, stride, reps, c);
+    if (!st) gemm_figures(s, n, t, stride, reps, calls, c);
     if (!st && again) {
-        gemm_figures(s, n, ta, stride, ra, again);
+        gemm_figures(s, n, ta, stride, ra, calls, again);
         again->warm_rounds = c->warm_rounds, again->warm_settled = c->warm_settled;
         again->warm_first_s = c->warm_first_s, again->warm_prev_s = c->warm_prev_s, again->warm_last_s = c->warm_last_s;
     }

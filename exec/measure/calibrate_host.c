@@ -198,6 +198,84 @@ static double kernel_bytes(const ModelSpec *m, const KernelSizes *z, int which)
 
 enum { ADAM_MAX = 16 << 20 }; /* parameters updated at most: the bandwidth of a stream past the caches */
 
+/* One kind of kernel's own operands (the values run_values drew stay between its samples), sizes and calls per
+ * sample (cal_sample_calls). */
+typedef struct {
+    Bufs u;
+    KernelSizes z;
+    void *tg, *mm, *vv, *rr; /* targets; Adam moments (the optimizers); the records, the cast's scale and amax */
+    int calls;
+} KindBufs;
+
+/* The bytes each of kind w's four operand buffers needs; `big` (the largest operand of any kind) for the
+ * optimizers and any kind not sized here. */
+static uint64_t kind_bytes(const ModelSpec *m, const KernelSizes *z, int w, uint64_t big)
+{
+    const uint64_t kF = m->mlp == MLP_SWIGLU ? 2 * z->F : z->F;
+    switch (w) {
+    case K_NORM:
+    case K_ADD:
+    case K_CAST:
+    case K_AMAX: return z->T * z->h * 4 + 16 * z->T;
+    case K_ACT: return z->T * kF * 4 + 16 * z->T;
+    case K_XENT: return z->T * z->Vp * 4;
+    case K_CAST_ROW: return z->wgrad * 4;
+    default: return big;
+    }
+}
+
+static Status kind_make(Backend *bk, const ModelSpec *m, const KernelSizes *z, int w, uint64_t big, KindBufs *k, Err *e)
+{
+    memset(k, 0, sizeof *k);
+    k->z = *z;
+    /* Adam moments for the optimizers (every kind but the element-wise ones: a kind added later gets them) */
+    const int optim =
+        w != K_NORM && w != K_ACT && w != K_ADD && w != K_CAST && w != K_XENT && w != K_AMAX && w != K_CAST_ROW;
+    Status st = bufs_make(bk, kind_bytes(m, z, w, big), &k->u, e);
+    if (!st) st = bk->alloc(bk, (3 * REC_FLOATS + 2) * sizeof(float), &k->rr, e);
+    if (!st) st = bk->alloc(bk, z->T * sizeof(int32_t), &k->tg, e);
+    if (!st && optim) st = bk->alloc(bk, z->n * 4, &k->mm, e);
+    if (!st && optim) st = bk->alloc(bk, z->n * 4, &k->vv, e);
+    if (st) return st;
+    k->z.targets = k->tg, k->z.m = k->mm, k->z.v = k->vv, k->z.recs = k->rr;
+    k->z.scale = (float *)k->rr + 3 * REC_FLOATS;
+    const float recs[3 * REC_FLOATS] = {1, 1, 0, 1, 1, 0, 1, 1, 0}; /* scale, scale_inv, amax */
+    st = bk->copy_to_device(bk, k->rr, recs, sizeof recs, e);
+    if (!st) st = bk->memset0(bk, k->tg, z->T * sizeof(int32_t), e);
+    if (!st && optim) st = bk->memset0(bk, k->mm, z->n * 4, e);
+    if (!st && optim) st = bk->memset0(bk, k->vv, z->n * 4, e);
+    /* values as a run's where the time depends on them */
+    return st ? st : run_values(bk, m, &k->u, &k->z, w, e);
+}
+
+static void kind_free(Backend *bk, KindBufs *k)
+{
+    void *extra[4] = {k->tg, k->mm, k->vv, k->rr};
+    for (int i = 0; i < 4; i++)
+        if (extra[i]) bk->free(bk, extra[i]);
+    bufs_free(bk, &k->u);
+}
+
+/* One sample of kind w: k->calls calls one after another (finite logits before each cross-entropy: the previous
+ * call left gradients), each on the clock: their median into *s (cal_sample_median). The ranks start the sample
+ * together (one agreement a call would cost more than the calls under mpirun on a loaded host: 2-rank profiles
+ * passed 120 s at a load of 20). */
+static Status kind_sample(Backend *bk, Comm *comm, const ModelSpec *m, KindBufs *k, int w, double *s, Err *e)
+{
+    double t[CAL_SAMPLE_CALLS_MAX];
+    Status st = together(comm, bk, k->u.sync, e);
+    for (int j = 0; !st && j < k->calls; j++) {
+        double t0 = 0;
+        t[j] = 0;
+        if (w == K_XENT && (st = bk->memset0(bk, k->u.a, k->z.T * k->z.Vp * 4, e))) break;
+        if ((st = tick(bk, &t0, e))) break;
+        st = kernel_call(bk, m, &k->u, &k->z, w, e);
+        if (!st) st = tock(bk, t0, &t[j], e);
+    }
+    *s = st ? 0 : cal_sample_median(t, k->calls);
+    return st;
+}
+
 static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int reps, Calibration *c, int again_reps,
                       Calibration *again, Err *e)
 {
@@ -216,21 +294,23 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
     uint64_t big = T * (kF > z.h ? kF : z.h) * 4 + 16 * T;
     if (T * z.Vp * 4 > big) big = T * z.Vp * 4;
     if (z.n * 4 > big) big = z.n * 4;
-    Bufs u;
-    Status st = bufs_make(bk, big, &u, e);
-    void *tg = NULL, *mm = NULL, *vv = NULL, *rr = NULL;
-    if (!st) st = bk->alloc(bk, (3 * REC_FLOATS + 2) * sizeof(float), &rr, e); /* the records, the cast's scale, amax */
-    if (!st) st = bk->alloc(bk, T * sizeof(int32_t), &tg, e);
-    if (!st) st = bk->alloc(bk, z.n * 4, &mm, e);
-    if (!st) st = bk->alloc(bk, z.n * 4, &vv, e);
-    if (!st) {
-        z.targets = tg, z.m = mm, z.v = vv, z.recs = rr, z.scale = (float *)rr + 3 * REC_FLOATS;
-        const float recs[3 * REC_FLOATS] = {1, 1, 0, 1, 1, 0, 1, 1, 0}; /* scale, scale_inv, amax */
-        st = bk->copy_to_device(bk, rr, recs, sizeof recs, e);
-        if (!st) st = bk->memset0(bk, tg, T * sizeof(int32_t), e);
-        if (!st) st = bk->memset0(bk, mm, z.n * 4, e);
-        if (!st) st = bk->memset0(bk, vv, z.n * 4, e);
+    KindBufs *kb = calloc(K_COUNT, sizeof *kb);
+    if (!kb) return err_set(e, ST_NOMEM, "calibrate: out of memory for %d kernels' buffers", K_COUNT);
+    Status st = ST_OK;
+    int made = 0;
+    for (; !st && made < K_COUNT; made++) st = kind_make(bk, m, &z, made, big, &kb[made], e);
+    /* the warm-up: per kind a call (pages touched, caches filled), then two on the clock; the faster sets the
+     * calls a sample takes, the most any rank needs (the ranks start every sample together) */
+    int per_sample[K_COUNT];
+    for (int w = 0; !st && w < K_COUNT; w++) {
+        double best = INFINITY, dt = 0;
+        kb[w].calls = 1;
+        for (int i = 0; !st && i < 3; i++)
+            if (!(st = kind_sample(bk, comm, m, &kb[w], w, &dt, e)) && i && dt < best) best = dt;
+        per_sample[w] = cal_sample_calls(best, CAL_SAMPLE_S);
     }
+    if (!st) st = agree_max(comm, bk, per_sample, K_COUNT, e);
+    for (int w = 0; !st && w < K_COUNT; w++) kb[w].calls = per_sample[w];
     /* the element-wise rate: the kernels weighted by their calls per micro-batch of a step (per layer: norm 4,
      * activation 2, residual add 4, FP8 cast 4 — forward and backward; the cross-entropy once); the streaming
      * rate: AdamW alone */
@@ -240,30 +320,24 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
     const int ra = again ? again_reps : 0;
     c->nkern = 0;
     if (again) again->nkern = 0;
+    /* rounds of one sample of every kind (a load burst hits a round of each, not every sample of one), the
+     * profile's and the re-measure's rounds interleaved (cal_again_slot) */
+    double(*t)[2][64] = calloc(K_COUNT, sizeof *t);
+    int got[K_COUNT][2] = {{0}};
+    if (!st && !t) st = err_set(e, ST_NOMEM, "calibrate: out of memory for the kernels' times");
+    for (int i = 0; !st && i < reps + ra; i++) {
+        const int x = cal_again_slot(i, reps, ra);
+        for (int w = 0; !st && w < K_COUNT; w++) st = kind_sample(bk, comm, m, &kb[w], w, &t[w][x][got[w][x]++], e);
+    }
     for (int w = 0; !st && w < K_COUNT; w++) {
-        double t[2][64];
-        int got[2] = {0, 0};
-        /* values as a run's where the time depends on them (FP8-LM's states also replace the FP32 bits AdamW left) */
-        if ((st = run_values(bk, m, &u, &z, w, e))) break;
-        /* one warm-up call, then the profile's and the re-measure's calls alternating (cal_again_slot) */
-        for (int i = -1; !st && i < reps + ra; i++) {
-            double t0 = 0, dt = 0;
-            /* finite logits (the previous call left gradients), before the clock starts */
-            if (w == K_XENT && (st = bk->memset0(bk, u.a, z.T * z.Vp * 4, e))) break;
-            if ((st = together(comm, bk, u.sync, e)) || (st = tick(bk, &t0, e))) break;
-            st = kernel_call(bk, m, &u, &z, w, e);
-            if (!st) st = tock(bk, t0, &dt, e);
-            const int x = cal_again_slot(i, reps, ra);
-            if (i >= 0) t[x][got[x]++] = dt;
-        }
         for (int x = 0; !st && x < 2 && to[x]; x++) {
             Calibration *cx = to[x];
             CalKernel *k = &cx->kern[cx->nkern++];
             strncpy(k->what, names[w], sizeof k->what - 1);
             k->bytes = kernel_bytes(m, &z, w);
             CalStat cs;
-            cal_stats(t[x], got[x], &cs);
-            k->seconds = cs.median, k->spread = cs.spread, k->iqr = cs.iqr;
+            cal_stats(t[w][x], got[w][x], &cs);
+            k->seconds = cs.median, k->spread = cs.spread, k->iqr = cs.iqr, k->calls = kb[w].calls;
             if (w == K_ADAM) {
                 cx->mem_bw = k->bytes / k->seconds, cx->mem_spread = k->spread, cx->mem_iqr = k->iqr;
             } else if (w == K_FP8ADAM) {
@@ -281,38 +355,39 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
             }
         }
     }
+    free(t);
     for (int x = 0; x < 2 && to[x]; x++) {
         const double secs = acc[x][1];
         to[x]->elem_bw = !st && secs > 0 ? acc[x][0] / secs : 0;
         to[x]->elem_iqr = !st && secs > 0 ? acc[x][2] / secs : NAN; /* weighted by time, as the rate */
     }
     /* the launch floor: the smallest calls a layer makes — a 16 x 16 x 16 BF16 GEMM, a residual add, a norm and
-     * an activation of one 256-wide row — each LAUNCH_CALLS times; the median of all their times */
-    double t[4 * LAUNCH_CALLS];
-    KernelSizes one = z;
+     * an activation of one 256-wide row — each LAUNCH_CALLS times; the median of all their times (in the
+     * optimizer's buffers: the largest) */
+    double lt[4 * LAUNCH_CALLS];
+    const Bufs *u = &kb[K_ADAM].u;
+    KernelSizes one = kb[K_ADAM].z;
     one.T = 1, one.h = one.F = LAUNCH_ELEMS;
     GemmDesc g = {.m = 16, .n = 16, .k = 16, .accum = GEMM_OVERWRITE};
-    g.a = (GemmOperand){.ptr = u.a, .dtype = DT_BF16, .layout = GEMM_K_INNER};
-    g.b = (GemmOperand){.ptr = u.b, .dtype = DT_BF16, .layout = GEMM_K_INNER};
-    g.d = (GemmOutput){.ptr = u.d, .dtype = DT_BF16};
+    g.a = (GemmOperand){.ptr = u->a, .dtype = DT_BF16, .layout = GEMM_K_INNER};
+    g.b = (GemmOperand){.ptr = u->b, .dtype = DT_BF16, .layout = GEMM_K_INNER};
+    g.d = (GemmOutput){.ptr = u->d, .dtype = DT_BF16};
     for (int i = 0; !st && i < 4 * LAUNCH_CALLS; i++) {
         double t0 = 0;
         int w = i % 4;
         st = tick(bk, &t0, e);
         if (!st)
             st = w == 0 ? bk->gemm(bk, &g, e)
-                        : kernel_call(bk, m, &u, &one,
+                        : kernel_call(bk, m, u, &one,
                                       w == 1   ? K_ADD
                                       : w == 2 ? K_NORM
                                                : K_ACT,
                                       e);
-        if (!st) st = tock(bk, t0, &t[i], e);
+        if (!st) st = tock(bk, t0, &lt[i], e);
     }
-    if (!st) cal_median(t, 4 * LAUNCH_CALLS, &c->launch_s, &c->launch_spread);
-    void *extra[4] = {tg, mm, vv, rr};
-    for (int i = 0; i < 4; i++)
-        if (extra[i]) bk->free(bk, extra[i]);
-    bufs_free(bk, &u);
+    if (!st) cal_median(lt, 4 * LAUNCH_CALLS, &c->launch_s, &c->launch_spread);
+    for (int w = 0; w < made; w++) kind_free(bk, &kb[w]);
+    free(kb);
     return st;
 }
 

@@ -2,6 +2,7 @@
  * figures' spreads and their agreement with a quick re-measure, against the
  * bounds stated in calibrate.h. Pure arithmetic. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "exec/measure/calibrate.h"
@@ -18,6 +19,26 @@ double cal_iqr_max(int n) { return n > 0 ? CAL_SE_MAX * 1.349 * sqrt((double)n) 
 int cal_warm_settled(double prev_s, double last_s)
 {
     return prev_s > 0 && last_s > 0 && last_s >= (1.0 - CAL_SE_MAX) * prev_s;
+}
+
+int cal_sample_calls(double call_s, double min_s)
+{
+    if (!(call_s > 0)) return CAL_SAMPLE_CALLS_MAX;
+    const double k = ceil(min_s / call_s);
+    return !(k >= 1) ? 1 : k > CAL_SAMPLE_CALLS_MAX ? CAL_SAMPLE_CALLS_MAX : (int)k;
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double cal_sample_median(double *t, int n)
+{
+    if (n < 1) return NAN;
+    qsort(t, (size_t)n, sizeof *t, cmp_dbl);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
 int cal_again_slot(int k, int reps, int again)

@@ -361,47 +361,6 @@ static void test_warm_settled(void)
     CHECK(cal_judge(&c, &again, &j) == 1 && j.cold == 1);
 }
 
-/* Which of reps + again samples go to the re-measure: the j-th at floor((2j + 1) n / (2 again)), n = reps + again. */
-static void test_again_slot(void)
-{
-    static const struct {
-        int reps, again;
-        const char *want; /* per sample k = 0 .. n - 1: 'a' re-measure, 'p' profile */
-    } cases[] = {
-        /* n 11: 11/8 = 1, 33/8 = 4, 55/8 = 6, 77/8 = 9 (the default: 7 and cal_again_reps(7) = 4) */
-        {7, 4, "pappapappap"},
-        /* n 6: 6/6 = 1, 18/6 = 3, 30/6 = 5 (--quick: 3 and 3): alternating */
-        {3, 3, "papapa"},
-        {1, 1, "pa"},       /* n 2: 2/2 = 1 */
-        {2, 2, "papa"},     /* n 4: 4/4 = 1, 12/4 = 3 */
-        {5, 3, "pappapap"}, /* n 8: 8/6 = 1, 24/6 = 4, 40/6 = 6 */
-        {4, 0, "pppp"},     /* no re-measure */
-        /* n 20: 20/14 = 1, 60/14 = 4, 100/14 = 7, 140/14 = 10, 180/14 = 12, 220/14 = 15, 260/14 = 18 */
-        {13, 7, "pappappappapappappap"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        const int n = cases[i].reps + cases[i].again;
-        char got[128] = {0};
-        for (int k = 0; k < n; k++) got[k] = cal_again_slot(k, cases[i].reps, cases[i].again) ? 'a' : 'p';
-        CHECKF(!strcmp(got, cases[i].want), "reps %d again %d: %s, want %s", cases[i].reps, cases[i].again, got,
-               cases[i].want);
-        CHECK(cal_again_slot(-1, cases[i].reps, cases[i].again) == 0 &&
-              cal_again_slot(n, cases[i].reps, cases[i].again) == 0);
-    }
-    /* every count calibrate can ask for (reps 1..64, cal_again_reps of it): exactly `again` samples, never two
-     * re-measure samples where one profile sample is due between them at reps >= again */
-    for (int reps = 1; reps <= 64; reps++) {
-        const int again = cal_again_reps(reps);
-        int count = 0, run = 0, worst = 0;
-        for (int k = 0; k < reps + again; k++) {
-            const int x = cal_again_slot(k, reps, again);
-            count += x, run = x ? run + 1 : 0;
-            if (run > worst) worst = run;
-        }
-        CHECKF(count == again && worst == 1, "reps %d again %d: %d samples, %d in a row", reps, again, count, worst);
-    }
-}
-
 /* A calibration with round figures: GEMM 40 / 50 / 20 GFLOP/s (FP8 / BF16 / FP32), 10 GB/s streamed, 4 GB/s
  * element-wise, 2 us launch. */
 static Calibration round_figures(int ranks)
@@ -516,7 +475,6 @@ int main(void)
     RUN(test_iqr_bound);
     RUN(test_judge);
     RUN(test_warm_settled);
-    RUN(test_again_slot);
     RUN(test_rows_parse);
     return test_summary();
 }

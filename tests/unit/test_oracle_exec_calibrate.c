@@ -308,7 +308,7 @@ static Status lf_elapsed(Backend *bk, uint32_t from, uint32_t to, double *second
 {
     (void)bk, (void)from, (void)to, (void)e;
     static const double us[4] = {4, 1, 2, 3};
-    *seconds = lf.last >= 0 ? us[lf.last] * 1e-6 : 1e-3;
+    *seconds = lf.last >= 0 ? us[lf.last] * 1e-6 : CAL_SAMPLE_S; /* one call a sample (cal_sample_calls) */
     return ST_OK;
 }
 
@@ -337,7 +337,7 @@ static void test_launch_floor(void)
 
 /* The checked warm-up and the interleaved re-measure, on a backend whose timestamps give each layer GEMM a
  * scripted time by its place in the session (wu.calls: the layer GEMMs timed so far; fx_gpt's 39 a round) and
- * every other timed call 1 ms. */
+ * every other timed call CAL_SAMPLE_S (10 ms: one call a sample, cal_sample_calls). */
 static struct {
     Backend *cpu;
     int calls, last_layer; /* layer GEMMs so far; the last timed call was one (its index) or -1 */
@@ -363,7 +363,7 @@ static Status wu_elapsed(Backend *bk, uint32_t from, uint32_t to, double *second
     (void)bk, (void)from, (void)to, (void)e;
     const int c = wu.last_layer, round = c / 39;
     static const double first[4] = {8, 4, 2, 1};
-    double ms = 1;
+    double ms = c >= 0 ? 1 : CAL_SAMPLE_S * 1e3;
     if (c >= 0 && wu.mode == 0) ms = round < 4 ? first[round] : 1;
     if (c >= 0 && wu.mode == 1) ms = pow(0.9, round);
     if (c >= 0 && wu.mode == 2) ms = round < 2 ? 1 : round - 1;
@@ -388,12 +388,13 @@ static void test_warm_up(void)
         CHECKF(calibrate_host_again(&bk, NULL, &m, 1, 7, c, 4, c + 1, &e) == ST_OK, "%s", e.msg);
         if (mode == 0) {
             /* rounds of 39 calls: 312, 156, 78, 39, 39 ms; the fifth is the first within 5 % of the one before
-             * (39 >= 0.95 x 39): 5 rounds, warm; then 11 rounds of 1 ms a call, 7 and 4 */
+             * (39 >= 0.95 x 39): 5 rounds, warm; then 11 rounds of 1 ms a call, 7 and 4, each sample
+             * cal_sample_calls(1 ms, 2 ms) = 2 calls: 39 x (5 + 11 x 2) = 1,053 */
             CHECK(c->warm_rounds == 5 && c->warm_settled == 1);
             CHECK_NEAR(c->warm_first_s, 0.312, 1e-12);
             CHECK_NEAR(c->warm_prev_s, 0.039, 1e-12);
             CHECK_NEAR(c->warm_last_s, 0.039, 1e-12);
-            CHECK_EQ_INT(wu.calls, 39 * (5 + 11));
+            CHECK_EQ_INT(wu.calls, 39 * (5 + 11 * 2));
             CHECK(c[1].warm_rounds == 5 && c[1].warm_settled == 1 && c[1].reps == 4 && c->reps == 7);
             CHECK_NEAR(c->gemm[0].seconds, 1e-3, 1e-15);
             cal_judge(c, c + 1, &j); /* its other figures are the real kernels' times: only whether it is cold */
@@ -405,14 +406,19 @@ static void test_warm_up(void)
             cal_judge(c, c + 1, &j);
             CHECK(j.cold == 1);
         } else {
-            /* warm after 2 rounds (39 = 39 ms); the machine then slows by 1 ms a call each round: round k of the
-             * measurement costs k + 1 ms a call. The profile's rounds are k = 0 2 3 5 7 8 10 (1 3 4 6 8 9 11 ms:
-             * median 6), the re-measure's k = 1 4 6 9 (2 5 7 10 ms: median (5 + 7) / 2 = 6): the same figure. Taken
-             * one after the other (the profile's 7, then 4) the medians would be 4 and 9.5 ms: a -58 % drift. */
+            /* warm after 2 rounds (39 = 39 ms); the machine then slows by 1 ms a call every 39 calls (c / 39 - 1
+             * ms for call c >= 78). A sample is the median of 2 calls (cal_sample_calls(1 ms, 2 ms): their mean): in round k of the
+             * measurement shape i's are calls 78 + 78 k + 2 i and the next, at 2k + 1 ms (shapes 0-18, both in the
+             * round's first 39 calls), 2k + 1.5 (shape 19: calls 38 and 39 of the round) or 2k + 2 (shapes 20-38).
+             * Shape 0: the profile's rounds k = 0 2 3 5 7 8 10 (1 5 7 11 15 17 21 ms: median 11), the
+             * re-measure's k = 1 4 6 9 (3 9 13 19: median (9 + 13) / 2 = 11): the same figure (shape 19: 11.5
+             * and 11.5, shape 38: 12 and 12). Taken one after the other (the profile's 7, then 4) shape 0's
+             * medians would be 7 and 18 ms: a -61 % drift. */
             CHECK(c->warm_rounds == 2 && c->warm_settled == 1);
             for (int i = 0; i < c->ngemm; i++) {
-                CHECK_NEAR(c->gemm[i].seconds, 6e-3, 1e-15);
-                CHECK_NEAR(c[1].gemm[i].seconds, 6e-3, 1e-15);
+                const double want = i < 19 ? 11e-3 : i == 19 ? 11.5e-3 : 12e-3;
+                CHECK_NEAR(c->gemm[i].seconds, want, 1e-15);
+                CHECK_NEAR(c[1].gemm[i].seconds, want, 1e-15);
             }
             cal_judge(c, c + 1, &j);
             for (int f = CAL_FIG_FP8; f <= CAL_FIG_FP32; f++) CHECK_NEAR(j.drift[f], 0, 1e-12);
