@@ -26,6 +26,15 @@ int cal_ep_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out)
     return 2;
 }
 
+double cal_p2p_gap(const CalGemm *gemm, int n)
+{
+    double t = 0;
+    for (int i = 0; i < n; i++)
+        if (gemm[i].path == CAL_PATH_BF16 && strncmp(gemm[i].what, "head", 4) && gemm[i].seconds > 0)
+            t += gemm[i].seconds;
+    return t < CAL_P2P_GAP_MAX ? t : CAL_P2P_GAP_MAX;
+}
+
 void cal_a2a_counts(int r, int n, uint64_t N, uint64_t *scounts, uint64_t *rcounts)
 {
     const uint64_t nn = (uint64_t)n * (uint64_t)n, u = N / nn;
