@@ -26,12 +26,15 @@ int cal_ep_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out)
     return 2;
 }
 
-double cal_p2p_gap(const CalGemm *gemm, int n)
+double cal_p2p_gap(const CalGemm *gemm, int n, int bwd)
 {
     double t = 0;
-    for (int i = 0; i < n; i++)
-        if (gemm[i].path == CAL_PATH_BF16 && strncmp(gemm[i].what, "head", 4) && gemm[i].seconds > 0)
-            t += gemm[i].seconds;
+    for (int i = 0; i < n; i++) {
+        const char *w = gemm[i].what, *pass = strchr(w, ' ');
+        if (gemm[i].path != CAL_PATH_BF16 || !strncmp(w, "head", 4) || !pass || !(gemm[i].seconds > 0)) continue;
+        if (bwd ? strcmp(pass, " dgrad") && strcmp(pass, " wgrad") : strcmp(pass, " fprop")) continue;
+        t += gemm[i].seconds;
+    }
     return t < CAL_P2P_GAP_MAX ? t : CAL_P2P_GAP_MAX;
 }
 

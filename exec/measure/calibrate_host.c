@@ -351,7 +351,8 @@ Status calibrate_host_again(Backend *bk, Comm *comm, const ModelSpec *m, uint32_
     }
     if (!st && comm && comm->size > 1 && !strcmp(comm->name, "mpi")) {
         uint64_t a2a[2]; /* expert parallelism's count exchange and dispatch, for a model with experts */
-        out->p2p_gap_s = cal_p2p_gap(out->gemm, out->ngemm); /* a stage's compute between its messages */
+        out->p2p_fwd_s = cal_p2p_gap(out->gemm, out->ngemm, 0); /* a stage's compute between its messages */
+        out->p2p_bwd_s = cal_p2p_gap(out->gemm, out->ngemm, 1);
         st = calibrate_links(bk, comm, top, layer, a2a, cal_ep_sizes(m, mbs, a2a), reps, out, e);
     }
     out->ranks = comm ? comm->size : 1;

@@ -160,15 +160,18 @@ static uint64_t carried(int w, uint64_t S, int size)
  * computing while its neighbour receives; a message meets both ranks after milliseconds away from MPI. On this
  * project's 2-core host that, not the bytes, decides most of a message's time. A 2-rank replica of mpi_send and
  * mpi_recv (load 9-16 from other work, run at autogroup nice -19), a 64 KiB message each way per pair: back to
- * back 17-37 us a pair (the sender's reap of its previous send, copy and MPI_Isend, and the receiver's MPI_Recv
- * after its probe); with compute around each send 41-45 us at 1 ms, 43-57 at 2 ms, 65-79 at 5 ms, 74-84 at
- * 10 ms (the reap and MPI_Isend 0.5 -> 4-8 us each, the receive 14-20 -> 40-58 us; alike with Open MPI's yield
- * when idle off), where the sweep's old back-to-back pairs fitted 27 us and a run's PP 2 measured 55-72 us a
- * pair. So the sweep runs the pipeline's pattern: rank r (even) computes, sends,
- * computes on while r + 1 receives, then receives; r + 1 receives, computes, sends, computes on while r
- * receives. Each compute is the layer's kernel (x = x + x over its bytes, FP32) repeated for gap_s (at least
- * once), the payload's own buffer written last before a send. Each rank counts its send (its reap, copy and
- * MPI_Isend) and its recv (the transfer after its probe, the probe's wait apart), as a run's pipeline does. */
+ * back 17-34 us a pair (the sender's reap of its previous send, copy and MPI_Isend, and the receiver's MPI_Recv
+ * after its probe); with compute around each send 41-45 us at 1 ms, 43-58 at 2 ms, 65-79 at 5 ms, 74-84 at
+ * 10 ms (the reap and MPI_Isend 0.2-0.6 -> 4-8 us each, the receive 14-20 -> 45-58 us; alike with Open MPI's
+ * yield when idle off), where the sweep's old back-to-back pairs fitted 27 us and a run's PP 2 measured 55-72 us
+ * a pair (docs/calibrate.md, "PP 2's send"). So the sweep runs two neighbouring stages of one layer each as 1F1B does (PP 2's schedule in its steady
+ * state): rank r (even, the earlier stage) computes a forward, sends its activation, computes the next forward
+ * while r + 1 receives, then receives the gradient; r + 1 receives, computes a forward and a backward, sends the
+ * gradient, computes the next forward while r receives. Each compute is the layer's kernel (x = x + x over its
+ * bytes, FP32) repeated for the layer's forward GEMMs' time (gap[0]) or its forward's and backward's (gap[0] +
+ * gap[1]; cal_p2p_gap), at least once, the payload's own buffer written last before a send. Each rank counts its
+ * send (its reap, copy and MPI_Isend) and its recv (the transfer after its probe, the probe's wait apart), as a
+ * run's pipeline does. */
 static Status compute_for(Backend *bk, void *evict, uint64_t evict_bytes, double gap_s, Err *e)
 {
     const double t0 = comm_now_s();
@@ -179,29 +182,29 @@ static Status compute_for(Backend *bk, void *evict, uint64_t evict_bytes, double
 }
 
 static Status p2p_send(Backend *bk, Comm *comm, CollectiveId id, Dtype dt, void *buf, uint64_t S, void *evict,
-                       uint64_t evict_bytes, double gap_s, Err *e)
+                       uint64_t evict_bytes, double before, double after, Err *e)
 {
-    Status st = compute_for(bk, evict, evict_bytes, gap_s, e);
+    Status st = compute_for(bk, evict, evict_bytes, before, e);
     if (!st) st = bk->add(bk, buf, buf, buf, DT_FP32, S / sizeof(float), e);
     if (!st) st = comm->send(comm, id, bk, buf, S / dtype_bytes(dt), dt, comm->rank ^ 1, e);
-    return st ? st : compute_for(bk, evict, evict_bytes, gap_s, e);
+    return st ? st : compute_for(bk, evict, evict_bytes, after, e);
 }
 
 static Status p2p_call(Backend *bk, Comm *comm, CollectiveId id, Dtype dt, void *buf, void *out, uint64_t S,
-                       void *evict, uint64_t evict_bytes, double gap_s, Err *e)
+                       void *evict, uint64_t evict_bytes, const double *gap, Err *e)
 {
-    const int peer = comm->rank ^ 1;
+    const int peer = comm->rank ^ 1, later = comm->rank & 1;
     const uint64_t n = S / dtype_bytes(dt);
     if (peer >= comm->size) return ST_OK; /* an odd rank out */
     Status st = ST_OK;
-    if (!(comm->rank & 1)) st = p2p_send(bk, comm, id, dt, buf, S, evict, evict_bytes, gap_s, e);
+    if (!later) st = p2p_send(bk, comm, id, dt, buf, S, evict, evict_bytes, gap[0], gap[0], e);
     if (!st) st = comm->recv(comm, id, bk, out, n, dt, peer, e);
-    if (!st && (comm->rank & 1)) st = p2p_send(bk, comm, id, dt, buf, S, evict, evict_bytes, gap_s, e);
+    if (!st && later) st = p2p_send(bk, comm, id, dt, buf, S, evict, evict_bytes, gap[0] + gap[1], gap[0], e);
     return st;
 }
 
 static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, float *sync, uint64_t *counts,
-                         void *evict, uint64_t evict_bytes, double gap_s, uint64_t S, int reps, CalColl *c, Err *e)
+                         void *evict, uint64_t evict_bytes, const double *gap, uint64_t S, int reps, CalColl *c, Err *e)
 {
     double t[64];
     Status st = ST_OK;
@@ -214,7 +217,7 @@ static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, f
         if (!st && !p2p) st = bk->add(bk, buf, buf, buf, DT_FP32, S / sizeof(float), e);
         if (!st) st = comm_settle(comm, e);
         double t0 = comm->stats[id].seconds;
-        if (!st && p2p) st = p2p_call(bk, comm, id, sweeps[w].dt, buf, out, S, evict, evict_bytes, gap_s, e);
+        if (!st && p2p) st = p2p_call(bk, comm, id, sweeps[w].dt, buf, out, S, evict, evict_bytes, gap, e);
         if (!st && !p2p) st = one_call(bk, comm, w, buf, out, counts, S, e);
         if (!st) st = comm_settle(comm, e);
         mine = (float)(comm->stats[id].seconds - t0);
@@ -382,6 +385,7 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
     if (!st) st = bk->memset0(bk, evict, evict_bytes + 4, e);
     out->nsweep = out->nrange = 0;
     out->link_reps = per_size;
+    const double gap[2] = {out->p2p_fwd_s, out->p2p_bwd_s};
     for (int w = 0; !st && w < CAL_MAX_SWEEPS - 1; w++) {
         CalSweep *s = &out->sweep[out->nsweep];
         memset(s, 0, sizeof *s);
@@ -394,7 +398,7 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
         for (int k = 0; !st && k < (na ? na : n); k++) {
             uint64_t S = na ? own[k] : carried(w, sizes[k], comm->size);
             if (s->n && S <= s->pt[s->n - 1].payload) continue; /* rounded onto the previous size */
-            if (!(st = sweep_size(bk, comm, w, buf, dst, sync, counts, evict, evict_bytes, out->p2p_gap_s, S, per_size,
+            if (!(st = sweep_size(bk, comm, w, buf, dst, sync, counts, evict, evict_bytes, gap, S, per_size,
                                   &s->pt[s->n], e)))
                 s->n++;
         }

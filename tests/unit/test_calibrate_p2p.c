@@ -98,12 +98,13 @@ static Status s_recv(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t 
     return ST_OK;
 }
 
-/* Send/recv as a pipeline meets it (calibrate_link.c p2p_call), at both ranks of a pair: rank 0 computes (the
- * layer's kernel for the gap, at least one pass), writes the payload, sends, computes on while rank 1 receives,
- * receives; rank 1 receives, computes, writes the payload, sends, computes on; then the slowest-rank sync. Each
- * send/recv call carries S / 2 BF16 elements. A gap of 0.25 ms with kernels of 0.1 ms: 3 passes, every compute
- * around a send 0.25 ms at least. */
-static void p2p_rank(int rank, double gap, double kernel)
+/* Send/recv as 1F1B's neighbouring stages meet it (calibrate_link.c p2p_call), at both ranks of a pair: rank 0
+ * (the earlier stage) computes a forward (the layer's kernel for fwd seconds, at least one pass), writes the
+ * payload, sends, computes the next forward while rank 1 receives, receives; rank 1 receives, computes a forward
+ * and a backward (fwd + bwd), writes the payload, sends, computes the next forward; then the slowest-rank sync.
+ * Each send/recv call carries S / 2 BF16 elements. With fwd 0.25 ms, bwd 0.3 ms and kernels of 0.1 ms: rank 0's
+ * compute before and after its send 0.25 ms at least (3 passes), rank 1's 0.55 before (6) and 0.25 after. */
+static void p2p_rank(int rank, double fwd, double bwd, double kernel)
 {
     Err e;
     Backend *cpu = NULL;
@@ -122,7 +123,8 @@ static void p2p_rank(int rank, double gap, double kernel)
     c.send = s_send, c.recv = s_recv, c.all_to_all_v = s_a2a;
     static Calibration cal;
     memset(&cal, 0, sizeof cal);
-    cal.p2p_gap_s = gap;
+    cal.p2p_fwd_s = fwd, cal.p2p_bwd_s = bwd;
+    const double before = rank ? fwd + bwd : fwd, after = fwd;
     add_s = kernel;
     const uint64_t layer = 1 << 16; /* 16,384 floats */
     Status st = calibrate_links(&bk, &c, 4096, layer, NULL, 0, 1, &cal, &e);
@@ -146,14 +148,14 @@ static void p2p_rank(int rank, double gap, double kernel)
         while (k >= 0 && rec.ev[k] == EV_ADD_PAYLOAD && rec.arg[k] == layer / 4) k--;
         CHECKF(j - 1 - k >= 1, "call %d: no compute before its send", calls);
         /* recorded as each begins: from the event before the compute to the payload's pass, the gap at least */
-        CHECKF(k >= 0 && rec.t[j] - rec.t[k] >= gap, "call %d: %g s of compute before its send", calls,
+        CHECKF(k >= 0 && rec.t[j] - rec.t[k] >= before, "call %d: %g s of compute before its send", calls,
                k >= 0 ? rec.t[j] - rec.t[k] : -1.0);
         CHECK(k >= 0 && rec.ev[k] == (rank ? want[0] : EV_SYNC) && (!rank || rec.arg[k] == n));
         /* forward from the send: the compute on (K.. for the gap), then rank 0's R, rank 1's sync */
         int m = i + 1;
         while (m < rec.n && rec.ev[m] == EV_ADD_PAYLOAD && rec.arg[m] == layer / 4) m++;
         CHECKF(m - i - 1 >= 1, "call %d: no compute after its send", calls);
-        CHECKF(m < rec.n && rec.t[m] - rec.t[i] >= gap, "call %d: %g s of compute after its send", calls,
+        CHECKF(m < rec.n && rec.t[m] - rec.t[i] >= after, "call %d: %g s of compute after its send", calls,
                m < rec.n ? rec.t[m] - rec.t[i] : -1.0);
         CHECK(m < rec.n && rec.ev[m] == (rank ? EV_SYNC : want[4]));
         if (!rank) CHECK(m < rec.n && rec.arg[m] == n);
@@ -164,38 +166,41 @@ static void p2p_rank(int rank, double gap, double kernel)
 }
 static void test_p2p_pipelined(void)
 {
-    p2p_rank(0, 0, 0);
-    p2p_rank(1, 0, 0);
-    p2p_rank(0, 0.25e-3, 0.1e-3);
-    p2p_rank(1, 0.25e-3, 0.1e-3);
+    p2p_rank(0, 0, 0, 0);
+    p2p_rank(1, 0, 0, 0);
+    p2p_rank(0, 0.25e-3, 0.3e-3, 0.1e-3);
+    p2p_rank(1, 0.25e-3, 0.3e-3, 0.1e-3);
 }
 
-/* The gap: one micro-batch's forward and backward GEMMs through one layer on the BF16 path, not the head's, at
- * most CAL_P2P_GAP_MAX (20 ms). */
+/* The gaps: a micro-batch's forward (the fprop GEMMs) or backward (dgrad and wgrad) through one layer on the BF16
+ * path, not the head's, each at most CAL_P2P_GAP_MAX (20 ms). */
 static void test_p2p_gap(void)
 {
-    CalGemm g[6];
+    CalGemm g[7];
     memset(g, 0, sizeof g);
     static const struct {
         const char *what;
         int path;
         double s;
-    } rows[6] = {
+    } rows[7] = {
         {"qkv fprop", CAL_PATH_BF16, 1e-3},  {"fc1 dgrad", CAL_PATH_BF16, 2.5e-3}, {"fc2 wgrad", CAL_PATH_BF16, 0.5e-3},
         {"head fprop", CAL_PATH_BF16, 7e-3}, {"qkv fprop", CAL_PATH_FP8, 3e-3},    {"proj fprop", CAL_PATH_FP32, 4e-3},
+        {"fc2 fprop", CAL_PATH_BF16, 2e-3},
     };
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         snprintf(g[i].what, sizeof g[i].what, "%s", rows[i].what);
         g[i].path = rows[i].path, g[i].seconds = rows[i].s;
     }
-    /* 1 + 2.5 + 0.5 = 4 ms: the head's 7, the FP8 3 and the FP32 4 left out */
-    CHECK_REL(cal_p2p_gap(g, 6), 4e-3, 1e-12);
-    CHECK(cal_p2p_gap(g, 0) == 0);
-    /* 15 + 2.5 + 0.5 = 18 ms: under the cap; 25 + 2.5 + 0.5 = 28: capped at 20 */
+    /* forward 1 + 2 = 3 ms, backward 2.5 + 0.5 = 3 ms: the head's 7, the FP8 3 and the FP32 4 left out */
+    CHECK_REL(cal_p2p_gap(g, 7, 0), 3e-3, 1e-12);
+    CHECK_REL(cal_p2p_gap(g, 7, 1), 3e-3, 1e-12);
+    CHECK(cal_p2p_gap(g, 0, 0) == 0 && cal_p2p_gap(g, 0, 1) == 0);
+    /* forward 15 + 2 = 17 ms: under the cap; 25 + 2 = 27: capped at 20 (the backward's 3 as it was) */
     g[0].seconds = 15e-3;
-    CHECK_REL(cal_p2p_gap(g, 6), 18e-3, 1e-12);
+    CHECK_REL(cal_p2p_gap(g, 7, 0), 17e-3, 1e-12);
     g[0].seconds = 25e-3;
-    CHECK_REL(cal_p2p_gap(g, 6), CAL_P2P_GAP_MAX, 1e-12);
+    CHECK_REL(cal_p2p_gap(g, 7, 0), CAL_P2P_GAP_MAX, 1e-12);
+    CHECK_REL(cal_p2p_gap(g, 7, 1), 3e-3, 1e-12);
 }
 
 int main(void)
