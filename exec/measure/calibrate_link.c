@@ -163,15 +163,15 @@ static uint64_t carried(int w, uint64_t S, int size)
  * back 17-34 us a pair (the sender's reap of its previous send, copy and MPI_Isend, and the receiver's MPI_Recv
  * after its probe); with compute around each send 41-45 us at 1 ms, 43-58 at 2 ms, 65-79 at 5 ms, 74-84 at
  * 10 ms (the reap and MPI_Isend 0.2-0.6 -> 4-8 us each, the receive 14-20 -> 45-58 us; alike with Open MPI's
- * yield when idle off), where the sweep's old back-to-back pairs fitted 27 us and a run's PP 2 measured 55-72 us
- * a pair (docs/calibrate.md, "PP 2's send"). So the sweep runs two neighbouring stages of one layer each as 1F1B does (PP 2's schedule in its steady
- * state): rank r (even, the earlier stage) computes a forward, sends its activation, computes the next forward
- * while r + 1 receives, then receives the gradient; r + 1 receives, computes a forward and a backward, sends the
- * gradient, computes the next forward while r receives. Each compute is the layer's kernel (x = x + x over its
- * bytes, FP32) repeated for the layer's forward GEMMs' time (gap[0]) or its forward's and backward's (gap[0] +
- * gap[1]; cal_p2p_gap), at least once, the payload's own buffer written last before a send. Each rank counts its
- * send (its reap, copy and MPI_Isend) and its recv (the transfer after its probe, the probe's wait apart), as a
- * run's pipeline does. */
+ * yield when idle off), where the sweep's old back-to-back pairs fitted 27 us and a run's PP 2 measured 55-80 us
+ * a pair (docs/calibrate.md, "PP 2's send"). So the sweep runs two neighbouring stages of one layer each as 1F1B
+ * does (PP 2's schedule in its steady state): rank r (even, the earlier stage) computes a forward, sends its
+ * activation, computes the next forward while r + 1 receives, then receives the gradient; r + 1 receives,
+ * computes a forward and a backward, sends the gradient, computes the next forward while r receives. Each
+ * compute is the layer's kernel (x = x + x over its bytes, FP32) repeated for the layer's forward GEMMs' time
+ * (gap[0]) or its forward's and backward's (gap[0] + gap[1]; cal_p2p_gap), at least once, the payload's own
+ * buffer written last before a send. Each rank counts its send (its reap, copy and MPI_Isend) and its recv (the
+ * transfer after its probe, the probe's wait apart), as a run's pipeline does. */
 static Status compute_for(Backend *bk, void *evict, uint64_t evict_bytes, double gap_s, Err *e)
 {
     const double t0 = comm_now_s();
