@@ -149,8 +149,9 @@ typedef struct {
     int nsweep;
     CalRange range[CAL_MAX_FITS]; /* their fits, per sweep 1..CAL_FIT_RANGES_MAX size ranges (links.csv) */
     int nrange;
-    uint64_t eager_limit; /* bytes: the largest message MPI sends eagerly (comm_mpi_eager_limit; 0: not found) */
-    uint64_t msg_evict;   /* bytes each per-message call followed (2 x the core's L2 cache) */
+    uint64_t eager_limit;        /* bytes: the largest message MPI sends eagerly (comm_mpi_eager_limit; 0: not found) */
+    uint64_t msg_evict;          /* bytes each per-message call followed (2 x the core's L2 cache) */
+    double p2p_fwd_s, p2p_bwd_s; /* the send/recv sweep's compute around its messages (cal_p2p_gap; 0: one pass) */
     /* the per-message sweep judged as a figure per protocol (cal_msg_figures; a2a_judged 0: not measured — one
      * rank, or no eager limit — and not judged): message bytes/s, and the interquartile spread it was judged on */
     double a2a_bw[2], a2a_iqr[2];
@@ -202,7 +203,10 @@ Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibrati
  * fitted (cal_fit_ranges) into out->sweep and out->range. The all-to-all also at its smallest call and at the
  * na2a payloads a2a (expert parallelism's calls of the model: cal_ep_sizes), every other op also at the nrun
  * payloads run (tensor parallelism's calls: cal_tp_sizes); cal_sweep_sizes merges them. a2a or run may be NULL
- * when its count is 0. Every rank calls it. */
+ * when its count is 0. Send/recv as 1F1B's neighbouring stages meet it instead: pairs of ranks exchange a message
+ * each way with that kernel run for a layer's forward (out->p2p_fwd_s) or forward and backward (+ p2p_bwd_s)
+ * around each send (calibrate_link.c p2p_call; set them, or leave them 0 for one pass each, before the call).
+ * Every rank calls it. */
 Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_bytes, const uint64_t *a2a, int na2a,
                        const uint64_t *run, int nrun, int reps, Calibration *out, Err *e);
 
@@ -220,6 +224,13 @@ int cal_tp_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out);
  * is outside [1, CAL_MAX_SIZES] or unit is 0). */
 int cal_sweep_sizes(const uint64_t *sizes, int n, const uint64_t *run, int nrun, uint64_t unit, int from_unit,
                     uint64_t *out);
+
+/* The compute a pipeline stage of one layer runs between its messages, as the send/recv sweep of calibrate_links
+ * puts it around its calls: a micro-batch's forward (bwd 0: the sum of the median times of the layer's fprop
+ * GEMMs on the BF16 path, not the head's, in gemm[0..n)) or backward (bwd 1: its dgrad and wgrad GEMMs) through
+ * one layer, at most CAL_P2P_GAP_MAX; 0 when none was measured. */
+#define CAL_P2P_GAP_MAX 0.02
+double cal_p2p_gap(const CalGemm *gemm, int n, int bwd);
 
 /* The payloads a rank's expert all-to-alls carry for model m at micro-batch mbs under uniform routing, into
  * out (2): the count exchange's E int32 (E x 4 B) and a dispatch's (or combine's) mbs x seq x top-k token copies

@@ -56,6 +56,18 @@ int cal_sweep_sizes(const uint64_t *sizes, int n, const uint64_t *run, int nrun,
     return m;
 }
 
+double cal_p2p_gap(const CalGemm *gemm, int n, int bwd)
+{
+    double t = 0;
+    for (int i = 0; i < n; i++) {
+        const char *w = gemm[i].what, *pass = strchr(w, ' ');
+        if (gemm[i].path != CAL_PATH_BF16 || !strncmp(w, "head", 4) || !pass || !(gemm[i].seconds > 0)) continue;
+        if (bwd ? strcmp(pass, " dgrad") && strcmp(pass, " wgrad") : strcmp(pass, " fprop")) continue;
+        t += gemm[i].seconds;
+    }
+    return t < CAL_P2P_GAP_MAX ? t : CAL_P2P_GAP_MAX;
+}
+
 void cal_a2a_counts(int r, int n, uint64_t N, uint64_t *scounts, uint64_t *rcounts)
 {
     const uint64_t nn = (uint64_t)n * (uint64_t)n, u = N / nn;

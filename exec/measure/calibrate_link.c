@@ -123,11 +123,9 @@ static const struct {
     {OP_BROADCAST, DT_BF16, CO_EMB_GRAD_AR},    {OP_ALL_TO_ALL, DT_BF16, CO_EP_DISPATCH_FWD},
 };
 
-/* One call of sweep w with payload S bytes (buf and out hold S bytes; counts: 2 x comm->size entries). The
- * reduce-scatter and all-gather split S over the ranks (count = S / size / element: the payload nccl-tests
- * counts is the whole array); send/recv pairs rank r with r ^ 1, each sending S then receiving S (the
- * communicator counts both ends of a message as a run's pipeline does: the send's copy and MPI_Isend, and the
- * recv's transfer after its probe, the probe's wait apart); the all-to-all is
+/* One call of sweep w with payload S bytes (buf and out hold S bytes; counts: 2 x comm->size entries; not
+ * send/recv: p2p_call). The reduce-scatter and all-gather split S over the ranks (count = S / size / element: the
+ * payload nccl-tests counts is the whole array); the all-to-all is
  * expert parallelism's call (comm_all_to_all_v: the element counts agreed, then MPI_Alltoallv), S / size
  * staying and the rest uneven over the peers (cal_a2a_counts). */
 static Status one_call(Backend *bk, Comm *comm, int w, void *buf, void *out, uint64_t *counts, uint64_t S, Err *e)
@@ -140,12 +138,6 @@ static Status one_call(Backend *bk, Comm *comm, int w, void *buf, void *out, uin
     case OP_REDUCE_SCATTER: return comm->reduce_scatter(comm, id, bk, buf, out, per, dt, COMM_SUM, e);
     case OP_ALL_GATHER: return comm->all_gather(comm, id, bk, buf, out, per, dt, e);
     case OP_BROADCAST: return comm->broadcast(comm, id, bk, buf, S / b, dt, 0, e);
-    case OP_SEND_RECV: {
-        int peer = comm->rank ^ 1;
-        if (peer >= comm->size) return ST_OK; /* an odd rank out */
-        Status st = comm->send(comm, id, bk, buf, S / b, dt, peer, e);
-        return st ? st : comm->recv(comm, id, bk, out, S / b, dt, peer, e);
-    }
     default:
         cal_a2a_counts(comm->rank, comm->size, S / b, counts, counts + comm->size);
         return comm_all_to_all_v(comm, id, bk, buf, counts, out, counts + comm->size, dt, e);
@@ -163,25 +155,76 @@ static uint64_t unit_of(int w, int size)
     return unit;
 }
 
+/* ---- send/recv as a pipeline meets it (p2p_call) ----
+ * A pipeline stage sends a micro-batch's activation (or gradient) once it has computed it and goes on
+ * computing while its neighbour receives; a message meets both ranks after milliseconds away from MPI. On this
+ * project's 2-core host that, not the bytes, decides most of a message's time. A 2-rank replica of mpi_send and
+ * mpi_recv (load 9-16 from other work, run at autogroup nice -19), a 64 KiB message each way per pair: back to
+ * back 17-34 us a pair (the sender's reap of its previous send, copy and MPI_Isend, and the receiver's MPI_Recv
+ * after its probe); with compute around each send 41-45 us at 1 ms, 43-58 at 2 ms, 65-79 at 5 ms, 74-84 at
+ * 10 ms (the reap and MPI_Isend 0.2-0.6 -> 4-8 us each, the receive 14-20 -> 45-58 us; alike with Open MPI's
+ * yield when idle off), where the sweep's old back-to-back pairs fitted 27 us and a run's PP 2 measured 55-80 us
+ * a pair (docs/calibrate.md, "PP 2's send"). So the sweep runs two neighbouring stages of one layer each as 1F1B
+ * does (PP 2's schedule in its steady state): rank r (even, the earlier stage) computes a forward, sends its
+ * activation, computes the next forward while r + 1 receives, then receives the gradient; r + 1 receives,
+ * computes a forward and a backward, sends the gradient, computes the next forward while r receives. Each
+ * compute is the layer's kernel (x = x + x over its bytes, FP32) repeated for the layer's forward GEMMs' time
+ * (gap[0]) or its forward's and backward's (gap[0] + gap[1]; cal_p2p_gap), at least once, the payload's own
+ * buffer written last before a send. Each rank counts its send (its reap, copy and MPI_Isend) and its recv (the
+ * transfer after its probe, the probe's wait apart), as a run's pipeline does. */
+static Status compute_for(Backend *bk, void *evict, uint64_t evict_bytes, double gap_s, Err *e)
+{
+    const double t0 = comm_now_s();
+    Status st;
+    do st = bk->add(bk, evict, evict, evict, DT_FP32, evict_bytes / sizeof(float), e);
+    while (!st && comm_now_s() - t0 < gap_s);
+    return st;
+}
+
+static Status p2p_send(Backend *bk, Comm *comm, CollectiveId id, Dtype dt, void *buf, uint64_t S, void *evict,
+                       uint64_t evict_bytes, double before, double after, Err *e)
+{
+    Status st = compute_for(bk, evict, evict_bytes, before, e);
+    if (!st) st = bk->add(bk, buf, buf, buf, DT_FP32, S / sizeof(float), e);
+    if (!st) st = comm->send(comm, id, bk, buf, S / dtype_bytes(dt), dt, comm->rank ^ 1, e);
+    return st ? st : compute_for(bk, evict, evict_bytes, after, e);
+}
+
+static Status p2p_call(Backend *bk, Comm *comm, CollectiveId id, Dtype dt, void *buf, void *out, uint64_t S,
+                       void *evict, uint64_t evict_bytes, const double *gap, Err *e)
+{
+    const int peer = comm->rank ^ 1, later = comm->rank & 1;
+    const uint64_t n = S / dtype_bytes(dt);
+    if (peer >= comm->size) return ST_OK; /* an odd rank out */
+    Status st = ST_OK;
+    if (!later) st = p2p_send(bk, comm, id, dt, buf, S, evict, evict_bytes, gap[0], gap[0], e);
+    if (!st) st = comm->recv(comm, id, bk, out, n, dt, peer, e);
+    if (!st && later) st = p2p_send(bk, comm, id, dt, buf, S, evict, evict_bytes, gap[0] + gap[1], gap[0], e);
+    return st;
+}
+
 static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, float *sync, uint64_t *counts,
-                         void *evict, uint64_t evict_bytes, uint64_t S, int reps, CalColl *c, Err *e)
+                         void *evict, uint64_t evict_bytes, const double *gap, uint64_t S, int reps, CalColl *c, Err *e)
 {
     double t[64];
     Status st = ST_OK;
     const CollectiveId id = sweeps[w].id;
+    const int p2p = sweeps[w].op == OP_SEND_RECV;
     for (int i = -1; !st && i < reps; i++) {
         float mine = 0, slowest = 0;
         /* a layer's kernel first: x = x + x over its bytes (FP32), the payload's own buffer last */
-        st = bk->add(bk, evict, evict, evict, DT_FP32, evict_bytes / sizeof(float), e);
-        if (!st) st = bk->add(bk, buf, buf, buf, DT_FP32, S / sizeof(float), e);
+        if (!p2p) st = bk->add(bk, evict, evict, evict, DT_FP32, evict_bytes / sizeof(float), e);
+        if (!st && !p2p) st = bk->add(bk, buf, buf, buf, DT_FP32, S / sizeof(float), e);
         if (!st) st = comm_settle(comm, e);
         double t0 = comm->stats[id].seconds;
-        if (!st) st = one_call(bk, comm, w, buf, out, counts, S, e);
+        if (!st && p2p) st = p2p_call(bk, comm, id, sweeps[w].dt, buf, out, S, evict, evict_bytes, gap, e);
+        if (!st && !p2p) st = one_call(bk, comm, w, buf, out, counts, S, e);
         if (!st) st = comm_settle(comm, e);
         mine = (float)(comm->stats[id].seconds - t0);
         /* and a layer's kernel after it, as in a run: a rank whose call ends first computes on the cores while
-         * its peers' calls end (their fold, their copies), not waits in the next call's barrier */
-        if (!st) st = bk->add(bk, evict, evict, evict, DT_FP32, evict_bytes / sizeof(float), e);
+         * its peers' calls end (their fold, their copies), not waits in the next call's barrier (a send/recv's
+         * compute is around its send, p2p_call) */
+        if (!st && !p2p) st = bk->add(bk, evict, evict, evict, DT_FP32, evict_bytes / sizeof(float), e);
         if (!st) st = slowest_rank(bk, comm, sync, mine, &slowest, e);
         if (i >= 0) t[i] = slowest;
     }
@@ -325,6 +368,7 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
     if (!st) st = bk->memset0(bk, evict, evict_bytes + 4, e);
     out->nsweep = out->nrange = 0;
     out->link_reps = per_size;
+    const double gap[2] = {out->p2p_fwd_s, out->p2p_bwd_s};
     for (int w = 0; !st && w < CAL_MAX_SWEEPS - 1; w++) {
         CalSweep *s = &out->sweep[out->nsweep];
         memset(s, 0, sizeof *s);
@@ -340,8 +384,8 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
             cal_sweep_sizes(sizes, n, a2a_op ? a2a : run, a2a_op ? na2a : nrun, unit_of(w, comm->size), a2a_op, own);
         for (int k = 0; !st && k < na; k++) {
             uint64_t S = own[k];
-            if (!(st = sweep_size(bk, comm, w, buf, dst, sync, counts, evict, evict_bytes, S, per_size, &s->pt[s->n],
-                                  e)))
+            if (!(st = sweep_size(bk, comm, w, buf, dst, sync, counts, evict, evict_bytes, gap, S, per_size,
+                                  &s->pt[s->n], e)))
                 s->n++;
         }
         if (st) break;

@@ -264,6 +264,9 @@ Status cal_link_row(const Calibration *c, int i, const char *name, char *buf, si
     else
         put(&t, "fp8plan calibrate: the executor's MPI %s (%s) over %d ranks, ", comm_op_name((CommOp)r->fit.op),
             s ? dtype_name(s->dtype) : "?", c->ranks);
+    if (!per_msg && r->fit.op == OP_SEND_RECV) /* calibrate_link.c p2p_call */
+        put(&t, "as 1F1B's neighbouring stages meet it (a send after %.1f ms of compute, or %.1f, then %.1f on), ",
+            1e3 * c->p2p_fwd_s, 1e3 * (c->p2p_fwd_s + c->p2p_bwd_s), 1e3 * c->p2p_fwd_s);
     if (s && r->count > 0 && r->first + r->count <= s->n) {
         put_size(&t, s->pt[r->first].payload);
         put(&t, "-");

@@ -295,7 +295,7 @@ static void test_every_op(void)
     /* calls (1 warm-up + 4 x 3 timed = 13 a size): 9 sweeps x 6 sizes (64, 256, 512, 1024, 3000, 4096) = 54 and the
      * all-to-all's 7 (its smallest call, 8 B over 2 ranks: 2 x 2 BF16 elements; 32 B; 64, 256, 1024; 2,000 B;
      * 4096) = 61 sizes, 793 calls; each the payload's kernel (S / 4 floats) once and the layer's (2^18 floats)
-     * twice, before and after: 1,586 */
+     * twice, before and after (a send/recv's both around its send, a gap of 0: one pass each): 1,586 */
     int kernels = 0, payloads = 0;
     for (int i = 0; i < rec.n; i++) {
         kernels += rec.ev[i] == EV_ADD_PAYLOAD && rec.arg[i] == layer / 4;
