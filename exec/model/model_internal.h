@@ -283,6 +283,16 @@ int32_t *model_moe_host_counts(Model *m, const MoeF8 *v, Err *e);
 /* After the optimizer step: a sigmoid router's bias moved towards the mean load (MODEL_MOE_BIAS_SPEED),
  * from the step's counts. */
 Status model_moe_after_step(Model *m, Err *e);
+/* The router beside the expert path (model_moe_route.c): a sigmoid router's E bias values of block l (NULL for
+ * other routers or a dense block); the step's tokens per expert counted on the host and the softmax router's
+ * auxiliary loss added (forward); the router's backward from d(weights) in m->act.r_dw, d(x) added to
+ * m->act.d_moe and dWr accumulated. */
+float *model_moe_router_bias(Model *m, uint32_t l);
+Status model_moe_count_routing(Model *m, uint32_t l, const LayerActs *la, Err *e);
+Status model_moe_router_bwd(Model *m, const LayerActs *la, ModelParam *wr, const void *x, Err *e);
+/* Expert parallelism with an FP8 dispatch (deepseek-v3): the token side keeps no BF16 d(expert outputs) (x_y
+ * holds them; model_moe_transient). */
+int model_moe_ep_fp8_dispatch(const Model *m);
 /* The index of MoE block l among the stage's MoE blocks (the row of m->moe_counts). */
 static inline uint32_t model_moe_index(const Model *m, uint32_t l)
 {
