@@ -211,6 +211,11 @@ int model_copies_once(const Model *m, const ModelParam *p);
 Status model_copies_cast(Model *m, CollectiveId id, Err *e);
 
 /* ---- one micro-batch (model_pass.c) ---- */
+/* rows x (reps blocks of cols) in the activation dtype: src (leading dimension sld, blocks sstep apart) → dst (dld,
+ * dstep; dstep 0: the blocks summed into one), through the backend's strided copy (latent attention's and MTP's
+ * column slices). */
+Status model_copy_strided(Model *m, uint64_t rows, uint64_t cols, uint64_t reps, const void *src, uint64_t sld,
+                          uint64_t sstep, void *dst, uint64_t dld, uint64_t dstep, Err *e);
 
 /* Forward to logits and per-token losses (the d(logits) replace the logits);
  * dloss scales d(loss)/d(logits) (1 / tokens of the step: a mean loss). */
