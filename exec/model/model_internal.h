@@ -32,6 +32,10 @@ static inline uint64_t model_ffn_of(const Model *m, uint32_t l)
     return model_moe_layer(m, l) ? (uint64_t)m->spec.shared_experts * m->spec.expert_ffn / (m->tp ? m->tp : 1)
                                  : m->spec.ffn_hidden;
 }
+/* A routed expert's FFN width on this rank: expert_ffn / etp (expert tensor parallelism, model_moe_etp.c). */
+static inline uint64_t model_xffn(const Model *m) { return m->spec.expert_ffn / (m->etp ? m->etp : 1); }
+/* The routed experts leave this rank's tokens (expert or expert tensor parallelism: model_moe_ep.c). */
+static inline int model_ep_on(const Model *m) { return m->ep > 1 || m->etp > 1; }
 uint64_t model_lin_n(const Model *m, uint32_t l, LinearKind k);
 uint64_t model_lin_k(const Model *m, uint32_t l, LinearKind k);
 
@@ -348,6 +352,18 @@ Status model_ep_backward_rows(Model *m, uint32_t l, MoeRows *xr, MoeEpBwd *b);
 Status model_ep_dispatch_bwd(Model *m, uint32_t l, const void *dy_tok, void *dy, Err *e);
 Status model_ep_combine_bwd(Model *m, uint32_t l, const void *dx, void *dx_tok, Err *e);
 
+/* Expert tensor parallelism (model_moe_etp.c; etp 1: none of it runs). own (n = ep·El: this rank's sources'
+ * rows per local expert) gathered over the ETP group into all (etp, n), as uint64 counts. */
+Status model_etp_counts(Model *m, const uint64_t *own, uint64_t *all, uint64_t n, Err *e);
+/* In place over buf (the ETP group's sources, ETP rank by rank: rc (etp·ep, El) rows, cols each): every rank's
+ * segment gathered (etp_allgather), or every segment summed over the group into its owner (etp_reducescatter;
+ * fwd: the forward's, where the etp_fault hook fires). */
+Status model_etp_gather(Model *m, void *buf, const uint64_t *rc, uint64_t cols, Err *e);
+Status model_etp_scatter(Model *m, int fwd, void *buf, const uint64_t *rc, uint64_t cols, Err *e);
+/* A routed expert weight's ETP shard (p: PK_XFC1_W rows, FC1's gate and up columns this rank's; PK_XFC2_W its
+ * Fe/etp input columns) filled with the one-rank run's values from the tensor's stream key; its amax. */
+float model_etp_fill(const Model *m, const ModelParam *p, uint64_t key, float std, float *w);
+
 /* The FP8 dispatch payload (model_moe_ep_fp8.c; deepseek-v3): a row's bytes, C codes and ceil(C/128) FP32
  * scale_inv; the token side's rows (R, C), peer j's rows[j] of them in turn, quantized into pay (peer j's
  * segment: its codes, then its scales); the received segments scr (source s's rc[s][0..El) rows) copied to
@@ -456,7 +472,7 @@ Status model_tp_amax(Model *m, float *amax, Err *e);
 /* What the executor's TP needs of a plan (ST_OK at tp 1). */
 Status model_tp_check(const Plan *p, Err *e);
 /* A model with experts at tp > 1 or etp > 1 (model_moe_check): what the executor runs of it, or ST_UNAVAILABLE
- * naming the rest (etp > 1, a shared width tp does not divide). */
+ * naming the rest (FP8 experts at etp > 1, a shared width tp does not divide). */
 Status model_tp_moe_check(const Plan *p, Err *e);
 /* This rank's share of the spec (heads, KV heads, FFN width / tp) and m->tp. */
 void model_tp_spec(const Plan *p, Model *m);

@@ -97,7 +97,7 @@ void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t
 {
     const ModelSpec *s = &m->spec;
     const uint64_t BT = model_moe_tokens(m), E = s->experts, k = s->experts_per_token, R = model_moe_rows(m);
-    const uint64_t C = s->hidden, Fe = s->expert_ffn;
+    const uint64_t C = s->hidden, Fe = model_xffn(m);
     const Dtype A = m->act_dtype;
     if (!bind) la = NULL;
     arena_add(sp, MT_ACT_MOE, DT_FP32, BT * E, la ? &la->r_scores : NULL, "router.scores", li);
@@ -135,7 +135,7 @@ void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
     for (uint32_t l = 0; l < s->layers; l++) any |= model_moe_layer(m, l);
     if (!any) return;
     const uint64_t BT = model_moe_tokens(m), E = s->experts, k = s->experts_per_token, R = model_moe_rows(m);
-    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t C = s->hidden, Fe = model_xffn(m), kf = spec_fc1_k(s);
     const Dtype A = m->act_dtype;
     ModelActs *a = bind ? &m->act : NULL;
     /* both passes: the logits (their gradient in backward) and the experts' outputs (recomputed) */
@@ -206,7 +206,7 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
     LayerActs *la = model_la(m, l);
     ModelActs *a = &m->act;
     const Dtype A = m->act_dtype;
-    const uint64_t BT = model_moe_tokens(m), C = s->hidden, E = s->experts, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t BT = model_moe_tokens(m), C = s->hidden, E = s->experts, Fe = model_xffn(m), kf = spec_fc1_k(s);
     ModelParam *wr = model_find_param(m, PK_ROUTER_W, (int)l), *w1 = model_find_param(m, PK_XFC1_W, (int)l),
                *w2 = model_find_param(m, PK_XFC2_W, (int)l);
     if (!wr || !w1 || !w2) return err_set(e, ST_SOFTWARE, "MoE layer %u has no router or experts", l + m->layer0);
@@ -246,17 +246,17 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
     if (!st) st = model_moe_lap(m, MOE_PART_PERMUTE, bk->moe_permute(bk, &pd, e));
     /* the experts: this rank's E on its rows, or (expert parallelism) its E/ep on the rows dispatched to it */
     MoeRows xr = token_rows(m, la);
-    void *y = m->ep > 1 ? model_ep_fwd_out(m) : a->x_y;
-    if (!st && m->ep > 1) st = model_moe_lap(m, MOE_PART_EP, model_ep_dispatch(m, l, la, pd.out, &xr, e));
+    void *y = model_ep_on(m) ? model_ep_fwd_out(m) : a->x_y;
+    if (!st && model_ep_on(m)) st = model_moe_lap(m, MOE_PART_EP, model_ep_dispatch(m, l, la, pd.out, &xr, e));
     if (recipe_fp8_gemm(&m->recipe)) { /* in FP8 (exec/model/model_moe_fp8.c; its GEMMs lap themselves) */
-        MoeF8 v = m->ep > 1 ? model_ep_f8(m, l, &xr, 0) : model_moe_f8_tokens(m, l);
+        MoeF8 v = model_ep_on(m) ? model_ep_f8(m, l, &xr, 0) : model_moe_f8_tokens(m, l);
         if (!st) st = model_moe_lap(m, MOE_PART_ACT, model_moe_fp8_fwd(m, l, &v, w1, w2, e));
     } else {
         if (!st) st = experts_gemm(m, &xr, xr.x_in, w1->weight, kf * Fe, C, GEMM_K_INNER, xr.x_fc1, e);
         if (!st) st = model_moe_lap(m, MOE_PART_ACT, model_act_fwd(m, xr.rows, Fe, xr.x_fc1, xr.x_fc2in, e));
         if (!st) st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, y, e);
     }
-    if (!st && m->ep > 1) st = model_moe_lap(m, MOE_PART_EP, model_ep_combine(m, l, y, a->x_y, e));
+    if (!st && model_ep_on(m)) st = model_moe_lap(m, MOE_PART_EP, model_ep_combine(m, l, y, a->x_y, e));
     MoeUnpermuteDesc ud = {.tokens = BT,
                            .k = s->experts_per_token,
                            .cols = C,
@@ -276,7 +276,7 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
     LayerActs *la = model_la(m, l);
     ModelActs *a = &m->act;
     const Dtype A = m->act_dtype;
-    const uint64_t BT = model_moe_tokens(m), C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t BT = model_moe_tokens(m), C = s->hidden, Fe = model_xffn(m), kf = spec_fc1_k(s);
     ModelParam *wr = model_find_param(m, PK_ROUTER_W, (int)l), *w1 = model_find_param(m, PK_XFC1_W, (int)l),
                *w2 = model_find_param(m, PK_XFC2_W, (int)l);
     if (!wr || !w1 || !w2) return err_set(e, ST_SOFTWARE, "MoE layer %u has no router or experts", l + m->layer0);
@@ -286,7 +286,7 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
     const MoeF8 tok = model_moe_f8_tokens(m, l);
     Status st = ST_OK;
     model_moe_lap_start(m);
-    if (m->ep > 1) /* the expert side's rows and buffers; the token side kept the outputs */
+    if (model_ep_on(m)) /* the expert side's rows and buffers; the token side kept the outputs */
         st = model_ep_backward_rows(m, l, &xr, &b);
     else if (f8) /* the experts' outputs again, for the combine weights' gradient */
         st = model_moe_lap(m, MOE_PART_ACT, model_moe_fp8_recompute(m, l, &tok, w2, e));
@@ -304,9 +304,9 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
                               .din = dy_tok,
                               .dweights = a->r_dw};
     if (!st) st = model_moe_lap(m, MOE_PART_PERMUTE, bk->moe_unpermute_bwd(bk, &ub, e));
-    if (!st && m->ep > 1) st = model_moe_lap(m, MOE_PART_EP, model_ep_dispatch_bwd(m, l, dy_tok, b.dy, e));
+    if (!st && model_ep_on(m)) st = model_moe_lap(m, MOE_PART_EP, model_ep_dispatch_bwd(m, l, dy_tok, b.dy, e));
     if (f8) { /* FC2 and FC1 as below, in FP8 */
-        MoeF8 v = m->ep > 1 ? model_ep_f8(m, l, &xr, 1) : tok;
+        MoeF8 v = model_ep_on(m) ? model_ep_f8(m, l, &xr, 1) : tok;
         if (!st) st = model_moe_lap(m, MOE_PART_ACT, model_moe_fp8_bwd(m, l, &v, w1, w2, e));
     } else {
         /* FC2: d(activation output) = dY · W2_g (W2_g stored (C, Fe): K_OUTER), dW2 += dYᵀ · h */
@@ -318,7 +318,7 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
         if (!st) st = experts_gemm(m, &xr, b.dh1, w1->weight, C, kf * Fe, GEMM_K_OUTER, b.dx, e);
         if (!st) st = experts_wgrad(m, &xr, w1, b.dh1, kf * Fe, xr.x_in, C, e);
     }
-    if (!st && m->ep > 1) st = model_moe_lap(m, MOE_PART_EP, model_ep_combine_bwd(m, l, b.dx, a->x_y, e));
+    if (!st && model_ep_on(m)) st = model_moe_lap(m, MOE_PART_EP, model_ep_combine_bwd(m, l, b.dx, a->x_y, e));
     /* the copies' gradients summed back to their tokens */
     MoeUnpermuteDesc ud = {.tokens = BT,
                            .k = s->experts_per_token,

@@ -417,13 +417,15 @@ static void test_refusals(void)
     CHECK(!fx_plan_par(&ns, &bf16, B, 1, 2, 1, &p, &e));
     CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
     arena_specs_free(&sp);
-    p.in.etp = 2; /* ... not expert tensor parallelism */
-    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "model fx-moe-softmax with --tp 2 --ep 1 --etp 2: expert tensor parallelism (--etp) is "
-                          "not run");
+    p.in.etp = 2; /* and expert tensor parallelism in BF16 (model_moe_etp.c; tests/cli/mpi_ep.sh) */
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
     arena_specs_free(&sp);
     CHECK(!fx_plan_par(&ns, &te, B, 1, 2, 1, &p, &e)); /* FP8 experts with TP run (tests/cli/mpi_ep.sh) */
     CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    arena_specs_free(&sp);
+    p.in.etp = 2; /* ... but not split over --etp */
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "model fx-moe-softmax with --tp 2 --ep 1 --etp 2: FP8 experts split over --etp are not run");
     arena_specs_free(&sp);
     ModelSpec sg = fx_moe(ROUTER_SIGMOID); /* and a sigmoid router: its bias the plan's router_bias, whole */
     CHECK(!fx_plan_par(&sg, &te, B, 1, 2, 1, &p, &e));
