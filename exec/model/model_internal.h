@@ -353,7 +353,8 @@ Status model_ep_dispatch_bwd(Model *m, uint32_t l, const void *dy_tok, void *dy,
 Status model_ep_combine_bwd(Model *m, uint32_t l, const void *dx, void *dx_tok, Err *e);
 
 /* Expert tensor parallelism (model_moe_etp.c; etp 1: none of it runs). own (n = ep·El: this rank's sources'
- * rows per local expert) gathered over the ETP group into all (etp, n), as uint64 counts. */
+ * rows per local expert; its block etp_rank of all) gathered over the ETP group into all (etp, n), as uint64
+ * counts. */
 Status model_etp_counts(Model *m, const uint64_t *own, uint64_t *all, uint64_t n, Err *e);
 /* In place over buf (the ETP group's sources, ETP rank by rank: rc (etp·ep, El) rows, cols each): every rank's
  * segment gathered (etp_allgather), or every segment summed over the group into its owner (etp_reducescatter;

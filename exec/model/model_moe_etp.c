@@ -31,7 +31,8 @@
 
 Status model_etp_counts(Model *m, const uint64_t *own, uint64_t *all, uint64_t n, Err *e)
 {
-    /* uint64 counts travel as pairs of 4-byte elements: a gather moves bytes, it adds nothing */
+    /* uint64 counts travel as pairs of 4-byte elements: a gather moves bytes, it adds nothing; in place (own is
+     * this rank's block of all, which the MPI all-gather, as NCCL's, takes in place: comm_mpi.c) */
     return m->etpc->all_gather(m->etpc, COMM_UNPLANNED, m->bk, own, all, 2 * n, DT_FP32, e);
 }
 
