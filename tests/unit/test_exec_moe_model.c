@@ -361,6 +361,11 @@ static void test_refusals(void)
         CHECK(g == NULL);
         CHECK_CONTAINS(e.msg, "recipe megatron-bf16 on model fx-moe-softmax with --ep 2: the nccl communicator has "
                               "no all-to-all for the experts' dispatch and combine");
+        p.in.ep = 1, p.in.etp = 2; /* expert tensor parallelism: the cpu backend's only (model_moe_etp.c) */
+        CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
+        CHECK(g == NULL);
+        CHECK_CONTAINS(e.msg, "model fx-moe-softmax with --etp 2: the cuda backend has no expert tensor parallelism "
+                              "yet");
         ModelSpec dense = fx_llama(); /* (deepseek-v3 there: the device's cuBLASLt decides, test_cuda_blocks.c) */
         dense.qk_norm = 1;            /* q/k norms: refused by name */
         Recipe mb = fx_recipe("megatron-bf16");
