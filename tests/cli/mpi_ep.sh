@@ -117,8 +117,8 @@
 # tp 1, 1.3e-5 at tp 2, 4.4e-6 tiny-ds-kv2, 8.8e-6 tiny-ds-256 at its real 256 experts, 1.3e-5 tiny-moe-vkv2 at
 # Mixtral's vocabulary; a near tie of MoE layer 1 routes one copy differently at tp 1, measured). The MTP depth's
 # loss within 1e-4 at step 1 (measured 9.5e-6).
-# tier: full (make test-full, which .ci/run runs): 147 mpirun runs (16 with --etp 2, about 2 m 30 s at load 9-12);
-# before them 131 (5 with deepseek-v3 at tp 2); 126 before (12 with latent attention or MTP at tp 2; 18 added with experts at tp 2 over stages and sharded, the
+# tier: full (make test-full, which .ci/run runs): 147 mpirun runs (16 with --etp 2, about 2 m 30 s of them at load
+# 9-12; the whole file 16 m 01 s at load 6-17 on 2 cores shared with other builds); before them 131 (5 with deepseek-v3 at tp 2); 126 before (12 with latent attention or MTP at tp 2; 18 added with experts at tp 2 over stages and sharded, the
 # last table rows but two (those stay last: the refusals below read the last row's log), and 2 --etp refusals: 5 m 38 s in all at load
 # 13-15; 13 added with sigmoid routers and FP8 at tp 2; the 28 with tp 2 added: 2 m 16 s in all on 2 busy
 # cores), about 20 s alone before the DeepSeek-V3 row's
