@@ -146,8 +146,11 @@ static void comm_rows(const Plan *p, const Observed *ob, Comparison *c)
         if (!pc->calls && !m->calls) continue;
         const char *why = pc->ranks ? "per step" : "per step; the plan counts collectives over 2 or more ranks";
         /* an all-to-all's bytes follow the routing: the plan's here are its uniform expectation; the per-rank
-         * table compares them exactly with the plan given the measured routing (planner/plan_routed.h) */
-        const int routed = pc->op == OP_ALL_TO_ALL;
+         * table compares them exactly with the plan given the measured routing (planner/plan_routed.h); so do
+         * the ETP group's gather and reduce-scatter of the rows its experts received when ep > 1 (at ep 1 they
+         * are every member's tokens x top-k, the uniform plan's exactly) */
+        const int routed =
+            pc->op == OP_ALL_TO_ALL || ((i == CO_ETP_AG || i == CO_ETP_RS) && p->in.ep > 1 && p->in.etp > 1);
         const char *uniform = "uniform routing; exact with the measured routing in the expert all-to-all table";
         char name[40];
         MeasureRow *r = cmp_row(c, CMP_COMM, pc->name, "comm", UNIT_BYTES, routed ? MEASURE_INFO : MEASURE_EXACT,

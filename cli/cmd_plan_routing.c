@@ -1,6 +1,6 @@
 /* cli/cmd_plan_routing.c — `fp8plan plan --routing FILE`: each rank's expert all-to-all bytes for the
  * routing a run measured (catalog/routing.h reads `fp8plan run --routing-log`; planner/plan_routed.h
- * counts), beside the plan's uniform-routing expectation over the same steps. With pipeline stages each
+ * counts; with --etp > 1 the ETP group's gather and reduce-scatter too), beside the plan's uniform-routing expectation over the same steps. With pipeline stages each
  * stage's ranks (the log's ranks, DP ranks within a stage) route that stage's MoE layers: each stage is
  * counted with its own plan and its layers' rows, rank s x dp + r as `fp8plan run` numbers them. */
 #include <stdlib.h>
@@ -35,6 +35,18 @@ static Status stage_rows(Table *t, const Plan *sp, const MoeRouting *rt, uint32_
             table_u64(t, 3, o.payload[i]);
             table_u64(t, 4, up.sent[i]);
             table_u64(t, 5, up.payload[i]);
+        }
+        EtpRouted x;
+        if (sp->in.etp > 1 && (st = plan_etp_routed(sp, rt, r, &x, e)) != ST_OK) return st;
+        for (int i = 0; sp->in.etp > 1 && i < ETPR_COUNT_; i++) { /* the ETP group's gather and reduce-scatter */
+            const Collective *c = &sp->coll[i == ETPR_AG ? CO_ETP_AG : CO_ETP_RS];
+            table_row(t);
+            table_u64(t, 0, rank0 + r);
+            table_str(t, 1, c->name);
+            table_u64(t, 2, x.sent[i]);
+            table_u64(t, 3, x.payload[i]);
+            table_u64(t, 4, c->step_bytes * steps);
+            table_u64(t, 5, plan_coll_step_payload(c) * steps);
         }
     }
     return ST_OK;

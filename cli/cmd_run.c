@@ -91,9 +91,9 @@ static const CliOpt opts[] = {
         IN23 "token, the expert FFN width (follows --hidden unless given), dense first"
         IN23 "layers. MoE layers run on the cpu backend over data, expert, tensor and"
         IN23 "pipeline parallel ranks, states sharded or not (BF16/FP32, te-fp8,"
-        IN23 "te-fp8-current, deepseek-v3 but not at --tp; experts whole on their rank:"
-        IN23 "--etp 1); the cuda backend's MoE path is built but not yet run on a GPU"
-        IN23 "(docs/executor-moe.md)"},
+        IN23 "te-fp8-current, deepseek-v3 but not at --tp; BF16/FP32 experts also split"
+        IN23 "over --etp ranks); the cuda backend's MoE path is built but not yet run on a"
+        IN23 "GPU (docs/executor-moe.md)"},
     {"experts", OPT_U32, A(ov.experts), .lo = 1, .hi = 1 << 16},
     {"topk", OPT_U32, A(ov.topk), .lo = 1, .hi = 1 << 16},
     {"expert-ffn", OPT_U32, A(ov.expert_ffn), .lo = 1, .hi = 1 << 24},
@@ -105,8 +105,10 @@ static const CliOpt opts[] = {
         IN23 "tokens exchanged by all-to-all; N must divide the experts and the ranks"
         IN23 "(exit 64 before any work)"),
     USE("etp", 1, 4096, NULL, "expert-tensor-parallel ranks (Megatron-Core's --expert-tensor-parallel-size):"
-        IN23 "planned (ep x etp must divide tp x dp), not run: each expert stays whole on"
-        IN23 "its rank (default 1; more is refused before any work, exit 69)"),
+        IN23 "each expert's FFN split over N ranks (ep x etp must divide tp x dp), the"
+        IN23 "dispatched rows gathered and the partial outputs reduce-scattered over them;"
+        IN23 "cpu backend, BF16/FP32 recipes (default 1; FP8 experts and --save/--resume"
+        IN23 "with it are refused before any work, exit 69)"),
     USE("mbs", 1, 1 << 16, "B", "micro-batch, sequences per forward and backward (default 1)"),
     USE("gbs", 1, 1 << 20, "G", "global batch, sequences per optimizer step: G / (B x DP) micro-batches per"
         IN23 "rank whose gradients accumulate (default B x DP: one)"),

@@ -85,6 +85,15 @@ Table *run_rank_csv(const Table *rows0, const Plan *p, const RankData *rd)
                 snprintf(name, sizeof name, "%s.payload", ep_routed_names[i]);
                 bytes_row(t, &c, r, "rank_ep_routed", name, "comm", (double)pl.payload[i], (double)me.payload[i]);
             }
+        EtpRouted tpl, tme;
+        if (rd->ep_rows && rd->etp > 1 && !run_rank_etp(p, rd, r, &tpl, &tme, &e)) /* ETP: with the routing too */
+            for (int i = 0; i < ETPR_COUNT_; i++) {
+                char name[48];
+                const char *nm = pr->coll[i == ETPR_AG ? CO_ETP_AG : CO_ETP_RS].name;
+                bytes_row(t, &c, r, "rank_ep_routed", nm, "comm", (double)tpl.sent[i], (double)tme.sent[i]);
+                snprintf(name, sizeof name, "%s.payload", nm);
+                bytes_row(t, &c, r, "rank_ep_routed", name, "comm", (double)tpl.payload[i], (double)tme.payload[i]);
+            }
         double pls[EPR_COUNT_];
         if (rd->ep_rows && run_rank_ep_times(p, rd, r, pls)) /* its own calls' plan, per step: as the report's */
             for (int i = 0; i < EPR_COUNT_; i++)

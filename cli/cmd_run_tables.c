@@ -164,6 +164,30 @@ static int ep_time_rows(const Plan *p, const Measurement *ms, const RankData *rd
     return bad;
 }
 
+/* Rank r's ETP gather and reduce-scatter with the measured routing (etp > 1): 1 when one differs or cannot be
+ * planned. */
+static int etp_rows(const Plan *p, const Measurement *ms, const RankData *rd, int r)
+{
+    if (rd->etp <= 1) return 0;
+    EtpRouted pl, me;
+    Err e;
+    if (run_rank_etp(p, rd, r, &pl, &me, &e)) {
+        fprintf(stderr, "fp8plan run: rank %d: %s\n", r, e.msg);
+        return 1;
+    }
+    const Plan *pr = run_rank_plan(p, rd, r);
+    int bad = 0;
+    for (int i = 0; i < ETPR_COUNT_; i++) {
+        const Collective *c = &pr->coll[i == ETPR_AG ? CO_ETP_AG : CO_ETP_RS];
+        const int ok = pl.sent[i] == me.sent[i] && pl.payload[i] == me.payload[i];
+        bad |= !ok;
+        printf("  %4d %-17s %12llu %12llu %13llu %13llu %12llu  %s\n", r, c->name, (unsigned long long)pl.sent[i],
+               (unsigned long long)me.sent[i], (unsigned long long)pl.payload[i], (unsigned long long)me.payload[i],
+               (unsigned long long)c->step_bytes * ms->steps, ok ? "exact" : "DIFFERS");
+    }
+    return bad;
+}
+
 int run_rank_ep_table(const Plan *p, const Comm *comm, const Measurement *ms, const RankData *rd)
 {
     if (comm->rank != 0 || !rd->ep_rows) return 0;
@@ -189,13 +213,14 @@ int run_rank_ep_table(const Plan *p, const Comm *comm, const Measurement *ms, co
                    (unsigned long long)pl.sent[i], (unsigned long long)me.sent[i], (unsigned long long)pl.payload[i],
                    (unsigned long long)me.payload[i], (unsigned long long)up.sent[i], ok ? "exact" : "DIFFERS");
         }
+        bad |= etp_rows(p, ms, rd, r);
     }
     printf("  %s\n",
            bad ? "a rank's expert all-to-alls differ from the plan with the measured routing"
                : "every rank sent the plan's expert all-to-all bytes for the measured routing, byte for byte");
     if (rd->outside)
         outside_line(rd, "of expert-parallel buffers outside the arena, not in the plan's\n"
-                         "  terms: its experts' rows for up to ep x tokens x top-k copies (dropless routing)\n");
+                         "  terms: its experts' rows for up to ep x etp x tokens x top-k copies (dropless routing)\n");
     bad |= ep_time_rows(p, ms, rd);
     fflush(stdout);
     return bad ? status_exit_code(ST_TOLERANCE) : 0;

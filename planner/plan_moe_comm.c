@@ -353,20 +353,15 @@ static Status row_bytes(const Recipe *rc, Dtype dt, uint64_t h, uint64_t *out, E
     return ST_OK;
 }
 
-Status plan_ep_routed(const Plan *p, const MoeRouting *rt, uint32_t rank, EpRouted *out, Err *e)
+/* The routing fits plan p and rank: the stage's tp x dp ranks, the model's experts, every rank's copies calls x
+ * tokens x top-k (dropless). */
+static Status routing_check(const Plan *p, const MoeRouting *rt, uint32_t rank, Err *e)
 {
     const PlanInput *in = &p->in;
     const ModelSpec *md = in->model;
-    memset(out, 0, sizeof *out);
-    if (!spec_is_moe(md) || in->ep <= 1 || in->cp != 1 || in->etp != 1)
-        return err_set(e, ST_USAGE,
-                       "measured routing: the plan must be of a model with experts at ep > 1 and cp, etp 1 "
-                       "(%s at ep %u, cp %u, etp %u)",
-                       md->name, in->ep, in->cp, in->etp);
-    /* the stage's tp x dp ranks (tp fastest), regrouped ep x edp (ep fastest: MoE folding at etp 1); each routes
-     * its sequence-parallel shard, mbs x seq / tp tokens a micro-batch */
-    const uint64_t E = md->experts, ep = in->ep, El = E / ep, tp = in->tp ? in->tp : 1;
-    if (!rt || !rt->rows || rt->ranks != (uint64_t)in->dp * tp || rt->experts != E || rt->ranks % ep)
+    const uint64_t E = md->experts, ep = in->ep ? in->ep : 1, tp = in->tp ? in->tp : 1;
+    const uint64_t xg = ep * (in->etp ? in->etp : 1);
+    if (!rt || !rt->rows || rt->ranks != (uint64_t)in->dp * tp || rt->experts != E || rt->ranks % xg)
         return err_set(e, ST_USAGE,
                        "measured routing: %u ranks x %u experts given; the plan has tp %llu x dp %u and %llu experts",
                        rt ? rt->ranks : 0, rt ? rt->experts : 0, (unsigned long long)tp, in->dp, (unsigned long long)E);
@@ -385,15 +380,43 @@ Status plan_ep_routed(const Plan *p, const MoeRouting *rt, uint32_t rank, EpRout
                 r, (unsigned long long)n, (unsigned long long)rt->calls, (unsigned long long)rt->calls,
                 (unsigned long long)((uint64_t)in->mbs * p->seq / tp), md->experts_per_token, (unsigned long long)want);
     }
-    const uint64_t g0 = rank / ep * ep, x0 = rank % ep * El;
-    uint64_t sent = 0, own = 0, recv = 0;
+    return ST_OK;
+}
+
+/* The rows rank `rank`'s local experts received from its EP group (its peers etp apart with the same ETP and EDP
+ * place: the ranks g0 + j·etp) over the routing's calls. */
+static uint64_t expert_rows(const PlanInput *in, const MoeRouting *rt, uint32_t rank, Ck *ck)
+{
+    const uint64_t E = in->model->experts, ep = in->ep ? in->ep : 1, El = E / ep, et = in->etp ? in->etp : 1;
+    const uint64_t g0 = rank / (ep * et) * ep * et + rank % et, x0 = rank / et % ep * El;
+    uint64_t recv = 0;
+    for (uint64_t x = x0; x < x0 + El; x++)
+        for (uint64_t j = 0; j < ep; j++) recv = ck_add(ck, recv, rt->rows[(g0 + j * et) * E + x]);
+    return recv;
+}
+
+Status plan_ep_routed(const Plan *p, const MoeRouting *rt, uint32_t rank, EpRouted *out, Err *e)
+{
+    const PlanInput *in = &p->in;
+    const ModelSpec *md = in->model;
+    memset(out, 0, sizeof *out);
+    if (!spec_is_moe(md) || in->ep <= 1 || in->cp != 1)
+        return err_set(e, ST_USAGE,
+                       "measured routing: the plan must be of a model with experts at ep > 1 and cp 1 (%s at ep %u, "
+                       "cp %u)",
+                       md->name, in->ep, in->cp);
+    Status st = routing_check(p, rt, rank, e);
+    if (st) return st;
+    /* the stage's tp x dp ranks (tp fastest), regrouped etp x ep x edp (etp fastest: MoE folding); each routes
+     * its sequence-parallel shard, mbs x seq / tp tokens a micro-batch */
+    const uint64_t E = md->experts, ep = in->ep, El = E / ep, et = in->etp ? in->etp : 1, x0 = rank / et % ep * El;
+    Ck ck = {0};
+    uint64_t sent = 0, own = 0;
     for (uint64_t x = 0; x < E; x++) sent = ck_add(&ck, sent, rt->rows[(uint64_t)rank * E + x]);
-    for (uint64_t x = x0; x < x0 + El; x++) {
-        own = ck_add(&ck, own, rt->rows[(uint64_t)rank * E + x]);
-        for (uint64_t s = g0; s < g0 + ep; s++) recv = ck_add(&ck, recv, rt->rows[s * E + x]);
-    }
+    for (uint64_t x = x0; x < x0 + El; x++) own = ck_add(&ck, own, rt->rows[(uint64_t)rank * E + x]);
+    const uint64_t recv = expert_rows(in, rt, rank, &ck);
     uint64_t Sd, Sc;
-    Status st = row_bytes(in->recipe, in->recipe->comm_ep_dispatch, md->hidden, &Sd, e);
+    st = row_bytes(in->recipe, in->recipe->comm_ep_dispatch, md->hidden, &Sd, e);
     if (!st) st = row_bytes(in->recipe, in->recipe->comm_ep_combine, md->hidden, &Sc, e);
     if (st) return st;
     out->payload[EPR_DISPATCH_FWD] = out->payload[EPR_DISPATCH_BWD] = ck_mul(&ck, sent, Sd);
@@ -401,6 +424,33 @@ Status plan_ep_routed(const Plan *p, const MoeRouting *rt, uint32_t rank, EpRout
     out->payload[EPR_COMBINE_FWD] = out->payload[EPR_COMBINE_BWD] = ck_mul(&ck, recv, Sc);
     out->sent[EPR_COMBINE_FWD] = out->sent[EPR_COMBINE_BWD] = ck_mul(&ck, recv - own, Sc);
     counts_row(E, ep, rt->calls, out, &ck);
+    if (ck.ovf) return err_set(e, ST_OVERFLOW, "measured routing: bytes past 2^64");
+    return ST_OK;
+}
+
+Status plan_etp_routed(const Plan *p, const MoeRouting *rt, uint32_t rank, EtpRouted *out, Err *e)
+{
+    const PlanInput *in = &p->in;
+    const ModelSpec *md = in->model;
+    memset(out, 0, sizeof *out);
+    if (!spec_is_moe(md) || in->etp <= 1 || in->cp != 1)
+        return err_set(e, ST_USAGE,
+                       "measured routing: the plan must be of a model with experts at etp > 1 and cp 1 (%s at etp %u, "
+                       "cp %u)",
+                       md->name, in->etp, in->cp);
+    Status st = routing_check(p, rt, rank, e);
+    if (st) return st;
+    /* the ETP group: etp consecutive ranks; each dispatch gathers every member's expert rows twice (forward
+     * inputs, backward output gradients) in the dispatch dtype and reduce-scatters as many in the combine dtype */
+    const uint64_t et = in->etp, q0 = rank / et * et, h = md->hidden;
+    Ck ck = {0};
+    uint64_t rows = 0;
+    for (uint64_t q = q0; q < q0 + et; q++) rows = ck_add(&ck, rows, expert_rows(in, rt, (uint32_t)q, &ck));
+    const Dtype dt[ETPR_COUNT_] = {in->recipe->comm_ep_dispatch, in->recipe->comm_ep_combine};
+    for (int i = 0; i < ETPR_COUNT_; i++) {
+        out->payload[i] = ck_mul(&ck, ck_mul3(&ck, 2, rows, h), dt_bytes(dt[i]));
+        out->sent[i] = out->payload[i] - (out->payload[i] + et - 1) / et; /* (etp - 1)/etp of it leaves */
+    }
     if (ck.ovf) return err_set(e, ST_OVERFLOW, "measured routing: bytes past 2^64");
     return ST_OK;
 }

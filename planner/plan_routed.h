@@ -3,9 +3,10 @@
  * The plan's expert collectives (plan_moe_comm.c) assume uniform routing: every rank sends and receives
  * tokens x top-k x f rows per call. A run routes unevenly, and with its measured routing each rank's bytes
  * are known exactly: given, for every data-parallel rank r of the stage and expert x, the token copies
- * rows[r][x] that r routed to x over `calls` dispatches (MoE layers x micro-batches x steps), rank r of EP
- * group ⌊r / ep⌋ (ranks ep apart regrouped as the planner's folding at tp 1: ep consecutive ranks, expert
- * rank q = r mod ep holding experts q·E/ep .. (q + 1)·E/ep − 1) sends, over the calls:
+ * rows[r][x] that r routed to x over `calls` dispatches (MoE layers x micro-batches x steps), rank r of the
+ * stage (its tp x dp ranks regrouped etp x ep x edp, etp fastest, as the planner's MoE folding: expert rank
+ * q = ⌊r / etp⌋ mod ep holding experts q·E/ep .. (q + 1)·E/ep − 1, its EP peers etp apart) sends, over the
+ * calls:
  *   dispatch (forward and backward, the recipe's ep_dispatch_comm dtype, Sd bytes a row):
  *       payload Σ_x rows[r][x] · Sd, of which the rows for other ranks' experts leave it;
  *   combine (forward and backward, ep_combine_comm, Sc bytes a row): the rows its experts received,
@@ -14,6 +15,10 @@
  *       all-to-alls of a call (counts, two dispatches, two combines), one uint64 element count per peer
  *       (the communicator's agreement, exec/comm/comm.h): E·4 + 5·ep·8 bytes, (E − E/ep)·4 + 5·(ep − 1)·8
  *       leaving.
+ * With expert tensor parallelism (etp > 1) each ETP group (etp consecutive ranks) gathers the rows its members'
+ * experts received, G = Σ over its members of the combine's rows above, twice a dispatch (the forward's inputs,
+ * the backward's output gradients): etp_allgather payload 2·G·h·(ep_dispatch_comm bytes), etp_reducescatter
+ * 2·G·h·(ep_combine_comm bytes), (etp − 1)/etp of each leaving (the ring convention, as the run counts them).
  * Pure, as the rest of planner/. */
 #ifndef FP8PLAN_PLANNER_PLAN_ROUTED_H
 #define FP8PLAN_PLANNER_PLAN_ROUTED_H
@@ -52,8 +57,7 @@ extern const char *const ep_routed_names[EPR_COUNT_];
 /* The collective of row i (COMM_UNPLANNED-like CO_COUNT_ for the counts). */
 CollectiveId ep_routed_coll(int i);
 
-/* Rank `rank`'s bytes under routing rt for plan p (a MoE model at ep > 1, tp = cp = etp = 1: the layouts the
- * executor runs; with pipeline stages, p is one stage's plan, rt that stage's dp ranks and its calls that stage's
+/* Rank `rank`'s bytes under routing rt for plan p (a MoE model at ep > 1, cp 1: the layouts the executor runs; with pipeline stages, p is one stage's plan, rt that stage's dp ranks and its calls that stage's
  * MoE layers' dispatches, `rank` the DP rank): ST_USAGE when the plan is not such a layout or rt's ranks, experts or rank
  * do not fit it, ST_DATA naming the rank when a rank's copies are not calls x tokens x top-k (dropless
  * routing), ST_OVERFLOW past 2^64. */
@@ -61,6 +65,15 @@ Status plan_ep_routed(const Plan *p, const MoeRouting *rt, uint32_t rank, EpRout
 /* The same collectives as the plan has them (uniform routing) over `steps` steps: payload_bytes x calls and
  * step_bytes per step; the counts' row as plan_ep_routed's (it does not depend on the routing). */
 void plan_ep_uniform(const Plan *p, uint64_t steps, EpRouted *out);
+
+/* Expert tensor parallelism's gather and reduce-scatter under a routing (above), over the calls. */
+enum { ETPR_AG = 0, ETPR_RS, ETPR_COUNT_ };
+typedef struct {
+    uint64_t payload[ETPR_COUNT_], sent[ETPR_COUNT_];
+} EtpRouted;
+/* Rank `rank`'s etp_allgather and etp_reducescatter bytes under rt for plan p (a MoE model at etp > 1, cp 1; any
+ * ep): ST_USAGE / ST_DATA / ST_OVERFLOW as plan_ep_routed's. */
+Status plan_etp_routed(const Plan *p, const MoeRouting *rt, uint32_t rank, EtpRouted *out, Err *e);
 
 #ifdef __cplusplus
 }

@@ -233,6 +233,11 @@ Status ckpt_check(const Model *m, Err *e)
                        "one copy per data-parallel group (not implemented: run it with amax_reduce all, or one "
                        "data-parallel rank)",
                        r->name, amax_reduce_name(r->amax_reduce), m->dp);
+    if (m->etp > 1) /* the layout format (ckpt_layout.h) names a part by its (stage, TP rank, EP rank) */
+        return err_set(e, ST_UNAVAILABLE,
+                       "--save/--resume with --etp %u: a checkpoint's parts are per TP and EP rank; the experts' "
+                       "ETP shards have no place in its format yet (run with --etp 1)",
+                       m->etp);
     return ST_OK;
 }
 

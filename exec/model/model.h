@@ -283,7 +283,7 @@ ModelHyper model_hyper_default(void);
 
 /* Host copies of one scaling bank's state for the last micro-batch (scaling trace). */
 enum { MODEL_CLASSES = 3 };    /* parameter classes of the sharded states (model_internal.h) */
-enum { MODEL_GROUPS_MAX = 7 }; /* sub-communicators a rank may own: TP, DP, PP, amax, embedding, EP, EDP */
+enum { MODEL_GROUPS_MAX = 8 }; /* sub-communicators a rank may own: TP, DP, PP, amax, embedding, EP, EDP, ETP */
 
 typedef struct {
     float *amax;       /* (n) amax each tensor's cast observed */
@@ -344,6 +344,13 @@ typedef struct Model {
      * holds experts ep_rank·E/ep .. (ep_rank + 1)·E/ep − 1. ep 1: epc is a one-rank group, edpc = dpc. */
     uint32_t ep, ep_rank;
     Comm *epc, *edpc;
+    /* Expert tensor parallelism (--etp; exec/model/model_moe_etp.c): each routed expert's FFN split over the etp
+     * ranks of an ETP group (FC1 column-parallel, FC2 row-parallel: expert_ffn / etp columns a rank), the expert
+     * grid etp x ep x edp over the stage's tp x dp ranks, etp fastest (Megatron-Core's MoE folding): etp_rank =
+     * within mod etp, ep_rank = ⌊within / etp⌋ mod ep. etpc gathers the dispatched rows before the experts and
+     * reduce-scatters their partial outputs after; EP peers are etp apart. etp 1: etpc is a one-rank group. */
+    uint32_t etp, etp_rank;
+    Comm *etpc;
     Comm *owned[MODEL_GROUPS_MAX];
     /* The distributed optimizer / ZeRO-1 (the plan's sharding; exec/model/model_shard.c), as Megatron-Core's
      * distributed optimizer groups parameters: the dense ones over the DP group, the routed experts' over
@@ -434,6 +441,10 @@ typedef struct Model {
     uint64_t *route_log;
     uint32_t route_cap, route_steps;
     int ep_fault;
+    /* etp_fault (a test hook; model_moe_etp.c): 1 or 2, this rank puts a NaN (1) or +Inf (2) into the first
+     * element of every forward ETP reduce-scatter it takes part in, as a diverging partial sum would */
+    int etp_fault;
+    uint64_t *etp_seg;   /* (etp) the elements of each ETP rank's segment of a gather or reduce-scatter */
     int failed_together; /* a step failed on every rank at one agreed point (model_moe_ep.c): no rank waits in a
                             collective, so they can end without MPI_Abort (and rank 0 removes its files) */
     BankTrace tr_fwd, tr_bwd;

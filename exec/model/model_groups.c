@@ -24,8 +24,9 @@ void model_groups_coords(const Plan *p, Model *m)
 {
     const uint32_t tp = m->tp ? m->tp : 1, dp = m->dp ? m->dp : 1;
     m->ep = p->in.ep ? p->in.ep : 1;
+    m->etp = p->in.etp ? p->in.etp : 1;
     if (!m->comm) { /* no communicator (unit tests): the plan's stage, rank 0 of its groups */
-        m->tp_rank = m->dp_rank = m->ep_rank = 0;
+        m->tp_rank = m->dp_rank = m->ep_rank = m->etp_rank = 0;
         m->stage = p->in.pp > 1 ? p->stage : 0;
         return;
     }
@@ -33,8 +34,10 @@ void model_groups_coords(const Plan *p, Model *m)
     m->tp_rank = r % tp;
     m->dp_rank = r / tp % dp;
     m->stage = r / (tp * dp);
-    /* the expert side ep x edp over the stage's tp x dp ranks, ep fastest (Megatron-Core's MoE folding at etp 1) */
-    m->ep_rank = (m->tp_rank + tp * m->dp_rank) % m->ep;
+    /* the expert side etp x ep x edp over the stage's tp x dp ranks, etp fastest (Megatron-Core's MoE folding) */
+    const uint32_t within = m->tp_rank + tp * m->dp_rank;
+    m->etp_rank = within % m->etp;
+    m->ep_rank = within / m->etp % m->ep;
 }
 
 /* A sub-communicator m owns: a free slot of m->owned, or NULL. */
@@ -78,15 +81,17 @@ Status model_groups_create(Model *m, Err *e)
         m->embc = m->ppc; /* every stage is an end */
     else if (!st) /* the ends of each pipeline together; a middle stage alone (its color: past the pipelines') */
         st = group(m, 2, end ? 2 : 1, end ? (int)within : (int)(td + r), (int)m->stage, &m->embc, e);
-    /* expert parallelism (Megatron-Core's MoE folding at etp 1: the stage's tp x dp ranks regrouped as ep x edp,
-     * ep fastest): EP groups of ep consecutive ranks of the stage, EDP groups of the ranks holding the same
-     * experts; the colors count the stages' groups apart (stage s's EP groups s·edp .., its EDP groups s·ep ..) */
-    const uint32_t ep = m->ep, edp = td / ep;
-    if (!st) st = group(m, ep, ep, (int)(m->stage * edp + within / ep), (int)m->ep_rank, &m->epc, e);
-    if (!st && ep == 1) /* with TP every rank of the stage holds every expert and routes its own tokens */
+    /* expert parallelism (Megatron-Core's MoE folding: the stage's tp x dp ranks regrouped as etp x ep x edp, etp
+     * fastest): ETP groups of etp consecutive ranks, EP groups of the ranks etp apart with the same ETP and EDP
+     * place, EDP groups of the ranks holding the same experts' same shard (ep·etp apart); the colors count the
+     * stages' groups apart (stage s's ETP groups s·ep·edp .., EP groups s·etp·edp .., EDP groups s·ep·etp ..) */
+    const uint32_t ep = m->ep, et = m->etp, xg = ep * et, edp = td / xg, xe = within / xg; /* xe: the EDP place */
+    if (!st) st = group(m, ep, ep, (int)(m->stage * edp * et + xe * et + m->etp_rank), (int)m->ep_rank, &m->epc, e);
+    if (!st) st = group(m, et, et, (int)(m->stage * edp * ep + within / et), (int)m->etp_rank, &m->etpc, e);
+    if (!st && xg == 1) /* with TP every rank of the stage holds every expert and routes its own tokens */
         m->edpc = tp > 1 ? m->amaxc : m->dpc;
     else if (!st)
-        st = group(m, edp, edp, (int)(m->stage * ep + m->ep_rank), (int)(within / ep), &m->edpc, e);
+        st = group(m, edp, edp, (int)(m->stage * xg + within % xg), (int)xe, &m->edpc, e);
     return st;
 }
 

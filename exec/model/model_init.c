@@ -135,6 +135,9 @@ static Status init_param(Model *m, ModelParam *p, InitJob *j, Err *e)
     if (m->tp > 1 && init_normal(p->kind) && p->kind != PK_WPE && !p->expert) {
         memset(j->amax, 0, sizeof j->amax);
         j->amax[0] = model_tp_fill(m, p, j->key, j->std, j->w);
+    } else if (p->expert && m->etp > 1) { /* an expert's ETP shard: its columns of the one-rank values */
+        memset(j->amax, 0, sizeof j->amax);
+        j->amax[0] = model_etp_fill(m, p, j->key, j->std, j->w);
     } else {
         par_for(p->numel, INIT_GRAIN, fill_piece, j);
     }
@@ -239,6 +242,12 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
                        "recipe %s on model %s with --ep %u: the %s communicator has no all-to-all for the experts' "
                        "dispatch and combine",
                        p->in.recipe->name, p->in.model->name, p->in.ep, comm->name);
+    if (spec_is_moe(p->in.model) && p->in.etp > 1 && strcmp(bk->name, "cpu"))
+        return err_set(e, ST_UNAVAILABLE,
+                       "model %s with --etp %u: the %s backend has no expert tensor parallelism yet (the ETP group's "
+                       "gather and reduce-scatter of the dispatched rows around row-split experts are checked on "
+                       "the cpu backend only: --backend cpu)",
+                       p->in.model->name, p->in.etp, bk->name);
     if (p->in.model->qk_norm && strcmp(bk->name, "cpu"))
         return err_set(e, ST_UNAVAILABLE,
                        "model %s: the %s backend runs no q/k norms (per-head RMSNorm before RoPE) yet; the cpu backend "

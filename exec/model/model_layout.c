@@ -93,7 +93,7 @@ static Status params_fill(Model *m, Err *e)
             }
             if (j == LIN_FC1 && model_moe_layer(m, l)) { /* the router, the routed experts (a sigmoid router's
                                                             bias is a buffer: persistent() below) */
-                uint64_t E = s->experts, El = E / (m->ep ? m->ep : 1), Fe = s->expert_ffn; /* El: this rank's */
+                uint64_t E = s->experts, El = E / (m->ep ? m->ep : 1), Fe = model_xffn(m); /* El: this rank's */
                 ADD(PK_ROUTER_W, L, E, C, 1, 0);
                 ADD(PK_XFC1_W, L, El * spec_fc1_k(s) * Fe, C, 1, 1);
                 p[k - 1].expert = 1;
@@ -359,7 +359,7 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
         dqc_s = max2(dqc_s, m->tp * blocks_of(r->act_gran, dwide, model_sp_tokens(m)));
     for (uint32_t l = 0; l < s->layers; l++)
         if (model_moe_layer(m, l)) { /* the experts' (exec/model/model_moe_fp8.c, model_moe_block.c): R rows */
-            uint64_t R = model_moe_rows(m), Fe = s->expert_ffn, dmax = max2(C, max2(spec_fc1_k(s) * Fe, Fe));
+            uint64_t R = model_moe_rows(m), Fe = model_xffn(m), dmax = max2(C, max2(spec_fc1_k(s) * Fe, Fe));
             qrow = max2(qrow, R * max2(C, Fe));
             dq = max2(dq, R * dmax);
             qrow_s = max2(qrow_s, max2(blocks_of(r->act_gran, R, C), blocks_of(r->act_gran, R, Fe)));

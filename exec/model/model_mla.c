@@ -20,28 +20,11 @@
 /* p advanced by n elements of dtype dt. */
 static void *at(const void *p, Dtype dt, uint64_t n) { return (char *)p + n * dtype_bytes(dt); }
 
-/* rows x (reps blocks of cols): src (ld, step) → dst (ld, step; 0: the blocks summed). */
-static Status copy_rows(Model *m, uint64_t rows, uint64_t cols, uint64_t reps, const void *src, uint64_t sld,
-                        uint64_t sstep, void *dst, uint64_t dld, uint64_t dstep, Err *e)
-{
-    StridedCopyDesc d = {.rows = rows,
-                         .cols = cols,
-                         .reps = reps,
-                         .dtype = m->act_dtype,
-                         .src = src,
-                         .src_ld = sld,
-                         .src_step = sstep,
-                         .dst = dst,
-                         .dst_ld = dld,
-                         .dst_step = dstep};
-    return m->bk->strided_copy(m->bk, &d, e);
-}
-
 /* The same over the micro-batch's B·T rows (the attention's). */
 static Status copy(Model *m, uint64_t cols, uint64_t reps, const void *src, uint64_t sld, uint64_t sstep, void *dst,
                    uint64_t dld, uint64_t dstep, Err *e)
 {
-    return copy_rows(m, model_tokens(m), cols, reps, src, sld, sstep, dst, dld, dstep, e);
+    return model_copy_strided(m, model_tokens(m), cols, reps, src, sld, sstep, dst, dld, dstep, e);
 }
 
 /* A latent's RMSNorm over its n columns: in (B·T, n) → out, rstd (B·T). */
@@ -105,7 +88,9 @@ Status model_mla_fwd(Model *m, uint32_t l, const void *x, Err *e)
     if (!st) st = copy(m, H * D, 1, a->m_up, H * D, 0, la->qkv, W, H * D, e); /* q heads */
     void *kvn = model_linear_input(m, l, LIN_KV_UP);
     if (!st) st = model_linear_fwd(m, l, LIN_KV_DOWN, x, a->m_kvd, e);
-    if (!st) st = copy_rows(m, n, kl, 1, a->m_kvd, kl + R, 0, la->ckv, kl, kl, e); /* c_kv, contiguous: its norm's */
+    if (!st)
+        st =
+            model_copy_strided(m, n, kl, 1, a->m_kvd, kl + R, 0, la->ckv, kl, kl, e); /* c_kv, contiguous: its norm's */
     if (!st) st = latent_norm_fwd(m, l, PK_KVLAT_W, la->ckv, kl, kvn, la->ckv_rstd, e);
     if (!st) st = model_linear_fwd(m, l, LIN_KV_UP, kvn, a->m_up, e);
     void *k = at(la->qkv, A, H * D), *v = at(la->qkv, A, 2 * H * D);
@@ -113,7 +98,7 @@ Status model_mla_fwd(Model *m, uint32_t l, const void *x, Err *e)
     const void *kr = at(a->m_kvd, A, kl); /* k_rope: (B·T, R) at ld kl + R, or TP's gathered (B·T, R) */
     uint64_t krld = kl + R;
     if (!st && m->tp > 1) { /* the shard's rows made contiguous (t_out, free here), all-gathered into tp_fwd */
-        st = copy_rows(m, n, R, 1, kr, kl + R, 0, a->t_out, R, R, e);
+        st = model_copy_strided(m, n, R, 1, kr, kl + R, 0, a->t_out, R, R, e);
         if (!st) st = model_tp_gather(m, CO_TP_AG_FWD, a->t_out, a->tp_fwd, R, A, e);
         kr = a->tp_fwd, krld = R;
     }
@@ -145,13 +130,13 @@ Status model_mla_bwd(Model *m, uint32_t l, const void *dqkv, void *dx, Err *e)
               * (gather_from_sequence_parallel_region's backward) into d_up, then into the shard's d(kv_down out) */
         if (!st) st = copy(m, R, H, at(dk, A, nope), W, D, a->tp_full, R, 0, e);
         if (!st) st = model_tp_scatter(m, CO_TP_RS_BWD, a->tp_full, a->d_up, R, e);
-        if (!st) st = copy_rows(m, n, R, 1, a->d_up, R, 0, at(a->d_kvd, A, kl), kl + R, R, e);
+        if (!st) st = model_copy_strided(m, n, R, 1, a->d_up, R, 0, at(a->d_kvd, A, kl), kl + R, R, e);
     }
     if (!st) st = copy(m, nope, H, dk, W, D, a->d_up, KV, nope + Dv, e);
     if (!st) st = copy(m, Dv, H, dv, W, Dv, at(a->d_up, A, nope), KV, nope + Dv, e);
     if (!st) st = model_linear_bwd(m, l, LIN_KV_UP, a->d_up, a->d_lat, e);
     if (!st) st = latent_norm_bwd(m, l, PK_KVLAT_W, la->ckv, kl, la->ckv_rstd, a->d_lat, a->d_lat2, e);
-    if (!st) st = copy_rows(m, n, kl, 1, a->d_lat2, kl, 0, a->d_kvd, kl + R, kl, e);
+    if (!st) st = model_copy_strided(m, n, kl, 1, a->d_lat2, kl, 0, a->d_kvd, kl + R, kl, e);
     /* kv_down's input gradient, then the two down-projections' summed: d(norm 1 output) (TP: the shard's) */
     if (!st) st = model_linear_bwd(m, l, LIN_KV_DOWN, a->d_kvd, a->d_up, e);
     if (!st) st = bk->add(bk, dx, a->d_up, dx, A, n * C, e);

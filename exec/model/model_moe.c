@@ -12,7 +12,8 @@
  * MT_ACT_MOE items (planner/plan_moe_mem.c). Shared experts and norm 2 are the
  * dense FFN path's (model_pass.c) with the shared width. Softmax routers add the
  * auxiliary balance loss (MODEL_MOE_AUX_COEFF); sigmoid routers select with a
- * bias moved after each step (MODEL_MOE_BIAS_SPEED), as DeepSeek-V3 does.
+ * bias moved after each step (MODEL_MOE_BIAS_SPEED), as DeepSeek-V3 does (the
+ * router's bookkeeping and backward: exec/model/model_moe_route.c).
  * With expert parallelism (m->ep > 1) the rank holds E/ep experts: the permuted rows are dispatched to
  * their experts' ranks and the outputs combined back around the grouped GEMMs, which run on the rows the
  * EP peers sent (MoeRows; exec/model/model_moe_ep.c); the combined outputs are kept, not recomputed. */
@@ -96,7 +97,7 @@ void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t
 {
     const ModelSpec *s = &m->spec;
     const uint64_t BT = model_moe_tokens(m), E = s->experts, k = s->experts_per_token, R = model_moe_rows(m);
-    const uint64_t C = s->hidden, Fe = s->expert_ffn;
+    const uint64_t C = s->hidden, Fe = model_xffn(m);
     const Dtype A = m->act_dtype;
     if (!bind) la = NULL;
     arena_add(sp, MT_ACT_MOE, DT_FP32, BT * E, la ? &la->r_scores : NULL, "router.scores", li);
@@ -125,7 +126,7 @@ void model_moe_saved(Model *m, int bind, ArenaSpecs *sp, LayerActs *la, uint32_t
 /* Expert parallelism with an FP8 dispatch (deepseek-v3): the token side quantizes its rows straight into the send
  * buffer, ep_pay, in the arena (the plan's dispatch buffer); its d(expert outputs) are made in x_y, free then (the
  * outputs the combine's gradient reads are the EP buffers'), so it keeps no x_dy. */
-static int ep_fp8_dispatch(const Model *m) { return m->ep > 1 && dtype_is_fp8(m->recipe.comm_ep_dispatch); }
+int model_moe_ep_fp8_dispatch(const Model *m) { return m->ep > 1 && dtype_is_fp8(m->recipe.comm_ep_dispatch); }
 
 void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
 {
@@ -134,7 +135,7 @@ void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
     for (uint32_t l = 0; l < s->layers; l++) any |= model_moe_layer(m, l);
     if (!any) return;
     const uint64_t BT = model_moe_tokens(m), E = s->experts, k = s->experts_per_token, R = model_moe_rows(m);
-    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t C = s->hidden, Fe = model_xffn(m), kf = spec_fc1_k(s);
     const Dtype A = m->act_dtype;
     ModelActs *a = bind ? &m->act : NULL;
     /* both passes: the logits (their gradient in backward) and the experts' outputs (recomputed) */
@@ -144,7 +145,7 @@ void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
     if (recipe_fp8_gemm(&m->recipe)) /* the activation's output before its cast (FC2's input) */
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, R * Fe, a ? &a->x_h : NULL, "experts.act_out");
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * C, a ? &a->d_moe : NULL, "moe.d_input");
-    if (ep_fp8_dispatch(m)) /* both passes: the forward's rows, then the backward's d(outputs) */
+    if (model_moe_ep_fp8_dispatch(m)) /* both passes: the forward's rows, then the backward's d(outputs) */
         arena_add_(sp, MT_TRANSIENT, DT_NONE, 1, R * model_ep_fp8_row_bytes(m), ADST_U8, a ? (void *)&a->ep_pay : NULL,
                    "ep.dispatch_payload", -1);
     else
@@ -155,13 +156,6 @@ void model_moe_transient(Model *m, int bind, ArenaSpecs *sp)
     if (s->router == ROUTER_SOFTMAX)
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, DT_FP32, BT * E, a ? &a->r_ds : NULL, "router.d_scores");
     arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * E, a ? &a->r_dl : NULL, "router.d_logits");
-}
-
-/* A sigmoid router's bias for the stage's block l: its E FP32 values in the buffer (m->expert_bias). */
-static float *router_bias(Model *m, uint32_t l)
-{
-    if (!m->expert_bias || !model_moe_layer(m, l)) return NULL;
-    return m->expert_bias + (uint64_t)model_moe_index(m, l) * m->spec.experts;
 }
 
 /* The grouped GEMM Y (rows, N) = X (rows, K) · W_gᵀ, W (groups, N, K) packed, in the activation dtype. */
@@ -193,43 +187,6 @@ static Status experts_wgrad(Model *m, const MoeRows *xr, ModelParam *w, const vo
     return model_moe_lap(m, MOE_PART_XGEMM, st);
 }
 
-/* The auxiliary balance loss of the routing in la (softmax routers): its value into *loss (host), and with
- * ds its gradient at dloss into ds. With sequence parallelism (tp > 1) as Megatron-Core's router computes it
- * over the TP group: every TP rank's counts gathered (into x_y, free in both passes when this runs: the
- * forward's before the permute, the backward's after the combine's gradient), so f is the whole sequence's
- * and the gradient the one-rank run's; the value is this shard's part, summed over the group for the report. */
-static Status aux_loss(Model *m, const LayerActs *la, float dloss, float *ds, float *loss, Err *e)
-{
-    const ModelSpec *s = &m->spec;
-    int32_t *all = NULL; /* (tp, E) */
-    Status st = ST_OK;
-    if (m->tp > 1) {
-        const uint64_t need = (uint64_t)m->tp * s->experts * sizeof *all;
-        if (need > model_moe_rows(m) * s->hidden * dtype_bytes(m->act_dtype))
-            return err_set(e, ST_SOFTWARE, "MoE auxiliary loss: %llu B of TP counts past the experts' output buffer",
-                           (unsigned long long)need);
-        all = m->act.x_y;
-        st = m->tpc->all_gather(m->tpc, COMM_UNPLANNED, m->bk, la->r_counts, all, s->experts, DT_FP32, e);
-    }
-    RouterAuxDesc d = {.tokens = model_moe_tokens(m),
-                       .experts = s->experts,
-                       .k = s->experts_per_token,
-                       .score = s->router,
-                       .coeff = m->moe_aux_coeff,
-                       .scores = la->r_scores,
-                       .ids = la->r_ids,
-                       .loss = m->act.r_logits, /* dead here: the logits are scored / their gradient not yet made */
-                       .dloss = dloss,
-                       .dscores = ds,
-                       .counts = all,
-                       .shards = all ? m->tp : 0};
-    if (!st) st = m->bk->router_aux_loss(m->bk, &d, e);
-    if (!st && all && !ds) /* the shards' parts: the whole sequence's loss */
-        st = m->tpc->all_reduce(m->tpc, COMM_UNPLANNED, m->bk, m->act.r_logits, 1, DT_FP32, COMM_SUM, e);
-    if (!st) st = m->bk->copy_to_host(m->bk, loss, m->act.r_logits, sizeof *loss, e);
-    return st;
-}
-
 /* The experts' rows as this rank routed them: every expert, its own token copies (expert parallelism regroups
  * them into the rows dispatched to its experts: model_ep_dispatch, model_ep_backward_rows). */
 static MoeRows token_rows(const Model *m, const LayerActs *la)
@@ -242,29 +199,6 @@ static MoeRows token_rows(const Model *m, const LayerActs *la)
                      .x_fc2in = la->x_fc2in};
 }
 
-/* The step's tokens per expert (host), and the softmax router's auxiliary loss. */
-static Status count_routing(Model *m, uint32_t l, const LayerActs *la, Err *e)
-{
-    const ModelSpec *s = &m->spec;
-    const uint64_t E = s->experts;
-    const uint32_t xi = model_moe_index(m, l);
-    Status st = ST_OK;
-    if (m->moe_counts) {
-        int32_t *c = (int32_t *)m->moe_scratch; /* (E) host: a step allocates nothing */
-        st = m->bk->copy_to_host(m->bk, c, la->r_counts, E * sizeof *c, e);
-        uint64_t *row = m->moe_counts + (uint64_t)xi * E;
-        if (!st && m->mb == 0) memset(row, 0, E * sizeof *row);
-        for (uint64_t i = 0; !st && i < E; i++) row[i] += (uint64_t)c[i];
-    }
-    if (!st && m->mb == 0 && xi == 0) m->moe_aux = 0.0;
-    if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
-        float v = 0.0f;
-        st = aux_loss(m, la, 0.0f, NULL, &v, e);
-        m->moe_aux += (double)v / m->microbatches;
-    }
-    return st;
-}
-
 Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
 {
     Backend *bk = m->bk;
@@ -272,7 +206,7 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
     LayerActs *la = model_la(m, l);
     ModelActs *a = &m->act;
     const Dtype A = m->act_dtype;
-    const uint64_t BT = model_moe_tokens(m), C = s->hidden, E = s->experts, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t BT = model_moe_tokens(m), C = s->hidden, E = s->experts, Fe = model_xffn(m), kf = spec_fc1_k(s);
     ModelParam *wr = model_find_param(m, PK_ROUTER_W, (int)l), *w1 = model_find_param(m, PK_XFC1_W, (int)l),
                *w2 = model_find_param(m, PK_XFC2_W, (int)l);
     if (!wr || !w1 || !w2) return err_set(e, ST_SOFTWARE, "MoE layer %u has no router or experts", l + m->layer0);
@@ -293,13 +227,13 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
                                    : s->router_group_topk ? s->router_group_topk
                                                           : s->router_groups, /* 0: every group */
                      .logits = a->r_logits,
-                     .bias = s->router == ROUTER_SIGMOID ? router_bias(m, l) : NULL,
+                     .bias = s->router == ROUTER_SIGMOID ? model_moe_router_bias(m, l) : NULL,
                      .scores = la->r_scores,
                      .ids = la->r_ids,
                      .weights = la->r_w,
                      .counts = la->r_counts};
     if (!st) st = bk->router_topk(bk, &rd, e);
-    if (!st) st = model_moe_lap(m, MOE_PART_ROUTER, count_routing(m, l, la, e));
+    if (!st) st = model_moe_lap(m, MOE_PART_ROUTER, model_moe_count_routing(m, l, la, e));
     MoePermuteDesc pd = {.tokens = BT,
                          .experts = s->experts,
                          .k = s->experts_per_token,
@@ -312,17 +246,17 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
     if (!st) st = model_moe_lap(m, MOE_PART_PERMUTE, bk->moe_permute(bk, &pd, e));
     /* the experts: this rank's E on its rows, or (expert parallelism) its E/ep on the rows dispatched to it */
     MoeRows xr = token_rows(m, la);
-    void *y = m->ep > 1 ? model_ep_fwd_out(m) : a->x_y;
-    if (!st && m->ep > 1) st = model_moe_lap(m, MOE_PART_EP, model_ep_dispatch(m, l, la, pd.out, &xr, e));
+    void *y = model_ep_on(m) ? model_ep_fwd_out(m) : a->x_y;
+    if (!st && model_ep_on(m)) st = model_moe_lap(m, MOE_PART_EP, model_ep_dispatch(m, l, la, pd.out, &xr, e));
     if (recipe_fp8_gemm(&m->recipe)) { /* in FP8 (exec/model/model_moe_fp8.c; its GEMMs lap themselves) */
-        MoeF8 v = m->ep > 1 ? model_ep_f8(m, l, &xr, 0) : model_moe_f8_tokens(m, l);
+        MoeF8 v = model_ep_on(m) ? model_ep_f8(m, l, &xr, 0) : model_moe_f8_tokens(m, l);
         if (!st) st = model_moe_lap(m, MOE_PART_ACT, model_moe_fp8_fwd(m, l, &v, w1, w2, e));
     } else {
         if (!st) st = experts_gemm(m, &xr, xr.x_in, w1->weight, kf * Fe, C, GEMM_K_INNER, xr.x_fc1, e);
         if (!st) st = model_moe_lap(m, MOE_PART_ACT, model_act_fwd(m, xr.rows, Fe, xr.x_fc1, xr.x_fc2in, e));
         if (!st) st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, y, e);
     }
-    if (!st && m->ep > 1) st = model_moe_lap(m, MOE_PART_EP, model_ep_combine(m, l, y, a->x_y, e));
+    if (!st && model_ep_on(m)) st = model_moe_lap(m, MOE_PART_EP, model_ep_combine(m, l, y, a->x_y, e));
     MoeUnpermuteDesc ud = {.tokens = BT,
                            .k = s->experts_per_token,
                            .cols = C,
@@ -335,55 +269,6 @@ Status model_moe_fwd(Model *m, uint32_t l, const void *x, void *out, Err *e)
     return st;
 }
 
-/* The router's backward from d(weights) in m->act.r_dw: the auxiliary loss's d(scores) (mean over the step's
- * micro-batches and ranks), d(logits) through the top-k normalisation and the score function, d(x) added to
- * m->act.d_moe, and dWr += d(logits)ᵀ · x. */
-static Status router_bwd(Model *m, const LayerActs *la, ModelParam *wr, const void *x, Err *e)
-{
-    Backend *bk = m->bk;
-    const ModelSpec *s = &m->spec;
-    ModelActs *a = &m->act;
-    const Dtype A = m->act_dtype;
-    const uint64_t BT = model_moe_tokens(m), C = s->hidden, E = s->experts;
-    Status st = ST_OK;
-    float *ds = NULL;
-    if (!st && s->router == ROUTER_SOFTMAX && m->moe_aux_coeff != 0.0f) {
-        float v;
-        ds = a->r_ds;
-        st = aux_loss(m, la, 1.0f / ((float)m->microbatches * (float)m->dp), ds, &v, e);
-    }
-    RouterBwdDesc rb = {.tokens = BT,
-                        .experts = s->experts,
-                        .k = s->experts_per_token,
-                        .score = s->router,
-                        .norm_topk = 1,
-                        .weight_scale = 1.0f,
-                        .scores = la->r_scores,
-                        .ids = la->r_ids,
-                        .dweights = a->r_dw,
-                        .dscores = ds,
-                        .dlogits = a->r_logits};
-    if (!st) st = bk->router_bwd(bk, &rb, e);
-    if (!st) st = bk->convert(bk, a->r_logits, DT_FP32, a->r_dl, A, BT * E, NULL, e);
-    /* d(x) += d(logits) · Wr (into x_dy, spent, then added; with the FP8 dispatch x_y, spent too); dWr +=
-     * d(logits)ᵀ · x */
-    void *dx = ep_fp8_dispatch(m) ? a->x_y : a->x_dy;
-    GemmDesc dg = {.m = BT, .n = C, .k = E, .accum = GEMM_OVERWRITE};
-    dg.a = (GemmOperand){.ptr = a->r_dl, .dtype = A, .layout = GEMM_K_INNER};
-    dg.b = (GemmOperand){.ptr = wr->weight, .dtype = A, .layout = GEMM_K_OUTER};
-    dg.d = (GemmOutput){.ptr = dx, .dtype = A};
-    if (!st) st = bk->gemm(bk, &dg, e);
-    if (!st) st = bk->add(bk, a->d_moe, dx, a->d_moe, A, BT * C, e);
-    if (!st) st = model_grad_begin(m, wr, 0, e);
-    GemmDesc wg = {.m = E, .n = C, .k = BT, .accum = GEMM_ACCUMULATE};
-    wg.a = (GemmOperand){.ptr = a->r_dl, .dtype = A, .layout = GEMM_K_OUTER};
-    wg.b = (GemmOperand){.ptr = x, .dtype = A, .layout = GEMM_K_OUTER};
-    wg.d = (GemmOutput){.ptr = model_grad_target(m, wr, 0), .dtype = DT_FP32};
-    if (!st) st = bk->gemm(bk, &wg, e);
-    if (!st) st = model_grad_commit(m, wr, 0, e);
-    return st;
-}
-
 Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err *e)
 {
     Backend *bk = m->bk;
@@ -391,7 +276,7 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
     LayerActs *la = model_la(m, l);
     ModelActs *a = &m->act;
     const Dtype A = m->act_dtype;
-    const uint64_t BT = model_moe_tokens(m), C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t BT = model_moe_tokens(m), C = s->hidden, Fe = model_xffn(m), kf = spec_fc1_k(s);
     ModelParam *wr = model_find_param(m, PK_ROUTER_W, (int)l), *w1 = model_find_param(m, PK_XFC1_W, (int)l),
                *w2 = model_find_param(m, PK_XFC2_W, (int)l);
     if (!wr || !w1 || !w2) return err_set(e, ST_SOFTWARE, "MoE layer %u has no router or experts", l + m->layer0);
@@ -401,13 +286,13 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
     const MoeF8 tok = model_moe_f8_tokens(m, l);
     Status st = ST_OK;
     model_moe_lap_start(m);
-    if (m->ep > 1) /* the expert side's rows and buffers; the token side kept the outputs */
+    if (model_ep_on(m)) /* the expert side's rows and buffers; the token side kept the outputs */
         st = model_ep_backward_rows(m, l, &xr, &b);
     else if (f8) /* the experts' outputs again, for the combine weights' gradient */
         st = model_moe_lap(m, MOE_PART_ACT, model_moe_fp8_recompute(m, l, &tok, w2, e));
     else
         st = experts_gemm(m, &xr, xr.x_fc2in, w2->weight, C, Fe, GEMM_K_INNER, a->x_y, e);
-    void *dy_tok = ep_fp8_dispatch(m) ? a->x_y : a->x_dy; /* the token side's d(expert outputs) */
+    void *dy_tok = model_moe_ep_fp8_dispatch(m) ? a->x_y : a->x_dy; /* the token side's d(expert outputs) */
     MoeUnpermuteBwdDesc ub = {.tokens = BT,
                               .k = s->experts_per_token,
                               .cols = C,
@@ -419,9 +304,9 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
                               .din = dy_tok,
                               .dweights = a->r_dw};
     if (!st) st = model_moe_lap(m, MOE_PART_PERMUTE, bk->moe_unpermute_bwd(bk, &ub, e));
-    if (!st && m->ep > 1) st = model_moe_lap(m, MOE_PART_EP, model_ep_dispatch_bwd(m, l, dy_tok, b.dy, e));
+    if (!st && model_ep_on(m)) st = model_moe_lap(m, MOE_PART_EP, model_ep_dispatch_bwd(m, l, dy_tok, b.dy, e));
     if (f8) { /* FC2 and FC1 as below, in FP8 */
-        MoeF8 v = m->ep > 1 ? model_ep_f8(m, l, &xr, 1) : tok;
+        MoeF8 v = model_ep_on(m) ? model_ep_f8(m, l, &xr, 1) : tok;
         if (!st) st = model_moe_lap(m, MOE_PART_ACT, model_moe_fp8_bwd(m, l, &v, w1, w2, e));
     } else {
         /* FC2: d(activation output) = dY · W2_g (W2_g stored (C, Fe): K_OUTER), dW2 += dYᵀ · h */
@@ -433,7 +318,7 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
         if (!st) st = experts_gemm(m, &xr, b.dh1, w1->weight, C, kf * Fe, GEMM_K_OUTER, b.dx, e);
         if (!st) st = experts_wgrad(m, &xr, w1, b.dh1, kf * Fe, xr.x_in, C, e);
     }
-    if (!st && m->ep > 1) st = model_moe_lap(m, MOE_PART_EP, model_ep_combine_bwd(m, l, b.dx, a->x_y, e));
+    if (!st && model_ep_on(m)) st = model_moe_lap(m, MOE_PART_EP, model_ep_combine_bwd(m, l, b.dx, a->x_y, e));
     /* the copies' gradients summed back to their tokens */
     MoeUnpermuteDesc ud = {.tokens = BT,
                            .k = s->experts_per_token,
@@ -444,59 +329,6 @@ Status model_moe_bwd(Model *m, uint32_t l, const void *x, const void *dout, Err 
                            .in = a->x_y,
                            .out = a->d_moe};
     if (!st) st = model_moe_lap(m, MOE_PART_PERMUTE, bk->moe_unpermute(bk, &ud, e));
-    if (!st) st = model_moe_lap(m, MOE_PART_ROUTER, router_bwd(m, la, wr, x, e));
-    return st;
-}
-
-/* With data parallelism, the step's counts of every DP rank summed (gathered as bytes, summed exactly in a
- * fixed rank order; not a plan collective), so the routing report and a sigmoid router's bias see the whole
- * batch's loads, as one rank does; with TP every TP rank routes its own sequence shard, so the group is the
- * stage's TP x DP ranks. */
-static Status sum_counts(Model *m, Err *e)
-{
-    const uint64_t n = (uint64_t)m->moe_layers * m->spec.experts;
-    Comm *c = m->tp > 1 ? m->amaxc : m->dpc;
-    const uint32_t ranks = m->dp * (m->tp > 1 ? m->tp : 1);
-    if (ranks <= 1 || !n) return ST_OK;
-    uint64_t *all = (uint64_t *)m->moe_scratch; /* (tp x dp, MoE layers, E) */
-    /* uint64 counts travel as pairs of 4-byte elements: a gather moves bytes, it adds nothing */
-    Status st = c->all_gather(c, COMM_UNPLANNED, m->bk, m->moe_counts, all, 2 * n, DT_FP32, e);
-    for (uint64_t i = 0; !st && i < n; i++) {
-        uint64_t sum = 0;
-        for (uint32_t r = 0; r < ranks; r++) sum += all[(uint64_t)r * n + i];
-        m->moe_counts[i] = sum;
-    }
-    return st;
-}
-
-Status model_moe_after_step(Model *m, Err *e)
-{
-    const ModelSpec *s = &m->spec;
-    if (!spec_is_moe(s)) return ST_OK;
-    const uint64_t n = (uint64_t)m->moe_layers * s->experts;
-    if (m->route_log && m->route_steps < m->route_cap) { /* this rank's own, before the sum, at its stage's rows */
-        if (n) /* a stage of dense layers only logs its step too (every rank's log is as long) */
-            memcpy(m->route_log + (uint64_t)m->route_steps * m->moe_layers_all * s->experts +
-                       (uint64_t)m->moe_first * s->experts,
-                   m->moe_counts, n * sizeof *m->moe_counts);
-        m->route_steps++;
-    }
-    if (!m->moe_counts) return ST_OK;
-    Status st = sum_counts(m, e);
-    if (st || s->router != ROUTER_SIGMOID) return st;
-    const uint64_t E = s->experts;
-    float *b = m->moe_scratch; /* (E) */
-    for (uint32_t l = 0; !st && l < s->layers; l++) {
-        if (!model_moe_layer(m, l)) continue;
-        float *bias = router_bias(m, l);
-        const uint64_t *c = m->moe_counts + (uint64_t)model_moe_index(m, l) * E;
-        double mean = 0.0;
-        for (uint64_t i = 0; i < E; i++) mean += (double)c[i] / (double)E;
-        st = m->bk->copy_to_host(m->bk, b, bias, E * sizeof *b, e);
-        /* an under-loaded expert's bias rises, an over-loaded one's falls (DeepSeek-V3 section 2.1.2) */
-        for (uint64_t i = 0; !st && i < E; i++)
-            b[i] += (double)c[i] < mean ? MODEL_MOE_BIAS_SPEED : (double)c[i] > mean ? -MODEL_MOE_BIAS_SPEED : 0.0f;
-        if (!st) st = m->bk->copy_to_device(m->bk, bias, b, E * sizeof *b, e);
-    }
+    if (!st) st = model_moe_lap(m, MOE_PART_ROUTER, model_moe_router_bwd(m, la, wr, x, e));
     return st;
 }

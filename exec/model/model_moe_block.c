@@ -87,7 +87,7 @@ Status model_moe_block_fwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam 
 {
     const ModelSpec *s = &m->spec;
     const Recipe *r = &m->recipe;
-    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t C = s->hidden, Fe = model_xffn(m), kf = spec_fc1_k(s);
     const Dtype f = r->gemm_fwd;
     int32_t *cnt = model_moe_host_counts(m, v, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
@@ -113,7 +113,7 @@ Status model_moe_block_recompute(Model *m, const MoeF8 *v, ModelParam *w2, Err *
 {
     const ModelSpec *s = &m->spec;
     const Recipe *r = &m->recipe;
-    const uint64_t C = s->hidden, Fe = s->expert_ffn;
+    const uint64_t C = s->hidden, Fe = model_xffn(m);
     const Dtype f = r->gemm_fwd;
     int32_t *cnt = model_moe_host_counts(m, v, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
@@ -131,7 +131,7 @@ Status model_moe_block_bwd(Model *m, const MoeF8 *v, ModelParam *w1, ModelParam 
 {
     const ModelSpec *s = &m->spec;
     const Recipe *r = &m->recipe;
-    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t C = s->hidden, Fe = model_xffn(m), kf = spec_fc1_k(s);
     const Dtype fb = r->gemm_bwd, ff = r->gemm_fwd;
     const Granularity ga = r->act_gran, gw = r->weight_gran;
     int32_t *cnt = model_moe_host_counts(m, v, e);

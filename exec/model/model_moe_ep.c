@@ -27,7 +27,10 @@
  * A rank may receive up to ep·R rows (every peer's tokens on its experts), so its expert-side tensors
  * hold ep·R rows; they are the backend's allocations outside the arena (the plan's act_moe counts the
  * uniform-routing rows times --moe-imbalance, a bound dropless routing does not keep). The rows this rank
- * sends to each expert accumulate in m->ep_rows for the planner's bytes with the measured routing. */
+ * sends to each expert accumulate in m->ep_rows for the planner's bytes with the measured routing.
+ * Expert tensor parallelism (etp > 1, also at ep 1) runs through the same steps with the ETP group's rows
+ * gathered after the dispatch and the partial outputs reduce-scattered before the combine
+ * (exec/model/model_moe_etp.c); the experts' side then holds up to ep·etp·R rows. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,12 +44,14 @@ typedef struct {
     void *y_tok;                  /* (R, C) the experts' outputs back at their token copies */
     int32_t *dcounts;             /* (El) backend memory: rows per local expert */
     uint64_t *sent;               /* (E) host: rows this rank routed to each expert */
-    uint64_t *rc;                 /* (ep, El) host: rows source s sends local expert e */
-    uint64_t rows;                /* Σ rc: the expert-side rows */
+    uint64_t *rc;                 /* (etp·ep, El) host: rows source s sends local expert e; with expert tensor
+                                     parallelism every ETP peer's sources in ETP rank order (model_moe_etp.c) */
+    uint64_t rows;                /* Σ rc: the expert-side rows (all the ETP group's) */
+    uint64_t own0;                /* the first row of this rank's own sources (0 at etp 1) */
 } EpLayer;
 
 struct MoeEp {
-    uint64_t cap;                   /* ep·R rows */
+    uint64_t cap;                   /* ep·etp·R rows */
     EpLayer *layer;                 /* (slots, MoE layers of the stage): a pipeline's in-flight micro-batches each */
     uint32_t nlayer;                /* slots x MoE layers */
     void *scr;                      /* (cap, C) the rows in source order (the all-to-alls' side) */
@@ -84,13 +89,13 @@ static Status ep_alloc(Model *m, MoeEp *p, uint64_t bytes, void **out, Err *e)
 Status model_ep_create(Model *m, Err *e)
 {
     const ModelSpec *s = &m->spec;
-    if (m->ep <= 1 || !m->moe_layers) return ST_OK;
-    const uint64_t E = s->experts, El = E / m->ep, R = model_moe_rows(m), C = s->hidden, Fe = s->expert_ffn;
+    if (!model_ep_on(m) || !m->moe_layers) return ST_OK;
+    const uint64_t E = s->experts, El = E / m->ep, R = model_moe_rows(m), C = s->hidden, Fe = model_xffn(m);
     const uint64_t kf = spec_fc1_k(s), eb = dtype_bytes(m->act_dtype);
     MoeEp *p = calloc(1, sizeof *p);
     if (!p) return err_set(e, ST_NOMEM, "out of memory");
     m->moe_ep = p;
-    p->cap = (uint64_t)m->ep * R;
+    p->cap = (uint64_t)m->ep * m->etp * R;
     p->nlayer = (m->slots ? m->slots : 1) * m->moe_layers; /* model_pp_stage set the slots */
     p->capmem = 12 + 9 * p->nlayer;
     p->layer = calloc(p->nlayer, sizeof *p->layer);
@@ -100,7 +105,8 @@ Status model_ep_create(Model *m, Err *e)
     p->xrecv = malloc((size_t)m->ep * El * sizeof *p->xrecv);
     p->scount = malloc((size_t)m->ep * 2 * sizeof *p->scount);
     m->ep_rows = calloc(E, sizeof *m->ep_rows);
-    if (!p->layer || !p->mem || !p->hc || !p->xsend || !p->xrecv || !p->scount || !m->ep_rows)
+    m->etp_seg = calloc(m->etp, sizeof *m->etp_seg);
+    if (!p->layer || !p->mem || !p->hc || !p->xsend || !p->xrecv || !p->scount || !m->ep_rows || !m->etp_seg)
         return err_set(e, ST_NOMEM, "out of memory");
     p->rcount = p->scount + m->ep;
     const uint64_t cap = p->cap;
@@ -130,7 +136,7 @@ Status model_ep_create(Model *m, Err *e)
     }
     for (uint32_t i = 0; !st && i < p->nlayer; i++) {
         EpLayer *L = &p->layer[i];
-        L->sent = calloc(E + (size_t)m->ep * El, sizeof *L->sent);
+        L->sent = calloc(E + (size_t)m->etp * m->ep * El, sizeof *L->sent);
         if (!L->sent) return err_set(e, ST_NOMEM, "out of memory");
         L->rc = L->sent + E;
         st = ep_alloc(m, p, cap * C * eb, &L->x_in, e);
@@ -150,7 +156,9 @@ void model_ep_destroy(Model *m)
 {
     MoeEp *p = m->moe_ep;
     free(m->ep_rows);
+    free(m->etp_seg);
     m->ep_rows = NULL;
+    m->etp_seg = NULL;
     if (!p) return;
     for (uint32_t i = 0; i < p->nmem; i++) m->bk->free(m->bk, p->mem[i]);
     for (uint32_t i = 0; p->layer && i < p->nlayer; i++) free(p->layer[i].sent);
@@ -211,7 +219,7 @@ static Status rows_copy(Model *m, const void *src, void *dst, uint64_t n, uint64
  * src_order → exp_order, 0 the other way. */
 static Status sort_rows(Model *m, const EpLayer *L, void *src_order, void *exp_order, int to_exp, uint64_t cols, Err *e)
 {
-    const uint64_t ep = m->ep, El = m->spec.experts / ep;
+    const uint64_t El = m->spec.experts / m->ep, ep = (uint64_t)m->ep * m->etp; /* sources: every ETP peer's */
     Status st = ST_OK;
     uint64_t at = 0; /* expert-major row */
     for (uint64_t x = 0; x < El; x++)
@@ -234,9 +242,10 @@ static void a2a_counts(Model *m, const EpLayer *L, uint64_t cols)
 {
     MoeEp *p = m->moe_ep;
     const uint64_t ep = m->ep, El = m->spec.experts / ep;
+    const uint64_t *rc = L->rc + (uint64_t)m->etp_rank * ep * El; /* this rank's own sources */
     for (uint64_t j = 0; j < ep; j++) {
         uint64_t sr = 0, rr = 0;
-        for (uint64_t x = 0; x < El; x++) sr += L->sent[j * El + x], rr += L->rc[j * El + x];
+        for (uint64_t x = 0; x < El; x++) sr += L->sent[j * El + x], rr += rc[j * El + x];
         p->scount[j] = sr * cols, p->rcount[j] = rr * cols;
     }
 }
@@ -246,8 +255,11 @@ static Status to_experts(Model *m, const EpLayer *L, CollectiveId id, const void
 {
     MoeEp *p = m->moe_ep;
     const uint64_t C = m->spec.hidden;
+    void *own = row_at(m, p->scr, L->own0, C); /* this rank's sources among the ETP group's */
     a2a_counts(m, L, C);
-    Status st = a2a(m, id, tok, p->scount, p->scr, p->rcount, m->act_dtype, e);
+    Status st = m->ep > 1 ? a2a(m, id, tok, p->scount, own, p->rcount, m->act_dtype, e)
+                          : rows_copy(m, tok, own, model_moe_rows(m), C, e); /* ep 1: its own rows stay */
+    if (!st && m->etp > 1) st = model_etp_gather(m, p->scr, L->rc, C, e);
     return st ? st : sort_rows(m, L, p->scr, exp, 1, C, e);
 }
 
@@ -276,14 +288,20 @@ static Status to_tokens(Model *m, const EpLayer *L, CollectiveId id, const void 
 {
     MoeEp *p = m->moe_ep;
     const uint64_t C = m->spec.hidden;
+    const void *own = row_at(m, p->scr, L->own0, C);
     a2a_counts(m, L, C);
     Status st = sort_rows(m, L, p->scr, (void *)exp, 0, C, e);
-    if (!st) st = a2a(m, id, p->scr, p->rcount, tok, p->scount, m->act_dtype, e);
+    /* expert tensor parallelism: the partial outputs (row-parallel FC2's, FC1's input gradient) summed over the
+     * ETP group, each rank keeping its own sources' rows */
+    if (!st && m->etp > 1) st = model_etp_scatter(m, id == CO_EP_COMBINE_FWD, p->scr, L->rc, C, e);
+    if (!st && m->ep > 1) st = a2a(m, id, own, p->rcount, tok, p->scount, m->act_dtype, e);
+    if (!st && m->ep == 1) st = rows_copy(m, own, tok, model_moe_rows(m), C, e);
     return st;
 }
 
 /* The layer's counts: what this rank routed (la->r_counts, E) into L->sent and m->ep_rows; the counts
- * exchanged over the EP group into L->rc; the local experts' rows to the backend. */
+ * exchanged over the EP group (ep 1: its own) into its block of L->rc, with expert tensor parallelism every
+ * ETP peer's gathered beside it; the local experts' rows to the backend. */
 static Status exchange_counts(Model *m, EpLayer *L, const LayerActs *la, Err *e)
 {
     MoeEp *p = m->moe_ep;
@@ -299,19 +317,28 @@ static Status exchange_counts(Model *m, EpLayer *L, const LayerActs *la, Err *e)
     if (m->ep_fault) /* the test hook: one row more announced to the next peer than the dispatch sends */
         p->xsend[(m->ep_rank + 1) % ep * El]++;
     for (uint64_t j = 0; j < ep; j++) p->scount[j] = p->rcount[j] = El;
-    /* int32 counts travel as 4-byte elements (MPI moves bytes); a host plan's ep_counts */
-    st = a2a(m, CO_EP_COUNTS, p->xsend, p->scount, p->xrecv, p->rcount, DT_FP32, e);
+    /* int32 counts travel as 4-byte elements (MPI moves bytes); a host plan's ep_counts (ep 1: its own stay) */
+    if (ep > 1)
+        st = a2a(m, CO_EP_COUNTS, p->xsend, p->scount, p->xrecv, p->rcount, DT_FP32, e);
+    else
+        memcpy(p->xrecv, p->xsend, E * sizeof *p->xrecv);
     if (st) return st;
-    int32_t *loc = p->hc; /* reused: (El) rows per local expert */
-    L->rows = 0;
-    for (uint64_t x = 0; x < El; x++) loc[x] = 0;
+    uint64_t *own = L->rc + (uint64_t)m->etp_rank * ep * El; /* this rank's sources among its ETP group's */
     for (uint64_t i = 0; i < ep * El; i++) {
         if (p->xrecv[i] < 0)
             return err_set(e, ST_DATA, "expert parallelism: rank %d announced %d rows for an expert of rank %d",
                            (int)(i / El), p->xrecv[i], m->epc->rank);
-        L->rc[i] = (uint64_t)p->xrecv[i];
+        own[i] = (uint64_t)p->xrecv[i];
+    }
+    if (m->etp > 1) st = model_etp_counts(m, own, L->rc, ep * El, e); /* every ETP peer's sources */
+    if (st) return st;
+    int32_t *loc = p->hc; /* reused: (El) rows per local expert */
+    L->rows = L->own0 = 0;
+    for (uint64_t x = 0; x < El; x++) loc[x] = 0;
+    for (uint64_t i = 0; i < (uint64_t)m->etp * ep * El; i++) {
         L->rows += L->rc[i];
-        loc[i % El] += p->xrecv[i];
+        loc[i % El] += (int32_t)L->rc[i];
+        if (i < (uint64_t)m->etp_rank * ep * El) L->own0 += L->rc[i];
     }
     if (L->rows > p->cap)
         return err_set(e, ST_DATA,

@@ -179,7 +179,7 @@ Status model_moe_fp8_fwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, M
     if (exec_block_scaled(&m->recipe)) return model_moe_block_fwd(m, v, w1, w2, e);
     const ModelSpec *s = &m->spec;
     ScalingBank *fb = &m->sc.fwd;
-    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t C = s->hidden, Fe = model_xffn(m), kf = spec_fc1_k(s);
     const Dtype A = m->act_dtype;
     int32_t *cnt = model_moe_host_counts(m, v, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
@@ -209,7 +209,7 @@ Status model_moe_fp8_recompute(Model *m, uint32_t l, const MoeF8 *v, ModelParam 
     if (exec_block_scaled(&m->recipe)) return model_moe_block_recompute(m, v, w2, e);
     const ModelSpec *s = &m->spec;
     ScalingBank *fb = &m->sc.fwd;
-    const uint64_t C = s->hidden, Fe = s->expert_ffn;
+    const uint64_t C = s->hidden, Fe = model_xffn(m);
     int32_t *cnt = model_moe_host_counts(m, v, e);
     if (!cnt) return e ? e->st : ST_NOMEM;
     const uint32_t x2 = model_slot_expert(m, l, 1, 0), wl2 = model_slot_expert(m, l, 1, 1);
@@ -233,7 +233,7 @@ Status model_moe_fp8_bwd(Model *m, uint32_t l, const MoeF8 *v, ModelParam *w1, M
     if (exec_block_scaled(&m->recipe)) return model_moe_block_bwd(m, v, w1, w2, e);
     const ModelSpec *s = &m->spec;
     ScalingBank *fb = &m->sc.fwd, *bb = &m->sc.bwd;
-    const uint64_t C = s->hidden, Fe = s->expert_ffn, kf = spec_fc1_k(s);
+    const uint64_t C = s->hidden, Fe = model_xffn(m), kf = spec_fc1_k(s);
     const Dtype A = m->act_dtype;
     int32_t *cnt = model_moe_host_counts(m, v, e);
     if (!cnt) return e ? e->st : ST_NOMEM;

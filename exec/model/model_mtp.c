@@ -55,38 +55,11 @@ float model_mtp_dloss(const Model *m)
     return m->mtp_weight / (float)valid;
 }
 
-/* rows x (reps blocks of cols): src (ld, step) → dst (ld, step), in the activation dtype. */
-static Status copy_blocks(Model *m, uint64_t rows, uint64_t cols, uint64_t reps, const void *src, uint64_t sld,
-                          uint64_t sstep, void *dst, uint64_t dld, uint64_t dstep, Err *e)
-{
-    StridedCopyDesc d = {.rows = rows,
-                         .cols = cols,
-                         .reps = reps,
-                         .dtype = m->act_dtype,
-                         .src = src,
-                         .src_ld = sld,
-                         .src_step = sstep,
-                         .dst = dst,
-                         .dst_ld = dld,
-                         .dst_step = dstep};
-    return m->bk->strided_copy(m->bk, &d, e);
-}
-
 /* rows (B·T, with TP this rank's B·T/tp) x C: src (ld sld) → dst (ld dld), both in the activation dtype. */
 static Status copy_cols(Model *m, const void *src, uint64_t sld, void *dst, uint64_t dld, Err *e)
 {
     const uint64_t C = m->spec.hidden;
-    StridedCopyDesc d = {.rows = model_sp_tokens(m),
-                         .cols = C,
-                         .reps = 1,
-                         .dtype = m->act_dtype,
-                         .src = src,
-                         .src_ld = sld,
-                         .src_step = C,
-                         .dst = dst,
-                         .dst_ld = dld,
-                         .dst_step = C};
-    return m->bk->strided_copy(m->bk, &d, e);
+    return model_copy_strided(m, model_sp_tokens(m), C, 1, src, sld, C, dst, dld, C, e);
 }
 
 static void *at(const void *p, Dtype dt, uint64_t n) { return (char *)p + n * dtype_bytes(dt); }
@@ -127,8 +100,8 @@ Status model_mtp_in_fwd(Model *m, const int32_t *inputs, const int32_t *targets,
     if (!st) st = model_linear_fwd(m, l, LIN_EH_PROJ, cat, a->t_out, e);
     if (!st) st = model_tp_gather(m, CO_TP_AG_FWD, a->t_out, a->tp_fwd, C, A, e);
     for (uint64_t r = 0; !st && r < t; r++) /* rank r's columns of this rank's tokens */
-        st = copy_blocks(m, n, Ct, 1, at(a->tp_fwd, A, (r * BT + (uint64_t)m->tp_rank * n) * Ct), Ct, Ct,
-                         at(model_la(m, l)->x, A, r * Ct), C, Ct, e);
+        st = model_copy_strided(m, n, Ct, 1, at(a->tp_fwd, A, (r * BT + (uint64_t)m->tp_rank * n) * Ct), Ct, Ct,
+                                at(model_la(m, l)->x, A, r * Ct), C, Ct, e);
     return st;
 }
 
@@ -148,7 +121,9 @@ Status model_mtp_in_bwd(Model *m, Err *e)
                       * gather's keeps this rank's C/tp columns of every token (d_b) */
         const uint64_t Ct = C / m->tp;
         st = model_tp_gather(m, CO_TP_AG_BWD, a->d_res, a->tp_full, C, A, e);
-        if (!st) st = copy_blocks(m, BT, Ct, 1, at(a->tp_full, A, (uint64_t)m->tp_rank * Ct), C, Ct, a->d_b, Ct, Ct, e);
+        if (!st)
+            st = model_copy_strided(m, BT, Ct, 1, at(a->tp_full, A, (uint64_t)m->tp_rank * Ct), C, Ct, a->d_b, Ct, Ct,
+                                    e);
         dy = a->d_b;
     }
     if (!st) st = model_linear_bwd(m, l, LIN_EH_PROJ, dy, a->d_a, e);

@@ -252,3 +252,19 @@ Status model_backward(Model *m, Err *e)
         st = m->ppc->send(m->ppc, CO_PP_P2P, bk, a->d_res, BT * C, A, model_pp_peer(m, -1), e);
     return st;
 }
+
+Status model_copy_strided(Model *m, uint64_t rows, uint64_t cols, uint64_t reps, const void *src, uint64_t sld,
+                          uint64_t sstep, void *dst, uint64_t dld, uint64_t dstep, Err *e)
+{
+    StridedCopyDesc d = {.rows = rows,
+                         .cols = cols,
+                         .reps = reps,
+                         .dtype = m->act_dtype,
+                         .src = src,
+                         .src_ld = sld,
+                         .src_step = sstep,
+                         .dst = dst,
+                         .dst_ld = dld,
+                         .dst_step = dstep};
+    return m->bk->strided_copy(m->bk, &d, e);
+}

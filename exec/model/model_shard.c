@@ -112,8 +112,8 @@ void model_shard_plan(Model *m, const Plan *p)
 {
     const PlanInput *in = &p->in;
     const StateSet *set[MODEL_CLASSES] = {&m->recipe.gemm, &m->recipe.other, &m->recipe.gemm};
-    /* the expert side folds the stage's tp x dp ranks as ep x edp (model_groups.c): edp = tp·dp / ep */
-    const uint32_t ep = m->ep ? m->ep : 1, tp = m->tp ? m->tp : 1, edp = tp * m->dp / ep;
+    /* the expert side folds the stage's tp x dp ranks as etp x ep x edp (model_groups.c): edp = tp·dp / (ep·etp) */
+    const uint32_t ep = m->ep ? m->ep : 1, tp = m->tp ? m->tp : 1, edp = tp * m->dp / (ep * (m->etp ? m->etp : 1));
     m->shard_ways = 1;
     memset(m->class_elems, 0, sizeof m->class_elems);
     for (uint32_t i = 0; i < m->nparams; i++) {
@@ -135,8 +135,8 @@ void model_shard_plan(Model *m, const Plan *p)
     m->class_ways[MODEL_CLASS_GEMM] = m->class_ways[MODEL_CLASS_OTHER] = dense ? m->dp : 1;
     m->class_ways[MODEL_CLASS_EXPERT] = m->shard_mask[MODEL_CLASS_EXPERT] ? edp : 1;
     m->class_rank[MODEL_CLASS_GEMM] = m->class_rank[MODEL_CLASS_OTHER] = m->dp_rank;
-    /* the EDP group's ranks are ep apart in the stage, ordered by their rank within it (model_groups.c) */
-    m->class_rank[MODEL_CLASS_EXPERT] = (m->tp_rank + tp * m->dp_rank) / ep;
+    /* the EDP group's ranks are ep·etp apart in the stage, ordered by their rank within it (model_groups.c) */
+    m->class_rank[MODEL_CLASS_EXPERT] = (m->tp_rank + tp * m->dp_rank) / (ep * (m->etp ? m->etp : 1));
     for (int c = 0; c < MODEL_CLASSES; c++) /* the widest group a class shards over (1: nothing sharded) */
         if (m->class_ways[c] > m->shard_ways) m->shard_ways = m->class_ways[c];
     for (int c = 0; c < MODEL_CLASSES; c++) { /* ceil(E / N): each place's part of the class */

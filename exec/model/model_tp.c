@@ -86,8 +86,10 @@ Status model_tp_moe_check(const Plan *p, Err *e)
      * delayed-scaling records MAX-reduced over the stage's TP x DP ranks (amaxc) or, at ep > 1, their EDP group;
      * a sigmoid router's bias is an FP32 buffer every rank moves alike from the TP x DP ranks' summed counts
      * (model_moe_after_step), outside the TP norm-gradient all-reduce as the plan has it */
-    if (in->etp != 1)
-        why = "expert tensor parallelism (--etp) is not run: each expert stays whole on its rank";
+    if (in->etp != 1 && recipe_fp8_gemm(in->recipe))
+        why = "FP8 experts split over --etp are not run (a row-split expert's casts would need scales agreed over "
+              "its ETP group, and deepseek-v3's dispatch payload gathered with its tiles); BF16 and FP32 recipes "
+              "are";
     else if (((uint64_t)s->shared_experts * s->expert_ffn) % in->tp)
         why = "the shared experts' FFN width must be divisible by tp (it splits over TP as the dense FFN)";
     if (!why) return ST_OK;

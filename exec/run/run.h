@@ -73,6 +73,7 @@ typedef struct {
      * different amounts) */
     uint64_t *outside;
     uint32_t experts;
+    uint32_t etp; /* expert tensor parallelism (> 1: its gather and reduce-scatter join the EP table) */
     double *ep_counts;
     /* With a host profile's per-message all-to-all fits, on rank 0: ep_call_s[r · EPR_COUNT_ + i] rank r's mean
      * planned seconds of one call of expert all-to-all i (EPR_*), each call planned from the messages it sent
@@ -195,8 +196,12 @@ int run_rank_ep(const Plan *p, const RankData *rd, int r, EpRouted *planned, EpR
  * messages (rd->ep_call_s, through plan_ep_routed_time on its stage's plan); 1 when they were planned so, 0 when
  * out holds the uniform routing's plan (no per-message fits, or no EP). */
 int run_rank_ep_times(const Plan *p, const RankData *rd, int r, double out[EPR_COUNT_]);
-/* Collective c is an expert all-to-all the EP table compares (rd holds the routing). */
+/* Collective c is an expert all-to-all the EP table compares (rd holds the routing), or at etp > 1 the ETP
+ * group's gather or reduce-scatter, whose bytes follow the routing too. */
 int run_rank_ep_coll(const RankData *rd, int c);
+/* Rank r's etp_allgather and etp_reducescatter over the run, measured and as planned with the measured routing
+ * (plan_etp_routed on its stage's plan): 0, or -1 with e set (rd has no ETP rows, or the routing does not fit). */
+int run_rank_etp(const Plan *p, const RankData *rd, int r, EtpRouted *planned, EtpRouted *measured, Err *e);
 
 /* a->steps training steps, showing each (unless quiet) and writing the side
  * files; an exit code: 0, a failed step's, or 128 + the signal that stopped

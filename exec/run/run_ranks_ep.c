@@ -10,7 +10,8 @@
 
 int run_rank_ep_coll(const RankData *rd, int c)
 {
-    return rd->ep_rows && ((c >= CO_EP_DISPATCH_FWD && c <= CO_EP_COMBINE_BWD) || c == CO_EP_COUNTS);
+    return rd->ep_rows && ((c >= CO_EP_DISPATCH_FWD && c <= CO_EP_COMBINE_BWD) || c == CO_EP_COUNTS ||
+                           (rd->etp > 1 && (c == CO_ETP_AG || c == CO_ETP_RS)));
 }
 
 Status run_ranks_gather_ep(Comm *comm, const Model *m, RankData *rd, Err *e)
@@ -28,6 +29,7 @@ Status run_ranks_gather_ep(Comm *comm, const Model *m, RankData *rd, Err *e)
     rd->ep_counts = calloc(n * 2, sizeof *rd->ep_counts);
     rd->ep_call_s = calloc(n * EPR_COUNT_, sizeof *rd->ep_call_s);
     rd->experts = (uint32_t)E;
+    rd->etp = m->etp;
     Status st = calls && rd->ep_rows && rd->ep_counts && rd->ep_call_s && (m->ep_rows || none)
                     ? ST_OK
                     : err_set(e, ST_NOMEM, "out of memory");
@@ -91,14 +93,38 @@ Status run_ranks_gather_routing(Comm *comm, const Model *m, RankData *rd, Err *e
 
 static uint64_t whole(double x) { return x < 0 ? 0 : (uint64_t)llround(x); }
 
+/* Rank r's stage's routing (its tp x dp ranks, consecutive) and r's place in it (*r0: the stage's first rank). */
+static MoeRouting stage_routing(const RankData *rd, int r, uint32_t *r0)
+{
+    const uint32_t per = (uint32_t)rd->n / (rd->stages > 1 ? rd->stages : 1);
+    *r0 = (uint32_t)r / per * per;
+    return (MoeRouting){.ranks = per,
+                        .experts = rd->experts,
+                        .calls = rd->ep_rank_calls[*r0],
+                        .rows = rd->ep_rows + (uint64_t)*r0 * rd->experts};
+}
+
+int run_rank_etp(const Plan *p, const RankData *rd, int r, EtpRouted *planned, EtpRouted *measured, Err *e)
+{
+    if (!rd->ep_rows || rd->etp <= 1) {
+        err_set(e, ST_SOFTWARE, "no expert-tensor-parallel rows");
+        return -1;
+    }
+    uint32_t r0;
+    MoeRouting rt = stage_routing(rd, r, &r0);
+    for (int i = 0; i < ETPR_COUNT_; i++) {
+        const CommStats *s = &rd->coll[(size_t)r * CO_COUNT_ + (i == ETPR_AG ? CO_ETP_AG : CO_ETP_RS)];
+        measured->payload[i] = s->payload_bytes;
+        measured->sent[i] = (uint64_t)llround(s->bus_bytes);
+    }
+    return plan_etp_routed(run_rank_plan(p, rd, r), &rt, (uint32_t)r - r0, planned, e) ? -1 : 0;
+}
+
 int run_rank_ep(const Plan *p, const RankData *rd, int r, EpRouted *planned, EpRouted *measured, Err *e)
 {
     /* rank r against its stage's plan and routing: the stage's ranks (tp 1: its DP ranks, consecutive) */
-    const uint32_t per = (uint32_t)rd->n / (rd->stages > 1 ? rd->stages : 1), r0 = (uint32_t)r / per * per;
-    MoeRouting rt = {.ranks = per,
-                     .experts = rd->experts,
-                     .calls = rd->ep_rank_calls[r0],
-                     .rows = rd->ep_rows + (uint64_t)r0 * rd->experts};
+    uint32_t r0;
+    MoeRouting rt = stage_routing(rd, r, &r0);
     memset(measured, 0, sizeof *measured);
     for (int i = EPR_DISPATCH_FWD; i < EPR_COUNT_; i++) {
         const CommStats *s = &rd->coll[(size_t)r * CO_COUNT_ + ep_routed_coll(i)];

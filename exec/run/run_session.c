@@ -133,7 +133,7 @@ static int make_plans(const RunSpec *a, RunSession *s, const GpuSpec *gpu, const
         if (a->pp > 1) in.pp = a->pp, in.stage_view = run_stage_of(a, a->rank) + 1; /* this rank's stage */
         in.first_stage_layers = a->first_stage_layers, in.last_stage_layers = a->last_stage_layers;
         if (a->ep > 1) in.ep = a->ep;    /* the planner checks it against the experts and the ranks */
-        if (a->etp > 1) in.etp = a->etp; /* likewise (ep x etp | tp x dp); the model refuses it (model_tp.c) */
+        if (a->etp > 1) in.etp = a->etp; /* likewise (ep x etp | tp x dp); exec/model/model_moe_etp.c runs it */
         if (plan_build(&in, p[i], &e)) {
             err_prefix(&e, "plan");
             return run_fail(&e);

@@ -96,9 +96,19 @@ static int fault_ep_counts(const Model *m)
     return v && *v && m->comm && strtol(v, NULL, 10) == m->comm->rank;
 }
 
+/* FP8PLAN_FAULT_ETP=R[:inf] (a test hook): with expert tensor parallelism, rank R puts a NaN (or +Inf) into
+ * every forward ETP reduce-scatter it takes part in (exec/model/model_moe_etp.c). */
+static int fault_etp(const Model *m)
+{
+    const char *v = getenv("FP8PLAN_FAULT_ETP");
+    if (!v || !*v || !m->comm || strtol(v, NULL, 10) != m->comm->rank) return 0;
+    return strstr(v, ":inf") ? 2 : 1;
+}
+
 int run_train(const RunSpec *a, Model *m, DataStream *d, Measurement *ms, RunFiles *sf)
 {
     m->ep_fault = fault_ep_counts(m);
+    m->etp_fault = fault_etp(m);
     /* every rank draws the whole global batch (dp x n tokens: the stream stays
      * the same on every rank, and in a checkpoint) and trains on its share */
     const uint64_t bt = (uint64_t)m->batch * m->seq, n = model_step_tokens(m), all = n * m->dp;

@@ -105,7 +105,20 @@
 # update), 5.7e-3 over 2 steps at tp 2 x ep 2; tiny-mtp-b 3.0e-2 at step 3, its MTP loss 8.7e-4 at step 1 and
 # 4.5e-3 by step 3, 7.9e-3 over 2 steps at tp 2 x pp 2; tiny-mla-bv 7.1e-4 at step 1 (te-fp8 at tp 2 on the same
 # row: 7.1e-4 too; megatron-bf16: 7.5e-6).
-# tier: full (make test-full, which .ci/run runs): 131 mpirun runs (5 with deepseek-v3 at tp 2); 126 before (12 with latent attention or MTP at tp 2; 18 added with experts at tp 2 over stages and sharded, the
+# Expert tensor parallelism (the --etp rows: etp 2; exec/model/model_moe_etp.c, docs/executor-moe.md "Expert tensor
+# parallelism"): every rank's persistent terms the plan's byte for byte (each expert's FC1 and FC2 half a rank); at
+# ep 1 the ETP gather and reduce-scatter as the plan has them (every member's tokens x top-k rows), at ep 2 with
+# the dispatches' all-to-alls in the per-rank table, exact for the measured routing (plan_etp_routed), and from
+# plan --routing alike (7 rows a rank: 14 in -o). fp32-ref at tp 2 (ep 1, ep 2, over stages, sharded) gives one
+# rank's losses and routing bit for bit; at tp 1 and on tiny-ds-kv2 within 1e-6 with one rank's routing every
+# step ('f': the row-parallel FC2's two halves are summed by the reduce-scatter where one rank sums one chain;
+# measured 0 and 8.8e-8, the latter tiny-ds-kv2's own at tp 2 without ETP, above). BF16 rounds each half's partial
+# output to BF16 before the reduce-scatter, as the TP rows do ('t', 'T': step 1 within 1e-4, measured 1.3e-6 at
+# tp 1, 1.3e-5 at tp 2, 4.4e-6 tiny-ds-kv2, 8.8e-6 tiny-ds-256 at its real 256 experts, 1.3e-5 tiny-moe-vkv2 at
+# Mixtral's vocabulary; a near tie of MoE layer 1 routes one copy differently at tp 1, measured). The MTP depth's
+# loss within 1e-4 at step 1 (measured 9.5e-6).
+# tier: full (make test-full, which .ci/run runs): 147 mpirun runs (16 with --etp 2, about 2 m 30 s of them at load
+# 9-12; the whole file 16 m 01 s at load 6-17 on 2 cores shared with other builds); before them 131 (5 with deepseek-v3 at tp 2); 126 before (12 with latent attention or MTP at tp 2; 18 added with experts at tp 2 over stages and sharded, the
 # last table rows but two (those stay last: the refusals below read the last row's log), and 2 --etp refusals: 5 m 38 s in all at load
 # 13-15; 13 added with sigmoid routers and FP8 at tp 2; the 28 with tp 2 added: 2 m 16 s in all on 2 busy
 # cores), about 20 s alone before the DeepSeek-V3 row's
@@ -186,7 +199,9 @@ while IFS='|' read -r np ep model recipe steps rc_want same tp more <&3; do
     case "$np" in '' | '#'*) continue ;; esac
     tp=${tp:-1}
     pp=$(echo "$more" | sed -n 's/.*--pp \([0-9]*\).*/\1/p')
+    etp=$(echo "$more" | sed -n 's/.*--etp \([0-9]*\).*/\1/p')
     k=$((np / ${pp:-1})) # a stage's ranks (each stage's against its own plan in the per-rank tables)
+    edp=$((k / (ep * ${etp:-1}))) # the expert-data-parallel group: the stage's ranks holding the same experts' shard
     tag="$model $recipe np $np ep $ep tp $tp${more:+ $more}"
     R="run --catalog $cat --model $model --mbs 1 --gbs 4 --quiet --recipe $recipe --steps $steps"
     rc_one=${rc_want%/*} rc_ep=${rc_want#*/} # "a/b": one rank exits a, the ranks b
@@ -242,11 +257,13 @@ while IFS='|' read -r np ep model recipe steps rc_want same tp more <&3; do
         expect_out "$tag: dense collectives as planned" "every rank sent the plan's bytes, byte for byte"
     fi
     case "$more" in # sharded states: the experts' gradients reduce-scattered over their EDP group (tp x dp / ep)
-    *--zero* | *--dist-opt*) [ "$k" -gt "$ep" ] && expect_line "$tag: expert gradients reduce-scattered over EDP" \
+    *--zero* | *--dist-opt*) [ "$edp" -gt 1 ] && expect_line "$tag: expert gradients reduce-scattered over EDP" \
         "  edp_grad_reducescatter( +[0-9]+){3} +$k/$k +exact" ;;
-    *) [ "$ep" = 1 ] && expect_line "$tag: expert gradients over every rank of the stage" \
+    *) [ "$ep" = 1 ] && [ "$edp" -gt 1 ] && expect_line "$tag: expert gradients over their EDP group" \
         "  edp_grad_allreduce( +[0-9]+){3} +$k/$k +exact" ;;
     esac
+    [ -n "$etp" ] && [ "$ep" = 1 ] && expect_line "$tag: the ETP gather as planned (every member's tokens x top-k)" \
+        "  etp_allgather( +[0-9]+){3} +$k/$k +exact"
     if [ "$ep" = 1 ]; then # data parallelism alone: the EDP group is every rank of the stage
         [ "$tp" = 1 ] || expect_line "$tag: the router's gradient with the norms' over TP" \
             "  tp_norm_grad_allreduce( +[0-9]+){3} +$k/$k +exact"
@@ -255,7 +272,7 @@ while IFS='|' read -r np ep model recipe steps rc_want same tp more <&3; do
     expect_out "$tag: all-to-alls as planned for the measured routing" \
         "every rank sent the plan's expert all-to-all bytes for the measured routing, byte for byte"
     expect_eq "$tag -o: every rank's all-to-all rows ok" \
-        "$(grep -c ',rank_ep_routed,.*,exact,ok$' "$TMP/ep-o.csv")" "$((np * 10))"
+        "$(grep -c ',rank_ep_routed,.*,exact,ok$' "$TMP/ep-o.csv")" "$((np * (${etp:+4} + 10)))"
     # the planner, given the log: each rank's bytes as the run measured them (sent and payload)
     sp=; [ "$tp" = 1 ] || sp=--sp
     run plan --catalog "$cat" --model "$model" --gpu h100-sxm --mbs 1 --gbs 4 --dp "$((k / tp))" --tp "$tp" $sp --ep "$ep" \
@@ -353,6 +370,22 @@ done 3<<'EOF'
 4|1|tiny-mtp-b|deepseek-v3|2|0|b|2|--pp 2
 2|1|tiny-mla-bv|deepseek-v3|2|0|b|2
 4|1|tiny-moe-vkv2|megatron-bf16|2|0|t|2|--pp 2 --zero 1
+2|1|tiny-moe-kv2|fp32-ref|5|1|1|2|--etp 2
+4|1|tiny-moe-kv2|fp32-ref|5|1|1|2|--etp 2
+4|2|tiny-moe-kv2|fp32-ref|5|1|1|2|--etp 2
+2|1|tiny-moe|fp32-ref|5|1|f||--etp 2
+4|2|tiny-moe|fp32-ref|5|1|f||--etp 2
+4|2|tiny-ds-kv2|fp32-ref|4|1|f|2|--etp 2
+4|2|tiny-ds-256|fp32-ref|3|1|1|2|--etp 2
+4|1|tiny-moe-kv2|fp32-ref|3|1|1|2|--pp 2 --etp 2
+4|1|tiny-moe-kv2|fp32-ref|5|1|1|2|--zero 1 --etp 2
+2|1|tiny-moe-kv2|megatron-bf16|3|0|t|2|--etp 2
+4|2|tiny-moe-kv2|megatron-bf16|3|0|t|2|--etp 2
+2|1|tiny-moe|megatron-bf16|3|0|t||--etp 2
+4|2|tiny-ds-kv2|megatron-bf16|3|0|T|2|--etp 2
+4|2|tiny-ds-256|megatron-bf16|2|0|T|2|--etp 2
+2|1|tiny-moe-vkv2|megatron-bf16|2|0|t|2|--etp 2
+4|2|tiny-mtp|megatron-bf16|3|0|T|2|--etp 2
 2|2|tiny-moe|fp32-ref|5|1|1
 4|4|tiny-moe|fp32-ref|5|1|1
 EOF
@@ -432,16 +465,17 @@ expect_err "--zero 2 with experts: the reason" "--zero 2: the executor shards th
 # (--save/--resume with --ep, with sharded states and with --tp: tests/cli/mpi_resume.sh; sharded states over
 # pipeline stages: mpi_zero.sh)
 # (experts at --tp 2 over stages and with sharded states run: the table's rows with a last column)
-# expert tensor parallelism (Megatron-Core's --expert-tensor-parallel-size; the planner plans it) is not run: a
-# layout the planner accepts is refused by name before any work (69), one it rejects gets its reason (64)
+# expert tensor parallelism (Megatron-Core's --expert-tensor-parallel-size) runs in BF16 and FP32 (the table's
+# --etp rows); FP8 experts split over ETP ranks and checkpoints of ETP shards are refused by name before any work
+# (69), a layout the planner rejects gets its reason (64)
 T="run --catalog $cat --model tiny-moe-kv2 --mbs 1 --gbs 4 --quiet --steps 2 --tp 2"
 mpi_run 4 "$FP8PLAN" $T --recipe te-fp8 --pp 2 --etp 2 $O
-expect_rc "--etp 2 at --tp 2 --pp 2 exits 69" 69
-expect_err "--etp 2: the flag and the reason" \
-    "model tiny-moe-kv2 with --tp 2 --ep 1 --etp 2: expert tensor parallelism (--etp) is not run: each expert stays whole on its rank"
-mpi_run 4 "$FP8PLAN" $T --recipe megatron-bf16 --ep 2 --etp 2 --zero 1 $O
-expect_rc "--ep 2 --etp 2 at --tp 2 x dp 2 exits 69" 69
-expect_err "--ep 2 --etp 2: the flag named" "--tp 2 --ep 2 --etp 2: expert tensor parallelism (--etp) is not run"
+expect_rc "--etp 2 with te-fp8 at --tp 2 --pp 2 exits 69" 69
+expect_err "--etp 2 with FP8 experts: the flag and the reason" \
+    "model tiny-moe-kv2 with --tp 2 --ep 1 --etp 2: FP8 experts split over --etp are not run"
+mpi_run 4 "$FP8PLAN" $T --recipe megatron-bf16 --ep 2 --etp 2 --save "$TMP/no.ckpt" $O
+expect_rc "--ep 2 --etp 2 --save exits 69" 69
+expect_err "--etp 2 --save: the flag named" "--save/--resume with --etp 2: a checkpoint's parts are per TP and EP rank"
 mpi_run 2 "$FP8PLAN" $T --recipe megatron-bf16 --ep 2 --etp 2 $O
 expect_rc "--ep 2 --etp 2 on 2 ranks exits 64" 64
 expect_err "--ep 2 --etp 2 on 2 ranks: the reason" "ep*etp = 4 must divide tp*cp*dp = 2"
@@ -546,6 +580,19 @@ EOF_LY
     expect_rc "default kernels, $dmodel np $dnp ep $dep: exit 0" 0
     within "default kernels, $dmodel np $dnp ep $dep: within 1e-4 of one rank over 5 steps" "$TMP/one.csv" "$TMP/ep.csv" 1e-4 5
     same_routing "default kernels, $dmodel np $dnp ep $dep: step 1's routing one rank's" "$TMP/one_r.csv" "$TMP/ep_r.csv" 1
+done
+
+# ---- a NaN or Inf in one rank's partial sums of the ETP reduce-scatter (FP8PLAN_FAULT_ETP=R[:inf], a test hook
+# that puts it in the first row of the ETP group's buffer, rank 0's rows): the reduction carries it to the rows'
+# owner, whatever rank it came from, so the loss is not finite and every rank stops at step 1 (65), nothing
+# written. Measured: both ranks print "the loss is nan" at np 2 (rank 0 alone when it stops first and ends the
+# others).
+T="run --catalog $cat --model tiny-moe-kv2 --mbs 1 --gbs 4 --quiet --steps 2 --tp 2 --recipe megatron-bf16 --etp 2"
+for f in 0 1 1:inf; do
+    FP8PLAN_FAULT_ETP=$f mpi_run 2 "$FP8PLAN" $T $O
+    expect_rc "ETP reduce-scatter with a non-finite partial sum from rank $f: exit 65" 65
+    expect_err "ETP non-finite from rank $f: the loss named" "step 1: the loss is nan (training diverged)"
+    expect_eq "ETP non-finite from rank $f: nothing written" "$(ls "$TMP"/no* 2>/dev/null | wc -l)" 0
 done
 
 # ---- a rank whose counts disagree with its peers: every rank stops, named, no hang, nothing written -----

@@ -361,6 +361,11 @@ static void test_refusals(void)
         CHECK(g == NULL);
         CHECK_CONTAINS(e.msg, "recipe megatron-bf16 on model fx-moe-softmax with --ep 2: the nccl communicator has "
                               "no all-to-all for the experts' dispatch and combine");
+        p.in.ep = 1, p.in.etp = 2; /* expert tensor parallelism: the cpu backend's only (model_moe_etp.c) */
+        CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
+        CHECK(g == NULL);
+        CHECK_CONTAINS(e.msg, "model fx-moe-softmax with --etp 2: the cuda backend has no expert tensor parallelism "
+                              "yet");
         ModelSpec dense = fx_llama(); /* (deepseek-v3 there: the device's cuBLASLt decides, test_cuda_blocks.c) */
         dense.qk_norm = 1;            /* q/k norms: refused by name */
         Recipe mb = fx_recipe("megatron-bf16");
@@ -417,13 +422,15 @@ static void test_refusals(void)
     CHECK(!fx_plan_par(&ns, &bf16, B, 1, 2, 1, &p, &e));
     CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
     arena_specs_free(&sp);
-    p.in.etp = 2; /* ... not expert tensor parallelism */
-    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "model fx-moe-softmax with --tp 2 --ep 1 --etp 2: expert tensor parallelism (--etp) is "
-                          "not run");
+    p.in.etp = 2; /* and expert tensor parallelism in BF16 (model_moe_etp.c; tests/cli/mpi_ep.sh) */
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
     arena_specs_free(&sp);
     CHECK(!fx_plan_par(&ns, &te, B, 1, 2, 1, &p, &e)); /* FP8 experts with TP run (tests/cli/mpi_ep.sh) */
     CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
+    arena_specs_free(&sp);
+    p.in.etp = 2; /* ... but not split over --etp */
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "model fx-moe-softmax with --tp 2 --ep 1 --etp 2: FP8 experts split over --etp are not run");
     arena_specs_free(&sp);
     ModelSpec sg = fx_moe(ROUTER_SIGMOID); /* and a sigmoid router: its bias the plan's router_bias, whole */
     CHECK(!fx_plan_par(&sg, &te, B, 1, 2, 1, &p, &e));

@@ -118,8 +118,76 @@ static void test_ep_routed(void)
     CHECK_EQ_INT(plan_ep_routed(&p, &rt, 0, &o, &e), ST_USAGE);
 }
 
+/* Expert tensor parallelism under the same routing: dp 4, ep 2, etp 2 (MoE folding, etp fastest: rank r has
+ * etp rank r mod 2 and ep rank ⌊r / 2⌋ mod 2, so ranks 0 and 1 hold experts 0-3 and ranks 2 and 3 experts 4-7,
+ * each its half of every expert's FFN; EP groups {0, 2} and {1, 3}, ETP groups {0, 1} and {2, 3}). */
+static void test_etp_routed(void)
+{
+    ModelSpec m = ox_moe(512);
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.dp = 4, in.ep = 2, in.etp = 2, in.gbs = 8;
+    Plan p = ox_build(&in);
+    static const uint64_t rows[4 * 8] = {
+        512, 512, 0,   0,   256, 256, 256, 256, 0,    0, 0, 0, 1024, 1024, 0, 0,
+        256, 256, 256, 256, 256, 256, 256, 256, 2048, 0, 0, 0, 0,    0,    0, 0,
+    };
+    MoeRouting rt = {.ranks = 4, .experts = 8, .calls = 2, .rows = rows};
+    EpRouted o;
+    EtpRouted x;
+    Err e;
+    /* rank 0 (EP peer: rank 2): dispatch 2,048 copies (1,048,576 B at 512 B a copy), the 1,024 for experts 4-7
+     * leave (524,288 B); its experts 0-3 get its own 1,024 and rank 2's 1,024: combine 2,048 x 512 = 1,048,576,
+     * rank 2's 524,288 leave */
+    CHECKF(!plan_ep_routed(&p, &rt, 0, &o, &e), "%s", e.msg);
+    CHECK_EQ_U64(o.payload[EPR_DISPATCH_FWD], 1048576);
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 524288);
+    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 1048576);
+    CHECK_EQ_U64(o.sent[EPR_COMBINE_FWD], 524288);
+    /* rank 1 (EP peer: rank 3): none of its copies is for experts 0-3, all 2,048 leave; its experts get rank 3's
+     * 2,048 (1,048,576 B, all from its peer) */
+    CHECK(!plan_ep_routed(&p, &rt, 1, &o, &e));
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 1048576);
+    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 1048576);
+    CHECK_EQ_U64(o.sent[EPR_COMBINE_FWD], 1048576);
+    /* rank 3 (EP peer: rank 1): experts 4-7 get rank 1's 2,048 and its own 0 */
+    CHECK(!plan_ep_routed(&p, &rt, 3, &o, &e));
+    CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 1048576);
+    CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 1048576);
+    /* ETP group {0, 1}: its experts' rows 2,048 + 2,048 = 4,096, gathered forward and backward: 2 x 4,096 x 256 x
+     * 2 B = 4,194,304 B, half of it leaving (2,097,152); the reduce-scatter alike (BF16 combine) */
+    CHECK(!plan_etp_routed(&p, &rt, 0, &x, &e));
+    CHECK_EQ_U64(x.payload[ETPR_AG], 4194304);
+    CHECK_EQ_U64(x.sent[ETPR_AG], 2097152);
+    CHECK_EQ_U64(x.payload[ETPR_RS], 4194304);
+    CHECK_EQ_U64(x.sent[ETPR_RS], 2097152);
+    CHECK(!plan_etp_routed(&p, &rt, 1, &x, &e));
+    CHECK_EQ_U64(x.payload[ETPR_AG], 4194304);
+    /* ETP group {2, 3} with rank 3 given half the table's copies of rank 1 moved to experts 0-3: rank 2's experts
+     * 4-7 get rank 0's 1,024 and its own 1,024; rank 3's get rank 1's 1,024 (its other 1,024 now for expert 0)
+     * and its own 0: 3,072 rows, 2 x 3,072 x 512 = 3,145,728 B */
+    uint64_t moved[4 * 8];
+    for (int i = 0; i < 32; i++) moved[i] = rows[i];
+    moved[8 + 4] = 0, moved[8 + 0] = 1024;
+    MoeRouting rm = {.ranks = 4, .experts = 8, .calls = 2, .rows = moved};
+    CHECK(!plan_etp_routed(&p, &rm, 2, &x, &e));
+    CHECK_EQ_U64(x.payload[ETPR_AG], 3145728);
+    CHECK_EQ_U64(x.sent[ETPR_RS], 1572864);
+    /* the uniform plan: etp x tokens x top-k = 2 x 512 x 2 = 2,048 rows a call x 512 B = 1,048,576, 4 calls (2
+     * micro-batches, forward and backward) a step */
+    CHECK_EQ_U64(p.coll[CO_ETP_AG].payload_bytes, 1048576);
+    CHECK_EQ_U64(p.coll[CO_ETP_AG].calls, 4);
+    /* etp 1: no ETP rows to count */
+    in.etp = 1;
+    p = ox_build(&in);
+    CHECK_EQ_INT(plan_etp_routed(&p, &rt, 0, &x, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "at etp > 1 and cp 1 (oracle-moe at etp 1, cp 1)");
+}
+
 int main(void)
 {
     RUN(test_ep_routed);
+    RUN(test_etp_routed);
     return test_summary();
 }
