@@ -447,6 +447,7 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
         if (!md->tied_embeddings || g->pp > 1) other = ck_add(ck, other, g->emb); /* LM head or its tied copy */
     }
     sm->params_gemm = gemm;
+    sm->linear_tensors = ck_mul(ck, LIN_COUNT, Ls); /* QKV, the projection, FC1 and FC2 of each layer */
     sm->params = ck_add(ck, gemm, other);
 
     plan_state_terms(in, g->d, sm, ck, &rc->other, other, MT_WEIGHT_OTHER, MT_MASTER_OTHER, MT_GRAD_OTHER,
