@@ -95,7 +95,18 @@ static int write_csv(const char *cmd, const char *dir, const char *file, Table *
     CliOut out = {TABLE_CSV, path};
     int rc = cli_emit_table(cmd, t, &out);
     table_free(t);
-    if (!rc) fprintf(stderr, "fp8plan report: wrote %s\n", path);
+    return rc;
+}
+
+/* A report's CSV files land as one set (util/fileio.h's output group): begin before the first write_csv; end
+ * renames them all into place when every one was written (rc 0), else removes them, so a failure part-way (a
+ * file that cannot be written, memory) leaves none of them; then names what was written. */
+static int csv_set_end(const char *cmd, const char *dir, int rc, const char *const *names, int n)
+{
+    Err e;
+    Status st = outfile_group_end(!rc, &e);
+    if (!rc && st) rc = cli_fail(cmd, &e);
+    for (int i = 0; !rc && i < n; i++) fprintf(stderr, "fp8plan report: wrote %s/%s\n", dir, names[i]);
     return rc;
 }
 
@@ -201,8 +212,11 @@ static void fidelity_prose(const FidelitySummary *sum, const FidelityGroup *pall
 /* -o DIR: the four tables as CSV files (write_csv frees what it is given; the others are freed here). */
 static int fidelity_csvs(const char *cmd, const char *outdir, Table **tr, Table **ts, Table **tp, Table **tt)
 {
+    static const char *const names[] = {"fidelity_runs.csv", "fidelity_summary.csv", "fidelity_pairs.csv",
+                                        "fidelity_terms.csv"};
     int rc = make_dir(cmd, outdir);
     if (rc) return rc;
+    outfile_group_begin();
     rc = write_csv(cmd, outdir, "fidelity_runs.csv", *tr);
     *tr = NULL;
     if (!rc)
@@ -220,7 +234,7 @@ static int fidelity_csvs(const char *cmd, const char *outdir, Table **tr, Table 
     else
         table_free(*tt);
     *tt = NULL;
-    return rc;
+    return csv_set_end(cmd, outdir, rc, names, 4);
 }
 
 static int report_fidelity(const char *cmd, const char *catdir, const char *outdir, const char *holdout,
@@ -375,7 +389,10 @@ int cmd_report(int argc, char **argv)
     if ((rc = cli_emit_table(cmd, t5, &so))) goto done;
     printf("%d of %d checked figures within tolerance\n", chk.checked - chk.outside, chk.checked);
     if (outdir) {
+        static const char *const names[] = {"table1a_bytes_per_param.csv", "table1b_scale_granularity.csv",
+                                            "table1c_precision_map.csv", "table5_fp8lm.csv"};
         if ((rc = make_dir(cmd, outdir))) goto done;
+        outfile_group_begin();
         Err be;
         Table *t1b = seed_table1b(4096, 4096, &be); /* write_csv frees what it is given, written or not */
         rc = write_csv(cmd, outdir, "table1a_bytes_per_param.csv", seed_table1a(cat, NULL, 175000000000ull, 0, 1, &be));
@@ -385,7 +402,7 @@ int cmd_report(int argc, char **argv)
             rc = write_csv(cmd, outdir, "table1b_scale_granularity.csv", t1b);
         if (!rc) rc = write_csv(cmd, outdir, "table1c_precision_map.csv", seed_table1c(cat));
         if (!rc) rc = write_csv(cmd, outdir, "table5_fp8lm.csv", t5), t5 = NULL;
-        if (rc) goto done;
+        if ((rc = csv_set_end(cmd, outdir, rc, names, 4))) goto done;
     }
     if (chk.outside) {
         fprintf(stderr, "fp8plan report: %d figure(s) outside tolerance\n", chk.outside);

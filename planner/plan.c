@@ -302,7 +302,7 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_fi
     p->params_gpu = pick->params;
     p->params_gemm_gpu = pick->params_gemm;
     p->params_expert_gpu = pick->params_expert;
-    p->linear_tensors = LIN_COUNT * p->stage_layers;
+    p->linear_tensors = pick->linear_tensors;
     if (memory_first && !plan_may_fit(p)) { /* plan_build_memory_first: the rest only for a plan that may fit */
         *why = REJECT_NONE;
         return ST_OK;

@@ -95,7 +95,8 @@ typedef struct {
     uint64_t params_gemm_gpu;                       /* of which linear-layer weights (experts apart) */
     uint64_t params_expert_gpu;                     /* of which routed-expert weights (MoE) */
     uint64_t params_active;                         /* parameters a token uses (model_params; = total when dense) */
-    uint64_t linear_tensors;                        /* linear weight tensors on the GPU (4 per layer) */
+    uint64_t linear_tensors; /* dense-DP linear weight tensors on the GPU (4 per layer; latent attention's 4 or 5, a
+                                MoE layer's 2 with no shared expert, an MTP depth's eh_proj more) */
 
     MemTerm mem[MT_COUNT_];
     uint64_t cat_bytes[MC_COUNT_];

@@ -83,6 +83,7 @@ typedef struct {
     Lin lin[XK_COUNT][X_MAX_LIN];
     int nlin[XK_COUNT];
     uint64_t gemm[XK_COUNT], other[XK_COUNT]; /* per layer and rank: dense-DP linear weights, norms + router */
+    uint64_t ngemm[XK_COUNT];                 /* per layer: its dense-DP linear weight tensors (gemm's) */
     uint64_t rbias;  /* a sigmoid router's expert bias per MoE layer (E FP32 values, a buffer: not in other) */
     uint64_t expert; /* expert weights per MoE layer on this rank */
     uint64_t mtp, mtp_gemm, mtp_other; /* MTP depth; per depth besides its layer: eh_proj, three norms */
@@ -122,7 +123,8 @@ typedef struct {
     uint64_t cat[MC_COUNT_];
     uint64_t total;
     uint64_t params, params_gemm, params_expert;
-    uint64_t layer_bwd; /* plan_memory: a layer's backward working set, the part of MT_TRANSIENT every stage has */
+    uint64_t linear_tensors; /* the dense-DP linear weight tensors params_gemm holds (Plan.linear_tensors) */
+    uint64_t layer_bwd;      /* plan_memory: a layer's backward working set, the part of MT_TRANSIENT every stage has */
 } StageMem;
 
 /* Activation bytes of one layer and micro-batch (recompute none; plan_mem.c explains the items). */

@@ -299,7 +299,7 @@ void moe_geo(const PlanInput *in, Geo *g)
         for (int i = 0; i < x->nlin[k]; i++) {
             const Lin *l = &x->lin[k][i];
             uint64_t n = l->rows * l->cols * l->count;
-            if (l->kind == XL_GEMM) x->gemm[k] += n;
+            if (l->kind == XL_GEMM) x->gemm[k] += n, x->ngemm[k]++;
             if (l->kind == XL_EXPERT && k == XK_MOE) x->expert += n;
         }
     /* the router counts as "other" (its row above is for its GEMM and saved input) */

@@ -256,6 +256,9 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
         other = ck_add(ck, other, ck_mul(ck, hd.n[k], x->other[k]));
     }
     uint64_t expert = ck_mul(ck, hd.n[XK_MOE], x->expert);
+    sm->linear_tensors = hd.mtp; /* each MTP depth's eh_proj, besides its layer's */
+    for (int k = 0; k < XK_COUNT; k++)
+        sm->linear_tensors = ck_add(ck, sm->linear_tensors, ck_mul(ck, hd.n[k], x->ngemm[k]));
     if (hd.first) other = ck_add(ck, other, ck_add(ck, g->emb, g->pos));
     if (hd.last) {
         other = ck_add(ck, other, g->norm_elems);

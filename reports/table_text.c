@@ -90,25 +90,23 @@ static size_t wrap_piece(const char *s, int w, const char **next)
     return cut;
 }
 
+/* One output line, written as it is made: blanks are held back until something follows them on the
+ * line, so a line ends without trailing blanks and no line is kept in memory (the text of a table costs
+ * no allocation, however wide its cells: the allocator calls of a report do not depend on its values). */
 typedef struct {
-    char *buf; /* one output line */
-    size_t k, cap;
-    int oom; /* a piece could not be added: the text is incomplete */
+    FILE *f;
+    size_t blanks; /* blanks not yet written */
 } Line;
 
 static void put(Line *l, const char *s, size_t n)
 {
-    if (l->k + n + 1 > l->cap) {
-        size_t cap = (l->k + n + 1) * 2;
-        char *b = realloc(l->buf, cap);
-        if (!b) {
-            l->oom = 1;
-            return;
-        }
-        l->buf = b, l->cap = cap;
+    size_t end = n;
+    while (end && s[end - 1] == ' ') end--;
+    if (end) {
+        for (; l->blanks; l->blanks--) fputc(' ', l->f);
+        fwrite(s, 1, end, l->f);
     }
-    memcpy(l->buf + l->k, s, n);
-    l->k += n;
+    l->blanks += n - end;
 }
 
 static void pad(Line *l, int n)
@@ -131,13 +129,11 @@ static void put_cell(Line *l, int first, const char *s, size_t n, int w, int rig
     if (!right) pad(l, gap);
 }
 
-/* Write the line without its trailing blanks. */
+/* End the line (its trailing blanks dropped). */
 static void flush(Line *l, FILE *f)
 {
-    while (l->k && l->buf && l->buf[l->k - 1] == ' ') l->k--;
-    if (l->k) fwrite(l->buf, 1, l->k, f);
+    l->blanks = 0;
     fputc('\n', f);
-    l->k = 0;
 }
 
 static void rule(Line *l, FILE *f, int total)
@@ -231,7 +227,7 @@ int table_write_text(const Table *t, FILE *f)
     int n = t->ncols, nkeys = 1, ok = 0;
     int *w = calloc((size_t)n, sizeof *w), *minw = calloc((size_t)n, sizeof *minw);
     int *cols = calloc((size_t)n, sizeof *cols), *keys = calloc((size_t)n, sizeof *keys);
-    Line l = {0};
+    Line l = {.f = f};
     char buf[CELL_MAX];
     if (!w || !minw || !cols || !keys) goto done;
     ok = 1;
@@ -300,12 +296,11 @@ int table_write_text(const Table *t, FILE *f)
         if (c >= n) break;
     }
 done:
-    free(l.buf);
     free(w);
     free(minw);
     free(cols);
     free(keys);
-    return ok && !l.oom ? 0 : -1;
+    return ok ? 0 : -1;
 }
 
 void table_put_prose(FILE *f, const char *fmt, ...)

@@ -105,6 +105,15 @@ run report seed -o "$TMP/notdir"
 expect_rc "report seed -o FILE (not a directory) fails" 73
 run report fidelity -o "$TMP/notdir"
 expect_rc "report fidelity -o FILE (not a directory) fails (and frees what it did not write)" 73
+# a report's CSV files land as one set: one that cannot be written (its name taken by a directory) leaves none
+# of the others behind (report seed wrote table1a and table1b before failing on table1c, fidelity 2 of 4)
+for case in "seed table1c_precision_map.csv table1a_bytes_per_param.csv" "fidelity fidelity_pairs.csv fidelity_runs.csv"; do
+    set -- $case
+    rm -rf "$TMP/set" && mkdir -p "$TMP/set/$2"
+    run report "$1" -o "$TMP/set"
+    expect_rc "report $1 -o DIR with $2 a directory fails" 73
+    expect_eq "report $1: none of its other files left behind ($3 was)" "$(ls -A "$TMP/set")" "$2"
+done
 if [ "$(id -u)" = 0 ]; then
     mknod "$TMP/blk" b 7 0
     run gpus -o "$TMP/blk"

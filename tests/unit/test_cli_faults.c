@@ -24,6 +24,7 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "exec/backend/elem.h"
+#include "reports/table.h"
 #include "support/fault_inject.h"
 #include "test.h"
 #include "util/fileio.h"
@@ -281,6 +282,62 @@ static void test_run_faults(void)
     sweep_line("run mixtral (experts) ... -o moe.csv --routing-log routing.csv", &RUN_MOE);
 }
 
+/* The sweeps number a command's allocations in one run and fail each in the next ones, so a command must
+ * make the same allocator calls whatever the values it prints: a run's measured times change the widths of
+ * its text tables from one run to the next. A text table's allocations therefore must not depend on its
+ * cells' widths: the same calls for a one-digit value, a 20-digit one, a number in %g, prose that wraps onto
+ * several lines and a table split into column groups (the line buffer grown by realloc as a line got longer
+ * made one call more or fewer, and a sweep's last fault found no call to fail: the html-run flake). */
+static const struct {
+    const char *what, *text;
+    uint64_t count;
+    double seconds;
+    int ncols; /* columns of `count` (more than 8 split the table into groups) */
+} TEXT_CASES[] = {
+    {"one-digit values", "a", 1, 0.5, 1},
+    {"20-digit values", "a", 18446744073709551615ull, 123456789.25, 1},
+    {"a number in %g", "a", 1, 8.4587908706738861e124, 1},
+    {"prose that wraps onto 3 lines",
+     "aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk llll mmmm nnnn oooo pppp qqqq rrrr ssss tttt uuuu vvvv "
+     "wwww xxxx yyyy zzzz 1111 2222 3333 4444 5555 6666 7777 8888 9999 0000 abcd efgh ijkl mnop qrst uvwx yzab cdef "
+     "ghij klmn opqr stuv",
+     1, 0.5, 1},
+    {"12 columns of 20 digits: 2 groups", "a", 18446744073709551615ull, 0.5, 12},
+};
+
+static long text_table_calls(int i)
+{
+    TableCol cols[14] = {{"name", NULL, NULL, TC_STR, 0, 0}, {"seconds", NULL, "s", TC_F64, 4, 0}};
+    int n = 2 + TEXT_CASES[i].ncols;
+    for (int c = 2; c < n; c++) cols[c] = (TableCol){"count", NULL, NULL, TC_U64, 0, TF_GROUP};
+    Table *t = table_new(cols, n);
+    table_row(t);
+    table_str(t, 0, TEXT_CASES[i].text);
+    table_f64(t, 1, TEXT_CASES[i].seconds);
+    for (int c = 2; c < n; c++) table_u64(t, c, TEXT_CASES[i].count);
+    FILE *f = fopen("/dev/null", "w");
+    Err e;
+    F.kind = K_MALLOC, F.at = -1, F.n = 0;
+    Status st = f ? table_write(t, TABLE_TEXT, f, &e) : ST_IO;
+    F.kind = K_NONE;
+    long calls = F.n;
+    CHECKF(st == ST_OK, "%s: the table was not written", TEXT_CASES[i].what);
+    if (f) fclose(f);
+    table_free(t);
+    return calls;
+}
+
+static void test_text_table_allocations_fixed(void)
+{
+    long first = text_table_calls(0);
+    CHECK(first > 0); /* the writer's column arrays (widths, minimum widths, the group's columns, the keys) */
+    for (size_t i = 1; i < sizeof TEXT_CASES / sizeof *TEXT_CASES; i++) {
+        long calls = text_table_calls((int)i);
+        CHECKF(calls == first, "%s: %ld allocator calls writing the text table, %ld for %s", TEXT_CASES[i].what, calls,
+               first, TEXT_CASES[0].what);
+    }
+}
+
 int main(void)
 {
     setenv("FP8PLAN_THREADS", "1", 1); /* one thread: the sweeps run each command hundreds of times */
@@ -306,6 +363,7 @@ int main(void)
     if (line_op(&RUN_LINE, &e)) fprintf(stderr, "warm-up: %s\n", e.msg);
     if (line_op(&RUN_HTML, &e)) fprintf(stderr, "warm-up: %s\n", e.msg);
     if (line_op(&RUN_MOE, &e)) fprintf(stderr, "warm-up: %s\n", e.msg);
+    RUN(test_text_table_allocations_fixed);
     RUN(test_plan_faults);
     RUN(test_run_faults);
     free(kept_ref);

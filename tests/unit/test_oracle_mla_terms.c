@@ -364,6 +364,64 @@ static void test_mtp_tp_bytes(void)
     CHECK_EQ_U64(c[CO_TP_NORM_GRAD_AR].payload_bytes, 651520);
 }
 
+/* The dense-DP linear weight tensors a stage holds (Plan.linear_tensors: what FP8-LM's per-tensor FP8 gradient
+ * all-reduces and the executor's per-tensor copies count, planner/plan_comm.c plan_dp_buckets), by hand from each
+ * layer's real linears — not 4 a layer. Routed experts (their own class) and the router (with the norms) are not
+ * among them; 2 layers (ox_moe: layer 0 dense, layer 1 MoE with 1 shared expert), tp 1, pp 1:
+ *   dense, standard attention      QKV, projection, FC1, FC2: 4 + 4                                  =  8
+ *   MoE layer without shared        QKV, projection: 4 + 2                                           =  6
+ *   latent attention, no q latent   q, kv_down, kv_up, projection, FC1, FC2: 6 x 2 (both dense)     = 12
+ *   latent attention, q latent      q_down, q_up, kv_down, kv_up, projection, FC1, FC2: 7 x 2       = 14
+ *   DeepSeek-style: q latent, MoE layer 1 with its shared expert, an MTP depth (a MoE layer, as with
+ *   experts the depth's block is): 7 + 7 + 7 + eh_proj 1                                           = 22
+ * and, with FP8-LM's FP8 gradients at dp 2 on the executor's stack (fusion fp8plan, no sharding): one
+ * dp_grad_allreduce call per linear weight tensor and one for the other parameters (norms, router, embedding):
+ * 6 + 1 = 7 on the MoE layer without shared (the experts are all-reduced over their EDP group apart). */
+static void test_linear_tensors_by_hand(void)
+{
+    static const struct {
+        const char *what;
+        int mla, q_lora, shared, mtp;
+        uint64_t want;
+    } cases[] = {
+        {"dense + MoE with a shared expert", 0, 0, 1, 0, 8}, {"dense + MoE without a shared expert", 0, 0, 0, 0, 6},
+        {"latent attention, no q latent", 1, 0, -1, 0, 12},  {"latent attention with a q latent", 1, 64, -1, 0, 14},
+        {"DeepSeek-style with MTP", 1, 64, 1, 1, 22},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        ModelSpec m = ox_moe(512);
+        if (cases[i].mla) {
+            ModelSpec l = mla_model(64, 32);
+            m.head_dim = l.head_dim, m.qk_nope_head_dim = l.qk_nope_head_dim, m.qk_rope_head_dim = l.qk_rope_head_dim;
+            m.v_head_dim = l.v_head_dim, m.kv_lora_rank = l.kv_lora_rank, m.q_lora_rank = (uint32_t)cases[i].q_lora;
+        }
+        if (cases[i].shared < 0) /* no experts: every layer dense */
+            m.experts = m.experts_per_token = m.shared_experts = m.expert_ffn = m.dense_layers = 0;
+        else
+            m.shared_experts = (uint32_t)cases[i].shared;
+        m.mtp_layers = (uint32_t)cases[i].mtp;
+        GpuSpec g = fx_gpu();
+        Recipe r = fx_bf16_recipe("bf16", 0);
+        PlanInput in = fx_input(&m, &g, &r);
+        in.gbs = 1;
+        Plan p;
+        if (!build(&in, &p)) return;
+        CHECKF(p.linear_tensors == cases[i].want, "%s: %llu linear weight tensors, by hand %llu", cases[i].what,
+               (unsigned long long)p.linear_tensors, (unsigned long long)cases[i].want);
+    }
+    ModelSpec m = ox_moe(512);
+    m.shared_experts = 0;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_te_recipe("fp8lm", 0);
+    r.gemm.dt[STATE_GRAD] = DT_E4M3, r.gemm.scaled_mask |= 1u << STATE_GRAD;
+    r.comm_dp_grad = DT_E4M3;
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 2, in.dp = 2, in.fusion = FUSE_FP8PLAN;
+    Plan p;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(p.coll[CO_DP_GRAD_AR].calls, 7);
+}
+
 int main(void)
 {
     RUN(test_mla_kernel_bytes_in_rope);
@@ -376,5 +434,6 @@ int main(void)
     RUN(test_qk_norm_transient);
     RUN(test_mla_tp_bytes);
     RUN(test_mtp_tp_bytes);
+    RUN(test_linear_tensors_by_hand);
     return test_summary();
 }
