@@ -305,6 +305,11 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
                          "recipe %s sharded over ranks: FP8-LM's sharded states run on the cpu "
                          "backend only so far",
                          m->recipe.name);
+    if (!st && exec_o1_states(&m->recipe, &m->recipe.gemm) && strcmp(bk->name, "cpu"))
+        st = err_set(e, ST_UNAVAILABLE,
+                     "recipe %s: MS-AMP O1's optimizer (a scaled FP16 weight updated in place beside FP32 Adam m "
+                     "and v) runs on the cpu backend only so far; the %s backend has no kernel for it",
+                     m->recipe.name, bk->name);
     if (!st) st = bk->memset0(bk, m->arena.base, m->arena.bytes, e);
     if (!st) arena_guard(&m->arena, &m->specs, bk); /* ASan builds: a tensor written past its end fails */
     if (!st && recipe_fp8_gemm(&m->recipe) && !exec_block_scaled(&m->recipe)) {
