@@ -187,7 +187,7 @@ static Status cell_col_INTER_GBPS(Cur *c, const char *col, void *f, size_t size,
     return rate(c, col, GPU_OF(f, inter_bw)->host, 1e9, f);
 }
 /* An optional rate column in GB/s (empty: 0, the GPU's hbm_gbps is used): elem_gbps, what the element-wise
- * kernels achieve; scaled_optim_gbps, the two-pass scaled-state optimizer's rate. */
+ * kernels achieve; scaled_optim_gbps, the two-pass scaled-state optimizer's rate; o1_optim_gbps, MS-AMP O1's. */
 static Status cell_col_OPT_GBPS(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
 {
     return *cell_text(c, col) ? cell_col_GBPS(c, col, f, size, lo, hi) : ST_OK;
@@ -212,34 +212,35 @@ CELL_COL_ENUM(LINK, link_parse, "nvlink, pcie or host")
 
 /* gpus.csv's columns, in the file's order (catalog_cells.h: X(column, reader, field, lo, hi, opt)). The
  * rules between columns follow the list (parse_gpu). */
-#define GPU_COLUMNS(X)                                              \
-    X(name, NAME, name, 0, 0, "")                                   \
-    X(compute_capability, SM_OR_CPU, sm, 0, 0, "")                  \
-    X(sms, U32, sms, 1, 1u << 16, "")                               \
-    X(hbm_bytes, COUNT, hbm_bytes, 0, 0, "")                        \
-    X(hbm_gbps, GBPS, hbm_bw, 0, 0, "")                             \
-    X(bf16_tflops, TFLOPS, flops_bf16, 0, 0, "")                    \
-    X(fp8_tflops, TFLOPS, flops_fp8, 1, 0, "")                      \
-    X(fp32_tflops, TFLOPS, flops_fp32, 0, 0, "")                    \
-    X(mamf_bf16_tflops, TFLOPS, mamf_bf16, 0, 0, "")                \
-    X(mamf_fp8_tflops, TFLOPS, mamf_fp8, 1, 0, "")                  \
-    X(sustained, RANGE, sustained, 0.05, 1, "")                     \
-    X(intra_link, LINK, link, 0, 0, "")                             \
-    X(intra_node_gbps, INTRA_GBPS, intra_bw, 0, 0, "")              \
-    X(inter_node_gbps, INTER_GBPS, inter_bw, 0, 0, "")              \
-    X(gpus_per_node, U32, gpus_per_node, 1, 1u << 20, "")           \
-    X(source, TEXT, source, 0, 0, "")                               \
-    X(link_latency_us, LATENCY, link_lat, 0, 1e6, "?")              \
-    X(elem_gbps, OPT_GBPS, elem_bw, 0, 0, "?")                      \
-    X(scaled_optim_gbps, OPT_GBPS, scaled_optim_bw, 0, 0, "?")      \
-    X(group_gemm_us, OPT_US, group_gemm_s, 0, 1e6, "?")             \
-    X(elem_norm_gbps, OPT_GBPS, elem_kind_bw[ELEM_NORM], 0, 0, "?") \
-    X(elem_act_gbps, OPT_GBPS, elem_kind_bw[ELEM_ACT], 0, 0, "?")   \
-    X(elem_add_gbps, OPT_GBPS, elem_kind_bw[ELEM_ADD], 0, 0, "?")   \
-    X(elem_cast_gbps, OPT_GBPS, elem_kind_bw[ELEM_CAST], 0, 0, "?") \
-    X(elem_xent_gbps, OPT_GBPS, elem_kind_bw[ELEM_XENT], 0, 0, "?") \
-    X(elem_amax_gbps, OPT_GBPS, elem_kind_bw[ELEM_AMAX], 0, 0, "?") \
-    X(elem_cast_row_gbps, OPT_GBPS, elem_kind_bw[ELEM_CAST_ROW], 0, 0, "?")
+#define GPU_COLUMNS(X)                                                      \
+    X(name, NAME, name, 0, 0, "")                                           \
+    X(compute_capability, SM_OR_CPU, sm, 0, 0, "")                          \
+    X(sms, U32, sms, 1, 1u << 16, "")                                       \
+    X(hbm_bytes, COUNT, hbm_bytes, 0, 0, "")                                \
+    X(hbm_gbps, GBPS, hbm_bw, 0, 0, "")                                     \
+    X(bf16_tflops, TFLOPS, flops_bf16, 0, 0, "")                            \
+    X(fp8_tflops, TFLOPS, flops_fp8, 1, 0, "")                              \
+    X(fp32_tflops, TFLOPS, flops_fp32, 0, 0, "")                            \
+    X(mamf_bf16_tflops, TFLOPS, mamf_bf16, 0, 0, "")                        \
+    X(mamf_fp8_tflops, TFLOPS, mamf_fp8, 1, 0, "")                          \
+    X(sustained, RANGE, sustained, 0.05, 1, "")                             \
+    X(intra_link, LINK, link, 0, 0, "")                                     \
+    X(intra_node_gbps, INTRA_GBPS, intra_bw, 0, 0, "")                      \
+    X(inter_node_gbps, INTER_GBPS, inter_bw, 0, 0, "")                      \
+    X(gpus_per_node, U32, gpus_per_node, 1, 1u << 20, "")                   \
+    X(source, TEXT, source, 0, 0, "")                                       \
+    X(link_latency_us, LATENCY, link_lat, 0, 1e6, "?")                      \
+    X(elem_gbps, OPT_GBPS, elem_bw, 0, 0, "?")                              \
+    X(scaled_optim_gbps, OPT_GBPS, scaled_optim_bw, 0, 0, "?")              \
+    X(group_gemm_us, OPT_US, group_gemm_s, 0, 1e6, "?")                     \
+    X(elem_norm_gbps, OPT_GBPS, elem_kind_bw[ELEM_NORM], 0, 0, "?")         \
+    X(elem_act_gbps, OPT_GBPS, elem_kind_bw[ELEM_ACT], 0, 0, "?")           \
+    X(elem_add_gbps, OPT_GBPS, elem_kind_bw[ELEM_ADD], 0, 0, "?")           \
+    X(elem_cast_gbps, OPT_GBPS, elem_kind_bw[ELEM_CAST], 0, 0, "?")         \
+    X(elem_xent_gbps, OPT_GBPS, elem_kind_bw[ELEM_XENT], 0, 0, "?")         \
+    X(elem_amax_gbps, OPT_GBPS, elem_kind_bw[ELEM_AMAX], 0, 0, "?")         \
+    X(elem_cast_row_gbps, OPT_GBPS, elem_kind_bw[ELEM_CAST_ROW], 0, 0, "?") \
+    X(o1_optim_gbps, OPT_GBPS, o1_optim_bw, 0, 0, "?")
 
 const char *const catalog_gpu_columns = &(GPU_COLUMNS(CELL_COL_HEAD))[1]; /* past the first comma */
 

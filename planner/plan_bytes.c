@@ -17,9 +17,15 @@ double pb_grad_commit_bytes(double elems, Dtype grad)
     return elems * (12.0 + 1.0);
 }
 
+int pb_optim_inplace_weight(const StateSet *s)
+{
+    return s->dt[STATE_MASTER] == DT_NONE && s->dt[STATE_WEIGHT] != DT_NONE;
+}
+
 int pb_optim_two_pass(const StateSet *s)
 {
     unsigned opt = (1u << STATE_MASTER) | (1u << STATE_M) | (1u << STATE_V);
+    if (pb_optim_inplace_weight(s)) opt |= 1u << STATE_WEIGHT;
     return (s->scaled_mask & opt) != 0;
 }
 

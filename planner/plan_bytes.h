@@ -45,7 +45,12 @@ double pb_roofline_s(double flops, double flop_rate, double bytes, double bytes_
  * gradient of dtype grad: (12 + b)·elems for FP8, else 0. */
 double pb_grad_commit_bytes(double elems, Dtype grad);
 
-/* 1 when a state set's optimizer needs two passes (a scaled master, m or v). */
+/* 1 when a state set's optimizer updates its working weight in place (no master: MS-AMP O1), reading and writing
+ * it as it would a master. */
+int pb_optim_inplace_weight(const StateSet *s);
+
+/* 1 when a state set's optimizer needs two passes (a scaled master, m or v; or a scaled weight it updates in
+ * place: the new scale comes from the new weight's amax before any element is stored). */
 int pb_optim_two_pass(const StateSet *s);
 
 /* The extra bytes of the second pass: one more read of gradient, master, m and

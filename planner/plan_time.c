@@ -156,15 +156,25 @@ static double dp_exposed(const PlanInput *in, Plan *p, const StageT *me, double 
     return dp;
 }
 
-/* One class's optimizer bytes as plan_time counts them: gradient read, master, m and v read and written, the
- * working weight's share written (wbytes), the second pass of scaled states. */
-static double optim_class_bytes(const Plan *p, MemTermId grad, MemTermId master, MemTermId m1, MemTermId v,
-                                double wbytes, const StateSet *s)
+/* The part of a class's working weight its optimizer updates in place on this GPU where it keeps no master (MS-AMP
+ * O1: pb_optim_inplace_weight), in bytes: the weight's elements whose Adam m this GPU holds (all, or 1/d under the
+ * distributed optimizer); it is read and written as a master is. 0 for a class with a master. */
+static double inplace_bytes(const Plan *p, const StateSet *s, MemTermId w, MemTermId m1)
 {
     const MemTerm *mt = p->mem;
-    return (double)mt[grad].bytes + 2.0 * (double)(mt[master].bytes + mt[m1].bytes + mt[v].bytes) + wbytes +
-           pb_optim_second_pass_bytes(s, (double)mt[grad].bytes, (double)mt[master].bytes, (double)mt[m1].bytes,
-                                      (double)mt[v].bytes);
+    if (!pb_optim_inplace_weight(s) || !mt[w].elements) return 0.0;
+    return (double)mt[w].bytes * (double)mt[m1].elements / (double)mt[w].elements;
+}
+
+/* One class's optimizer bytes as plan_time counts them: gradient read, master (or the weight updated in place:
+ * inpl), m and v read and written, the working weight's share written (wbytes), the second pass of scaled states. */
+static double optim_class_bytes(const Plan *p, MemTermId grad, MemTermId master, MemTermId m1, MemTermId v,
+                                double wbytes, double inpl, const StateSet *s)
+{
+    const MemTerm *mt = p->mem;
+    const double ma = (double)mt[master].bytes + inpl;
+    return (double)mt[grad].bytes + 2.0 * (ma + (double)(mt[m1].bytes + mt[v].bytes)) + wbytes +
+           pb_optim_second_pass_bytes(s, (double)mt[grad].bytes, ma, (double)mt[m1].bytes, (double)mt[v].bytes);
 }
 
 void plan_time(const PlanInput *in, const Geo *g, Plan *p)
@@ -291,15 +301,25 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     ob += (double)(mt[MT_GRAD_GEMM].bytes + mt[MT_GRAD_OTHER].bytes);
     ob += 2.0 * (double)(mt[MT_MASTER_GEMM].bytes + mt[MT_MASTER_OTHER].bytes + mt[MT_OPTIM_M_GEMM].bytes +
                          mt[MT_OPTIM_M_OTHER].bytes + mt[MT_OPTIM_V_GEMM].bytes + mt[MT_OPTIM_V_OTHER].bytes);
+    /* the share of the working weights written: the master's (the linears' without one: the others') */
     double wfrac = mt[MT_MASTER_GEMM].elements && p->params_gemm_gpu
                        ? (double)mt[MT_MASTER_GEMM].elements / (double)p->params_gemm_gpu
+                   : mt[MT_MASTER_OTHER].elements && mt[MT_WEIGHT_OTHER].elements
+                       ? (double)mt[MT_MASTER_OTHER].elements / (double)mt[MT_WEIGHT_OTHER].elements
                        : 1.0;
-    ob += wfrac * (double)(mt[MT_WEIGHT_GEMM].bytes + mt[MT_WEIGHT_OTHER].bytes);
+    /* a class whose optimizer updates the weight in place (MS-AMP O1's linears): that part read and written as a
+     * master, none written after */
+    const double ig = inplace_bytes(p, &rc->gemm, MT_WEIGHT_GEMM, MT_OPTIM_M_GEMM),
+                 io = inplace_bytes(p, &rc->other, MT_WEIGHT_OTHER, MT_OPTIM_M_OTHER);
+    const double wg = pb_optim_inplace_weight(&rc->gemm) ? 0.0 : wfrac * (double)mt[MT_WEIGHT_GEMM].bytes,
+                 wo = pb_optim_inplace_weight(&rc->other) ? 0.0 : wfrac * (double)mt[MT_WEIGHT_OTHER].bytes;
+    ob += wg + wo + 2.0 * (ig + io);
     /* scaled states (FP8-LM / MS-AMP): a second pass reads gradient, master, m and v again (plan_bytes.h) */
-    ob += pb_optim_second_pass_bytes(&rc->gemm, (double)mt[MT_GRAD_GEMM].bytes, (double)mt[MT_MASTER_GEMM].bytes,
+    ob += pb_optim_second_pass_bytes(&rc->gemm, (double)mt[MT_GRAD_GEMM].bytes, (double)mt[MT_MASTER_GEMM].bytes + ig,
                                      (double)mt[MT_OPTIM_M_GEMM].bytes, (double)mt[MT_OPTIM_V_GEMM].bytes);
-    ob += pb_optim_second_pass_bytes(&rc->other, (double)mt[MT_GRAD_OTHER].bytes, (double)mt[MT_MASTER_OTHER].bytes,
-                                     (double)mt[MT_OPTIM_M_OTHER].bytes, (double)mt[MT_OPTIM_V_OTHER].bytes);
+    ob +=
+        pb_optim_second_pass_bytes(&rc->other, (double)mt[MT_GRAD_OTHER].bytes, (double)mt[MT_MASTER_OTHER].bytes + io,
+                                   (double)mt[MT_OPTIM_M_OTHER].bytes, (double)mt[MT_OPTIM_V_OTHER].bytes);
     if (p->params_expert_gpu) { /* the experts' states, the same way */
         ob += (double)mt[MT_GRAD_EXPERT].bytes;
         ob += 2.0 * (double)(mt[MT_MASTER_EXPERT].bytes + mt[MT_OPTIM_M_EXPERT].bytes + mt[MT_OPTIM_V_EXPERT].bytes);
@@ -313,22 +333,31 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
     tb->optimizer_s = ob / hbm;
     /* a measured scaled-state optimizer (calibrate's scaled_optim_gbps): the two-pass classes' bytes at its rate,
      * the rest streamed at hbm (without the column the sum above, unchanged) */
-    if (in->gpu->scaled_optim_bw > 0) {
+    /* MS-AMP O1's linears (a scaled weight updated in place beside FP32 m and v; calibrate's o1_optim_gbps) at
+     * their own measured rate: the same two passes with other states cost another rate per byte */
+    const int o1g = pb_optim_inplace_weight(&rc->gemm) && pb_optim_two_pass(&rc->gemm) && in->gpu->o1_optim_bw > 0;
+    if (o1g) {
+        const double b =
+            optim_class_bytes(p, MT_GRAD_GEMM, MT_MASTER_GEMM, MT_OPTIM_M_GEMM, MT_OPTIM_V_GEMM, wg, ig, &rc->gemm);
+        tb->optimizer_s = (ob - b) / hbm + b / in->gpu->o1_optim_bw;
+    }
+    if (in->gpu->scaled_optim_bw > 0 && !o1g) { /* (O1's linears without their own rate: streamed) */
         double ob2 = 0;
-        const int two_g = pb_optim_two_pass(&rc->gemm), two_o = pb_optim_two_pass(&rc->other);
+        const int two_g = pb_optim_two_pass(&rc->gemm) && !pb_optim_inplace_weight(&rc->gemm),
+                  two_o = pb_optim_two_pass(&rc->other) && !pb_optim_inplace_weight(&rc->other);
         if (two_g)
-            ob2 += optim_class_bytes(p, MT_GRAD_GEMM, MT_MASTER_GEMM, MT_OPTIM_M_GEMM, MT_OPTIM_V_GEMM,
-                                     wfrac * (double)mt[MT_WEIGHT_GEMM].bytes, &rc->gemm);
+            ob2 +=
+                optim_class_bytes(p, MT_GRAD_GEMM, MT_MASTER_GEMM, MT_OPTIM_M_GEMM, MT_OPTIM_V_GEMM, wg, ig, &rc->gemm);
         if (two_o)
-            ob2 += optim_class_bytes(p, MT_GRAD_OTHER, MT_MASTER_OTHER, MT_OPTIM_M_OTHER, MT_OPTIM_V_OTHER,
-                                     wfrac * (double)mt[MT_WEIGHT_OTHER].bytes, &rc->other);
+            ob2 += optim_class_bytes(p, MT_GRAD_OTHER, MT_MASTER_OTHER, MT_OPTIM_M_OTHER, MT_OPTIM_V_OTHER, wo, io,
+                                     &rc->other);
         if (two_g && p->params_expert_gpu)
             ob2 += optim_class_bytes(p, MT_GRAD_EXPERT, MT_MASTER_EXPERT, MT_OPTIM_M_EXPERT, MT_OPTIM_V_EXPERT,
                                      (mt[MT_MASTER_EXPERT].elements
                                           ? (double)mt[MT_MASTER_EXPERT].elements / (double)p->params_expert_gpu
                                           : 1.0) *
                                          (double)mt[MT_WEIGHT_EXPERT].bytes,
-                                     &rc->gemm);
+                                     0.0, &rc->gemm);
         tb->optimizer_s = (ob - ob2) / hbm + ob2 / in->gpu->scaled_optim_bw;
     }
 

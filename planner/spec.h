@@ -171,6 +171,8 @@ typedef struct {
     double scaled_optim_bw; /* bytes/s (the planner's count of its bytes) of the two-pass scaled-state optimizer
                                (FP8-LM, MS-AMP: FP8/FP16 states re-scaled each step) where measured — a CPU's is
                                compute-bound (FP8 rounding, two passes), 3x slower than AdamW's stream; 0: hbm_bw */
+    double o1_optim_bw; /* bytes/s (the planner's count) of MS-AMP O1's optimizer where measured: the same two passes
+                           over a scaled FP16 weight updated in place beside FP32 m and v; 0: hbm_bw */
     /* bytes/s of each kind of element-wise kernel where measured apart (ElemKind; calibrate's elem_norm_gbps ...):
      * a CPU's cost per byte differs by kind (SwiGLU's or GeLU's exp / tanh and FP8 rounding against a norm's or an
      * add's stream); 0: elem_bw, the one rate (gpu_kind_bw) */

@@ -463,6 +463,11 @@ Status backend_check_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
     Status st = optim_check(d ? &d->h : NULL, "fp8_adam", e);
     if (!st) st = tensors_check(d->grad, d->grad_dtype, d->grad_scale_inv, d->weight, d->weight_dtype, "fp8_adam", e);
     if (!st && d->amax_out && d->amax_in) st = err_set(e, ST_USAGE, "fp8_adam: amax_out and amax_in together");
+    if (!st && d->moment_dtype != DT_NONE && d->moment_dtype != DT_FP32)
+        st = err_set(e, ST_USAGE, "fp8_adam: moments in %s (E4M3 m and FP16 v, or FP32 both)",
+                     dtype_name(d->moment_dtype));
+    if (!st && d->moment_dtype == DT_FP32 && (d->m_rec || d->v_rec))
+        st = err_set(e, ST_USAGE, "fp8_adam: FP32 moments carry no scaling record");
     if (st) return st;
     return need(d->master && d->m && d->v, e, "fp8_adam", "missing state");
 }

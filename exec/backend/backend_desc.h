@@ -355,9 +355,8 @@ typedef struct {
  * (stored = value · scale; value = stored · scale_inv; amax of the values). */
 enum { REC_SCALE = 0, REC_SCALE_INV = 1, REC_AMAX = 2, REC_FLOATS = 3 };
 
-/* FP8-LM's optimizer (MS-AMP's low-bit Adam): master weights in FP16, first
- * moment in FP8 E4M3, second moment in FP16, each with a per-tensor scaling
- * record (or none: NULL keeps the state unscaled, scale 1). Each step:
+/* MS-AMP's Adam on a per-tensor scaled FP16 master (FP8-LM's, E4M3 m and FP16 v; or O1's FP16 weight
+ * updated in place beside FP32 m and v: moment_dtype), each with a scaling record or none (NULL: scale 1). Each step:
  * dequantize with the old scales, update in FP32, then choose new
  * power-of-two scales from the new tensors' amax (MS-AMP's rule),
  *   scale = 2^(floor(log2(fmax / amax)) − margin)   (kept when amax is 0 or not finite)
@@ -375,10 +374,10 @@ typedef struct {
     int margin;
     void *master;      /* (n) FP16 */
     float *master_rec; /* REC_FLOATS, or NULL */
-    void *m;           /* (n) E4M3 */
-    float *m_rec;      /* REC_FLOATS, or NULL */
-    void *v;           /* (n) FP16 */
-    float *v_rec;      /* REC_FLOATS, or NULL */
+    void *m;           /* (n) E4M3, or FP32 (moment_dtype) */
+    float *m_rec;      /* REC_FLOATS, or NULL (FP32 moments: NULL) */
+    void *v;           /* (n) FP16, or FP32 (moment_dtype) */
+    float *v_rec;      /* REC_FLOATS, or NULL (FP32 moments: NULL) */
     const void *grad;
     Dtype grad_dtype;            /* DT_FP32, DT_BF16, DT_E4M3, DT_E5M2 */
     const float *grad_scale_inv; /* FP8 grads: 1 float */
@@ -386,6 +385,7 @@ typedef struct {
     Dtype weight_dtype;
     float *amax_out;      /* 3 host floats: first pass only, or NULL */
     const float *amax_in; /* 3 host floats: second pass only with these amaxes, or NULL */
+    Dtype moment_dtype;   /* DT_NONE (0): E4M3 m, FP16 v (FP8-LM); DT_FP32: both FP32 (MS-AMP O1) */
 } Fp8AdamDesc;
 
 /* ---- mixture of experts ---------------------------------------------------------

@@ -11,7 +11,15 @@ Dtype exec_act_dtype(const Recipe *r)
 
 uint32_t exec_history_len(const Recipe *r) { return r->scaling == SCALING_DELAYED ? r->amax_history : 1; }
 
-/* One state set; `gemm` is 1 for the linear weights (FP8-LM states allowed). */
+int exec_o1_states(const Recipe *r, const StateSet *s)
+{
+    return s == &r->gemm && recipe_fp8_gemm(r) && s->dt[STATE_WEIGHT] == DT_FP16 && s->dt[STATE_MASTER] == DT_NONE &&
+           exec_state_scaled(s, STATE_WEIGHT) && dtype_is_fp8(s->dt[STATE_GRAD]) && exec_state_scaled(s, STATE_GRAD) &&
+           s->dt[STATE_M] == DT_FP32 && s->dt[STATE_V] == DT_FP32 && !exec_state_scaled(s, STATE_M) &&
+           !exec_state_scaled(s, STATE_V);
+}
+
+/* One state set; `gemm` is 1 for the linear weights (FP8-LM and MS-AMP O1 states allowed). */
 static Status check_states(const Recipe *r, const StateSet *s, int gemm, Err *e)
 {
     const char *n = r->name[0] ? r->name : "(unnamed)", *cls = gemm ? "linear-weight" : "other-parameter";
@@ -37,10 +45,12 @@ static Status check_states(const Recipe *r, const StateSet *s, int gemm, Err *e)
     if (ma != DT_FP32 && ma != DT_NONE && !(gemm && ma == DT_FP16))
         return err_set(e, ST_UNAVAILABLE, "recipe %s: %s master weights in %s are not supported (fp32%s or none)", n,
                        cls, dtype_name(ma), gemm ? ", fp16" : "");
-    if (ma == DT_NONE && w != DT_FP32)
+    const int o1 = exec_o1_states(r, s);
+    if (ma == DT_NONE && w != DT_FP32 && !o1)
         return err_set(e, ST_UNAVAILABLE,
                        "recipe %s: %s states keep no master, so the optimizer would update %s weights in place; "
-                       "the executor does that only for fp32 weights",
+                       "the executor does that for fp32 weights, and for MS-AMP O1's linears (a scaled fp16 weight "
+                       "read by FP8 GEMMs, scaled FP8 gradients, fp32 Adam m and v)",
                        n, cls, dtype_name(w));
     if (g != DT_FP32 && g != DT_BF16 && !dtype_is_fp8(g))
         return err_set(e, ST_UNAVAILABLE, "recipe %s: %s gradients in %s are not supported", n, cls, dtype_name(g));
@@ -64,7 +74,7 @@ static Status check_states(const Recipe *r, const StateSet *s, int gemm, Err *e)
         if (!gemm)
             return err_set(e, ST_UNAVAILABLE, "recipe %s: scaled %s states of other parameters are not supported", n,
                            state_name((StateId)i));
-        if (s->dt[i] == DT_FP32 || s->dt[i] == DT_BF16 || i == STATE_WEIGHT)
+        if (s->dt[i] == DT_FP32 || s->dt[i] == DT_BF16 || (i == STATE_WEIGHT && !o1))
             return err_set(e, ST_UNAVAILABLE, "recipe %s: a scaling record on the %s %s state is not supported", n,
                            dtype_name(s->dt[i]), state_name((StateId)i));
     }

@@ -52,6 +52,13 @@ static inline int exec_block_scaled(const Recipe *r)
     return recipe_fp8_gemm(r) && (r->act_gran != GRAN_TENSOR || r->weight_gran != GRAN_TENSOR);
 }
 
+/* 1 when state set s is MS-AMP O1's linears (msamp/optim/adamw.py with FP32
+ * moments): a per-tensor scaled FP16 weight and no master, read by FP8 GEMMs,
+ * scaled FP8 gradients, unscaled FP32 Adam m and v — the optimizer unscales the
+ * gradient and the weight, updates in FP32 and stores the weight back in FP16
+ * with a new power-of-two scale from its amax, in place (Fp8AdamDesc). */
+int exec_o1_states(const Recipe *r, const StateSet *s);
+
 /* ST_OK when the executor implements this combination; otherwise
  * ST_UNAVAILABLE (a legal recipe the executor does not run yet, e.g. block
  * scaling) or ST_USAGE (an inconsistent one), naming the recipe and the field. */

@@ -1,5 +1,6 @@
 /* exec/cpu/cpu_optim.c — the CPU reference optimizers: AdamW on FP32 master/m/v,
- * and FP8-LM's AdamW on FP16 master + FP8 m + FP16 v with per-tensor scales.
+ * and MS-AMP's AdamW on a per-tensor scaled FP16 master (FP8-LM's, with FP8 m
+ * and FP16 v, scaled; or MS-AMP O1's FP16 weight, with FP32 m and v).
  * Element-wise, in fixed chunks on the thread pool: every element's update is
  * kernel_math.h's whoever runs it, and the amaxes are maxima, so results do
  * not depend on the thread count. */
@@ -88,6 +89,7 @@ typedef struct {
     const Fp8AdamDesc *d;
     float gs, bc1, bc2, dw, dm, dv; /* gradient factor, bias corrections, state dequantization */
     float sw, sm, sv;               /* pass 2: the new scales */
+    Dtype mdt, vdt;                 /* the moments' dtypes: E4M3 and FP16 (FP8-LM), or FP32 (MS-AMP O1) */
     int pass;
     float amax[PAR_MAX_THREADS][3]; /* pass 1: per worker, of w, m, v */
 } Fp8AdamJob;
@@ -99,7 +101,7 @@ static void fp8_adam_chunk(void *ctx, uint64_t b, uint64_t e, int worker)
     float amax_w = j->amax[worker][0], amax_m = j->amax[worker][1], amax_v = j->amax[worker][2];
     for (uint64_t i = b; i < e; i++) {
         float g = elem_load(d->grad, d->grad_dtype, i) * j->gs;
-        float m = elem_load(d->m, DT_E4M3, i) * j->dm, v = elem_load(d->v, DT_FP16, i) * j->dv;
+        float m = elem_load(d->m, j->mdt, i) * j->dm, v = elem_load(d->v, j->vdt, i) * j->dv;
         float w = adam_update(&d->h, j->bc1, j->bc2, elem_load(d->master, DT_FP16, i) * j->dw, g, &m, &v);
         if (j->pass == 0) {
             amax_w = fmaxf(amax_w, fabsf(w));
@@ -107,8 +109,8 @@ static void fp8_adam_chunk(void *ctx, uint64_t b, uint64_t e, int worker)
             amax_v = fmaxf(amax_v, fabsf(v));
             continue;
         }
-        elem_store(d->m, DT_E4M3, i, m * j->sm);
-        elem_store(d->v, DT_FP16, i, v * j->sv);
+        elem_store(d->m, j->mdt, i, m * j->sm);
+        elem_store(d->v, j->vdt, i, v * j->sv);
         elem_store(d->master, DT_FP16, i, w * j->sw);
         /* the working copy is the value the master now holds */
         if (d->weight) elem_store(d->weight, d->weight_dtype, i, elem_load(d->master, DT_FP16, i) / j->sw);
@@ -133,7 +135,9 @@ Status cpu_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
                     .dv = 1.0f / rec_scale(d->v_rec),
                     .sw = 1.0f,
                     .sm = 1.0f,
-                    .sv = 1.0f};
+                    .sv = 1.0f,
+                    .mdt = d->moment_dtype == DT_FP32 ? DT_FP32 : DT_E4M3,
+                    .vdt = d->moment_dtype == DT_FP32 ? DT_FP32 : DT_FP16};
     float amax_w = 0.0f, amax_m = 0.0f, amax_v = 0.0f;
     if (d->amax_in) { /* sharded states: the amaxes agreed over the ranks */
         amax_w = d->amax_in[0], amax_m = d->amax_in[1], amax_v = d->amax_in[2];

@@ -315,6 +315,10 @@ Status cuda_fp8_adam(Backend *bk, const Fp8AdamDesc *d, Err *e)
 {
     if (d->amax_out || d->amax_in) /* sharded FP8-LM states: several ranks run on the cpu backend only */
         return err_set(e, ST_UNAVAILABLE, "fp8_adam: the passes apart (amax agreed over ranks) are cpu-only");
+    if (d->moment_dtype == DT_FP32) /* MS-AMP O1 (msamp-o1): no kernel reads FP32 moments beside an FP16 master */
+        return err_set(e, ST_UNAVAILABLE,
+                       "fp8_adam: FP32 moments beside a scaled FP16 weight (recipe msamp-o1) run on the cpu backend "
+                       "only");
     CudaImpl *im = cuda_impl(bk);
     Status st = ST_OK;
     if (!d->n) return ST_OK;

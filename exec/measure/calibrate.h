@@ -26,7 +26,11 @@
  *              gradient 1, master 2 + m 1 + v 2 read and written, the second
  *              pass reading the four again) over its median time
  *              (scaled_optim_gbps: what the planner times the FP8-LM and
- *              MS-AMP optimizers at; a CPU's is compute-bound);
+ *              MS-AMP optimizers at; a CPU's is compute-bound); MS-AMP O1's
+ *              (fp8_adam with FP32 m and v: the scaled FP16 weight updated in
+ *              place, E4M3 gradients) the same way, 32 B per parameter
+ *              (gradient 1, weight 2 + m 4 + v 4 read and written, the second
+ *              pass reading the four again: o1_optim_gbps);
  *   launch     the median time of the smallest calls a layer makes (a
  *              16x16x16 GEMM, a 256-element add, norm and activation): the
  *              fixed cost of a call, the planner's launch floor;
@@ -133,6 +137,8 @@ typedef struct {
     double elem_kind_bw[ELEM_KINDS];  /* bytes/s of each kind's kernel alone (elem_norm_gbps ...; ElemKind) */
     double elem_kind_iqr[ELEM_KINDS]; /* and its (q3 - q1) / median */
     double scaled_optim_bw, scaled_optim_spread, scaled_optim_iqr; /* FP8-LM's fp8_adam: the planner's bytes / s */
+    double o1_optim_bw, o1_optim_spread,
+        o1_optim_iqr;         /* MS-AMP O1's fp8_adam (FP32 moments): the planner's bytes / s */
     double mem_iqr, elem_iqr; /* (q3 - q1) / median: AdamW's; the element-wise kernels' weighted as elem_bw */
     double launch_s, launch_spread;
     /* the checked warm-up before the GEMMs (calibrate_compute_again): rounds of every layer GEMM once, until a

@@ -17,7 +17,7 @@
 
 enum { LAUNCH_ELEMS = 256, LAUNCH_CALLS = 16 }; /* 4 x 16 = 64 calls: cal_median's limit */
 
-enum { K_NORM = 0, K_ACT, K_ADD, K_CAST, K_XENT, K_AMAX, K_CAST_ROW, K_ADAM, K_FP8ADAM, K_COUNT };
+enum { K_NORM = 0, K_ACT, K_ADD, K_CAST, K_XENT, K_AMAX, K_CAST_ROW, K_ADAM, K_FP8ADAM, K_O1ADAM, K_COUNT };
 
 typedef struct {
     uint64_t T, h, F, Vp, n; /* rows, hidden, FFN, padded vocabulary, parameters updated */
@@ -92,6 +92,15 @@ static Status run_values(Backend *bk, const ModelSpec *m, const Bufs *u, const K
         if (!st) st = fill_normal(bk, z->m, DT_E4M3, z->n, 64.0f, 0, key + 2, NULL, e);
         return st ? st : fill_normal(bk, z->v, DT_FP16, z->n, 1e-4f, 1, key + 3, NULL, e);
     }
+    case K_O1ADAM: { /* MS-AMP O1's: the FP16 weight, the E4M3 gradient as FP8-LM's; FP32 m and v (a gradient's
+                      * moments: 1e-3 x normal, 1e-6 x |normal|) */
+        const float rec[REC_FLOATS] = {1, 1, 0}; /* the weight's record: scale 1, as its values are drawn */
+        Status st = bk->copy_to_device(bk, z->recs, rec, sizeof rec, e);
+        if (!st) st = fill_normal(bk, u->a, DT_FP16, z->n, 0.02f, 0, key, NULL, e);
+        if (!st) st = fill_normal(bk, u->b, DT_E4M3, z->n, 64.0f, 0, key + 1, NULL, e);
+        if (!st) st = fill_normal(bk, z->m, DT_FP32, z->n, 1e-3f, 0, key + 2, NULL, e);
+        return st ? st : fill_normal(bk, z->v, DT_FP32, z->n, 1e-6f, 1, key + 3, NULL, e);
+    }
     default: return ST_OK;
     }
 }
@@ -161,6 +170,20 @@ static Status kernel_call(Backend *bk, const ModelSpec *m, const Bufs *u, const 
                          .grad_scale_inv = u->one};
         return bk->fp8_adam(bk, &d, e);
     }
+    case K_O1ADAM: { /* MS-AMP O1's: the scaled FP16 weight in a updated in place, FP32 m and v, E4M3 grad */
+        Fp8AdamDesc d = {.n = z->n,
+                         .h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .step = 1, .grad_scale = 1.0f},
+                         .margin = 0,
+                         .master = u->a,
+                         .master_rec = z->recs,
+                         .m = z->m,
+                         .v = z->v,
+                         .moment_dtype = DT_FP32,
+                         .grad = u->b,
+                         .grad_dtype = DT_E4M3,
+                         .grad_scale_inv = u->one};
+        return bk->fp8_adam(bk, &d, e);
+    }
     default: {
         AdamWDesc d = {.n = z->n,
                        .h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .step = 1, .grad_scale = 1.0f},
@@ -192,6 +215,9 @@ static double kernel_bytes(const ModelSpec *m, const KernelSizes *z, int which)
     /* as the planner counts FP8-LM's optimizer (planner/plan_time.c): E4M3 grad read 1, FP16 master 2, E4M3 m 1,
      * FP16 v 2 read and written (10), no working weight; the second pass reads the four again (6) */
     case K_FP8ADAM: return 17.0 * (double)z->n;
+    /* MS-AMP O1's, the same way (planner/plan_time.c): E4M3 grad 1, the FP16 weight 2 + FP32 m 4 + v 4 read and
+     * written (21); the second pass reads the four again (11) */
+    case K_O1ADAM: return 32.0 * (double)z->n;
     default: return 30.0 * (double)z->n; /* grad 4, master, m, v read + written 24, BF16 weight 2 */
     }
 }
@@ -279,9 +305,9 @@ static Status kind_sample(Backend *bk, Comm *comm, const ModelSpec *m, KindBufs 
 static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int reps, Calibration *c, int again_reps,
                       Calibration *again, Err *e)
 {
-    static const char *const names[K_COUNT] = {"norm",          "activation", "residual add",      "fp8 cast+transpose",
-                                               "cross-entropy", "amax",       "fp8 cast fp32 row", "adamw",
-                                               "fp8lm adam"};
+    static const char *const names[K_COUNT] = {
+        "norm", "activation",        "residual add", "fp8 cast+transpose", "cross-entropy",
+        "amax", "fp8 cast fp32 row", "adamw",        "fp8lm adam",         "msamp-o1 adam"};
     KernelSizes z = {.T = T, .h = m->hidden, .F = m->ffn_hidden, .Vp = (m->vocab + 127) / 128 * 128};
     uint64_t kF = m->mlp == MLP_SWIGLU ? 2 * z.F : z.F, n = z.Vp * z.h;
     for (int k = 0; k < LIN_COUNT; k++) {
@@ -314,7 +340,8 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
     /* the element-wise rate: the kernels weighted by their calls per micro-batch of a step (per layer: norm 4,
      * activation 2, residual add 4, FP8 cast 4 — forward and backward; the cross-entropy once); the streaming
      * rate: AdamW alone */
-    const double calls[K_COUNT] = {4.0 * m->layers, 2.0 * m->layers, 4.0 * m->layers, 4.0 * m->layers, 1, 0, 0, 1, 1};
+    const double calls[K_COUNT] = {
+        4.0 * m->layers, 2.0 * m->layers, 4.0 * m->layers, 4.0 * m->layers, 1, 0, 0, 1, 1, 1};
     Calibration *to[2] = {c, again};
     double acc[2][3] = {{0}}; /* per calibration: the element-wise bytes, seconds and iqr x seconds, weighted */
     const int ra = again ? again_reps : 0;
@@ -343,6 +370,8 @@ static Status kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, i
             } else if (w == K_FP8ADAM) {
                 cx->scaled_optim_bw = k->bytes / k->seconds, cx->scaled_optim_spread = k->spread;
                 cx->scaled_optim_iqr = k->iqr;
+            } else if (w == K_O1ADAM) {
+                cx->o1_optim_bw = k->bytes / k->seconds, cx->o1_optim_spread = k->spread, cx->o1_optim_iqr = k->iqr;
             } else {
                 /* the amax and the row-wise cast are rated apart, not in the weighted elem_gbps (calls 0) */
                 static const ElemKind kind[K_ADAM] = {ELEM_NORM, ELEM_ACT,  ELEM_ADD,     ELEM_CAST,

@@ -13,7 +13,7 @@ const char *const cal_gpu_header =
     "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
     "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,link_latency_us,"
     "elem_gbps,scaled_optim_gbps,group_gemm_us,elem_norm_gbps,elem_act_gbps,elem_add_gbps,elem_cast_gbps,"
-    "elem_xent_gbps,elem_amax_gbps,elem_cast_row_gbps";
+    "elem_xent_gbps,elem_amax_gbps,elem_cast_row_gbps,o1_optim_gbps";
 
 typedef struct {
     char *p;
@@ -151,6 +151,10 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
             put(&b, ",%.6g", c->elem_kind_bw[k] * 1e-9);
         else
             put(&b, ",");
+    if (c->o1_optim_bw > 0) /* empty: not measured (the planner then streams it at hbm_gbps) */
+        put(&b, ",%.6g", c->o1_optim_bw * 1e-9);
+    else
+        put(&b, ",");
     return done(&b, "gpus.csv", e);
 }
 
@@ -187,6 +191,10 @@ Status cal_gpu_row_of(const GpuSpec *g, char *buf, size_t size, Err *e)
             put(&b, ",%.9g", g->elem_kind_bw[k] * 1e-9);
         else
             put(&b, ",");
+    if (g->o1_optim_bw > 0)
+        put(&b, ",%.9g", g->o1_optim_bw * 1e-9);
+    else
+        put(&b, ",");
     return done(&b, "gpus.csv", e);
 }
 

@@ -108,8 +108,8 @@ typedef struct {
     uint8_t *wq_col;            /* (K, N) cached FP8 transposed copy for dgrad, or NULL */
     float *wq_row_s, *wq_col_s; /* block scaling: the copies' 128x128 blocks' scale_inv (fp8/quant.h order) */
     /* scaling records {scale, scale_inv, amax} (REC_FLOATS) of scaled states, or NULL */
-    float *master_rec, *grad_rec, *m_rec, *v_rec;
-    uint32_t wslot; /* forward scaling-bank slot of the weight (gemm only) */
+    float *weight_rec, *master_rec, *grad_rec, *m_rec, *v_rec; /* weight_rec: MS-AMP O1's FP16 weight */
+    uint32_t wslot;                                            /* forward scaling-bank slot of the weight (gemm only) */
     /* Sharded states (Model.shard_ways > 1): the parameter's first element in its class's flat order,
      * and the part of it this rank owns, elements [own_lo, own_lo + own_n) (own_n may be 0). A sharded
      * state's pointer (master, m, v) addresses element own_lo in this rank's shard, NULL when own_n is 0. */

@@ -142,24 +142,28 @@ static Status init_param(Model *m, ModelParam *p, InitJob *j, Err *e)
         par_for(p->numel, INIT_GRAIN, fill_piece, j);
     }
     Status st = ST_OK;
-    if (es->dt[STATE_MASTER] == DT_FP16) {
-        /* FP8-LM: FP16 master scaled by a power of two; the working copy is its value */
+    const int o1 = model_o1(m, p);
+    float *rec16;
+    void *w16 = model_fp16_src(m, p, &rec16);
+    if (w16 || (es->dt[STATE_MASTER] == DT_FP16 && !o1)) {
+        /* FP8-LM's FP16 master, MS-AMP O1's FP16 weight: scaled by a power of two; the working copy is its value */
         float amax = 0.0f, s = 1.0f;
         for (int t = 0; t < par_pieces(p->numel, INIT_GRAIN); t++) amax = fmaxf(amax, j->amax[t]);
-        if (p->master_rec) s = scaling_pow2(amax, DT_FP16, 0, 1.0f);
+        if (rec16) s = scaling_pow2(amax, DT_FP16, 0, 1.0f);
         j->scale = s;
         par_for(p->numel, INIT_GRAIN, master16_piece, j);
-        int sh = m->shard_mask[model_class(p)] >> STATE_MASTER & 1; /* a sharded master: this rank's part */
+        /* a sharded master: this rank's part (O1's weight is whole on every rank) */
+        int sh = !o1 && (m->shard_mask[model_class(p)] >> STATE_MASTER & 1);
         uint64_t lo = 0, n = sh ? model_own(m, p, &lo) : p->numel;
-        if (n) st = m->bk->copy_to_device(m->bk, p->master, (uint16_t *)j->buf + lo, n * sizeof(uint16_t), e);
+        if (n && w16) st = m->bk->copy_to_device(m->bk, w16, (uint16_t *)j->buf + lo, n * sizeof(uint16_t), e);
         float rec[REC_FLOATS] = {s, 1.0f / s, amax};
-        if (!st && p->master_rec) st = m->bk->copy_to_device(m->bk, p->master_rec, rec, sizeof rec, e);
+        if (!st && rec16) st = m->bk->copy_to_device(m->bk, rec16, rec, sizeof rec, e);
     } else if (es->dt[STATE_MASTER] == DT_FP32 && p->master) { /* a sharded master: this rank's part only */
         int sh = m->shard_mask[model_class(p)] >> STATE_MASTER & 1;
         uint64_t lo = 0, n = sh ? model_own(m, p, &lo) : p->numel;
         st = m->bk->copy_to_device(m->bk, p->master, j->w + lo, n * sizeof(float), e);
     }
-    if (!st && p->weight) st = upload(m, j, p->weight, es->dt[STATE_WEIGHT], e);
+    if (!st && p->weight && !o1) st = upload(m, j, p->weight, es->dt[STATE_WEIGHT], e);
     float one[REC_FLOATS] = {1.0f, 1.0f, 0.0f}; /* scale 1, empty amax */
     float *recs[3] = {p->grad_rec, p->m_rec, p->v_rec};
     for (int k = 0; !st && k < 3; k++)
@@ -310,6 +314,11 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
                          "recipe %s sharded over ranks: FP8-LM's sharded states run on the cpu "
                          "backend only so far",
                          m->recipe.name);
+    if (!st && exec_o1_states(&m->recipe, &m->recipe.gemm) && strcmp(bk->name, "cpu"))
+        st = err_set(e, ST_UNAVAILABLE,
+                     "recipe %s: MS-AMP O1's optimizer (a scaled FP16 weight updated in place beside FP32 Adam m "
+                     "and v) runs on the cpu backend only so far; the %s backend has no kernel for it",
+                     m->recipe.name, bk->name);
     if (!st) st = bk->memset0(bk, m->arena.base, m->arena.bytes, e);
     if (!st) arena_guard(&m->arena, &m->specs, bk); /* ASan builds: a tensor written past its end fails */
     if (!st && recipe_fp8_gemm(&m->recipe) && !exec_block_scaled(&m->recipe)) {

@@ -45,6 +45,22 @@ static inline const StateSet *model_states(const Model *m, const ModelParam *p)
     return p->gemm ? &m->recipe.gemm : &m->recipe.other;
 }
 
+/* 1 for MS-AMP O1's linears (exec_o1_states): no master, the optimizer updates the per-tensor scaled FP16
+ * weight (its record weight_rec) in place. */
+static inline int model_o1(const Model *m, const ModelParam *p)
+{
+    return p->gemm && exec_o1_states(&m->recipe, &m->recipe.gemm);
+}
+
+/* The per-tensor scaled FP16 tensor the optimizer writes and the FP8 copies are cast from: FP8-LM's master,
+ * MS-AMP O1's weight; NULL when the parameter has none. *rec: its scaling record. */
+static inline void *model_fp16_src(const Model *m, const ModelParam *p, float **rec)
+{
+    const int o1 = model_o1(m, p);
+    *rec = o1 ? p->weight_rec : p->master_rec;
+    return o1 ? p->weight : model_states(m, p)->dt[STATE_MASTER] == DT_FP16 ? p->master : NULL;
+}
+
 /* The parameter of kind k in block l (or l = −1), NULL when the model has none. */
 ModelParam *model_find_param(Model *m, ParamKind k, int layer);
 

@@ -209,8 +209,8 @@ static void persistent(Model *m, int bind, ArenaSpecs *sp, uint64_t *wmax, uint6
             arena_add(sp, MT_SCALE_BLOCK, DT_FP32, nr, bind ? &q->wq_row_s : NULL, nm, q->layer);
             arena_add(sp, MT_SCALE_BLOCK, DT_FP32, nc, bind ? &q->wq_col_s : NULL, nm, q->layer);
         }
-        float **rec[STATE_COUNT_] = {NULL, &q->master_rec, &q->grad_rec, &q->m_rec, &q->v_rec};
-        for (int k = STATE_MASTER; k < STATE_COUNT_; k++)
+        float **rec[STATE_COUNT_] = {&q->weight_rec, &q->master_rec, &q->grad_rec, &q->m_rec, &q->v_rec};
+        for (int k = STATE_WEIGHT; k < STATE_COUNT_; k++)
             if (exec_state_scaled(st, (StateId)k))
                 arena_add(sp, MT_SCALE_STATE, DT_FP32, REC_FLOATS, bind ? rec[k] : NULL, nm, q->layer);
         if (q->gemm) *wmax = max2(*wmax, q->numel);

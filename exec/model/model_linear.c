@@ -84,7 +84,8 @@ static Status cast_weight(Model *m, ModelParam *w, uint32_t sw, void *row, void 
     const StateSet *ws = &m->recipe.gemm;
     const void *src = w->weight ? w->weight : w->master;
     Dtype sdt = w->weight ? ws->dt[STATE_WEIGHT] : ws->dt[STATE_MASTER];
-    const float *sinv = !w->weight && w->master_rec ? w->master_rec + REC_SCALE_INV : NULL;
+    float *rec16;
+    const float *sinv = model_fp16_src(m, w, &rec16) == src && rec16 ? rec16 + REC_SCALE_INV : NULL;
     ScalingBank *fb = &m->sc.fwd;
     if (record) return cast(m, fb, sw, src, sdt, sinv, w->rows, w->cols, row, col, e);
     CastDesc c = {.in = src,

@@ -42,6 +42,11 @@
  *     elementwise, so the codes of the whole cast) and the row-wise copy is
  *     all-gathered in E4M3 (the plan's param_gather_comm, once per step); the
  *     transposed copy is recast from it. The forward casts nothing.
+ * MS-AMP O1's linears (scaled FP16 weight, no master, FP32 m and v sharded) take
+ * the same road without the copies' gather: the optimizer's passes apart with the
+ * weight's new amax agreed, each rank's elements of the weight stored with that
+ * scale, the weights all-gathered in FP16 in one bucket, the copies cast whole
+ * (model_copies.c).
  * So the loss curve is plain data parallelism's bit for bit. */
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +66,14 @@ static int fp8lm_class(const Recipe *r, const StateSet *s, Dtype gather, Dtype r
            gather == r->gemm_fwd && r->fp8_row == r->gemm_fwd && r->scaling == SCALING_DELAYED &&
            r->amax_reduce == AMAX_ALL && s->dt[STATE_GRAD] == reduce &&
            (!dtype_is_fp8(reduce) || exec_state_scaled(s, STATE_GRAD));
+}
+
+/* MS-AMP O1's block linears (exec_o1_states): Adam m and v sharded, the scaled FP16 weight updated on each
+ * rank's elements with the scale agreed over the ranks and all-gathered in FP16 (the recipe's
+ * param_gather_comm), the FP8 gradients reduce-scattered with a shared scale in their own dtype. */
+static int o1_class(const Recipe *r, const StateSet *s, Dtype gather, Dtype reduce)
+{
+    return exec_o1_states(r, s) && gather == s->dt[STATE_WEIGHT] && reduce == s->dt[STATE_GRAD];
 }
 
 Status model_shard_check(const Plan *p, Err *e)
@@ -84,12 +97,13 @@ Status model_shard_check(const Plan *p, Err *e)
         if (plan_state_sharded(in, s, STATE_WEIGHT) || plan_state_sharded(in, s, STATE_GRAD))
             return err_set(e, ST_UNAVAILABLE, "recipe %s, %s: sharded weights or gradients are not run", r->name,
                            sharding_name(in->sharding));
-        if (s->scaled_mask && !fp8lm_class(r, s, gather[c], reduce[c]))
+        if (s->scaled_mask && !fp8lm_class(r, s, gather[c], reduce[c]) && !o1_class(r, s, gather[c], reduce[c]))
             return err_set(e, ST_UNAVAILABLE,
                            "recipe %s, %s: %s states with per-tensor scaling records are sharded only as FP8-LM's "
                            "linears are (scaled FP16 master, no working weight, FP8 copies gathered in the forward "
                            "format, delayed scaling with the amax reduced over all ranks, gradients reduced in "
-                           "their own dtype)",
+                           "their own dtype) or MS-AMP O1's (scaled FP16 weight gathered in FP16, FP32 m and v "
+                           "sharded, scaled FP8 gradients reduced in their own dtype)",
                            r->name, sharding_name(in->sharding), class_name[c]);
         if (s->scaled_mask) continue;
         if (s->dt[STATE_WEIGHT] == DT_NONE || s->dt[STATE_WEIGHT] != gather[c])

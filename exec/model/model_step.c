@@ -78,11 +78,13 @@ Status model_trace_enable(Model *m, Err *e)
 
 /* Sharded FP8-LM states (model_shard.c): MS-AMP's two passes taken apart, the amaxes of every
  * tensor's new master, m and v (each rank's part) MAX-reduced over the ranks in between, so every
- * part is stored with the scales the whole tensor gets unsharded. */
+ * part is stored with the scales the whole tensor gets unsharded; MS-AMP O1's the same way, its FP16
+ * weight in the master's place (each rank updates the weight's elements whose m and v it holds). */
 static int agreed_states(const Model *m)
 {
-    return m->shard_ways > 1 && (m->shard_mask[MODEL_CLASS_GEMM] >> STATE_MASTER & 1) &&
-           m->recipe.gemm.dt[STATE_MASTER] == DT_FP16;
+    const int o1 = exec_o1_states(&m->recipe, &m->recipe.gemm); /* MS-AMP O1: the weight's scale, m and v sharded */
+    return m->shard_ways > 1 && (m->shard_mask[MODEL_CLASS_GEMM] >> (o1 ? STATE_M : STATE_MASTER) & 1) &&
+           (o1 || m->recipe.gemm.dt[STATE_MASTER] == DT_FP16);
 }
 
 /* round 0: the whole update; 1: the FP8-LM first pass (amaxes into amax[3i ..]); 2: the rest.
@@ -94,7 +96,7 @@ static Status update(Model *m, ModelParam *p, uint32_t i, float lr, int round, f
     const ModelHyper *h = &m->hyper;
     const StateSet *es = model_states(m, p);
     uint64_t lo, n = model_own(m, p, &lo); /* sharded states: this rank's part (model_shard.c) */
-    const int fp16 = es->dt[STATE_MASTER] == DT_FP16, c = model_class(p);
+    const int o1 = model_o1(m, p), fp16 = es->dt[STATE_MASTER] == DT_FP16 || o1, c = model_class(p);
     if (round == 1 && !fp16) return ST_OK;
     if (!n && !(round && fp16)) return ST_OK; /* an empty part still takes the agreed scales */
     void *master = model_state_at(m, p, STATE_MASTER, p->master), *mm = model_state_at(m, p, STATE_M, p->m),
@@ -109,19 +111,22 @@ static Status update(Model *m, ModelParam *p, uint32_t i, float lr, int round, f
                     .grad_scale = 1.0f};
     const float *ginv = p->grad_rec ? p->grad_rec + REC_SCALE_INV : NULL;
     if (fp16) {
+        /* MS-AMP O1 (msamp/optim/adamw.py, FP32 moments): the FP16 weight is the master, updated in place */
+        void *w16 = o1 ? weight : master ? master : m->shard_buf[c][STATE_MASTER]; /* n 0: nothing read */
         Fp8AdamDesc d = {.n = n,
                          .h = ah,
                          .margin = EXEC_FP8_MARGIN,
-                         .master = master ? master : m->shard_buf[c][STATE_MASTER], /* n 0: nothing read */
-                         .master_rec = p->master_rec,
+                         .master = w16,
+                         .master_rec = o1 ? p->weight_rec : p->master_rec,
                          .m = mm ? mm : m->shard_buf[c][STATE_M],
                          .m_rec = p->m_rec,
                          .v = vv ? vv : m->shard_buf[c][STATE_V],
                          .v_rec = p->v_rec,
+                         .moment_dtype = o1 ? DT_FP32 : DT_NONE,
                          .grad = grad,
                          .grad_dtype = es->dt[STATE_GRAD],
                          .grad_scale_inv = ginv,
-                         .weight = weight,
+                         .weight = o1 ? NULL : weight,
                          .weight_dtype = es->dt[STATE_WEIGHT],
                          .amax_out = round == 1 ? amax + 3 * (uint64_t)i : NULL,
                          .amax_in = round == 2 ? amax + 3 * (uint64_t)i : NULL};

@@ -91,7 +91,7 @@ static void profile_of_row(const GpuSpec *g, const Calibration *now, int n, Cali
     p->rate[CAL_PATH_FP32] = g->flops_fp32;
     p->mem_bw = g->hbm_bw, p->elem_bw = g->elem_bw;
     for (int i = 0; i < CAL_PATHS; i++) p->rate_iqr[i] = now->rate_iqr[i];
-    p->scaled_optim_bw = g->scaled_optim_bw;
+    p->scaled_optim_bw = g->scaled_optim_bw, p->o1_optim_bw = g->o1_optim_bw;
     p->mem_iqr = now->mem_iqr, p->elem_iqr = now->elem_iqr, p->scaled_optim_iqr = now->scaled_optim_iqr;
     for (int k = 0; k < ELEM_KINDS; k++) /* each kind the row rates (0: an older row, the figure skipped) */
         p->elem_kind_bw[k] = g->elem_kind_bw[k], p->elem_kind_iqr[k] = now->elem_kind_iqr[k];

@@ -133,9 +133,10 @@ expect_line "... its grouped expert GEMMs timed at the uniform routing's rows" \
     '  experts fc1 fprop +8 groups, +64 +448 +64 +[0-9.]+ ms +[0-9]+%'
 expect_line "... their cost per group printed" \
     '  grouped GEMM [0-9.]+ us per group beyond its FLOPs at the bf16 path.s rate \(group_gemm_us\)'
-# (the 7 element-wise kinds' rates follow it: elem_norm_gbps ... elem_cast_row_gbps, measured on every host profile)
-K5='(,[0-9.e+-]+){7}$'
-if head -n 1 "$TMP/xcat/gpus.csv" | grep -q ',group_gemm_us,elem_norm_gbps,elem_act_gbps,elem_add_gbps,elem_cast_gbps,elem_xent_gbps,elem_amax_gbps,elem_cast_row_gbps$' &&
+# (the 7 element-wise kinds' rates follow it: elem_norm_gbps ... elem_cast_row_gbps, then MS-AMP O1's optimizer
+# o1_optim_gbps, measured on every host profile)
+K5='(,[0-9.e+-]+){8}$'
+if head -n 1 "$TMP/xcat/gpus.csv" | grep -q ',group_gemm_us,elem_norm_gbps,elem_act_gbps,elem_add_gbps,elem_cast_gbps,elem_xent_gbps,elem_amax_gbps,elem_cast_row_gbps,o1_optim_gbps$' &&
     grep '^host,' "$TMP/xcat/gpus.csv" | grep -Eq ",[0-9.e+-]+$K5" && grep '^host,' "$cat/gpus.csv" | grep -Eq ",$K5"; then
     pass "... written as group_gemm_us (empty for a dense model's profile), each element-wise kind's rate after it"
 else

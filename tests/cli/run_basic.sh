@@ -7,7 +7,7 @@ run run --help
 expect_rc "run --help exits 0" 0
 expect_out "run --help shows usage" "usage: fp8plan run"
 
-for r in megatron-bf16 te-fp8 te-fp8-current fp8lm; do
+for r in megatron-bf16 te-fp8 te-fp8-current fp8lm msamp-o1; do
     run run $TINY --recipe $r --steps 3 -o "$TMP/$r.csv"
     expect_rc "$r: tiny run exits 0" 0
     expect_out "$r: prints the loss each step" "step      3  loss"

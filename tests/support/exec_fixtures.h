@@ -31,7 +31,7 @@ static inline void fx_states(StateSet *s, Dtype w, Dtype master, Dtype grad, Dty
     s->scaled_mask = scaled;
 }
 
-/* "fp32", "megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm", "deepseek-v3". */
+/* "fp32", "megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm", "msamp-o1", "deepseek-v3". */
 static inline Recipe fx_recipe(const char *name)
 {
     Recipe r;
@@ -49,7 +49,8 @@ static inline Recipe fx_recipe(const char *name)
     r.act_gran = r.weight_gran = GRAN_TENSOR;
     r.scaling = SCALING_NONE;
     r.amax_history = 0;
-    if (!strcmp(name, "te-fp8") || !strcmp(name, "te-fp8-current") || !strcmp(name, "fp8lm")) {
+    if (!strcmp(name, "te-fp8") || !strcmp(name, "te-fp8-current") || !strcmp(name, "fp8lm") ||
+        !strcmp(name, "msamp-o1")) {
         r.gemm_fwd = r.saved_input = r.fp8_row = r.fp8_col = DT_E4M3;
         r.gemm_bwd = DT_E5M2;
         r.scaling = SCALING_DELAYED;
@@ -64,6 +65,11 @@ static inline Recipe fx_recipe(const char *name)
             fx_states(&r.gemm, DT_NONE, DT_FP16, DT_E4M3, DT_E4M3, DT_FP16,
                       1u << STATE_MASTER | 1u << STATE_GRAD | 1u << STATE_M | 1u << STATE_V);
             r.amax_history = 1;
+        }
+        if (!strcmp(name, "msamp-o1")) { /* MS-AMP O1: scaled FP16 weight (no master), scaled E4M3 grad, FP32 m, v */
+            fx_states(&r.gemm, DT_FP16, DT_NONE, DT_E4M3, DT_FP32, DT_FP32, 1u << STATE_WEIGHT | 1u << STATE_GRAD);
+            r.amax_history = 1;
+            r.comm_dp_grad = DT_E4M3, r.comm_param_gather = DT_FP16;
         }
     }
     if (!strcmp(name, "deepseek-v3")) { /* E4M3 everywhere, 1x128 / 128x128 current scales, BF16 m and v */

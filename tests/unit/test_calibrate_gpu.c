@@ -44,20 +44,20 @@ static void test_gpu_row_text(void)
     CHECK_CONTAINS(row, "one GPU has no bus to measure");
     CHECK(strstr(row, "decoded to FP32") == NULL); /* the host's FP8 path, not a GPU's */
     /* the last columns: no latency (one GPU), element-wise 3000 GB/s, the scaled optimizer 1500 GB/s, no grouped GEMM's
-     * cost, no element-wise kind measured apart (these figures have none) */
+     * cost, no element-wise kind measured apart, no MS-AMP O1 optimizer (these figures have none) */
     const char *tail = strrchr(row, '"');
-    CHECK(tail && !strcmp(tail, "\",,3000,1500,,,,,,,,"));
+    CHECK(tail && !strcmp(tail, "\",,3000,1500,,,,,,,,,"));
     Calibration none = gpu_figures(1); /* the scaled optimizer not measured: empty, not 0 (which no row takes) */
     none.scaled_optim_bw = 0;
     CHECKF(cal_gpu_row(&none, "gpu", row, sizeof row, &e) == ST_OK, "%s", e.msg);
     tail = strrchr(row, '"');
-    CHECK(tail && !strcmp(tail, "\",,3000,,,,,,,,,"));
+    CHECK(tail && !strcmp(tail, "\",,3000,,,,,,,,,,"));
     Calibration two = gpu_figures(2);
     CHECKF(cal_gpu_row(&two, "gpu", row, sizeof row, &e) == ST_OK, "%s", e.msg);
     CHECK_CONTAINS(row, ",nvlink,350,350,2,\""); /* 3.5e11 B/s = 350 GB/s, two GPUs measured */
     CHECK_CONTAINS(row, "NCCL all-reduce over 2 ranks");
     tail = strrchr(row, '"');
-    CHECK(tail && !strcmp(tail, "\",5,3000,1500,,,,,,,,")); /* latency 5 us */
+    CHECK(tail && !strcmp(tail, "\",5,3000,1500,,,,,,,,,")); /* latency 5 us */
 }
 
 static void test_gpu_row_parses_as_gpu(void)

@@ -24,19 +24,19 @@ static void test_host_rows_refused(void)
     Err e = {0};
     const char *bad[] = {
         /* a host whose link is not host */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,,,,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,,,,,,,,,,,\n",
         /* a GPU with a host link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,,,,,,,,,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,,,,,,,,,,,\n",
         /* a measured link without its latency */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,,,,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,,,,,,,,,,,\n",
         /* one of the two bandwidths 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,,,,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,,,,,,,,,,,\n",
         /* a latency of 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,,,,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,,,,,,,,,,,\n",
         /* a GPU keeps its positive link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,,,,,,,,,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,,,,,,,,,,,\n",
         /* a grouped GEMM's cost per group below 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,0,0,2,src,,,,-1,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,0,0,2,src,,,,-1,,,,,,,,\n",
     };
     const char *col[] = {"intra_link",      "intra_link",      "link_latency_us", "inter_node_gbps",
                          "link_latency_us", "intra_node_gbps", "group_gemm_us"};
@@ -232,6 +232,43 @@ static void test_scaled_optim_rate(void)
     free(a), free(b), free(c), free(cat);
 }
 
+/* MS-AMP O1's optimizer (o1_optim_gbps) on the tiny model (1,536 GEMM weights; hbm_gbps 10): its linears' bytes
+ * as the plan counts them, per parameter E4M3 gradient 1 + the FP16 weight 2, FP32 m 4 and v 4 read and written
+ * (2 x 10 = 20) + the second pass reading the four again (1 + 2 + 4 + 4 = 11) = 32 B: 1,536 x 32 = 49,152 B. At
+ * 2.5 GB/s instead of the stream's 10: 49,152 x (1 / 2.5e9 - 1 / 10e9) = 49,152 x 3e-10 = 1.47456e-5 s more; at
+ * 10 GB/s the plan is the stream's to the bit; FP8-LM's rate (scaled_optim_gbps) alone leaves it streamed. */
+static void test_o1_optim_rate(void)
+{
+    Catalog *cat = fx_catalog();
+    CHECK(cat != NULL);
+    if (!cat) return;
+    const Recipe *o1 = catalog_recipe(cat, "msamp-o1");
+    CHECK(o1 != NULL);
+    GpuSpec g = host_gpu();
+    ModelSpec m = fx_tiny_model();
+    Plan *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    Err e = {0};
+    if (!a || !b || !o1) {
+        free(a), free(b), free(cat);
+        return;
+    }
+    PlanInput in = fx_input(&m, &g, o1);
+    in.mbs = 1, in.gbs = 1;
+    g.scaled_optim_bw = 0, g.o1_optim_bw = 0;
+    CHECKF(plan_build(&in, a, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(a->params_gemm_gpu, 1536);
+    g.o1_optim_bw = 10e9;
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(b->time.optimizer_s, a->time.optimizer_s, 1e-12);
+    g.o1_optim_bw = 2.5e9;
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(b->time.optimizer_s - a->time.optimizer_s, 1.47456e-5, 1e-9);
+    g.o1_optim_bw = 0, g.scaled_optim_bw = 2.5e9;
+    CHECKF(plan_build(&in, b, &e) == ST_OK, "%s", e.msg);
+    CHECK(b->time.optimizer_s == a->time.optimizer_s);
+    free(a), free(b), free(cat);
+}
+
 /* elem_amax_gbps and elem_cast_row_gbps (ElemKind ELEM_AMAX, ELEM_CAST_ROW) on the fp8plan stack, the tiny model
  * (2 layers, hidden 8, FFN 32 GeLU; 1,536 GEMM weights, test_scaled_optim_rate), 4 tokens a micro-batch, no launch
  * floor, elem_gbps = hbm_gbps = 10 GB/s; a kind at 5 GB/s costs 1 / 5e9 - 1 / 10e9 = 1e-10 s a byte more:
@@ -352,6 +389,7 @@ int main(void)
     RUN(test_elem_rate);
     RUN(test_elem_kind_rates);
     RUN(test_scaled_optim_rate);
+    RUN(test_o1_optim_rate);
     RUN(test_amax_and_commit_kinds);
     RUN(test_group_cost);
     return test_summary();

@@ -428,7 +428,18 @@ static void test_optimizers(void)
     void *mw0 = malloc(NE * 2), *mm0 = malloc(NE), *mv0 = malloc(NE * 2);
     memcpy(mw0, mw, NE * 2), memcpy(mm0, mm, NE), memcpy(mv0, mv, NE * 2);
     float rw[3] = {4, 0.25f, 0}, rm[3] = {8, 0.125f, 0}, rv[3] = {2, 0.5f, 0};
-    Fp8AdamDesc f = {NE, h, 0, mw, rw, mm, rm, mv, rv, g, DT_FP32, NULL, wb, DT_BF16, NULL, NULL};
+    Fp8AdamDesc f = {.n = NE,
+                     .h = h,
+                     .master = mw,
+                     .master_rec = rw,
+                     .m = mm,
+                     .m_rec = rm,
+                     .v = mv,
+                     .v_rec = rv,
+                     .grad = g,
+                     .grad_dtype = DT_FP32,
+                     .weight = wb,
+                     .weight_dtype = DT_BF16};
     CHECK(!bk->fp8_adam(bk, &f, &e));
     float aw = 0, amm = 0, av = 0, dw = 0.25f, dm = 0.125f, dv = 0.5f;
     for (int pass = 0; pass < 2; pass++) {

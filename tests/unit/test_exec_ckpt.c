@@ -91,6 +91,8 @@ static void resume_case(const char *recipe, ModelSpec s)
 static void test_resume_megatron_bf16(void) { resume_case("megatron-bf16", fx_gpt()); }
 static void test_resume_te_fp8(void) { resume_case("te-fp8", fx_gpt()); }
 static void test_resume_fp8lm(void) { resume_case("fp8lm", fx_gpt()); }
+/* MS-AMP O1: the scaled FP16 weight and its record (weight_rec) are state the checkpoint must carry */
+static void test_resume_msamp_o1(void) { resume_case("msamp-o1", fx_gpt()); }
 static void test_resume_llama_te_fp8(void) { resume_case("te-fp8", fx_llama()); }
 /* MoE layers: the router, the routed experts' states and a sigmoid router's bias (moved after every step from
  * the step's loads) survive a checkpoint, so the resumed run routes every token as the continuous one */
@@ -195,6 +197,7 @@ int main(void)
     RUN(test_resume_megatron_bf16);
     RUN(test_resume_te_fp8);
     RUN(test_resume_fp8lm);
+    RUN(test_resume_msamp_o1);
     RUN(test_resume_llama_te_fp8);
     RUN(test_resume_moe_bf16);
     RUN(test_bad_checkpoints);

@@ -383,7 +383,16 @@ static void test_refusals(void)
         CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
         CHECK_CONTAINS(e.msg, "--tp 2 --recipe deepseek-v3: the cuda backend's block-scaled GEMMs over the gathered "
                               "shards (a rank's codes, then its scales) are not checked against the CPU reference yet");
+        Recipe o1 = fx_recipe("msamp-o1"); /* MS-AMP O1's optimizer: no CUDA kernel yet, refused before any work */
+        CHECK(!fx_plan(&lb, &o1, B, 1, &p, &e));
+        CHECK_EQ_INT(model_create(&p, NULL, bk, comm, &g, &e), ST_UNAVAILABLE);
+        CHECK(g == NULL);
+        CHECK_CONTAINS(e.msg, "recipe msamp-o1: MS-AMP O1's optimizer (a scaled FP16 weight updated in place beside "
+                              "FP32 Adam m and v) runs on the cpu backend only so far; the cuda backend has no kernel");
         bk->name = name;
+        CHECKF(model_create(&p, NULL, bk, comm, &g, &e) == ST_OK, "msamp-o1 on the cpu backend: %s", e.msg);
+        if (g) model_destroy(g);
+        g = NULL;
     }
     if (comm) comm->destroy(comm);
     if (bk) bk->destroy(bk);

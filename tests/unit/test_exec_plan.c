@@ -18,7 +18,8 @@
 
 static Catalog *cat;
 
-static const char *const recipes[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm", "deepseek-v3"};
+static const char *const recipes[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "fp8lm", "deepseek-v3", "msamp-o1"};
+enum { NRECIPES = sizeof recipes / sizeof *recipes };
 
 /* Compare one configuration (`micro` micro-batches per step); returns the number of mismatching terms. */
 static int compare_mb(const ModelSpec *m, const char *recipe, uint32_t mbs, uint32_t micro)
@@ -130,12 +131,12 @@ static void test_terms_match_plan(void)
     shapes[5].vocab = 1001;
     int configs = 0, bad = 0;
     for (int i = 0; i < 6; i++)
-        for (int r = 0; r < 5; r++)
+        for (int r = 0; r < NRECIPES; r++)
             for (uint32_t mbs = 1; mbs <= 3; mbs += 2) {
                 bad += compare(&shapes[i], recipes[r], mbs);
                 configs++;
             }
-    printf("  %d configurations (6 shapes x 5 recipes x mbs 1, 3)\n", configs);
+    printf("  %d configurations (6 shapes x %d recipes x mbs 1, 3)\n", configs, (int)NRECIPES);
     CHECK_EQ_INT(bad, 0);
 }
 
@@ -152,7 +153,7 @@ static void test_llama_terms_match_plan(void)
     int configs = 0, bad = 0;
     for (int i = 0; i < 5; i++) {
         CHECK(shapes[i].norm == NORM_RMSNORM && shapes[i].mlp == MLP_SWIGLU && shapes[i].pos == POS_ROPE);
-        for (int r = 0; r < 5; r++)
+        for (int r = 0; r < NRECIPES; r++)
             for (uint32_t mbs = 1; mbs <= 2; mbs++) {
                 bad += compare(&shapes[i], recipes[r], mbs);
                 /* gradient accumulation: one micro-batch in flight, so every term is the same */
@@ -160,7 +161,8 @@ static void test_llama_terms_match_plan(void)
                 configs += 2;
             }
     }
-    printf("  %d configurations (5 LLaMA shapes x 5 recipes x mbs 1, 2 x 1 and 4 micro-batches)\n", configs);
+    printf("  %d configurations (5 LLaMA shapes x %d recipes x mbs 1, 2 x 1 and 4 micro-batches)\n", configs,
+           (int)NRECIPES);
     CHECK_EQ_INT(bad, 0);
 }
 
@@ -448,7 +450,7 @@ static void test_qk_norm_terms_match_plan(void)
     a.vocab = 256;
     q = a;
     q.qk_norm = 1;
-    for (size_t i = 0; i < sizeof recipes / sizeof *recipes; i++) /* the file's five recipes */
+    for (size_t i = 0; i < sizeof recipes / sizeof *recipes; i++) /* the file's recipes */
         CHECKF(compare(&q, recipes[i], 1) == 0, "%s", recipes[i]);
     PlanInput in;
     static Plan pa, pq;
@@ -520,6 +522,51 @@ static void test_swiglu_transient(void)
     CHECK_EQ_INT(compare(&m, "megatron-bf16", 1), 0);
 }
 
+/* MS-AMP O1 (msamp-o1) at a real vocabulary: the CPU demo (gpt2-124m, L2, C 128, H 4, T 64, V 50,257 padded to
+ * 50,304, mbs 1), every state worked by hand. Linear weights per layer: QKV 128·384 + proj 128·128 + FC1 128·512 +
+ * FC2 512·128 = 49,152 + 16,384 + 65,536 + 65,536 = 196,608; x 2 layers = 393,216 (Pl). Other parameters: wte
+ * 50,304·128 = 6,438,912, wpe 64·128 = 8,192, per layer norms 4·128 + biases 384 + 128 + 512 + 128 = 1,664 (x 2 =
+ * 3,328), final norm 256: 6,450,688 (Po).
+ *   linears (O1's row): FP16 weight 2·Pl = 786,432; no master 0; E4M3 gradient Pl = 393,216; FP32 m and v 4·Pl =
+ *     1,572,864 each; E4M3 row-wise and transposed copies Pl = 393,216 each;
+ *   others (megatron-bf16 states): BF16 weight 2·Po = 12,901,376; FP32 master, grad, m, v 4·Po = 25,802,752 each;
+ *   scaling records: 8 linears x 2 scaled states (weight, grad) x 3 floats x 4 B = 192;
+ *   total_state 786,432 + 393,216 + 2·1,572,864 + 12,901,376 + 4·25,802,752 = 120,437,760
+ *   (11 B per linear parameter: 2 + 1 + 8, the catalog's MS-AMP O1 row). */
+static void test_msamp_o1_demo(void)
+{
+    ModelSpec m = shaped("gpt2-124m", 2, 128, 4, 64);
+    CHECK_EQ_INT(m.vocab, 50257);
+    PlanInput in;
+    static Plan p;
+    Err e;
+    exec_plan_input(&in, &m, catalog_gpu(cat, "h100-sxm"), catalog_recipe(cat, "msamp-o1"), 1, 1,
+                    catalog_stack(cat, "fp8plan"));
+    CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
+    static const struct {
+        MemTermId t;
+        uint64_t bytes;
+    } want[] = {{MT_WEIGHT_GEMM, 786432},   {MT_MASTER_GEMM, 0},          {MT_GRAD_GEMM, 393216},
+                {MT_OPTIM_M_GEMM, 1572864}, {MT_OPTIM_V_GEMM, 1572864},   {MT_FP8_ROWWISE, 393216},
+                {MT_FP8_COLWISE, 393216},   {MT_WEIGHT_OTHER, 12901376},  {MT_MASTER_OTHER, 25802752},
+                {MT_GRAD_OTHER, 25802752},  {MT_OPTIM_M_OTHER, 25802752}, {MT_OPTIM_V_OTHER, 25802752},
+                {MT_SCALE_STATE, 192}};
+    ArenaSpecs specs = {0};
+    uint64_t have[ARENA_TERMS];
+    CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
+    arena_specs_free(&specs);
+    uint64_t states = 0;
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        CHECKF(p.mem[want[i].t].bytes == want[i].bytes, "plan %s: %llu, by hand %llu", mem_term_name(want[i].t),
+               (unsigned long long)p.mem[want[i].t].bytes, (unsigned long long)want[i].bytes);
+        CHECKF(have[want[i].t] == want[i].bytes, "executor %s: %llu, by hand %llu", mem_term_name(want[i].t),
+               (unsigned long long)have[want[i].t], (unsigned long long)want[i].bytes);
+        if (mem_term_category(want[i].t) == MC_STATE) states += have[want[i].t];
+    }
+    CHECK_EQ_U64(states, 120437760);
+    CHECK_EQ_INT(compare(&m, "msamp-o1", 1), 0);
+}
+
 static void test_refusals(void)
 {
     static const struct {
@@ -527,8 +574,8 @@ static void test_refusals(void)
     } refused[] = {
         {"mxfp8", "1x32/1x32 scale granularity is not run by the executor yet"},
         {"bf16", "working weights 'none' need FP8 GEMMs"},
-        {"msamp-o1", "keep no master"},
         {"te-fp8-param", "working weights in e4m3 are not supported"},
+        {"msamp-o3", "working weights in e4m3 are not supported"},
     };
     Err e;
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
@@ -590,6 +637,7 @@ int main(void)
     RUN(test_qk_norm_terms_match_plan);
     RUN(test_one_vocabulary);
     RUN(test_swiglu_transient);
+    RUN(test_msamp_o1_demo);
     RUN(test_refusals);
     free(cat);
     return test_summary();

@@ -104,7 +104,8 @@ static const RecipeCase RECIPES[] = {
     {"fp8lm", C_GEMM_MASTER_FP16_FP8LM, ST_OK, NULL},
     {"megatron-bf16", C_OTHER_NO_MASTER_BF16, ST_UNAVAILABLE,
      "recipe megatron-bf16: other-parameter states keep no master, so the optimizer would update bf16 weights in "
-     "place; the executor does that only for fp32 weights"},
+     "place; the executor does that for fp32 weights, and for MS-AMP O1's linears (a scaled fp16 weight read by FP8 "
+     "GEMMs, scaled FP8 gradients, fp32 Adam m and v)"},
     {"megatron-bf16", C_GEMM_GRAD_FP16, ST_UNAVAILABLE,
      "recipe megatron-bf16: linear-weight gradients in fp16 are not supported"},
     {"te-fp8", C_GEMM_GRAD_E5M2_UNSCALED, ST_USAGE,

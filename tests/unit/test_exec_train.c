@@ -2,7 +2,7 @@
  * the FP8 recipes track the BF16 run.
  *
  * Every row of models/recipes.csv that the executor accepts (megatron-bf16,
- * te-fp8, te-fp8-current and fp8lm today; a runnable row added later is
+ * te-fp8, te-fp8-current, fp8lm, deepseek-v3 and msamp-o1 today; a runnable row added later is
  * tested too) trains two tiny models (exec_fixtures.h, B=4, T=16, V=64: GPT-2
  * style L=2, C=32, H=4, F=128; LLaMA style with H=4 over 2 KV heads, F=48
  * SwiGLU, RMSNorm, rotary positions, untied) for 200 steps on the same
@@ -118,9 +118,9 @@ static void every_runnable_recipe(void)
         if (st || !strcmp(name, "megatron-bf16")) continue;
         ran += check_recipe(name);
         named += !strcmp(name, "te-fp8") || !strcmp(name, "te-fp8-current") || !strcmp(name, "fp8lm") ||
-                 !strcmp(name, "deepseek-v3");
+                 !strcmp(name, "deepseek-v3") || !strcmp(name, "msamp-o1");
     }
-    CHECK_EQ_INT(named, 4); /* the issues' recipes are among them */
+    CHECK_EQ_INT(named, 5); /* the issues' recipes are among them */
     CHECK(ran >= 3);
 }
 

@@ -43,10 +43,10 @@ typedef struct {
 } WantGemm;
 
 typedef struct {
-    uint64_t lin[4][2];              /* (out, in) of QKV, proj, FC1, FC2 */
-    double flops[CAL_PATHS];         /* per path */
-    double kbytes[9], weighted_elem; /* norm, act, add, cast, xent, amax, cast_row, adamw, fp8lm; the weighted sum of
-                                        the first five */
+    uint64_t lin[4][2];               /* (out, in) of QKV, proj, FC1, FC2 */
+    double flops[CAL_PATHS];          /* per path */
+    double kbytes[10], weighted_elem; /* norm, act, add, cast, xent, amax, cast_row, adamw, fp8lm, msamp-o1; the
+                                         weighted sum of the first five */
 } Want;
 
 static void check_profile(const ModelSpec *m, const Want *w)
@@ -117,16 +117,17 @@ static void check_profile(const ModelSpec *m, const Want *w)
         CHECK_REL(c->rate_iqr[p] * secs[p], wiqr[p], 1e-12);
     }
 
-    /* the nine kernels: names, bytes by hand; AdamW gives the streaming rate, FP8-LM's the scaled optimizer's, the
-     * first five the weighted element rate, the amax and the row-wise cast only their own (elem_kind_bw) */
-    static const char *const kname[9] = {"norm",          "activation", "residual add",      "fp8 cast+transpose",
-                                         "cross-entropy", "amax",       "fp8 cast fp32 row", "adamw",
-                                         "fp8lm adam"};
+    /* the ten kernels: names, bytes by hand; AdamW gives the streaming rate, FP8-LM's the scaled optimizer's,
+     * MS-AMP O1's its own, the first five the weighted element rate, the amax and the row-wise cast only their own
+     * (elem_kind_bw) */
+    static const char *const kname[10] = {"norm",          "activation",   "residual add",      "fp8 cast+transpose",
+                                          "cross-entropy", "amax",         "fp8 cast fp32 row", "adamw",
+                                          "fp8lm adam",    "msamp-o1 adam"};
     static const double calls[5] = {8, 4, 8, 8, 1};
     static const ElemKind kind[7] = {ELEM_NORM, ELEM_ACT, ELEM_ADD, ELEM_CAST, ELEM_XENT, ELEM_AMAX, ELEM_CAST_ROW};
-    CHECK_EQ_INT(c->nkern, 9);
+    CHECK_EQ_INT(c->nkern, 10);
     double ksecs = 0, kspread = 0, kwiqr = 0;
-    for (int k = 0; k < 9 && k < c->nkern; k++) {
+    for (int k = 0; k < 10 && k < c->nkern; k++) {
         CHECK_STR(c->kern[k].what, kname[k]);
         CHECK_NEAR(c->kern[k].bytes, w->kbytes[k], 0);
         CHECKF(c->kern[k].seconds > 0, "kernel %s timed %g s", kname[k], c->kern[k].seconds);
@@ -138,7 +139,10 @@ static void check_profile(const ModelSpec *m, const Want *w)
         if (k < 7 && c->kern[k].seconds > 0)
             CHECK_REL(c->elem_kind_bw[kind[k]] * c->kern[k].seconds, w->kbytes[k], 1e-12);
     }
-    if (c->nkern == 9) {
+    if (c->nkern == 10) {
+        CHECK_REL(c->o1_optim_bw * c->kern[9].seconds, w->kbytes[9], 1e-12);
+        CHECK_NEAR(c->o1_optim_spread, c->kern[9].spread, 0);
+        CHECK_NEAR(c->o1_optim_iqr, c->kern[9].iqr, 0);
         CHECK_REL(c->scaled_optim_bw * c->kern[8].seconds, w->kbytes[8], 1e-12);
         CHECK_NEAR(c->scaled_optim_spread, c->kern[8].spread, 0);
         CHECK_NEAR(c->scaled_optim_iqr, c->kern[8].iqr, 0);
@@ -159,8 +163,9 @@ static void test_gpt_profile(void)
     ModelSpec m = fx_gpt();
     Want w = {.lin = {{96, 32}, {32, 32}, {128, 32}, {32, 128}},
               .flops = {1179648, 1572864, 1179648},
-              /* amax 2 x 16 x 32 = 1,024 B; the row-wise cast of FC1's gradient 5 x 32 x 128 = 20,480 B */
-              .kbytes = {2176, 8192, 3072, 2048, 32768, 1024, 20480, 860160, 487424},
+              /* amax 2 x 16 x 32 = 1,024 B; the row-wise cast of FC1's gradient 5 x 32 x 128 = 20,480 B; the
+               * optimizers over 28,672 parameters: AdamW 30 B, FP8-LM's 17 B, MS-AMP O1's 32 B = 917,504 B */
+              .kbytes = {2176, 8192, 3072, 2048, 32768, 1024, 20480, 860160, 487424, 917504},
               .weighted_elem = 123904};
     check_profile(&m, &w);
 }
@@ -170,8 +175,9 @@ static void test_llama_profile(void)
     ModelSpec m = fx_llama();
     Want w = {.lin = {{64, 32}, {32, 32}, {96, 32}, {32, 48}},
               .flops = {737280, 1130496, 737280},
-              /* amax 2 x 16 x 32 = 1,024 B; the row-wise cast of FC1's gradient 5 x 32 x 48 = 7,680 B */
-              .kbytes = {2176, 4608, 3072, 2048, 32768, 1024, 7680, 583680, 330752},
+              /* amax 2 x 16 x 32 = 1,024 B; the row-wise cast of FC1's gradient 5 x 32 x 48 = 7,680 B; the
+               * optimizers over 19,456 parameters: 30, 17 and 32 B each (MS-AMP O1's 622,592 B) */
+              .kbytes = {2176, 4608, 3072, 2048, 32768, 1024, 7680, 583680, 330752, 622592},
               .weighted_elem = 109568};
     check_profile(&m, &w);
 }

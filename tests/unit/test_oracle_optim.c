@@ -1,4 +1,4 @@
-/* tests/unit/test_oracle_optim.c — AdamW and FP8-LM's Adam, steps 1 and 2, by hand.
+/* tests/unit/test_oracle_optim.c — AdamW, FP8-LM's and MS-AMP O1's Adam, steps 1 and 2, by hand.
  *
  * An independent oracle for the optimizers the backends run: the expected
  * weights, moments, stored codes and scaling records below are worked out in
@@ -312,11 +312,76 @@ static void test_fp8lm_adam_unscaled(void)
     bk->destroy(bk);
 }
 
+/* MS-AMP O1's Adam (msamp/optim/adamw.py with FP32 moments): the scaled FP16 weight is the master, updated in
+ * place, Adam m and v FP32 with no record (moment_dtype DT_FP32), no working copy. Elements 0 and 1 as above.
+ * Step 1 (FP32 gradients 1, -1): the weight as FP8-LM's master above — 0x7740, 0xFB60, record {16384, 2^-14,
+ *   3.6875}; m 0.5, -0.5 and v 0.25, 0.25 stored as FP32, exactly.
+ * Step 2 (E4M3 gradients, O1's dtype: 0x4A = 0.1001.010 = 1.01b x 2^(9 - 7) = 5, scale_inv 0.5: g = 2.5): the
+ *   stored weight decodes to 1.8125, -3.6875 and the moments are exact, so AdamW's values: w 1.6158854,
+ *   -3.5125868 -> amax 3.5125868, scale 2^14 again, codes 0x7677 and 0xFB06 (as FP8-LM's master above);
+ *   m 0.5·0.5 + 0.5·2.5 = 1.5 and -0.25 + 1.25 = 1; v 0.75·0.25 + 0.25·6.25 = 1.75 (both), exact in FP32. */
+static void test_msamp_o1_adam_two_steps(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    if (!bk) return;
+    const uint16_t w0[2] = {0x4000, 0xC400}; /* FP16 2, -4, scale 1 */
+    const float z[2] = {0, 0}, rec1[3] = {1, 1, 0}, g1[2] = {1, -1};
+    uint16_t *w = dev(bk, w0, sizeof w0);
+    float *m = dev(bk, z, sizeof z), *v = dev(bk, z, sizeof z), *wrec = dev(bk, rec1, sizeof rec1);
+    float *grad = dev(bk, g1, sizeof g1);
+    CHECK(w && m && v && wrec && grad);
+    if (!w || !m || !v || !wrec || !grad) return;
+    Fp8AdamDesc d = {.n = 2,
+                     .h = hyper(1, 1.0f),
+                     .master = w,
+                     .master_rec = wrec,
+                     .m = m,
+                     .v = v,
+                     .moment_dtype = DT_FP32,
+                     .grad = grad,
+                     .grad_dtype = DT_FP32};
+    CHECKF(bk->fp8_adam(bk, &d, &e) == ST_OK, "%s", e.msg);
+    uint16_t ws[2];
+    float ms[2], vs[2], r[3];
+    host(bk, ws, w, sizeof ws), host(bk, ms, m, sizeof ms), host(bk, vs, v, sizeof vs), host(bk, r, wrec, sizeof r);
+    CHECK_EQ_U64(ws[0], 0x7740);
+    CHECK_EQ_U64(ws[1], 0xFB60);
+    CHECK(ms[0] == 0.5f && ms[1] == -0.5f && vs[0] == 0.25f && vs[1] == 0.25f);
+    CHECK(r[0] == 16384.0f && r[1] == 0x1p-14f && r[2] == 3.6875f);
+    const uint8_t g2[2] = {0x4A, 0x4A};
+    const float ginv = 0.5f;
+    uint8_t *gq = dev(bk, g2, sizeof g2);
+    float *gi = dev(bk, &ginv, sizeof ginv);
+    CHECK(gq && gi);
+    if (!gq || !gi) return;
+    d.h = hyper(2, 1.0f), d.grad = gq, d.grad_dtype = DT_E4M3, d.grad_scale_inv = gi;
+    CHECKF(bk->fp8_adam(bk, &d, &e) == ST_OK, "%s", e.msg);
+    host(bk, ws, w, sizeof ws), host(bk, ms, m, sizeof ms), host(bk, vs, v, sizeof vs), host(bk, r, wrec, sizeof r);
+    CHECK_EQ_U64(ws[0], 0x7677);
+    CHECK_EQ_U64(ws[1], 0xFB06);
+    CHECK(ms[0] == 1.5f && ms[1] == 1.0f && vs[0] == 1.75f && vs[1] == 1.75f);
+    CHECK(r[0] == 16384.0f && r[1] == 0x1p-14f);
+    CHECK_REL(r[2], -STEP2_W1, F32_REL);
+    /* FP32 moments carry no record; moments in another dtype are not an MS-AMP layout */
+    d.m_rec = wrec;
+    CHECK_EQ_INT(bk->fp8_adam(bk, &d, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "FP32 moments carry no scaling record");
+    d.m_rec = NULL, d.moment_dtype = DT_BF16;
+    CHECK_EQ_INT(bk->fp8_adam(bk, &d, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "moments in bf16");
+    bk->free(bk, w), bk->free(bk, m), bk->free(bk, v), bk->free(bk, wrec), bk->free(bk, grad), bk->free(bk, gq);
+    bk->free(bk, gi);
+    bk->destroy(bk);
+}
+
 int main(void)
 {
     RUN(test_adamw_two_steps);
     RUN(test_adamw_bf16_moments);
     RUN(test_fp8lm_adam_two_steps);
     RUN(test_fp8lm_adam_unscaled);
+    RUN(test_msamp_o1_adam_two_steps);
     return test_summary();
 }

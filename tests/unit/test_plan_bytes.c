@@ -35,10 +35,12 @@ static void test_grad_commit_bytes(void)
     CHECK_NEAR(pb_grad_commit_bytes(1000.0, DT_FP32), 0.0, 0.0);
 }
 
-/* Two passes for scaled optimizer states (fp8lm: master, grad, m, v scaled),
- * one for megatron-bf16 (nothing scaled) and msamp-o1 (weight and grad scaled,
- * FP32 Adam): one more read of grad + master + m + v = 1 + 2 + 1 + 2 = 6 B per
- * parameter for fp8lm's dtypes; 1e6 parameters -> 6e6 B. */
+/* Two passes for scaled optimizer states (fp8lm: master, grad, m, v scaled) and
+ * for msamp-o1's linears (no master: the scaled FP16 weight is updated in place,
+ * its new scale from its new amax), one for megatron-bf16 (nothing scaled): one
+ * more read of grad + master + m + v = 1 + 2 + 1 + 2 = 6 B per parameter for
+ * fp8lm's dtypes, 1e6 parameters -> 6e6 B; msamp-o1's, the weight in the
+ * master's place (plan_time), 1 + 2 + 4 + 4 = 11 B -> 11e6 B. */
 static void test_two_pass_optimizer(void)
 {
     Catalog *c = fx_catalog();
@@ -53,7 +55,11 @@ static void test_two_pass_optimizer(void)
     CHECK(pb_optim_two_pass(&fp8lm->gemm));
     CHECK(!pb_optim_two_pass(&fp8lm->other)); /* non-GEMM params on the BF16 path */
     CHECK(!pb_optim_two_pass(&bf16->gemm));
-    CHECK(!pb_optim_two_pass(&o1->gemm));
+    CHECK(pb_optim_two_pass(&o1->gemm));
+    CHECK(!pb_optim_two_pass(&o1->other)); /* megatron-bf16's states */
+    CHECK(pb_optim_inplace_weight(&o1->gemm));
+    CHECK(!pb_optim_inplace_weight(&fp8lm->gemm) && !pb_optim_inplace_weight(&bf16->gemm));
+    CHECK_NEAR(pb_optim_second_pass_bytes(&o1->gemm, 1e6, 2e6, 4e6, 4e6), 11e6, 0.0);
     CHECK_NEAR(pb_optim_second_pass_bytes(&fp8lm->gemm, 1e6, 2e6, 1e6, 2e6), 6e6, 0.0);
     CHECK_NEAR(pb_optim_second_pass_bytes(&bf16->gemm, 4e6, 4e6, 4e6, 4e6), 0.0, 0.0);
     free(c);
