@@ -246,8 +246,12 @@ static void memory_band(const PlanInput *in, const Geo *g, Ck *ck, Plan *p)
 }
 
 /* Build a validated input; memory_first 1: plan_build_memory_first's, 2: plan_sweep_build's. geo: NULL, or where
- * its geometry is kept across calls; have_geo: *geo already holds it (plan_sweep_build). */
-static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_first, Geo *geo, int have_geo)
+ * its geometry is kept across calls; have_geo: *geo already holds it (plan_sweep_build). cx: the input's context
+ * (plan_ctx_matches 1), or NULL: its parts are worked out here; cache (with cx NULL): a context kept across calls,
+ * made again for this input where it does not match (plan_sweep_build). Either is read only for a plan that gets
+ * past its memory. */
+static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_first, Geo *geo, int have_geo,
+                    const PlanCtx *cx, PlanCtx *cache)
 {
     uint64_t seq = resolve_seq(in), gbs = resolve_gbs(in, seq);
     Geo local, *g = geo ? geo : &local;
@@ -308,16 +312,23 @@ static Status build(const PlanInput *in, Plan *p, PlanReject *why, int memory_fi
         return ST_OK;
     }
 
-    ModelParams mp;
-    if (model_params(in->model, &mp)) ck.ovf = 1;
-    p->params_total = mp.total, p->params_active = mp.active;
+    PlanCtx own;
+    if (cache) {
+        if (!plan_ctx_matches(cache, in)) plan_ctx_init(cache, in);
+        cx = cache;
+    } else if (!cx) {
+        plan_ctx_parts(&own, in);
+        cx = &own;
+    }
+    if (cx->params_ovf) ck.ovf = 1;
+    p->params_total = cx->params.total, p->params_active = cx->params.active;
 
     plan_comm(in, g, p, &ck);
     if (ck.ovf) {
         *why = REJECT_OVERFLOW;
         return ST_OVERFLOW;
     }
-    plan_time(in, g, p);
+    plan_time(in, g, &cx->gg, p);
     if (nonfinite_figure(p)) {
         *why = REJECT_NONFINITE;
         return ST_OVERFLOW;
@@ -335,7 +346,7 @@ static Status build_checked(const PlanInput *in, Plan *out, PlanReject *why, int
         *why = r;
         return (!in || !in->model || !in->gpu || !in->recipe) ? ST_SOFTWARE : ST_USAGE;
     }
-    return build(in, out, why, memory_first, NULL, 0);
+    return build(in, out, why, memory_first, NULL, 0, NULL, NULL);
 }
 
 Status plan_build_fast(const PlanInput *in, Plan *out, PlanReject *why) { return build_checked(in, out, why, 0); }
@@ -343,6 +354,21 @@ Status plan_build_fast(const PlanInput *in, Plan *out, PlanReject *why) { return
 Status plan_build_memory_first(const PlanInput *in, Plan *out, PlanReject *why)
 {
     return build_checked(in, out, why, 1);
+}
+
+Status plan_build_ctx(const PlanCtx *cx, const PlanInput *in, Plan *out, PlanReject *why)
+{
+    PlanCtx fresh;
+    if (!plan_ctx_matches(cx, in)) {
+        plan_ctx_init(&fresh, in);
+        cx = &fresh;
+    }
+    PlanReject r = cx->setup != REJECT_NONE ? cx->setup : plan_validate_layout(in, NULL);
+    if (r != REJECT_NONE) {
+        *why = r;
+        return (!in || !in->model || !in->gpu || !in->recipe) ? ST_SOFTWARE : ST_USAGE;
+    }
+    return build(in, out, why, 0, NULL, 0, cx, NULL);
 }
 
 Status plan_sweep_build(const PlanInput *in, PlanSweepGeo *c, int same_layout, int memory_first, Plan *out,
@@ -356,7 +382,7 @@ Status plan_sweep_build(const PlanInput *in, PlanSweepGeo *c, int same_layout, i
     }
     int have = same_layout && c->have;
     c->have = 1;
-    return build(in, out, why, memory_first ? 2 : 0, &c->g, have);
+    return build(in, out, why, memory_first ? 2 : 0, &c->g, have, NULL, &c->cx);
 }
 
 Status plan_build(const PlanInput *in, Plan *out, Err *e)
@@ -365,7 +391,7 @@ Status plan_build(const PlanInput *in, Plan *out, Err *e)
     PlanReject r = plan_validate(in, e ? e : &local);
     if (r != REJECT_NONE) return e ? e->st : local.st;
     PlanReject why;
-    Status st = build(in, out, &why, 0, NULL, 0);
+    Status st = build(in, out, &why, 0, NULL, 0, NULL, NULL);
     if (st == ST_OVERFLOW && why == REJECT_NONFINITE)
         return err_set(e, ST_OVERFLOW,
                        "the %s of %s on %s with %s is not a finite positive number (a rate or efficiency of gpus.csv "
@@ -376,7 +402,7 @@ Status plan_build(const PlanInput *in, Plan *out, Err *e)
         PlanInput none = *in;
         none.cuda_context_bytes = none.workspace_bytes = none.nccl_comm_bytes = 0;
         PlanReject w2;
-        if (build(&none, out, &w2, 0, NULL, 0) != ST_OVERFLOW)
+        if (build(&none, out, &w2, 0, NULL, 0, NULL, NULL) != ST_OVERFLOW)
             return err_set(e, ST_OVERFLOW,
                            "a byte count for %s on %s with %s passes 2^64 with the overheads given: --context %llu, "
                            "--workspace %llu, --nccl-mem %llu (bytes)",

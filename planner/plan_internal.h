@@ -7,6 +7,7 @@
 #define FP8PLAN_PLANNER_PLAN_INTERNAL_H
 
 #include "planner/plan.h"
+#include "planner/plan_ctx.h"
 
 typedef struct {
     int ovf;
@@ -199,11 +200,19 @@ int plan_stage_split(const PlanInput *in, uint64_t L, uint64_t *lf, uint64_t *lm
 void plan_geo(const PlanInput *in, uint64_t seq, uint64_t gbs, Geo *g);
 /* The checks of plan_validate after plan_validate_head's (plan_validate runs both). */
 PlanReject plan_validate_tail(const PlanInput *in, Err *e);
+/* plan_validate in two parts, in its order: the model, the GPU and the settings (what a plan context decides once,
+ * plan_ctx.h), then everything that reads the layout (plan_validate_head's rest, then plan_validate_tail). */
+PlanReject plan_validate_setup(const PlanInput *in, Err *e);
+PlanReject plan_validate_layout(const PlanInput *in, Err *e);
+/* A context's layout-free parts (parameter counts, GEMM rates) for in; plan_ctx_init is this with the key and the
+ * setup checks (plan_ctx.c). */
+void plan_ctx_parts(PlanCtx *cx, const PlanInput *in);
 
 /* A sweep's geometry, kept from one row to the next (sweep.c). */
 typedef struct {
     Geo g;
-    int have; /* g holds the geometry of the last row built */
+    int have;   /* g holds the geometry of the last row built */
+    PlanCtx cx; /* the context of the last row that got past its memory (made again when a row's differs) */
 } PlanSweepGeo;
 /* plan_build_fast (memory_first 0) for a sweep's row whose plan_validate_head the sweep has run on an input that
  * differs from it only in what that does not read (REJECT_NONE): the rest of plan_validate, then the build.
@@ -329,7 +338,7 @@ double plan_coll_again(const PlanInput *in, const Collective *c, CommOp op, uint
  * group (plan_coll_again), else timed. */
 void plan_coll_set_same(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
                         uint64_t payload, uint64_t calls, Ck *ck, const CollectiveId *same, int nsame);
-void plan_time(const PlanInput *in, const Geo *g, Plan *p);
+void plan_time(const PlanInput *in, const Geo *g, const GemmGpu *gg, Plan *p);
 /* The fraction of the concurrent GEMMs that hides a TP collective: the stack's (in->overlap_tp), but none on a GPU
  * before Blackwell (sm < 100) when Transformer Engine's userbuffers would overlap them beside Megatron's merged
  * all-to-all schedule (overlap_ep > 0, ep > 1, tp > 1): Megatron-Bridge sets CUDA_DEVICE_MAX_CONNECTIONS=1 on Hopper
@@ -381,17 +390,7 @@ static inline double kind_inv(const GpuSpec *g, ElemKind k, double inv_elem)
 /* Time of one call of collective c (0 when unused). */
 static inline double call_s(const Collective *c) { return c->calls ? c->time_s / (double)c->calls : 0; }
 
-/* ---- GEMM model (plan_gemm.c) ---- */
-typedef struct {
-    double sm_rate16, sm_rate8; /* saturated FLOP/s of one SM, 16-bit and FP8 operands */
-    double inv_sms, sms;
-    uint32_t tm_sh, tn_sh; /* log2 of the tile sides */
-    double tile2;          /* 2 x a tile's outputs: its FLOPs per unit of K */
-    double k0_16, k0_8;
-    double inv_hbm;  /* s per byte at the achieved HBM bandwidth */
-    double inv_elem; /* s per byte of the element-wise kernels (gpu_elem_bw) */
-    double launch;   /* floor of one kernel, s */
-} GemmGpu;
+/* ---- GEMM model (plan_gemm.c; GemmGpu is in planner/plan_ctx.h, a context holds one) ---- */
 void gemm_gpu_init(const PlanInput *in, GemmGpu *gg);
 /* 1 when the plan's FP8 GEMMs are MXFP8 block-scaled GEMMs (1x32 scales) on a Blackwell GPU, which
  * gemm_gpu_init rates at plan_mx_gemm_rel of the per-tensor FP8 rate. */

@@ -177,20 +177,18 @@ static double optim_class_bytes(const Plan *p, MemTermId grad, MemTermId master,
            pb_optim_second_pass_bytes(s, (double)mt[grad].bytes, ma, (double)mt[m1].bytes, (double)mt[v].bytes);
 }
 
-void plan_time(const PlanInput *in, const Geo *g, Plan *p)
+void plan_time(const PlanInput *in, const Geo *g, const GemmGpu *gg, Plan *p)
 {
     const Recipe *rc = in->recipe;
     TimeBreakdown *tb = &p->time;
-    GemmGpu gg;
-    gemm_gpu_init(in, &gg);
     VocabCallT vt;
     plan_vocab_call_times(in, g, p, &vt);
     LayerT L[XK_COUNT];
     const MoeGeo *x = &g->x;
     if (x->on) {
-        moe_layer_times(in, g, &gg, p, L);
+        moe_layer_times(in, g, gg, p, L);
     } else {
-        plan_layer_time(in, g, &gg, p, &L[0]); /* L[1] stays unwritten: no stage holds a layer of kind 1 (n[1] = 0) */
+        plan_layer_time(in, g, gg, p, &L[0]); /* L[1] stays unwritten: no stage holds a layer of kind 1 (n[1] = 0) */
     }
     double m = (double)g->m, hbm = gpu_mem_bw(in->gpu, in->eff_hbm);
 
@@ -205,13 +203,13 @@ void plan_time(const PlanInput *in, const Geo *g, Plan *p)
         if (one) nf[mtk] += mtp;
     }
     StageT lf = stage_layers(L, nf); /* an even split: every stage's layers' part is the first's */
-    StageT sf = stage_ends(in, g, &gg, &vt, lf, 1, one, one ? mtp : 0),
-           sl = one ? sf : stage_ends(in, g, &gg, &vt, same_kinds(nl, nf) ? lf : stage_layers(L, nl), 0, 1, mtp);
-    StageT smid = g->pp > 2 ? stage_ends(in, g, &gg, &vt, same_kinds(nm, nf) ? lf : stage_layers(L, nm), 0, 0, 0) : sf;
+    StageT sf = stage_ends(in, g, gg, &vt, lf, 1, one, one ? mtp : 0),
+           sl = one ? sf : stage_ends(in, g, gg, &vt, same_kinds(nl, nf) ? lf : stage_layers(L, nl), 0, 1, mtp);
+    StageT smid = g->pp > 2 ? stage_ends(in, g, gg, &vt, same_kinds(nm, nf) ? lf : stage_layers(L, nm), 0, 0, 0) : sf;
     if (x->on && g->pp > 3) { /* the middle stages differ when the first layers are dense: the slower of 1 and pp-2 */
         uint64_t n1[XK_COUNT];
         moe_stage_kinds(in, g, 1, &n1[0], &n1[1]);
-        StageT s1 = stage(in, g, &gg, &vt, L, n1, 0, 0, 0);
+        StageT s1 = stage(in, g, gg, &vt, L, n1, 0, 0, 0);
         if (s1.fwd + s1.bwd > smid.fwd + smid.bwd) smid = s1;
     }
     double tf = sf.fwd + sf.bwd, tl = sl.fwd + sl.bwd, tm = smid.fwd + smid.bwd;

@@ -91,7 +91,12 @@ static const char *hw_reason(const Recipe *r)
     return "the recipe's min_sm";
 }
 
-static inline PlanReject validate_head(const PlanInput *in, Err *e)
+static const char knob_msg[] =
+    "efficiencies must be in [0.001, 1] (GEMM and attention ones may be 0: the model's), overlaps and the allocator "
+    "reserve fractions in [0, 1], the memory limit in (0, 1], the launch floor in [0, 1) s";
+
+/* The checks of the model, the GPU and the settings: what a plan context decides once (planner/plan_ctx.h). */
+static inline PlanReject validate_setup(const PlanInput *in, Err *e)
 {
     if (!in || !in->model || !in->gpu || !in->recipe) {
         err_set(e, ST_SOFTWARE, "plan input without a model, GPU or recipe");
@@ -118,11 +123,19 @@ static inline PlanReject validate_head(const PlanInput *in, Err *e)
         bad_frac(in->overlap_dp) || bad_frac(in->overlap_pp) || bad_frac(in->overlap_cp) ||
         !(in->launch_s >= 0 && in->launch_s < 1) || (unsigned)in->attn >= ATTN_COUNT_ ||
         (unsigned)in->main_grad >= MAIN_GRAD_COUNT_ || (unsigned)in->fusion >= FUSE_COUNT_ ||
-        (unsigned)in->recompute >= RECOMPUTE_COUNT_ || (unsigned)in->sharding >= SHARD_COUNT_ ||
         ((in->mem_savings | in->mem_unknown) & ~(unsigned)PLAN_UNK_ALL_)) {
-        err_set(e, ST_USAGE,
-                "efficiencies must be in [0.001, 1] (GEMM and attention ones may be 0: the model's), overlaps and "
-                "the allocator reserve fractions in [0, 1], the memory limit in (0, 1], the launch floor in [0, 1) s");
+        err_set(e, ST_USAGE, "%s", knob_msg);
+        return REJECT_KNOB;
+    }
+    return REJECT_NONE;
+}
+
+/* The rest of plan_validate_head: what it reads of the layout. */
+static inline PlanReject validate_layout_head(const PlanInput *in, Err *e)
+{
+    const ModelSpec *md = in->model;
+    if ((unsigned)in->recompute >= RECOMPUTE_COUNT_ || (unsigned)in->sharding >= SHARD_COUNT_) {
+        err_set(e, ST_USAGE, "%s", knob_msg); /* the settings' message: the enums were checked with them */
         return REJECT_KNOB;
     }
     { /* the padded vocabulary is a 32-bit count: a huge --vocab-pad x tp would wrap it (to 0) */
@@ -234,8 +247,21 @@ static inline PlanReject validate_tail(const PlanInput *in, Err *e)
     return REJECT_NONE;
 }
 
-/* one function each for the sweep (planner/sweep.c, plan_sweep_build), both in line in plan_validate */
+static inline PlanReject validate_head(const PlanInput *in, Err *e)
+{
+    PlanReject r = validate_setup(in, e);
+    return r != REJECT_NONE ? r : validate_layout_head(in, e);
+}
+
+/* one function each for the sweep (planner/sweep.c, plan_sweep_build) and the context (plan_ctx.c, plan.c), all
+ * in line in plan_validate */
 PlanReject plan_validate_head(const PlanInput *in, Err *e) { return validate_head(in, e); }
+PlanReject plan_validate_setup(const PlanInput *in, Err *e) { return validate_setup(in, e); }
+PlanReject plan_validate_layout(const PlanInput *in, Err *e)
+{
+    PlanReject head = validate_layout_head(in, e);
+    return head != REJECT_NONE ? head : validate_tail(in, e);
+}
 PlanReject plan_validate_tail(const PlanInput *in, Err *e) { return validate_tail(in, e); }
 
 PlanReject plan_validate(const PlanInput *in, Err *e)

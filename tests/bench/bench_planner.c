@@ -4,13 +4,17 @@
  * stack of models/stacks.csv and uneven pipeline stages, under one second.
  * Prints the machine it ran on; run from the repository root (make bench).
  *
- * bench_planner --plans N [--no-sweep]: exactly N plans of the same mix instead of one second's worth (N = 0:
- * none), for an instruction count that the machine's load does not move (valgrind --tool=callgrind; per plan:
- * the count at N less the count at 0, over N).
+ * The mix is timed twice: each plan from its input alone (plan_build_fast), and each from its input and the
+ * context of its model, GPU, recipe and stack, made once before the clock starts (plan_build_ctx,
+ * planner/plan_ctx.h), as a caller that plans many layouts of one catalog row does.
+ *
+ * bench_planner --plans N [--ctx] [--no-sweep]: exactly N plans of the same mix instead of one second's worth
+ * (N = 0: none; --ctx: with the contexts), for an instruction count that the machine's load does not move
+ * (valgrind --tool=callgrind; per plan: the count at N less the count at 0, over N).
  *
  * bench_planner --digest: no timing; a digest of every figure of every plan it builds (the mix above, and every
  * plan that fits in sweeps of a dense, an uneven-pipeline and two expert models, with their counts and top
- * lists), one line per part. Two builds that print the same lines plan the same bits: run it on the tree before
+ * lists), one line per part; the mix is planned with its contexts too, and a plan that differs fails the run. Two builds that print the same lines plan the same bits: run it on the tree before
  * and after a speed-up (docs/c-api.md). */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +24,7 @@
 #include <time.h>
 
 #include "catalog/catalog.h"
+#include "planner/plan_ctx.h"
 #include "planner/sweep.h"
 #include "util/fileio.h"
 
@@ -224,7 +229,7 @@ static int dg_sweep(const Catalog *c, const char *model, const char *gpu, uint32
 int main(int argc, char **argv)
 {
     long fixed = -1; /* --plans N: that many plans, untimed */
-    int sweep = 1, digest = 0;
+    int sweep = 1, digest = 0, use_ctx = 0;
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
         if (!strcmp(argv[i], "--plans") && i + 1 < argc && (fixed = strtol(argv[i + 1], &end, 10)) >= 0 && !*end)
@@ -233,8 +238,10 @@ int main(int argc, char **argv)
             sweep = 0;
         else if (!strcmp(argv[i], "--digest"))
             digest = 1;
+        else if (!strcmp(argv[i], "--ctx"))
+            use_ctx = 1;
         else {
-            fprintf(stderr, "usage: bench_planner [--plans N] [--no-sweep] | --digest\n");
+            fprintf(stderr, "usage: bench_planner [--plans N] [--ctx] [--no-sweep] | --digest\n");
             return 64;
         }
     }
@@ -262,17 +269,29 @@ int main(int argc, char **argv)
                 PlanReject why;
                 if (plan_build_fast(&in, &p, &why) == ST_OK) ins[n++] = in;
             }
+    static PlanCtx cxs[NIN]; /* one per input: each has its own model, recipe and stack */
+    for (int k = 0; k < n; k++) plan_ctx_init(&cxs[k], &ins[k]);
     static Plan p;
     uint64_t iters = 0, sink = 0;
     if (digest) { /* every plan of the mix, then the sweeps */
-        Digest d = {14695981039346656037ull, 0};
+        Digest d = {14695981039346656037ull, 0}, dc = d;
         for (int k = 0; k < n; k++) {
             PlanReject why;
+            if (plan_build_ctx(&cxs[k], &ins[k], &p, &why) != ST_OK) {
+                fprintf(stderr, "bench_planner: a valid plan failed\n");
+                return 1;
+            }
+            dg_plan(&dc, &p);
             if (plan_build_fast(&ins[k], &p, &why) != ST_OK) {
                 fprintf(stderr, "bench_planner: a valid plan failed\n");
                 return 1;
             }
             dg_plan(&d, &p);
+        }
+        if (dc.h != d.h) {
+            fprintf(stderr, "bench_planner: the mix planned with contexts differs (%016llx, without %016llx)\n",
+                    (unsigned long long)dc.h, (unsigned long long)d.h);
+            return 1;
         }
         printf("digest mix: %llu plans %016llx\n", (unsigned long long)d.n, (unsigned long long)d.h);
         int bad = dg_sweep(c, "gpt-175b", "h100-sxm", 1024) || dg_sweep(c, "llama3-405b", "h100-sxm", 2048) ||
@@ -283,22 +302,25 @@ int main(int argc, char **argv)
     if (fixed >= 0) {
         for (long k = 0; k < fixed; k++) {
             PlanReject why;
-            if (plan_build_fast(&ins[k % n], &p, &why) != ST_OK) {
+            if ((use_ctx ? plan_build_ctx(&cxs[k % n], &ins[k % n], &p, &why)
+                         : plan_build_fast(&ins[k % n], &p, &why)) != ST_OK) {
                 fprintf(stderr, "bench_planner: a valid plan failed\n");
                 return 1;
             }
             sink += p.total_bytes;
         }
-        printf("plans: %ld of the %d inputs, untimed (--plans)\n", fixed, n);
+        printf("plans: %ld of the %d inputs%s, untimed (--plans)\n", fixed, n, use_ctx ? " with their contexts" : "");
         if (!sweep) return sink == 42;
     }
     double t0, t1;
-    if (fixed < 0) {
+    for (int with = 0; fixed < 0 && with < 2; with++) {
+        iters = 0;
         t0 = now();
         do {
             for (int k = 0; k < 1024; k++) {
                 PlanReject why;
-                if (plan_build_fast(&ins[(iters + (uint64_t)k) % (uint64_t)n], &p, &why) != ST_OK) {
+                uint64_t i = (iters + (uint64_t)k) % (uint64_t)n;
+                if ((with ? plan_build_ctx(&cxs[i], &ins[i], &p, &why) : plan_build_fast(&ins[i], &p, &why)) != ST_OK) {
                     fprintf(stderr, "bench_planner: a valid plan failed\n");
                     return 1;
                 }
@@ -308,9 +330,15 @@ int main(int argc, char **argv)
             t1 = now();
         } while (t1 - t0 < 1.0);
         double rate = (double)iters / (t1 - t0);
-        printf("plans: %d distinct inputs (3 models x %d recipes x 4 layouts, stacks in turn), %llu full plans in "
-               "%.3f s = %.0f plans/s (%.2f us per plan; target >= 1,000,000: %s)\n",
-               n, c->nrecipes, (unsigned long long)iters, t1 - t0, rate, 1e6 / rate, rate >= 1e6 ? "met" : "NOT met");
+        if (!with)
+            printf("plans: %d distinct inputs (3 models x %d recipes x 4 layouts, stacks in turn), %llu full plans in "
+                   "%.3f s = %.0f plans/s (%.2f us per plan; target >= 1,000,000: %s)\n",
+                   n, c->nrecipes, (unsigned long long)iters, t1 - t0, rate, 1e6 / rate,
+                   rate >= 1e6 ? "met" : "NOT met");
+        else
+            printf("plans with contexts: the same inputs, each with its context (plan_build_ctx), %llu full plans in "
+                   "%.3f s = %.0f plans/s (%.2f us per plan; target >= 1,000,000: %s)\n",
+                   (unsigned long long)iters, t1 - t0, rate, 1e6 / rate, rate >= 1e6 ? "met" : "NOT met");
     }
 
     if (!sweep) return sink == 42;

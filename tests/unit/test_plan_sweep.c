@@ -163,11 +163,92 @@ static void test_sweep_build_shares_exactly(void)
     CHECK(misses > 0); /* premise: some of these layouts do not fit 80 GB */
 }
 
+/* A plan context (planner/plan_ctx.h), made once for a model, GPU, recipe and stack, gives every layout the status,
+ * reason and plan that plan_build_fast gives it, bit for bit: dense, grouped-query, expert, latent-attention + MTP
+ * and MXFP8 rows, each over valid layouts (TP, PP, CP, DP, EP, micro-batch, recompute, sharding) and rejected ones
+ * (tp 7 divides no row's heads; pp 7 none of their layer counts; ep 2 on a dense model; recompute out of range).
+ * A context made for another row, a zeroed one and one of bad settings give the same answers too (plan_build_ctx
+ * makes the input's own). */
+static void test_ctx_gives_the_same_plan(void)
+{
+    static const struct {
+        const char *model, *gpu, *recipe, *stack;
+        uint32_t first8; /* --first-stage-layers at pp 8 (deepseek-v3's 61 layers: 5 + 7 x 8) */
+    } rows[] = {{"gpt-175b", "h100-sxm", "te-fp8", "megatron-core", 0},
+                {"llama3-70b", "h100-sxm", "megatron-bf16", "torchtitan", 0},
+                {"gpt-7b", "h100-sxm", "fp8lm", "fp8plan", 0},
+                {"mixtral-8x7b", "h100-sxm", "te-fp8-current", "megatron-core", 0},
+                {"deepseek-v3", "h800", "deepseek-v3", "megatron-core", 5},
+                {"gpt-13b", "b200", "mxfp8", "megatron-lm", 0}};
+    static const struct {
+        uint32_t tp, pp, cp, dp, ep, mbs; /* ep: for the expert rows (the dense ones 1), but the layout of ep 2 */
+        int rc, sh;
+        PlanReject want; /* REJECT_NONE: whatever plan_build_fast says (built, or over the layout's checks) */
+    } lays[] = {{8, 4, 1, 4, 1, 1, RECOMPUTE_NONE, SHARD_NONE, REJECT_NONE},
+                {8, 1, 1, 8, 2, 1, RECOMPUTE_NONE, SHARD_NONE, REJECT_NONE},
+                {8, 8, 1, 2, 8, 1, RECOMPUTE_SELECTIVE, SHARD_DIST_OPT, REJECT_NONE},
+                {4, 2, 2, 4, 4, 2, RECOMPUTE_FULL, SHARD_DIST_OPT, REJECT_NONE},
+                {1, 1, 1, 64, 8, 1, RECOMPUTE_FULL, SHARD_ZERO3, REJECT_NONE},
+                {2, 16, 1, 2, 2, 1, RECOMPUTE_NONE, SHARD_ZERO1, REJECT_NONE},
+                {7, 1, 1, 1, 1, 1, RECOMPUTE_NONE, SHARD_NONE, REJECT_HEADS_TP},
+                {1, 7, 1, 1, 1, 1, RECOMPUTE_NONE, SHARD_NONE, REJECT_LAYERS_PP},
+                {8, 1, 1, 8, 1, 1, RECOMPUTE_COUNT_, SHARD_NONE, REJECT_KNOB}};
+    static Plan a, b, c;
+    PlanCtx other, zero, bad;
+    memset(&zero, 0, sizeof zero);
+    int built = 0, ep_dense = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        PlanInput in;
+        plan_input_defaults(&in);
+        plan_input_use_stack(&in, catalog_stack(cat, rows[i].stack));
+        in.model = catalog_model(cat, rows[i].model), in.gpu = catalog_gpu(cat, rows[i].gpu);
+        in.recipe = catalog_recipe(cat, rows[i].recipe);
+        CHECKF(in.model && in.gpu && in.recipe && in.stack, "row %zu: not in the catalog", i);
+        if (!in.model || !in.gpu || !in.recipe || !in.stack) continue;
+        PlanCtx cx;
+        plan_ctx_init(&cx, &in); /* once for the row; the layouts below change nothing it reads */
+        CHECK(cx.setup == REJECT_NONE);
+        if (i == 0) other = cx;
+        PlanInput badin = in;
+        badin.eff_hbm = 2.0; /* out of [0.001, 1] */
+        plan_ctx_init(&bad, &badin);
+        CHECK(bad.setup == REJECT_KNOB && !plan_ctx_matches(&bad, &in) && !plan_ctx_matches(&zero, &in));
+        PlanReject wb;
+        CHECK(plan_build_ctx(&bad, &badin, &a, &wb) == ST_USAGE && wb == REJECT_KNOB);
+        for (size_t l = 0; l < sizeof lays / sizeof *lays; l++) {
+            in.tp = lays[l].tp, in.pp = lays[l].pp, in.cp = lays[l].cp, in.dp = lays[l].dp;
+            in.ep = in.model->experts || lays[l].ep == 2 ? lays[l].ep : 1;
+            in.first_stage_layers = in.pp == 8 ? rows[i].first8 : 0;
+            in.mbs = lays[l].mbs, in.recompute = (Recompute)lays[l].rc, in.sharding = (Sharding)lays[l].sh;
+            in.world = 0, in.gbs = 0;
+            CHECK(plan_ctx_matches(&cx, &in));
+            memset(&a, 0, sizeof a), memset(&b, 0, sizeof b), memset(&c, 0, sizeof c);
+            PlanReject wa, wf, wo, wz;
+            Status sa = plan_build_ctx(&cx, &in, &a, &wa), sf = plan_build_fast(&in, &b, &wf);
+            Status so = plan_build_ctx(&other, &in, &c, &wo);
+            CHECKF(sa == sf && wa == wf, "%s layout %zu: status %d/%d, reason %d/%d", rows[i].model, l, sa, sf, wa, wf);
+            CHECKF(so == sf && wo == wf, "%s layout %zu: another row's context", rows[i].model, l);
+            CHECKF(wf == plan_validate(&in, NULL) || sf == ST_OVERFLOW, "%s layout %zu", rows[i].model, l);
+            if (lays[l].want != REJECT_NONE) CHECKF(wa == lays[l].want, "%s layout %zu: %d", rows[i].model, l, wa);
+            if (lays[l].ep > 1 && !in.model->experts) ep_dense += wa == REJECT_EP;
+            if (sa != ST_OK) continue;
+            built++;
+            CHECKF(!memcmp(&a, &b, sizeof a), "%s layout %zu: plans differ", rows[i].model, l);
+            CHECKF(!memcmp(&c, &b, sizeof c), "%s layout %zu: plans differ (another row's context)", rows[i].model, l);
+            memset(&c, 0, sizeof c);
+            CHECK(plan_build_ctx(&zero, &in, &c, &wz) == ST_OK && !memcmp(&c, &b, sizeof c));
+        }
+    }
+    CHECKF(built >= 20, "%d built", built); /* premise: enough of the layouts plan */
+    CHECK(ep_dense > 0);                    /* premise: a layout that the dense rows reject for its EP */
+}
+
 int main(void)
 {
     cat = fx_catalog();
     RUN(test_sweep_counts_and_ranking);
     RUN(test_sweep_build_shares_exactly);
+    RUN(test_ctx_gives_the_same_plan);
     free(cat);
     RUN(test_sweep_ranks_uncertain);
     return test_summary();
