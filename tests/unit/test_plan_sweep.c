@@ -168,7 +168,7 @@ static void test_sweep_build_shares_exactly(void)
  * and MXFP8 rows, each over valid layouts (TP, PP, CP, DP, EP, micro-batch, recompute, sharding) and rejected ones
  * (tp 7 divides no row's heads; pp 7 none of their layer counts; ep 2 on a dense model; recompute out of range).
  * A context made for another row, a zeroed one and one of bad settings give the same answers too (plan_build_ctx
- * makes the input's own). */
+ * makes the input's own), and so does the sweep's, kept from row to row (plan_sweep_build). */
 static void test_ctx_gives_the_same_plan(void)
 {
     static const struct {
@@ -194,6 +194,7 @@ static void test_ctx_gives_the_same_plan(void)
                 {1, 7, 1, 1, 1, 1, RECOMPUTE_NONE, SHARD_NONE, REJECT_LAYERS_PP},
                 {8, 1, 1, 8, 1, 1, RECOMPUTE_COUNT_, SHARD_NONE, REJECT_KNOB}};
     static Plan a, b, c;
+    static PlanSweepGeo sw; /* one for every row, as sweep_run keeps it */
     PlanCtx other, zero, bad;
     memset(&zero, 0, sizeof zero);
     int built = 0, ep_dense = 0;
@@ -237,6 +238,8 @@ static void test_ctx_gives_the_same_plan(void)
             CHECKF(!memcmp(&c, &b, sizeof c), "%s layout %zu: plans differ (another row's context)", rows[i].model, l);
             memset(&c, 0, sizeof c);
             CHECK(plan_build_ctx(&zero, &in, &c, &wz) == ST_OK && !memcmp(&c, &b, sizeof c));
+            memset(&c, 0, sizeof c); /* the sweep's context, kept from the row before (made again for this one) */
+            CHECK(plan_sweep_build(&in, &sw, 0, 0, &c, &wz) == ST_OK && !memcmp(&c, &b, sizeof c));
         }
     }
     CHECKF(built >= 20, "%d built", built); /* premise: enough of the layouts plan */
