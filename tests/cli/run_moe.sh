@@ -252,6 +252,19 @@ for t in "weight_gemm 175104" "act_output 123264" "router_bias 96"; do
     expect_eq "tiny-mtp2: ${t% *} by hand, planned and measured" \
         "$(grep "^memory,${t% *}," "$TMP/mtp2.csv" | cut -d, -f4,5)" "${t#* },${t#* }"
 done
+# through a checkpoint: 2 + 2 steps of tiny-mtp2 are 4 uninterrupted ones, the main and both depths' losses bit for
+# bit; another depth is refused naming the checkpoint (its layer count: 2 + 2 blocks)
+M2="--catalog $TMP/mla --model tiny-mtp2 --mbs 1 --gbs 4 --recipe megatron-bf16 --quiet"
+run run $M2 --steps 4 --loss-log "$TMP/m2.loss"
+run run $M2 --steps 2 --save "$TMP/m2.ckpt" --loss-log "$TMP/m2a.loss"
+expect_rc "tiny-mtp2: 2 steps and --save exit 0" 0
+run run $M2 --steps 2 --resume "$TMP/m2.ckpt" --loss-log "$TMP/m2b.loss"
+expect_rc "tiny-mtp2: --resume and 2 more exit 0" 0
+expect_eq "tiny-mtp2: 2 + 2 steps through a checkpoint = 4 uninterrupted, every loss bit for bit" \
+    "$(sed -n '2,3p' "$TMP/m2a.loss"; sed -n '2,3p' "$TMP/m2b.loss")" "$(sed -n '2,5p' "$TMP/m2.loss")"
+run run $M2 --steps 1 --resume "$TMP/m2.ckpt" --mtp-layers 1
+expect_rc "tiny-mtp2: resumed at one depth: refused" 65
+expect_err "tiny-mtp2: resumed at one depth: the reason" "m2.ckpt: checkpoint has layers 4, this run has 3"
 # --mtp-layers overrides the row's depth: 17 is out of the column's range, 2 runs tiny-mla with two depths (a
 # sequence of 2 positions leaves depth 2 none to predict: refused, nothing written), 1 runs tiny-mla with a depth
 # (as tiny-mtp above) and 0 runs tiny-mtp without one
