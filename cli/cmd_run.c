@@ -99,8 +99,8 @@ static const CliOpt opts[] = {
     {"expert-ffn", OPT_U32, A(ov.expert_ffn), .lo = 1, .hi = 1 << 24},
     {"dense-layers", OPT_U32, A(ov.dense_layers), .lo = 0, .hi = 100000, .mark = CLI_MARK(Parsed, a.ov.dense_layers_set)},
     {"mtp-layers", OPT_U32, A(ov.mtp_layers), .lo = 0, .hi = 16, .arg = "N", .mark = CLI_MARK(Parsed, a.ov.mtp_layers_set),
-     .help = "multi-token prediction depths (default: the model's mtp_layers); the executor"
-        IN23 "runs 0 or 1 (depth 2 and more are planned, refused here: exit 69)"},
+     .help = "multi-token prediction depths (default: the model's mtp_layers), run one"
+        IN23 "after another; 0 to 16, below --seq"},
     USE("ep", 1, 4096, NULL, "expert-parallel ranks (mpirun -np N x k): the experts split over N ranks,"
         IN23 "tokens exchanged by all-to-all; N must divide the experts and the ranks"
         IN23 "(exit 64 before any work)"),
@@ -150,7 +150,7 @@ static const CliOpt opts[] = {
     {"scaling-trace", OPT_STR, A(trace), .arg = "FILE", .help = "CSV of every FP8 tensor's amax and scales each step (FP8 recipes):"
         IN23 "step,bank,layer,linear,operand,format,amax,scale_used,scale_next; one"
         IN23 "tensor's amax column fed to `fp8plan scaling --trace` gives its scales"},
-    {"loss-log", OPT_STR, A(loss_log), .arg = "FILE", .help = "CSV of every step's loss (step,loss; full float precision; with MTP a third column, mtp_loss)"},
+    {"loss-log", OPT_STR, A(loss_log), .arg = "FILE", .help = "CSV of every step's loss (step,loss; full float precision; with MTP a column a depth, mtp_loss or mtp_loss_1 ...)"},
     {"routing-log", OPT_STR, A(routing_log), .arg = "FILE", .mark = CLI_MARK(Parsed, a.want_routing),
      .help = "CSV of the routing every step took on every rank, a model with experts:"
         IN23 "step,layer,rank,expert,token_copies (`fp8plan plan --routing FILE` gives each"
@@ -265,7 +265,9 @@ static void on_started(void *ctx, const RunSession *s)
     }
     char line[512], micro[48] = "", mtp[48] = "";
     if (m->microbatches > 1) snprintf(micro, sizeof micro, " x %u micro-batches", m->microbatches);
-    if (m->mtp_model) snprintf(mtp, sizeof mtp, " + %u MTP depth (weight %g)", m->mtp_model, (double)m->mtp_weight);
+    if (m->mtp_model)
+        snprintf(mtp, sizeof mtp, " + %u MTP depth%s (weight %g)", m->mtp_model, m->mtp_model > 1 ? "s" : "",
+                 (double)m->mtp_weight);
     snprintf(line, sizeof line,
              "  model: %u layers%s, hidden %u, %u heads (%u KV), ffn %u, %s, %s, %s positions, %s, %s; seq %u, mbs "
              "%u%s, vocab %u (padded %llu), %s params",

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "exec/model/arena.h"
+#include "exec/model/model_mtp.h"
 #include "exec/backend/backend.h"
 #include "exec/comm/comm.h"
 #include "exec/backend/recipe.h"
@@ -76,10 +77,10 @@ typedef enum {
     PK_KVDOWN_W, /* (kv_lora + qk_rope, C) */
     PK_KVLAT_W,  /* (kv_lora) the kv latent's norm */
     PK_KVUP_W,   /* (H·(qk_nope + Dv), kv_lora) */
-    /* multi-token prediction depth 1 (exec/model/model_mtp.c; models.csv mtp_layers): the norms of the next
-     * token's embedding (enorm) and of the main model's last block output (hnorm), eh_proj over their
-     * concatenation, the depth's own final norm; its block is the stage's last block (layer L, the main
-     * model's L blocks before it) */
+    /* multi-token prediction (exec/model/model_mtp.c; models.csv mtp_layers), per depth: the norms of the
+     * shifted tokens' embedding (enorm) and of the previous depth's block output (hnorm; the main model's last
+     * for depth 1), eh_proj over their concatenation, the depth's own final norm; the depths' blocks are the
+     * stage's last mtp blocks (layers L .. L + D − 1, the main model's L blocks before them) */
     PK_ENORM_W, /* (C) */
     PK_ENORM_B,
     PK_HNORM_W,
@@ -214,23 +215,13 @@ typedef struct {
     void *x_h;       /* FP8 recipes: (R, Fe) the experts' activation output before its cast (forward) */
     /* latent attention's working rows (exec/model/model_mla.c): forward kv_down's output and an up-projection's;
      * backward d(kv_down output), d(an up-projection's output or a down-projection's input) and two latents' */
-    void *m_kvd, *m_up;   /* (B·T, kv_lora + qk_rope), (B·T, max(H·D, H·(qk_nope + Dv))) */
-    void *d_kvd, *d_up;   /* (B·T, kv_lora + qk_rope), (B·T, max(H·D, H·(qk_nope + Dv), C)) */
-    void *d_lat, *d_lat2; /* (B·T, max(q_lora, kv_lora)) each */
-    /* multi-token prediction (exec/model/model_mtp.c; m->mtp): the next tokens (each sequence's last position
-     * token 0, its loss masked) and the tokens two ahead, enorm's input (their embedding) and both norms'
-     * statistics; the depth's block output, final norm and logits as the main model's */
-    int32_t *mtp_tok, *mtp_tgt; /* (B·T) */
-    float *mtp_losses;          /* (B·T), the masked positions 0 */
-    void *mtp_emb;              /* (B·T, C) */
-    float *mtp_e_mean, *mtp_e_rstd, *mtp_h_mean, *mtp_h_rstd;
-    void *mtp_x; /* (B·T, C) the depth's block output = its final norm input */
-    float *mtp_nf_mean, *mtp_nf_rstd;
-    void *mtp_nf_out;  /* (B·T, C) */
-    float *mtp_logits; /* (B·T, Vp) FP32, overwritten by d(logits) */
-    float *pp_xsinv;   /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
+    void *m_kvd, *m_up;         /* (B·T, kv_lora + qk_rope), (B·T, max(H·D, H·(qk_nope + Dv))) */
+    void *d_kvd, *d_up;         /* (B·T, kv_lora + qk_rope), (B·T, max(H·D, H·(qk_nope + Dv), C)) */
+    void *d_lat, *d_lat2;       /* (B·T, max(q_lora, kv_lora)) each */
+    MtpActs mtp[MODEL_MTP_MAX]; /* multi-token prediction: depth d's (d < m->mtp; exec/model/model_mtp.h) */
+    float *pp_xsinv;            /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
                          inputs were cast with (exec/model/model_pp.c) */
-    float *pp_xesc;    /* PP, FP8 experts: (slots, MoE layers, n, E/ep) each expert's FC1 and FC2 saved input
+    float *pp_xesc;             /* PP, FP8 experts: (slots, MoE layers, n, E/ep) each expert's FC1 and FC2 saved input
                           scale_inv and (ep 1, n 3) the scale FC2's input was cast with, for the backward's
                           recomputed expert outputs (exec/model/model_pp.c model_pp_expert_scales); at pp 1,
                           ep 1 under delayed scaling (1, MoE layers, 1, E) that scale alone */
@@ -274,10 +265,6 @@ ModelHyper model_hyper_default(void);
  * routers with DeepSeek-V3's aux-loss-free bias, moved by 1e-3 per step towards the mean load (the
  * report's bias update speed, section 4.2: 0.001). Combine weights are the chosen scores normalised to
  * sum 1, with no extra scale. */
-/* Multi-token prediction: the weight lambda of the MTP loss in the objective. models.csv has no column for it;
- * DeepSeek-V3 trains with 0.3 for its first 10T tokens, then 0.1 (DeepSeek-V3 technical report, section 4.2,
- * "MTP loss weight"): a short run is the start of training, 0.3. */
-#define MODEL_MTP_WEIGHT     0.3f
 #define MODEL_MOE_AUX_COEFF  1e-2f
 #define MODEL_MOE_BIAS_SPEED 1e-3f
 
@@ -448,17 +435,18 @@ typedef struct Model {
     int failed_together; /* a step failed on every rank at one agreed point (model_moe_ep.c): no rank waits in a
                             collective, so they can end without MPI_Abort (and rank 0 removes its files) */
     BankTrace tr_fwd, tr_bwd;
-    /* Multi-token prediction (exec/model/model_mtp.c): depths run (0 or 1; its block is the last of
-     * spec.layers, the main model's spec.layers − mtp before it), the weight of its loss in the objective
-     * (MODEL_MTP_WEIGHT) and the last step's mean MTP loss over the global batch (the DP ranks' token losses
-     * gathered and summed in global token order, as the main loss is; the reported loss is the main model's).
-     * mtp_model: the model's depths; with PP only the last stage runs them (mtp 0 elsewhere: model_pp.c) */
+    /* Multi-token prediction (exec/model/model_mtp.c): depths run (their blocks the last mtp of spec.layers, the
+     * main model's spec.layers − mtp before them), the weight of their summed losses in the objective
+     * (MODEL_MTP_WEIGHT, each depth's lambda / depths) and the last step's mean loss of each depth over the global
+     * batch (the DP ranks' token losses gathered and summed in global token order, as the main loss is; the
+     * reported loss is the main model's). mtp_model: the model's depths; with PP only the last stage runs them
+     * (mtp 0 elsewhere: model_pp.c) */
     uint32_t mtp, mtp_model;
     float mtp_weight;
-    double mtp_loss;
-    float *step_mtp_losses; /* (dp · microbatches · B·T) the step's MTP token losses, every rank's in global order
-                               (the masked positions 0) */
-    int32_t *mtp_host;      /* (2, B·T) host memory: the shifted tokens and targets of a micro-batch */
+    double mtp_loss[MODEL_MTP_MAX];
+    float *step_mtp_losses; /* (depths, dp · microbatches · B·T) the step's MTP token losses, every rank's in global
+                               order (the masked positions 0) */
+    int32_t *mtp_host;      /* (2, B·T) host memory: one depth's shifted tokens and targets of a micro-batch */
 } Model;
 
 /* The backend timestamps model_step records (ids MODEL_MARK_FIRST ..

@@ -341,7 +341,7 @@ Status model_create(const Plan *p, const ModelHyper *h, Backend *bk, Comm *comm,
         if (m->mtp) m->mtp_host = malloc(2 * model_tokens(m) * sizeof(int32_t)); /* the shifted tokens, targets */
         m->step_losses =
             calloc(model_step_tokens(m) * m->dp, sizeof(float)); /* a pipeline stage before the last: zeros */
-        if (m->mtp) m->step_mtp_losses = calloc(model_step_tokens(m) * m->dp, sizeof(float));
+        if (m->mtp) m->step_mtp_losses = calloc(model_step_tokens(m) * m->dp * m->mtp, sizeof(float));
         m->opt_queue = malloc(((size_t)m->nparams + 1) * sizeof *m->opt_queue);
         if (!m->host_losses || !m->step_losses || !m->opt_queue || (m->mtp && (!m->mtp_host || !m->step_mtp_losses)))
             st = err_set(e, ST_NOMEM, "out of memory");

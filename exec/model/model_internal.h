@@ -110,28 +110,31 @@ Status model_mla_fwd(Model *m, uint32_t l, const void *x, Err *e);
  * overwritten; the five weights' and the two norms' gradients accumulated. */
 Status model_mla_bwd(Model *m, uint32_t l, const void *dqkv, void *dx, Err *e);
 
-/* ---- multi-token prediction depth 1 (model_mtp.c; DeepSeek-V3, models.csv mtp_layers) ----
- * At position i: RMSNorm (or the model's norm) of the embedding of token i+1 (enorm) and of the main model's
- * last block output h_i before its final norm (hnorm), concatenated [enorm; hnorm] (2C), eh_proj (C, 2C), one
- * block of the model's kind (the stage's last, index spec.layers − 1), the depth's own final norm and the
- * shared head, cross-entropy against token i+2 (each sequence's last position masked), its mean times
- * m->mtp_weight added to the objective. The embedding and head are the main model's (gradients summed). */
+/* ---- multi-token prediction (model_mtp.c; DeepSeek-V3, models.csv mtp_layers; tensors: model_mtp.h) ----
+ * D sequential depths; depth k (1-based, index d = k − 1) at position i: the model's norm of the embedding of
+ * token i+k (enorm) and of depth k−1's block output before its final norm (hnorm; the main model's last block
+ * output for k = 1), concatenated [enorm; hnorm] (2C), eh_proj (C, 2C), one block of the model's kind (the
+ * stage's block main_layers + d), the depth's own final norm and the shared head, cross-entropy against token
+ * i+k+1 (each sequence's last k positions masked); each depth's mean times m->mtp_weight / D added to the
+ * objective. The embedding and head are the main model's (gradients summed). */
 static inline int model_mtp_block(const Model *m, uint32_t l) { return m->mtp && l + m->mtp >= m->spec.layers; }
 static inline uint32_t model_main_layers(const Model *m) { return m->spec.layers - m->mtp; }
-/* ST_UNAVAILABLE naming what the executor does not run with MTP (ST_OK without it). */
+/* Depth d's valid positions of one micro-batch: B·(T − d − 1). */
+static inline uint64_t model_mtp_valid(const Model *m, uint32_t d) { return (uint64_t)m->batch * (m->seq - d - 1); }
+/* ST_UNAVAILABLE / ST_USAGE naming what the executor does not run with MTP (ST_OK without it). */
 Status model_mtp_check(const Plan *p, Err *e);
-/* Its saved tensors (the last stage's; model_layout.c). */
+/* Every depth's saved tensors (the last stage's; model_layout.c). */
 void model_mtp_saved(Model *m, int bind, ArenaSpecs *sp);
-/* d(MTP loss of one valid token): mtp_weight / the global step's valid positions (B·(T − 1) a micro-batch). */
-float model_mtp_dloss(const Model *m);
-/* Forward into the MTP block's input x: the shifted tokens from the host inputs (and targets two ahead),
- * their embedding, enorm, hnorm of act.x_final, the concatenation and eh_proj. */
-Status model_mtp_in_fwd(Model *m, const int32_t *inputs, const int32_t *targets, Err *e);
-/* Its backward from d_res = d(eh_proj output): the embedding's gradient accumulated, d_res = d(x_final)
- * through hnorm (overwritten). */
-Status model_mtp_in_bwd(Model *m, Err *e);
-/* The masked positions' loss and d(logits) rows zeroed (after the MTP head's cross-entropy). */
-Status model_mtp_mask(Model *m, Err *e);
+/* d(depth d's loss of one valid token): mtp_weight / depths / the global step's valid positions of depth d. */
+float model_mtp_dloss(const Model *m, uint32_t d);
+/* Forward into depth d's block input x: its shifted tokens from the host inputs (and targets), their embedding,
+ * enorm, hnorm of the previous depth's output (act.x_final for d 0), the concatenation and eh_proj. */
+Status model_mtp_in_fwd(Model *m, uint32_t d, const int32_t *inputs, const int32_t *targets, Err *e);
+/* Its backward from d_res = d(eh_proj output): the embedding's gradient accumulated, d_res = d(hnorm's input)
+ * (overwritten). */
+Status model_mtp_in_bwd(Model *m, uint32_t d, Err *e);
+/* Depth d's masked positions' loss and d(logits) rows zeroed (after its head's cross-entropy). */
+Status model_mtp_mask(Model *m, uint32_t d, Err *e);
 
 /* ---- block linears (model_linear.c) ---- */
 

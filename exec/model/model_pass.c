@@ -116,20 +116,21 @@ Status model_forward(Model *m, const int32_t *inputs, const int32_t *targets, fl
         st = model_tp_xent(m, dloss, e);
     else if (!st)
         st = bk->xent_fwd_bwd(bk, a->logits, DT_FP32, BT, s->vocab, m->vocab_padded, a->targets, dloss, a->losses, e);
-    if (st || !m->mtp) return st;
-    /* multi-token prediction (model_mtp.c): its input, its block, its own final norm, the shared head */
-    const uint32_t lm = s->layers - 1; /* the stage's block index (model_find_param adds layer0) */
-    st = model_mtp_in_fwd(m, inputs, targets, e);
-    if (!st) st = block_fwd(m, lm, a->mtp_x, e);
-    if (!st)
-        st = head_fwd(m, PK_MTPNORM_W, (int)lm, a->mtp_x, a->mtp_nf_mean, a->mtp_nf_rstd, a->mtp_nf_out, a->mtp_logits,
-                      e);
-    if (!st && m->tp > 1)
-        st = model_tp_xent_of(m, a->mtp_logits, a->mtp_tgt, a->mtp_losses, model_mtp_dloss(m), e);
-    else if (!st)
-        st = bk->xent_fwd_bwd(bk, a->mtp_logits, DT_FP32, BT, s->vocab, m->vocab_padded, a->mtp_tgt, model_mtp_dloss(m),
-                              a->mtp_losses, e);
-    if (!st) st = model_mtp_mask(m, e);
+    /* multi-token prediction (model_mtp.c), depth after depth: its input, its block, its own final norm, the shared
+     * head */
+    for (uint32_t d = 0; !st && d < m->mtp; d++) {
+        const uint32_t lm = model_main_layers(m) + d; /* the stage's block index (model_find_param adds layer0) */
+        MtpActs *ma = &a->mtp[d];
+        st = model_mtp_in_fwd(m, d, inputs, targets, e);
+        if (!st) st = block_fwd(m, lm, ma->x, e);
+        if (!st) st = head_fwd(m, PK_MTPNORM_W, (int)lm, ma->x, ma->nf_mean, ma->nf_rstd, ma->nf_out, ma->logits, e);
+        if (!st && m->tp > 1)
+            st = model_tp_xent_of(m, ma->logits, ma->tgt, ma->losses, model_mtp_dloss(m, d), e);
+        else if (!st)
+            st = bk->xent_fwd_bwd(bk, ma->logits, DT_FP32, BT, s->vocab, m->vocab_padded, ma->tgt,
+                                  model_mtp_dloss(m, d), ma->losses, e);
+        if (!st) st = model_mtp_mask(m, d, e);
+    }
     return st;
 }
 
@@ -224,13 +225,15 @@ Status model_backward(Model *m, Err *e)
     arena_enter_phase(&m->arena, &m->specs, MODEL_PHASE_HEAD);
     Status st = model_grads_begin(m, e);
     if (!st) st = bk->memset0(bk, a->d_res, BT * C * dtype_bytes(A), e);
-    if (!st && last && m->mtp) { /* the MTP depth first: its head, block and input leave d_res = d(x_final) */
-        const uint32_t lm = s->layers - 1;
-        st = head_bwd(m, PK_MTPNORM_W, (int)lm, a->mtp_x, a->mtp_nf_mean, a->mtp_nf_rstd, a->mtp_nf_out, a->mtp_logits,
-                      e);
+    /* the MTP depths first, the last first: each one's head, block and input add d(its hnorm input) to d_res,
+     * the previous depth's output (whose head adds its own), at depth 1 d(x_final) */
+    for (uint32_t d = last ? m->mtp : 0; !st && d-- > 0;) {
+        const uint32_t lm = model_main_layers(m) + d;
+        const MtpActs *ma = &a->mtp[d];
+        st = head_bwd(m, PK_MTPNORM_W, (int)lm, ma->x, ma->nf_mean, ma->nf_rstd, ma->nf_out, ma->logits, e);
         arena_enter_phase(&m->arena, &m->specs, MODEL_PHASE_BLOCKS);
         if (!st) st = block_bwd(m, lm, e);
-        if (!st) st = model_mtp_in_bwd(m, e);
+        if (!st) st = model_mtp_in_bwd(m, d, e);
         arena_enter_phase(&m->arena, &m->specs, MODEL_PHASE_HEAD);
     }
     if (!st && last)

@@ -157,18 +157,19 @@ Status model_pp_finish_grads(Model *m, Err *e)
 Status model_pp_share_loss(Model *m, float *loss, Err *e)
 {
     if (m->pp == 1) return ST_OK;
-    /* the loss, then with MTP the last stage's MTP mean: its double's 8 bytes as two FP32 words (a broadcast
-     * moves bytes, no arithmetic), so every stage logs one rank's value; act.losses holds B·T >= 2 floats */
+    /* the loss, then with MTP the last stage's mean of each depth: its double's 8 bytes as two FP32 words (a
+     * broadcast moves bytes, no arithmetic), so every stage logs one rank's value; act.losses holds B·T >= 2
+     * floats */
     float w[2] = {*loss, 0.0f};
     Status st = ST_OK;
-    for (int k = 0; !st && k < (m->mtp_model ? 2 : 1); k++) {
+    for (uint32_t k = 0; !st && k < 1 + m->mtp_model; k++) {
         const uint64_t n = k ? 2 : 1;
-        if (k) memcpy(w, &m->mtp_loss, sizeof m->mtp_loss);
+        if (k) memcpy(w, &m->mtp_loss[k - 1], sizeof m->mtp_loss[0]);
         st = m->bk->copy_to_device(m->bk, m->act.losses, w, n * sizeof *w, e);
         if (!st) st = m->ppc->broadcast(m->ppc, COMM_UNPLANNED, m->bk, m->act.losses, n, DT_FP32, (int)m->pp - 1, e);
         if (!st) st = m->bk->copy_to_host(m->bk, w, m->act.losses, n * sizeof *w, e);
         if (!st && !k) *loss = w[0];
-        if (!st && k) memcpy(&m->mtp_loss, w, sizeof m->mtp_loss);
+        if (!st && k) memcpy(&m->mtp_loss[k - 1], w, sizeof m->mtp_loss[0]);
     }
     return st;
 }

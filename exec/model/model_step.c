@@ -178,6 +178,12 @@ static Status optimizer(Model *m, Err *e)
     return st;
 }
 
+/* Depth d's part of step_mtp_losses: every DP rank's token losses of the step, in global order. */
+static float *mtp_part(const Model *m, uint32_t d)
+{
+    return m->step_mtp_losses + (uint64_t)d * model_step_tokens(m) * m->dp;
+}
+
 /* Add the micro-batch's per-token losses to *sum (double, token order) and
  * keep them in this rank's part of step_losses. */
 Status model_add_losses(Model *m, double *sum, Err *e)
@@ -188,21 +194,30 @@ Status model_add_losses(Model *m, double *sum, Err *e)
     for (uint64_t i = 0; i < BT; i++) *sum += m->host_losses[i];
     float *keep = m->step_losses + ((uint64_t)m->dp_rank * m->microbatches + m->mb) * BT;
     memcpy(keep, m->host_losses, BT * sizeof(float));
-    if (!m->mtp || !model_last(m)) return ST_OK;
-    /* the MTP depth's (masked positions 0), kept in this rank's part of step_mtp_losses */
-    keep = m->step_mtp_losses + ((uint64_t)m->dp_rank * m->microbatches + m->mb) * BT;
-    return m->bk->copy_to_host(m->bk, keep, m->act.mtp_losses, BT * sizeof(float), e);
+    /* each MTP depth's (masked positions 0), kept in this rank's part of its step_mtp_losses (m->mtp: 0 before
+     * the last stage) */
+    for (uint32_t d = 0; !st && d < m->mtp; d++) {
+        keep = mtp_part(m, d) + ((uint64_t)m->dp_rank * m->microbatches + m->mb) * BT;
+        st = m->bk->copy_to_host(m->bk, keep, m->act.mtp[d].losses, BT * sizeof(float), e);
+    }
+    return st;
 }
 
 static float mean_of(const Model *m, double sum) { return (float)(sum / (double)model_step_tokens(m)); }
 
-/* This rank's mean MTP loss of its micro-batches: over the valid positions, B·(T − 1) a micro-batch. */
-static double mtp_mean(const Model *m)
+/* This rank's MTP objective of its micro-batches: each depth's mean over its valid positions (B·(T − k) a
+ * micro-batch at depth k), weighted mtp_weight / depths. */
+static double mtp_objective(const Model *m)
 {
     const uint64_t n = model_step_tokens(m);
-    double sum = 0.0;
-    for (uint64_t i = 0; i < n; i++) sum += m->step_mtp_losses[(uint64_t)m->dp_rank * n + i];
-    return sum / ((double)m->batch * (m->seq - 1) * m->microbatches);
+    double obj = 0.0;
+    for (uint32_t d = 0; d < m->mtp; d++) {
+        const float *part = mtp_part(m, d) + (uint64_t)m->dp_rank * n;
+        double sum = 0.0;
+        for (uint64_t i = 0; i < n; i++) sum += part[i];
+        obj += (double)m->mtp_weight / m->mtp * (sum / ((double)model_mtp_valid(m, d) * m->microbatches));
+    }
+    return obj;
 }
 
 uint64_t model_step_tokens(const Model *m) { return model_tokens(m) * m->microbatches; }
@@ -231,20 +246,23 @@ static Status global_loss(Model *m, double local_sum, float *loss, Err *e)
     return ST_OK;
 }
 
-/* The step's mean MTP loss over the global batch, as global_loss makes the main one: every DP rank's token
- * losses gathered (not a plan collective) and summed in global token order in double, over the valid
- * positions, B·(T − 1) a micro-batch (the masked last ones are 0). */
+/* The step's mean loss of each MTP depth over the global batch, as global_loss makes the main one: every DP
+ * rank's token losses gathered (not a plan collective) and summed in global token order in double, over the
+ * depth's valid positions, B·(T − k) a micro-batch at depth k (the masked last k are 0). */
 static Status global_mtp_loss(Model *m, Err *e)
 {
     const uint64_t n = model_step_tokens(m);
-    if (m->dp > 1) {
-        float *mine = m->step_mtp_losses + (uint64_t)m->dp_rank * n;
-        Status st = m->dpc->all_gather(m->dpc, COMM_UNPLANNED, m->bk, mine, m->step_mtp_losses, n, DT_FP32, e);
-        if (st) return st;
+    for (uint32_t d = 0; d < m->mtp; d++) {
+        float *part = mtp_part(m, d);
+        if (m->dp > 1) {
+            Status st =
+                m->dpc->all_gather(m->dpc, COMM_UNPLANNED, m->bk, part + (uint64_t)m->dp_rank * n, part, n, DT_FP32, e);
+            if (st) return st;
+        }
+        double sum = 0.0;
+        for (uint64_t i = 0; i < n * m->dp; i++) sum += part[i];
+        m->mtp_loss[d] = sum / ((double)model_mtp_valid(m, d) * m->microbatches * m->dp);
     }
-    double sum = 0.0;
-    for (uint64_t i = 0; i < n * m->dp; i++) sum += m->step_mtp_losses[i];
-    m->mtp_loss = sum / ((double)m->batch * (m->seq - 1) * m->microbatches * m->dp);
     return ST_OK;
 }
 
@@ -379,8 +397,8 @@ static Status passes(Model *m, const int32_t *inputs, const int32_t *targets, in
     m->mb = 0;
     if (!st) st = clear_amax_rows(m, e);
     if (!st) st = m->bk->sync(m->bk, e);
-    /* the objective the gradients are of: the main mean loss plus the weighted MTP mean */
-    if (!st) *loss = (float)((double)mean_of(m, sum) + (m->mtp ? (double)m->mtp_weight * mtp_mean(m) : 0.0));
+    /* the objective the gradients are of: the main mean loss plus the depths' weighted means */
+    if (!st) *loss = (float)((double)mean_of(m, sum) + (m->mtp ? mtp_objective(m) : 0.0));
     return st;
 }
 

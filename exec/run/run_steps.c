@@ -52,6 +52,17 @@ static void trace_rows(FILE *f, const Model *m)
  * and the report covers the steps taken; a second one ends the process at
  * once. Several ranks keep the default action (stopping would need the ranks
  * to agree on the last step: a collective the plan does not count). */
+enum { MTP_LINE = 16 * MODEL_MTP_MAX };
+
+/* Each MTP depth's last step loss, "%7.4f" apiece, space-separated, into buf (MTP_LINE bytes). */
+static const char *mtp_losses(const Model *m, char *buf)
+{
+    size_t at = 0;
+    for (uint32_t d = 0; d < m->mtp_model && at < MTP_LINE; d++)
+        at += (size_t)snprintf(buf + at, MTP_LINE - at, d ? " %7.4f" : "%7.4f", m->mtp_loss[d]);
+    return buf;
+}
+
 static volatile sig_atomic_t stop_sig;
 
 static void on_stop(int sig)
@@ -142,20 +153,21 @@ int run_train(const RunSpec *a, Model *m, DataStream *d, Measurement *ms, RunFil
             break;
         }
         if (sf->trace_open) trace_rows(sf->trace.f, m);
-        if (sf->loss_open && m->mtp_model)
-            fprintf(sf->loss.f, "%u,%.9g,%.9g\n", m->step, (double)loss, m->mtp_loss);
-        else if (sf->loss_open)
-            fprintf(sf->loss.f, "%u,%.9g\n", m->step, (double)loss);
+        if (sf->loss_open) { /* each MTP depth's loss after the main one */
+            fprintf(sf->loss.f, "%u,%.9g", m->step, (double)loss);
+            for (uint32_t k = 0; k < m->mtp_model; k++) fprintf(sf->loss.f, ",%.9g", m->mtp_loss[k]);
+            fputc('\n', sf->loss.f);
+        }
         if (!isfinite(loss)) {
             rc = run_fail(
                 (err_set(&e, ST_DATA, "step %u: the loss is %g (training diverged)", m->step, (double)loss), &e));
             break;
         }
         step_begin(); /* the progress line goes, the log line comes, the progress line returns */
-        if (!a->quiet && (i % a->log_every == 0 || i + 1 == a->steps) && m->mtp_model) /* the MTP loss beside */
-            run_say("step %6u  loss %8.4f  mtp %7.4f  %9.0f tok/s  fwd %8.2f ms  bwd %8.2f ms  opt %7.2f ms\n", m->step,
-                    (double)loss, m->mtp_loss, (double)n / ms->step_s[i], 1e3 * m->phase_s[PHASE_FWD],
-                    1e3 * m->phase_s[PHASE_BWD], 1e3 * m->phase_s[PHASE_OPT]);
+        if (!a->quiet && (i % a->log_every == 0 || i + 1 == a->steps) && m->mtp_model) /* each depth's loss beside */
+            run_say("step %6u  loss %8.4f  mtp %s  %9.0f tok/s  fwd %8.2f ms  bwd %8.2f ms  opt %7.2f ms\n", m->step,
+                    (double)loss, mtp_losses(m, (char[MTP_LINE]){0}), (double)n / ms->step_s[i],
+                    1e3 * m->phase_s[PHASE_FWD], 1e3 * m->phase_s[PHASE_BWD], 1e3 * m->phase_s[PHASE_OPT]);
         else if (!a->quiet && (i % a->log_every == 0 || i + 1 == a->steps))
             run_say("step %6u  loss %8.4f  %9.0f tok/s  fwd %8.2f ms  bwd %8.2f ms  opt %7.2f ms\n", m->step,
                     (double)loss, (double)n / ms->step_s[i], 1e3 * m->phase_s[PHASE_FWD], 1e3 * m->phase_s[PHASE_BWD],
@@ -185,7 +197,10 @@ int run_files_open(const RunSpec *a, Model *m, RunFiles *sf)
     if (a->loss_log) {
         if (outfile_open(&sf->loss, a->loss_log, &e)) return run_fail(&e);
         sf->loss_open = 1;
-        fprintf(sf->loss.f, m->mtp_model ? "step,loss,mtp_loss\n" : "step,loss\n"); /* the MTP loss: its DP mean too */
+        fputs("step,loss", sf->loss.f); /* each MTP depth's loss (its DP mean too): mtp_loss, or mtp_loss_1 ... */
+        for (uint32_t d = 0; d < m->mtp_model; d++)
+            m->mtp_model == 1 ? fputs(",mtp_loss", sf->loss.f) : fprintf(sf->loss.f, ",mtp_loss_%u", d + 1);
+        fputc('\n', sf->loss.f);
     }
     if (a->want_routing) { /* every rank records its routing */
         if (!m->moe_layers_all) return run_usage("--routing-log: model %s has no MoE layers", m->spec.name);

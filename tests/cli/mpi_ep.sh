@@ -16,7 +16,9 @@
 # DeepSeek-V3 shrunk without MTP: 2 layers, the first dense (FFN 128), latent attention (4 heads of qk_nope 8 +
 # qk_rope 4, values 8, q latent 24, kv latent 16), 8 experts of FFN 32 top-2, a shared expert, a sigmoid router
 # with 4 groups, top 2 groups. tiny-mtp is tiny-mla with DeepSeek-V3's multi-token prediction (mtp_layers 1:
-# its block a third, MoE, layer whose experts dispatch and combine like the others'; exec/model/model_mtp.c). fp32-ref is a
+# its block a third, MoE, layer whose experts dispatch and combine like the others'; exec/model/model_mtp.c);
+# tiny-mtp2 has two depths (a fourth MoE block), tiny-mtp2-v the same at a 32,000-token vocabulary: each depth's
+# loss (the loss log's columns 3 and 4) gets the bound of its row's main loss, or the MTP bounds below. fp32-ref is a
 # recipe with every state and GEMM in FP32 (the executor's reference). Its rows exit 1 on one rank as on
 # the EP ranks, for a term outside expert parallelism: its activation terms (the planner counts them BF16);
 # their per-rank tables are checked all the same. tiny-ds's and tiny-mla's transients are within the plan's
@@ -117,7 +119,8 @@
 # tp 1, 1.3e-5 at tp 2, 4.4e-6 tiny-ds-kv2, 8.8e-6 tiny-ds-256 at its real 256 experts, 1.3e-5 tiny-moe-vkv2 at
 # Mixtral's vocabulary; a near tie of MoE layer 1 routes one copy differently at tp 1, measured). The MTP depth's
 # loss within 1e-4 at step 1 (measured 9.5e-6).
-# tier: full (make test-full, which .ci/run runs): 147 mpirun runs (16 with --etp 2, about 2 m 30 s of them at load
+# tier: full (make test-full, which .ci/run runs): 154 mpirun runs (7 with two MTP depths, about 5 m of them at
+# load 16-21 with their one-rank runs; 16 with --etp 2, about 2 m 30 s of them at load
 # 9-12; the whole file 16 m 01 s at load 6-17 on 2 cores shared with other builds); before them 131 (5 with deepseek-v3 at tp 2); 126 before (12 with latent attention or MTP at tp 2; 18 added with experts at tp 2 over stages and sharded, the
 # last table rows but two (those stay last: the refusals below read the last row's log), and 2 --etp refusals: 5 m 38 s in all at load
 # 13-15; 13 added with sigmoid routers and FP8 at tp 2; the 28 with tp 2 added: 2 m 16 s in all on 2 busy
@@ -155,6 +158,9 @@ moe tiny-ds-kv2 3 64 128 4 2 16 256 32 8 2 1 32 1 sigmoid 4 2
 moe tiny-ds-256 2 64 128 4 2 16 256 32 256 8 1 8 1 sigmoid 8 4
 echo 'tiny-mla,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,0,"test model"' >>"$cat/models.csv"
 echo 'tiny-mtp,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,1,"test model"' >>"$cat/models.csv"
+# two MTP depths (tiny-mla with mtp_layers 2), and at Mixtral's 32,000-token vocabulary
+echo 'tiny-mtp2,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,2,"test model"' >>"$cat/models.csv"
+echo 'tiny-mtp2-v,2,64,128,4,4,12,32000,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,2,"test model"' >>"$cat/models.csv"
 # tiny-mla at DeepSeek-V3's real vocabulary (129,280 tokens; Vp/tp = 64,640 rows a TP rank)
 echo 'tiny-mla-v,2,64,128,4,4,12,129280,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,0,"test model"' >>"$cat/models.csv"
 # block scaling over TP (deepseek-v3 at tp 2, exec/model/model_tp_block.c): every TP-split weight a whole number of
@@ -242,12 +248,16 @@ while IFS='|' read -r np ep model recipe steps rc_want same tp more <&3; do
         within "$tag: the one rank's losses within 1e-4" "$TMP/one.csv" "$TMP/ep.csv" 1e-4 "$steps"
         same_routing "$tag: the one rank's routing of step 1, every layer and expert" "$TMP/one_r.csv" "$TMP/ep_r.csv" 1
     fi
-    if [ "$tp" != 1 ] && [ "${model%-b}" = tiny-mtp ]; then # the MTP depth's loss (column 3): see the head comment
+    # the MTP depths' losses (columns 3 on): see the head comment; at tp 2, and for two depths in every layout
+    if { [ "$tp" != 1 ] && [ "${model%-b}" = tiny-mtp ]; } || [ "${model#tiny-mtp2}" != "$model" ]; then
         case $same in 1) b=1e-6 n=$steps ;; d) b=0.125 n=$steps ;; b) b=0.15625 n=$steps ;; *) b=1e-4 n=1 ;; esac
-        r=$(awk -F, -v n="$n" 'NR == FNR { if (FNR > 1) a[$1] = $3; next } FNR > 1 && $1 <= n { d = $3 - a[$1]; if (d < 0) d = -d;
-            d /= a[$1]; if (d > m) m = d; k++ } END { if (k != n) print "n/a"; else print m + 0 }' "$TMP/one.csv" "$TMP/ep.csv")
-        if [ "$r" != n/a ] && awk -v r="$r" -v b="$b" 'BEGIN { exit !(r <= b) }'; then pass "$tag: the MTP loss within $b over $n steps ($r)"
-        else fail "$tag: the MTP loss within $b over $n steps" "max relative difference: $r"; fi
+        r=$(awk -F, -v n="$n" 'NR == FNR { if (FNR > 1) for (i = 3; i <= NF; i++) a[$1, i] = $i; next }
+            FNR > 1 && $1 <= n { for (i = 3; i <= NF; i++) { d = $i - a[$1, i]; if (d < 0) d = -d; d /= a[$1, i]
+            if (d > m) m = d } k++ } END { if (k != n) print "n/a"; else print m + 0 }' "$TMP/one.csv" "$TMP/ep.csv")
+        if [ "$r" != n/a ] && awk -v r="$r" -v b="$b" 'BEGIN { exit !(r <= b) }'; then pass "$tag: the MTP losses within $b over $n steps ($r)"
+        else fail "$tag: the MTP losses within $b over $n steps" "max relative difference: $r"; fi
+        [ "${model#tiny-mtp2}" != "$model" ] && expect_eq "$tag: both depths' losses logged" "$(head -1 "$TMP/ep.csv")" \
+            "step,loss,mtp_loss_1,mtp_loss_2"
     fi
     expect_out "$tag: persistent memory as planned" "every rank holds the plan's persistent bytes, byte for byte"
     if [ "$recipe" = fp32-ref ] && [ -n "$pp" ]; then # the stages send FP32 activations the plan counts BF16
@@ -312,6 +322,12 @@ done 3<<'EOF'
 2|2|tiny-mtp|megatron-bf16|5|0|0
 4|4|tiny-mtp|megatron-bf16|5|0|0
 2|2|tiny-mtp|deepseek-v3|3|0|s
+2|2|tiny-mtp2|megatron-bf16|3|0|0
+2|1|tiny-mtp2|megatron-bf16|3|0|1||--zero 1
+2|1|tiny-mtp2|megatron-bf16|3|0|1||--pp 2
+2|1|tiny-mtp2|fp32-ref|3|1|1|2
+4|2|tiny-mtp2|megatron-bf16|3|0|T|2
+2|1|tiny-mtp2-v|megatron-bf16|2|0|T|2
 2|1|tiny-moe-kv2|fp32-ref|5|1|1|2
 4|2|tiny-moe-kv2|fp32-ref|5|1|1|2
 4|4|tiny-moe-kv2|fp32-ref|5|1|1|2
@@ -519,6 +535,30 @@ expect_out "deepseek-v3 shrunk np 2 ep 2: every term within the plan" \
     "every exact term matches the plan byte for byte; 0 terms outside tolerance"
 expect_eq "deepseek-v3 shrunk np 2 ep 2: rank 0's transient by hand, planned and measured" \
     "$(grep '^0,memory,transient,' "$TMP/ds3.csv" | cut -d, -f5,6)" "629248,628224"
+
+# ---- the same at two MTP depths (--mtp-layers 2; docs/executor-moe.md "Deeper multi-token prediction"), one
+# step: every term within the plan, the exact ones byte for byte, and step 1's loss and both depths' losses one
+# rank's bit for bit (the 's' rows). weight_gemm by hand: the one-depth 5,660,672 weights + a depth's block
+# (latent attention 1,871,872 + its shared expert 6,144) + its eh_proj 64 x 128 = 8,192: 7,546,880 x 2 B =
+# 15,093,760; rank 0's transient the one-depth run's (the depths run one after another in the same buffers)
+D="run --model deepseek-v3 --recipe deepseek-v3 --mtp-layers 2 --layers 2 --hidden 64 --heads 4 --ffn 128 --seq 32
+    --vocab 256 --experts 8 --topk 2 --expert-ffn 32 --dense-layers 1 --mbs 1 --gbs 2 --steps 1 --quiet"
+run $D --loss-log "$TMP/dsd1.csv"
+expect_rc "deepseek-v3 shrunk, 2 MTP depths, one rank: exit 0" 0
+mpi_run 2 "$FP8PLAN" $D --ep 2 --loss-log "$TMP/dsd2.csv" -o "$TMP/dsd2o.csv"
+expect_rc "deepseek-v3 shrunk, 2 MTP depths, np 2 ep 2: exit 0" 0
+expect_out "deepseek-v3 shrunk, 2 MTP depths, np 2 ep 2: every term within the plan" \
+    "every exact term matches the plan byte for byte; 0 terms outside tolerance"
+expect_out "deepseek-v3 shrunk, 2 MTP depths, np 2 ep 2: the all-to-alls as planned for the measured routing" \
+    "every rank sent the plan's expert all-to-all bytes for the measured routing, byte for byte"
+expect_eq "deepseek-v3 shrunk, 2 MTP depths, np 2 ep 2: weight_gemm by hand, planned and measured" \
+    "$(grep '^0,memory,weight_gemm,' "$TMP/dsd2o.csv" | cut -d, -f5,6)" "15093760,15093760"
+expect_eq "deepseek-v3 shrunk, 2 MTP depths, np 2 ep 2: rank 0's transient, planned and measured" \
+    "$(grep '^0,memory,transient,' "$TMP/dsd2o.csv" | cut -d, -f5,6)" "629248,628224"
+expect_eq "deepseek-v3 shrunk, 2 MTP depths, np 2 ep 2: step 1's losses one rank's bit for bit" \
+    "$(sed -n 2p "$TMP/dsd2.csv")" "$(sed -n 2p "$TMP/dsd1.csv")"
+expect_eq "deepseek-v3 shrunk, 2 MTP depths: the loss log's columns" "$(head -1 "$TMP/dsd2.csv")" \
+    "step,loss,mtp_loss_1,mtp_loss_2"
 
 # ---- DeepSeek-V3's own row at tp 2 (megatron-bf16, 2 steps): latent attention at the row's widths and MTP with
 # tensor parallelism at the real vocabulary (129,280 tokens, 64,640 rows a rank); every term the plan's, both

@@ -232,19 +232,51 @@ expect_rc "tiny-gpt-mtp (biases): exit 0" 0
 expect_out "tiny-gpt-mtp (biases): exact terms as planned" "every exact term matches the plan byte for byte; 0 terms outside tolerance"
 expect_eq "tiny-gpt-mtp (biases): weight_other by hand, planned and measured" \
     "$(grep '^memory,weight_other,' "$TMP/gmtp.csv" | cut -d, -f4,5)" "42880,42880"
-# depth 2 is refused before any work
+# two depths (tiny-mla with mtp_layers 2), run one after the other: depth 2 reads token i+2 and depth 1's block
+# output, predicts token i+3 (each sequence's last 2 positions masked); 30 steps, the main loss and each depth's
+# fall, every exact term as planned. By hand, one depth more than tiny-mtp: weight_gemm 132,352 + eh_proj 64 x 128
+# x 2 = 16,384 + the block's attention 7,040 and shared expert 6,144 weights x 2 = 26,368: 175,104; act_output a
+# third 41,088: 123,264; router_bias 8 x 3 MoE layers x 4 = 96
 echo 'tiny-mtp2,2,64,128,4,4,12,256,32,rmsnorm,swiglu,rope,no,no,no,8,2,1,32,1,sigmoid,4,2,24,16,8,4,8,2,"test model"' \
     >>"$TMP/mla/models.csv"
-run run --catalog "$TMP/mla" --model tiny-mtp2 --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 1
-expect_rc "mtp_layers 2: unavailable" 69
-expect_err "mtp_layers 2: the reason" "model tiny-mtp2: the executor runs multi-token prediction of depth 1 (mtp_layers 2 given)"
-expect_no_out "mtp_layers 2: nothing run"
-# --mtp-layers overrides the row's depth: 2 on tiny-mla (a row without MTP) is refused the same way, 17 is out of
-# the column's range, 1 runs tiny-mla with a depth (as tiny-mtp above) and 0 runs tiny-mtp without one
-run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 1 --mtp-layers 2
-expect_rc "--mtp-layers 2: unavailable" 69
-expect_err "--mtp-layers 2: the reason" "model tiny-mla: the executor runs multi-token prediction of depth 1 (mtp_layers 2 given)"
-expect_no_out "--mtp-layers 2: nothing run"
+run run --catalog "$TMP/mla" --model tiny-mtp2 --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 30 --lr 3e-3 \
+    --log-every 29 --loss-log "$TMP/mtp2.loss" -o "$TMP/mtp2.csv"
+expect_rc "tiny-mtp2: exit 0" 0
+expect_out "tiny-mtp2: exact terms as planned, none outside" "every exact term matches the plan byte for byte; 0 terms outside tolerance"
+expect_line "tiny-mtp2: the model line names the depths" "  model: 2 layers \+ 2 MTP depths \(weight 0\.3\), hidden 64,.*"
+expect_line "tiny-mtp2: both depths' losses on the step line" 'step +1 +loss +5\.[0-9]{4} +mtp +5\.[0-9]{4} +5\.[0-9]{4} .*'
+expect_eq "tiny-mtp2: the loss log's columns" "$(head -1 "$TMP/mtp2.loss")" "step,loss,mtp_loss_1,mtp_loss_2"
+expect_eq "tiny-mtp2: the loss and each depth's fall by a third in 30 steps" "$(awk -F, 'NR == 2 { for (i = 2; i <= 4; i++) f[i] = $i }
+    NR == 31 { ok = 1; for (i = 2; i <= 4; i++) if (!($i < 0.67 * f[i])) ok = 0; print ok }' "$TMP/mtp2.loss")" 1
+for t in "weight_gemm 175104" "act_output 123264" "router_bias 96"; do
+    expect_eq "tiny-mtp2: ${t% *} by hand, planned and measured" \
+        "$(grep "^memory,${t% *}," "$TMP/mtp2.csv" | cut -d, -f4,5)" "${t#* },${t#* }"
+done
+# through a checkpoint: 2 + 2 steps of tiny-mtp2 are 4 uninterrupted ones, the main and both depths' losses bit for
+# bit; another depth is refused naming the checkpoint (its layer count: 2 + 2 blocks)
+M2="--catalog $TMP/mla --model tiny-mtp2 --mbs 1 --gbs 4 --recipe megatron-bf16 --quiet"
+run run $M2 --steps 4 --loss-log "$TMP/m2.loss"
+run run $M2 --steps 2 --save "$TMP/m2.ckpt" --loss-log "$TMP/m2a.loss"
+expect_rc "tiny-mtp2: 2 steps and --save exit 0" 0
+run run $M2 --steps 2 --resume "$TMP/m2.ckpt" --loss-log "$TMP/m2b.loss"
+expect_rc "tiny-mtp2: --resume and 2 more exit 0" 0
+expect_eq "tiny-mtp2: 2 + 2 steps through a checkpoint = 4 uninterrupted, every loss bit for bit" \
+    "$(sed -n '2,3p' "$TMP/m2a.loss"; sed -n '2,3p' "$TMP/m2b.loss")" "$(sed -n '2,5p' "$TMP/m2.loss")"
+run run $M2 --steps 1 --resume "$TMP/m2.ckpt" --mtp-layers 1
+expect_rc "tiny-mtp2: resumed at one depth: refused" 65
+expect_err "tiny-mtp2: resumed at one depth: the reason" "m2.ckpt: checkpoint has layers 4, this run has 3"
+# --mtp-layers overrides the row's depth: 17 is out of the column's range, 2 runs tiny-mla with two depths (a
+# sequence of 2 positions leaves depth 2 none to predict: refused, nothing written), 1 runs tiny-mla with a depth
+# (as tiny-mtp above) and 0 runs tiny-mtp without one
+run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 1 --mtp-layers 2 --quiet
+expect_rc "--mtp-layers 2: exit 0" 0
+expect_out "--mtp-layers 2: exact terms as planned" "every exact term matches the plan byte for byte; 0 terms outside tolerance"
+run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 1 --mtp-layers 2 --seq 2 \
+    -o "$TMP/seq2.csv"
+expect_rc "--mtp-layers 2 --seq 2: usage" 64
+expect_err "--mtp-layers 2 --seq 2: the reason" "--seq 2 must exceed the 2 multi-token prediction depths of model tiny-mla"
+expect_no_out "--mtp-layers 2 --seq 2: nothing run"
+expect_eq "--mtp-layers 2 --seq 2: nothing written" "$(ls "$TMP"/seq2.csv 2>/dev/null | wc -l)" 0
 run run --catalog "$TMP/mla" --model tiny-mla --mbs 1 --gbs 4 --recipe megatron-bf16 --steps 1 --mtp-layers 17
 expect_rc "--mtp-layers 17: usage" 64
 expect_err "--mtp-layers 17: the reason" "--mtp-layers: '17' is too large (at most 16)"

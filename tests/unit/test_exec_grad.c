@@ -184,7 +184,7 @@ static void test_fd_fp32_mla(void)
     jitter_seed = 0;
 }
 
-/* Multi-token prediction depth 1 (model_mtp.c): enorm over the next tokens' embedding, hnorm over the main
+/* Multi-token prediction (model_mtp.c), depth 1: enorm over the next tokens' embedding, hnorm over the main
  * model's last block output, eh_proj over their concatenation, the depth's block, its final norm and the shared
  * head, the masked cross-entropy two tokens ahead weighted 0.3 in the objective (model_loss reports main + 0.3 x
  * MTP, the very objective model_grads differentiates). Every tensor against finite differences, the three MTP
@@ -192,27 +192,39 @@ static void test_fd_fp32_mla(void)
  * the embedding's gradient sums the main lookup, the MTP lookup and the head), LLaMA's (untied head) and the
  * DeepSeek-style latent-attention MoE (the depth's block a MoE block). A gradient that left out the MTP branch
  * (of the embedding, the head or x_final) would be off by its 0.3-weighted share, far above the tolerance. The
- * MoE model's jitter seed is one where no token's selection changes within h (as in test_fd_fp32_qk_norm). */
+ * MoE model's jitter seed is one where no token's selection changes within h (as in test_fd_fp32_qk_norm).
+ * Two and three depths (GPT-2's and LLaMA's pieces; the MoE model at two): depth 2's hnorm reads depth 1's block
+ * output, so depth 1's block, eh_proj and norms get depth 2's gradient too, and the embedding and head sum one
+ * lookup and one pass a depth more; a chain that dropped a depth's share (0.15 or 0.1 of the objective) would
+ * miss by far more than the tolerance. */
 static void test_fd_fp32_mtp(void)
 {
     jitter_seed = 3;
-    ModelSpec m = fx_gpt();
-    m.mtp_layers = 1;
-    fd_fp32(&m);
-    m = fx_llama();
-    m.mtp_layers = 1;
-    fd_fp32(&m);
-    m = fx_mla(1, 16);
-    m.mtp_layers = 1;
-    jitter_seed = 2; /* 1 and 4..15 flip a token's top-2 within h (differences of 6e-3..6e-2 on the routers) */
-    fd_fp32(&m);
+    for (uint32_t D = 1; D <= 3; D++) {
+        ModelSpec m = fx_gpt();
+        m.mtp_layers = D;
+        fd_fp32(&m);
+        m = fx_llama();
+        m.mtp_layers = D;
+        fd_fp32(&m);
+    }
+    for (uint32_t D = 1; D <= 2; D++) {
+        ModelSpec m = fx_mla(1, 16);
+        m.mtp_layers = D;
+        /* D 1: 1 and 4..15 flip a token's top-2 within h (differences of 6e-3..6e-2 on the routers); D 2: 1..6 and
+         * 10..12 flip one (1 to 22 tensors off, 1e-3..3e-2), 7, 8 and 9 none */
+        jitter_seed = D == 1 ? 2 : 7;
+        fd_fp32(&m);
+    }
     jitter_seed = 0;
 }
 
-/* What the finite differences cannot see: which tokens the depth reads and predicts. fx_llama with a depth, 4
- * sequences of 16: position i reads token i+1 (the last position token 0) and predicts the main model's target at
- * i+1 (token i+2); the last position's loss is 0 and its d(logits) row zeroed; the loss model_loss reports is
- * the main mean over 64 tokens + 0.3 x the MTP mean over the 4 x 15 = 60 valid positions. */
+/* What the finite differences cannot see: which tokens each depth reads and predicts. fx_llama with D depths,
+ * 4 sequences of 16: depth k's position i reads token i+k (the last k positions token 0) and predicts the main
+ * model's target at i+k (token i+k+1); its last k positions' losses are 0 and their d(logits) rows zeroed; the
+ * loss model_loss reports is the main mean over 64 tokens + 0.3 / D x the sum of each depth's mean over its
+ * 4 x (16 − k) valid positions: D 1, 0.3 x S1 / 60; D 2, 0.15 x (S1 / 60 + S2 / 56); D 3, 0.1 x (S1 / 60 + S2 / 56
+ * + S3 / 52) (Megatron-Core's mtp_loss_scaling_factor / mtp_num_layers, each depth over its num_tokens). */
 static void test_mtp_shift_and_mask(void)
 {
     Backend *bk;
@@ -220,38 +232,49 @@ static void test_mtp_shift_and_mask(void)
     Err e;
     CHECK(!backend_cpu_create(&bk, &e));
     CHECK(!comm_single_create(&comm, &e));
-    ModelSpec s = fx_llama();
-    s.mtp_layers = 1;
-    Model *g = make(&s, "fp32", bk, comm);
-    CHECK(g != NULL);
-    if (!g) return;
-    int32_t in[FD_TOKENS], tgt[FD_TOKENS];
-    fx_tokens(g, 7, in, tgt);
-    float loss;
-    CHECK(!model_loss(g, in, tgt, &loss, &e));
-    const uint32_t T = g->seq, B = g->batch, Vp = (uint32_t)g->vocab_padded;
-    CHECK_EQ_INT((int)(B * T), FD_TOKENS);
-    const ModelActs *a = &g->act; /* CPU backend: host memory */
-    int bad_tok = 0, bad_tgt = 0, bad_mask = 0;
-    double main = 0.0, mtp = 0.0;
-    for (uint32_t b = 0; b < B; b++)
-        for (uint32_t i = 0; i < T; i++) {
-            uint32_t r = b * T + i;
-            bad_tok += a->mtp_tok[r] != (i + 1 < T ? in[r + 1] : 0);
-            bad_tgt += a->mtp_tgt[r] != (i + 1 < T ? tgt[r + 1] : 0);
-            main += a->losses[r], mtp += a->mtp_losses[r];
-            if (i + 1 == T) {
-                bad_mask += a->mtp_losses[r] != 0.0f;
-                for (uint32_t v = 0; v < Vp; v++) bad_mask += a->mtp_logits[(uint64_t)r * Vp + v] != 0.0f;
-            } else {
-                bad_mask += !(a->mtp_losses[r] > 0.0f);
-            }
+    for (uint32_t D = 1; D <= 3; D++) {
+        ModelSpec s = fx_llama();
+        s.mtp_layers = D;
+        Model *g = make(&s, "fp32", bk, comm);
+        CHECK(g != NULL);
+        if (!g) continue;
+        int32_t in[FD_TOKENS], tgt[FD_TOKENS];
+        fx_tokens(g, 7, in, tgt);
+        float loss;
+        CHECK(!model_loss(g, in, tgt, &loss, &e));
+        const uint32_t T = g->seq, B = g->batch, Vp = (uint32_t)g->vocab_padded;
+        CHECK_EQ_INT((int)(B * T), FD_TOKENS);
+        CHECK_EQ_INT((int)g->mtp, (int)D);
+        const ModelActs *a = &g->act; /* CPU backend: host memory */
+        int bad_tok = 0, bad_tgt = 0, bad_mask = 0;
+        double main = 0.0, obj = 0.0;
+        for (uint32_t b = 0; b < B; b++)
+            for (uint32_t i = 0; i < T; i++) main += a->losses[b * T + i];
+        for (uint32_t d = 0; d < D; d++) {
+            const MtpActs *ma = &a->mtp[d];
+            const uint32_t k = d + 1;
+            double sum = 0.0;
+            for (uint32_t b = 0; b < B; b++)
+                for (uint32_t i = 0; i < T; i++) {
+                    uint32_t r = b * T + i;
+                    bad_tok += ma->tok[r] != (i + k < T ? in[r + k] : 0);
+                    bad_tgt += ma->tgt[r] != (i + k < T ? tgt[r + k] : 0);
+                    sum += ma->losses[r];
+                    if (i + k >= T) {
+                        bad_mask += ma->losses[r] != 0.0f;
+                        for (uint32_t v = 0; v < Vp; v++) bad_mask += ma->logits[(uint64_t)r * Vp + v] != 0.0f;
+                    } else {
+                        bad_mask += !(ma->losses[r] > 0.0f);
+                    }
+                }
+            obj += 0.3 / D * sum / (4.0 * (16 - k)); /* 60, 56, 52 valid positions */
         }
-    CHECK_EQ_INT(bad_tok, 0);
-    CHECK_EQ_INT(bad_tgt, 0);
-    CHECK_EQ_INT(bad_mask, 0);
-    CHECK_REL(loss, main / 64.0 + 0.3 * mtp / 60.0, 1e-6);
-    model_destroy(g);
+        CHECK_EQ_INT(bad_tok, 0);
+        CHECK_EQ_INT(bad_tgt, 0);
+        CHECK_EQ_INT(bad_mask, 0);
+        CHECK_REL(loss, main / 64.0 + obj, 1e-6);
+        model_destroy(g);
+    }
     comm->destroy(comm);
     bk->destroy(bk);
 }
@@ -309,6 +332,8 @@ static void test_bf16_vs_fp32(void)
     bf16_vs_fp32(&m);
     m = fx_gpt(); /* with an MTP depth: a block, three norms, eh_proj and a second head pass more on the path */
     m.mtp_layers = 1;
+    bf16_vs_fp32(&m);
+    m.mtp_layers = 2; /* and two: the second depth's on the first's output */
     bf16_vs_fp32(&m);
 }
 

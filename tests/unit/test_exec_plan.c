@@ -428,13 +428,65 @@ static void test_mla_terms_match_plan(void)
     gm.linear_bias = 0;
     for (size_t i = 0; i < sizeof recipes / sizeof *recipes; i++)
         CHECKF(compare(&gm, recipes[i], 1) == 0, "%s", recipes[i]);
-    /* refused before any work: depth 2, and pipeline stages (the depth follows the last stage's layers) */
-    gm.mtp_layers = 2;
+    /* two depths: every state, saved activation and scale term as planned, in each recipe and both gbs. By hand at
+     * D 2 (one depth more than above): weight_gemm 132,352 + eh_proj 16,384 + the second block's 26,368 = 175,104
+     * B; weight_other + another 872 weights, 3,488 B over the model without a depth; router_bias 8 x 3 MoE layers x
+     * 4 = 96 B; te-fp8's scale_gemm (30 + 2 x 24) x 3 x 1,026 x 4 = 960,336 B; act_output, per head pass (the
+     * model's and each depth's) the final norm's input and output 32 x 64 x 2 x 2 = 8,192, its rstd 32 x 4 = 128
+     * and the FP32 logits 32 x 256 x 4 = 32,768: 41,088 x 3 = 123,264 B; act_layer_hp one depth's more each depth
+     * (the same increment from D 1 to 2 as from 0 to 1) */
+    uint64_t hp[3] = {0};
+    for (uint32_t D = 0; D <= 2; D++) {
+        t.mtp_layers = D;
+        exec_plan_input(&in, &t, gpu, rc, 1, 1, catalog_stack(cat, "fp8plan"));
+        CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
+        CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
+        arena_specs_free(&specs);
+        hp[D] = have[MT_ACT_LAYER_HP];
+        CHECK_EQ_U64(p.mem[MT_ACT_LAYER_HP].bytes, have[MT_ACT_LAYER_HP]);
+        if (D < 2) continue;
+        CHECK_EQ_U64(have[MT_WEIGHT_GEMM], 175104);
+        CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, 175104);
+        CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].bytes - 67360, 3488);
+        CHECK_EQ_U64(have[MT_WEIGHT_OTHER] - 67360, 3488);
+        CHECK_EQ_U64(have[MT_ROUTER_BIAS], 96);
+        CHECK_EQ_U64(p.mem[MT_ACT_OUTPUT].bytes, 123264);
+        CHECK_EQ_U64(have[MT_ACT_OUTPUT], 123264);
+    }
+    CHECK(hp[1] > hp[0]);
+    CHECK_EQ_U64(hp[2] - hp[1], hp[1] - hp[0]);
+    for (int i = 0; i < 4; i++) {
+        const char *rn = i == 3 ? "deepseek-v3" : i ? f8[i - 1].recipe : "megatron-bf16";
+        exec_plan_input(&in, &t, gpu, catalog_recipe(cat, rn), 1, 1, catalog_stack(cat, "fp8plan"));
+        CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
+        CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
+        arena_specs_free(&specs);
+        if (i == 1) CHECK_EQ_U64(have[MT_SCALE_GEMM], 960336);
+        if (i == 1) CHECK_EQ_U64(p.mem[MT_SCALE_GEMM].bytes, 960336);
+        CHECKF(compare(&t, rn, 1) == 0, "%s at depth 2", rn);
+        CHECKF(compare(&t, rn, 2) == 0, "%s at depth 2", rn);
+    }
+    gm.mtp_layers = 2; /* the GPT-2 shape at two depths, with biases and without */
+    for (size_t i = 0; i < sizeof recipes / sizeof *recipes; i++)
+        CHECKF(compare(&gm, recipes[i], 1) == 0, "%s at depth 2", recipes[i]);
+    gm.linear_bias = 1;
+    CHECK_EQ_INT(compare(&gm, "megatron-bf16", 1), 0);
+    /* refused before any work: more depths than the executor's bound, and a sequence no longer than the depths */
+    gm.mtp_layers = MODEL_MTP_MAX + 1;
     exec_plan_input(&in, &gm, gpu, rc, 1, 1, catalog_stack(cat, "fp8plan"));
     CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
     CHECK_EQ_INT(model_layout(&p, &specs, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "multi-token prediction of depth 1 (mtp_layers 2 given)");
+    CHECK_CONTAINS(e.msg, "at most 16 multi-token prediction depths (mtp_layers 17)");
     arena_specs_free(&specs);
+    ModelSpec sh = shaped_kv("gpt2-124m", 2, 64, 4, 4, 256, 4); /* 4 positions, 4 depths: depth 4 predicts none */
+    sh.mtp_layers = 4;
+    exec_plan_input(&in, &sh, gpu, rc, 1, 1, catalog_stack(cat, "fp8plan"));
+    CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
+    CHECK_EQ_INT(model_layout(&p, &specs, &e), ST_USAGE);
+    CHECK_CONTAINS(e.msg, "--seq 4 must exceed the 4 multi-token prediction depths of model");
+    arena_specs_free(&specs);
+    sh.mtp_layers = 3; /* 3 depths of 4 positions: depth 3 predicts at position 0 alone */
+    CHECK_EQ_INT(compare(&sh, "megatron-bf16", 1), 0);
 }
 
 /* q/k norms (Qwen3) on a dense LLaMA shape: the norms' 2 x head_dim weights per layer in the "other" states, no

@@ -335,7 +335,12 @@ static void test_mla_tp_bytes(void)
  *                      reduce-scatters 2 + 2 = 4, gathers 3 + 3 = 6, of 512 x 256 x 2 = 262,144; the loss's
  *                      all-reduces 3 + 3 = 6 of 512 x 4 = 2,048
  *   TP gradients       3 layers x 53,952 + the depth's enorm, hnorm and final norm 3 x 256 + the model's final
- *                      norm 256 = 162,880 values, 651,520 B */
+ *                      norm 256 = 162,880 values, 651,520 B
+ * Two depths: the second adds the first's share again — forward gathers 475,136 + 524,288 + 262,144 =
+ * 1,261,568 in 4 calls (3,473,408 in 12), backward gathers 458,752 + 524,288 + 524,288 + 262,144 = 1,769,472 in
+ * 4 + 2 (5,505,024 in 20), backward scatters 212,992 + 262,144 + 524,288 = 999,424 in 3 (2,949,120 in 10, 294,912
+ * each), its lookup and head pass (vocabulary reduce-scatters 6, gathers 9), its loss's 3 all-reduces (9), and its
+ * layer's and three norms' 53,952 + 768 = 54,720 TP gradients (217,600 values, 870,400 B). */
 static void test_mtp_tp_bytes(void)
 {
     ModelSpec m = mla_model(80, 16);
@@ -362,6 +367,18 @@ static void test_mtp_tp_bytes(void)
     CHECK_EQ_U64(c[CO_TP_LOSS_AR].calls, 6);
     CHECK_EQ_U64(c[CO_TP_LOSS_AR].payload_bytes, 2048);
     CHECK_EQ_U64(c[CO_TP_NORM_GRAD_AR].payload_bytes, 651520);
+    m.mtp_layers = 2;
+    if (!build(&in, &p)) return;
+    CHECK_EQ_U64(c[CO_TP_AG_FWD].calls, 12);
+    CHECK_EQ_U64(plan_coll_step_payload(&c[CO_TP_AG_FWD]), 3473408);
+    CHECK_EQ_U64(c[CO_TP_AG_BWD].calls, 20);
+    CHECK_EQ_U64(plan_coll_step_payload(&c[CO_TP_AG_BWD]), 5505024);
+    CHECK_EQ_U64(c[CO_TP_RS_BWD].calls, 10);
+    CHECK_EQ_U64(c[CO_TP_RS_BWD].payload_bytes, 294912);
+    CHECK_EQ_U64(c[CO_TP_VOCAB_RS].calls, 6);
+    CHECK_EQ_U64(c[CO_TP_VOCAB_AG].calls, 9);
+    CHECK_EQ_U64(c[CO_TP_LOSS_AR].calls, 9);
+    CHECK_EQ_U64(c[CO_TP_NORM_GRAD_AR].payload_bytes, 870400);
 }
 
 /* The dense-DP linear weight tensors a stage holds (Plan.linear_tensors: what FP8-LM's per-tensor FP8 gradient
