@@ -42,6 +42,15 @@ static AdamHyper hyper(uint32_t step, float grad_scale)
     return h;
 }
 
+/* The CPU backend; NULL, and a failed check naming why, when it cannot be made. */
+static Backend *cpu_backend(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    return bk;
+}
+
 /* backend memory holding a copy of n bytes of host data */
 static void *dev(Backend *bk, const void *host, uint64_t n)
 {
@@ -59,10 +68,9 @@ static void host(Backend *bk, void *dst, const void *src, uint64_t n)
 
 static void test_adamw_two_steps(void)
 {
-    Backend *bk = NULL;
-    Err e = {0};
-    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    Backend *bk = cpu_backend();
     if (!bk) return;
+    Err e = {0};
     const float w0[3] = {2, -4, 0}, zero[3] = {0, 0, 0};
     /* step 1 with grad_scale 0.5 and the gradients doubled: the same g = 1, -1, 0 */
     const float g1[3] = {2, -2, 0}, g2[3] = {2.5f, 2.5f, 0};
@@ -139,10 +147,9 @@ static void test_adamw_two_steps(void)
  *   element 1: g = -2 x 0.5 = -1: m -0.5 (0xBF00), v 0.25 (0x3E80), exact. */
 static void test_adamw_bf16_moments(void)
 {
-    Backend *bk = NULL;
-    Err e = {0};
-    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    Backend *bk = cpu_backend();
     if (!bk) return;
+    Err e = {0};
     const float w0[2] = {2, -4}, g[2] = {2.0f * (1.0f + 0x1p-8f), -2.0f}, zf[2] = {0, 0};
     const uint16_t z16[2] = {0, 0};
     float *master = dev(bk, w0, sizeof w0), *grad = dev(bk, g, sizeof g), *master32 = dev(bk, w0, sizeof w0);
@@ -245,10 +252,9 @@ static void test_fp8lm_adam_two_steps(void)
          /* the master's amax: the FP32 update's, before FP16 rounding */
          {{16384.0f, 0x1p-14f, -STEP2_W1}, {256.0f, 0x1p-8f, 1.5f}, {32768.0f, 0x1p-15f, 1.75f}}},
     };
-    Backend *bk = NULL;
-    Err e = {0};
-    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    Backend *bk = cpu_backend();
     if (!bk) return;
+    Err e = {0};
     const uint16_t master0[2] = {0x4000, 0xC400}; /* FP16 2, -4 */
     const uint8_t m0[2] = {0, 0};
     const uint16_t v0[2] = {0, 0}, w0[2] = {0x4000, 0xC080};
@@ -305,10 +311,9 @@ static void test_fp8lm_adam_two_steps(void)
  *   m 0.5 = 2^-1 -> E4M3 0.0110.000 = 0x30; -0.5 -> 0xB0;  v 0.25 = 2^-2 -> FP16 0x3400 */
 static void test_fp8lm_adam_unscaled(void)
 {
-    Backend *bk = NULL;
-    Err e = {0};
-    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    Backend *bk = cpu_backend();
     if (!bk) return;
+    Err e = {0};
     uint16_t master[2] = {0x4000, 0xC400}, v[2] = {0, 0}, wb[2] = {0x4000, 0xC080};
     uint8_t m[2] = {0, 0};
     const float g[2] = {1, -1};
@@ -353,10 +358,9 @@ static void test_msamp_o1_adam_two_steps(void)
         {{0x7740, 0xFB60}, {16384.0f, 0x1p-14f, 3.6875f}, {0.5f, -0.5f}, {0.25f, 0.25f}},
         {{0x7677, 0xFB06}, {16384.0f, 0x1p-14f, -STEP2_W1}, {1.5f, 1.0f}, {1.75f, 1.75f}},
     };
-    Backend *bk = NULL;
-    Err e = {0};
-    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    Backend *bk = cpu_backend();
     if (!bk) return;
+    Err e = {0};
     const uint16_t w0[2] = {0x4000, 0xC400}; /* FP16 2, -4, scale 1 */
     const float z[2] = {0, 0}, rec1[3] = {1, 1, 0}, g1[2] = {1, -1};
     uint16_t *w = dev(bk, w0, sizeof w0);
