@@ -354,7 +354,11 @@ def main():
     limits = {}  # {test: seconds a mutant may take}, from the unmutated run
     for t in tests:  # the suite must pass before a mutant can be judged by it
         t0 = time.monotonic()
-        r = sh([os.path.join(build, "tests", t)], tree, timeout=a.timeout * 5)
+        try:
+            r = sh([os.path.join(build, "tests", t)], tree, timeout=a.timeout * 5)
+        except subprocess.TimeoutExpired:  # was an uncaught traceback (test_cli_faults at load ~30)
+            sys.exit("mutate: %s ran past %d s without any mutant (5 x --timeout; a loaded machine?): raise "
+                     "MUTATE_TIMEOUT" % (t, a.timeout * 5))
         limits[t] = limit_for(time.monotonic() - t0, a.timeout)
         if r.returncode:
             sys.exit("mutate: %s fails without any mutant; fix the suite first:\n%s" %
