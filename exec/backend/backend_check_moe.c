@@ -1,6 +1,6 @@
 /* exec/backend/backend_check_moe.c — the shared descriptor checks of the
  * mixture-of-experts operations (exec/backend/backend.h: router_topk ... grouped_gemm;
- * the descriptors are exec/backend/backend_desc.h's), as exec/backend/backend_check.c does for
+ * the descriptors are exec/backend/backend_desc_moe.h's), as exec/backend/backend_check.c does for
  * the others: ST_USAGE naming the operation and the field (ST_UNAVAILABLE for
  * a legal request not implemented yet: block-scaled groups). What needs the data
  * (expert ids in range and distinct within a token, counts adding up to the
@@ -9,13 +9,7 @@
 #include <stdint.h>
 
 #include "exec/backend/backend.h"
-
-static int is_float(Dtype t) { return t == DT_FP32 || t == DT_FP16 || t == DT_BF16; }
-
-static Status need(int ok, Err *e, const char *op, const char *what)
-{
-    return ok ? ST_OK : err_set(e, ST_USAGE, "%s: %s", op, what);
-}
+#include "exec/backend/backend_check_internal.h"
 
 /* T·k rows fit the int32 counts and row indices. */
 static Status rows_check(uint64_t tokens, uint32_t k, const char *op, Err *e)

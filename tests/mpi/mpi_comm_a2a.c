@@ -418,17 +418,8 @@ static void test_nonfinite_shard_buckets(void)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    Err e;
-    if (comm_mpi_create(&C, &e)) {
-        fprintf(stderr, "comm_mpi_create: %s\n", e.msg);
-        MPI_Abort(MPI_COMM_WORLD, 70);
-    }
-    N = C->size, R = C->rank;
-    if (N != 2 && N != 4) {
-        if (R == 0) fprintf(stderr, "run under mpirun -np 2 or -np 4 (got %d ranks)\n", N);
-        MPI_Abort(MPI_COMM_WORLD, 64);
-    }
+    C = mpi_world(&argc, &argv);
+    mpi_need_2_or_4();
     if (R == 0) printf("checks: 9\n");
     MRUN(test_all_to_all_v);
     MRUN(test_all_to_all_v_disagree);
@@ -439,9 +430,5 @@ int main(int argc, char **argv)
     MRUN(test_nonfinite_tp_mla);
     MRUN(test_nonfinite_grad_buckets);
     MRUN(test_nonfinite_shard_buckets);
-    int failed = test_failed_;
-    C->destroy(C);
-    MPI_Finalize();
-    if (R == 0) printf("%d passed, %d failed, 0 skipped\n", test_passed_, test_failed_);
-    return failed ? 1 : 0;
+    return mpi_done(C);
 }

@@ -21,6 +21,21 @@
 #include "exec/backend/rng.h"
 #include "test.h"
 
+/* The CPU backend for a test that swaps some of its operations for recorders: a copy of its table in *bk, the
+ * backend itself returned (the recorders call on to its functions; the test destroys it); NULL, and a failed
+ * check naming why, when it cannot be made. */
+static inline Backend *fx_cpu_copy(Backend *bk)
+{
+    Err e;
+    Backend *cpu = NULL;
+    if (backend_cpu_create(&cpu, &e)) {
+        CHECKF(0, "%s", e.msg);
+        return NULL;
+    }
+    *bk = *cpu;
+    return cpu;
+}
+
 static inline void fx_states(StateSet *s, Dtype w, Dtype master, Dtype grad, Dtype m, Dtype v, unsigned scaled)
 {
     s->dt[STATE_WEIGHT] = w;

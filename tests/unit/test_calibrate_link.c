@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "exec/measure/calibrate.h"
+#include "support/exec_fixtures.h"
 #include "test.h"
 
 /* What the backend was asked to do, in order. */
@@ -99,14 +100,10 @@ static void fake_comm(Comm *c, const char *name, int rank)
 static void sweep_reps(const char *name, int rank, int evicts, int reps, int big, Calibration *cal)
 {
     Err e;
-    Backend *cpu = NULL;
-    if (backend_cpu_create(&cpu, &e)) {
-        CHECKF(0, "%s", e.msg);
-        return;
-    }
+    Backend bk, *cpu = fx_cpu_copy(&bk);
+    if (!cpu) return;
     memset(&rec, 0, sizeof rec);
     rec.cpu = cpu;
-    Backend bk = *cpu;
     bk.add = r_add;
     bk.memset0 = r_memset0;
     bk.alloc = r_alloc;
@@ -265,14 +262,10 @@ static Status s_a2a(Comm *c, CollectiveId id, Backend *bk, const void *send, con
 static void test_every_op(void)
 {
     Err e;
-    Backend *cpu = NULL;
-    if (backend_cpu_create(&cpu, &e)) {
-        CHECKF(0, "%s", e.msg);
-        return;
-    }
+    Backend bk, *cpu = fx_cpu_copy(&bk);
+    if (!cpu) return;
     memset(&rec, 0, sizeof rec);
     rec.cpu = cpu;
-    Backend bk = *cpu;
     bk.add = r_add, bk.memset0 = r_memset0, bk.alloc = r_alloc, bk.free = r_free;
     Comm c;
     fake_comm(&c, "mpi", 0);
@@ -346,14 +339,10 @@ static Status s_eager(Comm *c, uint64_t max, uint64_t *out, Err *e)
 static void test_per_message(void)
 {
     Err e;
-    Backend *cpu = NULL;
-    if (backend_cpu_create(&cpu, &e)) {
-        CHECKF(0, "%s", e.msg);
-        return;
-    }
+    Backend bk, *cpu = fx_cpu_copy(&bk);
+    if (!cpu) return;
     memset(&rec, 0, sizeof rec);
     rec.cpu = cpu;
-    Backend bk = *cpu;
     bk.add = r_add, bk.memset0 = r_memset0, bk.alloc = r_alloc, bk.free = r_free;
     Comm c;
     fake_comm(&c, "mpi", 0);

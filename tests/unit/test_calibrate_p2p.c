@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "exec/measure/calibrate.h"
+#include "support/exec_fixtures.h"
 #include "test.h"
 
 enum { EV_ADD_PAYLOAD = 1, EV_SYNC, EV_SEND, EV_RECV };
@@ -107,14 +108,10 @@ static Status s_recv(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t 
 static void p2p_rank(int rank, double fwd, double bwd, double kernel)
 {
     Err e;
-    Backend *cpu = NULL;
-    if (backend_cpu_create(&cpu, &e)) {
-        CHECKF(0, "%s", e.msg);
-        return;
-    }
+    Backend bk, *cpu = fx_cpu_copy(&bk);
+    if (!cpu) return;
     memset(&rec, 0, sizeof rec);
     rec.cpu = cpu;
-    Backend bk = *cpu;
     bk.add = r_add, bk.memset0 = r_memset0;
     Comm c;
     memset(&c, 0, sizeof c);

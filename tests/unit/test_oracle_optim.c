@@ -42,6 +42,15 @@ static AdamHyper hyper(uint32_t step, float grad_scale)
     return h;
 }
 
+/* The CPU backend; NULL, and a failed check naming why, when it cannot be made. */
+static Backend *cpu_backend(void)
+{
+    Backend *bk = NULL;
+    Err e = {0};
+    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    return bk;
+}
+
 /* backend memory holding a copy of n bytes of host data */
 static void *dev(Backend *bk, const void *host, uint64_t n)
 {
@@ -59,10 +68,9 @@ static void host(Backend *bk, void *dst, const void *src, uint64_t n)
 
 static void test_adamw_two_steps(void)
 {
-    Backend *bk = NULL;
-    Err e = {0};
-    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    Backend *bk = cpu_backend();
     if (!bk) return;
+    Err e = {0};
     const float w0[3] = {2, -4, 0}, zero[3] = {0, 0, 0};
     /* step 1 with grad_scale 0.5 and the gradients doubled: the same g = 1, -1, 0 */
     const float g1[3] = {2, -2, 0}, g2[3] = {2.5f, 2.5f, 0};
@@ -139,10 +147,9 @@ static void test_adamw_two_steps(void)
  *   element 1: g = -2 x 0.5 = -1: m -0.5 (0xBF00), v 0.25 (0x3E80), exact. */
 static void test_adamw_bf16_moments(void)
 {
-    Backend *bk = NULL;
-    Err e = {0};
-    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    Backend *bk = cpu_backend();
     if (!bk) return;
+    Err e = {0};
     const float w0[2] = {2, -4}, g[2] = {2.0f * (1.0f + 0x1p-8f), -2.0f}, zf[2] = {0, 0};
     const uint16_t z16[2] = {0, 0};
     float *master = dev(bk, w0, sizeof w0), *grad = dev(bk, g, sizeof g), *master32 = dev(bk, w0, sizeof w0);
@@ -200,12 +207,54 @@ static void test_adamw_bf16_moments(void)
  *   v:      amax 1.75, 65504 / 1.75 = 37431 -> 2^15; 1.75 x 2^15 = 57344 -> 0x7B00 (both)
  *   BF16 working copy from the stored master: 26480 / 16384 = 1.6162109375 = 1.1001110111b -> rounds
  *   up to 1.1001111b -> 0x3FCF; -57536 / 16384 = -3.51171875 = -1.110000011b x 2 -> 0xC061 */
+/* A record as read back, {scale, scale_inv, amax}, against want: exact, but the amax to F32_REL when amax_rel
+ * (an FP32 update's amax that no short binary fraction gives). */
+static void check_rec(const float got[3], const double want[3], int amax_rel, const char *what)
+{
+    CHECKF(got[0] == want[0] && got[1] == want[1], "%s: scale %g, scale_inv %g", what, (double)got[0], (double)got[1]);
+    if (amax_rel)
+        CHECK_REL(got[2], want[2], F32_REL);
+    else
+        CHECKF(got[2] == want[2], "%s: amax %.9g, wanted %.9g", what, (double)got[2], want[2]);
+}
+
+/* The step-2 gradient, FP8 codes {code, code} (FP8-LM E5M2, MS-AMP O1 E4M3) dequantized by scale_inv 0.5, into
+ * d; the two buffers in g[0] and g[1] (the test frees them). 0 when they could not be made. */
+static int fp8_grad(Backend *bk, Fp8AdamDesc *d, Dtype dt, uint8_t code, void *g[2])
+{
+    const uint8_t q[2] = {code, code};
+    const float inv = 0.5f;
+    g[0] = dev(bk, q, sizeof q), g[1] = dev(bk, &inv, sizeof inv);
+    CHECK(g[0] && g[1]);
+    d->grad = g[0], d->grad_dtype = dt, d->grad_scale_inv = g[1];
+    return g[0] && g[1];
+}
+
 static void test_fp8lm_adam_two_steps(void)
 {
-    Backend *bk = NULL;
-    Err e = {0};
-    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    /* after step 1 and step 2, by hand above: the stored master, m and v codes, the BF16 working copy, and the
+     * records of master, m and v */
+    static const struct {
+        uint16_t master[2];
+        uint8_t m[2];
+        uint16_t v[2], w[2];
+        double rec[3][3];
+    } want[2] = {
+        {{0x7740, 0xFB60},
+         {0x78, 0xF8},
+         {0x7800, 0x7800},
+         {0x3FE8, 0xC06C}, /* BF16 1.8125, -3.6875 */
+         {{16384.0f, 0x1p-14f, 3.6875f}, {512.0f, 0x1p-9f, 0.5f}, {131072.0f, 0x1p-17f, 0.25f}}},
+        {{0x7677, 0xFB06},
+         {0x7C, 0x78},
+         {0x7B00, 0x7B00},
+         {0x3FCF, 0xC061}, /* BF16 of the stored master: 1.6171875, -3.515625 */
+         /* the master's amax: the FP32 update's, before FP16 rounding */
+         {{16384.0f, 0x1p-14f, -STEP2_W1}, {256.0f, 0x1p-8f, 1.5f}, {32768.0f, 0x1p-15f, 1.75f}}},
+    };
+    Backend *bk = cpu_backend();
     if (!bk) return;
+    Err e = {0};
     const uint16_t master0[2] = {0x4000, 0xC400}; /* FP16 2, -4 */
     const uint8_t m0[2] = {0, 0};
     const uint16_t v0[2] = {0, 0}, w0[2] = {0x4000, 0xC080};
@@ -229,52 +278,31 @@ static void test_fp8lm_adam_two_steps(void)
                      .grad_dtype = DT_FP32,
                      .weight = wbf,
                      .weight_dtype = DT_BF16};
-    CHECKF(bk->fp8_adam(bk, &d, &e) == ST_OK, "%s", e.msg);
-    CHECK(bk->sync(bk, &e) == ST_OK);
-    uint16_t ms[2], vs[2], ws[2];
-    uint8_t mq[2];
-    float r[3][3];
-    host(bk, ms, master, sizeof ms), host(bk, vs, v, sizeof vs), host(bk, mq, m, sizeof mq);
-    host(bk, ws, wbf, sizeof ws);
-    host(bk, r[0], mrec, sizeof r[0]), host(bk, r[1], mmrec, sizeof r[1]), host(bk, r[2], vrec, sizeof r[2]);
-    CHECK_EQ_U64(ms[0], 0x7740);
-    CHECK_EQ_U64(ms[1], 0xFB60);
-    CHECK_EQ_U64(mq[0], 0x78);
-    CHECK_EQ_U64(mq[1], 0xF8);
-    CHECK_EQ_U64(vs[0], 0x7800);
-    CHECK_EQ_U64(vs[1], 0x7800);
-    CHECK(r[0][0] == 16384.0f && r[0][1] == 0x1p-14f && r[0][2] == 3.6875f);
-    CHECK(r[1][0] == 512.0f && r[1][1] == 0x1p-9f && r[1][2] == 0.5f);
-    CHECK(r[2][0] == 131072.0f && r[2][1] == 0x1p-17f && r[2][2] == 0.25f);
-    CHECK_EQ_U64(ws[0], 0x3FE8); /* BF16 1.8125 */
-    CHECK_EQ_U64(ws[1], 0xC06C); /* BF16 -3.6875 */
-
-    /* step 2: E5M2 gradient codes 0x45 (5) dequantized by scale_inv 0.5 */
-    const uint8_t g2[2] = {0x45, 0x45};
-    const float ginv = 0.5f;
-    uint8_t *gq = dev(bk, g2, sizeof g2);
-    float *gi = dev(bk, &ginv, sizeof ginv);
-    CHECK(gq && gi);
-    if (!gq || !gi) return;
-    d.h = hyper(2, 1.0f), d.grad = gq, d.grad_dtype = DT_E5M2, d.grad_scale_inv = gi;
-    CHECKF(bk->fp8_adam(bk, &d, &e) == ST_OK, "%s", e.msg);
-    host(bk, ms, master, sizeof ms), host(bk, vs, v, sizeof vs), host(bk, mq, m, sizeof mq);
-    host(bk, ws, wbf, sizeof ws);
-    host(bk, r[0], mrec, sizeof r[0]), host(bk, r[1], mmrec, sizeof r[1]), host(bk, r[2], vrec, sizeof r[2]);
-    CHECK_EQ_U64(ms[0], 0x7677);
-    CHECK_EQ_U64(ms[1], 0xFB06);
-    CHECK_EQ_U64(mq[0], 0x7C);
-    CHECK_EQ_U64(mq[1], 0x78);
-    CHECK_EQ_U64(vs[0], 0x7B00);
-    CHECK_EQ_U64(vs[1], 0x7B00);
-    CHECK(r[0][0] == 16384.0f && r[0][1] == 0x1p-14f);
-    CHECK_REL(r[0][2], -STEP2_W1, F32_REL); /* amax of the FP32 update, before FP16 rounding */
-    CHECK(r[1][0] == 256.0f && r[1][1] == 0x1p-8f && r[1][2] == 1.5f);
-    CHECK(r[2][0] == 32768.0f && r[2][1] == 0x1p-15f && r[2][2] == 1.75f);
-    CHECK_EQ_U64(ws[0], 0x3FCF);
-    CHECK_EQ_U64(ws[1], 0xC061);
+    void *g2[2] = {NULL, NULL};
+    for (int s = 0; s < 2; s++) {
+        /* step 2: E5M2 gradient codes 0x45 (5) dequantized by scale_inv 0.5 */
+        if (s == 1 && !fp8_grad(bk, &d, DT_E5M2, 0x45, g2)) break;
+        d.h = hyper((uint32_t)s + 1, 1.0f);
+        CHECKF(bk->fp8_adam(bk, &d, &e) == ST_OK, "step %d: %s", s + 1, e.msg);
+        CHECK(bk->sync(bk, &e) == ST_OK);
+        uint16_t ms[2], vs[2], ws[2];
+        uint8_t mq[2];
+        float r[3][3];
+        host(bk, ms, master, sizeof ms), host(bk, vs, v, sizeof vs), host(bk, mq, m, sizeof mq);
+        host(bk, ws, wbf, sizeof ws);
+        host(bk, r[0], mrec, sizeof r[0]), host(bk, r[1], mmrec, sizeof r[1]), host(bk, r[2], vrec, sizeof r[2]);
+        for (int i = 0; i < 2; i++) {
+            CHECKF(ms[i] == want[s].master[i], "step %d master[%d]: 0x%04x", s + 1, i, ms[i]);
+            CHECKF(mq[i] == want[s].m[i], "step %d m[%d]: 0x%02x", s + 1, i, mq[i]);
+            CHECKF(vs[i] == want[s].v[i], "step %d v[%d]: 0x%04x", s + 1, i, vs[i]);
+            CHECKF(ws[i] == want[s].w[i], "step %d weight[%d]: 0x%04x", s + 1, i, ws[i]);
+        }
+        check_rec(r[0], want[s].rec[0], s == 1, "master record");
+        check_rec(r[1], want[s].rec[1], 0, "m record");
+        check_rec(r[2], want[s].rec[2], 0, "v record");
+    }
     bk->free(bk, master), bk->free(bk, v), bk->free(bk, wbf), bk->free(bk, m), bk->free(bk, mrec);
-    bk->free(bk, mmrec), bk->free(bk, vrec), bk->free(bk, grad), bk->free(bk, gq), bk->free(bk, gi);
+    bk->free(bk, mmrec), bk->free(bk, vrec), bk->free(bk, grad), bk->free(bk, g2[0]), bk->free(bk, g2[1]);
     bk->destroy(bk);
 }
 
@@ -283,10 +311,9 @@ static void test_fp8lm_adam_two_steps(void)
  *   m 0.5 = 2^-1 -> E4M3 0.0110.000 = 0x30; -0.5 -> 0xB0;  v 0.25 = 2^-2 -> FP16 0x3400 */
 static void test_fp8lm_adam_unscaled(void)
 {
-    Backend *bk = NULL;
-    Err e = {0};
-    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    Backend *bk = cpu_backend();
     if (!bk) return;
+    Err e = {0};
     uint16_t master[2] = {0x4000, 0xC400}, v[2] = {0, 0}, wb[2] = {0x4000, 0xC080};
     uint8_t m[2] = {0, 0};
     const float g[2] = {1, -1};
@@ -322,10 +349,18 @@ static void test_fp8lm_adam_unscaled(void)
  *   m 0.5·0.5 + 0.5·2.5 = 1.5 and -0.25 + 1.25 = 1; v 0.75·0.25 + 0.25·6.25 = 1.75 (both), exact in FP32. */
 static void test_msamp_o1_adam_two_steps(void)
 {
-    Backend *bk = NULL;
-    Err e = {0};
-    CHECKF(backend_cpu_create(&bk, &e) == ST_OK, "%s", e.msg);
+    /* after step 1 and step 2, by hand above: the weight's codes and record {scale, scale_inv, amax}, m and v */
+    static const struct {
+        uint16_t w[2];
+        double rec[3];
+        float m[2], v[2];
+    } want[2] = {
+        {{0x7740, 0xFB60}, {16384.0f, 0x1p-14f, 3.6875f}, {0.5f, -0.5f}, {0.25f, 0.25f}},
+        {{0x7677, 0xFB06}, {16384.0f, 0x1p-14f, -STEP2_W1}, {1.5f, 1.0f}, {1.75f, 1.75f}},
+    };
+    Backend *bk = cpu_backend();
     if (!bk) return;
+    Err e = {0};
     const uint16_t w0[2] = {0x4000, 0xC400}; /* FP16 2, -4, scale 1 */
     const float z[2] = {0, 0}, rec1[3] = {1, 1, 0}, g1[2] = {1, -1};
     uint16_t *w = dev(bk, w0, sizeof w0);
@@ -342,28 +377,22 @@ static void test_msamp_o1_adam_two_steps(void)
                      .moment_dtype = DT_FP32,
                      .grad = grad,
                      .grad_dtype = DT_FP32};
-    CHECKF(bk->fp8_adam(bk, &d, &e) == ST_OK, "%s", e.msg);
-    uint16_t ws[2];
-    float ms[2], vs[2], r[3];
-    host(bk, ws, w, sizeof ws), host(bk, ms, m, sizeof ms), host(bk, vs, v, sizeof vs), host(bk, r, wrec, sizeof r);
-    CHECK_EQ_U64(ws[0], 0x7740);
-    CHECK_EQ_U64(ws[1], 0xFB60);
-    CHECK(ms[0] == 0.5f && ms[1] == -0.5f && vs[0] == 0.25f && vs[1] == 0.25f);
-    CHECK(r[0] == 16384.0f && r[1] == 0x1p-14f && r[2] == 3.6875f);
-    const uint8_t g2[2] = {0x4A, 0x4A};
-    const float ginv = 0.5f;
-    uint8_t *gq = dev(bk, g2, sizeof g2);
-    float *gi = dev(bk, &ginv, sizeof ginv);
-    CHECK(gq && gi);
-    if (!gq || !gi) return;
-    d.h = hyper(2, 1.0f), d.grad = gq, d.grad_dtype = DT_E4M3, d.grad_scale_inv = gi;
-    CHECKF(bk->fp8_adam(bk, &d, &e) == ST_OK, "%s", e.msg);
-    host(bk, ws, w, sizeof ws), host(bk, ms, m, sizeof ms), host(bk, vs, v, sizeof vs), host(bk, r, wrec, sizeof r);
-    CHECK_EQ_U64(ws[0], 0x7677);
-    CHECK_EQ_U64(ws[1], 0xFB06);
-    CHECK(ms[0] == 1.5f && ms[1] == 1.0f && vs[0] == 1.75f && vs[1] == 1.75f);
-    CHECK(r[0] == 16384.0f && r[1] == 0x1p-14f);
-    CHECK_REL(r[2], -STEP2_W1, F32_REL);
+    void *g2[2] = {NULL, NULL};
+    for (int s = 0; s < 2; s++) {
+        /* step 2: E4M3 gradient codes 0x4A (5) dequantized by scale_inv 0.5 */
+        if (s == 1 && !fp8_grad(bk, &d, DT_E4M3, 0x4A, g2)) break;
+        d.h = hyper((uint32_t)s + 1, 1.0f);
+        CHECKF(bk->fp8_adam(bk, &d, &e) == ST_OK, "step %d: %s", s + 1, e.msg);
+        uint16_t ws[2];
+        float ms[2], vs[2], r[3];
+        host(bk, ws, w, sizeof ws), host(bk, ms, m, sizeof ms), host(bk, vs, v, sizeof vs), host(bk, r, wrec, sizeof r);
+        for (int i = 0; i < 2; i++) {
+            CHECKF(ws[i] == want[s].w[i], "step %d weight[%d]: 0x%04x", s + 1, i, ws[i]);
+            CHECKF(ms[i] == want[s].m[i] && vs[i] == want[s].v[i], "step %d m[%d] %g, v %g", s + 1, i, (double)ms[i],
+                   (double)vs[i]);
+        }
+        check_rec(r, want[s].rec, s == 1, "weight record");
+    }
     /* FP32 moments carry no record; moments in another dtype are not an MS-AMP layout */
     d.m_rec = wrec;
     CHECK_EQ_INT(bk->fp8_adam(bk, &d, &e), ST_USAGE);
@@ -371,8 +400,8 @@ static void test_msamp_o1_adam_two_steps(void)
     d.m_rec = NULL, d.moment_dtype = DT_BF16;
     CHECK_EQ_INT(bk->fp8_adam(bk, &d, &e), ST_USAGE);
     CHECK_CONTAINS(e.msg, "moments in bf16");
-    bk->free(bk, w), bk->free(bk, m), bk->free(bk, v), bk->free(bk, wrec), bk->free(bk, grad), bk->free(bk, gq);
-    bk->free(bk, gi);
+    bk->free(bk, w), bk->free(bk, m), bk->free(bk, v), bk->free(bk, wrec), bk->free(bk, grad), bk->free(bk, g2[0]);
+    bk->free(bk, g2[1]);
     bk->destroy(bk);
 }
 
