@@ -318,29 +318,38 @@ static void coll_set_twins(const PlanInput *in, Plan *p, CollectiveId a, Collect
     }
 }
 
-void plan_dp_buckets(const PlanInput *in, uint64_t eg, uint64_t eo, uint64_t ntens, uint64_t *rs, uint64_t *ag)
+void plan_dp_buckets(const PlanInput *in, uint64_t eg, uint64_t eo, uint64_t ntens, uint64_t rs[2], uint64_t ag[2])
 {
     const Recipe *rc = in->recipe;
     Dtype gg = rc->comm_dp_grad;
     if (in->main_grad != MAIN_GRAD_RECIPE) gg = plan_grad_dt(in, gg);
     const int fp8_grads = dt_fp8(gg) && (rc->gemm.scaled_mask >> STATE_GRAD & 1);
     const int copies = rc->gemm.dt[STATE_WEIGHT] == DT_NONE && plan_state_sharded(in, &rc->gemm, STATE_MASTER);
-    *rs = (eg ? (fp8_grads ? ntens : 1) : 0) + (eo != 0);
-    *ag = (eg ? (copies ? ntens : 1) : 0) + (eo != 0);
+    rs[0] = eg ? (fp8_grads ? ntens : 1) : 0, rs[1] = eo != 0;
+    ag[0] = eg ? (copies ? ntens : 1) : 0, ag[1] = eo != 0;
 }
 
-/* A DP all-reduce's, reduce-scatter's or all-gather's row of `calls` buckets that move `total` payload bytes a
- * step: each call timed at their mean payload (latency + bytes / bandwidth, linear in the bytes, sums to the calls'
- * own), the payload and the sent bytes per step exact: bus() of the step's payload, k S - ceil(k S / n) (k = 2 for
- * the all-reduce, 1 for the others), as the executor counts k (n - 1)/n of each call's payload. */
+/* A DP all-reduce's, reduce-scatter's or all-gather's row of the executor's buckets: kg of the GEMM weights' class
+ * moving Sg bytes a step (dtype dg) and ko of the other parameters' moving So (do). The row's payload is the calls'
+ * mean, the payload and the sent bytes per step exact: bus() of the step's payload, k S - ceil(k S / n) (k = 2 for
+ * the all-reduce, 1 for the others), as the executor counts k (n - 1)/n of each call's payload. Each class's calls
+ * are timed at their own mean payload and dtype: a host profile's fit is a line per payload range, so two buckets
+ * timed at their mean (the demo's 6.29 MB and 1.14 MB FP32 gradients at 3.72 MB) take the range of neither. */
 static void dp_bucketed(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t n, uint64_t stride,
-                        uint64_t total, uint64_t calls, Ck *ck)
+                        const uint64_t S[2], const Dtype cdt[2], const uint64_t k[2], Ck *ck)
 {
+    const uint64_t total = ck_add(ck, S[0], S[1]), calls = k[0] + k[1];
     plan_coll_set(in, p, id, dt, n, stride, calls ? total / calls : 0, calls, ck);
     Collective *c = &p->coll[id];
     if (!c->calls) return;
     c->step_payload = total;
     c->step_bytes = bus(c->op, n, total, ck); /* not bus(mean) x calls: that rounds once per call */
+    double t = 0;
+    for (int i = 0; i < 2; i++)
+        if (k[i] && S[i])
+            t += (double)k[i] *
+                 coll_time(in, c->op, cdt[i], c->ranks, stride, S[i] / k[i], NULL, ck, &c->bw, &c->latency_s);
+    c->time_s = c->exposed_s = t;
 }
 
 void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
@@ -397,19 +406,23 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     Dtype pg = rc->comm_param_gather, po = rc->other_comm_param_gather;
     uint64_t S_grad = ck_add(ck, ck_mul(ck, eg, dt_bytes(gg)), ck_mul(ck, eo, dt_bytes(go)));
     uint64_t S_par = ck_add(ck, ck_mul(ck, eg, dt_bytes(pg)), ck_mul(ck, eo, dt_bytes(po)));
+    const uint64_t Sg[2] = {ck_mul(ck, eg, dt_bytes(gg)), ck_mul(ck, eo, dt_bytes(go))}; /* per class: GEMM, other */
+    const uint64_t Sp[2] = {ck_mul(ck, eg, dt_bytes(pg)), ck_mul(ck, eo, dt_bytes(po))};
+    const Dtype gdt[2] = {gg, go}, pdt[2] = {pg, po};
     int shard_any = in->sharding != SHARD_NONE;
     if (in->sharding == SHARD_DIST_OPT) shard_any = (rc->gemm.shard_mask | rc->other.shard_mask) != 0;
     if (d > 1 && !shard_any && in->fusion == FUSE_FP8PLAN) {
-        uint64_t ar, ag; /* the executor's buckets (exec/model/model_grad_bucket.c): a class each, FP8-LM's alone */
-        plan_dp_buckets(in, eg, eo, p->linear_tensors, &ar, &ag);
-        dp_bucketed(in, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, ar, ck);
+        uint64_t ar[2],
+            ag[2]; /* the executor's buckets (exec/model/model_grad_bucket.c): a class each, FP8-LM's alone */
+        plan_dp_buckets(in, eg, eo, p->linear_tensors, ar, ag);
+        dp_bucketed(in, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, stride_dp, Sg, gdt, ar, ck);
     } else if (d > 1 && !shard_any) {
         plan_coll_set(in, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, 1, ck);
     } else if (d > 1 && in->fusion == FUSE_FP8PLAN && (in->sharding == SHARD_ZERO1 || in->sharding == SHARD_DIST_OPT)) {
-        uint64_t rs, ag; /* the executor's buckets (exec/model/model_shard.c) */
-        plan_dp_buckets(in, eg, eo, p->linear_tensors, &rs, &ag);
-        dp_bucketed(in, p, CO_DP_GRAD_RS, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, rs, ck);
-        dp_bucketed(in, p, CO_DP_PARAM_AG, pg == po ? pg : DT_NONE, d, stride_dp, S_par, ag, ck);
+        uint64_t rs[2], ag[2]; /* the executor's buckets (exec/model/model_shard.c) */
+        plan_dp_buckets(in, eg, eo, p->linear_tensors, rs, ag);
+        dp_bucketed(in, p, CO_DP_GRAD_RS, gg == go ? gg : DT_NONE, d, stride_dp, Sg, gdt, rs, ck);
+        dp_bucketed(in, p, CO_DP_PARAM_AG, pg == po ? pg : DT_NONE, d, stride_dp, Sp, pdt, ag, ck);
     } else if (d > 1) {
         int per_mb = in->sharding == SHARD_ZERO2 || in->sharding == SHARD_ZERO3;
         plan_coll_set(in, p, CO_DP_GRAD_RS, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, per_mb ? m : 1, ck);

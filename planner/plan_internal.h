@@ -278,11 +278,11 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
  * step; bus bytes, bandwidth and time from NCCL's model (plan_comm.c). */
 /* The calls a step of our executor's gradient reduction and distributed optimizer make over the DP group
  * (exec/model/model_grad_bucket.c, model_shard.c), eg linear-weight and eo other elements on the GPU, ntens linear
- * weight tensors: per state class one bucket — its gradients all-reduced or reduce-scattered (*rs), its working
- * weights all-gathered (*ag), each in one call —, but one call per linear tensor where each carries its own scale:
+ * weight tensors, per class ([0] the linear weights', [1] the others'): per state class one bucket — its gradients
+ * all-reduced or reduce-scattered (rs), its working weights all-gathered (ag), each in one call —, but one call per linear tensor where each carries its own scale:
  * FP8-LM's E4M3 gradients (reduced with a scale agreed per tensor) and its FP8 weight copies (no working weight:
  * each cast with its own scale, then gathered). */
-void plan_dp_buckets(const PlanInput *in, uint64_t eg, uint64_t eo, uint64_t ntens, uint64_t *rs, uint64_t *ag);
+void plan_dp_buckets(const PlanInput *in, uint64_t eg, uint64_t eo, uint64_t ntens, uint64_t rs[2], uint64_t ag[2]);
 void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
                    uint64_t payload, uint64_t calls, Ck *ck);
 /* Bytes one GPU sends for one call of op over n ranks with payload S (nccl-tests' bus bytes; plan_comm.c). */

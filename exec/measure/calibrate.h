@@ -261,6 +261,10 @@ Status cal_expert_gemms(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mb
  * each, (sum of seconds - sum of 2 m n k / rate) / (n x groups), at least 0 (0 too for no calls, no groups or
  * a rate <= 0). Worked by hand in tests/unit/test_calibrate.c. */
 double cal_group_cost(const CalGemm *g, int n, uint32_t groups, double rate);
+/* Its inverse, what a row plans the grouped GEMMs at (calibrate --check): each of g's n shapes (m: all groups'
+ * rows) its FLOPs at the row's BF16 rate plus groups x group_s (gpus.csv's group_gemm_us, 0 where empty) into
+ * out[i].seconds, the rest of out[i] g[i]'s. Nothing for a rate <= 0 (returns 0; else n). */
+int cal_group_predict(const CalGemm *g, int n, uint32_t groups, double rate, double group_s, CalGemm *out);
 
 /* The largest |fit / measured - 1| of one size range's line at which the sweep is kept in one range: 10 %,
  * the drift a profile may have (CAL_DRIFT_MAX). Past it, cal_fit_ranges splits the sizes in two. */
@@ -393,7 +397,9 @@ enum {
     CAL_FIG_GROUP, /* a MoE model's grouped expert GEMMs: their FLOPs over their summed medians (nxgemm 0: skipped) */
     CAL_FIG_KIND,  /* each element-wise kind's own rate (ElemKind order: elem_norm_gbps ...), the plan times its
                       kernels at; skipped where not measured (0: a row of an older calibrate under --check) */
-    CAL_FIGS = CAL_FIG_KIND + ELEM_KINDS
+    CAL_FIG_O1_OPTIM = CAL_FIG_KIND + ELEM_KINDS, /* MS-AMP O1's optimizer (o1_optim_gbps); skipped where not
+                                                     measured (0: a row without the column under --check) */
+    CAL_FIGS
 };
 extern const char *const cal_fig_names[CAL_FIGS];
 

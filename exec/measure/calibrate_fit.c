@@ -86,6 +86,15 @@ double cal_group_cost(const CalGemm *g, int n, uint32_t groups, double rate)
     return over > 0 ? over / ((double)n * (double)groups) : 0;
 }
 
+int cal_group_predict(const CalGemm *g, int n, uint32_t groups, double rate, double group_s, CalGemm *out)
+{
+    if (n <= 0 || !(rate > 0)) return 0;
+    for (int i = 0; i < n; i++)
+        out[i] = g[i],
+        out[i].seconds = 2.0 * (double)g[i].m * (double)g[i].n * (double)g[i].k / rate + (double)groups * group_s;
+    return n;
+}
+
 int cal_link_reps(int s, int n, int reps)
 {
     if (s != 0 && s < n - 2) return reps;

@@ -7,11 +7,12 @@
 
 #include "exec/measure/calibrate.h"
 
-const char *const cal_fig_names[CAL_FIGS] = {"gemm fp8",     "gemm bf16",        "gemm fp32",     "stream (adamw)",
-                                             "element-wise", "scaled optimizer", "a2a eager msg", "a2a rndv msg",
-                                             "gemm experts", "elem norm",        "elem act",      "elem add",
-                                             "elem cast",    "elem xent",        "elem amax",     "elem cast row"};
+const char *const cal_fig_names[CAL_FIGS] = {
+    "gemm fp8",      "gemm bf16",    "gemm fp32",    "stream (adamw)", "element-wise", "scaled optimizer",
+    "a2a eager msg", "a2a rndv msg", "gemm experts", "elem norm",      "elem act",     "elem add",
+    "elem cast",     "elem xent",    "elem amax",    "elem cast row",  "o1 optimizer"};
 _Static_assert(ELEM_KINDS == 7, "a name for each element-wise kind's figure");
+_Static_assert(CAL_FIG_O1_OPTIM == CAL_FIGS - 1, "MS-AMP O1's optimizer: the last figure named");
 _Static_assert(CAL_FIG_A2A_RNDV == CAL_FIG_A2A_EAGER + 1, "the all-to-all's figures: eager, then rendezvous");
 
 double cal_iqr_max(int n) { return n > 0 ? CAL_SE_MAX * 1.349 * sqrt((double)n) / 1.2533 : 0; }
@@ -64,6 +65,7 @@ void cal_figures(const Calibration *c, double rate[CAL_FIGS], double iqr[CAL_FIG
     for (int k = 0; k < ELEM_KINDS; k++) /* 0 where not measured */
         rate[CAL_FIG_KIND + k] = c->elem_kind_bw[k],
                             iqr[CAL_FIG_KIND + k] = c->elem_kind_bw[k] > 0 ? c->elem_kind_iqr[k] : 0;
+    rate[CAL_FIG_O1_OPTIM] = c->o1_optim_bw, iqr[CAL_FIG_O1_OPTIM] = c->o1_optim_bw > 0 ? c->o1_optim_iqr : 0;
     for (int k = 0; k < 2; k++) /* 0 0 where not measured */
         rate[CAL_FIG_A2A_EAGER + k] = c->a2a_judged ? c->a2a_bw[k] : 0,
                                  iqr[CAL_FIG_A2A_EAGER + k] = c->a2a_judged ? c->a2a_iqr[k] : 0;

@@ -93,6 +93,10 @@ static void profile_of_row(const GpuSpec *g, const Calibration *now, int n, Cali
     for (int i = 0; i < CAL_PATHS; i++) p->rate_iqr[i] = now->rate_iqr[i];
     p->scaled_optim_bw = g->scaled_optim_bw, p->o1_optim_bw = g->o1_optim_bw;
     p->mem_iqr = now->mem_iqr, p->elem_iqr = now->elem_iqr, p->scaled_optim_iqr = now->scaled_optim_iqr;
+    p->o1_optim_iqr = now->o1_optim_iqr;
+    /* the grouped expert GEMMs (a model with experts): now's shapes at the row's BF16 rate and group_gemm_us */
+    p->nxgemm = cal_group_predict(now->xgemm, now->nxgemm, now->xgroups, g->flops_bf16, g->group_gemm_s, p->xgemm);
+    p->xgroups = now->xgroups, p->group_iqr = now->group_iqr;
     for (int k = 0; k < ELEM_KINDS; k++) /* each kind the row rates (0: an older row, the figure skipped) */
         p->elem_kind_bw[k] = g->elem_kind_bw[k], p->elem_kind_iqr[k] = now->elem_kind_iqr[k];
     /* the all-to-all: the row's fits at the sizes measured now, with now's spreads */

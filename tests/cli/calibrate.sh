@@ -53,10 +53,12 @@ fi
 took=$(($(date +%s) - start))
 if [ "$took" -le 60 ]; then pass "calibrate --quick takes seconds ($took s)"; else fail "calibrate --quick took $took s"; fi
 expect_line "the judgement's table" '  gemm bf16 +GFLOP/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +[-+][0-9.]+%  (ok|NOISY|MOVED)'
+expect_line "... judging MS-AMP O1's optimizer (o1_optim_gbps)" '  o1 optimizer +GB/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +[-+][0-9.]+%  (ok|NOISY|MOVED)'
 expect_line "the load average printed" '  load average \(1 min, /proc/loadavg\): ([0-9.]+|unknown) before, ([0-9.]+|unknown) after'
 
 # --check: the profile against this machine now (0 holds, 1 moved, 75 cannot tell); a row whose BF16 rate is
-# doubled by hand (bf16_tflops, column 6) never holds: 1 naming gemm bf16, or 75 when too noisy to judge
+# doubled by hand (bf16_tflops, column 6; o1_optim_gbps, the last, too) never holds: 1 naming both, or 75 when
+# too noisy to judge
 run calibrate $TINY --quick --check "$cat"
 case $rc in
 0) expect_out "--check: the profile holds" "profile host in $cat still describes this machine" ;;
@@ -66,7 +68,7 @@ case $rc in
 esac
 mkdir -p "$TMP/doubled"
 cp "$cat"/*.csv "$TMP/doubled/"
-awk -F, 'BEGIN { OFS = "," } /^host,/ { $6 = $6 * 2 } { print }' "$cat/gpus.csv" >"$TMP/doubled/gpus.csv"
+awk -F, 'BEGIN { OFS = "," } /^host,/ { $6 = $6 * 2; $NF = $NF * 2 } { print }' "$cat/gpus.csv" >"$TMP/doubled/gpus.csv"
 run calibrate $TINY --quick --check "$TMP/doubled"
 if [ "$rc" -eq 75 ]; then
     skip_load "--check: a doubled BF16 rate is caught" "too noisy to judge: $(grep -o 'load average [0-9.]* before, [0-9.]* after' "$TMP/err" | head -n 1)"
@@ -74,6 +76,7 @@ else
     expect_rc "--check: a doubled BF16 rate is caught" 1
     expect_err "... saying so" "row host no longer describes this machine"
     expect_line "... gemm bf16 moved by about -50 %" '  gemm bf16 +GFLOP/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +-[3-6][0-9]\.[0-9]%  MOVED'
+    expect_line "... o1 optimizer moved by about -50 %" '  o1 optimizer +GB/s +[0-9.]+ +[0-9.]+% +[0-9.]+ +-[3-6][0-9]\.[0-9]%  MOVED'
 fi
 expect_out "collectives are not measured with one rank" "collectives: not measured (one rank"
 expect_line "the FP8 path's rate" '  path fp8 +[0-9.]+ GFLOP/s .*'

@@ -300,6 +300,18 @@ static void test_judge(void)
     c.elem_kind_bw[ELEM_AMAX] = again.elem_kind_bw[ELEM_AMAX] = 5e9, c.elem_kind_iqr[ELEM_AMAX] = 0.2;
     CHECK(cal_judge(&c, &again, &j) == 2 && j.noisy == 1 && j.worst_noisy == CAL_FIG_KIND + ELEM_AMAX);
     CHECK_STR(cal_fig_names[CAL_FIG_KIND + ELEM_CAST_ROW], "elem cast row");
+    /* MS-AMP O1's optimizer, judged like the scaled one: at 0.5 GB/s (iqr 0.05) against a re-measure at 0.44:
+     * 0.44 / 0.5 - 1 = -12 %, past +-10 %, the one figure moved; its iqr 0.15 passes 0.1424 (by 1.053x), the one
+     * figure noisy; not measured (0, an older row under --check): skipped, whatever the re-measure says */
+    c = judged_figures(), again = judged_figures();
+    c.o1_optim_bw = 0.5e9, c.o1_optim_iqr = 0.05, again.o1_optim_bw = 0.44e9;
+    CHECK(cal_judge(&c, &again, &j) == 1 && j.drifted == 1 && j.worst_drift == CAL_FIG_O1_OPTIM);
+    CHECK_NEAR(j.drift[CAL_FIG_O1_OPTIM], -0.12, 1e-15);
+    again.o1_optim_bw = 0.5e9, c.o1_optim_iqr = 0.15;
+    CHECK(cal_judge(&c, &again, &j) == 1 && j.noisy == 1 && j.worst_noisy == CAL_FIG_O1_OPTIM);
+    c.o1_optim_bw = 0, again.o1_optim_bw = 0.44e9;
+    CHECK(cal_judge(&c, &again, &j) == 0 && j.skip[CAL_FIG_O1_OPTIM]);
+    CHECK_STR(cal_fig_names[CAL_FIG_O1_OPTIM], "o1 optimizer");
     /* every op's payload sweep, judged on its spread, at 28 calls a size (4 x 7): bound 0.06745 x sqrt(28) /
      * 1.2533 = 0.06745 x 5.2915026 / 1.2533 = 0.2847776. An FP32 all-reduce of 3 sizes at 10 us, 100 us, 5 ms
      * with iqrs 0.5, 0.3, 0.1: weighted by time (0.5 x 10 + 0.3 x 100 + 0.1 x 5000) / 5110 = 535 / 5110 =

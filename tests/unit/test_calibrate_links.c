@@ -232,6 +232,17 @@ static void test_plan_times_each_op(void)
     CHECK_REL(ar->time_s, 1.3744e-5, 1e-12);
     CHECK_REL(ar->latency_s, 1e-5, 1e-12);
     CHECK(ar->bw == 2e9);
+    /* the fp8plan stack's executor: a bucket per class, each call at its own payload's range. The linear weights
+     * (24 x 8 + 8 x 8 + 32 x 8 + 8 x 32 = 768 a layer, 1,536) 6,144 B at [4096, no end): 2 x 5 us + 6,144 / 2e9 =
+     * 1.3072e-5; the other 336 parameters 1,344 B at [0, 4096): 2 x 1 us + 1,344 / 1e9 = 3.344e-6; together
+     * 1.6416e-5. At their mean payload, 3,744 B, both calls would take [0, 4096): 2 x (2e-6 + 3.744e-6) = 1.1488e-5 */
+    in.fusion = FUSE_FP8PLAN;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(ar->calls, 2);
+    CHECK_EQ_U64(ar->payload_bytes, 3744);
+    CHECK_EQ_U64(ar->step_payload, 7488);
+    CHECK_REL(ar->time_s, 1.6416e-5, 1e-12);
+    in.fusion = fx_input(&m, &g, &r).fusion;
     /* without fits: the all-reduce's link_lat and intra_bw: 2 x 1 us + 7,488 / 1e9 = 9.488e-6 */
     g.nlink_fit = 0;
     CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);

@@ -379,6 +379,28 @@ static void test_group_cost(void)
     cal_judge(&c, NULL, &j);
     CHECK(j.skip[CAL_FIG_GROUP]);
     CHECK_STR(cal_fig_names[CAL_FIG_GROUP], "gemm experts");
+    /* what a row plans them at (calibrate --check): each call's 3,670,016 FLOPs at 1e10 (367.0016 us) plus 8 groups
+     * x 20 us = 527.0016 us; judged as the figure 7,340,032 / 1.0540032e-3 = 6.9639e9 FLOP/s against the 6.6728e9
+     * measured: the drift (now / row - 1) 6.6727564 / 6.9639... - 1 = 1.0540032 / 1.1 - 1 = -4.18 %, within +-10 %.
+     * A row without the column (group_s 0) plans FLOPs alone, 2 x 367.0016 = 734.0032 us: 0.7340032 / 1.1 - 1 =
+     * -33.3 %, moved */
+    CalGemm row[2];
+    CHECK(cal_group_predict(g, 2, 8, 1e10, 20e-6, row) == 2);
+    CHECK_REL(row[0].seconds, 527.0016e-6, 1e-12);
+    CHECK(row[1].m == 64 && row[1].n == 448 && row[1].k == 64);
+    Calibration p;
+    memset(&p, 0, sizeof p);
+    c.nxgemm = 2, p.reps = c.reps = 7, p.nxgemm = 2, p.xgroups = 8, p.xgemm[0] = row[0], p.xgemm[1] = row[1];
+    p.group_iqr = 0.05;
+    cal_judge(&p, &c, &j); /* the row as the profile, now as its re-measure (as run_calibrate.c's --check) */
+    CHECK(!j.skip[CAL_FIG_GROUP]);
+    CHECK_REL(j.drift[CAL_FIG_GROUP], 1.0540032e-3 / 1.1e-3 - 1, 1e-12);
+    CHECK(cal_group_predict(g, 2, 8, 1e10, 0, row) == 2);
+    p.xgemm[0] = row[0], p.xgemm[1] = row[1];
+    cal_judge(&p, &c, &j);
+    CHECK_REL(j.drift[CAL_FIG_GROUP], 734.0032e-6 / 1.1e-3 - 1, 1e-12);
+    CHECK(j.drifted >= 1 && fabs(j.drift[CAL_FIG_GROUP]) > CAL_DRIFT_MAX);
+    CHECK(cal_group_predict(g, 2, 8, 0, 20e-6, row) == 0); /* no BF16 rate: not predicted, the figure skipped */
 }
 
 int main(void)
