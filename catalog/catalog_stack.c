@@ -30,13 +30,23 @@
     X(expert_host_ops, OPT_RANGE, expert_host_ops, 0, 1000, "") \
     X(calibrated, YESNO, calibrated, 0, 0, "")                  \
     X(source, TEXT, source, 0, 0, "")                           \
-    X(alias, OPT_NAME, alias, 0, 0, "?")
+    X(alias, OPT_NAME, alias, 0, 0, "?")                        \
+    X(expert_tp, EXPERT_TP, expert_tp, 0, 0, "?")
 
 const char *const catalog_stack_columns = &(STACK_COLUMNS(CELL_COL_HEAD))[1]; /* past the first comma */
 
 CELL_COL_ENUM(ATTN, attn_parse, "flash2, flash3, cudnn, te or materialized")
 CELL_COL_ENUM(MAIN_GRAD, main_grad_parse, "recipe, fp32 or bf16")
 CELL_COL_ENUM(FUSION, fusion_parse, "te, compile, eager or fp8plan")
+
+/* expert_tp: "tp" (the expert TP size defaults to the TP size), "1" or blank (to 1). */
+static int expert_tp_parse(const char *s, int *out)
+{
+    if (!strcmp(s, "tp")) return *out = 1, 0;
+    if (!*s || !strcmp(s, "1")) return *out = 0, 0;
+    return -1;
+}
+CELL_COL_ENUM(EXPERT_TP, expert_tp_parse, "tp or 1")
 
 static Status parse_stack(Cur *c, void *row)
 {

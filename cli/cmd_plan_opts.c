@@ -160,8 +160,9 @@ static const CliOpt plan_opts[] = {
              MORE "uneven stages need not divide by vpp"},
     {"dropout", OPT_FLAG, IN(dropout), .set = 1, .help = "count dropout masks (off: modern LLMs train without dropout)"},
     TEXT(0, "mixture of experts (models with experts; cli/cmd_plan_moe.c):"),
-    TEXT(L, "  --ep N --etp N     expert parallel and expert tensor parallel sizes (1); the expert-data-parallel"
-         MORE "group is tp*cp*dp/(ep*etp)"),
+    TEXT(L, "  --ep N --etp N     expert parallel and expert tensor parallel sizes (ep 1; etp the stack's:"
+         MORE "tp for megatron-core and megatron-lm, else 1); the expert-data-parallel group is"
+         MORE "tp*cp*dp/(ep*etp)"),
     {USE("ep", L), .help = ""}, {USE("etp", L), .help = ""},
     {FN("moe-imbalance", read_moe, 'i', "F"), .help = "dropless routing: tokens of the busiest expert rank over the mean (1)"},
     {FN("moe-capacity", read_moe, 'c', "F"), .help = "capacity factor instead (token dropping; 0 = dropless)"},

@@ -24,12 +24,14 @@ void plan_args_keep_given(const PlanArgs *a, const PlanInput *given, PlanInput *
     if (g & PG_RESERVE) in->frag_frac = given->frag_frac;
 }
 
-/* Apply the stack's row, then put back what the command line set explicitly. */
+/* Apply the stack's row, then put back what the command line set explicitly; a MoE model's --etp, when not
+ * given, is the stack's default (Megatron-Core's: the TP size). */
 static void apply_stack(PlanArgs *a, const StackSpec *st)
 {
     PlanInput given = a->in;
     plan_input_use_stack(&a->in, st);
     plan_args_keep_given(a, &given, &a->in);
+    if (!a->layout_given[9] && st->expert_tp && a->in.model && a->in.model->experts) a->in.etp = a->in.tp;
 }
 
 int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe)

@@ -51,6 +51,8 @@ static const struct {
     {"mixed_precision.fp8", "--fp8-format", 0},
     {"mixed_precision.fp8_recipe", "--fp8-recipe", 0},
     {"mixed_precision.fp8_param", "--fp8-param-gather", 0},
+    {"mixed_precision.fp8_param_gather", "--fp8-param-gather", 0}, /* kept equal to fp8_param (mixed_precision.py) */
+    {"ddp.fp8_param_gather", "--fp8-param-gather", 0},
     {"dataset.seq_length", "--seq-length", 0},
     {"train.micro_batch_size", "--micro-batch-size", 0},
     {"train.global_batch_size", "--global-batch-size", 0},

@@ -21,7 +21,7 @@ typedef struct {
     const ImportKv *tp_kv, *pp_kv, *cp_kv, *vstage_kv;
     int bf16, fp8_param;
     const char *fp8_format, *fp8_recipe;
-    const ImportKv *fp8_kv, *fp16_kv, *bf16_kv;
+    const ImportKv *fp8_kv, *fp16_kv, *bf16_kv, *fp8_param_kv;
     const char *rc_gran, *rc_method;
     unsigned rc_layers;
     const ImportKv *rc_kv;
@@ -242,6 +242,9 @@ static Status one(ImportResult *r, const ImportKv *kv, const char *a, Mg *m, Err
         }
         m->bf16 = 1, m->bf16_kv = kv;
         if (strstr(v, "fp8")) {
+            /* every FP8 recipe function but the subchannel (blockwise) one sets fp8_param_gather = True
+             * (mixed_precision.py, v0.1.0rc4 to v0.4.2); a field given in the file overrides it */
+            if (!m->fp8_param_kv) m->fp8_param = !strstr(v, "subchannel") && !strstr(v, "blockwise");
             m->fp8_format = "hybrid", m->fp8_kv = kv;
             m->fp8_recipe = strstr(v, "mxfp8")                                  ? "mxfp8"
                             : strstr(v, "current")                              ? "tensorwise"
@@ -254,7 +257,8 @@ static Status one(ImportResult *r, const ImportKv *kv, const char *a, Mg *m, Err
                                "mxfp8, subchannel/blockwise)",
                                r->path, kv->line, kv->key, v);
         }
-        return import_note(r, kv, 0, e, "recipe below");
+        return import_note(r, kv, 0, e, "recipe below%s",
+                           m->fp8_param ? " (FP8 parameters: fp8_param_gather True)" : "");
     }
     if (!strcmp(a, "--fp8-recipe")) {
         TRY(needs_value(r, kv, e));
@@ -262,7 +266,9 @@ static Status one(ImportResult *r, const ImportKv *kv, const char *a, Mg *m, Err
         return import_note(r, kv, 0, e, "recipe below");
     }
     if (!strcmp(a, "--fp8-param-gather"))
-        return m->fp8_param = switch_on(kv), import_note(r, kv, 0, e, "FP8 weights (recipe te-fp8-param)");
+        return m->fp8_param = switch_on(kv), m->fp8_param_kv = kv,
+               import_note(r, kv, !m->fp8_param, e,
+                           m->fp8_param ? "FP8 weights (a -param recipe below)" : "ignored: false");
     if (!strcmp(a, "--recompute-granularity")) {
         TRY(needs_value(r, kv, e));
         m->rc_gran = kv->val, m->rc_kv = kv;
@@ -279,6 +285,19 @@ static Status one(ImportResult *r, const ImportKv *kv, const char *a, Mg *m, Err
     return import_note(r, kv, 1, e, "ignored: not modelled (schedule, data, logging, checkpoints, numerics)");
 }
 
+/* The note of --fp8-param-gather where no recipe keeps FP8 weights, rewritten once the recipe is known. */
+static Status unmodelled_fp8_param(ImportResult *r, const ImportKv *kv, const char *why, Err *e)
+{
+    for (size_t i = 0; i < r->nnotes; i++) {
+        ImportNote *n = &r->notes[i];
+        if (n->line != kv->line || strcmp(n->key, kv->key)) continue;
+        n->ignored = 1;
+        snprintf(n->mapped, sizeof n->mapped, "ignored: %s", why);
+        return ST_OK;
+    }
+    return err_set(e, ST_SOFTWARE, "%s:%d: %s: its note is missing", r->path, kv->line, kv->key);
+}
+
 static Status finish_recipe(ImportResult *r, const Mg *m, Err *e)
 {
     if (m->fp16_kv)
@@ -287,19 +306,24 @@ static Status finish_recipe(ImportResult *r, const Mg *m, Err *e)
     const char *recipe;
     if (m->fp8_format) {
         const char *rc = m->fp8_recipe ? m->fp8_recipe : "delayed";
+        /* --fp8-param-gather keeps the FP8 tensor as the working weight and gathers it in FP8: the -param row of
+         * each scaling; blockwise has none, so the weight stays BF16 and the setting is marked ignored */
         if (!strcmp(rc, "delayed"))
             recipe = m->fp8_param ? "te-fp8-param" : "te-fp8";
         else if (!strcmp(rc, "tensorwise"))
-            recipe = "te-fp8-current";
+            recipe = m->fp8_param ? "te-fp8-current-param" : "te-fp8-current";
         else if (!strcmp(rc, "mxfp8"))
-            recipe = "mxfp8";
-        else if (!strcmp(rc, "blockwise"))
+            recipe = m->fp8_param ? "mxfp8-param" : "mxfp8";
+        else if (!strcmp(rc, "blockwise")) {
             recipe = "deepseek-v3";
-        else
+            if (m->fp8_param && m->fp8_param_kv)
+                TRY(unmodelled_fp8_param(r, m->fp8_param_kv, "blockwise scaling has no FP8-parameter recipe", e));
+        } else
             return err_set(e, ST_DATA, "%s: --fp8-recipe: '%s' is not delayed, tensorwise, mxfp8 or blockwise", r->path,
                            rc);
     } else if (m->bf16) {
         recipe = "megatron-bf16";
+        if (m->fp8_param && m->fp8_param_kv) TRY(unmodelled_fp8_param(r, m->fp8_param_kv, "no FP8 format given", e));
     } else {
         return ST_OK; /* no precision flag: FP32 training, not a recipe here; --recipe from the command line */
     }

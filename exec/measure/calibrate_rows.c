@@ -234,7 +234,7 @@ Status cal_stack_row(const StackSpec *s, const Calibration *c, char *buf, size_t
     } else {
         put_quoted(&b, s->source);
     }
-    put(&b, ",%s", s->alias);
+    put(&b, ",%s,%s", s->alias, s->expert_tp ? "tp" : "1");
     return done(&b, "stacks.csv", e);
 }
 

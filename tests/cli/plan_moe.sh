@@ -129,6 +129,15 @@ bad() { # name expected-rc expected-stderr args...
     expect_no_out "$n: no plan printed"
 }
 M="--model mixtral-8x7b --gpu h100-sxm --recipe te-fp8 --seq 4096"
+# --etp left out: the stack's default (stacks.csv expert_tp), Megatron-Core's TP size, torchtitan's 1
+for c in "megatron-core||EP 8 x ETP 2, expert-DP 1" "megatron-lm|--sp|EP 8 x ETP 2, expert-DP 1" \
+    "torchtitan||EP 8 x ETP 1, expert-DP 2" "megatron-core|--etp 1|EP 8 x ETP 1, expert-DP 2"; do
+    st=${c%%|*} rest=${c#*|}
+    given=${rest%%|*} want=${rest#*|}
+    run plan $M --tp 2 --dp 8 --ep 8 --stack "$st" $given
+    expect_rc "default etp on $st $given: exit 0" 0
+    expect_out "... $want" "$want"
+done
 bad "ep on a dense model" 64 "--ep 2 --etp 1: llama3-8b has no experts" plan --model llama3-8b --gpu h100-sxm --recipe bf16 --dp 2 --ep 2
 bad "ep not dividing the experts" 64 "mixtral-8x7b's 8 experts must be divisible by ep" plan $M --dp 6 --ep 3
 bad "ep beyond the stage's ranks" 64 "ep*etp = 8 must divide tp*cp*dp = 4" plan $M --dp 4 --ep 8

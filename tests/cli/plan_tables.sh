@@ -83,7 +83,7 @@ expect_rc "an unknown stack refused" 64
 expect_err "... the known names" "unknown"
 mkdir -p "$TMP/alias"
 for f in models gpus recipes; do cp "$FP8PLAN_ROOT/models/$f.csv" "$TMP/alias/"; done
-sed 's/,megatron-lm-defaults$/,megatron-core/' "$FP8PLAN_ROOT/models/stacks.csv" >"$TMP/alias/stacks.csv"
+sed 's/,megatron-lm-defaults,/,megatron-core,/' "$FP8PLAN_ROOT/models/stacks.csv" >"$TMP/alias/stacks.csv"
 run stacks --catalog "$TMP/alias"
 expect_rc "an alias that is another row's name refused" 65
 expect_err "... naming the file, row, column and both rows" "stacks.csv: row 3 (megatron-lm), column alias: 'megatron-core' is already the name of row 2 (megatron-core)"

@@ -448,7 +448,8 @@ static void test_rows_parse(void)
                    .overlap_pp = 0.5,
                    .overlap_cp = 0.625,
                    .overlap_ep = 0.75,
-                   .alloc_reserve = 0.0625};
+                   .alloc_reserve = 0.0625,
+                   .expert_tp = 1};
     strcpy(s.name, "fp8plan");
     strcpy(s.source, "a \"quoted\" source");
     strcpy(s.alias, "this-executor");
@@ -463,6 +464,7 @@ static void test_rows_parse(void)
     if (ps) CHECK_REL(ps->launch_s, 2e-6, 1e-9);
     if (ps) CHECK_CONTAINS(ps->source, "a \"quoted\" source");
     if (ps) CHECK_STR(ps->alias, "this-executor"); /* the alias column written back */
+    if (ps) CHECK(ps->expert_tp == 1);             /* and the expert-TP default ("tp") */
     CHECK(catalog_stack(cat, "this-executor") == ps);
     if (ps) {
         CHECK(ps->sequence_parallel == 1 && ps->fused_swiglu == 0 && ps->fp8_weight_cache == 1);

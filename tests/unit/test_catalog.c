@@ -60,13 +60,17 @@ static void test_shipped_catalog_loads(void)
     }
     CHECK(catalog_gpu(cat, "a100-sxm")->flops_fp8 == 0);
     CHECK(catalog_recipe(cat, "mxfp8")->min_sm == 100);
-    /* Megatron-Bridge's FP8 parameters (fp8_param_gather): the working weight is the FP8 tensor, no BF16 copy, and the
-     * parameters are all-gathered in FP8; scaling as the recipe they derive from */
-    static const char *const fp8_params[][2] = {{"mxfp8-param", "mxfp8"}, {"te-fp8-current-param", "te-fp8-current"}};
+    /* Megatron-Bridge's FP8 parameters (fp8_param_gather): the working weight is the FP8 tensor, no BF16 copy; the
+     * per-tensor parameters are all-gathered in FP8, the MXFP8 ones in BF16 (Megatron-Core gathers them in a BF16
+     * view of the gradient buffer, reuse_grad_buf_for_mxfp8_param_ag); scaling as the recipe they derive from */
+    static const struct {
+        const char *param, *base;
+        Dtype gather;
+    } fp8_params[] = {{"mxfp8-param", "mxfp8", DT_BF16}, {"te-fp8-current-param", "te-fp8-current", DT_E4M3}};
     for (int i = 0; i < 2; i++) {
-        const Recipe *p = catalog_recipe(cat, fp8_params[i][0]), *b = catalog_recipe(cat, fp8_params[i][1]);
+        const Recipe *p = catalog_recipe(cat, fp8_params[i].param), *b = catalog_recipe(cat, fp8_params[i].base);
         CHECK(p->gemm.dt[STATE_WEIGHT] == DT_E4M3 && b->gemm.dt[STATE_WEIGHT] == DT_BF16);
-        CHECK(p->comm_param_gather == DT_E4M3 && b->comm_param_gather == DT_BF16);
+        CHECK(p->comm_param_gather == fp8_params[i].gather && b->comm_param_gather == DT_BF16);
         CHECK(p->scaling == b->scaling && p->act_gran == b->act_gran && p->min_sm == b->min_sm);
     }
 }

@@ -46,10 +46,11 @@ static double dense_dev_mae(int n, const char *gpu, int *rows_out)
 
 /* The one value per GPU fitted to data (docs/planner.md): gpus.csv's `sustained` of B200, GB200 and the 96 GB 500 W H100
  * is the value on the 0.01 grid with the lowest throughput MAE over that GPU's dense dev runs (docs/fidelity.md, "Dense
- * Blackwell runs", "Dense GB300 runs" and "The 96 GB H100's BF16 ceiling"). Pinned as the fit gave it: GB300 0.80 (6
- * runs, 1.893 %; 0.79 2.256 %, 0.81 2.177 %; 17.34 % at the H100 value 0.66 it had before), B200 0.60 (8 runs, 5.598 %; 0.59
- * 5.953 %, 0.61 5.718 %), GB200 0.64 (18 runs, 6.017 %; 0.63 6.055 %, 0.65 6.295 %; 5.996 % before NeMo 25.04's and
- * 25.07's FP8-CS runs took their FP8 parameters too), refitted when Megatron-Bridge's
+ * Blackwell runs", "Dense GB300 runs" and "The 96 GB H100's BF16 ceiling"). Pinned as the fit gave it once mxfp8-param
+ * gathered its parameters in BF16 (every optimum unchanged): GB300 0.80 (6 runs, 1.900 %; 0.79 2.272 %, 0.81 2.178 %;
+ * 1.893 % with the FP8 gather; 17.34 % at the H100 value 0.66 it had before), B200 0.60 (8 runs, 5.828 %; 0.59 6.176 %,
+ * 0.61 5.877 %; 5.598 % with the FP8 gather), GB200 0.64 (18 runs, 6.016 %; 0.63 6.053 %, 0.65 6.291 %; 6.017 % with the
+ * FP8 gather, 5.996 % before NeMo 25.04's and 25.07's FP8-CS runs took their FP8 parameters too), refitted when Megatron-Bridge's
  * FP8 runs were planned with FP8 parameters (recipes mxfp8-param, te-fp8-current-param: B200 0.62 -> 0.60, GB200
  * stays), and before that when MXFP8's GEMMs were rated apart (B200 0.62 at 5.733 %, GB200 0.64 at 5.993 %;
  * test_mxfp8_gemm_rate_fit; before: B200 0.59 at 5.656 %, GB200 0.60 at 6.528 %, after MXFP8's kernels;
@@ -65,9 +66,9 @@ static void test_sustained_fit(void)
         const char *gpu;
         double sustained, mae_pct;
         int rows;
-    } fits[] = {{"b200", 0.60, 5.598, 8},
-                {"gb200", 0.64, 6.017, 18},
-                {"gb300", 0.80, 1.893, 6},
+    } fits[] = {{"b200", 0.60, 5.828, 8},
+                {"gb200", 0.64, 6.016, 18},
+                {"gb300", 0.80, 1.900, 6},
                 {"h100-hbm2e-96g", 0.64, 5.243, 18}};
     for (size_t f = 0; f < sizeof fits / sizeof fits[0]; f++) {
         GpuSpec *g = (GpuSpec *)catalog_gpu(c, fits[f].gpu);
@@ -126,7 +127,8 @@ static double mx_pair_mae(int n, int *pairs_out)
  * still the optimum after, after the FP8 parameters of Megatron-Bridge's runs (recipes mxfp8-param and
  * te-fp8-current-param: 1.15 %; 1.30 at 0.89, 1.16 at 0.91; before them 1.11 %, 1.26 and 1.12) and with GB300's two
  * dense pairs (26.04.01 and 26.06 Llama 3.1 405B; GB300 is SM 10.3, the same cuBLAS kernels): 8 pairs, pinned as the
- * fit gives it: 0.90 (1.26 %; 1.37 at 0.89, 1.26 at 0.91 (1.264)). */
+ * fit gives it: 0.90 (1.26 %; 1.37 at 0.89, 1.26 at 0.91 (1.264)); since mxfp8-param gathers its parameters in BF16
+ * (Megatron-Core's BF16 view of the gradient buffer): 0.90, 1.49 % (1.60 at 0.89, 1.50 at 0.91). */
 static void test_mxfp8_gemm_rate_fit(void)
 {
     Catalog *c = fx_catalog();
@@ -148,7 +150,7 @@ static void test_mxfp8_gemm_rate_fit(void)
     double hi = mx_pair_mae(n, &k_hi);
     CHECK_EQ_INT(k, 8);
     CHECK(k_lo == k && k_hi == k);
-    CHECKF(fabs(at - 1.26) < 0.005, "MXFP8 / FP8-CS dev pairs: MAE %.4f %%, pinned 1.26 %%", at);
+    CHECKF(fabs(at - 1.49) < 0.005, "MXFP8 / FP8-CS dev pairs: MAE %.4f %%, pinned 1.49 %%", at);
     CHECKF(at < lo && at < hi, "MXFP8 GEMM rate 0.90 is not the grid optimum (MAE %.3f; %.3f at 0.89, %.3f at 0.91)",
            at, lo, hi);
     free(c);

@@ -110,13 +110,15 @@ static void test_bridge_and_titan(void)
                "%s", joined(&r));
         import_free(&r);
     }
-    /* Megatron-Bridge's mixed-precision recipe names */
+    /* Megatron-Bridge's mixed-precision recipe names: every FP8 one but subchannel sets fp8_param_gather True
+     * (src/megatron/bridge/training/mixed_precision.py), so it names the recipe's -param row */
     static const struct {
         const char *name, *recipe;
     } mp[] = {{"bf16_mixed", "megatron-bf16"},
-              {"bf16_with_fp8_delayed_scaling_mixed", "te-fp8"},
-              {"bf16_with_fp8_current_scaling_mixed", "te-fp8-current"},
-              {"bf16_with_mxfp8_mixed", "mxfp8"},
+              {"bf16_with_fp8_delayed_scaling_mixed", "te-fp8-param"},
+              {"bf16_with_fp8_current_scaling_mixed", "te-fp8-current-param"},
+              {"bf16_with_mxfp8_mixed", "mxfp8-param"},
+              {"bf16-with-mxfp8-mixed", "mxfp8-param"}, /* the hyphen spelling it also registers */
               {"bf16_with_fp8_subchannel_scaling_mixed", "deepseek-v3"}};
     for (size_t i = 0; i < sizeof mp / sizeof *mp; i++) {
         char text[160];
@@ -146,6 +148,69 @@ static void test_bridge_and_titan(void)
         CHECKF(!strcmp(joined(&r), "--stack torchtitan --tp 2 --mbs 3 --seq 4096 --dp 4 --zero 3 --recompute op "
                                    "--recipe torchao-fp8-rowwise"),
                "%s", joined(&r));
+        import_free(&r);
+    }
+}
+
+static const char *recipe_of(const ImportResult *r)
+{
+    for (int k = 0; k + 1 < r->argc; k++)
+        if (!strcmp(r->argv[k], "--recipe")) return r->argv[k + 1];
+    return "none";
+}
+
+/* --fp8-param-gather (Megatron-LM) and fp8_param / fp8_param_gather (Megatron-Bridge's ConfigContainer) with
+ * each FP8 scaling: {file, text, the recipe, the note of the param setting ("" = not checked), ignored} */
+static void test_fp8_param_gather(void)
+{
+    static const char bf16[] = "--bf16 "; /* no model: the flags alone */
+    static const struct {
+        const char *name, *text, *recipe, *note;
+        int ignored;
+    } c[] = {
+        {"a.sh", "--fp8-format hybrid --fp8-param-gather", "te-fp8-param", "FP8 weights", 0},
+        {"b.sh", "--fp8-format hybrid --fp8-recipe delayed --fp8-param-gather", "te-fp8-param", "FP8 weights", 0},
+        {"c.sh", "--fp8-format hybrid --fp8-recipe tensorwise --fp8-param-gather", "te-fp8-current-param",
+         "FP8 weights", 0},
+        {"d.sh", "--fp8-param-gather --fp8-format e4m3 --fp8-recipe mxfp8", "mxfp8-param", "FP8 weights", 0},
+        {"e.sh", "--fp8-format e4m3 --fp8-recipe mxfp8", "mxfp8", "", 0},
+        {"f.sh", "--fp8-format hybrid --fp8-recipe tensorwise", "te-fp8-current", "", 0},
+        {"g.sh", "--fp8-format hybrid --fp8-recipe blockwise --fp8-param-gather", "deepseek-v3",
+         "ignored: blockwise scaling has no FP8-parameter recipe", 1},
+        {"h.sh", "--fp8-param-gather", "megatron-bf16", "ignored: no FP8 format given", 1},
+        {"i.yaml",
+         "train:\n  micro_batch_size: 1\nmixed_precision:\n  bf16: true\n"
+         "  fp8: hybrid\n  fp8_recipe: tensorwise\n  fp8_param_gather: true\n",
+         "te-fp8-current-param", "FP8 weights", 0},
+        {"j.yaml",
+         "model:\n  fp8_param: false\n"
+         "mixed_precision:\n  bf16: true\n  fp8: e4m3\n  fp8_recipe: mxfp8\n",
+         "mxfp8", "ignored: false", 1},
+        {"k.yaml",
+         "model:\n  fp8: e4m3\n"
+         "  fp8_recipe: mxfp8\n  bf16: true\nddp:\n  fp8_param_gather: true\n",
+         "mxfp8-param", "FP8 weights", 0},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        char text[512];
+        int yaml = strstr(c[i].name, ".yaml") != NULL;
+        snprintf(text, sizeof text, "%s%s\n", yaml ? "" : bf16, c[i].text);
+        ImportResult r;
+        Err e;
+        Status st = import_parse(c[i].name, text, strlen(text), IMPORT_AUTO, &r, &e);
+        CHECKF(st == ST_OK, "%s: %s", c[i].name, e.msg);
+        if (st) continue;
+        CHECKF(!strcmp(recipe_of(&r), c[i].recipe), "%s: recipe %s, want %s", c[i].name, recipe_of(&r), c[i].recipe);
+        const ImportNote *n = NULL;
+        for (size_t k = 0; k < r.nnotes; k++)
+            if (strstr(r.notes[k].key, "fp8-param") || strstr(r.notes[k].key, "fp8_param")) n = &r.notes[k];
+        if (*c[i].note) {
+            CHECKF(n && !strncmp(n->mapped, c[i].note, strlen(c[i].note)) && n->ignored == c[i].ignored,
+                   "%s: note '%s' (ignored %d), want '%s' (%d)", c[i].name, n ? n->mapped : "none", n ? n->ignored : -1,
+                   c[i].note, c[i].ignored);
+        } else {
+            CHECKF(!n, "%s: a note for a setting the file does not have", c[i].name);
+        }
         import_free(&r);
     }
 }
@@ -194,6 +259,7 @@ int main(void)
     RUN(test_script_words);
     RUN(test_llama_defaults);
     RUN(test_bridge_and_titan);
+    RUN(test_fp8_param_gather);
     RUN(test_errors);
     return test_summary();
 }
