@@ -14,7 +14,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/measure/calibrate.h"
+#include "exec/measure/calibrate_link.h"
 #include "test.h"
 
 /* What the backend was asked to do, in order. */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "catalog/catalog.h"
-#include "exec/measure/calibrate.h"
+#include "exec/measure/calibrate_link.h"
 #include "planner/plan.h"
 #include "support/fixtures.h"
 #include "support/oracle_fixtures.h"
