@@ -158,6 +158,8 @@ typedef struct {
     uint64_t eager_limit;        /* bytes: the largest message MPI sends eagerly (comm_mpi_eager_limit; 0: not found) */
     uint64_t msg_evict;          /* bytes each per-message call followed (2 x the core's L2 cache) */
     double p2p_fwd_s, p2p_bwd_s; /* the send/recv sweep's compute around its messages (cal_p2p_gap; 0: one pass) */
+    double coll_gap_s;           /* the compute before each call of the all-reduce, reduce-scatter and all-gather sweeps
+                          (cal_coll_gap of p2p_fwd_s; 0: one pass) */
     /* the per-message sweep judged as a figure per protocol (cal_msg_figures; a2a_judged 0: not measured — one
      * rank, or no eager limit — and not judged): message bytes/s, and the interquartile spread it was judged on */
     double a2a_bw[2], a2a_iqr[2];
@@ -197,51 +199,7 @@ Status calibrate_host(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs,
 Status calibrate_host_again(Backend *bk, Comm *comm, const ModelSpec *m, uint32_t mbs, int reps, Calibration *out,
                             int again_reps, Calibration *again, Err *e);
 
-/* The collective sweep alone (every rank calls it) up to a payload of top
- * bytes (cal_link_sizes); fills out->coll, ncoll, link_bw, link_lat, ranks. */
-Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibration *out, Err *e);
-
-/* Every collective op the executor runs (all-reduce and reduce-scatter in FP32, BF16 and E4M3 — the MPI
- * reductions decode each element, so the path's cost differs —, all-gather, send/recv, broadcast, all-to-all)
- * swept over the link sweep's sizes up to top bytes (4 x reps calls per size, at most 64), each call timed as the communicator counts it for a run
- * after what precedes a run's per-layer collective: a kernel over layer_bytes (one of the layer's GEMMs'
- * operands and output; at most CAL_LINK_EVICT), the ranks together (calibrate_link.c says why not late), then
- * fitted (cal_fit_ranges) into out->sweep and out->range. The all-to-all also at its smallest call and at the
- * na2a payloads a2a (expert parallelism's calls of the model: cal_ep_sizes), every other op also at the nrun
- * payloads run (tensor parallelism's calls: cal_tp_sizes); cal_sweep_sizes merges them. a2a or run may be NULL
- * when its count is 0. Send/recv as 1F1B's neighbouring stages meet it instead: pairs of ranks exchange a message
- * each way with that kernel run for a layer's forward (out->p2p_fwd_s) or forward and backward (+ p2p_bwd_s)
- * around each send (calibrate_link.c p2p_call; set them, or leave them 0 for one pass each, before the call).
- * Every rank calls it. */
-Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_bytes, const uint64_t *a2a, int na2a,
-                       const uint64_t *run, int nrun, int reps, Calibration *out, Err *e);
-
-/* The payloads, into out (3), of the tensor-parallel collectives a run of model m at micro-batch mbs makes with
- * tok = mbs x seq tokens a micro-batch: the loss's all-reduces (tok FP32 statistics: tok x 4 B), an FP8
- * activation's all-gather (tok x hidden x 1 B) and a BF16 activation's reduce-scatter, all-gather or
- * all-reduce (tok x hidden x 2 B: the layers' and the vocabulary-parallel embedding's and head's). Each is the
- * whole payload S of a call, whatever the TP size (planner/plan_comm.c, plan_comm_vocab.c). Returns 3. */
-int cal_tp_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out);
-
-/* A payload sweep's sizes: the n link sizes (cal_link_sizes, increasing) and the first 4 of the nrun run
- * payloads no larger than the largest link size, each rounded down to whole units (the bytes a call carries
- * whole: unit_of in calibrate_link.c; a size below one unit becomes one), with from_unit the unit itself (the
- * op's smallest call), increasing and once each into out (at most CAL_MAX_SIZES). Returns the count (0 when n
- * is outside [1, CAL_MAX_SIZES] or unit is 0). */
-int cal_sweep_sizes(const uint64_t *sizes, int n, const uint64_t *run, int nrun, uint64_t unit, int from_unit,
-                    uint64_t *out);
-
-/* The compute a pipeline stage of one layer runs between its messages, as the send/recv sweep of calibrate_links
- * puts it around its calls: a micro-batch's forward (bwd 0: the sum of the median times of the layer's fprop
- * GEMMs on the BF16 path, not the head's, in gemm[0..n)) or backward (bwd 1: its dgrad and wgrad GEMMs) through
- * one layer, at most CAL_P2P_GAP_MAX; 0 when none was measured. */
-#define CAL_P2P_GAP_MAX 0.02
-double cal_p2p_gap(const CalGemm *gemm, int n, int bwd);
-
-/* The payloads a rank's expert all-to-alls carry for model m at micro-batch mbs under uniform routing, into
- * out (2): the count exchange's E int32 (E x 4 B) and a dispatch's (or combine's) mbs x seq x top-k token copies
- * of hidden BF16 elements (the executor's activations). Returns 2, or 0 for a model without experts. */
-int cal_ep_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out);
+/* The collective sweeps, their sizes and the compute put around their calls: exec/measure/calibrate_link.h. */
 
 /* The grouped expert GEMMs of model m's MoE layer at micro-batch mbs, as the executor calls them
  * (exec/model/model_moe.c: FC1 and FC2 fprop, dgrad with the weight K-outer, wgrad accumulated in FP32; BF16

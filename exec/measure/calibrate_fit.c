@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/measure/calibrate.h"
+#include "exec/measure/calibrate_link.h"
 
 int cal_link_sizes(uint64_t top, uint64_t *sizes)
 {
@@ -67,6 +67,10 @@ double cal_p2p_gap(const CalGemm *gemm, int n, int bwd)
     }
     return t < CAL_P2P_GAP_MAX ? t : CAL_P2P_GAP_MAX;
 }
+
+double cal_coll_gap(double fwd_s) { return fwd_s > 0 ? fwd_s / 2 : 0; }
+
+int cal_coll_gapped(CommOp op) { return op == OP_ALL_REDUCE || op == OP_REDUCE_SCATTER || op == OP_ALL_GATHER; }
 
 void cal_a2a_counts(int r, int n, uint64_t N, uint64_t *scounts, uint64_t *rcounts)
 {

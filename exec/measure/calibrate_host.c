@@ -12,6 +12,7 @@
 #include "exec/backend/elem.h"
 #include "exec/backend/rng.h"
 #include "exec/measure/calibrate_bufs.h"
+#include "exec/measure/calibrate_link.h"
 #include "exec/model/model.h"
 #include "planner/plan.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/measure/calibrate.h"
+#include "exec/measure/calibrate_link.h"
 
 /* Each call is timed as a run meets it: its ranks come from a step's kernels, which left the caches
  * holding other data (the payload and MPI's shared-memory queues evicted), and not at the same moment
@@ -106,7 +106,14 @@ Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibrati
  * this project's shared 2-core host the eviction and a rank's 20-40 ms wait in the barrier put 4-40 ms
  * scheduler delays (multiples of the 4 ms tick) into half the calls of every op but the buffered send
  * at a load average of 3, while warm calls at a load of 4 had none. A run's TP all-gather of 64 KiB took
- * 14.7 us per call; warm, 8.2 us; after the eviction, tens of us. */
+ * 14.7 us per call; warm, 8.2 us; after the eviction, tens of us.
+ * What a call of the all-reduce, reduce-scatter and all-gather sweeps follows is a run's: milliseconds of compute
+ * (cal_coll_gap, half a layer's forward GEMMs). Back to back after one pass of the layer's kernel (about 0.1 ms
+ * from the ranks' previous MPI call, the slowest-rank sync), a 64 KiB BF16 reduce-scatter over 2 ranks of this
+ * project's host took 17.1 us, an all-gather 7.9 and a 512 B all-reduce 1.7; after 2 ms of that kernel 19.3, 9.7
+ * and 2.6 us, after 0.3 ms as back to back; a TP 2 run's calls, 1.4-4.9 ms apart on the demo, took 20.5-22.4,
+ * 10.0 and 1.8 us (medians of a per-call trace; load 12-19, autogroup nice -19). The ranks still arrive
+ * together, within the kernel's last pass (13-25 us apart, as a run's reduce-scatters' 18-30 us). */
 
 /* The sweeps: op, the dtype its elements travel in, and the communicator's counter its calls are read from (a
  * planner row of that op; the calibration's communicator counts nothing else there). The reductions in the
@@ -206,14 +213,16 @@ static Status p2p_call(Backend *bk, Comm *comm, CollectiveId id, Dtype dt, void 
 static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, float *sync, uint64_t *counts,
                          void *evict, uint64_t evict_bytes, const double *gap, uint64_t S, int reps, CalColl *c, Err *e)
 {
+    const double gap_s = cal_coll_gapped(sweeps[w].op) ? gap[2] : 0;
     double t[64];
     Status st = ST_OK;
     const CollectiveId id = sweeps[w].id;
     const int p2p = sweeps[w].op == OP_SEND_RECV;
     for (int i = -1; !st && i < reps; i++) {
         float mine = 0, slowest = 0;
-        /* a layer's kernel first: x = x + x over its bytes (FP32), the payload's own buffer last */
-        if (!p2p) st = bk->add(bk, evict, evict, evict, DT_FP32, evict_bytes / sizeof(float), e);
+        /* a layer's compute first: x = x + x over its bytes (FP32), for half a layer's forward where a run's
+         * collective follows that much (cal_coll_gapped; once where gap_s is 0), the payload's own buffer last */
+        if (!p2p) st = compute_for(bk, evict, evict_bytes, gap_s, e);
         if (!st && !p2p) st = bk->add(bk, buf, buf, buf, DT_FP32, S / sizeof(float), e);
         if (!st) st = comm_settle(comm, e);
         double t0 = comm->stats[id].seconds;
@@ -368,7 +377,8 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
     if (!st) st = bk->memset0(bk, evict, evict_bytes + 4, e);
     out->nsweep = out->nrange = 0;
     out->link_reps = per_size;
-    const double gap[2] = {out->p2p_fwd_s, out->p2p_bwd_s};
+    out->coll_gap_s = cal_coll_gap(out->p2p_fwd_s);
+    const double gap[3] = {out->p2p_fwd_s, out->p2p_bwd_s, out->coll_gap_s};
     for (int w = 0; !st && w < CAL_MAX_SWEEPS - 1; w++) {
         CalSweep *s = &out->sweep[out->nsweep];
         memset(s, 0, sizeof *s);

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exec/measure/calibrate.h"
+#include "exec/measure/calibrate_link.h"
 #include "catalog/catalog.h"
 
 const char *const cal_gpu_header =
@@ -275,6 +275,8 @@ Status cal_link_row(const Calibration *c, int i, const char *name, char *buf, si
     if (!per_msg && r->fit.op == OP_SEND_RECV) /* calibrate_link.c p2p_call */
         put(&t, "as 1F1B's neighbouring stages meet it (a send after %.1f ms of compute, or %.1f, then %.1f on), ",
             1e3 * c->p2p_fwd_s, 1e3 * (c->p2p_fwd_s + c->p2p_bwd_s), 1e3 * c->p2p_fwd_s);
+    if (!per_msg && cal_coll_gapped((CommOp)r->fit.op) && c->coll_gap_s > 0) /* calibrate_link.c sweep_size */
+        put(&t, "each call after %.3g ms of compute, as a layer's collectives follow its GEMMs, ", 1e3 * c->coll_gap_s);
     if (s && r->count > 0 && r->first + r->count <= s->n) {
         put_size(&t, s->pt[r->first].payload);
         put(&t, "-");

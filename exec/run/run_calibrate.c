@@ -6,6 +6,7 @@
 
 #include "exec/comm/comm_mpi.h"
 #include "exec/comm/comm_nccl_boot.h"
+#include "exec/measure/calibrate_link.h"
 
 /* The ranks' communicator: MPI between CPU ranks, NCCL between GPU ranks (bootstrapped through MPI), under
  * mpirun; one rank otherwise (no link to measure). */

@@ -22,7 +22,7 @@
 
 #include "exec/backend/backend.h"
 #include "exec/comm/comm_mpi.h"
-#include "exec/measure/calibrate.h"
+#include "exec/measure/calibrate_link.h"
 #include "catalog/catalog.h"
 #include "util/fileio.h"
 

@@ -309,6 +309,18 @@ if awk -F, 'NR == 1 { exit !($0 == "version,device,op,path,from_bytes,to_bytes,l
 else
     fail "links.csv rows" "$(head -c 600 "$TMP/cat2/links.csv")"
 fi
+# the all-reduce, reduce-scatter and all-gather sweeps ran the layer's kernel for half a layer's forward GEMMs before
+# each call (cal_coll_gap, more than 0 on any model), as a run's TP collectives follow the GEMMs before them; their
+# rows say how long, the other ops' rows say nothing of it (docs/calibrate.md, "TP 2's collectives after a layer's
+# compute")
+gap=$(awk -F, 'NR > 1 { i = index($0, "each call after "); g = i ? substr($0, i + 16) + 0 : -1
+    want = $3 == "all-reduce" || $3 == "reduce-scatter" || $3 == "all-gather"; n += want
+    if (want ? !(g > 0) : i) bad = bad $3 "/" $4 " " } END { print n + 0 ":" bad }' "$TMP/cat2/links.csv")
+if [ "${gap%%:*}" -ge 7 ] && [ -z "${gap#*:}" ]; then
+    pass "links.csv: the ${gap%%:*} all-reduce, reduce-scatter and all-gather rows measured after a layer's compute, no other"
+else
+    fail "links.csv: after a layer's compute, those rows only" "rows ${gap%%:*}; wrong: ${gap#*:}"
+fi
 # the all-to-all per message: the eager row from 0 up to the eager limit measured (+ 1), the rendezvous row from
 # there with no end; the limit is a message size MPI sent eagerly, so at least 1 B
 lim=$(awk -F, '$4 == "eager" && $5 == 0 && $6 + 0 > 1 { e = $6 } $4 == "rendezvous" && $6 == "" { r = $5 }

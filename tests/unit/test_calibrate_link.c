@@ -14,7 +14,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "exec/measure/calibrate.h"
+#include "exec/measure/calibrate_link.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "catalog/catalog.h"
-#include "exec/measure/calibrate.h"
+#include "exec/measure/calibrate_link.h"
 #include "planner/plan.h"
 #include "support/fixtures.h"
 #include "support/oracle_fixtures.h"
@@ -557,7 +557,7 @@ static void test_links_csv(void)
     free(cat);
 }
 
-/* What calibrate writes for a fitted range: its columns and how it was measured. */
+/* What calibrate writes for a fitted range: its columns and how it was measured (the compute before each call too). */
 static void test_link_row(void)
 {
     Calibration *c = calloc(1, sizeof *c);
@@ -575,6 +575,11 @@ static void test_link_row(void)
     CHECK_CONTAINS(row, "1,host,reduce-scatter,bf16,1024,,2.5,0.75,\"");
     CHECK_CONTAINS(row, "MPI reduce-scatter (bf16) over 2 ranks, 1 KiB-64 KiB (2 sizes, medians of 5), largest error "
                         "3.1 %");
+    /* with the compute before each call (cal_coll_gap: 3 ms of forward / 2), the source says so, 1.5 ms */
+    c->coll_gap_s = 1.5e-3;
+    CHECKF(cal_link_row(c, 0, "host", row, sizeof row, &e) == ST_OK, "%s", e.msg);
+    CHECK_CONTAINS(row, "MPI reduce-scatter (bf16) over 2 ranks, each call after 1.5 ms of compute, as a layer's "
+                        "collectives follow its GEMMs, 1 KiB-64 KiB (2 sizes");
     free(c);
 }
 

@@ -1,15 +1,17 @@
 /* tests/unit/test_calibrate_p2p.c — calibrate's send/recv sweep as a pipeline meets it
  * (exec/measure/calibrate_link.c p2p_call) against a backend that records its kernels and a communicator that
  * records its calls, with the time each began: the order at both ranks of a pair and the compute around each
- * send; and the compute it puts there (cal_p2p_gap). */
+ * send; and the compute it puts there (cal_p2p_gap); the compute before every call of the all-reduce, reduce-scatter
+ * and all-gather sweeps (cal_coll_gap), and none beyond one pass before the broadcast's and the all-to-all's. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "exec/measure/calibrate.h"
+#include "exec/measure/calibrate_link.h"
 #include "support/exec_fixtures.h"
 #include "test.h"
 
-enum { EV_ADD_PAYLOAD = 1, EV_SYNC, EV_SEND, EV_RECV };
+enum { EV_ADD_PAYLOAD = 1, EV_SYNC, EV_SEND, EV_RECV, EV_COLL }; /* EV_COLL: arg = its CommOp */
 enum { MAX_EVENTS = 8192 };
 
 static struct {
@@ -54,6 +56,7 @@ static Status s_all_reduce(Comm *c, CollectiveId id, Backend *bk, void *buf, uin
 {
     (void)bk, (void)buf, (void)e;
     if (op == COMM_MAX) record(EV_SYNC, count);
+    if (id != COMM_UNPLANNED) record(EV_COLL, OP_ALL_REDUCE);
     if (id != COMM_UNPLANNED) script_call(c, id, count * dtype_bytes(dt));
     return ST_OK;
 }
@@ -61,18 +64,21 @@ static Status s_rs(Comm *c, CollectiveId id, Backend *bk, const void *s, void *r
                    Err *e)
 {
     (void)bk, (void)s, (void)r, (void)op, (void)e;
+    record(EV_COLL, OP_REDUCE_SCATTER);
     script_call(c, id, 2 * n * dtype_bytes(dt));
     return ST_OK;
 }
 static Status s_ag(Comm *c, CollectiveId id, Backend *bk, const void *s, void *r, uint64_t n, Dtype dt, Err *e)
 {
     (void)bk, (void)s, (void)r, (void)e;
+    record(EV_COLL, OP_ALL_GATHER);
     script_call(c, id, 2 * n * dtype_bytes(dt));
     return ST_OK;
 }
 static Status s_bcast(Comm *c, CollectiveId id, Backend *bk, void *buf, uint64_t n, Dtype dt, int root, Err *e)
 {
     (void)bk, (void)buf, (void)root, (void)e;
+    record(EV_COLL, OP_BROADCAST);
     script_call(c, id, n * dtype_bytes(dt));
     return ST_OK;
 }
@@ -80,6 +86,7 @@ static Status s_a2a(Comm *c, CollectiveId id, Backend *bk, const void *send, con
                     const uint64_t *rc, Dtype dt, Err *e)
 {
     (void)bk, (void)send, (void)recv, (void)rc, (void)e;
+    record(EV_COLL, OP_ALL_TO_ALL);
     script_call(c, id, (sc[0] + sc[1]) * dtype_bytes(dt));
     return ST_OK;
 }
@@ -200,9 +207,85 @@ static void test_p2p_gap(void)
     CHECK_REL(cal_p2p_gap(g, 7, 1), 3e-3, 1e-12);
 }
 
+/* The compute before each call of the payload sweeps (calibrate_link.c sweep_size), at rank 0 of 2: the layer's
+ * kernel (K, layer / 4 floats) repeated for cal_coll_gap(p2p_fwd_s) = fwd / 2 where cal_coll_gapped (all-reduce,
+ * reduce-scatter, all-gather), then the payload's pass (P), then the call. With fwd 0.4 ms and kernels of 0.1 ms:
+ * 0.2 ms of K before each such call, its last pass begun inside the 0.2 ms (2 passes on an idle core; one where
+ * the scheduler stretched the first past it); the broadcast's and the all-to-all's one K. Every call of the nine
+ * sweeps but send/recv is looked at: 4 sizes (64 B x 4^i up to 4,096) x (1 warm-up + 4) calls each, the
+ * all-to-all's from its smallest call too (2 x 2 BF16 elements, 8 B: 5 sizes), so 7 x 20 gapped, 20 + 25 not. */
+static void test_coll_gap_calls(void)
+{
+    Err e;
+    Backend *cpu = NULL;
+    if (backend_cpu_create(&cpu, &e)) {
+        CHECKF(0, "%s", e.msg);
+        return;
+    }
+    memset(&rec, 0, sizeof rec);
+    rec.cpu = cpu;
+    Backend bk = *cpu;
+    bk.add = r_add, bk.memset0 = r_memset0;
+    Comm c;
+    memset(&c, 0, sizeof c);
+    c.name = "mpi", c.rank = 0, c.size = 2;
+    c.all_reduce = s_all_reduce, c.reduce_scatter = s_rs, c.all_gather = s_ag, c.broadcast = s_bcast;
+    c.send = s_send, c.recv = s_recv, c.all_to_all_v = s_a2a;
+    static Calibration cal;
+    memset(&cal, 0, sizeof cal);
+    cal.p2p_fwd_s = 0.4e-3;
+    add_s = 0.1e-3;
+    const uint64_t layer = 1 << 16;
+    Status st = calibrate_links(&bk, &c, 4096, layer, NULL, 0, NULL, 0, 1, &cal, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    CHECK(!rec.over);
+    CHECK_REL(cal.coll_gap_s, 0.2e-3, 1e-12);
+    int gapped = 0, other = 0;
+    for (int i = 0; i < rec.n; i++) {
+        if (rec.ev[i] != EV_COLL) continue;
+        const int op = (int)rec.arg[i], gap = cal_coll_gapped((CommOp)op);
+        int j = i - 1; /* P, then the K before it */
+        CHECKF(j >= 0 && rec.ev[j] == EV_ADD_PAYLOAD && rec.arg[j] != layer / 4, "op %d: no payload pass", op);
+        int k = j - 1;
+        while (k >= 0 && rec.ev[k] == EV_ADD_PAYLOAD && rec.arg[k] == layer / 4) k--;
+        const int passes = j - 1 - k;
+        if (gap) { /* from the first K's start to P's: the gap at least; the last K began inside it */
+            CHECKF(passes >= 1 && rec.t[j] - rec.t[k + 1] >= 0.2e-3 && rec.t[j - 1] - rec.t[k + 1] < 0.2e-3,
+                   "op %d: %d passes over %g s", op, passes, rec.t[j] - rec.t[k + 1]);
+            gapped++;
+        } else {
+            CHECKF(passes == 1, "op %d: %d passes", op, passes);
+            other++;
+        }
+    }
+    CHECK_EQ_INT(gapped, 7 * 20);
+    CHECK_EQ_INT(other, 20 + 25);
+    add_s = 0;
+    cpu->destroy(cpu);
+}
+
+/* cal_coll_gap: half a layer's forward, fwd_s / 2 (3 ms -> 1.5 ms; the 20 ms cap of cal_p2p_gap -> 10 ms), 0 for
+ * none; cal_coll_gapped: the three ops TP and DP make between kernels. */
+static void test_coll_gap(void)
+{
+    static const struct {
+        double fwd, gap;
+    } g[] = {{3e-3, 1.5e-3}, {CAL_P2P_GAP_MAX, 10e-3}, {0.5e-3, 0.25e-3}, {0, 0}, {-1e-3, 0}, {NAN, 0}};
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++)
+        CHECKF(fabs(cal_coll_gap(g[i].fwd) - g[i].gap) <= 1e-15, "row %zu: %g", i, cal_coll_gap(g[i].fwd));
+    static const struct {
+        CommOp op;
+        int gapped;
+    } o[] = {{OP_ALL_REDUCE, 1}, {OP_REDUCE_SCATTER, 1}, {OP_ALL_GATHER, 1},
+             {OP_SEND_RECV, 0},  {OP_BROADCAST, 0},      {OP_ALL_TO_ALL, 0}};
+    for (size_t i = 0; i < sizeof o / sizeof o[0]; i++) CHECK_EQ_INT(cal_coll_gapped(o[i].op), o[i].gapped);
+}
+
 int main(void)
 {
     RUN(test_p2p_pipelined);
     RUN(test_p2p_gap);
+    RUN(test_coll_gap_calls);
+    RUN(test_coll_gap);
     return test_summary();
 }
