@@ -100,6 +100,13 @@ static uint64_t replicated_elems(const PlanInput *in, const Geo *g, uint32_t sta
     return e;
 }
 
+uint64_t plan_tp_flat_grad_bytes(const PlanInput *in, const Geo *g, uint32_t stage, int last, Ck *ck)
+{
+    if (g->tp <= 1) return 0;
+    uint64_t e = replicated_elems(in, g, stage, last, ck);
+    return ck_mul(ck, e, dt_bytes(plan_grad_dt(in, in->recipe->other.dt[STATE_GRAD])));
+}
+
 static void stage_ends(const PlanInput *in, const Geo *g, uint32_t stage, Ck *ck, int *first, int *last)
 {
     *first = stage == 0, *last = stage + 1 == g->pp;
@@ -128,8 +135,8 @@ void plan_comm_vocab(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     if (last) /* the loss's three all-reduces, and each MTP depth's */
         plan_coll_set(in, p, CO_TP_LOSS_AR, DT_FP32, t, 1, ck_mul(ck, g->tok, 4), ck_mul3(ck, 3, m, 1 + mtp), ck);
     Dtype gd = plan_grad_dt(in, rc->other.dt[STATE_GRAD]);
-    uint64_t e = replicated_elems(in, g, p->stage, last, ck);
-    plan_coll_set(in, p, CO_TP_NORM_GRAD_AR, gd, t, 1, ck_mul(ck, e, dt_bytes(gd)), e ? 1 : 0, ck);
+    uint64_t fb = plan_tp_flat_grad_bytes(in, g, p->stage, last, ck);
+    plan_coll_set(in, p, CO_TP_NORM_GRAD_AR, gd, t, 1, fb, fb ? 1 : 0, ck);
 }
 
 /* Seconds of one call of op over the TP group for payload S: a collective of same[0..n) timed it already, or

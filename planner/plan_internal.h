@@ -296,6 +296,13 @@ uint64_t plan_tp_regather_bytes(Ck *ck, Dtype dt, Granularity gr, uint64_t tok, 
  * TP-replicated parameters' gradients (plan_comm_vocab.c); their seconds per micro-batch on a stage holding
  * the embedding (first) and/or the head (last), forward and backward, all on the critical path. */
 void plan_comm_vocab(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
+/* Bytes of the TP-replicated parameters' gradients on a stage (last: it holds the final norm), in their main-gradient
+ * dtype; 0 at tp 1. Megatron-Core flattens them into one new tensor after the backward and all-reduces that over TP
+ * (core_v0.16.0 distributed/finalize_model_grads.py _allreduce_non_tensor_model_parallel_grads:
+ * _flatten_dense_tensors of every sequence_parallel / q,k_layernorm param's main_grad, FP32 under --bf16's
+ * accumulate_allreduce_grads_in_fp32), so this is both tp_norm_grad_allreduce's payload and a transient buffer
+ * (plan_mem.c, plan_moe_mem.c). */
+uint64_t plan_tp_flat_grad_bytes(const PlanInput *in, const Geo *g, uint32_t stage, int last, Ck *ck);
 /* Seconds of one call over the TP group of the vocabulary-parallel all-reduce, all-gather and reduce-scatter
  * ([tok, h]) and of the loss's all-reduce ([tok] FP32), timed once per plan: 0 for an op no stage calls. */
 typedef struct {

@@ -365,12 +365,21 @@ void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_
     /* with PP, FSDP keeps the stage's gathered weights from forward to backward and syncs gradients only on the
      * last micro-batch (torchtitan apply_fsdp: no reshard_after_forward under PP), so the stage's BF16 weights
      * and BF16 gradients stay whole all step */
-    if (zero3 && g->pp > 1) bwd = ck_add(ck, bwd, ck_mul(ck, sm->params, 2 + 2));
-    uint64_t tr = bwd;
+    uint64_t step = zero3 && g->pp > 1 ? ck_mul(ck, sm->params, 2 + 2) : 0; /* held all step */
+    uint64_t tr = ck_add(ck, bwd, step);
+    uint64_t dr = ck_mul(ck, tok_r, h), dx = ck_mul(ck, g->tok, g->lin_cols[LIN_PROJ]);
+    if (dr > dx) dx = dr;
     if (last) { /* the loss, or this executor's LM-head backward, with dX's buffer as wide as a layer's */
-        uint64_t dr = ck_mul(ck, tok_r, h), dx = ck_mul(ck, g->tok, g->lin_cols[LIN_PROJ]);
-        uint64_t lg = plan_loss_bytes(in, g, dx > dr ? dx : dr, ck);
+        uint64_t lg = plan_loss_bytes(in, g, dx, ck);
         if (lg > tr) tr = lg;
+    }
+    /* after the backward, the replicated gradients' flattened copy (plan_tp_flat_grad_bytes) beside what is held all
+     * step: this executor's dX and d(residual) buffers too (exec/model/model_tp.c, tp_norm_grads) */
+    uint64_t fl = plan_tp_flat_grad_bytes(in, g, stage, last, ck);
+    if (fl) {
+        fl = ck_add(ck, fl, step);
+        if (in->fusion == FUSE_FP8PLAN) fl = ck_add(ck, fl, ck_mul(ck, ck_add(ck, dr, dx), 2));
+        if (fl > tr) tr = fl;
     }
     /* with several micro-batches in flight (PP), each keeps the scale_inv its saved FP8 inputs were cast
      * with (one FP32 per linear's input under per-tensor scaling) while later forwards recast the bank's:

@@ -136,6 +136,35 @@ static void other_dy(const PlanInput *in, const Geo *g, Ck *ck, int k, uint64_t 
     }
 }
 
+/* The widest column-parallel input a layer's backward gathers again from its sequence shards (SP): h, an MTP
+ * depth's eh_proj 2h, latent attention's up-projections their latents (q_lora_rank, kv_lora_rank wide: Megatron-Core
+ * runs the down-projections and the latents' norms on the shard, core_v0.16.0 multi_latent_attention.py, so
+ * linear_q_up_proj / linear_kv_up_proj gather their inputs as any column-parallel linear; exec/model/model_tp.c
+ * tp_full). */
+static uint64_t sp_gather_w(const PlanInput *in, const Geo *g, int mtp)
+{
+    const ModelSpec *md = in->model;
+    uint64_t w = mtp ? 2 * g->h : g->h;
+    if (g->x.mla && md->q_lora_rank > w) w = md->q_lora_rank;
+    if (g->x.mla && md->kv_lora_rank > w) w = md->kv_lora_rank;
+    return w;
+}
+
+/* Buffers this executor (fusion fp8plan) keeps the whole step on a stage holding a MoE layer: one router-logit
+ * buffer [tok_r, experts] fp32 and one of the experts' output rows [rows, h] BF16 for every MoE layer's forward and
+ * backward, and an FP8 dispatch's payload (codes and 1x128 scales) (exec/model/model_moe.c model_moe_transient). */
+static uint64_t moe_step_bufs(const PlanInput *in, const Geo *g, const Held *hd, Ck *ck)
+{
+    const MoeGeo *x = &g->x;
+    const Recipe *rc = in->recipe;
+    if (in->fusion != FUSE_FP8PLAN || !hd->n[XK_MOE] || !x->E) return 0;
+    uint64_t b = ck_add(ck, ck_mul3(ck, g->tok_r, x->E, 4), ck_mul3(ck, x->rows, g->h, 2)), n, sb;
+    if (x->ep > 1 && dt_fp8(rc->comm_ep_dispatch) && rc->act_gran != GRAN_TENSOR &&
+        !gran_scale_count(rc->act_gran, 1, g->h, &n, &sb, NULL))
+        b = ck_add(ck, b, ck_mul(ck, x->rows, ck_add(ck, g->h, sb)));
+    return b;
+}
+
 /* The backward working set of one layer of kind k (before recompute and staging). dense_f: the FFN width of the
  * dense layers the stage also holds (0 if none). */
 static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k, uint64_t dense_f)
@@ -200,7 +229,7 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k,
     if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 (as plan_mem.c) */
         b = ck_add(ck, b, ck_mul(ck, ck_mul3(ck, tok, g->heads_t, g->seq), 4));
     if (!x->mla) b = ck_add(ck, b, plan_qk_norm_bytes(in, g, ck)); /* q/k norms' rebuilt attention input */
-    if (g->rep > 1) b = ck_add(ck, b, ck_mul3(ck, tok, h, 2));     /* SP re-gathered input */
+    if (g->rep > 1) b = ck_add(ck, b, ck_mul3(ck, tok, sp_gather_w(in, g, 0), 2)); /* SP re-gathered input */
     uint64_t hid8 = hid; /* the FP8 output gradients: a routed expert's widest is FC1's (k x Fe) or FC2's (h) */
     if (k == XK_MOE && x->E && h > g->k * x->Fe_t) hid8 = ck_add(ck, hid8, ck_mul(ck, x->rows, h - g->k * x->Fe_t));
     /* or the layer's widest other linear output (the attention's projections: latent attention's q_down output,
@@ -311,7 +340,8 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
         uint64_t b = kind_transient(in, g, ck, k, hd.n[XK_DENSE] ? g->F_t : 0);
         /* an MTP depth's layer (this kind's) under SP: the input its eh_proj gathers, and its input gradient before
          * the reduce-scatter, are 2h wide, not h (plan_moe_comm.c) */
-        if (hd.mtp && g->rep > 1 && k == (x->E ? XK_MOE : XK_DENSE)) b = ck_add(ck, b, ck_mul3(ck, g->tok, g->h, 2));
+        if (hd.mtp && g->rep > 1 && k == (x->E ? XK_MOE : XK_DENSE))
+            b = ck_add(ck, b, ck_mul3(ck, g->tok, sp_gather_w(in, g, 1) - sp_gather_w(in, g, 0), 2));
         if (in->recompute == RECOMPUTE_FULL)
             b = ck_add(ck, b, ck_add(ck, ck_add(ck, a->hp, a->fp8), ck_add(ck, ck_add(ck, a->attn, a->mask), a->moe)));
         if (in->recompute_mods & RECOMPUTE_MOD_MLA_UP) /* one layer's rebuilt Q, K, V */
@@ -372,6 +402,8 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
             }
         tr = ck_add(ck, tr, ck_mul(ck, wmax, cast));
     }
+    /* ZeRO-3 over stages: the stage's weights and gradients, held all step */
+    uint64_t step = 0;
     if (zero3) { /* as for dense models (plan_mem.c), with the larger layer kind's weights. The routed experts are
                     left out where nothing is gathered or cast for them: an expert-data-parallel group of one (EP over
                     every data-parallel rank of the stage) holding BF16 parameters keeps them whole, in the compute
@@ -385,22 +417,24 @@ void moe_memory(const PlanInput *in, const Geo *g, uint32_t stage, StageMem *sm,
             if (hd.n[k] && w > lw) lw = w;
         }
         tr = ck_add(ck, tr, 2 * lw);
-        if (g->pp > 1) tr = ck_add(ck, tr, ck_mul(ck, whole ? sm->params - sm->params_expert : sm->params, 2 + 2));
+        if (g->pp > 1) step = ck_mul(ck, whole ? sm->params - sm->params_expert : sm->params, 2 + 2);
+        tr = ck_add(ck, tr, step);
     }
+    uint64_t dr = ck_mul(ck, g->tok_r, g->h), dx = ck_mul(ck, g->tok, ck_mul(ck, g->heads_t, x->dv));
+    if (dr > dx) dx = dr;
+    /* this executor's MoE buffers, live through the head's backward too */
+    uint64_t bufs = moe_step_bufs(in, g, &hd, ck);
     if (hd.last) { /* the loss, or this executor's LM-head backward (plan_loss_bytes) */
-        uint64_t dr = ck_mul(ck, g->tok_r, g->h), dx = ck_mul(ck, g->tok, ck_mul(ck, g->heads_t, x->dv));
-        uint64_t lg = plan_loss_bytes(in, g, dx > dr ? dx : dr, ck);
-        if (in->fusion == FUSE_FP8PLAN && hd.n[XK_MOE] && x->E) {
-            /* this executor keeps one router-logit buffer [tok_r, experts] fp32 and one of the experts' output rows
-             * [rows, h] BF16 for every MoE layer's forward and backward, and an FP8 dispatch's payload (codes and
-             * 1x128 scales): live through the head's backward too (exec/model/model_moe.c model_moe_transient) */
-            lg = ck_add(ck, lg, ck_add(ck, ck_mul3(ck, g->tok_r, x->E, 4), ck_mul3(ck, x->rows, g->h, 2)));
-            uint64_t n, sb;
-            if (x->ep > 1 && dt_fp8(rc->comm_ep_dispatch) && rc->act_gran != GRAN_TENSOR &&
-                !gran_scale_count(rc->act_gran, 1, g->h, &n, &sb, NULL))
-                lg = ck_add(ck, lg, ck_mul(ck, x->rows, ck_add(ck, g->h, sb)));
-        }
+        uint64_t lg = ck_add(ck, plan_loss_bytes(in, g, dx, ck), bufs);
         if (lg > tr) tr = lg;
+    }
+    /* after the backward, the replicated gradients' flattened copy (plan_tp_flat_grad_bytes) beside what is held all
+     * step: this executor's dX and d(residual) buffers and its MoE buffers too (exec/model/model_tp.c, tp_norm_grads) */
+    uint64_t fl = plan_tp_flat_grad_bytes(in, g, stage, hd.last, ck);
+    if (fl) {
+        fl = ck_add(ck, fl, step);
+        if (in->fusion == FUSE_FP8PLAN) fl = ck_add(ck, fl, ck_add(ck, ck_mul(ck, ck_add(ck, dr, dx), 2), bufs));
+        if (fl > tr) tr = fl;
     }
     tr = ck_add(ck, tr, pp_saved_scales(in, g, &hd, f8e, ck));
     plan_term(sm, MT_TRANSIENT, DT_NONE, 0, tr, 1);

@@ -199,6 +199,7 @@ typedef struct {
                         gradient before its reduce-scatter, then that linear's input gathered again (BF16 (B·T, C),
                         FP8 the transposed shards (tp, C, B·T/tp)) */
     uint8_t *tp_qloc; /* (B·T/tp, C) FP8 row-wise input shard for the forward's gather */
+    float *tp_norm;   /* FP32, every replicated parameter's gradient packed for their one all-reduce (phase FINISH) */
     float *tp_xstats; /* (3, B·T) the vocabulary-parallel cross-entropy's max, sum and target logit */
     /* mixture of experts (exec/model/model_moe.c) */
     float *r_logits; /* (B·T, E) FP32 router logits; in backward their gradient */
@@ -228,7 +229,7 @@ typedef struct {
 } ModelActs;
 
 /* Phases of the step whose working buffers share memory (arena overlay). */
-enum { MODEL_PHASE_FWD = 1, MODEL_PHASE_HEAD = 2, MODEL_PHASE_BLOCKS = 3 };
+enum { MODEL_PHASE_FWD = 1, MODEL_PHASE_HEAD = 2, MODEL_PHASE_BLOCKS = 3, MODEL_PHASE_FINISH = 4 };
 
 /* Scaling state of the FP8 GEMMs: the forward bank (inputs X and weights W of
  * every FP8 linear tensor, recipe.gemm_fwd) and the backward bank (output

@@ -342,13 +342,17 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
     /* gradients not kept in FP32 are summed in FP32 staging first: the linear weights' only
      * during the block backward, the other parameters' (norms, biases, final norm) throughout */
     int gemm_staged = r->gemm.dt[STATE_GRAD] != DT_FP32, other_staged = r->other.dt[STATE_GRAD] != DT_FP32;
-    uint64_t wide = 0, dwide = 0; /* the widest GEMM input K and output N */
+    /* the widest GEMM input K and output N; dstd: the widest output whose gradient d_a holds (QKV's, FC1's):
+     * latent attention's own linears have their own (mla.*), and under TP q_down's q_lora-wide output can be
+     * wider than this rank's heads */
+    uint64_t wide = 0, dwide = 0, dstd = 0;
     for (uint32_t l = 0; l < s->layers; l++) {
         LinearKind ks[LIN_KINDS];
         uint32_t nk = model_block_linears(m, l, ks);
         for (uint32_t ki = 0; ki < nk; ki++) {
             wide = max2(wide, model_lin_k(m, l, ks[ki]));
             dwide = max2(dwide, model_lin_n(m, l, ks[ki]));
+            if (ks[ki] < LIN_Q_DOWN) dstd = max2(dstd, model_lin_n(m, l, ks[ki]));
         }
     }
     uint64_t qrow = BT * wide, dq = BT * dwide; /* FP8 copies of a GEMM input and of an output gradient */
@@ -410,8 +414,8 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
     /* block backward */
     /* d_a: also d(the attention's q/k/v rows), wider than any linear's output with latent attention */
     /* and MTP's d([enorm; hnorm]) (B·T, 2C) */
-    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A,
-                    BT * max2(max2(dwide, model_attn_w(s)), m->mtp ? 2 * C : 0), a ? &a->d_a : NULL, "d_a");
+    arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * max2(max2(dstd, model_attn_w(s)), m->mtp ? 2 * C : 0),
+                    a ? &a->d_a : NULL, "d_a");
     if (model_mla(m)) { /* latent attention's working rows (exec/model/model_mla.c) */
         const uint64_t kvd = (uint64_t)s->kv_lora_rank + s->qk_rope_head_dim,
                        lat = max2(s->q_lora_rank, s->kv_lora_rank);

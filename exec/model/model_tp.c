@@ -106,6 +106,18 @@ void model_tp_spec(const Plan *p, Model *m)
     m->spec.ffn_hidden /= t;
 }
 
+/* A parameter every rank holds whole whose gradient sums over this rank's tokens only: the norms, the
+ * row-parallel biases, a MoE layer's router weight, latent attention's latent norms and duplicated
+ * down-projections, an MTP depth's enorm, hnorm and final norm (Megatron's `sequence_parallel` parameters; the router runs on the sequence shard:
+ * planner/plan_moe.c counts it with the norms, planner/plan_comm_vocab.c the down-projections beside them). */
+static int sp_replicated(ParamKind k)
+{
+    return k == PK_NORM1_W || k == PK_NORM1_B || k == PK_NORM2_W || k == PK_NORM2_B || k == PK_NORMF_W ||
+           k == PK_NORMF_B || k == PK_PROJ_B || k == PK_FC2_B || k == PK_ROUTER_W || k == PK_QLAT_W ||
+           k == PK_KVLAT_W || k == PK_QDOWN_W || k == PK_KVDOWN_W || k == PK_ENORM_W || k == PK_ENORM_B ||
+           k == PK_HNORM_W || k == PK_HNORM_B || k == PK_MTPNORM_W || k == PK_MTPNORM_B;
+}
+
 void model_tp_layout(Model *m, int bind, ArenaSpecs *sp)
 {
     if (m->tp == 1) return;
@@ -138,6 +150,12 @@ void model_tp_layout(Model *m, int bind, ArenaSpecs *sp)
     if (recipe_fp8_gemm(r))
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, r->gemm_fwd, blk ? seg : model_sp_tokens(m) * W,
                         a ? &a->tp_qloc : NULL, "tp_q_local");
+    /* the replicated parameters' gradients flattened into one FP32 buffer after the backward (Megatron's
+     * finalize_model_grads flattens them all, whatever their size, and all-reduces that once) */
+    uint64_t rep = 0;
+    for (uint32_t i = 0; i < m->nparams; i++) rep += sp_replicated(m->params[i].kind) ? m->params[i].numel : 0;
+    if (rep)
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FINISH, DT_FP32, rep, a ? &a->tp_norm : NULL, "tp_norm_grads");
 }
 
 /* ---- initial values: this rank's slice of the one-rank tensor ---- */
@@ -283,18 +301,6 @@ Status model_tp_xent_of(Model *m, float *logits, const int32_t *targets, float *
 
 /* ---- gradients after the step ---- */
 
-/* A parameter every rank holds whole whose gradient sums over this rank's tokens only: the norms, the
- * row-parallel biases, a MoE layer's router weight, latent attention's latent norms and duplicated
- * down-projections, an MTP depth's enorm, hnorm and final norm (Megatron's `sequence_parallel` parameters; the router runs on the sequence shard:
- * planner/plan_moe.c counts it with the norms, planner/plan_comm_vocab.c the down-projections beside them). */
-static int sp_replicated(ParamKind k)
-{
-    return k == PK_NORM1_W || k == PK_NORM1_B || k == PK_NORM2_W || k == PK_NORM2_B || k == PK_NORMF_W ||
-           k == PK_NORMF_B || k == PK_PROJ_B || k == PK_FC2_B || k == PK_ROUTER_W || k == PK_QLAT_W ||
-           k == PK_KVLAT_W || k == PK_QDOWN_W || k == PK_KVDOWN_W || k == PK_ENORM_W || k == PK_ENORM_B ||
-           k == PK_HNORM_W || k == PK_HNORM_B || k == PK_MTPNORM_W || k == PK_MTPNORM_B;
-}
-
 /* Copy n floats (FP32 to FP32 through the backend: host or device memory alike). */
 static Status copy_f32(Model *m, const float *from, float *to, uint64_t n, Err *e)
 {
@@ -315,33 +321,18 @@ static Status pack(Model *m, uint32_t i, uint32_t j, float *buf, int to_buf, Err
     return st;
 }
 
-/* Megatron's coalesced all-reduce (finalize_model_grads): the gradients packed into one FP32 buffer — tp_full,
- * free once the backward is done — and all-reduced in one call (as many as it takes when they outgrow it; one
- * larger than the buffer alone, in place). */
+/* Megatron's coalesced all-reduce (finalize_model_grads): the gradients packed into one FP32 buffer (tp_norm,
+ * its own phase once the backward is done) and all-reduced in one call. */
 Status model_tp_finish_grads(Model *m, Err *e)
 {
     if (m->tp == 1) return ST_OK;
-    float *buf = m->act.tp_full;
-    const uint64_t cap = model_tokens(m) * m->spec.hidden * dtype_bytes(m->act_dtype) / sizeof(float);
-    Status st = ST_OK;
-    for (uint32_t i = 0; !st && i < m->nparams;) {
-        uint32_t j = i;
-        uint64_t n = 0;
-        for (; j < m->nparams; j++) {
-            if (!sp_replicated(m->params[j].kind)) continue;
-            if (n + m->params[j].numel > cap) break;
-            n += m->params[j].numel;
-        }
-        if (!n && j < m->nparams) { /* larger than the buffer */
-            ModelParam *p = &m->params[j];
-            st = m->tpc->all_reduce(m->tpc, CO_TP_NORM_GRAD_AR, m->bk, p->grad, p->numel, DT_FP32, COMM_SUM, e);
-            i = j + 1;
-            continue;
-        }
-        if (n) st = pack(m, i, j, buf, 1, e);
-        if (!st && n) st = m->tpc->all_reduce(m->tpc, CO_TP_NORM_GRAD_AR, m->bk, buf, n, DT_FP32, COMM_SUM, e);
-        if (!st && n) st = pack(m, i, j, buf, 0, e);
-        i = j;
-    }
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < m->nparams; i++) n += sp_replicated(m->params[i].kind) ? m->params[i].numel : 0;
+    if (!n) return ST_OK;
+    arena_enter_phase(&m->arena, &m->specs, MODEL_PHASE_FINISH); /* ASan builds: only this phase's overlay */
+    Status st = pack(m, 0, m->nparams, m->act.tp_norm, 1, e);
+    if (!st) st = m->tpc->all_reduce(m->tpc, CO_TP_NORM_GRAD_AR, m->bk, m->act.tp_norm, n, DT_FP32, COMM_SUM, e);
+    if (!st) st = pack(m, 0, m->nparams, m->act.tp_norm, 0, e);
+    arena_enter_phase(&m->arena, &m->specs, MODEL_PHASE_BLOCKS);
     return st;
 }

@@ -272,6 +272,12 @@ while IFS='|' read -r np ep model recipe steps rc_want same tp more <&3; do
     *) [ "$ep" = 1 ] && [ "$edp" -gt 1 ] && expect_line "$tag: expert gradients over their EDP group" \
         "  edp_grad_allreduce( +[0-9]+){3} +$k/$k +exact" ;;
     esac
+    # the replicated parameters' gradients (norms, router, latent down-projections) flattened into one FP32 buffer
+    # and all-reduced over TP in one call, as Megatron's finalize_model_grads does and the plan counts, however
+    # large (tiny-moe-kv2: 2 x (64 + 64 + 8 x 64) + 64 = 1,344 FP32 = 5,376 B, more than the 32 x 64 BF16 = 4,096 B
+    # TP gather buffer the executor used to pack them in: 2 calls; tiny-mla-b's 276,224 B took 9)
+    [ "$tp" = 1 ] || expect_line "$tag: the replicated gradients in one TP all-reduce, as planned" \
+        "tp_norm_grad_allreduce.calls +calls +1 +1 +per step"
     [ -n "$etp" ] && [ "$ep" = 1 ] && expect_line "$tag: the ETP gather as planned (every member's tokens x top-k)" \
         "  etp_allgather( +[0-9]+){3} +$k/$k +exact"
     if [ "$ep" = 1 ]; then # data parallelism alone: the EDP group is every rank of the stage

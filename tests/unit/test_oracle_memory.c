@@ -306,23 +306,35 @@ static void test_master_sharding_refused_on_any_row(void)
  * (loss_bytes 10 there: 24,000 + 128 = 24,128). tp 2 with sequence parallelism: d(logits) 4 x 500 x 2 = 4,000,
  * dX 4 tokens x 1 head x 4 = 16 = d(residual)'s 2 tokens x 8: 2 x 16 x 2 = 64, the head's re-gathered input and
  * its d(input) 2 x 4 x 8 x 2 = 128: 4,192 (the layer's set at tp 2 is 224: dX, d(residual) 64, QKV's 12 columns
- * 4 x 12 x 2 = 96, the re-gathered input 64). */
+ * 4 x 12 x 2 = 96, the re-gathered input 64).
+ * After the backward at tp > 1 Megatron flattens the TP-replicated parameters' main gradients into one new tensor
+ * and all-reduces it (finalize_model_grads; plan_tp_flat_grad_bytes): 4 layers x 2 RMSNorms x 8 + the final norm 8
+ * = 72 values, FP32 288 B — above the layer's 224 with loss_bytes 4 (Megatron, fusion te: nothing else of the
+ * transient is live then, 288); this executor keeps its dX and d(residual) buffers all step, 2 x 16 x 2 = 64: 352.
+ * main_grad bf16: 144 B, under 224. LayerNorm (weight and bias, 16 a norm) and linear biases (the row-parallel
+ * proj and FC2, 8 each): 4 x (2 x 16 + 2 x 8) + 16 = 208 values, 832 B (the layer's set does not move). */
 static void test_loss_transient(void)
 {
     static const struct {
         KernelFusion fusion;
         uint32_t tp, lb;
         uint64_t want;
+        MainGrad mg;
+        int ln_bias;
     } rows[] = {
-        {FUSE_TE, 1, 4, 320},       {FUSE_TE, 1, 5, 4000},        {FUSE_TE, 1, 10, 24000},
-        {FUSE_FP8PLAN, 1, 6, 8128}, {FUSE_FP8PLAN, 1, 10, 24128}, {FUSE_FP8PLAN, 2, 6, 4192},
+        {FUSE_TE, 1, 4, 320, 0, 0},       {FUSE_TE, 1, 5, 4000, 0, 0},        {FUSE_TE, 1, 10, 24000, 0, 0},
+        {FUSE_FP8PLAN, 1, 6, 8128, 0, 0}, {FUSE_FP8PLAN, 1, 10, 24128, 0, 0}, {FUSE_FP8PLAN, 2, 6, 4192, 0, 0},
+        {FUSE_TE, 2, 4, 288, 0, 0},       {FUSE_FP8PLAN, 2, 4, 352, 0, 0},    {FUSE_TE, 2, 4, 224, MAIN_GRAD_BF16, 0},
+        {FUSE_TE, 2, 4, 832, 0, 1},
     };
-    ModelSpec m = ox_tiny(1000, 4);
     GpuSpec g = ox_big_gpu(1ull << 40);
     Recipe r = ox_bf16(0);
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        ModelSpec m = ox_tiny(1000, 4);
+        if (rows[i].ln_bias) m.norm = NORM_LAYERNORM, m.linear_bias = 1;
         PlanInput in = input(&m, &g, &r, 1, SHARD_NONE);
         in.fusion = rows[i].fusion, in.tp = rows[i].tp, in.sp = rows[i].tp > 1, in.loss_bytes = rows[i].lb;
+        in.main_grad = rows[i].mg;
         Plan p;
         Err e = {0};
         CHECKF(plan_build(&in, &p, &e) == ST_OK, "%s", e.msg);

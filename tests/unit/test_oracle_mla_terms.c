@@ -205,15 +205,18 @@ static void test_mla_attention_output_gradient(void)
  *     16,384 more, 1,589,248 B;
  *   tp 2 (sequence parallel: q_down's 256 rows; FC1 [512, 512]): 256 x 1024 ties 512 x 512; 256 x 1536: 131,072
  *     elements x 2 = 262,144 B; tiles 256 x 8 + 1024 x 2 = 4,096 (FC1 512 x 4 + 512 x 4 = 4,096) -> 256 x 12 +
- *     1536 x 2 = 6,144: 8,192 B; 1,048,576 + 262,144 + 8,192 = 1,318,912 B.
- * (Before these were counted the FP8 terms followed the FFN alone: 1,048,576 B more at every row.) */
+ *     1536 x 2 = 6,144: 8,192 B; and the q latent q_up gathers again from the shards for its weight gradient
+ *     [tok, q_lora] (sequence parallel: wider than h 256), 512 x 512 x 2 = 524,288 B more; 1,048,576 + 262,144 +
+ *     8,192 + 524,288 = 1,843,200 B.
+ * (Before these were counted the FP8 terms followed the FFN alone: 1,048,576 B more at every row; before the
+ * gathered latent was, 1,318,912 B at tp 2, where this executor's tp_full held 524,288 B more.) */
 static void test_mla_fp8_widest_output_gradient(void)
 {
     static const struct {
         uint32_t tp;
         Granularity gran;
         uint64_t more;
-    } rows[] = {{1, GRAN_TENSOR, 1572864}, {1, GRAN_1X128, 1589248}, {2, GRAN_1X128, 1318912}};
+    } rows[] = {{1, GRAN_TENSOR, 1572864}, {1, GRAN_1X128, 1589248}, {2, GRAN_1X128, 1843200}};
     GpuSpec g = fx_gpu();
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         Recipe r = fx_te_recipe("te-tiles", 0);
@@ -285,7 +288,11 @@ static void test_qk_norm_transient(void)
  * The gradients all-reduced over TP once a step (FP32): per layer 2 norms x 256 + the latents' norms 64 + 128 +
  * the duplicated down-projections (64 + 128 + 16) x 256 = 53,248: 53,952, x 2 = 107,904, + the final norm 256 =
  * 108,160 values, 432,640 B. Saved on the shard: with kv_lora 64 instead of 128, act_layer_hp falls by
- * tr x 64 x 2 for c_kv and again for kv_up's input, 2 x 32,768 = 65,536 a layer, 131,072 (at full tokens: twice). */
+ * tr x 64 x 2 for c_kv and again for kv_up's input, 2 x 32,768 = 65,536 a layer, 131,072 (at full tokens: twice).
+ * Those 432,640 B are one flattened FP32 copy after the backward (Megatron's finalize_model_grads), the transient
+ * at seq 8 where a layer's working set is far smaller (tok 8: its widest rows, the latents' and the up-projections',
+ * are under 1,000 columns, under 16 KB); this executor keeps its dX and d(residual) buffers beside it, d(residual)
+ * 4 x 256 and dX max(8 x 1 head x 64, 4 x 256) = 1,024, x 2 B: 4,096, 436,736 B. */
 static void test_mla_tp_bytes(void)
 {
     ModelSpec m = mla_model(80, 16);
@@ -319,6 +326,15 @@ static void test_mla_tp_bytes(void)
         in.model = &m2;
         if (!build(&in, &p2)) return;
         CHECK_EQ_U64(p.mem[MT_ACT_LAYER_HP].bytes - p2.mem[MT_ACT_LAYER_HP].bytes, 131072);
+        ModelSpec m8 = m;
+        m8.seq_len = 8;
+        in.model = &m8;
+        for (int f = 0; f < 2; f++) {
+            in.fusion = f ? FUSE_FP8PLAN : FUSE_TE;
+            if (!build(&in, &p2)) return;
+            CHECK_EQ_U64(p2.coll[CO_TP_NORM_GRAD_AR].payload_bytes, 432640);
+            CHECK_EQ_U64(p2.mem[MT_TRANSIENT].bytes, f ? 436736 : 432640);
+        }
     }
 }
 
