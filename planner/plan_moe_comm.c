@@ -74,11 +74,9 @@ static double copy_bytes(const Recipe *rc, Dtype dt, uint64_t h)
     return b;
 }
 
-/* What expert tensor parallelism's all-gather moves: the rows as the EP dispatch delivered them (at ep > 1 the
- * dispatch dtype, an FP8 one with its scales: deepseek-v3's payload is gathered as it arrived, not quantized again),
- * or at ep 1, where nothing was dispatched, the hidden states unquantized (BF16 for an FP8 dispatch dtype), as
- * Megatron-Core's all-to-all dispatcher gathers them over the expert-TP group before the grouped linears quantize
- * (token_dispatcher.py dispatch_postprocess, gather_from_sequence_parallel_region). */
+/* The ETP all-gather's rows as the EP dispatch delivered them (an FP8 payload with its scales, not quantized
+ * again), or at ep 1 the hidden states in BF16, as Megatron-Core's all-to-all dispatcher gathers them before the
+ * grouped linears quantize (token_dispatcher.py dispatch_postprocess). */
 static Dtype etp_gather_dtype(const PlanInput *in)
 {
     const Dtype d = in->recipe->comm_ep_dispatch;
