@@ -127,7 +127,8 @@
 # te-fp8-current ep 2, 1.5e-4 tiny-ds-256 te-fp8, 2.9e-5 deepseek-v3 ep 1 with MTP, 4.4e-5 ep 2, 1.0e-6
 # tiny-ds-256). A NaN or Inf in a partial sum stops every rank under each FP8 recipe too (the fault loop).
 # tier: full (make test-full, which .ci/run runs): 156 mpirun runs (7 FP8 --etp 2 rows, 3 FP8 fault runs and a
-# scaling trace added, 2 refusals gone: the 7 rows and the 6 ETP fault runs took 1 m 05 s at load 28); before 147 (16 with --etp 2, about 2 m 30 s
+# scaling trace added, 2 refusals gone: the 7 rows and the 6 ETP fault runs took 1 m 05 s at load 28; the whole
+# file 8 m 06 s at load 21 falling to 3, 1,098 checks); before 147 (16 with --etp 2, about 2 m 30 s
 # of them at load 9-12; the whole file 16 m 01 s at load 6-17 on 2 cores shared with other builds); before them 131 (5 with deepseek-v3 at tp 2); 126 before (12 with latent attention or MTP at tp 2; 18 added with experts at tp 2 over stages and sharded, the
 # last table rows but two (those stay last: the refusals below read the last row's log), and 2 --etp refusals: 5 m 38 s in all at load
 # 13-15; 13 added with sigmoid routers and FP8 at tp 2; the 28 with tp 2 added: 2 m 16 s in all on 2 busy

@@ -6,7 +6,8 @@
 # With experts: a part per expert-parallel rank, each holding its own experts, and multi-token prediction;
 # with sharded states (the experts' gathered over their EDP group) and with --tp (a place per TP x EP pair).
 # With --etp (format version 9): a part per (EP, ETP) place, each holding its experts' ETP shards; each FP8 recipe.
-# tier: full (make test-full, which .ci/run runs): 80 mpirun runs (3 of tiny-mtp at tp 2), about 90 s alone before the 27 with experts
+# tier: full (make test-full, which .ci/run runs): 98 mpirun runs (18 added with --etp: 7 m 15 s in all at load 21);
+# before them 80 (3 of tiny-mtp at tp 2), about 90 s alone before the 27 with experts
 # sharded or at tp 2; 5 m 33 s in all at load 10; 6 more with experts at tp 2, sharded and over stages
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
