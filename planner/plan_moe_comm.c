@@ -74,6 +74,15 @@ static double copy_bytes(const Recipe *rc, Dtype dt, uint64_t h)
     return b;
 }
 
+/* The ETP all-gather's rows as the EP dispatch delivered them (an FP8 payload with its scales, not quantized
+ * again), or at ep 1 the hidden states in BF16, as Megatron-Core's all-to-all dispatcher gathers them before the
+ * grouped linears quantize (token_dispatcher.py dispatch_postprocess). */
+static Dtype etp_gather_dtype(const PlanInput *in)
+{
+    const Dtype d = in->recipe->comm_ep_dispatch;
+    return in->ep <= 1 && dt_fp8(d) ? DT_BF16 : d;
+}
+
 /* One all-to-all collective: tokens x copies per token (network, NVLink) x bytes per copy. */
 static void a2a(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dtype dt, double per_tok_x,
                 double per_tok_n, uint64_t calls, Ck *ck)
@@ -165,10 +174,12 @@ static void ep_collectives(const PlanInput *in, const Geo *g, Plan *p, const Hel
             c->step_bytes = ck_mul(ck, c->bus_bytes, fcalls);
         }
     }
-    if (x->etp > 1) {
-        uint64_t Sd = ck_mul3(ck, x->rows, g->h, dt_bytes(rc->comm_ep_dispatch));
+    if (x->etp > 1) { /* a gathered row as the dispatch moved it: an FP8 one with its scales */
+        const Dtype ag = etp_gather_dtype(in);
+        double row = copy_bytes(rc, ag, g->h);
+        uint64_t Sd = (double)x->rows * row >= 1.8e19 ? (ck->ovf = 1, 0) : (uint64_t)((double)x->rows * row);
         uint64_t Sc = ck_mul3(ck, x->rows, g->h, dt_bytes(rc->comm_ep_combine));
-        plan_coll_set(in, p, CO_ETP_AG, rc->comm_ep_dispatch, x->etp, 1, Sd, fcalls + calls, ck);
+        plan_coll_set(in, p, CO_ETP_AG, ag, x->etp, 1, Sd, fcalls + calls, ck);
         plan_coll_set(in, p, CO_ETP_RS, rc->comm_ep_combine, x->etp, 1, Sc, fcalls + calls, ck);
     }
 }
@@ -441,14 +452,18 @@ Status plan_etp_routed(const Plan *p, const MoeRouting *rt, uint32_t rank, EtpRo
     Status st = routing_check(p, rt, rank, e);
     if (st) return st;
     /* the ETP group: etp consecutive ranks; each dispatch gathers every member's expert rows twice (forward
-     * inputs, backward output gradients) in the dispatch dtype and reduce-scatters as many in the combine dtype */
+     * inputs, backward output gradients) as they arrived (etp_gather_dtype) and reduce-scatters as many in the
+     * combine dtype */
     const uint64_t et = in->etp, q0 = rank / et * et, h = md->hidden;
     Ck ck = {0};
     uint64_t rows = 0;
     for (uint64_t q = q0; q < q0 + et; q++) rows = ck_add(&ck, rows, expert_rows(in, rt, (uint32_t)q, &ck));
-    const Dtype dt[ETPR_COUNT_] = {in->recipe->comm_ep_dispatch, in->recipe->comm_ep_combine};
+    const Dtype dt[ETPR_COUNT_] = {etp_gather_dtype(in), in->recipe->comm_ep_combine};
     for (int i = 0; i < ETPR_COUNT_; i++) {
-        out->payload[i] = ck_mul(&ck, ck_mul3(&ck, 2, rows, h), dt_bytes(dt[i]));
+        uint64_t rb;
+        st = row_bytes(in->recipe, dt[i], h, &rb, e); /* an FP8 row's 1x128 scales included */
+        if (st) return st;
+        out->payload[i] = ck_mul3(&ck, 2, rows, rb);
         out->sent[i] = out->payload[i] - (out->payload[i] + et - 1) / et; /* (etp - 1)/etp of it leaves */
     }
     if (ck.ovf) return err_set(e, ST_OVERFLOW, "measured routing: bytes past 2^64");

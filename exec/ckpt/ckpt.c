@@ -233,11 +233,6 @@ Status ckpt_check(const Model *m, Err *e)
                        "one copy per data-parallel group (not implemented: run it with amax_reduce all, or one "
                        "data-parallel rank)",
                        r->name, amax_reduce_name(r->amax_reduce), m->dp);
-    if (m->etp > 1) /* the layout format (ckpt_layout.h) names a part by its (stage, TP rank, EP rank) */
-        return err_set(e, ST_UNAVAILABLE,
-                       "--save/--resume with --etp %u: a checkpoint's parts are per TP and EP rank; the experts' "
-                       "ETP shards have no place in its format yet (run with --etp 1)",
-                       m->etp);
     return ST_OK;
 }
 
@@ -459,7 +454,8 @@ Status ckpt_load(const char *path, Model *m, DataState *data, Err *e)
     uint32_t version = 0;
     Status st = ckpt_check(m, e);
     if (!st) st = ckpt_layout_peek(path, m, &version, e); /* a layout checkpoint, or one for another layout */
-    if (st || version == CKPT_LAYOUT_VERSION) return st ? st : ckpt_layout_load(path, m, data, e);
+    if (st || version == CKPT_LAYOUT_VERSION || version == CKPT_ETP_VERSION)
+        return st ? st : ckpt_layout_load(path, m, data, e);
     Src src = {.path = path};
     return load(&src, m, data, e);
 }

@@ -37,7 +37,17 @@
  * file in a TP/PP/EP run, is refused naming both layouts; another version
  * (3: every rank's part, before grids; 2 and 4: before the experts' fields;
  * 5 and 6: before a sigmoid router's bias became a buffer) is refused naming
- * the versions this fp8plan reads. */
+ * the versions this fp8plan reads.
+ *
+ * Version 9: expert tensor parallelism (--etp > 1, exec/model/model_moe_etp.c). The expert side folds a stage's
+ * ranks etp x ep x edp, etp fastest, so rank `within` holds ETP rank within mod etp and EP rank ⌊within / etp⌋
+ * mod ep: the expert place repeats with period ep·etp, and a stage's places are its first L = lcm(tp, ep·etp)
+ * ranks, each part that rank's one-model image (its experts' ETP shards: FC1's gate and up rows, FC2's columns of
+ * its Fe/etp; their master, Adam states, FP8 copies and scaling records; a sharded state's record gathered over
+ * its EDP group, the ranks ep·etp apart holding the same shard). The header gains u32 etp after ep:
+ *   "FP8PCKPT", u32 version 9, u32 tp, u32 pp, u32 dp, u32 ep, u32 etp, u32 parts = pp·L, then the parts and
+ *   the checksum as version 8's.
+ * A run at etp 1 writes version 8 (its file is version 8's in every byte); both are read, version 8 as etp 1. */
 #ifndef FP8PLAN_EXEC_CKPT_LAYOUT_H
 #define FP8PLAN_EXEC_CKPT_LAYOUT_H
 
@@ -47,11 +57,12 @@
 #include "exec/model/model.h"
 
 enum {
-    CKPT_LAYOUT_VERSION = 8
+    CKPT_LAYOUT_VERSION = 8,
+    CKPT_ETP_VERSION = 9
 }; /* 4: one part per TP x PP place, dp in the header; 6: x EP, ep in the header;
-                                     8: parts of one-model version 7 */
+                                     8: parts of one-model version 7; 9: x ETP, etp in the header */
 
-/* 1 when m is a TP, PP or EP rank (its checkpoint is a layout checkpoint). */
+/* 1 when m is a TP, PP, EP or ETP rank (its checkpoint is a layout checkpoint). */
 int ckpt_layout(const Model *m);
 
 /* 1 when rank j of c (m's DP or EDP group: a sharded state's group, model_shard_group) writes a part of m's

@@ -341,7 +341,7 @@ Status model_tp_amax(Model *m, float *amax, Err *e);
 /* What the executor's TP needs of a plan (ST_OK at tp 1). */
 Status model_tp_check(const Plan *p, Err *e);
 /* A model with experts at tp > 1 or etp > 1 (model_moe_check): what the executor runs of it, or ST_UNAVAILABLE
- * naming the rest (FP8 experts at etp > 1, a shared width tp does not divide). */
+ * naming the rest (a shared width tp does not divide). */
 Status model_tp_moe_check(const Plan *p, Err *e);
 /* This rank's share of the spec (heads, KV heads, FFN width / tp) and m->tp. */
 void model_tp_spec(const Plan *p, Model *m);

@@ -55,12 +55,15 @@ Status model_moe_check(const Plan *p, Err *e)
     /* FP8 experts over ranks: with ep 1 every rank holds every expert, so an expert's data-parallel group is the
      * DP group the banks' amax all-reduce spans; with ep > 1 current scaling exchanges nothing, and delayed
      * scaling reduces the experts' records over their EDP group (model_ep_amax_begin). The amax group must be
-     * the DP group for that ("all"; "tp"/"none" reduce nothing at tp 1). */
-    if (recipe_fp8_gemm(r) && in->ep > 1 && r->scaling == SCALING_DELAYED && r->amax_reduce != AMAX_ALL)
+     * the DP group for that ("all"; "tp"/"none" reduce nothing at tp 1); with --etp the ETP group's shards too
+     * (model_moe_ep_amax.c). */
+    if (recipe_fp8_gemm(r) && (in->ep > 1 || in->etp > 1) && r->scaling == SCALING_DELAYED &&
+        r->amax_reduce != AMAX_ALL)
         return err_set(e, ST_UNAVAILABLE,
-                       "recipe %s on model %s: delayed-scaling FP8 experts over --ep %u reduce their amaxes over the "
-                       "expert-data-parallel group beside the recipe's amax_reduce 'all'; this recipe's is '%s'",
-                       r->name, s->name, in->ep, amax_reduce_name(r->amax_reduce));
+                       "recipe %s on model %s: delayed-scaling FP8 experts over --ep %u --etp %u reduce their amaxes "
+                       "over the ranks holding each expert beside the recipe's amax_reduce 'all'; this recipe's is "
+                       "'%s'",
+                       r->name, s->name, in->ep, in->etp ? in->etp : 1, amax_reduce_name(r->amax_reduce));
     /* the dispatch in FP8 with its 1x128 scales (model_moe_ep_fp8.c): deepseek-v3's, whose experts take the
      * row-wise tiles as they arrive; the combine always in the activation dtype */
     const int fp8_dispatch = exec_block_scaled(r) && r->act_gran == GRAN_1X128 && r->comm_ep_dispatch == DT_E4M3;

@@ -19,10 +19,8 @@
  * cast the dispatched rows on the experts' side with each local expert's own scale (model_ep_f8 gives
  * model_moe_fp8.c the expert side's rows and buffers: the saved transposed FP8 inputs per layer, the
  * working FP8 copies shared); nothing about the scales crosses ranks. Under delayed scaling (te-fp8) a
- * local expert's amax records are MAX-reduced over its expert-data-parallel group (edpc: the ranks ep apart
- * that hold a replica of that expert, as its gradients are) and over nothing else — the other DP ranks hold
- * other experts in the same slots — around the bank's all-reduce over the DP group (model_ep_amax_begin/end:
- * the experts' records are reduced over edpc first, then put back over what the DP reduction made of them).
+ * local expert's amax records are MAX-reduced over the ranks holding a part of that expert (its EDP group,
+ * with --etp its ETP group too) and over nothing else (model_moe_ep_amax.c).
  *
  * A rank may receive up to ep·R rows (every peer's tokens on its experts), so its expert-side tensors
  * hold ep·R rows; they are the backend's allocations outside the arena (the plan's act_moe counts the
@@ -127,8 +125,8 @@ Status model_ep_create(Model *m, Err *e)
     if (!st && blk) st = ep_alloc(m, p, dmax * xt * 4, (void **)&p->d_qcol_s, e);
     if (!st && f8 && m->recipe.scaling == SCALING_DELAYED)
         st = ep_alloc(m, p, (uint64_t)m->moe_layers * 4 * El * sizeof(float), (void **)&p->amax, e);
-    if (!st && dtype_is_fp8(m->recipe.comm_ep_dispatch)) {
-        p->pay = m->act.ep_pay; /* the arena's (model_moe_transient: the plan's dispatch buffer) */
+    if (!st && model_moe_ep_fp8_dispatch(m)) { /* at ep > 1 only: at ep 1 x etp > 1 nothing is dispatched */
+        p->pay = m->act.ep_pay;                /* the arena's (model_moe_transient: the plan's dispatch buffer) */
         if (!p->pay) st = err_set(e, ST_SOFTWARE, "expert parallelism: no FP8 dispatch buffer in the arena");
         p->host = st ? NULL : malloc((size_t)(cap * model_ep_fp8_row_bytes(m)));
         if (!st && !p->host) st = err_set(e, ST_NOMEM, "out of memory");
@@ -259,12 +257,13 @@ static Status to_experts(Model *m, const EpLayer *L, CollectiveId id, const void
     a2a_counts(m, L, C);
     Status st = m->ep > 1 ? a2a(m, id, tok, p->scount, own, p->rcount, m->act_dtype, e)
                           : rows_copy(m, tok, own, model_moe_rows(m), C, e); /* ep 1: its own rows stay */
-    if (!st && m->etp > 1) st = model_etp_gather(m, p->scr, L->rc, C, e);
+    if (!st && m->etp > 1) st = model_etp_gather(m, p->scr, L->rc, C, m->act_dtype, e);
     return st ? st : sort_rows(m, L, p->scr, exp, 1, C, e);
 }
 
 /* The FP8 dispatch (model_moe_ep_fp8.c): the token side (R, C) quantized peer by peer, its codes and scales
- * moved as 4-byte words, sorted expert-major into q / qs on the experts' side and dequantized into exp. */
+ * moved as 4-byte words (with expert tensor parallelism into this rank's segment, then gathered over the ETP
+ * group), sorted expert-major into q / qs on the experts' side and dequantized into exp. */
 static Status to_experts_fp8(Model *m, const EpLayer *L, CollectiveId id, const void *tok, void *exp, uint8_t *q,
                              float *qs, Err *e)
 {
@@ -277,7 +276,9 @@ static Status to_experts_fp8(Model *m, const EpLayer *L, CollectiveId id, const 
     }
     Status st = model_ep_fp8_pack(m, rows, tok, p->pay, e);
     a2a_counts(m, L, rb / 4);
-    if (!st) st = a2a(m, id, p->pay, p->scount, p->scr, p->rcount, DT_FP32, e);
+    if (!st) st = a2a(m, id, p->pay, p->scount, (uint8_t *)p->scr + L->own0 * rb, p->rcount, DT_FP32, e);
+    /* expert tensor parallelism: the ETP peers' payloads gathered as they arrived, codes and scales */
+    if (!st && m->etp > 1) st = model_etp_gather(m, p->scr, L->rc, rb / 4, DT_FP32, e);
     if (!st) st = model_ep_fp8_unpack(m, L->rc, p->scr, p->host, q, qs, e);
     if (!st) st = model_ep_fp8_dequant(m, q, qs, L->rows, exp, e);
     return st;
@@ -459,46 +460,4 @@ MoeF8 model_ep_f8(Model *m, uint32_t l, const MoeRows *xr, int bwd)
                    .dy_q = p->pay != NULL};
 }
 
-/* Row 0 of bank b's expert records of MoE block l: [*first, *first + *n) (model_slot_expert's order). */
-static void expert_slots(const Model *m, const ScalingBank *b, uint32_t l, uint32_t *first, uint32_t *n)
-{
-    const int bwd = b == &m->sc.bwd;
-    *first = model_slot_expert(m, l, 0, bwd ? 2 : 0);
-    *n = (bwd ? 2u : 4u) * (m->spec.experts / m->ep);
-}
-
-/* Copy the experts' records of bank b's row 0 to p->amax (to 1) or back (to 0), layer after layer. */
-static Status expert_amax_copy(Model *m, ScalingBank *b, int to, uint64_t *count, Err *e)
-{
-    MoeEp *p = m->moe_ep;
-    Status st = ST_OK;
-    uint64_t off = 0;
-    for (uint32_t l = 0; !st && l < m->spec.layers; l++) {
-        if (!model_moe_layer(m, l)) continue;
-        uint32_t first, n;
-        expert_slots(m, b, l, &first, &n);
-        float *rec = b->amax_history + first, *tmp = p->amax + off;
-        st = m->bk->convert(m->bk, to ? rec : tmp, DT_FP32, to ? tmp : rec, DT_FP32, n, NULL, e);
-        off += n;
-    }
-    *count = off;
-    return st;
-}
-
-Status model_ep_amax_begin(Model *m, ScalingBank *b, Err *e)
-{
-    if (m->ep <= 1 || !m->moe_ep || !m->moe_ep->amax) return ST_OK;
-    uint64_t n = 0;
-    Status st = expert_amax_copy(m, b, 1, &n, e);
-    /* not a plan collective yet: the plan counts the experts' records in the DP group's amax_allreduce */
-    if (!st && m->edpc->size > 1)
-        st = m->edpc->all_reduce(m->edpc, COMM_UNPLANNED, m->bk, m->moe_ep->amax, n, DT_FP32, COMM_MAX, e);
-    return st;
-}
-
-Status model_ep_amax_end(Model *m, ScalingBank *b, Err *e)
-{
-    if (m->ep <= 1 || !m->moe_ep || !m->moe_ep->amax) return ST_OK;
-    uint64_t n = 0;
-    return expert_amax_copy(m, b, 0, &n, e);
-}
+float *model_ep_amax_buf(Model *m) { return m->moe_ep ? m->moe_ep->amax : NULL; }

@@ -10,7 +10,11 @@
  * codes and scales into expert-major order — the row-wise FP8 copy the grouped GEMM reads as it is (the
  * 1x128 tiles run along a row, so they are the ones the experts' side would cast) — and dequantizes them
  * for the transposed copy wgrad reads (re-tiled along the tokens from each expert's first row), as the
- * report does for its cached FP8 activations. */
+ * report does for its cached FP8 activations.
+ *
+ * With expert tensor parallelism (etp > 1) the received payload is what the ETP group gathers
+ * (etp_allgather): each rank's segment, its EP peers' codes and scales as they arrived, so a gathered row is
+ * C + 4·ceil(C/128) bytes too and no rank quantizes again (model_moe_ep.c to_experts_fp8). */
 #include "exec/model/model_internal.h"
 
 static uint64_t tiles(uint64_t n) { return (n + 127) / 128; }
@@ -45,7 +49,8 @@ static Status bytes_to(Model *m, const uint8_t *host, void *dst, uint64_t n, Err
 Status model_ep_fp8_unpack(Model *m, const uint64_t *rc, const uint8_t *scr, uint8_t *host, uint8_t *q, float *qs,
                            Err *e)
 {
-    const uint64_t ep = m->ep, El = m->spec.experts / ep, C = m->spec.hidden, nt = tiles(C);
+    /* the sources: the EP peers, every ETP peer's in ETP rank order with expert tensor parallelism */
+    const uint64_t El = m->spec.experts / m->ep, ep = (uint64_t)m->ep * m->etp, C = m->spec.hidden, nt = tiles(C);
     const uint64_t rb = model_ep_fp8_row_bytes(m);
     uint64_t rows = 0;
     for (uint64_t i = 0; i < ep * El; i++) rows += rc[i];

@@ -47,10 +47,10 @@ static void segments(const Model *m, const uint64_t *rc, uint64_t cols, uint64_t
     }
 }
 
-Status model_etp_gather(Model *m, void *buf, const uint64_t *rc, uint64_t cols, Err *e)
+Status model_etp_gather(Model *m, void *buf, const uint64_t *rc, uint64_t cols, Dtype dt, Err *e)
 {
     segments(m, rc, cols, m->etp_seg);
-    return comm_all_gather_v(m->etpc, CO_ETP_AG, m->bk, buf, m->etp_seg, m->act_dtype, e);
+    return comm_all_gather_v(m->etpc, CO_ETP_AG, m->bk, buf, m->etp_seg, dt, e);
 }
 
 Status model_etp_scatter(Model *m, int fwd, void *buf, const uint64_t *rc, uint64_t cols, Err *e)

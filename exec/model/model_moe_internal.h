@@ -117,6 +117,8 @@ Status model_ep_dispatch(Model *m, uint32_t l, const LayerActs *la, const void *
  * back over the records (end). Nothing at ep 1. */
 Status model_ep_amax_begin(Model *m, ScalingBank *b, Err *e);
 Status model_ep_amax_end(Model *m, ScalingBank *b, Err *e);
+/* Delayed scaling: the EP buffers' room for the experts' records of a bank (model_moe_ep_amax.c; NULL otherwise). */
+float *model_ep_amax_buf(Model *m);
 /* The experts' side of block l as an FP8 view (model_moe_fp8.c) over xr's rows: outputs into the forward's
  * output buffer (bwd 0), or d(outputs) from and d(inputs) into the backward's (bwd 1). */
 MoeF8 model_ep_f8(Model *m, uint32_t l, const MoeRows *xr, int bwd);
@@ -135,10 +137,10 @@ Status model_ep_combine_bwd(Model *m, uint32_t l, const void *dx, void *dx_tok, 
  * rows per local expert; its block etp_rank of all) gathered over the ETP group into all (etp, n), as uint64
  * counts. */
 Status model_etp_counts(Model *m, const uint64_t *own, uint64_t *all, uint64_t n, Err *e);
-/* In place over buf (the ETP group's sources, ETP rank by rank: rc (etp·ep, El) rows, cols each): every rank's
- * segment gathered (etp_allgather), or every segment summed over the group into its owner (etp_reducescatter;
+/* In place over buf (the ETP group's sources, ETP rank by rank: rc (etp·ep, El) rows, cols elements each): every
+ * rank's segment gathered (etp_allgather; dt: the activations', or an FP8 dispatch's payload as 4-byte words), or every segment summed over the group into its owner (etp_reducescatter;
  * fwd: the forward's, where the etp_fault hook fires). */
-Status model_etp_gather(Model *m, void *buf, const uint64_t *rc, uint64_t cols, Err *e);
+Status model_etp_gather(Model *m, void *buf, const uint64_t *rc, uint64_t cols, Dtype dt, Err *e);
 Status model_etp_scatter(Model *m, int fwd, void *buf, const uint64_t *rc, uint64_t cols, Err *e);
 /* A routed expert weight's ETP shard (p: PK_XFC1_W rows, FC1's gate and up columns this rank's; PK_XFC2_W its
  * Fe/etp input columns) filled with the one-rank run's values from the tensor's stream key; its amax. */

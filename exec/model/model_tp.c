@@ -85,12 +85,9 @@ Status model_tp_moe_check(const Plan *p, Err *e)
     /* FP8 experts (te-fp8, te-fp8-current: model_moe_check) run on each rank's sequence shard as at dp > 1: their
      * delayed-scaling records MAX-reduced over the stage's TP x DP ranks (amaxc) or, at ep > 1, their EDP group;
      * a sigmoid router's bias is an FP32 buffer every rank moves alike from the TP x DP ranks' summed counts
-     * (model_moe_after_step), outside the TP norm-gradient all-reduce as the plan has it */
-    if (in->etp != 1 && recipe_fp8_gemm(in->recipe))
-        why = "FP8 experts split over --etp are not run (a row-split expert's casts would need scales agreed over "
-              "its ETP group, and deepseek-v3's dispatch payload gathered with its tiles); BF16 and FP32 recipes "
-              "are";
-    else if (((uint64_t)s->shared_experts * s->expert_ffn) % in->tp)
+     * (model_moe_after_step), outside the TP norm-gradient all-reduce as the plan has it; split over --etp as
+     * well (model_moe_etp.c: the gathered rows, the ETP group's records) */
+    if (((uint64_t)s->shared_experts * s->expert_ffn) % in->tp)
         why = "the shared experts' FFN width must be divisible by tp (it splits over TP as the dense FFN)";
     if (!why) return ST_OK;
     return err_set(e, ST_UNAVAILABLE, "model %s with --tp %u --ep %u --etp %u: %s", s->name, in->tp, in->ep, in->etp,

@@ -32,7 +32,7 @@ typedef struct {
     uint32_t pp;       /* --pp N (0 or 1: none) */
     uint32_t first_stage_layers, last_stage_layers; /* --first/--last-stage-layers N (0: an even share) */
     uint32_t ep;                                    /* --ep N: expert-parallel ranks (0 or 1: none) */
-    uint32_t etp; /* --etp N: expert-tensor-parallel ranks (0 or 1: none; the executor refuses more, exit 69) */
+    uint32_t etp; /* --etp N: expert-tensor-parallel ranks (0 or 1: none; the CPU backend runs more, cuda exits 69) */
     int rank;     /* this process's rank; ranks other than 0 print and write nothing */
     ModelHyper hyper;
     float mtp_weight; /* --mtp-weight X: the MTP loss's weight (< 0: MODEL_MTP_WEIGHT, DeepSeek-V3's 0.3) */

@@ -119,9 +119,19 @@
 # tp 1, 1.3e-5 at tp 2, 4.4e-6 tiny-ds-kv2, 8.8e-6 tiny-ds-256 at its real 256 experts, 1.3e-5 tiny-moe-vkv2 at
 # Mixtral's vocabulary; a near tie of MoE layer 1 routes one copy differently at tp 1, measured). The MTP depth's
 # loss within 1e-4 at step 1 (measured 9.5e-6).
-# tier: full (make test-full, which .ci/run runs): 154 mpirun runs (7 with two MTP depths, about 5 m of them at
-# load 16-21 with their one-rank runs; 16 with --etp 2, about 2 m 30 s of them at load
-# 9-12; the whole file 16 m 01 s at load 6-17 on 2 cores shared with other builds); before them 131 (5 with deepseek-v3 at tp 2); 126 before (12 with latent attention or MTP at tp 2; 18 added with experts at tp 2 over stages and sharded, the
+# FP8 experts over ETP ranks (the te-fp8, te-fp8-current and deepseek-v3 --etp rows): as Megatron-Core's all-to-all
+# dispatcher, the gather moves the rows as the dispatch delivered them (BF16 under the per-tensor recipes, which
+# quantize on the experts' side; deepseek-v3's E4M3 codes and 1x128 scales at ep 2, 68 B a row of 64; BF16 at ep 1,
+# where nothing was dispatched) and the reduce-scatter BF16 partial sums; te-fp8's expert amax records are
+# MAX-reduced over the ETP group too, so a shard casts with the whole expert's scale (the scaling-trace check
+# below). The ETP bytes exact for the measured routing; the losses within the bounds of the same recipes over EP
+# ranks: 'd'/'c' 2^-3, 'b' 2 x (2^-4 + 2^-6) (measured 7.5e-5 te-fp8 ep 1, 1.5e-4 over 2 stages at tp 2, 2.0e-4
+# te-fp8-current ep 2, 1.5e-4 tiny-ds-256 te-fp8, 2.9e-5 deepseek-v3 ep 1 with MTP, 4.4e-5 ep 2, 1.0e-6
+# tiny-ds-256). A NaN or Inf in a partial sum stops every rank under each FP8 recipe too (the fault loop).
+# tier: full (make test-full, which .ci/run runs): 163 mpirun runs (7 with two MTP depths, about 5 m of them at
+# load 16-21 with their one-rank runs; 7 FP8 --etp 2 rows, 3 FP8 fault runs and a scaling trace added, 2 refusals
+# gone: the 7 rows and the 6 ETP fault runs took 1 m 05 s at load 28); before 147 (16 with --etp 2, about 2 m 30 s
+# of them at load 9-12; the whole file 16 m 01 s at load 6-17 on 2 cores shared with other builds); before them 131 (5 with deepseek-v3 at tp 2); 126 before (12 with latent attention or MTP at tp 2; 18 added with experts at tp 2 over stages and sharded, the
 # last table rows but two (those stay last: the refusals below read the last row's log), and 2 --etp refusals: 5 m 38 s in all at load
 # 13-15; 13 added with sigmoid routers and FP8 at tp 2; the 28 with tp 2 added: 2 m 16 s in all on 2 busy
 # cores), about 20 s alone before the DeepSeek-V3 row's
@@ -408,6 +418,13 @@ done 3<<'EOF'
 4|2|tiny-ds-256|megatron-bf16|2|0|T|2|--etp 2
 2|1|tiny-moe-vkv2|megatron-bf16|2|0|t|2|--etp 2
 4|2|tiny-mtp|megatron-bf16|3|0|T|2|--etp 2
+2|1|tiny-moe-kv2|te-fp8|3|0|d|1|--etp 2
+4|1|tiny-moe-kv2|te-fp8|3|0|d|2|--pp 2 --etp 2
+4|2|tiny-moe-kv2|te-fp8-current|3|0|c|1|--etp 2
+4|2|tiny-ds-256|te-fp8|2|0|d|2|--etp 2
+2|1|tiny-mtp|deepseek-v3|2|0|b|1|--etp 2
+4|2|tiny-moe-kv2|deepseek-v3|2|0|b|1|--etp 2
+4|2|tiny-ds-256|deepseek-v3|2|0|b|1|--etp 2
 2|2|tiny-moe|fp32-ref|5|1|1
 4|4|tiny-moe|fp32-ref|5|1|1
 EOF
@@ -446,6 +463,18 @@ r=$(own_scale "$TMP/tr2.csv" le)
 expect_eq "te-fp8 ep 2: no expert scale above its own amax's (EDP group of 2)" "${r#*,}" 0
 expect_eq "te-fp8 ep 2: the trace names rank 0's 4 experts" \
     "$(grep -c '^1,fwd,0,experts\.fc1\.[0-3],x,' "$TMP/tr2.csv"),$(grep -c '^1,fwd,0,experts\.fc1\.[4-7],' "$TMP/tr2.csv")" "4,0"
+# with --etp 2 too (np 4 ep 2 x etp 2: rank 0 holds the first half of experts 0-3's FFN) the records are MAX-reduced
+# over the ETP group as well (model_moe_ep_amax.c), so each record's next scale is the whole expert's, as at ep 4:
+# step 1's forward records of MoE layer 0 (inputs the same on every layout until the first reduce-scatter) for
+# experts 0 and 1 give rank 0 the same next scales at both layouts. Measured: rank 0's own amax of FC2's weight
+# shard of expert 0 is 0.0376 where the whole weight's is 0.0410 (448 / 0.0410 = 10,923, the scale both give;
+# its shard's own would be 11,915).
+mpi_run 4 "$FP8PLAN" $R --ep 2 --etp 2 --scaling-trace "$TMP/tr22.csv"
+expect_rc "te-fp8 np 4 ep 2 x etp 2 with --scaling-trace exits 0" 0
+nx() { awk -F, '$1 == 1 && $2 == "fwd" && $3 == 0 && $4 ~ /^experts\.fc[12]\.[01]$/ { print $4, $5, $9 }' "$1"; }
+expect_eq "te-fp8 ep 2 x etp 2: rank 0's next scales of experts 0, 1 at step 1 are ep 4's (the whole expert's)" \
+    "$(nx "$TMP/tr22.csv")" "$(nx "$TMP/tr4.csv")"
+expect_eq "te-fp8 ep 2 x etp 2: 8 records compared" "$(nx "$TMP/tr4.csv" | wc -l | tr -d ' ')" 8
 
 # ---- bytes by hand: tiny-moe, dp 4 x ep 2, megatron-bf16, 2 steps ----------------------------------
 R="run --catalog $cat --model tiny-moe --mbs 1 --gbs 4 --quiet --recipe megatron-bf16 --steps 2"
@@ -487,17 +516,9 @@ expect_err "--zero 2 with experts: the reason" "--zero 2: the executor shards th
 # (--save/--resume with --ep, with sharded states and with --tp: tests/cli/mpi_resume.sh; sharded states over
 # pipeline stages: mpi_zero.sh)
 # (experts at --tp 2 over stages and with sharded states run: the table's rows with a last column)
-# expert tensor parallelism (Megatron-Core's --expert-tensor-parallel-size) runs in BF16 and FP32 (the table's
-# --etp rows); FP8 experts split over ETP ranks and checkpoints of ETP shards are refused by name before any work
-# (69), a layout the planner rejects gets its reason (64)
+# expert tensor parallelism (Megatron-Core's --expert-tensor-parallel-size) runs in FP32, BF16 and FP8 (the
+# table's --etp rows; its checkpoints: mpi_resume.sh); a layout the planner rejects gets its reason (64)
 T="run --catalog $cat --model tiny-moe-kv2 --mbs 1 --gbs 4 --quiet --steps 2 --tp 2"
-mpi_run 4 "$FP8PLAN" $T --recipe te-fp8 --pp 2 --etp 2 $O
-expect_rc "--etp 2 with te-fp8 at --tp 2 --pp 2 exits 69" 69
-expect_err "--etp 2 with FP8 experts: the flag and the reason" \
-    "model tiny-moe-kv2 with --tp 2 --ep 1 --etp 2: FP8 experts split over --etp are not run"
-mpi_run 4 "$FP8PLAN" $T --recipe megatron-bf16 --ep 2 --etp 2 --save "$TMP/no.ckpt" $O
-expect_rc "--ep 2 --etp 2 --save exits 69" 69
-expect_err "--etp 2 --save: the flag named" "--save/--resume with --etp 2: a checkpoint's parts are per TP and EP rank"
 mpi_run 2 "$FP8PLAN" $T --recipe megatron-bf16 --ep 2 --etp 2 $O
 expect_rc "--ep 2 --etp 2 on 2 ranks exits 64" 64
 expect_err "--ep 2 --etp 2 on 2 ranks: the reason" "ep*etp = 4 must divide tp*cp*dp = 2"
@@ -633,12 +654,22 @@ done
 # owner, whatever rank it came from, so the loss is not finite and every rank stops at step 1 (65), nothing
 # written. Measured: both ranks print "the loss is nan" at np 2 (rank 0 alone when it stops first and ends the
 # others).
+# The FP8 recipes alike at np 4 ep 2 x etp 2 (the partial sums BF16 under every recipe; te-fp8's expert amax
+# records then MAX-reduced over the ETP group as well, model_moe_ep_amax.c, and a NaN record kept by the MAX):
+# the rank's fault from ETP rank 1 of group {2, 3}, and from ETP rank 0 of group {0, 1}.
 T="run --catalog $cat --model tiny-moe-kv2 --mbs 1 --gbs 4 --quiet --steps 2 --tp 2 --recipe megatron-bf16 --etp 2"
 for f in 0 1 1:inf; do
     FP8PLAN_FAULT_ETP=$f mpi_run 2 "$FP8PLAN" $T $O
     expect_rc "ETP reduce-scatter with a non-finite partial sum from rank $f: exit 65" 65
     expect_err "ETP non-finite from rank $f: the loss named" "step 1: the loss is nan (training diverged)"
     expect_eq "ETP non-finite from rank $f: nothing written" "$(ls "$TMP"/no* 2>/dev/null | wc -l)" 0
+done
+T="run --catalog $cat --model tiny-moe-kv2 --mbs 1 --gbs 4 --quiet --steps 2 --ep 2 --etp 2"
+for f in te-fp8,3 te-fp8-current,0:inf deepseek-v3,3:inf; do
+    FP8PLAN_FAULT_ETP=${f#*,} mpi_run 4 "$FP8PLAN" $T --recipe "${f%,*}" $O
+    expect_rc "${f%,*} ep 2 x etp 2, a non-finite partial sum from rank ${f#*,}: exit 65" 65
+    expect_err "${f%,*} ETP non-finite from rank ${f#*,}: the loss named" "step 1: the loss is nan (training diverged)"
+    expect_eq "${f%,*} ETP non-finite from rank ${f#*,}: nothing written" "$(ls "$TMP"/no* 2>/dev/null | wc -l)" 0
 done
 
 # ---- a rank whose counts disagree with its peers: every rank stops, named, no hang, nothing written -----

@@ -5,7 +5,9 @@
 # parts of the TP x PP places are written side by side, one per place (exec/ckpt/ckpt_layout.h).
 # With experts: a part per expert-parallel rank, each holding its own experts, and multi-token prediction;
 # with sharded states (the experts' gathered over their EDP group) and with --tp (a place per TP x EP pair).
-# tier: full (make test-full, which .ci/run runs): 80 mpirun runs (3 of tiny-mtp at tp 2), about 90 s alone before the 27 with experts
+# With --etp (format version 9): a part per (EP, ETP) place, each holding its experts' ETP shards; each FP8 recipe.
+# tier: full (make test-full, which .ci/run runs): 98 mpirun runs (18 added with --etp: 7 m 15 s in all at load 21);
+# before them 80 (3 of tiny-mtp at tp 2), about 90 s alone before the 27 with experts
 # sharded or at tp 2; 5 m 33 s in all at load 10; 6 more with experts at tp 2, sharded and over stages
 . "$FP8PLAN_ROOT/tests/lib.sh"
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
@@ -196,20 +198,20 @@ grid_patched 28 '\003'
 expect_rc "parts field 3: refused (65)" 65
 expect_err "parts field 3: said" "$TMP/bad.bin: the header says 3 parts for --tp 2 --pp 1 --ep 1 (2 expected): the file is corrupted"
 # format versions 3 (a part for every rank, before grids), 4 (before expert-parallel parts), 6 (before a sigmoid
-# router's bias became a buffer) and 9: refused naming the versions read
+# router's bias became a buffer) and 10: refused naming the versions read
 grid_patched 8 '\003'
 expect_rc "a version-3 checkpoint: refused (65)" 65
 expect_err "the versions named" "$TMP/bad.bin: checkpoint format version 3; this fp8plan reads version 7"
-expect_err "and version 8" "and version 8 (tensor, pipeline or expert parallelism"
+expect_err "and versions 8 and 9" "version 8 (tensor, pipeline or expert parallelism, with data-parallel ranks or without) and version 9 (with expert tensor parallelism)"
 grid_patched 8 '\004'
 expect_rc "a version-4 checkpoint: refused (65)" 65
 expect_err "version 4: save it again" "version 4 came before expert-parallel parts; save it again"
 grid_patched 8 '\006'
 expect_rc "a version-6 checkpoint: refused (65)" 65
 expect_err "version 6: save it again" "versions 5 and 6 kept a sigmoid router's bias as a parameter with optimizer states, not the FP32 buffer it is now; save it again"
-grid_patched 8 '\011'
-expect_rc "a version-9 checkpoint: refused (65)" 65
-expect_err "a newer version named" "$TMP/bad.bin: checkpoint format version 9; this fp8plan reads"
+grid_patched 8 '\012'
+expect_rc "a version-10 checkpoint: refused (65)" 65
+expect_err "a newer version named" "$TMP/bad.bin: checkpoint format version 10; this fp8plan reads"
 
 # ---- mixture of experts: expert parallelism, multi-token prediction ------------------------------------
 # An EP rank holds its own E/ep experts (their weights, master, Adam states, FP8 copies, block scales and
@@ -369,6 +371,64 @@ printf 'X' | dd of="$TMP/bad.bin" bs=1 seek=$((at2 + 8 + 600)) conv=notrunc 2>/d
 mpi_run 4 "$FP8PLAN" $K --ep 4 --resume "$TMP/bad.bin"
 expect_rc "a corrupted tp 2 x ep 4 checkpoint: refused (65)" 65
 expect_err "corruption named" "$TMP/bad.bin: checksum mismatch"
+
+# Experts split over --etp (format version 9, exec/ckpt/ckpt_layout.h): the expert side folds a stage's ranks
+# etp x ep x edp, etp fastest, so the places are its first lcm(tp, ep x etp) ranks, a part each holding its
+# experts' ETP shard (FC1's half of the gate and up rows, FC2's half of the columns, their states, FP8 copies and
+# scaling records) beside the dense replica; the header gains etp after ep. ep 1 x etp 2 at np 2: ranks 0 and 1
+# (ETP ranks 0, 1), both parts from expert 0; ep 2 x etp 2 at np 4: ranks 0..3 (ETP 0 1 0 1, EP 0 0 1 1), 4 parts
+# from experts 0 0 4 4; with --zero 1 at np 4 ep 1 x etp 2 the experts' shards are gathered over the EDP group of
+# the ranks 2 apart, each part whole. Each FP8 recipe once: 3 + 3 steps = 6, and the final checkpoint, byte for byte.
+hd9() { echo "$(head_of "$1") $(u32_at "$1" 32)"; } # version 9: tp pp dp ep etp parts
+parts9() { # the parts' "first expert held", as parts() for version 9's header (4 bytes longer)
+    local off=36 n i out=""
+    n=$(u32_at "$1" 32)
+    for i in $(seq 1 "$n"); do
+        out="$out${out:+ }$(u64_at "$1" $((off + 8 + 500)))"
+        off=$((off + 8 + $(u64_at "$1" "$off")))
+    done
+    echo "$out"
+}
+moe_resumed 2 tiny-moe megatron-bf16 --etp 2
+expect_eq "ep 1 x etp 2 file: version 9, tp 1, pp 1, dp 2, ep 1, etp 2, 2 parts" "$(hd9 "$TMP/ck.bin")" "9 1 1 2 1 2 2"
+expect_eq "ep 1 x etp 2 file: both parts from expert 0" "$(parts9 "$TMP/ck.bin")" "0 0"
+moe_resumed 4 tiny-moe te-fp8 --ep 2 --etp 2
+expect_eq "ep 2 x etp 2 file: version 9, tp 1, pp 1, dp 4, ep 2, etp 2, 4 parts" "$(hd9 "$TMP/ck.bin")" "9 1 1 4 2 2 4"
+expect_eq "ep 2 x etp 2 file: parts from experts 0 0 4 4" "$(parts9 "$TMP/ck.bin")" "0 0 4 4"
+cp "$TMP/ck.bin" "$TMP/etp.bin"
+moe_resumed 4 tiny-ds te-fp8-current --etp 2 --zero 1
+moe_resumed 4 tiny-mtp deepseek-v3 --ep 2 --etp 2
+# another --etp or --ep, or an etp 1 file at etp 2, refused naming both layouts (65); a corrupted header or part
+X="run --catalog $cat --model tiny-moe --recipe te-fp8 --mbs 1 --gbs 4 --quiet --steps 1"
+mpi_run 4 "$FP8PLAN" $X --ep 4 --resume "$TMP/etp.bin"
+expect_rc "an ep 2 x etp 2 checkpoint at ep 4: refused (65)" 65
+expect_err "ep 2 x etp 2 at ep 4: both layouts named" "$TMP/etp.bin: checkpoint (format version 9) of a --tp 1 --pp 1 --dp 4 --ep 2 --etp 2 (4 ranks) run, each tensor/pipeline/expert-parallel rank's part in that rank's layout; this run is --tp 1 --pp 1 --dp 4 --ep 4 (4 ranks)"
+mpi_run 4 "$FP8PLAN" $X --etp 4 --resume "$TMP/etp.bin"
+expect_rc "an ep 2 x etp 2 checkpoint at ep 1 x etp 4: refused (65)" 65
+expect_err "this run's --etp named" "this run is --tp 1 --pp 1 --dp 4 --ep 1 --etp 4 (4 ranks)"
+mpi_run 2 "$FP8PLAN" run --catalog "$cat" --model tiny-mtp --recipe deepseek-v3 --mbs 1 --gbs 4 --quiet --steps 1 \
+    --etp 2 --resume "$TMP/ep2.bin"
+expect_rc "an ep 2 checkpoint (version 8) at etp 2: refused (65)" 65
+expect_err "ep 2 at etp 2: both layouts named" "$TMP/ep2.bin: checkpoint (format version 8) of a --tp 1 --pp 1 --dp 2 --ep 2 (2 ranks) run, each tensor/pipeline/expert-parallel rank's part in that rank's layout; this run is --tp 1 --pp 1 --dp 2 --ep 1 --etp 2 (2 ranks)"
+cp "$TMP/etp.bin" "$TMP/bad.bin"
+printf '\003' | dd of="$TMP/bad.bin" bs=1 seek=32 conv=notrunc 2>/dev/null
+mpi_run 4 "$FP8PLAN" $X --ep 2 --etp 2 --resume "$TMP/bad.bin"
+expect_rc "ep 2 x etp 2, parts field 3: refused (65)" 65
+expect_err "parts field 3: said" "$TMP/bad.bin: the header says 3 parts for --tp 1 --pp 1 --ep 2 --etp 2 (4 expected): the file is corrupted"
+len0=$(u64_at "$TMP/etp.bin" 36)
+len1=$(u64_at "$TMP/etp.bin" $((44 + len0)))
+at2=$((44 + len0 + 8 + len1))
+head -c $((at2 + 8 + 100)) "$TMP/etp.bin" >"$TMP/bad.bin"
+mpi_run 4 "$FP8PLAN" $X --ep 2 --etp 2 --resume "$TMP/bad.bin"
+expect_rc "a truncated ep 2 x etp 2 checkpoint: refused (65)" 65
+expect_err "the cut part named" "$TMP/bad.bin: part 2 (stage 0, ep rank 1, etp rank 0, tp rank 0) is $(u64_at "$TMP/etp.bin" "$at2") bytes, past the file's end"
+cp "$TMP/etp.bin" "$TMP/bad.bin"
+printf 'X' | dd of="$TMP/bad.bin" bs=1 seek=$((at2 + 8 + 600)) conv=notrunc 2>/dev/null
+mpi_run 4 "$FP8PLAN" $X --ep 2 --etp 2 --resume "$TMP/bad.bin"
+expect_rc "a corrupted ep 2 x etp 2 checkpoint: refused (65)" 65
+expect_err "corruption named" "$TMP/bad.bin: checksum mismatch"
+mpi_run 4 "$FP8PLAN" $X --ep 2 --etp 2 --resume "$TMP/none.bin"
+expect_rc "a missing checkpoint: refused (66)" 66
 
 # delayed scaling whose amaxes are not reduced over the DP ranks leaves each DP rank its own histories
 # and scales, which a checkpoint (one copy per DP group) does not hold: refused before any step, and

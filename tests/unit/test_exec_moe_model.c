@@ -409,10 +409,15 @@ static void test_refusals(void)
     CHECK(!fx_plan_dp(&s, &te_none, B, 1, 2, SHARD_NONE, &p, &e));
     p.in.ep = 2;
     CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "recipe te-fp8 on model fx-moe-softmax: delayed-scaling FP8 experts over --ep 2 reduce their "
-                          "amaxes over the expert-data-parallel group beside the recipe's amax_reduce 'all'; this "
-                          "recipe's is 'none'");
+    CHECK_CONTAINS(e.msg, "recipe te-fp8 on model fx-moe-softmax: delayed-scaling FP8 experts over --ep 2 --etp 1 "
+                          "reduce their amaxes over the ranks holding each expert beside the recipe's amax_reduce "
+                          "'all'; this recipe's is 'none'");
     arena_specs_free(&sp);
+    p.in.ep = 1, p.in.etp = 2; /* the ETP group's shards likewise (model_moe_ep_amax.c) */
+    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
+    CHECK_CONTAINS(e.msg, "over --ep 1 --etp 2 reduce their amaxes");
+    arena_specs_free(&sp);
+    p.in.etp = 1;
     ModelSpec odd = s; /* deepseek-v3's FP8 dispatch moves a row's codes as 4-byte words: hidden 62 refused */
     odd.hidden = 62;
     Recipe dsv = fx_recipe("deepseek-v3");
@@ -437,9 +442,8 @@ static void test_refusals(void)
     CHECK(!fx_plan_par(&ns, &te, B, 1, 2, 1, &p, &e)); /* FP8 experts with TP run (tests/cli/mpi_ep.sh) */
     CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
     arena_specs_free(&sp);
-    p.in.etp = 2; /* ... but not split over --etp */
-    CHECK_EQ_INT(model_layout(&p, &sp, &e), ST_UNAVAILABLE);
-    CHECK_CONTAINS(e.msg, "model fx-moe-softmax with --tp 2 --ep 1 --etp 2: FP8 experts split over --etp are not run");
+    p.in.etp = 2; /* ... and split over --etp (model_moe_etp.c, model_moe_ep_amax.c; tests/cli/mpi_ep.sh) */
+    CHECKF(model_layout(&p, &sp, &e) == ST_OK, "%s", e.msg);
     arena_specs_free(&sp);
     ModelSpec sg = fx_moe(ROUTER_SIGMOID); /* and a sigmoid router: its bias the plan's router_bias, whole */
     CHECK(!fx_plan_par(&sg, &te, B, 1, 2, 1, &p, &e));

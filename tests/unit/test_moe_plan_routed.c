@@ -155,29 +155,55 @@ static void test_etp_routed(void)
     CHECK(!plan_ep_routed(&p, &rt, 3, &o, &e));
     CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 1048576);
     CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 1048576);
-    /* ETP group {0, 1}: its experts' rows 2,048 + 2,048 = 4,096, gathered forward and backward: 2 x 4,096 x 256 x
-     * 2 B = 4,194,304 B, half of it leaving (2,097,152); the reduce-scatter alike (BF16 combine) */
-    CHECK(!plan_etp_routed(&p, &rt, 0, &x, &e));
-    CHECK_EQ_U64(x.payload[ETPR_AG], 4194304);
-    CHECK_EQ_U64(x.sent[ETPR_AG], 2097152);
-    CHECK_EQ_U64(x.payload[ETPR_RS], 4194304);
-    CHECK_EQ_U64(x.sent[ETPR_RS], 2097152);
-    CHECK(!plan_etp_routed(&p, &rt, 1, &x, &e));
-    CHECK_EQ_U64(x.payload[ETPR_AG], 4194304);
-    /* ETP group {2, 3} with rank 3 given half the table's copies of rank 1 moved to experts 0-3: rank 2's experts
-     * 4-7 get rank 0's 1,024 and its own 1,024; rank 3's get rank 1's 1,024 (its other 1,024 now for expert 0)
-     * and its own 0: 3,072 rows, 2 x 3,072 x 512 = 3,145,728 B */
+    /* The ETP collectives per recipe (planner/plan_moe_comm.c etp_gather_dtype): a gathered row as the dispatch
+     * delivered it. BF16: 256 x 2 = 512 B. An FP8 dispatch with 1x128 scales (deepseek-v3's) at ep 2: 256 E4M3
+     * codes + ceil(256 / 128) = 2 FP32 scales = 264 B. The same at ep 1 (nothing dispatched): the hidden states
+     * gathered in BF16, 512 B. The reduce-scatter in the combine dtype, BF16, 512 B a row, in every row.
+     * Rows of ETP group {0, 1}: at ep 2 its experts' 2,048 + 2,048 = 4,096 (above); at ep 1 its two ranks' own
+     * copies, 2,048 + 2,048 = 4,096 too. Each gathered forward and backward: payload 2 x 4,096 x row bytes,
+     * half of it leaving. The uniform plan: etp x tokens x top-k = 2 x 512 x 2 = 2,048 rows a call, 4 calls (2
+     * micro-batches, forward and backward) a step. ETP group {2, 3} with rank 1's copies for expert 4 moved to
+     * expert 0: rank 2's experts 4-7 get rank 0's 1,024 and its own 1,024, rank 3's get rank 1's 1,024 (its other
+     * 1,024 now for expert 0) and its own 0: 3,072 rows at ep 2; at ep 1 the two ranks' own 2,048 + 2,048. */
+    static const struct {
+        const char *name;
+        int fp8, ep;
+        uint64_t ag, ag_sent, rs, uniform, ag_moved;
+    } cases[] = {
+        /* 2 x 4,096 x 512 = 4,194,304; 2,048 x 512 = 1,048,576; 2 x 3,072 x 512 = 3,145,728 */
+        {"bf16 ep 2", 0, 2, 4194304, 2097152, 4194304, 1048576, 3145728},
+        /* 2 x 4,096 x 264 = 2,162,688 (1,081,344 leave); 2,048 x 264 = 540,672; 2 x 3,072 x 264 = 1,622,016 */
+        {"fp8 dispatch ep 2", 1, 2, 2162688, 1081344, 4194304, 540672, 1622016},
+        /* BF16 rows: 4,194,304; 1,048,576; group {2, 3}: 2 x 4,096 x 512 = 4,194,304 */
+        {"fp8 dispatch ep 1", 1, 1, 4194304, 2097152, 4194304, 1048576, 4194304},
+    };
     uint64_t moved[4 * 8];
     for (int i = 0; i < 32; i++) moved[i] = rows[i];
     moved[8 + 4] = 0, moved[8 + 0] = 1024;
     MoeRouting rm = {.ranks = 4, .experts = 8, .calls = 2, .rows = moved};
-    CHECK(!plan_etp_routed(&p, &rm, 2, &x, &e));
-    CHECK_EQ_U64(x.payload[ETPR_AG], 3145728);
-    CHECK_EQ_U64(x.sent[ETPR_RS], 1572864);
-    /* the uniform plan: etp x tokens x top-k = 2 x 512 x 2 = 2,048 rows a call x 512 B = 1,048,576, 4 calls (2
-     * micro-batches, forward and backward) a step */
-    CHECK_EQ_U64(p.coll[CO_ETP_AG].payload_bytes, 1048576);
-    CHECK_EQ_U64(p.coll[CO_ETP_AG].calls, 4);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        Recipe rc = r;
+        if (cases[i].fp8) rc.comm_ep_dispatch = DT_E4M3, rc.act_gran = GRAN_1X128;
+        PlanInput ci = in;
+        ci.recipe = &rc, ci.ep = (uint32_t)cases[i].ep;
+        Plan q = ox_build(&ci);
+        CHECKF(!plan_etp_routed(&q, &rt, 0, &x, &e), "%s: %s", cases[i].name, e.msg);
+        CHECKF(x.payload[ETPR_AG] == cases[i].ag, "%s: gather %llu", cases[i].name,
+               (unsigned long long)x.payload[ETPR_AG]);
+        CHECKF(x.sent[ETPR_AG] == cases[i].ag_sent, "%s: gather sent %llu", cases[i].name,
+               (unsigned long long)x.sent[ETPR_AG]);
+        CHECKF(x.payload[ETPR_RS] == cases[i].rs && x.sent[ETPR_RS] == cases[i].rs / 2, "%s: reduce-scatter %llu",
+               cases[i].name, (unsigned long long)x.payload[ETPR_RS]);
+        CHECK(!plan_etp_routed(&q, &rt, 1, &x, &e));
+        CHECKF(x.payload[ETPR_AG] == cases[i].ag, "%s: rank 1's gather", cases[i].name);
+        CHECK(!plan_etp_routed(&q, &rm, 2, &x, &e));
+        CHECKF(x.payload[ETPR_AG] == cases[i].ag_moved, "%s: group {2, 3}'s gather %llu", cases[i].name,
+               (unsigned long long)x.payload[ETPR_AG]);
+        CHECKF(q.coll[CO_ETP_AG].payload_bytes == cases[i].uniform && q.coll[CO_ETP_AG].calls == 4,
+               "%s: the uniform plan's gather %llu x %llu", cases[i].name,
+               (unsigned long long)q.coll[CO_ETP_AG].payload_bytes, (unsigned long long)q.coll[CO_ETP_AG].calls);
+        CHECKF(q.coll[CO_ETP_RS].payload_bytes == 1048576, "%s: the uniform plan's reduce-scatter", cases[i].name);
+    }
     /* etp 1: no ETP rows to count */
     in.etp = 1;
     p = ox_build(&in);
