@@ -28,11 +28,15 @@ int cal_ep_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out)
 
 int cal_tp_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out)
 {
-    const uint64_t tok = (uint64_t)mbs * m->seq_len;
-    out[0] = tok * 4;             /* the loss's all-reduces: an FP32 statistic a token */
-    out[1] = tok * m->hidden;     /* an FP8 activation's gather: a byte an element */
-    out[2] = tok * m->hidden * 2; /* a BF16 activation: the layers' and the vocabulary's calls */
-    return 3;
+    const uint64_t tok = (uint64_t)mbs * m->seq_len, h = m->hidden;
+    out[0] = tok * 4;     /* the loss's all-reduces: an FP32 statistic a token */
+    out[1] = tok * h;     /* an FP8 activation's gather: a byte an element */
+    out[2] = tok * h * 2; /* a BF16 activation: the layers' and the vocabulary's calls */
+    /* the replicated parameters' gradients, one FP32 call (planner/plan_comm_vocab.c replicated_elems, sequence
+     * parallel, one stage): a layer's two norms, its row-parallel biases and QK norms, and the final norm */
+    const uint64_t norm = m->norm == NORM_LAYERNORM ? 2 * h : h, qk = m->qk_norm ? 2 * (uint64_t)m->head_dim : 0;
+    out[3] = ((uint64_t)m->layers * (2 * norm + (m->linear_bias ? 2 * h : 0) + qk) + norm) * 4;
+    return 4;
 }
 
 int cal_sweep_sizes(const uint64_t *sizes, int n, const uint64_t *run, int nrun, uint64_t unit, int from_unit,

@@ -455,7 +455,7 @@ Status calibrate_host_again(Backend *bk, Comm *comm, const ModelSpec *m, uint32_
         if (g->path == CAL_PATH_BF16 && strncmp(g->what, "head", 4) && b > layer) layer = b;
     }
     if (!st && comm && comm->size > 1 && !strcmp(comm->name, "mpi")) {
-        uint64_t a2a[2], tp[3]; /* expert parallelism's count exchange and dispatch (a model with experts); TP's */
+        uint64_t a2a[2], tp[4]; /* expert parallelism's count exchange and dispatch (a model with experts); TP's */
         out->p2p_fwd_s = cal_p2p_gap(out->gemm, out->ngemm, 0); /* a stage's compute between its messages */
         out->p2p_bwd_s = cal_p2p_gap(out->gemm, out->ngemm, 1);
         st = calibrate_links(bk, comm, top, layer, a2a, cal_ep_sizes(m, mbs, a2a), tp, cal_tp_sizes(m, mbs, tp), reps,

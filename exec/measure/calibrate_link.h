@@ -27,11 +27,13 @@ Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibrati
 Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_bytes, const uint64_t *a2a, int na2a,
                        const uint64_t *run, int nrun, int reps, Calibration *out, Err *e);
 
-/* The payloads, into out (3), of the tensor-parallel collectives a run of model m at micro-batch mbs makes with
+/* The payloads, into out (4), of the tensor-parallel collectives a run of model m at micro-batch mbs makes with
  * tok = mbs x seq tokens a micro-batch: the loss's all-reduces (tok FP32 statistics: tok x 4 B), an FP8
- * activation's all-gather (tok x hidden x 1 B) and a BF16 activation's reduce-scatter, all-gather or
- * all-reduce (tok x hidden x 2 B: the layers' and the vocabulary-parallel embedding's and head's). Each is the
- * whole payload S of a call, whatever the TP size (planner/plan_comm.c, plan_comm_vocab.c). Returns 3. */
+ * activation's all-gather (tok x hidden x 1 B), a BF16 activation's reduce-scatter, all-gather or
+ * all-reduce (tok x hidden x 2 B: the layers' and the vocabulary-parallel embedding's and head's) and the
+ * replicated parameters' gradients' all-reduce (FP32, once a step: per layer its two norms, row-parallel biases
+ * and QK norms, and the final norm, as one stage of a sequence-parallel run holds them). Each is the whole
+ * payload S of a call, whatever the TP size (planner/plan_comm.c, plan_comm_vocab.c). Returns 4. */
 int cal_tp_sizes(const ModelSpec *m, uint32_t mbs, uint64_t *out);
 
 /* A payload sweep's sizes: the n link sizes (cal_link_sizes, increasing) and the first 4 of the nrun run

@@ -366,7 +366,12 @@ static void test_a2a_counts(void)
 
 /* The payload sweeps' sizes (cal_sweep_sizes) with the run's own calls between the link sizes, worked by hand.
  * The TP payloads (cal_tp_sizes) of the survey's demo (hidden 256, seq 64) at micro-batch 2: tok = 2 x 64 = 128,
- * the loss 128 x 4 = 512 B, an FP8 gather 128 x 256 = 32,768 B, a BF16 activation 128 x 256 x 2 = 65,536 B.
+ * the loss 128 x 4 = 512 B, an FP8 gather 128 x 256 = 32,768 B, a BF16 activation 128 x 256 x 2 = 65,536 B, and
+ * the replicated gradients (2 layers, LayerNorm: weight and bias, 2 x 256 = 512 a norm; biases): a layer's two
+ * norms 1,024 + its row-parallel biases (proj, FC2) 2 x 256 = 512 -> 1,536, x 2 layers = 3,072, + the final
+ * norm 512 = 3,584 FP32 = 14,336 B (what a TP 2 run of the demo all-reduces). An RMSNorm model without biases,
+ * with QK norms (3 layers, hidden 64, head_dim 16): a norm 64, a layer 2 x 64 + 2 x 16 = 160, x 3 = 480, + 64 =
+ * 544 FP32 = 2,176 B.
  * The demo's link sizes (cal_link_sizes of its FP32 gradient, 1,858,560 x 4 = 7,434,240 B): 64 x 4^i below it, then
  * it. An op's own payloads already on a link size (65,536 = 64 x 4^5) are kept once; one past the top is left out;
  * each rounds down to whole units (a size under one unit becomes one). */
@@ -374,9 +379,14 @@ static void test_sweep_sizes(void)
 {
     ModelSpec m = fx_tiny_model();
     m.hidden = 256, m.seq_len = 64;
-    uint64_t tp[3] = {0, 0, 0}, link[CAL_MAX_SIZES], out[CAL_MAX_SIZES];
-    CHECK_EQ_INT(cal_tp_sizes(&m, 2, tp), 3);
+    uint64_t tp[4] = {0, 0, 0, 0}, link[CAL_MAX_SIZES], out[CAL_MAX_SIZES];
+    CHECK_EQ_INT(cal_tp_sizes(&m, 2, tp), 4);
     CHECK(tp[0] == 512 && tp[1] == 32768 && tp[2] == 65536);
+    CHECK_EQ_U64(tp[3], 14336);
+    ModelSpec q = m;
+    q.norm = NORM_RMSNORM, q.linear_bias = 0, q.qk_norm = 1, q.layers = 3, q.hidden = 64, q.head_dim = 16;
+    CHECK_EQ_INT(cal_tp_sizes(&q, 2, tp), 4);
+    CHECK_EQ_U64(tp[3], 2176);
     const int nl = cal_link_sizes(7434240, link);
     CHECK_EQ_INT(nl, 10);
     static const struct {
@@ -387,15 +397,15 @@ static void test_sweep_sizes(void)
         int n;
         uint64_t want[CAL_MAX_SIZES];
     } cases[] = {
-        /* FP32 all-reduce (unit 4 B) or BF16 reduce-scatter over 2 ranks (2 B x 2): 512 and 32,768 added */
+        /* FP32 all-reduce (unit 4 B) or BF16 reduce-scatter over 2 ranks (2 B x 2): 512, 14,336 and 32,768 added */
         {"fp32 all-reduce, TP sizes",
          7434240,
          4,
          0,
-         3,
-         {512, 32768, 65536},
-         12,
-         {64, 256, 512, 1024, 4096, 16384, 32768, 65536, 262144, 1048576, 4194304, 7434240}},
+         4,
+         {512, 32768, 65536, 14336},
+         13,
+         {64, 256, 512, 1024, 4096, 14336, 16384, 32768, 65536, 262144, 1048576, 4194304, 7434240}},
         /* the all-to-all (BF16, 2 ranks: 2 x 2^2 = 8 B a unit) from its smallest call, at EP's 32 B counts and
          * 524,288 B dispatch */
         {"all-to-all, EP sizes",
