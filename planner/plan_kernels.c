@@ -20,9 +20,9 @@
  *            4Hf, RoPE 4(Q+K) in 2, QKV dY cast 4(Q+2K), norm1 backward 6H in 2,
  *            residual 6H; weight gradients accumulate in the GEMM epilogue.
  *   Query/key norms (models.csv qk_norm: Qwen3, Llama 4): Megatron-Core normalizes each query and key head
- *   before RoPE with a norm of its own (q_layernorm, k_layernorm: TENorm, or Llama 4's L2Norm under
- *   jit_fuser), one kernel each way per tensor: forward 4(Q+K) in 2 (read 2 B, write 2 B), backward 6(Q+K)
- *   in 4 (read x and dY, write dx; the weight gradient's partial sums and their reduction).
+ *   with a norm of its own beside RoPE (Qwen3's q_layernorm, k_layernorm before it: TENorm; Llama 4's L2Norm
+ *   under jit_fuser), one kernel each way per tensor: forward 4(Q+K) in 2 (read 2 B, write 2 B), backward
+ *   6(Q+K) in 4 (read x and dY, write dx; the weight gradient's partial sums and their reduction).
  *   With sequence parallelism on a TN-only GPU (per-tensor scales, FP8 gather: te_sp_transpose) the norms
  *   write the row-wise FP8 copy only, 3H each, and the backward transposes FC1's and QKV's re-gathered
  *   FP8 input, 2Hf in 1 kernel each.
@@ -41,7 +41,7 @@
  * eager (one kernel per PyTorch op: an RMSNorm is 6 kernels moving 36 bytes per
  *     element in fp32 — to(float32), pow, mean, rsqrt, mul, to(bf16), mul(weight) —
  *     a LayerNorm 1 kernel of 4; HF-style RoPE 5 kernels, 20 bytes per element,
- *     for q and for k (q/k norms: an RMSNorm each, 36(Q+K) in 12 kernels, before it);
+ *     for q and for k (q/k norms: an RMSNorm each, 36(Q+K) in 12 kernels, beside it);
  *     SwiGLU silu + mul 2 kernels, 10F; casts as TE's separate
  *     ones): backward launches twice the forward's kernels and moves twice its
  *     bytes, plus the dY casts and the gradient accumulation.
@@ -219,7 +219,7 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     double Q = tok * (double)g->q_t, K = tok * (double)g->kv_t, F = tok * (double)g->F_t, kF = (double)g->k * F;
     int f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd), cur = rc->scaling == SCALING_CURRENT;
     int rope = in->model->pos == POS_ROPE, swiglu = g->k == 2, rms = in->model->norm == NORM_RMSNORM;
-    int qkn = in->model->qk_norm; /* query/key norms before RoPE (header: te, eager) */
+    int qkn = in->model->qk_norm; /* query/key norms beside RoPE (header: te, eager) */
     int saved8 = dt_fp8(rc->saved_input);
     double drop = in->dropout ? 1.0 : 0.0;
     double act_f = swiglu ? 6 * F : 4 * F, act_b = swiglu ? 10 * F : 6 * F;
