@@ -48,14 +48,12 @@
  *                         6); unpermute (R b_c + 2T) h; router backward 12 T E in 2;
  *                         shared 10 tok Fs + casts 4 tok (h + k Fs); norm2 6Th in 2;
  *                         residual 6Th;
- *              The chunk sort and restore: Megatron-Core's all-to-all dispatcher receives its rows ordered
- *              by source rank, then expert, and reorders them by local expert for the grouped GEMM when a GPU
- *              holds more than one expert (MoEAlltoAllTokenDispatcher.dispatch_postprocess: sort_chunks_by_idxs,
- *              or with token drop and padding a transpose made contiguous), and back before the combine
- *              (combine_preprocess, restore_output_by_local_experts): each a copy of the R received rows, one
- *              kernel, its gradient another (core_v0.14.0-core_v0.16.0 transformer/moe/token_dispatcher.py).
- *              Charged to Transformer Engine stacks with the all-to-all dispatcher and El > 1; DeepEP and
- *              HybridEP permute by expert as the tokens arrive (the permute above), so none there.
+ *              The chunk sort and restore: Megatron-Core's all-to-all dispatcher gets its rows by source rank,
+ *              then expert, and with El > 1 reorders them by expert for the grouped GEMM (dispatch_postprocess:
+ *              sort_chunks_by_idxs; with token drop and padding a transpose made contiguous) and back before the
+ *              combine (combine_preprocess), each a copy of the R rows, one kernel, its gradient another
+ *              (core_v0.14.0-v0.16.0 transformer/moe/token_dispatcher.py). TE stacks with that dispatcher only:
+ *              DeepEP and HybridEP permute by expert as the rows arrive (the permute above).
  *              Each at least one launch floor; counted in route_f / route_b. Transformer Engine quantizes
  *              the four expert inputs (FC1, FC2, the gradient, FC1's dY) one local expert at a time: 3 kernels
  *              an expert and one more read for per-tensor current scaling, 1 for block scales, one fused kernel
