@@ -19,6 +19,10 @@
  *            norm2 backward 6H in 2 kernels (dx, dgamma), residual 6H, proj dY cast
  *            4Hf, RoPE 4(Q+K) in 2, QKV dY cast 4(Q+2K), norm1 backward 6H in 2,
  *            residual 6H; weight gradients accumulate in the GEMM epilogue.
+ *   Query/key norms (models.csv qk_norm: Qwen3, Llama 4): Megatron-Core normalizes each query and key head
+ *   with a norm of its own beside RoPE (Qwen3's q_layernorm, k_layernorm before it: TENorm; Llama 4's L2Norm
+ *   under jit_fuser), one kernel each way per tensor: forward 4(Q+K) in 2 (read 2 B, write 2 B), backward
+ *   6(Q+K) in 4 (read x and dY, write dx; the weight gradient's partial sums and their reduction).
  *   With sequence parallelism on a TN-only GPU (per-tensor scales, FP8 gather: te_sp_transpose) the norms
  *   write the row-wise FP8 copy only, 3H each, and the backward transposes FC1's and QKV's re-gathered
  *   FP8 input, 2Hf in 1 kernel each.
@@ -26,7 +30,10 @@
  *     producer, casts write the row-wise copy only, the high-precision input is
  *     saved and recast for the weight gradient):
  *   forward  norm1 4H, x cast 3H, RoPE 4(Q+K), proj cast 3Q, residual+norm2 8H,
- *            x cast 3H, activation 6F, FC2 cast 3F, residual 6H (one kernel each)
+ *            x cast 3H, activation 6F, FC2 cast 3F, residual 6H (one kernel each);
+ *            q/k norms not apart: a head's norm is a reduction over the head_dim
+ *            values the RoPE kernel reads and writes anyway, which inductor fuses
+ *            into it (an assumption: no trace of these runs' kernels was read)
  *   backward dY casts 4Hf, 4kF, 4Hf, 4(Q+2K) (row-wise + transposed), activation
  *            backward 10F, norm+residual backward 10H in 2 kernels (twice), RoPE
  *            4(Q+K), input recasts for wgrad 3(2Hf + Q + F) in 4 kernels, and the
@@ -34,7 +41,8 @@
  * eager (one kernel per PyTorch op: an RMSNorm is 6 kernels moving 36 bytes per
  *     element in fp32 — to(float32), pow, mean, rsqrt, mul, to(bf16), mul(weight) —
  *     a LayerNorm 1 kernel of 4; HF-style RoPE 5 kernels, 20 bytes per element,
- *     for q and for k; SwiGLU silu + mul 2 kernels, 10F; casts as TE's separate
+ *     for q and for k (q/k norms: an RMSNorm each, 36(Q+K) in 12 kernels, beside it);
+ *     SwiGLU silu + mul 2 kernels, 10F; casts as TE's separate
  *     ones): backward launches twice the forward's kernels and moves twice its
  *     bytes, plus the dY casts and the gradient accumulation.
  * fp8plan (this project's executor, exec/model/model_pass.c block_fwd/block_bwd: one fused
@@ -211,6 +219,7 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     double Q = tok * (double)g->q_t, K = tok * (double)g->kv_t, F = tok * (double)g->F_t, kF = (double)g->k * F;
     int f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd), cur = rc->scaling == SCALING_CURRENT;
     int rope = in->model->pos == POS_ROPE, swiglu = g->k == 2, rms = in->model->norm == NORM_RMSNORM;
+    int qkn = in->model->qk_norm; /* query/key norms beside RoPE (header: te, eager) */
     int saved8 = dt_fp8(rc->saved_input);
     double drop = in->dropout ? 1.0 : 0.0;
     double act_f = swiglu ? 6 * F : 4 * F, act_b = swiglu ? 10 * F : 6 * F;
@@ -230,6 +239,7 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
         int sp_t = te_sp_transpose(in, f8);
         double nw = sp_t ? 3.0 : 4.0;
         te_norm(&f, H, f8, cur, nw);
+        if (qkn) op(&f, 4 * (Q + K), 2);
         if (rope) op(&f, 4 * (Q + K), 2);
         cast(&f, Q, 2, f8, cur);
         op(&f, (6 + drop) * H, 1);
@@ -246,6 +256,7 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
         bm = b.t;
         cast(&b, Hf, 2, b8, cur);
         if (rope) op(&b, 4 * (Q + K), 2);
+        if (qkn) op(&b, 6 * (Q + K), 4);
         cast(&b, Q + 2 * K, 2, b8, cur);
         if (sp_t) op(&b, 2 * Hf, 1); /* QKV's */
         op(&b, 6 * H, 2), op(&b, 6 * H, 1);
@@ -291,6 +302,7 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     default: { /* FUSE_EAGER */
         double nb = rms ? 36 : 4, nk = rms ? 6 : 1;
         op(&f, nb * H, nk), cast(&f, H, saved8 ? 2 : 1, f8, cur);
+        if (qkn && rms) op(&f, nb * (Q + K), 2 * nk);
         if (rope) op(&f, 20 * (Q + K), 10);
         cast(&f, Q, saved8 ? 2 : 1, f8, cur);
         op(&f, (6 + 3 * drop) * H, 1 + drop);

@@ -34,18 +34,27 @@
  *              E experts, k top-k, Fe = expert FFN / etp, Fs = shared / tp, b_d, b_c
  *              the dispatch and combine bytes per element:
  *                forward  norm2 4Th; router scores and top-k (8E + 8k) T in 2; FP8
- *                         dispatch: quantize 3Th; permute 2 R h b_d; FC1 input cast
+ *                         dispatch: quantize 3Th; permute 2 R h b_d; chunk sort (below)
+ *                         2 R h b_d; FC1 input cast
  *                         4Rh unless dispatched in FP8 (FP8 GEMMs); activation 6 R Fe
- *                         (GeLU 4); FC2 input cast 4 R Fe; unpermute and weight
+ *                         (GeLU 4); FC2 input cast 4 R Fe; chunk restore 2 R h b_c;
+ *                         unpermute and weight
  *                         (R b_c + 2T) h; shared experts' activation 6 tok Fs and cast
  *                         4 tok Fs; residual 6Th;
  *                backward FP8 dispatch of dY: quantize 3Th; permute 2 R h b_d;
+ *                         the chunk sort's and restore's gradients 2 R h (b_d + b_c) in 2;
  *                         routing-weight gradient 4Rh; dY casts 4Rh (unless FP8
  *                         dispatch) and 4 R k Fe; activation backward 10 R Fe (GeLU
  *                         6); unpermute (R b_c + 2T) h; router backward 12 T E in 2;
  *                         shared 10 tok Fs + casts 4 tok (h + k Fs); norm2 6Th in 2;
  *                         residual 6Th;
- *              each at least one launch floor; counted in route_f / route_b. Transformer Engine quantizes
+ *              The chunk sort and restore: Megatron-Core's all-to-all dispatcher gets its rows by source rank,
+ *              then expert, and with El > 1 reorders them by expert for the grouped GEMM (dispatch_postprocess:
+ *              sort_chunks_by_idxs; with token drop and padding a transpose made contiguous) and back before the
+ *              combine (combine_preprocess), each a copy of the R rows, one kernel, its gradient another
+ *              (core_v0.14.0-v0.16.0 transformer/moe/token_dispatcher.py). TE stacks with that dispatcher only:
+ *              DeepEP and HybridEP permute by expert as the rows arrive (the permute above).
+ *              Each at least one launch floor; counted in route_f / route_b. Transformer Engine quantizes
  *              the four expert inputs (FC1, FC2, the gradient, FC1's dY) one local expert at a time: 3 kernels
  *              an expert and one more read for per-tensor current scaling, 1 for block scales, one fused kernel
  *              for delayed scaling (expert_quant). A stack whose MoE layer was counted (moe_host_ops) adds one
@@ -202,21 +211,26 @@ static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
     int d8 = dt_fp8(rc->comm_ep_dispatch), f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd), sw = g->k == 2;
     double qk, qr; /* an expert input's quantize kernels and re-read (expert_quant) */
     expert_quant(in, (double)x->El, &qk, &qr);
+    /* Megatron's all-to-all dispatcher reorders the received rows by local expert and back (header) */
+    int sortc = in->fusion == FUSE_TE && in->moe_dedup == MOE_DISPATCH_ALLTOALL && x->El > 1;
     /* the kinds a profile may rate apart (ElemKind): norm2, the activations' forward, the FP8 casts (the dispatch's
      * quantize too), the residual; the permutes, the routing-weight gradient and the unpermute move rows with at most
      * a multiply-add an element, the residual add's kind (cpu_moe.c, k_moe_perm.cu) */
     op2k(&f, &edge, ELEM_NORM, 4 * T * h, 1), op2(&f, &pr, (8 * E + 8 * k) * T, 2);
     if (d8) op2k(&f, &pp, ELEM_CAST, 3 * T * h, 1);
     op2k(&f, &pp, ELEM_ADD, 2 * R * h * bd, 1);
+    if (sortc) op2k(&f, &pp, ELEM_ADD, 2 * R * h * bd, 1);
     if (f8 && !d8) op2k(&f, &pa, ELEM_CAST, (4 + 2 * qr) * R * h, qk);
     op2k(&f, &pa, ELEM_ACT, (sw ? 6 : 4) * R * Fe, 1);
     if (f8) op2k(&f, &pa, ELEM_CAST, (4 + 2 * qr) * R * Fe, qk);
+    if (sortc) op2k(&f, &pp, ELEM_ADD, 2 * R * h * bc, 1);
     op2k(&f, &pp, ELEM_ADD, (R * bc + 2 * T) * h, 1);
     if (Fs > 0) op2k(&f, &sh, ELEM_ACT, (sw ? 6 : 4) * tok * Fs, 1);
     if (Fs > 0 && f8) op2k(&f, &sh, ELEM_CAST, 4 * tok * Fs, 1);
     op2k(&f, &edge, ELEM_ADD, 6 * T * h, 1);
     if (d8) op2k(&b, &pp, ELEM_CAST, 3 * T * h, 1);
     op2k(&b, &pp, ELEM_ADD, 2 * R * h * bd, 1), op2k(&b, &pp, ELEM_ADD, 4 * R * h, 1);
+    if (sortc) op2k(&b, &pp, ELEM_ADD, 2 * R * h * (bd + bc), 2);
     if (b8 && !d8) op2k(&b, &pa, ELEM_CAST, (4 + 2 * qr) * R * h, qk);
     if (b8) op2k(&b, &pa, ELEM_CAST, (4 + 2 * qr) * R * (sw ? 2 : 1) * Fe, qk);
     op2(&b, &pa, (sw ? 10 : 6) * R * Fe, 1), op2k(&b, &pp, ELEM_ADD, (R * bc + 2 * T) * h, 1),

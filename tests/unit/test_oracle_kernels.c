@@ -66,7 +66,11 @@ static void check(const LayerElem *le, double fwd, double fwd_attn, double bwd, 
  * te, current scaling: each cast reads its input once more for the amax in one more kernel, the norms' fused
  * casts too: forward 2 + 2 + 2 + 1 = 7 and 2 + 1 + 2 + 1 = 6 (13); backward 2 + 1 + 2 + 3 = 8 and
  * 2 + 2 + 2 + 3 = 9 (17). Gradient accumulation is fused (--gradient-accumulation-fusion): 0, even with 2
- * micro-batches; without the fusion main_grad.add_ is 4 kernels per micro-batch. */
+ * micro-batches; without the fusion main_grad.add_ is 4 kernels per micro-batch.
+ * With query/key norms (qk_norm, Qwen3): one norm kernel each for q and k before RoPE, 2 more in the forward's
+ * attention part (delayed 9 + 2 = 11, attention 5 + 2 = 7; current 13 + 2 = 15, 7 + 2 = 9), their backward 2 each
+ * (dx with the weight's partial sums, the partials' reduction), 4 more (delayed 13 + 4 = 17, attention 7 + 4 = 11;
+ * current 17 + 4 = 21, 9 + 4 = 13). */
 static void test_te_launches(void)
 {
     ModelSpec m = model();
@@ -79,6 +83,12 @@ static void test_te_launches(void)
     r.scaling = SCALING_CURRENT;
     le = elem(&m, &r, FUSE_TE, 1);
     check(&le, 13, 7, 17, 9, 0, "te current");
+    m.qk_norm = 1;
+    le = elem(&m, &r, FUSE_TE, 1);
+    check(&le, 15, 9, 21, 13, 0, "te current, q/k norms");
+    r.scaling = SCALING_DELAYED;
+    le = elem(&m, &r, FUSE_TE, 1);
+    check(&le, 11, 7, 17, 11, 0, "te delayed, q/k norms");
 }
 
 /* eager (one kernel per PyTorch op), delayed scaling:
@@ -92,7 +102,10 @@ static void test_te_launches(void)
  *   forward  norm1 1, x cast 1, RoPE 1, proj cast 1 -> 4; residual+norm2 1, x cast 1, SwiGLU 1, FC2 cast 1,
  *            residual 1 -> forward 9
  *   backward dY casts 1 + SwiGLU backward 1 + dY cast 1 + norm/residual backward 2 -> FFN part 5; dY cast 1,
- *            RoPE 1, dY cast 1, norm/residual backward 2, input recasts 4 -> attention part 9; backward 14. */
+ *            RoPE 1, dY cast 1, norm/residual backward 2, input recasts 4 -> attention part 9; backward 14.
+ * With query/key norms: eager runs an RMSNorm (6 kernels) on q and one on k before RoPE, 12 more: forward 42,
+ * attention part 31; backward 2 x 42 + 2 + 2 + 4 = 92, attention part 92 - 24 = 68 (the FFN's unchanged);
+ * compile fuses them into its RoPE kernel: unchanged. */
 static void test_eager_and_compile_launches(void)
 {
     ModelSpec m = model();
@@ -104,6 +117,11 @@ static void test_eager_and_compile_launches(void)
     check(&le, 9, 4, 14, 9, 0, "compile");
     le = elem(&m, &r, FUSE_COMPILE, 2);
     check(&le, 9, 4, 18, 9, 4, "compile, 2 micro-batches");
+    m.qk_norm = 1;
+    le = elem(&m, &r, FUSE_EAGER, 1);
+    check(&le, 42, 31, 92, 68, 0, "eager, q/k norms");
+    le = elem(&m, &r, FUSE_COMPILE, 1);
+    check(&le, 9, 4, 14, 9, 0, "compile, q/k norms");
 }
 
 /* fp8plan (this project's executor, exec/model/model_pass.c: one backend kernel per step), delayed scaling,
@@ -223,6 +241,14 @@ static void test_bytes(void)
     check_bytes(&in, FUSE_EAGER, (const double[4]){6144, 2880, 13952, 6272}, "eager, FP8 saved");
     check_bytes(&in, FUSE_COMPILE, (const double[4]){2496, 640, 3840, 1088}, "compile, FP8 saved");
     check_bytes(&in, FUSE_FP8PLAN, (const double[4]){2560, 832, 3968, 1152}, "fp8plan, FP8 saved");
+    /* query/key norms over Q + K = 32 + 32 = 64 elements (BF16 saved, as the first lines): te forward 4 x 64 = 256
+     * (2304 + 256 = 2560, attention 704 + 256 = 960), backward 6 x 64 = 384 (3968 + 384 = 4352, attention 1152 +
+     * 384 = 1536); eager two RMSNorms of 36 B an element, 36 x 64 = 2304 (5920 + 2304 = 8224, attention 2816 + 2304
+     * = 5120), its backward twice that (14176 + 4608 = 18784, attention 6816 + 4608 = 11424); compile unchanged */
+    r.saved_input = DT_BF16, m.qk_norm = 1;
+    check_bytes(&in, FUSE_TE, (const double[4]){2560, 960, 4352, 1536}, "te, q/k norms");
+    check_bytes(&in, FUSE_EAGER, (const double[4]){8224, 5120, 18784, 11424}, "eager, q/k norms");
+    check_bytes(&in, FUSE_COMPILE, (const double[4]){2272, 576, 4512, 1760}, "compile, q/k norms");
 }
 
 /* te at tp 2 with sequence parallelism (TE's norm + linear gathers the row-wise FP8 copy only, plan_kernels.c

@@ -133,7 +133,9 @@ static void test_zero3_experts_whole_in_group_of_one(void)
  *            combine 1, router backward 2, shared expert SwiGLU backward 1 and its casts 2, norm backward 2 +
  *            residual 1 = 14; 25 in all.
  * FP8 dispatch: the cast moves before the dispatch (forward 1 for 1) and the gradient's cast becomes the
- * dispatch cast of the backward (1 for 1): 25 again. */
+ * dispatch cast of the backward (1 for 1): 25 again.
+ * These lists are DeepEP's (moe_dedup), which permutes the received rows by expert as they arrive; Megatron's
+ * all-to-all dispatcher sorts them by local expert and back (the last cases). */
 static void test_route_launches(void)
 {
     ModelSpec m = ox_moe(512);
@@ -141,7 +143,7 @@ static void test_route_launches(void)
     g.hbm_bw = g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
     Recipe r = fx_te_recipe("te", 0);
     PlanInput in = fx_input(&m, &g, &r);
-    in.launch_s = 1e-6, in.gbs = 1;
+    in.launch_s = 1e-6, in.gbs = 1, in.moe_dedup = MOE_DISPATCH_DEEPEP;
     Plan p;
     if (!build(&in, &p)) return;
     CHECKF(fabs(p.time.moe_route_s - 25e-6) < 1e-12, "BF16 dispatch: %g us, expected 25", p.time.moe_route_s * 1e6);
@@ -187,6 +189,18 @@ static void test_route_launches(void)
     g.sm = 100;
     if (!build(&in, &p)) return;
     CHECKF(fabs(p.time.moe_route_s - 65e-6) < 1e-12, "MXFP8: %g us, expected 65", p.time.moe_route_s * 1e6);
+    /* Megatron's all-to-all dispatcher with 8 local experts: the received rows sorted by expert after the dispatch
+     * and restored before the combine, 1 kernel each forward, and their gradients 2 backward: 65 + 4 = 69; a
+     * compile stack (one grouped kernel, no such dispatcher) none: the 25 of the case above with delayed scaling */
+    in.moe_dedup = MOE_DISPATCH_ALLTOALL;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 69e-6) < 1e-12, "all-to-all dispatcher: %g us, expected 69",
+           p.time.moe_route_s * 1e6);
+    in.fusion = FUSE_COMPILE, r.scaling = SCALING_DELAYED, r.act_gran = r.weight_gran = GRAN_TENSOR;
+    r.gemm_bwd = DT_E5M2, g.sm = 90;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 25e-6) < 1e-12, "compile, all-to-all: %g us, expected 25",
+           p.time.moe_route_s * 1e6);
 }
 
 /* The same kernels by bytes (launches free, HBM 1e12 B/s at efficiency 1: bytes x 1e-12 s). T = 512 tokens,
@@ -202,7 +216,8 @@ static void test_route_launches(void)
  *            1,572,864: 9,617,408; in all 15,818,752 B
  * FP8 dispatch (1 B): the forward casts 3Th = 393,216 before a 1-byte dispatch 2Rh = 524,288 and drops the rows'
  * cast: 5,021,696; the backward casts 3Th = 393,216, dispatches 524,288 and drops the gradient's cast:
- * 8,437,760; in all 13,459,456 B. */
+ * 8,437,760; in all 13,459,456 B.
+ * DeepEP's lists, as test_route_launches; Megatron's all-to-all dispatcher's sort is the last cases. */
 static void test_route_bytes(void)
 {
     ModelSpec m = ox_moe(512);
@@ -210,7 +225,7 @@ static void test_route_bytes(void)
     g.hbm_bw = 1e12, g.flops_bf16 = g.flops_fp8 = g.flops_fp32 = 1e30;
     Recipe r = fx_te_recipe("te", 0);
     PlanInput in = fx_input(&m, &g, &r);
-    in.launch_s = 0, in.eff_hbm = 1, in.gbs = 1;
+    in.launch_s = 0, in.eff_hbm = 1, in.gbs = 1, in.moe_dedup = MOE_DISPATCH_DEEPEP;
     Plan p;
     if (!build(&in, &p)) return;
     CHECKF(fabs(p.time.moe_route_s - 15818752e-12) < 1e-18, "BF16 dispatch: %.0f B, expected 15,818,752",
@@ -253,6 +268,21 @@ static void test_route_bytes(void)
     if (!build(&in, &p)) return;
     CHECKF(fabs(p.time.moe_route_s - 16031744e-12) < 1e-18, "MXFP8: %.0f B, expected 16,031,744",
            p.time.moe_route_s * 1e12);
+    /* Megatron's all-to-all dispatcher, 8 local experts: each of the R = 1024 received rows of h = 256 copied once
+     * into expert order after the dispatch (read and write, BF16: 2 x 1024 x 256 x 2 = 1,048,576) and once back
+     * before the combine (1,048,576), their gradients the same backward (2 x 1024 x 256 x (2 + 2) = 2,097,152):
+     * 16,031,744 + 4,194,304 = 20,226,048 B; with the FP8 dispatch (1 B a dispatched element; the per-tensor list
+     * again, 13,459,456): forward 2 x 1024 x 256 x 1 = 524,288 + 1,048,576, backward 2 x 1024 x 256 x (1 + 2) =
+     * 1,572,864: 13,459,456 + 3,145,728 = 16,605,184 B */
+    in.moe_dedup = MOE_DISPATCH_ALLTOALL;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 20226048e-12) < 1e-18, "all-to-all dispatcher, MXFP8: %.0f B, expected 20,226,048",
+           p.time.moe_route_s * 1e12);
+    r.scaling = SCALING_DELAYED, r.act_gran = r.weight_gran = GRAN_TENSOR, r.gemm_bwd = DT_E5M2, g.sm = 90;
+    r.comm_ep_dispatch = DT_E4M3;
+    if (!build(&in, &p)) return;
+    CHECKF(fabs(p.time.moe_route_s - 16605184e-12) < 1e-18,
+           "all-to-all dispatcher, FP8 dispatch: %.0f B, expected 16,605,184", p.time.moe_route_s * 1e12);
 }
 
 /* One NCCL communicator (nccl_comm_bytes = 1000 here) per group of more than one rank the GPU is in: tp, cp,
