@@ -31,7 +31,7 @@ static void apply_stack(PlanArgs *a, const StackSpec *st)
     PlanInput given = a->in;
     plan_input_use_stack(&a->in, st);
     plan_args_keep_given(a, &given, &a->in);
-    if (!a->layout_given[9] && st->expert_tp && a->in.model && a->in.model->experts) a->in.etp = a->in.tp;
+    if (!a->layout_given[9]) a->in.etp = stack_default_etp(st, a->in.model, a->in.tp);
 }
 
 int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe)
