@@ -37,9 +37,10 @@ static void apply_stack(PlanArgs *a, const StackSpec *st)
 int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe)
 {
     char names[2048];
-    if (a->from_given && a->from.have_model && a->model == a->from.model.name)
-        a->in.model = plan_from_model(c, a);
-    else
+    if (a->from_given && a->from.have_model && a->model == a->from.model.name) {
+        Err e;
+        if (!(a->in.model = plan_from_model(c, a, &e))) return cli_fail(cmd, &e);
+    } else
         a->in.model = catalog_model(c, a->model);
     if (!a->in.model) {
         catalog_model_names(c, names, sizeof names);
