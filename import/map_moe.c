@@ -71,7 +71,7 @@ static void freq_term(Freq *f, int depth)
     if (f->bad || *f->p != '*') return;
     f->p++;
     unsigned long k = read_int(f), len = f->n - start;
-    if (f->bad || !k || len * k > FREQ_MAX) return (void)(f->bad = 1);
+    if (f->bad || !k || start + len * k > FREQ_MAX) return (void)(f->bad = 1);
     for (unsigned long i = 1; i < k; i++) memcpy(f->out + start + i * len, f->out + start, len);
     f->n = start + len * k;
 }

@@ -352,6 +352,9 @@ static void test_errors(void)
          "m7.sh:2: --moe-layer-freq [0]*1+[1]*3: the pattern's length is not --num-layers", IMPORT_AUTO},
         {M "--moe-layer-freq [0,2]\n", "m8.sh", "m8.sh:2: --moe-layer-freq: '[0,2]' is not an integer or a list",
          IMPORT_AUTO},
+        /* 60000 + 60000 layers pass the 100000 a pattern may spell out: refused, not written past its buffer */
+        {M "--moe-layer-freq [0]*60000+[1]*60000\n", "m15.sh",
+         "m15.sh:2: --moe-layer-freq: '[0]*60000+[1]*60000' is not an integer", IMPORT_AUTO},
         {M "--moe-router-num-groups 2\n", "m9.sh",
          "m9.sh:2: --moe-router-num-groups 2: --moe-router-num-groups and --moe-router-group-topk go together",
          IMPORT_AUTO},
