@@ -160,8 +160,8 @@ const ModelSpec *plan_from_model(const Catalog *c, const PlanArgs *a, Err *e)
                 char why[600];
                 decided(m, why, sizeof why);
                 fprintf(stderr,
-                        "%s: the model is the catalog's %s: these agree (and norm, mlp, position, biases, "
-                        "tied embeddings): %s\n",
+                        "%s: the model is the catalog's %s: these agree (and norm, MLP, position, qk norm, "
+                        "biases, tied embeddings): %s\n",
                         a->from.path, c->models[i].name, why);
             }
             return &c->models[i];

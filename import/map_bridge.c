@@ -103,7 +103,9 @@ static const char *const kebab[] = {"moe_router_topk",
                                     "kv_lora_rank",
                                     "qk_head_dim",
                                     "qk_pos_emb_head_dim",
-                                    "v_head_dim"};
+                                    "v_head_dim",
+                                    "overlap_moe_expert_parallel_comm",
+                                    "moe_deepep_num_sms"};
 
 static const char *arg_of(const void *ctx, ImportKv *kv)
 {

@@ -226,6 +226,10 @@ int import_moe_arg(ImportResult *r, const ImportKv *kv, const char *a, ImportMoe
             *st = import_note(r, kv, 1, e, "ignored: false");
     } else if (!strcmp(a, "--moe-grouped-gemm")) {
         m->grouped_gemm = switch_on(kv), m->grouped_kv = kv;
+    } else if (!strcmp(a, "--overlap-moe-expert-parallel-comm")) {
+        m->overlap_kv = kv;
+    } else if (!strcmp(a, "--moe-deepep-num-sms")) {
+        m->sms_kv = kv;
     } else if (!strcmp(a, "--moe-expert-capacity-factor")) {
         m->capacity_kv = kv;
     } else if (!strcmp(a, "--recompute-modules")) {
@@ -330,6 +334,18 @@ static Status finish_run(ImportResult *r, const ImportMoe *m, Err *e)
                                    "Engine's GroupedLinear");
     if (m->grouped_kv) TRY(import_note(r, m->grouped_kv, 0, e, "the planner's grouped expert GEMMs"));
     TRY(finish_dispatcher(r, m, e));
+    if (m->overlap_kv && switch_on(m->overlap_kv)) { /* one micro-batch's all-to-alls behind another's compute */
+        TRY(import_flag(r, "--overlap-ep", "1", e));
+        TRY(import_note(r, m->overlap_kv, 0, e, "--overlap-ep 1"));
+    } else if (m->overlap_kv) {
+        TRY(import_note(r, m->overlap_kv, 1, e, "ignored: false (the stack's)"));
+    }
+    if (m->sms_kv) { /* the SMs DeepEP's kernels take: --ep-comm-sms */
+        unsigned n;
+        TRY(import_u32(r, m->sms_kv, 1, 1024, &n, e));
+        TRY(flag_u(r, "--ep-comm-sms", n, e));
+        TRY(import_note(r, m->sms_kv, 0, e, "--ep-comm-sms %u", n));
+    }
     if (m->capacity_kv) {
         double f;
         Err ne;
@@ -394,7 +410,8 @@ Status import_moe_finish(ImportResult *r, const ImportMoe *m, ModelSpec *s, unsi
     if (!m->experts_kv) { /* a dense model: its expert settings stand for nothing (Megatron ignores them too) */
         const ImportKv *noted[] = {m->topk_kv,   m->ffn_kv,        m->shared_kv, m->freq_kv,
                                    m->groups_kv, m->group_topk_kv, m->score_kv,  m->bias_kv};
-        const ImportKv *run[] = {m->dispatcher_kv, m->backend_kv, m->grouped_kv, m->capacity_kv};
+        const ImportKv *run[] = {m->dispatcher_kv, m->backend_kv, m->grouped_kv,
+                                 m->capacity_kv,   m->overlap_kv, m->sms_kv};
         for (size_t i = 0; i < sizeof noted / sizeof *noted; i++)
             if (noted[i]) TRY(renote(r, noted[i], "ignored: no --num-experts (a dense model)", e));
         for (size_t i = 0; i < sizeof run / sizeof *run; i++)

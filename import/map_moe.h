@@ -21,7 +21,7 @@ typedef struct {
     const char *dispatcher, *backend, *modules;
     const ImportKv *experts_kv, *topk_kv, *ffn_kv, *shared_kv, *freq_kv, *groups_kv, *group_topk_kv, *score_kv,
         *bias_kv, *mla_kv, *mtp_kv, *ep_kv, *etp_kv, *dispatcher_kv, *backend_kv, *grouped_kv, *capacity_kv,
-        *modules_kv, *q_lora_kv, *kv_lora_kv, *qk_head_kv, *qk_pos_kv, *v_head_kv;
+        *modules_kv, *q_lora_kv, *kv_lora_kv, *qk_head_kv, *qk_pos_kv, *v_head_kv, *overlap_kv, *sms_kv;
 } ImportMoe;
 
 /* 1 when `a` (a Megatron-LM argument name) is one of these: *st says whether it was read. */

@@ -236,9 +236,10 @@ static void test_moe(void)
          "--moe-token-dispatcher-type flex --moe-expert-capacity-factor 1.25 --moe-permute-fusion\n"
          "--multi-latent-attention --kv-lora-rank 64 --mtp-num-layers 1\n"
          "--expert-model-parallel-size 4 --expert-tensor-parallel-size 2\n"
-         "--recompute-granularity selective --recompute-modules moe_act mla_up_proj core_attn\n",
+         "--recompute-granularity selective --recompute-modules moe_act mla_up_proj core_attn\n"
+         "--overlap-moe-expert-parallel-comm --moe-deepep-num-sms 24\n",
          "--stack megatron-lm --seq 128 --recompute-modules mla_up_proj,moe_act,core_attn --recipe megatron-bf16 "
-         "--ep 4 --etp 2 --moe-dispatcher deepep --moe-capacity 1.25",
+         "--ep 4 --etp 2 --moe-dispatcher deepep --overlap-ep 1 --ep-comm-sms 24 --moe-capacity 1.25",
          "16 4 2 64 1 sigmoid 4 2 | 0 64 128 64 128 192 8 | 1"},
         /* Megatron's defaults: top-2, the expert FFN = --ffn-hidden-size 512, softmax, every layer MoE (freq 1);
          * core_attn alone is --recompute selective */
