@@ -93,6 +93,7 @@ typedef struct {
     CliOut out;
     int from_given;    /* --from FILE was read (cli/cmd_plan_from.c) */
     ImportResult from; /* its flags' text, model and batch rule (the notes are freed after --explain) */
+    int from_explain;  /* --explain was given with it */
 } PlanArgs;
 
 /* The plan inputs (cli/plan_flags.c): --model --gpu --recipe --recipes --stack --catalog --tp --pp --vpp
@@ -125,8 +126,10 @@ int plan_args_parse(const char *cmd, int argc, char **argv, unsigned mask, const
  * *out = argv[0], the file's flags that `mask` takes, then the user's arguments but those three (a malloc'd
  * array the caller frees; NULL without --from). Returns 0 or the exit code after the message. */
 int plan_from_expand(const char *cmd, int argc, char **argv, unsigned mask, PlanArgs *a, char ***out, int *outc);
-/* The model a->from describes: the catalog's row of the same dimensions, else a->from.model itself. */
-const ModelSpec *plan_from_model(const Catalog *c, const PlanArgs *a);
+/* The model a->from describes: the catalog's row of the same dimensions (with --explain, the fields that
+ * decided it on stderr), else a->from.model itself; NULL and *e (ST_DATA naming the file, line, setting and
+ * the nearest row) for a model with experts, latent attention or MTP that no catalog row has. */
+const ModelSpec *plan_from_model(const Catalog *c, const PlanArgs *a, Err *e);
 /* After a plan of the file's recipe failed (a GPU without FP8): say which line of the file chose it. */
 void plan_from_blame(const char *cmd, const PlanArgs *a);
 /* The value the file gave `flag` ("--recipe"), or NULL. */

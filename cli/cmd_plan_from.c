@@ -105,28 +105,91 @@ int plan_from_expand(const char *cmd, int argc, char **argv, unsigned mask, Plan
     }
     nv[n] = NULL;
     if (want_explain) explain(r, nv + 1, first_user - 1);
+    a->from_explain = want_explain;
     import_free(r); /* the notes; the flags' text and the model stay in a->from */
     a->from_given = 1;
     *out = nv, *outc = n;
     return 0;
 }
 
-/* The fields of a model's dimensions (not its name or source). */
-static int same_dims(const ModelSpec *a, const ModelSpec *b)
+/* Whether field f takes part in matching: the context only where it sizes the learned position table, the
+ * dense FFN only where some layer has it (a model whose every layer is a MoE layer has no dense FFN). */
+static int compared(const ModelSpec *a, const ModelSpec *b, ImportField f)
 {
-    return a->layers == b->layers && a->hidden == b->hidden && a->ffn_hidden == b->ffn_hidden && a->heads == b->heads &&
-           a->kv_heads == b->kv_heads && a->head_dim == b->head_dim && a->vocab == b->vocab && a->norm == b->norm &&
-           a->mlp == b->mlp && a->pos == b->pos && a->tied_embeddings == b->tied_embeddings &&
-           a->linear_bias == b->linear_bias && a->qk_norm == b->qk_norm && a->experts == b->experts &&
-           a->kv_lora_rank == b->kv_lora_rank && a->mtp_layers == b->mtp_layers &&
-           (a->pos != POS_LEARNED || a->seq_len == b->seq_len); /* rotary or none: the context is no parameter */
+    if (f == IF_SEQ) return a->pos == POS_LEARNED || b->pos == POS_LEARNED;
+    if (f == IF_FFN) return !(a->experts && b->experts && !a->dense_layers && !b->dense_layers);
+    return 1;
 }
 
-const ModelSpec *plan_from_model(const Catalog *c, const PlanArgs *a)
+/* How many of the model's fields (not its name or source) differ; the first in *first. */
+static int n_diff(const ModelSpec *a, const ModelSpec *b, ImportField *first)
 {
-    for (int i = 0; i < c->nmodels; i++)
-        if (same_dims(&c->models[i], &a->from.model)) return &c->models[i];
-    return &a->from.model;
+    int n = 0;
+    for (int f = 0; f < IF_COUNT_; f++)
+        if (compared(a, b, (ImportField)f) &&
+            import_field_value(a, (ImportField)f) != import_field_value(b, (ImportField)f))
+            if (!n++ && first) *first = (ImportField)f;
+    return n;
+}
+
+static int moe_like(const ModelSpec *m) { return m->experts || m->kv_lora_rank || m->mtp_layers; }
+
+/* The fields that decided a match, as "experts 128, experts_per_token 8, ..." (the MoE, MLA and MTP ones
+ * where the model has them, after the dense shape). */
+static void decided(const ModelSpec *m, char *buf, size_t n)
+{
+    size_t k = (size_t)snprintf(buf, n, "layers %u, hidden %u, heads %u, kv_heads %u, head_dim %u, vocab %u", m->layers,
+                                m->hidden, m->heads, m->kv_heads, m->head_dim, m->vocab);
+    char t[24];
+    for (int f = IF_EXPERTS; f < IF_COUNT_ && k < n; f++)
+        if (import_field_value(m, (ImportField)f) || f == IF_DENSE)
+            k += (size_t)snprintf(buf + k, n - k, ", %s %s", import_field_name((ImportField)f),
+                                  import_field_text(m, (ImportField)f, t, sizeof t));
+}
+
+const ModelSpec *plan_from_model(const Catalog *c, const PlanArgs *a, Err *e)
+{
+    const ModelSpec *m = &a->from.model, *near = NULL;
+    int best = IF_COUNT_ + 1;
+    ImportField at = IF_LAYERS;
+    for (int i = 0; i < c->nmodels; i++) {
+        ImportField f = IF_LAYERS;
+        int d = n_diff(&c->models[i], m, &f);
+        if (!d) {
+            if (a->from_explain && moe_like(m)) {
+                char why[600];
+                decided(m, why, sizeof why);
+                fprintf(stderr,
+                        "%s: the model is the catalog's %s: these agree (and norm, MLP, position, qk norm, "
+                        "biases, tied embeddings): %s\n",
+                        a->from.path, c->models[i].name, why);
+            }
+            return &c->models[i];
+        }
+        if (d < best) best = d, near = &c->models[i], at = f;
+    }
+    if (!moe_like(m)) return m; /* a dense model is planned as the file describes it */
+    const ImportSrc *src = &a->from.src[at];
+    char where[IMPORT_KEY_MAX + 40], t1[24], t2[24];
+    if (src->line)
+        snprintf(where, sizeof where, "%d: %s", src->line, src->key);
+    else
+        snprintf(where, sizeof where, " %s (the framework's default)", import_field_name(at));
+    if (!near) {
+        err_set(e, ST_DATA,
+                "%s: the catalog has no models: a model with experts, latent attention or MTP is planned "
+                "as a catalog row",
+                a->from.path);
+        return NULL;
+    }
+    err_set(e, ST_DATA,
+            "%s:%s gives %s %s: no catalog model has this architecture (a model with experts, latent attention or "
+            "MTP is planned as a catalog row); the nearest, %s, has %s %s (%d field%s differ%s). Give --model, or add "
+            "the model's row to a models.csv of your own (--catalog DIR)",
+            a->from.path, where, import_field_name(at), import_field_text(m, at, t1, sizeof t1), near->name,
+            import_field_name(at), import_field_text(near, at, t2, sizeof t2), best, best > 1 ? "s" : "",
+            best > 1 ? "" : "s");
+    return NULL;
 }
 
 const char *plan_from_flag(const PlanArgs *a, const char *flag)

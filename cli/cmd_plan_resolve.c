@@ -31,15 +31,16 @@ static void apply_stack(PlanArgs *a, const StackSpec *st)
     PlanInput given = a->in;
     plan_input_use_stack(&a->in, st);
     plan_args_keep_given(a, &given, &a->in);
-    if (!a->layout_given[9] && st->expert_tp && a->in.model && a->in.model->experts) a->in.etp = a->in.tp;
+    if (!a->layout_given[9]) a->in.etp = stack_default_etp(st, a->in.model, a->in.tp);
 }
 
 int plan_args_resolve(const char *cmd, const Catalog *c, PlanArgs *a, const char *recipe)
 {
     char names[2048];
-    if (a->from_given && a->from.have_model && a->model == a->from.model.name)
-        a->in.model = plan_from_model(c, a);
-    else
+    if (a->from_given && a->from.have_model && a->model == a->from.model.name) {
+        Err e;
+        if (!(a->in.model = plan_from_model(c, a, &e))) return cli_fail(cmd, &e);
+    } else
         a->in.model = catalog_model(c, a->model);
     if (!a->in.model) {
         catalog_model_names(c, names, sizeof names);

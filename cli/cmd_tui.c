@@ -160,10 +160,12 @@ int cmd_tui(int argc, char **argv)
     TuiState *s = NULL;
     if (!(rc = plan_args_resolve(cmd, cat, &a, a.recipe))) {
         s = tui_state_new(cat, &a.in);
-        if (!s)
+        if (!s) {
             rc = cli_fail(cmd, &(Err){ST_NOMEM, "out of memory"});
-        else /* until the first key: how to start */
+        } else { /* until the first key: how to start */
+            s->etp_given = a.layout_given[9];
             tui_status(s, 0, "Welcome: Up/Down pick an input, Left/Right change it, ? all keys + walkthroughs");
+        }
     }
     if (!rc) rc = load_t5(cmd, a.catalog, s);
     if (!rc) { /* the published runs, planned once: each plan drawn is banded against them */

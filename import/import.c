@@ -104,6 +104,127 @@ int import_true(const char *v)
     return -1;
 }
 
+void import_src(ImportResult *r, ImportField f, const ImportKv *kv)
+{
+    r->src[f].line = kv->line;
+    snprintf(r->src[f].key, sizeof r->src[f].key, "%s", kv->key);
+}
+
+/* The arguments that set a model field (for naming it when no catalog row has the model). */
+static const struct {
+    const char *arg;
+    ImportField f;
+} model_args[] = {
+    {"--num-layers", IF_LAYERS},
+    {"--hidden-size", IF_HIDDEN},
+    {"--ffn-hidden-size", IF_FFN},
+    {"--num-attention-heads", IF_HEADS},
+    {"--num-query-groups", IF_KV_HEADS},
+    {"--group-query-attention", IF_KV_HEADS},
+    {"--kv-channels", IF_HEAD_DIM},
+    {"--vocab-size", IF_VOCAB},
+    {"--tokenizer-type", IF_VOCAB},
+    {"--max-position-embeddings", IF_SEQ},
+    {"--normalization", IF_NORM},
+    {"--swiglu", IF_MLP},
+    {"--position-embedding-type", IF_POS},
+    {"--use-rotary-position-embeddings", IF_POS},
+    {"--untie-embeddings-and-output-weights", IF_TIED},
+    {"--disable-bias-linear", IF_BIAS},
+    {"--qk-layernorm", IF_QK_NORM},
+};
+
+void import_src_arg(ImportResult *r, const char *arg, const ImportKv *kv)
+{
+    for (size_t i = 0; i < sizeof model_args / sizeof *model_args; i++)
+        if (!strcmp(arg, model_args[i].arg)) import_src(r, model_args[i].f, kv);
+}
+
+static const char *const field_names[IF_COUNT_] = {"layers",
+                                                   "hidden",
+                                                   "ffn_hidden",
+                                                   "heads",
+                                                   "kv_heads",
+                                                   "head_dim",
+                                                   "vocab",
+                                                   "seq_len",
+                                                   "norm",
+                                                   "mlp",
+                                                   "position",
+                                                   "tied_embeddings",
+                                                   "linear_bias",
+                                                   "qk_norm",
+                                                   "experts",
+                                                   "experts_per_token",
+                                                   "shared_experts",
+                                                   "expert_ffn_hidden",
+                                                   "dense_layers",
+                                                   "router",
+                                                   "router_groups",
+                                                   "router_group_topk",
+                                                   "q_lora_rank",
+                                                   "kv_lora_rank",
+                                                   "qk_nope_head_dim",
+                                                   "qk_rope_head_dim",
+                                                   "v_head_dim",
+                                                   "mtp_layers"};
+
+const char *import_field_name(ImportField f) { return (unsigned)f < IF_COUNT_ ? field_names[f] : "?"; }
+
+uint32_t import_field_value(const ModelSpec *m, ImportField f)
+{
+    switch (f) {
+    case IF_LAYERS: return m->layers;
+    case IF_HIDDEN: return m->hidden;
+    case IF_FFN: return m->ffn_hidden;
+    case IF_HEADS: return m->heads;
+    case IF_KV_HEADS: return m->kv_heads;
+    case IF_HEAD_DIM: return m->head_dim;
+    case IF_VOCAB: return m->vocab;
+    case IF_SEQ: return m->seq_len;
+    case IF_NORM: return (uint32_t)m->norm;
+    case IF_MLP: return (uint32_t)m->mlp;
+    case IF_POS: return (uint32_t)m->pos;
+    case IF_TIED: return (uint32_t)m->tied_embeddings;
+    case IF_BIAS: return (uint32_t)m->linear_bias;
+    case IF_QK_NORM: return (uint32_t)m->qk_norm;
+    case IF_EXPERTS: return m->experts;
+    case IF_TOPK: return m->experts_per_token;
+    case IF_SHARED: return m->shared_experts;
+    case IF_EXPERT_FFN: return m->expert_ffn;
+    case IF_DENSE: return m->dense_layers;
+    case IF_ROUTER: return (uint32_t)m->router;
+    case IF_GROUPS: return m->router_groups;
+    case IF_GROUP_TOPK: return m->router_group_topk;
+    case IF_Q_LORA: return m->q_lora_rank;
+    case IF_KV_LORA: return m->kv_lora_rank;
+    case IF_QK_NOPE: return m->qk_nope_head_dim;
+    case IF_QK_ROPE: return m->qk_rope_head_dim;
+    case IF_V_HEAD: return m->v_head_dim;
+    case IF_MTP: return m->mtp_layers;
+    default: return 0;
+    }
+}
+
+const char *import_field_text(const ModelSpec *m, ImportField f, char *buf, size_t n)
+{
+    static const char *const norm[] = {"layernorm", "rmsnorm"}, *const mlp[] = {"gelu", "swiglu"},
+                             *const pos[] = {"learned", "rope", "none"},
+                             *const router[] = {"none", "softmax", "sigmoid"};
+    uint32_t v = import_field_value(m, f);
+    const char *t = f == IF_NORM && v < 2                               ? norm[v]
+                    : f == IF_MLP && v < 2                              ? mlp[v]
+                    : f == IF_POS && v < 3                              ? pos[v]
+                    : f == IF_ROUTER && v < 3                           ? router[v]
+                    : (f == IF_TIED || f == IF_BIAS || f == IF_QK_NORM) ? (v ? "yes" : "no")
+                                                                        : NULL;
+    if (t)
+        snprintf(buf, n, "%s", t);
+    else
+        snprintf(buf, n, "%u", v);
+    return buf;
+}
+
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);

@@ -42,6 +42,46 @@ typedef struct {
 Status import_kv_add(ImportKvList *l, int line, const char *key, const char *val, Err *e);
 void import_kv_free(ImportKvList *l);
 
+/* The model fields a file can set, for naming where a value came from (ImportResult.src) when a model
+ * with experts or latent attention matches no catalog row. */
+typedef enum {
+    IF_LAYERS = 0,
+    IF_HIDDEN,
+    IF_FFN,
+    IF_HEADS,
+    IF_KV_HEADS,
+    IF_HEAD_DIM,
+    IF_VOCAB,
+    IF_SEQ,
+    IF_NORM,
+    IF_MLP,
+    IF_POS,
+    IF_TIED,
+    IF_BIAS,
+    IF_QK_NORM,
+    IF_EXPERTS,
+    IF_TOPK,
+    IF_SHARED,
+    IF_EXPERT_FFN,
+    IF_DENSE,
+    IF_ROUTER,
+    IF_GROUPS,
+    IF_GROUP_TOPK,
+    IF_Q_LORA,
+    IF_KV_LORA,
+    IF_QK_NOPE,
+    IF_QK_ROPE,
+    IF_V_HEAD,
+    IF_MTP,
+    IF_COUNT_
+} ImportField;
+
+/* Where a model field was set: the line and key (line 0: the framework's default). */
+typedef struct {
+    int line;
+    char key[IMPORT_KEY_MAX];
+} ImportSrc;
+
 /* One line of --explain: the setting, and what it mapped to ("--tp 2", "model hidden 4096") or, when
  * ignored, why ("ignored: logging"). */
 typedef struct {
@@ -71,6 +111,7 @@ typedef struct {
     char recipe_key[IMPORT_KEY_MAX];
     unsigned world; /* GPUs the file states (torchrun --nproc_per_node x --nnodes); 0: not said */
     int world_line;
+    ImportSrc src[IF_COUNT_]; /* where each of model's fields came from (have_model) */
 } ImportResult;
 
 /* Read `path` as `fmt` (IMPORT_AUTO: told from the name and content: *.toml is torchtitan, a YAML
@@ -104,6 +145,12 @@ Status import_flag(ImportResult *r, const char *flag, const char *val, Err *e); 
 /* A whole number in [lo, hi], or ST_DATA naming path:line and the key. */
 Status import_u32(const ImportResult *r, const ImportKv *kv, unsigned lo, unsigned hi, unsigned *out, Err *e);
 int import_true(const char *v); /* "", "true", "True", "1", "yes": 1; "false", "False", "0", "no": 0; else -1 */
+void import_src(ImportResult *r, ImportField f, const ImportKv *kv);       /* field f was set by kv */
+void import_src_arg(ImportResult *r, const char *arg, const ImportKv *kv); /* the field Megatron argument arg sets */
+/* ModelSpec's value of field f (an enum as its number), and its models.csv column name. */
+uint32_t import_field_value(const ModelSpec *m, ImportField f);
+const char *import_field_name(ImportField f);
+const char *import_field_text(const ModelSpec *m, ImportField f, char *buf, size_t n); /* "768", "sigmoid", "yes" */
 
 #ifdef __cplusplus
 }

@@ -32,10 +32,15 @@ static const struct {
     {"model.pipeline_model_parallel_size", "--pipeline-model-parallel-size", 0},
     {"model.virtual_pipeline_model_parallel_size", "--virtual-pipeline-model-parallel-size", 0},
     {"model.context_parallel_size", "--context-parallel-size", 0},
+    {"model.num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers", 0},
+    {"model.num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers", 0},
     {"model.expert_model_parallel_size", "--expert-model-parallel-size", 0},
     {"model.sequence_parallel", "--sequence-parallel", 0},
     {"model.num_moe_experts", "--num-experts", 0},
     {"model.multi_latent_attention", "--multi-latent-attention", 0},
+    {"model.expert_tensor_parallel_size", "--expert-tensor-parallel-size", 0},
+    {"model.mtp_num_layers", "--mtp-num-layers", 0},
+    {"model.recompute_modules", "--recompute-modules", 0},
     {"model.recompute_granularity", "--recompute-granularity", 0},
     {"model.recompute_method", "--recompute-method", 0},
     {"model.recompute_num_layers", "--recompute-num-layers", 0},
@@ -67,9 +72,54 @@ static const struct {
     {"comm_overlap.overlap_param_gather", "--overlap-param-gather", 0},
 };
 
+/* TransformerConfig's MoE and MLA fields whose argument is the field's name in kebab case after "--"
+ * (moe_router_topk is --moe-router-topk); the MLA ranks likewise (q_lora_rank is --q-lora-rank). */
+static const char *const kebab[] = {"moe_router_topk",
+                                    "moe_ffn_hidden_size",
+                                    "moe_shared_expert_intermediate_size",
+                                    "moe_layer_freq",
+                                    "moe_token_dispatcher_type",
+                                    "moe_flex_dispatcher_backend",
+                                    "moe_enable_deepep",
+                                    "moe_grouped_gemm",
+                                    "moe_permute_fusion",
+                                    "moe_router_padding_for_fp8",
+                                    "moe_router_score_function",
+                                    "moe_router_enable_expert_bias",
+                                    "moe_aux_loss_coeff",
+                                    "moe_z_loss_coeff",
+                                    "moe_router_load_balancing_type",
+                                    "moe_router_topk_scaling_factor",
+                                    "moe_router_pre_softmax",
+                                    "moe_router_dtype",
+                                    "moe_router_bias_update_rate",
+                                    "moe_token_drop_policy",
+                                    "moe_shared_expert_overlap",
+                                    "moe_pad_expert_input_to_capacity",
+                                    "moe_expert_capacity_factor",
+                                    "moe_router_num_groups",
+                                    "moe_router_group_topk",
+                                    "q_lora_rank",
+                                    "kv_lora_rank",
+                                    "qk_head_dim",
+                                    "qk_pos_emb_head_dim",
+                                    "v_head_dim",
+                                    "overlap_moe_expert_parallel_comm",
+                                    "moe_deepep_num_sms"};
+
 static const char *arg_of(const void *ctx, ImportKv *kv)
 {
+    static char arg[IMPORT_KEY_MAX];
     (void)ctx;
+    if (!strncmp(kv->key, "model.", 6))
+        for (size_t i = 0; i < sizeof kebab / sizeof *kebab; i++)
+            if (!strcmp(kv->key + 6, kebab[i])) {
+                if (!strcmp(kv->val, "null") || !strcmp(kv->val, "~")) return NULL;
+                snprintf(arg, sizeof arg, "--%s", kebab[i]);
+                for (char *p = arg + 2; *p; p++)
+                    if (*p == '_') *p = '-';
+                return arg;
+            }
     /* mixed_precision given as a recipe name: "bf16_mixed", "bf16_with_fp8_delayed_scaling_mixed", ... */
     if (!strcmp(kv->key, "mixed_precision")) return "--bridge-mixed-precision"; /* a recipe name: map_megatron.c */
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)

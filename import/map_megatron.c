@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "import/import.h"
+#include "import/map_moe.h"
 
 typedef struct {
     unsigned layers, hidden, ffn, heads, groups, kv_channels, vocab, maxpos, seq;
@@ -28,6 +29,7 @@ typedef struct {
     unsigned nproc, nnodes;
     int nproc_line;
     int gbs_given;
+    ImportMoe moe;
 } Mg;
 
 #define TRY(x)               \
@@ -65,13 +67,10 @@ static Status needs_value(const ImportResult *r, const ImportKv *kv, Err *e)
 
 /* Settings that change the plan and that the planner does not model: refused, never dropped. */
 static const char *const refused[][2] = {
-    {"--num-experts", "mixture-of-experts arguments are not read yet: give --model (a catalog MoE row)"},
     {"--fp4-format", "FP4 training is not modelled"},
     {"--fp4", "FP4 training is not modelled"},
     {"--cpu-offloading", "activation/weight offloading to the host is not modelled"},
     {"--optimizer-cpu-offload", "optimizer offloading to the host is not modelled"},
-    {"--multi-latent-attention", "multi-latent attention arguments are not read yet: give --model"},
-    {"--mtp-num-layers", "multi-token prediction arguments are not read yet: give --model"},
 };
 
 static Status one(ImportResult *r, const ImportKv *kv, const char *a, Mg *m, Err *e)
@@ -79,6 +78,9 @@ static Status one(ImportResult *r, const ImportKv *kv, const char *a, Mg *m, Err
     for (size_t i = 0; i < sizeof refused / sizeof *refused; i++)
         if (!strcmp(a, refused[i][0]) && switch_on(kv) && strcmp(kv->val, "0"))
             return err_set(e, ST_DATA, "%s:%d: %s: %s", r->path, kv->line, kv->key, refused[i][1]);
+    Status st;
+    if (import_moe_arg(r, kv, a, &m->moe, &st, e)) return st;
+    import_src_arg(r, a, kv);
     /* model dimensions */
     if (!strcmp(a, "--num-layers")) return dim(r, kv, m, "layers", 100000, &m->layers, e);
     if (!strcmp(a, "--hidden-size")) return dim(r, kv, m, "hidden", 1u << 20, &m->hidden, e);
@@ -131,10 +133,6 @@ static Status one(ImportResult *r, const ImportKv *kv, const char *a, Mg *m, Err
         m->vstage_kv = kv;
         TRY(import_u32(r, kv, 1, 100000, &m->layers_per_vstage, e));
         return import_note(r, kv, 0, e, "--vpp = layers / (pp x %u)", m->layers_per_vstage);
-    }
-    if (!strcmp(a, "--expert-model-parallel-size")) {
-        unsigned ep;
-        return flag_u32(r, kv, "--ep", 1, 1u << 20, &ep, e);
     }
     if (!strcmp(a, "--micro-batch-size")) return flag_u32(r, kv, "--mbs", 1, 1u << 20, &m->mbs, e);
     if (!strcmp(a, "--global-batch-size")) {
@@ -425,10 +423,12 @@ static Status finish(ImportResult *r, Mg *m_, int any, Err *e)
         snprintf(v, sizeof v, "%u", m.layers / pp / m.layers_per_vstage);
         TRY(import_flag(r, "--vpp", v, e));
     }
+    int selective_done;
+    TRY(import_moe_modules(r, &m.moe, m.rc_kv ? m.rc_gran : NULL, &selective_done, e));
     if (m.rc_kv) {
         const char *g = m.rc_gran;
         if (!strcmp(g, "selective")) {
-            TRY(import_flag(r, "--recompute", "selective", e));
+            if (!selective_done) TRY(import_flag(r, "--recompute", "selective", e));
         } else if (!strcmp(g, "full") && (!m.rc_method || !strcmp(m.rc_method, "uniform")) && m.rc_layers <= 1) {
             TRY(import_flag(r, "--recompute", "full", e));
         } else if (!strcmp(g, "full")) {
@@ -458,6 +458,7 @@ static Status finish(ImportResult *r, Mg *m_, int any, Err *e)
     }
     TRY(finish_recipe(r, &m, e));
     TRY(finish_model(r, &m, e));
+    TRY(import_moe_finish(r, &m.moe, r->have_model ? &r->model : NULL, m.layers, r->model.ffn_hidden, e));
     if (!m.gbs_given) r->gbs_per_dp = 1;
     return ST_OK;
 }

@@ -18,8 +18,8 @@
     } while (0)
 
 typedef struct {
-    const ImportKv *name, *flavor, *shard, *replicate, *gbs, *ac_mode, *ac_opt, *compile, *converters, *recipe,
-        *fsdp_ag;
+    const ImportKv *name, *flavor, *shard, *replicate, *gbs, *ac_mode, *ac_opt, *compile, *components, *converters,
+        *recipe, *fsdp_ag;
 } Tt;
 
 static int list_has(const char *list, const char *item)
@@ -43,6 +43,14 @@ static Status u32_flag(ImportResult *r, const ImportKv *kv, const char *flag, Er
     return import_note(r, kv, 0, e, "%s %u", flag, v);
 }
 
+/* torchtitan's MoE flavors whose catalog row has another name: {name-flavor, row, why} (torchtitan
+ * models/deepseek_v3 and models/llama4 at 238fa995: DeepSeek-V3 671B without the MTP module torchtitan does not
+ * build; Llama 4 17Bx16E is Scout). Qwen3's 30B-A3B and 235B-A22B are their rows' names already. */
+static const char *const aliases[][3] = {
+    {"deepseek_v3-671b", "deepseek-v3-nomtp", "DeepSeek-V3 without MTP: torchtitan builds none"},
+    {"llama4-17bx16e", "llama4-scout", "Llama 4 Scout, 17B active x 16 experts"},
+};
+
 Status import_map_torchtitan(const ImportKvList *kv, ImportResult *r, Err *e)
 {
     Tt t;
@@ -53,6 +61,7 @@ Status import_map_torchtitan(const ImportKvList *kv, ImportResult *r, Err *e)
         {"parallelism.pipeline_parallel_degree", "--pp"},
         {"parallelism.context_parallel_degree", "--cp"},
         {"parallelism.expert_parallel_degree", "--ep"},
+        {"parallelism.expert_tensor_parallel_degree", "--etp"},
         {"training.local_batch_size", "--mbs"},
         {"training.batch_size", "--mbs"},
         {"training.seq_len", "--seq"},
@@ -75,6 +84,7 @@ Status import_map_torchtitan(const ImportKvList *kv, ImportResult *r, Err *e)
             : !strcmp(k->key, "activation_checkpoint.mode")                 ? &t.ac_mode
             : !strcmp(k->key, "activation_checkpoint.selective_ac_option")  ? &t.ac_opt
             : !strcmp(k->key, "compile.enable")                             ? &t.compile
+            : !strcmp(k->key, "compile.components")                         ? &t.components
             : !strcmp(k->key, "model.converters")                           ? &t.converters
             : !strcmp(k->key, "float8.recipe_name") || !strcmp(k->key, "quantize.linear.float8.recipe_name") ? &t.recipe
             : !strcmp(k->key, "float8.enable_fsdp_float8_all_gather") ||
@@ -115,8 +125,14 @@ Status import_map_torchtitan(const ImportKvList *kv, ImportResult *r, Err *e)
                            t.name->val, t.flavor->val);
         for (char *p = r->model_name; *p; p++) *p = (char)tolower((unsigned char)*p);
         r->model_line = t.flavor->line;
-        TRY(import_note(r, t.name, 0, e, "--model %s (name-flavor)", r->model_name));
-        TRY(import_note(r, t.flavor, 0, e, "--model %s (name-flavor)", r->model_name));
+        const char *how = "name-flavor";
+        for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
+            if (!strcmp(r->model_name, aliases[i][0])) {
+                snprintf(r->model_name, sizeof r->model_name, "%s", aliases[i][1]);
+                how = aliases[i][2];
+            }
+        TRY(import_note(r, t.name, 0, e, "--model %s (%s)", r->model_name, how));
+        TRY(import_note(r, t.flavor, 0, e, "--model %s (%s)", r->model_name, how));
     } else if (t.name || t.flavor) {
         const ImportKv *k = t.name ? t.name : t.flavor;
         return err_set(e, ST_DATA, "%s:%d: %s without model.%s: the catalog model is name-flavor", r->path, k->line,
@@ -175,12 +191,28 @@ Status import_map_torchtitan(const ImportKvList *kv, ImportResult *r, Err *e)
         if (t.ac_opt) TRY(import_note(r, t.ac_opt, 0, e, "--recompute %s", rc));
     }
     /* compile: the stack row assumes it; without it the kernels are eager and SwiGLU saves 8F */
-    if (!t.compile || import_true(t.compile->val) != 1) {
+    /* compile.components lists what is compiled (torchtitan's default: model and loss); without "model" the
+     * layers' kernels are eager */
+    int model_compiled = !t.components || list_has(t.components->val, "model");
+    if (t.components)
+        TRY(import_note(r, t.components, 0, e, model_compiled ? "the model compiled" : "the model eager (not listed)"));
+    if (!t.compile || import_true(t.compile->val) != 1 || !model_compiled) {
         TRY(import_flag(r, "--kernels", "eager", e));
         TRY(import_flag(r, "--swiglu", "unfused", e));
         if (t.compile) TRY(import_note(r, t.compile, 0, e, "--kernels eager --swiglu unfused"));
     } else {
         TRY(import_note(r, t.compile, 0, e, "the stack's compiled kernels"));
+    }
+    /* recipe: float8 when a converter names it; another converter (MX, FP8 grouped GEMMs for the experts alone)
+     * is a recipe recipes.csv does not have */
+    for (const char *p = t.converters ? t.converters->val : ""; *p;) {
+        size_t k = strcspn(p, ",");
+        if (!(k == 6 && !strncmp(p, "float8", 6)) && !(k == 22 && !strncmp(p, "quantize.linear.float8", 22)))
+            return err_set(e, ST_DATA,
+                           "%s:%d: %s: '%.*s': only float8 (quantize.linear.float8) converters are a recipe of "
+                           "recipes.csv",
+                           r->path, t.converters->line, t.converters->key, (int)k, p);
+        p += k + (p[k] == ',');
     }
     /* recipe: float8 when a converter names it */
     int fp8 = t.converters &&

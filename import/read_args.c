@@ -99,6 +99,21 @@ static int is_assignment(const char *w, size_t *eq)
     return w[i] == '=' ? (*eq = i, 1) : 0;
 }
 
+/* Megatron-LM arguments that take a list of names (argparse nargs='*'): the words after them, up to the
+ * next flag or a word that is not a name, are one comma-separated value. */
+static int is_list_flag(const char *k)
+{
+    return !strcmp(k, "--recompute-modules") || !strcmp(k, "--offload-modules") || !strcmp(k, "--cuda-graph-scope");
+}
+
+static int is_name(const char *w)
+{
+    if (!*w) return 0;
+    for (; *w; w++)
+        if (!((*w >= 'a' && *w <= 'z') || *w == '_' || (*w >= '0' && *w <= '9'))) return 0;
+    return 1;
+}
+
 Status import_read_args(const char *path, const char *text, ImportKvList *out, Err *e)
 {
     Lexer lx = {text, text + strlen(text), 1};
@@ -109,7 +124,7 @@ Status import_read_args(const char *path, const char *text, ImportKvList *out, E
         st = err_set(e, ST_NOMEM, "out of memory reading %s", path);
         goto done;
     }
-    int nv = 0, line = 0, have_key = 0, key_line = 0, trunc = 0;
+    int nv = 0, line = 0, have_key = 0, key_line = 0, trunc = 0, list = 0;
     while (!st && next_word(&lx, w, WORD_MAX, &line, &trunc)) {
         if (trunc) {
             st = err_set(e, ST_DATA, "%s:%d: a word of more than %d bytes", path, line, WORD_MAX - 1);
@@ -129,6 +144,7 @@ Status import_read_args(const char *path, const char *text, ImportKvList *out, E
         const char *sub = lookup(vars, nv, w);
         if (sub) snprintf(w, WORD_MAX, "%s", sub);
         if (!strncmp(w, "--", 2) && w[2]) {
+            list = 0;
             if (have_key) st = import_kv_add(out, key_line, key, NULL, e);
             if (strlen(w) >= IMPORT_KEY_MAX) {
                 st = err_set(e, ST_DATA, "%s:%d: a flag of more than %d bytes", path, line, IMPORT_KEY_MAX - 1);
@@ -148,6 +164,16 @@ Status import_read_args(const char *path, const char *text, ImportKvList *out, E
         } else if (have_key) {
             st = import_kv_add(out, key_line, key, w, e);
             have_key = 0;
+            list = is_list_flag(key);
+        } else if (list && is_name(w)) { /* the next name of a list (nargs='*'): "moe_act,layernorm" */
+            ImportKv *k = &out->kv[out->n - 1];
+            size_t n = strlen(k->val);
+            if (n + 1 + strlen(w) >= sizeof k->val) {
+                st = err_set(e, ST_DATA, "%s:%d: %s: a list longer than %d bytes", path, k->line, k->key,
+                             IMPORT_VAL_MAX - 1);
+                break;
+            }
+            snprintf(k->val + n, sizeof k->val - n, ",%s", w);
         }
         /* other words (the program, torchrun's positional arguments, ")") are not settings */
     }

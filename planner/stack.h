@@ -86,6 +86,14 @@ int main_grad_parse(const char *s, MainGrad *out);
 const char *fusion_name(KernelFusion f);
 int fusion_parse(const char *s, KernelFusion *out);
 
+/* The expert-TP size a plan takes when --etp is not given: the TP size under a stack whose expert_tp is tp
+ * (Megatron-Core) for a model with experts, else 1. The CLI and the TUI (on every stack, TP or model change)
+ * both apply it. */
+static inline uint32_t stack_default_etp(const StackSpec *s, const ModelSpec *m, uint32_t tp)
+{
+    return s && s->expert_tp && m && m->experts ? tp : 1;
+}
+
 #ifdef __cplusplus
 }
 #endif

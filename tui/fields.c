@@ -85,6 +85,15 @@ LAYOUT_FIELD(mbs, "micro-batch")
 LAYOUT_FIELD(ep, "EP")
 #undef LAYOUT_FIELD
 
+/* EP with the expert-TP size beside it for a model with experts (it follows the stack and TP unless --etp). */
+static void t_ep_etp(const TuiState *s, char *b, size_t n)
+{
+    if (s->in.model->experts)
+        snprintf(b, n, "%u, ETP %u", s->in.ep, s->in.etp);
+    else
+        t_ep(s, b, n);
+}
+
 static void t_gbs(const TuiState *s, char *b, size_t n)
 {
     if (s->in.gbs)
@@ -193,7 +202,7 @@ static const TuiField plan_fields[PF_COUNT] = {
                   st_stack, NULL},
     [PF_OVERLAP] = {"DP overlap", "DP collectives hidden under compute (FP8-LM's 2023 runs: off)", FIND_NONE, t_overlap,
                     st_overlap, NULL},
-    [PF_EP] = {"EP", "expert parallel: experts split over N GPUs of a stage (1 without experts)", FIND_NONE, t_ep,
+    [PF_EP] = {"EP", "expert parallel over N GPUs; ETP beside it: the stack's (TP or 1) or --etp", FIND_NONE, t_ep_etp,
                st_ep, set_ep},
 };
 

@@ -144,6 +144,8 @@ static void simulate(TuiState *s)
 static void replan(TuiState *s)
 {
     err_clear(&s->plan_err);
+    /* as the CLI: without --etp the expert TP is the stack's default for this model and TP (issue 41) */
+    if (!s->etp_given) s->in.etp = stack_default_etp(s->in.stack, s->in.model, s->in.tp);
     s->plan_ok = plan_build(&s->in, &s->plan, &s->plan_err) == ST_OK;
     for (int i = 0; i < s->nslots; i++) {
         PlanInput in = s->in;

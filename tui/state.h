@@ -71,7 +71,8 @@ typedef struct {
     const Catalog *cat;
 
     /* ---- Plan (and Compare: the same layout) */
-    PlanInput in; /* model, gpu, recipe always set */
+    PlanInput in;  /* model, gpu, recipe always set */
+    int etp_given; /* 1: --etp was given and stays; 0: in.etp follows the stack, TP and model (stack_default_etp) */
     Plan plan;
     int plan_ok;  /* 0: plan_err says why the inputs cannot be planned */
     Err plan_err; /* the planner's own validation message */

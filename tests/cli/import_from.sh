@@ -80,6 +80,56 @@ echo "custom-2l-1000h,2,1000,2624,8,8,125,1000,128,rmsnorm,swiglu,rope,yes,no$E1
 same "Megatron defaults: SwiGLU FFN, head_dim, batch" "--from $TMP/swiglu.yaml $G --gpus 8" \
     "--model custom-2l-1000h --catalog $cat --stack megatron-lm --recipe megatron-bf16 --seq 128 --gbs 8 $G --gpus 8"
 
+# 11, 12. Megatron-Bridge MoE recipes, written from v0.2.0's recipe and model provider (tests/data/import/README.md).
+# The file's model is the catalog's row when every field agrees: Qwen3-30B-A3B = qwen3-30b-a3b (48 x 2048, 32 heads
+# over 4 query groups of 128, vocab 151936, RMSNorm, SwiGLU, rope, untied, no biases, qk norm; 128 experts, top 8,
+# expert FFN 768, no shared expert, every layer a MoE layer (moe_layer_freq unset: 1), softmax router); TP 4, PP 2,
+# CP 1, SP, EP 4, ETP 1, the alltoall dispatcher, full recomputation of every layer, mbs 2, gbs 32, seq 4096,
+# FP32 gradient reduction, overlapped, distributed optimizer, bf16_mixed
+same "bridge qwen3-30b-a3b recipe (MoE)" "--from $D/mb_qwen3_30b_a3b_pretrain.yaml $G --gpus 16" \
+    "--model qwen3-30b-a3b --stack megatron-core --recipe megatron-bf16 --tp 4 --pp 2 --cp 1 --sp --ep 4 --etp 1 --moe-dispatcher alltoall --recompute full --mbs 2 --gbs 32 --seq 4096 --main-grad fp32 --overlap-dp on --dist-opt $G --gpus 16"
+# DeepSeek-V3 = deepseek-v3 (61 x 7168, 128 heads, MLA: q_lora 1536, kv_lora 512, qk 128 + rope 64 = head_dim 192,
+# v 128; 256 experts of 2048, top 8 in 4 of 8 groups, one shared expert (2048 / 2048), moe_layer_freq [0]*3+[1]*58:
+# 3 dense layers, sigmoid with expert bias, MTP 1; vocab 129280 padded to 1280 x TP); TP 2, PP 16 with 4 layers
+# first and 1 last, EP 64, ETP 1, selective recomputation, mbs 1, gbs 4096, BF16 gradient reduction
+same "bridge deepseek-v3 recipe (MoE, MLA, MTP)" "--from $D/mb_deepseek_v3_pretrain.yaml $G --gpus 1024" \
+    "--model deepseek-v3 --stack megatron-core --recipe megatron-bf16 --vocab-pad 1280 --tp 2 --pp 16 --cp 1 --sp --first-stage-layers 4 --last-stage-layers 1 --ep 64 --etp 1 --moe-dispatcher alltoall --recompute selective --mbs 1 --gbs 4096 --seq 4096 --main-grad bf16 --overlap-dp on --dist-opt $G --gpus 1024"
+run plan --from "$D/mb_qwen3_30b_a3b_pretrain.yaml" $G --gpus 16 --explain
+expect_err "--explain: the catalog row and the fields that decided it" "the model is the catalog's qwen3-30b-a3b: these agree"
+expect_err "... the expert fields among them" "experts 128, experts_per_token 8, expert_ffn_hidden 768, dense_layers 0, router softmax"
+# MoE settings that contradict each other or the catalog: exit 65 naming the file, line, setting and value
+Q="$D/mb_qwen3_30b_a3b_pretrain.yaml"
+moe_bad() { # name sed-expression expected-stderr
+    sed "$2" "$Q" >"$TMP/q.yaml"
+    run plan --from "$TMP/q.yaml" $G --gpus 16 -o "$TMP/o.txt"
+    expect_rc "$1: exit 65" 65
+    expect_err "$1: the setting named" "$3"
+    expect_no_out "$1: nothing on stdout"
+    if [ -e "$TMP/o.txt" ]; then fail "$1: nothing written" "o.txt exists"; else pass "$1: nothing written"; fi
+}
+moe_bad "an expert FFN no catalog row has" 's/moe_ffn_hidden_size: 768/moe_ffn_hidden_size: 1024/' \
+    "q.yaml:23: model.moe_ffn_hidden_size gives expert_ffn_hidden 1024: no catalog model has this architecture (a model with experts, latent attention or MTP is planned as a catalog row); the nearest, qwen3-30b-a3b, has expert_ffn_hidden 768 (1 field differs)"
+moe_bad "top-k above the experts" 's/moe_router_topk: 8/moe_router_topk: 129/' \
+    "q.yaml:24: model.moe_router_topk 129: more experts per token than --num-experts"
+moe_bad "EP not dividing the experts" 's/expert_model_parallel_size: 4/expert_model_parallel_size: 3/' \
+    "q.yaml:35: model.expert_model_parallel_size 3 does not divide --num-experts 128 (line 22)"
+moe_bad "Megatron's default allgather dispatcher" '/moe_token_dispatcher_type/d' \
+    "q.yaml:22: --moe-token-dispatcher-type allgather (Megatron's default when not given): the planner's dispatchers are alltoall and flex"
+moe_bad "SequentialMLP experts" 's/moe_grouped_gemm: true/moe_grouped_gemm: false/' \
+    "q.yaml:28: model.moe_grouped_gemm false: Megatron's SequentialMLP"
+moe_bad "dense layers between MoE layers" 's/  num_moe_experts: 128/  num_moe_experts: 128\n  moe_layer_freq: 2/' \
+    "q.yaml:23: model.moe_layer_freq 2: one MoE layer in every 2 interleaves dense and MoE layers"
+# --model instead: the file's model (no catalog row) is not planned, its run options are
+sed 's/moe_ffn_hidden_size: 768/moe_ffn_hidden_size: 1024/' "$Q" >"$TMP/q.yaml"
+run plan --from "$TMP/q.yaml" $G --gpus 16 --model qwen3-30b-a3b --format csv
+expect_rc "--model replaces the file's model" 0
+expect_out "... qwen3-30b-a3b planned" "qwen3-30b-a3b,h100-sxm,megatron-bf16,megatron-core"
+# ... or the model's own row in a catalog of one's own, as the message says
+echo "qwen3-ffn1024,48,2048,6144,32,4,128,151936,32768,rmsnorm,swiglu,rope,no,no,yes,128,8,0,1024,0,softmax,0,0,0,0,0,0,0,0,hand" >>"$cat/models.csv"
+run plan --from "$TMP/q.yaml" --catalog "$cat" $G --gpus 16 --format csv
+expect_rc "a catalog row of its own" 0
+expect_out "... that row planned" "qwen3-ffn1024,h100-sxm,megatron-bf16,megatron-core"
+
 # report html and the TUI put their headline model first: the file's model wins over it, --model over the file
 run report html --from "$D/tt_llama3_8b.toml" $G --gpus 8 -o "$TMP/r.html"
 expect_rc "report html --from" 0

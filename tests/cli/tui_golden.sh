@@ -37,7 +37,8 @@ scaling_120x40_xterm_utf8|120x40|xterm-256color|C.UTF-8|4|
 formats_80x24_xterm|80x24|xterm-256color|C|5|
 help_80x24_dumb|80x24|dumb|C|?|
 prompt_80x24_dumb|80x24|dumb|C|<Down><Down><Down><Enter>16|
-resized_80x24_dumb|120x40|dumb|C|<resize=60x15><resize=80x24>|'
+resized_80x24_dumb|120x40|dumb|C|<resize=60x15><resize=80x24>|
+plan_moe_torchtitan_80x24_dumb|80x24|dumb|C|<Down><Down><Down><Down><Down><Down><Down><Down><Down><Down><Down><Down><Down><Down><Down><Right><Right>|--model mixtral-8x7b --tp 2 --pp 1 --dp 8 --ep 4'
 
 mkdir -p "$TMP/dumps"
 echo "$cases" | while IFS='|' read -r name size term loc keys extra; do

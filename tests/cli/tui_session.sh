@@ -93,6 +93,33 @@ screen_lacks "TP 128 shows no memory bar" "[##"
 tui "<Down><Down><Down>++++e<Enter>" 80x24
 screen_has "TP 128: nothing to export" "export failed: nothing to export"
 
+# --- a MoE model's expert TP follows the stack, TP and model as on the command line (issue 41): without --etp,
+# megatron-core's and megatron-lm's expert_tp column is tp, the others' 1; Mixtral 8x7B at TP 2 EP 4 DP 8.
+# Fields from the model: 15 x Down is the stack, 3 x Down TP.
+MOE="--model mixtral-8x7b --gpu h100-sxm --recipe megatron-bf16 --tp 2 --pp 1 --dp 8 --ep 4"
+D15="<Down><Down><Down><Down><Down><Down><Down><Down><Down><Down><Down><Down><Down><Down><Down>"
+D3="<Down><Down><Down>"
+# shellcheck disable=SC2086
+tui "${D15}<Right><Right>e<C-u>$TMP/moe.csv<Enter>" 80x24 $MOE
+screen_has "megatron-core -> megatron-lm -> torchtitan: the stack field" "< torchtitan >"
+screen_has "torchtitan's expert TP is 1" "EP             4, ETP 1"
+# shellcheck disable=SC2086
+"$FP8PLAN" plan $MOE --stack torchtitan --format csv >"$TMP/want.csv"
+same_file "cycled to torchtitan: the export = 'plan --stack torchtitan' (etp 1)" "$TMP/want.csv" "$TMP/moe.csv"
+# shellcheck disable=SC2086
+tui "${D3}<Right>e<C-u>$TMP/moe.csv<Enter>" 80x24 $MOE
+screen_has "megatron-core at TP 4: expert TP 4" "EP             4, ETP 4"
+# shellcheck disable=SC2086
+"$FP8PLAN" plan $MOE --tp 4 --format csv >"$TMP/want.csv"
+same_file "TP 2 -> 4 under megatron-core: the export = 'plan --tp 4' (etp 4)" "$TMP/want.csv" "$TMP/moe.csv"
+# shellcheck disable=SC2086
+tui "${D15}<Right><Right>e<C-u>$TMP/moe.csv<Enter>" 80x24 $MOE --etp 2
+screen_has "--etp 2 given: it stays under torchtitan" "EP             4, ETP 2"
+# shellcheck disable=SC2086
+"$FP8PLAN" plan $MOE --stack torchtitan --etp 2 --format csv >"$TMP/want.csv"
+same_file "--etp 2 given, cycled to torchtitan: the export = 'plan --stack torchtitan --etp 2'" "$TMP/want.csv" \
+    "$TMP/moe.csv"
+
 # --- the other screens' exports are the command line's CSV
 tui "2e<C-u>$TMP/compare.csv<Enter>"
 "$FP8PLAN" compare $HEAD --recipes megatron-bf16,te-fp8,fp8lm --format csv >"$TMP/want.csv"

@@ -215,9 +215,109 @@ static void test_fp8_param_gather(void)
     }
 }
 
+/* Mixture-of-experts, latent-attention and MTP settings (Megatron-LM arguments, Megatron-Bridge fields, torchtitan
+ * names): {file, text, the flags, the model's expert / latent / MTP fields as "E k shared effn dense router groups
+ * gtopk | q_lora kv_lora nope rope v head_dim kv_heads | mtp"}, read off each text by hand. */
+static void test_moe(void)
+{
+    static const char dims[] = "--num-layers 4 --hidden-size 256 --num-attention-heads 8 --seq-length 128 "
+                               "--vocab-size 1000 --ffn-hidden-size 512 --swiglu --bf16\n";
+    static const struct {
+        const char *name, *text, *flags, *model;
+    } c[] = {
+        /* shared 128 / expert FFN 64 = 2 experts; ([0]*1+[1]*3) = 1 dense layer then 3 MoE layers (of 4); sigmoid with
+         * bias, 4 groups of 16 / 4 = 4 experts, top-4 within 2 groups (4 <= 2 x 4); flex's default backend deepep;
+         * MLA: q_lora none, kv_lora 64, qk 128 + rope 64 = head_dim 192, v 128 (arguments.py's defaults), kv_heads =
+         * heads 8; the modules in bit order (mla_up_proj, moe_act, layernorm, core_attn, ...) stand for selective */
+        {"a.sh",
+         "--num-experts 16 --moe-router-topk 4 --moe-ffn-hidden-size 64 --moe-shared-expert-intermediate-size 128\n"
+         "--moe-layer-freq \"([0]*1+[1]*3)\" --moe-router-num-groups 4 --moe-router-group-topk 2\n"
+         "--moe-router-score-function sigmoid --moe-router-enable-expert-bias --moe-grouped-gemm\n"
+         "--moe-token-dispatcher-type flex --moe-expert-capacity-factor 1.25 --moe-permute-fusion\n"
+         "--multi-latent-attention --kv-lora-rank 64 --mtp-num-layers 1\n"
+         "--expert-model-parallel-size 4 --expert-tensor-parallel-size 2\n"
+         "--recompute-granularity selective --recompute-modules moe_act mla_up_proj core_attn\n"
+         "--overlap-moe-expert-parallel-comm --moe-deepep-num-sms 24\n",
+         "--stack megatron-lm --seq 128 --recompute-modules mla_up_proj,moe_act,core_attn --recipe megatron-bf16 "
+         "--ep 4 --etp 2 --moe-dispatcher deepep --overlap-ep 1 --ep-comm-sms 24 --moe-capacity 1.25",
+         "16 4 2 64 1 sigmoid 4 2 | 0 64 128 64 128 192 8 | 1"},
+        /* Megatron's defaults: top-2, the expert FFN = --ffn-hidden-size 512, softmax, every layer MoE (freq 1);
+         * core_attn alone is --recompute selective */
+        {"b.sh",
+         "--num-experts 8 --moe-layer-freq 1 --moe-grouped-gemm --moe-token-dispatcher-type alltoall\n"
+         "--recompute-granularity selective --recompute-modules core_attn\n",
+         "--stack megatron-lm --seq 128 --recompute selective --recipe megatron-bf16 --moe-dispatcher alltoall",
+         "8 2 0 512 0 softmax 0 0 | 0 0 0 0 0 32 8 | 0"},
+        /* Megatron-Bridge: a YAML list [0, 1, 1, 1] is 1 dense layer; recompute_modules [moe]; flex + hybridep; a null
+         * q_lora_rank is none; sigmoid without bias; kv_channels 16 becomes MLA's head_dim 32 + 16 = 48 */
+        {"c.yaml",
+         "model:\n  num_layers: 4\n  hidden_size: 256\n  num_attention_heads: 8\n  seq_length: 128\n"
+         "  vocab_size: 1000\n  ffn_hidden_size: 512\n  gated_linear_unit: true\n  kv_channels: 16\n"
+         "  num_moe_experts: 8\n  moe_router_topk: 2\n  moe_ffn_hidden_size: 128\n  moe_layer_freq: [0, 1, 1, 1]\n"
+         "  moe_router_score_function: sigmoid\n  moe_grouped_gemm: true\n  moe_token_dispatcher_type: flex\n"
+         "  moe_flex_dispatcher_backend: hybridep\n  multi_latent_attention: true\n  q_lora_rank: null\n"
+         "  kv_lora_rank: 32\n  qk_head_dim: 32\n  qk_pos_emb_head_dim: 16\n  v_head_dim: 32\n"
+         "  expert_tensor_parallel_size: 1\n  expert_model_parallel_size: 8\n"
+         "  recompute_granularity: selective\n  recompute_modules: [moe]\n"
+         "mixed_precision: bf16_mixed\n",
+         "--stack megatron-core --seq 128 --recompute-modules moe --recipe megatron-bf16 --ep 8 --etp 1 "
+         "--moe-dispatcher hybridep",
+         "8 2 0 128 1 sigmoid 0 0 | 0 32 32 16 32 48 8 | 0"},
+        /* a dense model: the dispatcher is noted ignored, no MoE flag; --expert-model-parallel-size 1 stays --ep 1 */
+        {"d.sh", "--moe-token-dispatcher-type alltoall --expert-model-parallel-size 1\n",
+         "--stack megatron-lm --seq 128 --recipe megatron-bf16 --ep 1", "0 0 0 0 0 none 0 0 | 0 0 0 0 0 32 8 | 0"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        char text[2048];
+        snprintf(text, sizeof text, "%s%s", strstr(c[i].name, ".yaml") ? "" : dims, c[i].text);
+        ImportResult r;
+        Err e;
+        Status st = import_parse(c[i].name, text, strlen(text), IMPORT_AUTO, &r, &e);
+        CHECKF(st == ST_OK, "%s: %s", c[i].name, e.msg);
+        if (st) continue;
+        CHECKF(!strcmp(joined(&r), c[i].flags), "%s: %s", c[i].name, joined(&r));
+        const ModelSpec *m = &r.model;
+        static const char *const router[] = {"none", "softmax", "sigmoid"};
+        char got[160];
+        snprintf(got, sizeof got, "%u %u %u %u %u %s %u %u | %u %u %u %u %u %u %u | %u", m->experts,
+                 m->experts_per_token, m->shared_experts, m->expert_ffn, m->dense_layers, router[m->router],
+                 m->router_groups, m->router_group_topk, m->q_lora_rank, m->kv_lora_rank, m->qk_nope_head_dim,
+                 m->qk_rope_head_dim, m->v_head_dim, m->head_dim, m->kv_heads, m->mtp_layers);
+        CHECKF(!strcmp(got, c[i].model), "%s: model %s, want %s", c[i].name, got, c[i].model);
+        if (!strcmp(c[i].name, "d.sh")) {
+            CHECKF(r.nnotes && r.notes[r.nnotes - 1].ignored &&
+                       !strcmp(r.notes[r.nnotes - 1].mapped, "ignored: no --num-experts (a dense model)"),
+                   "d.sh: the dispatcher's note: %s", r.nnotes ? r.notes[r.nnotes - 1].mapped : "none");
+        }
+        if (!strcmp(c[i].name, "a.sh")) { /* where the expert FFN came from, for a message naming it */
+            CHECK_EQ_INT(r.src[IF_EXPERT_FFN].line, 2);
+            CHECK(!strcmp(r.src[IF_EXPERT_FFN].key, "--moe-ffn-hidden-size"));
+        }
+        import_free(&r);
+    }
+    /* torchtitan: DeepSeek-V3 671B is the catalog's row without MTP; expert TP read; FSDP over the GPUs left */
+    const char *toml = "[model]\nname = \"deepseek_v3\"\nflavor = \"671B\"\n[parallelism]\nexpert_parallel_degree = 8\n"
+                       "expert_tensor_parallel_degree = 1\n[compile]\nenable = true\ncomponents = [\"loss\"]\n";
+    ImportResult r;
+    Err e;
+    Status st = import_parse("ds.toml", toml, strlen(toml), IMPORT_AUTO, &r, &e);
+    CHECKF(st == ST_OK, "%s", e.msg);
+    if (!st) {
+        CHECK(!strcmp(r.model_name, "deepseek-v3-nomtp"));
+        /* compile.components without "model": the layers run eager */
+        CHECKF(!strcmp(joined(&r),
+                       "--stack torchtitan --ep 8 --etp 1 --zero 3 --kernels eager --swiglu unfused --recipe bf16"),
+               "%s", joined(&r));
+        import_free(&r);
+    }
+}
+
 /* Errors: {text, name, format, the message's start} */
 static void test_errors(void)
 {
+#define M                                                                                                     \
+    "--num-layers 3 --hidden-size 64 --num-attention-heads 4 --seq-length 8 --vocab-size 10 --num-experts 8 " \
+    "--moe-grouped-gemm --moe-token-dispatcher-type alltoall\n"
     static const struct {
         const char *text, *name, *want;
         ImportFormat fmt;
@@ -233,8 +333,45 @@ static void test_errors(void)
         {"--bf16\n--fp16\n", "d.sh", "d.sh:2: --fp16: FP16 mixed precision", IMPORT_AUTO},
         {"--tensor-model-parallel-size 4 --nproc_per_node 6\n", "e.sh",
          "e.sh:1: 6 GPUs is not a multiple of TP x PP x CP = 4", IMPORT_AUTO},
-        {"--num-experts 8\n", "f.sh", "f.sh:1: --num-experts: mixture-of-experts arguments are not read yet",
+        {"--num-experts 8\n", "f.sh", "f.sh:1: --num-experts 8: the file gives no model dimensions for it",
          IMPORT_AUTO},
+        /* mixture of experts: contradictory values (M: a model with 8 experts, its run options valid) */
+        {M "--moe-router-topk 9\n", "m1.sh", "m1.sh:2: --moe-router-topk 9: more experts per token than --num-experts",
+         IMPORT_AUTO},
+        {M "--expert-model-parallel-size 3\n", "m2.sh",
+         "m2.sh:2: --expert-model-parallel-size 3 does not divide --num-experts 8 (line 1)", IMPORT_AUTO},
+        {M "--moe-shared-expert-intermediate-size 100\n", "m3.sh",
+         "m3.sh:2: --moe-shared-expert-intermediate-size 100: not a multiple of the expert FFN width", IMPORT_AUTO},
+        {M "--moe-router-enable-expert-bias\n", "m4.sh",
+         "m4.sh:2: --moe-router-enable-expert-bias : an expert bias on softmax", IMPORT_AUTO},
+        {M "--moe-router-score-function sqrtsoftplus\n", "m5.sh",
+         "m5.sh:2: --moe-router-score-function: 'sqrtsoftplus': the planner's routers are softmax and sigmoid",
+         IMPORT_AUTO},
+        {M "--moe-layer-freq ([1]*1+[0]*1)*2\n", "m6.sh",
+         "m6.sh:2: --moe-layer-freq: '([1]*1+[0]*1)*2' puts a dense layer after", IMPORT_AUTO},
+        {M "--moe-layer-freq [0]*1+[1]*3\n", "m7.sh",
+         "m7.sh:2: --moe-layer-freq [0]*1+[1]*3: the pattern's length is not --num-layers", IMPORT_AUTO},
+        {M "--moe-layer-freq [0,2]\n", "m8.sh", "m8.sh:2: --moe-layer-freq: '[0,2]' is not an integer or a list",
+         IMPORT_AUTO},
+        /* 60000 + 60000 layers pass the 100000 a pattern may spell out: refused, not written past its buffer */
+        {M "--moe-layer-freq [0]*60000+[1]*60000\n", "m15.sh",
+         "m15.sh:2: --moe-layer-freq: '[0]*60000+[1]*60000' is not an integer", IMPORT_AUTO},
+        {M "--moe-router-num-groups 2\n", "m9.sh",
+         "m9.sh:2: --moe-router-num-groups 2: --moe-router-num-groups and --moe-router-group-topk go together",
+         IMPORT_AUTO},
+        {M "--recompute-granularity selective --recompute-modules moe_act gdn_norm_out\n", "m10.sh",
+         "m10.sh:2: --recompute-modules: 'gdn_norm_out' is not a module the planner recomputes", IMPORT_AUTO},
+        {M "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend ncclep\n", "m11.sh",
+         "m11.sh:2: --moe-flex-dispatcher-backend ncclep: the flex dispatcher's deepep and hybridep", IMPORT_AUTO},
+        {"--num-layers 3 --hidden-size 64 --num-attention-heads 4 --seq-length 8 --vocab-size 10 --num-experts 8\n"
+         "--moe-token-dispatcher-type alltoall\n",
+         "m12.sh", "m12.sh:1: --num-experts 8: without --moe-grouped-gemm Megatron runs SequentialMLP", IMPORT_AUTO},
+        {"--num-layers 3 --hidden-size 64 --num-attention-heads 4 --seq-length 8 --vocab-size 10 --num-experts 1\n"
+         "--moe-grouped-gemm --moe-token-dispatcher-type alltoall\n",
+         "m14.sh", "m14.sh: --moe-router-topk 2 (Megatron's default): more experts per token than --num-experts",
+         IMPORT_AUTO},
+        {"[model]\nconverters = [\"quantize.grouped_mm.float8\"]\n", "m13.toml",
+         "m13.toml:2: model.converters: 'quantize.grouped_mm.float8': only float8", IMPORT_AUTO},
         {"model: [1, 2\n", "g.yaml", "g.yaml:", IMPORT_AUTO},
         {"[parallelism]\ndata_parallel_replicate_degree = 2\n", "h.toml",
          "h.toml:2: parallelism.data_parallel_replicate_degree = 2: HSDP", IMPORT_AUTO},
@@ -252,6 +389,7 @@ static void test_errors(void)
         CHECKF(st != ST_DATA || !strncmp(e.msg, bad[i].want, strlen(bad[i].want)), "case %zu: '%s', want '%s...'", i,
                e.msg, bad[i].want);
     }
+#undef M
 }
 
 int main(void)
@@ -260,6 +398,7 @@ int main(void)
     RUN(test_llama_defaults);
     RUN(test_bridge_and_titan);
     RUN(test_fp8_param_gather);
+    RUN(test_moe);
     RUN(test_errors);
     return test_summary();
 }
