@@ -57,7 +57,7 @@ else fail "the page plots the runs per stack" "$(head -c 300 "$TMP/fid.html")"; 
 if grep -q 'Mixture-of-experts runs, summarised apart.*over 67 runs' "$TMP/fid.html"; then
     pass "the page states the mixture-of-experts runs apart"
 else fail "the page states the mixture-of-experts runs apart" "$(grep -c Mixture "$TMP/fid.html")"; fi
-if grep -q 'id="fid-pairs"' "$TMP/fid.html" && grep -q 'over 16 pairs' "$TMP/fid.html"; then
+if grep -q 'id="fid-pairs"' "$TMP/fid.html" && grep -q 'over 18 pairs' "$TMP/fid.html"; then
     pass "the page shows the BF16/FP8 pairs"
 else fail "the page shows the BF16/FP8 pairs" "$(grep -c pairs "$TMP/fid.html")"; fi
 # how far to trust a plan's throughput: the planner's error on the published runs like it
