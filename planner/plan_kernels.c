@@ -44,7 +44,8 @@
  *     for q and for k (q/k norms: an RMSNorm each, 36(Q+K) in 12 kernels, beside it);
  *     SwiGLU silu + mul 2 kernels, 10F; casts as TE's separate
  *     ones): backward launches twice the forward's kernels and moves twice its
- *     bytes, plus the dY casts and the gradient accumulation.
+ *     bytes, but for the input casts (a cast has no backward kernel: Transformer
+ *     Engine's linear casts dY instead), plus the dY casts and the accumulation.
  * fp8plan (this project's executor, exec/model/model_pass.c block_fwd/block_bwd: one fused
  *     backend kernel per step, BF16 in and out, FP32 inside, no dropout):
  *   forward  norm1 4H (norm_fwd: read x, write y), x cast, RoPE in place 4(Q+K) in 1 (rope), proj cast,
@@ -301,22 +302,27 @@ void plan_layer_elem(const PlanInput *in, const Geo *g, LayerElem *out)
     }
     default: { /* FUSE_EAGER */
         double nb = rms ? 36 : 4, nk = rms ? 6 : 1;
-        op(&f, nb * H, nk), cast(&f, H, saved8 ? 2 : 1, f8, cur);
+        /* the forward's input casts apart (c): they have no backward kernel of their own (a Transformer Engine
+         * linear casts its input inside its autograd function, whose backward casts dY, below) */
+        Acc c = f;
+        op(&f, nb * H, nk), cast(&c, H, saved8 ? 2 : 1, f8, cur);
         if (qkn && rms) op(&f, nb * (Q + K), 2 * nk);
         if (rope) op(&f, 20 * (Q + K), 10);
-        cast(&f, Q, saved8 ? 2 : 1, f8, cur);
+        cast(&c, Q, saved8 ? 2 : 1, f8, cur);
         op(&f, (6 + 3 * drop) * H, 1 + drop);
         fa = f.t;
-        op(&f, nb * H, nk), cast(&f, H, saved8 ? 2 : 1, f8, cur);
-        op(&f, swiglu ? 10 * F : 4 * F, swiglu ? 2 : 1), cast(&f, F, saved8 ? 2 : 1, f8, cur);
+        double ca = c.t;
+        op(&f, nb * H, nk), cast(&c, H, saved8 ? 2 : 1, f8, cur);
+        op(&f, swiglu ? 10 * F : 4 * F, swiglu ? 2 : 1), cast(&c, F, saved8 ? 2 : 1, f8, cur);
         op(&f, (6 + 3 * drop) * H, 1 + drop);
-        /* backward: twice the forward's pointwise work, plus dY casts and the accumulation */
+        /* backward: twice the forward's pointwise work (not its casts), plus dY casts and the accumulation */
         double fw = f.t;
         b.t += 2 * fw;
         cast(&b, Hf, 2, b8, cur), cast(&b, kF, 2, b8, cur);
         bm = b.t - 2 * fa;
         cast(&b, Hf, 2, b8, cur), cast(&b, Q + 2 * K, 2, b8, cur);
         if (f8 && !saved8) op(&b, 3 * (2 * Hf + Q + F), 4);
+        f.t += c.t, fa += ca;
         break;
     }
     }

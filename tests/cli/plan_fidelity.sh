@@ -36,8 +36,8 @@ expect_eq "no mixture-of-experts run that trained is a false OOM" \
 expect_out "report fidelity prints the planned FP8 speed-up error" "FP8 over BF16: planned speed-up error MAE"
 expect_eq "fidelity_pairs.csv header" "$(head -n 1 "$TMP/fid/fidelity_pairs.csv")" \
     "bf16_id,fp8_id,fp8_recipe,holdout,measured_speedup,predicted_speedup,speedup_error_pct"
-expect_eq "fidelity_pairs.csv: 16 configurations measured in BF16 and FP8" \
-    "$(($(wc -l <"$TMP/fid/fidelity_pairs.csv") - 1))" 16
+expect_eq "fidelity_pairs.csv: 18 configurations measured in BF16 and FP8" \
+    "$(($(wc -l <"$TMP/fid/fidelity_pairs.csv") - 1))" 18
 # torchao's float8 README: rowwise 6768 over BF16 6150 tokens/s = 1.1004878...
 expect_eq "fidelity_pairs.csv: the rowwise pair's measured speed-up" \
     "$(grep '^tao-l3-8b-bf16,tao-l3-8b-rowwise,' "$TMP/fid/fidelity_pairs.csv" | cut -d, -f5 | cut -c1-6)" "1.1004"
@@ -57,7 +57,7 @@ else fail "the page plots the runs per stack" "$(head -c 300 "$TMP/fid.html")"; 
 if grep -q 'Mixture-of-experts runs, summarised apart.*over 67 runs' "$TMP/fid.html"; then
     pass "the page states the mixture-of-experts runs apart"
 else fail "the page states the mixture-of-experts runs apart" "$(grep -c Mixture "$TMP/fid.html")"; fi
-if grep -q 'id="fid-pairs"' "$TMP/fid.html" && grep -q 'over 16 pairs' "$TMP/fid.html"; then
+if grep -q 'id="fid-pairs"' "$TMP/fid.html" && grep -q 'over 18 pairs' "$TMP/fid.html"; then
     pass "the page shows the BF16/FP8 pairs"
 else fail "the page shows the BF16/FP8 pairs" "$(grep -c pairs "$TMP/fid.html")"; fi
 # how far to trust a plan's throughput: the planner's error on the published runs like it

@@ -58,17 +58,20 @@ static void test_pinned_figures(void)
      * (recipes mxfp8-param, te-fp8-current-param) and B200's share refitted (0.62 -> 0.60): all 7.42 -> 7.46, dev
      * 6.37 -> 6.35, hold-out 9.76 -> 9.91 (25.11's B200 rows slower with the share), megatron-core 5.45 -> 5.56;
      * with 6 dense GB300 dev runs (Megatron-Bridge 26.02.01-26.06) and GB300's share fitted on them (0.66 -> 0.80):
-     * all 7.23 over 148, dev 6.10 over 104, megatron-core 5.17 over 56 */
-    pin(&s.all, "all", 148, 7.23);
-    pin(&s.dev, "dev", 104, 6.10);
+     * all 7.23 over 148, dev 6.10 over 104, megatron-core 5.17 over 56; with FP8-LM's GPT-7B and 13B TE rows (Table 5
+     * as revised): all 7.19 over 150, dev 6.04 over 106, megatron-lm 7.35 -> 6.77 over 18, Table 5 4.24 -> 3.82 over 10;
+     * with llm-foundry's FP8 input casts no longer doubled in the eager backward (plan_kernels.c): all 7.16, dev 6.00,
+     * llm-foundry 9.76 -> 9.66 */
+    pin(&s.all, "all", 150, 7.16);
+    pin(&s.dev, "dev", 106, 6.00);
     pin(&s.holdout, "hold-out", 44, 9.91);
     pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 56, 5.17);
-    pin(group(s.stack, s.nstacks, "megatron-lm"), "megatron-lm", 16, 7.39);
+    pin(group(s.stack, s.nstacks, "megatron-lm"), "megatron-lm", 18, 6.77);
     pin(group(s.stack, s.nstacks, "torchtitan"), "torchtitan", 27, 7.78);
     pin(group(s.stack, s.nstacks, "torchtitan-2025"), "torchtitan-2025", 2, 12.21);
-    pin(group(s.stack, s.nstacks, "llm-foundry"), "llm-foundry", 44, 9.76);
+    pin(group(s.stack, s.nstacks, "llm-foundry"), "llm-foundry", 44, 9.66);
     pin(group(s.stack, s.nstacks, "deepspeed"), "deepspeed", 3, 9.05);
-    pin(&s.table5, "FP8-LM Table 5", 8, 4.32);
+    pin(&s.table5, "FP8-LM Table 5", 10, 3.82);
     pin(&s.mem_traced, "memory, allocator-traced", 27, 6.97);
     CHECK_EQ_INT(s.false_oom, 0); /* no run that really ran is predicted above its GPU's memory */
     /* every run is a valid plan, the Megatron-Core MoE ModelZoo's PP 32 x VPP 3 Qwen3-235B run too: its end chunks
@@ -80,7 +83,7 @@ static void test_pinned_figures(void)
      * on B200: benchmark layouts that fill the GPU); 23 -> 17 with Megatron-Bridge's FP8 parameters (no BF16 weight
      * copy: 405B MXFP8 on GB200 185.8 -> 174.0 GiB) */
     CHECK(s.over_limit <= 17);
-    /* row by row: FP8-LM Table 5 throughput within +-15 % (8 of 8: the micro-batch 4 row -11 %) and
+    /* row by row: FP8-LM Table 5 throughput within +-15 % (10 of 10: the micro-batch 4 row -11 %) and
      * allocator-traced memory within +-8 % (20 of 29: the dense 27 and torchao's two MoE runs on 4 B200) */
     int t5 = 0, t5_in = 0, mem = 0, mem_in = 0;
     for (int i = 0; i < n; i++) {
@@ -89,8 +92,8 @@ static void test_pinned_figures(void)
         if ((runs[i].mem_kind == MEMK_ALLOCATED || runs[i].mem_kind == MEMK_RESERVED) && !isnan(rows[i].mem_err))
             mem++, mem_in += fabs(rows[i].mem_err) <= 0.08;
     }
-    CHECK_EQ_INT(t5, 8);
-    CHECK(t5_in >= 8);
+    CHECK_EQ_INT(t5, 10);
+    CHECK(t5_in >= 10);
     CHECK_EQ_INT(mem, 29);
     CHECK(mem_in >= 20);
     /* a row's error is predicted / measured - 1, and the MAE is the mean of |error| over the rows with
@@ -174,8 +177,12 @@ static void test_pinned_figures(void)
     /* 7.70 -> 7.95 with PyTorch's grouped GEMMs on Blackwell: torchao's Llama 4 Scout pair on GB200 +4.9 -> +12.0 %;
      * -> 7.49 with MXFP8's GEMMs rated apart (DeepSeek-V3 on 256 GB300 +22.2 -> +16.9 %, Scout +11.3 -> +9.2 %);
      * 6.49 since (docs/fidelity.md), 6.49 with Megatron-Bridge's FP8 parameters (DeepSeek-V3 on GB300 +17.1 %),
-     * 6.35 with GB300's fitted share (+14.7 %: its BF16 run -14.9 -> -1.3 %, its MXFP8 run -0.4 -> +13.3 %) */
-    pin(&pa, "FP8/BF16 speed-up", 16, 6.35);
+     * 6.35 with GB300's fitted share (+14.7 %: its BF16 run -14.9 -> -1.3 %, its MXFP8 run -0.4 -> +13.3 %);
+     * 6.12 over 18 with FP8-LM's GPT-7B and 13B TE pairs (+3.5, +5.2 %), then 6.60 with the eager backward no longer
+     * doubling the forward's input casts: llm-foundry's MPT pairs 3B 512 +3.6 -> +10.1, 3B 8k +4.0 -> +7.7, 3B 32k
+     * +9.5 -> +10.7, 1B 32k +1.3 -> +2.8, 1B 512 -5.6 -> +1.2 % (the doubled casts had hidden an FP8 cost of these runs
+     * that is not found: docs/fidelity.md) */
+    pin(&pa, "FP8/BF16 speed-up", 18, 6.60);
     CHECK_EQ_INT(ph.n, 3);       /* torchao's float8 README; Megatron-Bridge 25.11's DeepSeek-V3 on 256 GB300 */
     for (int i = 0; i < np; i++) /* the micro-batch-4 FP8-LM row changes more than the precision */
         CHECKF(strcmp(pairs[i].fp8->run->id, "fp8lm-gpt175b-fp8lm-mbs4"), "pair %d takes the mbs-4 row", i);
