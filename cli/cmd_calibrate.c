@@ -188,7 +188,7 @@ static void judge_reason(const CalJudge *j, const Calibration *w, int reps, int 
         const CalSweep *s = &w->sweep[j->worst_link];
         n += (size_t)snprintf(buf + n, size - n,
                               "%sthe %s sweep's (%s) interquartile spread %.1f %% passes %.1f %% at %d calls a size",
-                              n && buf[n - 1] != ' ' ? "; " : "", comm_op_name(s->op), dtype_name(s->dtype),
+                              n && buf[n - 1] != ' ' ? "; " : "", comm_op_name(s->op), cal_sweep_label(s),
                               100.0 * j->link_iqr[j->worst_link], 100.0 * j->link_bound, w->link_reps);
     }
     if (j->worst_drift >= 0 && n < size)
@@ -222,7 +222,7 @@ static void print_judge(const CalJudge *j, const Calibration *w, int reps, int a
     for (int k = 0; w->link_reps > 0 && k < w->nsweep; k++)
         if (!w->sweep[k].per_msg)
             printf("  %-14s %-4s interquartile spread %6.1f%% (bound %.1f %% at %d calls a size)  %s\n",
-                   comm_op_name(w->sweep[k].op), dtype_name(w->sweep[k].dtype), 100.0 * j->link_iqr[k],
+                   comm_op_name(w->sweep[k].op), cal_sweep_label(&w->sweep[k]), 100.0 * j->link_iqr[k],
                    100.0 * j->link_bound, w->link_reps, j->link_iqr[k] <= j->link_bound ? "ok" : "NOISY");
     if (w->warm_rounds)
         printf("  warm-up: %d rounds of every layer GEMM once (the first %.2f ms, the last two %.2f and %.2f ms): %s\n",

@@ -66,7 +66,7 @@ void cal_print_tables(const Calibration *c)
                    "    bytes a message:us a call)\n   ",
                    (unsigned long long)c->eager_limit, (unsigned long long)(c->msg_evict >> 10));
         else
-            printf("  %-14s %-4s", comm_op_name(s->op), dtype_name(s->dtype));
+            printf("  %-14s %-4s", comm_op_name(s->op), cal_sweep_label(s));
         for (int i = 0; i < s->n; i++)
             printf(" %llu:%.1f", (unsigned long long)s->pt[i].payload, s->pt[i].seconds * 1e6);
         printf("\n");

@@ -99,6 +99,16 @@ const LinkFit *plan_link_fit(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S)
     return NULL;
 }
 
+const LinkFit *plan_link_fit_grad(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S)
+{
+    if (op == OP_ALL_REDUCE && link_path_of(op, dt) == LINK_PATH_FP32)
+        for (int i = 0; i < gp->nlink_fit; i++) {
+            const LinkFit *f = &gp->link_fit[i];
+            if (f->op == op && f->path == LINK_PATH_FP32_GRAD && S >= f->from && (!f->to || S < f->to)) return f;
+        }
+    return plan_link_fit(gp, op, dt, S);
+}
+
 double plan_link_call(const LinkFit *f, CommOp op, uint64_t n, uint64_t S, double *bw, double *lat)
 {
     double l = comm_ring_steps(op, n) * f->lat, b = (double)S * comm_bus_factor(op, n);
@@ -248,6 +258,17 @@ double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t strid
     return coll_call(in, op, n, stride, b, bwo, lato);
 }
 
+/* A gradient's all-reduce after the backward (grad 1: the DP buckets, the tied embedding's gradient) on a host
+ * profile: its payload comes from memory, timed at the profile's gradient fit where it has one (plan_link_fit_grad);
+ * everything else as coll_time. */
+static double coll_time_of(const PlanInput *in, int grad, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S,
+                           const uint64_t *busb, Ck *ck, double *bw, double *lat)
+{
+    const LinkFit *fit = grad && in->gpu->host ? plan_link_fit_grad(in->gpu, op, dt, S) : NULL;
+    if (fit) return plan_link_call(fit, op, n, S, bw, lat);
+    return coll_time(in, op, dt, n, stride, S, busb, ck, bw, lat);
+}
+
 /* Every field of plan_coll_set but the time (0): the collective, for its caller to time. */
 static Collective *coll_bytes(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
                               uint64_t payload, uint64_t calls, Ck *ck)
@@ -274,6 +295,17 @@ void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint
         c->time_s = (double)c->calls *
                     coll_time(in, c->op, dt, c->ranks, stride, payload, &c->bus_bytes, ck, &c->bw, &c->latency_s);
     c->exposed_s = c->time_s; /* plan_time decides what overlaps */
+}
+
+/* plan_coll_set of a gradient's all-reduce after the backward (coll_time_of, grad 1). */
+static void coll_set_grad(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
+                          uint64_t payload, uint64_t calls, Ck *ck)
+{
+    Collective *c = coll_bytes(in, p, id, dt, ranks, stride, payload, calls, ck);
+    if (c->calls)
+        c->time_s = (double)c->calls *
+                    coll_time_of(in, 1, c->op, dt, c->ranks, stride, payload, &c->bus_bytes, ck, &c->bw, &c->latency_s);
+    c->exposed_s = c->time_s;
 }
 
 double plan_coll_again(const PlanInput *in, const Collective *c, CommOp op, uint64_t n, uint64_t S)
@@ -334,7 +366,8 @@ void plan_dp_buckets(const PlanInput *in, uint64_t eg, uint64_t eo, uint64_t nte
  * mean, the payload and the sent bytes per step exact: bus() of the step's payload, k S - ceil(k S / n) (k = 2 for
  * the all-reduce, 1 for the others), as the executor counts k (n - 1)/n of each call's payload. Each class's calls
  * are timed at their own mean payload and dtype: a host profile's fit is a line per payload range, so two buckets
- * timed at their mean (the demo's 6.29 MB and 1.14 MB FP32 gradients at 3.72 MB) take the range of neither. */
+ * timed at their mean (the demo's 6.29 MB and 1.14 MB FP32 gradients at 3.72 MB) take the range of neither. The
+ * all-reduce's buckets are gradients reduced after the backward, from memory (coll_time_of). */
 static void dp_bucketed(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t n, uint64_t stride,
                         const uint64_t S[2], const Dtype cdt[2], const uint64_t k[2], Ck *ck)
 {
@@ -347,8 +380,8 @@ static void dp_bucketed(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt,
     double t = 0;
     for (int i = 0; i < 2; i++)
         if (k[i] && S[i])
-            t += (double)k[i] *
-                 coll_time(in, c->op, cdt[i], c->ranks, stride, S[i] / k[i], NULL, ck, &c->bw, &c->latency_s);
+            t += (double)k[i] * coll_time_of(in, id == CO_DP_GRAD_AR, c->op, cdt[i], c->ranks, stride, S[i] / k[i],
+                                             NULL, ck, &c->bw, &c->latency_s);
     c->time_s = c->exposed_s = t;
 }
 
@@ -436,7 +469,7 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
      * GPTModel builds the embedding where mtp_process, shared_embedding_or_output_weight returns it, and
      * finalize_model_grads' _allreduce_word_embedding_grads all-reduces it over the embedding group) */
     if ((in->model->tied_embeddings || in->model->mtp_layers) && g->pp > 1 && boundary)
-        plan_coll_set(in, p, CO_EMB_GRAD_AR, go, 2, g->world / g->pp * (g->pp - 1), ck_mul(ck, g->emb, dt_bytes(go)), 1,
+        coll_set_grad(in, p, CO_EMB_GRAD_AR, go, 2, g->world / g->pp * (g->pp - 1), ck_mul(ck, g->emb, dt_bytes(go)), 1,
                       ck);
 
     /* amax: x and w maxima forward, dy backward, per micro-batch */

@@ -313,6 +313,10 @@ LinkPath link_path_of(CommOp op, Dtype dt);
 /* The fit of gp's links.csv for one call of op in dtype dt with payload S: the row of (op, path, the range
  * holding S); for a path the profile lacks, the op's FP32 row. NULL when gp has none for op. */
 const LinkFit *plan_link_fit(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S);
+/* The fit of a gradient's all-reduce after the backward (the DP buckets, the tied embedding's gradient): gp's
+ * LINK_PATH_FP32_GRAD row holding S for an FP32 all-reduce, else plan_link_fit's (a profile from an older
+ * calibrate, another dtype: no gradient sweep measured it). */
+const LinkFit *plan_link_fit_grad(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S);
 /* Seconds of one call of op over n ranks with payload S bytes at fit f: comm_ring_steps(op, n) x f->lat +
  * S x comm_bus_factor(op, n) / f->bw (no size term when f->bw is 0); *bw and *lat (optional) the parts. The one
  * formula every collective of a plan made with a host profile's fits is timed by. */

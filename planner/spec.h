@@ -116,8 +116,14 @@ typedef enum {
     LINK_PATH_FP8,
     LINK_PATH_EAGER,
     LINK_PATH_RENDEZVOUS,
+    LINK_PATH_FP32_GRAD,
     LINK_PATH_COUNT_
 } LinkPath;
+/* LINK_PATH_FP32_GRAD ("fp32 grad", all-reduce only): the FP32 all-reduce of a gradient after the backward, its
+ * payload and the communicator's receive buffer in memory, not in the CPU's caches (calibrate_link.c, the gradient
+ * sweep). A step passes every layer's weights, activations and states through the caches between a gradient's write
+ * and its reduction; on this project's 2-vCPU host that makes a 1 MiB call 1.6x and a 6 MiB one 1.7x the time of the
+ * same call on a payload just written (docs/calibrate.md, "Gradients reduced from memory"). */
 /* LINK_PATH_EAGER and LINK_PATH_RENDEZVOUS (all-to-all only; links.csv version 2) are per message, not per
  * call: an MPI all-to-all on one node sends each peer its own message, and the message's size (not the call's
  * payload) decides the protocol. Up to the MPI library's eager limit the sender copies the message into a

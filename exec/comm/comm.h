@@ -100,6 +100,10 @@ struct Comm {
      * two of c's ranks (MPI: comm_mpi_eager_limit); every rank calls it and gets the same value. Calibrate
      * splits the all-to-all's per-message fits there. */
     Status (*eager_limit)(Comm *c, uint64_t max, uint64_t *out, Err *e);
+    /* Optional (NULL: it keeps none). Push the part of c's own host buffers a reduction of `bytes` uses (MPI: the
+     * first bytes of its receive scratch) out of the CPU's caches to memory, as a step's other traffic leaves them
+     * between two gradient reductions (calibrate's gradient sweep). */
+    void (*flush)(Comm *c, uint64_t bytes);
     /* Optional (NULL: nothing to do). Fold the times of calls that ran asynchronously into seconds (NCCL:
      * each call's start and end events, read once they are done); waits for the calls issued so far. A run
      * settles after each step, before it reads stats. */

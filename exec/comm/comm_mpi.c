@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exec/backend/backend.h"
+#include "util/cache.h"
 
 /* A send in flight: MPI_Isend of a private copy of the caller's buffer. */
 typedef struct {
@@ -50,6 +51,12 @@ void *comm_mpi_scratch(Comm *c, uint64_t bytes)
     im->scratch = bytes < SIZE_MAX ? malloc((size_t)bytes + 1) : NULL;
     im->scratch_bytes = im->scratch ? bytes : 0;
     return im->scratch;
+}
+
+static void flush_scratch(Comm *c, uint64_t bytes)
+{
+    const MpiImpl *im = c->impl;
+    if (im->scratch) cache_flush(im->scratch, bytes < im->scratch_bytes ? bytes : im->scratch_bytes);
 }
 
 static Status check_peer(const Comm *c, const char *what, int peer, Err *e)
@@ -178,6 +185,7 @@ static Status wrap(MPI_Comm mc, Comm **out, Err *e)
     c->recv = mpi_recv;
     c->split = mpi_split;
     c->eager_limit = comm_mpi_eager_limit;
+    c->flush = flush_scratch;
     c->destroy = mpi_destroy;
     live++;
     *out = c;

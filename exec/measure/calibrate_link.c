@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "exec/measure/calibrate_link.h"
+#include "util/cache.h"
 
 /* Each call is timed as a run meets it: its ranks come from a step's kernels, which left the caches
  * holding other data (the payload and MPI's shared-memory queues evicted), and not at the same moment
@@ -117,7 +118,14 @@ Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibrati
 
 /* The sweeps: op, the dtype its elements travel in, and the communicator's counter its calls are read from (a
  * planner row of that op; the calibration's communicator counts nothing else there). The reductions in the
- * three dtypes a run reduces in; the byte-moving ops in BF16 (their cost does not depend on the dtype). */
+ * three dtypes a run reduces in; the byte-moving ops in BF16 (their cost does not depend on the dtype). The last
+ * (GRAD_SWEEP) is the FP32 all-reduce again as a run reduces its gradients after the backward: the payload written,
+ * then it and the communicator's receive buffer flushed from the caches (sweep_size). Between a gradient's write
+ * and its reduction a step passes every later layer's weights, activations and states through the caches, and the
+ * receive buffer was last touched a step before. On this project's 2-vCPU host (load 7-9, autogroup nice -19), the
+ * demo's 6,291,456 B bucket took 1.17-1.30 ms just written and 2.1-2.2 ms so flushed (1.66-1.77 with the payload
+ * alone flushed, 2.2-2.6 after a 512 MiB pass), where DP 2's run measured 1.6-2.2 ms; 1 MiB took 0.20-0.21 ms and
+ * 0.29-0.35 (docs/calibrate.md, "Gradients reduced from memory"). Measured on the CPU backend only. */
 static const struct {
     CommOp op;
     Dtype dt;
@@ -128,7 +136,9 @@ static const struct {
     {OP_REDUCE_SCATTER, DT_BF16, CO_TP_RS_FWD}, {OP_REDUCE_SCATTER, DT_E4M3, CO_TP_RS_FWD},
     {OP_ALL_GATHER, DT_BF16, CO_TP_AG_FWD},     {OP_SEND_RECV, DT_BF16, CO_PP_P2P},
     {OP_BROADCAST, DT_BF16, CO_EMB_GRAD_AR},    {OP_ALL_TO_ALL, DT_BF16, CO_EP_DISPATCH_FWD},
+    {OP_ALL_REDUCE, DT_FP32, CO_DP_GRAD_AR},
 };
+enum { GRAD_SWEEP = CAL_MAX_SWEEPS - 2 };
 
 /* One call of sweep w with payload S bytes (buf and out hold S bytes; counts: 2 x comm->size entries; not
  * send/recv: p2p_call). The reduce-scatter and all-gather split S over the ranks (count = S / size / element: the
@@ -224,6 +234,10 @@ static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, f
          * collective follows that much (cal_coll_gapped; once where gap_s is 0), the payload's own buffer last */
         if (!p2p) st = compute_for(bk, evict, evict_bytes, gap_s, e);
         if (!st && !p2p) st = bk->add(bk, buf, buf, buf, DT_FP32, S / sizeof(float), e);
+        if (!st && w == GRAD_SWEEP) { /* a gradient: written, then out of the caches with the receive buffer */
+            cache_flush(buf, S);
+            if (comm->flush) comm->flush(comm, S);
+        }
         if (!st) st = comm_settle(comm, e);
         double t0 = comm->stats[id].seconds;
         if (!st && p2p) st = p2p_call(bk, comm, id, sweeps[w].dt, buf, out, S, evict, evict_bytes, gap, e);
@@ -380,9 +394,12 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
     out->coll_gap_s = cal_coll_gap(out->p2p_fwd_s);
     const double gap[3] = {out->p2p_fwd_s, out->p2p_bwd_s, out->coll_gap_s};
     for (int w = 0; !st && w < CAL_MAX_SWEEPS - 1; w++) {
+        /* the gradient sweep flushes host memory from the CPU's caches: the CPU backend's buffers only (a GPU's
+         * gradients are in device memory, which NCCL reads where they are) */
+        if (w == GRAD_SWEEP && (!bk->name || strcmp(bk->name, "cpu"))) continue;
         CalSweep *s = &out->sweep[out->nsweep];
         memset(s, 0, sizeof *s);
-        s->op = sweeps[w].op, s->dtype = sweeps[w].dt;
+        s->op = sweeps[w].op, s->dtype = sweeps[w].dt, s->grad = w == GRAD_SWEEP;
         /* the sweep's sizes and the run's own payloads, which fall between them (4x apart): the all-to-all's
          * from its smallest call up (expert parallelism's count exchange is a few int32 a peer, E x 4 B a rank:
          * 32 B for 8 experts, below the sweep's 64 B) and at its dispatch; every other op at tensor
@@ -401,6 +418,7 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
         if (st) break;
         out->nsweep++;
         int got = cal_fit_ranges(s->pt, s->n, s->op, s->dtype, comm->size, &out->range[out->nrange]);
+        for (int k = 0; k < got; k++) out->range[out->nrange + k].fit.path = (uint8_t)cal_sweep_path(s);
         if (!got)
             st = err_set(e, ST_SOFTWARE, "calibrate: the %s sweep (%s) over %d ranks gives no fit", comm_op_name(s->op),
                          dtype_name(s->dtype), comm->size);

@@ -259,7 +259,7 @@ Status cal_link_row(const Calibration *c, int i, const char *name, char *buf, si
     const int per_msg = r->fit.path == LINK_PATH_EAGER || r->fit.path == LINK_PATH_RENDEZVOUS;
     for (int k = 0; k < c->nsweep; k++)
         if (c->sweep[k].op == (CommOp)r->fit.op && c->sweep[k].per_msg == per_msg &&
-            (per_msg || link_path_of(c->sweep[k].op, c->sweep[k].dtype) == r->fit.path))
+            (per_msg || cal_sweep_path(&c->sweep[k]) == r->fit.path))
             s = &c->sweep[k];
     char src[400];
     Buf t = {src, sizeof src, 0, 0};
@@ -272,10 +272,13 @@ Status cal_link_row(const Calibration *c, int i, const char *name, char *buf, si
     else
         put(&t, "fp8plan calibrate: the executor's MPI %s (%s) over %d ranks, ", comm_op_name((CommOp)r->fit.op),
             s ? dtype_name(s->dtype) : "?", c->ranks);
-    if (!per_msg && r->fit.op == OP_SEND_RECV) /* calibrate_link.c p2p_call */
+    if (s && s->grad) /* calibrate_link.c GRAD_SWEEP */
+        put(&t, "each call after %.3g ms of compute, its payload and receive buffer then flushed (a gradient), ",
+            1e3 * c->coll_gap_s);
+    else if (!per_msg && r->fit.op == OP_SEND_RECV) /* calibrate_link.c p2p_call */
         put(&t, "as 1F1B's neighbouring stages meet it (a send after %.1f ms of compute, or %.1f, then %.1f on), ",
             1e3 * c->p2p_fwd_s, 1e3 * (c->p2p_fwd_s + c->p2p_bwd_s), 1e3 * c->p2p_fwd_s);
-    if (!per_msg && cal_coll_gapped((CommOp)r->fit.op) && c->coll_gap_s > 0) /* calibrate_link.c sweep_size */
+    else if (!per_msg && cal_coll_gapped((CommOp)r->fit.op) && c->coll_gap_s > 0) /* calibrate_link.c sweep_size */
         put(&t, "each call after %.3g ms of compute, as a layer's collectives follow its GEMMs, ", 1e3 * c->coll_gap_s);
     if (s && r->count > 0 && r->first + r->count <= s->n) {
         put_size(&t, s->pt[r->first].payload);

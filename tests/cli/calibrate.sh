@@ -302,7 +302,7 @@ if grep -q '^0,time,collective_wait,' "$TMP/run2.csv"; then pass "the ranks' wai
 # ---- every collective op fitted (links.csv), each planned collective timed at its own op's fit ----
 ops=$(awk -F, 'NR > 1 { print $3 "/" $4 }' "$TMP/cat2/links.csv" | sort -u | tr '\n' ' ')
 expect_eq "links.csv fits every op the executor runs, the reductions per dtype path" "$ops" \
-    "all-gather/bytes all-reduce/bf16 all-reduce/fp32 all-reduce/fp8 all-to-all/bytes all-to-all/eager all-to-all/rendezvous broadcast/bytes reduce-scatter/bf16 reduce-scatter/fp32 reduce-scatter/fp8 send/recv/bytes "
+    "all-gather/bytes all-reduce/bf16 all-reduce/fp32 all-reduce/fp32 grad all-reduce/fp8 all-to-all/bytes all-to-all/eager all-to-all/rendezvous broadcast/bytes reduce-scatter/bf16 reduce-scatter/fp32 reduce-scatter/fp8 send/recv/bytes "
 if awk -F, 'NR == 1 { exit !($0 == "version,device,op,path,from_bytes,to_bytes,latency_us,bus_gbps,source") }
     NR > 1 && !($1 == ($4 == "eager" || $4 == "rendezvous" ? 2 : 1) && $2 == "host" && $7 + 0 >= 0 && $8 + 0 >= 0) { exit 1 }' "$TMP/cat2/links.csv"; then
     pass "links.csv: rows of the host (version 2 for the all-to-all's per-message fits), latency and bandwidth not negative"
@@ -341,6 +341,25 @@ if [ "$tp_rows" -ge 4 ] && [ -z "$tp_bad" ]; then
 else
     fail "a TP 2 run: a time row per TP collective, planned, measured and judged" "rows $tp_rows; malformed: $tp_bad" \
         "$(tail -c 600 "$TMP/err")"
+fi
+# a DP 2 run: its gradient buckets (one per class: the linear weights', the others') planned from memory, at the
+# gradient sweep's rows ("fp32 grad": each call's payload and receive buffer flushed, as after a backward), each
+# bucket at the row holding its own payload: 2(n - 1) = 2 latency steps + S x 2(n - 1)/n = S bus bytes / bandwidth
+# (docs/calibrate.md, "Gradients reduced from memory"); the plan's number, not the machine's verdict
+mpi_run 2 "$FP8PLAN" run --backend cpu --catalog "$TMP/cat2" --gpu host $TINY --recipe megatron-bf16 --mbs 1 \
+    --gbs 2 --dp 2 --steps 2 --quiet -o "$TMP/dp2.csv"
+dp_want=$(awk -F, 'FNR == NR { if ($4 == "fp32 grad") { n++; lo[n] = $5; hi[n] = $6; lat[n] = $7 * 1e-6; bw[n] = $8 * 1e9 }
+        next }
+    $1 == 0 && $2 == "memory" && ($3 == "grad_gemm" || $3 == "grad_other") && $5 + 0 > 0 {
+        S = $5 + 0; hit = 0
+        for (k = 1; k <= n; k++) if (S >= lo[k] + 0 && (hi[k] == "" || S < hi[k] + 0)) { t += 2 * lat[k] + (bw[k] > 0 ? S / bw[k] : 0); hit++ }
+        miss += hit != 1 }
+    END { if (n && !miss) printf "%.9e", t; else print "none" }' "$TMP/cat2/links.csv" "$TMP/dp2.csv")
+dp_got=$(awk -F, '$1 == 0 && $3 == "dp_grad_allreduce.time" { printf "%.9e", $7 }' "$TMP/dp2.csv")
+if [ "$dp_want" != none ] && awk -v a="$dp_got" -v b="$dp_want" 'BEGIN { exit !(b > 0 && a / b - 1 < 1e-6 && b / a - 1 < 1e-6) }'; then
+    pass "a DP 2 run: its gradient buckets planned at links.csv's fp32 grad rows ($dp_got s a step)"
+else
+    fail "a DP 2 run: the buckets at the gradient rows" "planned $dp_got s, the rows give $dp_want; $(grep 'fp32 grad' "$TMP/cat2/links.csv" | cut -c 1-80)"
 fi
 # an EP 2 run (a MoE model shrunk, its experts split over the 2 ranks): each expert all-to-all of the step — the
 # count exchange, dispatch and combine forward and backward, one call each per MoE layer and micro-batch —

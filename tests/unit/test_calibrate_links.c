@@ -2,8 +2,8 @@
  * one size range (held to a >= 0, b >= 0), the split of a sweep into small / medium / large ranges
  * (exec/measure/calibrate_fit.c), the one formula the planner times every op of a host profile with
  * (steps x latency + S x bus factor / bus bandwidth: planner/plan_comm.c plan_link_call), which fit a call
- * takes (op, dtype path, range), a plan's collective timed at its op's fit, links.csv read and refused
- * (catalog/catalog_links.c) and written (calibrate_rows.c). */
+ * takes (op, dtype path, range), a plan's collective timed at its op's fit (links.csv read, refused and written:
+ * test_calibrate_links_csv.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,6 +202,19 @@ static void test_link_fit_choice(void)
     CHECK(plan_link_fit(&g, OP_ALL_REDUCE, DT_BF16, 1 << 30) == &g.link_fit[2]);
     /* FP8 not measured: the op's FP32 row; a mixed dtype reduces as FP32 */
     CHECK(plan_link_fit(&g, OP_ALL_REDUCE, DT_E4M3, 10) == &g.link_fit[0]);
+    /* a gradient's fit: without a gradient row the path's own (the profile of an older calibrate) */
+    CHECK(plan_link_fit_grad(&g, OP_ALL_REDUCE, DT_FP32, 4096) == &g.link_fit[1]);
+    const LinkFit grad[] = {{OP_ALL_REDUCE, LINK_PATH_FP32_GRAD, 0, 4096, 3e-6, 0.5e9},
+                            {OP_ALL_REDUCE, LINK_PATH_FP32_GRAD, 4096, 0, 6e-6, 1e9}};
+    memcpy(&g.link_fit[g.nlink_fit], grad, sizeof grad);
+    g.nlink_fit += 2;
+    CHECK(plan_link_fit_grad(&g, OP_ALL_REDUCE, DT_FP32, 4095) == &g.link_fit[4]);
+    CHECK(plan_link_fit_grad(&g, OP_ALL_REDUCE, DT_FP32, 4096) == &g.link_fit[5]);
+    CHECK(plan_link_fit_grad(&g, OP_ALL_REDUCE, DT_NONE, 1) == &g.link_fit[4]); /* a mixed dtype: FP32 */
+    /* a BF16 gradient (no gradient sweep measures it), another op, and plan_link_fit itself: the path's rows */
+    CHECK(plan_link_fit_grad(&g, OP_ALL_REDUCE, DT_BF16, 10) == &g.link_fit[2]);
+    CHECK(plan_link_fit_grad(&g, OP_ALL_GATHER, DT_FP32, 10) == &g.link_fit[3]);
+    CHECK(plan_link_fit(&g, OP_ALL_REDUCE, DT_FP32, 4095) == &g.link_fit[0]);
     CHECK(plan_link_fit(&g, OP_ALL_REDUCE, DT_NONE, 5000) == &g.link_fit[1]);
     CHECK(plan_link_fit(&g, OP_ALL_GATHER, DT_FP32, 10) == &g.link_fit[3]);
     /* no fit of the op: NULL (the all-reduce's link_lat and intra_bw serve) */
@@ -242,7 +255,36 @@ static void test_plan_times_each_op(void)
     CHECK_EQ_U64(ar->payload_bytes, 3744);
     CHECK_EQ_U64(ar->step_payload, 7488);
     CHECK_REL(ar->time_s, 1.6416e-5, 1e-12);
+    /* with the gradient sweep's rows ("fp32 grad": the payload from memory): [0, 4096) 3 us / 0.5 GB/s, [4096, no
+     * end) 6 us / 1 GB/s. The buckets at them: 2 x 6 us + 6,144 / 1e9 = 1.8144e-5 and 2 x 3 us + 1,344 / 0.5e9 =
+     * 8.688e-6, together 2.6832e-5; the same bytes and calls */
+    const LinkFit grad[] = {{OP_ALL_REDUCE, LINK_PATH_FP32_GRAD, 0, 4096, 3e-6, 0.5e9},
+                            {OP_ALL_REDUCE, LINK_PATH_FP32_GRAD, 4096, 0, 6e-6, 1e9}};
+    memcpy(&g.link_fit[g.nlink_fit], grad, sizeof grad);
+    g.nlink_fit += 2;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(ar->calls, 2);
+    CHECK_EQ_U64(ar->step_payload, 7488);
+    CHECK_REL(ar->time_s, 2.6832e-5, 1e-12);
+    /* PP 2 (no DP): the tied embedding's gradient, 10 x 8 FP32 = 320 B, one call between the first and the last
+     * stage at the gradient's [0, 4096): 2 x 3 us + 320 / 0.5e9 = 6.64e-6; the hot row would give 2 x 1 us + 320 /
+     * 1e9 = 2.32e-6 */
+    in.dp = 1, in.pp = 2;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    CHECK_EQ_U64(p->coll[CO_EMB_GRAD_AR].payload_bytes, 320);
+    CHECK_EQ_U64(p->coll[CO_EMB_GRAD_AR].calls, 1);
+    CHECK_REL(p->coll[CO_EMB_GRAD_AR].time_s, 6.64e-6, 1e-12);
+    g.nlink_fit -= 2;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(p->coll[CO_EMB_GRAD_AR].time_s, 2.32e-6, 1e-12);
+    in.dp = 2, in.pp = 1;
+    /* the other stacks' one call of the whole gradient keeps the hot row (their reduction overlaps the backward,
+     * or is not the executor's): 1.3744e-5 as above, gradient rows or not */
+    g.nlink_fit += 2;
     in.fusion = fx_input(&m, &g, &r).fusion;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(ar->time_s, 1.3744e-5, 1e-12);
+    g.nlink_fit -= 2;
     /* without fits: the all-reduce's link_lat and intra_bw: 2 x 1 us + 7,488 / 1e9 = 9.488e-6 */
     g.nlink_fit = 0;
     CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
@@ -434,165 +476,6 @@ static void test_sweep_sizes(void)
     CHECK_EQ_INT(cal_sweep_sizes(link, nl, NULL, 0, 0, 0, out), 0); /* no unit */
 }
 
-static const char links_head[] = "version,device,op,path,from_bytes,to_bytes,latency_us,bus_gbps,source\n";
-
-/* gpus.csv with a measured host ("h") and a GPU ("gpu"), then links text parsed into it. */
-static Status parse_links(Catalog *cat, const char *rows, Err *e)
-{
-    Calibration c;
-    memset(&c, 0, sizeof c);
-    c.reps = 3, c.ranks = 2, c.rate[CAL_PATH_BF16] = 1e11, c.rate[CAL_PATH_FP8] = 5e10, c.rate[CAL_PATH_FP32] = 1e11;
-    c.mem_bw = 1e10, c.elem_bw = 1e9, c.link_bw = 1e9, c.link_lat = 1e-6, c.mem_bytes = 1 << 30;
-    snprintf(c.backend, sizeof c.backend, "cpu");
-    char gpus[16384], row[8192], text[8192];
-    Status st = cal_gpu_row(&c, "h", row, sizeof row, e);
-    if (st) return st;
-    GpuSpec g = fx_gpu();
-    snprintf(g.name, sizeof g.name, "gpu");
-    g.sms = 132, g.mamf_bf16 = g.flops_bf16, g.mamf_fp8 = g.flops_fp8, g.sustained = 1;
-    snprintf(g.source, sizeof g.source, "typed in");
-    char grow[4096];
-    if ((st = cal_gpu_row_of(&g, grow, sizeof grow, e))) return st;
-    snprintf(gpus, sizeof gpus, "%s\n%s\n%s\n", cal_gpu_header, row, grow);
-    if ((st = catalog_parse_gpus(cat, gpus, strlen(gpus), "gpus.csv", e))) return st;
-    snprintf(text, sizeof text, "%s%s", links_head, rows);
-    return catalog_parse_links(cat, text, strlen(text), "links.csv", e);
-}
-
-static void test_links_csv(void)
-{
-    Catalog *cat = calloc(1, sizeof *cat);
-    CHECK(cat != NULL);
-    if (!cat) return;
-    Err e = {0};
-    /* two ranges of the FP32 all-reduce and an all-gather: read into the host's row */
-    Status st = parse_links(cat,
-                            "1,h,all-reduce,fp32,0,4096,1.5,0.25,\"a\"\n"
-                            "1,h,all-reduce,fp32,4096,,20,1.5,\"b\"\n"
-                            "1,h,all-gather,bytes,0,,2,4,\"c\"\n",
-                            &e);
-    CHECKF(st == ST_OK, "%s", e.msg);
-    const GpuSpec *h = catalog_gpu(cat, "h");
-    CHECK(h && h->nlink_fit == 3);
-    if (h && h->nlink_fit == 3) {
-        CHECK(h->link_fit[0].op == OP_ALL_REDUCE && h->link_fit[0].path == LINK_PATH_FP32);
-        CHECK(h->link_fit[0].from == 0 && h->link_fit[0].to == 4096 && h->link_fit[1].to == 0);
-        CHECK_REL(h->link_fit[0].lat, 1.5e-6, 1e-12);
-        CHECK_REL(h->link_fit[0].bw, 0.25e9, 1e-12);
-        CHECK(h->link_fit[2].op == OP_ALL_GATHER && h->link_fit[2].path == LINK_PATH_BYTES);
-        /* written back in the same columns, the row reads the same */
-        char row[1024];
-        CHECK(cal_link_row_of(h, 1, row, sizeof row, &e) == ST_OK);
-        CHECK_CONTAINS(row, "1,h,all-reduce,fp32,4096,,20,1.5,");
-    }
-    /* version 2: an all-to-all's per-message fits, beside a version 1 row of the same op (another path) */
-    st = parse_links(cat,
-                     "1,h,all-to-all,bytes,0,,0.5,1,\"a\"\n"
-                     "2,h,all-to-all,eager,0,4032,1.25,2,\"b\"\n"
-                     "2,h,all-to-all,rendezvous,4032,,3,8,\"c\"\n",
-                     &e);
-    CHECKF(st == ST_OK, "%s", e.msg);
-    h = catalog_gpu(cat, "h");
-    CHECK(h && h->nlink_fit == 3);
-    if (h && h->nlink_fit == 3) {
-        CHECK(h->link_fit[1].path == LINK_PATH_EAGER && h->link_fit[1].to == 4032);
-        CHECK(h->link_fit[2].path == LINK_PATH_RENDEZVOUS && h->link_fit[2].from == 4032);
-        CHECK(plan_a2a_msg_fit(h, 4031) == &h->link_fit[1] && plan_a2a_msg_fit(h, 4032) == &h->link_fit[2]);
-        char row[1024];
-        CHECK(cal_link_row_of(h, 2, row, sizeof row, &e) == ST_OK);
-        CHECK_CONTAINS(row, "2,h,all-to-all,rendezvous,4032,,3,8,");
-    }
-    /* a profile of this calibrate: ten payload sweeps of five ranges each ([0, 64), [64, 4096), [4096, 65536),
-     * [65536, 1 MiB), [1 MiB, no end)), 50 rows, and the two per-message fits: 52 rows, past the 32 a row held
-     * before; each call is timed at its own range (an all-reduce of 100,000 B in BF16: the fourth, latency 4 us) */
-    static const char *const ops[10][2] = {
-        {"all-reduce", "fp32"},     {"all-reduce", "bf16"},    {"all-reduce", "fp8"},   {"reduce-scatter", "fp32"},
-        {"reduce-scatter", "bf16"}, {"reduce-scatter", "fp8"}, {"all-gather", "bytes"}, {"send/recv", "bytes"},
-        {"broadcast", "bytes"},     {"all-to-all", "bytes"}};
-    static const char *const cuts[6] = {"0", "64", "4096", "65536", "1048576", ""};
-    char many[4096];
-    size_t k = 0;
-    for (int o = 0; o < 10; o++)
-        for (int r = 0; r < 5; r++)
-            k += (size_t)snprintf(many + k, sizeof many - k, "1,h,%s,%s,%s,%s,%d,1,\"x\"\n", ops[o][0], ops[o][1],
-                                  cuts[r], cuts[r + 1], r + 1);
-    k += (size_t)snprintf(many + k, sizeof many - k,
-                          "2,h,all-to-all,eager,0,4041,1,1,\"e\"\n2,h,all-to-all,rendezvous,4041,,2,2,\"r\"\n");
-    CHECK(k < sizeof many);
-    st = parse_links(cat, many, &e);
-    CHECKF(st == ST_OK, "%s", e.msg);
-    h = catalog_gpu(cat, "h");
-    CHECK(h && h->nlink_fit == 52);
-    if (h && h->nlink_fit == 52) {
-        const LinkFit *f = plan_link_fit(h, OP_ALL_REDUCE, DT_BF16, 100000);
-        CHECK(f == &h->link_fit[8] && f->from == 65536 && f->to == 1048576);
-        CHECK_REL(f->lat, 4e-6, 1e-12);
-    }
-    /* seven ranges a sweep, 70 rows: the 65th is more than links.csv holds */
-    static const char *const cuts7[8] = {"0", "64", "256", "1024", "4096", "65536", "1048576", ""};
-    k = 0;
-    for (int o = 0; o < 10; o++)
-        for (int r = 0; r < 7; r++)
-            k += (size_t)snprintf(many + k, sizeof many - k, "1,h,%s,%s,%s,%s,1,1,\"x\"\n", ops[o][0], ops[o][1],
-                                  cuts7[r], cuts7[r + 1]);
-    CHECK(k < sizeof many);
-    memset(&e, 0, sizeof e);
-    CHECK(parse_links(cat, many, &e) == ST_DATA);
-    CHECK_CONTAINS(e.msg, "more than 64 fits");
-    /* refused, naming the column and the value (exit 65 from the command) */
-    static const struct {
-        const char *row, *col, *what;
-    } bad[] = {
-        {"3,h,all-reduce,fp32,0,,1,1,\"x\"\n", "version", "measure the profile again with fp8plan calibrate"},
-        {"2,h,all-reduce,fp32,0,,1,1,\"x\"\n", "path", "version 2 rows are an all-to-all's per-message fits"},
-        {"1,h,all-to-all,eager,0,4000,1,1,\"x\"\n", "path", "version 1 rows the others"},
-        {"2,h,all-gather,rendezvous,0,,1,1,\"x\"\n", "path", "per-message fits are an all-to-all's"},
-        {"2,h,all-to-all,eager,0,4000,1,1,\"x\"\n2,h,all-to-all,eager,64,,1,1,\"y\"\n", "from_bytes", "overlaps"},
-        {"1,nope,all-reduce,fp32,0,,1,1,\"x\"\n", "device", "'nope' is not a row of gpus.csv"},
-        {"1,gpu,all-reduce,fp32,0,,1,1,\"x\"\n", "device", "a GPU's row"},
-        {"1,h,gather,bytes,0,,1,1,\"x\"\n", "op", "'gather'"},
-        {"1,h,all-gather,fp32,0,,1,1,\"x\"\n", "path", "the other operations bytes"},
-        {"1,h,all-reduce,fp32,4096,64,1,1,\"x\"\n", "to_bytes", "must be above from_bytes"},
-        {"1,h,all-reduce,fp32,0,-1,1,1,\"x\"\n", "to_bytes", "'-1'"},
-        {"1,h,all-reduce,fp32,0,,1,1,\"x\"\n1,h,all-reduce,fp32,64,,1,1,\"y\"\n", "from_bytes", "overlaps"},
-    };
-    for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
-        memset(&e, 0, sizeof e);
-        CHECKF(parse_links(cat, bad[i].row, &e) == ST_DATA, "row %u accepted", i);
-        CHECK_CONTAINS(e.msg, bad[i].col);
-        CHECK_CONTAINS(e.msg, bad[i].what);
-        CHECK_CONTAINS(e.msg, "links.csv");
-        CHECK(catalog_gpu(cat, "h") && catalog_gpu(cat, "h")->nlink_fit == 0); /* nothing half-read */
-    }
-    free(cat);
-}
-
-/* What calibrate writes for a fitted range: its columns and how it was measured (the compute before each call too). */
-static void test_link_row(void)
-{
-    Calibration *c = calloc(1, sizeof *c);
-    CHECK(c != NULL);
-    if (!c) return;
-    c->reps = 5, c->ranks = 2, c->nsweep = 1, c->nrange = 1;
-    c->sweep[0].op = OP_REDUCE_SCATTER, c->sweep[0].dtype = DT_BF16, c->sweep[0].n = 3;
-    const uint64_t S[] = {64, 1024, 65536};
-    for (int i = 0; i < 3; i++) c->sweep[0].pt[i].payload = S[i];
-    c->range[0] = (CalRange){
-        .fit = {OP_REDUCE_SCATTER, LINK_PATH_BF16, 1024, 0, 2.5e-6, 0.75e9}, .first = 1, .count = 2, .max_err = 0.031};
-    char row[1024];
-    Err e = {0};
-    CHECKF(cal_link_row(c, 0, "host", row, sizeof row, &e) == ST_OK, "%s", e.msg);
-    CHECK_CONTAINS(row, "1,host,reduce-scatter,bf16,1024,,2.5,0.75,\"");
-    CHECK_CONTAINS(row, "MPI reduce-scatter (bf16) over 2 ranks, 1 KiB-64 KiB (2 sizes, medians of 5), largest error "
-                        "3.1 %");
-    /* with the compute before each call (cal_coll_gap: 3 ms of forward / 2), the source says so, 1.5 ms */
-    c->coll_gap_s = 1.5e-3;
-    CHECKF(cal_link_row(c, 0, "host", row, sizeof row, &e) == ST_OK, "%s", e.msg);
-    CHECK_CONTAINS(row, "MPI reduce-scatter (bf16) over 2 ranks, each call after 1.5 ms of compute, as a layer's "
-                        "collectives follow its GEMMs, 1 KiB-64 KiB (2 sizes");
-    free(c);
-}
-
 int main(void)
 {
     RUN(test_fit_segment);
@@ -603,7 +486,5 @@ int main(void)
     RUN(test_plan_times_ep);
     RUN(test_a2a_counts);
     RUN(test_sweep_sizes);
-    RUN(test_links_csv);
-    RUN(test_link_row);
     return test_summary();
 }
