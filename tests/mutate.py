@@ -4,8 +4,8 @@
 Plants one realistic bug at a time (universalmutator's C rules: operators,
 constants, conditions, deleted statements) in a copy of the working tree,
 rebuilds, runs the unit tests and then the CLI scripts of tests/cli (single-
-and multi-rank; not the tmux and GPU-check ones) that reach the mutated file,
-as `make test` would, and counts the mutant as killed when a test fails (or
+and multi-rank; not the tmux and GPU-check ones, nor, without --full, the
+full tier's heavy mpirun ones) that reach the mutated file, as `make test` would, and counts the mutant as killed when a test fails (or
 hangs past its limit: 3 x its unmutated run time + 10 s, at least --timeout,
 so a slow test is not a kill by its own run time) and as a survivor when
 every test still passes. Prints the score and each survivor as file:line with the original and
@@ -27,7 +27,9 @@ Which scripts reach a file: found once per run, when the first mutant
 survives the unit tests, by a build with gcc's --coverage (build-cov/ in the
 copy) running each script: a script reaches a file when gcov counts an
 executed line in it. A file no script reaches runs none (no script can kill
-its mutants); headers run them all.
+its mutants); headers run them all. The reach is kept in reach.json in the
+scratch folder under a digest of the copy's sources, the files and the
+scripts, and read back by a run on the same ones.
 
 With --san (make mutate MUTATE_SAN=1), a mutant that survives the plain build
 is judged once more as .ci/run's second pass judges it: the unit tests that
@@ -42,6 +44,7 @@ it into build-mutate/venv).
 import argparse
 import difflib
 import hashlib
+import json
 import os
 import random
 import re
@@ -144,11 +147,20 @@ def test_order(tests, src):
     return head + [t for t in tests if t not in head]
 
 
-def cli_scripts(tree):
-    """The scripts of tests/cli that `make test` runs, but the tmux and GPU-check ones (slow, and they exercise no
-    C the others miss): single-rank ones and those that start ranks under mpirun."""
+def in_full_tier(path):
+    """Whether a suite's head comment puts it in the full tier (tests/run.sh's in_full_tier: a line
+    `# tier: full`), which `make test` leaves to `make test-full`."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return re.search(r"^(#| \*) tier: full", f.read(), re.M) is not None
+
+
+def cli_scripts(tree, full=False):
+    """The scripts of tests/cli that `make test` runs (with full, `make test-full`'s too: the heavy mpirun ones,
+    minutes each), but the tmux and GPU-check ones (slow, and they exercise no C the others miss): single-rank
+    ones and those that start ranks under mpirun."""
     d = os.path.join(tree, "tests", "cli")
-    return sorted(s for s in os.listdir(d) if s.endswith(".sh") and not s.startswith(("tui_tmux", "gpu_check")))
+    return sorted(s for s in os.listdir(d) if s.endswith(".sh") and not s.startswith(("tui_tmux", "gpu_check"))
+                  and (full or not in_full_tier(os.path.join(d, s))))
 
 
 def mpi_programs(tree, build):
@@ -206,7 +218,41 @@ def run_script(tree, build, script, timeout):
         return "timeout"
 
 
-def script_reach(tree, make, files, timeout, took):
+def tree_key(tree, files, scripts):
+    """A digest of what the reach depends on: every file of the copy outside its build folders, the files
+    mutated and the scripts run."""
+    h = hashlib.sha256(repr((files, scripts)).encode())
+    for base, dirs, names in os.walk(tree):
+        dirs[:] = sorted(d for d in dirs if not (base == tree and d.startswith("build")))
+        for n in sorted(names):
+            full = os.path.join(base, n)
+            if os.path.isfile(full) and not os.path.islink(full):
+                h.update(os.path.relpath(full, tree).encode() + b"\0")
+                with open(full, "rb") as f:
+                    h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def cached_reach(cache, key, tree, make, files, scripts, timeout, took):
+    """script_reach, kept in the file `cache` under key (tree_key): a run on the same sources, files and
+    scripts (a second seed, a larger count) reads it back instead of running every script again."""
+    try:
+        with open(cache, encoding="utf-8") as f:
+            got = json.load(f)
+        if got.get("key") == key:
+            took.update(got["took"])
+            print("mutate: the scripts' reach read back from %s (same sources)" % os.path.basename(cache), flush=True)
+            return {s: set(v) for s, v in got["reach"].items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    reach = script_reach(tree, make, files, scripts, timeout, took)
+    if reach is not None:
+        with open(cache, "w", encoding="utf-8") as f:
+            json.dump({"key": key, "took": took, "reach": {s: sorted(v) for s, v in reach.items()}}, f)
+    return reach
+
+
+def script_reach(tree, make, files, scripts, timeout, took):
     """{script: set of the files among `files` it executes a line of}, from a --coverage build; None when
     that build or gcov fails (then every script runs for every file). A script that fails on the unmutated
     sources is left out (it cannot tell a mutant from the tree as it is) and said. took[script] = its run
@@ -222,7 +268,7 @@ def script_reach(tree, make, files, timeout, took):
               % r.stdout.decode(errors="replace")[-2000:], flush=True)
         return None
     reach = {}
-    for script in cli_scripts(tree):
+    for script in scripts:
         for base, _, names in os.walk(os.path.join(tree, cov)):
             for n in names:
                 if n.endswith(".gcda"):
@@ -321,6 +367,8 @@ def main():
     ap.add_argument("--report", default=None, help="also write the judged mutants as CSV here")
     ap.add_argument("--san", action="store_true",
                     help="judge plain-build survivors again under ASan+UBSan, as .ci/run's second pass does")
+    ap.add_argument("--full", action="store_true",
+                    help="run the full tier's scripts too (make test-full's: the heavy mpirun ones, minutes each)")
     ap.add_argument("--tree-rev", default=None,
                     help="judge the sources and tests of this revision instead of the working tree")
     a = ap.parse_args()
@@ -344,7 +392,7 @@ def main():
     make = ["make", "-j%d" % a.jobs, "--no-print-directory", "CUDA=0", "BUILD=" + build]
     tests = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(tree, "tests", "unit"))
                    if f.startswith("test_") and f.endswith(".c"))
-    scripts = cli_scripts(tree)
+    scripts = cli_scripts(tree, a.full)
     targets = [os.path.join(build, "tests", t) for t in tests]
     if scripts:
         targets += script_targets(tree, build)
@@ -456,7 +504,8 @@ def main():
                     write(target, originals[f])
                     # once per run, on the slower --coverage build: 10 x --timeout, so that a long script
                     # is measured, not left out (hostile_input.sh went past 5 x, 300 s, in exec seed 131)
-                    reach = script_reach(tree, make, files, a.timeout * 10, script_took)
+                    reach = cached_reach(os.path.join(work, "reach.json"), tree_key(tree, files, scripts), tree,
+                                         make, files, scripts, a.timeout * 10, script_took)
                     write(target, text)
                 mine = [sc for sc in scripts if reach is None or f in reach.get(sc, ())]
                 hit = run_scripts(tree, build, make, mine, a.timeout, script_took) if mine else None
