@@ -4,8 +4,9 @@
 Plants one realistic bug at a time (universalmutator's C rules: operators,
 constants, conditions, deleted statements) in a copy of the working tree,
 rebuilds, runs the unit tests and then the CLI scripts of tests/cli (single-
-and multi-rank; not the tmux and GPU-check ones, nor, without --full, the
-full tier's heavy mpirun ones) that reach the mutated file, as `make test` would, and counts the mutant as killed when a test fails (or
+and multi-rank; not the tmux and GPU-check ones) that reach the mutated file,
+as `make test` would: without --full, not the full tier's suites (`# tier:
+full`: the heavy mpirun scripts and test_cli_faults), and counts the mutant as killed when a test fails (or
 hangs past its limit: 3 x its unmutated run time + 10 s, at least --timeout,
 so a slow test is not a kill by its own run time) and as a survivor when
 every test still passes. Prints the score and each survivor as file:line with the original and
@@ -368,7 +369,8 @@ def main():
     ap.add_argument("--san", action="store_true",
                     help="judge plain-build survivors again under ASan+UBSan, as .ci/run's second pass does")
     ap.add_argument("--full", action="store_true",
-                    help="run the full tier's scripts too (make test-full's: the heavy mpirun ones, minutes each)")
+                    help="run the full tier's suites too (make test-full's: the heavy mpirun scripts, minutes each, "
+                         "and test_cli_faults)")
     ap.add_argument("--tree-rev", default=None,
                     help="judge the sources and tests of this revision instead of the working tree")
     a = ap.parse_args()
@@ -390,8 +392,9 @@ def main():
     copy_tree(root, tree, a.tree_rev, work)
     build = "build"
     make = ["make", "-j%d" % a.jobs, "--no-print-directory", "CUDA=0", "BUILD=" + build]
-    tests = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(tree, "tests", "unit"))
-                   if f.startswith("test_") and f.endswith(".c"))
+    unit = os.path.join(tree, "tests", "unit")
+    tests = sorted(os.path.splitext(f)[0] for f in os.listdir(unit) if f.startswith("test_") and f.endswith(".c")
+                   and (a.full or not in_full_tier(os.path.join(unit, f))))
     scripts = cli_scripts(tree, a.full)
     targets = [os.path.join(build, "tests", t) for t in tests]
     if scripts:
