@@ -118,10 +118,19 @@ def changed_line(orig_lines, mut_lines):
     return 0, "", ""
 
 
+def same_file(a, b):
+    if not os.path.isfile(b) or os.path.getsize(a) != os.path.getsize(b):
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        return fa.read() == fb.read()
+
+
 def copy_tree(root, dest, rev=None, skip=None):
     """The working tree as git sees it (tracked and untracked, not ignored, outside skip), or revision rev,
-    into dest."""
-    if os.path.exists(dest):
+    into dest. A working-tree copy is brought up to date in place: files that differ are copied (with a new
+    mtime, so make rebuilds what depends on them), files git no longer lists are removed, and the copy's build
+    folders (build*/) stay, so a second run rebuilds only what changed."""
+    if rev and os.path.exists(dest):
         shutil.rmtree(dest)
     if rev:
         os.makedirs(dest)
@@ -132,13 +141,27 @@ def copy_tree(root, dest, rev=None, skip=None):
     r = sh(["git", "ls-files", "-co", "--exclude-standard", "-z"], root)
     if r.returncode:
         sys.exit("mutate: git ls-files failed")
+    wanted = set()
     for rel in r.stdout.decode().split("\0"):
         if not rel or not os.path.isfile(os.path.join(root, rel)):
             continue
         if skip and os.path.abspath(os.path.join(root, rel)).startswith(skip + os.sep):
             continue  # the scratch folder itself, when .gitignore does not name it
+        wanted.add(os.path.normpath(rel))
+        if same_file(os.path.join(root, rel), os.path.join(dest, rel)):
+            continue
         os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
-        shutil.copy2(os.path.join(root, rel), os.path.join(dest, rel))
+        if os.path.lexists(os.path.join(dest, rel)):
+            os.unlink(os.path.join(dest, rel))
+        shutil.copyfile(os.path.join(root, rel), os.path.join(dest, rel))
+        shutil.copymode(os.path.join(root, rel), os.path.join(dest, rel))
+    for base, dirs, names in os.walk(dest):
+        if base == dest:
+            dirs[:] = [d for d in dirs if not d.startswith("build")]
+        for n in names:
+            rel = os.path.normpath(os.path.relpath(os.path.join(base, n), dest))
+            if rel not in wanted:
+                os.unlink(os.path.join(base, n))
 
 
 # Folders whose behaviour the command-line scripts see better than the unit tests do: for their
