@@ -464,16 +464,21 @@ def main():
     def holds(t, f):
         return not file_syms.get(f) or bool(prog_syms[t] & file_syms[f])
 
-    # every mutant of every file, minus the comment-only ones
+    # every mutant of every file, minus the comment-only ones; a file's mutants are kept beside the digest of the
+    # text they came from and made again only when it changed (universalmutator took ~17 min for 80 files at load 20)
     pool = []
     mdir = os.path.join(work, "mutants")
-    shutil.rmtree(mdir, ignore_errors=True)
     for f in files:
         out = os.path.join(mdir, f.replace("/", "__"))
-        os.makedirs(out)
-        r = sh([mutate_bin, os.path.join(tree, f), "c", "--noCheck", "--mutantDir", out], work)
-        if r.returncode:
-            sys.exit("mutate: universalmutator failed on %s:\n%s" % (f, r.stdout.decode(errors="replace")[-1500:]))
+        digest = hashlib.sha256(originals[f].encode()).hexdigest()
+        stamp = os.path.join(mdir, f.replace("/", "__") + ".sha256")
+        if not (os.path.isdir(out) and os.path.isfile(stamp) and open(stamp).read() == digest):
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            r = sh([mutate_bin, os.path.join(tree, f), "c", "--noCheck", "--mutantDir", out], work)
+            if r.returncode:
+                sys.exit("mutate: universalmutator failed on %s:\n%s" % (f, r.stdout.decode(errors="replace")[-1500:]))
+            write(stamp, digest)
         plain = strip_comments(originals[f])
         for name in sorted(os.listdir(out), key=lambda n: int(re.findall(r"\.mutant\.(\d+)\.", n)[0])):
             text = open(os.path.join(out, name), encoding="utf-8", errors="replace").read()
