@@ -457,6 +457,7 @@ MUTATE_SEED ?= 1
 MUTATE_MINUTES ?= 30
 MUTATE_TIMEOUT ?= 60
 MUTATE_SAN ?= 0
+MUTATE_FULL ?= 0
 UNIVERSALMUTATOR := universalmutator==1.14.1
 
 $(MUTATE_WORK)/venv/bin/mutate:
@@ -470,7 +471,7 @@ $(MUTATE_WORK)/venv/bin/mutate:
 mutate: $(MUTATE_WORK)/venv/bin/mutate
 	python3 tests/mutate.py --work $(MUTATE_WORK) --base $(MUTATE_BASE) $(foreach d,$(MUTATE_DIR),--dir $(d)) \
 	  --count $(MUTATE_COUNT) --seed $(MUTATE_SEED) --minutes $(MUTATE_MINUTES) --timeout $(MUTATE_TIMEOUT) \
-	  $(if $(filter 1,$(MUTATE_SAN)),--san)
+	  $(if $(filter 1,$(MUTATE_SAN)),--san) $(if $(filter 1,$(MUTATE_FULL)),--full)
 
 FMT_FILES = $(shell find util fp8 planner catalog check reports exec import tui cli tests \( -name '*.[ch]' -o -name '*.cpp' -o -name '*.cu' -o -name '*.cuh' \) 2>/dev/null)
 

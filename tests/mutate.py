@@ -5,7 +5,8 @@ Plants one realistic bug at a time (universalmutator's C rules: operators,
 constants, conditions, deleted statements) in a copy of the working tree,
 rebuilds, runs the unit tests and then the CLI scripts of tests/cli (single-
 and multi-rank; not the tmux and GPU-check ones) that reach the mutated file,
-as `make test` would, and counts the mutant as killed when a test fails (or
+as `make test` would: without --full, not the full tier's suites (`# tier:
+full`: the heavy mpirun scripts and test_cli_faults), and counts the mutant as killed when a test fails (or
 hangs past its limit: 3 x its unmutated run time + 10 s, at least --timeout,
 so a slow test is not a kill by its own run time) and as a survivor when
 every test still passes. Prints the score and each survivor as file:line with the original and
@@ -27,7 +28,9 @@ Which scripts reach a file: found once per run, when the first mutant
 survives the unit tests, by a build with gcc's --coverage (build-cov/ in the
 copy) running each script: a script reaches a file when gcov counts an
 executed line in it. A file no script reaches runs none (no script can kill
-its mutants); headers run them all.
+its mutants); headers run them all. The reach is kept in reach.json in the
+scratch folder under a digest of the copy's sources, the files and the
+scripts, and read back by a run on the same ones.
 
 With --san (make mutate MUTATE_SAN=1), a mutant that survives the plain build
 is judged once more as .ci/run's second pass judges it: the unit tests that
@@ -42,6 +45,7 @@ it into build-mutate/venv).
 import argparse
 import difflib
 import hashlib
+import json
 import os
 import random
 import re
@@ -114,10 +118,19 @@ def changed_line(orig_lines, mut_lines):
     return 0, "", ""
 
 
+def same_file(a, b):
+    if not os.path.isfile(b) or os.path.getsize(a) != os.path.getsize(b):
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        return fa.read() == fb.read()
+
+
 def copy_tree(root, dest, rev=None, skip=None):
     """The working tree as git sees it (tracked and untracked, not ignored, outside skip), or revision rev,
-    into dest."""
-    if os.path.exists(dest):
+    into dest. A working-tree copy is brought up to date in place: files that differ are copied (with a new
+    mtime, so make rebuilds what depends on them), files git no longer lists are removed, and the copy's build
+    folders (build*/) stay, so a second run rebuilds only what changed."""
+    if rev and os.path.exists(dest):
         shutil.rmtree(dest)
     if rev:
         os.makedirs(dest)
@@ -128,13 +141,27 @@ def copy_tree(root, dest, rev=None, skip=None):
     r = sh(["git", "ls-files", "-co", "--exclude-standard", "-z"], root)
     if r.returncode:
         sys.exit("mutate: git ls-files failed")
+    wanted = set()
     for rel in r.stdout.decode().split("\0"):
         if not rel or not os.path.isfile(os.path.join(root, rel)):
             continue
         if skip and os.path.abspath(os.path.join(root, rel)).startswith(skip + os.sep):
             continue  # the scratch folder itself, when .gitignore does not name it
+        wanted.add(os.path.normpath(rel))
+        if same_file(os.path.join(root, rel), os.path.join(dest, rel)):
+            continue
         os.makedirs(os.path.join(dest, os.path.dirname(rel)), exist_ok=True)
-        shutil.copy2(os.path.join(root, rel), os.path.join(dest, rel))
+        if os.path.lexists(os.path.join(dest, rel)):
+            os.unlink(os.path.join(dest, rel))
+        shutil.copyfile(os.path.join(root, rel), os.path.join(dest, rel))
+        shutil.copymode(os.path.join(root, rel), os.path.join(dest, rel))
+    for base, dirs, names in os.walk(dest):
+        if base == dest:
+            dirs[:] = [d for d in dirs if not d.startswith("build")]
+        for n in names:
+            rel = os.path.normpath(os.path.relpath(os.path.join(base, n), dest))
+            if rel not in wanted:
+                os.unlink(os.path.join(base, n))
 
 
 # Folders whose behaviour the command-line scripts see better than the unit tests do: for their
@@ -144,11 +171,20 @@ def test_order(tests, src):
     return head + [t for t in tests if t not in head]
 
 
-def cli_scripts(tree):
-    """The scripts of tests/cli that `make test` runs, but the tmux and GPU-check ones (slow, and they exercise no
-    C the others miss): single-rank ones and those that start ranks under mpirun."""
+def in_full_tier(path):
+    """Whether a suite's head comment puts it in the full tier (tests/run.sh's in_full_tier: a line
+    `# tier: full`), which `make test` leaves to `make test-full`."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return re.search(r"^(#| \*) tier: full", f.read(), re.M) is not None
+
+
+def cli_scripts(tree, full=False):
+    """The scripts of tests/cli that `make test` runs (with full, `make test-full`'s too: the heavy mpirun ones,
+    minutes each), but the tmux and GPU-check ones (slow, and they exercise no C the others miss): single-rank
+    ones and those that start ranks under mpirun."""
     d = os.path.join(tree, "tests", "cli")
-    return sorted(s for s in os.listdir(d) if s.endswith(".sh") and not s.startswith(("tui_tmux", "gpu_check")))
+    return sorted(s for s in os.listdir(d) if s.endswith(".sh") and not s.startswith(("tui_tmux", "gpu_check"))
+                  and (full or not in_full_tier(os.path.join(d, s))))
 
 
 def mpi_programs(tree, build):
@@ -206,7 +242,41 @@ def run_script(tree, build, script, timeout):
         return "timeout"
 
 
-def script_reach(tree, make, files, timeout, took):
+def tree_key(tree, files, scripts):
+    """A digest of what the reach depends on: every file of the copy outside its build folders, the files
+    mutated and the scripts run."""
+    h = hashlib.sha256(repr((files, scripts)).encode())
+    for base, dirs, names in os.walk(tree):
+        dirs[:] = sorted(d for d in dirs if not (base == tree and d.startswith("build")))
+        for n in sorted(names):
+            full = os.path.join(base, n)
+            if os.path.isfile(full) and not os.path.islink(full):
+                h.update(os.path.relpath(full, tree).encode() + b"\0")
+                with open(full, "rb") as f:
+                    h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def cached_reach(cache, key, tree, make, files, scripts, timeout, took):
+    """script_reach, kept in the file `cache` under key (tree_key): a run on the same sources, files and
+    scripts (a second seed, a larger count) reads it back instead of running every script again."""
+    try:
+        with open(cache, encoding="utf-8") as f:
+            got = json.load(f)
+        if got.get("key") == key:
+            took.update(got["took"])
+            print("mutate: the scripts' reach read back from %s (same sources)" % os.path.basename(cache), flush=True)
+            return {s: set(v) for s, v in got["reach"].items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    reach = script_reach(tree, make, files, scripts, timeout, took)
+    if reach is not None:
+        with open(cache, "w", encoding="utf-8") as f:
+            json.dump({"key": key, "took": took, "reach": {s: sorted(v) for s, v in reach.items()}}, f)
+    return reach
+
+
+def script_reach(tree, make, files, scripts, timeout, took):
     """{script: set of the files among `files` it executes a line of}, from a --coverage build; None when
     that build or gcov fails (then every script runs for every file). A script that fails on the unmutated
     sources is left out (it cannot tell a mutant from the tree as it is) and said. took[script] = its run
@@ -222,7 +292,7 @@ def script_reach(tree, make, files, timeout, took):
               % r.stdout.decode(errors="replace")[-2000:], flush=True)
         return None
     reach = {}
-    for script in cli_scripts(tree):
+    for script in scripts:
         for base, _, names in os.walk(os.path.join(tree, cov)):
             for n in names:
                 if n.endswith(".gcda"):
@@ -321,6 +391,9 @@ def main():
     ap.add_argument("--report", default=None, help="also write the judged mutants as CSV here")
     ap.add_argument("--san", action="store_true",
                     help="judge plain-build survivors again under ASan+UBSan, as .ci/run's second pass does")
+    ap.add_argument("--full", action="store_true",
+                    help="run the full tier's suites too (make test-full's: the heavy mpirun scripts, minutes each, "
+                         "and test_cli_faults)")
     ap.add_argument("--tree-rev", default=None,
                     help="judge the sources and tests of this revision instead of the working tree")
     a = ap.parse_args()
@@ -342,9 +415,10 @@ def main():
     copy_tree(root, tree, a.tree_rev, work)
     build = "build"
     make = ["make", "-j%d" % a.jobs, "--no-print-directory", "CUDA=0", "BUILD=" + build]
-    tests = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(tree, "tests", "unit"))
-                   if f.startswith("test_") and f.endswith(".c"))
-    scripts = cli_scripts(tree)
+    unit = os.path.join(tree, "tests", "unit")
+    tests = sorted(os.path.splitext(f)[0] for f in os.listdir(unit) if f.startswith("test_") and f.endswith(".c")
+                   and (a.full or not in_full_tier(os.path.join(unit, f))))
+    scripts = cli_scripts(tree, a.full)
     targets = [os.path.join(build, "tests", t) for t in tests]
     if scripts:
         targets += script_targets(tree, build)
@@ -390,16 +464,21 @@ def main():
     def holds(t, f):
         return not file_syms.get(f) or bool(prog_syms[t] & file_syms[f])
 
-    # every mutant of every file, minus the comment-only ones
+    # every mutant of every file, minus the comment-only ones; a file's mutants are kept beside the digest of the
+    # text they came from and made again only when it changed (universalmutator took ~17 min for 80 files at load 20)
     pool = []
     mdir = os.path.join(work, "mutants")
-    shutil.rmtree(mdir, ignore_errors=True)
     for f in files:
         out = os.path.join(mdir, f.replace("/", "__"))
-        os.makedirs(out)
-        r = sh([mutate_bin, os.path.join(tree, f), "c", "--noCheck", "--mutantDir", out], work)
-        if r.returncode:
-            sys.exit("mutate: universalmutator failed on %s:\n%s" % (f, r.stdout.decode(errors="replace")[-1500:]))
+        digest = hashlib.sha256(originals[f].encode()).hexdigest()
+        stamp = os.path.join(mdir, f.replace("/", "__") + ".sha256")
+        if not (os.path.isdir(out) and os.path.isfile(stamp) and open(stamp).read() == digest):
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            r = sh([mutate_bin, os.path.join(tree, f), "c", "--noCheck", "--mutantDir", out], work)
+            if r.returncode:
+                sys.exit("mutate: universalmutator failed on %s:\n%s" % (f, r.stdout.decode(errors="replace")[-1500:]))
+            write(stamp, digest)
         plain = strip_comments(originals[f])
         for name in sorted(os.listdir(out), key=lambda n: int(re.findall(r"\.mutant\.(\d+)\.", n)[0])):
             text = open(os.path.join(out, name), encoding="utf-8", errors="replace").read()
@@ -456,7 +535,8 @@ def main():
                     write(target, originals[f])
                     # once per run, on the slower --coverage build: 10 x --timeout, so that a long script
                     # is measured, not left out (hostile_input.sh went past 5 x, 300 s, in exec seed 131)
-                    reach = script_reach(tree, make, files, a.timeout * 10, script_took)
+                    reach = cached_reach(os.path.join(work, "reach.json"), tree_key(tree, files, scripts), tree,
+                                         make, files, scripts, a.timeout * 10, script_took)
                     write(target, text)
                 mine = [sc for sc in scripts if reach is None or f in reach.get(sc, ())]
                 hit = run_scripts(tree, build, make, mine, a.timeout, script_took) if mine else None

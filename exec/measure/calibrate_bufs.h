@@ -110,4 +110,9 @@ static inline void bufs_free(Backend *bk, Bufs *u)
 Status cal_gemms(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int reps, Calibration *c, int again_reps,
                  Calibration *again, Err *e);
 
+/* The element-wise kernels' bandwidth and the launch floor at T rows (calibrate_host.c), interleaved the same
+ * way. */
+Status cal_kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int reps, Calibration *c, int again_reps,
+                   Calibration *again, Err *e);
+
 #endif

@@ -7,24 +7,42 @@
 . "$FP8PLAN_ROOT/tests/mpi_lib.sh"
 
 mpi_require
-# The bit-for-bit rows compare one rank with two stages, which run the same GEMMs in other processes. Under
-# te-fp8-current that holds with OpenBLAS 0.3.21's Haswell, SkylakeX and Cooperlake kernels, but not with its
-# Prescott or Sandybridge ones: on a 2-vCPU Xeon VM whose CPU OpenBLAS does not recognise (it falls back to
-# Prescott, the same losses as OPENBLAS_CORETYPE=Prescott) one rank and pp 2 part at step 17 (about 1e-6
-# relative; megatron-bf16 stays bit for bit with every kernel set; measured 7 December 2026, also with the build
-# of the day before, so not a change of this code). Which call's rounding moves was not pinned down. The default
-# kernels on the AMD EPYC (Zen: Haswell's) gave the same curves, so the script asks for Haswell's where the core
-# has AVX2 (mpirun passes the variable to its local ranks). mpi_ep.sh pins Sandybridge's for the opposite reason
-# (Haswell's round a row differently with the rows beside it, which expert parallelism changes).
-if grep -qw avx2 /proc/cpuinfo 2>/dev/null; then export OPENBLAS_CORETYPE=Haswell; fi
+# Which curves are one rank's bit for bit, and why (docs/multi-rank.md, "What is bit-identical"): an untied model's
+# are by construction, each stage running one rank's operations in one rank's order (tiny-llama below, and
+# tiny-gpt-untied: tiny-gpt with tied_embeddings no). A tied embedding's are not: one rank folds the head's and the
+# lookup's gradient into one FP32 chain, micro-batch by micro-batch (H0 + E0 + H1 + E1 + ...), two stages sum
+# their halves apart and add them once (emb_grad_allreduce: (H0 + ... + H3) + (E0 + ... + E3)): another
+# association of the same n terms an element (m = 4 micro-batches' head rows and the lookups of that token), each
+# within (n - 1) x 2^-24 x sum |terms| of the exact sum (Higham), so within twice that of each other. The
+# embedding's FP32 master moves by a few ulps that BF16 and FP8 casts hide until one rounds the other way. When
+# that happens depends on the GEMMs' last bits, so on OpenBLAS's kernels: measured 7 December 2026 (2-vCPU Xeon,
+# OpenBLAS 0.3.21), tiny-gpt te-fp8-current parts at step 17 with OPENBLAS_CORETYPE=Prescott (the kernels
+# OpenBLAS picks on a CPU it does not recognise) and at step 111 with Haswell's, megatron-bf16 at step 132 and
+# past 300; tiny-gpt-untied and tiny-llama stay bit for bit over 300 steps with both (every sgemm call of the two
+# stages, inputs hashed, returned one rank's bits for the same inputs: the BLAS is not where they part). So the
+# tied curves are checked at step 1 (no update yet: bit for bit) and within the bound stated for a reassociated
+# gradient: megatron-bf16 1e-4 (tests/cli/mpi_run.sh's), an FP8 recipe 1e-3 (an E4M3 rounding apart, te-fp8's).
 cat=$TMP/cat
 mpi_catalog "$cat" # tiny-gpt (mpi_run.sh's) and a tiny LLaMA:
 echo 'tiny-llama,2,32,96,4,2,8,64,16,rmsnorm,swiglu,rope,no,no,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
 GPT="run --catalog $cat --model tiny-gpt --mbs 2 --gbs 8 --quiet"
 LLAMA="run --catalog $cat --model tiny-llama --mbs 2 --gbs 8 --quiet"
+echo 'tiny-gpt-untied,2,32,128,2,2,16,64,16,layernorm,gelu,learned,no,yes,,,,,,,,,,,,,,,,"test model"' >>"$cat/models.csv"
+UNTIED="run --catalog $cat --model tiny-gpt-untied --mbs 2 --gbs 8 --quiet"
 
 same_curve() { # NAME LOGA LOGB: the same 50 losses, bit for bit
     if [ "$(wc -l <"$2")" -eq 51 ] && cmp -s "$2" "$3"; then pass "$1"; else fail "$1" "$(diff "$2" "$3" | head -4)"; fi
+}
+near_curve() { # NAME LOGA LOGB BOUND: step 1's loss bit for bit, all 50 within BOUND relative
+    local r
+    r=$(awk -F, 'NR == FNR { if (FNR > 1) a[$1] = $2; next } FNR > 1 { n++; if (!($1 in a)) bad = 1; d = $2 - a[$1];
+        if (d < 0) d = -d; d /= a[$1]; if (d > m) m = d; if ($1 == 1 && $2 != a[1]) bad = 1 }
+        END { if (bad || n != 50) print "n/a"; else printf "%.3g\n", m }' "$2" "$3")
+    if [ "$r" != n/a ] && awk -v r="$r" -v b="$4" 'BEGIN { exit !(r <= b) }'; then
+        pass "$1: step 1 bit for bit, within $4 ($r)"
+    else
+        fail "$1: step 1 bit for bit, within $4" "max relative difference: $r ($(diff "$2" "$3" | head -2 | tr '\n' ' '))"
+    fi
 }
 
 # ---- tiny-gpt, tied embedding ------------------------------------------------------------------
@@ -63,8 +81,8 @@ expect_line "pp 2: the per-rank table's stage 1" "  stage 1 \(ranks 1..1, 1 laye
 expect_line "pp 2: stage 0's rank in the per-rank table" "  weight_other +10048 +10048 +10048 +1/1 +exact"
 expect_line "pp 2: stage 1's rank in the per-rank table" "  weight_other +9152 +9152 +9152 +1/1 +exact"
 # the arithmetic of every weight and gradient is one rank's (the stages hold different layers; the
-# backwards run micro-batch 0, 1, ... as one rank accumulates): the same losses bit for bit
-same_curve "tiny-gpt pp 2: one rank's 50 losses bit for bit" "$TMP/gpt1.csv" "$TMP/gpt2.csv"
+# backwards run micro-batch 0, 1, ... as one rank accumulates) but the tied embedding's gradient (above)
+near_curve "tiny-gpt pp 2: one rank's 50 losses" "$TMP/gpt1.csv" "$TMP/gpt2.csv" 1e-4
 
 # ---- tiny-llama, untied head: no embedding all-reduce ----------------------------------------
 run $LLAMA --recipe megatron-bf16 --steps 50 --loss-log "$TMP/llama1.csv"
@@ -88,16 +106,23 @@ expect_rc "te-fp8-current pp 2: exit 0 (every checked term within the plan)" 0
 expect_line "te-fp8-current pp 2: the 32 B of saved scale_inv in the plan's transient" \
     "memory +transient +activation +24,608 +24,608 .*"
 expect_eq "te-fp8-current pp 2: activations and gradients" "$(grep -cE '^  pp_send_recv +8192 +8192 +8192 +1/1 +exact' "$TMP/out")" 2
-# current scaling takes each cast's scale from its own tensor: one rank's numbers, bit for bit
-same_curve "te-fp8-current pp 2: one rank's 50 losses bit for bit" "$TMP/c1.csv" "$TMP/c2.csv"
+# current scaling takes each cast's scale from its own tensor: one rank's numbers, bit for bit untied; tied, the
+# embedding's gradient reassociated (above)
+near_curve "te-fp8-current pp 2: one rank's 50 losses" "$TMP/c1.csv" "$TMP/c2.csv" 1e-3
+for rec in megatron-bf16 te-fp8-current; do
+    run $UNTIED --recipe $rec --steps 50 --loss-log "$TMP/u1.csv"
+    expect_rc "tiny-gpt-untied $rec one rank exits 0" 0
+    mpi_run 2 "$FP8PLAN" $UNTIED --recipe $rec --steps 50 --pp 2 --loss-log "$TMP/u2.csv"
+    expect_rc "tiny-gpt-untied $rec pp 2 exits 0" 0
+    same_curve "tiny-gpt-untied $rec pp 2: one rank's 50 losses bit for bit" "$TMP/u1.csv" "$TMP/u2.csv"
+done
 run $GPT --recipe te-fp8 --steps 50 --loss-log "$TMP/f1.csv"
 mpi_run 2 "$FP8PLAN" $GPT --recipe te-fp8 --steps 50 --pp 2 --loss-log "$TMP/f2.csv"
 expect_rc "te-fp8 pp 2: exit 0 (the saved scale_inv in the plan's transient)" 0
 # delayed scaling: stage 0's backward of micro-batch i reads the weights' FP8 copies cast at the next
-# forward's scale (one rank's at its own): an E4M3 rounding apart; measured max 4.4e-4 (step 1: 0)
-r=$(awk -F, 'NR == FNR { if (FNR > 1) a[$1] = $2; next } FNR > 1 { n++; d = $2 - a[$1]; if (d < 0) d = -d;
-    d /= a[$1]; if (d > m) m = d } END { if (n == 50) print m + 0; else print "n/a" }' "$TMP/f1.csv" "$TMP/f2.csv")
-if [ "$r" != n/a ] && awk -v r="$r" 'BEGIN { exit !(r <= 1e-3) }'; then pass "te-fp8 pp 2 within 1e-3 of one rank ($r)"; else fail "te-fp8 pp 2 within 1e-3 of one rank" "max relative difference: $r"; fi
+# forward's scale (one rank's at its own): an E4M3 rounding apart; measured max 4.4e-4 (step 1: 0; 5.7e-4 with
+# OpenBLAS's Prescott kernels, 7 December 2026)
+near_curve "te-fp8 pp 2: one rank's 50 losses" "$TMP/f1.csv" "$TMP/f2.csv" 1e-3
 
 # ---- refusals ---------------------------------------------------------------------------------
 # (PP beside DP and TP, and more than two stages: tests/cli/mpi_layouts.sh)

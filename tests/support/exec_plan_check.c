@@ -6,25 +6,34 @@
 #include "exec/measure/plan_link.h"
 #include "exec/model/model.h"
 
+void exec_plan_in(const Catalog *cat, const ModelSpec *m, const char *recipe, uint32_t mbs, uint32_t micro,
+                  PlanInput *in)
+{
+    exec_plan_input(in, m, catalog_gpu(cat, "h100-sxm"), catalog_recipe(cat, recipe), mbs, micro,
+                    catalog_stack(cat, "fp8plan"));
+}
+
+int exec_plan_layout(const PlanInput *in, Plan *p, uint64_t have[ARENA_TERMS])
+{
+    Err e;
+    const char *what = in->recipe ? in->recipe->name : "(no recipe)";
+    if (plan_build(in, p, &e)) return fprintf(stderr, "  plan %s/%s: %s\n", in->model->name, what, e.msg), 1;
+    ArenaSpecs specs = {0};
+    int bad = model_layout(p, &specs, &e) || arena_specs_bytes(&specs, have, &e);
+    if (bad) fprintf(stderr, "  layout %s/%s: %s\n", in->model->name, what, e.msg);
+    arena_specs_free(&specs);
+    return bad;
+}
+
 int exec_plan_mismatches(const Catalog *cat, const ModelSpec *m, const char *recipe, uint32_t mbs, uint32_t micro)
 {
-    const Recipe *rc = catalog_recipe(cat, recipe);
-    const GpuSpec *gpu = catalog_gpu(cat, "h100-sxm");
-    Err e;
-    if (!rc || !gpu) return fprintf(stderr, "  %s: not in the catalog\n", recipe), 1;
+    if (!catalog_recipe(cat, recipe)) return fprintf(stderr, "  %s: not in the catalog\n", recipe), 1;
     PlanInput in;
     static Plan p;
-    exec_plan_input(&in, m, gpu, rc, mbs, micro, catalog_stack(cat, "fp8plan"));
-    if (plan_build(&in, &p, &e)) return fprintf(stderr, "  plan %s/%s: %s\n", m->name, recipe, e.msg), 1;
-    if (p.microbatches != micro) return fprintf(stderr, "  plan %s: %u micro-batches\n", m->name, p.microbatches), 1;
-    ArenaSpecs specs = {0};
+    exec_plan_in(cat, m, recipe, mbs, micro, &in);
     uint64_t have[ARENA_TERMS];
-    if (model_layout(&p, &specs, &e) || arena_specs_bytes(&specs, have, &e)) {
-        fprintf(stderr, "  layout %s/%s: %s\n", m->name, recipe, e.msg);
-        arena_specs_free(&specs);
-        return 1;
-    }
-    arena_specs_free(&specs);
+    if (exec_plan_layout(&in, &p, have)) return 1;
+    if (p.microbatches != micro) return fprintf(stderr, "  plan %s: %u micro-batches\n", m->name, p.microbatches), 1;
     int bad = 0;
     for (int t = 0; t < MT_COUNT_; t++) {
         if (!arena_holds((MemTermId)t) || t == MT_WORKSPACE) continue; /* overheads; not in a count-only layout */

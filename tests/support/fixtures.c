@@ -34,6 +34,18 @@ Catalog *fx_catalog(void)
     return c;
 }
 
+int fx_measured(const Catalog *c, MeasuredRun *runs, int *n)
+{
+    char *text;
+    size_t len;
+    Err e;
+    if (file_read_all("models/measured.csv", &text, &len, &e)) return fprintf(stderr, "%s\n", e.msg), -1;
+    Status st = measured_parse(c, text, len, "models/measured.csv", runs, n, &e);
+    free(text);
+    if (st) fprintf(stderr, "%s\n", e.msg);
+    return st ? -1 : 0;
+}
+
 PlanInput fx_headline(const Catalog *c, const char *recipe)
 {
     PlanInput in;

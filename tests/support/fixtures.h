@@ -6,6 +6,7 @@
 #define FP8PLAN_TESTS_SUPPORT_FIXTURES_H
 
 #include "catalog/catalog.h"
+#include "catalog/measured.h"
 #include "planner/plan.h"
 
 /* models/models.csv, gpus.csv, recipes.csv and stacks.csv, read relative to the working
@@ -13,6 +14,10 @@
  * or parsed prints its message on stderr and exits 1, so no test runs on a
  * half-loaded catalog. The caller frees the result. */
 Catalog *fx_catalog(void);
+
+/* models/measured.csv's runs, against c, into runs[0..*n) (MEASURED_MAX_RUNS of room). 0, or -1 with the file's
+ * message on stderr. */
+int fx_measured(const Catalog *c, MeasuredRun *runs, int *n);
 
 /* The seed's headline layout: gpt-175b on h100-sxm with `recipe`, TP 8 x PP 4
  * x DP 4 with the distributed optimizer, everything else plan_input_defaults().

@@ -54,14 +54,10 @@ static ModelSpec shaped(const char *base, uint32_t layers, uint32_t hidden, uint
 static void test_arena_planned(void)
 {
     ModelSpec m = shaped("gpt2-124m", 1, 32, 2, 16);
-    const Recipe *rc = catalog_recipe(cat, "te-fp8");
-    const GpuSpec *gpu = catalog_gpu(cat, "h100-sxm");
-    CHECK(rc && gpu);
-    if (!rc || !gpu) return;
     PlanInput in;
     static Plan p;
     Err e;
-    exec_plan_input(&in, &m, gpu, rc, 2, 1, catalog_stack(cat, "fp8plan"));
+    exec_plan_in(cat, &m, "te-fp8", 2, 1, &in);
     CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
     const uint64_t guard = 0xA5A5A5A5A5A5A5A5ull;
     uint64_t got[ARENA_TERMS + 1];
@@ -145,6 +141,46 @@ static void test_llama_terms_match_plan(void)
  * kv_up's input 1,024; q, k, v 32 x (2 x 4 x 12 + 4 x 8) x 2 = 8,192; the output projection's input 32 x 32 x 2
  * = 2,048: 23,936 B, as the plan's mla_act items (planner/plan_moe_mem.c). Every compared term equal (MoE: the
  * bound for act_moe); the transient by hand below. */
+/* test_mla_terms_match_plan's model with multi-token prediction depths, its terms worked by hand there: the GEMM
+ * weights and the other weights' bytes over the model without a depth (67,360 B) on megatron-bf16, the routers'
+ * FP32 biases on every recipe, te-fp8's scale records; each planned and held alike, and every other term as
+ * planned at mbs 1 and 2, on megatron-bf16, te-fp8, te-fp8-current and deepseek-v3. */
+typedef struct {
+    uint32_t depths;
+    uint64_t weight_gemm, weight_other_more, router_bias, te_fp8_scale; /* bytes */
+} MtpTerms;
+
+static void check_depths(const ModelSpec *m, const MtpTerms *w)
+{
+    static const char *const rn[] = {"megatron-bf16", "te-fp8", "te-fp8-current", "deepseek-v3"};
+    ModelSpec t = *m;
+    t.mtp_layers = w->depths;
+    for (int i = 0; i < 4; i++) {
+        PlanInput in;
+        static Plan p;
+        uint64_t have[ARENA_TERMS];
+        exec_plan_in(cat, &t, rn[i], 1, 1, &in);
+        if (exec_plan_layout(&in, &p, have)) {
+            CHECKF(0, "%s at %u depths: no plan or layout", rn[i], w->depths);
+            continue;
+        }
+        if (i == 0) {
+            CHECK_EQ_U64(have[MT_WEIGHT_GEMM], w->weight_gemm);
+            CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, w->weight_gemm);
+            CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].bytes - 67360, w->weight_other_more);
+            CHECK_EQ_U64(have[MT_WEIGHT_OTHER] - 67360, w->weight_other_more);
+        }
+        CHECK_EQ_U64(p.mem[MT_ROUTER_BIAS].bytes, w->router_bias);
+        CHECK_EQ_U64(have[MT_ROUTER_BIAS], w->router_bias);
+        if (i == 1) {
+            CHECK_EQ_U64(have[MT_SCALE_GEMM], w->te_fp8_scale);
+            CHECK_EQ_U64(p.mem[MT_SCALE_GEMM].bytes, w->te_fp8_scale);
+        }
+        CHECKF(compare(&t, rn[i], 1) == 0, "%s at %u depths", rn[i], w->depths);
+        CHECKF(compare(&t, rn[i], 2) == 0, "%s at %u depths, mbs 2", rn[i], w->depths);
+    }
+}
+
 static void test_mla_terms_match_plan(void)
 {
     ModelSpec d = *catalog_model(cat, "deepseek-v3");
@@ -167,18 +203,11 @@ static void test_mla_terms_match_plan(void)
     CHECK_EQ_INT(m.kv_heads, 4);
     m.q_lora_rank = 24, m.kv_lora_rank = 16, m.qk_nope_head_dim = 8, m.qk_rope_head_dim = 4, m.v_head_dim = 8;
     m.head_dim = 12;
-    const Recipe *rc = catalog_recipe(cat, "megatron-bf16");
-    const GpuSpec *gpu = catalog_gpu(cat, "h100-sxm");
-    CHECK(rc && gpu);
-    if (!rc || !gpu) return;
     PlanInput in;
     static Plan p;
-    exec_plan_input(&in, &m, gpu, rc, 1, 1, catalog_stack(cat, "fp8plan"));
-    CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
-    ArenaSpecs specs = {0};
     uint64_t have[ARENA_TERMS];
-    CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
-    arena_specs_free(&specs);
+    exec_plan_in(cat, &m, "megatron-bf16", 1, 1, &in);
+    CHECK(!exec_plan_layout(&in, &p, have));
     CHECK_EQ_U64(have[MT_WEIGHT_GEMM], 89600);
     CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, 89600);
     CHECK_EQ_INT(compare(&m, "megatron-bf16", 1), 0);
@@ -193,10 +222,8 @@ static void test_mla_terms_match_plan(void)
      * backward rows, which the plan counts as Megatron-Core's autograd holds them: d(kv_down output) 32 x 20 x 2 =
      * 1,280, d(an up-projection's output) 32 x 64 x 2 = 4,096 (the widest of q_up's 48, kv_up's 64 and C), two
      * latents' 32 x 24 x 2 = 1,536 each: 8,448 more, 57,600 planned and held */
-    exec_plan_input(&in, &dense, gpu, rc, 1, 1, catalog_stack(cat, "fp8plan"));
-    CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
-    CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
-    arena_specs_free(&specs);
+    exec_plan_in(cat, &dense, "megatron-bf16", 1, 1, &in);
+    CHECK(!exec_plan_layout(&in, &p, have));
     CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 49152 + 8448);
     CHECK_EQ_U64(have[MT_TRANSIENT], 49152 + 8448);
     /* the two layers (dense, then MoE): the executor's one set of block buffers, sized at the widest layer, and
@@ -210,10 +237,8 @@ static void test_mla_terms_match_plan(void)
      * (10 x 8 + 4 x 2) = 2,816 (fp32 d(scores), which the sigmoid router's backward here does not keep: 1,024);
      * the MoE input's gradient 4,096; d(Q, K, V) 32 x 4 x (2 x 12 + 8) x 2 = 8,192 is d_a's (not added); the MLA
      * rows 8,448; d(probabilities) 16,384; the dispatch and combine buffers 64 x 64 x (2 + 2) = 16,384: 93,184 */
-    exec_plan_input(&in, &m, gpu, rc, 1, 1, catalog_stack(cat, "fp8plan"));
-    CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
-    CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
-    arena_specs_free(&specs);
+    exec_plan_in(cat, &m, "megatron-bf16", 1, 1, &in);
+    CHECK(!exec_plan_layout(&in, &p, have));
     CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 93184);
     CHECK_EQ_U64(have[MT_TRANSIENT], 92160);
     m.q_lora_rank = 0; /* no q latent (DeepSeek-V2-Lite): q_up reads norm 1's output */
@@ -229,10 +254,8 @@ static void test_mla_terms_match_plan(void)
         uint64_t scale;
     } f8[] = {{"te-fp8", 369360}, {"te-fp8-current", 1080}};
     for (int i = 0; i < 2; i++) {
-        exec_plan_input(&in, &m, gpu, catalog_recipe(cat, f8[i].recipe), 1, 1, catalog_stack(cat, "fp8plan"));
-        CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
-        CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
-        arena_specs_free(&specs);
+        exec_plan_in(cat, &m, f8[i].recipe, 1, 1, &in);
+        CHECK(!exec_plan_layout(&in, &p, have));
         CHECK_EQ_U64(have[MT_SCALE_GEMM], f8[i].scale);
         CHECK_EQ_U64(have[MT_FP8_ROWWISE], 44800);
         CHECK_EQ_U64(have[MT_FP8_COLWISE], 44800);
@@ -250,22 +273,11 @@ static void test_mla_terms_match_plan(void)
      * whatever the recipe: 8 experts x (MoE layer 1 + the depth's block) x 4 B = 64 B. Every other state and saved term as planned (the planner's MTP activations: enorm's
      * input, both norms' rstd and eh_proj's input, test_moe_plan's test_mla_and_mtp), in BF16 and FP8 (eh_proj one
      * FP8 tensor more: te-fp8's scale_gemm (30 + 23 + 1) x 3 x 1,026 x 4 = 664,848) */
+    check_depths(
+        &m,
+        &(const MtpTerms){
+            .depths = 1, .weight_gemm = 132352, .weight_other_more = 1744, .router_bias = 64, .te_fp8_scale = 664848});
     ModelSpec t = m;
-    t.mtp_layers = 1;
-    for (int i = 0; i < 4; i++) {
-        const char *rn = i == 3 ? "deepseek-v3" : i ? f8[i - 1].recipe : "megatron-bf16";
-        exec_plan_input(&in, &t, gpu, catalog_recipe(cat, rn), 1, 1, catalog_stack(cat, "fp8plan"));
-        CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
-        CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
-        arena_specs_free(&specs);
-        if (i == 0) CHECK_EQ_U64(have[MT_WEIGHT_GEMM], 132352);
-        if (i == 0) CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].bytes - 67360, 1744);
-        CHECK_EQ_U64(p.mem[MT_ROUTER_BIAS].bytes, 64);
-        CHECK_EQ_U64(have[MT_ROUTER_BIAS], 64);
-        if (i == 1) CHECK_EQ_U64(have[MT_SCALE_GEMM], 664848);
-        CHECKF(compare(&t, rn, 1) == 0, "%s", rn);
-        CHECKF(compare(&t, rn, 2) == 0, "%s", rn);
-    }
     /* a dense GPT-2 shape (LayerNorm with biases, learned positions, tied head) with a depth: every recipe. A model
      * with MTP takes the planner's MoE path, which counts the biases as the dense path does (QKV 192 + proj 64 +
      * FC1 256 + FC2 64 = 576 a layer, the depth's layer too; planner/plan_moe.c), and without them */
@@ -287,49 +299,36 @@ static void test_mla_terms_match_plan(void)
     uint64_t hp[3] = {0};
     for (uint32_t D = 0; D <= 2; D++) {
         t.mtp_layers = D;
-        exec_plan_input(&in, &t, gpu, rc, 1, 1, catalog_stack(cat, "fp8plan"));
-        CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
-        CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
-        arena_specs_free(&specs);
+        exec_plan_in(cat, &t, "megatron-bf16", 1, 1, &in);
+        CHECK(!exec_plan_layout(&in, &p, have));
         hp[D] = have[MT_ACT_LAYER_HP];
         CHECK_EQ_U64(p.mem[MT_ACT_LAYER_HP].bytes, have[MT_ACT_LAYER_HP]);
         if (D < 2) continue;
-        CHECK_EQ_U64(have[MT_WEIGHT_GEMM], 175104);
-        CHECK_EQ_U64(p.mem[MT_WEIGHT_GEMM].bytes, 175104);
-        CHECK_EQ_U64(p.mem[MT_WEIGHT_OTHER].bytes - 67360, 3488);
-        CHECK_EQ_U64(have[MT_WEIGHT_OTHER] - 67360, 3488);
-        CHECK_EQ_U64(have[MT_ROUTER_BIAS], 96);
         CHECK_EQ_U64(p.mem[MT_ACT_OUTPUT].bytes, 123264);
         CHECK_EQ_U64(have[MT_ACT_OUTPUT], 123264);
     }
     CHECK(hp[1] > hp[0]);
     CHECK_EQ_U64(hp[2] - hp[1], hp[1] - hp[0]);
-    for (int i = 0; i < 4; i++) {
-        const char *rn = i == 3 ? "deepseek-v3" : i ? f8[i - 1].recipe : "megatron-bf16";
-        exec_plan_input(&in, &t, gpu, catalog_recipe(cat, rn), 1, 1, catalog_stack(cat, "fp8plan"));
-        CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
-        CHECKF(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e), "%s", e.msg);
-        arena_specs_free(&specs);
-        if (i == 1) CHECK_EQ_U64(have[MT_SCALE_GEMM], 960336);
-        if (i == 1) CHECK_EQ_U64(p.mem[MT_SCALE_GEMM].bytes, 960336);
-        CHECKF(compare(&t, rn, 1) == 0, "%s at depth 2", rn);
-        CHECKF(compare(&t, rn, 2) == 0, "%s at depth 2", rn);
-    }
+    check_depths(
+        &m,
+        &(const MtpTerms){
+            .depths = 2, .weight_gemm = 175104, .weight_other_more = 3488, .router_bias = 96, .te_fp8_scale = 960336});
     gm.mtp_layers = 2; /* the GPT-2 shape at two depths, with biases and without */
     for (size_t i = 0; i < sizeof recipes / sizeof *recipes; i++)
         CHECKF(compare(&gm, recipes[i], 1) == 0, "%s at depth 2", recipes[i]);
     gm.linear_bias = 1;
     CHECK_EQ_INT(compare(&gm, "megatron-bf16", 1), 0);
     /* refused before any work: more depths than the executor's bound, and a sequence no longer than the depths */
+    ArenaSpecs specs = {0};
     gm.mtp_layers = MODEL_MTP_MAX + 1;
-    exec_plan_input(&in, &gm, gpu, rc, 1, 1, catalog_stack(cat, "fp8plan"));
+    exec_plan_in(cat, &gm, "megatron-bf16", 1, 1, &in);
     CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
     CHECK_EQ_INT(model_layout(&p, &specs, &e), ST_UNAVAILABLE);
     CHECK_CONTAINS(e.msg, "at most 16 multi-token prediction depths (mtp_layers 17)");
     arena_specs_free(&specs);
     ModelSpec sh = shaped_kv("gpt2-124m", 2, 64, 4, 4, 256, 4); /* 4 positions, 4 depths: depth 4 predicts none */
     sh.mtp_layers = 4;
-    exec_plan_input(&in, &sh, gpu, rc, 1, 1, catalog_stack(cat, "fp8plan"));
+    exec_plan_in(cat, &sh, "megatron-bf16", 1, 1, &in);
     CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
     CHECK_EQ_INT(model_layout(&p, &specs, &e), ST_USAGE);
     CHECK_CONTAINS(e.msg, "--seq 4 must exceed the 4 multi-token prediction depths of model");
@@ -356,8 +355,7 @@ static void test_qk_norm_terms_match_plan(void)
     PlanInput in;
     static Plan pa, pq;
     Err e;
-    exec_plan_input(&in, &a, catalog_gpu(cat, "h100-sxm"), catalog_recipe(cat, "megatron-bf16"), 1, 1,
-                    catalog_stack(cat, "fp8plan"));
+    exec_plan_in(cat, &a, "megatron-bf16", 1, 1, &in);
     CHECK(!plan_build(&in, &pa, &e));
     in.model = &q;
     CHECK(!plan_build(&in, &pq, &e));
@@ -382,8 +380,7 @@ static void test_one_vocabulary(void)
     PlanInput in;
     static Plan p;
     Err e;
-    exec_plan_input(&in, &m, catalog_gpu(cat, "h100-sxm"), catalog_recipe(cat, "te-fp8"), 1, 1,
-                    catalog_stack(cat, "fp8plan"));
+    exec_plan_in(cat, &m, "te-fp8", 1, 1, &in);
     CHECK_EQ_INT(plan_build(&in, &p, &e), ST_OK);
     for (int t = 0; t < MT_COUNT_; t++) {
         CHECK_STR(mem_term_name((MemTermId)t), p.mem[t].name);
@@ -416,8 +413,7 @@ static void test_swiglu_transient(void)
     PlanInput in;
     static Plan p;
     Err e;
-    exec_plan_input(&in, &m, catalog_gpu(cat, "h100-sxm"), catalog_recipe(cat, "megatron-bf16"), 1, 1,
-                    catalog_stack(cat, "fp8plan"));
+    exec_plan_in(cat, &m, "megatron-bf16", 1, 1, &in);
     CHECK_EQ_INT(plan_build(&in, &p, &e), ST_OK);
     CHECK_EQ_U64(p.mem[MT_TRANSIENT].bytes, 1183744);
     CHECK_EQ_INT(compare(&m, "megatron-bf16", 1), 0);
@@ -441,8 +437,7 @@ static void test_msamp_o1_demo(void)
     PlanInput in;
     static Plan p;
     Err e;
-    exec_plan_input(&in, &m, catalog_gpu(cat, "h100-sxm"), catalog_recipe(cat, "msamp-o1"), 1, 1,
-                    catalog_stack(cat, "fp8plan"));
+    exec_plan_in(cat, &m, "msamp-o1", 1, 1, &in);
     CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
     static const struct {
         MemTermId t;

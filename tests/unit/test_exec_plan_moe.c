@@ -36,18 +36,11 @@ static void test_moe_terms_match_plan(void)
     Err e;
     CHECK_EQ_INT(exec_model(catalog_model(cat, "mixtral-8x7b"), &o, &m, &e), ST_OK);
     CHECK_EQ_INT(m.expert_ffn, 224);
-    const Recipe *rc = catalog_recipe(cat, "megatron-bf16");
-    const GpuSpec *gpu = catalog_gpu(cat, "h100-sxm");
-    CHECK(rc && gpu);
-    if (!rc || !gpu) return;
     PlanInput in;
     static Plan p;
-    exec_plan_input(&in, &m, gpu, rc, 1, 1, catalog_stack(cat, "fp8plan"));
-    CHECK(!plan_build(&in, &p, &e));
-    ArenaSpecs specs = {0};
     uint64_t have[ARENA_TERMS];
-    CHECK(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e));
-    arena_specs_free(&specs);
+    exec_plan_in(cat, &m, "megatron-bf16", 1, 1, &in);
+    CHECK(!exec_plan_layout(&in, &p, have));
     CHECK_EQ_U64(have[MT_WEIGHT_EXPERT], 1376256);
     CHECK_EQ_U64(have[MT_MASTER_EXPERT], 2752512);
     CHECK_EQ_U64(have[MT_GRAD_EXPERT], 2752512);
@@ -58,10 +51,8 @@ static void test_moe_terms_match_plan(void)
      * gradient and moments 1,376,256 B each, as the plan's per-GPU terms; the router (8 x 64) stays whole */
     exec_plan_dp(&in, 4, SHARD_NONE);
     in.ep = 2;
-    CHECKF(!plan_build(&in, &p, &e), "%s", e.msg);
     uint64_t other1 = have[MT_WEIGHT_OTHER];
-    CHECK(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e));
-    arena_specs_free(&specs);
+    CHECK(!exec_plan_layout(&in, &p, have));
     CHECK_EQ_U64(have[MT_WEIGHT_EXPERT], 688128);
     CHECK_EQ_U64(have[MT_MASTER_EXPERT], 1376256);
     CHECK_EQ_U64(have[MT_OPTIM_V_EXPERT], 1376256);
@@ -80,10 +71,8 @@ static void test_moe_terms_match_plan(void)
         uint64_t scale;
     } f8[] = {{"te-fp8", 443232}, {"te-fp8-current", 1296}};
     for (int i = 0; i < 2; i++) {
-        exec_plan_input(&in, &m, gpu, catalog_recipe(cat, f8[i].recipe), 1, 1, catalog_stack(cat, "fp8plan"));
-        CHECK(!plan_build(&in, &p, &e));
-        CHECK(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e));
-        arena_specs_free(&specs);
+        exec_plan_in(cat, &m, f8[i].recipe, 1, 1, &in);
+        CHECK(!exec_plan_layout(&in, &p, have));
         CHECK_EQ_U64(have[MT_FP8_EXPERT], 1376256);
         CHECK_EQ_U64(have[MT_FP8_ROWWISE], 20480);
         CHECK_EQ_U64(have[MT_FP8_COLWISE], 20480);
@@ -100,10 +89,8 @@ static void test_moe_terms_match_plan(void)
      * x 4 = 2,304, FC1's BF16 output 256·448·2 = 229,376, the FC2 input 256·224 = 57,344 with 224·9·4 =
      * 8,064, per row a weight and two maps 256·12 = 3,072: 339,072; 2 layers 678,144 planned. The executor
      * keeps one map per (token, slot) and the 8 counts: 256·8 − 8·4 = 2,016 fewer a layer, 674,112. */
-    exec_plan_input(&in, &m, gpu, catalog_recipe(cat, "deepseek-v3"), 4, 1, catalog_stack(cat, "fp8plan"));
-    CHECK(!plan_build(&in, &p, &e));
-    CHECK(!model_layout(&p, &specs, &e) && !arena_specs_bytes(&specs, have, &e));
-    arena_specs_free(&specs);
+    exec_plan_in(cat, &m, "deepseek-v3", 4, 1, &in);
+    CHECK(!exec_plan_layout(&in, &p, have));
     CHECK_EQ_U64(have[MT_FP8_EXPERT], 1376256);
     CHECK_EQ_U64(have[MT_SCALE_BLOCK], 800);
     CHECK_EQ_U64(p.mem[MT_SCALE_BLOCK].bytes, 800);

@@ -10,24 +10,13 @@
 #include "reports/fidelity_report.h"
 #include "support/fixtures.h"
 #include "test.h"
-#include "util/fileio.h"
 
 static const double SLACK_PP = 0.5; /* percentage points an MAE may worsen before this fails */
 
 static MeasuredRun runs[MEASURED_MAX_RUNS];
 static FidelityRow rows[MEASURED_MAX_RUNS];
 
-static int load(const Catalog *c, int *n)
-{
-    char *text;
-    size_t len;
-    Err e;
-    if (file_read_all("models/measured.csv", &text, &len, &e)) return fprintf(stderr, "%s\n", e.msg), -1;
-    Status st = measured_parse(c, text, len, "models/measured.csv", runs, n, &e);
-    free(text);
-    if (st) fprintf(stderr, "%s\n", e.msg);
-    return st ? -1 : 0;
-}
+static int load(const Catalog *c, int *n) { return fx_measured(c, runs, n); }
 
 static const FidelityGroup *group(const FidelityGroup *g, int n, const char *name)
 {

@@ -11,22 +11,11 @@
 #include "support/fixtures.h"
 #include "test.h"
 #include "planner/arch.h"
-#include "util/fileio.h"
 
 static MeasuredRun runs[MEASURED_MAX_RUNS];
 static FidelityRow rows[MEASURED_MAX_RUNS];
 
-static int load(const Catalog *c, int *n)
-{
-    char *text;
-    size_t len;
-    Err e;
-    if (file_read_all("models/measured.csv", &text, &len, &e)) return fprintf(stderr, "%s\n", e.msg), -1;
-    Status st = measured_parse(c, text, len, "models/measured.csv", runs, n, &e);
-    free(text);
-    if (st) fprintf(stderr, "%s\n", e.msg);
-    return st ? -1 : 0;
-}
+static int load(const Catalog *c, int *n) { return fx_measured(c, runs, n); }
 
 /* MAE (percent) and row count of the dense dev runs on one GPU, with the plans as the catalog now gives them. */
 static double dense_dev_mae(int n, const char *gpu, int *rows_out)

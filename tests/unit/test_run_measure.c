@@ -20,7 +20,6 @@
 #include "test.h"
 #include "support/exec_fixtures.h"
 #include "support/fixtures.h"
-#include "util/fileio.h"
 
 static const uint64_t MiB = 1ull << 20;
 
@@ -100,27 +99,12 @@ static Status f_times(Backend *bk, int enable, double s[BK_OPCAT_COUNT], Err *e)
     return ST_OK;
 }
 
+/* models/'s catalog, read once (support/fixtures.c: a file that does not parse ends the test program). */
 static Catalog *load_catalog(void)
 {
-    static Catalog c;
-    const char *files[4] = {"models/models.csv", "models/gpus.csv", "models/recipes.csv", "models/stacks.csv"};
-    for (int i = 0; i < 4; i++) {
-        char *buf = NULL;
-        size_t len = 0;
-        Err e;
-        Status st = file_read_all(files[i], &buf, &len, &e);
-        if (!st)
-            st = i == 0   ? catalog_parse_models(&c, buf, len, files[i], &e)
-                 : i == 1 ? catalog_parse_gpus(&c, buf, len, files[i], &e)
-                 : i == 2 ? catalog_parse_recipes(&c, buf, len, files[i], &e)
-                          : catalog_parse_stacks(&c, buf, len, files[i], &e);
-        free(buf);
-        if (st) {
-            CHECKF(0, "%s: %s", files[i], e.msg);
-            return NULL;
-        }
-    }
-    return &c;
+    static Catalog *c;
+    if (!c) c = fx_catalog();
+    return c;
 }
 
 typedef struct {
