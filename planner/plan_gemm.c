@@ -119,14 +119,62 @@ double gemm_time_streams(const GemmGpu *gg, uint64_t M, uint64_t N, uint64_t K, 
     return rest ? t + gemm_run(gg, M, N, K, rest, 1, fp8, out_bytes) : t;
 }
 
+/* One GEMM dimension x as gemm_run reads it: its tiles along either tile side and its value as a double, worked
+ * out once for the GEMMs of a layer that share it (the tokens, a linear's rows and columns). */
+typedef struct {
+    uint64_t a, b; /* ceil(x / tile_m), ceil(x / tile_n) */
+    double d;      /* x */
+} Dim;
+
+static inline Dim dim_of(const GemmGpu *gg, uint64_t x)
+{
+    uint32_t a = gg->tm_sh, b = gg->tn_sh;
+    return (Dim){(x + (1ull << a) - 1) >> a, (x + (1ull << b) - 1) >> b, (double)x};
+}
+
+/* gemm_run at batch 1 from the dimensions' Dim: the same operations on the same values, so the same bits (a batch
+ * of 1 multiplies by 1.0, which changes nothing and is left out). */
+static inline __attribute__((always_inline)) double gemm_run1(const GemmGpu *gg, Dim M, Dim N, Dim K, int fp8,
+                                                              double out_bytes)
+{
+    uint64_t t1 = M.a * N.b, t2 = M.b * N.a;
+    double one = (double)(t1 < t2 ? t1 : t2), tiles = one;
+    double k = K.d, k0 = fp8 ? gg->k0_8 : gg->k0_16, rate = fp8 ? gg->sm_rate8 : gg->sm_rate16;
+    double mn = M.d * N.d, extra = 0;
+    if (one < gg->sms) { /* less than one wave: split K over the idle SMs (gemm_run) */
+        double split = (double)(int64_t)(gg->sms / one), kmax = (double)(int64_t)(k / SPLIT_MIN_K);
+        if (split > kmax) split = kmax;
+        if (split > 1) {
+            tiles *= split;
+            k /= split;
+            extra = mn * 4.0 * 2.0 * split;
+        }
+    }
+    double w = tiles * gg->inv_sms, waves = w < 0x1p63 ? (double)(int64_t)w : (double)(uint64_t)w;
+    if (waves < w) waves += 1.0;
+    double tile_flops = gg->tile2 * (k + k0);
+    double tc = waves * tile_flops / rate;
+    double ib = fp8 ? 1.0 : 2.0;
+    double bytes = (M.d * K.d + K.d * N.d) * ib + mn * out_bytes + extra;
+    double tm = bytes * gg->inv_hbm;
+    double t = tc > tm ? tc : tm;
+    return t > gg->launch ? t : gg->launch;
+}
+
 void gemm_time_linears(const GemmGpu *gg, uint64_t tok, const uint64_t *rows, const uint64_t *cols, int n, int f8,
                        int b8, double wout, unsigned no_dgrad, double *fp, double *dg, double *wg)
 {
+    const Dim T = dim_of(gg, tok);
     for (int i = 0; i < n; i++) {
-        uint64_t N = rows[i], K = cols[i];
-        int any = tok && N && K; /* gemm_time's zero sizes: 0 s */
-        fp[i] = any ? gemm_run(gg, tok, N, K, 1, 1, f8, 2) : 0;
-        wg[i] = any ? gemm_run(gg, N, K, tok, 1, 1, b8, wout) : 0;
-        if (!((no_dgrad >> i) & 1)) dg[i] = any ? gemm_run(gg, tok, K, N, 1, 1, b8, 2) : 0;
+        uint64_t nr = rows[i], kc = cols[i];
+        if (!(tok && nr && kc)) { /* gemm_time's zero sizes: 0 s */
+            fp[i] = wg[i] = 0;
+            if (!((no_dgrad >> i) & 1)) dg[i] = 0;
+            continue;
+        }
+        const Dim N = dim_of(gg, nr), K = dim_of(gg, kc);
+        fp[i] = gemm_run1(gg, T, N, K, f8, 2);
+        wg[i] = gemm_run1(gg, N, K, T, b8, wout);
+        if (!((no_dgrad >> i) & 1)) dg[i] = gemm_run1(gg, T, K, N, b8, 2);
     }
 }

@@ -89,6 +89,17 @@ static void test_gemm_waves(void)
     CHECK_REL(dg[0], 1.7195659505e-4, 1e-9);
     CHECK_REL(fp[0], 1.029690877e-4, 1e-9);
     CHECK(dg[1] == -1 && fp[2] == 0 && wg[2] == 0 && dg[2] == 0);
+    /* the same on g2 (split-K rates, fast HBM) with shapes that split and that end in partial tiles: 256 x 33792
+     * under 128 tokens is the split-K forward above (132 ways, 25,165,824 x 132 / 850e12 s in BF16), 300 x 777
+     * leaves partial tiles on every side; BF16 forward, FP8 backward, every dgrad */
+    uint64_t r2[] = {256, 300, 33792}, c2[] = {33792, 777, 256};
+    gemm_time_linears(&g2, 128, r2, c2, 3, 0, 1, 2, 0, fp, dg, wg);
+    for (int i = 0; i < 3; i++) {
+        CHECK(fp[i] == gemm_time(&g2, 128, r2[i], c2[i], 1, 0, 2));
+        CHECK(wg[i] == gemm_time(&g2, r2[i], c2[i], 128, 1, 1, 2));
+        CHECK(dg[i] == gemm_time(&g2, 128, c2[i], r2[i], 1, 1, 2));
+    }
+    CHECK_REL(fp[0], 25165824.0 * 132 / 850e12, 1e-9);
 }
 
 static void test_gemm_ampere_and_overrides(void)
