@@ -377,6 +377,34 @@ static void test_fractional_rows_round_up(void)
     CHECKF((a[1] - a[0]) * 128 == (a[2] - a[1]) * 25, "differences %llu and %llu are not 25 : 128",
            (unsigned long long)(a[1] - a[0]), (unsigned long long)(a[2] - a[1]));
 }
+/* This executor's (fusion fp8plan) MoE buffers held all step are the token side's, whatever the expert-TP size:
+ * the router logits [tok_r, E] fp32 and the experts' output rows of the rank's own tokens [tok_r x top-k, h] BF16
+ * (exec/model/model_moe.c model_moe_transient) — not the ETP group's gathered rows, which the plan counted at etp 2
+ * (issue 42: 4,096 B over the run at tp 2 x ep 2 x etp 2). ox_moe with latent attention (q_lora 64, kv_lora 128,
+ * heads of 80 + 16, values 64), seq 8, tp 2 with SP, fp8plan's stack: the transient is the replicated gradients'
+ * flattened copy after the backward (test_oracle_mla_terms.c test_mla_tp_bytes: 108,160 values without experts) plus
+ * the MoE layer's router 8 x 256 = 2,048: 110,208 x 4 B = 440,832, beside d(residual) 4 x 256 and dX max(8 x 1 head x
+ * 64, 4 x 256) = 1,024, x 2 B = 4,096, and the MoE buffers: logits 4 tokens x 8 x 4 = 128 and the rows 4 x top-2 =
+ * 8 x 256 x 2 = 4,096: 449,152 B at etp 1 and at etp 2 alike (the ETP group's 16 rows would be 4,096 more). */
+static void test_moe_buffers_own_rows_at_etp(void)
+{
+    ModelSpec m = ox_moe(512);
+    m.head_dim = 96, m.qk_nope_head_dim = 80, m.qk_rope_head_dim = 16, m.v_head_dim = 64;
+    m.kv_lora_rank = 128, m.q_lora_rank = 64, m.seq_len = 8;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.tp = 2, in.sp = 1, in.fusion = FUSE_FP8PLAN;
+    for (uint32_t etp = 1; etp <= 2; etp++) {
+        Plan p;
+        in.etp = etp;
+        if (!build(&in, &p)) return;
+        CHECK_EQ_U64(p.coll[CO_TP_NORM_GRAD_AR].payload_bytes, 440832);
+        CHECKF(p.mem[MT_TRANSIENT].bytes == 449152, "etp %u: transient %llu, by hand 449,152", etp,
+               (unsigned long long)p.mem[MT_TRANSIENT].bytes);
+    }
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -391,5 +419,6 @@ int main(void)
     RUN(test_weight_copies_uncached);
     RUN(test_fp8_copies_each_way);
     RUN(test_fractional_rows_round_up);
+    RUN(test_moe_buffers_own_rows_at_etp);
     return test_summary();
 }
