@@ -55,7 +55,9 @@
  * and reduce-scatters their gradients instead of an h-wide one: tp_collectives) and one
  * for the dense FFN or the shared experts (none for a MoE layer without shared experts:
  * the routed experts take the SP shards directly); an MTP depth's eh_proj adds its own.
- * Amax reductions count one record set per FP8 linear tensor. */
+ * Amax reductions count one record set per FP8 linear tensor; this executor's delayed scaling also reduces the
+ * experts' records over their EDP and ETP groups (expert_amax). The same collectives under a measured routing:
+ * plan_moe_routed.c. */
 #include <string.h>
 
 #include "fp8/granularity.h"
@@ -283,6 +285,30 @@ static void tp_collectives(const PlanInput *in, const Geo *g, Plan *p, const Hel
     step_exact(p, CO_TP_RS_BWD, rsb_bytes, g->tp, ck);
 }
 
+/* This executor's delayed scaling over expert ranks (fusion fp8plan, exec/model/model_moe_ep_amax.c): with ep > 1
+ * the DP group's ranks hold different experts in the same scaling slots, so before the bank's DP all-reduce each
+ * local expert's records are MAX-reduced over the ranks holding that same expert: its EDP group (ep x etp apart)
+ * and its ETP group (the shards). As amax_allreduce, per micro-batch a forward call (x and w of FC1 and FC2: 4
+ * records a local expert) and a backward one (their dy: 2), FP32: a mean of 3 x 4 B a tensor, 2 tensors a local
+ * expert and MoE layer held. At ep 1 the DP group's reduction spans both groups already: none. */
+static void expert_amax(const PlanInput *in, const Geo *g, Plan *p, const Held *hd, Ck *ck)
+{
+    const MoeGeo *x = &g->x;
+    const Recipe *rc = in->recipe;
+    const Collective *am = &p->coll[CO_AMAX_AR];
+    if (in->fusion != FUSE_FP8PLAN || rc->scaling != SCALING_DELAYED || rc->amax_reduce != AMAX_ALL || x->ep <= 1 ||
+        !am->calls)
+        return;
+    uint64_t ntens = 0;
+    for (int i = 0; i < x->nlin[XK_MOE]; i++)
+        if (x->lin[XK_MOE][i].kind == XL_EXPERT)
+            ntens = ck_add(ck, ntens, ck_mul(ck, x->lin[XK_MOE][i].count, hd->n[XK_MOE]));
+    if (!ntens) return;
+    uint64_t S = ck_mul(ck, ntens, 3 * 4) / 2;
+    if (x->edp > 1) plan_coll_set(in, p, CO_EDP_AMAX_AR, DT_FP32, x->edp, x->ep * x->etp, S, am->calls, ck);
+    if (x->etp > 1) plan_coll_set(in, p, CO_ETP_AMAX_AR, DT_FP32, x->etp, 1, S, am->calls, ck);
+}
+
 void moe_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
 {
     const MoeGeo *x = &g->x;
@@ -320,4 +346,5 @@ void moe_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
                     ntens = ck_add(ck, ntens, ck_mul(ck, x->lin[k][i].count, hd.n[k]));
         plan_coll_set(in, p, CO_AMAX_AR, DT_FP32, am->ranks, 1, ck_mul(ck, ntens, 3 * 4) / 2, am->calls, ck);
     }
+    expert_amax(in, g, p, &hd, ck);
 }

@@ -176,7 +176,15 @@ static void test_cp_exchange_exposed(void)
  * shards), tp 2 with SP, dp 1: the routed experts' inputs are whole rows on their rank, so their records join
  * no reduction: dense layer 4 + MoE layer QKV, proj, shared FC1, FC2 4 = 8 tensors -> 48 B a call, 2 calls a
  * micro-batch, 2 micro-batches (gbs 2 on one DP rank): 4 (delayed scaling's all-rank reduction keeps all 24:
- * 144 B). */
+ * 144 B).
+ * This executor's delayed scaling over expert ranks (fusion fp8plan) also MAX-reduces the local experts' records
+ * over their EDP and ETP groups (exec/model/model_moe_ep_amax.c), as amax_allreduce per micro-batch forward and
+ * backward: 4 local experts x FC1, FC2 = 8 tensors -> 8 x 3 x 4 / 2 = 48 B a call, 2 calls (one micro-batch a
+ * replica), an all-reduce over 2 sending 48 B, 96 B a step:
+ *   dp 4, ep 2: EDP group 4 / 2 = 2 ranks (2 apart), no ETP group;
+ *   tp 2 (SP), dp 2, ep 2 x etp 2: EDP 1 (none), ETP group 2 ranks;
+ * none on another stack (Transformer Engine reduces every record in its one amax group) or at ep 1 (the DP
+ * group's reduction spans the experts' groups already). */
 static void test_moe_amax_payload(void)
 {
     ModelSpec m = ox_moe(512);
@@ -204,6 +212,32 @@ static void test_moe_amax_payload(void)
     CHECK_EQ_U64(p.coll[CO_AMAX_AR].payload_bytes, 48);
     CHECK_EQ_U64(p.coll[CO_AMAX_AR].calls, 4);
     CHECK_EQ_U64(p.coll[CO_AMAX_AR].ranks, 2);
+    static const struct {
+        uint32_t tp, dp, ep, etp;
+        KernelFusion fusion;
+        uint64_t edp, etp_b; /* payload a call */
+    } x[] = {{1, 4, 2, 1, FUSE_FP8PLAN, 48, 0},
+             {2, 2, 2, 2, FUSE_FP8PLAN, 0, 48},
+             {1, 4, 2, 1, FUSE_TE, 0, 0},
+             {2, 2, 1, 2, FUSE_FP8PLAN, 0, 0}};
+    r = fx_te_recipe("te", 0);
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) {
+        in = fx_input(&m, &g, &r);
+        in.tp = x[i].tp, in.sp = x[i].tp > 1, in.dp = x[i].dp, in.ep = x[i].ep, in.etp = x[i].etp;
+        in.gbs = x[i].dp, in.fusion = x[i].fusion;
+        if (!build(&in, &p)) return;
+        const Collective *ce = &p.coll[CO_EDP_AMAX_AR], *ct = &p.coll[CO_ETP_AMAX_AR];
+        CHECKF(ce->payload_bytes == x[i].edp && ce->calls == (x[i].edp ? 2u : 0u) && ce->step_bytes == 2 * x[i].edp &&
+                   (!x[i].edp || ce->ranks == 2),
+               "row %zu: edp_amax_allreduce %llu B x %llu calls, %llu a step; by hand %llu x 2", i,
+               (unsigned long long)ce->payload_bytes, (unsigned long long)ce->calls, (unsigned long long)ce->step_bytes,
+               (unsigned long long)x[i].edp);
+        CHECKF(ct->payload_bytes == x[i].etp_b && ct->calls == (x[i].etp_b ? 2u : 0u) &&
+                   ct->step_bytes == 2 * x[i].etp_b && (!x[i].etp_b || ct->ranks == 2),
+               "row %zu: etp_amax_allreduce %llu B x %llu calls, %llu a step; by hand %llu x 2", i,
+               (unsigned long long)ct->payload_bytes, (unsigned long long)ct->calls, (unsigned long long)ct->step_bytes,
+               (unsigned long long)x[i].etp_b);
+    }
 }
 
 /* The metadata of every term of a MoE stage (plan.h): states (the expert ones included), FP8 copies and scales
