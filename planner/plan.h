@@ -217,7 +217,8 @@ Status plan_build_memory_first(const PlanInput *in, Plan *out, PlanReject *why);
 /* Whether a memory term / collective exists for the plan's model: the expert terms (MT_*_EXPERT, MT_ACT_MOE)
  * and the expert collectives (GROUP_EP, GROUP_ETP, GROUP_EDP) only with experts, MT_ROUTER_BIAS only with a
  * sigmoid router, the count exchange
- * (CO_EP_COUNTS) only on a host profile (gpu->host) too. Text views list what
+ * (CO_EP_COUNTS) only on a host profile (gpu->host) too, the experts' amax reductions over their EDP and ETP groups
+ * (CO_EDP_AMAX_AR, CO_ETP_AMAX_AR) only on this executor's stack (fusion fp8plan). Text views list what
  * applies; CSV / JSON views list every row (a stable schema). */
 int plan_term_applies(const Plan *p, MemTermId id);
 int plan_coll_applies(const Plan *p, CollectiveId id);

@@ -313,6 +313,16 @@ void plan_vocab_time(const PlanInput *in, const Geo *g, const VocabCallT *vt, in
                      double *bwd);
 /* The collectives of a MoE / MLA / MTP model that differ from a dense model's (plan_moe_comm.c). */
 void moe_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
+/* Bytes of one token copy of h elements in dtype dt with the recipe's activation scales (plan_moe_comm.c). */
+double moe_copy_bytes(const Recipe *rc, Dtype dt, uint64_t h);
+/* The ETP all-gather's rows as the EP dispatch delivered them (an FP8 payload with its scales, not quantized
+ * again), or at ep 1 the hidden states in BF16, as Megatron-Core's all-to-all dispatcher gathers them before the
+ * grouped linears quantize (token_dispatcher.py dispatch_postprocess). */
+static inline Dtype moe_etp_gather_dtype(const PlanInput *in)
+{
+    const Dtype d = in->recipe->comm_ep_dispatch;
+    return in->ep <= 1 && dt_fp8(d) ? DT_BF16 : d;
+}
 /* What one GPU holds of the stages (s, and pp - 1 - s with DualPipe): plan_moe_mem.c. */
 typedef struct {
     uint64_t n[XK_COUNT];     /* layers of each kind, MTP layers included */

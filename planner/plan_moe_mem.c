@@ -151,17 +151,20 @@ static uint64_t sp_gather_w(const PlanInput *in, const Geo *g, int mtp)
 }
 
 /* Buffers this executor (fusion fp8plan) keeps the whole step on a stage holding a MoE layer: one router-logit
- * buffer [tok_r, experts] fp32 and one of the experts' output rows [rows, h] BF16 for every MoE layer's forward and
- * backward, and an FP8 dispatch's payload (codes and 1x128 scales) (exec/model/model_moe.c model_moe_transient). */
+ * buffer [tok_r, experts] fp32 and one of the experts' output rows [own, h] BF16 for every MoE layer's forward and
+ * backward, and an FP8 dispatch's payload (codes and 1x128 scales) (exec/model/model_moe.c model_moe_transient).
+ * These are the token side's: a row per routed copy of the rank's own tokens, own = rows / etp (tok_r x top-k),
+ * not the ETP group's rows the experts run on after the gather (those are the dispatch and combine buffers). */
 static uint64_t moe_step_bufs(const PlanInput *in, const Geo *g, const Held *hd, Ck *ck)
 {
     const MoeGeo *x = &g->x;
     const Recipe *rc = in->recipe;
     if (in->fusion != FUSE_FP8PLAN || !hd->n[XK_MOE] || !x->E) return 0;
-    uint64_t b = ck_add(ck, ck_mul3(ck, g->tok_r, x->E, 4), ck_mul3(ck, x->rows, g->h, 2)), n, sb;
+    uint64_t own = ceil_div(x->rows, x->etp ? x->etp : 1);
+    uint64_t b = ck_add(ck, ck_mul3(ck, g->tok_r, x->E, 4), ck_mul3(ck, own, g->h, 2)), n, sb;
     if (x->ep > 1 && dt_fp8(rc->comm_ep_dispatch) && rc->act_gran != GRAN_TENSOR &&
         !gran_scale_count(rc->act_gran, 1, g->h, &n, &sb, NULL))
-        b = ck_add(ck, b, ck_mul(ck, x->rows, ck_add(ck, g->h, sb)));
+        b = ck_add(ck, b, ck_mul(ck, own, ck_add(ck, g->h, sb)));
     return b;
 }
 
@@ -216,15 +219,19 @@ static uint64_t kind_transient(const PlanInput *in, const Geo *g, Ck *ck, int k,
         /* latent attention's backward rows (Megatron-Core core_v0.16.0 multi_latent_attention.py,
          * get_query_key_value_tensors: linear_kv_down_proj, torch.split into kv_compressed and k_pos_emb,
          * kv_layernorm, linear_kv_up_proj, and q's linear_q_down_proj, q_layernorm, linear_q_up_proj; autograd
-         * holds each op's output gradient while the next one back runs): d(kv_down output) [tok, kv_lora + rope],
-         * the widest of d(q_up output), d(kv_up output) and the down-projections' input gradient [tok, h], and a
-         * latent's norm output and input gradients [tok, max(q_lora, kv_lora)] */
+         * holds each op's output gradient while the next one back runs): d(kv_down output) [tok_r, kv_lora + rope],
+         * the wider of d(q_up output), d(kv_up output) [tok, heads/tp x ...] and the down-projections' input gradient
+         * [tok_r, h], and a latent's norm output and input gradients [tok_r, max(q_lora, kv_lora)]. Under SP the
+         * duplicated down-projections and the latents' norms run on the sequence shard (kv_compressed "[s / TP, b,
+         * kv_lora_rank]", k_pos_emb gathered alone), so their rows are tok_r; the column-parallel up-projections'
+         * outputs are every token's */
         uint64_t up = ck_mul(ck, g->heads_t, x->dqk), kvu = ck_mul(ck, g->heads_t, md->qk_nope_head_dim + x->dv),
                  lat = md->q_lora_rank > md->kv_lora_rank ? md->q_lora_rank : md->kv_lora_rank;
         if (kvu > up) up = kvu;
-        if (h > up) up = h;
-        uint64_t rows = ck_add(ck, ck_add(ck, (uint64_t)md->kv_lora_rank + md->qk_rope_head_dim, up), 2 * lat);
-        b = ck_add(ck, b, ck_mul3(ck, tok, rows, 2));
+        up = ck_mul(ck, tok, up);
+        if (ck_mul(ck, g->tok_r, h) > up) up = ck_mul(ck, g->tok_r, h);
+        uint64_t shard = ck_add(ck, (uint64_t)md->kv_lora_rank + md->qk_rope_head_dim, 2 * lat);
+        b = ck_add(ck, b, ck_mul(ck, ck_add(ck, ck_mul(ck, g->tok_r, shard), up), 2));
     }
     if (in->attn == ATTN_MATERIALIZED) /* d(probabilities) of one layer's attention backward, fp32 (as plan_mem.c) */
         b = ck_add(ck, b, ck_mul(ck, ck_mul3(ck, tok, g->heads_t, g->seq), 4));

@@ -164,70 +164,74 @@ typedef enum {
 
 /* Every collective the plan counts, once: X(id, stable name, group, op). The enum and the plan's blank
  * table (names, groups, ops; plan_comm.c) come from it; the bytes, calls and time are the planner's. */
-#define COLLECTIVES(X)                                                                                        \
-    /* TP without SP: all-reduce after proj and FC2 (forward) */                                              \
-    X(CO_TP_AR_FWD, "tp_allreduce_fwd", GROUP_TP, OP_ALL_REDUCE)                                              \
-    /* TP without SP: all-reduce of the QKV/FC1 input gradients */                                            \
-    X(CO_TP_AR_BWD, "tp_allreduce_bwd", GROUP_TP, OP_ALL_REDUCE)                                              \
-    /* SP: all-gather before QKV and FC1 (forward) */                                                         \
-    X(CO_TP_AG_FWD, "tp_allgather_fwd", GROUP_TP, OP_ALL_GATHER)                                              \
-    /* SP: reduce-scatter after proj and FC2 (forward) */                                                     \
-    X(CO_TP_RS_FWD, "tp_reducescatter_fwd", GROUP_TP, OP_REDUCE_SCATTER)                                      \
-    /* SP: all-gather of proj/FC2 output gradients + re-gather of saved inputs */                             \
-    X(CO_TP_AG_BWD, "tp_allgather_bwd", GROUP_TP, OP_ALL_GATHER)                                              \
-    /* SP: reduce-scatter of QKV/FC1 input gradients */                                                       \
-    X(CO_TP_RS_BWD, "tp_reducescatter_bwd", GROUP_TP, OP_REDUCE_SCATTER)                                      \
+#define COLLECTIVES(X)                                                                                         \
+    /* TP without SP: all-reduce after proj and FC2 (forward) */                                               \
+    X(CO_TP_AR_FWD, "tp_allreduce_fwd", GROUP_TP, OP_ALL_REDUCE)                                               \
+    /* TP without SP: all-reduce of the QKV/FC1 input gradients */                                             \
+    X(CO_TP_AR_BWD, "tp_allreduce_bwd", GROUP_TP, OP_ALL_REDUCE)                                               \
+    /* SP: all-gather before QKV and FC1 (forward) */                                                          \
+    X(CO_TP_AG_FWD, "tp_allgather_fwd", GROUP_TP, OP_ALL_GATHER)                                               \
+    /* SP: reduce-scatter after proj and FC2 (forward) */                                                      \
+    X(CO_TP_RS_FWD, "tp_reducescatter_fwd", GROUP_TP, OP_REDUCE_SCATTER)                                       \
+    /* SP: all-gather of proj/FC2 output gradients + re-gather of saved inputs */                              \
+    X(CO_TP_AG_BWD, "tp_allgather_bwd", GROUP_TP, OP_ALL_GATHER)                                               \
+    /* SP: reduce-scatter of QKV/FC1 input gradients */                                                        \
+    X(CO_TP_RS_BWD, "tp_reducescatter_bwd", GROUP_TP, OP_REDUCE_SCATTER)                                       \
     /* TP outside the layers (planner/plan_comm_vocab.c), per micro-batch unless said. \
      * Without SP: the vocabulary-parallel embedding's partial sums (forward) and the LM head's input gradient \
      * (backward) all-reduced; with SP and learned positions the embedding's (Megatron adds the positions to \
-     * the whole, then splits it to the sequence shards): */                      \
-    X(CO_TP_VOCAB_AR, "tp_vocab_allreduce", GROUP_TP, OP_ALL_REDUCE)                                          \
+     * the whole, then splits it to the sequence shards): */                       \
+    X(CO_TP_VOCAB_AR, "tp_vocab_allreduce", GROUP_TP, OP_ALL_REDUCE)                                           \
     /* SP: the LM head's input (forward, and again for its weight gradient) and the embedding's output \
-     * gradient (backward) all-gathered: */      \
-    X(CO_TP_VOCAB_AG, "tp_vocab_allgather", GROUP_TP, OP_ALL_GATHER)                                          \
+     * gradient (backward) all-gathered: */       \
+    X(CO_TP_VOCAB_AG, "tp_vocab_allgather", GROUP_TP, OP_ALL_GATHER)                                           \
     /* SP: the embedding's partial sums to the sequence shards (forward, without learned positions) and the \
-     * LM head's input gradient (backward) reduce-scattered: */ \
-    X(CO_TP_VOCAB_RS, "tp_vocab_reducescatter", GROUP_TP, OP_REDUCE_SCATTER)                                  \
+     * LM head's input gradient (backward) reduce-scattered: */  \
+    X(CO_TP_VOCAB_RS, "tp_vocab_reducescatter", GROUP_TP, OP_REDUCE_SCATTER)                                   \
     /* vocabulary-parallel cross-entropy: max logit (MAX), target logit and sum of exponentials (SUM), FP32 \
-     * [tokens] each: 3 calls: */ \
-    X(CO_TP_LOSS_AR, "tp_loss_allreduce", GROUP_TP, OP_ALL_REDUCE)                                            \
+     * [tokens] each: 3 calls: */  \
+    X(CO_TP_LOSS_AR, "tp_loss_allreduce", GROUP_TP, OP_ALL_REDUCE)                                             \
     /* once per step, one coalesced all-reduce of the gradients of the parameters every TP rank holds whole \
-     * (with SP norms and row-parallel biases, MoE routers; q/k norms always): */ \
-    X(CO_TP_NORM_GRAD_AR, "tp_norm_grad_allreduce", GROUP_TP, OP_ALL_REDUCE)                                  \
-    /* CP: K,V exchange (forward, again in backward) and dK,dV reduce */                                      \
-    X(CO_CP_KV, "cp_kv_exchange", GROUP_CP, OP_ALL_GATHER)                                                    \
-    /* PP: activations forward, gradients backward, per micro-batch and chunk */                              \
-    X(CO_PP_P2P, "pp_send_recv", GROUP_PP, OP_SEND_RECV)                                                      \
-    /* DP: gradient all-reduce (no sharded gradients) */                                                      \
-    X(CO_DP_GRAD_AR, "dp_grad_allreduce", GROUP_DP, OP_ALL_REDUCE)                                            \
-    /* DP: gradient reduce-scatter (sharded optimizer) */                                                     \
-    X(CO_DP_GRAD_RS, "dp_grad_reducescatter", GROUP_DP, OP_REDUCE_SCATTER)                                    \
-    /* DP: parameter all-gather after the sharded step (twice per step at ZeRO-3) */                          \
-    X(CO_DP_PARAM_AG, "dp_param_allgather", GROUP_DP, OP_ALL_GATHER)                                          \
-    /* tied embedding gradient all-reduce between first and last stage */                                     \
-    X(CO_EMB_GRAD_AR, "emb_grad_allreduce", GROUP_EMB, OP_ALL_REDUCE)                                         \
-    /* amax reduction per micro-batch (forward and backward) */                                               \
-    X(CO_AMAX_AR, "amax_allreduce", GROUP_AMAX, OP_ALL_REDUCE)                                                \
-    /* mixture of experts, per MoE layer and micro-batch (plan_moe_comm.c) */                                 \
-    /* tokens to their experts (the recipe's ep_dispatch_comm: FP8 + scales for DeepSeek-V3) */               \
-    X(CO_EP_DISPATCH_FWD, "ep_dispatch_fwd", GROUP_EP, OP_ALL_TO_ALL)                                         \
-    /* expert outputs back (ep_combine_comm) */                                                               \
-    X(CO_EP_COMBINE_FWD, "ep_combine_fwd", GROUP_EP, OP_ALL_TO_ALL)                                           \
-    /* output gradients to the experts (dispatch dtype) */                                                    \
-    X(CO_EP_DISPATCH_BWD, "ep_dispatch_bwd", GROUP_EP, OP_ALL_TO_ALL)                                         \
-    /* input gradients back (combine dtype) */                                                                \
-    X(CO_EP_COMBINE_BWD, "ep_combine_bwd", GROUP_EP, OP_ALL_TO_ALL)                                           \
-    /* expert TP: the dispatched rows gathered over etp (forward; output gradients backward) */               \
-    X(CO_ETP_AG, "etp_allgather", GROUP_ETP, OP_ALL_GATHER)                                                   \
-    /* expert TP: expert outputs reduce-scattered over etp (forward; input gradients backward) */             \
-    X(CO_ETP_RS, "etp_reducescatter", GROUP_ETP, OP_REDUCE_SCATTER)                                           \
-    /* expert gradients all-reduced over the expert-data-parallel group */                                    \
-    X(CO_EDP_GRAD_AR, "edp_grad_allreduce", GROUP_EDP, OP_ALL_REDUCE)                                         \
-    /* expert gradients reduce-scattered (sharded optimizer) */                                               \
-    X(CO_EDP_GRAD_RS, "edp_grad_reducescatter", GROUP_EDP, OP_REDUCE_SCATTER)                                 \
-    /* expert parameters all-gathered after the sharded step */                                               \
-    X(CO_EDP_PARAM_AG, "edp_param_allgather", GROUP_EDP, OP_ALL_GATHER)                                       \
-    /* the executor's token counts before each forward dispatch (E int32; host plans only) */                 \
+     * (with SP norms and row-parallel biases, MoE routers; q/k norms always): */  \
+    X(CO_TP_NORM_GRAD_AR, "tp_norm_grad_allreduce", GROUP_TP, OP_ALL_REDUCE)                                   \
+    /* CP: K,V exchange (forward, again in backward) and dK,dV reduce */                                       \
+    X(CO_CP_KV, "cp_kv_exchange", GROUP_CP, OP_ALL_GATHER)                                                     \
+    /* PP: activations forward, gradients backward, per micro-batch and chunk */                               \
+    X(CO_PP_P2P, "pp_send_recv", GROUP_PP, OP_SEND_RECV)                                                       \
+    /* DP: gradient all-reduce (no sharded gradients) */                                                       \
+    X(CO_DP_GRAD_AR, "dp_grad_allreduce", GROUP_DP, OP_ALL_REDUCE)                                             \
+    /* DP: gradient reduce-scatter (sharded optimizer) */                                                      \
+    X(CO_DP_GRAD_RS, "dp_grad_reducescatter", GROUP_DP, OP_REDUCE_SCATTER)                                     \
+    /* DP: parameter all-gather after the sharded step (twice per step at ZeRO-3) */                           \
+    X(CO_DP_PARAM_AG, "dp_param_allgather", GROUP_DP, OP_ALL_GATHER)                                           \
+    /* tied embedding gradient all-reduce between first and last stage */                                      \
+    X(CO_EMB_GRAD_AR, "emb_grad_allreduce", GROUP_EMB, OP_ALL_REDUCE)                                          \
+    /* amax reduction per micro-batch (forward and backward) */                                                \
+    X(CO_AMAX_AR, "amax_allreduce", GROUP_AMAX, OP_ALL_REDUCE)                                                 \
+    /* mixture of experts, per MoE layer and micro-batch (plan_moe_comm.c) */                                  \
+    /* tokens to their experts (the recipe's ep_dispatch_comm: FP8 + scales for DeepSeek-V3) */                \
+    X(CO_EP_DISPATCH_FWD, "ep_dispatch_fwd", GROUP_EP, OP_ALL_TO_ALL)                                          \
+    /* expert outputs back (ep_combine_comm) */                                                                \
+    X(CO_EP_COMBINE_FWD, "ep_combine_fwd", GROUP_EP, OP_ALL_TO_ALL)                                            \
+    /* output gradients to the experts (dispatch dtype) */                                                     \
+    X(CO_EP_DISPATCH_BWD, "ep_dispatch_bwd", GROUP_EP, OP_ALL_TO_ALL)                                          \
+    /* input gradients back (combine dtype) */                                                                 \
+    X(CO_EP_COMBINE_BWD, "ep_combine_bwd", GROUP_EP, OP_ALL_TO_ALL)                                            \
+    /* expert TP: the dispatched rows gathered over etp (forward; output gradients backward) */                \
+    X(CO_ETP_AG, "etp_allgather", GROUP_ETP, OP_ALL_GATHER)                                                    \
+    /* expert TP: expert outputs reduce-scattered over etp (forward; input gradients backward) */              \
+    X(CO_ETP_RS, "etp_reducescatter", GROUP_ETP, OP_REDUCE_SCATTER)                                            \
+    /* expert gradients all-reduced over the expert-data-parallel group */                                     \
+    X(CO_EDP_GRAD_AR, "edp_grad_allreduce", GROUP_EDP, OP_ALL_REDUCE)                                          \
+    /* expert gradients reduce-scattered (sharded optimizer) */                                                \
+    X(CO_EDP_GRAD_RS, "edp_grad_reducescatter", GROUP_EDP, OP_REDUCE_SCATTER)                                  \
+    /* expert parameters all-gathered after the sharded step */                                                \
+    X(CO_EDP_PARAM_AG, "edp_param_allgather", GROUP_EDP, OP_ALL_GATHER)                                        \
+    /* this executor's delayed scaling (fusion fp8plan, ep > 1): the local experts' amax records MAX-reduced \
+     * over their EDP group and over their ETP group, per micro-batch (forward and backward banks) */ \
+    X(CO_EDP_AMAX_AR, "edp_amax_allreduce", GROUP_EDP, OP_ALL_REDUCE)                                          \
+    X(CO_ETP_AMAX_AR, "etp_amax_allreduce", GROUP_ETP, OP_ALL_REDUCE)                                          \
+    /* the executor's token counts before each forward dispatch (E int32; host plans only) */                  \
     X(CO_EP_COUNTS, "ep_counts", GROUP_EP, OP_ALL_TO_ALL)
 
 typedef enum {

@@ -414,8 +414,11 @@ void plan_time(const PlanInput *in, const Geo *g, const GemmGpu *gg, Plan *p)
     int sharded = in->fusion == FUSE_FP8PLAN && once && p->shard_ways > 1 && /* read only there */
                   (plan_state_shard_bits(in, &rc->gemm) | plan_state_shard_bits(in, &rc->other));
     tb->opt_cast_s = in->fusion == FUSE_FP8PLAN && once && !sharded ? wc : 0;
-    tb->other_s = p->coll[CO_AMAX_AR].time_s + p->coll[CO_EMB_GRAD_AR].time_s + p->coll[CO_TP_NORM_GRAD_AR].time_s;
+    tb->other_s = p->coll[CO_AMAX_AR].time_s + p->coll[CO_EMB_GRAD_AR].time_s + p->coll[CO_TP_NORM_GRAD_AR].time_s +
+                  p->coll[CO_EDP_AMAX_AR].time_s + p->coll[CO_ETP_AMAX_AR].time_s;
     p->coll[CO_AMAX_AR].exposed_s = p->coll[CO_AMAX_AR].time_s;
+    p->coll[CO_EDP_AMAX_AR].exposed_s = p->coll[CO_EDP_AMAX_AR].time_s;
+    p->coll[CO_ETP_AMAX_AR].exposed_s = p->coll[CO_ETP_AMAX_AR].time_s;
     p->coll[CO_EMB_GRAD_AR].exposed_s = p->coll[CO_EMB_GRAD_AR].time_s;
     p->coll[CO_TP_NORM_GRAD_AR].exposed_s = p->coll[CO_TP_NORM_GRAD_AR].time_s;
 

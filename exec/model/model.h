@@ -216,9 +216,10 @@ typedef struct {
     void *x_h;       /* FP8 recipes: (R, Fe) the experts' activation output before its cast (forward) */
     /* latent attention's working rows (exec/model/model_mla.c): forward kv_down's output and an up-projection's;
      * backward d(kv_down output), d(an up-projection's output or a down-projection's input) and two latents' */
-    void *m_kvd, *m_up;         /* (B·T, kv_lora + qk_rope), (B·T, max(H·D, H·(qk_nope + Dv))) */
-    void *d_kvd, *d_up;         /* (B·T, kv_lora + qk_rope), (B·T, max(H·D, H·(qk_nope + Dv), C)) */
-    void *d_lat, *d_lat2;       /* (B·T, max(q_lora, kv_lora)) each */
+    /* TP: B·Ts the sequence shard's tokens, where the down-projections and the latents' norms run */
+    void *m_kvd, *m_up;         /* (B·Ts, kv_lora + qk_rope), (B·T, max(H·D, H·(qk_nope + Dv))) */
+    void *d_kvd, *d_up;         /* (B·Ts, kv_lora + qk_rope), max((B·T, max(H·D, H·(qk_nope + Dv))), (B·Ts, C)) */
+    void *d_lat, *d_lat2;       /* (B·Ts, max(q_lora, kv_lora)) each */
     MtpActs mtp[MODEL_MTP_MAX]; /* multi-token prediction: depth d's (d < m->mtp; exec/model/model_mtp.h) */
     float *pp_xsinv;            /* PP, FP8: (slots, L, LIN_COUNT) the scale_inv each in-flight micro-batch's saved FP8
                          inputs were cast with (exec/model/model_pp.c) */

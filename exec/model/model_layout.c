@@ -420,12 +420,15 @@ static void transient(Model *m, int bind, uint64_t wmax, uint64_t pmax, uint64_t
         const uint64_t kvd = (uint64_t)s->kv_lora_rank + s->qk_rope_head_dim,
                        lat = max2(s->q_lora_rank, s->kv_lora_rank);
         const uint64_t up = max2(model_lin_n(m, 0, LIN_Q_UP), model_lin_n(m, 0, LIN_KV_UP));
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * kvd, a ? &a->m_kvd : NULL, "mla.kv_down_out");
+        /* TP: the duplicated down-projections and the latents' norms run on the sequence shard, BTs rows, as
+         * Megatron-Core's (kv_compressed "[s / TP, b, kv_lora_rank]"); the up-projections' outputs are every token's */
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BTs * kvd, a ? &a->m_kvd : NULL, "mla.kv_down_out");
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_FWD, A, BT * up, a ? &a->m_up : NULL, "mla.up_out");
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * kvd, a ? &a->d_kvd : NULL, "mla.d_kv_down_out");
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * max2(up, C), a ? &a->d_up : NULL, "mla.d_up");
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * lat, a ? &a->d_lat : NULL, "mla.d_latent");
-        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * lat, a ? &a->d_lat2 : NULL, "mla.d_latent_in");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BTs * kvd, a ? &a->d_kvd : NULL, "mla.d_kv_down_out");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, max2(BT * up, BTs * C), a ? &a->d_up : NULL,
+                        "mla.d_up");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BTs * lat, a ? &a->d_lat : NULL, "mla.d_latent");
+        arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BTs * lat, a ? &a->d_lat2 : NULL, "mla.d_latent_in");
     }
     if (s->mlp == MLP_SWIGLU && F)
         arena_add_phase(sp, MT_TRANSIENT, MODEL_PHASE_BLOCKS, A, BT * F, a ? &a->d_act : NULL, "d_act");

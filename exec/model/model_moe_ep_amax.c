@@ -43,10 +43,11 @@ Status model_ep_amax_begin(Model *m, ScalingBank *b, Err *e)
     if (m->ep <= 1 || !buf) return ST_OK;
     uint64_t n = 0;
     Status st = expert_amax_copy(m, b, 1, &n, e);
-    /* not plan collectives yet: the plan counts the experts' records in the DP group's amax_allreduce */
-    if (!st && m->edpc->size > 1)
-        st = m->edpc->all_reduce(m->edpc, COMM_UNPLANNED, m->bk, buf, n, DT_FP32, COMM_MAX, e);
-    if (!st && m->etp > 1) st = m->etpc->all_reduce(m->etpc, COMM_UNPLANNED, m->bk, buf, n, DT_FP32, COMM_MAX, e);
+    /* the plan's edp_amax_allreduce and etp_amax_allreduce (planner/plan_moe_comm.c expert_amax); the records
+     * also stay in the bank's DP all-reduce (amax_allreduce), which puts nothing back over them (model_ep_amax_end) */
+    if (!st && n && m->edpc->size > 1)
+        st = m->edpc->all_reduce(m->edpc, CO_EDP_AMAX_AR, m->bk, buf, n, DT_FP32, COMM_MAX, e);
+    if (!st && n && m->etp > 1) st = m->etpc->all_reduce(m->etpc, CO_ETP_AMAX_AR, m->bk, buf, n, DT_FP32, COMM_MAX, e);
     return st;
 }
 

@@ -4,7 +4,7 @@
  * ep_dispatch_comm is FP8 with 1x128 activation tiles (deepseek-v3; model_moe_check).
  *
  * A dispatched row is its C E4M3 codes and its ceil(C/128) FP32 scale_inv, C + 4·ceil(C/128) bytes (the
- * planner's row_bytes for the measured routing, planner/plan_moe_comm.c). Peer j's segment of the send
+ * planner's row_bytes for the measured routing, planner/plan_moe_routed.c). Peer j's segment of the send
  * buffer holds its n_j rows' codes, then their scales (both whole 4-byte words: C % 4 == 0, checked), so one
  * all-to-all of 4-byte words moves them (MPI moves bytes) and a segment is quantized by one cast. The experts' side sorts the
  * codes and scales into expert-major order — the row-wise FP8 copy the grouped GEMM reads as it is (the

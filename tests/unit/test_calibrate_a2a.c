@@ -1,7 +1,7 @@
 /* tests/unit/test_calibrate_a2a.c — the MPI all-to-all per message, worked by hand: calibrate's fit per protocol
  * (eager up to the measured eager limit, rendezvous past it: exec/measure/calibrate_fit.c cal_fit_messages) and
  * the sizes it sends (cal_msg_sizes), and a call planned from the messages a run's call sent and received
- * (planner/plan_comm.c plan_a2a_peers_s) and the plan's rows from their mean (plan_moe_comm.c plan_ep_routed_times). The plan's uniform routing per message
+ * (planner/plan_comm.c plan_a2a_peers_s) and the plan's rows from their mean (plan_moe_routed.c plan_ep_routed_times). The plan's uniform routing per message
  * is in test_calibrate_links.c (test_plan_times_ep). */
 #include <stdlib.h>
 #include <string.h>

@@ -155,7 +155,7 @@ static void test_etp_routed(void)
     CHECK(!plan_ep_routed(&p, &rt, 3, &o, &e));
     CHECK_EQ_U64(o.payload[EPR_COMBINE_FWD], 1048576);
     CHECK_EQ_U64(o.sent[EPR_DISPATCH_FWD], 1048576);
-    /* The ETP collectives per recipe (planner/plan_moe_comm.c etp_gather_dtype): a gathered row as the dispatch
+    /* The ETP collectives per recipe (planner/plan_internal.h moe_etp_gather_dtype): a gathered row as the dispatch
      * delivered it. BF16: 256 x 2 = 512 B. An FP8 dispatch with 1x128 scales (deepseek-v3's) at ep 2: 256 E4M3
      * codes + ceil(256 / 128) = 2 FP32 scales = 264 B. The same at ep 1 (nothing dispatched): the hidden states
      * gathered in BF16, 512 B. The reduce-scatter in the combine dtype, BF16, 512 B a row, in every row.

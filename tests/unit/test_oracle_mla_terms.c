@@ -128,19 +128,23 @@ static void test_mla_layernorm_statistics(void)
 }
 
 /* Latent attention's backward rows in the transient (Megatron-Core's MLASelfAttention: autograd holds the output
- * gradient of kv_down, of an up-projection and of a latent's norm, output and input): tok x (kv_lora + rope + the
- * widest of heads/tp x dqk, heads/tp x (nope + dv) and h, + 2 x max(q_lora, kv_lora)) x 2 B. mla_model(64, 32)
- * (512 tokens, 2 heads, h 256, no q latent, kv_lora 128, dv 64):
+ * gradient of kv_down, of an up-projection and of a latent's norm, output and input): (tok_r x (kv_lora + rope +
+ * 2 x max(q_lora, kv_lora)) + the larger of tok x heads/tp x max(dqk, nope + dv) and tok_r x h) x 2 B — under
+ * sequence parallelism the duplicated down-projections and the latents' norms run on the shard's tok_r = tok / tp
+ * tokens (Megatron-Core multi_latent_attention.py: kv_compressed "[s / TP, b, kv_lora_rank]"), the column-parallel
+ * up-projections' outputs on every token. mla_model(64, 32) (512 tokens, 2 heads, h 256, no q latent, kv_lora 128,
+ * dv 64):
  *   kv_lora 128 -> 192: kv_down's output 160 -> 224 columns, the latents' 2 x 128 -> 2 x 192: 192 columns more,
- *     512 x 192 x 2 = 196,608 B at tp 1 and tp 2 (the up-projections do not move);
+ *     512 x 192 x 2 = 196,608 B at tp 1, 256 x 192 x 2 = 98,304 B at tp 2 (the up-projections do not move);
  *   dv 64 -> 128: tp 1, kv_up's output 2 x (64 + 64) = 256 -> 2 x (64 + 128) = 384, wider than h 256 and q's
- *     2 x 96: 128 columns, 512 x 128 x 2 = 131,072 B more; tp 2, one head: 64 + 128 = 192, under h: 0.
+ *     2 x 96: 128 columns, 512 x 128 x 2 = 131,072 B more; tp 2, one head: 512 x (64 + 64) = 65,536 elements (tied
+ *     with the down-projections' input gradient 256 x 256) -> 512 x (64 + 128) = 98,304: 32,768 x 2 = 65,536 B.
  * (loss_bytes 4: the loss keeps no working copy beyond the saved softmax, so the layers' working set is the peak.) */
 static void test_mla_backward_transient(void)
 {
     GpuSpec g = fx_gpu();
     Recipe r = fx_bf16_recipe("bf16", 0);
-    const uint64_t kv_more[2] = {196608, 196608}, dv_more[2] = {131072, 0};
+    const uint64_t kv_more[2] = {196608, 98304}, dv_more[2] = {131072, 65536};
     for (uint32_t tp = 1; tp <= 2; tp++) {
         ModelSpec a = mla_model(64, 32), kv = a, dv = a;
         kv.kv_lora_rank = 192, dv.v_head_dim = 128;
@@ -199,24 +203,25 @@ static void test_mla_attention_output_gradient(void)
  * FFN's FC1 [tok, 2 x F / tp] — and under 1x128 activation tiles (DeepSeek-V3) its FP32 scales: row-wise
  * rows x ceil(cols / 128), transposed cols x ceil(rows / 128). mla_model(64, 32) with a q latent, q_lora 1024 ->
  * 1536 (the dense FFN 512: FC1 [tok, 1024]; the other outputs at most 256 wide), Transformer Engine's FP8 linears:
- *   the latent rows: 2 x max(q_lora, kv_lora 128): 2 x 512 more columns of 512 tokens, 1,048,576 B (BF16);
+ *   the latent rows: 2 x max(q_lora, kv_lora 128): 2 x 512 more columns of tok_r tokens, 512 x 1,024 x 2 =
+ *     1,048,576 B (BF16) at tp 1, the shard's 256 tokens at tp 2, 524,288 B;
  *   tp 1: q_down [512, 1024] ties FC1 [512, 1024]; [512, 1536]: 512 x 512 x 2 layouts = 524,288 B; per-tensor
  *     scaling 1,572,864 B more. 1x128 tiles: 512 x 8 + 1024 x 4 = 8,192 -> 512 x 12 + 1536 x 4 = 12,288, x 4 B:
  *     16,384 more, 1,589,248 B;
  *   tp 2 (sequence parallel: q_down's 256 rows; FC1 [512, 512]): 256 x 1024 ties 512 x 512; 256 x 1536: 131,072
  *     elements x 2 = 262,144 B; tiles 256 x 8 + 1024 x 2 = 4,096 (FC1 512 x 4 + 512 x 4 = 4,096) -> 256 x 12 +
  *     1536 x 2 = 6,144: 8,192 B; and the q latent q_up gathers again from the shards for its weight gradient
- *     [tok, q_lora] (sequence parallel: wider than h 256), 512 x 512 x 2 = 524,288 B more; 1,048,576 + 262,144 +
- *     8,192 + 524,288 = 1,843,200 B.
- * (Before these were counted the FP8 terms followed the FFN alone: 1,048,576 B more at every row; before the
- * gathered latent was, 1,318,912 B at tp 2, where this executor's tp_full held 524,288 B more.) */
+ *     [tok, q_lora] (sequence parallel: wider than h 256), 512 x 512 x 2 = 524,288 B more; 524,288 + 262,144 +
+ *     8,192 + 524,288 = 1,318,912 B.
+ * (Before these were counted the FP8 terms followed the FFN alone: 1,048,576 B more at every row; before the latent
+ * rows were the shard's, 1,843,200 B at tp 2, the latents' gradients counted at every token.) */
 static void test_mla_fp8_widest_output_gradient(void)
 {
     static const struct {
         uint32_t tp;
         Granularity gran;
         uint64_t more;
-    } rows[] = {{1, GRAN_TENSOR, 1572864}, {1, GRAN_1X128, 1589248}, {2, GRAN_1X128, 1843200}};
+    } rows[] = {{1, GRAN_TENSOR, 1572864}, {1, GRAN_1X128, 1589248}, {2, GRAN_1X128, 1318912}};
     GpuSpec g = fx_gpu();
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         Recipe r = fx_te_recipe("te-tiles", 0);

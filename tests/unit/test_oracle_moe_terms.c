@@ -176,7 +176,15 @@ static void test_cp_exchange_exposed(void)
  * shards), tp 2 with SP, dp 1: the routed experts' inputs are whole rows on their rank, so their records join
  * no reduction: dense layer 4 + MoE layer QKV, proj, shared FC1, FC2 4 = 8 tensors -> 48 B a call, 2 calls a
  * micro-batch, 2 micro-batches (gbs 2 on one DP rank): 4 (delayed scaling's all-rank reduction keeps all 24:
- * 144 B). */
+ * 144 B).
+ * This executor's delayed scaling over expert ranks (fusion fp8plan) also MAX-reduces the local experts' records
+ * over their EDP and ETP groups (exec/model/model_moe_ep_amax.c), as amax_allreduce per micro-batch forward and
+ * backward: 4 local experts x FC1, FC2 = 8 tensors -> 8 x 3 x 4 / 2 = 48 B a call, 2 calls (one micro-batch a
+ * replica), an all-reduce over 2 sending 48 B, 96 B a step:
+ *   dp 4, ep 2: EDP group 4 / 2 = 2 ranks (2 apart), no ETP group;
+ *   tp 2 (SP), dp 2, ep 2 x etp 2: EDP 1 (none), ETP group 2 ranks;
+ * none on another stack (Transformer Engine reduces every record in its one amax group) or at ep 1 (the DP
+ * group's reduction spans the experts' groups already). */
 static void test_moe_amax_payload(void)
 {
     ModelSpec m = ox_moe(512);
@@ -204,6 +212,32 @@ static void test_moe_amax_payload(void)
     CHECK_EQ_U64(p.coll[CO_AMAX_AR].payload_bytes, 48);
     CHECK_EQ_U64(p.coll[CO_AMAX_AR].calls, 4);
     CHECK_EQ_U64(p.coll[CO_AMAX_AR].ranks, 2);
+    static const struct {
+        uint32_t tp, dp, ep, etp;
+        KernelFusion fusion;
+        uint64_t edp, etp_b; /* payload a call */
+    } x[] = {{1, 4, 2, 1, FUSE_FP8PLAN, 48, 0},
+             {2, 2, 2, 2, FUSE_FP8PLAN, 0, 48},
+             {1, 4, 2, 1, FUSE_TE, 0, 0},
+             {2, 2, 1, 2, FUSE_FP8PLAN, 0, 0}};
+    r = fx_te_recipe("te", 0);
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) {
+        in = fx_input(&m, &g, &r);
+        in.tp = x[i].tp, in.sp = x[i].tp > 1, in.dp = x[i].dp, in.ep = x[i].ep, in.etp = x[i].etp;
+        in.gbs = x[i].dp, in.fusion = x[i].fusion;
+        if (!build(&in, &p)) return;
+        const Collective *ce = &p.coll[CO_EDP_AMAX_AR], *ct = &p.coll[CO_ETP_AMAX_AR];
+        CHECKF(ce->payload_bytes == x[i].edp && ce->calls == (x[i].edp ? 2u : 0u) && ce->step_bytes == 2 * x[i].edp &&
+                   (!x[i].edp || ce->ranks == 2),
+               "row %zu: edp_amax_allreduce %llu B x %llu calls, %llu a step; by hand %llu x 2", i,
+               (unsigned long long)ce->payload_bytes, (unsigned long long)ce->calls, (unsigned long long)ce->step_bytes,
+               (unsigned long long)x[i].edp);
+        CHECKF(ct->payload_bytes == x[i].etp_b && ct->calls == (x[i].etp_b ? 2u : 0u) &&
+                   ct->step_bytes == 2 * x[i].etp_b && (!x[i].etp_b || ct->ranks == 2),
+               "row %zu: etp_amax_allreduce %llu B x %llu calls, %llu a step; by hand %llu x 2", i,
+               (unsigned long long)ct->payload_bytes, (unsigned long long)ct->calls, (unsigned long long)ct->step_bytes,
+               (unsigned long long)x[i].etp_b);
+    }
 }
 
 /* The metadata of every term of a MoE stage (plan.h): states (the expert ones included), FP8 copies and scales
@@ -377,6 +411,34 @@ static void test_fractional_rows_round_up(void)
     CHECKF((a[1] - a[0]) * 128 == (a[2] - a[1]) * 25, "differences %llu and %llu are not 25 : 128",
            (unsigned long long)(a[1] - a[0]), (unsigned long long)(a[2] - a[1]));
 }
+/* This executor's (fusion fp8plan) MoE buffers held all step are the token side's, whatever the expert-TP size:
+ * the router logits [tok_r, E] fp32 and the experts' output rows of the rank's own tokens [tok_r x top-k, h] BF16
+ * (exec/model/model_moe.c model_moe_transient) — not the ETP group's gathered rows, which the plan counted at etp 2
+ * (issue 42: 4,096 B over the run at tp 2 x ep 2 x etp 2). ox_moe with latent attention (q_lora 64, kv_lora 128,
+ * heads of 80 + 16, values 64), seq 8, tp 2 with SP, fp8plan's stack: the transient is the replicated gradients'
+ * flattened copy after the backward (test_oracle_mla_terms.c test_mla_tp_bytes: 108,160 values without experts) plus
+ * the MoE layer's router 8 x 256 = 2,048: 110,208 x 4 B = 440,832, beside d(residual) 4 x 256 and dX max(8 x 1 head x
+ * 64, 4 x 256) = 1,024, x 2 B = 4,096, and the MoE buffers: logits 4 tokens x 8 x 4 = 128 and the rows 4 x top-2 =
+ * 8 x 256 x 2 = 4,096: 449,152 B at etp 1 and at etp 2 alike (the ETP group's 16 rows would be 4,096 more). */
+static void test_moe_buffers_own_rows_at_etp(void)
+{
+    ModelSpec m = ox_moe(512);
+    m.head_dim = 96, m.qk_nope_head_dim = 80, m.qk_rope_head_dim = 16, m.v_head_dim = 64;
+    m.kv_lora_rank = 128, m.q_lora_rank = 64, m.seq_len = 8;
+    GpuSpec g = fx_gpu();
+    Recipe r = fx_bf16_recipe("bf16", 0);
+    PlanInput in = fx_input(&m, &g, &r);
+    in.gbs = 1, in.tp = 2, in.sp = 1, in.fusion = FUSE_FP8PLAN;
+    for (uint32_t etp = 1; etp <= 2; etp++) {
+        Plan p;
+        in.etp = etp;
+        if (!build(&in, &p)) return;
+        CHECK_EQ_U64(p.coll[CO_TP_NORM_GRAD_AR].payload_bytes, 440832);
+        CHECKF(p.mem[MT_TRANSIENT].bytes == 449152, "etp %u: transient %llu, by hand 449,152", etp,
+               (unsigned long long)p.mem[MT_TRANSIENT].bytes);
+    }
+}
+
 int main(void)
 {
     RUN(test_block_scales_per_copy);
@@ -391,5 +453,6 @@ int main(void)
     RUN(test_weight_copies_uncached);
     RUN(test_fp8_copies_each_way);
     RUN(test_fractional_rows_round_up);
+    RUN(test_moe_buffers_own_rows_at_etp);
     return test_summary();
 }
