@@ -170,8 +170,9 @@ static void test_pinned_figures(void)
      * 6.12 over 18 with FP8-LM's GPT-7B and 13B TE pairs (+3.5, +5.2 %), then 6.60 with the eager backward no longer
      * doubling the forward's input casts: llm-foundry's MPT pairs 3B 512 +3.6 -> +10.1, 3B 8k +4.0 -> +7.7, 3B 32k
      * +9.5 -> +10.7, 1B 32k +1.3 -> +2.8, 1B 512 -5.6 -> +1.2 % (the doubled casts had hidden an FP8 cost of these runs
-     * that is not found: docs/fidelity.md) */
-    pin(&pa, "FP8/BF16 speed-up", 18, 6.60);
+     * that is not found: docs/fidelity.md); 6.54 with Megatron's all-to-all dispatcher sorting its received rows
+     * (DeepSeek-V3 on GB300 +14.6 -> +13.6 %) */
+    pin(&pa, "FP8/BF16 speed-up", 18, 6.54);
     CHECK_EQ_INT(ph.n, 3);       /* torchao's float8 README; Megatron-Bridge 25.11's DeepSeek-V3 on 256 GB300 */
     for (int i = 0; i < np; i++) /* the micro-batch-4 FP8-LM row changes more than the precision */
         CHECKF(strcmp(pairs[i].fp8->run->id, "fp8lm-gpt175b-fp8lm-mbs4"), "pair %d takes the mbs-4 row", i);
