@@ -430,6 +430,13 @@ static void test_warm_up(void)
             for (int f = CAL_FIG_FP8; f <= CAL_FIG_FP32; f++) CHECK_NEAR(j.drift[f], 0, 1e-12);
         }
     }
+    /* the re-measure's repetitions outside [1, 32] and the profile's outside [1, 64] are refused before any work */
+    if (c) {
+        CHECK(calibrate_compute_again(&bk, NULL, &m, 1, 7, c, 33, c + 1, &e) == ST_USAGE);
+        CHECK_CONTAINS(e.msg, "re-measure repetitions 33");
+        CHECK(calibrate_compute_again(&bk, NULL, &m, 1, 7, c, 0, c + 1, &e) == ST_USAGE);
+        CHECK(calibrate_compute_again(&bk, NULL, &m, 1, 65, c, 4, c + 1, &e) == ST_USAGE);
+    }
     free(c);
     cpu->destroy(cpu);
 }
