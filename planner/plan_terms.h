@@ -307,6 +307,9 @@ const char *comm_group_name(CommGroup g);
 /* The bus factor of op over n ranks, as nccl-tests defines it (bus bytes = payload x factor): all-reduce
  * 2(n - 1)/n, all-gather, reduce-scatter and all-to-all (n - 1)/n, send/recv (and broadcast) 1; 0 for n <= 1. */
 double comm_bus_factor(CommOp op, uint64_t n);
+/* nccl-tests' k of the bus factor k (n - 1) / n: 2 all-reduce, 1 all-gather / reduce-scatter / all-to-all, 0
+ * point-to-point (planner/plan_link.c). */
+uint64_t comm_ring_k(CommOp op);
 /* The latency steps of one call of op over n ranks: 2(n - 1) for an all-reduce (a ring's reduce-scatter then
  * all-gather), 1 for send/recv, n - 1 for the others; 0 for n <= 1. */
 double comm_ring_steps(CommOp op, uint64_t n);
