@@ -54,7 +54,8 @@ static Status cell_col_PATH(Cur *c, const char *col, void *f, size_t size, doubl
             *(uint8_t *)f = (uint8_t)p;
             return ST_OK;
         }
-    return cell_bad(c, col, "'%s' is not bytes, fp32, bf16, fp8, eager, rendezvous or fp32 grad", cell_text(c, col));
+    return cell_bad(c, col, "'%s' is not bytes, fp32, bf16, fp8, eager, rendezvous, fp32 grad or fp32 emb",
+                    cell_text(c, col));
 }
 
 /* Bytes: a whole number >= 0; OPT_BYTES: blank reads 0 (no upper end). */
@@ -111,7 +112,7 @@ static Status parse_link(Cur *c, void *row)
                         cell_text(c, "path"), rowp->version);
     if (per_msg && f->op != OP_ALL_TO_ALL)
         return cell_bad(c, "path", "'%s': per-message fits are an all-to-all's", cell_text(c, "path"));
-    if (f->path == LINK_PATH_FP32_GRAD && f->op != OP_ALL_REDUCE)
+    if ((f->path == LINK_PATH_FP32_GRAD || f->path == LINK_PATH_FP32_EMB) && f->op != OP_ALL_REDUCE)
         return cell_bad(c, "path", "'%s': a gradient's fit is an all-reduce's", cell_text(c, "path"));
     if (!per_msg && (f->op == OP_ALL_REDUCE || f->op == OP_REDUCE_SCATTER) != (f->path != LINK_PATH_BYTES))
         return cell_bad(c, "path",

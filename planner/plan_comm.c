@@ -142,13 +142,16 @@ double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t strid
     return coll_call(in, op, n, stride, b, bwo, lato);
 }
 
-/* A gradient's all-reduce after the backward (grad 1: the DP buckets, the tied embedding's gradient) on a host
- * profile: its payload comes from memory, timed at the profile's gradient fit where it has one (plan_link_fit_grad);
- * everything else as coll_time. */
+/* A gradient's all-reduce after the backward (grad 1: the DP buckets; grad 2: the tied embedding's gradient) on a
+ * host profile: its payload comes from memory, timed at the profile's gradient fit where it has one
+ * (plan_link_fit_grad), the embedding's at its own fit first (plan_link_fit_emb: the last stage waited out the first
+ * one's last backward); everything else as coll_time. */
 static double coll_time_of(const PlanInput *in, int grad, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S,
                            const uint64_t *busb, Ck *ck, double *bw, double *lat)
 {
-    const LinkFit *fit = grad && in->gpu->host ? plan_link_fit_grad(in->gpu, op, dt, S) : NULL;
+    const LinkFit *fit = !grad || !in->gpu->host ? NULL
+                         : grad == 2             ? plan_link_fit_emb(in->gpu, op, dt, S)
+                                                 : plan_link_fit_grad(in->gpu, op, dt, S);
     if (fit) return plan_link_call(fit, op, n, S, bw, lat);
     return coll_time(in, op, dt, n, stride, S, busb, ck, bw, lat);
 }
@@ -181,14 +184,14 @@ void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint
     c->exposed_s = c->time_s; /* plan_time decides what overlaps */
 }
 
-/* plan_coll_set of a gradient's all-reduce after the backward (coll_time_of, grad 1). */
-static void coll_set_grad(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
-                          uint64_t payload, uint64_t calls, Ck *ck)
+/* plan_coll_set of the tied embedding's gradient all-reduce after the backward (coll_time_of, grad 2). */
+static void coll_set_emb(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
+                         uint64_t payload, uint64_t calls, Ck *ck)
 {
     Collective *c = coll_bytes(in, p, id, dt, ranks, stride, payload, calls, ck);
     if (c->calls)
         c->time_s = (double)c->calls *
-                    coll_time_of(in, 1, c->op, dt, c->ranks, stride, payload, &c->bus_bytes, ck, &c->bw, &c->latency_s);
+                    coll_time_of(in, 2, c->op, dt, c->ranks, stride, payload, &c->bus_bytes, ck, &c->bw, &c->latency_s);
     c->exposed_s = c->time_s;
 }
 
@@ -353,8 +356,8 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
      * GPTModel builds the embedding where mtp_process, shared_embedding_or_output_weight returns it, and
      * finalize_model_grads' _allreduce_word_embedding_grads all-reduces it over the embedding group) */
     if ((in->model->tied_embeddings || in->model->mtp_layers) && g->pp > 1 && boundary)
-        coll_set_grad(in, p, CO_EMB_GRAD_AR, go, 2, g->world / g->pp * (g->pp - 1), ck_mul(ck, g->emb, dt_bytes(go)), 1,
-                      ck);
+        coll_set_emb(in, p, CO_EMB_GRAD_AR, go, 2, g->world / g->pp * (g->pp - 1), ck_mul(ck, g->emb, dt_bytes(go)), 1,
+                     ck);
 
     /* amax: x and w maxima forward, dy backward, per micro-batch */
     if (rc_fp8_gemm(rc) && rc->amax_reduce != AMAX_NONE) {

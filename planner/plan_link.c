@@ -58,14 +58,27 @@ const LinkFit *plan_link_fit(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S)
     return NULL;
 }
 
-const LinkFit *plan_link_fit_grad(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S)
+/* gp's row of an FP32 all-reduce's path (LINK_PATH_FP32_GRAD, LINK_PATH_FP32_EMB) holding S; NULL if none. */
+static const LinkFit *fp32_ar_row(const GpuSpec *gp, CommOp op, Dtype dt, LinkPath path, uint64_t S)
 {
     if (op == OP_ALL_REDUCE && link_path_of(op, dt) == LINK_PATH_FP32)
         for (int i = 0; i < gp->nlink_fit; i++) {
             const LinkFit *f = &gp->link_fit[i];
-            if (f->op == op && f->path == LINK_PATH_FP32_GRAD && S >= f->from && (!f->to || S < f->to)) return f;
+            if (f->op == op && f->path == path && S >= f->from && (!f->to || S < f->to)) return f;
         }
-    return plan_link_fit(gp, op, dt, S);
+    return NULL;
+}
+
+const LinkFit *plan_link_fit_grad(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S)
+{
+    const LinkFit *f = fp32_ar_row(gp, op, dt, LINK_PATH_FP32_GRAD, S);
+    return f ? f : plan_link_fit(gp, op, dt, S);
+}
+
+const LinkFit *plan_link_fit_emb(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S)
+{
+    const LinkFit *f = fp32_ar_row(gp, op, dt, LINK_PATH_FP32_EMB, S);
+    return f ? f : plan_link_fit_grad(gp, op, dt, S);
 }
 
 double plan_link_call(const LinkFit *f, CommOp op, uint64_t n, uint64_t S, double *bw, double *lat)

@@ -324,6 +324,10 @@ const LinkFit *plan_link_fit(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S)
  * LINK_PATH_FP32_GRAD row holding S for an FP32 all-reduce, else plan_link_fit's (a profile from an older
  * calibrate, another dtype: no gradient sweep measured it). */
 const LinkFit *plan_link_fit_grad(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S);
+/* The fit of the tied embedding's gradient all-reduce between the first and the last stage: gp's LINK_PATH_FP32_EMB
+ * row holding S for an FP32 all-reduce (the later stage waits out the first one's last backward), else
+ * plan_link_fit_grad's (a profile from an older calibrate, one rank: no embedding sweep measured it). */
+const LinkFit *plan_link_fit_emb(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S);
 /* Seconds of one call of op over n ranks with payload S bytes at fit f: comm_ring_steps(op, n) x f->lat +
  * S x comm_bus_factor(op, n) / f->bw (no size term when f->bw is 0); *bw and *lat (optional) the parts. The one
  * formula every collective of a plan made with a host profile's fits is timed by. */

@@ -99,9 +99,10 @@ int pos_parse(const char *s, PosType *out)
     return 0;
 }
 
-static const char *const link_path_names[] = {[LINK_PATH_BYTES] = "bytes",        [LINK_PATH_FP32] = "fp32",
-                                              [LINK_PATH_BF16] = "bf16",          [LINK_PATH_FP8] = "fp8",
-                                              [LINK_PATH_EAGER] = "eager",        [LINK_PATH_RENDEZVOUS] = "rendezvous",
-                                              [LINK_PATH_FP32_GRAD] = "fp32 grad"};
+static const char *const link_path_names[] = {
+    [LINK_PATH_BYTES] = "bytes",         [LINK_PATH_FP32] = "fp32",
+    [LINK_PATH_BF16] = "bf16",           [LINK_PATH_FP8] = "fp8",
+    [LINK_PATH_EAGER] = "eager",         [LINK_PATH_RENDEZVOUS] = "rendezvous",
+    [LINK_PATH_FP32_GRAD] = "fp32 grad", [LINK_PATH_FP32_EMB] = "fp32 emb"};
 _Static_assert(sizeof link_path_names / sizeof *link_path_names == LINK_PATH_COUNT_, "link_path_names");
 const char *link_path_name(LinkPath p) { return (unsigned)p < LINK_PATH_COUNT_ ? link_path_names[p] : "?"; }

@@ -117,6 +117,7 @@ typedef enum {
     LINK_PATH_EAGER,
     LINK_PATH_RENDEZVOUS,
     LINK_PATH_FP32_GRAD,
+    LINK_PATH_FP32_EMB,
     LINK_PATH_COUNT_
 } LinkPath;
 /* LINK_PATH_FP32_GRAD ("fp32 grad", all-reduce only): the FP32 all-reduce of a gradient after the backward, its
@@ -124,6 +125,12 @@ typedef enum {
  * sweep). A step passes every layer's weights, activations and states through the caches between a gradient's write
  * and its reduction; on this project's 2-vCPU host that makes a 1 MiB call 1.6x and a 6 MiB one 1.7x the time of the
  * same call on a payload just written (docs/calibrate.md, "Gradients reduced from memory"). */
+/* LINK_PATH_FP32_EMB ("fp32 emb", all-reduce only): the tied embedding's gradient all-reduce between the first and
+ * the last pipeline stage, as "fp32 grad" with the later rank of each pair arriving first and waiting out the
+ * earlier one's last backward (calibrate_link.c, the embedding sweep): PP's cool-down bubble, which the last stage
+ * spends in the call's arrival barrier while the first stage computes. On this project's 2-vCPU host one rank 8 ms
+ * late made the gradient sweep's 1 MiB call 1.20x its time with both ranks arriving together (load 15), where PP 2's
+ * run measured 1.12-1.33x the plan (docs/calibrate.md, "The tied embedding's gradient: the last stage waits"). */
 /* LINK_PATH_EAGER and LINK_PATH_RENDEZVOUS (all-to-all only; links.csv version 2) are per message, not per
  * call: an MPI all-to-all on one node sends each peer its own message, and the message's size (not the call's
  * payload) decides the protocol. Up to the MPI library's eager limit the sender copies the message into a
@@ -138,7 +145,7 @@ typedef struct {
     double lat;        /* s per ring step */
     double bw;         /* bus bytes/s (0: the range's time did not grow with its size: latency only) */
 } LinkFit;
-enum { GPU_LINK_FITS_MAX = 64 }; /* 10 sweeps x CAL_FIT_RANGES_MAX (5) + the 2 per-message fits */
+enum { GPU_LINK_FITS_MAX = 64 }; /* 12 payload sweeps x CAL_FIT_RANGES_MAX (5) + the 2 per-message fits */
 /* "bytes", "fp32", "bf16", "fp8", "eager", "rendezvous" (links.csv's path column). */
 const char *link_path_name(LinkPath p);
 

@@ -101,11 +101,12 @@ typedef struct {
  * per reduction path where reducing costs differ. */
 /* 11 payload sweeps x CAL_FIT_RANGES_MAX (5) ranges at most, and the all-to-all's per-message sweep (eager,
  * rendezvous: 2 fits) */
-enum { CAL_MAX_SWEEPS = 12, CAL_MAX_FITS = GPU_LINK_FITS_MAX };
+enum { CAL_MAX_SWEEPS = 13, CAL_MAX_FITS = GPU_LINK_FITS_MAX };
 typedef struct {
     CommOp op;
     Dtype dtype; /* the elements moved (a reduction's path: link_path_of) */
-    int grad;    /* 1: the FP32 all-reduce of a gradient, its payload from memory (LINK_PATH_FP32_GRAD) */
+    int grad;    /* 1: the FP32 all-reduce of a gradient, its payload from memory (LINK_PATH_FP32_GRAD); 2: the same,
+                  * the even rank of each pair a layer's backward late (the tied embedding's: LINK_PATH_FP32_EMB) */
     int per_msg; /* 1: the all-to-all's per-message sweep (pt[].payload: the message to each peer, bytes) */
     int n;
     CalColl pt[CAL_MAX_SIZES]; /* payload, median of the slowest rank's time, spread, bus bandwidth (op's factor) */
@@ -253,9 +254,10 @@ enum { CAL_FIT_RANGES_MAX = 5 };
 _Static_assert((CAL_MAX_SWEEPS - 1) * CAL_FIT_RANGES_MAX + 2 <= CAL_MAX_FITS,
                "links.csv holds every payload sweep's ranges and the two per-message fits");
 int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, CalRange *out);
-/* The links.csv path of sweep s's fits: LINK_PATH_FP32_GRAD for the gradient sweep, else link_path_of(op, dtype). */
+/* The links.csv path of sweep s's fits: LINK_PATH_FP32_GRAD for the gradient sweep, LINK_PATH_FP32_EMB for the tied
+ * embedding's, else link_path_of(op, dtype). */
 LinkPath cal_sweep_path(const CalSweep *s);
-/* Its name in calibrate's tables: "fp32 grad" for the gradient sweep, else the dtype's. */
+/* Its name in calibrate's tables: "fp32 grad" / "fp32 emb" for the gradient sweeps, else the dtype's. */
 const char *cal_sweep_label(const CalSweep *s);
 
 /* The per-message fits of the all-to-all (c: nc points, payload = the message to each peer in bytes, increasing;

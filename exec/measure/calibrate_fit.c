@@ -279,9 +279,15 @@ int cal_fit_ranges(const CalColl *c, int nc, CommOp op, Dtype dt, int n, CalRang
     return nr;
 }
 
-LinkPath cal_sweep_path(const CalSweep *s) { return s->grad ? LINK_PATH_FP32_GRAD : link_path_of(s->op, s->dtype); }
+LinkPath cal_sweep_path(const CalSweep *s)
+{
+    return s->grad == 2 ? LINK_PATH_FP32_EMB : s->grad ? LINK_PATH_FP32_GRAD : link_path_of(s->op, s->dtype);
+}
 
-const char *cal_sweep_label(const CalSweep *s) { return s->grad ? "fp32 grad" : dtype_name(s->dtype); }
+const char *cal_sweep_label(const CalSweep *s)
+{
+    return s->grad ? link_path_name(cal_sweep_path(s)) : dtype_name(s->dtype);
+}
 
 int cal_fit_messages(const CalColl *c, int nc, uint64_t L, int n, CalRange *out)
 {

@@ -125,7 +125,14 @@ Status calibrate_link(Backend *bk, Comm *comm, uint64_t top, int reps, Calibrati
  * receive buffer was last touched a step before. On this project's 2-vCPU host (load 7-9, autogroup nice -19), the
  * demo's 6,291,456 B bucket took 1.17-1.30 ms just written and 2.1-2.2 ms so flushed (1.66-1.77 with the payload
  * alone flushed, 2.2-2.6 after a 512 MiB pass), where DP 2's run measured 1.6-2.2 ms; 1 MiB took 0.20-0.21 ms and
- * 0.29-0.35 (docs/calibrate.md, "Gradients reduced from memory"). Measured on the CPU backend only. */
+ * 0.29-0.35 (docs/calibrate.md, "Gradients reduced from memory"). Measured on the CPU backend only.
+ * The last (EMB_SWEEP) is the gradient sweep as the tied embedding's gradient meets it between the first and the last
+ * pipeline stage: the last stage reaches it first, its own backward done, and waits in the arrival barrier while the
+ * first stage runs its last backward (PP's cool-down bubble), so the even rank of each pair (the earlier stage, as
+ * p2p_call) runs a layer's backward (gap[1], cal_p2p_gap) more before it arrives. Traced in PP 2's run of the demo
+ * (load 2-3): the last stage waited 7.9-8.0 ms, the first came from 7.8-8.0 ms of compute, and the call took 524-590
+ * us where this project's gradient sweep measured 397 at 1 MiB; in one process at a load of 15 the gradient sweep's
+ * 1 MiB call took 324 us with the ranks arriving together and 390 with one 8 ms late (medians of 24, interleaved). */
 static const struct {
     CommOp op;
     Dtype dt;
@@ -136,9 +143,9 @@ static const struct {
     {OP_REDUCE_SCATTER, DT_BF16, CO_TP_RS_FWD}, {OP_REDUCE_SCATTER, DT_E4M3, CO_TP_RS_FWD},
     {OP_ALL_GATHER, DT_BF16, CO_TP_AG_FWD},     {OP_SEND_RECV, DT_BF16, CO_PP_P2P},
     {OP_BROADCAST, DT_BF16, CO_EMB_GRAD_AR},    {OP_ALL_TO_ALL, DT_BF16, CO_EP_DISPATCH_FWD},
-    {OP_ALL_REDUCE, DT_FP32, CO_DP_GRAD_AR},
+    {OP_ALL_REDUCE, DT_FP32, CO_DP_GRAD_AR},    {OP_ALL_REDUCE, DT_FP32, CO_DP_GRAD_AR},
 };
-enum { GRAD_SWEEP = CAL_MAX_SWEEPS - 2 };
+enum { GRAD_SWEEP = CAL_MAX_SWEEPS - 3, EMB_SWEEP = CAL_MAX_SWEEPS - 2 };
 
 /* One call of sweep w with payload S bytes (buf and out hold S bytes; counts: 2 x comm->size entries; not
  * send/recv: p2p_call). The reduce-scatter and all-gather split S over the ranks (count = S / size / element: the
@@ -234,7 +241,10 @@ static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, f
          * collective follows that much (cal_coll_gapped; once where gap_s is 0), the payload's own buffer last */
         if (!p2p) st = compute_for(bk, evict, evict_bytes, gap_s, e);
         if (!st && !p2p) st = bk->add(bk, buf, buf, buf, DT_FP32, S / sizeof(float), e);
-        if (!st && w == GRAD_SWEEP) { /* a gradient: written, then out of the caches with the receive buffer */
+        if (!st && w == EMB_SWEEP && !(comm->rank & 1)) /* the first stage's last backward, the last stage waiting */
+            st = compute_for(bk, evict, evict_bytes, gap[1], e);
+        if (!st && (w == GRAD_SWEEP || w == EMB_SWEEP)) { /* a gradient: written, then out of the caches with the
+                                                            * receive buffer */
             cache_flush(buf, S);
             if (comm->flush) comm->flush(comm, S);
         }
@@ -396,10 +406,10 @@ Status calibrate_links(Backend *bk, Comm *comm, uint64_t top, uint64_t layer_byt
     for (int w = 0; !st && w < CAL_MAX_SWEEPS - 1; w++) {
         /* the gradient sweep flushes host memory from the CPU's caches: the CPU backend's buffers only (a GPU's
          * gradients are in device memory, which NCCL reads where they are) */
-        if (w == GRAD_SWEEP && (!bk->name || strcmp(bk->name, "cpu"))) continue;
+        if ((w == GRAD_SWEEP || w == EMB_SWEEP) && (!bk->name || strcmp(bk->name, "cpu"))) continue;
         CalSweep *s = &out->sweep[out->nsweep];
         memset(s, 0, sizeof *s);
-        s->op = sweeps[w].op, s->dtype = sweeps[w].dt, s->grad = w == GRAD_SWEEP;
+        s->op = sweeps[w].op, s->dtype = sweeps[w].dt, s->grad = w == EMB_SWEEP ? 2 : w == GRAD_SWEEP;
         /* the sweep's sizes and the run's own payloads, which fall between them (4x apart): the all-to-all's
          * from its smallest call up (expert parallelism's count exchange is a few int32 a peer, E x 4 B a rank:
          * 32 B for 8 experts, below the sweep's 64 B) and at its dispatch; every other op at tensor

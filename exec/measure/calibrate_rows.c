@@ -272,7 +272,12 @@ Status cal_link_row(const Calibration *c, int i, const char *name, char *buf, si
     else
         put(&t, "fp8plan calibrate: the executor's MPI %s (%s) over %d ranks, ", comm_op_name((CommOp)r->fit.op),
             s ? dtype_name(s->dtype) : "?", c->ranks);
-    if (s && s->grad) /* calibrate_link.c GRAD_SWEEP */
+    if (s && s->grad == 2) /* calibrate_link.c EMB_SWEEP */
+        put(&t,
+            "each call after %.3g ms of compute, each even rank %.3g ms later (a last stage waiting), buffers "
+            "flushed, ",
+            1e3 * c->coll_gap_s, 1e3 * c->p2p_bwd_s);
+    else if (s && s->grad) /* calibrate_link.c GRAD_SWEEP */
         put(&t, "each call after %.3g ms of compute, its payload and receive buffer then flushed (a gradient), ",
             1e3 * c->coll_gap_s);
     else if (!per_msg && r->fit.op == OP_SEND_RECV) /* calibrate_link.c p2p_call */

@@ -302,7 +302,7 @@ if grep -q '^0,time,collective_wait,' "$TMP/run2.csv"; then pass "the ranks' wai
 # ---- every collective op fitted (links.csv), each planned collective timed at its own op's fit ----
 ops=$(awk -F, 'NR > 1 { print $3 "/" $4 }' "$TMP/cat2/links.csv" | sort -u | tr '\n' ' ')
 expect_eq "links.csv fits every op the executor runs, the reductions per dtype path" "$ops" \
-    "all-gather/bytes all-reduce/bf16 all-reduce/fp32 all-reduce/fp32 grad all-reduce/fp8 all-to-all/bytes all-to-all/eager all-to-all/rendezvous broadcast/bytes reduce-scatter/bf16 reduce-scatter/fp32 reduce-scatter/fp8 send/recv/bytes "
+    "all-gather/bytes all-reduce/bf16 all-reduce/fp32 all-reduce/fp32 emb all-reduce/fp32 grad all-reduce/fp8 all-to-all/bytes all-to-all/eager all-to-all/rendezvous broadcast/bytes reduce-scatter/bf16 reduce-scatter/fp32 reduce-scatter/fp8 send/recv/bytes "
 if awk -F, 'NR == 1 { exit !($0 == "version,device,op,path,from_bytes,to_bytes,latency_us,bus_gbps,source") }
     NR > 1 && !($1 == ($4 == "eager" || $4 == "rendezvous" ? 2 : 1) && $2 == "host" && $7 + 0 >= 0 && $8 + 0 >= 0) { exit 1 }' "$TMP/cat2/links.csv"; then
     pass "links.csv: rows of the host (version 2 for the all-to-all's per-message fits), latency and bandwidth not negative"
@@ -360,6 +360,20 @@ if [ "$dp_want" != none ] && awk -v a="$dp_got" -v b="$dp_want" 'BEGIN { exit !(
     pass "a DP 2 run: its gradient buckets planned at links.csv's fp32 grad rows ($dp_got s a step)"
 else
     fail "a DP 2 run: the buckets at the gradient rows" "planned $dp_got s, the rows give $dp_want; $(grep 'fp32 grad' "$TMP/cat2/links.csv" | cut -c 1-80)"
+fi
+# a PP 2 run: GPT-2's tied embedding's gradient (vocab 128 x hidden 32 FP32 = 16,384 B, one call a step between the
+# first and the last stage) planned at the embedding sweep's row holding it ("fp32 emb": the last stage waiting out the
+# first one's last backward): 2(n - 1) = 2 latency steps + S x 2(n - 1)/n = S bus bytes / bandwidth
+mpi_run 2 "$FP8PLAN" run --backend cpu --catalog "$TMP/cat2" --gpu host $TINY --recipe megatron-bf16 --mbs 1 \
+    --gbs 2 --pp 2 --steps 2 --quiet -o "$TMP/pp2.csv"
+emb_want=$(awk -F, '$4 == "fp32 emb" && 16384 >= $5 + 0 && ($6 == "" || 16384 < $6 + 0) {
+        n++; t = 2 * $7 * 1e-6 + ($8 > 0 ? 16384 / ($8 * 1e9) : 0) }
+    END { if (n == 1) printf "%.9e", t; else print "none" }' "$TMP/cat2/links.csv")
+emb_got=$(awk -F, '$1 == 0 && $3 == "emb_grad_allreduce.time" { printf "%.9e", $7 }' "$TMP/pp2.csv")
+if [ "$emb_want" != none ] && awk -v a="$emb_got" -v b="$emb_want" 'BEGIN { exit !(b > 0 && a / b - 1 < 1e-6 && b / a - 1 < 1e-6) }'; then
+    pass "a PP 2 run: the tied embedding's gradient planned at links.csv's fp32 emb row ($emb_got s a step)"
+else
+    fail "a PP 2 run: the embedding's gradient at its row" "planned $emb_got s, the row gives $emb_want; $(grep 'fp32 emb' "$TMP/cat2/links.csv" | cut -c 1-80)"
 fi
 # an EP 2 run (a MoE model shrunk, its experts split over the 2 ranks): each expert all-to-all of the step — the
 # count exchange, dispatch and combine forward and backward, one call each per MoE layer and micro-batch —

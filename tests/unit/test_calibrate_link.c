@@ -263,12 +263,14 @@ static void s_flush(Comm *c, uint64_t bytes)
     flushes++, flushed = bytes;
 }
 
-/* A 4 KiB top, 3 reps (12 timed calls per size), one layer of 1 MiB: 11 sweeps (all-reduce and reduce-scatter per
- * dtype path, the byte movers once, the FP32 all-reduce again as a gradient from memory) of 64, 256, 1024, 4096 B and the run's TP payloads 512 and 3,000 B (8,192 B, past the top,
- * dropped); each timed call after one kernel over the layer's bytes and one over the payload, and followed by
- * another kernel over the layer's bytes; the scripted lines recovered exactly, one range each: latency A(op) /
- * steps (all-reduce 2 steps over 2 ranks, the others 1), bandwidth B(op, dt). */
-static void test_every_op(void)
+/* A 4 KiB top, 3 reps (12 timed calls per size), one layer of 1 MiB: 12 sweeps (all-reduce and reduce-scatter per
+ * dtype path, the byte movers once, the FP32 all-reduce again as a gradient from memory, and again as the tied
+ * embedding's gradient with the even rank a layer's backward late) of 64, 256, 1024, 4096 B and the run's TP payloads
+ * 512 and 3,000 B (8,192 B, past the top, dropped); each timed call after one kernel over the layer's bytes and one
+ * over the payload, and followed by another kernel over the layer's bytes; the scripted lines recovered exactly, one
+ * range each: latency A(op) / steps (all-reduce 2 steps over 2 ranks, the others 1), bandwidth B(op, dt). Run as
+ * rank 0 and as rank 1: only the even rank runs the embedding sweep's backward. */
+static void every_op(int rank)
 {
     Err e;
     Backend bk, *cpu = fx_cpu_copy(&bk);
@@ -277,7 +279,7 @@ static void test_every_op(void)
     rec.cpu = cpu;
     bk.add = r_add, bk.memset0 = r_memset0, bk.alloc = r_alloc, bk.free = r_free;
     Comm c;
-    fake_comm(&c, "mpi", 0);
+    fake_comm(&c, "mpi", rank);
     c.all_reduce = s_all_reduce, c.reduce_scatter = s_rs, c.all_gather = s_ag, c.broadcast = s_bcast;
     c.send = s_send, c.recv = s_recv, c.all_to_all_v = s_a2a, c.flush = s_flush;
     flushes = 0, flushed = 0;
@@ -293,32 +295,35 @@ static void test_every_op(void)
     Status st = calibrate_links(&bk, &c, 4096, layer, ep, 3, tp, 3, 3, &cal, &e);
     CHECKF(st == ST_OK, "%s", e.msg);
     CHECK(!rec.over);
-    CHECK_EQ_INT(cal.nsweep, 11);
-    CHECK_EQ_INT(cal.nrange, 11);
-    /* calls (1 warm-up + 4 x 3 timed = 13 a size): 10 sweeps x 6 sizes (64, 256, 512, 1024, 3000, 4096) = 60 and the
+    CHECK_EQ_INT(cal.nsweep, 12);
+    CHECK_EQ_INT(cal.nrange, 12);
+    /* calls (1 warm-up + 4 x 3 timed = 13 a size): 11 sweeps x 6 sizes (64, 256, 512, 1024, 3000, 4096) = 66 and the
      * all-to-all's 7 (its smallest call, 8 B over 2 ranks: 2 x 2 BF16 elements; 32 B; 64, 256, 1024; 2,000 B;
-     * 4096) = 67 sizes, 871 calls; each the payload's kernel (S / 4 floats) once and the layer's (2^18 floats)
-     * twice, before and after (a send/recv's both around its send, a gap of 0: one pass each): 1,742 */
+     * 4096) = 73 sizes, 949 calls; each the payload's kernel (S / 4 floats) once and the layer's (2^18 floats)
+     * twice, before and after (a send/recv's both around its send, a gap of 0: one pass each): 1,898; on rank 0 the
+     * embedding sweep's 6 x 13 calls one pass more each (its backward, a gap of 0: one pass): 1,976 */
     int kernels = 0, payloads = 0;
     for (int i = 0; i < rec.n; i++) {
         kernels += rec.ev[i] == EV_ADD_PAYLOAD && rec.arg[i] == layer / 4;
         payloads += rec.ev[i] == EV_ADD_PAYLOAD && rec.arg[i] <= 1024;
     }
-    CHECK_EQ_INT(kernels, 1742);
-    CHECK_EQ_INT(payloads, 871);
-    /* the gradient sweep's 6 sizes x 13 calls flush the receive buffer's first S bytes: 78, the last of 4,096 B */
-    CHECK_EQ_INT(flushes, 78);
+    CHECK_EQ_INT(kernels, rank == 0 ? 1976 : 1898);
+    CHECK_EQ_INT(payloads, 949);
+    /* the two gradient sweeps' 6 sizes x 13 calls flush the receive buffer's first S bytes: 156, the last of
+     * 4,096 B */
+    CHECK_EQ_INT(flushes, 156);
     CHECK(flushed == 4096);
-    static const Dtype want_dt[11] = {DT_FP32, DT_BF16, DT_E4M3, DT_FP32, DT_BF16, DT_E4M3,
-                                      DT_BF16, DT_BF16, DT_BF16, DT_BF16, DT_FP32};
-    static const CommOp want_op[11] = {OP_ALL_REDUCE,     OP_ALL_REDUCE,     OP_ALL_REDUCE, OP_REDUCE_SCATTER,
+    static const Dtype want_dt[12] = {DT_FP32, DT_BF16, DT_E4M3, DT_FP32, DT_BF16, DT_E4M3,
+                                      DT_BF16, DT_BF16, DT_BF16, DT_BF16, DT_FP32, DT_FP32};
+    static const CommOp want_op[12] = {OP_ALL_REDUCE,     OP_ALL_REDUCE,     OP_ALL_REDUCE, OP_REDUCE_SCATTER,
                                        OP_REDUCE_SCATTER, OP_REDUCE_SCATTER, OP_ALL_GATHER, OP_SEND_RECV,
-                                       OP_BROADCAST,      OP_ALL_TO_ALL,     OP_ALL_REDUCE};
-    for (int k = 0; k < 11 && k < cal.nsweep; k++) {
+                                       OP_BROADCAST,      OP_ALL_TO_ALL,     OP_ALL_REDUCE, OP_ALL_REDUCE};
+    static const LinkPath grad_path[12] = {[10] = LINK_PATH_FP32_GRAD, [11] = LINK_PATH_FP32_EMB};
+    for (int k = 0; k < 12 && k < cal.nsweep; k++) {
         const CalSweep *s = &cal.sweep[k];
         CHECKF(s->op == want_op[k] && s->dtype == want_dt[k], "sweep %d: %s %s", k, comm_op_name(s->op),
                dtype_name(s->dtype));
-        CHECK_EQ_INT(s->grad, k == 10);
+        CHECK_EQ_INT(s->grad, k == 11 ? 2 : k == 10);
         const int a2a = want_op[k] == OP_ALL_TO_ALL, np = a2a ? 7 : 6;
         CHECK_EQ_INT(s->n, np);
         CHECK_EQ_INT((int)s->pt[np - 1].payload, 4096);
@@ -328,7 +333,7 @@ static void test_every_op(void)
         const CalRange *r = &cal.range[k];
         double steps = want_op[k] == OP_ALL_REDUCE ? 2 : 1;
         CHECK(r->fit.op == want_op[k] && r->fit.from == 0 && r->fit.to == 0 && r->count == np);
-        CHECK(r->fit.path == (k == 10 ? LINK_PATH_FP32_GRAD : link_path_of(want_op[k], want_dt[k])));
+        CHECK(r->fit.path == (k >= 10 ? grad_path[k] : link_path_of(want_op[k], want_dt[k])));
         /* the times pass through a float (the slowest-rank sync): relative 1e-5 */
         CHECKF(fabs(r->fit.lat / (script_a(want_op[k]) / steps) - 1) < 1e-5, "sweep %d: latency %g", k, r->fit.lat);
         CHECKF(fabs(r->fit.bw / script_b(want_op[k], want_dt[k]) - 1) < 1e-5, "sweep %d: bandwidth %g", k, r->fit.bw);
@@ -338,9 +343,14 @@ static void test_every_op(void)
     CHECK_EQ_INT(rec.frees, 4);
     cpu->destroy(cpu);
 }
+static void test_every_op(void)
+{
+    every_op(0);
+    every_op(1);
+}
 
 /* A communicator that knows its eager limit (scripted: 1,000 B) adds the all-to-all's per-message sweep after the
- * eleven: the run's messages are its payloads / 2 ranks (16, 1,000 and 4,096 B) beside L/16 = 62, L/4 = 250, L/2 =
+ * twelve: the run's messages are its payloads / 2 ranks (16, 1,000 and 4,096 B) beside L/16 = 62, L/4 = 250, L/2 =
  * 500, L, L + 1, 2L, 4L and 16L = 16,000 B, each call one E4M3 message of b bytes a rank (the script: 5 us +
  * 2b x 1/2 / (5 GB/s / 4)), so both protocols' lines come out at 5 us a message and 1.25 GB/s, split at 1,001 B. */
 static Status s_eager(Comm *c, uint64_t max, uint64_t *out, Err *e)
@@ -367,15 +377,15 @@ static void test_per_message(void)
     const uint64_t ep[3] = {32, 2000, 8192};
     Status st = calibrate_links(&bk, &c, 4096, 1 << 20, ep, 3, NULL, 0, 3, &cal, &e);
     CHECKF(st == ST_OK, "%s", e.msg);
-    CHECK_EQ_INT(cal.nsweep, 12);
-    CHECK_EQ_INT(cal.nrange, 13);
+    CHECK_EQ_INT(cal.nsweep, 13);
+    CHECK_EQ_INT(cal.nrange, 14);
     CHECK(cal.eager_limit == 1000 && cal.msg_evict > 0);
-    const CalSweep *s = &cal.sweep[11];
+    const CalSweep *s = &cal.sweep[12];
     CHECK(s->per_msg && s->op == OP_ALL_TO_ALL);
     static const int want[10] = {16, 62, 250, 500, 1000, 1001, 2000, 4000, 4096, 16000};
     CHECK_EQ_INT(s->n, 10);
     for (int i = 0; i < 10 && i < s->n; i++) CHECK_EQ_INT((int)s->pt[i].payload, want[i]);
-    const CalRange *r = &cal.range[11];
+    const CalRange *r = &cal.range[12];
     CHECK(r[0].fit.path == LINK_PATH_EAGER && r[0].fit.from == 0 && r[0].fit.to == 1001 && r[0].count == 5);
     CHECK(r[1].fit.path == LINK_PATH_RENDEZVOUS && r[1].fit.from == 1001 && r[1].fit.to == 0 && r[1].count == 5);
     for (int k = 0; k < 2; k++) { /* the times pass through a float (the slowest-rank sync): relative 1e-5 */
@@ -390,7 +400,7 @@ static void test_per_message(void)
     CHECKF(fabs(cal.a2a_bw[0] / (1828 / 26.4624e-6) - 1) < 1e-5, "eager %g", cal.a2a_bw[0]);
     CHECKF(fabs(cal.a2a_bw[1] / (27097 / 46.6776e-6) - 1) < 1e-5, "rendezvous %g", cal.a2a_bw[1]);
     CHECK(cal.a2a_iqr[0] == 0 && cal.a2a_iqr[1] == 0);
-    /* the eleven sweeps' four buffers and the per-message sweep's four, each given back */
+    /* the twelve sweeps' four buffers and the per-message sweep's four, each given back */
     CHECK_EQ_INT(rec.allocs, 8);
     CHECK_EQ_INT(rec.frees, 8);
     cpu->destroy(cpu);

@@ -80,21 +80,31 @@ static void test_links_csv(void)
         CHECK(cal_link_row_of(h, 2, row, sizeof row, &e) == ST_OK);
         CHECK_CONTAINS(row, "2,h,all-to-all,rendezvous,4032,,3,8,");
     }
-    /* the gradient sweep's rows ("fp32 grad"), beside the FP32 all-reduce's own of the same range */
+    /* the gradient sweeps' rows ("fp32 grad", "fp32 emb" from 4 KiB), beside the FP32 all-reduce's own of the same
+     * range: the embedding's gradient at its own row where one holds the payload, else at the gradient's */
     st = parse_links(cat,
                      "1,h,all-reduce,fp32,0,,1.5,2,\"a\"\n"
-                     "1,h,all-reduce,fp32 grad,0,,2.5,1.25,\"b\"\n",
+                     "1,h,all-reduce,fp32 grad,0,,2.5,1.25,\"b\"\n"
+                     "1,h,all-reduce,fp32 emb,4096,,3.5,1,\"c\"\n",
                      &e);
     CHECKF(st == ST_OK, "%s", e.msg);
     h = catalog_gpu(cat, "h");
-    CHECK(h && h->nlink_fit == 2);
-    if (h && h->nlink_fit == 2) {
+    CHECK(h && h->nlink_fit == 3);
+    if (h && h->nlink_fit == 3) {
         CHECK(h->link_fit[1].op == OP_ALL_REDUCE && h->link_fit[1].path == LINK_PATH_FP32_GRAD);
+        CHECK(h->link_fit[2].op == OP_ALL_REDUCE && h->link_fit[2].path == LINK_PATH_FP32_EMB);
         CHECK(plan_link_fit(h, OP_ALL_REDUCE, DT_FP32, 8) == &h->link_fit[0]);
         CHECK(plan_link_fit_grad(h, OP_ALL_REDUCE, DT_FP32, 8) == &h->link_fit[1]);
+        CHECK(plan_link_fit_grad(h, OP_ALL_REDUCE, DT_FP32, 4096) == &h->link_fit[1]);
+        CHECK(plan_link_fit_emb(h, OP_ALL_REDUCE, DT_FP32, 4095) == &h->link_fit[1]);
+        CHECK(plan_link_fit_emb(h, OP_ALL_REDUCE, DT_FP32, 4096) == &h->link_fit[2]);
+        /* a BF16 call is no gradient's: plan_link_fit's row (no BF16 row here: the op's FP32 one) */
+        CHECK(plan_link_fit_emb(h, OP_ALL_REDUCE, DT_BF16, 4096) == &h->link_fit[0]);
         char row[1024];
         CHECK(cal_link_row_of(h, 1, row, sizeof row, &e) == ST_OK);
         CHECK_CONTAINS(row, "1,h,all-reduce,fp32 grad,0,,2.5,1.25,");
+        CHECK(cal_link_row_of(h, 2, row, sizeof row, &e) == ST_OK);
+        CHECK_CONTAINS(row, "1,h,all-reduce,fp32 emb,4096,,3.5,1,");
     }
     /* a profile of this calibrate: ten payload sweeps of five ranges each ([0, 64), [64, 4096), [4096, 65536),
      * [65536, 1 MiB), [1 MiB, no end)), 50 rows, and the two per-message fits: 52 rows, past the 32 a row held
@@ -147,7 +157,8 @@ static void test_links_csv(void)
         {"1,h,gather,bytes,0,,1,1,\"x\"\n", "op", "'gather'"},
         {"1,h,all-gather,fp32,0,,1,1,\"x\"\n", "path", "the other operations bytes"},
         {"1,h,reduce-scatter,fp32 grad,0,,1,1,\"x\"\n", "path", "a gradient's fit is an all-reduce's"},
-        {"1,h,all-reduce,fp16,0,,1,1,\"x\"\n", "path", "or fp32 grad"},
+        {"1,h,all-reduce,fp16,0,,1,1,\"x\"\n", "path", "fp32 grad or fp32 emb"},
+        {"1,h,all-gather,fp32 emb,0,,1,1,\"x\"\n", "path", "a gradient's fit is an all-reduce's"},
         {"1,h,all-reduce,fp32,4096,64,1,1,\"x\"\n", "to_bytes", "must be above from_bytes"},
         {"1,h,all-reduce,fp32,0,-1,1,1,\"x\"\n", "to_bytes", "'-1'"},
         {"1,h,all-reduce,fp32,0,,1,1,\"x\"\n1,h,all-reduce,fp32,64,,1,1,\"y\"\n", "from_bytes", "overlaps"},
@@ -194,6 +205,21 @@ static void test_link_row(void)
     CHECK_CONTAINS(row,
                    "MPI all-reduce (fp32) over 2 ranks, each call after 1.5 ms of compute, its payload and receive "
                    "buffer then flushed (a gradient), 1 KiB-64 KiB (2 sizes");
+    /* the tied embedding's gradient sweep: path fp32 emb, the even rank a layer's backward (4.5 ms) late */
+    c->sweep[0].grad = 2, c->p2p_bwd_s = 4.5e-3;
+    c->range[0].fit.path = LINK_PATH_FP32_EMB;
+    CHECKF(cal_link_row(c, 0, "host", row, sizeof row, &e) == ST_OK, "%s", e.msg);
+    CHECK_CONTAINS(row, "1,host,all-reduce,fp32 emb,1024,,2.5,0.75,\"");
+    CHECK_CONTAINS(row, "MPI all-reduce (fp32) over 2 ranks, each call after 1.5 ms of compute, each even rank 4.5 ms "
+                        "later (a last stage waiting), buffers flushed, 1 KiB-64 KiB (2 sizes");
+    /* a long one (16 ranks, 13 sizes from 64 B to 7.1 MiB, medians of 64, 5-digit gaps, largest error 100.0 %) fits the
+     * catalog's 255 characters */
+    c->ranks = 16, c->reps = 64, c->coll_gap_s = 12.345e-3, c->p2p_bwd_s = 19.876e-3;
+    c->sweep[0].n = 13, c->sweep[0].pt[0].payload = 64, c->sweep[0].pt[12].payload = 7434240;
+    c->range[0].first = 0, c->range[0].count = 13, c->range[0].max_err = 1.0;
+    CHECKF(cal_link_row(c, 0, "host", row, sizeof row, &e) == ST_OK, "%s", e.msg);
+    const char *q = strchr(row, '"');
+    CHECKF(q && strlen(q) - 2 <= 255, "%zu characters: %s", q ? strlen(q) - 2 : 0, row);
     free(c);
 }
 
