@@ -240,9 +240,9 @@ static Status sweep_size(Backend *bk, Comm *comm, int w, void *buf, void *out, f
         /* a layer's compute first: x = x + x over its bytes (FP32), for half a layer's forward where a run's
          * collective follows that much (cal_coll_gapped; once where gap_s is 0), the payload's own buffer last */
         if (!p2p) st = compute_for(bk, evict, evict_bytes, gap_s, e);
-        if (!st && !p2p) st = bk->add(bk, buf, buf, buf, DT_FP32, S / sizeof(float), e);
         if (!st && w == EMB_SWEEP && !(comm->rank & 1)) /* the first stage's last backward, the last stage waiting */
             st = compute_for(bk, evict, evict_bytes, gap[1], e);
+        if (!st && !p2p) st = bk->add(bk, buf, buf, buf, DT_FP32, S / sizeof(float), e);
         if (!st && (w == GRAD_SWEEP || w == EMB_SWEEP)) { /* a gradient: written, then out of the caches with the
                                                             * receive buffer */
             cache_flush(buf, S);

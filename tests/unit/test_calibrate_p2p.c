@@ -211,10 +211,13 @@ static void test_p2p_gap(void)
  * kernel (K, layer / 4 floats) repeated for cal_coll_gap(p2p_fwd_s) = fwd / 2 where cal_coll_gapped (all-reduce,
  * reduce-scatter, all-gather), then the payload's pass (P), then the call. With fwd 0.4 ms and kernels of 0.1 ms:
  * 0.2 ms of K before each such call, its last pass begun inside the 0.2 ms (2 passes on an idle core; one where
- * the scheduler stretched the first past it); the broadcast's and the all-to-all's one K. Every call of the ten
- * sweeps but send/recv is looked at: 4 sizes (64 B x 4^i up to 4,096) x (1 warm-up + 4) calls each, the
- * all-to-all's from its smallest call too (2 x 2 BF16 elements, 8 B: 5 sizes), so 8 x 20 gapped (the FP32
- * all-reduce's gradient sweep too: its flush falls between P and the call, no backend event), 20 + 25 not. */
+ * the scheduler stretched the first past it); the broadcast's and the all-to-all's one K. The tied embedding's
+ * gradient sweep (the last all-reduce one) at rank 0, the earlier stage, runs K for a layer's backward, bwd 0.3 ms,
+ * more: the gap's passes, then from the end of the first pass that ends 0.2 ms in, 0.3 ms of passes more, the last
+ * begun inside it.
+ * Every call of the eleven sweeps but send/recv is looked at: 4 sizes (64 B x 4^i up to 4,096) x (1 warm-up + 4)
+ * calls each, the all-to-all's from its smallest call too (2 x 2 BF16 elements, 8 B: 5 sizes), so 9 x 20 gapped
+ * (the gradient sweeps too: their flush falls between P and the call, no backend event), 20 + 25 not. */
 static void test_coll_gap_calls(void)
 {
     Err e;
@@ -234,23 +237,31 @@ static void test_coll_gap_calls(void)
     c.send = s_send, c.recv = s_recv, c.all_to_all_v = s_a2a;
     static Calibration cal;
     memset(&cal, 0, sizeof cal);
-    cal.p2p_fwd_s = 0.4e-3;
+    cal.p2p_fwd_s = 0.4e-3, cal.p2p_bwd_s = 0.3e-3;
     add_s = 0.1e-3;
     const uint64_t layer = 1 << 16;
     Status st = calibrate_links(&bk, &c, 4096, layer, NULL, 0, NULL, 0, 1, &cal, &e);
     CHECKF(st == ST_OK, "%s", e.msg);
     CHECK(!rec.over);
     CHECK_REL(cal.coll_gap_s, 0.2e-3, 1e-12);
-    int gapped = 0, other = 0;
+    int gapped = 0, other = 0, ar = 0;
     for (int i = 0; i < rec.n; i++) {
         if (rec.ev[i] != EV_COLL) continue;
         const int op = (int)rec.arg[i], gap = cal_coll_gapped((CommOp)op);
+        const int emb = op == OP_ALL_REDUCE && ar++ >= 4 * 20; /* the fifth all-reduce sweep's calls */
+        int from = 0;  /* emb: the first pass of the backward's loop, after the gap's (a pass ends at the next event) */
         int j = i - 1; /* P, then the K before it */
         CHECKF(j >= 0 && rec.ev[j] == EV_ADD_PAYLOAD && rec.arg[j] != layer / 4, "op %d: no payload pass", op);
         int k = j - 1;
         while (k >= 0 && rec.ev[k] == EV_ADD_PAYLOAD && rec.arg[k] == layer / 4) k--;
         const int passes = j - 1 - k;
-        if (gap) { /* from the first K's start to P's: the gap at least; the last K began inside it */
+        for (from = k + 2; emb && from < j && rec.t[from] - rec.t[k + 1] < 0.2e-3;) from++;
+        if (emb) { /* the gap's loop as below, then the backward's from its end */
+            CHECKF(from < j && rec.t[j] - rec.t[from] >= 0.3e-3 && rec.t[j - 1] - rec.t[from] < 0.3e-3,
+                   "op %d (embedding): %d passes, %g s after the gap's", op, passes,
+                   from < j ? rec.t[j] - rec.t[from] : -1.0);
+            gapped++;
+        } else if (gap) { /* from the first K's start to P's: the gap at least; the last K began inside it */
             CHECKF(passes >= 1 && rec.t[j] - rec.t[k + 1] >= 0.2e-3 && rec.t[j - 1] - rec.t[k + 1] < 0.2e-3,
                    "op %d: %d passes over %g s", op, passes, rec.t[j] - rec.t[k + 1]);
             gapped++;
@@ -259,7 +270,8 @@ static void test_coll_gap_calls(void)
             other++;
         }
     }
-    CHECK_EQ_INT(gapped, 8 * 20);
+    CHECK_EQ_INT(gapped, 9 * 20);
+    CHECK_EQ_INT(ar, 5 * 20);
     CHECK_EQ_INT(other, 20 + 25);
     add_s = 0;
     cpu->destroy(cpu);
