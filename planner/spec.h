@@ -130,7 +130,7 @@ typedef enum {
  * earlier one's last backward (calibrate_link.c, the embedding sweep): PP's cool-down bubble, which the last stage
  * spends in the call's arrival barrier while the first stage computes. On this project's 2-vCPU host one rank 8 ms
  * late made the gradient sweep's 1 MiB call 1.20x its time with both ranks arriving together (load 15), where PP 2's
- * run measured 1.12-1.33x the plan (docs/calibrate.md, "The tied embedding's gradient: the last stage waits"). */
+ * run measured 1.12-1.33x the plan (docs/calibrate.md, "TP 2's and PP 2's last four"). */
 /* LINK_PATH_EAGER and LINK_PATH_RENDEZVOUS (all-to-all only; links.csv version 2) are per message, not per
  * call: an MPI all-to-all on one node sends each peer its own message, and the message's size (not the call's
  * payload) decides the protocol. Up to the MPI library's eager limit the sender copies the message into a
