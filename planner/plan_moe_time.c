@@ -160,11 +160,8 @@ static void expert_quant(const PlanInput *in, double local, double *kernels, dou
  * grouped call (FC1 and FC2; fprop, dgrad, wgrad) it rewrites all local experts' A scales in one kernel and their B
  * scales in another (transformer_engine/pytorch/csrc/extensions/gemm.cpp te_general_grouped_gemm:
  * multi_tensor_swizzle_scaling_factors, v2.7-v2.12), reading and writing each E8M0 byte (one per 32 elements).
- * torchao's _MXFP8GroupedMM rewrites the same scales into the blocked layout, one kernel each
- * (torchao/prototype/moe_training/scaled_grouped_mm.py, v0.15.0: forward triton_mx_block_rearrange_2d_M_groups of
- * A's and triton_mx_block_rearrange_per_group_3d of B's; dgrad the same for grad_out's and B's; wgrad
- * triton_mx_block_rearrange_2d_K_groups of grad_out_t's and A_t's: its README's kernel breakdown at 2c2d40258 lists
- * these six per grouped GEMM). With
+ * torchao's _MXFP8GroupedMM (v0.15.0) rearranges the same scales, one kernel each: triton_mx_block_rearrange_2d_M_groups
+ * and _per_group_3d forward and dgrad, _2d_K_groups twice for wgrad (its README's kernel breakdown, 2c2d40258). With
  * R routed rows over El local experts, a linear of N rows and K columns: fprop (R K + El N K) / 32 scales, dgrad
  * (R N + El N K) / 32, wgrad (K R + N R) / 32 (plan_kernels.c mx_swizzle for the dense linears). */
 static void mx_expert_swizzle(const Geo *g, double kfe, Acc *f, Acc *b, Acc *part)
@@ -179,16 +176,13 @@ static void mx_expert_swizzle(const Geo *g, double kfe, Acc *f, Acc *b, Acc *par
     }
 }
 
-/* torchao's MXFP8 grouped GEMM (torchao/prototype/moe_training/scaled_grouped_mm.py _MXFP8GroupedMM, v0.15.0; the
- * same at the README commits of the torchao-moe runs, 838dcebb1 and b7959dd6e) quantizes each operand one dim per
- * pass, each pass reading the BF16 tensor (2 B an element) and writing 1 B and one E8M0 scale per 32: forward A along
- * K (to_mx, or triton_to_mxfp8_dim0); backward grad_out along N for dgrad and along M for wgrad
- * (_to_mxfp8_dim1_kernel_wrapper), and the saved BF16 A again along M for wgrad (ctx.save_for_backward(A, ...)).
- * Per element: an expert input 1 pass forward and 1 backward, an output gradient 2 backward (the weights' two passes
- * are plan_time.c's weight casts). torchtitan's experts call the grouped GEMM three times (v0.2.0
- * torchtitan/models/moe/moe.py _run_experts_grouped_mm: x @ w1, x @ w3, h @ w2); x's two identical quantizes are
- * counted once, as AOTAutograd's common-subexpression pass merges them under torch.compile (an assumption: no trace
- * of these runs was read). */
+/* torchao's MXFP8 grouped GEMM (moe_training/scaled_grouped_mm.py _MXFP8GroupedMM, v0.15.0 and the torchao-moe
+ * runs' README commits 838dcebb1, b7959dd6e) quantizes an operand one dim a pass, each pass reading BF16 (2 B) and
+ * writing 1 B + an E8M0 scale per 32: forward A along K; backward grad_out along N (dgrad) and M (wgrad), and the
+ * saved BF16 A along M (wgrad). An expert input: 1 pass forward, 1 backward; an output gradient: 2 backward (the
+ * weights' two: plan_time.c's weight casts). torchtitan (v0.2.0 models/moe/moe.py _run_experts_grouped_mm) feeds x
+ * to two grouped GEMMs (w1, w3): its identical quantizes counted once, as AOTAutograd's CSE pass merges them under
+ * torch.compile (an assumption: no trace of these runs was read). */
 static const double TAO_MX_PASS_B = 3.0 + 1.0 / 32.0;
 
 /* The kernels of the router and the dispatcher that the list below does not name, as counted in Megatron-Core's
