@@ -57,7 +57,9 @@
  *              Each at least one launch floor; counted in route_f / route_b. Transformer Engine quantizes
  *              the four expert inputs (FC1, FC2, the gradient, FC1's dY) one local expert at a time: 3 kernels
  *              an expert and one more read for per-tensor current scaling, 1 for block scales, one fused kernel
- *              for delayed scaling (expert_quant). A stack whose MoE layer was counted (moe_host_ops) adds one
+ *              for delayed scaling (expert_quant). torchao's MXFP8 grouped GEMMs (other stacks, 1x32 scales)
+ *              quantize each operand along one dim per pass and rearrange its scales (TAO_MX_PASS_B,
+ *              mx_expert_swizzle). A stack whose MoE layer was counted (moe_host_ops) adds one
  *              launch floor for each small router and dispatcher kernel the list does not name (39 forward,
  *              35 backward as measured).
  *   TP         per layer one all-gather / reduce-scatter pair for the attention and
@@ -157,7 +159,9 @@ static void expert_quant(const PlanInput *in, double local, double *kernels, dou
 /* Transformer Engine's scale swizzles for the experts' MXFP8 grouped GEMMs, per layer and micro-batch: before each
  * grouped call (FC1 and FC2; fprop, dgrad, wgrad) it rewrites all local experts' A scales in one kernel and their B
  * scales in another (transformer_engine/pytorch/csrc/extensions/gemm.cpp te_general_grouped_gemm:
- * multi_tensor_swizzle_scaling_factors, v2.7-v2.12), reading and writing each E8M0 byte (one per 32 elements). With
+ * multi_tensor_swizzle_scaling_factors, v2.7-v2.12), reading and writing each E8M0 byte (one per 32 elements).
+ * torchao's _MXFP8GroupedMM (v0.15.0) rearranges the same scales, one kernel each: triton_mx_block_rearrange_2d_M_groups
+ * and _per_group_3d forward and dgrad, _2d_K_groups twice for wgrad (its README's kernel breakdown, 2c2d40258). With
  * R routed rows over El local experts, a linear of N rows and K columns: fprop (R K + El N K) / 32 scales, dgrad
  * (R N + El N K) / 32, wgrad (K R + N R) / 32 (plan_kernels.c mx_swizzle for the dense linears). */
 static void mx_expert_swizzle(const Geo *g, double kfe, Acc *f, Acc *b, Acc *part)
@@ -171,6 +175,15 @@ static void mx_expert_swizzle(const Geo *g, double kfe, Acc *f, Acc *b, Acc *par
         op(f, fb, 2), op(part, fb, 2), op(b, bb, 4), op(part, bb, 4);
     }
 }
+
+/* torchao's MXFP8 grouped GEMM (moe_training/scaled_grouped_mm.py _MXFP8GroupedMM, v0.15.0 and the torchao-moe
+ * runs' README commits 838dcebb1, b7959dd6e) quantizes an operand one dim a pass, each pass reading BF16 (2 B) and
+ * writing 1 B + an E8M0 scale per 32: forward A along K; backward grad_out along N (dgrad) and M (wgrad), and the
+ * saved BF16 A along M (wgrad). An expert input: 1 pass forward, 1 backward; an output gradient: 2 backward (the
+ * weights' two: plan_time.c's weight casts). torchtitan (v0.2.0 models/moe/moe.py _run_experts_grouped_mm) feeds x
+ * to two grouped GEMMs (w1, w3): its identical quantizes counted once, as AOTAutograd's CSE pass merges them under
+ * torch.compile (an assumption: no trace of these runs was read). */
+static const double TAO_MX_PASS_B = 3.0 + 1.0 / 32.0;
 
 /* The kernels of the router and the dispatcher that the list below does not name, as counted in Megatron-Core's
  * MoE layer (models/sources/moe_host_ops: router, auxiliary loss and preprocessing 36 forward / 32 backward;
@@ -211,6 +224,9 @@ static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
     int d8 = dt_fp8(rc->comm_ep_dispatch), f8 = dt_fp8(rc->gemm_fwd), b8 = dt_fp8(rc->gemm_bwd), sw = g->k == 2;
     double qk, qr; /* an expert input's quantize kernels and re-read (expert_quant) */
     expert_quant(in, (double)x->El, &qk, &qr);
+    /* torchao's MXFP8 grouped GEMMs: one quantize pass per operand and dim (TAO_MX_PASS_B) */
+    int tmx = rc->act_gran == GRAN_1X32 && in->fusion != FUSE_TE;
+    double qf = tmx ? TAO_MX_PASS_B : 4 + 2 * qr, qb = tmx ? 2 * TAO_MX_PASS_B : 4 + 2 * qr, qbk = tmx ? 2 : qk;
     /* Megatron's all-to-all dispatcher reorders the received rows by local expert and back (header) */
     int sortc = in->fusion == FUSE_TE && in->moe_dedup == MOE_DISPATCH_ALLTOALL && x->El > 1;
     /* the kinds a profile may rate apart (ElemKind): norm2, the activations' forward, the FP8 casts (the dispatch's
@@ -220,9 +236,9 @@ static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
     if (d8) op2k(&f, &pp, ELEM_CAST, 3 * T * h, 1);
     op2k(&f, &pp, ELEM_ADD, 2 * R * h * bd, 1);
     if (sortc) op2k(&f, &pp, ELEM_ADD, 2 * R * h * bd, 1);
-    if (f8 && !d8) op2k(&f, &pa, ELEM_CAST, (4 + 2 * qr) * R * h, qk);
+    if (f8 && !d8) op2k(&f, &pa, ELEM_CAST, qf * R * h, qk);
     op2k(&f, &pa, ELEM_ACT, (sw ? 6 : 4) * R * Fe, 1);
-    if (f8) op2k(&f, &pa, ELEM_CAST, (4 + 2 * qr) * R * Fe, qk);
+    if (f8) op2k(&f, &pa, ELEM_CAST, qf * R * Fe, qk);
     if (sortc) op2k(&f, &pp, ELEM_ADD, 2 * R * h * bc, 1);
     op2k(&f, &pp, ELEM_ADD, (R * bc + 2 * T) * h, 1);
     if (Fs > 0) op2k(&f, &sh, ELEM_ACT, (sw ? 6 : 4) * tok * Fs, 1);
@@ -231,14 +247,16 @@ static void moe_kernels(const PlanInput *in, const Geo *g, double *fwd, double *
     if (d8) op2k(&b, &pp, ELEM_CAST, 3 * T * h, 1);
     op2k(&b, &pp, ELEM_ADD, 2 * R * h * bd, 1), op2k(&b, &pp, ELEM_ADD, 4 * R * h, 1);
     if (sortc) op2k(&b, &pp, ELEM_ADD, 2 * R * h * (bd + bc), 2);
-    if (b8 && !d8) op2k(&b, &pa, ELEM_CAST, (4 + 2 * qr) * R * h, qk);
-    if (b8) op2k(&b, &pa, ELEM_CAST, (4 + 2 * qr) * R * (sw ? 2 : 1) * Fe, qk);
+    if (b8 && !d8) op2k(&b, &pa, ELEM_CAST, qb * R * h, qbk);
+    if (b8) op2k(&b, &pa, ELEM_CAST, qb * R * (sw ? 2 : 1) * Fe, qbk);
+    if (b8 && tmx) op2k(&b, &pa, ELEM_CAST, TAO_MX_PASS_B * R * ((d8 ? 0 : h) + Fe), d8 ? 1 : 2); /* saved A, dim 1 */
     op2(&b, &pa, (sw ? 10 : 6) * R * Fe, 1), op2k(&b, &pp, ELEM_ADD, (R * bc + 2 * T) * h, 1),
         op2(&b, &pr, 12 * T * E, 2);
     if (Fs > 0) op(&b, (sw ? 10 : 6) * tok * Fs, 1);
     if (Fs > 0 && b8) opk(&b, ELEM_CAST, 4 * tok * (h + (sw ? 2 : 1) * Fs), 2);
     op(&b, 6 * T * h, 2), op(&b, 6 * T * h, 1);
-    if (in->fusion == FUSE_TE && plan_mx_gemm(in) && E > 0) mx_expert_swizzle(g, (sw ? 2 : 1) * Fe, &f, &b, &pa);
+    if ((in->fusion == FUSE_TE || tmx) && plan_mx_gemm(in) && E > 0)
+        mx_expert_swizzle(g, (sw ? 2 : 1) * Fe, &f, &b, &pa);
     if (in->moe_host_ops > 0) { /* the small kernels a measured stack's router and dispatcher add */
         double scale = in->moe_host_ops / (moe_host_ops_all[0] + moe_host_ops_all[1]);
         f.t += moe_small_kernels[0] * scale * in->launch_s, b.t += moe_small_kernels[1] * scale * in->launch_s;

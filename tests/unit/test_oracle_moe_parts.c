@@ -32,22 +32,30 @@ static GpuSpec host_row(void)
  *            1,048,576, FC2's 4 R Fe = 524,288, the gradients' 4 R h = 1,048,576 and 4 R 2 Fe = 1,048,576:
  *            5,767,168 B, 5.767168e-3 s
  * With the residual add's kind rated apart at 2e9 B/s (elem_add_gbps 2; calibrate's other kinds left at elem_gbps)
- * the permutes move their 4,718,592 B at it: 2.359296e-3 s; the router and activation keep theirs. */
+ * the permutes move their 4,718,592 B at it: 2.359296e-3 s; the router and activation keep theirs.
+ * MXFP8 under torchao (fusion compile, 1x32 scales, BF16 dispatch): each quantize pass along one dim reads 2 B and
+ * writes 1 B + 1/32 B of scale, 3.03125 B an element; FC1's input R h = 262,144 one pass forward (794,624 B), FC2's
+ * R Fe = 131,072 one pass (397,312); backward the gradients two passes each, 6.0625 x (R h + R 2 Fe) = 6.0625 x
+ * 524,288 = 3,178,496, and the saved inputs again along dim 1, 3.03125 x 393,216 = 1,191,936: 5,562,368 B of
+ * casts beside the SwiGLU's 2,097,152: 7,659,520 B, 7.65952e-3 s (no scale rearranges on a host: no MXFP8 GEMM). */
 static void test_parts(void)
 {
     ModelSpec m = ox_moe(512);
     GpuSpec g = host_row();
-    Recipe bf = ox_bf16(0), f8 = fx_te_recipe("te", 0);
+    Recipe bf = ox_bf16(0), f8 = fx_te_recipe("te", 0), mx = fx_te_recipe("mxfp8", 0);
+    mx.gemm_bwd = DT_E4M3, mx.scaling = SCALING_CURRENT, mx.act_gran = mx.weight_gran = GRAN_1X32;
+    const Recipe *rcs[3] = {&bf, &f8, &mx};
     static const struct {
-        int fp8;
+        int rc; /* 0 BF16, 1 TE delayed FP8, 2 MXFP8 under torchao (compile) */
         double add_bw, router, permute, act;
     } rows[] = {{0, 0, 7.192576e-4, 4.718592e-3, 2.097152e-3},
                 {1, 0, 7.192576e-4, 4.718592e-3, 5.767168e-3},
-                {0, 2e9, 7.192576e-4, 2.359296e-3, 2.097152e-3}};
+                {0, 2e9, 7.192576e-4, 2.359296e-3, 2.097152e-3},
+                {2, 0, 7.192576e-4, 4.718592e-3, 7.65952e-3}};
     for (unsigned i = 0; i < sizeof rows / sizeof *rows; i++) {
         g.elem_kind_bw[ELEM_ADD] = rows[i].add_bw;
-        PlanInput in = fx_input(&m, &g, rows[i].fp8 ? &f8 : &bf);
-        in.gbs = 1, in.mbs = 1, in.launch_s = 1e-12, in.fusion = FUSE_FP8PLAN;
+        PlanInput in = fx_input(&m, &g, rcs[rows[i].rc]);
+        in.gbs = 1, in.mbs = 1, in.launch_s = 1e-12, in.fusion = rows[i].rc == 2 ? FUSE_COMPILE : FUSE_FP8PLAN;
         Plan p = ox_build(&in);
         CHECK_REL(p.time.moe_router_s, rows[i].router, 1e-9);
         CHECK_REL(p.time.moe_permute_s, rows[i].permute, 1e-9);
