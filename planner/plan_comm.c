@@ -106,10 +106,14 @@ static inline __attribute__((always_inline)) double coll_call(const PlanInput *i
     const NcclLat *L = &nccl_lat;
     int hw = gp->link < LINK_COUNT_ ? (int)gp->link : LINK_NVLINK;
     double best = 0, bbw = bw, blat = 0;
+    /* LL at 1/4 of the bandwidth: b / (bw / 4) is 4 (b / bw) bit for bit (a power of two scales without rounding,
+     * while b / bw is a normal double: any bandwidth below ~1e307 B/s), so the two protocols share one division */
+    const int quarter = op == OP_ALL_REDUCE || nodes > 1;
+    const double q = b / bw;
     for (int p = 0; p < NCCL_PROTOS; p++) {
         double lat = L->base[p] + (steps - isteps) * L->hop[hw][p] + isteps * L->hop[LINK_COUNT_][p];
-        double pbw = p == NCCL_SIMPLE ? bw : bw / ((op == OP_ALL_REDUCE || nodes > 1) ? 4.0 : 3.0);
-        double t = lat + b / pbw;
+        double pbw = p == NCCL_SIMPLE ? bw : quarter ? bw * 0.25 : bw / 3.0;
+        double t = lat + (p == NCCL_SIMPLE ? q : quarter ? 4.0 * q : b / pbw);
         if (p == 0 || t < best) best = t, bbw = pbw, blat = lat;
     }
     if (bwo) *bwo = bbw;
@@ -275,7 +279,12 @@ static void dp_bucketed(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt,
 void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
 {
     const Recipe *rc = in->recipe;
-    memcpy(p->coll, blank, sizeof p->coll);
+    /* in two halves: glibc copies 3.4 KB with `rep movsb` (past its threshold, 2,112 B on a CPU with fast short rep
+     * mov such as the AMD EPYC of our build machine), which held 3.9 % of a plan's perf samples there; a half is
+     * below it, copied in a vector loop */
+    enum { HALF = CO_COUNT_ / 2 };
+    memcpy(p->coll, blank, HALF * sizeof *blank);
+    memcpy(p->coll + HALF, blank + HALF, (CO_COUNT_ - HALF) * sizeof *blank);
     uint64_t m = g->m, Ls = p->stage_layers, t = g->tp, h = g->h;
     int full = in->recompute == RECOMPUTE_FULL;
     uint64_t per_layer_calls = ck_mul(ck, Ls, m); /* layer passes per step on this stage */

@@ -306,9 +306,9 @@ uint64_t plan_loss_bytes(const PlanInput *in, const Geo *g, uint64_t dx, Ck *ck)
     return b;
 }
 
-/* All terms of one stage. With reuse, sm already holds another stage's terms and
- * only the stage-specific ones (other params, activations, fragmentation, sums)
- * are rewritten. */
+/* All terms of one stage. With reuse, sm holds another stage's header and the bytes of its terms (all that is read
+ * here; plan.c's stage_memory copies no more) and only the stage-specific terms (other params, activations,
+ * fragmentation, sums) are written. */
 void plan_memory(const PlanInput *in, const Geo *g, const LayerAct *lap, uint32_t stage, StageMem *sm, Ck *ck,
                  int reuse)
 {

@@ -37,46 +37,49 @@ typedef struct {
 
 /* The layers' part of a stage with n[k] layers of each kind (dense models: kind 0 only): stage_ends adds the
  * embedding, head and loss of a first or last stage (stages of one layer count share this part). */
-static StageT stage_layers(const LayerT *L, const uint64_t *n)
+static void stage_layers(const LayerT *L, const uint64_t *n, StageT *o)
 {
-    StageT s;
-    memset(&s, 0, sizeof s);
+    /* summed in locals, each stored once: stores to *o re-read in the loop, or a StageT built on the stack and copied
+     * out, cost more than the sums */
+    double gemm = 0, attn = 0, tp = 0, cp = 0, xgemm = 0, route = 0, router = 0, perm = 0, act = 0, ep = 0, w = 0;
+    double host = 0, fwd = 0, bwd = 0;
     for (int k = 0; k < XK_COUNT; k++) {
         if (!n[k]) continue; /* dense models: kind 0 only */
         const LayerT *l = &L[k];
         double nk = (double)n[k];
-        s.gemm += nk * (l->gemm_f + l->gemm_b + l->rc_gemm);
-        s.attn += nk * (l->attn_f + l->attn_b + l->rc_attn);
-        s.tp += nk * (l->tp_f + l->tp_b);
-        s.cp += nk * l->cp;
-        s.xgemm += nk * (l->xg_f + l->xg_b);
-        s.route += nk * (l->route_f + l->route_b);
-        s.router += nk * l->router_k, s.perm += nk * l->perm_k, s.act += nk * l->act_k;
-        s.ep += nk * (l->ep_f + l->ep_b);
-        s.w += nk * l->wg;
-        s.host += nk * (l->host_f + l->host_b);
-        s.fwd += nk * (l->gemm_f + l->attn_f + l->elem_f + l->tp_f + l->ep_f + l->host_f);
-        s.bwd += nk * (l->gemm_b + l->attn_b + l->elem_b + l->tp_b + l->ep_b + l->rc_gemm + l->rc_attn + l->rc_elem +
-                       l->host_b);
+        gemm += nk * (l->gemm_f + l->gemm_b + l->rc_gemm);
+        attn += nk * (l->attn_f + l->attn_b + l->rc_attn);
+        tp += nk * (l->tp_f + l->tp_b);
+        cp += nk * l->cp;
+        xgemm += nk * (l->xg_f + l->xg_b);
+        route += nk * (l->route_f + l->route_b);
+        router += nk * l->router_k, perm += nk * l->perm_k, act += nk * l->act_k;
+        ep += nk * (l->ep_f + l->ep_b);
+        w += nk * l->wg;
+        host += nk * (l->host_f + l->host_b);
+        fwd += nk * (l->gemm_f + l->attn_f + l->elem_f + l->tp_f + l->ep_f + l->host_f);
+        bwd += nk * (l->gemm_b + l->attn_b + l->elem_b + l->tp_b + l->ep_b + l->rc_gemm + l->rc_attn + l->rc_elem +
+                     l->host_b);
     }
     /* of a layer's 3 K/V exchanges one is in the forward (the K/V gather) and two in the backward (the gather
      * again, the reduce-scatter of dK, dV) */
-    s.fwd += s.cp / 3, s.bwd += s.cp * 2 / 3;
-    return s;
+    o->fwd = fwd + cp / 3, o->bwd = bwd + cp * 2 / 3;
+    o->gemm = gemm, o->attn = attn, o->tp = tp, o->cp = cp, o->xgemm = xgemm, o->route = route, o->ep = ep, o->w = w;
+    o->host = host, o->router = router, o->perm = perm, o->act = act;
 }
 
 /* One micro-batch through a stage whose layers' part is s (stage_layers) with `mtp` multi-token-prediction depths
  * (their layers are in s; here their projection, norms, head and loss). */
-static StageT stage_ends(const PlanInput *in, const Geo *g, const GemmGpu *gg, const VocabCallT *vt, StageT s,
-                         int first, int last, uint64_t mtp)
+static void stage_ends(const PlanInput *in, const Geo *g, const GemmGpu *gg, const VocabCallT *vt, StageT *s, int first,
+                       int last, uint64_t mtp)
 {
     double tok = (double)g->tok, h = (double)g->h, ib = gg->inv_elem;
     double vf, vb; /* TP: vocabulary-parallel embedding, LM head and loss collectives, exposed */
     plan_vocab_time(in, g, vt, first, last, &vf, &vb);
-    s.fwd += vf, s.bwd += vb, s.tp += vf + vb;
+    s->fwd += vf, s->bwd += vb, s->tp += vf + vb;
     if (first) { /* embedding gather, and its scatter-add in backward */
-        s.fwd += maxd(tok * h * 4 * ib, in->launch_s);
-        s.bwd += maxd(tok * h * 4 * ib, in->launch_s);
+        s->fwd += maxd(tok * h * 4 * ib, in->launch_s);
+        s->bwd += maxd(tok * h * 4 * ib, in->launch_s);
     }
     if (last) {
         uint64_t V = g->Vp_t, t = g->tok, hh = g->h;
@@ -97,33 +100,26 @@ static StageT stage_ends(const PlanInput *in, const Geo *g, const GemmGpu *gg, c
         }
         double norm = tok * h * 4 * ib, normf = tok * h * 4 * ibn;
         double reps = 1.0 + (double)mtp; /* each MTP depth has its own head, loss and final norm */
-        s.gemm += reps * (head_f + head_b), s.w += reps * head_w;
-        s.fwd += reps * (head_f + maxd(ce_f, 3 * in->launch_s) + maxd(normf, in->launch_s));
-        s.bwd += reps * (head_b + maxd(ce_b, 2 * in->launch_s) + maxd(1.5 * norm, 2 * in->launch_s));
+        s->gemm += reps * (head_f + head_b), s->w += reps * head_w;
+        s->fwd += reps * (head_f + maxd(ce_f, 3 * in->launch_s) + maxd(normf, in->launch_s));
+        s->bwd += reps * (head_b + maxd(ce_b, 2 * in->launch_s) + maxd(1.5 * norm, 2 * in->launch_s));
         if (mtp) { /* per depth: embedding gather, enorm + hnorm, eh_proj [tok x h/tp x 2h] */
             int f8 = dt_fp8(in->recipe->gemm_fwd), b8 = dt_fp8(in->recipe->gemm_bwd);
             uint64_t ht = g->h_t;
             double ef = gemm_time(gg, t, ht, 2 * hh, 1, f8, 2), ew = gemm_time(gg, ht, 2 * hh, t, 1, b8, 2.0 * gb);
             double eb = gemm_time(gg, t, 2 * hh, ht, 1, b8, 2) + ew, m2 = (double)mtp;
-            s.gemm += m2 * (ef + eb), s.w += m2 * ew;
-            s.fwd += m2 * (ef + maxd(tok * h * 4 * ib, in->launch_s) + maxd(2 * norm, 2 * in->launch_s));
-            s.bwd += m2 * (eb + maxd(tok * h * 4 * ib, in->launch_s) + maxd(3 * norm, 4 * in->launch_s));
+            s->gemm += m2 * (ef + eb), s->w += m2 * ew;
+            s->fwd += m2 * (ef + maxd(tok * h * 4 * ib, in->launch_s) + maxd(2 * norm, 2 * in->launch_s));
+            s->bwd += m2 * (eb + maxd(tok * h * 4 * ib, in->launch_s) + maxd(3 * norm, 4 * in->launch_s));
         }
     }
-    return s;
 }
 
-static StageT stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const VocabCallT *vt, const LayerT *L,
-                    const uint64_t *n, int first, int last, uint64_t mtp)
+static void stage(const PlanInput *in, const Geo *g, const GemmGpu *gg, const VocabCallT *vt, const LayerT *L,
+                  const uint64_t *n, int first, int last, uint64_t mtp, StageT *s)
 {
-    return stage_ends(in, g, gg, vt, stage_layers(L, n), first, last, mtp);
-}
-
-static int same_kinds(const uint64_t *a, const uint64_t *b)
-{
-    for (int k = 0; k < XK_COUNT; k++)
-        if (a[k] != b[k]) return 0;
-    return 1;
+    stage_layers(L, n, s);
+    stage_ends(in, g, gg, vt, s, first, last, mtp);
 }
 
 /* Spread an exposed total over the collectives of one group in proportion to their times. */
@@ -202,23 +198,28 @@ void plan_time(const PlanInput *in, const Geo *g, const GemmGpu *gg, Plan *p)
         nl[mtk] += mtp;
         if (one) nf[mtk] += mtp;
     }
-    StageT lf = stage_layers(L, nf); /* an even split: every stage's layers' part is the first's */
-    StageT sf = stage_ends(in, g, gg, &vt, lf, 1, one, one ? mtp : 0),
-           sl = one ? sf : stage_ends(in, g, gg, &vt, same_kinds(nl, nf) ? lf : stage_layers(L, nl), 0, 1, mtp);
-    StageT smid = g->pp > 2 ? stage_ends(in, g, gg, &vt, same_kinds(nm, nf) ? lf : stage_layers(L, nm), 0, 0, 0) : sf;
+    /* each stage's rows written in place (stage_layers, then stage_ends), none copied: a StageT returned, passed or
+     * assigned by value was copied in 16-byte moves from fields just stored 8 bytes at a time, which stalls store
+     * forwarding (perf: ~3 % of a plan's time); a stage with the first's layer counts works its layers' part out
+     * again, the same bits */
+    StageT sf, last_own, mid_own, s1;
+    const StageT *sl = &sf, *smid = &sf;
+    stage(in, g, gg, &vt, L, nf, 1, one, one ? mtp : 0, &sf);
+    if (!one) stage(in, g, gg, &vt, L, nl, 0, 1, mtp, &last_own), sl = &last_own;
+    if (g->pp > 2) stage(in, g, gg, &vt, L, nm, 0, 0, 0, &mid_own), smid = &mid_own;
     if (x->on && g->pp > 3) { /* the middle stages differ when the first layers are dense: the slower of 1 and pp-2 */
         uint64_t n1[XK_COUNT];
         moe_stage_kinds(in, g, 1, &n1[0], &n1[1]);
-        StageT s1 = stage(in, g, gg, &vt, L, n1, 0, 0, 0);
-        if (s1.fwd + s1.bwd > smid.fwd + smid.bwd) smid = s1;
+        stage(in, g, gg, &vt, L, n1, 0, 0, 0, &s1);
+        if (s1.fwd + s1.bwd > smid->fwd + smid->bwd) smid = &s1;
     }
-    double tf = sf.fwd + sf.bwd, tl = sl.fwd + sl.bwd, tm = smid.fwd + smid.bwd;
+    double tf = sf.fwd + sf.bwd, tl = sl->fwd + sl->bwd, tm = smid->fwd + smid->bwd;
     const StageT *slow = &sf;
     double tmax = tf, sum = tf;
     if (!one) {
         sum = tf + tl + (double)(g->pp - 2) * tm;
-        if (tl > tmax) tmax = tl, slow = &sl;
-        if (g->pp > 2 && tm > tmax) tmax = tm, slow = &smid;
+        if (tl > tmax) tmax = tl, slow = sl;
+        if (g->pp > 2 && tm > tmax) tmax = tm, slow = smid;
     }
 
     /* pipeline send/recv on the critical path: activations in, gradients in, per chunk */
@@ -234,17 +235,17 @@ void plan_time(const PlanInput *in, const Geo *g, const GemmGpu *gg, Plan *p)
          * first + last, the others two middle stages); p2p and all-to-alls hide behind the paired chunks; the
          * bubble is (pp/2 - 1)(F&B + B - 3W) (DeepSeek-V3 Table 2) with F&B = F + B of one chunk */
         pair = sf;
-        const StageT *b = one ? &sf : &sl;
+        const StageT *b = one ? &sf : sl;
         pair.fwd += b->fwd, pair.bwd += b->bwd, pair.gemm += b->gemm, pair.attn += b->attn, pair.tp += b->tp;
         pair.cp += b->cp, pair.xgemm += b->xgemm, pair.route += b->route, pair.ep += b->ep, pair.w += b->w;
         pair.host += b->host, pair.router += b->router, pair.perm += b->perm, pair.act += b->act;
         if (g->pp > 2 && 2 * tm > tf + tl) {
-            pair = smid;
+            pair = *smid;
             pair.fwd *= 2, pair.bwd *= 2, pair.gemm *= 2, pair.attn *= 2, pair.tp *= 2, pair.cp *= 2;
             pair.xgemm *= 2, pair.route *= 2, pair.ep *= 2, pair.w *= 2, pair.host *= 2;
             pair.router *= 2, pair.perm *= 2, pair.act *= 2;
         }
-        const StageT *big = tf >= tl && tf >= tm ? &sf : tl >= tm ? &sl : &smid;
+        const StageT *big = tf >= tl && tf >= tm ? &sf : tl >= tm ? sl : smid;
         p2p = 0, reps = m / 2, tmax = pair.fwd + pair.bwd, slow = &pair;
         bubble = maxd(0.0, (double)(g->pp / 2 - 1) * (big->fwd + 2 * big->bwd - 3 * big->w));
         pipe = reps * tmax + bubble;
@@ -287,7 +288,7 @@ void plan_time(const PlanInput *in, const Geo *g, const GemmGpu *gg, Plan *p)
 
     /* DP (and expert DP): gradient reduce behind the backward, parameter gather behind the forward, one bucket
      * exposed */
-    const StageT *me = in->dualpipe ? &pair : p->stage == 0 ? &sf : p->stage == g->pp - 1 ? &sl : &smid;
+    const StageT *me = in->dualpipe ? &pair : p->stage == 0 ? &sf : p->stage == g->pp - 1 ? sl : smid;
     double chunks = g->vpp > 1 ? (double)g->vpp : (double)(p->stage_layers ? p->stage_layers : 1);
     double dp = dp_exposed(in, p, me, m, chunks, CO_DP_GRAD_AR, CO_DP_GRAD_RS, CO_DP_PARAM_AG);
     if (x->on) dp += dp_exposed(in, p, me, m, chunks, CO_EDP_GRAD_AR, CO_EDP_GRAD_RS, CO_EDP_PARAM_AG);
