@@ -50,17 +50,21 @@ static void test_pinned_figures(void)
      * all 7.23 over 148, dev 6.10 over 104, megatron-core 5.17 over 56; with FP8-LM's GPT-7B and 13B TE rows (Table 5
      * as revised): all 7.19 over 150, dev 6.04 over 106, megatron-lm 7.35 -> 6.77 over 18, Table 5 4.24 -> 3.82 over 10;
      * with llm-foundry's FP8 input casts no longer doubled in the eager backward (plan_kernels.c): all 7.16, dev 6.00,
-     * llm-foundry 9.76 -> 9.66 */
-    pin(&s.all, "all", 150, 7.16);
-    pin(&s.dev, "dev", 106, 6.00);
-    pin(&s.holdout, "hold-out", 44, 9.91);
-    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 56, 5.17);
-    pin(group(s.stack, s.nstacks, "megatron-lm"), "megatron-lm", 18, 6.77);
-    pin(group(s.stack, s.nstacks, "torchtitan"), "torchtitan", 27, 7.78);
-    pin(group(s.stack, s.nstacks, "torchtitan-2025"), "torchtitan-2025", 2, 12.21);
-    pin(group(s.stack, s.nstacks, "llm-foundry"), "llm-foundry", 44, 9.66);
+     * llm-foundry 9.76 -> 9.66; H100 SXM's share refitted by the rule on its 35 dense dev runs (gpus.csv 0.66 -> 0.65,
+ * with H100 PCIe, H200, H800 and L40S, which take its value): all 7.16 -> 7.14, dev 6.00 -> 5.97, hold-out 9.95 ->
+ * 9.96 (torchtitan's two H200 rows, torchtitan-2025 12.21 -> 13.37), megatron-core 5.24 -> 5.30, megatron-lm 6.77 ->
+ * 6.96 and Table 5 3.82 -> 4.17 (FP8-LM's rows, mostly too slow already, slower), torchtitan 6.79 -> 6.63 (the
+ * pin was 7.78), llm-foundry 9.66 -> 9.49 */
+    pin(&s.all, "all", 150, 7.14);
+    pin(&s.dev, "dev", 106, 5.97);
+    pin(&s.holdout, "hold-out", 44, 9.96);
+    pin(group(s.stack, s.nstacks, "megatron-core"), "megatron-core", 56, 5.30);
+    pin(group(s.stack, s.nstacks, "megatron-lm"), "megatron-lm", 18, 6.96);
+    pin(group(s.stack, s.nstacks, "torchtitan"), "torchtitan", 27, 6.63);
+    pin(group(s.stack, s.nstacks, "torchtitan-2025"), "torchtitan-2025", 2, 13.37);
+    pin(group(s.stack, s.nstacks, "llm-foundry"), "llm-foundry", 44, 9.49);
     pin(group(s.stack, s.nstacks, "deepspeed"), "deepspeed", 3, 9.05);
-    pin(&s.table5, "FP8-LM Table 5", 10, 3.82);
+    pin(&s.table5, "FP8-LM Table 5", 10, 4.17);
     pin(&s.mem_traced, "memory, allocator-traced", 27, 6.97);
     CHECK_EQ_INT(s.false_oom, 0); /* no run that really ran is predicted above its GPU's memory */
     /* every run is a valid plan, the Megatron-Core MoE ModelZoo's PP 32 x VPP 3 Qwen3-235B run too: its end chunks
@@ -123,20 +127,21 @@ static void test_pinned_figures(void)
      * to -2.5 to +13.3 %) -> 12.16, dev 11.89, hold-out 12.75; query/key norms as kernels (-> 12.11, dev 11.84),
      * the all-to-all dispatcher's sort by local expert and back (-> 11.64, dev 11.25, hold-out 12.50) and two dev
      * rows naming the dispatcher their sources give (-> 11.53, dev 11.09); torchao's MXFP8 grouped GEMMs quantizing
-     * each operand one dim per pass and rearranging their scales (-> 11.51, dev 11.07) */
-    pin(&s.moe, "mixture of experts", 67, 11.51);
+     * each operand one dim per pass and rearranging their scales (-> 11.51, dev 11.07); H100 SXM's share refitted by
+ * the rule (0.66 -> 0.65) -> 11.41, dev 10.97, hold-out 12.37 (MoE dev on H100 10.81 -> 10.59) */
+    pin(&s.moe, "mixture of experts", 67, 11.41);
     /* the MoE runs split by the same hold-out list: Megatron-Bridge 25.11 and 26.02 held out */
     CHECK_EQ_INT(s.moe_dev.n + s.moe_holdout.n, s.moe.n);
     /* 11.89 -> 11.88 -> 11.90: the ModelZoo MXFP8 rows, then NeMo 25.04 / 25.07 FP8-CS rows, with FP8 parameters;
      * -> 11.09 with the kernels and dispatcher facts above, 11.07 with torchao's MXFP8 quantize passes */
-    pin(&s.moe_dev, "mixture of experts, dev", 46, 11.07);
-    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 12.50);
+    pin(&s.moe_dev, "mixture of experts, dev", 46, 10.97);
+    pin(&s.moe_holdout, "mixture of experts, hold-out", 21, 12.37);
     /* the MoE dev runs per GPU: every dev row in exactly one, no held-out row in any; pinned as the planner gives
      * them (the Blackwell rows carry the bias: docs/fidelity.md) */
     int ngpu = 0;
     for (int i = 0; i < s.nmoe_dev_gpus; i++) ngpu += s.moe_dev_gpu[i].n;
     CHECK_EQ_INT(ngpu, s.moe_dev.n);
-    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "h100-sxm"), "MoE dev on H100", 18, 10.81);
+    pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "h100-sxm"), "MoE dev on H100", 18, 10.59);
     pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "b200"), "MoE dev on B200", 14, 13.31);
     pin(group(s.moe_dev_gpu, s.nmoe_dev_gpus, "gb200"), "MoE dev on GB200", 12, 9.82);
     /* each planned row's time terms add up to its step (fidelity_terms.csv's shares to 100 %): no term is lost or
@@ -173,8 +178,10 @@ static void test_pinned_figures(void)
      * +9.5 -> +10.7, 1B 32k +1.3 -> +2.8, 1B 512 -5.6 -> +1.2 % (the doubled casts had hidden an FP8 cost of these runs
      * that is not found: docs/fidelity.md); 6.54 with Megatron's all-to-all dispatcher sorting its received rows
      * (DeepSeek-V3 on GB300 +14.6 -> +13.6 %); 6.51 with torchao's MXFP8 grouped quantize passes and scale
-     * rearranges (Llama 4 Scout on GB200 +8.9 -> +8.2 %, the 2-layer run on B200 -18.9 -> -19.1 %) */
-    pin(&pa, "FP8/BF16 speed-up", 18, 6.51);
+     * rearranges (Llama 4 Scout on GB200 +8.9 -> +8.2 %, the 2-layer run on B200 -18.9 -> -19.1 %); 6.54 at this
+ * pin's revision, 6.65 with H100 SXM's share refitted by the rule (0.66 -> 0.65: the 13 H100 pairs' FP8 side gains
+ * more, e.g. FP8-LM GPT-175B TE +14.7 -> +14.9 %, llm-foundry MPT-3B 512 +10.1 -> +10.3 %) */
+    pin(&pa, "FP8/BF16 speed-up", 18, 6.65);
     CHECK_EQ_INT(ph.n, 3);       /* torchao's float8 README; Megatron-Bridge 25.11's DeepSeek-V3 on 256 GB300 */
     for (int i = 0; i < np; i++) /* the micro-batch-4 FP8-LM row changes more than the precision */
         CHECKF(strcmp(pairs[i].fp8->run->id, "fp8lm-gpt175b-fp8lm-mbs4"), "pair %d takes the mbs-4 row", i);
