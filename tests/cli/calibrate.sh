@@ -57,7 +57,7 @@ expect_line "... judging MS-AMP O1's optimizer (o1_optim_gbps)" '  o1 optimizer 
 expect_line "the load average printed" '  load average \(1 min, /proc/loadavg\): ([0-9.]+|unknown) before, ([0-9.]+|unknown) after'
 
 # --check: the profile against this machine now (0 holds, 1 moved, 75 cannot tell); a row whose BF16 rate is
-# doubled by hand (bf16_tflops, column 6; o1_optim_gbps, the last, too) never holds: 1 naming both, or 75 when
+# doubled by hand (bf16_tflops, column 6; o1_optim_gbps, the one before llc_bytes, too) never holds: 1 naming both, or 75 when
 # too noisy to judge
 run calibrate $TINY --quick --check "$cat"
 case $rc in
@@ -68,7 +68,7 @@ case $rc in
 esac
 mkdir -p "$TMP/doubled"
 cp "$cat"/*.csv "$TMP/doubled/"
-awk -F, 'BEGIN { OFS = "," } /^host,/ { $6 = $6 * 2; $NF = $NF * 2 } { print }' "$cat/gpus.csv" >"$TMP/doubled/gpus.csv"
+awk -F, 'BEGIN { OFS = "," } /^host,/ { $6 = $6 * 2; $(NF - 1) = $(NF - 1) * 2 } { print }' "$cat/gpus.csv" >"$TMP/doubled/gpus.csv"
 run calibrate $TINY --quick --check "$TMP/doubled"
 if [ "$rc" -eq 75 ]; then
     skip_load "--check: a doubled BF16 rate is caught" "too noisy to judge: $(grep -o 'load average [0-9.]* before, [0-9.]* after' "$TMP/err" | head -n 1)"
@@ -137,9 +137,9 @@ expect_line "... its grouped expert GEMMs timed at the uniform routing's rows" \
 expect_line "... their cost per group printed" \
     '  grouped GEMM [0-9.]+ us per group beyond its FLOPs at the bf16 path.s rate \(group_gemm_us\)'
 # (the 7 element-wise kinds' rates follow it: elem_norm_gbps ... elem_cast_row_gbps, then MS-AMP O1's optimizer
-# o1_optim_gbps, measured on every host profile)
-K5='(,[0-9.e+-]+){8}$'
-if head -n 1 "$TMP/xcat/gpus.csv" | grep -q ',group_gemm_us,elem_norm_gbps,elem_act_gbps,elem_add_gbps,elem_cast_gbps,elem_xent_gbps,elem_amax_gbps,elem_cast_row_gbps,o1_optim_gbps$' &&
+# o1_optim_gbps, measured on every host profile; then llc_bytes, the last-level cache, empty where sysfs has none)
+K5='(,[0-9.e+-]+){8},[0-9]*$'
+if head -n 1 "$TMP/xcat/gpus.csv" | grep -q ',group_gemm_us,elem_norm_gbps,elem_act_gbps,elem_add_gbps,elem_cast_gbps,elem_xent_gbps,elem_amax_gbps,elem_cast_row_gbps,o1_optim_gbps,llc_bytes$' &&
     grep '^host,' "$TMP/xcat/gpus.csv" | grep -Eq ",[0-9.e+-]+$K5" && grep '^host,' "$cat/gpus.csv" | grep -Eq ",$K5"; then
     pass "... written as group_gemm_us (empty for a dense model's profile), each element-wise kind's rate after it"
 else
