@@ -59,6 +59,11 @@ static Status cell_col_COUNT(Cur *c, const char *col, void *f, size_t size, doub
     (void)size, (void)lo, (void)hi;
     return cell_count(c, col, f);
 }
+/* An optional byte count (empty: 0, not known): llc_bytes, a host's last-level cache. */
+static Status cell_col_OPT_COUNT(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
+{
+    return *cell_text(c, col) ? cell_col_COUNT(c, col, f, size, lo, hi) : ST_OK;
+}
 /* link_latency_us (optional column; empty: NCCL's latency model): the measured latency of one ring step. */
 static Status cell_col_LATENCY(Cur *c, const char *col, void *f, size_t size, double lo, double hi)
 {
@@ -102,7 +107,8 @@ CELL_COL_ENUM(LINK, link_parse, "nvlink, pcie or host")
     X(elem_xent_gbps, OPT_GBPS, elem_kind_bw[ELEM_XENT], 0, 0, "?")         \
     X(elem_amax_gbps, OPT_GBPS, elem_kind_bw[ELEM_AMAX], 0, 0, "?")         \
     X(elem_cast_row_gbps, OPT_GBPS, elem_kind_bw[ELEM_CAST_ROW], 0, 0, "?") \
-    X(o1_optim_gbps, OPT_GBPS, o1_optim_bw, 0, 0, "?")
+    X(o1_optim_gbps, OPT_GBPS, o1_optim_bw, 0, 0, "?")                      \
+    X(llc_bytes, OPT_COUNT, llc_bytes, 0, 0, "?")
 
 const char *const catalog_gpu_columns = &(GPU_COLUMNS(CELL_COL_HEAD))[1]; /* past the first comma */
 

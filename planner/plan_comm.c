@@ -146,18 +146,36 @@ double plan_coll_call(const PlanInput *in, CommOp op, uint64_t n, uint64_t strid
     return coll_call(in, op, n, stride, b, bwo, lato);
 }
 
-/* A gradient's all-reduce after the backward (grad 1: the DP buckets; grad 2: the tied embedding's gradient) on a
- * host profile: its payload comes from memory, timed at the profile's gradient fit where it has one
- * (plan_link_fit_grad), the embedding's at its own fit first (plan_link_fit_emb: the last stage waited out the first
- * one's last backward); everything else as coll_time. */
-static double coll_time_of(const PlanInput *in, int grad, CommOp op, Dtype dt, uint64_t n, uint64_t stride, uint64_t S,
-                           const uint64_t *busb, Ck *ck, double *bw, double *lat)
+/* A gradient's reduction after the backward on a host profile (miss > 0: the DP buckets' all-reduce or the
+ * distributed optimizer's reduce-scatter, the experts' over EDP, the tied embedding's gradient): the call's hot time
+ * (coll_time) plus miss x what the profile's FP32 all-reduce costs at S bytes from memory (its gradient fit, links.csv
+ * "fp32 grad") above what it costs from the cache (its "fp32" fit). Both ops first touch the same two S-byte buffers
+ * (exec/comm/comm_mpi_coll.c rs_v: the payload and the scratch), in FP32 or BF16 alike; miss is the share of them
+ * in memory (plan_grad_miss, planner/plan_cache.c). An FP32 all-reduce all from memory (miss 1) is the gradient fit
+ * itself. A profile without the gradient rows, an FP8 path (its own scratch) or miss <= 0: coll_time. */
+static double coll_time_of(const PlanInput *in, double miss, CommOp op, Dtype dt, uint64_t n, uint64_t stride,
+                           uint64_t S, const uint64_t *busb, Ck *ck, double *bw, double *lat)
 {
-    const LinkFit *fit = !grad || !in->gpu->host ? NULL
-                         : grad == 2             ? plan_link_fit_emb(in->gpu, op, dt, S)
-                                                 : plan_link_fit_grad(in->gpu, op, dt, S);
-    if (fit) return plan_link_call(fit, op, n, S, bw, lat);
-    return coll_time(in, op, dt, n, stride, S, busb, ck, bw, lat);
+    const LinkPath path = link_path_of(op, dt);
+    const LinkFit *cold = miss > 0 && in->gpu->host && (op == OP_ALL_REDUCE || op == OP_REDUCE_SCATTER) &&
+                                  (path == LINK_PATH_FP32 || path == LINK_PATH_BF16)
+                              ? plan_link_fit_grad(in->gpu, OP_ALL_REDUCE, DT_FP32, S)
+                              : NULL;
+    if (!cold || cold->path != LINK_PATH_FP32_GRAD) return coll_time(in, op, dt, n, stride, S, busb, ck, bw, lat);
+    if (op == OP_ALL_REDUCE && path == LINK_PATH_FP32 && miss >= 1) return plan_link_call(cold, op, n, S, bw, lat);
+    const LinkFit *hot = plan_link_fit(in->gpu, OP_ALL_REDUCE, DT_FP32, S);
+    const double t = coll_time(in, op, dt, n, stride, S, busb, ck, bw, lat);
+    const double extra = hot ? plan_link_call(cold, OP_ALL_REDUCE, n, S, NULL, NULL) -
+                                   plan_link_call(hot, OP_ALL_REDUCE, n, S, NULL, NULL)
+                             : 0;
+    return extra > 0 ? t + (miss < 1 ? miss : 1) * extra : t;
+}
+
+/* plan_grad_miss of this plan: its ranks on one host share the cache (all of them: a host profile is one machine) */
+static double grad_miss(const PlanInput *in, const Geo *g, const Plan *p)
+{
+    const uint64_t node = in->gpu->gpus_per_node ? in->gpu->gpus_per_node : 1;
+    return plan_grad_miss(in->gpu, p->mem, p->cat_bytes, g->world < node ? g->world : node);
 }
 
 /* Every field of plan_coll_set but the time (0): the collective, for its caller to time. */
@@ -188,14 +206,29 @@ void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint
     c->exposed_s = c->time_s; /* plan_time decides what overlaps */
 }
 
-/* plan_coll_set of the tied embedding's gradient all-reduce after the backward (coll_time_of, grad 2). */
-static void coll_set_emb(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
-                         uint64_t payload, uint64_t calls, Ck *ck)
+void plan_coll_set_grad(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks,
+                        uint64_t stride, uint64_t payload, uint64_t calls, Ck *ck)
 {
     Collective *c = coll_bytes(in, p, id, dt, ranks, stride, payload, calls, ck);
     if (c->calls)
-        c->time_s = (double)c->calls *
-                    coll_time_of(in, 2, c->op, dt, c->ranks, stride, payload, &c->bus_bytes, ck, &c->bw, &c->latency_s);
+        c->time_s = (double)c->calls * coll_time_of(in, grad_miss(in, g, p), c->op, dt, c->ranks, stride, payload,
+                                                    &c->bus_bytes, ck, &c->bw, &c->latency_s);
+    c->exposed_s = c->time_s;
+}
+
+/* plan_coll_set of the tied embedding's gradient all-reduce between the first and the last stage: on a host profile
+ * with its own fit (links.csv "fp32 emb": the gradient sweep from memory with the later stage waiting out the first
+ * one's last backward, as the run meets it) timed at that fit; else as the other gradients (plan_coll_set_grad). */
+static void coll_set_emb(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks,
+                         uint64_t stride, uint64_t payload, uint64_t calls, Ck *ck)
+{
+    const LinkFit *f = in->gpu->host ? plan_link_fit_emb(in->gpu, OP_ALL_REDUCE, dt, payload) : NULL;
+    if (!f || f->path != LINK_PATH_FP32_EMB) {
+        plan_coll_set_grad(in, g, p, id, dt, ranks, stride, payload, calls, ck);
+        return;
+    }
+    Collective *c = coll_bytes(in, p, id, dt, ranks, stride, payload, calls, ck);
+    if (c->calls) c->time_s = (double)c->calls * plan_link_call(f, c->op, c->ranks, payload, &c->bw, &c->latency_s);
     c->exposed_s = c->time_s;
 }
 
@@ -259,9 +292,10 @@ void plan_dp_buckets(const PlanInput *in, uint64_t eg, uint64_t eo, uint64_t nte
  * are timed at their own mean payload and dtype: a host profile's fit is a line per payload range, so two buckets
  * timed at their mean (the demo's 6.29 MB and 1.14 MB FP32 gradients at 3.72 MB) take the range of neither. The
  * all-reduce's buckets are gradients reduced after the backward, from memory (coll_time_of). */
-static void dp_bucketed(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t n, uint64_t stride,
-                        const uint64_t S[2], const Dtype cdt[2], const uint64_t k[2], Ck *ck)
+static void dp_bucketed(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dtype dt, uint64_t n,
+                        uint64_t stride, const uint64_t S[2], const Dtype cdt[2], const uint64_t k[2], Ck *ck)
 {
+    const double miss = id == CO_DP_GRAD_AR || id == CO_DP_GRAD_RS ? grad_miss(in, g, p) : 0;
     const uint64_t total = ck_add(ck, S[0], S[1]), calls = k[0] + k[1];
     plan_coll_set(in, p, id, dt, n, stride, calls ? total / calls : 0, calls, ck);
     Collective *c = &p->coll[id];
@@ -271,8 +305,8 @@ static void dp_bucketed(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt,
     double t = 0;
     for (int i = 0; i < 2; i++)
         if (k[i] && S[i])
-            t += (double)k[i] * coll_time_of(in, id == CO_DP_GRAD_AR, c->op, cdt[i], c->ranks, stride, S[i] / k[i],
-                                             NULL, ck, &c->bw, &c->latency_s);
+            t += (double)k[i] *
+                 coll_time_of(in, miss, c->op, cdt[i], c->ranks, stride, S[i] / k[i], NULL, ck, &c->bw, &c->latency_s);
     c->time_s = c->exposed_s = t;
 }
 
@@ -344,14 +378,14 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
         uint64_t ar[2],
             ag[2]; /* the executor's buckets (exec/model/model_grad_bucket.c): a class each, FP8-LM's alone */
         plan_dp_buckets(in, eg, eo, p->linear_tensors, ar, ag);
-        dp_bucketed(in, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, stride_dp, Sg, gdt, ar, ck);
+        dp_bucketed(in, g, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, stride_dp, Sg, gdt, ar, ck);
     } else if (d > 1 && !shard_any) {
         plan_coll_set(in, p, CO_DP_GRAD_AR, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, 1, ck);
     } else if (d > 1 && in->fusion == FUSE_FP8PLAN && (in->sharding == SHARD_ZERO1 || in->sharding == SHARD_DIST_OPT)) {
         uint64_t rs[2], ag[2]; /* the executor's buckets (exec/model/model_shard.c) */
         plan_dp_buckets(in, eg, eo, p->linear_tensors, rs, ag);
-        dp_bucketed(in, p, CO_DP_GRAD_RS, gg == go ? gg : DT_NONE, d, stride_dp, Sg, gdt, rs, ck);
-        dp_bucketed(in, p, CO_DP_PARAM_AG, pg == po ? pg : DT_NONE, d, stride_dp, Sp, pdt, ag, ck);
+        dp_bucketed(in, g, p, CO_DP_GRAD_RS, gg == go ? gg : DT_NONE, d, stride_dp, Sg, gdt, rs, ck);
+        dp_bucketed(in, g, p, CO_DP_PARAM_AG, pg == po ? pg : DT_NONE, d, stride_dp, Sp, pdt, ag, ck);
     } else if (d > 1) {
         int per_mb = in->sharding == SHARD_ZERO2 || in->sharding == SHARD_ZERO3;
         plan_coll_set(in, p, CO_DP_GRAD_RS, gg == go ? gg : DT_NONE, d, stride_dp, S_grad, per_mb ? m : 1, ck);
@@ -365,8 +399,8 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
      * GPTModel builds the embedding where mtp_process, shared_embedding_or_output_weight returns it, and
      * finalize_model_grads' _allreduce_word_embedding_grads all-reduces it over the embedding group) */
     if ((in->model->tied_embeddings || in->model->mtp_layers) && g->pp > 1 && boundary)
-        coll_set_emb(in, p, CO_EMB_GRAD_AR, go, 2, g->world / g->pp * (g->pp - 1), ck_mul(ck, g->emb, dt_bytes(go)), 1,
-                     ck);
+        coll_set_emb(in, g, p, CO_EMB_GRAD_AR, go, 2, g->world / g->pp * (g->pp - 1), ck_mul(ck, g->emb, dt_bytes(go)),
+                     1, ck);
 
     /* amax: x and w maxima forward, dy backward, per micro-batch */
     if (rc_fp8_gemm(rc) && rc->amax_reduce != AMAX_NONE) {

@@ -285,6 +285,10 @@ void plan_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck);
 void plan_dp_buckets(const PlanInput *in, uint64_t eg, uint64_t eo, uint64_t ntens, uint64_t rs[2], uint64_t ag[2]);
 void plan_coll_set(const PlanInput *in, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks, uint64_t stride,
                    uint64_t payload, uint64_t calls, Ck *ck);
+/* plan_coll_set of a gradient reduced after the backward (the tied embedding's, the experts' over EDP): on a host
+ * profile timed from the cache or from memory as plan_grad_miss says (planner/plan_comm.c coll_time_of). */
+void plan_coll_set_grad(const PlanInput *in, const Geo *g, Plan *p, CollectiveId id, Dtype dt, uint64_t ranks,
+                        uint64_t stride, uint64_t payload, uint64_t calls, Ck *ck);
 /* Bytes one GPU sends for one call of op over n ranks with payload S (nccl-tests' bus bytes; plan_comm.c). */
 uint64_t plan_bus_bytes(CommOp op, uint64_t n, uint64_t S, Ck *ck);
 /* The bytes of a column-parallel input's saved shards gathered again for its weight gradient over tp ranks:

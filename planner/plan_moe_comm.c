@@ -324,10 +324,13 @@ void moe_comm(const PlanInput *in, const Geo *g, Plan *p, Ck *ck)
     if (in->main_grad != MAIN_GRAD_RECIPE) gg = plan_grad_dt(in, gg);
     int shard = in->sharding != SHARD_NONE && (in->sharding != SHARD_DIST_OPT || rc->gemm.shard_mask);
     if (e && ed > 1 && !shard) {
-        plan_coll_set(in, p, CO_EDP_GRAD_AR, gg, ed, stride, ck_mul(ck, e, dt_bytes(gg)), 1, ck);
+        plan_coll_set_grad(in, g, p, CO_EDP_GRAD_AR, gg, ed, stride, ck_mul(ck, e, dt_bytes(gg)), 1, ck); /* cache */
     } else if (e && ed > 1) {
         int per_mb = in->sharding == SHARD_ZERO2 || in->sharding == SHARD_ZERO3;
-        plan_coll_set(in, p, CO_EDP_GRAD_RS, gg, ed, stride, ck_mul(ck, e, dt_bytes(gg)), per_mb ? g->m : 1, ck);
+        if (per_mb) /* each micro-batch's, while the backward runs */
+            plan_coll_set(in, p, CO_EDP_GRAD_RS, gg, ed, stride, ck_mul(ck, e, dt_bytes(gg)), g->m, ck);
+        else /* after the backward: timed from the cache or memory as the DP buckets */
+            plan_coll_set_grad(in, g, p, CO_EDP_GRAD_RS, gg, ed, stride, ck_mul(ck, e, dt_bytes(gg)), 1, ck);
         plan_coll_set(in, p, CO_EDP_PARAM_AG, pg, ed, stride, ck_mul(ck, e, dt_bytes(pg)),
                       in->sharding == SHARD_ZERO3 ? ck_mul(ck, 2, g->m) : 1, ck);
     }

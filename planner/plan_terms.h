@@ -328,6 +328,11 @@ const LinkFit *plan_link_fit_grad(const GpuSpec *gp, CommOp op, Dtype dt, uint64
  * row holding S for an FP32 all-reduce (the later stage waits out the first one's last backward), else
  * plan_link_fit_grad's (a profile from an older calibrate, one rank: no embedding sweep measured it). */
 const LinkFit *plan_link_fit_emb(const GpuSpec *gp, CommOp op, Dtype dt, uint64_t S);
+/* The share of a gradient reduction's first-touched bytes (its payload and its scratch, half each) that come from
+ * memory rather than the last-level cache, on host profile gp for a plan whose memory terms are mt and categories
+ * cat, `ranks` ranks sharing the cache: 0.5 (1 - min(1, C / (R D_bwd))) + 0.5 (R D_step > C), C = gp->llc_bytes,
+ * D_bwd the bytes a rank's backward touches, D_step its step's (planner/plan_cache.c); 1 when C is not known. */
+double plan_grad_miss(const GpuSpec *gp, const MemTerm *mt, const uint64_t cat[MC_COUNT_], uint64_t ranks);
 /* Seconds of one call of op over n ranks with payload S bytes at fit f: comm_ring_steps(op, n) x f->lat +
  * S x comm_bus_factor(op, n) / f->bw (no size term when f->bw is 0); *bw and *lat (optional) the parts. The one
  * formula every collective of a plan made with a host profile's fits is timed by. */

@@ -186,6 +186,9 @@ typedef struct {
                                compute-bound (FP8 rounding, two passes), 3x slower than AdamW's stream; 0: hbm_bw */
     double o1_optim_bw; /* bytes/s (the planner's count) of MS-AMP O1's optimizer where measured: the same two passes
                            over a scaled FP16 weight updated in place beside FP32 m and v; 0: hbm_bw */
+    uint64_t llc_bytes; /* a host profile's last-level cache, bytes (calibrate reads it from sysfs; gpus.csv llc_bytes):
+                           how much of a step's traffic it holds says whether a gradient's all-reduce finds its
+                           buffers there or in memory (planner/plan_cache.c); 0: not known, from memory */
     /* bytes/s of each kind of element-wise kernel where measured apart (ElemKind; calibrate's elem_norm_gbps ...):
      * a CPU's cost per byte differs by kind (SwiGLU's or GeLU's exp / tanh and FP8 rounding against a norm's or an
      * add's stream); 0: elem_bw, the one rate (gpu_kind_bw) */

@@ -140,7 +140,8 @@ typedef struct {
     double elem_kind_iqr[ELEM_KINDS]; /* and its (q3 - q1) / median */
     double scaled_optim_bw, scaled_optim_spread, scaled_optim_iqr; /* FP8-LM's fp8_adam: the planner's bytes / s */
     double o1_optim_bw, o1_optim_spread,
-        o1_optim_iqr;         /* MS-AMP O1's fp8_adam (FP32 moments): the planner's bytes / s */
+        o1_optim_iqr;   /* MS-AMP O1's fp8_adam (FP32 moments): the planner's bytes / s */
+    uint64_t llc_bytes; /* the CPU's last-level cache (util/cache.c, sysfs; gpus.csv llc_bytes), 0: not read or a GPU */
     double mem_iqr, elem_iqr; /* (q3 - q1) / median: AdamW's; the element-wise kernels' weighted as elem_bw */
     double launch_s, launch_spread;
     /* the checked warm-up before the GEMMs (calibrate_compute_again): rounds of every layer GEMM once, until a

@@ -13,15 +13,18 @@
 
 enum { LAUNCH_ELEMS = 256, LAUNCH_CALLS = 16 }; /* 4 x 16 = 64 calls: cal_median's limit */
 
+enum { ADAM_TENSORS = 64 }; /* AdamW calls at most (the rest of the parameters joins the last) */
 enum { K_NORM = 0, K_ACT, K_ADD, K_CAST, K_XENT, K_AMAX, K_CAST_ROW, K_ADAM, K_FP8ADAM, K_O1ADAM, K_COUNT };
 
 typedef struct {
-    uint64_t T, h, F, Vp, n; /* rows, hidden, FFN, padded vocabulary, parameters updated */
-    uint64_t wgrad;          /* elements of the FP8 main gradient the row-wise cast commits: FC1's (hidden x FFN) */
-    int32_t *targets;        /* (T) zeros */
-    float *m, *v;            /* (n) Adam moments */
-    float *recs;             /* (3 x REC_FLOATS) FP8-LM's master, m and v scaling records */
-    float *scale;            /* 2 floats: the FP8 cast's scale, 448 / amax of its input (run_values); the amax's */
+    uint64_t T, h, F, Vp, n;     /* rows, hidden, FFN, padded vocabulary, parameters updated */
+    uint64_t wgrad;              /* elements of the FP8 main gradient the row-wise cast commits: FC1's (hidden x FFN) */
+    uint64_t tens[ADAM_TENSORS]; /* AdamW's calls: each tensor's parameters (adam_tensors), ntens of them, n in all */
+    int ntens;
+    int32_t *targets; /* (T) zeros */
+    float *m, *v;     /* (n) Adam moments */
+    float *recs;      /* (3 x REC_FLOATS) FP8-LM's master, m and v scaling records */
+    float *scale;     /* 2 floats: the FP8 cast's scale, 448 / amax of its input (run_values); the amax's */
 } KernelSizes;
 
 /* n values of dtype dt at p (backend memory, through a host copy): mul x standard normals of stream key, their
@@ -180,17 +183,25 @@ static Status kernel_call(Backend *bk, const ModelSpec *m, const Bufs *u, const 
                          .grad_scale_inv = u->one};
         return bk->fp8_adam(bk, &d, e);
     }
-    default: {
-        AdamWDesc d = {.n = z->n,
-                       .h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .step = 1, .grad_scale = 1.0f},
-                       .master = (float *)u->a,
-                       .m = z->m,
-                       .v = z->v,
-                       .grad = u->b,
-                       .grad_dtype = DT_FP32,
-                       .weight = u->d,
-                       .weight_dtype = DT_BF16};
-        return bk->adamw(bk, &d, e);
+    default: { /* as a run's optimizer calls it: adamw_multi over one desc a tensor (exec/model/model_step.c), whose
+                * CPU backend runs each tensor on the pool in turn, every call ending with its slowest worker */
+        AdamWDesc d[ADAM_TENSORS];
+        uint64_t at = 0;
+        for (int i = 0; i < z->ntens; i++) {
+            d[i] =
+                (AdamWDesc){.n = z->tens[i],
+                            .h = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .step = 1, .grad_scale = 1},
+                            .master = (float *)u->a + at,
+                            .m = z->m + at,
+                            .v = z->v + at,
+                            .grad = (float *)u->b + at,
+                            .grad_dtype = DT_FP32,
+                            .weight = (uint16_t *)u->d + at,
+                            .weight_dtype = DT_BF16};
+            at += z->tens[i];
+        }
+        AdamWMultiDesc md = {.count = (uint32_t)z->ntens, .list = d, .list_dev = NULL};
+        return bk->adamw_multi(bk, &md, e);
     }
     }
 }
@@ -278,6 +289,28 @@ static void kind_free(Backend *bk, KindBufs *k)
     bufs_free(bk, &k->u);
 }
 
+/* The tensors of AdamW's calls over z->n parameters, in the executor's order (exec/model/model_layout.c: the token
+ * embedding, then each layer's linear weights): a call per tensor, as the run's optimizer makes them, the parameters
+ * past ADAM_MAX cut from the last ones, the tensors past ADAM_TENSORS joined to the last call. */
+static void adam_tensors(const ModelSpec *m, KernelSizes *z)
+{
+    uint64_t left = z->n;
+    z->ntens = 0;
+    for (int l = -1; left && l < (int)m->layers; l++)
+        for (int k = 0; left && k < (l < 0 ? 1 : LIN_COUNT); k++) {
+            uint64_t r = z->Vp, c = z->h; /* l -1: the embedding */
+            if (l >= 0) spec_linear_shape(m, (LinearKind)k, 1, &r, &c);
+            uint64_t t = r * c < left ? r * c : left;
+            if (!t) continue;
+            if (z->ntens < ADAM_TENSORS)
+                z->tens[z->ntens++] = t;
+            else
+                z->tens[ADAM_TENSORS - 1] += t;
+            left -= t;
+        }
+    if (left && z->ntens) z->tens[z->ntens - 1] += left; /* (none: n is these tensors' sum or ADAM_MAX) */
+}
+
 /* One sample of kind w: k->calls calls one after another (finite logits before each cross-entropy: the previous
  * call left gradients), each on the clock: their median into *s (cal_sample_median). The ranks start the sample
  * together (one agreement a call would cost more than the calls under mpirun on a loaded host: 2-rank profiles
@@ -312,6 +345,7 @@ Status cal_kernels(Backend *bk, Comm *comm, const ModelSpec *m, uint64_t T, int 
         n += r * cl * m->layers;
     }
     z.n = n < ADAM_MAX ? n : ADAM_MAX;
+    adam_tensors(m, &z);
     z.wgrad = z.h * z.F < z.n ? z.h * z.F : z.n;
     uint64_t big = T * (kF > z.h ? kF : z.h) * 4 + 16 * T;
     if (T * z.Vp * 4 > big) big = T * z.Vp * 4;

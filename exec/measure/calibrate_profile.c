@@ -9,6 +9,7 @@
 #include "exec/measure/calibrate_bufs.h"
 #include "exec/measure/calibrate_link.h"
 #include "exec/model/model.h"
+#include "util/cache.h"
 
 double cal_loadavg(void)
 {
@@ -71,6 +72,7 @@ Status calibrate_compute_again(Backend *bk, Comm *comm, const ModelSpec *m, uint
     uint64_t T = (uint64_t)mbs * m->seq_len;
     long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
     out->mem_bytes = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
+    out->llc_bytes = strcmp(bk->name, "cpu") ? 0 : cache_llc_bytes(); /* CPU ranks: the cache a gradient meets */
     snprintf(out->backend, sizeof out->backend, "%s", bk->name);
     BackendDeviceInfo info;
     Status st = ST_OK;
@@ -86,6 +88,7 @@ Status calibrate_compute_again(Backend *bk, Comm *comm, const ModelSpec *m, uint
     out->ranks = comm ? comm->size : 1;
     if (again) { /* what it was measured on, as out */
         again->reps = again_reps, again->mem_bytes = out->mem_bytes, again->ranks = out->ranks;
+        again->llc_bytes = out->llc_bytes;
         memcpy(again->backend, out->backend, sizeof again->backend);
         memcpy(again->device, out->device, sizeof again->device);
         again->cc_major = out->cc_major, again->cc_minor = out->cc_minor, again->sms = out->sms;

@@ -13,7 +13,7 @@ const char *const cal_gpu_header =
     "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
     "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,link_latency_us,"
     "elem_gbps,scaled_optim_gbps,group_gemm_us,elem_norm_gbps,elem_act_gbps,elem_add_gbps,elem_cast_gbps,"
-    "elem_xent_gbps,elem_amax_gbps,elem_cast_row_gbps,o1_optim_gbps";
+    "elem_xent_gbps,elem_amax_gbps,elem_cast_row_gbps,o1_optim_gbps,llc_bytes";
 
 typedef struct {
     char *p;
@@ -155,6 +155,10 @@ Status cal_gpu_row(const Calibration *c, const char *name, char *buf, size_t siz
         put(&b, ",%.6g", c->o1_optim_bw * 1e-9);
     else
         put(&b, ",");
+    if (c->llc_bytes) /* empty: not read (the planner then takes a gradient's buffers from memory) */
+        put(&b, ",%llu", (unsigned long long)c->llc_bytes);
+    else
+        put(&b, ",");
     return done(&b, "gpus.csv", e);
 }
 
@@ -193,6 +197,10 @@ Status cal_gpu_row_of(const GpuSpec *g, char *buf, size_t size, Err *e)
             put(&b, ",");
     if (g->o1_optim_bw > 0)
         put(&b, ",%.9g", g->o1_optim_bw * 1e-9);
+    else
+        put(&b, ",");
+    if (g->llc_bytes)
+        put(&b, ",%llu", (unsigned long long)g->llc_bytes);
     else
         put(&b, ",");
     return done(&b, "gpus.csv", e);

@@ -46,18 +46,23 @@ static void test_gpu_row_text(void)
     /* the last columns: no latency (one GPU), element-wise 3000 GB/s, the scaled optimizer 1500 GB/s, no grouped GEMM's
      * cost, no element-wise kind measured apart, no MS-AMP O1 optimizer (these figures have none) */
     const char *tail = strrchr(row, '"');
-    CHECK(tail && !strcmp(tail, "\",,3000,1500,,,,,,,,,"));
+    CHECK(tail && !strcmp(tail, "\",,3000,1500,,,,,,,,,,")); /* ... and no last-level cache (a GPU's) */
     Calibration none = gpu_figures(1); /* the scaled optimizer not measured: empty, not 0 (which no row takes) */
     none.scaled_optim_bw = 0;
     CHECKF(cal_gpu_row(&none, "gpu", row, sizeof row, &e) == ST_OK, "%s", e.msg);
     tail = strrchr(row, '"');
-    CHECK(tail && !strcmp(tail, "\",,3000,,,,,,,,,,"));
+    CHECK(tail && !strcmp(tail, "\",,3000,,,,,,,,,,,"));
     Calibration two = gpu_figures(2);
     CHECKF(cal_gpu_row(&two, "gpu", row, sizeof row, &e) == ST_OK, "%s", e.msg);
     CHECK_CONTAINS(row, ",nvlink,350,350,2,\""); /* 3.5e11 B/s = 350 GB/s, two GPUs measured */
     CHECK_CONTAINS(row, "NCCL all-reduce over 2 ranks");
     tail = strrchr(row, '"');
-    CHECK(tail && !strcmp(tail, "\",5,3000,1500,,,,,,,,,")); /* latency 5 us */
+    CHECK(tail && !strcmp(tail, "\",5,3000,1500,,,,,,,,,,")); /* latency 5 us */
+    /* CPU ranks: the last-level cache calibrate read, 32 MiB = 33,554,432 B, the last column */
+    two.llc_bytes = 33554432;
+    CHECKF(cal_gpu_row(&two, "gpu", row, sizeof row, &e) == ST_OK, "%s", e.msg);
+    tail = strrchr(row, '"');
+    CHECK(tail && !strcmp(tail, "\",5,3000,1500,,,,,,,,,,33554432"));
 }
 
 static void test_gpu_row_parses_as_gpu(void)
@@ -85,7 +90,29 @@ static void test_gpu_row_parses_as_gpu(void)
         CHECK_REL(g->intra_bw, 3.5e11, 1e-6);
         CHECK_REL(g->link_lat, 5e-6, 1e-6);
         CHECK_REL(g->sustained, 1.0, 0);
+        CHECK_EQ_U64(g->llc_bytes, 0); /* empty: not known */
     }
+    /* the cache's bytes read back, and a cell that is not a byte count refused by its column */
+    c.llc_bytes = 33554432;
+    CHECK(cal_gpu_row(&c, "gpu", row, sizeof row, &e) == ST_OK);
+    snprintf(text, sizeof text, "%s\n%s\n", cal_gpu_header, row);
+    Catalog *c2 = calloc(1, sizeof *c2);
+    if (c2 && catalog_parse_gpus(c2, text, strlen(text), "gpus.csv", &e) == ST_OK) {
+        const GpuSpec *h = catalog_gpu(c2, "gpu");
+        CHECK(h && h->llc_bytes == 33554432);
+    } else {
+        CHECKF(0, "%s", e.msg);
+    }
+    free(c2);
+    char *end = strrchr(text, ',');
+    if (end) snprintf(end, sizeof text - (size_t)(end - text), ",32M\n");
+    c2 = calloc(1, sizeof *c2);
+    if (c2) {
+        CHECK(catalog_parse_gpus(c2, text, strlen(text), "gpus.csv", &e) != ST_OK);
+        CHECK_CONTAINS(e.msg, "llc_bytes");
+        CHECK_CONTAINS(e.msg, "32M");
+    }
+    free(c2);
     /* the stack row names the backend that measured the launch floor */
     StackSpec s = {.attn = ATTN_MATERIALIZED, .fusion = FUSE_FP8PLAN, .loss_bytes = 10, .launch_s = 3e-6};
     strcpy(s.name, "fp8plan");

@@ -222,6 +222,39 @@ static void test_link_fit_choice(void)
     CHECK(plan_link_fit(&g, OP_SEND_RECV, DT_BF16, 10) == NULL);
 }
 
+/* The share of a gradient reduction's bytes from memory (planner/plan_cache.c), by hand: weights 3,000,000 +
+ * 500,000 B, gradients 6,000,000 + 1,000,000, activations 2,000,000: the backward's D_bwd = 12,500,000 B a rank;
+ * the states 30,000,000: a step's D_step = 32,000,000. */
+static void test_grad_miss(void)
+{
+    GpuSpec g = host_with_fits();
+    MemTerm mt[MT_COUNT_];
+    uint64_t cat[MC_COUNT_] = {0};
+    memset(mt, 0, sizeof mt);
+    mt[MT_WEIGHT_GEMM].bytes = 3000000, mt[MT_WEIGHT_OTHER].bytes = 500000;
+    mt[MT_GRAD_GEMM].bytes = 6000000, mt[MT_GRAD_OTHER].bytes = 1000000;
+    cat[MC_STATE] = 30000000, cat[MC_ACTIVATION] = 2000000;
+    /* not known: all from memory */
+    CHECK(plan_grad_miss(&g, mt, cat, 2) == 1.0);
+    /* C = 32 MiB = 33,554,432 B, 2 ranks: 2 x 12,500,000 = 25,000,000 <= C, the payload cached; 2 x 32,000,000 =
+     * 64,000,000 > C, the scratch not: 0.5 x 0 + 0.5 x 1 = 0.5 */
+    g.llc_bytes = 33554432;
+    CHECK_REL(plan_grad_miss(&g, mt, cat, 2), 0.5, 1e-15);
+    /* 4 ranks: 50,000,000 > C, the payload's share cached 33,554,432 / 50,000,000 = 0.67108864: 0.5 x 0.32891136 +
+     * 0.5 = 0.66445568 */
+    CHECK_REL(plan_grad_miss(&g, mt, cat, 4), 0.66445568, 1e-12);
+    /* 1 rank (ranks 0 read as 1): 32,000,000 <= C, the step fits: 0 */
+    CHECK(plan_grad_miss(&g, mt, cat, 1) == 0.0);
+    CHECK(plan_grad_miss(&g, mt, cat, 0) == 0.0);
+    /* FP8 copies, expert weights and gradients count as the backward's too: + 1,000,000 + 250,000 + 250,000 a rank
+     * = 14,000,000, 2 ranks 28,000,000 <= C still (0.5); C = 14,000,000: 14,000,000 / 28,000,000 = 0.5 cached,
+     * 0.5 x 0.5 + 0.5 = 0.75 */
+    cat[MC_FP8_COPY] = 1000000, mt[MT_WEIGHT_EXPERT].bytes = 250000, mt[MT_GRAD_EXPERT].bytes = 250000;
+    CHECK_REL(plan_grad_miss(&g, mt, cat, 2), 0.5, 1e-15);
+    g.llc_bytes = 14000000;
+    CHECK_REL(plan_grad_miss(&g, mt, cat, 2), 0.75, 1e-15);
+}
+
 /* A plan on the host row: each collective at its own op's fit, the rest as before. */
 static void test_plan_times_each_op(void)
 {
@@ -266,6 +299,37 @@ static void test_plan_times_each_op(void)
     CHECK_EQ_U64(ar->calls, 2);
     CHECK_EQ_U64(ar->step_payload, 7488);
     CHECK_REL(ar->time_s, 2.6832e-5, 1e-12);
+    /* the last-level cache known (planner/plan_cache.c): one so large that the step fits it (1 TiB), everything
+     * cached (miss 0): the hot rows' 1.6416e-5 as above. One as large as the two ranks' backward, 2 x (weights +
+     * gradients + activations) a rank: the payload cached, the scratch (a whole step, the states too) not, miss
+     * 0.5: each bucket half way, hot + 0.5 (gradient row - hot row) at the same bytes, (1.6416e-5 + 2.6832e-5) / 2
+     * = 2.1624e-5 */
+    g.llc_bytes = 1ull << 40;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(ar->time_s, 1.6416e-5, 1e-12);
+    const MemTerm *mt = p->mem;
+    g.llc_bytes = 2 * (mt[MT_WEIGHT_GEMM].bytes + mt[MT_WEIGHT_OTHER].bytes + mt[MT_GRAD_GEMM].bytes +
+                       mt[MT_GRAD_OTHER].bytes + p->cat_bytes[MC_ACTIVATION]);
+    CHECK(p->cat_bytes[MC_FP8_COPY] == 0 && mt[MT_WEIGHT_EXPERT].bytes == 0); /* BF16, no experts */
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(ar->time_s, 2.1624e-5, 1e-12);
+    /* ZeRO-1: the distributed optimizer's reduce-scatter of the same buckets; no reduce-scatter row, so its hot
+     * time is the link's: 1 step x 1 us + half the payload at 1 GB/s, 6,144 B: 1e-6 + 3,072 / 1e9 = 4.072e-6,
+     * 1,344 B: 1e-6 + 672 / 1e9 = 1.672e-6, 5.744e-6 together; its first touches are the all-reduce's (payload
+     * and scratch, S each), so from memory it costs the FP32 all-reduce's gradient row above its hot row at the
+     * same bytes more: 1.8144e-5 - 1.3072e-5 = 5.072e-6 and 8.688e-6 - 3.344e-6 = 5.344e-6. Cache unknown (all
+     * from memory): 5.744e-6 + 1.0416e-5 = 1.616e-5; a cache of 1 TiB: 5.744e-6 */
+    in.sharding = SHARD_ZERO1;
+    g.llc_bytes = 0;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    const Collective *rs = &p->coll[CO_DP_GRAD_RS];
+    CHECK_EQ_U64(rs->calls, 2);
+    CHECK_REL(rs->time_s, 1.616e-5, 1e-12);
+    g.llc_bytes = 1ull << 40;
+    CHECKF(plan_build(&in, p, &e) == ST_OK, "%s", e.msg);
+    CHECK_REL(rs->time_s, 5.744e-6, 1e-12);
+    g.llc_bytes = 0;
+    in.sharding = fx_input(&m, &g, &r).sharding;
     /* PP 2 (no DP): the tied embedding's gradient, 10 x 8 FP32 = 320 B, one call between the first and the last
      * stage at the gradient's [0, 4096): 2 x 3 us + 320 / 0.5e9 = 6.64e-6; the hot row would give 2 x 1 us + 320 /
      * 1e9 = 2.32e-6 */
@@ -493,6 +557,7 @@ int main(void)
     RUN(test_fit_ranges);
     RUN(test_link_call);
     RUN(test_link_fit_choice);
+    RUN(test_grad_miss);
     RUN(test_plan_times_each_op);
     RUN(test_plan_times_ep);
     RUN(test_a2a_counts);

@@ -24,22 +24,24 @@ static void test_host_rows_refused(void)
     Err e = {0};
     const char *bad[] = {
         /* a host whose link is not host */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,,,,,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,pcie,0,0,2,src,,,,,,,,,,,,,\n",
         /* a GPU with a host link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,,,,,,,,,,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,1,1,2,src,,,,,,,,,,,,,\n",
         /* a measured link without its latency */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,,,,,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,,,,,,,,,,,,,\n",
         /* one of the two bandwidths 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,,,,,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,0,2,src,0.5,,,,,,,,,,,,\n",
         /* a latency of 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,,,,,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,3,3,2,src,0,,,,,,,,,,,,\n",
         /* a GPU keeps its positive link */
-        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,,,,,,,,,,,\n",
+        "h,9.0,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,nvlink,0,0,2,src,,,,,,,,,,,,,\n",
         /* a grouped GEMM's cost per group below 0 */
-        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,0,0,2,src,,,,-1,,,,,,,,\n",
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,0,0,2,src,,,,-1,,,,,,,,,\n",
+        /* a last-level cache that is not a byte count */
+        "h,cpu,1,1000,10,0.05,0.04,0.02,0.05,0.04,1,host,0,0,2,src,,,,,,,,,,,,,-5\n",
     };
     const char *col[] = {"intra_link",      "intra_link",      "link_latency_us", "inter_node_gbps",
-                         "link_latency_us", "intra_node_gbps", "group_gemm_us"};
+                         "link_latency_us", "intra_node_gbps", "group_gemm_us",   "llc_bytes"};
     for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
         char text[2048];
         snprintf(text, sizeof text, "%s\n%s", cal_gpu_header, bad[i]);

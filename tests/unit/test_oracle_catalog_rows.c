@@ -494,7 +494,7 @@ static void test_column_lists(void)
         "name,compute_capability,sms,hbm_bytes,hbm_gbps,bf16_tflops,fp8_tflops,fp32_tflops,mamf_bf16_tflops,"
         "mamf_fp8_tflops,sustained,intra_link,intra_node_gbps,inter_node_gbps,gpus_per_node,source,"
         "?link_latency_us,?elem_gbps,?scaled_optim_gbps,?group_gemm_us,?elem_norm_gbps,?elem_act_gbps,?elem_add_gbps,"
-        "?elem_cast_gbps,?elem_xent_gbps,?elem_amax_gbps,?elem_cast_row_gbps,?o1_optim_gbps");
+        "?elem_cast_gbps,?elem_xent_gbps,?elem_amax_gbps,?elem_cast_row_gbps,?o1_optim_gbps,?llc_bytes");
 }
 
 int main(void)

@@ -212,12 +212,14 @@ static void test_compare_category_totals(void)
 /* `fp8plan calibrate` times AdamW on moments it zeroed: its first AdamW call must find m = v = 0 in every one
  * of its n elements — n = Vp·C + L·Σ out·in = 128 x 32 + 2 x 12,288 = 28,672 for the GPT fixture (see
  * test_oracle_exec_calibrate.c) — even when the backend hands out memory full of 0xFF bytes (NaN as FP32),
- * as a reused device allocation may be. */
+ * as a reused device allocation may be. It calls AdamW as a run's optimizer does, adamw_multi with a desc a tensor:
+ * the embedding (128 x 32 = 4,096), then each layer's QKV 96 x 32 = 3,072, proj 32 x 32 = 1,024, FC1 128 x 32 =
+ * 4,096 and FC2 32 x 128 = 4,096: 1 + 2 x 4 = 9 tensors, back to back in the buffers. */
 static Backend *cal_bk;
 static Status (*cal_alloc)(Backend *, uint64_t, void **, Err *);
-static Status (*cal_adamw)(Backend *, const AdamWDesc *, Err *);
-static int cal_calls;
-static uint64_t cal_n, cal_nonzero;
+static Status (*cal_adamw_multi)(Backend *, const AdamWMultiDesc *, Err *);
+static int cal_calls, cal_tensors, cal_adjacent;
+static uint64_t cal_n, cal_nonzero, cal_first;
 
 static Status poison_alloc(Backend *bk, uint64_t bytes, void **out, Err *e)
 {
@@ -226,14 +228,20 @@ static Status poison_alloc(Backend *bk, uint64_t bytes, void **out, Err *e)
     return st;
 }
 
-static Status watch_adamw(Backend *bk, const AdamWDesc *d, Err *e)
+static Status watch_adamw_multi(Backend *bk, const AdamWMultiDesc *md, Err *e)
 {
     if (cal_calls++ == 0) {
-        cal_n = d->n;
-        for (uint64_t i = 0; i < d->n; i++)
-            cal_nonzero += ((const float *)d->m)[i] != 0.0f || ((const float *)d->v)[i] != 0.0f;
+        cal_tensors = (int)md->count, cal_adjacent = 1;
+        cal_first = md->count ? md->list[0].n : 0;
+        for (uint32_t t = 0; t < md->count; t++) {
+            const AdamWDesc *d = &md->list[t];
+            if (t && (const float *)d->m != (const float *)md->list[t - 1].m + md->list[t - 1].n) cal_adjacent = 0;
+            cal_n += d->n;
+            for (uint64_t i = 0; i < d->n; i++)
+                cal_nonzero += ((const float *)d->m)[i] != 0.0f || ((const float *)d->v)[i] != 0.0f;
+        }
     }
-    return cal_adamw(bk, d, e);
+    return cal_adamw_multi(bk, md, e);
 }
 
 static void test_calibrate_zeroed_moments(void)
@@ -242,17 +250,20 @@ static void test_calibrate_zeroed_moments(void)
     CHECKF(backend_cpu_create(&cal_bk, &e) == ST_OK, "%s", e.msg);
     CHECK(cal_bk != NULL);
     if (!cal_bk) return;
-    cal_alloc = cal_bk->alloc, cal_adamw = cal_bk->adamw;
-    cal_bk->alloc = poison_alloc, cal_bk->adamw = watch_adamw;
+    cal_alloc = cal_bk->alloc, cal_adamw_multi = cal_bk->adamw_multi;
+    cal_bk->alloc = poison_alloc, cal_bk->adamw_multi = watch_adamw_multi;
     Calibration *c = calloc(1, sizeof *c);
     CHECK(c != NULL);
     ModelSpec m = fx_gpt();
     if (c) CHECKF(calibrate_host(cal_bk, NULL, &m, 1, 1, c, &e) == ST_OK, "%s", e.msg);
     CHECK(cal_calls >= 1);
     CHECK_EQ_U64(cal_n, 28672);
+    CHECK_EQ_INT(cal_tensors, 9);
+    CHECK_EQ_U64(cal_first, 4096);
+    CHECK(cal_adjacent);
     CHECK_EQ_U64(cal_nonzero, 0);
     free(c);
-    cal_bk->alloc = cal_alloc, cal_bk->adamw = cal_adamw;
+    cal_bk->alloc = cal_alloc, cal_bk->adamw_multi = cal_adamw_multi;
     cal_bk->destroy(cal_bk);
 }
 

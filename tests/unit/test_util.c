@@ -1,9 +1,11 @@
 /* tests/unit/test_util.c — strict parsing, atomic output, table rendering. */
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "reports/table.h"
 #include "test.h"
+#include "util/cache.h"
 #include "util/fileio.h"
 #include "util/num.h"
 
@@ -194,6 +196,58 @@ static void test_outfile_is_atomic(void)
     CHECK_CONTAINS(e.msg, "/nonexistent-dir/x.csv");
 }
 
+/* One sysfs-like file dir/indexI/name holding text. */
+static void put_cache_file(const char *dir, int i, const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/index%d", dir, i);
+    (void)mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/index%d/%s", dir, i, name);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) fputs(text, f), fclose(f);
+}
+
+static void rm_cache_dir(const char *dir, int n)
+{
+    static const char *const names[] = {"level", "type", "size"};
+    char path[512];
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < 3; k++) snprintf(path, sizeof path, "%s/index%d/%s", dir, i, names[k]), unlink(path);
+        snprintf(path, sizeof path, "%s/index%d", dir, i), rmdir(path);
+    }
+    rmdir(dir);
+}
+
+/* The last-level cache as Linux lists a CPU's caches (an EPYC VM's: 32K L1d, 32K L1i, 1024K L2, 32768K L3): the
+ * highest level's size, instruction caches left out, sizes in K, M or bytes; 0 where nothing can be read. */
+static void test_llc_bytes(void)
+{
+    char dir[] = "/tmp/fp8plan-test-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    static const char *const rows[4][3] = {{"1\n", "Data\n", "32K\n"},
+                                           {"1\n", "Instruction\n", "32K\n"},
+                                           {"2\n", "Unified\n", "1024K\n"},
+                                           {"3\n", "Unified\n", "32768K\n"}};
+    CHECK_EQ_U64(cache_llc_bytes_at(dir), 0); /* no indexN */
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++) put_cache_file(dir, i, k == 0 ? "level" : k == 1 ? "type" : "size", rows[i][k]);
+    CHECK_EQ_U64(cache_llc_bytes_at(dir), 1048576); /* 1024 x 1024: L2 the last so far */
+    for (int k = 0; k < 3; k++) put_cache_file(dir, 3, k == 0 ? "level" : k == 1 ? "type" : "size", rows[3][k]);
+    CHECK_EQ_U64(cache_llc_bytes_at(dir), 33554432); /* 32768 x 1024 */
+    put_cache_file(dir, 3, "size", "2M\n");
+    CHECK_EQ_U64(cache_llc_bytes_at(dir), 2097152);
+    put_cache_file(dir, 3, "type", "Instruction\n"); /* an instruction L3 is no data cache: L2 again */
+    CHECK_EQ_U64(cache_llc_bytes_at(dir), 1048576);
+    put_cache_file(dir, 3, "type", "Unified\n");
+    put_cache_file(dir, 3, "size", "32X\n"); /* not a size: L2 again */
+    CHECK_EQ_U64(cache_llc_bytes_at(dir), 1048576);
+    put_cache_file(dir, 3, "size", "4096\n"); /* plain bytes */
+    CHECK_EQ_U64(cache_llc_bytes_at(dir), 4096);
+    CHECK_EQ_U64(cache_llc_bytes_at(NULL), 0);
+    rm_cache_dir(dir, 4);
+}
+
 int main(void)
 {
     RUN(test_parse_u64_rejects_what_strtoull_accepts);
@@ -205,5 +259,6 @@ int main(void)
     RUN(test_table_text_has_no_trailing_blanks);
     RUN(test_table_type_misuse_is_reported);
     RUN(test_outfile_is_atomic);
+    RUN(test_llc_bytes);
     return test_summary();
 }
