@@ -34,6 +34,7 @@ static const struct {
     {"model.context_parallel_size", "--context-parallel-size", 0},
     {"model.num_layers_in_first_pipeline_stage", "--decoder-first-pipeline-num-layers", 0},
     {"model.num_layers_in_last_pipeline_stage", "--decoder-last-pipeline-num-layers", 0},
+    {"model.pipeline_model_parallel_layout", "--pipeline-model-parallel-layout", 0}, /* a string, or a list of chunks */
     {"model.expert_model_parallel_size", "--expert-model-parallel-size", 0},
     {"model.sequence_parallel", "--sequence-parallel", 0},
     {"model.num_moe_experts", "--num-experts", 0},
@@ -120,6 +121,11 @@ static const char *arg_of(const void *ctx, ImportKv *kv)
                     if (*p == '_') *p = '-';
                 return arg;
             }
+    /* the list form of the pipeline layout: model.pipeline_model_parallel_layout.<i> is chunk i's layer names */
+    static const char lay[] = "model.pipeline_model_parallel_layout.";
+    if (!strncmp(kv->key, lay, sizeof lay - 1) && kv->key[sizeof lay - 1] &&
+        strspn(kv->key + sizeof lay - 1, "0123456789") == strlen(kv->key + sizeof lay - 1))
+        return "--bridge-layout-chunk";
     /* mixed_precision given as a recipe name: "bf16_mixed", "bf16_with_fp8_delayed_scaling_mixed", ... */
     if (!strcmp(kv->key, "mixed_precision")) return "--bridge-mixed-precision"; /* a recipe name: map_megatron.c */
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)

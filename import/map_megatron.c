@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "import/import.h"
+#include "import/map_layout.h"
 #include "import/map_moe.h"
 
 typedef struct {
@@ -30,6 +31,7 @@ typedef struct {
     int nproc_line;
     int gbs_given;
     ImportMoe moe;
+    ImportLayout layout;
 } Mg;
 
 #define TRY(x)               \
@@ -80,6 +82,7 @@ static Status one(ImportResult *r, const ImportKv *kv, const char *a, Mg *m, Err
             return err_set(e, ST_DATA, "%s:%d: %s: %s", r->path, kv->line, kv->key, refused[i][1]);
     Status st;
     if (import_moe_arg(r, kv, a, &m->moe, &st, e)) return st;
+    if (import_layout_arg(r, kv, a, &m->layout, &st, e)) return st;
     import_src_arg(r, a, kv);
     /* model dimensions */
     if (!strcmp(a, "--num-layers")) return dim(r, kv, m, "layers", 100000, &m->layers, e);
@@ -414,6 +417,7 @@ static Status finish(ImportResult *r, Mg *m_, int any, Err *e)
 {
     Mg m = *m_;
     if (!any) return err_set(e, ST_DATA, "%s: not one setting fp8plan reads (--from-format?)", r->path);
+    TRY(import_layout_finish(r, &m.layout, m.pp ? m.pp : 1, m.layers != 0, m.layers, m.moe.mtp, e));
     if (m.layers_per_vstage) {
         unsigned pp = m.pp ? m.pp : 1;
         if (!m.layers || m.layers % ((uint64_t)pp * m.layers_per_vstage))
