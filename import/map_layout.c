@@ -124,8 +124,9 @@ static Status list_chunk(ImportResult *r, const ImportKv *kv, ImportLayout *l, E
         for (size_t i = 0; i < sizeof names / sizeof *names && !c; i++)
             if (!strcasecmp(w, names[i][0])) c = names[i][1];
         if (!c)
-            return err_set(e, ST_DATA, "%s:%d: %s: '%s' is not a layer Megatron-Core places (embedding, decoder, mtp, "
-                                       "loss; encoder layers are not supported in a custom layout)",
+            return err_set(e, ST_DATA,
+                           "%s:%d: %s: '%s' is not a layer Megatron-Core places (embedding, decoder, mtp, "
+                           "loss; encoder layers are not supported in a custom layout)",
                            r->path, kv->line, kv->key, w);
         if (l->nlist + 1 >= sizeof l->list)
             return err_set(e, ST_DATA, "%s:%d: %s: the layout has more than %d layers and chunks", r->path, kv->line,
@@ -153,10 +154,9 @@ int import_layout_arg(ImportResult *r, const ImportKv *kv, const char *a, Import
     }
     if (!strcmp(a, "--bridge-layout-chunk")) return *st = list_chunk(r, kv, l, e), 1;
     if (strcmp(a, "--pipeline-model-parallel-layout")) return 0;
-    if (!kv->val[0] && l->nchunk) /* the list form's own key, after its chunks */
+    if (!kv->val[0] && l->nchunk)               /* the list form's own key, after its chunks */
         return l->list_kv = kv, *st = ST_OK, 1; /* noted with its flags after every setting */
-    if (!kv->val[0])
-        return *st = err_set(e, ST_DATA, "%s:%d: %s: an empty layout", r->path, kv->line, kv->key), 1;
+    if (!kv->val[0]) return *st = err_set(e, ST_DATA, "%s:%d: %s: an empty layout", r->path, kv->line, kv->key), 1;
     l->kv = kv; /* noted with its flags after every setting */
     return *st = ST_OK, 1;
 }
@@ -236,7 +236,8 @@ static Status split_flags(ImportResult *r, const ImportLayout *l, const unsigned
                            "stages are equal (only the first and the last may differ)",
                            r->path, kv->line, kv->key, i, mid, cnt[i]);
     if (!f || !last)
-        return refuse_split(r, kv, "an end rank without decoder layers: the planner's first and last stages hold one at least",
+        return refuse_split(r, kv,
+                            "an end rank without decoder layers: the planner's first and last stages hold one at least",
                             f, mid, last, vpp, e);
     /* plan_stage_split's rule: a middle rank holds vpp layers at least, an end rank vpp - 1 where the split is one
      * Megatron can interleave (an embedding- or loss-only chunk), else vpp */

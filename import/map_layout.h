@@ -19,8 +19,8 @@ typedef struct {
     const ImportKv *kv;      /* the string form, or the first chunk of the list form */
     const ImportKv *list_kv; /* the list form's own key (its chunks come before it) */
     char list[IMPORT_LAYOUT_LIST_MAX];
-    size_t nlist;   /* letters in list */
-    unsigned nvs;   /* --num-virtual-stages-per-pipeline-rank */
+    size_t nlist;    /* letters in list */
+    unsigned nvs;    /* --num-virtual-stages-per-pipeline-rank */
     unsigned nchunk; /* list-form chunks seen */
     /* settings Megatron-Core refuses beside a layout (TransformerConfig.__post_init__, arguments.py) */
     const ImportKv *first_kv, *last_kv, *vstage_kv, *nvs_kv, *vpp_kv;

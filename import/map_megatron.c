@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "import/import.h"
+#include "import/map_features.h"
 #include "import/map_layout.h"
 #include "import/map_moe.h"
 
@@ -32,6 +33,7 @@ typedef struct {
     int gbs_given;
     ImportMoe moe;
     ImportLayout layout;
+    ImportFeatures feat;
 } Mg;
 
 #define TRY(x)               \
@@ -72,6 +74,7 @@ static const char *const refused[][2] = {
     {"--fp4-format", "FP4 training is not modelled"},
     {"--fp4", "FP4 training is not modelled"},
     {"--cpu-offloading", "activation/weight offloading to the host is not modelled"},
+    {"--cpu-offloading-num-layers", "activation/weight offloading to the host is not modelled"},
     {"--optimizer-cpu-offload", "optimizer offloading to the host is not modelled"},
 };
 
@@ -83,6 +86,7 @@ static Status one(ImportResult *r, const ImportKv *kv, const char *a, Mg *m, Err
     Status st;
     if (import_moe_arg(r, kv, a, &m->moe, &st, e)) return st;
     if (import_layout_arg(r, kv, a, &m->layout, &st, e)) return st;
+    if (import_features_arg(r, kv, a, &m->feat, &st, e)) return st;
     import_src_arg(r, a, kv);
     /* model dimensions */
     if (!strcmp(a, "--num-layers")) return dim(r, kv, m, "layers", 100000, &m->layers, e);
@@ -463,6 +467,7 @@ static Status finish(ImportResult *r, Mg *m_, int any, Err *e)
     TRY(finish_recipe(r, &m, e));
     TRY(finish_model(r, &m, e));
     TRY(import_moe_finish(r, &m.moe, r->have_model ? &r->model : NULL, m.layers, r->model.ffn_hidden, e));
+    TRY(import_features_finish(r, &m.feat, m.moe.experts ? 1 : m.layers ? 0 : -1, e));
     if (!m.gbs_given) r->gbs_per_dp = 1;
     return ST_OK;
 }
