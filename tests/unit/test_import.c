@@ -349,6 +349,14 @@ static void test_layout_and_features(void)
          "  - [Decoder, loss]\nmixed_precision: bf16_mixed\n",
          "--stack megatron-core --seq 128 --pp 4 --vpp 2 --first-stage-layers 1 --last-stage-layers 2 "
          "--custom-pp-layout --recipe megatron-bf16"},
+        /* Megatron-Bridge's DeepSeek-V3 layout for PP 8 x VP 2 ([E + 4t], 14 x [4t], [t, mtp, loss]) as a string: 16
+         * chunks; rank 0 holds chunks 0 (E + 4) and 8 (4) = 8, ranks 1-6 4 + 4 = 8, rank 7 chunks 7 (4) and 15 (1) = 5:
+         * 8 + 6 x 8 + 5 = 61 layers */
+        {"l5.sh",
+         "--num-layers 61 --hidden-size 256 --num-attention-heads 8 --seq-length 128 --vocab-size 1000 --bf16 "
+         "--mtp-num-layers 1 --pipeline-model-parallel-size 8 --pipeline-model-parallel-layout Et*4|(t*4|)*14,tmL\n",
+         "--stack megatron-lm --seq 128 --pp 8 --first-stage-layers 8 --last-stage-layers 5 --custom-pp-layout --vpp 2 "
+         "--recipe megatron-bf16"},
         /* one rank: every layer there, no flag */
         {"l3.sh", DENSE7 "--pipeline-model-parallel-layout Et*7L\n",
          "--stack megatron-lm --seq 128 --dist-opt --recipe megatron-bf16"},
